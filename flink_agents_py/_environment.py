@@ -1,0 +1,45 @@
+"""``AgentsExecutionEnvironment``: where an agent runs (in-process, or on Flink)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .local import LocalExecutionEnvironment
+
+__all__ = ["AgentsExecutionEnvironment"]
+
+
+class AgentsExecutionEnvironment:
+    """Entry point, as in Apache Flink Agents.
+
+    ``AgentsExecutionEnvironment.local()`` runs agents in-process over bounded lists;
+    ``AgentsExecutionEnvironment.flink(env)`` hosts them in a PyFlink job (needs the
+    ``flink`` extra); ``get_execution_environment(env=None)`` picks by whether ``env`` is given.
+    """
+
+    @staticmethod
+    def local(**options: Any) -> LocalExecutionEnvironment:
+        """A local environment; options as for ``LocalExecutionEnvironment``."""
+        return LocalExecutionEnvironment(**options)
+
+    @staticmethod
+    def flink(env: Any, **options: Any) -> Any:
+        """A Flink environment over a PyFlink ``StreamExecutionEnvironment``.
+
+        Raises:
+            ImportError: when apache-flink is not installed (``pip install .[flink]``).
+        """
+        try:
+            from .flink import FlinkExecutionEnvironment
+        except ImportError as e:
+            raise ImportError(
+                "the Flink host needs apache-flink: pip install 'flink-agents-py[flink]'"
+            ) from e
+        return FlinkExecutionEnvironment(env, **options)
+
+    @staticmethod
+    def get_execution_environment(env: Any = None, **options: Any) -> Any:
+        """``flink(env)`` when ``env`` is given, else ``local()``."""
+        if env is None:
+            return AgentsExecutionEnvironment.local(**options)
+        return AgentsExecutionEnvironment.flink(env, **options)

@@ -1,0 +1,142 @@
+"""Chat models: a connection (how to reach a provider) and a setup (what to ask it).
+
+A ``ChatModelConnection`` knows a provider: client, base URL, credentials, the wire mapping.
+A ``ChatModelSetup`` names a connection and picks the model, the prompt, the tools and the
+generation parameters; actions ask a setup (resource type ``CHAT_MODEL``) by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from ._messages import ChatMessage, ChatResponse
+from ._prompts import Prompt
+from ._resources import Resource, ResourceType
+from ._tools import FunctionTool, ToolMetadata
+
+__all__ = ["ChatModelConnection", "ChatModelSetup"]
+
+
+class ChatModelConnection(Resource):
+    """Base of provider connections. One method to implement: ``chat`` (or ``achat``).
+
+    Implementations are shared by every key of an operator and may be called concurrently
+    from the I/O executor: guard clients that are not thread-safe.
+    """
+
+    RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.CHAT_MODEL_CONNECTION
+
+    def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        model: str | None = None,
+        tools: Sequence[ToolMetadata] = (),
+        output_schema: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> ChatResponse:
+        """Send one chat request and return the provider's answer (blocking).
+
+        Args:
+            messages: the conversation, system messages included.
+            model: the provider's model name (``None``: the connection's default).
+            tools: tools the model may call.
+            output_schema: a JSON Schema the answer must follow, when structured output is
+                asked for.
+            **options: generation parameters (``temperature``, ``max_tokens``...).
+
+        Returns:
+            The response; ``message.tool_calls`` is non-empty when the model calls tools.
+
+        Raises:
+            ProviderError: when the provider fails (``retryable`` set for timeouts, 429, 5xx).
+        """
+        raise NotImplementedError(f"{type(self).__name__} implements neither chat nor achat")
+
+    async def achat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        model: str | None = None,
+        tools: Sequence[ToolMetadata] = (),
+        output_schema: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> ChatResponse:
+        """Async form of ``chat``; by default runs ``chat`` in a worker thread."""
+        return await asyncio.to_thread(
+            self.chat, messages, model=model, tools=tools, output_schema=output_schema, **options
+        )
+
+
+class ChatModelSetup(Resource):
+    """What to ask a connection: model, prompt, tools and generation parameters.
+
+    Attributes:
+        connection: name of a ``CHAT_MODEL_CONNECTION`` resource.
+        model: the provider's model name.
+        prompt: name of a ``PROMPT`` resource, or a literal system text; its placeholders are
+            filled from the request's ``prompt_args``.
+        tools: names of ``TOOL`` resources offered to the model.
+        max_tool_rounds: the most model-tool round trips one chat may take (then it fails).
+        options: generation parameters passed through to the connection.
+    """
+
+    RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.CHAT_MODEL
+
+    connection: str
+    model: str | None = None
+    prompt: str | None = None
+    tools: list[str] = Field(default_factory=list)
+    max_tool_rounds: int = Field(default=8, ge=0)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    def tool_resources(self) -> list[FunctionTool]:
+        """The tool resources this setup offers, in declaration order."""
+        return [self.get_resource(n, ResourceType.TOOL) for n in self.tools]  # type: ignore[misc]
+
+    def build_messages(
+        self, messages: Sequence[ChatMessage], prompt_args: dict[str, Any] | None
+    ) -> list[ChatMessage]:
+        """Prepend the prompt (placeholders filled from ``prompt_args``) to ``messages``."""
+        if not self.prompt:
+            return list(messages)
+        try:
+            prompt = self.get_resource(self.prompt, ResourceType.PROMPT)
+        except KeyError:
+            prompt = Prompt.from_text(self.prompt)
+        assert isinstance(prompt, Prompt)
+        return [*prompt.format_messages(**(prompt_args or {})), *messages]
+
+    async def achat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        prompt_args: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        with_prompt: bool = True,
+    ) -> ChatResponse:
+        """Ask the connection, with this setup's model, prompt, tools and options.
+
+        Args:
+            messages: the conversation (without the prompt).
+            prompt_args: values for the prompt's placeholders.
+            output_schema: JSON Schema for structured output.
+            with_prompt: prepend the prompt (``False`` when ``messages`` already has it).
+
+        Returns:
+            The connection's response.
+        """
+        connection = self.get_resource(self.connection, ResourceType.CHAT_MODEL_CONNECTION)
+        assert isinstance(connection, ChatModelConnection)
+        full = self.build_messages(messages, prompt_args) if with_prompt else list(messages)
+        return await connection.achat(
+            full,
+            model=self.model,
+            tools=[t.metadata for t in self.tool_resources()],
+            output_schema=output_schema,
+            **self.options,
+        )

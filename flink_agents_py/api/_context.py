@@ -1,0 +1,135 @@
+"""``RunnerContext``: what an action can do. A small interface the runtime implements.
+
+The same action runs unchanged on the local runner and on the Flink operator: each host
+passes its own implementation. A context is valid only during the action execution it was
+passed to; keeping it past that is unsupported.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+from ._events import Event
+from ._resources import Resource, ResourceType
+
+__all__ = ["RunnerContext", "Memory"]
+
+T = TypeVar("T")
+
+
+class Memory(ABC):
+    """A JSON tree addressed by dotted paths (``"product.count"``).
+
+    Writes made by an action become visible to other actions when the action completes
+    (all of them at once, with the events it sent); until then only the writing action sees
+    them. Values must be JSON-serializable.
+    """
+
+    @abstractmethod
+    def get(self, path: str, default: Any = None) -> Any:
+        """Return the value at ``path``, or ``default`` when nothing is there."""
+
+    @abstractmethod
+    def set(self, path: str, value: Any) -> None:
+        """Store ``value`` (JSON) at ``path``, creating parents as needed.
+
+        Raises:
+            SerializationError: when ``value`` has no JSON form.
+        """
+
+    @abstractmethod
+    def delete(self, path: str) -> None:
+        """Remove what is at ``path`` (nothing happens when nothing is there)."""
+
+    @abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """Return a deep copy of the whole tree as this action sees it."""
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self.get(path, _MISSING) is not _MISSING
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+
+_MISSING = object()
+
+
+class RunnerContext(ABC):
+    """The context an action receives; its methods delegate to the hosting runtime."""
+
+    @property
+    @abstractmethod
+    def key(self) -> Any:
+        """The key of the record this run processes."""
+
+    @property
+    @abstractmethod
+    def sensory_memory(self) -> Memory:
+        """Memory of the current run: cleared when the run ends."""
+
+    @property
+    @abstractmethod
+    def short_term_memory(self) -> Memory:
+        """Memory of the current key: survives runs, kept in keyed state."""
+
+    @property
+    @abstractmethod
+    def action_config(self) -> dict[str, Any]:
+        """Configuration of the running action (from the plan), read-only."""
+
+    @abstractmethod
+    def send_event(self, event: Event) -> Event:
+        """Send ``event`` to the actions it triggers.
+
+        Events an action sends are delivered, in the order sent, when the action completes.
+
+        Returns:
+            The event as sent, carrying its assigned replay-stable ``id``.
+
+        Raises:
+            SerializationError: when the event has no JSON form.
+        """
+
+    @abstractmethod
+    def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
+        """Return the resource of ``resource_type`` named ``name``, built on first use.
+
+        Raises:
+            ResourceNotFoundError: when none is registered under that name and type.
+        """
+
+    @abstractmethod
+    def durable_execute(
+        self, fn: Callable[..., T], *args: Any, reconciler: Callable[[], T] | None = None,
+        **kwargs: Any,
+    ) -> T:
+        """Call ``fn(*args, **kwargs)`` on the operator thread, recording its outcome.
+
+        A replay of this call (same action execution, same call ordinal) returns the recorded
+        result, or raises the recorded exception, without calling ``fn``. Arguments and the
+        result must have a JSON form (pydantic models are fine).
+
+        Args:
+            fn: the function; blocks the operator while it runs (prefer the async form).
+            reconciler: called at recovery instead of ``fn`` when the call had started but its
+                outcome was recorded nowhere.
+
+        Raises:
+            SerializationError: when an argument or the result has no JSON form.
+        """
+
+    @abstractmethod
+    def durable_execute_async(
+        self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
+        **kwargs: Any,
+    ) -> Awaitable[Any]:
+        """Start ``fn(*args, **kwargs)`` on the I/O executor and return an awaitable of it.
+
+        ``fn`` may be a plain function (run in a worker thread) or an ``async`` one (run on
+        the executor's event loop). The call starts at once, so several calls created before
+        any is awaited run concurrently. Recording and replay are as for ``durable_execute``.
+        The caller's action is suspended while it awaits; other keys keep running.
+        """

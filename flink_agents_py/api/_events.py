@@ -1,0 +1,177 @@
+"""Events: what flows between actions.
+
+An ``Event`` is a pydantic model with an ``id``, a ``type`` string that routes it to actions,
+and free ``attributes``. Typed subclasses declare ``EVENT_TYPE`` and typed fields. Every event
+must be JSON-serializable: the Flink host keeps in-flight events in keyed state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ._messages import ChatMessage, ChatResponse, ToolCall, ToolResult
+
+__all__ = [
+    "Event",
+    "InputEvent",
+    "OutputEvent",
+    "ChatRequestEvent",
+    "ChatResponseEvent",
+    "ToolRequestEvent",
+    "ToolResponseEvent",
+    "event_type_of",
+    "event_class_for",
+    "event_from_json",
+]
+
+_REGISTRY: dict[str, type[Event]] = {}
+
+
+class Event(BaseModel):
+    """Base of all events.
+
+    Use it directly for ad-hoc events, ``Event(type="ReviewScored", attributes={...})``, or
+    subclass it with an ``EVENT_TYPE`` constant and typed fields.
+
+    Attributes:
+        id: identity of this occurrence. The runtime replaces it, when the event is sent, by an
+            id derived from the path that produced it (replay-stable and unique per occurrence).
+        type: the routing type; for a subclass, its ``EVENT_TYPE``.
+        attributes: free JSON attributes.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    EVENT_TYPE: ClassVar[str | None] = None
+
+    id: str = ""
+    type: str = ""
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "EVENT_TYPE" not in cls.__dict__ or cls.__dict__["EVENT_TYPE"] is None:
+            cls.EVENT_TYPE = cls.__qualname__
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        _REGISTRY[cls.EVENT_TYPE or cls.__qualname__] = cls
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_type(cls, data: Any) -> Any:
+        if isinstance(data, dict) and cls.EVENT_TYPE is not None:
+            given = data.get("type")
+            if given and given != cls.EVENT_TYPE:
+                raise ValueError(
+                    f"{cls.__name__} has type {cls.EVENT_TYPE!r}, not {given!r}"
+                )
+            data = {**data, "type": cls.EVENT_TYPE}
+        return data
+
+    @model_validator(mode="after")
+    def _require_type(self) -> Event:
+        if not self.type:
+            raise ValueError("an Event needs a non-empty 'type' (or subclass Event)")
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the event as a JSON object (``type`` included), for keyed state and logs."""
+        return self.model_dump(mode="json")
+
+
+def event_type_of(trigger: type[Event] | str) -> str:
+    """Return the routing type of an event class or an event type string.
+
+    Raises:
+        TypeError: when ``trigger`` is neither an ``Event`` subclass nor a string.
+    """
+    if isinstance(trigger, str):
+        return trigger
+    if isinstance(trigger, type) and issubclass(trigger, Event):
+        return trigger.EVENT_TYPE or trigger.__qualname__
+    raise TypeError(f"an action trigger must be an Event subclass or a type string, got {trigger!r}")
+
+
+def event_class_for(event_type: str) -> type[Event]:
+    """Return the class registered for ``event_type``, or ``Event`` for ad-hoc types."""
+    return _REGISTRY.get(event_type, Event)
+
+
+def event_from_json(data: dict[str, Any]) -> Event:
+    """Rebuild an event from ``Event.to_json`` output, as its registered class."""
+    return event_class_for(str(data.get("type", ""))).model_validate(data)
+
+
+class InputEvent(Event):
+    """Starts a run: carries one input record.
+
+    Attributes:
+        input: the record as it arrived (JSON).
+    """
+
+    EVENT_TYPE: ClassVar[str] = "InputEvent"
+    input: Any = None
+
+
+class OutputEvent(Event):
+    """An agent's result: ``output`` is emitted to the agent's output stream."""
+
+    EVENT_TYPE: ClassVar[str] = "OutputEvent"
+    output: Any = None
+
+
+class ChatRequestEvent(Event):
+    """Asks the chat model setup named ``model`` to answer ``messages``.
+
+    Attributes:
+        model: name of a ``CHAT_MODEL`` resource (a chat model setup).
+        messages: the conversation so far.
+        prompt_args: values for the setup's prompt ``{placeholders}``.
+        output_schema: a JSON Schema the answer must follow (structured output).
+    """
+
+    EVENT_TYPE: ClassVar[str] = "ChatRequestEvent"
+    model: str
+    messages: list[ChatMessage] = Field(default_factory=list)
+    prompt_args: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+
+
+class ChatResponseEvent(Event):
+    """The final answer to a ``ChatRequestEvent`` (after any tool rounds).
+
+    Attributes:
+        request_id: id of the ``ChatRequestEvent`` this answers.
+        response: the model's response when the chat succeeded.
+        error: why the chat failed, when it did (``response`` is then ``None``).
+    """
+
+    EVENT_TYPE: ClassVar[str] = "ChatResponseEvent"
+    request_id: str
+    response: ChatResponse | None = None
+    error: str | None = None
+
+
+class ToolRequestEvent(Event):
+    """Asks the tool call action to run ``tool_calls`` for the chat of model ``model``."""
+
+    EVENT_TYPE: ClassVar[str] = "ToolRequestEvent"
+    model: str
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+
+
+class ToolResponseEvent(Event):
+    """Results of a ``ToolRequestEvent``, one per call id.
+
+    Attributes:
+        request_id: id of the ``ToolRequestEvent`` this answers.
+        responses: results keyed by tool call id.
+    """
+
+    EVENT_TYPE: ClassVar[str] = "ToolResponseEvent"
+    request_id: str
+    responses: dict[str, ToolResult] = Field(default_factory=dict)

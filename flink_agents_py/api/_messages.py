@@ -1,0 +1,108 @@
+"""Chat messages, tool calls and chat responses: the provider-neutral wire of chat models."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["MessageRole", "ToolCall", "ChatMessage", "TokenUsage", "ChatResponse", "ToolResult"]
+
+
+class MessageRole(str, Enum):
+    """The role of a chat message (OpenAI chat-completions roles)."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class ToolCall(BaseModel):
+    """One tool call the model asked for.
+
+    Attributes:
+        id: the provider's call id, or a synthetic unique one when the provider gave none.
+        name: the tool's name.
+        arguments: the arguments as a JSON object.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChatMessage(BaseModel):
+    """One message of a conversation.
+
+    Attributes:
+        role: who speaks.
+        content: the text.
+        tool_calls: for an assistant message, the tools it asks to call.
+        tool_call_id: for a tool message, the call it answers.
+        name: for a tool message, the tool's name.
+    """
+
+    model_config = ConfigDict(frozen=True, use_enum_values=True)
+
+    role: MessageRole = MessageRole.USER
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class TokenUsage(BaseModel):
+    """Token counts as the provider reported them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ChatResponse(BaseModel):
+    """What a chat model returned for one request.
+
+    Attributes:
+        message: the assistant message (content and tool calls).
+        structured: the validated structured output when an ``output_schema`` was asked for.
+        model: the model name the provider reported.
+        response_id: the provider's response id.
+        usage: token usage when reported.
+        finish_reason: why generation stopped (``stop``, ``length``, ``tool_calls``...).
+        metadata: anything else the provider returned that callers may want.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    message: ChatMessage
+    structured: Any = None
+    model: str | None = None
+    response_id: str | None = None
+    usage: TokenUsage | None = None
+    finish_reason: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(BaseModel):
+    """The outcome of one tool call, paired with its call by ``call_id``.
+
+    Attributes:
+        call_id: the id of the ``ToolCall`` this answers.
+        name: the tool's name.
+        ok: whether the tool returned normally.
+        content: the tool's return value as JSON (when ``ok``).
+        error: what failed and why (when not ``ok``), worded for the model to correct its call.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    call_id: str
+    name: str
+    ok: bool = True
+    content: Any = None
+    error: str | None = None

@@ -1,0 +1,70 @@
+"""Prompts with ``{placeholders}``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from ._messages import ChatMessage, MessageRole
+from ._resources import Resource, ResourceType
+
+__all__ = ["Prompt", "fill_placeholders"]
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def fill_placeholders(template: str, values: Mapping[str, Any]) -> str:
+    """Replace each ``{name}`` in ``template`` with ``str(values[name])``.
+
+    A placeholder no value fills stays as literal text, and values the template does not use
+    are ignored (so a prompt and an input schema may drift apart without an error). Only
+    ``{identifier}`` forms are placeholders; other braces (JSON examples) stay as they are.
+    """
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        return str(values[name]) if name in values else m.group(0)
+
+    return _PLACEHOLDER.sub(sub, template)
+
+
+class Prompt(Resource):
+    """A prompt: either one text or a list of messages, each with ``{placeholders}``.
+
+    Attributes:
+        template: the text form (becomes one message of role ``role``).
+        messages: the message-list form.
+        role: the role of the text form's message.
+    """
+
+    RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.PROMPT
+
+    template: str | None = None
+    messages: list[ChatMessage] | None = None
+    role: MessageRole = MessageRole.SYSTEM
+
+    @classmethod
+    def from_text(cls, text: str, role: MessageRole = MessageRole.SYSTEM) -> Prompt:
+        """Build a prompt from one text."""
+        return cls(template=text, role=role)
+
+    @classmethod
+    def from_messages(cls, messages: Sequence[ChatMessage]) -> Prompt:
+        """Build a prompt from a list of messages."""
+        return cls(messages=list(messages))
+
+    def format_string(self, **values: Any) -> str:
+        """Return the prompt as one text with placeholders filled."""
+        if self.template is not None:
+            return fill_placeholders(self.template, values)
+        return "\n".join(fill_placeholders(m.content, values) for m in self.messages or [])
+
+    def format_messages(self, **values: Any) -> list[ChatMessage]:
+        """Return the prompt as messages with placeholders filled."""
+        if self.template is not None:
+            return [ChatMessage(role=self.role, content=fill_placeholders(self.template, values))]
+        return [
+            m.model_copy(update={"content": fill_placeholders(m.content, values)})
+            for m in self.messages or []
+        ]

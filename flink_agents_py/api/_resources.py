@@ -1,0 +1,148 @@
+"""Resources: chat model connections and setups, tools, prompts, MCP servers and sub-agents.
+
+A resource is declared by a ``ResourceDescriptor`` naming its class by fully-qualified path
+plus the arguments to build it with, so a plan stays data. The runtime builds each resource
+once per operator instance, lazily, and hands it a resolver for the resources it names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from enum import Enum
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
+
+from ._errors import ResourceError
+
+__all__ = ["ResourceType", "ResourceDescriptor", "Resource", "import_qualified", "qualified_name"]
+
+
+class ResourceType(str, Enum):
+    """The kinds of resources an agent can declare."""
+
+    CHAT_MODEL_CONNECTION = "chat_model_connection"
+    CHAT_MODEL = "chat_model"
+    TOOL = "tool"
+    PROMPT = "prompt"
+    MCP_SERVER = "mcp_server"
+    AGENT = "agent"
+
+
+def qualified_name(obj: Any) -> str:
+    """Return ``module:qualname`` for a class or function (the plan's way to name code)."""
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def import_qualified(path: str) -> Any:
+    """Import ``pkg.mod:Qual.name`` or ``pkg.mod.Class`` and return the object.
+
+    Raises:
+        ResourceError: when the module or attribute cannot be found (names the path).
+    """
+    if ":" in path:
+        module_name, _, qual = path.partition(":")
+    else:
+        module_name, _, qual = path.rpartition(".")
+    if not module_name or not qual:
+        raise ResourceError(f"{path!r} is not a fully-qualified name like 'pkg.module.Class'")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ResourceError(f"cannot import module {module_name!r} for {path!r}: {e}") from e
+    for part in qual.split("."):
+        if part == "<locals>":
+            raise ResourceError(f"{path!r} is defined inside a function and cannot be imported")
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as e:
+            raise ResourceError(f"{module_name!r} has no attribute path {qual!r}") from e
+    return obj
+
+
+class ResourceDescriptor(BaseModel):
+    """Names a resource class and the arguments to build it with.
+
+    ``ResourceDescriptor(clazz="my_app.models.MyConnection", base_url="http://...")``: every
+    keyword other than ``clazz`` is an argument of the class (a pydantic field of it).
+
+    Attributes:
+        clazz: fully-qualified class path (``pkg.module.Class``); a class object is accepted
+            and turned into its path.
+        arguments: the keyword arguments for the class.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    clazz: str
+    arguments: dict[str, Any] = {}
+
+    def __init__(self, clazz: str | type | None = None, /, **kwargs: Any) -> None:
+        if clazz is None:
+            clazz = kwargs.pop("clazz", None)
+        arguments = kwargs.pop("arguments", None)
+        if arguments is None:
+            arguments = kwargs
+        elif kwargs:
+            raise TypeError("pass either arguments={...} or keyword arguments, not both")
+        if isinstance(clazz, type):
+            clazz = f"{clazz.__module__}.{clazz.__qualname__}"
+        super().__init__(clazz=clazz, arguments=arguments)
+
+    def build(self) -> Resource:
+        """Import ``clazz`` and construct it with ``arguments``.
+
+        Raises:
+            ResourceError: when the class cannot be imported, is not a ``Resource``, or rejects
+                the arguments (the message names the class and the pydantic errors).
+        """
+        cls = import_qualified(self.clazz)
+        if not (isinstance(cls, type) and issubclass(cls, Resource)):
+            raise ResourceError(f"{self.clazz!r} is not a Resource subclass")
+        try:
+            return cls(**self.arguments)
+        except Exception as e:
+            raise ResourceError(f"cannot build {self.clazz} from its descriptor: {e}") from e
+
+
+class Resource(BaseModel):
+    """Base of every resource class.
+
+    Subclasses declare their configuration as pydantic fields and set ``RESOURCE_TYPE``.
+    Resources are shared by all keys of an operator instance and may be called from several
+    threads of the I/O executor at once: guard state that is not thread-safe.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    RESOURCE_TYPE: ClassVar[ResourceType]
+
+    _resolver: Callable[[str, ResourceType], Resource] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _check_type(self) -> Resource:
+        if not hasattr(type(self), "RESOURCE_TYPE"):
+            raise ValueError(f"{type(self).__name__} must set RESOURCE_TYPE")
+        return self
+
+    def bind(self, resolver: Callable[[str, ResourceType], Resource]) -> None:
+        """Give the resource a way to find the resources it names (called by the runtime)."""
+        self._resolver = resolver
+
+    def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
+        """Return another resource of the same environment.
+
+        Raises:
+            ResourceError: when the resource was not bound to an environment.
+            ResourceNotFoundError: when nothing of that type has that name.
+        """
+        if self._resolver is None:
+            raise ResourceError(f"{type(self).__name__} is not bound to a resource environment")
+        return self._resolver(name, resource_type)
+
+    def open(self) -> None:
+        """Acquire what the resource needs (connections, model files). Called once, lazily."""
+
+    def close(self) -> None:
+        """Release what ``open`` acquired. Called when the operator closes."""

@@ -1,0 +1,174 @@
+"""Tools: Python functions offered to chat models, with JSON Schema from their signature.
+
+The schema comes from ``inspect.signature`` and type hints through pydantic's public
+``create_model``/``model_json_schema``; argument descriptions come from a Google-style
+docstring's ``Args:`` section.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any, ClassVar, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model
+
+from ._resources import Resource, ResourceType, import_qualified, qualified_name
+
+__all__ = ["ToolMetadata", "ToolSpec", "FunctionTool", "tool", "RESERVED_TOOL_PREFIX"]
+
+RESERVED_TOOL_PREFIX = "_subagent_"
+"""Callable names with this prefix delegate to sub-agents; no tool may carry it."""
+
+
+class ToolMetadata(BaseModel):
+    """What a chat model is told about a tool (name, description, JSON Schema of arguments)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class ToolSpec(BaseModel):
+    """The frozen spec that ``@tool`` attaches to a function (``fn.__tool_spec__``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+
+
+def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    doc = inspect.getdoc(fn) or ""
+    summary_lines: list[str] = []
+    args: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        header = re.fullmatch(r"(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?):", stripped)
+        if header:
+            section = header.group(1)
+            current = None
+            continue
+        if section is None:
+            summary_lines.append(stripped)
+        elif section in ("Args", "Arguments", "Parameters"):
+            m = re.match(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", stripped)
+            if m and line.startswith((" ", "\t")) and not line.startswith(("        ", "\t\t")):
+                current = m.group(1).lstrip("*")
+                args[current] = m.group(2)
+            elif current and stripped:
+                args[current] = f"{args[current]} {stripped}".strip()
+    return " ".join(s for s in summary_lines if s).strip(), args
+
+
+def schema_for_function(fn: Callable[..., Any], skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Return the JSON Schema (an object schema) of ``fn``'s keyword arguments.
+
+    Args:
+        fn: the function; its parameters need type hints (unannotated ones are ``Any``).
+        skip: parameter names to leave out (arguments the framework injects).
+
+    Returns:
+        ``{"type": "object", "properties": {...}, "required": [...]}`` as pydantic renders it.
+    """
+    _, arg_docs = _docstring_parts(fn)
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    for name, param in inspect.signature(fn).parameters.items():
+        if name in skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(name, Any)
+        default = ... if param.default is param.empty else param.default
+        fields[name] = (annotation, Field(default, description=arg_docs.get(name)))
+    model = create_model(f"{fn.__name__}_args", **fields)
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
+class FunctionTool(Resource):
+    """A tool backed by a Python function (plain or ``async``).
+
+    Attributes:
+        func: the function as ``module:qualname`` (so the plan stays data).
+        name: the tool name (defaults to the function's name).
+        description: for the model (defaults to the docstring's summary).
+    """
+
+    RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.TOOL
+
+    func: str
+    name: str = ""
+    description: str = ""
+
+    _fn: Callable[..., Any] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_function(cls, fn: Callable[..., Any], name: str | None = None) -> FunctionTool:
+        """Wrap ``fn``; keeps the function object so local (non-importable) functions work."""
+        spec: ToolSpec | None = getattr(fn, "__tool_spec__", None)
+        summary, _ = _docstring_parts(fn)
+        inst = cls(
+            func=qualified_name(fn),
+            name=name or (spec.name if spec else fn.__name__),
+            description=(spec.description if spec and spec.description else summary),
+        )
+        inst._fn = fn
+        return inst
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        """The Python function (imported from ``func`` on first use)."""
+        if self._fn is None:
+            self._fn = import_qualified(self.func)
+        return self._fn
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        """Name, description and argument schema for a chat model."""
+        return ToolMetadata(
+            name=self.name or self.function.__name__,
+            description=self.description,
+            parameters=schema_for_function(self.function),
+        )
+
+    async def acall(self, **arguments: Any) -> Any:
+        """Call the tool with ``arguments``; sync functions run in a worker thread."""
+        import asyncio
+
+        fn = self.function
+        if inspect.iscoroutinefunction(fn):
+            return await fn(**arguments)
+        return await asyncio.to_thread(fn, **arguments)
+
+
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
+         description: str | None = None) -> Any:
+    """Mark a function as a tool (usable bare, ``@tool``, or with arguments).
+
+    Inside an ``Agent`` class body (on a static method) the tool is registered as a ``TOOL``
+    resource named after the function. The JSON Schema of its arguments comes from the
+    signature and the Google-style docstring.
+
+    Args:
+        fn: the function (when used bare).
+        name: the tool name; defaults to the function name.
+        description: for the model; defaults to the docstring's summary.
+
+    Returns:
+        The function itself, with a frozen ``ToolSpec`` at ``__tool_spec__``.
+    """
+
+    def mark(f: Any) -> Any:
+        target = f.__func__ if isinstance(f, staticmethod) else f
+        target.__tool_spec__ = ToolSpec(name=name or target.__name__, description=description or "")
+        return f
+
+    return mark(fn) if fn is not None else mark

@@ -1,0 +1,276 @@
+"""``AgentPlan``: an agent compiled to data.
+
+A plan lists actions (function references as ``module:qualname`` and their trigger event
+types), resources (as descriptors) and configuration. It is validated when built (every
+problem collected into one ``PlanError``) and round-trips through JSON. In-process it also
+keeps the original function and resource objects, so agents defined inside functions (tests,
+notebooks) run without being importable; across processes it is pickled whole (PyFlink does
+that with cloudpickle).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from ..api import (
+    Agent,
+    ChatModelSetup,
+    ChatRequestEvent,
+    FunctionTool,
+    Prompt,
+    Resource,
+    ResourceDescriptor,
+    ResourceError,
+    ResourceType,
+    ToolRequestEvent,
+    ToolResponseEvent,
+    event_class_for,
+    import_qualified,
+)
+from ..api import PlanError
+from ..api._events import Event
+from ..api._tools import RESERVED_TOOL_PREFIX
+
+__all__ = ["FunctionRef", "ActionPlan", "ResourcePlan", "AgentPlan", "BUILTIN_ACTIONS"]
+
+BUILTIN_ACTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "_chat_model_action": (
+        "flink_agents_py.runtime._builtin_actions:chat_model_action",
+        (ChatRequestEvent.EVENT_TYPE, ToolResponseEvent.EVENT_TYPE),
+    ),
+    "_tool_call_action": (
+        "flink_agents_py.runtime._builtin_actions:tool_call_action",
+        (ToolRequestEvent.EVENT_TYPE,),
+    ),
+}
+"""Actions every plan carries: the chat model action and the tool call action."""
+
+
+class FunctionRef(BaseModel):
+    """A function named by ``module:qualname``; ``resolve`` returns the callable."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    is_async: bool = False
+
+    _fn: Callable[..., Any] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def of(cls, fn: Callable[..., Any]) -> FunctionRef:
+        """Reference ``fn``, keeping the object for in-process use."""
+        ref = cls(
+            path=f"{fn.__module__}:{fn.__qualname__}",
+            is_async=inspect.iscoroutinefunction(fn),
+        )
+        ref._fn = fn
+        return ref
+
+    def resolve(self) -> Callable[..., Any]:
+        """Return the function (imported on first use when the plan came from JSON)."""
+        if self._fn is None:
+            self._fn = import_qualified(self.path)
+        return self._fn
+
+
+class ActionPlan(BaseModel):
+    """One action: its name, function, trigger event types and configuration."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    function: FunctionRef
+    triggers: tuple[str, ...]
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class ResourcePlan(BaseModel):
+    """One resource: name, type and the descriptor that builds it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    type: ResourceType
+    descriptor: ResourceDescriptor
+
+    _instance: Resource | None = PrivateAttr(default=None)
+
+    def build(self) -> Resource:
+        """Return a new resource from the descriptor, or a copy of the declared instance."""
+        if self._instance is not None:
+            return self._instance.model_copy(deep=True)
+        return self.descriptor.build()
+
+
+class AgentPlan(BaseModel):
+    """An agent compiled to data: actions by trigger, resources, configuration.
+
+    Build one with ``AgentPlan.from_agent(agent)``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    actions: dict[str, ActionPlan]
+    actions_by_event: dict[str, tuple[str, ...]]
+    resources: dict[ResourceType, dict[str, ResourcePlan]] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def from_agent(cls, agent: Agent) -> AgentPlan:
+        """Compile ``agent``, adding the built-in chat model and tool call actions.
+
+        Raises:
+            PlanError: listing every problem found: duplicate action or resource names, an
+                action with no trigger, a trigger naming no known event type, an action that
+                does not take ``(event, ctx)``, a tool named with the reserved prefix
+                ``_subagent_``, a resource that is not a descriptor, and a chat model setup
+                naming a connection or tool that is not declared.
+        """
+        if not isinstance(agent, Agent):
+            raise PlanError([f"expected an Agent instance, got {type(agent).__name__}"])
+        problems: list[str] = []
+        actions = _compile_actions(agent, problems)
+        resources = _compile_resources(agent, problems)
+        _check_references(resources, problems)
+        if problems:
+            raise PlanError(problems)
+        by_event: dict[str, list[str]] = {}
+        for a in actions.values():
+            for t in a.triggers:
+                by_event.setdefault(t, []).append(a.name)
+        return cls(
+            actions=actions,
+            actions_by_event={t: tuple(names) for t, names in by_event.items()},
+            resources=resources,
+            config=agent.config,
+        )
+
+    def actions_for(self, event_type: str) -> tuple[ActionPlan, ...]:
+        """Actions triggered by ``event_type``, in declaration order."""
+        return tuple(self.actions[n] for n in self.actions_by_event.get(event_type, ()))
+
+    def to_json(self) -> str:
+        """Serialize to JSON text (functions by ``module:qualname``)."""
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> AgentPlan:
+        """Rebuild a plan from ``to_json`` output; functions are imported on first use."""
+        return cls.model_validate_json(text)
+
+
+def _takes_event_and_ctx(fn: Callable[..., Any]) -> bool:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    try:
+        sig.bind(object(), object())
+    except TypeError:
+        return False
+    return True
+
+
+def _compile_actions(agent: Agent, problems: list[str]) -> dict[str, ActionPlan]:
+    actions: dict[str, ActionPlan] = {}
+    for name, fn, spec in agent.declared_actions():
+        where = f"action {name!r}"
+        if name in actions:
+            problems.append(f"{where} is declared more than once")
+            continue
+        if name in BUILTIN_ACTIONS:
+            problems.append(f"{where} uses the name of a built-in action")
+            continue
+        if not callable(fn):
+            problems.append(f"{where} is not callable")
+            continue
+        if not _takes_event_and_ctx(fn):
+            problems.append(f"{where} must take (event, ctx); is it missing @staticmethod?")
+        if not spec.triggers:
+            problems.append(f"{where} has no trigger event type")
+        for t in spec.triggers:
+            if event_class_for(t) is Event:
+                problems.append(
+                    f"{where} is triggered by {t!r}, which names no known event type "
+                    f"(declare 'class {t}(Event)' or use an Event subclass)"
+                )
+        actions[name] = ActionPlan(
+            name=name, function=FunctionRef.of(fn), triggers=spec.triggers, config=spec.config
+        )
+    for name, (path, triggers) in BUILTIN_ACTIONS.items():
+        actions[name] = ActionPlan(
+            name=name, function=FunctionRef(path=path, is_async=True), triggers=triggers
+        )
+    return actions
+
+
+def _descriptor_for(rtype: ResourceType, value: Any) -> tuple[ResourceDescriptor, Resource | None]:
+    if isinstance(value, ResourceDescriptor):
+        return value, None
+    if isinstance(value, Resource):
+        return ResourceDescriptor(type(value), **value.model_dump()), value
+    if rtype is ResourceType.TOOL and callable(value):
+        inst = FunctionTool.from_function(value)
+        return ResourceDescriptor(FunctionTool, **inst.model_dump()), inst
+    if rtype is ResourceType.PROMPT and isinstance(value, str):
+        inst = Prompt.from_text(value)
+        return ResourceDescriptor(Prompt, **inst.model_dump()), inst
+    raise TypeError(f"a {rtype.value} resource must be a ResourceDescriptor, got {type(value).__name__}")
+
+
+def _compile_resources(agent: Agent, problems: list[str]) -> dict[ResourceType, dict[str, ResourcePlan]]:
+    out: dict[ResourceType, dict[str, ResourcePlan]] = {}
+    for rtype, name, value in agent.declared_resources():
+        where = f"{rtype.value} resource {name!r}"
+        bucket = out.setdefault(rtype, {})
+        if name in bucket:
+            problems.append(f"{where} is declared more than once")
+            continue
+        if rtype is ResourceType.TOOL and name.startswith(RESERVED_TOOL_PREFIX):
+            problems.append(
+                f"tool {name!r} starts with the reserved prefix {RESERVED_TOOL_PREFIX!r} "
+                "(that prefix names sub-agent callables); rename the tool"
+            )
+            continue
+        try:
+            descriptor, instance = _descriptor_for(rtype, value)
+        except (TypeError, ResourceError) as e:
+            problems.append(f"{where}: {e}")
+            continue
+        if rtype is ResourceType.TOOL:
+            tool_name = (instance.name if isinstance(instance, FunctionTool) else None) or name
+            if tool_name.startswith(RESERVED_TOOL_PREFIX):
+                problems.append(
+                    f"tool {tool_name!r} starts with the reserved prefix "
+                    f"{RESERVED_TOOL_PREFIX!r}; rename the tool"
+                )
+                continue
+        plan = ResourcePlan(name=name, type=rtype, descriptor=descriptor)
+        plan._instance = instance
+        bucket[name] = plan
+    return out
+
+
+def _check_references(resources: dict[ResourceType, dict[str, ResourcePlan]], problems: list[str]) -> None:
+    connections = resources.get(ResourceType.CHAT_MODEL_CONNECTION, {})
+    tools = resources.get(ResourceType.TOOL, {})
+    for name, rp in resources.get(ResourceType.CHAT_MODEL, {}).items():
+        try:
+            cls = import_qualified(rp.descriptor.clazz)
+        except ResourceError as e:
+            problems.append(f"chat_model resource {name!r}: {e}")
+            continue
+        if not (isinstance(cls, type) and issubclass(cls, ChatModelSetup)):
+            continue
+        conn = rp.descriptor.arguments.get("connection")
+        if conn is not None and conn not in connections:
+            problems.append(
+                f"chat_model resource {name!r} names connection {conn!r}, which is not declared"
+            )
+        for t in rp.descriptor.arguments.get("tools", []) or []:
+            if t not in tools:
+                problems.append(f"chat_model resource {name!r} names tool {t!r}, which is not declared")

@@ -1,0 +1,23 @@
+"""The engine-neutral runtime core: no PyFlink here. Hosts (local, Flink) wrap ``AgentCore``."""
+
+from ._context import ActionContext, DurableCall
+from ._core import AgentCore, ErrorRecord, Journal, StepResult
+from ._executor import IOExecutor
+from ._resources import ResourceEnvironment
+from ._state import CallRecord, InflightAction, InMemoryKeyState, KeyState, RunState
+
+__all__ = [
+    "ActionContext",
+    "AgentCore",
+    "CallRecord",
+    "DurableCall",
+    "ErrorRecord",
+    "IOExecutor",
+    "InMemoryKeyState",
+    "InflightAction",
+    "Journal",
+    "KeyState",
+    "ResourceEnvironment",
+    "RunState",
+    "StepResult",
+]

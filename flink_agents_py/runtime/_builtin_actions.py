@@ -1,0 +1,166 @@
+"""The built-in actions every plan carries.
+
+``chat_model_action`` answers a ``ChatRequestEvent``: it asks the named chat model setup, and
+when the model calls tools it sends a ``ToolRequestEvent``; on the ``ToolResponseEvent`` it
+adds the results to the conversation and asks again, up to the setup's ``max_tool_rounds``;
+then it sends one ``ChatResponseEvent`` for the original request (with ``error`` set when the
+chat failed). ``tool_call_action`` runs every call of a ``ToolRequestEvent`` concurrently (all
+started before any is awaited) and answers with one result per call id.
+
+The conversation of an open chat lives in the run's sensory memory under ``_chat``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ..api import (
+    ChatMessage,
+    ChatModelSetup,
+    ChatRequestEvent,
+    ChatResponse,
+    ChatResponseEvent,
+    FunctionTool,
+    MessageRole,
+    ResourceNotFoundError,
+    ResourceType,
+    RunnerContext,
+    ToolCall,
+    ToolRequestEvent,
+    ToolResponseEvent,
+    ToolResult,
+)
+from ._serde import to_json_value
+
+__all__ = ["chat_model_action", "tool_call_action"]
+
+_CHATS = "_chat.chats"
+_BY_TOOL_REQUEST = "_chat.by_tool_request"
+
+
+def _with_call_ids(response: ChatResponse, chat_id: str, round_no: int) -> ChatResponse:
+    """Give id-less tool calls unique synthetic ids (``<chat>#<round>.<index>``)."""
+    calls = response.message.tool_calls
+    if all(c.id for c in calls) and len({c.id for c in calls}) == len(calls):
+        return response
+    fixed = [
+        c if c.id and [d.id for d in calls].count(c.id) == 1
+        else ToolCall(id=f"call-{round_no}-{i}", name=c.name, arguments=c.arguments)
+        for i, c in enumerate(calls)
+    ]
+    message = response.message.model_copy(update={"tool_calls": fixed})
+    return response.model_copy(update={"message": message})
+
+
+def _structured(response: ChatResponse, schema: dict[str, Any] | None) -> ChatResponse:
+    if schema is None or response.structured is not None:
+        return response
+    try:
+        value = orjson.loads(response.message.content)
+    except orjson.JSONDecodeError as e:
+        raise ValueError(f"the model's answer is not JSON ({e}): {response.message.content[:200]!r}") from e
+    return response.model_copy(update={"structured": value})
+
+
+async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
+    """Drive one chat: model call, tool rounds, final ``ChatResponseEvent``."""
+    mem = ctx.sensory_memory
+    if isinstance(event, ChatRequestEvent):
+        chat_id = event.id
+        try:
+            setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
+            assert isinstance(setup, ChatModelSetup)
+            messages = setup.build_messages(event.messages, event.prompt_args)
+        except Exception as e:  # noqa: BLE001 - a bad request fails the chat, not the job
+            ctx.send_event(ChatResponseEvent(request_id=chat_id, error=f"{type(e).__name__}: {e}"))
+            return
+        chat: dict[str, Any] = {
+            "model": event.model,
+            "messages": [m.model_dump(mode="json") for m in messages],
+            "output_schema": event.output_schema,
+            "rounds": 0,
+        }
+    elif isinstance(event, ToolResponseEvent):
+        chat_id = mem.get(f"{_BY_TOOL_REQUEST}.{event.request_id}")
+        if chat_id is None:
+            return  # a tool response of a chat this action does not drive
+        mem.delete(f"{_BY_TOOL_REQUEST}.{event.request_id}")
+        chat = mem.get(f"{_CHATS}.{chat_id}")
+        for call_id, result in event.responses.items():
+            content = (orjson.dumps(result.content).decode() if result.ok
+                       else f"Error: {result.error}")
+            chat["messages"].append(ChatMessage(
+                role=MessageRole.TOOL, content=content, tool_call_id=call_id, name=result.name
+            ).model_dump(mode="json"))
+        chat["rounds"] += 1
+    else:
+        return
+
+    setup = ctx.get_resource(chat["model"], ResourceType.CHAT_MODEL)
+    assert isinstance(setup, ChatModelSetup)
+    messages = [ChatMessage.model_validate(m) for m in chat["messages"]]
+    try:
+        response: ChatResponse = await ctx.durable_execute_async(
+            setup.achat, messages, output_schema=chat["output_schema"], with_prompt=False
+        )
+        response = _with_call_ids(response, chat_id, chat["rounds"])
+        calls = response.message.tool_calls
+        if calls and chat["rounds"] >= setup.max_tool_rounds:
+            raise RuntimeError(
+                f"chat {chat_id} reached max_tool_rounds={setup.max_tool_rounds} of chat model "
+                f"{chat['model']!r} and the model still asks for tools"
+            )
+        if not calls:
+            response = _structured(response, chat["output_schema"])
+    except Exception as e:  # noqa: BLE001
+        mem.delete(f"{_CHATS}.{chat_id}")
+        ctx.send_event(ChatResponseEvent(request_id=chat_id, error=f"{type(e).__name__}: {e}"))
+        return
+    if calls:
+        chat["messages"].append(response.message.model_dump(mode="json"))
+        mem.set(f"{_CHATS}.{chat_id}", chat)
+        sent = ctx.send_event(ToolRequestEvent(model=chat["model"], tool_calls=list(calls)))
+        mem.set(f"{_BY_TOOL_REQUEST}.{sent.id}", chat_id)
+        return
+    mem.delete(f"{_CHATS}.{chat_id}")
+    ctx.send_event(ChatResponseEvent(request_id=chat_id, response=response))
+
+
+async def _run_tool(tool: FunctionTool, call: ToolCall) -> ToolResult:
+    try:
+        value = await tool.acall(**call.arguments)
+        content = to_json_value(value, f"result of tool {call.name!r} (call {call.id})")
+    except Exception as e:  # noqa: BLE001 - the model is told, so it can correct the call
+        return ToolResult(call_id=call.id, name=call.name, ok=False,
+                          error=f"{type(e).__name__}: {e}")
+    return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
+
+
+def _missing_tool(call: ToolCall, known: list[str]) -> ToolResult:
+    return ToolResult(call_id=call.id, name=call.name, ok=False,
+                      error=f"no tool named {call.name!r}; available: {', '.join(known) or 'none'}")
+
+
+async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
+    """Run every call of a ``ToolRequestEvent`` concurrently; answer per call id."""
+    if not isinstance(event, ToolRequestEvent):
+        return
+    setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
+    assert isinstance(setup, ChatModelSetup)
+    pending: list[tuple[ToolCall, Any]] = []
+    for call in event.tool_calls:
+        try:
+            if call.name not in setup.tools:
+                raise ResourceNotFoundError(call.name)
+            tool = ctx.get_resource(call.name, ResourceType.TOOL)
+        except ResourceNotFoundError:
+            pending.append((call, _missing_tool(call, setup.tools)))
+            continue
+        # started now; awaited below, so all calls overlap
+        pending.append((call, ctx.durable_execute_async(_run_tool, tool, call)))
+    responses: dict[str, ToolResult] = {}
+    for call, fut in pending:
+        responses[call.id] = fut if isinstance(fut, ToolResult) else await fut
+    ctx.send_event(ToolResponseEvent(request_id=event.id, responses=responses))

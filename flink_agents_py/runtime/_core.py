@@ -1,0 +1,373 @@
+"""``AgentCore``: the engine-neutral agent operator.
+
+The core owns a per-key mailbox: one run per key at a time (later inputs of that key wait
+in its queue, in order), while runs of different keys proceed independently. A run starts
+with an ``InputEvent``; events route to the actions they trigger; actions are coroutines the
+core steps on the host's thread; slow calls go to the I/O executor, and their outcomes come
+back through an inbox the host drains by calling ``advance`` for the key (a wake-up).
+
+Durability: every state change of a run is plain data in ``KeyState`` (see ``_state.py``):
+the started action executions with their triggering events and the outcomes of their
+durable calls, the run's sensory memory and the key's short-term memory. An action's events
+and memory writes are applied at once when it completes. A host that restores this state
+from a checkpoint gets, on the next ``advance`` of the key, every in-flight action re-entered
+from its start with its recorded calls replayed instead of executed; completed actions are
+not run again. Live objects (coroutines, futures) never enter state.
+
+The core never reads the wall clock and never raises out of ``advance`` for a failing
+action: the failure becomes an ``ErrorRecord`` output and the run goes on.
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import logging
+import threading
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..api import (
+    Event,
+    InputEvent,
+    OutputEvent,
+    SerializationError,
+    UnsupportedAwaitError,
+    event_from_json,
+)
+from ..plan import ActionPlan, AgentPlan
+from ._context import ActionContext, DurableCall
+from ._executor import IOExecutor
+from ._memory import apply_writes
+from ._resources import ResourceEnvironment
+from ._serde import to_json_value
+from ._state import CallRecord, InflightAction, KeyState, RunState
+
+__all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal"]
+
+log = logging.getLogger("flink_agents_py.runtime")
+
+
+class ErrorRecord(BaseModel):
+    """An action that failed, as emitted on the error output.
+
+    Attributes:
+        key: the record key.
+        seq: the input's position in its key's sequence.
+        action: the failing action's name.
+        execution_id: the failing execution's identity.
+        error_type: the exception's type name.
+        message: the exception's message.
+        input: the input record of the run.
+    """
+
+    key: Any
+    seq: int
+    action: str
+    execution_id: str
+    error_type: str
+    message: str
+    input: Any = None
+
+
+@dataclass
+class StepResult:
+    """What one ``advance`` produced.
+
+    Attributes:
+        outputs: ``OutputEvent.output`` values, in emission order.
+        errors: failed actions.
+        busy: the key still has a run in flight or queued inputs (the host must wake it
+            again when I/O completes; see ``AgentCore.wait_for``).
+    """
+
+    outputs: list[Any] = field(default_factory=list)
+    errors: list[ErrorRecord] = field(default_factory=list)
+    busy: bool = False
+
+
+class Journal:
+    """A write-ahead journal of durable call outcomes (the base records nothing).
+
+    Subclasses append each outcome before the action continues and answer lookups at
+    recovery for calls the restored checkpoint does not hold.
+    """
+
+    def append(self, key: Any, call_id: str, record: CallRecord) -> None:
+        """Store ``record`` for ``(key, call_id)``."""
+
+    def lookup(self, key: Any, call_id: str) -> CallRecord | None:
+        """Return the record stored for ``(key, call_id)``, or ``None``."""
+        return None
+
+
+@dataclass
+class _Task:
+    action: ActionPlan
+    event: Event
+    ctx: ActionContext
+    coro: Coroutine[Any, Any, Any] | None = None
+    started: bool = False
+    waiting: DurableCall | None = None
+
+
+@dataclass
+class _Delivery:
+    ctx: ActionContext
+    call: DurableCall
+    ok: bool
+    value: Any
+
+
+class AgentCore:
+    """Runs an ``AgentPlan`` for many keys; hosts call it from a single thread.
+
+    Args:
+        plan: the compiled agent.
+        max_in_flight: the most I/O calls running at once across all keys.
+        notify: called with a key (from an executor thread) when I/O of that key completed;
+            the host must then call ``advance`` for it on its own thread.
+        journal: an optional write-ahead journal of durable call outcomes.
+    """
+
+    def __init__(
+        self,
+        plan: AgentPlan,
+        *,
+        max_in_flight: int = 32,
+        notify: Callable[[Any], None] | None = None,
+        journal: Journal | None = None,
+    ) -> None:
+        self.plan = plan
+        self.resources = ResourceEnvironment(plan)
+        self.executor = IOExecutor(max_in_flight)
+        self.journal = journal
+        self._notify = notify or (lambda key: None)
+        self._live: dict[Any, dict[str, _Task]] = {}
+        self._inbox: dict[Any, list[_Delivery]] = {}
+        self._cond = threading.Condition()
+        self.counters: collections.Counter[str] = collections.Counter()
+
+    # -- host interface ------------------------------------------------------------------
+    def open(self) -> None:
+        """Start the I/O executor."""
+        self.executor.start()
+
+    def close(self) -> None:
+        """Stop the executor and close the resources."""
+        self.executor.stop()
+        self.resources.close()
+
+    def on_input(self, key: Any, record: Any, state: KeyState) -> StepResult:
+        """Queue ``record`` for ``key`` and advance the key.
+
+        A record with no JSON form is not queued: it becomes an ``ErrorRecord`` (action
+        ``"<input>"``) and the key goes on with its other records.
+        """
+        try:
+            to_json_value(record, f"input record of key {key!r}")
+        except SerializationError as e:
+            res = self.advance(key, state)
+            res.errors.append(ErrorRecord(key=key, seq=-1, action="<input>", execution_id="",
+                                          error_type=type(e).__name__, message=str(e)))
+            return res
+        state.push_input(record)
+        return self.advance(key, state)
+
+    def advance(self, key: Any, state: KeyState) -> StepResult:
+        """Run everything of ``key`` that can run now, then flush its state.
+
+        Starts the next queued input when the key is idle, rebuilds action executions that
+        are in state but not live (after a restore), applies completed I/O, and steps actions
+        until each has completed or waits for I/O.
+        """
+        res = StepResult()
+        live = self._live.setdefault(key, {})
+        while True:
+            run = state.run
+            ready: collections.deque[_Task] = collections.deque()
+            if run is None:
+                live.clear()
+                nxt = state.pop_input()
+                if nxt is None:
+                    break
+                seq, record = nxt
+                run = RunState(seq=seq, input=record)
+                state.run = run
+                self.counters["runs_started"] += 1
+                self._dispatch(key, state, run, InputEvent(id=f"r{seq}", input=record), res, ready)
+            else:
+                self._reconcile_live(key, state, run, live, ready)
+                self._apply_deliveries(key, live, ready)
+            while ready:
+                self._step(key, state, run, ready.popleft(), res, ready)
+            if run.inflight:
+                break
+            state.run = None
+            live.clear()
+            self.counters["runs_completed"] += 1
+        res.busy = state.run is not None or state.queued() > 0
+        if not res.busy:
+            self._live.pop(key, None)
+        state.flush()
+        return res
+
+    def has_deliveries(self, key: Any) -> bool:
+        """Whether completed I/O of ``key`` waits to be applied by ``advance``."""
+        with self._cond:
+            return bool(self._inbox.get(key))
+
+    def wait_for(self, key: Any, timeout_s: float) -> bool:
+        """Block until completed I/O of ``key`` is waiting, or ``timeout_s`` passes.
+
+        Returns:
+            Whether something is waiting.
+        """
+        with self._cond:
+            return self._cond.wait_for(lambda: bool(self._inbox.get(key)), timeout=timeout_s)
+
+    def live_keys(self) -> list[Any]:
+        """Keys with live action executions in this process."""
+        return [k for k, v in self._live.items() if v]
+
+    # -- used by ActionContext --------------------------------------------------------
+    def submit(self, ctx: ActionContext, call: DurableCall, fn: Callable[..., Any],
+               args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Run ``fn`` on the I/O executor for ``ctx``'s action; deliver to its key's inbox."""
+        key = ctx.key
+        self.counters["calls_executed"] += 1
+
+        def on_done(ok: bool, value: Any) -> None:
+            with self._cond:
+                self._inbox.setdefault(key, []).append(_Delivery(ctx, call, ok, value))
+                self._cond.notify_all()
+            self._notify(key)
+
+        self.executor.submit(fn, args, kwargs, on_done)
+
+    def count_replayed(self) -> None:
+        """Count one durable call answered from its record."""
+        self.counters["calls_replayed"] += 1
+
+    def journal_append(self, key: Any, call_id: str, record: CallRecord) -> None:
+        """Append an outcome to the journal, when there is one."""
+        if self.journal is not None:
+            self.journal.append(key, call_id, record)
+
+    def journal_lookup(self, key: Any, call_id: str) -> CallRecord | None:
+        """Look an outcome up in the journal, when there is one."""
+        return self.journal.lookup(key, call_id) if self.journal is not None else None
+
+    # -- internals ---------------------------------------------------------------------
+    def _new_task(self, key: Any, state: KeyState, run: RunState, exec_id: str,
+                  rec: InflightAction) -> _Task:
+        action = self.plan.actions[rec.action]
+        ctx = ActionContext(self, key, exec_id, rec, action.config, state.memory, run.sensory)
+        return _Task(action=action, event=event_from_json(rec.event), ctx=ctx)
+
+    def _reconcile_live(self, key: Any, state: KeyState, run: RunState,
+                        live: dict[str, _Task], ready: collections.deque[_Task]) -> None:
+        for exec_id in [e for e in live if e not in run.inflight]:
+            del live[exec_id]
+        for exec_id, rec in run.inflight.items():
+            task = live.get(exec_id)
+            if task is None:  # in state but not live: restored from a checkpoint
+                task = live[exec_id] = self._new_task(key, state, run, exec_id, rec)
+                self.counters["actions_reentered"] += 1
+                ready.append(task)
+            else:  # the host may hand over fresh objects each callback
+                task.ctx.rebind(rec, state.memory, run.sensory)
+
+    def _apply_deliveries(self, key: Any, live: dict[str, _Task],
+                          ready: collections.deque[_Task]) -> None:
+        with self._cond:
+            items = self._inbox.pop(key, [])
+        for d in items:
+            task = live.get(d.ctx.execution_id)
+            if task is None or task.ctx is not d.ctx:
+                continue  # from an execution that no longer exists (restored or finished)
+            d.ctx.record_outcome(d.call, d.ok, d.value)
+            if task.waiting is d.call:
+                task.waiting = None
+                ready.append(task)
+
+    def _dispatch(self, key: Any, state: KeyState, run: RunState, event: Event, res: StepResult,
+                  ready: collections.deque[_Task]) -> None:
+        self.counters["events"] += 1
+        if isinstance(event, OutputEvent):
+            res.outputs.append(event.output)
+        live = self._live.setdefault(key, {})
+        for action in self.plan.actions_for(event.type):
+            exec_id = f"{event.id}/{action.name}"
+            rec = InflightAction(action=action.name, event=event.to_json())
+            run.inflight[exec_id] = rec
+            task = live[exec_id] = self._new_task(key, state, run, exec_id, rec)
+            ready.append(task)
+
+    def _step(self, key: Any, state: KeyState, run: RunState, task: _Task, res: StepResult,
+              ready: collections.deque[_Task]) -> None:
+        if not task.started:
+            task.started = True
+            self.counters["actions_started"] += 1
+            try:
+                out = task.action.function.resolve()(task.event, task.ctx)
+            except Exception as e:  # noqa: BLE001 - a failing action is an outcome
+                self._finish(key, state, run, task, e, res, ready)
+                return
+            if not inspect.iscoroutine(out):
+                self._finish(key, state, run, task, None, res, ready)
+                return
+            task.coro = out
+        assert task.coro is not None
+        error: BaseException | None = None
+        while True:
+            try:
+                if error is not None:
+                    yielded = task.coro.throw(error)
+                    error = None
+                else:
+                    yielded = task.coro.send(None)
+            except StopIteration:
+                self._finish(key, state, run, task, None, res, ready)
+                return
+            except Exception as e:  # noqa: BLE001
+                self._finish(key, state, run, task, e, res, ready)
+                return
+            if isinstance(yielded, DurableCall):
+                if yielded.done:
+                    continue
+                task.waiting = yielded
+                return
+            error = UnsupportedAwaitError(
+                f"action {task.action.name!r} awaited {type(yielded).__name__}, which the "
+                "runtime cannot make durable: actions are stepped by the operator, not by an "
+                "asyncio loop. Await only futures a RunnerContext returns, and run other "
+                "async code through ctx.durable_execute_async(...)"
+            )
+
+    def _finish(self, key: Any, state: KeyState, run: RunState, task: _Task,
+                error: BaseException | None, res: StepResult,
+                ready: collections.deque[_Task]) -> None:
+        ctx = task.ctx
+        ctx.finished = True
+        self._live.get(key, {}).pop(ctx.execution_id, None)
+        run.inflight.pop(ctx.execution_id, None)
+        if task.coro is not None:
+            task.coro.close()
+        if error is not None:
+            self.counters["actions_failed"] += 1
+            log.warning("action %s failed for key %r: %s: %s", ctx.execution_id, key,
+                        type(error).__name__, error)
+            res.errors.append(ErrorRecord(
+                key=key, seq=run.seq, action=task.action.name, execution_id=ctx.execution_id,
+                error_type=type(error).__name__, message=str(error), input=run.input,
+            ))
+            return
+        self.counters["actions_completed"] += 1
+        apply_writes(state.memory, ctx.short_term.writes)
+        apply_writes(run.sensory, ctx.sensory.writes)
+        for event in ctx.emitted:
+            self._dispatch(key, state, run, event, res, ready)

@@ -1,0 +1,101 @@
+"""Memory as an action sees it: the committed tree plus the action's own uncommitted writes."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ..api import Memory
+from ._serde import to_json_value
+
+__all__ = ["ActionMemory", "apply_writes"]
+
+_DELETE = object()
+
+
+def _split(path: str) -> list[str]:
+    if not isinstance(path, str) or not path or any(not p for p in path.split(".")):
+        raise ValueError(f"memory path must be dotted names like 'a.b', got {path!r}")
+    return path.split(".")
+
+
+def _get(tree: dict[str, Any], parts: list[str], default: Any) -> Any:
+    node: Any = tree
+    for p in parts:
+        if not isinstance(node, dict) or p not in node:
+            return default
+        node = node[p]
+    return node
+
+
+def _apply(tree: dict[str, Any], parts: list[str], value: Any) -> None:
+    node = tree
+    for p in parts[:-1]:
+        nxt = node.get(p)
+        if not isinstance(nxt, dict):
+            if value is _DELETE:
+                return
+            nxt = node[p] = {}
+        node = nxt
+    if value is _DELETE:
+        node.pop(parts[-1], None)
+    else:
+        node[parts[-1]] = copy.deepcopy(value)
+
+
+def apply_writes(tree: dict[str, Any], writes: list[tuple[list[str], Any]]) -> None:
+    """Apply an action's write log to a committed tree, in order (in place)."""
+    for parts, value in writes:
+        _apply(tree, parts, value)
+
+
+class ActionMemory(Memory):
+    """One action's view of a memory tree.
+
+    Reads see the committed tree as of the action's first write plus the action's own writes;
+    writes are logged and applied to the committed tree when the action completes
+    (``apply_writes``), so an action that fails or is re-executed after a restore leaves no
+    partial writes behind.
+
+    Args:
+        base: the committed tree (not modified by this class).
+        name: ``"short_term_memory"`` or ``"sensory_memory"``, for error messages.
+    """
+
+    def __init__(self, base: dict[str, Any], name: str) -> None:
+        self._base = base
+        self._name = name
+        self._view: dict[str, Any] | None = None
+        self.writes: list[tuple[list[str], Any]] = []
+
+    def rebase(self, base: dict[str, Any]) -> None:
+        """Read the committed tree from ``base`` from now on (own writes are kept)."""
+        self._base = base
+
+    def _tree(self) -> dict[str, Any]:
+        return self._view if self._view is not None else self._base
+
+    def get(self, path: str, default: Any = None) -> Any:
+        """Return a copy of the value at ``path``, or ``default``."""
+        return copy.deepcopy(_get(self._tree(), _split(path), default))
+
+    def set(self, path: str, value: Any) -> None:
+        """Log a write of ``value`` at ``path`` (JSON form checked now)."""
+        parts = _split(path)
+        value = to_json_value(value, f"{self._name} value at {path!r}")
+        if self._view is None:
+            self._view = copy.deepcopy(self._base)
+        _apply(self._view, parts, value)
+        self.writes.append((parts, value))
+
+    def delete(self, path: str) -> None:
+        """Log a deletion of ``path``."""
+        parts = _split(path)
+        if self._view is None:
+            self._view = copy.deepcopy(self._base)
+        _apply(self._view, parts, _DELETE)
+        self.writes.append((parts, _DELETE))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a copy of the whole tree as this action sees it."""
+        return copy.deepcopy(self._tree())

@@ -1,0 +1,154 @@
+"""Per-key state of the agent operator, and the interface hosts implement to keep it.
+
+Everything here is plain data with a JSON form, so the Flink host can keep it in keyed state
+and a checkpoint captures it. Live objects (coroutines, futures) are never stored: after a
+restore they are rebuilt from this data (see ``AgentCore``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+__all__ = ["CallRecord", "InflightAction", "RunState", "KeyState", "InMemoryKeyState"]
+
+
+class CallRecord(BaseModel):
+    """The record of one durable call of an action execution.
+
+    Attributes:
+        digest: digest of the call's function name and arguments (a warning is logged when a
+            replay's digest differs; replay still goes by identity).
+        done: whether the outcome is recorded; ``False`` means started, outcome unknown.
+        ok: the call returned (``True``) or raised (``False``).
+        value: the JSON form of the result.
+        error_type: ``module:qualname`` of the raised exception.
+        error_message: its message.
+    """
+
+    digest: str
+    done: bool = False
+    ok: bool = True
+    value: Any = None
+    error_type: str | None = None
+    error_message: str | None = None
+
+
+class InflightAction(BaseModel):
+    """An action execution that has started and not completed.
+
+    Attributes:
+        action: the action's name in the plan.
+        event: the JSON form of the triggering event.
+        calls: durable call records by ordinal (as a string, for JSON).
+    """
+
+    action: str
+    event: dict[str, Any]
+    calls: dict[str, CallRecord] = Field(default_factory=dict)
+
+
+class RunState(BaseModel):
+    """The in-flight run of one key: the processing of one input record.
+
+    Attributes:
+        seq: the input's position in its key's sequence (0-based).
+        input: the input record (kept for error records and re-entry).
+        inflight: started, uncompleted action executions by execution id, in start order.
+        sensory: the run's sensory memory.
+    """
+
+    seq: int
+    input: Any = None
+    inflight: dict[str, InflightAction] = Field(default_factory=dict)
+    sensory: dict[str, Any] = Field(default_factory=dict)
+
+
+class KeyState(ABC):
+    """What the core needs of one key's state; each host implements it.
+
+    A ``KeyState`` is valid only during the host callback it was made for (Flink's keyed
+    state is scoped to the current key). The core mutates ``run`` and ``memory`` in place and
+    calls ``flush`` before returning, so a host may write back once per callback.
+    """
+
+    @property
+    @abstractmethod
+    def run(self) -> RunState | None:
+        """The in-flight run, or ``None`` when the key is idle."""
+
+    @run.setter
+    @abstractmethod
+    def run(self, value: RunState | None) -> None: ...
+
+    @property
+    @abstractmethod
+    def memory(self) -> dict[str, Any]:
+        """The key's short-term memory (a JSON tree)."""
+
+    @memory.setter
+    @abstractmethod
+    def memory(self, value: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def push_input(self, record: Any) -> None:
+        """Queue an input record behind the ones already queued for this key."""
+
+    @abstractmethod
+    def pop_input(self) -> tuple[int, Any] | None:
+        """Dequeue the oldest queued record as ``(seq, record)``; ``None`` when none."""
+
+    @abstractmethod
+    def queued(self) -> int:
+        """How many records are queued (not counting the in-flight run's)."""
+
+    def flush(self) -> None:  # noqa: B027 - optional hook
+        """Write back what changed (the Flink host does; in-memory state needs nothing)."""
+
+
+class InMemoryKeyState(KeyState):
+    """Key state in plain Python objects (the local runner's and the tests')."""
+
+    def __init__(self) -> None:
+        self._run: RunState | None = None
+        self._memory: dict[str, Any] = {}
+        self._queue: list[Any] = []
+        self._head = 0
+        self._next_seq = 0
+
+    @property
+    def run(self) -> RunState | None:
+        return self._run
+
+    @run.setter
+    def run(self, value: RunState | None) -> None:
+        self._run = value
+
+    @property
+    def memory(self) -> dict[str, Any]:
+        return self._memory
+
+    @memory.setter
+    def memory(self, value: dict[str, Any]) -> None:
+        self._memory = value
+
+    def push_input(self, record: Any) -> None:
+        self._queue.append(record)
+
+    def pop_input(self) -> tuple[int, Any] | None:
+        if self._head >= len(self._queue):
+            return None
+        record = self._queue[self._head]
+        self._queue[self._head] = None
+        self._head += 1
+        if self._head > 1024 and self._head * 2 > len(self._queue):
+            del self._queue[: self._head]
+            self._head = 0
+        seq = self._next_seq
+        self._next_seq += 1
+        return seq, record
+
+    def queued(self) -> int:
+        return len(self._queue) - self._head
