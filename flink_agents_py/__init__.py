@@ -1,9 +1,18 @@
 """flink-agents-py: event-driven, durable AI agents on Apache Flink, in Python.
 
-Public API: ``flink_agents_py.api``. Execution: ``AgentsExecutionEnvironment``.
+Public API: ``flink_agents_py.api``. Execution: ``AgentsExecutionEnvironment`` (imported on
+first use, so ``import flink_agents_py.api`` loads no runtime).
 """
 
-from ._environment import AgentsExecutionEnvironment
+from typing import Any
 
 __version__ = "0.1.0"
 __all__ = ["AgentsExecutionEnvironment", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AgentsExecutionEnvironment":
+        from ._environment import AgentsExecutionEnvironment
+
+        return AgentsExecutionEnvironment
+    raise AttributeError(f"module 'flink_agents_py' has no attribute {name!r}")

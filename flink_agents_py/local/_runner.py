@@ -91,7 +91,7 @@ class LocalAgentJob:
             try:
                 key = wake.get(timeout=1.0) if block else wake.get_nowait()
             except queue.Empty:
-                if block and core.executor.in_flight == 0 and not any(
+                if block and core.executor.pending == 0 and not any(
                     core.has_deliveries(k) for k in busy
                 ):
                     raise RuntimeError(f"keys {sorted(map(repr, busy))[:5]} wait for I/O "

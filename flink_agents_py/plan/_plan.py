@@ -100,9 +100,13 @@ class ResourcePlan(BaseModel):
     _instance: Resource | None = PrivateAttr(default=None)
 
     def build(self) -> Resource:
-        """Return a new resource from the descriptor, or a copy of the declared instance."""
+        """Return the declared instance, or a new resource built from the descriptor.
+
+        A declared instance is used as it is (so a test can read what it counted); each
+        Flink worker unpickles a copy of its own.
+        """
         if self._instance is not None:
-            return self._instance.model_copy(deep=True)
+            return self._instance
         return self.descriptor.build()
 
 

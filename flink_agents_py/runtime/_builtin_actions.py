@@ -43,13 +43,21 @@ _BY_TOOL_REQUEST = "_chat.by_tool_request"
 def _with_call_ids(response: ChatResponse, chat_id: str, round_no: int) -> ChatResponse:
     """Give id-less tool calls unique synthetic ids (``<chat>#<round>.<index>``)."""
     calls = response.message.tool_calls
-    if all(c.id for c in calls) and len({c.id for c in calls}) == len(calls):
+    ids = [c.id for c in calls]
+    if all(ids) and len(set(ids)) == len(ids):
         return response
-    fixed = [
-        c if c.id and [d.id for d in calls].count(c.id) == 1
-        else ToolCall(id=f"call-{round_no}-{i}", name=c.name, arguments=c.arguments)
-        for i, c in enumerate(calls)
-    ]
+    keep = {i for i in ids if i and ids.count(i) == 1}
+    fixed = []
+    for i, c in enumerate(calls):
+        if c.id in keep:
+            fixed.append(c)
+            continue
+        synthetic, n = f"{chat_id}#{round_no}.{i}", 0
+        while synthetic in keep:
+            n += 1
+            synthetic = f"{chat_id}#{round_no}.{i}.{n}"
+        keep.add(synthetic)
+        fixed.append(ToolCall(id=synthetic, name=c.name, arguments=c.arguments))
     message = response.message.model_copy(update={"tool_calls": fixed})
     return response.model_copy(update={"message": message})
 

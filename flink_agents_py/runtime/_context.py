@@ -14,11 +14,13 @@ from ..api import (
     Resource,
     ResourceType,
     RunnerContext,
+    SerializationError,
     import_qualified,
 )
 from ._memory import ActionMemory
 from ._serde import digest, from_json_value, to_json_value
 from ._state import CallRecord, InflightAction
+from ._stepper import not_stepping
 
 if TYPE_CHECKING:
     from ._core import AgentCore
@@ -136,7 +138,12 @@ class ActionContext(RunnerContext):
         if not isinstance(event, Event):
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
         sent = event.model_copy(update={"id": f"{self.execution_id}/e{len(self.emitted)}"})
-        to_json_value(sent.to_json(), f"event {sent.type} sent by {self.execution_id}")
+        where = f"event {sent.type} sent by {self.execution_id}"
+        try:
+            data = sent.model_dump(mode="python")
+        except Exception as e:  # noqa: BLE001 - pydantic's own serialization failure
+            raise SerializationError(f"{where}: {e}") from e
+        to_json_value(data, where)
         self.emitted.append(sent)
         return sent
 
@@ -152,7 +159,8 @@ class ActionContext(RunnerContext):
         if not call.done:
             runner = reconciler if (rec is not None and reconciler is not None) else None
             try:
-                value = runner() if runner is not None else fn(*args, **kwargs)
+                with not_stepping():
+                    value = runner() if runner is not None else fn(*args, **kwargs)
             except Exception as e:  # noqa: BLE001 - recorded, then re-raised
                 self.record_outcome(call, False, e)
             else:
@@ -202,10 +210,10 @@ class ActionContext(RunnerContext):
         self.calls[ordinal] = call
         dig = call_digest(fn, args, kwargs, call_id)
         rec = self._record.calls.get(str(ordinal))
-        if rec is None:
-            rec = self._core.journal_lookup(self._key, call_id)
-            if rec is not None:
-                self._record.calls[str(ordinal)] = rec
+        if rec is None or not rec.done:
+            journaled = self._core.journal_lookup(self._key, call_id)
+            if journaled is not None and journaled.done:
+                rec = self._record.calls[str(ordinal)] = journaled
         if rec is not None and rec.done:
             if rec.digest != dig:
                 log.warning(

@@ -45,6 +45,7 @@ from ._memory import apply_writes
 from ._resources import ResourceEnvironment
 from ._serde import to_json_value
 from ._state import CallRecord, InflightAction, KeyState, RunState
+from ._stepper import stepping
 
 __all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal"]
 
@@ -313,7 +314,8 @@ class AgentCore:
             task.started = True
             self.counters["actions_started"] += 1
             try:
-                out = task.action.function.resolve()(task.event, task.ctx)
+                with stepping():
+                    out = task.action.function.resolve()(task.event, task.ctx)
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome
                 self._finish(key, state, run, task, e, res, ready)
                 return
@@ -325,11 +327,12 @@ class AgentCore:
         error: BaseException | None = None
         while True:
             try:
-                if error is not None:
-                    yielded = task.coro.throw(error)
-                    error = None
-                else:
-                    yielded = task.coro.send(None)
+                with stepping():
+                    if error is not None:
+                        yielded = task.coro.throw(error)
+                        error = None
+                    else:
+                        yielded = task.coro.send(None)
             except StopIteration:
                 self._finish(key, state, run, task, None, res, ready)
                 return

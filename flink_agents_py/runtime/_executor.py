@@ -38,6 +38,12 @@ class IOExecutor:
         self._sem: asyncio.Semaphore | None = None
         self._lock = threading.Lock()
         self.in_flight = 0
+        self._pending = 0
+
+    @property
+    def pending(self) -> int:
+        """Calls submitted whose ``on_done`` has not returned yet (running or waiting)."""
+        return self._pending
 
     def start(self) -> None:
         """Start the loop thread (idempotent)."""
@@ -77,6 +83,8 @@ class IOExecutor:
         if self._loop is None:
             self.start()
         assert self._loop is not None
+        with self._lock:
+            self._pending += 1
         asyncio.run_coroutine_threadsafe(self._run(fn, args, kwargs, on_done), self._loop)
 
     async def _run(
@@ -101,7 +109,11 @@ class IOExecutor:
                 ok, value = True, result
             finally:
                 self.in_flight -= 1
-        on_done(ok, value)
+        try:
+            on_done(ok, value)
+        finally:
+            with self._lock:
+                self._pending -= 1
 
     def stop(self) -> None:
         """Stop the loop and the thread pool; calls still running are abandoned."""

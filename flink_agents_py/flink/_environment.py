@@ -1,0 +1,91 @@
+"""Creating a PyFlink ``StreamExecutionEnvironment`` set up for agent operators.
+
+Facts measured on apache-flink 2.3.0 that shape these settings:
+
+- ``python.execution-mode=thread`` runs the Python functions inside the JVM (pemja): about 3x
+  the keyed-state throughput of process mode and 3-9 ms timer round trips with default
+  bundles. pemja uses the base interpreter, so the venv's ``site-packages`` (and the client's
+  ``sys.path``) must be on ``PYTHONPATH`` before the JVM starts.
+- In process mode, Java hands records to the Python worker in bundles; the default bundle
+  (100,000 records / 1,000 ms) holds timer-driven work back, so the bundle is made small.
+- The Python worker must run the job's own interpreter (``python.executable``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Literal
+
+__all__ = ["create_stream_environment", "python_path_for_workers"]
+
+
+def python_path_for_workers() -> str:
+    """The client's import path (existing directories), for thread-mode workers."""
+    seen: list[str] = []
+    for p in [os.getcwd(), *sys.path]:
+        p = os.path.abspath(p or os.getcwd())
+        if os.path.isdir(p) and p not in seen:
+            seen.append(p)
+    return os.pathsep.join(seen)
+
+
+def create_stream_environment(
+    *,
+    parallelism: int = 1,
+    execution_mode: Literal["thread", "process"] = "thread",
+    checkpoint_interval_ms: int | None = None,
+    restart_attempts: int = 3,
+    restart_delay_s: float = 1.0,
+    bundle_size: int = 1000,
+    bundle_time_ms: int = 5,
+    extra_config: dict[str, str] | None = None,
+) -> Any:
+    """Return a STREAMING ``StreamExecutionEnvironment`` configured for agent operators.
+
+    Call it before any other PyFlink environment is created in the process: the JVM starts
+    here and inherits ``PYTHONPATH`` (needed by thread mode) from this process.
+
+    Args:
+        parallelism: default parallelism.
+        execution_mode: ``"thread"`` (default, faster) or ``"process"``.
+        checkpoint_interval_ms: enable checkpointing at this interval (``None``: off).
+        restart_attempts: fixed-delay restart attempts after a failure.
+        restart_delay_s: delay between restarts, in seconds.
+        bundle_size: process mode's records per bundle.
+        bundle_time_ms: process mode's bundle time, in ms.
+        extra_config: more Flink configuration (``key -> value`` strings).
+
+    Returns:
+        A ``pyflink.datastream.StreamExecutionEnvironment``.
+
+    Raises:
+        ImportError: when apache-flink is not installed (``pip install .[flink]``).
+    """
+    if execution_mode == "thread":
+        path = python_path_for_workers()
+        old = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = path + (os.pathsep + old if old else "")
+    from pyflink.common import Configuration
+    from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+
+    cfg = Configuration()
+    settings = {
+        "python.execution-mode": execution_mode,
+        "python.executable": sys.executable,
+        "python.client.executable": sys.executable,
+        "python.fn-execution.bundle.size": str(bundle_size),
+        "python.fn-execution.bundle.time": str(bundle_time_ms),
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": str(restart_attempts),
+        "restart-strategy.fixed-delay.delay": f"{int(restart_delay_s * 1000)} ms",
+        **(extra_config or {}),
+    }
+    for k, v in settings.items():
+        cfg.set_string(k, v)
+    env = StreamExecutionEnvironment.get_execution_environment(cfg)
+    env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+    env.set_parallelism(parallelism)
+    if checkpoint_interval_ms:
+        env.enable_checkpointing(checkpoint_interval_ms)
+    return env

@@ -1,0 +1,186 @@
+"""The agent operator: ``AgentCore`` hosted in a PyFlink ``KeyedProcessFunction``.
+
+Keyed state holds, per key: the in-flight run (``RunState`` as JSON), the short-term memory
+(JSON), and the queue of inputs waiting behind the run (a ``MapState`` by position, with head
+and tail counters). A checkpoint therefore captures every run's bookkeeping and recorded
+durable call outcomes; live coroutines stay in the operator and are rebuilt from state after
+a restore (see ``AgentCore``).
+
+Wake-ups: an action waiting for I/O cannot be resumed from the executor's thread, since keyed
+state is only reachable inside a callback for that key. While a key is busy the operator keeps
+a processing-time timer for it, backing off from 1 ms to ``max_poll_interval_ms`` while nothing
+completes. At the end of bounded input Flink drops pending processing-time timers, so every
+busy key also has an event-time timer at ``2**63 - 2``, which fires for each key at the final
+watermark; there the operator blocks until the key has no work left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+from pyflink.common import Types
+from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
+from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
+
+from ..plan import AgentPlan
+from ..runtime import AgentCore, KeyState, RunState, StepResult
+
+__all__ = ["AgentOperator", "ERROR_TAG", "DRAIN_TIMESTAMP"]
+
+DRAIN_TIMESTAMP = 2**63 - 2
+"""The event-time timer that fires for every key at the end of bounded input."""
+
+ERROR_TAG = OutputTag("agent-errors", Types.PICKLED_BYTE_ARRAY())
+"""Side output of failed actions and rejected records (``ErrorRecord`` as a dict)."""
+
+
+class _FlinkKeyState(KeyState):
+    """The current key's state in Flink keyed state; loaded lazily, written back on flush."""
+
+    def __init__(self, op: AgentOperator) -> None:
+        self._op = op
+        self._run: RunState | None = None
+        self._run_loaded = False
+        self._memory: dict[str, Any] | None = None
+
+    @property
+    def run(self) -> RunState | None:
+        if not self._run_loaded:
+            raw = self._op._run_state.value()
+            self._run = RunState.model_validate_json(raw) if raw else None
+            self._run_loaded = True
+        return self._run
+
+    @run.setter
+    def run(self, value: RunState | None) -> None:
+        self._run, self._run_loaded = value, True
+
+    @property
+    def memory(self) -> dict[str, Any]:
+        if self._memory is None:
+            raw = self._op._memory_state.value()
+            self._memory = orjson.loads(raw) if raw else {}
+        return self._memory
+
+    @memory.setter
+    def memory(self, value: dict[str, Any]) -> None:
+        self._memory = value
+
+    def _bounds(self) -> tuple[int, int]:
+        return self._op._head_state.value() or 0, self._op._tail_state.value() or 0
+
+    def push_input(self, record: Any) -> None:
+        _, tail = self._bounds()
+        self._op._queue_state.put(tail, orjson.dumps(record).decode())
+        self._op._tail_state.update(tail + 1)
+
+    def pop_input(self) -> tuple[int, Any] | None:
+        head, tail = self._bounds()
+        if head >= tail:
+            return None
+        raw = self._op._queue_state.get(head)
+        self._op._queue_state.remove(head)
+        self._op._head_state.update(head + 1)
+        return head, orjson.loads(raw)
+
+    def queued(self) -> int:
+        head, tail = self._bounds()
+        return tail - head
+
+    def flush(self) -> None:
+        if self._run_loaded:
+            if self._run is None:
+                self._op._run_state.clear()
+            else:
+                self._op._run_state.update(self._run.model_dump_json())
+        if self._memory is not None:
+            self._op._memory_state.update(orjson.dumps(self._memory).decode())
+
+
+class AgentOperator(KeyedProcessFunction):
+    """Runs an agent plan on a keyed stream.
+
+    Input elements are the records (any JSON value); the main output carries each
+    ``OutputEvent.output``; ``ERROR_TAG`` carries failures as dicts with the key.
+
+    Args:
+        plan: the compiled agent.
+        max_in_flight: the most I/O calls running at once in this operator instance.
+        max_poll_interval_ms: the longest wait between checks of a busy key, in ms.
+        drain_poll_s: at end of input, how long to block per wait for a key's I/O, in s.
+    """
+
+    def __init__(self, plan: AgentPlan, *, max_in_flight: int = 32,
+                 max_poll_interval_ms: int = 20, drain_poll_s: float = 1.0) -> None:
+        self.plan = plan
+        self.max_in_flight = max_in_flight
+        self.max_poll_interval_ms = max_poll_interval_ms
+        self.drain_poll_s = drain_poll_s
+        self.core: AgentCore | None = None
+        self._backoff: dict[Any, int] = {}
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        """Create the keyed state handles and start the core's I/O executor."""
+        self._run_state = runtime_context.get_state(ValueStateDescriptor("agent-run", Types.STRING()))
+        self._memory_state = runtime_context.get_state(
+            ValueStateDescriptor("agent-memory", Types.STRING()))
+        self._queue_state = runtime_context.get_map_state(
+            MapStateDescriptor("agent-queue", Types.LONG(), Types.STRING()))
+        self._head_state = runtime_context.get_state(ValueStateDescriptor("agent-queue-head", Types.LONG()))
+        self._tail_state = runtime_context.get_state(ValueStateDescriptor("agent-queue-tail", Types.LONG()))
+        self.core = AgentCore(self.plan, max_in_flight=self.max_in_flight)
+        self.core.open()
+        self._backoff = {}
+
+    def close(self) -> None:
+        """Stop the executor and close resources."""
+        if self.core is not None:
+            self.core.close()
+            self.core = None
+
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
+        """Queue the record for its key and run what can run."""
+        assert self.core is not None
+        key = ctx.get_current_key()
+        res = self.core.on_input(key, value, _FlinkKeyState(self))
+        yield from self._emit(res)
+        self._schedule(key, res, ctx, progressed=True)
+
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
+        """Resume the key: apply completed I/O; at the drain timer, finish all its work."""
+        if self.core is None:  # a processing-time timer queued before close(): nothing to do
+            return
+        key = ctx.get_current_key()
+        progressed = self.core.has_deliveries(key)
+        if timestamp == DRAIN_TIMESTAMP:
+            res = self.core.advance(key, _FlinkKeyState(self))
+            yield from self._emit(res)
+            while res.busy:
+                self.core.wait_for(key, self.drain_poll_s)
+                res = self.core.advance(key, _FlinkKeyState(self))
+                yield from self._emit(res)
+            self._backoff.pop(key, None)
+            return
+        if not progressed and key in self.core.live_keys():
+            self._schedule(key, StepResult(busy=True), ctx, progressed=False)
+            return
+        res = self.core.advance(key, _FlinkKeyState(self))
+        yield from self._emit(res)
+        self._schedule(key, res, ctx, progressed=progressed)
+
+    def _emit(self, res: StepResult) -> Iterator[Any]:
+        yield from res.outputs
+        for err in res.errors:
+            yield ERROR_TAG, err.model_dump(mode="json")
+
+    def _schedule(self, key: Any, res: StepResult, ctx: Any, progressed: bool) -> None:
+        if not res.busy:
+            self._backoff.pop(key, None)
+            return
+        delay = 1 if progressed else min(self._backoff.get(key, 1) * 2, self.max_poll_interval_ms)
+        self._backoff[key] = delay
+        timers = ctx.timer_service()
+        timers.register_processing_time_timer(timers.current_processing_time() + delay)
+        timers.register_event_time_timer(DRAIN_TIMESTAMP)

@@ -1,0 +1,1 @@
+"""Integrations: chat model providers and other resources. They depend on ``api`` only."""

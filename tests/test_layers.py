@@ -1,0 +1,71 @@
+"""Layering: the engine-neutral packages work without PyFlink; the API does not load the runtime."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_fresh(code: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_engine_neutral_packages_import_and_run_without_pyflink():
+    out = run_fresh("""
+        import json, sys
+        sys.modules["pyflink"] = None  # any 'import pyflink...' now raises ImportError
+        import flink_agents_py
+        import flink_agents_py.api
+        import flink_agents_py.plan
+        import flink_agents_py.runtime
+        import flink_agents_py.local
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import Agent, InputEvent, OutputEvent, action
+
+        class Echo(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def on_input(event, ctx):
+                ctx.send_event(OutputEvent(output={"key": ctx.key, "echo": event.input}))
+
+        outs = AgentsExecutionEnvironment.local().from_list(
+            [{"key": "a", "v": 1}, {"key": "b", "v": 2}]).apply(Echo()).collect()
+        loaded = sorted(m for m in sys.modules if m.startswith("pyflink") and sys.modules[m])
+        print(json.dumps({"outs": sorted(o["key"] for o in outs), "pyflink": loaded}))
+    """)
+    assert out == {"outs": ["a", "b"], "pyflink": []}
+
+
+def test_flink_environment_without_pyflink_raises_import_error():
+    out = run_fresh("""
+        import json, sys
+        sys.modules["pyflink"] = None
+        from flink_agents_py import AgentsExecutionEnvironment
+        try:
+            AgentsExecutionEnvironment.flink(object())
+        except ImportError as e:
+            print(json.dumps({"error": str(e)}))
+        else:
+            print(json.dumps({"error": None}))
+    """)
+    assert out["error"] is not None and "apache-flink" in out["error"]
+
+
+def test_api_does_not_import_runtime():
+    out = run_fresh("""
+        import json, sys
+        import flink_agents_py.api
+        print(json.dumps(sorted(m for m in sys.modules
+                                if m.startswith(("flink_agents_py.runtime", "pyflink")))))
+    """)
+    assert out == [], f"importing flink_agents_py.api loaded {out}"

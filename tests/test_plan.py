@@ -1,0 +1,377 @@
+"""AgentPlan: compilation, JSON round trip, validation into one PlanError."""
+
+from __future__ import annotations
+
+import pytest
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (
+    Agent,
+    ChatModelSetup,
+    ChatRequestEvent,
+    Event,
+    InputEvent,
+    OutputEvent,
+    PlanError,
+    Prompt,
+    ResourceDescriptor,
+    ResourceType,
+    RunnerContext,
+    ToolRequestEvent,
+    ToolResponseEvent,
+    action,
+    chat_model_connection,
+    chat_model_setup,
+    prompt,
+    tool,
+)
+from flink_agents_py.integrations.chat_models import ScriptedChatModel
+from flink_agents_py.plan import BUILTIN_ACTIONS, AgentPlan
+
+
+class Scored(Event):
+    score: int
+
+
+def lookup_price(item: str) -> float:
+    """Price of an item.
+
+    Args:
+        item: the item's name.
+    """
+    return 1.5
+
+
+class Shop(Agent):
+    """A module-level agent (importable, so its plan can come back from JSON)."""
+
+    @action(InputEvent, config={"bonus": 10})
+    @staticmethod
+    def score(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(Scored(score=event.input["n"] + ctx.action_config["bonus"]))
+
+    @action(Scored)
+    @staticmethod
+    async def emit(event: Scored, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "score": event.score}))
+
+    @chat_model_connection
+    @staticmethod
+    def conn() -> ResourceDescriptor:
+        return ResourceDescriptor(ScriptedChatModel, default_reply="ok")
+
+    @chat_model_setup
+    @staticmethod
+    def model() -> ResourceDescriptor:
+        return ResourceDescriptor(ChatModelSetup, connection="conn", prompt="sys",
+                                  tools=["lookup_price", "describe"])
+
+    @prompt
+    @staticmethod
+    def sys() -> Prompt:
+        return Prompt.from_text("You sell {thing}.")
+
+    @tool
+    @staticmethod
+    def describe(item: str) -> str:
+        """Describe an item."""
+        return item
+
+
+def _shop() -> Agent:
+    return Shop().add_resource("lookup_price", ResourceType.TOOL, lookup_price).set_config(
+        max_tool_rounds=3)
+
+
+def test_from_agent_compiles_actions_resources_and_config():
+    plan = AgentPlan.from_agent(_shop())
+    assert [a.name for a in plan.actions_for("InputEvent")] == ["score"]
+    assert [a.name for a in plan.actions_for("Scored")] == ["emit"]
+    assert plan.actions["score"].config == {"bonus": 10}
+    assert plan.actions["score"].function.is_async is False
+    assert plan.actions["emit"].function.is_async is True
+    assert plan.actions["emit"].triggers == ("Scored",)
+    assert plan.actions_for("NoSuchType") == ()
+    res = plan.resources
+    assert set(res[ResourceType.CHAT_MODEL_CONNECTION]) == {"conn"}
+    assert set(res[ResourceType.CHAT_MODEL]) == {"model"}
+    assert set(res[ResourceType.PROMPT]) == {"sys"}
+    assert set(res[ResourceType.TOOL]) == {"describe", "lookup_price"}
+    assert res[ResourceType.CHAT_MODEL]["model"].descriptor.arguments["tools"] == [
+        "lookup_price", "describe"]
+    assert plan.config == {"max_tool_rounds": 3}
+
+
+def test_builtin_actions_are_present():
+    plan = AgentPlan.from_agent(Agent())
+    assert set(BUILTIN_ACTIONS) <= set(plan.actions)
+    assert [a.name for a in plan.actions_for(ChatRequestEvent.EVENT_TYPE)] == ["_chat_model_action"]
+    assert [a.name for a in plan.actions_for(ToolResponseEvent.EVENT_TYPE)] == ["_chat_model_action"]
+    assert [a.name for a in plan.actions_for(ToolRequestEvent.EVENT_TYPE)] == ["_tool_call_action"]
+    # built-ins resolve to the runtime's functions
+    assert callable(plan.actions["_chat_model_action"].function.resolve())
+    assert callable(plan.actions["_tool_call_action"].function.resolve())
+
+
+def test_user_action_on_builtin_event_runs_alongside_builtin():
+    def watch(event, ctx):
+        pass
+
+    plan = AgentPlan.from_agent(Agent().add_action("watch", [ToolResponseEvent], watch))
+    assert sorted(a.name for a in plan.actions_for("ToolResponseEvent")) == [
+        "_chat_model_action", "watch"]
+
+
+def test_json_round_trip():
+    plan = AgentPlan.from_agent(_shop())
+    text = plan.to_json()
+    assert isinstance(text, str)
+    back = AgentPlan.from_json(text)
+    assert back.model_dump() == plan.model_dump()
+    assert AgentPlan.from_json(back.to_json()).model_dump() == plan.model_dump()
+    # functions and resources come back by import
+    assert back.actions["score"].function.resolve() is Shop.score
+    assert back.resources[ResourceType.TOOL]["lookup_price"].build().function is lookup_price
+    built_prompt = back.resources[ResourceType.PROMPT]["sys"].build()
+    assert built_prompt.format_string(thing="tea") == "You sell tea."
+
+
+def test_plan_from_json_runs_on_local_runner():
+    back = AgentPlan.from_json(AgentPlan.from_agent(_shop()).to_json())
+    out = (
+        AgentsExecutionEnvironment.local()
+        .from_list([{"key": "a", "n": 1}, {"key": "b", "n": 2}])
+        .apply(back)
+        .collect()
+    )
+    assert sorted(out, key=lambda o: o["key"]) == [{"key": "a", "score": 11}, {"key": "b", "score": 12}]
+
+
+def test_non_agent_is_rejected():
+    with pytest.raises(PlanError):
+        AgentPlan.from_agent(object())  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _problems(agent: Agent) -> list[str]:
+    with pytest.raises(PlanError) as info:
+        AgentPlan.from_agent(agent)
+    problems = info.value.problems
+    for p in problems:  # every problem is in the one message
+        assert p in str(info.value)
+    return problems
+
+
+def _ok(event, ctx):
+    pass
+
+
+def _single(problems: list[str], *needles: str) -> str:
+    hits = [p for p in problems if all(n in p for n in needles)]
+    assert len(hits) == 1, (needles, problems)
+    return hits[0]
+
+
+def test_duplicate_action_name_class_and_add_action():
+    class A(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def handle(event, ctx):
+            pass
+
+    problems = _problems(A().add_action("handle", [InputEvent], _ok))
+    assert len(problems) == 1
+    _single(problems, "'handle'", "more than once")
+
+
+def test_duplicate_action_name_via_add_action_twice():
+    problems = _problems(Agent().add_action("x", [InputEvent], _ok).add_action("x", [InputEvent], _ok))
+    _single(problems, "'x'", "more than once")
+
+
+def test_action_named_like_a_builtin():
+    problems = _problems(Agent().add_action("_chat_model_action", [InputEvent], _ok))
+    _single(problems, "'_chat_model_action'")
+
+
+def test_duplicate_resource_name():
+    agent = (
+        Agent()
+        .add_resource("p", ResourceType.PROMPT, Prompt.from_text("a"))
+        .add_resource("p", ResourceType.PROMPT, Prompt.from_text("b"))
+    )
+    problems = _problems(agent)
+    assert len(problems) == 1
+    _single(problems, "'p'", "more than once")
+
+
+def test_same_name_for_different_resource_types_is_fine():
+    agent = (
+        Agent()
+        .add_resource("x", ResourceType.PROMPT, Prompt.from_text("a"))
+        .add_resource("x", ResourceType.TOOL, lookup_price)
+    )
+    plan = AgentPlan.from_agent(agent)
+    assert "x" in plan.resources[ResourceType.PROMPT] and "x" in plan.resources[ResourceType.TOOL]
+
+
+def test_action_with_no_trigger():
+    class A(Agent):
+        @action()
+        @staticmethod
+        def lonely(event, ctx):
+            pass
+
+    problems = _problems(A().add_action("also_lonely", [], _ok))
+    _single(problems, "'lonely'", "no trigger")
+    _single(problems, "'also_lonely'", "no trigger")
+
+
+def test_trigger_naming_unknown_event_type():
+    class A(Agent):
+        @action("NoSuchEventType123")
+        @staticmethod
+        def on_nothing(event, ctx):
+            pass
+
+    problems = _problems(A())
+    _single(problems, "'on_nothing'", "NoSuchEventType123")
+
+
+def test_action_not_taking_event_and_ctx():
+    class A(Agent):
+        @action(InputEvent)
+        def forgot_staticmethod(self, event, ctx):  # three parameters
+            pass
+
+        @action(InputEvent)
+        @staticmethod
+        def one_arg(event):
+            pass
+
+    problems = _problems(A().add_action("no_args", [InputEvent], lambda: None))
+    _single(problems, "'forgot_staticmethod'", "(event, ctx)")
+    _single(problems, "'one_arg'", "(event, ctx)")
+    _single(problems, "'no_args'", "(event, ctx)")
+
+
+def test_action_with_defaults_or_varargs_is_accepted():
+    def flexible(event, ctx, extra=None):
+        pass
+
+    def star(*args):
+        pass
+
+    plan = AgentPlan.from_agent(
+        Agent().add_action("flexible", [InputEvent], flexible).add_action("star", [InputEvent], star))
+    assert {"flexible", "star"} <= set(plan.actions)
+
+
+def test_reserved_tool_prefix_via_tool_decorator():
+    class A(Agent):
+        @tool(name="_subagent_helper")
+        @staticmethod
+        def helper(q: str) -> str:
+            """Help."""
+            return q
+
+        @tool
+        @staticmethod
+        def _subagent_direct(q: str) -> str:
+            """Direct."""
+            return q
+
+    problems = _problems(A())
+    _single(problems, "'_subagent_helper'", "_subagent_")
+    _single(problems, "'_subagent_direct'", "_subagent_")
+
+
+def test_reserved_tool_prefix_via_add_resource_function():
+    @tool(name="_subagent_spec_name")
+    def fine_name(q: str) -> str:
+        return q
+
+    agent = (
+        Agent()
+        .add_resource("_subagent_by_name", ResourceType.TOOL, lookup_price)
+        .add_resource("plain_name", ResourceType.TOOL, fine_name)
+    )
+    problems = _problems(agent)
+    _single(problems, "'_subagent_by_name'")
+    _single(problems, "'_subagent_spec_name'")
+
+
+def test_chat_model_setup_naming_undeclared_connection_and_tool():
+    agent = (
+        Agent()
+        .add_resource("lookup_price", ResourceType.TOOL, lookup_price)
+        .add_resource("m", ResourceType.CHAT_MODEL,
+                      ResourceDescriptor(ChatModelSetup, connection="ghost_conn",
+                                         tools=["lookup_price", "ghost_tool"]))
+    )
+    problems = _problems(agent)
+    assert len(problems) == 2
+    _single(problems, "'m'", "'ghost_conn'")
+    _single(problems, "'m'", "'ghost_tool'")
+
+
+def test_resource_that_is_not_a_descriptor():
+    problems = _problems(Agent().add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, 42))
+    _single(problems, "'conn'")
+
+
+def test_every_problem_is_collected_into_one_plan_error():
+    class Broken(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def dup(event, ctx):
+            pass
+
+        @action()
+        @staticmethod
+        def no_trigger(event, ctx):
+            pass
+
+        @action("UnknownEventXyz")
+        @staticmethod
+        def unknown_trigger(event, ctx):
+            pass
+
+        @action(InputEvent)
+        @staticmethod
+        def bad_signature(event):
+            pass
+
+        @tool(name="_subagent_t1")
+        @staticmethod
+        def t1(q: str) -> str:
+            return q
+
+    agent = (
+        Broken()
+        .add_action("dup", [InputEvent], _ok)
+        .add_resource("p", ResourceType.PROMPT, Prompt.from_text("a"))
+        .add_resource("p", ResourceType.PROMPT, Prompt.from_text("b"))
+        .add_resource("_subagent_t2", ResourceType.TOOL, lookup_price)
+        .add_resource("m", ResourceType.CHAT_MODEL,
+                      ResourceDescriptor(ChatModelSetup, connection="nope_conn", tools=["nope_tool"]))
+    )
+    problems = _problems(agent)
+    _single(problems, "'dup'")
+    _single(problems, "'no_trigger'")
+    _single(problems, "'unknown_trigger'", "UnknownEventXyz")
+    _single(problems, "'bad_signature'")
+    _single(problems, "'_subagent_t1'")
+    _single(problems, "'p'")
+    _single(problems, "'_subagent_t2'")
+    _single(problems, "'nope_conn'")
+    _single(problems, "'nope_tool'")
+    assert len(problems) == 9
+
+
+def test_local_job_apply_raises_plan_error():
+    with pytest.raises(PlanError):
+        AgentsExecutionEnvironment.local().from_list([1]).apply(
+            Agent().add_action("x", [], _ok))
