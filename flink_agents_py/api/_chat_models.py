@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -82,6 +82,10 @@ class ChatModelSetup(Resource):
             filled from the request's ``prompt_args``.
         tools: names of ``TOOL`` resources offered to the model.
         max_tool_rounds: the most model-tool round trips one chat may take (then it fails).
+        tool_dispatch: ``"concurrent"`` starts every tool call of a round before awaiting any;
+            ``"serial"`` runs them one after another. Call identities follow the request's
+            order either way, so switching between a checkpoint and a restore still finds
+            the recorded outcomes.
         options: generation parameters passed through to the connection.
     """
 
@@ -92,6 +96,7 @@ class ChatModelSetup(Resource):
     prompt: str | None = None
     tools: list[str] = Field(default_factory=list)
     max_tool_rounds: int = Field(default=8, ge=0)
+    tool_dispatch: Literal["concurrent", "serial"] = "concurrent"
     options: dict[str, Any] = Field(default_factory=dict)
 
     def tool_resources(self) -> list[FunctionTool]:

@@ -10,6 +10,7 @@ from pyflink.common import Types
 from ..api import Agent
 from ..local import default_key_selector
 from ..plan import AgentPlan
+from ..runtime import Failpoint, Journal
 from ._operator import ERROR_TAG, AgentOperator
 
 __all__ = ["FlinkExecutionEnvironment", "FlinkAgentBuilder"]
@@ -33,7 +34,8 @@ class FlinkAgentBuilder:
         """
         plan = agent if isinstance(agent, AgentPlan) else AgentPlan.from_agent(agent)
         op = AgentOperator(plan, max_in_flight=self._env.max_in_flight,
-                           max_poll_interval_ms=self._env.max_poll_interval_ms)
+                           max_poll_interval_ms=self._env.max_poll_interval_ms,
+                           journal=self._env.journal, failpoint=self._env.failpoint)
         label = name or (type(agent).__name__ if isinstance(agent, Agent) else "agent")
         self._result = (
             self._ds.key_by(self._key_selector)
@@ -64,10 +66,16 @@ class FlinkExecutionEnvironment:
             (which sets the interpreter, the execution mode and the bundle).
         max_in_flight: the most I/O calls running at once per operator instance.
         max_poll_interval_ms: the longest wait between checks of a key waiting for I/O, in ms.
+        journal: a write-ahead journal of durable call outcomes (``SqliteJournal``...), closing
+            the window between the last checkpoint and a failure.
+        failpoint: a test hook for crash injection (see ``runtime.Failpoint``).
     """
 
-    def __init__(self, env: Any, *, max_in_flight: int = 32, max_poll_interval_ms: int = 20) -> None:
+    def __init__(self, env: Any, *, max_in_flight: int = 32, max_poll_interval_ms: int = 20,
+                 journal: Journal | None = None, failpoint: Failpoint | None = None) -> None:
         self.env = env
+        self.journal = journal
+        self.failpoint = failpoint
         self.max_in_flight = max_in_flight
         self.max_poll_interval_ms = max_poll_interval_ms
 

@@ -25,7 +25,7 @@ from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 
 from ..plan import AgentPlan
-from ..runtime import AgentCore, KeyState, RunState, StepResult
+from ..runtime import AgentCore, Failpoint, Journal, KeyState, RunState, StepResult
 
 __all__ = ["AgentOperator", "ERROR_TAG", "DRAIN_TIMESTAMP"]
 
@@ -110,11 +110,16 @@ class AgentOperator(KeyedProcessFunction):
         max_in_flight: the most I/O calls running at once in this operator instance.
         max_poll_interval_ms: the longest wait between checks of a busy key, in ms.
         drain_poll_s: at end of input, how long to block per wait for a key's I/O, in s.
+        journal: an optional write-ahead journal (picklable; each instance opens its own).
+        failpoint: a test hook for crash injection (see ``runtime.Failpoint``).
     """
 
     def __init__(self, plan: AgentPlan, *, max_in_flight: int = 32,
-                 max_poll_interval_ms: int = 20, drain_poll_s: float = 1.0) -> None:
+                 max_poll_interval_ms: int = 20, drain_poll_s: float = 1.0,
+                 journal: Journal | None = None, failpoint: Failpoint | None = None) -> None:
         self.plan = plan
+        self.journal = journal
+        self.failpoint = failpoint
         self.max_in_flight = max_in_flight
         self.max_poll_interval_ms = max_poll_interval_ms
         self.drain_poll_s = drain_poll_s
@@ -130,7 +135,8 @@ class AgentOperator(KeyedProcessFunction):
             MapStateDescriptor("agent-queue", Types.LONG(), Types.STRING()))
         self._head_state = runtime_context.get_state(ValueStateDescriptor("agent-queue-head", Types.LONG()))
         self._tail_state = runtime_context.get_state(ValueStateDescriptor("agent-queue-tail", Types.LONG()))
-        self.core = AgentCore(self.plan, max_in_flight=self.max_in_flight)
+        self.core = AgentCore(self.plan, max_in_flight=self.max_in_flight, journal=self.journal,
+                              failpoint=self.failpoint)
         self.core.open()
         self._backoff = {}
 
@@ -144,6 +150,8 @@ class AgentOperator(KeyedProcessFunction):
         """Queue the record for its key and run what can run."""
         assert self.core is not None
         key = ctx.get_current_key()
+        if self.failpoint is not None:
+            self.failpoint("element", key, {"record": value})
         res = self.core.on_input(key, value, _FlinkKeyState(self))
         yield from self._emit(res)
         self._schedule(key, res, ctx, progressed=True)
@@ -153,6 +161,8 @@ class AgentOperator(KeyedProcessFunction):
         if self.core is None:  # a processing-time timer queued before close(): nothing to do
             return
         key = ctx.get_current_key()
+        if self.failpoint is not None:
+            self.failpoint("timer", key, {"timestamp": timestamp})
         progressed = self.core.has_deliveries(key)
         if timestamp == DRAIN_TIMESTAMP:
             res = self.core.advance(key, _FlinkKeyState(self))
@@ -174,6 +184,8 @@ class AgentOperator(KeyedProcessFunction):
         yield from res.outputs
         for err in res.errors:
             yield ERROR_TAG, err.model_dump(mode="json")
+        if self.failpoint is not None and res.outputs:
+            self.failpoint("outputs_emitted", None, {"outputs": res.outputs})
 
     def _schedule(self, key: Any, res: StepResult, ctx: Any, progressed: bool) -> None:
         if not res.busy:

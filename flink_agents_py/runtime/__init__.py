@@ -1,8 +1,9 @@
 """The engine-neutral runtime core: no PyFlink here. Hosts (local, Flink) wrap ``AgentCore``."""
 
 from ._context import ActionContext, DurableCall
-from ._core import AgentCore, ErrorRecord, Journal, StepResult
+from ._core import AgentCore, ErrorRecord, Failpoint, Journal, StepResult
 from ._executor import IOExecutor
+from ._journal import SqliteJournal
 from ._resources import ResourceEnvironment
 from ._state import CallRecord, InflightAction, InMemoryKeyState, KeyState, RunState
 
@@ -12,6 +13,7 @@ __all__ = [
     "CallRecord",
     "DurableCall",
     "ErrorRecord",
+    "Failpoint",
     "IOExecutor",
     "InMemoryKeyState",
     "InflightAction",
@@ -19,5 +21,6 @@ __all__ = [
     "KeyState",
     "ResourceEnvironment",
     "RunState",
+    "SqliteJournal",
     "StepResult",
 ]

@@ -157,6 +157,7 @@ async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
         return
     setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
     assert isinstance(setup, ChatModelSetup)
+    serial = setup.tool_dispatch == "serial"
     pending: list[tuple[ToolCall, Any]] = []
     for call in event.tool_calls:
         try:
@@ -166,8 +167,8 @@ async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
         except ResourceNotFoundError:
             pending.append((call, _missing_tool(call, setup.tools)))
             continue
-        # started now; awaited below, so all calls overlap
-        pending.append((call, ctx.durable_execute_async(_run_tool, tool, call)))
+        fut = ctx.durable_execute_async(_run_tool, tool, call)  # starts now
+        pending.append((call, (await fut) if serial else fut))
     responses: dict[str, ToolResult] = {}
     for call, fut in pending:
         responses[call.id] = fut if isinstance(fut, ToolResult) else await fut

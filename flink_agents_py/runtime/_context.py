@@ -251,5 +251,5 @@ class ActionContext(RunnerContext):
             rec.error_type = f"{cls.__module__}:{cls.__qualname__}"
             rec.error_message = str(exc)
             value = exc
-        self._core.journal_append(self._key, call.call_id, rec)
         call.complete(ok, value)
+        self._core.outcome_recorded(self._key, call.call_id, rec)

@@ -47,7 +47,7 @@ from ._serde import to_json_value
 from ._state import CallRecord, InflightAction, KeyState, RunState
 from ._stepper import stepping
 
-__all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal"]
+__all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal", "Failpoint"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -104,6 +104,17 @@ class Journal:
         """Return the record stored for ``(key, call_id)``, or ``None``."""
         return None
 
+    def run_completed(self, key: Any, run: str) -> None:
+        """Run ``run`` (``r<seq>``) of ``key`` completed: its entries may be pruned later."""
+
+
+Failpoint = Callable[[str, Any, dict[str, Any]], None]
+"""A test hook called at named points: ``(point, key, info)``. To inject a crash it raises
+an exception that is not an ``Exception`` (the core lets those through, so the host's
+callback fails and Flink restarts the job). Points: ``"call_recorded"`` (``call_id``),
+``"run_completed"`` (``seq``), and the host's ``"element"``, ``"timer"`` and
+``"outputs_emitted"`` (``outputs``)."""
+
 
 @dataclass
 class _Task:
@@ -132,6 +143,7 @@ class AgentCore:
         notify: called with a key (from an executor thread) when I/O of that key completed;
             the host must then call ``advance`` for it on its own thread.
         journal: an optional write-ahead journal of durable call outcomes.
+        failpoint: a test hook (see ``Failpoint``).
     """
 
     def __init__(
@@ -141,8 +153,10 @@ class AgentCore:
         max_in_flight: int = 32,
         notify: Callable[[Any], None] | None = None,
         journal: Journal | None = None,
+        failpoint: Failpoint | None = None,
     ) -> None:
         self.plan = plan
+        self.failpoint = failpoint
         self.resources = ResourceEnvironment(plan)
         self.executor = IOExecutor(max_in_flight)
         self.journal = journal
@@ -207,9 +221,13 @@ class AgentCore:
                 self._step(key, state, run, ready.popleft(), res, ready)
             if run.inflight:
                 break
+            if self.failpoint is not None:
+                self.failpoint("run_completed", key, {"seq": run.seq})
             state.run = None
             live.clear()
             self.counters["runs_completed"] += 1
+            if self.journal is not None:
+                self.journal.run_completed(key, f"r{run.seq}")
         res.busy = state.run is not None or state.queued() > 0
         if not res.busy:
             self._live.pop(key, None)
@@ -253,10 +271,12 @@ class AgentCore:
         """Count one durable call answered from its record."""
         self.counters["calls_replayed"] += 1
 
-    def journal_append(self, key: Any, call_id: str, record: CallRecord) -> None:
-        """Append an outcome to the journal, when there is one."""
+    def outcome_recorded(self, key: Any, call_id: str, record: CallRecord) -> None:
+        """An outcome entered keyed state: journal it (before the action goes on)."""
         if self.journal is not None:
             self.journal.append(key, call_id, record)
+        if self.failpoint is not None:
+            self.failpoint("call_recorded", key, {"call_id": call_id})
 
     def journal_lookup(self, key: Any, call_id: str) -> CallRecord | None:
         """Look an outcome up in the journal, when there is one."""
