@@ -63,6 +63,10 @@ class IOExecutor:
                 self._sem = asyncio.Semaphore(self.max_in_flight)
                 ready.set()
                 loop.run_forever()
+                pending = asyncio.all_tasks(loop)
+                for task in pending:  # calls still running are abandoned, not awaited
+                    task.cancel()
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
                 loop.close()
 
             self._thread = threading.Thread(target=run, name=self._name, daemon=True)
