@@ -4,6 +4,7 @@ from ._context import ActionContext, DurableCall
 from ._core import AgentCore, ErrorRecord, Failpoint, Journal, StepResult
 from ._executor import IOExecutor
 from ._journal import SqliteJournal
+from ._observer import CompositeObserver, Observer
 from ._resources import ResourceEnvironment
 from ._state import CallRecord, InflightAction, InMemoryKeyState, KeyState, RunState
 
@@ -11,6 +12,7 @@ __all__ = [
     "ActionContext",
     "AgentCore",
     "CallRecord",
+    "CompositeObserver",
     "DurableCall",
     "ErrorRecord",
     "Failpoint",
@@ -18,6 +20,7 @@ __all__ = [
     "InMemoryKeyState",
     "InflightAction",
     "Journal",
+    "Observer",
     "KeyState",
     "ResourceEnvironment",
     "RunState",

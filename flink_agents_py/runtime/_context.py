@@ -225,10 +225,11 @@ class ActionContext(RunnerContext):
                 call.complete(True, from_json_value(rec.value))
             else:
                 call.complete(False, _rebuild_exception(rec.error_type, rec.error_message))
-            self._core.count_replayed()
+            self._core.call_made(self._key, call_id, _fn_name(fn), replayed=True)
             return call, None
         started = rec  # started before a restore, outcome unknown
         self._record.calls[str(ordinal)] = CallRecord(digest=dig)
+        self._core.call_made(self._key, call_id, _fn_name(fn), replayed=False)
         return call, started
 
     def record_outcome(self, call: DurableCall, ok: bool, value: Any) -> None:

@@ -42,6 +42,7 @@ from ..plan import ActionPlan, AgentPlan
 from ._context import ActionContext, DurableCall
 from ._executor import IOExecutor
 from ._memory import apply_writes
+from ._observer import Observer
 from ._resources import ResourceEnvironment
 from ._serde import to_json_value
 from ._state import CallRecord, InflightAction, KeyState, RunState
@@ -116,6 +117,26 @@ callback fails and Flink restarts the job). Points: ``"call_recorded"`` (``call_
 ``"outputs_emitted"`` (``outputs``)."""
 
 
+class _SafeObserver(Observer):
+    """Calls an observer's hooks, logging (never raising) what they throw."""
+
+    def __init__(self, inner: Observer) -> None:
+        self._inner = inner
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("_") or not hasattr(Observer, name):
+            return object.__getattribute__(self, name)
+        hook = getattr(object.__getattribute__(self, "_inner"), name)
+
+        def safe(*args: Any, **kwargs: Any) -> None:
+            try:
+                hook(*args, **kwargs)
+            except Exception:  # noqa: BLE001
+                log.exception("observer hook %s failed", name)
+
+        return safe
+
+
 @dataclass
 class _Task:
     action: ActionPlan
@@ -123,6 +144,7 @@ class _Task:
     ctx: ActionContext
     coro: Coroutine[Any, Any, Any] | None = None
     started: bool = False
+    reentered: bool = False
     waiting: DurableCall | None = None
 
 
@@ -144,6 +166,7 @@ class AgentCore:
             the host must then call ``advance`` for it on its own thread.
         journal: an optional write-ahead journal of durable call outcomes.
         failpoint: a test hook (see ``Failpoint``).
+        observer: receives what the core does (metrics, event log); see ``Observer``.
     """
 
     def __init__(
@@ -154,8 +177,10 @@ class AgentCore:
         notify: Callable[[Any], None] | None = None,
         journal: Journal | None = None,
         failpoint: Failpoint | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.plan = plan
+        self.observer = _SafeObserver(observer) if observer is not None else None
         self.failpoint = failpoint
         self.resources = ResourceEnvironment(plan)
         self.executor = IOExecutor(max_in_flight)
@@ -213,6 +238,8 @@ class AgentCore:
                 run = RunState(seq=seq, input=record)
                 state.run = run
                 self.counters["runs_started"] += 1
+                if self.observer is not None:
+                    self.observer.run_started(key, seq)
                 self._dispatch(key, state, run, InputEvent(id=f"r{seq}", input=record), res, ready)
             else:
                 self._reconcile_live(key, state, run, live, ready)
@@ -226,6 +253,8 @@ class AgentCore:
             state.run = None
             live.clear()
             self.counters["runs_completed"] += 1
+            if self.observer is not None:
+                self.observer.run_completed(key, run.seq)
             if self.journal is not None:
                 self.journal.run_completed(key, f"r{run.seq}")
         res.busy = state.run is not None or state.queued() > 0
@@ -257,7 +286,6 @@ class AgentCore:
                args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Run ``fn`` on the I/O executor for ``ctx``'s action; deliver to its key's inbox."""
         key = ctx.key
-        self.counters["calls_executed"] += 1
 
         def on_done(ok: bool, value: Any) -> None:
             with self._cond:
@@ -267,12 +295,17 @@ class AgentCore:
 
         self.executor.submit(fn, args, kwargs, on_done)
 
-    def count_replayed(self) -> None:
-        """Count one durable call answered from its record."""
-        self.counters["calls_replayed"] += 1
+    def call_made(self, key: Any, call_id: str, function: str, replayed: bool) -> None:
+        """Count one durable call (executed, or answered from its record)."""
+        self.counters["calls_replayed" if replayed else "calls_executed"] += 1
+        if self.observer is not None:
+            self.observer.call_started(key, call_id, function, replayed)
 
     def outcome_recorded(self, key: Any, call_id: str, record: CallRecord) -> None:
         """An outcome entered keyed state: journal it (before the action goes on)."""
+        if self.observer is not None:
+            self.observer.call_finished(key, call_id, record.ok, record.value if record.ok
+                                        else record.error_message)
         if self.journal is not None:
             self.journal.append(key, call_id, record)
         if self.failpoint is not None:
@@ -297,6 +330,7 @@ class AgentCore:
             task = live.get(exec_id)
             if task is None:  # in state but not live: restored from a checkpoint
                 task = live[exec_id] = self._new_task(key, state, run, exec_id, rec)
+                task.reentered = True
                 self.counters["actions_reentered"] += 1
                 ready.append(task)
             else:  # the host may hand over fresh objects each callback
@@ -318,8 +352,13 @@ class AgentCore:
     def _dispatch(self, key: Any, state: KeyState, run: RunState, event: Event, res: StepResult,
                   ready: collections.deque[_Task]) -> None:
         self.counters["events"] += 1
+        if self.observer is not None:
+            parent = event.id.rsplit("/", 1)[0] if "/" in event.id else None
+            self.observer.event_dispatched(key, event, parent)
         if isinstance(event, OutputEvent):
             res.outputs.append(event.output)
+            if self.observer is not None:
+                self.observer.output_emitted(key, event.output, event.id)
         live = self._live.setdefault(key, {})
         for action in self.plan.actions_for(event.type):
             exec_id = f"{event.id}/{action.name}"
@@ -333,6 +372,9 @@ class AgentCore:
         if not task.started:
             task.started = True
             self.counters["actions_started"] += 1
+            if self.observer is not None:
+                self.observer.action_started(key, task.ctx.execution_id, task.action.name,
+                                             task.reentered)
             try:
                 with stepping():
                     out = task.action.function.resolve()(task.event, task.ctx)
@@ -380,6 +422,8 @@ class AgentCore:
         run.inflight.pop(ctx.execution_id, None)
         if task.coro is not None:
             task.coro.close()
+        if self.observer is not None:
+            self.observer.action_finished(key, ctx.execution_id, task.action.name, error)
         if error is not None:
             self.counters["actions_failed"] += 1
             log.warning("action %s failed for key %r: %s: %s", ctx.execution_id, key,
