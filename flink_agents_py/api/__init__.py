@@ -40,12 +40,38 @@ from ._events import (
     event_from_json,
     event_type_of,
 )
-from ._messages import ChatMessage, ChatResponse, MessageRole, TokenUsage, ToolCall, ToolResult
+from ._messages import (
+    ChatMessage,
+    ChatResponse,
+    ChatResult,
+    MessageRole,
+    TokenUsage,
+    ToolCall,
+    ToolResult,
+)
 from ._prompts import Prompt, fill_placeholders
 from ._resources import ResourceDescriptor, ResourceType, Resource, import_qualified, qualified_name
+from ._subagents import (
+    AsyncSubagentSetup,
+    DeferredSubagentSetup,
+    InternalSubagent,
+    PreparedCall,
+    RunStatus,
+    SubagentFuture,
+    SubagentResult,
+    SubagentSetup,
+)
 from ._tools import RESERVED_TOOL_PREFIX, FunctionTool, ToolMetadata, ToolSpec, tool
 
 __all__ = [
+    "AsyncSubagentSetup",
+    "DeferredSubagentSetup",
+    "InternalSubagent",
+    "PreparedCall",
+    "RunStatus",
+    "SubagentFuture",
+    "SubagentResult",
+    "SubagentSetup",
     "ActionError",
     "ActionSpec",
     "Agent",
@@ -55,6 +81,7 @@ __all__ = [
     "ChatModelSetup",
     "ChatRequestEvent",
     "ChatResponse",
+    "ChatResult",
     "ChatResponseError",
     "ChatResponseEvent",
     "DurableExecutionError",

@@ -8,11 +8,17 @@ passed to; keeping it past that is unsupported.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
 
 from ._events import Event
+from ._messages import ChatMessage, ChatResponse
 from ._resources import Resource, ResourceType
+
+if TYPE_CHECKING:
+    from ._subagents import SubagentFuture
 
 __all__ = ["RunnerContext", "Memory"]
 
@@ -119,6 +125,44 @@ class RunnerContext(ABC):
 
         Raises:
             SerializationError: when an argument or the result has no JSON form.
+        """
+
+    @abstractmethod
+    def chat(
+        self, model: str, messages: Sequence[ChatMessage], *,
+        prompt_args: dict[str, Any] | None = None,
+        output_schema: type[BaseModel] | dict[str, Any] | None = None,
+    ) -> Awaitable[ChatResponse]:
+        """Return a lazy durable future of a whole chat with the setup named ``model``.
+
+        Nothing is dispatched until the future is first awaited; then the chat runs its
+        model calls and tool rounds on a private event route (the agent's own actions do
+        not see its events) with this action's resources and memory stores. Awaiting it
+        again returns the same outcome. Replay returns a recorded outcome without another
+        model call. There is no whole-chat timeout (the model's and tools' own apply).
+
+        Args:
+            model: name of a ``CHAT_MODEL`` resource.
+            messages: the conversation (the setup's prompt is prepended).
+            prompt_args: values for the prompt's ``{placeholders}``.
+            output_schema: a pydantic model class (the result's ``structured`` is then an
+                instance of it) or a JSON Schema.
+
+        Returns:
+            An awaitable of the ``ChatResponse``.
+
+        Raises:
+            ChatResponseError: on await, when the chat failed (carries the reason).
+            UnsupportedAwaitError: when combined with ``asyncio.gather`` or tasks; await chat
+                futures one after another instead.
+        """
+
+    @abstractmethod
+    async def submit_subagent(self, name: str, input: Any) -> SubagentFuture:
+        """Submit ``input`` to the ``AGENT`` resource ``name``; return the call's handle.
+
+        An unknown or non-``AGENT`` name gives a handle whose result is a failed
+        ``SubagentResult`` naming the problem.
         """
 
     @abstractmethod

@@ -7,7 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["MessageRole", "ToolCall", "ChatMessage", "TokenUsage", "ChatResponse", "ToolResult"]
+__all__ = [
+    "MessageRole", "ToolCall", "ChatMessage", "TokenUsage", "ChatResponse", "ChatResult", "ToolResult",
+]
 
 
 class MessageRole(str, Enum):
@@ -86,6 +88,10 @@ class ChatResponse(BaseModel):
     usage: TokenUsage | None = None
     finish_reason: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+ChatResult = ChatResponse
+"""What ``await ctx.chat(...)`` returns: the final ``ChatResponse`` of the chat."""
 
 
 class ToolResult(BaseModel):

@@ -119,6 +119,7 @@ class Resource(BaseModel):
     RESOURCE_TYPE: ClassVar[ResourceType]
 
     _resolver: Callable[[str, ResourceType], Resource] | None = PrivateAttr(default=None)
+    _resource_name: str = PrivateAttr(default="")
 
     @model_validator(mode="after")
     def _check_type(self) -> Resource:
@@ -126,9 +127,18 @@ class Resource(BaseModel):
             raise ValueError(f"{type(self).__name__} must set RESOURCE_TYPE")
         return self
 
-    def bind(self, resolver: Callable[[str, ResourceType], Resource]) -> None:
-        """Give the resource a way to find the resources it names (called by the runtime)."""
+    def bind(self, resolver: Callable[[str, ResourceType], Resource], name: str = "") -> None:
+        """Give the resource its registered name and a way to find the resources it names.
+
+        Called by the runtime when it builds the resource.
+        """
         self._resolver = resolver
+        self._resource_name = name
+
+    @property
+    def resource_name(self) -> str:
+        """The name the resource is registered under ('' until the runtime binds it)."""
+        return self._resource_name
 
     def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
         """Return another resource of the same environment.

@@ -18,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ..api import (
     Agent,
+    InternalSubagent,
+    SubagentSetup,
+    qualified_name,
     ChatModelSetup,
     ChatRequestEvent,
     FunctionTool,
@@ -121,6 +124,7 @@ class AgentPlan(BaseModel):
     actions: dict[str, ActionPlan]
     actions_by_event: dict[str, tuple[str, ...]]
     resources: dict[ResourceType, dict[str, ResourcePlan]] = Field(default_factory=dict)
+    subagents: dict[str, AgentPlan] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
@@ -138,7 +142,8 @@ class AgentPlan(BaseModel):
             raise PlanError([f"expected an Agent instance, got {type(agent).__name__}"])
         problems: list[str] = []
         actions = _compile_actions(agent, problems)
-        resources = _compile_resources(agent, problems)
+        subagents: dict[str, AgentPlan] = {}
+        resources = _compile_resources(agent, problems, subagents)
         _check_references(resources, problems)
         if problems:
             raise PlanError(problems)
@@ -150,6 +155,7 @@ class AgentPlan(BaseModel):
             actions=actions,
             actions_by_event={t: tuple(names) for t, names in by_event.items()},
             resources=resources,
+            subagents=subagents,
             config=agent.config,
         )
 
@@ -226,13 +232,69 @@ def _descriptor_for(rtype: ResourceType, value: Any) -> tuple[ResourceDescriptor
     raise TypeError(f"a {rtype.value} resource must be a ResourceDescriptor, got {type(value).__name__}")
 
 
-def _compile_resources(agent: Agent, problems: list[str]) -> dict[ResourceType, dict[str, ResourcePlan]]:
+def _compile_subagent(name: str, value: Any, problems: list[str],
+                      subagents: dict[str, AgentPlan]) -> ResourceDescriptor | None:
+    """Check an ``AGENT`` resource; compile an internal one's child plan into ``subagents``."""
+    where = f"agent resource {name!r}"
+    if isinstance(value, SubagentSetup) and not isinstance(value, InternalSubagent):
+        problems.append(
+            f"{where}: an external sub-agent setup must be registered by descriptor, not as "
+            f"an instance: ResourceDescriptor(clazz={qualified_name(type(value)).replace(':', '.')!r}, "
+            "...configuration...)")
+        return None
+    if isinstance(value, InternalSubagent):
+        value = ResourceDescriptor(InternalSubagent, **{
+            k: getattr(value, k) for k in ("agent", "description", "input_schema")})
+    if not isinstance(value, ResourceDescriptor):
+        problems.append(f"{where} must be a ResourceDescriptor, got {type(value).__name__}")
+        return None
+    try:
+        cls = import_qualified(value.clazz)
+    except ResourceError as e:
+        problems.append(f"{where}: {e}")
+        return None
+    if not (isinstance(cls, type) and issubclass(cls, SubagentSetup)):
+        problems.append(f"{where}: {value.clazz} is not a SubagentSetup subclass")
+        return None
+    schema = value.arguments.get("input_schema")
+    if schema is not None and (not isinstance(schema, str) or not schema.strip()):
+        problems.append(f"{where}: input_schema must be non-blank JSON Schema text")
+    if not issubclass(cls, InternalSubagent):
+        return value
+    child = value.arguments.get("agent")
+    if isinstance(child, str):
+        try:
+            child = import_qualified(child)
+        except ResourceError as e:
+            problems.append(f"{where}: {e}")
+            return None
+    if isinstance(child, type) and issubclass(child, Agent):
+        child = child()
+    if not isinstance(child, Agent):
+        problems.append(f"{where}: 'agent' must be an Agent (instance, class or module:qualname)")
+        return None
+    try:
+        subagents[name] = AgentPlan.from_agent(child)
+    except PlanError as e:
+        problems.extend(f"sub-agent {name!r}: {p}" for p in e.problems)
+        return None
+    args = {**value.arguments, "agent": qualified_name(type(child))}
+    return ResourceDescriptor(InternalSubagent, **args)
+
+
+def _compile_resources(agent: Agent, problems: list[str], subagents: dict[str, AgentPlan]
+                       ) -> dict[ResourceType, dict[str, ResourcePlan]]:
     out: dict[ResourceType, dict[str, ResourcePlan]] = {}
     for rtype, name, value in agent.declared_resources():
         where = f"{rtype.value} resource {name!r}"
         bucket = out.setdefault(rtype, {})
         if name in bucket:
             problems.append(f"{where} is declared more than once")
+            continue
+        if rtype is ResourceType.AGENT:
+            descriptor = _compile_subagent(name, value, problems, subagents)
+            if descriptor is not None:
+                bucket[name] = ResourcePlan(name=name, type=rtype, descriptor=descriptor)
             continue
         if rtype is ResourceType.TOOL and name.startswith(RESERVED_TOOL_PREFIX):
             problems.append(
@@ -278,3 +340,6 @@ def _check_references(resources: dict[ResourceType, dict[str, ResourcePlan]], pr
         for t in rp.descriptor.arguments.get("tools", []) or []:
             if t not in tools:
                 problems.append(f"chat_model resource {name!r} names tool {t!r}, which is not declared")
+
+
+AgentPlan.model_rebuild()

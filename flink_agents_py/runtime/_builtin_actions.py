@@ -80,7 +80,11 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
         try:
             setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
             assert isinstance(setup, ChatModelSetup)
-            messages = setup.build_messages(event.messages, event.prompt_args)
+            prompt_args = event.prompt_args
+            if prompt_args is None:  # inside an internal sub-agent: the call's input fields
+                given = mem.get("_subagent.input")
+                prompt_args = given if isinstance(given, dict) else None
+            messages = setup.build_messages(event.messages, prompt_args)
         except Exception as e:  # noqa: BLE001 - a bad request fails the chat, not the job
             ctx.send_event(ChatResponseEvent(request_id=chat_id, error=f"{type(e).__name__}: {e}"))
             return

@@ -47,6 +47,7 @@ from ._resources import ResourceEnvironment
 from ._serde import to_json_value
 from ._state import CallRecord, InflightAction, KeyState, RunState
 from ._stepper import stepping
+from ._subgraph import deliver_to_caller, invocation_result, route_in_scope, start_call
 
 __all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal", "Failpoint"]
 
@@ -149,6 +150,18 @@ class _Task:
 
 
 @dataclass
+class _Step:
+    """What one ``advance`` works on: the key, its state and run, the result, the ready queue."""
+
+    key: Any
+    state: KeyState
+    run: RunState
+    res: StepResult
+    live: dict[str, _Task]
+    ready: collections.deque[_Task] = field(default_factory=collections.deque)
+
+
+@dataclass
 class _Delivery:
     ctx: ActionContext
     call: DurableCall
@@ -187,6 +200,8 @@ class AgentCore:
         self.journal = journal
         self._notify = notify or (lambda key: None)
         self._live: dict[Any, dict[str, _Task]] = {}
+        self._envs: dict[tuple[str, ...], ResourceEnvironment] = {(): self.resources}
+        self._cancelled: list[str] = []
         self._inbox: dict[Any, list[_Delivery]] = {}
         self._cond = threading.Condition()
         self.counters: collections.Counter[str] = collections.Counter()
@@ -199,7 +214,8 @@ class AgentCore:
     def close(self) -> None:
         """Stop the executor and close the resources."""
         self.executor.stop()
-        self.resources.close()
+        for env in self._envs.values():
+            env.close()
 
     def on_input(self, key: Any, record: Any, state: KeyState) -> StepResult:
         """Queue ``record`` for ``key`` and advance the key.
@@ -228,7 +244,6 @@ class AgentCore:
         live = self._live.setdefault(key, {})
         while True:
             run = state.run
-            ready: collections.deque[_Task] = collections.deque()
             if run is None:
                 live.clear()
                 nxt = state.pop_input()
@@ -240,12 +255,14 @@ class AgentCore:
                 self.counters["runs_started"] += 1
                 if self.observer is not None:
                     self.observer.run_started(key, seq)
-                self._dispatch(key, state, run, InputEvent(id=f"r{seq}", input=record), res, ready)
+                step = _Step(key, state, run, res, live)
+                self._dispatch(step, InputEvent(id=f"r{seq}", input=record), None)
             else:
-                self._reconcile_live(key, state, run, live, ready)
-                self._apply_deliveries(key, live, ready)
-            while ready:
-                self._step(key, state, run, ready.popleft(), res, ready)
+                step = _Step(key, state, run, res, live)
+                self._reconcile_live(step)
+                self._apply_deliveries(step)
+            while step.ready:
+                self._step(step, step.ready.popleft())
             if run.inflight:
                 break
             if self.failpoint is not None:
@@ -315,74 +332,111 @@ class AgentCore:
         """Look an outcome up in the journal, when there is one."""
         return self.journal.lookup(key, call_id) if self.journal is not None else None
 
+    def resources_for(self, run: RunState, env: str | None) -> ResourceEnvironment:
+        """The resources of scope ``env`` (the agent's own, or an internal sub-agent's)."""
+        path = tuple(run.invocations[env].plan_path) if env is not None else ()
+        found = self._envs.get(path)
+        if found is None:
+            found = self._envs[path] = ResourceEnvironment(self.plan_at(path))
+        return found
+
+    def plan_at(self, path: tuple[str, ...] | list[str]) -> AgentPlan:
+        """The plan of the sub-agent reached by ``path`` of names from the root plan."""
+        plan = self.plan
+        for name in path:
+            plan = plan.subagents[name]
+        return plan
+
+    def invocation_cancelled(self, ctx: ActionContext, invocation_id: str) -> None:
+        """The caller cancelled an internal sub-agent call: check it once the step ends."""
+        self._cancelled.append(invocation_id)
+
     # -- internals ---------------------------------------------------------------------
-    def _new_task(self, key: Any, state: KeyState, run: RunState, exec_id: str,
-                  rec: InflightAction) -> _Task:
-        action = self.plan.actions[rec.action]
-        ctx = ActionContext(self, key, exec_id, rec, action.config, state.memory, run.sensory)
+    def _env_of(self, run: RunState, scope: str | None) -> str | None:
+        return run.invocations[scope].env if scope is not None and scope in run.invocations else None
+
+    def _memories(self, state: KeyState, run: RunState, env: str | None
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+        if env is None:
+            return state.memory, run.sensory
+        inv = run.invocations[env]
+        return inv.memory, inv.sensory
+
+    def _new_task(self, step: _Step, exec_id: str, rec: InflightAction) -> _Task:
+        env = self._env_of(step.run, rec.scope)
+        path = step.run.invocations[env].plan_path if env is not None else []
+        action = self.plan_at(path).actions[rec.action]
+        short_term, sensory = self._memories(step.state, step.run, env)
+        ctx = ActionContext(self, step.key, exec_id, rec, step.run, action.config, short_term,
+                            sensory, env)
         return _Task(action=action, event=event_from_json(rec.event), ctx=ctx)
 
-    def _reconcile_live(self, key: Any, state: KeyState, run: RunState,
-                        live: dict[str, _Task], ready: collections.deque[_Task]) -> None:
+    def _reconcile_live(self, step: _Step) -> None:
+        run, live = step.run, step.live
         for exec_id in [e for e in live if e not in run.inflight]:
             del live[exec_id]
         for exec_id, rec in run.inflight.items():
             task = live.get(exec_id)
             if task is None:  # in state but not live: restored from a checkpoint
-                task = live[exec_id] = self._new_task(key, state, run, exec_id, rec)
+                task = live[exec_id] = self._new_task(step, exec_id, rec)
                 task.reentered = True
                 self.counters["actions_reentered"] += 1
-                ready.append(task)
+                step.ready.append(task)
             else:  # the host may hand over fresh objects each callback
-                task.ctx.rebind(rec, state.memory, run.sensory)
+                env = self._env_of(run, rec.scope)
+                task.ctx.rebind(rec, run, *self._memories(step.state, run, env))
 
-    def _apply_deliveries(self, key: Any, live: dict[str, _Task],
-                          ready: collections.deque[_Task]) -> None:
+    def _apply_deliveries(self, step: _Step) -> None:
         with self._cond:
-            items = self._inbox.pop(key, [])
+            items = self._inbox.pop(step.key, [])
         for d in items:
-            task = live.get(d.ctx.execution_id)
-            if task is None or task.ctx is not d.ctx:
-                continue  # from an execution that no longer exists (restored or finished)
+            task = step.live.get(d.ctx.execution_id)
+            if task is None or task.ctx is not d.ctx or d.call.done:
+                continue  # from an execution that no longer exists, or a cancelled call
             d.ctx.record_outcome(d.call, d.ok, d.value)
             if task.waiting is d.call:
                 task.waiting = None
-                ready.append(task)
+                step.ready.append(task)
 
-    def _dispatch(self, key: Any, state: KeyState, run: RunState, event: Event, res: StepResult,
-                  ready: collections.deque[_Task]) -> None:
+    def _dispatch(self, step: _Step, event: Event, scope: str | None) -> None:
         self.counters["events"] += 1
         if self.observer is not None:
             parent = event.id.rsplit("/", 1)[0] if "/" in event.id else None
-            self.observer.event_dispatched(key, event, parent)
-        if isinstance(event, OutputEvent):
-            res.outputs.append(event.output)
-            if self.observer is not None:
-                self.observer.output_emitted(key, event.output, event.id)
-        live = self._live.setdefault(key, {})
-        for action in self.plan.actions_for(event.type):
+            self.observer.event_dispatched(step.key, event, parent)
+        if scope is None:
+            actions = self.plan.actions_for(event.type)
+            if isinstance(event, OutputEvent):
+                step.res.outputs.append(event.output)
+                if self.observer is not None:
+                    self.observer.output_emitted(step.key, event.output, event.id)
+        else:
+            actions = route_in_scope(self, step.run, scope, event)
+        for action in actions:
             exec_id = f"{event.id}/{action.name}"
-            rec = InflightAction(action=action.name, event=event.to_json())
-            run.inflight[exec_id] = rec
-            task = live[exec_id] = self._new_task(key, state, run, exec_id, rec)
-            ready.append(task)
+            rec = InflightAction(action=action.name, event=event.to_json(), scope=scope)
+            step.run.inflight[exec_id] = rec
+            task = step.live[exec_id] = self._new_task(step, exec_id, rec)
+            step.ready.append(task)
+        if scope is not None:
+            self._check_invocation(step, scope)
 
-    def _step(self, key: Any, state: KeyState, run: RunState, task: _Task, res: StepResult,
-              ready: collections.deque[_Task]) -> None:
+    def _step(self, step: _Step, task: _Task) -> None:
         if not task.started:
             task.started = True
             self.counters["actions_started"] += 1
             if self.observer is not None:
-                self.observer.action_started(key, task.ctx.execution_id, task.action.name,
+                self.observer.action_started(step.key, task.ctx.execution_id, task.action.name,
                                              task.reentered)
             try:
                 with stepping():
                     out = task.action.function.resolve()(task.event, task.ctx)
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome
-                self._finish(key, state, run, task, e, res, ready)
+                self._after_send(step, task)
+                self._finish(step, task, e)
                 return
+            self._after_send(step, task)
             if not inspect.iscoroutine(out):
-                self._finish(key, state, run, task, None, res, ready)
+                self._finish(step, task, None)
                 return
             task.coro = out
         assert task.coro is not None
@@ -396,12 +450,21 @@ class AgentCore:
                     else:
                         yielded = task.coro.send(None)
             except StopIteration:
-                self._finish(key, state, run, task, None, res, ready)
+                self._after_send(step, task)
+                self._finish(step, task, None)
                 return
             except Exception as e:  # noqa: BLE001
-                self._finish(key, state, run, task, e, res, ready)
+                self._after_send(step, task)
+                self._finish(step, task, e)
                 return
+            self._after_send(step, task)
             if isinstance(yielded, DurableCall):
+                if not yielded.done and yielded.start is not None:
+                    try:
+                        start_call(self, step, task.ctx, yielded)
+                    except Exception as e:  # noqa: BLE001 - e.g. a prepare() that raised
+                        error = e
+                        continue
                 if yielded.done:
                     continue
                 task.waiting = yielded
@@ -413,28 +476,57 @@ class AgentCore:
                 "async code through ctx.durable_execute_async(...)"
             )
 
-    def _finish(self, key: Any, state: KeyState, run: RunState, task: _Task,
-                error: BaseException | None, res: StepResult,
-                ready: collections.deque[_Task]) -> None:
+    def _after_send(self, step: _Step, task: _Task) -> None:
+        """Start what the action submitted in its last step; check cancelled invocations."""
+        ctx = task.ctx
+        while ctx.pending_starts:
+            call = ctx.pending_starts.pop(0)
+            if not call.done and call.start is not None:
+                start_call(self, step, ctx, call)
+        while self._cancelled:
+            self._check_invocation(step, self._cancelled.pop(0))
+
+    def _finish(self, step: _Step, task: _Task, error: BaseException | None) -> None:
         ctx = task.ctx
         ctx.finished = True
-        self._live.get(key, {}).pop(ctx.execution_id, None)
-        run.inflight.pop(ctx.execution_id, None)
+        scope = ctx.scope
+        step.live.pop(ctx.execution_id, None)
+        step.run.inflight.pop(ctx.execution_id, None)
         if task.coro is not None:
             task.coro.close()
         if self.observer is not None:
-            self.observer.action_finished(key, ctx.execution_id, task.action.name, error)
+            self.observer.action_finished(step.key, ctx.execution_id, task.action.name, error)
         if error is not None:
             self.counters["actions_failed"] += 1
-            log.warning("action %s failed for key %r: %s: %s", ctx.execution_id, key,
+            log.warning("action %s failed for key %r: %s: %s", ctx.execution_id, step.key,
                         type(error).__name__, error)
-            res.errors.append(ErrorRecord(
-                key=key, seq=run.seq, action=task.action.name, execution_id=ctx.execution_id,
-                error_type=type(error).__name__, message=str(error), input=run.input,
-            ))
-            return
-        self.counters["actions_completed"] += 1
-        apply_writes(state.memory, ctx.short_term.writes)
-        apply_writes(run.sensory, ctx.sensory.writes)
-        for event in ctx.emitted:
-            self._dispatch(key, state, run, event, res, ready)
+            inv = step.run.invocations.get(scope) if scope is not None else None
+            if inv is not None:  # captured by the invocation; its caller sees the failure
+                inv.failed = inv.failed or (
+                    f"action {task.action.name!r} raised {type(error).__name__}: {error}")
+            else:
+                step.res.errors.append(ErrorRecord(
+                    key=step.key, seq=step.run.seq, action=task.action.name,
+                    execution_id=ctx.execution_id, error_type=type(error).__name__,
+                    message=str(error), input=step.run.input,
+                ))
+        else:
+            self.counters["actions_completed"] += 1
+            short_term, sensory = self._memories(step.state, step.run, ctx.env)
+            apply_writes(short_term, ctx.short_term.writes)
+            apply_writes(sensory, ctx.sensory.writes)
+            for event in ctx.emitted:
+                self._dispatch(step, event, scope)
+        if scope is not None:
+            self._check_invocation(step, scope)
+
+    def _check_invocation(self, step: _Step, scope: str) -> None:
+        """Complete invocation ``scope`` if none of its actions is in flight any more."""
+        while scope is not None:
+            inv = step.run.invocations.get(scope)
+            if inv is None or any(a.scope == scope for a in step.run.inflight.values()):
+                return
+            del step.run.invocations[scope]
+            ok, value = invocation_result(inv, scope)
+            deliver_to_caller(self, step, inv, scope, ok, value)
+            scope = inv.caller_scope  # a caller that did not wait may have left its scope empty

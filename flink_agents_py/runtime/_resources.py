@@ -45,7 +45,7 @@ class ResourceEnvironment:
                     f"no {resource_type.value} resource named {name!r} (declared: {known})"
                 )
             res = rp.build()
-            res.bind(self.get)
+            res.bind(self.get, name)
             res.open()
             self._built[k] = res
             return res

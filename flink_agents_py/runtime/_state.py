@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["CallRecord", "InflightAction", "RunState", "KeyState", "InMemoryKeyState"]
+__all__ = ["CallRecord", "InflightAction", "Invocation", "RunState", "KeyState", "InMemoryKeyState"]
 
 
 class CallRecord(BaseModel):
@@ -40,14 +40,55 @@ class InflightAction(BaseModel):
     """An action execution that has started and not completed.
 
     Attributes:
-        action: the action's name in the plan.
+        action: the action's name in the plan of its scope.
         event: the JSON form of the triggering event.
+        scope: the invocation (chat or internal sub-agent call) the action belongs to;
+            ``None`` for the agent's own event flow.
         calls: durable call records by ordinal (as a string, for JSON).
     """
 
     action: str
     event: dict[str, Any]
+    scope: str | None = None
     calls: dict[str, CallRecord] = Field(default_factory=dict)
+
+
+class Invocation(BaseModel):
+    """An open subgraph call: a chat (``ctx.chat``) or an internal sub-agent call.
+
+    Its id (the key of ``RunState.invocations``) is the caller's durable call id, so two
+    callers that look identical still get distinct, replay-stable invocations. Its events
+    route privately (see ``AgentCore``); it completes when none of its actions is in flight,
+    and its result becomes the caller's durable call outcome.
+
+    Attributes:
+        kind: ``"chat"`` or ``"subagent"``.
+        name: the chat model setup, or the sub-agent's registered name.
+        caller: the calling action execution's id.
+        caller_scope: the scope the caller runs in.
+        ordinal: the caller's durable call ordinal this invocation answers.
+        env: the scope whose resources and memory the invocation's actions use (a chat uses
+            its caller's; an internal sub-agent its own, so ``env`` is its own id).
+        plan_path: sub-agent names from the root plan to the plan of ``env``.
+        outputs: collected results (``ChatResponseEvent`` JSON, or ``OutputEvent`` outputs).
+        failed: why the invocation failed (an action of it raised), once it has.
+        cancelled: the caller cancelled it.
+        memory: the sub-agent's short-term memory, isolated to this call.
+        sensory: the sub-agent's sensory memory, isolated to this call.
+    """
+
+    kind: str
+    name: str
+    caller: str
+    caller_scope: str | None = None
+    ordinal: int
+    env: str | None = None
+    plan_path: list[str] = Field(default_factory=list)
+    outputs: list[Any] = Field(default_factory=list)
+    failed: str | None = None
+    cancelled: bool = False
+    memory: dict[str, Any] = Field(default_factory=dict)
+    sensory: dict[str, Any] = Field(default_factory=dict)
 
 
 class RunState(BaseModel):
@@ -57,12 +98,14 @@ class RunState(BaseModel):
         seq: the input's position in its key's sequence (0-based).
         input: the input record (kept for error records and re-entry).
         inflight: started, uncompleted action executions by execution id, in start order.
+        invocations: open chat and sub-agent calls by id.
         sensory: the run's sensory memory.
     """
 
     seq: int
     input: Any = None
     inflight: dict[str, InflightAction] = Field(default_factory=dict)
+    invocations: dict[str, Invocation] = Field(default_factory=dict)
     sensory: dict[str, Any] = Field(default_factory=dict)
 
 
