@@ -52,6 +52,7 @@ from ._messages import (
 from ._prompts import Prompt, fill_placeholders
 from ._resources import ResourceDescriptor, ResourceType, Resource, import_qualified, qualified_name
 from ._subagents import (
+    SUBAGENT_DESCRIPTION_MARKER,
     AsyncSubagentSetup,
     DeferredSubagentSetup,
     InternalSubagent,
@@ -60,10 +61,13 @@ from ._subagents import (
     SubagentFuture,
     SubagentResult,
     SubagentSetup,
+    subagent_callable,
 )
 from ._tools import RESERVED_TOOL_PREFIX, FunctionTool, ToolMetadata, ToolSpec, tool
 
 __all__ = [
+    "SUBAGENT_DESCRIPTION_MARKER",
+    "subagent_callable",
     "AsyncSubagentSetup",
     "DeferredSubagentSetup",
     "InternalSubagent",

@@ -11,9 +11,10 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from ._messages import ChatMessage, ChatResponse
+from ._errors import ResourceError
 from ._prompts import Prompt
 from ._resources import Resource, ResourceType
 from ._tools import FunctionTool, ToolMetadata
@@ -86,6 +87,8 @@ class ChatModelSetup(Resource):
             ``"serial"`` runs them one after another. Call identities follow the request's
             order either way, so switching between a checkpoint and a restore still finds
             the recorded outcomes.
+        subagents: names of ``AGENT`` resources the model may delegate to; each is offered as
+            one callable ``_subagent_<name>``, listed after the tools.
         options: generation parameters passed through to the connection.
     """
 
@@ -97,7 +100,42 @@ class ChatModelSetup(Resource):
     tools: list[str] = Field(default_factory=list)
     max_tool_rounds: int = Field(default=8, ge=0)
     tool_dispatch: Literal["concurrent", "serial"] = "concurrent"
+    subagents: list[str] = Field(default_factory=list)
     options: dict[str, Any] = Field(default_factory=dict)
+
+    _callables: list[ToolMetadata] | None = PrivateAttr(default=None)
+
+    def open(self) -> None:
+        """Build the callables offered to the model from scratch: tools, then sub-agents.
+
+        Raises:
+            ResourceError: naming the culprit, for a sub-agent without a usable input schema
+                or a callable name offered twice.
+            ResourceNotFoundError: for a tool or sub-agent name that is not declared.
+        """
+        from ._subagents import SubagentSetup, subagent_callable
+
+        self._callables = None
+        callables = [t.metadata for t in self.tool_resources()]
+        for name in self.subagents:
+            setup = self.get_resource(name, ResourceType.AGENT)
+            if not isinstance(setup, SubagentSetup):
+                raise ResourceError(f"chat model {self.resource_name!r}: {name!r} is not a sub-agent")
+            callables.append(ToolMetadata(**subagent_callable(name, setup)))
+        seen: set[str] = set()
+        for c in callables:
+            if c.name in seen:
+                raise ResourceError(
+                    f"chat model {self.resource_name!r} offers the callable {c.name!r} twice")
+            seen.add(c.name)
+        self._callables = callables
+
+    def callables(self) -> list[ToolMetadata]:
+        """What the model is offered (built by ``open``; built now if it was not)."""
+        if self._callables is None:
+            self.open()
+        assert self._callables is not None
+        return list(self._callables)
 
     def tool_resources(self) -> list[FunctionTool]:
         """The tool resources this setup offers, in declaration order."""
@@ -141,7 +179,7 @@ class ChatModelSetup(Resource):
         return await connection.achat(
             full,
             model=self.model,
-            tools=[t.metadata for t in self.tool_resources()],
+            tools=self.callables(),
             output_schema=output_schema,
             **self.options,
         )

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from ._context import RunnerContext
 
 __all__ = [
+    "SUBAGENT_DESCRIPTION_MARKER",
+    "subagent_callable",
     "SubagentResult",
     "RunStatus",
     "SubagentFuture",
@@ -48,6 +50,7 @@ class SubagentResult(BaseModel):
         result: the result (for an internal sub-agent, the list of its ``OutputEvent``
             payloads, a list even when it emitted one).
         error_message: why the call failed (names the sub-agent and what happened).
+        cancelled: the call failed because it was cancelled.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -55,6 +58,7 @@ class SubagentResult(BaseModel):
     success: bool
     result: Any = None
     error_message: str | None = None
+    cancelled: bool = False
 
     @classmethod
     def ok(cls, value: Any) -> SubagentResult:
@@ -67,6 +71,12 @@ class SubagentResult(BaseModel):
         if isinstance(reason, BaseException):
             reason = f"{type(reason).__name__}: {reason}"
         return cls(success=False, error_message=str(reason))
+
+    @classmethod
+    def cancelled_call(cls, name: str) -> SubagentResult:
+        """The result of a call to sub-agent ``name`` that was cancelled."""
+        return cls(success=False, error_message=f"sub-agent {name!r} call was cancelled",
+                   cancelled=True)
 
 
 class RunStatus(BaseModel):
@@ -120,18 +130,28 @@ class SubagentFuture(Awaitable[SubagentResult]):
         handle afterwards gives a failed result saying it was cancelled."""
 
 
+SUBAGENT_DESCRIPTION_MARKER = "(This callable delegates the task to a sub-agent.)"
+"""Ends the description of every ``_subagent_`` callable offered to a chat model."""
+
+_GENERIC_DESCRIPTION = "Delegate a task to the sub-agent {name!r}."
+
+
 class SubagentSetup(Resource):
     """Base of ``AGENT`` resources.
 
     Attributes:
         description: what the sub-agent does (shown to chat models that may delegate).
-        input_schema: JSON Schema text of the input; ``None`` when undeclared.
+        input_schema: JSON Schema text of the input; ``None`` when undeclared. It wins over a
+            declared input type; a blank one is rejected.
+        input_type: ``module:qualname`` of the input's type (a pydantic model, dataclass or
+            ``TypedDict``); its JSON Schema is derived when no ``input_schema`` is given.
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.AGENT
 
     description: str | None = None
     input_schema: str | None = None
+    input_type: str | None = None
 
 
     @field_validator("input_schema")
@@ -153,6 +173,108 @@ class SubagentSetup(Resource):
     def result_type(self) -> type | None:
         """The declared type of a successful result (narrows what a chat model sees)."""
         return None
+
+    def declared_input_type(self) -> type | None:
+        """The input type (``input_type`` imported), or ``None`` when undeclared.
+
+        Raises:
+            ResourceError: when ``input_type`` cannot be imported.
+        """
+        if self.input_type is None:
+            return None
+        from ._resources import import_qualified
+
+        return import_qualified(self.input_type)
+
+
+def _refs_cycle(schema: dict[str, Any]) -> bool:
+    """Whether the ``$defs`` of a pydantic schema refer to themselves (a recursive type)."""
+    defs = schema.get("$defs", {})
+
+    def refs(node: Any) -> set[str]:
+        found: set[str] = set()
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, dict):
+                ref = n.get("$ref")
+                if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                    found.add(ref.rsplit("/", 1)[1])
+                stack.extend(n.values())
+            elif isinstance(n, list):
+                stack.extend(n)
+        return found
+
+    graph = {name: refs(d) for name, d in defs.items()}
+    top = refs({k: v for k, v in schema.items() if k != "$defs"})
+    if any(r not in graph for r in top):
+        return True  # the top level itself is a $ref into a recursive definition
+    visiting: set[str] = set()
+    done: set[str] = set()
+
+    def cyclic(n: str) -> bool:
+        if n in done:
+            return False
+        if n in visiting:
+            return True
+        visiting.add(n)
+        if any(cyclic(m) for m in graph.get(n, ())):
+            return True
+        visiting.discard(n)
+        done.add(n)
+        return False
+
+    return any(cyclic(n) for n in graph)
+
+
+def subagent_callable(name: str, setup: SubagentSetup) -> dict[str, Any]:
+    """The callable a chat model is offered for sub-agent ``name``.
+
+    Returns:
+        ``{"name": "_subagent_<name>", "description": ..., "parameters": <JSON Schema>}``:
+        the description is the setup's (or a generic delegation one) followed by
+        ``SUBAGENT_DESCRIPTION_MARKER``; the schema is the explicit ``input_schema`` when
+        declared, else derived from the declared input type with pydantic (``required`` lists
+        fields without defaults; ``bytes`` is ``{"type": "string", "format": "binary"}``).
+
+    Raises:
+        ResourceError: naming the sub-agent, when it has neither an explicit schema nor an
+            input type that renders as a JSON object, or its type is self-referential.
+    """
+    import json
+
+    from pydantic import TypeAdapter
+
+    from ._errors import ResourceError
+    from ._tools import RESERVED_TOOL_PREFIX
+
+    remedy = "declare input_schema (JSON Schema text of an object) on the sub-agent"
+    if setup.input_schema is not None:
+        try:
+            schema = json.loads(setup.input_schema)
+        except json.JSONDecodeError as e:
+            raise ResourceError(f"sub-agent {name!r}: input_schema is not JSON ({e})") from e
+    else:
+        declared = setup.declared_input_type()
+        if declared is None:
+            raise ResourceError(
+                f"sub-agent {name!r} has neither an input_schema nor an input_type, so it "
+                f"cannot be offered to a chat model: {remedy}")
+        try:
+            schema = TypeAdapter(declared).json_schema()
+        except Exception as e:  # noqa: BLE001 - pydantic cannot render the type
+            raise ResourceError(f"sub-agent {name!r}: input type {declared!r} cannot be "
+                                f"rendered as JSON Schema ({e}); {remedy}") from e
+        if _refs_cycle(schema):
+            raise ResourceError(f"sub-agent {name!r}: input type {declared.__name__} is "
+                                f"self-referential, which chat models cannot take; {remedy}")
+        schema.pop("title", None)
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise ResourceError(f"sub-agent {name!r}: its input schema is not a JSON object "
+                            f"schema; {remedy}")
+    text = (setup.description or _GENERIC_DESCRIPTION.format(name=name)).rstrip()
+    return {"name": f"{RESERVED_TOOL_PREFIX}{name}",
+            "description": f"{text} {SUBAGENT_DESCRIPTION_MARKER}", "parameters": schema}
 
 
 class InternalSubagent(SubagentSetup):

@@ -16,7 +16,11 @@ from typing import Any
 
 import orjson
 
+from pydantic import TypeAdapter, ValidationError
+
 from ..api import (
+    RESERVED_TOOL_PREFIX,
+    AgentsError,
     ChatMessage,
     ChatModelSetup,
     ChatRequestEvent,
@@ -24,15 +28,18 @@ from ..api import (
     ChatResponseEvent,
     FunctionTool,
     MessageRole,
-    ResourceNotFoundError,
     ResourceType,
     RunnerContext,
+    SerializationError,
+    SubagentResult,
+    SubagentSetup,
     ToolCall,
     ToolRequestEvent,
     ToolResponseEvent,
     ToolResult,
 )
-from ._serde import to_json_value
+from ._context import ActionContext
+from ._serde import to_plain_json
 
 __all__ = ["chat_model_action", "tool_call_action"]
 
@@ -143,37 +150,102 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
 async def _run_tool(tool: FunctionTool, call: ToolCall) -> ToolResult:
     try:
         value = await tool.acall(**call.arguments)
-        content = to_json_value(value, f"result of tool {call.name!r} (call {call.id})")
+        content = to_plain_json(value, f"result of tool {call.name!r} (call {call.id})")
     except Exception as e:  # noqa: BLE001 - the model is told, so it can correct the call
         return ToolResult(call_id=call.id, name=call.name, ok=False,
                           error=f"{type(e).__name__}: {e}")
     return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
 
 
-def _missing_tool(call: ToolCall, known: list[str]) -> ToolResult:
-    return ToolResult(call_id=call.id, name=call.name, ok=False,
-                      error=f"no tool named {call.name!r}; available: {', '.join(known) or 'none'}")
+def _refused(call: ToolCall, reason: str) -> ToolResult:
+    return ToolResult(call_id=call.id, name=call.name, ok=False, error=reason)
+
+
+class DelegationCancelled(AgentsError):
+    """A sub-agent call made for a chat model was cancelled: the chat goes no further."""
+
+
+def _delegation_result(ctx: RunnerContext, call: ToolCall, name: str,
+                       result: SubagentResult) -> ToolResult:
+    """A sub-agent's result as the model sees it: JSON content, or the reason it failed."""
+    if not result.success:
+        return _refused(call, f"delegation to sub-agent {name!r} failed: {result.error_message}")
+    value = result.result
+    setup = ctx.get_resource(name, ResourceType.AGENT)
+    declared = setup.result_type() if isinstance(setup, SubagentSetup) else None
+    if declared is not None:
+        adapter = TypeAdapter(declared)
+        try:
+            value = adapter.dump_python(adapter.validate_python(value), mode="json")
+        except ValidationError as e:
+            return _refused(call, f"sub-agent {name!r} returned a result that is not a "
+                                  f"{getattr(declared, '__name__', declared)}: {e}")
+    try:
+        content = to_plain_json(value, f"result of sub-agent {name!r}")
+    except SerializationError as e:
+        return _refused(call, f"delegation to sub-agent {name!r} failed: {e}")
+    return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
 
 
 async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
-    """Run every call of a ``ToolRequestEvent`` concurrently; answer per call id."""
+    """Run the calls of a ``ToolRequestEvent``; answer with one result per call id.
+
+    Callable names resolve to exactly one namespace: ``_subagent_<name>`` to the ``AGENT``
+    resource ``<name>`` (if the chat model offers it), anything else to a ``TOOL``. Every
+    sub-agent call is submitted before any call is awaited, whatever the dispatch mode;
+    tool calls start at once (``concurrent``) or one after another (``serial``). Calls take
+    their durable identities in request order either way. A failing tool or delegation
+    becomes a tool message with the reason; a cancelled delegation cancels the sub-agent
+    calls not yet awaited and ends the chat (no further model call).
+    """
     if not isinstance(event, ToolRequestEvent):
         return
     setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
     assert isinstance(setup, ChatModelSetup)
+    assert isinstance(ctx, ActionContext)
     serial = setup.tool_dispatch == "serial"
-    pending: list[tuple[ToolCall, Any]] = []
+    slots: list[tuple[ToolCall, Any, str | None]] = []
     for call in event.tool_calls:
-        try:
-            if call.name not in setup.tools:
-                raise ResourceNotFoundError(call.name)
-            tool = ctx.get_resource(call.name, ResourceType.TOOL)
-        except ResourceNotFoundError:
-            pending.append((call, _missing_tool(call, setup.tools)))
+        if call.name.startswith(RESERVED_TOOL_PREFIX):
+            name = call.name[len(RESERVED_TOOL_PREFIX):]
+            if name not in setup.subagents:
+                slots.append((call, _refused(call, (
+                    f"no sub-agent named {name!r} is offered to this model; offered: "
+                    f"{', '.join(setup.subagents) or 'none'}")), None))
+                continue
+            try:  # the model's arguments go to the sub-agent unchanged
+                slots.append((call, await ctx.submit_subagent(name, call.arguments), name))
+            except Exception as e:  # noqa: BLE001
+                slots.append((call, _refused(call, f"delegation to sub-agent {name!r} "
+                                                   f"failed: {type(e).__name__}: {e}"), None))
             continue
-        fut = ctx.durable_execute_async(_run_tool, tool, call)  # starts now
-        pending.append((call, (await fut) if serial else fut))
+        if call.name not in setup.tools:
+            slots.append((call, _refused(call, (
+                f"no tool named {call.name!r}; available: {', '.join(setup.tools) or 'none'}")),
+                None))
+            continue
+        tool = ctx.get_resource(call.name, ResourceType.TOOL)
+        fut = ctx.lazy_execute_async(_run_tool, tool, call)
+        if not serial:
+            ctx.start_soon(fut)
+        slots.append((call, fut, None))
     responses: dict[str, ToolResult] = {}
-    for call, fut in pending:
-        responses[call.id] = fut if isinstance(fut, ToolResult) else await fut
+    for i, (call, slot, subagent) in enumerate(slots):
+        if isinstance(slot, ToolResult):
+            responses[call.id] = slot
+        elif subagent is None:
+            responses[call.id] = await slot
+        else:
+            try:
+                result = await slot
+            except Exception as e:  # noqa: BLE001 - e.g. a result with no JSON form
+                responses[call.id] = _refused(call, f"delegation to sub-agent {subagent!r} "
+                                                    f"failed: {type(e).__name__}: {e}")
+                continue
+            if result.cancelled:
+                for _, other, name in slots[i + 1:]:
+                    if name is not None:
+                        await other.cancel()
+                raise DelegationCancelled(f"delegation to sub-agent {subagent!r} was cancelled")
+            responses[call.id] = _delegation_result(ctx, call, subagent, result)
     ctx.send_event(ToolResponseEvent(request_id=event.id, responses=responses))

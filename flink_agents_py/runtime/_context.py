@@ -157,11 +157,9 @@ class SubagentHandle(SubagentFuture):
         if call is None or ctx is None or call.done:
             return
         ctx._check_live("cancel")
-        reason = SubagentResult.error(f"sub-agent {self.name!r} call was cancelled")
+        reason = SubagentResult.cancelled_call(self.name)
         if self.kind == "internal":
-            inv = ctx.run.invocations.get(call.call_id)
-            if inv is not None:
-                inv.cancelled = True
+            if call.call_id in ctx.run.invocations:
                 ctx.core.invocation_cancelled(ctx, call.call_id)
             return
         if self.kind == "async" and isinstance(self._setup, AsyncSubagentSetup):
@@ -310,6 +308,19 @@ class ActionContext(RunnerContext):
                 self.core.submit(self, call, fn, args, kwargs)
         return call
 
+    def lazy_execute_async(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> DurableCall:
+        """Like ``durable_execute_async``, but the call starts only on its first await (or
+        ``start_soon``): the call's identity is taken now, in program order."""
+        call, _ = self._open_call(fn, args, kwargs)
+        if not call.done:
+            call.start = Start("fn", _fn_name(fn), (fn, args, kwargs))
+        return call
+
+    def start_soon(self, call: DurableCall) -> None:
+        """Start a lazy call as soon as the current step of the action ends."""
+        if not call.done and call.start is not None:
+            self.pending_starts.append(call)
+
     def chat(
         self, model: str, messages: Sequence[ChatMessage], *,
         prompt_args: dict[str, Any] | None = None,
@@ -350,8 +361,7 @@ class ActionContext(RunnerContext):
         session_id = f"{dumps(self._key).decode()}/r{self.run.seq}"
         if isinstance(setup, InternalSubagent):
             self._replay_or_prepare(call, rec, Start("subagent", name, input))
-            if call.start is not None and call.start.kind == "subagent":
-                self.pending_starts.append(call)  # submitted now, so several calls overlap
+            self.start_soon(call)  # submitted now, so several calls overlap
             return SubagentHandle(self, call, name, "internal")
         if isinstance(setup, DeferredSubagentSetup):
             self._replay_or_prepare(call, rec, Start("deferred", name, (setup, input)))

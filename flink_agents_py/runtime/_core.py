@@ -47,7 +47,13 @@ from ._resources import ResourceEnvironment
 from ._serde import to_json_value
 from ._state import CallRecord, InflightAction, KeyState, RunState
 from ._stepper import stepping
-from ._subgraph import deliver_to_caller, invocation_result, route_in_scope, start_call
+from ._subgraph import (
+    cancel_invocation,
+    deliver_to_caller,
+    invocation_result,
+    route_in_scope,
+    start_call,
+)
 
 __all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal", "Failpoint"]
 
@@ -348,8 +354,9 @@ class AgentCore:
         return plan
 
     def invocation_cancelled(self, ctx: ActionContext, invocation_id: str) -> None:
-        """The caller cancelled an internal sub-agent call: check it once the step ends."""
-        self._cancelled.append(invocation_id)
+        """The caller cancelled an internal sub-agent call: stop its (and its nested calls')
+        dispatch now; each completes, as cancelled, once its scheduled actions retire."""
+        self._cancelled.extend(cancel_invocation(ctx.run, invocation_id))
 
     # -- internals ---------------------------------------------------------------------
     def _env_of(self, run: RunState, scope: str | None) -> str | None:

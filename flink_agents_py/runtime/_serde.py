@@ -8,6 +8,10 @@ finite ``float``, ``bool``, ``None``, ``list``, ``dict`` with string keys).
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import datetime
+import enum
 import hashlib
 import math
 from typing import Any
@@ -17,7 +21,7 @@ from pydantic import BaseModel
 
 from ..api import SerializationError, import_qualified
 
-__all__ = ["to_json_value", "from_json_value", "digest", "dumps", "loads"]
+__all__ = ["to_json_value", "to_plain_json", "from_json_value", "digest", "dumps", "loads"]
 
 _MODEL_TAG = "$model"
 
@@ -35,10 +39,32 @@ def to_json_value(value: Any, where: str) -> Any:
             for a value with no JSON form (a set, an object, a non-finite float, a non-string
             map key, a cycle).
     """
-    return _convert(value, where, "$", set())
+    return _walk(value, where, "$", set(), tag_models=True)
 
 
-def _convert(value: Any, where: str, path: str, active: set[int]) -> Any:
+def to_plain_json(value: Any, where: str) -> Any:
+    """Return the plain JSON form of a tool's or sub-agent's result, for a chat model.
+
+    Treatments: pydantic models become their JSON dump (``model_dump(mode="json")``),
+    dataclasses their fields, enums their values, ``bytes`` a base64 string, tuples lists,
+    ``datetime``/``date``/``time`` ISO 8601 text. Refused, with the path where found
+    (``$.a[2].b``): non-finite floats (NaN, inf), non-string map keys, sets and other
+    objects with no JSON form, and cycles. Cycles are found by tracking the containers on the
+    current path, so one object reached twice (a diamond) is fine. There is no depth cap; a
+    value nested too deep for the interpreter's stack is refused too.
+
+    Raises:
+        SerializationError: naming ``where``, the path and the reason.
+    """
+    try:
+        return _walk(value, where, "$", set(), tag_models=False)
+    except RecursionError:
+        raise SerializationError(f"{where}: nested too deeply to turn into JSON") from None
+
+
+def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool) -> Any:
+    if isinstance(value, enum.Enum):
+        return _walk(value.value, where, path, active, tag_models)
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
@@ -46,9 +72,27 @@ def _convert(value: Any, where: str, path: str, active: set[int]) -> Any:
             raise SerializationError(f"{where}: {value!r} at {path} has no JSON form")
         return value
     if isinstance(value, BaseModel):
+        data = value.model_dump(mode="json")
+        if not tag_models:
+            return _walk(data, where, path, active, tag_models)
         cls = type(value)
         return {_MODEL_TAG: f"{cls.__module__}:{cls.__qualname__}",
-                "data": _convert(value.model_dump(mode="json"), where, path, active)}
+                "data": _walk(data, where, path, active, tag_models)}
+    if not tag_models:
+        if isinstance(value, (bytes, bytearray)):
+            return base64.b64encode(bytes(value)).decode("ascii")
+        if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+            return value.isoformat()
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            ident = id(value)
+            if ident in active:
+                raise SerializationError(f"{where}: a cycle at {path} has no JSON form")
+            active.add(ident)
+            try:
+                return {f.name: _walk(getattr(value, f.name), where, f"{path}.{f.name}", active,
+                                      tag_models) for f in dataclasses.fields(value)}
+            finally:
+                active.discard(ident)
     if isinstance(value, (list, tuple, dict)):
         ident = id(value)
         if ident in active:
@@ -62,9 +106,10 @@ def _convert(value: Any, where: str, path: str, active: set[int]) -> Any:
                         raise SerializationError(
                             f"{where}: map key {k!r} ({type(k).__name__}) at {path} is not a string"
                         )
-                    out[k] = _convert(v, where, f"{path}.{k}", active)
+                    out[k] = _walk(v, where, f"{path}.{k}", active, tag_models)
                 return out
-            return [_convert(v, where, f"{path}[{i}]", active) for i, v in enumerate(value)]
+            return [_walk(v, where, f"{path}[{i}]", active, tag_models)
+                    for i, v in enumerate(value)]
         finally:
             active.discard(ident)
     raise SerializationError(f"{where}: {type(value).__name__} at {path} has no JSON form")

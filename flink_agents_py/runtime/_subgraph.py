@@ -47,13 +47,44 @@ from ._state import CallRecord, Invocation, RunState
 if TYPE_CHECKING:
     from ._core import AgentCore, _Step
 
-__all__ = ["route_in_scope", "start_call", "invocation_result", "deliver_to_caller"]
+__all__ = ["route_in_scope", "start_call", "invocation_result", "deliver_to_caller",
+           "cancel_invocation", "under_cancelled"]
 
 CHAT_ROUTES = {
     ChatRequestEvent.EVENT_TYPE: "_chat_model_action",
     ToolResponseEvent.EVENT_TYPE: "_chat_model_action",
     ToolRequestEvent.EVENT_TYPE: "_tool_call_action",
 }
+
+
+def under_cancelled(run: RunState, scope: str | None) -> bool:
+    """Whether ``scope`` or an invocation it runs inside has been cancelled."""
+    while scope is not None:
+        inv = run.invocations.get(scope)
+        if inv is None:
+            return False
+        if inv.cancelled:
+            return True
+        scope = inv.caller_scope
+    return False
+
+
+def cancel_invocation(run: RunState, inv_id: str) -> list[str]:
+    """Cancel ``inv_id`` and every open invocation nested in it; returns their ids."""
+    hit = [i for i in run.invocations if i == inv_id or under_cancelled_by(run, i, inv_id)]
+    for i in hit:
+        run.invocations[i].cancelled = True
+    return hit
+
+
+def under_cancelled_by(run: RunState, scope: str, ancestor: str) -> bool:
+    """Whether invocation ``scope`` runs (directly or not) inside ``ancestor``."""
+    inv = run.invocations.get(scope)
+    while inv is not None and inv.caller_scope is not None:
+        if inv.caller_scope == ancestor:
+            return True
+        inv = run.invocations.get(inv.caller_scope)
+    return False
 
 
 def route_in_scope(core: AgentCore, run: RunState, scope: str, event: Event) -> tuple[ActionPlan, ...]:
@@ -101,9 +132,15 @@ def start_call(core: AgentCore, step: _Step, ctx: ActionContext, call: DurableCa
                              plan_path=[*base_path, start.name],
                              sensory={"_subagent": {"input": start.payload}})
             bootstrap = InputEvent(id=f"{inv_id}/b", input=start.payload)
+        inv.cancelled = under_cancelled(run, ctx.scope)
         run.invocations[inv_id] = inv
         core.counters[f"{start.kind}_calls"] += 1
         core._dispatch(step, bootstrap, inv_id)
+        return
+    if start.kind == "fn":
+        fn, args, kwargs = start.payload
+        ctx.record_started(call, start.name)
+        core.submit(ctx, call, fn, args, kwargs)
         return
     session_id = f"{dumps(step.key).decode()}/r{run.seq}"
     rec = ctx._record.calls.get(str(call.ordinal))
@@ -139,6 +176,8 @@ def invocation_result(inv: Invocation, inv_id: str) -> tuple[bool, Any]:
     if inv.kind == "chat":
         if inv.failed:
             return False, ChatResponseError(f"chat with {inv.name!r} failed: {inv.failed}")
+        if inv.cancelled:
+            return False, ChatResponseError(f"chat with {inv.name!r} was cancelled")
         answers = [o for o in inv.outputs if o.get("request_id") == f"{inv_id}/b"]
         if len(answers) != 1:
             return False, ChatResponseError(
@@ -148,7 +187,7 @@ def invocation_result(inv: Invocation, inv_id: str) -> tuple[bool, Any]:
             return False, ChatResponseError(answer.error or "the chat ended without a response")
         return True, answer.response
     if inv.cancelled:
-        return True, SubagentResult.error(f"sub-agent {inv.name!r} call was cancelled")
+        return True, SubagentResult.cancelled_call(inv.name)
     if inv.failed:
         return True, SubagentResult.error(f"sub-agent {inv.name!r} failed: {inv.failed}")
     return True, SubagentResult.ok(list(inv.outputs))

@@ -1,0 +1,87 @@
+/*
+ * flink-agents-py: the two Kafka (de)serialization schemas PyFlink's builders cannot express.
+ *
+ * PyFlink's KafkaSourceBuilder only takes value-only deserializers (no partition, offset or
+ * key), and its KafkaRecordSerializationSchemaBuilder cannot take the record key from a field
+ * of the element. These classes plug into Flink's own KafkaSource and KafkaSink (from
+ * flink-sql-connector-kafka, whose Kafka client is relocated under
+ * org.apache.flink.kafka.shaded) and exchange plain Rows with Python:
+ *
+ *   source: ConsumerRecord -> Row(topic STRING, partition INT, offset BIGINT,
+ *                                 timestamp BIGINT, key STRING, value STRING)
+ *   sink:   Row(topic STRING, key STRING, value STRING) -> ProducerRecord
+ *
+ * Keys and values are UTF-8 text (invalid bytes become U+FFFD); nulls pass through. Parsing
+ * (JSON) happens in Python, so a malformed value reaches the job instead of failing the source.
+ *
+ * Compiled by flink_agents_py.flink.kafka_jars() (javac, once, cached by content hash).
+ */
+package flinkagentspy.kafka;
+
+import java.nio.charset.StandardCharsets;
+
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
+import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
+import org.apache.flink.kafka.shaded.org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.flink.kafka.shaded.org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.flink.types.Row;
+import org.apache.flink.util.Collector;
+
+/** Holder of the Row-based Kafka schemas (see the file comment). */
+public final class KafkaRows {
+
+    private KafkaRows() {}
+
+    /** Field names of the rows the source emits. */
+    public static final String[] SOURCE_FIELDS = {
+        "topic", "partition", "offset", "timestamp", "key", "value"
+    };
+
+    /** The type of the rows the source emits. */
+    public static TypeInformation<Row> sourceType() {
+        return Types.ROW_NAMED(SOURCE_FIELDS, Types.STRING, Types.INT, Types.LONG, Types.LONG,
+                Types.STRING, Types.STRING);
+    }
+
+    private static String text(byte[] bytes) {
+        return bytes == null ? null : new String(bytes, StandardCharsets.UTF_8);
+    }
+
+    private static byte[] bytes(Object text) {
+        return text == null ? null : text.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Every Kafka record as a Row with its topic, partition, offset, timestamp, key, value. */
+    public static final class RecordRowDeserializer implements KafkaRecordDeserializationSchema<Row> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Row> out) {
+            out.collect(Row.of(record.topic(), record.partition(), record.offset(),
+                    record.timestamp(), text(record.key()), text(record.value())));
+        }
+
+        @Override
+        public TypeInformation<Row> getProducedType() {
+            return sourceType();
+        }
+    }
+
+    /** Row(topic, key, value) to a Kafka record of that topic (partitioned by key hash). */
+    public static final class TopicKeyValueSerializer implements KafkaRecordSerializationSchema<Row> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public ProducerRecord<byte[], byte[]> serialize(Row element, KafkaSinkContext context,
+                                                        Long timestamp) {
+            Object topic = element.getField(0);
+            if (topic == null) {
+                throw new IllegalArgumentException("a record for the Kafka sink has no topic");
+            }
+            return new ProducerRecord<>(topic.toString(), null, timestamp,
+                    bytes(element.getField(1)), bytes(element.getField(2)));
+        }
+    }
+}
