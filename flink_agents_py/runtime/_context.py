@@ -7,12 +7,13 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..api import (
     AsyncSubagentSetup,
     ChatMessage,
     ChatResponse,
+    ChatResponseError,
     DeferredSubagentSetup,
     DurableExecutionError,
     Event,
@@ -121,8 +122,13 @@ class ChatFuture(DurableCall):
         value = super().result()
         if (self.schema_cls is not None and isinstance(value, ChatResponse)
                 and isinstance(value.structured, dict)):
-            value = value.model_copy(update={
-                "structured": self.schema_cls.model_validate(value.structured)})
+            try:
+                typed = self.schema_cls.model_validate(value.structured)
+            except ValidationError as e:
+                raise ChatResponseError(
+                    f"the chat's structured output does not fit {self.schema_cls.__name__}: {e}"
+                ) from e
+            value = value.model_copy(update={"structured": typed})
         return value
 
 
@@ -157,18 +163,22 @@ class SubagentHandle(SubagentFuture):
         if call is None or ctx is None or call.done:
             return
         ctx._check_live("cancel")
-        reason = SubagentResult.cancelled_call(self.name)
-        if self.kind == "internal":
-            if call.call_id in ctx.run.invocations:
-                ctx.core.invocation_cancelled(ctx, call.call_id)
-            return
         if self.kind == "async" and isinstance(self._setup, AsyncSubagentSetup):
             await ctx.durable_execute_async(
                 self._setup.call_cancel_request, self._session_id, call.call_id)
-        if not call.done:  # a deferred call not yet started never starts
+        elif self.kind == "internal" and call.call_id in ctx.run.invocations:
+            ctx.core.invocation_cancelled(ctx, call.call_id)  # completes once its actions retire
+            return
+        if call.done:
+            return
+        if call.start is not None or self.kind == "async":
+            # not started yet (it never will be), or an async run told to cancel: done now
+            if call in ctx.pending_starts:
+                ctx.pending_starts.remove(call)
             call.start = None
-            ctx.record_started(call)
-            ctx.record_outcome(call, True, reason)
+            ctx.record_started(call, f"cancel:{self.name}")
+            ctx.record_outcome(call, True, SubagentResult.cancelled_call(self.name))
+        # a deferred call already running cannot be stopped: its result arrives as usual
 
 
 def _rebuild_exception(type_path: str | None, message: str | None) -> BaseException:
@@ -368,10 +378,10 @@ class ActionContext(RunnerContext):
             return SubagentHandle(self, call, name, "deferred", session_id, setup)
         if isinstance(setup, AsyncSubagentSetup):
             self._replay_or_prepare(call, rec, Start("poll", name, (setup, session_id)))
-            if not call.done:
-                await self.durable_execute_async(
-                    setup.call_submit_request, session_id, call_id, input,
-                    reconciler=lambda: setup.reconcile_submit_request(session_id, call_id, input))
+            # submitted once, durably; always awaited, so the call takes its ordinal on replay too
+            await self.durable_execute_async(
+                setup.call_submit_request, session_id, call_id, input,
+                reconciler=lambda: setup.reconcile_submit_request(session_id, call_id, input))
             return SubagentHandle(self, call, name, "async", session_id, setup)
         return SubagentHandle(None, None, name, "refused", failed=SubagentResult.error(
             f"sub-agent {name!r}: {type(setup).__name__} is neither internal, deferred nor async"))

@@ -405,7 +405,12 @@ class AgentCore:
                 task.waiting = None
                 step.ready.append(task)
 
-    def _dispatch(self, step: _Step, event: Event, scope: str | None) -> None:
+    def _dispatch(self, step: _Step, event: Event, scope: str | None, check: bool = True) -> None:
+        """Route ``event`` in ``scope`` and queue the actions it triggers.
+
+        ``check``: see whether the invocation ``scope`` completed (off while a finishing
+        action's events are dispatched one by one; ``_finish`` checks after the last).
+        """
         self.counters["events"] += 1
         if self.observer is not None:
             parent = event.id.rsplit("/", 1)[0] if "/" in event.id else None
@@ -424,7 +429,7 @@ class AgentCore:
             step.run.inflight[exec_id] = rec
             task = step.live[exec_id] = self._new_task(step, exec_id, rec)
             step.ready.append(task)
-        if scope is not None:
+        if scope is not None and check:
             self._check_invocation(step, scope)
 
     def _step(self, step: _Step, task: _Task) -> None:
@@ -523,7 +528,7 @@ class AgentCore:
             apply_writes(short_term, ctx.short_term.writes)
             apply_writes(sensory, ctx.sensory.writes)
             for event in ctx.emitted:
-                self._dispatch(step, event, scope)
+                self._dispatch(step, event, scope, check=False)
         if scope is not None:
             self._check_invocation(step, scope)
 
