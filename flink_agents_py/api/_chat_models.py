@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, field_validator
 
 from ._messages import ChatMessage, ChatResponse
 from ._errors import ResourceError
@@ -90,6 +90,21 @@ class ChatModelSetup(Resource):
         subagents: names of ``AGENT`` resources the model may delegate to; each is offered as
             one callable ``_subagent_<name>``, listed after the tools.
         options: generation parameters passed through to the connection.
+        error_policy: what a failing model call does to the chat: ``"fail"`` (default) ends
+            it with ``ChatResponseEvent.error``; ``"retry"`` retries retryable errors
+            (``ProviderError.retryable``: timeouts, connection failures, 429, 5xx; and
+            ``TimeoutError``) with exponential backoff and jitter, up to
+            ``retry_max_attempts`` attempts in all, then fails; ``"ignore"`` ends the chat
+            with an empty assistant message whose ``metadata`` holds ``ignored_error``.
+            Upper-case names are accepted. Retries happen inside one durable call, so a
+            replay returns the recorded outcome and never retries again.
+        retry_max_attempts: attempts per model call under ``"retry"`` (first one included).
+        retry_initial_backoff_s: the first backoff; each next one doubles, up to
+            ``retry_max_backoff_s``, and each is drawn in ``[b/2, b]`` (jitter).
+        retry_max_backoff_s: the cap on one backoff.
+        output_retries: when an ``output_schema`` was asked for and the answer does not
+            validate, how many times the model is asked again with the validation error
+            (then the chat fails, quoting every answer).
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.CHAT_MODEL
@@ -102,8 +117,18 @@ class ChatModelSetup(Resource):
     tool_dispatch: Literal["concurrent", "serial"] = "concurrent"
     subagents: list[str] = Field(default_factory=list)
     options: dict[str, Any] = Field(default_factory=dict)
+    error_policy: Literal["fail", "retry", "ignore"] = "fail"
+    retry_max_attempts: int = Field(default=3, ge=1)
+    retry_initial_backoff_s: float = Field(default=0.5, ge=0)
+    retry_max_backoff_s: float = Field(default=8.0, ge=0)
+    output_retries: int = Field(default=1, ge=0)
 
     _callables: list[ToolMetadata] | None = PrivateAttr(default=None)
+
+    @field_validator("error_policy", mode="before")
+    @classmethod
+    def _policy_name(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else getattr(value, "value", value)
 
     def open(self) -> None:
         """Build the callables offered to the model from scratch: tools, then sub-agents.

@@ -135,8 +135,9 @@ class AgentPlan(BaseModel):
             PlanError: listing every problem found: duplicate action or resource names, an
                 action with no trigger, a trigger naming no known event type, an action that
                 does not take ``(event, ctx)``, a tool named with the reserved prefix
-                ``_subagent_``, a resource that is not a descriptor, and a chat model setup
-                naming a connection or tool that is not declared.
+                ``_subagent_`` (a local one, or one an MCP server advertises), a resource
+                that is not a descriptor, and a chat model setup naming a connection or tool
+                that is not declared.
         """
         if not isinstance(agent, Agent):
             raise PlanError([f"expected an Agent instance, got {type(agent).__name__}"])
@@ -144,6 +145,7 @@ class AgentPlan(BaseModel):
         actions = _compile_actions(agent, problems)
         subagents: dict[str, AgentPlan] = {}
         resources = _compile_resources(agent, problems, subagents)
+        _list_mcp_servers(resources, problems)
         _check_references(resources, problems)
         if problems:
             raise PlanError(problems)
@@ -244,7 +246,7 @@ def _compile_subagent(name: str, value: Any, problems: list[str],
         return None
     if isinstance(value, InternalSubagent):
         value = ResourceDescriptor(InternalSubagent, **{
-            k: getattr(value, k) for k in ("agent", "description", "input_schema")})
+            k: getattr(value, k) for k in type(value).model_fields})
     if not isinstance(value, ResourceDescriptor):
         problems.append(f"{where} must be a ResourceDescriptor, got {type(value).__name__}")
         return None
@@ -308,7 +310,8 @@ def _compile_resources(agent: Agent, problems: list[str], subagents: dict[str, A
             problems.append(f"{where}: {e}")
             continue
         if rtype is ResourceType.TOOL:
-            tool_name = (instance.name if isinstance(instance, FunctionTool) else None) or name
+            tool_name = ((instance.name if isinstance(instance, FunctionTool) else None)
+                         or descriptor.arguments.get("name") or name)
             if tool_name.startswith(RESERVED_TOOL_PREFIX):
                 problems.append(
                     f"tool {tool_name!r} starts with the reserved prefix "
@@ -319,6 +322,40 @@ def _compile_resources(agent: Agent, problems: list[str], subagents: dict[str, A
         plan._instance = instance
         bucket[name] = plan
     return out
+
+
+def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
+                      problems: list[str]) -> None:
+    """List each ``MCP_SERVER`` that can be listed (``plan_listing``): reject advertised tool
+    names with the reserved prefix, register the tools and prompts it offers that no declared
+    resource names (the declared one wins). A server that cannot be reached lists nothing."""
+    offered_by: dict[tuple[ResourceType, str], str] = {}
+    for name, rp in list(resources.get(ResourceType.MCP_SERVER, {}).items()):
+        try:
+            if not hasattr(import_qualified(rp.descriptor.clazz), "plan_listing"):
+                continue  # a server class that offers no listing
+            offered = rp.build().plan_listing(name)  # type: ignore[attr-defined]
+        except Exception as e:  # noqa: BLE001 - a server that cannot even be built
+            problems.append(f"mcp_server resource {name!r}: {type(e).__name__}: {e}")
+            continue
+        for rtype, advertised, descriptor in offered or ():
+            if rtype is ResourceType.TOOL and advertised.startswith(RESERVED_TOOL_PREFIX):
+                problems.append(
+                    f"MCP server {name!r} advertises tool {advertised!r}, which starts with the "
+                    f"reserved prefix {RESERVED_TOOL_PREFIX!r} (that prefix names sub-agent "
+                    "callables); rename the tool on the server")
+                continue
+            bucket = resources.setdefault(rtype, {})
+            if descriptor is None or (advertised in bucket and (rtype, advertised) not in offered_by):
+                continue  # not to register, or declared by the agent
+            other = offered_by.get((rtype, advertised))
+            if other is not None:
+                problems.append(
+                    f"MCP servers {other!r} and {name!r} both offer the {rtype.value} "
+                    f"{advertised!r}; declare a {rtype.value} resource of that name to pick one")
+                continue
+            offered_by[(rtype, advertised)] = name
+            bucket[advertised] = ResourcePlan(name=advertised, type=rtype, descriptor=descriptor)
 
 
 def _check_references(resources: dict[ResourceType, dict[str, ResourcePlan]], problems: list[str]) -> None:

@@ -5,6 +5,8 @@ from ._core import AgentCore, ErrorRecord, Failpoint, Journal, StepResult
 from ._executor import IOExecutor
 from ._journal import SqliteJournal
 from ._observer import CompositeObserver, Observer
+from ._serde import dumps as dumps_json
+from ._serde import loads as loads_json
 from ._resources import ResourceEnvironment
 from ._state import CallRecord, InflightAction, InMemoryKeyState, KeyState, RunState
 
@@ -23,6 +25,8 @@ __all__ = [
     "Observer",
     "KeyState",
     "ResourceEnvironment",
+    "dumps_json",
+    "loads_json",
     "RunState",
     "SqliteJournal",
     "StepResult",

@@ -4,7 +4,9 @@
 when the model calls tools it sends a ``ToolRequestEvent``; on the ``ToolResponseEvent`` it
 adds the results to the conversation and asks again, up to the setup's ``max_tool_rounds``;
 then it sends one ``ChatResponseEvent`` for the original request (with ``error`` set when the
-chat failed). ``tool_call_action`` runs every call of a ``ToolRequestEvent`` concurrently (all
+chat failed). Each model call follows the setup's ``error_policy`` (fail, retry with backoff
+inside one durable call, ignore); a final answer for an ``output_schema`` is validated and,
+when invalid, sent back once with the validation errors. ``tool_call_action`` runs every call of a ``ToolRequestEvent`` concurrently (all
 started before any is awaited) and answers with one result per call id.
 
 The conversation of an open chat lives in the run's sensory memory under ``_chat``.
@@ -12,6 +14,8 @@ The conversation of an open chat lives in the run's sensory memory under ``_chat
 
 from __future__ import annotations
 
+import asyncio
+import random
 from typing import Any
 
 import orjson
@@ -28,6 +32,7 @@ from ..api import (
     ChatResponseEvent,
     FunctionTool,
     MessageRole,
+    ProviderError,
     ResourceType,
     RunnerContext,
     SerializationError,
@@ -39,9 +44,9 @@ from ..api import (
     ToolResult,
 )
 from ._context import ActionContext
-from ._serde import to_plain_json
+from ._serde import json_text, to_plain_json
 
-__all__ = ["chat_model_action", "tool_call_action"]
+__all__ = ["ChatCallFailed", "chat_model_action", "tool_call_action"]
 
 _CHATS = "_chat.chats"
 _BY_TOOL_REQUEST = "_chat.by_tool_request"
@@ -69,18 +74,139 @@ def _with_call_ids(response: ChatResponse, chat_id: str, round_no: int) -> ChatR
     return response.model_copy(update={"message": message})
 
 
-def _structured(response: ChatResponse, schema: dict[str, Any] | None) -> ChatResponse:
-    if schema is None or response.structured is not None:
-        return response
-    try:
-        value = orjson.loads(response.message.content)
-    except orjson.JSONDecodeError as e:
-        raise ValueError(f"the model's answer is not JSON ({e}): {response.message.content[:200]!r}") from e
-    return response.model_copy(update={"structured": value})
+class ChatCallFailed(AgentsError):
+    """A chat's model call failed after retries; the message says how many and why."""
+
+
+def _retryable(error: BaseException) -> bool:
+    """Whether a failed model call may succeed when tried again."""
+    if isinstance(error, ProviderError):
+        return error.retryable
+    return isinstance(error, (TimeoutError, asyncio.TimeoutError))
+
+
+def _backoff(setup: ChatModelSetup, retry: int) -> float:
+    """Exponential backoff with jitter: drawn in ``[b/2, b]``, ``b`` doubling to its cap."""
+    cap = min(setup.retry_max_backoff_s, setup.retry_initial_backoff_s * (2 ** retry))
+    return cap / 2 + random.random() * cap / 2
+
+
+async def _call_model(setup: ChatModelSetup, messages: list[ChatMessage],
+                      output_schema: dict[str, Any] | None) -> ChatResponse:
+    """One model call of a chat with the setup's error policy (run as ONE durable call).
+
+    Under ``error_policy="retry"`` retryable errors are tried again, with backoff, up to
+    ``retry_max_attempts`` attempts; the response's ``metadata["retries"]`` counts the
+    retries (and ``retry_errors`` lists what failed). A failure after retries is a
+    ``ChatCallFailed`` naming every error; a failure on the first attempt is raised as it is.
+    """
+    attempts = setup.retry_max_attempts if setup.error_policy == "retry" else 1
+    errors: list[str] = []
+    for attempt in range(attempts):
+        try:
+            response = await setup.achat(messages, output_schema=output_schema, with_prompt=False)
+        except Exception as e:  # noqa: BLE001 - classified, then retried or raised
+            errors.append(f"{type(e).__name__}: {e}")
+            if attempt + 1 < attempts and _retryable(e):
+                await asyncio.sleep(_backoff(setup, attempt))
+                continue
+            if attempt == 0:
+                raise
+            retries = "retry" if attempt == 1 else "retries"
+            raise ChatCallFailed(
+                f"{errors[-1]} (after {attempt + 1} attempts, {attempt} {retries}; earlier "
+                f"errors: {'; '.join(errors[:-1])})") from e
+        if not isinstance(response, ChatResponse):
+            raise TypeError(f"chat model {setup.resource_name!r} returned "
+                            f"{type(response).__name__}, not a ChatResponse")
+        if setup.error_policy != "retry":
+            return response
+        metadata = {**response.metadata, "retries": attempt}
+        if errors:
+            metadata["retry_errors"] = errors
+        return response.model_copy(update={"metadata": metadata})
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _describe(error: BaseException) -> str:
+    return str(error) if isinstance(error, ChatCallFailed) else f"{type(error).__name__}: {error}"
+
+
+_VALIDATORS: dict[bytes, Any] = {}
+
+
+def _schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
+    """Why ``value`` does not follow the JSON Schema ``schema`` (``None``: it does).
+
+    Raises:
+        jsonschema.SchemaError: when ``schema`` itself is not a valid JSON Schema.
+    """
+    import jsonschema
+
+    key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+        validator = cls(schema)
+        if len(_VALIDATORS) >= 128:
+            _VALIDATORS.clear()
+        _VALIDATORS[key] = validator
+    errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:
+        return None
+
+    def where(e: Any) -> str:
+        path = "$"
+        for part in e.absolute_path:
+            path += f"[{part}]" if isinstance(part, int) else f".{part}"
+        return path
+
+    shown = "; ".join(f"at {where(e)}: {e.message}" for e in errors[:3])
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return f"the answer does not follow the schema: {shown}{more}"
+
+
+def _json_text(text: str) -> str:
+    """The answer's text without a Markdown code fence around it, if it has one."""
+    stripped = text.strip()
+    if stripped.startswith("```") and stripped.endswith("```") and stripped.count("\n") >= 1:
+        return stripped[stripped.index("\n") + 1:-3].strip()
+    return stripped
+
+
+def _structured(response: ChatResponse, schema: dict[str, Any]) -> tuple[ChatResponse, str | None]:
+    """Validate a final answer against ``schema``: the response carrying the value, or why not."""
+    value = response.structured
+    if value is None:
+        text = _json_text(response.message.content)
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError as e:
+            return response, f"the answer is not JSON ({e})"
+    problem = _schema_problem(value, schema)
+    if problem is not None:
+        return response, problem
+    return response.model_copy(update={"structured": value}), None
+
+
+def _quote(invalid: list[dict[str, str]]) -> str:
+    return "; ".join(f"answer {i + 1}: {a['answer'][:500]!r} ({a['problem']})"
+                     for i, a in enumerate(invalid))
+
+
+_CORRECTION = ("Your answer cannot be used: {problem}. Answer again with only a JSON value that "
+               "follows the required JSON Schema.")
 
 
 async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
-    """Drive one chat: model call, tool rounds, final ``ChatResponseEvent``."""
+    """Drive one chat: model call, tool rounds, structured output, final ``ChatResponseEvent``.
+
+    Each model call goes through the setup's error policy (``fail``/``retry``/``ignore``) in
+    one durable call. A final answer for an ``output_schema`` is validated with
+    ``jsonschema``; one that does not validate is sent back to the model with the reason, up
+    to the setup's ``output_retries`` times, then the chat fails quoting every answer.
+    """
     mem = ctx.sensory_memory
     if isinstance(event, ChatRequestEvent):
         chat_id = event.id
@@ -100,6 +226,8 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
             "messages": [m.model_dump(mode="json") for m in messages],
             "output_schema": event.output_schema,
             "rounds": 0,
+            "retries": 0,
+            "invalid": [],
         }
     elif isinstance(event, ToolResponseEvent):
         chat_id = mem.get(f"{_BY_TOOL_REQUEST}.{event.request_id}")
@@ -108,8 +236,7 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
         mem.delete(f"{_BY_TOOL_REQUEST}.{event.request_id}")
         chat = mem.get(f"{_CHATS}.{chat_id}")
         for call_id, result in event.responses.items():
-            content = (orjson.dumps(result.content).decode() if result.ok
-                       else f"Error: {result.error}")
+            content = json_text(result.content) if result.ok else f"Error: {result.error}"
             chat["messages"].append(ChatMessage(
                 role=MessageRole.TOOL, content=content, tool_call_id=call_id, name=result.name
             ).model_dump(mode="json"))
@@ -119,32 +246,73 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
 
     setup = ctx.get_resource(chat["model"], ResourceType.CHAT_MODEL)
     assert isinstance(setup, ChatModelSetup)
-    messages = [ChatMessage.model_validate(m) for m in chat["messages"]]
-    try:
-        response: ChatResponse = await ctx.durable_execute_async(
-            setup.achat, messages, output_schema=chat["output_schema"], with_prompt=False
-        )
-        response = _with_call_ids(response, chat_id, chat["rounds"])
-        calls = response.message.tool_calls
-        if calls and chat["rounds"] >= setup.max_tool_rounds:
-            raise RuntimeError(
-                f"chat {chat_id} reached max_tool_rounds={setup.max_tool_rounds} of chat model "
-                f"{chat['model']!r} and the model still asks for tools"
-            )
-        if not calls:
-            response = _structured(response, chat["output_schema"])
-    except Exception as e:  # noqa: BLE001
+    schema = chat["output_schema"]
+    invalid: list[dict[str, str]] = chat.setdefault("invalid", [])
+
+    async def call_model(messages: list[ChatMessage],
+                         output_schema: dict[str, Any] | None) -> ChatResponse:
+        return await _call_model(setup, messages, output_schema)
+
+    def fail(error: str) -> None:
         mem.delete(f"{_CHATS}.{chat_id}")
-        ctx.send_event(ChatResponseEvent(request_id=chat_id, error=f"{type(e).__name__}: {e}"))
-        return
-    if calls:
-        chat["messages"].append(response.message.model_dump(mode="json"))
-        mem.set(f"{_CHATS}.{chat_id}", chat)
-        sent = ctx.send_event(ToolRequestEvent(model=chat["model"], tool_calls=list(calls)))
-        mem.set(f"{_BY_TOOL_REQUEST}.{sent.id}", chat_id)
-        return
-    mem.delete(f"{_CHATS}.{chat_id}")
-    ctx.send_event(ChatResponseEvent(request_id=chat_id, response=response))
+        ctx.send_event(ChatResponseEvent(request_id=chat_id, error=error))
+
+    while True:
+        messages = [ChatMessage.model_validate(m) for m in chat["messages"]]
+        try:
+            response: ChatResponse = await ctx.durable_execute_async(call_model, messages, schema)
+        except Exception as e:  # noqa: BLE001 - the model call failed: the policy decides
+            if setup.error_policy != "ignore":
+                fail(_describe(e) + (f" (asking again after {_quote(invalid)})" if invalid else ""))
+                return
+            mem.delete(f"{_CHATS}.{chat_id}")
+            ctx.send_event(ChatResponseEvent(request_id=chat_id, response=ChatResponse(
+                message=ChatMessage(role=MessageRole.ASSISTANT, content=""),
+                metadata={"error_policy": "ignore", "ignored_error": _describe(e)})))
+            return
+        chat["retries"] = chat.get("retries", 0) + int(response.metadata.get("retries", 0) or 0)
+        problem: str | None = None
+        try:
+            response = _with_call_ids(response, chat_id, chat["rounds"])
+            calls = response.message.tool_calls
+            if calls and chat["rounds"] >= setup.max_tool_rounds:
+                raise RuntimeError(
+                    f"chat {chat_id} reached max_tool_rounds={setup.max_tool_rounds} of chat "
+                    f"model {chat['model']!r} and the model still asks for tools"
+                )
+            if not calls and schema is not None:
+                response, problem = _structured(response, schema)
+        except Exception as e:  # noqa: BLE001
+            fail(f"{type(e).__name__}: {e}")
+            return
+        if calls:
+            chat["messages"].append(response.message.model_dump(mode="json"))
+            mem.set(f"{_CHATS}.{chat_id}", chat)
+            sent = ctx.send_event(ToolRequestEvent(model=chat["model"], tool_calls=list(calls)))
+            mem.set(f"{_BY_TOOL_REQUEST}.{sent.id}", chat_id)
+            return
+        if problem is None:
+            metadata = dict(response.metadata)
+            if setup.error_policy == "retry":
+                metadata["retries"] = chat["retries"]  # over every model call of the chat
+            if invalid:
+                metadata["output_retries"] = len(invalid)
+            if metadata != response.metadata:
+                response = response.model_copy(update={"metadata": metadata})
+            mem.delete(f"{_CHATS}.{chat_id}")
+            ctx.send_event(ChatResponseEvent(request_id=chat_id, response=response))
+            return
+        answer = response.message.content
+        invalid.append({"answer": answer, "problem": problem})
+        if len(invalid) > setup.output_retries:
+            fail(f"StructuredOutputError: the model's answer does not follow the output schema "
+                 f"after {len(invalid) - 1} retr{'y' if len(invalid) == 2 else 'ies'}: "
+                 f"{_quote(invalid)}")
+            return
+        chat["messages"].append(ChatMessage(role=MessageRole.ASSISTANT,
+                                            content=answer).model_dump(mode="json"))
+        chat["messages"].append(ChatMessage(role=MessageRole.USER, content=_CORRECTION.format(
+            problem=problem)).model_dump(mode="json"))
 
 
 async def _run_tool(tool: FunctionTool, call: ToolCall) -> ToolResult:

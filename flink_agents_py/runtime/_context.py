@@ -31,7 +31,7 @@ from ..api import (
     import_qualified,
 )
 from ._memory import ActionMemory
-from ._serde import digest, dumps, from_json_value, to_json_value
+from ._serde import digest, dumps, event_json, from_json_value, to_json_value
 from ._state import CallRecord, InflightAction, RunState
 from ._stepper import not_stepping
 
@@ -275,12 +275,7 @@ class ActionContext(RunnerContext):
         if not isinstance(event, Event):
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
         sent = event.model_copy(update={"id": f"{self.execution_id}/e{len(self.emitted)}"})
-        where = f"event {sent.type} sent by {self.execution_id}"
-        try:
-            data = sent.model_dump(mode="python")
-        except Exception as e:  # noqa: BLE001 - pydantic's own serialization failure
-            raise SerializationError(f"{where}: {e}") from e
-        to_json_value(data, where)
+        event_json(sent, f"event {sent.type} sent by {self.execution_id}")  # checked now
         self.emitted.append(sent)
         return sent
 

@@ -44,7 +44,7 @@ from ._executor import IOExecutor
 from ._memory import apply_writes
 from ._observer import Observer
 from ._resources import ResourceEnvironment
-from ._serde import to_json_value
+from ._serde import event_json, to_json_value
 from ._state import CallRecord, InflightAction, KeyState, RunState
 from ._stepper import stepping
 from ._subgraph import (
@@ -129,12 +129,12 @@ class _SafeObserver(Observer):
 
     def __init__(self, inner: Observer) -> None:
         self._inner = inner
+        for name in dir(Observer):  # wrapped once: hooks are on the hot path
+            if not name.startswith("_") and callable(getattr(Observer, name)):
+                setattr(self, name, self._safe(name, getattr(inner, name)))
 
-    def __getattribute__(self, name: str) -> Any:
-        if name.startswith("_") or not hasattr(Observer, name):
-            return object.__getattribute__(self, name)
-        hook = getattr(object.__getattribute__(self, "_inner"), name)
-
+    @staticmethod
+    def _safe(name: str, hook: Callable[..., Any]) -> Callable[..., None]:
         def safe(*args: Any, **kwargs: Any) -> None:
             try:
                 hook(*args, **kwargs)
@@ -425,7 +425,8 @@ class AgentCore:
             actions = route_in_scope(self, step.run, scope, event)
         for action in actions:
             exec_id = f"{event.id}/{action.name}"
-            rec = InflightAction(action=action.name, event=event.to_json(), scope=scope)
+            rec = InflightAction(action=action.name, scope=scope,
+                                 event=event_json(event, f"event {event.id}"))
             step.run.inflight[exec_id] = rec
             task = step.live[exec_id] = self._new_task(step, exec_id, rec)
             step.ready.append(task)

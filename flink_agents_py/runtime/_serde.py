@@ -13,21 +13,29 @@ import dataclasses
 import datetime
 import enum
 import hashlib
+import json
 import math
 from typing import Any
 
 import orjson
 from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
 from ..api import SerializationError, import_qualified
 
-__all__ = ["to_json_value", "to_plain_json", "from_json_value", "digest", "dumps", "loads"]
+__all__ = ["to_json_value", "to_plain_json", "event_json", "from_json_value", "digest", "dumps",
+           "json_text", "loads"]
 
 _MODEL_TAG = "$model"
 
 
 def to_json_value(value: Any, where: str) -> Any:
-    """Return the JSON form of ``value``.
+    """Return the stored JSON form of ``value``.
+
+    Pydantic models are tagged with their class so a replay returns the same type; their
+    field values (and any other value) follow the rules of ``to_plain_json``, except that
+    leaf values a pydantic field holds (``datetime``, ``UUID``, ``bytes``...) take pydantic's
+    JSON form, which the model validates back on replay.
 
     Args:
         value: what to store.
@@ -35,70 +43,75 @@ def to_json_value(value: Any, where: str) -> Any:
             ``"result of durable call r3/score/c0"``).
 
     Raises:
-        SerializationError: naming ``where``, the path inside the value and the offending type,
-            for a value with no JSON form (a set, an object, a non-finite float, a non-string
-            map key, a cycle).
+        SerializationError: naming ``where``, the path inside the value and the reason.
     """
-    return _walk(value, where, "$", set(), tag_models=True)
+    return _convert(value, where, tag_models=True)
 
 
 def to_plain_json(value: Any, where: str) -> Any:
     """Return the plain JSON form of a tool's or sub-agent's result, for a chat model.
 
-    Treatments: pydantic models become their JSON dump (``model_dump(mode="json")``),
-    dataclasses their fields, enums their values, ``bytes`` a base64 string, tuples lists,
-    ``datetime``/``date``/``time`` ISO 8601 text. Refused, with the path where found
-    (``$.a[2].b``): non-finite floats (NaN, inf), non-string map keys, sets and other
-    objects with no JSON form, and cycles. Cycles are found by tracking the containers on the
-    current path, so one object reached twice (a diamond) is fine. There is no depth cap; a
-    value nested too deep for the interpreter's stack is refused too.
+    Treatments: pydantic models become their fields (by alias), dataclasses their fields,
+    enums their values, ``bytes`` a base64 string, tuples lists, ``datetime``/``date``/``time``
+    ISO 8601 text. Refused, with the path where found (``$.a[2].b``): non-finite floats (NaN,
+    inf), non-string map keys, sets and other objects with no JSON form, and cycles. Cycles
+    are found by tracking the containers on the current path, so one object reached twice (a
+    diamond) is fine. There is no depth cap; a value nested too deep for the interpreter's
+    stack is refused too.
 
     Raises:
         SerializationError: naming ``where``, the path and the reason.
     """
+    return _convert(value, where, tag_models=False)
+
+
+def event_json(event: BaseModel, where: str) -> dict[str, Any]:
+    """The stored JSON form of an event (its fields; no depth cap; strict like the rest).
+
+    Raises:
+        SerializationError: naming ``where`` and the path, for a field with no JSON form.
+    """
+    return _convert(event, where, tag_models=False)
+
+
+def _convert(value: Any, where: str, tag_models: bool) -> Any:
     try:
-        return _walk(value, where, "$", set(), tag_models=False)
+        return _walk(value, where, "$", set(), tag_models, in_model=False)
     except RecursionError:
         raise SerializationError(f"{where}: nested too deeply to turn into JSON") from None
 
 
-def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool) -> Any:
+def _model_fields(value: BaseModel) -> dict[str, Any]:
+    fields = {(f.alias or name): getattr(value, name)
+              for name, f in type(value).model_fields.items()}
+    fields.update(value.__pydantic_extra__ or {})
+    return fields
+
+
+def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
+          in_model: bool) -> Any:
     if isinstance(value, enum.Enum):
-        return _walk(value.value, where, path, active, tag_models)
+        return _walk(value.value, where, path, active, tag_models, in_model)
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
             raise SerializationError(f"{where}: {value!r} at {path} has no JSON form")
         return value
-    if isinstance(value, BaseModel):
-        data = value.model_dump(mode="json")
-        if not tag_models:
-            return _walk(data, where, path, active, tag_models)
-        cls = type(value)
-        return {_MODEL_TAG: f"{cls.__module__}:{cls.__qualname__}",
-                "data": _walk(data, where, path, active, tag_models)}
-    if not tag_models:
-        if isinstance(value, (bytes, bytearray)):
-            return base64.b64encode(bytes(value)).decode("ascii")
-        if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
-            return value.isoformat()
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            ident = id(value)
-            if ident in active:
-                raise SerializationError(f"{where}: a cycle at {path} has no JSON form")
-            active.add(ident)
-            try:
-                return {f.name: _walk(getattr(value, f.name), where, f"{path}.{f.name}", active,
-                                      tag_models) for f in dataclasses.fields(value)}
-            finally:
-                active.discard(ident)
-    if isinstance(value, (list, tuple, dict)):
+    if isinstance(value, (list, tuple, dict, BaseModel)) or (
+            dataclasses.is_dataclass(value) and not isinstance(value, type)):
         ident = id(value)
         if ident in active:
             raise SerializationError(f"{where}: a cycle at {path} has no JSON form")
         active.add(ident)
         try:
+            if isinstance(value, BaseModel):
+                data = {k: _walk(v, where, f"{path}.{k}", active, tag_models, True)
+                        for k, v in _model_fields(value).items()}
+                if not tag_models or in_model:  # the outer model validates its fields back
+                    return data
+                cls = type(value)
+                return {_MODEL_TAG: f"{cls.__module__}:{cls.__qualname__}", "data": data}
             if isinstance(value, dict):
                 out: dict[str, Any] = {}
                 for k, v in value.items():
@@ -106,12 +119,31 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool)
                         raise SerializationError(
                             f"{where}: map key {k!r} ({type(k).__name__}) at {path} is not a string"
                         )
-                    out[k] = _walk(v, where, f"{path}.{k}", active, tag_models)
+                    out[k] = _walk(v, where, f"{path}.{k}", active, tag_models, in_model)
                 return out
-            return [_walk(v, where, f"{path}[{i}]", active, tag_models)
-                    for i, v in enumerate(value)]
+            if isinstance(value, (list, tuple)):
+                return [_walk(v, where, f"{path}[{i}]", active, tag_models, in_model)
+                        for i, v in enumerate(value)]
+            if tag_models and not in_model:
+                raise SerializationError(f"{where}: {type(value).__name__} at {path} has no "
+                                         "JSON form (use a pydantic model)")
+            return {f.name: _walk(getattr(value, f.name), where, f"{path}.{f.name}", active,
+                                  tag_models, in_model) for f in dataclasses.fields(value)}
         finally:
             active.discard(ident)
+    if isinstance(value, (set, frozenset)):
+        raise SerializationError(f"{where}: a {type(value).__name__} at {path} has no JSON "
+                                 "form (use a list)")
+    if in_model:
+        try:  # a pydantic field's leaf value: pydantic's JSON form, validated back on replay
+            return to_jsonable_python(value)
+        except Exception:  # noqa: BLE001 - falls through to the refusal below
+            pass
+    elif not tag_models:
+        if isinstance(value, (bytes, bytearray)):
+            return base64.b64encode(bytes(value)).decode("ascii")
+        if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+            return value.isoformat()
     raise SerializationError(f"{where}: {type(value).__name__} at {path} has no JSON form")
 
 
@@ -127,14 +159,30 @@ def from_json_value(data: Any) -> Any:
     return data
 
 
-def dumps(data: Any) -> bytes:
-    """Encode JSON-form data (as returned by ``to_json_value``) to bytes, keys sorted."""
-    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+def dumps(data: Any, *, sort_keys: bool = True) -> bytes:
+    """Encode JSON-form data (as returned by ``to_json_value``) to bytes.
+
+    orjson, except for values nested deeper than its limit (255 levels), which the standard
+    library encodes (it goes as deep as the interpreter's stack).
+    """
+    try:
+        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
+    except orjson.JSONEncodeError:
+        return json.dumps(data, sort_keys=sort_keys, ensure_ascii=False,
+                          separators=(",", ":")).encode()
+
+
+def json_text(data: Any) -> str:
+    """``dumps`` as text, keys in their order (for messages to a model)."""
+    return dumps(data, sort_keys=False).decode()
 
 
 def loads(data: bytes | str) -> Any:
-    """Decode bytes written by ``dumps``."""
-    return orjson.loads(data)
+    """Decode JSON text or bytes (orjson, or the standard library past orjson's depth limit)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def digest(value: Any) -> str:

@@ -41,7 +41,7 @@ from ..api import (
 )
 from ..plan import ActionPlan
 from ._context import ActionContext, DurableCall, store_outcome
-from ._serde import dumps
+from ._serde import dumps, event_json, to_plain_json
 from ._state import CallRecord, Invocation, RunState
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def route_in_scope(core: AgentCore, run: RunState, scope: str, event: Event) -> 
     plan = core.plan_at(inv.plan_path)
     if inv.kind == "chat":
         if isinstance(event, ChatResponseEvent):
-            inv.outputs.append(event.to_json())
+            inv.outputs.append(event_json(event, f"event {event.id}"))
             return ()
         name = CHAT_ROUTES.get(event.type)
         return (plan.actions[name],) if name else ()
@@ -151,12 +151,32 @@ def start_call(core: AgentCore, step: _Step, ctx: ActionContext, call: DurableCa
         ctx.record_started(call, f"deferred:{start.name}")
         core.counters["subagent_calls"] += 1
         runner = reconciler if (started_before and reconciler is not None) else fn
-        core.submit(ctx, call, runner, (), {})
+        core.submit(ctx, call, checked_result, (runner, start.name), {})
     elif start.kind == "poll":
         setup, session_id = start.payload
         ctx.record_started(call, f"async:{start.name}")
         core.counters["subagent_calls"] += 1
         core.submit(ctx, call, poll_result, (setup, session_id, call.call_id, start.name), {})
+
+
+def check_result(result: Any, name: str) -> SubagentResult:
+    """Check what an external sub-agent returned: a ``SubagentResult`` whose value has a JSON
+    form (refused with the path inside the value otherwise).
+
+    Raises:
+        TypeError: when ``result`` is not a ``SubagentResult``.
+        SerializationError: when its value has no JSON form (names the path).
+    """
+    if not isinstance(result, SubagentResult):
+        raise TypeError(f"sub-agent {name!r} returned {type(result).__name__}, not a SubagentResult")
+    if result.success:
+        to_plain_json(result.result, f"result of sub-agent {name!r}")
+    return result
+
+
+def checked_result(fn: Any, name: str) -> SubagentResult:
+    """Run a deferred sub-agent's ``call`` (or reconciler) and check what it returned."""
+    return check_result(fn(), name)
 
 
 async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str,
@@ -165,7 +185,8 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str,
     while True:
         status = await asyncio.to_thread(setup.call_query_status, session_id, call_id)
         if status.state == "completed":
-            return await asyncio.to_thread(setup.call_fetch_result, session_id, call_id)
+            fetched = await asyncio.to_thread(setup.call_fetch_result, session_id, call_id)
+            return check_result(fetched, name)
         if status.state == "failed":
             return SubagentResult.error(f"sub-agent {name!r}: the remote run failed: {status.error}")
         await asyncio.sleep(setup.status_poll_interval_millis / 1000)
