@@ -1,58 +1,80 @@
 """OpenAI-compatible chat models through the official ``openai`` SDK.
 
 Covers OpenAI and any server speaking its chat-completions API (vLLM, LM Studio, llama.cpp's
-server, Ollama's ``/v1``). Needs the ``openai`` extra (``pip install 'flink-agents-py[openai]'``).
+servers, Ollama's ``/v1``). Needs the ``openai`` extra (``pip install 'flink-agents-py[openai]'``).
+
 Structured output uses ``response_format={"type": "json_schema", ...}`` as OpenAI documents it.
+Servers that only know the older JSON mode with a schema (llama-cpp-python's server:
+``{"type": "json_object", "schema": ...}``) are handled by ``structured_output="json_object"``;
+the default ``"auto"`` tries ``json_schema`` and, when the server rejects that request naming
+``json_schema``/``response_format``, switches this connection to ``json_object`` for good.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
 
 from ...api import ChatMessage, ChatModelConnection, ChatResponse, ProviderError, ToolMetadata
+from ._common import FreshOnUnpickle, LoopBoundClient, import_sdk, provider_error, run_sync, with_extra_body
 from ._llama import from_openai_choice, to_openai_messages
 
 __all__ = ["OpenAIChatModel"]
 
 
-class OpenAIChatModel(ChatModelConnection):
+class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     """A chat-completions endpoint.
 
     Attributes:
-        base_url: the API base URL (``None``: the SDK's default, or ``OPENAI_BASE_URL``).
-        api_key_env: the environment variable holding the API key (read at first use; a
-            local server that needs no key gets a placeholder).
+        base_url: the API base URL, e.g. ``http://127.0.0.1:8080/v1`` (``None``: the SDK's
+            default, or ``OPENAI_BASE_URL``).
+        api_key_env: the environment variable holding the API key, read when the client is
+            made (a local server that needs no key gets a placeholder). The key itself is
+            never part of the plan.
         default_model: the model when the setup names none.
-        timeout_s: request timeout in seconds.
-        max_retries: the SDK's own retries on connection errors, 429 and 5xx.
+        timeout_s: request timeout in seconds (a timeout is a retryable ``ProviderError``).
+        max_retries: the SDK's own silent retries; 0 by default so the setup's
+            ``error_policy="retry"`` is the one place retries happen (and are counted).
+        structured_output: how an ``output_schema`` is sent (see the module docstring).
+        schema_name: the ``json_schema.name`` sent with a schema.
     """
 
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     default_model: str = "default"
     timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=2, ge=0)
+    max_retries: int = Field(default=0, ge=0)
+    structured_output: Literal["auto", "json_schema", "json_object"] = "auto"
+    schema_name: str = "output"
 
-    _client: Any = PrivateAttr(default=None)
+    _clients: LoopBoundClient | None = PrivateAttr(default=None)
+    _json_object_fallback: bool = PrivateAttr(default=False)
 
-    def _sdk(self) -> Any:
-        if self._client is None:
-            try:
-                import openai
-            except ImportError as e:
-                raise ImportError(
-                    "the openai chat model needs the openai SDK: "
-                    "pip install 'flink-agents-py[openai]'"
-                ) from e
-            self._client = openai.AsyncOpenAI(
+    def _client(self) -> Any:
+        if self._clients is None:
+            openai = import_sdk("openai", "openai", "the OpenAI-compatible chat model")
+            self._clients = LoopBoundClient(lambda: openai.AsyncOpenAI(
                 base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "unused",
                 timeout=self.timeout_s, max_retries=self.max_retries,
-            )
-        return self._client
+            ))
+        return self._clients.get()
+
+    def close(self) -> None:
+        """Drop the clients."""
+        if self._clients is not None:
+            self._clients.clear()
+
+    def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
+        if self.structured_output == "json_object" or self._json_object_fallback:
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_schema", "json_schema": {"name": self.schema_name, "schema": schema}}
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        """Blocking form of ``achat`` (not from inside a running event loop)."""
+        return run_sync(self.achat(messages, **kwargs))
 
     async def achat(
         self,
@@ -65,10 +87,16 @@ class OpenAIChatModel(ChatModelConnection):
     ) -> ChatResponse:
         """Send one chat-completions request; see ``ChatModelConnection.chat``.
 
+        ``options`` go into the request as they are (``temperature``, ``max_tokens``,
+        ``tool_choice``, ``seed``...); the ones the installed SDK does not list as parameters
+        are sent in the body all the same (``extra_body``).
+
         Raises:
-            ProviderError: with the HTTP status, ``retryable`` for timeouts, 429 and 5xx.
+            ProviderError: with the HTTP status, ``retryable`` for timeouts, connection
+                failures, 408/409/425/429 and 5xx.
+            ImportError: naming the ``openai`` extra when the SDK is not installed.
         """
-        client = self._sdk()
+        client = self._client()
         import openai
 
         kwargs: dict[str, Any] = {"model": model or self.default_model,
@@ -78,13 +106,35 @@ class OpenAIChatModel(ChatModelConnection):
                 "name": t.name, "description": t.description, "parameters": t.parameters}}
                 for t in tools]
         if output_schema is not None:
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "output", "schema": output_schema}}
+            kwargs["response_format"] = self._response_format(output_schema)
         try:
-            completion = await client.chat.completions.create(**kwargs)
+            create = client.chat.completions.create
+            try:
+                completion = await create(**with_extra_body(create, kwargs))
+            except openai.APIStatusError as e:
+                if not self._rejects_json_schema(e, kwargs):
+                    raise
+                self._json_object_fallback = True
+                kwargs["response_format"] = self._response_format(output_schema or {})
+                completion = await create(**with_extra_body(create, kwargs))
         except openai.APIStatusError as e:
-            raise ProviderError(f"chat completion failed: {e.message}", status_code=e.status_code,
-                                retryable=e.status_code == 429 or e.status_code >= 500) from e
+            raise provider_error(f"chat completion failed: {e.message}", e.status_code) from e
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
-            raise ProviderError(f"chat completion failed: {e}", retryable=True) from e
-        return from_openai_choice(completion.model_dump())
+            raise provider_error(f"chat completion failed: {type(e).__name__}: {e}", None) from e
+        body = completion.model_dump() if hasattr(completion, "model_dump") else dict(completion)
+        try:
+            return from_openai_choice(body)
+        except ProviderError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a body of an unexpected shape
+            raise ProviderError(f"unexpected chat completion body: {type(e).__name__}: {e}") from e
+
+    def _rejects_json_schema(self, error: Any, kwargs: dict[str, Any]) -> bool:
+        """Whether ``error`` is a server refusing ``response_format.type = json_schema``."""
+        if self.structured_output != "auto":  # (concurrent requests may all get here)
+            return False
+        fmt = kwargs.get("response_format") or {}
+        if fmt.get("type") != "json_schema" or error.status_code not in (400, 422, 500):
+            return False
+        text = f"{error.message} {getattr(error, 'body', '')}"
+        return "json_schema" in text or "response_format" in text

@@ -1,0 +1,224 @@
+"""Anthropic's Messages API (``POST /v1/messages``) through the official ``anthropic`` SDK.
+
+Needs the ``anthropic`` extra (``pip install 'flink-agents-py[anthropic]'``). Mapping:
+
+- system messages (wherever they are) are joined into the top-level ``system`` field;
+- user text, assistant text and tool calls become content blocks (``text``, ``tool_use``
+  with the call's id, name and ``input``); tool results become ``tool_result`` blocks
+  (``tool_use_id``, ``content``, ``is_error`` for a failed tool) in a user turn; adjacent
+  messages of one role are merged into one turn, as the API wants turns to alternate;
+- tools as ``{"name", "description", "input_schema"}``;
+- structured output through a forced tool: the schema becomes the input schema of an extra
+  tool (``output_tool_name``, ``structured_output`` by default) and ``tool_choice`` forces it
+  (``{"type": "tool", ...}``; ``{"type": "any"}`` when other tools are offered too, so the model
+  may call them first). The answer is that tool's ``input``: ``ChatResponse.structured``, and
+  its JSON text is the message content. A schema whose root is not an object is wrapped in
+  ``{"value": ...}`` and unwrapped again;
+- ``max_tokens`` (required by the API) defaults to the connection's ``max_tokens``;
+- usage from ``usage.input_tokens`` / ``usage.output_tokens``; ``stop_reason`` as the finish
+  reason.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from pydantic import Field, PrivateAttr
+
+from ...api import (
+    ChatMessage,
+    ChatModelConnection,
+    ChatResponse,
+    MessageRole,
+    ProviderError,
+    TokenUsage,
+    ToolCall,
+    ToolMetadata,
+)
+from ._common import FreshOnUnpickle, LoopBoundClient, import_sdk, provider_error, run_sync, with_extra_body
+
+__all__ = ["AnthropicChatModel", "to_anthropic_messages"]
+
+_ERROR_PREFIX = "Error: "  # how the chat action words a failed tool's result
+
+
+def to_anthropic_messages(messages: Sequence[ChatMessage]) -> tuple[str | None, list[dict[str, Any]]]:
+    """Map our messages to ``(system, messages)`` of the Messages API."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == MessageRole.SYSTEM:
+            if m.content:
+                system.append(m.content)
+            continue
+        blocks: list[dict[str, Any]] = []
+        if m.role == MessageRole.TOOL:
+            role = "user"
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or "",
+                                     "content": m.content}
+            if m.content.startswith(_ERROR_PREFIX):  # a tool that returned is JSON, never this
+                block["is_error"] = True
+            blocks.append(block)
+        else:
+            role = "assistant" if m.role == MessageRole.ASSISTANT else "user"
+            if m.content:
+                blocks.append({"type": "text", "text": m.content})
+            for c in m.tool_calls:
+                blocks.append({"type": "tool_use", "id": c.id, "name": c.name,
+                               "input": dict(c.arguments)})
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return ("\n\n".join(system) or None), out
+
+
+def _output_tool(name: str, schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The forced tool for ``schema``; ``True`` when the schema was wrapped in ``value``."""
+    if schema.get("type") == "object":
+        return {"name": name, "description": "Give your final answer with this tool.",
+                "input_schema": schema}, False
+    inner = {k: v for k, v in schema.items() if k not in ("$defs", "definitions")}
+    wrapped: dict[str, Any] = {"type": "object", "properties": {"value": inner},
+                               "required": ["value"]}
+    for k in ("$defs", "definitions"):
+        if k in schema:
+            wrapped[k] = schema[k]
+    return {"name": name, "description": "Give your final answer with this tool, as 'value'.",
+            "input_schema": wrapped}, True
+
+
+class AnthropicChatModel(FreshOnUnpickle, ChatModelConnection):
+    """Anthropic's Messages API.
+
+    Attributes:
+        base_url: the API base URL (``None``: the SDK's default, or ``ANTHROPIC_BASE_URL``).
+        api_key_env: the environment variable holding the API key (read when the client is
+            made; never part of the plan).
+        default_model: the model when the setup names none.
+        max_tokens: the ``max_tokens`` sent when the setup's options give none.
+        timeout_s: request timeout in seconds (a timeout is a retryable ``ProviderError``).
+        max_retries: the SDK's own silent retries; 0 by default so the setup's
+            ``error_policy="retry"`` is the one place retries happen (and are counted).
+        output_tool_name: the name of the forced tool used for structured output.
+    """
+
+    base_url: str | None = None
+    api_key_env: str = "ANTHROPIC_API_KEY"
+    default_model: str = "claude-sonnet-4-6"
+    max_tokens: int = Field(default=1024, ge=1)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=0, ge=0)
+    output_tool_name: str = "structured_output"
+
+    _clients: LoopBoundClient | None = PrivateAttr(default=None)
+
+    def _client(self) -> Any:
+        if self._clients is None:
+            anthropic = import_sdk("anthropic", "anthropic", "the Anthropic chat model")
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise ProviderError(f"no Anthropic API key: set ${self.api_key_env}")
+            self._clients = LoopBoundClient(lambda: anthropic.AsyncAnthropic(
+                api_key=key, base_url=self.base_url, timeout=self.timeout_s,
+                max_retries=self.max_retries))
+        return self._clients.get()
+
+    def close(self) -> None:
+        """Drop the clients."""
+        if self._clients is not None:
+            self._clients.clear()
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        """Blocking form of ``achat`` (not from inside a running event loop)."""
+        return run_sync(self.achat(messages, **kwargs))
+
+    async def achat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        model: str | None = None,
+        tools: Sequence[ToolMetadata] = (),
+        output_schema: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> ChatResponse:
+        """Send one Messages API request; see ``ChatModelConnection.chat``.
+
+        ``options`` go into the request as they are (``temperature``, ``top_p``,
+        ``stop_sequences``, ``tool_choice``...); the ones the installed SDK does not list as
+        parameters are sent in the body all the same (``extra_body``).
+
+        Raises:
+            ProviderError: with the HTTP status, ``retryable`` for timeouts, connection
+                failures, 408/409/425/429 and 5xx (529 "overloaded" included).
+            ImportError: naming the ``anthropic`` extra when the SDK is not installed.
+        """
+        client = self._client()
+        import anthropic
+
+        system, wire = to_anthropic_messages(messages)
+        request: dict[str, Any] = {"model": model or self.default_model, "messages": wire,
+                                   "max_tokens": options.pop("max_tokens", self.max_tokens)}
+        if system is not None:
+            request["system"] = system
+        wire_tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
+                      for t in tools]
+        wrapped = False
+        if output_schema is not None:
+            out_tool, wrapped = _output_tool(self.output_tool_name, output_schema)
+            wire_tools.append(out_tool)
+            request["tool_choice"] = ({"type": "any"} if tools else
+                                      {"type": "tool", "name": self.output_tool_name})
+        if wire_tools:
+            request["tools"] = wire_tools
+        request.update(options)
+        try:
+            message = await client.messages.create(
+                **with_extra_body(client.messages.create, request))
+        except anthropic.APIStatusError as e:
+            raise provider_error(f"anthropic messages call failed: {e.message}",
+                                 e.status_code) from e
+        except (anthropic.APITimeoutError, anthropic.APIConnectionError) as e:
+            raise provider_error(f"anthropic messages call failed: {type(e).__name__}: {e}",
+                                 None) from e
+        body = message.model_dump() if hasattr(message, "model_dump") else dict(message)
+        return self._from_anthropic(body, output_schema is not None, wrapped)
+
+    def _from_anthropic(self, body: dict[str, Any], structured_asked: bool,
+                        wrapped: bool) -> ChatResponse:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        structured: Any = None
+        answered = False
+        for block in body.get("content") or []:
+            kind = block.get("type")
+            if kind == "text":
+                texts.append(block.get("text") or "")
+            elif kind == "tool_use":
+                args = block.get("input") or {}
+                if structured_asked and block.get("name") == self.output_tool_name:
+                    structured = args.get("value") if wrapped and isinstance(args, dict) else args
+                    answered = True
+                    continue
+                calls.append(ToolCall(id=block.get("id") or "", name=block.get("name") or "",
+                                      arguments=dict(args)))
+        content = "".join(texts)
+        if answered and not calls:
+            content = orjson.dumps(structured).decode()
+        else:
+            structured = None
+        usage = body.get("usage") or {}
+        return ChatResponse(
+            message=ChatMessage(role=MessageRole.ASSISTANT, content=content, tool_calls=calls),
+            structured=structured,
+            model=body.get("model"),
+            response_id=body.get("id"),
+            usage=TokenUsage(input_tokens=usage.get("input_tokens") or 0,
+                             output_tokens=usage.get("output_tokens") or 0),
+            finish_reason="tool_calls" if calls else body.get("stop_reason"),
+        )

@@ -1,0 +1,135 @@
+"""What the provider adapters share: optional SDK imports, per-loop clients, error mapping."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import importlib
+import inspect
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ...api import ProviderError
+
+__all__ = ["import_sdk", "FreshOnUnpickle", "LoopBoundClient", "provider_error",
+           "retryable_status", "run_sync", "with_extra_body"]
+
+_RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+
+
+def import_sdk(module: str, extra: str, what: str) -> Any:
+    """Import a provider SDK installed by an optional extra.
+
+    Args:
+        module: the SDK's module (``openai``, ``ollama``, ``anthropic``, ``mcp``).
+        extra: the extra of this package that installs it.
+        what: the feature that needs it, for the message.
+
+    Raises:
+        ImportError: naming the extra to install (``pip install 'flink-agents-py[<extra>]'``).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise ImportError(
+            f"{what} needs the {module!r} package, which is not installed: "
+            f"pip install 'flink-agents-py[{extra}]'"
+        ) from e
+
+
+def retryable_status(status: int | None) -> bool:
+    """Whether an HTTP status is worth retrying: 408, 409, 425, 429 and every 5xx."""
+    return status is not None and (status in _RETRYABLE_STATUS or status >= 500)
+
+
+class LoopBoundClient:
+    """One SDK client per running event loop.
+
+    Async SDK clients hold connection pools bound to the loop that first used them; a
+    connection may be used from more than one loop (the I/O executor's, a test's
+    ``asyncio.run``), so each loop gets its own client, dropped with its loop.
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary())
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        """The client of the running loop (created on first use)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None:
+                client = self._clients[loop] = self._factory()
+            return client
+
+    def clear(self) -> None:
+        """Forget every client (their pools close with their loops)."""
+        with self._lock:
+            self._clients = weakref.WeakKeyDictionary()
+
+
+def run_sync(coro: Any) -> Any:
+    """Run ``coro`` to completion from synchronous code (no loop may be running here).
+
+    Raises:
+        RuntimeError: when called from inside a running event loop (use ``achat`` there).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise RuntimeError("chat() was called inside a running event loop; await achat() instead")
+
+
+def provider_error(message: str, status: int | None, cause: BaseException | None = None
+                   ) -> ProviderError:
+    """A ``ProviderError`` whose ``retryable`` follows the HTTP status (``None``: timeouts and
+    connection failures, retryable)."""
+    return ProviderError(message, status_code=status,
+                         retryable=status is None or retryable_status(status))
+
+
+def with_extra_body(method: Callable[..., Any], request: dict[str, Any]) -> dict[str, Any]:
+    """Move the fields ``method`` (an SDK's ``create``) does not take into ``extra_body``.
+
+    SDKs type their parameters and refuse unknown keywords; a field the provider takes but
+    the installed SDK does not know (or no longer lists) is still sent, in the JSON body.
+    """
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return request
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return request
+    known = {k: v for k, v in request.items() if k in params}
+    extra = {k: v for k, v in request.items() if k not in params}
+    if extra:
+        known["extra_body"] = {**(known.get("extra_body") or {}), **extra}
+    return known
+
+
+class FreshOnUnpickle:
+    """Mixin for resources: pickling keeps the configuration and drops the runtime state.
+
+    Clients, sessions and locks cannot be pickled; a copy (a Flink worker's) starts with the
+    private attributes' defaults and connects on first use. The resource name and resolver
+    are dropped too: the receiving environment binds the copy again.
+    """
+
+    def __getstate__(self) -> dict[Any, Any]:
+        state = dict(super().__getstate__())  # type: ignore[misc]
+        state["__pydantic_private__"] = None
+        return state
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        super().__setstate__(state)  # type: ignore[misc]
+        fresh = {name: (attr.default_factory() if attr.default_factory is not None
+                        else copy.deepcopy(attr.default))
+                 for name, attr in type(self).__private_attributes__.items()}  # type: ignore[attr-defined]
+        object.__setattr__(self, "__pydantic_private__", fresh)

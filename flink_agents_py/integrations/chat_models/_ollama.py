@@ -1,0 +1,156 @@
+"""Ollama's native chat API (``POST /api/chat``) through the official ``ollama`` client.
+
+Needs the ``ollama`` extra (``pip install 'flink-agents-py[ollama]'``). Mapping:
+
+- messages keep their roles; an assistant message's tool calls go as
+  ``tool_calls: [{"function": {"name", "arguments": {...}}}]`` and a tool result as
+  ``{"role": "tool", "content": ..., "tool_name": ...}``. Ollama gives tool calls no ids: the
+  chat action gives each a unique synthetic id, and results go back in call order, each with
+  its tool's name.
+- tools as ``{"type": "function", "function": {"name", "description", "parameters"}}``. The
+  ``ollama`` client re-validates tools into its own model, which keeps ``type``,
+  ``description``, ``enum``, ``items`` and ``required`` of each property and drops other
+  JSON Schema keywords (``anyOf``, ``default``...).
+- structured output: the JSON Schema as ``format``.
+- options: ``keep_alive``, ``think``, ``logprobs`` and ``top_logprobs`` are request fields;
+  anything else (``temperature``, ``seed``, ``num_ctx``...) goes into ``options``, with
+  ``max_tokens`` renamed ``num_predict``.
+- usage from ``prompt_eval_count`` / ``eval_count``; ``done_reason`` as the finish reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import Field, PrivateAttr
+
+from ...api import (
+    ChatMessage,
+    ChatModelConnection,
+    ChatResponse,
+    MessageRole,
+    ProviderError,
+    TokenUsage,
+    ToolCall,
+    ToolMetadata,
+)
+from ._common import FreshOnUnpickle, LoopBoundClient, import_sdk, provider_error, run_sync
+
+__all__ = ["OllamaChatModel", "to_ollama_messages"]
+
+_REQUEST_FIELDS = ("keep_alive", "think", "logprobs", "top_logprobs")
+
+
+def to_ollama_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """Map our messages to Ollama ``/api/chat`` message dicts."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        d: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.tool_calls:
+            d["tool_calls"] = [{"function": {"name": c.name, "arguments": dict(c.arguments)}}
+                               for c in m.tool_calls]
+        if m.role == MessageRole.TOOL and m.name:
+            d["tool_name"] = m.name
+        out.append(d)
+    return out
+
+
+class OllamaChatModel(FreshOnUnpickle, ChatModelConnection):
+    """An Ollama server.
+
+    Attributes:
+        host: the server, e.g. ``http://127.0.0.1:11434`` (``None``: ``OLLAMA_HOST``, else
+            Ollama's default).
+        default_model: the model when the setup names none.
+        timeout_s: request timeout in seconds (a timeout is a retryable ``ProviderError``).
+        keep_alive: how long the server keeps the model loaded (Ollama's ``keep_alive``).
+    """
+
+    host: str | None = None
+    default_model: str = "llama3.2"
+    timeout_s: float = Field(default=120.0, gt=0)
+    keep_alive: str | float | None = None
+
+    _clients: LoopBoundClient | None = PrivateAttr(default=None)
+
+    def _client(self) -> Any:
+        if self._clients is None:
+            ollama = import_sdk("ollama", "ollama", "the Ollama chat model")
+            self._clients = LoopBoundClient(
+                lambda: ollama.AsyncClient(host=self.host, timeout=self.timeout_s))
+        return self._clients.get()
+
+    def close(self) -> None:
+        """Drop the clients."""
+        if self._clients is not None:
+            self._clients.clear()
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        """Blocking form of ``achat`` (not from inside a running event loop)."""
+        return run_sync(self.achat(messages, **kwargs))
+
+    async def achat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        model: str | None = None,
+        tools: Sequence[ToolMetadata] = (),
+        output_schema: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> ChatResponse:
+        """Send one ``/api/chat`` request (not streamed); see ``ChatModelConnection.chat``.
+
+        Raises:
+            ProviderError: with the HTTP status, ``retryable`` for timeouts, connection
+                failures, 408/409/425/429 and 5xx.
+            ImportError: naming the ``ollama`` extra when the client is not installed.
+        """
+        client = self._client()
+        import httpx
+        import ollama
+
+        request: dict[str, Any] = {k: options.pop(k) for k in _REQUEST_FIELDS if k in options}
+        if "max_tokens" in options:
+            options["num_predict"] = options.pop("max_tokens")
+        if self.keep_alive is not None:
+            request.setdefault("keep_alive", self.keep_alive)
+        if tools:
+            request["tools"] = [{"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters}}
+                for t in tools]
+        if output_schema is not None:
+            request["format"] = output_schema
+        try:
+            resp = await client.chat(model=model or self.default_model,
+                                     messages=to_ollama_messages(messages),
+                                     options=options or None, stream=False, **request)
+        except ollama.ResponseError as e:
+            if e.status_code is None or e.status_code <= 0:  # an error in a 200 body
+                raise ProviderError(f"ollama chat failed: {e.error}") from e
+            raise provider_error(f"ollama chat failed: {e.error}", e.status_code) from e
+        except ollama.RequestError as e:
+            raise ProviderError(f"ollama chat request is invalid: {e.error}") from e
+        except (httpx.TimeoutException, ConnectionError, httpx.TransportError) as e:
+            raise provider_error(f"ollama chat failed: {type(e).__name__}: {e}", None) from e
+        return _from_ollama(resp)
+
+
+def _from_ollama(resp: Any) -> ChatResponse:
+    body = resp.model_dump() if hasattr(resp, "model_dump") else dict(resp)
+    msg = body.get("message") or {}
+    calls = []
+    for c in msg.get("tool_calls") or []:
+        fn = c.get("function") or {}
+        calls.append(ToolCall(id=str(c.get("id") or ""), name=fn.get("name") or "",
+                              arguments=dict(fn.get("arguments") or {})))
+    finish = body.get("done_reason")
+    return ChatResponse(
+        message=ChatMessage(role=MessageRole.ASSISTANT, content=msg.get("content") or "",
+                            tool_calls=calls),
+        model=body.get("model"),
+        usage=TokenUsage(input_tokens=body.get("prompt_eval_count") or 0,
+                         output_tokens=body.get("eval_count") or 0),
+        finish_reason="tool_calls" if calls else finish,
+        metadata={k: body[k] for k in ("created_at", "total_duration") if body.get(k)},
+    )

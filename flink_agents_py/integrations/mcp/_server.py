@@ -1,0 +1,542 @@
+"""MCP servers as resources: their tools for chat models, their prompts for setups.
+
+Needs the ``mcp`` extra (``pip install 'flink-agents-py[mcp]'``); the official ``mcp`` SDK's
+``ClientSession`` over its stdio and streamable-HTTP transports (the calls used here are the
+same in the SDK's 1.x and 2.x lines).
+
+- ``McpServer`` (``MCP_SERVER``): one server, started as a subprocess (``command=[...]``,
+  stdio) or reached at ``url=`` (streamable HTTP). It keeps one session open on a thread of
+  its own (its own event loop); other threads' calls are bridged onto it.
+- ``McpTool`` (``TOOL``): one tool of a server, offered to chat models under the resource's
+  name. Declared explicitly, or registered for every advertised tool when the plan is built.
+- ``McpPrompt`` (``PROMPT``): one prompt of a server, usable as a setup's ``prompt``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
+
+import orjson
+from pydantic import Field, PrivateAttr, model_validator
+
+from ...api import (
+    AgentsError,
+    ChatMessage,
+    MessageRole,
+    Prompt,
+    Resource,
+    ResourceDescriptor,
+    ResourceError,
+    ResourceType,
+    ToolMetadata,
+)
+from ...api._tools import RESERVED_TOOL_PREFIX
+from ..chat_models._common import FreshOnUnpickle, import_sdk
+
+__all__ = ["McpServer", "McpTool", "McpPrompt", "McpToolError"]
+
+log = logging.getLogger("flink_agents_py.mcp")
+
+
+class McpToolError(AgentsError):
+    """An MCP tool answered with ``isError`` (the message is the tool's own text)."""
+
+
+def _wire(obj: Any) -> dict[str, Any]:
+    """An SDK model as its wire dict (camelCase keys whatever the SDK's attribute names)."""
+    if isinstance(obj, dict):
+        return obj
+    return obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _stderr() -> Any:
+    try:
+        sys.stderr.fileno()
+        return sys.stderr
+    except (AttributeError, OSError, ValueError):
+        return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the subprocess
+
+
+class _Connection:
+    """One client session on its own thread and event loop (anyio scopes stay in one task)."""
+
+    def __init__(self, server: McpServer, label: str) -> None:
+        self._server = server
+        self._label = label
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self.session: Any = None
+        self.init: dict[str, Any] = {}
+
+    def start(self, timeout: float) -> None:
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._thread = threading.Thread(target=self._run, args=(ready,), daemon=True,
+                                        name=f"mcp-{self._label}")
+        self._thread.start()
+        try:
+            ready.result(timeout)
+        except concurrent.futures.TimeoutError:
+            self.close()
+            raise TimeoutError(f"no MCP session with {self._server.where} "
+                               f"within {timeout:g} s") from None
+
+    def _run(self, ready: concurrent.futures.Future[None]) -> None:
+        try:
+            asyncio.run(self._main(ready))
+        except BaseException as e:  # noqa: BLE001 - reported to the starter, or logged
+            if not ready.done():
+                ready.set_exception(e if isinstance(e, Exception) else RuntimeError(str(e)))
+            else:
+                log.debug("MCP session with %s ended: %r", self._server.where, e)
+        finally:
+            self.session = None
+
+    async def _main(self, ready: concurrent.futures.Future[None]) -> None:
+        import_sdk("mcp", "mcp", "MCP servers")
+        from mcp import ClientSession
+
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        async with contextlib.AsyncExitStack() as stack:
+            streams = await stack.enter_async_context(self._transport())
+            session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
+            self.init = _wire(await session.initialize())
+            self.session = session
+            if not ready.done():
+                ready.set_result(None)
+            await self._stop.wait()
+
+    def _transport(self) -> Any:
+        srv = self._server
+        if srv.command:
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(command=srv.command[0], args=list(srv.command[1:]),
+                                           env=srv.env, cwd=srv.cwd)
+            return stdio_client(params, errlog=_stderr())
+        from mcp.client import streamable_http
+
+        connect = getattr(streamable_http, "streamable_http_client", None)
+        if connect is None:  # the SDK's 1.x name
+            connect = streamable_http.streamablehttp_client
+        return connect(srv.url)
+
+    @property
+    def alive(self) -> bool:
+        return (self.session is not None and self._thread is not None
+                and self._thread.is_alive() and self._stop is not None and not self._stop.is_set())
+
+    def submit(self, fn: Callable[[Any], Awaitable[Any]]) -> concurrent.futures.Future[Any]:
+        if not self.alive or self._loop is None:
+            raise ConnectionError(f"the MCP session with {self._server.where} is closed")
+        session = self.session
+        return asyncio.run_coroutine_threadsafe(fn(session), self._loop)
+
+    def call(self, fn: Callable[[Any], Awaitable[Any]], timeout: float) -> Any:
+        fut = self.submit(fn)
+        try:
+            return fut.result(timeout)
+        except concurrent.futures.TimeoutError:
+            fut.cancel()
+            raise TimeoutError(f"MCP server {self._server.where} did not answer "
+                               f"within {timeout:g} s") from None
+
+    def close(self, timeout: float = 10.0) -> None:
+        loop, stop, thread = self._loop, self._stop, self._thread
+        if loop is not None and stop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(stop.set)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+
+async def _list_all(session: Any, method: str, key: str) -> list[dict[str, Any]]:
+    """Every page of ``tools/list`` or ``prompts/list`` as wire dicts."""
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        fn = getattr(session, method)
+        if cursor is None:
+            page = _wire(await fn())
+        else:
+            from mcp import types
+
+            try:
+                page = _wire(await fn(params=types.PaginatedRequestParams(cursor=cursor)))
+            except TypeError:  # older SDKs take the cursor directly
+                page = _wire(await fn(cursor=cursor))
+        items.extend(page.get(key) or [])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return items
+
+
+def _tool_value(result: Any, output_schema: dict[str, Any] | None = None) -> Any:
+    """A ``tools/call`` result as the tool's return value for the model.
+
+    - ``structuredContent`` when the server gives it; a tool whose output schema is only
+      ``{"result": ...}`` (how FastMCP/MCPServer wrap a tool returning a non-object) gets it
+      unwrapped;
+    - else, content blocks that are all text: one text that is a JSON object or array is
+      parsed (servers return dicts as JSON text), any other text is returned as it is, and
+      several texts are joined by newlines;
+    - else the blocks as wire dicts (images, resources...).
+
+    Raises:
+        McpToolError: when the result has ``isError`` set (its text is the message).
+    """
+    data = _wire(result)
+    blocks = data.get("content") or []
+    texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
+    if data.get("isError"):
+        raise McpToolError("\n".join(texts) or "the MCP tool failed without saying why")
+    structured = data.get("structuredContent")
+    if structured is not None:
+        props = (output_schema or {}).get("properties")
+        if (isinstance(structured, dict) and list(structured) == ["result"]
+                and isinstance(props, dict) and list(props) == ["result"]):
+            return structured["result"]
+        return structured
+    if len(texts) != len(blocks):
+        return blocks
+    if len(texts) == 1 and texts[0].lstrip()[:1] in ("{", "["):
+        try:
+            return orjson.loads(texts[0])
+        except orjson.JSONDecodeError:
+            pass
+    return "\n".join(texts)
+
+
+class McpServer(FreshOnUnpickle, Resource):
+    """An MCP server (resource type ``MCP_SERVER``).
+
+    ``ResourceDescriptor(clazz="flink_agents_py.integrations.mcp.McpServer",
+    command=["python", "server.py"])`` (stdio) or ``url="http://127.0.0.1:8000/mcp"``
+    (streamable HTTP).
+
+    When the plan is built (``AgentPlan.from_agent``) the server is started once and listed:
+    a tool it advertises whose name starts with the reserved prefix ``_subagent_`` is a plan
+    problem naming the server and the tool; every other tool is registered as a ``TOOL``
+    resource of that name (an ``McpTool``), and every prompt as a ``PROMPT`` resource (an
+    ``McpPrompt``), unless a resource of that name is declared already (the declared one
+    wins). If the server cannot be reached then, a warning is logged, nothing is registered
+    (declare ``McpTool``/``McpPrompt`` resources yourself) and the reserved-prefix check
+    happens when the server opens (a ``ResourceError`` naming server and tool).
+
+    Attributes:
+        command: the command starting a stdio server (program, then arguments).
+        url: the endpoint of a streamable-HTTP server.
+        env: extra environment variables for a stdio server (the SDK passes a small safe
+            default environment, not this process's).
+        cwd: the working directory of a stdio server.
+        timeout_s: the most one request (a tool call, a prompt) may take.
+        connect_timeout_s: the most connecting (start-up and handshake) may take.
+        list_at_plan_build: list the server when the plan is built (see above).
+        plan_timeout_s: the most that listing may take.
+        register_tools: register advertised tools as ``TOOL`` resources at plan build.
+        register_prompts: register advertised prompts as ``PROMPT`` resources at plan build.
+    """
+
+    RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.MCP_SERVER
+
+    command: list[str] | None = None
+    url: str | None = None
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+    connect_timeout_s: float = Field(default=30.0, gt=0)
+    list_at_plan_build: bool = True
+    plan_timeout_s: float = Field(default=30.0, gt=0)
+    register_tools: bool = True
+    register_prompts: bool = True
+
+    _conn: _Connection | None = PrivateAttr(default=None)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _tools: dict[str, dict[str, Any]] | None = PrivateAttr(default=None)
+    _prompts: dict[str, dict[str, Any]] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServer:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of command=[...] (stdio) or url=... (HTTP)")
+        if self.command is not None and not self.command:
+            raise ValueError("command must name a program")
+        return self
+
+    @property
+    def where(self) -> str:
+        """The server as a message names it."""
+        label = f"{self.resource_name!r} " if self.resource_name else ""
+        return f"{label}({' '.join(self.command) if self.command else self.url})"
+
+    # -- connection ---------------------------------------------------------------------
+    def _connection(self) -> _Connection:
+        with self._lock:
+            if self._conn is None or not self._conn.alive:
+                if self._conn is not None:
+                    self._conn.close(1.0)
+                conn = _Connection(self, self.resource_name or "server")
+                conn.start(self.connect_timeout_s)
+                self._conn = conn
+            return self._conn
+
+    def _listing(self, conn: _Connection, timeout: float
+                 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+        tools = conn.call(lambda s: _list_all(s, "list_tools", "tools"), timeout)
+        prompts: list[dict[str, Any]] = []
+        if (conn.init.get("capabilities") or {}).get("prompts") is not None:
+            prompts = conn.call(lambda s: _list_all(s, "list_prompts", "prompts"), timeout)
+        return {t["name"]: t for t in tools}, {p["name"]: p for p in prompts}
+
+    def open(self) -> None:
+        """Connect, list tools and prompts, and reject a tool named with the reserved prefix.
+
+        Raises:
+            ResourceError: naming the server and the tool, for a reserved name; naming the
+                server, when it cannot be reached.
+            ImportError: naming the ``mcp`` extra when the SDK is not installed.
+        """
+        try:
+            conn = self._connection()
+            tools, prompts = self._listing(conn, self.timeout_s)
+        except ImportError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise ResourceError(f"MCP server {self.where} cannot be reached: "
+                                f"{type(e).__name__}: {e}") from e
+        reserved = [n for n in tools if n.startswith(RESERVED_TOOL_PREFIX)]
+        if reserved:
+            self.close()
+            raise ResourceError(
+                f"MCP server {self.where} advertises tool {reserved[0]!r}, which starts with "
+                f"the reserved prefix {RESERVED_TOOL_PREFIX!r} (that prefix names sub-agent "
+                "callables); rename the tool on the server")
+        self._tools, self._prompts = tools, prompts
+
+    def close(self) -> None:
+        """End the session (a stdio server's process ends with it)."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    # -- tools --------------------------------------------------------------------------
+    def _opened(self) -> None:
+        if self._tools is None:
+            self.open()
+
+    def list_tools(self) -> list[ToolMetadata]:
+        """The server's tools as chat models are told about them."""
+        self._opened()
+        assert self._tools is not None
+        return [self.tool_metadata(n) for n in self._tools]
+
+    def tool_metadata(self, tool: str, as_name: str | None = None) -> ToolMetadata:
+        """One tool's name, description and input schema (offered as ``as_name``).
+
+        Raises:
+            ResourceError: when the server has no such tool (naming what it has).
+        """
+        self._opened()
+        assert self._tools is not None
+        spec = self._tools.get(tool)
+        if spec is None:
+            raise ResourceError(f"MCP server {self.where} has no tool {tool!r} "
+                                f"(it has: {', '.join(sorted(self._tools)) or 'none'})")
+        schema = spec.get("inputSchema") or {"type": "object", "properties": {}}
+        return ToolMetadata(name=as_name or tool, description=spec.get("description") or "",
+                            parameters=schema)
+
+    async def acall_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """Call a tool; returns its value (see ``_tool_value``).
+
+        Raises:
+            McpToolError: when the tool reports an error.
+            TimeoutError: when it takes longer than ``timeout_s``.
+        """
+        if self._tools is None:
+            await asyncio.to_thread(self._opened)
+        conn = await asyncio.to_thread(self._connection)
+        fut = conn.submit(lambda s: s.call_tool(tool, arguments))
+        try:
+            result = await asyncio.wait_for(asyncio.wrap_future(fut), self.timeout_s)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"MCP tool {tool!r} of {self.where} did not answer within "
+                               f"{self.timeout_s:g} s") from None
+        return _tool_value(result, self._output_schema(tool))
+
+    def _output_schema(self, tool: str) -> dict[str, Any] | None:
+        return ((self._tools or {}).get(tool) or {}).get("outputSchema")
+
+    def call_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """Blocking form of ``acall_tool``."""
+        self._opened()
+        return _tool_value(self._connection().call(
+            lambda s: s.call_tool(tool, arguments), self.timeout_s), self._output_schema(tool))
+
+    # -- prompts ------------------------------------------------------------------------
+    def list_prompts(self) -> list[dict[str, Any]]:
+        """The server's prompts: ``{"name", "description", "arguments": [...]}`` each."""
+        self._opened()
+        assert self._prompts is not None
+        return list(self._prompts.values())
+
+    def get_prompt(self, prompt: str, arguments: dict[str, Any] | None = None) -> list[ChatMessage]:
+        """Fetch a prompt, filled with ``arguments`` (the ones it declares, as text).
+
+        Raises:
+            ResourceError: when the server has no such prompt, or a required argument is
+                missing.
+        """
+        self._opened()
+        assert self._prompts is not None
+        spec = self._prompts.get(prompt)
+        if spec is None:
+            raise ResourceError(f"MCP server {self.where} has no prompt {prompt!r} "
+                                f"(it has: {', '.join(sorted(self._prompts)) or 'none'})")
+        given = arguments or {}
+        args: dict[str, str] = {}
+        for a in spec.get("arguments") or []:
+            name = a["name"]
+            if name in given:
+                value = given[name]
+                args[name] = value if isinstance(value, str) else orjson.dumps(value).decode()
+            elif a.get("required"):
+                raise ResourceError(f"prompt {prompt!r} of MCP server {self.where} needs "
+                                    f"the argument {name!r}")
+        result = _wire(self._connection().call(
+            lambda s: s.get_prompt(prompt, args or None), self.timeout_s))
+        messages = []
+        for m in result.get("messages") or []:
+            content = m.get("content") or {}
+            text = (content.get("text", "") if content.get("type") == "text"
+                    else orjson.dumps(content).decode())
+            role = MessageRole.ASSISTANT if m.get("role") == "assistant" else MessageRole.USER
+            messages.append(ChatMessage(role=role, content=text))
+        return messages
+
+    # -- plan build ---------------------------------------------------------------------
+    def plan_listing(self, name: str
+                     ) -> list[tuple[ResourceType, str, ResourceDescriptor | None]] | None:
+        """What the plan registers for this server: ``(type, advertised name, descriptor)``.
+
+        Called by ``AgentPlan.from_agent`` with the server's resource name; uses a session
+        of its own, closed before returning. The descriptor is ``None`` for a name not to
+        register. Returns ``None`` (after logging a warning) when listing is switched off or
+        the server cannot be reached.
+        """
+        if not self.list_at_plan_build:
+            return None
+        conn = _Connection(self, f"{name}-plan")
+        try:
+            conn.start(self.plan_timeout_s)
+            tools, prompts = self._listing(conn, self.plan_timeout_s)
+        except ImportError:
+            raise
+        except Exception as e:  # noqa: BLE001 - optional: checked again at open
+            log.warning("MCP server %r (%s) could not be listed when the plan was built "
+                        "(%s: %s); its tools are checked when it opens", name,
+                        " ".join(self.command) if self.command else self.url,
+                        type(e).__name__, e)
+            return None
+        finally:
+            conn.close()
+        out: list[tuple[ResourceType, str, ResourceDescriptor | None]] = []
+        for tool in tools:
+            out.append((ResourceType.TOOL, tool, ResourceDescriptor(
+                McpTool, server=name, tool=tool) if self.register_tools else None))
+        for prompt in prompts:
+            out.append((ResourceType.PROMPT, prompt, ResourceDescriptor(
+                McpPrompt, server=name, prompt=prompt) if self.register_prompts else None))
+        return out
+
+
+class McpTool(FreshOnUnpickle, Resource):
+    """One tool of an MCP server, offered to chat models as a ``TOOL`` resource.
+
+    The model sees it under the resource's name (so a tool can be renamed, e.g. to keep two
+    servers' ``search`` apart) with the server's description and input schema.
+
+    Attributes:
+        server: the name of the ``MCP_SERVER`` resource.
+        tool: the tool's name on the server (default: the resource's name).
+    """
+
+    RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.TOOL
+
+    server: str
+    tool: str = ""
+
+    _metadata: ToolMetadata | None = PrivateAttr(default=None)
+
+    def _server(self) -> McpServer:
+        srv = self.get_resource(self.server, ResourceType.MCP_SERVER)
+        if not isinstance(srv, McpServer):
+            raise ResourceError(f"tool {self.resource_name!r}: resource {self.server!r} is a "
+                                f"{type(srv).__name__}, not an McpServer")
+        return srv
+
+    @property
+    def name(self) -> str:
+        """The name the model calls the tool by."""
+        return self.resource_name or self.tool
+
+    def open(self) -> None:
+        """Fetch the tool's description and schema from its server (opening the server)."""
+        self._metadata = self._server().tool_metadata(self.tool or self.name, self.name)
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        """Name, description and argument schema for a chat model."""
+        if self._metadata is None:
+            self.open()
+        assert self._metadata is not None
+        return self._metadata
+
+    async def acall(self, **arguments: Any) -> Any:
+        """Call the tool on its server.
+
+        Raises:
+            McpToolError: when the tool reports an error (the model is told).
+        """
+        return await self._server().acall_tool(self.tool or self.name, arguments)
+
+
+class McpPrompt(Prompt):
+    """One prompt of an MCP server, usable as a chat model setup's ``prompt``.
+
+    Filled from the request's ``prompt_args`` (the arguments the prompt declares, as text).
+    Fetching it is a request to the server, made each time the prompt is used (on the
+    operator thread, bounded by the server's ``timeout_s``).
+
+    Attributes:
+        server: the name of the ``MCP_SERVER`` resource.
+        prompt: the prompt's name on the server (default: the resource's name).
+    """
+
+    server: str
+    prompt: str = ""
+
+    def _server(self) -> McpServer:
+        srv = self.get_resource(self.server, ResourceType.MCP_SERVER)
+        if not isinstance(srv, McpServer):
+            raise ResourceError(f"prompt {self.resource_name!r}: resource {self.server!r} is "
+                                f"a {type(srv).__name__}, not an McpServer")
+        return srv
+
+    def format_messages(self, **values: Any) -> list[ChatMessage]:
+        """The server's messages for ``values``."""
+        return self._server().get_prompt(self.prompt or self.resource_name, values)
+
+    def format_string(self, **values: Any) -> str:
+        """The server's messages for ``values``, as one text."""
+        return "\n".join(m.content for m in self.format_messages(**values))
