@@ -10,7 +10,7 @@ from pyflink.common import Types
 from ..api import Agent
 from ..local import default_key_selector
 from ..plan import AgentPlan
-from ..runtime import Failpoint, Journal
+from ..runtime import Failpoint, Journal, Observer
 from ._operator import ERROR_TAG, AgentOperator
 
 __all__ = ["FlinkExecutionEnvironment", "FlinkAgentBuilder"]
@@ -35,7 +35,9 @@ class FlinkAgentBuilder:
         plan = agent if isinstance(agent, AgentPlan) else AgentPlan.from_agent(agent)
         op = AgentOperator(plan, max_in_flight=self._env.max_in_flight,
                            max_poll_interval_ms=self._env.max_poll_interval_ms,
-                           journal=self._env.journal, failpoint=self._env.failpoint)
+                           journal=self._env.journal, failpoint=self._env.failpoint,
+                           metrics=self._env.metrics, event_log=self._env.event_log,
+                           observer=self._env.observer)
         label = name or (type(agent).__name__ if isinstance(agent, Agent) else "agent")
         self._result = (
             self._ds.key_by(self._key_selector)
@@ -69,13 +71,27 @@ class FlinkExecutionEnvironment:
         journal: a write-ahead journal of durable call outcomes (``SqliteJournal``...), closing
             the window between the last checkpoint and a failure.
         failpoint: a test hook for crash injection (see ``runtime.Failpoint``).
+        metrics: register the agent metrics (``observability.AgentMetrics``) in each operator
+            subtask's metric group ``flink_agents``, for any Flink metric reporter.
+        event_log: write the event log: an ``observability.EventLog``, a path or an
+            ``EventLogSink`` (picklable). Each subtask writes its own file: ``{subtask}`` in
+            the path, or ``-<subtask>`` before its suffix (``events.jsonl`` ->
+            ``events-0.jsonl``); a restarted attempt appends to it.
+        observer: an extra ``runtime.Observer`` for every subtask (picklable).
     """
 
     def __init__(self, env: Any, *, max_in_flight: int = 32, max_poll_interval_ms: int = 20,
-                 journal: Journal | None = None, failpoint: Failpoint | None = None) -> None:
+                 journal: Journal | None = None, failpoint: Failpoint | None = None,
+                 metrics: bool = True, event_log: Any = None,
+                 observer: Observer | None = None) -> None:
+        from ..observability import EventLog
+
         self.env = env
         self.journal = journal
         self.failpoint = failpoint
+        self.metrics = metrics
+        self.event_log = EventLog.of(event_log)  # a path is made absolute here, on the client
+        self.observer = observer
         self.max_in_flight = max_in_flight
         self.max_poll_interval_ms = max_poll_interval_ms
 

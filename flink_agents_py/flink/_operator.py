@@ -16,16 +16,26 @@ watermark; there the operator blocks until the key has no work left.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
 from pyflink.common import Types
 from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 
 from ..plan import AgentPlan
-from ..runtime import AgentCore, Failpoint, Journal, KeyState, RunState, StepResult
+from ..runtime import (
+    AgentCore,
+    Failpoint,
+    Journal,
+    KeyState,
+    Observer,
+    RunState,
+    StepResult,
+    dumps_json,
+    loads_json,
+)
 
 __all__ = ["AgentOperator", "ERROR_TAG", "DRAIN_TIMESTAMP"]
 
@@ -49,7 +59,7 @@ class _FlinkKeyState(KeyState):
     def run(self) -> RunState | None:
         if not self._run_loaded:
             raw = self._op._run_state.value()
-            self._run = RunState.model_validate_json(raw) if raw else None
+            self._run = RunState.model_validate(loads_json(raw)) if raw else None
             self._run_loaded = True
         return self._run
 
@@ -61,7 +71,7 @@ class _FlinkKeyState(KeyState):
     def memory(self) -> dict[str, Any]:
         if self._memory is None:
             raw = self._op._memory_state.value()
-            self._memory = orjson.loads(raw) if raw else {}
+            self._memory = loads_json(raw) if raw else {}
         return self._memory
 
     @memory.setter
@@ -73,7 +83,7 @@ class _FlinkKeyState(KeyState):
 
     def push_input(self, record: Any) -> None:
         _, tail = self._bounds()
-        self._op._queue_state.put(tail, orjson.dumps(record).decode())
+        self._op._queue_state.put(tail, dumps_json(record, sort_keys=False).decode())
         self._op._tail_state.update(tail + 1)
 
     def pop_input(self) -> tuple[int, Any] | None:
@@ -83,7 +93,7 @@ class _FlinkKeyState(KeyState):
         raw = self._op._queue_state.get(head)
         self._op._queue_state.remove(head)
         self._op._head_state.update(head + 1)
-        return head, orjson.loads(raw)
+        return head, loads_json(raw)
 
     def queued(self) -> int:
         head, tail = self._bounds()
@@ -94,9 +104,29 @@ class _FlinkKeyState(KeyState):
             if self._run is None:
                 self._op._run_state.clear()
             else:
-                self._op._run_state.update(self._run.model_dump_json())
+                self._op._run_state.update(
+                    dumps_json(self._run.model_dump(mode="python"), sort_keys=False).decode())
         if self._memory is not None:
-            self._op._memory_state.update(orjson.dumps(self._memory).decode())
+            self._op._memory_state.update(dumps_json(self._memory, sort_keys=False).decode())
+
+
+def _task_info(runtime_context: Any) -> tuple[int, int]:
+    """``(subtask index, attempt number)``. PyFlink 2.3's thread-mode context calls Java
+    methods that moved to ``RuntimeContext.getTaskInfo()``, so that is tried next."""
+    found: list[int] = []
+    for name, java in (("get_index_of_this_subtask", "getIndexOfThisSubtask"),
+                       ("get_attempt_number", "getAttemptNumber")):
+        try:
+            found.append(int(getattr(runtime_context, name)()))
+            continue
+        except Exception:  # noqa: BLE001 - e.g. AttributeError from pemja
+            pass
+        try:
+            info = runtime_context._runtime_context.getTaskInfo()
+            found.append(int(getattr(info, java)()))
+        except Exception:  # noqa: BLE001
+            found.append(0)
+    return found[0], found[1]
 
 
 class AgentOperator(KeyedProcessFunction):
@@ -112,14 +142,25 @@ class AgentOperator(KeyedProcessFunction):
         drain_poll_s: at end of input, how long to block per wait for a key's I/O, in s.
         journal: an optional write-ahead journal (picklable; each instance opens its own).
         failpoint: a test hook for crash injection (see ``runtime.Failpoint``).
+        metrics: register the agent metrics in the operator's metric group
+            (``flink_agents``; see ``observability.AgentMetrics``).
+        event_log: an ``observability.EventLog`` (or a path, or a sink); each subtask writes
+            its own file.
+        observer: an extra ``runtime.Observer`` (picklable).
     """
 
     def __init__(self, plan: AgentPlan, *, max_in_flight: int = 32,
                  max_poll_interval_ms: int = 20, drain_poll_s: float = 1.0,
-                 journal: Journal | None = None, failpoint: Failpoint | None = None) -> None:
+                 journal: Journal | None = None, failpoint: Failpoint | None = None,
+                 metrics: bool = True, event_log: Any = None,
+                 observer: Observer | None = None) -> None:
         self.plan = plan
         self.journal = journal
         self.failpoint = failpoint
+        self.metrics = metrics
+        self.event_log = event_log
+        self.observer = observer
+        self.observability: Any = None
         self.max_in_flight = max_in_flight
         self.max_poll_interval_ms = max_poll_interval_ms
         self.drain_poll_s = drain_poll_s
@@ -135,16 +176,35 @@ class AgentOperator(KeyedProcessFunction):
             MapStateDescriptor("agent-queue", Types.LONG(), Types.STRING()))
         self._head_state = runtime_context.get_state(ValueStateDescriptor("agent-queue-head", Types.LONG()))
         self._tail_state = runtime_context.get_state(ValueStateDescriptor("agent-queue-tail", Types.LONG()))
+        self.observability = self._open_observability(runtime_context)
         self.core = AgentCore(self.plan, max_in_flight=self.max_in_flight, journal=self.journal,
-                              failpoint=self.failpoint)
+                              failpoint=self.failpoint, observer=self.observability.observer)
         self.core.open()
         self._backoff = {}
 
+    def _open_observability(self, runtime_context: RuntimeContext) -> Any:
+        from ..observability import HostObservability
+
+        group = None
+        if self.metrics:
+            try:
+                group = runtime_context.get_metrics_group()
+            except Exception:  # noqa: BLE001 - metrics disabled for Python functions
+                logging.getLogger(__name__).warning("no metric group: agent metrics stay local",
+                                                    exc_info=True)
+        subtask, attempt = _task_info(runtime_context)
+        return HostObservability(
+            metrics=self.metrics, event_log=self.event_log, observer=self.observer,
+            host="flink", subtask=subtask, attempt=attempt, flink_group=group,
+            actions=list(self.plan.actions))
+
     def close(self) -> None:
-        """Stop the executor and close resources."""
+        """Stop the executor and close resources (and the event log)."""
         if self.core is not None:
             self.core.close()
             self.core = None
+        if self.observability is not None:
+            self.observability.close()
 
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
         """Queue the record for its key and run what can run."""

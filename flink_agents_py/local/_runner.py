@@ -10,7 +10,7 @@ from typing import Any
 
 from ..api import Agent
 from ..plan import AgentPlan
-from ..runtime import AgentCore, ErrorRecord, InMemoryKeyState, Journal, StepResult
+from ..runtime import AgentCore, ErrorRecord, InMemoryKeyState, Journal, Observer, StepResult
 
 __all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "default_key_selector"]
 
@@ -28,11 +28,15 @@ class LocalRunResult:
         outputs: ``OutputEvent.output`` values in emission order (per key, in input order).
         errors: failed actions and rejected records, with their keys.
         counters: runtime counters (runs, actions, durable calls executed and replayed).
+        metrics: the metrics snapshot (``AgentMetrics.snapshot()``; ``{}`` with
+            ``metrics=False``): counts by action, model, tool and sub-agent, tokens,
+            replayed versus executed calls, and latency summaries in ``latency_ms``.
     """
 
     outputs: list[Any] = field(default_factory=list)
     errors: list[ErrorRecord] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 class LocalAgentJob:
@@ -67,9 +71,13 @@ class LocalAgentJob:
         """
         if self._plan is None:
             raise RuntimeError("call .apply(agent) before running")
+        from ..observability import HostObservability
+
         wake: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        obs = HostObservability(metrics=self._env.metrics, event_log=self._env.event_log,
+                                observer=self._env.observer, host="local")
         core = AgentCore(self._plan, max_in_flight=self._env.max_in_flight, notify=wake.put,
-                         journal=self._env.journal)
+                         journal=self._env.journal, observer=obs.observer)
         states: dict[Any, InMemoryKeyState] = {}
         busy: set[Any] = set()
         result = LocalRunResult()
@@ -80,12 +88,10 @@ class LocalAgentJob:
             result.outputs.extend(res.outputs)
             result.errors.extend(res.errors)
             (busy.add if res.busy else busy.discard)(key)
-            if bar is not None:
-                done = core.counters["runs_completed"]
-                bar.n = done
+            if bar is not None:  # update() keeps tqdm's rate and its refresh interval
                 bar.set_postfix(outputs=len(result.outputs), in_flight=core.executor.in_flight,
                                 refresh=False)
-                bar.refresh()
+                bar.update(core.counters["runs_completed"] - bar.n)
 
         def drain_wakeups(block: bool) -> None:
             try:
@@ -118,9 +124,11 @@ class LocalAgentJob:
                 drain_wakeups(block=True)
         finally:
             core.close()
+            obs.close()
             if bar is not None:
                 bar.close()
         result.counters = dict(core.counters)
+        result.metrics = obs.snapshot()
         self.result = result
         return result
 
@@ -129,7 +137,8 @@ class LocalAgentJob:
             return None
         from tqdm import tqdm
 
-        return tqdm(total=total, unit="rec", desc="agent", file=sys.stderr, mininterval=0.5)
+        return tqdm(total=total, unit="rec", desc="agent", file=sys.stderr, mininterval=0.5,
+                    dynamic_ncols=True)
 
 
 class LocalExecutionEnvironment:
@@ -137,15 +146,23 @@ class LocalExecutionEnvironment:
 
     Args:
         max_in_flight: the most I/O calls (model, tool) running at once across keys.
-        progress: show a progress bar (records done, outputs, in-flight calls) on stderr.
+        progress: show a progress bar (records done, rate, outputs, in-flight calls) on stderr.
         journal: an optional write-ahead journal of durable call outcomes.
+        metrics: keep metrics (``LocalRunResult.metrics``).
+        event_log: write the event log: an ``observability.EventLog``, a path (JSON lines,
+            appended to) or an ``EventLogSink``.
+        observer: an extra ``runtime.Observer`` of the core.
     """
 
     def __init__(self, max_in_flight: int = 32, progress: bool = False,
-                 journal: Journal | None = None) -> None:
+                 journal: Journal | None = None, *, metrics: bool = True,
+                 event_log: Any = None, observer: Observer | None = None) -> None:
         self.max_in_flight = max_in_flight
         self.progress = progress
         self.journal = journal
+        self.metrics = metrics
+        self.event_log = event_log
+        self.observer = observer
 
     def from_list(self, records: Iterable[Any],
                   key_selector: Callable[[Any], Any] | None = None) -> LocalAgentJob:

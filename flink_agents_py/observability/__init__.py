@@ -1,0 +1,52 @@
+"""Observability: metrics, a JSON-lines event log, and trace trees read back from it.
+
+- ``AgentMetrics``: an ``Observer`` keeping counters, in-flight gauges and latency
+  distributions (names in ``flink_agents_py.observability._metrics``); the local runner
+  returns its snapshot as ``LocalRunResult.metrics``, the Flink operator mirrors it to the
+  operator's PyFlink metric group ``flink_agents``.
+- ``EventLog``: one JSON line per run, event, action execution, durable call and output,
+  with identities and parent links, levels, truncation and secret redaction; written to a
+  file (``FileSink``) or any ``EventLogSink``.
+- ``build_traces`` / ``render_text`` / ``render_html``: the ``flink-agents-py trace`` command.
+"""
+
+from ._event_log import (
+    LEVELS,
+    EventLog,
+    EventLogObserver,
+    EventLogSink,
+    FileSink,
+    MemorySink,
+    read_event_log,
+)
+from ._host import HostObservability
+from ._metrics import METRIC_GROUP, AgentMetrics, Distribution, FlinkMetricsMirror
+from ._payload import REDACTED, Redactor, truncate
+from ._trace import RunTrace, TraceNode, build_traces, render_html, render_text, select_traces
+from ._tracking import CallInfo, TrackingObserver
+
+__all__ = [
+    "AgentMetrics",
+    "CallInfo",
+    "Distribution",
+    "EventLog",
+    "EventLogObserver",
+    "EventLogSink",
+    "FileSink",
+    "FlinkMetricsMirror",
+    "HostObservability",
+    "LEVELS",
+    "METRIC_GROUP",
+    "MemorySink",
+    "REDACTED",
+    "Redactor",
+    "RunTrace",
+    "TraceNode",
+    "TrackingObserver",
+    "build_traces",
+    "read_event_log",
+    "render_html",
+    "render_text",
+    "select_traces",
+    "truncate",
+]

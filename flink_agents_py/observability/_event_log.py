@@ -1,0 +1,387 @@
+"""The event log: one JSON line per run, event, action execution, durable call and output.
+
+Every record has ``ts`` (epoch seconds), ``kind``, ``key`` and, except the header, ``id`` and
+``parent`` (the identity one level up, so a run reads as a tree: run -> input event ->
+action -> durable call (chat, model call, tool, sub-agent) -> events -> ... -> output):
+
+- ``log_opened``: ``host``, ``level``, ``pid``, and on Flink ``subtask`` and ``attempt``
+  (a restarted job appends to the same file; a new header marks each attempt).
+- ``run_started`` / ``run_completed``: ``id`` ``r<seq>``, ``seq``, (``duration_ms``).
+- ``event``: ``type``, ``parent`` (the execution that sent it, the call that bootstrapped
+  it, or ``null`` for a run's input), ``chat``/``model`` for chat events, a summary of its
+  fields, ``data`` (its fields; ``verbose``, or always for inputs and outputs).
+- ``action_started`` / ``action_finished``: ``action``, ``reentered``; ``status``
+  (``ok``/``failed``), ``error``, ``duration_ms``.
+- ``call_started`` / ``call_finished``: ``call_kind`` (``chat``, ``chat_model``, ``tool``,
+  ``subagent``, ``function``), ``name``, ``function``, ``replayed``; ``status`` (``ok``,
+  ``failed``, ``abandoned``), ``duration_ms``, ``error``, and per kind ``model``/``chat``/
+  ``round``/``usage``/``tool_calls``/``finish_reason``, ``tool``, ``success``;
+  ``result`` (``verbose``). A replayed call has no ``call_finished``.
+- ``output``: ``parent`` (the ``OutputEvent``), ``output``.
+
+Payloads are redacted (``Redactor``) and then truncated (``max_chars``) before they are
+written. Levels: ``off`` (nothing), ``standard`` (every record; payloads of inputs, outputs
+and errors only), ``verbose`` (also every event's fields and every call's result).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from ._ids import chat_response_of, parse_result
+from ._payload import Redactor, to_loggable, truncate
+from ._tracking import CallInfo, TrackingObserver
+
+__all__ = ["EventLog", "EventLogObserver", "EventLogSink", "FileSink", "MemorySink", "LEVELS",
+           "read_event_log"]
+
+Level = Literal["off", "standard", "verbose"]
+LEVELS = ("off", "standard", "verbose")
+
+
+class EventLogSink:
+    """Where event log records go. Subclass and override ``write`` (and ``flush``/``close``).
+
+    A sink given to a Flink job is pickled to every operator subtask, which calls ``open``
+    on its copy first.
+    """
+
+    def open(self, subtask: int | None = None, attempt: int | None = None) -> EventLogSink:
+        """Prepare to write (``subtask``/``attempt``: the Flink subtask, ``None`` locally);
+        returns the sink to write to (``self`` by default)."""
+        return self
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Take one record (JSON-ready: redacted and truncated already)."""
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """Push buffered records out."""
+
+    def close(self) -> None:
+        """Flush and release resources."""
+        self.flush()
+
+
+class MemorySink(EventLogSink):
+    """Keeps the records in a list (``records``); for tests and notebooks."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+
+
+def _default(value: Any) -> Any:
+    return repr(value)
+
+
+class FileSink(EventLogSink):
+    """JSON lines appended to a file; buffered, flushed every ``flush_interval_s`` or 64 KiB.
+
+    On Flink each subtask writes its own file: ``{subtask}`` and ``{attempt}`` in ``path``
+    are replaced, and a path without ``{subtask}`` gets ``-<subtask>`` before its suffix
+    (``events.jsonl`` -> ``events-0.jsonl``). Attempts of a subtask append to one file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], flush_interval_s: float = 1.0,
+                 buffer_bytes: int = 65536) -> None:
+        self.path = str(Path(path).expanduser().absolute())
+        self.flush_interval_s = flush_interval_s
+        self.buffer_bytes = buffer_bytes
+        self._file: Any = None
+        self._buf: list[bytes] = []
+        self._size = 0
+        self._last_flush = 0.0
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(_file=None, _buf=[], _size=0, _lock=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def subtask_path(path: str, subtask: int | None, attempt: int | None) -> str:
+        """``path`` for one subtask (see the class docstring)."""
+        if subtask is None:
+            return path.replace("{subtask}", "0").replace("{attempt}", str(attempt or 0))
+        if "{subtask}" not in path:
+            p = Path(path)
+            suffix = "".join(p.suffixes) if p.suffixes else ""
+            stem = p.name[: len(p.name) - len(suffix)] if suffix else p.name
+            path = str(p.with_name(f"{stem}-{{subtask}}{suffix}"))
+        return path.replace("{subtask}", str(subtask)).replace("{attempt}", str(attempt or 0))
+
+    def open(self, subtask: int | None = None, attempt: int | None = None) -> FileSink:
+        sink = FileSink(self.subtask_path(self.path, subtask, attempt), self.flush_interval_s,
+                        self.buffer_bytes)
+        Path(sink.path).parent.mkdir(parents=True, exist_ok=True)
+        sink._file = open(sink.path, "ab")  # noqa: SIM115 - closed by close()
+        sink._last_flush = time.monotonic()
+        return sink
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = orjson.dumps(record, default=_default,
+                            option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
+        with self._lock:
+            self._buf.append(line)
+            self._size += len(line)
+            if self._size >= self.buffer_bytes or \
+                    time.monotonic() - self._last_flush >= self.flush_interval_s:
+                self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if self._file is None:
+            return
+        if self._buf:
+            self._file.write(b"".join(self._buf))
+            self._buf.clear()
+            self._size = 0
+        self._file.flush()
+        self._last_flush = time.monotonic()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_locked()
+
+    def close(self) -> None:
+        with self._lock:
+            self._flush_locked()
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+class EventLog:
+    """How to write the event log (picklable; each host opens its own ``EventLogObserver``).
+
+    Args:
+        path: the JSON lines file (appended to); on Flink one file per subtask (see
+            ``FileSink``). Give ``path`` or ``sink``.
+        level: ``"off"``, ``"standard"`` (default) or ``"verbose"``.
+        max_chars: the longest JSON form of one payload (input, output, event fields, call
+            result) or error text kept; longer ones are cut (``<= 0``: no limit).
+        redact_fields: more field names whose values are replaced by ``"[REDACTED]"``, on
+            top of secret-looking names (``api_key``, ``authorization``, ``password``,
+            ``secret``, ``token``...; see ``Redactor``).
+        sink: where records go instead of a file (an ``EventLogSink``).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, level: Level = "standard",
+                 max_chars: int = 2000, redact_fields: Iterable[str] = (),
+                 sink: EventLogSink | None = None) -> None:
+        if level not in LEVELS:
+            raise ValueError(f"event log level must be one of {LEVELS}, not {level!r}")
+        if (path is None) == (sink is None) and level != "off":
+            raise ValueError("give the event log a path or a sink (one of them)")
+        self.level = level
+        self.max_chars = max_chars
+        self.redact_fields = tuple(redact_fields)
+        self.sink = sink if sink is not None else (FileSink(path) if path is not None else None)
+
+    @classmethod
+    def of(cls, value: EventLog | str | os.PathLike[str] | EventLogSink | None) -> EventLog | None:
+        """An ``EventLog`` from what a host option accepts: an ``EventLog``, a path, a sink."""
+        if value is None or isinstance(value, EventLog):
+            return value
+        if isinstance(value, EventLogSink):
+            return cls(sink=value)
+        return cls(value)
+
+    def open(self, host: str = "local", subtask: int | None = None,
+             attempt: int | None = None) -> EventLogObserver | None:
+        """Open the sink and return the observer writing to it (``None`` when ``off``)."""
+        if self.level == "off" or self.sink is None:
+            return None
+        sink = self.sink.open(subtask, attempt)
+        obs = EventLogObserver(sink, level=self.level, max_chars=self.max_chars,
+                               redactor=Redactor(self.redact_fields))
+        header: dict[str, Any] = {"ts": time.time(), "kind": "log_opened", "host": host,
+                                  "level": self.level, "pid": os.getpid()}
+        if subtask is not None:
+            header.update(subtask=subtask, attempt=attempt)
+        sink.write(header)
+        return obs
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+class EventLogObserver(TrackingObserver):
+    """Writes the event log records (see the module docstring) to ``sink``.
+
+    Args:
+        sink: an opened sink.
+        level: ``"standard"`` or ``"verbose"``.
+        max_chars: payload limit (see ``EventLog``).
+        redactor: secret redaction (default: the built-in secret names only).
+        clock: monotonic seconds for durations; ``wall_clock`` for ``ts``.
+    """
+
+    def __init__(self, sink: EventLogSink, *, level: Level = "standard", max_chars: int = 2000,
+                 redactor: Redactor | None = None, clock: Callable[[], float] | None = None,
+                 wall_clock: Callable[[], float] | None = None) -> None:
+        super().__init__(clock)
+        self.sink = sink
+        self.verbose = level == "verbose"
+        self.max_chars = max_chars
+        self.redact = redactor or Redactor()
+        self.wall_clock = wall_clock or time.time
+
+    # -- helpers --------------------------------------------------------------------------
+    def _payload(self, value: Any) -> Any:
+        return truncate(self.redact(to_loggable(value)), self.max_chars)
+
+    def _text(self, value: str) -> str:
+        return truncate(self.redact.text(value), self.max_chars)
+
+    def _write(self, kind: str, key: Any, **fields: Any) -> None:
+        record = {"ts": round(self.wall_clock(), 6), "kind": kind, "key": to_loggable(key)}
+        record.update(fields)
+        self.sink.write(record)
+
+    def close(self) -> None:
+        """Flush and close the sink."""
+        self.sink.close()
+
+    # -- callbacks -----------------------------------------------------------------------
+    def on_run_started(self, key: Any, run: str, seq: int) -> None:
+        self._write("run_started", key, id=run, parent=None, seq=seq)
+
+    def on_run_completed(self, key: Any, run: str, seq: int, duration_ms: float | None) -> None:
+        self._write("run_completed", key, id=run, parent=None, seq=seq, duration_ms=duration_ms)
+
+    def on_event(self, key: Any, event: Any, parent: str | None, chat: str | None,
+                 model: str | None) -> None:
+        etype = getattr(event, "type", "?")
+        fields: dict[str, Any] = {"id": event.id, "parent": parent, "type": etype}
+        if chat is not None:
+            fields["chat"] = chat
+        if model is not None:
+            fields["model"] = model
+        if etype == "InputEvent":
+            fields["data"] = {"input": self._payload(getattr(event, "input", None))}
+        elif etype == "OutputEvent":
+            fields["data"] = {"output": self._payload(getattr(event, "output", None))}
+        elif etype == "ToolRequestEvent":
+            fields["tool_calls"] = [c.name for c in getattr(event, "tool_calls", [])]
+        elif etype == "ToolResponseEvent":
+            fields["request_id"] = getattr(event, "request_id", None)
+            failed = [r.name for r in getattr(event, "responses", {}).values() if not r.ok]
+            if failed:
+                fields["failed_tools"] = failed
+        elif etype == "ChatResponseEvent":
+            fields["request_id"] = getattr(event, "request_id", None)
+            error = getattr(event, "error", None)
+            if error is not None:
+                fields["error"] = self._text(error)
+        if self.verbose and "data" not in fields:
+            try:
+                data = event.to_json()
+            except Exception:  # noqa: BLE001 - a log must not fail the run
+                data = repr(event)
+            if isinstance(data, dict):
+                data = {k: v for k, v in data.items() if k not in ("id", "type")}
+            fields["data"] = self._payload(data)
+        self._write("event", key, **fields)
+
+    def on_chat_finished(self, key: Any, chat: str, model: str | None, error: str | None,
+                         duration_ms: float | None) -> None:
+        pass  # the ChatResponseEvent record says it; the trace takes the timing from events
+
+    def on_action_started(self, key: Any, execution_id: str, action: str, parent: str,
+                          reentered: bool) -> None:
+        self._write("action_started", key, id=execution_id, parent=parent, action=action,
+                    reentered=reentered)
+
+    def on_action_finished(self, key: Any, execution_id: str, action: str, parent: str,
+                           error: BaseException | None, duration_ms: float | None) -> None:
+        fields: dict[str, Any] = {"id": execution_id, "parent": parent, "action": action,
+                                  "status": "ok" if error is None else "failed",
+                                  "duration_ms": duration_ms}
+        if error is not None:
+            fields["error"] = self._text(_error_text(error))
+        self._write("action_finished", key, **fields)
+
+    def _call_fields(self, call: CallInfo) -> dict[str, Any]:
+        fields: dict[str, Any] = {"id": call.call_id, "parent": call.parent,
+                                  "call_kind": call.kind, "name": call.name}
+        if call.kind == "chat_model":
+            fields.update(model=call.model, chat=call.chat, round=call.round)
+        return fields
+
+    def on_call_started(self, key: Any, call: CallInfo) -> None:
+        self._write("call_started", key, **self._call_fields(call), function=call.function,
+                    replayed=call.replayed)
+
+    def on_call_finished(self, key: Any, call: CallInfo, status: str, result: Any,
+                         duration_ms: float | None) -> None:
+        fields = self._call_fields(call)
+        fields.update(status=status, duration_ms=duration_ms)
+        if status == "failed":
+            fields["error"] = self._text(str(result))
+        elif status == "ok":
+            cls, data = parse_result(result)
+            response = chat_response_of(result) if call.kind in ("chat_model", "unknown") \
+                else None
+            if response is not None:
+                fields["call_kind"] = "chat_model"
+                usage = response.get("usage") or {}
+                fields["usage"] = {"input_tokens": usage.get("input_tokens", 0),
+                                   "output_tokens": usage.get("output_tokens", 0)}
+                fields["provider_model"] = response.get("model")
+                fields["finish_reason"] = response.get("finish_reason")
+                calls = (response.get("message") or {}).get("tool_calls") or []
+                if calls:
+                    fields["tool_calls"] = [c.get("name") for c in calls if isinstance(c, dict)]
+            elif cls == "ToolResult" and isinstance(data, dict) and call.kind in ("tool",
+                                                                                  "unknown"):
+                fields["call_kind"] = "tool"
+                fields["tool"] = data.get("name")
+                fields["name"] = fields["name"] or data.get("name")
+                if data.get("ok") is False:
+                    fields["tool_error"] = self._text(str(data.get("error")))
+            elif cls == "SubagentResult" and isinstance(data, dict):
+                fields["success"] = bool(data.get("success"))
+                if data.get("cancelled"):
+                    fields["cancelled"] = True
+                if not data.get("success"):
+                    fields["error"] = self._text(str(data.get("error_message")))
+            if self.verbose:
+                fields["result"] = self._payload(result)
+        self._write("call_finished", key, **fields)
+
+    def on_output(self, key: Any, output: Any, parent: str) -> None:
+        self._write("output", key, id=parent + "/out", parent=parent,
+                    output=self._payload(output))
+
+
+def read_event_log(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """Every record of the given event log files, in file order (bad lines are skipped)."""
+    records: list[dict[str, Any]] = []
+    for path in paths:
+        with open(path, "rb") as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(rec, dict):
+                    records.append(rec)
+    return records

@@ -1,0 +1,79 @@
+"""What a host (local runner, Flink operator) sets up: metrics, event log, user observer."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from ..runtime import Observer
+from ._event_log import EventLog, EventLogObserver, EventLogSink
+from ._metrics import AgentMetrics
+
+__all__ = ["HostObservability", "FanOut"]
+
+log = logging.getLogger("flink_agents_py.observability")
+
+EventLogOption = EventLog | str | os.PathLike[str] | EventLogSink | None
+
+
+class FanOut(Observer):
+    """Forwards every hook to several observers in order; what one raises is logged and the
+    others still run."""
+
+    def __init__(self, *observers: Observer) -> None:
+        self.observers = [o for o in observers if o is not None]
+        for name in dir(Observer):
+            if not name.startswith("_") and callable(getattr(Observer, name)):
+                setattr(self, name, self._fan_out(name))
+
+    def _fan_out(self, name: str) -> Any:
+        hooks = [getattr(o, name) for o in self.observers]
+
+        def fan_out(*args: Any, **kwargs: Any) -> None:
+            for hook in hooks:
+                try:
+                    hook(*args, **kwargs)
+                except Exception:  # noqa: BLE001
+                    log.exception("observer %s hook %s failed",
+                                  type(getattr(hook, "__self__", hook)).__name__, name)
+
+        return fan_out
+
+
+class HostObservability:
+    """The observers of one core: ``metrics``, ``event_log`` and a user ``observer``.
+
+    Args:
+        metrics: keep ``AgentMetrics``.
+        event_log: an ``EventLog``, a path, a sink, or ``None``.
+        observer: a user ``Observer`` (called last).
+        host: ``"local"`` or ``"flink"`` (written in the log header).
+        subtask: the Flink subtask index (``None`` locally).
+        attempt: the Flink attempt number.
+        flink_group: a PyFlink metric group to mirror metrics to.
+        actions: action names (pre-registered Flink metrics).
+    """
+
+    def __init__(self, *, metrics: bool = True, event_log: EventLogOption = None,
+                 observer: Observer | None = None, host: str = "local",
+                 subtask: int | None = None, attempt: int | None = None,
+                 flink_group: Any = None, actions: Iterable[str] = ()) -> None:
+        self.metrics = AgentMetrics(flink_group=flink_group, actions=actions) if metrics else None
+        spec = EventLog.of(event_log)
+        self.event_log: EventLogObserver | None = (
+            spec.open(host=host, subtask=subtask, attempt=attempt) if spec is not None else None)
+        parts = [o for o in (self.metrics, self.event_log, observer) if o is not None]
+        self.observer: Observer | None = (
+            None if not parts else parts[0] if len(parts) == 1 else FanOut(*parts))
+
+    def snapshot(self) -> dict[str, Any]:
+        """The metrics snapshot (``{}`` without metrics)."""
+        return self.metrics.snapshot() if self.metrics is not None else {}
+
+    def close(self) -> None:
+        """Flush and close the event log."""
+        if self.event_log is not None:
+            self.event_log.close()
+            self.event_log = None

@@ -1,0 +1,71 @@
+"""Reading the runtime's identities and durable call names (shared by metrics, log, trace)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._payload import to_loggable
+
+__all__ = ["CHAT_ACTION", "TOOL_ACTION", "call_parent", "action_parent", "run_of",
+           "classify_call", "chat_response_of", "parse_result"]
+
+CHAT_ACTION = "_chat_model_action"
+TOOL_ACTION = "_tool_call_action"
+
+_SUBAGENT_KINDS = ("subagent", "deferred", "async", "poll")
+
+
+def call_parent(call_id: str) -> str:
+    """The action execution a durable call belongs to (``r0/ask/c1`` -> ``r0/ask``)."""
+    return call_id.rsplit("/", 1)[0]
+
+
+def action_parent(execution_id: str, action: str) -> str:
+    """The event that triggered an action execution (``<event id>/<action>``)."""
+    suffix = "/" + action
+    return execution_id[: -len(suffix)] if execution_id.endswith(suffix) else \
+        execution_id.rsplit("/", 1)[0]
+
+
+def run_of(identity: str) -> str:
+    """The run an identity belongs to (``r3/ask/c0`` -> ``r3``)."""
+    return identity.split("/", 1)[0]
+
+
+def classify_call(function: str) -> tuple[str, str | None]:
+    """The kind and name of a durable call from the function name the core reports.
+
+    Kinds: ``"chat"`` (``ctx.chat``; name: the chat model setup), ``"subagent"`` (name: the
+    sub-agent), ``"tool"`` (a built-in tool call; the tool's name is in its result),
+    ``"chat_model"`` (one model call of a chat; the model is known from the chat's events) and
+    ``"function"`` (any other ``durable_execute``; name: ``module:qualname``).
+    """
+    prefix, _, rest = function.partition(":")
+    if prefix == "chat" and rest and "." not in prefix:
+        return "chat", rest
+    if prefix in _SUBAGENT_KINDS and rest:
+        return "subagent", rest
+    if function.endswith("._builtin_actions:_run_tool"):
+        return "tool", None
+    if "_builtin_actions:chat_model_action" in function and function.endswith("call_model"):
+        return "chat_model", None
+    return "function", function or None
+
+
+def parse_result(result: Any) -> tuple[str | None, Any]:
+    """``(class name, data)`` of a recorded result (``{"$model": ..., "data": ...}``), the
+    data with nested model tags removed."""
+    if isinstance(result, dict) and set(result) == {"$model", "data"}:
+        cls = str(result["$model"]).rsplit(":", 1)[-1]
+        return cls, to_loggable(result["data"])
+    return None, to_loggable(result)
+
+
+def chat_response_of(result: Any) -> dict[str, Any] | None:
+    """The data of a recorded ``ChatResponse`` result, or ``None``."""
+    cls, data = parse_result(result)
+    if cls == "ChatResponse" and isinstance(data, dict):
+        return data
+    if cls is None and isinstance(data, dict) and "message" in data and "usage" in data:
+        return data
+    return None

@@ -1,0 +1,128 @@
+"""Making payloads safe and small for logs: secret redaction and truncation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+__all__ = ["Redactor", "REDACTED", "truncate", "to_loggable", "SECRET_KEY_PATTERN"]
+
+REDACTED = "[REDACTED]"
+
+SECRET_KEY_PATTERN = (
+    r"(^|_)(api_?key|apikey|x_api_key|authorization|proxy_authorization|auth|auth_token|"
+    r"password|passwd|pwd|passphrase|secret|secret_key|client_secret|private_key|token|"
+    r"access_token|refresh_token|id_token|session_token|bearer|credential|credentials|cookie|"
+    r"set_cookie)$"
+)
+"""Key names (normalized: lower case, ``camelCase``/``-``/spaces to ``_``) whose values are
+secrets. ``input_tokens``, ``max_tokens`` and the like do not match."""
+
+_VALUE_PATTERNS = (
+    r"\b[Bb](?:earer|EARER)\s+[A-Za-z0-9._~+/=-]{8,}",  # Authorization header values
+    r"\bsk-[A-Za-z0-9_-]{16,}",                  # OpenAI / Anthropic style keys
+    r"\bgh[pousr]_[A-Za-z0-9]{20,}",             # GitHub tokens
+    r"\bAKIA[0-9A-Z]{16}\b",                     # AWS access key ids
+    r"\bxox[abpr]-[A-Za-z0-9-]{10,}",            # Slack tokens
+)
+"""Secret-looking substrings of any string value, replaced wherever they appear."""
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _normalize(key: str) -> str:
+    return re.sub(r"[\s\-.]+", "_", _CAMEL.sub("_", key)).lower()
+
+
+class Redactor:
+    """Replaces secrets in JSON-like values by ``"[REDACTED]"``.
+
+    Args:
+        fields: more field names to redact (matched case-insensitively, exactly, after the
+            same normalization as the built-in names: ``"userEmail"`` matches ``user_email``).
+        key_pattern: the regex of secret key names (default ``SECRET_KEY_PATTERN``).
+        value_patterns: regexes of secret substrings in any string (default: bearer
+            credentials, ``sk-...`` keys, GitHub, AWS and Slack tokens); ``()`` turns it off.
+    """
+
+    def __init__(self, fields: Iterable[str] = (), key_pattern: str = SECRET_KEY_PATTERN,
+                 value_patterns: Iterable[str] | None = None) -> None:
+        self.fields = frozenset(_normalize(f) for f in fields)
+        self._key_re = re.compile(key_pattern)
+        patterns = tuple(_VALUE_PATTERNS if value_patterns is None else value_patterns)
+        self._value_re = re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+        self._cache: dict[str, bool] = {}
+
+    def is_secret_key(self, key: str) -> bool:
+        """Whether values under ``key`` are redacted."""
+        hit = self._cache.get(key)
+        if hit is None:
+            norm = _normalize(key)
+            hit = norm in self.fields or bool(self._key_re.search(norm))
+            if len(self._cache) < 4096:
+                self._cache[key] = hit
+        return hit
+
+    def text(self, value: str) -> str:
+        """``value`` with secret-looking substrings replaced."""
+        if self._value_re is None or not value:
+            return value
+        return self._value_re.sub(REDACTED, value)
+
+    def __call__(self, value: Any) -> Any:
+        """A copy of ``value`` (JSON-like) with secrets replaced; other leaves unchanged."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: (REDACTED if isinstance(k, str) and self.is_secret_key(k)
+                        and v not in (None, "") else self(v))
+                    for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self(v) for v in value]
+        return value
+
+
+def to_loggable(value: Any) -> Any:
+    """A JSON-like form of ``value``: runtime-tagged models unwrapped, objects as text."""
+    if isinstance(value, dict):
+        if set(value) == {"$model", "data"} and isinstance(value.get("$model"), str):
+            return to_loggable(value["data"])
+        return {str(k): to_loggable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_loggable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return to_loggable(dump(mode="json"))
+        except Exception:  # noqa: BLE001 - fall back to the text form
+            pass
+    return repr(value)
+
+
+def truncate(value: Any, max_chars: int) -> Any:
+    """``value`` when its JSON form has at most ``max_chars`` characters, else a stand-in.
+
+    The stand-in is ``{"$truncated": <chars of the JSON form>, "preview": <its first
+    max_chars characters>}``; a long string becomes a shortened string ending in
+    ``"...[+N chars]"``. ``max_chars <= 0`` means no limit.
+    """
+    if max_chars <= 0:
+        return value
+    if isinstance(value, str):
+        if len(value) <= max_chars:
+            return value
+        return f"{value[:max_chars]}...[+{len(value) - max_chars} chars]"
+    if value is None or isinstance(value, (int, float, bool)):
+        return value
+    try:
+        text = orjson.dumps(value, default=str).decode()
+    except Exception:  # noqa: BLE001 - e.g. non-string keys
+        text = repr(value)
+    if len(text) <= max_chars:
+        return value
+    return {"$truncated": len(text), "preview": text[:max_chars]}
