@@ -10,8 +10,14 @@ Wake-ups: an action waiting for I/O cannot be resumed from the executor's thread
 state is only reachable inside a callback for that key. While a key is busy the operator keeps
 a processing-time timer for it, backing off from 1 ms to ``max_poll_interval_ms`` while nothing
 completes. At the end of bounded input Flink drops pending processing-time timers, so every
-busy key also has an event-time timer at ``2**63 - 2``, which fires for each key at the final
-watermark; there the operator blocks until the key has no work left.
+busy key also has an event-time timer at ``DRAIN_TIMESTAMP``, which fires for each key at the
+final watermark. In thread mode the drain timer of a busy key re-registers itself one
+millisecond later: Flink polls a timer before firing it and fires every timer up to the
+watermark in one loop, so the new one fires in that same loop after every other key's turn,
+and all busy keys advance in turns as their I/O completes (the
+operator blocks only while no key at all has completed I/O). In process mode, where timer
+registrations reach Flink only with the bundle's output, the drain timer blocks until its key
+has no work left.
 """
 
 from __future__ import annotations
@@ -39,11 +45,23 @@ from ..runtime import (
 
 __all__ = ["AgentOperator", "ERROR_TAG", "DRAIN_TIMESTAMP"]
 
-DRAIN_TIMESTAMP = 2**63 - 2
-"""The event-time timer that fires for every key at the end of bounded input."""
+DRAIN_TIMESTAMP = 2**63 - 2**40
+"""The event-time timer that fires for every key at the end of bounded input.
+
+Far beyond any real watermark (about year 35,000), and far enough below ``Long.MAX_VALUE``
+that a drain can take a new, later timestamp for each of its rounds."""
 
 ERROR_TAG = OutputTag("agent-errors", Types.PICKLED_BYTE_ARRAY())
 """Side output of failed actions and rejected records (``ErrorRecord`` as a dict)."""
+
+
+def _timers_are_synchronous(ctx: Any) -> bool:
+    """Whether timer registrations reach Flink's timer service at once (thread mode).
+
+    In thread mode the Python function calls the Java timer service directly; in process
+    mode registrations travel back with the bundle's output.
+    """
+    return type(ctx).__module__.startswith("pyflink.fn_execution.datastream.embedded")
 
 
 class _FlinkKeyState(KeyState):
@@ -224,10 +242,19 @@ class AgentOperator(KeyedProcessFunction):
         if self.failpoint is not None:
             self.failpoint("timer", key, {"timestamp": timestamp})
         progressed = self.core.has_deliveries(key)
-        if timestamp == DRAIN_TIMESTAMP:
+        if timestamp >= DRAIN_TIMESTAMP:
             res = self.core.advance(key, _FlinkKeyState(self))
             yield from self._emit(res)
-            while res.busy:
+            if res.busy and _timers_are_synchronous(ctx):
+                # Take turns: Flink fires a timer re-registered during the final watermark in
+                # the same loop, after the other keys' timers, so every busy key advances as
+                # its I/O completes. Block only while no key at all has completed I/O.
+                if not self.core.has_deliveries(key) and not self.core.wait_any(0):
+                    self.core.wait_any(self.drain_poll_s)
+                # one later than this round, so it sorts after every other key's turn
+                ctx.timer_service().register_event_time_timer(timestamp + 1)
+                return
+            while res.busy:  # process mode: timers come back with the bundle, too late here
                 self.core.wait_for(key, self.drain_poll_s)
                 res = self.core.advance(key, _FlinkKeyState(self))
                 yield from self._emit(res)

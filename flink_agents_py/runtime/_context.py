@@ -242,7 +242,7 @@ class ActionContext(RunnerContext):
         self._config = action_config
         self.short_term = ActionMemory(short_term, "short_term_memory")
         self.sensory = ActionMemory(sensory, "sensory_memory")
-        self.emitted: list[Event] = []
+        self.emitted: list[tuple[Event, dict[str, Any]]] = []  # events sent, with their JSON
         self.calls: dict[int, DurableCall] = {}
         self.pending_starts: list[DurableCall] = []
         self._next_ordinal = 0
@@ -275,8 +275,8 @@ class ActionContext(RunnerContext):
         if not isinstance(event, Event):
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
         sent = event.model_copy(update={"id": f"{self.execution_id}/e{len(self.emitted)}"})
-        event_json(sent, f"event {sent.type} sent by {self.execution_id}")  # checked now
-        self.emitted.append(sent)
+        # checked now (a bad event fails the sending action), kept for dispatch
+        self.emitted.append((sent, event_json(sent, f"event {sent.type} sent by {self.execution_id}")))
         return sent
 
     def get_resource(self, name: str, resource_type: ResourceType) -> Resource:

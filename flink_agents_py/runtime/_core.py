@@ -300,6 +300,15 @@ class AgentCore:
         with self._cond:
             return self._cond.wait_for(lambda: bool(self._inbox.get(key)), timeout=timeout_s)
 
+    def wait_any(self, timeout_s: float) -> bool:
+        """Block until completed I/O of any key is waiting, or ``timeout_s`` passes.
+
+        Returns:
+            Whether something is waiting.
+        """
+        with self._cond:
+            return self._cond.wait_for(lambda: any(self._inbox.values()), timeout=timeout_s)
+
     def live_keys(self) -> list[Any]:
         """Keys with live action executions in this process."""
         return [k for k, v in self._live.items() if v]
@@ -405,11 +414,13 @@ class AgentCore:
                 task.waiting = None
                 step.ready.append(task)
 
-    def _dispatch(self, step: _Step, event: Event, scope: str | None, check: bool = True) -> None:
+    def _dispatch(self, step: _Step, event: Event, scope: str | None, check: bool = True,
+                  data: dict[str, Any] | None = None) -> None:
         """Route ``event`` in ``scope`` and queue the actions it triggers.
 
         ``check``: see whether the invocation ``scope`` completed (off while a finishing
         action's events are dispatched one by one; ``_finish`` checks after the last).
+        ``data``: the event's JSON form when already made.
         """
         self.counters["events"] += 1
         if self.observer is not None:
@@ -423,10 +434,11 @@ class AgentCore:
                     self.observer.output_emitted(step.key, event.output, event.id)
         else:
             actions = route_in_scope(self, step.run, scope, event)
+        if actions and data is None:
+            data = event_json(event, f"event {event.id}")
         for action in actions:
             exec_id = f"{event.id}/{action.name}"
-            rec = InflightAction(action=action.name, scope=scope,
-                                 event=event_json(event, f"event {event.id}"))
+            rec = InflightAction(action=action.name, scope=scope, event=data)
             step.run.inflight[exec_id] = rec
             task = step.live[exec_id] = self._new_task(step, exec_id, rec)
             step.ready.append(task)
@@ -528,8 +540,8 @@ class AgentCore:
             short_term, sensory = self._memories(step.state, step.run, ctx.env)
             apply_writes(short_term, ctx.short_term.writes)
             apply_writes(sensory, ctx.sensory.writes)
-            for event in ctx.emitted:
-                self._dispatch(step, event, scope, check=False)
+            for event, data in ctx.emitted:
+                self._dispatch(step, event, scope, check=False, data=data)
         if scope is not None:
             self._check_invocation(step, scope)
 

@@ -27,6 +27,7 @@ __all__ = ["to_json_value", "to_plain_json", "event_json", "from_json_value", "d
            "json_text", "loads"]
 
 _MODEL_TAG = "$model"
+_PLAIN = frozenset({str, int, bool, type(None)})  # exact types that are their own JSON form
 
 
 def to_json_value(value: Any, where: str) -> Any:
@@ -106,7 +107,8 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
         active.add(ident)
         try:
             if isinstance(value, BaseModel):
-                data = {k: _walk(v, where, f"{path}.{k}", active, tag_models, True)
+                data = {k: v if type(v) in _PLAIN else
+                        _walk(v, where, f"{path}.{k}", active, tag_models, True)
                         for k, v in _model_fields(value).items()}
                 if not tag_models or in_model:  # the outer model validates its fields back
                     return data
@@ -119,10 +121,12 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
                         raise SerializationError(
                             f"{where}: map key {k!r} ({type(k).__name__}) at {path} is not a string"
                         )
-                    out[k] = _walk(v, where, f"{path}.{k}", active, tag_models, in_model)
+                    out[k] = v if type(v) in _PLAIN else _walk(
+                        v, where, f"{path}.{k}", active, tag_models, in_model)
                 return out
             if isinstance(value, (list, tuple)):
-                return [_walk(v, where, f"{path}[{i}]", active, tag_models, in_model)
+                return [v if type(v) in _PLAIN else
+                        _walk(v, where, f"{path}[{i}]", active, tag_models, in_model)
                         for i, v in enumerate(value)]
             if tag_models and not in_model:
                 raise SerializationError(f"{where}: {type(value).__name__} at {path} has no "
