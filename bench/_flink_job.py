@@ -1,0 +1,101 @@
+"""One Flink measurement in a process of its own: ``python -m bench._flink_job '<json spec>'``.
+
+Spec keys: ``kind`` (``echo`` | ``bare`` | ``chat``), ``mode`` (``thread`` | ``process``),
+``parallelism``, ``records``, ``keys``, ``max_in_flight``.
+
+Job shape: ``NumberSequenceSource -> map to {"key", "n", "t"} -> key_by -> process ->
+map to (t_in, t_out) -> execute_and_collect``. ``t`` is the wall clock when the source map
+made the record; ``t_out`` when the output left the keyed operator (a chained map). The
+throughput window runs from the first input stamp to the last output stamp, so JVM start,
+job submission and task deployment are not in it (they are reported as ``startup_s``).
+
+Prints one line ``BENCH_RESULT <json>`` on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+
+def main(argv: list[str]) -> dict[str, Any]:
+    spec = json.loads(argv[0])
+    t_start = time.time()
+    # must come before any other PyFlink environment (it sets PYTHONPATH for thread mode)
+    from flink_agents_py.flink import create_stream_environment
+
+    env = create_stream_environment(execution_mode=spec["mode"],
+                                    parallelism=int(spec["parallelism"]))
+    t_env = time.time()
+
+    from pyflink.common import Types, WatermarkStrategy
+    from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+
+    kind, n, keys = spec["kind"], int(spec["records"]), int(spec["keys"])
+    pickled = Types.PICKLED_BYTE_ARRAY()
+    ds = env.from_source(NumberSequenceSource(0, n - 1), WatermarkStrategy.no_watermarks(),
+                         "numbers").map(
+        lambda i: {"key": f"k{i % keys}", "n": i, "t": time.time()}, output_type=pickled)
+
+    def key_of(r: Any) -> Any:
+        return r["key"]
+
+    if kind == "bare":
+        from bench._bare import BareEcho
+
+        out = ds.key_by(key_of).process(BareEcho(), output_type=pickled).name("bare-echo")
+    else:
+        from flink_agents_py import AgentsExecutionEnvironment
+
+        from bench._agents import EchoAgent, SlowChatAgent
+
+        agent = EchoAgent() if kind == "echo" else SlowChatAgent()
+        out = (AgentsExecutionEnvironment.flink(env, max_in_flight=int(spec.get("max_in_flight", 32)))
+               .from_datastream(ds, key_selector=key_of).apply(agent).to_datastream())
+
+    if kind == "chat":
+        stamped = out.map(lambda r: (r["t"], time.time(), r["error"] is None), output_type=pickled)
+    else:
+        stamped = out.map(lambda r: (r["echo"]["t"], time.time(), True), output_type=pickled)
+
+    t_in_min = float("inf")
+    t_outs: list[float] = []
+    failed = 0
+    t_exec = time.time()
+    t_first_recv = None
+    with stamped.execute_and_collect(f"bench-{kind}") as results:
+        for t_in, t_out, ok in results:
+            if t_first_recv is None:
+                t_first_recv = time.time()
+            t_in_min = min(t_in_min, t_in)
+            t_outs.append(t_out)
+            failed += not ok
+    t_end = time.time()
+    t_outs.sort()
+    count = len(t_outs)
+    window = (t_outs[-1] - t_in_min) if count else float("nan")
+
+    def at(frac: float) -> float:
+        return t_outs[min(count - 1, int(frac * count))] - t_in_min if count else float("nan")
+
+    return {
+        "spec": spec,
+        "count": count,
+        "failed": failed,
+        "window_s": window,
+        "rps": count / window if count and window > 0 else float("nan"),
+        "startup_s": t_in_min - t_exec if count else float("nan"),
+        "env_s": t_env - t_start,
+        "job_wall_s": t_end - t_exec,
+        "first_out_s": t_outs[0] - t_in_min if count else float("nan"),
+        "p50_out_s": at(0.5),
+        "p90_out_s": at(0.9),
+        "tail_after_collect_s": t_end - t_outs[-1] if count else float("nan"),
+    }
+
+
+if __name__ == "__main__":
+    result = main(sys.argv[1:])
+    print("BENCH_RESULT " + json.dumps(result), flush=True)
