@@ -2,7 +2,9 @@
 
     python -m bench [--quick] [--only p1,p2,p3,p4,p5] [--out bench/results.json]
 
-- p1: local runner, echo agent vs a plain asyncio loop with the same per-key bookkeeping.
+- p1: local runner, echo agent vs a plain asyncio loop with the same per-key bookkeeping, and vs
+  Apache Flink Agents 0.3.1's local execution environment (a venv of its own, installed on
+  first use; see ``bench/_flink_agents_ref.py``).
 - p2: Flink agent operator (echo agent) vs a bare KeyedProcessFunction doing the same keyed
   state work, in the same job shape; each Flink job runs in a subprocess of its own.
 - p3: a simulated 200 ms chat model, one input per key: achieved chats/s vs ``limit / 0.2 s``
@@ -77,6 +79,7 @@ def _config(quick: bool) -> dict[str, Any]:
 
 # -- P1 --------------------------------------------------------------------------------------
 def bench_p1(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
+    from . import _flink_agents_ref
     from ._local import echo_records, time_agent_echo, time_asyncio_echo
 
     rows = []
@@ -100,17 +103,51 @@ def bench_p1(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
         rows.append(row)
         log(f"p1 {n} records: agent {row['agent_rps']:,.0f} rec/s, "
             f"asyncio {row['baseline_rps']:,.0f} rec/s")
+
+    # Apache Flink Agents' local execution environment, same agent and records, in a venv of
+    # its own (installed on first use, by full-scale runs only: smoke runs at BENCH_SCALE<1 use
+    # it if it is there); never fails the benchmark.
+    ver = _flink_agents_ref.FLINK_AGENTS_VERSION
+    t = time.time()
+    ref = _flink_agents_ref.measure([r["records"] for r in rows], cfg["keys"], cfg["repeats"],
+                                    install=scale() == 1)
+    ref["elapsed_s"] = time.time() - t
+    if ref.get("available"):
+        for row in rows:
+            got = ref["sizes"].get(str(row["records"]))
+            if not got:
+                continue
+            for mode, suffix in (("shipped", ""), ("quiet", "_quiet")):
+                row[f"fa_rps{suffix}"] = got[mode]["rps"]
+                row[f"fa_us_per_record{suffix}"] = got[mode]["us_per_record"]
+                row[f"fa_runs_s{suffix}"] = got[mode]["runs_s"]
+                row[f"ours_vs_fa{suffix}"] = row["agent_rps"] / got[mode]["rps"]
+            log(f"p1 {row['records']} records: flink-agents {ver} "
+                f"{row['fa_rps']:,.0f} rec/s ({row['fa_rps_quiet']:,.0f} quiet); "
+                f"ours/theirs {row['ours_vs_fa']:.2f} ({row['ours_vs_fa_quiet']:.2f} quiet)")
+        ref_note = (f"flink-agents {ver}: its pure-Python local execution environment "
+                    f"(apache-flink {ref.get('apache_flink')} for its pyflink imports, no JVM) "
+                    "in a venv of its own, same echo agent and records, execute() only, best of "
+                    f"{cfg['repeats']} in a subprocess after ours; it runs each input to "
+                    "completion synchronously. 'fa rec/s' as shipped (INFO log line per event, "
+                    "output discarded), 'quiet' with its runner's logger at WARNING; ratios are "
+                    "agent rec/s over theirs.")
+    else:
+        log(f"p1: flink-agents {ver} comparison unavailable: {ref.get('reason')}")
+        ref_note = f"flink-agents {ver} comparison unavailable: {ref.get('reason')}"
     table = Table(
-        "P1 local runner: echo agent vs plain asyncio loop",
+        "P1 local runner: echo agent vs plain asyncio loop and flink-agents " + ver,
         [("records", "records"), ("keys", "keys"), ("agent_rps", "agent rec/s"),
          ("baseline_rps", "asyncio rec/s"), ("ratio", "agent/asyncio"),
+         ("fa_rps", f"fa {ver} rec/s"), ("ours_vs_fa", "agent/fa"),
+         ("fa_rps_quiet", "fa quiet rec/s"), ("ours_vs_fa_quiet", "agent/fa quiet"),
          ("agent_us_per_record", "agent us/rec"), ("baseline_us_per_record", "asyncio us/rec")],
         rows,
         note=("best of {r} interleaved runs; run() only (plan compiled before). Baseline: per-key "
               "FIFO deques, one asyncio task per run, one run per key at a time, outputs in a "
-              "list, a loop yield per input.").format(r=cfg["repeats"]),
+              "list, a loop yield per input. ").format(r=cfg["repeats"]) + ref_note,
     )
-    return {"config": cfg, "rows": rows, "note": table.note}, table
+    return {"config": cfg, "rows": rows, "flink_agents_ref": ref, "note": table.note}, table
 
 
 # -- Flink subprocesses ----------------------------------------------------------------------
