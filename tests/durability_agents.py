@@ -12,12 +12,11 @@ the failpoint can find it in flight.
 
 from __future__ import annotations
 
-import glob
-import os
 import time
 from typing import Any
 
 import orjson
+from _crash import CrashOnceBase, count_call, first_attempt, pace, read_counts
 
 from flink_agents_py.api import (
     Agent,
@@ -38,27 +37,10 @@ from flink_agents_py.api import (
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 
+__all__ = ["CrashOnce", "DurableChatAgent", "audit", "pace", "read_counts", "script", "tool_a",
+           "tool_b"]
+
 SLOW_S = 2.5
-
-
-def _count(d: str, who: str, key: str) -> None:
-    with open(os.path.join(d, "calls.log"), "a") as f:
-        f.write(f"{who} {key}\n")
-
-
-def _first_attempt(d: str) -> bool:
-    return not os.path.exists(os.path.join(d, "crashed"))
-
-
-def read_counts(d: str) -> dict[tuple[str, str], int]:
-    """``{(who, key): requests received}`` from ``<dir>/calls.log``."""
-    counts: dict[tuple[str, str], int] = {}
-    path = os.path.join(d, "calls.log")
-    if os.path.exists(path):
-        for line in open(path).read().splitlines():
-            who, key = line.split()
-            counts[(who, key)] = counts.get((who, key), 0) + 1
-    return counts
 
 
 def script(request: Any) -> Any:
@@ -67,13 +49,13 @@ def script(request: Any) -> Any:
                         else next(m.content for m in request.messages if m.role == "user"))
     d, key, scenario = task["dir"], task["key"], task["scenario"]
     results = request.tool_results
-    _count(d, "model_r2" if results else "model_r1", key)
+    count_call(d, "model_r2" if results else "model_r1", key)
     if not results:
         return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[
             ToolCall(id="a", name="tool_a", arguments={"task": task}),
             ToolCall(id="b", name="tool_b", arguments={"task": task}),
         ])
-    if scenario == "after_tool_before_second_model" and _first_attempt(d):
+    if scenario == "after_tool_before_second_model" and first_attempt(d):
         time.sleep(SLOW_S)
     return orjson.dumps({m.tool_call_id: orjson.loads(m.content) for m in results}).decode()
 
@@ -81,8 +63,8 @@ def script(request: Any) -> Any:
 @tool
 def tool_a(task: dict) -> str:
     """Fast tool A."""
-    _count(task["dir"], "tool_a", task["key"])
-    if task["scenario"] == "after_model_before_tool" and _first_attempt(task["dir"]):
+    count_call(task["dir"], "tool_a", task["key"])
+    if task["scenario"] == "after_model_before_tool" and first_attempt(task["dir"]):
         time.sleep(SLOW_S)
     return f"A({task['key']})"
 
@@ -90,17 +72,17 @@ def tool_a(task: dict) -> str:
 @tool
 def tool_b(task: dict) -> str:
     """Tool B, slow in the scenarios that catch it in flight."""
-    _count(task["dir"], "tool_b", task["key"])
+    count_call(task["dir"], "tool_b", task["key"])
     if task["scenario"] in ("after_model_before_tool", "mid_batch", "journal_window") \
-            and _first_attempt(task["dir"]):
+            and first_attempt(task["dir"]):
         time.sleep(SLOW_S)
     return f"B({task['key']})"
 
 
 def audit(task: dict) -> str:
     """A slow side call made after the output was emitted (scenario after_output)."""
-    _count(task["dir"], "audit", task["key"])
-    if _first_attempt(task["dir"]):
+    count_call(task["dir"], "audit", task["key"])
+    if first_attempt(task["dir"]):
         time.sleep(SLOW_S)
     return "audited"
 
@@ -154,7 +136,7 @@ def _kind(call_id: str) -> str:
     return "model_r2" if "_tool_call_action" in call_id else "model_r1"
 
 
-class CrashOnce:
+class CrashOnce(CrashOnceBase):
     """Crash the job once, at a named point, after a checkpoint covers the named record.
 
     Args:
@@ -172,47 +154,24 @@ class CrashOnce:
     }
 
     def __init__(self, d: str, scenario: str) -> None:
-        self.d = d
+        super().__init__(d)
         self.scenario = scenario
-        self.seen: dict[str, int] = {}  # what was recorded -> last completed checkpoint then
-
-    def _completed_checkpoint(self) -> int:
-        done = glob.glob(os.path.join(self.d, "checkpoints", "*", "chk-*", "_metadata"))
-        return max((int(p.split("chk-")[1].split(os.sep)[0]) for p in done), default=0)
-
-    def _checkpointed_since(self, seen_at: int) -> bool:
-        # When the record was made, checkpoint seen_at + 1 may already have been triggered;
-        # seen_at + 2 is triggered only after it completes (one checkpoint at a time), so it
-        # holds the record.
-        return self._completed_checkpoint() >= seen_at + 2
 
     def _crash(self, why: str) -> None:
-        with open(os.path.join(self.d, "crashed"), "w") as f:
-            f.write(why)
-        raise InjectedCrash(f"injected crash: {self.scenario}: {why}")
+        self.crash(why, f"injected crash: {self.scenario}: {why}")
 
     def __call__(self, point: str, key: Any, info: dict[str, Any]) -> None:
-        if not _first_attempt(self.d):
+        if not self.first_attempt():
             return
         covered, still_open = self.AFTER[self.scenario]
         if point == "call_recorded":
             kind = _kind(info["call_id"])
-            self.seen.setdefault(kind, self._completed_checkpoint())
+            self.note(kind)
             if self.scenario == "journal_window" and kind == "tool_b" and "tool_a" in self.seen \
-                    and self._checkpointed_since(self.seen["tool_a"]):
+                    and self.checkpointed_since(self.seen["tool_a"]):
                 self._crash("tool_b completed after the last checkpoint")
         elif point == "outputs_emitted":
-            self.seen.setdefault("output", self._completed_checkpoint())
+            self.note("output")
         elif point == "timer" and covered in self.seen and still_open not in self.seen \
-                and still_open is not None and self._checkpointed_since(self.seen[covered]):
+                and still_open is not None and self.checkpointed_since(self.seen[covered]):
             self._crash(f"{covered} checkpointed, {still_open} in flight")
-
-
-def pace(n: int) -> int:
-    """Slow the source down so input stays open while the scenario plays out."""
-    time.sleep(0.05)
-    return n
-
-
-class InjectedCrash(BaseException):
-    """Not an Exception: the runtime lets it through, so the task fails and Flink restarts."""

@@ -12,12 +12,11 @@ first attempt (before the ``crashed`` marker exists), so the failpoint finds it 
 
 from __future__ import annotations
 
-import glob
-import os
 import time
 from typing import Any
 
 import orjson
+from _crash import CrashOnceBase, count_call, first_attempt, pace, read_counts
 
 from flink_agents_py.api import (
     Agent,
@@ -41,34 +40,17 @@ from flink_agents_py.api import (
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 
+__all__ = ["Child", "ChildNext", "CrashOnce", "Remote", "SubgraphAgent", "build", "child_call",
+           "kind", "lookup", "pace", "read_counts", "script"]
+
 SLOW_S = 3.0
-
-
-def _count(d: str, who: str, key: str) -> None:
-    with open(os.path.join(d, "calls.log"), "a") as f:
-        f.write(f"{who} {key}\n")
-
-
-def _first_attempt(d: str) -> bool:
-    return not os.path.exists(os.path.join(d, "crashed"))
-
-
-def read_counts(d: str) -> dict[tuple[str, str], int]:
-    """``{(who, key): requests received}`` from ``<dir>/calls.log``."""
-    counts: dict[tuple[str, str], int] = {}
-    path = os.path.join(d, "calls.log")
-    if os.path.exists(path):
-        for line in open(path).read().splitlines():
-            who, key = line.split()
-            counts[(who, key)] = counts.get((who, key), 0) + 1
-    return counts
 
 
 def script(request: Any) -> Any:
     """The fake model: round 1 calls ``lookup``; round 2 answers from its result."""
     task = orjson.loads(next(m.content for m in request.messages if m.role == MessageRole.USER))
     results = request.tool_results
-    _count(task["dir"], "model_r2" if results else "model_r1", task["key"])
+    count_call(task["dir"], "model_r2" if results else "model_r1", task["key"])
     if not results:
         return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[
             ToolCall(id="l", name="lookup", arguments={"task": task})])
@@ -78,14 +60,14 @@ def script(request: Any) -> Any:
 @tool
 def lookup(task: dict) -> str:
     """Look the task up (slow on the first attempt for a slow record)."""
-    _count(task["dir"], "tool", task["key"])
-    if task.get("slow") and _first_attempt(task["dir"]):
+    count_call(task["dir"], "tool", task["key"])
+    if task.get("slow") and first_attempt(task["dir"]):
         time.sleep(SLOW_S)
     return f"L({task['key']})"
 
 
 def child_call(task: dict, who: str) -> str:
-    _count(task["dir"], who, task["key"])
+    count_call(task["dir"], who, task["key"])
     return f"{who}({task['key']})"
 
 
@@ -118,7 +100,7 @@ class Remote(DeferredSubagentSetup):
         key = f"{session_id}#{call_id}"
 
         def call() -> SubagentResult:
-            _count(input["dir"], "deferred", input["key"])
+            count_call(input["dir"], "deferred", input["key"])
             return SubagentResult.ok({"remote": input["key"], "idempotency_key": key})
 
         return key, call, None
@@ -178,7 +160,7 @@ def kind(call_id: str) -> str:
     return "other"
 
 
-class CrashOnce:
+class CrashOnce(CrashOnceBase):
     """Crash the job once, while ``key``'s tool call is in flight, after a completed
     checkpoint covers its chat's first model answer, its child's completion and its deferred
     call.
@@ -192,34 +174,16 @@ class CrashOnce:
     OPEN = "tool"
 
     def __init__(self, d: str, key: str) -> None:
-        self.d = d
+        super().__init__(d)
         self.key = key
-        self.seen: dict[str, int] = {}  # what was recorded -> last completed checkpoint then
-
-    def _completed_checkpoint(self) -> int:
-        done = glob.glob(os.path.join(self.d, "checkpoints", "*", "chk-*", "_metadata"))
-        return max((int(p.split("chk-")[1].split(os.sep)[0]) for p in done), default=0)
 
     def __call__(self, point: str, key: Any, info: dict[str, Any]) -> None:
-        if not _first_attempt(self.d) or key != self.key:
+        if not self.first_attempt() or key != self.key:
             return
         if point == "call_recorded":
-            self.seen.setdefault(kind(info["call_id"]), self._completed_checkpoint())
+            self.note(kind(info["call_id"]))
         elif point == "timer" and all(c in self.seen for c in self.COVERED) \
-                and self.OPEN not in self.seen:
-            # checkpoint n + 1 may have been triggered before the record; n + 2 holds it
-            if self._completed_checkpoint() >= max(self.seen[c] for c in self.COVERED) + 2:
-                with open(os.path.join(self.d, "crashed"), "w") as f:
-                    f.write(f"seen {sorted(self.seen)}")
-                raise InjectedCrash(f"injected crash: {sorted(self.seen)} checkpointed, "
-                                    f"{self.OPEN} in flight")
-
-
-def pace(n: int) -> int:
-    """Slow the source down so input stays open while the scenario plays out."""
-    time.sleep(0.05)
-    return n
-
-
-class InjectedCrash(BaseException):
-    """Not an Exception: the runtime lets it through, so the task fails and Flink restarts."""
+                and self.OPEN not in self.seen \
+                and self.checkpointed_since(max(self.seen[c] for c in self.COVERED)):
+            self.crash(f"seen {sorted(self.seen)}",
+                       f"injected crash: {sorted(self.seen)} checkpointed, {self.OPEN} in flight")

@@ -12,10 +12,10 @@ import asyncio
 import collections
 import copy
 import threading
-import time
 from typing import Any
 
 import pytest
+from _harness import KEY, call_of, new_core, poll_until, records_of, resume, run_to_end
 from pydantic import BaseModel
 
 from flink_agents_py import AgentsExecutionEnvironment
@@ -51,7 +51,6 @@ from flink_agents_py.runtime import AgentCore, InMemoryKeyState, Observer
 
 pytestmark = pytest.mark.timeout(60)
 
-KEY = "k1"
 COUNTS: collections.Counter[str] = collections.Counter()
 LOG: list[str] = []
 _LOCK = threading.Lock()
@@ -165,43 +164,6 @@ def run_local(agent: Agent, records: list[Any]):
 
 
 # --------------------------------------------------------------------------- core-level driving
-
-def new_core(plan: AgentPlan, observer: Observer | None = None) -> AgentCore:
-    core = AgentCore(plan, observer=observer)
-    core.open()
-    return core
-
-
-def drive_until(core: AgentCore, state: InMemoryKeyState, done, timeout_s: float = 10) -> None:
-    """Advance the key as its I/O completes until ``done(state)`` (may watch fake counters)."""
-    deadline = time.monotonic() + timeout_s
-    while not done(state):
-        assert time.monotonic() < deadline, "the run never reached the snapshot point"
-        if core.wait_for(KEY, 0.01):
-            res = core.advance(KEY, state)
-            assert res.errors == [] and res.outputs == []
-
-
-def run_to_end(core: AgentCore, state: InMemoryKeyState) -> tuple[list[Any], list[Any]]:
-    res = core.advance(KEY, state)
-    outputs, errors = list(res.outputs), list(res.errors)
-    while res.busy:
-        assert core.wait_for(KEY, 10), "no I/O completed for the key"
-        res = core.advance(KEY, state)
-        outputs.extend(res.outputs)
-        errors.extend(res.errors)
-    return outputs, errors
-
-
-def records_of(state: InMemoryKeyState, action: str) -> list[Any]:
-    assert state.run is not None
-    return [r for r in state.run.inflight.values() if r.action == action]
-
-
-def call_of(state: InMemoryKeyState, action: str, ordinal: int):
-    recs = records_of(state, action)
-    return recs[0].calls.get(str(ordinal)) if recs else None
-
 
 class ActionLog(Observer):
     def __init__(self) -> None:
@@ -477,7 +439,7 @@ def test_chat_contract_4_chat_state_lives_in_the_memory_of_its_callers_scope():
     try:
         state = InMemoryKeyState()
         core.on_input(KEY, {"n": 1}, state)
-        drive_until(core, state, lambda s: bool(records_of(s, "_tool_call_action")))
+        poll_until(core, state, lambda s: bool(records_of(s, "_tool_call_action")))
         run = state.run
         [child_inv] = [i for i in run.invocations.values() if i.kind == "subagent"]
         [chat_inv] = [i for i in run.invocations.values() if i.kind == "chat"]
@@ -527,8 +489,8 @@ def test_chat_contract_5_restore_mid_chat_replays_recorded_calls(where):
         state = InMemoryKeyState()
         if where == "tool_in_flight":
             old.on_input(KEY, {"ask": "gated:21"}, state)
-            drive_until(old, state, lambda s: call_of(s, "_tool_call_action", 0) is not None
-                        and COUNTS["tool"] == 1)  # the tool is running
+            poll_until(old, state, lambda s: call_of(s, "_tool_call_action", 0) is not None
+                       and COUNTS["tool"] == 1)  # the tool is running
             assert not call_of(state, "_tool_call_action", 0).done
         else:
             TOOL_GATE.set()
@@ -539,18 +501,14 @@ def test_chat_contract_5_restore_mid_chat_replays_recorded_calls(where):
                         if r.event["type"] == ToolResponseEvent.EVENT_TYPE]
                 return bool(recs) and "0" in recs[0].calls and COUNTS["model:gated2:r2"] == 1
 
-            drive_until(old, state, second_model_call_started)
+            poll_until(old, state, second_model_call_started)
         assert state.run is not None and len(state.run.invocations) == 1
         snapshot = copy.deepcopy(state)
         assert COUNTS["model:gated:r1"] + COUNTS["model:gated2:r1"] == 1
 
         TOOL_GATE.set()
         MODEL_GATE.set()
-        new = new_core(plan)
-        try:
-            outputs, errors = run_to_end(new, snapshot)
-        finally:
-            new.close()
+        outputs, errors, new = resume(plan, snapshot)
         assert errors == []
         assert outputs == [{"score": 42, "why": "tool", "typed": True}]
         verb = "gated" if where == "tool_in_flight" else "gated2"
@@ -574,7 +532,7 @@ def _snapshot_after_chat(plan: AgentPlan, ask: str) -> tuple[AgentCore, InMemory
     state = InMemoryKeyState()
     TOOL_GATE.set()
     old.on_input(KEY, {"ask": ask, "after": True}, state)
-    drive_until(old, state, lambda s: call_of(s, "go", 1) is not None)
+    poll_until(old, state, lambda s: call_of(s, "go", 1) is not None)
     assert call_of(state, "go", 0).done
     assert not call_of(state, "go", 1).done
     assert state.run.invocations == {}
@@ -588,11 +546,7 @@ def test_chat_contract_5_a_recorded_response_is_returned_without_model_call_or_b
         before = dict(COUNTS)
         AFTER_GATE.set()
         log = ActionLog()
-        new = new_core(plan, observer=log)
-        try:
-            outputs, errors = run_to_end(new, snapshot)
-        finally:
-            new.close()
+        outputs, errors, new = resume(plan, snapshot, observer=log)
         assert errors == []
         assert outputs == [{"score": 42, "why": "tool", "typed": True}]
         assert COUNTS["model"] == before["model"] and COUNTS["tool"] == before["tool"]
@@ -611,11 +565,7 @@ def test_chat_contract_6_a_captured_failure_stays_a_failure_after_restore():
         assert COUNTS["model"] == 1
         AFTER_GATE.set()
         log = ActionLog()
-        new = new_core(plan, observer=log)
-        try:
-            outputs, errors = run_to_end(new, snapshot)
-        finally:
-            new.close()
+        outputs, errors, _ = resume(plan, snapshot, observer=log)
         assert errors == []
         [out] = outputs
         assert out["error"] == "ChatResponseError"
@@ -711,7 +661,7 @@ def test_chat_identical_concurrent_callers_keep_their_own_answers_after_restore(
             return (len(callers) == 2 and COUNTS["model"] == 2
                     and any("1" in c.calls for c in callers))
 
-        drive_until(old, state, one_answered_one_asking)
+        poll_until(old, state, one_answered_one_asking)
         callers = {c.event["id"]: c for c in records_of(state, "on_ask")}
         answered = {i: c.calls["0"] for i, c in callers.items() if c.calls["0"].done}
         assert len(answered) == 1
@@ -723,11 +673,7 @@ def test_chat_identical_concurrent_callers_keep_their_own_answers_after_restore(
 
         MODEL_GATE.set()
         AFTER_GATE.set()
-        new = new_core(plan)
-        try:
-            outputs, errors = run_to_end(new, snapshot)
-        finally:
-            new.close()
+        outputs, errors, new = resume(plan, snapshot)
         assert errors == []
         answers = {o["id"]: o["answer"] for o in outputs}
         assert set(answers) == {answered_id, asking_id}

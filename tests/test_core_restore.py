@@ -10,6 +10,16 @@ import threading
 from typing import Any
 
 import pytest
+from _harness import (
+    KEY,
+    call_of,
+    drive_until,
+    new_core,
+    records_of,
+    resume,
+    run_to_end,
+    snapshot_of,
+)
 
 from flink_agents_py.api import (
     Agent,
@@ -31,11 +41,10 @@ from flink_agents_py.api import (
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest
 from flink_agents_py.plan import AgentPlan
-from flink_agents_py.runtime import AgentCore, CallRecord, InMemoryKeyState, Journal, RunState
+from flink_agents_py.runtime import AgentCore, CallRecord, InMemoryKeyState, Journal
 
 pytestmark = pytest.mark.timeout(60)
 
-KEY = "k1"
 _COUNTS: collections.Counter[str] = collections.Counter()
 _LOCK = threading.Lock()
 _GATE = threading.Event()
@@ -103,30 +112,6 @@ def _calls(state: InMemoryKeyState) -> dict[str, Any]:
     return rec.calls
 
 
-def drive_until(core: AgentCore, state: InMemoryKeyState, done) -> list[Any]:
-    outputs: list[Any] = []
-    while not done(state):
-        assert core.wait_for(KEY, 10), "no I/O completed for the key"
-        res = core.advance(KEY, state)
-        assert res.errors == []
-        outputs.extend(res.outputs)
-    return outputs
-
-
-def run_to_end(core: AgentCore, state: InMemoryKeyState) -> tuple[list[Any], list[Any]]:
-    outputs: list[Any] = []
-    errors: list[Any] = []
-    res = core.advance(KEY, state)
-    outputs.extend(res.outputs)
-    errors.extend(res.errors)
-    while res.busy:
-        assert core.wait_for(KEY, 10), "no I/O completed for the key"
-        res = core.advance(KEY, state)
-        outputs.extend(res.outputs)
-        errors.extend(res.errors)
-    return outputs, errors
-
-
 def _snapshot_mid_run(record: dict[str, Any], *queued: dict[str, Any]
                       ) -> tuple[AgentPlan, AgentCore, InMemoryKeyState]:
     """Run ``record`` until its action waits on c3 with c0-c2 recorded; return the old core.
@@ -134,8 +119,7 @@ def _snapshot_mid_run(record: dict[str, Any], *queued: dict[str, Any]
     ``queued`` records are fed right after ``record``, so they wait in the key's queue.
     """
     plan = AgentPlan.from_agent(Restorable())
-    core = AgentCore(plan)
-    core.open()
+    core = new_core(plan)
     state = InMemoryKeyState()
     res = core.on_input(KEY, record, state)
     assert res.busy and res.outputs == [] and res.errors == []
@@ -151,27 +135,17 @@ def _snapshot_mid_run(record: dict[str, Any], *queued: dict[str, Any]
     return plan, core, state
 
 
-def _json_copy(state: InMemoryKeyState) -> InMemoryKeyState:
-    """What a host that keeps state as JSON (like Flink) restores."""
-    restored = InMemoryKeyState()
-    assert state.run is not None
-    restored.run = RunState.model_validate_json(state.run.model_dump_json())
-    restored.memory = json.loads(json.dumps(state.memory))
-    return restored
-
-
 @pytest.mark.parametrize("how", ["deepcopy", "json"])
 def test_restore_replays_recorded_calls_and_completes_once(how):
     _COUNTS.clear()
     _ARG_VERSION["v"] = 1
     plan, old, state = _snapshot_mid_run({"x": 3})
     try:
-        snapshot = copy.deepcopy(state) if how == "deepcopy" else _json_copy(state)
+        snapshot = snapshot_of(state, how)
         before = dict(_COUNTS)
         assert before["stamp"] == before["fetch"] == before["lookup"] == 1
 
-        new = AgentCore(plan)
-        new.open()
+        new = new_core(plan)
         try:
             outputs, errors = run_to_end(new, snapshot)
             assert errors == []
@@ -204,12 +178,7 @@ def test_restore_calls_reconciler_for_a_started_call_with_unknown_outcome():
     plan, old, state = _snapshot_mid_run({"x": 5, "reconcile": True})
     try:
         snapshot = copy.deepcopy(state)
-        new = AgentCore(plan)
-        new.open()
-        try:
-            outputs, errors = run_to_end(new, snapshot)
-        finally:
-            new.close()
+        outputs, errors, _ = resume(plan, snapshot)
         assert errors == []
         assert [o["c"] for o in outputs] == [5000]
         assert _COUNTS["reconcile"] == 1
@@ -225,13 +194,8 @@ def test_replay_goes_by_call_identity_even_when_arguments_changed(caplog):
     try:
         snapshot = copy.deepcopy(state)
         _ARG_VERSION["v"] = 2  # the code changed between the checkpoint and the restore
-        new = AgentCore(plan)
-        new.open()
-        try:
-            with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
-                outputs, errors = run_to_end(new, snapshot)
-        finally:
-            new.close()
+        with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+            outputs, errors, _ = resume(plan, snapshot)
         assert errors == []
         assert [o["b"] for o in outputs] == [{"fetched": 2, "version": 1}]  # the recorded outcome
         assert _COUNTS["fetch"] == 1
@@ -285,8 +249,7 @@ def test_identical_sibling_events_each_keep_their_own_calls_after_restore():
     _TICKETS["next"] = 0
     _GATE.clear()
     plan = AgentPlan.from_agent(Siblings())
-    old = AgentCore(plan)
-    old.open()
+    old = new_core(plan)
     try:
         state = InMemoryKeyState()
         res = old.on_input(KEY, {"n": 1}, state)
@@ -305,12 +268,7 @@ def test_identical_sibling_events_each_keep_their_own_calls_after_restore():
         snapshot = copy.deepcopy(state)
 
         _GATE.set()
-        new = AgentCore(plan)
-        new.open()
-        try:
-            outputs, errors = run_to_end(new, snapshot)
-        finally:
-            new.close()
+        outputs, errors, new = resume(plan, snapshot)
         assert errors == []
         assert new.counters["actions_reentered"] == 2
         assert _COUNTS["ticket"] == 2  # each sibling's first call replayed from its own record
@@ -345,8 +303,7 @@ def test_journal_supplies_outcomes_recorded_after_the_checkpoint():
     _ARG_VERSION["v"] = 1
     journal = DictJournal()
     plan = AgentPlan.from_agent(Restorable())
-    old = AgentCore(plan, journal=journal)
-    old.open()
+    old = new_core(plan, journal=journal)
     try:
         state = InMemoryKeyState()
         old.on_input(KEY, {"x": 9}, state)
@@ -358,12 +315,7 @@ def test_journal_supplies_outcomes_recorded_after_the_checkpoint():
         drive_until(old, state, lambda s: "3" in _calls(s))
         assert (_COUNTS["fetch"], _COUNTS["lookup"]) == (1, 1)
 
-        new = AgentCore(plan, journal=journal)
-        new.open()
-        try:
-            outputs, errors = run_to_end(new, checkpoint)
-        finally:
-            new.close()
+        outputs, errors, _ = resume(plan, checkpoint, journal=journal)
         assert errors == []
         assert [(o["b"], o["err"], o["c"]) for o in outputs] == [
             ({"fetched": 9, "version": 1}, ["LookupError", "nothing for 9"], 18)]
@@ -382,12 +334,7 @@ def test_restore_with_queued_inputs_runs_them_in_order_after_the_restored_run():
         assert state.run is not None and state.run.seq == 0
         snapshot = copy.deepcopy(state)
         assert snapshot.queued() == 1
-        new = AgentCore(plan)
-        new.open()
-        try:
-            outputs, errors = run_to_end(new, snapshot)
-        finally:
-            new.close()
+        outputs, errors, _ = resume(plan, snapshot)
         assert errors == []
         assert [(o["x"], o["runs"]) for o in outputs] == [(1, 1), (2, 2)]
         assert snapshot.memory == {"runs": 2, "inputs": [1, 2]}
@@ -448,29 +395,23 @@ def test_chat_suspended_in_a_tool_round_resumes_after_restore():
     agent.add_resource("tool_quick", ResourceType.TOOL, tool_quick)
     agent.add_resource("tool_gated", ResourceType.TOOL, tool_gated)
     plan = AgentPlan.from_agent(agent)
-    old = AgentCore(plan)
-    old.open()
+    old = new_core(plan)
     try:
         state = InMemoryKeyState()
         old.on_input(KEY, {"n": 1}, state)
 
         def quick_recorded(s: InMemoryKeyState) -> bool:
-            recs = [r for r in s.run.inflight.values() if r.action == "_tool_call_action"]
-            return bool(recs) and recs[0].calls.get("0") is not None and recs[0].calls["0"].done
+            quick = call_of(s, "_tool_call_action", 0)
+            return quick is not None and quick.done
 
         drive_until(old, state, quick_recorded)
-        [tool_rec] = [r for r in state.run.inflight.values() if r.action == "_tool_call_action"]
+        [tool_rec] = records_of(state, "_tool_call_action")
         assert not tool_rec.calls["1"].done
         snapshot = copy.deepcopy(state)
         assert (_COUNTS["model"], _COUNTS["tool_quick"]) == (1, 1)
 
         _GATE.set()
-        new = AgentCore(plan)
-        new.open()
-        try:
-            outputs, errors = run_to_end(new, snapshot)
-        finally:
-            new.close()
+        outputs, errors, _ = resume(plan, snapshot)
         assert errors == []
         assert outputs == [{"error": None, "content": json.dumps({"q": "2", "g": "200"},
                                                                   separators=(",", ":"))}]

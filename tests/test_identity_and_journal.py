@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from _harness import new_core
 
 from flink_agents_py.api import (
     Agent,
@@ -120,8 +121,7 @@ def test_switching_dispatch_mode_between_checkpoint_and_restore_finds_recorded_o
     if before == "serial":
         RELEASE.set()  # serial runs 'late' first: let it finish so the snapshot holds it
     want = 2 if before == "concurrent" else 1
-    core = AgentCore(AgentPlan.from_agent(make_agent(before)))
-    core.open()
+    core = new_core(AgentPlan.from_agent(make_agent(before)))
     state = InMemoryKeyState()
     try:
         drive(core, "k", state, stop=lambda: state.run is not None and len(_tool_records(state)) >= want)
@@ -134,8 +134,7 @@ def test_switching_dispatch_mode_between_checkpoint_and_restore_finds_recorded_o
     if before == "concurrent":
         assert "0" not in recorded, "'late' (first in the request) was held back, yet recorded"
     CALLS.clear()
-    restored = AgentCore(AgentPlan.from_agent(make_agent(after)))
-    restored.open()
+    restored = new_core(AgentPlan.from_agent(make_agent(after)))
     try:
         outputs = drive(restored, "k", snapshot)
     finally:
@@ -153,8 +152,7 @@ def test_run_state_is_dropped_when_the_run_completes():
             v = await ctx.durable_execute_async(lambda x: x + 1, event.input)
             ctx.send_event(OutputEvent(output=v))
 
-    core = AgentCore(AgentPlan.from_agent(Once()))
-    core.open()
+    core = new_core(AgentPlan.from_agent(Once()))
     state = InMemoryKeyState()
     try:
         for i in range(20):

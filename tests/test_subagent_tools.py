@@ -10,16 +10,16 @@ assert on what the model was offered and what it saw.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from typing import Any
 
 import orjson
 import pytest
+import subagent_tool_agents as sa
+from _harness import KEY, drive_until, new_core, records_of, resume, snapshot_of
 from pydantic import ValidationError
 
-import subagent_tool_agents as sa
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
     RESERVED_TOOL_PREFIX,
@@ -42,7 +42,7 @@ from flink_agents_py.api import (
     tool,
 )
 from flink_agents_py.plan import AgentPlan
-from flink_agents_py.runtime import AgentCore, InMemoryKeyState, ResourceEnvironment, RunState
+from flink_agents_py.runtime import InMemoryKeyState, ResourceEnvironment
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -728,41 +728,9 @@ def test_contract_12_cancelled_delegation_cancels_pending_handles_and_ends_the_c
 
 
 # ------------------------------------------------------------- durable execution (restore)
-KEY = "k1"
-
-
 def _tool_action_calls(state: InMemoryKeyState) -> dict[str, Any]:
-    assert state.run is not None
-    recs = [r for r in state.run.inflight.values() if r.action == "_tool_call_action"]
+    recs = records_of(state, "_tool_call_action")
     return recs[0].calls if recs else {}
-
-
-def _advance_until(core: AgentCore, state: InMemoryKeyState, done) -> None:
-    while not done(state):
-        assert core.wait_for(KEY, 10), "no I/O completed for the key"
-        res = core.advance(KEY, state)
-        assert res.errors == [] and res.outputs == []
-
-
-def _run_to_end(core: AgentCore, state: InMemoryKeyState) -> tuple[list[Any], list[Any]]:
-    outputs, errors = [], []
-    res = core.advance(KEY, state)
-    outputs += res.outputs
-    errors += res.errors
-    while res.busy:
-        assert core.wait_for(KEY, 10), "no I/O completed for the key"
-        res = core.advance(KEY, state)
-        outputs += res.outputs
-        errors += res.errors
-    return outputs, errors
-
-
-def _json_copy(state: InMemoryKeyState) -> InMemoryKeyState:
-    restored = InMemoryKeyState()
-    assert state.run is not None
-    restored.run = RunState.model_validate_json(state.run.model_dump_json())
-    restored.memory = json.loads(json.dumps(state.memory))
-    return restored
 
 
 @pytest.mark.parametrize("how", ["deepcopy", "json"])
@@ -774,30 +742,24 @@ def test_completed_delegations_are_replayed_after_restore_not_rerun(how):
                             inner=sa.internal(sa.Counting, input_schema=sa.OBJECT_SCHEMA),
                             remote=sa.deferred(input_schema=sa.OBJECT_SCHEMA))
     plan = AgentPlan.from_agent(agent)
-    old = AgentCore(plan)
-    old.open()
+    old = new_core(plan)
     try:
         state = InMemoryKeyState()
         res = old.on_input(KEY, {"key": KEY, "ask": "go"}, state)
         assert res.busy and res.errors == []
         # both delegations recorded, the tool call still in flight
-        _advance_until(old, state, lambda s: all(
+        drive_until(old, state, quiet=True, done=lambda s: all(
             (c := _tool_action_calls(s).get(str(i))) is not None and c.done for i in (0, 1)))
         calls = _tool_action_calls(state)
         assert "2" in calls and not calls["2"].done
-        snapshot = copy.deepcopy(state) if how == "deepcopy" else _json_copy(state)
+        snapshot = snapshot_of(state, how)
         assert (sa.COUNTS["inner:durable"], sa.COUNTS["deferred:remote"]) == (1, 1)
         turns_before = len(sa.REQUESTS["orch"])
     finally:
         sa.GATES["g"].set()
         old.close()
 
-    new = AgentCore(plan)
-    new.open()
-    try:
-        outputs, errors = _run_to_end(new, snapshot)
-    finally:
-        new.close()
+    outputs, errors, new = resume(plan, snapshot)
     assert errors == []
     [out] = outputs
     got = {k: json.loads(v) for k, v in json.loads(out["answer"]).items()}
@@ -821,23 +783,17 @@ def test_contract_9_refusal_is_the_same_after_restore(case):
     agent = sa.orchestrator(tools=["gated"], subagents=["bad"],
                             bad=sa.deferred("bad", input_schema=sa.OBJECT_SCHEMA))
     plan = AgentPlan.from_agent(agent)
-    old = AgentCore(plan)
-    old.open()
+    old = new_core(plan)
     try:
         state = InMemoryKeyState()
         old.on_input(KEY, {"key": KEY, "ask": "go"}, state)
-        _advance_until(old, state, lambda s: (c := _tool_action_calls(s).get("0")) is not None
-                       and c.done)
-        snapshot = copy.deepcopy(state)
+        drive_until(old, state, quiet=True,
+                    done=lambda s: (c := _tool_action_calls(s).get("0")) is not None and c.done)
+        snapshot = snapshot_of(state)
     finally:
         sa.GATES["g"].set()
         old.close()
-    new = AgentCore(plan)
-    new.open()
-    try:
-        outputs, errors = _run_to_end(new, snapshot)
-    finally:
-        new.close()
+    outputs, errors, _ = resume(plan, snapshot)
     assert errors == []
     assert sa.COUNTS["deferred:bad"] == 1  # replayed, not re-run
     content = json.loads(outputs[0]["answer"])["1"]

@@ -8,12 +8,13 @@ for durability. Fake remotes count the requests they receive.
 from __future__ import annotations
 
 import collections
-import copy
 import threading
 import time
 from typing import Any
 
+import _harness
 import pytest
+from _harness import KEY, call_of, new_core, poll_until, run_to_end, snapshot_of
 from pydantic import ValidationError
 
 from flink_agents_py import AgentsExecutionEnvironment
@@ -46,7 +47,6 @@ from flink_agents_py.runtime import AgentCore, InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(60)
 
-KEY = "k1"
 COUNTS: collections.Counter[str] = collections.Counter()
 LOG: list[str] = []
 PREPARED: list[tuple[str, str]] = []
@@ -490,59 +490,18 @@ def one(record: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- core-level driving
 
 
-def new_core() -> AgentCore:
-    core = AgentCore(PLAN)
-    core.open()
-    return core
-
-
-def drive_until(core: AgentCore, state: InMemoryKeyState, done, timeout_s: float = 10) -> None:
-    """Advance the key as its I/O completes until ``done(state)`` (may watch fake counters)."""
-    deadline = time.monotonic() + timeout_s
-    while not done(state):
-        assert time.monotonic() < deadline, "the run never reached the snapshot point"
-        if core.wait_for(KEY, 0.01):
-            res = core.advance(KEY, state)
-            assert res.errors == [] and res.outputs == []
-
-
-def run_to_end(core: AgentCore, state: InMemoryKeyState) -> tuple[list[Any], list[Any]]:
-    res = core.advance(KEY, state)
-    outputs, errors = list(res.outputs), list(res.errors)
-    while res.busy:
-        assert core.wait_for(KEY, 10), "no I/O completed for the key"
-        res = core.advance(KEY, state)
-        outputs.extend(res.outputs)
-        errors.extend(res.errors)
-    return outputs, errors
-
-
-def records_of(state: InMemoryKeyState, action: str) -> list[Any]:
-    assert state.run is not None
-    return [r for r in state.run.inflight.values() if r.action == action]
-
-
-def call_of(state: InMemoryKeyState, action: str, ordinal: int):
-    recs = records_of(state, action)
-    return recs[0].calls.get(str(ordinal)) if recs else None
-
-
 def snapshot_when(record: dict[str, Any], done) -> tuple[AgentCore, InMemoryKeyState, InMemoryKeyState]:
     """Run ``record`` on a core until ``done(state)``; return the core, state and a copy."""
-    core = new_core()
+    core = new_core(PLAN)
     state = InMemoryKeyState()
     res = core.on_input(KEY, record, state)
     assert res.errors == [] and res.outputs == []
-    drive_until(core, state, done)
-    return core, state, copy.deepcopy(state)
+    poll_until(core, state, done)
+    return core, state, snapshot_of(state)
 
 
 def resume(snapshot: InMemoryKeyState) -> tuple[list[Any], AgentCore]:
-    new = new_core()
-    try:
-        outputs, errors = run_to_end(new, snapshot)
-    finally:
-        new.close()
+    outputs, errors, new = _harness.resume(PLAN, snapshot)
     assert errors == [], [(e.action, e.error_type, e.message) for e in errors]
     assert snapshot.run is None
     return outputs, new
@@ -577,7 +536,7 @@ def test_internal_child_result_holds_outputs_of_actions_triggered_after_an_outpu
 
 
 def test_internal_child_memory_is_isolated_per_call():
-    core = new_core()
+    core = new_core(PLAN)
     try:
         state = InMemoryKeyState()
         res = core.on_input(KEY, {"do": "memory"}, state)

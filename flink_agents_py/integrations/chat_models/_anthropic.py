@@ -22,7 +22,7 @@ Needs the ``anthropic`` extra (``pip install 'flink-agents-py[anthropic]'``). Ma
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -38,7 +38,14 @@ from ...api import (
     ToolCall,
     ToolMetadata,
 )
-from ._common import FreshOnUnpickle, LoopBoundClient, import_sdk, provider_error, run_sync, with_extra_body
+from ._common import (
+    FreshOnUnpickle,
+    LoopBoundClient,
+    LoopBoundSdkConnection,
+    import_sdk,
+    provider_error,
+    with_extra_body,
+)
 
 __all__ = ["AnthropicChatModel", "to_anthropic_messages"]
 
@@ -93,7 +100,7 @@ def _output_tool(name: str, schema: dict[str, Any]) -> tuple[dict[str, Any], boo
             "input_schema": wrapped}, True
 
 
-class AnthropicChatModel(FreshOnUnpickle, ChatModelConnection):
+class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnection):
     """Anthropic's Messages API.
 
     Attributes:
@@ -118,25 +125,14 @@ class AnthropicChatModel(FreshOnUnpickle, ChatModelConnection):
 
     _clients: LoopBoundClient | None = PrivateAttr(default=None)
 
-    def _client(self) -> Any:
-        if self._clients is None:
-            anthropic = import_sdk("anthropic", "anthropic", "the Anthropic chat model")
-            key = os.environ.get(self.api_key_env)
-            if not key:
-                raise ProviderError(f"no Anthropic API key: set ${self.api_key_env}")
-            self._clients = LoopBoundClient(lambda: anthropic.AsyncAnthropic(
-                api_key=key, base_url=self.base_url, timeout=self.timeout_s,
-                max_retries=self.max_retries))
-        return self._clients.get()
-
-    def close(self) -> None:
-        """Drop the clients."""
-        if self._clients is not None:
-            self._clients.clear()
-
-    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        """Blocking form of ``achat`` (not from inside a running event loop)."""
-        return run_sync(self.achat(messages, **kwargs))
+    def _client_factory(self) -> Callable[[], Any]:
+        anthropic = import_sdk("anthropic", "anthropic", "the Anthropic chat model")
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ProviderError(f"no Anthropic API key: set ${self.api_key_env}")
+        return lambda: anthropic.AsyncAnthropic(
+            api_key=key, base_url=self.base_url, timeout=self.timeout_s,
+            max_retries=self.max_retries)
 
     async def achat(
         self,

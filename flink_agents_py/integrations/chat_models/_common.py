@@ -8,13 +8,13 @@ import importlib
 import inspect
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...api import ProviderError
+from ...api import ChatMessage, ChatResponse, ProviderError
 
-__all__ = ["import_sdk", "FreshOnUnpickle", "LoopBoundClient", "provider_error",
-           "retryable_status", "run_sync", "with_extra_body"]
+__all__ = ["import_sdk", "FreshOnUnpickle", "LoopBoundClient", "LoopBoundSdkConnection",
+           "provider_error", "retryable_status", "run_sync", "with_extra_body"]
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
@@ -71,6 +71,36 @@ class LoopBoundClient:
         """Forget every client (their pools close with their loops)."""
         with self._lock:
             self._clients = weakref.WeakKeyDictionary()
+
+
+class LoopBoundSdkConnection:
+    """Mixin for chat model connections that talk through an async SDK client.
+
+    Clients are made on first use, one per event loop (``LoopBoundClient``), by what the
+    class's ``_client_factory`` returns (it imports the SDK and checks the configuration);
+    ``close`` drops them and ``chat`` is the blocking form of the class's ``achat``.
+
+    The class declares ``_clients: LoopBoundClient | None = PrivateAttr(default=None)``: a
+    pydantic private attribute, which a plain mixin cannot declare for it.
+    """
+
+    def _client_factory(self) -> Callable[[], Any]:
+        """Return what makes one SDK client; called once, when the first client is needed."""
+        raise NotImplementedError
+
+    def _client(self) -> Any:
+        if self._clients is None:
+            self._clients = LoopBoundClient(self._client_factory())
+        return self._clients.get()
+
+    def close(self) -> None:
+        """Drop the clients."""
+        if self._clients is not None:
+            self._clients.clear()
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        """Blocking form of ``achat`` (not from inside a running event loop)."""
+        return run_sync(self.achat(messages, **kwargs))  # type: ignore[attr-defined]
 
 
 def run_sync(coro: Any) -> Any:

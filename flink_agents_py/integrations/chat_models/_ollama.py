@@ -20,7 +20,7 @@ Needs the ``ollama`` extra (``pip install 'flink-agents-py[ollama]'``). Mapping:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import Field, PrivateAttr
@@ -35,7 +35,13 @@ from ...api import (
     ToolCall,
     ToolMetadata,
 )
-from ._common import FreshOnUnpickle, LoopBoundClient, import_sdk, provider_error, run_sync
+from ._common import (
+    FreshOnUnpickle,
+    LoopBoundClient,
+    LoopBoundSdkConnection,
+    import_sdk,
+    provider_error,
+)
 
 __all__ = ["OllamaChatModel", "to_ollama_messages"]
 
@@ -56,7 +62,7 @@ def to_ollama_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     return out
 
 
-class OllamaChatModel(FreshOnUnpickle, ChatModelConnection):
+class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnection):
     """An Ollama server.
 
     Attributes:
@@ -74,21 +80,9 @@ class OllamaChatModel(FreshOnUnpickle, ChatModelConnection):
 
     _clients: LoopBoundClient | None = PrivateAttr(default=None)
 
-    def _client(self) -> Any:
-        if self._clients is None:
-            ollama = import_sdk("ollama", "ollama", "the Ollama chat model")
-            self._clients = LoopBoundClient(
-                lambda: ollama.AsyncClient(host=self.host, timeout=self.timeout_s))
-        return self._clients.get()
-
-    def close(self) -> None:
-        """Drop the clients."""
-        if self._clients is not None:
-            self._clients.clear()
-
-    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        """Blocking form of ``achat`` (not from inside a running event loop)."""
-        return run_sync(self.achat(messages, **kwargs))
+    def _client_factory(self) -> Callable[[], Any]:
+        ollama = import_sdk("ollama", "ollama", "the Ollama chat model")
+        return lambda: ollama.AsyncClient(host=self.host, timeout=self.timeout_s)
 
     async def achat(
         self,
