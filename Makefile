@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/setup.sh
+$(STAMP): pyproject.toml scripts/setup.sh scripts/fetch_jars.sh scripts/fetch_model.py
 	bash scripts/setup.sh
 	touch $@
 

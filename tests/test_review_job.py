@@ -145,7 +145,7 @@ def test_local_runner_small_input(small_input, tmp_path, capsys):
     out = tmp_path / "out.jsonl"
     assert main(["--runner", "local", "--model", "scripted", "--no-progress",
                  "--input", str(small_input), "--output", str(out)]) == 0
-    assert ("5 review results, 3 products, 2 errors, 10 output rows"
+    assert ("5 review results, 3 products, 2 errors, 13 output rows"
             in capsys.readouterr().err)
     check_small_results(out)
     again = tmp_path / "again.jsonl"  # deterministic end to end
@@ -234,7 +234,7 @@ def test_full_job_flink_and_local_outputs_identical(full_runs):
 def test_flink_runner_reports_bad_lines_and_completes(small_input, tmp_path):
     out = tmp_path / "flink.jsonl"
     proc = run_job("--model", "scripted", "--input", str(small_input), "--output", str(out))
-    assert "5 review results, 3 products, 2 errors, 10 output rows" in proc.stderr
+    assert "5 review results, 3 products, 2 errors, 13 output rows" in proc.stderr
     check_small_results(out)  # same line numbers (blank line counted) as the local runner
 
 

@@ -2,6 +2,20 @@
 
 from ._builder import FlinkAgentBuilder, FlinkExecutionEnvironment
 from ._environment import create_stream_environment, python_path_for_workers
+from ._kafka import (
+    KAFKA_CONNECTOR_VERSION,
+    KafkaInput,
+    KafkaMessage,
+    add_kafka_jars,
+    from_kafka,
+    kafka_jars,
+    kafka_sink,
+    parse_kafka_url,
+    read_json_topic,
+    to_kafka_rows,
+    write_json_topic,
+)
+from ._kafka_journal import KafkaJournal
 from ._operator import DRAIN_TIMESTAMP, ERROR_TAG, AgentOperator
 
 __all__ = [
@@ -10,6 +24,18 @@ __all__ = [
     "ERROR_TAG",
     "FlinkAgentBuilder",
     "FlinkExecutionEnvironment",
+    "KAFKA_CONNECTOR_VERSION",
+    "KafkaInput",
+    "KafkaJournal",
+    "KafkaMessage",
+    "add_kafka_jars",
     "create_stream_environment",
+    "from_kafka",
+    "kafka_jars",
+    "kafka_sink",
+    "parse_kafka_url",
     "python_path_for_workers",
+    "read_json_topic",
+    "to_kafka_rows",
+    "write_json_topic",
 ]

@@ -120,8 +120,9 @@ def _helper_jar(connector: pathlib.Path) -> pathlib.Path:
     for d in _jar_dirs():
         if (d / name).is_file():
             return d / name
+    java_home = os.environ.get("JAVA_HOME")
     javac = shutil.which("javac") or (
-        os.path.join(os.environ["JAVA_HOME"], "bin", "javac") if os.environ.get("JAVA_HOME") else None)
+        os.path.join(java_home, "bin", "javac") if java_home else None)
     if not javac or not os.path.exists(javac):
         raise FileNotFoundError(
             f"{name} is not built and no javac was found: install a JDK (11+) and run "
@@ -160,6 +161,7 @@ def kafka_jars() -> list[str]:
         FileNotFoundError: when the connector jar was not fetched (run ``make setup``), or the
             helper jar is not built and no JDK is there to build it.
         RuntimeError: when compiling the helper fails.
+
     """
     connector = _connector_jar()
     return [str(connector.resolve()), str(_helper_jar(connector).resolve())]
@@ -173,6 +175,7 @@ def add_kafka_jars(env: Any) -> list[str]:
 
     Returns:
         The ``file://`` URLs added.
+
     """
     from pyflink.java_gateway import get_gateway
 
@@ -198,6 +201,7 @@ def parse_kafka_url(url: str) -> tuple[str, str]:
 
     Raises:
         ValueError: when ``url`` is not such a URL.
+
     """
     parsed = urlparse(url)
     topic = parsed.path.lstrip("/")
@@ -218,6 +222,7 @@ class KafkaMessage:
         timestamp: the record's timestamp (epoch ms).
         key: the key as UTF-8 text, or ``None``.
         value: the value as UTF-8 text, or ``None`` (a tombstone).
+
     """
 
     topic: str
@@ -237,6 +242,7 @@ def json_value(message: KafkaMessage) -> Any:
 
     Raises:
         ValueError: for a tombstone or a value that is not JSON.
+
     """
     if message.value is None:
         raise ValueError("the record has no value")
@@ -274,6 +280,7 @@ class KafkaInput(NamedTuple):
         records: the parsed records (a ``DataStream`` of Python values).
         errors: records that failed to parse, as dicts ``{"kind": "error", "topic",
             "partition", "offset", "key", "error", "value"}`` (value cut to 1,000 chars).
+
     """
 
     records: Any
@@ -281,7 +288,10 @@ class KafkaInput(NamedTuple):
 
 
 def _offsets(spec: Any, *, for_stop: bool = False) -> Any:
-    from pyflink.datastream.connectors.kafka import KafkaOffsetResetStrategy, KafkaOffsetsInitializer
+    from pyflink.datastream.connectors.kafka import (
+        KafkaOffsetResetStrategy,
+        KafkaOffsetsInitializer,
+    )
 
     if isinstance(spec, KafkaOffsetsInitializer):
         return spec
@@ -339,6 +349,7 @@ def read_json_topic(
 
     Returns:
         ``KafkaInput(records, errors)``.
+
     """
     from pyflink.common import Types, WatermarkStrategy
     from pyflink.datastream import OutputTag
@@ -398,6 +409,7 @@ def from_kafka(
     Returns:
         ``(builder, errors)``: a ``FlinkAgentBuilder`` to ``apply`` an agent to, and the
         ``DataStream`` of records that failed to parse.
+
     """
     records, errors = read_json_topic(agents_env.env, bootstrap_servers, topic, **options)
     return agents_env.from_datastream(records, key_selector=key_selector), errors
@@ -417,7 +429,8 @@ def _default_key(record: Any) -> Any:
 class _ToRow:
     """A record -> ``Row(topic, key, value)`` (JSON value) for the helper serializer."""
 
-    def __init__(self, topic: str | Callable[[Any], str], key_selector: Callable[[Any], Any]) -> None:
+    def __init__(self, topic: str | Callable[[Any], str],
+                 key_selector: Callable[[Any], Any]) -> None:
         self.topic = topic
         self.key_selector = key_selector
 
@@ -445,6 +458,7 @@ def to_kafka_rows(ds: Any, topic: str | Callable[[Any], str],
 
     Returns:
         A ``DataStream`` of ``Row(topic, key, value)``.
+
     """
     from pyflink.common import Types
 
@@ -482,6 +496,7 @@ def kafka_sink(
 
     Raises:
         ValueError: for an unknown guarantee, or exactly-once without a prefix.
+
     """
     from pyflink.datastream.connectors.base import DeliveryGuarantee as FlinkGuarantee
     from pyflink.datastream.connectors.kafka import KafkaSink
@@ -489,7 +504,8 @@ def kafka_sink(
     guarantees = {"exactly-once": FlinkGuarantee.EXACTLY_ONCE,
                   "at-least-once": FlinkGuarantee.AT_LEAST_ONCE, "none": FlinkGuarantee.NONE}
     if delivery_guarantee not in guarantees:
-        raise ValueError(f"unknown delivery_guarantee {delivery_guarantee!r} ({', '.join(guarantees)})")
+        raise ValueError(f"unknown delivery_guarantee {delivery_guarantee!r} "
+                         f"({', '.join(guarantees)})")
     builder = (KafkaSink.builder()
                .set_bootstrap_servers(bootstrap_servers)
                .set_delivery_guarantee(guarantees[delivery_guarantee]))
@@ -536,6 +552,7 @@ def write_json_topic(
 
     Returns:
         The ``DataStreamSink``.
+
     """
     label = name or f"kafka-sink-{topic}"
     add_kafka_jars(ds.get_execution_environment())

@@ -6,11 +6,19 @@ also builds llama-cpp-python for this CPU). The model file comes from ``model_pa
 (see ``find_gguf_model``). Requests and responses follow llama-cpp-python's
 ``create_chat_completion``, which mirrors OpenAI's chat-completions format; structured output
 uses its JSON-schema grammar (``response_format={"type": "json_object", "schema": ...}``).
+
+Connections of one process that name the same file with the same context settings share one
+loaded model (and its lock), so an agent and its sub-agents can use one model without loading
+it twice. At temperature 0 an answer is a function of the request, so identical requests
+(messages, schema, tools and options alike) are answered from a per-model LRU cache of
+``cache_size`` entries; the response's ``metadata["cached"]`` is then ``True``.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -81,11 +89,27 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
     )
 
 
+class _LoadedModel:
+    """One loaded llama.cpp model, its lock and its answer cache; shared by connections."""
+
+    def __init__(self, llama: Any, cache_size: int) -> None:
+        self.llama = llama
+        self.lock = threading.Lock()
+        self.cache: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
+        self.cache_size = cache_size
+
+
+#: Loaded models by (path, n_ctx, n_threads, seed); an entry lives while a connection holds it.
+_LOADED: weakref.WeakValueDictionary[tuple[Any, ...], _LoadedModel] = weakref.WeakValueDictionary()
+_LOADING = threading.Lock()
+
+
 class LlamaCppChatModel(ChatModelConnection):
     """A GGUF chat model in this process.
 
-    One model instance is loaded per connection on first use and serves one request at a time
-    (llama.cpp contexts are not thread-safe), so concurrent chats queue here.
+    The model is loaded on first use, once per process for connections with the same file
+    and context settings, and serves one request at a time (llama.cpp contexts are not
+    thread-safe), so concurrent chats queue here.
 
     Attributes:
         model_path: the GGUF file; ``None`` finds one (see module docstring).
@@ -94,6 +118,7 @@ class LlamaCppChatModel(ChatModelConnection):
         seed: sampling seed (fixed, for repeatable answers).
         temperature: default sampling temperature.
         max_tokens: default cap on generated tokens.
+        cache_size: answers kept for identical requests at temperature 0 (0: no cache).
     """
 
     model_path: str | None = None
@@ -102,12 +127,12 @@ class LlamaCppChatModel(ChatModelConnection):
     seed: int = 42
     temperature: float = 0.0
     max_tokens: int = 256
+    cache_size: int = Field(default=4096, ge=0)
 
-    _llama: Any = PrivateAttr(default=None)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _loaded: _LoadedModel | None = PrivateAttr(default=None)
 
-    def _model(self) -> Any:
-        if self._llama is None:
+    def _model(self) -> _LoadedModel:
+        if self._loaded is None:
             try:
                 from llama_cpp import Llama
             except ImportError as e:
@@ -116,16 +141,25 @@ class LlamaCppChatModel(ChatModelConnection):
                     "pip install 'flink-agents-py[local]'"
                 ) from e
             path = find_gguf_model(self.model_path)
-            self._llama = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                                seed=self.seed, verbose=False)
-        return self._llama
+            key = (str(path.resolve()), self.n_ctx, self.n_threads, self.seed)
+            with _LOADING:
+                loaded = _LOADED.get(key)
+                if loaded is None:
+                    loaded = _LoadedModel(
+                        Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                              seed=self.seed, verbose=False),
+                        self.cache_size)
+                    _LOADED[key] = loaded
+                loaded.cache_size = max(loaded.cache_size, self.cache_size)
+            self._loaded = loaded
+        return self._loaded
 
     def open(self) -> None:
         """Nothing: the model loads on the first chat, in the worker that uses it."""
 
     def close(self) -> None:
-        """Drop the model (its memory is freed by llama.cpp)."""
-        self._llama = None
+        """Drop this connection's hold on the model (freed when no connection holds it)."""
+        self._loaded = None
 
     def chat(
         self,
@@ -157,11 +191,24 @@ class LlamaCppChatModel(ChatModelConnection):
             if "tool_choice" in options:
                 kwargs["tool_choice"] = options.pop("tool_choice")
         kwargs.update(options)
-        with self._lock:
+        loaded = self._model()
+        cache_key = (orjson.dumps(kwargs, option=orjson.OPT_SORT_KEYS)
+                     if kwargs["temperature"] == 0 and loaded.cache_size > 0 else None)
+        with loaded.lock:
+            cached = loaded.cache.get(cache_key) if cache_key is not None else None
+            if cached is not None:
+                loaded.cache.move_to_end(cache_key)
+                response = from_openai_choice(cached)
+                return response.model_copy(update={"metadata": {**response.metadata,
+                                                                "cached": True}})
             try:
-                body = self._model().create_chat_completion(**kwargs)
+                body = loaded.llama.create_chat_completion(**kwargs)
             except (ImportError, FileNotFoundError):
                 raise
             except Exception as e:  # noqa: BLE001
                 raise ProviderError(f"llama.cpp failed: {type(e).__name__}: {e}") from e
+            if cache_key is not None:
+                loaded.cache[cache_key] = body
+                while len(loaded.cache) > loaded.cache_size:
+                    loaded.cache.popitem(last=False)
         return from_openai_choice(body)

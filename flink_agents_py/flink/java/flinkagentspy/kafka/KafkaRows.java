@@ -69,7 +69,13 @@ public final class KafkaRows {
         }
     }
 
-    /** Row(topic, key, value) to a Kafka record of that topic (partitioned by key hash). */
+    /**
+     * Row(topic, key, value) to a Kafka record of that topic (partitioned by key hash).
+     *
+     * <p>The record gets no timestamp from Flink (the producer stamps the send time): outputs of
+     * agent timers carry timer timestamps (the end-of-input drain's is 2^63 - 2), which brokers
+     * reject as too far in the future.
+     */
     public static final class TopicKeyValueSerializer implements KafkaRecordSerializationSchema<Row> {
         private static final long serialVersionUID = 1L;
 
@@ -80,7 +86,7 @@ public final class KafkaRows {
             if (topic == null) {
                 throw new IllegalArgumentException("a record for the Kafka sink has no topic");
             }
-            return new ProducerRecord<>(topic.toString(), null, timestamp,
+            return new ProducerRecord<>(topic.toString(), null, null,
                     bytes(element.getField(1)), bytes(element.getField(2)));
         }
     }

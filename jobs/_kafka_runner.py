@@ -1,0 +1,188 @@
+"""The review-analysis job with Kafka input and/or output (``kafka://HOST:PORT/topic``).
+
+Input from Kafka: each record's value is a review ``{"id", "review", "ts"}`` (JSON); its
+``line`` is its offset and its ``partition`` is kept, so results name the record they rate.
+A record that is not a valid review goes to the error output with its partition and offset.
+
+Output to Kafka: results go to the output topic, keyed by product id (the agent key); errors
+(malformed records and failed ratings) go to ``<topic>-errors``. Both go through one
+``KafkaSink``, exactly-once by default: written in transactions committed at checkpoints, so
+consumers reading ``read_committed`` see every result once, also across failures.
+
+File input and output work as in ``jobs._flink_runner`` (FileSource, collected results).
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+from pyflink.common import Types, WatermarkStrategy
+from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent
+from flink_agents_py.flink import (
+    KafkaMessage,
+    add_kafka_jars,
+    create_stream_environment,
+    kafka_sink,
+    parse_kafka_url,
+    read_json_topic,
+    to_kafka_rows,
+)
+from flink_agents_py.runtime import Failpoint, Journal
+
+from ._flink_runner import PARSE_ERRORS, NumberAndParse
+from .review_analysis import error_record, parse_line
+
+__all__ = ["is_kafka", "parse_review_message", "run_kafka_job"]
+
+
+def is_kafka(spec: Any) -> bool:
+    """Whether ``spec`` is a ``kafka://`` URL."""
+    return str(spec).startswith("kafka://")
+
+
+def parse_review_message(message: KafkaMessage) -> dict[str, Any]:
+    """A Kafka record -> ``{"line": offset, "partition", "id", "review", "ts"}``.
+
+    Raises:
+        ValueError: naming the partition and offset, for a record that is not a review.
+
+    """
+    where = f"partition {message.partition} offset {message.offset}"
+    if message.value is None:
+        raise ValueError(f"{where}: the record has no value")
+    try:
+        record = parse_line(message.offset, message.value)
+    except ValueError as e:
+        raise ValueError(str(e).replace(f"line {message.offset}", where, 1)) from e
+    return {**record, "partition": message.partition}
+
+
+def _kafka_error(e: dict[str, Any]) -> dict[str, Any]:
+    """A malformed-record error of ``read_json_topic`` in the job's error shape."""
+    return {"kind": "error", "line": e["offset"], "id": None, "error": e["error"],
+            "topic": e["topic"], "partition": e["partition"], "offset": e["offset"],
+            "value": e["value"]}
+
+
+def _agent_error(e: dict[str, Any]) -> dict[str, Any]:
+    record = e.get("input") or {}
+    out = error_record(record.get("line"), f"{e['action']}: {e['error_type']}: {e['message']}",
+                       e.get("key"))
+    if "partition" in record:
+        out.update(partition=record["partition"], offset=record.get("line"))
+    return out
+
+
+def _tag(kind: str) -> Any:
+    return lambda v: (kind, v)
+
+
+def run_kafka_job(
+    input_spec: str | pathlib.Path,
+    output_spec: str | pathlib.Path,
+    agent: Agent,
+    *,
+    parallelism: int = 1,
+    limit: int | None = None,
+    bounded: bool = False,
+    starting_offsets: str = "earliest",
+    checkpoint_interval_ms: int = 10_000,
+    delivery_guarantee: str = "exactly-once",
+    transactional_id_prefix: str | None = None,
+    journal: Journal | None = None,
+    failpoint: Failpoint | None = None,
+    extra_config: dict[str, str] | None = None,
+    restart_attempts: int = 3,
+    job_name: str = "review-analysis",
+) -> tuple[list[Any], list[Any]] | None:
+    """Run the review job with Kafka on one side or both.
+
+    On a MiniCluster, or on the cluster when the program runs under ``flink run``.
+
+    Args:
+        input_spec: ``kafka://HOST:PORT/topic`` or a JSON-lines file.
+        output_spec: ``kafka://HOST:PORT/topic`` (errors to ``<topic>-errors``) or a file
+            (results are then collected and returned).
+        agent: the review agent.
+        parallelism: Flink parallelism.
+        limit: file input only: analyse the first N lines.
+        bounded: Kafka input: stop at the offsets that are the latest when the job starts
+            (otherwise the job runs until cancelled).
+        starting_offsets: Kafka input without a checkpoint: ``earliest``, ``latest`` or
+            ``committed``.
+        checkpoint_interval_ms: checkpoint interval; exactly-once output is committed (and
+            visible to ``read_committed`` consumers) at each checkpoint.
+        delivery_guarantee: Kafka output: ``exactly-once``, ``at-least-once`` or ``none``.
+        transactional_id_prefix: Kafka output, exactly-once: default
+            ``flink-agents-py-<job_name>-<topic>``.
+        journal: a write-ahead journal of durable call outcomes.
+        failpoint: a test hook for crash injection.
+        extra_config: more Flink configuration.
+        restart_attempts: fixed-delay restart attempts.
+        job_name: the Flink job's name.
+
+    Returns:
+        ``(outputs, errors)`` when the output is a file, else ``None``.
+
+    Raises:
+        ValueError: for Kafka input that is unbounded while the output is a file, or a
+            ``limit`` with Kafka input.
+
+    """
+    kafka_in, kafka_out = is_kafka(input_spec), is_kafka(output_spec)
+    if kafka_in and not kafka_out and not bounded:
+        raise ValueError("Kafka input with file output needs --bounded (the job must end)")
+    if kafka_in and limit is not None:
+        raise ValueError("--limit applies to file input only")
+    env = create_stream_environment(parallelism=parallelism,
+                                    checkpoint_interval_ms=checkpoint_interval_ms,
+                                    restart_attempts=restart_attempts, extra_config=extra_config)
+    if kafka_in or kafka_out:
+        add_kafka_jars(env)
+
+    if kafka_in:
+        servers, topic = parse_kafka_url(str(input_spec))
+        records, bad = read_json_topic(env, servers, topic, parse=parse_review_message,
+                                       starting_offsets=starting_offsets, bounded=bounded,
+                                       group_id=f"{job_name}-{topic}", name="reviews")
+        parse_errors = bad.map(_kafka_error, output_type=Types.PICKLED_BYTE_ARRAY())
+    else:
+        source = FileSource.for_record_stream_format(
+            StreamFormat.text_line_format(), str(pathlib.Path(input_spec).resolve())).build()
+        text = (env.from_source(source, WatermarkStrategy.no_watermarks(), "reviews")
+                .set_parallelism(1))
+        records = (text.key_by(lambda _: 0, key_type=Types.INT())
+                   .process(NumberAndParse(limit, None), output_type=Types.PICKLED_BYTE_ARRAY())
+                   .name("number-and-parse").uid("number-and-parse").set_parallelism(1))
+        parse_errors = records.get_side_output(PARSE_ERRORS)
+
+    applied = (AgentsExecutionEnvironment.flink(env, journal=journal, failpoint=failpoint)
+               .from_datastream(records, key_selector=lambda r: r["id"]).apply(agent))
+    outputs = applied.to_datastream()
+    agent_errors = applied.errors_datastream().map(_agent_error,
+                                                   output_type=Types.PICKLED_BYTE_ARRAY())
+    errors = parse_errors.union(agent_errors)
+
+    if kafka_out:
+        servers, topic = parse_kafka_url(str(output_spec))
+        rows = to_kafka_rows(outputs, topic, lambda o: o.get("id"), name="results-rows").union(
+            to_kafka_rows(errors, f"{topic}-errors", lambda e: e.get("id"), name="errors-rows"))
+        sink = kafka_sink(servers, delivery_guarantee=delivery_guarantee,
+                          transactional_id_prefix=transactional_id_prefix
+                          or f"flink-agents-py-{job_name}-{topic}")
+        rows.sink_to(sink).name(f"kafka-{topic}").uid("kafka-sink")
+        env.execute(job_name)
+        return None
+
+    everything = outputs.map(_tag("out"), output_type=Types.PICKLED_BYTE_ARRAY()).union(
+        errors.map(_tag("err"), output_type=Types.PICKLED_BYTE_ARRAY()))
+    out: list[Any] = []
+    err: list[Any] = []
+    with everything.execute_and_collect(job_name) as results:
+        for kind, value in results:
+            (out if kind == "out" else err).append(value)
+    return out, err

@@ -1,0 +1,69 @@
+"""Kafka helpers without a broker or a cluster: URLs, parsing, rows, pinned versions."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import sys
+
+import pytest
+
+pytest.importorskip("pyflink")
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from flink_agents_py.flink import KAFKA_CONNECTOR_VERSION, KafkaMessage, parse_kafka_url  # noqa: E402
+from flink_agents_py.flink._kafka import _Parse, _ToRow, json_value  # noqa: E402
+
+
+def msg(value, offset=7, partition=1):
+    return KafkaMessage("t", partition, offset, 0, "k", value)
+
+
+def test_parse_kafka_url():
+    assert parse_kafka_url("kafka://127.0.0.1:9092/reviews") == ("127.0.0.1:9092", "reviews")
+    assert parse_kafka_url("kafka://a:1,b:2/t") == ("a:1,b:2", "t")
+    for bad in ("kafka://host:1/", "http://h:1/t", "kafka:///t", "kafka://h:1/a/b"):
+        with pytest.raises(ValueError):
+            parse_kafka_url(bad)
+
+
+def test_json_parse_and_error_side_output():
+    tag = object()
+    parse = _Parse(json_value, tag)
+    assert list(parse(("t", 0, 3, 0, "k", '{"a": 1}'))) == [{"a": 1}]
+    [(got_tag, err)] = list(parse(("t", 2, 9, 0, "k", "{nope")))
+    assert got_tag is tag
+    assert err["kind"] == "error" and (err["topic"], err["partition"], err["offset"]) == ("t", 2, 9)
+    assert "not JSON" in err["error"] and err["value"] == "{nope"
+    [(_, tomb)] = list(parse(("t", 0, 1, 0, "k", None)))
+    assert tomb["error"] == "the record has no value"
+
+
+def test_review_records_from_kafka_name_partition_and_offset():
+    from jobs._kafka_runner import parse_review_message
+
+    rec = parse_review_message(msg('{"id": "P1", "review": "good", "ts": 5}', offset=42))
+    assert rec == {"line": 42, "id": "P1", "review": "good", "ts": 5, "partition": 1}
+    with pytest.raises(ValueError, match="partition 1 offset 42: field 'id'"):
+        parse_review_message(msg('{"review": "x"}', offset=42))
+
+
+def test_rows_for_the_sink_carry_topic_key_and_json_value():
+    row = _ToRow("out", lambda r: r["id"])({"id": "P1", "score": 4})
+    assert (row[0], row[1], row[2]) == ("out", "P1", '{"id":"P1","score":4}')
+    row = _ToRow(lambda r: f"t-{r['k']}", lambda r: r["k"])({"k": 3})
+    assert (row[0], row[1]) == ("t-3", "3")  # non-string keys are written as JSON
+
+
+def test_pinned_versions_agree():
+    fetch = (ROOT / "scripts" / "fetch_jars.sh").read_text()
+    assert f'FLINK_AGENTS_PY_KAFKA_CONNECTOR:-{KAFKA_CONNECTOR_VERSION}}}' in fetch
+    dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
+    assert f"KAFKA_CONNECTOR_VERSION={KAFKA_CONNECTOR_VERSION}" in dockerfile
+    fixture = (ROOT / "tests" / "kafka_fixture.py").read_text()
+    broker = re.search(r'^KAFKA_VERSION = "([^"]+)"', fixture, re.M).group(1)
+    assert f"FLINK_AGENTS_PY_KAFKA_BROKER:-{broker}}}" in fetch
+    assert f"apache/kafka:{broker}" in (ROOT / "docker" / "compose.yaml").read_text()

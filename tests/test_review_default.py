@@ -1,0 +1,188 @@
+"""The main job's default design: fast committee scorer, product advice rows, the model path."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `jobs` is not installed; plain `pytest` does not add the cwd
+    sys.path.insert(0, str(ROOT))
+
+from jobs._product_advisor import (  # noqa: E402
+    ADVICE_SCHEMA,
+    Advice,
+    advice_due,
+    end_of_input_markers,
+    scripted_advice,
+    themes_of,
+)
+from jobs.review_analysis import DEFAULT_INPUT, lexicon_rating, main  # noqa: E402
+
+CLEAN_ENV = dict(os.environ)
+PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
+
+SMALL_INPUT = "\n".join([
+    '{"id": "P1", "review": "Love it, great fit", "ts": 1}',
+    '{"id": "P2", "review": "Broke after a day, bad", "ts": 2}',
+    '{"id": "P1", "review": "comfortable and soft"}',
+    '{"id": "P1", "review": "Way too small, had to return them"}',
+    '{"id": "P3", "review": "terrible, returned it"}',
+]) + "\n"
+
+ADVICE_KEYS = {"kind", "id", "line", "count", "mean_score", "final", "suggestions"}
+
+
+def read_jsonl(path: pathlib.Path) -> list[Any]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+# ------------------------------------------------------------------ the fast scorer
+def test_fast_rating_is_deterministic_and_follows_the_committee():
+    pytest.importorskip("vaderSentiment")
+    from jobs._default_rating import fast_rating, vader_score
+
+    texts = [json.loads(x)["review"] for x in DEFAULT_INPUT.read_text().splitlines()[:200]]
+    first = [fast_rating(t) for t in texts]
+    assert [fast_rating(t) for t in texts] == first  # same verdicts, run after run
+    for t, f in zip(texts, first):
+        assert f.rating == lexicon_rating(t)  # a confident score is the lexicon's
+        assert f.lexicon == f.rating.score and f.vader == vader_score(t)
+        assert f.unsure == (abs(f.lexicon - f.vader) >= 2 or f.lexicon == f.vader == 3)
+    assert any(f.unsure for f in first) and not all(f.unsure for f in first)
+    # clear cases are confident, a conflict or no opinion at all is unsure
+    assert not fast_rating("I love them, so comfortable and great!").unsure
+    assert fast_rating("I love them, so comfortable and great!").rating.score == 5
+    assert not fast_rating("Terrible, cheap and broken. Worst purchase.").unsure
+    assert fast_rating("Terrible, cheap and broken. Worst purchase.").rating.score == 1
+    assert fast_rating("They run big. Order a full size smaller.").unsure
+
+
+# ------------------------------------------------------------------ product advice
+def test_advice_policy_and_end_markers():
+    assert [n for n in range(1, 3300) if advice_due(n)] == [200, 400, 800, 1600, 3200]
+    records = [{"id": "A", "line": 0}, {"id": "B", "line": 1}, {"id": "A", "line": 4}]
+    assert end_of_input_markers(records) == [
+        {"kind": "end_of_input", "id": "B", "line": 1},
+        {"kind": "end_of_input", "id": "A", "line": 4}]
+    assert themes_of("Way too small and the sole came off") == ["size and fit", "durability"]
+    assert ADVICE_SCHEMA["properties"]["suggestions"]["maxItems"] == 3
+
+
+def test_scripted_advice_rows_have_the_documented_shape(tmp_path, capsys):
+    src = tmp_path / "reviews.jsonl"
+    src.write_text(SMALL_INPUT)
+    out = tmp_path / "out.jsonl"
+    assert main(["--runner", "local", "--model", "scripted", "--no-progress",
+                 "--input", str(src), "--output", str(out)]) == 0
+    assert "5 review results, 3 products, 0 errors, 13 output rows" in capsys.readouterr().err
+    rows = read_jsonl(out)
+    advice = [r for r in rows if r["kind"] == "product_advice"]
+    # one final row per product, right after its last review (rows are sorted by line)
+    assert [(a["id"], a["line"], a["count"], a["final"]) for a in advice] == [
+        ("P2", 1, 1, True), ("P1", 3, 3, True), ("P3", 4, 1, True)]
+    for a in advice:
+        assert set(a) == ADVICE_KEYS
+        Advice.model_validate({"suggestions": a["suggestions"]})
+        assert all(isinstance(s, str) and s for s in a["suggestions"])
+        i = rows.index(a)
+        assert rows[i - 1]["kind"] == "product_summary" and rows[i - 1]["id"] == a["id"]
+        assert a["mean_score"] == rows[i - 1]["mean_score"]
+    p1 = advice[1]
+    assert [x.split(":")[0] for x in p1["suggestions"]] == ["Order and delivery", "Size and fit"]
+    assert p1["suggestions"][1].startswith("Size and fit: 1 of 1 critical reviews mention it;")
+    summaries = [r for r in rows if r["kind"] == "product_summary"]
+    assert all(s["model_rated"] == s["count"] for s in summaries)  # scripted: all by the model
+    again = tmp_path / "again.jsonl"
+    main(["--runner", "local", "--model", "scripted", "--no-progress",
+          "--input", str(src), "--output", str(again)])
+    assert again.read_bytes() == out.read_bytes()
+
+
+def test_scripted_advice_refreshes_at_thresholds(tmp_path):
+    out = tmp_path / "out.jsonl"
+    assert main(["--runner", "local", "--model", "scripted", "--no-progress",
+                 "--output", str(out)]) == 0
+    rows = read_jsonl(out)
+    advice = [r for r in rows if r["kind"] == "product_advice"]
+    products = {r["id"] for r in rows if r["kind"] == "review"}
+    assert sorted(a["id"] for a in advice if a["final"]) == sorted(products)
+    refreshes = [a for a in advice if not a["final"]]
+    assert refreshes and {a["count"] for a in refreshes} == {200}
+    assert all(a["suggestions"] for a in advice)
+
+
+def test_scripted_advice_without_complaints():
+    class Req:
+        last_user_text = ("Product X: 2 reviews, mean rating 5.00 of 5 (5 stars: 2, 4 stars: 0, "
+                          "3 stars: 0, 2 stars: 0, 1 stars: 0).\nNo recurring complaint theme "
+                          "(0 critical reviews).")
+
+    assert scripted_advice(Req()) == {
+        "suggestions": ["Keep the product as it is: no recurring complaint in 2 reviews."]}
+
+
+def test_evaluate_mode_emits_no_final_advice(tmp_path):
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"line": 0, "id": "B010RRWKT4", "score": 5}\n')
+    out = tmp_path / "ev.jsonl"
+    assert main(["--runner", "local", "--model", "scripted", "--no-progress",
+                 "--output", str(out), "--evaluate", str(labels)]) == 0
+    assert {r["kind"] for r in read_jsonl(out)} == {"review", "product_summary"}
+
+
+# ------------------------------------------------------------------ the default model path
+def _default_model_or_skip() -> pathlib.Path:
+    try:
+        import llama_cpp  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - any import failure means: no usable llama.cpp
+        pytest.skip(f"llama-cpp-python is not usable: {type(e).__name__}: {e}")
+    pytest.importorskip("vaderSentiment")
+    from flink_agents_py.integrations.chat_models._gguf import (
+        CACHED_MODEL_FILE,
+        cached_gguf,
+        models_dir,
+    )
+
+    path = cached_gguf()
+    if path is None:
+        pytest.skip(f"the default model is not cached at {models_dir() / CACHED_MODEL_FILE} "
+                    "(make setup fetches it)")
+    return path
+
+
+@pytest.mark.model
+@pytest.mark.flink
+@pytest.mark.timeout(900)
+def test_default_model_path_on_ten_reviews(tmp_path):
+    _default_model_or_skip()
+    out = tmp_path / "default.jsonl"
+    env = {k: v for k, v in CLEAN_ENV.items() if k != "FLINK_AGENTS_PY_GGUF"}
+    proc = subprocess.run([PYTHON, "-m", "jobs.review_analysis", "--no-progress", "--limit", "10",
+                           "--output", str(out)],  # defaults: --runner flink --model local
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=880)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "(flink runner, local model)" in proc.stderr
+    rows = read_jsonl(out)
+    errors = read_jsonl(out.with_suffix(".errors.jsonl"))
+    assert errors == []
+    reviews = [r for r in rows if r["kind"] == "review"]
+    assert sorted(r["line"] for r in reviews) == list(range(10))
+    assert all(r["score"] in (1, 2, 3, 4, 5) and r["reasons"] for r in reviews)
+    last_summary: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r["kind"] == "product_summary":
+            last_summary[r["id"]] = r
+    assert sum(s["model_rated"] for s in last_summary.values()) >= 1  # e.g. line 4 is unsure
+    advice = [r for r in rows if r["kind"] == "product_advice"]
+    assert sorted(a["id"] for a in advice) == sorted(last_summary)
+    for a in advice:
+        assert set(a) == ADVICE_KEYS and a["final"]
+        assert 1 <= len(a["suggestions"]) <= 3, a
+        assert all(isinstance(s, str) and s.strip() for s in a["suggestions"])
