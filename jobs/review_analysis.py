@@ -45,8 +45,7 @@ from flink_agents_py.api import (
     Agent,
     ChatMessage,
     ChatModelSetup,
-    ChatRequestEvent,
-    ChatResponseEvent,
+    ChatResponseError,
     InputEvent,
     InternalSubagent,
     MessageRole,
@@ -152,73 +151,61 @@ def scripted_orchestrator(request: Any) -> Any:
 
 
 # -- the agent -----------------------------------------------------------------------------
+async def rate_with_chat(event: InputEvent, ctx: RunnerContext, model: str) -> None:
+    """Rate the review of ``event`` with a whole chat on ``model``; emit the job's rows.
+
+    Raises:
+        ValueError: when the chat failed or its answer is not a valid ``Rating`` (the run's
+            record then goes to the error output with its line).
+    """
+    record = event.input
+    try:
+        result = await ctx.chat(model, [ChatMessage(content=f"Review: {record['review']}")],
+                                output_schema=Rating)
+    except ChatResponseError as e:
+        raise ValueError(f"the rating chat failed: {e.reason}") from e
+    emit_rating(ctx, record, result.structured)
+
+
+def emit_rating(ctx: RunnerContext, record: dict[str, Any], rating: Rating) -> None:
+    """Update the product's aggregates in short-term memory; emit the review and summary rows."""
+    mem = ctx.short_term_memory
+    count = mem.get("count", 0) + 1
+    total = mem.get("total", 0) + rating.score
+    mem.set("count", count)
+    mem.set("total", total)
+    line = record.get("line")
+    partition = record.get("partition")  # a Kafka record: line is its offset
+    source = {} if partition is None else {"partition": partition}
+    ctx.send_event(OutputEvent(output={
+        "kind": "review", "id": ctx.key, "line": line, **source,
+        "score": rating.score, "reasons": rating.reasons,
+    }))
+    ctx.send_event(OutputEvent(output={
+        "kind": "product_summary", "id": ctx.key, "line": line, **source,
+        "count": count, "mean_score": round(total / count, 4),
+    }))
+
+
 class ReviewAnalysisAgent(Agent):
-    """Rates each review with the ``review_model`` chat model and keeps product aggregates."""
+    """Rates each review with a chat on ``review_model`` and keeps product aggregates."""
 
     @action(InputEvent)
     @staticmethod
-    def ask_rating(event: InputEvent, ctx: RunnerContext) -> None:
-        """Send the review to the chat model, asking for a ``Rating``."""
-        record = event.input
-        ctx.sensory_memory.set("line", record.get("line"))
-        if record.get("partition") is not None:  # a Kafka record: line is its offset
-            ctx.sensory_memory.set("partition", record["partition"])
-        ctx.send_event(ChatRequestEvent(
-            model="review_model",
-            messages=[ChatMessage(content=f"Review: {record['review']}")],
-            output_schema=RATING_SCHEMA,
-        ))
-
-    @action(ChatResponseEvent)
-    @staticmethod
-    def record_rating(event: ChatResponseEvent, ctx: RunnerContext) -> None:
-        """Validate the rating, update the product's aggregates, emit both results.
-
-        Raises:
-            ValueError: when the chat failed or its answer is not a valid ``Rating`` (the run's
-                record then goes to the error output).
-        """
-        if event.response is None:
-            raise ValueError(f"the rating chat failed: {event.error}")
-        try:
-            rating = Rating.model_validate(event.response.structured
-                                           if event.response.structured is not None
-                                           else orjson.loads(event.response.message.content))
-        except (ValidationError, orjson.JSONDecodeError) as e:
-            raise ValueError(f"the model's rating is invalid: {e}") from e
-        mem = ctx.short_term_memory
-        count = mem.get("count", 0) + 1
-        total = mem.get("total", 0) + rating.score
-        mem.set("count", count)
-        mem.set("total", total)
-        partition = ctx.sensory_memory.get("partition")
-        source = {} if partition is None else {"partition": partition}
-        ctx.send_event(OutputEvent(output={
-            "kind": "review", "id": ctx.key, "line": ctx.sensory_memory.get("line"), **source,
-            "score": rating.score, "reasons": rating.reasons,
-        }))
-        ctx.send_event(OutputEvent(output={
-            "kind": "product_summary", "id": ctx.key, "line": ctx.sensory_memory.get("line"),
-            **source, "count": count,
-            "mean_score": round(total / count, 4),
-        }))
+    async def ask_rating(event: InputEvent, ctx: RunnerContext) -> None:
+        """Await the rating chat (``ctx.chat`` with ``output_schema=Rating``); emit rows."""
+        await rate_with_chat(event, ctx, "review_model")
 
 
 class ReviewOrchestratorAgent(ReviewAnalysisAgent):
-    """Delegate mode: asks ``orchestrator_model``, which delegates the rating to the
-    ``reviewer`` sub-agent; aggregates and emits like ``ReviewAnalysisAgent``."""
+    """Delegate mode: the chat is on ``orchestrator_model``, which delegates the rating to
+    the ``reviewer`` sub-agent; aggregates and emits like ``ReviewAnalysisAgent``."""
 
     @action(InputEvent)
     @staticmethod
-    def ask_rating(event: InputEvent, ctx: RunnerContext) -> None:
-        """Send the review to the orchestrator model, asking for a ``Rating``."""
-        record = event.input
-        ctx.sensory_memory.set("line", record.get("line"))
-        ctx.send_event(ChatRequestEvent(
-            model="orchestrator_model",
-            messages=[ChatMessage(content=f"Review: {record['review']}")],
-            output_schema=RATING_SCHEMA,
-        ))
+    async def ask_rating(event: InputEvent, ctx: RunnerContext) -> None:
+        """Await the orchestrator's chat; emit rows."""
+        await rate_with_chat(event, ctx, "orchestrator_model")
 
 
 class ReviewerAgent(Agent):
