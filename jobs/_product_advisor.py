@@ -26,15 +26,16 @@ __all__ = [
     "ADVICE_PROMPT", "ADVICE_SCHEMA", "Advice", "ProductDigest", "ProductAdvisorAgent",
     "advice_due", "update_digest", "build_digest", "digest_message", "scripted_advice",
     "END_OF_INPUT", "end_of_input_markers", "is_end_marker", "THEMES", "tidy_suggestion",
+    "advice_schema",
 ]
 
 ADVICE_FIRST_AT = 200
 """The first count at which a product gets advice; then at each doubling (400, 800, ...)."""
 SUGGESTION_CHARS = 140
 
-MAX_COMPLAINTS = 4
+MAX_COMPLAINTS = 3
 MAX_PRAISES = 1
-EXCERPT_CHARS = 200
+EXCERPT_CHARS = 160
 
 ADVICE_PROMPT = (
     "You advise the team that makes and sells a product. You get a summary of its customer "
@@ -239,7 +240,7 @@ class ProductAdvisorAgent(Agent):
         """
         digest = ProductDigest.model_validate(event.input)
         response = await ctx.chat("advice_model", [ChatMessage(content=digest_message(digest))],
-                                  output_schema=ADVICE_SCHEMA)
+                                  output_schema=advice_schema(digest))
         try:
             advice = Advice.model_validate(response.structured if response.structured is not None
                                            else orjson.loads(response.message.content))
@@ -249,12 +250,22 @@ class ProductAdvisorAgent(Agent):
             "suggestions": [tidy_suggestion(s) for s in advice.suggestions]}))
 
 
+def advice_schema(digest: ProductDigest) -> dict[str, Any]:
+    """``ADVICE_SCHEMA`` allowing as many suggestions as the digest has evidence for: one per
+    complaint theme, at most one per critical review, at least one and at most three (a small
+    model otherwise pads a one-review product with invented problems)."""
+    n = max(1, min(3, digest.critical, len(digest.themes)))
+    schema = orjson.loads(orjson.dumps(ADVICE_SCHEMA))
+    schema["properties"]["suggestions"]["maxItems"] = n
+    return schema
+
+
 def tidy_suggestion(text: str) -> str:
     """Collapse white space; a suggestion cut at ``SUGGESTION_CHARS`` by the grammar is
     trimmed back to its last complete sentence or clause and marked with an ellipsis."""
-    text = " ".join(text.split())
+    text = " ".join(text.split()).rstrip(",;: ")
     if len(text) < SUGGESTION_CHARS - 1 or text.endswith((".", "!", ")")):
-        return text
+        return text if text.endswith((".", "!", "?", ")")) else text + "."
     for stop in (". ", "; ", ", "):
         cut = text.rfind(stop)
         if cut >= SUGGESTION_CHARS // 3:
@@ -282,7 +293,7 @@ def scripted_advice(request: Any) -> dict[str, Any]:
                                 f"{_n(count, 'review')}."]}
     critical = int(m.group(1))
     suggestions = []
-    for item in m.group(2).split("; ")[:3]:
+    for item in m.group(2).split("; ")[:max(1, min(3, critical))]:  # as advice_schema
         im = _THEME_ITEM.match(item)
         if im is None:
             continue

@@ -1,13 +1,16 @@
 """The review agents of the job's direct mode: ratings, product aggregates and product advice.
 
-- ``AdvisedReviewAgent`` (``--model scripted`` and ``--model openai``): the review model rates
-  every review, as ``ReviewAnalysisAgent`` does.
+- ``AdvisedReviewAgent`` (``--model scripted`` and ``--model openai``): a chat on the review
+  model (``ctx.chat`` with the ``Rating`` schema) rates every review, as in
+  ``ReviewAnalysisAgent``.
 - ``HybridReviewAgent`` (``--model local``, the default): the fast committee of
-  ``jobs._default_rating`` rates each review; only the reviews it is unsure about go to the
-  review model (the embedded LLM). When the model's answer is unusable the committee's
-  rating stands.
+  ``jobs._default_rating`` rates each review; only the reviews it is unsure about get a chat
+  on the review model (the embedded LLM). When that chat fails or its answer is unusable the
+  committee's rating stands.
+- ``AdvisedOrchestratorAgent`` (``--mode delegate``): ``ReviewOrchestratorAgent``'s chat on
+  the orchestrator model, with the same rows as the direct mode.
 
-Both keep a digest of each product's reviews in its short-term memory and, when advice is
+All three keep a digest of each product's reviews in its short-term memory and, when advice is
 due (``jobs._product_advisor.advice_due``) and at the end of bounded input (an
 ``end_of_input`` marker per product, after its last review), hand it to the ``advisor``
 internal sub-agent and emit its suggestions as a ``product_advice`` row. Output rows::
@@ -31,8 +34,7 @@ from pydantic import ValidationError
 from flink_agents_py.api import (
     ChatMessage,
     ChatModelSetup,
-    ChatRequestEvent,
-    ChatResponseEvent,
+    ChatResponseError,
     InputEvent,
     InternalSubagent,
     OutputEvent,
@@ -70,7 +72,7 @@ THREADS_ENV_VAR = "FLINK_AGENTS_PY_THREADS"
 def local_threads() -> int:
     """llama.cpp threads of the embedded model: ``$FLINK_AGENTS_PY_THREADS``, else this
     process's usable cores (at most 8). llama-cpp-python's own default is half the cores for
-    generation, 1 on a 2-core machine: measured 15-30 % slower than 2 here."""
+    generation, 1 on a 2-core machine: measured 15-35 % slower than 2 here."""
     env = os.environ.get(THREADS_ENV_VAR)
     if env:
         return max(1, int(env))
@@ -96,41 +98,30 @@ def model_connection(model: str, base_url: str | None = None,
     return connection_descriptor(model, base_url, model_name)
 
 
-def _source(ctx: RunnerContext) -> dict[str, Any]:
-    partition = ctx.sensory_memory.get("partition")
+def _source(record: dict[str, Any]) -> dict[str, Any]:
+    partition = record.get("partition")  # a Kafka record: line is its offset
     return {} if partition is None else {"partition": partition}
 
 
-def _remember(ctx: RunnerContext, record: dict[str, Any]) -> None:
-    ctx.sensory_memory.set("line", record.get("line"))
-    ctx.sensory_memory.set("review", record.get("review", ""))
-    if record.get("partition") is not None:  # a Kafka record: line is its offset
-        ctx.sensory_memory.set("partition", record["partition"])
-
-
-def _ask_model(ctx: RunnerContext, text: str) -> None:
-    ctx.send_event(ChatRequestEvent(model="review_model",
-                                    messages=[ChatMessage(content=f"Review: {text}")],
-                                    output_schema=RATING_SCHEMA))
-
-
-def _model_rating(event: ChatResponseEvent) -> Rating:
-    """The ``Rating`` a chat response carries.
+async def _model_rating(ctx: RunnerContext, record: dict[str, Any], model: str) -> Rating:
+    """Rate ``record``'s review with a whole chat on ``model`` (``ctx.chat``, ``Rating`` schema).
 
     Raises:
         ValueError: when the chat failed or its answer is not a valid ``Rating``.
     """
-    if event.response is None:
-        raise ValueError(f"the rating chat failed: {event.error}")
     try:
-        return Rating.model_validate(event.response.structured
-                                     if event.response.structured is not None
-                                     else orjson.loads(event.response.message.content))
+        result = await ctx.chat(model, [ChatMessage(content=f"Review: {record['review']}")],
+                                output_schema=RATING_SCHEMA)
+    except ChatResponseError as e:
+        raise ValueError(f"the rating chat failed: {e.reason}") from e
+    try:
+        return Rating.model_validate(result.structured if result.structured is not None
+                                     else orjson.loads(result.message.content))
     except (ValidationError, orjson.JSONDecodeError) as e:
         raise ValueError(f"the model's rating is invalid: {e}") from e
 
 
-async def _advise(ctx: RunnerContext, line: Any, final: bool) -> None:
+async def _advise(ctx: RunnerContext, record: dict[str, Any], final: bool) -> None:
     """Ask the ``advisor`` sub-agent for suggestions on this product; emit the advice row."""
     mem = ctx.short_term_memory
     digest = build_digest(mem, ctx.key)
@@ -138,7 +129,7 @@ async def _advise(ctx: RunnerContext, line: Any, final: bool) -> None:
     result = await handle
     mem.set("advised_at", digest.count)
     row: dict[str, Any] = {
-        "kind": "product_advice", "id": ctx.key, "line": line, **_source(ctx),
+        "kind": "product_advice", "id": ctx.key, "line": record.get("line"), **_source(record),
         "count": digest.count, "mean_score": round(digest.mean_score, 4), "final": final,
     }
     outputs = result.result if result.success else None
@@ -150,7 +141,8 @@ async def _advise(ctx: RunnerContext, line: Any, final: bool) -> None:
     ctx.send_event(OutputEvent(output=row))
 
 
-async def _record(ctx: RunnerContext, rating: Rating, by_model: bool) -> None:
+async def _record(ctx: RunnerContext, record: dict[str, Any], rating: Rating,
+                  by_model: bool) -> None:
     """Fold a review's rating into the product's memory; emit review and summary rows, and
     advice when due."""
     mem = ctx.short_term_memory
@@ -160,18 +152,18 @@ async def _record(ctx: RunnerContext, rating: Rating, by_model: bool) -> None:
     mem.set("count", count)
     mem.set("total", total)
     mem.set("model_rated", model_rated)
-    line = ctx.sensory_memory.get("line")
-    update_digest(mem, rating.score, ctx.sensory_memory.get("review") or "", line)
+    line = record.get("line")
+    update_digest(mem, rating.score, record.get("review") or "", line)
     ctx.send_event(OutputEvent(output={
-        "kind": "review", "id": ctx.key, "line": line, **_source(ctx),
+        "kind": "review", "id": ctx.key, "line": line, **_source(record),
         "score": rating.score, "reasons": rating.reasons,
     }))
     ctx.send_event(OutputEvent(output={
-        "kind": "product_summary", "id": ctx.key, "line": line, **_source(ctx),
+        "kind": "product_summary", "id": ctx.key, "line": line, **_source(record),
         "count": count, "mean_score": round(total / count, 4), "model_rated": model_rated,
     }))
     if advice_due(count):
-        await _advise(ctx, line, final=False)
+        await _advise(ctx, record, final=False)
 
 
 async def _finish(ctx: RunnerContext, marker: dict[str, Any]) -> None:
@@ -179,7 +171,7 @@ async def _finish(ctx: RunnerContext, marker: dict[str, Any]) -> None:
     mem = ctx.short_term_memory
     count = mem.get("count", 0)
     if count and mem.get("advised_at") != count:
-        await _advise(ctx, marker.get("line"), final=True)
+        await _advise(ctx, marker, final=True)
 
 
 class AdvisedReviewAgent(ReviewAnalysisAgent):
@@ -190,23 +182,18 @@ class AdvisedReviewAgent(ReviewAnalysisAgent):
     @action(InputEvent)
     @staticmethod
     async def ask_rating(event: InputEvent, ctx: RunnerContext) -> None:
-        """Send the review to the chat model; or, for an end marker, the final advice."""
-        record = event.input
-        if is_end_marker(record):
-            await _finish(ctx, record)
-            return
-        _remember(ctx, record)
-        _ask_model(ctx, record["review"])
-
-    @action(ChatResponseEvent)
-    @staticmethod
-    async def record_rating(event: ChatResponseEvent, ctx: RunnerContext) -> None:
-        """Validate the rating and record it (see ``ReviewAnalysisAgent.record_rating``).
+        """Rate the review with a chat on ``review_model`` and record it; or, for an end
+        marker, write the final advice.
 
         Raises:
             ValueError: when the chat failed or its answer is not a valid ``Rating``.
         """
-        await _record(ctx, _model_rating(event), by_model=True)
+        record = event.input
+        if is_end_marker(record):
+            await _finish(ctx, record)
+            return
+        await _record(ctx, record, await _model_rating(ctx, record, "review_model"),
+                      by_model=True)
 
 
 class HybridReviewAgent(AdvisedReviewAgent):
@@ -215,28 +202,20 @@ class HybridReviewAgent(AdvisedReviewAgent):
     @action(InputEvent)
     @staticmethod
     async def ask_rating(event: InputEvent, ctx: RunnerContext) -> None:
-        """Record the committee's rating, or ask the chat model when the committee is unsure."""
+        """Record the committee's rating, or the chat model's when the committee is unsure
+        (the committee's when that chat fails); for an end marker, the final advice."""
         record = event.input
         if is_end_marker(record):
             await _finish(ctx, record)
             return
-        _remember(ctx, record)
         fast = fast_rating(record["review"])
-        if not fast.unsure:
-            await _record(ctx, fast.rating, by_model=False)
-            return
-        ctx.sensory_memory.set("fast", fast.rating.model_dump())
-        _ask_model(ctx, record["review"])
-
-    @action(ChatResponseEvent)
-    @staticmethod
-    async def record_rating(event: ChatResponseEvent, ctx: RunnerContext) -> None:
-        """Record the model's rating; when it is unusable, the committee's."""
-        try:
-            rating, by_model = _model_rating(event), True
-        except ValueError:
-            rating, by_model = Rating.model_validate(ctx.sensory_memory.get("fast")), False
-        await _record(ctx, rating, by_model=by_model)
+        rating, by_model = fast.rating, False
+        if fast.unsure:
+            try:
+                rating, by_model = await _model_rating(ctx, record, "review_model"), True
+            except ValueError:
+                pass  # the committee's rating stands; model_rated does not count it
+        await _record(ctx, record, rating, by_model=by_model)
 
 
 class AdvisedOrchestratorAgent(ReviewOrchestratorAgent):
@@ -248,29 +227,22 @@ class AdvisedOrchestratorAgent(ReviewOrchestratorAgent):
     @action(InputEvent)
     @staticmethod
     async def ask_rating(event: InputEvent, ctx: RunnerContext) -> None:
-        """Send the review to the orchestrator model; or, for an end marker, the final advice."""
-        record = event.input
-        if is_end_marker(record):
-            await _finish(ctx, record)
-            return
-        _remember(ctx, record)
-        ctx.send_event(ChatRequestEvent(
-            model="orchestrator_model",
-            messages=[ChatMessage(content=f"Review: {record['review']}")],
-            output_schema=RATING_SCHEMA))
-
-    @action(ChatResponseEvent)
-    @staticmethod
-    async def record_rating(event: ChatResponseEvent, ctx: RunnerContext) -> None:
-        """Validate the rating and record it.
+        """Rate the review with the orchestrator's chat (which delegates to ``reviewer``) and
+        record it; or, for an end marker, write the final advice.
 
         Raises:
             ValueError: when the chat failed or its answer is not a valid ``Rating``.
         """
-        await _record(ctx, _model_rating(event), by_model=True)
+        record = event.input
+        if is_end_marker(record):
+            await _finish(ctx, record)
+            return
+        await _record(ctx, record, await _model_rating(ctx, record, "orchestrator_model"),
+                      by_model=True)
 
 
-def advisor_connection(model: str, base_url: str | None, model_name: str | None) -> ResourceDescriptor:
+def advisor_connection(model: str, base_url: str | None,
+                       model_name: str | None) -> ResourceDescriptor:
     """The advisor's chat model connection: the scripted advisor, or the review model's."""
     if model == "scripted":
         return ResourceDescriptor(

