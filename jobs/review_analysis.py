@@ -112,6 +112,8 @@ _NEGATIVE = {
     "waste", "annoying", "slips", "ripped", "defective", "refund", "never",
 }
 _WORD = re.compile(r"[a-z']+")
+NO_OPINION = "no strong opinion words"
+"""The lexicon's one reason when it found no opinion word (its score is then 3)."""
 
 
 def lexicon_rating(text: str) -> Rating:
@@ -121,7 +123,7 @@ def lexicon_rating(text: str) -> Rating:
     neg = [w for w in words if w in _NEGATIVE]
     balance = len(pos) - len(neg)
     score = 3 if balance == 0 else (4 if balance == 1 else 5) if balance > 0 else (2 if balance == -1 else 1)
-    reasons = [f"says {w!r}" for w in (pos + neg)[:3]] or ["no strong opinion words"]
+    reasons = [f"says {w!r}" for w in (pos + neg)[:3]] or [NO_OPINION]
     return Rating(reasons=reasons, score=score)
 
 

@@ -34,3 +34,29 @@ def test_bench_p1_quick_writes_json(tmp_path: pathlib.Path) -> None:
         assert key in row, key
     assert row["records"] == 500
     assert row["agent_rps"] > 0 and row["baseline_rps"] > 0
+
+
+def test_default_run_labels_point_at_shipped_reviews() -> None:
+    """The proxy labels of ``bench/labels`` name real lines of the shipped reviews (with
+    their product ids), and ``agreement`` counts only the lines a run rated."""
+    sys.path.insert(0, str(ROOT))
+    from bench.default_run import agreement, label_sets
+
+    lines = (ROOT / "jobs" / "data" / "product_reviews.jsonl").read_text().splitlines()
+    sets = label_sets()
+    assert {"blind_a", "blind_b"} <= set(sets)
+    texts = {}
+    for name in ("blind_a", "blind_b"):
+        labels = sets[name]
+        assert len(labels) == 150 and all(lab["score"] in (1, 2, 3, 4, 5) for lab in labels)
+        for lab in labels:
+            record = json.loads(lines[lab["line"]])
+            assert record["id"] == lab["id"]
+            texts.setdefault(name, set()).add(record["review"])
+        assert len(texts[name]) == 150  # distinct texts
+    assert not texts["blind_a"] & texts["blind_b"]  # disjoint samples
+    high = next(lab for lab in sets["blind_a"] if lab["score"] == 5)
+    low = next(lab for lab in sets["blind_a"] if lab["score"] <= 2)
+    scores = {high["line"]: 4, low["line"]: 5}  # one within 1 of its label, one not
+    assert agreement(scores, sets["blind_a"]) == {
+        "n": 2, "agreement": 0.5, "n_le3": 1, "agreement_le3": 0.0}

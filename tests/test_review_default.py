@@ -57,14 +57,18 @@ def test_fast_rating_is_deterministic_and_follows_the_committee():
     for t, f in zip(texts, first):
         assert f.rating == lexicon_rating(t)  # a confident score is the lexicon's
         assert f.lexicon == f.rating.score and f.vader == vader_score(t)
-        assert f.unsure == (abs(f.lexicon - f.vader) >= 2 or f.lexicon == f.vader == 3)
+        if abs(f.lexicon - f.vader) >= 2:
+            assert f.unsure == "disagree"
     assert any(f.unsure for f in first) and not all(f.unsure for f in first)
-    # clear cases are confident, a conflict or no opinion at all is unsure
-    assert not fast_rating("I love them, so comfortable and great!").unsure
+    # clear cases are confident
+    assert fast_rating("I love them, so comfortable and great!").unsure is None
     assert fast_rating("I love them, so comfortable and great!").rating.score == 5
-    assert not fast_rating("Terrible, cheap and broken. Worst purchase.").unsure
+    assert fast_rating("Terrible, cheap and broken. Worst purchase.").unsure is None
     assert fast_rating("Terrible, cheap and broken. Worst purchase.").rating.score == 1
-    assert fast_rating("They run big. Order a full size smaller.").unsure
+    # the lexicon found no opinion word: its 3 is no vote, whatever VADER says
+    assert fast_rating("They run big. Order a full size smaller.").unsure == "no opinion"
+    loves = fast_rating("My daughter loves them.")  # not in the lexicon; VADER says 4
+    assert (loves.lexicon, loves.vader, loves.unsure) == (3, 4, "no opinion")
 
 
 # ------------------------------------------------------------------ product advice

@@ -205,6 +205,11 @@ def test_full_job_on_flink_rates_every_review(full_runs):
     assert len(reviews) == SHIPPED_REVIEWS
     assert sorted(r["line"] for r in reviews) == list(range(SHIPPED_REVIEWS))
     assert all(r["score"] in (1, 2, 3, 4, 5) for r in reviews)
+    # the scripted review model is the lexicon: each row carries exactly its rating, through
+    # the agent's ctx.chat as through the request/response actions it replaced
+    lines = DEFAULT_INPUT.read_text().splitlines()  # a row's line is its 0-based line number
+    assert all(Rating(score=r["score"], reasons=r["reasons"])
+               == lexicon_rating(json.loads(lines[r["line"]])["review"]) for r in reviews)
     summaries = [r for r in rows if r["kind"] == "product_summary"]
     assert len({s["id"] for s in summaries}) == SHIPPED_PRODUCTS
     last: dict[str, dict[str, Any]] = {}

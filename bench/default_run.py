@@ -1,0 +1,180 @@
+"""The main job's default run, measured: wall time, CPU, peak memory, agreement, LLM share.
+
+    python -m bench.default_run [--out bench/default-run.json] [-- JOB ARGS...]
+
+Runs ``python -m jobs.review_analysis`` (the README's ``make run``: Flink runner, embedded
+model, the 3,163 shipped reviews, unless JOB ARGS say otherwise) as a subprocess and samples
+its whole process tree every 0.5 s: the driver, the JVM of the MiniCluster and the Python
+worker it starts, which holds the model. Prints one table and writes it as JSON.
+
+- wall time (s) includes the JVM's start-up and the model's load;
+- peak RSS / PSS (bytes): the largest sum over the tree in one sample (PSS from
+  ``/proc/<pid>/smaps_rollup``: shared pages counted once, so it is the fairer total);
+- CPU (s): user + system time of every process of the tree, and ``others' cores`` (how busy
+  the machine was with work outside the job, see ``bench._report.CpuWatch``);
+- agreement: the share of labels within 1 of the run's score, for the human dev labels
+  (``../shared/data/review_labels_dev.jsonl``, when present) and the proxy labels of
+  ``bench/labels`` (see its README), overall and on labels <= 3;
+- how many reviews the chat model rated (``model_rated`` of the last summary per product),
+  the LLM calls actually made, and the advice rows.
+
+Nothing is asserted: this is a measurement, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ._report import CpuWatch, Table, _descends, _processes, machine_info
+
+ROOT = Path(__file__).resolve().parent.parent
+DEV_LABELS = ROOT.parent / "shared" / "data" / "review_labels_dev.jsonl"
+PROXY_LABELS = ROOT / "bench" / "labels"
+SAMPLE_S = 0.5
+
+
+def _memory(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of one process in bytes; (0, 0) once it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0, 0
+    fields = {}
+    for line in text.splitlines()[1:]:
+        parts = line.split()
+        if len(parts) >= 2 and parts[1].isdigit():
+            fields[parts[0].rstrip(":")] = int(parts[1]) * 1024
+    return fields.get("Rss", 0), fields.get("Pss", 0)
+
+
+def label_sets() -> dict[str, list[dict[str, Any]]]:
+    """name -> labels (``{"line", "score"}`` dicts): the human dev labels of ``../shared``
+    when present, and the proxy labels of ``bench/labels`` (see its README)."""
+    files = ([DEV_LABELS] if DEV_LABELS.exists() else []) + sorted(PROXY_LABELS.glob("*.jsonl"))
+    return {f.stem: [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+            for f in files}
+
+
+def agreement(scores: dict[int, int], labels: list[dict[str, Any]]) -> dict[str, Any]:
+    """Agreement (``|score - label| <= 1``) of ``scores`` (line -> score) with ``labels`` on
+    the lines the run rated (all of them unless the job ran with ``--limit``): overall, and
+    on the mixed and negative labels (<= 3).
+
+    Returns:
+        ``{"n", "agreement", "n_le3", "agreement_le3"}``; an agreement is ``None`` when no
+        labelled line was rated.
+    """
+    def share(subset: list[dict[str, Any]]) -> float | None:
+        hits = sum(1 for lab in subset if abs(scores[lab["line"]] - lab["score"]) <= 1)
+        return round(hits / len(subset), 3) if subset else None
+
+    covered = [lab for lab in labels if lab["line"] in scores]
+    low = [lab for lab in covered if lab["score"] <= 3]
+    return {"n": len(covered), "agreement": share(covered),
+            "n_le3": len(low), "agreement_le3": share(low)}
+
+
+def run(job_args: list[str]) -> dict[str, Any]:
+    """Run the job once with ``job_args`` and return its figures (see the module docstring).
+
+    Raises:
+        RuntimeError: when the job exits with a non-zero status (its stderr tail included).
+    """
+    out_dir = Path(tempfile.mkdtemp(prefix="default-run-"))
+    output = out_dir / "review_analysis.jsonl"
+    if "--output" not in job_args:
+        job_args = [*job_args, "--output", str(output)]
+    else:
+        output = Path(job_args[job_args.index("--output") + 1])
+    log_path = out_dir / "job.stderr"
+    watch = CpuWatch()
+    peak_rss = peak_pss = 0
+    t0 = time.monotonic()
+    with log_path.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "jobs.review_analysis", "--no-progress",
+                                 *job_args], cwd=ROOT, stdout=err, stderr=err)
+        while proc.poll() is None:
+            procs = _processes()
+            tree = [p for p in procs if _descends(procs, p, proc.pid)]
+            mem = [_memory(p) for p in tree]
+            peak_rss = max(peak_rss, sum(m[0] for m in mem))
+            peak_pss = max(peak_pss, sum(m[1] for m in mem))
+            watch.sample(proc.pid)
+            time.sleep(SAMPLE_S)
+    wall = time.monotonic() - t0
+    cpu = watch.result()
+    stderr = log_path.read_text()
+    if proc.returncode != 0:
+        raise RuntimeError(f"the job exited {proc.returncode}:\n{stderr[-3000:]}")
+    rows = [json.loads(x) for x in output.read_text().splitlines() if x.strip()]
+    reviews = {r["line"]: r["score"] for r in rows if r["kind"] == "review"}
+    last_summary: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r["kind"] == "product_summary":
+            last_summary[r["id"]] = r
+    advice = [r for r in rows if r["kind"] == "product_advice"]
+    figures: dict[str, Any] = {
+        "job_args": job_args,
+        "wall_s": round(wall, 1),
+        "job_cpu_s": round(cpu["job_cores"] * wall, 1),
+        "others_cores": round(cpu["other_cores"], 2),
+        "peak_rss_bytes": peak_rss,
+        "peak_pss_bytes": peak_pss,
+        "reviews": len(reviews),
+        "model_rated": sum(s.get("model_rated", 0) for s in last_summary.values()),
+        "advice_rows": len(advice),
+        "final_advice_rows": sum(1 for a in advice if a.get("final")),
+        "errors": sum(1 for x in output.with_suffix(".errors.jsonl").read_text().splitlines()
+                      if x.strip()) if output.with_suffix(".errors.jsonl").exists() else 0,
+        "output": str(output),
+    }
+    figures["agreement"] = {name: agreement(reviews, labels)
+                            for name, labels in label_sets().items()}
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    job_args: list[str] = []
+    if "--" in argv:
+        job_args = argv[argv.index("--") + 1:]
+        argv = argv[:argv.index("--")]
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "default-run.json")
+    args = p.parse_args(argv)
+    figures = run(job_args)
+    gb = 1024 ** 3
+    rows = [
+        {"measure": "wall time (s), start-up included", "value": figures["wall_s"]},
+        {"measure": "CPU time of the job tree (s)", "value": figures["job_cpu_s"]},
+        {"measure": "others' cores while it ran", "value": figures["others_cores"]},
+        {"measure": "peak RSS of the job tree (GB)", "value": round(figures["peak_rss_bytes"] / gb, 2)},
+        {"measure": "peak PSS of the job tree (GB)", "value": round(figures["peak_pss_bytes"] / gb, 2)},
+        {"measure": "reviews rated / by the chat model", "value":
+            f"{figures['reviews']} / {figures['model_rated']}"},
+        {"measure": "advice rows (final)", "value":
+            f"{figures['advice_rows']} ({figures['final_advice_rows']})"},
+        {"measure": "error rows", "value": figures["errors"]},
+    ]
+    for name, a in figures["agreement"].items():
+        rows.append({"measure": f"agreement, {name} ({a['n']} labels; {a['n_le3']} <= 3)",
+                     "value": f"{a['agreement']} ({a['agreement_le3']})"})
+    print(Table("main job, default run", [("measure", "measure"), ("value", "value")],
+                rows).text())
+    args.out.write_text(json.dumps({"machine": machine_info(ROOT), "figures": figures},
+                                   indent=2) + "\n")
+    print(f"written to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
