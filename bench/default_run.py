@@ -1,6 +1,7 @@
 """The main job's default run, measured: wall time, CPU, peak memory, agreement, LLM share.
 
     python -m bench.default_run [--out bench/default-run.json] [-- JOB ARGS...]
+    python -m bench.default_run --from-output out/review_analysis.jsonl   # figures of a run
 
 Runs ``python -m jobs.review_analysis`` (the README's ``make run``: Flink runner, embedded
 model, the 3,163 shipped reviews, unless JOB ARGS say otherwise) as a subprocess and samples
@@ -15,8 +16,8 @@ worker it starts, which holds the model. Prints one table and writes it as JSON.
 - agreement: the share of labels within 1 of the run's score, for the human dev labels
   (``../shared/data/review_labels_dev.jsonl``, when present) and the proxy labels of
   ``bench/labels`` (see its README), overall and on labels <= 3;
-- how many reviews the chat model rated (``model_rated`` of the last summary per product),
-  the LLM calls actually made, and the advice rows.
+- how many reviews the chat model rated, for how many distinct texts (the rating calls it
+  made), and the advice rows (see ``output_figures``).
 
 Nothing is asserted: this is a measurement, not a test.
 """
@@ -38,6 +39,7 @@ from ._report import CpuWatch, Table, _descends, _processes, machine_info
 ROOT = Path(__file__).resolve().parent.parent
 DEV_LABELS = ROOT.parent / "shared" / "data" / "review_labels_dev.jsonl"
 PROXY_LABELS = ROOT / "bench" / "labels"
+DEFAULT_INPUT = ROOT / "jobs" / "data" / "product_reviews.jsonl"
 SAMPLE_S = 0.5
 
 
@@ -114,31 +116,57 @@ def run(job_args: list[str]) -> dict[str, Any]:
     stderr = log_path.read_text()
     if proc.returncode != 0:
         raise RuntimeError(f"the job exited {proc.returncode}:\n{stderr[-3000:]}")
+    return {"job_args": job_args, "wall_s": round(wall, 1),
+            "job_cpu_s": round(cpu["job_cores"] * wall, 1),
+            "others_cores": round(cpu["other_cores"], 2),
+            "peak_rss_bytes": peak_rss, "peak_pss_bytes": peak_pss,
+            **output_figures(output, _input_of(job_args))}
+
+
+def _input_of(job_args: list[str]) -> Path:
+    return (Path(job_args[job_args.index("--input") + 1]) if "--input" in job_args
+            else DEFAULT_INPUT)
+
+
+def output_figures(output: Path, input_path: Path = DEFAULT_INPUT) -> dict[str, Any]:
+    """Figures of one finished run, from its output file (and its input, for the texts).
+
+    Returns a dict: ``reviews`` (review rows), ``model_rated`` (reviews the chat model rated,
+    from the increments of ``model_rated`` in each product's summaries), ``model_texts``
+    (distinct review texts among those: the rating calls the model made, as identical
+    requests are answered from the connection's cache), ``advice_rows``,
+    ``final_advice_rows``, ``errors`` and ``agreement`` (see ``agreement``, per label set).
+
+    Raises:
+        OSError: when ``output`` cannot be read.
+    """
     rows = [json.loads(x) for x in output.read_text().splitlines() if x.strip()]
     reviews = {r["line"]: r["score"] for r in rows if r["kind"] == "review"}
-    last_summary: dict[str, dict[str, Any]] = {}
-    for r in rows:
+    rated_so_far: dict[str, int] = {}
+    model_lines = []
+    for r in rows:  # sorted by line: a summary follows its review
         if r["kind"] == "product_summary":
-            last_summary[r["id"]] = r
+            if r.get("model_rated", 0) > rated_so_far.get(r["id"], 0):
+                model_lines.append(r["line"])
+            rated_so_far[r["id"]] = r.get("model_rated", 0)
+    texts: set[str] = set()
+    if input_path.exists():
+        lines = input_path.read_text().splitlines()
+        texts = {json.loads(lines[n])["review"] for n in model_lines if n < len(lines)}
     advice = [r for r in rows if r["kind"] == "product_advice"]
-    figures: dict[str, Any] = {
-        "job_args": job_args,
-        "wall_s": round(wall, 1),
-        "job_cpu_s": round(cpu["job_cores"] * wall, 1),
-        "others_cores": round(cpu["other_cores"], 2),
-        "peak_rss_bytes": peak_rss,
-        "peak_pss_bytes": peak_pss,
+    errors = output.with_suffix(".errors.jsonl")
+    return {
         "reviews": len(reviews),
-        "model_rated": sum(s.get("model_rated", 0) for s in last_summary.values()),
+        "model_rated": len(model_lines),
+        "model_texts": len(texts) if input_path.exists() else None,
         "advice_rows": len(advice),
         "final_advice_rows": sum(1 for a in advice if a.get("final")),
-        "errors": sum(1 for x in output.with_suffix(".errors.jsonl").read_text().splitlines()
-                      if x.strip()) if output.with_suffix(".errors.jsonl").exists() else 0,
+        "errors": (sum(1 for x in errors.read_text().splitlines() if x.strip())
+                   if errors.exists() else 0),
         "output": str(output),
+        "agreement": {name: agreement(reviews, labels)
+                      for name, labels in label_sets().items()},
     }
-    figures["agreement"] = {name: agreement(reviews, labels)
-                            for name, labels in label_sets().items()}
-    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,19 +176,36 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         job_args = argv[argv.index("--") + 1:]
         argv = argv[:argv.index("--")]
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=ROOT / "bench" / "default-run.json")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        usage="python -m bench.default_run [-h] [--out OUT] [--from-output PATH] [-- JOB ARGS...]",
+        epilog="JOB ARGS after -- go to python -m jobs.review_analysis (default: none, as make "
+               "run). Human dev labels are read from ../shared/data/review_labels_dev.jsonl, "
+               "the team's folder beside the repository, when it exists.")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "default-run.json",
+                   help="where to write the figures as JSON")
+    p.add_argument("--from-output", type=Path, default=None, metavar="PATH",
+                   help="run nothing: report the output figures of a finished run's output "
+                        "file (e.g. out/review_analysis.jsonl of make run)")
     args = p.parse_args(argv)
-    figures = run(job_args)
     gb = 1024 ** 3
-    rows = [
-        {"measure": "wall time (s), start-up included", "value": figures["wall_s"]},
-        {"measure": "CPU time of the job tree (s)", "value": figures["job_cpu_s"]},
-        {"measure": "others' cores while it ran", "value": figures["others_cores"]},
-        {"measure": "peak RSS of the job tree (GB)", "value": round(figures["peak_rss_bytes"] / gb, 2)},
-        {"measure": "peak PSS of the job tree (GB)", "value": round(figures["peak_pss_bytes"] / gb, 2)},
-        {"measure": "reviews rated / by the chat model", "value":
-            f"{figures['reviews']} / {figures['model_rated']}"},
+    rows: list[dict[str, Any]] = []
+    if args.from_output is not None:
+        figures = output_figures(args.from_output, _input_of(job_args))
+    else:
+        figures = run(job_args)
+        rows += [
+            {"measure": "wall time (s), start-up included", "value": figures["wall_s"]},
+            {"measure": "CPU time of the job tree (s)", "value": figures["job_cpu_s"]},
+            {"measure": "others' cores while it ran", "value": figures["others_cores"]},
+            {"measure": "peak RSS of the job tree (GB)",
+             "value": round(figures["peak_rss_bytes"] / gb, 2)},
+            {"measure": "peak PSS of the job tree (GB)",
+             "value": round(figures["peak_pss_bytes"] / gb, 2)},
+        ]
+    rows += [
+        {"measure": "reviews rated / by the chat model / distinct texts for it", "value":
+            f"{figures['reviews']} / {figures['model_rated']} / {figures['model_texts']}"},
         {"measure": "advice rows (final)", "value":
             f"{figures['advice_rows']} ({figures['final_advice_rows']})"},
         {"measure": "error rows", "value": figures["errors"]},
