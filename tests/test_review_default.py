@@ -71,6 +71,48 @@ def test_fast_rating_is_deterministic_and_follows_the_committee():
     assert (loves.lexicon, loves.vader, loves.unsure) == (3, 4, "no opinion")
 
 
+def test_hybrid_agent_asks_the_model_only_when_unsure_and_keeps_the_committee_on_failure():
+    """The default agent: confident reviews keep the committee's rating without a chat; an
+    unsure one gets the model's rating (counted in ``model_rated``); an unusable answer
+    leaves the committee's rating and no error row."""
+    pytest.importorskip("vaderSentiment")
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
+    from flink_agents_py.integrations.chat_models import ScriptedChatModel
+    from jobs._default_rating import fast_rating
+    from jobs._review_agents import HybridReviewAgent, add_advisor
+    from jobs.review_analysis import REVIEW_PROMPT
+
+    texts = ["I love them, so comfortable and great!",  # confident: 5, no chat
+             "My daughter loves them.",                   # no opinion -> the model: 5
+             "Gracias"]                                   # no opinion -> unusable answer
+    assert [fast_rating(t).unsure for t in texts] == [None, "no opinion", "no opinion"]
+    agent = HybridReviewAgent()
+    agent.add_resource("review_connection", ResourceType.CHAT_MODEL_CONNECTION,
+                       ResourceDescriptor(ScriptedChatModel, rules=[
+                           {"when": "loves", "reply_json": {"reasons": ["loves them"],
+                                                            "score": 5}},
+                           {"when": "Gracias", "reply": "I cannot rate that."},
+                           # the chat sends an invalid answer back once (output_retries)
+                           {"when": "^Your answer cannot be used", "reply": "Still no."}],
+                           # asked about a confident review, the model would change its row
+                           default_reply='{"reasons": ["asked"], "score": 1}'))
+    agent.add_resource("review_model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="review_connection", prompt=REVIEW_PROMPT))
+    add_advisor(agent, "scripted")
+    records = [{"id": "P", "line": i, "review": t} for i, t in enumerate(texts)]
+    result = AgentsExecutionEnvironment.local().from_list(
+        records, key_selector=lambda r: r["id"]).apply(agent).run()
+    assert result.errors == []
+    reviews = [o for o in result.outputs if o["kind"] == "review"]
+    assert [(r["line"], r["score"], r["reasons"]) for r in reviews] == [
+        (0, 5, lexicon_rating(texts[0]).reasons),
+        (1, 5, ["loves them"]),
+        (2, 3, lexicon_rating(texts[2]).reasons)]  # the committee's rating stands
+    summaries = [o for o in result.outputs if o["kind"] == "product_summary"]
+    assert [s["model_rated"] for s in summaries] == [0, 1, 1]
+
+
 # ------------------------------------------------------------------ product advice
 def test_advice_policy_and_end_markers():
     assert [n for n in range(1, 3300) if advice_due(n)] == [200, 400, 800, 1600, 3200]
