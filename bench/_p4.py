@@ -21,11 +21,9 @@ add it, put ``"p4"`` in ``ALL``, ``config()["p4"] = config(quick)`` from here an
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
@@ -34,7 +32,7 @@ from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore, InMemoryKeyState, RunState
 
 from ._gate import Gate
-from ._report import Table
+from ._report import Table, standalone_main
 
 __all__ = ["config", "bench_p4", "StepsAgent"]
 
@@ -233,15 +231,7 @@ def bench_p4(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench._p4", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default="", help="also write the rows as JSON here")
-    args = ap.parse_args(argv)
-    data, table = bench_p4(config(args.quick))
-    print(table.text())
-    if args.out:
-        Path(args.out).write_text(json.dumps(data, indent=2, default=str))
-    return 0 if all(r["ok"] for r in data["rows"]) else 1
+    return standalone_main("python -m bench._p4", bench_p4, config, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -26,13 +26,10 @@ add it, put ``"p5"`` in ``ALL``, ``config()["p5"] = config(quick)`` from here an
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
 import sys
 import time
 import tracemalloc
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -58,7 +55,7 @@ from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore, InMemoryKeyState
 
 from ._gate import Gate
-from ._report import Table
+from ._report import Table, standalone_main
 
 __all__ = ["config", "bench_p5", "CallsAgent", "ChatToolAgent"]
 
@@ -259,15 +256,7 @@ def bench_p5(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench._p5", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default="", help="also write the rows as JSON here")
-    args = ap.parse_args(argv)
-    data, table = bench_p5(config(args.quick))
-    print(table.text())
-    if args.out:
-        Path(args.out).write_text(json.dumps(data, indent=2, default=str))
-    return 0 if all(r["ok"] for r in data["rows"]) else 1
+    return standalone_main("python -m bench._p5", bench_p5, config, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime
+import json
 import os
 import platform
 import re
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -243,3 +245,22 @@ def write_latest_md(path: Path, meta: dict[str, Any], sections: dict[str, str],
     body = [kept[k] for k in order if k in kept] + [v for k, v in sorted(kept.items())
                                                     if k not in order]
     path.write_text("\n".join(header) + "\n" + "\n".join(body))
+
+
+def standalone_main(prog: str, bench: Callable[[dict[str, Any]], tuple[dict[str, Any], Table]],
+                    config: Callable[[bool], dict[str, Any]], doc: str,
+                    argv: list[str] | None = None) -> int:
+    """Command line of one benchmark run on its own (``python -m bench._pN``).
+
+    Prints the table; ``--out PATH`` also writes the rows as JSON. Returns 0 when every row
+    says ``ok``, else 1.
+    """
+    ap = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default="", help="also write the rows as JSON here")
+    args = ap.parse_args(argv)
+    data, table = bench(config(args.quick))
+    print(table.text())
+    if args.out:
+        Path(args.out).write_text(json.dumps(data, indent=2, default=str))
+    return 0 if all(r["ok"] for r in data["rows"]) else 1

@@ -33,12 +33,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jobs.review_analysis import DEFAULT_INPUT
+
 from ._report import CpuWatch, Table, _descends, _processes, machine_info
 
 ROOT = Path(__file__).resolve().parent.parent
 DEV_LABELS = ROOT.parent / "shared" / "data" / "review_labels_dev.jsonl"
 PROXY_LABELS = ROOT / "bench" / "labels"
-DEFAULT_INPUT = ROOT / "jobs" / "data" / "product_reviews.jsonl"
 SAMPLE_S = 0.5
 
 

@@ -174,6 +174,19 @@ async def _finish(ctx: RunnerContext, marker: dict[str, Any]) -> None:
         await _advise(ctx, marker, final=True)
 
 
+async def _rate_with_model(ctx: RunnerContext, record: dict[str, Any], model: str) -> None:
+    """Rate ``record``'s review with a chat on ``model`` and record it; for an end marker,
+    write the final advice.
+
+    Raises:
+        ValueError: when the chat failed or its answer is not a valid ``Rating``.
+    """
+    if is_end_marker(record):
+        await _finish(ctx, record)
+        return
+    await _record(ctx, record, await _model_rating(ctx, record, model), by_model=True)
+
+
 class AdvisedReviewAgent(ReviewAnalysisAgent):
     """Rates every review with ``review_model``; aggregates, and advises through ``advisor``."""
 
@@ -188,12 +201,7 @@ class AdvisedReviewAgent(ReviewAnalysisAgent):
         Raises:
             ValueError: when the chat failed or its answer is not a valid ``Rating``.
         """
-        record = event.input
-        if is_end_marker(record):
-            await _finish(ctx, record)
-            return
-        await _record(ctx, record, await _model_rating(ctx, record, "review_model"),
-                      by_model=True)
+        await _rate_with_model(ctx, event.input, "review_model")
 
 
 class HybridReviewAgent(AdvisedReviewAgent):
@@ -233,12 +241,7 @@ class AdvisedOrchestratorAgent(ReviewOrchestratorAgent):
         Raises:
             ValueError: when the chat failed or its answer is not a valid ``Rating``.
         """
-        record = event.input
-        if is_end_marker(record):
-            await _finish(ctx, record)
-            return
-        await _record(ctx, record, await _model_rating(ctx, record, "orchestrator_model"),
-                      by_model=True)
+        await _rate_with_model(ctx, event.input, "orchestrator_model")
 
 
 def advisor_connection(model: str, base_url: str | None,

@@ -59,8 +59,12 @@ class EventLogSink:
         return self
 
     def write(self, record: dict[str, Any]) -> None:
-        """Take one record (JSON-ready: redacted and truncated already)."""
-        raise NotImplementedError
+        """Take one record (JSON-ready: redacted and truncated already).
+
+        Raises:
+            NotImplementedError: always here; every sink class implements ``write``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement write")
 
     def flush(self) -> None:
         """Push buffered records out."""

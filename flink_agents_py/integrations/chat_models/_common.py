@@ -85,8 +85,12 @@ class LoopBoundSdkConnection:
     """
 
     def _client_factory(self) -> Callable[[], Any]:
-        """Return what makes one SDK client; called once, when the first client is needed."""
-        raise NotImplementedError
+        """Return what makes one SDK client; called once, when the first client is needed.
+
+        Raises:
+            NotImplementedError: always here; each provider connection implements it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement _client_factory")
 
     def _client(self) -> Any:
         if self._clients is None:
