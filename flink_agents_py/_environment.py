@@ -26,8 +26,15 @@ class AgentsExecutionEnvironment:
     def flink(env: Any, **options: Any) -> Any:
         """A Flink environment over a PyFlink ``StreamExecutionEnvironment``.
 
+        ``env`` may be a plain one: what the Python workers need to import the agent (their
+        interpreter, import path, files shipped to a cluster) is set on it, and checked
+        before submission (see ``flink_agents_py.flink.configure_workers``). Options as for
+        ``FlinkExecutionEnvironment`` (``progress=True`` for a progress bar).
+
         Raises:
             ImportError: when apache-flink is not installed (``pip install .[flink]``).
+            WorkerSetupError: when the workers' interpreter cannot import what they need (one
+                line saying what to set), before anything is submitted.
         """
         try:
             from .flink import FlinkExecutionEnvironment

@@ -1,12 +1,18 @@
 """The ``flink-agents-py`` command.
 
-    flink-agents-py trace EVENT_LOG [EVENT_LOG ...] [--key K] [--run rN] [--html OUT.html]
-                          [--limit N]
+    flink-agents-py trace EVENT_LOG [EVENT_LOG ...] [--key K] [--run rN] [--failed |
+                          --anomalous] [--limit N] [--html OUT.html]
+                          [--otlp ENDPOINT [--otlp-header NAME=VALUE]...]
+                          [--service-name NAME]
 
 ``trace`` reads event logs (JSON lines written with ``event_log=...``; on Flink, give every
-subtask's file) and prints each run as a tree (input -> actions -> chat rounds -> tool and
-sub-agent calls -> outputs) with timings and token counts, then the anomalies. ``--html``
-also writes one self-contained page. Exit status: 0, or 1 when no run matches.
+subtask's file) and prints runs as trees (input -> actions -> chat rounds -> tool and
+sub-agent calls -> outputs) with timings, token counts and failing nodes' tracebacks, then
+the anomalies of every run (the first ``--limit`` trees are printed; anomalies are found in
+all of them). ``--html`` also writes one self-contained page of every selected run (index,
+filters, anomalies, trees, timelines); ``--otlp`` sends the runs as OpenTelemetry spans to an
+OTLP/HTTP endpoint (needs the ``otel`` extra). Exit status: 0, 1 when no run matches, 2 on
+bad input.
 """
 
 from __future__ import annotations
@@ -32,24 +38,48 @@ def _trace(args: argparse.Namespace) -> int:
     if missing:
         print(f"flink-agents-py trace: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
+    status = "failed" if args.failed else "anomalous" if args.anomalous else None
     traces = select_traces(build_traces(read_event_log(args.event_log)), key=args.key,
-                           run=args.run)
+                           run=args.run, status=status)
     if not traces:
-        what = " and ".join(f"{n} {v}" for n, v in (("key", args.key), ("run", args.run)) if v)
-        print(f"no run{' of ' + what if what else ''} in {', '.join(args.event_log)}",
+        what = " and ".join(f"{n} {v}" for n, v in (("key", args.key), ("run", args.run))
+                            if v)
+        kind = f"{status} run" if status else "run"
+        print(f"no {kind}{' of ' + what if what else ''} in {', '.join(args.event_log)}",
               file=sys.stderr)
         return 1
-    shown = traces[: args.limit] if args.limit and args.limit > 0 else traces
-    sys.stdout.write(render_text(shown))
-    if len(shown) < len(traces):
-        print(f"({len(traces) - len(shown)} more runs not shown; use --key, --run or --limit)")
+    exporter = None
+    if args.otlp:
+        from .observability._otel import otlp_exporter
+
+        headers = {}
+        for item in args.otlp_header or ():
+            name, sep, value = item.partition("=")
+            if not sep or not name.strip():
+                print(f"flink-agents-py trace --otlp-header: expected NAME=VALUE, not {item!r}",
+                      file=sys.stderr)
+                return 2
+            headers[name.strip()] = value
+        try:
+            exporter = otlp_exporter(args.otlp, headers=headers or None)
+        except (ImportError, ValueError) as e:
+            print(f"flink-agents-py trace --otlp: {e}", file=sys.stderr)
+            return 2
+    sys.stdout.write(render_text(traces, limit=args.limit))
     sys.stdout.flush()
     if args.html:
         out = Path(args.html)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(render_html(shown, title=f"trace of {', '.join(args.event_log)}"),
+        out.write_text(render_html(traces, title=f"trace of {', '.join(args.event_log)}"),
                        encoding="utf-8")
-        print(f"wrote {out}", file=sys.stderr)
+        print(f"wrote {out} ({len(traces)} run{'s' if len(traces) != 1 else ''})",
+              file=sys.stderr)
+    if exporter is not None:
+        from .observability._otel import export_otel
+
+        spans = export_otel(traces, exporter, service_name=args.service_name)
+        print(f"sent {spans} spans of {len(traces)} run{'s' if len(traces) != 1 else ''} "
+              f"to {args.otlp}", file=sys.stderr)
     return 0
 
 
@@ -64,9 +94,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="event log file(s) (JSON lines)")
     trace.add_argument("--key", help="only runs of this key (its text or JSON form)")
     trace.add_argument("--run", help="only this run of each key (e.g. r0)")
-    trace.add_argument("--html", metavar="OUT.html", help="also write a self-contained page")
+    only = trace.add_mutually_exclusive_group()
+    only.add_argument("--failed", action="store_true",
+                      help="only runs with an error (failed action, call, chat, delegation)")
+    only.add_argument("--anomalous", action="store_true",
+                      help="only runs with an anomaly (errors included)")
     trace.add_argument("--limit", type=int, default=50,
-                       help="print at most this many runs (default 50; 0: all)")
+                       help="print at most this many trees (default 50; 0: all); anomalies "
+                            "are listed for every run")
+    trace.add_argument("--html", metavar="OUT.html",
+                       help="also write a self-contained page of every selected run")
+    trace.add_argument("--otlp", metavar="ENDPOINT",
+                       help="also send the runs as OpenTelemetry spans to this OTLP/HTTP "
+                            "endpoint (e.g. http://localhost:4318; needs the otel extra)")
+    trace.add_argument("--otlp-header", action="append", metavar="NAME=VALUE",
+                       help="an HTTP header for --otlp (e.g. Authorization=Basic ...); "
+                            "repeatable")
+    trace.add_argument("--service-name", default="flink-agents-py",
+                       help="the service.name of exported spans (default flink-agents-py)")
     args = parser.parse_args(argv)
     if args.command == "trace":
         try:

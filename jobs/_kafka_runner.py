@@ -2,7 +2,9 @@
 
 Input from Kafka: each record's value is a review ``{"id", "review", "ts"}`` (JSON); its
 ``line`` is its offset and its ``partition`` is kept, so results name the record they rate.
-A record that is not a valid review goes to the error output with its partition and offset.
+A record that is not a valid review goes to the error output with its partition and offset:
+a value that is not UTF-8, holds a NUL byte or is over ``max_record_bytes`` (decoded by
+``read_json_topic``), or one that is not a review object (``parse_review_message``).
 
 Output to Kafka: results go to the output topic, keyed by product id (the agent key); errors
 (malformed records and failed ratings) go to ``<topic>-errors``. Both go through one
@@ -17,8 +19,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
-from pyflink.common import Types, WatermarkStrategy
-from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
+from pyflink.common import Types
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import Agent
@@ -29,12 +30,14 @@ from flink_agents_py.flink import (
     kafka_sink,
     parse_kafka_url,
     read_json_topic,
+    read_lines_file,
     to_kafka_rows,
 )
+from flink_agents_py.io import MAX_RECORD_BYTES
 from flink_agents_py.runtime import Failpoint, Journal
 
-from ._flink_runner import PARSE_ERRORS, NumberAndParse
-from .review_analysis import error_record, parse_line
+from ._flink_runner import NumberAndParse
+from .review_analysis import error_record, input_error, parse_line
 
 __all__ = ["is_kafka", "parse_review_message", "run_kafka_job"]
 
@@ -62,8 +65,13 @@ def parse_review_message(message: KafkaMessage) -> dict[str, Any]:
 
 
 def _kafka_error(e: dict[str, Any]) -> dict[str, Any]:
-    """A malformed-record error of ``read_json_topic`` in the job's error shape."""
-    return {"kind": "error", "line": e["offset"], "id": None, "error": e["error"],
+    """A malformed-record error of ``read_json_topic`` in the job's error shape.
+
+    The message names the partition and offset.
+    """
+    where = f"partition {e['partition']} offset {e['offset']}"
+    error = e["error"] if e["error"].startswith(where) else f"{where}: {e['error']}"
+    return {"kind": "error", "line": e["offset"], "id": None, "error": error,
             "topic": e["topic"], "partition": e["partition"], "offset": e["offset"],
             "value": e["value"]}
 
@@ -98,6 +106,8 @@ def run_kafka_job(
     extra_config: dict[str, str] | None = None,
     restart_attempts: int = 3,
     job_name: str = "review-analysis",
+    max_record_bytes: int | None = MAX_RECORD_BYTES,
+    event_log: str | None = None,
 ) -> tuple[list[Any], list[Any]] | None:
     """Run the review job with Kafka on one side or both.
 
@@ -124,6 +134,8 @@ def run_kafka_job(
         extra_config: more Flink configuration.
         restart_attempts: fixed-delay restart attempts.
         job_name: the Flink job's name.
+        max_record_bytes: longer input lines or Kafka values are error rows.
+        event_log: a path for the event log (one file per subtask).
 
     Returns:
         ``(outputs, errors)`` when the output is a file, else ``None``.
@@ -148,19 +160,17 @@ def run_kafka_job(
         servers, topic = parse_kafka_url(str(input_spec))
         records, bad = read_json_topic(env, servers, topic, parse=parse_review_message,
                                        starting_offsets=starting_offsets, bounded=bounded,
-                                       group_id=f"{job_name}-{topic}", name="reviews")
+                                       group_id=f"{job_name}-{topic}", name="reviews",
+                                       max_record_bytes=max_record_bytes)
         parse_errors = bad.map(_kafka_error, output_type=Types.PICKLED_BYTE_ARRAY())
     else:
-        source = FileSource.for_record_stream_format(
-            StreamFormat.text_line_format(), str(pathlib.Path(input_spec).resolve())).build()
-        text = (env.from_source(source, WatermarkStrategy.no_watermarks(), "reviews")
-                .set_parallelism(1))
-        records = (text.key_by(lambda _: 0, key_type=Types.INT())
-                   .process(NumberAndParse(limit, None), output_type=Types.PICKLED_BYTE_ARRAY())
-                   .name("number-and-parse").uid("number-and-parse").set_parallelism(1))
-        parse_errors = records.get_side_output(PARSE_ERRORS)
+        records, bad = read_lines_file(
+            env, pathlib.Path(input_spec), name="reviews",
+            operator=NumberAndParse(limit, None, max_record_bytes=max_record_bytes))
+        parse_errors = bad.map(input_error, output_type=Types.PICKLED_BYTE_ARRAY())
 
-    applied = (AgentsExecutionEnvironment.flink(env, journal=journal, failpoint=failpoint)
+    applied = (AgentsExecutionEnvironment.flink(env, journal=journal, failpoint=failpoint,
+                                                event_log=event_log)
                .from_datastream(records, key_selector=lambda r: r["id"]).apply(agent))
     outputs = applied.to_datastream()
     agent_errors = applied.errors_datastream().map(_agent_error,

@@ -4,8 +4,16 @@ Reads JSON lines ``{"id": product, "review": text, "ts": epoch_s}``, keys them b
 and for each review asks the chat model for a rating ``{"reasons": [...], "score": 1..5}``
 (validated by the ``Rating`` pydantic model). Short-term memory keeps per-product aggregates.
 Each review yields ``{"kind": "review", "id", "line", "score", "reasons"}`` and an updated
-``{"kind": "product_summary", "id", "count", "mean_score"}``. Malformed lines and failed
-ratings go to the error output with their line number and key; the job goes on.
+``{"kind": "product_summary", "id", "count", "mean_score"}``.
+
+Bad input never costs good input: every input path (the file on either runner, a Kafka topic)
+reads raw bytes, and a record that is not UTF-8, holds a NUL byte, is over
+``--max-record-bytes`` (1 MiB), is not JSON, not an object, or lacks a string ``id``/``review``
+goes to the error output with its line number (Kafka: partition and offset) and what is wrong;
+so does a failed rating, with its key. Blank lines are skipped; a UTF-8 byte order mark and
+CRLF endings are accepted. The job goes on, and its exit status says whether it succeeded:
+1 when every record failed (or more than ``--max-error-rate`` of them), with a last line
+``FAILED: all 3 records failed; first error: line 0: ...``. See docs/how-to/input-errors.md.
 
 Two modes, same output: ``--mode direct`` (the default) asks the review model itself;
 ``--mode delegate`` asks an orchestrator model that delegates each review to the ``reviewer``
@@ -17,7 +25,7 @@ Usage::
 
     python -m jobs.review_analysis [--input PATH] [--output PATH.jsonl]
         [--runner local|flink] [--model local|scripted|openai] [--mode direct|delegate]
-        [--limit N]
+        [--limit N] [--max-error-rate RATE] [--max-record-bytes N] [--event-log PATH]
     python -m jobs.review_analysis --evaluate LABELS.jsonl [--model ...]
     python -m jobs.review_analysis --input kafka://HOST:PORT/reviews \
         --output kafka://HOST:PORT/results [--bounded] [--delivery-guarantee exactly-once]
@@ -28,12 +36,10 @@ With Kafka (``jobs._kafka_runner``) a record's ``line`` is its offset and result
 
 from __future__ import annotations
 
-import argparse
 import os
 import pathlib
 import re
 import sys
-import time
 from collections.abc import Iterable, Iterator
 from typing import Annotated, Any, Literal
 
@@ -55,6 +61,13 @@ from flink_agents_py.api import (
     RunnerContext,
     ToolCall,
     action,
+)
+from flink_agents_py.io import (
+    MAX_RECORD_BYTES,
+    decode_record,
+    is_blank,
+    read_json_lines,
+    split_lines,
 )
 
 DATA_DIR = pathlib.Path(__file__).resolve().parent / "data"
@@ -325,45 +338,97 @@ def parse_line(line_no: int, text: str) -> dict[str, Any]:
     return {"line": line_no, "id": pid, "review": review, "ts": data.get("ts")}
 
 
+class LineFilter:
+    """Which non-blank lines the job reads: only ``only`` (if given), at most ``limit``.
+
+    Called once per non-blank line, in order (``flink_agents_py.io.read_json_lines``'s and
+    ``NumberedLines``' ``keep``); bad lines count toward the limit like good ones.
+    """
+
+    def __init__(self, limit: int | None = None, only: set[int] | None = None) -> None:
+        self.limit = limit
+        self.only = only
+        self.kept = 0
+
+    def __call__(self, line_no: int) -> bool:
+        """Whether to read line ``line_no``."""
+        if self.only is not None and line_no not in self.only:
+            return False
+        if self.limit is not None and self.kept >= self.limit:
+            return False
+        self.kept += 1
+        return True
+
+
+def read_records(path: pathlib.Path, limit: int | None = None, only: set[int] | None = None,
+                 max_record_bytes: int | None = MAX_RECORD_BYTES,
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Read the reviews of ``path``: ``(records, errors)``, both in line order.
+
+    The file is read as bytes (``flink_agents_py.io.read_json_lines``): a line that is not
+    UTF-8, holds a NUL byte, is over ``max_record_bytes`` or is not a review becomes an error
+    row naming its line and what is wrong; blank lines are skipped; a UTF-8 byte order mark on
+    the first line and CRLF endings are accepted.
+
+    Raises:
+        OSError: when the file cannot be read.
+    """
+    records, errors = [], []
+    for r in read_json_lines(path, parse_line, max_record_bytes=max_record_bytes,
+                             keep=LineFilter(limit, only)):
+        if r.error is not None:
+            errors.append(input_error(r.error))
+        else:
+            records.append(r.record)
+    return records, errors
+
+
 def read_lines(path: pathlib.Path, limit: int | None = None,
                only: set[int] | None = None) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_no, text)`` of ``path`` (0-based), at most ``limit``, or only ``only``."""
-    with path.open("r", encoding="utf-8") as f:
-        n = 0
-        for line_no, text in enumerate(f):
-            if only is not None and line_no not in only:
-                continue
-            if limit is not None and n >= limit:
-                return
-            if text.strip():
-                n += 1
-                yield line_no, text.rstrip("\n")
+    """Yield ``(line_no, text)`` of the non-blank lines of ``path`` (0-based).
+
+    At most ``limit`` lines, or only ``only``. The job reads with ``read_records``.
+
+    Raises:
+        BadRecordError: at a line that is not UTF-8 text.
+    """
+    keep = LineFilter(limit, only)
+    with path.open("rb") as f:
+        for line_no, raw in split_lines(f):
+            if not is_blank(raw, first=line_no == 0) and keep(line_no):
+                yield line_no, decode_record(raw, strip_bom=line_no == 0, max_record_bytes=None)
 
 
-def error_record(line_no: int, message: str, key: Any = None) -> dict[str, Any]:
+def error_record(line_no: int | None, message: str, key: Any = None) -> dict[str, Any]:
     """The error output's shape for a line that could not be analysed."""
     return {"kind": "error", "line": line_no, "id": key, "error": message}
 
 
+def input_error(row: dict[str, Any]) -> dict[str, Any]:
+    """A bad-line row of ``flink_agents_py.io`` in the job's error shape (with ``value``)."""
+    return {**error_record(row["line"], row["error"]), "value": row.get("value")}
+
+
 # -- runners -------------------------------------------------------------------------------
-def run_local(lines: Iterable[tuple[int, str]], agent: Agent, progress: bool,
-              end_markers: bool = False) -> tuple[list[Any], list[Any]]:
-    """Run on the local runner. Returns ``(outputs, errors)``.
+def run_local(records: list[dict[str, Any]], agent: Agent, progress: bool,
+              end_markers: bool = False, event_log: str | None = None,
+              ) -> tuple[list[Any], list[Any]]:
+    """Run parsed ``records`` on the local runner. Returns ``(outputs, errors)``.
 
     ``end_markers``: after the records, one ``end_of_input`` marker per product (final advice).
+    ``event_log``: a path to write the event log to (JSON lines).
     """
-    records, errors = [], []
-    for line_no, text in lines:
-        try:
-            records.append(parse_line(line_no, text))
-        except ValueError as e:
-            errors.append(error_record(line_no, str(e)))
+    errors: list[Any] = []
+    records = list(records)
     if end_markers:
         from jobs._product_advisor import end_of_input_markers
 
         records += end_of_input_markers(records)
-    job = AgentsExecutionEnvironment.local(progress=progress).from_list(
-        records, key_selector=lambda r: r["id"]).apply(agent)
+    from jobs._product_advisor import is_end_marker
+
+    job = AgentsExecutionEnvironment.local(progress=progress, event_log=event_log).from_list(
+        records, key_selector=lambda r: r["id"],
+        counted=lambda r: not is_end_marker(r)).apply(agent)  # the bar counts reviews only
     result = job.run()
     for err in result.errors:
         line = err.input.get("line") if isinstance(err.input, dict) else None
@@ -389,104 +454,19 @@ def evaluate(outputs: list[Any], labels: list[dict[str, Any]]) -> float:
     return hits / len(labels) if labels else 0.0
 
 
-def _path_or_kafka(text: str) -> pathlib.Path | str:
-    """A file path, or a ``kafka://HOST:PORT/topic`` URL kept as text."""
-    return text if text.startswith("kafka://") else pathlib.Path(text)
+def count_records(path: pathlib.Path, limit: int | None = None,
+                  only: set[int] | None = None) -> int:
+    """How many input records (non-blank lines kept by ``limit``/``only``) ``path`` holds."""
+    keep = LineFilter(limit, only)
+    with path.open("rb") as f:
+        return sum(1 for n, raw in split_lines(f) if not is_blank(raw, n == 0) and keep(n))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status."""
-    p = argparse.ArgumentParser(prog="python -m jobs.review_analysis", description=__doc__.split("\n\n")[0])
-    p.add_argument("--input", type=_path_or_kafka, default=DEFAULT_INPUT,
-                   help="JSON-lines reviews, or kafka://HOST:PORT/topic")
-    p.add_argument("--output", type=_path_or_kafka, default=DEFAULT_OUTPUT,
-                   help="results (.jsonl; errors go to <output>.errors.jsonl), or "
-                        "kafka://HOST:PORT/topic (errors go to <topic>-errors)")
-    p.add_argument("--runner", choices=["local", "flink"], default="flink")
-    p.add_argument("--model", choices=["local", "scripted", "openai"], default="local")
-    p.add_argument("--mode", choices=list(MODES), default="direct",
-                   help="direct: ask the review model; delegate: an orchestrator model "
-                        "delegates each review to the reviewer sub-agent")
-    p.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (--model openai)")
-    p.add_argument("--model-name", default=None, help="provider model name")
-    p.add_argument("--limit", type=int, default=None, help="analyse only the first N lines")
-    p.add_argument("--evaluate", type=pathlib.Path, default=None,
-                   help="label file (line, id, score): rate exactly those lines and print agreement")
-    p.add_argument("--parallelism", type=int, default=1, help="Flink parallelism")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.add_argument("--bounded", action="store_true",
-                   help="Kafka input: stop at the offsets that are the latest at start")
-    p.add_argument("--checkpoint-interval-ms", type=int, default=10_000,
-                   help="Flink checkpoint interval (Kafka exactly-once output commits at each)")
-    p.add_argument("--delivery-guarantee", default="exactly-once",
-                   choices=["exactly-once", "at-least-once", "none"], help="Kafka output")
-    args = p.parse_args(argv)
-    if isinstance(args.input, str) or isinstance(args.output, str):
-        if args.runner != "flink" or args.evaluate is not None:
-            p.error("kafka:// input or output needs --runner flink and no --evaluate")
-        return _main_kafka(args, p)
+    """Command-line entry point (``jobs._cli.main``); returns the exit status."""
+    from jobs._cli import main as cli_main
 
-    labels = None
-    only = None
-    if args.evaluate is not None:
-        labels = [orjson.loads(x) for x in args.evaluate.read_text().splitlines() if x.strip()]
-        only = {lab["line"] for lab in labels}
-    agent = build_agent(args.model, args.base_url, args.model_name, args.mode)
-    lines = list(read_lines(args.input, args.limit, only))
-    end_markers = labels is None and getattr(agent, "END_OF_INPUT_MARKERS", False)
-    started = time.monotonic()
-    if args.runner == "local":
-        outputs, errors = run_local(lines, agent, progress=not args.no_progress,
-                                    end_markers=end_markers)
-    else:
-        from jobs._flink_runner import run_flink
-
-        outputs, errors = run_flink(args.input, lines, agent, parallelism=args.parallelism,
-                                    limit=args.limit, only=only, end_markers=end_markers)
-    elapsed = time.monotonic() - started
-    outputs.sort(key=lambda o: (o.get("line", -1), o.get("kind") != "review"))
-    errors.sort(key=lambda e: (e.get("line") is None, e.get("line") or 0))
-    n_out = write_jsonl(args.output, outputs)
-    err_path = args.output.with_suffix(".errors.jsonl")
-    n_err = write_jsonl(err_path, errors)
-    reviews = sum(1 for o in outputs if o.get("kind") == "review")
-    products = len({o["id"] for o in outputs if o.get("kind") == "product_summary"})
-    print(f"{reviews} review results, {products} products, {n_err} errors, {n_out} output rows "
-          f"in {elapsed:.1f} s ({args.runner} runner, {args.model} model"
-          f"{', delegate mode' if args.mode == 'delegate' else ''}) -> {args.output}",
-          file=sys.stderr)
-    if labels is not None:
-        print(f"agreement: {evaluate(outputs, labels):.2f}")
-    return 0
-
-
-def _main_kafka(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
-    """``main`` with a ``kafka://`` input or output (see ``jobs._kafka_runner``)."""
-    from jobs._kafka_runner import run_kafka_job
-
-    agent = build_agent(args.model, args.base_url, args.model_name, args.mode)
-    started = time.monotonic()
-    try:
-        result = run_kafka_job(args.input, args.output, agent, parallelism=args.parallelism,
-                               limit=args.limit, bounded=args.bounded,
-                               checkpoint_interval_ms=args.checkpoint_interval_ms,
-                               delivery_guarantee=args.delivery_guarantee)
-    except ValueError as e:
-        p.error(str(e))
-    elapsed = time.monotonic() - started
-    if result is None:
-        print(f"job finished in {elapsed:.1f} s ({args.model} model) -> {args.output} "
-              f"(errors -> {args.output}-errors)", file=sys.stderr)
-        return 0
-    outputs, errors = result
-    outputs.sort(key=lambda o: (o.get("partition", 0), o.get("line", -1),
-                                o.get("kind") != "review"))
-    errors.sort(key=lambda e: (e.get("partition", 0), e.get("line") is None, e.get("line") or 0))
-    n_out = write_jsonl(args.output, outputs)
-    n_err = write_jsonl(args.output.with_suffix(".errors.jsonl"), errors)
-    print(f"{n_out} output rows, {n_err} errors in {elapsed:.1f} s -> {args.output}",
-          file=sys.stderr)
-    return 0
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

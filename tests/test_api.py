@@ -372,7 +372,8 @@ def test_resource_descriptor_bad_arguments_name_class_and_field():
 def test_resource_type_values():
     assert ResourceType("chat_model") is ResourceType.CHAT_MODEL
     assert {t.value for t in ResourceType} == {
-        "chat_model_connection", "chat_model", "tool", "prompt", "mcp_server", "agent"}
+        "chat_model_connection", "chat_model", "tool", "prompt", "mcp_server", "agent",
+        "embedding_model_connection", "embedding_model", "vector_store"}
 
 
 # --------------------------------------------------------------------------- errors

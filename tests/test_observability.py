@@ -468,7 +468,7 @@ def test_trace_flags_anomalies():
     anomalies = [f for t in traces for _, f in t.anomalies]
     assert len(anomalies) >= 4
     page = render_html(traces)
-    assert "class='flag'>orphan" in page
+    assert '"f":["orphan: parent' in page  # the flag of the row, in the page's run data
 
 
 def test_event_log_observer_survives_unloggable_values():

@@ -179,20 +179,19 @@ UNUSABLE = {
 
 
 @pytest.mark.parametrize("declared", list(UNUSABLE), ids=list(UNUSABLE))
-def test_contract_2_unusable_subagent_fails_the_chat_naming_it(declared):
+def test_contract_2_unusable_subagent_fails_the_job_at_setup_naming_it(declared):
+    """Rejected when the plan is built (the job fails at setup), before any record."""
     sa.SCRIPTS["orch"] = lambda req: "should not be asked"
     agent = sa.orchestrator(tools=["lookup"], subagents=["good", "vague"],
                             good=sa.internal(sa.Echo, input_schema=sa.OBJECT_SCHEMA),
                             vague=UNUSABLE[declared])
-    out = only_answer(run(agent))
-    # the chat fails, naming the culprit; it is not silently dropped from the offer
-    assert out["answer"] is None
-    assert out["error"] is not None and "'vague'" in out["error"], out["error"]
-    assert "ResourceError" in out["error"]
-    assert "good" not in out["error"].replace("'vague'", "")
+    with pytest.raises(PlanError) as e:
+        run(agent)
+    # the culprit is named, with the setup offering it; it is not silently dropped
+    [problem] = e.value.problems
+    assert "'vague'" in problem and "'om'" in problem, problem
+    assert "'good'" not in problem
     assert sa.REQUESTS["orch"] == []  # the model was never asked
-    with pytest.raises(ResourceError, match="'vague'"):
-        setup_of(agent)
 
 
 def test_contract_2_only_the_setup_offering_it_fails():
@@ -295,12 +294,13 @@ def test_contract_4_unrenderable_input_type_is_rejected_naming_the_remedy(input_
     sa.SCRIPTS["orch"] = lambda req: "should not be asked"
     agent = sa.orchestrator(subagents=["r"], r=sa.deferred(input_type=input_type))
     with pytest.raises(ResourceError) as e:
-        setup_of(agent)
+        subagent_callable("r", sa.Remote(input_type=input_type))
     message = str(e.value)
     assert "'r'" in message and why in message
     assert "declare input_schema" in message  # the remedy
-    out = only_answer(run(agent))
-    assert "'r'" in out["error"] and "declare input_schema" in out["error"]
+    with pytest.raises(PlanError) as plan_error:  # the job fails at setup, naming it
+        run(agent)
+    assert "'r'" in str(plan_error.value) and "declare input_schema" in str(plan_error.value)
     assert sa.REQUESTS["orch"] == []
 
     # the remedy works: an explicit schema wins over the type that cannot be rendered

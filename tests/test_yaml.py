@@ -531,6 +531,7 @@ def test_plan_problems_name_the_agent_and_its_line(tmp_path):
       - name: ok
         actions: [{name: go, function: "yaml_helpers:echo", on: [InputEvent]}]
       - name: parent
+        actions: [{name: go, function: "yaml_helpers:echo", on: [InputEvent]}]
         subagents:
           - {name: broken, agent: "yaml_helpers:BrokenAgent"}
     """)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import inspect
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._errors import ResourceError, UsageError
 from ._events import Event, event_type_of
-from ._resources import ResourceDescriptor, ResourceType
+from ._resources import Resource, ResourceDescriptor, ResourceType
 
 __all__ = [
     "Agent",
@@ -19,6 +22,9 @@ __all__ = [
     "chat_model_setup",
     "prompt",
     "mcp_server",
+    "embedding_model_connection",
+    "embedding_model_setup",
+    "vector_store",
 ]
 
 
@@ -60,7 +66,18 @@ def action(*triggers: type[Event] | str, config: dict[str, Any] | None = None) -
 
     Returns:
         A decorator returning the function unchanged, with an ``ActionSpec`` attached.
+
+    Raises:
+        UsageError: for a bare ``@action`` (no event types: write ``@action(InputEvent)``).
+        TypeError: for a trigger that is neither an ``Event`` subclass nor a string.
     """
+    if len(triggers) == 1 and (isinstance(triggers[0], (staticmethod, classmethod))
+                               or inspect.isfunction(triggers[0])):
+        fn = _unwrap(triggers[0])
+        raise UsageError(
+            f"@action needs the event types that trigger the action: write "
+            f"@action(InputEvent) (or another Event subclass or type string) above "
+            f"@staticmethod on {getattr(fn, '__qualname__', fn)!r}, not a bare @action")
     types = tuple(event_type_of(t) for t in triggers)
 
     def mark(f: Any) -> Any:
@@ -86,6 +103,9 @@ chat_model_connection = _resource_decorator(ResourceType.CHAT_MODEL_CONNECTION)
 chat_model_setup = _resource_decorator(ResourceType.CHAT_MODEL)
 prompt = _resource_decorator(ResourceType.PROMPT)
 mcp_server = _resource_decorator(ResourceType.MCP_SERVER)
+embedding_model_connection = _resource_decorator(ResourceType.EMBEDDING_MODEL_CONNECTION)
+embedding_model_setup = _resource_decorator(ResourceType.EMBEDDING_MODEL)
+vector_store = _resource_decorator(ResourceType.VECTOR_STORE)
 
 
 class Agent:
@@ -94,20 +114,45 @@ class Agent:
     Declare actions with ``@action`` on static methods and resources with the resource
     decorators, or add them on an instance with ``add_action`` / ``add_resource``. Names are
     checked when the plan is built: a duplicate is reported there, with every other problem.
+
+    A subclass that redefines a decorated action or resource method (same attribute name)
+    replaces the base's. To swap a declared resource for a test double without a subclass,
+    use ``override_resource`` (for this instance) or ``override(...)`` (for a ``with`` block).
     """
 
     def __init__(self) -> None:
         self._actions: list[tuple[str, Callable[..., Any], ActionSpec]] = []
         self._resources: list[tuple[ResourceType, str, Any]] = []
         self._config: dict[str, Any] = {}
+        self._overrides: dict[tuple[ResourceType, str], Any] = {}
 
     def add_action(
-        self, name: str, triggers: Iterable[type[Event] | str], fn: Callable[..., Any],
-        config: dict[str, Any] | None = None,
+        self, name: str, triggers: Iterable[type[Event] | str] | None = None,
+        fn: Callable[..., Any] | None = None, config: dict[str, Any] | None = None, *,
+        trigger_conditions: Iterable[type[Event] | str] | None = None,
+        func: Callable[..., Any] | None = None, **more_config: Any,
     ) -> Agent:
-        """Add an action to this instance. Returns ``self`` for chaining."""
+        """Add an action to this instance. Returns ``self`` for chaining.
+
+        Args:
+            name: the action's name.
+            triggers: the event classes or type strings that run it.
+            fn: the function, taking ``(event, ctx)``.
+            config: per-action configuration (``ctx.action_config``).
+            trigger_conditions: Flink Agents' keyword for ``triggers``.
+            func: Flink Agents' keyword for ``fn``.
+            **more_config: more configuration (Flink Agents' form), merged into ``config``.
+
+        Raises:
+            UsageError: when the triggers or the function are missing.
+        """
+        triggers = triggers if triggers is not None else trigger_conditions
+        fn = fn if fn is not None else func
+        if triggers is None or fn is None:
+            raise UsageError(f"add_action({name!r}, ...) needs the triggers and the function")
         spec = ActionSpec(
-            triggers=tuple(event_type_of(t) for t in triggers), config=dict(config or {})
+            triggers=tuple(event_type_of(t) for t in triggers),
+            config={**dict(config or {}), **more_config},
         )
         self._actions.append((name, fn, spec))
         return self
@@ -117,10 +162,84 @@ class Agent:
     ) -> Agent:
         """Add a resource: a ``ResourceDescriptor``, a ``Prompt``, or a function (``TOOL``).
 
-        Returns ``self`` for chaining.
+        A name declared twice for one type is a plan error; to replace a declared resource
+        (a test double), use ``override_resource``. Returns ``self`` for chaining.
         """
         self._resources.append((resource_type, name, resource))
         return self
+
+    def override_resource(self, name: str, resource: ResourceDescriptor | Any,
+                          resource_type: ResourceType | None = None) -> Agent:
+        """Replace the resource declared under ``name`` on this instance (e.g. a test double).
+
+        The replacement takes the declared resource's place (name and type): the chat model
+        setups and actions that name it now get the replacement. A plain function replacing
+        a ``TOOL`` keeps the declared tool name, so the model sees the same tool.
+
+        Args:
+            name: the declared resource's name.
+            resource: what replaces it: a ``ResourceDescriptor``, a resource instance, or a
+                function for a ``TOOL``.
+            resource_type: the declared resource's type; needed only when ``name`` is
+                declared for more than one type.
+
+        Returns:
+            ``self``, for chaining.
+
+        Raises:
+            ResourceError: when nothing (or more than one type, without ``resource_type``)
+                is declared under ``name``; the message lists what is declared.
+        """
+        rtype = self._declared_type(name, resource_type)
+        if rtype is ResourceType.TOOL and callable(resource) and not isinstance(
+                resource, (Resource, ResourceDescriptor)):
+            from ._tools import FunctionTool
+
+            resource = FunctionTool.from_function(resource, name=name)
+        if not hasattr(self, "_overrides"):
+            self._overrides = {}
+        self._overrides[(rtype, name)] = resource
+        return self
+
+    @contextlib.contextmanager
+    def override(self, **resources: ResourceDescriptor | Any) -> Iterator[Agent]:
+        """Replace declared resources by name inside a ``with`` block (e.g. test doubles).
+
+        ``with agent.override(openai=ResourceDescriptor(ScriptedChatModel, ...)):`` builds
+        and runs the agent with the replacements; on exit the previous resources are back.
+        A plan built inside the block keeps the replacements.
+
+        Args:
+            **resources: declared name to replacement (as for ``override_resource``).
+
+        Yields:
+            This agent.
+
+        Raises:
+            ResourceError: for a name that is not declared (or declared for several types).
+        """
+        saved = dict(getattr(self, "_overrides", {}))
+        try:
+            for name, resource in resources.items():
+                self.override_resource(name, resource)
+            yield self
+        finally:
+            self._overrides = saved
+
+    def _declared_type(self, name: str, resource_type: ResourceType | None) -> ResourceType:
+        found = {t for t, n, _ in self.declared_resources() if n == name}
+        if resource_type is not None and resource_type in found:
+            return resource_type
+        if resource_type is None and len(found) == 1:
+            return found.pop()
+        declared = ", ".join(sorted({f"{t.value} {n!r}" for t, n, _ in self.declared_resources()}))
+        if len(found) > 1 and resource_type is None:
+            raise ResourceError(
+                f"{name!r} names resources of several types on {type(self).__name__} "
+                f"({', '.join(sorted(t.value for t in found))}): pass resource_type")
+        kind = f"{resource_type.value} resource" if resource_type is not None else "resource"
+        raise ResourceError(f"no {kind} {name!r} is declared on {type(self).__name__} to "
+                            f"override (declared: {declared or 'none'})")
 
     def set_config(self, **config: Any) -> Agent:
         """Set agent-wide configuration (``max_tool_rounds``...). Returns ``self``."""
@@ -144,17 +263,36 @@ class Agent:
         return found + list(getattr(self, "_actions", []))
 
     def declared_resources(self) -> list[tuple[ResourceType, str, Any]]:
-        """Resources declared on the class (by decorator), then on the instance, in order."""
-        found: list[tuple[ResourceType, str, Any]] = []
+        """Resources declared on the class (by decorator), then on the instance, in order.
+
+        A subclass's method of the same attribute name replaces the base's; replacements
+        from ``override_resource`` / ``override`` take the place of what they replace.
+        """
+        found: list[tuple[ResourceType, str, Any] | None] = []
+        seen: dict[str, int] = {}
         for klass in reversed(type(self).__mro__):
             for attr, value in vars(klass).items():
                 fn = _unwrap(value)
                 rspec = getattr(fn, "__resource_spec__", None)
                 if isinstance(rspec, ResourceSpec):
-                    found.append((rspec.resource_type, attr, fn()))
+                    entry = (rspec.resource_type, attr, fn())
                 elif callable(fn) and getattr(fn, "__tool_spec__", None) is not None:
-                    found.append((ResourceType.TOOL, fn.__tool_spec__.name, fn))
-        return found + list(getattr(self, "_resources", []))
+                    entry = (ResourceType.TOOL, fn.__tool_spec__.name, fn)
+                elif attr in seen:  # redefined as something else: the base's is gone
+                    found[seen.pop(attr)] = None
+                    continue
+                else:
+                    continue
+                if attr in seen:  # redefined in a subclass: replaces the base's
+                    found[seen[attr]] = entry
+                else:
+                    seen[attr] = len(found)
+                    found.append(entry)
+        declared = [e for e in found if e is not None] + list(getattr(self, "_resources", []))
+        overrides = getattr(self, "_overrides", None)
+        if not overrides:
+            return declared
+        return [(t, n, overrides.get((t, n), v)) for t, n, v in declared]
 
     @property
     def config(self) -> dict[str, Any]:

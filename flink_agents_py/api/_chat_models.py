@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, PrivateAttr, field_validator
 
-from ._messages import ChatMessage, ChatResponse
+from ._messages import ChatMessage, ChatResponse, MessageRole
 from ._errors import ResourceError
 from ._prompts import Prompt
 from ._resources import Resource, ResourceType
@@ -169,7 +169,12 @@ class ChatModelSetup(Resource):
     def build_messages(
         self, messages: Sequence[ChatMessage], prompt_args: dict[str, Any] | None
     ) -> list[ChatMessage]:
-        """Prepend the prompt (placeholders filled from ``prompt_args``) to ``messages``."""
+        """Prepend the prompt (placeholders filled from ``prompt_args``) to ``messages``.
+
+        With a prompt, an empty user message of ``messages`` (no text, no tool calls, as
+        ``ChatMessage(role=MessageRole.USER)`` placeholders are written when the prompt holds
+        the whole request) is dropped, as Apache Flink Agents does, instead of being sent.
+        """
         if not self.prompt:
             return list(messages)
         try:
@@ -177,7 +182,9 @@ class ChatModelSetup(Resource):
         except KeyError:
             prompt = Prompt.from_text(self.prompt)
         assert isinstance(prompt, Prompt)
-        return [*prompt.format_messages(**(prompt_args or {})), *messages]
+        kept = [m for m in messages if not (m.role == MessageRole.USER and not m.content.strip()
+                                            and not m.tool_calls)]
+        return [*prompt.format_messages(**(prompt_args or {})), *kept]
 
     async def achat(
         self,

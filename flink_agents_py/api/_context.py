@@ -18,6 +18,7 @@ from ._messages import ChatMessage, ChatResponse
 from ._resources import Resource, ResourceType
 
 if TYPE_CHECKING:
+    from ._long_term_memory import BaseLongTermMemory
     from ._subagents import SubagentFuture
 
 __all__ = ["RunnerContext", "Memory"]
@@ -56,6 +57,10 @@ class Memory(ABC):
     def __contains__(self, path: object) -> bool:
         return isinstance(path, str) and self.get(path, _MISSING) is not _MISSING
 
+    def is_exist(self, path: str) -> bool:
+        """Whether something is stored at ``path`` (Flink Agents' name for ``path in memory``)."""
+        return path in self
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.to_dict())
 
@@ -82,9 +87,22 @@ class RunnerContext(ABC):
         """Memory of the current key: survives runs, kept in keyed state."""
 
     @property
+    def long_term_memory(self) -> BaseLongTermMemory:
+        """Memory sets searched by meaning, kept in a vector store (see ``BaseLongTermMemory``).
+
+        Raises:
+            NotImplementedError: when the hosting runtime offers no long-term memory.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no long-term memory")
+
+    @property
     @abstractmethod
     def action_config(self) -> dict[str, Any]:
         """Configuration of the running action (from the plan), read-only."""
+
+    def get_action_config_value(self, key: str, default: Any = None) -> Any:
+        """One value of ``action_config`` (Flink Agents' name), or ``default``."""
+        return self.action_config.get(key, default)
 
     @abstractmethod
     def send_event(self, event: Event) -> Event:
@@ -149,10 +167,16 @@ class RunnerContext(ABC):
                 instance of it) or a JSON Schema.
 
         Returns:
-            An awaitable of the ``ChatResponse``.
+            An awaitable of the ``ChatResponse``: ``await`` it (in an ``async def`` action)
+            before using the response; reading an attribute of the future itself raises an
+            ``AttributeError`` saying so.
 
         Raises:
-            ChatResponseError: on await, when the chat failed (carries the reason).
+            ChatResponseError: on await, when the chat failed (carries the reason; a failure
+                that raised, e.g. in the model call, has the original traceback as its
+                ``__cause__``).
+            UsageError: (the action fails with it) when a plain ``def`` action calls
+                ``chat``: the chat would never run, as only an await starts it.
             UnsupportedAwaitError: when combined with ``asyncio.gather`` or tasks; await chat
                 futures one after another instead.
         """
@@ -162,7 +186,8 @@ class RunnerContext(ABC):
         """Submit ``input`` to the ``AGENT`` resource ``name``; return the call's handle.
 
         An unknown or non-``AGENT`` name gives a handle whose result is a failed
-        ``SubagentResult`` naming the problem.
+        ``SubagentResult`` naming the problem. ``result = await handle`` gives the
+        ``SubagentResult`` (a failed one carries the sub-agent's ``traceback``).
         """
 
     @abstractmethod

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AgentsError",
     "PlanError",
@@ -12,8 +14,11 @@ __all__ = [
     "NotInActionContextError",
     "ChatResponseError",
     "DurableExecutionError",
+    "ReplayDivergenceError",
     "SerializationError",
     "UnsupportedAwaitError",
+    "UsageError",
+    "MissingApiKeyError",
 ]
 
 
@@ -87,6 +92,42 @@ class DurableExecutionError(AgentsError):
     """A durable call cannot be recorded or replayed (see the message for which call)."""
 
 
+class ReplayDivergenceError(DurableExecutionError):
+    """A replayed action made a different durable call than the one recorded at its place.
+
+    Durable calls are matched to their records by identity (the action execution and the
+    call's position in it). Each record keeps what made it: the call's kind (a function, a
+    chat, a tool, a sub-agent call...) and its target (the function's qualified name, the
+    tool, model or sub-agent name). When a replay reaches a recorded identity with a call of
+    another kind or target, the code no longer does what it did before the restore (it was
+    changed, or it branches on something that is not recorded): handing the recorded outcome
+    to this other call would be a wrong answer, so the action fails with this error instead.
+    Arguments-only changes are not divergences (the recorded outcome is replayed, with a
+    warning). See ``docs/concepts/replay-divergence.md``.
+
+    Attributes:
+        call_id: the identity of the durable call (``<execution id>/c<ordinal>``).
+        action: the name of the action whose execution diverged.
+        recorded: ``(kind, target)`` of the recorded call.
+        current: ``(kind, target)`` of the call being made now.
+    """
+
+    def __init__(self, call_id: str, action: str, recorded: tuple[str, str],
+                 current: tuple[str, str]) -> None:
+        self.call_id = call_id
+        self.action = action
+        self.recorded = recorded
+        self.current = current
+        super().__init__(
+            f"replay of action {action!r} diverged at durable call {call_id}: recorded "
+            f"{recorded[0]} {recorded[1]!r}, now calling {current[0]} {current[1]!r}; the "
+            "recorded outcome is not handed to a different call (keep the order of durable "
+            "calls stable, or drain in-flight runs before deploying changed code)")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable, like the other errors
+        return (type(self), (self.call_id, self.action, self.recorded, self.current))
+
+
 class SerializationError(DurableExecutionError):
     """A value that must be stored (event, memory, durable argument or result) has no JSON form.
 
@@ -101,3 +142,37 @@ class UnsupportedAwaitError(AgentsError, TypeError):
     a ``RunnerContext`` returns, and run other asynchronous code through
     ``ctx.durable_execute_async``.
     """
+
+
+class UsageError(AgentsError, TypeError):
+    """The API was used in a way that cannot work; the message says what to write instead.
+
+    Raised when an agent is declared (a bare ``@action`` without event types) and when an
+    action misuses its context (a plain ``def`` action that leaves ``ctx.chat(...)`` or
+    another durable future un-awaited).
+    """
+
+
+class MissingApiKeyError(ResourceError, ProviderError):
+    """A resource needs an API key that its environment variable does not hold.
+
+    Raised when the operator opens (before the first record), naming the variable and the
+    resource, instead of a provider's 401 for every record.
+
+    Args:
+        message: what is missing and how to provide it.
+        env_var: the environment variable that should hold the key.
+        resource: the name of the resource that needs it.
+    """
+
+    def __init__(self, message: str, *, env_var: str = "", resource: str = "") -> None:
+        self.env_var = env_var
+        self.resource = resource
+        ProviderError.__init__(self, message)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable (a Flink job may ship it)
+        return (_missing_key, (str(self), self.env_var, self.resource))
+
+
+def _missing_key(message: str, env_var: str, resource: str) -> MissingApiKeyError:
+    return MissingApiKeyError(message, env_var=env_var, resource=resource)

@@ -7,9 +7,11 @@ must be JSON-serializable: the Flink host keeps in-flight events in keyed state.
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Callable
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ._messages import ChatMessage, ChatResponse, ToolCall, ToolResult
 
@@ -28,6 +30,15 @@ __all__ = [
 
 _REGISTRY: dict[str, type[Event]] = {}
 
+EVENT_ID_SOURCE: contextvars.ContextVar[Callable[[], str] | None] = contextvars.ContextVar(
+    "flink_agents_py_event_id_source", default=None)
+"""Set by the runtime while it steps an action: gives an event built there its id at once."""
+
+
+def _new_event_id() -> str:
+    source = EVENT_ID_SOURCE.get()
+    return source() if source is not None else ""
+
 
 class Event(BaseModel):
     """Base of all events.
@@ -36,8 +47,11 @@ class Event(BaseModel):
     subclass it with an ``EVENT_TYPE`` constant and typed fields.
 
     Attributes:
-        id: identity of this occurrence. The runtime replaces it, when the event is sent, by an
-            id derived from the path that produced it (replay-stable and unique per occurrence).
+        id: identity of this occurrence, derived from the path that produced it (replay-stable
+            and unique per occurrence). An event built inside an action has its id as soon as
+            it is built (so ``req.id`` can be kept in memory before ``send_event(req)``, and
+            the ``ChatResponseEvent.request_id`` answering it matches); one built elsewhere
+            gets it when sent.
         type: the routing type; for a subclass, its ``EVENT_TYPE``.
         attributes: free JSON attributes.
     """
@@ -46,7 +60,7 @@ class Event(BaseModel):
 
     EVENT_TYPE: ClassVar[str | None] = None
 
-    id: str = ""
+    id: str = Field(default_factory=_new_event_id)
     type: str = ""
     attributes: dict[str, Any] = Field(default_factory=dict)
 
@@ -81,6 +95,49 @@ class Event(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """Return the event as a JSON object (``type`` included), for keyed state and logs."""
         return self.model_dump(mode="json")
+
+    def get_attr(self, name: str, default: Any = None) -> Any:
+        """Return attribute ``name``: a typed field, else an entry of ``attributes``.
+
+        Args:
+            name: the field or attribute name.
+            default: returned when neither exists.
+        """
+        if name in type(self).model_fields and name not in ("attributes",):
+            return getattr(self, name)
+        return self.attributes.get(name, default)
+
+    def set_attr(self, name: str, value: Any) -> None:
+        """Set the free attribute ``name`` (before the event is sent; JSON values only).
+
+        Raises:
+            UsageError: for a typed field (events are immutable: build a new one instead).
+        """
+        if name in type(self).model_fields:
+            from ._errors import UsageError
+
+            raise UsageError(f"{name!r} is a field of {type(self).__name__}, which is "
+                             f"immutable: build the event with it instead of set_attr")
+        self.attributes[name] = value
+
+    @classmethod
+    def from_event(cls, event: Event) -> Any:
+        """Return ``event`` as this class (Apache Flink Agents' idiom; actions here already
+        receive the typed event, so this is usually ``event`` itself)."""
+        return event if isinstance(event, cls) else cls.model_validate(event.to_json())
+
+
+def json_schema_of(value: Any) -> Any:
+    """The JSON Schema of an output schema given as a pydantic class or an ``OutputSchema``.
+
+    Anything else (a JSON Schema dict, ``None``) is returned unchanged.
+    """
+    inner = getattr(value, "output_schema", None)  # Flink Agents' OutputSchema wrapper
+    if isinstance(inner, type) and issubclass(inner, BaseModel) and not isinstance(value, dict):
+        value = inner
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        return value.model_json_schema()
+    return value
 
 
 def event_type_of(trigger: type[Event] | str) -> str:
@@ -131,7 +188,9 @@ class ChatRequestEvent(Event):
         model: name of a ``CHAT_MODEL`` resource (a chat model setup).
         messages: the conversation so far.
         prompt_args: values for the setup's prompt ``{placeholders}``.
-        output_schema: a JSON Schema the answer must follow (structured output).
+        output_schema: a JSON Schema the answer must follow (structured output). A pydantic
+            model class, or Flink Agents' ``OutputSchema(output_schema=cls)``, is accepted
+            and kept as its JSON Schema; the answer's ``structured`` value is then a dict.
     """
 
     EVENT_TYPE: ClassVar[str] = "ChatRequestEvent"
@@ -139,6 +198,11 @@ class ChatRequestEvent(Event):
     messages: list[ChatMessage] = Field(default_factory=list)
     prompt_args: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
+
+    @field_validator("output_schema", mode="before")
+    @classmethod
+    def _schema_of_class(cls, value: Any) -> Any:
+        return json_schema_of(value)
 
 
 class ChatResponseEvent(Event):
@@ -148,12 +212,15 @@ class ChatResponseEvent(Event):
         request_id: id of the ``ChatRequestEvent`` this answers.
         response: the model's response when the chat succeeded.
         error: why the chat failed, when it did (``response`` is then ``None``).
+        traceback: where it failed, when an exception did (a model call, a chat model's
+            script): the original traceback, bounded and redacted.
     """
 
     EVENT_TYPE: ClassVar[str] = "ChatResponseEvent"
     request_id: str
     response: ChatResponse | None = None
     error: str | None = None
+    traceback: str | None = None
 
 
 class ToolRequestEvent(Event):

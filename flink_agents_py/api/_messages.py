@@ -56,6 +56,31 @@ class ChatMessage(BaseModel):
     tool_call_id: str | None = None
     name: str | None = None
 
+    @classmethod
+    def of(cls, role: MessageRole | str, content: str, **fields: Any) -> ChatMessage:
+        """A message of ``role`` with text ``content`` (Flink Agents' constructor)."""
+        return cls(role=role, content=content, **fields)
+
+    @classmethod
+    def user(cls, content: str, **fields: Any) -> ChatMessage:
+        """A user message."""
+        return cls(role=MessageRole.USER, content=content, **fields)
+
+    @classmethod
+    def system(cls, content: str, **fields: Any) -> ChatMessage:
+        """A system message."""
+        return cls(role=MessageRole.SYSTEM, content=content, **fields)
+
+    @classmethod
+    def assistant(cls, content: str, **fields: Any) -> ChatMessage:
+        """An assistant message."""
+        return cls(role=MessageRole.ASSISTANT, content=content, **fields)
+
+    @property
+    def text(self) -> str:
+        """The message's text (``content``; Flink Agents' name)."""
+        return self.content
+
 
 class TokenUsage(BaseModel):
     """Token counts as the provider reported them."""
@@ -89,6 +114,36 @@ class ChatResponse(BaseModel):
     finish_reason: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    # -- read as the message (Apache Flink Agents' ChatResponseEvent.response is one) ------
+    @property
+    def content(self) -> str:
+        """The assistant message's text (``message.content``)."""
+        return self.message.content
+
+    @property
+    def text(self) -> str:
+        """The assistant message's text (``message.content``)."""
+        return self.message.content
+
+    @property
+    def role(self) -> MessageRole | str:
+        """The message's role (``assistant``)."""
+        return self.message.role
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The tool calls of the message (empty on a final answer)."""
+        return self.message.tool_calls
+
+    @property
+    def extra_args(self) -> dict[str, Any]:
+        """``metadata`` plus, when structured output was asked for, ``"structured_output"``
+        (Flink Agents' ``STRUCTURED_OUTPUT`` key) holding ``structured``."""
+        extra = dict(self.metadata)
+        if self.structured is not None:
+            extra["structured_output"] = self.structured
+        return extra
+
 
 ChatResult = ChatResponse
 """What ``await ctx.chat(...)`` returns: the final ``ChatResponse`` of the chat."""
@@ -103,6 +158,8 @@ class ToolResult(BaseModel):
         ok: whether the tool returned normally.
         content: the tool's return value as JSON (when ``ok``).
         error: what failed and why (when not ``ok``), worded for the model to correct its call.
+        traceback: where the tool raised (when it did), bounded and redacted; for logs and
+            traces, never sent to the model.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -112,3 +169,4 @@ class ToolResult(BaseModel):
     ok: bool = True
     content: Any = None
     error: str | None = None
+    traceback: str | None = None

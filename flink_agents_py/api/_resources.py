@@ -28,6 +28,9 @@ class ResourceType(str, Enum):
     PROMPT = "prompt"
     MCP_SERVER = "mcp_server"
     AGENT = "agent"
+    EMBEDDING_MODEL_CONNECTION = "embedding_model_connection"
+    EMBEDDING_MODEL = "embedding_model"
+    VECTOR_STORE = "vector_store"
 
 
 def qualified_name(obj: Any) -> str:
@@ -150,6 +153,18 @@ class Resource(BaseModel):
         if self._resolver is None:
             raise ResourceError(f"{type(self).__name__} is not bound to a resource environment")
         return self._resolver(name, resource_type)
+
+    def check(self) -> None:
+        """Check, without acquiring anything, that the resource can work in this process.
+
+        Called once per declared resource whose class overrides it, when the operator opens
+        (before the first record; the resource is bound, not opened): a configuration that
+        cannot work (e.g. an API key missing from the environment) then stops the job with
+        one clear error instead of failing every record. The default checks nothing.
+
+        Raises:
+            AgentsError: a subclass naming what is missing (e.g. ``MissingApiKeyError``).
+        """
 
     def open(self) -> None:
         """Acquire what the resource needs (connections, model files). Called once, lazily."""

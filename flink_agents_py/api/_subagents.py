@@ -45,12 +45,19 @@ __all__ = [
 class SubagentResult(BaseModel):
     """The outcome of one sub-agent call.
 
+    A caller receives the result in its plain JSON form, on the live path and after a
+    replay alike (see ``docs/concepts/replay-divergence.md``): pydantic models and
+    dataclasses are objects, enums their values, datetimes ISO 8601 text, tuples lists. Use
+    ``result_as`` to read it as a type.
+
     Attributes:
         success: whether the sub-agent produced a result.
         result: the result (for an internal sub-agent, the list of its ``OutputEvent``
             payloads, a list even when it emitted one).
         error_message: why the call failed (names the sub-agent and what happened).
         cancelled: the call failed because it was cancelled.
+        traceback: where the sub-agent failed, when an exception did (an internal
+            sub-agent's action): the original traceback, bounded and redacted.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -59,6 +66,7 @@ class SubagentResult(BaseModel):
     result: Any = None
     error_message: str | None = None
     cancelled: bool = False
+    traceback: str | None = None
 
     @classmethod
     def ok(cls, value: Any) -> SubagentResult:
@@ -66,11 +74,36 @@ class SubagentResult(BaseModel):
         return cls(success=True, result=value)
 
     @classmethod
-    def error(cls, reason: Any) -> SubagentResult:
-        """A failed result; ``reason`` (text or an exception) becomes the error message."""
+    def error(cls, reason: Any, traceback: str | None = None) -> SubagentResult:
+        """A failed result; ``reason`` (text or an exception) becomes the error message.
+
+        Args:
+            reason: text or an exception.
+            traceback: where it failed (text), when known.
+        """
         if isinstance(reason, BaseException):
             reason = f"{type(reason).__name__}: {reason}"
-        return cls(success=False, error_message=str(reason))
+        return cls(success=False, error_message=str(reason), traceback=traceback)
+
+    def result_as(self, type_: Any) -> Any:
+        """The result validated as ``type_`` (a pydantic model, dataclass, ``list[...]``...).
+
+        Args:
+            type_: what to read the JSON result as.
+
+        Returns:
+            The validated value.
+
+        Raises:
+            ValueError: when the call failed (it has no result).
+            pydantic.ValidationError: when the result does not fit ``type_``.
+        """
+        if not self.success:
+            raise ValueError(f"the sub-agent call failed, so it has no result: "
+                             f"{self.error_message}")
+        from pydantic import TypeAdapter
+
+        return TypeAdapter(type_).validate_python(self.result)
 
     @classmethod
     def cancelled_call(cls, name: str) -> SubagentResult:
@@ -124,10 +157,20 @@ class SubagentFuture(Awaitable[SubagentResult]):
     def __await__(self) -> Any: ...
 
     @abstractmethod
-    async def cancel(self) -> None:
+    def cancel(self) -> Awaitable[None]:
         """Cancel the call: an internal child stops dispatching, a deferred call that has
         not started never starts, an async one gets ``call_cancel_request``. Awaiting the
-        handle afterwards gives a failed result saying it was cancelled."""
+        handle afterwards gives a failed result saying it was cancelled.
+
+        The cancellation takes effect when ``cancel()`` is called, whether or not the
+        returned awaitable is awaited (``handle.cancel()`` alone is enough); ``await
+        handle.cancel()`` also waits until an async sub-agent's cancel request was sent,
+        and raises what that request raised. Each handle sends at most one cancel request.
+        A call that already finished keeps its result.
+
+        Returns:
+            An awaitable that completes once the cancellation is done.
+        """
 
 
 SUBAGENT_DESCRIPTION_MARKER = "(This callable delegates the task to a sub-agent.)"
@@ -302,7 +345,10 @@ class DeferredSubagentSetup(SubagentSetup):
     send) from them alone. ``call()`` returns ``SubagentResult.ok(...)`` or
     ``SubagentResult.error(...)``; an exception escaping it is a system fault that fails the
     calling action. The reconciler, if any, is called at recovery instead of ``call`` when the
-    call had started but its outcome was recorded nowhere.
+    call had started but its outcome was recorded nowhere. What ``prepare`` raises is the
+    call's recorded outcome: raised at the caller's ``await``, and again on replay without
+    calling ``prepare``. The caller gets the result's plain JSON form (see
+    ``SubagentResult``); a result with no JSON form is a failed result naming where.
     """
 
     @abstractmethod

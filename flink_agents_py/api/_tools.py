@@ -2,7 +2,8 @@
 
 The schema comes from ``inspect.signature`` and type hints through pydantic's public
 ``create_model``/``model_json_schema``; argument descriptions come from a Google-style
-docstring's ``Args:`` section.
+docstring's ``Args:`` section or a NumPy-style ``Parameters`` section (a header underlined
+with dashes, as Apache Flink Agents' examples write them).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model
 
 from ._resources import Resource, ResourceType, import_qualified, qualified_name
 
-__all__ = ["ToolMetadata", "ToolSpec", "FunctionTool", "tool", "RESERVED_TOOL_PREFIX"]
+__all__ = ["ToolMetadata", "ToolSpec", "FunctionTool", "tool", "RESERVED_TOOL_PREFIX",
+           "offered_tool_name"]
 
 RESERVED_TOOL_PREFIX = "_subagent_"
 """Callable names with this prefix delegate to sub-agents; no tool may carry it."""
@@ -41,8 +43,51 @@ class ToolSpec(BaseModel):
     description: str = ""
 
 
+_NUMPY_SECTION = re.compile(r"(Parameters|Args|Arguments|Returns|Raises|Yields|Examples?|"
+                            r"Notes|See Also|Attributes|Other Parameters)")
+_NUMPY_ARGS = ("Parameters", "Args", "Arguments", "Other Parameters")
+
+
+def _numpy_parts(lines: list[str]) -> tuple[str, dict[str, str]] | None:
+    """Summary and argument docs of a NumPy-style docstring (``Parameters`` then dashes),
+    or ``None`` when ``lines`` has no NumPy section header."""
+    headers = [i for i in range(len(lines) - 1)
+               if _NUMPY_SECTION.fullmatch(lines[i].strip())
+               and re.fullmatch(r"-{3,}", lines[i + 1].strip())]
+    if not headers:
+        return None
+    summary = " ".join(x.strip() for x in lines[:headers[0]] if x.strip())
+    args: dict[str, str] = {}
+    for h in headers:
+        if lines[h].strip() not in _NUMPY_ARGS:
+            continue
+        indent: int | None = None
+        current: str | None = None
+        for line in lines[h + 2:]:
+            if not line.strip():
+                continue
+            if _NUMPY_SECTION.fullmatch(line.strip()):
+                break
+            width = len(line) - len(line.lstrip())
+            if indent is None:
+                indent = width
+            if width <= indent:
+                if width < indent:
+                    break
+                m = re.match(r"^\*{0,2}(\w+)\s*(?::.*)?$", line.strip())
+                current = m.group(1) if m else None
+                if current is not None:
+                    args[current] = ""
+            elif current is not None:
+                args[current] = f"{args[current]} {line.strip()}".strip()
+    return summary, args
+
+
 def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     doc = inspect.getdoc(fn) or ""
+    numpy = _numpy_parts(doc.splitlines())
+    if numpy is not None:
+        return numpy
     summary_lines: list[str] = []
     args: dict[str, str] = {}
     section: str | None = None
@@ -131,10 +176,15 @@ class FunctionTool(Resource):
         return self._fn
 
     @property
+    def tool_name(self) -> str:
+        """The name the tool is offered under: ``name``, else the function's ``__name__``."""
+        return self.name or self.function.__name__
+
+    @property
     def metadata(self) -> ToolMetadata:
         """Name, description and argument schema for a chat model."""
         return ToolMetadata(
-            name=self.name or self.function.__name__,
+            name=self.tool_name,
             description=self.description,
             parameters=schema_for_function(self.function),
         )
@@ -172,3 +222,36 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
         return f
 
     return mark(fn) if fn is not None else mark
+
+
+def offered_tool_name(resource_name: str, clazz: str, arguments: dict[str, Any],
+                      instance: Any = None) -> str:
+    """The name a chat model is offered for a ``TOOL`` resource (checked at plan build).
+
+    Args:
+        resource_name: the name the resource is declared under.
+        clazz: the descriptor's class path.
+        arguments: the descriptor's arguments.
+        instance: the declared instance, when one was given.
+
+    Returns:
+        A ``FunctionTool``'s ``tool_name`` (its ``name``, else its function's ``__name__``:
+        a descriptor naming only ``func`` is offered under the function's name); the
+        descriptor's ``name`` argument, or the default of the tool class's ``name`` field,
+        for another tool class; else ``resource_name``.
+
+    Raises:
+        ResourceError: when the class or the function cannot be imported.
+    """
+    if isinstance(instance, FunctionTool):
+        return instance.tool_name
+    if arguments.get("name"):
+        return str(arguments["name"])
+    cls = import_qualified(clazz)
+    field = getattr(cls, "model_fields", {}).get("name")  # a tool class naming itself
+    if field is not None and isinstance(field.default, str) and field.default:
+        return field.default
+    func = arguments.get("func")
+    if isinstance(cls, type) and issubclass(cls, FunctionTool) and isinstance(func, str):
+        return str(getattr(import_qualified(func), "__name__", resource_name))
+    return resource_name

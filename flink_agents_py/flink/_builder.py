@@ -12,8 +12,36 @@ from ..local import default_key_selector
 from ..plan import AgentPlan
 from ..runtime import Failpoint, Journal, Observer
 from ._operator import ERROR_TAG, AgentOperator
+from ._progress import JobProgress, progress_enabled, rest_urls
+from ._workers import WorkerSetupError, config_getter, configure_workers
 
 __all__ = ["FlinkExecutionEnvironment", "FlinkAgentBuilder"]
+
+
+def plan_modules(plan: AgentPlan) -> list[str]:
+    """The modules a plan names (actions, resource classes, sub-agents), in first-seen order.
+
+    Raises:
+        WorkerSetupError: when a resource's class is defined in ``__main__``: the workers
+            build resources by importing their class, and cannot import the client's script.
+            (Actions defined in ``__main__`` travel with the plan, pickled by value.)
+    """
+    found: list[str] = []
+    for action in plan.actions.values():
+        found.append(action.function.path.partition(":")[0])
+    for by_name in plan.resources.values():
+        for name, res in by_name.items():
+            clazz = res.descriptor.clazz
+            module = clazz.partition(":")[0] if ":" in clazz else clazz.rpartition(".")[0]
+            if module.split(".")[0] == "__main__":
+                raise WorkerSetupError(
+                    f"resource {name!r} names the class {clazz}, defined in the script being "
+                    f"run (__main__), which Flink's Python workers cannot import: move the "
+                    f"class into a module of its own (e.g. next to the script) and import it")
+            found.append(module)
+    for sub in plan.subagents.values():
+        found.extend(plan_modules(sub))
+    return list(dict.fromkeys(m for m in found if m))
 
 
 class FlinkAgentBuilder:
@@ -25,14 +53,18 @@ class FlinkAgentBuilder:
         self._ds = ds
         self._key_selector = key_selector
         self._result: Any = None
+        self._errors: Any = None
 
     def apply(self, agent: Agent | AgentPlan, *, name: str | None = None) -> FlinkAgentBuilder:
         """Key the input and run ``agent`` on it in an ``AgentOperator``.
 
         Raises:
             PlanError: when the agent does not compile.
+            WorkerSetupError: when Flink's Python workers could not import the agent (says
+                what to set), found before the job is submitted.
         """
         plan = agent if isinstance(agent, AgentPlan) else AgentPlan.from_agent(agent)
+        configure_workers(self._env.env, plan_modules(plan))
         op = AgentOperator(plan, max_in_flight=self._env.max_in_flight,
                            max_poll_interval_ms=self._env.max_poll_interval_ms,
                            journal=self._env.journal, failpoint=self._env.failpoint,
@@ -44,6 +76,9 @@ class FlinkAgentBuilder:
             .process(op, output_type=Types.PICKLED_BYTE_ARRAY())
             .name(label).uid(f"agent-{label}")
         )
+        # Taken now, consumed or not: PyFlink sends what a function yields for an output tag
+        # nobody asked for to the main output, as (tag, value) pairs among the outputs.
+        self._errors = self._result.get_side_output(ERROR_TAG)
         return self
 
     def _applied(self) -> Any:
@@ -56,16 +91,20 @@ class FlinkAgentBuilder:
         return self._applied()
 
     def errors_datastream(self) -> Any:
-        """Failed actions and rejected records, as dicts with ``key`` (the side output)."""
-        return self._applied().get_side_output(ERROR_TAG)
+        """Failed actions and rejected records, as dicts with ``key`` (the side output).
+
+        Not taking it drops them (they never mix with the outputs)."""
+        self._applied()
+        return self._errors
 
 
 class FlinkExecutionEnvironment:
     """Hosts agents in a PyFlink job.
 
     Args:
-        env: a ``StreamExecutionEnvironment``, best made by ``create_stream_environment``
-            (which sets the interpreter, the execution mode and the bundle).
+        env: a ``StreamExecutionEnvironment``: one made by ``create_stream_environment``, or
+            a plain one; either way what the Python workers need to import the agent is set
+            on it here and by ``apply`` (see ``configure_workers``).
         max_in_flight: the most I/O calls running at once per operator instance.
         max_poll_interval_ms: the longest wait between checks of a key waiting for I/O, in ms.
         journal: a write-ahead journal of durable call outcomes (``SqliteJournal``...), closing
@@ -78,15 +117,26 @@ class FlinkExecutionEnvironment:
             the path, or ``-<subtask>`` before its suffix (``events.jsonl`` ->
             ``events-0.jsonl``); a restarted attempt appends to it.
         observer: an extra ``runtime.Observer`` for every subtask (picklable).
+        progress: show a progress bar on stderr while ``execute`` (or a ``with
+            agents.progress(...)`` block) runs: records done of total, outputs, errors, calls
+            in flight, rate, ETA; read from the job's REST API (needs ``metrics``). Shown only
+            when stderr is a terminal (``FLINK_AGENTS_PY_PROGRESS=1``: on any stderr; ``=0``:
+            never).
+
+    Raises:
+        WorkerSetupError: when the workers' interpreter cannot import what they need.
     """
 
     def __init__(self, env: Any, *, max_in_flight: int = 32, max_poll_interval_ms: int = 20,
                  journal: Journal | None = None, failpoint: Failpoint | None = None,
                  metrics: bool = True, event_log: Any = None,
-                 observer: Observer | None = None) -> None:
+                 observer: Observer | None = None, progress: bool = False) -> None:
         from ..observability import EventLog
 
+        if hasattr(env, "_j_stream_execution_environment"):  # not a stand-in of a unit test
+            configure_workers(env)
         self.env = env
+        self.show_progress = progress
         self.journal = journal
         self.failpoint = failpoint
         self.metrics = metrics
@@ -100,6 +150,31 @@ class FlinkExecutionEnvironment:
         """Take ``ds`` as input, keyed by ``key_selector`` (default: ``record["key"]``)."""
         return FlinkAgentBuilder(self, ds, key_selector or default_key_selector)
 
-    def execute(self, job_name: str = "flink-agents-py") -> Any:
-        """Run the job (blocking); returns Flink's ``JobExecutionResult``."""
-        return self.env.execute(job_name)
+    def progress(self, total: int | None = None, job_name: str | None = None) -> JobProgress:
+        """A progress bar for the job run inside the ``with`` block (see ``progress`` above).
+
+        ``with agents.progress(total=len(records)): ...`` around iterating
+        ``execute_and_collect``; leaving the block without an exception completes the bar.
+
+        Args:
+            total: how many input records the job reads, when known (for done-of-total, ETA).
+            job_name: the job's name, to tell it from other jobs on the same REST API.
+
+        Returns:
+            A context manager; inert when progress is off.
+        """
+        return JobProgress(rest_urls(config_getter(self.env)), total=total, job_name=job_name,
+                           enabled=self.metrics and progress_enabled(self.show_progress))
+
+    def execute(self, job_name: str = "flink-agents-py", total: int | None = None) -> Any:
+        """Run the job (blocking), with a progress bar when ``progress`` is on.
+
+        Args:
+            job_name: the job's name.
+            total: how many input records the job reads, when known (for the bar).
+
+        Returns:
+            Flink's ``JobExecutionResult``.
+        """
+        with self.progress(total=total, job_name=job_name):
+            return self.env.execute(job_name)

@@ -5,7 +5,8 @@ Facts measured on apache-flink 2.3.0 that shape these settings:
 - ``python.execution-mode=thread`` runs the Python functions inside the JVM (pemja): about 3x
   the keyed-state throughput of process mode and 3-9 ms timer round trips with default
   bundles. pemja uses the base interpreter, so the venv's ``site-packages`` (and the client's
-  ``sys.path``) must be on ``PYTHONPATH`` before the JVM starts.
+  ``sys.path``) go on ``python.pythonpath`` (``configure_workers``), which reaches the
+  embedded interpreter even when the JVM already runs.
 - In process mode, Java hands records to the Python worker in bundles; the default bundle
   (100,000 records / 1,000 ms) holds timer-driven work back, so the bundle is made small.
 - The Python worker must run the job's own interpreter (``python.executable``).
@@ -16,6 +17,8 @@ from __future__ import annotations
 import os
 import sys
 from typing import Any, Literal
+
+from ._workers import configure_workers
 
 __all__ = ["create_stream_environment", "python_path_for_workers"]
 
@@ -43,8 +46,9 @@ def create_stream_environment(
 ) -> Any:
     """Return a STREAMING ``StreamExecutionEnvironment`` configured for agent operators.
 
-    Call it before any other PyFlink environment is created in the process: the JVM starts
-    here and inherits ``PYTHONPATH`` (needed by thread mode) from this process.
+    What the Python workers need to import this process's modules (``python.pythonpath``, or
+    files shipped to a cluster) is set by ``configure_workers``, here and again when an agent
+    is applied.
 
     Args:
         parallelism: default parallelism.
@@ -61,11 +65,8 @@ def create_stream_environment(
 
     Raises:
         ImportError: when apache-flink is not installed (``pip install .[flink]``).
+        WorkerSetupError: when the workers' interpreter cannot import what they need.
     """
-    if execution_mode == "thread":
-        path = python_path_for_workers()
-        old = os.environ.get("PYTHONPATH")
-        os.environ["PYTHONPATH"] = path + (os.pathsep + old if old else "")
     from pyflink.common import Configuration
     from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
 
@@ -88,4 +89,5 @@ def create_stream_environment(
     env.set_parallelism(parallelism)
     if checkpoint_interval_ms:
         env.enable_checkpointing(checkpoint_interval_ms)
+    configure_workers(env)
     return env

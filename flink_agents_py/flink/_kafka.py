@@ -1,8 +1,11 @@
 """Kafka in and out of agent jobs, with Flink's own Kafka connector.
 
 Reading: ``read_json_topic`` builds a ``pyflink.datastream.connectors.kafka.KafkaSource`` and
-turns each record into a Python value (JSON by default); a record that does not parse leaves
-through ``KafkaInput.errors`` with its topic, partition and offset, and the job goes on.
+turns each record into a Python value (JSON by default). Values arrive as bytes and are
+decoded with the rules of ``flink_agents_py.io`` (a leading byte order mark removed; over
+``max_record_bytes``, a NUL byte or invalid UTF-8 refused): a record that cannot be decoded or
+does not parse leaves through ``KafkaInput.errors`` with its topic, partition and offset, and
+the job goes on.
 ``from_kafka`` also keys the records for an agent (``FlinkAgentBuilder``).
 
 Writing: ``write_json_topic`` (and ``kafka_sink`` for several topics at once) builds a
@@ -47,6 +50,8 @@ from typing import Any, Literal, NamedTuple
 from urllib.parse import urlparse
 
 import orjson
+
+from ..io import MAX_RECORD_BYTES, decode_record, excerpt
 
 __all__ = [
     "KAFKA_CONNECTOR_VERSION",
@@ -220,8 +225,9 @@ class KafkaMessage:
         partition: the partition.
         offset: the offset within the partition.
         timestamp: the record's timestamp (epoch ms).
-        key: the key as UTF-8 text, or ``None``.
-        value: the value as UTF-8 text, or ``None`` (a tombstone).
+        key: the key as UTF-8 text (invalid bytes as U+FFFD), or ``None``.
+        value: the value as text (strictly decoded UTF-8, byte order mark removed), or
+            ``None`` (a tombstone). Values that cannot be decoded never reach ``parse``.
 
     """
 
@@ -252,25 +258,41 @@ def json_value(message: KafkaMessage) -> Any:
         raise ValueError(f"not JSON ({e})") from e
 
 
-def _error(message: KafkaMessage, error: str) -> dict[str, Any]:
-    value = message.value
+def _error(message: KafkaMessage, error: str, raw: bytes | str | None = None) -> dict[str, Any]:
     return {"kind": "error", **message.where(), "key": message.key, "error": error,
-            "value": value if value is None or len(value) <= 1000 else value[:1000] + "..."}
+            "value": excerpt(message.value if raw is None else raw, 1000)}
 
 
 class _Parse:
-    """Row from the helper deserializer -> parsed record; failures to the error side output."""
+    """Row from the helper deserializer -> parsed record; failures to the error side output.
 
-    def __init__(self, parse: Callable[[KafkaMessage], Any], error_tag: Any) -> None:
+    The row's value is bytes (text is accepted too); it is decoded with
+    ``flink_agents_py.io.decode_record`` before ``parse`` sees it.
+    """
+
+    def __init__(self, parse: Callable[[KafkaMessage], Any], error_tag: Any,
+                 max_record_bytes: int | None = MAX_RECORD_BYTES) -> None:
         self.parse = parse
         self.error_tag = error_tag
+        self.max_record_bytes = max_record_bytes
 
     def __call__(self, row: Any) -> Iterator[Any]:
-        message = KafkaMessage(row[0], row[1], row[2], row[3], row[4], row[5])
+        raw = row[5]
+        message = KafkaMessage(row[0], row[1], row[2], row[3], row[4], None)
+        if raw is not None:
+            data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+            try:
+                value = decode_record(data, strip_bom=True,
+                                      max_record_bytes=self.max_record_bytes)
+            except ValueError as e:
+                yield self.error_tag, _error(message, str(e), data)
+                return
+            message = KafkaMessage(row[0], row[1], row[2], row[3], row[4], value)
         try:
             yield self.parse(message)
-        except ValueError as e:
-            yield self.error_tag, _error(message, str(e))
+        except Exception as e:  # noqa: BLE001 - a bad record is reported, never fatal
+            text = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+            yield self.error_tag, _error(message, text)
 
 
 class KafkaInput(NamedTuple):
@@ -279,7 +301,8 @@ class KafkaInput(NamedTuple):
     Attributes:
         records: the parsed records (a ``DataStream`` of Python values).
         errors: records that failed to parse, as dicts ``{"kind": "error", "topic",
-            "partition", "offset", "key", "error", "value"}`` (value cut to 1,000 chars).
+            "partition", "offset", "key", "error", "value"}`` (value: an excerpt of at most
+            1,000 characters, bad bytes written as backslash escapes).
 
     """
 
@@ -319,6 +342,7 @@ def read_json_topic(
     group_id: str | None = None,
     properties: dict[str, str] | None = None,
     name: str | None = None,
+    max_record_bytes: int | None = MAX_RECORD_BYTES,
 ) -> KafkaInput:
     """Read a topic into a ``DataStream`` of parsed records, with a ``KafkaSource``.
 
@@ -330,8 +354,8 @@ def read_json_topic(
         env: the ``StreamExecutionEnvironment``; the Kafka jars are added to it.
         bootstrap_servers: ``host:port[,host:port...]``.
         topic: a topic or a list of topics.
-        parse: turns a ``KafkaMessage`` into a record; raise ``ValueError`` to send the record
-            to ``errors`` instead (default ``json_value``: the value as JSON).
+        parse: turns a ``KafkaMessage`` into a record; raise (``ValueError`` by convention) to
+            send the record to ``errors`` instead (default ``json_value``: the value as JSON).
         starting_offsets: where a job without a checkpoint starts: ``"earliest"`` (default),
             ``"latest"``, ``"committed"`` (the group's committed offsets, else earliest), an
             epoch-ms timestamp, or a ``KafkaOffsetsInitializer``.
@@ -346,9 +370,13 @@ def read_json_topic(
         properties: more Kafka consumer properties.
         name: the source's name and the prefix of its operators' uids (default
             ``kafka-<topic>``).
+        max_record_bytes: larger values go to ``errors`` undecoded (``None``: no limit; the
+            broker's own limit, 1 MB by default, still applies).
 
     Returns:
-        ``KafkaInput(records, errors)``.
+        ``KafkaInput(records, errors)``. A value that is not UTF-8, holds a NUL byte or is over
+        ``max_record_bytes`` goes to ``errors``, as does one that ``parse`` refuses (with any
+        exception).
 
     """
     from pyflink.common import Types, WatermarkStrategy
@@ -374,7 +402,7 @@ def read_json_topic(
     raw = env.from_source(builder.build(), watermark_strategy or WatermarkStrategy.no_watermarks(),
                           label).uid(f"{label}-source")
     error_tag = OutputTag(f"{label}-errors", Types.PICKLED_BYTE_ARRAY())
-    parsed = (raw.flat_map(_Parse(parse or json_value, error_tag),
+    parsed = (raw.flat_map(_Parse(parse or json_value, error_tag, max_record_bytes),
                            output_type=Types.PICKLED_BYTE_ARRAY())
               .name(f"{label}-parse").uid(f"{label}-parse"))
     return KafkaInput(parsed, parsed.get_side_output(error_tag))

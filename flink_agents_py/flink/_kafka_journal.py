@@ -175,7 +175,7 @@ class KafkaJournal(Journal):
 
         """
         entry = _entry_key(key, call_id)
-        value = record.model_dump_json()
+        value = record.to_json()
         errors: list[str] = []
 
         def on_delivery(err: Any, _msg: Any) -> None:
@@ -198,7 +198,7 @@ class KafkaJournal(Journal):
         """The journaled outcome of ``(key, call_id)``, or ``None`` (builds the index first)."""
         with self._lock:
             raw = self._load_index().get(_entry_key(key, call_id))
-        return CallRecord.model_validate_json(raw) if raw is not None else None
+        return CallRecord.from_json(raw) if raw is not None else None
 
     def run_completed(self, key: Any, run: str, now_s: float | None = None) -> None:
         """Mark run ``run`` of ``key`` completed; tombstone runs completed ``retention_s`` ago."""

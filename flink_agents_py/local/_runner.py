@@ -1,7 +1,17 @@
-"""The local runner: ``AgentCore`` hosted in-process, for fast tests and small bounded jobs."""
+"""The local runner: ``AgentCore`` hosted in-process, for fast tests and small bounded jobs.
+
+The host loop makes two kinds of callbacks into the core, as the Flink operator does: an
+input record for its key (``on_input``) and a wake-up of a key whose I/O completed
+(``advance``). Between two callbacks the keyed state is consistent, so a checkpoint could be
+taken there: ``LocalAgentJob.snapshot()`` returns that state as plain JSON data (each key's
+run, short-term memory and queued inputs, and the source's position), and
+``LocalAgentJob.restore(snapshot)`` starts a job from it, with new live objects, as Flink
+restores keyed state after a failure.
+"""
 
 from __future__ import annotations
 
+import itertools
 import queue
 import sys
 from collections.abc import Callable, Iterable
@@ -10,9 +20,23 @@ from typing import Any
 
 from ..api import Agent
 from ..plan import AgentPlan
-from ..runtime import AgentCore, ErrorRecord, InMemoryKeyState, Journal, Observer, StepResult
+from ..runtime import (
+    AgentCore,
+    ErrorRecord,
+    InMemoryKeyState,
+    Journal,
+    Observer,
+    RunState,
+    StepResult,
+    dumps_json,
+    loads_json,
+)
 
-__all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "default_key_selector"]
+__all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "default_key_selector",
+           "SNAPSHOT_FORMAT"]
+
+SNAPSHOT_FORMAT = "flink-agents-py/local-snapshot/1"
+"""The ``format`` field of a local runner snapshot."""
 
 
 def default_key_selector(record: Any) -> Any:
@@ -26,28 +50,124 @@ class LocalRunResult:
 
     Attributes:
         outputs: ``OutputEvent.output`` values in emission order (per key, in input order).
+            After a ``restore``, only what was emitted after the snapshot (what came before it
+            was emitted by the run the snapshot was taken from).
         errors: failed actions and rejected records, with their keys.
         counters: runtime counters (runs, actions, durable calls executed and replayed).
         metrics: the metrics snapshot (``AgentMetrics.snapshot()``; ``{}`` with
             ``metrics=False``): counts by action, model, tool and sub-agent, tokens,
             replayed versus executed calls, and latency summaries in ``latency_ms``.
+        completed: ``False`` when the run was stopped early by ``max_steps`` (a simulated
+            crash); every record was processed otherwise.
+        steps: how many host callbacks the run made (checkpoint opportunities).
+        keyed_outputs: ``(key, output)`` pairs, in the order of ``outputs``.
     """
 
     outputs: list[Any] = field(default_factory=list)
     errors: list[ErrorRecord] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
+    completed: bool = True
+    steps: int = 0
+    keyed_outputs: list[tuple[Any, Any]] = field(default_factory=list)
+
+
+class _Stop(Exception):
+    """Internal: ``max_steps`` reached."""
+
+
+def _hashable(value: Any) -> Any:
+    """A key back from its JSON form: lists become tuples (JSON has no tuples)."""
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def _json_tree(value: Any, what: str) -> Any:
+    """``value`` through its JSON bytes, as Flink's keyed state keeps it."""
+    try:
+        return loads_json(dumps_json(value, sort_keys=False))
+    except Exception as e:  # noqa: BLE001 - names what could not be kept
+        raise TypeError(f"cannot snapshot {what}: {type(e).__name__}: {e}") from e
+
+
+class _Progress:
+    """The progress bar: input records done of total, outputs, errors, calls in flight.
+
+    A record is done when its run completed or it was rejected; only records ``counted``
+    selects are counted (control records such as end-of-input markers are left out).
+    """
+
+    def __init__(self, records: Iterable[Any], counted: Callable[[Any], bool] | None) -> None:
+        from tqdm import tqdm
+
+        self.counted = counted or (lambda record: True)
+        total = (sum(1 for r in records if self.counted(r))
+                 if hasattr(records, "__len__") else None)
+        self.bar = tqdm(total=total, unit="rec", desc="agent", file=sys.stderr,
+                        mininterval=0.5, dynamic_ncols=True)
+        self.flags: dict[Any, list[bool]] = {}  # per key: counted flag of each queued record
+        self.seen: dict[Any, int] = {}  # per key: how many of its records are done
+        self.done = 0
+
+    def queued(self, key: Any, record: Any) -> None:
+        self.flags.setdefault(key, []).append(self.counted(record))
+
+    def rejected(self, record: Any) -> None:
+        self.done += 1 if self.counted(record) else 0
+        self.bar.update(self.done - self.bar.n)
+
+    def update(self, key: Any, state: _KeyState, result: LocalRunResult,
+               in_flight: int) -> None:
+        finished = state.popped() - (1 if state.run is not None else 0)
+        flags, seen = self.flags.get(key, []), self.seen.get(key, 0)
+        if finished > seen:
+            self.done += sum(flags[seen:finished])
+            self.seen[key] = finished
+        self.bar.set_postfix(outputs=len(result.outputs), errors=len(result.errors),
+                             in_flight=in_flight, refresh=False)
+        self.bar.update(self.done - self.bar.n)  # update() keeps the rate and refresh interval
+
+    def close(self, result: LocalRunResult) -> None:
+        self.bar.set_postfix(outputs=len(result.outputs), errors=len(result.errors),
+                             in_flight=0, refresh=False)
+        self.bar.update(self.done - self.bar.n)
+        self.bar.close()
+
+
+class _KeyState(InMemoryKeyState):
+    """In-memory key state that can say how many inputs it handed out (for progress and
+    snapshots) and be rebuilt from a snapshot."""
+
+    def popped(self) -> int:
+        return self._next_seq
+
+    def queue(self) -> list[Any]:
+        return self._queue[self._head:]
+
+    def load(self, run: RunState | None, memory: dict[str, Any], queued: list[Any],
+             next_seq: int) -> None:
+        self._run, self._memory = run, memory
+        self._queue, self._head, self._next_seq = list(queued), 0, next_seq
 
 
 class LocalAgentJob:
     """An agent applied to a bounded list of records; run it with ``collect`` or ``run``."""
 
     def __init__(self, env: LocalExecutionEnvironment, records: Iterable[Any],
-                 key_selector: Callable[[Any], Any]) -> None:
+                 key_selector: Callable[[Any], Any],
+                 counted: Callable[[Any], bool] | None = None,
+                 value_selector: Callable[[Any], Any] | None = None) -> None:
         self._env = env
         self._records = records
         self._key_selector = key_selector
+        self._value_selector = value_selector
+        self._counted = counted
         self._plan: AgentPlan | None = None
+        self._restore_from: dict[str, Any] | None = None
+        self._states: dict[Any, _KeyState] | None = None
+        self._position = 0
+        self._steps = 0
         self.result: LocalRunResult | None = None
 
     def apply(self, agent: Agent | AgentPlan) -> LocalAgentJob:
@@ -55,15 +175,90 @@ class LocalAgentJob:
         self._plan = agent if isinstance(agent, AgentPlan) else AgentPlan.from_agent(agent)
         return self
 
+    def restore(self, snapshot: dict[str, Any]) -> LocalAgentJob:
+        """Start the next ``run`` from ``snapshot`` instead of from the beginning.
+
+        As Flink restores a job from a checkpoint: each key's state is rebuilt from its JSON
+        form on a new runtime (actions in flight re-enter from their start and replay their
+        recorded durable calls), the source skips the records it had delivered, and keys
+        with work in flight are woken first. The records must be the same as those of the
+        job the snapshot was taken from. Outputs emitted before the snapshot are not emitted
+        again.
+
+        Args:
+            snapshot: what ``snapshot()`` returned (or its JSON text, parsed).
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: when ``snapshot`` is not a local runner snapshot (names what is wrong).
+        """
+        if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
+            found = snapshot.get("format") if isinstance(snapshot, dict) else type(snapshot)
+            raise ValueError(f"not a local runner snapshot: format {found!r}, expected "
+                             f"{SNAPSHOT_FORMAT!r}")
+        for i, entry in enumerate(snapshot.get("keys", [])):
+            missing = {"key", "run", "memory", "queue", "next_seq"} - set(entry)
+            if missing:
+                raise ValueError(f"snapshot keys[{i}] lacks {sorted(missing)}")
+        self._restore_from = snapshot
+        return self
+
+    def snapshot(self) -> dict[str, Any]:
+        """The job's state now, as plain JSON data: what a checkpoint would hold.
+
+        Call it from an ``on_step`` hook while the job runs, or after ``run`` returned (e.g.
+        stopped early by ``max_steps``, a simulated crash). Each key's in-flight run and
+        memory go through their JSON form exactly as the Flink host keeps them in keyed
+        state; live objects (coroutines, I/O in flight) are not part of it.
+
+        Returns:
+            ``{"format", "position" (records the source delivered), "keys": [{"key", "run",
+            "memory", "queue", "next_seq"}, ...]}``.
+
+        Raises:
+            RuntimeError: when the job has not run.
+        """
+        if self._states is None:
+            raise RuntimeError("the job has not run: nothing to snapshot")
+        keys = []
+        for key, state in self._states.items():
+            if state.run is None and not state.memory and not state.queued() \
+                    and not state.popped():
+                continue  # never had a record (its sequence numbers must go on otherwise)
+            run = state.run.model_dump(mode="python") if state.run is not None else None
+            keys.append({
+                "key": _json_tree(key, f"key {key!r}"),
+                "run": _json_tree(run, f"the run of key {key!r}"),
+                "memory": _json_tree(state.memory, f"the memory of key {key!r}"),
+                "queue": _json_tree(state.queue(), f"the queued inputs of key {key!r}"),
+                "next_seq": state.popped(),
+            })
+        return {"format": SNAPSHOT_FORMAT, "position": self._position, "keys": keys}
+
+    @property
+    def steps(self) -> int:
+        """Host callbacks made so far by the current (or last) run."""
+        return self._steps
+
     def collect(self) -> list[Any]:
         """Run to completion and return the outputs (errors are in ``self.result.errors``)."""
         return self.run().outputs
 
-    def run(self) -> LocalRunResult:
-        """Run every record to completion.
+    def run(self, *, on_step: Callable[[LocalAgentJob], None] | None = None,
+            max_steps: int | None = None) -> LocalRunResult:
+        """Run every record to completion (or until ``max_steps``).
 
         Runs of different keys overlap while they wait for I/O; runs of one key go one at a
         time, in input order.
+
+        Args:
+            on_step: called with the job after every host callback (an input record handed
+                to the core, or a key woken for completed I/O): a point where a checkpoint
+                could be taken; it may call ``snapshot()``.
+            max_steps: stop after this many host callbacks, as if the process crashed there
+                (I/O in flight is abandoned; ``result.completed`` is ``False``).
 
         Raises:
             RuntimeError: when no agent was applied, or keys wait for I/O that never comes
@@ -78,20 +273,28 @@ class LocalAgentJob:
                                 observer=self._env.observer, host="local")
         core = AgentCore(self._plan, max_in_flight=self._env.max_in_flight, notify=wake.put,
                          journal=self._env.journal, observer=obs.observer)
-        states: dict[Any, InMemoryKeyState] = {}
-        busy: set[Any] = set()
+        states: dict[Any, _KeyState] = {}
+        self._states, self._position, self._steps = states, 0, 0
+        busy: dict[Any, None] = {}  # keys with work left, in the order they got it
         result = LocalRunResult()
-        total = len(self._records) if hasattr(self._records, "__len__") else None  # type: ignore[arg-type]
-        bar = self._progress_bar(total)
+        self.result = result
+        bar = _Progress(self._records, self._counted) if self._env.progress else None
 
-        def take(key: Any, res: StepResult) -> None:
+        def step(key: Any, res: StepResult) -> None:
             result.outputs.extend(res.outputs)
+            result.keyed_outputs.extend((key, o) for o in res.outputs)
             result.errors.extend(res.errors)
-            (busy.add if res.busy else busy.discard)(key)
-            if bar is not None:  # update() keeps tqdm's rate and its refresh interval
-                bar.set_postfix(outputs=len(result.outputs), in_flight=core.executor.in_flight,
-                                refresh=False)
-                bar.update(core.counters["runs_completed"] - bar.n)
+            if res.busy:
+                busy.setdefault(key)
+            else:
+                busy.pop(key, None)
+            if bar is not None:
+                bar.update(key, states[key], result, core.executor.in_flight)
+            self._steps += 1
+            if on_step is not None:
+                on_step(self)
+            if max_steps is not None and self._steps >= max_steps:
+                raise _Stop
 
         def drain_wakeups(block: bool) -> None:
             try:
@@ -103,42 +306,77 @@ class LocalAgentJob:
                     raise RuntimeError(f"keys {sorted(map(repr, busy))[:5]} wait for I/O "
                                        "that is not running") from None
                 return
-            take(key, core.advance(key, states[key]))
+            step(key, core.advance(key, states[key]))
 
         core.open()
         try:
+            start = self._load(states, busy, bar)
+            for key in list(busy):  # restored keys with work: wake them, as timers would
+                step(key, core.advance(key, states[key]))
             for index, record in enumerate(self._records):
+                if index < start:
+                    continue
+                self._position = index + 1
                 try:
                     key = self._key_selector(record)
                     hash(key)
+                    value = record if self._value_selector is None else self._value_selector(
+                        record)
                 except Exception as e:  # noqa: BLE001 - a bad record is reported, not fatal
                     result.errors.append(ErrorRecord(
                         key=None, seq=-1, action="<key_selector>", execution_id=f"record {index}",
                         error_type=type(e).__name__, message=str(e), input=record))
+                    if bar is not None:
+                        bar.rejected(record)
                     continue
-                state = states.setdefault(key, InMemoryKeyState())
-                take(key, core.on_input(key, record, state))
+                state = states.setdefault(key, _KeyState())
+                before = state.queued() + state.popped()
+                res = core.on_input(key, value, state)
+                if bar is not None:
+                    if state.queued() + state.popped() > before:
+                        bar.queued(key, record)
+                    else:
+                        bar.rejected(record)
+                step(key, res)
                 while not wake.empty():
                     drain_wakeups(block=False)
             while busy:
                 drain_wakeups(block=True)
+        except _Stop:
+            result.completed = False
         finally:
             core.close()
             obs.close()
             if bar is not None:
-                bar.close()
+                bar.close(result)
         result.counters = dict(core.counters)
         result.metrics = obs.snapshot()
-        self.result = result
+        result.steps = self._steps
         return result
 
-    def _progress_bar(self, total: int | None) -> Any:
-        if not self._env.progress:
-            return None
-        from tqdm import tqdm
-
-        return tqdm(total=total, unit="rec", desc="agent", file=sys.stderr, mininterval=0.5,
-                    dynamic_ncols=True)
+    def _load(self, states: dict[Any, _KeyState], busy: dict[Any, None],
+              bar: _Progress | None) -> int:
+        """Fill ``states`` from the snapshot to restore (if any); returns its position."""
+        snap = self._restore_from
+        if snap is None:
+            return 0
+        for entry in snap["keys"]:
+            key = _hashable(entry["key"])
+            state = states[key] = _KeyState()
+            run = RunState.model_validate(entry["run"]) if entry["run"] is not None else None
+            state.load(run, dict(entry["memory"]), list(entry["queue"]), int(entry["next_seq"]))
+            if run is not None or state.queued():
+                busy.setdefault(key)
+            if bar is not None:
+                bar.flags[key] = [True] * state.popped() + [bar.counted(r) for r in entry["queue"]]
+                bar.seen[key] = state.popped() - (1 if run is not None else 0)
+        self._position = int(snap.get("position", 0))
+        if bar is not None:  # records the source delivered, less those still to finish
+            delivered = itertools.islice(iter(self._records), self._position)
+            bar.done = sum(1 for r in delivered if bar.counted(r)) - sum(
+                sum(flags[bar.seen[k]:]) for k, flags in bar.flags.items())
+            bar.bar.update(bar.done - bar.bar.n)
+        return self._position
 
 
 class LocalExecutionEnvironment:
@@ -146,7 +384,8 @@ class LocalExecutionEnvironment:
 
     Args:
         max_in_flight: the most I/O calls (model, tool) running at once across keys.
-        progress: show a progress bar (records done, rate, outputs, in-flight calls) on stderr.
+        progress: show a progress bar on stderr: input records done of total, outputs,
+            errors, calls in flight, rate and time left.
         journal: an optional write-ahead journal of durable call outcomes.
         metrics: keep metrics (``LocalRunResult.metrics``).
         event_log: write the event log: an ``observability.EventLog``, a path (JSON lines,
@@ -164,7 +403,21 @@ class LocalExecutionEnvironment:
         self.event_log = event_log
         self.observer = observer
 
-    def from_list(self, records: Iterable[Any],
-                  key_selector: Callable[[Any], Any] | None = None) -> LocalAgentJob:
-        """Start a job over ``records``, keyed by ``key_selector`` (default: ``record["key"]``)."""
-        return LocalAgentJob(self, records, key_selector or default_key_selector)
+    def from_list(self, records: Iterable[Any], key_selector: Callable[[Any], Any] | None = None,
+                  *, counted: Callable[[Any], bool] | None = None,
+                  value_selector: Callable[[Any], Any] | None = None) -> LocalAgentJob:
+        """Start a job over ``records``, keyed by ``key_selector`` (default: ``record["key"]``).
+
+        Args:
+            records: the input records (a list, to ``restore`` a snapshot of the job).
+            key_selector: the record's key (default ``default_key_selector``).
+            counted: which records the progress bar counts as input records (default: all);
+                leave out control records, such as end-of-input markers.
+            value_selector: what of a record the agent gets as ``InputEvent.input`` (default:
+                the whole record), e.g. ``lambda r: r["value"]``.
+
+        Returns:
+            The job; ``apply`` an agent, then ``run`` (or ``restore`` a snapshot first).
+        """
+        return LocalAgentJob(self, records, key_selector or default_key_selector, counted,
+                             value_selector)

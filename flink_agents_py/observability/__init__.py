@@ -8,6 +8,8 @@
   with identities and parent links, levels, truncation and secret redaction; written to a
   file (``FileSink``) or any ``EventLogSink``.
 - ``build_traces`` / ``render_text`` / ``render_html``: the ``flink-agents-py trace`` command.
+- ``export_otel`` / ``OtelSink``: the same trees as OpenTelemetry spans (GenAI semantic
+  conventions; the ``otel`` extra), from a finished log or live from the event log.
 """
 
 from ._event_log import (
@@ -21,8 +23,10 @@ from ._event_log import (
 )
 from ._host import HostObservability
 from ._metrics import METRIC_GROUP, AgentMetrics, Distribution, FlinkMetricsMirror
+from ._otel import OtelSink, export_otel, otlp_exporter
 from ._payload import REDACTED, Redactor, truncate
-from ._trace import RunTrace, TraceNode, build_traces, render_html, render_text, select_traces
+from ._trace import RunTrace, TraceNode, build_traces, render_text, select_traces
+from ._trace_html import render_html
 from ._tracking import CallInfo, TrackingObserver
 
 __all__ = [
@@ -38,12 +42,15 @@ __all__ = [
     "LEVELS",
     "METRIC_GROUP",
     "MemorySink",
+    "OtelSink",
     "REDACTED",
     "Redactor",
     "RunTrace",
     "TraceNode",
     "TrackingObserver",
     "build_traces",
+    "export_otel",
+    "otlp_exporter",
     "read_event_log",
     "render_html",
     "render_text",

@@ -11,13 +11,20 @@ action -> durable call (chat, model call, tool, sub-agent) -> events -> ... -> o
   it, or ``null`` for a run's input), ``chat``/``model`` for chat events, a summary of its
   fields, ``data`` (its fields; ``verbose``, or always for inputs and outputs).
 - ``action_started`` / ``action_finished``: ``action``, ``reentered``; ``status``
-  (``ok``/``failed``), ``error``, ``duration_ms``.
+  (``ok``/``failed``), ``error``, ``traceback``, ``duration_ms``.
 - ``call_started`` / ``call_finished``: ``call_kind`` (``chat``, ``chat_model``, ``tool``,
   ``subagent``, ``function``), ``name``, ``function``, ``replayed``; ``status`` (``ok``,
-  ``failed``, ``abandoned``), ``duration_ms``, ``error``, and per kind ``model``/``chat``/
-  ``round``/``usage``/``tool_calls``/``finish_reason``, ``tool``, ``success``;
-  ``result`` (``verbose``). A replayed call has no ``call_finished``.
+  ``failed``, ``abandoned``), ``duration_ms``, ``error``, ``traceback``, and per kind
+  ``model``/``chat``/``round``/``usage``/``tool_calls``/``finish_reason``, ``tool``,
+  ``tool_error``, ``success``; ``result`` (``verbose``). A replayed call has no
+  ``call_finished``.
 - ``output``: ``parent`` (the ``OutputEvent``), ``output``.
+
+``traceback`` (text) is where a failure happened: on a failed action, a failed call, a tool
+call whose tool raised (``tool_error``), a failed sub-agent call, and a ``ChatResponseEvent``
+with ``error``; for a failure that crossed a boundary (a tool, a model call, a sub-agent's
+action, a restore) it holds the original failure's frames first (see ``runtime._failures``).
+It is redacted and keeps its end when longer than ``max_traceback_chars``.
 
 Payloads are redacted (``Redactor``) and then truncated (``max_chars``) before they are
 written. Levels: ``off`` (nothing), ``standard`` (every record; payloads of inputs, outputs
@@ -35,6 +42,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ..runtime._failures import failure_text
 from ._ids import chat_response_of, parse_result
 from ._payload import Redactor, to_loggable, truncate
 from ._tracking import CallInfo, TrackingObserver
@@ -181,11 +189,13 @@ class EventLog:
             top of secret-looking names (``api_key``, ``authorization``, ``password``,
             ``secret``, ``token``...; see ``Redactor``).
         sink: where records go instead of a file (an ``EventLogSink``).
+        max_traceback_chars: the longest ``traceback`` kept (its end is kept; ``<= 0``: no
+            limit beyond the runtime's own bound).
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, level: Level = "standard",
                  max_chars: int = 2000, redact_fields: Iterable[str] = (),
-                 sink: EventLogSink | None = None) -> None:
+                 sink: EventLogSink | None = None, max_traceback_chars: int = 8000) -> None:
         if level not in LEVELS:
             raise ValueError(f"event log level must be one of {LEVELS}, not {level!r}")
         if (path is None) == (sink is None) and level != "off":
@@ -193,6 +203,7 @@ class EventLog:
         self.level = level
         self.max_chars = max_chars
         self.redact_fields = tuple(redact_fields)
+        self.max_traceback_chars = max_traceback_chars
         self.sink = sink if sink is not None else (FileSink(path) if path is not None else None)
 
     @classmethod
@@ -211,7 +222,8 @@ class EventLog:
             return None
         sink = self.sink.open(subtask, attempt)
         obs = EventLogObserver(sink, level=self.level, max_chars=self.max_chars,
-                               redactor=Redactor(self.redact_fields))
+                               redactor=Redactor(self.redact_fields),
+                               max_traceback_chars=getattr(self, "max_traceback_chars", 8000))
         header: dict[str, Any] = {"ts": time.time(), "kind": "log_opened", "host": host,
                                   "level": self.level, "pid": os.getpid()}
         if subtask is not None:
@@ -233,17 +245,20 @@ class EventLogObserver(TrackingObserver):
         max_chars: payload limit (see ``EventLog``).
         redactor: secret redaction (default: the built-in secret names only).
         clock: monotonic seconds for durations; ``wall_clock`` for ``ts``.
+        max_traceback_chars: the longest ``traceback`` kept (see ``EventLog``).
     """
 
     def __init__(self, sink: EventLogSink, *, level: Level = "standard", max_chars: int = 2000,
                  redactor: Redactor | None = None, clock: Callable[[], float] | None = None,
-                 wall_clock: Callable[[], float] | None = None) -> None:
+                 wall_clock: Callable[[], float] | None = None,
+                 max_traceback_chars: int = 8000) -> None:
         super().__init__(clock)
         self.sink = sink
         self.verbose = level == "verbose"
         self.max_chars = max_chars
         self.redact = redactor or Redactor()
         self.wall_clock = wall_clock or time.time
+        self.max_traceback_chars = max_traceback_chars
 
     # -- helpers --------------------------------------------------------------------------
     def _payload(self, value: Any) -> Any:
@@ -251,6 +266,16 @@ class EventLogObserver(TrackingObserver):
 
     def _text(self, value: str) -> str:
         return truncate(self.redact.text(value), self.max_chars)
+
+    def _traceback(self, fields: dict[str, Any], text: Any) -> None:
+        """Add ``traceback`` (redacted, its end kept) when ``text`` is one."""
+        if not isinstance(text, str) or not text:
+            return
+        text = self.redact.text(text)
+        limit = self.max_traceback_chars
+        if 0 < limit < len(text):
+            text = f"[... {len(text) - limit} chars omitted ...]\n{text[len(text) - limit:]}"
+        fields["traceback"] = text
 
     def _write(self, kind: str, key: Any, **fields: Any) -> None:
         record = {"ts": round(self.wall_clock(), 6), "kind": kind, "key": to_loggable(key)}
@@ -292,6 +317,7 @@ class EventLogObserver(TrackingObserver):
             error = getattr(event, "error", None)
             if error is not None:
                 fields["error"] = self._text(error)
+                self._traceback(fields, getattr(event, "traceback", None))
         if self.verbose and "data" not in fields:
             try:
                 data = event.to_json()
@@ -318,6 +344,7 @@ class EventLogObserver(TrackingObserver):
                                   "duration_ms": duration_ms}
         if error is not None:
             fields["error"] = self._text(_error_text(error))
+            self._traceback(fields, failure_text(error))
         self._write("action_finished", key, **fields)
 
     def _call_fields(self, call: CallInfo) -> dict[str, Any]:
@@ -337,6 +364,7 @@ class EventLogObserver(TrackingObserver):
         fields.update(status=status, duration_ms=duration_ms)
         if status == "failed":
             fields["error"] = self._text(str(result))
+            self._traceback(fields, getattr(result, "traceback", None))
         elif status == "ok":
             cls, data = parse_result(result)
             response = chat_response_of(result) if call.kind in ("chat_model", "unknown") \
@@ -358,12 +386,14 @@ class EventLogObserver(TrackingObserver):
                 fields["name"] = fields["name"] or data.get("name")
                 if data.get("ok") is False:
                     fields["tool_error"] = self._text(str(data.get("error")))
+                    self._traceback(fields, data.get("traceback"))
             elif cls == "SubagentResult" and isinstance(data, dict):
                 fields["success"] = bool(data.get("success"))
                 if data.get("cancelled"):
                     fields["cancelled"] = True
                 if not data.get("success"):
                     fields["error"] = self._text(str(data.get("error_message")))
+                    self._traceback(fields, data.get("traceback"))
             if self.verbose:
                 fields["result"] = self._payload(result)
         self._write("call_finished", key, **fields)

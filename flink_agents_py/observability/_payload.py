@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 
+from ..runtime._failures import SECRET_VALUE_PATTERNS
+
 __all__ = ["Redactor", "REDACTED", "truncate", "to_loggable", "SECRET_KEY_PATTERN"]
 
 REDACTED = "[REDACTED]"
@@ -21,14 +23,9 @@ SECRET_KEY_PATTERN = (
 """Key names (normalized: lower case, ``camelCase``/``-``/spaces to ``_``) whose values are
 secrets. ``input_tokens``, ``max_tokens`` and the like do not match."""
 
-_VALUE_PATTERNS = (
-    r"\b[Bb](?:earer|EARER)\s+[A-Za-z0-9._~+/=-]{8,}",  # Authorization header values
-    r"\bsk-[A-Za-z0-9_-]{16,}",                  # OpenAI / Anthropic style keys
-    r"\bgh[pousr]_[A-Za-z0-9]{20,}",             # GitHub tokens
-    r"\bAKIA[0-9A-Z]{16}\b",                     # AWS access key ids
-    r"\bxox[abpr]-[A-Za-z0-9-]{10,}",            # Slack tokens
-)
-"""Secret-looking substrings of any string value, replaced wherever they appear."""
+_VALUE_PATTERNS = SECRET_VALUE_PATTERNS
+"""Secret-looking substrings of any string value, replaced wherever they appear (shared with
+the runtime's failure texts, ``runtime._failures``)."""
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 

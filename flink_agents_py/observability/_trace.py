@@ -1,4 +1,4 @@
-"""Trace trees: an event log read back as one tree per run, rendered as text or HTML.
+"""Trace trees: an event log read back as one tree per run, with its anomalies, as text.
 
 A run's tree follows the log's parent links: run -> input event -> actions -> durable calls
 (``ctx.chat`` chats, model calls (chat rounds), tools, sub-agents) and the events the
@@ -8,12 +8,16 @@ line with it (``ToolRequestEvent e0 -> _tool_call_action``).
 Anomalies are flagged on their line and listed at the end: a record whose parent is not in
 the log (``orphan``), a replayed durable call, a failed action, a failed call or chat, a
 failed or cancelled delegation to a sub-agent, an abandoned call, an action re-entered after
-a restore, and starts with no end (``unfinished``).
+a restore, and starts with no end (``unfinished``). Anomalies are computed over every run,
+however many are printed; a run with an error (failed action, call, chat or delegation, tool
+error) is ``failed``, one with only other anomalies ``anomalous``. A failing node's
+``traceback`` (in the log's failure records) is printed under it.
+
+The HTML page is ``_trace_html``; the OpenTelemetry export is ``_otel``.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,8 +26,8 @@ import orjson
 
 from ._ids import run_of
 
-__all__ = ["TraceNode", "RunTrace", "build_traces", "render_text", "render_html",
-           "select_traces"]
+__all__ = ["TraceNode", "RunTrace", "build_traces", "render_text", "select_traces",
+           "anomaly_summary"]
 
 _PREVIEW = 100
 
@@ -57,12 +61,33 @@ class TraceNode:
     end: dict[str, Any] | None = None
     children: list[TraceNode] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the flags that are errors
     starts: int = 0               # how often it started (re-entered actions start again)
 
-    def flag(self, text: str) -> None:
-        """Mark an anomaly (once)."""
+    def flag(self, text: str, error: bool = False) -> None:
+        """Mark an anomaly (once); ``error``: a failure (the run counts as failed)."""
         if text not in self.flags:
             self.flags.append(text)
+        if error and text not in self.errors:
+            self.errors.append(text)
+
+    @property
+    def t0(self) -> float | None:
+        """When it started (epoch seconds, from the log's ``ts``), if known."""
+        ts = self.start.get("ts")
+        return float(ts) if isinstance(ts, (int, float)) else None
+
+    @property
+    def t1(self) -> float | None:
+        """When it ended (epoch seconds), if its end is in the log."""
+        ts = (self.end or {}).get("ts")
+        return float(ts) if isinstance(ts, (int, float)) else None
+
+    @property
+    def traceback(self) -> str | None:
+        """The traceback of a failed action, call or chat, when the log has one."""
+        tb = (self.end or {}).get("traceback") or self.start.get("traceback")
+        return tb if isinstance(tb, str) and tb else None
 
 
 @dataclass
@@ -73,6 +98,24 @@ class RunTrace:
     run: str
     root: TraceNode
     anomalies: list[tuple[TraceNode, str]] = field(default_factory=list)
+    failures: int = 0             # how many of the anomalies are errors
+
+    @property
+    def status(self) -> str:
+        """``"failed"`` (an error), ``"anomalous"`` (other anomalies only) or ``"ok"``."""
+        if self.failures:
+            return "failed"
+        return "anomalous" if self.anomalies else "ok"
+
+    def span(self) -> tuple[float | None, float | None]:
+        """The run's first and last ``ts`` in the log (epoch seconds), ``None`` if none."""
+        lo = hi = None
+        for n in self.walk():
+            for t in (n.t0, n.t1):
+                if t is not None:
+                    lo = t if lo is None or t < lo else lo
+                    hi = t if hi is None or t > hi else hi
+        return lo, hi
 
     def walk(self) -> Iterable[TraceNode]:
         """Every node, depth first, in log order."""
@@ -213,7 +256,7 @@ def _flag(trace: RunTrace) -> None:
             if n.start.get("reentered"):
                 n.flag("re-entered after a restore")
             if end.get("status") == "failed":
-                n.flag(f"failed action: {end.get('error', '')}")
+                n.flag(f"failed action: {end.get('error', '')}", error=True)
             elif n.end is None:
                 n.flag("unfinished action")
         elif n.kind == "call":
@@ -223,30 +266,49 @@ def _flag(trace: RunTrace) -> None:
             status = end.get("status")
             if status == "failed":
                 what = "delegation" if kind == "subagent" else f"{kind} call"
-                n.flag(f"failed {what}: {end.get('error', '')}")
+                n.flag(f"failed {what}: {end.get('error', '')}", error=True)
             elif status == "abandoned":
                 n.flag("abandoned call (its action ended first)")
             elif kind == "subagent" and end.get("success") is False:
                 word = "cancelled" if end.get("cancelled") else "failed"
-                n.flag(f"{word} delegation: {end.get('error', '')}")
+                n.flag(f"{word} delegation: {end.get('error', '')}", error=True)
             elif kind == "tool" and end.get("tool_error"):
-                n.flag(f"tool error: {end['tool_error']}")
+                n.flag(f"tool error: {end['tool_error']}", error=True)
             elif n.end is None and not n.start.get("replayed"):
                 n.flag("unfinished call")
         elif n.kind == "event" and n.start.get("error"):
-            n.flag(f"failed chat: {n.start['error']}")
+            n.flag(f"failed chat: {n.start['error']}", error=True)
         for f in n.flags:
             trace.anomalies.append((n, f))
+        trace.failures += len(n.errors)
 
 
-def select_traces(traces: list[RunTrace], key: str | None = None,
-                  run: str | None = None) -> list[RunTrace]:
-    """The traces of ``key`` (its text, or its JSON form) and/or ``run`` (``r3``)."""
+def select_traces(traces: list[RunTrace], key: str | None = None, run: str | None = None,
+                  status: str | None = None) -> list[RunTrace]:
+    """The traces matching every filter given.
+
+    Args:
+        traces: the runs.
+        key: a key's text, or its JSON form.
+        run: a run id of each key (``r3``).
+        status: ``"failed"`` (runs with an error) or ``"anomalous"`` (runs with any
+            anomaly, failures included).
+
+    Returns:
+        The matching traces, in their order.
+
+    Raises:
+        ValueError: for another ``status``.
+    """
+    if status not in (None, "failed", "anomalous"):
+        raise ValueError(f"status must be 'failed' or 'anomalous', not {status!r}")
     out = []
     for t in traces:
         if key is not None and key not in (_key_text(t.key), _keystr(t.key)):
             continue
         if run is not None and t.run != run:
+            continue
+        if status == "failed" and not t.failures or status == "anomalous" and not t.anomalies:
             continue
         out.append(t)
     return out
@@ -350,8 +412,45 @@ def _line(n: TraceNode, trace: RunTrace) -> tuple[str, list[str], list[TraceNode
 
 
 # -- text ----------------------------------------------------------------------------------
-def render_text(traces: list[RunTrace]) -> str:
-    """The traces as indented trees, then the anomalies."""
+ANOMALY_LINES = 200
+"""The most anomalies ``render_text`` lists one per line (the count covers all of them)."""
+
+
+def _shown(n: TraceNode) -> TraceNode:
+    """The node whose flags, traceback and children a line shows (the folded action)."""
+    return _folded(n) or n
+
+
+def anomaly_summary(traces: list[RunTrace]) -> str:
+    """``"3 anomalies in 2 of 3000 runs, 1 run failed"``, or ``"no anomalies in 3000 runs"``."""
+    count = sum(len(t.anomalies) for t in traces)
+    runs = sum(1 for t in traces if t.anomalies)
+    failed = sum(1 for t in traces if t.failures)
+    if not count:
+        return f"no anomalies in {_n(len(traces), 'run')}"
+    return (f"{_n(count, 'anomaly', 'anomalies')} in {runs} of {_n(len(traces), 'run')}, "
+            f"{_n(failed, 'run')} failed")
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+def render_text(traces: list[RunTrace], limit: int | None = None) -> str:
+    """The first ``limit`` traces (all: ``None``) as indented trees, then the anomalies.
+
+    Anomalies are listed for every trace, shown or not (at most ``ANOMALY_LINES`` lines,
+    with the total), each with the run's position (``#84``) in ``traces``. A failing
+    node's traceback is printed under it.
+
+    Args:
+        traces: the runs, e.g. from ``build_traces``.
+        limit: how many trees to print; ``None`` or ``<= 0``: all.
+
+    Returns:
+        The text, ending in a newline.
+    """
+    shown = traces if limit is None or limit <= 0 else traces[:limit]
     out: list[str] = []
 
     def emit(n: TraceNode, prefix: str, last: bool, top: bool, trace: RunTrace) -> None:
@@ -363,74 +462,30 @@ def render_text(traces: list[RunTrace]) -> str:
         else:
             out.append(prefix + ("└─ " if last else "├─ ") + text + marks)
             child_prefix = prefix + ("   " if last else "│  ")
+        tb = _shown(n).traceback
+        if tb:
+            bar = child_prefix + ("│  " if children else "   ") + "┆ "
+            out.extend(bar + ln for ln in tb.rstrip("\n").splitlines())
         for i, c in enumerate(children):
             emit(c, child_prefix, i == len(children) - 1, False, trace)
 
-    total: list[tuple[RunTrace, TraceNode, str]] = []
-    for trace in traces:
+    for trace in shown:
         emit(trace.root, "", True, True, trace)
         out.append("")
-        total.extend((trace, n, f) for n, f in trace.anomalies)
+    if len(shown) < len(traces):
+        out.append(f"runs: {len(shown)} shown of {len(traces)} (others: --limit 0, --key, "
+                   "--run, --failed, --anomalous, or --html for all)")
+    else:
+        out.append(f"runs: {len(traces)} shown of {len(traces)}")
+    total = [(i, trace, n, f) for i, trace in enumerate(traces, 1) for n, f in trace.anomalies]
     if total:
-        out.append(f"anomalies ({len(total)}):")
-        for trace, n, f in total:
-            out.append(f"  key {_key_text(trace.key)} {n.kind} {n.id}: {f}")
+        out.append(f"anomalies ({len(total)}): {anomaly_summary(traces)}")
+        for i, trace, n, f in total[:ANOMALY_LINES]:
+            where = "" if i <= len(shown) else " (run not shown)"
+            out.append(f"  #{i} key {_key_text(trace.key)} {n.kind} {n.id}: {f}{where}")
+        if len(total) > ANOMALY_LINES:
+            out.append(f"  ... and {len(total) - ANOMALY_LINES} more (--anomalous, --failed "
+                       "or --html lists them all)")
     else:
         out.append("anomalies: none")
     return "\n".join(out) + "\n"
-
-
-# -- HTML ----------------------------------------------------------------------------------
-_CSS = """
-body{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px;
-margin:1.5em;color:#1d2330;background:#fbfbfd}
-h1{font-size:18px} h2{font-size:14px;margin:1.4em 0 .3em}
-ul{list-style:none;margin:0;padding-left:1.3em;border-left:1px dotted #c4c8d4}
-ul.top{padding-left:0;border:none}
-li{margin:1px 0} summary{cursor:pointer} summary,li>span{white-space:pre-wrap}
-.k-run>summary,.k-run>span{font-weight:bold}
-.k-event{color:#30508f}.k-action{color:#1d2330}.k-call{color:#6b3fa0}.k-output{color:#1b7a3a}
-.flag{background:#ffe3e0;color:#a11d12;border-radius:3px;padding:0 4px;margin-left:6px}
-.anom li{color:#a11d12}
-.meta{color:#6b7280}
-"""
-
-
-def render_html(traces: list[RunTrace], title: str = "flink-agents-py trace") -> str:
-    """One self-contained page (inline CSS, no scripts or external assets)."""
-    esc = html.escape
-    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
-             f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
-             f"<h1>{esc(title)}</h1>",
-             f"<p class='meta'>{len(traces)} run(s)</p>"]
-
-    def emit(n: TraceNode, trace: RunTrace) -> None:
-        text, flags, children = _line(n, trace)
-        kind = "event" if n.kind == "event" and _folded(n) is None else (
-            "action" if n.kind == "event" else n.kind)
-        flag_html = "".join(f"<span class='flag'>{esc(f)}</span>" for f in flags)
-        title_attr = f" title='{esc(n.id)}'"
-        if children:
-            parts.append(f"<li class='k-{kind}'><details open><summary{title_attr}>"
-                         f"{esc(text)}{flag_html}</summary><ul>")
-            for c in children:
-                emit(c, trace)
-            parts.append("</ul></details></li>")
-        else:
-            parts.append(f"<li class='k-{kind}'><span{title_attr}>{esc(text)}</span>"
-                         f"{flag_html}</li>")
-
-    anomalies: list[str] = []
-    for trace in traces:
-        parts.append(f"<h2>key {esc(_key_text(trace.key))} &middot; {esc(trace.run)}</h2>"
-                     "<ul class='top'>")
-        emit(trace.root, trace)
-        parts.append("</ul>")
-        anomalies.extend(f"key {_key_text(trace.key)} {n.kind} {n.id}: {f}"
-                         for n, f in trace.anomalies)
-    parts.append(f"<h2>anomalies ({len(anomalies)})</h2><ul class='top anom'>")
-    parts.extend(f"<li>{esc(a)}</li>" for a in anomalies)
-    if not anomalies:
-        parts.append("<li class='meta'>none</li>")
-    parts.append("</ul></body></html>\n")
-    return "".join(parts)

@@ -10,6 +10,8 @@ that with cloudpickle).
 
 from __future__ import annotations
 
+import difflib
+
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +23,7 @@ from ..api import (
     InternalSubagent,
     SubagentSetup,
     qualified_name,
+    subagent_callable,
     ChatModelSetup,
     ChatRequestEvent,
     FunctionTool,
@@ -36,7 +39,8 @@ from ..api import (
 )
 from ..api import PlanError
 from ..api._events import Event
-from ..api._tools import RESERVED_TOOL_PREFIX
+from ..api._tools import RESERVED_TOOL_PREFIX, offered_tool_name
+from ._knowledge_checks import check_knowledge_references
 
 __all__ = ["FunctionRef", "ActionPlan", "ResourcePlan", "AgentPlan", "BUILTIN_ACTIONS"]
 
@@ -48,6 +52,10 @@ BUILTIN_ACTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "_tool_call_action": (
         "flink_agents_py.runtime._builtin_actions:tool_call_action",
         (ToolRequestEvent.EVENT_TYPE,),
+    ),
+    "_context_retrieval_action": (
+        "flink_agents_py.runtime._knowledge:context_retrieval_action",
+        ("ContextRetrievalRequestEvent",),
     ),
 }
 """Actions every plan carries: the chat model action and the tool call action."""
@@ -132,12 +140,13 @@ class AgentPlan(BaseModel):
         """Compile ``agent``, adding the built-in chat model and tool call actions.
 
         Raises:
-            PlanError: listing every problem found: duplicate action or resource names, an
-                action with no trigger, a trigger naming no known event type, an action that
+            PlanError: listing every problem found: an agent with no actions, duplicate
+                action or resource names, an action with no trigger, a trigger naming no known event type, an action that
                 does not take ``(event, ctx)``, a tool named with the reserved prefix
                 ``_subagent_`` (a local one, or one an MCP server advertises), a resource
-                that is not a descriptor, and a chat model setup naming a connection or tool
-                that is not declared.
+                that is not a descriptor, a chat model setup naming a connection or tool
+                that is not declared, and one offering a sub-agent that is not declared or
+                has no usable input schema (contract 2: the job fails at setup).
         """
         if not isinstance(agent, Agent):
             raise PlanError([f"expected an Agent instance, got {type(agent).__name__}"])
@@ -147,6 +156,7 @@ class AgentPlan(BaseModel):
         resources = _compile_resources(agent, problems, subagents)
         _list_mcp_servers(resources, problems)
         _check_references(resources, problems)
+        check_knowledge_references(resources, agent.config, problems)
         if problems:
             raise PlanError(problems)
         by_event: dict[str, list[str]] = {}
@@ -205,19 +215,40 @@ def _compile_actions(agent: Agent, problems: list[str]) -> dict[str, ActionPlan]
         if not spec.triggers:
             problems.append(f"{where} has no trigger event type")
         for t in spec.triggers:
-            if event_class_for(t) is Event:
+            near = _near_known_type(t)
+            if near is not None:
                 problems.append(
-                    f"{where} is triggered by {t!r}, which names no known event type "
-                    f"(declare 'class {t}(Event)' or use an Event subclass)"
+                    f"{where} is triggered by {t!r}, which names no known event type but "
+                    f"is close to {near!r}: fix the name (a type of your own sent as "
+                    f"Event(type=...) must not look like a declared one)"
                 )
         actions[name] = ActionPlan(
             name=name, function=FunctionRef.of(fn), triggers=spec.triggers, config=spec.config
         )
+    if not agent.declared_actions():
+        problems.append(
+            f"agent {type(agent).__name__} declares no actions, so no record would do anything: "
+            "decorate a static method with @action(InputEvent), or call add_action(...)")
     for name, (path, triggers) in BUILTIN_ACTIONS.items():
         actions[name] = ActionPlan(
             name=name, function=FunctionRef(path=path, is_async=True), triggers=triggers
         )
     return actions
+
+
+def _near_known_type(event_type: str) -> str | None:
+    """The declared event type ``event_type`` is likely a misspelling of, if any.
+
+    A trigger naming no ``Event`` subclass is a user event type (sent as
+    ``Event(type="...")``, as Apache Flink Agents allows); one within a letter or two of a
+    declared type's name is taken for a typo instead.
+    """
+    if event_class_for(event_type) is not Event:
+        return None
+    from ..api._events import _REGISTRY
+
+    near = difflib.get_close_matches(event_type, list(_REGISTRY), n=1, cutoff=0.85)
+    return near[0] if near else None
 
 
 def _descriptor_for(rtype: ResourceType, value: Any) -> tuple[ResourceDescriptor, Resource | None]:
@@ -247,6 +278,12 @@ def _compile_subagent(name: str, value: Any, problems: list[str],
     if isinstance(value, InternalSubagent):
         value = ResourceDescriptor(InternalSubagent, **{
             k: getattr(value, k) for k in type(value).model_fields})
+    if isinstance(value, Agent):  # an agent given directly (Flink Agents' form)
+        meta = {k: getattr(value, g)() for k, g in (
+            ("description", "get_subagent_description"),
+            ("input_schema", "get_subagent_input_schema")) if callable(getattr(value, g, None))}
+        value = ResourceDescriptor(InternalSubagent, agent=value,
+                                   **{k: v for k, v in meta.items() if v is not None})
     if not isinstance(value, ResourceDescriptor):
         problems.append(f"{where} must be a ResourceDescriptor, got {type(value).__name__}")
         return None
@@ -291,7 +328,10 @@ def _compile_resources(agent: Agent, problems: list[str], subagents: dict[str, A
         where = f"{rtype.value} resource {name!r}"
         bucket = out.setdefault(rtype, {})
         if name in bucket:
-            problems.append(f"{where} is declared more than once")
+            problems.append(
+                f"{where} is declared more than once (to replace a declared resource, e.g. "
+                f"with a test double, use agent.override_resource({name!r}, ...) or "
+                f"'with agent.override({name}=...)')")
             continue
         if rtype is ResourceType.AGENT:
             descriptor = _compile_subagent(name, value, problems, subagents)
@@ -310,18 +350,52 @@ def _compile_resources(agent: Agent, problems: list[str], subagents: dict[str, A
             problems.append(f"{where}: {e}")
             continue
         if rtype is ResourceType.TOOL:
-            tool_name = ((instance.name if isinstance(instance, FunctionTool) else None)
-                         or descriptor.arguments.get("name") or name)
+            try:  # the name the model is offered (a bare function's own name included)
+                tool_name = offered_tool_name(name, descriptor.clazz, descriptor.arguments,
+                                              instance)
+            except ResourceError as e:
+                problems.append(f"{where}: {e}")
+                continue
             if tool_name.startswith(RESERVED_TOOL_PREFIX):
                 problems.append(
                     f"tool {tool_name!r} starts with the reserved prefix "
                     f"{RESERVED_TOOL_PREFIX!r}; rename the tool"
                 )
                 continue
+        if instance is None:
+            unknown = _unknown_arguments(descriptor)
+            if unknown:
+                problems.append(f"{where}: {unknown}")
+                continue
         plan = ResourcePlan(name=name, type=rtype, descriptor=descriptor)
         plan._instance = instance
         bucket[name] = plan
     return out
+
+
+def _unknown_arguments(descriptor: ResourceDescriptor) -> str | None:
+    """Why ``descriptor`` cannot build its class (arguments it does not take), or ``None``.
+
+    Checked at plan build so a misspelt argument (``request_timeot=``) is reported then, not
+    at the first chat. A class that cannot be imported here is left to the build.
+    """
+    try:
+        cls = import_qualified(descriptor.clazz)
+    except ResourceError:
+        return None
+    fields = getattr(cls, "model_fields", None)
+    if not isinstance(fields, dict) or getattr(cls, "model_config", {}).get("extra") != "forbid":
+        return None
+    accepted = set(fields)
+    for f in fields.values():
+        if isinstance(f.alias, str):
+            accepted.add(f.alias)
+    accepted.update(getattr(cls, "ARGUMENT_ALIASES", {}))
+    unknown = sorted(set(descriptor.arguments) - accepted)
+    if not unknown:
+        return None
+    return (f"{descriptor.clazz} takes no argument {', '.join(map(repr, unknown))} "
+            f"(it takes: {', '.join(sorted(fields))})")
 
 
 def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
@@ -377,6 +451,26 @@ def _check_references(resources: dict[ResourceType, dict[str, ResourcePlan]], pr
         for t in rp.descriptor.arguments.get("tools", []) or []:
             if t not in tools:
                 problems.append(f"chat_model resource {name!r} names tool {t!r}, which is not declared")
+        _check_offered_subagents(name, rp, resources.get(ResourceType.AGENT, {}), problems)
+
+
+def _check_offered_subagents(name: str, rp: ResourcePlan, agents: dict[str, ResourcePlan],
+                             problems: list[str]) -> None:
+    """A chat model's ``subagents`` must each be declared and have a usable input schema
+    (an explicit one, or an input type rendering as a JSON object): the job fails at setup,
+    not at its first chat (contract 2)."""
+    for s in rp.descriptor.arguments.get("subagents", []) or []:
+        agent_rp = agents.get(s) if isinstance(s, str) else None
+        if agent_rp is None:
+            problems.append(f"chat_model resource {name!r} names sub-agent {s!r}, which is not "
+                            "declared as an agent resource")
+            continue
+        try:
+            setup = agent_rp.build()
+            if isinstance(setup, SubagentSetup):
+                subagent_callable(s, setup)
+        except (ResourceError, TypeError, ValueError) as e:
+            problems.append(f"chat_model resource {name!r} offers sub-agent {s!r}: {e}")
 
 
 AgentPlan.model_rebuild()

@@ -7,12 +7,13 @@ from ._journal import SqliteJournal
 from ._observer import CompositeObserver, Observer
 from ._serde import dumps as dumps_json
 from ._serde import loads as loads_json
-from ._resources import ResourceEnvironment
-from ._state import CallRecord, InflightAction, InMemoryKeyState, KeyState, RunState
+from ._resources import ResourceEnvironment, check_resources
+from ._state import CallKind, CallRecord, InflightAction, InMemoryKeyState, KeyState, RunState
 
 __all__ = [
     "ActionContext",
     "AgentCore",
+    "CallKind",
     "CallRecord",
     "CompositeObserver",
     "DurableCall",
@@ -30,4 +31,5 @@ __all__ = [
     "RunState",
     "SqliteJournal",
     "StepResult",
+    "check_resources",
 ]

@@ -33,6 +33,7 @@ from ..api import (
     FunctionTool,
     MessageRole,
     ProviderError,
+    ReplayDivergenceError,
     ResourceType,
     RunnerContext,
     SerializationError,
@@ -44,6 +45,8 @@ from ..api import (
     ToolResult,
 )
 from ._context import ActionContext
+from ._failures import failure_text
+from ._state import CallKind
 from ._serde import json_text, to_plain_json
 
 __all__ = ["ChatCallFailed", "chat_model_action", "tool_call_action"]
@@ -219,7 +222,8 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
                 prompt_args = given if isinstance(given, dict) else None
             messages = setup.build_messages(event.messages, prompt_args)
         except Exception as e:  # noqa: BLE001 - a bad request fails the chat, not the job
-            ctx.send_event(ChatResponseEvent(request_id=chat_id, error=f"{type(e).__name__}: {e}"))
+            ctx.send_event(ChatResponseEvent(request_id=chat_id, error=f"{type(e).__name__}: {e}",
+                                             traceback=failure_text(e)))
             return
         chat: dict[str, Any] = {
             "model": event.model,
@@ -246,6 +250,7 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
 
     setup = ctx.get_resource(chat["model"], ResourceType.CHAT_MODEL)
     assert isinstance(setup, ChatModelSetup)
+    assert isinstance(ctx, ActionContext)
     schema = chat["output_schema"]
     invalid: list[dict[str, str]] = chat.setdefault("invalid", [])
 
@@ -253,17 +258,21 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
                          output_schema: dict[str, Any] | None) -> ChatResponse:
         return await _call_model(setup, messages, output_schema)
 
-    def fail(error: str) -> None:
+    def fail(error: str, traceback: str | None = None) -> None:
         mem.delete(f"{_CHATS}.{chat_id}")
-        ctx.send_event(ChatResponseEvent(request_id=chat_id, error=error))
+        ctx.send_event(ChatResponseEvent(request_id=chat_id, error=error, traceback=traceback))
 
     while True:
         messages = [ChatMessage.model_validate(m) for m in chat["messages"]]
         try:
-            response: ChatResponse = await ctx.durable_execute_async(call_model, messages, schema)
+            response: ChatResponse = await ctx.execute_as(
+                CallKind.MODEL, chat["model"], call_model, (messages, schema))
+        except ReplayDivergenceError:
+            raise
         except Exception as e:  # noqa: BLE001 - the model call failed: the policy decides
             if setup.error_policy != "ignore":
-                fail(_describe(e) + (f" (asking again after {_quote(invalid)})" if invalid else ""))
+                fail(_describe(e) + (f" (asking again after {_quote(invalid)})" if invalid else ""),
+                     failure_text(e))
                 return
             mem.delete(f"{_CHATS}.{chat_id}")
             ctx.send_event(ChatResponseEvent(request_id=chat_id, response=ChatResponse(
@@ -283,7 +292,7 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
             if not calls and schema is not None:
                 response, problem = _structured(response, schema)
         except Exception as e:  # noqa: BLE001
-            fail(f"{type(e).__name__}: {e}")
+            fail(f"{type(e).__name__}: {e}", failure_text(e))
             return
         if calls:
             chat["messages"].append(response.message.model_dump(mode="json"))
@@ -321,12 +330,13 @@ async def _run_tool(tool: FunctionTool, call: ToolCall) -> ToolResult:
         content = to_plain_json(value, f"result of tool {call.name!r} (call {call.id})")
     except Exception as e:  # noqa: BLE001 - the model is told, so it can correct the call
         return ToolResult(call_id=call.id, name=call.name, ok=False,
-                          error=f"{type(e).__name__}: {e}")
+                          error=f"{type(e).__name__}: {e}", traceback=failure_text(e))
     return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
 
 
-def _refused(call: ToolCall, reason: str) -> ToolResult:
-    return ToolResult(call_id=call.id, name=call.name, ok=False, error=reason)
+def _refused(call: ToolCall, reason: str, traceback: str | None = None) -> ToolResult:
+    return ToolResult(call_id=call.id, name=call.name, ok=False, error=reason,
+                      traceback=traceback)
 
 
 class DelegationCancelled(AgentsError):
@@ -335,24 +345,59 @@ class DelegationCancelled(AgentsError):
 
 def _delegation_result(ctx: RunnerContext, call: ToolCall, name: str,
                        result: SubagentResult) -> ToolResult:
-    """A sub-agent's result as the model sees it: JSON content, or the reason it failed."""
+    """A sub-agent's result as the model sees it: JSON content, or the reason it failed.
+
+    A declared ``result_type()`` narrows the value (extra fields dropped). Whatever goes
+    wrong here (a value that is not of the declared type, a type pydantic cannot build, a
+    value nested deeper than pydantic or the interpreter can walk) is a failed delegation
+    reported to the model with the reason, never a failure of the tool round.
+    """
     if not result.success:
-        return _refused(call, f"delegation to sub-agent {name!r} failed: {result.error_message}")
+        return _refused(call, f"delegation to sub-agent {name!r} failed: {result.error_message}",
+                        result.traceback)
     value = result.result
-    setup = ctx.get_resource(name, ResourceType.AGENT)
-    declared = setup.result_type() if isinstance(setup, SubagentSetup) else None
+    try:
+        setup = ctx.get_resource(name, ResourceType.AGENT)
+        declared = setup.result_type() if isinstance(setup, SubagentSetup) else None
+    except Exception as e:  # noqa: BLE001
+        return _refused(call, f"delegation to sub-agent {name!r} failed: cannot read its "
+                              f"result type: {type(e).__name__}: {e}")
     if declared is not None:
-        adapter = TypeAdapter(declared)
+        type_name = getattr(declared, "__name__", repr(declared))
         try:
-            value = adapter.dump_python(adapter.validate_python(value), mode="json")
+            adapter = TypeAdapter(declared)
+        except Exception as e:  # noqa: BLE001 - a type pydantic cannot build
+            return _refused(call, f"delegation to sub-agent {name!r} failed: its result type "
+                                  f"{type_name} cannot be used: {type(e).__name__}: {e}")
+        try:
+            narrowed = adapter.validate_python(value)
         except ValidationError as e:
             return _refused(call, f"sub-agent {name!r} returned a result that is not a "
-                                  f"{getattr(declared, '__name__', declared)}: {e}")
+                                  f"{type_name}: {e}")
+        except (Exception, RecursionError) as e:  # noqa: BLE001 - e.g. nested too deep
+            return _refused(call, f"delegation to sub-agent {name!r} failed: its result "
+                                  f"cannot be read as a {type_name}: {type(e).__name__}: {e}")
+        try:
+            value = adapter.dump_python(narrowed, mode="json")
+        except (Exception, RecursionError):  # noqa: BLE001 - deeper than pydantic's serializer
+            value = narrowed  # goes: the walk below has no depth cap (it names where it stops)
     try:
         content = to_plain_json(value, f"result of sub-agent {name!r}")
     except SerializationError as e:
         return _refused(call, f"delegation to sub-agent {name!r} failed: {e}")
     return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
+
+
+def _tool_resource(ctx: RunnerContext, setup: ChatModelSetup, offered: str) -> str | None:
+    """The ``TOOL`` resource a callable name addresses: the setup's tool of that resource
+    name, else the one offered under that name (a function tool is offered under its own
+    name, which may differ from the resource's); ``None`` when there is none."""
+    if offered in setup.tools:
+        return offered
+    for name in setup.tools:
+        if getattr(ctx.get_resource(name, ResourceType.TOOL), "tool_name", None) == offered:
+            return name
+    return None
 
 
 async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
@@ -383,17 +428,20 @@ async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
                 continue
             try:  # the model's arguments go to the sub-agent unchanged
                 slots.append((call, await ctx.submit_subagent(name, call.arguments), name))
+            except ReplayDivergenceError:
+                raise
             except Exception as e:  # noqa: BLE001
                 slots.append((call, _refused(call, f"delegation to sub-agent {name!r} "
                                                    f"failed: {type(e).__name__}: {e}"), None))
             continue
-        if call.name not in setup.tools:
+        resource = _tool_resource(ctx, setup, call.name)
+        if resource is None:
             slots.append((call, _refused(call, (
                 f"no tool named {call.name!r}; available: {', '.join(setup.tools) or 'none'}")),
                 None))
             continue
-        tool = ctx.get_resource(call.name, ResourceType.TOOL)
-        fut = ctx.lazy_execute_async(_run_tool, tool, call)
+        tool = ctx.get_resource(resource, ResourceType.TOOL)
+        fut = ctx.execute_as(CallKind.TOOL, call.name, _run_tool, (tool, call), lazy=True)
         if not serial:
             ctx.start_soon(fut)
         slots.append((call, fut, None))
@@ -406,6 +454,8 @@ async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
         else:
             try:
                 result = await slot
+            except ReplayDivergenceError:
+                raise
             except Exception as e:  # noqa: BLE001 - e.g. a result with no JSON form
                 responses[call.id] = _refused(call, f"delegation to sub-agent {subagent!r} "
                                                     f"failed: {type(e).__name__}: {e}")

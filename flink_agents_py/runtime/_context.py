@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Generator, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,40 +22,53 @@ from ..api import (
     InternalSubagent,
     Memory,
     NotInActionContextError,
+    ReplayDivergenceError,
     Resource,
     ResourceNotFoundError,
     ResourceType,
     RunnerContext,
-    SerializationError,
     SubagentFuture,
     SubagentResult,
     SubagentSetup,
-    import_qualified,
 )
+from ..api._events import EVENT_ID_SOURCE
+from ._failures import with_original
+from ._knowledge import durable_view
+from ._long_term_memory import ActionLongTermMemory
 from ._memory import ActionMemory
-from ._serde import digest, dumps, event_json, from_json_value, to_json_value
-from ._state import CallRecord, InflightAction, RunState
+from ._outcomes import call_digest, fn_name, rebuild_exception, store_outcome
+from ._serde import dumps, event_json, from_json_value
+from ._state import CallKind, CallRecord, InflightAction, RunState
 from ._stepper import not_stepping
 
 if TYPE_CHECKING:
     from ._core import AgentCore
 
-__all__ = ["ActionContext", "DurableCall", "ChatFuture", "SubagentHandle", "call_digest",
-           "Start"]
+__all__ = ["ActionContext", "building_events", "DurableCall", "ChatFuture", "SubagentHandle",
+           "call_digest", "Start", "fn_name", "store_outcome"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
-
-def _fn_name(fn: Callable[..., Any]) -> str:
-    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
+_fn_name = fn_name
 
 
-def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dict[str, Any],
-                call_id: str) -> str:
-    """Digest of a call's function name and arguments (raises ``SerializationError``)."""
-    name = fn if isinstance(fn, str) else _fn_name(fn)
-    where = f"arguments of durable call {call_id} ({name})"
-    return digest([name, to_json_value(list(args), where), to_json_value(kwargs, where)])
+@contextlib.contextmanager
+def building_events(ctx: ActionContext) -> Iterator[None]:
+    """Give events built inside the block their id from ``ctx`` at once (see ``Event.id``).
+
+    Only on this thread: work the block hands to the I/O executor inherits the context
+    variable, and an event built there (in a tool, say) gets its id when sent, if ever.
+    """
+    owner = threading.get_ident()
+
+    def source() -> str:
+        return ctx.new_event_id() if threading.get_ident() == owner else ""
+
+    token = EVENT_ID_SOURCE.set(source)
+    try:
+        yield
+    finally:
+        EVENT_ID_SOURCE.reset(token)
 
 
 @dataclass
@@ -76,14 +91,19 @@ class DurableCall:
 
     Awaiting a completed call returns its result (or raises its exception) again without a
     new execution; awaiting an incomplete one suspends the action until the outcome arrives.
+    ``kind`` and ``target`` say what made the call (kept in its record, see ``CallKind``).
     """
 
-    __slots__ = ("call_id", "ordinal", "done", "ok", "value", "replayed", "start", "digest")
+    __slots__ = ("call_id", "ordinal", "done", "ok", "value", "replayed", "start", "digest",
+                 "kind", "target")
 
-    def __init__(self, call_id: str, ordinal: int, digest: str = "") -> None:
+    def __init__(self, call_id: str, ordinal: int, digest: str = "",
+                 kind: CallKind = CallKind.FUNCTION, target: str = "") -> None:
         self.call_id = call_id
         self.ordinal = ordinal
         self.digest = digest
+        self.kind = kind
+        self.target = target
         self.done = False
         self.ok = True
         self.value: Any = None
@@ -107,6 +127,10 @@ class DurableCall:
             yield self
         return self.result()
 
+    def __getattr__(self, name: str) -> Any:
+        # only reached for a missing attribute: most likely the future was not awaited
+        raise AttributeError(_not_awaited(type(self).__name__, name, self.call_id))
+
 
 class ChatFuture(DurableCall):
     """The lazy durable future ``ctx.chat`` returns; ``structured`` typed on await."""
@@ -114,8 +138,8 @@ class ChatFuture(DurableCall):
     __slots__ = ("schema_cls",)
 
     def __init__(self, call_id: str, ordinal: int, digest: str,
-                 schema_cls: type[BaseModel] | None) -> None:
-        super().__init__(call_id, ordinal, digest)
+                 schema_cls: type[BaseModel] | None, target: str = "") -> None:
+        super().__init__(call_id, ordinal, digest, CallKind.CHAT, target)
         self.schema_cls = schema_cls
 
     def result(self) -> Any:
@@ -132,6 +156,31 @@ class ChatFuture(DurableCall):
         return value
 
 
+def _not_awaited(what: str, name: str, call_id: str | None) -> str:
+    if name.startswith("_"):
+        return f"{what!r} object has no attribute {name!r}"
+    where = f", in action execution {call_id.rsplit('/', 1)[0]}" if call_id else ""
+    hint = "response = await ctx.chat(...)" if what == "ChatFuture" else "value = await call"
+    return f"{what} has no attribute {name!r}: await it first ({hint}){where}"
+
+
+class _Settled:
+    """An awaitable that is already complete (``await`` returns ``None`` at once)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # pragma: no cover - makes this a generator
+
+
+_SETTLED = _Settled()
+
+
+def _nothing_to_cancel(session_id: str, call_id: str) -> None:
+    """The cancel request of an async run that had already ended: nothing to send."""
+
+
 class SubagentHandle(SubagentFuture):
     """The handle of one sub-agent call (see ``SubagentFuture``)."""
 
@@ -145,11 +194,31 @@ class SubagentHandle(SubagentFuture):
         self._session_id = session_id
         self._setup = setup
         self._failed = failed
+        self._cancel: DurableCall | None = None
 
     @property
     def call_id(self) -> str | None:
         """The durable identity of this call (``None`` for a call refused at submit)."""
         return self._call.call_id if self._call is not None else None
+
+    @property
+    def session_id(self) -> str:
+        """The session of this call ('' for an internal sub-agent or a refused call)."""
+        return self._session_id
+
+    def done(self) -> bool:
+        """Whether the call's result is known (awaiting it then does not suspend)."""
+        return self._call is None or self._call.done
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for a missing attribute: most likely the handle was not awaited
+        if name.startswith("_"):
+            raise AttributeError(name)
+        call = self.__dict__.get("_call")
+        where = f", in action execution {call.call_id.rsplit('/', 1)[0]}" if call else ""
+        raise AttributeError(
+            f"SubagentHandle of sub-agent {self.__dict__.get('name')!r} has no attribute "
+            f"{name!r}: await it first (result = await handle) to get its SubagentResult{where}")
 
     def __await__(self) -> Generator[Any, None, SubagentResult]:
         if self._call is None:
@@ -157,60 +226,45 @@ class SubagentHandle(SubagentFuture):
             return self._failed
         return (yield from self._call.__await__())
 
-    async def cancel(self) -> None:
-        """Cancel the call (see ``SubagentFuture.cancel``); a finished call is unaffected."""
+    def cancel(self) -> Awaitable[None]:
+        """Cancel the call (see ``SubagentFuture.cancel``); a finished call is unaffected.
+
+        Takes effect when called, awaited or not. For an async sub-agent, the first
+        ``cancel()`` of a handle is one durable call (the cancel request, or nothing to send
+        when the run had already ended), made in program order on the live path and on
+        replay alike; awaiting the returned awaitable waits for the request to complete.
+        """
         call, ctx = self._call, self._ctx
-        if call is None or ctx is None or call.done:
-            return
+        if call is None or ctx is None:
+            return _SETTLED
         ctx._check_live("cancel")
         if self.kind == "async" and isinstance(self._setup, AsyncSubagentSetup):
-            await ctx.durable_execute_async(
-                self._setup.call_cancel_request, self._session_id, call.call_id)
-        elif self.kind == "internal" and call.call_id in ctx.run.invocations:
-            ctx.core.invocation_cancelled(ctx, call.call_id)  # completes once its actions retire
-            return
+            if self._cancel is not None:
+                return self._cancel  # one cancel request per handle
+            ended = call.done and not (call.ok and isinstance(call.value, SubagentResult)
+                                       and call.value.cancelled)
+            send = _nothing_to_cancel if ended else self._setup.call_cancel_request
+            self._cancel = ctx.execute_as(
+                CallKind.SUBAGENT_CANCEL, self.name, send, (self._session_id, call.call_id),
+                digest_name=f"{CallKind.SUBAGENT_CANCEL.value}:{self.name}")
+            if not call.done:  # told to cancel: done now
+                self._settle_cancelled(ctx, call)
+            return self._cancel
         if call.done:
-            return
-        if call.start is not None or self.kind == "async":
-            # not started yet (it never will be), or an async run told to cancel: done now
-            if call in ctx.pending_starts:
-                ctx.pending_starts.remove(call)
-            call.start = None
-            ctx.record_started(call, f"cancel:{self.name}")
-            ctx.record_outcome(call, True, SubagentResult.cancelled_call(self.name))
+            return _SETTLED
+        if self.kind == "internal" and call.call_id in ctx.run.invocations:
+            ctx.core.invocation_cancelled(ctx, call.call_id)  # completes once its actions retire
+        elif call.start is not None:  # not started yet: it never will be
+            self._settle_cancelled(ctx, call)
         # a deferred call already running cannot be stopped: its result arrives as usual
+        return _SETTLED
 
-
-def _rebuild_exception(type_path: str | None, message: str | None) -> BaseException:
-    try:
-        cls = import_qualified(type_path or "")
-        if isinstance(cls, type) and issubclass(cls, Exception):
-            return cls(message)
-    except Exception:  # noqa: BLE001 - fall back to a generic, still-typed error
-        pass
-    return DurableExecutionError(f"recorded failure {type_path}: {message}")
-
-
-def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[bool, Any]:
-    """Write an outcome into ``rec``; returns the outcome as the caller will see it.
-
-    A result with no JSON form turns into a failure with a ``SerializationError``.
-    """
-    if ok:
-        try:
-            stored = to_json_value(value, f"result of durable call {call_id}")
-        except Exception as e:  # noqa: BLE001
-            ok, value = False, e
-        else:
-            rec.done, rec.ok, rec.value = True, True, stored
-    if not ok:
-        exc = value if isinstance(value, BaseException) else DurableExecutionError(str(value))
-        cls = type(exc)
-        rec.done, rec.ok = True, False
-        rec.error_type = f"{cls.__module__}:{cls.__qualname__}"
-        rec.error_message = str(exc)
-        value = exc
-    return ok, value
+    def _settle_cancelled(self, ctx: ActionContext, call: DurableCall) -> None:
+        if call in ctx.pending_starts:
+            ctx.pending_starts.remove(call)
+        call.start = None
+        ctx.record_started(call, f"cancel:{self.name}")
+        ctx.record_outcome(call, True, SubagentResult.cancelled_call(self.name))
 
 
 class ActionContext(RunnerContext):
@@ -243,10 +297,13 @@ class ActionContext(RunnerContext):
         self.short_term = ActionMemory(short_term, "short_term_memory")
         self.sensory = ActionMemory(sensory, "sensory_memory")
         self.emitted: list[tuple[Event, dict[str, Any]]] = []  # events sent, with their JSON
+        self._event_seq = 0  # ids given to events built or sent by this execution
+        self._unsent_ids: set[str] = set()  # ids given to events built here, not yet sent
         self.calls: dict[int, DurableCall] = {}
         self.pending_starts: list[DurableCall] = []
         self._next_ordinal = 0
         self.finished = False
+        self.diverged: ReplayDivergenceError | None = None  # set once a replay diverged
 
     # -- RunnerContext -----------------------------------------------------------------
     @property
@@ -267,6 +324,13 @@ class ActionContext(RunnerContext):
         return self.short_term
 
     @property
+    def long_term_memory(self) -> ActionLongTermMemory:
+        ltm = self.__dict__.get("_ltm")
+        if ltm is None:
+            ltm = self.__dict__["_ltm"] = ActionLongTermMemory(self)
+        return ltm
+
+    @property
     def action_config(self) -> dict[str, Any]:
         return dict(self._config)
 
@@ -274,26 +338,48 @@ class ActionContext(RunnerContext):
         self._check_live("send_event")
         if not isinstance(event, Event):
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
-        sent = event.model_copy(update={"id": f"{self.execution_id}/e{len(self.emitted)}"})
+        if event.id in self._unsent_ids:  # built in this execution: keeps the id it was given
+            self._unsent_ids.discard(event.id)
+            sent = event
+        else:
+            sent = event.model_copy(update={"id": self._next_event_id()})
         # checked now (a bad event fails the sending action), kept for dispatch
         self.emitted.append((sent, event_json(sent, f"event {sent.type} sent by {self.execution_id}")))
         return sent
 
+    def _next_event_id(self) -> str:
+        event_id = f"{self.execution_id}/e{self._event_seq}"
+        self._event_seq += 1
+        return event_id
+
+    def new_event_id(self) -> str:
+        """The id of an event built while this execution is stepped (replay-stable: the
+        execution builds its events in the same order when it runs again)."""
+        event_id = self._next_event_id()
+        self._unsent_ids.add(event_id)
+        return event_id
+
     def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
         self._check_live("get_resource")
-        return self.core.resources_for(self.run, self.env).get(name, resource_type)
+        res = self.core.resources_for(self.run, self.env).get(name, resource_type)
+        return durable_view(self, name, res)  # embedding models, vector stores: durable calls
 
     def durable_execute(
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
         **kwargs: Any,
     ) -> Any:
-        call, started = self._open_call(fn, args, kwargs)
+        kwargs.pop("durable_id", None)  # Flink Agents' call identity: ours is the call ordinal
+        call, started = self._open_call(fn, args, kwargs, CallKind.FUNCTION, _fn_name(fn))
         if not call.done:
             self.record_started(call, _fn_name(fn))
             runner = reconciler if (started is not None and reconciler is not None) else None
             try:
-                with not_stepping():
-                    value = runner() if runner is not None else fn(*args, **kwargs)
+                token = EVENT_ID_SOURCE.set(None)  # not replayed: takes no event ids
+                try:
+                    with not_stepping():
+                        value = runner() if runner is not None else fn(*args, **kwargs)
+                finally:
+                    EVENT_ID_SOURCE.reset(token)
             except Exception as e:  # noqa: BLE001 - recorded, then re-raised
                 self.record_outcome(call, False, e)
             else:
@@ -304,21 +390,56 @@ class ActionContext(RunnerContext):
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
         **kwargs: Any,
     ) -> DurableCall:
-        call, started = self._open_call(fn, args, kwargs)
-        if not call.done:
-            self.record_started(call, _fn_name(fn))
-            if started is not None and reconciler is not None:
-                self.core.submit(self, call, reconciler, (), {})
-            else:
-                self.core.submit(self, call, fn, args, kwargs)
-        return call
+        kwargs.pop("durable_id", None)  # Flink Agents' call identity: ours is the call ordinal
+        return self.execute_as(CallKind.FUNCTION, _fn_name(fn), fn, args, kwargs,
+                               reconciler=reconciler)
 
     def lazy_execute_async(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> DurableCall:
         """Like ``durable_execute_async``, but the call starts only on its first await (or
         ``start_soon``): the call's identity is taken now, in program order."""
-        call, _ = self._open_call(fn, args, kwargs)
-        if not call.done:
+        return self.execute_as(CallKind.FUNCTION, _fn_name(fn), fn, args, kwargs, lazy=True)
+
+    def execute_as(
+        self, kind: CallKind, target: str, fn: Callable[..., Any], args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None, *, reconciler: Callable[[], Any] | None = None,
+        lazy: bool = False, digest_name: str | None = None,
+    ) -> DurableCall:
+        """Make a durable call of ``fn(*args, **kwargs)`` recorded as ``kind``/``target``.
+
+        The framework's own durable calls (model calls, tool calls, sub-agent requests) go
+        through here so their records say what made them.
+
+        Args:
+            kind: what makes the call.
+            target: the tool, model or sub-agent name (a function's ``module:qualname``).
+            fn: what to run (on the I/O executor).
+            args: its positional arguments.
+            kwargs: its keyword arguments.
+            reconciler: run instead of ``fn`` at recovery when the call had started but its
+                outcome was recorded nowhere.
+            lazy: start only on the first await (or ``start_soon``); the identity is taken now.
+            digest_name: the name the argument digest uses instead of ``fn``'s (for a call
+                whose function depends on something a replay cannot see).
+
+        Returns:
+            The call (already ``done`` when replayed).
+
+        Raises:
+            ReplayDivergenceError: when the record at this call's identity was made by a
+                call of another kind or target.
+        """
+        kwargs = kwargs or {}
+        call, started = self._open_call(fn, args, kwargs, kind, target, digest_name)
+        if call.done:
+            return call
+        if lazy:
             call.start = Start("fn", _fn_name(fn), (fn, args, kwargs))
+            return call
+        self.record_started(call, _fn_name(fn))  # the name observers classify calls by
+        if started is not None and reconciler is not None:
+            self.core.submit(self, call, reconciler, (), {})
+        else:
+            self.core.submit(self, call, fn, args, kwargs)
         return call
 
     def start_soon(self, call: DurableCall) -> None:
@@ -341,28 +462,37 @@ class ActionContext(RunnerContext):
             "prompt_args": prompt_args,
             "output_schema": schema,
         }
-        ordinal, call_id, dig, rec = self._allocate("chat", request)
-        call = ChatFuture(call_id, ordinal, dig, schema_cls)
+        ordinal, call_id, rec = self._allocate(CallKind.CHAT, model)
+        dig = call_digest("chat", (request,), {}, call_id)
+        call = ChatFuture(call_id, ordinal, dig, schema_cls, model)
         self.calls[ordinal] = call
         self._replay_or_prepare(call, rec, Start("chat", model, request))
         return call
 
     async def submit_subagent(self, name: str, input: Any) -> SubagentHandle:
         self._check_live("submit_subagent")
-        try:
-            setup = self.get_resource(name, ResourceType.AGENT)
-        except ResourceNotFoundError as e:
-            return SubagentHandle(None, None, name, "refused",
-                                  failed=SubagentResult.error(f"sub-agent {name!r}: {e}"))
-        except Exception as e:  # noqa: BLE001 - a setup that cannot be built
-            return SubagentHandle(None, None, name, "refused", failed=SubagentResult.error(
-                f"sub-agent {name!r} cannot be built: {type(e).__name__}: {e}"))
-        if not isinstance(setup, SubagentSetup):
-            return SubagentHandle(None, None, name, "refused", failed=SubagentResult.error(
-                f"resource {name!r} is a {type(setup).__name__}, not a sub-agent setup"))
-        ordinal, call_id, dig, rec = self._allocate(f"subagent:{name}", input)
-        call = DurableCall(call_id, ordinal, dig)
+        setup, refusal = self._resolve_subagent(name)
+        kind = (CallKind.SUBAGENT_REFUSED if setup is None
+                else CallKind.SUBAGENT if isinstance(setup, InternalSubagent)
+                else CallKind.SUBAGENT_DEFERRED if isinstance(setup, DeferredSubagentSetup)
+                else CallKind.SUBAGENT_RESULT)
+        # a refusal is recorded too, so a submit takes its identity on every path
+        ordinal, call_id, rec = self._allocate(kind, name, check=False)
+        if rec is not None and rec.kind is CallKind.SUBAGENT_REFUSED and rec.target == name \
+                and rec.done:
+            kind = CallKind.SUBAGENT_REFUSED  # refused then: refused again, as recorded
+        elif rec is not None:
+            self._check_same(call_id, rec, kind, name)
+        dig = call_digest(f"subagent:{name}", (input,), {}, call_id)
+        call = DurableCall(call_id, ordinal, dig, kind, name)
         self.calls[ordinal] = call
+        if kind is CallKind.SUBAGENT_REFUSED:
+            if rec is not None and rec.done:
+                self._replay(call, rec, f"refused:{name}")
+            else:
+                self.record_started(call, f"refused:{name}")
+                self.record_outcome(call, True, SubagentResult.error(refusal))
+            return SubagentHandle(self, call, name, "refused")
         session_id = f"{dumps(self._key).decode()}/r{self.run.seq}"
         if isinstance(setup, InternalSubagent):
             self._replay_or_prepare(call, rec, Start("subagent", name, input))
@@ -371,15 +501,29 @@ class ActionContext(RunnerContext):
         if isinstance(setup, DeferredSubagentSetup):
             self._replay_or_prepare(call, rec, Start("deferred", name, (setup, input)))
             return SubagentHandle(self, call, name, "deferred", session_id, setup)
-        if isinstance(setup, AsyncSubagentSetup):
-            self._replay_or_prepare(call, rec, Start("poll", name, (setup, session_id)))
-            # submitted once, durably; always awaited, so the call takes its ordinal on replay too
-            await self.durable_execute_async(
-                setup.call_submit_request, session_id, call_id, input,
-                reconciler=lambda: setup.reconcile_submit_request(session_id, call_id, input))
-            return SubagentHandle(self, call, name, "async", session_id, setup)
-        return SubagentHandle(None, None, name, "refused", failed=SubagentResult.error(
-            f"sub-agent {name!r}: {type(setup).__name__} is neither internal, deferred nor async"))
+        assert isinstance(setup, AsyncSubagentSetup)
+        self._replay_or_prepare(call, rec, Start("poll", name, (setup, session_id)))
+        # submitted once, durably; always awaited, so the call takes its ordinal on replay too
+        await self.execute_as(
+            CallKind.SUBAGENT_SUBMIT, name, setup.call_submit_request,
+            (session_id, call_id, input),
+            reconciler=lambda: setup.reconcile_submit_request(session_id, call_id, input))
+        return SubagentHandle(self, call, name, "async", session_id, setup)
+
+    def _resolve_subagent(self, name: str) -> tuple[SubagentSetup | None, str]:
+        """The setup of sub-agent ``name``, or ``None`` and why it is refused."""
+        try:
+            setup = self.get_resource(name, ResourceType.AGENT)
+        except ResourceNotFoundError as e:
+            return None, f"sub-agent {name!r}: {e}"
+        except Exception as e:  # noqa: BLE001 - a setup that cannot be built
+            return None, f"sub-agent {name!r} cannot be built: {type(e).__name__}: {e}"
+        if not isinstance(setup, SubagentSetup):
+            return None, f"resource {name!r} is a {type(setup).__name__}, not a sub-agent setup"
+        if not isinstance(setup, (InternalSubagent, DeferredSubagentSetup, AsyncSubagentSetup)):
+            return None, (f"sub-agent {name!r}: {type(setup).__name__} is neither internal, "
+                          "deferred nor async")
+        return setup, ""
 
     # -- runtime side ------------------------------------------------------------------
     def rebind(self, record: InflightAction, run: RunState, short_term: dict[str, Any],
@@ -397,22 +541,46 @@ class ActionContext(RunnerContext):
                 "a RunnerContext is valid only during the action it was passed to"
             )
 
-    def _allocate(self, name: str, payload: Any) -> tuple[int, str, str, CallRecord | None]:
-        """Take the next call ordinal; return it, the call id, the digest and any record."""
+    def _allocate(self, kind: CallKind, target: str, *, check: bool = True
+                  ) -> tuple[int, str, CallRecord | None]:
+        """Take the next call ordinal; return it, the call id and any record at that identity.
+
+        Raises:
+            ReplayDivergenceError: (with ``check``) when the record was made by a call of
+                another kind or target; also for every later call of an execution that
+                diverged (so an action cannot catch the error and go on).
+        """
         self._check_live("a durable call")
+        if self.diverged is not None:
+            raise self.diverged
         ordinal = self._next_ordinal
         self._next_ordinal += 1
         call_id = f"{self.execution_id}/c{ordinal}"
-        dig = call_digest(name, (payload,), {}, call_id)
         rec = self._record.calls.get(str(ordinal))
         if rec is None or not rec.done:
             journaled = self.core.journal_lookup(self._key, call_id)
             if journaled is not None and journaled.done:
                 rec = self._record.calls[str(ordinal)] = journaled
-        return ordinal, call_id, dig, rec
+        if check and rec is not None:
+            self._check_same(call_id, rec, kind, target)
+        return ordinal, call_id, rec
+
+    def _check_same(self, call_id: str, rec: CallRecord, kind: CallKind, target: str) -> None:
+        """Raise ``ReplayDivergenceError`` unless ``rec`` was made by ``kind``/``target``.
+
+        Records written before kinds were kept (``kind`` ``None``) are not checked.
+        """
+        if rec.kind is None or (rec.kind is kind and rec.target == target):
+            return
+        err = ReplayDivergenceError(call_id, self._record.action,
+                                    (rec.kind.value, rec.target or ""), (kind.value, target))
+        self.diverged = err
+        self.core.counters["replay_divergences"] += 1
+        log.error("%s", err)
+        raise err
 
     def _replay(self, call: DurableCall, rec: CallRecord, name: str) -> None:
-        if rec.digest != call.digest:
+        if rec.digest and rec.digest != call.digest:
             log.warning(
                 "durable call %s replays a recorded outcome but its arguments changed "
                 "(digest %s, recorded %s); replay goes by identity",
@@ -421,7 +589,8 @@ class ActionContext(RunnerContext):
         if rec.ok:
             call.complete(True, from_json_value(rec.value))
         else:
-            call.complete(False, _rebuild_exception(rec.error_type, rec.error_message))
+            call.complete(False, with_original(
+                rebuild_exception(rec), rec.traceback))
         self.core.call_made(self._key, call.call_id, name, replayed=True)
 
     def _replay_or_prepare(self, call: DurableCall, rec: CallRecord | None, start: Start) -> None:
@@ -434,15 +603,17 @@ class ActionContext(RunnerContext):
             call.start = start
 
     def _open_call(
-        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+        kind: CallKind, target: str, digest_name: str | None = None,
     ) -> tuple[DurableCall, CallRecord | None]:
         """Allocate the next call and replay its record when there is one.
 
         Returns the call (already ``done`` when replayed) and, when the call had started
         before a restore but its outcome was recorded nowhere, that record.
         """
-        ordinal, call_id, _, rec = self._allocate("", None)
-        call = DurableCall(call_id, ordinal, call_digest(fn, args, kwargs, call_id))
+        ordinal, call_id, rec = self._allocate(kind, target)
+        call = DurableCall(call_id, ordinal,
+                           call_digest(digest_name or fn, args, kwargs, call_id), kind, target)
         self.calls[ordinal] = call
         if rec is not None and rec.done:
             self._replay(call, rec, _fn_name(fn))
@@ -451,12 +622,14 @@ class ActionContext(RunnerContext):
 
     def record_started(self, call: DurableCall, function: str = "") -> None:
         """Note in state that ``call`` has started (its outcome is not known yet)."""
-        self._record.calls[str(call.ordinal)] = CallRecord(digest=call.digest)
+        self._record.calls[str(call.ordinal)] = CallRecord(
+            digest=call.digest, kind=call.kind, target=call.target)
         self.core.call_made(self._key, call.call_id, function, replayed=False)
 
     def record_outcome(self, call: DurableCall, ok: bool, value: Any) -> None:
         """Record a call's outcome in the execution's state entry, then complete the call."""
-        rec = self._record.calls.setdefault(str(call.ordinal), CallRecord(digest=call.digest))
+        rec = self._record.calls.setdefault(str(call.ordinal), CallRecord(
+            digest=call.digest, kind=call.kind, target=call.target))
         ok, value = store_outcome(rec, call.call_id, ok, value)
         call.complete(ok, value)
         self.core.outcome_recorded(self._key, call.call_id, rec)

@@ -34,17 +34,20 @@ from ..api import (
     Event,
     InputEvent,
     OutputEvent,
+    ReplayDivergenceError,
     SerializationError,
     UnsupportedAwaitError,
     event_from_json,
 )
 from ..plan import ActionPlan, AgentPlan
-from ._context import ActionContext, DurableCall
+from ._context import ActionContext, DurableCall, building_events
 from ._executor import IOExecutor
+from ._failures import FailureLog, FailureMessage, failure_text, never_awaited, redact_text
+from ._long_term_memory import commit_long_term_memory
 from ._memory import apply_writes
 from ._observer import Observer
-from ._resources import ResourceEnvironment
-from ._serde import event_json, to_json_value
+from ._resources import ResourceEnvironment, check_resources
+from ._serde import event_json, from_json_value, is_tagged_model, to_json_value
 from ._state import CallRecord, InflightAction, KeyState, RunState
 from ._stepper import stepping
 from ._subgraph import (
@@ -60,6 +63,12 @@ __all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal", "Failpoint"]
 log = logging.getLogger("flink_agents_py.runtime")
 
 
+
+def _input_record(record: Any) -> Any:
+    """A queued input record as the agent gets it: a pydantic model queued in its tagged
+    JSON form is the model again."""
+    return from_json_value(record) if is_tagged_model(record) else record
+
 class ErrorRecord(BaseModel):
     """An action that failed, as emitted on the error output.
 
@@ -69,8 +78,11 @@ class ErrorRecord(BaseModel):
         action: the failing action's name.
         execution_id: the failing execution's identity.
         error_type: the exception's type name.
-        message: the exception's message.
+        message: the exception's message (secret-looking values redacted).
         input: the input record of the run.
+        traceback: where it failed: the traceback with the user's files and lines, and the
+            original failure's when it crossed a boundary (a tool, a chat model call, a
+            sub-agent, a restore); bounded and redacted (see ``runtime._failures``).
     """
 
     key: Any
@@ -80,6 +92,7 @@ class ErrorRecord(BaseModel):
     error_type: str
     message: str
     input: Any = None
+    traceback: str | None = None
 
 
 @dataclass
@@ -211,10 +224,17 @@ class AgentCore:
         self._inbox: dict[Any, list[_Delivery]] = {}
         self._cond = threading.Condition()
         self.counters: collections.Counter[str] = collections.Counter()
+        self._failure_log = FailureLog(log)
 
     # -- host interface ------------------------------------------------------------------
     def open(self) -> None:
-        """Start the I/O executor."""
+        """Check the declared resources, then start the I/O executor.
+
+        Raises:
+            AgentsError: what a resource's ``check`` raised, e.g. ``MissingApiKeyError``
+                naming the environment variable and the resource (before any record).
+        """
+        check_resources(self.plan, self._envs)
         self.executor.start()
 
     def close(self) -> None:
@@ -230,13 +250,15 @@ class AgentCore:
         ``"<input>"``) and the key goes on with its other records.
         """
         try:
-            to_json_value(record, f"input record of key {key!r}")
+            stored = to_json_value(record, f"input record of key {key!r}")
         except SerializationError as e:
             res = self.advance(key, state)
             res.errors.append(ErrorRecord(key=key, seq=-1, action="<input>", execution_id="",
                                           error_type=type(e).__name__, message=str(e)))
             return res
-        state.push_input(record)
+        # a pydantic model record is queued in its tagged JSON form (keyed state holds JSON)
+        # and handed to the agent as the model again (see ``_input_record``)
+        state.push_input(stored if isinstance(record, BaseModel) else record)
         return self.advance(key, state)
 
     def advance(self, key: Any, state: KeyState) -> StepResult:
@@ -256,6 +278,7 @@ class AgentCore:
                 if nxt is None:
                     break
                 seq, record = nxt
+                record = _input_record(record)
                 run = RunState(seq=seq, input=record)
                 state.run = run
                 self.counters["runs_started"] += 1
@@ -337,7 +360,8 @@ class AgentCore:
         """An outcome entered keyed state: journal it (before the action goes on)."""
         if self.observer is not None:
             self.observer.call_finished(key, call_id, record.ok, record.value if record.ok
-                                        else record.error_message)
+                                        else FailureMessage(record.error_message or "",
+                                                            record.traceback))
         if self.journal is not None:
             self.journal.append(key, call_id, record)
         if self.failpoint is not None:
@@ -453,7 +477,7 @@ class AgentCore:
                 self.observer.action_started(step.key, task.ctx.execution_id, task.action.name,
                                              task.reentered)
             try:
-                with stepping():
+                with stepping(), building_events(task.ctx):
                     out = task.action.function.resolve()(task.event, task.ctx)
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome
                 self._after_send(step, task)
@@ -461,14 +485,14 @@ class AgentCore:
                 return
             self._after_send(step, task)
             if not inspect.iscoroutine(out):
-                self._finish(step, task, None)
+                self._finish(step, task, never_awaited(task.action.name, task.ctx.calls.values()))
                 return
             task.coro = out
         assert task.coro is not None
         error: BaseException | None = None
         while True:
             try:
-                with stepping():
+                with stepping(), building_events(task.ctx):
                     if error is not None:
                         yielded = task.coro.throw(error)
                         error = None
@@ -513,7 +537,11 @@ class AgentCore:
 
     def _finish(self, step: _Step, task: _Task, error: BaseException | None) -> None:
         ctx = task.ctx
+        if error is None and ctx.diverged is None:  # long-term memory writes: one durable call
+            error = commit_long_term_memory(ctx)
         ctx.finished = True
+        if ctx.diverged is not None:  # a replay divergence fails the action, caught or not
+            error = ctx.diverged
         scope = ctx.scope
         step.live.pop(ctx.execution_id, None)
         step.run.inflight.pop(ctx.execution_id, None)
@@ -523,17 +551,20 @@ class AgentCore:
             self.observer.action_finished(step.key, ctx.execution_id, task.action.name, error)
         if error is not None:
             self.counters["actions_failed"] += 1
-            log.warning("action %s failed for key %r: %s: %s", ctx.execution_id, step.key,
-                        type(error).__name__, error)
+            message, text = redact_text(str(error)), failure_text(error)
+            self._failure_log.action_failed(ctx.execution_id, task.action.name, step.key,
+                                            error, message, text)
             inv = step.run.invocations.get(scope) if scope is not None else None
             if inv is not None:  # captured by the invocation; its caller sees the failure
-                inv.failed = inv.failed or (
-                    f"action {task.action.name!r} raised {type(error).__name__}: {error}")
-            else:
+                if not inv.failed:
+                    inv.failed = (f"action {task.action.name!r} raised "
+                                  f"{type(error).__name__}: {message}")
+                    inv.failed_traceback = text
+            if inv is None or isinstance(error, ReplayDivergenceError):  # always reported
                 step.res.errors.append(ErrorRecord(
                     key=step.key, seq=step.run.seq, action=task.action.name,
                     execution_id=ctx.execution_id, error_type=type(error).__name__,
-                    message=str(error), input=step.run.input,
+                    message=message, input=step.run.input, traceback=text,
                 ))
         else:
             self.counters["actions_completed"] += 1
@@ -546,10 +577,15 @@ class AgentCore:
             self._check_invocation(step, scope)
 
     def _check_invocation(self, step: _Step, scope: str) -> None:
-        """Complete invocation ``scope`` if none of its actions is in flight any more."""
+        """Complete invocation ``scope`` if none of its actions is in flight any more.
+
+        Its actions include those of a chat nested in it, which use its memory: after a
+        restore, a caller answered from the journal can complete before such a chat.
+        """
         while scope is not None:
             inv = step.run.invocations.get(scope)
-            if inv is None or any(a.scope == scope for a in step.run.inflight.values()):
+            if inv is None or any(a.scope == scope or self._env_of(step.run, a.scope) == scope
+                                  for a in step.run.inflight.values()):
                 return
             del step.run.invocations[scope]
             ok, value = invocation_result(inv, scope)

@@ -64,7 +64,7 @@ class SqliteJournal(Journal):
         run = call_id.split("/", 1)[0]
         self._db().execute(
             "INSERT OR REPLACE INTO outcomes (key, call_id, run, record) VALUES (?, ?, ?, ?)",
-            (_key_text(key), call_id, run, record.model_dump_json()),
+            (_key_text(key), call_id, run, record.to_json()),
         )
 
     def lookup(self, key: Any, call_id: str) -> CallRecord | None:
@@ -72,7 +72,7 @@ class SqliteJournal(Journal):
         row = self._db().execute(
             "SELECT record FROM outcomes WHERE key = ? AND call_id = ?", (_key_text(key), call_id)
         ).fetchone()
-        return CallRecord.model_validate_json(row[0]) if row else None
+        return CallRecord.from_json(row[0]) if row else None
 
     def run_completed(self, key: Any, run: str, now_s: float | None = None) -> None:
         """Mark run ``run`` (``r<seq>``) of ``key`` completed, and prune expired entries."""

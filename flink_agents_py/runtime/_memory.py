@@ -76,8 +76,9 @@ class ActionMemory(Memory):
         return self._view if self._view is not None else self._base
 
     def get(self, path: str, default: Any = None) -> Any:
-        """Return a copy of the value at ``path``, or ``default``."""
-        return copy.deepcopy(_get(self._tree(), _split(path), default))
+        """Return a copy of the value at ``path``, or ``default`` (itself, not a copy)."""
+        value = _get(self._tree(), _split(path), _DELETE)
+        return default if value is _DELETE else copy.deepcopy(value)
 
     def set(self, path: str, value: Any) -> None:
         """Log a write of ``value`` at ``path`` (JSON form checked now)."""

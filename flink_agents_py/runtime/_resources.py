@@ -5,10 +5,16 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..api import Resource, ResourceNotFoundError, ResourceType
-from ..plan import AgentPlan
+from ..api import (
+    MissingApiKeyError,
+    Resource,
+    ResourceNotFoundError,
+    ResourceType,
+    import_qualified,
+)
+from ..plan import AgentPlan, ResourcePlan
 
-__all__ = ["ResourceEnvironment"]
+__all__ = ["ResourceEnvironment", "check_resources"]
 
 
 class ResourceEnvironment:
@@ -20,6 +26,7 @@ class ResourceEnvironment:
     def __init__(self, plan: AgentPlan) -> None:
         self._plan = plan
         self._built: dict[tuple[ResourceType, str], Resource] = {}
+        self._checked: dict[tuple[ResourceType, str], Resource] = {}  # built, bound, not open
         self._lock = threading.RLock()
 
     def get(self, name: str, resource_type: ResourceType) -> Resource:
@@ -44,11 +51,36 @@ class ResourceEnvironment:
                 raise ResourceNotFoundError(
                     f"no {resource_type.value} resource named {name!r} (declared: {known})"
                 )
-            res = rp.build()
-            res.bind(self.get, name)
+            res = self._checked.pop(k, None)
+            if res is None:
+                res = rp.build()
+                res.bind(self.get, name)
             res.open()
             self._built[k] = res
             return res
+
+    def check(self) -> None:
+        """Run ``Resource.check`` of every declared resource whose class overrides it.
+
+        Each such resource is built and bound now (kept, and opened on first ``get``);
+        nothing is opened. A class that cannot be imported is skipped here (``get`` reports
+        it when the resource is used).
+
+        Raises:
+            AgentsError: the first failed check (e.g. ``MissingApiKeyError``).
+        """
+        for rtype, bucket in self._plan.resources.items():
+            for name, rp in bucket.items():
+                if not _checks(rp):
+                    continue
+                k = (rtype, name)
+                with self._lock:
+                    res = self._built.get(k) or self._checked.get(k)
+                    if res is None:
+                        res = rp.build()
+                        res.bind(self.get, name)
+                        self._checked[k] = res
+                res.check()
 
     def names(self, resource_type: ResourceType) -> list[str]:
         """Declared names of ``resource_type``."""
@@ -69,3 +101,50 @@ class ResourceEnvironment:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["_plan"])  # type: ignore[misc]
+
+
+def _checks(rp: ResourcePlan) -> bool:
+    """Whether the resource's class overrides ``Resource.check`` (classes that cannot be
+    imported are left to ``get``)."""
+    inst = rp._instance
+    if inst is not None:
+        cls: Any = type(inst)
+    else:
+        try:
+            cls = import_qualified(rp.descriptor.clazz)
+        except Exception:  # noqa: BLE001 - reported when the resource is used
+            return False
+    return isinstance(cls, type) and issubclass(cls, Resource) and cls.check is not Resource.check
+
+
+def check_resources(plan: AgentPlan,
+                    envs: dict[tuple[str, ...], ResourceEnvironment] | None = None,
+                    path: tuple[str, ...] = ()) -> None:
+    """Run the resource checks of ``plan`` and of every internal sub-agent's plan.
+
+    The operator does this when it opens (``AgentCore.open``); a host may also call it
+    before submitting a job, where the workers' environment is the driver's (a MiniCluster).
+
+    Args:
+        plan: the plan (of the sub-agent at ``path``).
+        envs: resource environments by sub-agent path, reused and filled in (``None``: new
+            ones, dropped after the check).
+        path: sub-agent names from the root plan to ``plan``.
+
+    Raises:
+        AgentsError: the first failed check; a ``MissingApiKeyError`` of a sub-agent's
+            resource names the sub-agent (``sub-agent 'advisor': ...``).
+    """
+    envs = {} if envs is None else envs
+    env = envs.get(path)
+    if env is None:
+        env = envs[path] = ResourceEnvironment(plan)
+    try:
+        env.check()
+    except MissingApiKeyError as e:
+        if not path:
+            raise
+        raise MissingApiKeyError(f"sub-agent {'/'.join(path)!r}: {e}", env_var=e.env_var,
+                                 resource=e.resource) from None
+    for name, child in plan.subagents.items():
+        check_resources(child, envs, (*path, name))

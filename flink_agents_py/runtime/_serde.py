@@ -24,6 +24,7 @@ from pydantic_core import to_jsonable_python
 from ..api import SerializationError, import_qualified
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "from_json_value", "digest", "dumps",
+           "is_tagged_model",
            "json_text", "loads"]
 
 _MODEL_TAG = "$model"
@@ -75,9 +76,21 @@ def event_json(event: BaseModel, where: str) -> dict[str, Any]:
     return _convert(event, where, tag_models=False)
 
 
+class _TooDeep(Exception):
+    """The walk ran out of stack at ``path`` (raised in place of a ``RecursionError``)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
 def _convert(value: Any, where: str, tag_models: bool) -> Any:
     try:
         return _walk(value, where, "$", set(), tag_models, in_model=False)
+    except _TooDeep as e:
+        raise SerializationError(
+            f"{where}: nested too deeply to turn into JSON: the walk stopped at {e.path} "
+            "(deeper than the interpreter's stack)") from None
     except RecursionError:
         raise SerializationError(f"{where}: nested too deeply to turn into JSON") from None
 
@@ -133,6 +146,8 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
                                          "JSON form (use a pydantic model)")
             return {f.name: _walk(getattr(value, f.name), where, f"{path}.{f.name}", active,
                                   tag_models, in_model) for f in dataclasses.fields(value)}
+        except RecursionError:  # the deepest frame that can still name its path does
+            raise _TooDeep(path) from None
         finally:
             active.discard(ident)
     if isinstance(value, (set, frozenset)):
@@ -161,6 +176,11 @@ def from_json_value(data: Any) -> Any:
     if isinstance(data, list):
         return [from_json_value(v) for v in data]
     return data
+
+
+def is_tagged_model(data: Any) -> bool:
+    """Whether ``data`` is a pydantic model in its ``to_json_value`` form."""
+    return isinstance(data, dict) and set(data) == {_MODEL_TAG, "data"}
 
 
 def dumps(data: Any, *, sort_keys: bool = True) -> bytes:

@@ -7,12 +7,42 @@ restore they are rebuilt from this data (see ``AgentCore``).
 
 from __future__ import annotations
 
+import enum
 from abc import ABC, abstractmethod
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["CallRecord", "InflightAction", "Invocation", "RunState", "KeyState", "InMemoryKeyState"]
+__all__ = ["CallKind", "CallRecord", "InflightAction", "Invocation", "RunState", "KeyState", "InMemoryKeyState"]
+
+
+class CallKind(str, enum.Enum):
+    """What made a durable call; kept in its record to detect a replay that diverges.
+
+    A replay that reaches a recorded call identity with a call of another kind (or target,
+    see ``CallRecord.target``) raises ``ReplayDivergenceError``.
+    """
+
+    FUNCTION = "function"
+    """``durable_execute``/``durable_execute_async``: target is ``module:qualname``."""
+    CHAT = "chat"
+    """``ctx.chat``: target is the chat model setup's name."""
+    MODEL = "model"
+    """One model call of the built-in chat action: target is the chat model setup's name."""
+    TOOL = "tool"
+    """One tool call of the built-in tool call action: target is the tool's name."""
+    SUBAGENT = "subagent"
+    """An internal sub-agent call (``submit_subagent``): target is the sub-agent's name."""
+    SUBAGENT_DEFERRED = "subagent_deferred"
+    """A deferred external sub-agent call: target is the sub-agent's name."""
+    SUBAGENT_SUBMIT = "subagent_submit"
+    """An async external sub-agent's submit request: target is the sub-agent's name."""
+    SUBAGENT_RESULT = "subagent_result"
+    """An async external sub-agent's status polling and result fetch: target its name."""
+    SUBAGENT_CANCEL = "subagent_cancel"
+    """An async external sub-agent's cancel request: target is the sub-agent's name."""
+    SUBAGENT_REFUSED = "subagent_refused"
+    """A submit refused before any call (unknown name, not a sub-agent, cannot be built)."""
 
 
 class CallRecord(BaseModel):
@@ -21,19 +51,46 @@ class CallRecord(BaseModel):
     Attributes:
         digest: digest of the call's function name and arguments (a warning is logged when a
             replay's digest differs; replay still goes by identity).
+        kind: what made the call (``None`` in records written before kinds were kept: those
+            replay without a divergence check).
+        target: the function's ``module:qualname``, or the tool, model or sub-agent name.
         done: whether the outcome is recorded; ``False`` means started, outcome unknown.
         ok: the call returned (``True``) or raised (``False``).
         value: the JSON form of the result.
         error_type: ``module:qualname`` of the raised exception.
         error_message: its message.
+        error_args: the exception's ``args`` (when they have a JSON form), so a replay
+            rebuilds it as it was raised (``str`` and ``args`` equal), not from its message.
+        error_attrs: its JSON-form instance attributes (``status_code``...), restored too.
+        traceback: its traceback, bounded and redacted (``runtime._failures``), kept so the
+            original file and line survive a restore and reach whoever sees the failure.
     """
 
     digest: str
+    kind: CallKind | None = None
+    target: str | None = None
     done: bool = False
     ok: bool = True
     value: Any = None
     error_type: str | None = None
     error_message: str | None = None
+    error_args: list[Any] | None = None
+    error_attrs: dict[str, Any] | None = None
+    traceback: str | None = None
+
+    def to_json(self) -> str:
+        """The record as JSON text, however deep its value (pydantic's own JSON dump stops
+        at 255 levels; journals store records with this)."""
+        from ._serde import dumps
+
+        return dumps(self.model_dump(mode="python"), sort_keys=False).decode()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> CallRecord:
+        """Rebuild a record from ``to_json`` (or ``model_dump_json``) text."""
+        from ._serde import loads
+
+        return cls.model_validate(loads(text))
 
 
 class InflightAction(BaseModel):
@@ -72,6 +129,7 @@ class Invocation(BaseModel):
         plan_path: sub-agent names from the root plan to the plan of ``env``.
         outputs: collected results (``ChatResponseEvent`` JSON, or ``OutputEvent`` outputs).
         failed: why the invocation failed (an action of it raised), once it has.
+        failed_traceback: the failing action's traceback (bounded, redacted).
         cancelled: the caller cancelled it.
         memory: the sub-agent's short-term memory, isolated to this call.
         sensory: the sub-agent's sensory memory, isolated to this call.
@@ -86,6 +144,7 @@ class Invocation(BaseModel):
     plan_path: list[str] = Field(default_factory=list)
     outputs: list[Any] = Field(default_factory=list)
     failed: str | None = None
+    failed_traceback: str | None = None
     cancelled: bool = False
     memory: dict[str, Any] = Field(default_factory=dict)
     sensory: dict[str, Any] = Field(default_factory=dict)

@@ -35,14 +35,16 @@ from ..api import (
     Event,
     InputEvent,
     OutputEvent,
+    SerializationError,
     SubagentResult,
     ToolRequestEvent,
     ToolResponseEvent,
 )
 from ..plan import ActionPlan
 from ._context import ActionContext, DurableCall, store_outcome
+from ._failures import with_original
 from ._serde import dumps, event_json, to_plain_json
-from ._state import CallRecord, Invocation, RunState
+from ._state import CallKind, CallRecord, Invocation, RunState
 
 if TYPE_CHECKING:
     from ._core import AgentCore, _Step
@@ -99,8 +101,12 @@ def route_in_scope(core: AgentCore, run: RunState, scope: str, event: Event) -> 
             return ()
         name = CHAT_ROUTES.get(event.type)
         return (plan.actions[name],) if name else ()
-    if isinstance(event, OutputEvent):
-        inv.outputs.append(event.output)
+    if isinstance(event, OutputEvent):  # its JSON form: what a replay will hand the caller
+        try:  # the plain JSON form results have (see ``check_result``)
+            output = to_plain_json(event.output, f"output of event {event.id}")
+        except SerializationError:  # a leaf only pydantic renders (a UUID...): its form
+            output = event_json(event, f"event {event.id}")["output"]
+        inv.outputs.append(output)
     return plan.actions_for(event.type)
 
 
@@ -147,7 +153,12 @@ def start_call(core: AgentCore, step: _Step, ctx: ActionContext, call: DurableCa
     started_before = rec is not None and not rec.done
     if start.kind == "deferred":
         setup, value = start.payload
-        _key, fn, reconciler = setup.prepare(ctx, value, session_id, call.call_id)
+        try:
+            _key, fn, reconciler = setup.prepare(ctx, value, session_id, call.call_id)
+        except Exception as e:  # noqa: BLE001 - the call's outcome: raised at the await,
+            ctx.record_started(call, f"deferred:{start.name}")  # and again on replay
+            ctx.record_outcome(call, False, e)
+            return
         ctx.record_started(call, f"deferred:{start.name}")
         core.counters["subagent_calls"] += 1
         runner = reconciler if (started_before and reconciler is not None) else fn
@@ -160,18 +171,26 @@ def start_call(core: AgentCore, step: _Step, ctx: ActionContext, call: DurableCa
 
 
 def check_result(result: Any, name: str) -> SubagentResult:
-    """Check what an external sub-agent returned: a ``SubagentResult`` whose value has a JSON
-    form (refused with the path inside the value otherwise).
+    """Check what an external sub-agent returned and put its value in its plain JSON form.
+
+    The caller gets the value's plain JSON form (``to_plain_json``: pydantic models and
+    dataclasses become objects, enums their values, datetimes ISO 8601 text...), on the live
+    path and after a replay alike. A value with no JSON form (a cycle, a set, a non-finite
+    number, one nested too deep to walk) gives a failed result naming the path where it was
+    found: a failed delegation, not a failure of the caller.
 
     Raises:
         TypeError: when ``result`` is not a ``SubagentResult``.
-        SerializationError: when its value has no JSON form (names the path).
     """
     if not isinstance(result, SubagentResult):
         raise TypeError(f"sub-agent {name!r} returned {type(result).__name__}, not a SubagentResult")
-    if result.success:
-        to_plain_json(result.result, f"result of sub-agent {name!r}")
-    return result
+    if not result.success:
+        return result
+    try:
+        plain = to_plain_json(result.result, f"result of sub-agent {name!r}")
+    except SerializationError as e:
+        return SubagentResult.error(e)
+    return result if plain is result.result else result.model_copy(update={"result": plain})
 
 
 def checked_result(fn: Any, name: str) -> SubagentResult:
@@ -196,7 +215,8 @@ def invocation_result(inv: Invocation, inv_id: str) -> tuple[bool, Any]:
     """The caller's outcome of a completed invocation: ``(ok, value or exception)``."""
     if inv.kind == "chat":
         if inv.failed:
-            return False, ChatResponseError(f"chat with {inv.name!r} failed: {inv.failed}")
+            return False, with_original(ChatResponseError(
+                f"chat with {inv.name!r} failed: {inv.failed}"), inv.failed_traceback)
         if inv.cancelled:
             return False, ChatResponseError(f"chat with {inv.name!r} was cancelled")
         answers = [o for o in inv.outputs if o.get("request_id") == f"{inv_id}/b"]
@@ -205,12 +225,14 @@ def invocation_result(inv: Invocation, inv_id: str) -> tuple[bool, Any]:
                 f"chat {inv_id} ended with {len(answers)} responses to its request, not one")
         answer = ChatResponseEvent.model_validate(answers[0])
         if answer.error is not None or answer.response is None:
-            return False, ChatResponseError(answer.error or "the chat ended without a response")
+            return False, with_original(ChatResponseError(
+                answer.error or "the chat ended without a response"), answer.traceback)
         return True, answer.response
     if inv.cancelled:
         return True, SubagentResult.cancelled_call(inv.name)
     if inv.failed:
-        return True, SubagentResult.error(f"sub-agent {inv.name!r} failed: {inv.failed}")
+        return True, SubagentResult.error(f"sub-agent {inv.name!r} failed: {inv.failed}",
+                                          traceback=inv.failed_traceback)
     return True, SubagentResult.ok(list(inv.outputs))
 
 
@@ -231,6 +253,8 @@ def deliver_to_caller(core: AgentCore, step: _Step, inv: Invocation, inv_id: str
         return
     # the caller has not reached the call again yet (re-entered after a restore): record it,
     # and the caller will replay the outcome when it gets there
-    crec = rec.calls.setdefault(str(inv.ordinal), CallRecord(digest=""))
+    crec = rec.calls.setdefault(str(inv.ordinal), CallRecord(
+        digest="", kind=CallKind.CHAT if inv.kind == "chat" else CallKind.SUBAGENT,
+        target=inv.name))
     store_outcome(crec, inv_id, ok, value)
     core.outcome_recorded(step.key, inv_id, crec)

@@ -1,6 +1,8 @@
 """Agents declared in YAML: ``load_agents(path_or_text)`` -> ``{name: Agent}``, ``load_agent``.
 
-The format (its JSON Schema, for editors, is at ``SCHEMA_PATH``)::
+The format is defined once, by frozen pydantic models (``_specs.py``): the loader validates
+with them and the JSON Schema for editors (``SCHEMA_PATH``) is generated from them
+(``python -m flink_agents_py.yaml.schema``). It reads::
 
     subagents:                       # optional: shared by every agent of the document
       - name: remote_reviewer
@@ -71,6 +73,7 @@ Rules:
   and must name sub-agents the agent has.
 - Booleans are ``true``/``false`` only (YAML 1.2): ``on``, ``yes``, ``no``, ``off`` are
   strings. Anchors, aliases and ``<<`` merge keys work; a duplicate key is an error.
+- A key without a value (``description:``) is the same as leaving an optional key out.
 
 Every problem is collected, with the file, the line and the path of the culprit, into one
 ``YamlError`` (``agents.yaml:12: agents[0].actions[1].on[0]: 'Nope' names no known event
@@ -81,6 +84,8 @@ plan problem is reported at the agent entry's line, naming the agent.
 naming an existing file, an open file, or the YAML text itself.
 """
 
-from ._loader import SCHEMA_PATH, YamlAgent, YamlError, YamlProblem, load_agent, load_agents
+from ._errors import YamlError, YamlProblem
+from ._loader import YamlAgent, load_agent, load_agents
+from ._specs import SCHEMA_PATH
 
 __all__ = ["SCHEMA_PATH", "YamlAgent", "YamlError", "YamlProblem", "load_agent", "load_agents"]

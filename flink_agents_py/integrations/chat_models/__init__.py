@@ -16,7 +16,7 @@ from ._anthropic import AnthropicChatModel
 from ._llama import LlamaCppChatModel
 from ._ollama import OllamaChatModel
 from ._openai import OpenAIChatModel
-from ._scripted import ScriptedChatModel, ScriptRule
+from ._scripted import ScriptedChatModel, ScriptedRequest, ScriptRule
 
 __all__ = [
     "AnthropicChatModel",
@@ -25,4 +25,5 @@ __all__ = [
     "OpenAIChatModel",
     "ScriptRule",
     "ScriptedChatModel",
+    "ScriptedRequest",
 ]

@@ -33,7 +33,6 @@ from ...api import (
     ChatModelConnection,
     ChatResponse,
     MessageRole,
-    ProviderError,
     TokenUsage,
     ToolCall,
     ToolMetadata,
@@ -44,6 +43,7 @@ from ._common import (
     LoopBoundSdkConnection,
     import_sdk,
     provider_error,
+    require_api_key,
     with_extra_body,
 )
 
@@ -113,6 +113,9 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         max_retries: the SDK's own silent retries; 0 by default so the setup's
             ``error_policy="retry"`` is the one place retries happen (and are counted).
         output_tool_name: the name of the forced tool used for structured output.
+        api_key_required: whether a missing key is an error, checked when the operator opens
+            (``MissingApiKeyError`` naming the variable and the resource); ``False`` for a
+            proxy that needs none.
     """
 
     base_url: str | None = None
@@ -122,14 +125,23 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=0, ge=0)
     output_tool_name: str = "structured_output"
+    api_key_required: bool = True
 
     _clients: LoopBoundClient | None = PrivateAttr(default=None)
 
+    def check(self) -> None:
+        """Check that the API key is in ``$api_key_env`` (when ``api_key_required``).
+
+        Raises:
+            MissingApiKeyError: naming the variable and this resource.
+        """
+        if self.api_key_required:
+            require_api_key(self, self.api_key_env, "Anthropic")
+
     def _client_factory(self) -> Callable[[], Any]:
         anthropic = import_sdk("anthropic", "anthropic", "the Anthropic chat model")
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise ProviderError(f"no Anthropic API key: set ${self.api_key_env}")
+        self.check()
+        key = os.environ.get(self.api_key_env) or "unused"
         return lambda: anthropic.AsyncAnthropic(
             api_key=key, base_url=self.base_url, timeout=self.timeout_s,
             max_retries=self.max_retries)

@@ -6,15 +6,19 @@ import asyncio
 import copy
 import importlib
 import inspect
+import ipaddress
+import os
 import threading
 import weakref
+from urllib.parse import urlsplit
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...api import ChatMessage, ChatResponse, ProviderError
+from ...api import ChatMessage, ChatResponse, MissingApiKeyError, ProviderError
 
 __all__ = ["import_sdk", "FreshOnUnpickle", "LoopBoundClient", "LoopBoundSdkConnection",
-           "provider_error", "retryable_status", "run_sync", "with_extra_body"]
+           "is_local_url", "provider_error", "require_api_key", "retryable_status", "run_sync",
+           "with_extra_body"]
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
@@ -37,6 +41,53 @@ def import_sdk(module: str, extra: str, what: str) -> Any:
             f"{what} needs the {module!r} package, which is not installed: "
             f"pip install 'flink-agents-py[{extra}]'"
         ) from e
+
+
+def is_local_url(url: str | None) -> bool:
+    """Whether ``url`` points at this machine or a private network.
+
+    ``localhost``, loopback, private and link-local addresses, and single-label host names
+    (a container's service name, ``http://vllm:8000``) count as local: servers there are
+    usually run without keys (llama.cpp, vLLM, Ollama).
+    """
+    if not url:
+        return False
+    try:
+        host = urlsplit(url if "//" in url else f"//{url}").hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return bool(host) and "." not in host
+    return ip.is_loopback or ip.is_private or ip.is_link_local
+
+
+def require_api_key(connection: Any, env_var: str, provider: str, hint: str = "") -> str:
+    """The API key in ``$env_var``, or a ``MissingApiKeyError`` naming the variable and the
+    connection resource.
+
+    Args:
+        connection: the connection resource (its registered name goes into the message).
+        env_var: the environment variable that holds the key.
+        provider: the provider's name, for the message.
+        hint: a sentence appended to the message (e.g. how to go without a key).
+
+    Raises:
+        MissingApiKeyError: when the variable is unset or empty.
+    """
+    key = os.environ.get(env_var)
+    if key:
+        return key
+    name = getattr(connection, "resource_name", "") or ""
+    which = f"{type(connection).__name__} resource {name!r}" if name else type(connection).__name__
+    raise MissingApiKeyError(
+        f"{which} needs an API key ({provider}), but the environment variable ${env_var} is not "
+        f"set (or is empty): set it where the operator runs (on every Flink worker), or set "
+        f"api_key_env to the variable that holds the key{hint}",
+        env_var=env_var, resource=name)
 
 
 def retryable_status(status: int | None) -> bool:

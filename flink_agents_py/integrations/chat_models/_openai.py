@@ -19,7 +19,16 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr
 
 from ...api import ChatMessage, ChatModelConnection, ChatResponse, ProviderError, ToolMetadata
-from ._common import FreshOnUnpickle, LoopBoundClient, import_sdk, provider_error, run_sync, with_extra_body
+from ._common import (
+    FreshOnUnpickle,
+    LoopBoundClient,
+    import_sdk,
+    is_local_url,
+    provider_error,
+    require_api_key,
+    run_sync,
+    with_extra_body,
+)
 from ._llama import from_openai_choice, to_openai_messages
 
 __all__ = ["OpenAIChatModel"]
@@ -34,6 +43,10 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         api_key_env: the environment variable holding the API key, read when the client is
             made (a local server that needs no key gets a placeholder). The key itself is
             never part of the plan.
+        api_key_required: whether a missing key is an error, checked when the operator opens
+            (``MissingApiKeyError`` naming the variable and the resource). ``None`` (default):
+            required unless ``base_url`` (or ``OPENAI_BASE_URL``) is local (``localhost``,
+            a loopback or private address, a single-label host name: see ``is_local_url``).
         default_model: the model when the setup names none.
         timeout_s: request timeout in seconds (a timeout is a retryable ``ProviderError``).
         max_retries: the SDK's own silent retries; 0 by default so the setup's
@@ -44,6 +57,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
 
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
+    api_key_required: bool | None = None
     default_model: str = "default"
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=0, ge=0)
@@ -53,9 +67,25 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     _clients: LoopBoundClient | None = PrivateAttr(default=None)
     _json_object_fallback: bool = PrivateAttr(default=False)
 
+    def _key_required(self) -> bool:
+        if self.api_key_required is not None:
+            return self.api_key_required
+        return not is_local_url(self.base_url or os.environ.get("OPENAI_BASE_URL"))
+
+    def check(self) -> None:
+        """Check that the API key is in ``$api_key_env`` when one is required.
+
+        Raises:
+            MissingApiKeyError: naming the variable and this resource.
+        """
+        if self._key_required():
+            require_api_key(self, self.api_key_env, "OpenAI-compatible", hint=(
+                "; a server that needs no key: a local base_url, or api_key_required=False"))
+
     def _client(self) -> Any:
         if self._clients is None:
             openai = import_sdk("openai", "openai", "the OpenAI-compatible chat model")
+            self.check()
             self._clients = LoopBoundClient(lambda: openai.AsyncOpenAI(
                 base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "unused",
                 timeout=self.timeout_s, max_retries=self.max_retries,

@@ -6,6 +6,7 @@ the same setup, tool rounds and durable execution as any provider.
 
 from __future__ import annotations
 
+import collections
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -25,7 +26,10 @@ from ...api import (
     import_qualified,
 )
 
-__all__ = ["ScriptRule", "ScriptedChatModel", "ScriptedRequest"]
+__all__ = ["ScriptRule", "ScriptedChatModel", "ScriptedRequest", "REQUESTS_KEPT"]
+
+REQUESTS_KEPT = 10_000
+"""How many of its last requests a ``ScriptedChatModel`` keeps (``requests``)."""
 
 
 class ScriptedRequest(BaseModel):
@@ -82,7 +86,7 @@ class ScriptedChatModel(ChatModelConnection):
         rules: the rules, tried in order.
         function: ``module:qualname`` of ``fn(request: ScriptedRequest) -> ChatResponse |
             ChatMessage | str | dict``; a ``dict`` is sent as JSON text. Used when given,
-            instead of ``rules``.
+            instead of ``rules`` (``from_function`` takes the callable itself).
         default_reply: the answer when no rule matches.
     """
 
@@ -93,11 +97,45 @@ class ScriptedChatModel(ChatModelConnection):
     _fn: Callable[[ScriptedRequest], Any] | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _calls: int = PrivateAttr(default=0)
+    _requests: collections.deque[ScriptedRequest] = PrivateAttr(
+        default_factory=lambda: collections.deque(maxlen=REQUESTS_KEPT))
+
+    @classmethod
+    def from_function(cls, fn: Callable[[ScriptedRequest], Any]) -> ScriptedChatModel:
+        """A connection answering by ``fn(request)`` (any callable, e.g. a closure).
+
+        Register the instance itself (``agent.add_resource(name,
+        ResourceType.CHAT_MODEL_CONNECTION, model)``). A closure works on the local runner;
+        on Flink the instance is pickled, so ``fn`` must then be picklable (a module-level
+        function or an instance of a module-level class).
+
+        Args:
+            fn: takes a ``ScriptedRequest``; returns a ``ChatResponse``, ``ChatMessage``,
+                ``str`` or JSON value (sent as JSON text).
+
+        Returns:
+            The connection.
+        """
+        model = cls()
+        model._fn = fn
+        return model
 
     @property
     def calls(self) -> int:
         """How many chat requests this instance answered."""
         return self._calls
+
+    @property
+    def requests(self) -> list[ScriptedRequest]:
+        """The last ``REQUESTS_KEPT`` requests this instance answered, in order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    def reset(self) -> None:
+        """Forget the requests answered so far (``calls`` starts from 0 again)."""
+        with self._lock:
+            self._calls = 0
+            self._requests.clear()
 
     def chat(
         self,
@@ -109,11 +147,12 @@ class ScriptedChatModel(ChatModelConnection):
         **options: Any,
     ) -> ChatResponse:
         """Answer ``messages`` by the script (see the class docstring)."""
-        with self._lock:
-            self._calls += 1
         request = ScriptedRequest(messages=list(messages), model=model, tools=list(tools),
                                   output_schema=output_schema, options=options)
-        if self.function is not None:
+        with self._lock:
+            self._calls += 1
+            self._requests.append(request)
+        if self._fn is not None or self.function is not None:
             if self._fn is None:
                 self._fn = import_qualified(self.function)
             return _as_response(self._fn(request), model)

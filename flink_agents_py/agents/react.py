@@ -1,0 +1,230 @@
+"""``ReActAgent``: a built-in agent that reasons, calls tools and observes until it answers.
+
+The loop (reason -> act -> observe) is the chat of ``ctx.chat``: the model is asked, the
+tools (and sub-agents offered as tools) it calls run, their results go back to it, until it
+answers without calling a tool or the bound (``max_iterations`` model-tool rounds) is
+reached. Each model call and each tool call is a durable call recorded in keyed state, and
+the conversation so far (the tool context) is kept in the run's keyed state between rounds,
+so a restored job replays what was recorded instead of asking the model again.
+
+Named and shaped as Apache Flink Agents' ``ReActAgent`` (``chat_model``, ``prompt``,
+``output_schema``, ``subagent_description``, ``subagent_input_schema``); ``max_iterations``,
+``tools`` and ``subagents`` are ours.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..api import (
+    Agent,
+    AgentsError,
+    ChatMessage,
+    ChatResponseError,
+    FunctionTool,
+    InputEvent,
+    InternalSubagent,
+    MessageRole,
+    OutputEvent,
+    Prompt,
+    Resource,
+    ResourceDescriptor,
+    ResourceNotFoundError,
+    ResourceType,
+    RunnerContext,
+    import_qualified,
+    qualified_name,
+)
+from ..api._events import json_schema_of
+
+__all__ = ["ReActAgent", "ReActAgentError", "DEFAULT_CHAT_MODEL"]
+
+DEFAULT_CHAT_MODEL = "_default_chat_model"
+"""The name the ``chat_model`` setup is declared under on a ``ReActAgent``."""
+_USER_PROMPT = "_default_user_prompt"
+_DEFAULT_DESCRIPTION = "A general-purpose agent that completes a delegated task using its tools."
+_DEFAULT_INPUT_SCHEMA = json.dumps({"type": "object", "properties": {"input": {"type": "string"}},
+                                    "required": ["input"]})
+
+
+class ReActAgentError(AgentsError):
+    """A ``ReActAgent`` run ended without an answer (bad input, or the chat failed: e.g. the
+    model still called tools when the ``max_iterations`` bound was reached)."""
+
+
+class ReActAgent(Agent):
+    """A ReAct agent built on the chat model's tool calling.
+
+    Each input record starts one run: the input becomes the user message(s) (through
+    ``prompt`` when given), the model reasons and calls tools until it answers, and the answer
+    (the validated structured output when ``output_schema`` is given, else the text) is
+    emitted as the run's output: an instance of the ``output_schema`` class when it is an
+    importable pydantic model (a class defined inside a function gives its dict), the
+    validated JSON value for a JSON Schema, else the answer's text.
+
+    Input: a primitive (``str``, ``int``...) becomes the prompt's ``{input}`` (or the user
+    message itself without a prompt); a ``dict`` or pydantic model fills the prompt's
+    placeholders by field; without a prompt, only ``{"input": ...}`` (the default sub-agent
+    input; a ``"key"`` field beside it is the record's key and ignored) is accepted.
+
+    Args:
+        chat_model: the chat model setup (a ``ResourceDescriptor`` of a ``ChatModelSetup``):
+            its connection, model, prompt and ``tools`` / ``subagents``.
+        prompt: instructions and the input template (``{input}`` or field placeholders).
+        output_schema: a pydantic model class or a JSON Schema; the answer must follow it
+            (the model is told the schema and asked again when it does not).
+        max_iterations: the most model-tool rounds (the chat model setup's
+            ``max_tool_rounds``; ``None`` keeps the setup's own, 8 by default).
+        tools: functions, ``FunctionTool``s or other ``TOOL`` resources (e.g. the skill
+            tools of ``flink_agents_py.skills.skill_tools``), declared as ``TOOL`` resources
+            of this agent and offered to the model after the setup's own ``tools``.
+        subagents: name to ``AGENT`` resource (e.g. ``other.as_subagent()``) declared on this
+            agent and offered to the model as ``_subagent_<name>`` callables.
+        subagent_description: what this agent does, when it runs as a sub-agent.
+        subagent_input_schema: JSON Schema text of its input as a sub-agent (default: one
+            ``input`` string).
+
+    Raises:
+        TypeError: when ``chat_model`` is not a ``ResourceDescriptor`` or ``output_schema``
+            is neither a pydantic model class nor a JSON Schema dict.
+    """
+
+    def __init__(
+        self, *, chat_model: ResourceDescriptor, prompt: Prompt | str | None = None,
+        output_schema: type[BaseModel] | dict[str, Any] | None = None,
+        max_iterations: int | None = None,
+        tools: Sequence[Callable[..., Any] | Resource] = (),
+        subagents: Mapping[str, Any] | None = None,
+        subagent_description: str | None = None, subagent_input_schema: str | None = None,
+    ) -> None:
+        super().__init__()
+        if not isinstance(chat_model, ResourceDescriptor):
+            raise TypeError(f"ReActAgent(chat_model=...) takes a ResourceDescriptor of a chat "
+                            f"model setup, got {type(chat_model).__name__}")
+        schema = json_schema_of(output_schema)
+        if schema is not None and not isinstance(schema, dict):
+            raise TypeError(f"ReActAgent(output_schema=...) takes a pydantic model class or a "
+                            f"JSON Schema dict, got {type(output_schema).__name__}")
+        self.subagent_description = subagent_description or _DEFAULT_DESCRIPTION
+        self.subagent_input_schema = subagent_input_schema or _DEFAULT_INPUT_SCHEMA
+        arguments = dict(chat_model.arguments)
+        tool_names = list(arguments.get("tools") or [])
+        for t in tools:
+            inst = t if isinstance(t, Resource) else FunctionTool.from_function(t)
+            tool_name = str(getattr(inst, "tool_name", ""))
+            if not tool_name or inst.RESOURCE_TYPE is not ResourceType.TOOL:
+                raise TypeError(f"ReActAgent(tools=...) takes functions or TOOL resources, "
+                                f"got {type(t).__name__}")
+            self.add_resource(tool_name, ResourceType.TOOL, inst)
+            if tool_name not in tool_names:
+                tool_names.append(tool_name)
+        sub_names = list(arguments.get("subagents") or [])
+        for name, setup in (subagents or {}).items():
+            self.add_resource(name, ResourceType.AGENT, setup)
+            if name not in sub_names:
+                sub_names.append(name)
+        if tool_names:
+            arguments["tools"] = tool_names
+        if sub_names:
+            arguments["subagents"] = sub_names
+        if max_iterations is not None:
+            arguments["max_tool_rounds"] = max_iterations
+        self.add_resource(DEFAULT_CHAT_MODEL, ResourceType.CHAT_MODEL,
+                          ResourceDescriptor(chat_model.clazz, **arguments))
+        if prompt is not None:
+            self.add_resource(_USER_PROMPT, ResourceType.PROMPT,
+                              Prompt.from_text(prompt, role=MessageRole.USER)
+                              if isinstance(prompt, str) else prompt)
+        output_type = (qualified_name(output_schema) if isinstance(output_schema, type)
+                       and "<locals>" not in output_schema.__qualname__ else None)
+        self.add_action("start_action", [InputEvent], ReActAgent.start_action,
+                        config={"output_schema": schema, "output_type": output_type,
+                                "max_iterations": max_iterations})
+
+    def as_subagent(self, description: str | None = None,
+                    input_schema: str | None = None) -> ResourceDescriptor:
+        """This agent as an internal sub-agent (an ``AGENT`` resource of another agent).
+
+        Args:
+            description: for the calling model (default: ``subagent_description``).
+            input_schema: JSON Schema text of the input (default: ``subagent_input_schema``).
+
+        Returns:
+            ``ResourceDescriptor(InternalSubagent, agent=self, ...)``.
+        """
+        return ResourceDescriptor(InternalSubagent, agent=self,
+                                  description=description or self.subagent_description,
+                                  input_schema=input_schema or self.subagent_input_schema)
+
+    def get_subagent_description(self) -> str:
+        """Caller-facing description when running as a sub-agent (Flink Agents' name)."""
+        return self.subagent_description
+
+    def get_subagent_input_schema(self) -> str:
+        """Caller-facing input schema when running as a sub-agent (Flink Agents' name)."""
+        return self.subagent_input_schema
+
+    @staticmethod
+    async def start_action(event: InputEvent, ctx: RunnerContext) -> None:
+        """Turn the input into messages, run the chat to its answer, emit the answer.
+
+        Raises:
+            ReActAgentError: for input the agent cannot turn into a message, or when the
+                chat ends without an answer (the record goes to the error output).
+        """
+        schema = ctx.action_config.get("output_schema")
+        try:
+            prompt = ctx.get_resource(_USER_PROMPT, ResourceType.PROMPT)
+        except (KeyError, ResourceNotFoundError):
+            prompt = None
+        messages = _user_messages(event.input, prompt if isinstance(prompt, Prompt) else None)
+        if schema is not None:
+            messages = _with_schema_instruction(messages, schema)
+        output_type = ctx.action_config.get("output_type")
+        wanted = import_qualified(output_type) if output_type else schema
+        try:
+            response = await ctx.chat(DEFAULT_CHAT_MODEL, messages, output_schema=wanted)
+        except ChatResponseError as e:
+            bound = ctx.action_config.get("max_iterations")
+            raise ReActAgentError(
+                f"the ReAct agent ended without an answer (bound: "
+                f"{'the setup max_tool_rounds' if bound is None else f'max_iterations={bound}'}"
+                f"): {e.reason}") from e
+        output = response.structured if schema is not None else response.message.content
+        ctx.send_event(OutputEvent(output=output))
+
+
+def _user_messages(value: Any, prompt: Prompt | None) -> list[ChatMessage]:
+    if isinstance(value, (bool, str, int, float)) or value is None:
+        text = "" if value is None else str(value)
+        if prompt is None:
+            return [ChatMessage(role=MessageRole.USER, content=text)]
+        return prompt.format_messages(input=text)
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if not isinstance(value, dict):
+        raise ReActAgentError(f"the ReAct agent takes a primitive, a dict or a pydantic model "
+                              f"as input, got {type(value).__name__}")
+    if prompt is None:
+        if set(value) - {"key"} == {"input"}:  # the record's key is not a field here
+            return [ChatMessage(role=MessageRole.USER, content=str(value["input"]))]
+        raise ReActAgentError(
+            f"the ReAct agent got an object input (fields {sorted(value)}) and has no prompt "
+            f"to turn it into a message: pass prompt=... with {{field}} placeholders, or send "
+            f"{{'input': text}}")
+    return prompt.format_messages(**{k: v if isinstance(v, str) else json.dumps(v)
+                                     for k, v in value.items()})
+
+
+def _with_schema_instruction(messages: list[ChatMessage],
+                             schema: dict[str, Any]) -> list[ChatMessage]:
+    """Insert the output-schema instruction after the first system message (or first)."""
+    instruction = ChatMessage(role=MessageRole.SYSTEM, content=(
+        f"The final response should be JSON that matches this JSON Schema: "
+        f"{json.dumps(schema, sort_keys=True)}"))
+    at = next((i + 1 for i, m in enumerate(messages) if m.role == MessageRole.SYSTEM), 0)
+    return [*messages[:at], instruction, *messages[at:]]

@@ -1,0 +1,156 @@
+"""Long-term memory: named sets of text items an action can add to, search, get and delete.
+
+Shaped like Apache Flink Agents' long-term memory (``ctx.long_term_memory``,
+``get_memory_set(name)``, ``MemorySet.add/get/search/delete``, ``MemorySetItem``). A memory
+set belongs to the current key (``shared=True``: to every key of the agent). It is backed by
+a ``VECTOR_STORE`` resource (named by the agent's configuration
+``LongTermMemoryOptions.VECTOR_STORE``) whose embedding model embeds the items.
+
+Consistency is that of short-term memory: the adds and deletes an action makes apply when
+the action completes (in one durable call, with the events it sent), so a failed action
+leaves nothing behind and a replayed one does not add twice; until then only the action sees
+its own adds (in ``get``, not in ``search``: they are not embedded yet). Reads are durable
+calls too, so a replay sees what the first execution saw.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["MemorySetItem", "MemorySet", "BaseLongTermMemory", "LongTermMemoryOptions"]
+
+
+class LongTermMemoryOptions:
+    """Agent configuration keys of long-term memory (``agent.set_config(**{KEY: value})``)."""
+
+    VECTOR_STORE = "long-term-memory.vector-store"
+    """Name of the ``VECTOR_STORE`` resource that holds the memory items (required)."""
+    COLLECTION = "long-term-memory.collection"
+    """The collection of that store used for memory (default: ``long_term_memory``)."""
+
+
+class MemorySetItem(BaseModel):
+    """One item of a memory set.
+
+    Attributes:
+        memory_set_name: the set it belongs to.
+        id: its id (stable: derived from the action execution that added it).
+        value: the text.
+        created_at: when it was written (UTC), as recorded by the write.
+        updated_at: as ``created_at`` (items are not updated in place).
+        additional_metadata: the metadata given on ``add``.
+        score: on search results, the distance to the query (smaller is closer).
+
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_set_name: str
+    id: str
+    value: str
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    additional_metadata: dict[str, Any] | None = None
+    score: float | None = None
+
+
+class MemorySet(ABC):
+    """A memory set as one action sees it (valid only during that action)."""
+
+    name: str
+    shared: bool
+
+    @abstractmethod
+    def add(self, items: str | list[str],
+            metadatas: dict[str, Any] | list[dict[str, Any]] | None = None) -> list[str]:
+        """Add items; they are stored when the action completes.
+
+        Args:
+            items: one text or a list of texts (non-empty).
+            metadatas: one metadata dict for all items, or one per item (JSON scalars).
+
+        Returns:
+            The ids the items will have.
+
+        Raises:
+            EmbeddingError: for an empty text.
+            VectorStoreError: for metadata that is not JSON scalars, or a count mismatch.
+
+        """
+
+    @abstractmethod
+    def get(self, ids: str | list[str] | None = None, filters: dict[str, Any] | None = None,
+            limit: int = 100) -> list[MemorySetItem]:
+        """Items by id (then ``filters`` and ``limit`` are ignored), or up to ``limit``
+        matching ``filters``; the action's own pending adds and deletes are applied.
+        """
+
+    @abstractmethod
+    def search(self, query: str, limit: int, filters: dict[str, Any] | None = None,
+               **kwargs: Any) -> list[MemorySetItem]:
+        """The ``limit`` stored items closest in meaning to ``query`` (a durable call)."""
+
+    @abstractmethod
+    def asearch(self, query: str, limit: int, filters: dict[str, Any] | None = None,
+                **kwargs: Any) -> Awaitable[list[MemorySetItem]]:
+        """Async form of ``search``: the action is suspended, other keys run meanwhile."""
+
+    @abstractmethod
+    def delete(self, ids: str | list[str] | None = None) -> None:
+        """Delete items (``None``: all of the set) when the action completes."""
+
+    @abstractmethod
+    def acompact(self, chat_model: str, *, instructions: str | None = None,
+                 max_items: int = 200) -> Awaitable[str | None]:
+        """Summarize the set's items into one item with a chat model (awaitable).
+
+        The chat is a durable chat call; the summary is added, and the summarized items
+        deleted, when the action completes.
+
+        Args:
+            chat_model: name of a ``CHAT_MODEL`` setup.
+            instructions: the system message (default: summarize the facts, one per line).
+            max_items: the most items summarized at once (the oldest first).
+
+        Returns:
+            The summary item's id, or ``None`` when the set has fewer than two items.
+
+        Raises:
+            ChatResponseError: when the chat fails.
+            VectorStoreError: when the model answers with an empty summary.
+
+        """
+
+    @abstractmethod
+    def size(self) -> int:
+        """How many items the set holds, counting this action's pending adds and deletes."""
+
+
+class BaseLongTermMemory(ABC):
+    """``ctx.long_term_memory``: finds memory sets by name."""
+
+    @abstractmethod
+    def get_memory_set(self, name: str, shared: bool = False) -> MemorySet:
+        """The memory set ``name`` of the current key (``shared``: of every key).
+
+        Sets exist once something was added; a set nothing was added to is empty.
+
+        Raises:
+            ResourceError: when the agent configures no long-term memory vector store.
+            ValueError: for an empty name.
+
+        """
+
+    @abstractmethod
+    def delete_memory_set(self, name: str, shared: bool = False) -> bool:
+        """Delete every item of the set when the action completes.
+
+        Returns:
+            Whether the set held items.
+
+        """

@@ -1,0 +1,65 @@
+"""Apache Flink Agents' name catalogues, for programs ported from it: ``ResourceName`` (class
+paths for ``ResourceDescriptor(clazz=...)``) and ``EventType`` (trigger names for ``@action``).
+
+Both are plain strings: ``ResourceDescriptor(clazz=ResourceName.VectorStore.CHROMA_VECTOR_STORE,
+...)`` and ``@action(EventType.InputEvent)`` work as in Flink Agents. The chat model and
+embedding connection and setup names point at the thin adapters of ``flink_agents_py.compat``,
+which take Flink Agents' argument names (``request_timeout``, ``base_url``,
+``extract_reasoning``, ``temperature``...) over our classes.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ResourceName", "EventType"]
+
+_CHAT = "flink_agents_py.integrations.chat_models."
+_EMBED = "flink_agents_py.integrations.embedding_models."
+_COMPAT = "flink_agents_py.compat."
+
+
+class ResourceName:
+    """Class paths of the resource implementations, by kind and provider."""
+
+    class ChatModel:
+        """Chat model connections and setups."""
+
+        # Flink Agents' argument names (request_timeout, base_url, extract_reasoning,
+        # temperature...) are taken by the thin adapters of flink_agents_py.compat
+        OLLAMA_CONNECTION = _COMPAT + "OllamaChatModelConnection"
+        OLLAMA_SETUP = _COMPAT + "OllamaChatModelSetup"
+        OPENAI_COMPLETIONS_CONNECTION = _COMPAT + "OpenAIChatModelConnection"
+        OPENAI_COMPLETIONS_SETUP = _COMPAT + "OpenAIChatModelSetup"
+        VLLM_CONNECTION = _COMPAT + "OpenAIChatModelConnection"
+        VLLM_SETUP = _COMPAT + "OpenAIChatModelSetup"
+        ANTHROPIC_CONNECTION = _COMPAT + "AnthropicChatModelConnection"
+        ANTHROPIC_SETUP = _COMPAT + "AnthropicChatModelSetup"
+        LLAMA_CPP_CONNECTION = _CHAT + "LlamaCppChatModel"
+        SCRIPTED_CONNECTION = _CHAT + "ScriptedChatModel"
+
+    class EmbeddingModel:
+        """Embedding model connections and setups."""
+
+        OLLAMA_CONNECTION = _COMPAT + "OllamaEmbeddingModelConnection"
+        OLLAMA_SETUP = "flink_agents_py.api.EmbeddingModelSetup"
+        OPENAI_CONNECTION = _COMPAT + "OpenAIEmbeddingModelConnection"
+        OPENAI_SETUP = "flink_agents_py.api.EmbeddingModelSetup"
+        MINILM_CONNECTION = _EMBED + "MiniLMEmbeddingModel"
+        MINILM_SETUP = "flink_agents_py.api.EmbeddingModelSetup"
+
+    class VectorStore:
+        """Vector stores."""
+
+        CHROMA_VECTOR_STORE = "flink_agents_py.integrations.vector_stores.ChromaVectorStore"
+
+
+class EventType:
+    """Routing types of the built-in events (what ``@action`` takes as a trigger)."""
+
+    InputEvent = "InputEvent"
+    OutputEvent = "OutputEvent"
+    ChatRequestEvent = "ChatRequestEvent"
+    ChatResponseEvent = "ChatResponseEvent"
+    ToolRequestEvent = "ToolRequestEvent"
+    ToolResponseEvent = "ToolResponseEvent"
+    ContextRetrievalRequestEvent = "ContextRetrievalRequestEvent"
+    ContextRetrievalResponseEvent = "ContextRetrievalResponseEvent"

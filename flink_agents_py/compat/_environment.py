@@ -1,0 +1,267 @@
+"""Flink Agents' ``AgentsExecutionEnvironment`` shape, over our local and Flink environments.
+
+What a Flink Agents program does with its environment, and what it does here:
+
+- ``get_execution_environment()`` (no ``env``): our local runner;
+  ``get_execution_environment(env)``: our Flink host over that ``StreamExecutionEnvironment``.
+- ``add_resource(name, [type,] resource)``: a resource given to every agent applied
+  afterwards (an agent's own resource of the same name and type wins).
+- ``get_config().set(AgentExecutionOptions.NUM_ASYNC_THREADS, n)``: our ``max_in_flight``
+  (the most I/O calls running at once per operator instance).
+- ``load_yaml(path)`` then ``apply("agent name")``: agents declared in YAML.
+- local: ``from_list([{"key": k, "value": v}, ...]).apply(agent).to_list()``, then
+  ``execute()`` fills that list with ``{key: output}`` dicts (a record without ``"key"`` is
+  keyed ``None``).
+- Flink: ``from_datastream(input=ds, key_selector=...).apply(agent).to_datastream()``, then
+  ``execute()``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..api import Agent, ResourceType
+
+__all__ = ["AgentsExecutionEnvironment", "AgentExecutionOptions", "ConfigOption",
+           "Configuration"]
+
+
+@dataclass(frozen=True)
+class ConfigOption:
+    """One configuration option: its ``key`` and ``default``."""
+
+    key: str
+    default: Any = None
+
+
+class AgentExecutionOptions:
+    """The execution options a program may set through ``get_config().set(...)``."""
+
+    NUM_ASYNC_THREADS = ConfigOption("num-async-threads", 32)
+    """The most I/O calls (model, tool) running at once: our ``max_in_flight``."""
+
+
+class Configuration:
+    """Key-value configuration of an environment (``set`` / ``get`` by ``ConfigOption``)."""
+
+    def __init__(self, on_set: Callable[[str, Any], None]) -> None:
+        self._values: dict[str, Any] = {}
+        self._on_set = on_set
+
+    def set(self, option: ConfigOption | str, value: Any) -> Configuration:
+        """Set ``option`` to ``value``. Returns ``self``."""
+        key = option.key if isinstance(option, ConfigOption) else str(option)
+        self._values[key] = value
+        self._on_set(key, value)
+        return self
+
+    def get(self, option: ConfigOption | str, default: Any = None) -> Any:
+        """The value of ``option`` (its default when unset)."""
+        if isinstance(option, ConfigOption):
+            return self._values.get(option.key, option.default if default is None else default)
+        return self._values.get(str(option), default)
+
+
+_RESOURCE_TYPES = {
+    "ChatModelConnection": ResourceType.CHAT_MODEL_CONNECTION,
+    "ChatModelSetup": ResourceType.CHAT_MODEL,
+    "FunctionTool": ResourceType.TOOL,
+    "Prompt": ResourceType.PROMPT,
+    "EmbeddingModelConnection": ResourceType.EMBEDDING_MODEL_CONNECTION,
+    "EmbeddingModelSetup": ResourceType.EMBEDDING_MODEL,
+    "VectorStore": ResourceType.VECTOR_STORE,
+    "SubagentSetup": ResourceType.AGENT,
+}
+
+
+def _type_of(resource: Any) -> ResourceType:
+    """The type of a resource given without one (its class's ``RESOURCE_TYPE``)."""
+    from ..api import Resource, ResourceDescriptor, import_qualified
+
+    cls = type(resource)
+    if isinstance(resource, ResourceDescriptor):
+        cls = import_qualified(resource.clazz)
+    rtype = getattr(cls, "RESOURCE_TYPE", None)
+    if isinstance(rtype, ResourceType):
+        return rtype
+    if callable(resource) and not isinstance(resource, Resource):
+        return ResourceType.TOOL
+    raise TypeError(f"cannot tell the resource type of {resource!r}: pass it, "
+                    f"add_resource(name, ResourceType.X, resource)")
+
+
+class _Environment:
+    """What both environments share: resources, configuration, YAML agents."""
+
+    def __init__(self) -> None:
+        self._resources: list[tuple[ResourceType, str, Any]] = []
+        self._agents: dict[str, Agent] = {}
+        self._config = Configuration(self._configured)
+
+    def _configured(self, key: str, value: Any) -> None:
+        if key == AgentExecutionOptions.NUM_ASYNC_THREADS.key:
+            self._target.max_in_flight = int(value)
+
+    @property
+    def _target(self) -> Any:
+        raise NotImplementedError
+
+    def get_config(self, path: str | None = None) -> Configuration:
+        """The environment's configuration (``path``, a file to load, is not supported).
+
+        Raises:
+            NotImplementedError: when ``path`` is given.
+        """
+        if path is not None:
+            raise NotImplementedError("loading configuration from a file is not supported: "
+                                      "set options with get_config().set(...)")
+        return self._config
+
+    def add_resource(self, name: str, resource_type: ResourceType | Any,
+                     instance: Any = None) -> _Environment:
+        """Give a resource to every agent applied afterwards. Returns ``self``.
+
+        Args:
+            name: the resource's name.
+            resource_type: its ``ResourceType``; or the resource itself (the type is then
+                its class's), with ``instance`` left out.
+            instance: the ``ResourceDescriptor``, resource or function.
+        """
+        if instance is None:
+            resource_type, instance = _type_of(resource_type), resource_type
+        self._resources.append((resource_type, name, instance))
+        return self
+
+    def load_yaml(self, path: Any) -> _Environment:
+        """Load the agents declared in a YAML document; ``apply("name")`` picks one.
+
+        Raises:
+            YamlError: naming every problem of the document.
+        """
+        from ..yaml import load_agents
+
+        self._agents.update(load_agents(path))
+        return self
+
+    def _agent(self, agent: Agent | str) -> Agent:
+        """``agent`` (or the YAML agent so named) with the environment's resources."""
+        if isinstance(agent, str):
+            if agent not in self._agents:
+                raise KeyError(f"no agent named {agent!r} was loaded (load_yaml first); "
+                               f"loaded: {sorted(self._agents) or 'none'}")
+            agent = self._agents[agent]
+        if not self._resources:
+            return agent
+        declared = {(t, n) for t, n, _ in agent.declared_resources()}
+        merged = copy.copy(agent)
+        merged._resources = list(getattr(agent, "_resources", [])) + [
+            r for r in self._resources if (r[0], r[1]) not in declared]
+        return merged
+
+
+class LocalAgentsEnvironment(_Environment):
+    """The local runner with Flink Agents' ``from_list`` / ``to_list`` / ``execute``."""
+
+    def __init__(self, **options: Any) -> None:
+        from ..local import LocalExecutionEnvironment
+
+        super().__init__()
+        self.local = LocalExecutionEnvironment(**options)
+        self._pending: list[tuple[Any, list[Any]]] = []
+
+    @property
+    def _target(self) -> Any:
+        return self.local
+
+    def from_list(self, input: list[dict[str, Any]]) -> _LocalBuilder:
+        """Take ``[{"key": k, "value": v}, ...]`` as input (``value``: the ``InputEvent.input``)."""
+        return _LocalBuilder(self, list(input))
+
+    def execute(self, job_name: str | None = None) -> None:
+        """Run every applied agent over its input; fills the lists ``to_list`` returned."""
+        pending, self._pending = self._pending, []
+        for job, out in pending:
+            result = job.run()
+            out.extend({key: output} for key, output in result.keyed_outputs)
+            self.last_result = result
+
+
+class _LocalBuilder:
+    def __init__(self, env: LocalAgentsEnvironment, records: list[dict[str, Any]]) -> None:
+        self._env = env
+        self._records = records
+        self._out: list[Any] = []
+
+    def apply(self, agent: Agent | str) -> _LocalBuilder:
+        job = self._env.local.from_list(
+            self._records, key_selector=lambda r: r.get("key") if isinstance(r, dict) else None,
+            value_selector=lambda r: r.get("value") if isinstance(r, dict) and "value" in r
+            else r).apply(self._env._agent(agent))
+        self._env._pending.append((job, self._out))
+        return self
+
+    def to_list(self) -> list[dict[Any, Any]]:
+        return self._out
+
+
+class FlinkAgentsEnvironment(_Environment):
+    """Our Flink host with Flink Agents' ``from_datastream(input=...)`` / ``execute``."""
+
+    def __init__(self, env: Any, **options: Any) -> None:
+        from .._environment import AgentsExecutionEnvironment as _Ours
+
+        super().__init__()
+        self.flink = _Ours.flink(env, **options)
+
+    @property
+    def _target(self) -> Any:
+        return self.flink
+
+    def from_datastream(self, input: Any, key_selector: Callable[[Any], Any] | None = None
+                        ) -> _FlinkBuilder:
+        """Take the ``DataStream`` ``input``, keyed by ``key_selector``."""
+        return _FlinkBuilder(self, self.flink.from_datastream(input, key_selector))
+
+    def execute(self, job_name: str = "flink-agents-py") -> Any:
+        """Run the job (blocking); returns Flink's ``JobExecutionResult``."""
+        return self.flink.execute(job_name)
+
+
+class _FlinkBuilder:
+    def __init__(self, env: FlinkAgentsEnvironment, builder: Any) -> None:
+        self._env = env
+        self._builder = builder
+
+    def apply(self, agent: Agent | str) -> _FlinkBuilder:
+        name = agent if isinstance(agent, str) else None
+        self._builder.apply(self._env._agent(agent), name=name)
+        return self
+
+    def to_datastream(self) -> Any:
+        return self._builder.to_datastream()
+
+    def errors_datastream(self) -> Any:
+        return self._builder.errors_datastream()
+
+
+class AgentsExecutionEnvironment:
+    """Flink Agents' entry point: ``get_execution_environment(env=None)``."""
+
+    @staticmethod
+    def get_execution_environment(
+        env: Any = None, t_env: Any = None, **options: Any,
+    ) -> LocalAgentsEnvironment | FlinkAgentsEnvironment:
+        """The local runner without ``env``, else our Flink host over ``env``.
+
+        Args:
+            env: a PyFlink ``StreamExecutionEnvironment``, or ``None``.
+            t_env: a ``StreamTableEnvironment`` (Table API in and out is not supported yet:
+                accepted and unused).
+            **options: options of ``LocalExecutionEnvironment`` / ``FlinkExecutionEnvironment``.
+        """
+        if env is None:
+            return LocalAgentsEnvironment(**options)
+        return FlinkAgentsEnvironment(env, **options)

@@ -1,0 +1,126 @@
+"""Flink Agents' names for events, structured output, tools and sub-agents, over ours."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import Enum
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ..api import (
+    RESERVED_TOOL_PREFIX,
+    AsyncSubagentSetup,
+    DeferredSubagentSetup,
+    FunctionTool,
+    InternalSubagent,
+    PreparedCall,
+    ResourceDescriptor,
+)
+from ..api import RunStatus as _RunStatus
+
+__all__ = [
+    "OutputSchema",
+    "STRUCTURED_OUTPUT",
+    "Tool",
+    "CALLABLE_NAME_PREFIX",
+    "BaseAsyncSubagentSetup",
+    "BaseDeferredSubagentSetup",
+    "PreparedTriple",
+    "RunStatus",
+    "InternalSubagentResourceDescriptorBuilder",
+]
+
+STRUCTURED_OUTPUT = "structured_output"
+"""The ``ChatResponse.extra_args`` key of the structured output (our ``structured``)."""
+
+CALLABLE_NAME_PREFIX = RESERVED_TOOL_PREFIX
+"""Prefix of the callable a sub-agent is offered to a chat model under (``_subagent_``)."""
+
+BaseAsyncSubagentSetup = AsyncSubagentSetup
+"""Flink Agents' name of ``AsyncSubagentSetup`` (submit / poll status / fetch result)."""
+
+BaseDeferredSubagentSetup = DeferredSubagentSetup
+"""Flink Agents' name of ``DeferredSubagentSetup`` (one call run when first awaited)."""
+
+PreparedTriple = PreparedCall
+"""Flink Agents' name of ``PreparedCall``: ``(key, call, reconciler_or_None)``."""
+
+
+class OutputSchema(BaseModel):
+    """Wraps a pydantic class as a structured-output schema (Flink Agents' form).
+
+    ``ChatRequestEvent(..., output_schema=OutputSchema(output_schema=MyModel))`` is the same
+    as ``output_schema=MyModel``: the request keeps its JSON Schema, and the answer's
+    ``extra_args[STRUCTURED_OUTPUT]`` is a dict of that shape.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    output_schema: type[BaseModel]
+
+
+class Tool:
+    """Flink Agents' ``Tool``; here only its constructor from a function."""
+
+    @staticmethod
+    def from_callable(fn: Callable[..., Any]) -> FunctionTool:
+        """A ``FunctionTool`` of ``fn`` (schema from its signature and its docstring, Google
+        or NumPy style)."""
+        return FunctionTool.from_function(fn)
+
+
+class RunState(str, Enum):
+    """The states of a remote run (``RunStatus.State``)."""
+
+    NOT_STARTED = "not_started"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class RunStatus(_RunStatus):
+    """Our ``RunStatus`` with Flink Agents' ``RunStatus.State`` enum.
+
+    ``RunStatus(state=RunStatus.State.COMPLETED)`` equals ``RunStatus.completed()``.
+    """
+
+    State: ClassVar[type[RunState]] = RunState
+
+
+class InternalSubagentResourceDescriptorBuilder:
+    """Builds the descriptor of an internal sub-agent: ``...Builder(agent).description(d)
+    .input_schema(s).build()`` is ``ResourceDescriptor(InternalSubagent, agent=agent, ...)``.
+
+    Args:
+        agent: the ``Agent`` (instance, class or ``module:qualname``) run as the sub-agent.
+    """
+
+    def __init__(self, agent: Any) -> None:
+        self._arguments: dict[str, Any] = {"agent": agent}
+
+    def description(self, text: str) -> InternalSubagentResourceDescriptorBuilder:
+        """Set what the sub-agent does (shown to chat models that may delegate)."""
+        self._arguments["description"] = text
+        return self
+
+    def input_schema(self, schema: str) -> InternalSubagentResourceDescriptorBuilder:
+        """Set the JSON Schema text of the input."""
+        self._arguments["input_schema"] = schema
+        return self
+
+    def input_type(self, type_: type) -> InternalSubagentResourceDescriptorBuilder:
+        """Set the input type (its JSON Schema is derived when no schema is set)."""
+        self._arguments["input_type"] = f"{type_.__module__}:{type_.__qualname__}"
+        return self
+
+    def build(self) -> ResourceDescriptor:
+        """The ``ResourceDescriptor`` of the ``InternalSubagent``."""
+        agent = self._arguments["agent"]
+        defaults: dict[str, Any] = {}
+        for key, getter in (("description", "get_subagent_description"),
+                            ("input_schema", "get_subagent_input_schema")):
+            fn = getattr(agent, getter, None)
+            if key not in self._arguments and callable(fn) and fn() is not None:
+                defaults[key] = fn()
+        return ResourceDescriptor(InternalSubagent, **{**defaults, **self._arguments})

@@ -1,0 +1,146 @@
+"""The classes Flink Agents' resource names (``api.ResourceName``) point at: its argument names
+over ours.
+
+Each class here is a thin subclass of one of ours that only renames arguments (Flink Agents'
+``request_timeout`` is our ``timeout_s``...) and routes generation parameters into a setup's
+``options``; the work is done by the class it extends. An argument neither takes is
+rejected when the plan is built (``AgentPlan.from_agent``), naming the class and what it
+takes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from pydantic import model_validator
+
+from ..api import ChatMessage, ChatModelSetup, ChatResponse
+from ..integrations.chat_models import AnthropicChatModel, OllamaChatModel, OpenAIChatModel
+from ..integrations.embedding_models import OllamaEmbeddingModel, OpenAIEmbeddingModel
+
+__all__ = [
+    "OllamaChatModelConnection",
+    "OllamaChatModelSetup",
+    "OpenAIChatModelConnection",
+    "OpenAIChatModelSetup",
+    "AnthropicChatModelConnection",
+    "AnthropicChatModelSetup",
+    "OllamaEmbeddingModelConnection",
+    "OpenAIEmbeddingModelConnection",
+]
+
+_OPTIONS = "options"
+
+
+class _Renamed:
+    """Mixin: ``ARGUMENT_ALIASES`` maps a Flink Agents argument to ours (``"options"``: into
+    the ``options`` dict under its own name). Read by the plan's unknown-argument check."""
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rename(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for theirs, ours in cls.ARGUMENT_ALIASES.items():
+            if theirs not in data:
+                continue
+            value = data.pop(theirs)
+            if ours == _OPTIONS:
+                data[_OPTIONS] = {**dict(data.get(_OPTIONS) or {}), theirs: value}
+            else:
+                data.setdefault(ours, value)
+        return data
+
+
+_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
+
+
+class _CompatSetup(_Renamed, ChatModelSetup):
+    """A ``ChatModelSetup`` taking Flink Agents' setup arguments.
+
+    Attributes:
+        extract_reasoning: move a leading ``<think>...</think>`` block of the answer out of
+            its text into ``metadata["reasoning"]`` (``extra_args["reasoning"]``).
+    """
+
+    extract_reasoning: bool = False
+
+    async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        """As ``ChatModelSetup.achat``, then the reasoning moved out when asked."""
+        response = await super().achat(messages, **kwargs)
+        m = _THINK.match(response.message.content) if self.extract_reasoning else None
+        if m is None:
+            return response
+        text = response.message.content[m.end():]
+        message = response.message.model_copy(update={"content": text})
+        return response.model_copy(update={
+            "message": message, "metadata": {**response.metadata, "reasoning": m.group(1).strip()}})
+
+
+class OllamaChatModelConnection(_Renamed, OllamaChatModel):
+    """Flink Agents' Ollama connection: ``base_url`` is ``host``, ``request_timeout`` is
+    ``timeout_s``, ``model`` is ``default_model``."""
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
+        "base_url": "host", "request_timeout": "timeout_s", "model": "default_model"}
+
+
+class OllamaChatModelSetup(_CompatSetup):
+    """Flink Agents' Ollama setup: generation parameters go into ``options``."""
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
+        k: _OPTIONS for k in ("temperature", "num_ctx", "keep_alive", "think", "top_p",
+                              "top_k", "seed", "max_tokens", "num_predict",
+                              "additional_kwargs")}
+
+
+class OpenAIChatModelConnection(_Renamed, OpenAIChatModel):
+    """Flink Agents' OpenAI connection: ``timeout`` / ``request_timeout`` are ``timeout_s``,
+    ``model`` is ``default_model``; the key is read from ``api_key_env`` (never a literal)."""
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
+        "timeout": "timeout_s", "request_timeout": "timeout_s", "model": "default_model"}
+
+
+class OpenAIChatModelSetup(_CompatSetup):
+    """Flink Agents' OpenAI setup: generation parameters go into ``options``."""
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
+        k: _OPTIONS for k in ("temperature", "max_tokens", "top_p", "seed", "stop",
+                              "frequency_penalty", "presence_penalty", "reasoning_effort",
+                              "additional_kwargs")}
+
+
+class AnthropicChatModelConnection(_Renamed, AnthropicChatModel):
+    """Flink Agents' Anthropic connection: ``timeout`` / ``request_timeout`` are
+    ``timeout_s``, ``model`` is ``default_model``."""
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
+        "timeout": "timeout_s", "request_timeout": "timeout_s", "model": "default_model"}
+
+
+class AnthropicChatModelSetup(_CompatSetup):
+    """Flink Agents' Anthropic setup: generation parameters go into ``options``."""
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
+        k: _OPTIONS for k in ("temperature", "max_tokens", "top_p", "top_k", "stop_sequences",
+                              "additional_kwargs")}
+
+
+class OllamaEmbeddingModelConnection(_Renamed, OllamaEmbeddingModel):
+    """Flink Agents' Ollama embedding connection (``request_timeout`` is ``timeout_s``)."""
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
+        "request_timeout": "timeout_s", "model": "default_model"}
+
+
+class OpenAIEmbeddingModelConnection(_Renamed, OpenAIEmbeddingModel):
+    """Flink Agents' OpenAI embedding connection (``timeout`` is ``timeout_s``)."""
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
+        "timeout": "timeout_s", "request_timeout": "timeout_s", "model": "default_model"}

@@ -1,0 +1,129 @@
+r"""Line-oriented files on Flink, read so that a bad line never costs the good ones.
+
+``read_lines_file`` builds a FLIP-27 ``FileSource`` over one file and a ``NumberedLines``
+operator that numbers, decodes and parses each line with the rules of
+``flink_agents_py.io`` (the local runner's rules): a line that is not UTF-8, holds a NUL byte,
+is over ``max_record_bytes`` or does not parse leaves through the error side output with its
+line number, and the job goes on.
+
+How the bytes survive: Flink's text line format decodes with a Java charset, and its UTF-8
+decoder silently turns invalid bytes into U+FFFD. The source therefore reads ISO-8859-1, which
+maps each byte to one character, and ``NumberedLines`` turns the text back into the exact
+bytes (``text.encode("latin-1")``) before decoding them strictly as UTF-8. Line terminators
+(``\n``, ``\r\n``, lone ``\r``) are bytes below 0x80, never inside a UTF-8 sequence, so lines
+split exactly as ``flink_agents_py.io.split_lines`` splits them.
+
+Line numbers: the source reads one file as one split, in order, but does not number lines, so
+a single-key ``KeyedProcessFunction`` counts them in keyed state, checkpointed with the
+source's position (numbering survives a restore).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+from pyflink.common import Types, WatermarkStrategy
+from pyflink.datastream import KeyedProcessFunction, OutputTag
+from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
+from pyflink.datastream.state import ValueStateDescriptor
+
+from ..io import MAX_RECORD_BYTES, is_blank, json_line, parse_line_bytes
+
+__all__ = ["LINE_ERRORS", "FileInput", "NumberedLines", "read_lines_file"]
+
+LINE_ERRORS = OutputTag("line-errors", Types.PICKLED_BYTE_ARRAY())
+"""The side output of ``NumberedLines``: error rows of bad lines."""
+
+_BYTE_PRESERVING_CHARSET = "ISO-8859-1"
+
+
+class FileInput(NamedTuple):
+    """What ``read_lines_file`` returns.
+
+    Attributes:
+        records: the parsed records (a ``DataStream`` of Python values).
+        errors: error rows of bad lines ``{"kind": "error", "line", "error", "value"}``
+            (value: an excerpt of at most 200 characters).
+    """
+
+    records: Any
+    errors: Any
+
+
+class NumberedLines(KeyedProcessFunction):
+    """Numbers lines (0-based, blank lines counted), decodes and parses them.
+
+    Blank lines are skipped. Subclasses may override ``keep`` (which non-blank lines to read)
+    and ``emit`` (what a parsed record becomes); both run on the operator's single key, so
+    they may use keyed state and timers (call ``super().open`` first).
+
+    Args:
+        parse: ``parse(line_no, text)`` -> record; any exception marks the line bad.
+        max_record_bytes: longest line accepted, in bytes (``None``: no limit).
+    """
+
+    def __init__(self, parse: Callable[[int, str], Any] = json_line, *,
+                 max_record_bytes: int | None = MAX_RECORD_BYTES) -> None:
+        self.parse = parse
+        self.max_record_bytes = max_record_bytes
+
+    def open(self, runtime_context: Any) -> None:
+        """Open the line counter (keyed state)."""
+        self._next = runtime_context.get_state(ValueStateDescriptor("next-line", Types.LONG()))
+
+    def process_element(self, text: str, ctx: Any) -> Iterator[Any]:
+        """Number, decode and parse one line; yields the record or an error row (side output)."""
+        line_no = self._next.value() or 0
+        self._next.update(line_no + 1)
+        raw = text.encode("latin-1")
+        if is_blank(raw, first=line_no == 0) or not self.keep(line_no):
+            return
+        result = parse_line_bytes(line_no, raw, self.parse,
+                                  max_record_bytes=self.max_record_bytes)
+        if result.error is not None:
+            yield LINE_ERRORS, result.error
+            return
+        yield from self.emit(line_no, result.record, ctx)
+
+    def keep(self, line_no: int) -> bool:
+        """Whether to read non-blank line ``line_no`` (default: all); called once per line."""
+        return True
+
+    def emit(self, line_no: int, record: Any, ctx: Any) -> Iterator[Any]:
+        """What a parsed record becomes downstream (default: itself)."""
+        yield record
+
+
+def read_lines_file(env: Any, path: str | os.PathLike[str], *,
+                    parse: Callable[[int, str], Any] = json_line,
+                    max_record_bytes: int | None = MAX_RECORD_BYTES,
+                    operator: NumberedLines | None = None,
+                    name: str = "lines") -> FileInput:
+    """Read a line-oriented file (JSON lines by default) into records and error rows.
+
+    Args:
+        env: the ``StreamExecutionEnvironment``.
+        path: the file.
+        parse: ``parse(line_no, text)`` -> record (default: the line as JSON).
+        max_record_bytes: longest line accepted, in bytes.
+        operator: a ``NumberedLines`` (subclass) to use instead of
+            ``NumberedLines(parse, max_record_bytes=...)``.
+        name: the source's name; the numbering operator's name and uid are
+            ``<name>-number-and-parse``.
+
+    Returns:
+        ``FileInput(records, errors)``.
+    """
+    source = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(_BYTE_PRESERVING_CHARSET),
+        str(pathlib.Path(path).resolve())).build()
+    text = env.from_source(source, WatermarkStrategy.no_watermarks(), name).set_parallelism(1)
+    op = operator or NumberedLines(parse, max_record_bytes=max_record_bytes)
+    label = f"{name}-number-and-parse"
+    records = (text.key_by(lambda _: 0, key_type=Types.INT())
+               .process(op, output_type=Types.PICKLED_BYTE_ARRAY())
+               .name(label).uid(label).set_parallelism(1))
+    return FileInput(records, records.get_side_output(LINE_ERRORS))

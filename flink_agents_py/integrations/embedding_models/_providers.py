@@ -1,0 +1,185 @@
+"""Provider embeddings: OpenAI-compatible ``/v1/embeddings`` and Ollama ``/api/embed``.
+
+Each connection reads its API key from an environment variable when the client is made: the
+key is never a field, so it never enters the plan, keyed state or the event log.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from pydantic import Field, PrivateAttr
+
+from ...api import EmbeddingModelConnection, EmbeddingResult, EmbeddingTokenUsage, ProviderError
+from ..chat_models._common import FreshOnUnpickle, import_sdk, provider_error
+
+__all__ = ["OpenAIEmbeddingModel", "OllamaEmbeddingModel"]
+
+
+def _batches(texts: list[str], size: int) -> list[list[str]]:
+    return [texts[i: i + size] for i in range(0, len(texts), size)]
+
+
+class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
+    """An OpenAI-compatible embeddings endpoint (OpenAI, vLLM, llama.cpp's server, Ollama ``/v1``).
+
+    Attributes:
+        base_url: the API base URL (``None``: the SDK's default or ``OPENAI_BASE_URL``).
+        api_key_env: the environment variable holding the API key (a local server that
+            needs none gets a placeholder).
+        default_model: the model when the setup names none.
+        dimensions: ask for vectors of this size (models that support it, e.g.
+            ``text-embedding-3-*``); ``None``: the model's own.
+        batch_size: texts per request.
+        timeout_s: request timeout in seconds.
+        max_retries: the SDK's own retries (0: failures reach the caller at once).
+
+    """
+
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    default_model: str = "text-embedding-3-small"
+    dimensions: int | None = Field(default=None, ge=1)
+    batch_size: int = Field(default=256, ge=1, le=2048)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=0, ge=0)
+
+    _client: Any = PrivateAttr(default=None)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def _get_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                openai = import_sdk("openai", "openai", "the OpenAI-compatible embedding model")
+                self._client = openai.OpenAI(
+                    base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "unused",
+                    timeout=self.timeout_s, max_retries=self.max_retries)
+            return self._client
+
+    def close(self) -> None:
+        """Drop the client."""
+        self._client = None
+
+    def embed_texts(self, texts: list[str], *, model: str | None = None,
+                    **options: Any) -> EmbeddingResult:
+        """Embed ``texts`` in batches of ``batch_size``; ``options`` go into each request.
+
+        Raises:
+            ProviderError: on an HTTP error (``status_code`` set; 429/5xx retryable), a
+                timeout or a connection failure (retryable), or an answer of the wrong size.
+
+        """
+        openai = import_sdk("openai", "openai", "the OpenAI-compatible embedding model")
+        name = model or self.default_model
+        dims = options.pop("dimensions", self.dimensions)
+        size = int(options.pop("batch_size", self.batch_size))
+        request: dict[str, Any] = {"model": name, "encoding_format": "float", **options}
+        if dims is not None:
+            request["dimensions"] = dims
+        vectors: list[list[float]] = []
+        prompt = total = 0
+        for batch in _batches(texts, size):
+            try:
+                resp = self._get_client().embeddings.create(input=batch, **request)
+            except openai.APIStatusError as e:
+                raise provider_error(f"embeddings {name!r}: HTTP {e.status_code}: {e.message}",
+                                     e.status_code) from e
+            except (openai.APITimeoutError, openai.APIConnectionError) as e:
+                raise provider_error(f"embeddings {name!r}: {type(e).__name__}: {e}", None) from e
+            data = sorted(resp.data, key=lambda d: d.index)
+            if len(data) != len(batch):
+                raise ProviderError(f"embeddings {name!r}: {len(data)} vectors for "
+                                    f"{len(batch)} texts", retryable=False)
+            vectors.extend([float(x) for x in d.embedding] for d in data)
+            if resp.usage is not None:
+                prompt += resp.usage.prompt_tokens or 0
+                total += resp.usage.total_tokens or 0
+        return EmbeddingResult(embeddings=vectors, model=name,
+                               token_usage=EmbeddingTokenUsage(prompt_tokens=prompt,
+                                                               total_tokens=total))
+
+
+class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
+    """Ollama's native embeddings (``POST /api/embed``) through the ``ollama`` client.
+
+    Attributes:
+        base_url: the server (``None``: the client's default, ``OLLAMA_HOST`` or
+            ``http://127.0.0.1:11434``).
+        default_model: the model when the setup names none.
+        truncate: let the server cut inputs longer than the model's context (it does not say
+            which it cut); ``False``: such an input fails the request.
+        dimensions: ask for vectors of this size (models that support it).
+        keep_alive: how long the server keeps the model loaded (``"5m"``...).
+        batch_size: texts per request.
+        timeout_s: request timeout in seconds.
+
+    """
+
+    base_url: str | None = None
+    default_model: str = "nomic-embed-text"
+    truncate: bool = True
+    dimensions: int | None = Field(default=None, ge=1)
+    keep_alive: str | None = None
+    batch_size: int = Field(default=64, ge=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+
+    _client: Any = PrivateAttr(default=None)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def _get_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                ollama = import_sdk("ollama", "ollama", "the Ollama embedding model")
+                self._client = ollama.Client(host=self.base_url, timeout=self.timeout_s)
+            return self._client
+
+    def close(self) -> None:
+        """Drop the client."""
+        self._client = None
+
+    def embed_texts(self, texts: list[str], *, model: str | None = None,
+                    **options: Any) -> EmbeddingResult:
+        """Embed ``texts`` in batches of ``batch_size``.
+
+        Raises:
+            ProviderError: on an HTTP error (``status_code`` set) or a connection failure
+                (retryable), or an answer of the wrong size.
+
+        """
+        ollama = import_sdk("ollama", "ollama", "the Ollama embedding model")
+        name = model or self.default_model
+        size = int(options.pop("batch_size", self.batch_size))
+        request: dict[str, Any] = {"model": name, "truncate": self.truncate}
+        dims = options.pop("dimensions", self.dimensions)
+        if dims is not None:
+            request["dimensions"] = dims
+        if self.keep_alive is not None:
+            request["keep_alive"] = self.keep_alive
+        if options:
+            request["options"] = options
+        vectors: list[list[float]] = []
+        tokens = 0
+        for batch in _batches(texts, size):
+            try:
+                resp = self._get_client().embed(input=batch, **request)
+            except ollama.ResponseError as e:
+                raise provider_error(f"ollama embed {name!r}: HTTP {e.status_code}: {e.error}",
+                                     e.status_code) from e
+            except (ConnectionError, TimeoutError, OSError) as e:
+                raise provider_error(f"ollama embed {name!r}: {type(e).__name__}: {e}", None) from e
+            except Exception as e:  # noqa: BLE001 - httpx errors surface as their own types
+                if type(e).__module__.startswith("httpx"):
+                    raise provider_error(f"ollama embed {name!r}: {type(e).__name__}: {e}",
+                                         None) from e
+                raise
+            got = list(resp.embeddings)
+            if len(got) != len(batch):
+                raise ProviderError(f"ollama embed {name!r}: {len(got)} vectors for "
+                                    f"{len(batch)} texts", retryable=False)
+            vectors.extend([float(x) for x in v] for v in got)
+            tokens += int(getattr(resp, "prompt_eval_count", 0) or 0)
+        return EmbeddingResult(embeddings=vectors, model=name,
+                               token_usage=EmbeddingTokenUsage(prompt_tokens=tokens,
+                                                               total_tokens=tokens))

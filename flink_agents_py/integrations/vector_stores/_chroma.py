@@ -1,0 +1,354 @@
+"""Chroma as the vector store: embedded (persisting to a local path) or a Chroma server.
+
+Needs the ``knowledge`` extra (``chromadb``). Three modes, by the fields set:
+
+- ``persist_directory="..."``: ``chromadb.PersistentClient``, in-process, persisting there
+  (the embedded default);
+- ``host=...`` (and ``port``): ``chromadb.HttpClient`` against ``chroma run --path DIR --port N``;
+- neither: ``chromadb.EphemeralClient``, in memory (tests).
+
+Chroma never embeds here: every collection is created without an embedding function and
+every call passes vectors, so Chroma never fetches its default model. Telemetry is off.
+Collections use cosine distance (``Document.score`` is ``1 - cosine similarity``).
+The metadata field names seen in a collection are kept in its metadata (``fa:fields``), so a
+filter on a field no document has is refused (``UnknownFilterFieldError``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from pydantic import Field, PrivateAttr
+
+from ...api import (
+    CollectionNotFoundError,
+    DimensionMismatchError,
+    Document,
+    UnknownFilterFieldError,
+    VectorStore,
+    VectorStoreError,
+)
+from ..chat_models._common import FreshOnUnpickle, import_sdk
+
+__all__ = ["ChromaVectorStore", "chroma_where"]
+
+_FIELDS_KEY = "fa:fields"
+_DIM_KEY = "fa:dimension"
+_SCALARS = (str, int, float, bool)
+
+
+def chroma_where(filters: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Translate the equality dialect (``{"a": 1, "b": "x"}``) to a Chroma ``where``.
+
+    Raises:
+        VectorStoreError: for an operator key (``$...``) or a non-scalar value.
+
+    """
+    if not filters:
+        return None
+    clauses = []
+    for k, v in filters.items():
+        if not isinstance(k, str) or k.startswith("$"):
+            raise VectorStoreError(f"filter key {k!r}: the filter dialect is field equality "
+                                   "only; pass backend operators as where=...")
+        if not isinstance(v, _SCALARS):
+            raise VectorStoreError(f"filter on {k!r}: {type(v).__name__} is not a JSON scalar")
+        clauses.append({k: v})
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _is_not_found(e: Exception) -> bool:
+    return "NotFound" in type(e).__name__ or "does not exist" in str(e)
+
+
+class ChromaVectorStore(FreshOnUnpickle, VectorStore):
+    """A Chroma collection store (see the module docstring for the modes).
+
+    Attributes:
+        persist_directory: where the embedded client persists.
+        host: a Chroma server's host (server mode).
+        port: its port.
+        ssl: talk HTTPS to the server.
+        api_key_env: environment variable holding the server's token (sent as
+            ``x-chroma-token``); the token itself never enters the plan.
+        tenant: the Chroma tenant.
+        database: the Chroma database.
+        collection: the default collection.
+        collection_metadata: metadata given to collections this store creates.
+        create_collection_if_not_exists: create a missing collection on write (reads of a
+            missing collection then find nothing); ``False``: any use of a missing collection
+            is a ``CollectionNotFoundError``.
+        batch_size: documents per Chroma write.
+
+    """
+
+    persist_directory: str | None = None
+    host: str | None = None
+    port: int = Field(default=8000, ge=1, le=65535)
+    ssl: bool = False
+    api_key_env: str | None = None
+    tenant: str = "default_tenant"
+    database: str = "default_database"
+    collection: str | None = "flink_agents_py"
+    collection_metadata: dict[str, Any] = Field(default_factory=dict)
+    create_collection_if_not_exists: bool = True
+    batch_size: int = Field(default=1000, ge=1)
+
+    _client: Any = PrivateAttr(default=None)
+    _collections: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _fields: dict[str, set[str]] = PrivateAttr(default_factory=dict)
+    _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
+
+    # -- connection ----------------------------------------------------------------------
+    def client(self) -> Any:
+        """The Chroma client (made on first use)."""
+        with self._lock:
+            if self._client is None:
+                chromadb = import_sdk("chromadb", "knowledge", "the Chroma vector store")
+                settings = chromadb.Settings(anonymized_telemetry=False)
+                common = {"settings": settings, "tenant": self.tenant, "database": self.database}
+                if self.host is not None:
+                    headers = {}
+                    if self.api_key_env and os.environ.get(self.api_key_env):
+                        headers["x-chroma-token"] = os.environ[self.api_key_env]
+                    self._client = chromadb.HttpClient(host=self.host, port=self.port,
+                                                       ssl=self.ssl, headers=headers, **common)
+                elif self.persist_directory is not None:
+                    os.makedirs(self.persist_directory, exist_ok=True)
+                    self._client = chromadb.PersistentClient(path=self.persist_directory,
+                                                             **common)
+                else:
+                    self._client = chromadb.EphemeralClient(**common)
+            return self._client
+
+    def close(self) -> None:
+        """Forget the client and cached collections."""
+        with self._lock:
+            self._client = None
+            self._collections = {}
+            self._fields = {}
+
+    def _name(self, collection_name: str | None) -> str:
+        name = collection_name or self.collection
+        if not name:
+            raise VectorStoreError(f"vector store {self.resource_name!r}: no collection named "
+                                   "and no default collection")
+        return name
+
+    def _collection(self, name: str, create: bool) -> Any | None:
+        """The collection; ``None`` when missing and reads may find nothing."""
+        with self._lock:
+            col = self._collections.get(name)
+            if col is not None:
+                return col
+            client = self.client()
+            try:
+                col = client.get_collection(name, embedding_function=None)
+            except Exception as e:  # noqa: BLE001 - chromadb's NotFoundError across versions
+                if not _is_not_found(e):
+                    raise VectorStoreError(f"chroma collection {name!r}: {e}") from e
+                if not self.create_collection_if_not_exists:
+                    raise CollectionNotFoundError(
+                        f"vector store {self.resource_name!r}: collection {name!r} does not "
+                        "exist (create_collection_if_not_exists is off)") from None
+                if not create:
+                    return None
+                try:
+                    col = client.get_or_create_collection(
+                        name, embedding_function=None,
+                        configuration={"hnsw": {"space": "cosine"}},
+                        metadata={**self.collection_metadata, _FIELDS_KEY: ""})
+                except Exception as e:  # noqa: BLE001 - e.g. an invalid collection name
+                    raise VectorStoreError(f"cannot create chroma collection {name!r}: "
+                                           f"{e}") from e
+            self._collections[name] = col
+            meta = col.metadata or {}
+            self._fields[name] = {f for f in str(meta.get(_FIELDS_KEY, "")).split(",") if f}
+            return col
+
+    def _check_dim(self, col: Any, name: str, vectors: list[list[float]]) -> None:
+        meta = col.metadata or {}
+        dim = meta.get(_DIM_KEY)
+        for i, v in enumerate(vectors):
+            if dim is not None and len(v) != dim:
+                raise DimensionMismatchError(
+                    f"collection {name!r} holds {dim}-dimensional vectors; vector {i} has "
+                    f"{len(v)}")
+            if len(v) != len(vectors[0]):
+                raise DimensionMismatchError(
+                    f"vectors of one call differ in size ({len(vectors[0])} and {len(v)})")
+
+    def _remember(self, col: Any, name: str, docs: list[Document]) -> None:
+        fields = set().union(*(d.metadata.keys() for d in docs))
+        known = self._fields.setdefault(name, set())
+        meta = dict(col.metadata or {})
+        if fields <= known and _DIM_KEY in meta:
+            return
+        known |= fields
+        meta[_FIELDS_KEY] = ",".join(sorted(known))
+        meta.setdefault(_DIM_KEY, len(docs[0].embedding or []))
+        meta.pop("hnsw:space", None)
+        col.modify(metadata=meta)
+        self._collections.pop(name, None)  # re-read with the new metadata
+
+    def _check_filters(self, name: str, filters: dict[str, Any] | None) -> None:
+        chroma_where(filters)  # the dialect first: an operator is not a field
+        unknown = sorted(set(filters or {}) - self._fields.get(name, set()))
+        if unknown:  # another writer (process, operator instance) may have added the field
+            with self._lock:
+                self._collections.pop(name, None)
+                self._collection(name, create=False)
+            unknown = sorted(set(filters or {}) - self._fields.get(name, set()))
+        if unknown:
+            known = ", ".join(sorted(self._fields.get(name, set()))) or "none"
+            raise UnknownFilterFieldError(
+                f"collection {name!r} has no documents with metadata field(s) {unknown} "
+                f"(fields: {known})")
+
+    # -- VectorStore -----------------------------------------------------------------------
+    def _add_embedding(self, documents: list[Document], collection_name: str | None,
+                       **kwargs: Any) -> list[str]:
+        name = self._name(collection_name)
+        with self._lock:
+            col = self._collection(name, create=True)
+            assert col is not None
+            vectors = [list(d.embedding or []) for d in documents]
+            self._check_dim(col, name, vectors)
+            for d in documents:
+                for k, v in d.metadata.items():
+                    if not isinstance(v, _SCALARS):
+                        raise VectorStoreError(f"document {d.id!r}: metadata {k!r} is a "
+                                               f"{type(v).__name__}, not a JSON scalar")
+            ids = [str(d.id) for d in documents]
+            for s in range(0, len(documents), self.batch_size):
+                part = documents[s: s + self.batch_size]
+                try:
+                    col.upsert(ids=ids[s: s + self.batch_size],
+                               embeddings=vectors[s: s + self.batch_size],
+                               documents=[d.content for d in part],
+                               metadatas=[d.metadata or None for d in part], **kwargs)
+                except Exception as e:  # noqa: BLE001
+                    raise VectorStoreError(f"chroma upsert into {name!r}: {e}") from e
+            self._remember(col, name, documents)
+            return ids
+
+    def _query_embedding(self, embedding: list[float], limit: int, collection_name: str | None,
+                         filters: dict[str, Any] | None, **kwargs: Any) -> list[Document]:
+        name = self._name(collection_name)
+        col = self._collection(name, create=False)
+        if col is None or limit == 0:
+            return []
+        self._check_dim(col, name, [list(embedding)])
+        self._check_filters(name, filters)
+        where = chroma_where(filters)
+        if "where" in kwargs:
+            extra = kwargs.pop("where")
+            where = extra if where is None else {"$and": [where, extra]}
+        try:
+            res = col.query(query_embeddings=[list(embedding)], n_results=limit, where=where,
+                            include=["documents", "metadatas", "distances"], **kwargs)
+        except Exception as e:  # noqa: BLE001
+            raise VectorStoreError(f"chroma query of {name!r}: {e}") from e
+        return [Document(id=i, content=c or "", metadata=dict(m or {}), score=float(s))
+                for i, c, m, s in zip(res["ids"][0], res["documents"][0],
+                                      res["metadatas"][0], res["distances"][0], strict=True)]
+
+    def get(self, ids: str | list[str] | None = None, collection_name: str | None = None,
+            filters: dict[str, Any] | None = None, limit: int | None = 100,
+            **kwargs: Any) -> list[Document]:
+        """Documents by id (in the order asked, missing ids skipped), or up to ``limit``
+        matching ``filters``.
+
+        Raises:
+            VectorStoreError: for a missing collection (when not created on demand), an
+                unknown filter field or a backend failure.
+
+        """
+        name = self._name(collection_name)
+        col = self._collection(name, create=False)
+        if col is None:
+            return []
+        id_list = [ids] if isinstance(ids, str) else (list(ids) if ids is not None else None)
+        if id_list is None:
+            self._check_filters(name, filters)
+        try:
+            res = col.get(ids=id_list, where=chroma_where(filters) if id_list is None else None,
+                          limit=None if id_list is not None else limit,
+                          include=["documents", "metadatas"], **kwargs)
+        except Exception as e:  # noqa: BLE001
+            raise VectorStoreError(f"chroma get from {name!r}: {e}") from e
+        found = {i: Document(id=i, content=c or "", metadata=dict(m or {}))
+                 for i, c, m in zip(res["ids"], res["documents"], res["metadatas"], strict=True)}
+        if id_list is not None:
+            return [found[i] for i in id_list if i in found]
+        return list(found.values())
+
+    def delete(self, ids: str | list[str] | None = None, collection_name: str | None = None,
+               filters: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """Delete by ids, or by filter, or (neither) every document of the collection.
+
+        Raises:
+            VectorStoreError: as ``get``.
+
+        """
+        name = self._name(collection_name)
+        col = self._collection(name, create=False)
+        if col is None:
+            return
+        id_list = [ids] if isinstance(ids, str) else (list(ids) if ids is not None else None)
+        try:
+            if id_list is not None:
+                if id_list:
+                    col.delete(ids=id_list)
+            elif filters:
+                self._check_filters(name, filters)
+                col.delete(where=chroma_where(filters))
+            else:
+                all_ids = col.get(include=[])["ids"]
+                for s in range(0, len(all_ids), self.batch_size):
+                    col.delete(ids=all_ids[s: s + self.batch_size])
+        except VectorStoreError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise VectorStoreError(f"chroma delete from {name!r}: {e}") from e
+
+    def size(self, collection_name: str | None = None) -> int:
+        """How many documents the collection holds (0 for a missing one)."""
+        col = self._collection(self._name(collection_name), create=False)
+        return 0 if col is None else int(col.count())
+
+    def count(self, collection_name: str | None = None,
+              filters: dict[str, Any] | None = None) -> int:
+        """How many documents match ``filters`` (ids only are read).
+
+        Raises:
+            VectorStoreError: as ``get``.
+
+        """
+        name = self._name(collection_name)
+        col = self._collection(name, create=False)
+        if col is None:
+            return 0
+        if not filters:
+            return int(col.count())
+        self._check_filters(name, filters)
+        try:
+            return len(col.get(where=chroma_where(filters), include=[])["ids"])
+        except Exception as e:  # noqa: BLE001
+            raise VectorStoreError(f"chroma count in {name!r}: {e}") from e
+
+    def delete_collection(self, collection_name: str | None = None) -> bool:
+        """Drop a collection; returns whether it existed."""
+        name = self._name(collection_name)
+        with self._lock:
+            self._collections.pop(name, None)
+            self._fields.pop(name, None)
+            try:
+                self.client().delete_collection(name)
+            except Exception as e:  # noqa: BLE001
+                if _is_not_found(e):
+                    return False
+                raise VectorStoreError(f"chroma delete_collection {name!r}: {e}") from e
+            return True

@@ -1,0 +1,409 @@
+"""OpenTelemetry export of trace trees: runs, actions, chat, tool and sub-agent calls as spans.
+
+Off by default; needs the ``otel`` extra (``opentelemetry-sdk``, and for ``--otlp`` the
+OTLP/HTTP exporter). Two ways:
+
+- ``export_otel(traces, exporter)`` (``flink-agents-py trace LOG --otlp ENDPOINT``): a
+  finished event log, read back, sent once;
+- ``OtelSink``: an ``EventLogSink`` that turns each run into spans when it completes, live,
+  on the local runner and on Flink (``event_log=EventLog(sink=OtelSink(endpoint=...))``).
+
+One trace per run. Spans follow the GenAI semantic conventions (Development status, as of
+semantic-conventions 1.3x) where they apply:
+
+- the run: ``invoke_agent {agent}`` (``gen_ai.operation.name=invoke_agent``,
+  ``gen_ai.agent.name``), with ``flink_agents.key``/``.run``/``.status``;
+- each action execution: ``action {name}`` (``flink_agents.action``);
+- each model call (one chat round): ``chat {model}``, kind ``CLIENT``
+  (``gen_ai.operation.name=chat``, ``gen_ai.request.model``, ``gen_ai.response.model``,
+  ``gen_ai.usage.input_tokens``/``output_tokens``, ``gen_ai.response.finish_reasons``,
+  ``gen_ai.conversation.id`` = the chat);
+- each tool call: ``execute_tool {tool}`` (``gen_ai.tool.name``, ``gen_ai.tool.type``);
+- each sub-agent call: ``invoke_agent {sub-agent}``; a ``ctx.chat`` chat: ``ctx.chat {model
+  setup}`` (its rounds are ``chat`` spans under it); another durable call: ``call {name}``.
+
+Spans nest as the trace's tree: an action triggered by an event is a child of the action
+(or call) that sent the event, and may end after it (asynchronous work). Events and outputs
+become span events of the span above them. Failures set the span status
+to ``ERROR`` with ``error.type`` and an ``exception`` event (``exception.stacktrace``: the
+log's traceback); a run with failures has status ``ERROR`` too. Anomalies are in
+``flink_agents.anomalies``. Times are the log's ``ts``.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlparse
+
+from ._event_log import EventLogSink
+from ._ids import run_of
+from ._trace import RunTrace, TraceNode, _call_kind, _key_text, _keystr, build_traces
+
+__all__ = ["export_otel", "OtelSink", "otlp_exporter", "spans_of"]
+
+_HINT = "pip install 'flink-agents-py[otel]'"
+
+
+def _sdk() -> Any:
+    try:
+        from opentelemetry.sdk import trace as sdk_trace
+    except ImportError as e:
+        raise ImportError(f"the OpenTelemetry export needs opentelemetry-sdk: {_HINT}") from e
+    return sdk_trace
+
+
+def otlp_exporter(endpoint: str, headers: dict[str, str] | None = None) -> Any:
+    """An OTLP/HTTP (protobuf) span exporter sending to ``endpoint``.
+
+    Args:
+        endpoint: the collector's URL; ``/v1/traces`` is added when it has no path
+            (``http://localhost:4318`` -> ``http://localhost:4318/v1/traces``).
+        headers: extra HTTP headers (e.g. an authorization header for a hosted backend).
+
+    Returns:
+        An ``OTLPSpanExporter``.
+
+    Raises:
+        ImportError: when the OTLP exporter is not installed (names the extra).
+        ValueError: when ``endpoint`` is not an http(s) URL.
+    """
+    endpoint = _traces_url(endpoint)
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError as e:
+        raise ImportError("--otlp needs opentelemetry-exporter-otlp-proto-http: "
+                          f"{_HINT}") from e
+    return OTLPSpanExporter(endpoint=endpoint, headers=headers)
+
+
+def _traces_url(endpoint: str) -> str:
+    url = urlparse(endpoint)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise ValueError(f"OTLP endpoint must be an http(s) URL, not {endpoint!r}")
+    return endpoint.rstrip("/") + "/v1/traces" if url.path in ("", "/") else endpoint
+
+
+def _ns(t: float | None) -> int | None:
+    return None if t is None else int(round(t * 1e9))
+
+
+def _error_type(text: str) -> str:
+    head = text.split(":", 1)[0].strip()
+    return head if head.isidentifier() else "error"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (str, bool, int, float)):
+        return value
+    return str(value)
+
+
+def spans_of(trace: RunTrace, agent_name: str = "agent") -> list[dict[str, Any]]:
+    """The spans of one run as plain data (what ``export_otel`` sends).
+
+    Args:
+        trace: the run.
+        agent_name: ``gen_ai.agent.name`` of the run span.
+
+    Returns:
+        Spans parents first: ``{"node", "parent" (index or None), "name", "kind"
+        ("internal"/"client"), "start"/"end" (epoch ns), "attributes", "events": [(name,
+        ns, attributes)], "error": (type, message, traceback) or None}``.
+    """
+    lo, hi = trace.span()
+    out: list[dict[str, Any]] = []
+    key = _key_text(trace.key)
+
+    def add(n: TraceNode, parent: int | None) -> int | None:
+        spec = _span_spec(n, trace, key, agent_name)
+        if spec is None:  # an event or output: a span event of the span above it
+            if parent is not None:
+                s = n.start
+                name = "output" if n.kind == "output" else str(s.get("type", "event"))
+                attrs = {"flink_agents.id": n.id}
+                if s.get("error"):
+                    attrs["flink_agents.error"] = str(s["error"])
+                out[parent]["events"].append((name, _ns(n.t0) or out[parent]["start"],
+                                              attrs))
+            for c in n.children:
+                add(c, parent)
+            return parent
+        start = n.t0 if n.t0 is not None else lo
+        end = n.t1
+        if end is None:
+            end = start if n.start.get("replayed") else hi
+            if not n.start.get("replayed"):
+                spec["attributes"]["flink_agents.unfinished"] = True
+        spec.update(node=n, parent=parent, start=_ns(start), end=_ns(end), events=[])
+        if n.flags:
+            spec["attributes"]["flink_agents.anomalies"] = list(n.flags)
+        out.append(spec)
+        index = len(out) - 1
+        for c in n.children:
+            add(c, index)
+        return index
+
+    add(trace.root, None)
+    return out
+
+
+def _span_spec(n: TraceNode, trace: RunTrace, key: str, agent: str) -> dict[str, Any] | None:
+    s, e = n.start, n.end or {}
+    attrs: dict[str, Any] = {"flink_agents.key": key, "flink_agents.id": n.id}
+    error = None
+    kind = "internal"
+    if n.kind == "run":
+        t = trace.totals()
+        name = f"invoke_agent {agent}"
+        attrs.update({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+                      "flink_agents.run": trace.run, "flink_agents.status": trace.status,
+                      "flink_agents.actions": t["actions"],
+                      "flink_agents.outputs": t["outputs"]})
+        if trace.failures:
+            error = f"{trace.failures} failure(s) in the run"
+    elif n.kind == "action":
+        action = s.get("action") or e.get("action") or n.id
+        name = f"action {action}"
+        attrs["flink_agents.action"] = action
+        if s.get("reentered"):
+            attrs["flink_agents.reentered"] = True
+        if e.get("status") == "failed":
+            error = str(e.get("error") or "failed")
+    elif n.kind == "call":
+        call_kind = _call_kind(n)
+        attrs["flink_agents.call_kind"] = call_kind
+        if s.get("replayed"):
+            attrs["flink_agents.replayed"] = True
+        cname = e.get("name") or s.get("name") or e.get("tool") or ""
+        if call_kind == "chat_model":
+            model = e.get("provider_model") or s.get("model") or e.get("model") or cname
+            name, kind = f"chat {model}", "client"
+            attrs.update({"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+                          "flink_agents.model_setup": s.get("model") or e.get("model") or ""})
+            if e.get("provider_model"):
+                attrs["gen_ai.response.model"] = e["provider_model"]
+            usage = e.get("usage") or {}
+            if usage:
+                attrs["gen_ai.usage.input_tokens"] = int(usage.get("input_tokens") or 0)
+                attrs["gen_ai.usage.output_tokens"] = int(usage.get("output_tokens") or 0)
+            if e.get("finish_reason"):
+                attrs["gen_ai.response.finish_reasons"] = [str(e["finish_reason"])]
+            chat = s.get("chat") or e.get("chat")
+            if chat:
+                attrs["gen_ai.conversation.id"] = f"{key}/{chat}"
+            if s.get("round") or e.get("round"):
+                attrs["flink_agents.round"] = int(s.get("round") or e.get("round"))
+            if e.get("tool_calls"):
+                attrs["flink_agents.tool_calls"] = [str(c) for c in e["tool_calls"]]
+        elif call_kind == "tool":
+            tool = e.get("tool") or cname or "tool"
+            name = f"execute_tool {tool}"
+            attrs.update({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+                          "gen_ai.tool.type": "function"})
+            if e.get("tool_error"):
+                error = str(e["tool_error"])
+        elif call_kind == "subagent":
+            name = f"invoke_agent {cname}"
+            attrs.update({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": cname})
+            if e.get("success") is False:
+                error = str(e.get("error") or ("cancelled" if e.get("cancelled") else "failed"))
+        elif call_kind == "chat":
+            name = f"ctx.chat {cname}"
+            attrs["flink_agents.model_setup"] = cname
+        else:
+            fn = s.get("function") or cname
+            name = f"call {fn}"
+            attrs["flink_agents.function"] = str(fn)
+        if e.get("status") == "failed":
+            error = str(e.get("error") or "failed")
+        elif e.get("status") == "abandoned":
+            attrs["flink_agents.abandoned"] = True
+    else:
+        return None
+    return {"name": name, "kind": kind,
+            "attributes": {k: _plain(v) if not isinstance(v, list) else v
+                           for k, v in attrs.items()},
+            "error": None if error is None else (_error_type(error), error, n.traceback)}
+
+
+def export_otel(traces: Iterable[RunTrace], exporter: Any, *,
+                service_name: str = "flink-agents-py", agent_name: str | None = None) -> int:
+    """Send ``traces`` as OpenTelemetry spans through ``exporter``, then shut it down.
+
+    Args:
+        traces: the runs (e.g. ``build_traces(read_event_log(paths))``).
+        exporter: an OpenTelemetry ``SpanExporter`` (``otlp_exporter(url)``, or the SDK's
+            ``InMemorySpanExporter`` in a test).
+        service_name: the ``service.name`` resource attribute.
+        agent_name: ``gen_ai.agent.name`` of the run spans (default: ``service_name``).
+
+    Returns:
+        How many spans were sent.
+
+    Raises:
+        ImportError: when opentelemetry-sdk is not installed (names the extra).
+    """
+    traces = list(traces)
+    specs = [spans_of(t, agent_name or service_name) for t in traces]
+    total = sum(len(s) for s in specs)
+    emitter = _Emitter(exporter, service_name, queue=max(2048, total))
+    try:
+        for spans in specs:
+            emitter.emit(spans)
+    finally:
+        emitter.close()
+    return total
+
+
+class _Emitter:
+    """A tracer provider of its own (never the global one) with a batch processor."""
+
+    def __init__(self, exporter: Any, service_name: str, queue: int = 2048) -> None:
+        sdk_trace = _sdk()
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        self.provider = sdk_trace.TracerProvider(
+            resource=Resource.create({"service.name": service_name}))
+        self.provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=queue))
+        self.tracer = self.provider.get_tracer("flink_agents_py.observability")
+
+    def emit(self, spans: list[dict[str, Any]]) -> None:
+        from opentelemetry import trace as api
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        live: list[Any] = []
+        for spec in spans:
+            parent = spec["parent"]
+            ctx = api.set_span_in_context(live[parent]) if parent is not None else None
+            span = self.tracer.start_span(
+                spec["name"], context=ctx, start_time=spec["start"],
+                kind=SpanKind.CLIENT if spec["kind"] == "client" else SpanKind.INTERNAL,
+                attributes=spec["attributes"])
+            live.append(span)
+        for spec, span in zip(spans, live, strict=True):
+            for name, ts, attrs in spec["events"]:
+                span.add_event(name, attrs, timestamp=ts)
+            if spec["error"] is not None:
+                etype, message, tb = spec["error"]
+                span.set_status(Status(StatusCode.ERROR, message))
+                if spec["node"].kind == "run":  # the failures are on the spans below
+                    continue
+                span.set_attribute("error.type", etype)
+                attrs = {"exception.type": etype, "exception.message": message}
+                if tb:
+                    attrs["exception.stacktrace"] = tb
+                span.add_event("exception", attrs, timestamp=spec["end"])
+        for spec, span in reversed(list(zip(spans, live, strict=True))):
+            span.end(end_time=spec["end"])
+
+    def close(self) -> None:
+        self.provider.force_flush()
+        self.provider.shutdown()
+
+
+class OtelSink(EventLogSink):
+    """An event log sink that sends each run as OpenTelemetry spans when it completes.
+
+    Use it as the event log of a job (``event_log=EventLog(sink=OtelSink(...))``), on the
+    local runner or on Flink (each subtask opens its own copy). Records are kept per run
+    until its ``run_completed`` record arrives (a run's sub-agent calls included), then the
+    run's spans are built as ``export_otel`` builds them and handed to a batch processor;
+    ``close`` sends the runs still open (marked unfinished).
+
+    Args:
+        endpoint: an OTLP/HTTP endpoint (``http://localhost:4318``); or give ``exporter``.
+        exporter: a ``SpanExporter`` (used as is; not pickled to Flink workers, so give an
+            ``endpoint`` there).
+        service_name: the ``service.name`` resource attribute.
+        agent_name: ``gen_ai.agent.name`` of run spans (default: ``service_name``).
+        forward: another sink that also gets every record (e.g. a ``FileSink``), or ``None``.
+        headers: extra HTTP headers for the OTLP endpoint.
+        max_queue_size: spans waiting to be sent, at most; more are dropped (the SDK's
+            batch processor, which sends every 5 s or 512 spans).
+
+    Raises:
+        ValueError: without an endpoint or an exporter, or with both.
+    """
+
+    def __init__(self, endpoint: str | None = None, *, exporter: Any = None,
+                 service_name: str = "flink-agents-py", agent_name: str | None = None,
+                 forward: EventLogSink | None = None,
+                 headers: dict[str, str] | None = None, max_queue_size: int = 65536) -> None:
+        if (endpoint is None) == (exporter is None):
+            raise ValueError("give OtelSink an endpoint or an exporter (one of them)")
+        if endpoint is not None:
+            _traces_url(endpoint)
+        self.endpoint = endpoint
+        self.exporter = exporter
+        self.service_name = service_name
+        self.agent_name = agent_name
+        self.forward = forward
+        self.headers = headers
+        self.max_queue_size = max_queue_size
+        self._runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._emitter: _Emitter | None = None
+        self._lock: threading.Lock | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(exporter=None, _runs={}, _emitter=None, _lock=None)
+        return state
+
+    def open(self, subtask: int | None = None, attempt: int | None = None) -> OtelSink:
+        """A copy with its own tracer provider and exporter (one per Flink subtask)."""
+        exporter = self.exporter if self.exporter is not None else otlp_exporter(
+            str(self.endpoint), self.headers)
+        sink = copy.copy(self)  # (through __getstate__: no runs, no emitter)
+        sink.exporter = exporter
+        sink.forward = self.forward.open(subtask, attempt) if self.forward else None
+        sink._emitter = _Emitter(exporter, self.service_name, queue=self.max_queue_size)
+        sink._lock = threading.Lock()
+        return sink
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Keep ``record`` with its run; send the run's spans when it is ``run_completed``.
+
+        Raises:
+            RuntimeError: when the sink was not opened.
+        """
+        if self.forward is not None:
+            self.forward.write(record)
+        if self._emitter is None or self._lock is None:
+            raise RuntimeError("OtelSink.write before open()")
+        if "id" not in record or record.get("kind") == "log_opened":
+            return
+        run_key = (_keystr(record.get("key")), run_of(str(record["id"])))
+        with self._lock:
+            self._runs.setdefault(run_key, []).append(record)
+            done = self._runs.pop(run_key) if record.get("kind") == "run_completed" else None
+        if done is not None:
+            self._send(done)
+
+    def _send(self, records: list[dict[str, Any]]) -> None:
+        assert self._emitter is not None
+        for trace in build_traces(records):
+            self._emitter.emit(spans_of(trace, self.agent_name or self.service_name))
+
+    def flush(self) -> None:
+        """Flush the forwarded sink and send the spans waiting in the batch processor."""
+        if self.forward is not None:
+            self.forward.flush()
+        if self._emitter is not None:
+            self._emitter.provider.force_flush()
+
+    def close(self) -> None:
+        """Send the runs still open (unfinished), then shut the provider and exporter down."""
+        if self.forward is not None:
+            self.forward.close()
+        if self._emitter is None or self._lock is None:
+            return
+        with self._lock:
+            left, self._runs = list(self._runs.values()), {}
+        for records in left:
+            self._send(records)
+        self._emitter.close()
+        self._emitter = None

@@ -1,0 +1,278 @@
+"""Failure text: bounded, redacted tracebacks that name the user's file and line.
+
+Every place that records a failure (an ``ErrorRecord``, a durable call record, a failed
+invocation, a tool result, a chat's answer, the event log, the log line) keeps the same
+text, made here, and only when something failed (the hot path formats nothing).
+
+A failure that crosses a boundary (a tool run by the built-in tool action, a model call of
+the chat action, an internal sub-agent's action, a durable call recorded before a restore)
+is carried as text and re-attached to the exception the caller sees as its ``__cause__``,
+an ``OriginalFailure``: Python's own formatting (``logging``'s ``exc_info``,
+``traceback.print_exc``) then shows the original failure too, as ``multiprocessing`` does for
+a worker's exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import re
+import threading
+import traceback
+from collections.abc import Iterable
+from typing import Any
+
+from ..api import UsageError
+
+__all__ = ["FailureLog", "FailureMessage", "OriginalFailure", "SECRET_VALUE_PATTERNS",
+           "TRACEBACK_MAX_CHARS", "TRACEBACK_MAX_FRAMES", "failure_text", "format_failure",
+           "never_awaited", "redact_text", "with_original"]
+
+TRACEBACK_MAX_FRAMES = 40
+"""Frames kept per exception of a chain (the first 3 and the deepest ones)."""
+
+TRACEBACK_MAX_CHARS = 8000
+"""The longest failure text kept (the end is kept: the deepest frames and the error)."""
+
+_MAX_CHAIN = 6
+
+SECRET_VALUE_PATTERNS = (
+    r"\b[Bb](?:earer|EARER)\s+[A-Za-z0-9._~+/=-]{8,}",  # Authorization header values
+    r"\bsk-[A-Za-z0-9_-]{16,}",                  # OpenAI / Anthropic style keys
+    r"\bgh[pousr]_[A-Za-z0-9]{20,}",             # GitHub tokens
+    r"\bAKIA[0-9A-Z]{16}\b",                     # AWS access key ids
+    r"\bxox[abpr]-[A-Za-z0-9-]{10,}",            # Slack tokens
+)
+"""Secret-looking substrings of any text, replaced by ``[REDACTED]`` wherever they appear
+(the event log's ``Redactor`` uses the same patterns)."""
+
+_SECRET_RE = re.compile("|".join(f"(?:{p})" for p in SECRET_VALUE_PATTERNS))
+
+_CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
+_CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
+
+
+def redact_text(text: str) -> str:
+    """``text`` with secret-looking substrings (API keys, bearer tokens...) replaced."""
+    return _SECRET_RE.sub("[REDACTED]", text) if text else text
+
+
+class OriginalFailure(Exception):
+    """A failure that happened elsewhere, as its recorded traceback text.
+
+    Set as the ``__cause__`` of the exception a caller sees (``with_original``), so the
+    original file and line stay visible after the failure crossed an action, a chat, a
+    sub-agent call or a restore.
+
+    Args:
+        text: the original failure's text (from ``format_failure``).
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return "\n" + self.text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.text,))
+
+
+def with_original(error: BaseException, text: str | None) -> BaseException:
+    """Attach ``text`` (an original failure's traceback) to ``error`` as its cause.
+
+    Returns:
+        ``error`` (unchanged when ``text`` is empty or it has a cause already).
+    """
+    if text and error.__cause__ is None:
+        error.__cause__ = OriginalFailure(text)
+    return error
+
+
+def _internal_dirs() -> tuple[str, ...]:
+    here = os.path.dirname(os.path.abspath(__file__))
+    return tuple(os.path.join(os.path.dirname(os.path.abspath(m.__file__ or "")), "")
+                 for m in (asyncio, concurrent.futures)) + (os.path.join(here, ""),)
+
+
+_INTERNAL_DIRS = _internal_dirs()
+_INTERNAL_FILES = (os.path.abspath(threading.__file__ or ""),)
+
+
+def _internal(frame: traceback.FrameSummary) -> bool:
+    name = frame.filename
+    return name.startswith(_INTERNAL_DIRS) or name in _INTERNAL_FILES
+
+
+def _frame_lines(frame: traceback.FrameSummary) -> str:
+    text = f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}\n'
+    if frame.line:
+        text += f"    {frame.line.strip()}\n"
+    return text
+
+
+def _stack(error: BaseException, max_frames: int) -> str:
+    frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ else []
+    parts: list[str] = []
+    hidden = 0
+    for i, frame in enumerate(frames):
+        # the runtime's own frames (and asyncio's, the executor's) between user frames say
+        # nothing to a user: one line stands for them; the deepest frame is always shown
+        if _internal(frame) and i < len(frames) - 1:
+            hidden += 1
+            continue
+        if hidden:
+            parts.append(f"  [... {hidden} runtime frame{'s' if hidden > 1 else ''} ...]\n")
+            hidden = 0
+        parts.append(_frame_lines(frame))
+    if len(parts) > max_frames:
+        head = 3
+        tail = max(max_frames - head, 1)
+        omitted = len(parts) - head - tail
+        parts = [*parts[:head], f"  [... {omitted} frames omitted ...]\n", *parts[-tail:]]
+    if not parts:
+        return ""
+    return "Traceback (most recent call last):\n" + "".join(parts)
+
+
+def _only(error: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(error), error))
+
+
+def format_failure(error: BaseException, *, max_frames: int = TRACEBACK_MAX_FRAMES,
+                   max_chars: int = TRACEBACK_MAX_CHARS) -> str:
+    """The traceback of ``error`` and its causes, bounded and redacted.
+
+    Like Python's own, oldest cause first; an ``OriginalFailure`` cause is its recorded
+    text. Runs of runtime frames between user frames are folded into one line, each
+    exception keeps at most ``max_frames`` frames (its first 3 and its deepest), secret-looking
+    values are replaced (``redact_text``), and a text longer than ``max_chars`` keeps its end.
+
+    Args:
+        error: the exception (its ``__traceback__`` is read, not changed).
+        max_frames: frames kept per exception of the chain.
+        max_chars: the longest text returned (``<= 0``: no limit).
+
+    Returns:
+        The text, ending with the exception's type and message.
+    """
+    chain: list[tuple[BaseException, str]] = []
+    seen: set[int] = set()
+    exc: BaseException | None = error
+    link = ""
+    while exc is not None and id(exc) not in seen and len(chain) < _MAX_CHAIN:
+        seen.add(id(exc))
+        chain.append((exc, link))
+        if exc.__cause__ is not None:
+            exc, link = exc.__cause__, _CAUSE
+        elif exc.__context__ is not None and not exc.__suppress_context__:
+            exc, link = exc.__context__, _CONTEXT
+        else:
+            exc = None
+    out: list[str] = []
+    for exc, link_after in reversed(chain):
+        if isinstance(exc, OriginalFailure):
+            out.append(exc.text.rstrip("\n") + "\n")
+        else:
+            out.append(_stack(exc, max_frames) + _only(exc))
+        if link_after:
+            out.append(link_after)
+    text = redact_text("".join(out)).rstrip("\n")
+    if 0 < max_chars < len(text):
+        marker = f"[... {len(text) - max_chars} chars omitted ...]\n"
+        keep = max(max_chars - len(marker) - 24, 0)
+        marker = f"[... {len(text) - keep} chars omitted ...]\n"
+        text = marker + text[len(text) - keep:]
+    return text
+
+
+def failure_text(error: BaseException) -> str:
+    """``format_failure(error)``, made once per exception object and traceback.
+
+    The text is cached on the exception while its ``__traceback__`` stays the same (a
+    re-raised exception gets a longer traceback, and a new text).
+    """
+    tb, depth = error.__traceback__, 0
+    while tb is not None:
+        depth += 1
+        tb = tb.tb_next
+    mark = (id(error.__traceback__), depth)  # plain values: the exception stays picklable
+    cached = getattr(error, "_agents_failure_text", None)
+    if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == mark:
+        return str(cached[1])
+    text = format_failure(error)
+    try:
+        error._agents_failure_text = (mark, text)  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):  # an exception type without a __dict__
+        pass
+    return text
+
+
+class FailureMessage(str):
+    """A failed durable call's message, as the core hands it to ``Observer.call_finished``,
+    with the failure's ``traceback`` (text, or ``None``) attached."""
+
+    traceback: str | None
+
+    def __new__(cls, message: str, traceback: str | None = None) -> FailureMessage:
+        self = super().__new__(cls, message)
+        self.traceback = traceback
+        return self
+
+
+class FailureLog:
+    """Logs failed actions: the traceback at WARNING the first time an action fails with an
+    error type, then one line at WARNING and the traceback at DEBUG (a job whose every
+    record fails does not write thousands of identical tracebacks).
+
+    Args:
+        logger: where to log.
+        distinct: how many ``(action, error type)`` pairs get their traceback at WARNING.
+    """
+
+    def __init__(self, logger: logging.Logger, distinct: int = 1024) -> None:
+        self.logger = logger
+        self.distinct = distinct
+        self._seen: set[tuple[str, str]] = set()
+
+    def action_failed(self, execution_id: str, action: str, key: Any, error: BaseException,
+                      message: str, text: str) -> None:
+        """Log one failed action execution (``message`` and ``text`` already redacted)."""
+        kind = (action, type(error).__name__)
+        if kind not in self._seen and len(self._seen) < self.distinct:
+            self._seen.add(kind)
+            self.logger.warning("action %s failed for key %r: %s: %s\n%s", execution_id, key,
+                                type(error).__name__, message, text)
+            return
+        self.logger.warning("action %s failed for key %r: %s: %s (traceback: in the error "
+                            "record, at the first such failure, and at DEBUG)", execution_id,
+                            key, type(error).__name__, message)
+        self.logger.debug("traceback of action %s:\n%s", execution_id, text)
+
+
+def never_awaited(action: str, calls: Iterable[Any]) -> UsageError | None:
+    """The misuse of a plain (``def``) action that made lazy durable calls (``ctx.chat``).
+
+    Those start only when awaited, which a plain function cannot do, so they never ran. (A
+    ``durable_execute_async`` call a plain action does not await has started: it runs, its
+    outcome is dropped, and the event log shows it as abandoned.)
+
+    Args:
+        action: the action's name.
+        calls: the ``DurableCall`` objects the action made.
+
+    Returns:
+        The error to fail the action with, or ``None``.
+    """
+    never = [c for c in calls if not c.done and c.start is not None]
+    if not never:
+        return None
+    made = ", ".join(sorted({"ctx.chat(...)" if c.kind.value == "chat" else
+                             f"a lazy {c.kind.value} call" for c in never}))
+    return UsageError(
+        f"action {action!r} is not async, but it made durable calls that run only when "
+        f"awaited ({made}), so they never ran. Declare it 'async def' and 'await' them "
+        "(e.g. response = await ctx.chat(...))")

@@ -1,0 +1,223 @@
+"""Durable views of embedding models and vector stores, and the context retrieval action.
+
+Inside an action, ``ctx.get_resource(name, EMBEDDING_MODEL | EMBEDDING_MODEL_CONNECTION |
+VECTOR_STORE)`` returns a view whose every call is one durable call of the action: ``embed``,
+``add``, ``query``, ``get``, ``update``, ``delete`` and ``size``, most also as an
+``a``-prefixed awaitable (run on the I/O executor; other keys keep running). The durable call
+is named after the resource (``embedding_model[text_embedder].embed``), so it reads well in
+the event log and metrics, and its result is recorded as a pydantic model or plain JSON, so
+a replay returns the same type without calling the model or the store again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..api import (
+    ContextRetrievalRequestEvent,
+    ContextRetrievalResponseEvent,
+    Document,
+    EmbeddingModelConnection,
+    EmbeddingModelSetup,
+    EmbeddingResult,
+    Resource,
+    ResourceType,
+    RunnerContext,
+    VectorStore,
+    VectorStoreQuery,
+    VectorStoreQueryResult,
+)
+
+__all__ = ["DurableEmbeddingModel", "DurableVectorStore", "durable_view", "durable_target",
+           "context_retrieval_action"]
+
+_MODULE = "flink_agents_py.knowledge"
+
+
+def durable_target(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap ``fn`` so its durable call is named ``flink_agents_py.knowledge:<label>``."""
+
+    def target(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    target.__module__ = _MODULE
+    target.__qualname__ = target.__name__ = label
+    return target
+
+
+class _View:
+    """Common part of the durable views: the action context, the name, the resource."""
+
+    _kind = ""
+
+    def __init__(self, ctx: RunnerContext, name: str, resource: Resource) -> None:
+        self._ctx = ctx
+        self._name = name
+        self._resource = resource
+
+    def _target(self, op: str) -> Callable[..., Any]:
+        return durable_target(f"{self._kind}[{self._name}].{op}", getattr(self, f"_run_{op}"))
+
+    def _call(self, op: str, *args: Any) -> Any:
+        return self._ctx.durable_execute(self._target(op), *args)
+
+    def _acall(self, op: str, *args: Any) -> Any:
+        return self._ctx.durable_execute_async(self._target(op), *args)
+
+    @property
+    def resource(self) -> Resource:
+        """The resource itself (calls on it are not durable)."""
+        return self._resource
+
+    def __getattr__(self, attr: str) -> Any:  # fields (collection, model...) read through
+        return getattr(self._resource, attr)
+
+
+class DurableEmbeddingModel(_View):
+    """An embedding model setup (or connection) whose calls are durable calls of the action."""
+
+    _kind = "embedding_model"
+    _resource: EmbeddingModelSetup | EmbeddingModelConnection
+
+    def _run_embed(self, text: str | list[str], kwargs: dict[str, Any]) -> EmbeddingResult:
+        return self._resource.embed_with_usage(text, **kwargs)
+
+    @staticmethod
+    def _arg(text: str | Sequence[str]) -> str | list[str]:
+        return text if isinstance(text, str) else list(text)
+
+    def embed_with_usage(self, text: str | Sequence[str], **kwargs: Any) -> EmbeddingResult:
+        """Embed (one durable call); returns vectors, usage and truncated indices.
+
+        Raises:
+            EmbeddingError: for empty input (recorded, so a replay raises it again).
+
+        """
+        return self._call("embed", self._arg(text), kwargs)
+
+    def embed(self, text: str | Sequence[str], **kwargs: Any) -> list[float] | list[list[float]]:
+        """Embed one text (a vector) or a list of texts (a list of vectors); durable."""
+        return self.embed_with_usage(text, **kwargs).embeddings
+
+    async def aembed_with_usage(self, text: str | Sequence[str], **kwargs: Any
+                                ) -> EmbeddingResult:
+        """Async ``embed_with_usage`` (runs on the I/O executor)."""
+        return await self._acall("embed", self._arg(text), kwargs)
+
+    async def aembed(self, text: str | Sequence[str], **kwargs: Any
+                     ) -> list[float] | list[list[float]]:
+        """Async ``embed`` (runs on the I/O executor)."""
+        return (await self.aembed_with_usage(text, **kwargs)).embeddings
+
+
+def _docs(documents: Document | Sequence[Document]) -> list[Document]:
+    return [documents] if isinstance(documents, Document) else list(documents)
+
+
+class DurableVectorStore(_View):
+    """A ``VectorStore`` whose calls are durable calls of the current action."""
+
+    _kind = "vector_store"
+    _resource: VectorStore
+
+    def _run_add(self, docs: list[Document], collection: str | None,
+                 kwargs: dict[str, Any]) -> list[str]:
+        return self._resource.add(docs, collection, **kwargs)
+
+    def _run_update(self, docs: list[Document], collection: str | None,
+                    kwargs: dict[str, Any]) -> None:
+        self._resource.update(docs, collection, **kwargs)
+
+    def _run_query(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
+        return self._resource.query(query)
+
+    def _run_get(self, ids: Any, collection: str | None, filters: dict[str, Any] | None,
+                 limit: int | None, kwargs: dict[str, Any]) -> list[Document]:
+        return self._resource.get(ids, collection, filters, limit, **kwargs)
+
+    def _run_delete(self, ids: Any, collection: str | None, filters: dict[str, Any] | None,
+                    kwargs: dict[str, Any]) -> None:
+        self._resource.delete(ids, collection, filters, **kwargs)
+
+    def _run_size(self, collection: str | None) -> int:
+        return self._resource.size(collection)
+
+    def add(self, documents: Document | Sequence[Document], collection_name: str | None = None,
+            **kwargs: Any) -> list[str]:
+        """Embed and upsert documents (one durable call); returns their ids."""
+        return self._call("add", _docs(documents), collection_name, kwargs)
+
+    async def aadd(self, documents: Document | Sequence[Document],
+                   collection_name: str | None = None, **kwargs: Any) -> list[str]:
+        """Async ``add``."""
+        return await self._acall("add", _docs(documents), collection_name, kwargs)
+
+    def update(self, documents: Document | Sequence[Document],
+               collection_name: str | None = None, **kwargs: Any) -> None:
+        """Replace documents by id (one durable call)."""
+        self._call("update", _docs(documents), collection_name, kwargs)
+
+    def query(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
+        """Similarity search (one durable call)."""
+        return self._call("query", query)
+
+    async def aquery(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
+        """Async ``query``."""
+        return await self._acall("query", query)
+
+    def get(self, ids: str | list[str] | None = None, collection_name: str | None = None,
+            filters: dict[str, Any] | None = None, limit: int | None = 100,
+            **kwargs: Any) -> list[Document]:
+        """Documents by id or filter (one durable call)."""
+        return self._call("get", ids, collection_name, filters, limit, kwargs)
+
+    async def aget(self, ids: str | list[str] | None = None, collection_name: str | None = None,
+                   filters: dict[str, Any] | None = None, limit: int | None = 100,
+                   **kwargs: Any) -> list[Document]:
+        """Async ``get``."""
+        return await self._acall("get", ids, collection_name, filters, limit, kwargs)
+
+    def delete(self, ids: str | list[str] | None = None, collection_name: str | None = None,
+               filters: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """Delete by ids or filter (one durable call)."""
+        self._call("delete", ids, collection_name, filters, kwargs)
+
+    def size(self, collection_name: str | None = None) -> int:
+        """The collection's document count (one durable call)."""
+        return self._call("size", collection_name)
+
+
+def durable_view(ctx: RunnerContext, name: str, resource: Resource) -> Any:
+    """The durable view of an embedding model or vector store; other resources as they are."""
+    if isinstance(resource, EmbeddingModelSetup):
+        return DurableEmbeddingModel(ctx, name, resource)
+    if isinstance(resource, EmbeddingModelConnection):
+        view = DurableEmbeddingModel(ctx, name, resource)
+        view._kind = "embedding_model_connection"
+        return view
+    if isinstance(resource, VectorStore):
+        return DurableVectorStore(ctx, name, resource)
+    return resource
+
+
+async def context_retrieval_action(event: ContextRetrievalRequestEvent,
+                                   ctx: RunnerContext) -> None:
+    """Built-in action: answer a ``ContextRetrievalRequestEvent`` with the documents found.
+
+    The search is one durable call on the I/O executor. Any failure (an unknown store, a
+    missing collection, an unknown filter field, an embedding error) is reported in the
+    response's ``error``; the run goes on.
+    """
+    try:
+        store = ctx.get_resource(event.vector_store, ResourceType.VECTOR_STORE)
+        if not isinstance(store, DurableVectorStore):
+            raise TypeError(f"resource {event.vector_store!r} is not a VectorStore")
+        result = await store.aquery(VectorStoreQuery(
+            query_text=event.query, limit=event.max_results,
+            collection_name=event.collection_name, filters=event.filters))
+        docs, error = result.documents, None
+    except Exception as e:  # noqa: BLE001 - reported to the requester
+        docs, error = [], f"{type(e).__name__}: {e}"
+    ctx.send_event(ContextRetrievalResponseEvent(request_id=event.id, query=event.query,
+                                                 documents=docs, error=error))

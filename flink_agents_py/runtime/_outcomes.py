@@ -1,0 +1,139 @@
+"""Durable call outcomes: naming calls, digesting arguments, storing and rebuilding outcomes.
+
+What a caller gets live is exactly what a replay gets after a restore: a result is handed
+over as it is rebuilt from its stored JSON form, and a recorded failure is rebuilt as the
+same exception type with the same ``args`` and JSON-form attributes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ..api import DurableExecutionError, SerializationError, import_qualified
+from ._failures import failure_text
+from ._serde import digest, from_json_value, to_json_value
+from ._state import CallRecord
+
+__all__ = ["fn_name", "call_digest", "store_outcome", "rebuild_exception"]
+
+
+def fn_name(fn: Callable[..., Any]) -> str:
+    """``module:qualname`` of a callable, the same in every process (no object addresses).
+
+    A ``functools.partial`` is named after the function it wraps, a callable object after its
+    class.
+    """
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    qual = getattr(fn, "__qualname__", None)
+    module = getattr(fn, "__module__", None)
+    if not isinstance(qual, str):
+        cls = type(fn)
+        module, qual = cls.__module__, cls.__qualname__
+    return f"{module or '?'}:{qual}"
+
+
+def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                call_id: str) -> str:
+    """Digest of a call's function name and arguments.
+
+    Raises:
+        SerializationError: when an argument has no JSON form.
+    """
+    name = fn if isinstance(fn, str) else fn_name(fn)
+    where = f"arguments of durable call {call_id} ({name})"
+    return digest([name, to_json_value(list(args), where), to_json_value(kwargs, where)])
+
+
+def _json_or_none(value: Any) -> Any:
+    try:
+        return to_json_value(value, "an exception's arguments")
+    except Exception:  # noqa: BLE001 - not kept: the message still is
+        return None
+
+
+def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[bool, Any]:
+    """Write an outcome into ``rec``; returns the outcome as the caller will see it.
+
+    A result is handed to the caller as it is rebuilt from its stored form, exactly what a
+    replay after a restore hands over: the same types on both paths (a pydantic model field
+    typed ``Any`` holds what its JSON form holds, a tuple is a list). A result with no JSON
+    form, or one whose stored form does not rebuild, turns into a failure with a
+    ``SerializationError``.
+    """
+    if ok:
+        where = f"result of durable call {call_id}"
+        try:
+            stored = to_json_value(value, where)
+            try:
+                rebuilt = from_json_value(stored)
+            except Exception as e:  # noqa: BLE001 - e.g. a model whose validators reject it
+                hint = ("; define the model class at module level, where a replay can import "
+                        "it" if "<locals>" in str(e) else "")
+                raise SerializationError(
+                    f"{where}: its stored form does not rebuild ({type(e).__name__}: {e}), so "
+                    f"a replay could not return it{hint}") from e
+        except Exception as e:  # noqa: BLE001
+            ok, value = False, e
+        else:
+            rec.done, rec.ok, rec.value = True, True, stored
+            value = rebuilt
+    if not ok:
+        exc = value if isinstance(value, BaseException) else DurableExecutionError(str(value))
+        cls = type(exc)
+        rec.done, rec.ok = True, False
+        rec.error_type = f"{cls.__module__}:{cls.__qualname__}"
+        rec.error_message = str(exc)
+        rec.error_args = _json_or_none(list(exc.args))
+        attrs = {k: v for k, v in vars(exc).items() if not k.startswith("_")} \
+            if hasattr(exc, "__dict__") else {}
+        kept = {k: j for k, v in attrs.items() if (j := _json_or_none(v)) is not None
+                or v is None}
+        rec.error_attrs = kept or None
+        rec.traceback = failure_text(exc)
+        value = exc
+    return ok, value
+
+
+def rebuild_exception(rec: CallRecord) -> BaseException:
+    """The exception a failed record holds, rebuilt for a replay.
+
+    The recorded type with its recorded ``args`` (so ``str(e)`` is what it was) and
+    attributes; from the message alone for records without ``args``; a
+    ``DurableExecutionError`` naming the type when that cannot be imported or built.
+    """
+    type_path, message = rec.error_type, rec.error_message
+    try:
+        cls = import_qualified(type_path or "")
+    except Exception:  # noqa: BLE001 - fall back to a generic, still-typed error
+        cls = None
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        args = [from_json_value(a) for a in rec.error_args] if rec.error_args is not None \
+            else [message]
+        exc: BaseException | None
+        try:
+            exc = cls(*args)
+        except Exception:  # noqa: BLE001 - a constructor taking other arguments
+            try:
+                exc = cls.__new__(cls)
+                BaseException.__init__(exc, *args)
+            except Exception:  # noqa: BLE001
+                exc = None
+        if exc is not None:
+            for k, v in (rec.error_attrs or {}).items():
+                try:
+                    setattr(exc, k, from_json_value(v))
+                except Exception:  # noqa: BLE001 - a read-only attribute: skipped
+                    pass
+            if rec.error_args is None or str(exc) == message:
+                return exc
+            exc.args = tuple(args)
+            if str(exc) == message:
+                return exc
+            try:  # a __str__ that is not built from args: keep the recorded message
+                return cls(message)
+            except Exception:  # noqa: BLE001
+                return exc
+    return DurableExecutionError(f"recorded failure {type_path}: {message}")

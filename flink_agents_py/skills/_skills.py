@@ -1,0 +1,211 @@
+"""Agent skills in the agentskills.io format: a folder with ``SKILL.md`` and its files.
+
+``SKILL.md`` starts with YAML front matter (``name``, ``description``) followed by the
+skill's instructions in Markdown. A chat model is offered the skills' names and
+descriptions in the ``load_skill`` tool's description; it loads a skill's instructions (or
+one of its files) on demand with that tool, and runs the commands the instructions give
+with the ``run_skill_command`` tool, which runs only allowed commands (see
+``_commands.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+from pydantic import PrivateAttr, model_validator
+
+from ..api import AgentsError, Resource, ResourceType, ToolMetadata
+
+__all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_CHARS"]
+
+SKILL_FILE = "SKILL.md"
+MAX_FILE_CHARS = 64_000
+"""The most characters of a skill file ``load_skill`` returns (the rest is cut, and said)."""
+_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+class SkillError(AgentsError):
+    """A skill folder that cannot be loaded (no ``SKILL.md``, bad front matter...)."""
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One loaded skill.
+
+    Attributes:
+        name: the skill's name (front matter ``name``: lowercase letters, digits, hyphens).
+        description: what it does and when to use it (front matter ``description``).
+        instructions: the Markdown body of ``SKILL.md``.
+        directory: the skill's folder (its files are read from there only).
+    """
+
+    name: str
+    description: str
+    instructions: str
+    directory: Path
+
+    def files(self) -> list[str]:
+        """The skill's files other than ``SKILL.md``, as paths relative to its folder."""
+        return sorted(p.relative_to(self.directory).as_posix()
+                      for p in self.directory.rglob("*") if p.is_file()
+                      and p.name != SKILL_FILE and not p.is_symlink())
+
+    def read(self, relative: str) -> str:
+        """The text of the skill's file ``relative`` (at most ``MAX_FILE_CHARS``).
+
+        Raises:
+            SkillError: for a path outside the skill's folder, or no such file.
+        """
+        target = (self.directory / relative).resolve()
+        root = self.directory.resolve()
+        if root not in target.parents or not target.is_file():
+            raise SkillError(f"skill {self.name!r} has no file {relative!r}; its files: "
+                             f"{', '.join(self.files()) or 'none'}")
+        text = target.read_text(errors="replace")
+        if len(text) > MAX_FILE_CHARS:
+            return text[:MAX_FILE_CHARS] + f"\n[... cut: the file has {len(text)} characters]"
+        return text
+
+
+def _parse(skill_dir: Path) -> Skill:
+    path = skill_dir / SKILL_FILE
+    if not path.is_file():
+        raise SkillError(f"skill folder {skill_dir} has no {SKILL_FILE} (a skill is a folder "
+                         f"with {SKILL_FILE}: YAML front matter with name and description, "
+                         f"then the instructions)")
+    text = path.read_text(errors="replace")
+    m = re.match(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", text, re.DOTALL)
+    if m is None:
+        raise SkillError(f"{path}: no YAML front matter (a first line '---', 'name:' and "
+                         f"'description:', then '---')")
+    try:
+        meta = yaml.safe_load(m.group(1)) or {}
+    except yaml.YAMLError as e:
+        raise SkillError(f"{path}: the front matter is not YAML: {e}") from e
+    if not isinstance(meta, dict):
+        raise SkillError(f"{path}: the front matter must be a mapping")
+    name, description = meta.get("name"), meta.get("description")
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or len(name) > 64:
+        raise SkillError(f"{path}: 'name' must be 1-64 lowercase letters, digits and "
+                         f"hyphens, got {name!r}")
+    if not isinstance(description, str) or not description.strip():
+        raise SkillError(f"{path}: 'description' is missing or empty")
+    return Skill(name=name, description=" ".join(description.split()),
+                 instructions=m.group(2).strip(), directory=skill_dir)
+
+
+def load_skills(paths: list[str] | list[Path]) -> dict[str, Skill]:
+    """Load skills from ``paths``: each a skill folder, or a folder of skill folders.
+
+    Args:
+        paths: folders; one holding ``SKILL.md`` is a skill, any other one's subfolders
+            (hidden ones aside) must each be a skill.
+
+    Returns:
+        Skill name to ``Skill``, in the order found.
+
+    Raises:
+        SkillError: naming the folder, for a missing folder, a subfolder without
+            ``SKILL.md``, bad front matter, or a name given twice.
+    """
+    found: dict[str, Skill] = {}
+    for raw in paths:
+        root = Path(raw).expanduser()
+        if not root.is_dir():
+            raise SkillError(f"skills folder {root} does not exist")
+        dirs = [root] if (root / SKILL_FILE).is_file() else sorted(
+            p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+        for d in dirs:
+            skill = _parse(d)
+            if skill.name in found:
+                raise SkillError(f"skill {skill.name!r} is given twice: "
+                                 f"{found[skill.name].directory} and {d}")
+            found[skill.name] = skill
+    return found
+
+
+class LoadSkillTool(Resource):
+    """The ``load_skill`` tool: offers the skills to a chat model, loads one on demand.
+
+    Its description lists every skill's name and description. Called with ``name`` it
+    returns the skill's instructions and the list of its files; with ``file`` too, that
+    file's text. Declare it as a ``TOOL`` resource and name it in a setup's ``tools``.
+
+    Attributes:
+        paths: skill folders, or folders of skill folders (see ``load_skills``).
+        skills: the names offered (``None``: every skill found).
+        name: the tool's name.
+
+    Raises:
+        SkillError: (wrapped in pydantic's error at construction) for a bad folder.
+    """
+
+    RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.TOOL
+
+    paths: list[str]
+    skills: list[str] | None = None
+    name: str = "load_skill"
+
+    _loaded: dict[str, Skill] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _load(self) -> LoadSkillTool:
+        loaded = load_skills(self.paths)
+        if self.skills is not None:
+            missing = [s for s in self.skills if s not in loaded]
+            if missing:
+                raise SkillError(f"no skill named {missing} in {self.paths}; found: "
+                                 f"{sorted(loaded)}")
+            loaded = {n: loaded[n] for n in self.skills}
+        self._loaded = loaded
+        return self
+
+    @property
+    def loaded(self) -> dict[str, Skill]:
+        """The skills offered, by name."""
+        return dict(self._loaded)
+
+    @property
+    def tool_name(self) -> str:
+        """The name the tool is offered under."""
+        return self.name
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        """The tool as a chat model sees it: the skills are listed in its description."""
+        listing = "\n".join(f"- {s.name}: {s.description}" for s in self._loaded.values())
+        return ToolMetadata(name=self.name, description=(
+            "Load a skill's instructions (and the list of its files) before using it; pass "
+            "'file' to read one of its files. Available skills:\n" + listing),
+            parameters={"type": "object", "properties": {
+                "name": {"type": "string", "enum": list(self._loaded),
+                         "description": "the skill's name"},
+                "file": {"type": "string", "description": "a file of the skill, relative "
+                         "to its folder (optional)"}}, "required": ["name"]})
+
+    def skill(self, name: str) -> Skill:
+        """The skill ``name``.
+
+        Raises:
+            SkillError: when no such skill is offered (names the ones that are).
+        """
+        if name not in self._loaded:
+            raise SkillError(f"no skill named {name!r}; available: {', '.join(self._loaded)}")
+        return self._loaded[name]
+
+    async def acall(self, name: str, file: str | None = None, **unexpected: Any) -> Any:
+        """Load skill ``name`` (or its ``file``).
+
+        Raises:
+            SkillError: for an unknown skill or file, or an unexpected argument.
+        """
+        if unexpected:
+            raise SkillError(f"load_skill takes 'name' and 'file', not {sorted(unexpected)}")
+        skill = self.skill(name)
+        if file:
+            return skill.read(file)
+        return {"name": skill.name, "instructions": skill.instructions, "files": skill.files()}

@@ -1,0 +1,364 @@
+"""What the models cannot check, entry by entry: imports, class kinds and fields, names.
+
+Each ``add_*`` function reads one kind of entry of a valid ``AgentSpec``, reports every
+problem at the entry's location (``Report`` maps it to its line) and adds what is sound to the
+agent. Locations are those of the validated (possibly pruned) data.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..api import (
+    Agent,
+    AgentsError,
+    ChatModelSetup,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    Event,
+    FunctionTool,
+    InputEvent,
+    OutputEvent,
+    Prompt,
+    Resource,
+    ResourceDescriptor,
+    ResourceType,
+    ToolRequestEvent,
+    ToolResponseEvent,
+)
+from ..api._events import event_class_for
+from ..api._resources import import_qualified
+from ..api._tools import RESERVED_TOOL_PREFIX
+from ..plan import BUILTIN_ACTIONS
+from ._errors import Loc
+from ._nodes import Report
+from ._specs import (
+    CLASS_PATH,
+    FUNCTION_PATH,
+    ActionSpec,
+    AgentSpec,
+    ChatModelSetupSpec,
+    PromptSpec,
+    ResourceSpec,
+    ToolSpec,
+    field_keys,
+)
+
+__all__ = ["add_actions", "add_classed", "add_prompts", "add_setups", "add_tools",
+           "import_object", "resource_arguments", "unique"]
+
+_BUILTIN_EVENTS = (InputEvent, OutputEvent, ChatRequestEvent, ChatResponseEvent,
+                   ToolRequestEvent, ToolResponseEvent)
+
+
+def unique(report: Report, seen: dict[str, Loc], name: str, loc: Loc, what: str) -> bool:
+    """Whether ``name`` is new among ``seen`` (reported at ``loc`` + ``name`` when not)."""
+    if name.startswith("<"):
+        return False  # a placeholder for a bad name: reported already
+    if name in seen:
+        first = report.index.line(report.translate(seen[name]))
+        report.add((*loc, "name"), f"duplicate {what} name {name!r} (first at line {first})")
+        return False
+    seen[name] = loc
+    return True
+
+
+# --------------------------------------------------------------------------- imports
+
+
+def import_object(report: Report, path: str, loc: Loc) -> Any:
+    """Import ``path`` (``module:qualname`` or ``pkg.module.Class``); ``None`` after reporting."""
+    try:
+        return import_qualified(path)
+    except AgentsError as err:
+        report.add(loc, f"cannot import {path!r}: {err}")
+    except Exception as err:  # noqa: BLE001 - a module failing at import time
+        report.add(loc, f"importing {path!r} failed: {type(err).__name__}: {err}")
+    return None
+
+
+def _import_class(report: Report, path: str, loc: Loc) -> type | None:
+    obj = import_object(report, path, loc)
+    if obj is not None and not isinstance(obj, type):
+        report.add(loc, f"{path!r} is not a class")
+        return None
+    return obj
+
+
+def _import_function(report: Report, path: str, loc: Loc) -> Callable[..., Any] | None:
+    fn = import_object(report, path, loc)
+    if fn is None:
+        return None
+    if not callable(fn):
+        report.add(loc, f"{path!r} is not callable")
+        return None
+    return fn  # type: ignore[no-any-return]
+
+
+# --------------------------------------------------------------------------- actions
+
+
+def add_actions(report: Report, spec: AgentSpec, loc: Loc, agent: Agent) -> None:
+    """Add the agent's sound actions.
+
+    Every action's function is imported before any trigger event type is resolved: the
+    imports register the actions' ``Event`` subclasses.
+    """
+    parsed: list[tuple[ActionSpec, Loc, str | None, Callable[..., Any] | None]] = []
+    seen: dict[str, Loc] = {}
+    for i, action in enumerate(spec.actions):
+        at = (*loc, "actions", i)
+        name: str | None = action.name
+        if not unique(report, seen, action.name, at, "action"):
+            name = None
+        elif action.name in BUILTIN_ACTIONS:
+            report.add((*at, "name"),
+                       f"{action.name!r} is the name of a built-in action; rename the action")
+            name = None
+        fn = _import_function(report, action.function, (*at, "function"))
+        if fn is not None and not _takes_event_and_ctx(fn):
+            report.add((*at, "function"), f"{action.function!r} must take (event, ctx)")
+            fn = None
+        parsed.append((action, at, name, fn))
+    for action, at, name, fn in parsed:
+        triggers = _triggers(report, action.on, (*at, "on"))
+        if triggers is not None and name is not None and fn is not None:
+            agent.add_action(name, triggers, fn, config=dict(action.config))
+
+
+def _takes_event_and_ctx(fn: Callable[..., Any]) -> bool:
+    try:
+        inspect.signature(fn).bind(object(), object())
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _triggers(report: Report, names: Sequence[str], loc: Loc) -> list[str] | None:
+    out: list[str] = []
+    for i, name in enumerate(names):
+        t = _event_type(name)
+        if t is None:
+            builtins = ", ".join(c.EVENT_TYPE or "" for c in _BUILTIN_EVENTS)
+            report.add((*loc, i),
+                       f"{name!r} names no known event type; use a built-in ({builtins}), "
+                       "the EVENT_TYPE of an Event subclass imported by an action's module, or "
+                       "an Event subclass's dotted class path")
+            continue
+        out.append(t)
+    return out if len(out) == len(names) else None
+
+
+def _event_type(name: str) -> str | None:
+    if event_class_for(name) is not Event:
+        return name
+    if CLASS_PATH.fullmatch(name) or FUNCTION_PATH.fullmatch(name):
+        try:
+            cls = import_qualified(name)
+        except Exception:  # noqa: BLE001 - reported by the caller as an unknown type
+            return None
+        if isinstance(cls, type) and issubclass(cls, Event) and cls is not Event:
+            return cls.EVENT_TYPE or cls.__qualname__
+    return None
+
+
+# --------------------------------------------------------------------------- prompts, tools
+
+
+def add_prompts(report: Report, spec: AgentSpec, loc: Loc, agent: Agent) -> None:
+    """Add each prompt (its form was checked by ``PromptSpec``)."""
+    seen: dict[str, Loc] = {}
+    for i, prompt in enumerate(spec.prompts):
+        at = (*loc, "prompts", i)
+        if not unique(report, seen, prompt.name, at, "prompt"):
+            continue
+        args = _prompt_arguments(prompt)
+        try:
+            Prompt.model_validate(args)
+        except ValidationError as err:
+            for d in err.errors():
+                report.add((*at, *("text" if p == "template" else p for p in d["loc"])),
+                           d["msg"])
+            continue
+        agent.add_resource(prompt.name, ResourceType.PROMPT, ResourceDescriptor(Prompt, **args))
+
+
+def _prompt_arguments(prompt: PromptSpec) -> dict[str, Any]:
+    if prompt.messages is not None:
+        return {"messages": [m.model_dump(mode="json", exclude_unset=True)
+                             for m in prompt.messages]}
+    args: dict[str, Any] = {"template": prompt.text}
+    if prompt.role is not None:
+        args["role"] = prompt.role.value
+    return args
+
+
+def add_tools(report: Report, spec: AgentSpec, loc: Loc, agent: Agent) -> set[str]:
+    """Add each function tool; returns the tool names declared (sound or not)."""
+    seen: dict[str, Loc] = {}
+    for i, tool in enumerate(spec.tools):
+        at = (*loc, "tools", i)
+        ok = unique(report, seen, tool.name, at, "tool")
+        if tool.name.startswith(RESERVED_TOOL_PREFIX):
+            report.add((*at, "name"),
+                       f"tool {tool.name!r} starts with the reserved prefix "
+                       f"{RESERVED_TOOL_PREFIX!r} (it names sub-agent callables); rename the tool")
+            ok = False
+        fn = _import_function(report, tool.function, (*at, "function"))
+        if not ok or fn is None:
+            continue
+        description = _tool_description(report, tool, fn, at)
+        if description is not None:
+            agent.add_resource(tool.name, ResourceType.TOOL, ResourceDescriptor(
+                FunctionTool, func=tool.function, name=tool.name, description=description))
+    return set(seen)
+
+
+def _tool_description(report: Report, tool: ToolSpec, fn: Callable[..., Any],
+                      at: Loc) -> str | None:
+    try:
+        inst = FunctionTool.from_function(fn, name=tool.name)
+        _ = inst.metadata  # the argument schema, built from the signature
+    except Exception as err:  # noqa: BLE001 - a signature pydantic cannot describe
+        report.add((*at, "function"), f"cannot describe {tool.function!r} as a tool: "
+                                      f"{type(err).__name__}: {err}")
+        return None
+    return tool.description if tool.description is not None else inst.description
+
+
+# --------------------------------------------------------------------------- classed resources
+
+
+def add_classed(report: Report, entries: Sequence[ResourceSpec], loc: Loc, agent: Agent,
+                what: str, rtype: ResourceType, base: type[Resource]) -> set[str]:
+    """Add entries of ``name`` + ``clazz`` + fields (connections, MCP servers).
+
+    Returns:
+        The names declared (sound or not).
+    """
+    seen: dict[str, Loc] = {}
+    for i, entry in enumerate(entries):
+        at = (*loc, i)
+        ok = unique(report, seen, entry.name, at, what)
+        cls = _import_class(report, entry.clazz, (*at, "clazz"))
+        if cls is None:
+            continue
+        if not _is_resource_of(cls, base, rtype):
+            report.add((*at, "clazz"), f"{entry.clazz} is not a {base.__name__} subclass"
+                       + (f" for {rtype.value} resources" if base is Resource else ""))
+            continue
+        args, valid = resource_arguments(report, entry, at, cls, what)
+        if ok and valid:
+            agent.add_resource(entry.name, rtype, ResourceDescriptor(entry.clazz, **args))
+    return set(seen)
+
+
+def _is_resource_of(cls: type, base: type[Resource], rtype: ResourceType) -> bool:
+    if not issubclass(cls, base):
+        return False
+    declared = getattr(cls, "RESOURCE_TYPE", None)
+    return declared is None or declared == rtype
+
+
+def add_setups(report: Report, spec: AgentSpec, loc: Loc, agent: Agent, connections: set[str],
+               tools: set[str], subagents: set[str]) -> None:
+    """Add each chat model setup, checking the connection, tools and sub-agents it names."""
+    seen: dict[str, Loc] = {}
+    for i, setup in enumerate(spec.chat_model_setups):
+        at = (*loc, "chat_model_setups", i)
+        ok = unique(report, seen, setup.name, at, "chat model setup")
+        clazz = setup.clazz or "flink_agents_py.api.ChatModelSetup"
+        cls = _import_class(report, clazz, (*at, "clazz")) if setup.clazz else ChatModelSetup
+        if cls is None:
+            continue
+        if not issubclass(cls, ChatModelSetup):
+            report.add((*at, "clazz"), f"{clazz} is not a ChatModelSetup subclass")
+            continue
+        skip: tuple[str, ...] = ()
+        if "subagents" in (setup.model_extra or {}) and "subagents" not in cls.model_fields:
+            report.add((*at, "subagents"),
+                       f"{cls.__name__} declares no 'subagents' field, so a chat model cannot "
+                       "delegate to sub-agents yet; remove 'subagents' (actions can call "
+                       "sub-agents with ctx.submit_subagent)", at_key=True)
+            skip, ok = ("subagents",), False
+        args, valid = resource_arguments(report, setup, at, cls, "chat model setup", skip=skip)
+        ok = _check_references(report, at, args, connections, tools, subagents) and ok
+        if ok and valid:
+            agent.add_resource(setup.name, ResourceType.CHAT_MODEL,
+                               ResourceDescriptor(clazz, **args))
+
+
+def _check_references(report: Report, at: Loc, args: dict[str, Any], connections: set[str],
+                      tools: set[str], subagents: set[str]) -> bool:
+    ok = True
+    conn = args.get("connection")
+    if isinstance(conn, str) and conn not in connections:
+        report.add((*at, "connection"),
+                   f"names connection {conn!r}, which this agent does not declare "
+                   f"(chat_model_connections: {', '.join(sorted(connections)) or 'none'})")
+        ok = False
+    for key, known, what in (("tools", tools, "tool"), ("subagents", subagents, "sub-agent")):
+        names = args.get(key)
+        if not isinstance(names, list):
+            continue
+        for i, n in enumerate(names):
+            if n not in known:
+                report.add((*at, key, i),
+                           f"names {what} {n!r}, which this agent does not declare "
+                           f"({key}: {', '.join(sorted(known)) or 'none'})")
+                ok = False
+    return ok
+
+
+def resource_arguments(report: Report, entry: ChatModelSetupSpec | ResourceSpec | Any, at: Loc,
+                       cls: type[Resource], what: str, skip: tuple[str, ...] = (),
+                       fixed: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
+    """The entry's other keys (its ``model_extra``) checked as fields of ``cls``.
+
+    Args:
+        report: receives the problems.
+        entry: a model allowing extra keys.
+        at: the entry's location.
+        cls: the class the keys are fields of.
+        what: the entry's kind, for messages.
+        skip: extra keys already reported.
+        fixed: arguments the entry sets through its own fields (validated with the rest).
+
+    Returns:
+        ``(arguments, ok)``: the arguments (unknown keys left out) and whether all were valid.
+    """
+    own = [k for name, info in type(entry).model_fields.items() for k in field_keys(name, info)]
+    fields = {k for name, info in cls.model_fields.items() for k in field_keys(name, info)}
+    forbid = cls.model_config.get("extra") == "forbid"
+    args: dict[str, Any] = dict(fixed or {})
+    ok = True
+    for key, value in (entry.model_extra or {}).items():
+        if key in skip:
+            continue
+        if forbid and key not in fields:
+            allowed = ", ".join([*own, *sorted(fields - set(own))])
+            report.add((*at, key), f"unknown key {key!r} for {what} {cls.__name__}; allowed "
+                                   f"keys: {allowed}", at_key=True)
+            ok = False
+            continue
+        args[key] = value
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+        report.add((*at, "clazz"),
+                   f"{cls.__name__} is abstract (implement {missing}) and cannot be built")
+        return args, False
+    try:
+        cls.model_validate(args)
+    except ValidationError as err:
+        for d in err.errors():
+            report.add((*at, *d["loc"]), f"{d['msg']} (for {what} {cls.__name__})")
+        return args, False
+    except Exception as err:  # noqa: BLE001 - a class rejecting its arguments otherwise
+        report.add(at, f"cannot build {cls.__name__}: {type(err).__name__}: {err}")
+        return args, False
+    return args, ok
+

@@ -1,0 +1,308 @@
+"""YAML text to plain data, keeping the line of every place.
+
+``NodeIndex`` knows the lines; ``Report`` collects problems by place.
+
+The document is composed once into PyYAML's node tree (a ``SafeLoader`` with YAML 1.2
+booleans); duplicate keys are reported and ``<<`` merge keys resolved on the nodes; then the
+tree is turned into dicts and lists, a fresh copy per place (an alias read twice gives two
+copies), recording ``loc -> node`` on the way. Every later check speaks in locations
+(``("agents", 0, "on")``) and ``Report`` turns them into ``file:line: path: message``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from ._errors import Loc, YamlError, YamlProblem, loc_path
+
+__all__ = ["NodeIndex", "Parsed", "Report", "Tracked", "describe", "parse", "read_source"]
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Loader(yaml.SafeLoader):
+    """A safe loader whose booleans are YAML 1.2's (``on``/``yes``/``no`` stay strings)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+
+
+class Tracked(list[Any]):
+    """A list of the document that remembers each item's original index (``origin``).
+
+    Items may be dropped while the document is checked; ``origin[i]`` stays the index the
+    ``i``-th remaining item had in the file, so later problems still name the right line.
+    """
+
+    def __init__(self, items: list[Any]) -> None:
+        super().__init__(items)
+        self.origin: list[int] = list(range(len(items)))
+
+    def drop(self, index: int) -> None:
+        """Remove the item at (current) ``index``."""
+        del self[index]
+        del self.origin[index]
+
+
+def original_loc(data: Any, loc: Loc) -> Loc:
+    """Translate a location in ``data`` (after items were dropped) to the file's location.
+
+    Args:
+        data: the document's data, with ``Tracked`` lists.
+        loc: a location in ``data`` as it is now.
+
+    Returns:
+        The same place with every list index as it was in the file.
+    """
+    out: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, Tracked) and isinstance(part, int) and 0 <= part < len(node):
+            out.append(node.origin[part])
+            node = node[part]
+        else:
+            out.append(part)
+            node = node.get(part) if isinstance(node, dict) else None
+    return tuple(out)
+
+
+@dataclass
+class NodeIndex:
+    """Where each place of the document is: ``loc -> value node`` and ``loc -> key node``."""
+
+    values: dict[Loc, Node] = field(default_factory=dict)
+    keys: dict[Loc, Node] = field(default_factory=dict)
+
+    def line(self, loc: Loc, *, at_key: bool = False) -> int | None:
+        """The 1-based line of ``loc``; a place missing from the file gets its parent's line.
+
+        Args:
+            loc: the place (file coordinates).
+            at_key: the line of the key rather than of its value (for unknown keys).
+        """
+        if at_key and loc in self.keys:
+            return int(self.keys[loc].start_mark.line) + 1
+        for n in range(len(loc), -1, -1):
+            node = self.values.get(loc[:n])
+            if node is not None:
+                return int(node.start_mark.line) + 1
+        return None
+
+
+class Report:
+    """The problems of one document, by place, turned into one ``YamlError``.
+
+    Attributes:
+        source: the file name.
+        index: where each place is.
+        translate: maps a location in the (pruned) data to the file's location.
+        problems: ``(file location, line, message)`` in the order found.
+    """
+
+    def __init__(self, source: str, index: NodeIndex | None = None) -> None:
+        self.source = source
+        self.index = index or NodeIndex()
+        self.translate: Callable[[Loc], Loc] = lambda loc: loc
+        self.problems: list[tuple[Loc, int | None, str]] = []
+
+    def add(self, loc: Loc, message: str, *, at_key: bool = False, line: int | None = None,
+            translated: bool = False) -> None:
+        """Record a problem at ``loc`` (a location in the current data, unless ``translated``)."""
+        where = loc if translated else self.translate(loc)
+        if line is None:
+            line = self.index.line(where, at_key=at_key)
+        self.problems.append((where, line, message))
+
+    def count(self) -> int:
+        """How many problems so far (compare two counts to see whether a step added any)."""
+        return len(self.problems)
+
+    def under(self, loc: Loc) -> bool:
+        """Whether a problem lies at or below ``loc`` (a location in the current data)."""
+        where = self.translate(loc)
+        return any(p[: len(where)] == where for p, _, _ in self.problems)
+
+    def error(self) -> YamlError:
+        """Every problem as one error (in line order)."""
+        return YamlError(self.source, [YamlProblem(self.source, line, loc_path(loc), message)
+                                       for loc, line, message in self.problems])
+
+
+@dataclass
+class Parsed:
+    """A document read into plain data.
+
+    Attributes:
+        data: dicts, ``Tracked`` lists and scalars; ``None`` when the text is not YAML or empty.
+        unreadable: places whose value could not be constructed (already reported).
+    """
+
+    data: Any
+    unreadable: set[Loc]
+
+
+def read_source(path_or_text: Any) -> tuple[str, str]:
+    """Return ``(text, source name)`` for a path, a file object, bytes or YAML text.
+
+    Raises:
+        TypeError: for anything else.
+        OSError: when a file cannot be read.
+    """
+    if isinstance(path_or_text, os.PathLike):
+        p = Path(path_or_text)
+        return p.read_text(encoding="utf-8"), str(p)
+    if hasattr(path_or_text, "read"):
+        data = path_or_text.read()
+        text = data.decode("utf-8") if isinstance(data, bytes) else str(data)
+        return text, str(getattr(path_or_text, "name", "<stream>"))
+    if isinstance(path_or_text, bytes):
+        return path_or_text.decode("utf-8"), "<string>"
+    if not isinstance(path_or_text, str):
+        raise TypeError(f"expected a path, a file object or YAML text, got "
+                        f"{type(path_or_text).__name__}")
+    s = path_or_text.strip()
+    if "\n" not in s and s and (s.endswith((".yaml", ".yml")) or _is_file(s)):
+        return Path(s).read_text(encoding="utf-8"), s
+    return path_or_text, "<string>"
+
+
+def _is_file(s: str) -> bool:
+    try:
+        return Path(s).is_file()
+    except (OSError, ValueError):  # a name too long, or with a NUL: YAML text, not a path
+        return False
+
+
+def describe(value: Any) -> str:
+    """Say how a value reads in a message: ``a list``, ``nothing``, ``'x'``, ``3 (int)``."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if value is None:
+        return "nothing"
+    if isinstance(value, str):
+        return repr(value)
+    return f"{value} ({type(value).__name__})"
+
+
+def parse(text: str, report: Report) -> Parsed:
+    """Read ``text`` into plain data, filling ``report.index`` and reporting YAML problems.
+
+    Args:
+        text: the YAML document.
+        report: receives the problems (not valid YAML, duplicate keys, bad merge keys,
+            unreadable values, non-scalar keys).
+
+    Returns:
+        The data (``None`` when there is no document to check).
+    """
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        what = " ".join(x for x in (e.context, e.problem) if x)
+        report.add((), f"not valid YAML: {what}", translated=True,
+                   line=mark.line + 1 if mark is not None else None)
+        return Parsed(None, set())
+    except yaml.YAMLError as e:
+        report.add((), f"not valid YAML: {e}", translated=True)
+        return Parsed(None, set())
+    if root is None:
+        return Parsed(None, set())
+    _prepare(loader, root, report)
+    unreadable: set[Loc] = set()
+    data = _construct(loader, root, (), report, unreadable, ())
+    return Parsed(data, unreadable)
+
+
+def _prepare(loader: _Loader, root: Node, report: Report) -> None:
+    """Report duplicate keys anywhere, then resolve ``<<`` merge keys in place."""
+    seen: set[int] = set()
+
+    def walk(node: Node, loc: Loc) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, MappingNode):
+            first: dict[str, Node] = {}
+            for k, v in node.value:
+                key = k.value if isinstance(k, ScalarNode) else "?"
+                if isinstance(k, ScalarNode) and k.tag != _MERGE_TAG:
+                    if k.value in first:
+                        report.add((*loc, key), f"duplicate key {k.value!r} (first at line "
+                                   f"{first[k.value].start_mark.line + 1})", translated=True,
+                                   line=k.start_mark.line + 1)
+                    else:
+                        first[k.value] = k
+                walk(v, (*loc, key))
+            try:
+                loader.flatten_mapping(node)
+            except yaml.MarkedYAMLError as e:
+                report.add(loc, f"bad merge key: {e.problem}", translated=True,
+                           line=node.start_mark.line + 1)
+        elif isinstance(node, SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, (*loc, i))
+
+    walk(root, ())
+
+
+_UNREADABLE = object()
+
+
+def _construct(loader: _Loader, node: Node, loc: Loc, report: Report, unreadable: set[Loc],
+               stack: tuple[int, ...]) -> Any:
+    report.index.values[loc] = node
+    if id(node) in stack:
+        report.add(loc, "an alias refers to the node it is in", translated=True)
+        unreadable.add(loc)
+        return _UNREADABLE
+    if isinstance(node, MappingNode):
+        out: dict[Any, Any] = {}
+        for k, v in node.value:
+            if not isinstance(k, ScalarNode) or k.tag == _MERGE_TAG:
+                report.add(loc, "a key must be a plain name", translated=True,
+                           line=k.start_mark.line + 1)
+                continue
+            key = _scalar(loader, k, loc, report, unreadable)
+            if key is _UNREADABLE:
+                continue
+            report.index.keys[(*loc, key)] = k
+            value = _construct(loader, v, (*loc, key), report, unreadable, (*stack, id(node)))
+            if value is _UNREADABLE:
+                out.pop(key, None)
+            else:
+                out[key] = value
+        return out
+    if isinstance(node, SequenceNode):
+        items = [_construct(loader, item, (*loc, i), report, unreadable, (*stack, id(node)))
+                 for i, item in enumerate(node.value)]
+        return Tracked([None if item is _UNREADABLE else item for item in items])
+    return _scalar(loader, node, loc, report, unreadable)
+
+
+def _scalar(loader: _Loader, node: Node, loc: Loc, report: Report, unreadable: set[Loc]) -> Any:
+    try:
+        return loader.construct_object(node, deep=True)
+    except yaml.YAMLError as e:
+        report.add(loc, f"cannot read the value: {getattr(e, 'problem', e)}", translated=True,
+                   line=node.start_mark.line + 1)
+        unreadable.add(loc)
+        return _UNREADABLE

@@ -1,0 +1,132 @@
+"""Flink Agents' quickstart programs, ported with import changes and an offline model only.
+
+Each program is copied to a temporary directory outside the repository and run there with
+the venv's interpreter, as a user runs it. The streaming examples read their file source
+with ``monitor_continuously`` (they never end, in Flink Agents too): the test reads what
+they print until every expected result is there, then stops the process group it started.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+PYTHON = sys.executable
+
+
+def _copy(tmp_path: Path) -> Path:
+    work = tmp_path / "quickstart"
+    shutil.copytree(HERE, work, ignore=shutil.ignore_patterns("test_*.py", "__pycache__"))
+    return work
+
+
+def _run_until(work: Path, script: str, done: callable, timeout_s: float) -> list[str]:
+    """Run ``script`` in ``work``; return its stdout lines once ``done(lines)`` or it ends."""
+    proc = subprocess.Popen([PYTHON, script], cwd=work, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": ""})
+    lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    got: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline and not done(got):
+            try:
+                line = lines.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            if line is None:
+                break
+            got.append(line)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)  # the process group this test started
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    if not done(got):
+        err = proc.stderr.read() if proc.stderr else ""
+        raise AssertionError(f"{script} printed {got!r}; stderr tail: {err[-3000:]}")
+    return got
+
+
+def _results(lines: list[str]) -> list[str]:
+    """What the job's ``print()`` sink printed, without the ``<subtask>> `` prefix."""
+    return [x.split("> ", 1)[1] for x in lines if re.match(r"^\d+> ", x)]
+
+
+def test_parallel_chat_agent_runs_on_the_local_runner(tmp_path):
+    work = _copy(tmp_path)
+    lines = _run_until(work, "parallel_chat_local.py",
+                       lambda got: any(x.startswith("OUTPUT rows") for x in got), 120)
+    assert lines[-1] == ("OUTPUT rows: [{1: {'id': 1, 'text': 'The food here is great, but "
+                         "the service is too slow', 'summary': 'taste:positive, "
+                         "service:negative'}}]")
+
+
+@pytest.mark.flink
+@pytest.mark.parametrize("script", ["workflow_single_agent_example.py", "react_agent_example.py"])
+def test_review_analysis_examples_run_on_a_minicluster(tmp_path, script):
+    work = _copy(tmp_path)
+    n_reviews = len((work / "resources" / "product_review.txt").read_text().splitlines())
+    lines = _run_until(work, script, lambda got: len(_results(got)) >= n_reviews, 240)
+    results = _results(lines)
+    assert len(results) == n_reviews
+    damaged = [r for r in results if "B000YFSR4W" in r and "shipping damage" in r]
+    assert len(damaged) == 1 and "score=1" in damaged[0].replace("'score': 1", "score=1")
+    assert any(x.startswith("Transportation issue for product [B000YFSR4W]") for x in lines)
+    if script == "react_agent_example.py":  # the output schema's class, as in Flink Agents
+        assert all(r.startswith("id=") for r in results)
+
+
+@pytest.mark.flink
+def test_multiple_agent_example_runs_on_a_minicluster(tmp_path):
+    # a 1-minute processing-time window between the two agents: over a minute per run
+    work = _copy(tmp_path)
+    products = {line.split('"id": "')[1].split('"')[0] for line in
+                (work / "resources" / "product_review.txt").read_text().splitlines()}
+    lines = _run_until(work, "workflow_multiple_agent_example.py",
+                       lambda got: len(_results(got)) >= len(products), 240)
+    suggestions = {r.split("id='")[1].split("'")[0]: r for r in _results(lines)}
+    assert set(suggestions) == products
+    assert "score_hist=['50.0%', '0.0%', '0.0%', '0.0%', '50.0%']" in suggestions["B000YFSR4W"]
+
+
+@pytest.mark.flink
+@pytest.mark.xfail(reason="the YAML loader does not take Flink Agents' keys yet (listen_to, "
+                          "short event names, clazz: ollama, description, extract_reasoning)",
+                   strict=False)
+def test_yaml_workflow_example_runs_on_a_minicluster(tmp_path):
+    work = _copy(tmp_path)
+    n_reviews = len((work / "resources" / "product_review.txt").read_text().splitlines())
+    lines = _run_until(work, "yaml_workflow_agent_example.py",
+                       lambda got: len(_results(got)) >= n_reviews, 240)
+    assert len(_results(lines)) == n_reviews
+
+
+@pytest.mark.flink
+def test_skills_example_runs_on_a_minicluster(tmp_path):
+    work = _copy(tmp_path)
+    lines = _run_until(work, "skills_agent_example.py", lambda got: len(_results(got)) >= 3,
+                       240)
+    assert sorted(_results(lines)) == ["1024", "12", "20"]

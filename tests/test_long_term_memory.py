@@ -1,0 +1,340 @@
+"""Long-term memory: per-key and shared sets, writes applied when the action completes, a
+restore that re-executes nothing recorded, and one MiniCluster job with embeddings, a vector
+store and memory together."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+pytest.importorskip("chromadb")
+
+import knowledge_agents as ka  # noqa: E402
+from _harness import KEY, drive_until, new_core, run_to_end, snapshot_of  # noqa: E402
+
+from flink_agents_py import AgentsExecutionEnvironment  # noqa: E402
+from flink_agents_py.api import (  # noqa: E402
+    Agent,
+    Document,
+    EmbeddingModelSetup,
+    InputEvent,
+    LongTermMemoryOptions,
+    OutputEvent,
+    ResourceDescriptor,
+    ResourceError,
+    ResourceType,
+    VectorStoreError,
+)
+from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel  # noqa: E402
+from flink_agents_py.integrations.vector_stores import ChromaVectorStore  # noqa: E402
+from flink_agents_py.plan import AgentPlan  # noqa: E402
+from flink_agents_py.runtime import InMemoryKeyState, Journal  # noqa: E402
+from flink_agents_py.runtime._resources import ResourceEnvironment  # noqa: E402
+
+
+def _memory_docs(plan: AgentPlan) -> list[Document]:
+    store = ResourceEnvironment(plan).get("kb", ResourceType.VECTOR_STORE)
+    return store.get(collection_name="long_term_memory", limit=None)
+
+
+def test_sets_per_key_and_shared_writes_apply_when_the_action_completes(tmp_path):
+    plan = AgentPlan.from_agent(ka.build(str(tmp_path / "db")))
+    records = [ka.record(n) for n in range(6)]
+    result = AgentsExecutionEnvironment.local().from_list(records).apply(plan).run()
+    assert sorted(result.outputs, key=lambda o: o["n"]) == ka.expected(6)
+    # record 4 failed after add(): none of its memory writes applied
+    assert [e.action for e in result.errors] == ["remember"]
+    docs = _memory_docs(plan)
+    notes = sorted((d.metadata["fa_scope"][:4], d.content) for d in docs
+                   if d.metadata["fa_set"] == "notes")
+    assert sorted(c for _, c in notes) == sorted(t for n, t in enumerate(ka.TEXTS) if n != 4)
+    shared = {d.content for d in docs if d.metadata["fa_set"] == "everyone"}
+    assert shared == {f"k{n % 2}: {ka.TEXTS[n]}" for n in range(6) if n != 4}
+    assert {d.metadata["fa_scope"] for d in docs if d.metadata["fa_set"] == "everyone"} == {
+        "shared"}
+
+
+class Editor(Agent):
+    """Adds, reads its own pending adds, deletes, clears (per the record's ``op``)."""
+
+    def __init__(self, path: str, configured: bool = True) -> None:
+        super().__init__()
+        self.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                          HashingEmbeddingModel(dimension=16))
+        self.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                          ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+        self.add_resource("kb", ResourceType.VECTOR_STORE,
+                          ResourceDescriptor(ChromaVectorStore, embedding_model="emb",
+                                             persist_directory=path))
+        self.add_action("edit", [InputEvent], Editor.edit)
+        if configured:
+            self.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+
+    @staticmethod
+    def edit(event: InputEvent, ctx: Any) -> None:
+        op = event.input["op"]
+        try:
+            m = ctx.long_term_memory.get_memory_set("facts")
+            out: dict[str, Any] = {"op": op}
+            if op == "add":
+                ids = m.add(["likes red", "size 9", "lives in Oslo"],
+                            [{"t": "pref"}, {"t": "size"}, {"t": "home"}])
+                out["pending"] = [i.value for i in m.get(filters={"t": "size"})]
+                out["search_before_commit"] = [i.value for i in m.search("size", 3)]
+                out["ids"] = ids
+            elif op == "read":
+                out["search"] = [i.value for i in m.search("what size", 1)]
+                out["pref"] = [i.value for i in m.get(filters={"t": "pref"})]
+                out["size"] = m.size()
+            elif op == "delete":
+                m.delete(event.input["id"])
+                out["size_after"] = m.size()
+            elif op == "clear":
+                out["had"] = ctx.long_term_memory.delete_memory_set("facts")
+                out["size_after"] = m.size()
+            elif op == "bad":
+                m.add("x", {"fa_set": "spoof"})
+        except (ResourceError, VectorStoreError) as e:
+            out = {"op": op, "error": f"{type(e).__name__}: {e}"}
+        ctx.send_event(OutputEvent(output=out))
+
+
+def _run(agent: Agent, *inputs: dict[str, Any]) -> list[Any]:
+    records = [{"key": "u1", **i} for i in inputs]
+    return AgentsExecutionEnvironment.local().from_list(records).apply(agent).run().outputs
+
+
+def test_add_get_search_delete_and_clear(tmp_path):
+    agent = Editor(str(tmp_path / "db"))
+    [added] = _run(agent, {"op": "add"})
+    assert added["pending"] == ["size 9"]  # the action sees its own adds in get...
+    assert added["search_before_commit"] == []  # ...not in search (not embedded yet)
+    read, = _run(agent, {"op": "read"})
+    assert read == {"op": "read", "search": ["size 9"], "pref": ["likes red"], "size": 3}
+    deleted, = _run(agent, {"op": "delete", "id": added["ids"][1]})
+    assert deleted["size_after"] == 2
+    assert _run(agent, {"op": "read"})[0]["size"] == 2
+    cleared, = _run(agent, {"op": "clear"})
+    assert cleared == {"op": "clear", "had": True, "size_after": 0}
+    assert _run(agent, {"op": "read"})[0] == {"op": "read", "search": [], "pref": [], "size": 0}
+    bad, = _run(agent, {"op": "bad"})
+    assert "reserved" in bad["error"]
+
+
+def test_memory_without_a_configured_store_is_a_named_error(tmp_path):
+    [out] = _run(Editor(str(tmp_path / "db"), configured=False), {"op": "read"})
+    assert out["error"].startswith("ResourceError: long-term memory needs a vector store")
+
+
+# ------------------------------------------------------------------------- core restore
+class _Counting(ChromaVectorStore):
+    """Counts upserts (``_add_embedding`` calls) across instances."""
+
+    def _add_embedding(self, documents, collection_name, **kwargs):
+        _UPSERTS.append((collection_name, [d.id for d in documents]))
+        return super()._add_embedding(documents, collection_name, **kwargs)
+
+
+_UPSERTS: list[Any] = []
+_GATE = threading.Event()
+
+
+def _wait_gate(block: bool) -> str:
+    assert not block or _GATE.wait(20)
+    return "opened"
+
+
+async def _restorable(event: InputEvent, ctx: Any) -> None:
+    kb = ctx.get_resource("kb", ResourceType.VECTOR_STORE)
+    ids = await kb.aadd([Document(content="the sole came off", metadata={"p": "A"})])  # c0
+    vec = await ctx.get_resource("emb", ResourceType.EMBEDDING_MODEL).aembed("sole")  # c1
+    notes = ctx.long_term_memory.get_memory_set("notes")
+    found = await notes.asearch("sole", 3)                                           # c2
+    notes.add("sole came off after a week")
+    gate = await ctx.durable_execute_async(_wait_gate, event.input["block"])         # c3
+    ctx.send_event(OutputEvent(output={
+        "ids": ids, "dims": len(vec), "found": [f.value for f in found], "gate": gate,
+        "types": [type(vec[0]).__name__] + [
+            f"{type(f).__name__}/{type(f.created_at).__name__}" for f in found]}))
+    # completing: long_term_memory.commit (c4) embeds and writes the note
+
+
+def _restorable_plan(tmp_path, emb: HashingEmbeddingModel) -> AgentPlan:
+    agent = Agent()
+    agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION, emb)
+    agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                       ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+    agent.add_resource("kb", ResourceType.VECTOR_STORE,
+                       _Counting(embedding_model="emb", persist_directory=str(tmp_path / "db")))
+    agent.add_action("go", [InputEvent], _restorable)
+    agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+    return AgentPlan.from_agent(agent)
+
+
+class _DictJournal(Journal):
+    def __init__(self) -> None:
+        self.records: dict[tuple[Any, str], Any] = {}
+
+    def append(self, key, call_id, record):
+        self.records[(key, call_id)] = record.model_copy(deep=True)
+
+    def lookup(self, key, call_id):
+        rec = self.records.get((key, call_id))
+        return rec.model_copy(deep=True) if rec is not None else None
+
+
+def test_with_a_journal_a_restore_after_the_commit_embeds_and_writes_nothing(tmp_path):
+    emb = HashingEmbeddingModel(dimension=8)
+    plan = _restorable_plan(tmp_path, emb)
+    _UPSERTS.clear()
+    _GATE.clear()
+    journal = _DictJournal()
+    old = new_core(plan, journal=journal)
+    state = InMemoryKeyState()
+    try:
+        old.on_input(KEY, {"x": 1, "block": True}, state)
+        calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
+        drive_until(old, state, lambda s: "3" in calls(s), quiet=True)
+        checkpoint = snapshot_of(state, "json")  # taken while the gate (c3) is in flight
+        _GATE.set()
+        first, errors = run_to_end(old, state)  # the old operator completes the run, then dies
+        assert errors == [] and len(first) == 1
+    finally:
+        old.close()
+    embeds, upserts = emb.calls, len(_UPSERTS)
+    assert [k[1].rsplit("/", 1)[1] for k in journal.records] == ["c0", "c1", "c2", "c3", "c4"]
+
+    new = new_core(plan, journal=journal)
+    try:
+        outputs, errors = run_to_end(new, checkpoint)
+    finally:
+        new.close()
+    assert errors == [] and outputs == first
+    assert new.counters["calls_executed"] == 0  # c3 and the commit (c4) from the journal
+    assert new.counters["calls_replayed"] == 5
+    assert (emb.calls, len(_UPSERTS)) == (embeds, upserts)
+    assert len(_memory_docs(plan)) == 1
+
+
+def test_restore_re_executes_nothing_recorded(tmp_path):
+    emb = HashingEmbeddingModel(dimension=8)
+    plan = _restorable_plan(tmp_path, emb)
+    _UPSERTS.clear()
+    _GATE.clear()
+
+    old = new_core(plan)
+    state = InMemoryKeyState()
+    try:
+        old.on_input(KEY, {"x": 0, "block": False}, state)  # a first run leaves one note
+        first, errors = run_to_end(old, state)
+        assert errors == [] and first[0]["found"] == []
+        _UPSERTS.clear()
+        old.on_input(KEY, {"x": 1, "block": True}, state)
+        calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
+        drive_until(old, state, lambda s: "3" in calls(s), quiet=True)
+        assert [calls(state)[str(i)].done for i in range(4)] == [True, True, True, False]
+        snapshot = snapshot_of(state, "json")
+        embeds_before, upserts_before = emb.calls, list(_UPSERTS)
+        assert upserts_before == [(None, upserts_before[0][1])]  # the kb add, once
+    finally:
+        _GATE.set()
+        old.close()
+
+    new = new_core(plan)
+    try:
+        outputs, errors = run_to_end(new, snapshot)
+    finally:
+        new.close()
+    assert errors == []
+    note = "sole came off after a week"
+    assert outputs == [{"ids": upserts_before[0][1], "dims": 8, "found": [note],
+                        "gate": "opened", "types": ["float", "MemorySetItem/datetime"]}]
+    assert new.counters["calls_replayed"] == 3  # the add, the embed and the search
+    assert new.counters["calls_executed"] == 2  # the gate, then long_term_memory.commit
+    # only the commit embedded (one batch) and wrote (the memory item), on the new core
+    assert emb.calls - embeds_before == 1
+    assert _UPSERTS[1:] == [("long_term_memory", _UPSERTS[1][1])]
+    assert len(_UPSERTS) == 2
+    docs = _memory_docs(plan)
+    assert [d.content for d in docs] == [note, note]  # one per run, none twice
+
+
+# ------------------------------------------------------------------------- MiniCluster
+@pytest.mark.flink
+@pytest.mark.timeout(300)
+def test_embeddings_store_and_memory_in_one_minicluster_job(tmp_path):
+    pytest.importorskip("pyflink")
+    from pyflink.common import Types, WatermarkStrategy
+    from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+
+    from flink_agents_py.flink import create_stream_environment
+
+    env = create_stream_environment()
+    env.set_parallelism(1)  # one embedded Chroma (SQLite) writer
+    pickled = Types.PICKLED_BYTE_ARRAY()
+    ds = env.from_source(NumberSequenceSource(0, 5), WatermarkStrategy.no_watermarks(),
+                         "numbers").map(ka.record, output_type=pickled)
+    applied = AgentsExecutionEnvironment.flink(env).from_datastream(ds).apply(
+        ka.build(str(tmp_path / "db")))
+    both = applied.to_datastream().map(lambda o: ("out", o), output_type=pickled).union(
+        applied.errors_datastream().map(lambda e: ("err", e), output_type=pickled))
+    with both.execute_and_collect("knowledge-agent") as rows:
+        rows = list(rows)
+    outs = sorted((v for k, v in rows if k == "out"), key=lambda o: o["n"])
+    assert outs == ka.expected(6)
+    assert len([v for k, v in rows if k == "err"]) == 1
+    kb = ChromaVectorStore(persist_directory=str(tmp_path / "db"), collection="reviews")
+    assert kb.size() == 6  # every record's durable add, the failed one's included
+    assert kb.size("long_term_memory") == 10  # 5 notes and 5 shared items
+
+
+# ------------------------------------------------------------------------- compaction
+def test_compaction_summarizes_a_set_through_a_chat_model(tmp_path):
+    from flink_agents_py.api import ChatModelSetup
+    from flink_agents_py.integrations.chat_models import ScriptedChatModel
+
+    chat = ScriptedChatModel.from_function(
+        lambda req: "SUMMARY: " + "; ".join(
+            line[2:] for line in req.last_user_text.splitlines()))
+
+    async def act(event, ctx):
+        m = ctx.long_term_memory.get_memory_set("prefs")
+        if event.input["op"] == "add":
+            m.add(event.input["items"])
+            ctx.send_event(OutputEvent(output={"size": m.size()}))
+        else:
+            new_id = await m.acompact("summarizer")
+            ctx.send_event(OutputEvent(output={"id": new_id, "items": [
+                i.value for i in m.get()], "meta": [i.additional_metadata for i in m.get()]}))
+
+    agent = Editor(str(tmp_path / "db"))
+    agent._actions.clear()
+    agent.add_resource("scripted", ResourceType.CHAT_MODEL_CONNECTION, chat)
+    agent.add_resource("summarizer", ResourceType.CHAT_MODEL,
+                       ResourceDescriptor(ChatModelSetup, connection="scripted"))
+    agent.add_action("act", [InputEvent], act)
+    outs = _run(agent, {"op": "add", "items": ["likes red"]},
+                {"op": "add", "items": ["size 9", "lives in Oslo"]}, {"op": "compact"},
+                {"op": "compact"})
+    assert outs[1] == {"size": 3}
+    summary = "SUMMARY: likes red; size 9; lives in Oslo"
+    assert outs[2]["items"] == [summary]
+    assert outs[2]["meta"] == [{"compacted_from": 3}]
+    assert outs[3] == {"id": None, "items": [summary], "meta": [{"compacted_from": 3}]}
+    assert chat.calls == 1
+
+
+def test_a_failing_commit_fails_the_action_and_applies_nothing(tmp_path):
+    agent = Editor(str(tmp_path / "db"))
+    store = ResourceEnvironment(AgentPlan.from_agent(agent)).get("kb", ResourceType.VECTOR_STORE)
+    # the memory collection already holds 3-dimensional vectors; the agent's model makes 16
+    store.add(Document(content="old", embedding=[1.0, 0.0, 0.0]), "long_term_memory")
+    records = [{"key": "u1", "op": "add"}, {"key": "u2", "op": "read"}]
+    result = AgentsExecutionEnvironment.local().from_list(records).apply(agent).run()
+    assert [o["op"] for o in result.outputs] == ["read"]  # the failed action sent nothing
+    [err] = result.errors
+    assert err.key == "u1" and err.error_type == "DimensionMismatchError"
+    assert "16" in err.message and "3-dimensional" in err.message
+    assert store.size("long_term_memory") == 1

@@ -1,0 +1,312 @@
+"""Agent skills: loading SKILL.md folders, offering them, and running their commands safely."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.agents import ReActAgent
+from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
+from flink_agents_py.skills import (
+    CommandRefusedError,
+    LoadSkillTool,
+    RunSkillCommandTool,
+    SkillError,
+    load_skills,
+    parse_command,
+    skill_tools,
+)
+from flink_agents_py.testing import ScriptedRequest, model_from_function, tool_call, tool_calls
+
+MATH = """---
+name: math-calculator
+description: Evaluate arithmetic expressions exactly with the bc calculator.
+---
+# Math calculator
+
+Run `echo '<expression>' | bc` and answer with its output only.
+See reference.md for the operators.
+"""
+
+
+@pytest.fixture()
+def skills_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "skills"
+    (root / "math-calculator").mkdir(parents=True)
+    (root / "math-calculator" / "SKILL.md").write_text(MATH)
+    (root / "math-calculator" / "reference.md").write_text("+ - * / ^ ( )\n")
+    (root / "greeter").mkdir()
+    (root / "greeter" / "SKILL.md").write_text(
+        "---\nname: greeter\ndescription: Greets people.\n---\nSay hello.\n")
+    (tmp_path / "secret.txt").write_text("do not read")
+    return root
+
+
+def test_skills_load_from_a_folder_of_skill_folders(skills_dir):
+    skills = load_skills([str(skills_dir)])
+    assert list(skills) == ["greeter", "math-calculator"]
+    math = skills["math-calculator"]
+    assert math.description.startswith("Evaluate arithmetic")
+    assert math.instructions.startswith("# Math calculator")
+    assert math.files() == ["reference.md"]
+    assert list(load_skills([str(skills_dir / "greeter")])) == ["greeter"]  # one skill folder
+
+
+def test_a_folder_without_skill_md_is_a_named_error(skills_dir):
+    (skills_dir / "broken").mkdir()
+    with pytest.raises(SkillError, match=r"broken has no SKILL\.md"):
+        load_skills([str(skills_dir)])
+    with pytest.raises(SkillError, match="broken has no SKILL.md"):
+        skill_tools([str(skills_dir)])
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("no front matter\n", "no YAML front matter"),
+    ("---\nname: Bad Name\ndescription: x\n---\n", "'name' must be"),
+    ("---\nname: ok\n---\nbody", "'description' is missing"),
+    ("---\n[unclosed\n---\n", "not YAML"),
+])
+def test_bad_front_matter_is_a_named_error(tmp_path, text, problem):
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "SKILL.md").write_text(text)
+    with pytest.raises(SkillError, match=problem):
+        load_skills([str(tmp_path)])
+
+
+def test_load_skill_offers_the_skills_and_loads_one_on_demand(skills_dir):
+    asyncio.run(_load_skill_checks(skills_dir))
+
+
+async def _load_skill_checks(skills_dir: Path) -> None:
+    tool = LoadSkillTool(paths=[str(skills_dir)])
+    meta = tool.metadata
+    assert meta.name == "load_skill"
+    assert "- math-calculator: Evaluate arithmetic" in meta.description
+    loaded = await tool.acall(name="math-calculator")
+    assert loaded["files"] == ["reference.md"] and "bc" in loaded["instructions"]
+    assert await tool.acall(name="math-calculator", file="reference.md") == "+ - * / ^ ( )\n"
+    with pytest.raises(SkillError, match="has no file"):
+        await tool.acall(name="math-calculator", file="../../secret.txt")
+    with pytest.raises(SkillError, match="no skill named"):
+        await tool.acall(name="nope")
+
+
+INJECTIONS = [
+    "echo 1; touch pwned",
+    "echo 1 && touch pwned",
+    "echo 1 || touch pwned",
+    "echo 1 & touch pwned",
+    "echo $(touch pwned)",
+    "echo `touch pwned`",
+    "echo $HOME",
+    "echo ${PATH}",
+    "echo hi > pwned",
+    "echo hi >> pwned",
+    "bc < /etc/passwd",
+    "echo 1\ntouch pwned",
+    "/bin/sh -c 'touch pwned'",
+    "./bc",
+    "../../usr/bin/touch pwned",
+    "sh -c 'touch pwned'",
+    "echo 1 | sh",
+    "FOO=bar echo 1",
+    "cat ../../secret.txt",
+    "cat /etc/passwd",
+    "cat ~/.bashrc",
+    "(touch pwned)",
+    "echo 1 |& touch pwned",
+    "echo 'unterminated",
+    "",
+]
+
+
+@pytest.mark.parametrize("command", INJECTIONS)
+def test_injection_strings_are_refused_and_nothing_runs(skills_dir, command):
+    tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["echo", "bc", "cat"])
+    with pytest.raises(CommandRefusedError, match="refused"):
+        tool.run("math-calculator", command)
+    assert not (skills_dir / "math-calculator" / "pwned").exists()
+    assert not Path("pwned").exists()
+
+
+def test_allowed_commands_and_pipelines_run_in_the_skill_folder(skills_dir):
+    tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["echo", "bc", "cat",
+                                                                           "pwd"])
+    assert tool.run("math-calculator", "echo '(2+3)*4' | bc") == {"exit_code": 0,
+                                                                  "output": "20\n"}
+    assert tool.run("math-calculator", "cat reference.md")["output"] == "+ - * / ^ ( )\n"
+    assert tool.run("greeter", "pwd")["output"].strip() == str(skills_dir / "greeter")
+    assert parse_command("echo 'a;b|c'", {"echo"}) == [["echo", "a;b|c"]]  # quoted: one word
+
+
+def test_a_command_past_its_timeout_is_stopped(skills_dir):
+    tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["sleep"],
+                               timeout_s=0.3)
+    with pytest.raises(CommandRefusedError, match="stopped"):
+        tool.run("greeter", "sleep 5")
+
+
+def test_output_is_capped(skills_dir):
+    tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["seq"],
+                               max_output_chars=100)
+    out = tool.run("greeter", "seq 1 100000")["output"]
+    assert out.startswith("1\n2\n3\n") and out.endswith("[... output cut at 100 characters]")
+    assert len(out) < 160
+
+
+def test_bad_allowed_commands_are_rejected(skills_dir):
+    with pytest.raises(ValueError, match="bare program names"):
+        RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["/bin/sh"])
+
+
+def math_script(request: ScriptedRequest) -> object:
+    """Loads the skill, tries an injection, then runs the skill's command and answers."""
+    done = [m for m in request.messages if m.role == "tool"]
+    if len(done) == 0:
+        return tool_calls(tool_call("load_skill", "c1", name="math-calculator"))
+    if len(done) == 1:
+        return tool_calls(tool_call("run_skill_command", "c2", skill="math-calculator",
+                                    command="echo 1; touch pwned"))
+    if len(done) == 2:
+        return tool_calls(tool_call("run_skill_command", "c3", skill="math-calculator",
+                                    command="echo '(2+3)*4' | bc"))
+    return json.dumps({"refusal": done[1].content, "answer": json.loads(done[2].content)})
+
+
+def test_react_agent_uses_a_skill_and_an_injection_is_reported_to_the_model(skills_dir):
+    agent = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"),
+                       tools=skill_tools([str(skills_dir)], allowed_commands=["echo", "bc"]))
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                       model_from_function(math_script))
+    job = AgentsExecutionEnvironment.local().from_list(["What is (2+3)*4?"]).apply(agent)
+    outputs = job.collect()
+    assert job.result.errors == []
+    result = json.loads(outputs[0])
+    assert result["refusal"].startswith("Error: ") and "';' is not allowed" in result["refusal"]
+    assert result["answer"] == {"exit_code": 0, "output": "20\n"}
+    assert not (skills_dir / "math-calculator" / "pwned").exists()
+
+
+def test_skills_from_a_user_module_outside_the_repository(tmp_path, skills_dir):
+    work = tmp_path / "user"
+    work.mkdir()
+    shutil.copytree(skills_dir, work / "skills")
+    (work / "my_agent.py").write_text(textwrap.dedent('''
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.agents import ReActAgent
+        from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
+        from flink_agents_py.skills import skill_tools
+        from flink_agents_py.testing import model_from_function, tool_call, tool_calls
+
+        def script(req):
+            results = [m for m in req.messages if m.role == "tool"]
+            if not results:
+                return tool_calls(tool_call("run_skill_command", "c1",
+                                            skill="math-calculator", command="echo 2^10 | bc"))
+            return results[-1].content
+
+        agent = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"),
+                           tools=skill_tools(["skills"], allowed_commands=["echo", "bc"]))
+        agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                           model_from_function(script))
+        print(AgentsExecutionEnvironment.local().from_list(["2^10?"]).apply(agent).collect())
+    '''))
+    proc = subprocess.run([sys.executable, "my_agent.py"], cwd=work, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "['{\"exit_code\":0,\"output\":\"1024\\\\n\"}']"
+
+
+def test_skill_commands_are_replay_safe(skills_dir):
+    from flink_agents_py.testing import check_replay_safety
+
+    agent = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"),
+                       tools=skill_tools([str(skills_dir)], allowed_commands=["echo", "bc"]))
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                       model_from_function(math_script))
+    check_replay_safety(agent, ["What is (2+3)*4?"]).assert_ok()
+
+
+def _flink_style_agent(skills_dir: Path, wanted: list[str]):
+    from flink_agents_py.compat import (
+        Agent,
+        ChatMessage,
+        ChatRequestEvent,
+        ChatResponseEvent,
+        Event,
+        EventType,
+        InputEvent,
+        MessageRole,
+        OutputEvent,
+        ResourceName,
+        RunnerContext,
+        Skills,
+        action,
+        chat_model_setup,
+        skills,
+    )
+
+    class Math(Agent):
+        @skills
+        @staticmethod
+        def my_skills() -> Skills:
+            return Skills.from_local_dir(str(skills_dir))
+
+        @chat_model_setup
+        @staticmethod
+        def math_model() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP,
+                                      connection="conn", skills=wanted,
+                                      allowed_commands=["echo", "bc"])
+
+        @action(EventType.InputEvent)
+        @staticmethod
+        def ask(event: Event, ctx: RunnerContext) -> None:
+            ctx.send_event(ChatRequestEvent(model="math_model", messages=[
+                ChatMessage.of(MessageRole.USER, InputEvent.from_event(event).input)]))
+
+        @action(EventType.ChatResponseEvent)
+        @staticmethod
+        def answer(event: Event, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent(output=ChatResponseEvent.from_event(event).response.text))
+
+    return Math()
+
+
+def flink_style_script(request: ScriptedRequest) -> object:
+    """Loads the skill, then calls ``bash`` without naming the skill (only one is offered)."""
+    done = [m for m in request.messages if m.role == "tool"]
+    if not done:
+        names = sorted(t.name for t in request.tools)
+        assert names == ["bash", "load_skill"], names
+        return tool_calls(tool_call("load_skill", "c1", name="math-calculator"))
+    if len(done) == 1:
+        return tool_calls(tool_call("bash", "c2", command="echo '2^10' | bc"))
+    return json.loads(done[-1].content)["output"].strip()
+
+
+def test_flink_agents_skills_declaration_gets_load_skill_and_bash_tools(skills_dir):
+    from flink_agents_py.compat import AgentsExecutionEnvironment as FlinkAgentsEnv
+
+    env = FlinkAgentsEnv.get_execution_environment()
+    env.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                     model_from_function(flink_style_script))
+    out = env.from_list([{"key": "q", "value": "2^10?"}]).apply(
+        _flink_style_agent(skills_dir, ["math-calculator"])).to_list()
+    env.execute()
+    assert out == [{"q": "1024"}]
+
+
+def test_a_setup_naming_an_unknown_skill_is_a_named_error(skills_dir):
+    from flink_agents_py.plan import AgentPlan
+
+    with pytest.raises(SkillError, match=r"no skill named \['nope'\]"):
+        AgentPlan.from_agent(_flink_style_agent(skills_dir, ["nope"]))
