@@ -121,36 +121,67 @@ def test_core_open_checks_internal_subagents_too():
         core.close()
 
 
-def test_user_script_without_key_stops_with_one_clear_error(tmp_path: Path):
-    (tmp_path / "ask.py").write_text(textwrap.dedent("""\
-        from flink_agents_py import AgentsExecutionEnvironment
-        from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent,
-                                         OutputEvent, ResourceDescriptor, ResourceType, action)
-        from flink_agents_py.integrations.chat_models import OpenAIChatModel
+# A user's agent whose OpenAI connection has no key in the environment; each test appends
+# how it runs the agent.
+ASK_AGENT = textwrap.dedent("""\
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent,
+                                     OutputEvent, ResourceDescriptor, ResourceType, action)
+    from flink_agents_py.integrations.chat_models import OpenAIChatModel
 
 
-        class Ask(Agent):
-            @action(InputEvent)
-            @staticmethod
-            async def on_input(event, ctx):
-                r = await ctx.chat("model", [ChatMessage(content=event.input["q"])])
-                ctx.send_event(OutputEvent(output=r.message.content))
+    class Ask(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def on_input(event, ctx):
+            r = await ctx.chat("model", [ChatMessage(content=event.input["q"])])
+            ctx.send_event(OutputEvent(output=r.message.content))
 
 
-        agent = Ask()
-        agent.add_resource("openai", ResourceType.CHAT_MODEL_CONNECTION,
-                           ResourceDescriptor(OpenAIChatModel, timeout_s=2))
-        agent.add_resource("model", ResourceType.CHAT_MODEL,
-                           ResourceDescriptor(ChatModelSetup, connection="openai"))
-        records = [{"key": str(i), "q": "hi"} for i in range(3)]
-        print(AgentsExecutionEnvironment.local().from_list(records).apply(agent).collect())
-        """))
+    agent = Ask()
+    agent.add_resource("openai", ResourceType.CHAT_MODEL_CONNECTION,
+                       ResourceDescriptor(OpenAIChatModel, timeout_s=2))
+    agent.add_resource("model", ResourceType.CHAT_MODEL,
+                       ResourceDescriptor(ChatModelSetup, connection="openai"))
+    records = [{"key": str(i), "q": "hi"} for i in range(3)]
+    """)
+
+
+def _run_without_key(tmp_path: Path, script: str, runner: str) -> subprocess.CompletedProcess:
+    (tmp_path / script).write_text(ASK_AGENT + textwrap.dedent(runner))
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    proc = subprocess.run([sys.executable, "ask.py"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, script], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_user_script_without_key_stops_with_one_clear_error(tmp_path: Path):
+    proc = _run_without_key(tmp_path, "ask.py", """\
+        print(AgentsExecutionEnvironment.local().from_list(records).apply(agent).collect())
+        """)
     assert proc.returncode != 0
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("flink_agents_py.api._errors.MissingApiKeyError:") or \
         last.startswith("MissingApiKeyError:"), last
     assert "OPENAI_API_KEY" in last and "'openai'" in last
+
+
+@pytest.mark.flink
+def test_flink_job_without_key_stops_before_submission(tmp_path: Path):
+    """On a MiniCluster the workers share the driver's environment: the missing key is named
+    before the job is submitted, as one line, not as a Java trace from the operator's open."""
+    proc = _run_without_key(tmp_path, "ask_flink.py", """\
+        from flink_agents_py.flink import create_stream_environment
+
+        env = create_stream_environment()
+        ds = env.from_collection(records)
+        job = (AgentsExecutionEnvironment.flink(env)
+               .from_datastream(ds, key_selector=lambda r: r["key"]).apply(agent))
+        print("SUBMITTING")
+        with job.to_datastream().execute_and_collect("ask") as outputs:
+            print(list(outputs))
+        """)
+    assert proc.returncode != 0
+    assert "SUBMITTING" not in proc.stdout
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "MissingApiKeyError" in last and "OPENAI_API_KEY" in last and "'openai'" in last, last

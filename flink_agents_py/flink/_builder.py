@@ -10,7 +10,7 @@ from pyflink.common import Types
 from ..api import Agent
 from ..local import default_key_selector
 from ..plan import AgentPlan
-from ..runtime import Failpoint, Journal, Observer
+from ..runtime import Failpoint, Journal, Observer, check_resources
 from ._operator import ERROR_TAG, AgentOperator
 from ._progress import JobProgress, progress_enabled, rest_urls
 from ._workers import WorkerSetupError, config_getter, configure_workers
@@ -62,9 +62,14 @@ class FlinkAgentBuilder:
             PlanError: when the agent does not compile.
             WorkerSetupError: when Flink's Python workers could not import the agent (says
                 what to set), found before the job is submitted.
+            AgentsError: on a local MiniCluster, what a resource's check raised (e.g.
+                ``MissingApiKeyError`` naming the variable and the resource), before the
+                job is submitted; a cluster's operators check when they open.
         """
         plan = agent if isinstance(agent, AgentPlan) else AgentPlan.from_agent(agent)
-        configure_workers(self._env.env, plan_modules(plan))
+        workers = configure_workers(self._env.env, plan_modules(plan))
+        if workers.target == "local":  # the workers share this environment: check it now
+            check_resources(plan)
         op = AgentOperator(plan, max_in_flight=self._env.max_in_flight,
                            max_poll_interval_ms=self._env.max_poll_interval_ms,
                            journal=self._env.journal, failpoint=self._env.failpoint,
