@@ -107,7 +107,8 @@ class _Environment:
 
     @property
     def _target(self) -> Any:
-        raise NotImplementedError
+        """The wrapped environment (each concrete environment of this module provides it)."""
+        raise NotImplementedError(f"{type(self).__name__} must provide _target (a hook method)")
 
     def get_config(self, path: str | None = None) -> Configuration:
         """The environment's configuration (``path``, a file to load, is not supported).
