@@ -226,6 +226,11 @@ class FlinkAgentsEnvironment(_Environment):
         """Take the ``DataStream`` ``input``, keyed by ``key_selector``."""
         return _FlinkBuilder(self, self.flink.from_datastream(input, key_selector))
 
+    def from_table(self, input: Any, key_selector: Callable[[Any], Any] | None = None
+                   ) -> _FlinkBuilder:
+        """Take the ``Table`` ``input`` (rows as dicts by field name), keyed by ``key_selector``."""
+        return _FlinkBuilder(self, self.flink.from_table(input, key_selector))
+
     def execute(self, job_name: str = "flink-agents-py") -> Any:
         """Run the job (blocking); returns Flink's ``JobExecutionResult``."""
         return self.flink.execute(job_name)
@@ -247,6 +252,9 @@ class _FlinkBuilder:
     def errors_datastream(self) -> Any:
         return self._builder.errors_datastream()
 
+    def to_table(self, schema: Any = None, output_type: Any = None) -> Any:
+        return self._builder.to_table(schema, output_type)
+
 
 class AgentsExecutionEnvironment:
     """Flink Agents' entry point: ``get_execution_environment(env=None)``."""
@@ -259,10 +267,10 @@ class AgentsExecutionEnvironment:
 
         Args:
             env: a PyFlink ``StreamExecutionEnvironment``, or ``None``.
-            t_env: a ``StreamTableEnvironment`` (Table API in and out is not supported yet:
-                accepted and unused).
+            t_env: the ``StreamTableEnvironment`` over ``env`` that ``to_table`` uses after
+                ``from_datastream`` (``None``: made when needed).
             **options: options of ``LocalExecutionEnvironment`` / ``FlinkExecutionEnvironment``.
         """
         if env is None:
             return LocalAgentsEnvironment(**options)
-        return FlinkAgentsEnvironment(env, **options)
+        return FlinkAgentsEnvironment(env, t_env=t_env, **options)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -44,14 +45,41 @@ def plan_modules(plan: AgentPlan) -> list[str]:
     return list(dict.fromkeys(m for m in found if m))
 
 
+def _row_as_dict(names: list[str], row: Any) -> dict[str, Any]:
+    """A table row as a dict by field name (the input records of ``from_table``)."""
+    return dict(zip(names, row, strict=True))
+
+
+def _output_as_row(names: list[str], output: Any) -> Any:
+    """An agent's output as a ``Row`` of the declared fields (``to_table``).
+
+    A dict gives its values by field name (a field it lacks is null); a ``Row``, tuple or
+    list its values in order; any other value fills a one-field row.
+
+    Raises:
+        TypeError: when the output cannot fill the declared fields (says which output).
+    """
+    from pyflink.common import Row
+
+    if isinstance(output, dict):
+        return Row(*[output.get(n) for n in names])
+    if isinstance(output, (Row, tuple, list)) and len(output) == len(names):
+        return Row(*output)
+    if len(names) == 1 and not isinstance(output, (Row, tuple, list)):
+        return Row(output)
+    raise TypeError(f"to_table: the agent output {output!r:.200} does not fit the declared "
+                    f"fields {names}: emit a dict by field name")
+
+
 class FlinkAgentBuilder:
     """An input stream waiting for an agent: ``apply`` it, then take ``to_datastream()``."""
 
     def __init__(self, env: FlinkExecutionEnvironment, ds: Any,
-                 key_selector: Callable[[Any], Any]) -> None:
+                 key_selector: Callable[[Any], Any], t_env: Any = None) -> None:
         self._env = env
         self._ds = ds
         self._key_selector = key_selector
+        self._t_env = t_env
         self._result: Any = None
         self._errors: Any = None
 
@@ -102,6 +130,38 @@ class FlinkAgentBuilder:
         self._applied()
         return self._errors
 
+    def to_table(self, schema: Any = None, output_type: Any = None) -> Any:
+        """The agent's outputs as a PyFlink ``Table`` (Flink Agents' ``to_table``).
+
+        Each output becomes a row of ``output_type``'s fields: a dict by field name (a field
+        it lacks is null), a ``Row``/tuple/list in field order, or any value for a one-field
+        type. The table belongs to the table environment of ``from_table``'s table, else to
+        the environment's ``table_environment()``.
+
+        Args:
+            schema: a ``pyflink.table.Schema`` for the table (``None``: derived from
+                ``output_type``).
+            output_type: the rows' type, ``Types.ROW_NAMED([...names], [...types])``.
+
+        Returns:
+            A ``pyflink.table.Table``.
+
+        Raises:
+            ValueError: when ``output_type`` is not a named row type.
+            RuntimeError: before ``apply``.
+        """
+        from pyflink.common.typeinfo import RowTypeInfo
+
+        if not isinstance(output_type, RowTypeInfo):
+            raise ValueError(f"to_table: output_type must be a row type, "
+                             f"Types.ROW_NAMED([...names], [...types]); got {output_type!r}")
+        names = list(output_type.get_field_names())
+        rows = self._applied().map(functools.partial(_output_as_row, names),
+                                   output_type=output_type)
+        t_env = self._t_env or self._env.table_environment()
+        return t_env.from_data_stream(rows) if schema is None else \
+            t_env.from_data_stream(rows, schema)
+
 
 class FlinkExecutionEnvironment:
     """Hosts agents in a PyFlink job.
@@ -127,6 +187,8 @@ class FlinkExecutionEnvironment:
             in flight, rate, ETA; read from the job's REST API (needs ``metrics``). Shown only
             when stderr is a terminal (``FLINK_AGENTS_PY_PROGRESS=1``: on any stderr; ``=0``:
             never).
+        t_env: the ``StreamTableEnvironment`` over ``env`` that ``to_table`` uses after
+            ``from_datastream`` (``None``: made when first needed).
 
     Raises:
         WorkerSetupError: when the workers' interpreter cannot import what they need.
@@ -135,7 +197,8 @@ class FlinkExecutionEnvironment:
     def __init__(self, env: Any, *, max_in_flight: int = 32, max_poll_interval_ms: int = 20,
                  journal: Journal | None = None, failpoint: Failpoint | None = None,
                  metrics: bool = True, event_log: Any = None,
-                 observer: Observer | None = None, progress: bool = False) -> None:
+                 observer: Observer | None = None, progress: bool = False,
+                 t_env: Any = None) -> None:
         from ..observability import EventLog
 
         if hasattr(env, "_j_stream_execution_environment"):  # not a stand-in of a unit test
@@ -149,11 +212,41 @@ class FlinkExecutionEnvironment:
         self.observer = observer
         self.max_in_flight = max_in_flight
         self.max_poll_interval_ms = max_poll_interval_ms
+        self.t_env = t_env
 
     def from_datastream(self, ds: Any, key_selector: Callable[[Any], Any] | None = None
                         ) -> FlinkAgentBuilder:
         """Take ``ds`` as input, keyed by ``key_selector`` (default: ``record["key"]``)."""
         return FlinkAgentBuilder(self, ds, key_selector or default_key_selector)
+
+    def from_table(self, table: Any, key_selector: Callable[[Any], Any] | None = None
+                   ) -> FlinkAgentBuilder:
+        """Take a PyFlink ``Table`` as input: each row a dict by field name.
+
+        The table becomes a ``DataStream`` (``StreamTableEnvironment.to_data_stream``) in the
+        table environment it belongs to, which must wrap this environment's
+        ``StreamExecutionEnvironment``; an insert-only table (updates need a changelog stream).
+
+        Args:
+            table: a ``pyflink.table.Table`` (from SQL, ``from_path``, ``from_elements``...).
+            key_selector: the key of a row's dict (default: ``row["key"]``).
+
+        Returns:
+            The builder; ``.apply(agent)``, then ``to_datastream()`` or ``to_table(...)``.
+        """
+        t_env = table._t_env  # a Table converts only in the environment that made it
+        names = list(table.get_schema().get_field_names())
+        ds = t_env.to_data_stream(table).map(functools.partial(_row_as_dict, names),
+                                             output_type=Types.PICKLED_BYTE_ARRAY())
+        return FlinkAgentBuilder(self, ds, key_selector or default_key_selector, t_env)
+
+    def table_environment(self) -> Any:
+        """The ``StreamTableEnvironment`` over ``env`` (given as ``t_env``, or made once)."""
+        if self.t_env is None:
+            from pyflink.table import StreamTableEnvironment
+
+            self.t_env = StreamTableEnvironment.create(self.env)
+        return self.t_env
 
     def progress(self, total: int | None = None, job_name: str | None = None) -> JobProgress:
         """A progress bar for the job run inside the ``with`` block (see ``progress`` above).

@@ -8,6 +8,7 @@ agent. Locations are those of the validated (possibly pruned) data.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -125,9 +126,15 @@ def add_actions(report: Report, spec: AgentSpec, loc: Loc, agent: Agent) -> None
             fn = None
         parsed.append((action, at, name, fn))
     for action, at, name, fn in parsed:
-        triggers = _triggers(report, action.on, (*at, "on"))
+        triggers = _triggers(report, action.on, (*at, _used_key(report, at, "on")))
         if triggers is not None and name is not None and fn is not None:
             agent.add_action(name, triggers, fn, config=dict(action.config))
+
+
+def _used_key(report: Report, at: Loc, field: str) -> str:
+    """The key the action entry at ``at`` spells ``field`` with (``on`` or ``listen_to``)."""
+    keys = field_keys(field, ActionSpec.model_fields[field])
+    return next((k for k in keys if report.translate((*at, k)) in report.index.values), field)
 
 
 def _takes_event_and_ctx(fn: Callable[..., Any]) -> bool:
@@ -156,6 +163,9 @@ def _triggers(report: Report, names: Sequence[str], loc: Loc) -> list[str] | Non
 def _event_type(name: str) -> str | None:
     if event_class_for(name) is not Event:
         return name
+    short = _short_event_type(name)
+    if short is not None:
+        return short
     if CLASS_PATH.fullmatch(name) or FUNCTION_PATH.fullmatch(name):
         try:
             cls = import_qualified(name)
@@ -164,6 +174,21 @@ def _event_type(name: str) -> str | None:
         if isinstance(cls, type) and issubclass(cls, Event) and cls is not Event:
             return cls.EVENT_TYPE or cls.__qualname__
     return None
+
+
+def _short_event_type(name: str) -> str | None:
+    """Flink Agents' names of events: ``chat_response`` (snake case, without "Event") or a
+    ``flink_agents.`` class path, for a registered type such as ``ChatResponseEvent``."""
+    if name.startswith("flink_agents.") and "." in name:
+        last = name.rsplit(".", 1)[1]
+        return last if event_class_for(last) is not Event else None
+    if not _SNAKE.fullmatch(name):
+        return None
+    camel = "".join(part.capitalize() for part in name.removesuffix("_event").split("_"))
+    return camel + "Event" if event_class_for(camel + "Event") is not Event else None
+
+
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 
 
 # --------------------------------------------------------------------------- prompts, tools
@@ -333,6 +358,7 @@ def resource_arguments(report: Report, entry: ChatModelSetupSpec | ResourceSpec 
     """
     own = [k for name, info in type(entry).model_fields.items() for k in field_keys(name, info)]
     fields = {k for name, info in cls.model_fields.items() for k in field_keys(name, info)}
+    fields |= set(getattr(cls, "ARGUMENT_ALIASES", {}))  # the compat adapters' renames
     forbid = cls.model_config.get("extra") == "forbid"
     args: dict[str, Any] = dict(fixed or {})
     ok = True

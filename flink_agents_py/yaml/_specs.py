@@ -11,7 +11,8 @@ keys and the loader validates them with the class. ``WHAT`` names an entry in me
 Extending:
 
 - A key alias (Apache Flink Agents' spelling, say) is ``Field(validation_alias=
-  AliasChoices("on", "listen_to"))`` on the field; messages and locations follow it.
+  AliasChoices("on", "listen_to"))`` on the field; messages and locations follow it, and
+  ``json_schema_extra=alias_keys`` on the model shows the other keys in the JSON Schema.
 - A sub-agent kind is a model, one row of ``SUBAGENT_KINDS`` (the key whose presence selects
   it) and one ``Annotated[Model, Tag(tag)]`` member of ``SubagentEntry``, the discriminated
   union (``tests/test_yaml_schema.py`` checks the two agree). Another agent kind (a ReAct
@@ -28,6 +29,7 @@ from typing import Annotated, Any, ClassVar, Literal, NoReturn
 
 from annotated_types import MinLen
 from pydantic import (
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -40,7 +42,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from ..api import ChatModelSetup, MessageRole
+from ..api import ChatModelSetup, MessageRole, ResourceName
 from ._nodes import describe
 
 __all__ = [
@@ -155,6 +157,35 @@ def _input_schema(value: Any) -> Any:
     return value
 
 
+def _providers(suffix: str) -> dict[str, str]:
+    """Flink Agents' short provider names (``clazz: ollama``) -> our class paths."""
+    out = {attr[: -len(suffix)].lower(): path for attr, path in vars(ResourceName.ChatModel).items()
+           if attr.endswith(suffix)}
+    out.setdefault("openai", out["openai_completions"])
+    return out
+
+
+CONNECTION_PROVIDERS = _providers("_CONNECTION")
+"""``clazz:`` short names of chat model connections (``ResourceName.ChatModel.*_CONNECTION``)."""
+SETUP_PROVIDERS = _providers("_SETUP")
+"""``clazz:`` short names of chat model setups (``ResourceName.ChatModel.*_SETUP``)."""
+
+
+def _provider_class(providers: dict[str, str]) -> Any:
+    def check(value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str) and value.lower() in providers:
+            return providers[value.lower()]
+        return _class_path(value, info)
+    return check
+
+
+def _provider_schema(providers: dict[str, str]) -> dict[str, Any]:
+    return {"anyOf": [
+        {"enum": sorted(providers), "description": "A Flink Agents short provider name."},
+        {"type": "string", "pattern": f"^{CLASS_PATH.pattern}$",
+         "description": "A fully-qualified dotted class path: pkg.module.Class."}]}
+
+
 Name = Annotated[str, BeforeValidator(_name), WithJsonSchema({"type": "string", "minLength": 1})]
 Text = Annotated[str, BeforeValidator(_text)]
 ClassPath = Annotated[str, BeforeValidator(_class_path), WithJsonSchema({
@@ -167,10 +198,15 @@ Language = Annotated[Literal["python"], BeforeValidator(_python_only), WithJsonS
     "const": "python",
     "description": "Only python entries run here; type: java (or any other) is rejected."})]
 Config = Annotated[dict[str, Any], BeforeValidator(_mapping)]
+ConnectionClass = Annotated[str, BeforeValidator(_provider_class(CONNECTION_PROVIDERS)),
+                            WithJsonSchema(_provider_schema(CONNECTION_PROVIDERS))]
+SetupClass = Annotated[str, BeforeValidator(_provider_class(SETUP_PROVIDERS)),
+                       WithJsonSchema(_provider_schema(SETUP_PROVIDERS))]
 EventName = Annotated[str, BeforeValidator(_event_name), WithJsonSchema({
     "type": "string", "minLength": 1,
     "description": "A built-in event type (InputEvent, OutputEvent, ChatRequestEvent, "
-                   "ChatResponseEvent, ToolRequestEvent, ToolResponseEvent), an Event "
+                   "ChatResponseEvent, ToolRequestEvent, ToolResponseEvent; or Flink Agents' "
+                   "short names: input, chat_response...), an Event "
                    "subclass's EVENT_TYPE, or its dotted class path."})]
 EventNames = Annotated[tuple[EventName, ...], BeforeValidator(
     _one_or_many,
@@ -211,16 +247,43 @@ def field_keys(name: str, info: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(keys))
 
 
+def alias_keys(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """Show a field's other keys (its ``AliasChoices``) in the schema: each takes the field's
+    schema, and a required field needs exactly one of its keys. Use as ``json_schema_extra``."""
+    props, required = schema["properties"], schema.get("required", [])
+    for name, info in model.model_fields.items():
+        keys = field_keys(name, info)
+        if len(keys) < 2 or name not in props:
+            continue
+        for key in keys[1:]:
+            props[key] = props[name]
+        if name in required:
+            required.remove(name)
+            schema.setdefault("allOf", []).append({"oneOf": [{"required": [k]} for k in keys]})
+    if not required:
+        schema.pop("required", None)
+
+
 class ActionSpec(_Spec):
     """An action: a ``module:qualname`` function run on event types."""
 
     WHAT: ClassVar[str] = "an action entry"
+    model_config = ConfigDict(json_schema_extra=alias_keys)
     name: Name
     type: Language = "python"
     function: FunctionPath = Field(description="Takes (event, ctx).")
-    on: EventNames = Field(description="The event types that run the action (one, or a list).")
+    on: EventNames = Field(validation_alias=AliasChoices("on", "listen_to"),
+                           description="The event types that run the action (one, or a list); "
+                                       "'listen_to' is Flink Agents' spelling.")
     config: Config = Field(default_factory=dict,
                            description="Per-action configuration (ctx.action_config).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_trigger_key(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "on" in data and "listen_to" in data:
+            fail("an action has either 'on' or 'listen_to' (the same key), not both")
+        return data
 
 
 class PromptMessageSpec(_Spec):
@@ -278,9 +341,10 @@ class ResourceSpec(_Spec):
 
 
 class ConnectionSpec(ResourceSpec):
-    """A ``ChatModelConnection``."""
+    """A ``ChatModelConnection``; ``clazz`` may be a Flink Agents short name (``ollama``)."""
 
     WHAT: ClassVar[str] = "a chat model connection entry"
+    clazz: ConnectionClass
 
 
 class McpServerSpec(ResourceSpec):
@@ -306,8 +370,9 @@ class ChatModelSetupSpec(_Spec):
     model_config = ConfigDict(extra="allow", json_schema_extra=_setup_fields)
     name: Name
     type: Language = "python"
-    clazz: ClassPath | None = Field(default=None,
-                                    description="Defaults to flink_agents_py.api.ChatModelSetup.")
+    clazz: SetupClass | None = Field(
+        default=None, description="Defaults to flink_agents_py.api.ChatModelSetup; a Flink "
+                                  "Agents short name (ollama, openai...) names its adapter.")
 
 
 class InternalSubagentSpec(_Spec):
@@ -384,6 +449,7 @@ class AgentSpec(_Spec):
     tools: tuple[ToolSpec, ...] = ()
     mcp_servers: tuple[McpServerSpec, ...] = ()
     subagents: tuple[SubagentEntry, ...] = ()
+    description: Text | None = Field(default=None, description="What the agent does.")
 
 
 def _some_agents(value: Any) -> Any:

@@ -113,9 +113,6 @@ def test_multiple_agent_example_runs_on_a_minicluster(tmp_path):
 
 
 @pytest.mark.flink
-@pytest.mark.xfail(reason="the YAML loader does not take Flink Agents' keys yet (listen_to, "
-                          "short event names, clazz: ollama, description, extract_reasoning)",
-                   strict=False)
 def test_yaml_workflow_example_runs_on_a_minicluster(tmp_path):
     work = _copy(tmp_path)
     n_reviews = len((work / "resources" / "product_review.txt").read_text().splitlines())

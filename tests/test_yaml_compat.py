@@ -1,0 +1,127 @@
+"""Flink Agents' YAML keys: their review-analysis YAML file loads and runs on the local runner."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from flink_agents_py.api import ResourceName
+from flink_agents_py.yaml import YamlError, load_agents
+
+pytestmark = pytest.mark.timeout(60)
+
+EXAMPLES = Path(__file__).parent / "flink_agents_examples"
+
+RUN = """\
+import json
+from pathlib import Path
+
+from agents.custom_types_and_resources import ProductReview
+from flink_agents_py.compat import AgentsExecutionEnvironment
+
+env = AgentsExecutionEnvironment.get_execution_environment()
+env.load_yaml(Path("yaml_review_analysis_agent.yaml"))
+lines = Path("resources/product_review.txt").read_text().splitlines()
+reviews = [ProductReview.model_validate_json(line) for line in lines]
+out = env.from_list([{"key": r.id, "value": r} for r in reviews]).apply(
+    "review_analysis_agent").to_list()
+env.execute()
+print(json.dumps([[key, res.model_dump()] for row in out for key, res in row.items()]))
+"""
+
+
+def test_their_yaml_file_runs_on_the_local_runner(tmp_path):
+    # the user's way: their example folder copied outside the repository, their own script
+    for item in ("agents", "resources", "offline_model.py", "yaml_review_analysis_agent.yaml"):
+        src = EXAMPLES / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)
+    (tmp_path / "run.py").write_text(RUN)
+    done = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=50, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    n_reviews = len((tmp_path / "resources" / "product_review.txt").read_text().splitlines())
+    assert len(rows) == n_reviews
+    wet = [res for _, res in rows if res["reasons"] == ["shipping damage"]]
+    assert wet and all(res["score"] == 1 for res in wet)
+    # extract_reasoning took the <think> block out, so the answer parsed as JSON
+    assert all(res["score"] in (1, 5) for _, res in rows)
+
+
+def _load(tmp_path: Path, body: str) -> dict:
+    path = tmp_path / "agents.yaml"
+    path.write_text(textwrap.dedent(body))
+    return load_agents(path)
+
+
+AGENT = """\
+agents:
+  - name: a
+    description: does things
+    actions:
+      - name: start
+        function: yaml_helpers:start
+        listen_to: {events}
+    chat_model_connections:
+      - name: conn
+        clazz: {conn}
+    chat_model_setups:
+      - name: m
+        clazz: ollama
+        connection: conn
+        model: qwen3:8b
+        extract_reasoning: true
+        {extra}
+"""
+
+
+@pytest.mark.parametrize("events", ["[input]", "[InputEvent]", "input_event",
+                                    "[flink_agents.api.events.event.InputEvent]"])
+def test_listen_to_takes_their_event_names(tmp_path, events):
+    agents = _load(tmp_path, AGENT.format(
+        events=events, conn="flink_agents_py.testing.ScriptedChatModel", extra=""))
+    triggers = {name: spec.triggers for name, _, spec in agents["a"].declared_actions()}
+    assert triggers == {"start": ("InputEvent",)}
+
+
+def test_short_provider_names_map_to_their_adapters(tmp_path):
+    agents = _load(tmp_path, AGENT.format(events="[input]", conn="ollama", extra=""))
+    classes = {name: d.clazz for _, name, d in agents["a"].declared_resources()}
+    assert classes["conn"] == ResourceName.ChatModel.OLLAMA_CONNECTION
+    assert classes["m"] == ResourceName.ChatModel.OLLAMA_SETUP
+
+
+def test_unknown_event_name_and_argument_are_named_with_their_line(tmp_path):
+    with pytest.raises(YamlError) as err:
+        _load(tmp_path, AGENT.format(events="[chat_nonsense]",
+                                     conn="flink_agents_py.testing.ScriptedChatModel",
+                                     extra="temprature: 0.1"))
+    text = str(err.value)
+    assert "'chat_nonsense' names no known event type" in text
+    assert "unknown key 'temprature'" in text and "agents.yaml:17:" in text
+    assert "listen_to[0]" in text and "agents.yaml:7:" in text
+
+
+def test_the_json_schema_accepts_their_file():
+    jsonschema = pytest.importorskip("jsonschema")
+    yaml = pytest.importorskip("yaml")
+    from flink_agents_py.yaml import SCHEMA_PATH
+    schema = json.loads(SCHEMA_PATH.read_text())
+    doc = yaml.safe_load((EXAMPLES / "yaml_review_analysis_agent.yaml").read_text())
+    jsonschema.Draft7Validator(schema).validate(doc)
+    doc["agents"][0]["chat_model_setups"][0]["clazz"] = "olama"  # neither short nor dotted
+    assert not jsonschema.Draft7Validator(schema).is_valid(doc)
+
+
+def test_on_and_listen_to_together_are_rejected(tmp_path):
+    body = AGENT.format(events="[input]", conn="flink_agents_py.testing.ScriptedChatModel",
+                        extra="").replace("listen_to: [input]", "listen_to: [input]\n"
+                                          "        on: [InputEvent]")
+    with pytest.raises(YamlError, match="either 'on' or 'listen_to'"):
+        _load(tmp_path, body)
