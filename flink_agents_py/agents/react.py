@@ -41,7 +41,7 @@ from ..api import (
 )
 from ..api._events import json_schema_of
 
-__all__ = ["ReActAgent", "ReActAgentError", "DEFAULT_CHAT_MODEL"]
+__all__ = ["ReActAgent", "ReActAgentError", "DEFAULT_CHAT_MODEL", "react_action_config"]
 
 DEFAULT_CHAT_MODEL = "_default_chat_model"
 """The name the ``chat_model`` setup is declared under on a ``ReActAgent``."""
@@ -139,11 +139,8 @@ class ReActAgent(Agent):
             self.add_resource(_USER_PROMPT, ResourceType.PROMPT,
                               Prompt.from_text(prompt, role=MessageRole.USER)
                               if isinstance(prompt, str) else prompt)
-        output_type = (qualified_name(output_schema) if isinstance(output_schema, type)
-                       and "<locals>" not in output_schema.__qualname__ else None)
         self.add_action("start_action", [InputEvent], ReActAgent.start_action,
-                        config={"output_schema": schema, "output_type": output_type,
-                                "max_iterations": max_iterations})
+                        config=react_action_config(output_schema, max_iterations))
 
     def as_subagent(self, description: str | None = None,
                     input_schema: str | None = None) -> ResourceDescriptor:
@@ -178,7 +175,8 @@ class ReActAgent(Agent):
         """
         schema = ctx.action_config.get("output_schema")
         try:
-            prompt = ctx.get_resource(_USER_PROMPT, ResourceType.PROMPT)
+            prompt = ctx.get_resource(ctx.action_config.get("prompt", _USER_PROMPT),
+                                      ResourceType.PROMPT)
         except (KeyError, ResourceNotFoundError):
             prompt = None
         messages = _user_messages(event.input, prompt if isinstance(prompt, Prompt) else None)
@@ -187,7 +185,8 @@ class ReActAgent(Agent):
         output_type = ctx.action_config.get("output_type")
         wanted = import_qualified(output_type) if output_type else schema
         try:
-            response = await ctx.chat(DEFAULT_CHAT_MODEL, messages, output_schema=wanted)
+            response = await ctx.chat(ctx.action_config.get("chat_model", DEFAULT_CHAT_MODEL),
+                                      messages, output_schema=wanted)
         except ChatResponseError as e:
             bound = ctx.action_config.get("max_iterations")
             raise ReActAgentError(
@@ -196,6 +195,26 @@ class ReActAgent(Agent):
                 f"): {e.reason}") from e
         output = response.structured if schema is not None else response.message.content
         ctx.send_event(OutputEvent(output=output))
+
+
+def react_action_config(output_schema: type[BaseModel] | dict[str, Any] | None,
+                        max_iterations: int | None, chat_model: str = DEFAULT_CHAT_MODEL,
+                        prompt: str = _USER_PROMPT) -> dict[str, Any]:
+    """The configuration of ``ReActAgent.start_action`` (for agents built otherwise: YAML).
+
+    Args:
+        output_schema: a pydantic model class, a JSON Schema dict, or ``None``.
+        max_iterations: the bound, for the error message (the setup applies it).
+        chat_model: the name of the chat model setup resource to chat with.
+        prompt: the name of the prompt resource (absent: the input is the message).
+
+    Returns:
+        The action's configuration.
+    """
+    output_type = (qualified_name(output_schema) if isinstance(output_schema, type)
+                   and "<locals>" not in output_schema.__qualname__ else None)
+    return {"output_schema": json_schema_of(output_schema), "output_type": output_type,
+            "max_iterations": max_iterations, "chat_model": chat_model, "prompt": prompt}
 
 
 def _user_messages(value: Any, prompt: Prompt | None) -> list[ChatMessage]:

@@ -21,6 +21,7 @@ from ._build import add_actions, add_classed, add_prompts, add_setups, add_tools
 from ._errors import Loc, YamlError, YamlProblem
 from ._nodes import Report, original_loc, parse, read_source
 from ._nodes import _Loader as _Loader  # the YAML 1.2 loader: tests read YAML as we do
+from ._react import add_react, react_subagent_defaults
 from ._specs import AgentSpec
 from ._subagents import Subagent, add_subagents, find_cycles, read_subagents
 from ._validate import validate_document
@@ -36,10 +37,13 @@ class YamlAgent(Agent):
         source: where the entry starts (``file:line``).
     """
 
-    def __init__(self, name: str, source: str) -> None:
+    def __init__(self, name: str, source: str, subagent_defaults: dict[str, str] | None = None
+                 ) -> None:
         super().__init__()
         self.name = name
         self.source = source
+        self.subagent_defaults = dict(subagent_defaults or {})
+        """``description`` / ``input_schema`` it has as a sub-agent unless the entry says."""
 
     def __repr__(self) -> str:
         return f"YamlAgent({self.name!r}, source={self.source!r})"
@@ -171,7 +175,8 @@ def _agent_infos(report: Report, specs: tuple[AgentSpec, ...]
         loc: Loc = ("agents", i)
         where = f"{report.source}:{report.index.line(report.translate(loc))}"
         if unique(report, seen, spec.name, loc, "agent"):
-            infos.append(_AgentInfo(spec.name, loc, spec, YamlAgent(spec.name, where)))
+            infos.append(_AgentInfo(spec.name, loc, spec, YamlAgent(
+                spec.name, where, react_subagent_defaults(spec))))
         else:
             placeholder = f"<agents[{report.translate(loc)[1]}]>"
             unnamed.append(_AgentInfo(placeholder, loc, spec, YamlAgent(placeholder, where)))
@@ -200,3 +205,4 @@ def _build_agent(report: Report, info: _AgentInfo, shared: list[Subagent],
     subagents, info.children, _ = add_subagents(agent, info.name, own, shared, agents)
     subagents |= declared("subagents") | dropped.get(("subagents",), set())
     add_setups(report, spec, loc, agent, connections, tools, subagents)
+    add_react(report, spec, loc, agent)

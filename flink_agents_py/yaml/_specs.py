@@ -15,9 +15,8 @@ Extending:
   ``json_schema_extra=alias_keys`` on the model shows the other keys in the JSON Schema.
 - A sub-agent kind is a model, one row of ``SUBAGENT_KINDS`` (the key whose presence selects
   it) and one ``Annotated[Model, Tag(tag)]`` member of ``SubagentEntry``, the discriminated
-  union (``tests/test_yaml_schema.py`` checks the two agree). Another agent kind (a ReAct
-  agent, say) takes the same pattern: ``agents`` items become a union of ``AgentSpec`` and
-  the new model, selected by a key only the new kind has.
+  union (``tests/test_yaml_schema.py`` checks the two agree).
+- A ReAct agent is an ``AgentSpec`` with ``react:`` (``ReactSpec``), built by ``_react``.
 """
 
 from __future__ import annotations
@@ -48,7 +47,8 @@ from ._nodes import describe
 __all__ = [
     "CLASS_PATH", "FUNCTION_PATH", "SCHEMA_PATH", "SUBAGENT_KINDS", "ActionSpec", "AgentSpec",
     "ChatModelSetupSpec", "ConnectionSpec", "DocumentSpec", "ExternalSubagentSpec",
-    "InternalSubagentSpec", "McpServerSpec", "PromptMessageSpec", "PromptSpec", "ResourceSpec",
+    "InternalSubagentSpec", "McpServerSpec", "PromptMessageSpec", "PromptSpec", "ReactSpec",
+    "ResourceSpec",
     "SubagentEntry", "ToolSpec", "field_keys",
 ]
 
@@ -434,6 +434,22 @@ SubagentEntry = Annotated[
 ]
 
 
+class ReactSpec(_Spec):
+    """The agent is a ReAct agent (``flink_agents_py.agents.ReActAgent``'s loop) over its own
+    chat model setup, tools, sub-agents and prompt; keys as Flink Agents' ``ReActAgent``."""
+
+    WHAT: ClassVar[str] = "a react entry"
+    chat_model: Name = Field(description="A chat model setup of this agent (its tools and "
+                                         "sub-agents are what the model may call).")
+    prompt: Name | None = Field(default=None, description="A prompt of this agent: the "
+                                "instructions and the input template ({input} or fields).")
+    output_schema: ClassPath | None = Field(default=None, description="A pydantic model "
+                                            "class the answer must follow (dotted path).")
+    max_iterations: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="The most model-tool rounds (default: the setup's "
+                                  "max_tool_rounds).")
+
+
 class AgentSpec(_Spec):
     """One agent: its configuration, actions and resources."""
 
@@ -450,6 +466,8 @@ class AgentSpec(_Spec):
     mcp_servers: tuple[McpServerSpec, ...] = ()
     subagents: tuple[SubagentEntry, ...] = ()
     description: Text | None = Field(default=None, description="What the agent does.")
+    react: ReactSpec | None = Field(default=None, description="Makes this a ReAct agent "
+                                    "(no 'actions': the ReAct loop is its action).")
 
 
 def _some_agents(value: Any) -> Any:

@@ -155,8 +155,9 @@ def add_subagents(agent: Agent, agent_name: str, own: list[Subagent], shared: li
             continue
         if s.internal_ref is not None:
             children.append(s)
-            descriptor = ResourceDescriptor(InternalSubagent, agent=agents[s.internal_ref],
-                                            **s.arguments)
+            target = agents[s.internal_ref]
+            descriptor = ResourceDescriptor(InternalSubagent, agent=target, **{
+                **getattr(target, "subagent_defaults", {}), **s.arguments})
         elif s.imported_agent is not None:
             descriptor = ResourceDescriptor(InternalSubagent, agent=s.imported_agent,
                                             **s.arguments)
