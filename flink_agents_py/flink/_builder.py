@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from pyflink.common import Types
+from pyflink.common import Row, Types
 
 from ..api import Agent
 from ..local import default_key_selector
@@ -48,6 +48,13 @@ def plan_modules(plan: AgentPlan) -> list[str]:
 def _row_as_dict(names: list[str], row: Any) -> dict[str, Any]:
     """A table row as a dict by field name (the input records of ``from_table``)."""
     return dict(zip(names, row, strict=True))
+
+
+def _key_of_named_row(selector: Any, row: dict[str, Any]) -> Any:
+    """``selector.get_key`` of a ``from_table`` row dict, given as a ``Row`` with its names."""
+    named = Row(*row.values())
+    named.set_field_names(list(row))
+    return selector.get_key(named)
 
 
 def _output_as_row(names: list[str], output: Any) -> Any:
@@ -141,7 +148,8 @@ class FlinkAgentBuilder:
         Args:
             schema: a ``pyflink.table.Schema`` for the table (``None``: derived from
                 ``output_type``).
-            output_type: the rows' type, ``Types.ROW_NAMED([...names], [...types])``.
+            output_type: the rows' type, ``Types.ROW_NAMED([...names], [...types])``
+                (or that wrapped in ``ExternalTypeInfo``, as Flink Agents' examples do).
 
         Returns:
             A ``pyflink.table.Table``.
@@ -150,12 +158,14 @@ class FlinkAgentBuilder:
             ValueError: when ``output_type`` is not a named row type.
             RuntimeError: before ``apply``.
         """
-        from pyflink.common.typeinfo import RowTypeInfo
+        from pyflink.common.typeinfo import ExternalTypeInfo, RowTypeInfo
 
-        if not isinstance(output_type, RowTypeInfo):
+        row_type = output_type._type_info if isinstance(output_type, ExternalTypeInfo) \
+            else output_type  # Flink Agents' examples wrap the row type
+        if not isinstance(row_type, RowTypeInfo):
             raise ValueError(f"to_table: output_type must be a row type, "
                              f"Types.ROW_NAMED([...names], [...types]); got {output_type!r}")
-        names = list(output_type.get_field_names())
+        names = list(row_type.get_field_names())
         rows = self._applied().map(functools.partial(_output_as_row, names),
                                    output_type=output_type)
         t_env = self._t_env or self._env.table_environment()
@@ -229,7 +239,9 @@ class FlinkExecutionEnvironment:
 
         Args:
             table: a ``pyflink.table.Table`` (from SQL, ``from_path``, ``from_elements``...).
-            key_selector: the key of a row's dict (default: ``row["key"]``).
+            key_selector: the key of a row's dict (default: ``row["key"]``), or a PyFlink
+                ``KeySelector`` (Flink Agents' style): its ``get_key`` gets the row as a
+                ``Row`` with the table's field names.
 
         Returns:
             The builder; ``.apply(agent)``, then ``to_datastream()`` or ``to_table(...)``.
@@ -238,6 +250,8 @@ class FlinkExecutionEnvironment:
         names = list(table.get_schema().get_field_names())
         ds = t_env.to_data_stream(table).map(functools.partial(_row_as_dict, names),
                                              output_type=Types.PICKLED_BYTE_ARRAY())
+        if hasattr(key_selector, "get_key"):
+            key_selector = functools.partial(_key_of_named_row, key_selector)
         return FlinkAgentBuilder(self, ds, key_selector or default_key_selector, t_env)
 
     def table_environment(self) -> Any:

@@ -85,6 +85,19 @@ def test_parallel_chat_agent_runs_on_the_local_runner(tmp_path):
 
 
 @pytest.mark.flink
+def test_parallel_chat_request_example_runs_on_a_minicluster(tmp_path):
+    # their driver: from_table (a PyFlink KeySelector over Rows) -> to_table (ExternalTypeInfo)
+    # -> a filesystem sink at the fixed path the program reads back; stale rows would pass
+    shutil.rmtree("/tmp/parallel_chat_results", ignore_errors=True)
+    work = _copy(tmp_path)
+    lines = _run_until(work, "parallel_chat_request_example.py",
+                       lambda got: "=== Done ===" in got, 240)
+    assert [x for x in lines if x.startswith("OUTPUT rows")] == [
+        "OUTPUT rows: [{'id': 1, 'text': 'The food here is great, but the service is too "
+        "slow', 'summary': 'taste:positive, service:negative'}]"]
+
+
+@pytest.mark.flink
 @pytest.mark.parametrize("script", ["workflow_single_agent_example.py", "react_agent_example.py"])
 def test_review_analysis_examples_run_on_a_minicluster(tmp_path, script):
     work = _copy(tmp_path)

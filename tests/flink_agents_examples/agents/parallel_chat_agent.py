@@ -37,6 +37,9 @@ from flink_agents_py.compat import (
     action,
     chat_model_setup,
 )
+from pyflink.common import Row
+from pyflink.datastream import KeySelector
+
 from agents.custom_types_and_resources import (
     AspectResponse,
     SummaryResponse,
@@ -97,6 +100,15 @@ def _build_summarize_request(text: str, sentiments: Dict[str, str]) -> ChatReque
 def _build_output_event(row_id: int, text: str, parsed: SummaryResponse) -> OutputEvent:
     """Build the final OutputEvent from the aggregated row."""
     return OutputEvent(output={"id": row_id, "text": text, "summary": parsed.summary})
+
+
+# From the version of this file that parallel_chat_request_example.py imports it from.
+class ParallelChatKeySelector(KeySelector):
+    """Keys each input row by its first field, the review id."""
+
+    def get_key(self, value: Row) -> int:
+        """The row's id (field 0)."""
+        return value[0]
 
 
 class ParallelChatAgent(Agent):
