@@ -1,6 +1,6 @@
 """Benchmarks of flink-agents-py.
 
-    python -m bench [--quick] [--only p1,p2,p3,p4,p5] [--out bench/results.json]
+    python -m bench [--quick] [--only p1,p2,p3,p4,p5,scaleout] [--out bench/results.json]
 
 - p1: local runner, echo agent vs a plain asyncio loop with the same per-key bookkeeping, and vs
   Apache Flink Agents 0.3.1's local execution environment (a venv of its own, installed on
@@ -11,6 +11,12 @@
   for several ``max_in_flight`` limits, local runner and Flink operator.
 - p4: recovery: re-entering in-flight runs from their keyed state, replayed vs executed calls.
 - p5: memory: state and Python heap per key with one run in flight, and after completion.
+- scaleout (only when named in ``--only``): ``bench._scaleout``, parallelism 1 vs 2 on a
+  standalone cluster of two TaskManagers fed from Kafka, wake-ups on unbounded input, limits.
+
+Before/after rows of the operator-cost work (operator-thread CPU per record, metrics on vs
+off, the slow model's % of the ideal wave rate) measured side by side on two source trees:
+``python -m bench._compare --before DIR``.
 
 Nothing asserts thresholds: the figures are printed and written to ``--out`` (JSON); a
 ``--quick`` run at full scale also refreshes ``bench/LATEST.md``. ``BENCH_SCALE`` (env, a
@@ -23,7 +29,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import threading
@@ -36,6 +41,9 @@ from ._report import CpuWatch, Table, machine_info, other_java_processes, write_
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = Path(__file__).resolve().parent
 ALL = ("p1", "p2", "p3", "p4", "p5")
+OPTIONAL = ("scaleout",)
+"""Run only when named in ``--only``: ``scaleout`` (``bench._scaleout``: a Kafka broker and a
+standalone cluster of two TaskManagers; several minutes)."""
 
 
 def log(msg: str) -> None:
@@ -51,10 +59,14 @@ def scaled(n: int) -> int:
 
 
 # -- configuration ---------------------------------------------------------------------------
-def config(quick: bool) -> dict[str, Any]:
+def config(quick: bool, scaleout: bool = False) -> dict[str, Any]:
     from . import _p4, _p5
 
-    extra = {"p4": _p4.config(quick), "p5": _p5.config(quick)}
+    extra: dict[str, Any] = {"p4": _p4.config(quick), "p5": _p5.config(quick)}
+    if scaleout:  # imported only when asked for (it needs the cluster test fixtures)
+        from . import _scaleout
+
+        extra["scaleout"] = _scaleout.config(quick)
     return {**_config(quick), **extra}
 
 
@@ -62,16 +74,20 @@ def _config(quick: bool) -> dict[str, Any]:
     if quick:
         return {
             "p1": {"sizes": [10_000], "keys": 100, "repeats": 3},
-            "p2": {"configs": [("thread", 1)], "records": 50_000, "keys": 100, "repeats": 2},
-            "p3": {"local_keys": 300, "local_limits": [16, 64],
-                   "flink_keys": 300, "flink_limits": [16, 64], "flink_mode": "thread"},
+            "p2": {"configs": [("thread", 1)], "records": 50_000, "keys": 100, "repeats": 2,
+                   "metrics_off": True},
+            "p3": {"local_keys": 1000, "local_limits": [256],
+                   "flink_keys": 1000, "flink_limits": [256], "flink_mode": "thread",
+                   "unbounded": [(1000, 256)]},
         }
     return {
         "p1": {"sizes": [10_000, 100_000], "keys": 100, "repeats": 3},
         "p2": {"configs": [("thread", 1), ("thread", 2), ("process", 1), ("process", 2)],
-               "records": 200_000, "keys": 100, "repeats": 1},
+               "records": 200_000, "keys": 100, "repeats": 1, "metrics_off": True},
         "p3": {"local_keys": 1000, "local_limits": [1, 16, 64, 256],
                "flink_keys": 1000, "flink_limits": [16, 64, 256], "flink_mode": "thread",
+               # no end of input (no drain): the wake-up path alone; 10,000 waiting keys
+               "unbounded": [(1000, 256), (10_000, 256)],
                # several inputs per key: shows the serial end-of-input drain of bounded input
                "multi": {"keys": 50, "inputs_per_key": 3, "limit": 64}},
     }
@@ -151,16 +167,22 @@ def bench_p1(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
 
 
 # -- Flink subprocesses ----------------------------------------------------------------------
-def run_flink_job(spec: dict[str, Any], timeout_s: float = 900) -> dict[str, Any]:
-    """Run ``bench._flink_job`` in a subprocess; return its figures plus noise indicators."""
+def run_flink_job(spec: dict[str, Any], timeout_s: float = 900,
+                  root: Path = ROOT) -> dict[str, Any]:
+    """Run ``bench._flink_job`` in a subprocess; return its figures plus noise indicators.
+
+    ``root``: the source tree to import ``flink_agents_py`` and ``bench`` from (another tree
+    for before/after comparisons, see ``bench._compare``).
+    """
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    extra = os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    env["PYTHONPATH"] = str(root) + extra
     before = {"load1": os.getloadavg()[0], "other_java": other_java_processes()}
     stop = threading.Event()
     watch = CpuWatch()
     t = time.time()
     proc = subprocess.Popen([sys.executable, "-m", "bench._flink_job", json.dumps(spec)],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 
     def sample() -> None:  # CPU taken by others during the job (another Flink job...)
@@ -207,28 +229,48 @@ def _run_logged(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- P2 --------------------------------------------------------------------------------------
+def _cpu(res: dict[str, Any], field: str = "thread_us_per_out") -> float | None:
+    return (res.get("cpu") or {}).get(field)
+
+
+def _best(runs: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    ok = [r for r in runs if "error" not in r and r["count"] == n]
+    return max(ok, key=lambda r: r["rps"]) if ok else {}
+
+
+def _least_cpu(runs: list[dict[str, Any]]) -> float | None:
+    got = [c for c in (_cpu(r) for r in runs if "error" not in r) if c]
+    return min(got) if got else None
+
+
 def bench_p2(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
     rows = []
     n = scaled(cfg["records"])
     keys = min(cfg["keys"], n)
+    variants = {"bare": ("bare", True), "echo": ("echo", True)}
+    if cfg.get("metrics_off"):
+        variants["echo_off"] = ("echo", False)
     for mode, par in cfg["configs"]:
-        runs: dict[str, list[dict[str, Any]]] = {"echo": [], "bare": []}
-        for _ in range(cfg["repeats"]):
-            for kind in ("bare", "echo"):
+        runs: dict[str, list[dict[str, Any]]] = {v: [] for v in ("echo", "bare", "echo_off")}
+        for _ in range(cfg["repeats"]):  # interleaved
+            for variant, (kind, metrics) in variants.items():
                 spec = {"kind": kind, "mode": mode, "parallelism": par, "records": n,
-                        "keys": keys, "max_in_flight": 32}
-                runs[kind].append(_run_logged(spec))
+                        "keys": keys, "max_in_flight": 32, "metrics": metrics}
+                runs[variant].append(_run_logged(spec))
 
-        def best(kind: str) -> dict[str, Any]:
-            ok = [r for r in runs[kind] if "error" not in r and r["count"] == n]
-            return max(ok, key=lambda r: r["rps"]) if ok else {}
-
-        a, b = best("echo"), best("bare")
-        everything = runs["echo"] + runs["bare"]
+        a, b, off = (_best(runs[v], n) for v in ("echo", "bare", "echo_off"))
+        a_cpu, b_cpu, off_cpu = (_least_cpu(runs[v]) for v in ("echo", "bare", "echo_off"))
+        everything = [r for v in runs.values() for r in v]
         row = {
             "mode": mode, "parallelism": par, "records": n, "keys": keys,
             "agent_rps": a.get("rps"), "bare_rps": b.get("rps"),
             "ratio": (a["rps"] / b["rps"]) if a and b else None,
+            "agent_cpu_us": a_cpu, "bare_cpu_us": b_cpu,
+            "cpu_ratio": a_cpu / b_cpu if a_cpu and b_cpu else None,
+            "agent_thread": (a.get("cpu") or {}).get("busiest_thread"),
+            "metrics_off_rps": off.get("rps"), "metrics_off_cpu_us": off_cpu,
+            "metrics_cost_pct": (100 * (off["rps"] / a["rps"] - 1)) if a and off else None,
+            "metrics_cpu_pct": (100 * (a_cpu / off_cpu - 1)) if a_cpu and off_cpu else None,
             "agent_startup_s": a.get("startup_s"), "bare_startup_s": b.get("startup_s"),
             "agent_process_s": a.get("process_wall_s"), "bare_process_s": b.get("process_wall_s"),
             "max_load1": max(r.get("load1", 0) for r in everything),
@@ -238,21 +280,34 @@ def bench_p2(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
             "runs": everything,
         }
         rows.append(row)
+        log(f"p2 {mode} p={par}: operator thread {a_cpu or float('nan'):.1f} us/rec vs bare "
+            f"{b_cpu or float('nan'):.1f}; metrics off {off_cpu or float('nan'):.1f} us/rec")
     table = Table(
         "P2 Flink operator: echo agent vs bare KeyedProcessFunction",
         [("mode", "mode"), ("parallelism", "par"), ("records", "records"),
          ("agent_rps", "agent rec/s"), ("bare_rps", "bare rec/s"), ("ratio", "agent/bare"),
-         ("agent_startup_s", "agent start s"), ("bare_startup_s", "bare start s"),
-         ("agent_process_s", "agent proc s"), ("bare_process_s", "bare proc s"),
+         ("agent_cpu_us", "agent op us/rec"), ("bare_cpu_us", "bare op us/rec"),
+         ("cpu_ratio", "op CPU agent/bare"),
+         ("metrics_off_rps", "metrics off rec/s"), ("metrics_off_cpu_us", "metrics off us/rec"),
+         ("metrics_cpu_pct", "metrics CPU +%"), ("metrics_cost_pct", "metrics rec/s cost %"),
+         ("agent_startup_s", "agent start s"),
          ("max_load1", "load1"), ("other_cores_agent_bare", "others' cores agent / bare")],
         rows,
         note=("rec/s = outputs / (last output stamp - first input stamp), so JVM start, submission "
               "and deployment are excluded (shown as 'start s': execute() to first input). "
-              "'proc s' = whole subprocess. Job: NumberSequenceSource -> map {key,n,t} -> key_by "
-              "-> process -> map (t_in,t_out) -> execute_and_collect, 100 keys; best of the repeats. "
+              "'op us/rec' = CPU of the operator thread per output: the busiest JVM thread "
+              "(thread mode: the keyed operator's task thread, running the Python function and "
+              "its chained stamping map), utime+stime from /proc/<jvm>/task/*/stat sampled every "
+              "0.25 s, between the first sample after the first input and the last before the "
+              "last output, over the outputs stamped in between; least of the repeats (process "
+              "mode: the Java side only, the Python worker is another process). 'metrics off' = "
+              "the same echo job with metrics=False; 'metrics CPU +%' = op CPU on over off, "
+              "'metrics rec/s cost %' = rec/s off over on, minus 1. "
+              "Job: NumberSequenceSource -> map {key,n,t} -> key_by -> process -> map (t_in,t_out) "
+              "-> execute_and_collect, 100 keys; best of the repeats, interleaved. "
               "Noise: load1 = highest 1-min load average before a job; others' cores = CPU (in "
               "cores, of 2) that processes outside the job took during the reported agent / "
-              "bare job (another engineer's Flink tests): above ~0.3 the figure is depressed."),
+              "bare job (other engineers' jobs): above ~0.3 the figure is depressed."),
     )
     return {"config": {**cfg, "configs": [list(c) for c in cfg["configs"]]}, "rows": rows,
             "note": table.note}, table
@@ -267,7 +322,8 @@ def _p3_row(runner: str, keys: int, limit: int, wall: float, latency: float,
     chats = n / wall if wall and wall > 0 else float("nan")
     return {"runner": runner, "keys": keys, "inputs_per_key": inputs_per_key, "chats": n,
             "limit": limit, "wall_s": wall, "chats_per_s": chats, "ideal_per_s": ideal,
-            "ideal_waves_per_s": waves, "pct_of_ideal": 100 * chats / ideal, **extra}
+            "ideal_waves_per_s": waves, "pct_of_ideal": 100 * chats / ideal,
+            "pct_of_waves": 100 * chats / waves, **extra}
 
 
 def bench_p3(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
@@ -284,36 +340,53 @@ def bench_p3(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
             f"({row['pct_of_ideal']:.0f}% of {row['ideal_per_s']:.0f})")
     fkeys = scaled(cfg["flink_keys"])
     mode = cfg["flink_mode"]
-    flink_runs = [(fkeys, 1, limit) for limit in cfg["flink_limits"]]
+    flink_runs = [(fkeys, 1, limit, False) for limit in cfg["flink_limits"]]
+    flink_runs += [(scaled(k), 1, limit, True) for k, limit in cfg.get("unbounded", [])]
     multi = cfg.get("multi")
     if multi:
         mkeys, ipk = scaled(multi["keys"]), multi["inputs_per_key"]
         r = time_local_chats(mkeys, multi["limit"], ipk)
         rows.append(_p3_row("local", mkeys, multi["limit"], r["wall_s"], LATENCY_S, {}, ipk))
-        flink_runs.append((mkeys, ipk, multi["limit"]))
-    for fk, ipk, limit in flink_runs:
+        flink_runs.append((mkeys, ipk, multi["limit"], False))
+    timeout = float(os.environ.get("BENCH_P3_TIMEOUT_S", "600"))
+    for fk, ipk, limit, unbounded in flink_runs:
         spec = {"kind": "chat", "mode": mode, "parallelism": 1, "records": fk * ipk, "keys": fk,
-                "max_in_flight": limit}
-        res = _run_logged(spec)
+                "max_in_flight": limit, "unbounded": unbounded}
+        runner = f"flink-{mode}" + (" unbounded" if unbounded else "")
+        log(f"flink job: {_desc(spec)}{' unbounded' if unbounded else ''} ...")
+        res = run_flink_job(spec, timeout_s=timeout)
         if "error" in res:
-            rows.append({"runner": f"flink-{mode}", "keys": fk, "inputs_per_key": ipk,
-                         "limit": limit, "error": res["error"]})
+            log(f"  FAILED: {res['error']}")
+            rows.append({"runner": runner, "keys": fk, "inputs_per_key": ipk,
+                         "limit": limit, "error": res["error"][:300]})
             continue
         extra = {k: res.get(k) for k in ("count", "failed", "startup_s", "first_out_s",
                                          "p50_out_s", "p90_out_s", "process_wall_s", "load1",
                                          "other_cores", "job_cores", "other_java_frac")}
-        rows.append(_p3_row(f"flink-{mode}", fk, limit, res["window_s"], LATENCY_S, extra, ipk))
+        extra["op_us_per_call"] = _cpu(res)
+        extra["op_cores"] = _cpu(res, "thread_cores")
+        row = _p3_row(runner, fk, limit, res["window_s"], LATENCY_S, extra, ipk)
+        log(f"  {row['chats_per_s']:.0f} chats/s = {row['pct_of_waves']:.0f}% of the ideal wave "
+            f"rate; operator {extra['op_us_per_call'] or float('nan'):.0f} us CPU per call")
+        rows.append(row)
     table = Table(
         f"P3 slow model ({LATENCY_S * 1000:.0f} ms chat, one input per key): chats/s vs ideal",
         [("runner", "runner"), ("keys", "keys"), ("inputs_per_key", "in/key"),
          ("limit", "max_in_flight"),
          ("wall_s", "wall s"), ("chats_per_s", "chats/s"), ("ideal_per_s", "ideal /s"),
          ("ideal_waves_per_s", "ideal (waves)"), ("pct_of_ideal", "% of ideal"),
+         ("pct_of_waves", "% of waves"), ("op_us_per_call", "op us/call"),
+         ("op_cores", "op cores"),
          ("p50_out_s", "p50 out s"), ("p90_out_s", "p90 out s"), ("other_cores", "others' cores")],
         rows,
         note=("chat = ChatRequestEvent -> built-in chat action -> async ChatModelConnection "
               "(asyncio.sleep 0.2) -> ChatResponseEvent -> output. ideal = min(limit, keys) / "
               "0.2 s; 'ideal (waves)' = chats / (ceil(keys/limit) * in/key * 0.2 s). "
+              "'% of waves' = chats/s over the ideal wave rate. 'unbounded': the numbers are "
+              "unioned with a source that never ends (no end-of-input drain: completions reach "
+              "the operator through its wake-ups only); the job is cancelled after the last "
+              "output. 'op us/call' = CPU of the operator thread (busiest JVM thread, from "
+              "/proc, as in P2) per chat, 'op cores' its share of a core over the window. "
               "Local: wall of run(). Flink: first input stamp "
               "to last output stamp (start-up excluded), parallelism 1; p50/p90 out = when half / "
               "90% of the outputs had left the operator. On bounded input most work happens in "
@@ -329,29 +402,35 @@ def bench_p3(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a few minutes on 2 cores)")
-    ap.add_argument("--only", default=",".join(ALL), help="comma list of p1,p2,p3,p4,p5")
+    ap.add_argument("--only", default=",".join(ALL),
+                    help="comma list of p1,p2,p3,p4,p5 (default: all) and scaleout")
     ap.add_argument("--out", default=str(BENCH_DIR / "results.json"), help="JSON output file")
     ap.add_argument("--latest-md", default=str(BENCH_DIR / "LATEST.md"),
                     help="markdown written by --quick runs at BENCH_SCALE=1 ('' to skip)")
     args = ap.parse_args(argv)
     only = [p.strip() for p in args.only.split(",") if p.strip()]
-    unknown = [p for p in only if p not in ALL]
+    unknown = [p for p in only if p not in ALL + OPTIONAL]
     if unknown:
-        ap.error(f"unknown benchmark(s) {unknown}; choose from {','.join(ALL)}")
+        ap.error(f"unknown benchmark(s) {unknown}; choose from {','.join(ALL + OPTIONAL)}")
 
-    cfg = config(args.quick)
+    cfg = config(args.quick, scaleout="scaleout" in only)
     meta = machine_info(ROOT)
     meta.update(quick=args.quick, scale=scale(), only=only, argv=sys.argv[1:])
     results: dict[str, Any] = {"meta": meta}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tables: dict[str, Table] = {}
+    tables: dict[str, Any] = {}
     from ._p4 import bench_p4
     from ._p5 import bench_p5
 
-    runners = {"p1": bench_p1, "p2": bench_p2, "p3": bench_p3, "p4": bench_p4, "p5": bench_p5}
+    runners: dict[str, Any] = {"p1": bench_p1, "p2": bench_p2, "p3": bench_p3, "p4": bench_p4,
+                               "p5": bench_p5}
+    if "scaleout" in only:
+        from ._scaleout import bench_scaleout
+
+        runners["scaleout"] = bench_scaleout
     t0 = time.time()
-    for name in [p for p in ALL if p in only]:
+    for name in [p for p in ALL + OPTIONAL if p in only]:
         t = time.time()
         data, table = runners[name](cfg[name])
         data["elapsed_s"] = time.time() - t

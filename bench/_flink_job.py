@@ -1,7 +1,11 @@
 """One Flink measurement in a process of its own: ``python -m bench._flink_job '<json spec>'``.
 
 Spec keys: ``kind`` (``echo`` | ``bare`` | ``chat``), ``mode`` (``thread`` | ``process``),
-``parallelism``, ``records``, ``keys``, ``max_in_flight``.
+``parallelism``, ``records``, ``keys``, ``max_in_flight``; optional ``metrics`` (default true:
+the agent metrics in the operator's metric group), ``unbounded`` (default false: the numbers
+are unioned with a source that never ends, a continuously monitored empty directory, so there
+is no end of input and no end-of-input drain; the job is cancelled after ``records`` outputs)
+and ``cpu`` (default true: sample the JVM's threads from ``/proc``, see ``bench._threads``).
 
 Job shape: ``NumberSequenceSource -> map to {"key", "n", "t"} -> key_by -> process ->
 map to (t_in, t_out) -> execute_and_collect``. ``t`` is the wall clock when the source map
@@ -38,6 +42,19 @@ def main(argv: list[str]) -> dict[str, Any]:
     ds = env.from_source(NumberSequenceSource(0, n - 1), WatermarkStrategy.no_watermarks(),
                          "numbers").map(
         lambda i: {"key": f"k{i % keys}", "n": i, "t": time.time()}, output_type=pickled)
+    empty_dir = None
+    if spec.get("unbounded"):
+        import tempfile
+
+        from pyflink.common import Duration
+        from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
+
+        empty_dir = tempfile.TemporaryDirectory(prefix="bench-never-")
+        never = (FileSource.for_record_stream_format(StreamFormat.text_line_format(),
+                                                     empty_dir.name)
+                 .monitor_continuously(Duration.of_seconds(1)).build())
+        ds = ds.union(env.from_source(never, WatermarkStrategy.no_watermarks(), "never").map(
+            lambda line: {"key": "k0", "n": -1, "t": time.time()}, output_type=pickled))
 
     def key_of(r: Any) -> Any:
         return r["key"]
@@ -47,13 +64,14 @@ def main(argv: list[str]) -> dict[str, Any]:
 
         out = ds.key_by(key_of).process(BareEcho(), output_type=pickled).name("bare-echo")
     else:
+        from bench._agents import EchoAgent, SlowChatAgent
         from flink_agents_py import AgentsExecutionEnvironment
 
-        from bench._agents import EchoAgent, SlowChatAgent
-
         agent = EchoAgent() if kind == "echo" else SlowChatAgent()
-        out = (AgentsExecutionEnvironment.flink(env, max_in_flight=int(spec.get("max_in_flight", 32)))
-               .from_datastream(ds, key_selector=key_of).apply(agent).to_datastream())
+        agents = AgentsExecutionEnvironment.flink(
+            env, max_in_flight=int(spec.get("max_in_flight", 32)),
+            metrics=bool(spec.get("metrics", True)))
+        out = agents.from_datastream(ds, key_selector=key_of).apply(agent).to_datastream()
 
     if kind == "chat":
         stamped = out.map(lambda r: (r["t"], time.time(), r["error"] is None), output_type=pickled)
@@ -65,6 +83,12 @@ def main(argv: list[str]) -> dict[str, Any]:
     failed = 0
     t_exec = time.time()
     t_first_recv = None
+    sampler = None
+    if spec.get("cpu", True):
+        from bench._threads import ThreadSampler, child_java_pid
+
+        jvm = child_java_pid()
+        sampler = ThreadSampler(jvm).start() if jvm else None
     with stamped.execute_and_collect(f"bench-{kind}") as results:
         for t_in, t_out, ok in results:
             if t_first_recv is None:
@@ -72,10 +96,17 @@ def main(argv: list[str]) -> dict[str, Any]:
             t_in_min = min(t_in_min, t_in)
             t_outs.append(t_out)
             failed += not ok
+            if len(t_outs) >= n and spec.get("unbounded"):
+                break  # leaving the block cancels the job
     t_end = time.time()
+    if sampler is not None:
+        sampler.stop()
+    if empty_dir is not None:
+        empty_dir.cleanup()
     t_outs.sort()
     count = len(t_outs)
     window = (t_outs[-1] - t_in_min) if count else float("nan")
+    cpu = sampler.window(t_in_min, t_outs[-1], t_outs) if sampler is not None and count else {}
 
     def at(frac: float) -> float:
         return t_outs[min(count - 1, int(frac * count))] - t_in_min if count else float("nan")
@@ -93,6 +124,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         "p50_out_s": at(0.5),
         "p90_out_s": at(0.9),
         "tail_after_collect_s": t_end - t_outs[-1] if count else float("nan"),
+        "cpu": cpu,
     }
 
 

@@ -9,8 +9,9 @@ dropped (the "crash"). A new ``AgentCore`` then advances every key: each action 
 re-entered, its ``calls`` recorded calls are replayed and the held call runs again.
 
 The run up to the checkpoint gets one I/O slot per key (every key holds one call);
-the restored core has ``max_in_flight`` slots. Measured: the state per key at the checkpoint, the time to re-enter every key (advance
-until each waits on I/O again), the time from the restore to the last output, and the same
+the restored core has ``max_in_flight`` slots. Measured: the state per key at the checkpoint,
+the time to re-enter every key (advance until each waits on I/O again), the time from the
+restore to the last output, and the same
 work run fresh, without a crash. ``AgentMetrics`` counts replayed and executed calls, which
 must be exactly ``keys * calls`` and ``keys``, with one output per key.
 

@@ -50,7 +50,7 @@ from flink_agents_py.api import (
     action,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
-from flink_agents_py.observability import AgentMetrics, EventLog, EventLogSink, HostObservability
+from flink_agents_py.observability import EventLog, EventLogSink, HostObservability
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore, InMemoryKeyState
 

@@ -57,9 +57,9 @@ class Table:
         cells = self._cells()
         widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h)
                   for i, h in enumerate(heads)]
-        line = "  ".join(h.rjust(w) for h, w in zip(heads, widths))
+        line = "  ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True))
         out = [self.title, "=" * len(self.title), line, "-" * len(line)]
-        out += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+        out += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
         if self.note:
             out.append("")
             out += [f"note: {self.note}"]

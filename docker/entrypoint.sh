@@ -35,6 +35,9 @@ defaults = {
     "rest.bind-address": "0.0.0.0",
     "python.executable": "/usr/local/bin/python",
     "python.client.executable": "/usr/local/bin/python",
+    # with opt/flink-python-*.jar copied to lib/ (Dockerfile): pemja loaded once per JVM, so a
+    # TaskManager runs any number of thread-mode jobs (docs/how-to/cluster.md)
+    "classloader.parent-first-patterns.additional": "pemja",
 }
 for k, v in defaults.items():
     put(k, v)

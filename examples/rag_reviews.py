@@ -1,4 +1,4 @@
-"""RAG over the shipped product reviews: "what do customers say about sizing of product X?"
+r"""RAG over the shipped product reviews: "what do customers say about sizing of product X?".
 
 The shape of Apache Flink Agents' RAG example (``MyRAGAgent``): an input question becomes a
 ``ContextRetrievalRequestEvent``; the built-in context retrieval action searches the vector

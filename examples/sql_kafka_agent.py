@@ -1,4 +1,4 @@
-"""An agent over a Kafka table declared in SQL, its verdicts written to a Kafka table.
+r"""An agent over a Kafka table declared in SQL, its verdicts written to a Kafka table.
 
 Both topics are tables made with ``CREATE TABLE ... WITH ('connector' = 'kafka', ...)``; the
 agent sits between them with ``from_table`` / ``to_table``. The review table is read bounded

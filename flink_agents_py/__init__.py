@@ -4,13 +4,27 @@ Public API: ``flink_agents_py.api``. Execution: ``AgentsExecutionEnvironment`` (
 first use, so ``import flink_agents_py.api`` loads no runtime).
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._environment import AgentsExecutionEnvironment
 
 __version__ = "0.1.0"
 __all__ = ["AgentsExecutionEnvironment", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
+    """Import ``AgentsExecutionEnvironment`` on first use (PEP 562).
+
+    Args:
+        name: the attribute asked for.
+
+    Returns:
+        The ``AgentsExecutionEnvironment`` class.
+
+    Raises:
+        AttributeError: for any other name.
+    """
     if name == "AgentsExecutionEnvironment":
         from ._environment import AgentsExecutionEnvironment
 

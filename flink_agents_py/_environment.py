@@ -19,7 +19,14 @@ class AgentsExecutionEnvironment:
 
     @staticmethod
     def local(**options: Any) -> LocalExecutionEnvironment:
-        """A local environment; options as for ``LocalExecutionEnvironment``."""
+        """A local environment: agents run in-process over bounded lists.
+
+        Args:
+            **options: options of ``LocalExecutionEnvironment``.
+
+        Returns:
+            The ``LocalExecutionEnvironment``.
+        """
         return LocalExecutionEnvironment(**options)
 
     @staticmethod
@@ -30,6 +37,13 @@ class AgentsExecutionEnvironment:
         interpreter, import path, files shipped to a cluster) is set on it, and checked
         before submission (see ``flink_agents_py.flink.configure_workers``). Options as for
         ``FlinkExecutionEnvironment`` (``progress=True`` for a progress bar).
+
+        Args:
+            env: the PyFlink ``StreamExecutionEnvironment``.
+            **options: options of ``FlinkExecutionEnvironment``.
+
+        Returns:
+            The ``FlinkExecutionEnvironment``.
 
         Raises:
             ImportError: when apache-flink is not installed (``pip install .[flink]``).
@@ -46,7 +60,18 @@ class AgentsExecutionEnvironment:
 
     @staticmethod
     def get_execution_environment(env: Any = None, **options: Any) -> Any:
-        """``flink(env)`` when ``env`` is given, else ``local()``."""
+        """``flink(env)`` when ``env`` is given, else ``local()``.
+
+        Args:
+            env: a PyFlink ``StreamExecutionEnvironment``, or ``None``.
+            **options: options of the environment.
+
+        Returns:
+            The ``FlinkExecutionEnvironment`` or ``LocalExecutionEnvironment``.
+
+        Raises:
+            ImportError: when ``env`` is given and apache-flink is not installed.
+        """
         if env is None:
             return AgentsExecutionEnvironment.local(**options)
         return AgentsExecutionEnvironment.flink(env, **options)

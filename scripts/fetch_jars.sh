@@ -1,30 +1,37 @@
 #!/usr/bin/env bash
 # Fetch the Java artifacts flink-agents-py needs from Maven Central (idempotent, cached).
 #
-#   bash scripts/fetch_jars.sh [connector|broker|all]     # default: all (make setup runs it)
+#   bash scripts/fetch_jars.sh [connector|broker|prometheus|all]   # default: all (make setup)
 #
 # connector  Flink's Kafka connector, the shaded flink-sql-connector-kafka jar, which jobs add
 #            with env.add_jars (flink_agents_py.flink.kafka_connector_jar() finds it).
 # broker     an Apache Kafka broker (org.apache.kafka:kafka_2.13 and its runtime
 #            dependencies, plus a log4j2 SLF4J binding), run as a local Java process by the
 #            tests (tests/kafka_fixture.py). No Kafka distribution archive is needed.
+# prometheus Flink's Prometheus metric reporter (org.apache.flink:flink-metrics-prometheus,
+#            the version of the Flink in apache-flink), for a distribution whose
+#            plugins/metrics-prometheus lacks it (apache-flink 2.3.0 ships it; then nothing is
+#            fetched). tests/flink_cluster.py puts it in a plugins/ folder of the cluster.
 #
 # Both are resolved with `mvn` into a Maven repository inside the shared cache, copied into
 # the shared cache ($FLINK_AGENTS_PY_CACHE, default ~/.cache/flink-agents-py) and then into
 # the project's git-ignored .cache/:
 #   .cache/jars/flink-sql-connector-kafka-<version>.jar
 #   .cache/kafka_2.13-<version>/libs/*.jar
+#   .cache/jars/flink-metrics-prometheus-<flink version>.jar   (only when fetched)
 # A run whose files are in place does nothing and needs no network.
 #
 # Environment:
 #   FLINK_AGENTS_PY_CACHE           shared cache root
 #   FLINK_AGENTS_PY_KAFKA_CONNECTOR flink-sql-connector-kafka version (default below)
 #   FLINK_AGENTS_PY_KAFKA_BROKER    kafka_2.13 version for the test broker (default below)
+#   FLINK_AGENTS_PY_FLINK_VERSION   Flink version of the reporter (default: apache-flink's)
+#   PYTHON                          the Python with apache-flink (default: .venv/bin/python)
 #   MVN                             the Maven command (default: mvn)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# Keep in step with flink_agents_py/flink/_kafka.py (KAFKA_CONNECTOR_VERSION) and
+# Keep in step with flink_agents_py/flink/_kafka_jars.py (KAFKA_CONNECTOR_VERSION) and
 # tests/kafka_fixture.py (KAFKA_VERSION); tests/test_kafka_unit.py checks that they agree.
 # 5.0.0-2.2 is the newest Kafka connector release (built for Flink 2.2); no release for
 # Flink 2.3 exists yet, and it is verified to work with apache-flink 2.3.0 by the kafka tests.
@@ -126,9 +133,61 @@ EOF
   log "broker: $local_copy ($(ls "$local_copy/libs" | wc -l) jars)"
 }
 
+# flink_version: the Flink version of the installed apache-flink (its flink-dist jar).
+flink_version() {
+  if [[ -n "${FLINK_AGENTS_PY_FLINK_VERSION:-}" ]]; then
+    echo "$FLINK_AGENTS_PY_FLINK_VERSION"
+    return
+  fi
+  local python="${PYTHON:-$ROOT/.venv/bin/python}" lib jar
+  lib="$("$python" -c 'import os, pyflink; print(os.path.join(os.path.dirname(pyflink.__file__), "lib"))')" \
+    || die "no apache-flink in $python: set FLINK_AGENTS_PY_FLINK_VERSION or PYTHON"
+  jar="$(basename "$(ls "$lib"/flink-dist-*.jar | head -n 1)")"
+  jar="${jar#flink-dist-}"
+  echo "${jar%.jar}"
+}
+
+flink_home() {
+  "${PYTHON:-$ROOT/.venv/bin/python}" -c 'import os, pyflink; print(os.path.dirname(pyflink.__file__))'
+}
+
+fetch_prometheus() {
+  local version name
+  if ! version="$(flink_version 2>/dev/null)"; then
+    [[ "$WHAT" == all ]] || die "no apache-flink found: set FLINK_AGENTS_PY_FLINK_VERSION or PYTHON"
+    log "prometheus: skipped (no apache-flink found to match; run it again with PYTHON set)"
+    return 0
+  fi
+  name="flink-metrics-prometheus-$version.jar"
+  local shipped
+  shipped="$(flink_home 2>/dev/null || true)/plugins/metrics-prometheus/$name"
+  if [[ -s "$shipped" ]]; then
+    log "prometheus: shipped with apache-flink: $shipped"
+    return
+  fi
+  local shared="$CACHE_DIR/jars/$name" local_copy="$ROOT/.cache/jars/$name"
+  if [[ ! -s "$shared" ]]; then
+    need_mvn
+    log "prometheus: fetching org.apache.flink:flink-metrics-prometheus:$version"
+    local tmp
+    tmp="$(mktemp -d "$CACHE_DIR/jars/.fetch.XXXXXX")"
+    "$MVN" -q -B -Dmaven.repo.local="$M2" dependency:copy \
+      "-Dartifact=org.apache.flink:flink-metrics-prometheus:$version" \
+      -DoutputDirectory="$tmp" >"$tmp.log" 2>&1 \
+      || { cat "$tmp.log" >&2; rm -rf "$tmp" "$tmp.log"; die "fetching the reporter failed"; }
+    mv -f "$tmp/$name" "$shared"
+    rm -rf "$tmp" "$tmp.log"
+  fi
+  if [[ ! -s "$local_copy" ]]; then
+    ln -f "$shared" "$local_copy" 2>/dev/null || cp -f "$shared" "$local_copy"
+  fi
+  log "prometheus: $local_copy"
+}
+
 case "$WHAT" in
   connector) fetch_connector ;;
   broker) fetch_broker ;;
-  all) fetch_connector; fetch_broker ;;
-  *) die "usage: $0 [connector|broker|all]" ;;
+  prometheus) fetch_prometheus ;;
+  all) fetch_connector; fetch_broker; fetch_prometheus ;;
+  *) die "usage: $0 [connector|broker|prometheus|all]" ;;
 esac

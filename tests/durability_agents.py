@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import orjson
-from _crash import CrashOnceBase, count_call, first_attempt, pace, read_counts
+from support.crash import CrashOnceBase, count_call, first_attempt, pace, read_counts
 
 from flink_agents_py.api import (
     Agent,

@@ -17,7 +17,7 @@ import re
 import time
 from typing import Any
 
-from _crash import CrashOnceBase, append_line, first_attempt, log_lines
+from support.crash import CrashOnceBase, append_line, first_attempt, log_lines
 
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 

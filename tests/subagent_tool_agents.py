@@ -5,8 +5,9 @@ sub-agent setups can be named in descriptors, and by Flink workers (the MiniClus
 
 Fast tests steer the scripted model per test: ``SCRIPTS[model]`` is the script of the chat
 model setup whose ``model`` field is ``model``, and every request it gets is kept in
-``REQUESTS[model]``. Deferred sub-agents pick a behaviour by name from ``BEHAVIOURS`` (their
-``behaviour`` field), and count what they receive in ``COUNTS`` / ``INPUTS``.
+``requests()[model]``. Deferred sub-agents pick a behaviour by name from ``BEHAVIOURS`` (their
+``behaviour`` field), and count what they receive (the test's ``probes`` counts, and
+``inputs()``). Gates and start signals are the test's probes gates (``support.probes``).
 
 The Flink test uses only pure functions of the request (``e2e_orchestrator``), since
 workers do not share this process's globals.
@@ -23,6 +24,8 @@ from typing import Any
 
 import orjson
 from pydantic import BaseModel, Field
+from support.probes import count as probe_count
+from support.probes import current, gate, store
 
 from flink_agents_py.api import (
     Agent,
@@ -46,39 +49,43 @@ from flink_agents_py.api import (
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 
 # -- per-test steering and recording --------------------------------------------------------
-LOCK = threading.Lock()
 SCRIPTS: dict[str, Callable[[Any], Any]] = {}
-REQUESTS: dict[str, list[Any]] = collections.defaultdict(list)
-COUNTS: collections.Counter[str] = collections.Counter()
-INPUTS: dict[str, list[Any]] = collections.defaultdict(list)
-STARTED: dict[str, threading.Event] = collections.defaultdict(threading.Event)
-GATES: dict[str, threading.Event] = collections.defaultdict(threading.Event)
 RENDEZVOUS_TIMEOUT_S = 2.0
 
 
+def requests() -> dict[str, list[Any]]:
+    """The requests each scripted model got in this test, by model."""
+    return store("requests", lambda: collections.defaultdict(list))
+
+
+def inputs() -> dict[str, list[Any]]:
+    """The values counted with ``count(name, value)`` in this test, by name."""
+    return store("inputs", lambda: collections.defaultdict(list))
+
+
+def started(name: str) -> threading.Event:
+    """Set when ``name`` started (a rendezvous or a blocking call)."""
+    return gate(f"started:{name}")
+
+
 def reset() -> None:
-    """Forget every script, request, count and event of the previous test."""
-    with LOCK:
-        SCRIPTS.clear()
-        REQUESTS.clear()
-        COUNTS.clear()
-        INPUTS.clear()
-        STARTED.clear()
-        GATES.clear()
+    """Forget every script, and this test's requests, counts and inputs so far."""
+    SCRIPTS.clear()
+    current().reset()
+    requests().clear()
+    inputs().clear()
 
 
 def count(name: str, value: Any = None) -> int:
-    with LOCK:
-        COUNTS[name] += 1
-        if value is not None:
-            INPUTS[name].append(value)
-        return COUNTS[name]
+    """Count one call of ``name`` (and keep ``value`` in ``inputs()[name]``)."""
+    if value is not None:
+        inputs()[name].append(value)
+    return probe_count(name)
 
 
 def script(request: Any) -> Any:
     """The scripted model: records the request, answers by ``SCRIPTS[request.model]``."""
-    with LOCK:
-        REQUESTS[request.model].append(request)
+    requests()[request.model].append(request)
     return SCRIPTS[request.model](request)
 
 
@@ -166,9 +173,9 @@ def shout(text: str) -> str:
 
 
 def gated(name: str) -> dict[str, str]:
-    """A tool that waits for GATES[name] (at most 10 s)."""
+    """A tool that waits for the gate ``name`` (at most 10 s)."""
     count("tool:gated", name)
-    GATES[name].wait(10)
+    gate(name).wait(10)
     return {"gated": name}
 
 
@@ -207,8 +214,8 @@ class Picky(Agent):
 
 def _rendezvous(me: str, other: str) -> dict[str, Any]:
     """Announce ``me`` started, then wait (bounded) for ``other`` to have started."""
-    STARTED[me].set()
-    return {"me": me, "saw_other": STARTED[other].wait(RENDEZVOUS_TIMEOUT_S)}
+    started(me).set()
+    return {"me": me, "saw_other": started(other).wait(RENDEZVOUS_TIMEOUT_S)}
 
 
 class Rendezvous(Agent):
@@ -223,13 +230,13 @@ class Rendezvous(Agent):
 
 def _block(name: str) -> str:
     count(f"block:{name}")
-    STARTED[name].set()
-    GATES[name].wait(10)
+    started(name).set()
+    gate(name).wait(10)
     return name
 
 
 class Blocking(Agent):
-    """Signals STARTED[input.name], then waits for GATES[input.name]."""
+    """Signals ``started(input.name)``, then waits for the gate ``input.name``."""
 
     @action(InputEvent)
     @staticmethod

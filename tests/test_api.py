@@ -39,13 +39,10 @@ from flink_agents_py.api import (
     ToolResult,
     UnsupportedAwaitError,
     action,
-    event_class_for,
-    event_from_json,
-    event_type_of,
-    fill_placeholders,
     tool,
 )
-
+from flink_agents_py.api._events import event_class_for, event_from_json, event_type_of
+from flink_agents_py.api._prompts import fill_placeholders
 
 # --------------------------------------------------------------------------- events
 
@@ -303,7 +300,8 @@ def test_prompt_leaves_json_braces_untouched():
 
 def test_prompt_multiline_json_with_placeholder_inside():
     template = '{\n  "name": "{name}",\n  "n": {count}\n}'
-    assert fill_placeholders(template, {"name": "a", "count": 3}) == '{\n  "name": "a",\n  "n": 3\n}'
+    filled = fill_placeholders(template, {"name": "a", "count": 3})
+    assert filled == '{\n  "name": "a",\n  "n": 3\n}'
 
 
 def test_prompt_messages_form_and_text_form_roles():
@@ -316,7 +314,8 @@ def test_prompt_messages_form_and_text_form_roles():
         ("system", "You review books."),
         ("user", "Review: great {missing}"),
     ]
-    assert p.format_string(kind="books", text="great") == "You review books.\nReview: great {missing}"
+    assert (p.format_string(kind="books", text="great")
+            == "You review books.\nReview: great {missing}")
     t = Prompt.from_text("Hi {who}", role=MessageRole.USER).format_messages(who="Ann")
     assert [(m.role, m.content) for m in t] == [("user", "Hi Ann")]
 
@@ -413,3 +412,124 @@ def test_error_hierarchy_details():
     assert ProviderError("down").retryable is False
 
     assert ChatResponseError("too many rounds").reason == "too many rounds"
+
+
+# --------------------------------------------------------------------------- public surface
+
+# What a user imports from ``flink_agents_py.api``: a name added to or dropped from the public
+# surface is a decision, so it changes this list too.
+PUBLIC_API = {
+    # agents, actions, decorators
+    "Agent", "ActionSpec", "ResourceSpec", "action", "tool", "prompt", "chat_model_connection",
+    "chat_model_setup", "embedding_model_connection", "embedding_model_setup", "mcp_server",
+    "vector_store", "RunnerContext", "Memory",
+    # events
+    "Event", "InputEvent", "OutputEvent", "ChatRequestEvent", "ChatResponseEvent",
+    "ToolRequestEvent", "ToolResponseEvent", "ContextRetrievalRequestEvent",
+    "ContextRetrievalResponseEvent", "EventType",
+    # chat models, messages, prompts, tools
+    "ChatModelConnection", "ChatModelSetup", "ScriptedRequest", "ChatMessage", "ChatResponse",
+    "ChatResult", "MessageRole", "TokenUsage", "ToolCall", "ToolResult", "Prompt",
+    "FunctionTool", "ToolMetadata", "ToolSpec", "RESERVED_TOOL_PREFIX",
+    # resources
+    "Resource", "ResourceDescriptor", "ResourceType", "ResourceName", "qualified_name",
+    # embeddings, vector stores, long-term memory
+    "BaseEmbeddingModelConnection", "BaseEmbeddingModelSetup", "EmbeddingModelConnection",
+    "EmbeddingModelSetup", "EmbeddingResult", "EmbeddingTokenUsage", "EmbeddingError",
+    "BaseVectorStore", "VectorStore", "VectorStoreQuery", "VectorStoreQueryMode",
+    "VectorStoreQueryResult", "Document", "format_context", "VectorStoreError",
+    "CollectionNotFoundError", "DimensionMismatchError", "UnknownFilterFieldError",
+    "BaseLongTermMemory", "LongTermMemoryOptions", "MemorySet", "MemorySetItem",
+    # sub-agents
+    "InternalSubagent", "SubagentSetup", "AsyncSubagentSetup", "DeferredSubagentSetup",
+    "PreparedCall", "SubagentFuture", "SubagentResult", "RunStatus",
+    # errors
+    "AgentsError", "ActionError", "ChatResponseError", "DurableExecutionError",
+    "MissingApiKeyError", "NotInActionContextError", "PlanError", "ProviderError",
+    "ReplayDivergenceError", "ResourceError", "ResourceNotFoundError", "SerializationError",
+    "UnsupportedAwaitError", "UsageError",
+}
+
+
+def test_public_api_is_exactly_the_documented_surface():
+    import flink_agents_py.api as api
+
+    assert set(api.__all__) == PUBLIC_API
+    assert len(api.__all__) == len(PUBLIC_API), "a name is listed twice in api.__all__"
+    assert all(not n.startswith("_") for n in api.__all__)
+    for name in api.__all__:
+        assert getattr(api, name) is not None, name
+
+
+@pytest.mark.parametrize("name", [
+    "import_qualified", "event_from_json", "event_class_for", "event_type_of",
+    "subagent_callable", "SUBAGENT_DESCRIPTION_MARKER", "fill_placeholders",
+])
+def test_runtime_plumbing_is_not_public(name):
+    import flink_agents_py.api as api
+
+    assert name not in api.__all__
+    namespace: dict[str, object] = {}
+    exec("from flink_agents_py.api import *", namespace)
+    assert name not in namespace
+
+
+def test_scripted_request_is_public_and_the_one_scripted_models_receive():
+    from flink_agents_py.api import ScriptedRequest
+    from flink_agents_py.integrations import chat_models
+    from flink_agents_py.testing import model_from_function
+
+    assert chat_models.ScriptedRequest is ScriptedRequest
+    seen: list[object] = []
+
+    def answer(request: ScriptedRequest) -> str:
+        seen.append(request)
+        return f"echo {request.last_user_text}"
+
+    model = model_from_function(answer)
+    reply = model.chat([ChatMessage(role=MessageRole.USER, content="hi")])
+    assert reply.message.content == "echo hi"
+    assert isinstance(seen[0], ScriptedRequest) and seen[0].last_user_text == "hi"
+
+
+def test_a_user_script_tests_its_agent_with_the_public_names_only(tmp_path):
+    # the way a user works: their own module, in their own folder, run by the interpreter
+    import subprocess
+    import sys
+    import textwrap
+
+    (tmp_path / "my_agent.py").write_text(textwrap.dedent('''
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import *  # noqa: F403 - the public surface only
+        from flink_agents_py.testing import model_from_function
+
+
+        def answer(request: ScriptedRequest) -> str:
+            return "positive" if "love" in request.last_user_text else "negative"
+
+
+        class Rater(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def rate(event: InputEvent, ctx: RunnerContext) -> None:
+                reply = await ctx.chat("rater", [ChatMessage.user(str(event.input))])
+                ctx.send_event(OutputEvent(output=reply.message.content))
+
+
+        agent = Rater()
+        agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                           model_from_function(answer))
+        agent.add_resource("rater", ResourceType.CHAT_MODEL,
+                           ResourceDescriptor(ChatModelSetup, connection="conn"))
+        env = AgentsExecutionEnvironment.local()
+        outs = env.from_list([{"key": "a", "v": "I love it"},
+                              {"key": "b", "v": "broke"}]).apply(agent).collect()
+        print(sorted(str(o) for o in outs))
+        print(sorted(n for n in ("import_qualified", "event_from_json") if n in globals()))
+    '''))
+    proc = subprocess.run([sys.executable, "my_agent.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    outs, plumbing = proc.stdout.strip().splitlines()[-2:]
+    assert outs.count("positive") == 1 and outs.count("negative") == 1, outs
+    assert plumbing == "[]"

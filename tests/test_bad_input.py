@@ -1,6 +1,6 @@
 """Bad input never costs good input: the reading rules, and the review job on the local runner.
 
-The matrix (``tests/bad_input_matrix.py``): malformed JSON, empty and whitespace-only lines,
+The matrix (``tests/support/bad_input.py``): malformed JSON, empty and whitespace-only lines,
 a 10 MB line, invalid UTF-8, NUL bytes, a UTF-8 BOM, CRLF endings, a missing field, a field of
 the wrong type, non-object JSON values, and good lines between and after them.
 """
@@ -10,50 +10,19 @@ from __future__ import annotations
 import os
 import pathlib
 import subprocess
-import sys
-from typing import Any
 
 import orjson
 import pytest
+from support.bad_input import PYTHON, ROOT, check_matrix, file_matrix, kafka_matrix, read_jsonl
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bad_input_matrix import file_matrix, kafka_matrix  # noqa: E402
-
-from flink_agents_py.io import (  # noqa: E402
+from flink_agents_py.io import (
     BadRecordError,
     decode_record,
     excerpt,
     read_json_lines,
     split_lines,
 )
-from jobs.review_analysis import main, read_lines, read_records  # noqa: E402
-
-PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
-
-
-def read_jsonl(path: pathlib.Path) -> list[Any]:
-    return [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
-
-
-def check_matrix(outputs: list[dict[str, Any]], errors: list[dict[str, Any]]) -> dict[str, int]:
-    """Every good line rated once, every bad line one error row naming it; returns counts."""
-    _, lines = file_matrix()
-    good = {n: c for n, c in lines.items() if c.good}
-    bad = {n: c for n, c in lines.items() if c.good is False}
-    reviews = [o for o in outputs if o["kind"] == "review"]
-    assert sorted(r["line"] for r in reviews) == sorted(good)
-    assert {r["line"]: r["id"] for r in reviews} == {n: c.product for n, c in good.items()}
-    assert sorted(e["line"] for e in errors) == sorted(bad)
-    for e in errors:
-        case = bad[e["line"]]
-        assert e["kind"] == "error"
-        assert e["error"].startswith(f"line {e['line']}: "), e["error"]
-        assert case.problem in e["error"], (case.name, e["error"])
-        assert e["value"] is not None and len(e["value"]) < 300  # an excerpt, not the record
-    return {"good": len(good), "bad": len(bad), "outputs": len(reviews), "errors": len(errors)}
+from jobs.review_analysis import main, read_records
 
 
 # -- the reading rules -------------------------------------------------------------------------
@@ -109,11 +78,6 @@ def test_read_records_keeps_every_good_line(matrix_file):
     assert [r["line"] for r in records] + [e["line"] for e in errors] == [0, 1, 2]
 
 
-def test_read_lines_names_the_line_it_cannot_decode(matrix_file):
-    with pytest.raises(BadRecordError, match="invalid UTF-8"):
-        list(read_lines(matrix_file))
-
-
 def test_local_runner_matrix(matrix_file, tmp_path, capsys):
     out = tmp_path / "out.jsonl"
     assert main(["--runner", "local", "--model", "scripted", "--no-progress",
@@ -150,7 +114,7 @@ def test_user_runs_the_job_on_a_bad_file_from_another_directory(tmp_path):
 def test_kafka_values_are_decoded_strictly():
     pytest.importorskip("pyflink")
     from flink_agents_py.flink._kafka import _Parse
-    from jobs._kafka_runner import parse_review_message
+    from jobs.review_analysis.runners.kafka import parse_review_message
 
     tag = object()
     parse = _Parse(parse_review_message, tag)

@@ -7,7 +7,6 @@ the repository); its rows must equal the local runner's, row for row.
 from __future__ import annotations
 
 import os
-import pathlib
 import subprocess
 import sys
 
@@ -18,12 +17,7 @@ pytestmark = pytest.mark.flink
 
 pytest.importorskip("pyflink")
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bad_input_matrix import file_matrix  # noqa: E402
-from test_bad_input import PYTHON, check_matrix, read_jsonl  # noqa: E402
+from support.bad_input import PYTHON, ROOT, check_matrix, file_matrix, read_jsonl  # noqa: E402
 
 from jobs.review_analysis import main  # noqa: E402
 

@@ -7,7 +7,6 @@ to the output topic, error rows to ``<output>-errors`` (read ``read_committed``)
 
 from __future__ import annotations
 
-import pathlib
 import sys
 import uuid
 
@@ -19,12 +18,8 @@ pytestmark = [pytest.mark.kafka, pytest.mark.flink]
 pytest.importorskip("pyflink")
 pytest.importorskip("confluent_kafka")
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bad_input_matrix import kafka_matrix  # noqa: E402
 from kafka_fixture import consume_all  # noqa: E402
+from support.bad_input import kafka_matrix  # noqa: E402
 
 MAX_MESSAGE = str(16 * 1024 * 1024)
 

@@ -39,7 +39,6 @@ def test_bench_p1_quick_writes_json(tmp_path: pathlib.Path) -> None:
 def test_default_run_labels_point_at_shipped_reviews() -> None:
     """The proxy labels of ``bench/labels`` name real lines of the shipped reviews (with
     their product ids), and ``agreement`` counts only the lines a run rated."""
-    sys.path.insert(0, str(ROOT))
     from bench.default_run import agreement, label_sets
 
     lines = (ROOT / "jobs" / "data" / "product_reviews.jsonl").read_text().splitlines()
@@ -60,3 +59,36 @@ def test_default_run_labels_point_at_shipped_reviews() -> None:
     scores = {high["line"]: 4, low["line"]: 5}  # one within 1 of its label, one not
     assert agreement(scores, sets["blind_a"]) == {
         "n": 2, "agreement": 0.5, "n_le3": 1, "agreement_le3": 0.0}
+
+
+def test_thread_sampler_picks_the_busy_thread_and_divides_by_outputs() -> None:
+    """P2's operator CPU: the busiest thread of a process over a window, per output."""
+    import threading
+    import time
+
+    from bench._threads import ThreadSampler
+
+    stop = threading.Event()
+    tid: list[int] = []
+    outs: list[float] = []
+
+    def busy() -> None:
+        tid.append(threading.get_native_id())
+        while not stop.is_set():
+            sum(range(20_000))
+            outs.append(time.time())
+
+    sampler = ThreadSampler(os.getpid(), interval_s=0.05).start()
+    worker = threading.Thread(target=busy)
+    t0 = time.time()
+    worker.start()
+    time.sleep(0.8)
+    stop.set()
+    worker.join()
+    sampler.stop()
+    got = sampler.window(t0, outs[-1], outs)
+    assert got["busiest_tid"] == tid[0]
+    assert 0 < got["outputs"] <= len(outs)
+    assert got["thread_us_per_out"] == got["thread_cpu_s"] / got["outputs"] * 1e6
+    assert got["process_us_per_out"] >= got["thread_us_per_out"]
+    assert sampler.window(t0, t0, outs) == {}  # fewer than two samples in the window

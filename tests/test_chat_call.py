@@ -9,14 +9,13 @@ user message and counts the requests it receives.
 from __future__ import annotations
 
 import asyncio
-import collections
 import copy
-import threading
 from typing import Any
 
 import pytest
-from _harness import KEY, call_of, new_core, poll_until, records_of, resume, run_to_end
 from pydantic import BaseModel
+from support.harness import KEY, call_of, new_core, poll_until, records_of, resume, run_to_end
+from support.probes import count, current, gate, note
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
@@ -51,32 +50,6 @@ from flink_agents_py.runtime import AgentCore, InMemoryKeyState, Observer
 
 pytestmark = pytest.mark.timeout(60)
 
-COUNTS: collections.Counter[str] = collections.Counter()
-LOG: list[str] = []
-_LOCK = threading.Lock()
-TOOL_GATE = threading.Event()   # the gated tool waits on it
-MODEL_GATE = threading.Event()  # the model's gated answers wait on it
-AFTER_GATE = threading.Event()  # the caller's follow-up durable call waits on it
-_GATES = (TOOL_GATE, MODEL_GATE, AFTER_GATE)
-
-
-@pytest.fixture(autouse=True)
-def _reset():
-    COUNTS.clear()
-    LOG.clear()
-    for g in _GATES:
-        g.clear()
-    yield
-    for g in _GATES:  # never leave an executor thread blocked
-        g.set()
-
-
-def _count(name: str) -> int:
-    with _LOCK:
-        COUNTS[name] += 1
-        return COUNTS[name]
-
-
 class Rating(BaseModel):
     score: int
     why: str
@@ -95,10 +68,9 @@ def script(req: ScriptedRequest) -> Any:
     text = req.last_user_text
     verb, _, arg = text.partition(":")
     results = req.tool_results
-    _count("model")
-    n = _count(f"model:{verb}:{'r2' if results else 'r1'}")
-    with _LOCK:
-        LOG.append("model")
+    count("model")
+    n = count(f"model:{verb}:{'r2' if results else 'r1'}")
+    note("model")
     if verb == "plain":
         return f"echo:{arg}"
     if verb == "system":  # answers with the system messages it was given
@@ -113,7 +85,7 @@ def script(req: ScriptedRequest) -> Any:
         return {"grade": "A"}
     if verb == "twin":
         if arg == "gated" and n == 2:
-            assert MODEL_GATE.wait(10)
+            assert gate("model").wait(10)
         return f"answer-{n}"
     if verb in ("tool", "gated", "gated2"):  # one tool round, then a rating from the result
         if not results:
@@ -121,30 +93,29 @@ def script(req: ScriptedRequest) -> Any:
             return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[
                 ToolCall(id="t1", name=name, arguments={"x": int(arg)})])
         if verb == "gated2":
-            assert MODEL_GATE.wait(10)
+            assert gate("model").wait(10)
         return {"score": int(results[0].content), "why": "tool"}
     raise AssertionError(f"unexpected request {text!r}")
 
 
 def double(x: int) -> int:
     """Double x."""
-    _count("tool")
-    with _LOCK:
-        LOG.append("tool")
+    count("tool")
+    note("tool")
     return x * 2
 
 
 def gated_double(x: int) -> int:
     """Double x, once the gate opens."""
-    _count("tool")
-    assert TOOL_GATE.wait(10), "tool gate never opened"
+    count("tool")
+    assert gate("tool").wait(10), "tool gate never opened"
     return x * 2
 
 
 def gated_after(value: Any) -> Any:
     """The caller's follow-up call: holds the caller suspended until the gate opens."""
-    _count("after")
-    assert AFTER_GATE.wait(10), "after gate never opened"
+    count("after")
+    assert gate("after").wait(10), "after gate never opened"
     return value
 
 
@@ -155,7 +126,8 @@ def with_model(agent: Agent, name: str = "m", prompt: str | None = None,
     agent.add_resource(name, ResourceType.CHAT_MODEL, ResourceDescriptor(
         ChatModelSetup, connection="conn", tools=list(tools), prompt=prompt))
     for t in tools:
-        agent.add_resource(t, ResourceType.TOOL, {"double": double, "gated_double": gated_double}[t])
+        fn = {"double": double, "gated_double": gated_double}[t]
+        agent.add_resource(t, ResourceType.TOOL, fn)
     return agent
 
 
@@ -197,27 +169,27 @@ class LazyAgent(Agent):
                 "mode": mode, "first": first.message.content, "equal": first == second}))
 
 
-def test_chat_contract_1_a_future_never_awaited_dispatches_nothing():
+def test_chat_contract_1_a_future_never_awaited_dispatches_nothing(probes):
     res = run_local(with_model(LazyAgent()), [{"key": "a", "mode": "never"}])
     assert res.errors == []
     assert res.outputs == [{"mode": "never"}]
-    assert COUNTS["model"] == 0
+    assert probes["model"] == 0
     assert res.counters.get("chat_calls", 0) == 0
 
 
-def test_chat_contract_1_only_the_awaited_future_runs():
+def test_chat_contract_1_only_the_awaited_future_runs(probes):
     res = run_local(with_model(LazyAgent()), [{"key": "a", "mode": "skip_first"}])
     assert res.errors == []
     assert res.outputs == [{"mode": "skip_first", "content": "echo:used"}]
-    assert COUNTS["model"] == 1 and COUNTS["model:plain:r1"] == 1
+    assert probes["model"] == 1 and probes["model:plain:r1"] == 1
     assert res.counters["chat_calls"] == 1
 
 
-def test_chat_contract_1_awaiting_twice_returns_the_same_result_with_one_model_call():
+def test_chat_contract_1_awaiting_twice_returns_the_same_result_with_one_model_call(probes):
     res = run_local(with_model(LazyAgent()), [{"key": "a", "mode": "twice"}])
     assert res.errors == []
     assert res.outputs == [{"mode": "twice", "first": "echo:twice", "equal": True}]
-    assert COUNTS["model"] == 1
+    assert probes["model"] == 1
 
 
 # --------------------------------------------------------------------------- 2 ChatResult
@@ -270,7 +242,7 @@ def test_chat_contract_2_result_carries_everything_the_connection_returned():
         assert out["metadata"] == {"provider": "fake", "latency_ms": 5, "nested": {"a": [1, 2]}}
 
 
-def test_chat_contract_2_result_after_a_tool_round_is_the_final_answer():
+def test_chat_contract_2_result_after_a_tool_round_is_the_final_answer(probes):
     res = run_local(with_model(ResultAgent()), [{"key": "a", "how": "tool:21"}])
     assert res.errors == []
     [out] = res.outputs
@@ -278,7 +250,7 @@ def test_chat_contract_2_result_after_a_tool_round_is_the_final_answer():
     assert out["structured"] == {"score": 42, "why": "tool"}
     assert out["message"]["role"] == "assistant"
     assert out["message"]["tool_calls"] == []  # the round's calls were executed, not returned
-    assert (COUNTS["model"], COUNTS["tool"]) == (2, 1)
+    assert (probes["model"], probes["tool"]) == (2, 1)
 
 
 def test_chat_contract_2_a_failing_connection_raises_a_catchable_chat_response_error():
@@ -336,30 +308,31 @@ class PrivateRoute(Agent):
     @action(InputEvent)
     @staticmethod
     async def go(event: InputEvent, ctx: RunnerContext) -> None:
-        LOG.append("go:start")
+        note("go:start")
         ctx.send_event(Note(attributes={"n": "before"}))
         r = await ctx.chat("m", [ChatMessage(content="tool:21")], output_schema=Rating)
-        LOG.append("go:resumed")
+        note("go:resumed")
         ctx.send_event(Note(attributes={"n": "after", "score": r.structured.score}))
-        LOG.append("go:end")
+        note("go:end")
 
     @action(Note)
     @staticmethod
     def on_note(event: Note, ctx: RunnerContext) -> None:
-        LOG.append(f"note:{event.attributes['n']}")
+        note(f"note:{event.attributes['n']}")
         ctx.send_event(OutputEvent(output=event.attributes))
 
     @action(ChatRequestEvent, ToolRequestEvent, ToolResponseEvent, ChatResponseEvent)
     @staticmethod
     def spy(event: Event, ctx: RunnerContext) -> None:
-        LOG.append(f"spy:{event.type}")
+        note(f"spy:{event.type}")
 
 
-def test_chat_contract_3_chat_events_stay_private_and_caller_events_wait_for_the_caller():
+def test_chat_contract_3_chat_events_stay_private_and_caller_events_wait_for_the_caller(probes):
     res = run_local(with_model(PrivateRoute()), [{"key": "a"}])
     assert res.errors == []
-    assert not [e for e in LOG if e.startswith("spy:")], LOG
-    assert LOG == ["go:start", "model", "tool", "model", "go:resumed", "go:end",
+    log = probes.notes()
+    assert not [e for e in log if e.startswith("spy:")], log
+    assert log == ["go:start", "model", "tool", "model", "go:resumed", "go:end",
                    "note:before", "note:after"]
     assert res.outputs == [{"n": "before"}, {"n": "after", "score": 42}]
 
@@ -449,14 +422,14 @@ def test_chat_contract_4_chat_state_lives_in_the_memory_of_its_callers_scope():
         assert "_chat" in child_inv.sensory      # its conversation is in the child's memory
         assert "_chat" not in run.sensory        # not in the parent's
         assert "_chat" not in state.memory
-        TOOL_GATE.set()
+        gate("tool").set()
         outputs, errors = run_to_end(core, state)
         assert errors == []
         [out] = outputs
         assert out["sub"]["result"] == [{"score": 10}]
         assert state.memory == {} and state.run is None
     finally:
-        TOOL_GATE.set()
+        gate("tool").set()
         core.close()
 
 
@@ -482,7 +455,7 @@ class ReplayAgent(Agent):
 
 
 @pytest.mark.parametrize("where", ["tool_in_flight", "tool_recorded"])
-def test_chat_contract_5_restore_mid_chat_replays_recorded_calls(where):
+def test_chat_contract_5_restore_mid_chat_replays_recorded_calls(where, probes):
     plan = AgentPlan.from_agent(with_model(ReplayAgent()))
     old = new_core(plan)
     try:
@@ -490,47 +463,47 @@ def test_chat_contract_5_restore_mid_chat_replays_recorded_calls(where):
         if where == "tool_in_flight":
             old.on_input(KEY, {"ask": "gated:21"}, state)
             poll_until(old, state, lambda s: call_of(s, "_tool_call_action", 0) is not None
-                       and COUNTS["tool"] == 1)  # the tool is running
+                       and probes["tool"] == 1)  # the tool is running
             assert not call_of(state, "_tool_call_action", 0).done
         else:
-            TOOL_GATE.set()
+            gate("tool").set()
             old.on_input(KEY, {"ask": "gated2:21"}, state)
 
             def second_model_call_started(s: InMemoryKeyState) -> bool:
                 recs = [r for r in records_of(s, "_chat_model_action")
                         if r.event["type"] == ToolResponseEvent.EVENT_TYPE]
-                return bool(recs) and "0" in recs[0].calls and COUNTS["model:gated2:r2"] == 1
+                return bool(recs) and "0" in recs[0].calls and probes["model:gated2:r2"] == 1
 
             poll_until(old, state, second_model_call_started)
         assert state.run is not None and len(state.run.invocations) == 1
         snapshot = copy.deepcopy(state)
-        assert COUNTS["model:gated:r1"] + COUNTS["model:gated2:r1"] == 1
+        assert probes["model:gated:r1"] + probes["model:gated2:r1"] == 1
 
-        TOOL_GATE.set()
-        MODEL_GATE.set()
+        gate("tool").set()
+        gate("model").set()
         outputs, errors, new = resume(plan, snapshot)
         assert errors == []
         assert outputs == [{"score": 42, "why": "tool", "typed": True}]
         verb = "gated" if where == "tool_in_flight" else "gated2"
-        assert COUNTS[f"model:{verb}:r1"] == 1           # recorded round 1: never repeated
+        assert probes[f"model:{verb}:r1"] == 1           # recorded round 1: never repeated
         if where == "tool_in_flight":
-            assert COUNTS["tool"] == 2                    # not recorded: runs once more
-            assert COUNTS[f"model:{verb}:r2"] == 1
+            assert probes["tool"] == 2                    # not recorded: runs once more
+            assert probes[f"model:{verb}:r2"] == 1
         else:
-            assert COUNTS["tool"] == 1                    # recorded: replayed
-            assert COUNTS[f"model:{verb}:r2"] == 2        # was in flight: asked again
+            assert probes["tool"] == 1                    # recorded: replayed
+            assert probes[f"model:{verb}:r2"] == 2        # was in flight: asked again
         assert new.counters["chat_calls"] == 0            # re-attached, not bootstrapped again
         assert snapshot.run is None
     finally:
-        TOOL_GATE.set()
-        MODEL_GATE.set()
+        gate("tool").set()
+        gate("model").set()
         old.close()
 
 
 def _snapshot_after_chat(plan: AgentPlan, ask: str) -> tuple[AgentCore, InMemoryKeyState]:
     old = new_core(plan)
     state = InMemoryKeyState()
-    TOOL_GATE.set()
+    gate("tool").set()
     old.on_input(KEY, {"ask": ask, "after": True}, state)
     poll_until(old, state, lambda s: call_of(s, "go", 1) is not None)
     assert call_of(state, "go", 0).done
@@ -539,38 +512,38 @@ def _snapshot_after_chat(plan: AgentPlan, ask: str) -> tuple[AgentCore, InMemory
     return old, copy.deepcopy(state)
 
 
-def test_chat_contract_5_a_recorded_response_is_returned_without_model_call_or_bootstrap():
+def test_chat_contract_5_a_recorded_response_is_returned_without_model_call_or_bootstrap(probes):
     plan = AgentPlan.from_agent(with_model(ReplayAgent()))
     old, snapshot = _snapshot_after_chat(plan, "gated:21")
     try:
-        before = dict(COUNTS)
-        AFTER_GATE.set()
+        before = probes.counts()
+        gate("after").set()
         log = ActionLog()
         outputs, errors, new = resume(plan, snapshot, observer=log)
         assert errors == []
         assert outputs == [{"score": 42, "why": "tool", "typed": True}]
-        assert COUNTS["model"] == before["model"] and COUNTS["tool"] == before["tool"]
+        assert probes["model"] == before["model"] and probes["tool"] == before["tool"]
         assert new.counters["chat_calls"] == 0
         assert log.started == ["go"]  # no chat or tool action ran: nothing was bootstrapped
     finally:
         old.close()
 
 
-def test_chat_contract_6_a_captured_failure_stays_a_failure_after_restore():
+def test_chat_contract_6_a_captured_failure_stays_a_failure_after_restore(probes):
     plan = AgentPlan.from_agent(with_model(ReplayAgent()))
     old, snapshot = _snapshot_after_chat(plan, "boom")
     try:
         rec = call_of(snapshot, "go", 0)
         assert rec.ok is False
-        assert COUNTS["model"] == 1
-        AFTER_GATE.set()
+        assert probes["model"] == 1
+        gate("after").set()
         log = ActionLog()
         outputs, errors, _ = resume(plan, snapshot, observer=log)
         assert errors == []
         [out] = outputs
         assert out["error"] == "ChatResponseError"
         assert "ProviderError" in out["reason"] and "upstream exploded" in out["reason"]
-        assert COUNTS["model"] == 1  # no model call after the restore
+        assert probes["model"] == 1  # no model call after the restore
         assert log.started == ["go"]
     finally:
         old.close()
@@ -593,7 +566,7 @@ class GatherAgent(Agent):
             refused = None
         except UnsupportedAwaitError as e:
             refused = str(e)
-        models_at_refusal = COUNTS["model"]
+        models_at_refusal = current()["model"]
         ra = await a
         rb = await b
         ctx.send_event(OutputEvent(output={
@@ -601,7 +574,7 @@ class GatherAgent(Agent):
             "answers": [ra.message.content, rb.message.content]}))
 
 
-def test_chat_contract_7_gather_over_chat_futures_is_rejected():
+def test_chat_contract_7_gather_over_chat_futures_is_rejected(probes):
     res = run_local(with_model(GatherAgent()), [{"key": "a", "catch": True},
                                                  {"key": "b", "catch": False}])
     [out] = res.outputs
@@ -613,7 +586,7 @@ def test_chat_contract_7_gather_over_chat_futures_is_rejected():
     [err] = res.errors
     assert (err.key, err.action, err.error_type) == ("b", "go", "UnsupportedAwaitError")
     assert "one after another" in err.message and "ctx.durable_execute_async" in err.message
-    assert COUNTS["model"] == 2
+    assert probes["model"] == 2
 
 
 # --------------------------------------------------------------------------- identical callers
@@ -639,17 +612,17 @@ class Twins(Agent):
         ctx.send_event(OutputEvent(output={"id": event.id, "answer": r.message.content}))
 
 
-def test_chat_identical_concurrent_callers_get_distinct_invocations_and_answers():
+def test_chat_identical_concurrent_callers_get_distinct_invocations_and_answers(probes):
     res = run_local(with_model(Twins()), [{"key": "a", "q": "twin:plain"}])
     assert res.errors == []
     assert len(res.outputs) == 2
     assert len({o["id"] for o in res.outputs}) == 2
     assert sorted(o["answer"] for o in res.outputs) == ["answer-1", "answer-2"]
-    assert COUNTS["model"] == 2
+    assert probes["model"] == 2
     assert res.counters["chat_calls"] == 2
 
 
-def test_chat_identical_concurrent_callers_keep_their_own_answers_after_restore():
+def test_chat_identical_concurrent_callers_keep_their_own_answers_after_restore(probes):
     plan = AgentPlan.from_agent(with_model(Twins()))
     old = new_core(plan)
     try:
@@ -658,7 +631,7 @@ def test_chat_identical_concurrent_callers_keep_their_own_answers_after_restore(
 
         def one_answered_one_asking(s: InMemoryKeyState) -> bool:
             callers = records_of(s, "on_ask")
-            return (len(callers) == 2 and COUNTS["model"] == 2
+            return (len(callers) == 2 and probes["model"] == 2
                     and any("1" in c.calls for c in callers))
 
         poll_until(old, state, one_answered_one_asking)
@@ -671,17 +644,17 @@ def test_chat_identical_concurrent_callers_keep_their_own_answers_after_restore(
         assert len(state.run.invocations) == 1  # the other caller's chat is open
         snapshot = copy.deepcopy(state)
 
-        MODEL_GATE.set()
-        AFTER_GATE.set()
+        gate("model").set()
+        gate("after").set()
         outputs, errors, new = resume(plan, snapshot)
         assert errors == []
         answers = {o["id"]: o["answer"] for o in outputs}
         assert set(answers) == {answered_id, asking_id}
         assert answers[answered_id] == "answer-1"  # replayed from its own record
         assert answers[asking_id] == "answer-3"    # its lost call (answer-2) was asked again
-        assert COUNTS["model:twin:r1"] == 3
+        assert probes["model:twin:r1"] == 3
         assert new.counters["chat_calls"] == 0
     finally:
-        MODEL_GATE.set()
-        AFTER_GATE.set()
+        gate("model").set()
+        gate("after").set()
         old.close()

@@ -232,7 +232,7 @@ def test_unknown_argument_is_rejected_when_the_plan_is_built():
 
 
 def test_flink_argument_names_map_to_ours():
-    from flink_agents_py.api import import_qualified
+    from flink_agents_py.api._resources import import_qualified
 
     conn = ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_CONNECTION,
                               request_timeout=240.0, base_url="http://h:1").build()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import copy
 import json
 import logging
@@ -10,7 +9,7 @@ import threading
 from typing import Any
 
 import pytest
-from _harness import (
+from support.harness import (
     KEY,
     call_of,
     drive_until,
@@ -20,6 +19,7 @@ from _harness import (
     run_to_end,
     snapshot_of,
 )
+from support.restorable_agents import ARG_VERSION, COUNTS, Restorable
 
 from flink_agents_py.api import (
     Agent,
@@ -45,65 +45,16 @@ from flink_agents_py.runtime import AgentCore, CallRecord, InMemoryKeyState, Jou
 
 pytestmark = pytest.mark.timeout(60)
 
-_COUNTS: collections.Counter[str] = collections.Counter()
-_LOCK = threading.Lock()
 _GATE = threading.Event()
-_ARG_VERSION = {"v": 1}
+_COUNTS = COUNTS
+_ARG_VERSION = ARG_VERSION
+_LOCK = threading.Lock()
 
 
 def _count(name: str) -> int:
     with _LOCK:
         _COUNTS[name] += 1
         return _COUNTS[name]
-
-
-def stamp(x: int) -> str:
-    _count("stamp")
-    return f"stamp-{x}"
-
-
-def fetch(x: int, version: int) -> dict[str, int]:
-    _count("fetch")
-    return {"fetched": x, "version": version}
-
-
-def lookup(x: int) -> None:
-    _count("lookup")
-    raise LookupError(f"nothing for {x}")
-
-
-def compute(x: int) -> int:
-    _count("compute")
-    return x * 2
-
-
-def reconcile_compute(x: int) -> int:
-    _count("reconcile")
-    return x * 1000
-
-
-class Restorable(Agent):
-    @action(InputEvent)
-    @staticmethod
-    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
-        x = event.input["x"]
-        stm = ctx.short_term_memory
-        stm.set("runs", stm.get("runs", 0) + 1)
-        stm.set("inputs", [*stm.get("inputs", []), x])
-        ctx.sensory_memory.set("seen", x)
-        a = ctx.durable_execute(stamp, x)                      # c0, sync
-        b = await ctx.durable_execute_async(fetch, x, _ARG_VERSION["v"])  # c1
-        try:
-            await ctx.durable_execute_async(lookup, x)         # c2, raises
-            err = None
-        except LookupError as e:
-            err = ["LookupError", str(e)]
-        reconciler = (lambda: reconcile_compute(x)) if event.input.get("reconcile") else None
-        c = await ctx.durable_execute_async(                   # c3, in flight at snapshot
-            compute, x, reconciler=reconciler)
-        ctx.send_event(OutputEvent(output={
-            "x": x, "a": a, "b": b, "err": err, "c": c, "runs": stm.get("runs"),
-            "seen": ctx.sensory_memory.get("seen")}))
 
 
 def _calls(state: InMemoryKeyState) -> dict[str, Any]:
@@ -150,8 +101,8 @@ def test_restore_replays_recorded_calls_and_completes_once(how):
             outputs, errors = run_to_end(new, snapshot)
             assert errors == []
             assert outputs == [{
-                "x": 3, "a": "stamp-3", "b": {"fetched": 3, "version": 1}, "err": ["LookupError", "nothing for 3"],
-                "c": 6, "runs": 1, "seen": 3}]
+                "x": 3, "a": "stamp-3", "b": {"fetched": 3, "version": 1},
+                "err": ["LookupError", "nothing for 3"], "c": 6, "runs": 1, "seen": 3}]
             # completed durable calls were not executed again
             assert (_COUNTS["stamp"], _COUNTS["fetch"], _COUNTS["lookup"]) == (1, 1, 1)
             assert new.counters["actions_reentered"] == 1
@@ -389,7 +340,8 @@ def test_chat_suspended_in_a_tool_round_resumes_after_restore():
     _GATE.clear()
     agent = ChatAgent()
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
-                       ResourceDescriptor(ScriptedChatModel, function=qualified_name(restore_script)))
+                       ResourceDescriptor(ScriptedChatModel,
+                                          function=qualified_name(restore_script)))
     agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
         ChatModelSetup, connection="conn", tools=["tool_quick", "tool_gated"]))
     agent.add_resource("tool_quick", ResourceType.TOOL, tool_quick)
@@ -420,3 +372,117 @@ def test_chat_suspended_in_a_tool_round_resumes_after_restore():
     finally:
         _GATE.set()
         old.close()
+
+
+# --------------------------------------------------------------------------- state format
+
+
+def _restored_from(stored: str | dict[str, Any]) -> InMemoryKeyState:
+    """Key state a host rebuilt from what it stored: the run through ``from_stored``."""
+    from flink_agents_py.runtime import RunState
+
+    state = InMemoryKeyState()
+    state.run = RunState.from_stored(stored)
+    return state
+
+
+@pytest.mark.parametrize("written", ["current", "before_versions"])
+def test_a_run_restored_from_its_stored_text_completes_once(written):
+    from flink_agents_py.runtime import STATE_FORMAT_VERSION
+
+    _COUNTS.clear()
+    _ARG_VERSION["v"] = 1
+    plan, old, state = _snapshot_mid_run({"x": 7})
+    try:
+        assert state.run is not None
+        stored = state.run.to_stored()
+        assert json.loads(stored)["v"] == STATE_FORMAT_VERSION == 1
+        if written == "before_versions":  # what a host wrote before formats had a version
+            data = json.loads(stored)
+            del data["v"]
+            stored = json.dumps(data)
+        restored = _restored_from(stored)
+        restored.memory = copy.deepcopy(state.memory)
+        outputs, errors, new = resume(plan, restored)
+        assert errors == []
+        assert [(o["x"], o["a"], o["c"]) for o in outputs] == [(7, "stamp-7", 14)]
+        assert (_COUNTS["stamp"], _COUNTS["fetch"], _COUNTS["lookup"]) == (1, 1, 1)
+        assert new.counters["calls_replayed"] == 3 and new.counters["calls_executed"] == 1
+    finally:
+        old.close()
+
+
+def test_a_run_of_a_later_format_version_is_refused_naming_the_versions():
+    from flink_agents_py.api import AgentsError
+    from flink_agents_py.runtime import RunState, StateFormatError
+
+    stored = json.loads(RunState(seq=0, input={"x": 1}).to_stored())
+    stored["v"] = 99
+    with pytest.raises(StateFormatError) as info:
+        RunState.from_stored(json.dumps(stored))
+    assert isinstance(info.value, AgentsError)
+    assert (info.value.found, info.value.supported) == (99, (1,))
+    assert "format version 99" in str(info.value) and "reads versions 1" in str(info.value)
+    with pytest.raises(StateFormatError, match=r"\$\.seq"):  # data that does not fit: where
+        RunState.from_stored('{"seq": "zero"}')
+
+
+# --------------------------------------------------------------------------- typed commands
+
+_USER_MODULE = '''
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+from flink_agents_py.runtime import Observer
+
+
+def double(x):
+    return 2 * x
+
+
+def stamp(x):
+    return f"s{x}"
+
+
+class Calls(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        a = await ctx.durable_execute_async(double, event.input["x"])
+        b = ctx.durable_execute(stamp, a)
+        refused = await (await ctx.submit_subagent("nope", {}))
+        ctx.send_event(OutputEvent(output=[a, b, refused.success]))
+
+
+class Seen(Observer):
+    def __init__(self):
+        self.calls = []
+
+    def call_started(self, key, call_id, command, replayed):
+        self.calls.append([type(command).__name__, command.kind.value, command.target,
+                           str(command), call_id, replayed])
+
+
+if __name__ == "__main__":
+    import json
+    seen = Seen()
+    out = AgentsExecutionEnvironment.local(observer=seen).from_list(
+        [{"x": 4}]).apply(Calls()).collect()
+    print(json.dumps({"out": out, "calls": seen.calls}))
+'''
+
+
+def test_an_observer_gets_each_durable_calls_typed_command_in_a_user_script(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "useragent.py").write_text(_USER_MODULE)
+    proc = subprocess.run([sys.executable, "useragent.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["out"] == [[8, "s8", False]]
+    assert got["calls"] == [
+        ["RunFunction", "function", "__main__:double", "__main__:double", "r0/go/c0", False],
+        ["InlineCall", "function", "__main__:stamp", "__main__:stamp", "r0/go/c1", False],
+        ["Settle", "subagent_refused", "nope", "refused:nope", "r0/go/c2", False],
+    ]

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from support.probes import count, current
 
 from flink_agents_py.api import (
     Agent,
@@ -122,13 +122,17 @@ def _subgraph_inputs(d: str) -> list[Any]:
     return [{"key": k, "dir": d} for k in ("a", "b", "a")]
 
 
-def _subagents_reset() -> None:
-    import test_subagents as ts
+def _subagents_plan() -> Any:
+    from support.subagent_agents import PLAN
 
-    ts.COUNTS.clear()
-    for gate in ts._GATES:  # nothing waits: every remote answers at once
-        gate.set()
-    ts.CHILD_STARTED.set()
+    return PLAN
+
+
+def _subagents_reset() -> None:
+    probes = current()
+    probes.reset()
+    # nothing waits: every remote answers at once
+    probes.open("child", "deferred", "async", "after", "child_started")
 
 
 SUBAGENT_CALLS = [
@@ -185,47 +189,45 @@ def _orchestrator_script(request: Any) -> Any:
 
 def _review_inputs(n: int) -> Callable[[str], list[Any]]:
     def inputs(d: str) -> list[Any]:
-        from jobs._product_advisor import end_of_input_markers
         from jobs.review_analysis import DEFAULT_INPUT, parse_line
+        from jobs.review_analysis.advice import end_of_input_markers
 
         with open(DEFAULT_INPUT, encoding="utf-8") as f:
-            records = [parse_line(i, line) for i, line in zip(range(n), f)]
+            records = [parse_line(i, line) for i, line in zip(range(n), f, strict=False)]
         return records + end_of_input_markers(records)
     return inputs
 
 
-def _review_agent(mode: str) -> Callable[[], Any]:
+def _review_agent(rating: str) -> Callable[[], Any]:
     def make() -> Any:
         from jobs.review_analysis import build_agent
 
-        return build_agent("scripted", mode=mode)
+        return build_agent("scripted", rating)
     return make
 
 
 def _retry_agent() -> Any:
-    import test_retry as tr
+    from support.providers import FAST, flaky, probe_agent
 
-    return tr.probe_agent(tr.flaky("checker-retry", fail_first=2), error_policy="retry", **tr.FAST)
+    return probe_agent(flaky("checker-retry", fail_first=2), error_policy="retry", **FAST)
 
 
 def _retry_reset() -> None:
-    import test_retry as tr
-
-    tr._CALLS.pop("checker-retry", None)
+    current().reset("checker-retry")
 
 
 def _restorable_reset() -> None:
-    import test_core_restore as tcr
+    from support.restorable_agents import ARG_VERSION
 
-    tcr._ARG_VERSION["v"] = 1
+    ARG_VERSION["v"] = 1
 
 
 def _identity_agent(dispatch: str) -> Callable[[], Any]:
     def make() -> Any:
-        import test_identity_and_journal as tij
+        from support.tool_dispatch_agents import make_agent
 
-        tij.RELEASE.set()
-        return tij.make_agent(dispatch)
+        current().open("release")
+        return make_agent(dispatch)
     return make
 
 
@@ -239,13 +241,13 @@ SCENARIOS = [
     Scenario("subgraph: internal child, deferred, ctx.chat + tool",
              lambda: __import__("subgraph_agents").build(), _subgraph_inputs),
     Scenario("sub-agents: internal/deferred/async, failures, nested ctx.chat",
-             lambda: __import__("test_subagents").PLAN,
+             _subagents_plan,
              lambda d: _keyed(SUBAGENT_CALLS, "k"), _subagents_reset),
-    Scenario("async sub-agent whose remote run fails", lambda: __import__("test_subagents").PLAN,
+    Scenario("async sub-agent whose remote run fails", _subagents_plan,
              # one record: the fake keeps remote runs by call id only, which repeats across keys
              lambda d: [{"key": "f", "do": "call", "name": "pubsub", "input": {"fail": True}}],
              _subagents_reset),
-    Scenario("sub-agent handles with cancel", lambda: __import__("test_subagents").PLAN,
+    Scenario("sub-agent handles with cancel", _subagents_plan,
              lambda d: _keyed(SUBAGENT_CANCELS, "c"), _subagents_reset),
     Scenario("sub-agents as tools, concurrent dispatch", _orchestrator("concurrent"),
              lambda d: [{"key": k, "ask": f"find {k}"} for k in ("a", "b")], _orchestrator_reset),
@@ -263,7 +265,7 @@ SCENARIOS = [
     Scenario("three tools, concurrent dispatch", _identity_agent("concurrent"),
              lambda d: [{"key": "a"}, {"key": "b"}]),
     Scenario("durable calls: sync, async, raising, memory",
-             lambda: __import__("test_core_restore").Restorable(),
+             lambda: __import__("support.restorable_agents", fromlist=["Restorable"]).Restorable(),
              lambda d: [{"key": "a", "x": 1}, {"key": "a", "x": 2}, {"key": "b", "x": 3}],
              _restorable_reset),
     Scenario("identical sibling events", IdenticalSiblings,
@@ -276,7 +278,7 @@ SCENARIOS = [
              lambda d: [{"key": f"k{n}", "n": n, "sku": f"sku-{n}"} for n in (0, 1, 83)]),
     Scenario("chat error policy retry", _retry_agent, lambda d: [{"key": "a", "q": "hi"}],
              _retry_reset),
-    Scenario("jobs: review analysis, direct, --model scripted", _review_agent("direct"),
+    Scenario("jobs: review analysis, direct, --model scripted", _review_agent("model"),
              _review_inputs(12)),
     Scenario("jobs: review analysis, delegate, --model scripted", _review_agent("delegate"),
              _review_inputs(6)),
@@ -289,7 +291,10 @@ def _defect_scenarios() -> list[Scenario]:
         import replay_defect_agents as rda
     except ImportError:
         return []
-    return [Scenario(f"defect: {name}", make, (lambda inputs: lambda d: list(inputs))(inputs))
+    def feed(inputs: list[Any]) -> Callable[[str], list[Any]]:
+        return lambda d: list(inputs)
+
+    return [Scenario(f"defect: {name}", make, feed(inputs))
             for name, make, inputs in getattr(rda, "SCENARIOS", [])]
 
 
@@ -326,15 +331,9 @@ def test_scenario_agent_is_replay_safe_at_every_crash_point(scenario: Scenario, 
 
 
 # -- the checker catches bad agents ------------------------------------------------------------
-TICKETS = {"next": 0}
-_TICKET_LOCK = threading.Lock()
-
-
 def next_ticket() -> int:
     """An external counter: a new number each call."""
-    with _TICKET_LOCK:
-        TICKETS["next"] += 1
-        return TICKETS["next"]
+    return count("ticket")
 
 
 class NonDurableSideEffect(Agent):
@@ -429,8 +428,9 @@ def test_checker_catches_recorded_calls_executed_again(monkeypatch):
 
 
 def test_checker_compares_result_types_not_only_values():
-    from flink_agents_py.testing import shape
     from pydantic import BaseModel
+
+    from flink_agents_py.testing import shape
 
     class Verdict(BaseModel):
         score: int

@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
 pyflink = pytest.importorskip("pyflink")
 
 import subgraph_agents as sga  # noqa: E402
-from _crash import InjectedCrash, completed_checkpoint, log_lines  # noqa: E402
+from support.crash import InjectedCrash, completed_checkpoint, log_lines  # noqa: E402
 
 N_RECORDS = 60  # paced 50 ms apart: ~3 s of input per attempt
 KEYS = 4

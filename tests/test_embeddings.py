@@ -7,7 +7,7 @@ import importlib.util
 import math
 
 import pytest
-from test_providers_fakes import WireServer
+from support.providers import WireServer
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (

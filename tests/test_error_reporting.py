@@ -13,12 +13,12 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _harness import KEY, call_of, new_core, poll_until, resume, snapshot_of
+from support.harness import KEY, call_of, new_core, poll_until, resume, snapshot_of
+from support.probes import gate
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
@@ -44,14 +44,6 @@ from flink_agents_py.runtime import InMemoryKeyState
 pytestmark = pytest.mark.timeout(60)
 
 HERE = __file__
-GATE = threading.Event()
-
-
-@pytest.fixture(autouse=True)
-def _open_gate():
-    GATE.clear()
-    yield
-    GATE.set()
 
 
 def _line_of(fn: Any, marker: str) -> int:
@@ -79,7 +71,7 @@ def explode(n: int) -> int:
 
 
 def wait_gate() -> str:
-    assert GATE.wait(10)
+    assert gate().wait(10)
     return "opened"
 
 
@@ -280,7 +272,7 @@ def test_replayed_failure_keeps_the_original_traceback(how: str):
         poll_until(core, state, lambda s: call_of(s, "on_input", 1) is not None)
         checkpoint = snapshot_of(state, how)
     finally:
-        GATE.set()
+        gate().set()
         core.close()
     recorded = call_of(checkpoint, "on_input", 0)
     assert recorded.ok is False and _frame(explode) in recorded.traceback

@@ -15,9 +15,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
-import pytest
-
 import flink_agents_for_tests as fa
+import pytest
 
 pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
 
@@ -82,7 +81,7 @@ def test_outputs_per_key_in_input_order_one_run_at_a_time(counter_run):
     for key, outs in by.items():
         ns = [o["n"] for o in outs]
         assert ns == sorted(ns), f"{key} out of input order: {ns}"
-        for prev, cur in zip(outs, outs[1:]):
+        for prev, cur in zip(outs, outs[1:], strict=False):
             # one run per key at a time: a key's next run starts after its previous one ended
             assert cur["t_start"] >= prev["t_done"]
             # the record had arrived (was queued) before the previous run of its key ended
@@ -109,7 +108,7 @@ def test_counter_is_contiguous_and_failed_runs_write_nothing(counter_run):
 def test_errors_carry_key_action_and_message(counter_run):
     errors = sorted(counter_run["errors"], key=lambda e: e["input"]["n"])
     assert [e["input"]["n"] for e in errors] == FAILING
-    for e, n in zip(errors, FAILING):
+    for e, n in zip(errors, FAILING, strict=True):
         seq = n // fa.N_KEYS  # position of n in its key's input sequence
         assert e["key"] == f"k{n % fa.N_KEYS}"
         assert e["action"] == "start"

@@ -3,98 +3,30 @@
 from __future__ import annotations
 
 import copy
-import threading
 import time
 
 import pytest
-from _harness import new_core
+from support.harness import new_core
+from support.probes import gate
+from support.tool_dispatch_agents import make_agent
 
 from flink_agents_py.api import (
     Agent,
-    ChatMessage,
-    ChatModelSetup,
-    ChatRequestEvent,
-    ChatResponseEvent,
     InputEvent,
-    MessageRole,
     OutputEvent,
-    ResourceDescriptor,
-    ResourceType,
-    RunnerContext,
     SerializationError,
-    ToolCall,
     action,
 )
-from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore, CallRecord, InMemoryKeyState, SqliteJournal
 
 pytestmark = pytest.mark.timeout(60)
 
-CALLS: list[str] = []
-RELEASE = threading.Event()
-
-
-def slow_tool(name: str, delay_s: float) -> str:
-    CALLS.append(name)
-    if name == "late":
-        RELEASE.wait(10)
-    time.sleep(delay_s)
-    return f"result-{name}"
-
-
-def three_calls(request):  # scripted model: ask three tools once, then answer with their text
-    results = request.tool_results
-    if not results:
-        return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[
-            ToolCall(id="x", name="tool_late", arguments={"name": "late", "delay_s": 0.0}),
-            ToolCall(id="y", name="tool_mid", arguments={"name": "mid", "delay_s": 0.05}),
-            ToolCall(id="z", name="tool_fast", arguments={"name": "fast", "delay_s": 0.0}),
-        ])
-    return " ".join(f"{m.tool_call_id}={m.content}" for m in results)
-
-
-def tool_late(name: str, delay_s: float) -> str:
-    """Late tool."""
-    return slow_tool(name, delay_s)
-
-
-def tool_mid(name: str, delay_s: float) -> str:
-    """Mid tool."""
-    return slow_tool(name, delay_s)
-
-
-def tool_fast(name: str, delay_s: float) -> str:
-    """Fast tool."""
-    return slow_tool(name, delay_s)
-
-
-def make_agent(dispatch: str) -> Agent:
-    class ToolAgent(Agent):
-        @action(InputEvent)
-        @staticmethod
-        def ask(event, ctx: RunnerContext) -> None:
-            ctx.send_event(ChatRequestEvent(model="m", messages=[ChatMessage(content="go")]))
-
-        @action(ChatResponseEvent)
-        @staticmethod
-        def done(event, ctx: RunnerContext) -> None:
-            ctx.send_event(OutputEvent(output=event.response.message.content))
-
-    agent = ToolAgent()
-    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
-                       ResourceDescriptor(ScriptedChatModel, function=f"{__name__}:three_calls"))
-    agent.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
-        ChatModelSetup, connection="conn", tools=["tool_late", "tool_mid", "tool_fast"],
-        tool_dispatch=dispatch))
-    for fn in (tool_late, tool_mid, tool_fast):
-        agent.add_resource(fn.__name__, ResourceType.TOOL, fn)
-    return agent
-
 
 def drive(core: AgentCore, key, state, stop=lambda: False, timeout_s=10.0):
     outputs = []
-    res = core.on_input(key, "go", state) if state.run is None and not state.queued() else core.advance(key, state)
+    idle = state.run is None and not state.queued()
+    res = core.on_input(key, "go", state) if idle else core.advance(key, state)
     outputs += res.outputs
     deadline = time.monotonic() + timeout_s
     while res.busy and not stop() and time.monotonic() < deadline:
@@ -110,30 +42,30 @@ def _tool_records(state) -> dict[str, CallRecord]:
 
 
 @pytest.mark.parametrize(("before", "after"), [("concurrent", "serial"), ("serial", "concurrent")])
-def test_switching_dispatch_mode_between_checkpoint_and_restore_finds_recorded_outcomes(before, after):
+def test_switching_dispatch_mode_between_checkpoint_and_restore_finds_recorded_outcomes(
+        before, after, probes):
     """A snapshot holds some finished tool calls (out of order under concurrent dispatch).
 
     Restored under the other dispatch mode, only the unfinished calls run again, and each
     result lands on its own call id.
     """
-    CALLS.clear()
-    RELEASE.clear()
     if before == "serial":
-        RELEASE.set()  # serial runs 'late' first: let it finish so the snapshot holds it
+        gate("release").set()  # serial runs 'late' first: let it finish so the snapshot holds it
     want = 2 if before == "concurrent" else 1
     core = new_core(AgentPlan.from_agent(make_agent(before)))
     state = InMemoryKeyState()
     try:
-        drive(core, "k", state, stop=lambda: state.run is not None and len(_tool_records(state)) >= want)
+        drive(core, "k", state,
+              stop=lambda: state.run is not None and len(_tool_records(state)) >= want)
         snapshot = copy.deepcopy(state)
     finally:
-        RELEASE.set()
+        gate("release").set()
         core.close()
     recorded = _tool_records(snapshot)
     assert len(recorded) >= want
     if before == "concurrent":
         assert "0" not in recorded, "'late' (first in the request) was held back, yet recorded"
-    CALLS.clear()
+    made_before = len(probes.notes())
     restored = new_core(AgentPlan.from_agent(make_agent(after)))
     try:
         outputs = drive(restored, "k", snapshot)
@@ -141,7 +73,8 @@ def test_switching_dispatch_mode_between_checkpoint_and_restore_finds_recorded_o
         restored.close()
     assert outputs == ['x="result-late" y="result-mid" z="result-fast"']
     names = {"0": "late", "1": "mid", "2": "fast"}
-    assert sorted(CALLS) == sorted(n for o, n in names.items() if o not in recorded)
+    made_after = probes.notes()[made_before:]
+    assert sorted(made_after) == sorted(n for o, n in names.items() if o not in recorded)
 
 
 def test_run_state_is_dropped_when_the_run_completes():
@@ -181,7 +114,8 @@ def test_durable_call_argument_without_json_form_names_call_and_type():
     res = core.on_input("k", 1, InMemoryKeyState())
     (err,) = res.errors
     assert err.error_type == "SerializationError"
-    assert "r0/on_input/c0" in err.message and "set" in err.message and "builtins:len" in err.message
+    assert "r0/on_input/c0" in err.message and "set" in err.message
+    assert "builtins:len" in err.message
 
 
 def test_sqlite_journal_round_trip_and_pruning(tmp_path):

@@ -6,20 +6,13 @@ import os
 import pathlib
 import socket
 import subprocess
-import sys
 
 import orjson
 import pytest
+from support.bad_input import PYTHON, ROOT, file_matrix
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bad_input_matrix import file_matrix  # noqa: E402
-from test_bad_input import PYTHON  # noqa: E402
-
-from jobs._outcome import judge, parse_error_rate  # noqa: E402
-from jobs.review_analysis import DEFAULT_INPUT, main  # noqa: E402
+from jobs.review_analysis import DEFAULT_INPUT, main
+from jobs.review_analysis.outcome import judge, parse_error_rate
 
 CLEAN_ENV = dict(os.environ)
 

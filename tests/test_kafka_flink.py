@@ -22,8 +22,6 @@ pytest.importorskip("pyflink")
 pytest.importorskip("confluent_kafka")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 import durability_agents as da  # noqa: E402
 import kafka_agents as ka  # noqa: E402
@@ -81,7 +79,7 @@ def test_every_review_has_exactly_one_result(review_run):
     seen = collections.Counter((r["partition"], r["line"])
                                for _, r in rows if r["kind"] == "review")
     assert set(seen) == set(where) and set(seen.values()) == {1}
-    from jobs.review_analysis import lexicon_rating
+    from jobs.review_analysis.scoring import lexicon_rating
 
     assert all(m.key().decode() == r["id"] for m, r in rows)  # Kafka key = the agent key
     review_of = {w: rev for w, rev in zip(where, reviews, strict=True)}
@@ -115,9 +113,9 @@ N_CRASH = 1500
 
 
 def test_crash_mid_stream_exactly_once_and_no_repeated_recorded_calls(kafka_broker, tmp_path):
-    from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
-    from jobs._kafka_runner import run_kafka_job
-    from jobs.review_analysis import REVIEW_PROMPT, ReviewAnalysisAgent
+    from flink_agents_py.api import ResourceDescriptor
+    from jobs.review_analysis import build_agent
+    from jobs.review_analysis.runners.kafka import run_kafka_job
 
     d = tmp_path / "crash"
     (d / "checkpoints").mkdir(parents=True)
@@ -127,12 +125,10 @@ def test_crash_mid_stream_exactly_once_and_no_repeated_recorded_calls(kafka_brok
     tagged = [{**r, "review": f"{r['review']} [#{i}]"} for i, r in enumerate(reviews)]
     produce(kafka_broker.bootstrap, src, [(r["id"], orjson.dumps(r)) for r in tagged])
 
-    agent = ReviewAnalysisAgent()  # as build_agent("scripted"), with a counting model
-    agent.add_resource("review_connection", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
-        "kafka_agents.CountingChatModel", function="jobs.review_analysis:scripted_rating",
-        log_dir=str(d), slow_s=0.03))
-    agent.add_resource("review_model", ResourceType.CHAT_MODEL, ResourceDescriptor(
-        ChatModelSetup, connection="review_connection", prompt=REVIEW_PROMPT))
+    agent = build_agent("scripted").override_resource(  # with a counting review model
+        "review_connection", ResourceDescriptor(
+            "kafka_agents.CountingChatModel",
+            function="jobs.review_analysis.scripted:scripted_rating", log_dir=str(d), slow_s=0.03))
     run_kafka_job(
         f"kafka://{kafka_broker.bootstrap}/{src}", f"kafka://{kafka_broker.bootstrap}/{dst}", agent,
         bounded=True, checkpoint_interval_ms=300, restart_attempts=2,

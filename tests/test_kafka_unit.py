@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import pathlib
 import re
-import sys
 
 import pytest
 
 pytest.importorskip("pyflink")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from flink_agents_py.flink import KAFKA_CONNECTOR_VERSION, KafkaMessage, parse_kafka_url  # noqa: E402
 from flink_agents_py.flink._kafka import _Parse, _ToRow, json_value  # noqa: E402
@@ -43,7 +40,7 @@ def test_json_parse_and_error_side_output():
 
 
 def test_review_records_from_kafka_name_partition_and_offset():
-    from jobs._kafka_runner import parse_review_message
+    from jobs.review_analysis.runners.kafka import parse_review_message
 
     rec = parse_review_message(msg('{"id": "P1", "review": "good", "ts": 5}', offset=42))
     assert rec == {"line": 42, "id": "P1", "review": "good", "ts": 5, "partition": 1}

@@ -69,3 +69,47 @@ def test_api_does_not_import_runtime():
                                 if m.startswith(("flink_agents_py.runtime", "pyflink")))))
     """)
     assert out == [], f"importing flink_agents_py.api loaded {out}"
+
+
+MAX_MODULE_LINES = 600
+
+
+def test_no_library_module_is_over_600_lines():
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
+             for p in sorted((ROOT / "flink_agents_py").rglob("*.py"))}
+    assert len(sizes) > 50, "the library's modules were not found"
+    over = {path: n for path, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not over, f"split these modules (over {MAX_MODULE_LINES} lines): {over}"
+
+
+def _imports_of(path: Path, package: str) -> set[str]:
+    """Absolute names of the modules ``path`` imports (relative imports resolved; imports
+    under ``if TYPE_CHECKING:`` and inside functions count too)."""
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            found.add(mod)
+            found.update(f"{mod}.{a.name}" for a in node.names)  # from . import _core
+    return found
+
+
+def test_runtime_modules_other_than_the_core_do_not_import_it():
+    core = "flink_agents_py.runtime._core"
+    runtime = ROOT / "flink_agents_py" / "runtime"
+    importers = {p.name for p in sorted(runtime.glob("*.py"))
+                 if core in _imports_of(p, "flink_agents_py.runtime")}
+    # the detector sees the package's own import of the core (so it can fail)
+    assert "__init__.py" in importers
+    assert importers <= {"__init__.py", "_core.py"}, (
+        f"{sorted(importers - {'__init__.py', '_core.py'})} import runtime._core: the core "
+        "calls the context and the invocation logic, never the other way round")

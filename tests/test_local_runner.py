@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import threading
 import time
 from typing import Any
 
 import pytest
+from support.probes import count, gate, note, store
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
@@ -93,16 +93,10 @@ def test_default_key_selector_puts_keyless_records_on_one_key():
 
 # --------------------------------------------------------------------------- ordering and overlap
 
-_IO_LOG: list[tuple[str, str, int]] = []
-_IO_LOCK = threading.Lock()
-
-
 def _slow_io(key: str, i: int) -> int:
-    with _IO_LOCK:
-        _IO_LOG.append(("start", key, i))
+    store("io_log", list).append(("start", key, i))
     time.sleep(random.uniform(0.001, 0.02))
-    with _IO_LOCK:
-        _IO_LOG.append(("end", key, i))
+    store("io_log", list).append(("end", key, i))
     return i * 100
 
 
@@ -114,8 +108,7 @@ class SlowEcho(Agent):
         ctx.send_event(OutputEvent(output={"key": ctx.key, "i": event.input["i"], "got": got}))
 
 
-def test_per_key_order_preserved_while_keys_overlap_on_slow_io():
-    _IO_LOG.clear()
+def test_per_key_order_preserved_while_keys_overlap_on_slow_io(probes):
     keys = [f"k{n}" for n in range(6)]
     per_key = 5
     records = [{"key": k, "i": i} for i in range(per_key) for k in keys]
@@ -126,7 +119,7 @@ def test_per_key_order_preserved_while_keys_overlap_on_slow_io():
     for k in keys:
         assert [(o["i"], o["got"]) for o in outs[k]] == [(i, i * 100) for i in range(per_key)]
 
-    log = list(_IO_LOG)
+    log = list(probes.store("io_log", list))
     # one key's runs never overlap, and go in input order
     for k in keys:
         mine = [(kind, i) for kind, key, i in log if key == k]
@@ -139,7 +132,8 @@ def test_per_key_order_preserved_while_keys_overlap_on_slow_io():
         (a, b)
         for (kind_a, a, ia) in log if kind_a == "start"
         for (kind_b, b, ib) in log if kind_b == "start" and b != a
-        if pos[("start", a, ia)] < pos[("end", b, ib)] and pos[("start", b, ib)] < pos[("start", a, ia)]
+        if pos[("start", a, ia)] < pos[("end", b, ib)] \
+                and pos[("start", b, ib)] < pos[("start", a, ia)]
     ]
     assert overlapping, log
 
@@ -210,7 +204,8 @@ class FailsSometimes(Agent):
         previous = ctx.short_term_memory.get("last")
         ctx.short_term_memory.set("last", event.input["v"])
         ctx.sensory_memory.set("x", 1)
-        ctx.send_event(OutputEvent(output={"key": ctx.key, "v": event.input["v"], "prev": previous}))
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "v": event.input["v"],
+                                           "prev": previous}))
         if event.input.get("fail"):
             raise ValueError(f"bad record {event.input['v']}")
 
@@ -342,11 +337,8 @@ def test_two_identical_events_both_run_with_distinct_ids():
 
 # --------------------------------------------------------------------------- durable calls
 
-_CALLS: dict[str, int] = {}
-
-
 def _add(a: int, b: int) -> int:
-    _CALLS["add"] = _CALLS.get("add", 0) + 1
+    count("add")
     return a + b
 
 
@@ -355,7 +347,7 @@ class Boom(Exception):
 
 
 def _explode(why: str) -> None:
-    _CALLS["explode"] = _CALLS.get("explode", 0) + 1
+    count("explode")
     raise Boom(why)
 
 
@@ -399,8 +391,7 @@ class Durable(Agent):
         ctx.send_event(OutputEvent(output=out))
 
 
-def test_durable_execute_returns_values_and_reraises_recorded_exceptions():
-    _CALLS.clear()
+def test_durable_execute_returns_values_and_reraises_recorded_exceptions(probes):
     res = run(Durable(), [{"key": "a"}])
     assert res.errors == []
     [out] = res.outputs
@@ -411,7 +402,7 @@ def test_durable_execute_returns_values_and_reraises_recorded_exceptions():
     assert out["message"] == ["ChatMessage", "hi"]
     assert out["double"] == 42
     assert out["many"] == [1, 2, 3]
-    assert _CALLS == {"add": 4, "explode": 1}
+    assert probes.counts() == {"add": 4, "explode": 1}
     assert res.counters.get("calls_replayed", 0) == 0
 
 
@@ -451,9 +442,6 @@ def test_event_without_json_form_fails_the_sending_action_with_serialization_err
 
 # --------------------------------------------------------------------------- chat and tools
 
-_TOOL_FINISH: list[str] = []
-_FAST_DONE = threading.Event()
-_MODEL_CALLS: dict[str, int] = {}
 
 
 async def slow_tool(x: int) -> dict:
@@ -464,10 +452,10 @@ async def slow_tool(x: int) -> dict:
     """
     await asyncio.sleep(0.02)
     for _ in range(1000):  # finishes only after fast_tool: the calls must run concurrently
-        if _FAST_DONE.is_set():
+        if gate("fast_done").is_set():
             break
         await asyncio.sleep(0.005)
-    _TOOL_FINISH.append("slow")
+    note("slow")
     return {"slow": x * 10}
 
 
@@ -478,8 +466,8 @@ async def fast_tool(x: int) -> dict:
         x: a number.
     """
     await asyncio.sleep(0.001)
-    _TOOL_FINISH.append("fast")
-    _FAST_DONE.set()
+    note("fast")
+    gate("fast_done").set()
     return {"fast": x + 1}
 
 
@@ -534,10 +522,10 @@ def script_idless(req: ScriptedRequest) -> Any:
 
 
 def script_always_tools(req: ScriptedRequest) -> Any:
-    _MODEL_CALLS["always"] = _MODEL_CALLS.get("always", 0) + 1
+    m = count("model:always")
     n = len(req.tool_results)
     return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[
-        ToolCall(id=f"c{_MODEL_CALLS['always']}-{n}", name="echo_tool", arguments={"a": 1})])
+        ToolCall(id=f"c{m}-{n}", name="echo_tool", arguments={"a": 1})])
 
 
 def script_show_prompt(req: ScriptedRequest) -> Any:
@@ -631,13 +619,11 @@ def test_chat_rules_with_a_tool_round():
     assert ans["content"] == "It costs 7." and ans["error"] is None and ans["answers_request"]
 
 
-def test_tool_round_with_two_calls_finishing_out_of_order():
-    _TOOL_FINISH.clear()
-    _FAST_DONE.clear()
+def test_tool_round_with_two_calls_finishing_out_of_order(probes):
     agent = chat_agent(scripted(script_two_tools), tools=["slow_tool", "fast_tool"])
     res = run(agent, [{"key": "a", "q": "use both"}])
     assert res.errors == []
-    assert _TOOL_FINISH == ["fast", "slow"]  # started in order slow, fast; finished reversed
+    assert probes.notes() == ["fast", "slow"]  # started in order slow, fast; finished reversed
     [tools] = [o for o in res.outputs if o["kind"] == "tools"]
     assert {cid: (r["name"], r["ok"], r["content"]) for cid, r in tools["responses"].items()} == {
         "call_slow": ("slow_tool", True, {"slow": 20}),
@@ -688,7 +674,6 @@ def test_idless_and_duplicate_tool_call_ids_get_unique_synthetic_ids():
 
 
 def test_max_tool_rounds_reached_gives_chat_response_with_error():
-    _MODEL_CALLS.clear()
     agent = chat_agent(scripted(script_always_tools), tools=["echo_tool"], max_tool_rounds=2)
     res = run(agent, [{"key": "a", "q": "loop"}, {"key": "b", "q": "loop"}])
     assert res.errors == []
@@ -843,11 +828,10 @@ def test_stale_context_is_refused_and_missing_resource_is_named():
     assert "nope" in out["missing"] and "tool" in out["missing"]
 
 
-def test_max_in_flight_one_runs_io_calls_one_at_a_time():
-    _IO_LOG.clear()
+def test_max_in_flight_one_runs_io_calls_one_at_a_time(probes):
     records = [{"key": k, "i": i} for i in range(2) for k in ("x", "y", "z")]
     res = run(SlowEcho(), records, max_in_flight=1)
     assert res.errors == []
     assert len(res.outputs) == 6
-    kinds = [kind for kind, _, _ in _IO_LOG]
+    kinds = [kind for kind, _, _ in probes.store("io_log", list)]
     assert kinds == ["start", "end"] * 6

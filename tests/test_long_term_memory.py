@@ -4,15 +4,15 @@ store and memory together."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
+from support.probes import gate, store
 
 pytest.importorskip("chromadb")
 
 import knowledge_agents as ka  # noqa: E402
-from _harness import KEY, drive_until, new_core, run_to_end, snapshot_of  # noqa: E402
+from support.harness import KEY, drive_until, new_core, run_to_end, snapshot_of  # noqa: E402
 
 from flink_agents_py import AgentsExecutionEnvironment  # noqa: E402
 from flink_agents_py.api import (  # noqa: E402
@@ -133,16 +133,14 @@ class _Counting(ChromaVectorStore):
     """Counts upserts (``_add_embedding`` calls) across instances."""
 
     def _add_embedding(self, documents, collection_name, **kwargs):
-        _UPSERTS.append((collection_name, [d.id for d in documents]))
+        store("upserts", list).append((collection_name, [d.id for d in documents]))
         return super()._add_embedding(documents, collection_name, **kwargs)
 
 
-_UPSERTS: list[Any] = []
-_GATE = threading.Event()
 
 
 def _wait_gate(block: bool) -> str:
-    assert not block or _GATE.wait(20)
+    assert not block or gate().wait(20)
     return "opened"
 
 
@@ -185,11 +183,10 @@ class _DictJournal(Journal):
         return rec.model_copy(deep=True) if rec is not None else None
 
 
-def test_with_a_journal_a_restore_after_the_commit_embeds_and_writes_nothing(tmp_path):
+def test_with_a_journal_a_restore_after_the_commit_embeds_and_writes_nothing(tmp_path, probes):
     emb = HashingEmbeddingModel(dimension=8)
     plan = _restorable_plan(tmp_path, emb)
-    _UPSERTS.clear()
-    _GATE.clear()
+    upserted = probes.store("upserts", list)
     journal = _DictJournal()
     old = new_core(plan, journal=journal)
     state = InMemoryKeyState()
@@ -198,12 +195,12 @@ def test_with_a_journal_a_restore_after_the_commit_embeds_and_writes_nothing(tmp
         calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
         drive_until(old, state, lambda s: "3" in calls(s), quiet=True)
         checkpoint = snapshot_of(state, "json")  # taken while the gate (c3) is in flight
-        _GATE.set()
+        gate().set()
         first, errors = run_to_end(old, state)  # the old operator completes the run, then dies
         assert errors == [] and len(first) == 1
     finally:
         old.close()
-    embeds, upserts = emb.calls, len(_UPSERTS)
+    embeds, upserts = emb.calls, len(upserted)
     assert [k[1].rsplit("/", 1)[1] for k in journal.records] == ["c0", "c1", "c2", "c3", "c4"]
 
     new = new_core(plan, journal=journal)
@@ -214,15 +211,14 @@ def test_with_a_journal_a_restore_after_the_commit_embeds_and_writes_nothing(tmp
     assert errors == [] and outputs == first
     assert new.counters["calls_executed"] == 0  # c3 and the commit (c4) from the journal
     assert new.counters["calls_replayed"] == 5
-    assert (emb.calls, len(_UPSERTS)) == (embeds, upserts)
+    assert (emb.calls, len(upserted)) == (embeds, upserts)
     assert len(_memory_docs(plan)) == 1
 
 
-def test_restore_re_executes_nothing_recorded(tmp_path):
+def test_restore_re_executes_nothing_recorded(tmp_path, probes):
     emb = HashingEmbeddingModel(dimension=8)
     plan = _restorable_plan(tmp_path, emb)
-    _UPSERTS.clear()
-    _GATE.clear()
+    upserted = probes.store("upserts", list)
 
     old = new_core(plan)
     state = InMemoryKeyState()
@@ -230,16 +226,16 @@ def test_restore_re_executes_nothing_recorded(tmp_path):
         old.on_input(KEY, {"x": 0, "block": False}, state)  # a first run leaves one note
         first, errors = run_to_end(old, state)
         assert errors == [] and first[0]["found"] == []
-        _UPSERTS.clear()
+        upserted.clear()
         old.on_input(KEY, {"x": 1, "block": True}, state)
         calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
         drive_until(old, state, lambda s: "3" in calls(s), quiet=True)
         assert [calls(state)[str(i)].done for i in range(4)] == [True, True, True, False]
         snapshot = snapshot_of(state, "json")
-        embeds_before, upserts_before = emb.calls, list(_UPSERTS)
+        embeds_before, upserts_before = emb.calls, list(upserted)
         assert upserts_before == [(None, upserts_before[0][1])]  # the kb add, once
     finally:
-        _GATE.set()
+        gate().set()
         old.close()
 
     new = new_core(plan)
@@ -255,8 +251,8 @@ def test_restore_re_executes_nothing_recorded(tmp_path):
     assert new.counters["calls_executed"] == 2  # the gate, then long_term_memory.commit
     # only the commit embedded (one batch) and wrote (the memory item), on the new core
     assert emb.calls - embeds_before == 1
-    assert _UPSERTS[1:] == [("long_term_memory", _UPSERTS[1][1])]
-    assert len(_UPSERTS) == 2
+    assert upserted[1:] == [("long_term_memory", upserted[1][1])]
+    assert len(upserted) == 2
     docs = _memory_docs(plan)
     assert [d.content for d in docs] == [note, note]  # one per run, none twice
 

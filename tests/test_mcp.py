@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.providers import ChatProbe, free_port, only_answer, outputs_of
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
@@ -35,7 +36,6 @@ from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest
 from flink_agents_py.integrations.mcp import McpPrompt, McpServer, McpTool
 from flink_agents_py.plan import AgentPlan
-from test_providers_fakes import ChatProbe, free_port, only_answer, outputs_of
 
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.timeout(120)

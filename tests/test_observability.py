@@ -12,14 +12,15 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-
 import subagent_tool_agents as sa
+from support.observability_scenario import RECORDS, orchestrator
+from support.probes import gate
+
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
     Agent,
@@ -54,26 +55,7 @@ pytestmark = pytest.mark.timeout(60)
 ROOT = Path(__file__).resolve().parent.parent
 
 
-# -- the scenario --------------------------------------------------------------------------
-def tool_round_script(req: Any) -> Any:
-    """First round: call ``lookup`` and the sub-agent; then answer."""
-    if not req.tool_results:
-        return sa.calls(("t1", "lookup", {"q": req.last_user_text}),
-                        ("t2", "_subagent_child", {"text": req.last_user_text}))
-    return "done " + req.last_user_text
-
-
-def orchestrator(child: Agent | None = None) -> Agent:
-    sa.reset()
-    sa.SCRIPTS["orch"] = tool_round_script
-    return sa.orchestrator(tools=["lookup"], subagents=["child"],
-                           child=sa.internal(child or sa.Echo(), description="echoes",
-                                             input_schema=sa.OBJECT_SCHEMA))
-
-
-RECORDS = [{"key": f"k{i}", "ask": f"question {i}"} for i in range(3)]
-
-
+# -- the scenario (support.observability_scenario) -----------------------------------------
 def run_local(agent: Agent, records: list[Any], **options: Any) -> Any:
     return AgentsExecutionEnvironment.local(**options).from_list(records).apply(agent).run()
 
@@ -327,7 +309,6 @@ def test_file_sink_paths_per_subtask(tmp_path):
 
 
 # -- replay: metrics and trace ---------------------------------------------------------------
-GATE = threading.Event()
 
 
 def first_step(x: int) -> int:
@@ -335,7 +316,7 @@ def first_step(x: int) -> int:
 
 
 def gated_step(x: int) -> int:
-    GATE.wait(10)
+    gate().wait(10)
     return x * 10
 
 
@@ -360,7 +341,6 @@ def _advance_until(core: AgentCore, key: str, state: InMemoryKeyState, done) -> 
 
 
 def test_replayed_calls_after_a_restore_in_metrics_and_trace(tmp_path):
-    GATE.clear()
     plan = AgentPlan.from_agent(TwoSteps())
     path = tmp_path / "replay.jsonl"
     log1 = EventLog(path).open()
@@ -372,7 +352,7 @@ def test_replayed_calls_after_a_restore_in_metrics_and_trace(tmp_path):
         _advance_until(old, "k", state, lambda s: "1" in next(iter(s.run.inflight.values())).calls)
         snapshot = copy.deepcopy(state)  # c0 recorded, c1 in flight: the "checkpoint"
     finally:
-        GATE.set()
+        gate().set()
         old.close()
         log1.close()
     metrics = AgentMetrics()
@@ -521,7 +501,6 @@ def test_call_kinds():
 
 
 def test_bench_p4_and_p5_smoke():
-    sys.path.insert(0, str(ROOT))
     from bench import _p4, _p5
 
     row = _p4.measure(keys=40, calls=3, payload_bytes=10, limit=8)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import observability_scenario as scenario
 
-import test_observability as scenario
 from flink_agents_py.observability import (
     EventLog,
     build_traces,

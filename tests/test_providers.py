@@ -18,21 +18,14 @@ import json
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
-
-from flink_agents_py.api import ChatMessage, MessageRole, ProviderError, ResourceDescriptor, ToolMetadata
-from flink_agents_py.integrations.chat_models import (
-    AnthropicChatModel,
-    OllamaChatModel,
-    OpenAIChatModel,
-)
-from test_providers_fakes import (
+from support.probes import note, store
+from support.providers import (
     WireServer,
     anthropic_reply,
     free_port,
@@ -42,6 +35,19 @@ from test_providers_fakes import (
     outputs_of,
     probe_agent,
     run_probe,
+)
+
+from flink_agents_py.api import (
+    ChatMessage,
+    MessageRole,
+    ProviderError,
+    ResourceDescriptor,
+    ToolMetadata,
+)
+from flink_agents_py.integrations.chat_models import (
+    AnthropicChatModel,
+    OllamaChatModel,
+    OpenAIChatModel,
 )
 
 pytest.importorskip("ollama")
@@ -67,28 +73,22 @@ def openai_conn(srv: WireServer, **kw: Any) -> ResourceDescriptor:
 
 
 # ------------------------------------------------------------------------------ tools
-_STAGE_LOCK = threading.Lock()
-_STAGE_LOG: list[tuple[str, str]] = []
-_FINISHED: set[str] = set()
-
-
 async def stage(tag: str) -> dict:
     """A tool whose calls finish in reverse order: a waits for b and c, b waits for c.
 
     Args:
         tag: which call this is (a, b or c).
     """
-    with _STAGE_LOCK:
-        _STAGE_LOG.append(("start", tag))
+    note(f"start {tag}")
+    finished = store("finished", set)
     waits_for = {"a": {"b", "c"}, "b": {"c"}, "c": set()}[tag]
     deadline = time.monotonic() + 5
-    while not waits_for <= _FINISHED:  # only possible when the calls run concurrently
+    while not waits_for <= finished:  # only possible when the calls run concurrently
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{tag} waited for {sorted(waits_for - _FINISHED)}: not concurrent")
+            raise TimeoutError(f"{tag} waited for {sorted(waits_for - finished)}: not concurrent")
         await asyncio.sleep(0.005)
-    with _STAGE_LOCK:
-        _STAGE_LOG.append(("finish", tag))
-        _FINISHED.add(tag)
+    note(f"finish {tag}")
+    finished.add(tag)
     return {"tag": tag}
 
 
@@ -156,9 +156,7 @@ def normalize_me(case: str) -> Any:
 
 
 # ------------------------------------------------------------------------------ Ollama
-def test_ollama_concurrent_idless_calls_finish_out_of_order_and_pair_by_synthetic_ids():
-    _STAGE_LOG.clear()
-    _FINISHED.clear()
+def test_ollama_concurrent_idless_calls_finish_out_of_order_and_pair_by_synthetic_ids(probes):
 
     def answer(req: dict[str, Any]) -> tuple[int, Any]:
         if req["n"] == 0:
@@ -172,8 +170,9 @@ def test_ollama_concurrent_idless_calls_finish_out_of_order_and_pair_by_syntheti
         first, second = srv.bodies("/api/chat")
     assert ans["error"] is None and ans["content"] == "all three done"
     # all three started before any finished, and they finished in reverse order
-    starts = [i for i, (what, _) in enumerate(_STAGE_LOG) if what == "start"]
-    finishes = [(i, tag) for i, (what, tag) in enumerate(_STAGE_LOG) if what == "finish"]
+    stages = [n.split() for n in probes.notes()]
+    starts = [i for i, (what, _) in enumerate(stages) if what == "start"]
+    finishes = [(i, tag) for i, (what, tag) in enumerate(stages) if what == "finish"]
     assert len(starts) == 3 and max(starts) < min(i for i, _ in finishes)
     assert [tag for _, tag in finishes] == ["c", "b", "a"]
     # Ollama gave no ids: each call got a unique synthetic one, and each result its call's
@@ -527,7 +526,7 @@ def test_missing_sdks_fail_with_the_extra_to_install():
         from flink_agents_py import AgentsExecutionEnvironment
         from flink_agents_py.api import ChatMessage, ChatModelSetup, ResourceDescriptor, ResourceType
         sys.path.insert(0, "tests")
-        from test_providers_fakes import ChatProbe
+        from support.providers import ChatProbe
         out = {}
         for name, conn in [("openai", cm.OpenAIChatModel()), ("ollama", cm.OllamaChatModel()),
                            ("anthropic", cm.AnthropicChatModel())]:

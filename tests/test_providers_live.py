@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from support.providers import only_answer, outputs_of, probe_agent, run_probe
 
 from flink_agents_py.api import ResourceDescriptor
 from flink_agents_py.integrations.chat_models import (
@@ -18,7 +19,6 @@ from flink_agents_py.integrations.chat_models import (
     OllamaChatModel,
     OpenAIChatModel,
 )
-from test_providers_fakes import only_answer, outputs_of, probe_agent, run_probe
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(180)]
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer", "enum": [1, 2, 3, 4, 5]}},

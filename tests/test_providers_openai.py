@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.providers import free_port, only_answer, outputs_of, probe_agent, run_probe
 
 from flink_agents_py.api import ChatMessage, ResourceDescriptor
 from flink_agents_py.integrations.chat_models import OpenAIChatModel
-from test_providers_fakes import free_port, only_answer, outputs_of, probe_agent, run_probe
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parents[1]

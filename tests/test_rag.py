@@ -59,7 +59,7 @@ def test_flink_agents_rag_example_ports_against_a_fake_ollama(tmp_path):
     """Flink Agents' ``MyRAGAgent``, its body as written there (``EventType``,
     ``ResourceName``, ``from_event``), with our imports; Ollama answered by a local fake."""
     pytest.importorskip("chromadb")
-    from test_providers_fakes import WireServer, ollama_reply
+    from support.providers import WireServer, ollama_reply
 
     from flink_agents_py import AgentsExecutionEnvironment
     from flink_agents_py.api import (

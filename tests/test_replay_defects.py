@@ -17,14 +17,13 @@ Agents live in ``replay_defect_agents`` (also run by the crash checker).
 
 from __future__ import annotations
 
-import collections
 import json
-import threading
 from typing import Any
 
 import pytest
 import replay_defect_agents as rda
-from _harness import KEY, call_of, drive_until, new_core, resume, snapshot_of
+from support.harness import KEY, call_of, drive_until, new_core, resume, snapshot_of
+from support.probes import count, gate
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
@@ -48,26 +47,10 @@ from flink_agents_py.runtime import InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(60)
 
-COUNTS: collections.Counter[str] = collections.Counter()
-LOCK = threading.Lock()
-GATE = threading.Event()
-
-
-@pytest.fixture(autouse=True)
-def _reset():
-    COUNTS.clear()
-    GATE.clear()
-    yield
-    GATE.set()
-
-
-def _count(name: str) -> None:
-    with LOCK:
-        COUNTS[name] += 1
 
 
 def gated(tag: str) -> str:
-    assert GATE.wait(10), "gate never opened"
+    assert gate().wait(10), "gate never opened"
     return tag
 
 
@@ -105,9 +88,9 @@ def rich_then_gated() -> Agent:
 @pytest.mark.parametrize("what", ["model", "dataclass", "enum", "datetime", "tuple", "nested"])
 @pytest.mark.parametrize("how", ["deepcopy", "json"])
 def test_subagent_result_types_are_the_same_live_and_after_replay(what, how):
-    GATE.set()
+    gate().set()
     [live] = run(rich_then_gated(), [{"key": KEY, "what": what}]).outputs
-    GATE.clear()
+    gate().clear()
     plan = AgentPlan.from_agent(rich_then_gated())
     core = new_core(plan)
     try:
@@ -117,7 +100,7 @@ def test_subagent_result_types_are_the_same_live_and_after_replay(what, how):
                     done=lambda s: (c := call_of(s, "go", 5)) is not None and not c.done)
         snap = snapshot_of(state, how)  # type: ignore[arg-type]
     finally:
-        GATE.set()
+        gate().set()
         core.close()
     outputs, errors, new = resume(plan, snap)
     assert errors == []
@@ -310,7 +293,7 @@ class CountingPubsub(AsyncSubagentSetup):
     """An async remote whose runs stay running; counts cancel requests."""
 
     def call_submit_request(self, session_id: str, call_id: str, input: Any) -> None:
-        _count("submit")
+        count("submit")
 
     def call_query_status(self, session_id: str, call_id: str) -> RunStatus:
         return RunStatus.running()
@@ -319,7 +302,7 @@ class CountingPubsub(AsyncSubagentSetup):
         return SubagentResult.ok("never")
 
     def call_cancel_request(self, session_id: str, call_id: str) -> None:
-        _count("cancel")
+        count("cancel")
 
 
 class CancelsTwice(Agent):
@@ -337,7 +320,7 @@ class CancelsTwice(Agent):
 
 
 @pytest.mark.parametrize("subagent", ["pubsub", "remote", "child"])
-def test_cancel_without_await_takes_effect(subagent):
+def test_cancel_without_await_takes_effect(subagent, probes):
     agent = CancelsTwice()
     agent.add_resource("pubsub", ResourceType.AGENT, ResourceDescriptor(CountingPubsub))
     agent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor(rda.RichRemote))
@@ -347,7 +330,7 @@ def test_cancel_without_await_takes_effect(subagent):
     assert res.errors == []
     assert res.outputs == [{"cancelled": True, "success": False}]
     if subagent == "pubsub":
-        assert (COUNTS["submit"], COUNTS["cancel"]) == (1, 1)  # one request per handle
+        assert (probes["submit"], probes["cancel"]) == (1, 1)  # one request per handle
 
 
 def test_cancel_then_call_scenarios_give_each_call_its_own_result():
@@ -397,9 +380,9 @@ class CatchesFailures(Agent):
 
 @pytest.mark.parametrize("how", ["deepcopy", "json"])
 def test_a_recorded_failure_replays_with_its_type_args_and_attributes(how):
-    GATE.set()
+    gate().set()
     [live] = run(CatchesFailures(), [{"key": KEY}]).outputs
-    GATE.clear()
+    gate().clear()
     plan = AgentPlan.from_agent(CatchesFailures())
     core = new_core(plan)
     try:
@@ -409,7 +392,7 @@ def test_a_recorded_failure_replays_with_its_type_args_and_attributes(how):
                     done=lambda s: (c := call_of(s, "go", 3)) is not None and not c.done)
         snap = snapshot_of(state, how)  # type: ignore[arg-type]
     finally:
-        GATE.set()
+        gate().set()
         core.close()
     outputs, errors, _ = resume(plan, snap)
     assert errors == [] and outputs == [live]

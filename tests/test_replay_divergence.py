@@ -8,19 +8,18 @@ kinds were kept replay unchecked. The framework's own calls are made in the same
 and on replay (the cancel-then-call case), so a correct agent never diverges.
 
 Core-level restores: a key's state is snapshotted mid-run through its JSON form (as Flink
-restores keyed state, ``_harness.snapshot_of(..., "json")``), the code is "redeployed" by
+restores keyed state, ``support.harness.snapshot_of(..., "json")``), the code is "redeployed" by
 flipping a module switch, and the snapshot resumes on a new ``AgentCore``.
 """
 
 from __future__ import annotations
 
-import collections
 import logging
-import threading
 from typing import Any
 
 import pytest
-from _harness import KEY, call_of, drive_until, new_core, resume, snapshot_of
+from support.harness import KEY, call_of, drive_until, new_core, resume, snapshot_of
+from support.probes import count, gate
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
@@ -49,47 +48,36 @@ from flink_agents_py.runtime import CallKind, CallRecord, InMemoryKeyState, Jour
 
 pytestmark = pytest.mark.timeout(60)
 
-COUNTS: collections.Counter[str] = collections.Counter()
-LOCK = threading.Lock()
-GATE = threading.Event()
 VERSION = {"v": 1}
 BUILD = {"fail": False}
 
 
 @pytest.fixture(autouse=True)
-def _reset():
-    COUNTS.clear()
-    GATE.clear()
+def _deployed_version():
+    """The code as first deployed (counts and the gate are per test: ``probes``)."""
     VERSION["v"] = 1
     BUILD["fail"] = False
-    yield
-    GATE.set()
-
-
-def _count(name: str) -> None:
-    with LOCK:
-        COUNTS[name] += 1
 
 
 # -- fakes ---------------------------------------------------------------------------------
 def step_a(x: int) -> str:
-    _count("step_a")
+    count("step_a")
     return f"a-{x}"
 
 
 def step_b(x: int) -> str:
-    _count("step_b")
+    count("step_b")
     return f"b-{x}"
 
 
 def gated(tag: str) -> str:
-    _count(f"gated:{tag}")
-    assert GATE.wait(10), "gate never opened"
+    count(f"gated:{tag}")
+    assert gate().wait(10), "gate never opened"
     return tag
 
 
 def chat_script(request: Any) -> str:
-    _count("model")
+    count("model")
     return "chatted"
 
 
@@ -97,7 +85,7 @@ class Pubsub(AsyncSubagentSetup):
     """An async remote whose runs stay running; counts submits and cancels."""
 
     def call_submit_request(self, session_id: str, call_id: str, input: Any) -> None:
-        _count("submit")
+        count("submit")
 
     def call_query_status(self, session_id: str, call_id: str) -> RunStatus:
         return RunStatus.running()
@@ -106,19 +94,19 @@ class Pubsub(AsyncSubagentSetup):
         return SubagentResult.ok("never")
 
     def call_cancel_request(self, session_id: str, call_id: str) -> None:
-        _count("cancel")
+        count("cancel")
 
 
 class Remote(DeferredSubagentSetup):
     """A deferred remote: ``prepare`` raises for ``{"raise": True}``; counts prepares."""
 
     def prepare(self, ctx: RunnerContext, input: Any, session_id: str, call_id: str):
-        _count("prepare")
+        count("prepare")
         if input.get("raise"):
             raise ConnectionError("cannot reach the remote")
 
         def call() -> SubagentResult:
-            _count("deferred")
+            count("deferred")
             return SubagentResult.ok({"echo": input})
 
         return f"{session_id}#{call_id}", call, None
@@ -198,7 +186,7 @@ def _snapshot_at_second_call(plan: AgentPlan, action_name: str = "go",
             (c := call_of(s, action_name, 1)) is not None and not c.done))
         return snapshot_of(state, how)  # type: ignore[arg-type]
     finally:
-        GATE.set()
+        gate().set()
         core.close()
 
 
@@ -248,14 +236,15 @@ class EveryKind(Agent):
 
 
 def test_every_framework_call_records_what_made_it():
-    GATE.set()
+    gate().set()
     VERSION["v"] = 1
     agent = EveryKind()
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
         ScriptedChatModel, function=qualified_name(chat_script)))
     agent.add_resource("cm", ResourceType.CHAT_MODEL,
                        ResourceDescriptor(ChatModelSetup, connection="conn"))
-    agent.add_resource("child", ResourceType.AGENT, ResourceDescriptor(InternalSubagent, agent=Child))
+    agent.add_resource("child", ResourceType.AGENT,
+                       ResourceDescriptor(InternalSubagent, agent=Child))
     agent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor(Remote))
     agent.add_resource("pubsub", ResourceType.AGENT, ResourceDescriptor(Pubsub))
     journal = Recording()
@@ -286,10 +275,10 @@ def test_every_framework_call_records_what_made_it():
     (5, f"function '{qualified_name(step_b)}'"),
     (6, f"function '{qualified_name(step_b)}'"),
 ], ids=["other_function", "other_kind", "caught_by_the_action", "sync_call"])
-def test_a_call_of_another_kind_or_target_fails_the_action_with_divergence(version, now):
+def test_a_call_of_another_kind_or_target_fails_the_action_with_divergence(version, now, probes):
     plan = switchable()
     snap = _snapshot_at_second_call(plan)
-    assert COUNTS["step_a"] == 1
+    assert probes["step_a"] == 1
     VERSION["v"] = version  # "redeployed" with changed code
     outputs, errors, core = resume(plan, snap)
     # the action fails on the error output; no output was made from a wrong answer
@@ -300,13 +289,13 @@ def test_a_call_of_another_kind_or_target_fails_the_action_with_divergence(versi
     assert f"recorded function '{qualified_name(step_a)}'" in err.message
     assert f"now calling {now}" in err.message
     # nothing ran in place of the recorded call, and nothing after it
-    assert COUNTS["step_b"] == 0 and COUNTS["model"] == 0
+    assert probes["step_b"] == 0 and probes["model"] == 0
     assert core.counters["calls_executed"] == 0
     assert core.counters["replay_divergences"] == 1
     assert snap.run is None  # the run completed (as failed); the key goes on
 
 
-def test_a_started_call_without_outcome_diverges_too():
+def test_a_started_call_without_outcome_diverges_too(probes):
     """Where the record says call c1 started (outcome unknown), another call at c1 would run
     in place of the one a reconciler or a retry must settle: a divergence."""
     plan = switchable()
@@ -317,10 +306,10 @@ def test_a_started_call_without_outcome_diverges_too():
     [err] = errors
     assert err.error_type == "ReplayDivergenceError" and "r0/go/c1" in err.message
     assert f"recorded function '{qualified_name(gated)}'" in err.message
-    assert COUNTS["step_b"] == 0 and core.counters["calls_executed"] == 0
+    assert probes["step_b"] == 0 and core.counters["calls_executed"] == 0
 
 
-def test_arguments_only_change_replays_the_recorded_outcome_with_a_warning(caplog):
+def test_arguments_only_change_replays_the_recorded_outcome_with_a_warning(caplog, probes):
     plan = switchable()
     snap = _snapshot_at_second_call(plan)
     VERSION["v"] = 3
@@ -328,11 +317,11 @@ def test_arguments_only_change_replays_the_recorded_outcome_with_a_warning(caplo
         outputs, errors, _ = resume(plan, snap)
     assert errors == []
     assert outputs == [{"first": "a-1", "second": "g"}]  # the recorded outcome
-    assert COUNTS["step_a"] == 1
+    assert probes["step_a"] == 1
     assert any("arguments changed" in r.getMessage() for r in caplog.records)
 
 
-def test_records_without_kind_replay_by_identity_without_a_check():
+def test_records_without_kind_replay_by_identity_without_a_check(probes):
     plan = switchable()
     snap = _snapshot_at_second_call(plan)
     for rec in snap.run.inflight["r0/go"].calls.values():  # as written by an older version
@@ -341,10 +330,10 @@ def test_records_without_kind_replay_by_identity_without_a_check():
     outputs, errors, _ = resume(plan, snap)
     assert errors == []
     assert outputs == [{"first": "a-1", "second": "g"}]
-    assert COUNTS["step_b"] == 0
+    assert probes["step_b"] == 0
 
 
-def test_divergence_inside_a_subagent_is_reported_and_fails_the_call():
+def test_divergence_inside_a_subagent_is_reported_and_fails_the_call(probes):
     class Parent(Agent):
         @action(InputEvent)
         @staticmethod
@@ -354,7 +343,8 @@ def test_divergence_inside_a_subagent_is_reported_and_fails_the_call():
                                                "error": result.error_message}))
 
     agent = Parent()
-    agent.add_resource("child", ResourceType.AGENT, ResourceDescriptor(InternalSubagent, agent=Child))
+    agent.add_resource("child", ResourceType.AGENT,
+                       ResourceDescriptor(InternalSubagent, agent=Child))
     plan = AgentPlan.from_agent(agent)
     snap = _snapshot_at_second_call(plan, action_name="run")
     VERSION["v"] = 2
@@ -364,7 +354,7 @@ def test_divergence_inside_a_subagent_is_reported_and_fails_the_call():
     assert "r0/go/c0/b/run/c0" in err.message
     [out] = outputs
     assert out["success"] is False and "ReplayDivergenceError" in out["error"]
-    assert COUNTS["step_b"] == 0
+    assert probes["step_b"] == 0
 
 
 def test_replay_divergence_error_is_an_agents_error_exported_from_the_api():
@@ -396,7 +386,7 @@ class CancelThenGated(Agent):
 
 @pytest.mark.parametrize("awaited", [True, False], ids=["awaited", "not_awaited"])
 @pytest.mark.parametrize("how", ["deepcopy", "json"])
-def test_cancel_then_call_after_restore_gives_the_call_its_own_result(awaited, how):
+def test_cancel_then_call_after_restore_gives_the_call_its_own_result(awaited, how, probes):
     """The cancel is made again on replay (from its record), so the next call keeps its
     own identity: it is not handed the cancel's outcome, and no divergence is raised."""
     agent = CancelThenGated()
@@ -413,15 +403,15 @@ def test_cancel_then_call_after_restore_gives_the_call_its_own_result(awaited, h
         assert (cancel.kind, cancel.target) == (CallKind.SUBAGENT_CANCEL, "pubsub")
         snap = snapshot_of(state, how)  # type: ignore[arg-type]
     finally:
-        GATE.set()
+        gate().set()
         core.close()
     outputs, errors, _ = resume(plan, snap)
     assert errors == []
     assert outputs == [{"after": "after", "cancelled": True}]
-    assert (COUNTS["submit"], COUNTS["cancel"]) == (1, 1)  # replayed, not sent again
+    assert (probes["submit"], probes["cancel"]) == (1, 1)  # replayed, not sent again
 
 
-def test_deferred_prepare_failure_is_recorded_and_replayed():
+def test_deferred_prepare_failure_is_recorded_and_replayed(probes):
     class PrepareFails(Agent):
         @action(InputEvent)
         @staticmethod
@@ -443,7 +433,7 @@ def test_deferred_prepare_failure_is_recorded_and_replayed():
     outputs, errors, _ = resume(plan, snap)
     assert errors == []
     assert outputs == [{"prepare": "cannot reach the remote", "after": "after"}]
-    assert COUNTS["prepare"] == 1  # not prepared again on replay
+    assert probes["prepare"] == 1  # not prepared again on replay
 
 
 def test_refused_submit_takes_its_identity_and_replays_its_refusal():
@@ -557,14 +547,14 @@ def test_a_user_sees_the_divergence_on_the_error_output(tmp_path):
 # -- divergence inside the built-in tool call action -----------------------------------------
 def lookup_a(sku: str) -> str:
     """Look a sku up."""
-    _count("lookup_a")
+    count("lookup_a")
     return f"a:{sku}"
 
 
 def gated_b(sku: str) -> str:
     """Look a sku up, slowly."""
-    _count("gated_b")
-    assert GATE.wait(10), "gate never opened"
+    count("gated_b")
+    assert gate().wait(10), "gate never opened"
     return f"b:{sku}"
 
 

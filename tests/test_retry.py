@@ -6,14 +6,14 @@ and a restore replays the recorded outcome without trying the provider again.
 
 from __future__ import annotations
 
-import collections
 import copy
 import json
-import threading
 import time
 from typing import Any
 
 import pytest
+from support.probes import count, gate
+from support.providers import FAST, flaky, only_answer, outputs_of, probe_agent, run_probe
 
 from flink_agents_py.api import (
     ChatMessage,
@@ -27,52 +27,12 @@ from flink_agents_py.api import (
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore, InMemoryKeyState
 from flink_agents_py.runtime._builtin_actions import _backoff
-from test_providers_fakes import only_answer, outputs_of, probe_agent, run_probe
 
 pytestmark = pytest.mark.timeout(60)
 
-_CALLS: collections.Counter[str] = collections.Counter()
-_LOCK = threading.Lock()
-_GATE = threading.Event()
 
 
-def _count(label: str) -> int:
-    with _LOCK:
-        _CALLS[label] += 1
-        return _CALLS[label]
-
-
-class Flaky(ChatModelConnection):
-    """Fails its first ``fail_first`` calls (per label) with ``error``, then answers ``reply``."""
-
-    label: str
-    fail_first: int = 0
-    error: str = "provider"  # provider | timeout | value
-    status: int = 503
-    reply: str = "ok"
-
-    def chat(self, messages, **kwargs) -> ChatResponse:
-        n = _count(self.label)
-        if n <= self.fail_first:
-            if self.error == "timeout":
-                raise TimeoutError("the model took too long")
-            if self.error == "value":
-                raise ValueError("a bug in the adapter")
-            raise ProviderError("service down", status_code=self.status,
-                                retryable=self.status == 429 or self.status >= 500)
-        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=self.reply),
-                            metadata={"attempt": n})
-
-
-def flaky(label: str, **kw: Any) -> ResourceDescriptor:
-    _CALLS.pop(label, None)
-    return ResourceDescriptor(Flaky, label=label, **kw)
-
-
-FAST = {"retry_initial_backoff_s": 0.001, "retry_max_backoff_s": 0.002}
-
-
-def test_retry_recovers_and_counts_retries_in_the_response():
+def test_retry_recovers_and_counts_retries_in_the_response(probes):
     res = run_probe(probe_agent(flaky("r1", fail_first=2), error_policy="retry", **FAST),
                     [{"key": "a", "q": "hi"}])
     ans = only_answer(res)
@@ -80,7 +40,7 @@ def test_retry_recovers_and_counts_retries_in_the_response():
     assert ans["metadata"]["retries"] == 2
     assert ans["metadata"]["attempt"] == 3  # the connection's own metadata is kept
     assert ans["metadata"]["retry_errors"] == ["ProviderError: service down (status 503)"] * 2
-    assert _CALLS["r1"] == 3
+    assert probes["r1"] == 3
     assert res.counters["calls_executed"] == 1  # three attempts, one durable call
 
 
@@ -90,7 +50,7 @@ def test_retry_without_failures_reports_zero_retries():
     assert ans["metadata"] == {"attempt": 1, "retries": 0}
 
 
-def test_retry_gives_up_after_max_attempts_naming_every_error():
+def test_retry_gives_up_after_max_attempts_naming_every_error(probes):
     res = run_probe(probe_agent(flaky("r2", fail_first=10, status=429), error_policy="retry",
                                 retry_max_attempts=4, **FAST), [{"key": "a", "q": "hi"}])
     ans = only_answer(res)
@@ -98,16 +58,16 @@ def test_retry_gives_up_after_max_attempts_naming_every_error():
     assert ans["error"].startswith("ProviderError: service down (status 429) (after 4 attempts, "
                                    "3 retries; earlier errors: ")
     assert ans["error"].count("status 429") == 4
-    assert _CALLS["r2"] == 4 and res.counters["calls_executed"] == 1
+    assert probes["r2"] == 4 and res.counters["calls_executed"] == 1
 
 
 @pytest.mark.parametrize("error, status", [("provider", 400), ("provider", 401), ("value", 0)])
-def test_retry_does_not_retry_errors_that_are_not_retryable(error, status):
+def test_retry_does_not_retry_errors_that_are_not_retryable(error, status, probes):
     label = f"r3-{error}-{status}"
     ans = only_answer(run_probe(probe_agent(flaky(label, fail_first=1, error=error, status=status),
                                             error_policy="retry", **FAST),
                                 [{"key": "a", "q": "hi"}]))
-    assert _CALLS[label] == 1
+    assert probes[label] == 1
     assert "after" not in ans["error"]
     assert ans["error"] == ("ValueError: a bug in the adapter" if error == "value"
                             else f"ProviderError: service down (status {status})")
@@ -121,19 +81,19 @@ def test_timeouts_are_retryable():
     assert ans["metadata"]["retry_errors"] == ["TimeoutError: the model took too long"]
 
 
-def test_fail_policy_does_not_retry():
+def test_fail_policy_does_not_retry(probes):
     ans = only_answer(run_probe(probe_agent(flaky("r5", fail_first=1)),  # the default: fail
                                 [{"key": "a", "q": "hi"}]))
-    assert _CALLS["r5"] == 1
+    assert probes["r5"] == 1
     assert ans["error"] == "ProviderError: service down (status 503)" and ans["content"] is None
 
 
-def test_ignore_policy_ends_the_chat_with_an_empty_marked_answer():
+def test_ignore_policy_ends_the_chat_with_an_empty_marked_answer(probes):
     res = run_probe(probe_agent(flaky("r6", fail_first=5), error_policy="ignore"),
                     [{"key": "a", "q": "hi"}, {"key": "b", "q": "hi"}])
     assert res.errors == []
     answers = outputs_of(res, "answer")
-    assert len(answers) == 2 and _CALLS["r6"] == 2  # no retries under ignore
+    assert len(answers) == 2 and probes["r6"] == 2  # no retries under ignore
     for ans in answers:
         assert ans["error"] is None and ans["content"] == ""
         assert ans["metadata"] == {"error_policy": "ignore",
@@ -144,7 +104,7 @@ class FlakyWithTools(ChatModelConnection):
     """Every model call fails once before answering; the first answer calls a tool."""
 
     def chat(self, messages, **kwargs) -> ChatResponse:
-        n = _count("tools")
+        n = count("tools")
         if n % 2 == 1:
             raise ProviderError("busy", status_code=502, retryable=True)
         if not any(m.role == MessageRole.TOOL for m in messages):
@@ -158,14 +118,13 @@ def echo(a: int) -> int:
     return a
 
 
-def test_retries_add_up_over_the_model_calls_of_a_chat():
-    _CALLS.pop("tools", None)
+def test_retries_add_up_over_the_model_calls_of_a_chat(probes):
     res = run_probe(probe_agent(ResourceDescriptor(FlakyWithTools), tools=["echo"],
                                 tool_fns=[echo], error_policy="retry", **FAST),
                     [{"key": "a", "q": "hi"}])
     ans = only_answer(res)
     assert ans["content"] == "done" and ans["metadata"]["retries"] == 2
-    assert _CALLS["tools"] == 4
+    assert probes["tools"] == 4
 
 
 def test_backoff_is_exponential_capped_and_jittered():
@@ -202,19 +161,19 @@ def test_setup_rejects_unknown_policies():
 # --------------------------------------------------------------------------- replay
 class FlakyThenGated(ChatModelConnection):
     """The first model call fails twice then answers text that is not JSON; the structured-
-    output retry (a second durable call of the same action) waits for ``_GATE``."""
+    output retry (a second durable call of the same action) waits for the test's gate."""
 
     def chat(self, messages, **kwargs) -> ChatResponse:
         correcting = any(m.role == MessageRole.USER and "cannot be used" in m.content
                          for m in messages)
         if not correcting:
-            n = _count("first")
+            n = count("first")
             if n <= 2:
                 raise ProviderError("flaky", status_code=500, retryable=True)
             text = "not json"
         else:
-            _count("second")
-            if not _GATE.wait(20):
+            count("second")
+            if not gate().wait(20):
                 raise TimeoutError("gate never opened")
             text = '{"score": 3}'
         return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text))
@@ -241,10 +200,7 @@ def _run_to_end(core: AgentCore, key: str, state: InMemoryKeyState) -> list[Any]
     return outputs
 
 
-def test_a_restore_replays_a_retried_model_call_without_retrying_again():
-    for k in ("first", "second"):
-        _CALLS.pop(k, None)
-    _GATE.clear()
+def test_a_restore_replays_a_retried_model_call_without_retrying_again(probes):
     schema = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}
     plan = AgentPlan.from_agent(probe_agent(ResourceDescriptor(FlakyThenGated),
                                             error_policy="retry", **FAST))
@@ -260,22 +216,22 @@ def test_a_restore_replays_a_retried_model_call_without_retrying_again():
             assert res.errors == [] and res.outputs == []
         calls = _inflight_calls(state)
         assert calls["0"].done and calls["0"].ok and not calls["1"].done
-        assert _CALLS["first"] == 3  # two failures and the answer, all in c0
+        assert probes["first"] == 3  # two failures and the answer, all in c0
         snapshot = copy.deepcopy(state)
 
         new = AgentCore(plan)
         new.open()
         try:
-            _GATE.set()
+            gate().set()
             outputs = _run_to_end(new, key, snapshot)
         finally:
             new.close()
     finally:
-        _GATE.set()
+        gate().set()
         old.close()
     [ans] = [o for o in outputs if o["kind"] == "answer"]
     assert ans["error"] is None and ans["structured"] == {"score": 3}
     assert ans["metadata"] == {"retries": 2, "output_retries": 1}
-    assert _CALLS["first"] == 3  # replayed from the record: the provider was not retried again
+    assert probes["first"] == 3  # replayed from the record: the provider was not retried again
     assert new.counters["calls_replayed"] == 1 and new.counters["calls_executed"] == 1
     assert json.dumps(ans)  # plain JSON all the way

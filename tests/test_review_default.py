@@ -1,4 +1,4 @@
-"""The main job's default design: fast committee scorer, product advice rows, the model path."""
+"""The main job's ratings and advice: committee, hybrid, advice rows, the default model path."""
 
 from __future__ import annotations
 
@@ -11,23 +11,19 @@ from typing import Any
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `jobs` is not installed; plain `pytest` does not add the cwd
-    sys.path.insert(0, str(ROOT))
-
-from jobs._product_advisor import (  # noqa: E402
-    ADVICE_SCHEMA,
-    Advice,
-    ProductDigest,
+from jobs.review_analysis import DEFAULT_INPUT, build_agent, main
+from jobs.review_analysis.advice import (
     advice_due,
     advice_schema,
     end_of_input_markers,
-    scripted_advice,
     themes_of,
     tidy_suggestion,
 )
-from jobs.review_analysis import DEFAULT_INPUT, lexicon_rating, main  # noqa: E402
+from jobs.review_analysis.models import ADVICE_SCHEMA, Advice, ProductDigest
+from jobs.review_analysis.scoring import lexicon_rating
+from jobs.review_analysis.scripted import scripted_advice
 
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 CLEAN_ENV = dict(os.environ)
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
 
@@ -49,12 +45,12 @@ def read_jsonl(path: pathlib.Path) -> list[Any]:
 # ------------------------------------------------------------------ the fast scorer
 def test_fast_rating_is_deterministic_and_follows_the_committee():
     pytest.importorskip("vaderSentiment")
-    from jobs._default_rating import fast_rating, vader_score
+    from jobs.review_analysis.scoring import fast_rating, vader_score
 
     texts = [json.loads(x)["review"] for x in DEFAULT_INPUT.read_text().splitlines()[:200]]
     first = [fast_rating(t) for t in texts]
     assert [fast_rating(t) for t in texts] == first  # same verdicts, run after run
-    for t, f in zip(texts, first):
+    for t, f in zip(texts, first, strict=True):
         assert f.rating == lexicon_rating(t)  # a confident score is the lexicon's
         assert f.lexicon == f.rating.score and f.vader == vader_score(t)
         if abs(f.lexicon - f.vader) >= 2:
@@ -77,29 +73,22 @@ def test_hybrid_agent_asks_the_model_only_when_unsure_and_keeps_the_committee_on
     leaves the committee's rating and no error row."""
     pytest.importorskip("vaderSentiment")
     from flink_agents_py import AgentsExecutionEnvironment
-    from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
+    from flink_agents_py.api import ResourceDescriptor
     from flink_agents_py.integrations.chat_models import ScriptedChatModel
-    from jobs._default_rating import fast_rating
-    from jobs._review_agents import HybridReviewAgent, add_advisor
-    from jobs.review_analysis import REVIEW_PROMPT
+    from jobs.review_analysis.scoring import fast_rating
 
     texts = ["I love them, so comfortable and great!",  # confident: 5, no chat
              "My daughter loves them.",                   # no opinion -> the model: 5
              "Gracias"]                                   # no opinion -> unusable answer
     assert [fast_rating(t).unsure for t in texts] == [None, "no opinion", "no opinion"]
-    agent = HybridReviewAgent()
-    agent.add_resource("review_connection", ResourceType.CHAT_MODEL_CONNECTION,
-                       ResourceDescriptor(ScriptedChatModel, rules=[
-                           {"when": "loves", "reply_json": {"reasons": ["loves them"],
-                                                            "score": 5}},
-                           {"when": "Gracias", "reply": "I cannot rate that."},
-                           # the chat sends an invalid answer back once (output_retries)
-                           {"when": "^Your answer cannot be used", "reply": "Still no."}],
-                           # asked about a confident review, the model would change its row
-                           default_reply='{"reasons": ["asked"], "score": 1}'))
-    agent.add_resource("review_model", ResourceType.CHAT_MODEL, ResourceDescriptor(
-        ChatModelSetup, connection="review_connection", prompt=REVIEW_PROMPT))
-    add_advisor(agent, "scripted")
+    agent = build_agent("scripted", "hybrid")
+    agent.override_resource("review_connection", ResourceDescriptor(ScriptedChatModel, rules=[
+        {"when": "loves", "reply_json": {"reasons": ["loves them"], "score": 5}},
+        {"when": "Gracias", "reply": "I cannot rate that."},
+        # the chat sends an invalid answer back once (output_retries)
+        {"when": "^Your answer cannot be used", "reply": "Still no."}],
+        # asked about a confident review, the model would change its row
+        default_reply='{"reasons": ["asked"], "score": 1}'))
     records = [{"id": "P", "line": i, "review": t} for i, t in enumerate(texts)]
     result = AgentsExecutionEnvironment.local().from_list(
         records, key_selector=lambda r: r["id"]).apply(agent).run()
@@ -111,6 +100,67 @@ def test_hybrid_agent_asks_the_model_only_when_unsure_and_keeps_the_committee_on
         (2, 3, lexicon_rating(texts[2]).reasons)]  # the committee's rating stands
     summaries = [o for o in result.outputs if o["kind"] == "product_summary"]
     assert [s["model_rated"] for s in summaries] == [0, 1, 1]
+
+
+def _rows_of(tmp_path: pathlib.Path, rating: str) -> tuple[list[Any], list[Any]]:
+    out = tmp_path / f"{rating}.jsonl"
+    assert main(["--runner", "local", "--model", "scripted", "--no-progress", "--limit", "300",
+                 "--rating", rating, "--output", str(out)]) == 0
+    return read_jsonl(out), read_jsonl(out.with_suffix(".errors.jsonl"))
+
+
+def test_every_rating_goes_through_the_one_action_and_counts_who_rated():
+    """``--model scripted`` answers with the lexicon, the committee's confident rating: so
+    ``committee``, ``hybrid`` and ``model`` give the same rows but for ``model_rated``, which
+    counts the chats: none, the unsure reviews, every review."""
+    pytest.importorskip("vaderSentiment")
+    import tempfile
+
+    from jobs.review_analysis.scoring import fast_rating
+
+    with tempfile.TemporaryDirectory() as d:
+        runs = {r: _rows_of(pathlib.Path(d), r) for r in ("committee", "hybrid", "model")}
+    assert all(errors == [] for _, errors in runs.values())
+
+    def without_model_rated(rows: list[Any]) -> list[Any]:
+        return [{k: v for k, v in r.items() if k != "model_rated"} for r in rows]
+
+    committee = runs["committee"][0]
+    assert {r["kind"] for r in committee} == {"review", "product_summary", "product_advice"}
+    assert without_model_rated(runs["hybrid"][0]) == without_model_rated(committee)
+    assert without_model_rated(runs["model"][0]) == without_model_rated(committee)
+    texts = [json.loads(x)["review"] for x in DEFAULT_INPUT.read_text().splitlines()[:300]]
+    unsure: dict[str, int] = {}
+    for r in committee:
+        if r["kind"] == "review":
+            unsure[r["id"]] = unsure.get(r["id"], 0) + bool(fast_rating(texts[r["line"]]).unsure)
+    assert 0 < sum(unsure.values()) < 300
+
+    def last_model_rated(rows: list[Any]) -> dict[str, int]:
+        return {r["id"]: r["model_rated"] for r in rows if r["kind"] == "product_summary"}
+
+    assert set(last_model_rated(committee).values()) == {0}
+    assert last_model_rated(runs["hybrid"][0]) == unsure
+    counts = {r["id"]: r["count"] for r in committee if r["kind"] == "product_summary"}
+    assert last_model_rated(runs["model"][0]) == counts
+
+
+@pytest.mark.parametrize("rating", ["hybrid", "delegate"])
+def test_ratings_are_replay_safe(rating):
+    """Crashed at every point a checkpoint could be taken and restored, the agent emits what
+    an uncrashed run emits and repeats no recorded chat (the crash checker)."""
+    pytest.importorskip("vaderSentiment")
+    from flink_agents_py.testing import check_replay_safety
+    from jobs.review_analysis import parse_line
+    from jobs.review_analysis.advice import end_of_input_markers
+
+    lines = DEFAULT_INPUT.read_text().splitlines()
+    records = [parse_line(i, lines[i]) for i in (0, 1, 4, 5, 3078)]  # 4 and 3078 are unsure
+    report = check_replay_safety(build_agent("scripted", rating),
+                                 records + end_of_input_markers(records),
+                                 key_selector=lambda r: r["id"], max_points=40)
+    report.assert_ok()
+    assert report.calls > 0
 
 
 # ------------------------------------------------------------------ product advice

@@ -12,22 +12,15 @@ from typing import Any
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `jobs` is not installed; plain `pytest` does not add the cwd
-    sys.path.insert(0, str(ROOT))
+from flink_agents_py.api import ChatMessage, MessageRole, ResourceDescriptor, ScriptedRequest
+from flink_agents_py.integrations.chat_models import ScriptedChatModel
+from jobs.review_analysis import DEFAULT_INPUT, main, parse_line
+from jobs.review_analysis.evaluation import evaluate
+from jobs.review_analysis.models import Rating
+from jobs.review_analysis.scoring import lexicon_rating
+from jobs.review_analysis.scripted import scripted_rating
 
-from flink_agents_py.api import ChatMessage, MessageRole, ResourceDescriptor  # noqa: E402
-from flink_agents_py.integrations.chat_models import ScriptedChatModel  # noqa: E402
-from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest  # noqa: E402
-from jobs.review_analysis import (  # noqa: E402
-    DEFAULT_INPUT,
-    Rating,
-    evaluate,
-    lexicon_rating,
-    main,
-    parse_line,
-    scripted_rating,
-)
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # os.environ as it was before any in-process Flink job of this pytest run: a PyFlink job in
 # loopback mode leaves PYFLINK_GATEWAY_DISABLED=true (and more) behind, and a job started with
@@ -90,7 +83,8 @@ def check_small_results(out: pathlib.Path) -> None:
         "P3": [(7, 1, 1.0)],
     }
     errors = read_jsonl(out.with_suffix(".errors.jsonl"))
-    assert [(e["kind"], e["line"], e["id"]) for e in errors] == [("error", 2, None), ("error", 5, None)]
+    assert [(e["kind"], e["line"], e["id"]) for e in errors] == [
+        ("error", 2, None), ("error", 5, None)]
     assert errors[0]["error"].startswith("line 2: not JSON")
     assert errors[1]["error"] == "line 5: field 'review' must be a string"
 
@@ -115,7 +109,7 @@ def test_scripted_model_rates_deterministically():
     ])
     assert scripted_rating(req) == {"reasons": ["says 'love'", "says 'comfortable'"], "score": 5}
     conn = ResourceDescriptor(ScriptedChatModel,
-                              function="jobs.review_analysis:scripted_rating").build()
+                              function="jobs.review_analysis.scripted:scripted_rating").build()
     answers = {conn.chat(req.messages).message.content for _ in range(3)}
     assert len(answers) == 1
     assert json.loads(answers.pop()) == scripted_rating(req)

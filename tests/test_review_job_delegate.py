@@ -1,43 +1,26 @@
-"""The review-analysis job's delegate mode (``--mode delegate``), on the local runner.
+"""The review-analysis job's delegate rating (``--rating delegate``), on the local runner.
 
 An orchestrator model delegates each review to the ``reviewer`` internal sub-agent through
 its ``_subagent_reviewer`` callable and answers with the reviewer's rating; with the scripted
-models the results must equal the direct mode's, row for row.
+models the results must equal the ``model`` rating's, row for row. ``--mode delegate`` is the
+older spelling of ``--rating delegate``.
 """
 
 from __future__ import annotations
 
 import json
 import pathlib
-import sys
 from typing import Any
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `jobs` is not installed
-    sys.path.insert(0, str(ROOT))
-
-from flink_agents_py import AgentsExecutionEnvironment  # noqa: E402
-from flink_agents_py.api import (  # noqa: E402
-    SUBAGENT_DESCRIPTION_MARKER,
-    ChatMessage,
-    MessageRole,
-    ResourceType,
-)
-from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest  # noqa: E402
-from flink_agents_py.plan import AgentPlan  # noqa: E402
-from flink_agents_py.runtime import ResourceEnvironment  # noqa: E402
-from jobs.review_analysis import (  # noqa: E402
-    DEFAULT_INPUT,
-    ReviewAnalysisAgent,
-    ReviewOrchestratorAgent,
-    build_agent,
-    main,
-    parse_line,
-    read_lines,
-    scripted_orchestrator,
-)
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import ChatMessage, MessageRole, ResourceType, ScriptedRequest
+from flink_agents_py.api._subagents import SUBAGENT_DESCRIPTION_MARKER
+from flink_agents_py.plan import AgentPlan
+from flink_agents_py.runtime import ResourceEnvironment
+from jobs.review_analysis import DEFAULT_INPUT, build_agent, main, read_records
+from jobs.review_analysis.scripted import scripted_orchestrator
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -53,9 +36,9 @@ def run_main(tmp_path: pathlib.Path, *args: str) -> tuple[list[Any], list[Any]]:
     return read_jsonl(out), read_jsonl(out.with_suffix(".errors.jsonl"))
 
 
-def test_delegate_mode_gives_the_direct_scores_for_50_lines(tmp_path):
-    direct, direct_errors = run_main(tmp_path, "--limit", "50", "--mode", "direct")
-    delegate, delegate_errors = run_main(tmp_path, "--limit", "50", "--mode", "delegate")
+def test_delegate_rating_gives_the_model_scores_for_50_lines(tmp_path):
+    direct, direct_errors = run_main(tmp_path, "--limit", "50", "--rating", "model")
+    delegate, delegate_errors = run_main(tmp_path, "--limit", "50", "--rating", "delegate")
     scores = {name: {r["line"]: r["score"] for r in rows if r["kind"] == "review"}
               for name, rows in (("direct", direct), ("delegate", delegate))}
     assert len(scores["direct"]) == 50
@@ -66,24 +49,36 @@ def test_delegate_mode_gives_the_direct_scores_for_50_lines(tmp_path):
     assert direct_errors == delegate_errors == []
 
 
-def test_default_mode_is_direct(tmp_path):
-    assert isinstance(build_agent("scripted"), ReviewAnalysisAgent)
-    assert isinstance(build_agent("scripted", mode="delegate"), ReviewOrchestratorAgent)
+def test_default_rating_of_the_scripted_model_is_model_and_mode_is_its_older_spelling(
+        tmp_path):
+    assert build_agent("scripted").rating == "model"
+    assert build_agent("local").rating == "hybrid"
+    assert build_agent("scripted", "delegate").rating == "delegate"
     default, _ = run_main(tmp_path, "--limit", "5")
-    direct, _ = run_main(tmp_path, "--limit", "5", "--mode", "direct")
-    assert default == direct
+    assert run_main(tmp_path, "--limit", "5", "--mode", "direct")[0] == default
+    assert run_main(tmp_path, "--limit", "5", "--rating", "model")[0] == default
+    delegate, _ = run_main(tmp_path, "--limit", "5", "--rating", "delegate")
+    assert run_main(tmp_path, "--limit", "5", "--mode", "delegate")[0] == delegate
 
 
-def test_unknown_mode_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="--mode"):
-        build_agent("scripted", mode="relay")
-    with pytest.raises(SystemExit):
-        main(["--runner", "local", "--model", "scripted", "--mode", "relay",
-              "--output", str(tmp_path / "x.jsonl")])
+def test_unknown_or_contradicting_ratings_are_refused(tmp_path, capsys):
+    with pytest.raises(ValueError, match="--rating 'relay'"):
+        build_agent("scripted", "relay")
+    with pytest.raises(ValueError, match="--model 'gpt'"):
+        build_agent("gpt")
+    out = str(tmp_path / "x.jsonl")
+    for args in (["--mode", "relay"], ["--rating", "relay"],
+                 ["--mode", "delegate", "--rating", "hybrid"],
+                 ["--mode", "direct", "--rating", "delegate"]):
+        with pytest.raises(SystemExit) as e:
+            main(["--runner", "local", "--model", "scripted", "--output", out, *args])
+        assert e.value.code == 2
+    assert "--mode direct contradicts --rating delegate" in capsys.readouterr().err
+    assert not (tmp_path / "x.jsonl").exists()
 
 
 def test_delegate_mode_goes_through_the_reviewer_callable():
-    agent = build_agent("scripted", mode="delegate")
+    agent = build_agent("scripted", "delegate")
     setup = ResourceEnvironment(AgentPlan.from_agent(agent)).get(
         "orchestrator_model", ResourceType.CHAT_MODEL)
     [callable_] = setup.callables()
@@ -92,7 +87,7 @@ def test_delegate_mode_goes_through_the_reviewer_callable():
     assert callable_.parameters["required"] == ["review"]
     assert callable_.parameters["properties"]["review"]["type"] == "string"
 
-    records = [parse_line(n, t) for n, t in read_lines(DEFAULT_INPUT, limit=6)]
+    records, _ = read_records(DEFAULT_INPUT, limit=6)
     res = (AgentsExecutionEnvironment.local()
            .from_list(records, key_selector=lambda r: r["id"]).apply(agent).run())
     assert res.errors == []

@@ -21,8 +21,6 @@ pytest.importorskip("pyflink")
 pytest.importorskip("confluent_kafka")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from kafka_fixture import consume_all  # noqa: E402
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import collections
 import json
-import threading
 from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
+from support.probes import store
+from support.providers import only_answer, outputs_of, probe_agent, run_probe
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
@@ -34,7 +35,6 @@ from flink_agents_py.api import (
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest
-from test_providers_fakes import only_answer, outputs_of, probe_agent, run_probe
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -44,22 +44,26 @@ SCHEMA = {
                    "reasons": {"type": "array", "items": {"type": "string"}, "maxItems": 2}},
     "required": ["score"],
 }
-_REQUESTS: dict[str, list[ScriptedRequest]] = collections.defaultdict(list)
-_ANSWERS: dict[str, list[Any]] = {}
-_LOCK = threading.Lock()
+def _requests() -> dict[str, list[ScriptedRequest]]:
+    """The requests the scripted model got in this test, by label."""
+    return store("requests", lambda: collections.defaultdict(list))
+
+
+def _answers() -> dict[str, list[Any]]:
+    """The answers still to give in this test, by label."""
+    return store("answers", dict)
 
 
 def scripted_answers(req: ScriptedRequest) -> Any:
-    """Answers in turn from ``_ANSWERS[label]`` (the label is the first user message)."""
+    """Answers in turn from ``_answers()[label]`` (the label is the first user message)."""
     label = next(m.content for m in req.messages if m.role == MessageRole.USER)
-    with _LOCK:
-        _REQUESTS[label].append(req)
-        return _ANSWERS[label].pop(0)
+    _requests()[label].append(req)
+    return _answers()[label].pop(0)
 
 
 def script(label: str, *answers: Any) -> ResourceDescriptor:
-    _ANSWERS[label] = list(answers)
-    _REQUESTS.pop(label, None)
+    _answers()[label] = list(answers)
+    _requests().pop(label, None)
     return ResourceDescriptor(ScriptedChatModel, function=qualified_name(scripted_answers))
 
 
@@ -72,7 +76,7 @@ def test_a_valid_answer_is_the_structured_value():
     ans = ask("valid", '{"score": 4, "reasons": ["soft"]}')
     assert ans["error"] is None and ans["structured"] == {"score": 4, "reasons": ["soft"]}
     assert "output_retries" not in ans["metadata"]
-    [req] = _REQUESTS["valid"]
+    [req] = _requests()["valid"]
     assert req.output_schema == SCHEMA  # the connection is told the schema
 
 
@@ -80,7 +84,7 @@ def test_an_invalid_answer_is_retried_once_with_the_validation_error():
     ans = ask("retry", '{"score": 9, "reasons": ["a", "b", "c"]}', '{"score": 2}')
     assert ans["error"] is None and ans["structured"] == {"score": 2}
     assert ans["metadata"] == {"output_retries": 1}
-    first, second = _REQUESTS["retry"]
+    first, second = _requests()["retry"]
     bad, correction = second.messages[-2:]
     assert (bad.role, bad.content) == ("assistant", '{"score": 9, "reasons": ["a", "b", "c"]}')
     assert correction.role == "user"
@@ -97,12 +101,12 @@ def test_an_answer_invalid_twice_fails_with_both_texts():
                           "schema after 1 retry")
     assert "answer 1: '{\"score\": 0}'" in err and "0 is not one of" in err
     assert "answer 2: 'I think it is a 4'" in err and "not JSON" in err
-    assert len(_REQUESTS["twice"]) == 2
+    assert len(_requests()["twice"]) == 2
 
 
 def test_output_retries_zero_fails_at_once_and_two_allows_two():
     ans = ask("zero", '{"score": 0}', output_retries=0)
-    assert "after 0 retries" in ans["error"] and len(_REQUESTS["zero"]) == 1
+    assert "after 0 retries" in ans["error"] and len(_requests()["zero"]) == 1
     ans = ask("two", "nope", "still nope", '{"score": 5}', output_retries=2)
     assert ans["structured"] == {"score": 5} and ans["metadata"] == {"output_retries": 2}
 
@@ -121,7 +125,7 @@ def test_the_retry_may_call_tools_before_answering():
     ans = only_answer(res)
     assert ans["structured"] == {"score": 1} and ans["metadata"] == {"output_retries": 1}
     assert len(outputs_of(res, "results")) == 1
-    last = _REQUESTS["tools"][-1]
+    last = _requests()["tools"][-1]
     assert [m.role for m in last.messages] == ["user", "assistant", "user", "assistant", "tool"]
 
 
@@ -193,7 +197,7 @@ def test_a_pydantic_model_schema_gives_a_validated_instance_after_a_retry():
     out = typed_run("typed", '{"score": 6}', '{"score": 4, "reasons": ["comfy"]}')
     assert out == {"type": "Rating", "rating": {"score": 4, "reasons": ["comfy"]},
                    "metadata": {"output_retries": 1}}
-    first = _REQUESTS["typed"][0]
+    first = _requests()["typed"][0]
     assert first.output_schema == Rating.model_json_schema()
 
 

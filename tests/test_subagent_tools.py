@@ -17,13 +17,13 @@ from typing import Any
 import orjson
 import pytest
 import subagent_tool_agents as sa
-from _harness import KEY, drive_until, new_core, records_of, resume, snapshot_of
 from pydantic import ValidationError
+from support.harness import KEY, drive_until, new_core, records_of, resume, snapshot_of
+from support.probes import gate
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
     RESERVED_TOOL_PREFIX,
-    SUBAGENT_DESCRIPTION_MARKER,
     Agent,
     ChatModelSetup,
     FunctionTool,
@@ -36,11 +36,10 @@ from flink_agents_py.api import (
     ResourceError,
     ResourceType,
     RunnerContext,
-    SubagentResult,
     action,
-    subagent_callable,
     tool,
 )
+from flink_agents_py.api._subagents import SUBAGENT_DESCRIPTION_MARKER, subagent_callable
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import InMemoryKeyState, ResourceEnvironment
 
@@ -52,11 +51,11 @@ REVIEW_TASK = "subagent_tool_agents:ReviewTask"
 
 
 @pytest.fixture(autouse=True)
-def _fresh():
+def _no_scripts():
+    """No scripted model answers before the test sets its script (counts, requests and gates
+    are the test's own: ``probes``)."""
     sa.reset()
     yield
-    for gate in list(sa.GATES.values()):  # never leave an executor thread blocked
-        gate.set()
     sa.reset()
 
 
@@ -135,7 +134,7 @@ def test_contract_1_each_subagent_is_one_callable_after_the_tools():
     out = only_answer(run(agent))
     assert out["error"] is None
 
-    first, second = sa.REQUESTS["orch"]
+    first, second = sa.requests()["orch"]
     for req in (first, second):  # every round offers the same callables, once each
         assert names(req.tools) == ["lookup", "shout", "_subagent_reviewer", "_subagent_remote"]
     by = {t.name: t for t in first.tools}
@@ -155,15 +154,15 @@ def test_contract_1_subagents_only_and_none():
     only_subagents = sa.orchestrator(subagents=["r"], r=sa.internal(
         sa.Echo, input_schema=sa.OBJECT_SCHEMA))
     assert only_answer(run(only_subagents)) == {"answer": "ok", "error": None}
-    [req] = sa.REQUESTS["orch"]
+    [req] = sa.requests()["orch"]
     assert names(req.tools) == ["_subagent_r"]
 
-    sa.REQUESTS.clear()
+    sa.requests().clear()
     # a sub-agent declared but not named by the setup is not offered
     not_named = sa.orchestrator(tools=["lookup"], r=sa.internal(
         sa.Echo, input_schema=sa.OBJECT_SCHEMA))
     only_answer(run(not_named))
-    [req] = sa.REQUESTS["orch"]
+    [req] = sa.requests()["orch"]
     assert names(req.tools) == ["lookup"]
 
 
@@ -191,7 +190,7 @@ def test_contract_2_unusable_subagent_fails_the_job_at_setup_naming_it(declared)
     [problem] = e.value.problems
     assert "'vague'" in problem and "'om'" in problem, problem
     assert "'good'" not in problem
-    assert sa.REQUESTS["orch"] == []  # the model was never asked
+    assert sa.requests()["orch"] == []  # the model was never asked
 
 
 def test_contract_2_only_the_setup_offering_it_fails():
@@ -213,7 +212,7 @@ def test_contract_3_descriptions_end_with_the_marker_and_no_listing_message():
     agent = sa.orchestrator(tools=["lookup"], subagents=list(subagents),
                             prompt="You orchestrate.", **subagents)
     only_answer(run(agent))
-    [req] = sa.REQUESTS["orch"]
+    [req] = sa.requests()["orch"]
     by = {t.name: t.description for t in req.tools}
     for name in subagents:
         assert by[f"_subagent_{name}"].endswith(MARKER)
@@ -229,9 +228,9 @@ def test_contract_3_descriptions_end_with_the_marker_and_no_listing_message():
         (MessageRole.SYSTEM.value, "You orchestrate."), (MessageRole.USER.value, "go")]
 
     # the same conversation as a setup without sub-agents
-    sa.REQUESTS.clear()
+    sa.requests().clear()
     only_answer(run(sa.orchestrator(tools=["lookup"], prompt="You orchestrate.")))
-    [plain_req] = sa.REQUESTS["orch"]
+    [plain_req] = sa.requests()["orch"]
     assert plain_req.messages == req.messages
 
 
@@ -240,9 +239,9 @@ def test_contract_3_no_system_message_without_a_prompt():
     agent = sa.orchestrator(subagents=["r"], r=sa.internal(sa.Echo,
                                                            input_schema=sa.OBJECT_SCHEMA))
     only_answer(run(agent))
-    for req in sa.REQUESTS["orch"]:
+    for req in sa.requests()["orch"]:
         assert all(m.role != MessageRole.SYSTEM.value for m in req.messages)
-    assert [m.role for m in sa.REQUESTS["orch"][1].messages] == ["user", "assistant", "tool"]
+    assert [m.role for m in sa.requests()["orch"][1].messages] == ["user", "assistant", "tool"]
 
 
 # ---------------------------------------------------------------------------- contract 4
@@ -301,7 +300,7 @@ def test_contract_4_unrenderable_input_type_is_rejected_naming_the_remedy(input_
     with pytest.raises(PlanError) as plan_error:  # the job fails at setup, naming it
         run(agent)
     assert "'r'" in str(plan_error.value) and "declare input_schema" in str(plan_error.value)
-    assert sa.REQUESTS["orch"] == []
+    assert sa.requests()["orch"] == []
 
     # the remedy works: an explicit schema wins over the type that cannot be rendered
     fixed = sa.orchestrator(subagents=["r"], r=sa.deferred(
@@ -318,7 +317,7 @@ def test_contract_4_subagent_callable_directly():
 
 
 # ---------------------------------------------------------------------------- contract 5
-def test_contract_5_a_callable_name_resolves_to_exactly_one_namespace():
+def test_contract_5_a_callable_name_resolves_to_exactly_one_namespace(probes):
     sa.SCRIPTS["orch"] = two_turns([
         ("t", "x", {"n": 3}),                      # TOOL x
         ("s", "_subagent_x", {"n": 4}),            # AGENT x
@@ -332,7 +331,7 @@ def test_contract_5_a_callable_name_resolves_to_exactly_one_namespace():
     plan = AgentPlan.from_agent(agent)
     assert "x" in plan.resources[ResourceType.TOOL] and "x" in plan.resources[ResourceType.AGENT]
     out = only_answer(run(agent))
-    assert names(sa.REQUESTS["orch"][0].tools) == ["x", "lookup", "_subagent_x",
+    assert names(sa.requests()["orch"][0].tools) == ["x", "lookup", "_subagent_x",
                                                    "_subagent_reviewer"]
     got = json.loads(out["answer"])
     assert json.loads(got["t"]) == {"tool_x": 3}
@@ -340,9 +339,9 @@ def test_contract_5_a_callable_name_resolves_to_exactly_one_namespace():
     assert got["bad_s"].startswith("Error:") and "no sub-agent named 'lookup'" in got["bad_s"]
     assert got["bad_t"].startswith("Error:") and "no tool named 'reviewer'" in got["bad_t"]
     # each call ran in its own namespace, once; the misrouted ones ran nothing
-    assert sa.INPUTS["tool:x"] == [3]
-    assert sa.INPUTS["child:echo"] == [{"n": 4}]
-    assert sa.COUNTS["tool:lookup"] == 0
+    assert sa.inputs()["tool:x"] == [3]
+    assert sa.inputs()["child:echo"] == [{"n": 4}]
+    assert probes["tool:lookup"] == 0
 
 
 # ---------------------------------------------------------------------------- contract 6
@@ -408,7 +407,7 @@ def test_contract_7_model_arguments_reach_the_subagent_unchanged(kind):
     decl = (sa.internal(sa.Echo, input_type=REVIEW_TASK) if kind == "internal"
             else sa.deferred(input_type=REVIEW_TASK))
     out = only_answer(run(sa.orchestrator(subagents=["r"], r=decl)))
-    received = sa.INPUTS["child:echo" if kind == "internal" else "deferred:r"]
+    received = sa.inputs()["child:echo" if kind == "internal" else "deferred:r"]
     assert received == [ARGS]
     assert type(received[0]) is dict
     assert json.dumps(received[0], sort_keys=True) == json.dumps(ARGS, sort_keys=True)
@@ -420,7 +419,7 @@ def test_contract_7_empty_arguments_stay_empty():
     sa.SCRIPTS["orch"] = two_turns([("1", "_subagent_r", {})])
     only_answer(run(sa.orchestrator(subagents=["r"], r=sa.internal(
         sa.Echo, input_schema=sa.OBJECT_SCHEMA))))
-    assert sa.INPUTS["child:echo"] == [{}]
+    assert sa.inputs()["child:echo"] == [{}]
 
 
 # ---------------------------------------------------------------------------- contract 8
@@ -432,7 +431,7 @@ def test_contract_8_internal_result_is_the_json_of_its_full_output_list():
     expected = [{"part": 1, "of": {"v": 1}}, {"part": 2, "score": 4}]
     assert json.loads(content) == expected
     assert content == orjson.dumps(expected).decode()  # JSON text, as tools' results are
-    [tool_msg] = sa.REQUESTS["orch"][1].tool_results
+    [tool_msg] = sa.requests()["orch"][1].tool_results
     assert tool_msg.role == MessageRole.TOOL.value and tool_msg.name == "_subagent_two"
 
 
@@ -483,7 +482,7 @@ def _delegate_bad(case: str) -> tuple[dict[str, Any], str]:
     res = run(agent)
     out = only_answer(res)  # no job failure, no error record
     assert out["error"] is None
-    first, second = sa.REQUESTS["orch"]  # the model was asked again, with the outcome
+    first, second = sa.requests()["orch"]  # the model was asked again, with the outcome
     [msg] = second.tool_results
     assert msg.tool_call_id == "1"
     return out, msg.content
@@ -560,7 +559,7 @@ def test_contract_10_failed_delegation_reaches_the_model_which_corrects_the_call
     decl = (sa.deferred("refuse_without_review", input_schema=sa.OBJECT_SCHEMA)
             if kind == "deferred" else sa.internal(sa.Picky, input_schema=sa.OBJECT_SCHEMA))
     out = only_answer(run(sa.orchestrator(subagents=["r"], r=decl)))
-    turn1, turn2, turn3 = sa.REQUESTS["orch"]
+    turn1, turn2, turn3 = sa.requests()["orch"]
     [failed] = turn2.tool_results
     assert failed.role == MessageRole.TOOL.value and failed.tool_call_id == "1"
     assert failed.content.startswith("Error:")
@@ -617,7 +616,7 @@ def test_contract_11_repeated_callable_name_fails_open():
         setup_of(agent)
     out = only_answer(run(agent))
     assert out["answer"] is None and "_subagent_x" in out["error"]
-    assert sa.REQUESTS["orch"] == []
+    assert sa.requests()["orch"] == []
 
 
 def test_contract_11_repeated_tool_name_fails_open():
@@ -661,7 +660,7 @@ def test_contract_12_mixed_batch_puts_each_result_on_its_call_id(dispatch):
         "t2": {"q": "z", "found": True}, "s3": [{"got": {"v": 3}}], "s4": {"echo": {"v": 4}},
     }
     # one tool message per call, in request order
-    assert [m.tool_call_id for m in sa.REQUESTS["orch"][1].tool_results] == [
+    assert [m.tool_call_id for m in sa.requests()["orch"][1].tool_results] == [
         c[0] for c in batch]
 
 
@@ -676,12 +675,13 @@ def test_contract_12_both_dispatch_modes_decide_alike():
                                 a=sa.internal(sa.Echo, input_schema=sa.OBJECT_SCHEMA),
                                 b=sa.deferred(input_schema=sa.OBJECT_SCHEMA))
         res = run(agent)
-        answers.append((only_answer(res), [m.model_dump() for m in sa.REQUESTS["orch"][1].messages]))
+        second = sa.requests()["orch"][1]
+        answers.append((only_answer(res), [m.model_dump() for m in second.messages]))
     assert answers[0] == answers[1]
 
 
 def _wait_started(name: str) -> bool:
-    return sa.STARTED[name].wait(10)
+    return sa.started(name).wait(10)
 
 
 class CancellingParent(Agent):
@@ -694,12 +694,12 @@ class CancellingParent(Agent):
         handle = await ctx.submit_subagent("child", {"ask": "delegate"})
         started = await ctx.durable_execute_async(_wait_started, "a")
         await handle.cancel()
-        sa.GATES["a"].set()
+        gate("a").set()
         result = await handle
         ctx.send_event(OutputEvent(output={"a_started": started, "result": result.model_dump()}))
 
 
-def test_contract_12_cancelled_delegation_cancels_pending_handles_and_ends_the_chat():
+def test_contract_12_cancelled_delegation_cancels_pending_handles_and_ends_the_chat(probes):
     def child_script(req):
         if not req.tool_results:
             return sa.calls(("1", "_subagent_a", {"name": "a"}),
@@ -721,10 +721,10 @@ def test_contract_12_cancelled_delegation_cancels_pending_handles_and_ends_the_c
     assert out["a_started"] is True
     assert out["result"]["cancelled"] is True and out["result"]["success"] is False
     # the child's model was asked once: no further chat call off the cancelled delegation
-    assert len(sa.REQUESTS["child"]) == 1
+    assert len(sa.requests()["child"]) == 1
     # the deferred handle submitted and not yet awaited never ran
-    assert sa.COUNTS["prepare:b"] == 0 and sa.COUNTS["deferred:b"] == 0
-    assert sa.COUNTS["block:a"] == 1
+    assert probes["prepare:b"] == 0 and probes["deferred:b"] == 0
+    assert probes["block:a"] == 1
 
 
 # ------------------------------------------------------------- durable execution (restore)
@@ -734,7 +734,7 @@ def _tool_action_calls(state: InMemoryKeyState) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("how", ["deepcopy", "json"])
-def test_completed_delegations_are_replayed_after_restore_not_rerun(how):
+def test_completed_delegations_are_replayed_after_restore_not_rerun(how, probes):
     sa.SCRIPTS["orch"] = two_turns([("i", "_subagent_inner", {"v": 1}),
                                     ("r", "_subagent_remote", {"v": 2}),
                                     ("g", "gated", {"name": "g"})])
@@ -753,10 +753,10 @@ def test_completed_delegations_are_replayed_after_restore_not_rerun(how):
         calls = _tool_action_calls(state)
         assert "2" in calls and not calls["2"].done
         snapshot = snapshot_of(state, how)
-        assert (sa.COUNTS["inner:durable"], sa.COUNTS["deferred:remote"]) == (1, 1)
-        turns_before = len(sa.REQUESTS["orch"])
+        assert (probes["inner:durable"], probes["deferred:remote"]) == (1, 1)
+        turns_before = len(sa.requests()["orch"])
     finally:
-        sa.GATES["g"].set()
+        gate("g").set()
         old.close()
 
     outputs, errors, new = resume(plan, snapshot)
@@ -766,15 +766,15 @@ def test_completed_delegations_are_replayed_after_restore_not_rerun(how):
     assert got == {"i": [{"inner": {"v": 1}, "n": 1}], "r": {"echo": {"v": 2}},
                    "g": {"gated": "g"}}
     # the completed delegations were replayed, not run again; the in-flight tool re-ran
-    assert sa.COUNTS["inner:durable"] == 1
-    assert sa.COUNTS["deferred:remote"] == 1 and sa.COUNTS["prepare:remote"] == 1
-    assert sa.COUNTS["tool:gated"] == 2
-    assert turns_before == 1 and len(sa.REQUESTS["orch"]) == 2  # only the second turn is new
+    assert probes["inner:durable"] == 1
+    assert probes["deferred:remote"] == 1 and probes["prepare:remote"] == 1
+    assert probes["tool:gated"] == 2
+    assert turns_before == 1 and len(sa.requests()["orch"]) == 2  # only the second turn is new
     assert new.counters["calls_replayed"] >= 2
 
 
 @pytest.mark.parametrize("case", ["non_string_key", "nan", "set"])
-def test_contract_9_refusal_is_the_same_after_restore(case):
+def test_contract_9_refusal_is_the_same_after_restore(case, probes):
     """A refused result stays refused when its delegation is replayed after a restore."""
     make, path = BAD[case]
     sa.BAD_RESULTS[case] = make
@@ -791,10 +791,10 @@ def test_contract_9_refusal_is_the_same_after_restore(case):
                     done=lambda s: (c := _tool_action_calls(s).get("0")) is not None and c.done)
         snapshot = snapshot_of(state)
     finally:
-        sa.GATES["g"].set()
+        gate("g").set()
         old.close()
     outputs, errors, _ = resume(plan, snapshot)
     assert errors == []
-    assert sa.COUNTS["deferred:bad"] == 1  # replayed, not re-run
+    assert probes["deferred:bad"] == 1  # replayed, not re-run
     content = json.loads(outputs[0]["answer"])["1"]
     assert content.startswith("Error:") and path in content, content

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("chromadb")
 
-from test_providers_fakes import free_port  # noqa: E402
+from support.providers import free_port  # noqa: E402
 
 from flink_agents_py import AgentsExecutionEnvironment  # noqa: E402
 from flink_agents_py.api import (  # noqa: E402

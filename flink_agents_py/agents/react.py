@@ -36,10 +36,10 @@ from ..api import (
     ResourceNotFoundError,
     ResourceType,
     RunnerContext,
-    import_qualified,
     qualified_name,
 )
 from ..api._events import json_schema_of
+from ..api._resources import import_qualified
 
 __all__ = ["ReActAgent", "ReActAgentError", "DEFAULT_CHAT_MODEL", "react_action_config"]
 
@@ -52,8 +52,11 @@ _DEFAULT_INPUT_SCHEMA = json.dumps({"type": "object", "properties": {"input": {"
 
 
 class ReActAgentError(AgentsError):
-    """A ``ReActAgent`` run ended without an answer (bad input, or the chat failed: e.g. the
-    model still called tools when the ``max_iterations`` bound was reached)."""
+    """A ``ReActAgent`` run ended without an answer.
+
+    The input was bad, or the chat failed: e.g. the model still called tools when the
+    ``max_iterations`` bound was reached.
+    """
 
 
 class ReActAgent(Agent):

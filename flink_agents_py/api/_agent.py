@@ -54,7 +54,9 @@ def _unwrap(f: Any) -> Any:
     return f.__func__ if isinstance(f, staticmethod) else f
 
 
-def action(*triggers: type[Event] | str, config: dict[str, Any] | None = None) -> Callable[[Any], Any]:
+def action(
+    *triggers: type[Event] | str, config: dict[str, Any] | None = None
+) -> Callable[[Any], Any]:
     """Declare a static method of an ``Agent`` as an action run by events of ``triggers``.
 
     The function takes ``(event, ctx)`` and may be plain or ``async``. Put ``@action`` above
@@ -143,6 +145,9 @@ class Agent:
             func: Flink Agents' keyword for ``fn``.
             **more_config: more configuration (Flink Agents' form), merged into ``config``.
 
+        Returns:
+            This agent, for chaining.
+
         Raises:
             UsageError: when the triggers or the function are missing.
         """
@@ -163,7 +168,15 @@ class Agent:
         """Add a resource: a ``ResourceDescriptor``, a ``Prompt``, or a function (``TOOL``).
 
         A name declared twice for one type is a plan error; to replace a declared resource
-        (a test double), use ``override_resource``. Returns ``self`` for chaining.
+        (a test double), use ``override_resource``.
+
+        Args:
+            name: the resource's name, unique within its type.
+            resource_type: what kind of resource it is.
+            resource: a ``ResourceDescriptor``, a ``Prompt``, or a tool function.
+
+        Returns:
+            This agent, for chaining.
         """
         self._resources.append((resource_type, name, resource))
         return self
@@ -267,6 +280,9 @@ class Agent:
 
         A subclass's method of the same attribute name replaces the base's; replacements
         from ``override_resource`` / ``override`` take the place of what they replace.
+
+        Returns:
+            ``(resource type, name, descriptor or object)`` for each resource.
         """
         found: list[tuple[ResourceType, str, Any] | None] = []
         seen: dict[str, int] = {}

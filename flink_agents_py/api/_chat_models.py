@@ -11,15 +11,57 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from ._messages import ChatMessage, ChatResponse, MessageRole
 from ._errors import ResourceError
+from ._messages import ChatMessage, ChatResponse, MessageRole
 from ._prompts import Prompt
 from ._resources import Resource, ResourceType
 from ._tools import FunctionTool, ToolMetadata
 
-__all__ = ["ChatModelConnection", "ChatModelSetup"]
+__all__ = ["ChatModelConnection", "ChatModelSetup", "ScriptedRequest"]
+
+
+class ScriptedRequest(BaseModel):
+    """The whole request a chat model connection receives, as one value.
+
+    What a script function gets from ``ScriptedChatModel`` (``testing.model_from_function``):
+    a test double answers by looking at it.
+
+    Attributes:
+        messages: the conversation, oldest first.
+        model: the model name the setup asked for, if any.
+        tools: the tools offered to the model.
+        output_schema: the JSON Schema the answer must follow, if any.
+        options: the remaining generation parameters.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    messages: list[ChatMessage]
+    model: str | None = None
+    tools: list[ToolMetadata] = Field(default_factory=list)
+    output_schema: dict[str, Any] | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def last_user_text(self) -> str:
+        """Content of the last user message ('' when none)."""
+        for m in reversed(self.messages):
+            if m.role == MessageRole.USER:
+                return m.content
+        return ""
+
+    @property
+    def tool_results(self) -> list[ChatMessage]:
+        """Tool messages after the last assistant message that called tools."""
+        out: list[ChatMessage] = []
+        for m in reversed(self.messages):
+            if m.role == MessageRole.TOOL:
+                out.append(m)
+            else:
+                break
+        return list(reversed(out))
 
 
 class ChatModelConnection(Resource):
@@ -145,7 +187,8 @@ class ChatModelSetup(Resource):
         for name in self.subagents:
             setup = self.get_resource(name, ResourceType.AGENT)
             if not isinstance(setup, SubagentSetup):
-                raise ResourceError(f"chat model {self.resource_name!r}: {name!r} is not a sub-agent")
+                raise ResourceError(
+                    f"chat model {self.resource_name!r}: {name!r} is not a sub-agent")
             callables.append(ToolMetadata(**subagent_callable(name, setup)))
         seen: set[str] = set()
         for c in callables:
@@ -174,6 +217,13 @@ class ChatModelSetup(Resource):
         With a prompt, an empty user message of ``messages`` (no text, no tool calls, as
         ``ChatMessage(role=MessageRole.USER)`` placeholders are written when the prompt holds
         the whole request) is dropped, as Apache Flink Agents does, instead of being sent.
+
+        Args:
+            messages: the conversation so far.
+            prompt_args: values for the prompt's ``{placeholders}``.
+
+        Returns:
+            The messages to send, the prompt's first.
         """
         if not self.prompt:
             return list(messages)

@@ -36,11 +36,23 @@ class Memory(ABC):
 
     @abstractmethod
     def get(self, path: str, default: Any = None) -> Any:
-        """Return the value at ``path``, or ``default`` when nothing is there."""
+        """Return the value at ``path``, or ``default`` when nothing is there.
+
+        Args:
+            path: a dotted path (``"product.count"``).
+            default: what to return when nothing is stored there.
+
+        Returns:
+            The stored value, or ``default``.
+        """
 
     @abstractmethod
     def set(self, path: str, value: Any) -> None:
         """Store ``value`` (JSON) at ``path``, creating parents as needed.
+
+        Args:
+            path: a dotted path (``"product.count"``).
+            value: a value with a JSON form.
 
         Raises:
             SerializationError: when ``value`` has no JSON form.
@@ -48,7 +60,11 @@ class Memory(ABC):
 
     @abstractmethod
     def delete(self, path: str) -> None:
-        """Remove what is at ``path`` (nothing happens when nothing is there)."""
+        """Remove what is at ``path`` (nothing happens when nothing is there).
+
+        Args:
+            path: a dotted path (``"product.count"``).
+        """
 
     @abstractmethod
     def to_dict(self) -> dict[str, Any]:
@@ -110,6 +126,9 @@ class RunnerContext(ABC):
 
         Events an action sends are delivered, in the order sent, when the action completes.
 
+        Args:
+            event: the event; an ``OutputEvent`` leaves the agent as an output.
+
         Returns:
             The event as sent, carrying its assigned replay-stable ``id``.
 
@@ -120,6 +139,13 @@ class RunnerContext(ABC):
     @abstractmethod
     def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
         """Return the resource of ``resource_type`` named ``name``, built on first use.
+
+        Args:
+            name: the resource's registered name.
+            resource_type: its type.
+
+        Returns:
+            The resource.
 
         Raises:
             ResourceNotFoundError: when none is registered under that name and type.
@@ -138,8 +164,13 @@ class RunnerContext(ABC):
 
         Args:
             fn: the function; blocks the operator while it runs (prefer the async form).
+            *args: positional arguments of ``fn``.
             reconciler: called at recovery instead of ``fn`` when the call had started but its
                 outcome was recorded nowhere.
+            **kwargs: keyword arguments of ``fn``.
+
+        Returns:
+            What ``fn`` returned (or, on replay, what it returned the first time).
 
         Raises:
             SerializationError: when an argument or the result has no JSON form.
@@ -188,6 +219,13 @@ class RunnerContext(ABC):
         An unknown or non-``AGENT`` name gives a handle whose result is a failed
         ``SubagentResult`` naming the problem. ``result = await handle`` gives the
         ``SubagentResult`` (a failed one carries the sub-agent's ``traceback``).
+
+        Args:
+            name: the ``AGENT`` resource's name.
+            input: the sub-agent's input (its declared input type, or JSON data).
+
+        Returns:
+            The call's handle; awaiting it gives the ``SubagentResult``.
         """
 
     @abstractmethod
@@ -201,4 +239,14 @@ class RunnerContext(ABC):
         the executor's event loop). The call starts at once, so several calls created before
         any is awaited run concurrently. Recording and replay are as for ``durable_execute``.
         The caller's action is suspended while it awaits; other keys keep running.
+
+        Args:
+            fn: the function, plain or ``async``.
+            *args: positional arguments of ``fn``.
+            reconciler: called at recovery instead of ``fn`` when the call had started but its
+                outcome was recorded nowhere.
+            **kwargs: keyword arguments of ``fn``.
+
+        Returns:
+            An awaitable of what ``fn`` returns (or, on replay, returned the first time).
         """

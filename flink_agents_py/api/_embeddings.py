@@ -69,7 +69,14 @@ class EmbeddingResult(BaseModel):
 
 
 def check_texts(text: str | Sequence[str], where: str) -> tuple[list[str], bool]:
-    """Validate embedding input; return the texts as a list and whether one string was given.
+    """Validate embedding input.
+
+    Args:
+        text: one text or a sequence of texts.
+        where: what is embedding, for error messages.
+
+    Returns:
+        The texts as a list, and whether one string was given.
 
     Raises:
         EmbeddingError: for a non-string input, an empty list, or an empty/blank text (the
@@ -77,7 +84,7 @@ def check_texts(text: str | Sequence[str], where: str) -> tuple[list[str], bool]
 
     """
     single = isinstance(text, str)
-    texts = [text] if single else list(text)  # type: ignore[list-item]
+    texts: list[str] = [text] if isinstance(text, str) else list(text)
     if not texts:
         raise EmbeddingError(f"{where}: nothing to embed (an empty list of texts)")
     for i, t in enumerate(texts):
@@ -118,23 +125,35 @@ class EmbeddingModelConnection(Resource):
     def embed_with_usage(self, text: str | Sequence[str], **kwargs: Any) -> EmbeddingResult:
         """Embed one text or a list of texts, returning usage and truncation too.
 
+        Args:
+            text: one text or a list of texts.
+            **kwargs: options of the provider's embedding request.
+
+        Returns:
+            The vectors, token usage and whether any text was truncated.
+
         Raises:
             EmbeddingError: for empty or non-string input.
-
         """
         texts, single = check_texts(text, f"embedding connection {self.resource_name!r}")
         result = self.embed_texts(texts, **kwargs)
         if single:
             vectors = result.embeddings
-            result = result.model_copy(update={"embeddings": vectors[0]})  # type: ignore[index]
+            result = result.model_copy(update={"embeddings": vectors[0]})
         return result
 
     def embed(self, text: str | Sequence[str], **kwargs: Any) -> list[float] | list[list[float]]:
         """Embed one text (a vector) or a list of texts (a list of vectors).
 
+        Args:
+            text: one text or a list of texts.
+            **kwargs: options of the embedding request.
+
+        Returns:
+            One vector for a string, a list of vectors for a list.
+
         Raises:
             EmbeddingError: for empty or non-string input.
-
         """
         return self.embed_with_usage(text, **kwargs).embeddings
 
@@ -163,10 +182,12 @@ class EmbeddingModelSetup(Resource):
     def get_connection(self) -> EmbeddingModelConnection:
         """The connection this setup names.
 
+        Returns:
+            The embedding model connection.
+
         Raises:
             ResourceNotFoundError: when it is not declared.
             ResourceError: when the resource of that name is not an embedding connection.
-
         """
         conn = self.get_resource(self.connection, ResourceType.EMBEDDING_MODEL_CONNECTION)
         if not isinstance(conn, EmbeddingModelConnection):
@@ -177,18 +198,30 @@ class EmbeddingModelSetup(Resource):
     def embed_with_usage(self, text: str | Sequence[str], **kwargs: Any) -> EmbeddingResult:
         """Embed with this setup's model and options (``kwargs`` override the options).
 
+        Args:
+            text: one text or a list of texts.
+            **kwargs: options overriding this setup's.
+
+        Returns:
+            The vectors, token usage and whether any text was truncated.
+
         Raises:
             EmbeddingError: for empty or non-string input.
-
         """
         return self.get_connection().embed_with_usage(text, **{**self.model_kwargs, **kwargs})
 
     def embed(self, text: str | Sequence[str], **kwargs: Any) -> list[float] | list[list[float]]:
         """Embed one text (a vector) or a list of texts (a list of vectors).
 
+        Args:
+            text: one text or a list of texts.
+            **kwargs: options of the embedding request.
+
+        Returns:
+            One vector for a string, a list of vectors for a list.
+
         Raises:
             EmbeddingError: for empty or non-string input.
-
         """
         return self.embed_with_usage(text, **kwargs).embeddings
 

@@ -122,15 +122,27 @@ class Event(BaseModel):
 
     @classmethod
     def from_event(cls, event: Event) -> Any:
-        """Return ``event`` as this class (Apache Flink Agents' idiom; actions here already
-        receive the typed event, so this is usually ``event`` itself)."""
+        """Return ``event`` as this class (Apache Flink Agents' idiom).
+
+        Actions here already receive the typed event, so this is usually ``event`` itself.
+
+        Args:
+            event: any event.
+
+        Returns:
+            The event as an instance of this class.
+        """
         return event if isinstance(event, cls) else cls.model_validate(event.to_json())
 
 
 def json_schema_of(value: Any) -> Any:
     """The JSON Schema of an output schema given as a pydantic class or an ``OutputSchema``.
 
-    Anything else (a JSON Schema dict, ``None``) is returned unchanged.
+    Args:
+        value: a pydantic class, an ``OutputSchema``, a JSON Schema dict or ``None``.
+
+    Returns:
+        The JSON Schema; anything else (a JSON Schema dict, ``None``) unchanged.
     """
     inner = getattr(value, "output_schema", None)  # Flink Agents' OutputSchema wrapper
     if isinstance(inner, type) and issubclass(inner, BaseModel) and not isinstance(value, dict):
@@ -150,7 +162,8 @@ def event_type_of(trigger: type[Event] | str) -> str:
         return trigger
     if isinstance(trigger, type) and issubclass(trigger, Event):
         return trigger.EVENT_TYPE or trigger.__qualname__
-    raise TypeError(f"an action trigger must be an Event subclass or a type string, got {trigger!r}")
+    raise TypeError(
+        f"an action trigger must be an Event subclass or a type string, got {trigger!r}")
 
 
 def event_class_for(event_type: str) -> type[Event]:

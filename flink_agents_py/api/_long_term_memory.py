@@ -86,14 +86,33 @@ class MemorySet(ABC):
     @abstractmethod
     def get(self, ids: str | list[str] | None = None, filters: dict[str, Any] | None = None,
             limit: int = 100) -> list[MemorySetItem]:
-        """Items by id (then ``filters`` and ``limit`` are ignored), or up to ``limit``
-        matching ``filters``; the action's own pending adds and deletes are applied.
+        """Items by id, or up to ``limit`` items matching ``filters``.
+
+        The action's own pending adds and deletes are applied.
+
+        Args:
+            ids: one id or a list of ids; when given, ``filters`` and ``limit`` are ignored.
+            filters: metadata field values the items must have.
+            limit: the most items to return.
+
+        Returns:
+            The items found.
         """
 
     @abstractmethod
     def search(self, query: str, limit: int, filters: dict[str, Any] | None = None,
                **kwargs: Any) -> list[MemorySetItem]:
-        """The ``limit`` stored items closest in meaning to ``query`` (a durable call)."""
+        """The ``limit`` stored items closest in meaning to ``query`` (a durable call).
+
+        Args:
+            query: the text to search for.
+            limit: the most items to return.
+            filters: metadata field values the items must have.
+            **kwargs: arguments of the vector store's query.
+
+        Returns:
+            The items, closest first.
+        """
 
     @abstractmethod
     def asearch(self, query: str, limit: int, filters: dict[str, Any] | None = None,
@@ -102,7 +121,11 @@ class MemorySet(ABC):
 
     @abstractmethod
     def delete(self, ids: str | list[str] | None = None) -> None:
-        """Delete items (``None``: all of the set) when the action completes."""
+        """Delete items when the action completes.
+
+        Args:
+            ids: one id or a list of ids; ``None``: every item of the set.
+        """
 
     @abstractmethod
     def acompact(self, chat_model: str, *, instructions: str | None = None,
@@ -140,17 +163,26 @@ class BaseLongTermMemory(ABC):
 
         Sets exist once something was added; a set nothing was added to is empty.
 
+        Args:
+            name: the set's name.
+            shared: the set every key shares, instead of the current key's.
+
+        Returns:
+            The set, as this action sees it.
+
         Raises:
             ResourceError: when the agent configures no long-term memory vector store.
             ValueError: for an empty name.
-
         """
 
     @abstractmethod
     def delete_memory_set(self, name: str, shared: bool = False) -> bool:
         """Delete every item of the set when the action completes.
 
+        Args:
+            name: the set's name.
+            shared: the set every key shares, instead of the current key's.
+
         Returns:
             Whether the set held items.
-
         """

@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "MessageRole", "ToolCall", "ChatMessage", "TokenUsage", "ChatResponse", "ChatResult", "ToolResult",
+    "MessageRole", "ToolCall", "ChatMessage", "TokenUsage", "ChatResponse", "ChatResult",
+    "ToolResult",
 ]
 
 
@@ -59,7 +60,7 @@ class ChatMessage(BaseModel):
     @classmethod
     def of(cls, role: MessageRole | str, content: str, **fields: Any) -> ChatMessage:
         """A message of ``role`` with text ``content`` (Flink Agents' constructor)."""
-        return cls(role=role, content=content, **fields)
+        return cls.model_validate({"role": role, "content": content, **fields})
 
     @classmethod
     def user(cls, content: str, **fields: Any) -> ChatMessage:
@@ -137,8 +138,10 @@ class ChatResponse(BaseModel):
 
     @property
     def extra_args(self) -> dict[str, Any]:
-        """``metadata`` plus, when structured output was asked for, ``"structured_output"``
-        (Flink Agents' ``STRUCTURED_OUTPUT`` key) holding ``structured``."""
+        """``metadata``, plus ``"structured_output"`` when structured output was asked for.
+
+        ``"structured_output"`` (Flink Agents' ``STRUCTURED_OUTPUT`` key) holds ``structured``.
+        """
         extra = dict(self.metadata)
         if self.structured is not None:
             extra["structured_output"] = self.structured

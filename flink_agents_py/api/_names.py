@@ -1,5 +1,7 @@
-"""Apache Flink Agents' name catalogues, for programs ported from it: ``ResourceName`` (class
-paths for ``ResourceDescriptor(clazz=...)``) and ``EventType`` (trigger names for ``@action``).
+"""Apache Flink Agents' name catalogues, for programs ported from it.
+
+``ResourceName`` holds class paths for ``ResourceDescriptor(clazz=...)``, and ``EventType``
+trigger names for ``@action``.
 
 Both are plain strings: ``ResourceDescriptor(clazz=ResourceName.VectorStore.CHROMA_VECTOR_STORE,
 ...)`` and ``@action(EventType.InputEvent)`` work as in Flink Agents. The chat model and

@@ -20,6 +20,13 @@ def fill_placeholders(template: str, values: Mapping[str, Any]) -> str:
     A placeholder no value fills stays as literal text, and values the template does not use
     are ignored (so a prompt and an input schema may drift apart without an error). Only
     ``{identifier}`` forms are placeholders; other braces (JSON examples) stay as they are.
+
+    Args:
+        template: the text with ``{name}`` placeholders.
+        values: the values by placeholder name.
+
+    Returns:
+        The filled text.
     """
 
     def sub(m: re.Match[str]) -> str:
@@ -46,22 +53,53 @@ class Prompt(Resource):
 
     @classmethod
     def from_text(cls, text: str, role: MessageRole = MessageRole.SYSTEM) -> Prompt:
-        """Build a prompt from one text."""
+        """Build a prompt from one text.
+
+        Args:
+            text: the text, with ``{placeholders}``.
+            role: the role of its message.
+
+        Returns:
+            The prompt.
+        """
         return cls(template=text, role=role)
 
     @classmethod
     def from_messages(cls, messages: Sequence[ChatMessage]) -> Prompt:
-        """Build a prompt from a list of messages."""
+        """Build a prompt from a list of messages.
+
+        Args:
+            messages: the messages, with ``{placeholders}`` in their contents.
+
+        Returns:
+            The prompt.
+        """
         return cls(messages=list(messages))
 
     def format_string(self, **values: Any) -> str:
-        """Return the prompt as one text with placeholders filled."""
+        """Return the prompt as one text with placeholders filled.
+
+        Args:
+            **values: the values by placeholder name (unused ones are ignored, unfilled
+                placeholders stay as they are).
+
+        Returns:
+            The text (a message-list prompt's contents, one per line).
+        """
         if self.template is not None:
             return fill_placeholders(self.template, values)
         return "\n".join(fill_placeholders(m.content, values) for m in self.messages or [])
 
     def format_messages(self, **values: Any) -> list[ChatMessage]:
-        """Return the prompt as messages with placeholders filled."""
+        """Return the prompt as messages with placeholders filled.
+
+        Args:
+            **values: the values by placeholder name (unused ones are ignored, unfilled
+                placeholders stay as they are).
+
+        Returns:
+            The messages.
+        """
         if self.template is not None:
             return [ChatMessage(role=self.role, content=fill_placeholders(self.template, values))]
         return [

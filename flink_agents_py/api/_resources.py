@@ -41,6 +41,12 @@ def qualified_name(obj: Any) -> str:
 def import_qualified(path: str) -> Any:
     """Import ``pkg.mod:Qual.name`` or ``pkg.mod.Class`` and return the object.
 
+    Args:
+        path: the qualified name.
+
+    Returns:
+        The object the path names.
+
     Raises:
         ResourceError: when the module or attribute cannot be found (names the path).
     """
@@ -95,6 +101,9 @@ class ResourceDescriptor(BaseModel):
 
     def build(self) -> Resource:
         """Import ``clazz`` and construct it with ``arguments``.
+
+        Returns:
+            The resource.
 
         Raises:
             ResourceError: when the class cannot be imported, is not a ``Resource``, or rejects

@@ -80,6 +80,9 @@ class SubagentResult(BaseModel):
         Args:
             reason: text or an exception.
             traceback: where it failed (text), when known.
+
+        Returns:
+            The failed result.
         """
         if isinstance(reason, BaseException):
             reason = f"{type(reason).__name__}: {reason}"
@@ -158,9 +161,10 @@ class SubagentFuture(Awaitable[SubagentResult]):
 
     @abstractmethod
     def cancel(self) -> Awaitable[None]:
-        """Cancel the call: an internal child stops dispatching, a deferred call that has
-        not started never starts, an async one gets ``call_cancel_request``. Awaiting the
-        handle afterwards gives a failed result saying it was cancelled.
+        """Cancel the call; awaiting the handle afterwards gives a failed result saying so.
+
+        An internal child stops dispatching, a deferred call that has not started never
+        starts, an async one gets ``call_cancel_request``.
 
         The cancellation takes effect when ``cancel()`` is called, whether or not the
         returned awaitable is awaited (``handle.cancel()`` alone is enough); ``await
@@ -220,6 +224,9 @@ class SubagentSetup(Resource):
     def declared_input_type(self) -> type | None:
         """The input type (``input_type`` imported), or ``None`` when undeclared.
 
+        Returns:
+            The class, or ``None``.
+
         Raises:
             ResourceError: when ``input_type`` cannot be imported.
         """
@@ -227,7 +234,8 @@ class SubagentSetup(Resource):
             return None
         from ._resources import import_qualified
 
-        return import_qualified(self.input_type)
+        input_type: type = import_qualified(self.input_type)
+        return input_type
 
 
 def _refs_cycle(schema: dict[str, Any]) -> bool:
@@ -352,8 +360,20 @@ class DeferredSubagentSetup(SubagentSetup):
     """
 
     @abstractmethod
-    def prepare(self, ctx: RunnerContext, input: Any, session_id: str, call_id: str) -> PreparedCall:
-        """Return ``(key, call, reconciler_or_None)`` for one invocation."""
+    def prepare(
+        self, ctx: RunnerContext, input: Any, session_id: str, call_id: str
+    ) -> PreparedCall:
+        """Return ``(key, call, reconciler_or_None)`` for one invocation.
+
+        Args:
+            ctx: the caller's context.
+            input: the sub-agent's input.
+            session_id: the caller's session (stable across replays).
+            call_id: the call's id (stable across replays).
+
+        Returns:
+            The call's key, the call, and its reconciler or ``None``.
+        """
 
 
 class AsyncSubagentSetup(SubagentSetup):
@@ -374,21 +394,55 @@ class AsyncSubagentSetup(SubagentSetup):
 
     @abstractmethod
     def call_submit_request(self, session_id: str, call_id: str, input: Any) -> None:
-        """Start the remote run for this call."""
+        """Start the remote run for this call.
+
+        Args:
+            session_id: the caller's session (stable across replays).
+            call_id: the call's id (stable across replays): the remote's idempotency key.
+            input: the sub-agent's input.
+        """
 
     @abstractmethod
     def call_query_status(self, session_id: str, call_id: str) -> RunStatus:
-        """Probe the run's status (read-only)."""
+        """Probe the run's status (read-only).
+
+        Args:
+            session_id: the caller's session (stable across replays).
+            call_id: the call's id (stable across replays): the remote's idempotency key.
+
+        Returns:
+            The run's status.
+        """
 
     @abstractmethod
     def call_fetch_result(self, session_id: str, call_id: str) -> SubagentResult:
-        """Fetch the result of an ended run (idempotent)."""
+        """Fetch the result of an ended run (idempotent).
+
+        Args:
+            session_id: the caller's session (stable across replays).
+            call_id: the call's id (stable across replays): the remote's idempotency key.
+
+        Returns:
+            The run's result.
+        """
 
     def call_cancel_request(self, session_id: str, call_id: str) -> None:
-        """Ask the remote to cancel the run. Default: nothing. May be called twice after a
-        replay, so make it idempotent."""
+        """Ask the remote to cancel the run. Default: nothing.
+
+        May be called twice after a replay, so make it idempotent.
+
+        Args:
+            session_id: the caller's session (stable across replays).
+            call_id: the call's id (stable across replays): the remote's idempotency key.
+        """
 
     def reconcile_submit_request(self, session_id: str, call_id: str, input: Any) -> None:
-        """Repair an unrecorded submit after a crash: re-submit only if never started."""
+        """Repair an unrecorded submit after a crash: re-submit only if never started.
+
+        Args:
+            session_id: the caller's session (stable across replays).
+            call_id: the call's id (stable across replays): the remote's idempotency key.
+            input: the sub-agent's input.
+        """
         if self.call_query_status(session_id, call_id).state == "not_started":
             self.call_submit_request(session_id, call_id, input)

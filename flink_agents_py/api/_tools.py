@@ -49,8 +49,15 @@ _NUMPY_ARGS = ("Parameters", "Args", "Arguments", "Other Parameters")
 
 
 def _numpy_parts(lines: list[str]) -> tuple[str, dict[str, str]] | None:
-    """Summary and argument docs of a NumPy-style docstring (``Parameters`` then dashes),
-    or ``None`` when ``lines`` has no NumPy section header."""
+    """Summary and argument docs of a NumPy-style docstring (``Parameters`` then dashes).
+
+    Args:
+        lines: the docstring's lines.
+
+    Returns:
+        ``(summary, {argument: description})``, or ``None`` when ``lines`` has no NumPy
+        section header.
+    """
     headers = [i for i in range(len(lines) - 1)
                if _NUMPY_SECTION.fullmatch(lines[i].strip())
                and re.fullmatch(r"-{3,}", lines[i + 1].strip())]
@@ -94,7 +101,8 @@ def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     current: str | None = None
     for line in doc.splitlines():
         stripped = line.strip()
-        header = re.fullmatch(r"(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?):", stripped)
+        header = re.fullmatch(
+            r"(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?):", stripped)
         if header:
             section = header.group(1)
             current = None
@@ -217,7 +225,7 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
     """
 
     def mark(f: Any) -> Any:
-        target = f.__func__ if isinstance(f, staticmethod) else f
+        target: Any = f.__func__ if isinstance(f, staticmethod) else f
         target.__tool_spec__ = ToolSpec(name=name or target.__name__, description=description or "")
         return f
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from enum import Enum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -150,7 +150,7 @@ def format_context(documents: Sequence[Document], *, max_chars: int | None = 400
         empty: the text when there are no documents.
 
     Returns:
-        ``"1. <content>\\n\\n2. <content>..."``.
+        ``"1. <content>"``, a blank line, ``"2. <content>"``...
 
     """
     parts: list[str] = []
@@ -175,8 +175,10 @@ def _as_list(documents: Document | Sequence[Document]) -> list[Document]:
 
 
 class VectorStore(Resource):
-    """Base of vector stores. Implement ``_add_embedding``, ``_query_embedding``, ``get``
-    and ``delete`` (``_update_embedding`` defaults to an upsert through ``_add_embedding``).
+    """Base of vector stores.
+
+    Implement ``_add_embedding``, ``_query_embedding``, ``get`` and ``delete``
+    (``_update_embedding`` defaults to an upsert through ``_add_embedding``).
 
     Attributes:
         embedding_model: name of an ``EMBEDDING_MODEL`` setup (``None``: callers always pass
@@ -198,6 +200,9 @@ class VectorStore(Resource):
     def get_embedding_model(self) -> EmbeddingModelSetup:
         """The embedding model setup this store names.
 
+        Returns:
+            The setup.
+
         Raises:
             VectorStoreError: when the store names none.
             ResourceError: when the named resource is not an ``EmbeddingModelSetup``.
@@ -216,16 +221,25 @@ class VectorStore(Resource):
     def _ensure_embeddings(self, docs: list[Document]) -> list[Document]:
         missing = [i for i, d in enumerate(docs) if d.embedding is None]
         if missing:
-            vectors = self.get_embedding_model().embed([docs[i].content for i in missing])
+            # a list of texts gives a list of vectors
+            vectors = cast("list[list[float]]", self.get_embedding_model().embed(
+                [docs[i].content for i in missing]))
             for i, v in zip(missing, vectors, strict=True):
-                docs[i] = docs[i].model_copy(
-                    update={"embedding": list(v)})  # type: ignore[arg-type]
+                docs[i] = docs[i].model_copy(update={"embedding": list(v)})
         return [d if d.id is not None else d.model_copy(update={"id": document_id(
             d.content, d.metadata)}) for d in docs]
 
     def add(self, documents: Document | Sequence[Document], collection_name: str | None = None,
             **kwargs: Any) -> list[str]:
-        """Embed (where needed) and upsert documents; return their ids, in order.
+        """Embed (where needed) and upsert documents.
+
+        Args:
+            documents: one document or several.
+            collection_name: the collection (default: the store's).
+            **kwargs: backend arguments.
+
+        Returns:
+            The documents' ids, in order.
 
         Raises:
             VectorStoreError: for a non-document, a vector of the wrong size
@@ -258,6 +272,12 @@ class VectorStore(Resource):
 
     def query(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
         """Find the documents closest to the query's text or vector.
+
+        Args:
+            query: the text or vector, how many documents, filters and collection.
+
+        Returns:
+            The documents found, closest first.
 
         Raises:
             VectorStoreError: for an empty query, a wrong-size vector, a missing collection

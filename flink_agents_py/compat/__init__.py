@@ -65,7 +65,6 @@ from ._names import (
     RunStatus,
     Tool,
 )
-from ._skills import Agent, Skills, skills
 from ._resources import (
     AnthropicChatModelConnection,
     AnthropicChatModelSetup,
@@ -76,6 +75,7 @@ from ._resources import (
     OpenAIChatModelSetup,
     OpenAIEmbeddingModelConnection,
 )
+from ._skills import Agent, Skills, skills
 
 BaseChatModelConnection = ChatModelConnection
 """Flink Agents' name of ``ChatModelConnection``."""

@@ -79,7 +79,8 @@ _RESOURCE_TYPES = {
 
 def _type_of(resource: Any) -> ResourceType:
     """The type of a resource given without one (its class's ``RESOURCE_TYPE``)."""
-    from ..api import Resource, ResourceDescriptor, import_qualified
+    from ..api import Resource, ResourceDescriptor
+    from ..api._resources import import_qualified
 
     cls = type(resource)
     if isinstance(resource, ResourceDescriptor):
@@ -113,6 +114,12 @@ class _Environment:
     def get_config(self, path: str | None = None) -> Configuration:
         """The environment's configuration (``path``, a file to load, is not supported).
 
+        Args:
+            path: must be ``None``.
+
+        Returns:
+            The configuration; ``set(...)`` on it configures the environment.
+
         Raises:
             NotImplementedError: when ``path`` is given.
         """
@@ -123,13 +130,16 @@ class _Environment:
 
     def add_resource(self, name: str, resource_type: ResourceType | Any,
                      instance: Any = None) -> _Environment:
-        """Give a resource to every agent applied afterwards. Returns ``self``.
+        """Give a resource to every agent applied afterwards.
 
         Args:
             name: the resource's name.
             resource_type: its ``ResourceType``; or the resource itself (the type is then
                 its class's), with ``instance`` left out.
             instance: the ``ResourceDescriptor``, resource or function.
+
+        Returns:
+            This environment, for chaining.
         """
         if instance is None:
             resource_type, instance = _type_of(resource_type), resource_type
@@ -138,6 +148,12 @@ class _Environment:
 
     def load_yaml(self, path: Any) -> _Environment:
         """Load the agents declared in a YAML document; ``apply("name")`` picks one.
+
+        Args:
+            path: the YAML file.
+
+        Returns:
+            This environment, for chaining.
 
         Raises:
             YamlError: naming every problem of the document.
@@ -270,6 +286,9 @@ class AgentsExecutionEnvironment:
             t_env: the ``StreamTableEnvironment`` over ``env`` that ``to_table`` uses after
                 ``from_datastream`` (``None``: made when needed).
             **options: options of ``LocalExecutionEnvironment`` / ``FlinkExecutionEnvironment``.
+
+        Returns:
+            The environment.
         """
         if env is None:
             return LocalAgentsEnvironment(**options)

@@ -65,8 +65,15 @@ class Tool:
 
     @staticmethod
     def from_callable(fn: Callable[..., Any]) -> FunctionTool:
-        """A ``FunctionTool`` of ``fn`` (schema from its signature and its docstring, Google
-        or NumPy style)."""
+        """A ``FunctionTool`` of ``fn``.
+
+        Args:
+            fn: the function; its signature and docstring (Google or NumPy style) give the
+                schema.
+
+        Returns:
+            The tool.
+        """
         return FunctionTool.from_function(fn)
 
 
@@ -89,8 +96,10 @@ class RunStatus(_RunStatus):
 
 
 class InternalSubagentResourceDescriptorBuilder:
-    """Builds the descriptor of an internal sub-agent: ``...Builder(agent).description(d)
-    .input_schema(s).build()`` is ``ResourceDescriptor(InternalSubagent, agent=agent, ...)``.
+    """Builds the descriptor of an internal sub-agent.
+
+    ``...Builder(agent).description(d).input_schema(s).build()`` is
+    ``ResourceDescriptor(InternalSubagent, agent=agent, ...)``.
 
     Args:
         agent: the ``Agent`` (instance, class or ``module:qualname``) run as the sub-agent.

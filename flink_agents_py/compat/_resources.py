@@ -1,5 +1,6 @@
-"""The classes Flink Agents' resource names (``api.ResourceName``) point at: its argument names
-over ours.
+"""The classes Flink Agents' resource names (``api.ResourceName``) point at.
+
+They take its argument names over ours.
 
 Each class here is a thin subclass of one of ours that only renames arguments (Flink Agents'
 ``request_timeout`` is our ``timeout_s``...) and routes generation parameters into a setup's
@@ -35,8 +36,11 @@ _OPTIONS = "options"
 
 
 class _Renamed:
-    """Mixin: ``ARGUMENT_ALIASES`` maps a Flink Agents argument to ours (``"options"``: into
-    the ``options`` dict under its own name). Read by the plan's unknown-argument check."""
+    """Mixin: ``ARGUMENT_ALIASES`` maps a Flink Agents argument to ours.
+
+    ``"options"`` maps it into the ``options`` dict under its own name. Read by the plan's
+    unknown-argument check.
+    """
 
     ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {}
 
@@ -83,8 +87,11 @@ class _CompatSetup(_Renamed, ChatModelSetup):
 
 
 class OllamaChatModelConnection(_Renamed, OllamaChatModel):
-    """Flink Agents' Ollama connection: ``base_url`` is ``host``, ``request_timeout`` is
-    ``timeout_s``, ``model`` is ``default_model``."""
+    """Flink Agents' Ollama connection.
+
+    ``base_url`` is ``host``, ``request_timeout`` is ``timeout_s``, ``model`` is
+    ``default_model``.
+    """
 
     ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
         "base_url": "host", "request_timeout": "timeout_s", "model": "default_model"}
@@ -100,8 +107,11 @@ class OllamaChatModelSetup(_CompatSetup):
 
 
 class OpenAIChatModelConnection(_Renamed, OpenAIChatModel):
-    """Flink Agents' OpenAI connection: ``timeout`` / ``request_timeout`` are ``timeout_s``,
-    ``model`` is ``default_model``; the key is read from ``api_key_env`` (never a literal)."""
+    """Flink Agents' OpenAI connection.
+
+    ``timeout`` / ``request_timeout`` are ``timeout_s``, ``model`` is ``default_model``; the
+    key is read from ``api_key_env`` (never a literal).
+    """
 
     ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
         "timeout": "timeout_s", "request_timeout": "timeout_s", "model": "default_model"}
@@ -117,8 +127,10 @@ class OpenAIChatModelSetup(_CompatSetup):
 
 
 class AnthropicChatModelConnection(_Renamed, AnthropicChatModel):
-    """Flink Agents' Anthropic connection: ``timeout`` / ``request_timeout`` are
-    ``timeout_s``, ``model`` is ``default_model``."""
+    """Flink Agents' Anthropic connection.
+
+    ``timeout`` / ``request_timeout`` are ``timeout_s``, ``model`` is ``default_model``.
+    """
 
     ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
         "timeout": "timeout_s", "request_timeout": "timeout_s", "model": "default_model"}

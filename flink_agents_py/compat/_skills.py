@@ -1,5 +1,6 @@
-"""Flink Agents' skills declaration (``@skills``, ``Skills``, a setup's ``skills=`` and
-``allowed_commands=``), wired onto our skill tools.
+"""Flink Agents' skills declaration, wired onto our skill tools.
+
+The declaration: ``@skills``, ``Skills``, a setup's ``skills=`` and ``allowed_commands=``.
 
 Flink Agents registers skills as a resource of their own and gives every chat model setup
 naming them a ``load_skill`` and a ``bash`` tool. Here, ``compat.Agent`` does that wiring
@@ -39,7 +40,7 @@ class Skills(LoadSkillTool):
 
 def skills(fn: Any) -> Any:
     """Declare a static method returning ``Skills`` (Flink Agents' ``@skills``)."""
-    target = fn.__func__ if isinstance(fn, staticmethod) else fn
+    target: Any = fn.__func__ if isinstance(fn, staticmethod) else fn
     target.__resource_spec__ = ResourceSpec(resource_type=ResourceType.TOOL)
     return fn
 

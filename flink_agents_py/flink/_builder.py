@@ -11,7 +11,7 @@ from pyflink.common import Row, Types
 from ..api import Agent
 from ..local import default_key_selector
 from ..plan import AgentPlan
-from ..runtime import Failpoint, Journal, Observer, check_resources
+from ..runtime import Failpoint, HostOptions, Journal, Observer, check_resources
 from ._operator import ERROR_TAG, AgentOperator
 from ._progress import JobProgress, progress_enabled, rest_urls
 from ._workers import WorkerSetupError, config_getter, configure_workers
@@ -26,6 +26,9 @@ def plan_modules(plan: AgentPlan) -> list[str]:
         WorkerSetupError: when a resource's class is defined in ``__main__``: the workers
             build resources by importing their class, and cannot import the client's script.
             (Actions defined in ``__main__`` travel with the plan, pickled by value.)
+
+    Returns:
+        The module names.
     """
     found: list[str] = []
     for action in plan.actions.values():
@@ -63,6 +66,9 @@ def _output_as_row(names: list[str], output: Any) -> Any:
     A dict gives its values by field name (a field it lacks is null); a ``Row``, tuple or
     list its values in order; any other value fills a one-field row.
 
+    Returns:
+        A ``pyflink.common.Row``.
+
     Raises:
         TypeError: when the output cannot fill the declared fields (says which output).
     """
@@ -93,6 +99,9 @@ class FlinkAgentBuilder:
     def apply(self, agent: Agent | AgentPlan, *, name: str | None = None) -> FlinkAgentBuilder:
         """Key the input and run ``agent`` on it in an ``AgentOperator``.
 
+        Returns:
+            ``self``.
+
         Raises:
             PlanError: when the agent does not compile.
             WorkerSetupError: when Flink's Python workers could not import the agent (says
@@ -105,11 +114,7 @@ class FlinkAgentBuilder:
         workers = configure_workers(self._env.env, plan_modules(plan))
         if workers.target == "local":  # the workers share this environment: check it now
             check_resources(plan)
-        op = AgentOperator(plan, max_in_flight=self._env.max_in_flight,
-                           max_poll_interval_ms=self._env.max_poll_interval_ms,
-                           journal=self._env.journal, failpoint=self._env.failpoint,
-                           metrics=self._env.metrics, event_log=self._env.event_log,
-                           observer=self._env.observer)
+        op = AgentOperator(plan, self._env.options)
         label = name or (type(agent).__name__ if isinstance(agent, Agent) else "agent")
         self._result = (
             self._ds.key_by(self._key_selector)
@@ -133,7 +138,11 @@ class FlinkAgentBuilder:
     def errors_datastream(self) -> Any:
         """Failed actions and rejected records, as dicts with ``key`` (the side output).
 
-        Not taking it drops them (they never mix with the outputs)."""
+        Not taking it drops them (they never mix with the outputs).
+
+        Returns:
+            The side output ``DataStream``.
+        """
         self._applied()
         return self._errors
 
@@ -181,7 +190,12 @@ class FlinkExecutionEnvironment:
             a plain one; either way what the Python workers need to import the agent is set
             on it here and by ``apply`` (see ``configure_workers``).
         max_in_flight: the most I/O calls running at once per operator instance.
-        max_poll_interval_ms: the longest wait between checks of a key waiting for I/O, in ms.
+        max_poll_interval_ms: the longest wait between checks of a key whose I/O has run past
+            its expected duration, in ms.
+        max_queued_per_key: the most input records queued behind one key's run; more wait
+            upstream (backpressure). ``None``: unbounded.
+        max_waiting_calls: the most calls waiting for an I/O slot before input waits
+            (backpressure); ``None``: ``max_in_flight``.
         journal: a write-ahead journal of durable call outcomes (``SqliteJournal``...), closing
             the window between the last checkpoint and a failure.
         failpoint: a test hook for crash injection (see ``runtime.Failpoint``).
@@ -208,21 +222,40 @@ class FlinkExecutionEnvironment:
                  journal: Journal | None = None, failpoint: Failpoint | None = None,
                  metrics: bool = True, event_log: Any = None,
                  observer: Observer | None = None, progress: bool = False,
-                 t_env: Any = None) -> None:
+                 t_env: Any = None, max_queued_per_key: int | None = 10_000,
+                 max_waiting_calls: int | None = None) -> None:
         from ..observability import EventLog
 
         if hasattr(env, "_j_stream_execution_environment"):  # not a stand-in of a unit test
             configure_workers(env)
         self.env = env
         self.show_progress = progress
-        self.journal = journal
-        self.failpoint = failpoint
-        self.metrics = metrics
-        self.event_log = EventLog.of(event_log)  # a path is made absolute here, on the client
-        self.observer = observer
-        self.max_in_flight = max_in_flight
-        self.max_poll_interval_ms = max_poll_interval_ms
+        self.options = HostOptions(
+            max_in_flight=max_in_flight, max_poll_interval_ms=max_poll_interval_ms,
+            max_queued_per_key=max_queued_per_key, max_waiting_calls=max_waiting_calls,
+            journal=journal, failpoint=failpoint, metrics=metrics,
+            event_log=EventLog.of(event_log),  # a path is made absolute here, on the client
+            observer=observer)  # what every operator applied from here on runs with
         self.t_env = t_env
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most I/O calls running at once per operator instance (settable)."""
+        return self.options.max_in_flight
+
+    @max_in_flight.setter
+    def max_in_flight(self, value: int) -> None:
+        self.options = self.options.replace(max_in_flight=value)
+
+    @property
+    def metrics(self) -> bool:
+        """Whether the operators keep and register the agent metrics."""
+        return self.options.metrics
+
+    @property
+    def event_log(self) -> Any:
+        """The event log the operators write (an ``observability.EventLog``), or ``None``."""
+        return self.options.event_log
 
     def from_datastream(self, ds: Any, key_selector: Callable[[Any], Any] | None = None
                         ) -> FlinkAgentBuilder:

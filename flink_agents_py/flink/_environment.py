@@ -33,11 +33,23 @@ def python_path_for_workers() -> str:
     return os.pathsep.join(seen)
 
 
+def _checkpoint_alignment(unaligned: bool | None, timeout_ms: int) -> dict[str, str]:
+    """The Flink settings for ``create_stream_environment``'s checkpoint alignment choice."""
+    if unaligned is False:
+        return {}
+    settings = {"execution.checkpointing.unaligned.enabled": "true"}
+    if unaligned is None:
+        settings["execution.checkpointing.aligned-checkpoint-timeout"] = f"{timeout_ms} ms"
+    return settings
+
+
 def create_stream_environment(
     *,
     parallelism: int = 1,
     execution_mode: Literal["thread", "process"] = "thread",
     checkpoint_interval_ms: int | None = None,
+    unaligned_checkpoints: bool | None = None,
+    aligned_checkpoint_timeout_ms: int = 10_000,
     restart_attempts: int = 3,
     restart_delay_s: float = 1.0,
     bundle_size: int = 1000,
@@ -54,6 +66,20 @@ def create_stream_environment(
         parallelism: default parallelism.
         execution_mode: ``"thread"`` (default, faster) or ``"process"``.
         checkpoint_interval_ms: enable checkpointing at this interval (``None``: off).
+        unaligned_checkpoints: let checkpoint barriers overtake records buffered between
+            operators (``execution.checkpointing.unaligned.enabled``), so checkpoints keep
+            completing while the agent operator holds its input back (backpressure, see
+            ``HostOptions.max_queued_per_key``), up to the end of a bounded job. ``None``
+            (default): a checkpoint starts aligned and switches to unaligned once its
+            alignment has taken ``aligned_checkpoint_timeout_ms``; so a job that is not
+            backpressured writes plain aligned checkpoints, and one that is (a hot key, a
+            saturated I/O executor) still completes them. ``True``: always unaligned;
+            ``False``: always aligned (under backpressure a checkpoint then waits until the
+            records buffered before the operator have been processed: minutes with a slow
+            model). Savepoints are always aligned (Flink).
+        aligned_checkpoint_timeout_ms: with ``unaligned_checkpoints=None``, how long a
+            checkpoint's alignment may take before it turns unaligned, in ms
+            (``execution.checkpointing.aligned-checkpoint-timeout``).
         restart_attempts: fixed-delay restart attempts after a failure.
         restart_delay_s: delay between restarts, in seconds.
         bundle_size: process mode's records per bundle.
@@ -80,6 +106,7 @@ def create_stream_environment(
         "restart-strategy.type": "fixed-delay",
         "restart-strategy.fixed-delay.attempts": str(restart_attempts),
         "restart-strategy.fixed-delay.delay": f"{int(restart_delay_s * 1000)} ms",
+        **_checkpoint_alignment(unaligned_checkpoints, aligned_checkpoint_timeout_ms),
         **(extra_config or {}),
     }
     for k, v in settings.items():

@@ -145,12 +145,18 @@ class KafkaJournal(Journal):
                 for msg in consumer.consume(num_messages=10_000, timeout=0.5):
                     if msg.error() is not None:
                         raise RuntimeError(f"reading journal topic {self.topic}: {msg.error()}")
-                    entry = msg.key().decode()
-                    if msg.value() is None:
+                    raw_key, value, offset = msg.key(), msg.value(), msg.offset()
+                    if raw_key is None or offset is None:
+                        raise RuntimeError(
+                            f"reading journal topic {self.topic}: a record without a key "
+                            f"(partition {msg.partition()}, offset {offset}); the topic holds "
+                            "something other than a journal")
+                    entry = raw_key.decode()
+                    if value is None:
                         index.pop(entry, None)
                     else:
-                        index[entry] = msg.value().decode()
-                    if msg.offset() + 1 >= ends[msg.partition()]:
+                        index[entry] = value.decode()
+                    if offset + 1 >= ends[msg.partition()]:
                         todo.discard(msg.partition())
                 # compaction can remove the last records: stop at the position, not a record
                 if todo:

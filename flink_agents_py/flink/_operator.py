@@ -1,29 +1,61 @@
 """The agent operator: ``AgentCore`` hosted in a PyFlink ``KeyedProcessFunction``.
 
-Keyed state holds, per key: the in-flight run (``RunState`` as JSON), the short-term memory
-(JSON), and the queue of inputs waiting behind the run (a ``MapState`` by position, with head
-and tail counters). A checkpoint therefore captures every run's bookkeeping and recorded
-durable call outcomes; live coroutines stay in the operator and are rebuilt from state after
-a restore (see ``AgentCore``).
+Keyed state holds, per key: the in-flight run (``RunState.to_stored()`` text), the short-term
+memory (JSON), and the queue of inputs waiting behind the run (a ``MapState`` by position,
+with head and tail counters; the tail is the key's next input sequence number). A checkpoint
+therefore captures every run's bookkeeping and recorded durable call outcomes; live
+coroutines stay in the operator and are rebuilt from state after a restore (see
+``AgentCore``).
+
+Cost per record (``_FlinkKeyState``): each state value is read at most once per callback and
+written back only when it changed. A run that starts and completes within one callback never
+touches the run state, and an input that arrives for an idle key is handed to its run without
+the ``MapState`` queue: such a record costs reading the run and the tail, and writing the
+tail. This relies on an invariant of the core: a key with no run in flight has no queued
+inputs (the core starts the next queued input as soon as a run completes), so the head
+counter is only read, and only kept exact, while a run is in flight.
 
 Wake-ups: an action waiting for I/O cannot be resumed from the executor's thread, since keyed
 state is only reachable inside a callback for that key. While a key is busy the operator keeps
-a processing-time timer for it, backing off from 1 ms to ``max_poll_interval_ms`` while nothing
-completes. At the end of bounded input Flink drops pending processing-time timers, so every
-busy key also has an event-time timer at ``DRAIN_TIMESTAMP``, which fires for each key at the
-final watermark. In thread mode the drain timer of a busy key re-registers itself one
-millisecond later: Flink polls a timer before firing it and fires every timer up to the
-watermark in one loop, so the new one fires in that same loop after every other key's turn,
-and all busy keys advance in turns as their I/O completes (the
-operator blocks only while no key at all has completed I/O). In process mode, where timer
-registrations reach Flink only with the bundle's output, the drain timer blocks until its key
-has no work left.
+one processing-time timer for it, set for when its next call is expected to complete (the I/O
+executor knows whether the key's call still waits for a slot or runs, and how long calls of
+that function took lately), then backing off from 1 ms to ``max_poll_interval_ms`` while
+nothing completes; with many keys waiting the longest backoff grows with their number (half a
+millisecond per busy key, at most 5 s), which bounds the idle polls to about 2,000 per second
+however many keys wait on calls slower than expected. At the end of bounded input Flink drops
+pending processing-time timers, so every busy key also has an event-time timer at
+``DRAIN_TIMESTAMP``, registered once when the key becomes busy and deleted when it becomes
+idle, which fires for each key still busy at the final watermark. In thread mode the drain
+timer of a busy key re-registers itself one millisecond later: Flink fires every timer up to
+the watermark in one loop, so the new one fires in that same loop after every other key's turn,
+and all busy keys advance in turns as their I/O completes (the operator blocks only while no
+key at all has completed I/O). In process mode, where timer registrations reach Flink only with
+the bundle's output, the drain timer blocks until its key has no work left.
+
+Checkpoints and the end of bounded input: no checkpoint can complete during that final
+drain. The drain runs inside Flink's processing of the final watermark, which holds the
+task's mailbox (where checkpoints are taken), and the barrier of the next checkpoint reaches
+the operator only behind the end-of-data event that follows the final watermark: after it
+Flink finishes the operator and drops processing-time timers, so the drain cannot be spread
+over later callbacks either (PyFlink offers a Python function no way to yield to the mailbox
+or to defer its end of input). Without limits the operator would take in a whole bounded
+input at once, so nearly all of a long job would run in that drain. So the operator does not
+read far ahead of its work: an input record waits inside the operator (backpressure) while its
+key's queue is at ``max_queued_per_key`` (working that key meanwhile), or while more than
+``max_waiting_calls`` calls wait for an I/O slot. The input then ends only when at most that
+much work is left; with unaligned checkpoints, whose barriers overtake the records buffered
+upstream of a backpressured operator, checkpoints keep completing while the backlog is worked
+off (between two callbacks), and a failure near the end of a long bounded job restores from a
+recent checkpoint (calls made since then are answered from the journal, when there is one).
+Measured in ``tests/test_drain_checkpoint.py``; see ``docs/how-to/limits.md``.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pyflink.common import Types
@@ -33,17 +65,18 @@ from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from ..plan import AgentPlan
 from ..runtime import (
     AgentCore,
-    Failpoint,
-    Journal,
+    HostOptions,
     KeyState,
-    Observer,
     RunState,
     StepResult,
     dumps_json,
     loads_json,
 )
+from ._fresh import fresh_reduce
 
 __all__ = ["AgentOperator", "ERROR_TAG", "DRAIN_TIMESTAMP"]
+
+log = logging.getLogger(__name__)
 
 DRAIN_TIMESTAMP = 2**63 - 2**40
 """The event-time timer that fires for every key at the end of bounded input.
@@ -54,41 +87,82 @@ that a drain can take a new, later timestamp for each of its rounds."""
 ERROR_TAG = OutputTag("agent-errors", Types.PICKLED_BYTE_ARRAY())
 """Side output of failed actions and rejected records (``ErrorRecord`` as a dict)."""
 
+_MAX_EXPECTED_WAIT_MS = 10_000
+"""The longest a poll is put off on the executor's estimate alone, in ms."""
+
+_POLL_SPACING_MS = 0.5
+"""Per busy key, how much the longest backoff between polls grows, in ms: with ``n`` keys
+waiting on calls that take longer than expected, each is polled at most every
+``max(max_poll_interval_ms, n * 0.5 ms)`` (capped at ``_MAX_POLL_SPREAD_MS``), so idle polls
+stay near 2,000 per second however many keys wait (about 5 % of a core), at the price of
+noticing such a late completion up to that much later."""
+
+_MAX_POLL_SPREAD_MS = 5_000
+"""The most ``_POLL_SPACING_MS`` stretches the backoff between polls, in ms."""
+
+_UNREAD: Any = object()
+_BUSY = StepResult(busy=True)
+
 
 def _timers_are_synchronous(ctx: Any) -> bool:
     """Whether timer registrations reach Flink's timer service at once (thread mode).
 
     In thread mode the Python function calls the Java timer service directly; in process
     mode registrations travel back with the bundle's output.
+
+    Returns:
+        ``True`` in thread mode.
     """
     return type(ctx).__module__.startswith("pyflink.fn_execution.datastream.embedded")
 
 
 class _FlinkKeyState(KeyState):
-    """The current key's state in Flink keyed state; loaded lazily, written back on flush."""
+    """The current key's state in Flink keyed state, for one callback.
+
+    Each value is read at most once (lazily) and written back by ``flush`` only when it
+    changed; inputs pushed during the callback stay in memory, so one pushed and popped in
+    the same callback never reaches the ``MapState``. ``flush`` may be called more than once
+    (the object stays valid for the rest of the callback).
+    """
+
+    __slots__ = ("_op", "_run", "_run_raw", "_memory", "_memory_raw", "_head", "_tail",
+                 "_head_stored", "_tail_stored", "_pushed")
 
     def __init__(self, op: AgentOperator) -> None:
         self._op = op
         self._run: RunState | None = None
-        self._run_loaded = False
+        self._run_raw: Any = _UNREAD
         self._memory: dict[str, Any] | None = None
+        self._memory_raw: Any = _UNREAD
+        self._head = self._tail = -1  # -1: not read yet
+        self._head_stored: int | None = None  # None: unknown (the key had no run)
+        self._tail_stored = 0
+        self._pushed: dict[int, Any] = {}  # inputs pushed in this callback, not in state yet
+
+    def _load_run(self) -> None:
+        raw = self._op._run_state.value()
+        self._run_raw = raw
+        self._run = RunState.from_stored(raw) if raw else None
 
     @property
     def run(self) -> RunState | None:
-        if not self._run_loaded:
-            raw = self._op._run_state.value()
-            self._run = RunState.model_validate(loads_json(raw)) if raw else None
-            self._run_loaded = True
+        """The in-flight run (read from keyed state once)."""
+        if self._run_raw is _UNREAD:
+            self._load_run()
         return self._run
 
     @run.setter
     def run(self, value: RunState | None) -> None:
-        self._run, self._run_loaded = value, True
+        if self._run_raw is _UNREAD:
+            self._load_run()
+        self._run = value
 
     @property
     def memory(self) -> dict[str, Any]:
+        """The key's short-term memory (read from keyed state once, when first touched)."""
         if self._memory is None:
             raw = self._op._memory_state.value()
+            self._memory_raw = raw
             self._memory = loads_json(raw) if raw else {}
         return self._memory
 
@@ -96,41 +170,86 @@ class _FlinkKeyState(KeyState):
     def memory(self, value: dict[str, Any]) -> None:
         self._memory = value
 
-    def _bounds(self) -> tuple[int, int]:
-        return self._op._head_state.value() or 0, self._op._tail_state.value() or 0
+    def _bounds(self) -> None:
+        if self._tail >= 0:
+            return
+        if self._run_raw is _UNREAD:
+            self._load_run()
+        tail = self._op._tail_state.value() or 0
+        self._tail = self._tail_stored = tail
+        if not self._run_raw:  # a key idle in state has no queue (see the module docstring)
+            self._head = tail
+        else:
+            self._head = self._head_stored = self._op._head_state.value() or 0
 
     def push_input(self, record: Any) -> None:
-        _, tail = self._bounds()
-        self._op._queue_state.put(tail, dumps_json(record, sort_keys=False).decode())
-        self._op._tail_state.update(tail + 1)
+        """Queue ``record`` (kept in memory until ``flush``)."""
+        self._bounds()
+        self._pushed[self._tail] = record
+        self._tail += 1
 
     def pop_input(self) -> tuple[int, Any] | None:
-        head, tail = self._bounds()
-        if head >= tail:
+        """The oldest queued input as ``(seq, record)``, or ``None``."""
+        self._bounds()
+        seq = self._head
+        if seq >= self._tail:
             return None
-        raw = self._op._queue_state.get(head)
-        self._op._queue_state.remove(head)
-        self._op._head_state.update(head + 1)
-        return head, loads_json(raw)
+        self._head = seq + 1
+        if seq in self._pushed:
+            return seq, self._pushed.pop(seq)
+        queue = self._op._queue_state
+        raw = queue.get(seq)
+        queue.remove(seq)
+        if raw is None:
+            raise RuntimeError(f"input {seq} of key {self._op._key!r} is missing from the "
+                               f"operator's queue state (head {seq}, tail {self._tail})")
+        return seq, loads_json(raw)
 
     def queued(self) -> int:
-        head, tail = self._bounds()
-        return tail - head
+        """How many inputs wait behind the in-flight run."""
+        self._bounds()
+        return self._tail - self._head
 
     def flush(self) -> None:
-        if self._run_loaded:
+        """Write back what changed: the run, the memory, the queue and its counters."""
+        op = self._op
+        if self._run_raw is not _UNREAD:
             if self._run is None:
-                self._op._run_state.clear()
+                if self._run_raw:
+                    op._run_state.clear()
+                self._run_raw = None
             else:
-                self._op._run_state.update(
-                    dumps_json(self._run.model_dump(mode="python"), sort_keys=False).decode())
-        if self._memory is not None:
-            self._op._memory_state.update(dumps_json(self._memory, sort_keys=False).decode())
+                text = self._run.to_stored()
+                if text != self._run_raw:
+                    op._run_state.update(text)
+                    self._run_raw = text
+        if self._memory is not None and (self._memory or self._memory_raw):
+            text = dumps_json(self._memory, sort_keys=False).decode()
+            if text != self._memory_raw:
+                op._memory_state.update(text)
+                self._memory_raw = text
+        if self._tail < 0:
+            return
+        for seq, record in self._pushed.items():
+            op._queue_state.put(seq, dumps_json(record, sort_keys=False).decode())
+        self._pushed.clear()
+        if self._tail != self._tail_stored:
+            op._tail_state.update(self._tail)
+            self._tail_stored = self._tail
+        if self._run is not None and self._head != self._head_stored:
+            op._head_state.update(self._head)  # exact whenever a run is in flight
+            self._head_stored = self._head
 
 
 def _task_info(runtime_context: Any) -> tuple[int, int]:
-    """``(subtask index, attempt number)``. PyFlink 2.3's thread-mode context calls Java
-    methods that moved to ``RuntimeContext.getTaskInfo()``, so that is tried next."""
+    """The subtask's index and attempt number.
+
+    PyFlink 2.3's thread-mode context calls Java methods that moved to
+    ``RuntimeContext.getTaskInfo()``, so that is tried next.
+
+    Returns:
+        ``(subtask index, attempt number)`` (0 for what cannot be found).
+    """
     found: list[int] = []
     for name, java in (("get_index_of_this_subtask", "getIndexOfThisSubtask"),
                        ("get_attempt_number", "getAttemptNumber")):
@@ -155,64 +274,81 @@ class AgentOperator(KeyedProcessFunction):
 
     Args:
         plan: the compiled agent.
-        max_in_flight: the most I/O calls running at once in this operator instance.
-        max_poll_interval_ms: the longest wait between checks of a busy key, in ms.
-        drain_poll_s: at end of input, how long to block per wait for a key's I/O, in s.
-        journal: an optional write-ahead journal (picklable; each instance opens its own).
-        failpoint: a test hook for crash injection (see ``runtime.Failpoint``).
-        metrics: register the agent metrics in the operator's metric group
-            (``flink_agents``; see ``observability.AgentMetrics``).
-        event_log: an ``observability.EventLog`` (or a path, or a sink); each subtask writes
-            its own file.
-        observer: an extra ``runtime.Observer`` (picklable).
+        options: how to run it (``runtime.HostOptions``; default: the defaults).
+        **changes: options to change from ``options`` by name (``metrics=False``...).
+
+    Raises:
+        TypeError: when a name in ``changes`` is not an option.
+        ValueError: when an option is out of range.
+
+    Attributes:
+        stats: what the operator did, for measurements: ``timer_callbacks``, ``idle_polls``
+            (a poll that found no completed I/O), ``input_waits`` (records that waited
+            inside the operator for backpressure), ``drain_rounds``.
     """
 
-    def __init__(self, plan: AgentPlan, *, max_in_flight: int = 32,
-                 max_poll_interval_ms: int = 20, drain_poll_s: float = 1.0,
-                 journal: Journal | None = None, failpoint: Failpoint | None = None,
-                 metrics: bool = True, event_log: Any = None,
-                 observer: Observer | None = None) -> None:
+    def __init__(self, plan: AgentPlan, options: HostOptions | None = None,
+                 **changes: Any) -> None:
+        base = options if options is not None else HostOptions()
         self.plan = plan
-        self.journal = journal
-        self.failpoint = failpoint
-        self.metrics = metrics
-        self.event_log = event_log
-        self.observer = observer
+        self.options = base.replace(**changes) if changes else base
         self.observability: Any = None
-        self.max_in_flight = max_in_flight
-        self.max_poll_interval_ms = max_poll_interval_ms
-        self.drain_poll_s = drain_poll_s
         self.core: AgentCore | None = None
+        self.stats: collections.Counter[str] = collections.Counter()
+        self._key: Any = None
         self._backoff: dict[Any, int] = {}
+        self._poll_at: dict[Any, int] = {}
+        self._drain_at: dict[Any, int] = {}
+        self._synchronous: bool | None = None
+        self._flush_at: tuple[Any, int] | None = None  # (key, time) of the metrics flush timer
+        self._is_live: Callable[[Any], bool] = lambda key: True
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Forget finished jobs' modules first when unpickled (see ``_fresh``).
+
+        Returns:
+            ``fresh_reduce(self)``: a thread-mode TaskManager's interpreter, unpickling this
+            operator, imports this job's own modules, not those a finished job left behind.
+        """
+        return fresh_reduce(self)
 
     def open(self, runtime_context: RuntimeContext) -> None:
         """Create the keyed state handles and start the core's I/O executor."""
-        self._run_state = runtime_context.get_state(ValueStateDescriptor("agent-run", Types.STRING()))
+        opts = self.options
+        self._run_state = runtime_context.get_state(
+            ValueStateDescriptor("agent-run", Types.STRING()))
         self._memory_state = runtime_context.get_state(
             ValueStateDescriptor("agent-memory", Types.STRING()))
         self._queue_state = runtime_context.get_map_state(
             MapStateDescriptor("agent-queue", Types.LONG(), Types.STRING()))
-        self._head_state = runtime_context.get_state(ValueStateDescriptor("agent-queue-head", Types.LONG()))
-        self._tail_state = runtime_context.get_state(ValueStateDescriptor("agent-queue-tail", Types.LONG()))
+        self._head_state = runtime_context.get_state(
+            ValueStateDescriptor("agent-queue-head", Types.LONG()))
+        self._tail_state = runtime_context.get_state(
+            ValueStateDescriptor("agent-queue-tail", Types.LONG()))
         self.observability = self._open_observability(runtime_context)
-        self.core = AgentCore(self.plan, max_in_flight=self.max_in_flight, journal=self.journal,
-                              failpoint=self.failpoint, observer=self.observability.observer)
-        self.core.open()
-        self._backoff = {}
+        core = self.core = AgentCore(self.plan, max_in_flight=opts.max_in_flight,
+                                     journal=opts.journal, failpoint=opts.failpoint,
+                                     observer=self.observability.observer)
+        core.open()
+        is_live = getattr(core, "is_live", None)
+        self._is_live = is_live if is_live is not None else (lambda key: key in core.live_keys())
+        self._backoff, self._poll_at, self._drain_at = {}, {}, {}
+        self._flush_at = None
+        self.stats.clear()
 
     def _open_observability(self, runtime_context: RuntimeContext) -> Any:
         from ..observability import HostObservability
 
+        opts = self.options
         group = None
-        if self.metrics:
+        if opts.metrics:
             try:
                 group = runtime_context.get_metrics_group()
             except Exception:  # noqa: BLE001 - metrics disabled for Python functions
-                logging.getLogger(__name__).warning("no metric group: agent metrics stay local",
-                                                    exc_info=True)
+                log.warning("no metric group: agent metrics stay local", exc_info=True)
         subtask, attempt = _task_info(runtime_context)
         return HostObservability(
-            metrics=self.metrics, event_log=self.event_log, observer=self.observer,
+            metrics=opts.metrics, event_log=opts.event_log, observer=opts.observer,
             host="flink", subtask=subtask, attempt=attempt, flink_group=group,
             actions=list(self.plan.actions))
 
@@ -221,65 +357,190 @@ class AgentOperator(KeyedProcessFunction):
         if self.core is not None:
             self.core.close()
             self.core = None
+            log.debug("agent operator stats: %s", dict(self.stats))
         if self.observability is not None:
             self.observability.close()
 
+    # -- callbacks ---------------------------------------------------------------------
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
-        """Queue the record for its key and run what can run."""
-        assert self.core is not None
-        key = ctx.get_current_key()
-        if self.failpoint is not None:
-            self.failpoint("element", key, {"record": value})
-        res = self.core.on_input(key, value, _FlinkKeyState(self))
+        """Queue the record for its key and run what can run.
+
+        Blocks (backpressure) while the key's queue is at ``max_queued_per_key``, working
+        that key meanwhile, and after the record while more than ``max_waiting_calls`` calls
+        wait for an I/O slot; each wait lasts at most ``drain_poll_s``, so that the task
+        thread returns to Flink (checkpoint barriers, timers) at least that often.
+
+        Yields:
+            The outputs, and ``(ERROR_TAG, error)`` pairs.
+        """
+        core = self.core
+        assert core is not None
+        key = self._key = ctx.get_current_key()
+        opts = self.options
+        if opts.failpoint is not None:
+            opts.failpoint("element", key, {"record": value})
+        state = _FlinkKeyState(self)
+        limit = opts.max_queued_per_key
+        if limit is not None and state.queued() >= limit:
+            self.stats["input_waits"] += 1
+            deadline = time.monotonic() + opts.drain_poll_s
+            res = core.advance(key, state)
+            yield from self._emit(res)
+            while res.busy and state.queued() >= limit:
+                left = deadline - time.monotonic()
+                if left <= 0:  # give the task thread back (checkpoints, timers)
+                    self.stats["input_wait_timeouts"] += 1
+                    break
+                if not core.has_deliveries(key):
+                    core.wait_for(key, left)
+                res = core.advance(key, state)
+                yield from self._emit(res)
+        res = core.on_input(key, value, state)
         yield from self._emit(res)
         self._schedule(key, res, ctx, progressed=True)
+        executor = core.executor
+        waiting_limit = opts.waiting_calls_limit
+        if executor.waiting > waiting_limit:
+            self.stats["input_waits"] += 1
+            if not executor.wait_waiting_below(waiting_limit + 1, opts.drain_poll_s):
+                self.stats["input_wait_timeouts"] += 1
+        if self._flush_at is None and self.observability.unflushed:
+            self._arm_flush(key, ctx)
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
         """Resume the key: apply completed I/O; at the drain timer, finish all its work."""
-        if self.core is None:  # a processing-time timer queued before close(): nothing to do
+        core = self.core
+        if core is None:  # a processing-time timer queued before close(): nothing to do
             return
-        key = ctx.get_current_key()
-        if self.failpoint is not None:
-            self.failpoint("timer", key, {"timestamp": timestamp})
-        progressed = self.core.has_deliveries(key)
+        key = self._key = ctx.get_current_key()
+        self.stats["timer_callbacks"] += 1
+        failpoint = self.options.failpoint
+        if failpoint is not None:
+            failpoint("timer", key, {"timestamp": timestamp})
         if timestamp >= DRAIN_TIMESTAMP:
-            res = self.core.advance(key, _FlinkKeyState(self))
-            yield from self._emit(res)
-            if res.busy and _timers_are_synchronous(ctx):
-                # Take turns: Flink fires a timer re-registered during the final watermark in
-                # the same loop, after the other keys' timers, so every busy key advances as
-                # its I/O completes. Block only while no key at all has completed I/O.
-                if not self.core.has_deliveries(key) and not self.core.wait_any(0):
-                    self.core.wait_any(self.drain_poll_s)
-                # one later than this round, so it sorts after every other key's turn
-                ctx.timer_service().register_event_time_timer(timestamp + 1)
-                return
-            while res.busy:  # process mode: timers come back with the bundle, too late here
-                self.core.wait_for(key, self.drain_poll_s)
-                res = self.core.advance(key, _FlinkKeyState(self))
-                yield from self._emit(res)
-            self._backoff.pop(key, None)
+            yield from self._drain(key, timestamp, ctx)
             return
-        if not progressed and key in self.core.live_keys():
-            self._schedule(key, StepResult(busy=True), ctx, progressed=False)
+        if self._flush_at is not None and timestamp >= self._flush_at[1]:
+            flush_key, flush_time = self._flush_at
+            self._flush_at = None
+            self.observability.flush()
+            if (key, timestamp) == (flush_key, flush_time) and key not in self._poll_at:
+                return  # the metrics flush timer only
+        pending = self._poll_at.get(key)
+        if pending is not None:
+            if pending != timestamp:
+                return  # superseded by the key's pending poll
+            del self._poll_at[key]
+        progressed = core.has_deliveries(key)
+        if not progressed and self._is_live(key):
+            self.stats["idle_polls"] += 1
+            self._schedule(key, _BUSY, ctx, progressed=False)
             return
-        res = self.core.advance(key, _FlinkKeyState(self))
+        # completed I/O, or a key restored from a checkpoint (its actions are not live yet)
+        res = core.advance(key, _FlinkKeyState(self))
         yield from self._emit(res)
-        self._schedule(key, res, ctx, progressed=progressed)
+        self._schedule(key, res, ctx, progressed=True)
+        if self._flush_at is None and self.observability.unflushed:
+            self._arm_flush(key, ctx)
+
+    def _drain(self, key: Any, timestamp: int, ctx: Any) -> Iterator[Any]:
+        """The end of input for ``key``: advance it; finish its work (see the module doc)."""
+        core = self.core
+        assert core is not None
+        self.stats["drain_rounds"] += 1
+        self._drain_at.pop(key, None)  # this timer fired
+        state = _FlinkKeyState(self)
+        res = core.advance(key, state)
+        yield from self._emit(res)
+        if self._synchronous is None:
+            self._synchronous = _timers_are_synchronous(ctx)
+        if res.busy and self._synchronous:
+            # Take turns: Flink fires a timer re-registered during the final watermark in
+            # the same loop, after the other keys' timers, so every busy key advances as
+            # its I/O completes. Block only while no key at all has completed I/O.
+            if not core.has_deliveries(key) and not core.wait_any(0):
+                core.wait_any(self.options.drain_poll_s)
+            # one later than this round, so it sorts after every other key's turn
+            ctx.timer_service().register_event_time_timer(timestamp + 1)
+            self._drain_at[key] = timestamp + 1
+            return
+        while res.busy:  # process mode: timers come back with the bundle, too late here
+            core.wait_for(key, self.options.drain_poll_s)
+            res = core.advance(key, state)
+            yield from self._emit(res)
+        self._backoff.pop(key, None)
+        self._poll_at.pop(key, None)
 
     def _emit(self, res: StepResult) -> Iterator[Any]:
         yield from res.outputs
         for err in res.errors:
             yield ERROR_TAG, err.model_dump(mode="json")
-        if self.failpoint is not None and res.outputs:
-            self.failpoint("outputs_emitted", None, {"outputs": res.outputs})
+        failpoint = self.options.failpoint
+        if failpoint is not None and res.outputs:
+            failpoint("outputs_emitted", None, {"outputs": res.outputs})
 
+    # -- wake-ups ----------------------------------------------------------------------
     def _schedule(self, key: Any, res: StepResult, ctx: Any, progressed: bool) -> None:
+        """Keep one poll timer for a busy key (and its drain timer); drop both when idle."""
         if not res.busy:
             self._backoff.pop(key, None)
+            poll = self._poll_at.pop(key, None)
+            drain = self._drain_at.pop(key, None)
+            if poll is not None or drain is not None:
+                timers = ctx.timer_service()
+                if poll is not None:
+                    timers.delete_processing_time_timer(poll)
+                if drain is not None:
+                    timers.delete_event_time_timer(drain)
             return
-        delay = 1 if progressed else min(self._backoff.get(key, 1) * 2, self.max_poll_interval_ms)
-        self._backoff[key] = delay
         timers = ctx.timer_service()
-        timers.register_processing_time_timer(timers.current_processing_time() + delay)
-        timers.register_event_time_timer(DRAIN_TIMESTAMP)
+        if key not in self._drain_at:  # once per busy period
+            timers.register_event_time_timer(DRAIN_TIMESTAMP)
+            self._drain_at[key] = DRAIN_TIMESTAMP
+        # Flink's processing time is the system clock (System.currentTimeMillis)
+        at = time.time_ns() // 1_000_000 + self._poll_delay_ms(key, progressed)
+        pending = self._poll_at.get(key)
+        if pending is not None:
+            if pending <= at:
+                return  # an earlier poll is set; it schedules the next one
+            timers.delete_processing_time_timer(pending)
+        timers.register_processing_time_timer(at)
+        self._poll_at[key] = at
+
+    def _arm_flush(self, key: Any, ctx: Any) -> None:
+        """Set one processing-time timer (on the current key) to push batched metrics.
+
+        The metrics are counted in Python and pushed to Flink's metric group in batches;
+        this timer pushes a last, partial batch of an operator that went idle.
+        """
+        interval = self.observability.flush_interval_ms
+        if interval > 0:
+            at = time.time_ns() // 1_000_000 + interval
+            ctx.timer_service().register_processing_time_timer(at)
+            self._flush_at = (key, at)
+
+    def _poll_delay_ms(self, key: Any, progressed: bool) -> int:
+        """When to look at a busy key again, in ms from now.
+
+        At its next call's expected completion; else, or once that has passed, after a
+        backoff from 1 ms to ``max_poll_interval_ms``, or to half a millisecond per busy key
+        when more keys wait (at most 5 s; see ``_POLL_SPACING_MS``).
+
+        Returns:
+            The delay in ms (>= 1).
+        """
+        core = self.core
+        assert core is not None
+        if core.has_deliveries(key):
+            self._backoff[key] = 1
+            return 1
+        longest = self.options.max_poll_interval_ms
+        spread = min(len(self._poll_at) * _POLL_SPACING_MS, _MAX_POLL_SPREAD_MS)
+        if spread > longest:  # many keys waiting: bound the total rate of idle polls
+            longest = int(spread)
+        backoff = 1 if progressed else min(self._backoff.get(key, 1) * 2, longest)
+        self._backoff[key] = backoff
+        expected = core.executor.next_completion_s(key)
+        if expected is None:
+            return backoff
+        return max(backoff, min(int(expected * 1000) + 1, _MAX_EXPECTED_WAIT_MS))

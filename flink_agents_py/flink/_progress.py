@@ -39,6 +39,9 @@ def progress_enabled(requested: bool) -> bool:
 
     Never when not ``requested`` (``--no-progress``); else when stderr is a terminal, unless
     ``FLINK_AGENTS_PY_PROGRESS`` says otherwise (``1``: also when it is not, ``0``: never).
+
+    Returns:
+        Whether to show it.
     """
     if not requested:
         return False
@@ -239,8 +242,11 @@ class JobProgress:
         self._bar.close()
 
     def finish(self, *, outputs: int | None = None, errors: int | None = None) -> None:
-        """Give the final counts, when the caller knows them (the metrics of a job that just
-        ended may no longer be readable); shown when the ``with`` block ends."""
+        """Give the final counts, when the caller knows them.
+
+        The metrics of a job that just ended may no longer be readable; these are shown when
+        the ``with`` block ends.
+        """
         if outputs is not None:
             self._final["outputs_emitted"] = float(outputs)
         if errors is not None:

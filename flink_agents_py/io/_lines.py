@@ -145,6 +145,13 @@ def excerpt(raw: bytes | str | None, limit: int = EXCERPT_CHARS) -> str | None:
 def json_line(line_no: int, text: str) -> Any:
     """The default ``parse``: the line as one JSON value.
 
+    Args:
+        line_no: the line's number (1-based), for the error.
+        text: the line.
+
+    Returns:
+        The JSON value.
+
     Raises:
         BadRecordError: when the text is not JSON.
     """

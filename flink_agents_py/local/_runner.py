@@ -23,6 +23,7 @@ from ..plan import AgentPlan
 from ..runtime import (
     AgentCore,
     ErrorRecord,
+    HostOptions,
     InMemoryKeyState,
     Journal,
     Observer,
@@ -136,8 +137,10 @@ class _Progress:
 
 
 class _KeyState(InMemoryKeyState):
-    """In-memory key state that can say how many inputs it handed out (for progress and
-    snapshots) and be rebuilt from a snapshot."""
+    """In-memory key state that counts the inputs it handed out; rebuilt from snapshots.
+
+    The count serves the progress bar and snapshots.
+    """
 
     def popped(self) -> int:
         return self._next_seq
@@ -227,10 +230,9 @@ class LocalAgentJob:
             if state.run is None and not state.memory and not state.queued() \
                     and not state.popped():
                 continue  # never had a record (its sequence numbers must go on otherwise)
-            run = state.run.model_dump(mode="python") if state.run is not None else None
             keys.append({
                 "key": _json_tree(key, f"key {key!r}"),
-                "run": _json_tree(run, f"the run of key {key!r}"),
+                "run": loads_json(state.run.to_stored()) if state.run is not None else None,
                 "memory": _json_tree(state.memory, f"the memory of key {key!r}"),
                 "queue": _json_tree(state.queue(), f"the queued inputs of key {key!r}"),
                 "next_seq": state.popped(),
@@ -260,6 +262,9 @@ class LocalAgentJob:
             max_steps: stop after this many host callbacks, as if the process crashed there
                 (I/O in flight is abandoned; ``result.completed`` is ``False``).
 
+        Returns:
+            The outputs, errors, counters and metrics of the run.
+
         Raises:
             RuntimeError: when no agent was applied, or keys wait for I/O that never comes
                 (a runtime defect; the message names the keys).
@@ -269,10 +274,11 @@ class LocalAgentJob:
         from ..observability import HostObservability
 
         wake: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        obs = HostObservability(metrics=self._env.metrics, event_log=self._env.event_log,
-                                observer=self._env.observer, host="local")
-        core = AgentCore(self._plan, max_in_flight=self._env.max_in_flight, notify=wake.put,
-                         journal=self._env.journal, observer=obs.observer)
+        opts = self._env.options
+        obs = HostObservability(metrics=opts.metrics, event_log=opts.event_log,
+                                observer=opts.observer, host="local")
+        core = AgentCore(self._plan, max_in_flight=opts.max_in_flight, notify=wake.put,
+                         journal=opts.journal, failpoint=opts.failpoint, observer=obs.observer)
         states: dict[Any, _KeyState] = {}
         self._states, self._position, self._steps = states, 0, 0
         busy: dict[Any, None] = {}  # keys with work left, in the order they got it
@@ -363,7 +369,7 @@ class LocalAgentJob:
         for entry in snap["keys"]:
             key = _hashable(entry["key"])
             state = states[key] = _KeyState()
-            run = RunState.model_validate(entry["run"]) if entry["run"] is not None else None
+            run = RunState.from_stored(entry["run"]) if entry["run"] is not None else None
             state.load(run, dict(entry["memory"]), list(entry["queue"]), int(entry["next_seq"]))
             if run is not None or state.queued():
                 busy.setdefault(key)
@@ -391,17 +397,36 @@ class LocalExecutionEnvironment:
         event_log: write the event log: an ``observability.EventLog``, a path (JSON lines,
             appended to) or an ``EventLogSink``.
         observer: an extra ``runtime.Observer`` of the core.
+        options: all of the above but ``progress`` as one ``runtime.HostOptions``, instead
+            of those keyword arguments.
+
+    Raises:
+        ValueError: when an option is out of range (names it).
+        TypeError: when ``options`` is given together with one of the keyword arguments it
+            replaces.
     """
 
     def __init__(self, max_in_flight: int = 32, progress: bool = False,
                  journal: Journal | None = None, *, metrics: bool = True,
-                 event_log: Any = None, observer: Observer | None = None) -> None:
-        self.max_in_flight = max_in_flight
+                 event_log: Any = None, observer: Observer | None = None,
+                 options: HostOptions | None = None) -> None:
         self.progress = progress
-        self.journal = journal
-        self.metrics = metrics
-        self.event_log = event_log
-        self.observer = observer
+        given = HostOptions(max_in_flight=max_in_flight, journal=journal, metrics=metrics,
+                            event_log=event_log, observer=observer)
+        if options is not None and given != HostOptions():
+            raise TypeError("LocalExecutionEnvironment: pass either options= or the keyword "
+                            "arguments it replaces (max_in_flight, journal, metrics, "
+                            "event_log, observer), not both")
+        self.options = options if options is not None else given
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most I/O calls running at once (settable)."""
+        return self.options.max_in_flight
+
+    @max_in_flight.setter
+    def max_in_flight(self, value: int) -> None:
+        self.options = self.options.replace(max_in_flight=value)
 
     def from_list(self, records: Iterable[Any], key_selector: Callable[[Any], Any] | None = None,
                   *, counted: Callable[[Any], bool] | None = None,

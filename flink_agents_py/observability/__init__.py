@@ -2,8 +2,8 @@
 
 - ``AgentMetrics``: an ``Observer`` keeping counters, in-flight gauges and latency
   distributions (names in ``flink_agents_py.observability._metrics``); the local runner
-  returns its snapshot as ``LocalRunResult.metrics``, the Flink operator mirrors it to the
-  operator's PyFlink metric group ``flink_agents``.
+  returns its snapshot as ``LocalRunResult.metrics``, the Flink operator pushes it to the
+  operator's PyFlink metric group ``flink_agents`` in batches (no call into Java per event).
 - ``EventLog``: one JSON line per run, event, action execution, durable call and output,
   with identities and parent links, levels, truncation and secret redaction; written to a
   file (``FileSink``) or any ``EventLogSink``.

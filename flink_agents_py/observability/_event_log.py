@@ -62,8 +62,15 @@ class EventLogSink:
     """
 
     def open(self, subtask: int | None = None, attempt: int | None = None) -> EventLogSink:
-        """Prepare to write (``subtask``/``attempt``: the Flink subtask, ``None`` locally);
-        returns the sink to write to (``self`` by default)."""
+        """Prepare to write.
+
+        Args:
+            subtask: the Flink subtask's index (``None`` locally).
+            attempt: the Flink subtask's attempt number (``None`` locally).
+
+        Returns:
+            The sink to write to (``self`` by default).
+        """
         return self
 
     def write(self, record: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..runtime import Observer
 from ._event_log import EventLog, EventLogObserver, EventLogSink
-from ._metrics import AgentMetrics
+from ._metrics import FLUSH_EVERY, FLUSH_INTERVAL_S, AgentMetrics
 
 __all__ = ["HostObservability", "FanOut"]
 
@@ -19,8 +19,10 @@ EventLogOption = EventLog | str | os.PathLike[str] | EventLogSink | None
 
 
 class FanOut(Observer):
-    """Forwards every hook to several observers in order; what one raises is logged and the
-    others still run."""
+    """Forwards every hook to several observers in order.
+
+    What one raises is logged and the others still run.
+    """
 
     def __init__(self, *observers: Observer) -> None:
         self.observers = [o for o in observers if o is not None]
@@ -54,13 +56,21 @@ class HostObservability:
         attempt: the Flink attempt number.
         flink_group: a PyFlink metric group to mirror metrics to.
         actions: action names (pre-registered Flink metrics).
+        flush_every: push metrics to ``flink_group`` after this many completed runs...
+        flush_interval_s: ... or this many seconds since the last push (see ``AgentMetrics``).
+
+    The observer is the single one itself when there is one (no fan-out in the call path).
     """
 
     def __init__(self, *, metrics: bool = True, event_log: EventLogOption = None,
                  observer: Observer | None = None, host: str = "local",
                  subtask: int | None = None, attempt: int | None = None,
-                 flink_group: Any = None, actions: Iterable[str] = ()) -> None:
-        self.metrics = AgentMetrics(flink_group=flink_group, actions=actions) if metrics else None
+                 flink_group: Any = None, actions: Iterable[str] = (),
+                 flush_every: int = FLUSH_EVERY,
+                 flush_interval_s: float = FLUSH_INTERVAL_S) -> None:
+        self.metrics = AgentMetrics(
+            flink_group=flink_group, actions=actions, flush_every=flush_every,
+            flush_interval_s=flush_interval_s) if metrics else None
         spec = EventLog.of(event_log)
         self.event_log: EventLogObserver | None = (
             spec.open(host=host, subtask=subtask, attempt=attempt) if spec is not None else None)
@@ -72,8 +82,37 @@ class HostObservability:
         """The metrics snapshot (``{}`` without metrics)."""
         return self.metrics.snapshot() if self.metrics is not None else {}
 
+    @property
+    def flush_interval_ms(self) -> int:
+        """How long metrics may wait to be pushed, in ms (0 without a metric group)."""
+        m = self.metrics
+        return int(m.flush_interval_s * 1000) if m is not None and m.flink is not None else 0
+
+    @property
+    def unflushed(self) -> bool:
+        """Whether counted metrics wait to be pushed to Flink.
+
+        A host with no further callback coming (an idle key) registers a timer
+        ``flush_interval_ms`` ahead and calls :meth:`flush` from it.
+        """
+        return self.metrics is not None and self.metrics.unflushed
+
+    def flush(self) -> None:
+        """Push the metrics counted since the last push to the Flink metric group now.
+
+        A host may call it from a timer, so that an idle operator's last updates are not held
+        back until its next record.
+        """
+        if self.metrics is not None:
+            self.metrics.flush()
+
     def close(self) -> None:
-        """Flush and close the event log."""
+        """Push the last metrics, then flush and close the event log."""
+        if self.metrics is not None:
+            try:
+                self.metrics.flush()
+            except Exception:  # noqa: BLE001 - closing must go on (the event log)
+                log.exception("pushing the last metrics to Flink failed")
         if self.event_log is not None:
             self.event_log.close()
             self.event_log = None

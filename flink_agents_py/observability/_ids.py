@@ -39,6 +39,12 @@ def classify_call(function: str) -> tuple[str, str | None]:
     sub-agent), ``"tool"`` (a built-in tool call; the tool's name is in its result),
     ``"chat_model"`` (one model call of a chat; the model is known from the chat's events) and
     ``"function"`` (any other ``durable_execute``; name: ``module:qualname``).
+
+    Args:
+        function: the function name the core reports.
+
+    Returns:
+        ``(kind, name or None)``.
     """
     prefix, _, rest = function.partition(":")
     if prefix == "chat" and rest and "." not in prefix:
@@ -53,8 +59,14 @@ def classify_call(function: str) -> tuple[str, str | None]:
 
 
 def parse_result(result: Any) -> tuple[str | None, Any]:
-    """``(class name, data)`` of a recorded result (``{"$model": ..., "data": ...}``), the
-    data with nested model tags removed."""
+    """Split a recorded result (``{"$model": ..., "data": ...}``) into class name and data.
+
+    Args:
+        result: the recorded result.
+
+    Returns:
+        ``(class name or None, data)``, the data with nested model tags removed.
+    """
     if isinstance(result, dict) and set(result) == {"$model", "data"}:
         cls = str(result["$model"]).rsplit(":", 1)[-1]
         return cls, to_loggable(result["data"])

@@ -47,12 +47,22 @@ process mode a count/sum/min/max; in thread mode PyFlink reports only the last v
 ``<name>_total`` counter of milliseconds, so a reporter gets the mean as total / count in
 both modes; ``events_processed_rate`` and ``runs_completed_rate`` are meters (per second,
 over 60 s).
+
+Every value is counted in Python; the Flink metrics are updated in batches
+(:class:`FlinkMetricsMirror`): after ``flush_every`` completed runs or ``flush_interval_s``
+seconds, whichever comes first (checked when a run starts or completes and when a durable
+call finishes), and at :meth:`AgentMetrics.flush` (the host calls it at close). A flush
+adds to each Flink counter and meter what its local count gained since the last one, and
+gives each distribution the values it missed (in thread mode, where the reporter sees only
+the last value, just the last one), so after a flush a reporter reads exactly what
+per-update calls would have left there, without a call into Java per update.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ._ids import chat_response_of, parse_result
@@ -61,6 +71,8 @@ from ._tracking import CallInfo, TrackingObserver
 __all__ = ["AgentMetrics", "Distribution", "FlinkMetricsMirror", "METRIC_GROUP"]
 
 METRIC_GROUP = "flink_agents"
+
+log = logging.getLogger("flink_agents_py.observability")
 
 _SCALAR_COUNTERS = ("events_processed", "outputs_emitted", "runs_started", "runs_completed",
                     "durable_calls_executed", "durable_calls_replayed")
@@ -77,64 +89,117 @@ _LABELLED = {  # name -> label key
 _DISTRIBUTIONS = {"run_latency_ms": None, "action_latency_ms": "action",
                   "chat_latency_ms": "model", "chat_call_latency_ms": "model",
                   "tool_latency_ms": "tool", "subagent_latency_ms": "subagent"}
-_METERS = ("events_processed_rate", "runs_completed_rate")
+_METERS = {"events_processed_rate": "events_processed", "runs_completed_rate": "runs_completed"}
+"""Each meter and the local counter whose gains it is marked with."""
+_EMBEDDED = "pyflink.fn_execution.metrics.embedded"
+"""Thread-mode metric classes: every update is a call into Java; a distribution keeps only
+its last value."""
+_PROCESS = "pyflink.fn_execution.metrics.process"
+"""Process-mode metric classes: Beam cells in Python, sent with each bundle."""
+
+FLUSH_EVERY = 1000
+"""Default: push to Flink after this many completed runs..."""
+FLUSH_INTERVAL_S = 0.5
+"""... or this many seconds since the last push, whichever comes first."""
 
 
 class Distribution:
-    """Count, sum, min, max, and percentiles over the most recent ``window`` values."""
+    """Count, sum, min, max, and percentiles over the most recent ``window`` values.
 
-    __slots__ = ("count", "total", "min", "max", "_recent", "_next", "window")
+    An update appends to a list; every ``window`` updates the oldest values are folded into
+    the count, sum, min and max (calling ``before_fold`` first, so that a Flink push can read
+    every value since the previous one).
+
+    Args:
+        window: how many recent values the percentiles are taken over.
+    """
+
+    __slots__ = ("window", "before_fold", "_values", "_count", "_total", "_min", "_max")
 
     def __init__(self, window: int = 2048) -> None:
-        self.count = 0
-        self.total = 0.0
-        self.min = math.inf
-        self.max = -math.inf
         self.window = window
-        self._recent: list[float] = []
-        self._next = 0
+        self.before_fold: Callable[[], None] | None = None
+        self._values: list[float] = []  # the newest values (window..2*window after a fold)
+        self._count = 0  # of the values folded away
+        self._total = 0.0
+        self._min = math.inf
+        self._max = -math.inf
 
     def update(self, value: float) -> None:
         """Add one value."""
-        self.count += 1
-        self.total += value
-        if value < self.min:
-            self.min = value
-        if value > self.max:
-            self.max = value
-        recent = self._recent
-        if len(recent) < self.window:
-            recent.append(value)
-        else:
-            recent[self._next] = value
-            self._next = (self._next + 1) % self.window
+        values = self._values
+        values.append(value)
+        if len(values) >= 2 * self.window:
+            self._fold()
+
+    def _fold(self) -> None:
+        if self.before_fold is not None:
+            self.before_fold()
+        values = self._values
+        old = values[: len(values) - self.window]
+        self._count += len(old)
+        self._total += sum(old)
+        self._min = min(self._min, *old)
+        self._max = max(self._max, *old)
+        del values[: len(old)]
+
+    @property
+    def count(self) -> int:
+        """How many values were added."""
+        return self._count + len(self._values)
+
+    @property
+    def total(self) -> float:
+        """Their sum."""
+        return self._total + sum(self._values)
+
+    @property
+    def min(self) -> float:
+        """The smallest (``inf`` when empty)."""
+        return min(self._min, *self._values) if self._values else self._min
+
+    @property
+    def max(self) -> float:
+        """The largest (``-inf`` when empty)."""
+        return max(self._max, *self._values) if self._values else self._max
+
+    def newest(self, n: int) -> list[float]:
+        """The ``n`` newest values, oldest first (fewer if fewer are kept)."""
+        return self._values[-n:] if n > 0 else []
 
     def percentile(self, q: float) -> float | None:
         """The ``q`` quantile (0..1) of the recent values (nearest rank), ``None`` if empty."""
-        if not self._recent:
+        if not self._values:
             return None
-        ordered = sorted(self._recent)
+        ordered = sorted(self._values[-self.window:])
         return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
     def summary(self) -> dict[str, float | int | None]:
-        """``count``, ``mean``, ``min``, ``p50``, ``p95``, ``p99``, ``max`` (ms, 3 decimals)."""
-        if not self.count:
+        """``count``, ``mean``, ``min``, ``p50``, ``p95``, ``p99``, ``max`` (ms, 3 decimals).
+
+        Returns:
+            The summary (``{"count": 0}`` when empty).
+        """
+        count = self.count
+        if not count:
             return {"count": 0}
-        ordered = sorted(self._recent)
+        ordered = sorted(self._values[-self.window:])
 
         def rank(q: float) -> float:
             return round(ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))], 3)
 
-        return {"count": self.count, "mean": round(self.total / self.count, 3),
+        return {"count": count, "mean": round(self.total / count, 3),
                 "min": round(self.min, 3), "p50": rank(0.5), "p95": rank(0.95),
                 "p99": rank(0.99), "max": round(self.max, 3)}
 
 
 class FlinkMetricsMirror:
-    """Mirrors ``AgentMetrics`` updates to a PyFlink ``MetricGroup`` (duck-typed).
+    """Pushes ``AgentMetrics`` values to a PyFlink ``MetricGroup`` (duck-typed), in batches.
 
-    Scalar metrics are registered at once; labelled ones when a label value is first seen
+    Scalar metrics are registered at once; labelled ones when a label value is first pushed
     (a key-value subgroup ``<label key>=<value>``). Registration failures are not retried.
+    Counters, gauges and meters are pushed as the gain of the local count since the last
+    push, distributions as the values added since (:meth:`push`).
 
     Args:
         group: the group to register in (the operator's ``get_metrics_group()``; a subgroup
@@ -146,16 +211,22 @@ class FlinkMetricsMirror:
         self.group = group.add_group(METRIC_GROUP)
         self._metrics: dict[tuple[str, str | None], Any] = {}
         self._groups: dict[tuple[str, str], Any] = {}
+        self._pushed: dict[tuple[str, str | None], int] = {}
         for name in (*_SCALAR_COUNTERS, *_GAUGES):
             self._metrics[(name, None)] = self.group.counter(name)
-        self._metrics[("run_latency_ms", None)] = self.group.distribution("run_latency_ms")
-        self._metrics[("run_latency_ms_total", None)] = self.group.counter("run_latency_ms_total")
+        run_latency, _ = self._distribution("run_latency_ms", None, None)
         for name in _METERS:
             self._metrics[(name, None)] = self.group.meter(name, 60)
         for action in actions:
             for name in ("actions_executed", "actions_failed", "actions_reentered"):
                 self._labelled(name, "action", action)
             self._distribution("action_latency_ms", "action", action)
+        module = type(run_latency).__module__
+        self.last_value_only = module.startswith(_EMBEDDED)
+        """Thread mode: a distribution reports its last value only, so only that is pushed."""
+        self.batched = not module.startswith(_PROCESS)
+        """False in process mode: Beam already batches updates in Python per bundle, and a
+        push outside a bundle (at close) would be lost, so every check pushes."""
 
     def _subgroup(self, label_key: str, label: str) -> Any:
         g = self._groups.get((label_key, label))
@@ -178,23 +249,68 @@ class FlinkMetricsMirror:
             self._metrics[(name + "_total", label)] = g.counter(name + "_total")
         return d, self._metrics[(name + "_total", label)]
 
-    def inc(self, name: str, n: int = 1, label: str | None = None) -> None:
-        """Add ``n`` (may be negative, for gauges) to a counter."""
-        if label is None:
-            self._metrics[(name, None)].inc(n)
-        else:
-            self._labelled(name, _LABELLED[name], label).inc(n)
+    def behind(self, counters: Mapping[str, int]) -> bool:
+        """Whether there is something to push.
 
-    def mark(self, name: str, n: int = 1) -> None:
-        """Mark ``n`` events on a meter."""
-        self._metrics[(name, None)].mark_event(n)
+        Args:
+            counters: the local scalar counters and gauges (``AgentMetrics.counters``).
 
-    def observe(self, name: str, value_ms: float, label: str | None = None) -> None:
-        """Add a latency (whole milliseconds on Flink)."""
-        d, total = self._distribution(name, _DISTRIBUTIONS[name], label)
-        ms = int(round(value_ms))
-        d.update(ms)
-        total.inc(ms)
+        Returns:
+            True when a scalar moved since the last :meth:`push` (every update of the agent
+            metrics comes with a scalar's: an event, a run, or a durable call's start or end).
+        """
+        pushed = self._pushed
+        return any(value != pushed.get((name, None), 0) for name, value in counters.items())
+
+    def _gain(self, key: tuple[str, str | None], value: int) -> int:
+        return value - self._pushed.get(key, 0)
+
+    def push(self, counters: Mapping[str, int], labelled: Mapping[str, Mapping[str, int]],
+             latency: Mapping[str, Mapping[str | None, Distribution]]) -> None:
+        """Bring every Flink metric up to the local values.
+
+        Args:
+            counters: scalar counters and gauges by name (``AgentMetrics.counters``).
+            labelled: labelled counters, ``{name: {label: count}}`` (``AgentMetrics.labelled``).
+            latency: distributions, ``{name: {label: Distribution}}`` (``AgentMetrics.latency``);
+                each must not have folded away values added since the last push (its
+                ``before_fold`` pushes).
+        """
+        metrics, pushed = self._metrics, self._pushed  # a value counts as pushed once sent
+        for name, value in counters.items():
+            gain = self._gain((name, None), value)
+            if gain:
+                metrics[(name, None)].inc(gain)
+                pushed[(name, None)] = value
+        for meter, counter in _METERS.items():
+            value = counters[counter]
+            gain = self._gain((meter, None), value)
+            if gain:
+                metrics[(meter, None)].mark_event(gain)
+                pushed[(meter, None)] = value
+        for name, by in labelled.items():
+            for label, value in by.items():
+                gain = self._gain((name, label), value)
+                if gain:
+                    self._labelled(name, _LABELLED[name], label).inc(gain)
+                    pushed[(name, label)] = value
+                elif (name, label) not in metrics:  # counted zero (no tokens): registered
+                    self._labelled(name, _LABELLED[name], label)
+        for dist, dists in latency.items():
+            for dist_label, local in dists.items():
+                count = local.count
+                gain = self._gain((dist, dist_label), count)
+                if not gain:
+                    continue
+                whole = [int(round(v)) for v in local.newest(gain)]
+                d, total = self._distribution(dist, _DISTRIBUTIONS[dist], dist_label)
+                if self.last_value_only:
+                    d.update(whole[-1])
+                else:
+                    for v in whole:
+                        d.update(v)
+                total.inc(sum(whole))
+                pushed[(dist, dist_label)] = count
 
 
 class AgentMetrics(TrackingObserver):
@@ -204,15 +320,60 @@ class AgentMetrics(TrackingObserver):
         flink_group: a PyFlink metric group to mirror to (``None``: in-process only).
         actions: action names to pre-register on Flink.
         clock: monotonic seconds (default ``time.perf_counter``).
+        flush_every: push to Flink after this many completed runs (at most).
+        flush_interval_s: ... or after this many seconds since the last push, whichever
+            comes first (checked when a run starts or completes, or a durable call finishes).
     """
 
     def __init__(self, flink_group: Any = None, actions: Iterable[str] = (),
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None, *, flush_every: int = FLUSH_EVERY,
+                 flush_interval_s: float = FLUSH_INTERVAL_S) -> None:
         super().__init__(clock)
+        if flush_every < 1 or flush_interval_s < 0:
+            raise ValueError(f"AgentMetrics: flush_every must be >= 1 and flush_interval_s >= 0, "
+                             f"got {flush_every} and {flush_interval_s}")
         self.counters: dict[str, int] = dict.fromkeys((*_SCALAR_COUNTERS, *_GAUGES), 0)
         self.labelled: dict[str, dict[str, int]] = {name: {} for name in _LABELLED}
         self.latency: dict[str, dict[str | None, Distribution]] = {n: {} for n in _DISTRIBUTIONS}
         self.flink = FlinkMetricsMirror(flink_group, actions) if flink_group is not None else None
+        batched = self.flink is not None and self.flink.batched
+        self.flush_every = flush_every if batched else 1
+        self.flush_interval_s = flush_interval_s if batched else 0.0
+        self._unflushed_runs = 0
+        self._push_failures = 0
+        self._flushed_at = self.clock()
+
+    # -- pushing to Flink ----------------------------------------------------------------
+    def flush(self) -> None:
+        """Push every value counted since the last push to the Flink metric group.
+
+        Without a metric group this does nothing.
+        """
+        if self.flink is not None:
+            self._unflushed_runs = 0
+            self._flushed_at = self.clock()
+            try:
+                self.flink.push(self.counters, self.labelled, self.latency)
+            except Exception:  # noqa: BLE001 - metrics never fail the agent; retried next time
+                self._push_failures += 1
+                if self._push_failures == 1:
+                    log.warning("pushing agent metrics to Flink failed (logged once)",
+                                exc_info=True)
+
+    @property
+    def unflushed(self) -> bool:
+        """Whether values counted since the last push wait to reach the Flink metric group."""
+        if self.flink is None:
+            return False
+        return self.flink.behind(self.counters)
+
+    def _maybe_flush(self, runs: int = 0) -> None:
+        if self.flink is None:
+            return
+        self._unflushed_runs += runs
+        if (self._unflushed_runs >= self.flush_every
+                or self.clock() - self._flushed_at >= self.flush_interval_s):
+            self.flush()
 
     # -- updates -----------------------------------------------------------------------
     def _inc(self, name: str, n: int = 1, label: str | None = None) -> None:
@@ -221,18 +382,6 @@ class AgentMetrics(TrackingObserver):
         else:
             by = self.labelled[name]
             by[label] = by.get(label, 0) + n
-        if self.flink is not None:
-            self.flink.inc(name, n, label)
-
-    def _inc_event(self, etype: str) -> None:
-        counters = self.counters
-        counters["events_processed"] += 1
-        by = self.labelled["events_processed_by_type"]
-        by[etype] = by.get(etype, 0) + 1
-        if self.flink is not None:
-            self.flink.inc("events_processed")
-            self.flink.inc("events_processed_by_type", 1, etype)
-            self.flink.mark("events_processed_rate")
 
     def _observe(self, name: str, value_ms: float | None, label: str | None = None) -> None:
         if value_ms is None:
@@ -241,34 +390,31 @@ class AgentMetrics(TrackingObserver):
         d = by.get(label)
         if d is None:
             d = by[label] = Distribution()
+            if self.flink is not None:
+                d.before_fold = self.flush
         d.update(value_ms)
-        if self.flink is not None:
-            self.flink.observe(name, value_ms, label)
-
-    def _mark(self, name: str) -> None:
-        if self.flink is not None:
-            self.flink.mark(name)
 
     # -- callbacks ----------------------------------------------------------------------
     def on_run_started(self, key: Any, run: str, seq: int) -> None:
         counters = self.counters
         counters["runs_started"] += 1
         counters["runs_in_flight"] += 1
-        if self.flink is not None:
-            self.flink.inc("runs_started")
-            self.flink.inc("runs_in_flight")
+        self._maybe_flush()
 
     def on_run_completed(self, key: Any, run: str, seq: int, duration_ms: float | None) -> None:
-        self._inc("runs_completed")
-        self._mark("runs_completed_rate")
-        if self.counters["runs_in_flight"] > 0:  # a restored run was not counted as started
-            self._inc("runs_in_flight", -1)
+        counters = self.counters
+        counters["runs_completed"] += 1
+        if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
+            counters["runs_in_flight"] -= 1
         self._observe("run_latency_ms", duration_ms)
+        self._maybe_flush(1)
 
     def on_event(self, key: Any, event: Any, parent: str | None, chat: str | None,
                  model: str | None) -> None:
         etype = getattr(event, "type", "?")
-        self._inc_event(etype)
+        self.counters["events_processed"] += 1
+        by = self.labelled["events_processed_by_type"]
+        by[etype] = by.get(etype, 0) + 1
         if etype == "ChatRequestEvent":
             self._inc("chats", 1, model or "?")
 
@@ -330,24 +476,30 @@ class AgentMetrics(TrackingObserver):
             if not ok or (isinstance(data, dict) and data.get("success") is False):
                 self._inc("subagent_calls_failed", 1, name)
             self._observe("subagent_latency_ms", duration_ms, name)
+        self._maybe_flush()
 
     def on_output(self, key: Any, output: Any, parent: str) -> None:
         self._inc("outputs_emitted")
 
     # -- reading -------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        """Every metric as plain data: scalars, ``{label: value}`` maps, and
-        ``latency_ms: {"run"|"action"|"chat"|"chat_call"|"tool"|"subagent": summary}``
-        (a summary per label; ``run`` has one summary)."""
+        """Every metric as plain data.
+
+        Returns:
+            Scalars, ``{label: value}`` maps, and ``latency_ms: {"run"|"action"|"chat"|
+            "chat_call"|"tool"|"subagent": summary}`` (a summary per label; ``run`` has one
+            summary).
+        """
         out: dict[str, Any] = dict(self.counters)
         for name, by in self.labelled.items():
             out[name] = dict(sorted(by.items()))
         latency: dict[str, Any] = {}
-        for name, by in self.latency.items():
+        for name, dists in self.latency.items():
             short = name.removesuffix("_latency_ms")
             if _DISTRIBUTIONS[name] is None:
-                latency[short] = by[None].summary() if None in by else {"count": 0}
+                latency[short] = dists[None].summary() if None in dists else {"count": 0}
             else:
-                latency[short] = {label: d.summary() for label, d in sorted(by.items())}
+                latency[short] = {label: d.summary()
+                                  for label, d in sorted(dists.items(), key=lambda kv: str(kv[0]))}
         out["latency_ms"] = latency
         return out

@@ -194,8 +194,9 @@ def _span_spec(n: TraceNode, trace: RunTrace, key: str, agent: str) -> dict[str,
             chat = s.get("chat") or e.get("chat")
             if chat:
                 attrs["gen_ai.conversation.id"] = f"{key}/{chat}"
-            if s.get("round") or e.get("round"):
-                attrs["flink_agents.round"] = int(s.get("round") or e.get("round"))
+            round_ = s.get("round") or e.get("round")
+            if round_:
+                attrs["flink_agents.round"] = int(round_)
             if e.get("tool_calls"):
                 attrs["flink_agents.tool_calls"] = [str(c) for c in e["tool_calls"]]
         elif call_kind == "tool":

@@ -107,6 +107,13 @@ def truncate(value: Any, max_chars: int) -> Any:
     The stand-in is ``{"$truncated": <chars of the JSON form>, "preview": <its first
     max_chars characters>}``; a long string becomes a shortened string ending in
     ``"...[+N chars]"``. ``max_chars <= 0`` means no limit.
+
+    Args:
+        value: a JSON-form value.
+        max_chars: the most characters of its JSON form to keep.
+
+    Returns:
+        ``value``, or its stand-in.
     """
     if max_chars <= 0:
         return value

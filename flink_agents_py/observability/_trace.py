@@ -149,8 +149,9 @@ class RunTrace:
 
 
 def _call_kind(n: TraceNode) -> str:
-    return (n.end or {}).get("call_kind") if (n.end or {}).get("call_kind") not in (
-        None, "unknown") else n.start.get("call_kind", "function")
+    ended = (n.end or {}).get("call_kind")
+    return str(ended) if ended not in (None, "unknown") else str(
+        n.start.get("call_kind", "function"))
 
 
 def _keystr(key: Any) -> str:

@@ -14,10 +14,34 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..runtime import Observer
-from ._ids import CHAT_ACTION, action_parent, call_parent, classify_call
+from ..runtime import CallKind, Observer
+from ._ids import CHAT_ACTION, action_parent, call_parent
 
 __all__ = ["TrackingObserver", "CallInfo"]
+
+
+_KINDS = {
+    CallKind.FUNCTION: "function",
+    CallKind.CHAT: "chat",
+    CallKind.MODEL: "chat_model",
+    CallKind.TOOL: "tool",
+    CallKind.SUBAGENT: "subagent",
+    CallKind.SUBAGENT_DEFERRED: "subagent",
+    CallKind.SUBAGENT_RESULT: "subagent",
+    # the framework's requests around an async sub-agent, and a refused submit: functions
+    CallKind.SUBAGENT_SUBMIT: "function",
+    CallKind.SUBAGENT_CANCEL: "function",
+    CallKind.SUBAGENT_REFUSED: "function",
+}
+"""``CallInfo.kind`` of each ``CallKind``."""
+
+
+def _kind_and_name(command: Any) -> tuple[str, str | None]:
+    """``CallInfo``'s kind and name from the call's command (its kind and target)."""
+    kind = _KINDS.get(getattr(command, "kind", None), "function")  # type: ignore[arg-type]
+    if kind == "function":
+        return kind, str(command) or None
+    return kind, getattr(command, "target", None) or None
 
 
 @dataclass
@@ -27,10 +51,12 @@ class CallInfo:
     Attributes:
         call_id: its identity (``<execution id>/c<n>``).
         parent: the action execution that made it.
-        function: the name the core reported (``chat:<setup>``, ``subagent:<name>``,
+        function: the call's display name (``chat:<setup>``, ``subagent:<name>``,
             ``module:qualname``...).
-        kind: ``chat`` / ``chat_model`` / ``tool`` / ``subagent`` / ``function``.
-        name: the setup, sub-agent or function name (a tool's name is known at its end).
+        kind: ``chat`` / ``chat_model`` / ``tool`` / ``subagent`` / ``function``, from the
+            call's command (its ``CallKind``).
+        name: the setup, model, tool, sub-agent or function name.
+        call_kind: the call's ``CallKind`` (``None`` for a call started before a restore).
         replayed: answered from its record, not executed.
         model: for a model call, the chat model setup it went to.
         chat: for a model call, the id of its chat's ``ChatRequestEvent``.
@@ -48,6 +74,7 @@ class CallInfo:
     chat: str | None = None
     round: int | None = None
     started: float = 0.0
+    call_kind: CallKind | None = None
 
 
 class _KeyTrack:
@@ -104,8 +131,11 @@ class TrackingObserver(Observer):
 
     def on_call_finished(self, key: Any, call: CallInfo, status: str, result: Any,
                          duration_ms: float | None) -> None:
-        """A durable call ended: ``status`` is ``ok``, ``failed`` or ``abandoned`` (its
-        action or run ended first, so the outcome will never be recorded)."""
+        """A durable call ended.
+
+        ``status`` is ``ok``, ``failed`` or ``abandoned`` (its action or run ended first, so
+        the outcome will never be recorded).
+        """
 
     def on_output(self, key: Any, output: Any, parent: str) -> None:
         """An output left the agent."""
@@ -177,14 +207,16 @@ class TrackingObserver(Observer):
         self.on_action_finished(key, execution_id, action, action_parent(execution_id, action),
                                 error, self._ms(start))
 
-    def call_started(self, key: Any, call_id: str, function: str, replayed: bool) -> None:
+    def call_started(self, key: Any, call_id: str, command: Any, replayed: bool) -> None:
         t = self._track(key)
-        kind, name = classify_call(function)
-        info = CallInfo(call_id=call_id, parent=call_parent(call_id), function=function,
-                        kind=kind, name=name, replayed=replayed, started=self.clock())
+        kind, name = _kind_and_name(command)
+        info = CallInfo(call_id=call_id, parent=call_parent(call_id), function=str(command),
+                        kind=kind, name=name, replayed=replayed, started=self.clock(),
+                        call_kind=getattr(command, "kind", None))
         if kind == "chat_model":
             event_id = action_parent(info.parent, CHAT_ACTION)
             info.chat, info.model = t.event_chat.get(event_id, (None, None))
+            info.model = info.model or name
             info.name = info.model
             if info.chat is not None:
                 info.round = t.chat_rounds.get(info.chat, 0) + 1

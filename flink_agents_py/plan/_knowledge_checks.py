@@ -10,8 +10,8 @@ from ..api import (
     ResourceError,
     ResourceType,
     VectorStore,
-    import_qualified,
 )
+from ..api._resources import import_qualified
 
 __all__ = ["check_knowledge_references"]
 

@@ -11,7 +11,6 @@ that with cloudpickle).
 from __future__ import annotations
 
 import difflib
-
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -20,25 +19,24 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ..api import (
     Agent,
-    InternalSubagent,
-    SubagentSetup,
-    qualified_name,
-    subagent_callable,
     ChatModelSetup,
     ChatRequestEvent,
     FunctionTool,
+    InternalSubagent,
+    PlanError,
     Prompt,
     Resource,
     ResourceDescriptor,
     ResourceError,
     ResourceType,
+    SubagentSetup,
     ToolRequestEvent,
     ToolResponseEvent,
-    event_class_for,
-    import_qualified,
+    qualified_name,
 )
-from ..api import PlanError
-from ..api._events import Event
+from ..api._events import Event, event_class_for
+from ..api._resources import import_qualified
+from ..api._subagents import subagent_callable
 from ..api._tools import RESERVED_TOOL_PREFIX, offered_tool_name
 from ._knowledge_checks import check_knowledge_references
 
@@ -139,14 +137,21 @@ class AgentPlan(BaseModel):
     def from_agent(cls, agent: Agent) -> AgentPlan:
         """Compile ``agent``, adding the built-in chat model and tool call actions.
 
+        Args:
+            agent: the agent to compile.
+
+        Returns:
+            The plan.
+
         Raises:
             PlanError: listing every problem found: an agent with no actions, duplicate
-                action or resource names, an action with no trigger, a trigger naming no known event type, an action that
-                does not take ``(event, ctx)``, a tool named with the reserved prefix
-                ``_subagent_`` (a local one, or one an MCP server advertises), a resource
-                that is not a descriptor, a chat model setup naming a connection or tool
-                that is not declared, and one offering a sub-agent that is not declared or
-                has no usable input schema (contract 2: the job fails at setup).
+                action or resource names, an action with no trigger, a trigger naming no
+                known event type, an action that does not take ``(event, ctx)``, a tool
+                named with the reserved prefix ``_subagent_`` (a local one, or one an MCP
+                server advertises), a resource that is not a descriptor, a chat model setup
+                naming a connection or tool that is not declared, and one offering a
+                sub-agent that is not declared or has no usable input schema (contract 2:
+                the job fails at setup).
         """
         if not isinstance(agent, Agent):
             raise PlanError([f"expected an Agent instance, got {type(agent).__name__}"])
@@ -242,6 +247,12 @@ def _near_known_type(event_type: str) -> str | None:
     A trigger naming no ``Event`` subclass is a user event type (sent as
     ``Event(type="...")``, as Apache Flink Agents allows); one within a letter or two of a
     declared type's name is taken for a typo instead.
+
+    Args:
+        event_type: the trigger's event type.
+
+    Returns:
+        The declared type's name, or ``None``.
     """
     if event_class_for(event_type) is not Event:
         return None
@@ -260,9 +271,10 @@ def _descriptor_for(rtype: ResourceType, value: Any) -> tuple[ResourceDescriptor
         inst = FunctionTool.from_function(value)
         return ResourceDescriptor(FunctionTool, **inst.model_dump()), inst
     if rtype is ResourceType.PROMPT and isinstance(value, str):
-        inst = Prompt.from_text(value)
-        return ResourceDescriptor(Prompt, **inst.model_dump()), inst
-    raise TypeError(f"a {rtype.value} resource must be a ResourceDescriptor, got {type(value).__name__}")
+        prompt = Prompt.from_text(value)
+        return ResourceDescriptor(Prompt, **prompt.model_dump()), prompt
+    raise TypeError(
+        f"a {rtype.value} resource must be a ResourceDescriptor, got {type(value).__name__}")
 
 
 def _compile_subagent(name: str, value: Any, problems: list[str],
@@ -272,8 +284,8 @@ def _compile_subagent(name: str, value: Any, problems: list[str],
     if isinstance(value, SubagentSetup) and not isinstance(value, InternalSubagent):
         problems.append(
             f"{where}: an external sub-agent setup must be registered by descriptor, not as "
-            f"an instance: ResourceDescriptor(clazz={qualified_name(type(value)).replace(':', '.')!r}, "
-            "...configuration...)")
+            "an instance: ResourceDescriptor(clazz="
+            f"{qualified_name(type(value)).replace(':', '.')!r}, ...configuration...)")
         return None
     if isinstance(value, InternalSubagent):
         value = ResourceDescriptor(InternalSubagent, **{
@@ -378,6 +390,12 @@ def _unknown_arguments(descriptor: ResourceDescriptor) -> str | None:
 
     Checked at plan build so a misspelt argument (``request_timeot=``) is reported then, not
     at the first chat. A class that cannot be imported here is left to the build.
+
+    Args:
+        descriptor: the resource's descriptor.
+
+    Returns:
+        The problem, or ``None`` when the arguments fit.
     """
     try:
         cls = import_qualified(descriptor.clazz)
@@ -400,9 +418,12 @@ def _unknown_arguments(descriptor: ResourceDescriptor) -> str | None:
 
 def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
                       problems: list[str]) -> None:
-    """List each ``MCP_SERVER`` that can be listed (``plan_listing``): reject advertised tool
-    names with the reserved prefix, register the tools and prompts it offers that no declared
-    resource names (the declared one wins). A server that cannot be reached lists nothing."""
+    """List each ``MCP_SERVER`` that can be listed (``plan_listing``).
+
+    Reject advertised tool names with the reserved prefix, register the tools and prompts it
+    offers that no declared resource names (the declared one wins). A server that cannot be
+    reached lists nothing.
+    """
     offered_by: dict[tuple[ResourceType, str], str] = {}
     for name, rp in list(resources.get(ResourceType.MCP_SERVER, {}).items()):
         try:
@@ -420,7 +441,8 @@ def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
                     "callables); rename the tool on the server")
                 continue
             bucket = resources.setdefault(rtype, {})
-            if descriptor is None or (advertised in bucket and (rtype, advertised) not in offered_by):
+            if descriptor is None or (
+                    advertised in bucket and (rtype, advertised) not in offered_by):
                 continue  # not to register, or declared by the agent
             other = offered_by.get((rtype, advertised))
             if other is not None:
@@ -432,7 +454,9 @@ def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
             bucket[advertised] = ResourcePlan(name=advertised, type=rtype, descriptor=descriptor)
 
 
-def _check_references(resources: dict[ResourceType, dict[str, ResourcePlan]], problems: list[str]) -> None:
+def _check_references(
+    resources: dict[ResourceType, dict[str, ResourcePlan]], problems: list[str]
+) -> None:
     connections = resources.get(ResourceType.CHAT_MODEL_CONNECTION, {})
     tools = resources.get(ResourceType.TOOL, {})
     for name, rp in resources.get(ResourceType.CHAT_MODEL, {}).items():
@@ -450,15 +474,18 @@ def _check_references(resources: dict[ResourceType, dict[str, ResourcePlan]], pr
             )
         for t in rp.descriptor.arguments.get("tools", []) or []:
             if t not in tools:
-                problems.append(f"chat_model resource {name!r} names tool {t!r}, which is not declared")
+                problems.append(
+                    f"chat_model resource {name!r} names tool {t!r}, which is not declared")
         _check_offered_subagents(name, rp, resources.get(ResourceType.AGENT, {}), problems)
 
 
 def _check_offered_subagents(name: str, rp: ResourcePlan, agents: dict[str, ResourcePlan],
                              problems: list[str]) -> None:
-    """A chat model's ``subagents`` must each be declared and have a usable input schema
-    (an explicit one, or an input type rendering as a JSON object): the job fails at setup,
-    not at its first chat (contract 2)."""
+    """Check that a chat model's ``subagents`` are declared and have usable input schemas.
+
+    A usable schema is an explicit one, or an input type rendering as a JSON object: the job
+    fails at setup, not at its first chat (contract 2).
+    """
     for s in rp.descriptor.arguments.get("subagents", []) or []:
         agent_rp = agents.get(s) if isinstance(s, str) else None
         if agent_rp is None:

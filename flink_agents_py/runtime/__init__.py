@@ -1,14 +1,26 @@
 """The engine-neutral runtime core: no PyFlink here. Hosts (local, Flink) wrap ``AgentCore``."""
 
 from ._context import ActionContext, DurableCall
-from ._core import AgentCore, ErrorRecord, Failpoint, Journal, StepResult
+from ._core import AgentCore, ErrorRecord, StepResult
 from ._executor import IOExecutor
+from ._host_options import HostOptions
 from ._journal import SqliteJournal
+from ._ledger import Failpoint, Journal
 from ._observer import CompositeObserver, Observer
+from ._resources import ResourceEnvironment, check_resources
 from ._serde import dumps as dumps_json
 from ._serde import loads as loads_json
-from ._resources import ResourceEnvironment, check_resources
-from ._state import CallKind, CallRecord, InflightAction, InMemoryKeyState, KeyState, RunState
+from ._state import (
+    STATE_FORMAT_VERSION,
+    SUPPORTED_STATE_FORMATS,
+    CallKind,
+    CallRecord,
+    InflightAction,
+    InMemoryKeyState,
+    KeyState,
+    RunState,
+    StateFormatError,
+)
 
 __all__ = [
     "ActionContext",
@@ -19,6 +31,7 @@ __all__ = [
     "DurableCall",
     "ErrorRecord",
     "Failpoint",
+    "HostOptions",
     "IOExecutor",
     "InMemoryKeyState",
     "InflightAction",
@@ -30,6 +43,9 @@ __all__ = [
     "loads_json",
     "RunState",
     "SqliteJournal",
+    "STATE_FORMAT_VERSION",
+    "SUPPORTED_STATE_FORMATS",
+    "StateFormatError",
     "StepResult",
     "check_resources",
 ]

@@ -6,8 +6,9 @@ adds the results to the conversation and asks again, up to the setup's ``max_too
 then it sends one ``ChatResponseEvent`` for the original request (with ``error`` set when the
 chat failed). Each model call follows the setup's ``error_policy`` (fail, retry with backoff
 inside one durable call, ignore); a final answer for an ``output_schema`` is validated and,
-when invalid, sent back once with the validation errors. ``tool_call_action`` runs every call of a ``ToolRequestEvent`` concurrently (all
-started before any is awaited) and answers with one result per call id.
+when invalid, sent back once with the validation errors. ``tool_call_action`` runs every
+call of a ``ToolRequestEvent`` concurrently (all started before any is awaited) and answers
+with one result per call id.
 
 The conversation of an open chat lives in the run's sensory memory under ``_chat``.
 """
@@ -19,7 +20,6 @@ import random
 from typing import Any
 
 import orjson
-
 from pydantic import TypeAdapter, ValidationError
 
 from ..api import (
@@ -46,8 +46,8 @@ from ..api import (
 )
 from ._context import ActionContext
 from ._failures import failure_text
-from ._state import CallKind
 from ._serde import json_text, to_plain_json
+from ._state import CallKind
 
 __all__ = ["ChatCallFailed", "chat_model_action", "tool_call_action"]
 
@@ -91,7 +91,7 @@ def _retryable(error: BaseException) -> bool:
 def _backoff(setup: ChatModelSetup, retry: int) -> float:
     """Exponential backoff with jitter: drawn in ``[b/2, b]``, ``b`` doubling to its cap."""
     cap = min(setup.retry_max_backoff_s, setup.retry_initial_backoff_s * (2 ** retry))
-    return cap / 2 + random.random() * cap / 2
+    return float(cap / 2 + random.random() * cap / 2)
 
 
 async def _call_model(setup: ChatModelSetup, messages: list[ChatMessage],
@@ -102,7 +102,14 @@ async def _call_model(setup: ChatModelSetup, messages: list[ChatMessage],
     ``retry_max_attempts`` attempts; the response's ``metadata["retries"]`` counts the
     retries (and ``retry_errors`` lists what failed). A failure after retries is a
     ``ChatCallFailed`` naming every error; a failure on the first attempt is raised as it is.
-    """
+
+    Returns:
+        The model's response (its ``metadata`` noting any retries).
+
+    Raises:
+        ChatCallFailed: when every attempt failed (after at least one retry).
+        TypeError: when the model returned something other than a ``ChatResponse``.
+    """  # noqa: DOC501 - the AssertionError marks unreachable code
     attempts = setup.retry_max_attempts if setup.error_policy == "retry" else 1
     errors: list[str] = []
     for attempt in range(attempts):
@@ -139,7 +146,10 @@ _VALIDATORS: dict[bytes, Any] = {}
 
 
 def _schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
-    """Why ``value`` does not follow the JSON Schema ``schema`` (``None``: it does).
+    """Why ``value`` does not follow the JSON Schema ``schema``.
+
+    Returns:
+        The reason, or ``None`` when it does follow it.
 
     Raises:
         jsonschema.SchemaError: when ``schema`` itself is not a valid JSON Schema.
@@ -209,6 +219,10 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
     one durable call. A final answer for an ``output_schema`` is validated with
     ``jsonschema``; one that does not validate is sent back to the model with the reason, up
     to the setup's ``output_retries`` times, then the chat fails quoting every answer.
+
+    Raises:
+        ReplayDivergenceError: when a replay of the chat diverges from its records.
+        RuntimeError: when the chat's state is missing from sensory memory.
     """
     mem = ctx.sensory_memory
     if isinstance(event, ChatRequestEvent):
@@ -351,6 +365,9 @@ def _delegation_result(ctx: RunnerContext, call: ToolCall, name: str,
     wrong here (a value that is not of the declared type, a type pydantic cannot build, a
     value nested deeper than pydantic or the interpreter can walk) is a failed delegation
     reported to the model with the reason, never a failure of the tool round.
+
+    Returns:
+        The tool result the model gets.
     """
     if not result.success:
         return _refused(call, f"delegation to sub-agent {name!r} failed: {result.error_message}",
@@ -365,7 +382,7 @@ def _delegation_result(ctx: RunnerContext, call: ToolCall, name: str,
     if declared is not None:
         type_name = getattr(declared, "__name__", repr(declared))
         try:
-            adapter = TypeAdapter(declared)
+            adapter: TypeAdapter[Any] = TypeAdapter(declared)
         except Exception as e:  # noqa: BLE001 - a type pydantic cannot build
             return _refused(call, f"delegation to sub-agent {name!r} failed: its result type "
                                   f"{type_name} cannot be used: {type(e).__name__}: {e}")
@@ -389,9 +406,13 @@ def _delegation_result(ctx: RunnerContext, call: ToolCall, name: str,
 
 
 def _tool_resource(ctx: RunnerContext, setup: ChatModelSetup, offered: str) -> str | None:
-    """The ``TOOL`` resource a callable name addresses: the setup's tool of that resource
-    name, else the one offered under that name (a function tool is offered under its own
-    name, which may differ from the resource's); ``None`` when there is none."""
+    """The ``TOOL`` resource a callable name addresses.
+
+    Returns:
+        The setup's tool of that resource name, else the one offered under that name (a
+        function tool is offered under its own name, which may differ from the resource's);
+        ``None`` when there is none.
+    """
     if offered in setup.tools:
         return offered
     for name in setup.tools:
@@ -410,6 +431,10 @@ async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
     their durable identities in request order either way. A failing tool or delegation
     becomes a tool message with the reason; a cancelled delegation cancels the sub-agent
     calls not yet awaited and ends the chat (no further model call).
+
+    Raises:
+        DelegationCancelled: when a delegation was cancelled (the chat ends).
+        ReplayDivergenceError: when a replay of the round diverges from its records.
     """
     if not isinstance(event, ToolRequestEvent):
         return
@@ -461,8 +486,8 @@ async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
                                                     f"failed: {type(e).__name__}: {e}")
                 continue
             if result.cancelled:
-                for _, other, name in slots[i + 1:]:
-                    if name is not None:
+                for _, other, other_name in slots[i + 1:]:
+                    if other_name is not None:
                         await other.cancel()
                 raise DelegationCancelled(f"delegation to sub-agent {subagent!r} was cancelled")
             responses[call.id] = _delegation_result(ctx, call, subagent, result)

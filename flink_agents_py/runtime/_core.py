@@ -23,39 +23,51 @@ from __future__ import annotations
 import collections
 import inspect
 import logging
-import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
 from ..api import (
     Event,
-    InputEvent,
     OutputEvent,
     ReplayDivergenceError,
     SerializationError,
     UnsupportedAwaitError,
-    event_from_json,
 )
+from ..api._events import EVENT_ID_SOURCE
 from ..plan import ActionPlan, AgentPlan
-from ._context import ActionContext, DurableCall, building_events
+from ._calls import DurableCall
+from ._commands import (
+    CancelInvocation,
+    Command,
+    Poll,
+    RunDeferred,
+    RunFunction,
+    StartChat,
+    StartSubagent,
+)
+from ._context import ActionContext
 from ._executor import IOExecutor
-from ._failures import FailureLog, FailureMessage, failure_text, never_awaited, redact_text
+from ._failures import FailureLog, failure_text, never_awaited, redact_text
+from ._inbox import Inbox
+from ._ledger import CallLedger, Failpoint, Journal
 from ._long_term_memory import commit_long_term_memory
 from ._memory import apply_writes
-from ._observer import Observer
+from ._observer import Observer, SafeObserver
 from ._resources import ResourceEnvironment, check_resources
-from ._serde import event_json, from_json_value, is_tagged_model, to_json_value
-from ._state import CallRecord, InflightAction, KeyState, RunState
-from ._stepper import stepping
+from ._results import ErrorRecord, StepResult, event_of, input_event, input_record
+from ._serde import event_json, to_json_value
+from ._state import InflightAction, Invocation, KeyState, RunState
+from ._stepper import enter_stepping, leave_stepping, not_stepping
 from ._subgraph import (
     cancel_invocation,
-    deliver_to_caller,
+    checked_result,
     invocation_result,
+    open_invocation,
+    plan_at,
+    poll_result,
+    record_for_caller,
     route_in_scope,
-    start_call,
 )
 
 __all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal", "Failpoint"]
@@ -63,101 +75,7 @@ __all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal", "Failpoint"]
 log = logging.getLogger("flink_agents_py.runtime")
 
 
-
-def _input_record(record: Any) -> Any:
-    """A queued input record as the agent gets it: a pydantic model queued in its tagged
-    JSON form is the model again."""
-    return from_json_value(record) if is_tagged_model(record) else record
-
-class ErrorRecord(BaseModel):
-    """An action that failed, as emitted on the error output.
-
-    Attributes:
-        key: the record key.
-        seq: the input's position in its key's sequence.
-        action: the failing action's name.
-        execution_id: the failing execution's identity.
-        error_type: the exception's type name.
-        message: the exception's message (secret-looking values redacted).
-        input: the input record of the run.
-        traceback: where it failed: the traceback with the user's files and lines, and the
-            original failure's when it crossed a boundary (a tool, a chat model call, a
-            sub-agent, a restore); bounded and redacted (see ``runtime._failures``).
-    """
-
-    key: Any
-    seq: int
-    action: str
-    execution_id: str
-    error_type: str
-    message: str
-    input: Any = None
-    traceback: str | None = None
-
-
-@dataclass
-class StepResult:
-    """What one ``advance`` produced.
-
-    Attributes:
-        outputs: ``OutputEvent.output`` values, in emission order.
-        errors: failed actions.
-        busy: the key still has a run in flight or queued inputs (the host must wake it
-            again when I/O completes; see ``AgentCore.wait_for``).
-    """
-
-    outputs: list[Any] = field(default_factory=list)
-    errors: list[ErrorRecord] = field(default_factory=list)
-    busy: bool = False
-
-
-class Journal:
-    """A write-ahead journal of durable call outcomes (the base records nothing).
-
-    Subclasses append each outcome before the action continues and answer lookups at
-    recovery for calls the restored checkpoint does not hold.
-    """
-
-    def append(self, key: Any, call_id: str, record: CallRecord) -> None:
-        """Store ``record`` for ``(key, call_id)``."""
-
-    def lookup(self, key: Any, call_id: str) -> CallRecord | None:
-        """Return the record stored for ``(key, call_id)``, or ``None``."""
-        return None
-
-    def run_completed(self, key: Any, run: str) -> None:
-        """Run ``run`` (``r<seq>``) of ``key`` completed: its entries may be pruned later."""
-
-
-Failpoint = Callable[[str, Any, dict[str, Any]], None]
-"""A test hook called at named points: ``(point, key, info)``. To inject a crash it raises
-an exception that is not an ``Exception`` (the core lets those through, so the host's
-callback fails and Flink restarts the job). Points: ``"call_recorded"`` (``call_id``),
-``"run_completed"`` (``seq``), and the host's ``"element"``, ``"timer"`` and
-``"outputs_emitted"`` (``outputs``)."""
-
-
-class _SafeObserver(Observer):
-    """Calls an observer's hooks, logging (never raising) what they throw."""
-
-    def __init__(self, inner: Observer) -> None:
-        self._inner = inner
-        for name in dir(Observer):  # wrapped once: hooks are on the hot path
-            if not name.startswith("_") and callable(getattr(Observer, name)):
-                setattr(self, name, self._safe(name, getattr(inner, name)))
-
-    @staticmethod
-    def _safe(name: str, hook: Callable[..., Any]) -> Callable[..., None]:
-        def safe(*args: Any, **kwargs: Any) -> None:
-            try:
-                hook(*args, **kwargs)
-            except Exception:  # noqa: BLE001
-                log.exception("observer hook %s failed", name)
-
-        return safe
-
-
-@dataclass
+@dataclass(slots=True)
 class _Task:
     action: ActionPlan
     event: Event
@@ -168,7 +86,7 @@ class _Task:
     waiting: DurableCall | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Step:
     """What one ``advance`` works on: the key, its state and run, the result, the ready queue."""
 
@@ -180,7 +98,7 @@ class _Step:
     ready: collections.deque[_Task] = field(default_factory=collections.deque)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Delivery:
     ctx: ActionContext
     call: DurableCall
@@ -212,7 +130,8 @@ class AgentCore:
         observer: Observer | None = None,
     ) -> None:
         self.plan = plan
-        self.observer = _SafeObserver(observer) if observer is not None else None
+        self.observer = observer if observer is None or getattr(
+            observer, "hooks_never_raise", False) else SafeObserver(observer)
         self.failpoint = failpoint
         self.resources = ResourceEnvironment(plan)
         self.executor = IOExecutor(max_in_flight)
@@ -221,9 +140,10 @@ class AgentCore:
         self._live: dict[Any, dict[str, _Task]] = {}
         self._envs: dict[tuple[str, ...], ResourceEnvironment] = {(): self.resources}
         self._cancelled: list[str] = []
-        self._inbox: dict[Any, list[_Delivery]] = {}
-        self._cond = threading.Condition()
+        self._inbox = Inbox()
+        self._fns: dict[str, Callable[..., Any]] = {}
         self.counters: collections.Counter[str] = collections.Counter()
+        self.ledger = CallLedger(self.counters, self.observer, journal, failpoint)
         self._failure_log = FailureLog(log)
 
     # -- host interface ------------------------------------------------------------------
@@ -248,6 +168,9 @@ class AgentCore:
 
         A record with no JSON form is not queued: it becomes an ``ErrorRecord`` (action
         ``"<input>"``) and the key goes on with its other records.
+
+        Returns:
+            What the key's advance produced.
         """
         try:
             stored = to_json_value(record, f"input record of key {key!r}")
@@ -256,9 +179,7 @@ class AgentCore:
             res.errors.append(ErrorRecord(key=key, seq=-1, action="<input>", execution_id="",
                                           error_type=type(e).__name__, message=str(e)))
             return res
-        # a pydantic model record is queued in its tagged JSON form (keyed state holds JSON)
-        # and handed to the agent as the model again (see ``_input_record``)
-        state.push_input(stored if isinstance(record, BaseModel) else record)
+        state.push_input(stored)  # its JSON form, as keyed state holds it (see ``input_event``)
         return self.advance(key, state)
 
     def advance(self, key: Any, state: KeyState) -> StepResult:
@@ -267,6 +188,9 @@ class AgentCore:
         Starts the next queued input when the key is idle, rebuilds action executions that
         are in state but not live (after a restore), applies completed I/O, and steps actions
         until each has completed or waits for I/O.
+
+        Returns:
+            The outputs and errors produced, and whether the key is still busy.
         """
         res = StepResult()
         live = self._live.setdefault(key, {})
@@ -278,20 +202,25 @@ class AgentCore:
                 if nxt is None:
                     break
                 seq, record = nxt
-                record = _input_record(record)
                 run = RunState(seq=seq, input=record)
                 state.run = run
                 self.counters["runs_started"] += 1
                 if self.observer is not None:
                     self.observer.run_started(key, seq)
                 step = _Step(key, state, run, res, live)
-                self._dispatch(step, InputEvent(id=f"r{seq}", input=record), None)
+                event, data = input_event(f"r{seq}", record)
+                self._dispatch(step, event, None, data=data, own=True)
             else:
                 step = _Step(key, state, run, res, live)
                 self._reconcile_live(step)
                 self._apply_deliveries(step)
-            while step.ready:
-                self._step(step, step.ready.popleft())
+            if step.ready:
+                loop = enter_stepping()  # once per callback, for every action stepped in it
+                try:
+                    while step.ready:
+                        self._step(step, step.ready.popleft())
+                finally:
+                    leave_stepping(loop)
             if run.inflight:
                 break
             if self.failpoint is not None:
@@ -311,8 +240,7 @@ class AgentCore:
 
     def has_deliveries(self, key: Any) -> bool:
         """Whether completed I/O of ``key`` waits to be applied by ``advance``."""
-        with self._cond:
-            return bool(self._inbox.get(key))
+        return self._inbox.has(key)
 
     def wait_for(self, key: Any, timeout_s: float) -> bool:
         """Block until completed I/O of ``key`` is waiting, or ``timeout_s`` passes.
@@ -320,8 +248,7 @@ class AgentCore:
         Returns:
             Whether something is waiting.
         """
-        with self._cond:
-            return self._cond.wait_for(lambda: bool(self._inbox.get(key)), timeout=timeout_s)
+        return self._inbox.wait_for(key, timeout_s)
 
     def wait_any(self, timeout_s: float) -> bool:
         """Block until completed I/O of any key is waiting, or ``timeout_s`` passes.
@@ -329,87 +256,71 @@ class AgentCore:
         Returns:
             Whether something is waiting.
         """
-        with self._cond:
-            return self._cond.wait_for(lambda: any(self._inbox.values()), timeout=timeout_s)
+        return self._inbox.wait_any(timeout_s)
 
     def live_keys(self) -> list[Any]:
         """Keys with live action executions in this process."""
         return [k for k, v in self._live.items() if v]
 
-    # -- used by ActionContext --------------------------------------------------------
-    def submit(self, ctx: ActionContext, call: DurableCall, fn: Callable[..., Any],
-               args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Run ``fn`` on the I/O executor for ``ctx``'s action; deliver to its key's inbox."""
-        key = ctx.key
+    def is_live(self, key: Any) -> bool:
+        """Whether ``key`` has live action executions in this process (O(1)).
 
-        def on_done(ok: bool, value: Any) -> None:
-            with self._cond:
-                self._inbox.setdefault(key, []).append(_Delivery(ctx, call, ok, value))
-                self._cond.notify_all()
-            self._notify(key)
+        Returns:
+            Whether it has.
+        """
+        return bool(self._live.get(key))
 
-        self.executor.submit(fn, args, kwargs, on_done)
+    def plan_at(self, path: tuple[str, ...] | list[str]) -> AgentPlan:
+        """The plan of the sub-agent reached by ``path`` of names from the root plan.
 
-    def call_made(self, key: Any, call_id: str, function: str, replayed: bool) -> None:
-        """Count one durable call (executed, or answered from its record)."""
-        self.counters["calls_replayed" if replayed else "calls_executed"] += 1
-        if self.observer is not None:
-            self.observer.call_started(key, call_id, function, replayed)
+        Returns:
+            The plan.
+        """
+        return plan_at(self.plan, path)
 
-    def outcome_recorded(self, key: Any, call_id: str, record: CallRecord) -> None:
-        """An outcome entered keyed state: journal it (before the action goes on)."""
-        if self.observer is not None:
-            self.observer.call_finished(key, call_id, record.ok, record.value if record.ok
-                                        else FailureMessage(record.error_message or "",
-                                                            record.traceback))
-        if self.journal is not None:
-            self.journal.append(key, call_id, record)
-        if self.failpoint is not None:
-            self.failpoint("call_recorded", key, {"call_id": call_id})
-
-    def journal_lookup(self, key: Any, call_id: str) -> CallRecord | None:
-        """Look an outcome up in the journal, when there is one."""
-        return self.journal.lookup(key, call_id) if self.journal is not None else None
-
-    def resources_for(self, run: RunState, env: str | None) -> ResourceEnvironment:
-        """The resources of scope ``env`` (the agent's own, or an internal sub-agent's)."""
-        path = tuple(run.invocations[env].plan_path) if env is not None else ()
+    # -- internals ---------------------------------------------------------------------
+    def _resources_at(self, path: tuple[str, ...]) -> ResourceEnvironment:
         found = self._envs.get(path)
         if found is None:
             found = self._envs[path] = ResourceEnvironment(self.plan_at(path))
         return found
 
-    def plan_at(self, path: tuple[str, ...] | list[str]) -> AgentPlan:
-        """The plan of the sub-agent reached by ``path`` of names from the root plan."""
-        plan = self.plan
-        for name in path:
-            plan = plan.subagents[name]
-        return plan
+    def _submit(self, key: Any, ctx: ActionContext, call: DurableCall, fn: Callable[..., Any],
+                args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Run ``fn`` on the I/O executor for ``ctx``'s action; deliver to its key's inbox."""
 
-    def invocation_cancelled(self, ctx: ActionContext, invocation_id: str) -> None:
-        """The caller cancelled an internal sub-agent call: stop its (and its nested calls')
-        dispatch now; each completes, as cancelled, once its scheduled actions retire."""
-        self._cancelled.extend(cancel_invocation(ctx.run, invocation_id))
+        def on_done(ok: bool, value: Any) -> None:
+            self._inbox.put(key, _Delivery(ctx, call, ok, value))
+            self._notify(key)
 
-    # -- internals ---------------------------------------------------------------------
+        self.executor.submit(fn, args, kwargs, on_done, key=key)
+
     def _env_of(self, run: RunState, scope: str | None) -> str | None:
-        return run.invocations[scope].env if scope is not None and scope in run.invocations else None
+        inv = run.invocations.get(scope) if scope is not None else None
+        return inv.env if inv is not None else None
 
     def _memories(self, state: KeyState, run: RunState, env: str | None
-                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+                  ) -> tuple[Callable[[], dict[str, Any]], dict[str, Any]]:
+        """A loader of scope ``env``'s short-term memory (read on first use), its sensory."""
         if env is None:
-            return state.memory, run.sensory
+            return (lambda: state.memory), run.sensory
         inv = run.invocations[env]
-        return inv.memory, inv.sensory
+        return (lambda: inv.memory), inv.sensory
 
-    def _new_task(self, step: _Step, exec_id: str, rec: InflightAction) -> _Task:
-        env = self._env_of(step.run, rec.scope)
-        path = step.run.invocations[env].plan_path if env is not None else []
-        action = self.plan_at(path).actions[rec.action]
-        short_term, sensory = self._memories(step.state, step.run, env)
-        ctx = ActionContext(self, step.key, exec_id, rec, step.run, action.config, short_term,
-                            sensory, env)
-        return _Task(action=action, event=event_from_json(rec.event), ctx=ctx)
+    def _new_task(self, step: _Step, exec_id: str, rec: InflightAction,
+                  event: Event | None = None) -> _Task:
+        """A live execution of ``rec`` (given ``event``, or one built from its JSON form)."""
+        run = step.run
+        env = self._env_of(run, rec.scope)
+        path = tuple(run.invocations[env].plan_path) if env is not None else ()
+        plan, resources = (self.plan, self.resources) if not path else (
+            self.plan_at(path), self._resources_at(path))
+        action = plan.actions[rec.action]
+        short_term, sensory = self._memories(step.state, run, env)
+        ctx = ActionContext(self.ledger, step.key, exec_id, rec, run, action.config, short_term,
+                            sensory, env, plan, resources)
+        return _Task(action=action, event=event if event is not None else event_of(rec.event),
+                     ctx=ctx)
 
     def _reconcile_live(self, step: _Step) -> None:
         run, live = step.run, step.live
@@ -427,8 +338,7 @@ class AgentCore:
                 task.ctx.rebind(rec, run, *self._memories(step.state, run, env))
 
     def _apply_deliveries(self, step: _Step) -> None:
-        with self._cond:
-            items = self._inbox.pop(step.key, [])
+        items: list[_Delivery] = self._inbox.take(step.key)
         for d in items:
             task = step.live.get(d.ctx.execution_id)
             if task is None or task.ctx is not d.ctx or d.call.done:
@@ -439,12 +349,14 @@ class AgentCore:
                 step.ready.append(task)
 
     def _dispatch(self, step: _Step, event: Event, scope: str | None, check: bool = True,
-                  data: dict[str, Any] | None = None) -> None:
+                  data: dict[str, Any] | None = None, own: bool = False) -> None:
         """Route ``event`` in ``scope`` and queue the actions it triggers.
 
         ``check``: see whether the invocation ``scope`` completed (off while a finishing
         action's events are dispatched one by one; ``_finish`` checks after the last).
-        ``data``: the event's JSON form when already made.
+        ``data``: the event's JSON form when already made. ``own``: ``event`` was built from
+        ``data`` for this dispatch, so the first action triggered may have it (the others get
+        their own copy, as after a restore).
         """
         self.counters["events"] += 1
         if self.observer is not None:
@@ -457,67 +369,77 @@ class AgentCore:
                 if self.observer is not None:
                     self.observer.output_emitted(step.key, event.output, event.id)
         else:
-            actions = route_in_scope(self, step.run, scope, event)
+            actions = route_in_scope(self.plan, step.run, scope, event)
         if actions and data is None:
             data = event_json(event, f"event {event.id}")
         for action in actions:
+            assert data is not None
             exec_id = f"{event.id}/{action.name}"
             rec = InflightAction(action=action.name, scope=scope, event=data)
             step.run.inflight[exec_id] = rec
-            task = step.live[exec_id] = self._new_task(step, exec_id, rec)
+            task = step.live[exec_id] = self._new_task(step, exec_id, rec,
+                                                        event if own else None)
+            own = False
             step.ready.append(task)
         if scope is not None and check:
             self._check_invocation(step, scope)
 
     def _step(self, step: _Step, task: _Task) -> None:
+        """Run ``task``'s action until it completes or waits for a call's outcome."""
+        ctx = task.ctx
         if not task.started:
             task.started = True
             self.counters["actions_started"] += 1
             if self.observer is not None:
-                self.observer.action_started(step.key, task.ctx.execution_id, task.action.name,
+                self.observer.action_started(step.key, ctx.execution_id, task.action.name,
                                              task.reentered)
+            token = EVENT_ID_SOURCE.set(ctx.event_id_source)
             try:
-                with stepping(), building_events(task.ctx):
-                    out = task.action.function.resolve()(task.event, task.ctx)
+                fn = self._fns.get(task.action.name) if not ctx.env else None
+                if fn is None:
+                    fn = task.action.function.resolve()
+                    if not ctx.env:  # the agent's own actions, by name
+                        self._fns[task.action.name] = fn
+                out = fn(task.event, ctx)
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome
-                self._after_send(step, task)
+                self._drain(step, task, None)
                 self._finish(step, task, e)
                 return
-            self._after_send(step, task)
+            finally:
+                EVENT_ID_SOURCE.reset(token)
+            self._drain(step, task, None)
             if not inspect.iscoroutine(out):
-                self._finish(step, task, never_awaited(task.action.name, task.ctx.calls.values()))
+                self._finish(step, task, never_awaited(task.action.name, ctx.calls.values()))
                 return
             task.coro = out
-        assert task.coro is not None
+        coro = task.coro
+        assert coro is not None
         error: BaseException | None = None
         while True:
+            token = EVENT_ID_SOURCE.set(ctx.event_id_source)
             try:
-                with stepping(), building_events(task.ctx):
-                    if error is not None:
-                        yielded = task.coro.throw(error)
-                        error = None
-                    else:
-                        yielded = task.coro.send(None)
+                if error is not None:
+                    yielded = coro.throw(error)
+                    error = None
+                else:
+                    yielded = coro.send(None)
             except StopIteration:
-                self._after_send(step, task)
+                self._drain(step, task, None)
                 self._finish(step, task, None)
                 return
             except Exception as e:  # noqa: BLE001
-                self._after_send(step, task)
+                self._drain(step, task, None)
                 self._finish(step, task, e)
                 return
-            self._after_send(step, task)
+            finally:
+                EVENT_ID_SOURCE.reset(token)
             if isinstance(yielded, DurableCall):
-                if not yielded.done and yielded.start is not None:
-                    try:
-                        start_call(self, step, task.ctx, yielded)
-                    except Exception as e:  # noqa: BLE001 - e.g. a prepare() that raised
-                        error = e
-                        continue
-                if yielded.done:
+                error = self._drain(step, task, yielded)
+                if error is not None or yielded.done:
                     continue
                 task.waiting = yielded
                 return
+            self._drain(step, task, None)
             error = UnsupportedAwaitError(
                 f"action {task.action.name!r} awaited {type(yielded).__name__}, which the "
                 "runtime cannot make durable: actions are stepped by the operator, not by an "
@@ -525,15 +447,65 @@ class AgentCore:
                 "async code through ctx.durable_execute_async(...)"
             )
 
-    def _after_send(self, step: _Step, task: _Task) -> None:
-        """Start what the action submitted in its last step; check cancelled invocations."""
-        ctx = task.ctx
-        while ctx.pending_starts:
-            call = ctx.pending_starts.pop(0)
-            if not call.done and call.start is not None:
-                start_call(self, step, ctx, call)
+    def _drain(self, step: _Step, task: _Task, awaited: DurableCall | None
+               ) -> BaseException | None:
+        """Carry out the commands ``task``'s action recorded in its last step, in order.
+
+        Then check the invocations they cancelled, and start the lazy call the action awaits.
+
+        Returns:
+            What starting the awaited call raised (thrown into the action), or ``None``.
+        """
+        for command in task.ctx.take_commands():
+            self._carry_out(step, task.ctx, command)
         while self._cancelled:
             self._check_invocation(step, self._cancelled.pop(0))
+        if awaited is not None and not awaited.done and awaited.start is not None:
+            try:
+                self._carry_out(step, task.ctx, awaited.start)
+            except Exception as e:  # noqa: BLE001 - e.g. an event with no JSON form
+                return e
+        return None
+
+    def _carry_out(self, step: _Step, ctx: ActionContext, command: Command) -> None:
+        """Carry out one command of ``ctx``'s action (see ``_commands``)."""
+        if isinstance(command, CancelInvocation):
+            self._cancelled.extend(cancel_invocation(step.run, command.invocation_id))
+            return
+        call = command.call
+        if call.start is command:  # a lazy call's command: issued now, once
+            call.start = None
+        if isinstance(command, RunFunction):
+            ctx.record_started(command)
+            self._submit(step.key, ctx, call, command.fn, command.args, command.kwargs)
+        elif isinstance(command, (StartChat, StartSubagent)):
+            ctx.record_started(command)
+            inv_id, bootstrap = open_invocation(step.run, command, ctx.execution_id, ctx.scope,
+                                                ctx.env)
+            self.counters["chat_calls" if isinstance(command, StartChat)
+                          else "subagent_calls"] += 1
+            self._dispatch(step, bootstrap, inv_id)
+        elif isinstance(command, RunDeferred):
+            rec = ctx.record_of(call)
+            started_before = rec is not None and not rec.done
+            try:
+                with not_stepping():  # the setup's own code, as outside an action step
+                    _key, fn, reconciler = command.setup.prepare(
+                        ctx, command.input, command.session_id, call.call_id)
+            except Exception as e:  # noqa: BLE001 - the call's outcome: raised at the await,
+                ctx.record_started(command)  # and again on replay
+                ctx.record_outcome(call, False, e)
+                return
+            ctx.record_started(command)
+            self.counters["subagent_calls"] += 1
+            runner = reconciler if (started_before and reconciler is not None) else fn
+            self._submit(step.key, ctx, call, checked_result, (runner, command.name), {})
+        elif isinstance(command, Poll):
+            ctx.record_started(command)
+            self.counters["subagent_calls"] += 1
+            self._submit(step.key, ctx, call, poll_result,
+                         (command.setup, command.session_id, call.call_id, command.name), {})
+        # Attach: the invocation is in state already (after a restore); only wait for it
 
     def _finish(self, step: _Step, task: _Task, error: BaseException | None) -> None:
         ctx = task.ctx
@@ -564,19 +536,27 @@ class AgentCore:
                 step.res.errors.append(ErrorRecord(
                     key=step.key, seq=step.run.seq, action=task.action.name,
                     execution_id=ctx.execution_id, error_type=type(error).__name__,
-                    message=message, input=step.run.input, traceback=text,
+                    message=message, input=input_record(step.run.input), traceback=text,
                 ))
         else:
             self.counters["actions_completed"] += 1
-            short_term, sensory = self._memories(step.state, step.run, ctx.env)
-            apply_writes(short_term, ctx.short_term.writes)
-            apply_writes(sensory, ctx.sensory.writes)
+            writes = ctx.short_term_writes()
+            if writes:
+                if ctx.env is None:  # the key's memory: given back, so a host sees the change
+                    tree = step.state.memory
+                    apply_writes(tree, writes)
+                    step.state.memory = tree
+                else:
+                    apply_writes(step.run.invocations[ctx.env].memory, writes)
+            if ctx.sensory.writes:
+                apply_writes(step.run.sensory if ctx.env is None
+                             else step.run.invocations[ctx.env].sensory, ctx.sensory.writes)
             for event, data in ctx.emitted:
                 self._dispatch(step, event, scope, check=False, data=data)
         if scope is not None:
             self._check_invocation(step, scope)
 
-    def _check_invocation(self, step: _Step, scope: str) -> None:
+    def _check_invocation(self, step: _Step, scope: str | None) -> None:
         """Complete invocation ``scope`` if none of its actions is in flight any more.
 
         Its actions include those of a chat nested in it, which use its memory: after a
@@ -589,5 +569,22 @@ class AgentCore:
                 return
             del step.run.invocations[scope]
             ok, value = invocation_result(inv, scope)
-            deliver_to_caller(self, step, inv, scope, ok, value)
+            self._deliver(step, inv, scope, ok, value)
             scope = inv.caller_scope  # a caller that did not wait may have left its scope empty
+
+    def _deliver(self, step: _Step, inv: Invocation, inv_id: str, ok: bool, value: Any) -> None:
+        """Record an invocation's outcome as its caller's call; resume the caller if it waits."""
+        if inv.caller not in step.run.inflight:
+            return  # the caller finished without awaiting: nobody to tell
+        task = step.live.get(inv.caller)
+        call = task.ctx.calls.get(inv.ordinal) if task is not None else None
+        if task is not None and call is not None:
+            if not call.done:
+                task.ctx.record_outcome(call, ok, value)
+                if task.waiting is call:
+                    task.waiting = None
+                    step.ready.append(task)
+            return
+        rec = record_for_caller(step.run, inv, inv_id, ok, value)
+        if rec is not None:
+            self.ledger.recorded(step.key, inv_id, rec)

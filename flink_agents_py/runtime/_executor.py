@@ -4,6 +4,12 @@ A background thread runs an asyncio event loop. Async functions run on that loop
 in a thread pool. At most ``max_in_flight`` calls run at a time; more wait in submission order.
 When a call ends, ``on_done`` is called on the executor's thread: it must only hand the
 outcome over (the core queues it for the operator thread), never touch operator state.
+
+For the host's wake-ups the executor knows, per key, which calls are running and which still
+wait for a slot, and how long calls of each function took (a moving average): from these,
+``next_completion_s`` estimates when a key's next call will complete, so a host that must
+poll a key (Flink's timers) polls it about then, not every millisecond. For backpressure,
+``wait_waiting_below`` blocks the host until fewer calls wait for a slot.
 """
 
 from __future__ import annotations
@@ -13,10 +19,31 @@ import concurrent.futures
 import functools
 import inspect
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 __all__ = ["IOExecutor"]
+
+_EWMA_WEIGHT = 0.2
+"""Weight of the newest call duration in the moving averages."""
+
+
+class _Call:
+    """One submitted call: its key, what it runs, its place in line, when it started."""
+
+    __slots__ = ("key", "name", "order", "started")
+
+    def __init__(self, key: Any, name: str, order: int) -> None:
+        self.key = key
+        self.name = name
+        self.order = order
+        self.started: float | None = None
+
+
+def _name_of(fn: Callable[..., Any]) -> str:
+    target = fn.func if isinstance(fn, functools.partial) else fn
+    return getattr(target, "__qualname__", None) or type(target).__qualname__
 
 
 class IOExecutor:
@@ -25,6 +52,9 @@ class IOExecutor:
     Args:
         max_in_flight: the most calls running at once (>= 1).
         name: a name for the thread (shown in thread dumps).
+
+    Raises:
+        ValueError: when ``max_in_flight`` is below 1.
     """
 
     def __init__(self, max_in_flight: int = 32, name: str = "flink-agents-io") -> None:
@@ -37,13 +67,25 @@ class IOExecutor:
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._sem: asyncio.Semaphore | None = None
         self._lock = threading.Lock()
+        self._started_cond = threading.Condition(self._lock)
         self.in_flight = 0
         self._pending = 0
+        self._waiting = 0
+        self._submitted = 0
+        self._n_started = 0
+        self._by_key: dict[Any, list[_Call]] = {}
+        self._avg_s: dict[str, float] = {}
+        self._avg_all_s: float | None = None
 
     @property
     def pending(self) -> int:
         """Calls submitted whose ``on_done`` has not returned yet (running or waiting)."""
         return self._pending
+
+    @property
+    def waiting(self) -> int:
+        """Calls submitted that wait for a slot (not running yet)."""
+        return self._waiting
 
     def start(self) -> None:
         """Start the loop thread (idempotent)."""
@@ -51,14 +93,14 @@ class IOExecutor:
             if self._thread is not None:
                 return
             ready = threading.Event()
-            self._pool = concurrent.futures.ThreadPoolExecutor(
+            pool = self._pool = concurrent.futures.ThreadPoolExecutor(
                 max_workers=self.max_in_flight, thread_name_prefix=f"{self._name}-worker"
             )
 
             def run() -> None:
                 loop = asyncio.new_event_loop()
                 asyncio.set_event_loop(loop)
-                loop.set_default_executor(self._pool)  # type: ignore[arg-type]
+                loop.set_default_executor(pool)
                 self._loop = loop
                 self._sem = asyncio.Semaphore(self.max_in_flight)
                 ready.set()
@@ -79,25 +121,45 @@ class IOExecutor:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         on_done: Callable[[bool, Any], None],
+        *,
+        key: Any = None,
     ) -> None:
         """Run ``fn(*args, **kwargs)``; then call ``on_done(ok, result_or_exception)``.
 
         Thread-safe. Starts the executor on first use.
+
+        Args:
+            fn: a plain or async function.
+            args: its positional arguments.
+            kwargs: its keyword arguments.
+            on_done: called on the executor's thread with the outcome.
+            key: the record key the call belongs to (for ``calls_of`` and
+                ``next_completion_s``); ``None``: not tracked by key.
         """
         if self._loop is None:
             self.start()
         assert self._loop is not None
         with self._lock:
             self._pending += 1
-        asyncio.run_coroutine_threadsafe(self._run(fn, args, kwargs, on_done), self._loop)
+            self._waiting += 1
+            call = _Call(key, _name_of(fn), self._submitted)
+            self._submitted += 1
+            if key is not None:
+                self._by_key.setdefault(key, []).append(call)
+        asyncio.run_coroutine_threadsafe(self._run(fn, args, kwargs, on_done, call), self._loop)
 
     async def _run(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-        on_done: Callable[[bool, Any], None],
+        on_done: Callable[[bool, Any], None], call: _Call,
     ) -> None:
         assert self._sem is not None and self._loop is not None
         async with self._sem:
-            self.in_flight += 1
+            with self._lock:
+                self.in_flight += 1
+                self._waiting -= 1
+                self._n_started += 1
+                call.started = time.monotonic()
+                self._started_cond.notify_all()
             try:
                 if inspect.iscoroutinefunction(fn):
                     result = await fn(*args, **kwargs)
@@ -112,18 +174,94 @@ class IOExecutor:
             else:
                 ok, value = True, result
             finally:
-                self.in_flight -= 1
+                with self._lock:
+                    self.in_flight -= 1
+                    took = time.monotonic() - call.started
+                    prev = self._avg_s.get(call.name)
+                    self._avg_s[call.name] = took if prev is None else (
+                        prev + _EWMA_WEIGHT * (took - prev))
+                    avg = self._avg_all_s
+                    self._avg_all_s = took if avg is None else avg + _EWMA_WEIGHT * (took - avg)
         try:
             on_done(ok, value)
         finally:
             with self._lock:
                 self._pending -= 1
+                if call.key is not None:  # after on_done: the outcome is in the inbox by now
+                    calls = self._by_key.get(call.key)
+                    if calls is not None:
+                        calls.remove(call)
+                        if not calls:
+                            del self._by_key[call.key]
+
+    def calls_of(self, key: Any) -> tuple[int, int]:
+        """``(running, waiting)``: the calls of ``key`` running now and waiting for a slot.
+
+        Args:
+            key: a key given to ``submit``.
+
+        Returns:
+            The two counts (a call counts until its ``on_done`` returned).
+        """
+        with self._lock:
+            calls = self._by_key.get(key, ())
+            running = sum(1 for c in calls if c.started is not None)
+            return running, len(calls) - running
+
+    def next_completion_s(self, key: Any, now: float | None = None) -> float | None:
+        """An estimate of the seconds until the next call of ``key`` completes.
+
+        A running call is expected to take as long as recent calls of the same function
+        (a moving average); a waiting call to start once the calls ahead of it have freed
+        slots at that rate, then to take as long. ``0.0`` when a call has run past its
+        expected duration.
+
+        Args:
+            key: a key given to ``submit``.
+            now: ``time.monotonic()`` (taken when not given).
+
+        Returns:
+            The estimate, or ``None`` when ``key`` has no calls or no call has completed yet
+            (nothing to estimate from).
+        """
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            calls = self._by_key.get(key)
+            if not calls or self._avg_all_s is None:
+                return None
+            best: float | None = None
+            free = self.max_in_flight - self.in_flight
+            for c in calls:
+                avg = self._avg_s.get(c.name, self._avg_all_s)
+                if c.started is not None:
+                    eta = max(0.0, c.started + avg - now)
+                else:  # starts once the calls ahead of it took the free slots and more
+                    ahead = max(0, c.order - self._n_started)
+                    freed = ahead - free + 1  # running calls that must end first
+                    # a little early rather than late: the next look re-estimates
+                    eta = avg + 0.9 * max(0, freed) * self._avg_all_s / self.max_in_flight
+                best = eta if best is None else min(best, eta)
+            return best
+
+    def wait_waiting_below(self, limit: int, timeout_s: float) -> bool:
+        """Block until fewer than ``limit`` calls wait for a slot, or ``timeout_s`` passes.
+
+        Args:
+            limit: the bound (>= 1).
+            timeout_s: the longest wait, in seconds.
+
+        Returns:
+            Whether fewer than ``limit`` calls wait now.
+        """
+        with self._started_cond:
+            return self._started_cond.wait_for(lambda: self._waiting < limit, timeout=timeout_s)
 
     def stop(self) -> None:
         """Stop the loop and the thread pool; calls still running are abandoned."""
         with self._lock:
             loop, thread, pool = self._loop, self._thread, self._pool
             self._loop = self._thread = self._pool = None
+            self._by_key.clear()
         if loop is not None:
             loop.call_soon_threadsafe(loop.stop)
         if thread is not None:

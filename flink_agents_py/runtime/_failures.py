@@ -194,6 +194,9 @@ def failure_text(error: BaseException) -> str:
 
     The text is cached on the exception while its ``__traceback__`` stays the same (a
     re-raised exception gets a longer traceback, and a new text).
+
+    Returns:
+        The failure's text.
     """
     tb, depth = error.__traceback__, 0
     while tb is not None:
@@ -212,8 +215,10 @@ def failure_text(error: BaseException) -> str:
 
 
 class FailureMessage(str):
-    """A failed durable call's message, as the core hands it to ``Observer.call_finished``,
-    with the failure's ``traceback`` (text, or ``None``) attached."""
+    """A failed durable call's message, as the core hands it to ``Observer.call_finished``.
+
+    The failure's ``traceback`` (text, or ``None``) is attached.
+    """
 
     traceback: str | None
 
@@ -224,9 +229,10 @@ class FailureMessage(str):
 
 
 class FailureLog:
-    """Logs failed actions: the traceback at WARNING the first time an action fails with an
-    error type, then one line at WARNING and the traceback at DEBUG (a job whose every
-    record fails does not write thousands of identical tracebacks).
+    """Logs failed actions, without writing thousands of identical tracebacks.
+
+    The traceback at WARNING the first time an action fails with an error type, then one
+    line at WARNING and the traceback at DEBUG.
 
     Args:
         logger: where to log.

@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from ._core import Journal
+from ._ledger import Journal
 from ._serde import dumps
 from ._state import CallRecord
 

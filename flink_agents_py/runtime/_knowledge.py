@@ -88,13 +88,20 @@ class DurableEmbeddingModel(_View):
         return text if isinstance(text, str) else list(text)
 
     def embed_with_usage(self, text: str | Sequence[str], **kwargs: Any) -> EmbeddingResult:
-        """Embed (one durable call); returns vectors, usage and truncated indices.
+        """Embed (one durable call).
+
+        Args:
+            text: one text or a list of texts.
+            **kwargs: options overriding the setup's.
+
+        Returns:
+            The vectors, token usage and truncated indices.
 
         Raises:
             EmbeddingError: for empty input (recorded, so a replay raises it again).
-
         """
-        return self._call("embed", self._arg(text), kwargs)
+        result: EmbeddingResult = self._call("embed", self._arg(text), kwargs)
+        return result
 
     def embed(self, text: str | Sequence[str], **kwargs: Any) -> list[float] | list[list[float]]:
         """Embed one text (a vector) or a list of texts (a list of vectors); durable."""
@@ -103,7 +110,8 @@ class DurableEmbeddingModel(_View):
     async def aembed_with_usage(self, text: str | Sequence[str], **kwargs: Any
                                 ) -> EmbeddingResult:
         """Async ``embed_with_usage`` (runs on the I/O executor)."""
-        return await self._acall("embed", self._arg(text), kwargs)
+        result: EmbeddingResult = await self._acall("embed", self._arg(text), kwargs)
+        return result
 
     async def aembed(self, text: str | Sequence[str], **kwargs: Any
                      ) -> list[float] | list[list[float]]:
@@ -146,12 +154,14 @@ class DurableVectorStore(_View):
     def add(self, documents: Document | Sequence[Document], collection_name: str | None = None,
             **kwargs: Any) -> list[str]:
         """Embed and upsert documents (one durable call); returns their ids."""
-        return self._call("add", _docs(documents), collection_name, kwargs)
+        result: list[str] = self._call("add", _docs(documents), collection_name, kwargs)
+        return result
 
     async def aadd(self, documents: Document | Sequence[Document],
                    collection_name: str | None = None, **kwargs: Any) -> list[str]:
         """Async ``add``."""
-        return await self._acall("add", _docs(documents), collection_name, kwargs)
+        result: list[str] = await self._acall("add", _docs(documents), collection_name, kwargs)
+        return result
 
     def update(self, documents: Document | Sequence[Document],
                collection_name: str | None = None, **kwargs: Any) -> None:
@@ -160,23 +170,28 @@ class DurableVectorStore(_View):
 
     def query(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
         """Similarity search (one durable call)."""
-        return self._call("query", query)
+        result: VectorStoreQueryResult = self._call("query", query)
+        return result
 
     async def aquery(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
         """Async ``query``."""
-        return await self._acall("query", query)
+        result: VectorStoreQueryResult = await self._acall("query", query)
+        return result
 
     def get(self, ids: str | list[str] | None = None, collection_name: str | None = None,
             filters: dict[str, Any] | None = None, limit: int | None = 100,
             **kwargs: Any) -> list[Document]:
         """Documents by id or filter (one durable call)."""
-        return self._call("get", ids, collection_name, filters, limit, kwargs)
+        result: list[Document] = self._call("get", ids, collection_name, filters, limit, kwargs)
+        return result
 
     async def aget(self, ids: str | list[str] | None = None, collection_name: str | None = None,
                    filters: dict[str, Any] | None = None, limit: int | None = 100,
                    **kwargs: Any) -> list[Document]:
         """Async ``get``."""
-        return await self._acall("get", ids, collection_name, filters, limit, kwargs)
+        result: list[Document] = await self._acall("get", ids, collection_name, filters, limit,
+                                                   kwargs)
+        return result
 
     def delete(self, ids: str | list[str] | None = None, collection_name: str | None = None,
                filters: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -185,7 +200,8 @@ class DurableVectorStore(_View):
 
     def size(self, collection_name: str | None = None) -> int:
         """The collection's document count (one durable call)."""
-        return self._call("size", collection_name)
+        result: int = self._call("size", collection_name)
+        return result
 
 
 def durable_view(ctx: RunnerContext, name: str, resource: Resource) -> Any:
@@ -209,14 +225,17 @@ async def context_retrieval_action(event: ContextRetrievalRequestEvent,
     missing collection, an unknown filter field, an embedding error) is reported in the
     response's ``error``; the run goes on.
     """
+    docs: list[Document] = []
+    error: str | None = None
     try:
         store = ctx.get_resource(event.vector_store, ResourceType.VECTOR_STORE)
-        if not isinstance(store, DurableVectorStore):
-            raise TypeError(f"resource {event.vector_store!r} is not a VectorStore")
-        result = await store.aquery(VectorStoreQuery(
-            query_text=event.query, limit=event.max_results,
-            collection_name=event.collection_name, filters=event.filters))
-        docs, error = result.documents, None
+        if isinstance(store, DurableVectorStore):
+            result = await store.aquery(VectorStoreQuery(
+                query_text=event.query, limit=event.max_results,
+                collection_name=event.collection_name, filters=event.filters))
+            docs = result.documents
+        else:
+            error = f"TypeError: resource {event.vector_store!r} is not a VectorStore"
     except Exception as e:  # noqa: BLE001 - reported to the requester
         docs, error = [], f"{type(e).__name__}: {e}"
     ctx.send_event(ContextRetrievalResponseEvent(request_id=event.id, query=event.query,

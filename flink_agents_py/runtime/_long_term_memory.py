@@ -279,7 +279,7 @@ class ActionMemorySet(MemorySet):
         stored = self._ltm.call(label, count, self.name, self.scope, [])
         gone = (self._ltm.call(label, count, self.name, self.scope, sorted(deleted))
                 if deleted else 0)
-        return stored - gone + len(added)
+        return int(stored) - int(gone) + len(added)
 
 
 class ActionLongTermMemory(BaseLongTermMemory):
@@ -296,20 +296,22 @@ class ActionLongTermMemory(BaseLongTermMemory):
     def backend(self) -> _Store:
         """The configured store (raw: the durable calls wrap it).
 
+        Returns:
+            The store.
+
         Raises:
             ResourceError: when no store is configured or it is not a ``VectorStore``.
 
         """
         if self._backend is None:
             ctx = self._ctx
-            path = tuple(ctx.run.invocations[ctx.env].plan_path) if ctx.env is not None else ()
-            config = ctx.core.plan_at(path).config
+            config = ctx.plan.config
             name = config.get(LongTermMemoryOptions.VECTOR_STORE)
             if not name:
                 raise ResourceError(
                     "long-term memory needs a vector store: agent.set_config(**{"
                     f"{LongTermMemoryOptions.VECTOR_STORE!r}: '<VECTOR_STORE resource>'}})")
-            store = ctx.core.resources_for(ctx.run, ctx.env).get(name, ResourceType.VECTOR_STORE)
+            store = ctx.resources.get(name, ResourceType.VECTOR_STORE)
             if not isinstance(store, VectorStore):
                 raise ResourceError(f"long-term memory store {name!r} is not a VectorStore")
             self._backend = _Store(store, config.get(LongTermMemoryOptions.COLLECTION,

@@ -11,7 +11,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ..api import DurableExecutionError, SerializationError, import_qualified
+from ..api import DurableExecutionError, SerializationError
+from ..api._resources import import_qualified
 from ._failures import failure_text
 from ._serde import digest, from_json_value, to_json_value
 from ._state import CallRecord
@@ -24,6 +25,9 @@ def fn_name(fn: Callable[..., Any]) -> str:
 
     A ``functools.partial`` is named after the function it wraps, a callable object after its
     class.
+
+    Returns:
+        The name.
     """
     while isinstance(fn, functools.partial):
         fn = fn.func
@@ -38,6 +42,9 @@ def fn_name(fn: Callable[..., Any]) -> str:
 def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dict[str, Any],
                 call_id: str) -> str:
     """Digest of a call's function name and arguments.
+
+    Returns:
+        16 hex digits.
 
     Raises:
         SerializationError: when an argument has no JSON form.
@@ -55,14 +62,17 @@ def _json_or_none(value: Any) -> Any:
 
 
 def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[bool, Any]:
-    """Write an outcome into ``rec``; returns the outcome as the caller will see it.
+    """Write an outcome into ``rec``.
 
     A result is handed to the caller as it is rebuilt from its stored form, exactly what a
     replay after a restore hands over: the same types on both paths (a pydantic model field
     typed ``Any`` holds what its JSON form holds, a tuple is a list). A result with no JSON
     form, or one whose stored form does not rebuild, turns into a failure with a
-    ``SerializationError``.
-    """
+    ``SerializationError`` (raised and caught here: the failure is the outcome).
+
+    Returns:
+        The outcome as the caller will see it: ``(ok, value or exception)``.
+    """  # noqa: DOC501
     if ok:
         where = f"result of durable call {call_id}"
         try:
@@ -103,6 +113,9 @@ def rebuild_exception(rec: CallRecord) -> BaseException:
     The recorded type with its recorded ``args`` (so ``str(e)`` is what it was) and
     attributes; from the message alone for records without ``args``; a
     ``DurableExecutionError`` naming the type when that cannot be imported or built.
+
+    Returns:
+        The exception.
     """
     type_path, message = rec.error_type, rec.error_message
     try:

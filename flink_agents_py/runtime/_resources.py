@@ -10,8 +10,8 @@ from ..api import (
     Resource,
     ResourceNotFoundError,
     ResourceType,
-    import_qualified,
 )
+from ..api._resources import import_qualified
 from ..plan import AgentPlan, ResourcePlan
 
 __all__ = ["ResourceEnvironment", "check_resources"]
@@ -104,8 +104,15 @@ class ResourceEnvironment:
 
 
 def _checks(rp: ResourcePlan) -> bool:
-    """Whether the resource's class overrides ``Resource.check`` (classes that cannot be
-    imported are left to ``get``)."""
+    """Whether the resource's class overrides ``Resource.check``.
+
+    Args:
+        rp: the resource's plan.
+
+    Returns:
+        Whether it has a check (``False`` for a class that cannot be imported: ``get``
+        reports that).
+    """
     inst = rp._instance
     if inst is not None:
         cls: Any = type(inst)
@@ -132,8 +139,9 @@ def check_resources(plan: AgentPlan,
         path: sub-agent names from the root plan to ``plan``.
 
     Raises:
-        AgentsError: the first failed check; a ``MissingApiKeyError`` of a sub-agent's
-            resource names the sub-agent (``sub-agent 'advisor': ...``).
+        AgentsError: the first failed check.
+        MissingApiKeyError: when a key is missing; one of a sub-agent's resource names the
+            sub-agent (``sub-agent 'advisor': ...``).
     """
     envs = {} if envs is None else envs
     env = envs.get(path)

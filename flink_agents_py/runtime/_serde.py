@@ -21,7 +21,8 @@ import orjson
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from ..api import SerializationError, import_qualified
+from ..api import SerializationError
+from ..api._resources import import_qualified
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "from_json_value", "digest", "dumps",
            "is_tagged_model",
@@ -70,10 +71,18 @@ def to_plain_json(value: Any, where: str) -> Any:
 def event_json(event: BaseModel, where: str) -> dict[str, Any]:
     """The stored JSON form of an event (its fields; no depth cap; strict like the rest).
 
+    Args:
+        event: the event.
+        where: what is being stored, for errors.
+
+    Returns:
+        The JSON form.
+
     Raises:
         SerializationError: naming ``where`` and the path, for a field with no JSON form.
     """
-    return _convert(event, where, tag_models=False)
+    converted: dict[str, Any] = _convert(event, where, tag_models=False)
+    return converted
 
 
 class _TooDeep(Exception):
@@ -84,7 +93,43 @@ class _TooDeep(Exception):
         self.path = path
 
 
+class _NotPlain(Exception):
+    """Raised by ``_plain_copy`` at a value that is not plain JSON data."""
+
+
+def _plain_copy(value: Any) -> Any:
+    """A copy of plain JSON data (exact ``dict``/``list``/``tuple``/scalar types), fast.
+
+    Returns:
+        The copy (tuples become lists).
+
+    Raises:
+        _NotPlain: at anything else (the full walk then says what and where).
+    """
+    kind = type(value)
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise _NotPlain
+            out[k] = v if type(v) in _PLAIN else _plain_copy(v)
+        return out
+    if kind is list or kind is tuple:
+        return [v if type(v) in _PLAIN else _plain_copy(v) for v in value]
+    if kind in _PLAIN or (kind is float and math.isfinite(value)):
+        return value
+    raise _NotPlain
+
+
 def _convert(value: Any, where: str, tag_models: bool) -> Any:
+    try:  # the common case first: plain data, or an event whose fields are plain data
+        if not isinstance(value, BaseModel):
+            return _plain_copy(value)
+        if not tag_models:
+            return {k: v if type(v) in _PLAIN else _plain_copy(v)
+                    for k, v in _model_fields(value).items()}
+    except (_NotPlain, RecursionError):
+        pass
     try:
         return _walk(value, where, "$", set(), tag_models, in_model=False)
     except _TooDeep as e:
@@ -188,6 +233,13 @@ def dumps(data: Any, *, sort_keys: bool = True) -> bytes:
 
     orjson, except for values nested deeper than its limit (255 levels), which the standard
     library encodes (it goes as deep as the interpreter's stack).
+
+    Args:
+        data: JSON-form data.
+        sort_keys: sort object keys (a stable form).
+
+    Returns:
+        The JSON text, UTF-8.
     """
     try:
         return orjson.dumps(data, option=orjson.OPT_SORT_KEYS if sort_keys else 0)

@@ -7,13 +7,21 @@ restore they are rebuilt from this data (see ``AgentCore``).
 
 from __future__ import annotations
 
+import copy
 import enum
 from abc import ABC, abstractmethod
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field
+import msgspec
 
-__all__ = ["CallKind", "CallRecord", "InflightAction", "Invocation", "RunState", "KeyState", "InMemoryKeyState"]
+from ..api import AgentsError
+
+__all__ = ["CallKind", "CallRecord", "InflightAction", "Invocation", "RunState", "KeyState",
+           "InMemoryKeyState", "StateFormatError", "STATE_FORMAT_VERSION",
+           "SUPPORTED_STATE_FORMATS"]
+
+_R = TypeVar("_R", bound="_Record")
 
 
 class CallKind(str, enum.Enum):
@@ -45,7 +53,97 @@ class CallKind(str, enum.Enum):
     """A submit refused before any call (unknown name, not a sub-agent, cannot be built)."""
 
 
-class CallRecord(BaseModel):
+class StateFormatError(AgentsError):
+    """Stored run state that this version cannot read.
+
+    A format version it does not know (state written by a later version), or data that does
+    not fit the format.
+
+    Attributes:
+        found: the format version found in the stored state (``None`` when it is missing
+            and the data does not fit version 1 either).
+        supported: the format versions this version reads.
+    """
+
+    def __init__(self, message: str, found: Any = None,
+                 supported: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.found = found
+        self.supported = supported
+
+
+STATE_FORMAT_VERSION = 1
+"""The format version ``RunState.to_stored`` writes (field ``"v"``)."""
+
+SUPPORTED_STATE_FORMATS: tuple[int, ...] = (1,)
+"""The format versions ``RunState.from_stored`` reads; state without ``"v"`` is version 1."""
+
+
+class _Record(msgspec.Struct, kw_only=True, repr_omit_defaults=True):
+    """Base of the stored records: a msgspec struct (cheap to build on the hot path).
+
+    With the pydantic-style conversions hosts and tests written against earlier versions use.
+    """
+
+    def to_builtins(self) -> dict[str, Any]:
+        """The record as plain JSON-form data (values are kept as they are, not copied)."""
+        raise NotImplementedError
+
+    def model_dump(self, mode: str = "python") -> dict[str, Any]:
+        """``to_builtins`` (pydantic's name, kept for existing callers)."""
+        return self.to_builtins()
+
+    def model_dump_json(self) -> str:
+        """The record as JSON text (pydantic's name, kept for existing callers)."""
+        from ._serde import dumps
+
+        return dumps(self.to_builtins(), sort_keys=False).decode()
+
+    def model_copy(self: _R, *, deep: bool = False) -> _R:
+        """A copy of the record (``deep``: nested records and values copied too).
+
+        Returns:
+            The copy.
+        """
+        return copy.deepcopy(self) if deep else msgspec.structs.replace(self)
+
+    @classmethod
+    def model_validate(cls: type[_R], data: Any) -> _R:
+        """Build the record from its JSON-form data (pydantic's name, kept).
+
+        Returns:
+            The record.
+
+        Raises:
+            StateFormatError: when ``data`` does not fit the record.
+        """
+        return _convert(data, cls)
+
+    @classmethod
+    def model_validate_json(cls: type[_R], text: str | bytes) -> _R:
+        """Build the record from JSON text (pydantic's name, kept).
+
+        Returns:
+            The record.
+
+        Raises:
+            StateFormatError: when the text does not hold the record.
+        """
+        from ._serde import loads
+
+        return _convert(loads(text), cls)
+
+
+def _convert(data: Any, cls: type[_R]) -> _R:
+    try:
+        return msgspec.convert(data, cls)
+    except msgspec.ValidationError as e:
+        raise StateFormatError(f"stored {cls.__name__} does not fit the state format: {e}",
+                               found=data.get("v") if isinstance(data, dict) else None,
+                               supported=SUPPORTED_STATE_FORMATS) from e
+
+
+class CallRecord(_Record, kw_only=True, repr_omit_defaults=True):
     """The record of one durable call of an action execution.
 
     Attributes:
@@ -78,22 +176,36 @@ class CallRecord(BaseModel):
     error_attrs: dict[str, Any] | None = None
     traceback: str | None = None
 
-    def to_json(self) -> str:
-        """The record as JSON text, however deep its value (pydantic's own JSON dump stops
-        at 255 levels; journals store records with this)."""
-        from ._serde import dumps
+    def to_builtins(self) -> dict[str, Any]:
+        """The record as plain JSON-form data (its value is kept as it is, not copied)."""
+        return {"digest": self.digest, "kind": self.kind.value if self.kind is not None else None,
+                "target": self.target, "done": self.done, "ok": self.ok, "value": self.value,
+                "error_type": self.error_type, "error_message": self.error_message,
+                "error_args": self.error_args, "error_attrs": self.error_attrs,
+                "traceback": self.traceback}
 
-        return dumps(self.model_dump(mode="python"), sort_keys=False).decode()
+    def to_json(self) -> str:
+        """The record as JSON text, however deep its value (journals store records so).
+
+        Returns:
+            The JSON text.
+        """
+        return self.model_dump_json()
 
     @classmethod
     def from_json(cls, text: str | bytes) -> CallRecord:
-        """Rebuild a record from ``to_json`` (or ``model_dump_json``) text."""
-        from ._serde import loads
+        """Rebuild a record from ``to_json`` text (or a pydantic-era ``model_dump_json``).
 
-        return cls.model_validate(loads(text))
+        Returns:
+            The record.
+
+        Raises:
+            StateFormatError: when the text does not hold a call record.
+        """
+        return cls.model_validate_json(text)
 
 
-class InflightAction(BaseModel):
+class InflightAction(_Record, kw_only=True, repr_omit_defaults=True):
     """An action execution that has started and not completed.
 
     Attributes:
@@ -107,10 +219,15 @@ class InflightAction(BaseModel):
     action: str
     event: dict[str, Any]
     scope: str | None = None
-    calls: dict[str, CallRecord] = Field(default_factory=dict)
+    calls: dict[str, CallRecord] = {}
+
+    def to_builtins(self) -> dict[str, Any]:
+        """The record as plain JSON-form data."""
+        return {"action": self.action, "event": self.event, "scope": self.scope,
+                "calls": {k: c.to_builtins() for k, c in self.calls.items()}}
 
 
-class Invocation(BaseModel):
+class Invocation(_Record, kw_only=True, repr_omit_defaults=True):
     """An open subgraph call: a chat (``ctx.chat``) or an internal sub-agent call.
 
     Its id (the key of ``RunState.invocations``) is the caller's durable call id, so two
@@ -141,17 +258,28 @@ class Invocation(BaseModel):
     caller_scope: str | None = None
     ordinal: int
     env: str | None = None
-    plan_path: list[str] = Field(default_factory=list)
-    outputs: list[Any] = Field(default_factory=list)
+    plan_path: list[str] = []
+    outputs: list[Any] = []
     failed: str | None = None
     failed_traceback: str | None = None
     cancelled: bool = False
-    memory: dict[str, Any] = Field(default_factory=dict)
-    sensory: dict[str, Any] = Field(default_factory=dict)
+    memory: dict[str, Any] = {}
+    sensory: dict[str, Any] = {}
+
+    def to_builtins(self) -> dict[str, Any]:
+        """The record as plain JSON-form data."""
+        return {"kind": self.kind, "name": self.name, "caller": self.caller,
+                "caller_scope": self.caller_scope, "ordinal": self.ordinal, "env": self.env,
+                "plan_path": self.plan_path, "outputs": self.outputs, "failed": self.failed,
+                "failed_traceback": self.failed_traceback, "cancelled": self.cancelled,
+                "memory": self.memory, "sensory": self.sensory}
 
 
-class RunState(BaseModel):
+class RunState(_Record, kw_only=True, repr_omit_defaults=True):
     """The in-flight run of one key: the processing of one input record.
+
+    Hosts store it with ``to_stored`` and read it back with ``from_stored``, the one place
+    the stored format (and its version) is decoded.
 
     Attributes:
         seq: the input's position in its key's sequence (0-based).
@@ -163,9 +291,61 @@ class RunState(BaseModel):
 
     seq: int
     input: Any = None
-    inflight: dict[str, InflightAction] = Field(default_factory=dict)
-    invocations: dict[str, Invocation] = Field(default_factory=dict)
-    sensory: dict[str, Any] = Field(default_factory=dict)
+    inflight: dict[str, InflightAction] = {}
+    invocations: dict[str, Invocation] = {}
+    sensory: dict[str, Any] = {}
+
+    def to_builtins(self) -> dict[str, Any]:
+        """The run as plain JSON-form data (without the format version)."""
+        return {"seq": self.seq, "input": self.input,
+                "inflight": {k: a.to_builtins() for k, a in self.inflight.items()},
+                "invocations": {k: i.to_builtins() for k, i in self.invocations.items()},
+                "sensory": self.sensory}
+
+    def to_stored(self) -> str:
+        """The run as the JSON text a host keeps in keyed state (format ``"v"`` included).
+
+        Returns:
+            JSON text that ``from_stored`` reads back.
+        """
+        from ._serde import dumps
+
+        data = self.to_builtins()
+        data["v"] = STATE_FORMAT_VERSION
+        return dumps(data, sort_keys=False).decode()
+
+    @classmethod
+    def from_stored(cls, raw: str | bytes | Mapping[str, Any]) -> RunState:
+        """Decode a run a host stored: ``to_stored`` text, or that text already parsed.
+
+        Args:
+            raw: JSON text or bytes, or the parsed JSON object. A missing ``"v"`` means
+                format 1 (state written before formats were versioned).
+
+        Returns:
+            The run.
+
+        Raises:
+            StateFormatError: naming the version found and the versions supported, when the
+                state was written in a format this version does not know (by a later one),
+                or when the data does not fit its format.
+        """
+        from ._serde import loads
+
+        data = loads(raw) if isinstance(raw, (str, bytes, bytearray)) else raw
+        if not isinstance(data, Mapping):
+            raise StateFormatError(
+                f"stored run state is a {type(data).__name__}, not a JSON object",
+                supported=SUPPORTED_STATE_FORMATS)
+        version = data.get("v", 1)
+        if version not in SUPPORTED_STATE_FORMATS or isinstance(version, bool):
+            raise StateFormatError(
+                f"stored run state has format version {version!r}, which this version of "
+                f"flink-agents-py cannot read (it reads versions "
+                f"{', '.join(map(str, SUPPORTED_STATE_FORMATS))}); the state was written by a "
+                "later version: restore it with that version or later",
+                found=version, supported=SUPPORTED_STATE_FORMATS)
+        return _convert(data, cls)
 
 
 class KeyState(ABC):

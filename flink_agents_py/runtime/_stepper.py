@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 from ..api import UnsupportedAwaitError
 
-__all__ = ["stepping", "not_stepping"]
+__all__ = ["stepping", "not_stepping", "enter_stepping", "leave_stepping"]
 
 _HINT = (
     "actions are stepped by the operator, not by an asyncio event loop: await only the "
@@ -36,12 +36,12 @@ class _StepperLoop(asyncio.AbstractEventLoop):
             coro.close()
         self._refuse("an asyncio task (asyncio.gather, asyncio.create_task...)")
 
-    def call_soon(self, *args: Any, **kwargs: Any) -> Any:
+    def call_soon(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         self._refuse("a loop callback")
 
-    call_later = call_at = call_soon_threadsafe = call_soon
+    call_later = call_at = call_soon_threadsafe = call_soon  # type: ignore[assignment]
 
-    def run_in_executor(self, *args: Any, **kwargs: Any) -> Any:
+    def run_in_executor(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         self._refuse("loop.run_in_executor")
 
     def time(self) -> float:
@@ -57,7 +57,23 @@ class _StepperLoop(asyncio.AbstractEventLoop):
         return False
 
 
-_LOOP = _StepperLoop()
+_LOOP = _StepperLoop()  # type: ignore[abstract]  # only what actions reach is defined
+
+
+def enter_stepping() -> asyncio.AbstractEventLoop | None:
+    """Make the stand-in loop the running loop (until ``leave_stepping``).
+
+    Returns:
+        The loop that was running before (``None`` for none), for ``leave_stepping``.
+    """
+    previous = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(_LOOP)
+    return previous
+
+
+def leave_stepping(previous: asyncio.AbstractEventLoop | None) -> None:
+    """Make ``previous`` (what ``enter_stepping`` returned) the running loop again."""
+    asyncio.events._set_running_loop(previous)
 
 
 @contextlib.contextmanager

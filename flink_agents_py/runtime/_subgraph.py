@@ -25,7 +25,8 @@ invocation (by call id) instead of bootstrapping it again.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from ..api import (
     AsyncSubagentSetup,
@@ -40,17 +41,16 @@ from ..api import (
     ToolRequestEvent,
     ToolResponseEvent,
 )
-from ..plan import ActionPlan
-from ._context import ActionContext, DurableCall, store_outcome
+from ..plan import ActionPlan, AgentPlan
+from ._commands import StartChat, StartSubagent
 from ._failures import with_original
+from ._outcomes import store_outcome
 from ._serde import dumps, event_json, to_plain_json
 from ._state import CallKind, CallRecord, Invocation, RunState
 
-if TYPE_CHECKING:
-    from ._core import AgentCore, _Step
-
-__all__ = ["route_in_scope", "start_call", "invocation_result", "deliver_to_caller",
-           "cancel_invocation", "under_cancelled"]
+__all__ = ["plan_at", "route_in_scope", "open_invocation", "invocation_result",
+           "record_for_caller", "cancel_invocation", "under_cancelled", "session_id_of",
+           "check_result", "checked_result", "poll_result"]
 
 CHAT_ROUTES = {
     ChatRequestEvent.EVENT_TYPE: "_chat_model_action",
@@ -59,8 +59,33 @@ CHAT_ROUTES = {
 }
 
 
+def plan_at(root: AgentPlan, path: Sequence[str]) -> AgentPlan:
+    """The plan of the sub-agent reached by ``path`` of names from the ``root`` plan.
+
+    Returns:
+        The sub-agent's plan (``root`` for an empty path).
+    """
+    plan = root
+    for name in path:
+        plan = plan.subagents[name]
+    return plan
+
+
+def session_id_of(key: Any, seq: int) -> str:
+    """The session id external sub-agents get for run ``seq`` of ``key``.
+
+    Returns:
+        ``<key as JSON>/r<seq>``.
+    """
+    return f"{dumps(key).decode()}/r{seq}"
+
+
 def under_cancelled(run: RunState, scope: str | None) -> bool:
-    """Whether ``scope`` or an invocation it runs inside has been cancelled."""
+    """Whether ``scope`` or an invocation it runs inside has been cancelled.
+
+    Returns:
+        Whether it is cancelled.
+    """
     while scope is not None:
         inv = run.invocations.get(scope)
         if inv is None:
@@ -72,7 +97,11 @@ def under_cancelled(run: RunState, scope: str | None) -> bool:
 
 
 def cancel_invocation(run: RunState, inv_id: str) -> list[str]:
-    """Cancel ``inv_id`` and every open invocation nested in it; returns their ids."""
+    """Cancel ``inv_id`` and every open invocation nested in it.
+
+    Returns:
+        The ids of the invocations cancelled.
+    """
     hit = [i for i in run.invocations if i == inv_id or under_cancelled_by(run, i, inv_id)]
     for i in hit:
         run.invocations[i].cancelled = True
@@ -80,7 +109,11 @@ def cancel_invocation(run: RunState, inv_id: str) -> list[str]:
 
 
 def under_cancelled_by(run: RunState, scope: str, ancestor: str) -> bool:
-    """Whether invocation ``scope`` runs (directly or not) inside ``ancestor``."""
+    """Whether invocation ``scope`` runs (directly or not) inside ``ancestor``.
+
+    Returns:
+        Whether it does.
+    """
     inv = run.invocations.get(scope)
     while inv is not None and inv.caller_scope is not None:
         if inv.caller_scope == ancestor:
@@ -89,12 +122,17 @@ def under_cancelled_by(run: RunState, scope: str, ancestor: str) -> bool:
     return False
 
 
-def route_in_scope(core: AgentCore, run: RunState, scope: str, event: Event) -> tuple[ActionPlan, ...]:
-    """The actions ``event`` triggers inside invocation ``scope`` (collecting its outputs)."""
+def route_in_scope(root: AgentPlan, run: RunState, scope: str, event: Event
+                   ) -> tuple[ActionPlan, ...]:
+    """The actions ``event`` triggers inside invocation ``scope`` (collecting its outputs).
+
+    Returns:
+        The actions to run (none for a failed or cancelled invocation).
+    """
     inv = run.invocations.get(scope)
     if inv is None or inv.failed or inv.cancelled:
         return ()  # a failed or cancelled call dispatches no successors
-    plan = core.plan_at(inv.plan_path)
+    plan = plan_at(root, inv.plan_path)
     if inv.kind == "chat":
         if isinstance(event, ChatResponseEvent):
             inv.outputs.append(event_json(event, f"event {event.id}"))
@@ -110,64 +148,41 @@ def route_in_scope(core: AgentCore, run: RunState, scope: str, event: Event) -> 
     return plan.actions_for(event.type)
 
 
-def start_call(core: AgentCore, step: _Step, ctx: ActionContext, call: DurableCall) -> None:
-    """Start a lazy call: bootstrap an invocation, run a deferred call, or start polling.
+def open_invocation(run: RunState, command: StartChat | StartSubagent, caller: str,
+                    caller_scope: str | None, env: str | None) -> tuple[str, Event]:
+    """Open the invocation a chat or internal sub-agent call starts.
 
-    Raises:
-        Exception: what a deferred setup's ``prepare`` raised (thrown into the caller).
+    Args:
+        run: the run (the invocation enters ``run.invocations``).
+        command: the call's command.
+        caller: the calling action execution's id.
+        caller_scope: the scope the caller runs in.
+        env: the scope whose resources and memory the caller uses.
+
+    Returns:
+        The invocation's id and its bootstrap event (for the core to dispatch in it).
     """
-    start, call.start = call.start, None
-    if start is None or start.kind == "attach":
-        return
-    run = step.run
-    base_path = run.invocations[ctx.env].plan_path if ctx.env is not None else []
-    if start.kind in ("chat", "subagent"):
-        ctx.record_started(call, f"{start.kind}:{start.name}")
-        inv_id = call.call_id
-        if start.kind == "chat":
-            req = start.payload
-            inv = Invocation(kind="chat", name=start.name, caller=ctx.execution_id,
-                             caller_scope=ctx.scope, ordinal=call.ordinal, env=ctx.env,
-                             plan_path=list(base_path))
-            bootstrap: Event = ChatRequestEvent(
-                id=f"{inv_id}/b", model=req["model"], messages=req["messages"],
-                prompt_args=req["prompt_args"], output_schema=req["output_schema"])
-        else:
-            inv = Invocation(kind="subagent", name=start.name, caller=ctx.execution_id,
-                             caller_scope=ctx.scope, ordinal=call.ordinal, env=inv_id,
-                             plan_path=[*base_path, start.name],
-                             sensory={"_subagent": {"input": start.payload}})
-            bootstrap = InputEvent(id=f"{inv_id}/b", input=start.payload)
-        inv.cancelled = under_cancelled(run, ctx.scope)
-        run.invocations[inv_id] = inv
-        core.counters[f"{start.kind}_calls"] += 1
-        core._dispatch(step, bootstrap, inv_id)
-        return
-    if start.kind == "fn":
-        fn, args, kwargs = start.payload
-        ctx.record_started(call, start.name)
-        core.submit(ctx, call, fn, args, kwargs)
-        return
-    session_id = f"{dumps(step.key).decode()}/r{run.seq}"
-    rec = ctx._record.calls.get(str(call.ordinal))
-    started_before = rec is not None and not rec.done
-    if start.kind == "deferred":
-        setup, value = start.payload
-        try:
-            _key, fn, reconciler = setup.prepare(ctx, value, session_id, call.call_id)
-        except Exception as e:  # noqa: BLE001 - the call's outcome: raised at the await,
-            ctx.record_started(call, f"deferred:{start.name}")  # and again on replay
-            ctx.record_outcome(call, False, e)
-            return
-        ctx.record_started(call, f"deferred:{start.name}")
-        core.counters["subagent_calls"] += 1
-        runner = reconciler if (started_before and reconciler is not None) else fn
-        core.submit(ctx, call, checked_result, (runner, start.name), {})
-    elif start.kind == "poll":
-        setup, session_id = start.payload
-        ctx.record_started(call, f"async:{start.name}")
-        core.counters["subagent_calls"] += 1
-        core.submit(ctx, call, poll_result, (setup, session_id, call.call_id, start.name), {})
+    call = command.call
+    inv_id = call.call_id
+    base_path = run.invocations[env].plan_path if env is not None else []
+    bootstrap: Event
+    if isinstance(command, StartChat):
+        req = command.request
+        inv = Invocation(kind="chat", name=command.model, caller=caller,
+                         caller_scope=caller_scope, ordinal=call.ordinal, env=env,
+                         plan_path=list(base_path))
+        bootstrap = ChatRequestEvent(
+            id=f"{inv_id}/b", model=req["model"], messages=req["messages"],
+            prompt_args=req["prompt_args"], output_schema=req["output_schema"])
+    else:
+        inv = Invocation(kind="subagent", name=command.name, caller=caller,
+                         caller_scope=caller_scope, ordinal=call.ordinal, env=inv_id,
+                         plan_path=[*base_path, command.name],
+                         sensory={"_subagent": {"input": command.input}})
+        bootstrap = InputEvent(id=f"{inv_id}/b", input=command.input)
+    inv.cancelled = under_cancelled(run, caller_scope)
+    run.invocations[inv_id] = inv
+    return inv_id, bootstrap
 
 
 def check_result(result: Any, name: str) -> SubagentResult:
@@ -179,11 +194,15 @@ def check_result(result: Any, name: str) -> SubagentResult:
     number, one nested too deep to walk) gives a failed result naming the path where it was
     found: a failed delegation, not a failure of the caller.
 
+    Returns:
+        The result, its value in plain JSON form.
+
     Raises:
         TypeError: when ``result`` is not a ``SubagentResult``.
     """
     if not isinstance(result, SubagentResult):
-        raise TypeError(f"sub-agent {name!r} returned {type(result).__name__}, not a SubagentResult")
+        raise TypeError(f"sub-agent {name!r} returned {type(result).__name__}, "
+                        "not a SubagentResult")
     if not result.success:
         return result
     try:
@@ -207,7 +226,8 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str,
             fetched = await asyncio.to_thread(setup.call_fetch_result, session_id, call_id)
             return check_result(fetched, name)
         if status.state == "failed":
-            return SubagentResult.error(f"sub-agent {name!r}: the remote run failed: {status.error}")
+            return SubagentResult.error(
+                f"sub-agent {name!r}: the remote run failed: {status.error}")
         await asyncio.sleep(setup.status_poll_interval_millis / 1000)
 
 
@@ -236,25 +256,22 @@ def invocation_result(inv: Invocation, inv_id: str) -> tuple[bool, Any]:
     return True, SubagentResult.ok(list(inv.outputs))
 
 
-def deliver_to_caller(core: AgentCore, step: _Step, inv: Invocation, inv_id: str, ok: bool,
-                      value: Any) -> None:
-    """Record the outcome as the caller's durable call; resume the caller if it waits."""
-    rec = step.run.inflight.get(inv.caller)
+def record_for_caller(run: RunState, inv: Invocation, inv_id: str, ok: bool, value: Any
+                      ) -> CallRecord | None:
+    """Record a completed invocation's outcome as its caller's durable call.
+
+    For a caller that has not reached the call again yet (re-entered after a restore): it
+    replays the outcome when it gets there.
+
+    Returns:
+        The record written, or ``None`` when the caller finished without awaiting (nobody
+        to tell).
+    """
+    rec = run.inflight.get(inv.caller)
     if rec is None:
-        return  # the caller finished without awaiting: nobody to tell
-    task = step.live.get(inv.caller)
-    call = task.ctx.calls.get(inv.ordinal) if task is not None else None
-    if task is not None and call is not None:
-        if not call.done:
-            task.ctx.record_outcome(call, ok, value)
-            if task.waiting is call:
-                task.waiting = None
-                step.ready.append(task)
-        return
-    # the caller has not reached the call again yet (re-entered after a restore): record it,
-    # and the caller will replay the outcome when it gets there
+        return None
     crec = rec.calls.setdefault(str(inv.ordinal), CallRecord(
         digest="", kind=CallKind.CHAT if inv.kind == "chat" else CallKind.SUBAGENT,
         target=inv.name))
     store_outcome(crec, inv_id, ok, value)
-    core.outcome_recorded(step.key, inv_id, crec)
+    return crec

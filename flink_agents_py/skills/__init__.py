@@ -19,8 +19,9 @@ __all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_FILE_CHARS", "RunSkillCo
 
 def skill_tools(paths: list[str], allowed_commands: list[str] | None = None,
                 **command_options: object) -> list[LoadSkillTool | RunSkillCommandTool]:
-    """The skill tools for ``paths``: ``load_skill``, and ``run_skill_command`` when
-    ``allowed_commands`` is given.
+    """The skill tools for ``paths``.
+
+    ``load_skill``, and ``run_skill_command`` when ``allowed_commands`` is given.
 
     Args:
         paths: skill folders, or folders of skill folders.

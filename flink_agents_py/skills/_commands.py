@@ -150,8 +150,11 @@ class RunSkillCommandTool(Resource):
                 "required": ["command"] if len(self._loaded) == 1 else ["skill", "command"]})
 
     def run(self, skill: str, command: str) -> dict[str, Any]:
-        """Run ``command`` in skill ``skill``'s folder (blocking); with one skill offered,
-        ``skill`` may be left empty.
+        """Run ``command`` in skill ``skill``'s folder (blocking).
+
+        Args:
+            skill: the skill's name (may be empty when one skill is offered).
+            command: the command line.
 
         Returns:
             ``{"exit_code", "output"}``: the last stage's exit code and stdout, then any

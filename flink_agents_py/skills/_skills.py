@@ -57,6 +57,12 @@ class Skill:
     def read(self, relative: str) -> str:
         """The text of the skill's file ``relative`` (at most ``MAX_FILE_CHARS``).
 
+        Args:
+            relative: the file's path, relative to the skill's folder.
+
+        Returns:
+            The text.
+
         Raises:
             SkillError: for a path outside the skill's folder, or no such file.
         """
@@ -190,6 +196,12 @@ class LoadSkillTool(Resource):
     def skill(self, name: str) -> Skill:
         """The skill ``name``.
 
+        Args:
+            name: the skill's name.
+
+        Returns:
+            The skill.
+
         Raises:
             SkillError: when no such skill is offered (names the ones that are).
         """
@@ -199,6 +211,14 @@ class LoadSkillTool(Resource):
 
     async def acall(self, name: str, file: str | None = None, **unexpected: Any) -> Any:
         """Load skill ``name`` (or its ``file``).
+
+        Args:
+            name: the skill's name.
+            file: a file of the skill's folder, instead of its ``SKILL.md``.
+            **unexpected: refused (named in the error).
+
+        Returns:
+            The skill's instructions, or the file's text.
 
         Raises:
             SkillError: for an unknown skill or file, or an unexpected argument.

@@ -35,6 +35,12 @@ def tool_call(name: str, id: str | None = None, /, **arguments: Any) -> ToolCall
 def tool_calls(*calls: ToolCall) -> ChatMessage:
     """An assistant message calling ``calls`` (one turn of a scripted model).
 
+    Args:
+        *calls: the tool calls (``tool_call(...)``).
+
+    Returns:
+        The message.
+
     Raises:
         ValueError: when two calls share an id.
     """
@@ -136,16 +142,31 @@ class CallCounter:
         self._counts: collections.Counter[str] = collections.Counter()
 
     def count(self, name: str, n: int = 1) -> int:
-        """Add ``n`` calls of ``name``; returns its new count."""
+        """Add ``n`` calls of ``name``.
+
+        Args:
+            name: the counter's name.
+            n: how many calls to add.
+
+        Returns:
+            The counter's new value.
+        """
         with self._lock:
             self._counts[name] += n
             return self._counts[name]
 
     def wrap(self, fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
-        """``fn``, counting each call under ``name`` (default: ``fn.__name__``).
+        """``fn``, counting each call under ``name``.
 
         The wrapper is a closure: fine on the local runner; on Flink, count inside the
         function instead (workers do not share this process's counters anyway).
+
+        Args:
+            fn: the function.
+            name: the counter's name (default: ``fn.__name__``).
+
+        Returns:
+            The counting wrapper.
         """
         label = name or fn.__name__
 

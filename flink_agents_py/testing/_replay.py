@@ -15,13 +15,16 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api import Agent
 from ..local import LocalExecutionEnvironment, default_key_selector
 from ..plan import AgentPlan
 from ..runtime import CallRecord, ErrorRecord, Journal, Observer
 from ._report import PointResult, ReplaySafetyReport, shape, short
+
+if TYPE_CHECKING:
+    from ..runtime._commands import CallCommand
 
 __all__ = ["check_replay_safety"]
 
@@ -43,7 +46,7 @@ class _Recorder(Observer):
         self.divergences: list[str] = []
         self.finished: dict[tuple[Any, str], int] = {}  # (key, execution id) -> callback
 
-    def call_started(self, key: Any, call_id: str, function: str, replayed: bool) -> None:
+    def call_started(self, key: Any, call_id: str, command: CallCommand, replayed: bool) -> None:
         (self.replayed if replayed else self.executed).append((self.step + 1, (key, call_id)))
 
     def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
@@ -60,8 +63,10 @@ class _Recorder(Observer):
 
 
 class _TeeJournal(Journal):
-    """Forwards to the user's journal and keeps a copy of every append (to re-create what a
-    crashed attempt left in a journal that outlives it)."""
+    """Forwards to the user's journal and keeps a copy of every append.
+
+    The copy re-creates what a crashed attempt left in a journal that outlives it.
+    """
 
     def __init__(self, inner: Journal) -> None:
         self.inner = inner
@@ -142,7 +147,7 @@ def _compare(what: str, expected: dict[Any, list[Any]], got: dict[Any, list[Any]
             problems.append(f"{what} mismatch: key {key!r}: {len(have)} {what}, "
                             f"the fault-free run had {len(want)}")
             continue
-        i = next(i for i, (a, b) in enumerate(zip(want, have)) if a != b)
+        i = next(i for i, (a, b) in enumerate(zip(want, have, strict=True)) if a != b)
         problems.append(f"{what} mismatch: key {key!r} #{i}: got {short(got[key][i])} "
                         f"(shape {short(have[i])}), fault-free {short(expected[key][i])} "
                         f"(shape {short(want[i])})")

@@ -20,6 +20,12 @@ def shape(value: Any) -> Any:
 
     A pydantic model and a dict of the same fields have different shapes, as do a tuple and
     a list, or ``1`` and ``1.0``.
+
+    Args:
+        value: any value.
+
+    Returns:
+        The type tree.
     """
     if isinstance(value, BaseModel):
         cls = type(value)
@@ -194,7 +200,14 @@ class ReplaySafetyReport:
 
 
 def summary_table(reports: Iterable[ReplaySafetyReport]) -> str:
-    """Several reports as one text table, a row per agent (see ``ReplaySafetyReport.row``)."""
+    """Several reports as one text table, a row per agent.
+
+    Args:
+        reports: the reports (``check_replay_safety``'s results).
+
+    Returns:
+        The table (rows as ``ReplaySafetyReport.row``), or ``"(no reports)"``.
+    """
     rows = [r.row() for r in reports]
     if not rows:
         return "(no reports)"

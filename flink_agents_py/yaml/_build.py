@@ -97,7 +97,7 @@ def _import_function(report: Report, path: str, loc: Loc) -> Callable[..., Any] 
     if not callable(fn):
         report.add(loc, f"{path!r} is not callable")
         return None
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 # --------------------------------------------------------------------------- actions
@@ -177,8 +177,15 @@ def _event_type(name: str) -> str | None:
 
 
 def _short_event_type(name: str) -> str | None:
-    """Flink Agents' names of events: ``chat_response`` (snake case, without "Event") or a
-    ``flink_agents.`` class path, for a registered type such as ``ChatResponseEvent``."""
+    """The event type a Flink Agents name of an event stands for.
+
+    Args:
+        name: ``chat_response`` (snake case, without "Event") or a ``flink_agents.`` class
+            path, of a registered type such as ``ChatResponseEvent``.
+
+    Returns:
+        The event type, or ``None`` when ``name`` is neither.
+    """
     if name.startswith("flink_agents.") and "." in name:
         last = name.rsplit(".", 1)[1]
         return last if event_class_for(last) is not Event else None

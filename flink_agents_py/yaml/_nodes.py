@@ -94,6 +94,9 @@ class NodeIndex:
         Args:
             loc: the place (file coordinates).
             at_key: the line of the key rather than of its value (for unknown keys).
+
+        Returns:
+            The line, or ``None`` when not even a parent is in the file.
         """
         if at_key and loc in self.keys:
             return int(self.keys[loc].start_mark.line) + 1
@@ -284,8 +287,9 @@ def _construct(loader: _Loader, node: Node, loc: Loc, report: Report, unreadable
             key = _scalar(loader, k, loc, report, unreadable)
             if key is _UNREADABLE:
                 continue
-            report.index.keys[(*loc, key)] = k
-            value = _construct(loader, v, (*loc, key), report, unreadable, (*stack, id(node)))
+            place = (*loc, key)
+            report.index.keys[place] = k
+            value = _construct(loader, v, place, report, unreadable, (*stack, id(node)))
             if value is _UNREADABLE:
                 out.pop(key, None)
             else:

@@ -20,8 +20,15 @@ __all__ = ["add_react", "react_subagent_defaults"]
 
 
 def react_subagent_defaults(spec: AgentSpec) -> dict[str, str]:
-    """What a ``react:`` agent is, as a sub-agent, unless its entry says: ``ReActAgent``'s
-    description (or the agent's ``description``) and input (``{"input": text}``)."""
+    """What a ``react:`` agent is, as a sub-agent, unless its entry says otherwise.
+
+    Args:
+        spec: the agent's spec.
+
+    Returns:
+        ``ReActAgent``'s description (or the agent's ``description``) and input schema
+        (``{"input": text}``).
+    """
     if spec.react is None:
         return {}
     return {"description": spec.description or _DEFAULT_DESCRIPTION,

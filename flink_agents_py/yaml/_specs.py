@@ -248,8 +248,11 @@ def field_keys(name: str, info: Any) -> tuple[str, ...]:
 
 
 def alias_keys(schema: dict[str, Any], model: type[BaseModel]) -> None:
-    """Show a field's other keys (its ``AliasChoices``) in the schema: each takes the field's
-    schema, and a required field needs exactly one of its keys. Use as ``json_schema_extra``."""
+    """Show a field's other keys (its ``AliasChoices``) in the schema.
+
+    Each takes the field's schema, and a required field needs exactly one of its keys. Use
+    as ``json_schema_extra``.
+    """
     props, required = schema["properties"], schema.get("required", [])
     for name, info in model.model_fields.items():
         keys = field_keys(name, info)
@@ -435,8 +438,11 @@ SubagentEntry = Annotated[
 
 
 class ReactSpec(_Spec):
-    """The agent is a ReAct agent (``flink_agents_py.agents.ReActAgent``'s loop) over its own
-    chat model setup, tools, sub-agents and prompt; keys as Flink Agents' ``ReActAgent``."""
+    """The agent is a ReAct agent (``flink_agents_py.agents.ReActAgent``'s loop).
+
+    It runs over its own chat model setup, tools, sub-agents and prompt; keys as Flink
+    Agents' ``ReActAgent``.
+    """
 
     WHAT: ClassVar[str] = "a react entry"
     chat_model: Name = Field(description="A chat model setup of this agent (its tools and "

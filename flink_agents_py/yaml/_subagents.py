@@ -175,6 +175,9 @@ def find_cycles(report: Report, order: Sequence[str],
         report: receives one problem per cycle, at the entry closing it.
         order: the agents' names, in document order.
         children: an agent's entries naming agents of the document.
+
+    Returns:
+        The agents on a cycle or reaching one.
     """
     state: dict[str, int] = {}  # 1: on the stack, 2: done
     stack: list[str] = []

@@ -52,7 +52,9 @@ __all__ = ["AnthropicChatModel", "to_anthropic_messages"]
 _ERROR_PREFIX = "Error: "  # how the chat action words a failed tool's result
 
 
-def to_anthropic_messages(messages: Sequence[ChatMessage]) -> tuple[str | None, list[dict[str, Any]]]:
+def to_anthropic_messages(
+    messages: Sequence[ChatMessage],
+) -> tuple[str | None, list[dict[str, Any]]]:
     """Map our messages to ``(system, messages)`` of the Messages API."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
@@ -161,6 +163,9 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         ``stop_sequences``, ``tool_choice``...); the ones the installed SDK does not list as
         parameters are sent in the body all the same (``extra_body``).
 
+        Returns:
+            The model's answer.
+
         Raises:
             ProviderError: with the HTTP status, ``retryable`` for timeouts, connection
                 failures, 408/409/425/429 and 5xx (529 "overloaded" included).
@@ -189,11 +194,13 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             message = await client.messages.create(
                 **with_extra_body(client.messages.create, request))
         except anthropic.APIStatusError as e:
-            raise provider_error(f"anthropic messages call failed: {e.message}",
-                                 e.status_code) from e
+            error = provider_error(f"anthropic messages call failed: {e.message}",
+                                   e.status_code)
+            raise error from e
         except (anthropic.APITimeoutError, anthropic.APIConnectionError) as e:
-            raise provider_error(f"anthropic messages call failed: {type(e).__name__}: {e}",
-                                 None) from e
+            error = provider_error(f"anthropic messages call failed: {type(e).__name__}: {e}",
+                                   None)
+            raise error from e
         body = message.model_dump() if hasattr(message, "model_dump") else dict(message)
         return self._from_anthropic(body, output_schema is not None, wrapped)
 

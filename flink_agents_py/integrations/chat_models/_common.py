@@ -10,9 +10,9 @@ import ipaddress
 import os
 import threading
 import weakref
-from urllib.parse import urlsplit
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ...api import ChatMessage, ChatResponse, MissingApiKeyError, ProviderError
 
@@ -30,6 +30,9 @@ def import_sdk(module: str, extra: str, what: str) -> Any:
         module: the SDK's module (``openai``, ``ollama``, ``anthropic``, ``mcp``).
         extra: the extra of this package that installs it.
         what: the feature that needs it, for the message.
+
+    Returns:
+        The imported module.
 
     Raises:
         ImportError: naming the extra to install (``pip install 'flink-agents-py[<extra>]'``).
@@ -49,6 +52,12 @@ def is_local_url(url: str | None) -> bool:
     ``localhost``, loopback, private and link-local addresses, and single-label host names
     (a container's service name, ``http://vllm:8000``) count as local: servers there are
     usually run without keys (llama.cpp, vLLM, Ollama).
+
+    Args:
+        url: the server's URL, or ``None``.
+
+    Returns:
+        Whether the server counts as local.
     """
     if not url:
         return False
@@ -66,14 +75,16 @@ def is_local_url(url: str | None) -> bool:
 
 
 def require_api_key(connection: Any, env_var: str, provider: str, hint: str = "") -> str:
-    """The API key in ``$env_var``, or a ``MissingApiKeyError`` naming the variable and the
-    connection resource.
+    """The API key in ``$env_var``.
 
     Args:
         connection: the connection resource (its registered name goes into the message).
         env_var: the environment variable that holds the key.
         provider: the provider's name, for the message.
         hint: a sentence appended to the message (e.g. how to go without a key).
+
+    Returns:
+        The key.
 
     Raises:
         MissingApiKeyError: when the variable is unset or empty.
@@ -135,6 +146,9 @@ class LoopBoundSdkConnection:
     pydantic private attribute, which a plain mixin cannot declare for it.
     """
 
+    if TYPE_CHECKING:
+        _clients: LoopBoundClient | None
+
     def _client_factory(self) -> Callable[[], Any]:
         """Return what makes one SDK client; called once, when the first client is needed.
 
@@ -161,6 +175,12 @@ class LoopBoundSdkConnection:
 def run_sync(coro: Any) -> Any:
     """Run ``coro`` to completion from synchronous code (no loop may be running here).
 
+    Args:
+        coro: the coroutine.
+
+    Returns:
+        What the coroutine returned.
+
     Raises:
         RuntimeError: when called from inside a running event loop (use ``achat`` there).
     """
@@ -174,8 +194,16 @@ def run_sync(coro: Any) -> Any:
 
 def provider_error(message: str, status: int | None, cause: BaseException | None = None
                    ) -> ProviderError:
-    """A ``ProviderError`` whose ``retryable`` follows the HTTP status (``None``: timeouts and
-    connection failures, retryable)."""
+    """A ``ProviderError`` whose ``retryable`` follows the HTTP status.
+
+    Args:
+        message: the error's message.
+        status: the HTTP status; ``None`` for timeouts and connection failures (retryable).
+        cause: unused; the caller raises the error ``from`` its cause.
+
+    Returns:
+        The error, to raise.
+    """
     return ProviderError(message, status_code=status,
                          retryable=status is None or retryable_status(status))
 
@@ -185,6 +213,13 @@ def with_extra_body(method: Callable[..., Any], request: dict[str, Any]) -> dict
 
     SDKs type their parameters and refuse unknown keywords; a field the provider takes but
     the installed SDK does not know (or no longer lists) is still sent, in the JSON body.
+
+    Args:
+        method: the SDK method the request goes to.
+        request: the request's fields.
+
+    Returns:
+        The request, with the fields ``method`` does not take moved into ``extra_body``.
     """
     try:
         params = inspect.signature(method).parameters

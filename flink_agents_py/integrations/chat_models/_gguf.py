@@ -28,8 +28,11 @@ _SETUP_HINT = (
 
 
 def models_dir() -> pathlib.Path:
-    """The model cache: ``$FLINK_AGENTS_PY_CACHE/models`` (default
-    ``~/.cache/flink-agents-py/models``)."""
+    """The model cache: ``$FLINK_AGENTS_PY_CACHE/models``.
+
+    Returns:
+        The folder (default ``~/.cache/flink-agents-py/models``).
+    """
     root = os.environ.get(CACHE_ENV_VAR) or "~/.cache/flink-agents-py"
     return pathlib.Path(root).expanduser() / "models"
 
@@ -40,6 +43,9 @@ def cached_gguf() -> pathlib.Path | None:
     Only a file whose size matches its ``.sha256`` stamp (written by
     ``scripts/fetch_model.py`` after verifying the SHA-256) is taken, so a half-copied or
     replaced file is not loaded.
+
+    Returns:
+        The file, or ``None``.
     """
     path = models_dir() / CACHED_MODEL_FILE
     stamp = path.with_name(path.name + ".sha256")

@@ -60,6 +60,12 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
 def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
     """Map an OpenAI-shaped chat-completion response dict to a ``ChatResponse``.
 
+    Args:
+        body: the response body.
+
+    Returns:
+        The answer of the first choice.
+
     Raises:
         ProviderError: when the body has no choice, or a tool call's arguments are not JSON.
     """
@@ -75,7 +81,8 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
         try:
             args = orjson.loads(raw) if isinstance(raw, str) else dict(raw)
         except orjson.JSONDecodeError as e:
-            raise ProviderError(f"tool call {i} has arguments that are not JSON: {raw[:200]!r}") from e
+            raise ProviderError(
+                f"tool call {i} has arguments that are not JSON: {raw[:200]!r}") from e
         calls.append(ToolCall(id=c.get("id") or "", name=fn.get("name", ""), arguments=args))
     usage = body.get("usage") or {}
     return ChatResponse(
@@ -172,8 +179,20 @@ class LlamaCppChatModel(ChatModelConnection):
     ) -> ChatResponse:
         """Generate an answer; see ``ChatModelConnection.chat``.
 
+        Args:
+            messages: the conversation.
+            model: ignored (the connection loads one model).
+            tools: the tools offered to the model.
+            output_schema: the JSON Schema the answer must follow, if any.
+            **options: generation parameters (``temperature``, ``max_tokens``...).
+
+        Returns:
+            The model's answer.
+
         Raises:
             ProviderError: when llama.cpp fails (not retryable).
+            ImportError: when ``llama-cpp-python`` is not installed.
+            FileNotFoundError: when the model file is missing.
         """
         kwargs: dict[str, Any] = {
             "messages": to_openai_messages(messages),
@@ -196,7 +215,7 @@ class LlamaCppChatModel(ChatModelConnection):
                      if kwargs["temperature"] == 0 and loaded.cache_size > 0 else None)
         with loaded.lock:
             cached = loaded.cache.get(cache_key) if cache_key is not None else None
-            if cached is not None:
+            if cache_key is not None and cached is not None:
                 loaded.cache.move_to_end(cache_key)
                 response = from_openai_choice(cached)
                 return response.model_copy(update={"metadata": {**response.metadata,

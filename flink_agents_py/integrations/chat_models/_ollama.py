@@ -95,6 +95,9 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
     ) -> ChatResponse:
         """Send one ``/api/chat`` request (not streamed); see ``ChatModelConnection.chat``.
 
+        Returns:
+            The model's answer.
+
         Raises:
             ProviderError: with the HTTP status, ``retryable`` for timeouts, connection
                 failures, 408/409/425/429 and 5xx.
@@ -122,11 +125,13 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         except ollama.ResponseError as e:
             if e.status_code is None or e.status_code <= 0:  # an error in a 200 body
                 raise ProviderError(f"ollama chat failed: {e.error}") from e
-            raise provider_error(f"ollama chat failed: {e.error}", e.status_code) from e
+            error = provider_error(f"ollama chat failed: {e.error}", e.status_code)
+            raise error from e
         except ollama.RequestError as e:
             raise ProviderError(f"ollama chat request is invalid: {e.error}") from e
         except (httpx.TimeoutException, ConnectionError, httpx.TransportError) as e:
-            raise provider_error(f"ollama chat failed: {type(e).__name__}: {e}", None) from e
+            error = provider_error(f"ollama chat failed: {type(e).__name__}: {e}", None)
+            raise error from e
         return _from_ollama(resp)
 
 

@@ -121,9 +121,13 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         ``tool_choice``, ``seed``...); the ones the installed SDK does not list as parameters
         are sent in the body all the same (``extra_body``).
 
+        Returns:
+            The model's answer.
+
         Raises:
             ProviderError: with the HTTP status, ``retryable`` for timeouts, connection
-                failures, 408/409/425/429 and 5xx.
+                failures, 408/409/425/429 and 5xx (a 400 that rejects a JSON Schema
+                ``response_format`` is retried once with a JSON object format first).
             ImportError: naming the ``openai`` extra when the SDK is not installed.
         """
         client = self._client()
@@ -138,19 +142,13 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         if output_schema is not None:
             kwargs["response_format"] = self._response_format(output_schema)
         try:
-            create = client.chat.completions.create
-            try:
-                completion = await create(**with_extra_body(create, kwargs))
-            except openai.APIStatusError as e:
-                if not self._rejects_json_schema(e, kwargs):
-                    raise
-                self._json_object_fallback = True
-                kwargs["response_format"] = self._response_format(output_schema or {})
-                completion = await create(**with_extra_body(create, kwargs))
+            completion = await self._create(client, kwargs, output_schema)
         except openai.APIStatusError as e:
-            raise provider_error(f"chat completion failed: {e.message}", e.status_code) from e
+            error = provider_error(f"chat completion failed: {e.message}", e.status_code)
+            raise error from e
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
-            raise provider_error(f"chat completion failed: {type(e).__name__}: {e}", None) from e
+            error = provider_error(f"chat completion failed: {type(e).__name__}: {e}", None)
+            raise error from e
         body = completion.model_dump() if hasattr(completion, "model_dump") else dict(completion)
         try:
             return from_openai_choice(body)
@@ -158,6 +156,34 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             raise
         except Exception as e:  # noqa: BLE001 - a body of an unexpected shape
             raise ProviderError(f"unexpected chat completion body: {type(e).__name__}: {e}") from e
+
+    async def _create(
+        self, client: Any, kwargs: dict[str, Any], output_schema: dict[str, Any] | None
+    ) -> Any:
+        """Send the request; once more with a JSON object format if the JSON Schema is refused.
+
+        Args:
+            client: the SDK's async client.
+            kwargs: the request's fields (``response_format`` is replaced on a retry).
+            output_schema: the JSON Schema the answer must follow, if any.
+
+        Returns:
+            The SDK's completion object.
+
+        Raises:
+            openai.APIStatusError: for an HTTP error (other than a refused JSON Schema).
+        """
+        import openai
+
+        create = client.chat.completions.create
+        try:
+            return await create(**with_extra_body(create, kwargs))
+        except openai.APIStatusError as e:
+            if not self._rejects_json_schema(e, kwargs):
+                raise
+        self._json_object_fallback = True
+        kwargs["response_format"] = self._response_format(output_schema or {})
+        return await create(**with_extra_body(create, kwargs))
 
     def _rejects_json_schema(self, error: Any, kwargs: dict[str, Any]) -> bool:
         """Whether ``error`` is a server refusing ``response_format.type = json_schema``."""

@@ -20,47 +20,17 @@ from ...api import (
     ChatModelConnection,
     ChatResponse,
     MessageRole,
+    ScriptedRequest,
     TokenUsage,
     ToolCall,
     ToolMetadata,
-    import_qualified,
 )
+from ...api._resources import import_qualified
 
 __all__ = ["ScriptRule", "ScriptedChatModel", "ScriptedRequest", "REQUESTS_KEPT"]
 
 REQUESTS_KEPT = 10_000
 """How many of its last requests a ``ScriptedChatModel`` keeps (``requests``)."""
-
-
-class ScriptedRequest(BaseModel):
-    """What a script function receives: the whole request."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    messages: list[ChatMessage]
-    model: str | None = None
-    tools: list[ToolMetadata] = Field(default_factory=list)
-    output_schema: dict[str, Any] | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def last_user_text(self) -> str:
-        """Content of the last user message ('' when none)."""
-        for m in reversed(self.messages):
-            if m.role == MessageRole.USER:
-                return m.content
-        return ""
-
-    @property
-    def tool_results(self) -> list[ChatMessage]:
-        """Tool messages after the last assistant message that called tools."""
-        out: list[ChatMessage] = []
-        for m in reversed(self.messages):
-            if m.role == MessageRole.TOOL:
-                out.append(m)
-            else:
-                break
-        return list(reversed(out))
 
 
 class ScriptRule(BaseModel):
@@ -152,9 +122,9 @@ class ScriptedChatModel(ChatModelConnection):
         with self._lock:
             self._calls += 1
             self._requests.append(request)
-        if self._fn is not None or self.function is not None:
-            if self._fn is None:
-                self._fn = import_qualified(self.function)
+        if self._fn is None and self.function is not None:
+            self._fn = import_qualified(self.function)
+        if self._fn is not None:
             return _as_response(self._fn(request), model)
         has_results = bool(request.tool_results)
         text = request.last_user_text

@@ -46,6 +46,9 @@ class HashingEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                     **options: Any) -> EmbeddingResult:
         """Embed ``texts``; ``options`` may hold ``dimensions`` (must equal ``dimension``).
 
+        Returns:
+            One vector per text, in order, with token usage when known.
+
         Raises:
             EmbeddingError: for a ``dimensions`` option other than ``dimension``.
 

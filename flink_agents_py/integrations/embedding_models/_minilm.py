@@ -212,6 +212,9 @@ class MiniLMEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                     **options: Any) -> EmbeddingResult:
         """Embed ``texts`` (see the class); ``model`` must be ``None`` or this model's name.
 
+        Returns:
+            One vector per text, in order, with token usage when known.
+
         Raises:
             EmbeddingError: for another model name or an unknown option.
 

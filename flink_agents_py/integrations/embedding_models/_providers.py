@@ -66,6 +66,9 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                     **options: Any) -> EmbeddingResult:
         """Embed ``texts`` in batches of ``batch_size``; ``options`` go into each request.
 
+        Returns:
+            One vector per text, in order, with token usage when known.
+
         Raises:
             ProviderError: on an HTTP error (``status_code`` set; 429/5xx retryable), a
                 timeout or a connection failure (retryable), or an answer of the wrong size.
@@ -84,10 +87,12 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
             try:
                 resp = self._get_client().embeddings.create(input=batch, **request)
             except openai.APIStatusError as e:
-                raise provider_error(f"embeddings {name!r}: HTTP {e.status_code}: {e.message}",
-                                     e.status_code) from e
+                error = provider_error(
+                    f"embeddings {name!r}: HTTP {e.status_code}: {e.message}", e.status_code)
+                raise error from e
             except (openai.APITimeoutError, openai.APIConnectionError) as e:
-                raise provider_error(f"embeddings {name!r}: {type(e).__name__}: {e}", None) from e
+                error = provider_error(f"embeddings {name!r}: {type(e).__name__}: {e}", None)
+                raise error from e
             data = sorted(resp.data, key=lambda d: d.index)
             if len(data) != len(batch):
                 raise ProviderError(f"embeddings {name!r}: {len(data)} vectors for "
@@ -143,6 +148,9 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                     **options: Any) -> EmbeddingResult:
         """Embed ``texts`` in batches of ``batch_size``.
 
+        Returns:
+            One vector per text, in order, with token usage when known.
+
         Raises:
             ProviderError: on an HTTP error (``status_code`` set) or a connection failure
                 (retryable), or an answer of the wrong size.
@@ -165,15 +173,15 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
             try:
                 resp = self._get_client().embed(input=batch, **request)
             except ollama.ResponseError as e:
-                raise provider_error(f"ollama embed {name!r}: HTTP {e.status_code}: {e.error}",
-                                     e.status_code) from e
-            except (ConnectionError, TimeoutError, OSError) as e:
-                raise provider_error(f"ollama embed {name!r}: {type(e).__name__}: {e}", None) from e
+                error = provider_error(
+                    f"ollama embed {name!r}: HTTP {e.status_code}: {e.error}", e.status_code)
+                raise error from e
             except Exception as e:  # noqa: BLE001 - httpx errors surface as their own types
-                if type(e).__module__.startswith("httpx"):
-                    raise provider_error(f"ollama embed {name!r}: {type(e).__name__}: {e}",
-                                         None) from e
-                raise
+                if not isinstance(e, (ConnectionError, TimeoutError, OSError)) and not type(
+                        e).__module__.startswith("httpx"):
+                    raise
+                error = provider_error(f"ollama embed {name!r}: {type(e).__name__}: {e}", None)
+                raise error from e
             got = list(resp.embeddings)
             if len(got) != len(batch):
                 raise ProviderError(f"ollama embed {name!r}: {len(got)} vectors for "

@@ -21,7 +21,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, ClassVar
 
 import orjson
@@ -127,7 +127,8 @@ class _Connection:
 
         connect = getattr(streamable_http, "streamable_http_client", None)
         if connect is None:  # the SDK's 1.x name
-            connect = streamable_http.streamablehttp_client
+            # the 1.x SDK's name: absent from the 2.x SDK whose types are checked here
+            connect = streamable_http.streamablehttp_client  # type: ignore[attr-defined]
         return connect(srv.url)
 
     @property
@@ -135,13 +136,15 @@ class _Connection:
         return (self.session is not None and self._thread is not None
                 and self._thread.is_alive() and self._stop is not None and not self._stop.is_set())
 
-    def submit(self, fn: Callable[[Any], Awaitable[Any]]) -> concurrent.futures.Future[Any]:
+    def submit(
+        self, fn: Callable[[Any], Coroutine[Any, Any, Any]]
+    ) -> concurrent.futures.Future[Any]:
         if not self.alive or self._loop is None:
             raise ConnectionError(f"the MCP session with {self._server.where} is closed")
         session = self.session
         return asyncio.run_coroutine_threadsafe(fn(session), self._loop)
 
-    def call(self, fn: Callable[[Any], Awaitable[Any]], timeout: float) -> Any:
+    def call(self, fn: Callable[[Any], Coroutine[Any, Any, Any]], timeout: float) -> Any:
         fut = self.submit(fn)
         try:
             return fut.result(timeout)
@@ -190,6 +193,13 @@ def _tool_value(result: Any, output_schema: dict[str, Any] | None = None) -> Any
       parsed (servers return dicts as JSON text), any other text is returned as it is, and
       several texts are joined by newlines;
     - else the blocks as wire dicts (images, resources...).
+
+    Args:
+        result: the ``tools/call`` result.
+        output_schema: the tool's output schema, if it declares one.
+
+    Returns:
+        The tool's value.
 
     Raises:
         McpToolError: when the result has ``isError`` set (its text is the message).
@@ -343,6 +353,13 @@ class McpServer(FreshOnUnpickle, Resource):
     def tool_metadata(self, tool: str, as_name: str | None = None) -> ToolMetadata:
         """One tool's name, description and input schema (offered as ``as_name``).
 
+        Args:
+            tool: the tool's name on the server.
+            as_name: the name the model sees (default: ``tool``).
+
+        Returns:
+            The tool's metadata.
+
         Raises:
             ResourceError: when the server has no such tool (naming what it has).
         """
@@ -357,7 +374,14 @@ class McpServer(FreshOnUnpickle, Resource):
                             parameters=schema)
 
     async def acall_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
-        """Call a tool; returns its value (see ``_tool_value``).
+        """Call a tool.
+
+        Args:
+            tool: the tool's name on the server.
+            arguments: the call's arguments.
+
+        Returns:
+            The tool's value (see ``_tool_value``).
 
         Raises:
             McpToolError: when the tool reports an error.
@@ -392,6 +416,13 @@ class McpServer(FreshOnUnpickle, Resource):
 
     def get_prompt(self, prompt: str, arguments: dict[str, Any] | None = None) -> list[ChatMessage]:
         """Fetch a prompt, filled with ``arguments`` (the ones it declares, as text).
+
+        Args:
+            prompt: the prompt's name on the server.
+            arguments: values of its arguments.
+
+        Returns:
+            The prompt's messages.
 
         Raises:
             ResourceError: when the server has no such prompt, or a required argument is
@@ -431,8 +462,17 @@ class McpServer(FreshOnUnpickle, Resource):
 
         Called by ``AgentPlan.from_agent`` with the server's resource name; uses a session
         of its own, closed before returning. The descriptor is ``None`` for a name not to
-        register. Returns ``None`` (after logging a warning) when listing is switched off or
-        the server cannot be reached.
+        register.
+
+        Args:
+            name: the server's resource name.
+
+        Returns:
+            What to register, or ``None`` (after logging a warning) when listing is switched
+            off or the server cannot be reached.
+
+        Raises:
+            ImportError: naming the ``mcp`` extra when the SDK is not installed.
         """
         if not self.list_at_plan_build:
             return None
@@ -504,6 +544,12 @@ class McpTool(FreshOnUnpickle, Resource):
 
     async def acall(self, **arguments: Any) -> Any:
         """Call the tool on its server.
+
+        Args:
+            **arguments: the call's arguments.
+
+        Returns:
+            The tool's value.
 
         Raises:
             McpToolError: when the tool reports an error (the model is told).

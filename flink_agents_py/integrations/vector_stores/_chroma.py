@@ -42,6 +42,12 @@ _SCALARS = (str, int, float, bool)
 def chroma_where(filters: dict[str, Any] | None) -> dict[str, Any] | None:
     """Translate the equality dialect (``{"a": 1, "b": "x"}``) to a Chroma ``where``.
 
+    Args:
+        filters: field values the documents must have, or ``None``.
+
+    Returns:
+        The Chroma ``where`` clause, or ``None`` for no filter.
+
     Raises:
         VectorStoreError: for an operator key (``$...``) or a non-scalar value.
 
@@ -258,8 +264,18 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
     def get(self, ids: str | list[str] | None = None, collection_name: str | None = None,
             filters: dict[str, Any] | None = None, limit: int | None = 100,
             **kwargs: Any) -> list[Document]:
-        """Documents by id (in the order asked, missing ids skipped), or up to ``limit``
-        matching ``filters``.
+        """Documents by id, or up to ``limit`` documents matching ``filters``.
+
+        Args:
+            ids: one id or a list (the order asked is kept, missing ids are skipped); when
+                given, ``filters`` and ``limit`` are ignored.
+            collection_name: the collection (default: the store's).
+            filters: field values the documents must have.
+            limit: the most documents to return (``None``: all).
+            **kwargs: backend arguments.
+
+        Returns:
+            The documents found.
 
         Raises:
             VectorStoreError: for a missing collection (when not created on demand), an
@@ -322,6 +338,13 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
     def count(self, collection_name: str | None = None,
               filters: dict[str, Any] | None = None) -> int:
         """How many documents match ``filters`` (ids only are read).
+
+        Args:
+            collection_name: the collection (default: the store's).
+            filters: field values the documents must have.
+
+        Returns:
+            The number of documents.
 
         Raises:
             VectorStoreError: as ``get``.

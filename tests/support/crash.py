@@ -1,8 +1,8 @@
 """What the crash-injecting test modules share: call logs, the crash marker, the failpoint base.
 
 Imported by ``durability_agents``, ``subgraph_agents`` and ``kafka_agents``, and with them by
-Flink workers (thread mode imports by reference), so it lives next to them on the tests'
-``sys.path``.
+Flink workers (thread mode imports by reference): ``tests/`` is on ``sys.path`` (pytest's
+``pythonpath`` option), so workers import it as ``support.crash``.
 
 A test's directory ``d`` holds its logs (one line a request or record, appended, attempts cut
 short by the crash included), its checkpoints under ``checkpoints/`` and, once the job was

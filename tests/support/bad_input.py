@@ -1,12 +1,23 @@
 """The bad-input matrix of the review job: one input holding every kind of bad record.
 
 ``file_matrix()`` gives the bytes of one JSON-lines file and what each line must become;
-``kafka_matrix()`` the values of Kafka records. Shared by ``test_bad_input*.py``.
+``kafka_matrix()`` the values of Kafka records; ``check_matrix`` checks a job's rows against
+it. Shared by ``test_bad_input*.py`` and ``test_job_exit.py``.
 """
 
 from __future__ import annotations
 
+import pathlib
+import sys
 from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+"""The repository."""
+PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
+"""The interpreter a user runs the jobs with."""
 
 BIG_BYTES = 10 * 1024 * 1024  # "a 10 MB line"
 
@@ -87,3 +98,26 @@ def kafka_matrix() -> list[Case]:
             raw = case.raw + b"\n" if case.raw.endswith(b"\r") else case.raw  # CRLF in a value
             out.append(Case(case.name, raw, case.good, case.problem, case.product))
     return out
+
+
+def read_jsonl(path: pathlib.Path) -> list[Any]:
+    """The JSON values of the non-blank lines of ``path``."""
+    return [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
+
+
+def check_matrix(outputs: list[dict[str, Any]], errors: list[dict[str, Any]]) -> dict[str, int]:
+    """Every good line rated once, every bad line one error row naming it; returns counts."""
+    _, lines = file_matrix()
+    good = {n: c for n, c in lines.items() if c.good}
+    bad = {n: c for n, c in lines.items() if c.good is False}
+    reviews = [o for o in outputs if o["kind"] == "review"]
+    assert sorted(r["line"] for r in reviews) == sorted(good)
+    assert {r["line"]: r["id"] for r in reviews} == {n: c.product for n, c in good.items()}
+    assert sorted(e["line"] for e in errors) == sorted(bad)
+    for e in errors:
+        case = bad[e["line"]]
+        assert e["kind"] == "error"
+        assert e["error"].startswith(f"line {e['line']}: "), e["error"]
+        assert case.problem in e["error"], (case.name, e["error"])
+        assert e["value"] is not None and len(e["value"]) < 300  # an excerpt, not the record
+    return {"good": len(good), "bad": len(bad), "outputs": len(reviews), "errors": len(errors)}

@@ -1,7 +1,9 @@
-"""The review job's command line: options, the run on the chosen runner, the exit status.
+"""The job's command line: options, the run on the chosen runner, the summary, the exit status.
 
-See ``jobs.review_analysis`` for the job and its options (``python -m jobs.review_analysis
---help``).
+``python -m jobs.review_analysis --help`` describes each option. ``main`` builds the agent
+(``build.build_agent``), reads the input, runs it on the chosen runner (``runners``), writes
+the sorted output and error rows, prints a one-line summary to stderr and returns the exit
+status (``outcome.judge``).
 """
 
 from __future__ import annotations
@@ -12,25 +14,29 @@ import sys
 import time
 from typing import Any
 
-import orjson
-
 from flink_agents_py.io import MAX_RECORD_BYTES
-from jobs import review_analysis as ra
-from jobs.review_analysis import (
-    DEFAULT_INPUT,
-    DEFAULT_OUTPUT,
-    MODES,
-    build_agent,
-    count_records,
-    evaluate,
-    read_records,
-    run_local,
-    write_jsonl,
-)
 
-__all__ = ["main"]
+from .build import MODELS, build_agent, default_rating
+from .evaluation import evaluate, read_labels
+from .outcome import EXIT_FAILED, judge, parse_error_rate
+from .records import DEFAULT_INPUT, count_records, read_records, write_jsonl
+from .strategies import RATINGS
 
+__all__ = ["DEFAULT_OUTPUT", "main", "parser"]
+
+DEFAULT_OUTPUT = pathlib.Path("out") / "review_analysis.jsonl"
+"""Where results go by default (errors: ``out/review_analysis.errors.jsonl``)."""
+
+DESCRIPTION = "The review-analysis job: rates product reviews with a chat model, per product."
 EPILOG = """\
+ratings (--rating):
+  committee  the fast committee of a word lexicon and VADER; no chat model
+  model      the chat model rates every review
+  hybrid     the committee, and the chat model for the reviews it is unsure about
+  delegate   an orchestrator model delegates each review to the reviewer sub-agent
+  Default: hybrid with --model local, model otherwise. Every rating keeps per-product
+  aggregates and asks the advisor sub-agent for product advice.
+
 bad input:
   A record that is not UTF-8, holds a NUL byte, is over --max-record-bytes, is not a JSON
   object or lacks a string "id"/"review" becomes an error row naming its line (Kafka:
@@ -47,8 +53,6 @@ exit status:
 
 
 def _error_rate(text: str) -> float:
-    from jobs._outcome import parse_error_rate
-
     try:
         return parse_error_rate(text)
     except ValueError as e:
@@ -60,10 +64,10 @@ def _path_or_kafka(text: str) -> pathlib.Path | str:
     return text if text.startswith("kafka://") else pathlib.Path(text)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status."""
-    p = argparse.ArgumentParser(prog="python -m jobs.review_analysis",
-                                description=ra.__doc__.split("\n\n")[0], epilog=EPILOG,
+def parser() -> argparse.ArgumentParser:
+    """The job's argument parser."""
+    p = argparse.ArgumentParser(prog=f"python -m {__package__}", description=DESCRIPTION,
+                                epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--input", type=_path_or_kafka, default=DEFAULT_INPUT,
                    help="JSON-lines reviews, or kafka://HOST:PORT/topic")
@@ -71,15 +75,18 @@ def main(argv: list[str] | None = None) -> int:
                    help="results (.jsonl; errors go to <output>.errors.jsonl), or "
                         "kafka://HOST:PORT/topic (errors go to <topic>-errors)")
     p.add_argument("--runner", choices=["local", "flink"], default="flink")
-    p.add_argument("--model", choices=["local", "scripted", "openai"], default="local")
-    p.add_argument("--mode", choices=list(MODES), default="direct",
-                   help="direct: ask the review model; delegate: an orchestrator model "
-                        "delegates each review to the reviewer sub-agent")
+    p.add_argument("--model", choices=list(MODELS), default="local")
+    p.add_argument("--rating", choices=list(RATINGS), default=None,
+                   help="how a review is rated (see below); default: hybrid with --model "
+                        "local, model otherwise")
+    p.add_argument("--mode", choices=["direct", "delegate"], default=None,
+                   help="delegate: the same as --rating delegate; direct: any other rating")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (--model openai)")
     p.add_argument("--model-name", default=None, help="provider model name")
     p.add_argument("--limit", type=int, default=None, help="analyse only the first N lines")
     p.add_argument("--evaluate", type=pathlib.Path, default=None,
-                   help="label file (line, id, score): rate exactly those lines and print agreement")
+                   help="label file (line, id, score): rate exactly those lines and print "
+                        "agreement")
     p.add_argument("--parallelism", type=int, default=1, help="Flink parallelism")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--bounded", action="store_true",
@@ -98,46 +105,68 @@ def main(argv: list[str] | None = None) -> int:
                    help="append the event log (JSON lines) to PATH; on Flink each subtask "
                         "writes PATH with -<subtask> before the suffix. Read it with "
                         "`flink-agents-py trace PATH`")
+    return p
+
+
+def _rating(args: argparse.Namespace, p: argparse.ArgumentParser) -> str:
+    """The rating strategy of ``--rating`` and ``--mode`` (a usage error when they clash)."""
+    if args.rating is None:
+        return "delegate" if args.mode == "delegate" else default_rating(args.model)
+    if args.mode is not None and (args.mode == "delegate") != (args.rating == "delegate"):
+        p.error(f"--mode {args.mode} contradicts --rating {args.rating}")
+    return str(args.rating)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job with the command-line arguments ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0, or ``outcome.EXIT_FAILED`` when the run failed (see ``--help``).
+
+    Raises:
+        SystemExit: for bad usage (status 2, with the parser's message).
+    """
+    p = parser()
     args = p.parse_args(argv)
+    rating = _rating(args, p)
     if isinstance(args.input, str) or isinstance(args.output, str):
         if args.runner != "flink" or args.evaluate is not None:
             p.error("kafka:// input or output needs --runner flink and no --evaluate")
-        return _main_kafka(args, p)
+        return _main_kafka(args, p, rating)
 
-    labels = None
-    only = None
-    if args.evaluate is not None:
-        labels = [orjson.loads(x) for x in args.evaluate.read_text().splitlines() if x.strip()]
-        only = {lab["line"] for lab in labels}
-    agent = build_agent(args.model, args.base_url, args.model_name, args.mode)
+    labels = read_labels(args.evaluate) if args.evaluate is not None else None
+    only = None if labels is None else {lab["line"] for lab in labels}
+    agent = build_agent(args.model, rating, base_url=args.base_url, model_name=args.model_name)
     if not args.input.is_file():
         p.error(f"--input {args.input}: no such file")
-    end_markers = labels is None and getattr(agent, "END_OF_INPUT_MARKERS", False)
+    end_markers = labels is None  # --evaluate measures ratings only: no final advice
     started = time.monotonic()
     if args.runner == "local":
+        from .runners.local import run_local
+
         records, read_errors = read_records(args.input, args.limit, only, args.max_record_bytes)
         outputs, errors = run_local(records, agent, progress=not args.no_progress,
                                     end_markers=end_markers, event_log=args.event_log)
         errors = read_errors + errors
     else:
-        from jobs._flink_runner import run_flink
+        from .runners.flink import run_flink
 
-        outputs, errors = run_flink(args.input, count_records(args.input, args.limit, only),
-                                    agent, parallelism=args.parallelism, limit=args.limit,
-                                    only=only, end_markers=end_markers,
+        outputs, errors = run_flink(args.input, agent,
+                                    total=count_records(args.input, args.limit, only),
+                                    parallelism=args.parallelism, limit=args.limit, only=only,
+                                    end_markers=end_markers,
                                     max_record_bytes=args.max_record_bytes,
                                     event_log=args.event_log, progress=not args.no_progress)
     elapsed = time.monotonic() - started
     outputs.sort(key=lambda o: (o.get("line", -1), o.get("kind") != "review"))
     errors.sort(key=lambda e: (e.get("line") is None, e.get("line") or 0))
     n_out = write_jsonl(args.output, outputs)
-    err_path = args.output.with_suffix(".errors.jsonl")
-    n_err = write_jsonl(err_path, errors)
+    n_err = write_jsonl(args.output.with_suffix(".errors.jsonl"), errors)
     reviews = sum(1 for o in outputs if o.get("kind") == "review")
     products = len({o["id"] for o in outputs if o.get("kind") == "product_summary"})
+    how = "" if rating == default_rating(args.model) else f", {rating} rating"
     print(f"{reviews} review results, {products} products, {n_err} errors, {n_out} output rows "
-          f"in {elapsed:.1f} s ({args.runner} runner, {args.model} model"
-          f"{', delegate mode' if args.mode == 'delegate' else ''}) -> {args.output}",
+          f"in {elapsed:.1f} s ({args.runner} runner, {args.model} model{how}) -> {args.output}",
           file=sys.stderr)
     if labels is not None:
         print(f"agreement: {evaluate(outputs, labels):.2f}")
@@ -145,9 +174,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _verdict(outputs: list[Any], errors: list[Any], max_error_rate: float | None) -> int:
-    """Print why a run failed (``jobs._outcome.judge``); returns the exit status."""
-    from jobs._outcome import EXIT_FAILED, judge
-
+    """Print why a run failed (``outcome.judge``); returns the exit status."""
     verdict = judge(outputs, errors, max_error_rate)
     if verdict.ok:
         return 0
@@ -155,11 +182,11 @@ def _verdict(outputs: list[Any], errors: list[Any], max_error_rate: float | None
     return EXIT_FAILED
 
 
-def _main_kafka(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
-    """``main`` with a ``kafka://`` input or output (see ``jobs._kafka_runner``)."""
-    from jobs._kafka_runner import run_kafka_job
+def _main_kafka(args: argparse.Namespace, p: argparse.ArgumentParser, rating: str) -> int:
+    """``main`` with a ``kafka://`` input or output (see ``runners.kafka``)."""
+    from .runners.kafka import run_kafka_job
 
-    agent = build_agent(args.model, args.base_url, args.model_name, args.mode)
+    agent = build_agent(args.model, rating, base_url=args.base_url, model_name=args.model_name)
     started = time.monotonic()
     try:
         result = run_kafka_job(args.input, args.output, agent, parallelism=args.parallelism,
@@ -179,10 +206,9 @@ def _main_kafka(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     outputs.sort(key=lambda o: (o.get("partition", 0), o.get("line", -1),
                                 o.get("kind") != "review"))
     errors.sort(key=lambda e: (e.get("partition", 0), e.get("line") is None, e.get("line") or 0))
-    n_out = write_jsonl(args.output, outputs)
-    n_err = write_jsonl(args.output.with_suffix(".errors.jsonl"), errors)
+    output = pathlib.Path(args.output)
+    n_out = write_jsonl(output, outputs)
+    n_err = write_jsonl(output.with_suffix(".errors.jsonl"), errors)
     print(f"{n_out} output rows, {n_err} errors in {elapsed:.1f} s -> {args.output}",
           file=sys.stderr)
     return _verdict(outputs, errors, args.max_error_rate)
-
-

@@ -1,4 +1,4 @@
-"""Whether a run of the review job succeeded: its records, how many failed, and why.
+"""Whether a run succeeded: its records, how many failed, and why (the exit status).
 
 A record *failed* when it produced no ``review`` row: its line was bad input (an error row
 from reading) or its rating failed (an error row from the agent). A record is identified by
@@ -40,6 +40,12 @@ class Verdict:
 
 def parse_error_rate(text: str) -> float:
     """``--max-error-rate``: a fraction in [0, 1], or a percentage like ``5%``.
+
+    Args:
+        text: the option's value.
+
+    Returns:
+        The fraction.
 
     Raises:
         ValueError: for anything else.

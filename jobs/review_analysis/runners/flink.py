@@ -1,4 +1,4 @@
-"""The review-analysis job on Flink: FileSource -> numbered, parsed lines -> agent operator.
+"""The job on Flink: FileSource -> numbered, parsed lines -> agent operator -> collected rows.
 
 Reading: ``flink_agents_py.flink.read_lines_file`` (a FLIP-27 ``FileSource`` and a
 single-key numbering operator, ``NumberedLines``, whose count is keyed state checkpointed with
@@ -15,6 +15,7 @@ that product's reviews (same key, same channel) so it can write its final produc
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pyflink.common import Types
@@ -25,18 +26,20 @@ from flink_agents_py.api import Agent
 from flink_agents_py.flink import NumberedLines, create_stream_environment, read_lines_file
 from flink_agents_py.io import MAX_RECORD_BYTES
 
-from ._product_advisor import END_OF_INPUT
-from .review_analysis import error_record, input_error, parse_line
+from ..advice import END_OF_INPUT
+from ..records import agent_error, input_error, parse_line
 
-__all__ = ["run_flink", "NumberAndParse"]
+__all__ = ["END_TIMESTAMP", "NumberAndParse", "flink_agent_error", "run_flink", "tagged"]
 
 END_TIMESTAMP = 2**63 - 2
 """Event-time timer that fires at the final watermark of bounded input."""
 
 
 class NumberAndParse(NumberedLines):
-    """``NumberedLines`` of reviews (``parse_line``), keeping only ``only`` lines / the first
-    ``limit`` non-blank ones (bad lines count), with optional end-of-input markers.
+    """``NumberedLines`` of reviews (``records.parse_line``), with a filter and end markers.
+
+    Keeps only ``only`` lines / the first ``limit`` non-blank ones (bad lines count), as
+    ``records.LineFilter`` does on the local runner, in keyed state.
 
     Args:
         limit: keep at most this many non-blank lines (``None``: all).
@@ -55,12 +58,14 @@ class NumberAndParse(NumberedLines):
         self.end_markers = end_markers
 
     def open(self, runtime_context: Any) -> None:
+        """Register the kept-lines count and each product's last line (keyed state)."""
         super().open(runtime_context)
         self._kept = runtime_context.get_state(ValueStateDescriptor("kept-lines", Types.LONG()))
         self._last = runtime_context.get_map_state(
             MapStateDescriptor("last-line-by-product", Types.STRING(), Types.LONG()))
 
     def keep(self, line_no: int) -> bool:
+        """Whether to read line ``line_no`` (counted in keyed state)."""
         if self.only is not None and line_no not in self.only:
             return False
         kept = self._kept.value() or 0
@@ -69,37 +74,58 @@ class NumberAndParse(NumberedLines):
         self._kept.update(kept + 1)
         return True
 
-    def emit(self, line_no: int, record: Any, ctx: Any) -> Any:
+    def emit(self, line_no: int, record: Any, ctx: Any) -> Iterator[Any]:
+        """Pass the record on; remember its product's last line (``end_markers``)."""
         if self.end_markers:
             self._last.put(record["id"], line_no)
             ctx.timer_service().register_event_time_timer(END_TIMESTAMP)
         yield record
 
-    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Any]:
         """End of bounded input: one ``end_of_input`` marker per product seen."""
-        last = sorted(((line, pid) for pid, line in self._last.items()))
+        last = sorted((line, pid) for pid, line in self._last.items())
         self._last.clear()
         for line, pid in last:
             yield {"kind": END_OF_INPUT, "id": pid, "line": line}
 
 
-def _tag(kind: str) -> Any:
+def tagged(kind: str) -> Callable[[Any], tuple[str, Any]]:
+    """A map function pairing each value with ``kind``.
+
+    Returns:
+        ``v -> (kind, v)``: results (``"out"``) and errors (``"err"``) travel one collected
+        stream.
+    """
     return lambda v: (kind, v)
 
 
-def run_flink(input_path: pathlib.Path, total: int | None, agent: Agent, *,
-              parallelism: int = 1, limit: int | None = None, only: set[int] | None = None,
-              checkpoint_interval_ms: int | None = 10_000,
-              end_markers: bool = False, max_record_bytes: int | None = MAX_RECORD_BYTES,
-              event_log: str | None = None,
-              progress: bool = False) -> tuple[list[Any], list[Any]]:
-    """Run the job on a local MiniCluster; returns ``(outputs, errors)``.
+def flink_agent_error(e: dict[str, Any]) -> dict[str, Any]:
+    """An error row of the operator's error stream in the job's error shape."""
+    return agent_error(e.get("input"), e["action"], e["error_type"], e["message"], e.get("key"))
 
-    ``total``: how many input records the job will read (non-blank lines kept), when known
-    (for progress). ``end_markers``: see ``NumberAndParse``. ``event_log``: a path for the
-    event log (each subtask writes its own file, see ``observability.FileSink``).
-    ``progress``: a progress bar on stderr (when it is a terminal; see
-    ``FlinkExecutionEnvironment``).
+
+def run_flink(input_path: pathlib.Path, agent: Agent, *, total: int | None = None,
+              parallelism: int = 1, limit: int | None = None, only: set[int] | None = None,
+              checkpoint_interval_ms: int | None = 10_000, end_markers: bool = False,
+              max_record_bytes: int | None = MAX_RECORD_BYTES, event_log: str | None = None,
+              progress: bool = False) -> tuple[list[Any], list[Any]]:
+    """Run the job over a file on a local MiniCluster (or the cluster, under ``flink run``).
+
+    Args:
+        input_path: the JSON-lines reviews.
+        agent: the review agent.
+        total: how many records the job will read, when known (for progress).
+        parallelism: Flink parallelism.
+        limit: read at most this many non-blank lines.
+        only: read only these line numbers.
+        checkpoint_interval_ms: the checkpoint interval (``None``: no checkpoints).
+        end_markers: see ``NumberAndParse``.
+        max_record_bytes: longer lines are error rows.
+        event_log: a path for the event log (each subtask writes its own file).
+        progress: a progress bar on stderr, when it is a terminal.
+
+    Returns:
+        ``(outputs, errors)``, in arrival order.
     """
     env = create_stream_environment(parallelism=parallelism,
                                     checkpoint_interval_ms=checkpoint_interval_ms)
@@ -108,14 +134,11 @@ def run_flink(input_path: pathlib.Path, total: int | None, agent: Agent, *,
         operator=NumberAndParse(limit, only, end_markers, max_record_bytes))
     agents = AgentsExecutionEnvironment.flink(env, event_log=event_log, progress=progress)
     applied = agents.from_datastream(parsed, key_selector=lambda r: r["id"]).apply(agent)
-    agent_errors = applied.errors_datastream().map(
-        lambda e: error_record((e.get("input") or {}).get("line"),
-                               f"{e['action']}: {e['error_type']}: {e['message']}", e.get("key")),
-        output_type=Types.PICKLED_BYTE_ARRAY())
-    everything = applied.to_datastream().map(_tag("out"), output_type=Types.PICKLED_BYTE_ARRAY()).union(
-        bad_lines.map(input_error, output_type=Types.PICKLED_BYTE_ARRAY())
-        .map(_tag("err"), output_type=Types.PICKLED_BYTE_ARRAY()),
-        agent_errors.map(_tag("err"), output_type=Types.PICKLED_BYTE_ARRAY()))
+    rows = Types.PICKLED_BYTE_ARRAY()
+    agent_errors = applied.errors_datastream().map(flink_agent_error, output_type=rows)
+    everything = applied.to_datastream().map(tagged("out"), output_type=rows).union(
+        bad_lines.map(input_error, output_type=rows).map(tagged("err"), output_type=rows),
+        agent_errors.map(tagged("err"), output_type=rows))
     outputs: list[Any] = []
     errors: list[Any] = []
     with agents.progress(total=total, job_name="review-analysis") as bar, \

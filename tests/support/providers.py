@@ -1,4 +1,5 @@
-"""Shared by the provider, retry, structured-output and MCP tests (no tests here).
+"""Provider test helpers, shared by the provider, retry, structured-output, MCP, RAG and
+vector store tests.
 
 - ``WireServer``: a local HTTP server answering in a provider's documented wire format and
   recording every request (path, headers, JSON body), so tests assert what an SDK sent.
@@ -19,11 +20,15 @@ from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
     Agent,
     ChatMessage,
+    ChatModelConnection,
     ChatModelSetup,
     ChatRequestEvent,
+    ChatResponse,
     ChatResponseEvent,
     InputEvent,
+    MessageRole,
     OutputEvent,
+    ProviderError,
     ResourceDescriptor,
     ResourceType,
     RunnerContext,
@@ -32,6 +37,8 @@ from flink_agents_py.api import (
     action,
 )
 from flink_agents_py.local import LocalRunResult
+
+from .probes import count, current
 
 Responder = Callable[[dict[str, Any]], tuple[int, Any]]
 
@@ -203,3 +210,36 @@ def only_answer(res: LocalRunResult) -> dict[str, Any]:
     assert res.errors == [], res.errors
     [ans] = outputs_of(res, "answer")
     return ans
+
+
+# -- retries ------------------------------------------------------------------------------
+class Flaky(ChatModelConnection):
+    """Fails its first ``fail_first`` calls (per label) with ``error``, then answers ``reply``."""
+
+    label: str
+    fail_first: int = 0
+    error: str = "provider"  # provider | timeout | value
+    status: int = 503
+    reply: str = "ok"
+
+    def chat(self, messages, **kwargs) -> ChatResponse:
+        n = count(self.label)
+        if n <= self.fail_first:
+            if self.error == "timeout":
+                raise TimeoutError("the model took too long")
+            if self.error == "value":
+                raise ValueError("a bug in the adapter")
+            raise ProviderError("service down", status_code=self.status,
+                                retryable=self.status == 429 or self.status >= 500)
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=self.reply),
+                            metadata={"attempt": n})
+
+
+def flaky(label: str, **kw: Any) -> ResourceDescriptor:
+    """A ``Flaky`` connection counting under ``label`` (its count set back to zero)."""
+    current().reset(label)
+    return ResourceDescriptor(Flaky, label=label, **kw)
+
+
+FAST = {"retry_initial_backoff_s": 0.001, "retry_max_backoff_s": 0.002}
+"""Retry backoff options that keep retry tests fast."""

@@ -16,7 +16,11 @@ from typing import Any, Literal
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore, InMemoryKeyState, RunState
 
+__all__ = ["KEY", "Done", "call_of", "drive_until", "json_copy", "new_core", "poll_until",
+           "records_of", "resume", "run_to_end", "snapshot_of"]
+
 KEY = "k1"
+"""The record key the harness drives by default."""
 
 Done = Callable[[InMemoryKeyState], bool]
 
@@ -74,7 +78,7 @@ def json_copy(state: InMemoryKeyState) -> InMemoryKeyState:
     """What a host that keeps state as JSON (like Flink) restores."""
     restored = InMemoryKeyState()
     assert state.run is not None
-    restored.run = RunState.model_validate_json(state.run.model_dump_json())
+    restored.run = RunState.from_stored(state.run.to_stored())
     restored.memory = json.loads(json.dumps(state.memory))
     return restored
 

@@ -11,13 +11,13 @@ Output to Kafka: results go to the output topic, keyed by product id (the agent 
 ``KafkaSink``, exactly-once by default: written in transactions committed at checkpoints, so
 consumers reading ``read_committed`` see every result once, also across failures.
 
-File input and output work as in ``jobs._flink_runner`` (FileSource, collected results).
+File input and output work as in ``runners.flink`` (FileSource, collected results).
 """
 
 from __future__ import annotations
 
 import pathlib
-from typing import Any
+from typing import Any, Literal
 
 from pyflink.common import Types
 
@@ -36,8 +36,8 @@ from flink_agents_py.flink import (
 from flink_agents_py.io import MAX_RECORD_BYTES
 from flink_agents_py.runtime import Failpoint, Journal
 
-from ._flink_runner import NumberAndParse
-from .review_analysis import error_record, input_error, parse_line
+from ..records import input_error, parse_line
+from .flink import NumberAndParse, flink_agent_error, tagged
 
 __all__ = ["is_kafka", "parse_review_message", "run_kafka_job"]
 
@@ -48,11 +48,13 @@ def is_kafka(spec: Any) -> bool:
 
 
 def parse_review_message(message: KafkaMessage) -> dict[str, Any]:
-    """A Kafka record -> ``{"line": offset, "partition", "id", "review", "ts"}``.
+    """Parse a Kafka record's value as a review.
+
+    Returns:
+        ``{"line": offset, "partition", "id", "review", "ts"}``.
 
     Raises:
         ValueError: naming the partition and offset, for a record that is not a review.
-
     """
     where = f"partition {message.partition} offset {message.offset}"
     if message.value is None:
@@ -67,26 +69,14 @@ def parse_review_message(message: KafkaMessage) -> dict[str, Any]:
 def _kafka_error(e: dict[str, Any]) -> dict[str, Any]:
     """A malformed-record error of ``read_json_topic`` in the job's error shape.
 
-    The message names the partition and offset.
+    Returns:
+        The error row; its message names the partition and offset.
     """
     where = f"partition {e['partition']} offset {e['offset']}"
     error = e["error"] if e["error"].startswith(where) else f"{where}: {e['error']}"
     return {"kind": "error", "line": e["offset"], "id": None, "error": error,
             "topic": e["topic"], "partition": e["partition"], "offset": e["offset"],
             "value": e["value"]}
-
-
-def _agent_error(e: dict[str, Any]) -> dict[str, Any]:
-    record = e.get("input") or {}
-    out = error_record(record.get("line"), f"{e['action']}: {e['error_type']}: {e['message']}",
-                       e.get("key"))
-    if "partition" in record:
-        out.update(partition=record["partition"], offset=record.get("line"))
-    return out
-
-
-def _tag(kind: str) -> Any:
-    return lambda v: (kind, v)
 
 
 def run_kafka_job(
@@ -99,7 +89,7 @@ def run_kafka_job(
     bounded: bool = False,
     starting_offsets: str = "earliest",
     checkpoint_interval_ms: int = 10_000,
-    delivery_guarantee: str = "exactly-once",
+    delivery_guarantee: Literal["exactly-once", "at-least-once", "none"] = "exactly-once",
     transactional_id_prefix: str | None = None,
     journal: Journal | None = None,
     failpoint: Failpoint | None = None,
@@ -143,7 +133,6 @@ def run_kafka_job(
     Raises:
         ValueError: for Kafka input that is unbounded while the output is a file, or a
             ``limit`` with Kafka input.
-
     """
     kafka_in, kafka_out = is_kafka(input_spec), is_kafka(output_spec)
     if kafka_in and not kafka_out and not bounded:
@@ -173,7 +162,7 @@ def run_kafka_job(
                                                 event_log=event_log)
                .from_datastream(records, key_selector=lambda r: r["id"]).apply(agent))
     outputs = applied.to_datastream()
-    agent_errors = applied.errors_datastream().map(_agent_error,
+    agent_errors = applied.errors_datastream().map(flink_agent_error,
                                                    output_type=Types.PICKLED_BYTE_ARRAY())
     errors = parse_errors.union(agent_errors)
 
@@ -188,8 +177,8 @@ def run_kafka_job(
         env.execute(job_name)
         return None
 
-    everything = outputs.map(_tag("out"), output_type=Types.PICKLED_BYTE_ARRAY()).union(
-        errors.map(_tag("err"), output_type=Types.PICKLED_BYTE_ARRAY()))
+    everything = outputs.map(tagged("out"), output_type=Types.PICKLED_BYTE_ARRAY()).union(
+        errors.map(tagged("err"), output_type=Types.PICKLED_BYTE_ARRAY()))
     out: list[Any] = []
     err: list[Any] = []
     with everything.execute_and_collect(job_name) as results:

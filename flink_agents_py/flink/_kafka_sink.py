@@ -1,0 +1,184 @@
+"""Writing agent outputs to Kafka topics with Flink's ``KafkaSink``.
+
+``write_json_topic`` (and ``kafka_sink`` for several topics at once, fed by ``to_kafka_rows``)
+builds a ``pyflink.datastream.connectors.kafka.KafkaSink`` writing JSON values keyed by the
+agent key.
+
+Delivery guarantees of the sink (``delivery_guarantee``):
+
+- ``"exactly-once"``: records are written in Kafka transactions committed when a checkpoint
+  completes; consumers reading with ``isolation.level=read_committed`` see each output once,
+  also across failures and restores. Needs checkpointing, and results become visible only at
+  checkpoints (latency ~ the checkpoint interval). The producer's ``transaction.timeout.ms``
+  (``transaction_timeout_ms``, default 15 min) must exceed the checkpoint interval plus the
+  longest checkpoint and restart time (or Kafka aborts a transaction Flink still means to
+  commit, and its records are lost), and may not exceed the broker's
+  ``transaction.max.timeout.ms`` (15 min by default; Flink's own default of 1 h is refused by a
+  default broker, hence ours). ``transactional_id_prefix`` must be unique per job on a Kafka
+  cluster and stable across restarts of that job.
+- ``"at-least-once"``: flushed at each checkpoint; a restore can write duplicates.
+- ``"none"``: fire and forget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import orjson
+
+from ._kafka_jars import SERIALIZER, add_kafka_jars, new_java
+
+__all__ = ["DeliveryGuarantee", "kafka_sink", "to_kafka_rows", "write_json_topic"]
+
+_SINK_FIELDS = ["topic", "key", "value"]
+
+DeliveryGuarantee = Literal["exactly-once", "at-least-once", "none"]
+"""What ``kafka_sink`` and ``write_json_topic`` promise (see the module docstring)."""
+
+
+def _key_text(key: Any) -> str | None:
+    if key is None or isinstance(key, str):
+        return key
+    return orjson.dumps(key).decode()
+
+
+def _default_key(record: Any) -> Any:
+    return record.get("key") if isinstance(record, dict) else None
+
+
+class _ToRow:
+    """A record -> ``Row(topic, key, value)`` (JSON value) for the helper serializer."""
+
+    def __init__(self, topic: str | Callable[[Any], str],
+                 key_selector: Callable[[Any], Any]) -> None:
+        self.topic = topic
+        self.key_selector = key_selector
+
+    def __call__(self, record: Any) -> Any:
+        from pyflink.common import Row
+
+        topic = self.topic(record) if callable(self.topic) else self.topic
+        return Row(topic, _key_text(self.key_selector(record)),
+                   orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS).decode())
+
+
+def to_kafka_rows(ds: Any, topic: str | Callable[[Any], str],
+                  key_selector: Callable[[Any], Any] | None = None, name: str | None = None) -> Any:
+    """Map records to the ``Row(topic, key, value)`` elements ``kafka_sink`` writes.
+
+    Use it to send several streams (results, errors) to different topics through one sink
+    (one transaction per checkpoint): ``to_kafka_rows(a, "x").union(to_kafka_rows(b, "y"))``.
+
+    Args:
+        ds: a ``DataStream`` of JSON-serialisable records.
+        topic: the topic, or a function of the record giving it.
+        key_selector: the record's Kafka key (default: its ``"key"`` field); strings are
+            written as they are, other values as JSON, ``None`` as no key.
+        name: the map's name and uid (default ``to-kafka-<topic>``).
+
+    Returns:
+        A ``DataStream`` of ``Row(topic, key, value)``.
+
+    """
+    from pyflink.common import Types
+
+    label = name or f"to-kafka-{topic if isinstance(topic, str) else 'rows'}"
+    row_type = Types.ROW_NAMED(_SINK_FIELDS, [Types.STRING(), Types.STRING(), Types.STRING()])
+    return (ds.map(_ToRow(topic, key_selector or _default_key), output_type=row_type)
+            .name(label).uid(label))
+
+
+def kafka_sink(
+    bootstrap_servers: str,
+    *,
+    delivery_guarantee: DeliveryGuarantee = "exactly-once",
+    transactional_id_prefix: str | None = None,
+    transaction_timeout_ms: int = 900_000,
+    properties: dict[str, str] | None = None,
+) -> Any:
+    """A ``KafkaSink`` for ``Row(topic, key, value)`` elements (see ``to_kafka_rows``).
+
+    Needs the Kafka jars on the job (``add_kafka_jars(env)``; ``write_json_topic`` does it).
+
+    Args:
+        bootstrap_servers: ``host:port[,host:port...]``.
+        delivery_guarantee: ``"exactly-once"`` (default; transactions committed at
+            checkpoints), ``"at-least-once"`` or ``"none"``. See the module docstring.
+        transactional_id_prefix: with exactly-once, the prefix of the transactional ids: unique
+            per job on the Kafka cluster, stable across its restarts (required then).
+        transaction_timeout_ms: with exactly-once, the producer's ``transaction.timeout.ms``:
+            more than checkpoint interval + checkpoint duration + restart time, at most the
+            broker's ``transaction.max.timeout.ms`` (default 900,000 = 15 min, both).
+        properties: more Kafka producer properties.
+
+    Returns:
+        A ``pyflink.datastream.connectors.kafka.KafkaSink``.
+
+    Raises:
+        ValueError: for an unknown guarantee, or exactly-once without a prefix.
+
+    """
+    from pyflink.datastream.connectors.base import DeliveryGuarantee as FlinkGuarantee
+    from pyflink.datastream.connectors.kafka import KafkaSink
+
+    guarantees = {"exactly-once": FlinkGuarantee.EXACTLY_ONCE,
+                  "at-least-once": FlinkGuarantee.AT_LEAST_ONCE, "none": FlinkGuarantee.NONE}
+    if delivery_guarantee not in guarantees:
+        raise ValueError(f"unknown delivery_guarantee {delivery_guarantee!r} "
+                         f"({', '.join(guarantees)})")
+    builder = (KafkaSink.builder()
+               .set_bootstrap_servers(bootstrap_servers)
+               .set_delivery_guarantee(guarantees[delivery_guarantee]))
+    props = dict(properties or {})
+    if delivery_guarantee == "exactly-once":
+        if not transactional_id_prefix:
+            raise ValueError("exactly-once delivery needs a transactional_id_prefix")
+        builder.set_transactional_id_prefix(transactional_id_prefix)
+        props.setdefault("transaction.timeout.ms", str(transaction_timeout_ms))
+    for k, v in props.items():
+        builder.set_property(k, str(v))
+    # PyFlink's record serializer builder cannot take the key from a field; ours takes
+    # topic, key and value from the Row.
+    builder._j_builder.setRecordSerializer(new_java(SERIALIZER))
+    return builder.build()
+
+
+def write_json_topic(
+    ds: Any,
+    bootstrap_servers: str,
+    topic: str,
+    *,
+    key_selector: Callable[[Any], Any] | None = None,
+    delivery_guarantee: DeliveryGuarantee = "exactly-once",
+    transactional_id_prefix: str | None = None,
+    transaction_timeout_ms: int = 900_000,
+    properties: dict[str, str] | None = None,
+    name: str | None = None,
+) -> Any:
+    """Write records (an agent's outputs) to a topic as JSON values, keyed by the agent key.
+
+    Args:
+        ds: a ``DataStream`` of JSON-serialisable records (e.g. ``builder.to_datastream()``).
+        bootstrap_servers: ``host:port[,host:port...]``.
+        topic: the topic.
+        key_selector: the Kafka key of a record, normally the agent key (default: the
+            record's ``"key"`` field). Records of one key go to one partition, in order.
+        delivery_guarantee: ``"exactly-once"`` (default), ``"at-least-once"`` or ``"none"``;
+            see the module docstring (exactly-once needs checkpointing).
+        transactional_id_prefix: default ``flink-agents-py-<topic>``; see ``kafka_sink``.
+        transaction_timeout_ms: see ``kafka_sink``.
+        properties: more Kafka producer properties.
+        name: the sink's name and uid (default ``kafka-sink-<topic>``).
+
+    Returns:
+        The ``DataStreamSink``.
+
+    """
+    label = name or f"kafka-sink-{topic}"
+    add_kafka_jars(ds.get_execution_environment())
+    sink = kafka_sink(bootstrap_servers, delivery_guarantee=delivery_guarantee,
+                      transactional_id_prefix=transactional_id_prefix or f"flink-agents-py-{topic}",
+                      transaction_timeout_ms=transaction_timeout_ms, properties=properties)
+    rows = to_kafka_rows(ds, topic, key_selector, name=f"{label}-rows")
+    return rows.sink_to(sink).name(label).uid(label)

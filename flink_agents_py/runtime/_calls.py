@@ -1,0 +1,234 @@
+"""The awaitables an action gets from its context: calls, chat futures, sub-agent handles.
+
+They hold an outcome and, for a call not started yet, the command that starts it (see
+``_commands``); they never start anything themselves. Awaiting an incomplete call yields it
+to the core, which carries out its command and resumes the action once the outcome is
+recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Generator
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..api import (
+    AsyncSubagentSetup,
+    ChatResponse,
+    ChatResponseError,
+    DurableExecutionError,
+    SubagentFuture,
+    SubagentResult,
+    SubagentSetup,
+)
+from ._state import CallKind
+
+if TYPE_CHECKING:
+    from ._commands import Command
+    from ._context import ActionContext
+
+__all__ = ["DurableCall", "ChatFuture", "SubagentHandle"]
+
+
+class DurableCall:
+    """One durable call of an action execution: awaitable, completes once.
+
+    Awaiting a completed call returns its result (or raises its exception) again without a
+    new execution; awaiting an incomplete one suspends the action until the outcome arrives.
+    ``kind`` and ``target`` say what made the call (kept in its record, see ``CallKind``);
+    ``start`` is the command that starts a lazy call on its first await (``None`` once
+    issued).
+    """
+
+    __slots__ = ("call_id", "ordinal", "done", "ok", "value", "replayed", "start", "digest",
+                 "kind", "target")
+
+    def __init__(self, call_id: str, ordinal: int, digest: str = "",
+                 kind: CallKind = CallKind.FUNCTION, target: str = "") -> None:
+        self.call_id = call_id
+        self.ordinal = ordinal
+        self.digest = digest
+        self.kind = kind
+        self.target = target
+        self.done = False
+        self.ok = True
+        self.value: Any = None
+        self.replayed = False
+        self.start: Command | None = None
+
+    def complete(self, ok: bool, value: Any) -> None:
+        """Set the outcome (a result, or the exception raised)."""
+        self.done, self.ok, self.value = True, ok, value
+
+    def result(self) -> Any:
+        """Return the result or raise the exception (only once ``done``).
+
+        Returns:
+            The call's result.
+
+        Raises:
+            DurableExecutionError: when the call has not completed.
+            BaseException: the exception the call raised.
+        """
+        if not self.done:
+            raise DurableExecutionError(f"durable call {self.call_id} has not completed")
+        if self.ok:
+            return self.value
+        raise self.value
+
+    def __await__(self) -> Generator[DurableCall, None, Any]:
+        if not self.done:
+            yield self
+        return self.result()
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for a missing attribute: most likely the future was not awaited
+        raise AttributeError(_not_awaited(type(self).__name__, name, self.call_id))
+
+
+class ChatFuture(DurableCall):
+    """The lazy durable future ``ctx.chat`` returns; ``structured`` typed on await."""
+
+    __slots__ = ("schema_cls",)
+
+    def __init__(self, call_id: str, ordinal: int, digest: str,
+                 schema_cls: type[BaseModel] | None, target: str = "") -> None:
+        super().__init__(call_id, ordinal, digest, CallKind.CHAT, target)
+        self.schema_cls = schema_cls
+
+    def result(self) -> Any:
+        """The chat's ``ChatResponse``, ``structured`` typed by the output schema class.
+
+        Returns:
+            The response.
+
+        Raises:
+            ChatResponseError: when the structured output does not fit the schema class
+                (or the chat failed).
+        """
+        value = super().result()
+        if (self.schema_cls is not None and isinstance(value, ChatResponse)
+                and isinstance(value.structured, dict)):
+            try:
+                typed = self.schema_cls.model_validate(value.structured)
+            except ValidationError as e:
+                raise ChatResponseError(
+                    f"the chat's structured output does not fit {self.schema_cls.__name__}: {e}"
+                ) from e
+            value = value.model_copy(update={"structured": typed})
+        return value
+
+
+def _not_awaited(what: str, name: str, call_id: str | None) -> str:
+    if name.startswith("_"):
+        return f"{what!r} object has no attribute {name!r}"
+    where = f", in action execution {call_id.rsplit('/', 1)[0]}" if call_id else ""
+    hint = "response = await ctx.chat(...)" if what == "ChatFuture" else "value = await call"
+    return f"{what} has no attribute {name!r}: await it first ({hint}){where}"
+
+
+class _Settled:
+    """An awaitable that is already complete (``await`` returns ``None`` at once)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # pragma: no cover - makes this a generator
+
+
+_SETTLED = _Settled()
+
+
+def _nothing_to_cancel(session_id: str, call_id: str) -> None:
+    """The cancel request of an async run that had already ended: nothing to send."""
+
+
+class SubagentHandle(SubagentFuture):
+    """The handle of one sub-agent call (see ``SubagentFuture``)."""
+
+    def __init__(self, ctx: ActionContext | None, call: DurableCall | None, name: str,
+                 kind: str, session_id: str = "", setup: SubagentSetup | None = None,
+                 failed: SubagentResult | None = None) -> None:
+        self._ctx = ctx
+        self._call = call
+        self.name = name
+        self.kind = kind
+        self._session_id = session_id
+        self._setup = setup
+        self._failed = failed
+        self._cancel: DurableCall | None = None
+
+    @property
+    def call_id(self) -> str | None:
+        """The durable identity of this call (``None`` for a call refused at submit)."""
+        return self._call.call_id if self._call is not None else None
+
+    @property
+    def session_id(self) -> str:
+        """The session of this call ('' for an internal sub-agent or a refused call)."""
+        return self._session_id
+
+    def done(self) -> bool:
+        """Whether the call's result is known (awaiting it then does not suspend).
+
+        Returns:
+            Whether the result is known.
+        """
+        return self._call is None or self._call.done
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for a missing attribute: most likely the handle was not awaited
+        if name.startswith("_"):
+            raise AttributeError(name)
+        call = self.__dict__.get("_call")
+        where = f", in action execution {call.call_id.rsplit('/', 1)[0]}" if call else ""
+        raise AttributeError(
+            f"SubagentHandle of sub-agent {self.__dict__.get('name')!r} has no attribute "
+            f"{name!r}: await it first (result = await handle) to get its SubagentResult{where}")
+
+    def __await__(self) -> Generator[Any, None, SubagentResult]:
+        if self._call is None:
+            assert self._failed is not None
+            return self._failed
+        result: SubagentResult = yield from self._call.__await__()
+        return result
+
+    def cancel(self) -> Awaitable[None]:
+        """Cancel the call (see ``SubagentFuture.cancel``); a finished call is unaffected.
+
+        Takes effect when called, awaited or not. For an async sub-agent, the first
+        ``cancel()`` of a handle is one durable call (the cancel request, or nothing to send
+        when the run had already ended), made in program order on the live path and on
+        replay alike; awaiting the returned awaitable waits for the request to complete.
+
+        Returns:
+            What to await for the cancellation to be carried out.
+        """
+        call, ctx = self._call, self._ctx
+        if call is None or ctx is None:
+            return _SETTLED
+        ctx.check_live("cancel")
+        if self.kind == "async" and isinstance(self._setup, AsyncSubagentSetup):
+            if self._cancel is not None:
+                return self._cancel  # one cancel request per handle
+            ended = call.done and not (call.ok and isinstance(call.value, SubagentResult)
+                                       and call.value.cancelled)
+            send = _nothing_to_cancel if ended else self._setup.call_cancel_request
+            self._cancel = ctx.execute_as(
+                CallKind.SUBAGENT_CANCEL, self.name, send, (self._session_id, call.call_id),
+                digest_name=f"{CallKind.SUBAGENT_CANCEL.value}:{self.name}")
+            if not call.done:  # told to cancel: done now
+                ctx.settle_unstarted(call, f"cancel:{self.name}",
+                                     SubagentResult.cancelled_call(self.name))
+            return self._cancel
+        if call.done:
+            return _SETTLED
+        if self.kind == "internal" and call.call_id in ctx.run.invocations:
+            ctx.cancel_invocation(call.call_id)  # completes once its actions retire
+        elif call.start is not None:  # not started yet: it never will be
+            ctx.settle_unstarted(call, f"cancel:{self.name}",
+                                 SubagentResult.cancelled_call(self.name))
+        # a deferred call already running cannot be stopped: its result arrives as usual
+        return _SETTLED

@@ -1,0 +1,62 @@
+"""``Inbox``: completed I/O, per key, handed from executor threads to the host's thread."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+__all__ = ["Inbox"]
+
+
+class Inbox:
+    """Thread-safe per-key lists of completed I/O (deliveries), with waiting.
+
+    Executor threads ``put``; the host's thread ``take``s a key's deliveries when it
+    advances the key, or waits for some to arrive.
+    """
+
+    def __init__(self) -> None:
+        self._items: dict[Any, list[Any]] = {}
+        self._cond = threading.Condition()
+
+    def put(self, key: Any, item: Any) -> None:
+        """Add a delivery for ``key`` and wake whoever waits (any thread)."""
+        with self._cond:
+            self._items.setdefault(key, []).append(item)
+            self._cond.notify_all()
+
+    def take(self, key: Any) -> list[Any]:
+        """Remove and return ``key``'s deliveries, oldest first.
+
+        Returns:
+            The deliveries (empty when none).
+        """
+        with self._cond:
+            return self._items.pop(key, [])
+
+    def has(self, key: Any) -> bool:
+        """Whether deliveries of ``key`` wait.
+
+        Returns:
+            Whether some wait.
+        """
+        with self._cond:
+            return bool(self._items.get(key))
+
+    def wait_for(self, key: Any, timeout_s: float) -> bool:
+        """Block until deliveries of ``key`` wait, or ``timeout_s`` passes.
+
+        Returns:
+            Whether some wait.
+        """
+        with self._cond:
+            return self._cond.wait_for(lambda: bool(self._items.get(key)), timeout=timeout_s)
+
+    def wait_any(self, timeout_s: float) -> bool:
+        """Block until deliveries of any key wait, or ``timeout_s`` passes.
+
+        Returns:
+            Whether some wait.
+        """
+        with self._cond:
+            return self._cond.wait_for(lambda: any(self._items.values()), timeout=timeout_s)

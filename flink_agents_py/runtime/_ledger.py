@@ -1,0 +1,93 @@
+"""``CallLedger``: where a durable call's record goes besides keyed state.
+
+An action context writes its calls' records into its state entry and tells the ledger, which
+journals each outcome (write-ahead, before the action goes on), answers journal lookups at
+recovery, tells the observer, counts, and calls the test failpoint. One ledger per core; the
+contexts get it as an argument, so they never call the core.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ._failures import FailureMessage
+from ._state import CallRecord
+
+if TYPE_CHECKING:
+    from ._commands import CallCommand
+    from ._observer import Observer
+
+__all__ = ["CallLedger", "Journal", "Failpoint"]
+
+
+class Journal:
+    """A write-ahead journal of durable call outcomes (the base records nothing).
+
+    Subclasses append each outcome before the action continues and answer lookups at
+    recovery for calls the restored checkpoint does not hold.
+    """
+
+    def append(self, key: Any, call_id: str, record: CallRecord) -> None:
+        """Store ``record`` for ``(key, call_id)``."""
+
+    def lookup(self, key: Any, call_id: str) -> CallRecord | None:
+        """Return the record stored for ``(key, call_id)``, or ``None``."""
+        return None
+
+    def run_completed(self, key: Any, run: str) -> None:
+        """Run ``run`` (``r<seq>``) of ``key`` completed: its entries may be pruned later."""
+
+
+Failpoint = Callable[[str, Any, dict[str, Any]], None]
+"""A test hook called at named points: ``(point, key, info)``. To inject a crash it raises
+an exception that is not an ``Exception`` (the core lets those through, so the host's
+callback fails and Flink restarts the job). Points: ``"call_recorded"`` (``call_id``),
+``"run_completed"`` (``seq``), and the host's ``"element"``, ``"timer"`` and
+``"outputs_emitted"`` (``outputs``)."""
+
+
+class CallLedger:
+    """The journal, observer, failpoint and counters, as durable calls see them.
+
+    Args:
+        counters: the core's counters (``calls_executed``, ``calls_replayed``,
+            ``replay_divergences``...).
+        observer: receives ``call_started``/``call_finished`` (already made safe).
+        journal: the write-ahead journal, if any.
+        failpoint: the test hook, if any.
+    """
+
+    __slots__ = ("counters", "observer", "journal", "failpoint")
+
+    def __init__(self, counters: collections.Counter[str], observer: Observer | None,
+                 journal: Journal | None, failpoint: Failpoint | None) -> None:
+        self.counters = counters
+        self.observer = observer
+        self.journal = journal
+        self.failpoint = failpoint
+
+    def lookup(self, key: Any, call_id: str) -> CallRecord | None:
+        """The journal's record of ``call_id``, when there is a journal and it has one."""
+        return self.journal.lookup(key, call_id) if self.journal is not None else None
+
+    def started(self, key: Any, command: CallCommand, replayed: bool) -> None:
+        """Count one durable call (executed, or answered from its record); tell the observer."""
+        self.counters["calls_replayed" if replayed else "calls_executed"] += 1
+        if self.observer is not None:
+            self.observer.call_started(key, command.call_id, command, replayed)
+
+    def recorded(self, key: Any, call_id: str, record: CallRecord) -> None:
+        """An outcome entered keyed state: tell the observer, journal it, call the failpoint.
+
+        The journal gets it before the action goes on (write-ahead).
+        """
+        if self.observer is not None:
+            self.observer.call_finished(key, call_id, record.ok, record.value if record.ok
+                                        else FailureMessage(record.error_message or "",
+                                                            record.traceback))
+        if self.journal is not None:
+            self.journal.append(key, call_id, record)
+        if self.failpoint is not None:
+            self.failpoint("call_recorded", key, {"call_id": call_id})
