@@ -8,29 +8,21 @@ the driver can read their CPU from ``/proc/<pid>/task/<tid>/stat``.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from bench._agents import SlowChatAgent, SlowChatModel
 from flink_agents_py.api import (
-    Agent,
     ChatMessage,
-    ChatModelConnection,
-    ChatModelSetup,
-    ChatRequestEvent,
     ChatResponse,
-    ChatResponseEvent,
     InputEvent,
-    MessageRole,
-    OutputEvent,
     ResourceDescriptor,
     RunnerContext,
     action,
     chat_model_connection,
-    chat_model_setup,
 )
 
 __all__ = [
@@ -65,45 +57,29 @@ def note_thread(role: str) -> None:
         pass
 
 
-class ScaleChatModel(ChatModelConnection):
-    """A chat model that answers after ``latency_s`` seconds of ``asyncio.sleep``."""
-
-    latency_s: float = 0.2
+class ScaleChatModel(SlowChatModel):
+    """``bench._agents.SlowChatModel`` that notes the I/O executor's loop thread."""
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        """Sleep ``latency_s`` seconds, then answer ``re: <last message>``."""
+        """Note the thread, then answer as ``SlowChatModel`` (after ``latency_s`` s)."""
         note_thread("io")
-        await asyncio.sleep(self.latency_s)
-        text = messages[-1].content if messages else ""
-        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=f"re: {text}"))
+        return await super().achat(messages, **kwargs)
 
 
-class SlowAgent(Agent):
-    """Input -> one 200 ms chat (built-in chat action) -> output with the input's stamp."""
+class SlowAgent(SlowChatAgent):
+    """``bench._agents.SlowChatAgent`` (input -> one 200 ms chat -> output with the input's
+    stamp) on ``ScaleChatModel``, noting the operator's thread."""
 
     @chat_model_connection
     @staticmethod
-    def scale_connection() -> ResourceDescriptor:
+    def slow_connection() -> ResourceDescriptor:
         return ResourceDescriptor(ScaleChatModel, latency_s=0.2)
-
-    @chat_model_setup
-    @staticmethod
-    def scale_model() -> ResourceDescriptor:
-        return ResourceDescriptor(ChatModelSetup, connection="scale_connection")
 
     @action(InputEvent)
     @staticmethod
     def ask(event: InputEvent, ctx: RunnerContext) -> None:
         note_thread("op")  # actions run on the operator's thread
-        ctx.sensory_memory.set("t", event.input.get("t"))
-        ctx.send_event(ChatRequestEvent(
-            model="scale_model", messages=[ChatMessage(content=str(event.input.get("n")))]))
-
-    @action(ChatResponseEvent)
-    @staticmethod
-    def answer(event: ChatResponseEvent, ctx: RunnerContext) -> None:
-        ctx.send_event(OutputEvent(output={
-            "key": ctx.key, "t": ctx.sensory_memory.get("t"), "error": event.error}))
+        SlowChatAgent.ask(event, ctx)
 
 
 class HoldAgent(SlowAgent):
@@ -111,7 +87,7 @@ class HoldAgent(SlowAgent):
 
     @chat_model_connection
     @staticmethod
-    def scale_connection() -> ResourceDescriptor:
+    def slow_connection() -> ResourceDescriptor:
         return ResourceDescriptor(ScaleChatModel, latency_s=600.0)
 
 

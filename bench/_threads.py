@@ -116,7 +116,9 @@ class ThreadSampler:
         lo = bisect.bisect_right(t_outs, ta)
         hi = bisect.bisect_right(t_outs, tb)
         outs = hi - lo
-        deltas = {tid: (name, ticks - a[tid][1]) for tid, (name, ticks) in b.items() if tid in a}
+        # a thread born after the first sample spent all its CPU inside the window
+        deltas = {tid: (name, ticks - (a[tid][1] if tid in a else 0))
+                  for tid, (name, ticks) in b.items()}
         if not deltas or outs <= 0:
             return {}
         tid, (name, ticks) = max(deltas.items(), key=lambda kv: kv[1][1])

@@ -61,34 +61,50 @@ def test_default_run_labels_point_at_shipped_reviews() -> None:
         "n": 2, "agreement": 0.5, "n_le3": 1, "agreement_le3": 0.0}
 
 
+_SAMPLER_SCRIPT = """
+import json, os, threading, time
+from bench._threads import ThreadSampler
+
+stop = threading.Event()
+tid, outs = [], []
+
+def busy():
+    tid.append(threading.get_native_id())
+    while not stop.is_set():
+        sum(range(20_000))
+        outs.append(time.time())
+
+sampler = ThreadSampler(os.getpid(), interval_s=0.05).start()
+worker = threading.Thread(target=busy)
+t0 = time.time()
+worker.start()
+time.sleep(0.8)
+stop.set()
+worker.join()
+sampler.stop()
+got = sampler.window(t0, outs[-1], outs)
+print(json.dumps({"got": got, "tid": tid[0], "outs": len(outs),
+                  "empty": sampler.window(t0, t0, outs)}))
+"""
+
+
 def test_thread_sampler_picks_the_busy_thread_and_divides_by_outputs() -> None:
-    """P2's operator CPU: the busiest thread of a process over a window, per output."""
-    import threading
-    import time
+    """P2's operator CPU: the busiest thread of a process over a window, per output.
 
-    from bench._threads import ThreadSampler
+    Run in a fresh interpreter: threads left by other tests must not compete.
+    """
+    import json
+    import subprocess
+    import sys
 
-    stop = threading.Event()
-    tid: list[int] = []
-    outs: list[float] = []
-
-    def busy() -> None:
-        tid.append(threading.get_native_id())
-        while not stop.is_set():
-            sum(range(20_000))
-            outs.append(time.time())
-
-    sampler = ThreadSampler(os.getpid(), interval_s=0.05).start()
-    worker = threading.Thread(target=busy)
-    t0 = time.time()
-    worker.start()
-    time.sleep(0.8)
-    stop.set()
-    worker.join()
-    sampler.stop()
-    got = sampler.window(t0, outs[-1], outs)
-    assert got["busiest_tid"] == tid[0]
-    assert 0 < got["outputs"] <= len(outs)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "-c", _SAMPLER_SCRIPT], cwd=root,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = res["got"]
+    assert got["busiest_tid"] == res["tid"]
+    assert 0 < got["outputs"] <= res["outs"]
     assert got["thread_us_per_out"] == got["thread_cpu_s"] / got["outputs"] * 1e6
     assert got["process_us_per_out"] >= got["thread_us_per_out"]
-    assert sampler.window(t0, t0, outs) == {}  # fewer than two samples in the window
+    assert res["empty"] == {}  # fewer than two samples in the window

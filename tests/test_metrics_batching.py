@@ -269,3 +269,26 @@ def test_a_failing_push_never_fails_the_agent_and_is_retried(caplog) -> None:
     metrics.on_run_started("k", "r2", 2)
     metrics.on_run_completed("k", "r2", 2, 1.0)  # the next push
     assert counter.count == 2  # with what was counted while pushes failed
+
+
+def test_metrics_hooks_are_called_directly_unless_a_subclass_overrides_one():
+    from flink_agents_py.observability import AgentMetrics
+
+    class Counting(AgentMetrics):
+        def on_run_started(self, key, run, seq):  # a subclass callback: the full path
+            super().on_run_started(key, run, seq)
+            self.seen = getattr(self, "seen", 0) + 1
+
+    class Raising(AgentMetrics):
+        def run_started(self, key, seq):  # a subclass core hook may raise: wrap it
+            raise RuntimeError("boom")
+
+    plain, counting, raising = AgentMetrics(), Counting(), Raising()
+    assert plain.hooks_never_raise and not raising.hooks_never_raise
+    for m in (plain, counting):
+        m.run_started("k", 0)
+        m.action_started("k", "r0/in/ask", "ask", False)
+        m.action_finished("k", "r0/in/ask", "ask", None)
+        m.run_completed("k", 0)
+    assert plain.counters == counting.counters and counting.seen == 1
+    assert plain.counters["runs_started"] == 1 and plain.counters["runs_in_flight"] == 0

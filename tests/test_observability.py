@@ -487,19 +487,6 @@ def test_a_call_its_action_never_awaited_is_abandoned():
     assert "abandoned call" in render_text(build_traces(sink.records))
 
 
-def test_call_kinds():
-    from flink_agents_py.observability._ids import classify_call
-
-    assert classify_call("chat:review_model") == ("chat", "review_model")
-    assert classify_call("subagent:child") == ("subagent", "child")
-    assert classify_call("deferred:remote") == ("subagent", "remote")
-    assert classify_call("poll:remote") == ("subagent", "remote")
-    assert classify_call("flink_agents_py.runtime._builtin_actions:_run_tool") == ("tool", None)
-    assert classify_call("flink_agents_py.runtime._builtin_actions:chat_model_action."
-                         "<locals>.call_model") == ("chat_model", None)
-    assert classify_call("my.mod:fetch") == ("function", "my.mod:fetch")
-
-
 def test_bench_p4_and_p5_smoke():
     from bench import _p4, _p5
 

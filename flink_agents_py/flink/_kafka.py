@@ -9,26 +9,10 @@ the job goes on.
 ``from_kafka`` also keys the records for an agent (``FlinkAgentBuilder``).
 
 Writing: ``write_json_topic`` (and ``kafka_sink`` for several topics at once) builds a
-``pyflink.datastream.connectors.kafka.KafkaSink`` writing JSON values keyed by the agent key.
-
-Delivery guarantees of the sink (``delivery_guarantee``):
-
-- ``"exactly-once"``: records are written in Kafka transactions committed when a checkpoint
-  completes; consumers reading with ``isolation.level=read_committed`` see each output once,
-  also across failures and restores. Needs checkpointing, and results become visible only at
-  checkpoints (latency ~ the checkpoint interval). The producer's ``transaction.timeout.ms``
-  (``transaction_timeout_ms``, default 15 min) must exceed the checkpoint interval plus the
-  longest checkpoint and restart time (or Kafka aborts a transaction Flink still means to
-  commit, and its records are lost), and may not exceed the broker's
-  ``transaction.max.timeout.ms`` (15 min by default; Flink's own default of 1 h is refused by a
-  default broker, hence ours). ``transactional_id_prefix`` must be unique per job on a Kafka
-  cluster and stable across restarts of that job.
-- ``"at-least-once"``: flushed at each checkpoint; a restore can write duplicates.
-- ``"none"``: fire and forget.
-
-Jars: the connector is the shaded ``org.apache.flink:flink-sql-connector-kafka`` jar plus a
-small helper jar compiled from ``java/flinkagentspy/kafka/KafkaRows.java``; ``add_kafka_jars``
-adds both to a job.
+``pyflink.datastream.connectors.kafka.KafkaSink`` writing JSON values keyed by the agent key,
+with the delivery guarantee chosen (``"exactly-once"``, ``"at-least-once"``, ``"none"``:
+see ``_kafka_sink``). The connector is the shaded ``flink-sql-connector-kafka`` jar plus a
+small helper jar (``_kafka_jars``; ``add_kafka_jars`` adds both to a job).
 
 The code is in three modules: ``_kafka_jars`` (jars, URLs), ``_kafka_source`` (reading) and
 ``_kafka_sink`` (writing); this module gathers their names.

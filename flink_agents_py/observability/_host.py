@@ -21,8 +21,11 @@ EventLogOption = EventLog | str | os.PathLike[str] | EventLogSink | None
 class FanOut(Observer):
     """Forwards every hook to several observers in order.
 
-    What one raises is logged and the others still run.
+    What one raises is logged and the others still run (so the core calls it directly:
+    ``hooks_never_raise``).
     """
+
+    hooks_never_raise = True
 
     def __init__(self, *observers: Observer) -> None:
         self.observers = [o for o in observers if o is not None]

@@ -7,13 +7,10 @@ from typing import Any
 from ._payload import to_loggable
 
 __all__ = ["CHAT_ACTION", "TOOL_ACTION", "call_parent", "action_parent", "run_of",
-           "classify_call", "chat_response_of", "parse_result"]
+           "chat_response_of", "parse_result"]
 
 CHAT_ACTION = "_chat_model_action"
 TOOL_ACTION = "_tool_call_action"
-
-_SUBAGENT_KINDS = ("subagent", "deferred", "async", "poll")
-
 
 def call_parent(call_id: str) -> str:
     """The action execution a durable call belongs to (``r0/ask/c1`` -> ``r0/ask``)."""
@@ -30,32 +27,6 @@ def action_parent(execution_id: str, action: str) -> str:
 def run_of(identity: str) -> str:
     """The run an identity belongs to (``r3/ask/c0`` -> ``r3``)."""
     return identity.split("/", 1)[0]
-
-
-def classify_call(function: str) -> tuple[str, str | None]:
-    """The kind and name of a durable call from the function name the core reports.
-
-    Kinds: ``"chat"`` (``ctx.chat``; name: the chat model setup), ``"subagent"`` (name: the
-    sub-agent), ``"tool"`` (a built-in tool call; the tool's name is in its result),
-    ``"chat_model"`` (one model call of a chat; the model is known from the chat's events) and
-    ``"function"`` (any other ``durable_execute``; name: ``module:qualname``).
-
-    Args:
-        function: the function name the core reports.
-
-    Returns:
-        ``(kind, name or None)``.
-    """
-    prefix, _, rest = function.partition(":")
-    if prefix == "chat" and rest and "." not in prefix:
-        return "chat", rest
-    if prefix in _SUBAGENT_KINDS and rest:
-        return "subagent", rest
-    if function.endswith("._builtin_actions:_run_tool"):
-        return "tool", None
-    if "_builtin_actions:chat_model_action" in function and function.endswith("call_model"):
-        return "chat_model", None
-    return "function", function or None
 
 
 def parse_result(result: Any) -> tuple[str | None, Any]:

@@ -61,12 +61,12 @@ per-update calls would have left there, without a call into Java per update.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ._distribution import Distribution
 from ._ids import chat_response_of, parse_result
-from ._tracking import CallInfo, TrackingObserver
+from ._tracking import CallInfo, TrackingObserver, _KeyTrack
 
 __all__ = ["AgentMetrics", "Distribution", "FlinkMetricsMirror", "METRIC_GROUP"]
 
@@ -91,6 +91,16 @@ _DISTRIBUTIONS = {"run_latency_ms": None, "action_latency_ms": "action",
                   "tool_latency_ms": "tool", "subagent_latency_ms": "subagent"}
 _METERS = {"events_processed_rate": "events_processed", "runs_completed_rate": "runs_completed"}
 """Each meter and the local counter whose gains it is marked with."""
+_CHAT_EVENTS = frozenset(("ChatRequestEvent", "ChatResponseEvent", "ToolRequestEvent",
+                          "ToolResponseEvent"))
+"""Event types whose chat context ``TrackingObserver.event_dispatched`` works out."""
+_FAST_HOOKS = ("on_run_started", "on_run_completed", "on_event", "on_action_started",
+               "on_action_finished", "on_output")
+"""The callbacks ``AgentMetrics``' direct hooks stand in for (a subclass overriding one
+gets ``TrackingObserver``'s hooks, which call them)."""
+_CORE_HOOKS = ("run_started", "run_completed", "event_dispatched", "action_started",
+               "action_finished", "call_started", "call_finished", "output_emitted")
+"""The ``Observer`` hooks, each of which ``AgentMetrics`` makes catch what it raises."""
 _EMBEDDED = "pyflink.fn_execution.metrics.embedded"
 """Thread-mode metric classes: every update is a call into Java; a distribution keeps only
 its last value."""
@@ -101,96 +111,6 @@ FLUSH_EVERY = 1000
 """Default: push to Flink after this many completed runs..."""
 FLUSH_INTERVAL_S = 0.5
 """... or this many seconds since the last push, whichever comes first."""
-
-
-class Distribution:
-    """Count, sum, min, max, and percentiles over the most recent ``window`` values.
-
-    An update appends to a list; every ``window`` updates the oldest values are folded into
-    the count, sum, min and max (calling ``before_fold`` first, so that a Flink push can read
-    every value since the previous one).
-
-    Args:
-        window: how many recent values the percentiles are taken over.
-    """
-
-    __slots__ = ("window", "before_fold", "_values", "_count", "_total", "_min", "_max")
-
-    def __init__(self, window: int = 2048) -> None:
-        self.window = window
-        self.before_fold: Callable[[], None] | None = None
-        self._values: list[float] = []  # the newest values (window..2*window after a fold)
-        self._count = 0  # of the values folded away
-        self._total = 0.0
-        self._min = math.inf
-        self._max = -math.inf
-
-    def update(self, value: float) -> None:
-        """Add one value."""
-        values = self._values
-        values.append(value)
-        if len(values) >= 2 * self.window:
-            self._fold()
-
-    def _fold(self) -> None:
-        if self.before_fold is not None:
-            self.before_fold()
-        values = self._values
-        old = values[: len(values) - self.window]
-        self._count += len(old)
-        self._total += sum(old)
-        self._min = min(self._min, *old)
-        self._max = max(self._max, *old)
-        del values[: len(old)]
-
-    @property
-    def count(self) -> int:
-        """How many values were added."""
-        return self._count + len(self._values)
-
-    @property
-    def total(self) -> float:
-        """Their sum."""
-        return self._total + sum(self._values)
-
-    @property
-    def min(self) -> float:
-        """The smallest (``inf`` when empty)."""
-        return min(self._min, *self._values) if self._values else self._min
-
-    @property
-    def max(self) -> float:
-        """The largest (``-inf`` when empty)."""
-        return max(self._max, *self._values) if self._values else self._max
-
-    def newest(self, n: int) -> list[float]:
-        """The ``n`` newest values, oldest first (fewer if fewer are kept)."""
-        return self._values[-n:] if n > 0 else []
-
-    def percentile(self, q: float) -> float | None:
-        """The ``q`` quantile (0..1) of the recent values (nearest rank), ``None`` if empty."""
-        if not self._values:
-            return None
-        ordered = sorted(self._values[-self.window:])
-        return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-    def summary(self) -> dict[str, float | int | None]:
-        """``count``, ``mean``, ``min``, ``p50``, ``p95``, ``p99``, ``max`` (ms, 3 decimals).
-
-        Returns:
-            The summary (``{"count": 0}`` when empty).
-        """
-        count = self.count
-        if not count:
-            return {"count": 0}
-        ordered = sorted(self._values[-self.window:])
-
-        def rank(q: float) -> float:
-            return round(ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))], 3)
-
-        return {"count": count, "mean": round(self.total / count, 3),
-                "min": round(self.min, 3), "p50": rank(0.5), "p95": rank(0.95),
-                "p99": rank(0.99), "max": round(self.max, 3)}
 
 
 class FlinkMetricsMirror:
@@ -313,6 +233,10 @@ class FlinkMetricsMirror:
                 pushed[(dist, dist_label)] = count
 
 
+def _hook_failed(name: str) -> None:
+    log.exception("observer hook %s failed", name)
+
+
 class AgentMetrics(TrackingObserver):
     """The metrics observer (see the module docstring for the names).
 
@@ -323,7 +247,12 @@ class AgentMetrics(TrackingObserver):
         flush_every: push to Flink after this many completed runs (at most).
         flush_interval_s: ... or after this many seconds since the last push, whichever
             comes first (checked when a run starts or completes, or a durable call finishes).
+
+    Its hooks log what they raise instead of raising (``hooks_never_raise``), so the core
+    calls them directly.
     """
+
+    hooks_never_raise = True
 
     def __init__(self, flink_group: Any = None, actions: Iterable[str] = (),
                  clock: Callable[[], float] | None = None, *, flush_every: int = FLUSH_EVERY,
@@ -342,6 +271,15 @@ class AgentMetrics(TrackingObserver):
         self._unflushed_runs = 0
         self._push_failures = 0
         self._flushed_at = self.clock()
+        self._run_latency = self.latency["run_latency_ms"]
+        self._action_latency = self.latency["action_latency_ms"]
+        cls = type(self)
+        self._direct = all(getattr(cls, name) is getattr(AgentMetrics, name)
+                           for name in _FAST_HOOKS)
+        """Whether the hot hooks below count directly, without the ``on_*`` calls and what
+        only other observers need (parents, run names, events' chat context)."""
+        if any(getattr(cls, name) is not getattr(AgentMetrics, name) for name in _CORE_HOOKS):
+            self.hooks_never_raise = False  # a subclass's own hook may raise
 
     # -- pushing to Flink ----------------------------------------------------------------
     def flush(self) -> None:
@@ -387,12 +325,119 @@ class AgentMetrics(TrackingObserver):
         if value_ms is None:
             return
         by = self.latency[name]
-        d = by.get(label)
-        if d is None:
-            d = by[label] = Distribution()
+        (by.get(label) or self._distribution(by, label)).update(value_ms)
+
+    def _distribution(self, by: dict[str | None, Distribution], label: str | None) -> Distribution:
+        d = by[label] = Distribution()
+        if self.flink is not None:
+            d.before_fold = self.flush
+        return d
+
+    # -- the core's hooks (direct on the hot path: the same counts as the callbacks) ----
+    # Each catches and logs what it raises (``hooks_never_raise``: the core calls them
+    # without a ``SafeObserver`` wrapper; a ``try`` costs nothing when nothing raises).
+    def run_started(self, key: Any, seq: int) -> None:
+        try:
+            if not self._direct:
+                super().run_started(key, seq)
+                return
+            t = self._keys[key] = _KeyTrack()
+            t.run_started = self.clock()
+            counters = self.counters
+            counters["runs_started"] += 1
+            counters["runs_in_flight"] += 1
             if self.flink is not None:
-                d.before_fold = self.flush
-        d.update(value_ms)
+                self._maybe_flush()
+        except Exception:  # noqa: BLE001 - metrics never fail the agent
+            _hook_failed("run_started")
+
+    def run_completed(self, key: Any, seq: int) -> None:
+        try:
+            if not self._direct:
+                super().run_completed(key, seq)
+                return
+            t = self._keys.pop(key, None)
+            if t is not None and t.calls:
+                for call in list(t.calls.values()):
+                    self._abandon(key, t, call)
+            counters = self.counters
+            counters["runs_completed"] += 1
+            if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
+                counters["runs_in_flight"] -= 1
+            start = t.run_started if t is not None else None
+            if start is not None:
+                d = self._run_latency.get(None) or self._distribution(self._run_latency, None)
+                d.update((self.clock() - start) * 1000.0)  # summaries round
+            if self.flink is not None:
+                self._maybe_flush(1)
+        except Exception:  # noqa: BLE001
+            _hook_failed("run_completed")
+
+    def event_dispatched(self, key: Any, event: Any, parent: str | None) -> None:
+        try:
+            etype = getattr(event, "type", "?")
+            if not self._direct or etype in _CHAT_EVENTS:
+                super().event_dispatched(key, event, parent)
+                return
+            self.counters["events_processed"] += 1
+            by = self.labelled["events_processed_by_type"]
+            by[etype] = by.get(etype, 0) + 1
+        except Exception:  # noqa: BLE001
+            _hook_failed("event_dispatched")
+
+    def action_started(self, key: Any, execution_id: str, action: str, reentered: bool) -> None:
+        try:
+            if not self._direct:
+                super().action_started(key, execution_id, action, reentered)
+                return
+            t = self._keys.get(key) or self._track(key)
+            t.actions[execution_id] = self.clock()
+            if reentered:
+                self._inc("actions_reentered", 1, action)
+        except Exception:  # noqa: BLE001
+            _hook_failed("action_started")
+
+    def action_finished(self, key: Any, execution_id: str, action: str,
+                        error: BaseException | None) -> None:
+        try:
+            if not self._direct:
+                super().action_finished(key, execution_id, action, error)
+                return
+            t = self._keys.get(key) or self._track(key)
+            start = t.actions.pop(execution_id, None)
+            if t.calls:
+                self._abandon_calls_of(key, t, execution_id)
+            by = self.labelled["actions_executed"]
+            by[action] = by.get(action, 0) + 1
+            if error is not None:
+                self._inc("actions_failed", 1, action)
+            if start is not None:
+                d = self._action_latency.get(action) or self._distribution(
+                    self._action_latency, action)
+                d.update((self.clock() - start) * 1000.0)
+        except Exception:  # noqa: BLE001
+            _hook_failed("action_finished")
+
+    def call_started(self, key: Any, call_id: str, command: Any, replayed: bool) -> None:
+        try:
+            super().call_started(key, call_id, command, replayed)
+        except Exception:  # noqa: BLE001
+            _hook_failed("call_started")
+
+    def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
+        try:
+            super().call_finished(key, call_id, ok, result)
+        except Exception:  # noqa: BLE001
+            _hook_failed("call_finished")
+
+    def output_emitted(self, key: Any, output: Any, parent: str) -> None:
+        try:
+            if not self._direct:
+                super().output_emitted(key, output, parent)
+                return
+            self.counters["outputs_emitted"] += 1
+        except Exception:  # noqa: BLE001
+            _hook_failed("output_emitted")
 
     # -- callbacks ----------------------------------------------------------------------
     def on_run_started(self, key: Any, run: str, seq: int) -> None:

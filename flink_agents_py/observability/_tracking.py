@@ -77,16 +77,46 @@ class CallInfo:
     call_kind: CallKind | None = None
 
 
+class _ChatTrack:
+    __slots__ = ("event_chat", "chat_started", "chat_rounds")
+
+    def __init__(self) -> None:
+        self.event_chat: dict[str, tuple[str | None, str | None]] = {}
+        self.chat_started: dict[str, float] = {}
+        self.chat_rounds: dict[str, int] = {}
+
+
 class _KeyTrack:
-    __slots__ = ("run_started", "actions", "calls", "event_chat", "chat_started", "chat_rounds")
+    """One key's run in flight; what only chats need is made when a chat is seen."""
+
+    __slots__ = ("run_started", "actions", "calls", "_chats")
 
     def __init__(self) -> None:
         self.run_started: float | None = None
         self.actions: dict[str, float] = {}
         self.calls: dict[str, CallInfo] = {}
-        self.event_chat: dict[str, tuple[str | None, str | None]] = {}
-        self.chat_started: dict[str, float] = {}
-        self.chat_rounds: dict[str, int] = {}
+        self._chats: _ChatTrack | None = None
+
+    def _chat(self) -> _ChatTrack:
+        c = self._chats
+        if c is None:
+            c = self._chats = _ChatTrack()
+        return c
+
+    @property
+    def event_chat(self) -> dict[str, tuple[str | None, str | None]]:
+        """The chat and model each event belongs to, by event id."""
+        return self._chat().event_chat
+
+    @property
+    def chat_started(self) -> dict[str, float]:
+        """When each open chat started, by chat id."""
+        return self._chat().chat_started
+
+    @property
+    def chat_rounds(self) -> dict[str, int]:
+        """The model calls each open chat made so far, by chat id."""
+        return self._chat().chat_rounds
 
 
 class TrackingObserver(Observer):
@@ -200,10 +230,7 @@ class TrackingObserver(Observer):
         t = self._track(key)
         start = t.actions.pop(execution_id, None)
         if t.calls:
-            prefix = execution_id + "/c"
-            for call in [c for c in t.calls.values() if c.call_id.startswith(prefix)
-                         and "/" not in c.call_id[len(prefix):]]:
-                self._abandon(key, t, call)
+            self._abandon_calls_of(key, t, execution_id)
         self.on_action_finished(key, execution_id, action, action_parent(execution_id, action),
                                 error, self._ms(start))
 
@@ -238,6 +265,13 @@ class TrackingObserver(Observer):
 
     def output_emitted(self, key: Any, output: Any, parent: str) -> None:
         self.on_output(key, output, parent)
+
+    def _abandon_calls_of(self, key: Any, t: _KeyTrack, execution_id: str) -> None:
+        """Report the open calls the action execution ``execution_id`` made as abandoned."""
+        prefix = execution_id + "/c"
+        for call in [c for c in t.calls.values() if c.call_id.startswith(prefix)
+                     and "/" not in c.call_id[len(prefix):]]:
+            self._abandon(key, t, call)
 
     def _abandon(self, key: Any, t: _KeyTrack, call: CallInfo) -> None:
         t.calls.pop(call.call_id, None)
