@@ -282,30 +282,12 @@ def pemja_once_cluster(workdir: pathlib.Path):
     With ``flink run`` the flink-python jar (and pemja in it) comes with each job's class
     loader; a second thread-mode job then loads pemja's native library again and pemja's
     fallback reads ``ClassLoader.loadedLibraryNames``, gone since JDK 15 (NoSuchFieldException).
-    With the jar in the TaskManager's ``lib/`` and ``pemja`` loaded parent-first, every job
-    shares the one loaded library.
+    ``FlinkCluster`` puts the jar in the TaskManager's ``lib/`` and loads ``pemja``
+    parent-first by default, so every job shares the one loaded library.
     """
-    import yaml
     from flink_cluster import FlinkCluster
 
-    class PemjaOnceCluster(FlinkCluster):
-        def env(self) -> dict[str, str]:
-            return {**super().env(), "FLINK_LIB_DIR": str(self.workdir / "lib")}
-
-        def _write_conf(self) -> None:
-            super()._write_conf()
-            lib = self.workdir / "lib"
-            lib.mkdir(exist_ok=True)
-            jars = [*(self.home / "lib").iterdir(), *(self.home / "opt").glob("flink-python*")]
-            for jar in jars:
-                if not (lib / jar.name).exists():
-                    (lib / jar.name).symlink_to(jar)
-            conf = self.conf_dir / "config.yaml"
-            cfg = yaml.safe_load(conf.read_text())
-            cfg.setdefault("classloader", {})["parent-first-patterns"] = {"additional": "pemja"}
-            conf.write_text(yaml.safe_dump(cfg, sort_keys=False))
-
-    return PemjaOnceCluster(workdir)
+    return FlinkCluster(workdir)
 
 
 @pytest.mark.flink

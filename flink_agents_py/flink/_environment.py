@@ -33,9 +33,19 @@ def python_path_for_workers() -> str:
     return os.pathsep.join(seen)
 
 
-def _checkpoint_alignment(unaligned: bool | None, timeout_ms: int) -> dict[str, str]:
-    """The Flink settings for ``create_stream_environment``'s checkpoint alignment choice."""
-    if unaligned is False:
+def _checkpoint_alignment(unaligned: bool | None, timeout_ms: int,
+                          extra_config: dict[str, str] | None) -> dict[str, str]:
+    """The Flink settings for ``create_stream_environment``'s checkpoint alignment choice.
+
+    Returns:
+        The settings to add: nothing when the caller turned it off, or set Flink's own
+        alignment keys in ``extra_config`` (those are then taken as they are, without our
+        timeout).
+    """
+    own = any(k.startswith(("execution.checkpointing.unaligned",
+                            "execution.checkpointing.aligned-checkpoint-timeout"))
+              for k in extra_config or {})
+    if unaligned is False or (unaligned is None and own):
         return {}
     settings = {"execution.checkpointing.unaligned.enabled": "true"}
     if unaligned is None:
@@ -73,7 +83,9 @@ def create_stream_environment(
             (default): a checkpoint starts aligned and switches to unaligned once its
             alignment has taken ``aligned_checkpoint_timeout_ms``; so a job that is not
             backpressured writes plain aligned checkpoints, and one that is (a hot key, a
-            saturated I/O executor) still completes them. ``True``: always unaligned;
+            saturated I/O executor) still completes them (unless ``extra_config`` sets Flink's
+            ``execution.checkpointing.unaligned.*`` or alignment-timeout keys itself, which
+            are then used as given). ``True``: always unaligned;
             ``False``: always aligned (under backpressure a checkpoint then waits until the
             records buffered before the operator have been processed: minutes with a slow
             model). Savepoints are always aligned (Flink).
@@ -106,7 +118,8 @@ def create_stream_environment(
         "restart-strategy.type": "fixed-delay",
         "restart-strategy.fixed-delay.attempts": str(restart_attempts),
         "restart-strategy.fixed-delay.delay": f"{int(restart_delay_s * 1000)} ms",
-        **_checkpoint_alignment(unaligned_checkpoints, aligned_checkpoint_timeout_ms),
+        **_checkpoint_alignment(unaligned_checkpoints, aligned_checkpoint_timeout_ms,
+                                extra_config),
         **(extra_config or {}),
     }
     for k, v in settings.items():
