@@ -205,3 +205,32 @@ def test_no_progress_silences_the_bar_on_flink(tmp_path):
     assert res.returncode == 0, res.stderr[-4000:]
     assert (tmp_path / "out.jsonl").read_text().count('"kind":"review"') == 20
     assert not bar_lines(res.stderr) and "agent (starting)" not in res.stderr
+
+
+def test_a_candidate_url_that_is_not_an_http_server_is_skipped():
+    # one of the ports the bar probes may belong to another process that answers in binary
+    # (seen in CI: http.client.BadStatusLine escaped and failed the user's job)
+    import socket
+
+    from flink_agents_py.flink._progress import JobProgress
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            conn.recv(1024)
+            conn.sendall(b"\x00\x01\xff\xff not http\r\n\r\n")
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        progress = JobProgress([f"http://127.0.0.1:{srv.getsockname()[1]}"], total=3)
+        assert progress.poll() is None  # not found (yet), no exception
+    finally:
+        srv.close()

@@ -17,6 +17,7 @@ Shown when asked for (not with ``--no-progress``) and stderr is a terminal;
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import sys
@@ -123,8 +124,22 @@ class JobProgress:
 
     # -- REST ------------------------------------------------------------------------------
     def _get(self, base: str, path: str) -> Any:
-        with urllib.request.urlopen(base + path, timeout=2) as resp:
-            return json.loads(resp.read())
+        """GET ``base + path`` as JSON.
+
+        Returns:
+            The parsed body.
+
+        Raises:
+            OSError: when nothing answers, or something that is not an HTTP server does (a
+                candidate URL may be another process's port: ``http.client.HTTPException``
+                such as ``BadStatusLine`` is raised as ``OSError`` so callers skip it).
+            ValueError: when the body is not JSON.
+        """
+        try:
+            with urllib.request.urlopen(base + path, timeout=2) as resp:
+                return json.loads(resp.read())
+        except http.client.HTTPException as e:
+            raise OSError(f"{base}{path}: not an HTTP answer ({type(e).__name__})") from e
 
     def _find_job(self) -> bool:
         for base in self.urls:
