@@ -91,11 +91,17 @@ class ThreadSampler:
         self._stop.set()
         self._thread.join()
 
+    def _sample(self) -> None:
+        # stamped after the read: a sample stamped at or before an output was read while the
+        # thread that stamped the output was still alive (a thread that exits leaves /proc)
+        threads = _threads(self.pid)
+        self.samples.append((time.time(), threads))
+
     def _loop(self) -> None:
         while True:
-            self.samples.append((time.time(), _threads(self.pid)))
+            self._sample()
             if self._stop.wait(self.interval_s):
-                self.samples.append((time.time(), _threads(self.pid)))
+                self._sample()
                 return
 
     def window(self, t_from: float, t_to: float, t_outs: list[float]) -> dict[str, Any]:

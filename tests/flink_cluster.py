@@ -187,6 +187,9 @@ class FlinkCluster:
             "rest.bind-address": "127.0.0.1",
             "rest.port": self.rest_port,
             "env.pid.dir": str(self.workdir),
+            # working directories (tm_<resource-id>, blobs) under this cluster's folder: two
+            # clusters on one machine (two test runs side by side) never share one
+            "io.tmp.dirs": str(self.workdir / "tmp"),
             "python.executable": sys.executable,
             "python.client.executable": sys.executable,
             **PEMJA_ONCE,
@@ -197,7 +200,7 @@ class FlinkCluster:
         return settings
 
     def _write_conf(self) -> None:
-        for d in (self.conf_dir, self.log_dir, self.lib_dir):
+        for d in (self.conf_dir, self.log_dir, self.lib_dir, self.workdir / "tmp"):
             d.mkdir(parents=True, exist_ok=True)
         for f in (self.home / "conf").iterdir():
             if f.name != "config.yaml":
