@@ -7,6 +7,7 @@ unpickle them by reference. No PyFlink import here: the local benchmarks load th
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,7 +59,9 @@ class SlowChatAgent(Agent):
     """Input -> one chat (through the built-in chat action) -> output (P3).
 
     The input's ``t`` (a wall-clock stamp taken at the source, Flink only) is carried through
-    sensory memory to the output so the job can be timed from its first input.
+    sensory memory to the output so the job can be timed from its first input; ``t_op`` is
+    the wall clock when the action first saw the input, so it can be timed from when the
+    operator took its first input, too (without the skew of its tasks' start-up).
     """
 
     @chat_model_connection
@@ -75,6 +78,7 @@ class SlowChatAgent(Agent):
     @staticmethod
     def ask(event: InputEvent, ctx: RunnerContext) -> None:
         ctx.sensory_memory.set("t", event.input.get("t"))
+        ctx.sensory_memory.set("t_op", time.time())
         ctx.send_event(ChatRequestEvent(
             model="slow_model", messages=[ChatMessage(content=str(event.input.get("n")))]))
 
@@ -83,4 +87,5 @@ class SlowChatAgent(Agent):
     def answer(event: ChatResponseEvent, ctx: RunnerContext) -> None:
         ctx.send_event(OutputEvent(output={
             "key": ctx.key, "t": ctx.sensory_memory.get("t"), "error": event.error,
+            "t_op": ctx.sensory_memory.get("t_op"),
         }))

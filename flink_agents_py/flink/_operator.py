@@ -16,20 +16,30 @@ inputs (the core starts the next queued input as soon as a run completes), so th
 counter is only read, and only kept exact, while a run is in flight.
 
 Wake-ups: an action waiting for I/O cannot be resumed from the executor's thread, since keyed
-state is only reachable inside a callback for that key. While a key is busy the operator keeps
-one processing-time timer for it, set for when its next call is expected to complete (the I/O
-executor knows whether the key's call still waits for a slot or runs, and how long calls of
-that function took lately), then backing off from 1 ms to ``max_poll_interval_ms`` while
-nothing completes; with many keys waiting the longest backoff grows with their number (half a
-millisecond per busy key, at most 5 s), which bounds the idle polls to about 2,000 per second
-however many keys wait on calls slower than expected. At the end of bounded input Flink drops
+state is only reachable inside a callback. In thread mode a callback may switch the keyed
+state backend's current key, so completions are applied per completion, not per waiting key:
+the executor names each key whose call completed (``_ready``), and every callback (an input
+record, any timer) ends with a pump that advances each of them under its own key, then sets
+the callback's key back (``_pump``). One processing-time timer keeps the pump going while
+calls are in flight, set for when the executor expects the next call of any key to complete
+(``_arm_pump``). A busy key still has a timer of its own, set about a second after its call
+is expected to complete: a fallback, and what resumes a key restored from a checkpoint (its
+actions are not live in the new operator). Without key switching (process mode), while a
+key is busy the operator keeps one processing-time timer for it, set for when its next call
+is expected to complete (the I/O executor knows whether the key's call still waits for a
+slot or runs, and how long calls of that function took lately), then backing off from 1 ms
+to ``max_poll_interval_ms`` while nothing completes; with many keys waiting the longest
+backoff grows with their number (half a millisecond per busy key, at most 5 s), which bounds
+the idle polls to about 2,000 per second however many keys wait on calls slower than
+expected. At the end of bounded input Flink drops
 pending processing-time timers, so every busy key also has an event-time timer at
 ``DRAIN_TIMESTAMP``, registered once when the key becomes busy and deleted when it becomes
 idle, which fires for each key still busy at the final watermark. In thread mode the drain
 timer of a busy key re-registers itself one millisecond later: Flink fires every timer up to
 the watermark in one loop, so the new one fires in that same loop after every other key's turn,
 and all busy keys advance in turns as their I/O completes (the operator blocks only while no
-key at all has completed I/O). In process mode, where timer registrations reach Flink only with
+key at all has completed I/O; each turn ends with a pump, which advances every key whose I/O
+completed meanwhile). In process mode, where timer registrations reach Flink only with
 the bundle's output, the drain timer blocks until its key has no work left.
 
 Checkpoints and the end of bounded input: no checkpoint can complete during that final
@@ -63,16 +73,9 @@ from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 
 from ..plan import AgentPlan
-from ..runtime import (
-    AgentCore,
-    HostOptions,
-    KeyState,
-    RunState,
-    StepResult,
-    dumps_json,
-    loads_json,
-)
+from ..runtime import AgentCore, HostOptions, RunState, StepResult
 from ._fresh import fresh_reduce
+from ._key_state import _FlinkKeyState
 
 __all__ = ["AgentOperator", "ERROR_TAG", "DRAIN_TIMESTAMP"]
 
@@ -100,8 +103,34 @@ noticing such a late completion up to that much later."""
 _MAX_POLL_SPREAD_MS = 5_000
 """The most ``_POLL_SPACING_MS`` stretches the backoff between polls, in ms."""
 
-_UNREAD: Any = object()
+_FALLBACK_POLL_MS = 1_000
+"""With key switching (thread mode), how long after its call's expected completion a busy
+key's own poll timer fires, in ms: a fallback (and the wake-up of a key restored from a
+checkpoint); completions are applied by the pump long before."""
+
 _BUSY = StepResult(busy=True)
+
+
+def _switchable_backend(runtime_context: Any) -> Any:
+    """Flink's keyed state backend, when a callback may switch its current key (thread mode).
+
+    In thread mode the Python function's keyed state and timer service are Java objects that
+    act on the backend's current key, so setting it redirects state access and timer
+    registrations to another key of this subtask for the rest of the callback. Process mode
+    (state through the bundle) has no such backend.
+
+    Returns:
+        The (Java) backend, or ``None``.
+    """
+    backend = getattr(getattr(runtime_context, "_keyed_state_backend", None),
+                      "_keyed_state_backend", None)
+    try:
+        if backend is None or not (callable(backend.getCurrentKey)
+                                   and callable(backend.setCurrentKey)):
+            return None
+    except Exception:  # noqa: BLE001 - e.g. a pemja attribute error
+        return None
+    return backend
 
 
 def _timers_are_synchronous(ctx: Any) -> bool:
@@ -114,131 +143,6 @@ def _timers_are_synchronous(ctx: Any) -> bool:
         ``True`` in thread mode.
     """
     return type(ctx).__module__.startswith("pyflink.fn_execution.datastream.embedded")
-
-
-class _FlinkKeyState(KeyState):
-    """The current key's state in Flink keyed state, for one callback.
-
-    Each value is read at most once (lazily) and written back by ``flush`` only when it
-    changed; inputs pushed during the callback stay in memory, so one pushed and popped in
-    the same callback never reaches the ``MapState``. ``flush`` may be called more than once
-    (the object stays valid for the rest of the callback).
-    """
-
-    __slots__ = ("_op", "_run", "_run_raw", "_memory", "_memory_raw", "_head", "_tail",
-                 "_head_stored", "_tail_stored", "_pushed")
-
-    def __init__(self, op: AgentOperator) -> None:
-        self._op = op
-        self._run: RunState | None = None
-        self._run_raw: Any = _UNREAD
-        self._memory: dict[str, Any] | None = None
-        self._memory_raw: Any = _UNREAD
-        self._head = self._tail = -1  # -1: not read yet
-        self._head_stored: int | None = None  # None: unknown (the key had no run)
-        self._tail_stored = 0
-        self._pushed: dict[int, Any] = {}  # inputs pushed in this callback, not in state yet
-
-    def _load_run(self) -> None:
-        raw = self._op._run_state.value()
-        self._run_raw = raw
-        self._run = RunState.from_stored(raw) if raw else None
-
-    @property
-    def run(self) -> RunState | None:
-        """The in-flight run (read from keyed state once)."""
-        if self._run_raw is _UNREAD:
-            self._load_run()
-        return self._run
-
-    @run.setter
-    def run(self, value: RunState | None) -> None:
-        if self._run_raw is _UNREAD:
-            self._load_run()
-        self._run = value
-
-    @property
-    def memory(self) -> dict[str, Any]:
-        """The key's short-term memory (read from keyed state once, when first touched)."""
-        if self._memory is None:
-            raw = self._op._memory_state.value()
-            self._memory_raw = raw
-            self._memory = loads_json(raw) if raw else {}
-        return self._memory
-
-    @memory.setter
-    def memory(self, value: dict[str, Any]) -> None:
-        self._memory = value
-
-    def _bounds(self) -> None:
-        if self._tail >= 0:
-            return
-        if self._run_raw is _UNREAD:
-            self._load_run()
-        tail = self._op._tail_state.value() or 0
-        self._tail = self._tail_stored = tail
-        if not self._run_raw:  # a key idle in state has no queue (see the module docstring)
-            self._head = tail
-        else:
-            self._head = self._head_stored = self._op._head_state.value() or 0
-
-    def push_input(self, record: Any) -> None:
-        """Queue ``record`` (kept in memory until ``flush``)."""
-        self._bounds()
-        self._pushed[self._tail] = record
-        self._tail += 1
-
-    def pop_input(self) -> tuple[int, Any] | None:
-        """The oldest queued input as ``(seq, record)``, or ``None``."""
-        self._bounds()
-        seq = self._head
-        if seq >= self._tail:
-            return None
-        self._head = seq + 1
-        if seq in self._pushed:
-            return seq, self._pushed.pop(seq)
-        queue = self._op._queue_state
-        raw = queue.get(seq)
-        queue.remove(seq)
-        if raw is None:
-            raise RuntimeError(f"input {seq} of key {self._op._key!r} is missing from the "
-                               f"operator's queue state (head {seq}, tail {self._tail})")
-        return seq, loads_json(raw)
-
-    def queued(self) -> int:
-        """How many inputs wait behind the in-flight run."""
-        self._bounds()
-        return self._tail - self._head
-
-    def flush(self) -> None:
-        """Write back what changed: the run, the memory, the queue and its counters."""
-        op = self._op
-        if self._run_raw is not _UNREAD:
-            if self._run is None:
-                if self._run_raw:
-                    op._run_state.clear()
-                self._run_raw = None
-            else:
-                text = self._run.to_stored()
-                if text != self._run_raw:
-                    op._run_state.update(text)
-                    self._run_raw = text
-        if self._memory is not None and (self._memory or self._memory_raw):
-            text = dumps_json(self._memory, sort_keys=False).decode()
-            if text != self._memory_raw:
-                op._memory_state.update(text)
-                self._memory_raw = text
-        if self._tail < 0:
-            return
-        for seq, record in self._pushed.items():
-            op._queue_state.put(seq, dumps_json(record, sort_keys=False).decode())
-        self._pushed.clear()
-        if self._tail != self._tail_stored:
-            op._tail_state.update(self._tail)
-            self._tail_stored = self._tail
-        if self._run is not None and self._head != self._head_stored:
-            op._head_state.update(self._head)  # exact whenever a run is in flight
-            self._head_stored = self._head
 
 
 def _task_info(runtime_context: Any) -> tuple[int, int]:
@@ -284,7 +188,8 @@ class AgentOperator(KeyedProcessFunction):
     Attributes:
         stats: what the operator did, for measurements: ``timer_callbacks``, ``idle_polls``
             (a poll that found no completed I/O), ``input_waits`` (records that waited
-            inside the operator for backpressure), ``drain_rounds``.
+            inside the operator for backpressure), ``drain_rounds``, ``pumped`` (keys
+            advanced by the pump, see ``_pump``), ``pump_timers``.
     """
 
     def __init__(self, plan: AgentPlan, options: HostOptions | None = None,
@@ -302,6 +207,14 @@ class AgentOperator(KeyedProcessFunction):
         self._synchronous: bool | None = None
         self._flush_at: tuple[Any, int] | None = None  # (key, time) of the metrics flush timer
         self._is_live: Callable[[Any], bool] = lambda key: True
+        self._backend: Any = None  # Flink's keyed state backend when keys can be switched
+        self._jkeys: dict[Any, Any] = {}  # busy key -> its key object in the backend
+        self._ready: collections.deque[Any] = collections.deque()  # keys with completed I/O
+        self._pump_at: int | None = None  # the earliest pending pump timer
+        self._pump_timers: set[tuple[Any, int]] = set()  # (key, time) of pump timers
+        self._pump_backoff = 1
+        # busy key -> (run text, run, queue head, queue tail) as in keyed state (_FlinkKeyState)
+        self._runs: dict[Any, tuple[Any, RunState, int, int]] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Forget finished jobs' modules first when unpickled (see ``_fresh``).
@@ -326,9 +239,14 @@ class AgentOperator(KeyedProcessFunction):
         self._tail_state = runtime_context.get_state(
             ValueStateDescriptor("agent-queue-tail", Types.LONG()))
         self.observability = self._open_observability(runtime_context)
-        core = self.core = AgentCore(self.plan, max_in_flight=opts.max_in_flight,
-                                     journal=opts.journal, failpoint=opts.failpoint,
-                                     observer=self.observability.observer)
+        self._backend = _switchable_backend(runtime_context)
+        self._ready = collections.deque()
+        self._jkeys, self._pump_timers, self._runs = {}, set(), {}
+        self._pump_at, self._pump_backoff = None, 1
+        core = self.core = AgentCore(
+            self.plan, max_in_flight=opts.max_in_flight, journal=opts.journal,
+            failpoint=opts.failpoint, observer=self.observability.observer,
+            notify=self._ready.append if self._backend is not None else None)
         core.open()
         is_live = getattr(core, "is_live", None)
         self._is_live = is_live if is_live is not None else (lambda key: key in core.live_keys())
@@ -379,7 +297,7 @@ class AgentOperator(KeyedProcessFunction):
         opts = self.options
         if opts.failpoint is not None:
             opts.failpoint("element", key, {"record": value})
-        state = _FlinkKeyState(self)
+        state = _FlinkKeyState(self, self._runs)
         limit = opts.max_queued_per_key
         if limit is not None and state.queued() >= limit:
             self.stats["input_waits"] += 1
@@ -404,6 +322,9 @@ class AgentOperator(KeyedProcessFunction):
             self.stats["input_waits"] += 1
             if not executor.wait_waiting_below(waiting_limit + 1, opts.drain_poll_s):
                 self.stats["input_wait_timeouts"] += 1
+        if self._backend is not None:
+            yield from self._pump(ctx)
+            self._arm_pump(ctx)
         if self._flush_at is None and self.observability.unflushed:
             self._arm_flush(key, ctx)
 
@@ -419,7 +340,24 @@ class AgentOperator(KeyedProcessFunction):
             failpoint("timer", key, {"timestamp": timestamp})
         if timestamp >= DRAIN_TIMESTAMP:
             yield from self._drain(key, timestamp, ctx)
-            return
+        else:
+            yield from self._poll(key, timestamp, ctx)
+        if self._backend is not None:
+            self._pump_timers.discard((key, timestamp))
+            if self._pump_at is not None and timestamp >= self._pump_at:
+                self._pump_at = None  # the earliest pump timer fired (this one or before)
+            found = bool(self._ready)
+            yield from self._pump(ctx)
+            self._pump_backoff = 1 if found else min(self._pump_backoff * 2,
+                                                     self.options.max_poll_interval_ms)
+            self._arm_pump(ctx)
+        if self._flush_at is None and self.observability.unflushed:
+            self._arm_flush(key, ctx)
+
+    def _poll(self, key: Any, timestamp: int, ctx: Any) -> Iterator[Any]:
+        """A processing-time timer of ``key``: its poll, a pump's, or the metrics flush."""
+        core = self.core
+        assert core is not None
         if self._flush_at is not None and timestamp >= self._flush_at[1]:
             flush_key, flush_time = self._flush_at
             self._flush_at = None
@@ -431,17 +369,89 @@ class AgentOperator(KeyedProcessFunction):
             if pending != timestamp:
                 return  # superseded by the key's pending poll
             del self._poll_at[key]
+        elif (key, timestamp) in self._pump_timers:
+            self._pump_timers.discard((key, timestamp))
+            self.stats["pump_timers"] += 1
+            return  # a pump timer only (the pump follows)
         progressed = core.has_deliveries(key)
         if not progressed and self._is_live(key):
             self.stats["idle_polls"] += 1
             self._schedule(key, _BUSY, ctx, progressed=False)
             return
         # completed I/O, or a key restored from a checkpoint (its actions are not live yet)
-        res = core.advance(key, _FlinkKeyState(self))
+        res = core.advance(key, _FlinkKeyState(self, self._runs))
         yield from self._emit(res)
         self._schedule(key, res, ctx, progressed=True)
-        if self._flush_at is None and self.observability.unflushed:
-            self._arm_flush(key, ctx)
+
+    def _pump(self, ctx: Any) -> Iterator[Any]:
+        """Advance every key whose I/O completed, in this callback (thread mode).
+
+        The executor's completions name their keys (``_ready``); for each other key the
+        keyed state backend's current key is switched to it for its turn (so its state is
+        read and written, and its timers set, as in a callback of its own, before this
+        callback ends and so before any checkpoint barrier), then set back. One wake-up
+        thus serves all completions since the last, however many keys wait.
+
+        Yields:
+            The outputs, and ``(ERROR_TAG, error)`` pairs.
+        """
+        ready, core, backend = self._ready, self.core, self._backend
+        assert core is not None
+        own = self._key
+        own_jkey: Any = None  # set once switched away from the callback's own key
+        current = own
+        try:
+            while ready:
+                key = ready.popleft()
+                if not core.has_deliveries(key):
+                    continue  # a duplicate, or advanced already
+                if key != current:
+                    jkey = own_jkey if key == own else self._jkeys.get(key)
+                    if jkey is None:
+                        continue  # not busy here: its own poll timer resumes it
+                    if own_jkey is None:
+                        own_jkey = backend.getCurrentKey()
+                    backend.setCurrentKey(jkey)
+                    current = key
+                self._key = key
+                self.stats["pumped"] += 1
+                res = core.advance(key, _FlinkKeyState(self, self._runs))
+                yield from self._emit(res)
+                self._schedule(key, res, ctx, progressed=True)
+        finally:
+            if current != own:
+                backend.setCurrentKey(own_jkey)
+            self._key = own
+
+    def _arm_pump(self, ctx: Any) -> None:
+        """Keep one processing-time timer (on the current key) while calls are in flight.
+
+        Set for when the executor expects the next call of any key to complete (1 ms when
+        completions wait already); while pumps find nothing, backing off to
+        ``max_poll_interval_ms``.
+        """
+        core = self.core
+        assert core is not None
+        executor = core.executor
+        if not executor.pending and not self._ready:
+            return
+        now = time.time_ns() // 1_000_000
+        pending = self._pump_at
+        if pending is not None and now - _FALLBACK_POLL_MS < pending <= now + 1:
+            return  # none can be set earlier
+        if self._ready:
+            delay = 1
+        else:
+            eta = executor.next_completion_any_s()
+            delay = (min(int(eta * 1000) + 1, _MAX_EXPECTED_WAIT_MS) if eta
+                     else self._pump_backoff)
+        at = now + delay
+        # a pump timer far overdue was dropped (the end of input): set another
+        if pending is not None and pending <= at and pending > now - _FALLBACK_POLL_MS:
+            return
+        ctx.timer_service().register_processing_time_timer(at)
+        self._pump_at = at
+        self._pump_timers.add((self._key, at))
 
     def _drain(self, key: Any, timestamp: int, ctx: Any) -> Iterator[Any]:
         """The end of input for ``key``: advance it; finish its work (see the module doc)."""
@@ -449,7 +459,7 @@ class AgentOperator(KeyedProcessFunction):
         assert core is not None
         self.stats["drain_rounds"] += 1
         self._drain_at.pop(key, None)  # this timer fired
-        state = _FlinkKeyState(self)
+        state = _FlinkKeyState(self, self._runs)
         res = core.advance(key, state)
         yield from self._emit(res)
         if self._synchronous is None:
@@ -484,8 +494,12 @@ class AgentOperator(KeyedProcessFunction):
         """Keep one poll timer for a busy key (and its drain timer); drop both when idle."""
         if not res.busy:
             self._backoff.pop(key, None)
+            self._jkeys.pop(key, None)
             poll = self._poll_at.pop(key, None)
             drain = self._drain_at.pop(key, None)
+            if poll is not None and ((key, poll) in self._pump_timers
+                                     or (key, poll) == self._flush_at):
+                poll = None  # the same timer as a pump's or the flush's: let it fire
             if poll is not None or drain is not None:
                 timers = ctx.timer_service()
                 if poll is not None:
@@ -494,6 +508,8 @@ class AgentOperator(KeyedProcessFunction):
                     timers.delete_event_time_timer(drain)
             return
         timers = ctx.timer_service()
+        if self._backend is not None and key not in self._jkeys:  # once per busy period
+            self._jkeys[key] = self._backend.getCurrentKey()
         if key not in self._drain_at:  # once per busy period
             timers.register_event_time_timer(DRAIN_TIMESTAMP)
             self._drain_at[key] = DRAIN_TIMESTAMP
@@ -524,13 +540,21 @@ class AgentOperator(KeyedProcessFunction):
 
         At its next call's expected completion; else, or once that has passed, after a
         backoff from 1 ms to ``max_poll_interval_ms``, or to half a millisecond per busy key
-        when more keys wait (at most 5 s; see ``_POLL_SPACING_MS``).
+        when more keys wait (at most 5 s; see ``_POLL_SPACING_MS``). With key switching, a
+        fallback: ``_FALLBACK_POLL_MS`` after that (doubling to 5 s while nothing completes).
 
         Returns:
             The delay in ms (>= 1).
         """
         core = self.core
         assert core is not None
+        if self._backend is not None:  # the pump applies completions: this poll is a fallback
+            backoff = _FALLBACK_POLL_MS if progressed else min(
+                self._backoff.get(key, _FALLBACK_POLL_MS) * 2, _MAX_POLL_SPREAD_MS)
+            self._backoff[key] = backoff
+            expected = core.executor.next_completion_s(key)
+            return backoff + (0 if expected is None
+                              else min(int(expected * 1000), _MAX_EXPECTED_WAIT_MS))
         if core.has_deliveries(key):
             self._backoff[key] = 1
             return 1

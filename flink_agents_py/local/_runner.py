@@ -150,7 +150,7 @@ class _KeyState(InMemoryKeyState):
 
     def load(self, run: RunState | None, memory: dict[str, Any], queued: list[Any],
              next_seq: int) -> None:
-        self._run, self._memory = run, memory
+        self.run, self.memory = run, memory
         self._queue, self._head, self._next_seq = list(queued), 0, next_seq
 
 
@@ -287,9 +287,12 @@ class LocalAgentJob:
         bar = _Progress(self._records, self._counted) if self._env.progress else None
 
         def step(key: Any, res: StepResult) -> None:
-            result.outputs.extend(res.outputs)
-            result.keyed_outputs.extend((key, o) for o in res.outputs)
-            result.errors.extend(res.errors)
+            outs = res.outputs
+            if outs:
+                result.outputs.extend(outs)
+                result.keyed_outputs.extend([(key, o) for o in outs])
+            if res.errors:
+                result.errors.extend(res.errors)
             if res.busy:
                 busy.setdefault(key)
             else:
@@ -314,6 +317,7 @@ class LocalAgentJob:
                 return
             step(key, core.advance(key, states[key]))
 
+        key_selector, value_selector = self._key_selector, self._value_selector
         core.open()
         try:
             start = self._load(states, busy, bar)
@@ -324,10 +328,9 @@ class LocalAgentJob:
                     continue
                 self._position = index + 1
                 try:
-                    key = self._key_selector(record)
+                    key = key_selector(record)
                     hash(key)
-                    value = record if self._value_selector is None else self._value_selector(
-                        record)
+                    value = record if value_selector is None else value_selector(record)
                 except Exception as e:  # noqa: BLE001 - a bad record is reported, not fatal
                     result.errors.append(ErrorRecord(
                         key=None, seq=-1, action="<key_selector>", execution_id=f"record {index}",
@@ -335,8 +338,10 @@ class LocalAgentJob:
                     if bar is not None:
                         bar.rejected(record)
                     continue
-                state = states.setdefault(key, _KeyState())
-                before = state.queued() + state.popped()
+                state = states.get(key)
+                if state is None:
+                    state = states[key] = _KeyState()
+                before = state.queued() + state.popped() if bar is not None else 0
                 res = core.on_input(key, value, state)
                 if bar is not None:
                     if state.queued() + state.popped() > before:

@@ -19,12 +19,14 @@ class Distribution:
         window: how many recent values the percentiles are taken over.
     """
 
-    __slots__ = ("window", "before_fold", "_values", "_count", "_total", "_min", "_max")
+    __slots__ = ("window", "before_fold", "_values", "_limit", "_count", "_total", "_min",
+                 "_max")
 
     def __init__(self, window: int = 2048) -> None:
         self.window = window
         self.before_fold: Callable[[], None] | None = None
         self._values: list[float] = []  # the newest values (window..2*window after a fold)
+        self._limit = 2 * window
         self._count = 0  # of the values folded away
         self._total = 0.0
         self._min = math.inf
@@ -34,7 +36,7 @@ class Distribution:
         """Add one value."""
         values = self._values
         values.append(value)
-        if len(values) >= 2 * self.window:
+        if len(values) >= self._limit:
             self._fold()
 
     def _fold(self) -> None:

@@ -61,176 +61,63 @@ per-update calls would have left there, without a call into Java per update.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._distribution import Distribution
-from ._ids import chat_response_of, parse_result
-from ._tracking import CallInfo, TrackingObserver, _KeyTrack
+from ._flink_mirror import (
+    _DISTRIBUTIONS,
+    _GAUGES,
+    _LABELLED,
+    _SCALAR_COUNTERS,
+    METRIC_GROUP,
+    FlinkMetricsMirror,
+)
+from ._ids import CHAT_ACTION, action_parent
+from ._payload import to_loggable
+from ._tracking import _KINDS, CallInfo, TrackingObserver, _KeyTrack
 
 __all__ = ["AgentMetrics", "Distribution", "FlinkMetricsMirror", "METRIC_GROUP"]
 
-METRIC_GROUP = "flink_agents"
-
 log = logging.getLogger("flink_agents_py.observability")
 
-_SCALAR_COUNTERS = ("events_processed", "outputs_emitted", "runs_started", "runs_completed",
-                    "durable_calls_executed", "durable_calls_replayed")
-_GAUGES = ("runs_in_flight", "calls_in_flight")
-_LABELLED = {  # name -> label key
-    "events_processed_by_type": "type",
-    "actions_executed": "action", "actions_failed": "action", "actions_reentered": "action",
-    "chats": "model", "chats_failed": "model",
-    "chat_calls": "model", "chat_calls_failed": "model",
-    "input_tokens": "model", "output_tokens": "model",
-    "tool_calls": "tool", "tool_calls_failed": "tool",
-    "subagent_calls": "subagent", "subagent_calls_failed": "subagent",
-}
-_DISTRIBUTIONS = {"run_latency_ms": None, "action_latency_ms": "action",
-                  "chat_latency_ms": "model", "chat_call_latency_ms": "model",
-                  "tool_latency_ms": "tool", "subagent_latency_ms": "subagent"}
-_METERS = {"events_processed_rate": "events_processed", "runs_completed_rate": "runs_completed"}
-"""Each meter and the local counter whose gains it is marked with."""
 _CHAT_EVENTS = frozenset(("ChatRequestEvent", "ChatResponseEvent", "ToolRequestEvent",
                           "ToolResponseEvent"))
 """Event types whose chat context ``TrackingObserver.event_dispatched`` works out."""
-_FAST_HOOKS = ("on_run_started", "on_run_completed", "on_event", "on_action_started",
-               "on_action_finished", "on_output")
+_FAST_HOOKS = ("on_run_started", "on_run_completed", "on_event", "on_chat_finished",
+               "on_action_started", "on_action_finished", "on_call_started", "on_call_finished",
+               "on_output")
 """The callbacks ``AgentMetrics``' direct hooks stand in for (a subclass overriding one
 gets ``TrackingObserver``'s hooks, which call them)."""
 _CORE_HOOKS = ("run_started", "run_completed", "event_dispatched", "action_started",
                "action_finished", "call_started", "call_finished", "output_emitted")
 """The ``Observer`` hooks, each of which ``AgentMetrics`` makes catch what it raises."""
-_EMBEDDED = "pyflink.fn_execution.metrics.embedded"
-"""Thread-mode metric classes: every update is a call into Java; a distribution keeps only
-its last value."""
-_PROCESS = "pyflink.fn_execution.metrics.process"
-"""Process-mode metric classes: Beam cells in Python, sent with each bundle."""
-
 FLUSH_EVERY = 1000
 """Default: push to Flink after this many completed runs..."""
 FLUSH_INTERVAL_S = 0.5
 """... or this many seconds since the last push, whichever comes first."""
 
 
-class FlinkMetricsMirror:
-    """Pushes ``AgentMetrics`` values to a PyFlink ``MetricGroup`` (duck-typed), in batches.
+_NO_CHAT: tuple[None, None] = (None, None)
+_SPARE_TRACKS = 64
+"""The most per-run tracks kept for reuse after their runs completed."""
 
-    Scalar metrics are registered at once; labelled ones when a label value is first pushed
-    (a key-value subgroup ``<label key>=<value>``). Registration failures are not retried.
-    Counters, gauges and meters are pushed as the gain of the local count since the last
-    push, distributions as the values added since (:meth:`push`).
 
-    Args:
-        group: the group to register in (the operator's ``get_metrics_group()``; a subgroup
-            ``flink_agents`` is added).
-        actions: action names to register ``actions_*`` metrics for up front.
+def _result_parts(result: Any) -> tuple[str | None, Any]:
+    """``parse_result`` without the deep copy: the class name and the data as recorded.
+
+    The metrics read a few top-level fields of the data (each made loggable on its own), so
+    a result is not copied per call.
+
+    Returns:
+        ``(class name or None, data)``.
     """
-
-    def __init__(self, group: Any, actions: Iterable[str] = ()) -> None:
-        self.group = group.add_group(METRIC_GROUP)
-        self._metrics: dict[tuple[str, str | None], Any] = {}
-        self._groups: dict[tuple[str, str], Any] = {}
-        self._pushed: dict[tuple[str, str | None], int] = {}
-        for name in (*_SCALAR_COUNTERS, *_GAUGES):
-            self._metrics[(name, None)] = self.group.counter(name)
-        run_latency, _ = self._distribution("run_latency_ms", None, None)
-        for name in _METERS:
-            self._metrics[(name, None)] = self.group.meter(name, 60)
-        for action in actions:
-            for name in ("actions_executed", "actions_failed", "actions_reentered"):
-                self._labelled(name, "action", action)
-            self._distribution("action_latency_ms", "action", action)
-        module = type(run_latency).__module__
-        self.last_value_only = module.startswith(_EMBEDDED)
-        """Thread mode: a distribution reports its last value only, so only that is pushed."""
-        self.batched = not module.startswith(_PROCESS)
-        """False in process mode: Beam already batches updates in Python per bundle, and a
-        push outside a bundle (at close) would be lost, so every check pushes."""
-
-    def _subgroup(self, label_key: str, label: str) -> Any:
-        g = self._groups.get((label_key, label))
-        if g is None:
-            g = self._groups[(label_key, label)] = self.group.add_group(label_key, label)
-        return g
-
-    def _labelled(self, name: str, label_key: str, label: str) -> Any:
-        m = self._metrics.get((name, label))
-        if m is None:
-            metric = "events_processed" if name == "events_processed_by_type" else name
-            m = self._metrics[(name, label)] = self._subgroup(label_key, label).counter(metric)
-        return m
-
-    def _distribution(self, name: str, label_key: str | None, label: str | None) -> tuple[Any, Any]:
-        d = self._metrics.get((name, label))
-        if d is None:
-            g = self.group if label_key is None else self._subgroup(label_key, label or "")
-            d = self._metrics[(name, label)] = g.distribution(name)
-            self._metrics[(name + "_total", label)] = g.counter(name + "_total")
-        return d, self._metrics[(name + "_total", label)]
-
-    def behind(self, counters: Mapping[str, int]) -> bool:
-        """Whether there is something to push.
-
-        Args:
-            counters: the local scalar counters and gauges (``AgentMetrics.counters``).
-
-        Returns:
-            True when a scalar moved since the last :meth:`push` (every update of the agent
-            metrics comes with a scalar's: an event, a run, or a durable call's start or end).
-        """
-        pushed = self._pushed
-        return any(value != pushed.get((name, None), 0) for name, value in counters.items())
-
-    def _gain(self, key: tuple[str, str | None], value: int) -> int:
-        return value - self._pushed.get(key, 0)
-
-    def push(self, counters: Mapping[str, int], labelled: Mapping[str, Mapping[str, int]],
-             latency: Mapping[str, Mapping[str | None, Distribution]]) -> None:
-        """Bring every Flink metric up to the local values.
-
-        Args:
-            counters: scalar counters and gauges by name (``AgentMetrics.counters``).
-            labelled: labelled counters, ``{name: {label: count}}`` (``AgentMetrics.labelled``).
-            latency: distributions, ``{name: {label: Distribution}}`` (``AgentMetrics.latency``);
-                each must not have folded away values added since the last push (its
-                ``before_fold`` pushes).
-        """
-        metrics, pushed = self._metrics, self._pushed  # a value counts as pushed once sent
-        for name, value in counters.items():
-            gain = self._gain((name, None), value)
-            if gain:
-                metrics[(name, None)].inc(gain)
-                pushed[(name, None)] = value
-        for meter, counter in _METERS.items():
-            value = counters[counter]
-            gain = self._gain((meter, None), value)
-            if gain:
-                metrics[(meter, None)].mark_event(gain)
-                pushed[(meter, None)] = value
-        for name, by in labelled.items():
-            for label, value in by.items():
-                gain = self._gain((name, label), value)
-                if gain:
-                    self._labelled(name, _LABELLED[name], label).inc(gain)
-                    pushed[(name, label)] = value
-                elif (name, label) not in metrics:  # counted zero (no tokens): registered
-                    self._labelled(name, _LABELLED[name], label)
-        for dist, dists in latency.items():
-            for dist_label, local in dists.items():
-                count = local.count
-                gain = self._gain((dist, dist_label), count)
-                if not gain:
-                    continue
-                whole = [int(round(v)) for v in local.newest(gain)]
-                d, total = self._distribution(dist, _DISTRIBUTIONS[dist], dist_label)
-                if self.last_value_only:
-                    d.update(whole[-1])
-                else:
-                    for v in whole:
-                        d.update(v)
-                total.inc(sum(whole))
-                pushed[(dist, dist_label)] = count
+    if type(result) is dict and len(result) == 2:
+        tag = result.get("$model")
+        if tag is not None and "data" in result:
+            tag = str(tag)
+            return tag[tag.rfind(":") + 1:], result["data"]
+    return None, result
 
 
 def _hook_failed(name: str) -> None:
@@ -249,7 +136,10 @@ class AgentMetrics(TrackingObserver):
             comes first (checked when a run starts or completes, or a durable call finishes).
 
     Its hooks log what they raise instead of raising (``hooks_never_raise``), so the core
-    calls them directly.
+    calls them directly. Unless a subclass overrides an ``on_*`` callback, each hook counts
+    by itself, reading the clock once: no ``CallInfo`` per durable call (an executed call in
+    flight is one ``(start, kind, label)`` tuple on its key's track), no callback per hook,
+    and the per-run tracks (chat bookkeeping included) are reused across runs.
     """
 
     hooks_never_raise = True
@@ -272,7 +162,13 @@ class AgentMetrics(TrackingObserver):
         self._push_failures = 0
         self._flushed_at = self.clock()
         self._run_latency = self.latency["run_latency_ms"]
+        self._spare: list[_KeyTrack] = []  # tracks of completed runs, clean, for reuse
+        self._events_by_type = self.labelled["events_processed_by_type"]
+        self._actions_executed = self.labelled["actions_executed"]
         self._action_latency = self.latency["action_latency_ms"]
+        self._chats_started = self.labelled["chats"]
+        self._chat_latency = self.latency["chat_latency_ms"]
+        self._chat_calls = self.labelled["chat_calls"]
         cls = type(self)
         self._direct = all(getattr(cls, name) is getattr(AgentMetrics, name)
                            for name in _FAST_HOOKS)
@@ -341,7 +237,8 @@ class AgentMetrics(TrackingObserver):
             if not self._direct:
                 super().run_started(key, seq)
                 return
-            t = self._keys[key] = _KeyTrack()
+            spare = self._spare
+            t = self._keys[key] = spare.pop() if spare else _KeyTrack()
             t.run_started = self.clock()
             counters = self.counters
             counters["runs_started"] += 1
@@ -357,17 +254,29 @@ class AgentMetrics(TrackingObserver):
                 super().run_completed(key, seq)
                 return
             t = self._keys.pop(key, None)
-            if t is not None and t.calls:
+            if t is not None and (t.calls or t.open):
                 for call in list(t.calls.values()):
                     self._abandon(key, t, call)
+                for call_id in list(t.open):
+                    self._abandon_open(t, call_id)
             counters = self.counters
             counters["runs_completed"] += 1
             if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
                 counters["runs_in_flight"] -= 1
-            start = t.run_started if t is not None else None
-            if start is not None:
-                d = self._run_latency.get(None) or self._distribution(self._run_latency, None)
-                d.update((self.clock() - start) * 1000.0)  # summaries round
+            if t is not None:
+                start = t.run_started
+                if start is not None:
+                    d = self._run_latency.get(None) or self._distribution(self._run_latency, None)
+                    d.update((self.clock() - start) * 1000.0)  # summaries round
+                spare = self._spare
+                if not t.actions and not t.calls and not t.open and len(spare) < _SPARE_TRACKS:
+                    t.run_started = None  # kept for the next run of any key (no allocation)
+                    c = t._chats
+                    if c is not None:
+                        c.event_chat.clear()
+                        c.chat_started.clear()
+                        c.chat_rounds.clear()
+                    spare.append(t)
             if self.flink is not None:
                 self._maybe_flush(1)
         except Exception:  # noqa: BLE001
@@ -376,12 +285,14 @@ class AgentMetrics(TrackingObserver):
     def event_dispatched(self, key: Any, event: Any, parent: str | None) -> None:
         try:
             etype = getattr(event, "type", "?")
-            if not self._direct or etype in _CHAT_EVENTS:
+            if not self._direct:
                 super().event_dispatched(key, event, parent)
                 return
             self.counters["events_processed"] += 1
-            by = self.labelled["events_processed_by_type"]
+            by = self._events_by_type
             by[etype] = by.get(etype, 0) + 1
+            if etype in _CHAT_EVENTS:
+                self._chat_event(key, event, etype, parent)
         except Exception:  # noqa: BLE001
             _hook_failed("event_dispatched")
 
@@ -407,7 +318,12 @@ class AgentMetrics(TrackingObserver):
             start = t.actions.pop(execution_id, None)
             if t.calls:
                 self._abandon_calls_of(key, t, execution_id)
-            by = self.labelled["actions_executed"]
+            if t.open:
+                prefix = execution_id + "/c"
+                for call_id in [c for c in t.open if c.startswith(prefix)
+                                and "/" not in c[len(prefix):]]:
+                    self._abandon_open(t, call_id)
+            by = self._actions_executed
             by[action] = by.get(action, 0) + 1
             if error is not None:
                 self._inc("actions_failed", 1, action)
@@ -420,15 +336,89 @@ class AgentMetrics(TrackingObserver):
 
     def call_started(self, key: Any, call_id: str, command: Any, replayed: bool) -> None:
         try:
-            super().call_started(key, call_id, command, replayed)
+            if not self._direct:
+                super().call_started(key, call_id, command, replayed)
+                return
+            counters = self.counters
+            if replayed:
+                counters["durable_calls_replayed"] += 1
+                return
+            counters["durable_calls_executed"] += 1
+            counters["calls_in_flight"] += 1
+            kind = _KINDS.get(getattr(command, "kind", None), "function")  # type: ignore[arg-type]
+            name: str | None = None  # a function's name is not a label of any metric
+            t = self._keys.get(key) or self._track(key)
+            if kind == "chat_model":  # labelled by its chat's setup, else by its target
+                c = t._chats
+                if c is not None:  # the chat action's event: ``<event>/<action>/c<n>``
+                    name = c.event_chat.get(call_id.rsplit("/", 2)[0], _NO_CHAT)[1]
+                name = name or getattr(command, "target", None) or None
+            elif kind != "function":
+                name = getattr(command, "target", None) or None
+            t.open[call_id] = (self.clock(), kind, name)
         except Exception:  # noqa: BLE001
             _hook_failed("call_started")
 
     def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
         try:
-            super().call_finished(key, call_id, ok, result)
+            if not self._direct:
+                super().call_finished(key, call_id, ok, result)
+                return
+            t = self._keys.get(key)
+            entry = t.open.pop(call_id, None) if t is not None else None
+            status = "ok" if ok else "failed"
+            if entry is None:  # started before a restore (or replayed): its start not seen here
+                self._count_call("unknown", None, status, result, None)
+            else:
+                start, kind, name = entry
+                self.counters["calls_in_flight"] -= 1
+                self._count_call(kind, name, status, result, (self.clock() - start) * 1000.0)
         except Exception:  # noqa: BLE001
             _hook_failed("call_finished")
+
+    def _abandon_open(self, t: _KeyTrack, call_id: str) -> None:
+        """Count an executed call whose action or run ended first as abandoned."""
+        start, kind, name = t.open.pop(call_id)
+        self.counters["calls_in_flight"] -= 1
+        self._count_call(kind, name, "abandoned", None, (self.clock() - start) * 1000.0)
+
+    def _chat_event(self, key: Any, event: Any, etype: str, parent: str | None) -> None:
+        """``TrackingObserver.event_dispatched``'s chat bookkeeping, as far as metrics need it.
+
+        Each chat event's id is mapped to its chat and model, so that a model call (made by
+        the chat action the event triggers) is labelled by the chat's setup.
+        """
+        t = self._keys.get(key) or self._track(key)
+        c = t._chats or t._chat()
+        event_chat = c.event_chat
+        if etype == "ChatRequestEvent":
+            chat: str | None = event.id
+            model = getattr(event, "model", None)
+            c.chat_started[event.id] = self.clock()
+            label = model or "?"
+            by = self._chats_started
+            by[label] = by.get(label, 0) + 1
+        elif etype == "ChatResponseEvent":  # no action it triggers needs its chat
+            chat = getattr(event, "request_id", None)
+            if not chat:
+                return
+            model = event_chat.get(chat, _NO_CHAT)[1]
+            start = c.chat_started.pop(chat, None)
+            label = model or "?"
+            if getattr(event, "error", None) is not None:
+                self._inc("chats_failed", 1, label)
+            if start is not None:
+                d = self._chat_latency.get(label) or self._distribution(self._chat_latency, label)
+                d.update((self.clock() - start) * 1000.0)
+            return
+        elif etype == "ToolRequestEvent":
+            origin = action_parent(parent, CHAT_ACTION) if parent else None
+            chat, model = event_chat.get(origin, _NO_CHAT) if origin else _NO_CHAT
+            model = model or getattr(event, "model", None)
+        else:  # ToolResponseEvent
+            chat, model = event_chat.get(getattr(event, "request_id", ""), _NO_CHAT)
+        if chat is not None or model is not None:
+            event_chat[event.id] = (chat, model)
 
     def output_emitted(self, key: Any, output: Any, parent: str) -> None:
         try:
@@ -492,36 +482,55 @@ class AgentMetrics(TrackingObserver):
                          duration_ms: float | None) -> None:
         if call.kind != "unknown":
             self._inc("calls_in_flight", -1)
+        self._count_call(call.kind, call.model if call.kind == "chat_model" else call.name,
+                         status, result, duration_ms)
+
+    def _count_call(self, kind: str, name: str | None, status: str, result: Any,
+                    duration_ms: float | None) -> None:
+        """Count a durable call that ended (``calls_in_flight`` aside).
+
+        Args:
+            kind: ``CallInfo.kind`` (``unknown``: started before a restore).
+            name: the chat model setup (``chat_model``), tool, sub-agent, or ``None``.
+            status: ``ok``, ``failed`` or ``abandoned``.
+            result: the recorded result (``None`` unless ok).
+            duration_ms: since the call started (``None`` when not seen).
+        """
         ok = status == "ok"
-        kind = call.kind
-        cls, data = parse_result(result) if ok else (None, None)
+        cls, data = _result_parts(result) if ok else (None, None)
         if kind == "unknown":  # started before a restore: tell the kind from the result
             kind = {"ChatResponse": "chat_model", "ToolResult": "tool",
                     "SubagentResult": "subagent"}.get(cls or "", "function")
         if kind == "chat_model":
-            response = chat_response_of(result) if ok else None
-            model = call.model or (response or {}).get("model") or "?"
-            self._inc("chat_calls", 1, model)
+            response = data if isinstance(data, dict) and (cls == "ChatResponse" or (
+                cls is None and "message" in data and "usage" in data)) else None
+            model = name or (to_loggable(response.get("model")) if response else None) or "?"
+            by = self._chat_calls
+            by[model] = by.get(model, 0) + 1
             if not ok:
                 self._inc("chat_calls_failed", 1, model)
-            usage = (response or {}).get("usage")
+            usage = response.get("usage") if response else None
+            if usage is not None:
+                usage = to_loggable(usage)
             if isinstance(usage, dict):
                 self._inc("input_tokens", int(usage.get("input_tokens") or 0), model)
                 self._inc("output_tokens", int(usage.get("output_tokens") or 0), model)
             self._observe("chat_call_latency_ms", duration_ms, model)
         elif kind == "tool":
-            name = (data.get("name") if isinstance(data, dict) else None) or call.name or "?"
+            name = (to_loggable(data.get("name")) if isinstance(data, dict) else None) \
+                or name or "?"
             self._inc("tool_calls", 1, name)
             if not ok or (isinstance(data, dict) and data.get("ok") is False):
                 self._inc("tool_calls_failed", 1, name)
             self._observe("tool_latency_ms", duration_ms, name)
         elif kind == "subagent":
-            name = call.name or "?"
+            name = name or "?"
             self._inc("subagent_calls", 1, name)
             if not ok or (isinstance(data, dict) and data.get("success") is False):
                 self._inc("subagent_calls_failed", 1, name)
             self._observe("subagent_latency_ms", duration_ms, name)
-        self._maybe_flush()
+        if self.flink is not None:
+            self._maybe_flush()
 
     def on_output(self, key: Any, output: Any, parent: str) -> None:
         self._inc("outputs_emitted")

@@ -89,13 +89,24 @@ class _ChatTrack:
 class _KeyTrack:
     """One key's run in flight; what only chats need is made when a chat is seen."""
 
-    __slots__ = ("run_started", "actions", "calls", "_chats")
+    __slots__ = ("run_started", "actions", "calls", "_chats", "open")
 
     def __init__(self) -> None:
         self.run_started: float | None = None
         self.actions: dict[str, float] = {}
         self.calls: dict[str, CallInfo] = {}
         self._chats: _ChatTrack | None = None
+        self.open: dict[str, tuple[float, str, str | None]] = {}
+        """``AgentMetrics``' own record of the executed calls in flight (no ``CallInfo``):
+        ``call id -> (start, kind, name)``."""
+
+    def idle(self) -> bool:
+        """Whether no call is tracked and no chat was seen (``actions`` aside).
+
+        Returns:
+            Whether none is.
+        """
+        return not self.calls and not self.open and self._chats is None
 
     def _chat(self) -> _ChatTrack:
         c = self._chats
@@ -280,4 +291,4 @@ class TrackingObserver(Observer):
     # -- introspection ---------------------------------------------------------------------
     def open_calls(self) -> int:
         """Executed durable calls whose outcome has not been recorded yet."""
-        return sum(len(t.calls) for t in self._keys.values())
+        return sum(len(t.calls) + len(t.open) for t in self._keys.values())

@@ -225,6 +225,7 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
         RuntimeError: when the chat's state is missing from sensory memory.
     """
     mem = ctx.sensory_memory
+    first: list[ChatMessage] | None = None  # the first call's messages, validated already
     if isinstance(event, ChatRequestEvent):
         chat_id = event.id
         try:
@@ -247,6 +248,8 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
             "retries": 0,
             "invalid": [],
         }
+        if all(type(m) is ChatMessage for m in messages):
+            first = messages
     elif isinstance(event, ToolResponseEvent):
         chat_id = mem.get(f"{_BY_TOOL_REQUEST}.{event.request_id}")
         if chat_id is None:
@@ -272,12 +275,17 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
                          output_schema: dict[str, Any] | None) -> ChatResponse:
         return await _call_model(setup, messages, output_schema)
 
+    stored = not isinstance(event, ChatRequestEvent)  # the chat is in sensory memory
+
     def fail(error: str, traceback: str | None = None) -> None:
-        mem.delete(f"{_CHATS}.{chat_id}")
+        if stored:
+            mem.delete(f"{_CHATS}.{chat_id}")
         ctx.send_event(ChatResponseEvent(request_id=chat_id, error=error, traceback=traceback))
 
     while True:
-        messages = [ChatMessage.model_validate(m) for m in chat["messages"]]
+        messages = first if first is not None else [
+            ChatMessage.model_validate(m) for m in chat["messages"]]
+        first = None
         try:
             response: ChatResponse = await ctx.execute_as(
                 CallKind.MODEL, chat["model"], call_model, (messages, schema))
@@ -288,7 +296,8 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
                 fail(_describe(e) + (f" (asking again after {_quote(invalid)})" if invalid else ""),
                      failure_text(e))
                 return
-            mem.delete(f"{_CHATS}.{chat_id}")
+            if stored:
+                mem.delete(f"{_CHATS}.{chat_id}")
             ctx.send_event(ChatResponseEvent(request_id=chat_id, response=ChatResponse(
                 message=ChatMessage(role=MessageRole.ASSISTANT, content=""),
                 metadata={"error_policy": "ignore", "ignored_error": _describe(e)})))
@@ -322,7 +331,8 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
                 metadata["output_retries"] = len(invalid)
             if metadata != response.metadata:
                 response = response.model_copy(update={"metadata": metadata})
-            mem.delete(f"{_CHATS}.{chat_id}")
+            if stored:
+                mem.delete(f"{_CHATS}.{chat_id}")
             ctx.send_event(ChatResponseEvent(request_id=chat_id, response=response))
             return
         answer = response.message.content

@@ -31,6 +31,7 @@ from ..api import (
     ResourceNotFoundError,
     ResourceType,
     RunnerContext,
+    SerializationError,
     SubagentResult,
     SubagentSetup,
 )
@@ -55,7 +56,7 @@ from ._ledger import CallLedger
 from ._long_term_memory import ActionLongTermMemory
 from ._memory import ActionMemory
 from ._outcomes import call_digest, fn_name, rebuild_exception, store_outcome
-from ._serde import dumps, event_json, from_json_value
+from ._serde import dumps, event_is_plain, event_json, from_json_value
 from ._state import CallKind, CallRecord, InflightAction, RunState
 from ._stepper import not_stepping
 
@@ -69,6 +70,7 @@ __all__ = ["ActionContext", "building_events", "DurableCall", "ChatFuture", "Sub
 log = logging.getLogger("flink_agents_py.runtime")
 
 _fn_name = fn_name
+_get_ident = threading.get_ident
 
 
 @contextlib.contextmanager
@@ -112,9 +114,9 @@ class ActionContext(RunnerContext):
     """
 
     __slots__ = ("ledger", "_key", "execution_id", "_record", "run", "env", "plan", "resources",
-                 "_config", "_short_term_base", "_short_term", "sensory", "emitted", "_event_seq",
-                 "_unsent_ids", "calls", "_commands", "_next_ordinal", "finished", "diverged",
-                 "_owner")
+                 "_config", "_short_term_base", "_short_term", "_sensory_base", "_sensory",
+                 "emitted", "_event_seq", "_unsent_ids", "calls", "commands", "_next_ordinal",
+                 "finished", "diverged", "_owner", "used_long_term_memory")
 
     def __init__(
         self, ledger: CallLedger, key: Any, execution_id: str, record: InflightAction,
@@ -133,16 +135,19 @@ class ActionContext(RunnerContext):
         self._config = action_config
         self._short_term_base = short_term
         self._short_term: ActionMemory | None = None
-        self.sensory = ActionMemory(sensory, "sensory_memory")
-        self.emitted: list[tuple[Event, dict[str, Any]]] = []  # events sent, with their JSON
+        self._sensory_base = sensory
+        self._sensory: ActionMemory | None = None  # made on first use
+        # events sent, with their JSON form (None: no action takes it, so it is never stored)
+        self.emitted: list[tuple[Event, dict[str, Any] | None]] = []
         self._event_seq = 0  # ids given to events built or sent by this execution
-        self._unsent_ids: set[str] = set()  # ids given to events built here, not yet sent
+        self._unsent_ids: set[str] | None = None  # ids given to events built here, not sent
         self.calls: dict[int, DurableCall] = {}
-        self._commands: list[Command] = []
+        self.commands: list[Command] = []  # recorded in the current step (``take_commands``)
         self._next_ordinal = 0
         self.finished = False
         self.diverged: ReplayDivergenceError | None = None  # set once a replay diverged
-        self._owner = threading.get_ident()  # the operator thread (see ``event_id_source``)
+        self._owner = _get_ident()  # the operator thread (see ``event_id_source``)
+        self.used_long_term_memory = False  # its writes are committed when the action ends
 
     # -- RunnerContext -----------------------------------------------------------------
     @property
@@ -157,6 +162,21 @@ class ActionContext(RunnerContext):
     @property
     def sensory_memory(self) -> Memory:
         return self.sensory
+
+    @property
+    def sensory(self) -> ActionMemory:
+        """The action's view of its environment's sensory memory (made on first use)."""
+        if self._sensory is None:
+            self._sensory = ActionMemory(self._sensory_base, "sensory_memory")
+        return self._sensory
+
+    def sensory_writes(self) -> list[tuple[list[str], Any]]:
+        """The sensory memory writes the action logged (none when it never used it).
+
+        Returns:
+            The write log, in order.
+        """
+        return self._sensory.writes if self._sensory is not None else []
 
     @property
     def short_term_memory(self) -> Memory:
@@ -181,6 +201,7 @@ class ActionContext(RunnerContext):
     def long_term_memory(self) -> ActionLongTermMemory:
         ltm = self.__dict__.get("_ltm")
         if ltm is None:
+            self.used_long_term_memory = True
             ltm = self.__dict__["_ltm"] = ActionLongTermMemory(self)
         return ltm
 
@@ -189,17 +210,26 @@ class ActionContext(RunnerContext):
         return dict(self._config)
 
     def send_event(self, event: Event) -> Event:
-        self.check_live("send_event")
+        if self.finished:
+            self.check_live("send_event")
         if not isinstance(event, Event):
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
-        if event.id in self._unsent_ids:  # built in this execution: keeps the id it was given
-            self._unsent_ids.discard(event.id)
+        unsent = self._unsent_ids
+        if unsent is not None and event.id in unsent:  # built here: keeps the id it was given
+            unsent.discard(event.id)
             sent = event
         else:
             sent = event.model_copy(update={"id": self._next_event_id()})
-        # checked now (a bad event fails the sending action), kept for dispatch
-        where = f"event {sent.type} sent by {self.execution_id}"
-        self.emitted.append((sent, event_json(sent, where)))
+        # checked now (a bad event fails the sending action), kept for dispatch; an event
+        # that triggers no action of the agent's own flow (an output, usually) is only checked
+        data: dict[str, Any] | None = None
+        if self._record.scope is not None or sent.type in self.plan.actions_by_event \
+                or not event_is_plain(sent):
+            try:
+                data = event_json(sent, "event")
+            except SerializationError:  # again, for a message naming the event and sender
+                data = event_json(sent, f"event {sent.type} sent by {self.execution_id}")
+        self.emitted.append((sent, data))
         return sent
 
     def _next_event_id(self) -> str:
@@ -213,7 +243,7 @@ class ActionContext(RunnerContext):
         Returns:
             The id (see ``building_events``).
         """
-        return self.new_event_id() if threading.get_ident() == self._owner else ""
+        return self.new_event_id() if _get_ident() == self._owner else ""
 
     def new_event_id(self) -> str:
         """The id of an event built while this execution is stepped.
@@ -222,8 +252,12 @@ class ActionContext(RunnerContext):
             The id (replay-stable: the execution builds its events in the same order when
             it runs again).
         """
-        event_id = self._next_event_id()
-        self._unsent_ids.add(event_id)
+        event_id = f"{self.execution_id}/e{self._event_seq}"
+        self._event_seq += 1
+        if self._unsent_ids is None:
+            self._unsent_ids = {event_id}
+        else:
+            self._unsent_ids.add(event_id)
         return event_id
 
     def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
@@ -313,15 +347,15 @@ class ActionContext(RunnerContext):
         if lazy:
             call.start = RunFunction(call, fn, args, kwargs, name)
         elif started is not None and reconciler is not None:
-            self._commands.append(RunFunction(call, reconciler, (), {}, name))
+            self.commands.append(RunFunction(call, reconciler, (), {}, name))
         else:
-            self._commands.append(RunFunction(call, fn, args, kwargs, name))
+            self.commands.append(RunFunction(call, fn, args, kwargs, name))
         return call
 
     def start_soon(self, call: DurableCall) -> None:
         """Start a lazy call as soon as the current step of the action ends."""
         if not call.done and call.start is not None:
-            self._commands.append(call.start)
+            self.commands.append(call.start)
 
     def chat(
         self, model: str, messages: Sequence[ChatMessage], *,
@@ -408,7 +442,7 @@ class ActionContext(RunnerContext):
         Returns:
             The commands; the context forgets them.
         """
-        commands, self._commands = self._commands, []
+        commands, self.commands = self.commands, []
         return commands
 
     def record_of(self, call: DurableCall) -> CallRecord | None:
@@ -421,11 +455,11 @@ class ActionContext(RunnerContext):
 
     def cancel_invocation(self, invocation_id: str) -> None:
         """Record the cancellation of an internal sub-agent call (carried out by the core)."""
-        self._commands.append(CancelInvocation(invocation_id))
+        self.commands.append(CancelInvocation(invocation_id))
 
     def settle_unstarted(self, call: DurableCall, label: str, value: Any) -> None:
         """Complete a call that has not started (and now never will) with ``value``."""
-        self._commands = [c for c in self._commands if getattr(c, "call", None) is not call]
+        self.commands = [c for c in self.commands if getattr(c, "call", None) is not call]
         call.start = None
         self.record_started(Settle(call, label))
         self.record_outcome(call, True, value)
@@ -438,7 +472,9 @@ class ActionContext(RunnerContext):
         self._short_term_base = short_term
         if self._short_term is not None:
             self._short_term.rebase(short_term())
-        self.sensory.rebase(sensory)
+        self._sensory_base = sensory
+        if self._sensory is not None:
+            self._sensory.rebase(sensory)
 
     def check_live(self, what: str) -> None:
         """Refuse ``what`` once the execution has finished.

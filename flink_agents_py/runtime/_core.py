@@ -23,8 +23,8 @@ from __future__ import annotations
 import collections
 import inspect
 import logging
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from types import CoroutineType
 from typing import Any
 
 from ..api import (
@@ -69,41 +69,13 @@ from ._subgraph import (
     record_for_caller,
     route_in_scope,
 )
+from ._tasks import Delivery as _Delivery
+from ._tasks import Step as _Step
+from ._tasks import Task as _Task
 
 __all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal", "Failpoint"]
 
 log = logging.getLogger("flink_agents_py.runtime")
-
-
-@dataclass(slots=True)
-class _Task:
-    action: ActionPlan
-    event: Event
-    ctx: ActionContext
-    coro: Coroutine[Any, Any, Any] | None = None
-    started: bool = False
-    reentered: bool = False
-    waiting: DurableCall | None = None
-
-
-@dataclass(slots=True)
-class _Step:
-    """What one ``advance`` works on: the key, its state and run, the result, the ready queue."""
-
-    key: Any
-    state: KeyState
-    run: RunState
-    res: StepResult
-    live: dict[str, _Task]
-    ready: collections.deque[_Task] = field(default_factory=collections.deque)
-
-
-@dataclass(slots=True)
-class _Delivery:
-    ctx: ActionContext
-    call: DurableCall
-    ok: bool
-    value: Any
 
 
 class AgentCore:
@@ -142,6 +114,7 @@ class AgentCore:
         self._cancelled: list[str] = []
         self._inbox = Inbox()
         self._fns: dict[str, Callable[..., Any]] = {}
+        self._routes: dict[str, tuple[ActionPlan, ...]] = {}  # the root plan's, by event type
         self.counters: collections.Counter[str] = collections.Counter()
         self.ledger = CallLedger(self.counters, self.observer, journal, failpoint)
         self._failure_log = FailureLog(log)
@@ -173,7 +146,10 @@ class AgentCore:
             What the key's advance produced.
         """
         try:
-            stored = to_json_value(record, f"input record of key {key!r}")
+            try:
+                stored = to_json_value(record, "input record")
+            except SerializationError:  # again, for a message that names the key
+                stored = to_json_value(record, f"input record of key {key!r}")
         except SerializationError as e:
             res = self.advance(key, state)
             res.errors.append(ErrorRecord(key=key, seq=-1, action="<input>", execution_id="",
@@ -193,32 +169,37 @@ class AgentCore:
             The outputs and errors produced, and whether the key is still busy.
         """
         res = StepResult()
-        live = self._live.setdefault(key, {})
+        live = self._live.get(key)
+        if live is None:
+            live = self._live[key] = {}
+        counters, observer = self.counters, self.observer
         while True:
             run = state.run
             if run is None:
-                live.clear()
+                if live:
+                    live.clear()
                 nxt = state.pop_input()
                 if nxt is None:
                     break
                 seq, record = nxt
                 run = RunState(seq=seq, input=record)
                 state.run = run
-                self.counters["runs_started"] += 1
-                if self.observer is not None:
-                    self.observer.run_started(key, seq)
-                step = _Step(key, state, run, res, live)
+                counters["runs_started"] += 1
+                if observer is not None:
+                    observer.run_started(key, seq)
+                step = _Step(key, state, run, res, live, collections.deque())
                 event, data = input_event(f"r{seq}", record)
                 self._dispatch(step, event, None, data=data, own=True)
             else:
-                step = _Step(key, state, run, res, live)
+                step = _Step(key, state, run, res, live, collections.deque())
                 self._reconcile_live(step)
                 self._apply_deliveries(step)
-            if step.ready:
+            ready = step.ready
+            if ready:
                 loop = enter_stepping()  # once per callback, for every action stepped in it
                 try:
-                    while step.ready:
-                        self._step(step, step.ready.popleft())
+                    while ready:
+                        self._step(step, ready.popleft())
                 finally:
                     leave_stepping(loop)
             if run.inflight:
@@ -227,9 +208,9 @@ class AgentCore:
                 self.failpoint("run_completed", key, {"seq": run.seq})
             state.run = None
             live.clear()
-            self.counters["runs_completed"] += 1
-            if self.observer is not None:
-                self.observer.run_completed(key, run.seq)
+            counters["runs_completed"] += 1
+            if observer is not None:
+                observer.run_completed(key, run.seq)
             if self.journal is not None:
                 self.journal.run_completed(key, f"r{run.seq}")
         res.busy = state.run is not None or state.queued() > 0
@@ -311,7 +292,7 @@ class AgentCore:
                   event: Event | None = None) -> _Task:
         """A live execution of ``rec`` (given ``event``, or one built from its JSON form)."""
         run = step.run
-        env = self._env_of(run, rec.scope)
+        env = self._env_of(run, rec.scope) if rec.scope is not None else None
         path = tuple(run.invocations[env].plan_path) if env is not None else ()
         plan, resources = (self.plan, self.resources) if not path else (
             self.plan_at(path), self._resources_at(path))
@@ -319,8 +300,7 @@ class AgentCore:
         short_term, sensory = self._memories(step.state, run, env)
         ctx = ActionContext(self.ledger, step.key, exec_id, rec, run, action.config, short_term,
                             sensory, env, plan, resources)
-        return _Task(action=action, event=event if event is not None else event_of(rec.event),
-                     ctx=ctx)
+        return _Task(action, event if event is not None else event_of(rec.event), ctx)
 
     def _reconcile_live(self, step: _Step) -> None:
         run, live = step.run, step.live
@@ -359,15 +339,20 @@ class AgentCore:
         their own copy, as after a restore).
         """
         self.counters["events"] += 1
-        if self.observer is not None:
-            parent = event.id.rsplit("/", 1)[0] if "/" in event.id else None
-            self.observer.event_dispatched(step.key, event, parent)
+        observer = self.observer
+        if observer is not None:
+            eid = event.id
+            observer.event_dispatched(step.key, event, eid.rsplit("/", 1)[0] if "/" in eid
+                                      else None)
         if scope is None:
-            actions = self.plan.actions_for(event.type)
+            etype = event.type
+            actions = self._routes.get(etype)
+            if actions is None:
+                actions = self._routes[etype] = self.plan.actions_for(etype)
             if isinstance(event, OutputEvent):
                 step.res.outputs.append(event.output)
-                if self.observer is not None:
-                    self.observer.output_emitted(step.key, event.output, event.id)
+                if observer is not None:
+                    observer.output_emitted(step.key, event.output, event.id)
         else:
             actions = route_in_scope(self.plan, step.run, scope, event)
         if actions and data is None:
@@ -387,36 +372,44 @@ class AgentCore:
     def _step(self, step: _Step, task: _Task) -> None:
         """Run ``task``'s action until it completes or waits for a call's outcome."""
         ctx = task.ctx
+        token = None  # set: the event id source is ctx's already (first step, nothing between)
         if not task.started:
             task.started = True
+            name = task.action.name
             self.counters["actions_started"] += 1
             if self.observer is not None:
-                self.observer.action_started(step.key, ctx.execution_id, task.action.name,
-                                             task.reentered)
+                self.observer.action_started(step.key, ctx.execution_id, name, task.reentered)
             token = EVENT_ID_SOURCE.set(ctx.event_id_source)
+            keep = False
             try:
-                fn = self._fns.get(task.action.name) if not ctx.env else None
+                fn = self._fns.get(name) if not ctx.env else None
                 if fn is None:
                     fn = task.action.function.resolve()
                     if not ctx.env:  # the agent's own actions, by name
-                        self._fns[task.action.name] = fn
+                        self._fns[name] = fn
                 out = fn(task.event, ctx)
+                # the usual async action: nothing to carry out before its first step
+                keep = type(out) is CoroutineType and not ctx.commands and not self._cancelled
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome
                 self._drain(step, task, None)
                 self._finish(step, task, e)
                 return
             finally:
-                EVENT_ID_SOURCE.reset(token)
-            self._drain(step, task, None)
-            if not inspect.iscoroutine(out):
-                self._finish(step, task, never_awaited(task.action.name, ctx.calls.values()))
-                return
+                if not keep:
+                    EVENT_ID_SOURCE.reset(token)
+            if not keep:
+                token = None
+                self._drain(step, task, None)
+                if not inspect.iscoroutine(out):
+                    self._finish(step, task, never_awaited(name, ctx.calls.values()))
+                    return
             task.coro = out
         coro = task.coro
         assert coro is not None
         error: BaseException | None = None
         while True:
-            token = EVENT_ID_SOURCE.set(ctx.event_id_source)
+            if token is None:
+                token = EVENT_ID_SOURCE.set(ctx.event_id_source)
             try:
                 if error is not None:
                     yielded = coro.throw(error)
@@ -424,7 +417,8 @@ class AgentCore:
                 else:
                     yielded = coro.send(None)
             except StopIteration:
-                self._drain(step, task, None)
+                if ctx.commands or self._cancelled:
+                    self._drain(step, task, None)
                 self._finish(step, task, None)
                 return
             except Exception as e:  # noqa: BLE001
@@ -433,6 +427,7 @@ class AgentCore:
                 return
             finally:
                 EVENT_ID_SOURCE.reset(token)
+                token = None
             if isinstance(yielded, DurableCall):
                 error = self._drain(step, task, yielded)
                 if error is not None or yielded.done:
@@ -509,8 +504,8 @@ class AgentCore:
 
     def _finish(self, step: _Step, task: _Task, error: BaseException | None) -> None:
         ctx = task.ctx
-        if error is None and ctx.diverged is None:  # long-term memory writes: one durable call
-            error = commit_long_term_memory(ctx)
+        if ctx.used_long_term_memory and error is None and ctx.diverged is None:
+            error = commit_long_term_memory(ctx)  # long-term memory writes: one durable call
         ctx.finished = True
         if ctx.diverged is not None:  # a replay divergence fails the action, caught or not
             error = ctx.diverged
@@ -548,9 +543,10 @@ class AgentCore:
                     step.state.memory = tree
                 else:
                     apply_writes(step.run.invocations[ctx.env].memory, writes)
-            if ctx.sensory.writes:
+            sensory_writes = ctx.sensory_writes()
+            if sensory_writes:
                 apply_writes(step.run.sensory if ctx.env is None
-                             else step.run.invocations[ctx.env].sensory, ctx.sensory.writes)
+                             else step.run.invocations[ctx.env].sensory, sensory_writes)
             for event, data in ctx.emitted:
                 self._dispatch(step, event, scope, check=False, data=data)
         if scope is not None:

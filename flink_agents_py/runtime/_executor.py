@@ -28,6 +28,14 @@ __all__ = ["IOExecutor"]
 _EWMA_WEIGHT = 0.2
 """Weight of the newest call duration in the moving averages."""
 
+_SUBMIT_POLL_S = 0.001
+"""While calls keep being submitted, how often the loop looks for new ones, in seconds.
+
+The first call of a burst wakes the loop (a write to its self-pipe, and the submitting
+thread gives up the GIL); while more keep coming the loop looks for them this often instead,
+so a host submitting a call per record does not wake it per record. A call thus starts at
+most this much later; polling stops at the first look that finds nothing."""
+
 
 class _Call:
     """One submitted call: its key, what it runs, its place in line, when it started."""
@@ -74,8 +82,11 @@ class IOExecutor:
         self._submitted = 0
         self._n_started = 0
         self._by_key: dict[Any, list[_Call]] = {}
+        self._running: dict[_Call, None] = {}  # in start order: the first started first
         self._avg_s: dict[str, float] = {}
         self._avg_all_s: float | None = None
+        self._submissions: list[tuple[Any, ...]] = []  # handed to the loop in batches
+        self._polling = False  # the loop looks for submissions every _SUBMIT_POLL_S
 
     @property
     def pending(self) -> int:
@@ -146,7 +157,23 @@ class IOExecutor:
             self._submitted += 1
             if key is not None:
                 self._by_key.setdefault(key, []).append(call)
-        asyncio.run_coroutine_threadsafe(self._run(fn, args, kwargs, on_done, call), self._loop)
+            wake = not self._submissions and not self._polling
+            self._submissions.append((fn, args, kwargs, on_done, call))
+        if wake:  # else the loop is woken already, or looks for submissions soon
+            self._loop.call_soon_threadsafe(self._start_submitted)
+
+    def _start_submitted(self) -> None:
+        """On the loop: start a task for every call submitted since the last batch."""
+        with self._lock:
+            batch, self._submissions = self._submissions, []
+            self._polling = bool(batch)  # more may follow: look again soon
+        loop = self._loop
+        if loop is None:  # stopped meanwhile
+            return
+        for fn, args, kwargs, on_done, call in batch:
+            loop.create_task(self._run(fn, args, kwargs, on_done, call))
+        if batch:
+            loop.call_later(_SUBMIT_POLL_S, self._start_submitted)
 
     async def _run(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -159,6 +186,7 @@ class IOExecutor:
                 self._waiting -= 1
                 self._n_started += 1
                 call.started = time.monotonic()
+                self._running[call] = None
                 self._started_cond.notify_all()
             try:
                 if inspect.iscoroutinefunction(fn):
@@ -176,6 +204,7 @@ class IOExecutor:
             finally:
                 with self._lock:
                     self.in_flight -= 1
+                    self._running.pop(call, None)
                     took = time.monotonic() - call.started
                     prev = self._avg_s.get(call.name)
                     self._avg_s[call.name] = took if prev is None else (
@@ -243,6 +272,28 @@ class IOExecutor:
                 best = eta if best is None else min(best, eta)
             return best
 
+    def next_completion_any_s(self, now: float | None = None) -> float | None:
+        """An estimate of the seconds until the next call of any key completes (O(1)).
+
+        The call that started first among those running is taken to end first, after as
+        long as recent calls of its function took (a moving average).
+
+        Args:
+            now: ``time.monotonic()`` (taken when not given).
+
+        Returns:
+            The estimate (``0.0`` when that call has run past its expected duration), or
+            ``None`` when no call runs or none has completed yet.
+        """
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            if not self._running or self._avg_all_s is None:
+                return None
+            first = next(iter(self._running))
+            avg = self._avg_s.get(first.name, self._avg_all_s)
+            started = first.started if first.started is not None else now
+            return max(0.0, started + avg - now)
+
     def wait_waiting_below(self, limit: int, timeout_s: float) -> bool:
         """Block until fewer than ``limit`` calls wait for a slot, or ``timeout_s`` passes.
 
@@ -262,6 +313,9 @@ class IOExecutor:
             loop, thread, pool = self._loop, self._thread, self._pool
             self._loop = self._thread = self._pool = None
             self._by_key.clear()
+            self._running.clear()
+            self._submissions = []
+            self._polling = False
         if loop is not None:
             loop.call_soon_threadsafe(loop.stop)
         if thread is not None:

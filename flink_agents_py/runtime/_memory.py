@@ -13,10 +13,35 @@ __all__ = ["ActionMemory", "apply_writes"]
 _DELETE = object()
 
 
+_ATOMIC = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of a memory value (JSON-form data, fast; anything else by ``deepcopy``)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) in _ATOMIC else _copy(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _ATOMIC else _copy(v) for v in value]
+    if kind in _ATOMIC:
+        return value
+    return copy.deepcopy(value)
+
+
+_PATHS: dict[str, list[str]] = {}
+"""Checked paths, split (read only: shared by every write log that holds them)."""
+
+
 def _split(path: str) -> list[str]:
+    parts = _PATHS.get(path) if type(path) is str else None
+    if parts is not None:
+        return parts
     if not isinstance(path, str) or not path or any(not p for p in path.split(".")):
         raise ValueError(f"memory path must be dotted names like 'a.b', got {path!r}")
-    return path.split(".")
+    if len(_PATHS) >= 4096:
+        _PATHS.clear()
+    parts = _PATHS[path] = path.split(".")
+    return parts
 
 
 def _get(tree: dict[str, Any], parts: list[str], default: Any) -> Any:
@@ -40,7 +65,7 @@ def _apply(tree: dict[str, Any], parts: list[str], value: Any) -> None:
     if value is _DELETE:
         node.pop(parts[-1], None)
     else:
-        node[parts[-1]] = copy.deepcopy(value)
+        node[parts[-1]] = _copy(value)
 
 
 def apply_writes(tree: dict[str, Any], writes: list[tuple[list[str], Any]]) -> None:
@@ -78,14 +103,14 @@ class ActionMemory(Memory):
     def get(self, path: str, default: Any = None) -> Any:
         """Return a copy of the value at ``path``, or ``default`` (itself, not a copy)."""
         value = _get(self._tree(), _split(path), _DELETE)
-        return default if value is _DELETE else copy.deepcopy(value)
+        return default if value is _DELETE else _copy(value)
 
     def set(self, path: str, value: Any) -> None:
         """Log a write of ``value`` at ``path`` (JSON form checked now)."""
         parts = _split(path)
         value = to_json_value(value, f"{self._name} value at {path!r}")
         if self._view is None:
-            self._view = copy.deepcopy(self._base)
+            self._view = _copy(self._base)
         _apply(self._view, parts, value)
         self.writes.append((parts, value))
 
@@ -93,10 +118,11 @@ class ActionMemory(Memory):
         """Log a deletion of ``path``."""
         parts = _split(path)
         if self._view is None:
-            self._view = copy.deepcopy(self._base)
+            self._view = _copy(self._base)
         _apply(self._view, parts, _DELETE)
         self.writes.append((parts, _DELETE))
 
     def to_dict(self) -> dict[str, Any]:
         """Return a copy of the whole tree as this action sees it."""
-        return copy.deepcopy(self._tree())
+        tree: dict[str, Any] = _copy(self._tree())
+        return tree

@@ -24,7 +24,8 @@ from pydantic_core import to_jsonable_python
 from ..api import SerializationError
 from ..api._resources import import_qualified
 
-__all__ = ["to_json_value", "to_plain_json", "event_json", "from_json_value", "digest", "dumps",
+__all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
+           "digest", "dumps",
            "is_tagged_model",
            "json_text", "loads"]
 
@@ -94,17 +95,26 @@ class _TooDeep(Exception):
 
 
 class _NotPlain(Exception):
-    """Raised by ``_plain_copy`` at a value that is not plain JSON data."""
+    """Raised by ``_fast_copy`` at a value it leaves to the full walk."""
 
 
-def _plain_copy(value: Any) -> Any:
-    """A copy of plain JSON data (exact ``dict``/``list``/``tuple``/scalar types), fast.
+def _fast_copy(value: Any, tag: bool) -> Any:
+    """The JSON form ``_walk`` makes of ``value``, for the common shapes only, fast.
+
+    Plain JSON data (exact ``dict``/``list``/``tuple``/scalar types), enums, and pydantic
+    models whose fields hold those (events, ``ChatMessage``, ``ChatResponse``...): the same
+    result as ``_walk``, without its path strings and cycle bookkeeping.
+
+    Args:
+        value: what to copy.
+        tag: a model met here gets its class tag (``to_json_value`` outside any model).
 
     Returns:
         The copy (tuples become lists).
 
     Raises:
-        _NotPlain: at anything else (the full walk then says what and where).
+        _NotPlain: at anything else (the full walk then says what and where, or handles it).
+        RecursionError: at a cycle or very deep nesting (the full walk then says where).
     """
     kind = type(value)
     if kind is dict:
@@ -112,22 +122,46 @@ def _plain_copy(value: Any) -> Any:
         for k, v in value.items():
             if type(k) is not str:
                 raise _NotPlain
-            out[k] = v if type(v) in _PLAIN else _plain_copy(v)
+            out[k] = v if type(v) in _PLAIN else _fast_copy(v, tag)
         return out
     if kind is list or kind is tuple:
-        return [v if type(v) in _PLAIN else _plain_copy(v) for v in value]
+        return [v if type(v) in _PLAIN else _fast_copy(v, tag) for v in value]
     if kind in _PLAIN or (kind is float and math.isfinite(value)):
         return value
+    if isinstance(value, BaseModel):
+        found = _FIELD_KEYS.get(kind)
+        values = value.__dict__
+        if found is None or found[1] is None or value.__pydantic_extra__ \
+                or values.keys() != found[1]:  # else no alias, no extra: the fields as they are
+            values = _model_fields(value)
+        data: dict[str, Any] = {}
+        for k, v in values.items():
+            kv = type(v)
+            if kv in _PLAIN:
+                data[k] = v
+            elif (kv is list or kv is dict) and not v:  # empty: no call for it
+                data[k] = kv()
+            else:
+                data[k] = _fast_copy(v, False)
+        if not tag:  # inside a model: the outer model validates its fields back
+            return data
+        name = _TAGS.get(kind)
+        if name is None:
+            name = _TAGS[kind] = f"{kind.__module__}:{kind.__qualname__}"
+        return {_MODEL_TAG: name, "data": data}
+    if isinstance(value, enum.Enum):
+        inner = value.value
+        return inner if type(inner) in _PLAIN else _fast_copy(inner, tag)
     raise _NotPlain
 
 
+_TAGS: dict[type, str] = {}
+"""Per model class, its ``$model`` tag."""
+
+
 def _convert(value: Any, where: str, tag_models: bool) -> Any:
-    try:  # the common case first: plain data, or an event whose fields are plain data
-        if not isinstance(value, BaseModel):
-            return _plain_copy(value)
-        if not tag_models:
-            return {k: v if type(v) in _PLAIN else _plain_copy(v)
-                    for k, v in _model_fields(value).items()}
+    try:  # the common case first: plain data, events and models whose fields are plain data
+        return _fast_copy(value, tag_models)
     except (_NotPlain, RecursionError):
         pass
     try:
@@ -140,11 +174,74 @@ def _convert(value: Any, where: str, tag_models: bool) -> Any:
         raise SerializationError(f"{where}: nested too deeply to turn into JSON") from None
 
 
+_FIELD_KEYS: dict[type[BaseModel], tuple[tuple[tuple[str, str], ...], frozenset[str] | None]] = {}
+"""Per model class: each field's name and JSON key (its alias, if any); the names when no
+field has an alias (then an instance's ``__dict__``, holding exactly them, is copied)."""
+
+
 def _model_fields(value: BaseModel) -> dict[str, Any]:
-    fields = {(f.alias or name): getattr(value, name)
-              for name, f in type(value).model_fields.items()}
-    fields.update(value.__pydantic_extra__ or {})
+    cls = type(value)
+    found = _FIELD_KEYS.get(cls)
+    if found is None:
+        keys = tuple((name, f.alias or name) for name, f in cls.model_fields.items())
+        plain = frozenset(n for n, _ in keys) if all(n == k for n, k in keys) else None
+        found = _FIELD_KEYS[cls] = (keys, plain)
+    keys, names = found
+    values = value.__dict__
+    if names is not None and values.keys() == names:
+        fields = dict(values)  # in field order, as pydantic fills it
+    else:
+        fields = {key: getattr(value, name) for name, key in keys}
+    extra = value.__pydantic_extra__
+    if extra:
+        fields.update(extra)
     return fields
+
+
+def event_is_plain(event: BaseModel) -> bool:
+    """Whether ``event_json(event)`` succeeds, checked without building the JSON form.
+
+    True when no field has an alias, there are no extra fields, and every field value is
+    plain JSON data (exact ``dict`` with string keys, ``list``, ``tuple``, ``str``, ``int``,
+    ``bool``, ``None``, finite ``float``). False means "not known": ``event_json`` says (it
+    may still succeed, or raise naming what and where).
+
+    Returns:
+        Whether the event is plain.
+    """
+    cls = type(event)
+    found = _FIELD_KEYS.get(cls)
+    if found is None:
+        _model_fields(event)  # fills the cache
+        found = _FIELD_KEYS[cls]
+    names = found[1]
+    values = event.__dict__
+    if names is None or event.__pydantic_extra__ or values.keys() != names:
+        return False
+    try:
+        for v in values.values():
+            kind = type(v)
+            if kind not in _PLAIN and not (kind is dict and not v) and not _is_plain(v):
+                return False
+    except RecursionError:
+        return False
+    return True
+
+
+def _is_plain(value: Any) -> bool:
+    """Whether ``value`` is plain JSON data (exact types), checked without copying."""
+    kind = type(value)
+    if kind is dict:
+        for k, v in value.items():
+            if type(k) is not str or (type(v) not in _PLAIN and not _is_plain(v)):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        for v in value:
+            if type(v) not in _PLAIN and not _is_plain(v):
+                return False
+        return True
+    return kind is float and math.isfinite(value)
 
 
 def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
@@ -211,11 +308,20 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
     raise SerializationError(f"{where}: {type(value).__name__} at {path} has no JSON form")
 
 
+_CLASSES: dict[str, type[BaseModel]] = {}
+"""Model classes by their ``$model`` tag, once imported."""
+
+
 def from_json_value(data: Any) -> Any:
     """Invert ``to_json_value``: rebuild pydantic models from their tagged form."""
     if isinstance(data, dict):
-        if _MODEL_TAG in data and set(data) == {_MODEL_TAG, "data"}:
-            cls = import_qualified(data[_MODEL_TAG])
+        if _MODEL_TAG in data and len(data) == 2 and "data" in data:
+            tag = data[_MODEL_TAG]
+            cls = _CLASSES.get(tag) if type(tag) is str else None
+            if cls is None:
+                cls = import_qualified(tag)
+                if isinstance(cls, type) and issubclass(cls, BaseModel):
+                    _CLASSES[tag] = cls
             return cls.model_validate(data["data"])
         return {k: from_json_value(v) for k, v in data.items()}
     if isinstance(data, list):
@@ -225,7 +331,7 @@ def from_json_value(data: Any) -> Any:
 
 def is_tagged_model(data: Any) -> bool:
     """Whether ``data`` is a pydantic model in its ``to_json_value`` form."""
-    return isinstance(data, dict) and set(data) == {_MODEL_TAG, "data"}
+    return type(data) is dict and len(data) == 2 and _MODEL_TAG in data and "data" in data
 
 
 def dumps(data: Any, *, sort_keys: bool = True) -> bytes:

@@ -308,11 +308,15 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
         Returns:
             JSON text that ``from_stored`` reads back.
         """
-        from ._serde import dumps
+        try:  # the records' fields in declaration order, as ``to_builtins`` lists them
+            raw = _ENCODER.encode(self)
+        except Exception:  # noqa: BLE001 - e.g. nested deeper than the encoder goes
+            from ._serde import dumps
 
-        data = self.to_builtins()
-        data["v"] = STATE_FORMAT_VERSION
-        return dumps(data, sort_keys=False).decode()
+            data = self.to_builtins()
+            data["v"] = STATE_FORMAT_VERSION
+            return dumps(data, sort_keys=False).decode()
+        return raw[:-1].decode() + _VERSION_MEMBER
 
     @classmethod
     def from_stored(cls, raw: str | bytes | Mapping[str, Any]) -> RunState:
@@ -346,6 +350,11 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
                 "later version: restore it with that version or later",
                 found=version, supported=SUPPORTED_STATE_FORMATS)
         return _convert(data, cls)
+
+
+_ENCODER = msgspec.json.Encoder()
+_VERSION_MEMBER = f',"v":{STATE_FORMAT_VERSION}}}'
+"""What ``to_stored`` appends to the run's JSON object: the format version, last."""
 
 
 class KeyState(ABC):
@@ -391,30 +400,20 @@ class KeyState(ABC):
 
 
 class InMemoryKeyState(KeyState):
-    """Key state in plain Python objects (the local runner's and the tests')."""
+    """Key state in plain Python objects (the local runner's and the tests').
+
+    ``run`` and ``memory`` are plain attributes here (no property call on the hot path).
+    """
+
+    run: RunState | None = None  # shadows the abstract property
+    memory: dict[str, Any] = {}  # shadows it too (each instance sets its own)
 
     def __init__(self) -> None:
-        self._run: RunState | None = None
-        self._memory: dict[str, Any] = {}
+        self.run = None
+        self.memory = {}
         self._queue: list[Any] = []
         self._head = 0
         self._next_seq = 0
-
-    @property
-    def run(self) -> RunState | None:
-        return self._run
-
-    @run.setter
-    def run(self, value: RunState | None) -> None:
-        self._run = value
-
-    @property
-    def memory(self) -> dict[str, Any]:
-        return self._memory
-
-    @memory.setter
-    def memory(self, value: dict[str, Any]) -> None:
-        self._memory = value
 
     def push_input(self, record: Any) -> None:
         self._queue.append(record)

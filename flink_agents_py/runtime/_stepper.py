@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 from ..api import UnsupportedAwaitError
@@ -58,6 +58,8 @@ class _StepperLoop(asyncio.AbstractEventLoop):
 
 
 _LOOP = _StepperLoop()  # type: ignore[abstract]  # only what actions reach is defined
+_get_running = asyncio.events._get_running_loop  # bound once: called twice per host callback
+_set_running = asyncio.events._set_running_loop
 
 
 def enter_stepping() -> asyncio.AbstractEventLoop | None:
@@ -66,14 +68,13 @@ def enter_stepping() -> asyncio.AbstractEventLoop | None:
     Returns:
         The loop that was running before (``None`` for none), for ``leave_stepping``.
     """
-    previous = asyncio.events._get_running_loop()
-    asyncio.events._set_running_loop(_LOOP)
+    previous = _get_running()
+    _set_running(_LOOP)
     return previous
 
 
-def leave_stepping(previous: asyncio.AbstractEventLoop | None) -> None:
-    """Make ``previous`` (what ``enter_stepping`` returned) the running loop again."""
-    asyncio.events._set_running_loop(previous)
+leave_stepping: Callable[[asyncio.AbstractEventLoop | None], None] = _set_running
+"""Make ``previous`` (what ``enter_stepping`` returned) the running loop again."""
 
 
 @contextlib.contextmanager

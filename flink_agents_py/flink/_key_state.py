@@ -1,0 +1,168 @@
+"""``_FlinkKeyState``: one key's agent state in Flink keyed state, for one callback.
+
+Keyed state holds, per key: the in-flight run (``RunState.to_stored()`` text), the short-term
+memory (JSON), and the queue of inputs waiting behind the run (a ``MapState`` by position,
+with head and tail counters; the tail is the key's next input sequence number). See the
+operator's module docstring (``_operator``) for what a record costs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..runtime import KeyState, RunState, dumps_json, loads_json
+
+if TYPE_CHECKING:
+    from ._operator import AgentOperator
+
+__all__ = ["_FlinkKeyState"]
+
+_UNREAD: Any = object()
+
+
+class _FlinkKeyState(KeyState):
+    """The current key's state in Flink keyed state, for one callback.
+
+    Each value is read at most once (lazily) and written back by ``flush`` only when it
+    changed; inputs pushed during the callback stay in memory, so one pushed and popped in
+    the same callback never reaches the ``MapState``. ``flush`` may be called more than once
+    (the object stays valid for the rest of the callback).
+
+    With ``runs`` (the operator's, by its current key), a busy key's run as last written to
+    keyed state and its queue counters are kept in memory, so the callback that resumes the
+    key neither reads the run's text and the counters from Flink again nor parses the run:
+    keyed state changes only through ``flush``, in this process. An entry is taken out when
+    read and put back by ``flush``, so a callback that fails before its flush leaves none
+    behind (the key is then read from keyed state); a restored operator starts with none.
+    """
+
+    __slots__ = ("_op", "_runs", "_run", "_run_raw", "_memory", "_memory_raw", "_head",
+                 "_tail", "_head_stored", "_tail_stored", "_pushed")
+
+    def __init__(self, op: AgentOperator,
+                 runs: dict[Any, tuple[Any, RunState, int, int]] | None = None) -> None:
+        self._op = op
+        self._runs = runs
+        self._run: RunState | None = None
+        self._run_raw: Any = _UNREAD
+        self._memory: dict[str, Any] | None = None
+        self._memory_raw: Any = _UNREAD
+        self._head = self._tail = -1  # -1: not read yet
+        self._head_stored: int | None = None  # None: unknown (the key had no run)
+        self._tail_stored = 0
+        self._pushed: dict[int, Any] = {}  # inputs pushed in this callback, not in state yet
+
+    def _load_run(self) -> None:
+        op = self._op
+        cached = self._runs.pop(op._key, None) if self._runs is not None else None
+        if cached is not None:
+            self._run_raw, self._run, head, tail = cached
+            if tail >= 0:
+                self._head = self._head_stored = head
+                self._tail = self._tail_stored = tail
+            return
+        raw = op._run_state.value()
+        self._run_raw = raw
+        self._run = RunState.from_stored(raw) if raw else None
+
+    @property
+    def run(self) -> RunState | None:
+        """The in-flight run (read from keyed state once)."""
+        if self._run_raw is _UNREAD:
+            self._load_run()
+        return self._run
+
+    @run.setter
+    def run(self, value: RunState | None) -> None:
+        if self._run_raw is _UNREAD:
+            self._load_run()
+        self._run = value
+
+    @property
+    def memory(self) -> dict[str, Any]:
+        """The key's short-term memory (read from keyed state once, when first touched)."""
+        if self._memory is None:
+            raw = self._op._memory_state.value()
+            self._memory_raw = raw
+            self._memory = loads_json(raw) if raw else {}
+        return self._memory
+
+    @memory.setter
+    def memory(self, value: dict[str, Any]) -> None:
+        self._memory = value
+
+    def _bounds(self) -> None:
+        if self._tail >= 0:
+            return
+        if self._run_raw is _UNREAD:
+            self._load_run()
+        tail = self._op._tail_state.value() or 0
+        self._tail = self._tail_stored = tail
+        if not self._run_raw:  # a key idle in state has no queue (see the module docstring)
+            self._head = tail
+        else:
+            self._head = self._head_stored = self._op._head_state.value() or 0
+
+    def push_input(self, record: Any) -> None:
+        """Queue ``record`` (kept in memory until ``flush``)."""
+        self._bounds()
+        self._pushed[self._tail] = record
+        self._tail += 1
+
+    def pop_input(self) -> tuple[int, Any] | None:
+        """The oldest queued input as ``(seq, record)``, or ``None``."""
+        self._bounds()
+        seq = self._head
+        if seq >= self._tail:
+            return None
+        self._head = seq + 1
+        if seq in self._pushed:
+            return seq, self._pushed.pop(seq)
+        queue = self._op._queue_state
+        raw = queue.get(seq)
+        queue.remove(seq)
+        if raw is None:
+            raise RuntimeError(f"input {seq} of key {self._op._key!r} is missing from the "
+                               f"operator's queue state (head {seq}, tail {self._tail})")
+        return seq, loads_json(raw)
+
+    def queued(self) -> int:
+        """How many inputs wait behind the in-flight run."""
+        self._bounds()
+        return self._tail - self._head
+
+    def flush(self) -> None:
+        """Write back what changed: the run, the memory, the queue and its counters."""
+        op = self._op
+        if self._run_raw is not _UNREAD:
+            if self._run is None:
+                if self._run_raw:
+                    op._run_state.clear()
+                self._run_raw = None
+            else:
+                text = self._run.to_stored()
+                if text != self._run_raw:
+                    op._run_state.update(text)
+                    self._run_raw = text
+        if self._memory is not None and (self._memory or self._memory_raw):
+            text = dumps_json(self._memory, sort_keys=False).decode()
+            if text != self._memory_raw:
+                op._memory_state.update(text)
+                self._memory_raw = text
+        if self._tail >= 0:
+            for seq, record in self._pushed.items():
+                op._queue_state.put(seq, dumps_json(record, sort_keys=False).decode())
+            self._pushed.clear()
+            if self._tail != self._tail_stored:
+                op._tail_state.update(self._tail)
+                self._tail_stored = self._tail
+            if self._run is not None and self._head != self._head_stored:
+                op._head_state.update(self._head)  # exact whenever a run is in flight
+                self._head_stored = self._head
+        runs = self._runs
+        if runs is None:
+            return
+        if self._run is not None:  # as in keyed state now (see the class docstring)
+            runs[op._key] = (self._run_raw, self._run, self._head, self._tail)
+        else:
+            runs.pop(op._key, None)

@@ -1,0 +1,56 @@
+"""The core's working objects: live action executions, one callback's step, deliveries.
+
+A delivery is completed I/O waiting in its key's inbox. All are live objects: none of them
+enters keyed state.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from ..api import Event
+from ..plan import ActionPlan
+from ._calls import DurableCall
+from ._context import ActionContext
+from ._results import StepResult
+from ._state import KeyState, RunState
+
+__all__ = ["Task", "Step", "Delivery"]
+
+
+@dataclass(slots=True)
+class Task:
+    """A live action execution: its action, triggering event, context and coroutine."""
+
+    action: ActionPlan
+    event: Event
+    ctx: ActionContext
+    coro: Coroutine[Any, Any, Any] | None = None
+    started: bool = False
+    reentered: bool = False
+    waiting: DurableCall | None = None
+
+
+@dataclass(slots=True)
+class Step:
+    """What one ``advance`` works on: the key, its state and run, the result, the ready queue."""
+
+    key: Any
+    state: KeyState
+    run: RunState
+    res: StepResult
+    live: dict[str, Task]
+    ready: collections.deque[Task]
+
+
+@dataclass(slots=True)
+class Delivery:
+    """A call's outcome from the I/O executor, waiting in its key's inbox."""
+
+    ctx: ActionContext
+    call: DurableCall
+    ok: bool
+    value: Any
