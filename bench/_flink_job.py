@@ -15,7 +15,9 @@ job submission and task deployment are not in it (they are reported as ``startup
 chat job also reports ``rps_op``, over a window from when the agent's first action saw its
 input (``t_op``): the source's tasks may start emitting well before the keyed operator has
 opened (0.3-1.4 s on this machine, under load), which a window of under a second would count
-against it.
+against it. The chat job also reports ``cpu_op`` (the operator thread's CPU over that
+window) and ``gc_us_per_out`` (CPython's cyclic GC in the TaskManager's interpreter, all
+threads, from the first output on, per output).
 
 Prints one line ``BENCH_RESULT <json>`` on stdout.
 """
@@ -26,6 +28,34 @@ import json
 import sys
 import time
 from typing import Any
+
+
+class _StampChat:
+    """A chat output -> ``(t_in, t_out, ok, t_op, (gc_s, gc_n))``.
+
+    ``gc_s``/``gc_n``: the seconds spent in, and the number of, CPython cyclic collections
+    in this interpreter (the TaskManager's, in thread mode) since the first output, counted
+    by a ``gc.callbacks`` hook installed on first use.
+    """
+
+    def __init__(self) -> None:
+        self.gc: list[float] = []
+
+    def _hook(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self.gc[2] = time.perf_counter()
+        else:
+            self.gc[0] += time.perf_counter() - self.gc[2]
+            self.gc[1] += 1
+
+    def __call__(self, r: Any) -> Any:
+        if not self.gc:
+            import gc
+
+            self.gc = [0.0, 0, 0.0]
+            gc.callbacks.append(self._hook)
+        return (r["t"], time.time(), r["error"] is None, r.get("t_op"),
+                (self.gc[0], int(self.gc[1])))
 
 
 def main(argv: list[str]) -> dict[str, Any]:
@@ -78,14 +108,14 @@ def main(argv: list[str]) -> dict[str, Any]:
         out = agents.from_datastream(ds, key_selector=key_of).apply(agent).to_datastream()
 
     if kind == "chat":
-        stamped = out.map(lambda r: (r["t"], time.time(), r["error"] is None, r.get("t_op")),
-                          output_type=pickled)
+        stamped = out.map(_StampChat(), output_type=pickled)
     else:
-        stamped = out.map(lambda r: (r["echo"]["t"], time.time(), True, None),
+        stamped = out.map(lambda r: (r["echo"]["t"], time.time(), True, None, None),
                           output_type=pickled)
 
     t_in_min = t_op_min = float("inf")
     t_outs: list[float] = []
+    gc_last: tuple[float, int] = (0.0, 0)
     failed = 0
     t_exec = time.time()
     t_first_recv = None
@@ -96,7 +126,9 @@ def main(argv: list[str]) -> dict[str, Any]:
         jvm = child_java_pid()
         sampler = ThreadSampler(jvm).start() if jvm else None
     with stamped.execute_and_collect(f"bench-{kind}") as results:
-        for t_in, t_out, ok, t_op in results:
+        for t_in, t_out, ok, t_op, gc_seen in results:
+            if gc_seen is not None:
+                gc_last = gc_seen
             if t_first_recv is None:
                 t_first_recv = time.time()
             t_in_min = min(t_in_min, t_in)
@@ -116,6 +148,8 @@ def main(argv: list[str]) -> dict[str, Any]:
     window = (t_outs[-1] - t_in_min) if count else float("nan")
     window_op = (t_outs[-1] - t_op_min) if count and t_op_min < float("inf") else float("nan")
     cpu = sampler.window(t_in_min, t_outs[-1], t_outs) if sampler is not None and count else {}
+    cpu_op = (sampler.window(t_op_min, t_outs[-1], t_outs)
+              if sampler is not None and count and t_op_min < float("inf") else {})
 
     def at(frac: float) -> float:
         return t_outs[min(count - 1, int(frac * count))] - t_in_min if count else float("nan")
@@ -137,6 +171,11 @@ def main(argv: list[str]) -> dict[str, Any]:
         "p90_out_s": at(0.9),
         "tail_after_collect_s": t_end - t_outs[-1] if count else float("nan"),
         "cpu": cpu,
+        # chat: the same from the operator's first input (its open() is not in the window)
+        "cpu_op": cpu_op,
+        # chat: CPython's cyclic GC in the TaskManager's interpreter (every thread), per output
+        "gc_us_per_out": gc_last[0] / count * 1e6 if count else float("nan"),
+        "gc_collections": gc_last[1],
     }
 
 

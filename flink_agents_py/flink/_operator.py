@@ -75,6 +75,7 @@ from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from ..plan import AgentPlan
 from ..runtime import AgentCore, HostOptions, RunState, StepResult
 from ._fresh import fresh_reduce
+from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
 
 __all__ = ["AgentOperator", "ERROR_TAG", "DRAIN_TIMESTAMP"]
@@ -109,7 +110,6 @@ key's own poll timer fires, in ms: a fallback (and the wake-up of a key restored
 checkpoint); completions are applied by the pump long before."""
 
 _BUSY = StepResult(busy=True)
-
 
 def _switchable_backend(runtime_context: Any) -> Any:
     """Flink's keyed state backend, when a callback may switch its current key (thread mode).
@@ -226,7 +226,10 @@ class AgentOperator(KeyedProcessFunction):
         return fresh_reduce(self)
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        """Create the keyed state handles and start the core's I/O executor."""
+        """Create the keyed state handles, start the core's I/O executor, tune the GC.
+
+        The interpreter's cyclic GC settings are held until ``close`` (``_gc``).
+        """
         opts = self.options
         self._run_state = runtime_context.get_state(
             ValueStateDescriptor("agent-run", Types.STRING()))
@@ -248,6 +251,7 @@ class AgentOperator(KeyedProcessFunction):
             failpoint=opts.failpoint, observer=self.observability.observer,
             notify=self._ready.append if self._backend is not None else None)
         core.open()
+        hold_gc_settings(self)
         is_live = getattr(core, "is_live", None)
         self._is_live = is_live if is_live is not None else (lambda key: key in core.live_keys())
         self._backoff, self._poll_at, self._drain_at = {}, {}, {}
@@ -272,6 +276,7 @@ class AgentOperator(KeyedProcessFunction):
 
     def close(self) -> None:
         """Stop the executor and close resources (and the event log)."""
+        release_gc_settings(self)
         if self.core is not None:
             self.core.close()
             self.core = None

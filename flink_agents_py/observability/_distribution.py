@@ -17,16 +17,22 @@ class Distribution:
 
     Args:
         window: how many recent values the percentiles are taken over.
+
+    Attributes:
+        values: the newest values (the same list for the distribution's life). A hot path
+            may do what ``update`` does inline: append, then ``fold()`` once
+            ``len(values) >= limit``.
+        limit: see ``values``.
     """
 
-    __slots__ = ("window", "before_fold", "_values", "_limit", "_count", "_total", "_min",
+    __slots__ = ("window", "before_fold", "values", "limit", "_count", "_total", "_min",
                  "_max")
 
     def __init__(self, window: int = 2048) -> None:
         self.window = window
         self.before_fold: Callable[[], None] | None = None
-        self._values: list[float] = []  # the newest values (window..2*window after a fold)
-        self._limit = 2 * window
+        self.values: list[float] = []  # the newest values (window..2*window after a fold)
+        self.limit = 2 * window
         self._count = 0  # of the values folded away
         self._total = 0.0
         self._min = math.inf
@@ -34,15 +40,16 @@ class Distribution:
 
     def update(self, value: float) -> None:
         """Add one value."""
-        values = self._values
+        values = self.values
         values.append(value)
-        if len(values) >= self._limit:
-            self._fold()
+        if len(values) >= self.limit:
+            self.fold()
 
-    def _fold(self) -> None:
+    def fold(self) -> None:
+        """Fold the oldest values (all but the newest ``window``) into count, sum, min, max."""
         if self.before_fold is not None:
             self.before_fold()
-        values = self._values
+        values = self.values
         old = values[: len(values) - self.window]
         self._count += len(old)
         self._total += sum(old)
@@ -53,32 +60,32 @@ class Distribution:
     @property
     def count(self) -> int:
         """How many values were added."""
-        return self._count + len(self._values)
+        return self._count + len(self.values)
 
     @property
     def total(self) -> float:
         """Their sum."""
-        return self._total + sum(self._values)
+        return self._total + sum(self.values)
 
     @property
     def min(self) -> float:
         """The smallest (``inf`` when empty)."""
-        return min(self._min, *self._values) if self._values else self._min
+        return min(self._min, *self.values) if self.values else self._min
 
     @property
     def max(self) -> float:
         """The largest (``-inf`` when empty)."""
-        return max(self._max, *self._values) if self._values else self._max
+        return max(self._max, *self.values) if self.values else self._max
 
     def newest(self, n: int) -> list[float]:
         """The ``n`` newest values, oldest first (fewer if fewer are kept)."""
-        return self._values[-n:] if n > 0 else []
+        return self.values[-n:] if n > 0 else []
 
     def percentile(self, q: float) -> float | None:
         """The ``q`` quantile (0..1) of the recent values (nearest rank), ``None`` if empty."""
-        if not self._values:
+        if not self.values:
             return None
-        ordered = sorted(self._values[-self.window:])
+        ordered = sorted(self.values[-self.window:])
         return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
     def summary(self) -> dict[str, float | int | None]:
@@ -90,7 +97,7 @@ class Distribution:
         count = self.count
         if not count:
             return {"count": 0}
-        ordered = sorted(self._values[-self.window:])
+        ordered = sorted(self.values[-self.window:])
 
         def rank(q: float) -> float:
             return round(ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))], 3)

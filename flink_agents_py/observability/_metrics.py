@@ -64,6 +64,8 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..runtime import CoreTally
+from ..runtime._observer import event_parent
 from ._distribution import Distribution
 from ._flink_mirror import (
     _DISTRIBUTIONS,
@@ -74,8 +76,8 @@ from ._flink_mirror import (
     FlinkMetricsMirror,
 )
 from ._ids import CHAT_ACTION, action_parent
-from ._payload import to_loggable
-from ._tracking import _KINDS, CallInfo, TrackingObserver, _KeyTrack
+from ._metric_counts import MetricCounts
+from ._tracking import _KINDS, _KeyTrack
 
 __all__ = ["AgentMetrics", "Distribution", "FlinkMetricsMirror", "METRIC_GROUP"]
 
@@ -103,28 +105,11 @@ _SPARE_TRACKS = 64
 """The most per-run tracks kept for reuse after their runs completed."""
 
 
-def _result_parts(result: Any) -> tuple[str | None, Any]:
-    """``parse_result`` without the deep copy: the class name and the data as recorded.
-
-    The metrics read a few top-level fields of the data (each made loggable on its own), so
-    a result is not copied per call.
-
-    Returns:
-        ``(class name or None, data)``.
-    """
-    if type(result) is dict and len(result) == 2:
-        tag = result.get("$model")
-        if tag is not None and "data" in result:
-            tag = str(tag)
-            return tag[tag.rfind(":") + 1:], result["data"]
-    return None, result
-
-
 def _hook_failed(name: str) -> None:
     log.exception("observer hook %s failed", name)
 
 
-class AgentMetrics(TrackingObserver):
+class AgentMetrics(MetricCounts):
     """The metrics observer (see the module docstring for the names).
 
     Args:
@@ -139,7 +124,10 @@ class AgentMetrics(TrackingObserver):
     calls them directly. Unless a subclass overrides an ``on_*`` callback, each hook counts
     by itself, reading the clock once: no ``CallInfo`` per durable call (an executed call in
     flight is one ``(start, kind, label)`` tuple on its key's track), no callback per hook,
-    and the per-run tracks (chat bookkeeping included) are reused across runs.
+    and the per-run tracks (chat bookkeeping included) are reused across runs. As a core's
+    only observer it also hands the core a ``CoreTally``: the core then counts events and
+    outputs into ``counters``/``labelled`` itself and times each action with ``clock``, and
+    calls this observer only for runs, durable calls, chat events and completed actions.
     """
 
     hooks_never_raise = True
@@ -163,6 +151,7 @@ class AgentMetrics(TrackingObserver):
         self._flushed_at = self.clock()
         self._run_latency = self.latency["run_latency_ms"]
         self._spare: list[_KeyTrack] = []  # tracks of completed runs, clean, for reuse
+        self._run_start: dict[Any, float] = {}  # by key, for the runs started here
         self._events_by_type = self.labelled["events_processed_by_type"]
         self._actions_executed = self.labelled["actions_executed"]
         self._action_latency = self.latency["action_latency_ms"]
@@ -176,58 +165,10 @@ class AgentMetrics(TrackingObserver):
         only other observers need (parents, run names, events' chat context)."""
         if any(getattr(cls, name) is not getattr(AgentMetrics, name) for name in _CORE_HOOKS):
             self.hooks_never_raise = False  # a subclass's own hook may raise
-
-    # -- pushing to Flink ----------------------------------------------------------------
-    def flush(self) -> None:
-        """Push every value counted since the last push to the Flink metric group.
-
-        Without a metric group this does nothing.
-        """
-        if self.flink is not None:
-            self._unflushed_runs = 0
-            self._flushed_at = self.clock()
-            try:
-                self.flink.push(self.counters, self.labelled, self.latency)
-            except Exception:  # noqa: BLE001 - metrics never fail the agent; retried next time
-                self._push_failures += 1
-                if self._push_failures == 1:
-                    log.warning("pushing agent metrics to Flink failed (logged once)",
-                                exc_info=True)
-
-    @property
-    def unflushed(self) -> bool:
-        """Whether values counted since the last push wait to reach the Flink metric group."""
-        if self.flink is None:
-            return False
-        return self.flink.behind(self.counters)
-
-    def _maybe_flush(self, runs: int = 0) -> None:
-        if self.flink is None:
-            return
-        self._unflushed_runs += runs
-        if (self._unflushed_runs >= self.flush_every
-                or self.clock() - self._flushed_at >= self.flush_interval_s):
-            self.flush()
-
-    # -- updates -----------------------------------------------------------------------
-    def _inc(self, name: str, n: int = 1, label: str | None = None) -> None:
-        if label is None:
-            self.counters[name] += n
-        else:
-            by = self.labelled[name]
-            by[label] = by.get(label, 0) + n
-
-    def _observe(self, name: str, value_ms: float | None, label: str | None = None) -> None:
-        if value_ms is None:
-            return
-        by = self.latency[name]
-        (by.get(label) or self._distribution(by, label)).update(value_ms)
-
-    def _distribution(self, by: dict[str | None, Distribution], label: str | None) -> Distribution:
-        d = by[label] = Distribution()
-        if self.flink is not None:
-            d.before_fold = self.flush
-        return d
+        if self._direct and self.hooks_never_raise:  # the core counts events and times actions
+            self.tally = CoreTally(self.counters, self._events_by_type, _CHAT_EVENTS,
+                                   self._tally_event, self.clock, self._tally_action_ended,
+                                   self._tally_reentered)
 
     # -- the core's hooks (direct on the hot path: the same counts as the callbacks) ----
     # Each catches and logs what it raises (``hooks_never_raise``: the core calls them
@@ -237,9 +178,10 @@ class AgentMetrics(TrackingObserver):
             if not self._direct:
                 super().run_started(key, seq)
                 return
-            spare = self._spare
-            t = self._keys[key] = spare.pop() if spare else _KeyTrack()
-            t.run_started = self.clock()
+            keys = self._keys
+            if keys:  # a key's track (calls, chats) is made when its first is seen
+                keys.pop(key, None)
+            self._run_start[key] = self.clock()
             counters = self.counters
             counters["runs_started"] += 1
             counters["runs_in_flight"] += 1
@@ -253,34 +195,44 @@ class AgentMetrics(TrackingObserver):
             if not self._direct:
                 super().run_completed(key, seq)
                 return
-            t = self._keys.pop(key, None)
-            if t is not None and (t.calls or t.open):
-                for call in list(t.calls.values()):
-                    self._abandon(key, t, call)
-                for call_id in list(t.open):
-                    self._abandon_open(t, call_id)
-            counters = self.counters
-            counters["runs_completed"] += 1
-            if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
-                counters["runs_in_flight"] -= 1
+            keys = self._keys
+            t = keys.pop(key, None) if keys else None
             if t is not None:
-                start = t.run_started
-                if start is not None:
-                    d = self._run_latency.get(None) or self._distribution(self._run_latency, None)
-                    d.update((self.clock() - start) * 1000.0)  # summaries round
+                if t.calls or t.open:
+                    for call in list(t.calls.values()):
+                        self._abandon(key, t, call)
+                    for call_id in list(t.open):
+                        self._abandon_open(t, call_id)
                 spare = self._spare
-                if not t.actions and not t.calls and not t.open and len(spare) < _SPARE_TRACKS:
-                    t.run_started = None  # kept for the next run of any key (no allocation)
-                    c = t._chats
+                if not t.actions and len(spare) < _SPARE_TRACKS:
+                    c = t._chats  # kept for the next run of any key (no allocation)
                     if c is not None:
                         c.event_chat.clear()
                         c.chat_started.clear()
                         c.chat_rounds.clear()
                     spare.append(t)
+            counters = self.counters
+            counters["runs_completed"] += 1
+            if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
+                counters["runs_in_flight"] -= 1
+            start = self._run_start.pop(key, None)
+            if start is not None:
+                d = self._run_latency.get(None) or self._distribution(self._run_latency, None)
+                values = d.values  # ``d.update`` inline (summaries round)
+                values.append((self.clock() - start) * 1000.0)
+                if len(values) >= d.limit:
+                    d.fold()
             if self.flink is not None:
                 self._maybe_flush(1)
         except Exception:  # noqa: BLE001
             _hook_failed("run_completed")
+
+    def _track(self, key: Any) -> _KeyTrack:
+        t = self._keys.get(key)
+        if t is None:
+            spare = self._spare
+            t = self._keys[key] = spare.pop() if spare else _KeyTrack()
+        return t
 
     def event_dispatched(self, key: Any, event: Any, parent: str | None) -> None:
         try:
@@ -315,7 +267,15 @@ class AgentMetrics(TrackingObserver):
                 super().action_finished(key, execution_id, action, error)
                 return
             t = self._keys.get(key) or self._track(key)
-            start = t.actions.pop(execution_id, None)
+            self._action_ended(key, t, execution_id, action, error,
+                               t.actions.pop(execution_id, None))
+        except Exception:  # noqa: BLE001
+            _hook_failed("action_finished")
+
+    def _action_ended(self, key: Any, t: _KeyTrack | None, execution_id: str, action: str,
+                      error: BaseException | None, start: float | None) -> None:
+        """Count an action execution that completed; its calls still open are abandoned."""
+        if t is not None:
             if t.calls:
                 self._abandon_calls_of(key, t, execution_id)
             if t.open:
@@ -323,16 +283,51 @@ class AgentMetrics(TrackingObserver):
                 for call_id in [c for c in t.open if c.startswith(prefix)
                                 and "/" not in c[len(prefix):]]:
                     self._abandon_open(t, call_id)
-            by = self._actions_executed
+        by = self._actions_executed
+        by[action] = by.get(action, 0) + 1
+        if error is not None:
+            self._inc("actions_failed", 1, action)
+        if start is not None:
+            d = self._action_latency.get(action) or self._distribution(
+                self._action_latency, action)
+            d.update((self.clock() - start) * 1000.0)
+
+    # -- the core's tally callbacks (``CoreTally``: the core counts events and outputs) --
+    def _tally_event(self, key: Any, event: Any) -> None:
+        try:
+            self._chat_event(key, event, event.type, None)
+        except Exception:  # noqa: BLE001
+            _hook_failed("event_dispatched")
+
+    def _tally_action_ended(self, key: Any, execution_id: str, action: str,
+                            error: BaseException | None, started: float) -> None:
+        try:
+            keys = self._keys
+            t = keys.get(key) if keys else None
+            if error is not None or (t is not None and (t.calls or t.open)):
+                self._action_ended(key, t, execution_id, action, error, started)
+                return
+            by = self._actions_executed  # the usual case, inline
             by[action] = by.get(action, 0) + 1
-            if error is not None:
-                self._inc("actions_failed", 1, action)
-            if start is not None:
-                d = self._action_latency.get(action) or self._distribution(
-                    self._action_latency, action)
-                d.update((self.clock() - start) * 1000.0)
+            clock = self.clock
+            tally = self.tally
+            if tally is not None and tally.clock is not clock:  # ``clock`` was replaced:
+                tally.clock = clock  # ``started`` is from the old one (no latency this once)
+                return
+            d = self._action_latency.get(action) or self._distribution(
+                self._action_latency, action)
+            values = d.values
+            values.append((clock() - started) * 1000.0)
+            if len(values) >= d.limit:
+                d.fold()
         except Exception:  # noqa: BLE001
             _hook_failed("action_finished")
+
+    def _tally_reentered(self, key: Any, execution_id: str, action: str) -> None:
+        try:
+            self._inc("actions_reentered", 1, action)
+        except Exception:  # noqa: BLE001
+            _hook_failed("action_started")
 
     def call_started(self, key: Any, call_id: str, command: Any, replayed: bool) -> None:
         try:
@@ -386,7 +381,8 @@ class AgentMetrics(TrackingObserver):
         """``TrackingObserver.event_dispatched``'s chat bookkeeping, as far as metrics need it.
 
         Each chat event's id is mapped to its chat and model, so that a model call (made by
-        the chat action the event triggers) is labelled by the chat's setup.
+        the chat action the event triggers) is labelled by the chat's setup. ``parent``:
+        ``None`` for ``event_parent(event.id)``.
         """
         t = self._keys.get(key) or self._track(key)
         c = t._chats or t._chat()
@@ -409,9 +405,13 @@ class AgentMetrics(TrackingObserver):
                 self._inc("chats_failed", 1, label)
             if start is not None:
                 d = self._chat_latency.get(label) or self._distribution(self._chat_latency, label)
-                d.update((self.clock() - start) * 1000.0)
+                values = d.values
+                values.append((self.clock() - start) * 1000.0)
+                if len(values) >= d.limit:
+                    d.fold()
             return
         elif etype == "ToolRequestEvent":
+            parent = parent or event_parent(event.id)
             origin = action_parent(parent, CHAT_ACTION) if parent else None
             chat, model = event_chat.get(origin, _NO_CHAT) if origin else _NO_CHAT
             model = model or getattr(event, "model", None)
@@ -428,112 +428,6 @@ class AgentMetrics(TrackingObserver):
             self.counters["outputs_emitted"] += 1
         except Exception:  # noqa: BLE001
             _hook_failed("output_emitted")
-
-    # -- callbacks ----------------------------------------------------------------------
-    def on_run_started(self, key: Any, run: str, seq: int) -> None:
-        counters = self.counters
-        counters["runs_started"] += 1
-        counters["runs_in_flight"] += 1
-        self._maybe_flush()
-
-    def on_run_completed(self, key: Any, run: str, seq: int, duration_ms: float | None) -> None:
-        counters = self.counters
-        counters["runs_completed"] += 1
-        if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
-            counters["runs_in_flight"] -= 1
-        self._observe("run_latency_ms", duration_ms)
-        self._maybe_flush(1)
-
-    def on_event(self, key: Any, event: Any, parent: str | None, chat: str | None,
-                 model: str | None) -> None:
-        etype = getattr(event, "type", "?")
-        self.counters["events_processed"] += 1
-        by = self.labelled["events_processed_by_type"]
-        by[etype] = by.get(etype, 0) + 1
-        if etype == "ChatRequestEvent":
-            self._inc("chats", 1, model or "?")
-
-    def on_chat_finished(self, key: Any, chat: str, model: str | None, error: str | None,
-                         duration_ms: float | None) -> None:
-        if error is not None:
-            self._inc("chats_failed", 1, model or "?")
-        self._observe("chat_latency_ms", duration_ms, model or "?")
-
-    def on_action_started(self, key: Any, execution_id: str, action: str, parent: str,
-                          reentered: bool) -> None:
-        if reentered:
-            self._inc("actions_reentered", 1, action)
-
-    def on_action_finished(self, key: Any, execution_id: str, action: str, parent: str,
-                           error: BaseException | None, duration_ms: float | None) -> None:
-        self._inc("actions_executed", 1, action)
-        if error is not None:
-            self._inc("actions_failed", 1, action)
-        self._observe("action_latency_ms", duration_ms, action)
-
-    def on_call_started(self, key: Any, call: CallInfo) -> None:
-        if call.replayed:
-            self._inc("durable_calls_replayed")
-            return
-        self._inc("durable_calls_executed")
-        self._inc("calls_in_flight")
-
-    def on_call_finished(self, key: Any, call: CallInfo, status: str, result: Any,
-                         duration_ms: float | None) -> None:
-        if call.kind != "unknown":
-            self._inc("calls_in_flight", -1)
-        self._count_call(call.kind, call.model if call.kind == "chat_model" else call.name,
-                         status, result, duration_ms)
-
-    def _count_call(self, kind: str, name: str | None, status: str, result: Any,
-                    duration_ms: float | None) -> None:
-        """Count a durable call that ended (``calls_in_flight`` aside).
-
-        Args:
-            kind: ``CallInfo.kind`` (``unknown``: started before a restore).
-            name: the chat model setup (``chat_model``), tool, sub-agent, or ``None``.
-            status: ``ok``, ``failed`` or ``abandoned``.
-            result: the recorded result (``None`` unless ok).
-            duration_ms: since the call started (``None`` when not seen).
-        """
-        ok = status == "ok"
-        cls, data = _result_parts(result) if ok else (None, None)
-        if kind == "unknown":  # started before a restore: tell the kind from the result
-            kind = {"ChatResponse": "chat_model", "ToolResult": "tool",
-                    "SubagentResult": "subagent"}.get(cls or "", "function")
-        if kind == "chat_model":
-            response = data if isinstance(data, dict) and (cls == "ChatResponse" or (
-                cls is None and "message" in data and "usage" in data)) else None
-            model = name or (to_loggable(response.get("model")) if response else None) or "?"
-            by = self._chat_calls
-            by[model] = by.get(model, 0) + 1
-            if not ok:
-                self._inc("chat_calls_failed", 1, model)
-            usage = response.get("usage") if response else None
-            if usage is not None:
-                usage = to_loggable(usage)
-            if isinstance(usage, dict):
-                self._inc("input_tokens", int(usage.get("input_tokens") or 0), model)
-                self._inc("output_tokens", int(usage.get("output_tokens") or 0), model)
-            self._observe("chat_call_latency_ms", duration_ms, model)
-        elif kind == "tool":
-            name = (to_loggable(data.get("name")) if isinstance(data, dict) else None) \
-                or name or "?"
-            self._inc("tool_calls", 1, name)
-            if not ok or (isinstance(data, dict) and data.get("ok") is False):
-                self._inc("tool_calls_failed", 1, name)
-            self._observe("tool_latency_ms", duration_ms, name)
-        elif kind == "subagent":
-            name = name or "?"
-            self._inc("subagent_calls", 1, name)
-            if not ok or (isinstance(data, dict) and data.get("success") is False):
-                self._inc("subagent_calls_failed", 1, name)
-            self._observe("subagent_latency_ms", duration_ms, name)
-        if self.flink is not None:
-            self._maybe_flush()
-
-    def on_output(self, key: Any, output: Any, parent: str) -> None:
-        self._inc("outputs_emitted")
 
     # -- reading -------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from ._executor import IOExecutor
 from ._host_options import HostOptions
 from ._journal import SqliteJournal
 from ._ledger import Failpoint, Journal
-from ._observer import CompositeObserver, Observer
+from ._observer import CompositeObserver, CoreTally, Observer
 from ._resources import ResourceEnvironment, check_resources
 from ._serde import dumps as dumps_json
 from ._serde import loads as loads_json
@@ -28,6 +28,7 @@ __all__ = [
     "CallKind",
     "CallRecord",
     "CompositeObserver",
+    "CoreTally",
     "DurableCall",
     "ErrorRecord",
     "Failpoint",

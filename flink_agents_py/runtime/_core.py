@@ -53,7 +53,7 @@ from ._inbox import Inbox
 from ._ledger import CallLedger, Failpoint, Journal
 from ._long_term_memory import commit_long_term_memory
 from ._memory import apply_writes
-from ._observer import Observer, SafeObserver
+from ._observer import Observer, SafeObserver, event_parent
 from ._resources import ResourceEnvironment, check_resources
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_record
 from ._serde import event_json, to_json_value
@@ -104,6 +104,7 @@ class AgentCore:
         self.plan = plan
         self.observer = observer if observer is None or getattr(
             observer, "hooks_never_raise", False) else SafeObserver(observer)
+        self._tally = getattr(self.observer, "tally", None)  # see ``CoreTally``
         self.failpoint = failpoint
         self.resources = ResourceEnvironment(plan)
         self.executor = IOExecutor(max_in_flight)
@@ -339,11 +340,16 @@ class AgentCore:
         their own copy, as after a restore).
         """
         self.counters["events"] += 1
-        observer = self.observer
-        if observer is not None:
-            eid = event.id
-            observer.event_dispatched(step.key, event, eid.rsplit("/", 1)[0] if "/" in eid
-                                      else None)
+        observer, tally = self.observer, self._tally
+        if tally is not None:  # counted inline; only the types it asks for are hooked
+            observer, etype = None, event.type
+            tally.counters["events_processed"] += 1
+            by = tally.events_by_type
+            by[etype] = by.get(etype, 0) + 1
+            if etype in tally.hooked_types:
+                tally.on_event(step.key, event)
+        elif observer is not None:
+            observer.event_dispatched(step.key, event, event_parent(event.id))
         if scope is None:
             etype = event.type
             actions = self._routes.get(etype)
@@ -353,6 +359,8 @@ class AgentCore:
                 step.res.outputs.append(event.output)
                 if observer is not None:
                     observer.output_emitted(step.key, event.output, event.id)
+                elif tally is not None:
+                    tally.counters["outputs_emitted"] += 1
         else:
             actions = route_in_scope(self.plan, step.run, scope, event)
         if actions and data is None:
@@ -377,7 +385,11 @@ class AgentCore:
             task.started = True
             name = task.action.name
             self.counters["actions_started"] += 1
-            if self.observer is not None:
+            if (tally := self._tally) is not None:
+                task.started_at = tally.clock()
+                if task.reentered:
+                    tally.action_reentered(step.key, ctx.execution_id, name)
+            elif self.observer is not None:
                 self.observer.action_started(step.key, ctx.execution_id, name, task.reentered)
             token = EVENT_ID_SOURCE.set(ctx.event_id_source)
             keep = False
@@ -387,8 +399,7 @@ class AgentCore:
                     fn = task.action.function.resolve()
                     if not ctx.env:  # the agent's own actions, by name
                         self._fns[name] = fn
-                out = fn(task.event, ctx)
-                # the usual async action: nothing to carry out before its first step
+                out = fn(task.event, ctx)  # keep: an async action, nothing to carry out yet
                 keep = type(out) is CoroutineType and not ctx.commands and not self._cancelled
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome
                 self._drain(step, task, None)
@@ -514,7 +525,9 @@ class AgentCore:
         step.run.inflight.pop(ctx.execution_id, None)
         if task.coro is not None:
             task.coro.close()
-        if self.observer is not None:
+        if (tally := self._tally) is not None:
+            tally.action_ended(step.key, ctx.execution_id, task.action.name, error, task.started_at)
+        elif self.observer is not None:
             self.observer.action_finished(step.key, ctx.execution_id, task.action.name, error)
         if error is not None:
             self.counters["actions_failed"] += 1

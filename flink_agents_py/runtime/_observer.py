@@ -9,14 +9,61 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._commands import CallCommand
 
-__all__ = ["Observer", "CompositeObserver", "SafeObserver"]
+__all__ = ["Observer", "CompositeObserver", "SafeObserver", "CoreTally", "event_parent"]
 
 log = logging.getLogger("flink_agents_py.runtime")
+
+
+def event_parent(event_id: str) -> str | None:
+    """The execution that sent the event ``event_id`` (``None`` for an input event).
+
+    Args:
+        event_id: e.g. ``r3/ask/e0`` (sent by execution ``r3/ask``).
+
+    Returns:
+        The parent identity, or ``None`` when the id has no ``/``.
+    """
+    return event_id.rsplit("/", 1)[0] if "/" in event_id else None
+
+
+@dataclass(slots=True, eq=False)
+class CoreTally:
+    """What the core counts and times itself for its single observer, instead of its hooks.
+
+    An observer that sets ``tally`` (and ``hooks_never_raise``) and is the core's only
+    observer gets, per event, action and output, the counts below kept inline by the core
+    in place of the hooks ``event_dispatched``, ``output_emitted``, ``action_started`` and
+    ``action_finished`` (which the core then does not call; the run and call hooks stay).
+    Metrics use it: seven hook calls per echo record become two, plus one callback per
+    action. The callables must not raise.
+
+    Attributes:
+        counters: the core adds 1 to ``"events_processed"`` per event dispatched and to
+            ``"outputs_emitted"`` per ``OutputEvent`` output that left the agent.
+        events_by_type: the core adds 1 to ``events_by_type[event.type]`` per event.
+        hooked_types: event types for which ``on_event(key, event)`` is called too (after
+            counting; ``event_parent(event.id)`` is the ``parent`` of ``event_dispatched``).
+        on_event: see ``hooked_types``.
+        clock: read by the core when an action execution starts (monotonic seconds).
+        action_ended: ``(key, execution_id, action, error, started)`` when an action
+            execution completed; ``started`` is what ``clock`` read when it started.
+        action_reentered: ``(key, execution_id, action)`` when an action execution rebuilt
+            after a restore starts (before it runs).
+    """
+
+    counters: dict[str, int]
+    events_by_type: dict[str, int]
+    hooked_types: frozenset[str]
+    on_event: Callable[[Any, Any], None]
+    clock: Callable[[], float]
+    action_ended: Callable[[Any, str, str, BaseException | None, float], None]
+    action_reentered: Callable[[Any, str, str], None]
 
 
 class Observer:
@@ -29,9 +76,13 @@ class Observer:
     Attributes:
         hooks_never_raise: set ``True`` on an observer whose hooks catch (and log) their own
             exceptions: the core then calls it directly instead of through ``SafeObserver``.
+        tally: a ``CoreTally`` the core keeps instead of calling the per-event and
+            per-action hooks (used only with ``hooks_never_raise``, when this observer is
+            the core's only one; ``None``: every hook is called).
     """
 
     hooks_never_raise = False
+    tally: CoreTally | None = None
 
     def run_started(self, key: Any, seq: int) -> None:
         """A run started for ``key`` (input number ``seq`` of that key)."""

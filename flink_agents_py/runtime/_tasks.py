@@ -32,6 +32,7 @@ class Task:
     started: bool = False
     reentered: bool = False
     waiting: DurableCall | None = None
+    started_at: float = 0.0  # the observer tally's clock when it started (with a tally)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,224 @@
+"""``MetricCounts``: what ``AgentMetrics`` counts, and its push to the Flink metric group.
+
+The ``TrackingObserver`` callbacks (the path a subclass overriding one of them takes), the
+counting of a durable call that ended (shared with ``AgentMetrics``' direct hooks) and the
+batched push to Flink (``FlinkMetricsMirror``). ``AgentMetrics`` sets every attribute
+declared below and handles the core's hooks.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ._distribution import Distribution
+from ._flink_mirror import FlinkMetricsMirror
+from ._payload import to_loggable
+from ._tracking import CallInfo, TrackingObserver
+
+__all__ = ["MetricCounts"]
+
+log = logging.getLogger("flink_agents_py.observability")
+
+
+def _result_parts(result: Any) -> tuple[str | None, Any]:
+    """``parse_result`` without the deep copy: the class name and the data as recorded.
+
+    The metrics read a few top-level fields of the data (each made loggable on its own), so
+    a result is not copied per call.
+
+    Returns:
+        ``(class name or None, data)``.
+    """
+    if type(result) is dict and len(result) == 2:
+        tag = result.get("$model")
+        if tag is not None and "data" in result:
+            tag = str(tag)
+            return tag[tag.rfind(":") + 1:], result["data"]
+    return None, result
+
+
+class MetricCounts(TrackingObserver):
+    """Counters, labelled counters and distributions, with their callbacks and Flink push.
+
+    Attributes:
+        counters: scalar counters and gauges, by metric name.
+        labelled: ``{label: count}`` by metric name.
+        latency: ``{label: Distribution}`` by metric name (label ``None`` when unlabelled).
+        flink: the Flink mirror, or ``None`` (in-process only).
+        flush_every: push after this many completed runs...
+        flush_interval_s: ... or this many seconds since the last push.
+    """
+
+    counters: dict[str, int]
+    labelled: dict[str, dict[str, int]]
+    latency: dict[str, dict[str | None, Distribution]]
+    flink: FlinkMetricsMirror | None
+    flush_every: int
+    flush_interval_s: float
+    _unflushed_runs: int
+    _push_failures: int
+    _flushed_at: float
+    _chat_calls: dict[str, int]
+
+    # -- pushing to Flink ----------------------------------------------------------------
+    def flush(self) -> None:
+        """Push every value counted since the last push to the Flink metric group.
+
+        Without a metric group this does nothing.
+        """
+        if self.flink is not None:
+            self._unflushed_runs = 0
+            self._flushed_at = self.clock()
+            try:
+                self.flink.push(self.counters, self.labelled, self.latency)
+            except Exception:  # noqa: BLE001 - metrics never fail the agent; retried next time
+                self._push_failures += 1
+                if self._push_failures == 1:
+                    log.warning("pushing agent metrics to Flink failed (logged once)",
+                                exc_info=True)
+
+    @property
+    def unflushed(self) -> bool:
+        """Whether values counted since the last push wait to reach the Flink metric group."""
+        if self.flink is None:
+            return False
+        return self.flink.behind(self.counters)
+
+    def _maybe_flush(self, runs: int = 0) -> None:
+        if self.flink is None:
+            return
+        self._unflushed_runs += runs
+        if (self._unflushed_runs >= self.flush_every
+                or self.clock() - self._flushed_at >= self.flush_interval_s):
+            self.flush()
+
+    # -- updates -----------------------------------------------------------------------
+    def _inc(self, name: str, n: int = 1, label: str | None = None) -> None:
+        if label is None:
+            self.counters[name] += n
+        else:
+            by = self.labelled[name]
+            by[label] = by.get(label, 0) + n
+
+    def _observe(self, name: str, value_ms: float | None, label: str | None = None) -> None:
+        if value_ms is None:
+            return
+        by = self.latency[name]
+        d = by.get(label) or self._distribution(by, label)
+        values = d.values  # ``d.update`` inline
+        values.append(value_ms)
+        if len(values) >= d.limit:
+            d.fold()
+
+    def _distribution(self, by: dict[str | None, Distribution], label: str | None) -> Distribution:
+        d = by[label] = Distribution()
+        if self.flink is not None:
+            d.before_fold = self.flush
+        return d
+
+    # -- callbacks ----------------------------------------------------------------------
+    def on_run_started(self, key: Any, run: str, seq: int) -> None:
+        counters = self.counters
+        counters["runs_started"] += 1
+        counters["runs_in_flight"] += 1
+        self._maybe_flush()
+
+    def on_run_completed(self, key: Any, run: str, seq: int, duration_ms: float | None) -> None:
+        counters = self.counters
+        counters["runs_completed"] += 1
+        if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
+            counters["runs_in_flight"] -= 1
+        self._observe("run_latency_ms", duration_ms)
+        self._maybe_flush(1)
+
+    def on_event(self, key: Any, event: Any, parent: str | None, chat: str | None,
+                 model: str | None) -> None:
+        etype = getattr(event, "type", "?")
+        self.counters["events_processed"] += 1
+        by = self.labelled["events_processed_by_type"]
+        by[etype] = by.get(etype, 0) + 1
+        if etype == "ChatRequestEvent":
+            self._inc("chats", 1, model or "?")
+
+    def on_chat_finished(self, key: Any, chat: str, model: str | None, error: str | None,
+                         duration_ms: float | None) -> None:
+        if error is not None:
+            self._inc("chats_failed", 1, model or "?")
+        self._observe("chat_latency_ms", duration_ms, model or "?")
+
+    def on_action_started(self, key: Any, execution_id: str, action: str, parent: str,
+                          reentered: bool) -> None:
+        if reentered:
+            self._inc("actions_reentered", 1, action)
+
+    def on_action_finished(self, key: Any, execution_id: str, action: str, parent: str,
+                           error: BaseException | None, duration_ms: float | None) -> None:
+        self._inc("actions_executed", 1, action)
+        if error is not None:
+            self._inc("actions_failed", 1, action)
+        self._observe("action_latency_ms", duration_ms, action)
+
+    def on_call_started(self, key: Any, call: CallInfo) -> None:
+        if call.replayed:
+            self._inc("durable_calls_replayed")
+            return
+        self._inc("durable_calls_executed")
+        self._inc("calls_in_flight")
+
+    def on_call_finished(self, key: Any, call: CallInfo, status: str, result: Any,
+                         duration_ms: float | None) -> None:
+        if call.kind != "unknown":
+            self._inc("calls_in_flight", -1)
+        self._count_call(call.kind, call.model if call.kind == "chat_model" else call.name,
+                         status, result, duration_ms)
+
+    def _count_call(self, kind: str, name: str | None, status: str, result: Any,
+                    duration_ms: float | None) -> None:
+        """Count a durable call that ended (``calls_in_flight`` aside).
+
+        Args:
+            kind: ``CallInfo.kind`` (``unknown``: started before a restore).
+            name: the chat model setup (``chat_model``), tool, sub-agent, or ``None``.
+            status: ``ok``, ``failed`` or ``abandoned``.
+            result: the recorded result (``None`` unless ok).
+            duration_ms: since the call started (``None`` when not seen).
+        """
+        ok = status == "ok"
+        cls, data = _result_parts(result) if ok else (None, None)
+        if kind == "unknown":  # started before a restore: tell the kind from the result
+            kind = {"ChatResponse": "chat_model", "ToolResult": "tool",
+                    "SubagentResult": "subagent"}.get(cls or "", "function")
+        if kind == "chat_model":
+            response = data if isinstance(data, dict) and (cls == "ChatResponse" or (
+                cls is None and "message" in data and "usage" in data)) else None
+            model = name or (to_loggable(response.get("model")) if response else None) or "?"
+            by = self._chat_calls
+            by[model] = by.get(model, 0) + 1
+            if not ok:
+                self._inc("chat_calls_failed", 1, model)
+            usage = response.get("usage") if response else None
+            if usage is not None:
+                usage = to_loggable(usage)
+            if isinstance(usage, dict):
+                self._inc("input_tokens", int(usage.get("input_tokens") or 0), model)
+                self._inc("output_tokens", int(usage.get("output_tokens") or 0), model)
+            self._observe("chat_call_latency_ms", duration_ms, model)
+        elif kind == "tool":
+            name = (to_loggable(data.get("name")) if isinstance(data, dict) else None) \
+                or name or "?"
+            self._inc("tool_calls", 1, name)
+            if not ok or (isinstance(data, dict) and data.get("ok") is False):
+                self._inc("tool_calls_failed", 1, name)
+            self._observe("tool_latency_ms", duration_ms, name)
+        elif kind == "subagent":
+            name = name or "?"
+            self._inc("subagent_calls", 1, name)
+            if not ok or (isinstance(data, dict) and data.get("success") is False):
+                self._inc("subagent_calls_failed", 1, name)
+            self._observe("subagent_latency_ms", duration_ms, name)
+        if self.flink is not None:
+            self._maybe_flush()
+
+    def on_output(self, key: Any, output: Any, parent: str) -> None:
+        self._inc("outputs_emitted")

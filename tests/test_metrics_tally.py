@@ -1,0 +1,227 @@
+"""``AgentMetrics`` as a core's only observer: the core keeps its ``CoreTally``.
+
+The core then counts events and outputs itself and times actions with the metrics' clock,
+calling the metrics only for runs, durable calls, chat events and completed actions. A
+reporter must see the same names and values as through every hook, and other observers
+(custom ones, subclasses overriding a hook) must still get every hook.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import subprocess
+import sys
+import textwrap
+import threading
+from typing import Any
+
+import pytest
+from support.observability_scenario import RECORDS, orchestrator
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+from flink_agents_py.observability import AgentMetrics
+from flink_agents_py.plan import AgentPlan
+from flink_agents_py.runtime import AgentCore, CompositeObserver, InMemoryKeyState, Observer
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Echo(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def echo(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output={"echo": event.input}))
+
+
+class Failing(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def boom(event: InputEvent, ctx: RunnerContext) -> None:
+        if event.input["n"] % 2:
+            raise ValueError("odd")
+        ctx.send_event(OutputEvent(output=event.input))
+
+
+class Recorder(Observer):
+    """A custom observer of the old shape: counts every hook it gets."""
+
+    def __init__(self) -> None:
+        self.seen: collections.Counter[str] = collections.Counter()
+
+    def event_dispatched(self, key: Any, event: Any, parent: str | None) -> None:
+        self.seen["event_dispatched"] += 1
+
+    def action_started(self, key: Any, execution_id: str, action: str, reentered: bool) -> None:
+        self.seen["action_started"] += 1
+
+    def action_finished(self, key: Any, execution_id: str, action: str,
+                        error: BaseException | None) -> None:
+        self.seen["action_finished"] += 1
+
+    def output_emitted(self, key: Any, output: Any, parent: str) -> None:
+        self.seen["output_emitted"] += 1
+
+
+def _counts(m: AgentMetrics) -> dict[str, Any]:
+    snap = m.snapshot()
+    latency = snap.pop("latency_ms")
+    snap["latency_counts"] = {
+        name: ({label: s["count"] for label, s in by.items()} if "count" not in by
+               else by["count"])
+        for name, by in latency.items()}
+    return snap
+
+
+def _no_hook(name: str):
+    def hook(*args: Any) -> None:
+        raise AssertionError(f"the core called {name} although it keeps the tally")
+    return hook
+
+
+ECHO_RECORDS = [{"key": f"k{i % 3}", "n": i} for i in range(12)]
+
+
+@pytest.mark.parametrize("agent,records", [
+    (Echo, ECHO_RECORDS),
+    (Failing, ECHO_RECORDS),
+    (orchestrator, RECORDS),  # chats with a tool round, a tool and a sub-agent
+], ids=["echo", "failing-actions", "chats-tools-subagents"])
+def test_metrics_alone_count_what_every_hook_counts(agent, records):
+    alone, beside, recorder = AgentMetrics(), AgentMetrics(), Recorder()
+    assert alone.tally is not None
+    for name in ("action_started", "action_finished", "output_emitted"):
+        setattr(alone, name, _no_hook(name))  # the core must not call these: it tallies
+    AgentsExecutionEnvironment.local(metrics=False, observer=alone).from_list(
+        records).apply(agent()).run()
+    # beside another observer: no tally, every hook is called, for both observers
+    AgentsExecutionEnvironment.local(metrics=False, observer=CompositeObserver(
+        beside, recorder)).from_list(records).apply(agent()).run()
+    got, want = _counts(alone), _counts(beside)
+    assert got == want
+    assert got["runs_completed"] == len(records) and got["events_processed"] > len(records)
+    assert recorder.seen["event_dispatched"] == got["events_processed"]
+    assert recorder.seen["output_emitted"] == got["outputs_emitted"]
+    executed = sum(got["actions_executed"].values())
+    assert recorder.seen["action_started"] == recorder.seen["action_finished"] == executed
+    if agent is Failing:
+        assert got["actions_failed"] == {"boom": 6}
+    if agent is orchestrator:
+        assert got["chats"] and got["latency_counts"]["chat"]
+    assert alone.open_calls() == 0 and not alone._keys  # nothing kept after the runs
+
+
+def test_a_subclass_overriding_a_hook_gets_every_hook_and_no_tally():
+    class Seeing(AgentMetrics):
+        def event_dispatched(self, key: Any, event: Any, parent: str | None) -> None:
+            self.seen = getattr(self, "seen", 0) + 1
+            super().event_dispatched(key, event, parent)
+
+    m = Seeing()
+    assert m.tally is None
+    AgentsExecutionEnvironment.local(metrics=False, observer=m).from_list(
+        ECHO_RECORDS).apply(Echo()).run()
+    snap = m.snapshot()
+    assert m.seen == snap["events_processed"] == 2 * len(ECHO_RECORDS)
+    assert snap["events_processed_by_type"] == {"InputEvent": 12, "OutputEvent": 12}
+    assert snap["outputs_emitted"] == 12 and snap["actions_executed"] == {"echo": 12}
+
+
+_GATE = threading.Event()
+
+
+def first_step(x: int) -> int:
+    return x + 1
+
+
+def gated_step(x: int) -> int:
+    _GATE.wait(10)
+    return x * 10
+
+
+class TwoSteps(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def work(event: InputEvent, ctx: RunnerContext) -> None:
+        a = await ctx.durable_execute_async(first_step, event.input["x"])
+        b = await ctx.durable_execute_async(gated_step, a)
+        ctx.send_event(OutputEvent(output={"a": a, "b": b}))
+
+
+def _until(core: AgentCore, state: InMemoryKeyState, done) -> list[Any]:
+    res = core.advance("k", state)
+    outputs = list(res.outputs)
+    while not done(state) and res.busy:
+        assert core.wait_for("k", 10)
+        res = core.advance("k", state)
+        outputs.extend(res.outputs)
+    return outputs
+
+
+def test_an_action_reentered_after_a_restore_is_counted_with_the_tally():
+    plan = AgentPlan.from_agent(TwoSteps())
+    _GATE.clear()
+    old = AgentCore(plan, observer=AgentMetrics())
+    old.open()
+    state = InMemoryKeyState()
+    try:
+        old.on_input("k", {"x": 1}, state)
+        _until(old, state, lambda s: "1" in next(iter(s.run.inflight.values())).calls)
+        snapshot = copy.deepcopy(state)  # c0 recorded, c1 in flight: the "checkpoint"
+    finally:
+        _GATE.set()
+        old.close()
+    metrics = AgentMetrics()
+    new = AgentCore(plan, observer=metrics)
+    new.open()
+    try:
+        assert _until(new, snapshot, lambda s: s.run is None) == [{"a": 2, "b": 20}]
+    finally:
+        new.close()
+    m = metrics.snapshot()
+    assert m["actions_reentered"] == {"work": 1} and m["actions_executed"] == {"work": 1}
+    assert m["latency_ms"]["action"]["work"]["count"] == 1
+    assert m["durable_calls_replayed"] == 1 and m["durable_calls_executed"] == 1
+    assert m["runs_completed"] == 1 and m["runs_in_flight"] == 0 and m["calls_in_flight"] == 0
+    assert m["events_processed_by_type"] == {"OutputEvent": 1}  # the input was before
+
+
+def test_a_clock_replaced_after_construction_times_the_actions():
+    ticks = iter(range(10**6))
+
+    def clock() -> float:
+        return float(next(ticks))  # one second per read, from 0 (perf_counter is far above)
+
+    m = AgentMetrics()
+    m.clock = clock
+    AgentsExecutionEnvironment.local(metrics=False, observer=m).from_list(
+        ECHO_RECORDS).apply(Echo()).run()
+    action = m.snapshot()["latency_ms"]["action"]["echo"]
+    assert action["count"] >= len(ECHO_RECORDS) - 1  # at most the first, mixed, is left out
+    assert 0 < action["min"] and action["max"] < 10_000  # whole seconds of the new clock
+
+
+def test_a_user_reads_the_metrics_of_their_own_agent_from_their_own_directory(tmp_path):
+    (tmp_path / "my_agent.py").write_text(textwrap.dedent("""
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+
+        class Shout(Agent):
+            @action(InputEvent)
+            @staticmethod
+            def shout(event: InputEvent, ctx: RunnerContext) -> None:
+                ctx.send_event(OutputEvent(output=str(event.input["text"]).upper()))
+
+        records = [{"key": f"u{i % 2}", "text": f"hi {i}"} for i in range(5)]
+        res = AgentsExecutionEnvironment.local().from_list(
+            records, key_selector=lambda r: r["key"]).apply(Shout()).run()
+        m = res.metrics
+        print(m["events_processed"], m["outputs_emitted"], m["runs_completed"],
+              m["actions_executed"]["shout"], m["latency_ms"]["action"]["shout"]["count"],
+              m["latency_ms"]["run"]["count"], sorted(res.outputs)[0])
+    """))
+    out = subprocess.run([sys.executable, "my_agent.py"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["10", "5", "5", "5", "5", "5", "HI", "0"]
