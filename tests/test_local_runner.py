@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import time
 from typing import Any
@@ -256,17 +257,35 @@ def test_record_without_json_form_goes_to_errors_and_job_continues():
     assert "set" in err.message
 
 
-def test_key_selector_that_raises_puts_record_in_errors():
+def test_key_selector_that_raises_puts_record_in_errors(caplog):
     def selector(record):
         return record["key"]
 
     records = [{"key": "a"}, {"nokey": 1}, {"key": ["unhashable"]}, {"key": "b"}]
-    res = run(Echo(), records, key_selector=selector)
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        res = run(Echo(), records, key_selector=selector)
     assert sorted(o["key"] for o in res.outputs) == ["a", "b"]
     assert [e.action for e in res.errors] == ["<key_selector>", "<key_selector>"]
     assert [e.input for e in res.errors] == [{"nokey": 1}, {"key": ["unhashable"]}]
+    assert [e.execution_id for e in res.errors] == ["record 1", "record 2"]  # positions
     assert res.errors[0].error_type == "KeyError"
     assert res.errors[1].error_type == "TypeError"
+    # where it failed: the user's selector line, in the error record and in the log
+    assert 'return record["key"]' in res.errors[0].traceback
+    logged = [r.getMessage() for r in caplog.records if "key selector failed" in r.getMessage()]
+    assert len(logged) == 2 and logged[0].startswith("record 1 rejected")
+    assert 'return record["key"]' in logged[0]
+
+
+def test_value_selector_that_raises_puts_record_in_errors():
+    records = [{"key": "a", "v": 1}, {"key": "b"}, {"key": "c", "v": 3}]
+    job = (AgentsExecutionEnvironment.local()
+           .from_list(records, value_selector=lambda r: {"key": r["key"], "v": r["v"]}))
+    res = job.apply(Echo()).run()
+    assert sorted(o["key"] for o in res.outputs) == ["a", "c"]
+    [err] = res.errors
+    assert (err.action, err.error_type, err.input, err.execution_id) == (
+        "<key_selector>", "KeyError", {"key": "b"}, "record 1")
 
 
 # --------------------------------------------------------------------------- events between actions

@@ -11,7 +11,7 @@ from pyflink.common import Row, Types
 from ..api import Agent
 from ..local import default_key_selector
 from ..plan import AgentPlan
-from ..runtime import Failpoint, HostOptions, Journal, Observer, check_resources
+from ..runtime import Failpoint, HostOptions, Journal, Observer, check_resources, select_key
 from ._operator import ERROR_TAG, AgentOperator
 from ._progress import JobProgress, progress_enabled, rest_urls
 from ._workers import WorkerSetupError, config_getter, configure_workers
@@ -117,7 +117,9 @@ class FlinkAgentBuilder:
         op = AgentOperator(plan, self._env.options)
         label = name or (type(agent).__name__ if isinstance(agent, Agent) else "agent")
         self._result = (
-            self._ds.key_by(self._key_selector)
+            # a record its key selector fails on is keyed by a ``RejectedKey``, which the
+            # operator sends to the error output: the job keeps running
+            self._ds.key_by(functools.partial(select_key, self._key_selector))
             .process(op, output_type=Types.PICKLED_BYTE_ARRAY())
             .name(label).uid(f"agent-{label}")
         )
@@ -259,7 +261,15 @@ class FlinkExecutionEnvironment:
 
     def from_datastream(self, ds: Any, key_selector: Callable[[Any], Any] | None = None
                         ) -> FlinkAgentBuilder:
-        """Take ``ds`` as input, keyed by ``key_selector`` (default: ``record["key"]``)."""
+        """Take ``ds`` as input, keyed by ``key_selector`` (default: ``record["key"]``).
+
+        A record its key selector raises on (or gives an unhashable key for) goes to
+        ``errors_datastream()`` with the error and its traceback (``select_key``); the job
+        keeps running.
+
+        Returns:
+            A builder; ``.apply(agent)`` next.
+        """
         return FlinkAgentBuilder(self, ds, key_selector or default_key_selector)
 
     def from_table(self, table: Any, key_selector: Callable[[Any], Any] | None = None

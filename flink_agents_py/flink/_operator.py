@@ -73,7 +73,7 @@ from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 
 from ..plan import AgentPlan
-from ..runtime import AgentCore, HostOptions, RunState, StepResult
+from ..runtime import AgentCore, HostOptions, RejectedKey, RunState, StepResult, rejected_record
 from ._fresh import fresh_reduce
 from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
@@ -299,6 +299,9 @@ class AgentOperator(KeyedProcessFunction):
         core = self.core
         assert core is not None
         key = self._key = ctx.get_current_key()
+        if type(key) is RejectedKey:  # its key selector failed (``select_key``)
+            yield ERROR_TAG, rejected_record(key, value, "record").model_dump(mode="json")
+            return
         opts = self.options
         if opts.failpoint is not None:
             opts.failpoint("element", key, {"record": value})

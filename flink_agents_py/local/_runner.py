@@ -27,10 +27,13 @@ from ..runtime import (
     InMemoryKeyState,
     Journal,
     Observer,
+    RejectedKey,
     RunState,
     StepResult,
     dumps_json,
     loads_json,
+    rejected_record,
+    select_key,
 )
 
 __all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "default_key_selector",
@@ -327,14 +330,14 @@ class LocalAgentJob:
                 if index < start:
                     continue
                 self._position = index + 1
-                try:
-                    key = key_selector(record)
-                    hash(key)
-                    value = record if value_selector is None else value_selector(record)
-                except Exception as e:  # noqa: BLE001 - a bad record is reported, not fatal
-                    result.errors.append(ErrorRecord(
-                        key=None, seq=-1, action="<key_selector>", execution_id=f"record {index}",
-                        error_type=type(e).__name__, message=str(e), input=record))
+                key, value = select_key(key_selector, record), record
+                if value_selector is not None and type(key) is not RejectedKey:
+                    try:
+                        value = value_selector(record)
+                    except Exception as e:  # noqa: BLE001 - a bad record is reported
+                        key = RejectedKey.of(e)
+                if type(key) is RejectedKey:  # reported (and logged), not fatal
+                    result.errors.append(rejected_record(key, record, f"record {index}"))
                     if bar is not None:
                         bar.rejected(record)
                     continue
@@ -440,7 +443,9 @@ class LocalExecutionEnvironment:
 
         Args:
             records: the input records (a list, to ``restore`` a snapshot of the job).
-            key_selector: the record's key (default ``default_key_selector``).
+            key_selector: the record's key (default ``default_key_selector``). A record it
+                (or ``value_selector``) raises on, or gives an unhashable key for, goes to
+                the run's errors as ``record <index>``, logged with its traceback.
             counted: which records the progress bar counts as input records (default: all);
                 leave out control records, such as end-of-input markers.
             value_selector: what of a record the agent gets as ``InputEvent.input`` (default:

@@ -8,6 +8,7 @@ from ._journal import SqliteJournal
 from ._ledger import Failpoint, Journal
 from ._observer import CompositeObserver, CoreTally, Observer
 from ._resources import ResourceEnvironment, check_resources
+from ._results import RejectedKey, rejected_record, select_key
 from ._serde import dumps as dumps_json
 from ._serde import loads as loads_json
 from ._state import (
@@ -31,6 +32,9 @@ __all__ = [
     "CoreTally",
     "DurableCall",
     "ErrorRecord",
+    "RejectedKey",
+    "rejected_record",
+    "select_key",
     "Failpoint",
     "HostOptions",
     "IOExecutor",

@@ -5,8 +5,10 @@ The run's input event, error records, and the result of one host callback.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -14,7 +16,10 @@ from ..api import Event, InputEvent
 from ..api._events import event_from_json
 from ._serde import from_json_value, is_tagged_model
 
-__all__ = ["ErrorRecord", "StepResult", "input_event", "input_record", "event_of"]
+__all__ = ["ErrorRecord", "StepResult", "input_event", "input_record", "event_of",
+           "RejectedKey", "select_key", "rejected_record"]
+
+log = logging.getLogger("flink_agents_py.runtime")
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 _INPUT_KEYS = frozenset({"id", "type", "attributes", "input"})
@@ -155,3 +160,66 @@ def event_of(data: dict[str, Any]) -> Event:
     if data.get("type") == "InputEvent" and data.keys() == _INPUT_KEYS:
         return _construct_input(data["id"], dict(data["attributes"]), data["input"])
     return event_from_json(data)
+
+
+class RejectedKey(NamedTuple):
+    """The key ``select_key`` gives a record its key selector failed on.
+
+    On Flink it travels as the record's key to the agent operator, which sends the record
+    to the error output instead of running it (so the job keeps running).
+
+    Attributes:
+        error_type: the exception's type name.
+        message: its message (secret-looking values redacted).
+        traceback: where it failed (``format_failure``).
+    """
+
+    error_type: str
+    message: str
+    traceback: str
+
+    @classmethod
+    def of(cls, error: BaseException) -> RejectedKey:
+        """The rejection of a record by ``error`` (message redacted, traceback bounded)."""
+        from ._failures import format_failure, redact_text
+
+        return cls(type(error).__name__, redact_text(str(error)), format_failure(error))
+
+
+def select_key(key_selector: Callable[[Any], Any], record: Any) -> Any:
+    """``key_selector(record)``, or a ``RejectedKey`` when that fails.
+
+    It fails when the selector raises or gives an unhashable key (runs and state are
+    found by the key).
+
+    Args:
+        key_selector: the user's function from a record to its key.
+        record: the input record.
+
+    Returns:
+        The key, or a ``RejectedKey`` describing the failure.
+    """
+    try:
+        key = key_selector(record)
+        hash(key)
+    except Exception as e:  # noqa: BLE001 - a bad record is reported, not fatal
+        return RejectedKey.of(e)
+    return key
+
+
+def rejected_record(rejected: RejectedKey, record: Any, where: str) -> ErrorRecord:
+    """The error record (logged at WARNING) of an input its key selector failed on.
+
+    Args:
+        rejected: what ``select_key`` returned.
+        record: the input record, kept in the error record.
+        where: the record's position, e.g. ``"record 3"`` (local) or ``"record"`` (Flink).
+
+    Returns:
+        An ``ErrorRecord`` with ``key=None`` and ``action="<key_selector>"``.
+    """
+    log.warning("%s rejected: the key selector failed: %s: %s\n%s", where,
+                rejected.error_type, rejected.message, rejected.traceback)
+    return ErrorRecord(key=None, seq=-1, action="<key_selector>", execution_id=where,
+                       error_type=rejected.error_type, message=rejected.message, input=record,
+                       traceback=rejected.traceback)
