@@ -40,6 +40,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -92,16 +93,17 @@ def _job(spec: dict[str, Any], root: Path, label: str) -> dict[str, Any]:
     return res
 
 
-def _best_rps(runs: list[dict[str, Any]], n: int, field: str = "rps") -> float | None:
+def _best_rps(runs: list[dict[str, Any]], n: int, field: str = "rps",
+              pick: Any = max) -> float | None:
     ok = [r[field] for r in runs
           if "error" not in r and r.get("count") == n and not math.isnan(r.get(field, math.nan))]
-    return max(ok) if ok else None
+    return pick(ok) if ok else None
 
 
-def _least_cpu(runs: list[dict[str, Any]], field: str = "cpu") -> float | None:
+def _least_cpu(runs: list[dict[str, Any]], field: str = "cpu", pick: Any = min) -> float | None:
     got = [(r.get(field) or {}).get("thread_us_per_out") for r in runs if "error" not in r]
     vals = [g for g in got if g]
-    return min(vals) if vals else None
+    return pick(vals) if vals else None
 
 
 def _least(runs: list[dict[str, Any]], field: str) -> float | None:
@@ -209,6 +211,14 @@ def _echo_rows(row: Any, runs: dict[str, list[dict[str, Any]]], n: int) -> None:
         _pct(cpu["before"], off_cpu["before"]), _pct(cpu["after"], off_cpu["after"]), "% more")
     row("echo: metrics on vs off, rec/s", "< 5 %", _pct(off_rps["before"], rps["before"]),
         _pct(off_rps["after"], rps["after"]), "% less")
+    # the best of a few repeats picks outliers on a shared machine: medians too
+    med = {f"{kind}_{t}": _least_cpu(runs[f"{kind}_{t}"], pick=statistics.median)
+           for t in trees for kind in ("echo", "off")}
+    row("echo: operator CPU per record, median of the repeats", "-", med["echo_before"],
+        med["echo_after"], "us")
+    row("echo: metrics on vs off, operator CPU, medians", "< 5 %",
+        _pct(med["echo_before"], med["off_before"]), _pct(med["echo_after"], med["off_after"]),
+        "% more")
 
 
 def _pct(a: float | None, b: float | None) -> float | None:

@@ -59,7 +59,7 @@ def config(quick: bool) -> dict[str, Any]:
                 "limits": {"hot_records": 10_000, "hot_s": 15, "keys": [200, 1000],
                            "host_options": {}}}
     return {"sections": ["scale", "wakeups", "limits"], "repeats": 2,
-            "scale": {"slow": {"records": 4096, "keys": 512, "max_in_flight": 32},
+            "scale": {"slow": {"records": 8192, "keys": 4096, "max_in_flight": 32},
                       "echo": {"records": 40_000, "keys": 100},
                       "bare": {"records": 40_000, "keys": 100}},
             "wakeups": {"limits": [256, 1024], "warmup_s": 6, "window_s": 15},

@@ -100,7 +100,7 @@ def test_run_state_is_dropped_when_the_run_completes():
         core.close()
     assert outs == list(range(1, 21))
     assert state.run is None and state.queued() == 0
-    assert "k" not in core.live_keys()
+    assert not core.is_live("k")
 
 
 def test_durable_call_argument_without_json_form_names_call_and_type():

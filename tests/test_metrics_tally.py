@@ -91,7 +91,8 @@ ECHO_RECORDS = [{"key": f"k{i % 3}", "n": i} for i in range(12)]
 def test_metrics_alone_count_what_every_hook_counts(agent, records):
     alone, beside, recorder = AgentMetrics(), AgentMetrics(), Recorder()
     assert alone.tally is not None
-    for name in ("action_started", "action_finished", "output_emitted"):
+    for name in ("action_started", "action_finished", "output_emitted", "run_started",
+                 "run_completed"):
         setattr(alone, name, _no_hook(name))  # the core must not call these: it tallies
     AgentsExecutionEnvironment.local(metrics=False, observer=alone).from_list(
         records).apply(agent()).run()

@@ -252,8 +252,7 @@ class AgentOperator(KeyedProcessFunction):
             notify=self._ready.append if self._backend is not None else None)
         core.open()
         hold_gc_settings(self)
-        is_live = getattr(core, "is_live", None)
-        self._is_live = is_live if is_live is not None else (lambda key: key in core.live_keys())
+        self._is_live = core.is_live
         self._backoff, self._poll_at, self._drain_at = {}, {}, {}
         self._flush_at = None
         self.stats.clear()

@@ -147,12 +147,14 @@ class FlinkMetricsMirror:
                 gain = self._gain((dist, dist_label), count)
                 if not gain:
                     continue
-                whole = [int(round(v)) for v in local.newest(gain)]
+                values = local.newest(gain)  # whole milliseconds, rounded in C (``map``)
                 d, total = self._distribution(dist, _DISTRIBUTIONS[dist], dist_label)
                 if self.last_value_only:
-                    d.update(whole[-1])
+                    d.update(round(values[-1]))
+                    total.inc(sum(map(round, values)))
                 else:
+                    whole = list(map(round, values))
                     for v in whole:
                         d.update(v)
-                total.inc(sum(whole))
+                    total.inc(sum(whole))
                 pushed[(dist, dist_label)] = count

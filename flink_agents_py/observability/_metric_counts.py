@@ -88,9 +88,8 @@ class MetricCounts(TrackingObserver):
     def _maybe_flush(self, runs: int = 0) -> None:
         if self.flink is None:
             return
-        self._unflushed_runs += runs
-        if (self._unflushed_runs >= self.flush_every
-                or self.clock() - self._flushed_at >= self.flush_interval_s):
+        n = self._unflushed_runs = self._unflushed_runs + runs
+        if n >= self.flush_every or self.clock() - self._flushed_at >= self.flush_interval_s:
             self.flush()
 
     # -- updates -----------------------------------------------------------------------

@@ -50,7 +50,7 @@ over 60 s).
 
 Every value is counted in Python; the Flink metrics are updated in batches
 (:class:`FlinkMetricsMirror`): after ``flush_every`` completed runs or ``flush_interval_s``
-seconds, whichever comes first (checked when a run starts or completes and when a durable
+seconds, whichever comes first (checked when a run completes and when a durable
 call finishes), and at :meth:`AgentMetrics.flush` (the host calls it at close). A flush
 adds to each Flink counter and meter what its local count gained since the last one, and
 gives each distribution the values it missed (in thread mode, where the reporter sees only
@@ -118,7 +118,7 @@ class AgentMetrics(MetricCounts):
         clock: monotonic seconds (default ``time.perf_counter``).
         flush_every: push to Flink after this many completed runs (at most).
         flush_interval_s: ... or after this many seconds since the last push, whichever
-            comes first (checked when a run starts or completes, or a durable call finishes).
+            comes first (checked when a run completes or a durable call finishes).
 
     Its hooks log what they raise instead of raising (``hooks_never_raise``), so the core
     calls them directly. Unless a subclass overrides an ``on_*`` callback, each hook counts
@@ -165,10 +165,17 @@ class AgentMetrics(MetricCounts):
         only other observers need (parents, run names, events' chat context)."""
         if any(getattr(cls, name) is not getattr(AgentMetrics, name) for name in _CORE_HOOKS):
             self.hooks_never_raise = False  # a subclass's own hook may raise
-        if self._direct and self.hooks_never_raise:  # the core counts events and times actions
-            self.tally = CoreTally(self.counters, self._events_by_type, _CHAT_EVENTS,
-                                   self._tally_event, self.clock, self._tally_action_ended,
-                                   self._tally_reentered)
+        if self._direct and self.hooks_never_raise:  # the core counts and times inline
+            self.tally = CoreTally(
+                counters=self.counters, events_by_type=self._events_by_type,
+                hooked_types=_CHAT_EVENTS, on_event=self._tally_event, clock=self.clock,
+                tracked=self._keys, actions_executed=self._actions_executed,
+                action_latency=self._action_latency, new_action_latency=self._new_action_latency,
+                run_latency=(self._run_latency.get(None)
+                             or self._distribution(self._run_latency, None)),
+                action_ended=self._tally_action_ended, run_ended=self._tally_run_ended,
+                after_run=self._run_counted if self.flink is not None else None,
+                action_reentered=self._tally_reentered)
 
     # -- the core's hooks (direct on the hot path: the same counts as the callbacks) ----
     # Each catches and logs what it raises (``hooks_never_raise``: the core calls them
@@ -195,37 +202,52 @@ class AgentMetrics(MetricCounts):
             if not self._direct:
                 super().run_completed(key, seq)
                 return
-            keys = self._keys
-            t = keys.pop(key, None) if keys else None
-            if t is not None:
-                if t.calls or t.open:
-                    for call in list(t.calls.values()):
-                        self._abandon(key, t, call)
-                    for call_id in list(t.open):
-                        self._abandon_open(t, call_id)
-                spare = self._spare
-                if not t.actions and len(spare) < _SPARE_TRACKS:
-                    c = t._chats  # kept for the next run of any key (no allocation)
-                    if c is not None:
-                        c.event_chat.clear()
-                        c.chat_started.clear()
-                        c.chat_rounds.clear()
-                    spare.append(t)
-            counters = self.counters
-            counters["runs_completed"] += 1
-            if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
-                counters["runs_in_flight"] -= 1
-            start = self._run_start.pop(key, None)
-            if start is not None:
-                d = self._run_latency.get(None) or self._distribution(self._run_latency, None)
-                values = d.values  # ``d.update`` inline (summaries round)
-                values.append((self.clock() - start) * 1000.0)
-                if len(values) >= d.limit:
-                    d.fold()
-            if self.flink is not None:
-                self._maybe_flush(1)
+            self._run_ended(key, self._run_start.pop(key, None))
+        except Exception:  # noqa: BLE001 - metrics never fail the agent
+            _hook_failed("run_completed")
+
+    def _tally_run_ended(self, key: Any, start: float | None) -> None:
+        try:
+            self._run_ended(key, start)
         except Exception:  # noqa: BLE001
             _hook_failed("run_completed")
+
+    def _run_counted(self) -> None:
+        try:
+            self._maybe_flush(1)
+        except Exception:  # noqa: BLE001
+            _hook_failed("run_completed")
+
+    def _run_ended(self, key: Any, start: float | None) -> None:
+        """Count a completed run that started at ``start`` (``clock``; ``None``: unseen)."""
+        keys = self._keys
+        t = keys.pop(key, None) if keys else None
+        if t is not None:
+            if t.calls or t.open:
+                for call in list(t.calls.values()):
+                    self._abandon(key, t, call)
+                for call_id in list(t.open):
+                    self._abandon_open(t, call_id)
+            spare = self._spare
+            if not t.actions and len(spare) < _SPARE_TRACKS:
+                c = t._chats  # kept for the next run of any key (no allocation)
+                if c is not None:
+                    c.event_chat.clear()
+                    c.chat_started.clear()
+                    c.chat_rounds.clear()
+                spare.append(t)
+        counters = self.counters
+        counters["runs_completed"] += 1
+        if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
+            counters["runs_in_flight"] -= 1
+        if start is not None:
+            d = self._run_latency.get(None) or self._distribution(self._run_latency, None)
+            values = d.values  # ``d.update`` inline (summaries round)
+            values.append((self.clock() - start) * 1000.0)
+            if len(values) >= d.limit:
+                d.fold()
+        if self.flink is not None:
+            self._maybe_flush(1)
 
     def _track(self, key: Any) -> _KeyTrack:
         t = self._keys.get(key)
@@ -301,27 +323,24 @@ class AgentMetrics(MetricCounts):
 
     def _tally_action_ended(self, key: Any, execution_id: str, action: str,
                             error: BaseException | None, started: float) -> None:
-        try:
-            keys = self._keys
-            t = keys.get(key) if keys else None
-            if error is not None or (t is not None and (t.calls or t.open)):
-                self._action_ended(key, t, execution_id, action, error, started)
-                return
-            by = self._actions_executed  # the usual case, inline
-            by[action] = by.get(action, 0) + 1
-            clock = self.clock
-            tally = self.tally
-            if tally is not None and tally.clock is not clock:  # ``clock`` was replaced:
-                tally.clock = clock  # ``started`` is from the old one (no latency this once)
-                return
-            d = self._action_latency.get(action) or self._distribution(
-                self._action_latency, action)
-            values = d.values
-            values.append((clock() - started) * 1000.0)
-            if len(values) >= d.limit:
-                d.fold()
+        try:  # a failed action, or one of a key with calls or chats tracked
+            self._action_ended(key, self._keys.get(key), execution_id, action, error, started)
         except Exception:  # noqa: BLE001
             _hook_failed("action_finished")
+
+    def _new_action_latency(self, action: str) -> Distribution:
+        return self._distribution(self._action_latency, action)
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """Monotonic seconds; setting it also sets the core's (``CoreTally.clock``)."""
+        return self._clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        if self.tally is not None:
+            self.tally.clock = clock
 
     def _tally_reentered(self, key: Any, execution_id: str, action: str) -> None:
         try:

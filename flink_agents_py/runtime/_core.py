@@ -116,6 +116,7 @@ class AgentCore:
         self._inbox = Inbox()
         self._fns: dict[str, Callable[..., Any]] = {}
         self._routes: dict[str, tuple[ActionPlan, ...]] = {}  # the root plan's, by event type
+        self._run_t0: dict[Any, float] = {}  # a run in flight's start (tally clock), by key
         self.counters: collections.Counter[str] = collections.Counter()
         self.ledger = CallLedger(self.counters, self.observer, journal, failpoint)
         self._failure_log = FailureLog(log)
@@ -173,7 +174,8 @@ class AgentCore:
         live = self._live.get(key)
         if live is None:
             live = self._live[key] = {}
-        counters, observer = self.counters, self.observer
+        counters, observer, tally = self.counters, self.observer, self._tally
+        run_t0: float | None = None  # the tally clock when this callback started the run
         while True:
             run = state.run
             if run is None:
@@ -186,12 +188,15 @@ class AgentCore:
                 run = RunState(seq=seq, input=record)
                 state.run = run
                 counters["runs_started"] += 1
-                if observer is not None:
+                if tally is not None:
+                    run_t0 = tally.run_begun(key)
+                elif observer is not None:
                     observer.run_started(key, seq)
                 step = _Step(key, state, run, res, live, collections.deque())
                 event, data = input_event(f"r{seq}", record)
                 self._dispatch(step, event, None, data=data, own=True)
             else:
+                run_t0 = None  # started in an earlier callback (or another process)
                 step = _Step(key, state, run, res, live, collections.deque())
                 self._reconcile_live(step)
                 self._apply_deliveries(step)
@@ -204,13 +209,19 @@ class AgentCore:
                 finally:
                     leave_stepping(loop)
             if run.inflight:
+                if run_t0 is not None:  # (with a tally)
+                    self._run_t0[key] = run_t0
                 break
             if self.failpoint is not None:
                 self.failpoint("run_completed", key, {"seq": run.seq})
             state.run = None
             live.clear()
             counters["runs_completed"] += 1
-            if observer is not None:
+            if tally is not None:
+                if run_t0 is None:
+                    run_t0 = self._run_t0.pop(key, None)
+                tally.run_done(key, run_t0)
+            elif observer is not None:
                 observer.run_completed(key, run.seq)
             if self.journal is not None:
                 self.journal.run_completed(key, f"r{run.seq}")
@@ -240,10 +251,6 @@ class AgentCore:
         """
         return self._inbox.wait_any(timeout_s)
 
-    def live_keys(self) -> list[Any]:
-        """Keys with live action executions in this process."""
-        return [k for k, v in self._live.items() if v]
-
     def is_live(self, key: Any) -> bool:
         """Whether ``key`` has live action executions in this process (O(1)).
 
@@ -252,19 +259,11 @@ class AgentCore:
         """
         return bool(self._live.get(key))
 
-    def plan_at(self, path: tuple[str, ...] | list[str]) -> AgentPlan:
-        """The plan of the sub-agent reached by ``path`` of names from the root plan.
-
-        Returns:
-            The plan.
-        """
-        return plan_at(self.plan, path)
-
     # -- internals ---------------------------------------------------------------------
     def _resources_at(self, path: tuple[str, ...]) -> ResourceEnvironment:
         found = self._envs.get(path)
         if found is None:
-            found = self._envs[path] = ResourceEnvironment(self.plan_at(path))
+            found = self._envs[path] = ResourceEnvironment(plan_at(self.plan, path))
         return found
 
     def _submit(self, key: Any, ctx: ActionContext, call: DurableCall, fn: Callable[..., Any],
@@ -296,7 +295,7 @@ class AgentCore:
         env = self._env_of(run, rec.scope) if rec.scope is not None else None
         path = tuple(run.invocations[env].plan_path) if env is not None else ()
         plan, resources = (self.plan, self.resources) if not path else (
-            self.plan_at(path), self._resources_at(path))
+            plan_at(self.plan, path), self._resources_at(path))
         action = plan.actions[rec.action]
         short_term, sensory = self._memories(step.state, run, env)
         ctx = ActionContext(self.ledger, step.key, exec_id, rec, run, action.config, short_term,
@@ -526,7 +525,7 @@ class AgentCore:
         if task.coro is not None:
             task.coro.close()
         if (tally := self._tally) is not None:
-            tally.action_ended(step.key, ctx.execution_id, task.action.name, error, task.started_at)
+            tally.action_done(step.key, ctx.execution_id, task.action.name, error, task.started_at)
         elif self.observer is not None:
             self.observer.action_finished(step.key, ctx.execution_id, task.action.name, error)
         if error is not None:

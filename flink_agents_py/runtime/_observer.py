@@ -1,7 +1,8 @@
 """Observers: what the core reports as it runs (for metrics, event logs and traces).
 
-The core calls these hooks on the host's thread, in order, and never reads the clock itself:
-an observer that wants timings reads its own clock. Hooks must be fast and must not raise
+The core calls these hooks on the host's thread, in order, and never reads the clock for
+them: an observer that wants timings reads its own clock (a ``CoreTally`` hands the core the
+clock to time runs and actions with). Hooks must be fast and must not raise
 (an exception from an observer is logged and ignored).
 """
 
@@ -37,22 +38,47 @@ class CoreTally:
     """What the core counts and times itself for its single observer, instead of its hooks.
 
     An observer that sets ``tally`` (and ``hooks_never_raise``) and is the core's only
-    observer gets, per event, action and output, the counts below kept inline by the core
-    in place of the hooks ``event_dispatched``, ``output_emitted``, ``action_started`` and
-    ``action_finished`` (which the core then does not call; the run and call hooks stay).
-    Metrics use it: seven hook calls per echo record become two, plus one callback per
-    action. The callables must not raise.
+    observer gets, per event, action, run and output, the counts below kept inline by the
+    core in place of the hooks ``event_dispatched``, ``output_emitted``, ``action_started``,
+    ``action_finished``, ``run_started`` and ``run_completed`` (which the core then does not
+    call; the durable call hooks stay). Metrics use it: an echo record then costs no call
+    into the observer at all. The callables must not raise.
+
+    A distribution here is anything with a ``values`` list, a ``limit`` and a ``fold()``
+    (``observability.Distribution``): the core appends a value in milliseconds, then calls
+    ``fold()`` once ``len(values) >= limit``.
 
     Attributes:
-        counters: the core adds 1 to ``"events_processed"`` per event dispatched and to
-            ``"outputs_emitted"`` per ``OutputEvent`` output that left the agent.
+        counters: the core adds 1 to ``"events_processed"`` per event dispatched, to
+            ``"outputs_emitted"`` per ``OutputEvent`` output that left the agent, to
+            ``"runs_started"`` and ``"runs_in_flight"`` per run started, and (unless it
+            calls ``run_ended``) to ``"runs_completed"`` per run completed, taking 1 from
+            ``"runs_in_flight"`` while that is above 0 (a restored run was not counted).
         events_by_type: the core adds 1 to ``events_by_type[event.type]`` per event.
         hooked_types: event types for which ``on_event(key, event)`` is called too (after
             counting; ``event_parent(event.id)`` is the ``parent`` of ``event_dispatched``).
         on_event: see ``hooked_types``.
-        clock: read by the core when an action execution starts (monotonic seconds).
-        action_ended: ``(key, execution_id, action, error, started)`` when an action
-            execution completed; ``started`` is what ``clock`` read when it started.
+        clock: read by the core when a run or an action execution starts and completes
+            (monotonic seconds).
+        tracked: keys the observer keeps more about (open calls, chats): the core hands
+            their completed actions to ``action_ended`` and their completed runs to
+            ``run_ended``, and drops a key from it when the key's next run starts.
+        actions_executed: the core adds 1 to ``actions_executed[action]`` per action
+            execution that completed without an error (a failed one goes to
+            ``action_ended``).
+        action_latency: each action's distribution of execution times (ms), by name;
+            ``new_action_latency(action)`` makes (and keeps) one that is missing.
+        new_action_latency: see ``action_latency``.
+        run_latency: the distribution of run times (ms), start to completion, for the runs
+            started in this process.
+        action_ended: ``(key, execution_id, action, error, started)`` for an action
+            execution of a tracked key, or one that failed; ``started`` is what ``clock``
+            read when it started.
+        run_ended: ``(key, started)`` for a completed run of a tracked key, in place of the
+            counting above; ``started`` is what ``clock`` read when the run started, or
+            ``None`` (started in another process).
+        after_run: called after each completed run is counted inline (e.g. to push metrics
+            to Flink every so many runs), or ``None``.
         action_reentered: ``(key, execution_id, action)`` when an action execution rebuilt
             after a restore starts (before it runs).
     """
@@ -62,8 +88,56 @@ class CoreTally:
     hooked_types: frozenset[str]
     on_event: Callable[[Any, Any], None]
     clock: Callable[[], float]
+    tracked: dict[Any, Any]
+    actions_executed: dict[str, int]
+    action_latency: dict[Any, Any]
+    new_action_latency: Callable[[str], Any]
+    run_latency: Any
     action_ended: Callable[[Any, str, str, BaseException | None, float], None]
+    run_ended: Callable[[Any, float | None], None]
+    after_run: Callable[[], None] | None
     action_reentered: Callable[[Any, str, str], None]
+
+    def action_done(self, key: Any, execution_id: str, action: str,
+                    error: BaseException | None, started: float) -> None:
+        """Count an action execution that completed (``started``: ``clock`` at its start)."""
+        if error is not None or (self.tracked and key in self.tracked):
+            self.action_ended(key, execution_id, action, error, started)
+            return
+        by = self.actions_executed  # the usual case, inline
+        by[action] = by.get(action, 0) + 1
+        d = self.action_latency.get(action) or self.new_action_latency(action)
+        values = d.values
+        values.append((self.clock() - started) * 1000.0)
+        if len(values) >= d.limit:
+            d.fold()
+
+    def run_begun(self, key: Any) -> float:
+        """Count a run that started; returns ``clock()``, to hand to ``run_done``."""
+        counters = self.counters
+        counters["runs_started"] += 1
+        counters["runs_in_flight"] += 1
+        if self.tracked:
+            self.tracked.pop(key, None)
+        return self.clock()
+
+    def run_done(self, key: Any, started: float | None) -> None:
+        """Count a completed run (``started``: ``clock`` at its start, or ``None``)."""
+        if self.tracked and key in self.tracked:
+            self.run_ended(key, started)
+            return
+        counters = self.counters
+        counters["runs_completed"] += 1
+        if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
+            counters["runs_in_flight"] -= 1
+        if started is not None:
+            d = self.run_latency
+            values = d.values
+            values.append((self.clock() - started) * 1000.0)
+            if len(values) >= d.limit:
+                d.fold()
+        if self.after_run is not None:
+            self.after_run()
 
 
 class Observer:
