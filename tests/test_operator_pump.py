@@ -1,15 +1,18 @@
 """Wake-ups per completion in thread mode: one callback applies every key's completed I/O.
 
 In thread mode the operator may switch the keyed state backend's current key inside a
-callback (``AgentOperator._pump``). Driven here over the fakes of ``test_operator_costs``
+callback (``KeySwitching.pump``). Driven here over the fakes of ``test_operator_costs``
 plus a fake backend whose current key is the one keyed state and timers act on, as in
-Flink's embedded Python operator.
+Flink's embedded Python operator, with key groups and ``getKeys`` (busy keys have no timers
+of their own, only their key groups do; a restored operator's first callback resumes every
+run keyed state holds).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import heapq
 import time
 from typing import Any
 
@@ -21,6 +24,7 @@ from test_operator_costs import (  # noqa: E402
     Backend,
     FakeRuntimeContext,
     Harness,
+    Held,
     Slow,
 )
 
@@ -29,12 +33,29 @@ from flink_agents_py.flink import AgentOperator  # noqa: E402
 from flink_agents_py.plan import AgentPlan  # noqa: E402
 
 
+GROUPS = 4
+"""Key groups of the fake backend (Flink's default max parallelism is 128)."""
+
+
+class JavaIterator:
+    def __init__(self, items: list[Any]) -> None:
+        self.items = list(items)
+
+    def hasNext(self) -> bool:  # noqa: N802 - Java's name
+        return bool(self.items)
+
+    def next(self) -> Any:
+        return self.items.pop(0)
+
+
 class JavaBackend:
-    """Flink's keyed state backend as the operator sees it: a current key it may switch."""
+    """Flink's keyed state backend as the operator sees it: a current key it may switch, the
+    key group of the current key, and the keys that have a value in a keyed state."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self.switches = 0
+        self.states: dict[str, Any] = {}
 
     def getCurrentKey(self) -> Any:  # noqa: N802 - Java's name
         return ("java-key", self.backend.key)
@@ -44,6 +65,19 @@ class JavaBackend:
         self.switches += 1
         self.backend.key = key[1]
 
+    def getCurrentKeyGroupIndex(self) -> int:  # noqa: N802
+        return sum(str(self.backend.key).encode()) % GROUPS
+
+    def getKeys(self, state: str, namespace: Any) -> Any:  # noqa: N802
+        keys = [("java-key", k) for k in self.states[state].data]
+        return type("Stream", (), {"iterator": lambda _: JavaIterator(keys)})()
+
+
+class KeyConverter:
+    @staticmethod
+    def to_internal(jkey: Any) -> Any:
+        return jkey[1]
+
 
 class SwitchableContext(FakeRuntimeContext):
     def __init__(self, backend: Backend) -> None:
@@ -51,6 +85,10 @@ class SwitchableContext(FakeRuntimeContext):
         self.java = JavaBackend(backend)
         self._keyed_state_backend = type("KeyedStateBackend", (), {})()
         self._keyed_state_backend._keyed_state_backend = self.java
+
+    def get_state(self, descriptor: Any) -> Any:
+        state = self.java.states[descriptor.name] = super().get_state(descriptor)
+        return state
 
 
 class PumpHarness(Harness):
@@ -62,6 +100,7 @@ class PumpHarness(Harness):
 
         self.timers = Timers(self.backend)
         self.ctx = Ctx(self.backend, self.timers)
+        self.ctx._key_converter = KeyConverter()  # as PyFlink's contexts have
         self.rc = SwitchableContext(self.backend)
         self.op = AgentOperator(AgentPlan.from_agent(agent), metrics=False, **options)
         self.op.open(self.rc)
@@ -100,19 +139,21 @@ def by_key(out: list[dict[str, Any]]) -> dict[str, list[int]]:
 def test_one_callback_applies_the_completions_of_many_keys(pump_harness):
     keys = 40
     h = pump_harness(Slow(), max_in_flight=keys)
-    assert h.op._backend is h.rc.java  # thread mode: keys can be switched
+    assert h.op._switch.backend is h.rc.java  # thread mode: keys can be switched
     for n in range(keys):
         h.feed(f"k{n}", {"n": n})
     h.run_timers()
     assert by_key(h.out) == {f"k{n}": [n] for n in range(keys)}
     # every completion applied by the pump, under its own key, in far fewer callbacks
     assert h.op.stats["pumped"] == keys
-    assert h.op.stats["timer_callbacks"] <= keys // 4, dict(h.op.stats)
+    assert h.op.stats["timer_callbacks"] <= keys // 4 + GROUPS, dict(h.op.stats)
     assert h.op.stats["idle_polls"] == 0
     assert h.rc.java.switches >= keys  # each other key made current for its turn
-    # every key idle: its run cleared, its timers deleted, nothing kept in memory
-    assert not h.op._run_state.data and not h.timers.event
-    assert not h.op._jkeys and not h.op._runs
+    # every key idle: its run cleared, nothing kept in memory; timers per key group, not key
+    assert not h.op._run_state.data and len(h.timers.event) <= GROUPS
+    assert h.timers.calls["register_event"] <= GROUPS
+    assert h.timers.calls["delete_processing"] == h.timers.calls["delete_event"] == 0
+    assert not h.op._switch.jkeys and not h.op._runs
 
 
 def test_queued_inputs_of_a_key_run_in_order_through_the_pump(pump_harness):
@@ -160,7 +201,8 @@ def test_a_restored_operator_resumes_busy_keys_from_keyed_state_and_their_timers
         getattr(h.op, name).data.update(data)
     h.run_timers(timeout_s=30)
     assert by_key(h.out) == {f"k{n}": [n] for n in range(6)}
-    assert not h.op._run_state.data and not h.timers.event
+    assert not h.op._run_state.data
+    assert h.op.stats["swept"] == 6  # found in keyed state by the first callback
 
 
 async def step_call(n: int) -> int:
@@ -186,3 +228,76 @@ def test_a_key_making_calls_in_a_row_is_resumed_by_the_pump_not_by_polls(pump_ha
     assert by_key(h.out) == {f"k{n}": [n * 10 + 3] for n in range(10)}
     assert h.op.stats["pumped"] == 30  # each completion applied once, by the pump
     assert h.op.stats["idle_polls"] == 0, dict(h.op.stats)
+
+
+def test_keys_waiting_on_calls_that_do_not_complete_cost_no_timers_of_their_own(pump_harness):
+    # 400 keys, every call running and none completing: no per-key timers at all, so the
+    # callbacks while they wait are the key groups' and the pump's, however many keys wait
+    keys = 400
+    h = pump_harness(Held(), max_in_flight=keys, max_waiting_calls=keys)
+    for n in range(keys):
+        h.feed(f"k{n}", {"n": n})
+    assert len(h.op._switch.jkeys) == keys
+    assert h.timers.calls["register_processing"] <= GROUPS + keys  # groups', pumps' at most
+    assert h.timers.calls["register_event"] <= GROUPS  # one drain timer per key group
+    keyed = {k for _, k in h.timers.processing}
+    assert len(keyed) <= GROUPS + 2, len(keyed)  # not one per waiting key
+    h.op.stats.clear()
+    window_s, t0 = 2.5, time.monotonic()
+    while time.monotonic() - t0 < window_s and h.timers.due:
+        t, _, key = h.timers.due[0]
+        wait = (t - time.time_ns() // 1_000_000) / 1000
+        if wait > window_s - (time.monotonic() - t0):
+            break
+        heapq.heappop(h.timers.due)
+        if (t, key) not in h.timers.processing:
+            continue
+        if wait > 0:
+            time.sleep(wait)
+        h.timers.processing.discard((t, key))
+        h.fire(t, key)
+    assert h.out == []
+    # a key group's timer every 2 s, and one pump backing off to max_poll_interval_ms (no
+    # call has completed, so the executor has no latency to expect): none per waiting key
+    pumps = window_s * 1000 / h.op.options.max_poll_interval_ms
+    assert h.op.stats["group_timers"] <= 2 * GROUPS, dict(h.op.stats)
+    assert h.op.stats["timer_callbacks"] <= pumps + 3 * GROUPS + 5, dict(h.op.stats)
+
+
+@pytest.mark.parametrize("wake", ["group timers", "end of input"])
+def test_a_restore_at_another_parallelism_resumes_every_run_in_each_subtask(pump_harness,
+                                                                            wake):
+    # a savepoint with 12 runs in flight, restored as two subtasks of two key groups each:
+    # each subtask gets only its key groups' state and timers, and no input. Its key groups'
+    # timers (processing time, or the drain timers at the end of bounded input) wake it,
+    # and its first callback resumes every run that keyed state holds.
+    h = pump_harness(Slow(), max_in_flight=16)
+    keys = [f"k{n}" for n in range(12)]
+    for n, k in enumerate(keys):
+        h.feed(k, {"n": n})
+    names = ("_run_state", "_memory_state", "_head_state", "_tail_state")
+    saved = {name: dict(getattr(h.op, name).data) for name in names}
+    processing, event = set(h.timers.processing), set(h.timers.event)
+    h.op.close()
+
+    def group(key: Any) -> int:
+        return sum(str(key).encode()) % GROUPS
+
+    assert {group(k) for k in keys} == set(range(GROUPS))  # both subtasks get runs
+    out: list[Any] = []
+    for part in ({0, 1}, {2, 3}):
+        sub = pump_harness(Slow(), max_in_flight=16)
+        for name, data in saved.items():
+            getattr(sub.op, name).data.update(
+                {k: v for k, v in data.items() if group(k) in part})
+        sub.timers.event = {(t, k) for t, k in event if group(k) in part}
+        if wake == "group timers":
+            sub.timers.processing = {(t, k) for t, k in processing if group(k) in part}
+            sub.timers.due = [(t, id(k), k) for t, k in sub.timers.processing]
+            heapq.heapify(sub.timers.due)
+            sub.run_timers(timeout_s=30)
+        else:  # processing-time timers are dropped at the end of input
+            sub.end()
+        assert sub.op.stats["swept"] == sum(1 for k in keys if group(k) in part)
+        out += sub.out
+    assert by_key(out) == {k: [n] for n, k in enumerate(keys)}

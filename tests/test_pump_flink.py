@@ -1,7 +1,7 @@
 """Many keys waiting on calls at once, on a MiniCluster in thread mode, run the way a user runs it.
 
 In thread mode completions are applied by whichever callback runs next, under their own key
-(``AgentOperator._pump``): each key's state (short-term memory here) must still be its own,
+(``KeySwitching.pump``): each key's state (short-term memory here) must still be its own,
 and each key's outputs in its input order. One input has no key: its key selector raises,
 the record goes to the error output with a traceback, and the job keeps running. The user's
 module and script are written into a temporary directory outside the repository and run with

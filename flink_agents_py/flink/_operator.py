@@ -17,30 +17,23 @@ counter is only read, and only kept exact, while a run is in flight.
 
 Wake-ups: an action waiting for I/O cannot be resumed from the executor's thread, since keyed
 state is only reachable inside a callback. In thread mode a callback may switch the keyed
-state backend's current key, so completions are applied per completion, not per waiting key:
-the executor names each key whose call completed (``_ready``), and every callback (an input
-record, any timer) ends with a pump that advances each of them under its own key, then sets
-the callback's key back (``_pump``). One processing-time timer keeps the pump going while
-calls are in flight, set for when the executor expects the next call of any key to complete
-(``_arm_pump``). A busy key still has a timer of its own, set about a second after its call
-is expected to complete: a fallback, and what resumes a key restored from a checkpoint (its
-actions are not live in the new operator). Without key switching (process mode), while a
-key is busy the operator keeps one processing-time timer for it, set for when its next call
-is expected to complete (the I/O executor knows whether the key's call still waits for a
-slot or runs, and how long calls of that function took lately), then backing off from 1 ms
-to ``max_poll_interval_ms`` while nothing completes; with many keys waiting the longest
-backoff grows with their number (half a millisecond per busy key, at most 5 s), which bounds
-the idle polls to about 2,000 per second however many keys wait on calls slower than
-expected. At the end of bounded input Flink drops
-pending processing-time timers, so every busy key also has an event-time timer at
+state backend's current key, so completions are applied per completion, not per waiting key
+(``_switching.KeySwitching``): every callback ends with a pump that advances each key whose
+call completed under its own key; one processing-time timer keeps the pump going while calls
+are in flight; busy keys have no timers of their own, only their key group has (what wakes a
+subtask after a restore, whose first callback then resumes every run left in keyed state);
+and the drain timer, one per key group, pumps every busy key at the end of bounded input.
+Without key switching (process mode), while a key is busy the operator keeps one
+processing-time timer for it, set for when its next call is expected to complete (the I/O
+executor knows whether the key's call still waits for a slot or runs, and how long calls of
+that function took lately), then backing off from 1 ms to ``max_poll_interval_ms`` while
+nothing completes; with many keys waiting the longest backoff grows with their number (half a
+millisecond per busy key, at most 5 s), which bounds the idle polls to about 2,000 per second
+however many keys wait on calls slower than expected. At the end of bounded input Flink drops
+pending processing-time timers, so there every busy key also has an event-time timer at
 ``DRAIN_TIMESTAMP``, registered once when the key becomes busy and deleted when it becomes
-idle, which fires for each key still busy at the final watermark. In thread mode the drain
-timer of a busy key re-registers itself one millisecond later: Flink fires every timer up to
-the watermark in one loop, so the new one fires in that same loop after every other key's turn,
-and all busy keys advance in turns as their I/O completes (the operator blocks only while no
-key at all has completed I/O; each turn ends with a pump, which advances every key whose I/O
-completed meanwhile). In process mode, where timer registrations reach Flink only with
-the bundle's output, the drain timer blocks until its key has no work left.
+idle, which fires for each key still busy at the final watermark and blocks until its key has
+no work left (timer registrations reach Flink only with the bundle's output).
 
 Checkpoints and the end of bounded input: no checkpoint can complete during that final
 drain. The drain runs inside Flink's processing of the final watermark, which holds the
@@ -77,16 +70,11 @@ from ..runtime import AgentCore, HostOptions, RejectedKey, RunState, StepResult,
 from ._fresh import fresh_reduce
 from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
+from ._switching import DRAIN_TIMESTAMP, KeySwitching
 
 __all__ = ["AgentOperator", "ERROR_TAG", "DRAIN_TIMESTAMP"]
 
 log = logging.getLogger(__name__)
-
-DRAIN_TIMESTAMP = 2**63 - 2**40
-"""The event-time timer that fires for every key at the end of bounded input.
-
-Far beyond any real watermark (about year 35,000), and far enough below ``Long.MAX_VALUE``
-that a drain can take a new, later timestamp for each of its rounds."""
 
 ERROR_TAG = OutputTag("agent-errors", Types.PICKLED_BYTE_ARRAY())
 """Side output of failed actions and rejected records (``ErrorRecord`` as a dict)."""
@@ -103,11 +91,6 @@ noticing such a late completion up to that much later."""
 
 _MAX_POLL_SPREAD_MS = 5_000
 """The most ``_POLL_SPACING_MS`` stretches the backoff between polls, in ms."""
-
-_FALLBACK_POLL_MS = 1_000
-"""With key switching (thread mode), how long after its call's expected completion a busy
-key's own poll timer fires, in ms: a fallback (and the wake-up of a key restored from a
-checkpoint); completions are applied by the pump long before."""
 
 _BUSY = StepResult(busy=True)
 
@@ -189,7 +172,9 @@ class AgentOperator(KeyedProcessFunction):
         stats: what the operator did, for measurements: ``timer_callbacks``, ``idle_polls``
             (a poll that found no completed I/O), ``input_waits`` (records that waited
             inside the operator for backpressure), ``drain_rounds``, ``pumped`` (keys
-            advanced by the pump, see ``_pump``), ``pump_timers``.
+            advanced by the pump, see ``_switching``), ``pump_timers``, ``group_timers``
+            (a key group's own timer fired), ``swept`` (runs found in keyed state by the
+            first callback after a restore).
     """
 
     def __init__(self, plan: AgentPlan, options: HostOptions | None = None,
@@ -207,12 +192,7 @@ class AgentOperator(KeyedProcessFunction):
         self._synchronous: bool | None = None
         self._flush_at: tuple[Any, int] | None = None  # (key, time) of the metrics flush timer
         self._is_live: Callable[[Any], bool] = lambda key: True
-        self._backend: Any = None  # Flink's keyed state backend when keys can be switched
-        self._jkeys: dict[Any, Any] = {}  # busy key -> its key object in the backend
-        self._ready: collections.deque[Any] = collections.deque()  # keys with completed I/O
-        self._pump_at: int | None = None  # the earliest pending pump timer
-        self._pump_timers: set[tuple[Any, int]] = set()  # (key, time) of pump timers
-        self._pump_backoff = 1
+        self._switch: KeySwitching | None = None  # thread mode: keys can be switched
         # busy key -> (run text, run, queue head, queue tail) as in keyed state (_FlinkKeyState)
         self._runs: dict[Any, tuple[Any, RunState, int, int]] = {}
 
@@ -242,14 +222,13 @@ class AgentOperator(KeyedProcessFunction):
         self._tail_state = runtime_context.get_state(
             ValueStateDescriptor("agent-queue-tail", Types.LONG()))
         self.observability = self._open_observability(runtime_context)
-        self._backend = _switchable_backend(runtime_context)
-        self._ready = collections.deque()
-        self._jkeys, self._pump_timers, self._runs = {}, set(), {}
-        self._pump_at, self._pump_backoff = None, 1
+        backend = _switchable_backend(runtime_context)
+        switch = self._switch = KeySwitching(self, backend) if backend is not None else None
+        self._runs = {}
         core = self.core = AgentCore(
             self.plan, max_in_flight=opts.max_in_flight, journal=opts.journal,
             failpoint=opts.failpoint, observer=self.observability.observer,
-            notify=self._ready.append if self._backend is not None else None)
+            notify=switch.ready.append if switch is not None else None)
         core.open()
         hold_gc_settings(self)
         self._is_live = core.is_live
@@ -304,6 +283,9 @@ class AgentOperator(KeyedProcessFunction):
         opts = self.options
         if opts.failpoint is not None:
             opts.failpoint("element", key, {"record": value})
+        switch = self._switch
+        if switch is not None and not switch.swept:  # the first callback: runs in state
+            yield from switch.sweep(ctx)
         state = _FlinkKeyState(self, self._runs)
         limit = opts.max_queued_per_key
         if limit is not None and state.queued() >= limit:
@@ -329,9 +311,9 @@ class AgentOperator(KeyedProcessFunction):
             self.stats["input_waits"] += 1
             if not executor.wait_waiting_below(waiting_limit + 1, opts.drain_poll_s):
                 self.stats["input_wait_timeouts"] += 1
-        if self._backend is not None:
-            yield from self._pump(ctx)
-            self._arm_pump(ctx)
+        if switch is not None:
+            yield from switch.pump(ctx)
+            switch.arm_pump(ctx)
         if self._flush_at is None and self.observability.unflushed:
             self._arm_flush(key, ctx)
 
@@ -345,41 +327,47 @@ class AgentOperator(KeyedProcessFunction):
         failpoint = self.options.failpoint
         if failpoint is not None:
             failpoint("timer", key, {"timestamp": timestamp})
-        if timestamp >= DRAIN_TIMESTAMP:
+        switch = self._switch
+        if switch is not None:  # thread mode: timers per key group, the pump (``_switching``)
+            if not switch.swept:  # the first callback: runs in state
+                yield from switch.sweep(ctx)
+            if timestamp >= DRAIN_TIMESTAMP:
+                yield from switch.drain(ctx)
+            else:
+                self._flush_if_due(key, timestamp)
+                switch.on_processing_timer(key, timestamp, ctx)
+            yield from switch.after_timer(ctx)
+        elif timestamp >= DRAIN_TIMESTAMP:
             yield from self._drain(key, timestamp, ctx)
         else:
             yield from self._poll(key, timestamp, ctx)
-        if self._backend is not None:
-            self._pump_timers.discard((key, timestamp))
-            if self._pump_at is not None and timestamp >= self._pump_at:
-                self._pump_at = None  # the earliest pump timer fired (this one or before)
-            found = bool(self._ready)
-            yield from self._pump(ctx)
-            self._pump_backoff = 1 if found else min(self._pump_backoff * 2,
-                                                     self.options.max_poll_interval_ms)
-            self._arm_pump(ctx)
         if self._flush_at is None and self.observability.unflushed:
             self._arm_flush(key, ctx)
 
+    def _flush_if_due(self, key: Any, timestamp: int) -> bool:
+        """Push the metrics if their flush timer is due.
+
+        Returns:
+            Whether this timer was the flush timer.
+        """
+        if self._flush_at is None or timestamp < self._flush_at[1]:
+            return False
+        flush_key, flush_time = self._flush_at
+        self._flush_at = None
+        self.observability.flush()
+        return (key, timestamp) == (flush_key, flush_time)
+
     def _poll(self, key: Any, timestamp: int, ctx: Any) -> Iterator[Any]:
-        """A processing-time timer of ``key``: its poll, a pump's, or the metrics flush."""
+        """A processing-time timer of ``key`` (process mode): its poll or the metrics flush."""
         core = self.core
         assert core is not None
-        if self._flush_at is not None and timestamp >= self._flush_at[1]:
-            flush_key, flush_time = self._flush_at
-            self._flush_at = None
-            self.observability.flush()
-            if (key, timestamp) == (flush_key, flush_time) and key not in self._poll_at:
-                return  # the metrics flush timer only
+        if self._flush_if_due(key, timestamp) and key not in self._poll_at:
+            return  # the metrics flush timer only
         pending = self._poll_at.get(key)
         if pending is not None:
             if pending != timestamp:
                 return  # superseded by the key's pending poll
             del self._poll_at[key]
-        elif (key, timestamp) in self._pump_timers:
-            self._pump_timers.discard((key, timestamp))
-            self.stats["pump_timers"] += 1
-            return  # a pump timer only (the pump follows)
         progressed = core.has_deliveries(key)
         if not progressed and self._is_live(key):
             self.stats["idle_polls"] += 1
@@ -389,76 +377,6 @@ class AgentOperator(KeyedProcessFunction):
         res = core.advance(key, _FlinkKeyState(self, self._runs))
         yield from self._emit(res)
         self._schedule(key, res, ctx, progressed=True)
-
-    def _pump(self, ctx: Any) -> Iterator[Any]:
-        """Advance every key whose I/O completed, in this callback (thread mode).
-
-        The executor's completions name their keys (``_ready``); for each other key the
-        keyed state backend's current key is switched to it for its turn (so its state is
-        read and written, and its timers set, as in a callback of its own, before this
-        callback ends and so before any checkpoint barrier), then set back. One wake-up
-        thus serves all completions since the last, however many keys wait.
-
-        Yields:
-            The outputs, and ``(ERROR_TAG, error)`` pairs.
-        """
-        ready, core, backend = self._ready, self.core, self._backend
-        assert core is not None
-        own = self._key
-        own_jkey: Any = None  # set once switched away from the callback's own key
-        current = own
-        try:
-            while ready:
-                key = ready.popleft()
-                if not core.has_deliveries(key):
-                    continue  # a duplicate, or advanced already
-                if key != current:
-                    jkey = own_jkey if key == own else self._jkeys.get(key)
-                    if jkey is None:
-                        continue  # not busy here: its own poll timer resumes it
-                    if own_jkey is None:
-                        own_jkey = backend.getCurrentKey()
-                    backend.setCurrentKey(jkey)
-                    current = key
-                self._key = key
-                self.stats["pumped"] += 1
-                res = core.advance(key, _FlinkKeyState(self, self._runs))
-                yield from self._emit(res)
-                self._schedule(key, res, ctx, progressed=True)
-        finally:
-            if current != own:
-                backend.setCurrentKey(own_jkey)
-            self._key = own
-
-    def _arm_pump(self, ctx: Any) -> None:
-        """Keep one processing-time timer (on the current key) while calls are in flight.
-
-        Set for when the executor expects the next call of any key to complete (1 ms when
-        completions wait already); while pumps find nothing, backing off to
-        ``max_poll_interval_ms``.
-        """
-        core = self.core
-        assert core is not None
-        executor = core.executor
-        if not executor.pending and not self._ready:
-            return
-        now = time.time_ns() // 1_000_000
-        pending = self._pump_at
-        if pending is not None and now - _FALLBACK_POLL_MS < pending <= now + 1:
-            return  # none can be set earlier
-        if self._ready:
-            delay = 1
-        else:
-            eta = executor.next_completion_any_s()
-            delay = (min(int(eta * 1000) + 1, _MAX_EXPECTED_WAIT_MS) if eta
-                     else self._pump_backoff)
-        at = now + delay
-        # a pump timer far overdue was dropped (the end of input): set another
-        if pending is not None and pending <= at and pending > now - _FALLBACK_POLL_MS:
-            return
-        ctx.timer_service().register_processing_time_timer(at)
-        self._pump_at = at
-        self._pump_timers.add((self._key, at))
 
     def _drain(self, key: Any, timestamp: int, ctx: Any) -> Iterator[Any]:
         """The end of input for ``key``: advance it; finish its work (see the module doc)."""
@@ -498,15 +416,23 @@ class AgentOperator(KeyedProcessFunction):
 
     # -- wake-ups ----------------------------------------------------------------------
     def _schedule(self, key: Any, res: StepResult, ctx: Any, progressed: bool) -> None:
-        """Keep one poll timer for a busy key (and its drain timer); drop both when idle."""
+        """Keep one poll timer for a busy key (and its drain timer); drop both when idle.
+
+        In thread mode busy keys are the pump's (``KeySwitching``): no timers of their own.
+        """
+        switch = self._switch
+        if switch is not None:
+            if res.busy:
+                switch.busy(key, ctx)
+            else:
+                switch.idle(key)
+            return
         if not res.busy:
             self._backoff.pop(key, None)
-            self._jkeys.pop(key, None)
             poll = self._poll_at.pop(key, None)
             drain = self._drain_at.pop(key, None)
-            if poll is not None and ((key, poll) in self._pump_timers
-                                     or (key, poll) == self._flush_at):
-                poll = None  # the same timer as a pump's or the flush's: let it fire
+            if poll is not None and (key, poll) == self._flush_at:
+                poll = None  # the same timer as the flush's: let it fire
             if poll is not None or drain is not None:
                 timers = ctx.timer_service()
                 if poll is not None:
@@ -515,8 +441,6 @@ class AgentOperator(KeyedProcessFunction):
                     timers.delete_event_time_timer(drain)
             return
         timers = ctx.timer_service()
-        if self._backend is not None and key not in self._jkeys:  # once per busy period
-            self._jkeys[key] = self._backend.getCurrentKey()
         if key not in self._drain_at:  # once per busy period
             timers.register_event_time_timer(DRAIN_TIMESTAMP)
             self._drain_at[key] = DRAIN_TIMESTAMP
@@ -547,21 +471,13 @@ class AgentOperator(KeyedProcessFunction):
 
         At its next call's expected completion; else, or once that has passed, after a
         backoff from 1 ms to ``max_poll_interval_ms``, or to half a millisecond per busy key
-        when more keys wait (at most 5 s; see ``_POLL_SPACING_MS``). With key switching, a
-        fallback: ``_FALLBACK_POLL_MS`` after that (doubling to 5 s while nothing completes).
+        when more keys wait (at most 5 s; see ``_POLL_SPACING_MS``). Process mode only.
 
         Returns:
             The delay in ms (>= 1).
         """
         core = self.core
         assert core is not None
-        if self._backend is not None:  # the pump applies completions: this poll is a fallback
-            backoff = _FALLBACK_POLL_MS if progressed else min(
-                self._backoff.get(key, _FALLBACK_POLL_MS) * 2, _MAX_POLL_SPREAD_MS)
-            self._backoff[key] = backoff
-            expected = core.executor.next_completion_s(key)
-            return backoff + (0 if expected is None
-                              else min(int(expected * 1000), _MAX_EXPECTED_WAIT_MS))
         if core.has_deliveries(key):
             self._backoff[key] = 1
             return 1
