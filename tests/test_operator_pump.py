@@ -301,3 +301,26 @@ def test_a_restore_at_another_parallelism_resumes_every_run_in_each_subtask(pump
         assert sub.op.stats["swept"] == sum(1 for k in keys if group(k) in part)
         out += sub.out
     assert by_key(out) == {k: [n] for n, k in enumerate(keys)}
+
+
+def test_a_backend_that_cannot_list_its_keys_is_reported_and_the_job_goes_on(pump_harness,
+                                                                            caplog):
+    h = pump_harness(Slow(), max_in_flight=8)
+    h.feed("a", {"n": 1})
+    saved = {name: dict(getattr(h.op, name).data) for name in
+             ("_run_state", "_memory_state", "_head_state", "_tail_state")}
+    h.op.close()
+    h.op = AgentOperator(AgentPlan.from_agent(Slow()), metrics=False, max_in_flight=8)
+    h.op.open(h.rc)
+    for name, data in saved.items():
+        getattr(h.op, name).data.update(data)
+
+    def no_keys(state: str, namespace: Any) -> Any:
+        raise RuntimeError("getKeys is not supported by this state backend")
+
+    h.rc.java.getKeys = no_keys
+    with caplog.at_level("ERROR"):
+        h.feed("a", {"n": 2})  # the key's next input resumes its restored run first
+    assert "could not list the keys with runs in flight" in caplog.text
+    h.run_timers()
+    assert by_key(h.out) == {"a": [1, 2]}

@@ -166,9 +166,11 @@ class KeySwitching:
             jkeys = []
             while found.hasNext():  # listed first: advancing writes state
                 jkeys.append(found.next())
-        except Exception:  # noqa: BLE001 - no way to list keys: their group timers resume them
-            log.warning("could not list the keys with runs in flight; each resumes at its "
-                        "key group's next timer or input", exc_info=True)
+        except Exception:  # noqa: BLE001 - e.g. a state backend without getKeys
+            log.error("could not list the keys with runs in flight in keyed state (state "
+                      "backend %s): a run restored from a checkpoint resumes only when its key "
+                      "gets another input; use the hashmap or rocksdb state backend",
+                      type(self.backend).__name__, exc_info=True)
             return
         if not jkeys:
             return
