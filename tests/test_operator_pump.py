@@ -32,7 +32,6 @@ from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, a
 from flink_agents_py.flink import AgentOperator  # noqa: E402
 from flink_agents_py.plan import AgentPlan  # noqa: E402
 
-
 GROUPS = 4
 """Key groups of the fake backend (Flink's default max parallelism is 128)."""
 
@@ -70,7 +69,23 @@ class JavaBackend:
 
     def getKeys(self, state: str, namespace: Any) -> Any:  # noqa: N802
         keys = [("java-key", k) for k in self.states[state].data]
-        return type("Stream", (), {"iterator": lambda _: JavaIterator(keys)})()
+        return JavaStream(keys)
+
+
+class JavaStream:
+    """``java.util.stream.Stream``: RocksDB's holds a native iterator until closed."""
+
+    opened: list[JavaStream] = []
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items, self.closed = items, False
+        JavaStream.opened.append(self)
+
+    def iterator(self) -> JavaIterator:
+        return JavaIterator(self.items)
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class KeyConverter:
@@ -299,6 +314,7 @@ def test_a_restore_at_another_parallelism_resumes_every_run_in_each_subtask(pump
         else:  # processing-time timers are dropped at the end of input
             sub.end()
         assert sub.op.stats["swept"] == sum(1 for k in keys if group(k) in part)
+        assert JavaStream.opened and all(s.closed for s in JavaStream.opened)
         out += sub.out
     assert by_key(out) == {k: [n] for n, k in enumerate(keys)}
 

@@ -162,10 +162,14 @@ class KeySwitching:
         """
         self.swept = True
         try:  # the backend's keys are ``Row(key)``, the key in its Flink type (a pickle...)
-            found = self.backend.getKeys(RUN_STATE, _void_namespace()).iterator()
-            jkeys = []
-            while found.hasNext():  # listed first: advancing writes state
-                jkeys.append(found.next())
+            stream = self.backend.getKeys(RUN_STATE, _void_namespace())
+            try:
+                found = stream.iterator()
+                jkeys = []
+                while found.hasNext():  # listed first: advancing writes state
+                    jkeys.append(found.next())
+            finally:
+                stream.close()  # RocksDB: releases its native iterator
         except Exception:  # noqa: BLE001 - e.g. a state backend without getKeys
             log.error("could not list the keys with runs in flight in keyed state (state "
                       "backend %s): a run restored from a checkpoint resumes only when its key "
