@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import subagent_tool_agents as sa
+from support.metric_counts import metric_counts
 from support.observability_scenario import RECORDS, orchestrator
 
 from flink_agents_py import AgentsExecutionEnvironment
@@ -26,16 +27,6 @@ class ViaCallbacks(AgentMetrics):
 
     def on_output(self, key: Any, output: Any, parent: str) -> None:
         super().on_output(key, output, parent)
-
-
-def _counts(m: AgentMetrics) -> dict[str, Any]:
-    snap = m.snapshot()
-    latency = snap.pop("latency_ms")
-    snap["latency_counts"] = {
-        name: ({label: s["count"] for label, s in by.items()} if "count" not in by
-               else by["count"])
-        for name, by in latency.items()}
-    return snap
 
 
 def slow_side_effect(n: int) -> int:
@@ -64,7 +55,7 @@ def test_direct_hooks_count_what_the_callbacks_count(agent, records):
     for m in (direct, full):
         AgentsExecutionEnvironment.local(metrics=False, observer=m).from_list(
             records).apply(agent()).run()
-    got, want = _counts(direct), _counts(full)
+    got, want = metric_counts(direct), metric_counts(full)
     assert got == want
     assert got["runs_completed"] == len(records) and got["calls_in_flight"] == 0
     assert got["durable_calls_executed"] > 0

@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 import pytest
+from support.metric_counts import metric_counts
 from support.observability_scenario import RECORDS, orchestrator
 
 from flink_agents_py import AgentsExecutionEnvironment
@@ -64,16 +65,6 @@ class Recorder(Observer):
         self.seen["output_emitted"] += 1
 
 
-def _counts(m: AgentMetrics) -> dict[str, Any]:
-    snap = m.snapshot()
-    latency = snap.pop("latency_ms")
-    snap["latency_counts"] = {
-        name: ({label: s["count"] for label, s in by.items()} if "count" not in by
-               else by["count"])
-        for name, by in latency.items()}
-    return snap
-
-
 def _no_hook(name: str):
     def hook(*args: Any) -> None:
         raise AssertionError(f"the core called {name} although it keeps the tally")
@@ -88,7 +79,7 @@ ECHO_RECORDS = [{"key": f"k{i % 3}", "n": i} for i in range(12)]
     (Failing, ECHO_RECORDS),
     (orchestrator, RECORDS),  # chats with a tool round, a tool and a sub-agent
 ], ids=["echo", "failing-actions", "chats-tools-subagents"])
-def test_metrics_alone_count_what_every_hook_counts(agent, records):
+def test_metrics_alone_count_what_every_hookmetric_counts(agent, records):
     alone, beside, recorder = AgentMetrics(), AgentMetrics(), Recorder()
     assert alone.tally is not None
     for name in ("action_started", "action_finished", "output_emitted", "run_started",
@@ -99,7 +90,7 @@ def test_metrics_alone_count_what_every_hook_counts(agent, records):
     # beside another observer: no tally, every hook is called, for both observers
     AgentsExecutionEnvironment.local(metrics=False, observer=CompositeObserver(
         beside, recorder)).from_list(records).apply(agent()).run()
-    got, want = _counts(alone), _counts(beside)
+    got, want = metric_counts(alone), metric_counts(beside)
     assert got == want
     assert got["runs_completed"] == len(records) and got["events_processed"] > len(records)
     assert recorder.seen["event_dispatched"] == got["events_processed"]

@@ -70,7 +70,7 @@ from ..runtime import AgentCore, HostOptions, RejectedKey, RunState, StepResult,
 from ._fresh import fresh_reduce
 from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
-from ._switching import DRAIN_TIMESTAMP, KeySwitching
+from ._switching import _MAX_EXPECTED_WAIT_MS, DRAIN_TIMESTAMP, KeySwitching
 
 __all__ = ["AgentOperator", "ERROR_TAG", "DRAIN_TIMESTAMP"]
 
@@ -78,9 +78,6 @@ log = logging.getLogger(__name__)
 
 ERROR_TAG = OutputTag("agent-errors", Types.PICKLED_BYTE_ARRAY())
 """Side output of failed actions and rejected records (``ErrorRecord`` as a dict)."""
-
-_MAX_EXPECTED_WAIT_MS = 10_000
-"""The longest a poll is put off on the executor's estimate alone, in ms."""
 
 _POLL_SPACING_MS = 0.5
 """Per busy key, how much the longest backoff between polls grows, in ms: with ``n`` keys

@@ -60,7 +60,8 @@ _FALLBACK_WAIT_MS = 1_000
 pump timer far overdue was dropped at the end of input), in ms."""
 
 _MAX_EXPECTED_WAIT_MS = 10_000
-"""The longest a pump is put off on the executor's estimate alone, in ms."""
+"""The longest a pump (or, in process mode, a key's poll) is put off on the executor's
+estimate alone, in ms."""
 
 
 def _void_namespace() -> Any:
