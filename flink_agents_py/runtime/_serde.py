@@ -122,7 +122,8 @@ def _fast_copy(value: Any, tag: bool) -> Any:
         for k, v in value.items():
             if type(k) is not str:
                 raise _NotPlain
-            out[k] = v if type(v) in _PLAIN else _fast_copy(v, tag)
+            kv = type(v)  # a finite float inline (``v - v`` is NaN for inf and NaN)
+            out[k] = v if kv in _PLAIN or (kv is float and v - v == 0.0) else _fast_copy(v, tag)
         return out
     if kind is list or kind is tuple:
         return [v if type(v) in _PLAIN else _fast_copy(v, tag) for v in value]
@@ -137,7 +138,7 @@ def _fast_copy(value: Any, tag: bool) -> Any:
         data: dict[str, Any] = {}
         for k, v in values.items():
             kv = type(v)
-            if kv in _PLAIN:
+            if kv in _PLAIN or (kv is float and v - v == 0.0):
                 data[k] = v
             elif (kv is list or kv is dict) and not v:  # empty: no call for it
                 data[k] = kv()
@@ -233,7 +234,10 @@ def _is_plain(value: Any) -> bool:
     kind = type(value)
     if kind is dict:
         for k, v in value.items():
-            if type(k) is not str or (type(v) not in _PLAIN and not _is_plain(v)):
+            if type(k) is not str:
+                return False
+            kv = type(v)
+            if kv not in _PLAIN and not (kv is float and v - v == 0.0) and not _is_plain(v):
                 return False
         return True
     if kind is list or kind is tuple:
