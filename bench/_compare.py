@@ -1,6 +1,6 @@
 """Before/after rows of the operator-cost issue, measured side by side in one run.
 
-    python -m bench._compare --before DIR [--after DIR] [--repeats 2] [--full]
+    python -m bench._compare --before DIR [--before-label TEXT] [--after DIR] [--repeats 2] [--full]
                              [--only echo,local,chat]
                              [--out bench/results-compare.json] [--latest-md bench/LATEST.md]
 
@@ -230,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", help="the other tree (the 'before' version)")
     ap.add_argument("--after", default=str(ROOT), help="default: this tree")
+    ap.add_argument("--before-label", default="the tree of the previous commit",
+                    help="what the 'before' tree is, for the table's note (e.g. a commit)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--full", action="store_true", help="add 10,000 waiting keys")
     ap.add_argument("--only", default=",".join(GROUPS),
@@ -259,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                             ignore=shutil.ignore_patterns("results*.json", "__pycache__"))
         meta = machine_info(ROOT)
         meta.update(before=str(before), after=str(after), repeats=args.repeats, full=args.full,
-                    only=args.only)
+                    only=args.only, before_label=args.before_label)
         t0 = time.time()
         only = tuple(g.strip() for g in args.only.split(",") if g.strip())
         unknown = sorted(set(only) - set(GROUPS))
@@ -270,13 +272,14 @@ def main(argv: list[str] | None = None) -> int:
         meta["elapsed_s"] = time.time() - t0
         meta["loadavg_end"] = list(os.getloadavg())
         Path(args.out).write_text(json.dumps({"meta": meta, **data}, indent=2, default=str))
+    label = meta.get("before_label", "the tree of the previous commit")
     table = Table(
         "Issue 16 rows: before vs after, side by side in one run",
         [("row", "row"), ("target", "target"), ("before", "before"), ("after", "after"),
          ("unit", "unit"), ("after_over_before", "after/before")],
         data["rows"],
-        note=("Each Flink job in its own subprocess, alternating before (the tree of the "
-              "previous commit) and after (this tree), so both see the same load; best rec/s and "
+        note=(f"Each Flink job in its own subprocess, alternating before ({label}) and after "
+              "(this tree), so both see the same load; best rec/s and "
               f"least CPU of {meta['repeats']} repeats. Operator CPU = the busiest JVM thread (the "
               "keyed operator's task thread in thread mode) from /proc, per output, mid-run "
               "(see P2). The bare function is the same code on both sides. Load average at "
@@ -291,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         latest_md = str(BENCH_DIR / "LATEST.md") if ran >= set(GROUPS) else ""
     if latest_md:
         write_latest_md(Path(latest_md), meta, {"p16": table.markdown()},
-                        "python -m bench._compare --before <tree of the previous commit>")
+                        f"python -m bench._compare --before <{label}>")
     return 0
 
 

@@ -30,7 +30,10 @@ def hold_gc_settings(holder: object) -> None:
     The objects alive after ``open`` (the interpreter's modules, PyFlink's and pydantic's,
     the plan and its resources) are long-lived, yet every full collection would traverse
     them again while the operator allocates per call: they are frozen (``gc.freeze``), after
-    collecting what is garbage already so nothing unreachable is kept. Young collections run
+    collecting the young generations (the garbage ``open`` and its imports just made). The
+    oldest generation is not collected first: on a MiniCluster that took about 100 ms of
+    ``open`` (the first inputs waited for it) and found nothing; what garbage it holds is
+    kept until the last holder unfreezes the heap, then collected as usual. Young collections run
     every ``_GC_YOUNG_THRESHOLD`` allocations instead of 700. Measured on the 200 ms model
     at 10,000 keys (``bench._compare --only chat --full``): the GC took 123-127 us per call
     across the TaskManager's interpreter before, 50-63 with the freeze alone, 18 with both.
@@ -45,7 +48,7 @@ def hold_gc_settings(holder: object) -> None:
         return
     with _gc_lock:
         if not _gc_holders:
-            gc.collect()
+            gc.collect(1)
             gc.freeze()
             old = gc.get_threshold()
             _gc_saved[:] = [old]
