@@ -141,3 +141,76 @@ def test_serialization_error_is_a_durable_execution_error():
     from flink_agents_py.api import DurableExecutionError
 
     assert issubclass(SerializationError, DurableExecutionError)
+
+
+# -- the journal answers only the call that made its record ----------------------------------
+PRICED: list[str] = []
+
+
+def price(item: str) -> dict:
+    PRICED.append(item)
+    return {"item": item, "price": len(item)}
+
+
+class Pricer(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx) -> None:
+        answer = await ctx.durable_execute_async(price, event.input["item"])
+        ctx.send_event(OutputEvent(output={"asked": event.input["item"], "answer": answer}))
+
+
+def _one_job(journal: SqliteJournal, item: str) -> list:
+    core = new_core(AgentPlan.from_agent(Pricer()), journal=journal)
+    try:
+        state = InMemoryKeyState()
+        res = core.on_input("alice", {"item": item}, state)
+        outputs = list(res.outputs)
+        while state.run is not None:
+            assert core.wait_for("alice", 10)
+            outputs += core.advance("alice", state).outputs
+        return outputs
+    finally:
+        core.close()
+
+
+def test_a_new_job_on_an_old_journal_gets_its_own_results_not_the_old_jobs(tmp_path):
+    """Two jobs (no restore between them) share a journal file: the second job's run has the
+    same key and call ids as the first one's, but other arguments; the first job's record
+    must not answer it."""
+    PRICED.clear()
+    path = str(tmp_path / "journal.db")
+    assert _one_job(SqliteJournal(path), "apple") == [
+        {"asked": "apple", "answer": {"item": "apple", "price": 5}}]
+    assert _one_job(SqliteJournal(path), "watermelon") == [
+        {"asked": "watermelon", "answer": {"item": "watermelon", "price": 10}}]
+    assert PRICED == ["apple", "watermelon"]
+
+
+class _Crash(BaseException):
+    """A crash injected by the failpoint (not an ``Exception``: the core lets it through)."""
+
+
+def test_a_journal_record_of_the_same_call_still_answers_it(tmp_path):
+    """What the journal is for: a call whose outcome reached the journal but no checkpoint is
+    answered from the journal when the source delivers its record again after the restore."""
+    PRICED.clear()
+    journal = SqliteJournal(str(tmp_path / "journal.db"))
+
+    def crash(point, key, info):
+        if point == "call_recorded":
+            raise _Crash
+
+    core = new_core(AgentPlan.from_agent(Pricer()), journal=journal, failpoint=crash)
+    try:
+        state = InMemoryKeyState()
+        core.on_input("alice", {"item": "fig"}, state)
+        assert core.wait_for("alice", 10)
+        with pytest.raises(_Crash):
+            core.advance("alice", state)
+    finally:
+        core.close()
+    assert PRICED == ["fig"]  # executed once, journaled, then the process died
+    # restored from a checkpoint taken before the record: the source delivers it again
+    assert _one_job(journal, "fig") == [{"asked": "fig", "answer": {"item": "fig", "price": 3}}]
+    assert PRICED == ["fig"]  # answered from the journal, not executed again

@@ -177,13 +177,20 @@ def switchable() -> AgentPlan:
 def _snapshot_at_second_call(plan: AgentPlan, action_name: str = "go",
                              how: str = "json") -> InMemoryKeyState:
     """Run one record until ``action_name``'s c0 is recorded and c1 waits on the gate."""
+    return _snapshot_at_call(plan, 1, action_name, how)
+
+
+def _snapshot_at_call(plan: AgentPlan, ordinal: int, action_name: str = "go",
+                      how: str = "json") -> InMemoryKeyState:
+    """Run one record until ``action_name``'s calls before ``ordinal`` are recorded and call
+    ``ordinal`` waits on the gate."""
     core = new_core(plan)
     try:
         state = InMemoryKeyState()
         res = core.on_input(KEY, {"key": KEY}, state)
         assert res.errors == [] and res.outputs == []
         drive_until(core, state, quiet=True, done=lambda s: (
-            (c := call_of(s, action_name, 1)) is not None and not c.done))
+            (c := call_of(s, action_name, ordinal)) is not None and not c.done))
         return snapshot_of(state, how)  # type: ignore[arg-type]
     finally:
         gate().set()
@@ -595,3 +602,58 @@ def test_a_tool_removed_between_checkpoint_and_restore_diverges_in_the_tool_roun
     [out] = outputs  # the chat failed for its caller; nothing answered from a wrong result
     assert out["answer"] is None and "ReplayDivergenceError" in out["error"]
     assert core.counters["calls_executed"] == 0  # gated_b did not run in lookup_a's place
+
+
+# -- calls made in another order ---------------------------------------------------------------
+ORDER = {"items": ["apple", "fig"]}
+
+
+def priced(item: str) -> str:
+    count(f"priced:{item}")
+    return f"price of {item}"
+
+
+class Fanout(Agent):
+    """One call per item, in ``ORDER``'s order (as a loop over a set would make them), then
+    a call that waits on the gate."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        answers = {item: await ctx.durable_execute_async(priced, item)
+                   for item in ORDER["items"]}
+        await ctx.durable_execute_async(gated, "g")
+        ctx.send_event(OutputEvent(output=answers))
+
+
+def test_calls_made_in_another_order_diverge_instead_of_swapping_results(probes):
+    """Recorded: c0 = priced("apple"), c1 = priced("fig"). After the restore the action makes
+    them in the other order (a set's order can change between processes): c0 now has the
+    arguments recorded for c1, so handing it c0's outcome would give "fig" the price of
+    "apple". The action fails with a divergence instead."""
+    ORDER["items"] = ["apple", "fig"]
+    plan = AgentPlan.from_agent(Fanout())
+    snap = _snapshot_at_call(plan, 2)
+    ORDER["items"] = ["fig", "apple"]
+    outputs, errors, core = resume(plan, snap)
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and "r0/go/c0" in err.message
+    assert "arguments are those recorded for r0/go/c1" in err.message
+    assert "another order" in err.message
+    assert core.counters["replay_divergences"] == 1
+    assert probes["priced:apple"] == 1 and probes["priced:fig"] == 1  # nothing ran again
+
+
+def test_a_restored_call_with_arguments_no_call_recorded_keeps_the_warning(caplog, probes):
+    """An argument that changed harmlessly matches no other record: the recorded outcome is
+    replayed with the warning, as documented."""
+    ORDER["items"] = ["apple", "fig"]
+    plan = AgentPlan.from_agent(Fanout())
+    snap = _snapshot_at_call(plan, 2)
+    ORDER["items"] = ["apple ", "fig"]  # trailing whitespace: not another call's arguments
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        outputs, errors, _ = resume(plan, snap)
+    assert errors == []
+    assert outputs == [{"apple ": "price of apple", "fig": "price of fig"}]
+    assert any("arguments changed" in r.getMessage() for r in caplog.records)

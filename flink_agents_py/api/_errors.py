@@ -103,29 +103,35 @@ class ReplayDivergenceError(DurableExecutionError):
     changed, or it branches on something that is not recorded): handing the recorded outcome
     to this other call would be a wrong answer, so the action fails with this error instead.
     Arguments-only changes are not divergences (the recorded outcome is replayed, with a
-    warning). See ``docs/concepts/replay-divergence.md``.
+    warning), except when the arguments are those recorded for another call of the same
+    function in the execution: the calls came in another order (``detail`` says so). See
+    ``docs/concepts/replay-divergence.md``.
 
     Attributes:
         call_id: the identity of the durable call (``<execution id>/c<ordinal>``).
         action: the name of the action whose execution diverged.
         recorded: ``(kind, target)`` of the recorded call.
         current: ``(kind, target)`` of the call being made now.
+        detail: what diverged, when it is not the kind or target (``None`` otherwise).
     """
 
     def __init__(self, call_id: str, action: str, recorded: tuple[str, str],
-                 current: tuple[str, str]) -> None:
+                 current: tuple[str, str], detail: str | None = None) -> None:
         self.call_id = call_id
         self.action = action
         self.recorded = recorded
         self.current = current
+        self.detail = detail
+        what = (f"recorded {recorded[0]} {recorded[1]!r}, now calling {current[0]} "
+                f"{current[1]!r}" if detail is None else detail)
         super().__init__(
-            f"replay of action {action!r} diverged at durable call {call_id}: recorded "
-            f"{recorded[0]} {recorded[1]!r}, now calling {current[0]} {current[1]!r}; the "
+            f"replay of action {action!r} diverged at durable call {call_id}: {what}; the "
             "recorded outcome is not handed to a different call (keep the order of durable "
             "calls stable, or drain in-flight runs before deploying changed code)")
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable, like the other errors
-        return (type(self), (self.call_id, self.action, self.recorded, self.current))
+        return (type(self), (self.call_id, self.action, self.recorded, self.current,
+                             self.detail))
 
 
 class SerializationError(DurableExecutionError):

@@ -372,8 +372,8 @@ class ActionContext(RunnerContext):
             "prompt_args": prompt_args,
             "output_schema": schema,
         }
-        ordinal, call_id, rec = self._allocate(CallKind.CHAT, model)
-        dig = call_digest("chat", (request,), {}, call_id)
+        ordinal, call_id, dig, rec = self._allocate(
+            CallKind.CHAT, model, lambda cid: call_digest("chat", (request,), {}, cid))
         call = ChatFuture(call_id, ordinal, dig, schema_cls, model)
         self.calls[ordinal] = call
         self._replay_or_prepare(call, rec, StartChat(call, model, request))
@@ -387,13 +387,14 @@ class ActionContext(RunnerContext):
                 else CallKind.SUBAGENT_DEFERRED if isinstance(setup, DeferredSubagentSetup)
                 else CallKind.SUBAGENT_RESULT)
         # a refusal is recorded too, so a submit takes its identity on every path
-        ordinal, call_id, rec = self._allocate(kind, name, check=False)
+        ordinal, call_id, dig, rec = self._allocate(
+            kind, name, lambda cid: call_digest(f"subagent:{name}", (input,), {}, cid),
+            check=False)
         if rec is not None and rec.kind is CallKind.SUBAGENT_REFUSED and rec.target == name \
                 and rec.done:
             kind = CallKind.SUBAGENT_REFUSED  # refused then: refused again, as recorded
         elif rec is not None:
             self._check_same(call_id, rec, kind, name)
-        dig = call_digest(f"subagent:{name}", (input,), {}, call_id)
         call = DurableCall(call_id, ordinal, dig, kind, name)
         self.calls[ordinal] = call
         if kind is CallKind.SUBAGENT_REFUSED:
@@ -490,12 +491,23 @@ class ActionContext(RunnerContext):
 
     _check_live = check_live
 
-    def _allocate(self, kind: CallKind, target: str, *, check: bool = True
-                  ) -> tuple[int, str, CallRecord | None]:
+    def _allocate(self, kind: CallKind, target: str, digest_of: Callable[[str], str], *,
+                  check: bool = True) -> tuple[int, str, str, CallRecord | None]:
         """Take the next call ordinal.
 
+        A journal's record (see ``CallLedger.lookup``) stands in for a missing or unfinished
+        one in keyed state only when the same call made it: the same function or target and
+        arguments (digest). Any other (a record of an earlier job that used the same journal,
+        or of a run whose calls came in another order) is not this call's outcome: ignored.
+
+        Args:
+            kind: what makes the call.
+            target: its function, model, tool or sub-agent name.
+            digest_of: the call's argument digest, given its call id.
+            check: raise on a keyed-state record made by another kind or target.
+
         Returns:
-            The ordinal, the call id and any record at that identity.
+            The ordinal, the call id, the call's digest and any record at that identity.
 
         Raises:
             ReplayDivergenceError: (with ``check``) when the record was made by a call of
@@ -508,14 +520,15 @@ class ActionContext(RunnerContext):
         ordinal = self._next_ordinal
         self._next_ordinal += 1
         call_id = f"{self.execution_id}/c{ordinal}"
+        digest = digest_of(call_id)
         rec = self._record.calls.get(str(ordinal))
         if rec is None or not rec.done:
             journaled = self.ledger.lookup(self._key, call_id)
-            if journaled is not None and journaled.done:
+            if journaled is not None and journaled.done and journaled.digest == digest:
                 rec = self._record.calls[str(ordinal)] = journaled
         if check and rec is not None:
             self._check_same(call_id, rec, kind, target)
-        return ordinal, call_id, rec
+        return ordinal, call_id, digest, rec
 
     def _check_same(self, call_id: str, rec: CallRecord, kind: CallKind, target: str) -> None:
         """Raise ``ReplayDivergenceError`` unless ``rec`` was made by ``kind``/``target``.
@@ -536,6 +549,20 @@ class ActionContext(RunnerContext):
 
     def _replay(self, call: DurableCall, rec: CallRecord, command: CallCommand) -> None:
         if rec.digest and rec.digest != call.digest:
+            other = self._recorded_elsewhere(call, rec)
+            if other is not None:  # not a harmless change: the calls came in another order
+                err = ReplayDivergenceError(
+                    call.call_id, self._record.action, (rec.kind.value if rec.kind else "",
+                                                       rec.target or ""),
+                    (call.kind.value, call.target),
+                    detail=f"its arguments are those recorded for {other}: the action makes "
+                           "its durable calls in another order than when they were recorded "
+                           "(e.g. it iterates over a set, whose order can change between "
+                           "processes); make the order deterministic (sorted(...))")
+                self.diverged = err
+                self.ledger.counters["replay_divergences"] += 1
+                log.error("%s", err)
+                raise err
             log.warning(
                 "durable call %s replays a recorded outcome but its arguments changed "
                 "(digest %s, recorded %s); replay goes by identity",
@@ -546,6 +573,18 @@ class ActionContext(RunnerContext):
         else:
             call.complete(False, with_original(rebuild_exception(rec), rec.traceback))
         self.ledger.started(self._key, command, replayed=True)
+
+    def _recorded_elsewhere(self, call: DurableCall, rec: CallRecord) -> str | None:
+        """Another call of this execution whose record has ``call``'s arguments.
+
+        Returns:
+            Its call id (only records of ``rec``'s kind and target count), or ``None``.
+        """
+        for ordinal, other in self._record.calls.items():
+            if other is not rec and other.digest == call.digest and other.kind is rec.kind \
+                    and other.target == rec.target and ordinal != str(call.ordinal):
+                return f"{self.execution_id}/c{ordinal}"
+        return None
 
     def _replay_or_prepare(self, call: DurableCall, rec: CallRecord | None,
                            command: StartChat | StartSubagent | RunDeferred | Poll) -> None:
@@ -568,9 +607,9 @@ class ActionContext(RunnerContext):
             The call (already ``done`` when replayed) and, when the call had started before
             a restore but its outcome was recorded nowhere, that record.
         """
-        ordinal, call_id, rec = self._allocate(kind, target)
-        call = DurableCall(call_id, ordinal,
-                           call_digest(digest_name or fn, args, kwargs, call_id), kind, target)
+        ordinal, call_id, dig, rec = self._allocate(
+            kind, target, lambda cid: call_digest(digest_name or fn, args, kwargs, cid))
+        call = DurableCall(call_id, ordinal, dig, kind, target)
         self.calls[ordinal] = call
         if rec is not None and rec.done:
             self._replay(call, rec, command(call))
