@@ -42,9 +42,9 @@ def test_input_event_is_what_model_construct_builds():
 def test_input_event_input_is_a_copy_of_the_stored_record():
     stored = {"key": "k", "items": [{"x": 1}]}
     event, data = input_event("r0", stored)
-    assert event.input == stored and data["input"] is event.input
+    assert event.input == stored == data["input"] and event.input is not data["input"]
     event.input["items"][0]["x"] = 2  # an action that mutates what it got
-    assert stored == {"key": "k", "items": [{"x": 1}]}
+    assert stored == {"key": "k", "items": [{"x": 1}]} == data["input"]
 
 
 class _Bad:

@@ -32,6 +32,7 @@ from ._errors import (
     AgentsError,
     ChatResponseError,
     DurableExecutionError,
+    EventChainLimitError,
     MissingApiKeyError,
     NotInActionContextError,
     PlanError,
@@ -100,6 +101,7 @@ from ._vector_stores import (
 __all__ = [
     "action",
     "ActionError",
+    "EventChainLimitError",
     "ActionSpec",
     "Agent",
     "AgentsError",

@@ -150,6 +150,38 @@ class UnsupportedAwaitError(AgentsError, TypeError):
     """
 
 
+class EventChainLimitError(AgentsError):
+    """An action sent an event at the end of a chain of more than ``limit`` actions.
+
+    Each event an action sends triggers actions that may send events again; a chain that
+    never ends (an action triggering itself, two actions ping-ponging) would otherwise run
+    forever inside one callback, blocking every key of the operator and its checkpoints.
+    The sending action fails with this error instead, like a recursion limit. A ReAct chat
+    with 50 tool rounds is a chain of about 100 actions.
+
+    Attributes:
+        execution_id: the sending action execution (its id shows the chain).
+        limit: the longest chain allowed, in actions (``LIMIT`` by default).
+    """
+
+    LIMIT = 1000
+    """The longest chain of actions in a run, each triggered by an event the previous sent."""
+
+    def __init__(self, execution_id: str, limit: int = LIMIT) -> None:
+        self.execution_id = execution_id
+        self.limit = limit
+        chain = execution_id.split("/")
+        tail = "/".join(chain[-6:])
+        super().__init__(
+            f"event chain longer than {limit} actions: action execution ...{tail} sent "
+            "another event; an action that triggers itself (or actions triggering each "
+            "other) without end? Stop the chain with a condition, or keep a count in "
+            "memory")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable, like the other errors
+        return (type(self), (self.execution_id, self.limit))
+
+
 class UsageError(AgentsError, TypeError):
     """The API was used in a way that cannot work; the message says what to write instead.
 

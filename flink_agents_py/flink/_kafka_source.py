@@ -16,7 +16,9 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from ..api import SerializationError
 from ..io import MAX_RECORD_BYTES, decode_record, excerpt
+from ..runtime._serde import loads_record
 from ._kafka_jars import DESERIALIZER, add_kafka_jars, new_java
 
 __all__ = ["KafkaInput", "KafkaMessage", "from_kafka", "json_value", "read_json_topic"]
@@ -62,9 +64,11 @@ def json_value(message: KafkaMessage) -> Any:
     if message.value is None:
         raise ValueError("the record has no value")
     try:
-        return orjson.loads(message.value)
+        return loads_record(message.value)
     except orjson.JSONDecodeError as e:
         raise ValueError(f"not JSON ({e})") from e
+    except SerializationError as e:  # an integer JSON readers would turn into a float
+        raise ValueError(str(e)) from None
 
 
 def _error(message: KafkaMessage, error: str, raw: bytes | str | None = None) -> dict[str, Any]:

@@ -27,6 +27,9 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from ..api import SerializationError
+from ..runtime._serde import loads_record
+
 __all__ = [
     "MAX_RECORD_BYTES",
     "UTF8_BOM",
@@ -156,9 +159,11 @@ def json_line(line_no: int, text: str) -> Any:
         BadRecordError: when the text is not JSON.
     """
     try:
-        return orjson.loads(text)
+        return loads_record(text)
     except orjson.JSONDecodeError as e:
         raise BadRecordError(f"not JSON ({e})") from None
+    except SerializationError as e:  # an integer JSON readers would turn into a float
+        raise BadRecordError(str(e)) from None
 
 
 def _problem(e: BaseException) -> str:

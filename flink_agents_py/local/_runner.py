@@ -345,7 +345,7 @@ class LocalAgentJob:
                 if state is None:
                     state = states[key] = _KeyState()
                 before = state.queued() + state.popped() if bar is not None else 0
-                res = core.on_input(key, value, state)
+                res = core.on_input(key, value, state, f"record {index}")
                 if bar is not None:
                     if state.queued() + state.popped() > before:
                         bar.queued(key, record)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..api import (
     AsyncSubagentSetup,
+    ChatMessage,
     ChatResponse,
     ChatResponseError,
     DurableExecutionError,
@@ -28,7 +29,33 @@ if TYPE_CHECKING:
     from ._commands import Command
     from ._context import ActionContext
 
-__all__ = ["DurableCall", "ChatFuture", "SubagentHandle"]
+__all__ = ["DurableCall", "ChatFuture", "SubagentHandle", "chat_request"]
+
+
+def chat_request(model: str, messages: Any, prompt_args: dict[str, Any] | None,
+                 output_schema: type[BaseModel] | dict[str, Any] | None,
+                 ) -> tuple[dict[str, Any], type[BaseModel] | None]:
+    """The request ``ctx.chat`` records and sends, and the output model class, if any.
+
+    Args:
+        model: the chat model setup's name.
+        messages: ``ChatMessage`` objects or their dicts.
+        prompt_args: the prompt's arguments, or ``None``.
+        output_schema: a pydantic class, a JSON schema, or ``None``.
+
+    Returns:
+        ``({"model", "messages" (JSON form), "prompt_args", "output_schema" (JSON schema)},
+        the pydantic class or None)``.
+    """
+    schema_cls = output_schema if isinstance(output_schema, type) and issubclass(
+        output_schema, BaseModel) else None
+    schema = schema_cls.model_json_schema() if schema_cls is not None else output_schema
+    return {
+        "model": model,
+        "messages": [ChatMessage.model_validate(m).model_dump(mode="json") for m in messages],
+        "prompt_args": prompt_args,
+        "output_schema": schema,
+    }, schema_cls
 
 
 class DurableCall:

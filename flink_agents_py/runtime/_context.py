@@ -14,7 +14,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel
 
@@ -23,6 +23,7 @@ from ..api import (
     ChatMessage,
     DeferredSubagentSetup,
     Event,
+    EventChainLimitError,
     InternalSubagent,
     Memory,
     NotInActionContextError,
@@ -36,7 +37,7 @@ from ..api import (
     SubagentSetup,
 )
 from ..api._events import EVENT_ID_SOURCE
-from ._calls import ChatFuture, DurableCall, SubagentHandle
+from ._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
 from ._commands import (
     Attach,
     CallCommand,
@@ -55,7 +56,7 @@ from ._knowledge import durable_view
 from ._ledger import CallLedger
 from ._long_term_memory import ActionLongTermMemory
 from ._memory import ActionMemory
-from ._outcomes import call_digest, fn_name, rebuild_exception, store_outcome
+from ._outcomes import call_digest, fn_name, rebuild_exception, reordered_call, store_outcome
 from ._serde import dumps, event_is_plain, event_json, from_json_value
 from ._state import CallKind, CallRecord, InflightAction, RunState
 from ._stepper import not_stepping
@@ -214,6 +215,8 @@ class ActionContext(RunnerContext):
             self.check_live("send_event")
         if not isinstance(event, Event):
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
+        if self.execution_id.count("/") > 2 * EventChainLimitError.LIMIT:  # 2 per action
+            raise EventChainLimitError(self.execution_id)
         unsent = self._unsent_ids
         if unsent is not None and event.id in unsent:  # built here: keeps the id it was given
             unsent.discard(event.id)
@@ -363,15 +366,7 @@ class ActionContext(RunnerContext):
         output_schema: type[BaseModel] | dict[str, Any] | None = None,
     ) -> ChatFuture:
         self.check_live("chat")
-        schema_cls = output_schema if isinstance(output_schema, type) and issubclass(
-            output_schema, BaseModel) else None
-        schema = schema_cls.model_json_schema() if schema_cls is not None else output_schema
-        request = {
-            "model": model,
-            "messages": [ChatMessage.model_validate(m).model_dump(mode="json") for m in messages],
-            "prompt_args": prompt_args,
-            "output_schema": schema,
-        }
+        request, schema_cls = chat_request(model, messages, prompt_args, output_schema)
         ordinal, call_id, dig, rec = self._allocate(
             CallKind.CHAT, model, lambda cid: call_digest("chat", (request,), {}, cid))
         call = ChatFuture(call_id, ordinal, dig, schema_cls, model)
@@ -493,18 +488,9 @@ class ActionContext(RunnerContext):
 
     def _allocate(self, kind: CallKind, target: str, digest_of: Callable[[str], str], *,
                   check: bool = True) -> tuple[int, str, str, CallRecord | None]:
-        """Take the next call ordinal.
+        """Take the next call ordinal (``digest_of(call_id)``: the call's argument digest).
 
-        A journal's record (see ``CallLedger.lookup``) stands in for a missing or unfinished
-        one in keyed state only when the same call made it: the same function or target and
-        arguments (digest). Any other (a record of an earlier job that used the same journal,
-        or of a run whose calls came in another order) is not this call's outcome: ignored.
-
-        Args:
-            kind: what makes the call.
-            target: its function, model, tool or sub-agent name.
-            digest_of: the call's argument digest, given its call id.
-            check: raise on a keyed-state record made by another kind or target.
+        A journal's record stands in for a keyed-state one only if the same call made it.
 
         Returns:
             The ordinal, the call id, the call's digest and any record at that identity.
@@ -540,8 +526,12 @@ class ActionContext(RunnerContext):
         """
         if rec.kind is None or (rec.kind is kind and rec.target == target):
             return
-        err = ReplayDivergenceError(call_id, self._record.action,
-                                    (rec.kind.value, rec.target or ""), (kind.value, target))
+        self._diverge(ReplayDivergenceError(call_id, self._record.action,
+                                            (rec.kind.value, rec.target or ""),
+                                            (kind.value, target)))
+
+    def _diverge(self, err: ReplayDivergenceError) -> NoReturn:
+        """Fail this execution with ``err`` (each later durable call raises it again)."""
         self.diverged = err
         self.ledger.counters["replay_divergences"] += 1
         log.error("%s", err)
@@ -549,20 +539,10 @@ class ActionContext(RunnerContext):
 
     def _replay(self, call: DurableCall, rec: CallRecord, command: CallCommand) -> None:
         if rec.digest and rec.digest != call.digest:
-            other = self._recorded_elsewhere(call, rec)
-            if other is not None:  # not a harmless change: the calls came in another order
-                err = ReplayDivergenceError(
-                    call.call_id, self._record.action, (rec.kind.value if rec.kind else "",
-                                                       rec.target or ""),
-                    (call.kind.value, call.target),
-                    detail=f"its arguments are those recorded for {other}: the action makes "
-                           "its durable calls in another order than when they were recorded "
-                           "(e.g. it iterates over a set, whose order can change between "
-                           "processes); make the order deterministic (sorted(...))")
-                self.diverged = err
-                self.ledger.counters["replay_divergences"] += 1
-                log.error("%s", err)
-                raise err
+            err = reordered_call(call, rec, self._record.calls, self.execution_id,
+                                 self._record.action)
+            if err is not None:  # not a harmless change: another call's outcome
+                self._diverge(err)
             log.warning(
                 "durable call %s replays a recorded outcome but its arguments changed "
                 "(digest %s, recorded %s); replay goes by identity",
@@ -573,18 +553,6 @@ class ActionContext(RunnerContext):
         else:
             call.complete(False, with_original(rebuild_exception(rec), rec.traceback))
         self.ledger.started(self._key, command, replayed=True)
-
-    def _recorded_elsewhere(self, call: DurableCall, rec: CallRecord) -> str | None:
-        """Another call of this execution whose record has ``call``'s arguments.
-
-        Returns:
-            Its call id (only records of ``rec``'s kind and target count), or ``None``.
-        """
-        for ordinal, other in self._record.calls.items():
-            if other is not rec and other.digest == call.digest and other.kind is rec.kind \
-                    and other.target == rec.target and ordinal != str(call.ordinal):
-                return f"{self.execution_id}/c{ordinal}"
-        return None
 
     def _replay_or_prepare(self, call: DurableCall, rec: CallRecord | None,
                            command: StartChat | StartSubagent | RunDeferred | Poll) -> None:

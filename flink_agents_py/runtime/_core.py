@@ -48,14 +48,14 @@ from ._commands import (
 )
 from ._context import ActionContext
 from ._executor import IOExecutor
-from ._failures import FailureLog, failure_text, never_awaited, redact_text
+from ._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
 from ._inbox import Inbox
 from ._ledger import CallLedger, Failpoint, Journal
 from ._long_term_memory import commit_long_term_memory
 from ._memory import apply_writes
 from ._observer import Observer, SafeObserver, event_parent
 from ._resources import ResourceEnvironment, check_resources
-from ._results import ErrorRecord, StepResult, event_of, input_event, input_record
+from ._results import ErrorRecord, StepResult, event_of, input_event, input_record, shown_input
 from ._serde import event_json, to_json_value
 from ._state import InflightAction, Invocation, KeyState, RunState
 from ._stepper import enter_stepping, leave_stepping, not_stepping
@@ -138,11 +138,11 @@ class AgentCore:
         for env in self._envs.values():
             env.close()
 
-    def on_input(self, key: Any, record: Any, state: KeyState) -> StepResult:
+    def on_input(self, key: Any, record: Any, state: KeyState, where: str = "") -> StepResult:
         """Queue ``record`` for ``key`` and advance the key.
 
-        A record with no JSON form is not queued: it becomes an ``ErrorRecord`` (action
-        ``"<input>"``) and the key goes on with its other records.
+        A record with no JSON form is not queued but becomes an ``ErrorRecord`` (action
+        ``"<input>"``, execution id ``where`` e.g. ``"record 8"``, input ``shown_input``).
 
         Returns:
             What the key's advance produced.
@@ -154,8 +154,9 @@ class AgentCore:
                 stored = to_json_value(record, f"input record of key {key!r}")
         except SerializationError as e:
             res = self.advance(key, state)
-            res.errors.append(ErrorRecord(key=key, seq=-1, action="<input>", execution_id="",
-                                          error_type=type(e).__name__, message=str(e)))
+            res.errors.append(ErrorRecord(key=key, seq=-1, action="<input>", execution_id=where,
+                                          error_type=type(e).__name__, message=str(e),
+                                          input=shown_input(record)))
             return res
         state.push_input(stored)  # its JSON form, as keyed state holds it (see ``input_event``)
         return self.advance(key, state)
@@ -530,7 +531,8 @@ class AgentCore:
             self.observer.action_finished(step.key, ctx.execution_id, task.action.name, error)
         if error is not None:
             self.counters["actions_failed"] += 1
-            message, text = redact_text(str(error)), failure_text(error)
+            message = redact_text(str(error) + reported_error(task.event))
+            text = failure_text(error)
             self._failure_log.action_failed(ctx.execution_id, task.action.name, step.key,
                                             error, message, text)
             inv = step.run.invocations.get(scope) if scope is not None else None

@@ -28,7 +28,7 @@ from ..api import UsageError
 
 __all__ = ["FailureLog", "FailureMessage", "OriginalFailure", "SECRET_VALUE_PATTERNS",
            "TRACEBACK_MAX_CHARS", "TRACEBACK_MAX_FRAMES", "failure_text", "format_failure",
-           "never_awaited", "redact_text", "with_original"]
+           "never_awaited", "redact_text", "reported_error", "with_original"]
 
 TRACEBACK_MAX_FRAMES = 40
 """Frames kept per exception of a chain (the first 3 and the deepest ones)."""
@@ -257,6 +257,24 @@ class FailureLog:
                             "record, at the first such failure, and at DEBUG)", execution_id,
                             key, type(error).__name__, message)
         self.logger.debug("traceback of action %s:\n%s", execution_id, text)
+
+
+def reported_error(event: Any) -> str:
+    """What to add to the message of an action that failed handling ``event``.
+
+    An event can carry an error (a failed chat's ``ChatResponseEvent`` has ``error`` set and
+    no ``response``); an action that does not check it fails on something else (``'NoneType'
+    object has no attribute 'message'``), and the error that explains it would be seen
+    nowhere. So it is named in the failure.
+
+    Returns:
+        ``" (while handling <type> <id>, which carries an error: <error>)"``, or ``""``.
+    """
+    error = getattr(event, "error", None)
+    if not isinstance(error, str) or not error:
+        return ""
+    return (f" (while handling {getattr(event, 'type', type(event).__name__)} "
+            f"{getattr(event, 'id', '')}, which carries an error: {error})")
 
 
 def never_awaited(action: str, calls: Iterable[Any]) -> UsageError | None:

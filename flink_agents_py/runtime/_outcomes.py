@@ -8,16 +8,16 @@ same exception type with the same ``args`` and JSON-form attributes.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..api import DurableExecutionError, SerializationError
+from ..api import DurableExecutionError, ReplayDivergenceError, SerializationError
 from ..api._resources import import_qualified
 from ._failures import failure_text
 from ._serde import digest, from_json_value, to_json_value
 from ._state import CallRecord
 
-__all__ = ["fn_name", "call_digest", "store_outcome", "rebuild_exception"]
+__all__ = ["fn_name", "call_digest", "store_outcome", "rebuild_exception", "reordered_call"]
 
 
 def fn_name(fn: Callable[..., Any]) -> str:
@@ -52,6 +52,38 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     name = fn if isinstance(fn, str) else fn_name(fn)
     where = f"arguments of durable call {call_id} ({name})"
     return digest([name, to_json_value(list(args), where), to_json_value(kwargs, where)])
+
+
+def reordered_call(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
+                   execution_id: str, action: str) -> ReplayDivergenceError | None:
+    """The divergence of handing ``rec``'s outcome to ``call`` when their arguments differ.
+
+    Other arguments alone replay (with a warning: they may have changed harmlessly); but
+    when ``call`` has the arguments recorded for another call of the same kind and target in
+    the execution, the calls came in another order, and the outcome is that other call's.
+
+    Args:
+        call: the call being made (``DurableCall``: ``call_id``, ``ordinal``, ``digest``,
+            ``kind``, ``target``).
+        rec: the record at its identity (another digest).
+        calls: the execution's records, by ordinal.
+        execution_id: the execution's identity.
+        action: its action's name.
+
+    Returns:
+        The error to fail the action with, or ``None``.
+    """
+    for ordinal, other in calls.items():
+        if other is not rec and other.digest == call.digest and other.kind is rec.kind \
+                and other.target == rec.target and ordinal != str(call.ordinal):
+            return ReplayDivergenceError(
+                call.call_id, action, (rec.kind.value if rec.kind else "", rec.target or ""),
+                (call.kind.value, call.target),
+                detail=f"its arguments are those recorded for {execution_id}/c{ordinal}: the "
+                       "action makes its durable calls in another order than when they were "
+                       "recorded (e.g. it iterates over a set, whose order can change between "
+                       "processes); make the order deterministic (sorted(...))")
+    return None
 
 
 def _json_or_none(value: Any) -> Any:

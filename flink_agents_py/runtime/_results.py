@@ -17,7 +17,7 @@ from ..api._events import event_from_json
 from ._serde import from_json_value, is_tagged_model
 
 __all__ = ["ErrorRecord", "StepResult", "input_event", "input_record", "event_of",
-           "RejectedKey", "select_key", "rejected_record"]
+           "RejectedKey", "select_key", "rejected_record", "shown_input"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -78,35 +78,53 @@ def input_record(stored: Any) -> Any:
     return from_json_value(stored) if is_tagged_model(stored) else stored
 
 
-def _plain(value: Any) -> Any:
-    """A copy of stored JSON-form data with model tags removed.
+def _rebuilt(value: Any) -> Any:
+    """A copy of stored JSON-form data with its tagged pydantic models rebuilt.
+
+    A model that cannot be rebuilt here (its class cannot be imported in this process, or it
+    rejects its stored fields) stays its fields, with a warning once per class.
 
     Returns:
-        What ``event_json`` makes of the value (fields of a model, by alias), without
-        checking again.
+        The copy (plain data is copied, so an action may change it freely).
     """
     kind = type(value)
     if kind is dict:
         if len(value) == 2 and "$model" in value and "data" in value:  # is_tagged_model
-            return _plain(value["data"])
-        return {k: v if type(v) in _PLAIN else _plain(v) for k, v in value.items()}
-    if kind is list or kind is tuple:
-        return [v if type(v) in _PLAIN else _plain(v) for v in value]
+            try:
+                return from_json_value(value)
+            except Exception as e:  # noqa: BLE001 - the fields still reach the action
+                tag = str(value["$model"])
+                if tag not in _UNREBUILT:
+                    _UNREBUILT.add(tag)
+                    log.warning("an input of model class %s reaches its action as a dict: "
+                                "the class cannot be rebuilt here (%s: %s); define it in a "
+                                "module the workers can import", tag, type(e).__name__, e)
+                return _rebuilt(value["data"])
+        return {k: v if type(v) in _PLAIN else _rebuilt(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _PLAIN else _rebuilt(v) for v in value]
     return value
+
+
+_UNREBUILT: set[str] = set()
+"""Model tags already warned about by ``_rebuilt``."""
 
 
 def input_event(event_id: str, stored: Any) -> tuple[InputEvent, dict[str, Any]]:
     """The ``InputEvent`` of a run and its JSON form, from the input's stored JSON form.
 
     The input was checked when it was queued, so its JSON form is built directly (no second
-    walk); the event's ``input`` is a copy, as a replay's event parsed from state has.
+    walk): it is the stored form, pydantic models tagged with their class, so a replay
+    rebuilds the same types. The event's ``input`` is a copy with the models rebuilt (an
+    input that was a ``ProductReview`` is one in the action, on every path).
 
     Returns:
-        The event and its JSON form (what ``event_json`` gives for it).
+        The event and its JSON form.
     """
     data: dict[str, Any] = {"id": event_id, "type": "InputEvent", "attributes": {},
-                            "input": stored if type(stored) in _PLAIN else _plain(stored)}
-    return _construct_input(event_id, {}, data["input"]), data
+                            "input": stored}
+    value = stored if type(stored) in _PLAIN else _rebuilt(stored)
+    return _construct_input(event_id, {}, value), data
 
 
 def _slot_setters() -> tuple[Any, ...] | None:
@@ -158,7 +176,9 @@ def event_of(data: dict[str, Any]) -> Event:
         the runtime's own).
     """
     if data.get("type") == "InputEvent" and data.keys() == _INPUT_KEYS:
-        return _construct_input(data["id"], dict(data["attributes"]), data["input"])
+        value = data["input"]
+        return _construct_input(data["id"], dict(data["attributes"]),
+                                value if type(value) in _PLAIN else _rebuilt(value))
     return event_from_json(data)
 
 
@@ -205,6 +225,28 @@ def select_key(key_selector: Callable[[Any], Any], record: Any) -> Any:
     except Exception as e:  # noqa: BLE001 - a bad record is reported, not fatal
         return RejectedKey.of(e)
     return key
+
+
+SHOWN_INPUT_CHARS = 1000
+"""The longest ``repr`` of an input with no JSON form kept in its error record."""
+
+
+def shown_input(record: Any) -> str:
+    """An input with no JSON form, as its error record shows it: its ``repr``, bounded.
+
+    The ``repr`` escapes what has no printable form (a lone surrogate), so the error record
+    itself always reaches the error output.
+
+    Returns:
+        The text (cut at ``SHOWN_INPUT_CHARS`` characters, with how many there were).
+    """
+    try:
+        text = repr(record)
+    except Exception as e:  # noqa: BLE001 - a record whose repr fails is still reported
+        text = f"<{type(record).__name__}: repr failed: {type(e).__name__}>"
+    if len(text) > SHOWN_INPUT_CHARS:
+        text = f"{text[:SHOWN_INPUT_CHARS]}... ({len(text):,} chars)"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def rejected_record(rejected: RejectedKey, record: Any, where: str) -> ErrorRecord:

@@ -15,6 +15,7 @@ import enum
 import hashlib
 import json
 import math
+import re
 from typing import Any
 
 import orjson
@@ -25,7 +26,7 @@ from ..api import SerializationError
 from ..api._resources import import_qualified
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
-           "digest", "dumps",
+           "digest", "dumps", "loads_record",
            "is_tagged_model",
            "json_text", "loads"]
 
@@ -148,7 +149,7 @@ def _fast_copy(value: Any, tag: bool) -> Any:
             return data
         name = _TAGS.get(kind)
         if name is None:
-            name = _TAGS[kind] = f"{kind.__module__}:{kind.__qualname__}"
+            name = _tag_of(kind)
         return {_MODEL_TAG: name, "data": data}
     if isinstance(value, enum.Enum):
         inner = value.value
@@ -160,11 +161,31 @@ _TAGS: dict[type, str] = {}
 """Per model class, its ``$model`` tag."""
 
 
+def _tag_of(cls: type[BaseModel]) -> str:
+    """The ``$model`` tag of ``cls``, remembered both ways.
+
+    A value tagged in this process rebuilds to the very class it came from (one defined in
+    ``__main__`` or in a function too).
+
+    Returns:
+        ``module:qualname``.
+    """
+    name = _TAGS[cls] = f"{cls.__module__}:{cls.__qualname__}"
+    _CLASSES[name] = cls
+    return name
+
+
 def _convert(value: Any, where: str, tag_models: bool) -> Any:
     try:  # the common case first: plain data, events and models whose fields are plain data
-        return _fast_copy(value, tag_models)
+        out = _fast_copy(value, tag_models)
     except (_NotPlain, RecursionError):
         pass
+    else:
+        try:  # keyed state must be able to hold it: UTF-8 strings, integers within 64 bits
+            orjson.dumps(out)
+            return out
+        except orjson.JSONEncodeError:
+            pass  # the walk says what and where (nesting past orjson's limit is fine)
     try:
         return _walk(value, where, "$", set(), tag_models, in_model=False)
     except _TooDeep as e:
@@ -224,7 +245,8 @@ def event_is_plain(event: BaseModel) -> bool:
             kind = type(v)
             if kind not in _PLAIN and not (kind is dict and not v) and not _is_plain(v):
                 return False
-    except RecursionError:
+        orjson.dumps(values)  # strings UTF-8, integers within 64 bits (as ``event_json``)
+    except (RecursionError, orjson.JSONEncodeError):
         return False
     return True
 
@@ -252,7 +274,17 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
           in_model: bool) -> Any:
     if isinstance(value, enum.Enum):
         return _walk(value.value, where, path, active, tag_models, in_model)
-    if value is None or isinstance(value, (str, bool, int)):
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        _check_text(value, where, path)
+        return value
+    if isinstance(value, int):
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise SerializationError(
+                f"{where}: the integer {value} at {path} is beyond 64 bits: JSON readers "
+                "(and a restore) would turn it into a float, so it has no exact JSON form "
+                "here (pass it as a string)")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -266,13 +298,13 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
         active.add(ident)
         try:
             if isinstance(value, BaseModel):
-                data = {k: v if type(v) in _PLAIN else
+                data = {k: v if type(v) in _UNCHECKED else
                         _walk(v, where, f"{path}.{k}", active, tag_models, True)
                         for k, v in _model_fields(value).items()}
                 if not tag_models or in_model:  # the outer model validates its fields back
                     return data
                 cls = type(value)
-                return {_MODEL_TAG: f"{cls.__module__}:{cls.__qualname__}", "data": data}
+                return {_MODEL_TAG: _TAGS.get(cls) or _tag_of(cls), "data": data}
             if isinstance(value, dict):
                 out: dict[str, Any] = {}
                 for k, v in value.items():
@@ -280,11 +312,12 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
                         raise SerializationError(
                             f"{where}: map key {k!r} ({type(k).__name__}) at {path} is not a string"
                         )
-                    out[k] = v if type(v) in _PLAIN else _walk(
+                    _check_text(k, where, f"{path} (a map key)")
+                    out[k] = v if type(v) in _UNCHECKED else _walk(
                         v, where, f"{path}.{k}", active, tag_models, in_model)
                 return out
             if isinstance(value, (list, tuple)):
-                return [v if type(v) in _PLAIN else
+                return [v if type(v) in _UNCHECKED else
                         _walk(v, where, f"{path}[{i}]", active, tag_models, in_model)
                         for i, v in enumerate(value)]
             if tag_models and not in_model:
@@ -310,6 +343,28 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
         if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
             return value.isoformat()
     raise SerializationError(f"{where}: {type(value).__name__} at {path} has no JSON form")
+
+
+_UNCHECKED = frozenset({bool, type(None)})
+"""Exact types the walk passes without a look (strings and integers are checked)."""
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
+"""The integers JSON readers here (orjson) read back exactly."""
+
+
+def _check_text(text: str, where: str, path: str) -> None:
+    r"""Refuse a string with no UTF-8 form (a lone surrogate, e.g. from ``"\ud800"`` in JSON).
+
+    Raises:
+        SerializationError: naming ``where`` and ``path``.
+    """
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise SerializationError(
+                f"{where}: the string at {path} holds a lone surrogate "
+                f"({text[max(0, e.start - 10):e.end + 10]!r}) and is not valid Unicode text: "
+                "it has no JSON form") from None
 
 
 _CLASSES: dict[str, type[BaseModel]] = {}
@@ -369,6 +424,35 @@ def loads(data: bytes | str) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return json.loads(data)
+
+
+_LONG_DIGITS = re.compile(rb"\d{19,}")
+"""A run of digits long enough to be an integer orjson reads as a float (beyond 64 bits)."""
+
+
+def loads_record(data: bytes | str, where: str = "record") -> Any:
+    """Decode one record's JSON text, refusing integers that would not be read exactly.
+
+    orjson reads an integer beyond 64 bits as a float, silently losing digits; a text with
+    a long run of digits is read again by the standard library (exact integers) and checked
+    like a stored value (``to_json_value``).
+
+    Args:
+        data: the JSON text or UTF-8 bytes.
+        where: what the text is, for the error.
+
+    Returns:
+        The value.
+
+    Raises:
+        orjson.JSONDecodeError: when the text is not JSON (a ``ValueError``).
+        SerializationError: for an integer beyond 64 bits, naming its path.
+    """
+    value = orjson.loads(data)
+    raw = data.encode() if isinstance(data, str) else data
+    if _LONG_DIGITS.search(raw) is not None:
+        to_json_value(json.loads(raw), where)  # raises at an integer beyond 64 bits
+    return value
 
 
 def digest(value: Any) -> str:

@@ -12,8 +12,14 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..api import ChatMessage, ChatResponse, MessageRole, ToolCall
+from ..api import ChatMessage, MessageRole, ToolCall
 from ..integrations.chat_models import ScriptedChatModel, ScriptedRequest
+from ..integrations.chat_models._scripted import (
+    ANSWER_TYPES,
+    is_answer,
+    script_answer,
+    tool_call_message,
+)
 
 __all__ = ["CallCounter", "model_from_function", "model_from_turns", "tool_call", "tool_calls"]
 
@@ -44,10 +50,7 @@ def tool_calls(*calls: ToolCall) -> ChatMessage:
     Raises:
         ValueError: when two calls share an id.
     """
-    ids = [c.id for c in calls]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"tool call ids must differ within a turn, got {ids}")
-    return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=list(calls))
+    return tool_call_message(calls)
 
 
 def model_from_function(fn: Callable[[ScriptedRequest], Any]) -> ScriptedChatModel:
@@ -58,13 +61,16 @@ def model_from_function(fn: Callable[[ScriptedRequest], Any]) -> ScriptedChatMod
 
     Args:
         fn: takes the ``ScriptedRequest`` (messages, tools, output schema, options; helpers
-            ``last_user_text`` and ``tool_results``) and returns the answer: a ``str``, a
-            JSON value (sent as JSON text), a ``ChatMessage`` (e.g. ``tool_calls(...)``) or
-            a ``ChatResponse``. It must answer the same request the same way every time
-            (replays and the replay-safety checker rely on it).
+            ``last_user_text`` and ``tool_results``) and returns the answer, as a turn of
+            ``model_from_turns``: a ``str``, a JSON ``dict`` or ``list`` (sent as JSON text),
+            a ``ChatMessage`` (e.g. ``tool_calls(...)``), a ``ChatResponse``, a ``ToolCall``
+            or a list of them. Anything else (``None`` included) fails the chat with a
+            ``TypeError`` naming ``fn``. It must answer the same request the same way every
+            time (replays and the replay-safety checker rely on it).
 
     Returns:
-        The connection (its ``calls`` and ``requests`` tell what it answered).
+        The connection (its ``calls`` and ``requests`` tell what it answered). It pickles
+        (a lambda or closure ``fn`` with cloudpickle, as Flink ships it).
     """
     return ScriptedChatModel.from_function(fn)
 
@@ -76,11 +82,9 @@ class _Turns:
         if not turns:
             raise ValueError("model_from_turns needs at least one turn")
         for i, t in enumerate(turns):
-            if not isinstance(t, (str, dict, list, ChatMessage, ChatResponse, ToolCall)) \
-                    and not callable(t):
-                raise TypeError(f"turn {i} is a {type(t).__name__}: a turn is a str, a JSON "
-                                "dict or list, a ChatMessage, a ChatResponse, a ToolCall, a "
-                                "list of ToolCall, or a function of the request")
+            if not is_answer(t) and not callable(t):
+                raise TypeError(f"turn {i} is a {type(t).__name__}: a turn is {ANSWER_TYPES}, "
+                                "or a function of the request returning one")
         self.turns = list(turns)
 
     def __call__(self, request: ScriptedRequest) -> Any:
@@ -94,13 +98,9 @@ class _Turns:
                              f"is turn {n + 1} of its exchange (assistant messages after the "
                              "last user message + 1)")
         turn = self.turns[n]
-        if isinstance(turn, ToolCall):
-            return tool_calls(turn)
-        if isinstance(turn, list) and turn and all(isinstance(t, ToolCall) for t in turn):
-            return tool_calls(*turn)
-        if callable(turn) and not isinstance(turn, (ChatMessage, ChatResponse)):
-            return turn(request)
-        return turn
+        if is_answer(turn):
+            return script_answer(turn, f"turns[{n}]")
+        return script_answer(turn(request), turn, f"turns[{n}]")
 
 
 def model_from_turns(turns: Iterable[Any]) -> ScriptedChatModel:

@@ -27,10 +27,15 @@ from ...api import (
 )
 from ...api._resources import import_qualified
 
-__all__ = ["ScriptRule", "ScriptedChatModel", "ScriptedRequest", "REQUESTS_KEPT"]
+__all__ = ["ANSWER_TYPES", "REQUESTS_KEPT", "ScriptRule", "ScriptedChatModel", "ScriptedRequest",
+           "is_answer", "script_answer", "tool_call_message"]
 
 REQUESTS_KEPT = 10_000
 """How many of its last requests a ``ScriptedChatModel`` keeps (``requests``)."""
+
+ANSWER_TYPES = ("a str, a JSON dict or list (sent as JSON text), a ChatMessage, a ChatResponse, "
+                "a ToolCall or a list of ToolCall")
+"""What a script function (or a turn of ``model_from_turns``) may answer, in words."""
 
 
 class ScriptRule(BaseModel):
@@ -54,9 +59,9 @@ class ScriptedChatModel(ChatModelConnection):
 
     Attributes:
         rules: the rules, tried in order.
-        function: ``module:qualname`` of ``fn(request: ScriptedRequest) -> ChatResponse |
-            ChatMessage | str | dict``; a ``dict`` is sent as JSON text. Used when given,
-            instead of ``rules`` (``from_function`` takes the callable itself).
+        function: ``module:qualname`` of ``fn(request: ScriptedRequest)``, answering what
+            ``script_answer`` accepts (``ANSWER_TYPES``). Used when given, instead of
+            ``rules`` (``from_function`` takes the callable itself).
         default_reply: the answer when no rule matches.
     """
 
@@ -75,13 +80,15 @@ class ScriptedChatModel(ChatModelConnection):
         """A connection answering by ``fn(request)`` (any callable, e.g. a closure).
 
         Register the instance itself (``agent.add_resource(name,
-        ResourceType.CHAT_MODEL_CONNECTION, model)``). A closure works on the local runner;
-        on Flink the instance is pickled, so ``fn`` must then be picklable (a module-level
-        function or an instance of a module-level class).
+        ResourceType.CHAT_MODEL_CONNECTION, model)``). The instance pickles (without its
+        lock, recreated on unpickling): Flink ships it with cloudpickle, so ``fn`` may be a
+        lambda or closure there too; plain ``pickle`` needs a module-level ``fn``. Each
+        Flink worker answers with its own copy (its own ``calls`` and ``requests``).
 
         Args:
-            fn: takes a ``ScriptedRequest``; returns a ``ChatResponse``, ``ChatMessage``,
-                ``str`` or JSON value (sent as JSON text).
+            fn: takes a ``ScriptedRequest``; returns an answer ``script_answer`` accepts
+                (``ANSWER_TYPES``). Any other value, ``None`` included, fails the chat with
+                a ``TypeError`` naming ``fn``.
 
         Returns:
             The connection.
@@ -100,6 +107,19 @@ class ScriptedChatModel(ChatModelConnection):
         """The last ``REQUESTS_KEPT`` requests this instance answered, in order (a copy)."""
         with self._lock:
             return list(self._requests)
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """Pickled state: everything but the lock (counts and requests travel as they are)."""
+        state = dict(super().__getstate__())
+        private = dict(state.get("__pydantic_private__") or {})
+        private.pop("_lock", None)
+        state["__pydantic_private__"] = private
+        return state
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        """Restore a pickled instance with a new lock."""
+        super().__setstate__(state)
+        self._lock = threading.Lock()
 
     def reset(self) -> None:
         """Forget the requests answered so far (``calls`` starts from 0 again)."""
@@ -125,7 +145,7 @@ class ScriptedChatModel(ChatModelConnection):
         if self._fn is None and self.function is not None:
             self._fn = import_qualified(self.function)
         if self._fn is not None:
-            return _as_response(self._fn(request), model)
+            return _as_response(script_answer(self._fn(request), self._fn), model)
         has_results = bool(request.tool_results)
         text = request.last_user_text
         for rule in self.rules:
@@ -133,24 +153,111 @@ class ScriptedChatModel(ChatModelConnection):
                 continue
             if rule.tool_calls and not has_results:
                 msg = ChatMessage(role=MessageRole.ASSISTANT, tool_calls=rule.tool_calls)
-                return _as_response(msg, model, finish_reason="tool_calls")
+                return _as_response(msg, model)
+            if isinstance(rule.reply_json, str):
+                return _as_response(_text(rule.reply_json), model)
             if rule.reply_json is not None:
-                return _as_response(rule.reply_json, model)
-            return _as_response(rule.reply, model)
-        return _as_response(self.default_reply, model)
+                return _as_response(_text(_json_text(rule.reply_json)), model)
+            return _as_response(_text(rule.reply), model)
+        return _as_response(_text(self.default_reply), model)
 
 
-def _as_response(value: Any, model: str | None, finish_reason: str = "stop") -> ChatResponse:
-    if isinstance(value, ChatResponse):
+def is_answer(value: Any) -> bool:
+    """Whether ``script_answer`` accepts ``value`` by its type (``ANSWER_TYPES``).
+
+    Args:
+        value: a script function's return value, or a turn of ``model_from_turns``.
+
+    Returns:
+        Whether it is a ``str``, ``dict``, ``list``, ``ChatMessage``, ``ChatResponse`` or
+        ``ToolCall``.
+    """
+    return isinstance(value, (str, dict, list, ChatMessage, ChatResponse, ToolCall))
+
+
+def script_answer(value: Any, source: Any, where: str = "") -> ChatMessage | ChatResponse:
+    """The assistant's answer for what a script returned: the one conversion of answers.
+
+    ``ScriptedChatModel`` applies it to what its function returns, and ``model_from_turns``
+    to each turn (and to what a function turn returns).
+
+    Args:
+        value: a ``str`` (the text), a ``dict`` or ``list`` (sent as JSON text; a non-empty
+            list of ``ToolCall`` calls those tools instead), a ``ChatMessage``, a
+            ``ChatResponse`` (kept as it is) or a ``ToolCall`` (an assistant message calling
+            it).
+        source: what returned ``value``, named in errors: a function (by its qualified
+            name) or a description (a ``str``).
+        where: where ``source`` is, added to errors (e.g. ``"turns[1]"``).
+
+    Returns:
+        A ``ChatResponse`` as given, else the assistant ``ChatMessage``.
+
+    Raises:
+        TypeError: for ``None`` or a value of another type, or a ``dict`` or ``list`` that
+            is not JSON (naming ``source``, the type and the accepted types).
+        ValueError: when two tool calls of one answer share an id.
+    """
+    if isinstance(value, (ChatMessage, ChatResponse)):
         return value
-    if isinstance(value, ChatMessage):
-        msg = value
-    elif isinstance(value, str):
-        msg = ChatMessage(role=MessageRole.ASSISTANT, content=value)
-    else:
-        msg = ChatMessage(role=MessageRole.ASSISTANT, content=orjson.dumps(value).decode())
-    if msg.tool_calls:
-        finish_reason = "tool_calls"
-    words = len(msg.content.split())
-    return ChatResponse(message=msg, model=model or "scripted", finish_reason=finish_reason,
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, ToolCall):
+        return tool_call_message([value])
+    if isinstance(value, list) and value and all(isinstance(v, ToolCall) for v in value):
+        return tool_call_message(value)
+    who = _name(source) + (f" ({where})" if where else "")
+    if value is None:
+        raise TypeError(f"{who} returned None (a missing return?): it must return "
+                        f"{ANSWER_TYPES}")
+    if not is_answer(value):
+        raise TypeError(f"{who} returned a {type(value).__name__}: it must return "
+                        f"{ANSWER_TYPES}")
+    try:
+        return _text(_json_text(value))
+    except TypeError as e:
+        raise TypeError(f"{who} returned a {type(value).__name__} that is not JSON ({e}): it "
+                        f"must return {ANSWER_TYPES}") from None
+
+
+def tool_call_message(calls: Sequence[ToolCall]) -> ChatMessage:
+    """An assistant message calling ``calls``.
+
+    Args:
+        calls: the tool calls.
+
+    Returns:
+        The message.
+
+    Raises:
+        ValueError: when two calls share an id.
+    """
+    ids = [c.id for c in calls]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"tool call ids must differ within a turn, got {ids}")
+    return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=list(calls))
+
+
+def _name(source: Any) -> str:
+    """``source`` for an error: a description as it is, a function by its qualified name."""
+    if isinstance(source, str):
+        return source
+    name = getattr(source, "__qualname__", None) or f"a {type(source).__qualname__} instance"
+    return f"the script function {name}"
+
+
+def _text(text: str) -> ChatMessage:
+    return ChatMessage(role=MessageRole.ASSISTANT, content=text)
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _as_response(answer: ChatMessage | ChatResponse, model: str | None) -> ChatResponse:
+    if isinstance(answer, ChatResponse):
+        return answer
+    finish_reason = "tool_calls" if answer.tool_calls else "stop"
+    words = len(answer.content.split())
+    return ChatResponse(message=answer, model=model or "scripted", finish_reason=finish_reason,
                         usage=TokenUsage(input_tokens=0, output_tokens=words))

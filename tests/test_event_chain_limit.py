@@ -1,0 +1,61 @@
+"""An action that triggers itself forever fails with ``EventChainLimitError``; others go on.
+
+Without a limit the chain runs inside one host callback forever: on Flink the task thread
+never returns, so no other key runs and no checkpoint completes. Like a recursion limit, the
+sending action fails once the chain is ``EventChainLimitError.LIMIT`` actions long.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (
+    Agent,
+    AgentsError,
+    Event,
+    EventChainLimitError,
+    InputEvent,
+    OutputEvent,
+    RunnerContext,
+    action,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class Ping(Event):
+    hops: int = 0
+    stop_at: int = -1
+
+
+class Pinger(Agent):
+    """Each ``Ping`` sends the next; ``stop_at`` < 0 never stops."""
+
+    @action(InputEvent, Ping)
+    @staticmethod
+    def ping(event: Event, ctx: RunnerContext) -> None:
+        if isinstance(event, InputEvent):
+            ctx.send_event(Ping(stop_at=event.input["stop_at"]))
+        elif event.hops == event.stop_at:
+            ctx.send_event(OutputEvent(output={"key": ctx.key, "hops": event.hops}))
+        else:
+            ctx.send_event(Ping(hops=event.hops + 1, stop_at=event.stop_at))
+
+
+def test_an_endless_chain_fails_its_run_and_the_other_keys_run():
+    records = [{"key": "loop", "stop_at": -1}, {"key": "ok", "stop_at": 300}]
+    res = AgentsExecutionEnvironment.local().from_list(records).apply(Pinger()).run()
+    assert res.outputs == [{"key": "ok", "hops": 300}]  # a long chain under the limit runs
+    [err] = res.errors
+    assert (err.key, err.action, err.error_type) == ("loop", "ping", "EventChainLimitError")
+    assert "event chain longer than 1000 actions" in err.message
+    assert "triggers itself" in err.message
+
+
+def test_the_error_is_an_agents_error_that_pickles():
+    err = EventChainLimitError("r0/ping/e0/ping", 5)
+    again = pickle.loads(pickle.dumps(err))
+    assert isinstance(again, AgentsError) and str(again) == str(err) and again.limit == 5
