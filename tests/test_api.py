@@ -445,6 +445,7 @@ PUBLIC_API = {
     "PreparedCall", "SubagentFuture", "SubagentResult", "RunStatus",
     # errors
     "AgentsError", "ActionError", "ChatResponseError", "DurableExecutionError",
+    "EventChainLimitError",
     "MissingApiKeyError", "NotInActionContextError", "PlanError", "ProviderError",
     "ReplayDivergenceError", "ResourceError", "ResourceNotFoundError", "SerializationError",
     "UnsupportedAwaitError", "UsageError",

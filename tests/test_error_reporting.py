@@ -124,6 +124,38 @@ def test_repeated_failures_log_the_traceback_once(caplog: pytest.LogCaptureFixtu
     assert len(debug) == 2 and all(where in m for m in debug)
 
 
+def check_positive(n: int) -> None:
+    if n < 0:
+        raise ValueError(f"negative: {n}")
+
+
+def check_small(n: int) -> None:
+    if n > 9:
+        raise ValueError(f"too big: {n}")
+
+
+class TwoChecks(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def on_input(event: InputEvent, ctx: Any) -> None:
+        check_positive(event.input["n"])
+        check_small(event.input["n"])
+
+
+def test_the_same_error_type_from_another_place_logs_its_own_traceback(
+        caplog: pytest.LogCaptureFixture):
+    """A ValueError from a second line is not hidden behind the first one's."""
+    caplog.set_level(logging.WARNING, logger="flink_agents_py.runtime")
+    records = [{"key": "a", "n": -1}, {"key": "b", "n": 50}, {"key": "c", "n": 60}]
+    result = local(TwoChecks(), records)
+    assert [e.message for e in result.errors] == ["negative: -1", "too big: 50", "too big: 60"]
+    failed = [r.getMessage() for r in caplog.records if "failed for key" in r.getMessage()]
+    assert [_frame(check_positive, "raise ValueError") in m for m in failed] == \
+        [True, False, False]
+    assert [_frame(check_small, "raise ValueError") in m for m in failed] == \
+        [False, True, False]
+
+
 def test_traceback_is_bounded_and_redacted():
     class Deep(Agent):
         @action(InputEvent)

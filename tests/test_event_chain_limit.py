@@ -26,23 +26,23 @@ from flink_agents_py.api import (
 pytestmark = pytest.mark.timeout(120)
 
 
-class Ping(Event):
+class ChainPing(Event):
     hops: int = 0
     stop_at: int = -1
 
 
 class Pinger(Agent):
-    """Each ``Ping`` sends the next; ``stop_at`` < 0 never stops."""
+    """Each ``ChainPing`` sends the next; ``stop_at`` < 0 never stops."""
 
-    @action(InputEvent, Ping)
+    @action(InputEvent, ChainPing)
     @staticmethod
     def ping(event: Event, ctx: RunnerContext) -> None:
         if isinstance(event, InputEvent):
-            ctx.send_event(Ping(stop_at=event.input["stop_at"]))
+            ctx.send_event(ChainPing(stop_at=event.input["stop_at"]))
         elif event.hops == event.stop_at:
             ctx.send_event(OutputEvent(output={"key": ctx.key, "hops": event.hops}))
         else:
-            ctx.send_event(Ping(hops=event.hops + 1, stop_at=event.stop_at))
+            ctx.send_event(ChainPing(hops=event.hops + 1, stop_at=event.stop_at))
 
 
 def test_an_endless_chain_fails_its_run_and_the_other_keys_run():

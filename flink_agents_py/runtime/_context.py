@@ -32,7 +32,6 @@ from ..api import (
     ResourceNotFoundError,
     ResourceType,
     RunnerContext,
-    SerializationError,
     SubagentResult,
     SubagentSetup,
 )
@@ -228,10 +227,7 @@ class ActionContext(RunnerContext):
         data: dict[str, Any] | None = None
         if self._record.scope is not None or sent.type in self.plan.actions_by_event \
                 or not event_is_plain(sent):
-            try:
-                data = event_json(sent, "event")
-            except SerializationError:  # again, for a message naming the event and sender
-                data = event_json(sent, f"event {sent.type} sent by {self.execution_id}")
+            data = event_json(sent, f"event {sent.type} sent by {self.execution_id}")
         self.emitted.append((sent, data))
         return sent
 

@@ -67,6 +67,7 @@ from ._subgraph import (
     plan_at,
     poll_result,
     record_for_caller,
+    route_at_root,
     route_in_scope,
 )
 from ._tasks import Delivery as _Delivery
@@ -245,11 +246,7 @@ class AgentCore:
         return self._inbox.wait_for(key, timeout_s)
 
     def wait_any(self, timeout_s: float) -> bool:
-        """Block until completed I/O of any key is waiting, or ``timeout_s`` passes.
-
-        Returns:
-            Whether something is waiting.
-        """
+        """Block until completed I/O of any key waits or ``timeout_s`` passes; whether it does."""
         return self._inbox.wait_any(timeout_s)
 
     def is_live(self, key: Any) -> bool:
@@ -354,7 +351,7 @@ class AgentCore:
             etype = event.type
             actions = self._routes.get(etype)
             if actions is None:
-                actions = self._routes[etype] = self.plan.actions_for(etype)
+                actions = self._routes[etype] = route_at_root(self.plan, etype)
             if isinstance(event, OutputEvent):
                 step.res.outputs.append(event.output)
                 if observer is not None:

@@ -231,23 +231,27 @@ class FailureMessage(str):
 class FailureLog:
     """Logs failed actions, without writing thousands of identical tracebacks.
 
-    The traceback at WARNING the first time an action fails with an error type, then one
-    line at WARNING and the traceback at DEBUG.
+    The traceback at WARNING the first time an action fails with an error type at a place
+    (the file and line it was raised at), then one line at WARNING and the traceback at DEBUG.
 
     Args:
         logger: where to log.
-        distinct: how many ``(action, error type)`` pairs get their traceback at WARNING.
+        distinct: how many ``(action, error type, place)`` get their traceback at WARNING.
     """
 
     def __init__(self, logger: logging.Logger, distinct: int = 1024) -> None:
         self.logger = logger
         self.distinct = distinct
-        self._seen: set[tuple[str, str]] = set()
+        self._seen: set[tuple[str, str, str]] = set()
 
     def action_failed(self, execution_id: str, action: str, key: Any, error: BaseException,
                       message: str, text: str) -> None:
         """Log one failed action execution (``message`` and ``text`` already redacted)."""
-        kind = (action, type(error).__name__)
+        tb = error.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        place = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
+        kind = (action, type(error).__name__, place)
         if kind not in self._seen and len(self._seen) < self.distinct:
             self._seen.add(kind)
             self.logger.warning("action %s failed for key %r: %s: %s\n%s", execution_id, key,

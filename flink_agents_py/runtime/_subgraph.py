@@ -25,6 +25,7 @@ invocation (by call id) instead of bootstrapping it again.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,7 +49,7 @@ from ._outcomes import store_outcome
 from ._serde import dumps, event_json, to_plain_json
 from ._state import CallKind, CallRecord, Invocation, RunState
 
-__all__ = ["plan_at", "route_in_scope", "open_invocation", "invocation_result",
+__all__ = ["plan_at", "route_at_root", "route_in_scope", "open_invocation", "invocation_result",
            "record_for_caller", "cancel_invocation", "under_cancelled", "session_id_of",
            "check_result", "checked_result", "poll_result"]
 
@@ -57,6 +58,8 @@ CHAT_ROUTES = {
     ToolResponseEvent.EVENT_TYPE: "_chat_model_action",
     ToolRequestEvent.EVENT_TYPE: "_tool_call_action",
 }
+
+log = logging.getLogger("flink_agents_py.runtime")
 
 
 def plan_at(root: AgentPlan, path: Sequence[str]) -> AgentPlan:
@@ -120,6 +123,25 @@ def under_cancelled_by(run: RunState, scope: str, ancestor: str) -> bool:
             return True
         inv = run.invocations.get(inv.caller_scope)
     return False
+
+
+def route_at_root(plan: AgentPlan, event_type: str) -> tuple[ActionPlan, ...]:
+    """The actions an event of the agent's own flow triggers (the core asks once per type).
+
+    An event type that triggers no action is dropped when sent: logged once (per core) at
+    WARNING, since a forgotten ``@action(MyEvent)`` otherwise shows only as a job that
+    outputs nothing. ``OutputEvent`` is the runtime's to handle.
+
+    Returns:
+        The actions, in declaration order.
+    """
+    actions = plan.actions_for(event_type)
+    if not actions and event_type != "OutputEvent":
+        log.warning("events of type %r trigger no action of the agent (its actions: %s) and "
+                    "are dropped: is an @action(%s) missing?", event_type,
+                    ", ".join(n for n in plan.actions if not n.startswith("_")) or "none",
+                    event_type)
+    return actions
 
 
 def route_in_scope(root: AgentPlan, run: RunState, scope: str, event: Event
