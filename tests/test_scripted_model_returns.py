@@ -18,20 +18,13 @@ import textwrap
 from typing import Any
 
 import pytest
+from support.asker_agents import asker, price_of
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
-    Agent,
     ChatMessage,
-    ChatModelSetup,
     ChatResponse,
-    InputEvent,
     MessageRole,
-    OutputEvent,
-    ResourceDescriptor,
-    ResourceType,
-    RunnerContext,
-    action,
 )
 from flink_agents_py.testing import (
     CallCounter,
@@ -53,34 +46,12 @@ ACCEPTED = ("a str, a JSON dict or list (sent as JSON text), a ChatMessage, a Ch
             "a ToolCall or a list of ToolCall")
 
 
-def price_of(item: str) -> dict[str, Any]:
-    """The price of an item.
-
-    Args:
-        item: the item's name.
-    """
-    return {"item": item, "price": len(item)}
-
-
-class Shop(Agent):
-    """Asks model ``m`` (with the price tool) about the input's ``q``; emits the answer."""
-
-    @action(InputEvent)
-    @staticmethod
-    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
-        r = await ctx.chat("m", [ChatMessage(content=event.input["q"])])
-        ctx.send_event(OutputEvent(output={"key": ctx.key, "answer": r.message.content}))
-
-
 def run_shop(connection: Any, counter: CallCounter | None = None):
+    """Ask about a kiwi with the ``price_of`` tool (wrapped by ``counter``)."""
     tool = counter.wrap(price_of) if counter is not None else price_of
-    agent = Shop()
-    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, connection)
-    agent.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
-        ChatModelSetup, connection="conn", tools=["price_of"]))
-    agent.add_resource("price_of", ResourceType.TOOL, tool)
     return (AgentsExecutionEnvironment.local()
-            .from_list([{"key": "a", "q": "price of a kiwi?"}]).apply(agent).run())
+            .from_list([{"key": "a", "q": "price of a kiwi?"}]).apply(asker(connection, [tool]))
+            .run())
 
 
 def price_answer(request: ScriptedRequest) -> str:

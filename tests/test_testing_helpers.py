@@ -7,16 +7,13 @@ import json
 from typing import Any
 
 import pytest
+from support.asker_agents import asker, price_of
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
     Agent,
-    ChatMessage,
-    ChatModelSetup,
     InputEvent,
     OutputEvent,
-    ResourceDescriptor,
-    ResourceType,
     RunnerContext,
     action,
 )
@@ -34,35 +31,6 @@ from flink_agents_py.testing import (
 pytestmark = pytest.mark.timeout(60)
 
 COUNTER = CallCounter()
-
-
-def price_of(item: str) -> dict[str, Any]:
-    """The price of an item.
-
-    Args:
-        item: the item's name.
-    """
-    return {"item": item, "price": len(item)}
-
-
-class Asker(Agent):
-    """Asks model ``m`` about the input's ``q`` (with tools); emits the answer's text."""
-
-    @action(InputEvent)
-    @staticmethod
-    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
-        r = await ctx.chat("m", [ChatMessage(content=event.input["q"])])
-        ctx.send_event(OutputEvent(output={"key": ctx.key, "answer": r.message.content}))
-
-
-def asker(connection: Any, tools: list[Any] = ()) -> Asker:
-    agent = Asker()
-    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, connection)
-    agent.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
-        ChatModelSetup, connection="conn", tools=[t.__name__ for t in tools]))
-    for t in tools:
-        agent.add_resource(t.__name__, ResourceType.TOOL, t)
-    return agent
 
 
 def run(agent: Agent, records: list[Any], **env: Any):
