@@ -25,10 +25,17 @@ __all__ = [
     "ToolResponseEvent",
     "event_type_of",
     "event_class_for",
+    "event_class_tag",
     "event_from_json",
 ]
 
 _REGISTRY: dict[str, type[Event]] = {}
+"""The class of each event type: the last ``Event`` subclass defined with that type."""
+_BY_CLASS: dict[str, type[Event]] = {}
+"""Every ``Event`` subclass of this process, by ``module:qualname``."""
+EVENT_CLASS_KEY = "$class"
+"""The key of an event's JSON form that names its class (``module:qualname``), written when
+the class registered for its type is another one (``event_class_tag``)."""
 
 EVENT_ID_SOURCE: contextvars.ContextVar[Callable[[], str] | None] = contextvars.ContextVar(
     "flink_agents_py_event_id_source", default=None)
@@ -73,6 +80,7 @@ class Event(BaseModel):
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
         _REGISTRY[cls.EVENT_TYPE or cls.__qualname__] = cls
+        _BY_CLASS[f"{cls.__module__}:{cls.__qualname__}"] = cls
 
     @model_validator(mode="before")
     @classmethod
@@ -171,8 +179,46 @@ def event_class_for(event_type: str) -> type[Event]:
     return _REGISTRY.get(event_type, Event)
 
 
+def event_class_tag(event: Event) -> str | None:
+    """What the JSON form of ``event`` must add to be rebuilt as its own class.
+
+    Events are rebuilt as the class registered for their type, which is the last class
+    defined with that type name. When two classes share it (two ``Ping`` events in two
+    modules), the others need their class named (``EVENT_CLASS_KEY``).
+
+    Returns:
+        ``module:qualname`` of the event's class, or ``None`` when its type's class is it.
+    """
+    cls = type(event)
+    if _REGISTRY.get(event.type) is cls:
+        return None
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 def event_from_json(data: dict[str, Any]) -> Event:
-    """Rebuild an event from ``Event.to_json`` output, as its registered class."""
+    """Rebuild an event from its JSON form (``Event.to_json``, or the runtime's stored form).
+
+    As the class its ``EVENT_CLASS_KEY`` names, when it has one and that class is defined in
+    this process or can be imported; else as the class registered for its type.
+
+    Returns:
+        The event.
+    """
+    if EVENT_CLASS_KEY in data:
+        data = dict(data)
+        tag = str(data.pop(EVENT_CLASS_KEY))
+        cls = _BY_CLASS.get(tag)
+        if cls is None:
+            from ._resources import import_qualified  # (not at import: _resources is heavier)
+
+            try:
+                found = import_qualified(tag)
+            except Exception:  # noqa: BLE001 - rebuilt as its type's class instead
+                found = None
+            if isinstance(found, type) and issubclass(found, Event):
+                cls = found
+        if cls is not None:
+            return cls.model_validate(data)
     return event_class_for(str(data.get("type", ""))).model_validate(data)
 
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from ..api import SerializationError
+from ..api._events import EVENT_CLASS_KEY, Event, event_class_tag
 from ..api._resources import import_qualified
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
@@ -84,6 +85,9 @@ def event_json(event: BaseModel, where: str) -> dict[str, Any]:
         SerializationError: naming ``where`` and the path, for a field with no JSON form.
     """
     converted: dict[str, Any] = _convert(event, where, tag_models=False)
+    tag = event_class_tag(event) if isinstance(event, Event) else None
+    if tag is not None:  # another class has its type name: name its own
+        converted[EVENT_CLASS_KEY] = tag
     return converted
 
 
