@@ -190,7 +190,8 @@ def event_class_tag(event: Event) -> str | None:
         ``module:qualname`` of the event's class, or ``None`` when its type's class is it.
     """
     cls = type(event)
-    if _REGISTRY.get(event.type) is cls:
+    registered = _REGISTRY.get(event.type)
+    if registered is cls or (registered is None and cls is Event):  # rebuilt as it is
         return None
     return f"{cls.__module__}:{cls.__qualname__}"
 
