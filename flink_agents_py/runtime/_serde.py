@@ -430,8 +430,10 @@ def loads(data: bytes | str) -> Any:
         return json.loads(data)
 
 
-_LONG_DIGITS = re.compile(rb"\d{19,}")
+_LONG_DIGITS = re.compile(rb"[0-9]{19,}")
 """A run of digits long enough to be an integer orjson reads as a float (beyond 64 bits)."""
+_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19,}")
+"""The same, for text (so a decoded line is not encoded again to be searched)."""
 
 
 def loads_record(data: bytes | str, where: str = "record") -> Any:
@@ -453,9 +455,9 @@ def loads_record(data: bytes | str, where: str = "record") -> Any:
         SerializationError: for an integer beyond 64 bits, naming its path.
     """
     value = orjson.loads(data)
-    raw = data.encode() if isinstance(data, str) else data
-    if _LONG_DIGITS.search(raw) is not None:
-        to_json_value(json.loads(raw), where)  # raises at an integer beyond 64 bits
+    long_digits = _LONG_DIGITS_TEXT if isinstance(data, str) else _LONG_DIGITS
+    if long_digits.search(data) is not None:  # type: ignore[arg-type]
+        to_json_value(json.loads(data), where)  # raises at an integer beyond 64 bits
     return value
 
 
