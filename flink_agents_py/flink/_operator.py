@@ -247,7 +247,7 @@ class AgentOperator(KeyedProcessFunction):
         return HostObservability(
             metrics=opts.metrics, event_log=opts.event_log, observer=opts.observer,
             host="flink", subtask=subtask, attempt=attempt, flink_group=group,
-            actions=list(self.plan.actions))
+            actions=list(self.plan.actions), agent=self.plan.name)
 
     def close(self) -> None:
         """Stop the executor and close resources (and the event log)."""

@@ -4,7 +4,8 @@ Every record has ``ts`` (epoch seconds), ``kind``, ``key`` and, except the heade
 ``parent`` (the identity one level up, so a run reads as a tree: run -> input event ->
 action -> durable call (chat, model call, tool, sub-agent) -> events -> ... -> output):
 
-- ``log_opened``: ``host``, ``level``, ``pid``, and on Flink ``subtask`` and ``attempt``
+- ``log_opened``: ``host``, ``level``, ``pid``, ``agent`` (its class name), and on Flink
+  ``subtask`` and ``attempt``
   (a restarted job appends to the same file; a new header marks each attempt).
 - ``run_started`` / ``run_completed``: ``id`` ``r<seq>``, ``seq``, (``duration_ms``).
 - ``event``: ``type``, ``parent`` (the execution that sent it, the call that bootstrapped
@@ -223,8 +224,18 @@ class EventLog:
         return cls(value)
 
     def open(self, host: str = "local", subtask: int | None = None,
-             attempt: int | None = None) -> EventLogObserver | None:
-        """Open the sink and return the observer writing to it (``None`` when ``off``)."""
+             attempt: int | None = None, agent: str = "") -> EventLogObserver | None:
+        """Open the sink and return the observer writing to it (``None`` when ``off``).
+
+        Args:
+            host: ``"local"`` or ``"flink"`` (written in the ``log_opened`` header).
+            subtask: the Flink subtask index.
+            attempt: the Flink attempt number.
+            agent: the agent's name, written in the header (traces name runs by it).
+
+        Returns:
+            The observer, or ``None`` at level ``off``.
+        """
         if self.level == "off" or self.sink is None:
             return None
         sink = self.sink.open(subtask, attempt)
@@ -233,6 +244,8 @@ class EventLog:
                                max_traceback_chars=getattr(self, "max_traceback_chars", 8000))
         header: dict[str, Any] = {"ts": time.time(), "kind": "log_opened", "host": host,
                                   "level": self.level, "pid": os.getpid()}
+        if agent:
+            header["agent"] = agent
         if subtask is not None:
             header.update(subtask=subtask, attempt=attempt)
         sink.write(header)

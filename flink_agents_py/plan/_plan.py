@@ -123,6 +123,10 @@ class AgentPlan(BaseModel):
     """An agent compiled to data: actions by trigger, resources, configuration.
 
     Build one with ``AgentPlan.from_agent(agent)``.
+
+    Attributes:
+        name: the agent's class name (the event log's header names it, so traces and
+            OpenTelemetry spans name runs by it); ``""`` in plans saved before it existed.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -132,6 +136,7 @@ class AgentPlan(BaseModel):
     resources: dict[ResourceType, dict[str, ResourcePlan]] = Field(default_factory=dict)
     subagents: dict[str, AgentPlan] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)
+    name: str = ""
 
     @classmethod
     def from_agent(cls, agent: Agent) -> AgentPlan:
@@ -174,6 +179,7 @@ class AgentPlan(BaseModel):
             resources=resources,
             subagents=subagents,
             config=agent.config,
+            name=type(agent).__name__,
         )
 
     def actions_for(self, event_type: str) -> tuple[ActionPlan, ...]:
