@@ -448,7 +448,7 @@ PUBLIC_API = {
     "EventChainLimitError",
     "MissingApiKeyError", "NotInActionContextError", "PlanError", "ProviderError",
     "ReplayDivergenceError", "ResourceError", "ResourceNotFoundError", "SerializationError",
-    "UnsupportedAwaitError", "UsageError",
+    "UnsupportedAwaitError", "UsageError", "AgentNotInitializedError", "UnkeyedRecordError",
 }
 
 

@@ -6,6 +6,7 @@ Nothing here imports the runtime or PyFlink; the runtime implements ``RunnerCont
 from ._agent import (
     ActionSpec,
     Agent,
+    AgentNotInitializedError,
     ResourceSpec,
     action,
     chat_model_connection,
@@ -41,6 +42,7 @@ from ._errors import (
     ResourceError,
     ResourceNotFoundError,
     SerializationError,
+    UnkeyedRecordError,
     UnsupportedAwaitError,
     UsageError,
 )
@@ -104,6 +106,7 @@ __all__ = [
     "EventChainLimitError",
     "ActionSpec",
     "Agent",
+    "AgentNotInitializedError",
     "AgentsError",
     "AsyncSubagentSetup",
     "BaseEmbeddingModelConnection",
@@ -180,6 +183,7 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "UnknownFilterFieldError",
+    "UnkeyedRecordError",
     "UnsupportedAwaitError",
     "UsageError",
     "vector_store",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,6 +15,7 @@ from ._resources import Resource, ResourceDescriptor, ResourceType
 
 __all__ = [
     "Agent",
+    "AgentNotInitializedError",
     "ActionSpec",
     "ResourceSpec",
     "action",
@@ -110,6 +111,19 @@ embedding_model_setup = _resource_decorator(ResourceType.EMBEDDING_MODEL)
 vector_store = _resource_decorator(ResourceType.VECTOR_STORE)
 
 
+class AgentNotInitializedError(UsageError, AttributeError):
+    """An ``Agent`` whose ``__init__`` did not run (``super().__init__()`` forgotten).
+
+    Raised when such an agent is used; the message names the class and the fix.
+
+    Also an ``AttributeError``, so ``getattr(agent, name, default)`` still gets its default.
+    """
+
+
+_AGENT_STATE = frozenset({"_actions", "_resources", "_config", "_overrides"})
+"""What ``Agent.__init__`` sets up."""
+
+
 class Agent:
     """An agent: actions triggered by events, and the resources they use.
 
@@ -127,6 +141,24 @@ class Agent:
         self._resources: list[tuple[ResourceType, str, Any]] = []
         self._config: dict[str, Any] = {}
         self._overrides: dict[tuple[ResourceType, str], Any] = {}
+
+    if not TYPE_CHECKING:  # (at run time only: type checkers keep flagging unknown names)
+        def __getattr__(self, name: str) -> Any:
+            """Name the fix when ``Agent.__init__`` did not run, not a bare AttributeError.
+
+            That happens when a subclass's ``__init__`` forgot ``super().__init__()``.
+
+            Raises:
+                AgentNotInitializedError: for the state ``Agent.__init__`` sets up.
+                AttributeError: for any other missing attribute.
+            """
+            if name in _AGENT_STATE:
+                cls = type(self).__name__
+                raise AgentNotInitializedError(
+                    f"{cls}.__init__ did not call super().__init__(), so this {cls} has no "
+                    f"{name}: add super().__init__() as the first line of {cls}.__init__ "
+                    "(before add_action, add_resource, override_resource or set_config)")
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def add_action(
         self, name: str, triggers: Iterable[type[Event] | str] | None = None,

@@ -191,6 +191,16 @@ class UsageError(AgentsError, TypeError):
     """
 
 
+class UnkeyedRecordError(AgentsError, ValueError):
+    """A dict record with no ``"key"`` field, read with no ``key_selector``.
+
+    Not raised to the caller: the runner sends the record to its error output (an error
+    row with ``action="<key_selector>"`` and this message), as any record its key selector
+    fails on, and goes on with the next record. The message names the record's fields and
+    how to key it.
+    """
+
+
 class MissingApiKeyError(ResourceError, ProviderError):
     """A resource needs an API key that its environment variable does not hold.
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api import Agent
+from ..api import Agent, UnkeyedRecordError
 from ..plan import AgentPlan
 from ..runtime import (
     AgentCore,
@@ -43,9 +43,41 @@ SNAPSHOT_FORMAT = "flink-agents-py/local-snapshot/1"
 """The ``format`` field of a local runner snapshot."""
 
 
+_FIELDS_SHOWN = 8
+"""How many of a record's field names an ``UnkeyedRecordError`` names."""
+
+
 def default_key_selector(record: Any) -> Any:
-    """The record's ``"key"`` field when it is a dict with one, else ``None`` (one key)."""
-    return record.get("key") if isinstance(record, dict) else None
+    """The record's ``"key"`` field; ``None`` (one key) for a record that is not a dict.
+
+    The key selector of ``from_list``, ``from_datastream`` and ``from_table`` when none is
+    given. A dict with no ``"key"`` field is not run under a made-up key: its runner sends it
+    to the error output (see ``UnkeyedRecordError``) and goes on.
+
+    Args:
+        record: an input record.
+
+    Returns:
+        Its key.
+
+    Raises:
+        UnkeyedRecordError: for a dict with no ``"key"`` field, naming its fields and the
+            ways to key it.
+    """
+    if not isinstance(record, dict):
+        return None
+    try:
+        return record["key"]
+    except KeyError:
+        names = [str(k) for k in list(record)[:_FIELDS_SHOWN]]
+        more = f", ... ({len(record)} fields)" if len(record) > _FIELDS_SHOWN else ""
+        fields = f"its fields: {', '.join(names)}{more}" if names else "it has no fields"
+        example = names[0] if names else "id"
+        raise UnkeyedRecordError(
+            f'the record has no "key" field ({fields}) and no key_selector was given: add a '
+            f'"key" field, or pass key_selector= to from_list/from_datastream/from_table '
+            f'(e.g. key_selector=lambda r: r["{example}"]; key_selector=lambda r: None runs '
+            f"every record under one key, one after another)") from None
 
 
 @dataclass
@@ -279,7 +311,7 @@ class LocalAgentJob:
         wake: queue.SimpleQueue[Any] = queue.SimpleQueue()
         opts = self._env.options
         obs = HostObservability(metrics=opts.metrics, event_log=opts.event_log,
-                                observer=opts.observer, host="local")
+                                observer=opts.observer, host="local", agent=self._plan.name)
         core = AgentCore(self._plan, max_in_flight=opts.max_in_flight, notify=wake.put,
                          journal=opts.journal, failpoint=opts.failpoint, observer=obs.observer)
         states: dict[Any, _KeyState] = {}

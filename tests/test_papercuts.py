@@ -1,0 +1,143 @@
+"""The papercuts a new user meets in the second hour (issue 32): each a clear message or a
+readable name instead of a silent default or a raw exception."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import react_agents as ra
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.agents import ReActAgent
+from flink_agents_py.api import (
+    Agent,
+    AgentNotInitializedError,
+    AgentsError,
+    ChatModelSetup,
+    InputEvent,
+    OutputEvent,
+    ResourceDescriptor,
+    ResourceType,
+    RunnerContext,
+    UnkeyedRecordError,
+    UsageError,
+    action,
+)
+from flink_agents_py.local import default_key_selector
+from flink_agents_py.plan import AgentPlan
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+PYTHON = VENV_PY if VENV_PY.exists() else Path(sys.executable)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+class Echo(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "in": event.input}))
+
+
+# -- a record with no "key" and no key_selector -----------------------------------------------
+def test_a_dict_record_without_key_is_an_error_row_naming_it_and_how_to_key_it():
+    records = [{"key": "a", "n": 1}, {"id": 7, "text": "no key here"}, {"key": "b", "n": 2},
+               {}, {"key": None, "n": 3}]
+    result = AgentsExecutionEnvironment.local().from_list(records).apply(Echo()).run()
+    # the keyed records ran (an explicit None key is a key); the others are error rows
+    assert sorted(map(str, (o["key"] for o in result.outputs))) == ["None", "a", "b"]
+    assert [(e.execution_id, e.action, e.error_type) for e in result.errors] == [
+        ("record 1", "<key_selector>", "UnkeyedRecordError"),
+        ("record 3", "<key_selector>", "UnkeyedRecordError")]
+    first, empty = result.errors
+    assert first.input == {"id": 7, "text": "no key here"}
+    assert 'no "key" field (its fields: id, text)' in first.message
+    assert 'key_selector=lambda r: r["id"]' in first.message
+    assert "key_selector=lambda r: None" in first.message
+    assert "it has no fields" in empty.message
+
+
+def test_the_default_key_selector_on_its_own():
+    assert default_key_selector({"key": "k", "x": 1}) == "k"
+    assert default_key_selector("a plain text") is None  # not a dict: one key
+    assert default_key_selector(3) is None
+    many = {f"f{i}": i for i in range(20)}
+    with pytest.raises(UnkeyedRecordError) as err:
+        default_key_selector(many)
+    assert isinstance(err.value, AgentsError)
+    assert "f0, f1, f2, f3, f4, f5, f6, f7, ... (20 fields)" in str(err.value)
+
+
+def test_a_key_selector_still_keys_records_without_a_key_field():
+    records = [{"id": 1}, {"id": 2}, {"id": 1}]
+    result = AgentsExecutionEnvironment.local().from_list(
+        records, key_selector=lambda r: r["id"]).apply(Echo()).run()
+    assert result.errors == [] and len(result.outputs) == 3
+    one = AgentsExecutionEnvironment.local().from_list(
+        records, key_selector=lambda r: None).apply(Echo()).run()
+    assert one.errors == [] and {o["key"] for o in one.outputs} == {None}
+
+
+# -- super().__init__() forgotten --------------------------------------------------------------
+class Forgetful(Agent):
+    def __init__(self, tone: str) -> None:  # no super().__init__()
+        self.tone = tone
+
+    @action(InputEvent)
+    @staticmethod
+    def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output=event.input))
+
+
+@pytest.mark.parametrize("use", [
+    lambda a: a.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(ChatModelSetup)),
+    lambda a: a.add_action("again", [InputEvent], Forgetful.on_input),
+    lambda a: a.set_config(x=1),
+], ids=["add_resource", "add_action", "set_config"])
+def test_a_forgotten_super_init_names_the_fix(use):
+    agent = Forgetful("calm")
+    with pytest.raises(AgentNotInitializedError) as err:
+        use(agent)
+    text = str(err.value)
+    assert "Forgetful.__init__ did not call super().__init__()" in text
+    assert "add super().__init__() as the first line of Forgetful.__init__" in text
+    assert isinstance(err.value, UsageError) and isinstance(err.value, AttributeError)
+
+
+def test_an_agent_without_super_init_that_adds_nothing_still_runs():
+    """Decorated actions need no instance state: such an agent runs, as before."""
+    agent = Forgetful("calm")
+    out = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(agent).collect()
+    assert out == [{"key": "a"}]
+    assert agent.config == {}
+    with pytest.raises(AttributeError, match="'Forgetful' object has no attribute 'nope'"):
+        agent.nope  # noqa: B018 - other names are plain AttributeErrors
+
+
+# -- the ReAct agent's model setup has a readable name ----------------------------------------
+def test_react_metrics_label_the_model_by_a_declared_name():
+    result = AgentsExecutionEnvironment.local().from_list([ra.RECORDS[0]]).apply(
+        ra.build_react()).run()
+    assert result.metrics["chat_calls"] == {"chat_model": 2}  # no model named: "chat_model"
+    assert "_default_chat_model" not in str(result.metrics)
+
+    named = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn",
+                                                     model="calc-7b"), tools=[ra.add])
+    named.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ra.connection())
+    assert "calc-7b" in AgentPlan.from_agent(named).resources[ResourceType.CHAT_MODEL]
+    mine = ra.build_react()
+    told = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"),
+                      prompt="What is {a} + {b}?{mode}", output_schema=ra.Total,
+                      tools=[ra.add], chat_model_name="adder")
+    told.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ra.connection())
+    result = AgentsExecutionEnvironment.local().from_list([ra.RECORDS[0]]).apply(told).run()
+    assert result.outputs == [ra.Total(total=5)]
+    assert result.metrics["chat_calls"] == {"adder": 2}
+    # override_resource by the connection's name stays unambiguous
+    mine.override_resource("conn", ra.connection())
