@@ -1,6 +1,7 @@
 # flink-agents-py developer entry points.
 #   make setup        create .venv and install everything (scripts/setup.sh)
 #   make run ARGS=..  run the review-analysis job
+#   make quick        a first run in about a minute: 20 reviews, the small bundled model
 #   make test         full test suite (PYTEST_ARGS=... to pass options)
 #   make test-fast    tests without the flink/model/kafka markers
 #   make bench        quick benchmark
@@ -15,7 +16,7 @@ ARGS    ?=
 PYTEST_ARGS ?=
 LINT_PATHS  := flink_agents_py jobs bench examples scripts
 
-.PHONY: setup run test test-fast bench lint
+.PHONY: setup run quick test test-fast bench lint
 
 setup: $(STAMP)
 
@@ -25,6 +26,9 @@ $(STAMP): pyproject.toml scripts/setup.sh scripts/fetch_jars.sh scripts/fetch_mo
 
 run: $(STAMP)
 	$(PY) -m jobs.review_analysis $(ARGS)
+
+quick: $(STAMP)
+	$(PY) -m jobs.review_analysis --quick $(ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_ARGS)

