@@ -332,6 +332,40 @@ def test_trace_command_fails_when_no_receiver_listens(tmp_path):
     assert "run r0" in proc.stdout  # the trees are still printed
 
 
+class _Refuses(http.server.BaseHTTPRequestHandler):
+    """An HTTP server that is not an OTLP receiver: every POST gets 404."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(404)
+        self.send_header("Content-Length", "9")
+        self.end_headers()
+        self.wfile.write(b"not here!")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_trace_command_fails_when_the_endpoint_refuses_the_spans(tmp_path):
+    log = tmp_path / "events.jsonl"
+    _run(trace_agents.shop(), [{"key": "a", "n": 1, "sku": "s"}], str(log))
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Refuses)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        exe = Path(sys.executable).with_name("flink-agents-py")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        proc = subprocess.run([str(exe), "trace", str(log), "--otlp", url],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              env=env)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 3, proc.stderr
+    assert f"delivered 0 of 10 spans of 1 run to {url}: " in proc.stderr
+    assert "404" in proc.stderr
+
+
 class _Flaky:
     """An exporter that refuses every other batch."""
 
