@@ -254,3 +254,32 @@ def test_what_a_first_run_imports_is_imported_when_the_host_opens(tmp_path):
     assert set(got["at_first_run"]["resolved"]) >= {"start_action", "_chat_model_action",
                                                     "_tool_call_action"}
     assert got["out"] == [5]
+
+
+def test_a_model_or_dataclass_record_is_keyed_by_its_key_field_or_rejected():
+    import dataclasses
+
+    from pydantic import BaseModel
+
+    class Keyed(BaseModel):
+        key: str
+        text: str
+
+    class Review(BaseModel):
+        id: str
+        text: str
+
+    @dataclasses.dataclass
+    class Row:
+        sku: str
+
+    assert default_key_selector(Keyed(key="k1", text="t")) == "k1"
+    records = [Keyed(key="k1", text="a"), Review(id="p1", text="b"), Row(sku="s1"),
+               Keyed(key="k2", text="c")]
+    result = AgentsExecutionEnvironment.local().from_list(records).apply(Echo()).run()
+    assert sorted(o["key"] for o in result.outputs) == ["k1", "k2"]
+    review, row = result.errors
+    assert review.execution_id == "record 1" and row.execution_id == "record 2"
+    assert 'the Review record has no "key" field (its fields: id, text)' in review.message
+    assert "key_selector=lambda r: r.id" in review.message
+    assert 'the Row record has no "key" field (its fields: sku)' in row.message
