@@ -142,27 +142,6 @@ def test_react_metrics_label_the_model_by_a_declared_name():
     mine.override_resource("conn", ra.connection())
 
 
-# -- the ReAct page opens with an example that runs offline ----------------------------------
-def test_the_react_pages_first_example_runs_offline_and_prints_what_it_shows(tmp_path):
-    """The page's first block, saved by a user outside the repository and run with no model
-    server, prints the lines its ``# ...`` comments show."""
-    import re
-
-    page = (ROOT / "docs" / "how-to" / "react-agent.md").read_text()
-    first = re.findall(r"^```python\n(.*?)^```$", page, re.S | re.M)[0]
-    assert "Ollama" not in first and "OllamaChatModel" not in first
-    assert "model_from_function" in first
-    expected = [ln[2:] for ln in first.splitlines() if ln.startswith("# ")]
-    assert len(expected) == 2
-    assert ROOT not in tmp_path.resolve().parents
-    (tmp_path / "react_offline.py").write_text(first)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OLLAMA_HOST")}
-    proc = subprocess.run([str(PYTHON), "react_offline.py"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.splitlines() == expected
-
-
 # -- a first run in about a minute: make quick ---------------------------------------------
 def test_quick_reads_20_lines_with_the_small_bundled_model(monkeypatch):
     from flink_agents_py.integrations.chat_models import GGUF_ENV_VAR, bundled_gguf
