@@ -15,16 +15,31 @@ import threading
 from typing import Any
 
 import pytest
-from support.harness import KEY, call_of, drive_until, new_core, resume, snapshot_of
+from support.harness import (
+    KEY,
+    call_of,
+    drive_until,
+    new_core,
+    poll_until,
+    resume,
+    snapshot_of,
+)
 from support.probes import count, gate
 
+from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
     Agent,
+    ChatMessage,
+    ChatModelSetup,
     InputEvent,
     OutputEvent,
+    ResourceDescriptor,
+    ResourceType,
     RunnerContext,
     action,
+    qualified_name,
 )
+from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import InMemoryKeyState
 from flink_agents_py.runtime._identity import bound_state, stable_form
@@ -52,6 +67,11 @@ def price_apple() -> str:
 
 def price_pear() -> str:
     return price("pear")
+
+
+def chat_script(request: Any) -> str:
+    count("model")
+    return "chatted"
 
 
 def gated(tag: str) -> str:
@@ -226,3 +246,319 @@ def test_functions_in_a_closure_count_by_qualified_name_and_cycles_end():
 
     assert stable_form(Custom()) == stable_form(Custom())
     assert "pinned" in str(stable_form(Custom()))
+
+
+# -- defect 3: a started call finishes (and is recorded) before its action and run end -----
+def notify(who: str) -> str:
+    count(f"notify:{who}")
+    assert gate().wait(10), "gate never opened"
+    count(f"notified:{who}")
+    return f"told {who}"
+
+
+def quick(tag: str) -> str:
+    count(f"quick:{tag}")
+    return tag
+
+
+class FireAndForget(Agent):
+    """Starts ``notify`` and never awaits it; ``then`` awaits another call after it."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.durable_execute_async(notify, event.input["who"])  # started, never awaited
+        if event.input.get("then"):
+            await ctx.durable_execute_async(quick, "after")
+        ctx.send_event(OutputEvent(output="sent"))
+
+
+class PlainFireAndForget(Agent):
+    """The same from a plain ``def`` action."""
+
+    @action(InputEvent)
+    @staticmethod
+    def go(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.durable_execute_async(notify, event.input["who"])
+        ctx.send_event(OutputEvent(output="sent"))
+
+
+@pytest.mark.parametrize(("agent", "then"), [(FireAndForget, False), (FireAndForget, True),
+                                             (PlainFireAndForget, False)],
+                         ids=["returns_at_once", "after_a_later_await", "plain_def_action"])
+def test_a_started_call_never_awaited_runs_and_is_recorded_before_the_run_ends(
+        agent, then, probes):
+    plan = AgentPlan.from_agent(agent())
+    core = new_core(plan)
+    try:
+        state = InMemoryKeyState()
+        res = core.on_input(KEY, {"key": KEY, "who": "ann", "then": then}, state)
+        poll_until(core, state, lambda s: probes["notify:ann"] == 1 and (
+            not then or (s.run is not None and call_of(s, "go", 1) is not None
+                         and call_of(s, "go", 1).done)))
+        # the action returned, but its call still runs: the run is not over
+        assert res.outputs == [] and state.run is not None
+        assert call_of(state, "go", 0) is not None and not call_of(state, "go", 0).done
+        gate().set()
+        outputs, errors = [], []
+        while state.run is not None:
+            assert core.wait_for(KEY, 10), "the started call never completed"
+            step = core.advance(KEY, state)
+            outputs += step.outputs
+            errors += step.errors
+        assert errors == [] and outputs == ["sent"]
+        assert probes["notified:ann"] == 1
+        assert core.counters["calls_executed"] == (2 if then else 1)
+    finally:
+        gate().set()
+        core.close()
+
+
+def test_a_started_call_never_awaited_runs_again_after_a_crash(probes):
+    """Crash while the never-awaited call runs: the restored run re-enters the action, which
+    starts the call again (at-least-once), and the run ends once it is recorded."""
+    plan = AgentPlan.from_agent(FireAndForget())
+    core = new_core(plan)
+    try:
+        state = InMemoryKeyState()
+        core.on_input(KEY, {"key": KEY, "who": "bob"}, state)
+        assert state.run is not None
+        snap = snapshot_of(state, "json")  # the checkpoint: notify started, not recorded
+    finally:
+        core.close()  # the crash: notify's outcome never comes back
+    gate().set()
+    outputs, errors, new = resume(plan, snap)
+    assert errors == [] and outputs == ["sent"]
+    assert probes["notified:bob"] >= 1 and new.counters["calls_executed"] == 1
+    assert snap.run is None
+
+
+class LazyLeftAlone(Agent):
+    """Makes a chat future and a lazy call and awaits neither."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.chat("cm", [ChatMessage(content="hi")])  # LAZY-CHAT
+        ctx.send_event(OutputEvent(output="done"))
+
+
+def _line_of(marker: str) -> int:
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if marker in line
+                    and "_line_of" not in line)
+
+
+def test_a_lazy_chat_never_awaited_never_runs_and_is_warned_about_once_with_its_line(
+        probes, caplog):
+    agent = LazyLeftAlone()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
+        ScriptedChatModel, function=qualified_name(chat_script)))
+    agent.add_resource("cm", ResourceType.CHAT_MODEL,
+                       ResourceDescriptor(ChatModelSetup, connection="conn"))
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        res = AgentsExecutionEnvironment.local().from_list(
+            [{"key": "a"}, {"key": "b"}, {"key": "a"}]).apply(agent).run()
+    assert res.errors == [] and res.outputs == ["done"] * 3
+    assert probes["model"] == 0  # never dispatched (the seeds' contract)
+    warned = [r.getMessage() for r in caplog.records if "never awaited" in r.getMessage()]
+    assert len(warned) == 1  # once per line of code, not per run
+    assert f"{__file__}:{_line_of('# LAZY-CHAT')}" in warned[0]
+    assert "chat 'cm'" in warned[0]
+
+
+# -- defect 4, strict replay and ctx.patched: code redeployed between checkpoint and restore --
+def step_a(x: int) -> str:
+    count("step_a")
+    return f"a-{x}"
+
+
+def step_b(x: int) -> str:
+    count("step_b")
+    return f"b-{x}"
+
+
+VERSION = {"v": 1}
+
+
+@pytest.fixture(autouse=True)
+def _version_one():
+    VERSION["v"] = 1
+
+
+async def versioned(event: InputEvent, ctx: RunnerContext) -> None:
+    """The action body of each deployed version (``VERSION["v"]``).
+
+    1: step_a(1), step_b(2), gated.    2: step_a(1) only (fewer calls).
+    3: step_a(7) (other arguments), step_b(2), gated.    4: strict=True on that call.
+    5: patched("use-b"): step_b(1) instead of step_a(1); twice in one execution.
+    6: deprecate_patch("use-b") then step_b(1).    7: the patch call removed: step_b(1).
+    """
+    v = VERSION["v"]
+    if v == 1:
+        first = await ctx.durable_execute_async(step_a, 1)
+        await ctx.durable_execute_async(step_b, 2)
+    elif v == 2:
+        first = await ctx.durable_execute_async(step_a, 1)
+        ctx.send_event(OutputEvent(output={"first": first, "second": None}))
+        return
+    elif v in (3, 4):
+        first = await ctx.durable_execute_async(step_a, 7, strict=True if v == 4 else None)
+        await ctx.durable_execute_async(step_b, 2)
+    elif v == 5:
+        new = ctx.patched("use-b")
+        fn, arg = (step_b, 1) if new else (step_a, 1)
+        first = await ctx.durable_execute_async(fn, arg)
+        if not new:
+            await ctx.durable_execute_async(step_b, 2)
+        assert ctx.patched("use-b") is new  # the same answer for the whole execution
+    elif v == 6:
+        ctx.deprecate_patch("use-b")
+        first = await ctx.durable_execute_async(step_b, 1)
+    else:
+        first = await ctx.durable_execute_async(step_b, 1)
+    second = await ctx.durable_execute_async(gated, "g")
+    ctx.send_event(OutputEvent(output={"first": first, "second": second}))
+
+
+class Versioned(Agent):
+    go = action(InputEvent)(staticmethod(versioned))
+
+
+class StrictVersioned(Agent):
+    replay = "strict"
+    go = action(InputEvent)(staticmethod(versioned))
+
+
+def test_a_replay_that_makes_fewer_calls_than_recorded_is_flagged(probes, caplog):
+    plan = AgentPlan.from_agent(Versioned())
+    snap = snapshot_at(plan, 2)  # c0 step_a and c1 step_b recorded; c2 gated started
+    VERSION["v"] = 2
+    from flink_agents_py.runtime import Observer
+
+    class Keep(Observer):
+        def __init__(self) -> None:
+            self.found: list[tuple[str, str, str]] = []
+
+        def replay_finding(self, key, execution_id, kind, message):
+            self.found.append((execution_id, kind, message))
+
+    keep = Keep()
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        outputs, errors, core = resume(plan, snap, observer=keep)
+    assert errors == [] and outputs == [{"first": "a-1", "second": None}]  # lenient: goes on
+    [(execution_id, kind, message)] = keep.found
+    assert (execution_id, kind) == ("r0/go", "unreached_calls")
+    assert "r0/go/c1" in message and "r0/go/c2" in message and "step_b" in message
+    assert any("fewer durable calls than were recorded" in r.getMessage()
+               and "r0/go/c2" in r.getMessage() for r in caplog.records)
+    assert core.counters["replay_unreached_calls"] == 1
+
+
+def test_in_strict_mode_a_replay_that_makes_fewer_calls_is_an_error(probes):
+    plan = AgentPlan.from_agent(StrictVersioned())
+    snap = snapshot_at(plan, 2)
+    VERSION["v"] = 2
+    outputs, errors, _ = resume(plan, snap)
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError"
+    assert "r0/go/c1" in err.message and "r0/go/c2" in err.message
+
+
+@pytest.mark.parametrize(("agent", "version", "strict"), [
+    (Versioned, 3, False), (Versioned, 4, True), (StrictVersioned, 3, True),
+    ("instance", 3, True)], ids=["lenient", "strict_call", "strict_class", "strict_instance"])
+def test_changed_arguments_replay_with_a_warning_unless_strict(agent, version, strict, probes,
+                                                               caplog):
+    if agent == "instance":
+        made = Agent(replay="strict")
+        made.add_action("go", [InputEvent], versioned)
+    else:
+        made = agent()
+    plan = AgentPlan.from_agent(made)
+    snap = snapshot_at(plan, 2)
+    VERSION["v"] = version
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        outputs, errors, core = resume(plan, snap)
+    if strict:
+        assert outputs == []
+        [err] = errors
+        assert err.error_type == "ReplayDivergenceError" and "r0/go/c0" in err.message
+        assert "strict replay" in err.message and "other arguments" in err.message
+    else:
+        assert errors == [] and outputs == [{"first": "a-1", "second": "g"}]  # as recorded
+        assert core.counters["replay_arguments_changed"] == 1
+        assert any("arguments changed" in r.getMessage() for r in caplog.records)
+    assert probes["step_a"] == 1  # recorded once, never run again
+
+
+def test_a_bad_replay_mode_is_refused_naming_it():
+    from flink_agents_py.api import UsageError
+
+    with pytest.raises(UsageError, match="Agent\\(replay=...\\).*'lenient'.*'strict'"):
+        Agent(replay="loose")
+
+    class Loose(Agent):
+        replay = "sometimes"
+        go = action(InputEvent)(staticmethod(versioned))
+
+    with pytest.raises(UsageError, match="Loose.replay"):
+        AgentPlan.from_agent(Loose())
+    assert AgentPlan.from_agent(StrictVersioned()).config["replay"] == "strict"
+    assert "replay" not in AgentPlan.from_agent(Versioned()).config
+
+
+def test_patched_keeps_old_runs_on_the_old_branch_and_new_runs_on_the_new(probes):
+    plan = AgentPlan.from_agent(Versioned())
+    old = snapshot_at(plan, 2)  # recorded by version 1: step_a(1), step_b(2)
+    VERSION["v"] = 5
+    outputs, errors, _ = resume(plan, old)
+    assert errors == [] and outputs == [{"first": "a-1", "second": "g"}]  # the old branch
+    assert (probes["step_a"], probes["step_b"]) == (1, 1)  # both replayed, none ran again
+    gate().clear()
+    new = snapshot_at(plan, 1)  # a new run under version 5: the marker, then step_b(1)
+    assert probes["step_b"] == 2
+    [rec] = [r for r in new.run.inflight.values()]
+    assert rec.calls["patch:use-b"].value is True
+    outputs, errors, _ = resume(plan, new)
+    assert errors == [] and outputs == [{"first": "b-1", "second": "g"}]
+    assert probes["step_b"] == 2 and probes["step_a"] == 1  # replayed
+
+
+def test_deprecate_patch_then_removing_it_keeps_the_calls_in_place(probes):
+    plan = AgentPlan.from_agent(Versioned())
+    VERSION["v"] = 5
+    patched_run = snapshot_at(plan, 1)
+    for version in (6, 7):  # deprecate_patch, then the patch call removed altogether
+        VERSION["v"] = version
+        outputs, errors, _ = resume(plan, snapshot_of(patched_run, "json"))
+        assert errors == [] and outputs == [{"first": "b-1", "second": "g"}]
+    assert probes["step_b"] == 1  # replayed each time: no call shifted by the marker
+
+
+def test_deprecate_patch_refuses_a_run_recorded_before_the_patch(probes):
+    plan = AgentPlan.from_agent(Versioned())
+    old = snapshot_at(plan, 2)
+    VERSION["v"] = 6
+    outputs, errors, _ = resume(plan, old)
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError"
+    assert "r0/go/patch:use-b" in err.message and "old branch" in err.message
+    assert probes["step_b"] == 1  # nothing ran in the old branch's place
+
+
+def test_patched_rejects_a_bad_change_id():
+    from flink_agents_py.api import UsageError
+
+    class Bad(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def go(event: InputEvent, ctx: RunnerContext) -> None:
+            ctx.patched("")
+
+    res = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(Bad()).run()
+    [err] = res.errors
+    assert err.error_type == "UsageError" and "non-empty string" in err.message
+    assert "r0/go" in err.message

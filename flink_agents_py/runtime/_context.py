@@ -29,11 +29,9 @@ from ..api import (
     NotInActionContextError,
     ReplayDivergenceError,
     Resource,
-    ResourceNotFoundError,
     ResourceType,
     RunnerContext,
     SubagentResult,
-    SubagentSetup,
 )
 from ..api._events import EVENT_ID_SOURCE
 from ._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
@@ -59,6 +57,8 @@ from ._outcomes import call_digest, fn_name, rebuild_exception, reordered_call, 
 from ._serde import dumps, event_is_plain, event_json, from_json_value
 from ._state import CallKind, CallRecord, InflightAction, RunState
 from ._stepper import not_stepping
+from ._subgraph import resolve_subagent
+from ._versioning import changed_arguments, is_strict, patched
 
 if TYPE_CHECKING:
     from ..plan import AgentPlan
@@ -267,12 +267,12 @@ class ActionContext(RunnerContext):
 
     def durable_execute(
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
-        **kwargs: Any,
+        strict: bool | None = None, **kwargs: Any,
     ) -> Any:
         kwargs.pop("durable_id", None)  # Flink Agents' call identity: ours is the call ordinal
         name = _fn_name(fn)
         call, started = self._open_call(fn, args, kwargs, CallKind.FUNCTION, name,
-                                        lambda c: InlineCall(c, name))
+                                        lambda c: InlineCall(c, name), strict=strict)
         if not call.done:
             self.record_started(InlineCall(call, name))
             runner = reconciler if (started is not None and reconciler is not None) else None
@@ -291,11 +291,17 @@ class ActionContext(RunnerContext):
 
     def durable_execute_async(
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
-        **kwargs: Any,
+        strict: bool | None = None, **kwargs: Any,
     ) -> DurableCall:
         kwargs.pop("durable_id", None)  # Flink Agents' call identity: ours is the call ordinal
         return self.execute_as(CallKind.FUNCTION, _fn_name(fn), fn, args, kwargs,
-                               reconciler=reconciler)
+                               reconciler=reconciler, strict=strict)
+
+    def patched(self, change_id: str) -> bool:
+        return patched(self, change_id)
+
+    def deprecate_patch(self, change_id: str) -> None:
+        patched(self, change_id, deprecated=True)
 
     def lazy_execute_async(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> DurableCall:
         """Like ``durable_execute_async``, but the call starts only on its first await.
@@ -310,7 +316,7 @@ class ActionContext(RunnerContext):
     def execute_as(
         self, kind: CallKind, target: str, fn: Callable[..., Any], args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None, *, reconciler: Callable[[], Any] | None = None,
-        lazy: bool = False, digest_name: str | None = None,
+        lazy: bool = False, digest_name: str | None = None, strict: bool | None = None,
     ) -> DurableCall:
         """Make a durable call of ``fn(*args, **kwargs)`` recorded as ``kind``/``target``.
 
@@ -328,6 +334,7 @@ class ActionContext(RunnerContext):
             lazy: start only on the first await (or ``start_soon``); the identity is taken now.
             digest_name: the name the argument digest uses instead of ``fn``'s (for a call
                 whose function depends on something a replay cannot see).
+            strict: replay strictly (``None``: as the agent does; see ``_versioning``).
 
         Returns:
             The call (already ``done`` when replayed).
@@ -340,11 +347,11 @@ class ActionContext(RunnerContext):
         name = _fn_name(fn)
         call, started = self._open_call(fn, args, kwargs, kind, target,
                                         lambda c: RunFunction(c, fn, args, kwargs, name),
-                                        digest_name)
+                                        digest_name, strict)
         if call.done:
             return call
         if lazy:
-            call.start = RunFunction(call, fn, args, kwargs, name)
+            call.arm(RunFunction(call, fn, args, kwargs, name))
         elif started is not None and reconciler is not None:
             self.commands.append(RunFunction(call, reconciler, (), {}, name))
         else:
@@ -372,7 +379,7 @@ class ActionContext(RunnerContext):
 
     async def submit_subagent(self, name: str, input: Any) -> SubagentHandle:
         self.check_live("submit_subagent")
-        setup, refusal = self._resolve_subagent(name)
+        setup, refusal = resolve_subagent(self, name)
         kind = (CallKind.SUBAGENT_REFUSED if setup is None
                 else CallKind.SUBAGENT if isinstance(setup, InternalSubagent)
                 else CallKind.SUBAGENT_DEFERRED if isinstance(setup, DeferredSubagentSetup)
@@ -411,21 +418,6 @@ class ActionContext(RunnerContext):
             (session_id, call_id, input),
             reconciler=lambda: setup.reconcile_submit_request(session_id, call_id, input))
         return SubagentHandle(self, call, name, "async", session_id, setup)
-
-    def _resolve_subagent(self, name: str) -> tuple[SubagentSetup | None, str]:
-        """The setup of sub-agent ``name``, or ``None`` and why it is refused."""
-        try:
-            setup = self.get_resource(name, ResourceType.AGENT)
-        except ResourceNotFoundError as e:
-            return None, f"sub-agent {name!r}: {e}"
-        except Exception as e:  # noqa: BLE001 - a setup that cannot be built
-            return None, f"sub-agent {name!r} cannot be built: {type(e).__name__}: {e}"
-        if not isinstance(setup, SubagentSetup):
-            return None, f"resource {name!r} is a {type(setup).__name__}, not a sub-agent setup"
-        if not isinstance(setup, (InternalSubagent, DeferredSubagentSetup, AsyncSubagentSetup)):
-            return None, (f"sub-agent {name!r}: {type(setup).__name__} is neither internal, "
-                          "deferred nor async")
-        return setup, ""
 
     # -- runtime side ------------------------------------------------------------------
     def take_commands(self) -> list[Command]:
@@ -533,16 +525,14 @@ class ActionContext(RunnerContext):
         log.error("%s", err)
         raise err
 
-    def _replay(self, call: DurableCall, rec: CallRecord, command: CallCommand) -> None:
+    def _replay(self, call: DurableCall, rec: CallRecord, command: CallCommand,
+                strict: bool | None = None) -> None:
         if rec.digest and rec.digest != call.digest:
             err = reordered_call(call, rec, self._record.calls, self.execution_id,
                                  self._record.action)
             if err is not None:  # not a harmless change: another call's outcome
                 self._diverge(err)
-            log.warning(
-                "durable call %s replays a recorded outcome but its arguments changed "
-                "(digest %s, recorded %s); replay goes by identity",
-                call.call_id, call.digest, rec.digest)
+            changed_arguments(self, call, rec, is_strict(self, strict))
         call.replayed = True
         if rec.ok:
             call.complete(True, from_json_value(rec.value))
@@ -558,12 +548,12 @@ class ActionContext(RunnerContext):
         elif rec is not None and call.call_id in self.run.invocations:
             call.start = Attach(call, call.target)
         else:
-            call.start = command
+            call.arm(command)
 
     def _open_call(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
         kind: CallKind, target: str, command: Callable[[DurableCall], CallCommand],
-        digest_name: str | None = None,
+        digest_name: str | None = None, strict: bool | None = None,
     ) -> tuple[DurableCall, CallRecord | None]:
         """Allocate the next call and replay its record when there is one.
 
@@ -576,7 +566,7 @@ class ActionContext(RunnerContext):
         call = DurableCall(call_id, ordinal, dig, kind, target)
         self.calls[ordinal] = call
         if rec is not None and rec.done:
-            self._replay(call, rec, command(call))
+            self._replay(call, rec, command(call), strict)
             return call, None
         return call, rec
 
