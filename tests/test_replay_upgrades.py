@@ -41,7 +41,7 @@ from flink_agents_py.api import (
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.plan import AgentPlan
-from flink_agents_py.runtime import InMemoryKeyState
+from flink_agents_py.runtime import CallRecord, InMemoryKeyState, Journal
 from flink_agents_py.runtime._identity import bound_state, stable_form
 from flink_agents_py.runtime._outcomes import call_digest
 
@@ -562,3 +562,88 @@ def test_patched_rejects_a_bad_change_id():
     [err] = res.errors
     assert err.error_type == "UsageError" and "non-empty string" in err.message
     assert "r0/go" in err.message
+
+
+def test_objects_inside_a_bound_object_count_by_type_and_identity_never_fails_a_call():
+    class Pool:
+        def __init__(self) -> None:
+            self.connections: dict[str, int] = {}
+
+    class Session:
+        def __init__(self, region: str) -> None:
+            self.region = region
+            self.pool = Pool()
+
+        def get(self) -> str:
+            return self.region
+
+    used, fresh = Session("eu"), Session("eu")
+    used.pool.connections["host"] = 3  # state that changes as the session is used
+    assert _digest(used.get) == _digest(fresh.get)
+    assert _digest(used.get) != _digest(Session("us").get)
+
+    class Broken:
+        def __durable_identity__(self) -> str:
+            raise RuntimeError("no identity today")
+
+        def __call__(self) -> str:
+            return "x"
+
+    assert _digest(Broken()) == _digest(Broken())  # counts by its type; the call goes on
+
+
+class DictJournal(Journal):
+    """A journal in a dict (what a crashed attempt appended, looked up at recovery)."""
+
+    def __init__(self) -> None:
+        self.records: dict[tuple[Any, str], CallRecord] = {}
+
+    def append(self, key: Any, call_id: str, record: CallRecord) -> None:
+        self.records[(key, call_id)] = record.model_copy(deep=True)
+
+    def lookup(self, key: Any, call_id: str) -> CallRecord | None:
+        return self.records.get((key, call_id))
+
+
+def test_calls_journaled_after_the_checkpoint_and_not_reached_are_flagged_too(probes):
+    plan = AgentPlan.from_agent(StrictVersioned())
+    journal = DictJournal()
+    core = new_core(plan, journal=journal)
+    try:
+        state = InMemoryKeyState()
+        core.on_input(KEY, {"key": KEY}, state)
+        drive_until(core, state, quiet=True, done=lambda s: (
+            (c := call_of(s, "go", 2)) is not None and not c.done))
+        snap = snapshot_of(state, "json")
+    finally:
+        gate().set()
+        core.close()
+    rec = next(iter(snap.run.inflight.values()))
+    del rec.calls["1"], rec.calls["2"]  # the checkpoint was taken before c1 was recorded
+    assert (KEY, "r0/go/c1") in journal.records
+    VERSION["v"] = 2
+    outputs, errors, _ = resume(plan, snap, journal=journal)
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and "r0/go/c1" in err.message
+
+
+def test_a_patch_marker_is_journaled_and_answers_a_recovery_from_the_journal(probes):
+    plan = AgentPlan.from_agent(Versioned())
+    VERSION["v"] = 5
+    journal = DictJournal()
+    core = new_core(plan, journal=journal)
+    try:
+        state = InMemoryKeyState()
+        core.on_input(KEY, {"key": KEY}, state)
+        drive_until(core, state, quiet=True, done=lambda s: (
+            (c := call_of(s, "go", 1)) is not None and not c.done))
+        snap = snapshot_of(state, "json")
+    finally:
+        gate().set()
+        core.close()
+    assert journal.records[(KEY, "r0/go/patch:use-b")].value is True
+    rec = next(iter(snap.run.inflight.values()))
+    rec.calls.clear()  # the checkpoint was taken before any of it: the journal has it all
+    outputs, errors, _ = resume(plan, snap, journal=journal)
+    assert errors == [] and outputs == [{"first": "b-1", "second": "g"}]
+    assert probes["step_b"] == 1  # answered from the journal, on the same branch

@@ -51,7 +51,8 @@ def completion_error(ctx: ActionContext, reentered: bool, warned: set[str]
 
     Args:
         ctx: the action's context.
-        reentered: the execution was re-entered after a restore.
+        reentered: the execution was re-entered after a restore (one that replayed a call
+            from the journal is checked too).
         warned: the ``file:line`` sites already warned about (updated).
 
     Returns:
@@ -66,7 +67,10 @@ def completion_error(ctx: ActionContext, reentered: bool, warned: set[str]
                     "durable call %s (%s %r) made at %s was never awaited, so it never ran "
                     "(a lazy call such as ctx.chat(...) starts on its first await); await it, "
                     "or remove it", call.call_id, call.kind.value, call.target, call.site)
-    return check_unreached(ctx) if reentered else None
+    if reentered or (ctx.ledger.journal is not None
+                     and any(c.replayed for c in ctx.calls.values())):
+        return check_unreached(ctx)
+    return None
 
 
 def commit_memory(ctx: ActionContext, state: KeyState, run: RunState) -> None:

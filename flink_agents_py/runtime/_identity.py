@@ -31,8 +31,13 @@ The stable form of a bound value (``stable_form``):
   a file, a thread, an executor), a ``RunnerContext``, and anything deeper than
   ``MAX_DEPTH`` levels contribute their **type name only**: they have no form that is the
   same in every process, and what they are is still checked;
-- any other object is its type name with the stable form of its instance attributes
-  (``__dict__`` and ``__slots__`` entries, dunder names left out).
+- any other object is its type name with the stable form of its own instance attributes
+  (``__dict__`` and ``__slots__`` entries, dunder names left out); an object found inside
+  those attributes that has no JSON form counts by its type name only (a client's session,
+  connection pool or cache is not walked: its state changes as it is used).
+
+Computing the form never fails a call: a ``__durable_identity__`` that raises, or an object
+that cannot be walked, counts by its type name.
 """
 
 from __future__ import annotations
@@ -90,7 +95,10 @@ def bound_state(fn: Callable[..., Any]) -> list[Any] | None:
     """
     if type(fn) is types.FunctionType and not _made_at_run_time(fn):
         return None  # the common case, kept cheap: a module-level function
-    parts = _binds(fn, 0, set())
+    try:
+        parts = _binds(fn, 0, set())
+    except (Exception, RecursionError):  # noqa: BLE001 - identity never fails the call
+        parts = [_type_only(fn)]
     return parts or None
 
 
@@ -169,14 +177,17 @@ def _literal(const: Any) -> Any:
     return const
 
 
-def stable_form(value: Any, depth: int = 0, active: set[int] | None = None) -> Any:
+def stable_form(value: Any, depth: int = 0, active: set[int] | None = None,
+                inside: bool = False) -> Any:
     """A JSON-form stand-in for ``value`` that is the same in every process.
 
     Args:
         value: a value a callable binds (a closure cell, a partial's argument, a method's
             ``__self__``...).
-        depth: how many objects deep ``value`` is (at ``MAX_DEPTH`` a type name is kept).
+        depth: how many levels deep ``value`` is (past ``MAX_DEPTH`` a type name is kept).
         active: ids of the containers on the current path (a cycle is its type name).
+        inside: ``value`` is inside an object's attributes (an object with no JSON form
+            found there counts by its type name).
 
     Returns:
         JSON-form data (see the module docstring for each kind of value).
@@ -203,32 +214,37 @@ def stable_form(value: Any, depth: int = 0, active: set[int] | None = None) -> A
         return _type_only(value)
     hook = getattr(value, "__durable_identity__", None)
     if callable(hook) and not isinstance(value, type):
-        return {"$type": _qualified(kind), "identity": stable_form(hook(), depth + 1, active)}
+        try:
+            return {"$type": _qualified(kind), "identity": stable_form(hook(), depth + 1)}
+        except Exception:  # noqa: BLE001 - identity never fails the call
+            return _type_only(value)
     try:
         return to_json_value(value, "a bound value")
     except Exception:  # noqa: BLE001, S110 - no JSON form: described below
         pass
     active.add(id(value))
     try:
-        return _structure(value, kind, depth, active)
+        return _structure(value, kind, depth, active, inside)
     finally:
         active.discard(id(value))
 
 
-def _structure(value: Any, kind: type, depth: int, active: set[int]) -> Any:
+def _structure(value: Any, kind: type, depth: int, active: set[int], inside: bool) -> Any:
     """The stable form of a value with no JSON form: its parts, or its type name."""
     if isinstance(value, (list, tuple)):
-        return [stable_form(v, depth + 1, active) for v in value]
+        return [stable_form(v, depth + 1, active, inside) for v in value]
     if isinstance(value, dict):
-        return {"$dict": [[stable_form(k, depth + 1, active), stable_form(v, depth + 1, active)]
+        return {"$dict": [[stable_form(k, depth + 1, active, inside),
+                           stable_form(v, depth + 1, active, inside)]
                           for k, v in value.items()]}
     if isinstance(value, (set, frozenset)):
-        return {"$set": sorted((stable_form(v, depth + 1, active) for v in value), key=dumps)}
-    if kind.__module__.split(".", 1)[0] in _STDLIB:  # a socket, a lock, a file...
+        return {"$set": sorted((stable_form(v, depth + 1, active, inside) for v in value),
+                               key=dumps)}
+    if inside or kind.__module__.split(".", 1)[0] in _STDLIB:  # a socket, a lock, a pool...
         return _type_only(value)
     state: dict[str, Any] = {}
     for name, attr in _attributes(value):
-        state[name] = stable_form(attr, depth + 1, active)
+        state[name] = stable_form(attr, depth + 1, active, inside=True)
     return {"$type": _qualified(kind), "state": state}
 
 

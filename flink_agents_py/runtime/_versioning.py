@@ -143,13 +143,28 @@ def changed_arguments(ctx: ActionContext, call: DurableCall, rec: CallRecord,
 def unreached_calls(ctx: ActionContext) -> list[tuple[str, CallRecord]]:
     """The recorded calls of ``ctx``'s execution that its run did not make, in order.
 
+    Records in the execution's state entry, then those the journal (if any) holds for the
+    ordinals that follow (an outcome journaled after the last checkpoint).
+
     Returns:
-        ``(call id, record)`` for each numbered record at or after the next call ordinal.
+        ``(call id, record)`` for each record at or after the next call ordinal.
     """
     nxt = ctx._next_ordinal
     found = sorted((int(k), r) for k, r in ctx._record.calls.items()
                    if k.isdigit() and int(k) >= nxt)
+    if ctx.ledger.journal is not None:
+        ordinal = found[-1][0] + 1 if found else nxt
+        while len(found) < _MAX_UNREACHED:
+            rec = ctx.ledger.lookup(ctx.key, f"{ctx.execution_id}/c{ordinal}")
+            if rec is None:
+                break
+            found.append((ordinal, rec))
+            ordinal += 1
     return [(f"{ctx.execution_id}/c{n}", r) for n, r in found]
+
+
+_MAX_UNREACHED = 1000
+"""The most journaled calls ``unreached_calls`` looks up beyond the state's records."""
 
 
 def check_unreached(ctx: ActionContext) -> ReplayDivergenceError | None:
