@@ -647,3 +647,12 @@ def test_a_patch_marker_is_journaled_and_answers_a_recovery_from_the_journal(pro
     outputs, errors, _ = resume(plan, snap, journal=journal)
     assert errors == [] and outputs == [{"first": "b-1", "second": "g"}]
     assert probes["step_b"] == 1  # answered from the journal, on the same branch
+
+
+def test_the_frameworks_own_calls_are_digested_by_name_and_arguments_only():
+    from flink_agents_py.runtime._knowledge import durable_target
+
+    wrapped = durable_target("vector_store[docs].query", Pricer("apple").price)
+    assert bound_state(wrapped) is None  # a framework wrapper: its label is its identity
+    assert _digest(wrapped) == _digest(durable_target("vector_store[docs].query",
+                                                      Pricer("pear").price))

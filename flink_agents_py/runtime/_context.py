@@ -345,6 +345,8 @@ class ActionContext(RunnerContext):
         """
         kwargs = kwargs or {}
         name = _fn_name(fn)
+        if digest_name is None and kind is not CallKind.FUNCTION:
+            digest_name = name  # the framework's calls: what their function binds is its own
         call, started = self._open_call(fn, args, kwargs, kind, target,
                                         lambda c: RunFunction(c, fn, args, kwargs, name),
                                         digest_name, strict)

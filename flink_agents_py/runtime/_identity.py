@@ -15,7 +15,9 @@ more. ``bound_state(fn)`` describes that part, the same in every process:
   ``__self__``.
 
 A module-level function binds nothing (its name is its identity), so digests of plain calls
-are what they were before bound state was kept.
+are what they were before bound state was kept. Neither do the framework's own calls (model,
+tool and sub-agent calls are digested by their name and arguments; wrappers the framework
+makes are named by their label).
 
 The stable form of a bound value (``stable_form``):
 
@@ -58,6 +60,7 @@ MAX_DEPTH = 4
 """How many levels of nested objects ``stable_form`` walks before it keeps a type name only."""
 
 _SCALARS = (str, int, bool, type(None))
+_FRAMEWORK = "flink_agents_py."
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "__builtin__"}
 _FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
               types.MethodWrapperType, types.WrapperDescriptorType, types.MethodDescriptorType)
@@ -78,9 +81,15 @@ def _type_only(value: Any) -> dict[str, str]:
 
 
 def _made_at_run_time(fn: types.FunctionType) -> bool:
-    """Whether ``fn`` is a lambda or a nested function (what it binds was decided at run time)."""
+    """Whether ``fn`` is a lambda or a nested function (what it binds was decided at run time).
+
+    Returns:
+        Whether it is; ``False`` for the framework's own wrappers (functions of
+        ``flink_agents_py`` modules), which are named by their ``module:qualname`` alone.
+    """
     qual = fn.__qualname__
-    return "<" in qual or fn.__closure__ is not None
+    return ("<" in qual or fn.__closure__ is not None) and not str(
+        getattr(fn, "__module__", "")).startswith(_FRAMEWORK)
 
 
 def bound_state(fn: Callable[..., Any]) -> list[Any] | None:
