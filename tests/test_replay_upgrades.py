@@ -656,3 +656,25 @@ def test_the_frameworks_own_calls_are_digested_by_name_and_arguments_only():
     assert bound_state(wrapped) is None  # a framework wrapper: its label is its identity
     assert _digest(wrapped) == _digest(durable_target("vector_store[docs].query",
                                                       Pricer("pear").price))
+
+
+def refuse(who: str) -> str:
+    raise ConnectionError(f"cannot reach {who}")
+
+
+class FailingFireAndForget(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.durable_execute_async(refuse, "mailer")
+        ctx.send_event(OutputEvent(output="sent"))
+
+
+def test_a_started_call_never_awaited_that_fails_is_recorded_and_warned_about(caplog):
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        res = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(
+            FailingFireAndForget()).run()
+    assert res.errors == [] and res.outputs == ["sent"]
+    [warned] = [r.getMessage() for r in caplog.records if "never awaited and failed" in
+                r.getMessage()]
+    assert "r0/go/c0" in warned and "ConnectionError: cannot reach mailer" in warned

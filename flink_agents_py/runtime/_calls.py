@@ -71,7 +71,7 @@ class DurableCall:
     """
 
     __slots__ = ("call_id", "ordinal", "done", "ok", "value", "replayed", "start", "digest",
-                 "kind", "target", "site", "running")
+                 "kind", "target", "site", "running", "used")
 
     def __init__(self, call_id: str, ordinal: int, digest: str = "",
                  kind: CallKind = CallKind.FUNCTION, target: str = "") -> None:
@@ -87,6 +87,7 @@ class DurableCall:
         self.start: Command | None = None
         self.site = ""  # where a lazy call was made (``file:line``), for the never-awaited warning
         self.running = False  # handed to the I/O executor, outcome not recorded yet
+        self.used = False  # its outcome was asked for (awaited, or ``result()``)
 
     def arm(self, command: Command) -> None:
         """Make this a lazy call: ``command`` starts it on its first await (see ``start``).
@@ -113,6 +114,7 @@ class DurableCall:
         """
         if not self.done:
             raise DurableExecutionError(f"durable call {self.call_id} has not completed")
+        self.used = True
         if self.ok:
             return self.value
         raise self.value

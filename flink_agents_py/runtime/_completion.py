@@ -45,9 +45,9 @@ def completion_error(ctx: ActionContext, reentered: bool, warned: set[str]
                      ) -> BaseException | None:
     """Check a completed action execution; the error that fails it, if any.
 
-    Logs a warning for each lazy call never awaited (once per line of code in ``warned``);
-    for a re-entered execution, flags the recorded calls it did not reach
-    (``check_unreached``).
+    Logs a warning for each lazy call never awaited (once per line of code in ``warned``)
+    and for each started call never awaited that failed; for a re-entered execution, flags
+    the recorded calls it did not reach (``check_unreached``).
 
     Args:
         ctx: the action's context.
@@ -67,6 +67,11 @@ def completion_error(ctx: ActionContext, reentered: bool, warned: set[str]
                     "durable call %s (%s %r) made at %s was never awaited, so it never ran "
                     "(a lazy call such as ctx.chat(...) starts on its first await); await it, "
                     "or remove it", call.call_id, call.kind.value, call.target, call.site)
+        elif call.done and not call.ok and not call.used and not call.replayed:
+            log.warning("durable call %s (%s %r) was never awaited and failed: %s: %s; its "
+                        "failure is recorded, the action is not failed by it",
+                        call.call_id, call.kind.value, call.target,
+                        type(call.value).__name__, call.value)
     if reentered or (ctx.ledger.journal is not None
                      and any(c.replayed for c in ctx.calls.values())):
         return check_unreached(ctx)
