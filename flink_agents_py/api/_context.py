@@ -173,7 +173,8 @@ class RunnerContext(ABC):
             strict: on replay, fail with ``ReplayDivergenceError`` when the arguments differ
                 from the recorded ones (``None``: the agent's ``replay`` mode, lenient by
                 default: the recorded outcome is returned with a warning).
-            **kwargs: keyword arguments of ``fn``.
+            **kwargs: keyword arguments of ``fn`` (``reconciler`` and ``strict`` are the
+                runtime's: bind an argument of ``fn`` so named with ``functools.partial``).
 
         Returns:
             What ``fn`` returned (or, on replay, what it returned the first time).
