@@ -678,3 +678,47 @@ def test_a_started_call_never_awaited_that_fails_is_recorded_and_warned_about(ca
     [warned] = [r.getMessage() for r in caplog.records if "never awaited and failed" in
                 r.getMessage()]
     assert "r0/go/c0" in warned and "ConnectionError: cannot reach mailer" in warned
+
+
+class SyncFanout(Agent):
+    """``Fanout`` with synchronous ``durable_execute`` calls."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        make = FORMS[SWITCH["form"]]
+        got = [ctx.durable_execute(make(item)) for item in SWITCH["order"]]
+        await ctx.durable_execute_async(gated, "g")
+        ctx.send_event(OutputEvent(output=got))
+
+
+def test_synchronous_calls_through_a_partial_made_in_another_order_diverge(probes):
+    plan = AgentPlan.from_agent(SyncFanout())
+    snap = snapshot_at(plan, 2)
+    SWITCH["order"] = ("pear", "apple")
+    outputs, errors, _ = resume(plan, snap)
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and "recorded for r0/go/c1" in err.message
+
+
+def test_through_a_journal_a_partial_call_never_gets_another_calls_outcome(probes):
+    """The checkpoint holds no record of the calls, the journal holds both: restored with the
+    calls swapped, each journal entry answers only the call that made it (its partial's
+    arguments are part of the digest), so each item gets its own price."""
+    plan = AgentPlan.from_agent(Fanout())
+    journal = DictJournal()
+    core = new_core(plan, journal=journal)
+    try:
+        state = InMemoryKeyState()
+        core.on_input(KEY, {"key": KEY}, state)
+        drive_until(core, state, quiet=True, done=lambda s: (
+            (c := call_of(s, "go", 2)) is not None and not c.done))
+        snap = snapshot_of(state, "json")
+    finally:
+        gate().set()
+        core.close()
+    next(iter(snap.run.inflight.values())).calls.clear()
+    SWITCH["order"] = ("pear", "apple")
+    outputs, errors, _ = resume(plan, snap, journal=journal)
+    assert errors == [] and outputs == [["PRICE(pear)x1", "PRICE(apple)x1"]]
