@@ -722,3 +722,15 @@ def test_through_a_journal_a_partial_call_never_gets_another_calls_outcome(probe
     SWITCH["order"] = ("pear", "apple")
     outputs, errors, _ = resume(plan, snap, journal=journal)
     assert errors == [] and outputs == [["PRICE(pear)x1", "PRICE(apple)x1"]]
+
+
+def test_a_bad_strict_argument_is_refused_naming_the_execution():
+    class Bad(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def go(event: InputEvent, ctx: RunnerContext) -> None:
+            await ctx.durable_execute_async(step_a, 1, strict="yes")
+
+    res = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(Bad()).run()
+    [err] = res.errors
+    assert err.error_type == "UsageError" and "strict=" in err.message and "r0/go" in err.message

@@ -563,6 +563,8 @@ class ActionContext(RunnerContext):
             The call (already ``done`` when replayed) and, when the call had started before
             a restore but its outcome was recorded nowhere, that record.
         """
+        if strict is not None:
+            is_strict(self, strict)  # a bad value is refused on every path, replay or not
         ordinal, call_id, dig, rec = self._allocate(
             kind, target, lambda cid: call_digest(digest_name or fn, args, kwargs, cid))
         call = DurableCall(call_id, ordinal, dig, kind, target)

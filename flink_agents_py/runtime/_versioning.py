@@ -29,13 +29,10 @@ if TYPE_CHECKING:
     from ._calls import DurableCall
     from ._context import ActionContext
 
-__all__ = ["REPLAY_MODES", "PATCH_PREFIX", "is_strict", "patched", "changed_arguments",
+__all__ = ["PATCH_PREFIX", "is_strict", "patched", "changed_arguments",
            "unreached_calls", "check_unreached"]
 
 log = logging.getLogger("flink_agents_py.runtime")
-
-REPLAY_MODES = ("lenient", "strict")
-"""The replay modes an agent takes (``Agent.replay``); ``"lenient"`` is the default."""
 
 PATCH_PREFIX = "patch:"
 """The prefix of a patch marker's key in an execution's call records (``patch:<change id>``)."""
@@ -50,10 +47,16 @@ def is_strict(ctx: ActionContext, strict: bool | None) -> bool:
 
     Returns:
         Whether changed arguments are a divergence.
+
+    Raises:
+        UsageError: when ``strict`` is neither ``None`` nor a ``bool``.
     """
-    if strict is not None:
-        return bool(strict)
-    return ctx.plan.config.get("replay") == "strict"
+    if strict is None:
+        return ctx.plan.config.get("replay") == "strict"
+    if not isinstance(strict, bool):
+        raise UsageError(f"durable_execute(..., strict=...) takes True, False or None, got "
+                         f"{strict!r} (in action execution {ctx.execution_id})")
+    return strict
 
 
 def patched(ctx: ActionContext, change_id: str, *, deprecated: bool = False) -> bool:
