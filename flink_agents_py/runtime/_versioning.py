@@ -92,7 +92,7 @@ def patched(ctx: ActionContext, change_id: str, *, deprecated: bool = False) -> 
             rec = calls[slot] = journaled
     if rec is None:
         taken = not _recorded_beyond(ctx, calls)
-        rec = calls[slot] = CallRecord(digest=str(ctx._next_ordinal), kind=CallKind.PATCH,
+        rec = calls[slot] = CallRecord(digest="", kind=CallKind.PATCH,
                                        target=change_id, done=True, ok=True, value=taken)
         if ctx.ledger.journal is not None:
             ctx.ledger.journal.append(ctx.key, marker_id, rec)
