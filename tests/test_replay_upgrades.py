@@ -734,3 +734,15 @@ def test_a_bad_strict_argument_is_refused_naming_the_execution():
     res = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(Bad()).run()
     [err] = res.errors
     assert err.error_type == "UsageError" and "strict=" in err.message and "r0/go" in err.message
+
+
+def test_standard_library_values_bound_by_a_partial_count_by_value():
+    import decimal
+    import pathlib
+
+    def digest_of(*bound: Any) -> str:
+        return _digest(functools.partial(price, *bound))
+
+    assert digest_of(decimal.Decimal("1.5")) == digest_of(decimal.Decimal("1.5"))
+    assert digest_of(decimal.Decimal("1.5")) != digest_of(decimal.Decimal("2.5"))
+    assert digest_of(pathlib.PurePosixPath("/a")) != digest_of(pathlib.PurePosixPath("/b"))

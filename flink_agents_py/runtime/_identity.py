@@ -29,6 +29,9 @@ The stable form of a bound value (``stable_form``):
 - an object that defines ``__durable_identity__()`` is what that method returns (to leave a
   cache or a connection out of the identity);
 - other containers are walked (a ``set`` sorted by the stable form of its members);
+- standard-library values with no JSON form (``Decimal``, ``Fraction``, ``UUID``, paths,
+  dates and times, IP addresses, compiled patterns, ``range``, ``complex``) are their type
+  and ``repr``;
 - an object of a standard-library or builtin class with no JSON form (an open socket, a lock,
   a file, a thread, an executor), a ``RunnerContext``, and anything deeper than
   ``MAX_DEPTH`` levels contribute their **type name only**: they have no form that is the
@@ -44,10 +47,17 @@ that cannot be walked, counts by its type name.
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import fractions
 import functools
+import ipaddress
 import math
+import pathlib
+import re
 import sys
 import types
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -62,6 +72,11 @@ MAX_DEPTH = 4
 _SCALARS = (str, int, bool, type(None))
 _FRAMEWORK = "flink_agents_py."
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "__builtin__"}
+_VALUES = (decimal.Decimal, fractions.Fraction, uuid.UUID, pathlib.PurePath, datetime.date,
+           datetime.time, datetime.timedelta, datetime.tzinfo, ipaddress.IPv4Address,
+           ipaddress.IPv6Address, ipaddress.IPv4Network, ipaddress.IPv6Network, re.Pattern,
+           range, complex, bytearray)
+"""Standard-library value types with no JSON form: their ``repr`` is their value."""
 _FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
               types.MethodWrapperType, types.WrapperDescriptorType, types.MethodDescriptorType)
 
@@ -249,6 +264,8 @@ def _structure(value: Any, kind: type, depth: int, active: set[int], inside: boo
     if isinstance(value, (set, frozenset)):
         return {"$set": sorted((stable_form(v, depth + 1, active, inside) for v in value),
                                key=dumps)}
+    if isinstance(value, _VALUES):  # a Decimal, a Path, a UUID...: their repr is the value
+        return {"$type": _qualified(kind), "value": repr(value)}
     if inside or kind.__module__.split(".", 1)[0] in _STDLIB:  # a socket, a lock, a pool...
         return _type_only(value)
     state: dict[str, Any] = {}
