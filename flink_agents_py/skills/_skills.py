@@ -10,6 +10,7 @@ with the ``run_skill_command`` tool, which runs only allowed commands (see
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +21,15 @@ from pydantic import PrivateAttr, model_validator
 
 from ..api import AgentsError, Resource, ResourceType, ToolMetadata
 
-__all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_CHARS"]
+__all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_BYTES",
+           "MAX_FILE_CHARS"]
 
 SKILL_FILE = "SKILL.md"
 MAX_FILE_CHARS = 64_000
 """The most characters of a skill file ``load_skill`` returns (the rest is cut, and said)."""
+MAX_FILE_BYTES = 4 * MAX_FILE_CHARS
+"""The most bytes read from a skill file, ``SKILL.md`` included (never the whole of a big
+file: the rest is not read, and the text says the file was cut)."""
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
@@ -71,10 +76,20 @@ class Skill:
         if root not in target.parents or not target.is_file():
             raise SkillError(f"skill {self.name!r} has no file {relative!r}; its files: "
                              f"{', '.join(self.files()) or 'none'}")
-        text = target.read_text(errors="replace")
-        if len(text) > MAX_FILE_CHARS:
-            return text[:MAX_FILE_CHARS] + f"\n[... cut: the file has {len(text)} characters]"
-        return text
+        return _read_capped(target)
+
+
+def _read_capped(path: Path) -> str:
+    """The text of ``path``: at most ``MAX_FILE_BYTES`` read, ``MAX_FILE_CHARS`` returned."""
+    with path.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(MAX_FILE_BYTES + 1)
+    text = data[:MAX_FILE_BYTES].decode(errors="replace")
+    if len(data) > MAX_FILE_BYTES or len(text) > MAX_FILE_CHARS:
+        size = max(size, len(data))
+        return (text[:MAX_FILE_CHARS] + f"\n[... cut at {MAX_FILE_CHARS} characters: the "
+                f"file has {size} bytes]")
+    return text
 
 
 def _parse(skill_dir: Path) -> Skill:
@@ -83,7 +98,7 @@ def _parse(skill_dir: Path) -> Skill:
         raise SkillError(f"skill folder {skill_dir} has no {SKILL_FILE} (a skill is a folder "
                          f"with {SKILL_FILE}: YAML front matter with name and description, "
                          f"then the instructions)")
-    text = path.read_text(errors="replace")
+    text = _read_capped(path)
     m = re.match(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", text, re.DOTALL)
     if m is None:
         raise SkillError(f"{path}: no YAML front matter (a first line '---', 'name:' and "
