@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.sandbox import require_bubblewrap
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.agents import ReActAgent
@@ -25,7 +26,6 @@ from flink_agents_py.skills import (
     skill_tools,
 )
 from flink_agents_py.testing import ScriptedRequest, model_from_function, tool_call, tool_calls
-from support.sandbox import require_bubblewrap
 
 MATH = """---
 name: math-calculator

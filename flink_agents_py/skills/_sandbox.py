@@ -201,7 +201,8 @@ def _workdir_args(skill_dir: Path, writable: bool, scratch_mb: int, sized: bool)
 
 
 def _limit_args(prlimit: str, limits: Limits, contained: bool) -> list[str]:
-    args = [prlimit, f"--cpu={limits.cpu_s}", f"--as={limits.memory_mb << 20}",
+    args = [prlimit, f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}",  # SIGXCPU, then SIGKILL
+            f"--as={limits.memory_mb << 20}",
             f"--fsize={limits.file_mb << 20}", "--core=0"]
     if contained:  # outside a user namespace the kernel counts all of the user's processes
         args.append(f"--nproc={limits.processes}")
