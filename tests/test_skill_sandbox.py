@@ -40,6 +40,7 @@ from flink_agents_py.skills import (
     RunSkillCommandTool,
     SandboxUnavailableError,
     ShellEquivalentCommandWarning,
+    SkillError,
 )
 from flink_agents_py.testing import ScriptedRequest, model_from_function, tool_call, tool_calls
 
@@ -489,3 +490,19 @@ def test_hostile_commands_stay_contained_on_a_minicluster(tmp_path, skills, list
     assert read["echo 300 | xargs sleep"].startswith("Error: ")
     assert "ran past 5.0 s and was stopped" in read["echo 300 | xargs sleep"]
     assert not _sleeps() - before, "a sleep outlived the job's timeout"
+
+
+def test_a_writable_skill_keeps_what_its_commands_write_and_others_do_not(skills, tmp_path):
+    require_bubblewrap()
+    other = skills / "other"
+    other.mkdir()
+    (other / "SKILL.md").write_text("---\nname: other\ndescription: x\n---\nx\n")
+    t = tool(skills, writable_skills=["tricky"])
+    assert ask(t, skill="tricky", command="sort -osorted.txt notes.txt") == {
+        "exit_code": 0, "output": ""}
+    assert (skills / "tricky" / "sorted.txt").read_text() == "a\nb\n"
+    assert ask(t, skill="other", command="sort -ocopy.txt SKILL.md")["exit_code"] == 0
+    assert not (other / "copy.txt").exists()
+    with pytest.raises(SkillError, match=r"writable_skills: no skill named \['nope'\]"):
+        RunSkillCommandTool(paths=[str(skills)], allowed_commands=["cat"],
+                            writable_skills=["nope"])

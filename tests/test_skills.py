@@ -324,3 +324,30 @@ def test_a_setup_naming_an_unknown_skill_is_a_named_error(skills_dir):
 
     with pytest.raises(SkillError, match=r"no skill named \['nope'\]"):
         AgentPlan.from_agent(_flink_style_agent(skills_dir, ["nope"]))
+
+
+def test_a_skill_md_linked_outside_its_folder_is_a_named_error(tmp_path):
+    (tmp_path / "s").mkdir()
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nname: s\ndescription: x\n---\nhost file\n")
+    (tmp_path / "s" / "SKILL.md").symlink_to(outside)
+    with pytest.raises(SkillError, match="symlink to a file outside the skill's folder"):
+        load_skills([str(tmp_path / "s")])
+
+
+def test_load_skill_lists_at_most_its_cap_of_files(skills_dir):
+    from flink_agents_py.skills._skills import MAX_LISTED_FILES
+
+    many = skills_dir / "greeter" / "many"
+    many.mkdir()
+    for i in range(MAX_LISTED_FILES + 5):
+        (many / f"f{i:05d}.txt").touch()
+    loaded = asyncio.run(LoadSkillTool(paths=[str(skills_dir)]).acall(name="greeter"))
+    files = loaded["files"]
+    assert len(files) == MAX_LISTED_FILES + 1
+    assert files[-1] == f"[... more files: the listing stops at {MAX_LISTED_FILES}]"
+
+
+def test_a_huge_command_line_is_refused(skills_dir):
+    with pytest.raises(CommandRefusedError, match="more than 10000"):
+        parse_command("echo " + "x" * 20_000, {"echo"})

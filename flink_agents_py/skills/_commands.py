@@ -45,6 +45,8 @@ _log = logging.getLogger(__name__)
 _OPERATORS = {";", "&", "&&", "||", "<", ">", ">>", "<<", "<<<", ">&", "<&", "&>", ">|",
               "(", ")", ";;", "|&"}
 _FORBIDDEN_CHARS = ("$", "`", "\n", "\r", "\x00")
+MAX_COMMAND_CHARS = 10_000
+"""The longest command line ``run_skill_command`` takes, in characters."""
 
 
 SHELL_EQUIVALENT_COMMANDS = frozenset({
@@ -78,6 +80,9 @@ def parse_command(command: str, allowed: list[str] | set[str]) -> list[list[str]
     Raises:
         CommandRefusedError: naming the rule the command breaks.
     """
+    if len(command) > MAX_COMMAND_CHARS:
+        raise CommandRefusedError(f"refused: the command has {len(command)} characters, more "
+                                  f"than {MAX_COMMAND_CHARS}")
     for ch in _FORBIDDEN_CHARS:
         if ch in command:
             shown = {"\n": "a newline", "\r": "a carriage return", "\x00": "a NUL"}.get(ch, ch)

@@ -278,6 +278,8 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, cwd=cwd, env=env, pass_fds=fds,
                                 start_new_session=True)
+    except OSError as e:
+        raise CommandRefusedError(f"the command could not start: {e}") from e
     finally:
         for fd in fds:
             os.close(fd)

@@ -30,6 +30,8 @@ MAX_FILE_CHARS = 64_000
 MAX_FILE_BYTES = 4 * MAX_FILE_CHARS
 """The most bytes read from a skill file, ``SKILL.md`` included (never the whole of a big
 file: the rest is not read, and the text says the file was cut)."""
+MAX_LISTED_FILES = 1_000
+"""The most files of a skill ``load_skill`` lists."""
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
@@ -54,10 +56,20 @@ class Skill:
     directory: Path
 
     def files(self) -> list[str]:
-        """The skill's files other than ``SKILL.md``, as paths relative to its folder."""
-        return sorted(p.relative_to(self.directory).as_posix()
-                      for p in self.directory.rglob("*") if p.is_file()
-                      and p.name != SKILL_FILE and not p.is_symlink())
+        """The skill's files other than ``SKILL.md``, as paths relative to its folder.
+
+        Returns:
+            The paths, sorted; symlinks left out. At most ``MAX_LISTED_FILES`` (the first
+            found), then a last entry saying the listing stops there.
+        """
+        found: list[str] = []
+        for p in self.directory.rglob("*"):
+            if p.is_file() and p.name != SKILL_FILE and not p.is_symlink():
+                if len(found) == MAX_LISTED_FILES:
+                    return [*sorted(found), f"[... more files: the listing stops at "
+                                            f"{MAX_LISTED_FILES}]"]
+                found.append(p.relative_to(self.directory).as_posix())
+        return sorted(found)
 
     def read(self, relative: str) -> str:
         """The text of the skill's file ``relative`` (at most ``MAX_FILE_CHARS``).
@@ -98,6 +110,9 @@ def _parse(skill_dir: Path) -> Skill:
         raise SkillError(f"skill folder {skill_dir} has no {SKILL_FILE} (a skill is a folder "
                          f"with {SKILL_FILE}: YAML front matter with name and description, "
                          f"then the instructions)")
+    root = skill_dir.resolve()
+    if root not in path.resolve().parents:
+        raise SkillError(f"{path} is a symlink to a file outside the skill's folder")
     text = _read_capped(path)
     m = re.match(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", text, re.DOTALL)
     if m is None:
