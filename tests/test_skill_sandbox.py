@@ -235,10 +235,12 @@ def _sleeps() -> set[int]:
     return found
 
 
-def test_a_timeout_kills_every_process_the_command_started(skills):
-    require_bubblewrap()
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
+def test_a_timeout_kills_every_process_the_command_started(skills, sandbox):
+    if sandbox == "bubblewrap":
+        require_bubblewrap()
     before = _sleeps()
-    t = tool(skills, timeout_s=5)
+    t = tool(skills, timeout_s=5, sandbox=sandbox)
     answer: list[object] = []
     run = threading.Thread(target=lambda: answer.append(
         ask(t, skill="tricky", command="echo 300 | xargs sleep")))
@@ -312,7 +314,8 @@ def test_load_skill_reads_at_most_its_cap_of_a_huge_file(skills):
     assert peak < 30 << 20, f"{peak} bytes allocated at the peak"
 
 
-def test_without_bubblewrap_a_command_is_refused_saying_what_to_install(skills, monkeypatch):
+def test_without_bubblewrap_a_command_is_refused_saying_what_to_install(skills, monkeypatch,
+                                                                        caplog):
     from flink_agents_py.skills import _sandbox
 
     real_find = _sandbox._find
@@ -320,7 +323,9 @@ def test_without_bubblewrap_a_command_is_refused_saying_what_to_install(skills, 
                         else real_find(name))
     _sandbox._bubblewrap_status.cache_clear()
     try:
-        read = ask(tool(skills), skill="tricky", command="cat notes.txt")
+        configured = tool(skills)
+        assert "bubblewrap (bwrap) is not installed" in caplog.text  # said at configuration
+        read = ask(configured, skill="tricky", command="cat notes.txt")
         assert isinstance(read, str)
         assert "bubblewrap (bwrap) is not installed" in read
         assert "apt-get install bubblewrap" in read and 'sandbox="none"' in read
@@ -329,6 +334,25 @@ def test_without_bubblewrap_a_command_is_refused_saying_what_to_install(skills, 
         # the explicit opt-out trusts the model like a shell user
         trusting = tool(skills, sandbox="none")
         assert trusting.run("tricky", "cat notes.txt") == {"exit_code": 0, "output": "b\na\n"}
+    finally:
+        _sandbox._bubblewrap_status.cache_clear()
+
+
+def test_where_bubblewrap_cannot_make_namespaces_a_command_is_refused_saying_why(
+        skills, monkeypatch):
+    """The probe's failure (user namespaces refused, here an option bwrap rejects) is named."""
+    require_bubblewrap()
+    from flink_agents_py.skills import _sandbox
+
+    real_args = _sandbox._base_args
+    monkeypatch.setattr(_sandbox, "_base_args",
+                        lambda bwrap: [*real_args(bwrap), "--no-such-bwrap-option"])
+    _sandbox._bubblewrap_status.cache_clear()
+    try:
+        read = ask(tool(skills), skill="tricky", command="cat notes.txt")
+        assert isinstance(read, str) and "cannot create its namespaces here" in read
+        assert "--no-such-bwrap-option" in read  # bwrap's own words
+        assert 'sandbox="none"' in read
     finally:
         _sandbox._bubblewrap_status.cache_clear()
 

@@ -34,7 +34,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, PrivateAttr, model_validator
 
 from ..api import Resource, ResourceType, ToolMetadata
-from ._sandbox import CommandRefusedError, Limits, resolve_program, run_pipeline
+from ._sandbox import (
+    CommandRefusedError,
+    Limits,
+    bubblewrap_installed,
+    resolve_program,
+    run_pipeline,
+)
 from ._skills import Skill, SkillError, load_skills
 
 __all__ = ["CommandRefusedError", "RunSkillCommandTool", "ShellEquivalentCommandWarning",
@@ -194,6 +200,10 @@ class RunSkillCommandTool(Resource):
                 f"allowed_commands {shells} can run other programs: allowing them is "
                 f"allowing a shell (contained by the sandbox: sandbox={self.sandbox!r})"),
                 stacklevel=3)
+        if self.sandbox == "bubblewrap" and self.allowed_commands and not bubblewrap_installed():
+            _log.warning("%s: bubblewrap (bwrap) is not installed: every skill command will "
+                         "be refused until it is (apt-get install bubblewrap), or pass "
+                         "sandbox='none' to trust the model like a shell user", self.name)
         if self.sandbox == "none":
             _log.warning("%s: sandbox='none': skill commands run on this host with this "
                          "user's rights, trusting the model like a shell user", self.name)

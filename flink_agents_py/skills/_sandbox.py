@@ -42,7 +42,7 @@ from pathlib import Path
 from ..api import AgentsError
 
 __all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
-           "bubblewrap_problem", "resolve_program", "run_pipeline"]
+           "bubblewrap_installed", "bubblewrap_problem", "resolve_program", "run_pipeline"]
 
 SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """The only directories programs are looked up in (host ``PATH`` is never used)."""
@@ -163,9 +163,19 @@ def _bubblewrap_status() -> tuple[str | None, bool]:
         return (f"bubblewrap ({bwrap}) cannot create its namespaces here ({why}): allow "
                 f"unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; "
                 f"on Ubuntu 24.04+ an AppArmor profile for bwrap, or "
-                f"kernel.apparmor_restrict_unprivileged_userns=0), or pass "
-                f"sandbox=\"none\" to trust the model like a shell user"), False
+                f"kernel.apparmor_restrict_unprivileged_userns=0; in a container, a "
+                f"seccomp profile that allows them), or pass sandbox=\"none\" to trust "
+                f"the model like a shell user"), False
     return None, b"--size" in helptext
+
+
+def bubblewrap_installed() -> bool:
+    """Whether ``bwrap`` is in ``SYSTEM_PATH`` (cheap: no probe).
+
+    Returns:
+        ``True`` when it is.
+    """
+    return _find("bwrap") is not None
 
 
 def bubblewrap_problem() -> str | None:
