@@ -314,6 +314,24 @@ def test_load_skill_reads_at_most_its_cap_of_a_huge_file(skills):
     assert peak < 30 << 20, f"{peak} bytes allocated at the peak"
 
 
+def test_a_huge_skill_md_is_read_up_to_the_cap_and_said_cut(tmp_path):
+    skill = tmp_path / "huge"
+    skill.mkdir()
+    with (skill / "SKILL.md").open("wb") as f:
+        f.write(SKILL_MD.replace("tricky", "huge").encode())
+        f.truncate(300 << 20)
+    tracemalloc.start()
+    try:
+        loaded = ask(LoadSkillTool(paths=[str(skill)]), name="huge")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(loaded, dict)
+    assert loaded["instructions"].startswith("Run the commands you are given.")
+    assert loaded["instructions"].endswith(f"the file has {300 << 20} bytes]")
+    assert peak < 30 << 20, f"{peak} bytes allocated at the peak"
+
+
 def test_without_bubblewrap_a_command_is_refused_saying_what_to_install(skills, monkeypatch,
                                                                         caplog):
     from flink_agents_py.skills import _sandbox

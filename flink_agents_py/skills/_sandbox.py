@@ -236,6 +236,7 @@ _SIGNALS = {signal.SIGXCPU: "it used up its CPU time limit",
             signal.SIGXFSZ: "a file it wrote reached the file size limit",
             signal.SIGKILL: "it was killed (out of memory or a limit)"}
 
+
 def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, contained: bool,
                  limits: Limits, timeout_s: float, max_output_chars: int) -> tuple[int, str]:
     """Run a parsed pipeline (programs already absolute) and return its exit code and output.
@@ -297,7 +298,7 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
         out, err, finished = _collect(proc, time.monotonic() + timeout_s,
                                       max_output_chars * 4, contained)
     finally:
-        _stop(proc)
+        _stop(proc, contained)
     if not finished:
         raise CommandRefusedError(f"the command ran past {timeout_s} s and was stopped "
                                   f"(every process it started was killed)")
@@ -342,10 +343,11 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def _stop(proc: subprocess.Popen[bytes], contained: bool) -> None:
     """Kill the sandbox (its PID namespace goes with it) or the host process group."""
+    if not contained:
+        _kill_group(proc)  # what the command left behind in its group, even after it exited
     if proc.poll() is None:
-        _kill_group(proc)
         proc.kill()
     proc.wait()
     for f in (proc.stdout, proc.stderr):
