@@ -188,6 +188,20 @@ def test_an_outside_path_inside_an_argument_reads_and_writes_only_the_sandbox(sk
     assert not (skills / "tricky" / "sorted.txt").exists()
 
 
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
+def test_the_hosts_environment_never_reaches_a_command(skills, monkeypatch, sandbox):
+    if sandbox == "bubblewrap":
+        require_bubblewrap()
+    monkeypatch.setenv("MY_PROVIDER_API_KEY", "sk-do-not-leak")
+    t = tool(skills, sandbox=sandbox, allowed_commands=[*COMMANDS, "env"])
+    result = ask(t, skill="tricky", command="env")
+    assert isinstance(result, dict) and result["exit_code"] == 0
+    names = sorted(line.split("=", 1)[0] for line in result["output"].splitlines())
+    assert names == (["HOME", "LANG", "PATH", "PWD"] if sandbox == "bubblewrap"
+                     else ["LANG", "PATH"])
+    assert "sk-do-not-leak" not in result["output"]
+
+
 def test_find_exec_runs_id_inside_the_sandbox(skills):
     require_bubblewrap()
     result = ask(tool(skills), skill="tricky", command="find . -exec sh -c 'id' {} +")
