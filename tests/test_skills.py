@@ -336,7 +336,7 @@ def test_a_skill_md_linked_outside_its_folder_is_a_named_error(tmp_path):
 
 
 def test_load_skill_lists_at_most_its_cap_of_files(skills_dir):
-    from flink_agents_py.skills._skills import MAX_LISTED_FILES
+    from flink_agents_py.skills import MAX_LISTED_FILES
 
     many = skills_dir / "greeter" / "many"
     many.mkdir()

@@ -19,12 +19,20 @@ from ._commands import (
     parse_command,
 )
 from ._sandbox import SandboxUnavailableError, bubblewrap_problem
-from ._skills import MAX_FILE_BYTES, MAX_FILE_CHARS, LoadSkillTool, Skill, SkillError, load_skills
+from ._skills import (
+    MAX_FILE_BYTES,
+    MAX_FILE_CHARS,
+    MAX_LISTED_FILES,
+    LoadSkillTool,
+    Skill,
+    SkillError,
+    load_skills,
+)
 
 __all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_FILE_BYTES", "MAX_FILE_CHARS",
-           "RunSkillCommandTool", "SHELL_EQUIVALENT_COMMANDS", "SandboxUnavailableError",
-           "ShellEquivalentCommandWarning", "Skill", "SkillError", "bubblewrap_problem",
-           "load_skills", "parse_command", "skill_tools"]
+           "MAX_LISTED_FILES", "RunSkillCommandTool", "SHELL_EQUIVALENT_COMMANDS",
+           "SandboxUnavailableError", "ShellEquivalentCommandWarning", "Skill", "SkillError",
+           "bubblewrap_problem", "load_skills", "parse_command", "skill_tools"]
 
 
 def skill_tools(paths: list[str], allowed_commands: list[str] | None = None,

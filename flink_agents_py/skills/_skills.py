@@ -22,7 +22,7 @@ from pydantic import PrivateAttr, model_validator
 from ..api import AgentsError, Resource, ResourceType, ToolMetadata
 
 __all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_BYTES",
-           "MAX_FILE_CHARS"]
+           "MAX_FILE_CHARS", "MAX_LISTED_FILES"]
 
 SKILL_FILE = "SKILL.md"
 MAX_FILE_CHARS = 64_000
