@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -221,6 +222,8 @@ ESCAPES = {
 @pytest.mark.parametrize("command", list(ESCAPES.values()), ids=list(ESCAPES))
 def test_programs_that_run_programs_stay_contained(skills, listener, marker, command):
     require_bubblewrap()
+    if command.startswith("git") and shutil.which("git") is None:
+        pytest.skip("git is not installed")
     assert_contained(ask(tool(skills), skill="tricky", command=command), listener, marker)
 
 
@@ -298,7 +301,7 @@ def test_resource_limits_stop_a_command_and_say_which(skills):
     assert "reached the file size limit" in big["output"]
     hungry = ask(t, skill="tricky", command="awk 'BEGIN { s = \"x\"; while (1) s = s s }'")
     assert isinstance(hungry, dict) and hungry["exit_code"] != 0
-    assert "out of memory" in hungry["output"]
+    assert "memory" in hungry["output"].lower()  # mawk: "out of memory"; gawk: "cannot allocate"
 
 
 @pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
