@@ -21,6 +21,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -302,6 +303,45 @@ def test_resource_limits_stop_a_command_and_say_which(skills):
     hungry = ask(t, skill="tricky", command="awk 'BEGIN { s = \"x\"; while (1) s = s s }'")
     assert isinstance(hungry, dict) and hungry["exit_code"] != 0
     assert "memory" in hungry["output"].lower()  # mawk: "out of memory"; gawk: "cannot allocate"
+
+
+FORKS_MODULE = """
+import json
+import warnings
+
+from flink_agents_py.skills import RunSkillCommandTool
+
+warnings.simplefilter("ignore")
+tool = RunSkillCommandTool(paths=["skills"], allowed_commands=["find"], max_processes=8,
+                           timeout_s=60)
+print(json.dumps(tool.run("", "find forks.sh -exec sh {} +")))
+"""
+
+
+def test_the_process_limit_stops_a_fork_loop_from_a_user_module():
+    """``max_processes`` holds for a normal user (the kernel exempts root: run as nobody)."""
+    require_bubblewrap()
+    work = Path(tempfile.mkdtemp(prefix="flink-agents-py-forks-"))  # readable by nobody
+    try:
+        work.chmod(0o755)
+        (work / "skills").mkdir()
+        (work / "skills" / "SKILL.md").write_text(SKILL_MD)
+        (work / "skills" / "forks.sh").write_text(
+            "for i in $(seq 1 30); do sleep 5 & done\necho started-all-30\n")
+        (work / "forks_agent.py").write_text(FORKS_MODULE)
+        for p in [work / "skills", *work.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        as_nobody = (["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+                     if os.getuid() == 0 else [])
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        proc = subprocess.run([*as_nobody, PYTHON, "forks_agent.py"], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert "started-all-30" not in result["output"]
+        assert "Cannot fork" in result["output"] or "unavailable" in result["output"]
+    finally:
+        shutil.rmtree(work)
 
 
 @pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
