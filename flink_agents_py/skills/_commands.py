@@ -61,7 +61,10 @@ SHELL_EQUIVALENT_COMMANDS = frozenset({
     "nodejs", "php", "lua", "tclsh", "expect", "sort", "tar", "zip", "split", "rsync", "ssh",
     "make", "dc", "ed", "ex", "vi", "vim", "less", "more", "man", "m4", "nice", "nohup",
     "timeout", "stdbuf", "setsid", "flock", "watch", "parallel", "script", "strace", "gdb",
-    "sudo", "su", "chroot", "unshare", "nsenter", "time", "command", "exec"})
+    "sudo", "su", "chroot", "unshare", "nsenter", "time", "command", "exec", "ionice", "chrt",
+    "taskset", "prlimit", "bwrap", "runuser", "doas", "sg", "socat", "nc", "ncat", "netcat",
+    "screen", "tmux", "ltrace", "valgrind", "emacs", "nvim", "scp", "java", "jshell", "julia",
+    "Rscript", "pip", "pip3", "npm", "npx", "cargo", "go"})
 """Programs that can run other programs (``find -exec``, sed's ``e``, awk's ``system()``,
 ``sort --compress-program``...): allowing one is allowing a shell (contained by the
 sandbox all the same). Versioned interpreter names (``python3.12``, ``perl5``) count too."""
