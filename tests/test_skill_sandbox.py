@@ -276,6 +276,37 @@ def test_a_timeout_kills_every_process_the_command_started(skills, sandbox):
     assert not seen & _sleeps(), "the sleep outlived the timeout"
 
 
+def test_when_the_python_process_dies_the_commands_processes_die_too(tmp_path, skills):
+    """A TaskManager (here a user's script) killed mid-command leaves no process behind."""
+    require_bubblewrap()
+    work = tmp_path / "user"
+    work.mkdir()
+    (work / "runner.py").write_text(textwrap.dedent(f"""
+        import warnings
+        from flink_agents_py.skills import RunSkillCommandTool
+        warnings.simplefilter("ignore")
+        tool = RunSkillCommandTool(paths=[{str(skills)!r}], allowed_commands=["echo", "xargs"],
+                                   timeout_s=600)
+        tool.run("tricky", "echo 300 | xargs sleep")
+    """))
+    before = _sleeps()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    runner = subprocess.Popen([PYTHON, "runner.py"], cwd=work, env=env)
+    try:
+        limit = time.monotonic() + 120
+        while not _sleeps() - before and runner.poll() is None and time.monotonic() < limit:
+            time.sleep(0.05)
+        started = _sleeps() - before
+        assert started, "the command's sleep was never seen running"
+    finally:
+        runner.kill()
+        runner.wait()
+    limit = time.monotonic() + 30
+    while started & _sleeps() and time.monotonic() < limit:
+        time.sleep(0.05)
+    assert not started & _sleeps(), "the sleep outlived the process that started it"
+
+
 def test_a_pipeline_stage_reads_the_whole_stream(skills):
     require_bubblewrap()
     assert ask(tool(skills), skill="tricky", command="seq 1 100000 | wc -l") == {
