@@ -38,6 +38,7 @@ from flink_agents_py.agents import ReActAgent
 from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
 from flink_agents_py.skills import (
     MAX_FILE_CHARS,
+    CommandRefusedError,
     LoadSkillTool,
     RunSkillCommandTool,
     SandboxUnavailableError,
@@ -442,6 +443,22 @@ def test_without_bubblewrap_a_command_is_refused_saying_what_to_install(skills, 
         assert trusting.run("tricky", "cat notes.txt") == {"exit_code": 0, "output": "b\na\n"}
     finally:
         _sandbox._bubblewrap_status.cache_clear()
+
+
+def test_without_prlimit_sandbox_none_still_runs_a_command(skills, monkeypatch, caplog):
+    """Where util-linux is absent (macOS), the trusting mode runs without limits, saying so."""
+    from flink_agents_py.skills import _sandbox
+
+    real_find = _sandbox._find
+    monkeypatch.setattr(_sandbox, "_find", lambda name: None if name == "prlimit"
+                        else real_find(name))
+    _sandbox._warn_no_limits.cache_clear()
+    trusting = tool(skills, sandbox="none")
+    assert trusting.run("tricky", "seq 1 100000 | wc -l") == {"exit_code": 0,
+                                                              "output": "100000\n"}
+    assert "get no CPU, memory, file or process limits" in caplog.text
+    with pytest.raises(CommandRefusedError, match=r"prlimit \(util-linux\) is not installed"):
+        tool(skills).run("tricky", "cat notes.txt")
 
 
 def test_where_bubblewrap_cannot_make_namespaces_a_command_is_refused_saying_why(

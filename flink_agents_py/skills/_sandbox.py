@@ -29,6 +29,7 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import selectors
 import shlex
@@ -50,8 +51,9 @@ SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/s
 _ROOT_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_KEPT = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
 _WORKDIR = "/skill"
-_INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: "
-                 "dnf install bubblewrap; Arch: pacman -S bubblewrap), or pass "
+_log = logging.getLogger(__name__)
+_INSTALL_HINT = ("install bubblewrap, on Linux (Debian/Ubuntu: apt-get install bubblewrap; "
+                 "Fedora: dnf install bubblewrap; Arch: pacman -S bubblewrap), or pass "
                  "sandbox=\"none\" to trust the model like a shell user on this machine")
 
 
@@ -190,6 +192,13 @@ def bubblewrap_problem() -> str | None:
     return _bubblewrap_status()[0]
 
 
+@functools.lru_cache(maxsize=1)
+def _warn_no_limits() -> None:
+    _log.warning("prlimit (util-linux) is not installed: skill commands run with "
+                 "sandbox='none' get no CPU, memory, file or process limits (the timeout "
+                 "holds)")
+
+
 def _data_fd(text: str) -> int:
     read, write = os.pipe()
     os.write(write, text.encode())  # a few lines: fits in the pipe's buffer
@@ -261,10 +270,14 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
             started is killed first), or a helper program is missing.
     """
     prlimit = _find("prlimit")
-    if prlimit is None:
+    if prlimit is None and contained:
         raise CommandRefusedError("prlimit (util-linux) is not installed; it sets the "
                                   "command's resource limits")
-    inner = [*_limit_args(prlimit, limits, contained), *_inner_command(stages)]
+    if prlimit is None:  # sandbox="none" where util-linux is absent (macOS): no limits
+        _warn_no_limits()
+        inner = _inner_command(stages)
+    else:
+        inner = [*_limit_args(prlimit, limits, contained), *_inner_command(stages)]
     env = {"PATH": os.pathsep.join(SYSTEM_PATH), "LANG": "C.UTF-8"}
     fds: list[int] = []
     if contained:
