@@ -480,6 +480,14 @@ def test_where_bubblewrap_cannot_make_namespaces_a_command_is_refused_saying_why
         _sandbox._bubblewrap_status.cache_clear()
 
 
+def test_an_allowed_program_that_is_not_installed_is_named_at_configuration_and_refused(
+        skills, caplog):
+    t = RunSkillCommandTool(paths=[str(skills)], allowed_commands=["cat", "no-such-program"])
+    assert "allowed_commands: 'no-such-program' is not installed (looked in" in caplog.text
+    read = ask(t, skill="tricky", command="no-such-program --help")
+    assert isinstance(read, str) and "'no-such-program' is not installed" in read
+
+
 def test_an_allow_list_naming_a_program_that_runs_programs_warns_at_configuration(skills):
     with pytest.warns(ShellEquivalentCommandWarning, match=r"\['find', 'python3\.12'\]"):
         RunSkillCommandTool(paths=[str(skills)], allowed_commands=["cat", "find", "python3.12"])

@@ -203,6 +203,13 @@ class RunSkillCommandTool(Resource):
                 f"allowed_commands {shells} can run other programs: allowing them is "
                 f"allowing a shell (contained by the sandbox: sandbox={self.sandbox!r})"),
                 stacklevel=3)
+        roots = [Path(p).expanduser() for p in self.paths]
+        for program in self.allowed_commands:
+            try:
+                resolve_program(program, roots, self.sandbox == "bubblewrap")
+            except CommandRefusedError as e:
+                _log.warning("%s: allowed_commands: %s; commands naming it will be refused",
+                             self.name, e)
         if self.sandbox == "bubblewrap" and self.allowed_commands and not bubblewrap_installed():
             _log.warning("%s: bubblewrap (bwrap) is not installed: every skill command will "
                          "be refused until it is (apt-get install bubblewrap), or pass "
