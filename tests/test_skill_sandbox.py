@@ -488,9 +488,11 @@ def test_an_allowed_program_that_is_not_installed_is_named_at_configuration_and_
     assert isinstance(read, str) and "'no-such-program' is not installed" in read
 
 
-def test_an_allow_list_naming_a_program_that_runs_programs_warns_at_configuration(skills):
+def test_an_allow_list_naming_a_program_that_runs_programs_warns_at_configuration(skills,
+                                                                                 caplog):
     with pytest.warns(ShellEquivalentCommandWarning, match=r"\['find', 'python3\.12'\]"):
         RunSkillCommandTool(paths=[str(skills)], allowed_commands=["cat", "find", "python3.12"])
+    assert "['find', 'python3.12'] can run other programs" in caplog.text
     import warnings
 
     with warnings.catch_warnings():

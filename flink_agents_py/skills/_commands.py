@@ -47,6 +47,7 @@ __all__ = ["CommandRefusedError", "RunSkillCommandTool", "ShellEquivalentCommand
            "SHELL_EQUIVALENT_COMMANDS", "parse_command"]
 
 _log = logging.getLogger(__name__)
+_logged: set[str] = set()
 
 _OPERATORS = {";", "&", "&&", "||", "<", ">", ">>", "<<", "<<<", ">&", "<&", "&>", ">|",
               "(", ")", ";;", "|&"}
@@ -199,10 +200,12 @@ class RunSkillCommandTool(Resource):
         shells = sorted(c for c in self.allowed_commands
                         if c in SHELL_EQUIVALENT_COMMANDS or _VERSIONED.fullmatch(c))
         if shells:
-            warnings.warn(ShellEquivalentCommandWarning(
-                f"allowed_commands {shells} can run other programs: allowing them is "
-                f"allowing a shell (contained by the sandbox: sandbox={self.sandbox!r})"),
-                stacklevel=3)
+            said = (f"allowed_commands {shells} can run other programs: allowing them is "
+                    f"allowing a shell (contained by the sandbox: sandbox={self.sandbox!r})")
+            warnings.warn(ShellEquivalentCommandWarning(said), stacklevel=3)
+            if said not in _logged:  # the log line once per process, as the warning
+                _logged.add(said)
+                _log.warning("%s: %s", self.name, said)
         roots = [Path(p).expanduser() for p in self.paths]
         for program in self.allowed_commands:
             try:
