@@ -314,6 +314,14 @@ def test_a_pipeline_stage_reads_the_whole_stream(skills):
         "exit_code": 0, "output": "100000\n"}
 
 
+def test_a_pipeline_passes_every_word_literally_to_its_stage(skills):
+    """The pipeline's ``/bin/sh`` gets quoted words: no globbing, braces or splitting."""
+    require_bubblewrap()
+    command = """echo '*' 'a  b' "it's" '{a,b}' 'x|y' '#z' | cat"""
+    assert ask(tool(skills), skill="tricky", command=command) == {
+        "exit_code": 0, "output": "* a  b it's {a,b} x|y #z\n"}
+
+
 def test_resource_limits_stop_a_command_and_say_which(skills):
     require_bubblewrap()
     t = tool(skills, timeout_s=120, max_cpu_s=1, max_file_mb=1, max_memory_mb=64,
