@@ -10,7 +10,7 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
   this process dies) kills every process the command started;
 - only ``/usr`` (with ``/bin``, ``/lib``... as on the host) read-only, a private ``/proc``,
   ``/dev`` and ``/tmp``; ``/etc`` holds only what programs need to start (the dynamic
-  linker's cache, ``alternatives``, time zone) and a two-line ``passwd``/``group``: no
+  linker's cache, ``alternatives``, time zone) and a minimal ``passwd``/``group``: no
   host secrets, no home folders;
 - the working directory ``/skill`` is a fresh, private, size-capped tmpfs showing the
   skill's files read-only (a symlink in the folder resolves inside the sandbox, never on the
