@@ -172,6 +172,27 @@ def test_a_symlink_to_etc_in_a_skill_folder_reads_the_sandbox_etc_not_the_hosts(
     assert isinstance(read, str) and "has no file 'sys/passwd'" in read
 
 
+def test_every_kind_of_symlink_out_of_a_skill_folder_stays_inside_the_sandbox(skills,
+                                                                              tmp_path):
+    """A file symlink, one in a subfolder, and a relative one climbing out: none reach out."""
+    require_bubblewrap()
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("host-secret-4711\n")
+    skill = skills / "tricky"
+    (skill / "sub").mkdir()
+    (skill / "leak.txt").symlink_to(secret)
+    (skill / "sub" / "leak.txt").symlink_to(secret)
+    (skill / "up").symlink_to("../../../../../../../..")
+    t = tool(skills)
+    climbed = "up" + str(secret)
+    for command in ("cat leak.txt", "cat sub/leak.txt", f"cat {climbed}",
+                    "find -L sub -name leak.txt -exec cat {} +"):
+        result = ask(t, skill="tricky", command=command)
+        assert isinstance(result, dict), (command, result)
+        assert "host-secret-4711" not in result["output"], command
+        assert result["exit_code"] != 0, (command, result)  # no such file in the sandbox
+
+
 def test_an_outside_path_inside_an_argument_reads_and_writes_only_the_sandbox(skills, marker):
     require_bubblewrap()
     t = tool(skills)
