@@ -35,6 +35,7 @@ import selectors
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from dataclasses import dataclass
@@ -146,12 +147,20 @@ def _base_args(bwrap: str) -> list[str]:
             "--new-session", *_system_binds()]
 
 
+@dataclass(frozen=True)
+class _Features:
+    """What the installed bubblewrap supports beyond 0.4 (read from its ``--help``)."""
+
+    size: bool = False  # --size for a tmpfs (0.8)
+    bind_fd: bool = False  # --ro-bind-fd (0.5)
+
+
 @functools.lru_cache(maxsize=1)
-def _bubblewrap_status() -> tuple[str | None, bool]:
-    """(a problem, or None; whether ``--size`` is supported), probed once per process."""
+def _bubblewrap_status() -> tuple[str | None, _Features]:
+    """(a problem, or None; the features), probed once per process."""
     bwrap = _find("bwrap")
     if bwrap is None:
-        return f"bubblewrap (bwrap) is not installed: {_INSTALL_HINT}", False
+        return f"bubblewrap (bwrap) is not installed: {_INSTALL_HINT}", _Features()
     true = _find("true") or "/usr/bin/true"
     try:
         probe = subprocess.run([*_base_args(bwrap), "--", true], capture_output=True,
@@ -159,7 +168,7 @@ def _bubblewrap_status() -> tuple[str | None, bool]:
         helptext = subprocess.run([bwrap, "--help"], capture_output=True, timeout=30,
                                   check=False).stdout
     except (OSError, subprocess.TimeoutExpired) as e:
-        return f"bubblewrap ({bwrap}) could not start: {e}; {_INSTALL_HINT}", False
+        return f"bubblewrap ({bwrap}) could not start: {e}; {_INSTALL_HINT}", _Features()
     if probe.returncode != 0:
         why = probe.stderr.decode(errors="replace").strip()[:300]
         return (f"bubblewrap ({bwrap}) cannot create its namespaces here ({why}): allow "
@@ -167,8 +176,8 @@ def _bubblewrap_status() -> tuple[str | None, bool]:
                 f"on Ubuntu 24.04+ an AppArmor profile for bwrap, or "
                 f"kernel.apparmor_restrict_unprivileged_userns=0; in a container, a "
                 f"seccomp profile that allows them), or pass sandbox=\"none\" to trust "
-                f"the model like a shell user"), False
-    return None, b"--size" in helptext
+                f"the model like a shell user"), _Features()
+    return None, _Features(size=b"--size" in helptext, bind_fd=b"--ro-bind-fd" in helptext)
 
 
 def bubblewrap_installed() -> bool:
@@ -206,16 +215,36 @@ def _data_fd(text: str) -> int:
     return read
 
 
-def _workdir_args(skill_dir: Path, writable: bool, scratch_mb: int, sized: bool) -> list[str]:
+def _workdir_args(skill_dir: Path, writable: bool, scratch_mb: int, features: _Features,
+                  fds: list[int]) -> list[str]:
+    """The binds of ``/skill``; opened entries' fds are appended to ``fds`` (to pass, close).
+
+    Each entry is opened without following a symlink and bound by its fd where bubblewrap
+    can: an entry swapped for a symlink after it was looked at is never followed on the host.
+
+    Returns:
+        bwrap's arguments.
+    """
     if writable:
         return ["--bind", str(skill_dir), _WORKDIR]
-    args = (["--size", str(scratch_mb << 20)] if sized else []) + ["--tmpfs", _WORKDIR]
+    args = (["--size", str(scratch_mb << 20)] if features.size else []) + ["--tmpfs", _WORKDIR]
     for entry in sorted(skill_dir.iterdir()):
         inside = f"{_WORKDIR}/{entry.name}"
         if entry.is_symlink():  # recreated: it resolves inside the sandbox, not on the host
             args += ["--symlink", os.readlink(entry), inside]
-        elif entry.is_dir() or entry.is_file():
-            args += ["--ro-bind", str(entry), inside]
+            continue
+        if not features.bind_fd:
+            if entry.is_dir() or entry.is_file():
+                args += ["--ro-bind", str(entry), inside]
+            continue
+        try:
+            fd = os.open(entry, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue  # gone since it was listed
+        fds.append(fd)
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+            args += ["--ro-bind-fd", str(fd), inside]
     return args
 
 
@@ -279,26 +308,17 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
     else:
         inner = [*_limit_args(prlimit, limits, contained), *_inner_command(stages)]
     env = {"PATH": os.pathsep.join(SYSTEM_PATH), "LANG": "C.UTF-8"}
-    fds: list[int] = []
+    argv: list[str] = inner
+    cwd: Path | None = skill_dir
     if contained:
-        problem, sized = _bubblewrap_status()
+        problem, features = _bubblewrap_status()
         if problem is not None:
             raise SandboxUnavailableError(problem)
-        uid, gid = os.getuid(), os.getgid()
-        fds = [_data_fd("root:x:0:0:root:/tmp:/usr/sbin/nologin\n" + (
-                   f"sandbox:x:{uid}:{gid}:sandbox:/tmp:/usr/sbin/nologin\n" if uid else "")),
-               _data_fd("root:x:0:\n" + (f"sandbox:x:{gid}:\n" if gid else ""))]
-        argv = [*_base_args(_find("bwrap") or "bwrap"),
-                *(["--size", str(limits.scratch_mb << 20)] if sized else []), "--tmpfs", "/tmp",
-                "--ro-bind-data", str(fds[0]), "/etc/passwd",
-                "--ro-bind-data", str(fds[1]), "/etc/group",
-                *_workdir_args(skill_dir, writable, limits.scratch_mb, sized),
-                "--chdir", _WORKDIR, "--clearenv", "--setenv", "HOME", "/tmp",
-                *[a for k, v in env.items() for a in ("--setenv", k, v)], "--", *inner]
-        cwd: Path | None = None
-    else:
-        argv, cwd = inner, skill_dir
+    fds: list[int] = []  # passed to bwrap, closed here once it started
     try:
+        if contained:
+            argv, cwd = _sandbox_args(inner, env, skill_dir, writable, limits, features,
+                                      fds), None
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, cwd=cwd, env=env, pass_fds=fds,
                                 start_new_session=True)
@@ -316,6 +336,25 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
         raise CommandRefusedError(f"the command ran past {timeout_s} s and was stopped "
                                   f"(every process it started was killed)")
     return proc.returncode, _render(out, err, proc.returncode, max_output_chars, limits)
+
+
+def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, writable: bool,
+                  limits: Limits, features: _Features, fds: list[int]) -> list[str]:
+    """The ``bwrap`` command line running ``inner``; the fds it needs are added to ``fds``."""
+    uid, gid = os.getuid(), os.getgid()
+    passwd = _data_fd("root:x:0:0:root:/tmp:/usr/sbin/nologin\n" + (
+        f"sandbox:x:{uid}:{gid}:sandbox:/tmp:/usr/sbin/nologin\n" if uid else ""))
+    fds.append(passwd)
+    group = _data_fd("root:x:0:\n" + (f"sandbox:x:{gid}:\n" if gid else ""))
+    fds.append(group)
+    return [*_base_args(_find("bwrap") or "bwrap"),
+            *(["--size", str(limits.scratch_mb << 20)] if features.size else []),
+            "--tmpfs", "/tmp",
+            "--ro-bind-data", str(passwd), "/etc/passwd",
+            "--ro-bind-data", str(group), "/etc/group",
+            *_workdir_args(skill_dir, writable, limits.scratch_mb, features, fds),
+            "--chdir", _WORKDIR, "--clearenv", "--setenv", "HOME", "/tmp",
+            *[a for k, v in env.items() for a in ("--setenv", k, v)], "--", *inner]
 
 
 def _collect(proc: subprocess.Popen[bytes], deadline: float, cap_bytes: int,
