@@ -203,7 +203,6 @@ class LocalAgentsEnvironment(_Environment):
         for job, out in pending:
             result = job.run()
             out.extend({key: output} for key, output in result.keyed_outputs)
-            self.last_result = result
 
 
 class _LocalBuilder:
