@@ -20,6 +20,7 @@ from flink_agents_py.observability import Distribution
 from flink_agents_py.runtime._builtin_actions import chat_model_action, tool_call_action
 from flink_agents_py.runtime._knowledge import DurableVectorStore, context_retrieval_action
 from flink_agents_py.runtime._stepper import _StepperLoop
+from flink_agents_py.starter.my_agent import scripted_model
 
 flink_agents_py.__getattr__  # PEP 562: the package's lazy attributes
 
@@ -55,6 +56,7 @@ ReActAgent.get_subagent_input_schema
 chat_model_action
 tool_call_action
 context_retrieval_action
+scripted_model  # the starter's model (flink_agents_py/starter/my_agent.py), by its name
 
 # asyncio calls these on the running loop (runtime/_stepper.py's stand-in loop)
 _StepperLoop.call_at

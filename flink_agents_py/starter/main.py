@@ -1,0 +1,54 @@
+"""Answer questions.jsonl: ``python main.py`` (local runner) or ``python main.py flink``.
+
+``flink`` runs a Flink job on a MiniCluster in this process; the same job runs on a
+cluster with ``flink run -py main.py -pyfs . flink`` (docs/how-to/run-on-flink.md).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from flink_agents_py import AgentsExecutionEnvironment
+
+from my_agent import WeatherAgent
+
+QUESTIONS = Path(__file__).resolve().with_name("questions.jsonl")
+
+
+def by_user(record: dict) -> str:
+    """The key of a record: its user."""
+    return record["user"]
+
+
+def run_local() -> None:
+    """Run the agent in this process; print each answer, then the failed records."""
+    records = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
+    env = AgentsExecutionEnvironment.local()
+    result = env.from_list(records, key_selector=by_user).apply(WeatherAgent()).run()
+    for output in result.outputs:
+        print(json.dumps(output))
+    for error in result.errors:
+        print("failed:", error, file=sys.stderr)
+
+
+def run_flink() -> None:
+    """Run the agent as a Flink job; print each answer as it comes."""
+    from pyflink.common import Types, WatermarkStrategy
+    from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
+
+    from flink_agents_py.flink import create_stream_environment
+
+    env = create_stream_environment(parallelism=1)
+    lines = FileSource.for_record_stream_format(StreamFormat.text_line_format(),
+                                                str(QUESTIONS)).build()
+    records = env.from_source(lines, WatermarkStrategy.no_watermarks(), "questions").map(
+        json.loads, output_type=Types.PICKLED_BYTE_ARRAY())
+    job = AgentsExecutionEnvironment.flink(env).from_datastream(records, key_selector=by_user)
+    job.apply(WeatherAgent())  # failed records: job.errors_datastream()
+    with job.to_datastream().execute_and_collect("weather-agent") as outputs:
+        for output in outputs:
+            print(json.dumps(output))
+
+
+if __name__ == "__main__":
+    run_flink() if sys.argv[1:] == ["flink"] else run_local()

@@ -1,0 +1,117 @@
+"""The starter (``flink-agents-py new DIR``), used the way a user uses it.
+
+The starter is written into a temporary folder outside the repository, and its own tests,
+its local run and (marked ``flink``) its Flink run on a MiniCluster are run there with the
+venv's interpreter, without the repository on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flink_agents_py.cli import STARTER_SUFFIXES, main
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+PYTHON = str(VENV_PY if VENV_PY.exists() else Path(sys.executable))
+STARTER = ROOT / "flink_agents_py" / "starter"
+FILES = {"main.py", "my_agent.py", "questions.jsonl", "test_my_agent.py"}
+ANSWERS = [
+    {"user": "ana", "question": "What is the weather in Paris?",
+     "answer": "Paris: sunny, 21 degrees."},
+    {"user": "bo", "question": "Do I need a coat in Oslo?", "answer": "Oslo: snowing, -3 degrees."},
+    {"user": "ana", "question": "And in Lima?", "answer": "Lima: unknown."},
+]
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``args`` run by the venv's Python in ``cwd``, as from a user's shell."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FLINK_CONF_DIR")}
+    return subprocess.run([PYTHON, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+def new_project(tmp_path: Path) -> Path:
+    """``flink-agents-py new`` (as a command) into a folder outside the repository."""
+    assert ROOT not in tmp_path.resolve().parents
+    res = run(["-m", "flink_agents_py.cli", "new", "weather"], cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    folder = tmp_path / "weather"
+    assert {p.name for p in folder.iterdir()} == FILES
+    assert "python main.py flink" in res.stdout
+    return folder
+
+
+def answers(res: subprocess.CompletedProcess[str]) -> list[dict]:
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-6000:]
+    return [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+
+
+def by_user(rows: list[dict]) -> dict[str, list[dict]]:
+    """Rows per user, in order (one user's questions are answered in input order)."""
+    out: dict[str, list[dict]] = {}
+    for row in rows:
+        out.setdefault(row["user"], []).append(row)
+    return out
+
+
+def test_the_starter_s_tests_pass_and_it_runs_on_the_local_runner(tmp_path):
+    folder = new_project(tmp_path)
+    tests = run(["-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=folder)
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert "2 passed" in tests.stdout  # the answers, and the crash checker's replay safety
+    assert by_user(answers(run(["main.py"], cwd=folder))) == by_user(ANSWERS)
+
+
+def test_the_starter_s_tests_fail_when_the_agent_is_broken(tmp_path):
+    folder = new_project(tmp_path)
+    agent = folder / "my_agent.py"
+    agent.write_text(agent.read_text().replace('"oslo": "snowing', '"oslo": "raining'))
+    tests = run(["-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=folder)
+    assert tests.returncode == 1, tests.stdout + tests.stderr
+    assert "1 failed, 1 passed" in tests.stdout
+
+
+def test_new_never_overwrites_a_file_unless_forced(tmp_path, capsys):
+    folder = tmp_path / "mine"
+    assert main(["new", str(folder)]) == 0
+    (folder / "my_agent.py").write_text("# my edits\n")
+    capsys.readouterr()
+    assert main(["new", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert f"would overwrite {folder / 'main.py'}" in err and "--force" in err
+    assert (folder / "my_agent.py").read_text() == "# my edits\n"  # nothing was written
+    assert main(["new", str(folder), "--force"]) == 0
+    assert (folder / "my_agent.py").read_bytes() == (STARTER / "my_agent.py").read_bytes()
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    assert main(["new", str(a_file)]) == 2
+    assert f"{a_file} exists and is not a folder" in capsys.readouterr().err
+
+
+def test_the_starter_s_files_ship_in_the_package():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    shipped = {p.name for p in STARTER.iterdir() if p.name.endswith(STARTER_SUFFIXES)}
+    assert shipped == FILES
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        package_data = tomllib.load(f)["tool"]["setuptools"]["package-data"]["flink_agents_py"]
+    for name in shipped:  # a wheel holds them: pyproject's package-data names each one
+        assert any(fnmatch.fnmatch(f"starter/{name}", p) for p in package_data), name
+
+
+@pytest.mark.flink
+def test_the_starter_runs_on_a_minicluster_with_the_user_s_own_module(tmp_path):
+    folder = new_project(tmp_path)
+    agent = folder / "my_agent.py"  # the user's edit: the workers must import this copy
+    agent.write_text(agent.read_text().replace('"oslo": ', '"lima": "cloudy, 17 degrees", '
+                                                           '"oslo": '))
+    expected = [dict(a) for a in ANSWERS]
+    expected[2]["answer"] = "Lima: cloudy, 17 degrees."
+    assert by_user(answers(run(["main.py", "flink"], cwd=folder))) == by_user(expected)
