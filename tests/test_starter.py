@@ -68,6 +68,10 @@ def test_the_starter_s_tests_pass_and_it_runs_on_the_local_runner(tmp_path):
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert "2 passed" in tests.stdout  # the answers, and the crash checker's replay safety
     assert by_user(answers(run(["main.py"], cwd=folder))) == by_user(ANSWERS)
+    # the page shows what it prints
+    page = (ROOT / "docs" / "getting-started" / "starter.md").read_text()
+    shown = page.split("```text\n", 1)[1].split("```", 1)[0]
+    assert [json.loads(line) for line in shown.splitlines()] == ANSWERS
 
 
 def test_the_starter_s_tests_fail_when_the_agent_is_broken(tmp_path):

@@ -1,7 +1,7 @@
 """Answer questions.jsonl: ``python main.py`` (local runner) or ``python main.py flink``.
 
-``flink`` runs a Flink job on a MiniCluster in this process; the same job runs on a
-cluster with ``flink run -py main.py -pyfs . flink`` (docs/how-to/run-on-flink.md).
+``flink`` runs a Flink job on a MiniCluster in this process. On a cluster (``flink run``,
+see docs/how-to/run-on-flink.md) the TaskManagers read questions.jsonl from the same path.
 """
 
 import json
