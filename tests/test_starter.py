@@ -104,6 +104,7 @@ def test_the_starter_s_files_ship_in_the_package():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     shipped = {p.name for p in STARTER.iterdir() if p.name.endswith(STARTER_SUFFIXES)}
     assert shipped == FILES
+    assert (ROOT / "examples" / "starter").resolve() == STARTER  # one copy, seen from examples/
     with open(ROOT / "pyproject.toml", "rb") as f:
         package_data = tomllib.load(f)["tool"]["setuptools"]["package-data"]["flink_agents_py"]
     for name in shipped:  # a wheel holds them: pyproject's package-data names each one

@@ -10,14 +10,9 @@ from pathlib import Path
 
 from flink_agents_py import AgentsExecutionEnvironment
 
-from my_agent import WeatherAgent
+from my_agent import WeatherAgent, by_user
 
 QUESTIONS = Path(__file__).resolve().with_name("questions.jsonl")
-
-
-def by_user(record: dict) -> str:
-    """The key of a record: its user."""
-    return record["user"]
 
 
 def run_local() -> None:

@@ -25,6 +25,11 @@ from flink_agents_py.integrations.chat_models import ScriptedChatModel, Scripted
 WEATHER = {"paris": "sunny, 21 degrees", "oslo": "snowing, -3 degrees"}
 
 
+def by_user(record: dict) -> str:
+    """The key of a record: one user's questions are answered in order, users concurrently."""
+    return record["user"]
+
+
 def scripted_model(request: ScriptedRequest) -> ToolCall | str:
     """Play the model: call get_weather for the question's last word, then answer."""
     if not request.tool_results:

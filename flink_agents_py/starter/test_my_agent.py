@@ -3,18 +3,13 @@
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.testing import check_replay_safety
 
-from my_agent import WeatherAgent
+from my_agent import WeatherAgent, by_user
 
 QUESTIONS = [
     {"user": "ana", "text": "What is the weather in Paris?"},
     {"user": "bo", "text": "Do I need a coat in Oslo?"},
     {"user": "ana", "text": "And in Lima?"},
 ]
-
-
-def by_user(record: dict) -> str:
-    """The key: one user's questions are answered in order, users concurrently."""
-    return record["user"]
 
 
 def test_answers_with_the_weather_tool() -> None:
