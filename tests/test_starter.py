@@ -18,6 +18,14 @@ import pytest
 
 from flink_agents_py.cli import STARTER_SUFFIXES, main
 
+try:  # the fixture that installs flink-agents-py from its wheel into a fresh venv
+    from test_user_module_flink import plain_install as wheel_venv
+except pytest.skip.Exception:  # that module needs apache-flink
+
+    @pytest.fixture
+    def wheel_venv():
+        pytest.skip("needs apache-flink (the flink extra)")
+
 ROOT = Path(__file__).resolve().parents[1]
 VENV_PY = ROOT / ".venv" / "bin" / "python"
 PYTHON = str(VENV_PY if VENV_PY.exists() else Path(sys.executable))
@@ -120,3 +128,17 @@ def test_the_starter_runs_on_a_minicluster_with_the_user_s_own_module(tmp_path):
     expected = [dict(a) for a in ANSWERS]
     expected[2]["answer"] = "Lima: cloudy, 17 degrees."
     assert by_user(answers(run(["main.py", "flink"], cwd=folder))) == by_user(expected)
+
+
+def test_new_from_a_wheel_install_writes_the_same_starter(tmp_path, wheel_venv):  # noqa: F811
+    python, site = wheel_venv  # a venv with flink-agents-py installed from its wheel
+    res = subprocess.run([str(python), "-m", "flink_agents_py.cli", "new", "w"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    for name in FILES:  # read from the installed package, not from the repository
+        assert (tmp_path / "w" / name).read_bytes() == (site / "flink_agents_py" / "starter" /
+                                                        name).read_bytes()
+    tests = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                           cwd=tmp_path / "w", capture_output=True, text=True, timeout=300,
+                           check=False)
+    assert tests.returncode == 0 and "2 passed" in tests.stdout, tests.stdout + tests.stderr
