@@ -5,13 +5,16 @@
 Runs vulture (pinned in the ``test`` extra) with its ``[tool.vulture]`` settings from
 pyproject.toml: the paths it reports on (the library, the main job and the allow-list
 ``scripts/vulture_allowlist.py``, which names public API and framework hooks nothing here
-calls), the names and decorators it ignores. Three rules go beyond a bare ``vulture`` run:
+calls), the names and decorators it ignores. Four rules go beyond a bare ``vulture`` run:
 
 - A private module's ``__all__`` is not a use. vulture counts every name of every ``__all__``
   as used, which hid helpers listed in ``runtime/_context.py`` and imported nowhere; a
   package ``__init__``'s ``__all__`` (the public API) still counts.
 - A name a private module imports and lists in its ``__all__`` (a re-export) must be imported
   from that module somewhere; otherwise it is reported as a leftover re-export.
+- A private name bound at module or class level (``_TABLE = ...``, an alias ``_f = f``) is
+  checked like any other; vulture skips every ``_name`` variable, which suits only function
+  locals and arguments.
 - ``tests/``, ``bench/``, ``examples/`` and ``scripts/`` are read for uses only: what they call
   is used, and nothing in them is reported.
 
@@ -52,6 +55,7 @@ class _Check(core.Vulture):
         self.reported = [Path(p).resolve() for p in reported]
         self.reexports: dict[tuple[str, str], tuple[Path, int]] = {}
         self.imported_from: set[tuple[str, str]] = set()
+        self.in_function = 0
 
     def uses_only(self, path: Path) -> bool:
         """Whether ``path`` is read for uses only (outside the configured paths)."""
@@ -76,6 +80,23 @@ class _Check(core.Vulture):
         self.visit(tree)
         self.reachability.reset()
         self._note_imports(path, code, tree)
+
+    def visit(self, node: ast.AST) -> None:
+        """Visit ``node``, counting how deep in functions it is."""
+        scope = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        self.in_function += scope
+        try:
+            super().visit(node)
+        finally:
+            self.in_function -= scope
+
+    def _define_variable(self, name: str, node: ast.AST,
+                         confidence: int = core.DEFAULT_CONFIDENCE) -> None:
+        if (not self.in_function and name.startswith("_") and not name.startswith("__")
+                and name != "_"):
+            self._define(self.defined_vars, name, node, confidence=confidence)
+        else:
+            super()._define_variable(name, node, confidence)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if _private(self.filename) and _is_all(node) and not self.uses_only(self.filename):

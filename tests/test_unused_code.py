@@ -1,6 +1,7 @@
 """The unused-code gate of ``make lint`` (scripts/unused_code.py): clean here, and it finds
 dead code that a bare vulture run misses (a helper listed in a private ``__all__``, a
-leftover re-export) without reporting what tests use or what the public API exports."""
+leftover re-export, an unused private module-level name) without reporting what tests use
+or what the public API exports."""
 
 from __future__ import annotations
 
@@ -64,7 +65,11 @@ PROJECT = {
 
 
         def public_function():
-            return shared()
+            _ignored, used = 1, shared()  # a function's private local: vulture's convention
+            return used
+
+
+        _leftover_alias = public_function
 
 
         def dead_helper():
@@ -102,9 +107,11 @@ def test_dead_code_behind_a_private_all_and_a_leftover_reexport_are_reported(tmp
                for line in lines), lines
     assert any(line.startswith("pkg/_impl.py:") and "re-export 'shared'" in line
                and "never imported from pkg._impl" in line for line in lines), lines
-    # used by the tests, exported by the package, called by a hook: not reported; nothing in
-    # tests/ is reported either
-    assert len(lines) == 2, lines
+    assert any(line.startswith("pkg/_impl.py:") and "unused variable '_leftover_alias'" in line
+               for line in lines), lines
+    # used by the tests, exported by the package, called by a hook, a function's private
+    # local: not reported; nothing in tests/ is reported either
+    assert len(lines) == 3, lines
     assert res.stderr == ""
 
 
@@ -112,7 +119,8 @@ def test_a_project_without_dead_code_passes(tmp_path):
     project = dict(PROJECT)
     project["pkg/_impl.py"] = (project["pkg/_impl.py"]
                                .replace('"dead_helper", ', "").replace('"shared",\n', "\n")
-                               .replace("def dead_helper():\n            return 2\n", ""))
+                               .replace("def dead_helper():\n            return 2\n", "")
+                               .replace("_leftover_alias = public_function\n", ""))
     write(tmp_path, project)
     res = run_gate(tmp_path)
     assert (res.returncode, res.stdout) == (0, ""), res.stdout + res.stderr
