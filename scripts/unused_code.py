@@ -107,7 +107,10 @@ class _Check(core.Vulture):
         """Record ``from M import name`` pairs and the re-exports of a private module."""
         if not path.resolve().is_relative_to(Path.cwd()):
             return
-        tree = tree or ast.parse(code)
+        try:
+            tree = tree or ast.parse(code)
+        except SyntaxError:  # vulture has reported it
+            return
         module = _module_of(path)
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         imported: dict[str, int] = {}
