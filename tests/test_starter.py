@@ -82,13 +82,25 @@ def test_the_starter_s_tests_pass_and_it_runs_on_the_local_runner(tmp_path):
     assert [json.loads(line) for line in shown.splitlines()] == ANSWERS
 
 
-def test_the_starter_s_tests_fail_when_the_agent_is_broken(tmp_path):
+def break_on_coats(agent: Path) -> None:
+    """The user's edit: the action raises for questions about coats."""
+    text = agent.read_text()
+    edited = text.replace('question = event.input["text"]\n', 'question = event.input["text"]\n'
+                          '        if "coat" in question:\n'
+                          '            raise ValueError("no coats here")\n')
+    assert edited != text
+    agent.write_text(edited)
+
+
+def test_a_broken_agent_fails_its_tests_and_its_failures_are_shown(tmp_path):
     folder = new_project(tmp_path)
-    agent = folder / "my_agent.py"
-    agent.write_text(agent.read_text().replace('"oslo": "snowing', '"oslo": "raining'))
+    break_on_coats(folder / "my_agent.py")
     tests = run(["-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=folder)
     assert tests.returncode == 1, tests.stdout + tests.stderr
     assert "1 failed, 1 passed" in tests.stdout
+    res = run(["main.py"], cwd=folder)
+    assert by_user(answers(res)) == by_user([a for a in ANSWERS if a["user"] != "bo"])
+    assert "failed: 'bo': ValueError: no coats here" in res.stderr.splitlines()
 
 
 def test_new_never_overwrites_a_file_unless_forced(tmp_path, capsys):
@@ -122,12 +134,16 @@ def test_the_starter_s_files_ship_in_the_package():
 @pytest.mark.flink
 def test_the_starter_runs_on_a_minicluster_with_the_user_s_own_module(tmp_path):
     folder = new_project(tmp_path)
-    agent = folder / "my_agent.py"  # the user's edit: the workers must import this copy
+    agent = folder / "my_agent.py"  # the user's edits: the workers must import this copy
     agent.write_text(agent.read_text().replace('"oslo": ', '"lima": "cloudy, 17 degrees", '
                                                            '"oslo": '))
-    expected = [dict(a) for a in ANSWERS]
-    expected[2]["answer"] = "Lima: cloudy, 17 degrees."
-    assert by_user(answers(run(["main.py", "flink"], cwd=folder))) == by_user(expected)
+    break_on_coats(agent)
+    res = run(["main.py", "flink"], cwd=folder)
+    expected = [dict(a) for a in ANSWERS if a["user"] != "bo"]
+    expected[1]["answer"] = "Lima: cloudy, 17 degrees."
+    assert by_user(answers(res)) == by_user(expected)
+    # the failed record comes out of errors_datastream() and is shown
+    assert "failed: 'bo': ValueError: no coats here" in res.stderr.splitlines()
 
 
 def test_new_from_a_wheel_install_writes_the_same_starter(tmp_path, wheel_venv):  # noqa: F811
