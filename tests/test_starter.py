@@ -92,15 +92,32 @@ def break_on_coats(agent: Path) -> None:
     agent.write_text(edited)
 
 
-def test_a_broken_agent_fails_its_tests_and_its_failures_are_shown(tmp_path):
+def add_bad_input(questions: Path) -> None:
+    """A line that is not JSON, a record without its key, a record without its text."""
+    with questions.open("a") as f:
+        f.write('{"user": "cy", "text": "Paris?"\n{"text": "Oslo?"}\n{"user": "dee"}\n')
+
+
+def assert_bad_input_shown(res: subprocess.CompletedProcess[str]) -> None:
+    shown = [line for line in res.stderr.splitlines() if line.startswith(("bad", "failed"))]
+    assert sorted(shown) == [
+        "bad input in questions.jsonl: line 3: not JSON (unexpected end of data: line 1 column "
+        "32 (char 31))",
+        "failed (key 'bo'): ValueError: no coats here",
+        "failed (key 'dee'): KeyError: 'text'",
+        "failed (key None): KeyError: 'user'"], res.stderr[-4000:]
+
+
+def test_a_broken_agent_fails_its_tests_and_bad_input_and_failures_are_shown(tmp_path):
     folder = new_project(tmp_path)
     break_on_coats(folder / "my_agent.py")
+    add_bad_input(folder / "questions.jsonl")
     tests = run(["-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=folder)
     assert tests.returncode == 1, tests.stdout + tests.stderr
     assert "1 failed, 1 passed" in tests.stdout
     res = run(["main.py"], cwd=folder)
     assert by_user(answers(res)) == by_user([a for a in ANSWERS if a["user"] != "bo"])
-    assert "failed: 'bo': ValueError: no coats here" in res.stderr.splitlines()
+    assert_bad_input_shown(res)
 
 
 def test_new_never_overwrites_a_file_unless_forced(tmp_path, capsys):
@@ -138,12 +155,14 @@ def test_the_starter_runs_on_a_minicluster_with_the_user_s_own_module(tmp_path):
     agent.write_text(agent.read_text().replace('"oslo": ', '"lima": "cloudy, 17 degrees", '
                                                            '"oslo": '))
     break_on_coats(agent)
+    add_bad_input(folder / "questions.jsonl")
     res = run(["main.py", "flink"], cwd=folder)
     expected = [dict(a) for a in ANSWERS if a["user"] != "bo"]
     expected[1]["answer"] = "Lima: cloudy, 17 degrees."
     assert by_user(answers(res)) == by_user(expected)
-    # the failed record comes out of errors_datastream() and is shown
-    assert "failed: 'bo': ValueError: no coats here" in res.stderr.splitlines()
+    # failed records come out of errors_datastream(), bad lines out of read_lines_file's
+    # errors: all are shown, none is lost
+    assert_bad_input_shown(res)
 
 
 def test_new_from_a_wheel_install_writes_the_same_starter(tmp_path, wheel_venv):  # noqa: F811
