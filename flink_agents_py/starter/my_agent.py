@@ -64,7 +64,8 @@ class WeatherAgent(Agent):
         # return ResourceDescriptor(OpenAIChatModel, base_url="https://api.openai.com/v1",
         #                           default_model="gpt-4o-mini")
         # Ollama, Anthropic, an embedded llama.cpp model: docs/how-to/choose-a-model.md
-        return ResourceDescriptor(ScriptedChatModel, function="my_agent:scripted_model")
+        # the script by "module:function" (this module's name, e.g. "my_agent")
+        return ResourceDescriptor(ScriptedChatModel, function=f"{__name__}:scripted_model")
 
     @chat_model_setup
     @staticmethod
