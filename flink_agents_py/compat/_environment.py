@@ -65,18 +65,6 @@ class Configuration:
         return self._values.get(str(option), default)
 
 
-_RESOURCE_TYPES = {
-    "ChatModelConnection": ResourceType.CHAT_MODEL_CONNECTION,
-    "ChatModelSetup": ResourceType.CHAT_MODEL,
-    "FunctionTool": ResourceType.TOOL,
-    "Prompt": ResourceType.PROMPT,
-    "EmbeddingModelConnection": ResourceType.EMBEDDING_MODEL_CONNECTION,
-    "EmbeddingModelSetup": ResourceType.EMBEDDING_MODEL,
-    "VectorStore": ResourceType.VECTOR_STORE,
-    "SubagentSetup": ResourceType.AGENT,
-}
-
-
 def _type_of(resource: Any) -> ResourceType:
     """The type of a resource given without one (its class's ``RESOURCE_TYPE``)."""
     from ..api import Resource, ResourceDescriptor
@@ -203,7 +191,6 @@ class LocalAgentsEnvironment(_Environment):
         for job, out in pending:
             result = job.run()
             out.extend({key: output} for key, output in result.keyed_outputs)
-            self.last_result = result
 
 
 class _LocalBuilder:

@@ -10,10 +10,9 @@ given.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel
@@ -64,35 +63,12 @@ if TYPE_CHECKING:
     from ..plan import AgentPlan
     from ._resources import ResourceEnvironment
 
-__all__ = ["ActionContext", "building_events", "DurableCall", "ChatFuture", "SubagentHandle",
-           "call_digest", "fn_name", "store_outcome"]
+__all__ = ["ActionContext", "DurableCall"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
 _fn_name = fn_name
 _get_ident = threading.get_ident
-
-
-@contextlib.contextmanager
-def building_events(ctx: ActionContext) -> Iterator[None]:
-    """Give events built inside the block their id from ``ctx`` at once (see ``Event.id``).
-
-    Only on this thread: work the block hands to the I/O executor inherits the context
-    variable, and an event built there (in a tool, say) gets its id when sent, if ever.
-
-    Yields:
-        Nothing; the block runs with ``ctx`` as the event id source.
-    """
-    owner = threading.get_ident()
-
-    def source() -> str:
-        return ctx.new_event_id() if threading.get_ident() == owner else ""
-
-    token = EVENT_ID_SOURCE.set(source)
-    try:
-        yield
-    finally:
-        EVENT_ID_SOURCE.reset(token)
 
 
 class ActionContext(RunnerContext):
@@ -240,7 +216,7 @@ class ActionContext(RunnerContext):
         """The id an event built now gets: the next one on the operator thread, else ''.
 
         Returns:
-            The id (see ``building_events``).
+            The id (see ``Event.id``).
         """
         return self.new_event_id() if _get_ident() == self._owner else ""
 
@@ -302,16 +278,6 @@ class ActionContext(RunnerContext):
 
     def deprecate_patch(self, change_id: str) -> None:
         patched(self, change_id, deprecated=True)
-
-    def lazy_execute_async(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> DurableCall:
-        """Like ``durable_execute_async``, but the call starts only on its first await.
-
-        Or on ``start_soon``; the call's identity is taken now, in program order.
-
-        Returns:
-            The call.
-        """
-        return self.execute_as(CallKind.FUNCTION, _fn_name(fn), fn, args, kwargs, lazy=True)
 
     def execute_as(
         self, kind: CallKind, target: str, fn: Callable[..., Any], args: tuple[Any, ...] = (),

@@ -74,7 +74,7 @@ from ._tasks import Delivery as _Delivery
 from ._tasks import Step as _Step
 from ._tasks import Task as _Task
 
-__all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal", "Failpoint"]
+__all__ = ["AgentCore", "StepResult", "ErrorRecord"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 

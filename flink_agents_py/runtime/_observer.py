@@ -225,7 +225,6 @@ class SafeObserver(Observer):
     """
 
     def __init__(self, inner: Observer) -> None:
-        self._inner = inner
         for name in dir(Observer):  # wrapped once: hooks are on the hot path
             if not name.startswith("_") and callable(getattr(Observer, name)):
                 setattr(self, name, self._safe(name, getattr(inner, name)))

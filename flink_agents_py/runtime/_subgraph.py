@@ -52,11 +52,11 @@ from ..plan import ActionPlan, AgentPlan
 from ._commands import StartChat, StartSubagent
 from ._failures import with_original
 from ._outcomes import store_outcome
-from ._serde import dumps, event_json, to_plain_json
+from ._serde import event_json, to_plain_json
 from ._state import CallKind, CallRecord, Invocation, RunState
 
 __all__ = ["plan_at", "route_at_root", "route_in_scope", "open_invocation", "invocation_result",
-           "record_for_caller", "cancel_invocation", "under_cancelled", "session_id_of",
+           "record_for_caller", "cancel_invocation", "under_cancelled",
            "check_result", "checked_result", "poll_result", "resolve_subagent"]
 
 CHAT_ROUTES = {
@@ -78,15 +78,6 @@ def plan_at(root: AgentPlan, path: Sequence[str]) -> AgentPlan:
     for name in path:
         plan = plan.subagents[name]
     return plan
-
-
-def session_id_of(key: Any, seq: int) -> str:
-    """The session id external sub-agents get for run ``seq`` of ``key``.
-
-    Returns:
-        ``<key as JSON>/r<seq>``.
-    """
-    return f"{dumps(key).decode()}/r{seq}"
 
 
 def under_cancelled(run: RunState, scope: str | None) -> bool:
