@@ -52,8 +52,8 @@ def test_sets_per_key_and_shared_writes_apply_when_the_action_completes(tmp_path
     assert sorted(c for _, c in notes) == sorted(t for n, t in enumerate(ka.TEXTS) if n != 4)
     shared = {d.content for d in docs if d.metadata["fa_set"] == "everyone"}
     assert shared == {f"k{n % 2}: {ka.TEXTS[n]}" for n in range(6) if n != 4}
-    assert {d.metadata["fa_scope"] for d in docs if d.metadata["fa_set"] == "everyone"} == {
-        "shared"}
+    [shared_scope] = {d.metadata["fa_scope"] for d in docs if d.metadata["fa_set"] == "everyone"}
+    assert shared_scope.startswith("shared:")  # every key's, of this agent only
 
 
 class Editor(Agent):
@@ -149,14 +149,14 @@ async def _restorable(event: InputEvent, ctx: Any) -> None:
     ids = await kb.aadd([Document(content="the sole came off", metadata={"p": "A"})])  # c0
     vec = await ctx.get_resource("emb", ResourceType.EMBEDDING_MODEL).aembed("sole")  # c1
     notes = ctx.long_term_memory.get_memory_set("notes")
-    found = await notes.asearch("sole", 3)                                           # c2
-    notes.add("sole came off after a week")
-    gate = await ctx.durable_execute_async(_wait_gate, event.input["block"])         # c3
+    found = await notes.asearch("sole", 3)                            # c2 embed, c3 search
+    notes.add("sole came off after a week")  # the key's first write: c4 draws its epoch
+    gate = await ctx.durable_execute_async(_wait_gate, event.input["block"])  # c5 (or c4)
     ctx.send_event(OutputEvent(output={
         "ids": ids, "dims": len(vec), "found": [f.value for f in found], "gate": gate,
         "types": [type(vec[0]).__name__] + [
             f"{type(f).__name__}/{type(f.created_at).__name__}" for f in found]}))
-    # completing: long_term_memory.commit (c4) embeds and writes the note
+    # completing: long_term_memory.commit (c6, or c5) embeds and writes the note
 
 
 def _restorable_plan(tmp_path, emb: HashingEmbeddingModel) -> AgentPlan:
@@ -193,15 +193,15 @@ def test_with_a_journal_a_restore_after_the_commit_embeds_and_writes_nothing(tmp
     try:
         old.on_input(KEY, {"x": 1, "block": True}, state)
         calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
-        drive_until(old, state, lambda s: "3" in calls(s), quiet=True)
-        checkpoint = snapshot_of(state, "json")  # taken while the gate (c3) is in flight
+        drive_until(old, state, lambda s: "5" in calls(s), quiet=True)
+        checkpoint = snapshot_of(state, "json")  # taken while the gate (c5) is in flight
         gate().set()
         first, errors = run_to_end(old, state)  # the old operator completes the run, then dies
         assert errors == [] and len(first) == 1
     finally:
         old.close()
     embeds, upserts = emb.calls, len(upserted)
-    assert [k[1].rsplit("/", 1)[1] for k in journal.records] == ["c0", "c1", "c2", "c3", "c4"]
+    assert [k[1].rsplit("/", 1)[1] for k in journal.records] == [f"c{i}" for i in range(7)]
 
     new = new_core(plan, journal=journal)
     try:
@@ -209,8 +209,8 @@ def test_with_a_journal_a_restore_after_the_commit_embeds_and_writes_nothing(tmp
     finally:
         new.close()
     assert errors == [] and outputs == first
-    assert new.counters["calls_executed"] == 0  # c3 and the commit (c4) from the journal
-    assert new.counters["calls_replayed"] == 5
+    assert new.counters["calls_executed"] == 0  # c5 and the commit (c6) from the journal
+    assert new.counters["calls_replayed"] == 7
     assert (emb.calls, len(upserted)) == (embeds, upserts)
     assert len(_memory_docs(plan)) == 1
 
@@ -229,8 +229,8 @@ def test_restore_re_executes_nothing_recorded(tmp_path, probes):
         upserted.clear()
         old.on_input(KEY, {"x": 1, "block": True}, state)
         calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
-        drive_until(old, state, lambda s: "3" in calls(s), quiet=True)
-        assert [calls(state)[str(i)].done for i in range(4)] == [True, True, True, False]
+        drive_until(old, state, lambda s: "4" in calls(s), quiet=True)
+        assert [calls(state)[str(i)].done for i in range(5)] == [True] * 4 + [False]
         snapshot = snapshot_of(state, "json")
         embeds_before, upserts_before = emb.calls, list(upserted)
         assert upserts_before == [(None, upserts_before[0][1])]  # the kb add, once
@@ -247,7 +247,7 @@ def test_restore_re_executes_nothing_recorded(tmp_path, probes):
     note = "sole came off after a week"
     assert outputs == [{"ids": upserts_before[0][1], "dims": 8, "found": [note],
                         "gate": "opened", "types": ["float", "MemorySetItem/datetime"]}]
-    assert new.counters["calls_replayed"] == 3  # the add, the embed and the search
+    assert new.counters["calls_replayed"] == 4  # the add, the embeds and the search
     assert new.counters["calls_executed"] == 2  # the gate, then long_term_memory.commit
     # only the commit embedded (one batch) and wrote (the memory item), on the new core
     assert emb.calls - embeds_before == 1
