@@ -141,7 +141,8 @@ def test_a_named_collection_filled_through_chromadbs_own_client_is_found():
 @pytest.mark.timeout(300)
 def test_isolation_holds_on_a_minicluster(tmp_path):
     pytest.importorskip("pyflink")
-    from pyflink.common import Types
+    from pyflink.common import Types, WatermarkStrategy
+    from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 
     from flink_agents_py.flink import create_stream_environment
 
@@ -153,7 +154,8 @@ def test_isolation_holds_on_a_minicluster(tmp_path):
     env.set_parallelism(1)  # one embedded Chroma (SQLite) writer
     pickled = Types.PICKLED_BYTE_ARRAY()
     records = [_attack(ids), {"key": "bob", "op": "add", "texts": ["bob's own note"]}]
-    ds = env.from_collection(records, type_info=pickled)
+    ds = env.from_source(NumberSequenceSource(0, 1), WatermarkStrategy.no_watermarks(),
+                         "records").map(lambda n: records[n], output_type=pickled)
     applied = AgentsExecutionEnvironment.flink(env).from_datastream(ds).apply(agent)
     with applied.to_datastream().execute_and_collect("memory-isolation") as rows:
         outs = {o["key"]: o for o in rows}
