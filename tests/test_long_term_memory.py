@@ -12,7 +12,14 @@ from support.probes import gate, store
 pytest.importorskip("chromadb")
 
 import knowledge_agents as ka  # noqa: E402
-from support.harness import KEY, drive_until, new_core, run_to_end, snapshot_of  # noqa: E402
+from support.harness import (  # noqa: E402
+    KEY,
+    drive_until,
+    new_core,
+    poll_until,
+    run_to_end,
+    snapshot_of,
+)
 
 from flink_agents_py import AgentsExecutionEnvironment  # noqa: E402
 from flink_agents_py.api import (  # noqa: E402
@@ -334,3 +341,83 @@ def test_a_failing_commit_fails_the_action_and_applies_nothing(tmp_path):
     assert err.key == "u1" and err.error_type == "DimensionMismatchError"
     assert "16" in err.message and "3-dimensional" in err.message
     assert store.size("long_term_memory") == 1
+
+
+# ------------------------------------------------------------------------- replayed reads
+class _GatedHashing(HashingEmbeddingModel):
+    """Embeds a query (a text starting with ``?``) only once the probes' gate is open."""
+
+    def embed_texts(self, texts, **kwargs):
+        if any(t.startswith("?") for t in texts):
+            assert gate().wait(20)
+        return super().embed_texts(texts, **kwargs)
+
+
+async def _search_then_note(event: InputEvent, ctx: Any) -> None:
+    notes = ctx.long_term_memory.get_memory_set("notes")
+    found = await notes.asearch("? " + event.input["text"], 5)
+    listed, size = notes.get(), notes.size()
+    notes.add(event.input["text"])
+    ctx.send_event(OutputEvent(output={"found": sorted(f.value for f in found),
+                                       "listed": [i.value for i in listed], "size": size}))
+
+
+def _search_then_note_plan(tmp_path) -> AgentPlan:
+    agent = Agent()
+    agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                       _GatedHashing(dimension=8))
+    agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                       ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+    agent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+        ChromaVectorStore, embedding_model="emb", persist_directory=str(tmp_path / "db")))
+    agent.add_action("note", [InputEvent], _search_then_note)
+    agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+    return AgentPlan.from_agent(agent)
+
+
+@pytest.mark.parametrize("checkpoint", ["search in flight", "before the run"])
+def test_a_restored_read_does_not_see_what_the_crashed_attempt_wrote_after_the_checkpoint(
+        tmp_path, probes, checkpoint):
+    plan = _search_then_note_plan(tmp_path)
+    old = new_core(plan)
+    state = InMemoryKeyState()
+    try:
+        gate().set()
+        old.on_input(KEY, {"text": "note zero"}, state)  # the first run leaves one note
+        first, errors = run_to_end(old, state)
+        assert errors == [] and first == [{"found": [], "listed": [], "size": 0}]
+        gate().clear()
+        saved = snapshot_of(state) if checkpoint == "before the run" else None
+        old.on_input(KEY, {"text": "note one"}, state)
+        if saved is None:  # the query's embedding (c0) started, the search not made yet
+            calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
+            poll_until(old, state, lambda s: "0" in calls(s) and not calls(s)["0"].done)
+            saved = snapshot_of(state)  # (a copy that keeps the key's input sequence)
+        gate().set()
+        crashed, errors = run_to_end(old, state)  # the attempt commits "note one", then dies
+        assert errors == []
+    finally:
+        gate().set()
+        old.close()
+    seen = {"found": ["note zero"], "listed": ["note zero"], "size": 1}
+    assert crashed == [seen]
+    assert sorted(d.content for d in _memory_docs(plan)) == ["note one", "note zero"]
+
+    new = new_core(plan)
+    try:
+        if checkpoint == "before the run":
+            new.on_input(KEY, {"text": "note one"}, saved)
+        outputs, errors = run_to_end(new, saved)
+    finally:
+        new.close()
+    assert errors == [] and outputs == [seen]  # not its own later note
+    assert sorted(d.content for d in _memory_docs(plan)) == ["note one", "note zero"]
+    # a later run sees both notes, the re-committed one once
+    newer = new_core(plan)
+    try:
+        newer.on_input(KEY, {"text": "note two"}, saved)
+        later, errors = run_to_end(newer, saved)
+    finally:
+        newer.close()
+    assert later == [{"found": ["note one", "note zero"], "listed": ["note zero", "note one"],
+                      "size": 2}]
