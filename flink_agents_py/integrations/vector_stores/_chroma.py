@@ -173,8 +173,10 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
     def _name(self, collection_name: str | None) -> str:
         name = collection_name or self.collection
         if not name:
-            raise VectorStoreError(f"vector store {self.resource_name!r}: no collection named "
-                                   "and no default collection")
+            raise VectorStoreError(
+                f"vector store {self.resource_name!r}: no collection named and no default "
+                "collection: pass collection_name=..., or collection=... to the store (an "
+                "agent's plan names one after the agent and the resource when it has none)")
         return name
 
     def _collection(self, name: str, create: bool) -> Any | None:
