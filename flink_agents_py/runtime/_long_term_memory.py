@@ -211,8 +211,13 @@ class _Store:
             total = self.store.count(self.collection, placed)
             if not total:
                 return 0
-            mine = self.store.get(None, self.collection, {**placed, _OWNER: horizon.owner},
-                                  None)
+            if horizon.epoch is None:
+                return total
+            try:
+                mine = self.store.get(None, self.collection,
+                                      {**placed, _OWNER: horizon.owner}, None)
+            except UnknownFilterFieldError:  # no item carries an owner: none is left out
+                return total
             return total - sum(1 for d in mine if not horizon.shows(d))
         except UnknownFilterFieldError as e:
             if _empty_on_unplaced(e):
