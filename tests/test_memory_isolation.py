@@ -102,6 +102,18 @@ def test_two_agents_with_an_in_memory_store_and_no_collection_do_not_share_docum
     assert store.descriptor.arguments["collection"] == a[0]["collection"]
 
 
+def test_plain_agents_are_told_apart_by_their_actions():
+    def collection(fn: Any) -> str:
+        agent = Agent().add_action("act", [InputEvent], fn)
+        agent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+            ChromaVectorStore, embedding_model=None))
+        plan = AgentPlan.from_agent(agent)
+        return plan.resources[ResourceType.VECTOR_STORE]["kb"].descriptor.arguments["collection"]
+
+    assert collection(ka.store_op) != collection(ka.notes_op)
+    assert collection(ka.store_op) == collection(ka.store_op)  # stable: the same program
+
+
 def _retrieve(event: InputEvent, ctx: Any) -> None:
     ctx.send_event(ContextRetrievalRequestEvent(query=event.input["q"], vector_store="kb",
                                                 max_results=2))

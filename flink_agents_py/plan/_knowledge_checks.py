@@ -65,8 +65,9 @@ def check_knowledge_references(resources: dict[ResourceType, dict[str, Any]],
 def agent_identity(agent: Any) -> str:
     """Who a plan is of: the agent's class as ``module:qualname``.
 
-    A plain ``Agent`` (or a class of this package, such as one the YAML loader builds) is
-    told apart by its actions' functions, appended in declaration order.
+    An agent of a class of this package (a plain ``Agent``, a ``ReActAgent``, one the YAML
+    loader builds) is told apart by its actions' functions, its ``name`` (when it has one)
+    and the names of its declared resources, appended.
 
     Args:
         agent: the agent being compiled.
@@ -77,9 +78,12 @@ def agent_identity(agent: Any) -> str:
     cls = type(agent)
     ident = f"{cls.__module__}:{cls.__qualname__}"
     if cls.__module__.startswith("flink_agents_py."):
-        fns = [getattr(fn, "__qualname__", repr(fn)) for _, fn, _ in agent.declared_actions()]
-        mods = [getattr(fn, "__module__", "") for _, fn, _ in agent.declared_actions()]
-        ident += "+" + ",".join(f"{m}:{f}" for m, f in zip(mods, fns, strict=True))
+        fns = [f"{getattr(fn, '__module__', '')}:{getattr(fn, '__qualname__', repr(fn))}"
+               for _, fn, _ in agent.declared_actions()]
+        name = getattr(agent, "name", "")
+        declared = sorted(f"{t.value}:{n}" for t, n, _ in agent.declared_resources())
+        ident += "+" + ",".join(fns) + f"|{name if isinstance(name, str) else ''}|" \
+            + ",".join(declared)
     return ident
 
 
