@@ -66,8 +66,9 @@ def agent_identity(agent: Any) -> str:
     """Who a plan is of: the agent's class as ``module:qualname``.
 
     An agent of a class of this package (a plain ``Agent``, a ``ReActAgent``, one the YAML
-    loader builds) is told apart by its actions' functions, its ``name`` (when it has one)
-    and the names of its declared resources, appended.
+    loader builds) is told apart by its actions' functions and its ``name`` (when it has
+    one), appended. Its resources are left out, so adding one keeps the agent's memory and
+    default collections.
 
     Args:
         agent: the agent being compiled.
@@ -81,9 +82,7 @@ def agent_identity(agent: Any) -> str:
         fns = [f"{getattr(fn, '__module__', '')}:{getattr(fn, '__qualname__', repr(fn))}"
                for _, fn, _ in agent.declared_actions()]
         name = getattr(agent, "name", "")
-        declared = sorted(f"{t.value}:{n}" for t, n, _ in agent.declared_resources())
-        ident += "+" + ",".join(fns) + f"|{name if isinstance(name, str) else ''}|" \
-            + ",".join(declared)
+        ident += "+" + ",".join(fns) + (f"|{name}" if isinstance(name, str) and name else "")
     return ident
 
 
