@@ -174,3 +174,19 @@ def test_isolation_holds_on_a_minicluster(tmp_path):
     _assert_found_nothing(outs["mallory"])
     assert len(outs["bob"]["ids"]) == 1 and outs["bob"]["ids"][0] not in ids
     _assert_intact(agent, ids)
+
+
+def test_a_collection_chromadbs_persistent_client_filled_is_shared_by_path(tmp_path):
+    import chromadb
+
+    from flink_agents_py.api import Document, VectorStoreQuery
+
+    path = str(tmp_path / "kb")
+    client = chromadb.PersistentClient(path=path)
+    client.get_or_create_collection("facts").add(ids=["a"], documents=["hello"],
+                                                 embeddings=[[1.0, 0.0]])
+    store = ChromaVectorStore(persist_directory=path, collection="facts")
+    found = store.query(VectorStoreQuery(query_embedding=[1.0, 0.0], limit=2)).documents
+    assert [(d.id, d.content) for d in found] == [("a", "hello")]
+    store.add([Document(content="mine", embedding=[0.0, 1.0])])
+    assert client.get_collection("facts").count() == 2  # one instance: chromadb sees it
