@@ -38,7 +38,11 @@ from ..api._events import Event, event_class_for
 from ..api._resources import import_qualified
 from ..api._subagents import subagent_callable
 from ..api._tools import RESERVED_TOOL_PREFIX, offered_tool_name
-from ._knowledge_checks import check_knowledge_references
+from ._knowledge_checks import (
+    agent_identity,
+    check_knowledge_references,
+    name_default_collections,
+)
 
 __all__ = ["FunctionRef", "ActionPlan", "ResourcePlan", "AgentPlan", "BUILTIN_ACTIONS"]
 
@@ -132,6 +136,9 @@ class AgentPlan(BaseModel):
     resources: dict[ResourceType, dict[str, ResourcePlan]] = Field(default_factory=dict)
     subagents: dict[str, AgentPlan] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)
+    agent: str = ""
+    """Who the plan is of (``module:qualname`` of the agent's class): long-term memory and
+    vector stores declared without a collection are scoped by it."""
 
     @classmethod
     def from_agent(cls, agent: Agent) -> AgentPlan:
@@ -164,6 +171,8 @@ class AgentPlan(BaseModel):
         check_knowledge_references(resources, agent.config, problems)
         if problems:
             raise PlanError(problems)
+        identity = agent_identity(agent)
+        resources = name_default_collections(resources, identity)
         by_event: dict[str, list[str]] = {}
         for a in actions.values():
             for t in a.triggers:
@@ -174,6 +183,7 @@ class AgentPlan(BaseModel):
             resources=resources,
             subagents=subagents,
             config=agent.config,
+            agent=identity,
         )
 
     def actions_for(self, event_type: str) -> tuple[ActionPlan, ...]:
