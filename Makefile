@@ -5,8 +5,9 @@
 #   make test         full test suite (PYTEST_ARGS=... to pass options)
 #   make test-fast    tests without the flink/model/kafka markers
 #   make bench        quick benchmark
-#   make lint         the style gates: ruff (Google docstrings) and mypy (strict on
-#                     api, plan, runtime); CI runs it before the tests
+#   make lint         the style gates: ruff (Google docstrings), mypy (strict on
+#                     api, plan, runtime) and vulture (unused code:
+#                     scripts/unused_code.py); CI runs it before the tests
 # setup re-runs only when pyproject.toml or scripts/setup.sh change, or .venv is
 # gone; force it with `make -B setup` (e.g. after a FLINK_AGENTS_PY_SKIP_LOCAL_MODEL=1 run).
 
@@ -39,9 +40,11 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench --quick
 
-# both gates run, so one log shows every finding; fails when either reports any
+# every gate runs, so one log shows every finding; fails when any reports one
 lint: $(STAMP)
 	@rc=0; \
 	echo "ruff check $(LINT_PATHS)"; .venv/bin/ruff check --output-format concise $(LINT_PATHS) || rc=1; \
 	echo "mypy flink_agents_py jobs (strict on api/plan/runtime)"; .venv/bin/mypy || rc=1; \
+	echo "vulture flink_agents_py jobs (unused code; scripts/unused_code.py)"; \
+	$(PY) scripts/unused_code.py || rc=1; \
 	exit $$rc

@@ -1,5 +1,6 @@
 """The ``flink-agents-py`` command.
 
+    flink-agents-py new DIR [--force]
     flink-agents-py trace EVENT_LOG [EVENT_LOG ...] [--key K] [--run rN] [--failed |
                           --anomalous] [--limit N] [--html OUT.html]
                           [--otlp ENDPOINT [--otlp-header NAME=VALUE]...]
@@ -15,6 +16,10 @@ OTLP/HTTP endpoint (needs the ``otel`` extra) and checks they were delivered. Ev
 printed has its control and bidi characters escaped (keys, outputs and errors come from
 records and models). Exit status: 0, 1 when no run matches, 2 on bad input, 3 when spans
 were not delivered to ``--otlp`` (no receiver listening, refused, timed out).
+
+``new`` writes the starter (an agent with a tool and a chat, its tests with the crash
+checker, a script that runs it locally or on Flink, and its input) into ``DIR``, made if
+missing; it never overwrites a file unless given ``--force``. Exit status: 0, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import resources
 from pathlib import Path
 
 __all__ = ["main"]
@@ -97,6 +103,44 @@ def _trace(args: argparse.Namespace) -> int:
     return 0
 
 
+STARTER_SUFFIXES = (".py", ".jsonl")
+"""The starter's files, by suffix (``flink_agents_py/starter/``; pyproject's package-data)."""
+
+
+def _new(args: argparse.Namespace) -> int:
+    template = resources.files("flink_agents_py") / "starter"
+    files = sorted((f for f in template.iterdir()
+                    if f.is_file() and f.name.endswith(STARTER_SUFFIXES)), key=lambda f: f.name)
+    if not files:
+        print(f"flink-agents-py new: the starter's files are missing from {template}",
+              file=sys.stderr)
+        return 2
+    target = Path(args.dir)
+    if target.exists() and not target.is_dir():
+        print(f"flink-agents-py new: {target} exists and is not a folder", file=sys.stderr)
+        return 2
+    clashes = [str(target / f.name) for f in files if (target / f.name).exists()]
+    if clashes and not args.force:
+        print(f"flink-agents-py new: would overwrite {', '.join(clashes)} (pass --force to "
+              "overwrite, or choose another folder)", file=sys.stderr)
+        return 2
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            (target / f.name).write_bytes(f.read_bytes())
+    except OSError as e:
+        print(f"flink-agents-py new: cannot write {target}: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote the starter to {target}/: my_agent.py (the agent), test_my_agent.py (its "
+          "tests), main.py (runs it), questions.jsonl (its input)\n"
+          f"next, with this Python ({sys.executable}):\n"
+          f"  cd {target}\n"
+          "  python -m pytest -q       # the tests, crash checker included\n"
+          "  python main.py            # on the local runner\n"
+          "  python main.py flink      # as a Flink job on a MiniCluster")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="flink-agents-py", description="flink-agents-py tools")
@@ -130,7 +174,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="the agent's name in exported spans (gen_ai.agent.name, and the "
                             "run span invoke_agent NAME; default: the agent class named in "
                             "the event log)")
+    new = sub.add_parser("new", help="write a starter agent project into a folder",
+                         description="Write a starter agent (a tool, a chat with a scripted "
+                                     "model), its tests and a local/Flink entry point into DIR.")
+    new.add_argument("dir", metavar="DIR", help="the folder (made if missing)")
+    new.add_argument("--force", action="store_true", help="overwrite files of the same names")
     args = parser.parse_args(argv)
+    if args.command == "new":
+        return _new(args)
     if args.command == "trace":
         try:
             return _trace(args)

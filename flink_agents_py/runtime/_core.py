@@ -46,13 +46,13 @@ from ._commands import (
     StartChat,
     StartSubagent,
 )
+from ._completion import commit_memory, completion_error, unfinished_calls
 from ._context import ActionContext
 from ._executor import IOExecutor
 from ._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
 from ._inbox import Inbox
 from ._ledger import CallLedger, Failpoint, Journal
 from ._long_term_memory import commit_long_term_memory
-from ._memory import apply_writes
 from ._observer import Observer, SafeObserver, event_parent
 from ._resources import ResourceEnvironment, check_resources, warm_up
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_record, shown_input
@@ -74,7 +74,7 @@ from ._tasks import Delivery as _Delivery
 from ._tasks import Step as _Step
 from ._tasks import Task as _Task
 
-__all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal", "Failpoint"]
+__all__ = ["AgentCore", "StepResult", "ErrorRecord"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -121,6 +121,7 @@ class AgentCore:
         self.counters: collections.Counter[str] = collections.Counter()
         self.ledger = CallLedger(self.counters, self.observer, journal, failpoint)
         self._failure_log = FailureLog(log)
+        self._warned_sites: set[str] = set()  # lazy calls never awaited, warned once a line
 
     # -- host interface ------------------------------------------------------------------
     def open(self) -> None:
@@ -268,6 +269,7 @@ class AgentCore:
     def _submit(self, key: Any, ctx: ActionContext, call: DurableCall, fn: Callable[..., Any],
                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Run ``fn`` on the I/O executor for ``ctx``'s action; deliver to its key's inbox."""
+        call.running = True  # the action finishes only once its outcome is recorded
 
         def on_done(ok: bool, value: Any) -> None:
             self._inbox.put(key, _Delivery(ctx, call, ok, value))
@@ -323,7 +325,7 @@ class AgentCore:
             if task is None or task.ctx is not d.ctx or d.call.done:
                 continue  # from an execution that no longer exists, or a cancelled call
             d.ctx.record_outcome(d.call, d.ok, d.value)
-            if task.waiting is d.call:
+            if task.waiting is d.call or task.ending is not None:
                 task.waiting = None
                 step.ready.append(task)
 
@@ -378,6 +380,10 @@ class AgentCore:
     def _step(self, step: _Step, task: _Task) -> None:
         """Run ``task``'s action until it completes or waits for a call's outcome."""
         ctx = task.ctx
+        if task.ending is not None:  # returned; waits for the calls it started (``_end``)
+            if not ctx.finished:
+                self._end(step, task, task.ending[0])
+            return
         token = None  # set: the event id source is ctx's already (first step, nothing between)
         if not task.started:
             task.started = True
@@ -401,7 +407,7 @@ class AgentCore:
                 keep = type(out) is CoroutineType and not ctx.commands and not self._cancelled
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome
                 self._drain(step, task, None)
-                self._finish(step, task, e)
+                self._end(step, task, e)
                 return
             finally:
                 if not keep:
@@ -410,7 +416,7 @@ class AgentCore:
                 token = None
                 self._drain(step, task, None)
                 if not inspect.iscoroutine(out):
-                    self._finish(step, task, never_awaited(name, ctx.calls.values()))
+                    self._end(step, task, never_awaited(name, ctx.calls.values()))
                     return
             task.coro = out
         coro = task.coro
@@ -428,11 +434,11 @@ class AgentCore:
             except StopIteration:
                 if ctx.commands or self._cancelled:
                     self._drain(step, task, None)
-                self._finish(step, task, None)
+                self._end(step, task, None)
                 return
             except Exception as e:  # noqa: BLE001
                 self._drain(step, task, None)
-                self._finish(step, task, e)
+                self._end(step, task, e)
                 return
             finally:
                 EVENT_ID_SOURCE.reset(token)
@@ -511,10 +517,18 @@ class AgentCore:
                          (command.setup, command.session_id, call.call_id, command.name), {})
         # Attach: the invocation is in state already (after a restore); only wait for it
 
+    def _end(self, step: _Step, task: _Task, error: BaseException | None) -> None:
+        """The action returned or raised: finish it once the calls it started are recorded."""
+        task.ending = (error,)
+        if not unfinished_calls(task.ctx):
+            self._finish(step, task, error)
+
     def _finish(self, step: _Step, task: _Task, error: BaseException | None) -> None:
         ctx = task.ctx
         if ctx.used_long_term_memory and error is None and ctx.diverged is None:
             error = commit_long_term_memory(ctx)  # long-term memory writes: one durable call
+        if error is None and ctx.diverged is None:
+            error = completion_error(ctx, task.reentered, self._warned_sites)
         ctx.finished = True
         if ctx.diverged is not None:  # a replay divergence fails the action, caught or not
             error = ctx.diverged
@@ -547,18 +561,7 @@ class AgentCore:
                 ))
         else:
             self.counters["actions_completed"] += 1
-            writes = ctx.short_term_writes()
-            if writes:
-                if ctx.env is None:  # the key's memory: given back, so a host sees the change
-                    tree = step.state.memory
-                    apply_writes(tree, writes)
-                    step.state.memory = tree
-                else:
-                    apply_writes(step.run.invocations[ctx.env].memory, writes)
-            sensory_writes = ctx.sensory_writes()
-            if sensory_writes:
-                apply_writes(step.run.sensory if ctx.env is None
-                             else step.run.invocations[ctx.env].sensory, sensory_writes)
+            commit_memory(ctx, step.state, step.run)
             for event, data in ctx.emitted:
                 self._dispatch(step, event, scope, check=False, data=data)
         if scope is not None:

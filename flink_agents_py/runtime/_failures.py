@@ -285,8 +285,8 @@ def never_awaited(action: str, calls: Iterable[Any]) -> UsageError | None:
     """The misuse of a plain (``def``) action that made lazy durable calls (``ctx.chat``).
 
     Those start only when awaited, which a plain function cannot do, so they never ran. (A
-    ``durable_execute_async`` call a plain action does not await has started: it runs, its
-    outcome is dropped, and the event log shows it as abandoned.)
+    ``durable_execute_async`` call a plain action does not await has started: the action
+    completes once its outcome is recorded, see ``_completion``.)
 
     Args:
         action: the action's name.

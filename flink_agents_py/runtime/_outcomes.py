@@ -14,6 +14,7 @@ from typing import Any
 from ..api import DurableExecutionError, ReplayDivergenceError, SerializationError
 from ..api._resources import import_qualified
 from ._failures import failure_text
+from ._identity import bound_state
 from ._serde import digest, from_json_value, to_json_value
 from ._state import CallRecord
 
@@ -41,7 +42,12 @@ def fn_name(fn: Callable[..., Any]) -> str:
 
 def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dict[str, Any],
                 call_id: str) -> str:
-    """Digest of a call's function name and arguments.
+    """Digest of a call's function name and arguments, and of what the function binds.
+
+    What a ``functools.partial``, a lambda or closure, a bound method or a callable object
+    binds counts as arguments too (``_identity.bound_state``), so two calls that differ only
+    there have different digests; a module-level function binds nothing, and a ``str`` name
+    (a framework call's) neither.
 
     Returns:
         16 hex digits.
@@ -51,7 +57,11 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     """
     name = fn if isinstance(fn, str) else fn_name(fn)
     where = f"arguments of durable call {call_id} ({name})"
-    return digest([name, to_json_value(list(args), where), to_json_value(kwargs, where)])
+    parts = [name, to_json_value(list(args), where), to_json_value(kwargs, where)]
+    bound = None if isinstance(fn, str) else bound_state(fn)
+    if bound is not None:
+        parts.append(bound)
+    return digest(parts)
 
 
 def reordered_call(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],

@@ -33,6 +33,7 @@ class Task:
     reentered: bool = False
     waiting: DurableCall | None = None
     started_at: float = 0.0  # the observer tally's clock when it started (with a tally)
+    ending: tuple[BaseException | None] | None = None  # returned (or raised), with this error
 
 
 @dataclass(slots=True)
