@@ -66,7 +66,15 @@ from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 
 from ..plan import AgentPlan
-from ..runtime import AgentCore, HostOptions, RejectedKey, RunState, StepResult, rejected_record
+from ..runtime import (
+    AgentCore,
+    HostOptions,
+    RejectedKey,
+    RunState,
+    StepResult,
+    rejected_record,
+    warm_up,
+)
 from ._fresh import fresh_reduce
 from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
@@ -226,6 +234,7 @@ class AgentOperator(KeyedProcessFunction):
             self.plan, max_in_flight=opts.max_in_flight, journal=opts.journal,
             failpoint=opts.failpoint, observer=self.observability.observer,
             notify=switch.ready.append if switch is not None else None)
+        warm_up(self.plan)  # imports a key's first run would otherwise wait for
         core.open()
         hold_gc_settings(self)
         self._is_live = core.is_live

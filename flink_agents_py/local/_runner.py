@@ -37,6 +37,7 @@ from ..runtime import (
     loads_json,
     rejected_record,
     select_key,
+    warm_up,
 )
 
 __all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "default_key_selector",
@@ -369,6 +370,7 @@ class LocalAgentJob:
             step(key, core.advance(key, states[key]))
 
         key_selector, value_selector = self._key_selector, self._value_selector
+        warm_up(self._plan)  # imports a key's first run would otherwise wait for
         core.open()
         try:
             start = self._load(states, busy, bar)

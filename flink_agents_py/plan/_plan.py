@@ -189,10 +189,11 @@ class AgentPlan(BaseModel):
 
     @property
     def name(self) -> str:
-        """The agent's name, for people: its ``name`` when it has one (a YAML agent), else
-        its class's (``Shop``, ``ReActAgent``); ``""`` for a plan saved with no identity.
+        """The agent's name, for people: its ``name``, else its class's (``Shop``).
 
-        The event log's header records it, so traces and OpenTelemetry spans name runs by it.
+        A YAML agent has a ``name``; others give their class's (``ReActAgent``); a plan
+        saved with no identity gives ``""``. The event log's header records it, so traces
+        and OpenTelemetry spans name runs by it.
         """
         ident = self.agent
         if "|" in ident:

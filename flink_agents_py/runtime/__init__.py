@@ -7,7 +7,7 @@ from ._host_options import HostOptions
 from ._journal import SqliteJournal
 from ._ledger import Failpoint, Journal
 from ._observer import CompositeObserver, CoreTally, Observer
-from ._resources import ResourceEnvironment, check_resources
+from ._resources import ResourceEnvironment, check_resources, warm_up
 from ._results import RejectedKey, rejected_record, select_key
 from ._serde import dumps as dumps_json
 from ._serde import loads as loads_json
@@ -53,4 +53,5 @@ __all__ = [
     "StateFormatError",
     "StepResult",
     "check_resources",
+    "warm_up",
 ]

@@ -54,7 +54,7 @@ from ._inbox import Inbox
 from ._ledger import CallLedger, Failpoint, Journal
 from ._long_term_memory import commit_long_term_memory
 from ._observer import Observer, SafeObserver, event_parent
-from ._resources import ResourceEnvironment, check_resources, warm_up
+from ._resources import ResourceEnvironment, check_resources
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_record, shown_input
 from ._serde import event_json, to_json_value
 from ._state import InflightAction, Invocation, KeyState, RunState
@@ -125,14 +125,13 @@ class AgentCore:
 
     # -- host interface ------------------------------------------------------------------
     def open(self) -> None:
-        """Check the resources, import what the first runs need, start the I/O executor.
+        """Check the declared resources, then start the I/O executor.
 
         Raises:
             AgentsError: what a resource's ``check`` raised, e.g. ``MissingApiKeyError``
                 naming the environment variable and the resource (before any record).
         """
         check_resources(self.plan, self._envs)
-        warm_up(self.plan)  # imports a key's first run would otherwise wait for
         self.executor.start()
 
     def close(self) -> None:
