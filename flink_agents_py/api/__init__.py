@@ -71,6 +71,7 @@ from ._messages import (
 from ._names import EventType, ResourceName
 from ._prompts import Prompt
 from ._resources import Resource, ResourceDescriptor, ResourceType, qualified_name
+from ._secrets import mask_secrets, register_secret, secret_from_env
 from ._subagents import (
     AsyncSubagentSetup,
     DeferredSubagentSetup,
@@ -141,6 +142,7 @@ __all__ = [
     "InputEvent",
     "InternalSubagent",
     "LongTermMemoryOptions",
+    "mask_secrets",
     "mcp_server",
     "Memory",
     "MemorySet",
@@ -155,6 +157,7 @@ __all__ = [
     "Prompt",
     "ProviderError",
     "qualified_name",
+    "register_secret",
     "ReplayDivergenceError",
     "RESERVED_TOOL_PREFIX",
     "Resource",
@@ -167,6 +170,7 @@ __all__ = [
     "RunnerContext",
     "RunStatus",
     "ScriptedRequest",
+    "secret_from_env",
     "SerializationError",
     "SubagentFuture",
     "SubagentResult",

@@ -27,8 +27,11 @@ action, a restore) it holds the original failure's frames first (see ``runtime._
 It is redacted and keeps its end when longer than ``max_traceback_chars``.
 
 Payloads are redacted (``Redactor``) and then truncated (``max_chars``) before they are
-written. Levels: ``off`` (nothing), ``standard`` (every record; payloads of inputs, outputs
-and errors only), ``verbose`` (also every event's fields and every call's result).
+written; once a secret is known (``api.register_secret``: an API key read from
+``api_key_env``...), every string of every record is masked before it reaches the sink, so
+the trace and the OpenTelemetry spans built from the log never see it. Levels: ``off``
+(nothing), ``standard`` (every record; payloads of inputs, outputs and errors only),
+``verbose`` (also every event's fields and every call's result).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ..api._secrets import mask_value, registered_secret_count
 from ..runtime._failures import failure_text
 from ._ids import chat_response_of, parse_result
 from ._payload import Redactor, to_loggable, truncate
@@ -287,6 +291,8 @@ class EventLogObserver(TrackingObserver):
     def _write(self, kind: str, key: Any, **fields: Any) -> None:
         record = {"ts": round(self.wall_clock(), 6), "kind": kind, "key": to_loggable(key)}
         record.update(fields)
+        if registered_secret_count():  # the last line: keys, names, anything not a payload
+            record = mask_value(record)
         self.sink.write(record)
 
     def close(self) -> None:

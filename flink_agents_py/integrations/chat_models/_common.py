@@ -7,14 +7,13 @@ import copy
 import importlib
 import inspect
 import ipaddress
-import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ...api import ChatMessage, ChatResponse, MissingApiKeyError, ProviderError
+from ...api import ChatMessage, ChatResponse, MissingApiKeyError, ProviderError, secret_from_env
 
 __all__ = ["import_sdk", "FreshOnUnpickle", "LoopBoundClient", "LoopBoundSdkConnection",
            "is_local_url", "provider_error", "require_api_key", "retryable_status", "run_sync",
@@ -75,7 +74,7 @@ def is_local_url(url: str | None) -> bool:
 
 
 def require_api_key(connection: Any, env_var: str, provider: str, hint: str = "") -> str:
-    """The API key in ``$env_var``.
+    """The API key in ``$env_var``, registered as a secret (masked wherever text leaves).
 
     Args:
         connection: the connection resource (its registered name goes into the message).
@@ -89,7 +88,7 @@ def require_api_key(connection: Any, env_var: str, provider: str, hint: str = ""
     Raises:
         MissingApiKeyError: when the variable is unset or empty.
     """
-    key = os.environ.get(env_var)
+    key = secret_from_env(env_var)
     if key:
         return key
     name = getattr(connection, "resource_name", "") or ""

@@ -18,7 +18,14 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
 
-from ...api import ChatMessage, ChatModelConnection, ChatResponse, ProviderError, ToolMetadata
+from ...api import (
+    ChatMessage,
+    ChatModelConnection,
+    ChatResponse,
+    ProviderError,
+    ToolMetadata,
+    secret_from_env,
+)
 from ._common import (
     FreshOnUnpickle,
     LoopBoundClient,
@@ -42,7 +49,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             default, or ``OPENAI_BASE_URL``).
         api_key_env: the environment variable holding the API key, read when the client is
             made (a local server that needs no key gets a placeholder). The key itself is
-            never part of the plan.
+            never part of the plan; its value is masked in errors, logs and the event log
+            (``api.secret_from_env``).
         api_key_required: whether a missing key is an error, checked when the operator opens
             (``MissingApiKeyError`` naming the variable and the resource). ``None`` (default):
             required unless ``base_url`` (or ``OPENAI_BASE_URL``) is local (``localhost``,
@@ -87,7 +95,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             openai = import_sdk("openai", "openai", "the OpenAI-compatible chat model")
             self.check()
             self._clients = LoopBoundClient(lambda: openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "unused",
+                base_url=self.base_url, api_key=secret_from_env(self.api_key_env) or "unused",
                 timeout=self.timeout_s, max_retries=self.max_retries,
             ))
         return self._clients.get()
