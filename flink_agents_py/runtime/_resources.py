@@ -32,6 +32,10 @@ class ResourceEnvironment:
     def get(self, name: str, resource_type: ResourceType) -> Resource:
         """Return the resource, building and opening it on first use.
 
+        A resource whose ``open`` raises is closed (best effort) before the error goes on,
+        so what it had started (a server process, a client) is released; the next ``get``
+        builds and opens it again.
+
         Raises:
             ResourceNotFoundError: naming the type and name, and what is declared of that type.
             ResourceError: when the descriptor cannot be built.
@@ -55,7 +59,11 @@ class ResourceEnvironment:
             if res is None:
                 res = rp.build()
                 res.bind(self.get, name)
-            res.open()
+            try:
+                res.open()
+            except BaseException:
+                _close_quietly(res)  # a half-opened resource (a started server) is released
+                raise
             self._built[k] = res
             return res
 
@@ -91,16 +99,21 @@ class ResourceEnvironment:
         with self._lock:
             built, self._built = self._built, {}
         for res in built.values():
-            try:
-                res.close()
-            except Exception:  # noqa: BLE001
-                pass
+            _close_quietly(res)
 
     def __getstate__(self) -> dict[str, Any]:  # built resources never travel
         return {"_plan": self._plan}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["_plan"])  # type: ignore[misc]
+
+
+def _close_quietly(res: Resource) -> None:
+    """Close ``res``, ignoring its errors (closing is best effort)."""
+    try:
+        res.close()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _checks(rp: ResourcePlan) -> bool:
