@@ -210,6 +210,29 @@ def test_short_and_empty_values_are_not_registered():
     assert mask_secrets("code abc1234") == "code abc1234"
 
 
+def test_a_header_a_connection_marks_secret_is_sent_and_masked(monkeypatch, caplog):
+    from flink_agents_py.api import ChatMessage, MissingApiKeyError, ProviderError
+    from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+    gateway = str(uuid.uuid4())
+    monkeypatch.setenv("GATEWAY_KEY", gateway)
+    caplog.set_level(logging.DEBUG)
+    with LeakyProvider() as srv:
+        conn = OpenAIChatModel(base_url=srv.url, api_key_required=False, default_model="gateway",
+                               secret_headers={"x-gateway-key": "GATEWAY_KEY"},
+                               headers={"x-team": "search"})
+        with pytest.raises(ProviderError) as info:
+            conn.chat([ChatMessage(content="hi")])
+        assert gateway in srv.keys_seen  # sent as the header
+    assert "status 403" in str(info.value) and "gateway key '[REDACTED]'" in str(info.value)
+    assert gateway not in caplog.text and "GATEWAY_KEY" in repr(conn.model_dump())
+    assert gateway not in repr(conn.model_dump())  # the plan holds the variable's name only
+    monkeypatch.delenv("GATEWAY_KEY")
+    fresh = OpenAIChatModel(base_url=srv.url, secret_headers={"x-gateway-key": "GATEWAY_KEY"})
+    with pytest.raises(MissingApiKeyError, match=r"header 'x-gateway-key' .*\$GATEWAY_KEY"):
+        fresh.check()
+
+
 # -- the local runner ---------------------------------------------------------------------------
 @pytest.mark.parametrize("shape", [0, 1, 2], ids=["zq8-string", "uuid", "long-hex"])
 def test_an_echoed_key_leaves_no_trace_on_the_local_runner(shape, tmp_path, monkeypatch, caplog):

@@ -12,6 +12,7 @@ The request's ``model`` chooses the failure:
   Basic auth header would carry it), as the message of a JSON error (a proxy's answer);
 - ``"header"``: a 400 whose body says nothing, with the key in the ``x-request-id`` and
   ``www-authenticate`` response headers (the SDK logs the request id at DEBUG);
+- ``"gateway"``: a 403 quoting the ``x-gateway-key`` request header;
 - ``"ok"``: a normal answer, with the key in ``x-request-id``.
 """
 
@@ -71,6 +72,11 @@ class _Handler(BaseHTTPRequestHandler):
             # a proxy in front of the model wraps its upstream's debug page in its error
             self._send(500, json.dumps({"error": {"message": page}}).encode(),
                        "application/json")
+        elif mode == "gateway":
+            gateway = self.headers.get("x-gateway-key") or ""
+            self.server.keys_seen.append(gateway)  # type: ignore[attr-defined]
+            body = {"error": {"message": f"gateway key {gateway!r} is not accepted here"}}
+            self._send(403, json.dumps(body).encode(), "application/json")
         elif mode == "header":
             body = {"error": {"message": "bad request", "type": "invalid_request_error"}}
             self._send(400, json.dumps(body).encode(), "application/json",

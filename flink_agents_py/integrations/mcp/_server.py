@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 from typing import Any, ClassVar
 
@@ -33,10 +32,9 @@ from ...api import (
     ResourceError,
     ResourceType,
     ToolMetadata,
-    register_secret,
 )
 from ...api._tools import RESERVED_TOOL_PREFIX
-from ..chat_models._common import FreshOnUnpickle
+from ..chat_models._common import FreshOnUnpickle, secret_env_values
 from ._session import Connection, list_all, wire
 
 __all__ = ["McpServer", "McpTool", "McpPrompt", "McpToolError"]
@@ -161,18 +159,6 @@ class McpServer(FreshOnUnpickle, Resource):
             raise ValueError("command must name a program")
         return self
 
-    def _secrets(self, names: dict[str, str] | None, what: str) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for name, env_var in (names or {}).items():
-            value = os.environ.get(env_var)
-            if not value:
-                raise ResourceError(f"MCP server {self.where}: {what} {name!r} is taken from "
-                                    f"the environment variable ${env_var}, which is not set "
-                                    "(or is empty) where the operator runs")
-            register_secret(value, f"${env_var}")
-            out[name] = value
-        return out
-
     def server_env(self) -> dict[str, str] | None:
         """A stdio server's extra environment: ``env`` and ``secret_env`` (registered).
 
@@ -180,9 +166,11 @@ class McpServer(FreshOnUnpickle, Resource):
             The variables, or ``None`` when there are none.
 
         Raises:
-            ResourceError: when a variable ``secret_env`` names is not set.
+            MissingApiKeyError: (a ``ResourceError``) when a variable ``secret_env`` names is
+                not set.
         """
-        env = {**(self.env or {}), **self._secrets(self.secret_env, "environment variable")}
+        env = {**(self.env or {}),
+               **secret_env_values(self, self.secret_env, "environment variable")}
         return env or None
 
     def request_headers(self) -> dict[str, str] | None:
@@ -192,9 +180,11 @@ class McpServer(FreshOnUnpickle, Resource):
             The headers, or ``None`` when there are none.
 
         Raises:
-            ResourceError: when a variable ``secret_headers`` names is not set.
+            MissingApiKeyError: (a ``ResourceError``) when a variable ``secret_headers`` names
+                is not set.
         """
-        headers = {**(self.headers or {}), **self._secrets(self.secret_headers, "header")}
+        headers = {**(self.headers or {}), **secret_env_values(self, self.secret_headers,
+                                                                "header")}
         return headers or None
 
     @property
