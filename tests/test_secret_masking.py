@@ -160,13 +160,15 @@ def write_user_project(folder: pathlib.Path, main: str) -> pathlib.Path:
     assert ROOT not in folder.resolve().parents
     (folder / "my_agents.py").write_text(textwrap.dedent(USER_AGENTS))
     (folder / "main.py").write_text(textwrap.dedent(main))
+    (folder / "direct.py").write_text(textwrap.dedent(DIRECT))
     return folder
 
 
-def run_user(folder: pathlib.Path, args: list[str], key: str) -> subprocess.CompletedProcess:
+def run_user(folder: pathlib.Path, args: list[str], key: str,
+             script: str = "main.py") -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FLINK_CONF_DIR")}
     env["LEAKY_KEY"] = key
-    return subprocess.run([PYTHON, "main.py", *args], cwd=folder, env=env, text=True,
+    return subprocess.run([PYTHON, script, *args], cwd=folder, env=env, text=True,
                           capture_output=True, timeout=280, check=False)
 
 
@@ -301,6 +303,34 @@ def test_a_users_script_outside_the_repository_prints_no_key(tmp_path):
                        ("the error records", (tmp_path / "err").read_text()),
                        ("the event log", (tmp_path / "ev.jsonl").read_text())):
         assert_no_key(what, text, key)
+
+
+DIRECT = '''
+"""Usage: direct.py BASE_URL: a chat that fails and is not caught (the key is in $LEAKY_KEY)."""
+import sys
+import threading
+
+from flink_agents_py.api import ChatMessage
+from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+conn = OpenAIChatModel(base_url=sys.argv[1], api_key_env="LEAKY_KEY", default_model="401")
+thread = threading.Thread(target=conn.chat, args=([ChatMessage(content="hi")],))
+thread.start()  # fails in a thread: Python prints the traceback
+thread.join()
+conn.chat([ChatMessage(content="hi")])  # fails in the main thread: the script dies with it
+'''
+
+
+def test_an_uncaught_failure_of_a_users_script_prints_no_key(tmp_path):
+    key = key_shapes()[1]
+    folder = write_user_project(tmp_path / "user", DIRECT)
+    with LeakyProvider() as srv:
+        proc = run_user(folder, [srv.url], key, script="direct.py")
+        assert srv.keys_seen.count(key) == 2
+    assert proc.returncode == 1
+    assert proc.stderr.count("Error code: 401 - Incorrect API key provided: [REDACTED]") == 4
+    assert "Exception in thread" in proc.stderr and "ProviderError" in proc.stderr
+    assert_no_key("the script's stderr", proc.stderr, key)
 
 
 # -- Flink ----------------------------------------------------------------------------------------

@@ -6,9 +6,11 @@ secret. Each is registered here when it is resolved (``secret_from_env``,
 ``register_secret``), in the process that uses it (a Flink worker registers its own), and
 ``mask_secrets`` replaces every registered value by ``[REDACTED]`` in a text: error records
 and tracebacks, the event log (and so the trace HTML, the trace text and the OpenTelemetry
-spans built from it), failure texts carried by events and results, and log records (a
+spans built from it), failure texts carried by events and results, log records (a
 ``logging`` record factory installed with the first secret masks the message, the formatted
-traceback and the stack of every record, whichever logger made it).
+traceback and the stack of every record, whichever logger made it) and the traceback Python
+prints for an exception nobody caught (``sys.excepthook`` and ``threading.excepthook``, when
+they are Python's own).
 
 A value is also masked in the forms it commonly takes in text: JSON- and ``repr``-escaped,
 percent-encoded, and base64-encoded at any alignment (so an ``Authorization: Basic ...``
@@ -30,7 +32,10 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
+import traceback
+from types import TracebackType
 from typing import Annotated, Any
 from urllib.parse import quote, quote_plus
 
@@ -146,7 +151,7 @@ def register_secret(value: str | None, source: str = "") -> bool:
         return False
     added = _REGISTRY.add(value)
     if added:
-        _install_log_masking()
+        _install_masking()
         log.debug("secret %s registered for masking", source or "(unnamed)")
     return added
 
@@ -248,8 +253,34 @@ def _mask_record(record: logging.LogRecord) -> None:
         record.stack_info = mask_secrets(record.stack_info)
 
 
-def _install_log_masking() -> None:
-    """Wrap the logging record factory so every record is masked when it is made."""
+def _print_masked(lines: list[str]) -> None:
+    if sys.stderr is not None:
+        sys.stderr.write(mask_secrets("".join(lines)))
+        sys.stderr.flush()
+
+
+def _masked_excepthook(exc_type: type[BaseException], exc: BaseException,
+                       tb: TracebackType | None) -> None:
+    """``sys.excepthook`` that prints Python's traceback, masked."""
+    _print_masked(traceback.format_exception(exc_type, exc, tb))
+
+
+def _masked_thread_excepthook(args: threading.ExceptHookArgs) -> None:
+    """``threading.excepthook`` that prints Python's report, masked."""
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else threading.get_ident()
+    _print_masked([f"Exception in thread {name}:\n",
+                   *traceback.format_exception(args.exc_type, args.exc_value,
+                                               args.exc_traceback)])
+
+
+def _install_masking() -> None:
+    """Mask log records when they are made, and uncaught exceptions' tracebacks.
+
+    The logging record factory is wrapped (whatever it is); the exception hooks are replaced
+    only when they are Python's own (a hook someone installed prints what it prints).
+    """
     global _installed
     with _install_lock:
         if _installed:
@@ -262,4 +293,8 @@ def _install_log_masking() -> None:
             return record
 
         logging.setLogRecordFactory(masking_factory)
+        if sys.excepthook is sys.__excepthook__:
+            sys.excepthook = _masked_excepthook
+        if threading.excepthook is threading.__excepthook__:
+            threading.excepthook = _masked_thread_excepthook
         _installed = True
