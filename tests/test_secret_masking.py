@@ -205,6 +205,28 @@ def test_a_registered_value_is_masked_in_its_escaped_and_encoded_forms():
     assert mask_secrets("nothing secret here") == "nothing secret here"
 
 
+def test_the_event_log_masks_a_secret_anywhere_in_a_record_even_the_key():
+    from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+    from flink_agents_py.observability import MemorySink
+
+    class Echo(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent(output={"seen": event.input["note"]}))
+
+    token = f"tok_{uuid.uuid4().hex}"
+    register_secret(token, "$TEST_TOKEN")
+    sink = MemorySink()
+    records = [{"key": token, "note": f"x{token}y"}, {"key": "plain", "note": "nothing"}]
+    (AgentsExecutionEnvironment.local(event_log=EventLog(sink=sink, level="verbose"))
+     .from_list(records).apply(Echo()).run())
+    text = json.dumps(sink.records)
+    assert token not in text
+    assert '"key": "[REDACTED]"' in text and "x[REDACTED]y" in text
+    assert '"key": "plain"' in text and "nothing" in text  # the rest is untouched
+
+
 def test_short_and_empty_values_are_not_registered():
     assert not register_secret("")
     assert not register_secret(None)

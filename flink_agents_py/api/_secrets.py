@@ -41,9 +41,9 @@ from urllib.parse import quote, quote_plus
 
 from pydantic import AfterValidator
 
-__all__ = ["MASK", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "mask_secrets", "mask_known",
-           "MaskedStr", "mask_value", "register_secret", "registered_secret_count",
-           "secret_from_env"]
+__all__ = ["MASK", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "MaskedStr", "has_known_secret",
+           "mask_known", "mask_secrets", "mask_value", "register_secret",
+           "registered_secret_count", "secret_from_env"]
 
 MASK = "[REDACTED]"
 """What a secret is replaced by."""
@@ -194,6 +194,16 @@ def mask_secrets(text: str) -> str:
     if regex is not None:
         text = regex.sub(MASK, text)
     return _PATTERN_RE.sub(MASK, text)
+
+
+def has_known_secret(text: str) -> bool:
+    """Whether ``text`` holds a registered secret, in any of its forms (a quick check).
+
+    Returns:
+        ``True`` when ``mask_known(text)`` would change it.
+    """
+    regex = _REGISTRY.regex
+    return regex is not None and bool(text) and regex.search(text) is not None
 
 
 def mask_known(text: str) -> str:

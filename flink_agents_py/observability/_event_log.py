@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ..api._secrets import mask_value, registered_secret_count
+from ..api._secrets import has_known_secret, mask_value, registered_secret_count
 from ..runtime._failures import failure_text
 from ._ids import chat_response_of, parse_result
 from ._payload import Redactor, to_loggable, truncate
@@ -243,6 +243,15 @@ class EventLog:
         return obs
 
 
+def _holds_secret(record: dict[str, Any]) -> bool:
+    """Whether a known secret is anywhere in ``record`` (one search over its JSON form)."""
+    try:
+        text = orjson.dumps(record, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
+    except Exception:  # noqa: BLE001 - e.g. an integer too big: walk it instead
+        return True
+    return has_known_secret(text)
+
+
 def _error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
@@ -291,7 +300,7 @@ class EventLogObserver(TrackingObserver):
     def _write(self, kind: str, key: Any, **fields: Any) -> None:
         record = {"ts": round(self.wall_clock(), 6), "kind": kind, "key": to_loggable(key)}
         record.update(fields)
-        if registered_secret_count():  # the last line: keys, names, anything not a payload
+        if registered_secret_count() and _holds_secret(record):  # the last line: keys, names...
             record = mask_value(record)
         self.sink.write(record)
 
