@@ -4,6 +4,8 @@ The server is ``support/hanging_mcp_server.py``: a stdio server that never answe
 ``initialize`` or ``tools/list``, does not exit when its stdin closes and ignores SIGTERM.
 Each test gives it a fresh folder on its command line and counts the live processes whose
 command line names that folder (``/proc``), so a leaked server is seen whatever it did.
+Also: secrets for a server (``secret_env`` of a stdio server, ``secret_headers`` of an HTTP
+server) reach it and are masked when it echoes them.
 """
 
 from __future__ import annotations
@@ -140,3 +142,80 @@ def test_a_missing_secret_env_variable_is_named(tmp_path, monkeypatch):
     with pytest.raises(ResourceError, match=r"environment variable 'TOKEN' .*\$MY_ABSENT_TOKEN"):
         srv.open()
     assert started(tmp_path) == 0
+
+
+class _EchoingHttpMcp:
+    """A minimal streamable-HTTP MCP server (JSON answers) that records request headers and
+    answers ``tools/list`` with an error quoting the ``Authorization`` header it got."""
+
+    def __init__(self) -> None:
+        import json as _json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        seen: list[dict[str, str]] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _answer(self, status, body=None):
+                data = _json.dumps(body).encode() if body is not None else b""
+                self.send_response(status)
+                if body is not None:
+                    self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):  # no server-initiated stream
+                self._answer(405)
+
+            def do_DELETE(self):
+                self._answer(200)
+
+            def do_POST(self):
+                msg = _json.loads(self.rfile.read(int(self.headers["content-length"])))
+                seen.append({k.lower(): v for k, v in self.headers.items()})
+                if "id" not in msg:  # a notification
+                    return self._answer(202)
+                if msg["method"] == "initialize":
+                    return self._answer(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {
+                        "protocolVersion": msg["params"]["protocolVersion"],
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "echo", "version": "0"}}})
+                auth = self.headers.get("authorization")
+                return self._answer(200, {"jsonrpc": "2.0", "id": msg["id"], "error": {
+                    "code": -32603, "message": f"upstream rejected {auth}"}})
+
+        self.seen = seen
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/mcp"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
+                                        daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def test_secret_headers_reach_an_http_server_and_are_masked_in_its_errors(monkeypatch):
+    token = f"Bearer {os.urandom(16).hex()}"
+    monkeypatch.setenv("MCP_AUTH", token)
+    with _EchoingHttpMcp() as srv:
+        server = McpServer(url=srv.url, secret_headers={"Authorization": "MCP_AUTH"},
+                           headers={"x-team": "search"}, list_at_plan_build=False,
+                           connect_timeout_s=60, timeout_s=60)
+        with pytest.raises(ResourceError) as info:
+            server.open()
+        assert any(h.get("authorization") == token and h.get("x-team") == "search"
+                   for h in srv.seen)
+    assert "upstream rejected [REDACTED]" in str(info.value)
+    assert token.split()[1] not in str(info.value)
