@@ -219,3 +219,31 @@ def test_secret_headers_reach_an_http_server_and_are_masked_in_its_errors(monkey
                    for h in srv.seen)
     assert "upstream rejected [REDACTED]" in str(info.value)
     assert token.split()[1] not in str(info.value)
+
+
+NEVER_CLOSED = '''
+"""Opens an MCP server and exits without closing it: python never_closed.py SERVER MARKER"""
+import sys
+
+from flink_agents_py.integrations.mcp import McpServer
+
+server = McpServer(command=[sys.executable, sys.argv[1], sys.argv[2], "ok"],
+                   list_at_plan_build=False, connect_timeout_s=60, timeout_s=60)
+server.open()
+print("OPEN", server.list_tools(), flush=True)
+'''
+
+
+def test_a_server_nobody_closed_ends_when_the_users_script_exits(tmp_path):
+    import subprocess
+
+    script = tmp_path / "user" / "never_closed.py"
+    script.parent.mkdir()
+    script.write_text(NEVER_CLOSED)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, str(script), HANGING, str(tmp_path)], env=env,
+                          cwd=script.parent, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "OPEN []" in proc.stdout
+    assert started(tmp_path) == 1
+    assert server_processes(tmp_path) == []  # ended before the script's process did

@@ -5,7 +5,8 @@ the server processes a job started and check that each has ended. Modes:
 
 - ``no-init``: never answers ``initialize``;
 - ``no-list``: answers ``initialize``, never answers ``tools/list`` (or anything else);
-- ``leak-env``: answers ``tools/list`` with an error quoting its ``$TOKEN`` variable.
+- ``leak-env``: answers ``tools/list`` with an error quoting its ``$TOKEN`` variable;
+- ``ok``: answers ``initialize`` and ``tools/list`` (no tools), and nothing else.
 
 When its stdin closes it does not exit (as a stuck server would not) and it ignores SIGTERM:
 only the client's kill ends it.
@@ -36,6 +37,8 @@ def main() -> None:
             reply = {"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": msg["params"]["protocolVersion"],
                 "capabilities": {"tools": {}}, "serverInfo": {"name": "hang", "version": "0"}}}
+        elif method == "tools/list" and mode == "ok":
+            reply = {"jsonrpc": "2.0", "id": rid, "result": {"tools": []}}
         elif method == "tools/list" and mode == "leak-env":
             reply = {"jsonrpc": "2.0", "id": rid, "error": {
                 "code": -32603, "message": f"internal error: upstream refused token "

@@ -6,18 +6,22 @@ task); other threads' calls are bridged onto that loop. Closing it, or failing t
 through an anyio cancel scope, so the SDK's transport winds down as it is written to: a stdio
 server's stdin is closed, and the server process (with its children) is terminated, then
 killed, when it does not exit within the SDK's grace period. No server process outlives a
-failed open, a timed-out open or a ``close``.
+failed open, a timed-out open or a ``close``; the sessions still open when the interpreter
+exits (a resource nobody closed) are closed then, by an ``atexit`` hook.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import contextlib
 import logging
 import os
 import sys
 import threading
+import time
+import weakref
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +69,7 @@ class Connection:
         self.init: dict[str, Any] = {}
 
     def start(self, timeout: float) -> None:
-        """Start the session and wait until it is initialized.
+        """Start the session and wait until it is initialized (it is closed at exit).
 
         Args:
             timeout: the most starting may take, in seconds.
@@ -76,6 +80,7 @@ class Connection:
             Exception: whatever starting raised (the session is closed first too).
         """
         ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        _OPEN.add(self)
         self._thread = threading.Thread(target=self._run, args=(ready,), daemon=True,
                                         name=f"mcp-{self._label}")
         self._thread.start()
@@ -190,16 +195,38 @@ class Connection:
         Args:
             timeout: the most to wait for the session's thread to end, in seconds.
         """
+        self._cancel()
+        self._join(timeout)
+
+    def _cancel(self) -> None:
         self._closing = True
-        loop, scope, thread = self._loop, self._scope, self._thread
+        _OPEN.discard(self)
+        loop, scope = self._loop, self._scope
         if loop is not None and scope is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
                 loop.call_soon_threadsafe(scope.cancel)
+
+    def _join(self, timeout: float) -> None:
+        thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
             if thread.is_alive():
                 log.warning("the MCP session with %s did not end within %g s",
                             self._server.where, timeout)
+
+
+_OPEN: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_sessions(timeout: float = 10.0) -> None:
+    """Close every session still open (all at once), waiting at most ``timeout`` seconds."""
+    sessions = list(_OPEN)
+    for conn in sessions:
+        conn._cancel()
+    deadline = time.monotonic() + timeout
+    for conn in sessions:
+        conn._join(max(deadline - time.monotonic(), 0.0))
 
 
 async def list_all(session: Any, method: str, key: str) -> list[dict[str, Any]]:
