@@ -227,6 +227,34 @@ def test_the_event_log_masks_a_secret_anywhere_in_a_record_even_the_key():
     assert '"key": "plain"' in text and "nothing" in text  # the rest is untouched
 
 
+class _SdkError(Exception):
+    """An SDK's error, raised in a durable call, with the key in its message and attributes."""
+
+    def __init__(self, message: str, body: dict) -> None:
+        super().__init__(message)
+        self.body = body
+        self.status_code = 401
+
+
+def test_a_failed_durable_call_is_recorded_in_keyed_state_with_the_key_masked():
+    import msgspec
+
+    from flink_agents_py.runtime._outcomes import rebuild_exception, store_outcome
+    from flink_agents_py.runtime._state import CallRecord
+
+    key = str(uuid.uuid4())
+    register_secret(key, "$TEST_KEY")
+    rec = CallRecord(digest="d")
+    error = _SdkError(f"bad key {key}", {"error": {"message": f"Incorrect key {key}"}})
+    ok, _ = store_outcome(rec, "r0/a/c0", False, error)
+    assert not ok
+    stored = msgspec.json.encode(rec).decode()  # what keyed state, checkpoints, journals hold
+    assert key not in stored and "bad key [REDACTED]" in stored
+    replayed = rebuild_exception(rec)  # a replay rebuilds it from the masked record
+    assert isinstance(replayed, _SdkError) and str(replayed) == "bad key [REDACTED]"
+    assert replayed.status_code == 401 and key not in json.dumps(replayed.body)
+
+
 def test_short_and_empty_values_are_not_registered():
     assert not register_secret("")
     assert not register_secret(None)
