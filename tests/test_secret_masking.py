@@ -255,6 +255,55 @@ def test_a_failed_durable_call_is_recorded_in_keyed_state_with_the_key_masked():
     assert replayed.status_code == 401 and key not in json.dumps(replayed.body)
 
 
+USER_CONNECTION = '''
+"""A user's own connection: reads its key itself, and a careless SDK echoes it."""
+import os
+
+from flink_agents_py.api import ChatModelConnection
+
+
+class HomeMadeConnection(ChatModelConnection):
+    api_key_env: str = "HOME_MADE_KEY"
+
+    def chat(self, messages, **kwargs):
+        key = os.environ[self.api_key_env]
+        raise RuntimeError(f"401 Unauthorized: key {key!r} (base64 {key.encode().hex()})")
+'''
+
+
+def test_a_users_own_connection_with_an_api_key_env_field_has_its_key_masked(
+        tmp_path, monkeypatch):
+    from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
+
+    folder = tmp_path / "user"
+    folder.mkdir()
+    (folder / "home_made.py").write_text(USER_CONNECTION)
+    monkeypatch.syspath_prepend(str(folder))
+    key = f"hm-{uuid.uuid4().hex}"
+    monkeypatch.setenv("HOME_MADE_KEY", key)
+    user = _user_module(tmp_path / "agents")
+    agent = user.Asker()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
+        clazz="home_made.HomeMadeConnection"))
+    agent.add_resource("401", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", model="x"))
+    res = (AgentsExecutionEnvironment.local().from_list([{"key": "k", "mode": "401"}])
+           .apply(agent).run())
+    [error] = res.errors
+    assert "401 Unauthorized: key '[REDACTED]'" in error.message
+    assert_no_key("an error record", error.model_dump_json(), key)
+
+
+def test_otlp_header_values_are_registered_with_their_credential(monkeypatch):
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    from flink_agents_py.observability import otlp_exporter
+
+    token = uuid.uuid4().hex
+    otlp_exporter("http://127.0.0.1:9/", headers={"Authorization": f"Bearer {token}"})
+    assert mask_secrets(f"collector said: token {token} refused") == \
+        "collector said: token [REDACTED] refused"
+
+
 def test_short_and_empty_values_are_not_registered():
     assert not register_secret("")
     assert not register_secret(None)

@@ -42,8 +42,9 @@ from urllib.parse import quote, quote_plus
 from pydantic import AfterValidator
 
 __all__ = ["MASK", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "MaskedStr", "has_known_secret",
-           "mask_known", "mask_secrets", "mask_value", "register_secret",
-           "registered_secret_count", "secret_from_env"]
+           "mask_known", "mask_secrets", "mask_value", "register_header_secret",
+           "register_resource_secrets", "register_secret", "registered_secret_count",
+           "secret_from_env"]
 
 MASK = "[REDACTED]"
 """What a secret is replaced by."""
@@ -154,6 +155,62 @@ def register_secret(value: str | None, source: str = "") -> bool:
         _install_masking()
         log.debug("secret %s registered for masking", source or "(unnamed)")
     return added
+
+
+_AUTH_SCHEME = re.compile(r"^\s*(?:Bearer|Basic|Token|Bot|ApiKey|Key|Digest)\s+(\S.*)$",
+                          re.IGNORECASE)
+
+
+def register_header_secret(value: str | None, source: str = "") -> bool:
+    """Register a header's value, and its credential alone when it has an auth scheme.
+
+    ``Authorization: Bearer <token>`` is masked whole, and ``<token>`` wherever it appears
+    without the scheme (a server quoting it back, a URL).
+
+    Args:
+        value: the header's value.
+        source: where it comes from, for the DEBUG log line.
+
+    Returns:
+        Whether anything was newly registered.
+    """
+    if not value:
+        return False
+    added = register_secret(value, source)
+    m = _AUTH_SCHEME.match(value)
+    if m:
+        added = register_secret(m.group(1).strip(), source) or added
+    return added
+
+
+RESOURCE_SECRET_ENV_FIELDS = ("api_key_env", "token_env", "secret_env_var")
+"""Fields of a resource naming an environment variable that holds a secret."""
+
+RESOURCE_SECRET_MAP_FIELDS = ("secret_env", "secret_headers")
+"""Fields of a resource mapping names to environment variables that hold secrets."""
+
+
+def register_resource_secrets(resource: Any) -> None:
+    """Register the secrets a resource declares by the conventions of this package.
+
+    The value of the variable named by a field ``api_key_env`` (or ``token_env``), and of the
+    variables a ``secret_env`` or ``secret_headers`` mapping names, whatever the resource's
+    class (one of yours, a vector store, a connection): the runtime calls this for every
+    resource it builds, on the worker that builds it, before the resource reads them.
+
+    Args:
+        resource: any object; fields it does not have are skipped.
+    """
+    for name in RESOURCE_SECRET_ENV_FIELDS:
+        env_var = getattr(resource, name, None)
+        if isinstance(env_var, str) and env_var:
+            secret_from_env(env_var)
+    for name in RESOURCE_SECRET_MAP_FIELDS:
+        mapping = getattr(resource, name, None)
+        if isinstance(mapping, dict):
+            for env_var in mapping.values():
+                if isinstance(env_var, str) and env_var:
+                    register_header_secret(os.environ.get(env_var), f"${env_var}")
 
 
 def secret_from_env(env_var: str) -> str | None:

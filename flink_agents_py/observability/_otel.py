@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlparse
 
-from ..api._secrets import mask_secrets, mask_value
+from ..api._secrets import mask_secrets, mask_value, register_header_secret
 from ._event_log import EventLogSink
 from ._ids import run_of
 from ._trace import RunTrace, TraceNode, _call_kind, _key_text, _keystr, build_traces
@@ -64,7 +64,8 @@ def otlp_exporter(endpoint: str, headers: dict[str, str] | None = None) -> Any:
     Args:
         endpoint: the collector's URL; ``/v1/traces`` is added when it has no path
             (``http://localhost:4318`` -> ``http://localhost:4318/v1/traces``).
-        headers: extra HTTP headers (e.g. an authorization header for a hosted backend).
+        headers: extra HTTP headers (e.g. an authorization header for a hosted backend);
+            their values are registered as secrets (masked in errors and logs).
 
     Returns:
         An ``OTLPSpanExporter``.
@@ -74,6 +75,8 @@ def otlp_exporter(endpoint: str, headers: dict[str, str] | None = None) -> Any:
         ValueError: when ``endpoint`` is not an http(s) URL.
     """
     endpoint = _traces_url(endpoint)
+    for name, value in (headers or {}).items():
+        register_header_secret(value, f"OTLP header {name}")
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError as e:

@@ -12,6 +12,7 @@ from ..api import (
     ResourceType,
 )
 from ..api._resources import import_qualified
+from ..api._secrets import register_resource_secrets
 from ..plan import AgentPlan, ResourcePlan
 
 __all__ = ["ResourceEnvironment", "check_resources"]
@@ -31,6 +32,10 @@ class ResourceEnvironment:
 
     def get(self, name: str, resource_type: ResourceType) -> Resource:
         """Return the resource, building and opening it on first use.
+
+        The secrets it declares (``api_key_env``, ``secret_env``, ``secret_headers``: see
+        ``api._secrets.register_resource_secrets``) are registered when it is built, so they
+        are masked whatever its class does with them.
 
         A resource whose ``open`` raises is closed (best effort) before the error goes on,
         so what it had started (a server process, a client) is released; the next ``get``
@@ -59,6 +64,7 @@ class ResourceEnvironment:
             if res is None:
                 res = rp.build()
                 res.bind(self.get, name)
+                register_resource_secrets(res)
             try:
                 res.open()
             except BaseException:
@@ -87,6 +93,7 @@ class ResourceEnvironment:
                     if res is None:
                         res = rp.build()
                         res.bind(self.get, name)
+                        register_resource_secrets(res)
                         self._checked[k] = res
                 res.check()
 

@@ -7,6 +7,7 @@ import copy
 import importlib
 import inspect
 import ipaddress
+import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ...api import ChatMessage, ChatResponse, MissingApiKeyError, ProviderError, secret_from_env
+from ...api._secrets import register_header_secret
 
 __all__ = ["import_sdk", "FreshOnUnpickle", "LoopBoundClient", "LoopBoundSdkConnection",
            "is_local_url", "provider_error", "require_api_key", "retryable_status", "run_sync",
@@ -120,7 +122,8 @@ def secret_env_values(owner: Any, names: Mapping[str, str] | None, what: str) ->
     """
     out: dict[str, str] = {}
     for name, env_var in (names or {}).items():
-        value = secret_from_env(env_var)
+        value = os.environ.get(env_var) or None
+        register_header_secret(value, f"${env_var}")
         if value is None:
             resource = getattr(owner, "resource_name", "") or ""
             which = (f"{type(owner).__name__} resource {resource!r}" if resource
