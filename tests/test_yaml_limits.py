@@ -93,6 +93,14 @@ def test_a_merge_key_bomb_is_bounded(built):
     assert f"more than {_nodes.MAX_NODES} nodes" in str(info.value)
 
 
+def test_a_document_with_too_many_nodes_is_refused_while_it_is_read(built):
+    text = "agents: [" + "1, " * (_nodes.MAX_NODES + 10) + "1]\n"
+    with pytest.raises(YamlError) as info:
+        load_agents(text)
+    assert built[0] == 0  # stopped while composing: nothing was turned into data
+    assert f"more than {_nodes.MAX_NODES} nodes" in str(info.value)
+
+
 @pytest.mark.parametrize("depth", [_nodes.MAX_DEPTH + 5, 5000])
 def test_a_document_nested_too_deeply_is_a_yaml_error(depth):
     text = "agents: " + "[" * depth + "]" * depth + "\n"

@@ -58,7 +58,31 @@ def _over_size(node: Node) -> _OverBudget:
 
 
 class _Loader(yaml.SafeLoader):
-    """A safe loader whose booleans are YAML 1.2's (``on``/``yes``/``no`` stay strings)."""
+    """A safe loader whose booleans are YAML 1.2's (``on``/``yes``/``no`` stay strings).
+
+    Composing the node tree is bounded too: at most ``MAX_NODES`` nodes (an alias counts
+    once here) nested at most ``MAX_DEPTH`` levels, so a huge or deep document stops early.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.composed = 0
+        self.depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        self.composed += 1
+        self.depth += 1
+        try:
+            if self.composed > MAX_NODES or self.depth > MAX_DEPTH + 1:
+                line = int(self.peek_event().start_mark.line) + 1
+                if self.depth > MAX_DEPTH + 1:
+                    raise _OverBudget(f"the document nests deeper than {MAX_DEPTH} levels",
+                                      line)
+                raise _OverBudget(f"the document has more than {MAX_NODES} nodes, which no "
+                                  "document of agents needs; it is not read", line)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -247,6 +271,9 @@ def parse(text: str, report: Report) -> Parsed:
     loader = _Loader(text)
     try:
         root = loader.get_single_node()
+    except _OverBudget as e:
+        report.add((), e.message, translated=True, line=e.line)
+        return Parsed(None, set())
     except RecursionError:
         report.add((), f"the document is nested too deeply to read (at most {MAX_DEPTH} "
                    "levels)", translated=True)
