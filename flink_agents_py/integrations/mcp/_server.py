@@ -10,6 +10,10 @@ same in the SDK's 1.x and 2.x lines).
 - ``McpTool`` (``TOOL``): one tool of a server, offered to chat models under the resource's
   name. Declared explicitly, or registered for every advertised tool when the plan is built.
 - ``McpPrompt`` (``PROMPT``): one prompt of a server, usable as a setup's ``prompt``.
+
+An open that fails or times out ends its session and the server process before the error is
+raised (``_session``); secrets for a server (``secret_env``, ``secret_headers``) come from
+the environment where the operator runs and are masked wherever text leaves the process.
 """
 
 from __future__ import annotations
