@@ -42,19 +42,26 @@ MAX_DEPTH = 64
 
 
 class _OverBudget(Exception):
-    """The document is bigger or deeper than the budget (``line``: where it went over)."""
+    """The document is bigger or deeper than the budget.
 
-    def __init__(self, message: str, line: int | None) -> None:
+    Attributes:
+        message: what went over.
+        line: the line of the node where it went over.
+        loc: the place being read then (``()`` while the tree is composed).
+    """
+
+    def __init__(self, message: str, line: int | None, loc: Loc = ()) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
+        self.loc = loc
 
 
-def _over_size(node: Node) -> _OverBudget:
+def _over_size(node: Node, loc: Loc = ()) -> _OverBudget:
     return _OverBudget(
         f"the document expands to more than {MAX_NODES} nodes once its aliases (*name) and "
         "merge keys (<<) are expanded, which no document of agents needs (an alias bomb?); "
-        "it is not read", int(node.start_mark.line) + 1)
+        "it is not read", int(node.start_mark.line) + 1, loc)
 
 
 class _Loader(yaml.SafeLoader):
@@ -295,7 +302,13 @@ def parse(text: str, report: Report) -> Parsed:
         _prepare(loader, root, report, budget)
         data = _construct(loader, root, (), report, unreadable, (), budget)
     except _OverBudget as e:
-        report.add((), e.message, translated=True, line=e.line)
+        # named at the entry it happened in (agents[0].config), not deep inside an expansion
+        # (an alias's nodes carry the lines of its anchor: the line is that of a key as written)
+        where = e.loc[:3]
+        keyed = next((where[:n] for n in range(len(where), 0, -1)
+                      if where[:n] in report.index.keys), None)
+        line = report.index.line(keyed, at_key=True) if keyed else None
+        report.add(where, e.message, translated=True, line=line or e.line)
         return Parsed(None, set())
     return Parsed(data, unreadable)
 
@@ -328,7 +341,7 @@ def _prepare(loader: _Loader, root: Node, report: Report, budget: list[int]) -> 
         seen.add(id(node))
         if len(loc) > MAX_DEPTH:
             raise _OverBudget(f"the document nests deeper than {MAX_DEPTH} levels",
-                              int(node.start_mark.line) + 1)
+                              int(node.start_mark.line) + 1, loc)
         if isinstance(node, MappingNode):
             first: dict[str, Node] = {}
             for k, v in node.value:
@@ -344,12 +357,12 @@ def _prepare(loader: _Loader, root: Node, report: Report, budget: list[int]) -> 
             if any(isinstance(k, ScalarNode) and k.tag == _MERGE_TAG for k, _ in node.value):
                 budget[0] -= _merged_pairs(node)  # (the merged mappings are flattened already)
                 if budget[0] < 0:
-                    raise _over_size(node)
+                    raise _over_size(node, loc)
             try:
                 loader.flatten_mapping(node)
             except RecursionError:  # a merge key that merges the mapping it is in
                 raise _OverBudget("a merge key (<<) merges the mapping it is in",
-                                  int(node.start_mark.line) + 1) from None
+                                  int(node.start_mark.line) + 1, loc) from None
             except yaml.MarkedYAMLError as e:
                 report.add(loc, f"bad merge key: {e.problem}", translated=True,
                            line=node.start_mark.line + 1)
@@ -367,10 +380,10 @@ def _construct(loader: _Loader, node: Node, loc: Loc, report: Report, unreadable
                stack: tuple[int, ...], budget: list[int]) -> Any:
     budget[0] -= 1
     if budget[0] < 0:
-        raise _over_size(node)
+        raise _over_size(node, loc)
     if len(stack) > MAX_DEPTH:
         raise _OverBudget(f"the document nests deeper than {MAX_DEPTH} levels once its "
-                          "aliases are expanded", int(node.start_mark.line) + 1)
+                          "aliases are expanded", int(node.start_mark.line) + 1, loc)
     report.index.values[loc] = node
     if id(node) in stack:
         report.add(loc, "an alias refers to the node it is in", translated=True)
