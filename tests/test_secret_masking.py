@@ -199,7 +199,8 @@ def test_a_registered_value_is_masked_in_its_escaped_and_encoded_forms():
     for shift in ("", "u:", "us:", "usr:"):  # the three base64 alignments (and one more)
         encoded = base64.b64encode(f"{shift}{key}".encode()).decode()
         assert mask_secrets(f"Basic {encoded}") != f"Basic {encoded}"
-    for form in (key, json_form, repr(key)[1:-1], quote(key, safe=""), quote_plus(key)):
+    for form in (key, json_form, repr(key)[1:-1], quote(key, safe=""), quote_plus(key),
+                 key.encode().hex()):
         masked = mask_secrets(f"before {form} after")
         assert form not in masked and masked == "before [REDACTED] after"
     assert mask_secrets("nothing secret here") == "nothing secret here"
@@ -267,7 +268,7 @@ class HomeMadeConnection(ChatModelConnection):
 
     def chat(self, messages, **kwargs):
         key = os.environ[self.api_key_env]
-        raise RuntimeError(f"401 Unauthorized: key {key!r} (base64 {key.encode().hex()})")
+        raise RuntimeError(f"401 Unauthorized: key {key!r} (hex {key.encode().hex()})")
 '''
 
 
@@ -290,7 +291,7 @@ def test_a_users_own_connection_with_an_api_key_env_field_has_its_key_masked(
     res = (AgentsExecutionEnvironment.local().from_list([{"key": "k", "mode": "401"}])
            .apply(agent).run())
     [error] = res.errors
-    assert "401 Unauthorized: key '[REDACTED]'" in error.message
+    assert "401 Unauthorized: key '[REDACTED]' (hex [REDACTED])" in error.message
     assert_no_key("an error record", error.model_dump_json(), key)
 
 

@@ -13,8 +13,9 @@ prints for an exception nobody caught (``sys.excepthook`` and ``threading.except
 they are Python's own).
 
 A value is also masked in the forms it commonly takes in text: JSON- and ``repr``-escaped,
-percent-encoded, and base64-encoded at any alignment (so an ``Authorization: Basic ...``
-header built from it is masked too, whatever comes before it in the encoded text).
+percent-encoded, hex-encoded (lower case), and base64-encoded at any alignment (so an
+``Authorization: Basic ...`` header built from it is masked too, whatever comes before it in
+the encoded text).
 
 Values shorter than ``MIN_SECRET_CHARS`` characters are not registered: masking a short
 string would blank out ordinary words and numbers everywhere (and a key that short is a
@@ -94,7 +95,8 @@ def _forms(value: str) -> set[str]:
     """``value`` and the forms it takes when escaped or encoded into other text."""
     forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
              repr(value)[1:-1], quote(value, safe=""), quote_plus(value, safe="")}
-    forms |= _base64_cores(value.encode("utf-8"))
+    raw = value.encode("utf-8")
+    forms |= _base64_cores(raw) | {raw.hex()}
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
 
 
