@@ -305,6 +305,26 @@ def test_otlp_header_values_are_registered_with_their_credential(monkeypatch):
         "collector said: token [REDACTED] refused"
 
 
+def test_flink_metric_labels_never_carry_a_known_secret():
+    from test_observability_flink import FakeMetricGroup
+
+    from flink_agents_py.observability._flink_mirror import FlinkMetricsMirror
+
+    key = f"model-{uuid.uuid4().hex}"
+    register_secret(key, "$TEST_KEY")
+    registry: dict[str, Any] = {}
+    mirror = FlinkMetricsMirror(FakeMetricGroup(registry))
+    counters = {n: 0 for n in ("events_processed", "outputs_emitted", "runs_started",
+                               "runs_completed", "durable_calls_executed",
+                               "durable_calls_replayed", "runs_in_flight", "calls_in_flight")}
+    # the model a provider reported (a restored chat's label) echoes the key
+    mirror.push(counters, {"chats_failed": {key: 1, "review_model": 2}}, {})
+    names = "\n".join(registry)
+    assert "flink_agents.model.[REDACTED].chats_failed" in names
+    assert "flink_agents.model.review_model.chats_failed" in names
+    assert key not in names
+
+
 def test_short_and_empty_values_are_not_registered():
     assert not register_secret("")
     assert not register_secret(None)
