@@ -41,7 +41,7 @@ VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 PYTHON = str(VENV_PYTHON if VENV_PYTHON.exists() else pathlib.Path(sys.executable))
 LEAKY_SERVER = str(ROOT / "tests" / "support" / "leaky_provider.py")
 
-MODES = ("401", "500", "header")
+MODES = ("401", "500", "500-html", "header")
 
 USER_AGENTS = '''
 """A user's agents: each record asks the model setup named by its "mode"."""
@@ -75,14 +75,15 @@ def asker(base_url: str, env_var: str) -> Asker:
     agent = Asker()
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
         OpenAIChatModel, base_url=base_url, api_key_env=env_var, api_key_required=True))
-    for mode in ("401", "500", "header", "ok"):
+    for mode in ("401", "500", "500-html", "header", "ok"):
         agent.add_resource(mode, ResourceType.CHAT_MODEL, ResourceDescriptor(
             ChatModelSetup, connection="conn", model=mode))
     return agent
 
 
-RECORDS = ([{"key": f"{m}-await", "mode": m} for m in ("401", "500", "header")]
-           + [{"key": f"{m}-event", "mode": m, "route": "event"} for m in ("401", "500", "header")]
+MODES = ("401", "500", "500-html", "header")
+RECORDS = ([{"key": f"{m}-await", "mode": m} for m in MODES]
+           + [{"key": f"{m}-event", "mode": m, "route": "event"} for m in MODES]
            + [{"key": "ok", "mode": "ok"}])
 '''
 
@@ -418,7 +419,7 @@ def test_a_users_script_outside_the_repository_prints_no_key(tmp_path):
         proc = run_user(user, [srv.url, str(tmp_path / "ev.jsonl"), str(tmp_path / "err")], key)
         assert key in srv.keys_seen
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.count("ERROR ") == 3 and "DEBUG" in proc.stderr
+    assert proc.stdout.count("ERROR ") == len(MODES) and "DEBUG" in proc.stderr
     for what, text in (("stdout", proc.stdout), ("stderr (DEBUG logs)", proc.stderr),
                        ("the error records", (tmp_path / "err").read_text()),
                        ("the event log", (tmp_path / "ev.jsonl").read_text())):

@@ -10,6 +10,7 @@ The request's ``model`` chooses the failure:
 - ``"401"``: a JSON error body naming the key (``Incorrect API key provided: <key>``);
 - ``"500"``: an HTML debug page listing the request headers and the key in base64 (as a
   Basic auth header would carry it), as the message of a JSON error (a proxy's answer);
+- ``"500-html"``: the same kind of debug page as an HTML body;
 - ``"header"``: a 400 whose body says nothing, with the key in the ``x-request-id`` and
   ``www-authenticate`` response headers (the SDK logs the request id at DEBUG);
 - ``"gateway"``: a 403 quoting the ``x-gateway-key`` request header;
@@ -72,6 +73,10 @@ class _Handler(BaseHTTPRequestHandler):
             # a proxy in front of the model wraps its upstream's debug page in its error
             self._send(500, json.dumps({"error": {"message": page}}).encode(),
                        "application/json")
+        elif mode == "500-html":  # the debug page itself, as a framework's debug mode sends it
+            page = (f"<html><body><h1>Server Error</h1><pre>Authorization: {html.escape(auth)}"
+                    f"\nAPI_KEY={html.escape(key)}</pre></body></html>")
+            self._send(500, page.encode(), "text/html; charset=utf-8")
         elif mode == "gateway":
             gateway = self.headers.get("x-gateway-key") or ""
             self.server.keys_seen.append(gateway)  # type: ignore[attr-defined]
