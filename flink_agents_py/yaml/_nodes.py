@@ -33,7 +33,7 @@ __all__ = ["MAX_DEPTH", "MAX_NODES", "NodeIndex", "Parsed", "Report", "Tracked",
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
-MAX_NODES = 100_000
+MAX_NODES = 20_000
 """The most nodes a document may have once its aliases and merge keys are expanded (a
 document of agents has hundreds)."""
 
