@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flink_agents_py.yaml import YamlError, load_agents
+from flink_agents_py.yaml import YamlError, load_agents, read_yaml
 from flink_agents_py.yaml import _nodes
 
 pytestmark = pytest.mark.timeout(60)
@@ -128,3 +128,16 @@ def test_the_docs_say_a_yaml_file_must_be_trusted_like_code():
     page = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "yaml.md").read_text()
     assert "a YAML file is code" in page and "module:qualname" in page
     assert f"{_nodes.MAX_NODES:,}" in page and f"{_nodes.MAX_DEPTH} levels" in page
+
+
+def test_read_yaml_gives_any_untrusted_yaml_the_same_budget(built):
+    # e.g. the front matter of a skill folder someone else wrote
+    with pytest.raises(YamlError) as info:
+        read_yaml(BOMB, "SKILL.md")
+    assert built[0] <= _nodes.MAX_NODES + 1
+    assert info.value.problems[0].startswith("SKILL.md:")
+    assert read_yaml("name: pdf\ndescription: Reads PDFs\nflag: yes\n") == {
+        "name": "pdf", "description": "Reads PDFs", "flag": "yes"}
+    assert read_yaml("") is None
+    with pytest.raises(YamlError, match="duplicate key 'a'"):
+        read_yaml("a: 1\na: 2\n")

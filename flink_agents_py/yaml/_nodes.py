@@ -29,7 +29,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ._errors import Loc, YamlError, YamlProblem, loc_path
 
 __all__ = ["MAX_DEPTH", "MAX_NODES", "NodeIndex", "Parsed", "Report", "Tracked", "describe",
-           "parse", "read_source"]
+           "parse", "read_source", "read_yaml"]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -324,6 +324,31 @@ def _merged_pairs(node: MappingNode) -> int:
         elif isinstance(v, SequenceNode):
             total += sum(len(m.value) for m in v.value if isinstance(m, MappingNode))
     return total
+
+
+def read_yaml(text: str, source: str = "<string>") -> Any:
+    """Any YAML text as plain data, read within the loader's budget: for untrusted YAML.
+
+    The same reading as an agents document: at most ``MAX_NODES`` nodes once aliases and
+    merge keys are expanded, ``MAX_DEPTH`` levels, duplicate keys refused, YAML 1.2 booleans
+    (``yes``/``no``/``on`` stay strings), each alias read as a copy. Nothing is imported or
+    built from tags (a safe loader).
+
+    Args:
+        text: the YAML text.
+        source: its name in messages (a file name).
+
+    Returns:
+        dicts, lists and scalars (``None`` for an empty text).
+
+    Raises:
+        YamlError: listing every problem with its line.
+    """
+    report = Report(source)
+    parsed = parse(text, report)
+    if report.problems:
+        raise report.error()
+    return parsed.data
 
 
 def _prepare(loader: _Loader, root: Node, report: Report, budget: list[int]) -> None:
