@@ -275,8 +275,9 @@ MaskedStr = Annotated[str, AfterValidator(mask_secrets)]
 """A text field masked when its model is made (``mask_secrets``), whoever makes it.
 
 The failure texts of ``ChatResponseEvent`` (``error``, ``traceback``), ``ToolResult``
-(``error``, ``traceback``), ``SubagentResult`` (``error_message``, ``traceback``) and the
-runtime's ``ErrorRecord`` (``message``, ``traceback``) are such fields.
+(``error``, ``traceback``), ``SubagentResult`` (``error_message``, ``traceback``),
+``ContextRetrievalResponseEvent`` (``error``) and the runtime's ``ErrorRecord``
+(``message``, ``traceback``) are such fields.
 """
 
 
