@@ -73,6 +73,7 @@ from ._messages import (
 from ._names import EventType, ResourceName
 from ._prompts import Prompt
 from ._resources import Resource, ResourceDescriptor, ResourceType, qualified_name
+from ._secrets import mask_secrets, register_secret, secret_from_env
 from ._subagents import (
     AsyncSubagentSetup,
     DeferredSubagentSetup,
@@ -144,6 +145,7 @@ __all__ = [
     "InputEvent",
     "InternalSubagent",
     "LongTermMemoryOptions",
+    "mask_secrets",
     "mcp_server",
     "Memory",
     "MemorySet",
@@ -158,6 +160,7 @@ __all__ = [
     "Prompt",
     "ProviderError",
     "qualified_name",
+    "register_secret",
     "ReplayDivergenceError",
     "RESERVED_TOOL_PREFIX",
     "Resource",
@@ -170,6 +173,7 @@ __all__ = [
     "RunnerContext",
     "RunStatus",
     "ScriptedRequest",
+    "secret_from_env",
     "SerializationError",
     "SubagentFuture",
     "SubagentResult",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._secrets import mask_secrets
+
 __all__ = [
     "AgentsError",
     "PlanError",
@@ -23,7 +25,14 @@ __all__ = [
 
 
 class AgentsError(Exception):
-    """Root of every error this package raises on purpose."""
+    """Root of every error this package raises on purpose.
+
+    Known secrets in its text arguments are masked when it is made (``api.mask_secrets``):
+    a provider that echoes the API key in its error cannot put it into the message.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(mask_secrets(a) if isinstance(a, str) else a for a in args))
 
 
 class PlanError(AgentsError):

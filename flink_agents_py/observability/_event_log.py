@@ -28,8 +28,11 @@ action, a restore) it holds the original failure's frames first (see ``runtime._
 It is redacted and keeps its end when longer than ``max_traceback_chars``.
 
 Payloads are redacted (``Redactor``) and then truncated (``max_chars``) before they are
-written. Levels: ``off`` (nothing), ``standard`` (every record; payloads of inputs, outputs
-and errors only), ``verbose`` (also every event's fields and every call's result).
+written; once a secret is known (``api.register_secret``: an API key read from
+``api_key_env``...), every string of every record is masked before it reaches the sink, so
+the trace and the OpenTelemetry spans built from the log never see it. Levels: ``off``
+(nothing), ``standard`` (every record; payloads of inputs, outputs and errors only),
+``verbose`` (also every event's fields and every call's result).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ..api._secrets import has_known_secret, mask_value, registered_secret_count
 from ..runtime._failures import failure_text
 from ._ids import chat_response_of, parse_result
 from ._payload import Redactor, to_loggable, truncate
@@ -252,6 +256,15 @@ class EventLog:
         return obs
 
 
+def _holds_secret(record: dict[str, Any]) -> bool:
+    """Whether a known secret is anywhere in ``record`` (one search over its JSON form)."""
+    try:
+        text = orjson.dumps(record, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
+    except Exception:  # noqa: BLE001 - e.g. an integer too big: walk it instead
+        return True
+    return has_known_secret(text)
+
+
 def _error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
@@ -300,6 +313,8 @@ class EventLogObserver(TrackingObserver):
     def _write(self, kind: str, key: Any, **fields: Any) -> None:
         record = {"ts": round(self.wall_clock(), 6), "kind": kind, "key": to_loggable(key)}
         record.update(fields)
+        if registered_secret_count() and _holds_secret(record):  # the last line: keys, names...
+            record = mask_value(record)
         self.sink.write(record)
 
     def close(self) -> None:

@@ -26,7 +26,9 @@ Spans nest as the trace's tree: an action triggered by an event is a child of th
 (or call) that sent the event, and may end after it (asynchronous work). Events and outputs
 become span events of the span above them. Failures set the span status
 to ``ERROR`` with ``error.type`` and an ``exception`` event (``exception.stacktrace``: the
-log's traceback); a run with failures has status ``ERROR`` too. Anomalies are in
+log's traceback); a run with failures has status ``ERROR`` too. Every text a span carries is
+masked (``api.mask_secrets``: known secrets, secret-looking values) on top of the event
+log's own masking, for logs written before a secret was known. Anomalies are in
 ``flink_agents.anomalies``. Times are the log's ``ts``.
 """
 
@@ -41,6 +43,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..api import AgentsError
+from ..api._secrets import mask_secrets, mask_value, register_header_secret
 from ._event_log import EventLogSink
 from ._ids import run_of
 from ._trace import RunTrace, TraceNode, _call_kind, _key_text, _keystr, build_traces
@@ -150,7 +153,8 @@ def otlp_exporter(endpoint: str, headers: dict[str, str] | None = None) -> Any:
     Args:
         endpoint: the collector's URL; ``/v1/traces`` is added when it has no path
             (``http://localhost:4318`` -> ``http://localhost:4318/v1/traces``).
-        headers: extra HTTP headers (e.g. an authorization header for a hosted backend).
+        headers: extra HTTP headers (e.g. an authorization header for a hosted backend);
+            their values are registered as secrets (masked in errors and logs).
 
     Returns:
         An ``OTLPSpanExporter``.
@@ -160,6 +164,8 @@ def otlp_exporter(endpoint: str, headers: dict[str, str] | None = None) -> Any:
         ValueError: when ``endpoint`` is not an http(s) URL.
     """
     endpoint = _traces_url(endpoint)
+    for name, value in (headers or {}).items():
+        register_header_secret(value, f"OTLP header {name}")
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError as e:
@@ -381,15 +387,15 @@ class _Emitter:
             parent = spec["parent"]
             ctx = api.set_span_in_context(live[parent]) if parent is not None else None
             span = self.tracer.start_span(
-                spec["name"], context=ctx, start_time=spec["start"],
+                mask_secrets(spec["name"]), context=ctx, start_time=spec["start"],
                 kind=SpanKind.CLIENT if spec["kind"] == "client" else SpanKind.INTERNAL,
-                attributes=spec["attributes"])
+                attributes=mask_value(spec["attributes"]))
             live.append(span)
         for spec, span in zip(spans, live, strict=True):
             for name, ts, attrs in spec["events"]:
-                span.add_event(name, attrs, timestamp=ts)
+                span.add_event(name, mask_value(attrs), timestamp=ts)
             if spec["error"] is not None:
-                etype, message, tb = spec["error"]
+                etype, message, tb = mask_value(list(spec["error"]))
                 span.set_status(Status(StatusCode.ERROR, message))
                 if spec["node"].kind == "run":  # the failures are on the spans below
                     continue

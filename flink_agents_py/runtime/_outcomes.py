@@ -11,8 +11,9 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..api import DurableExecutionError, ReplayDivergenceError, SerializationError
+from ..api import DurableExecutionError, ReplayDivergenceError, SerializationError, mask_secrets
 from ..api._resources import import_qualified
+from ..api._secrets import mask_value
 from ._failures import failure_text
 from ._identity import bound_state
 from ._serde import digest, from_json_value, to_json_value
@@ -112,6 +113,9 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
     form, or one whose stored form does not rebuild, turns into a failure with a
     ``SerializationError`` (raised and caught here: the failure is the outcome).
 
+    A failure's message, ``args`` and attributes are stored with known secrets masked
+    (``api.mask_secrets``): a replay rebuilds the exception from the masked values.
+
     Returns:
         The outcome as the caller will see it: ``(ok, value or exception)``.
     """  # noqa: DOC501
@@ -137,13 +141,14 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
         cls = type(exc)
         rec.done, rec.ok = True, False
         rec.error_type = f"{cls.__module__}:{cls.__qualname__}"
-        rec.error_message = str(exc)
-        rec.error_args = _json_or_none(list(exc.args))
+        # keyed state, checkpoints and journals leave the process: known secrets are masked
+        rec.error_message = mask_secrets(str(exc))
+        rec.error_args = mask_value(_json_or_none(list(exc.args)))
         attrs = {k: v for k, v in vars(exc).items() if not k.startswith("_")} \
             if hasattr(exc, "__dict__") else {}
         kept = {k: j for k, v in attrs.items() if (j := _json_or_none(v)) is not None
                 or v is None}
-        rec.error_attrs = kept or None
+        rec.error_attrs = mask_value(kept) or None
         rec.traceback = failure_text(exc)
         value = exc
     return ok, value

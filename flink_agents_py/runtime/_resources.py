@@ -12,6 +12,7 @@ from ..api import (
     ResourceType,
 )
 from ..api._resources import import_qualified
+from ..api._secrets import register_resource_secrets
 from ..plan import AgentPlan, ResourcePlan
 
 __all__ = ["ResourceEnvironment", "check_resources", "warm_up"]
@@ -31,6 +32,14 @@ class ResourceEnvironment:
 
     def get(self, name: str, resource_type: ResourceType) -> Resource:
         """Return the resource, building and opening it on first use.
+
+        The secrets it declares (``api_key_env``, ``secret_env``, ``secret_headers``: see
+        ``api._secrets.register_resource_secrets``) are registered when it is built, so they
+        are masked whatever its class does with them.
+
+        A resource whose ``open`` raises is closed (best effort) before the error goes on,
+        so what it had started (a server process, a client) is released; the next ``get``
+        builds and opens it again.
 
         Raises:
             ResourceNotFoundError: naming the type and name, and what is declared of that type.
@@ -55,7 +64,12 @@ class ResourceEnvironment:
             if res is None:
                 res = rp.build()
                 res.bind(self.get, name)
-            res.open()
+                register_resource_secrets(res)
+            try:
+                res.open()
+            except BaseException:
+                _close_quietly(res)  # a half-opened resource (a started server) is released
+                raise
             self._built[k] = res
             return res
 
@@ -79,6 +93,7 @@ class ResourceEnvironment:
                     if res is None:
                         res = rp.build()
                         res.bind(self.get, name)
+                        register_resource_secrets(res)
                         self._checked[k] = res
                 res.check()
 
@@ -91,16 +106,21 @@ class ResourceEnvironment:
         with self._lock:
             built, self._built = self._built, {}
         for res in built.values():
-            try:
-                res.close()
-            except Exception:  # noqa: BLE001
-                pass
+            _close_quietly(res)
 
     def __getstate__(self) -> dict[str, Any]:  # built resources never travel
         return {"_plan": self._plan}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["_plan"])  # type: ignore[misc]
+
+
+def _close_quietly(res: Resource) -> None:
+    """Close ``res``, ignoring its errors (closing is best effort)."""
+    try:
+        res.close()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _checks(rp: ResourcePlan) -> bool:
