@@ -38,6 +38,7 @@ _JSON = "\x1f"
 _REJECTED = "\x1e"
 """First character of the key of a record its key selector failed on (``RejectedKey``)."""
 _SCALARS = (int, float, bool, type(None))
+_CONSTANTS = {True: _JSON + "true", False: _JSON + "false", None: _JSON + "null"}
 
 
 class KeyEncodingError(AgentsError, TypeError):
@@ -112,10 +113,15 @@ def encode_key(key: Any) -> str:
         KeyEncodingError: for any other type (a subclass too: an ``IntEnum`` would come
             back as a plain ``int``), or a float NaN or infinity; the message says what to do.
     """
-    if type(key) is str:
+    kind = type(key)
+    if kind is str:
         if key and key[0] in (_JSON, _REJECTED):
             return _JSON + json.dumps(key, ensure_ascii=False)
-        return key
+        return str(key)
+    if kind is int:  # its JSON text (a fast path)
+        return _JSON + str(key)
+    if kind is bool or key is None:
+        return _CONSTANTS[key]
     _check(key, "the key")
     return _JSON + json.dumps(key, ensure_ascii=False, separators=(",", ":"))
 
@@ -139,7 +145,11 @@ def decode_key(text: Any) -> Any:
         return text
     if text[0] == _REJECTED:
         return RejectedKey(*json.loads(text[1:]))
-    return _tuples(json.loads(text[1:]))
+    body = text[1:]
+    digits = body[1:] if body[:1] == "-" else body
+    if digits.isascii() and digits.isdigit():  # an int (a fast path)
+        return int(body)
+    return _tuples(json.loads(body))
 
 
 class KeyEncoding:
