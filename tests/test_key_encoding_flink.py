@@ -51,10 +51,10 @@ def project(tmp: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
     return proj, work
 
 
-def run_job(proj: pathlib.Path, work: pathlib.Path, phase: str, *args: str
-            ) -> subprocess.CompletedProcess[str]:
+def run_job(proj: pathlib.Path, work: pathlib.Path, phase: str, *args: str,
+            mode: str = "thread") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FLINK_CONF_DIR")}
-    env.update(KEYS_WORK=str(work), KEYS_PHASE=phase)
+    env.update(KEYS_WORK=str(work), KEYS_PHASE=phase, KEYS_EXECUTION_MODE=mode)
     return subprocess.run([PYTHON, "keys_job.py", *args], cwd=proj, env=env,
                           capture_output=True, text=True, timeout=600, check=False)
 
@@ -94,7 +94,7 @@ def assert_restored(work: pathlib.Path, keys: list, taken: str) -> None:
 
 
 def test_a_savepoint_of_the_pickled_keys_release_restores_with_key_encoding_pickle(tmp_path):
-    proj, work = project(tmp_path)
+    proj, work = project(tmp_path)  # taken in thread mode, restored in thread mode
     ok(run_job(proj, work, "restore", "restore", f"file://{FIXTURE / 'savepoint'}", "v0",
                "pickle"))
     assert_restored(work, KEYSETS["v0"], "take")
@@ -110,10 +110,13 @@ def test_the_default_encoding_refuses_that_savepoint_and_names_the_option(tmp_pa
     assert not (work / "calls.txt").exists()
 
 
+@pytest.mark.parametrize("mode", ["thread", "process"])
 def test_a_savepoint_taken_with_the_default_encoding_restores_three_keys_equal_in_python(
-        tmp_path):
+        tmp_path, mode):
+    # process mode hands keys to the Python worker through its own coder (a STRING key here)
     proj, work = project(tmp_path)
-    out = ok(run_job(proj, work, "take", "take", f"file://{tmp_path}/savepoints", "new"))
+    out = ok(run_job(proj, work, "take", "take", f"file://{tmp_path}/savepoints", "new",
+                     mode=mode))
     savepoint = next(x for x in out.splitlines() if x.startswith("SAVEPOINT ")).split(" ", 1)[1]
     keys = KEYSETS["new"]
     taken = outputs(work, "take")  # the job that took it ran to the end after the savepoint
@@ -122,5 +125,5 @@ def test_a_savepoint_taken_with_the_default_encoding_restores_three_keys_equal_i
     assert {(r["key"], r["key_type"], r["seen"]) for r in taken.values() if r["n"] >= len(keys)
             } == {(repr(k), type(k).__name__, 2) for k in keys}
     (work / "calls.txt").unlink()
-    ok(run_job(proj, work, "restore", "restore", savepoint, "new"))
+    ok(run_job(proj, work, "restore", "restore", savepoint, "new", mode=mode))
     assert_restored(work, keys, "take")
