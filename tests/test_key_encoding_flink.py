@@ -7,9 +7,9 @@ one in flight, and a queued record, are in the savepoint; a restore must replay 
 call (its output keeps ``a<n>@take``), run the one in flight again and then the queued
 record (``seen`` 2), with ``ctx.key`` the key's own value and type.
 
-- The committed savepoint, taken by the release that pickled keys, restores with
-  ``key_encoding="pickle"`` (the documented path); with the default encoding Flink refuses
-  it and ``execute`` names the option.
+- The committed savepoints, taken by the release that pickled keys in thread and in process
+  mode, restore with ``key_encoding="pickle"`` (the documented path) in the mode that took
+  them; with the default encoding Flink refuses them and ``execute`` names the option.
 - A savepoint taken with the default encoding restores with it; ``1``, ``True`` and ``1.0``
   are three keys, and a string that looks like an encoded key is just a string.
 """
@@ -31,6 +31,8 @@ pytest.importorskip("pyflink")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "savepoint_v0"
+SAVEPOINTS = {"thread": FIXTURE / "savepoint", "process": FIXTURE / "savepoint_process"}
+"""The previous release's savepoints, by the execution mode that took them."""
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 PYTHON = str(VENV_PYTHON if VENV_PYTHON.exists() else pathlib.Path(sys.executable))
 
@@ -93,10 +95,13 @@ def assert_restored(work: pathlib.Path, keys: list, taken: str) -> None:
                                  + [f"a {n} restore" for n in range(n_keys, 2 * n_keys)])
 
 
-def test_a_savepoint_of_the_pickled_keys_release_restores_with_key_encoding_pickle(tmp_path):
-    proj, work = project(tmp_path)  # taken in thread mode, restored in thread mode
-    ok(run_job(proj, work, "restore", "restore", f"file://{FIXTURE / 'savepoint'}", "v0",
-               "pickle"))
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_a_savepoint_of_the_pickled_keys_release_restores_with_key_encoding_pickle(tmp_path,
+                                                                                  mode):
+    # restored in the execution mode that took it (PyFlink pickled keys differently in each)
+    proj, work = project(tmp_path)
+    ok(run_job(proj, work, "restore", "restore", f"file://{SAVEPOINTS[mode]}", "v0", "pickle",
+               mode=mode))
     assert_restored(work, KEYSETS["v0"], "take")
 
 

@@ -180,7 +180,10 @@ class KeySwitching:
         if not jkeys:
             return
         convert = ctx._key_converter.to_internal  # as PyFlink's contexts convert their key
-        todo = [(convert(j.getField(0) if hasattr(j, "getField") else j), j) for j in jkeys]
+        stored = [j.getField(0) if hasattr(j, "getField") else j for j in jkeys]
+        todo = [(convert(s), j) for s, j in zip(stored, jkeys, strict=True)]
+        # pickled keys (``key_encoding="pickle"``): were they pickled as this job pickles them?
+        self.op.keys.check_restored(stored[0], todo[0][0])
         log.info("resuming %d runs in flight from keyed state", len(todo))
         self.op.stats["swept"] += len(todo)
         yield from self._advance_each(todo, ctx, restored=True)

@@ -11,9 +11,13 @@ cloudpickle and PyFlink version the job will ever be restored with.
   Python ``dict``. A string key that starts with ``U+001F`` or ``U+001E`` is written the
   same way (its JSON string), so no string is ever taken for another key.
 - ``"pickle"``: the key's pickle (PyFlink's ``PICKLED_BYTE_ARRAY`` key type), as releases
-  before this encoding existed keyed state. Nothing promises those bytes across Python or
-  cloudpickle versions; it exists so that a job restores from a savepoint such a release
-  took (Flink does not migrate a key serializer).
+  before this encoding existed keyed state. Nothing promises those bytes: PyFlink pickles a
+  key with ``pickle`` in thread mode (Python's default protocol: 4 up to Python 3.13, 5 from
+  3.14) and with ``cloudpickle`` in process mode (protocol 5), so the same key has other
+  bytes, and another key group, by execution mode and Python version. It exists so that a
+  job restores from a savepoint such a release took (Flink does not migrate a key
+  serializer), in the execution mode and on the Python version that took it; in thread mode
+  a restore that finds keys pickled otherwise fails (``KeyEncoding.check_restored``).
 
 The host keys its own bookkeeping (the core's runs, the I/O executor, timers) by the
 encoded key, its *identity*; actions, outputs, error records, the event log and the
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -68,6 +73,9 @@ def mismatch_message(error: BaseException, encoding: KeyEncoding) -> str | None:
         The message naming the option to pass, or ``None`` for another error.
     """
     text = str(error)
+    mark = f"{KeyEncodingMismatchError.__name__}: "
+    if mark in text:  # the operator's own (``check_restored``), in Flink's trace
+        return text[text.index(mark) + len(mark):].splitlines()[0]
     if "StateMigrationException" not in text or "key serializer" not in text:
         return None
     other = "pickle" if encoding.stable else "json"
@@ -211,6 +219,32 @@ class KeyEncoding:
     def value(self, identity: Any) -> Any:
         """The key as the key selector gave it (``ctx.key``), from its identity."""
         return decode_key(identity) if self.stable else identity
+
+    def check_restored(self, stored: Any, key: Any) -> None:
+        """Check that a key found in restored keyed state is encoded as this job encodes it.
+
+        Args:
+            stored: the key as keyed state holds it (for ``"pickle"``, its pickle bytes).
+            key: that key, decoded.
+
+        Raises:
+            KeyEncodingMismatchError: when this job would encode ``key`` otherwise (a
+                savepoint with pickled keys taken in the other execution mode, or on a Python
+                with another default pickle protocol): the key's next records would not find
+                its state. Says what to do.
+        """
+        if self.stable or not isinstance(stored, (bytes, bytearray)):
+            return
+        mine = pickle.dumps(key)  # what PyFlink's thread mode writes (``PickleDataConverter``)
+        if mine != bytes(stored):
+            raise KeyEncodingMismatchError(
+                f"keyed state holds the key {key!r:.100} pickled as {bytes(stored)[:24]!r}, "
+                f"but this job pickles it as {mine[:24]!r} (pickle protocol {mine[1]} vs "
+                f"{bytes(stored)[1]}): the savepoint was taken in process mode (cloudpickle) "
+                f"or on another Python version, and its keys' next records would not find "
+                f"their state. Restore it with key_encoding='pickle' in the execution mode "
+                f"and on the Python version that took it; see docs/how-to/deployment.md, "
+                f"'Keys and savepoints'")
 
     def value_function(self) -> Callable[[Any], Any] | None:
         """``value``, or ``None`` when the identity is the key's value (``"pickle"``)."""
