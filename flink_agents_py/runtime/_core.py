@@ -101,11 +101,9 @@ class AgentCore:
         notify: Callable[[Any], None] | None = None,
         journal: Journal | None = None,
         failpoint: Failpoint | None = None,
-        observer: Observer | None = None,
-        key_value: Callable[[Any], Any] | None = None,
+        observer: Observer | None = None, key_value: Callable[[Any], Any] | None = None,
     ) -> None:
-        self.plan = plan
-        self._key_value = key_value or (lambda key: key)  # the host's key may be encoded
+        self.plan, self._key_value = plan, key_value or (lambda key: key)  # key -> its value
         self.observer = observer if observer is None or getattr(
             observer, "hooks_never_raise", False) else SafeObserver(observer)
         self._tally = getattr(self.observer, "tally", None)  # see ``CoreTally``
