@@ -26,6 +26,7 @@ journal see the key's value (``KeyEncoding.value``), unchanged in value and type
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import pickle
@@ -44,6 +45,9 @@ _REJECTED = "\x1e"
 """First character of the key of a record its key selector failed on (``RejectedKey``)."""
 _SCALARS = (int, float, bool, type(None))
 _CONSTANTS = {True: _JSON + "true", False: _JSON + "false", None: _JSON + "null"}
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""The canonical JSON text of a key (one encoder: ``json.dumps`` with options makes one per
+call)."""
 
 
 class KeyEncodingError(AgentsError, TypeError):
@@ -131,7 +135,7 @@ def encode_key(key: Any) -> str:
     if kind is bool or key is None:
         return _CONSTANTS[key]
     _check(key, "the key")
-    return _JSON + json.dumps(key, ensure_ascii=False, separators=(",", ":"))
+    return _JSON + _ENCODER.encode(key)
 
 
 def _tuples(value: Any) -> Any:
@@ -153,6 +157,18 @@ def decode_key(text: Any) -> Any:
         return text
     if text[0] == _REJECTED:
         return RejectedKey(*json.loads(text[1:]))
+    return _decoded(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _decoded(text: str) -> Any:
+    """``decode_key`` of a key that is not a plain string.
+
+    Cached: a key comes back at every callback of its records; the values are immutable.
+
+    Returns:
+        The key.
+    """
     body = text[1:]
     digits = body[1:] if body[:1] == "-" else body
     if digits.isascii() and digits.isdigit():  # an int (a fast path)
