@@ -113,3 +113,23 @@ def test_an_idle_key_with_memory_pickled_as_this_job_pickles_it_keeps_its_memory
     sub.feed("a", {"n": 3})
     assert by_key(sub.out) == {"b": [2], "a": [3]}
     assert sub.op._memory_state.data["a"] == '{"seen":2}'
+
+
+def test_the_operator_decodes_each_key_for_the_action_and_rejects_one_with_no_encoding(
+        pump_harness):
+    from flink_agents_py.flink import ERROR_TAG
+    from flink_agents_py.runtime import JSON_KEYS
+
+    h = pump_harness(Remember())  # the default key encoding: keys arrive as Flink STRINGs
+    records = [{"key": k, "n": n} for n, k in enumerate([1, True, 1.0, ("t", 1), "1", 1])]
+    records.append({"key": b"raw", "n": 6})
+    for record in records:
+        h.feed(JSON_KEYS.flink_key(lambda r: r["key"], record), record)
+    outputs = [o for o in h.out if not (isinstance(o, tuple) and o[:1] == (ERROR_TAG,))]
+    assert [(o["key"], type(o["key"])) for o in outputs] == [
+        (1, int), (True, bool), (1.0, float), (("t", 1), tuple), ("1", str), (1, int)]
+    # five keys: the int 1 saw two records
+    assert h.op._memory_state.data[JSON_KEYS.flink_key(lambda r: r, 1)] == '{"seen":2}'
+    assert h.op._memory_state.data[JSON_KEYS.flink_key(lambda r: r, True)] == '{"seen":1}'
+    [(_, error)] = [o for o in h.out if isinstance(o, tuple) and o[:1] == (ERROR_TAG,)]
+    assert error["error_type"] == "KeyEncodingError" and "key_encoding='pickle'" in error["message"]
