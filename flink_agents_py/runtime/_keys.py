@@ -257,10 +257,11 @@ class KeyEncoding:
                 f"keyed state holds the key {key!r:.100} pickled as {bytes(stored)[:24]!r}, "
                 f"but this job pickles it as {mine[:24]!r} (pickle protocol {mine[1]} vs "
                 f"{bytes(stored)[1]}): the savepoint was taken in process mode (cloudpickle) "
-                f"or on another Python version, and its keys' next records would not find "
-                f"their state. Restore it with key_encoding='pickle' in the execution mode "
-                f"and on the Python version that took it; see docs/how-to/deployment.md, "
-                f"'Keys and savepoints'")
+                f"or on another Python version (or the key's pickle is not stable, e.g. a "
+                f"set's order), and its keys' next records would not find their state. "
+                f"Restore it with key_encoding='pickle' in the execution mode and on the "
+                f"Python version that took it; see docs/how-to/deployment.md, 'Keys and "
+                f"savepoints'")
 
     def value_function(self) -> Callable[[Any], Any] | None:
         """``value``, or ``None`` when the identity is the key's value (``"pickle"``)."""
