@@ -90,6 +90,7 @@ class AgentCore:
         journal: an optional write-ahead journal of durable call outcomes.
         failpoint: a test hook (see ``Failpoint``).
         observer: receives what the core does (metrics, event log); see ``Observer``.
+        key_value: a key's value (``ctx.key``, errors) from the host's key (``KeyEncoding``).
     """
 
     def __init__(
@@ -100,9 +101,9 @@ class AgentCore:
         notify: Callable[[Any], None] | None = None,
         journal: Journal | None = None,
         failpoint: Failpoint | None = None,
-        observer: Observer | None = None,
+        observer: Observer | None = None, key_value: Callable[[Any], Any] | None = None,
     ) -> None:
-        self.plan = plan
+        self.plan, self._key_value = plan, key_value or (lambda key: key)  # key -> its value
         self.observer = observer if observer is None or getattr(
             observer, "hooks_never_raise", False) else SafeObserver(observer)
         self._tally = getattr(self.observer, "tally", None)  # see ``CoreTally``
@@ -153,12 +154,12 @@ class AgentCore:
             try:
                 stored = to_json_value(record, "input record")
             except SerializationError:  # again, for a message that names the key
-                stored = to_json_value(record, f"input record of key {key!r}")
+                stored = to_json_value(record, f"input record of key {self._key_value(key)!r}")
         except SerializationError as e:
             res = self.advance(key, state)
-            res.errors.append(ErrorRecord(key=key, seq=-1, action="<input>", execution_id=where,
-                                          error_type=type(e).__name__, message=str(e),
-                                          input=shown_input(record)))
+            res.errors.append(ErrorRecord(key=self._key_value(key), seq=-1, action="<input>",
+                                          execution_id=where, error_type=type(e).__name__,
+                                          message=str(e), input=shown_input(record)))
             return res
         state.push_input(stored)  # its JSON form, as keyed state holds it (see ``input_event``)
         return self.advance(key, state)
@@ -174,9 +175,8 @@ class AgentCore:
             The outputs and errors produced, and whether the key is still busy.
         """
         res = StepResult()
-        live = self._live.get(key)
-        if live is None:
-            live = self._live[key] = {}
+        shown = self._key_value(key)  # the key's value; ``key`` keys the core's own tables
+        live = self._live.get(key) or self._live.setdefault(key, {})
         counters, observer, tally = self.counters, self.observer, self._tally
         run_t0: float | None = None  # the tally clock when this callback started the run
         while True:
@@ -192,15 +192,15 @@ class AgentCore:
                 state.run = run
                 counters["runs_started"] += 1
                 if tally is not None:
-                    run_t0 = tally.run_begun(key)
+                    run_t0 = tally.run_begun(shown)
                 elif observer is not None:
-                    observer.run_started(key, seq)
-                step = _Step(key, state, run, res, live, collections.deque())
+                    observer.run_started(shown, seq)
+                step = _Step(shown, state, run, res, live, collections.deque(), key)
                 event, data = input_event(f"r{seq}", record)
                 self._dispatch(step, event, None, data=data, own=True)
             else:
                 run_t0 = None  # started in an earlier callback (or another process)
-                step = _Step(key, state, run, res, live, collections.deque())
+                step = _Step(shown, state, run, res, live, collections.deque(), key)
                 self._reconcile_live(step)
                 self._apply_deliveries(step)
             ready = step.ready
@@ -216,18 +216,18 @@ class AgentCore:
                     self._run_t0[key] = run_t0
                 break
             if self.failpoint is not None:
-                self.failpoint("run_completed", key, {"seq": run.seq})
+                self.failpoint("run_completed", shown, {"seq": run.seq})
             state.run = None
             live.clear()
             counters["runs_completed"] += 1
             if tally is not None:
                 if run_t0 is None:
                     run_t0 = self._run_t0.pop(key, None)
-                tally.run_done(key, run_t0)
+                tally.run_done(shown, run_t0)
             elif observer is not None:
-                observer.run_completed(key, run.seq)
+                observer.run_completed(shown, run.seq)
             if self.journal is not None:
-                self.journal.run_completed(key, f"r{run.seq}")
+                self.journal.run_completed(shown, f"r{run.seq}")
         res.busy = state.run is not None or state.queued() > 0
         if not res.busy:
             self._live.pop(key, None)
@@ -318,7 +318,7 @@ class AgentCore:
                 task.ctx.rebind(rec, run, *self._memories(step.state, run, env))
 
     def _apply_deliveries(self, step: _Step) -> None:
-        items: list[_Delivery] = self._inbox.take(step.key)
+        items: list[_Delivery] = self._inbox.take(step.identity)
         for d in items:
             task = step.live.get(d.ctx.execution_id)
             if task is None or task.ctx is not d.ctx or d.call.done:
@@ -486,7 +486,7 @@ class AgentCore:
             call.start = None
         if isinstance(command, RunFunction):
             ctx.record_started(command)
-            self._submit(step.key, ctx, call, command.fn, command.args, command.kwargs)
+            self._submit(step.identity, ctx, call, command.fn, command.args, command.kwargs)
         elif isinstance(command, (StartChat, StartSubagent)):
             ctx.record_started(command)
             inv_id, bootstrap = open_invocation(step.run, command, ctx.execution_id, ctx.scope,
@@ -508,11 +508,11 @@ class AgentCore:
             ctx.record_started(command)
             self.counters["subagent_calls"] += 1
             runner = reconciler if (started_before and reconciler is not None) else fn
-            self._submit(step.key, ctx, call, checked_result, (runner, command.name), {})
+            self._submit(step.identity, ctx, call, checked_result, (runner, command.name), {})
         elif isinstance(command, Poll):
             ctx.record_started(command)
             self.counters["subagent_calls"] += 1
-            self._submit(step.key, ctx, call, poll_result,
+            self._submit(step.identity, ctx, call, poll_result,
                          (command.setup, command.session_id, call.call_id, command.name), {})
         # Attach: the invocation is in state already (after a restore); only wait for it
 

@@ -38,7 +38,11 @@ class Task:
 
 @dataclass(slots=True)
 class Step:
-    """What one ``advance`` works on: the key, its state and run, the result, the ready queue."""
+    """What one ``advance`` works on: the key, its state and run, the result, the ready queue.
+
+    ``key`` is the key's value (what actions, outputs and errors see); ``identity`` what the
+    host keys it by (the core's inbox and I/O executor), see ``AgentCore``'s ``key_value``.
+    """
 
     key: Any
     state: KeyState
@@ -46,6 +50,7 @@ class Step:
     res: StepResult
     live: dict[str, Task]
     ready: collections.deque[Task]
+    identity: Any
 
 
 @dataclass(slots=True)
