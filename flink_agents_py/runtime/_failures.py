@@ -24,10 +24,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..api import UsageError, mask_secrets
-from ..api._secrets import SECRET_VALUE_PATTERNS
 
-__all__ = ["FailureLog", "FailureMessage", "OriginalFailure", "SECRET_VALUE_PATTERNS",
-           "TRACEBACK_MAX_CHARS", "TRACEBACK_MAX_FRAMES", "failure_text", "format_failure",
+__all__ = ["FailureLog", "FailureMessage", "OriginalFailure", "TRACEBACK_MAX_CHARS",
+           "TRACEBACK_MAX_FRAMES", "failure_text", "format_failure",
            "never_awaited", "redact_text", "reported_error", "with_original"]
 
 TRACEBACK_MAX_FRAMES = 40
