@@ -1,0 +1,151 @@
+"""Restores in another process, under another ``PYTHONHASHSEED``.
+
+A set of strings iterates in an order that depends on the process's hash seed, so an action
+whose durable calls follow such an order makes them in another order after a restore on a
+restarted TaskManager. The checker shows it by restoring the snapshots it took in its own
+process in a new Python process started with another seed (``python -m
+flink_agents_py.testing._process``), and judging what that process observed against the
+fault-free run.
+
+The child gets the agent's plan, the records and the user's callables pickled with
+cloudpickle (as PyFlink ships a plan to its workers), and imports the agent's actions by
+``module:qualname``: they must be defined at the top level of an importable module. When
+they are not (an agent class defined inside a test function, or in ``__main__``), or
+something cannot be pickled, the check stays in this process and says why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import random
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..plan import AgentPlan
+from ._runs import Observed, Setup, run_recovery
+
+__all__ = ["restore_elsewhere", "not_importable"]
+
+TIMEOUT_S = 600.0
+"""The longest one other process may take for its share of the points, in seconds."""
+
+
+def _functions(plan: AgentPlan, where: str) -> Iterator[tuple[str, Any]]:
+    for name, act in plan.actions.items():
+        yield f"{where}action {name!r}", act.function
+    for name, sub in plan.subagents.items():
+        yield from _functions(sub, f"{where}sub-agent {name!r}: ")
+
+
+def not_importable(plan: AgentPlan) -> str:
+    """Why another process could not import the plan's actions by ``module:qualname``.
+
+    Args:
+        plan: the plan (its sub-agents' plans included).
+
+    Returns:
+        The first reason found, or '' when every action is importable.
+    """
+    for where, ref in _functions(plan, ""):
+        module, _, qualname = ref.path.partition(":")
+        if module == "__main__" or "<locals>" in qualname:
+            return (f"{where} is {ref.path}, which another process cannot import by "
+                    "module:qualname: define the agent at the top level of a module "
+                    "(not inside a test function, nor in __main__)")
+    return ""
+
+
+def _draw(hash_seeds: int | Sequence[int]) -> list[int]:
+    own = os.environ.get("PYTHONHASHSEED", "")
+    if isinstance(hash_seeds, int):
+        if hash_seeds < 1:
+            raise ValueError(f"hash_seeds must be >= 1 (or a list of seeds), got {hash_seeds}")
+        draw = random.SystemRandom()
+        seeds: list[int] = []
+        while len(seeds) < hash_seeds:
+            seed = draw.randrange(1, 2**32)
+            if str(seed) != own and seed not in seeds:
+                seeds.append(seed)
+        return seeds
+    seeds = [int(s) for s in hash_seeds]
+    bad = [s for s in seeds if not 0 <= s < 2**32 or str(s) == own]
+    if not seeds or bad:
+        raise ValueError(f"hash_seeds: give seeds in [0, 2**32) other than this process's "
+                         f"PYTHONHASHSEED ({own or 'random'}); got {list(hash_seeds)}")
+    return seeds
+
+
+def restore_elsewhere(setup: Setup, points: list[tuple[int, str | None]],
+                      hash_seeds: int | Sequence[int]
+                      ) -> tuple[list[tuple[int, int, Observed]], str]:
+    """Restore each point once more in another process; the points shared among the seeds.
+
+    Args:
+        setup: how to run the agent.
+        points: ``(point, snapshot JSON text)`` to restore.
+        hash_seeds: the seeds, or how many to draw.
+
+    Returns:
+        ``(point, seed, what the recovery observed)`` per point restored, and a note for
+        the report: the seeds used, or why no other process ran.
+    """
+    seeds = _draw(hash_seeds)
+    reason = not_importable(setup.plan)
+    if reason:
+        return [], f"skipped: {reason}"
+    try:
+        import cloudpickle  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - a dependency
+        return [], "skipped: cloudpickle is not installed"
+    done: list[tuple[int, int, Observed]] = []
+    with tempfile.TemporaryDirectory(prefix="flink-agents-restore-") as d:
+        for i, seed in enumerate(seeds):
+            share = points[i::len(seeds)]
+            if not share:
+                continue
+            src, dst = os.path.join(d, f"in-{i}"), os.path.join(d, f"out-{i}")
+            try:
+                body = cloudpickle.dumps((setup, share))
+            except Exception as e:  # noqa: BLE001 - anything unpicklable: say what
+                return [], (f"skipped: the agent or a callable "
+                            f"given to the checker cannot be pickled "
+                            f"({type(e).__name__}: {e})")
+            with open(src, "wb") as f:
+                f.write(json.dumps({"sys_path": sys.path}).encode() + b"\n" + body)
+            env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+            try:
+                proc = subprocess.run(
+                    [sys.executable, "-m", "flink_agents_py.testing._process", src, dst],
+                    env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                return done, (f"restores under PYTHONHASHSEED={seed} took longer than "
+                              f"{TIMEOUT_S:.0f} s: stopped")
+            if proc.returncode != 0 or not os.path.exists(dst):
+                tail = (proc.stderr or proc.stdout).strip().splitlines()[-6:]
+                return done, (f"stopped (PYTHONHASHSEED={seed}): the process "
+                              f"exited with {proc.returncode}: " + " | ".join(tail))
+            with open(dst, "rb") as f:
+                for point, observed in pickle.load(f):
+                    done.append((point, seed, observed))
+    where = ", ".join(str(s) for s in seeds)
+    return done, f"{len(done)} points restored again (PYTHONHASHSEED={where})"
+
+
+def _main(src: str, dst: str) -> None:
+    with open(src, "rb") as f:
+        header = json.loads(f.readline())
+        sys.path[:] = header["sys_path"]
+        setup, share = pickle.load(f)
+    out = [(point, run_recovery(setup, snapshot)) for point, snapshot in share]
+    with open(dst + ".part", "wb") as f:
+        pickle.dump(out, f)
+    os.replace(dst + ".part", dst)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1], sys.argv[2])

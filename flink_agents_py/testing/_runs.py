@@ -1,0 +1,293 @@
+"""One run of the checker: the fault-free run with its snapshots, and one recovery.
+
+``run_recovery`` is what a restore does, in this process or in another one (see
+``_process``): it restores a new runtime from a snapshot's JSON text, runs the job to
+completion and returns what it observed as plain data (``Observed``), so the checker in
+this process can judge it against the fault-free run (``_replay``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..local import LocalExecutionEnvironment
+from ..plan import AgentPlan
+from ..runtime import CallRecord, ErrorRecord, Journal, Observer
+from ._report import shape, short
+from ._sentinel import Sighting, watching
+
+if TYPE_CHECKING:
+    from ..runtime._commands import CallCommand
+
+__all__ = ["Setup", "Observed", "Recorder", "TeeJournal", "fault_free", "run_recovery",
+           "portable", "user_line"]
+
+DIVERGENCE = "ReplayDivergenceError"
+"""The error type name a diverging replay raises (matched by name, through the MRO)."""
+
+CHANGED_ARGUMENTS = "arguments changed"
+"""In the runtime's warning when a recorded outcome is handed to a call with other arguments."""
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+CallKey = tuple[Any, str]  # (record key, call id)
+
+
+class Recorder(Observer):
+    """Notes, with the host callback they happened in, what the checker compares."""
+
+    def __init__(self) -> None:
+        self.step = 0  # host callbacks completed; hooks now run in callback ``step + 1``
+        self.executed: list[tuple[int, CallKey]] = []
+        self.replayed: list[tuple[int, CallKey]] = []
+        self.recorded: list[tuple[int, CallKey]] = []
+        self.targets: dict[CallKey, str] = {}
+        self.outputs: list[tuple[Any, Any]] = []
+        self.divergences: list[tuple[str, str]] = []  # (message, where in the user's code)
+        self.finished: dict[tuple[Any, str], int] = {}  # (key, execution id) -> callback
+
+    def call_started(self, key: Any, call_id: str, command: CallCommand, replayed: bool) -> None:
+        (self.replayed if replayed else self.executed).append((self.step + 1, (key, call_id)))
+        self.targets[(key, call_id)] = str(command)
+
+    def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
+        self.recorded.append((self.step + 1, (key, call_id)))
+
+    def output_emitted(self, key: Any, output: Any, parent: str) -> None:
+        self.outputs.append((key, output))
+
+    def action_finished(self, key: Any, execution_id: str, action: str,
+                        error: BaseException | None) -> None:
+        self.finished.setdefault((key, execution_id), self.step + 1)
+        if error is not None and DIVERGENCE in {c.__name__ for c in type(error).__mro__}:
+            self.divergences.append((f"key {key!r}: {execution_id}: {error}", user_line(error)))
+
+
+def user_line(error: BaseException) -> str:
+    """Where in the user's code ``error`` was raised: the innermost frame not of a library.
+
+    Returns:
+        ``File "...", line N, in fn`` and the source line, or ''.
+    """
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(_PACKAGE) and "site-packages" not in f.filename
+              and not f.filename.startswith("<")]
+    if not frames:
+        return ""
+    return "".join(traceback.format_list(frames[-1:])).rstrip()
+
+
+class TeeJournal(Journal):
+    """Forwards to the user's journal and keeps a copy of every append.
+
+    The copy re-creates what a crashed attempt left in a journal that outlives it.
+    """
+
+    def __init__(self, inner: Journal) -> None:
+        self.inner = inner
+        self.appended: list[tuple[Any, str, CallRecord]] = []
+
+    def append(self, key: Any, call_id: str, record: CallRecord) -> None:
+        self.appended.append((key, call_id, record.model_copy(deep=True)))
+        self.inner.append(key, call_id, record)
+
+    def lookup(self, key: Any, call_id: str) -> CallRecord | None:
+        return self.inner.lookup(key, call_id)
+
+    def run_completed(self, key: Any, run: str) -> None:
+        self.inner.run_completed(key, run)
+
+
+@dataclass
+class Setup:
+    """How to run the agent: what ``check_replay_safety`` was given (sent to other processes).
+
+    Attributes:
+        plan: the agent's plan (the new agent's, for an upgrade's recoveries).
+        records: the input records.
+        selector: the record's key.
+        journal_factory: makes a new, empty journal, or ``None``.
+        reset: resets the fakes before every run, or ``None``.
+        max_in_flight: the most I/O calls at once.
+        journaled: what the crashed attempt appended to its journal (key, call id, record).
+    """
+
+    plan: AgentPlan
+    records: list[Any]
+    selector: Callable[[Any], Any]
+    journal_factory: Callable[[], Journal] | None
+    reset: Callable[[], None] | None
+    max_in_flight: int
+    journaled: list[tuple[Any, str, CallRecord]] = field(default_factory=list)
+
+
+@dataclass
+class Observed:
+    """What one run did, as plain data (picklable across processes).
+
+    Attributes:
+        executed: ``(callback, (key, call id))`` per call executed.
+        replayed: the same, per call answered from its record.
+        recorded: the same, per outcome recorded.
+        targets: what each call called (``module:qualname``, ``chat:<setup>``...).
+        outputs: ``(key, portable shape, short repr)`` per output, in order.
+        errors: ``(key, (seq, action, execution id, type, message))`` per error record.
+        divergences: ``(message, user line)`` per action failed with a divergence.
+        finished: ``(key, execution id) -> callback`` of each completed action execution.
+        changed: the runtime's warnings of outcomes handed to calls with other arguments.
+        sightings: ``(callback, Sighting)`` per side effect or read outside durable calls.
+        failure: why the run could not finish (with its traceback), or ''.
+        completed: whether the run completed.
+    """
+
+    executed: list[tuple[int, CallKey]] = field(default_factory=list)
+    replayed: list[tuple[int, CallKey]] = field(default_factory=list)
+    recorded: list[tuple[int, CallKey]] = field(default_factory=list)
+    targets: dict[CallKey, str] = field(default_factory=dict)
+    outputs: list[tuple[Any, Any, str]] = field(default_factory=list)
+    errors: list[tuple[Any, Any]] = field(default_factory=list)
+    divergences: list[tuple[str, str]] = field(default_factory=list)
+    finished: dict[tuple[Any, str], int] = field(default_factory=dict)
+    changed: list[str] = field(default_factory=list)
+    sightings: list[tuple[int, Sighting]] = field(default_factory=list)
+    failure: str = ""
+    completed: bool = True
+
+
+def portable(value: Any) -> Any:
+    """A shape (``shape(value)``) whose leaves are plain values, equal in every process.
+
+    Returns:
+        The shape, with leaves that are not ``str``, ``int``, ``float``, ``bool``, ``bytes``
+        or ``None`` replaced by their ``repr``.
+    """
+    if isinstance(value, tuple):
+        return tuple(portable(v) for v in value)
+    if value is None or isinstance(value, (str, int, float, bool, bytes)):
+        return value
+    return ("repr", repr(value))
+
+
+def _error_view(err: ErrorRecord) -> tuple[Any, Any]:
+    return err.key, (err.seq, err.action, err.execution_id, err.error_type, err.message)
+
+
+class _Changed(logging.Handler):
+    """Keeps the runtime's log records of a run; the changed-arguments warnings apart."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.changed: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if CHANGED_ARGUMENTS in text:
+            self.changed.append(text)
+
+
+@contextlib.contextmanager
+def _runtime_log(quiet: bool) -> Iterator[_Changed]:
+    """Collect the runtime's warnings; with ``quiet``, keep them from the log.
+
+    A recovery logs each divergence again at every point: the report shows each once.
+
+    Yields:
+        The handler holding the changed-arguments warnings.
+    """
+    logger = logging.getLogger("flink_agents_py.runtime")
+    handler = _Changed()
+    keep = logger.propagate
+    logger.addHandler(handler)
+    if quiet:
+        logger.propagate = False
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = keep
+
+
+def _observe(rec: Recorder, result: Any, log: _Changed, seen: list[tuple[int, Sighting]]
+             ) -> Observed:
+    return Observed(
+        executed=rec.executed, replayed=rec.replayed, recorded=rec.recorded,
+        targets=rec.targets,
+        outputs=[(k, portable(shape(v)), short(v)) for k, v in rec.outputs],
+        errors=[_error_view(e) for e in result.errors] if result is not None else [],
+        divergences=rec.divergences, finished=rec.finished, changed=log.changed,
+        sightings=list(seen))
+
+
+def fault_free(setup: Setup, tee: TeeJournal | None
+               ) -> tuple[Observed, list[str | None], list[tuple[int, int]]]:
+    """The fault-free run: what it did, the snapshot after each host callback, and marks.
+
+    Args:
+        setup: how to run the agent.
+        tee: the journal the run appends to (kept for recoveries), or ``None``.
+
+    Returns:
+        What the run did, the snapshots (JSON text; ``None`` at point 0, a fresh start),
+        and per point ``(outputs, error records)`` emitted by then.
+    """
+    if setup.reset is not None:
+        setup.reset()
+    rec = Recorder()
+    env = LocalExecutionEnvironment(setup.max_in_flight, journal=tee, metrics=False,
+                                    observer=rec)
+    job = env.from_list(setup.records, setup.selector).apply(setup.plan)
+    snapshots: list[str | None] = [None]
+    marks: list[tuple[int, int]] = [(0, 0)]
+
+    def on_step(j: Any) -> None:
+        rec.step += 1
+        snapshots.append(json.dumps(j.snapshot()))
+        marks.append((len(rec.outputs), len(j.result.errors)))
+
+    with _runtime_log(quiet=False) as log, watching(lambda: rec.step + 1) as seen:
+        result = job.run(on_step=on_step)
+    return _observe(rec, result, log, seen), snapshots, marks
+
+
+def run_recovery(setup: Setup, snapshot: str | None) -> Observed:
+    """Restore a new runtime from ``snapshot`` and run the job to completion.
+
+    Args:
+        setup: how to run the agent (its journal starts with what the crashed attempt
+            appended).
+        snapshot: the state's JSON text (``None``: start afresh).
+
+    Returns:
+        What the recovery did (``failure`` set when it could not finish).
+    """
+    if setup.reset is not None:
+        setup.reset()
+    journal: Journal | None = None
+    if setup.journal_factory is not None:
+        journal = setup.journal_factory()
+        for key, call_id, record in setup.journaled:  # what the crashed attempt left behind
+            journal.append(key, call_id, record)
+    rec = Recorder()
+    env = LocalExecutionEnvironment(setup.max_in_flight, journal=journal, metrics=False,
+                                    observer=rec)
+    job = env.from_list(setup.records, setup.selector).apply(setup.plan)
+    if snapshot is not None:
+        job.restore(json.loads(snapshot))
+    result = None
+    failure = ""
+    with _runtime_log(quiet=True) as log, watching() as seen:
+        try:
+            result = job.run()
+        except Exception as e:  # noqa: BLE001 - a recovery that cannot finish is a finding
+            failure = f"{type(e).__name__}: {e}\n" + "".join(
+                traceback.format_exception(e)).rstrip()
+    out = _observe(rec, result, log, seen)
+    out.failure, out.completed = failure, not failure
+    return out
