@@ -149,6 +149,19 @@ def test_clock_random_and_process_starts_are_reported_once_each():
     check_replay_safety(ua.CarefulGambler(), [{"key": "a"}, {"key": "b"}]).assert_ok()
 
 
+def test_clock_and_random_names_imported_from_their_modules_are_reported_too():
+    report = check_replay_safety(ua.Dater(), [{"key": "a"}], other_process=False)
+    _sighting(report, "# DATER-NOW", "datetime.now()")
+    _sighting(report, "# DATER-COIN", "random.random()")
+    _sighting(report, "# DATER-TODAY", "date.today()")
+    assert len(report.sightings) == 3, report.sightings
+    # restored afterwards: the module's names are the originals again
+    import datetime
+    import random
+
+    assert ua.datetime is datetime.datetime and ua.coin is random.random
+
+
 def test_calls_in_a_sets_order_diverge_when_restored_in_another_process():
     report = check_replay_safety(ua.FanOut(), [{"key": "a"}], hash_seeds=[11, 12])
     assert all(p.ok for p in report.points), "in one process the order never changes"

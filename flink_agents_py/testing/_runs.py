@@ -9,6 +9,7 @@ this process can judge it against the fault-free run (``_replay``).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import logging
 import os
@@ -225,6 +226,29 @@ def _observe(rec: Recorder, result: Any, log: _Changed, seen: list[tuple[int, Si
         sightings=list(seen))
 
 
+def namespaces(plan: AgentPlan) -> list[dict[str, Any]]:
+    """The globals of the modules that define the plan's actions (its sub-agents' too).
+
+    Returns:
+        One dict per module, each once.
+    """
+    found: dict[int, dict[str, Any]] = {}
+    plans = [plan]
+    while plans:
+        p = plans.pop()
+        plans.extend(p.subagents.values())
+        for act in p.actions.values():
+            try:
+                fn = act.function.resolve()
+            except Exception:  # noqa: BLE001,S112 - not importable: nothing to watch there
+                continue
+            ns = getattr(inspect.unwrap(fn), "__globals__", None)
+            if isinstance(ns, dict) and not str(ns.get("__name__", "")).startswith(
+                    "flink_agents_py."):
+                found[id(ns)] = ns
+    return list(found.values())
+
+
 def fault_free(setup: Setup, tee: TeeJournal | None
                ) -> tuple[Observed, list[str | None], list[tuple[int, int]]]:
     """The fault-free run: what it did, the snapshot after each host callback, and marks.
@@ -251,7 +275,8 @@ def fault_free(setup: Setup, tee: TeeJournal | None
         snapshots.append(json.dumps(j.snapshot()))
         marks.append((len(rec.outputs), len(j.result.errors)))
 
-    with _runtime_log(quiet=False) as log, watching(lambda: rec.step + 1) as seen:
+    with _runtime_log(quiet=False) as log, \
+            watching(lambda: rec.step + 1, namespaces(setup.plan)) as seen:
         result = job.run(on_step=on_step)
     return _observe(rec, result, log, seen), snapshots, marks
 
@@ -282,7 +307,7 @@ def run_recovery(setup: Setup, snapshot: str | None) -> Observed:
         job.restore(json.loads(snapshot))
     result = None
     failure = ""
-    with _runtime_log(quiet=True) as log, watching() as seen:
+    with _runtime_log(quiet=True) as log, watching(namespaces=namespaces(setup.plan)) as seen:
         try:
             result = job.run()
         except Exception as e:  # noqa: BLE001 - a recovery that cannot finish is a finding

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import linecache
 import os
 import random
@@ -29,7 +30,7 @@ import threading
 import time
 import types
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -220,12 +221,20 @@ def _cut(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _wrap(module: Any, name: str, kind: str) -> Callable[..., Any]:
+def _wrap(module: Any, name: str, kind: str, clock_arg: int | None) -> Callable[..., Any]:
+    """``module.name``, noting each call from action code.
+
+    With ``clock_arg``, only calls that leave that positional argument out are noted
+    (``time.localtime()``, not ``time.localtime(secs)``).
+
+    Returns:
+        The wrapper.
+    """
     original = getattr(module, name)
     label = f"{module.__name__}.{name}()"
 
     def watched(*args: Any, **kwargs: Any) -> Any:
-        if _ACTIVE is not None:
+        if _ACTIVE is not None and (clock_arg is None or len(args) <= clock_arg):
             _note(kind, label, sys._getframe(1), direct=True)
         return original(*args, **kwargs)
 
@@ -234,35 +243,102 @@ def _wrap(module: Any, name: str, kind: str) -> Callable[..., Any]:
     return watched
 
 
-_READS: tuple[tuple[Any, tuple[str, ...], str], ...] = (
+_READS: tuple[tuple[Any, tuple[str, ...], str, int | None], ...] = (
     (time, ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter",
-            "perf_counter_ns", "localtime", "gmtime", "ctime", "strftime"), "clock"),
+            "perf_counter_ns"), "clock", None),
+    (time, ("localtime", "gmtime", "ctime"), "clock", 0),
+    (time, ("strftime",), "clock", 1),
     (random, ("random", "uniform", "randint", "randrange", "choice", "choices", "sample",
-              "shuffle", "getrandbits", "gauss", "normalvariate", "randbytes"), "random"),
-    (uuid, ("uuid1", "uuid4"), "random"),
+              "shuffle", "getrandbits", "gauss", "normalvariate", "randbytes"), "random",
+     None),
+    (uuid, ("uuid1", "uuid4"), "random", None),
     (secrets, ("token_bytes", "token_hex", "token_urlsafe", "choice", "randbelow",
-               "randbits"), "random"),
-    (os, ("urandom",), "random"),
+               "randbits"), "random", None),
+    (os, ("urandom",), "random", None),
 )
 
 
+_DATETIME, _DATE = datetime.datetime, datetime.date
+
+
+class _WatchedDatetime(datetime.datetime):
+    """``datetime.datetime`` whose clock reads (``now``, ``utcnow``, ``today``) are noted."""
+
+    @classmethod
+    def now(cls, tz: datetime.tzinfo | None = None) -> Any:
+        if _ACTIVE is not None:
+            _note("clock", "datetime.now()", sys._getframe(1), direct=True)
+        return _DATETIME.now(tz)
+
+    @classmethod
+    def utcnow(cls) -> Any:
+        if _ACTIVE is not None:
+            _note("clock", "datetime.utcnow()", sys._getframe(1), direct=True)
+        return _DATETIME.utcnow()
+
+    @classmethod
+    def today(cls) -> Any:
+        if _ACTIVE is not None:
+            _note("clock", "datetime.today()", sys._getframe(1), direct=True)
+        return _DATETIME.today()
+
+
+class _WatchedDate(datetime.date):
+    """``datetime.date`` whose ``today()`` is noted."""
+
+    @classmethod
+    def today(cls) -> Any:
+        if _ACTIVE is not None:
+            _note("clock", "date.today()", sys._getframe(1), direct=True)
+        return _DATE.today()
+
+
+_CLASSES = ((_DATETIME, _WatchedDatetime), (_DATE, _WatchedDate))
+
+
 @contextlib.contextmanager
-def _reads_wrapped() -> Iterator[None]:
+def _reads_wrapped(namespaces: Iterable[dict[str, Any]]) -> Iterator[None]:
+    """Wrap the clock and random functions for the block.
+
+    In their modules, and where the agent's modules imported them by name (``from time
+    import time``, ``from datetime import datetime``).
+
+    Yields:
+        Nothing.
+    """
     saved: list[tuple[Any, str, Any]] = []
+    swaps: dict[int, Any] = {}
+    put: list[tuple[dict[str, Any], str, Any, Any]] = []
     try:
-        for module, names, kind in _READS:
+        for module, names, kind, clock_arg in _READS:
             for name in names:
                 if hasattr(module, name):
-                    saved.append((module, name, getattr(module, name)))
-                    setattr(module, name, _wrap(module, name, kind))
+                    original = getattr(module, name)
+                    saved.append((module, name, original))
+                    swaps[id(original)] = _wrap(module, name, kind, clock_arg)
+                    setattr(module, name, swaps[id(original)])
+        for original, watched in _CLASSES:
+            swaps[id(original)] = watched
+            saved.append((datetime, original.__name__, original))
+            setattr(datetime, original.__name__, watched)
+        originals = {id(o): o for _, _, o in saved}
+        for ns in namespaces:
+            for name, value in list(ns.items()):
+                if id(value) in swaps and originals.get(id(value)) is value:
+                    ns[name] = swaps[id(value)]
+                    put.append((ns, name, value, ns[name]))
         yield
     finally:
+        for ns, name, value, watched in reversed(put):
+            if ns.get(name) is watched:
+                ns[name] = value
         for module, name, original in reversed(saved):
             setattr(module, name, original)
 
 
 @contextlib.contextmanager
-def watching(clock: Callable[[], int] = lambda: 0) -> Iterator[list[tuple[int, Sighting]]]:
+def watching(clock: Callable[[], int] = lambda: 0, namespaces: Iterable[dict[str, Any]] = ()
+             ) -> Iterator[list[tuple[int, Sighting]]]:
     """Watch action code outside durable calls for the block; yields the sightings list.
 
     Not re-entrant across threads: one check at a time per process (the checker's runs are
@@ -271,6 +347,8 @@ def watching(clock: Callable[[], int] = lambda: 0) -> Iterator[list[tuple[int, S
 
     Args:
         clock: stamps each sighting (the checker passes its host callback count).
+        namespaces: the globals of the agent's modules: names bound there to a watched
+            function or class (``from time import time``) are watched too.
 
     Yields:
         ``[(stamp, Sighting), ...]``, filled while the block runs.
@@ -284,7 +362,7 @@ def watching(clock: Callable[[], int] = lambda: 0) -> Iterator[list[tuple[int, S
     _ACTIVE = watch
     try:
         if outer is None:
-            with _reads_wrapped():
+            with _reads_wrapped(namespaces):
                 yield watch.seen
         else:
             yield watch.seen

@@ -13,10 +13,12 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import date, datetime
+from random import random as coin
 
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 
-__all__ = ["Mailer", "DurableMailer", "Scribe", "Gambler", "CarefulGambler", "FanOut",
+__all__ = ["Mailer", "DurableMailer", "Scribe", "Gambler", "CarefulGambler", "Dater", "FanOut",
            "SortedFanOut", "TOPICS", "line_of"]
 
 log = logging.getLogger("tests.unsafe_agents")
@@ -105,6 +107,21 @@ class Gambler(Agent):
         subprocess.run([sys.executable, "-c", "pass"], check=True)  # GAMBLER-PROCESS
         done = await ctx.durable_execute_async(confirm, f"{ctx.key}:{late}:{pick != ''}")
         ctx.send_event(OutputEvent(output=done))
+
+
+class Dater(Agent):
+    """Reads the clock and a coin through names imported from their modules."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def stamp(event: InputEvent, ctx: RunnerContext) -> None:
+        weekend = datetime.now().weekday() >= 5  # DATER-NOW
+        heads = coin() < 0.5  # DATER-COIN
+        today = date.today()  # DATER-TODAY
+        fixed = datetime(2024, 1, 1).weekday()  # a constructor: not a clock read
+        done = await ctx.durable_execute_async(confirm, f"{ctx.key}:{weekend}:{heads}")
+        ctx.send_event(OutputEvent(output={"done": done, "fixed": fixed,
+                                           "dated": today.year > 2000}))
 
 
 def pick_one(options: list[str]) -> str:
