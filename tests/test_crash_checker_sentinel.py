@@ -103,6 +103,14 @@ def test_an_email_sent_outside_a_durable_call_is_named_with_its_line(mail):
     assert f"{AGENTS_FILE}:{ua.line_of('# MAILER-CONNECT')}" in str(info.value)
 
 
+def test_an_email_sent_by_a_helper_of_a_plain_action_is_named_at_the_helper(mail):
+    report = check_replay_safety(ua.HelperMailer(), [{"key": "a", "port": mail.port}],
+                                 other_process=False)
+    line = _sighting(report, "# SEND-MAIL", "socket.connect")
+    assert "in action support.unsafe_agents:HelperMailer.notify" in line
+    assert len(report.sightings) == 1
+
+
 def test_the_same_effects_inside_durable_calls_are_not_reported(mail, tmp_path):
     report = check_replay_safety(
         ua.DurableMailer(), [{"key": "a", "port": mail.port, "outbox": str(tmp_path / "o")}])

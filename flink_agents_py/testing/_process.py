@@ -16,6 +16,7 @@ something cannot be pickled, the check stays in this process and says why.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import pickle
@@ -57,6 +58,13 @@ def not_importable(plan: AgentPlan) -> str:
             return (f"{where} is {ref.path}, which another process cannot import by "
                     "module:qualname: define the agent at the top level of a module "
                     "(not inside a test function, nor in __main__)")
+        try:
+            found: Any = importlib.import_module(module)
+            for part in qualname.split("."):
+                found = getattr(found, part)
+        except (ImportError, AttributeError) as e:
+            return (f"{where} is {ref.path}, which cannot be imported by module:qualname "
+                    f"({type(e).__name__}: {e}): put its module on sys.path")
     return ""
 
 

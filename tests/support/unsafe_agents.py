@@ -18,7 +18,7 @@ from random import random as coin
 
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 
-__all__ = ["Mailer", "DurableMailer", "Scribe", "Gambler", "CarefulGambler", "Dater", "FanOut",
+__all__ = ["Mailer", "HelperMailer", "DurableMailer", "Scribe", "Gambler", "CarefulGambler", "Dater", "FanOut",
            "SortedFanOut", "TOPICS", "line_of"]
 
 log = logging.getLogger("tests.unsafe_agents")
@@ -36,7 +36,7 @@ def line_of(fragment: str) -> int:
 
 def send_mail(port: int, text: str) -> str:
     """An e-mail over a socket (a one-line SMTP stand-in)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:  # SEND-MAIL
         s.sendall(text.encode() + b"\n")
     return f"sent {text}"
 
@@ -58,6 +58,17 @@ class Mailer(Agent):
             s.sendall(f"mail for {ctx.key}\n".encode())
         done = await ctx.durable_execute_async(confirm, ctx.key)
         ctx.send_event(OutputEvent(output=done))
+
+
+class HelperMailer(Agent):
+    """A plain (not async) action that sends its e-mail through a helper, outside any
+    durable call, then makes a durable call."""
+
+    @action(InputEvent)
+    @staticmethod
+    def notify(event: InputEvent, ctx: RunnerContext) -> None:
+        send_mail(event.input["port"], f"mail for {ctx.key}")
+        ctx.send_event(OutputEvent(output=ctx.durable_execute(confirm, ctx.key)))
 
 
 class DurableMailer(Agent):
