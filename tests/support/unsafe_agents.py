@@ -18,8 +18,8 @@ from random import random as coin
 
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 
-__all__ = ["Mailer", "HelperMailer", "DurableMailer", "Scribe", "Gambler", "CarefulGambler", "Dater", "FanOut",
-           "SortedFanOut", "TOPICS", "line_of"]
+__all__ = ["Mailer", "HelperMailer", "DurableMailer", "Scribe", "Gambler", "CarefulGambler",
+           "Dater", "FanOut", "SortedFanOut", "TOPICS", "line_of"]
 
 log = logging.getLogger("tests.unsafe_agents")
 
