@@ -1,7 +1,9 @@
 """Testing helpers: prove an agent is replay-safe, and test doubles for models and tools.
 
 - ``check_replay_safety(agent, inputs, ...)``: crash the agent at every point a checkpoint
-  could be taken, restore, and check outputs, durable calls and divergences
+  could be taken, restore (in this process, and again in another one under another
+  ``PYTHONHASHSEED``), and check outputs, durable calls and divergences; an I/O sentinel
+  reports side effects and clock or random reads of action code outside durable calls
   (``docs/how-to/replay-safety.md``).
 - ``check_upgrade_safety(old_agent, new_agent, inputs, ...)``: restore the old agent's state
   at every such point into the new agent and report what the upgrade would do to runs in
