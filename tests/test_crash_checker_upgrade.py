@@ -80,10 +80,13 @@ def test_reordered_calls_are_reported_as_divergences_with_the_new_line():
 
 def test_changed_arguments_at_a_recorded_call_are_reported():
     report = _check(ua.RestorableNewArguments())
-    assert not report.ok and report.divergences == 0
-    changed = [f for f in report.findings() if "call with other arguments" in f]
-    assert changed and all("/c1 " in f for f in changed), report.table()  # fetch: c1
-    assert report.mismatches > 0
+    assert not report.ok
+    # replayed by identity (what the runtime only warns about) is a finding here
+    changed = [f for f in report.findings() if "calls with other arguments" in f]
+    assert changed and all(f.endswith("/on_input: recorded outcomes handed to calls with other "
+                                      "arguments: c1 (support.restorable_agents:fetch)")
+                           for f in changed), report.table()
+    assert all(f.points for f in report.distinct())
 
 
 def test_a_call_dropped_from_the_middle_is_reported():
@@ -169,7 +172,7 @@ def test_v2_changes_a_recorded_call():
     report = check_upgrade_safety(greeter_v1.Greeter(), greeter_v2.Greeter(), RECORDS)
     print(report.table())
     assert not report.ok
-    assert any("call with other arguments" in f for f in report.findings())
+    assert any("calls with other arguments" in f for f in report.findings())
 
 
 def test_polite_v2_is_safe():

@@ -22,7 +22,7 @@ from ..plan import AgentPlan
 from ..runtime import Journal
 from ._process import restore_elsewhere
 from ._report import PointResult, ReplaySafetyReport, short
-from ._runs import Observed, Setup, TeeJournal, fault_free, run_recovery
+from ._runs import Observed, Setup, TeeJournal, changed_arguments, fault_free, run_recovery
 
 __all__ = ["check_replay_safety"]
 
@@ -267,9 +267,7 @@ def _judge(ff: _Baseline, point: int, mark: tuple[int, int], rec: Observed, seed
         shown = ", ".join(calls[:4]) + (f" and {len(calls) - 4} more" if len(calls) > 4 else "")
         res.problems.append(f"skipped call: key {key!r}: made by the fault-free run after the "
                             f"point, neither executed nor replayed: {shown}")
-    for message in dict.fromkeys(rec.changed):
-        res.problems.append(f"recorded outcome handed to a call with other arguments: "
-                            f"{message}")
+    res.problems.extend(changed_arguments(base, rec))
     for message, where in rec.divergences:
         res.divergences.append(message)
         if where:

@@ -27,14 +27,11 @@ from ._sentinel import Sighting, watching
 if TYPE_CHECKING:
     from ..runtime._commands import CallCommand
 
-__all__ = ["Setup", "Observed", "Recorder", "TeeJournal", "fault_free", "run_recovery",
-           "portable", "user_line"]
+__all__ = ["Setup", "Observed", "Recorder", "TeeJournal", "changed_arguments", "fault_free",
+           "run_recovery", "portable", "user_line"]
 
 DIVERGENCE = "ReplayDivergenceError"
 """The error type name a diverging replay raises (matched by name, through the MRO)."""
-
-CHANGED_ARGUMENTS = "arguments changed"
-"""In the runtime's warning when a recorded outcome is handed to a call with other arguments."""
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -50,6 +47,7 @@ class Recorder(Observer):
         self.replayed: list[tuple[int, CallKey]] = []
         self.recorded: list[tuple[int, CallKey]] = []
         self.targets: dict[CallKey, str] = {}
+        self.digests: dict[CallKey, str] = {}  # the digest of each call's arguments
         self.outputs: list[tuple[Any, Any]] = []
         self.divergences: list[tuple[str, str]] = []  # (message, where in the user's code)
         self.finished: dict[tuple[Any, str], int] = {}  # (key, execution id) -> callback
@@ -57,6 +55,7 @@ class Recorder(Observer):
     def call_started(self, key: Any, call_id: str, command: CallCommand, replayed: bool) -> None:
         (self.replayed if replayed else self.executed).append((self.step + 1, (key, call_id)))
         self.targets[(key, call_id)] = str(command)
+        self.digests[(key, call_id)] = getattr(getattr(command, "call", None), "digest", "")
 
     def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
         self.recorded.append((self.step + 1, (key, call_id)))
@@ -138,11 +137,11 @@ class Observed:
         replayed: the same, per call answered from its record.
         recorded: the same, per outcome recorded.
         targets: what each call called (``module:qualname``, ``chat:<setup>``...).
+        digests: the digest of each call's arguments (the call's, not its record's).
         outputs: ``(key, portable shape, short repr)`` per output, in order.
         errors: ``(key, (seq, action, execution id, type, message))`` per error record.
         divergences: ``(message, user line)`` per action failed with a divergence.
         finished: ``(key, execution id) -> callback`` of each completed action execution.
-        changed: the runtime's warnings of outcomes handed to calls with other arguments.
         sightings: ``(callback, Sighting)`` per side effect or read outside durable calls.
         failure: why the run could not finish (with its traceback), or ''.
         completed: whether the run completed.
@@ -152,11 +151,11 @@ class Observed:
     replayed: list[tuple[int, CallKey]] = field(default_factory=list)
     recorded: list[tuple[int, CallKey]] = field(default_factory=list)
     targets: dict[CallKey, str] = field(default_factory=dict)
+    digests: dict[CallKey, str] = field(default_factory=dict)
     outputs: list[tuple[Any, Any, str]] = field(default_factory=list)
     errors: list[tuple[Any, Any]] = field(default_factory=list)
     divergences: list[tuple[str, str]] = field(default_factory=list)
     finished: dict[tuple[Any, str], int] = field(default_factory=dict)
-    changed: list[str] = field(default_factory=list)
     sightings: list[tuple[int, Sighting]] = field(default_factory=list)
     failure: str = ""
     completed: bool = True
@@ -180,49 +179,60 @@ def _error_view(err: ErrorRecord) -> tuple[Any, Any]:
     return err.key, (err.seq, err.action, err.execution_id, err.error_type, err.message)
 
 
-class _Changed(logging.Handler):
-    """Keeps the runtime's log records of a run; the changed-arguments warnings apart."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.changed: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        text = record.getMessage()
-        if CHANGED_ARGUMENTS in text:
-            self.changed.append(text)
-
-
 @contextlib.contextmanager
-def _runtime_log(quiet: bool) -> Iterator[_Changed]:
-    """Collect the runtime's warnings; with ``quiet``, keep them from the log.
+def _quiet_runtime_log() -> Iterator[None]:
+    """Keep the runtime's log records of a recovery from the log for the block.
 
     A recovery logs each divergence again at every point: the report shows each once.
 
     Yields:
-        The handler holding the changed-arguments warnings.
+        Nothing.
     """
     logger = logging.getLogger("flink_agents_py.runtime")
-    handler = _Changed()
     keep = logger.propagate
-    logger.addHandler(handler)
-    if quiet:
-        logger.propagate = False
+    logger.propagate = False
     try:
-        yield handler
+        yield
     finally:
-        logger.removeHandler(handler)
         logger.propagate = keep
 
 
-def _observe(rec: Recorder, result: Any, log: _Changed, seen: list[tuple[int, Sighting]]
-             ) -> Observed:
+def changed_arguments(base: Observed, rec: Observed) -> list[str]:
+    """Recorded outcomes the recovery handed to a call whose arguments changed.
+
+    The runtime replays such a call by identity (with a warning); the checker compares the
+    digest of the arguments each replayed call was made with to the digest of the call the
+    fault-free run made at that identity.
+
+    Args:
+        base: the fault-free run (of the old agent, for an upgrade).
+        rec: the recovery.
+
+    Returns:
+        One finding per action execution, naming its calls (``c1 (module:qualname)``).
+    """
+    by_execution: dict[tuple[Any, str], list[str]] = {}
+    for _, call in rec.replayed:
+        was, now = base.digests.get(call, ""), rec.digests.get(call, "")
+        if was and now and was != now:
+            execution, _, ordinal = call[1].rpartition("/")
+            by_execution.setdefault((call[0], execution), []).append(
+                f"{ordinal} ({rec.targets.get(call, '?')})")
+    out = []
+    for (key, execution), calls in by_execution.items():
+        shown = ", ".join(calls[:4]) + (f" and {len(calls) - 4} more" if len(calls) > 4 else "")
+        out.append(f"key {key!r}: {execution}: recorded outcomes handed to calls with other "
+                   f"arguments: {shown}")
+    return out
+
+
+def _observe(rec: Recorder, result: Any, seen: list[tuple[int, Sighting]]) -> Observed:
     return Observed(
         executed=rec.executed, replayed=rec.replayed, recorded=rec.recorded,
-        targets=rec.targets,
+        targets=rec.targets, digests=rec.digests,
         outputs=[(k, portable(shape(v)), short(v)) for k, v in rec.outputs],
         errors=[_error_view(e) for e in result.errors] if result is not None else [],
-        divergences=rec.divergences, finished=rec.finished, changed=log.changed,
+        divergences=rec.divergences, finished=rec.finished,
         sightings=list(seen))
 
 
@@ -275,10 +285,9 @@ def fault_free(setup: Setup, tee: TeeJournal | None
         snapshots.append(json.dumps(j.snapshot()))
         marks.append((len(rec.outputs), len(j.result.errors)))
 
-    with _runtime_log(quiet=False) as log, \
-            watching(lambda: rec.step + 1, namespaces(setup.plan)) as seen:
+    with watching(lambda: rec.step + 1, namespaces(setup.plan)) as seen:
         result = job.run(on_step=on_step)
-    return _observe(rec, result, log, seen), snapshots, marks
+    return _observe(rec, result, seen), snapshots, marks
 
 
 def run_recovery(setup: Setup, snapshot: str | None) -> Observed:
@@ -307,12 +316,12 @@ def run_recovery(setup: Setup, snapshot: str | None) -> Observed:
         job.restore(json.loads(snapshot))
     result = None
     failure = ""
-    with _runtime_log(quiet=True) as log, watching(namespaces=namespaces(setup.plan)) as seen:
+    with _quiet_runtime_log(), watching(namespaces=namespaces(setup.plan)) as seen:
         try:
             result = job.run()
         except Exception as e:  # noqa: BLE001 - a recovery that cannot finish is a finding
             failure = f"{type(e).__name__}: {e}\n" + "".join(
                 traceback.format_exception(e)).rstrip()
-    out = _observe(rec, result, log, seen)
+    out = _observe(rec, result, seen)
     out.failure, out.completed = failure, not failure
     return out

@@ -23,7 +23,7 @@ from ..plan import AgentPlan
 from ..runtime import Journal
 from ._replay import _sample
 from ._report import PointResult, ReplaySafetyReport
-from ._runs import Observed, Setup, TeeJournal, fault_free, run_recovery
+from ._runs import Observed, Setup, TeeJournal, changed_arguments, fault_free, run_recovery
 
 __all__ = ["check_upgrade_safety", "UpgradeSafetyReport"]
 
@@ -140,9 +140,7 @@ def _judge(base: Observed, point: int, rec: Observed) -> PointResult:
                               "executed again by the new code")
     replayed = {c for _, c in rec.replayed}
     res.served = len(recorded - set(runs))
-    for message in dict.fromkeys(rec.changed):
-        res.problems.append(f"recorded outcome handed to a call with other arguments: "
-                            f"{message}")
+    res.problems.extend(changed_arguments(base, rec))
     for message, where in rec.divergences:
         res.divergences.append(message)
         if where:
