@@ -56,6 +56,21 @@ def test_a_safe_upgrade_reports_nothing():
     assert "upgrade safety of Restorable -> RestorableWithAudit" in report.table()
 
 
+def test_the_same_agent_is_a_safe_upgrade_of_itself():
+    report = _check(ua.Restorable())
+    report.assert_ok()
+    assert sum(p.replayed for p in report.points) > 0
+
+
+def test_a_renamed_action_in_flight_is_reported_by_name():
+    report = _check(ua.RestorableRenamed())
+    assert not report.ok
+    failed = [f for f in report.distinct() if f.message.startswith("recovery failed")]
+    assert failed and "action 'on_input' was in flight in the old agent's state, and the new " \
+        "agent has no action of that name" in failed[0].message
+    assert failed[0].detail  # the traceback, once
+
+
 def test_a_safe_upgrade_with_a_journal_reports_nothing(tmp_path):
     n = itertools.count()
     report = _check(ua.RestorableWithAudit(),

@@ -190,11 +190,14 @@ def _quiet_runtime_log() -> Iterator[None]:
     """
     logger = logging.getLogger("flink_agents_py.runtime")
     keep = logger.propagate
+    sink = logging.NullHandler()  # or logging's last resort prints what was kept back
+    logger.addHandler(sink)
     logger.propagate = False
     try:
         yield
     finally:
         logger.propagate = keep
+        logger.removeHandler(sink)
 
 
 def changed_arguments(base: Observed, rec: Observed) -> list[str]:

@@ -9,6 +9,7 @@ Of ``Restorable`` (tests/support/restorable_agents.py):
 - ``RestorableNewArguments``: calls ``fetch`` with another version (the recorded outcome
   would be handed to a call with other arguments).
 - ``RestorableFewerCalls``: drops the failing ``lookup`` call.
+- ``RestorableRenamed``: the same action under another name.
 
 Of ``DurableChatAgent`` (tests/durability_agents.py):
 
@@ -42,8 +43,8 @@ from support.restorable_agents import (
 )
 
 __all__ = ["Audited", "RestorableWithAudit", "RestorableReordered", "RestorableNewArguments",
-           "RestorableFewerCalls", "DurableChatNewAnswer", "DurableChatNoteFirst", "Restorable",
-           "DurableChatAgent", "note"]
+           "RestorableFewerCalls", "RestorableRenamed", "DurableChatNewAnswer",
+           "DurableChatNoteFirst", "Restorable", "DurableChatAgent", "note"]
 
 
 def note(x: int) -> str:
@@ -125,6 +126,16 @@ class RestorableFewerCalls(Agent):
     @staticmethod
     async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
         ctx.send_event(OutputEvent(output=await _restorable(event, ctx, lookup_too=False)))
+
+
+class RestorableRenamed(Agent):
+    """Unsafe: the same calls in an action of another name (runs in flight in ``on_input``
+    cannot resume)."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def handle(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output=await _restorable(event, ctx)))
 
 
 class DurableChatNewAnswer(DurableChatAgent):
