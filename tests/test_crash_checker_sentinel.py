@@ -343,3 +343,24 @@ def test_a_user_checks_their_own_module_from_their_own_directory(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "3 passed" in proc.stdout
     assert "PYTHONHASHSEED=" in proc.stdout
+
+
+def test_bad_seeds_are_refused_naming_what_is_wrong(monkeypatch):
+    with pytest.raises(ValueError, match="hash_seeds must be >= 1"):
+        check_replay_safety(ua.SortedFanOut(), [{"key": "a"}], hash_seeds=0)
+    monkeypatch.setenv("PYTHONHASHSEED", "5")
+    with pytest.raises(ValueError, match=r"other than this process's PYTHONHASHSEED \(5\)"):
+        check_replay_safety(ua.SortedFanOut(), [{"key": "a"}], hash_seeds=[5])
+
+
+def test_a_call_counter_travels_to_another_process_with_its_counts():
+    import pickle
+
+    from flink_agents_py.testing import CallCounter
+
+    counter = CallCounter()
+    counter.count("mail", 2)
+    copy = pickle.loads(pickle.dumps(counter))
+    assert copy["mail"] == 2
+    copy.count("mail")
+    assert copy["mail"] == 3 and counter["mail"] == 2

@@ -30,7 +30,7 @@ from typing import Any
 from ..plan import AgentPlan
 from ._runs import Observed, Setup, run_recovery
 
-__all__ = ["restore_elsewhere", "not_importable"]
+__all__ = ["draw_seeds", "restore_elsewhere", "not_importable"]
 
 TIMEOUT_S = 600.0
 """The longest one other process may take for its share of the points, in seconds."""
@@ -68,7 +68,18 @@ def not_importable(plan: AgentPlan) -> str:
     return ""
 
 
-def _draw(hash_seeds: int | Sequence[int]) -> list[int]:
+def draw_seeds(hash_seeds: int | Sequence[int]) -> list[int]:
+    """The other processes' seeds: those given, or as many drawn at random.
+
+    Args:
+        hash_seeds: seeds, or how many to draw (never this process's own).
+
+    Returns:
+        The seeds.
+
+    Raises:
+        ValueError: when a count is below 1, or a seed is out of range or this process's.
+    """
     own = os.environ.get("PYTHONHASHSEED", "")
     if isinstance(hash_seeds, int):
         if hash_seeds < 1:
@@ -88,21 +99,19 @@ def _draw(hash_seeds: int | Sequence[int]) -> list[int]:
     return seeds
 
 
-def restore_elsewhere(setup: Setup, points: list[tuple[int, str | None]],
-                      hash_seeds: int | Sequence[int]
+def restore_elsewhere(setup: Setup, points: list[tuple[int, str | None]], seeds: list[int]
                       ) -> tuple[list[tuple[int, int, Observed]], str]:
     """Restore each point once more in another process; the points shared among the seeds.
 
     Args:
         setup: how to run the agent.
         points: ``(point, snapshot JSON text)`` to restore.
-        hash_seeds: the seeds, or how many to draw.
+        seeds: the seeds (``draw_seeds``).
 
     Returns:
         ``(point, seed, what the recovery observed)`` per point restored, and a note for
         the report: the seeds used, or why no other process ran.
     """
-    seeds = _draw(hash_seeds)
     reason = not_importable(setup.plan)
     if reason:
         return [], f"skipped: {reason}"

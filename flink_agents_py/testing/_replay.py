@@ -20,7 +20,7 @@ from ..api import Agent
 from ..local import default_key_selector
 from ..plan import AgentPlan
 from ..runtime import Journal
-from ._process import restore_elsewhere
+from ._process import draw_seeds, restore_elsewhere
 from ._report import PointResult, ReplaySafetyReport, short
 from ._runs import Observed, Setup, TeeJournal, changed_arguments, fault_free, run_recovery
 
@@ -181,6 +181,7 @@ def check_replay_safety(
         RuntimeError: when the fault-free run itself does not complete.
         ValueError: when ``max_points`` or ``hash_seeds`` is not valid.
     """
+    seeds = draw_seeds(hash_seeds) if other_process else []
     plan = agent if isinstance(agent, AgentPlan) else AgentPlan.from_agent(agent)
     label = name or (type(agent).__name__ if not isinstance(agent, AgentPlan) else "AgentPlan")
     t0 = time.monotonic()
@@ -205,7 +206,7 @@ def check_replay_safety(
                                     run_recovery(setup, snapshots[point]), None))
     if other_process:
         done, report.other_process = restore_elsewhere(
-            setup, [(p, snapshots[p]) for p in points], hash_seeds)
+            setup, [(p, snapshots[p]) for p in points], seeds)
         for point, seed, observed in done:
             report.elsewhere.append(_judge(ff, point, marks[point], observed, seed))
     report.seconds = time.monotonic() - t0
