@@ -206,4 +206,4 @@ def test_a_user_checks_an_upgrade_of_their_own_module_from_their_own_directory(t
                           cwd=project, env=env, capture_output=True, text=True, timeout=170)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "2 passed" in proc.stdout
-    assert "upgrade safety of Greeter -> Greeter" in proc.stdout
+    assert "upgrade safety of greeter_v1.Greeter -> greeter_v2.Greeter" in proc.stdout

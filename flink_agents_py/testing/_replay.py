@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -209,6 +210,9 @@ def check_replay_safety(
             setup, [(p, snapshots[p]) for p in points], seeds)
         for point, seed, observed in done:
             report.elsewhere.append(_judge(ff, point, marks[point], observed, seed))
+        if not done or len(done) < len(points):
+            warnings.warn(f"check_replay_safety({label}): restores in another process "
+                          f"{report.other_process}", stacklevel=2)
     report.seconds = time.monotonic() - t0
     return report
 

@@ -46,8 +46,17 @@ class UpgradeSafetyReport(ReplaySafetyReport):
     WATCHES_IO = False
 
 
-def _name(agent: Agent | AgentPlan) -> str:
-    return type(agent).__name__ if not isinstance(agent, AgentPlan) else "AgentPlan"
+def _name(agent: Agent | AgentPlan, qualified: bool = False) -> str:
+    cls = type(agent)
+    if isinstance(agent, AgentPlan):
+        return "AgentPlan"
+    return f"{cls.__module__}.{cls.__qualname__}" if qualified else cls.__name__
+
+
+def _pair(old: Agent | AgentPlan, new: Agent | AgentPlan) -> str:
+    """``Old -> New``; the classes' modules too when their names are the same."""
+    same = _name(old) == _name(new) and type(old) is not type(new)
+    return f"{_name(old, same)} -> {_name(new, same)}"
 
 
 def check_upgrade_safety(
@@ -115,7 +124,7 @@ def check_upgrade_safety(
     upgraded = Setup(new, setup.records, setup.selector, journal_factory, reset, max_in_flight,
                      tee.appended if tee is not None else [])
     report = UpgradeSafetyReport(
-        agent=name or f"{_name(old_agent)} -> {_name(new_agent)}", inputs=len(setup.records),
+        agent=name or _pair(old_agent, new_agent), inputs=len(setup.records),
         keys=len({e[0] for e in run.errors} | {o[0] for o in run.outputs}),
         journal=journal_factory is not None, points_total=len(snapshots),
         calls=len(run.executed), outputs=len(run.outputs), errors=len(run.errors))
