@@ -111,11 +111,20 @@ def test_an_email_sent_by_a_helper_of_a_plain_action_is_named_at_the_helper(mail
     assert len(report.sightings) == 1
 
 
-def test_the_same_effects_inside_durable_calls_are_not_reported(mail, tmp_path):
+def test_the_same_effects_inside_durable_calls_are_not_reported(mail, tmp_path, monkeypatch):
+    from flink_agents_py.testing import _sentinel
+
+    # as if tmp_path were not a temporary directory: the durable file write is still fine
+    monkeypatch.setattr(_sentinel, "temp_roots", lambda: ("/nonexistent-temp/",))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    (tmp_path / "lazy_helper.py").write_text("VALUE = 1\n")
     report = check_replay_safety(
-        ua.DurableMailer(), [{"key": "a", "port": mail.port, "outbox": str(tmp_path / "o")}])
+        ua.DurableMailer(), [{"key": "a", "port": mail.port, "outbox": str(tmp_path / "o"),
+                              "lazy": str(tmp_path)}], other_process=False)
     report.assert_ok()
     assert report.sightings == [] and report.calls == 4
+    assert list((tmp_path / "__pycache__").glob("lazy_helper*.pyc"))  # it was written
+    sys.modules.pop("lazy_helper", None)
 
 
 def test_a_file_write_outside_temporary_directories_is_reported(tmp_path, monkeypatch):

@@ -151,6 +151,8 @@ def _locate(frame: types.FrameType | None, direct: bool) -> tuple[types.FrameTyp
         return None
     while f is not None:
         name = f.f_code.co_filename
+        if name.startswith("<frozen importlib"):
+            return None  # an import (a .pyc written, a module's own top level): once per process
         if name.startswith(_PACKAGE):
             if os.path.abspath(name) != _CORE_FILE or below is None:
                 return None

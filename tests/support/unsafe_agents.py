@@ -72,12 +72,19 @@ class HelperMailer(Agent):
 
 
 class DurableMailer(Agent):
-    """The fix: the e-mail, the clock and a file write are durable calls; it also logs."""
+    """The fix: the e-mail, the clock and a file write are durable calls; it also logs, and
+    imports a module the first time it runs (``event.input["lazy"]``, written then)."""
 
     @action(InputEvent)
     @staticmethod
     async def notify(event: InputEvent, ctx: RunnerContext) -> None:
         log.info("mailing %s", ctx.key)  # logging reads the clock: not the action's doing
+        if "lazy" in event.input:  # an import writes its .pyc: not the action's doing either
+            sys.path.insert(0, event.input["lazy"])
+            try:
+                __import__("lazy_helper")
+            finally:
+                sys.path.remove(event.input["lazy"])
         sent = await ctx.durable_execute_async(send_mail, event.input["port"],
                                                f"mail for {ctx.key}")
         stamp = ctx.durable_execute(time.time)
