@@ -293,7 +293,8 @@ def _repeated_effects(ff: _Baseline, point: int, rec: Observed, res: PointResult
         if before[site] + n > total:
             s = shown[site]
             message = (f"{s.where}: {s.what} in action {s.action} done again after the "
-                       f"restore: {before[site] + n} times with this crash, {total} without")
+                       f"restore (the fault-free run did it {total} "
+                       f"{'time' if total == 1 else 'times'})")
             res.effects.append(message)
             if s.code:
                 res.details[message] = s.code

@@ -167,7 +167,7 @@ def _group_key(kind: str, message: str) -> tuple[str, str]:
     # outputs that differ differ in their values from point to point: one finding per
     # key and position; everything else is the same text at every point
     for cut in (": got ", " executed again", "neither executed nor replayed", " diverged at ",
-                "calls with other arguments"):
+                "calls with other arguments", " done again after the restore"):
         if cut in message:
             return kind, message.split(cut, 1)[0] + cut
     return kind, message

@@ -203,6 +203,8 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         if not writes or not isinstance(target, (str, bytes, os.PathLike)):
             return
         path = os.fsdecode(target)
+        if path == os.devnull:
+            return
         what, kind = f"open({path!r}, {mode or 'flags ' + hex(flags)!s}) for writing", "file"
     elif event.startswith("socket."):
         what, kind = f"{event} to {args[1]!r}" if len(args) > 1 else event, "socket"
