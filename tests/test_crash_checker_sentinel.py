@@ -250,6 +250,20 @@ def price_of(item: str) -> dict:
     return {"item": item, "price": len(item)}
 
 
+def test_an_error_a_recovery_raises_shows_its_traceback_once_per_key():
+    ua.SEEN.clear()
+    report = check_replay_safety(ua.Forgetful(), [{"key": "a"}, {"key": "b"}],
+                                 other_process=False)
+    failing = [p for p in report.points if p.problems]
+    assert len(failing) > 2  # several crash points fail the same way...
+    with pytest.raises(AssertionError) as info:
+        report.assert_ok()
+    message = str(info.value)
+    for key in ("a", "b"):  # ...each key's error is shown once, with the user's line
+        assert message.count(f"ValueError: seen {key} before") == 1, message
+    assert message.count(f'File "{AGENTS_FILE}", line {ua.line_of("# FORGETFUL-RAISE")}') == 2
+
+
 def _asker() -> Asker:
     from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
 

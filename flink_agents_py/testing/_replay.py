@@ -233,8 +233,15 @@ def _judge(ff: _Baseline, point: int, mark: tuple[int, int], rec: Observed, seed
     got_err = _by_key(_errors([*base.errors[:n_err], *rec.errors]))
     res.outputs_compared = _compare("outputs", ff.expected_out, got_out, ff.ordered,
                                     res.problems)
+    known = len(res.problems)
     _compare("error records", _by_key(_errors(base.errors)), got_err, ff.ordered,
              res.problems)
+    for message in res.problems[known:]:  # where the key's first new error was raised
+        for e, tb in zip(rec.errors, rec.error_tracebacks, strict=False):
+            if tb and e not in base.errors and "Divergence" not in e[1][3] \
+                    and message.startswith(f"error records mismatch: key {_freeze(e[0])!r}"):
+                res.details[message] = tb
+                break
 
     recorded = {c for step, c in base.recorded if step <= point}
     started = {c for step, c in base.executed if step <= point}

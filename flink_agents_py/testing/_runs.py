@@ -140,6 +140,7 @@ class Observed:
         digests: the digest of each call's arguments (the call's, not its record's).
         outputs: ``(key, portable shape, short repr)`` per output, in order.
         errors: ``(key, (seq, action, execution id, type, message))`` per error record.
+        error_tracebacks: each error record's traceback ('' when none), in order.
         divergences: ``(message, user line)`` per action failed with a divergence.
         finished: ``(key, execution id) -> callback`` of each completed action execution.
         sightings: ``(callback, Sighting)`` per side effect or read outside durable calls.
@@ -154,6 +155,7 @@ class Observed:
     digests: dict[CallKey, str] = field(default_factory=dict)
     outputs: list[tuple[Any, Any, str]] = field(default_factory=list)
     errors: list[tuple[Any, Any]] = field(default_factory=list)
+    error_tracebacks: list[str] = field(default_factory=list)
     divergences: list[tuple[str, str]] = field(default_factory=list)
     finished: dict[tuple[Any, str], int] = field(default_factory=dict)
     sightings: list[tuple[int, Sighting]] = field(default_factory=list)
@@ -235,6 +237,8 @@ def _observe(rec: Recorder, result: Any, seen: list[tuple[int, Sighting]]) -> Ob
         targets=rec.targets, digests=rec.digests,
         outputs=[(k, portable(shape(v)), short(v)) for k, v in rec.outputs],
         errors=[_error_view(e) for e in result.errors] if result is not None else [],
+        error_tracebacks=[e.traceback or "" for e in result.errors] if result is not None
+        else [],
         divergences=rec.divergences, finished=rec.finished,
         sightings=list(seen))
 

@@ -19,7 +19,7 @@ from random import random as coin
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 
 __all__ = ["Mailer", "HelperMailer", "DurableMailer", "Scribe", "Gambler", "CarefulGambler",
-           "Dater", "FanOut", "SortedFanOut", "TOPICS", "line_of"]
+           "Dater", "Forgetful", "FanOut", "SortedFanOut", "TOPICS", "line_of"]
 
 log = logging.getLogger("tests.unsafe_agents")
 
@@ -140,6 +140,23 @@ class Dater(Agent):
         done = await ctx.durable_execute_async(confirm, f"{ctx.key}:{weekend}:{heads}")
         ctx.send_event(OutputEvent(output={"done": done, "fixed": fixed,
                                            "dated": today.year > 2000}))
+
+
+SEEN: set[str] = set()
+
+
+class Forgetful(Agent):
+    """Fails when it runs again for a key in the same process (a module-level set)."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        first = ctx.key not in SEEN
+        SEEN.add(ctx.key)
+        await ctx.durable_execute_async(confirm, ctx.key)
+        if not first:
+            raise ValueError(f"seen {ctx.key} before")  # FORGETFUL-RAISE
+        ctx.send_event(OutputEvent(output="ok"))
 
 
 def pick_one(options: list[str]) -> str:
