@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import traceback
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -243,27 +244,36 @@ def _observe(rec: Recorder, result: Any, seen: list[tuple[int, Sighting]]) -> Ob
         sightings=list(seen))
 
 
-def namespaces(plan: AgentPlan) -> list[dict[str, Any]]:
-    """The globals of the modules that define the plan's actions (its sub-agents' too).
+def agent_code(plan: AgentPlan) -> tuple[list[dict[str, Any]], list[types.CodeType]]:
+    """The globals of the modules that define the plan's actions, and the actions' code.
+
+    Its sub-agents' actions too; the framework's own actions are left out.
 
     Returns:
-        One dict per module, each once.
+        One globals dict per module (each once), and the code objects of every action
+        function and of the functions it wraps.
     """
     found: dict[int, dict[str, Any]] = {}
+    codes: list[types.CodeType] = []
     plans = [plan]
     while plans:
         p = plans.pop()
         plans.extend(p.subagents.values())
         for act in p.actions.values():
             try:
-                fn = act.function.resolve()
+                fn: Any = act.function.resolve()
             except Exception:  # noqa: BLE001,S112 - not importable: nothing to watch there
                 continue
-            ns = getattr(inspect.unwrap(fn), "__globals__", None)
+            while fn is not None:
+                code = getattr(fn, "__code__", None)
+                if isinstance(code, types.CodeType):
+                    codes.append(code)
+                fn = getattr(fn, "__wrapped__", None) or getattr(fn, "__func__", None)
+            ns = getattr(inspect.unwrap(act.function.resolve()), "__globals__", None)
             if isinstance(ns, dict) and not str(ns.get("__name__", "")).startswith(
                     "flink_agents_py."):
                 found[id(ns)] = ns
-    return list(found.values())
+    return list(found.values()), codes
 
 
 def fault_free(setup: Setup, tee: TeeJournal | None
@@ -292,7 +302,7 @@ def fault_free(setup: Setup, tee: TeeJournal | None
         snapshots.append(json.dumps(j.snapshot()))
         marks.append((len(rec.outputs), len(j.result.errors)))
 
-    with watching(lambda: rec.step + 1, namespaces(setup.plan)) as seen:
+    with watching(lambda: rec.step + 1, *agent_code(setup.plan)) as seen:
         result = job.run(on_step=on_step)
     return _observe(rec, result, seen), snapshots, marks
 
@@ -323,7 +333,7 @@ def run_recovery(setup: Setup, snapshot: str | None) -> Observed:
         job.restore(json.loads(snapshot))
     result = None
     failure = ""
-    with _quiet_runtime_log(), watching(namespaces=namespaces(setup.plan)) as seen:
+    with _quiet_runtime_log(), watching(lambda: 0, *agent_code(setup.plan)) as seen:
         try:
             result = job.run()
         except Exception as e:  # noqa: BLE001 - a recovery that cannot finish is a finding

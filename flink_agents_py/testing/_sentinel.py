@@ -112,8 +112,9 @@ def temp_roots() -> tuple[str, ...]:
 class _Watch:
     """What one check collects; ``clock()`` stamps each sighting (e.g. the host callback)."""
 
-    def __init__(self, clock: Callable[[], int]) -> None:
+    def __init__(self, clock: Callable[[], int], actions: frozenset[types.CodeType]) -> None:
         self.clock = clock
+        self.actions = actions
         self.seen: list[tuple[int, Sighting]] = []
         self.lock = threading.Lock()
         self.temp = temp_roots()
@@ -133,19 +134,21 @@ def _is_library(filename: str) -> bool:
             or filename.startswith(_LIBRARY))
 
 
-def _locate(frame: types.FrameType | None, direct: bool) -> tuple[types.FrameType,
-                                                                   types.FrameType] | None:
+def _locate(frame: types.FrameType | None, direct: bool, actions: frozenset[types.CodeType]
+            ) -> tuple[types.FrameType, types.FrameType] | None:
     """The user frame that did it and the action frame, when an action is being stepped.
 
-    Walking outward from ``frame``, the nearest frame of this package must be the core
-    stepping an action (not a durable call, the context, a tool or an observer). With
-    ``direct``, ``frame`` itself must be user code (a clock read by ``logging`` is not one).
+    Walking outward from ``frame``, the nearest frame of this package must be the runtime
+    stepping an action (not a durable call, the context, a tool or an observer): the frame
+    it called is one of the agent's action functions (``actions``), or it is the core's.
+    With ``direct``, ``frame`` itself must be user code (a clock read by ``logging`` is
+    not one).
 
     Returns:
         ``(user frame, action frame)``, or ``None`` when no action is being stepped.
     """
     user: types.FrameType | None = None
-    below: types.FrameType | None = None  # the frame the core called: the action
+    below: types.FrameType | None = None  # the frame the runtime called: the action
     f = frame
     if direct and (f is None or _is_library(f.f_code.co_filename)):
         return None
@@ -154,7 +157,8 @@ def _locate(frame: types.FrameType | None, direct: bool) -> tuple[types.FrameTyp
         if name.startswith("<frozen importlib"):
             return None  # an import (a .pyc written, a module's own top level): once per process
         if name.startswith(_PACKAGE):
-            if os.path.abspath(name) != _CORE_FILE or below is None:
+            if below is None or (below.f_code not in actions
+                                 and os.path.abspath(name) != _CORE_FILE):
                 return None
             return (user or below), below
         if user is None and not _is_library(name):
@@ -177,7 +181,7 @@ def _note(kind: str, what: str, frame: types.FrameType | None, direct: bool,
         return
     _GUARD.busy = True
     try:
-        found = _locate(frame, direct)
+        found = _locate(frame, direct, watch.actions)
         if found is None:
             return
         user, act = found
@@ -341,8 +345,8 @@ def _reads_wrapped(namespaces: Iterable[dict[str, Any]]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def watching(clock: Callable[[], int] = lambda: 0, namespaces: Iterable[dict[str, Any]] = ()
-             ) -> Iterator[list[tuple[int, Sighting]]]:
+def watching(clock: Callable[[], int] = lambda: 0, namespaces: Iterable[dict[str, Any]] = (),
+             actions: Iterable[types.CodeType] = ()) -> Iterator[list[tuple[int, Sighting]]]:
     """Watch action code outside durable calls for the block; yields the sightings list.
 
     Not re-entrant across threads: one check at a time per process (the checker's runs are
@@ -353,6 +357,8 @@ def watching(clock: Callable[[], int] = lambda: 0, namespaces: Iterable[dict[str
         clock: stamps each sighting (the checker passes its host callback count).
         namespaces: the globals of the agent's modules: names bound there to a watched
             function or class (``from time import time``) are watched too.
+        actions: the code of the agent's action functions (wrappers included): what the
+            runtime calls to step an action.
 
     Yields:
         ``[(stamp, Sighting), ...]``, filled while the block runs.
@@ -362,7 +368,7 @@ def watching(clock: Callable[[], int] = lambda: 0, namespaces: Iterable[dict[str
         sys.addaudithook(_audit)
         _HOOKED = True
     outer = _ACTIVE
-    watch = _Watch(clock)
+    watch = _Watch(clock, frozenset(actions))
     _ACTIVE = watch
     try:
         if outer is None:
