@@ -244,6 +244,21 @@ def _observe(rec: Recorder, result: Any, seen: list[tuple[int, Sighting]]) -> Ob
         sightings=list(seen))
 
 
+def _wrapped(fn: Any) -> Any:
+    """What ``fn`` calls.
+
+    Returns:
+        The function a decorator, a static method or a partial wraps, or a callable
+        object's ``__call__``; ``None`` when nothing.
+    """
+    inner = getattr(fn, "__wrapped__", None) or getattr(fn, "__func__", None) \
+        or getattr(fn, "func", None)
+    if inner is not None or isinstance(fn, (types.FunctionType, type)):
+        return inner
+    method = type(fn).__dict__.get("__call__")
+    return method if isinstance(method, types.FunctionType) else None
+
+
 def agent_code(plan: AgentPlan) -> tuple[list[dict[str, Any]], list[types.CodeType]]:
     """The globals of the modules that define the plan's actions, and the actions' code.
 
@@ -264,11 +279,13 @@ def agent_code(plan: AgentPlan) -> tuple[list[dict[str, Any]], list[types.CodeTy
                 fn: Any = act.function.resolve()
             except Exception:  # noqa: BLE001,S112 - not importable: nothing to watch there
                 continue
-            while fn is not None:
+            for _ in range(8):  # the function, and what it wraps (a few levels)
                 code = getattr(fn, "__code__", None)
                 if isinstance(code, types.CodeType):
                     codes.append(code)
-                fn = getattr(fn, "__wrapped__", None) or getattr(fn, "__func__", None)
+                fn = _wrapped(fn)
+                if fn is None:
+                    break
             ns = getattr(inspect.unwrap(act.function.resolve()), "__globals__", None)
             if isinstance(ns, dict) and not str(ns.get("__name__", "")).startswith(
                     "flink_agents_py."):

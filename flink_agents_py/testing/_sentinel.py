@@ -157,8 +157,8 @@ def _locate(frame: types.FrameType | None, direct: bool, actions: frozenset[type
         if name.startswith("<frozen importlib"):
             return None  # an import (a .pyc written, a module's own top level): once per process
         if name.startswith(_PACKAGE):
-            if below is None or (below.f_code not in actions
-                                 and os.path.abspath(name) != _CORE_FILE):
+            if below is None or (below.f_code not in actions and not (
+                    os.path.abspath(name) == _CORE_FILE and _stepping())):
                 return None
             return (user or below), below
         if user is None and not _is_library(name):
@@ -169,15 +169,15 @@ def _locate(frame: types.FrameType | None, direct: bool, actions: frozenset[type
 
 
 def _stepping() -> bool:
-    # the core steps actions with its stand-in loop running; a durable call's function runs
-    # inline with no loop (``not_stepping``), or on an executor thread with its own loop
+    # the core steps actions with its stand-in loop running; its own calls into user code
+    # that are not the action (a deferred sub-agent's preparation) run with no loop
     return asyncio._get_running_loop() is not None
 
 
 def _note(kind: str, what: str, frame: types.FrameType | None, direct: bool,
           path: str | None = None) -> None:
     watch = _ACTIVE
-    if watch is None or getattr(_GUARD, "busy", False) or not _stepping():
+    if watch is None or getattr(_GUARD, "busy", False):
         return
     _GUARD.busy = True
     try:
