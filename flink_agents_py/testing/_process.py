@@ -24,6 +24,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -120,37 +121,48 @@ def restore_elsewhere(setup: Setup, points: list[tuple[int, str | None]], seeds:
     except ImportError:  # pragma: no cover - a dependency
         return [], "skipped: cloudpickle is not installed"
     done: list[tuple[int, int, Observed]] = []
+    problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="flink-agents-restore-") as d:
-        for i, seed in enumerate(seeds):
-            share = points[i::len(seeds)]
-            if not share:
-                continue
-            src, dst = os.path.join(d, f"in-{i}"), os.path.join(d, f"out-{i}")
-            try:
-                body = cloudpickle.dumps((setup, share))
-            except Exception as e:  # noqa: BLE001 - anything unpicklable: say what
-                return [], (f"skipped: the agent or a callable "
-                            f"given to the checker cannot be pickled "
-                            f"({type(e).__name__}: {e})")
+        shares = [(i, seed, points[i::len(seeds)]) for i, seed in enumerate(seeds)]
+        try:
+            bodies = [(i, seed, cloudpickle.dumps((setup, share)))
+                      for i, seed, share in shares if share]
+        except Exception as e:  # noqa: BLE001 - anything unpicklable: say what
+            return [], (f"skipped: the agent or a callable given to the checker cannot be "
+                        f"pickled ({type(e).__name__}: {e})")
+        started = []
+        for i, seed, body in bodies:  # the processes run side by side
+            src, dst, log = (os.path.join(d, f"{what}-{i}") for what in ("in", "out", "log"))
             with open(src, "wb") as f:
                 f.write(json.dumps({"sys_path": sys.path}).encode() + b"\n" + body)
-            env = {**os.environ, "PYTHONHASHSEED": str(seed)}
-            try:
-                proc = subprocess.run(
+            with open(log, "wb") as out:
+                proc = subprocess.Popen(
                     [sys.executable, "-m", "flink_agents_py.testing._process", src, dst],
-                    env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+                    env={**os.environ, "PYTHONHASHSEED": str(seed)}, stdout=out,
+                    stderr=subprocess.STDOUT)
+            started.append((seed, proc, dst, log))
+        deadline = time.monotonic() + TIMEOUT_S
+        for seed, proc, dst, log in started:
+            try:
+                code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                return done, (f"restores under PYTHONHASHSEED={seed} took longer than "
-                              f"{TIMEOUT_S:.0f} s: stopped")
-            if proc.returncode != 0 or not os.path.exists(dst):
-                tail = (proc.stderr or proc.stdout).strip().splitlines()[-6:]
-                return done, (f"stopped (PYTHONHASHSEED={seed}): the process "
-                              f"exited with {proc.returncode}: " + " | ".join(tail))
+                proc.kill()
+                proc.wait()
+                problems.append(f"PYTHONHASHSEED={seed}: stopped after {TIMEOUT_S:.0f} s")
+                continue
+            if code != 0 or not os.path.exists(dst):
+                with open(log, encoding="utf-8", errors="replace") as f:
+                    tail = f.read().strip().splitlines()[-6:]
+                problems.append(f"PYTHONHASHSEED={seed}: the process exited with {code}: "
+                                + " | ".join(tail))
+                continue
             with open(dst, "rb") as f:
                 for point, observed in pickle.load(f):
                     done.append((point, seed, observed))
+    done.sort(key=lambda item: (item[0], item[1]))
     where = ", ".join(str(s) for s in seeds)
-    return done, f"{len(done)} points restored again (PYTHONHASHSEED={where})"
+    note = f"{len(done)} points restored again (PYTHONHASHSEED={where})"
+    return done, note + "".join(f"; {p}" for p in problems)
 
 
 def _main(src: str, dst: str) -> None:
