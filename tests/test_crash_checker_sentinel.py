@@ -198,6 +198,32 @@ def test_calls_in_a_sets_order_diverge_when_restored_in_another_process():
     assert "restored again (PYTHONHASHSEED=11, 12)" in fixed.other_process
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(AGENTS_FILE)))
+FEW_LITERAL = '{"alpha", "beta", "gamma"}'  # as unsafe_agents.FEW is written
+
+
+def _order(seed: int) -> str:
+    """The iteration order of ``unsafe_agents.FEW`` in a process with this seed."""
+    return subprocess.run([sys.executable, "-c", f"print(list({FEW_LITERAL}))"],
+                          env={**os.environ, "PYTHONHASHSEED": str(seed)}, capture_output=True,
+                          text=True, timeout=60, check=True).stdout
+
+
+def test_a_set_of_three_strings_is_caught_under_a_seed_that_orders_it_otherwise():
+    assert ua.FEW == eval(FEW_LITERAL)  # noqa: S307 - our own literal
+    here = _order(0)
+    other = next(s for s in range(1, 60) if _order(s) != here)
+    code = ("import sys; sys.path.insert(0, 'tests'); from support import unsafe_agents as u\n"
+            "from flink_agents_py.testing import check_replay_safety\n"
+            f"r = check_replay_safety(u.FewFanOut(), [{{'key': 'a'}}], hash_seeds=[{other}])\n"
+            "assert all(p.ok for p in r.points) and not r.ok, r.table()\n"
+            "print('caught', r.divergences + r.mismatches)\n")
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": "0"},
+                          capture_output=True, text=True, timeout=170, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "caught" in proc.stdout
+
+
 def test_an_agent_defined_in_a_test_function_is_restored_in_this_process_only_and_says_why():
     class Local(Agent):
         @action(InputEvent)
