@@ -5,7 +5,8 @@ Spec keys: ``kind`` (``echo`` | ``bare`` | ``chat``), ``mode`` (``thread`` | ``p
 the agent metrics in the operator's metric group), ``unbounded`` (default false: the numbers
 are unioned with a source that never ends, a continuously monitored empty directory, so there
 is no end of input and no end-of-input drain; the job is cancelled after ``records`` outputs)
-and ``cpu`` (default true: sample the JVM's threads from ``/proc``, see ``bench._threads``).
+and ``cpu`` (default true: sample the JVM's threads from ``/proc``, see ``bench._threads``),
+``key_encoding`` (default ``"json"``: Flink ``STRING`` keys; ``"pickle"``: pickled keys).
 
 Job shape: ``NumberSequenceSource -> map to {"key", "n", "t"} -> key_by -> process ->
 map to (t_in, t_out) -> execute_and_collect``. ``t`` is the wall clock when the source map
@@ -104,7 +105,8 @@ def main(argv: list[str]) -> dict[str, Any]:
         agent = EchoAgent() if kind == "echo" else SlowChatAgent()
         agents = AgentsExecutionEnvironment.flink(
             env, max_in_flight=int(spec.get("max_in_flight", 32)),
-            metrics=bool(spec.get("metrics", True)))
+            metrics=bool(spec.get("metrics", True)),
+            key_encoding=spec.get("key_encoding", "json"))
         out = agents.from_datastream(ds, key_selector=key_of).apply(agent).to_datastream()
 
     if kind == "chat":

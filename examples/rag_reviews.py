@@ -59,7 +59,8 @@ from flink_agents_py.integrations.vector_stores import ChromaVectorStore
 DEFAULT_REVIEWS = (pathlib.Path(__file__).resolve().parent.parent / "jobs" / "data"
                    / "product_reviews.jsonl")
 COLLECTION = "product_reviews"
-SETTINGS = {"db": "rag-db", "model": "scripted"}  # set by main() before the agent is built
+DEFAULT_DB = str(pathlib.Path("out") / "rag-db")  # under out/, which git ignores
+SETTINGS = {"db": DEFAULT_DB, "model": "scripted"}  # set by main() before the agent is built
 
 
 def quote_reviews(request: Any) -> str:
@@ -180,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     """Index the reviews if needed, then answer the question with the agent."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reviews", default=str(DEFAULT_REVIEWS), help="reviews JSON lines")
-    ap.add_argument("--db", default="rag-db", help="the Chroma directory (index)")
+    ap.add_argument("--db", default=DEFAULT_DB,
+                    help="the Chroma directory (index; default out/rag-db, git-ignored)")
     ap.add_argument("--product", default="B010RRWKT4")
     ap.add_argument("--question", default="What do customers say about the sizing?")
     ap.add_argument("--max-docs", type=int, default=None,

@@ -1,9 +1,10 @@
 """The ``flink-agents-py`` command.
 
+    flink-agents-py new DIR [--force]
     flink-agents-py trace EVENT_LOG [EVENT_LOG ...] [--key K] [--run rN] [--failed |
                           --anomalous] [--limit N] [--html OUT.html]
                           [--otlp ENDPOINT [--otlp-header NAME=VALUE]...]
-                          [--service-name NAME]
+                          [--service-name NAME] [--agent-name NAME]
 
 ``trace`` reads event logs (JSON lines written with ``event_log=...``; on Flink, give every
 subtask's file) and prints runs as trees (input -> actions -> chat rounds -> tool and
@@ -11,8 +12,14 @@ sub-agent calls -> outputs) with timings, token counts and failing nodes' traceb
 the anomalies of every run (the first ``--limit`` trees are printed; anomalies are found in
 all of them). ``--html`` also writes one self-contained page of every selected run (index,
 filters, anomalies, trees, timelines); ``--otlp`` sends the runs as OpenTelemetry spans to an
-OTLP/HTTP endpoint (needs the ``otel`` extra). Exit status: 0, 1 when no run matches, 2 on
-bad input.
+OTLP/HTTP endpoint (needs the ``otel`` extra) and checks they were delivered. Every line
+printed has its control and bidi characters escaped (keys, outputs and errors come from
+records and models). Exit status: 0, 1 when no run matches, 2 on bad input, 3 when spans
+were not delivered to ``--otlp`` (no receiver listening, refused, timed out).
+
+``new`` writes the starter (an agent with a tool and a chat, its tests with the crash
+checker, a script that runs it locally or on Flink, and its input) into ``DIR``, made if
+missing; it never overwrites a file unless given ``--force``. Exit status: 0, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -20,13 +27,22 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import resources
 from pathlib import Path
 
 __all__ = ["main"]
 
 
+def _say(text: str) -> None:
+    """Print one line to stderr, its control and bidi characters escaped."""
+    from .observability import escape_controls
+
+    print(escape_controls(text), file=sys.stderr)
+
+
 def _trace(args: argparse.Namespace) -> int:
     from .observability import (
+        OtelExportError,
         build_traces,
         read_event_log,
         render_html,
@@ -36,7 +52,7 @@ def _trace(args: argparse.Namespace) -> int:
 
     missing = [p for p in args.event_log if not Path(p).is_file()]
     if missing:
-        print(f"flink-agents-py trace: no such file: {', '.join(missing)}", file=sys.stderr)
+        _say(f"flink-agents-py trace: no such file: {', '.join(missing)}")
         return 2
     status = "failed" if args.failed else "anomalous" if args.anomalous else None
     traces = select_traces(build_traces(read_event_log(args.event_log)), key=args.key,
@@ -45,8 +61,7 @@ def _trace(args: argparse.Namespace) -> int:
         what = " and ".join(f"{n} {v}" for n, v in (("key", args.key), ("run", args.run))
                             if v)
         kind = f"{status} run" if status else "run"
-        print(f"no {kind}{' of ' + what if what else ''} in {', '.join(args.event_log)}",
-              file=sys.stderr)
+        _say(f"no {kind}{' of ' + what if what else ''} in {', '.join(args.event_log)}")
         return 1
     exporter = None
     if args.otlp:
@@ -56,14 +71,13 @@ def _trace(args: argparse.Namespace) -> int:
         for item in args.otlp_header or ():
             name, sep, value = item.partition("=")
             if not sep or not name.strip():
-                print(f"flink-agents-py trace --otlp-header: expected NAME=VALUE, not {item!r}",
-                      file=sys.stderr)
+                _say(f"flink-agents-py trace --otlp-header: expected NAME=VALUE, not {item!r}")
                 return 2
             headers[name.strip()] = value
         try:
             exporter = otlp_exporter(args.otlp, headers=headers or None)
         except (ImportError, ValueError) as e:
-            print(f"flink-agents-py trace --otlp: {e}", file=sys.stderr)
+            _say(f"flink-agents-py trace --otlp: {e}")
             return 2
     sys.stdout.write(render_text(traces, limit=args.limit))
     sys.stdout.flush()
@@ -72,14 +86,58 @@ def _trace(args: argparse.Namespace) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(render_html(traces, title=f"trace of {', '.join(args.event_log)}"),
                        encoding="utf-8")
-        print(f"wrote {out} ({len(traces)} run{'s' if len(traces) != 1 else ''})",
-              file=sys.stderr)
+        _say(f"wrote {out} ({len(traces)} run{'s' if len(traces) != 1 else ''})")
     if exporter is not None:
         from .observability._otel import export_otel
 
-        spans = export_otel(traces, exporter, service_name=args.service_name)
-        print(f"sent {spans} spans of {len(traces)} run{'s' if len(traces) != 1 else ''} "
-              f"to {args.otlp}", file=sys.stderr)
+        runs = f"{len(traces)} run{'s' if len(traces) != 1 else ''}"
+        try:
+            spans = export_otel(traces, exporter, service_name=args.service_name,
+                                agent_name=args.agent_name)
+        except OtelExportError as e:
+            _say(f"flink-agents-py trace --otlp: delivered {e.delivered} of {e.total} spans of "
+                 f"{runs} to {args.otlp}: {e.reason or 'not accepted'} (is an OTLP/HTTP "
+                 "receiver listening there?)")
+            return 3
+        _say(f"delivered {spans} spans of {runs} to {args.otlp}")
+    return 0
+
+
+STARTER_SUFFIXES = (".py", ".jsonl")
+"""The starter's files, by suffix (``flink_agents_py/starter/``; pyproject's package-data)."""
+
+
+def _new(args: argparse.Namespace) -> int:
+    template = resources.files("flink_agents_py") / "starter"
+    files = sorted((f for f in template.iterdir()
+                    if f.is_file() and f.name.endswith(STARTER_SUFFIXES)), key=lambda f: f.name)
+    if not files:
+        print(f"flink-agents-py new: the starter's files are missing from {template}",
+              file=sys.stderr)
+        return 2
+    target = Path(args.dir)
+    if target.exists() and not target.is_dir():
+        print(f"flink-agents-py new: {target} exists and is not a folder", file=sys.stderr)
+        return 2
+    clashes = [str(target / f.name) for f in files if (target / f.name).exists()]
+    if clashes and not args.force:
+        print(f"flink-agents-py new: would overwrite {', '.join(clashes)} (pass --force to "
+              "overwrite, or choose another folder)", file=sys.stderr)
+        return 2
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            (target / f.name).write_bytes(f.read_bytes())
+    except OSError as e:
+        print(f"flink-agents-py new: cannot write {target}: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote the starter to {target}/: my_agent.py (the agent), test_my_agent.py (its "
+          "tests), main.py (runs it), questions.jsonl (its input)\n"
+          f"next, with this Python ({sys.executable}):\n"
+          f"  cd {target}\n"
+          "  python -m pytest -q       # the tests, crash checker included\n"
+          "  python main.py            # on the local runner\n"
+          "  python main.py flink      # as a Flink job on a MiniCluster")
     return 0
 
 
@@ -112,7 +170,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "repeatable")
     trace.add_argument("--service-name", default="flink-agents-py",
                        help="the service.name of exported spans (default flink-agents-py)")
+    trace.add_argument("--agent-name",
+                       help="the agent's name in exported spans (gen_ai.agent.name, and the "
+                            "run span invoke_agent NAME; default: the agent class named in "
+                            "the event log)")
+    new = sub.add_parser("new", help="write a starter agent project into a folder",
+                         description="Write a starter agent (a tool, a chat with a scripted "
+                                     "model), its tests and a local/Flink entry point into DIR.")
+    new.add_argument("dir", metavar="DIR", help="the folder (made if missing)")
+    new.add_argument("--force", action="store_true", help="overwrite files of the same names")
     args = parser.parse_args(argv)
+    if args.command == "new":
+        return _new(args)
     if args.command == "trace":
         try:
             return _trace(args)

@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 from kafka_fixture import free_port
+from support.waiting import QUICK_S, REQUEST_S, SLOW_S, retry, wait_until
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FETCH_SCRIPT = ROOT / "scripts" / "fetch_jars.sh"
@@ -236,12 +237,22 @@ class FlinkCluster:
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.workdir)
         out.close()
 
-    def rest(self, path: str, timeout_s: float = 5.0) -> Any:
-        """GET ``path`` of the REST API, as JSON."""
+    def rest(self, path: str, timeout_s: float = REQUEST_S) -> Any:
+        """GET ``path`` of the REST API, as JSON (one request: ``OSError`` when it fails)."""
         with urllib.request.urlopen(self.rest_url + path, timeout=timeout_s) as resp:
             return json.loads(resp.read())
 
-    def start(self, timeout_s: float = 120.0) -> FlinkCluster:
+    def rest_retried(self, path: str, timeout_s: float = QUICK_S) -> Any:
+        """``rest(path)``, asked again while the JobManager is too busy to answer in time."""
+        return retry(f"GET {path}", lambda: self.rest(path), timeout_s)
+
+    def _exited(self) -> str | None:
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                return f"the {name} exited with {proc.returncode}"
+        return None
+
+    def start(self, timeout_s: float = SLOW_S) -> FlinkCluster:
         """Start the JobManager and the TaskManagers; wait until all slots are registered.
 
         Returns:
@@ -254,21 +265,17 @@ class FlinkCluster:
         self._write_conf()
         for name in self.names:
             self._start(name)
+
+        def slots_up() -> bool:
+            total = self.rest("/overview", timeout_s=10).get("slots-total", 0)
+            return bool(total >= self.slots * self.taskmanagers)
+
         try:
-            while True:
-                for name, proc in self.procs.items():
-                    if proc.poll() is not None:
-                        raise RuntimeError(f"the {name} exited with {proc.returncode}:\n"
-                                           f"{self.logs_tail()}")
-                try:
-                    total = self.rest("/overview", timeout_s=2).get("slots-total", 0)
-                    if total >= self.slots * self.taskmanagers:
-                        break
-                except OSError:
-                    pass
-                if time.monotonic() - t0 > timeout_s:
-                    raise RuntimeError(f"the cluster was not ready in time:\n{self.logs_tail()}")
-                time.sleep(0.5)
+            wait_until("the cluster's slots registered", slots_up, timeout_s, interval_s=0.5,
+                       abort=self._exited, details=self.logs_tail)
+        except AssertionError as e:
+            self.stop()
+            raise RuntimeError(str(e)) from None
         except BaseException:
             self.stop()
             raise
@@ -290,7 +297,7 @@ class FlinkCluster:
                                    "start_new_session": True, **popen}
         return subprocess.Popen(["bash", str(self.home / "bin" / "flink"), *args], **options)
 
-    def flink_cli(self, *args: str, timeout_s: float = 300.0,
+    def flink_cli(self, *args: str, timeout_s: float = SLOW_S,
                   **popen: Any) -> subprocess.CompletedProcess[str]:
         """Run the ``flink`` CLI to its end (see ``flink``); raise when it fails.
 
@@ -328,12 +335,13 @@ class FlinkCluster:
         return found.group(1)
 
     def job(self, job_id: str) -> dict[str, Any]:
-        """The REST API's ``/jobs/<id>`` (``state``, ``vertices`` with parallelism, ...)."""
-        found: dict[str, Any] = self.rest(f"/jobs/{job_id}")
+        """The REST API's ``/jobs/<id>`` (``state``, ``vertices`` with parallelism, ...),
+        asked again while the JobManager is too busy to answer."""
+        found: dict[str, Any] = self.rest_retried(f"/jobs/{job_id}")
         return found
 
     def wait_for_state(self, job_id: str, states: tuple[str, ...] = ("RUNNING",),
-                       timeout_s: float = 180.0) -> str:
+                       timeout_s: float = SLOW_S) -> str:
         """Wait until the job is in one of ``states`` (``RUNNING`` also needs every task
         running).
 
@@ -343,19 +351,25 @@ class FlinkCluster:
         Raises:
             RuntimeError: when the job reaches a terminal state not asked for, or time runs out.
         """
-        deadline = time.monotonic() + timeout_s
-        state = "?"
-        while time.monotonic() < deadline:
-            job = self.job(job_id)
-            state = job["state"]
+        seen = ["?"]
+
+        def reached() -> str | None:
+            job = self.rest(f"/jobs/{job_id}")
+            seen[0] = state = str(job["state"])
             if state in states and (state != "RUNNING" or all(
                     v["status"] == "RUNNING" for v in job["vertices"])):
-                return str(state)
-            if state in ("FINISHED", "FAILED", "CANCELED"):
-                break
-            time.sleep(0.3)
-        raise RuntimeError(f"job {job_id} is {state}, not {states}:\n{self.exceptions(job_id)}"
-                           f"\n{self.logs_tail()}")
+                return state
+            return None
+
+        def ended() -> str | None:
+            terminal = seen[0] in ("FINISHED", "FAILED", "CANCELED")
+            return f"it ended {seen[0]}" if terminal and seen[0] not in states else None
+
+        try:
+            return wait_until(f"job {job_id} {' or '.join(states)}", reached, timeout_s,
+                              abort=ended)
+        except AssertionError as e:
+            raise RuntimeError(f"{e}:\n{self.exceptions(job_id)}\n{self.logs_tail()}") from None
 
     def exceptions(self, job_id: str) -> str:
         """The root exception the REST API has for a job ('' when none)."""
@@ -367,7 +381,7 @@ class FlinkCluster:
         return str(history[0].get("stacktrace", ""))[:6000] if history else ""
 
     def stop_with_savepoint(self, job_id: str, directory: str | os.PathLike[str],
-                            timeout_s: float = 180.0) -> str:
+                            timeout_s: float = SLOW_S) -> str:
         """``flink stop --savepointPath DIR JOB``: take a savepoint and stop the job.
 
         Returns:
@@ -383,8 +397,9 @@ class FlinkCluster:
             raise RuntimeError(f"no savepoint path in the output of flink stop:\n{out[-4000:]}")
         return found.group(1)
 
-    def scrape_prometheus(self, name: str = "taskmanager", timeout_s: float = 5.0) -> str:
-        """GET ``/metrics`` of the process ``name``'s Prometheus reporter, as text."""
+    def scrape_prometheus(self, name: str = "taskmanager", timeout_s: float = REQUEST_S) -> str:
+        """GET ``/metrics`` of the process ``name``'s Prometheus reporter, as text (one
+        request: ``OSError`` when it fails, e.g. a busy process answering too late)."""
         url = f"http://127.0.0.1:{self.prometheus_ports[name]}/metrics"
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:
             text: str = resp.read().decode()

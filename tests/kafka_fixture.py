@@ -27,6 +27,15 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from support.waiting import QUICK_S, SLOW_S, TRANSIENT, retry, wait_until
+
+try:  # what a busy broker's late answer raises (a timeout): "not yet", asked again
+    from confluent_kafka import KafkaException
+
+    KAFKA_TRANSIENT: tuple[type[BaseException], ...] = (KafkaException,)
+except ImportError:  # the Kafka tests skip without the client
+    KAFKA_TRANSIENT = ()
+
 KAFKA_VERSION = "4.1.1"  # keep in step with scripts/fetch_jars.sh (FLINK_AGENTS_PY_KAFKA_BROKER)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FETCH_SCRIPT = ROOT / "scripts" / "fetch_jars.sh"
@@ -159,7 +168,7 @@ class KafkaBroker:
             "-cp", f"{libs}/*", main, *args,
         ]
 
-    def start(self, timeout_s: float = 90.0) -> KafkaBroker:
+    def start(self, timeout_s: float = SLOW_S) -> KafkaBroker:
         """Format the storage, start the broker and wait until it answers metadata requests.
 
         Raises:
@@ -205,20 +214,19 @@ class KafkaBroker:
         # log_level 2: quiet librdkafka's "connection refused" lines while the broker starts
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 1000,
                              "log_level": 2})
-        while True:
+        def exited() -> str | None:
             assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the Kafka broker exited with {self.proc.returncode}:\n"
-                                   f"{self._tail()}")
-            try:
-                md = admin.list_topics(timeout=1)
-                if md.brokers:
-                    return
-            except Exception:  # noqa: BLE001 (not up yet)
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the Kafka broker was not ready in time:\n{self._tail()}")
-            time.sleep(0.2)
+            code = self.proc.poll()
+            return None if code is None else f"the Kafka broker exited with {code}"
+
+        try:
+            wait_until("the Kafka broker answering metadata requests",
+                       lambda: admin.list_topics(timeout=2).brokers,
+                       max(1.0, deadline - time.monotonic()), interval_s=0.2,
+                       transient=(*TRANSIENT, *KAFKA_TRANSIENT), abort=exited,
+                       details=self._tail)
+        except AssertionError as e:
+            raise RuntimeError(str(e)) from None
 
     def admin(self) -> Any:
         """A ``confluent_kafka.admin.AdminClient`` for this broker."""
@@ -227,7 +235,7 @@ class KafkaBroker:
         return AdminClient({"bootstrap.servers": self.bootstrap})
 
     def create_topics(self, names: Iterable[str], partitions: int = 1,
-                      config: dict[str, str] | None = None, timeout_s: float = 30.0) -> None:
+                      config: dict[str, str] | None = None, timeout_s: float = QUICK_S) -> None:
         """Create topics (one replica) and wait until their leaders are known.
 
         Raises:
@@ -245,16 +253,18 @@ class KafkaBroker:
                 fut.result(timeout=timeout_s)
             except Exception as e:  # noqa: BLE001
                 raise RuntimeError(f"creating topic {name} failed: {e}") from e
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            md = admin.list_topics(timeout=5)
-            if all(n in md.topics and md.topics[n].error is None
-                   and len(md.topics[n].partitions) == partitions
-                   and all(p.leader >= 0 for p in md.topics[n].partitions.values())
-                   for n in names):
-                return
-            time.sleep(0.1)
-        raise RuntimeError(f"topics {names} have no leaders after {timeout_s} s")
+        def led() -> bool:
+            md = admin.list_topics(timeout=10)
+            return all(n in md.topics and md.topics[n].error is None
+                       and len(md.topics[n].partitions) == partitions
+                       and all(p.leader >= 0 for p in md.topics[n].partitions.values())
+                       for n in names)
+
+        try:
+            wait_until(f"leaders of topics {names}", led, timeout_s, interval_s=0.1,
+                       transient=(*TRANSIENT, *KAFKA_TRANSIENT))
+        except AssertionError as e:
+            raise RuntimeError(str(e)) from None
 
     def stop(self, grace_s: float = 15.0) -> None:
         """Stop the broker by its PID: SIGTERM (controlled shutdown), SIGKILL after ``grace_s``."""
@@ -280,7 +290,7 @@ class KafkaBroker:
 
 # -- client helpers (confluent-kafka) ----------------------------------------------------------
 def produce(bootstrap: str, topic: str, records: Iterable[tuple[str | None, bytes | str]],
-            timeout_s: float = 60.0) -> list[tuple[int, int]]:
+            timeout_s: float = SLOW_S) -> list[tuple[int, int]]:
     """Produce ``(key, value)`` records in order; returns each one's ``(partition, offset)``.
 
     Raises:
@@ -317,7 +327,7 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[str | None, byte
 
 
 def consume_all(bootstrap: str, topic: str, *, read_committed: bool = True,
-                timeout_s: float = 60.0) -> list[Any]:
+                timeout_s: float = SLOW_S) -> list[Any]:
     """All records of ``topic``, from the beginning to the end it has now.
 
     With ``read_committed`` (default) the end is the last stable offset: records of open or
@@ -337,9 +347,12 @@ def consume_all(bootstrap: str, topic: str, *, read_committed: bool = True,
         "isolation.level": "read_committed" if read_committed else "read_uncommitted",
     })
     try:
-        partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                for p in partitions}
+        # metadata and offsets: asked again while the broker is too busy to answer in time
+        partitions = sorted(retry(f"the partitions of {topic}", lambda: consumer.list_topics(
+            topic, timeout=10).topics[topic].partitions, transient=KAFKA_TRANSIENT))
+        ends = {p: retry(f"the end of {topic}/{p}", lambda p=p: consumer.get_watermark_offsets(
+            TopicPartition(topic, p), timeout=10)[1], transient=KAFKA_TRANSIENT)
+            for p in partitions}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         out: list[Any] = []
         deadline = time.monotonic() + timeout_s

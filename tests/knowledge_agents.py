@@ -77,3 +77,85 @@ def expected(n_records: int) -> list[dict[str, Any]]:
                     "item_type": "MemorySetItem" if mine else None, "dims": 32})
         mine.append((r["text"], n))
     return out
+
+
+# ------------------------------------------------------------------- isolation (two keys)
+async def notes_op(event: InputEvent, ctx: Any) -> None:
+    """``op`` ``add``: add ``texts``; ``attack``: try every operation on ``ids`` (another
+    key's); ``read``: list the notes. Outputs what it found."""
+    rec = event.input
+    ltm = ctx.long_term_memory
+    notes = ltm.get_memory_set("notes")
+    shared = ltm.get_memory_set("notes", shared=True)
+    op = rec["op"]
+    out: dict[str, Any] = {}
+    if op == "add":
+        out["ids"] = notes.add(rec["texts"])
+    elif op == "attack":
+        ids = rec["ids"]
+        out = {"get": [i.value for i in notes.get(ids)],
+               "get_one": [i.value for i in notes.get(ids[0])],
+               "search": [i.value for i in await notes.asearch(rec["query"], 10)],
+               "sync_search": [i.value for i in notes.search(rec["query"], 10)],
+               "listed": [i.value for i in notes.get()],
+               "size": notes.size(),
+               "shared_get": [i.value for i in shared.get(ids)],
+               "shared_size": shared.size()}
+        notes.delete(ids)
+        shared.delete(ids)
+        out["had"] = ltm.delete_memory_set("notes")
+        ltm.delete_memory_set("notes", shared=True)
+    else:
+        out = {"values": sorted(i.value for i in notes.get()), "size": notes.size(),
+               "by_id": sorted(i.value for i in notes.get(rec.get("ids") or [])),
+               "found": sorted(i.value for i in notes.search(rec.get("query", "note"), 10))}
+    ctx.send_event(OutputEvent(output={"key": ctx.key, "op": op, **out}))
+
+
+class NotesAgent(Agent):
+    """Long-term memory in a store with no collection named (``notes_op``)."""
+
+    def __init__(self, path: str | None) -> None:
+        super().__init__()
+        self.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                          ResourceDescriptor(HashingEmbeddingModel, dimension=32))
+        self.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                          ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+        store = {"persist_directory": path} if path else {}
+        self.add_resource("kb", ResourceType.VECTOR_STORE,
+                          ResourceDescriptor(ChromaVectorStore, embedding_model="emb", **store))
+        self.add_action("notes", [InputEvent], notes_op)
+        self.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+
+
+class OtherNotesAgent(NotesAgent):
+    """A second agent, the same in every way but its name."""
+
+
+async def store_op(event: InputEvent, ctx: Any) -> None:
+    """Add ``text`` to the store ``kb`` (no collection named), then list what it finds."""
+    from flink_agents_py.api import VectorStoreQuery
+
+    kb = ctx.get_resource("kb", ResourceType.VECTOR_STORE)
+    await kb.aadd([Document(content=event.input["text"])])
+    found = await kb.aquery(VectorStoreQuery(query_text=event.input["text"], limit=10))
+    ctx.send_event(OutputEvent(output={"found": sorted(d.content for d in found.documents),
+                                       "collection": kb.collection, "size": kb.size()}))
+
+
+class StoreAgent(Agent):
+    """An in-memory ``ChromaVectorStore()`` declared without a collection (``store_op``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                          ResourceDescriptor(HashingEmbeddingModel, dimension=16))
+        self.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                          ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+        self.add_resource("kb", ResourceType.VECTOR_STORE,
+                          ResourceDescriptor(ChromaVectorStore, embedding_model="emb"))
+        self.add_action("store", [InputEvent], store_op)
+
+
+class OtherStoreAgent(StoreAgent):
+    """A second agent with the same in-memory store declaration."""

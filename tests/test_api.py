@@ -443,12 +443,14 @@ PUBLIC_API = {
     # sub-agents
     "InternalSubagent", "SubagentSetup", "AsyncSubagentSetup", "DeferredSubagentSetup",
     "PreparedCall", "SubagentFuture", "SubagentResult", "RunStatus",
+    # secrets known by value, masked wherever text leaves the process
+    "register_secret", "secret_from_env", "mask_secrets",
     # errors
     "AgentsError", "ActionError", "ChatResponseError", "DurableExecutionError",
     "EventChainLimitError",
     "MissingApiKeyError", "NotInActionContextError", "PlanError", "ProviderError",
     "ReplayDivergenceError", "ResourceError", "ResourceNotFoundError", "SerializationError",
-    "UnsupportedAwaitError", "UsageError",
+    "UnsupportedAwaitError", "UsageError", "AgentNotInitializedError", "UnkeyedRecordError",
 }
 
 

@@ -7,6 +7,7 @@ it to finish through the REST API, checks the results and stops the cluster by P
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
@@ -18,6 +19,7 @@ pytestmark = [pytest.mark.flink, pytest.mark.cluster]
 pytest.importorskip("pyflink")
 
 from flink_cluster import FlinkCluster  # noqa: E402
+from support.waiting import SLOW_S, wait_until  # noqa: E402
 
 
 @pytest.fixture()
@@ -40,23 +42,27 @@ def test_flink_run_review_job_on_a_standalone_cluster(cluster, tmp_path):
         "run", "-pym", "jobs.review_analysis", "-pyclientexec", sys.executable,
         "-pyexec", sys.executable,
         "--model", "scripted", "--limit", "50", "--output", str(out), "--no-progress")
-    # wait for the job to show up and finish, through the REST API
-    state = None
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
+    # wait for the job to show up and finish, through the REST API (a busy JobManager's late
+    # answer is "not yet"); stop waiting when the client failed
+    seen = [None]
+
+    def ended() -> bool:
         jobs = cluster.rest("/jobs/overview").get("jobs", [])
-        if jobs:
-            state = jobs[0]["state"]
-            if state in ("FINISHED", "FAILED", "CANCELED"):
-                break
-        if client.poll() not in (None, 0):
-            break
-        time.sleep(0.5)
-    client_output, _ = client.communicate(timeout=120)
+        seen[0] = jobs[0]["state"] if jobs else None
+        return seen[0] in ("FINISHED", "FAILED", "CANCELED")
+
+    def client_failed() -> str | None:
+        code = client.poll()
+        return None if code in (None, 0) else f"the flink client exited with {code}"
+
+    with contextlib.suppress(AssertionError):  # the asserts below say what went wrong
+        wait_until("the job FINISHED", ended, SLOW_S, interval_s=0.5, abort=client_failed)
+    state = seen[0]
+    client_output, _ = client.communicate(timeout=SLOW_S)
     elapsed = time.monotonic() - t0
     assert state == "FINISHED", f"job state {state}\n{client_output[-4000:]}\n{cluster.logs_tail()}"
     assert client.returncode == 0, client_output[-4000:]
-    job = cluster.rest("/jobs/overview")["jobs"][0]
+    job = cluster.rest_retried("/jobs/overview")["jobs"][0]
     assert job["name"] == "review-analysis"
     rows = [orjson.loads(x) for x in out.read_text().splitlines()]
     reviews = [r for r in rows if r["kind"] == "review"]

@@ -46,7 +46,9 @@ pytest.importorskip("pyflink")
 pytest.importorskip("confluent_kafka")
 
 from flink_cluster import FlinkCluster  # noqa: E402
+from kafka_fixture import KAFKA_TRANSIENT as KAFKA  # noqa: E402
 from kafka_fixture import consume_all, produce  # noqa: E402
+from support.waiting import QUICK_S, SLOW_S, TRANSIENT, wait_until  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -118,24 +120,27 @@ def agent_metrics(samples: list[tuple[str, dict[str, str], float]]) -> dict[tupl
     return dict(out)
 
 
-def _wait_for(what: str, check: Any, timeout_s: float, cluster: FlinkCluster,
-              job_id: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        if cluster.job(job_id)["state"] in ("FAILED", "CANCELED", "FINISHED"):
-            break
-        time.sleep(0.3)
-    raise AssertionError(f"{what} did not happen in {timeout_s} s\n{cluster.exceptions(job_id)}"
-                         f"\n{cluster.logs_tail()}")
+def _wait_for(what: str, check: Any, cluster: FlinkCluster, job_id: str,
+              timeout_s: float = SLOW_S) -> Any:
+    """Wait until ``check()`` holds while the job runs (a busy REST answer, Prometheus
+    endpoint or broker counts as not yet); fail at once when the job ended."""
+    def ended() -> str | None:
+        state = cluster.rest(f"/jobs/{job_id}")["state"]
+        return f"the job ended {state}" if state in ("FAILED", "CANCELED", "FINISHED") else None
+
+    return wait_until(what, check, timeout_s, abort=ended, transient=(*TRANSIENT, *KAFKA),
+                      details=lambda: f"{cluster.exceptions(job_id)}\n{cluster.logs_tail()}")
 
 
 def _savepoint_trigger_s(cluster: FlinkCluster, job_id: str) -> float:
-    history = cluster.rest(f"/jobs/{job_id}/checkpoints")["history"]
-    savepoints = [h for h in history if h.get("is_savepoint") and h["status"] == "COMPLETED"]
-    assert savepoints, f"no completed savepoint in the checkpoint history: {history}"
+    """When the job's completed savepoint was triggered (the REST API's checkpoint statistics
+    are cached: waited for, not read once)."""
+    def completed() -> list[dict[str, Any]]:
+        history = cluster.rest(f"/jobs/{job_id}/checkpoints")["history"]
+        return [h for h in history if h.get("is_savepoint") and h["status"] == "COMPLETED"]
+
+    savepoints = wait_until("a completed savepoint in the checkpoint history", completed,
+                            QUICK_S)
     return float(max(h["trigger_timestamp"] for h in savepoints)) / 1000
 
 
@@ -197,23 +202,23 @@ def ops(kafka_broker, tmp_path_factory) -> Any:
 
     try:
         segments = [submit(1, None)]
-        _wait_for("outcomes recorded by job 1", lambda: recorded_since(0) >= 16, 90, cluster,
+        _wait_for("outcomes recorded by job 1", lambda: recorded_since(0) >= 16, cluster,
                   segments[0].job_id)
         hold.touch()  # every model call now waits when its latency is over: runs stay mid-call
         # scrape while the job runs (its runs held mid-call), until the metrics are pushed
-        _wait_for("the agent metrics at the Prometheus endpoint", scraped, 90, cluster,
+        _wait_for("the agent metrics at the Prometheus endpoint", scraped, cluster,
                   segments[0].job_id)
         stop(segments[0])
         hold.unlink()
         restarted = time.time()
         segments.append(submit(2, segments[0].savepoint))
-        _wait_for("outcomes recorded by job 2", lambda: recorded_since(restarted) >= 16, 90,
+        _wait_for("outcomes recorded by job 2", lambda: recorded_since(restarted) >= 16,
                   cluster, segments[1].job_id)
         hold.touch()
         stop(segments[1])
         hold.unlink()
         segments.append(submit(1, segments[1].savepoint))
-        _wait_for("every output committed", lambda: committed() >= len(KEYS) * PER_KEY, 120,
+        _wait_for("every output committed", lambda: committed() >= len(KEYS) * PER_KEY,
                   cluster, segments[2].job_id)
         stop(segments[2])
         print(f"\n[cluster-ops] 3 jobs (p=1, 2, 1) with 2 stop-with-savepoints in "
@@ -225,7 +230,7 @@ def ops(kafka_broker, tmp_path_factory) -> Any:
         print(f"[cluster-ops] the model's module, as the TaskManager imported it: {modules}",
               file=sys.stderr)
         tm_alive = cluster.procs["taskmanager"].poll() is None
-        taskmanagers = cluster.rest("/taskmanagers")["taskmanagers"]
+        taskmanagers = cluster.rest_retried("/taskmanagers")["taskmanagers"]
         tm_pid = cluster.procs["taskmanager"].pid
     finally:
         hold.unlink(missing_ok=True)

@@ -405,3 +405,55 @@ def test_events_built_in_durable_calls_take_no_id_of_the_action():
     env.execute()
     # the action's own event is its first: durable calls (not run on replay) took no id
     assert out == [{"k": ["", "", "r0/run/e0"]}]
+
+
+# ------------------------------------------------------------------------- the names page
+NAMES_PAGE = (__import__("pathlib").Path(__file__).resolve().parent.parent / "docs" / "reference"
+              / "flink-agents-names.md")
+
+
+def flink_agents_names(page: str) -> set[str]:
+    """The Python names of Flink Agents' API that the names page lists.
+
+    From the first column of each table before the ported programs: each backticked token
+    outside parentheses, unless the row says it is not offered; ``a.b.Name`` is ``Name``,
+    ``Name.attr`` (a class's attribute or method) is ``Name``; ``.method(...)`` and
+    ``ctx.attr`` are not names, nor a bare ``UPPER_CASE`` attribute continuing a list.
+    """
+    import re
+
+    names: set[str] = set()
+    for line in page.split("## The ported quickstart programs")[0].splitlines():
+        if not line.startswith("| ") or line.startswith(("|---", "| Flink Agents ")):
+            continue
+        first, here = [c.strip() for c in line.strip().strip("|").split("|")][:2]
+        if here.startswith("not offered"):
+            continue
+        depth, outside = 0, ""
+        for ch in first:  # drop what is in parentheses (methods, arguments, notes)
+            depth += ch == "("
+            outside += ch if depth == 0 else ""
+            depth -= ch == ")" and depth > 0
+        for token in re.findall(r"`([^`]+)`", outside):
+            if token.startswith((".", "ctx.")) or "=" in token or "*" in token:
+                continue
+            parts = token.split(".")
+            caps = [p for p in parts if p[:1].isupper() and not p.isupper()]
+            name = caps[0] if caps else parts[-1]
+            if len(parts) == 1 and name.isupper():
+                continue
+            assert name.isidentifier(), (token, line)
+            names.add(name)
+    return names
+
+
+def test_every_flink_agents_name_the_names_page_lists_imports_from_compat():
+    import flink_agents_py.compat as compat
+
+    names = flink_agents_names(NAMES_PAGE.read_text())
+    assert {"ContextRetrievalRequestEvent", "ContextRetrievalResponseEvent", "Agent",
+            "ResourceName", "MemorySet", "BaseVectorStore", "vector_store"} <= names
+    assert len(names) > 60
+    missing = sorted(n for n in names if not hasattr(compat, n))
+    assert missing == []
+    assert not (names - set(compat.__all__)), "imported, but not in compat.__all__"

@@ -466,7 +466,7 @@ if __name__ == "__main__":
     import json
     seen = Seen()
     out = AgentsExecutionEnvironment.local(observer=seen).from_list(
-        [{"x": 4}]).apply(Calls()).collect()
+        [{"key": "a", "x": 4}]).apply(Calls()).collect()
     print(json.dumps({"out": out, "calls": seen.calls}))
 '''
 

@@ -198,6 +198,10 @@ def _review_inputs(n: int) -> Callable[[str], list[Any]]:
     return inputs
 
 
+def _by_product(record: dict[str, Any]) -> Any:
+    return record["id"]
+
+
 def _review_agent(rating: str) -> Callable[[], Any]:
     def make() -> Any:
         from jobs.review_analysis import build_agent
@@ -280,10 +284,11 @@ SCENARIOS = [
              lambda d: [{"key": f"k{n}", "n": n, "sku": f"sku-{n}"} for n in (0, 1, 83)]),
     Scenario("chat error policy retry", _retry_agent, lambda d: [{"key": "a", "q": "hi"}],
              _retry_reset),
+    # keyed by product, as the job keys them (its records have no "key" field)
     Scenario("jobs: review analysis, direct, --model scripted", _review_agent("model"),
-             _review_inputs(12)),
+             _review_inputs(12), options={"key_selector": _by_product}),
     Scenario("jobs: review analysis, delegate, --model scripted", _review_agent("delegate"),
-             _review_inputs(6)),
+             _review_inputs(6), options={"key_selector": _by_product}),
 ]
 
 

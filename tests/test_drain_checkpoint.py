@@ -60,11 +60,11 @@ USER_JOB = textwrap.dedent('''
         while not stop.wait(0.1):
             for base in urls:
                 try:
-                    with urllib.request.urlopen(base + "/jobs/overview", timeout=1) as r:
+                    with urllib.request.urlopen(base + "/jobs/overview", timeout=10) as r:
                         jobs = [j["jid"] for j in json.load(r)["jobs"]]
                     for jid in jobs:
                         with urllib.request.urlopen(f"{base}/jobs/{jid}/checkpoints",
-                                                    timeout=1) as r:
+                                                    timeout=10) as r:
                             for c in json.load(r).get("history", []):
                                 if c.get("status") == "COMPLETED":
                                     acks[(jid, c["id"])] = c["latest_ack_timestamp"] / 1000

@@ -12,7 +12,14 @@ from support.probes import gate, store
 pytest.importorskip("chromadb")
 
 import knowledge_agents as ka  # noqa: E402
-from support.harness import KEY, drive_until, new_core, run_to_end, snapshot_of  # noqa: E402
+from support.harness import (  # noqa: E402
+    KEY,
+    drive_until,
+    new_core,
+    poll_until,
+    run_to_end,
+    snapshot_of,
+)
 
 from flink_agents_py import AgentsExecutionEnvironment  # noqa: E402
 from flink_agents_py.api import (  # noqa: E402
@@ -52,8 +59,8 @@ def test_sets_per_key_and_shared_writes_apply_when_the_action_completes(tmp_path
     assert sorted(c for _, c in notes) == sorted(t for n, t in enumerate(ka.TEXTS) if n != 4)
     shared = {d.content for d in docs if d.metadata["fa_set"] == "everyone"}
     assert shared == {f"k{n % 2}: {ka.TEXTS[n]}" for n in range(6) if n != 4}
-    assert {d.metadata["fa_scope"] for d in docs if d.metadata["fa_set"] == "everyone"} == {
-        "shared"}
+    [shared_scope] = {d.metadata["fa_scope"] for d in docs if d.metadata["fa_set"] == "everyone"}
+    assert shared_scope.startswith("shared:")  # every key's, of this agent only
 
 
 class Editor(Agent):
@@ -149,14 +156,14 @@ async def _restorable(event: InputEvent, ctx: Any) -> None:
     ids = await kb.aadd([Document(content="the sole came off", metadata={"p": "A"})])  # c0
     vec = await ctx.get_resource("emb", ResourceType.EMBEDDING_MODEL).aembed("sole")  # c1
     notes = ctx.long_term_memory.get_memory_set("notes")
-    found = await notes.asearch("sole", 3)                                           # c2
-    notes.add("sole came off after a week")
-    gate = await ctx.durable_execute_async(_wait_gate, event.input["block"])         # c3
+    found = await notes.asearch("sole", 3)                            # c2 embed, c3 search
+    notes.add("sole came off after a week")  # the key's first write: c4 draws its epoch
+    gate = await ctx.durable_execute_async(_wait_gate, event.input["block"])  # c5 (or c4)
     ctx.send_event(OutputEvent(output={
         "ids": ids, "dims": len(vec), "found": [f.value for f in found], "gate": gate,
         "types": [type(vec[0]).__name__] + [
             f"{type(f).__name__}/{type(f.created_at).__name__}" for f in found]}))
-    # completing: long_term_memory.commit (c4) embeds and writes the note
+    # completing: long_term_memory.commit (c6, or c5) embeds and writes the note
 
 
 def _restorable_plan(tmp_path, emb: HashingEmbeddingModel) -> AgentPlan:
@@ -193,15 +200,15 @@ def test_with_a_journal_a_restore_after_the_commit_embeds_and_writes_nothing(tmp
     try:
         old.on_input(KEY, {"x": 1, "block": True}, state)
         calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
-        drive_until(old, state, lambda s: "3" in calls(s), quiet=True)
-        checkpoint = snapshot_of(state, "json")  # taken while the gate (c3) is in flight
+        drive_until(old, state, lambda s: "5" in calls(s), quiet=True)
+        checkpoint = snapshot_of(state, "json")  # taken while the gate (c5) is in flight
         gate().set()
         first, errors = run_to_end(old, state)  # the old operator completes the run, then dies
         assert errors == [] and len(first) == 1
     finally:
         old.close()
     embeds, upserts = emb.calls, len(upserted)
-    assert [k[1].rsplit("/", 1)[1] for k in journal.records] == ["c0", "c1", "c2", "c3", "c4"]
+    assert [k[1].rsplit("/", 1)[1] for k in journal.records] == [f"c{i}" for i in range(7)]
 
     new = new_core(plan, journal=journal)
     try:
@@ -209,8 +216,8 @@ def test_with_a_journal_a_restore_after_the_commit_embeds_and_writes_nothing(tmp
     finally:
         new.close()
     assert errors == [] and outputs == first
-    assert new.counters["calls_executed"] == 0  # c3 and the commit (c4) from the journal
-    assert new.counters["calls_replayed"] == 5
+    assert new.counters["calls_executed"] == 0  # c5 and the commit (c6) from the journal
+    assert new.counters["calls_replayed"] == 7
     assert (emb.calls, len(upserted)) == (embeds, upserts)
     assert len(_memory_docs(plan)) == 1
 
@@ -229,8 +236,8 @@ def test_restore_re_executes_nothing_recorded(tmp_path, probes):
         upserted.clear()
         old.on_input(KEY, {"x": 1, "block": True}, state)
         calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
-        drive_until(old, state, lambda s: "3" in calls(s), quiet=True)
-        assert [calls(state)[str(i)].done for i in range(4)] == [True, True, True, False]
+        drive_until(old, state, lambda s: "4" in calls(s), quiet=True)
+        assert [calls(state)[str(i)].done for i in range(5)] == [True] * 4 + [False]
         snapshot = snapshot_of(state, "json")
         embeds_before, upserts_before = emb.calls, list(upserted)
         assert upserts_before == [(None, upserts_before[0][1])]  # the kb add, once
@@ -247,7 +254,7 @@ def test_restore_re_executes_nothing_recorded(tmp_path, probes):
     note = "sole came off after a week"
     assert outputs == [{"ids": upserts_before[0][1], "dims": 8, "found": [note],
                         "gate": "opened", "types": ["float", "MemorySetItem/datetime"]}]
-    assert new.counters["calls_replayed"] == 3  # the add, the embed and the search
+    assert new.counters["calls_replayed"] == 4  # the add, the embeds and the search
     assert new.counters["calls_executed"] == 2  # the gate, then long_term_memory.commit
     # only the commit embedded (one batch) and wrote (the memory item), on the new core
     assert emb.calls - embeds_before == 1
@@ -334,3 +341,83 @@ def test_a_failing_commit_fails_the_action_and_applies_nothing(tmp_path):
     assert err.key == "u1" and err.error_type == "DimensionMismatchError"
     assert "16" in err.message and "3-dimensional" in err.message
     assert store.size("long_term_memory") == 1
+
+
+# ------------------------------------------------------------------------- replayed reads
+class _GatedHashing(HashingEmbeddingModel):
+    """Embeds a query (a text starting with ``?``) only once the probes' gate is open."""
+
+    def embed_texts(self, texts, **kwargs):
+        if any(t.startswith("?") for t in texts):
+            assert gate().wait(20)
+        return super().embed_texts(texts, **kwargs)
+
+
+async def _search_then_note(event: InputEvent, ctx: Any) -> None:
+    notes = ctx.long_term_memory.get_memory_set("notes")
+    found = await notes.asearch("? " + event.input["text"], 5)
+    listed, size = notes.get(), notes.size()
+    notes.add(event.input["text"])
+    ctx.send_event(OutputEvent(output={"found": sorted(f.value for f in found),
+                                       "listed": [i.value for i in listed], "size": size}))
+
+
+def _search_then_note_plan(tmp_path) -> AgentPlan:
+    agent = Agent()
+    agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                       _GatedHashing(dimension=8))
+    agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                       ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+    agent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+        ChromaVectorStore, embedding_model="emb", persist_directory=str(tmp_path / "db")))
+    agent.add_action("note", [InputEvent], _search_then_note)
+    agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+    return AgentPlan.from_agent(agent)
+
+
+@pytest.mark.parametrize("checkpoint", ["search in flight", "before the run"])
+def test_a_restored_read_does_not_see_what_the_crashed_attempt_wrote_after_the_checkpoint(
+        tmp_path, probes, checkpoint):
+    plan = _search_then_note_plan(tmp_path)
+    old = new_core(plan)
+    state = InMemoryKeyState()
+    try:
+        gate().set()
+        old.on_input(KEY, {"text": "note zero"}, state)  # the first run leaves one note
+        first, errors = run_to_end(old, state)
+        assert errors == [] and first == [{"found": [], "listed": [], "size": 0}]
+        gate().clear()
+        saved = snapshot_of(state) if checkpoint == "before the run" else None
+        old.on_input(KEY, {"text": "note one"}, state)
+        if saved is None:  # the query's embedding (c0) started, the search not made yet
+            calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
+            poll_until(old, state, lambda s: "0" in calls(s) and not calls(s)["0"].done)
+            saved = snapshot_of(state)  # (a copy that keeps the key's input sequence)
+        gate().set()
+        crashed, errors = run_to_end(old, state)  # the attempt commits "note one", then dies
+        assert errors == []
+    finally:
+        gate().set()
+        old.close()
+    seen = {"found": ["note zero"], "listed": ["note zero"], "size": 1}
+    assert crashed == [seen]
+    assert sorted(d.content for d in _memory_docs(plan)) == ["note one", "note zero"]
+
+    new = new_core(plan)
+    try:
+        if checkpoint == "before the run":
+            new.on_input(KEY, {"text": "note one"}, saved)
+        outputs, errors = run_to_end(new, saved)
+    finally:
+        new.close()
+    assert errors == [] and outputs == [seen]  # not its own later note
+    assert sorted(d.content for d in _memory_docs(plan)) == ["note one", "note zero"]
+    # a later run sees both notes, the re-committed one once
+    newer = new_core(plan)
+    try:
+        newer.on_input(KEY, {"text": "note two"}, saved)
+        later, errors = run_to_end(newer, saved)
+    finally:
+        newer.close()
+    assert later == [{"found": ["note one", "note zero"], "listed": ["note zero", "note one"],
+                      "size": 2}]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.flink, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.flink, pytest.mark.timeout(420)]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,7 +64,7 @@ USER_JOB = textwrap.dedent('''
 
 
     def rest(path):
-        with urllib.request.urlopen(f"http://127.0.0.1:{PORT}{path}", timeout=5) as resp:
+        with urllib.request.urlopen(f"http://127.0.0.1:{PORT}{path}", timeout=30) as resp:
             return json.loads(resp.read())
 
 
@@ -112,9 +112,15 @@ USER_JOB = textwrap.dedent('''
                     break
             jobs = [j for j in rest("/jobs/overview")["jobs"] if j["state"] == "RUNNING"]
             job = jobs[0]["jid"]
-            deadline, last, stable = time.time() + 30, None, 0
-            while time.time() < deadline:  # until two reads a fetch interval apart agree
-                flink = agent_metrics(job)
+            # until two reads a fetch interval apart agree (a limit for a busy machine; a
+            # late REST answer is read again)
+            deadline, last, stable = time.time() + 180, None, 0
+            while time.time() < deadline:
+                try:
+                    flink = agent_metrics(job)
+                except OSError:
+                    time.sleep(1.2)
+                    continue
                 stable = stable + 1 if flink == last and flink else 0
                 if stable >= 2 and flink.get("runs_completed") == N:
                     break
@@ -139,7 +145,7 @@ def test_reporter_values_equal_the_local_counts_at_the_end_of_a_job(tmp_path: Pa
     (tmp_path / "calc_job.py").write_text(USER_JOB)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, "calc_job.py", str(n), str(_free_port())],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=220)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
     got = json.loads(line[len("RESULT "):])

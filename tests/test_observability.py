@@ -477,14 +477,18 @@ class FireAndForget(Agent):
         ctx.send_event(OutputEvent(output="sent"))
 
 
-def test_a_call_its_action_never_awaited_is_abandoned():
+def test_a_call_its_action_never_awaited_finishes_before_the_action():
+    """Issue 28, defect 3: a started call belongs to its action (as a task to a TaskGroup):
+    the action completes once the call's outcome is recorded, so it is not abandoned."""
     sink = MemorySink()
     result = run_local(FireAndForget(), [{"key": "a"}], event_log=EventLog(sink=sink))
     assert result.outputs == ["sent"]
     assert result.metrics["calls_in_flight"] == 0
     [end] = [r for r in sink.records if r["kind"] == "call_finished"]
-    assert end["status"] == "abandoned" and end["call_kind"] == "function"
-    assert "abandoned call" in render_text(build_traces(sink.records))
+    assert end["status"] == "ok" and end["call_kind"] == "function"
+    kinds = [r["kind"] for r in sink.records]
+    assert kinds.index("call_finished") < kinds.index("action_finished")
+    assert "abandoned call" not in render_text(build_traces(sink.records))
 
 
 def test_bench_p4_and_p5_smoke():

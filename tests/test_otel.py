@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import subagent_tool_agents as sa
 import trace_agents
+
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.observability import (
     EventLog,
@@ -148,7 +148,7 @@ def test_a_failure_is_an_error_span_with_its_traceback():
     assert root.attributes["flink_agents.status"] == "failed"
     assert root.status.status_code is StatusCode.ERROR
     assert not [e for e in root.events if e.name == "exception"]
-    assert root.attributes["gen_ai.agent.name"] == "flink-agents-py"  # the service name
+    assert root.attributes["gen_ai.agent.name"] == "Shop"  # the agent class, from the log
 
 
 def test_subagent_calls_are_invoke_agent_spans():
@@ -277,11 +277,12 @@ def test_trace_command_sends_a_log_to_an_otlp_endpoint(tmp_path, receiver):
          "--otlp-header", "X-Scope-OrgID=tenant-1"],
         capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert f"sent 10 spans of 1 run to {url}" in proc.stderr
+    assert f"delivered 10 spans of 1 run to {url}" in proc.stderr
     assert set(_Receiver.headers_seen) == {"tenant-1"}
     got = decoded()
     assert {(p, svc) for p, svc, _ in got} == {("/v1/traces", "shop-svc")}
-    assert sorted(n for _, _, n in got) == sorted(SHOP_SPANS + ["invoke_agent shop-svc"])
+    # the run span is named after the agent (its class, from the log), not the service
+    assert sorted(n for _, _, n in got) == sorted(SHOP_SPANS + ["invoke_agent Shop"])
 
     proc = subprocess.run([str(exe), "trace", str(log), "--otlp", "localhost:4318"],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
@@ -290,6 +291,153 @@ def test_trace_command_sends_a_log_to_an_otlp_endpoint(tmp_path, receiver):
     proc = subprocess.run([str(exe), "trace", str(log), "--otlp", url, "--otlp-header", "x"],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
     assert proc.returncode == 2 and "expected NAME=VALUE, not 'x'" in proc.stderr
+
+
+def test_trace_command_names_the_agent_as_told(tmp_path, receiver):
+    url, decoded = receiver
+    log = tmp_path / "events.jsonl"
+    _run(trace_agents.shop(), [{"key": "a", "n": 1, "sku": "s"}], str(log))
+    exe = Path(sys.executable).with_name("flink-agents-py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    proc = subprocess.run([str(exe), "trace", str(log), "--otlp", url, "--agent-name", "shop"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    got = decoded()
+    assert "invoke_agent shop" in {n for _, _, n in got}
+    assert {svc for _, svc, _ in got} == {"flink-agents-py"}
+
+
+def _closed_port() -> int:
+    """A port of 127.0.0.1 nothing listens on (bound, then closed)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_trace_command_fails_when_no_receiver_listens(tmp_path):
+    """Spans that were not delivered are reported, with a non-zero exit (was: "sent 11
+    spans" and exit 0, counting spans built)."""
+    log = tmp_path / "events.jsonl"
+    _run(trace_agents.shop(), [{"key": "a", "n": 1, "sku": "s"}], str(log))
+    exe = Path(sys.executable).with_name("flink-agents-py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    url = f"http://127.0.0.1:{_closed_port()}"
+    proc = subprocess.run([str(exe), "trace", str(log), "--otlp", url],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert proc.returncode == 3, proc.stderr
+    assert f"delivered 0 of 10 spans of 1 run to {url}: Connection refused" in proc.stderr
+    assert "sent" not in proc.stderr and "delivered 10" not in proc.stderr
+    assert "run r0" in proc.stdout  # the trees are still printed
+
+
+class _Refuses(http.server.BaseHTTPRequestHandler):
+    """An HTTP server that is not an OTLP receiver: every POST gets 404."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(404)
+        self.send_header("Content-Length", "9")
+        self.end_headers()
+        self.wfile.write(b"not here!")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_trace_command_fails_when_the_endpoint_refuses_the_spans(tmp_path):
+    log = tmp_path / "events.jsonl"
+    _run(trace_agents.shop(), [{"key": "a", "n": 1, "sku": "s"}], str(log))
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Refuses)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        exe = Path(sys.executable).with_name("flink-agents-py")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        proc = subprocess.run([str(exe), "trace", str(log), "--otlp", url],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              env=env)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 3, proc.stderr
+    assert f"delivered 0 of 10 spans of 1 run to {url}: " in proc.stderr
+    assert "404" in proc.stderr
+
+
+class _Flaky:
+    """An exporter that refuses every other batch."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.kept: list[Any] = []
+
+    def export(self, spans: Any) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        self.calls += 1
+        if self.calls % 2 == 0:
+            import logging
+
+            logging.getLogger("opentelemetry.exporter.test").warning("503 Service Unavailable")
+            return SpanExportResult.FAILURE
+        self.kept.extend(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_export_otel_counts_what_was_delivered_not_what_was_built():
+    from flink_agents_py.observability import OtelExportError
+
+    records = _shop_records()
+    assert export_otel(build_traces(records), InMemorySpanExporter()) == 12
+
+    class Refusing(_Flaky):
+        def export(self, spans: Any) -> Any:
+            self.calls = 1  # every batch is the "other" one
+            return super().export(spans)
+
+    with pytest.raises(OtelExportError) as err:
+        export_otel(build_traces(records), Refusing())
+    assert (err.value.delivered, err.value.total) == (0, 12)
+    assert err.value.reason == "503 Service Unavailable"
+    assert str(err.value) == "delivered 0 of 12 spans: 503 Service Unavailable"
+
+    class Raising:
+        def export(self, spans: Any) -> Any:
+            raise ConnectionError("no route to host")
+
+        def shutdown(self) -> None:
+            pass
+
+    with pytest.raises(OtelExportError, match="delivered 0 of 12 spans: ConnectionError: no "
+                                              "route to host"):
+        export_otel(build_traces(records), Raising())
+
+
+def test_otel_sink_warns_of_spans_it_could_not_deliver(caplog):
+    class Refusing(_Flaky):
+        def export(self, spans: Any) -> Any:
+            self.calls = 1  # every batch is refused
+            return super().export(spans)
+
+    sink = OtelSink(exporter=Refusing(), service_name="s")
+    with caplog.at_level("WARNING", logger="flink_agents_py.observability"):
+        _run(trace_agents.shop(), [{"key": k, "n": 1, "sku": "s"} for k in "abcd"],
+             EventLog(sink=sink))
+    warned = [r.getMessage() for r in caplog.records if "not delivered" in r.getMessage()]
+    assert warned == ["OtelSink: 40 of 40 spans were not delivered to the exporter: "
+                      "503 Service Unavailable"]
+
+    kept = InMemorySpanExporter()
+    _run(trace_agents.shop(), [{"key": "a", "n": 1, "sku": "s"}],
+         EventLog(sink=OtelSink(exporter=kept)))
+    # the run span is named after the agent class, from the log's header
+    assert [s.name for s in kept.get_finished_spans() if s.parent is None] == \
+        ["invoke_agent Shop"]
 
 
 def test_a_pickled_otel_sink_sends_from_its_worker(tmp_path, receiver):

@@ -182,3 +182,17 @@ def test_flink_agents_rag_example_ports_against_a_fake_ollama(tmp_path):
                and "What is Apache Flink" in c for c in chats)
     assert any("1. Python is a programming language." in c and "What is Python?" in c
                for c in chats)
+
+
+def test_the_rag_examples_default_index_is_ignored_by_git():
+    """``examples/rag_reviews.py`` without ``--db`` writes its index where git ignores it."""
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git clone")
+    spec = importlib.util.spec_from_file_location("rag_reviews", REPO / "examples" /
+                                                  "rag_reviews.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for where in (module.DEFAULT_DB, "rag-db"):  # and an index left by an older version
+        index_file = pathlib.Path(where) / "chroma.sqlite3"
+        check = subprocess.run(["git", "check-ignore", "-q", str(index_file)], cwd=REPO)
+        assert check.returncode == 0, f"{index_file} is not ignored by git"

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.sandbox import require_bubblewrap
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.agents import ReActAgent
@@ -137,17 +138,24 @@ def test_injection_strings_are_refused_and_nothing_runs(skills_dir, command):
     assert not Path("pwned").exists()
 
 
-def test_allowed_commands_and_pipelines_run_in_the_skill_folder(skills_dir):
+def test_allowed_commands_and_pipelines_run_on_the_skill_files(skills_dir):
+    require_bubblewrap()
     tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["echo", "bc", "cat",
-                                                                           "pwd"])
+                                                                           "pwd", "ls"])
     assert tool.run("math-calculator", "echo '(2+3)*4' | bc") == {"exit_code": 0,
                                                                   "output": "20\n"}
     assert tool.run("math-calculator", "cat reference.md")["output"] == "+ - * / ^ ( )\n"
-    assert tool.run("greeter", "pwd")["output"].strip() == str(skills_dir / "greeter")
+    # the sandbox's working directory shows the skill's files (and only them)
+    assert tool.run("greeter", "pwd")["output"] == "/skill\n"
+    assert tool.run("greeter", "ls")["output"] == "SKILL.md\n"
+    trusting = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["pwd"],
+                                   sandbox="none")
+    assert trusting.run("greeter", "pwd")["output"].strip() == str(skills_dir / "greeter")
     assert parse_command("echo 'a;b|c'", {"echo"}) == [["echo", "a;b|c"]]  # quoted: one word
 
 
 def test_a_command_past_its_timeout_is_stopped(skills_dir):
+    require_bubblewrap()
     tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["sleep"],
                                timeout_s=0.3)
     with pytest.raises(CommandRefusedError, match="stopped"):
@@ -155,11 +163,13 @@ def test_a_command_past_its_timeout_is_stopped(skills_dir):
 
 
 def test_output_is_capped(skills_dir):
+    require_bubblewrap()
     tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["seq"],
                                max_output_chars=100)
     out = tool.run("greeter", "seq 1 100000")["output"]
-    assert out.startswith("1\n2\n3\n") and out.endswith("[... output cut at 100 characters]")
-    assert len(out) < 160
+    assert out.startswith("1\n2\n3\n")
+    assert out.endswith("[... output cut at 100 characters: the command wrote 588895 bytes]")
+    assert len(out) < 180
 
 
 def test_bad_allowed_commands_are_rejected(skills_dir):
@@ -182,6 +192,7 @@ def math_script(request: ScriptedRequest) -> object:
 
 
 def test_react_agent_uses_a_skill_and_an_injection_is_reported_to_the_model(skills_dir):
+    require_bubblewrap()
     agent = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"),
                        tools=skill_tools([str(skills_dir)], allowed_commands=["echo", "bc"]))
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
@@ -196,6 +207,7 @@ def test_react_agent_uses_a_skill_and_an_injection_is_reported_to_the_model(skil
 
 
 def test_skills_from_a_user_module_outside_the_repository(tmp_path, skills_dir):
+    require_bubblewrap()
     work = tmp_path / "user"
     work.mkdir()
     shutil.copytree(skills_dir, work / "skills")
@@ -226,6 +238,7 @@ def test_skills_from_a_user_module_outside_the_repository(tmp_path, skills_dir):
 
 
 def test_skill_commands_are_replay_safe(skills_dir):
+    require_bubblewrap()
     from flink_agents_py.testing import check_replay_safety
 
     agent = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"),
@@ -294,6 +307,7 @@ def flink_style_script(request: ScriptedRequest) -> object:
 
 
 def test_flink_agents_skills_declaration_gets_load_skill_and_bash_tools(skills_dir):
+    require_bubblewrap()
     from flink_agents_py.compat import AgentsExecutionEnvironment as FlinkAgentsEnv
 
     env = FlinkAgentsEnv.get_execution_environment()
@@ -310,3 +324,30 @@ def test_a_setup_naming_an_unknown_skill_is_a_named_error(skills_dir):
 
     with pytest.raises(SkillError, match=r"no skill named \['nope'\]"):
         AgentPlan.from_agent(_flink_style_agent(skills_dir, ["nope"]))
+
+
+def test_a_skill_md_linked_outside_its_folder_is_a_named_error(tmp_path):
+    (tmp_path / "s").mkdir()
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nname: s\ndescription: x\n---\nhost file\n")
+    (tmp_path / "s" / "SKILL.md").symlink_to(outside)
+    with pytest.raises(SkillError, match="symlink to a file outside the skill's folder"):
+        load_skills([str(tmp_path / "s")])
+
+
+def test_load_skill_lists_at_most_its_cap_of_files(skills_dir):
+    from flink_agents_py.skills import MAX_LISTED_FILES
+
+    many = skills_dir / "greeter" / "many"
+    many.mkdir()
+    for i in range(MAX_LISTED_FILES + 5):
+        (many / f"f{i:05d}.txt").touch()
+    loaded = asyncio.run(LoadSkillTool(paths=[str(skills_dir)]).acall(name="greeter"))
+    files = loaded["files"]
+    assert len(files) == MAX_LISTED_FILES + 1
+    assert files[-1] == f"[... more files: the listing stops at {MAX_LISTED_FILES}]"
+
+
+def test_a_huge_command_line_is_refused(skills_dir):
+    with pytest.raises(CommandRefusedError, match="more than 10000"):
+        parse_command("echo " + "x" * 20_000, {"echo"})

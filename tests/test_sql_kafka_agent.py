@@ -23,12 +23,13 @@ pytest.importorskip("confluent_kafka")
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 from kafka_fixture import consume_all  # noqa: E402
+from support.waiting import SLOW_S  # noqa: E402
 
 REVIEWS = {"r1": "Great taste, fair price", "r2": "The delivery was late and the box broken",
            "r3": "Lovely staff", "r4": "Service too slow"}
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(720)
 def test_sql_kafka_agent_judges_every_review(kafka_broker, tmp_path):
     from confluent_kafka import Producer
 
@@ -38,12 +39,12 @@ def test_sql_kafka_agent_judges_every_review(kafka_broker, tmp_path):
     producer = Producer({"bootstrap.servers": kafka_broker.bootstrap})
     for rid, text in REVIEWS.items():
         producer.produce(reviews, value=json.dumps({"id": rid, "text": text}).encode())
-    assert producer.flush(30) == 0
+    assert producer.flush(SLOW_S) == 0  # returns as soon as every record is acknowledged
 
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "sql_kafka_agent.py"),
          "--bootstrap", kafka_broker.bootstrap, "--input", reviews, "--output", verdicts],
-        cwd=tmp_path, capture_output=True, text=True, timeout=240,
+        cwd=tmp_path, capture_output=True, text=True, timeout=2 * SLOW_S,
         env={**os.environ, "PYTHONPATH": ""})
     assert proc.returncode == 0, proc.stderr[-3000:]
 

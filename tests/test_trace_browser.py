@@ -253,3 +253,30 @@ def test_the_trace_page_in_chromium(driver, page):
 
     severe = [e for e in drv.get_log("browser") if e.get("level") == "SEVERE"]
     assert severe == []
+
+
+def test_headers_are_whole_and_no_anomalies_is_said_in_words(driver, tmp_path):
+    """Every index header fits its column (``act/chat/tool`` was cut); a log with no
+    anomalies says so in words, not as a numbered item ``1. none``."""
+    from selenium.webdriver.common.by import By
+
+    traces = [t for t in build_traces(read_event_log([trace_agents.cached_log(3000)]))
+              if not t.anomalies][:5]
+    assert len(traces) == 5
+    out = tmp_path / "clean.html"
+    out.write_text(render_html(traces), encoding="utf-8")
+    drv = driver
+    for width in (1500, 1000):  # a wide window and a narrow one
+        drv.set_window_size(width, 900)
+        drv.get(out.as_uri())
+        _wait(drv, lambda d: d.execute_script("return document.body.dataset.ready") == "1")
+        cut = drv.execute_script(
+            "return Array.from(document.querySelectorAll('.ihead span'))"
+            ".filter(function(s){return s.scrollWidth>s.clientWidth;})"
+            ".map(function(s){return s.textContent;});")
+        assert cut == [], f"headers cut at a {width} px window: {cut}"
+        assert "act/chat/tool" in drv.find_element(By.CSS_SELECTOR, ".ihead").text
+        assert drv.find_elements(By.CSS_SELECTOR, "#anomalies li") == []
+        assert not drv.find_element(By.ID, "anomalies").is_displayed()
+        assert drv.find_element(By.ID, "no-anomalies").text == "no anomalies"
+    drv.set_window_size(1500, 1000)

@@ -305,7 +305,7 @@ def test_flink_run_with_the_user_module_shipped_by_pyfs_twice_on_one_taskmanager
                  str(user), "-pyclientexec", PYTHON, "-pyexec", PYTHON, "thread", "create"],
                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
                 check=False))
-        jobs = cluster.rest("/jobs/overview")["jobs"]
+        jobs = cluster.rest_retried("/jobs/overview")["jobs"]
     finally:
         cluster.stop()
     for res in runs:

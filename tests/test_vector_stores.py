@@ -266,3 +266,53 @@ def test_resources_pickle_without_their_clients(tmp_path):
         assert again.model_dump() == conn.model_dump()
     hashing = pickle.loads(pickle.dumps(HashingEmbeddingModel(dimension=8)))
     assert len(hashing.embed("still works")) == 8
+
+
+async def _query_then_add(event: InputEvent, ctx) -> None:
+    kb = ctx.get_resource("kb", ResourceType.VECTOR_STORE)
+    found = await kb.aquery(VectorStoreQuery(query_text="a review", limit=5))       # c0
+    listed = await kb.aget(limit=10)                                                # c1
+    await kb.aadd([Document(content=f"review {event.input['n']}")])                 # c2
+    ctx.send_event(OutputEvent(output={"found": sorted(d.content for d in found.documents),
+                                       "listed": sorted(d.content for d in listed)}))
+
+
+def test_reads_are_recorded_in_the_callback_that_made_them_and_replayed(tmp_path):
+    """A checkpoint never finds a read in flight: a restore replays what the first
+    execution read, not what the crashed attempt added after the checkpoint."""
+    from support.harness import KEY, new_core, run_to_end, snapshot_of
+
+    from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel
+    from flink_agents_py.plan import AgentPlan
+    from flink_agents_py.runtime import InMemoryKeyState
+
+    agent = Agent()
+    agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                       ResourceDescriptor(HashingEmbeddingModel, dimension=8))
+    agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                       ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+    agent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+        ChromaVectorStore, embedding_model="emb", persist_directory=str(tmp_path / "db")))
+    agent.add_action("go", [InputEvent], _query_then_add)
+    plan = AgentPlan.from_agent(agent)
+    old = new_core(plan)
+    state = InMemoryKeyState()
+    try:
+        old.on_input(KEY, {"n": 0}, state)
+        first, _ = run_to_end(old, state)
+        assert first == [{"found": [], "listed": []}]
+        old.on_input(KEY, {"n": 1}, state)  # the first callback: both reads, the add started
+        [execution] = state.run.inflight.values()
+        assert [execution.calls[str(i)].done for i in range(3)] == [True, True, False]
+        saved = snapshot_of(state, "json")
+        crashed, errors = run_to_end(old, state)  # adds "review 1", then dies
+    finally:
+        old.close()
+    assert errors == [] and crashed == [{"found": ["review 0"], "listed": ["review 0"]}]
+    new = new_core(plan)
+    try:
+        outputs, errors = run_to_end(new, saved)
+    finally:
+        new.close()
+    assert errors == [] and outputs == crashed
+    assert new.counters["calls_replayed"] == 2 and new.counters["calls_executed"] == 1

@@ -44,7 +44,8 @@ from ..api._resources import import_qualified
 __all__ = ["ReActAgent", "ReActAgentError", "DEFAULT_CHAT_MODEL", "react_action_config"]
 
 DEFAULT_CHAT_MODEL = "_default_chat_model"
-"""The name the ``chat_model`` setup is declared under on a ``ReActAgent``."""
+"""The chat model setup ``react_action_config`` names when not told another (a
+``ReActAgent`` declares its setup under ``chat_model_name``, a readable name)."""
 _USER_PROMPT = "_default_user_prompt"
 _DEFAULT_DESCRIPTION = "A general-purpose agent that completes a delegated task using its tools."
 _DEFAULT_INPUT_SCHEMA = json.dumps({"type": "object", "properties": {"input": {"type": "string"}},
@@ -90,6 +91,10 @@ class ReActAgent(Agent):
         subagent_description: what this agent does, when it runs as a sub-agent.
         subagent_input_schema: JSON Schema text of its input as a sub-agent (default: one
             ``input`` string).
+        chat_model_name: the name the chat model setup is declared under: metrics, the
+            event log and traces label its calls by it (``chat_calls{model=...}``).
+            Default: the ``model`` the descriptor names (``"qwen3:8b"``), else
+            ``"chat_model"``.
 
     Raises:
         TypeError: when ``chat_model`` is not a ``ResourceDescriptor`` or ``output_schema``
@@ -103,6 +108,7 @@ class ReActAgent(Agent):
         tools: Sequence[Callable[..., Any] | Resource] = (),
         subagents: Mapping[str, Any] | None = None,
         subagent_description: str | None = None, subagent_input_schema: str | None = None,
+        chat_model_name: str | None = None,
     ) -> None:
         super().__init__()
         if not isinstance(chat_model, ResourceDescriptor):
@@ -136,14 +142,16 @@ class ReActAgent(Agent):
             arguments["subagents"] = sub_names
         if max_iterations is not None:
             arguments["max_tool_rounds"] = max_iterations
-        self.add_resource(DEFAULT_CHAT_MODEL, ResourceType.CHAT_MODEL,
+        setup_name = chat_model_name or _setup_name(chat_model.arguments)
+        self.add_resource(setup_name, ResourceType.CHAT_MODEL,
                           ResourceDescriptor(chat_model.clazz, **arguments))
         if prompt is not None:
             self.add_resource(_USER_PROMPT, ResourceType.PROMPT,
                               Prompt.from_text(prompt, role=MessageRole.USER)
                               if isinstance(prompt, str) else prompt)
         self.add_action("start_action", [InputEvent], ReActAgent.start_action,
-                        config=react_action_config(output_schema, max_iterations))
+                        config=react_action_config(output_schema, max_iterations,
+                                                   chat_model=setup_name))
 
     def as_subagent(self, description: str | None = None,
                     input_schema: str | None = None) -> ResourceDescriptor:
@@ -198,6 +206,21 @@ class ReActAgent(Agent):
                 f"): {e.reason}") from e
         output = response.structured if schema is not None else response.message.content
         ctx.send_event(OutputEvent(output=output))
+
+
+def _setup_name(arguments: Mapping[str, Any]) -> str:
+    """A readable name for the setup (metric labels): its model's, else ``"chat_model"``.
+
+    Never the connection's name: one name for two resources would make
+    ``override_resource(name)`` ambiguous.
+
+    Returns:
+        The name.
+    """
+    model = arguments.get("model")
+    if isinstance(model, str) and model.strip() and model != arguments.get("connection"):
+        return model
+    return "chat_model"
 
 
 def react_action_config(output_schema: type[BaseModel] | dict[str, Any] | None,

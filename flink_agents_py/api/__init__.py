@@ -6,6 +6,7 @@ Nothing here imports the runtime or PyFlink; the runtime implements ``RunnerCont
 from ._agent import (
     ActionSpec,
     Agent,
+    AgentNotInitializedError,
     ResourceSpec,
     action,
     chat_model_connection,
@@ -41,6 +42,7 @@ from ._errors import (
     ResourceError,
     ResourceNotFoundError,
     SerializationError,
+    UnkeyedRecordError,
     UnsupportedAwaitError,
     UsageError,
 )
@@ -71,6 +73,7 @@ from ._messages import (
 from ._names import EventType, ResourceName
 from ._prompts import Prompt
 from ._resources import Resource, ResourceDescriptor, ResourceType, qualified_name
+from ._secrets import mask_secrets, register_secret, secret_from_env
 from ._subagents import (
     AsyncSubagentSetup,
     DeferredSubagentSetup,
@@ -104,6 +107,7 @@ __all__ = [
     "EventChainLimitError",
     "ActionSpec",
     "Agent",
+    "AgentNotInitializedError",
     "AgentsError",
     "AsyncSubagentSetup",
     "BaseEmbeddingModelConnection",
@@ -141,6 +145,7 @@ __all__ = [
     "InputEvent",
     "InternalSubagent",
     "LongTermMemoryOptions",
+    "mask_secrets",
     "mcp_server",
     "Memory",
     "MemorySet",
@@ -155,6 +160,7 @@ __all__ = [
     "Prompt",
     "ProviderError",
     "qualified_name",
+    "register_secret",
     "ReplayDivergenceError",
     "RESERVED_TOOL_PREFIX",
     "Resource",
@@ -167,6 +173,7 @@ __all__ = [
     "RunnerContext",
     "RunStatus",
     "ScriptedRequest",
+    "secret_from_env",
     "SerializationError",
     "SubagentFuture",
     "SubagentResult",
@@ -180,6 +187,7 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "UnknownFilterFieldError",
+    "UnkeyedRecordError",
     "UnsupportedAwaitError",
     "UsageError",
     "vector_store",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,6 +15,7 @@ from ._resources import Resource, ResourceDescriptor, ResourceType
 
 __all__ = [
     "Agent",
+    "AgentNotInitializedError",
     "ActionSpec",
     "ResourceSpec",
     "action",
@@ -110,6 +111,19 @@ embedding_model_setup = _resource_decorator(ResourceType.EMBEDDING_MODEL)
 vector_store = _resource_decorator(ResourceType.VECTOR_STORE)
 
 
+class AgentNotInitializedError(UsageError, AttributeError):
+    """An ``Agent`` whose ``__init__`` did not run (``super().__init__()`` forgotten).
+
+    Raised when such an agent is used; the message names the class and the fix.
+
+    Also an ``AttributeError``, so ``getattr(agent, name, default)`` still gets its default.
+    """
+
+
+_AGENT_STATE = frozenset({"_actions", "_resources", "_config", "_overrides"})
+"""What ``Agent.__init__`` sets up."""
+
+
 class Agent:
     """An agent: actions triggered by events, and the resources they use.
 
@@ -120,13 +134,45 @@ class Agent:
     A subclass that redefines a decorated action or resource method (same attribute name)
     replaces the base's. To swap a declared resource for a test double without a subclass,
     use ``override_resource`` (for this instance) or ``override(...)`` (for a ``with`` block).
+
+    Args:
+        replay: how a replay treats a durable call made with other arguments than recorded
+            at its place: ``"lenient"`` (the default: the recorded outcome, with a warning)
+            or ``"strict"`` (a ``ReplayDivergenceError``, as is an execution that completes
+            without making all its recorded calls). Overrides the class attribute
+            ``replay``; one call can opt in with ``durable_execute(..., strict=True)``.
+
+    Attributes:
+        replay: the class's replay mode (``"lenient"``, or ``"strict"`` on a subclass).
     """
 
-    def __init__(self) -> None:
+    replay: ClassVar[str] = "lenient"
+
+    def __init__(self, *, replay: str | None = None) -> None:
         self._actions: list[tuple[str, Callable[..., Any], ActionSpec]] = []
         self._resources: list[tuple[ResourceType, str, Any]] = []
         self._config: dict[str, Any] = {}
         self._overrides: dict[tuple[ResourceType, str], Any] = {}
+        if replay is not None:
+            self._config["replay"] = _replay_mode(replay, "Agent(replay=...)")
+
+    if not TYPE_CHECKING:  # (at run time only: type checkers keep flagging unknown names)
+        def __getattr__(self, name: str) -> Any:
+            """Name the fix when ``Agent.__init__`` did not run, not a bare AttributeError.
+
+            That happens when a subclass's ``__init__`` forgot ``super().__init__()``.
+
+            Raises:
+                AgentNotInitializedError: for the state ``Agent.__init__`` sets up.
+                AttributeError: for any other missing attribute.
+            """
+            if name in _AGENT_STATE:
+                cls = type(self).__name__
+                raise AgentNotInitializedError(
+                    f"{cls}.__init__ did not call super().__init__(), so this {cls} has no "
+                    f"{name}: add super().__init__() as the first line of {cls}.__init__ "
+                    "(before add_action, add_resource, override_resource or set_config)")
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def add_action(
         self, name: str, triggers: Iterable[type[Event] | str] | None = None,
@@ -312,5 +358,29 @@ class Agent:
 
     @property
     def config(self) -> dict[str, Any]:
-        """Agent-wide configuration."""
-        return dict(getattr(self, "_config", {}))
+        """Agent-wide configuration (with ``"replay"`` when the agent replays strictly).
+
+        Raises:
+            UsageError: when the replay mode (class attribute, ``Agent(replay=...)`` or
+                ``set_config(replay=...)``) is neither ``"lenient"`` nor ``"strict"``.
+        """
+        config = dict(getattr(self, "_config", {}))
+        mode = config.get("replay", getattr(type(self), "replay", "lenient"))
+        if isinstance(mode, str) or "replay" in config:
+            mode = _replay_mode(mode, f"{type(self).__name__}.replay")
+            if mode != "lenient":
+                config["replay"] = mode
+            else:
+                config.pop("replay", None)
+        return config
+
+
+REPLAY_MODES = ("lenient", "strict")
+"""The replay modes of an agent (``Agent.replay``)."""
+
+
+def _replay_mode(mode: Any, where: str) -> str:
+    if mode not in REPLAY_MODES:
+        raise UsageError(f"{where} must be one of {', '.join(map(repr, REPLAY_MODES))}, "
+                         f"got {mode!r}")
+    return str(mode)

@@ -154,26 +154,36 @@ class RunnerContext(ABC):
     @abstractmethod
     def durable_execute(
         self, fn: Callable[..., T], *args: Any, reconciler: Callable[[], T] | None = None,
-        **kwargs: Any,
+        strict: bool | None = None, **kwargs: Any,
     ) -> T:
         """Call ``fn(*args, **kwargs)`` on the operator thread, recording its outcome.
 
         A replay of this call (same action execution, same call ordinal) returns the recorded
         result, or raises the recorded exception, without calling ``fn``. Arguments and the
-        result must have a JSON form (pydantic models are fine).
+        result must have a JSON form (pydantic models are fine). What ``fn`` binds counts as
+        arguments too: a ``functools.partial``'s arguments, a lambda's or closure's captured
+        values and defaults, a bound method's object, a callable object's state (see
+        ``docs/concepts/replay-divergence.md``).
 
         Args:
             fn: the function; blocks the operator while it runs (prefer the async form).
             *args: positional arguments of ``fn``.
             reconciler: called at recovery instead of ``fn`` when the call had started but its
                 outcome was recorded nowhere.
-            **kwargs: keyword arguments of ``fn``.
+            strict: on replay, fail with ``ReplayDivergenceError`` when the arguments differ
+                from the recorded ones (``None``: the agent's ``replay`` mode, lenient by
+                default: the recorded outcome is returned with a warning).
+            **kwargs: keyword arguments of ``fn`` (``reconciler`` and ``strict`` are the
+                runtime's: bind an argument of ``fn`` so named with ``functools.partial``).
 
         Returns:
             What ``fn`` returned (or, on replay, what it returned the first time).
 
         Raises:
             SerializationError: when an argument or the result has no JSON form.
+            ReplayDivergenceError: on replay, when the call is not the one recorded at its
+                place (another function, the arguments of another recorded call, or, when
+                strict, other arguments).
         """
 
     @abstractmethod
@@ -231,22 +241,69 @@ class RunnerContext(ABC):
     @abstractmethod
     def durable_execute_async(
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
-        **kwargs: Any,
+        strict: bool | None = None, **kwargs: Any,
     ) -> Awaitable[Any]:
         """Start ``fn(*args, **kwargs)`` on the I/O executor and return an awaitable of it.
 
         ``fn`` may be a plain function (run in a worker thread) or an ``async`` one (run on
         the executor's event loop). The call starts at once, so several calls created before
         any is awaited run concurrently. Recording and replay are as for ``durable_execute``.
-        The caller's action is suspended while it awaits; other keys keep running.
+        The caller's action is suspended while it awaits; other keys keep running. The call
+        belongs to the action, as a task to an asyncio ``TaskGroup``: an action that returns
+        without awaiting it completes only once its outcome is recorded.
 
         Args:
             fn: the function, plain or ``async``.
             *args: positional arguments of ``fn``.
             reconciler: called at recovery instead of ``fn`` when the call had started but its
                 outcome was recorded nowhere.
+            strict: as for ``durable_execute``.
             **kwargs: keyword arguments of ``fn``.
 
         Returns:
             An awaitable of what ``fn`` returns (or, on replay, returned the first time).
         """
+
+    def patched(self, change_id: str) -> bool:
+        """Whether this action execution takes the new branch of change ``change_id``.
+
+        A versioning marker, as Temporal's ``workflow.patched``: write ``if
+        ctx.patched("price-v2"): <new calls> else: <old calls>`` to change an action's
+        durable calls while runs recorded by the old code are in flight. A new execution, or
+        a replay that reaches this point with nothing recorded beyond it, records the marker
+        and gets ``True``; a replay of an execution recorded before the change (it has
+        recorded calls beyond this point and no marker) gets ``False`` and keeps its old
+        calls. The answer is recorded in the execution's state entry (not at a call
+        ordinal), so it is the same for every later ``patched`` of that change in the
+        execution and after every later restore. Once no run recorded before the change is
+        in flight, replace the call with ``deprecate_patch`` and remove the old branch.
+
+        Args:
+            change_id: a name for the change, unique within the action.
+
+        Returns:
+            ``True`` for the new branch, ``False`` for the old one.
+
+        Raises:
+            UsageError: when ``change_id`` is not a non-empty string.
+            NotImplementedError: when the hosting runtime has no versioning markers.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no versioning markers")
+
+    def deprecate_patch(self, change_id: str) -> None:
+        """Mark that change ``change_id``'s old branch is gone (after ``patched``).
+
+        Records the marker for new executions as ``patched`` does. A replay of an
+        execution recorded before the change fails with ``ReplayDivergenceError`` (its old
+        branch no longer exists) instead of silently taking the new one. Markers do not
+        take call ordinals, so removing this call later shifts no call.
+
+        Args:
+            change_id: the name given to ``patched``.
+
+        Raises:
+            ReplayDivergenceError: when the execution took the old branch.
+            UsageError: when ``change_id`` is not a non-empty string.
+            NotImplementedError: when the hosting runtime has no versioning markers.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no versioning markers")

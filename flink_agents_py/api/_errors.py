@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._secrets import mask_secrets
+
 __all__ = [
     "AgentsError",
     "PlanError",
@@ -23,7 +25,14 @@ __all__ = [
 
 
 class AgentsError(Exception):
-    """Root of every error this package raises on purpose."""
+    """Root of every error this package raises on purpose.
+
+    Known secrets in its text arguments are masked when it is made (``api.mask_secrets``):
+    a provider that echoes the API key in its error cannot put it into the message.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(mask_secrets(a) if isinstance(a, str) else a for a in args))
 
 
 class PlanError(AgentsError):
@@ -188,6 +197,16 @@ class UsageError(AgentsError, TypeError):
     Raised when an agent is declared (a bare ``@action`` without event types) and when an
     action misuses its context (a plain ``def`` action that leaves ``ctx.chat(...)`` or
     another durable future un-awaited).
+    """
+
+
+class UnkeyedRecordError(AgentsError, ValueError):
+    """A dict record with no ``"key"`` field, read with no ``key_selector``.
+
+    Not raised to the caller: the runner sends the record to its error output (an error
+    row with ``action="<key_selector>"`` and this message), as any record its key selector
+    fails on, and goes on with the next record. The message names the record's fields and
+    how to key it.
     """
 
 

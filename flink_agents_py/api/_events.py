@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ._messages import ChatMessage, ChatResponse, ToolCall, ToolResult
+from ._secrets import MaskedStr
 
 __all__ = [
     "Event",
@@ -274,13 +275,15 @@ class ChatResponseEvent(Event):
         error: why the chat failed, when it did (``response`` is then ``None``).
         traceback: where it failed, when an exception did (a model call, a chat model's
             script): the original traceback, bounded and redacted.
+
+    Known secrets in ``error`` and ``traceback`` are masked (``api.mask_secrets``).
     """
 
     EVENT_TYPE: ClassVar[str] = "ChatResponseEvent"
     request_id: str
     response: ChatResponse | None = None
-    error: str | None = None
-    traceback: str | None = None
+    error: MaskedStr | None = None
+    traceback: MaskedStr | None = None
 
 
 class ToolRequestEvent(Event):

@@ -2,7 +2,9 @@
 
 Shaped like Apache Flink Agents' long-term memory (``ctx.long_term_memory``,
 ``get_memory_set(name)``, ``MemorySet.add/get/search/delete``, ``MemorySetItem``). A memory
-set belongs to the current key (``shared=True``: to every key of the agent). It is backed by
+set belongs to the agent and the current key (``shared=True``: to every key of the agent):
+every operation is scoped to it, so an item id of another key or agent finds and deletes
+nothing. It is backed by
 a ``VECTOR_STORE`` resource (named by the agent's configuration
 ``LongTermMemoryOptions.VECTOR_STORE``) whose embedding model embeds the items.
 
@@ -10,7 +12,9 @@ Consistency is that of short-term memory: the adds and deletes an action makes a
 the action completes (in one durable call, with the events it sent), so a failed action
 leaves nothing behind and a replayed one does not add twice; until then only the action sees
 its own adds (in ``get``, not in ``search``: they are not embedded yet). Reads are durable
-calls too, so a replay sees what the first execution saw.
+calls recorded in the callback that made them, so a replay sees what the first execution
+saw; a read made again after a restore leaves out what the key's crashed attempt wrote
+after the checkpoint.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ class LongTermMemoryOptions:
     VECTOR_STORE = "long-term-memory.vector-store"
     """Name of the ``VECTOR_STORE`` resource that holds the memory items (required)."""
     COLLECTION = "long-term-memory.collection"
-    """The collection of that store used for memory (default: ``long_term_memory``)."""
+    """The collection of that store used for memory (default: ``long_term_memory``; every
+    item is scoped to its agent, so agents may share it)."""
 
 
 class MemorySetItem(BaseModel):
@@ -39,7 +44,8 @@ class MemorySetItem(BaseModel):
 
     Attributes:
         memory_set_name: the set it belongs to.
-        id: its id (stable: derived from the action execution that added it).
+        id: its id (stable on a replay: a keyed hash of the scope, the set, the action
+            execution that added it and its position, under a secret the store keeps).
         value: the text.
         created_at: when it was written (UTC), as recorded by the write.
         updated_at: as ``created_at`` (items are not updated in place).

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._secrets import MaskedStr
+
 __all__ = [
     "MessageRole", "ToolCall", "ChatMessage", "TokenUsage", "ChatResponse", "ChatResult",
     "ToolResult",
@@ -163,6 +165,8 @@ class ToolResult(BaseModel):
         error: what failed and why (when not ``ok``), worded for the model to correct its call.
         traceback: where the tool raised (when it did), bounded and redacted; for logs and
             traces, never sent to the model.
+
+    Known secrets in ``error`` and ``traceback`` are masked (``api.mask_secrets``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -171,5 +175,5 @@ class ToolResult(BaseModel):
     name: str
     ok: bool = True
     content: Any = None
-    error: str | None = None
-    traceback: str | None = None
+    error: MaskedStr | None = None
+    traceback: MaskedStr | None = None

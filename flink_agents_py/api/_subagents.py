@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._resources import Resource, ResourceType
+from ._secrets import MaskedStr
 
 if TYPE_CHECKING:
     from ._context import RunnerContext
@@ -58,15 +59,17 @@ class SubagentResult(BaseModel):
         cancelled: the call failed because it was cancelled.
         traceback: where the sub-agent failed, when an exception did (an internal
             sub-agent's action): the original traceback, bounded and redacted.
+
+    Known secrets in ``error_message`` and ``traceback`` are masked (``api.mask_secrets``).
     """
 
     model_config = ConfigDict(frozen=True)
 
     success: bool
     result: Any = None
-    error_message: str | None = None
+    error_message: MaskedStr | None = None
     cancelled: bool = False
-    traceback: str | None = None
+    traceback: MaskedStr | None = None
 
     @classmethod
     def ok(cls, value: Any) -> SubagentResult:

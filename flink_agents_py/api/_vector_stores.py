@@ -30,6 +30,7 @@ from ._embeddings import EmbeddingModelSetup
 from ._errors import AgentsError, ResourceError
 from ._events import Event
 from ._resources import Resource, ResourceType
+from ._secrets import MaskedStr
 
 __all__ = [
     "VectorStoreError",
@@ -361,7 +362,8 @@ class ContextRetrievalResponseEvent(Event):
         request_id: id of the request this answers.
         query: the request's query.
         documents: the documents found, closest first (empty when the search failed).
-        error: why the search failed, when it did (unknown store, missing collection...).
+        error: why the search failed, when it did (unknown store, missing collection...);
+            known secrets masked (``api.mask_secrets``).
 
     """
 
@@ -369,4 +371,4 @@ class ContextRetrievalResponseEvent(Event):
     request_id: str
     query: str = ""
     documents: list[Document] = Field(default_factory=list)
-    error: str | None = None
+    error: MaskedStr | None = None

@@ -19,11 +19,14 @@ What a Flink Agents program does with its environment, and what it does here:
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..api import Agent, ResourceType
+
+log = logging.getLogger(__name__)
 
 __all__ = ["AgentsExecutionEnvironment", "AgentExecutionOptions", "ConfigOption",
            "Configuration"]
@@ -65,18 +68,6 @@ class Configuration:
         return self._values.get(str(option), default)
 
 
-_RESOURCE_TYPES = {
-    "ChatModelConnection": ResourceType.CHAT_MODEL_CONNECTION,
-    "ChatModelSetup": ResourceType.CHAT_MODEL,
-    "FunctionTool": ResourceType.TOOL,
-    "Prompt": ResourceType.PROMPT,
-    "EmbeddingModelConnection": ResourceType.EMBEDDING_MODEL_CONNECTION,
-    "EmbeddingModelSetup": ResourceType.EMBEDDING_MODEL,
-    "VectorStore": ResourceType.VECTOR_STORE,
-    "SubagentSetup": ResourceType.AGENT,
-}
-
-
 def _type_of(resource: Any) -> ResourceType:
     """The type of a resource given without one (its class's ``RESOURCE_TYPE``)."""
     from ..api import Resource, ResourceDescriptor
@@ -92,6 +83,27 @@ def _type_of(resource: Any) -> ResourceType:
         return ResourceType.TOOL
     raise TypeError(f"cannot tell the resource type of {resource!r}: pass it, "
                     f"add_resource(name, ResourceType.X, resource)")
+
+
+def _declared_type(name: str, given: ResourceType | Any, resource: Any) -> Any:
+    """The type to register ``resource`` under: its class's, when ``given`` contradicts it.
+
+    Flink Agents' RAG example registers its chat model connection as ``EMBEDDING_MODEL``;
+    the class says what the resource is, so it is registered as that (with a warning), and
+    the setups naming it find it.
+
+    Returns:
+        The resource type to register under.
+    """
+    try:
+        own = _type_of(resource)
+    except Exception:  # noqa: BLE001 - an unknown class is reported when the plan is built
+        return given
+    if isinstance(given, ResourceType) and own is not given and own is not ResourceType.TOOL:
+        log.warning("add_resource(%r, %s, ...): the resource is a %s (its class says so); "
+                    "registered as that", name, given.name, own.name)
+        return own
+    return given
 
 
 class _Environment:
@@ -143,6 +155,8 @@ class _Environment:
         """
         if instance is None:
             resource_type, instance = _type_of(resource_type), resource_type
+        else:
+            resource_type = _declared_type(name, resource_type, instance)
         self._resources.append((resource_type, name, instance))
         return self
 
@@ -203,7 +217,6 @@ class LocalAgentsEnvironment(_Environment):
         for job, out in pending:
             result = job.run()
             out.extend({key: output} for key, output in result.keyed_outputs)
-            self.last_result = result
 
 
 class _LocalBuilder:

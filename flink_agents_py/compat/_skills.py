@@ -7,8 +7,8 @@ naming them a ``load_skill`` and a ``bash`` tool. Here, ``compat.Agent`` does th
 when it lists its resources: for each chat model setup with ``skills=`` (and
 ``allowed_commands=``) it declares a ``load_skill`` tool (``LoadSkillTool``) over the
 agent's ``Skills`` folders, restricted to the named skills, and a ``bash`` tool
-(``RunSkillCommandTool``: parsed, allow-listed, no shell), and adds both to the setup's
-``tools``.
+(``RunSkillCommandTool``: parsed, allow-listed, no shell, in a bubblewrap sandbox), and
+adds both to the setup's ``tools``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,17 @@ from pyflink.common import Row, Types
 from ..api import Agent
 from ..local import default_key_selector
 from ..plan import AgentPlan
-from ..runtime import Failpoint, HostOptions, Journal, Observer, check_resources, select_key
+from ..runtime import (
+    Failpoint,
+    HostOptions,
+    Journal,
+    KeyEncoding,
+    KeyEncodingMismatchError,
+    Observer,
+    check_resources,
+    key_encoding,
+    mismatch_message,
+)
 from ._operator import ERROR_TAG, AgentOperator
 from ._progress import JobProgress, progress_enabled, rest_urls
 from ._workers import WorkerSetupError, config_getter, configure_workers
@@ -84,6 +94,9 @@ def _output_as_row(names: list[str], output: Any) -> Any:
                     f"fields {names}: emit a dict by field name")
 
 
+_encoding = key_encoding  # ``apply`` has an argument of that name
+
+
 class FlinkAgentBuilder:
     """An input stream waiting for an agent: ``apply`` it, then take ``to_datastream()``."""
 
@@ -96,13 +109,22 @@ class FlinkAgentBuilder:
         self._result: Any = None
         self._errors: Any = None
 
-    def apply(self, agent: Agent | AgentPlan, *, name: str | None = None) -> FlinkAgentBuilder:
+    def apply(self, agent: Agent | AgentPlan, *, name: str | None = None,
+              key_encoding: str | None = None) -> FlinkAgentBuilder:
         """Key the input and run ``agent`` on it in an ``AgentOperator``.
+
+        Args:
+            agent: the agent (or its compiled plan).
+            name: the operator's name; its uid is ``agent-<name>`` (default: the agent's
+                class name), which a savepoint's state is mapped back to.
+            key_encoding: this operator's key encoding, instead of the environment's
+                (``"json"`` or ``"pickle"``, see ``FlinkExecutionEnvironment``).
 
         Returns:
             ``self``.
 
         Raises:
+            ValueError: for an unknown ``key_encoding``.
             PlanError: when the agent does not compile.
             WorkerSetupError: when Flink's Python workers could not import the agent (says
                 what to set), found before the job is submitted.
@@ -110,17 +132,20 @@ class FlinkAgentBuilder:
                 ``MissingApiKeyError`` naming the variable and the resource), before the
                 job is submitted; a cluster's operators check when they open.
         """
+        keys = self._env.key_encoding if key_encoding is None else _encoding(key_encoding)
         plan = agent if isinstance(agent, AgentPlan) else AgentPlan.from_agent(agent)
         workers = configure_workers(self._env.env, plan_modules(plan))
         if workers.target == "local":  # the workers share this environment: check it now
             check_resources(plan)
-        op = AgentOperator(plan, self._env.options)
+        op = AgentOperator(plan, self._env.options, key_encoding=keys)
         label = name or (type(agent).__name__ if isinstance(agent, Agent) else "agent")
+        # a record its key selector fails on (or whose key has no encoding) is keyed by a
+        # rejected key, which the operator sends to the error output: the job keeps running
+        selector = functools.partial(keys.flink_key, self._key_selector)
+        keyed = self._ds.key_by(selector, key_type=Types.STRING()) if keys.stable \
+            else self._ds.key_by(selector)  # PyFlink pickles keys without a key type
         self._result = (
-            # a record its key selector fails on is keyed by a ``RejectedKey``, which the
-            # operator sends to the error output: the job keeps running
-            self._ds.key_by(functools.partial(select_key, self._key_selector))
-            .process(op, output_type=Types.PICKLED_BYTE_ARRAY())
+            keyed.process(op, output_type=Types.PICKLED_BYTE_ARRAY())
             .name(label).uid(f"agent-{label}")
         )
         # Taken now, consumed or not: PyFlink sends what a function yields for an output tag
@@ -215,9 +240,21 @@ class FlinkExecutionEnvironment:
             never).
         t_env: the ``StreamTableEnvironment`` over ``env`` that ``to_table`` uses after
             ``from_datastream`` (``None``: made when first needed).
+        key_encoding: how keyed state is keyed (``runtime.KeyEncoding``). ``"json"`` (the
+            default): a Flink ``STRING`` key, the same bytes in every Python, cloudpickle
+            and PyFlink version; a string key is itself, an ``int``, ``float``, ``bool``,
+            ``None`` or tuple key its canonical JSON (so ``1``, ``True`` and ``1.0`` are
+            three keys); a key of another type sends its record to ``errors_datastream()``.
+            ``"pickle"``: the key's pickle, as releases before ``"json"`` keyed state: only
+            to restore a savepoint such a release took (Flink cannot change a key's
+            serializer in a restore; see ``docs/how-to/deployment.md``, "Keys and
+            savepoints"). ``"json"`` restoring such a savepoint, or ``"pickle"`` one taken
+            with ``"json"``, fails the restore (Flink's ``StateMigrationException``: the
+            new key serializer is incompatible); ``execute`` then names this option.
 
     Raises:
         WorkerSetupError: when the workers' interpreter cannot import what they need.
+        ValueError: for an unknown ``key_encoding``.
     """
 
     def __init__(self, env: Any, *, max_in_flight: int = 32, max_poll_interval_ms: int = 20,
@@ -225,8 +262,11 @@ class FlinkExecutionEnvironment:
                  metrics: bool = True, event_log: Any = None,
                  observer: Observer | None = None, progress: bool = False,
                  t_env: Any = None, max_queued_per_key: int | None = 10_000,
-                 max_waiting_calls: int | None = None) -> None:
+                 max_waiting_calls: int | None = None,
+                 key_encoding: str | KeyEncoding = "json") -> None:
         from ..observability import EventLog
+
+        self.key_encoding = _encoding(key_encoding)
 
         if hasattr(env, "_j_stream_execution_environment"):  # not a stand-in of a unit test
             configure_workers(env)
@@ -330,6 +370,16 @@ class FlinkExecutionEnvironment:
 
         Returns:
             Flink's ``JobExecutionResult``.
+
+        Raises:
+            KeyEncodingMismatchError: when the restore found keyed state keyed by another
+                key encoding (says which ``key_encoding`` to pass); chained to Flink's error.
         """
-        with self.progress(total=total, job_name=job_name):
-            return self.env.execute(job_name)
+        try:
+            with self.progress(total=total, job_name=job_name):
+                return self.env.execute(job_name)
+        except Exception as e:
+            message = mismatch_message(e, self.key_encoding)
+            if message is None:
+                raise
+            raise KeyEncodingMismatchError(message) from e

@@ -18,6 +18,7 @@ import os
 import sys
 from typing import Any, Literal
 
+from ._quiet import quiet_optional_filesystems
 from ._workers import configure_workers
 
 __all__ = ["create_stream_environment", "python_path_for_workers"]
@@ -105,6 +106,7 @@ def create_stream_environment(
         ImportError: when apache-flink is not installed (``pip install .[flink]``).
         WorkerSetupError: when the workers' interpreter cannot import what they need.
     """
+    quiet_optional_filesystems()  # (apache-beam starts with the environment)
     from pyflink.common import Configuration
     from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
 

@@ -40,13 +40,13 @@ class _ForgetStaleModules:
         return (exec, (FORGET_STALE_MODULES, {}))
 
 
-def rebuild(module: str, qualname: str, forgotten: None, state: dict[str, Any]) -> Any:
+def rebuild(module: str, qualname: str, _forgotten: None, state: dict[str, Any]) -> Any:
     """Make an instance of ``module.qualname`` (imported now) with ``state`` as its attributes.
 
     Args:
         module: the class's module.
         qualname: the class's qualified name in it.
-        forgotten: the result of forgetting stale modules (unpickled just before ``state``).
+        _forgotten: the result of forgetting stale modules (unpickled just before ``state``).
         state: the instance's ``__dict__``.
 
     Returns:

@@ -21,14 +21,13 @@ The code is in three modules: ``_kafka_jars`` (jars, URLs), ``_kafka_source`` (r
 from __future__ import annotations
 
 from ._kafka_jars import KAFKA_CONNECTOR_VERSION, add_kafka_jars, kafka_jars, parse_kafka_url
-from ._kafka_sink import DeliveryGuarantee, kafka_sink, to_kafka_rows, write_json_topic
 from ._kafka_sink import _ToRow as _ToRow  # used by tests
+from ._kafka_sink import kafka_sink, to_kafka_rows, write_json_topic
 from ._kafka_source import KafkaInput, KafkaMessage, from_kafka, json_value, read_json_topic
 from ._kafka_source import _Parse as _Parse  # used by tests
 
 __all__ = [
     "KAFKA_CONNECTOR_VERSION",
-    "DeliveryGuarantee",
     "KafkaInput",
     "KafkaMessage",
     "add_kafka_jars",

@@ -122,7 +122,8 @@ class _FlinkKeyState(KeyState):
         raw = queue.get(seq)
         queue.remove(seq)
         if raw is None:
-            raise RuntimeError(f"input {seq} of key {self._op._key!r} is missing from the "
+            key = self._op.keys.value(self._op._key)
+            raise RuntimeError(f"input {seq} of key {key!r} is missing from the "
                                f"operator's queue state (head {seq}, tail {self._tail})")
         return seq, loads_json(raw)
 

@@ -66,7 +66,17 @@ from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 
 from ..plan import AgentPlan
-from ..runtime import AgentCore, HostOptions, RejectedKey, RunState, StepResult, rejected_record
+from ..runtime import (
+    AgentCore,
+    HostOptions,
+    KeyEncoding,
+    RejectedKey,
+    RunState,
+    StepResult,
+    key_encoding,
+    rejected_record,
+    warm_up,
+)
 from ._fresh import fresh_reduce
 from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
@@ -150,6 +160,9 @@ def _task_info(runtime_context: Any) -> tuple[int, int]:
     return found[0], found[1]
 
 
+_encoding = key_encoding  # ``AgentOperator`` has an argument of that name
+
+
 class AgentOperator(KeyedProcessFunction):
     """Runs an agent plan on a keyed stream.
 
@@ -159,11 +172,13 @@ class AgentOperator(KeyedProcessFunction):
     Args:
         plan: the compiled agent.
         options: how to run it (``runtime.HostOptions``; default: the defaults).
+        key_encoding: how the input stream was keyed (``runtime.KeyEncoding``; ``"json"``:
+            the current key is an encoded ``str``, decoded for ``ctx.key``).
         **changes: options to change from ``options`` by name (``metrics=False``...).
 
     Raises:
         TypeError: when a name in ``changes`` is not an option.
-        ValueError: when an option is out of range.
+        ValueError: when an option is out of range, or ``key_encoding`` is unknown.
 
     Attributes:
         stats: what the operator did, for measurements: ``timer_callbacks``, ``idle_polls``
@@ -174,10 +189,11 @@ class AgentOperator(KeyedProcessFunction):
             first callback after a restore).
     """
 
-    def __init__(self, plan: AgentPlan, options: HostOptions | None = None,
-                 **changes: Any) -> None:
+    def __init__(self, plan: AgentPlan, options: HostOptions | None = None, *,
+                 key_encoding: str | KeyEncoding = "json", **changes: Any) -> None:
         base = options if options is not None else HostOptions()
         self.plan = plan
+        self.keys = _encoding(key_encoding)
         self.options = base.replace(**changes) if changes else base
         self.observability: Any = None
         self.core: AgentCore | None = None
@@ -225,7 +241,9 @@ class AgentOperator(KeyedProcessFunction):
         core = self.core = AgentCore(
             self.plan, max_in_flight=opts.max_in_flight, journal=opts.journal,
             failpoint=opts.failpoint, observer=self.observability.observer,
-            notify=switch.ready.append if switch is not None else None)
+            notify=switch.ready.append if switch is not None else None,
+            key_value=self.keys.value_function())
+        warm_up(self.plan)  # imports a key's first run would otherwise wait for
         core.open()
         hold_gc_settings(self)
         self._is_live = core.is_live
@@ -247,7 +265,7 @@ class AgentOperator(KeyedProcessFunction):
         return HostObservability(
             metrics=opts.metrics, event_log=opts.event_log, observer=opts.observer,
             host="flink", subtask=subtask, attempt=attempt, flink_group=group,
-            actions=list(self.plan.actions))
+            actions=list(self.plan.actions), agent=self.plan.name)
 
     def close(self) -> None:
         """Stop the executor and close resources (and the event log)."""
@@ -273,13 +291,14 @@ class AgentOperator(KeyedProcessFunction):
         """
         core = self.core
         assert core is not None
-        key = self._key = ctx.get_current_key()
-        if type(key) is RejectedKey:  # its key selector failed (``select_key``)
-            yield ERROR_TAG, rejected_record(key, value, "record").model_dump(mode="json")
+        key = self._key = ctx.get_current_key()  # its identity (``KeyEncoding``)
+        rejected = self.keys.rejected(key)
+        if rejected is not None:  # its key selector failed, or its key has no encoding
+            yield ERROR_TAG, rejected_record(rejected, value, "record").model_dump(mode="json")
             return
         opts = self.options
         if opts.failpoint is not None:
-            opts.failpoint("element", key, {"record": value})
+            opts.failpoint("element", self.keys.value(key), {"record": value})
         switch = self._switch
         if switch is not None and not switch.swept:  # the first callback: runs in state
             yield from switch.sweep(ctx)
@@ -323,7 +342,7 @@ class AgentOperator(KeyedProcessFunction):
         self.stats["timer_callbacks"] += 1
         failpoint = self.options.failpoint
         if failpoint is not None:
-            failpoint("timer", key, {"timestamp": timestamp})
+            failpoint("timer", self.keys.value(key), {"timestamp": timestamp})
         switch = self._switch
         if switch is not None:  # thread mode: timers per key group, the pump (``_switching``)
             if not switch.swept:  # the first callback: runs in state

@@ -50,6 +50,8 @@ that a drain can take a new, later timestamp for each of its rounds (process mod
 
 RUN_STATE = "agent-run"
 """The name of the keyed state holding a key's run in flight (swept after a restore)."""
+MEMORY_STATE = "agent-memory"
+"""The name of the keyed state holding a key's short-term memory."""
 
 GROUP_POLL_MS = 2_000
 """How often a key group with busy keys gets a timer callback of its own, in ms: what wakes a
@@ -62,6 +64,11 @@ pump timer far overdue was dropped at the end of input), in ms."""
 _MAX_EXPECTED_WAIT_MS = 10_000
 """The longest a pump (or, in process mode, a key's poll) is put off on the executor's
 estimate alone, in ms."""
+
+
+def _field(jkey: Any) -> Any:
+    """A key as the backend lists it, ``Row(key)``: the key in its Flink form."""
+    return jkey.getField(0) if hasattr(jkey, "getField") else jkey
 
 
 def _void_namespace() -> Any:
@@ -177,13 +184,30 @@ class KeySwitching:
                       "gets another input; use the hashmap or rocksdb state backend",
                       type(self.backend).__name__, exc_info=True)
             return
+        convert = ctx._key_converter.to_internal  # as PyFlink's contexts convert their key
+        stored = [_field(j) for j in jkeys]
+        if not self.op.keys.stable:  # pickled keys: pickled as this job pickles them?
+            sample = stored[0] if stored else self._first_key(MEMORY_STATE)
+            if sample is not None:
+                self.op.keys.check_restored(sample, convert(sample))
         if not jkeys:
             return
-        convert = ctx._key_converter.to_internal  # as PyFlink's contexts convert their key
-        todo = [(convert(j.getField(0) if hasattr(j, "getField") else j), j) for j in jkeys]
+        todo = [(convert(s), j) for s, j in zip(stored, jkeys, strict=True)]
         log.info("resuming %d runs in flight from keyed state", len(todo))
         self.op.stats["swept"] += len(todo)
         yield from self._advance_each(todo, ctx, restored=True)
+
+    def _first_key(self, state: str) -> Any:
+        """The first key (as stored) with a value in keyed state ``state``, or ``None``."""
+        try:
+            stream = self.backend.getKeys(state, _void_namespace())
+        except Exception:  # noqa: BLE001 - listed already for the runs: not expected here
+            return None
+        try:
+            found = stream.iterator()
+            return _field(found.next()) if found.hasNext() else None
+        finally:
+            stream.close()
 
     # -- the pump ---------------------------------------------------------------------------
     def pump(self, ctx: Any) -> Iterator[Any]:

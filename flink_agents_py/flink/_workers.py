@@ -329,7 +329,9 @@ def _configure_local(env: Any, cfg: Any, get: Any, setup: WorkerSetup, loaded: l
         port = _free_port()
         cfg.setString("rest.bind-port", f"{port}-{min(port + 9, 65535)}")
     if get("metrics.fetcher.update-interval") is None:
-        cfg.setString("metrics.fetcher.update-interval", "1000")
+        # fresh numbers for the bar: a short run (a few seconds) then shows its progress
+        # instead of jumping from 0 to done (the fetch is in-process, local only)
+        cfg.setString("metrics.fetcher.update-interval", "250")
     if setup.execution_mode == "process":
         for key, value in (("python.fn-execution.bundle.size", "1000"),
                            ("python.fn-execution.bundle.time", "5")):

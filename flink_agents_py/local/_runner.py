@@ -11,16 +11,20 @@ restores keyed state after a failure.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import queue
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api import Agent
+from pydantic import BaseModel
+
+from ..api import Agent, UnkeyedRecordError
 from ..plan import AgentPlan
 from ..runtime import (
+    JSON_KEYS,
     AgentCore,
     ErrorRecord,
     HostOptions,
@@ -30,10 +34,12 @@ from ..runtime import (
     RejectedKey,
     RunState,
     StepResult,
+    decode_key,
     dumps_json,
+    encode_key,
     loads_json,
     rejected_record,
-    select_key,
+    warm_up,
 )
 
 __all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "default_key_selector",
@@ -43,9 +49,54 @@ SNAPSHOT_FORMAT = "flink-agents-py/local-snapshot/1"
 """The ``format`` field of a local runner snapshot."""
 
 
+_FIELDS_SHOWN = 8
+"""How many of a record's field names an ``UnkeyedRecordError`` names."""
+
+
 def default_key_selector(record: Any) -> Any:
-    """The record's ``"key"`` field when it is a dict with one, else ``None`` (one key)."""
-    return record.get("key") if isinstance(record, dict) else None
+    """The record's ``"key"`` field; ``None`` (one key) for a record without fields.
+
+    The key selector of ``from_list``, ``from_datastream`` and ``from_table`` when none is
+    given. A record with fields is a dict (its ``"key"`` item), a pydantic model or a
+    dataclass (its ``key`` attribute). One of those with no ``key`` is not run under a
+    made-up key: its runner sends it to the error output (see ``UnkeyedRecordError``) and
+    goes on. A record without fields (a string, a number, a list) runs under ``None``.
+
+    Args:
+        record: an input record.
+
+    Returns:
+        Its key.
+
+    Raises:
+        UnkeyedRecordError: for a record with fields but no ``key``, naming its fields and
+            the ways to key it.
+    """
+    if isinstance(record, Mapping):
+        if "key" in record:
+            return record["key"]
+        names = [str(k) for k in record]
+        example = f'r["{names[0]}"]' if names else 'r["id"]'
+    elif isinstance(record, BaseModel):
+        names = list(type(record).model_fields)
+        if "key" in names:
+            return record.key  # type: ignore[attr-defined]
+        example = f"r.{names[0]}" if names else "r.id"
+    elif dataclasses.is_dataclass(record) and not isinstance(record, type):
+        names = [f.name for f in dataclasses.fields(record)]
+        if "key" in names:
+            return record.key  # type: ignore[attr-defined]
+        example = f"r.{names[0]}" if names else "r.id"
+    else:
+        return None
+    shown = ", ".join(names[:_FIELDS_SHOWN])
+    more = f", ... ({len(names)} fields)" if len(names) > _FIELDS_SHOWN else ""
+    fields = f"its fields: {shown}{more}" if names else "it has no fields"
+    raise UnkeyedRecordError(
+        f'the {type(record).__name__} record has no "key" field ({fields}) and no '
+        f"key_selector was given: add a \"key\" field, or pass key_selector= to "
+        f"from_list/from_datastream/from_table (e.g. key_selector=lambda r: {example}; "
+        "key_selector=lambda r: None runs every record under one key, one after another)")
 
 
 @dataclass
@@ -229,10 +280,11 @@ class LocalAgentJob:
         if self._states is None:
             raise RuntimeError("the job has not run: nothing to snapshot")
         keys = []
-        for key, state in self._states.items():
+        for identity, state in self._states.items():
             if state.run is None and not state.memory and not state.queued() \
                     and not state.popped():
                 continue  # never had a record (its sequence numbers must go on otherwise)
+            key = decode_key(identity)  # the key's value (restored to the same identity)
             keys.append({
                 "key": _json_tree(key, f"key {key!r}"),
                 "run": loads_json(state.run.to_stored()) if state.run is not None else None,
@@ -279,9 +331,12 @@ class LocalAgentJob:
         wake: queue.SimpleQueue[Any] = queue.SimpleQueue()
         opts = self._env.options
         obs = HostObservability(metrics=opts.metrics, event_log=opts.event_log,
-                                observer=opts.observer, host="local")
+                                observer=opts.observer, host="local", agent=self._plan.name)
+        # keys as Flink's default key encoding has them (``runtime.KeyEncoding``): ``1``,
+        # ``True`` and ``1.0`` are three keys; the core sees each key's encoded identity
         core = AgentCore(self._plan, max_in_flight=opts.max_in_flight, notify=wake.put,
-                         journal=opts.journal, failpoint=opts.failpoint, observer=obs.observer)
+                         journal=opts.journal, failpoint=opts.failpoint, observer=obs.observer,
+                         key_value=decode_key)
         states: dict[Any, _KeyState] = {}
         self._states, self._position, self._steps = states, 0, 0
         busy: dict[Any, None] = {}  # keys with work left, in the order they got it
@@ -293,7 +348,8 @@ class LocalAgentJob:
             outs = res.outputs
             if outs:
                 result.outputs.extend(outs)
-                result.keyed_outputs.extend([(key, o) for o in outs])
+                shown = decode_key(key)
+                result.keyed_outputs.extend([(shown, o) for o in outs])
             if res.errors:
                 result.errors.extend(res.errors)
             if res.busy:
@@ -315,12 +371,14 @@ class LocalAgentJob:
                 if block and core.executor.pending == 0 and not any(
                     core.has_deliveries(k) for k in busy
                 ):
-                    raise RuntimeError(f"keys {sorted(map(repr, busy))[:5]} wait for I/O "
+                    shown = sorted(repr(decode_key(k)) for k in busy)[:5]
+                    raise RuntimeError(f"keys {shown} wait for I/O "
                                        "that is not running") from None
                 return
             step(key, core.advance(key, states[key]))
 
         key_selector, value_selector = self._key_selector, self._value_selector
+        warm_up(self._plan)  # imports a key's first run would otherwise wait for
         core.open()
         try:
             start = self._load(states, busy, bar)
@@ -330,14 +388,15 @@ class LocalAgentJob:
                 if index < start:
                     continue
                 self._position = index + 1
-                key, value = select_key(key_selector, record), record
-                if value_selector is not None and type(key) is not RejectedKey:
+                key, value = JSON_KEYS.flink_key(key_selector, record), record
+                rejected = JSON_KEYS.rejected(key)
+                if value_selector is not None and rejected is None:
                     try:
                         value = value_selector(record)
                     except Exception as e:  # noqa: BLE001 - a bad record is reported
-                        key = RejectedKey.of(e)
-                if type(key) is RejectedKey:  # reported (and logged), not fatal
-                    result.errors.append(rejected_record(key, record, f"record {index}"))
+                        rejected = RejectedKey.of(e)
+                if rejected is not None:  # reported (and logged), not fatal
+                    result.errors.append(rejected_record(rejected, record, f"record {index}"))
                     if bar is not None:
                         bar.rejected(record)
                     continue
@@ -375,7 +434,7 @@ class LocalAgentJob:
         if snap is None:
             return 0
         for entry in snap["keys"]:
-            key = _hashable(entry["key"])
+            key = encode_key(_hashable(entry["key"]))  # its identity (see ``run``)
             state = states[key] = _KeyState()
             run = RunState.from_stored(entry["run"]) if entry["run"] is not None else None
             state.load(run, dict(entry["memory"]), list(entry["queue"]), int(entry["next_seq"]))
@@ -443,9 +502,12 @@ class LocalExecutionEnvironment:
 
         Args:
             records: the input records (a list, to ``restore`` a snapshot of the job).
-            key_selector: the record's key (default ``default_key_selector``). A record it
-                (or ``value_selector``) raises on, or gives an unhashable key for, goes to
-                the run's errors as ``record <index>``, logged with its traceback.
+            key_selector: the record's key (default ``default_key_selector``): a ``str``,
+                ``int``, ``float``, ``bool``, ``None`` or a tuple of those, keyed as Flink's
+                default key encoding keys it (``runtime.KeyEncoding``: ``1``, ``True`` and
+                ``1.0`` are three keys). A record it (or ``value_selector``) raises on, or
+                gives another key for, goes to the run's errors as ``record <index>``,
+                logged with its traceback.
             counted: which records the progress bar counts as input records (default: all);
                 leave out control records, such as end-of-input markers.
             value_selector: what of a record the agent gets as ``InputEvent.input`` (default:

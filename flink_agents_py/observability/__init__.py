@@ -23,8 +23,9 @@ from ._event_log import (
 )
 from ._host import HostObservability
 from ._metrics import METRIC_GROUP, AgentMetrics, Distribution, FlinkMetricsMirror
-from ._otel import OtelSink, export_otel, otlp_exporter
+from ._otel import OtelExportError, OtelSink, export_otel, otlp_exporter
 from ._payload import REDACTED, Redactor, truncate
+from ._terminal import escape_controls
 from ._trace import RunTrace, TraceNode, build_traces, render_text, select_traces
 from ._trace_html import render_html
 from ._tracking import CallInfo, TrackingObserver
@@ -42,6 +43,7 @@ __all__ = [
     "LEVELS",
     "METRIC_GROUP",
     "MemorySink",
+    "OtelExportError",
     "OtelSink",
     "REDACTED",
     "Redactor",
@@ -49,6 +51,7 @@ __all__ = [
     "TraceNode",
     "TrackingObserver",
     "build_traces",
+    "escape_controls",
     "export_otel",
     "otlp_exporter",
     "read_event_log",

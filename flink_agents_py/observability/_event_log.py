@@ -4,7 +4,8 @@ Every record has ``ts`` (epoch seconds), ``kind``, ``key`` and, except the heade
 ``parent`` (the identity one level up, so a run reads as a tree: run -> input event ->
 action -> durable call (chat, model call, tool, sub-agent) -> events -> ... -> output):
 
-- ``log_opened``: ``host``, ``level``, ``pid``, and on Flink ``subtask`` and ``attempt``
+- ``log_opened``: ``host``, ``level``, ``pid``, ``agent`` (its class name), and on Flink
+  ``subtask`` and ``attempt``
   (a restarted job appends to the same file; a new header marks each attempt).
 - ``run_started`` / ``run_completed``: ``id`` ``r<seq>``, ``seq``, (``duration_ms``).
 - ``event``: ``type``, ``parent`` (the execution that sent it, the call that bootstrapped
@@ -27,8 +28,11 @@ action, a restore) it holds the original failure's frames first (see ``runtime._
 It is redacted and keeps its end when longer than ``max_traceback_chars``.
 
 Payloads are redacted (``Redactor``) and then truncated (``max_chars``) before they are
-written. Levels: ``off`` (nothing), ``standard`` (every record; payloads of inputs, outputs
-and errors only), ``verbose`` (also every event's fields and every call's result).
+written; once a secret is known (``api.register_secret``: an API key read from
+``api_key_env``...), every string of every record is masked before it reaches the sink, so
+the trace and the OpenTelemetry spans built from the log never see it. Levels: ``off``
+(nothing), ``standard`` (every record; payloads of inputs, outputs and errors only),
+``verbose`` (also every event's fields and every call's result).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ..api._secrets import has_known_secret, mask_value, registered_secret_count
 from ..runtime._failures import failure_text
 from ._ids import chat_response_of, parse_result
 from ._payload import Redactor, to_loggable, truncate
@@ -223,8 +228,18 @@ class EventLog:
         return cls(value)
 
     def open(self, host: str = "local", subtask: int | None = None,
-             attempt: int | None = None) -> EventLogObserver | None:
-        """Open the sink and return the observer writing to it (``None`` when ``off``)."""
+             attempt: int | None = None, agent: str = "") -> EventLogObserver | None:
+        """Open the sink and return the observer writing to it (``None`` when ``off``).
+
+        Args:
+            host: ``"local"`` or ``"flink"`` (written in the ``log_opened`` header).
+            subtask: the Flink subtask index.
+            attempt: the Flink attempt number.
+            agent: the agent's name, written in the header (traces name runs by it).
+
+        Returns:
+            The observer, or ``None`` at level ``off``.
+        """
         if self.level == "off" or self.sink is None:
             return None
         sink = self.sink.open(subtask, attempt)
@@ -233,10 +248,21 @@ class EventLog:
                                max_traceback_chars=getattr(self, "max_traceback_chars", 8000))
         header: dict[str, Any] = {"ts": time.time(), "kind": "log_opened", "host": host,
                                   "level": self.level, "pid": os.getpid()}
+        if agent:
+            header["agent"] = agent
         if subtask is not None:
             header.update(subtask=subtask, attempt=attempt)
         sink.write(header)
         return obs
+
+
+def _holds_secret(record: dict[str, Any]) -> bool:
+    """Whether a known secret is anywhere in ``record`` (one search over its JSON form)."""
+    try:
+        text = orjson.dumps(record, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
+    except Exception:  # noqa: BLE001 - e.g. an integer too big: walk it instead
+        return True
+    return has_known_secret(text)
 
 
 def _error_text(error: BaseException) -> str:
@@ -287,6 +313,8 @@ class EventLogObserver(TrackingObserver):
     def _write(self, kind: str, key: Any, **fields: Any) -> None:
         record = {"ts": round(self.wall_clock(), 6), "kind": kind, "key": to_loggable(key)}
         record.update(fields)
+        if registered_secret_count() and _holds_secret(record):  # the last line: keys, names...
+            record = mask_value(record)
         self.sink.write(record)
 
     def close(self) -> None:

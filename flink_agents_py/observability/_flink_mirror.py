@@ -1,6 +1,7 @@
 """``FlinkMetricsMirror``: ``AgentMetrics`` values pushed to a PyFlink metric group in batches.
 
-The names, kinds and batching are described in ``_metrics`` (the module docstring).
+The names, kinds and batching are described in ``_metrics`` (the module docstring). Label
+values (metric group names) are masked (``api.mask_secrets``) before they reach Flink.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..api import mask_secrets
 from ._distribution import Distribution
 
 __all__ = ["FlinkMetricsMirror", "METRIC_GROUP"]
@@ -76,7 +78,9 @@ class FlinkMetricsMirror:
     def _subgroup(self, label_key: str, label: str) -> Any:
         g = self._groups.get((label_key, label))
         if g is None:
-            g = self._groups[(label_key, label)] = self.group.add_group(label_key, label)
+            # a label can come from a provider (the model it reported): no known secret in it
+            g = self._groups[(label_key, label)] = self.group.add_group(
+                label_key, mask_secrets(str(label)))
         return g
 
     def _labelled(self, name: str, label_key: str, label: str) -> Any:

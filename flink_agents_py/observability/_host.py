@@ -61,6 +61,7 @@ class HostObservability:
         actions: action names (pre-registered Flink metrics).
         flush_every: push metrics to ``flink_group`` after this many completed runs...
         flush_interval_s: ... or this many seconds since the last push (see ``AgentMetrics``).
+        agent: the agent's name, written in the event log's header.
 
     The observer is the single one itself when there is one (no fan-out in the call path).
     """
@@ -70,13 +71,14 @@ class HostObservability:
                  subtask: int | None = None, attempt: int | None = None,
                  flink_group: Any = None, actions: Iterable[str] = (),
                  flush_every: int = FLUSH_EVERY,
-                 flush_interval_s: float = FLUSH_INTERVAL_S) -> None:
+                 flush_interval_s: float = FLUSH_INTERVAL_S, agent: str = "") -> None:
         self.metrics = AgentMetrics(
             flink_group=flink_group, actions=actions, flush_every=flush_every,
             flush_interval_s=flush_interval_s) if metrics else None
         spec = EventLog.of(event_log)
         self.event_log: EventLogObserver | None = (
-            spec.open(host=host, subtask=subtask, attempt=attempt) if spec is not None else None)
+            spec.open(host=host, subtask=subtask, attempt=attempt, agent=agent)
+            if spec is not None else None)
         parts = [o for o in (self.metrics, self.event_log, observer) if o is not None]
         self.observer: Observer | None = (
             None if not parts else parts[0] if len(parts) == 1 else FanOut(*parts))

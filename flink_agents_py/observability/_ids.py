@@ -6,11 +6,10 @@ from typing import Any
 
 from ._payload import to_loggable
 
-__all__ = ["CHAT_ACTION", "TOOL_ACTION", "call_parent", "action_parent", "run_of",
+__all__ = ["CHAT_ACTION", "call_parent", "action_parent", "run_of",
            "chat_response_of", "parse_result"]
 
 CHAT_ACTION = "_chat_model_action"
-TOOL_ACTION = "_tool_call_action"
 
 def call_parent(call_id: str) -> str:
     """The action execution a durable call belongs to (``r0/ask/c1`` -> ``r0/ask``)."""

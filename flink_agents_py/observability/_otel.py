@@ -26,25 +26,117 @@ Spans nest as the trace's tree: an action triggered by an event is a child of th
 (or call) that sent the event, and may end after it (asynchronous work). Events and outputs
 become span events of the span above them. Failures set the span status
 to ``ERROR`` with ``error.type`` and an ``exception`` event (``exception.stacktrace``: the
-log's traceback); a run with failures has status ``ERROR`` too. Anomalies are in
+log's traceback); a run with failures has status ``ERROR`` too. Every text a span carries is
+masked (``api.mask_secrets``: known secrets, secret-looking values) on top of the event
+log's own masking, for logs written before a secret was known. Anomalies are in
 ``flink_agents.anomalies``. Times are the log's ``ts``.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
+import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import urlparse
 
+from ..api import AgentsError
+from ..api._secrets import mask_secrets, mask_value, register_header_secret
 from ._event_log import EventLogSink
 from ._ids import run_of
 from ._trace import RunTrace, TraceNode, _call_kind, _key_text, _keystr, build_traces
 
-__all__ = ["export_otel", "OtelSink", "otlp_exporter", "spans_of"]
+__all__ = ["export_otel", "OtelSink", "OtelExportError", "otlp_exporter", "spans_of"]
 
 _HINT = "pip install 'flink-agents-py[otel]'"
+
+log = logging.getLogger("flink_agents_py.observability")
+
+
+class OtelExportError(AgentsError):
+    """Spans that did not reach the OpenTelemetry endpoint (no receiver, refused, timed out).
+
+    Attributes:
+        delivered: spans the exporter reported delivered.
+        total: spans built.
+        reason: the exporter's last complaint (e.g. ``Connection refused``), or ``""``.
+    """
+
+    def __init__(self, delivered: int, total: int, reason: str = "") -> None:
+        self.delivered, self.total, self.reason = delivered, total, reason
+        super().__init__(f"delivered {delivered} of {total} spans"
+                         + (f": {reason}" if reason else ""))
+
+
+class _Delivery:
+    """A span exporter around another that counts what it delivered (``SUCCESS``) and not.
+
+    The SDK's batch processor drops an export's result; this keeps it. The exporter's own
+    warnings (the OTLP exporter logs a refused connection instead of raising) are caught
+    as ``reason`` while it runs, so the caller reports one clear line.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.delivered = 0
+        self.failed = 0
+        self.reason = ""
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[Any]) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        catcher = _Complaints()
+        otel_log = logging.getLogger("opentelemetry")
+        otel_log.addHandler(catcher)
+        try:
+            result = self.inner.export(spans)
+        except Exception as e:  # noqa: BLE001 - an exporter that raises delivered nothing
+            result, catcher.last = SpanExportResult.FAILURE, f"{type(e).__name__}: {e}"
+        finally:
+            otel_log.removeHandler(catcher)
+        with self._lock:
+            if result is SpanExportResult.SUCCESS:
+                self.delivered += len(spans)
+            else:
+                self.failed += len(spans)
+                self.reason = catcher.last or self.reason or f"the exporter returned {result}"
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        flush = getattr(self.inner, "force_flush", None)
+        return bool(flush(timeout_millis)) if flush is not None else True
+
+
+class _Complaints(logging.Handler):
+    """Keeps the first warning an exporter logged during one export: its root cause.
+
+    (The OTLP exporter retries and ends with a generic "max retries" line; the first one
+    names the cause: ``Connection refused``, a status code.)
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.last = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.last:
+            self.last = _reason(record.getMessage())
+
+
+_OS_ERROR = re.compile(r"\[Errno -?\d+\] ([^\"')]+)")
+
+
+def _reason(message: str) -> str:
+    """The OS's words for a failed connection when ``message`` holds them, else it, bounded."""
+    found = _OS_ERROR.search(message)
+    text = found.group(1).strip() if found else message.strip()
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _sdk() -> Any:
@@ -61,7 +153,8 @@ def otlp_exporter(endpoint: str, headers: dict[str, str] | None = None) -> Any:
     Args:
         endpoint: the collector's URL; ``/v1/traces`` is added when it has no path
             (``http://localhost:4318`` -> ``http://localhost:4318/v1/traces``).
-        headers: extra HTTP headers (e.g. an authorization header for a hosted backend).
+        headers: extra HTTP headers (e.g. an authorization header for a hosted backend);
+            their values are registered as secrets (masked in errors and logs).
 
     Returns:
         An ``OTLPSpanExporter``.
@@ -71,6 +164,8 @@ def otlp_exporter(endpoint: str, headers: dict[str, str] | None = None) -> Any:
         ValueError: when ``endpoint`` is not an http(s) URL.
     """
     endpoint = _traces_url(endpoint)
+    for name, value in (headers or {}).items():
+        register_header_secret(value, f"OTLP header {name}")
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError as e:
@@ -234,29 +329,40 @@ def export_otel(traces: Iterable[RunTrace], exporter: Any, *,
                 service_name: str = "flink-agents-py", agent_name: str | None = None) -> int:
     """Send ``traces`` as OpenTelemetry spans through ``exporter``, then shut it down.
 
+    Delivery is checked: every batch the exporter did not report delivered (no receiver
+    listening, a refused or failed request, a timeout) is counted, and any such span fails
+    the call.
+
     Args:
         traces: the runs (e.g. ``build_traces(read_event_log(paths))``).
         exporter: an OpenTelemetry ``SpanExporter`` (``otlp_exporter(url)``, or the SDK's
             ``InMemorySpanExporter`` in a test).
         service_name: the ``service.name`` resource attribute.
-        agent_name: ``gen_ai.agent.name`` of the run spans (default: ``service_name``).
+        agent_name: ``gen_ai.agent.name`` of the run spans, and the run span's name
+            (``invoke_agent {agent_name}``); default: the agent class named in each run's
+            event log (``"agent"`` for a log that names none).
 
     Returns:
-        How many spans were sent.
+        How many spans were delivered (all of them).
 
     Raises:
         ImportError: when opentelemetry-sdk is not installed (names the extra).
+        OtelExportError: when some spans were not delivered (with how many were, of how
+            many, and the exporter's reason).
     """
     traces = list(traces)
-    specs = [spans_of(t, agent_name or service_name) for t in traces]
+    specs = [spans_of(t, agent_name or t.agent or "agent") for t in traces]
     total = sum(len(s) for s in specs)
-    emitter = _Emitter(exporter, service_name, queue=max(2048, total))
+    delivery = _Delivery(exporter)
+    emitter = _Emitter(delivery, service_name, queue=max(2048, total))
     try:
         for spans in specs:
             emitter.emit(spans)
     finally:
         emitter.close()
-    return total
+    if delivery.delivered < total:
+        raise OtelExportError(delivery.delivered, total, delivery.reason)
+    return delivery.delivered
 
 
 class _Emitter:
@@ -281,15 +387,15 @@ class _Emitter:
             parent = spec["parent"]
             ctx = api.set_span_in_context(live[parent]) if parent is not None else None
             span = self.tracer.start_span(
-                spec["name"], context=ctx, start_time=spec["start"],
+                mask_secrets(spec["name"]), context=ctx, start_time=spec["start"],
                 kind=SpanKind.CLIENT if spec["kind"] == "client" else SpanKind.INTERNAL,
-                attributes=spec["attributes"])
+                attributes=mask_value(spec["attributes"]))
             live.append(span)
         for spec, span in zip(spans, live, strict=True):
             for name, ts, attrs in spec["events"]:
-                span.add_event(name, attrs, timestamp=ts)
+                span.add_event(name, mask_value(attrs), timestamp=ts)
             if spec["error"] is not None:
-                etype, message, tb = spec["error"]
+                etype, message, tb = mask_value(list(spec["error"]))
                 span.set_status(Status(StatusCode.ERROR, message))
                 if spec["node"].kind == "run":  # the failures are on the spans below
                     continue
@@ -320,11 +426,16 @@ class OtelSink(EventLogSink):
         exporter: a ``SpanExporter`` (used as is; not pickled to Flink workers, so give an
             ``endpoint`` there).
         service_name: the ``service.name`` resource attribute.
-        agent_name: ``gen_ai.agent.name`` of run spans (default: ``service_name``).
+        agent_name: ``gen_ai.agent.name`` of run spans and the run span's name (default:
+            the agent's class name, from the event log's header).
         forward: another sink that also gets every record (e.g. a ``FileSink``), or ``None``.
         headers: extra HTTP headers for the OTLP endpoint.
         max_queue_size: spans waiting to be sent, at most; more are dropped (the SDK's
             batch processor, which sends every 5 s or 512 spans).
+
+    Delivery is counted (``delivered``, ``undelivered``); spans that did not reach the
+    endpoint (no receiver, refused, timed out, dropped from a full queue) are reported in
+    one WARNING on ``close``, with the exporter's reason.
 
     Raises:
         ValueError: without an endpoint or an exporter, or with both.
@@ -348,11 +459,25 @@ class OtelSink(EventLogSink):
         self._runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._emitter: _Emitter | None = None
         self._lock: threading.Lock | None = None
+        self._delivery: _Delivery | None = None
+        self._agent = ""
+        self._built = 0
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(exporter=None, _runs={}, _emitter=None, _lock=None)
+        state.update(exporter=None, _runs={}, _emitter=None, _lock=None, _delivery=None,
+                     _built=0)
         return state
+
+    @property
+    def delivered(self) -> int:
+        """Spans the exporter reported delivered so far (of this opened copy)."""
+        return self._delivery.delivered if self._delivery is not None else 0
+
+    @property
+    def undelivered(self) -> int:
+        """Spans built but not (yet) reported delivered: failed, dropped or still queued."""
+        return self._built - self.delivered
 
     def open(self, subtask: int | None = None, attempt: int | None = None) -> OtelSink:
         """A copy with its own tracer provider and exporter (one per Flink subtask)."""
@@ -361,7 +486,9 @@ class OtelSink(EventLogSink):
         sink = copy.copy(self)  # (through __getstate__: no runs, no emitter)
         sink.exporter = exporter
         sink.forward = self.forward.open(subtask, attempt) if self.forward else None
-        sink._emitter = _Emitter(exporter, self.service_name, queue=self.max_queue_size)
+        sink._delivery = _Delivery(exporter)
+        sink._emitter = _Emitter(sink._delivery, self.service_name,
+                                 queue=self.max_queue_size)
         sink._lock = threading.Lock()
         return sink
 
@@ -375,7 +502,10 @@ class OtelSink(EventLogSink):
             self.forward.write(record)
         if self._emitter is None or self._lock is None:
             raise RuntimeError("OtelSink.write before open()")
-        if "id" not in record or record.get("kind") == "log_opened":
+        if record.get("kind") == "log_opened":
+            self._agent = str(record.get("agent") or "")
+            return
+        if "id" not in record:
             return
         run_key = (_keystr(record.get("key")), run_of(str(record["id"])))
         with self._lock:
@@ -387,7 +517,9 @@ class OtelSink(EventLogSink):
     def _send(self, records: list[dict[str, Any]]) -> None:
         assert self._emitter is not None
         for trace in build_traces(records):
-            self._emitter.emit(spans_of(trace, self.agent_name or self.service_name))
+            spans = spans_of(trace, self.agent_name or self._agent or "agent")
+            self._built += len(spans)
+            self._emitter.emit(spans)
 
     def flush(self) -> None:
         """Flush the forwarded sink and send the spans waiting in the batch processor."""
@@ -408,3 +540,8 @@ class OtelSink(EventLogSink):
             self._send(records)
         self._emitter.close()
         self._emitter = None
+        if self.undelivered:
+            reason = self._delivery.reason if self._delivery is not None else ""
+            log.warning("OtelSink: %d of %d spans were not delivered to %s%s",
+                        self.undelivered, self._built, self.endpoint or "the exporter",
+                        f": {reason}" if reason else "")

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from ..runtime._failures import SECRET_VALUE_PATTERNS
+from ..api._secrets import SECRET_VALUE_PATTERNS, mask_known
 
 __all__ = ["Redactor", "REDACTED", "truncate", "to_loggable", "SECRET_KEY_PATTERN"]
 
@@ -43,6 +43,8 @@ class Redactor:
         key_pattern: the regex of secret key names (default ``SECRET_KEY_PATTERN``).
         value_patterns: regexes of secret substrings in any string (default: bearer
             credentials, ``sk-...`` keys, GitHub, AWS and Slack tokens); ``()`` turns it off.
+            The values of known secrets (``api.register_secret``: API keys read from
+            ``api_key_env`` and the like) are masked whatever the patterns.
     """
 
     def __init__(self, fields: Iterable[str] = (), key_pattern: str = SECRET_KEY_PATTERN,
@@ -64,8 +66,15 @@ class Redactor:
         return hit
 
     def text(self, value: str) -> str:
-        """``value`` with secret-looking substrings replaced."""
-        if self._value_re is None or not value:
+        """``value`` with known secrets and secret-looking substrings replaced.
+
+        Returns:
+            The masked text (known secrets: ``api.register_secret``).
+        """
+        if not value:
+            return value
+        value = mask_known(value)
+        if self._value_re is None:
             return value
         return self._value_re.sub(REDACTED, value)
 

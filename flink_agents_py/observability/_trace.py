@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from ._ids import run_of
+from ._terminal import escape_controls
 
 __all__ = ["TraceNode", "RunTrace", "build_traces", "render_text", "select_traces",
            "anomaly_summary"]
@@ -99,6 +100,7 @@ class RunTrace:
     root: TraceNode
     anomalies: list[tuple[TraceNode, str]] = field(default_factory=list)
     failures: int = 0             # how many of the anomalies are errors
+    agent: str = ""               # the agent's name, from its log's header ("" if none)
 
     @property
     def status(self) -> str:
@@ -159,7 +161,13 @@ def _keystr(key: Any) -> str:
 
 
 def build_traces(records: Iterable[dict[str, Any]]) -> list[RunTrace]:
-    """Build one ``RunTrace`` per ``(key, run)`` in the records, in order of first appearance."""
+    """Build one ``RunTrace`` per ``(key, run)`` in the records, in order of first appearance.
+
+    A run's ``agent`` is the one named by the ``log_opened`` header read before it.
+
+    Returns:
+        The traces.
+    """
     runs: dict[tuple[str, str], TraceNode] = {}
     keys: dict[str, Any] = {}
     nodes: dict[tuple[str, str, str], TraceNode] = {}
@@ -178,15 +186,21 @@ def build_traces(records: Iterable[dict[str, Any]]) -> list[RunTrace]:
             n = runs[(k, run)] = TraceNode("run", run, None)
         return n
 
+    agent = ""  # the agent named by the header of the log being read
+    agents: dict[tuple[str, str], str] = {}
     for rec in records:
         kind = rec.get("kind")
-        if kind == "log_opened" or "id" not in rec:
+        if kind == "log_opened":
+            agent = str(rec.get("agent") or "")
+            continue
+        if "id" not in rec:
             continue
         k = _keystr(rec.get("key"))
         keys.setdefault(k, rec.get("key"))
         ident = str(rec["id"])
         parent = rec.get("parent")
         if kind == "run_started":
+            agents.setdefault((k, ident), agent)
             r = run_node(k, ident)
             r.start, r.starts = rec, r.starts + 1
         elif kind == "run_completed":
@@ -239,7 +253,8 @@ def build_traces(records: Iterable[dict[str, Any]]) -> list[RunTrace]:
 
     traces: list[RunTrace] = []
     for (k, run_id), root in runs.items():
-        trace = RunTrace(key=keys.get(k), run=run_id, root=root)
+        trace = RunTrace(key=keys.get(k), run=run_id, root=root,
+                         agent=agents.get((k, run_id), agent))
         _flag(trace)
         traces.append(trace)
     return traces
@@ -438,8 +453,11 @@ def _n(count: int, one: str, many: str | None = None) -> str:
 
 
 def render_text(traces: list[RunTrace], limit: int | None = None) -> str:
-    """The first ``limit`` traces (all: ``None``) as indented trees, then the anomalies.
+    r"""The first ``limit`` traces (all: ``None``) as indented trees, then the anomalies.
 
+    Every line is terminal-safe: control characters (ESC, BEL, CR, other C0 and C1),
+    bidirectional overrides and other format characters in keys, outputs, errors and
+    tracebacks are written as visible escapes (``\x1b``, ``\u202e``; ``escape_controls``).
     Anomalies are listed for every trace, shown or not (at most ``ANOMALY_LINES`` lines,
     with the total), each with the run's position (``#84``) in ``traces``. A failing
     node's traceback is printed under it.
@@ -466,7 +484,9 @@ def render_text(traces: list[RunTrace], limit: int | None = None) -> str:
         tb = _shown(n).traceback
         if tb:
             bar = child_prefix + ("│  " if children else "   ") + "┆ "
-            out.extend(bar + ln for ln in tb.rstrip("\n").splitlines())
+            # lines end at "\n" only: other breaks (CR, VT, FF, U+2028...) are escaped
+            out.extend(bar + ln.removesuffix("\r")
+                       for ln in tb.rstrip("\r\n").split("\n"))
         for i, c in enumerate(children):
             emit(c, child_prefix, i == len(children) - 1, False, trace)
 
@@ -489,4 +509,6 @@ def render_text(traces: list[RunTrace], limit: int | None = None) -> str:
                        "or --html lists them all)")
     else:
         out.append("anomalies: none")
-    return "\n".join(out) + "\n"
+    # Keys, outputs, errors and tracebacks come from records and models: every line is
+    # written with its control and bidi characters escaped (no terminal escape sequences).
+    return "\n".join(map(escape_controls, out)) + "\n"

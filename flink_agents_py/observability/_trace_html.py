@@ -176,6 +176,7 @@ _BODY = """
   <span title='anomalies'>!</span></div>
  <div id='index'><div id='index-spacer'></div></div>
  <h2>anomalies <span id='anomaly-count' class='meta'></span></h2>
+ <p id='no-anomalies' class='meta' hidden>no anomalies</p>
  <ol id='anomalies'></ol>
  <button id='more-anomalies' hidden>show more</button>
 </section>
@@ -195,12 +196,12 @@ header{padding:.6em 1em;border-bottom:1px solid #dde1ea}
 h1{font-size:16px;margin:0} h2{font-size:13px;margin:1em 0 .3em}
 .meta{color:#6b7280}
 main{display:flex;gap:1em;padding:.6em 1em;align-items:flex-start}
-#left{flex:0 0 36%;min-width:330px}
+#left{flex:0 0 36%;min-width:430px}
 #detail{flex:1;min-width:0}
 .controls{display:flex;gap:.6em;align-items:center;margin-bottom:.4em;flex-wrap:wrap}
 #index{height:46vh;overflow:auto;border:1px solid #dde1ea;background:#fff;position:relative}
 #index-spacer{position:relative}
-.irow{display:grid;grid-template-columns:3.6em minmax(4em,1fr) 3em 6em 5.5em 7.5em 2em;
+.irow{display:grid;grid-template-columns:5ch minmax(6ch,1fr) 4ch 9ch 9ch 14ch 3ch;
 gap:.3em;height:22px;line-height:22px;padding:0 .4em;white-space:nowrap;overflow:hidden;
 cursor:pointer;width:100%;color:inherit;text-decoration:none}
 .irow>span{overflow:hidden;text-overflow:ellipsis}
@@ -303,7 +304,8 @@ function drawAnomalies(){
   link.href='#run='+(a[0]+1)+'&node='+a[1]; li.appendChild(link); ol.appendChild(li);}
  el('more-anomalies').hidden=anShown>=DATA.anomalies.length;
  el('anomaly-count').textContent='('+DATA.anomalies.length+')';
- if(!DATA.anomalies.length&&!ol.children.length)ol.appendChild(h('li','meta','none'));
+ el('no-anomalies').hidden=DATA.anomalies.length>0;  // not a numbered item "none"
+ ol.hidden=!DATA.anomalies.length;
 }
 el('more-anomalies').addEventListener('click',drawAnomalies);
 

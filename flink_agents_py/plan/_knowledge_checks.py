@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any
 
 from ..api import (
     EmbeddingModelSetup,
     LongTermMemoryOptions,
+    ResourceDescriptor,
     ResourceError,
     ResourceType,
     VectorStore,
 )
 from ..api._resources import import_qualified
 
-__all__ = ["check_knowledge_references"]
+__all__ = ["agent_identity", "check_knowledge_references", "default_collection",
+           "name_default_collections"]
 
 
 def _class_of(rp: Any, where: str, problems: list[str]) -> type | None:
@@ -56,3 +60,88 @@ def check_knowledge_references(resources: dict[ResourceType, dict[str, Any]],
     if ltm is not None and ltm not in stores:
         problems.append(f"configuration {LongTermMemoryOptions.VECTOR_STORE!r} names vector "
                         f"store {ltm!r}, which is not declared")
+
+
+def agent_identity(agent: Any) -> str:
+    """Who a plan is of: the agent's class as ``module:qualname``.
+
+    An agent of a class of this package (a plain ``Agent``, a ``ReActAgent``, one the YAML
+    loader builds) is told apart by its actions' functions and its ``name`` (when it has
+    one), appended. Its resources are left out, so adding one keeps the agent's memory and
+    default collections.
+
+    Args:
+        agent: the agent being compiled.
+
+    Returns:
+        The identity (stable across processes and restarts of the same program).
+    """
+    cls = type(agent)
+    ident = f"{cls.__module__}:{cls.__qualname__}"
+    if cls.__module__.startswith("flink_agents_py."):
+        fns = [f"{getattr(fn, '__module__', '')}:{getattr(fn, '__qualname__', repr(fn))}"
+               for _, fn, _ in agent.declared_actions()]
+        name = getattr(agent, "name", "")
+        ident += "+" + ",".join(fns) + (f"|{name}" if isinstance(name, str) and name else "")
+    return ident
+
+
+def default_collection(agent: str, resource: str) -> str:
+    """The collection a vector store declared without one uses: its agent's and its own.
+
+    Readable (the agent class's name and the resource's name) and unique (a digest of the
+    agent's full identity and the resource name), within Chroma's collection name rules
+    (3 to 63 characters of ``[A-Za-z0-9_-]``, starting and ending with a letter or digit).
+
+    Args:
+        agent: the agent's identity (``agent_identity``).
+        resource: the vector store's resource name.
+
+    Returns:
+        The collection name.
+    """
+    cls_name = agent.split("+", 1)[0].rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+    digest = hashlib.blake2b(f"{agent}|{resource}".encode(), digest_size=5).hexdigest()
+    readable = re.sub(r"[^A-Za-z0-9_-]+", "_", f"{cls_name}_{resource}").strip("_-")[:48]
+    return f"{readable or 'store'}_{digest}"
+
+
+def name_default_collections(resources: dict[ResourceType, dict[str, Any]],
+                             agent: str) -> dict[ResourceType, dict[str, Any]]:
+    """Give each vector store declared without a collection one named after it and its agent.
+
+    So two agents never share documents by accident (two in-memory stores of one process
+    share Chroma's in-memory database; two stores of one persist directory share its files).
+    A store that names its collection keeps it, and shares it as its backend does. A store
+    declared as an instance gets the name set on it (when it had none).
+
+    Args:
+        resources: the compiled resources.
+        agent: the agent's identity.
+
+    Returns:
+        The resources, with those vector stores' descriptors carrying the collection.
+    """
+    stores = resources.get(ResourceType.VECTOR_STORE)
+    if not stores:
+        return resources
+    for name, rp in list(stores.items()):
+        inst = rp._instance
+        if inst is not None:
+            if isinstance(inst, VectorStore) and inst.collection is None:
+                inst.collection = default_collection(agent, name)
+            continue
+        if "collection" in rp.descriptor.arguments:
+            continue
+        try:
+            cls = import_qualified(rp.descriptor.clazz)
+        except ResourceError:
+            continue  # reported elsewhere
+        field = getattr(cls, "model_fields", {}).get("collection")
+        if not (isinstance(cls, type) and issubclass(cls, VectorStore)) or field is None \
+                or field.default is not None:
+            continue
+        descriptor = ResourceDescriptor(rp.descriptor.clazz, **{
+            **rp.descriptor.arguments, "collection": default_collection(agent, name)})
+        stores[name] = rp.model_copy(update={"descriptor": descriptor})
+    return resources

@@ -38,7 +38,11 @@ from ..api._events import Event, event_class_for
 from ..api._resources import import_qualified
 from ..api._subagents import subagent_callable
 from ..api._tools import RESERVED_TOOL_PREFIX, offered_tool_name
-from ._knowledge_checks import check_knowledge_references
+from ._knowledge_checks import (
+    agent_identity,
+    check_knowledge_references,
+    name_default_collections,
+)
 
 __all__ = ["FunctionRef", "ActionPlan", "ResourcePlan", "AgentPlan", "BUILTIN_ACTIONS"]
 
@@ -123,6 +127,7 @@ class AgentPlan(BaseModel):
     """An agent compiled to data: actions by trigger, resources, configuration.
 
     Build one with ``AgentPlan.from_agent(agent)``.
+
     """
 
     model_config = ConfigDict(frozen=True)
@@ -132,6 +137,9 @@ class AgentPlan(BaseModel):
     resources: dict[ResourceType, dict[str, ResourcePlan]] = Field(default_factory=dict)
     subagents: dict[str, AgentPlan] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)
+    agent: str = ""
+    """Who the plan is of (``module:qualname`` of the agent's class): long-term memory and
+    vector stores declared without a collection are scoped by it."""
 
     @classmethod
     def from_agent(cls, agent: Agent) -> AgentPlan:
@@ -164,6 +172,8 @@ class AgentPlan(BaseModel):
         check_knowledge_references(resources, agent.config, problems)
         if problems:
             raise PlanError(problems)
+        identity = agent_identity(agent)
+        resources = name_default_collections(resources, identity)
         by_event: dict[str, list[str]] = {}
         for a in actions.values():
             for t in a.triggers:
@@ -174,7 +184,21 @@ class AgentPlan(BaseModel):
             resources=resources,
             subagents=subagents,
             config=agent.config,
+            agent=identity,
         )
+
+    @property
+    def name(self) -> str:
+        """The agent's name, for people: its ``name``, else its class's (``Shop``).
+
+        A YAML agent has a ``name``; others give their class's (``ReActAgent``); a plan
+        saved with no identity gives ``""``. The event log's header records it, so traces
+        and OpenTelemetry spans name runs by it.
+        """
+        ident = self.agent
+        if "|" in ident:
+            return ident.rsplit("|", 1)[1]
+        return ident.split(":", 1)[-1].split("+", 1)[0].rsplit(".", 1)[-1]
 
     def actions_for(self, event_type: str) -> tuple[ActionPlan, ...]:
         """Actions triggered by ``event_type``, in declaration order."""

@@ -5,9 +5,21 @@ from ._core import AgentCore, ErrorRecord, StepResult
 from ._executor import IOExecutor
 from ._host_options import HostOptions
 from ._journal import SqliteJournal
+from ._keys import (
+    JSON_KEYS,
+    KEY_ENCODINGS,
+    PICKLE_KEYS,
+    KeyEncoding,
+    KeyEncodingError,
+    KeyEncodingMismatchError,
+    decode_key,
+    encode_key,
+    key_encoding,
+    mismatch_message,
+)
 from ._ledger import Failpoint, Journal
 from ._observer import CompositeObserver, CoreTally, Observer
-from ._resources import ResourceEnvironment, check_resources
+from ._resources import ResourceEnvironment, check_resources, warm_up
 from ._results import RejectedKey, rejected_record, select_key
 from ._serde import dumps as dumps_json
 from ._serde import loads as loads_json
@@ -53,4 +65,15 @@ __all__ = [
     "StateFormatError",
     "StepResult",
     "check_resources",
+    "JSON_KEYS",
+    "KEY_ENCODINGS",
+    "PICKLE_KEYS",
+    "KeyEncoding",
+    "KeyEncodingError",
+    "KeyEncodingMismatchError",
+    "mismatch_message",
+    "decode_key",
+    "encode_key",
+    "key_encoding",
+    "warm_up",
 ]

@@ -8,6 +8,8 @@ recorded.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Awaitable, Generator
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +71,7 @@ class DurableCall:
     """
 
     __slots__ = ("call_id", "ordinal", "done", "ok", "value", "replayed", "start", "digest",
-                 "kind", "target")
+                 "kind", "target", "site", "running", "used")
 
     def __init__(self, call_id: str, ordinal: int, digest: str = "",
                  kind: CallKind = CallKind.FUNCTION, target: str = "") -> None:
@@ -83,10 +85,22 @@ class DurableCall:
         self.value: Any = None
         self.replayed = False
         self.start: Command | None = None
+        self.site = ""  # where a lazy call was made (``file:line``), for the never-awaited warning
+        self.running = False  # handed to the I/O executor, outcome not recorded yet
+        self.used = False  # its outcome was asked for (awaited, or ``result()``)
+
+    def arm(self, command: Command) -> None:
+        """Make this a lazy call: ``command`` starts it on its first await (see ``start``).
+
+        Notes where the action made it (``site``), for the warning about a lazy call never
+        awaited.
+        """
+        self.start = command
+        self.site = creation_site()
 
     def complete(self, ok: bool, value: Any) -> None:
         """Set the outcome (a result, or the exception raised)."""
-        self.done, self.ok, self.value = True, ok, value
+        self.done, self.ok, self.value, self.running = True, ok, value, False
 
     def result(self) -> Any:
         """Return the result or raise the exception (only once ``done``).
@@ -100,6 +114,7 @@ class DurableCall:
         """
         if not self.done:
             raise DurableExecutionError(f"durable call {self.call_id} has not completed")
+        self.used = True
         if self.ok:
             return self.value
         raise self.value
@@ -147,6 +162,26 @@ class ChatFuture(DurableCall):
         return value
 
 
+_INTERNAL = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
+             os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "api", ""))
+"""Where the runtime's and the API's own frames come from (skipped by ``creation_site``)."""
+
+
+def creation_site() -> str:
+    """``file:line`` of the first frame on the stack outside the runtime and the API.
+
+    Returns:
+        The place in the action's code that made the current call ('' when none is found).
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_INTERNAL):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return ""
+
+
 def _not_awaited(what: str, name: str, call_id: str | None) -> str:
     if name.startswith("_"):
         return f"{what!r} object has no attribute {name!r}"
@@ -161,8 +196,7 @@ class _Settled:
     __slots__ = ()
 
     def __await__(self) -> Generator[Any, None, None]:
-        return
-        yield  # pragma: no cover - makes this a generator
+        yield from ()
 
 
 _SETTLED = _Settled()

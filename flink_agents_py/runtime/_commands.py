@@ -4,7 +4,7 @@ An action's context never starts work itself: it records a command (run a functi
 chat, start a sub-agent, run a deferred call, poll an async sub-agent, attach to an open
 invocation, cancel an invocation) and the core carries the commands out after each step of
 the action, in order, in one place (``AgentCore._drain``). A lazy call (``ctx.chat``, a
-sub-agent call, ``lazy_execute_async``) holds its command until its first await (or
+sub-agent call, a tool call of a chat) holds its command until its first await (or
 ``start_soon``). Observers get the command of every durable call in ``call_started``, so
 they know its kind and target without reading function names.
 

@@ -10,10 +10,9 @@ given.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel
@@ -29,11 +28,9 @@ from ..api import (
     NotInActionContextError,
     ReplayDivergenceError,
     Resource,
-    ResourceNotFoundError,
     ResourceType,
     RunnerContext,
     SubagentResult,
-    SubagentSetup,
 )
 from ..api._events import EVENT_ID_SOURCE
 from ._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
@@ -59,40 +56,19 @@ from ._outcomes import call_digest, fn_name, rebuild_exception, reordered_call, 
 from ._serde import dumps, event_is_plain, event_json, from_json_value
 from ._state import CallKind, CallRecord, InflightAction, RunState
 from ._stepper import not_stepping
+from ._subgraph import resolve_subagent
+from ._versioning import changed_arguments, is_strict, patched
 
 if TYPE_CHECKING:
     from ..plan import AgentPlan
     from ._resources import ResourceEnvironment
 
-__all__ = ["ActionContext", "building_events", "DurableCall", "ChatFuture", "SubagentHandle",
-           "call_digest", "fn_name", "store_outcome"]
+__all__ = ["ActionContext", "DurableCall"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
 _fn_name = fn_name
 _get_ident = threading.get_ident
-
-
-@contextlib.contextmanager
-def building_events(ctx: ActionContext) -> Iterator[None]:
-    """Give events built inside the block their id from ``ctx`` at once (see ``Event.id``).
-
-    Only on this thread: work the block hands to the I/O executor inherits the context
-    variable, and an event built there (in a tool, say) gets its id when sent, if ever.
-
-    Yields:
-        Nothing; the block runs with ``ctx`` as the event id source.
-    """
-    owner = threading.get_ident()
-
-    def source() -> str:
-        return ctx.new_event_id() if threading.get_ident() == owner else ""
-
-    token = EVENT_ID_SOURCE.set(source)
-    try:
-        yield
-    finally:
-        EVENT_ID_SOURCE.reset(token)
 
 
 class ActionContext(RunnerContext):
@@ -240,7 +216,7 @@ class ActionContext(RunnerContext):
         """The id an event built now gets: the next one on the operator thread, else ''.
 
         Returns:
-            The id (see ``building_events``).
+            The id (see ``Event.id``).
         """
         return self.new_event_id() if _get_ident() == self._owner else ""
 
@@ -267,12 +243,12 @@ class ActionContext(RunnerContext):
 
     def durable_execute(
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
-        **kwargs: Any,
+        strict: bool | None = None, **kwargs: Any,
     ) -> Any:
         kwargs.pop("durable_id", None)  # Flink Agents' call identity: ours is the call ordinal
         name = _fn_name(fn)
         call, started = self._open_call(fn, args, kwargs, CallKind.FUNCTION, name,
-                                        lambda c: InlineCall(c, name))
+                                        lambda c: InlineCall(c, name), strict=strict)
         if not call.done:
             self.record_started(InlineCall(call, name))
             runner = reconciler if (started is not None and reconciler is not None) else None
@@ -291,26 +267,22 @@ class ActionContext(RunnerContext):
 
     def durable_execute_async(
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
-        **kwargs: Any,
+        strict: bool | None = None, **kwargs: Any,
     ) -> DurableCall:
         kwargs.pop("durable_id", None)  # Flink Agents' call identity: ours is the call ordinal
         return self.execute_as(CallKind.FUNCTION, _fn_name(fn), fn, args, kwargs,
-                               reconciler=reconciler)
+                               reconciler=reconciler, strict=strict)
 
-    def lazy_execute_async(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> DurableCall:
-        """Like ``durable_execute_async``, but the call starts only on its first await.
+    def patched(self, change_id: str) -> bool:
+        return patched(self, change_id)
 
-        Or on ``start_soon``; the call's identity is taken now, in program order.
-
-        Returns:
-            The call.
-        """
-        return self.execute_as(CallKind.FUNCTION, _fn_name(fn), fn, args, kwargs, lazy=True)
+    def deprecate_patch(self, change_id: str) -> None:
+        patched(self, change_id, deprecated=True)
 
     def execute_as(
         self, kind: CallKind, target: str, fn: Callable[..., Any], args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None, *, reconciler: Callable[[], Any] | None = None,
-        lazy: bool = False, digest_name: str | None = None,
+        lazy: bool = False, digest_name: str | None = None, strict: bool | None = None,
     ) -> DurableCall:
         """Make a durable call of ``fn(*args, **kwargs)`` recorded as ``kind``/``target``.
 
@@ -328,6 +300,7 @@ class ActionContext(RunnerContext):
             lazy: start only on the first await (or ``start_soon``); the identity is taken now.
             digest_name: the name the argument digest uses instead of ``fn``'s (for a call
                 whose function depends on something a replay cannot see).
+            strict: replay strictly (``None``: as the agent does; see ``_versioning``).
 
         Returns:
             The call (already ``done`` when replayed).
@@ -338,13 +311,15 @@ class ActionContext(RunnerContext):
         """
         kwargs = kwargs or {}
         name = _fn_name(fn)
+        if digest_name is None and kind is not CallKind.FUNCTION:
+            digest_name = name  # the framework's calls: what their function binds is its own
         call, started = self._open_call(fn, args, kwargs, kind, target,
                                         lambda c: RunFunction(c, fn, args, kwargs, name),
-                                        digest_name)
+                                        digest_name, strict)
         if call.done:
             return call
         if lazy:
-            call.start = RunFunction(call, fn, args, kwargs, name)
+            call.arm(RunFunction(call, fn, args, kwargs, name))
         elif started is not None and reconciler is not None:
             self.commands.append(RunFunction(call, reconciler, (), {}, name))
         else:
@@ -372,7 +347,7 @@ class ActionContext(RunnerContext):
 
     async def submit_subagent(self, name: str, input: Any) -> SubagentHandle:
         self.check_live("submit_subagent")
-        setup, refusal = self._resolve_subagent(name)
+        setup, refusal = resolve_subagent(self, name)
         kind = (CallKind.SUBAGENT_REFUSED if setup is None
                 else CallKind.SUBAGENT if isinstance(setup, InternalSubagent)
                 else CallKind.SUBAGENT_DEFERRED if isinstance(setup, DeferredSubagentSetup)
@@ -411,21 +386,6 @@ class ActionContext(RunnerContext):
             (session_id, call_id, input),
             reconciler=lambda: setup.reconcile_submit_request(session_id, call_id, input))
         return SubagentHandle(self, call, name, "async", session_id, setup)
-
-    def _resolve_subagent(self, name: str) -> tuple[SubagentSetup | None, str]:
-        """The setup of sub-agent ``name``, or ``None`` and why it is refused."""
-        try:
-            setup = self.get_resource(name, ResourceType.AGENT)
-        except ResourceNotFoundError as e:
-            return None, f"sub-agent {name!r}: {e}"
-        except Exception as e:  # noqa: BLE001 - a setup that cannot be built
-            return None, f"sub-agent {name!r} cannot be built: {type(e).__name__}: {e}"
-        if not isinstance(setup, SubagentSetup):
-            return None, f"resource {name!r} is a {type(setup).__name__}, not a sub-agent setup"
-        if not isinstance(setup, (InternalSubagent, DeferredSubagentSetup, AsyncSubagentSetup)):
-            return None, (f"sub-agent {name!r}: {type(setup).__name__} is neither internal, "
-                          "deferred nor async")
-        return setup, ""
 
     # -- runtime side ------------------------------------------------------------------
     def take_commands(self) -> list[Command]:
@@ -533,16 +493,14 @@ class ActionContext(RunnerContext):
         log.error("%s", err)
         raise err
 
-    def _replay(self, call: DurableCall, rec: CallRecord, command: CallCommand) -> None:
+    def _replay(self, call: DurableCall, rec: CallRecord, command: CallCommand,
+                strict: bool | None = None) -> None:
         if rec.digest and rec.digest != call.digest:
             err = reordered_call(call, rec, self._record.calls, self.execution_id,
                                  self._record.action)
             if err is not None:  # not a harmless change: another call's outcome
                 self._diverge(err)
-            log.warning(
-                "durable call %s replays a recorded outcome but its arguments changed "
-                "(digest %s, recorded %s); replay goes by identity",
-                call.call_id, call.digest, rec.digest)
+            changed_arguments(self, call, rec, is_strict(self, strict))
         call.replayed = True
         if rec.ok:
             call.complete(True, from_json_value(rec.value))
@@ -558,12 +516,12 @@ class ActionContext(RunnerContext):
         elif rec is not None and call.call_id in self.run.invocations:
             call.start = Attach(call, call.target)
         else:
-            call.start = command
+            call.arm(command)
 
     def _open_call(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
         kind: CallKind, target: str, command: Callable[[DurableCall], CallCommand],
-        digest_name: str | None = None,
+        digest_name: str | None = None, strict: bool | None = None,
     ) -> tuple[DurableCall, CallRecord | None]:
         """Allocate the next call and replay its record when there is one.
 
@@ -571,12 +529,14 @@ class ActionContext(RunnerContext):
             The call (already ``done`` when replayed) and, when the call had started before
             a restore but its outcome was recorded nowhere, that record.
         """
+        if strict is not None:
+            is_strict(self, strict)  # a bad value is refused on every path, replay or not
         ordinal, call_id, dig, rec = self._allocate(
             kind, target, lambda cid: call_digest(digest_name or fn, args, kwargs, cid))
         call = DurableCall(call_id, ordinal, dig, kind, target)
         self.calls[ordinal] = call
         if rec is not None and rec.done:
-            self._replay(call, rec, command(call))
+            self._replay(call, rec, command(call), strict)
             return call, None
         return call, rec
 

@@ -46,13 +46,13 @@ from ._commands import (
     StartChat,
     StartSubagent,
 )
+from ._completion import commit_memory, completion_error, unfinished_calls
 from ._context import ActionContext
 from ._executor import IOExecutor
 from ._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
 from ._inbox import Inbox
 from ._ledger import CallLedger, Failpoint, Journal
 from ._long_term_memory import commit_long_term_memory
-from ._memory import apply_writes
 from ._observer import Observer, SafeObserver, event_parent
 from ._resources import ResourceEnvironment, check_resources
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_record, shown_input
@@ -74,7 +74,7 @@ from ._tasks import Delivery as _Delivery
 from ._tasks import Step as _Step
 from ._tasks import Task as _Task
 
-__all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal", "Failpoint"]
+__all__ = ["AgentCore", "StepResult", "ErrorRecord"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -90,6 +90,7 @@ class AgentCore:
         journal: an optional write-ahead journal of durable call outcomes.
         failpoint: a test hook (see ``Failpoint``).
         observer: receives what the core does (metrics, event log); see ``Observer``.
+        key_value: a key's value (``ctx.key``, errors) from the host's key (``KeyEncoding``).
     """
 
     def __init__(
@@ -100,9 +101,9 @@ class AgentCore:
         notify: Callable[[Any], None] | None = None,
         journal: Journal | None = None,
         failpoint: Failpoint | None = None,
-        observer: Observer | None = None,
+        observer: Observer | None = None, key_value: Callable[[Any], Any] | None = None,
     ) -> None:
-        self.plan = plan
+        self.plan, self._key_value = plan, key_value or (lambda key: key)  # key -> its value
         self.observer = observer if observer is None or getattr(
             observer, "hooks_never_raise", False) else SafeObserver(observer)
         self._tally = getattr(self.observer, "tally", None)  # see ``CoreTally``
@@ -121,6 +122,7 @@ class AgentCore:
         self.counters: collections.Counter[str] = collections.Counter()
         self.ledger = CallLedger(self.counters, self.observer, journal, failpoint)
         self._failure_log = FailureLog(log)
+        self._warned_sites: set[str] = set()  # lazy calls never awaited, warned once a line
 
     # -- host interface ------------------------------------------------------------------
     def open(self) -> None:
@@ -152,12 +154,12 @@ class AgentCore:
             try:
                 stored = to_json_value(record, "input record")
             except SerializationError:  # again, for a message that names the key
-                stored = to_json_value(record, f"input record of key {key!r}")
+                stored = to_json_value(record, f"input record of key {self._key_value(key)!r}")
         except SerializationError as e:
             res = self.advance(key, state)
-            res.errors.append(ErrorRecord(key=key, seq=-1, action="<input>", execution_id=where,
-                                          error_type=type(e).__name__, message=str(e),
-                                          input=shown_input(record)))
+            res.errors.append(ErrorRecord(key=self._key_value(key), seq=-1, action="<input>",
+                                          execution_id=where, error_type=type(e).__name__,
+                                          message=str(e), input=shown_input(record)))
             return res
         state.push_input(stored)  # its JSON form, as keyed state holds it (see ``input_event``)
         return self.advance(key, state)
@@ -173,9 +175,8 @@ class AgentCore:
             The outputs and errors produced, and whether the key is still busy.
         """
         res = StepResult()
-        live = self._live.get(key)
-        if live is None:
-            live = self._live[key] = {}
+        shown = self._key_value(key)  # the key's value; ``key`` keys the core's own tables
+        live = self._live.get(key) or self._live.setdefault(key, {})
         counters, observer, tally = self.counters, self.observer, self._tally
         run_t0: float | None = None  # the tally clock when this callback started the run
         while True:
@@ -191,15 +192,15 @@ class AgentCore:
                 state.run = run
                 counters["runs_started"] += 1
                 if tally is not None:
-                    run_t0 = tally.run_begun(key)
+                    run_t0 = tally.run_begun(shown)
                 elif observer is not None:
-                    observer.run_started(key, seq)
-                step = _Step(key, state, run, res, live, collections.deque())
+                    observer.run_started(shown, seq)
+                step = _Step(shown, state, run, res, live, collections.deque(), key)
                 event, data = input_event(f"r{seq}", record)
                 self._dispatch(step, event, None, data=data, own=True)
             else:
                 run_t0 = None  # started in an earlier callback (or another process)
-                step = _Step(key, state, run, res, live, collections.deque())
+                step = _Step(shown, state, run, res, live, collections.deque(), key)
                 self._reconcile_live(step)
                 self._apply_deliveries(step)
             ready = step.ready
@@ -215,18 +216,18 @@ class AgentCore:
                     self._run_t0[key] = run_t0
                 break
             if self.failpoint is not None:
-                self.failpoint("run_completed", key, {"seq": run.seq})
+                self.failpoint("run_completed", shown, {"seq": run.seq})
             state.run = None
             live.clear()
             counters["runs_completed"] += 1
             if tally is not None:
                 if run_t0 is None:
                     run_t0 = self._run_t0.pop(key, None)
-                tally.run_done(key, run_t0)
+                tally.run_done(shown, run_t0)
             elif observer is not None:
-                observer.run_completed(key, run.seq)
+                observer.run_completed(shown, run.seq)
             if self.journal is not None:
-                self.journal.run_completed(key, f"r{run.seq}")
+                self.journal.run_completed(shown, f"r{run.seq}")
         res.busy = state.run is not None or state.queued() > 0
         if not res.busy:
             self._live.pop(key, None)
@@ -267,6 +268,7 @@ class AgentCore:
     def _submit(self, key: Any, ctx: ActionContext, call: DurableCall, fn: Callable[..., Any],
                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Run ``fn`` on the I/O executor for ``ctx``'s action; deliver to its key's inbox."""
+        call.running = True  # the action finishes only once its outcome is recorded
 
         def on_done(ok: bool, value: Any) -> None:
             self._inbox.put(key, _Delivery(ctx, call, ok, value))
@@ -316,13 +318,13 @@ class AgentCore:
                 task.ctx.rebind(rec, run, *self._memories(step.state, run, env))
 
     def _apply_deliveries(self, step: _Step) -> None:
-        items: list[_Delivery] = self._inbox.take(step.key)
+        items: list[_Delivery] = self._inbox.take(step.identity)
         for d in items:
             task = step.live.get(d.ctx.execution_id)
             if task is None or task.ctx is not d.ctx or d.call.done:
                 continue  # from an execution that no longer exists, or a cancelled call
             d.ctx.record_outcome(d.call, d.ok, d.value)
-            if task.waiting is d.call:
+            if task.waiting is d.call or task.ending is not None:
                 task.waiting = None
                 step.ready.append(task)
 
@@ -377,6 +379,10 @@ class AgentCore:
     def _step(self, step: _Step, task: _Task) -> None:
         """Run ``task``'s action until it completes or waits for a call's outcome."""
         ctx = task.ctx
+        if task.ending is not None:  # returned; waits for the calls it started (``_end``)
+            if not ctx.finished:
+                self._end(step, task, task.ending[0])
+            return
         token = None  # set: the event id source is ctx's already (first step, nothing between)
         if not task.started:
             task.started = True
@@ -400,7 +406,7 @@ class AgentCore:
                 keep = type(out) is CoroutineType and not ctx.commands and not self._cancelled
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome
                 self._drain(step, task, None)
-                self._finish(step, task, e)
+                self._end(step, task, e)
                 return
             finally:
                 if not keep:
@@ -409,7 +415,7 @@ class AgentCore:
                 token = None
                 self._drain(step, task, None)
                 if not inspect.iscoroutine(out):
-                    self._finish(step, task, never_awaited(name, ctx.calls.values()))
+                    self._end(step, task, never_awaited(name, ctx.calls.values()))
                     return
             task.coro = out
         coro = task.coro
@@ -427,11 +433,11 @@ class AgentCore:
             except StopIteration:
                 if ctx.commands or self._cancelled:
                     self._drain(step, task, None)
-                self._finish(step, task, None)
+                self._end(step, task, None)
                 return
             except Exception as e:  # noqa: BLE001
                 self._drain(step, task, None)
-                self._finish(step, task, e)
+                self._end(step, task, e)
                 return
             finally:
                 EVENT_ID_SOURCE.reset(token)
@@ -480,7 +486,7 @@ class AgentCore:
             call.start = None
         if isinstance(command, RunFunction):
             ctx.record_started(command)
-            self._submit(step.key, ctx, call, command.fn, command.args, command.kwargs)
+            self._submit(step.identity, ctx, call, command.fn, command.args, command.kwargs)
         elif isinstance(command, (StartChat, StartSubagent)):
             ctx.record_started(command)
             inv_id, bootstrap = open_invocation(step.run, command, ctx.execution_id, ctx.scope,
@@ -502,18 +508,26 @@ class AgentCore:
             ctx.record_started(command)
             self.counters["subagent_calls"] += 1
             runner = reconciler if (started_before and reconciler is not None) else fn
-            self._submit(step.key, ctx, call, checked_result, (runner, command.name), {})
+            self._submit(step.identity, ctx, call, checked_result, (runner, command.name), {})
         elif isinstance(command, Poll):
             ctx.record_started(command)
             self.counters["subagent_calls"] += 1
-            self._submit(step.key, ctx, call, poll_result,
+            self._submit(step.identity, ctx, call, poll_result,
                          (command.setup, command.session_id, call.call_id, command.name), {})
         # Attach: the invocation is in state already (after a restore); only wait for it
+
+    def _end(self, step: _Step, task: _Task, error: BaseException | None) -> None:
+        """The action returned or raised: finish it once the calls it started are recorded."""
+        task.ending = (error,)
+        if not unfinished_calls(task.ctx):
+            self._finish(step, task, error)
 
     def _finish(self, step: _Step, task: _Task, error: BaseException | None) -> None:
         ctx = task.ctx
         if ctx.used_long_term_memory and error is None and ctx.diverged is None:
             error = commit_long_term_memory(ctx)  # long-term memory writes: one durable call
+        if error is None and ctx.diverged is None:
+            error = completion_error(ctx, task.reentered, self._warned_sites)
         ctx.finished = True
         if ctx.diverged is not None:  # a replay divergence fails the action, caught or not
             error = ctx.diverged
@@ -546,18 +560,7 @@ class AgentCore:
                 ))
         else:
             self.counters["actions_completed"] += 1
-            writes = ctx.short_term_writes()
-            if writes:
-                if ctx.env is None:  # the key's memory: given back, so a host sees the change
-                    tree = step.state.memory
-                    apply_writes(tree, writes)
-                    step.state.memory = tree
-                else:
-                    apply_writes(step.run.invocations[ctx.env].memory, writes)
-            sensory_writes = ctx.sensory_writes()
-            if sensory_writes:
-                apply_writes(step.run.sensory if ctx.env is None
-                             else step.run.invocations[ctx.env].sensory, sensory_writes)
+            commit_memory(ctx, step.state, step.run)
             for event, data in ctx.emitted:
                 self._dispatch(step, event, scope, check=False, data=data)
         if scope is not None:

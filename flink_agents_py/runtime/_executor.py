@@ -144,8 +144,8 @@ class IOExecutor:
             args: its positional arguments.
             kwargs: its keyword arguments.
             on_done: called on the executor's thread with the outcome.
-            key: the record key the call belongs to (for ``calls_of`` and
-                ``next_completion_s``); ``None``: not tracked by key.
+            key: the record key the call belongs to (for ``next_completion_s``);
+                ``None``: not tracked by key.
         """
         if self._loop is None:
             self.start()
@@ -222,20 +222,6 @@ class IOExecutor:
                         calls.remove(call)
                         if not calls:
                             del self._by_key[call.key]
-
-    def calls_of(self, key: Any) -> tuple[int, int]:
-        """``(running, waiting)``: the calls of ``key`` running now and waiting for a slot.
-
-        Args:
-            key: a key given to ``submit``.
-
-        Returns:
-            The two counts (a call counts until its ``on_done`` returned).
-        """
-        with self._lock:
-            calls = self._by_key.get(key, ())
-            running = sum(1 for c in calls if c.started is not None)
-            return running, len(calls) - running
 
     def next_completion_s(self, key: Any, now: float | None = None) -> float | None:
         """An estimate of the seconds until the next call of ``key`` completes.

@@ -18,13 +18,13 @@ import asyncio
 import concurrent.futures
 import logging
 import os
-import re
 import threading
 import traceback
 from collections.abc import Iterable
 from typing import Any
 
-from ..api import UsageError
+from ..api import UsageError, mask_secrets
+from ..api._secrets import SECRET_VALUE_PATTERNS
 
 __all__ = ["FailureLog", "FailureMessage", "OriginalFailure", "SECRET_VALUE_PATTERNS",
            "TRACEBACK_MAX_CHARS", "TRACEBACK_MAX_FRAMES", "failure_text", "format_failure",
@@ -38,25 +38,20 @@ TRACEBACK_MAX_CHARS = 8000
 
 _MAX_CHAIN = 6
 
-SECRET_VALUE_PATTERNS = (
-    r"\b[Bb](?:earer|EARER)\s+[A-Za-z0-9._~+/=-]{8,}",  # Authorization header values
-    r"\bsk-[A-Za-z0-9_-]{16,}",                  # OpenAI / Anthropic style keys
-    r"\bgh[pousr]_[A-Za-z0-9]{20,}",             # GitHub tokens
-    r"\bAKIA[0-9A-Z]{16}\b",                     # AWS access key ids
-    r"\bxox[abpr]-[A-Za-z0-9-]{10,}",            # Slack tokens
-)
-"""Secret-looking substrings of any text, replaced by ``[REDACTED]`` wherever they appear
-(the event log's ``Redactor`` uses the same patterns)."""
-
-_SECRET_RE = re.compile("|".join(f"(?:{p})" for p in SECRET_VALUE_PATTERNS))
-
 _CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
 _CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
 
 
 def redact_text(text: str) -> str:
-    """``text`` with secret-looking substrings (API keys, bearer tokens...) replaced."""
-    return _SECRET_RE.sub("[REDACTED]", text) if text else text
+    """``text`` with known secrets and secret-looking substrings replaced by ``[REDACTED]``.
+
+    The values of ``api_key_env`` variables and other registered secrets, in their escaped
+    and encoded forms, then ``SECRET_VALUE_PATTERNS`` (``api.mask_secrets``).
+
+    Returns:
+        The masked text.
+    """
+    return mask_secrets(text)
 
 
 class OriginalFailure(Exception):
@@ -285,8 +280,8 @@ def never_awaited(action: str, calls: Iterable[Any]) -> UsageError | None:
     """The misuse of a plain (``def``) action that made lazy durable calls (``ctx.chat``).
 
     Those start only when awaited, which a plain function cannot do, so they never ran. (A
-    ``durable_execute_async`` call a plain action does not await has started: it runs, its
-    outcome is dropped, and the event log shows it as abandoned.)
+    ``durable_execute_async`` call a plain action does not await has started: the action
+    completes once its outcome is recorded, see ``_completion``.)
 
     Args:
         action: the action's name.

@@ -124,7 +124,15 @@ def _docs(documents: Document | Sequence[Document]) -> list[Document]:
 
 
 class DurableVectorStore(_View):
-    """A ``VectorStore`` whose calls are durable calls of the current action."""
+    """A ``VectorStore`` whose calls are durable calls of the current action.
+
+    Writes (``add``, ``update``, ``delete``) and the awaitable ``aadd`` run as any durable
+    call (``aadd`` on the I/O executor). Reads (``query``, ``get``, ``size`` and their
+    awaitable forms ``aquery``, ``aget``) run on the operator thread, query embedding
+    included, so their outcome is in keyed state from the callback that made them: a
+    checkpoint never finds a read in flight, and a restore replays what the first execution
+    read instead of reading what a crashed attempt wrote after the checkpoint.
+    """
 
     _kind = "vector_store"
     _resource: VectorStore
@@ -174,9 +182,8 @@ class DurableVectorStore(_View):
         return result
 
     async def aquery(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
-        """Async ``query``."""
-        result: VectorStoreQueryResult = await self._acall("query", query)
-        return result
+        """Awaitable ``query`` (a read: it runs on the operator thread, see the class)."""
+        return self.query(query)
 
     def get(self, ids: str | list[str] | None = None, collection_name: str | None = None,
             filters: dict[str, Any] | None = None, limit: int | None = 100,
@@ -188,10 +195,8 @@ class DurableVectorStore(_View):
     async def aget(self, ids: str | list[str] | None = None, collection_name: str | None = None,
                    filters: dict[str, Any] | None = None, limit: int | None = 100,
                    **kwargs: Any) -> list[Document]:
-        """Async ``get``."""
-        result: list[Document] = await self._acall("get", ids, collection_name, filters, limit,
-                                                   kwargs)
-        return result
+        """Awaitable ``get`` (a read: it runs on the operator thread, see the class)."""
+        return self.get(ids, collection_name, filters, limit, **kwargs)
 
     def delete(self, ids: str | list[str] | None = None, collection_name: str | None = None,
                filters: dict[str, Any] | None = None, **kwargs: Any) -> None:

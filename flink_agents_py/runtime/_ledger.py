@@ -78,6 +78,20 @@ class CallLedger:
         if self.observer is not None:
             self.observer.call_started(key, command.call_id, command, replayed)
 
+    def finding(self, key: Any, execution_id: str, kind: str, message: str) -> None:
+        """A replay did something that may be wrong but did not fail: count it, tell the observer.
+
+        Args:
+            key: the record key.
+            execution_id: the action execution replayed.
+            kind: ``"arguments_changed"`` (a call replayed with other arguments) or
+                ``"unreached_calls"`` (an execution completed without making recorded calls).
+            message: what the log says, naming the calls.
+        """
+        self.counters[f"replay_{kind}"] += 1
+        if self.observer is not None:
+            self.observer.replay_finding(key, execution_id, kind, message)
+
     def recorded(self, key: Any, call_id: str, record: CallRecord) -> None:
         """An outcome entered keyed state: tell the observer, journal it, call the failpoint.
 

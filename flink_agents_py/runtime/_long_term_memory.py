@@ -2,23 +2,40 @@
 
 Items live in the vector store the agent configures (``LongTermMemoryOptions.VECTOR_STORE``),
 one document per item, in one collection; reserved metadata fields place each item:
-``fa_set`` (the set's name), ``fa_scope`` (``key:<digest of the key>`` or ``shared``) and
-``fa_created_at`` (ISO 8601, UTC) and ``fa_seq`` (the item's place in its write), which
-order ``get`` oldest first.
+``fa_set`` (the set's name), ``fa_scope`` (``key:<digest>`` of the agent and the key, or
+``shared:<digest>`` of the agent), ``fa_created_at`` (ISO 8601, UTC) and ``fa_seq`` (the
+item's place in its write), which order ``get`` oldest first, and ``fa_owner``, ``fa_run``,
+``fa_exec``: the key scope, run and action execution that wrote it (see *replay* below).
 
-- ``add``/``delete`` are logged in the action; item ids are derived from the action
-  execution's id and the item's ordinal, so they are the same on a replay.
-- When the action completes, the core calls ``commit_long_term_memory``: one durable call
-  (``long_term_memory.commit``) embeds the added items and applies the log in order. Its
-  outcome is recorded like any durable call, so a restore that finds it recorded does not
-  write again; one that does not re-executes it with the same ids (an upsert, no duplicates).
-- ``get``, ``search`` and ``size`` are durable calls, so a replay sees what the first
-  execution saw.
+- **Isolation.** Every read and write names the set and the scope: an item of another agent,
+  key or set is never found, and a delete of its id does nothing (the ids are checked against
+  the scope before anything is deleted). Item ids are a keyed hash (HMAC-SHA256) of the
+  scope, set, action execution and ordinal under a random secret kept in the store (in the
+  collection ``<collection>-keys``), so they are stable on a replay and cannot be computed
+  from another key.
+- ``add``/``delete`` are logged in the action. When the action completes, the core calls
+  ``commit_long_term_memory``: one durable call (``long_term_memory.commit``) embeds the
+  added items and applies the log in order. Its outcome is recorded like any durable call,
+  so a restore that finds it recorded does not write again; one that does not re-executes it
+  with the same ids (an upsert, no duplicates).
+- **Replay.** ``get``, ``search`` and ``size`` are durable calls run on the operator thread
+  (``asearch`` embeds the query on the I/O executor first), so their outcome is in keyed
+  state from the callback that made them: a checkpoint never finds one in flight, and a
+  restore replays what the first execution saw. A read made again after a restore (the
+  checkpoint was older than the read) does not see what the crashed attempt of this key
+  wrote after that checkpoint: items written by this key in a later run, or in this run by
+  this action execution or one still in flight, are left out.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import secrets
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -47,16 +64,20 @@ if TYPE_CHECKING:
 __all__ = ["ActionLongTermMemory", "ActionMemorySet", "commit_long_term_memory"]
 
 _SET, _SCOPE, _CREATED, _SEQ = "fa_set", "fa_scope", "fa_created_at", "fa_seq"
-_RESERVED = (_SET, _SCOPE, _CREATED, _SEQ)
+_OWNER, _EPOCH, _RUN, _EXEC = "fa_owner", "fa_epoch", "fa_run", "fa_exec"
+_RESERVED = (_SET, _SCOPE, _CREATED, _SEQ, _OWNER, _EPOCH, _RUN, _EXEC)
+_EPOCH_PATH = "_flink_agents_py.long_term_memory_epoch"
+"""Where the key's short-term memory keeps its memory epoch (see ``Horizon``)."""
 _COMPACT = ("Summarize these memory items into one short note that keeps every distinct "
             "fact, one fact per line. Answer with the note only.")
 _SCALARS = (str, int, float, bool)
+_SECRET_ID = "fa-ltm-secret"
 
 
 def _item(doc: Document, set_name: str) -> MemorySetItem:
     meta = dict(doc.metadata)
     created = meta.pop(_CREATED, None)
-    for k in (_SET, _SCOPE, _SEQ):
+    for k in _RESERVED:
         meta.pop(k, None)
     when = datetime.fromisoformat(created) if isinstance(created, str) else None
     return MemorySetItem(memory_set_name=set_name, id=str(doc.id), value=doc.content,
@@ -73,7 +94,74 @@ def _placed(filters: dict[str, Any] | None, set_name: str, scope: str) -> dict[s
 
 def _empty_on_unplaced(e: UnknownFilterFieldError) -> bool:
     """Whether the store has never held a memory item (its reserved fields are unknown)."""
-    return _SET in str(e) or _SCOPE in str(e)
+    return _SET in str(e) or _SCOPE in str(e) or _OWNER in str(e)
+
+
+def exec_tag(execution_id: str) -> str:
+    """The ``fa_exec`` of items an action execution writes (a digest of its id)."""
+    return digest(execution_id)
+
+
+@dataclass(frozen=True)
+class Horizon:
+    """What a read of one action execution may see of its own key's writes.
+
+    Items this key (``owner``) wrote in its current state's lineage (``epoch``: a random
+    token its short-term memory keeps from its first memory write on, so a new job without
+    that state starts a new one) in a later run than ``run``, or in run ``run`` by one of the
+    ``hidden`` executions (the reader and those still in flight), were written by an attempt
+    that crashed after the checkpoint this run was restored from: left out.
+    """
+
+    owner: str
+    epoch: str | None
+    run: int
+    hidden: frozenset[str]
+
+    def shows(self, doc: Document) -> bool:
+        """Whether the reading execution may see ``doc``."""
+        meta = doc.metadata
+        if self.epoch is None or meta.get(_OWNER) != self.owner \
+                or meta.get(_EPOCH) != self.epoch:
+            return True
+        run = meta.get(_RUN)
+        if not isinstance(run, int) or run < self.run:
+            return True
+        return run == self.run and meta.get(_EXEC) not in self.hidden
+
+
+_SECRETS: dict[tuple[int, str], tuple[weakref.ref[VectorStore], bytes]] = {}
+_SECRETS_LOCK = threading.Lock()
+
+
+def _secret(store: VectorStore, collection: str | None) -> bytes:
+    """The random id secret of a memory collection, kept in the store (made on first use).
+
+    Read back after it is written, so concurrent first writers agree on what is stored.
+
+    Returns:
+        The secret's bytes.
+
+    Raises:
+        VectorStoreError: when the store does not keep it.
+    """
+    k = (id(store), str(collection))
+    with _SECRETS_LOCK:
+        hit = _SECRETS.get(k)
+        if hit is not None and hit[0]() is store:
+            return hit[1]
+    keys = f"{collection or 'long_term_memory'}-keys"
+    found = store.get([_SECRET_ID], keys)
+    if not found:
+        store.add([Document(id=_SECRET_ID, content=secrets.token_hex(32), embedding=[1.0])],
+                  keys)
+        found = store.get([_SECRET_ID], keys)
+    if not found:
+        raise VectorStoreError(f"long-term memory: the store keeps no id secret in {keys!r}")
+    secret = bytes.fromhex(found[0].content)
+    with _SECRETS_LOCK:
+        _SECRETS[k] = (weakref.ref(store), secret)
+    return secret
 
 
 class _Store:
@@ -83,16 +171,29 @@ class _Store:
         self.store = store
         self.collection = collection
 
+    def _visible(self, fetch: Callable[[int | None], list[Document]], limit: int | None,
+                 horizon: Horizon) -> list[Document]:
+        """Up to ``limit`` documents ``fetch(n)`` finds that ``horizon`` shows."""
+        n = limit
+        while True:
+            docs = fetch(n)
+            shown = [d for d in docs if horizon.shows(d)]
+            if n is None or len(docs) < n or len(shown) >= (limit or 0):
+                return shown[:limit] if limit is not None else shown
+            n += len(docs) - len(shown)
+
     def get(self, set_name: str, scope: str, ids: list[str] | None,
-            filters: dict[str, Any] | None, limit: int | None) -> list[MemorySetItem]:
+            filters: dict[str, Any] | None, limit: int | None,
+            horizon: Horizon) -> list[MemorySetItem]:
         try:
             if ids is not None:
-                docs = self.store.get(ids, self.collection)
-                docs = [d for d in docs if d.metadata.get(_SET) == set_name
-                        and d.metadata.get(_SCOPE) == scope]
+                docs = [d for d in self.store.get(ids, self.collection)
+                        if d.metadata.get(_SET) == set_name and d.metadata.get(_SCOPE) == scope
+                        and horizon.shows(d)]
             else:
-                docs = self.store.get(None, self.collection, _placed(filters, set_name, scope),
-                                      limit)
+                placed = _placed(filters, set_name, scope)
+                docs = self._visible(
+                    lambda n: self.store.get(None, self.collection, placed, n), limit, horizon)
                 docs.sort(key=lambda d: (str(d.metadata.get(_CREATED, "")),
                                          d.metadata.get(_SEQ, 0)))  # oldest first
         except UnknownFilterFieldError as e:
@@ -101,28 +202,52 @@ class _Store:
             raise
         return [_item(d, set_name) for d in docs]
 
-    def count(self, set_name: str, scope: str, ids: list[str]) -> int:
-        """Stored items of the set; with ``ids``: how many of those are stored."""
+    def count(self, set_name: str, scope: str, ids: list[str], horizon: Horizon) -> int:
+        """Stored items of the set the reader may see; with ``ids``: how many of those."""
         try:
             if ids:
-                return len(self.get(set_name, scope, ids, None, None))
-            return self.store.count(self.collection, _placed(None, set_name, scope))
+                return len(self.get(set_name, scope, ids, None, None, horizon))
+            placed = _placed(None, set_name, scope)
+            total = self.store.count(self.collection, placed)
+            if not total:
+                return 0
+            if horizon.epoch is None:
+                return total
+            try:
+                mine = self.store.get(None, self.collection,
+                                      {**placed, _OWNER: horizon.owner}, None)
+            except UnknownFilterFieldError:  # no item carries an owner: none is left out
+                return total
+            return total - sum(1 for d in mine if not horizon.shows(d))
         except UnknownFilterFieldError as e:
             if _empty_on_unplaced(e):
                 return 0
             raise
 
-    def search(self, set_name: str, scope: str, query: str, limit: int,
-               filters: dict[str, Any] | None, kwargs: dict[str, Any]) -> list[MemorySetItem]:
+    def search(self, set_name: str, scope: str, vector: list[float], limit: int,
+               filters: dict[str, Any] | None, kwargs: dict[str, Any],
+               horizon: Horizon) -> list[MemorySetItem]:
+        placed = _placed(filters, set_name, scope)
+
+        def fetch(n: int | None) -> list[Document]:
+            return self.store.query(VectorStoreQuery(
+                query_embedding=vector, limit=n or 0, collection_name=self.collection,
+                filters=placed, extra_args=kwargs)).documents
+
         try:
-            res = self.store.query(VectorStoreQuery(
-                query_text=query, limit=limit, collection_name=self.collection,
-                filters=_placed(filters, set_name, scope), extra_args=kwargs))
+            docs = self._visible(fetch, limit, horizon)
         except UnknownFilterFieldError as e:
             if _empty_on_unplaced(e):
                 return []
             raise
-        return [_item(d, set_name) for d in res.documents]
+        return [_item(d, set_name) for d in docs]
+
+    def embed(self, query: str) -> list[float]:
+        """The query's vector (by the store's embedding model)."""
+        if not isinstance(query, str) or not query.strip():
+            raise VectorStoreError("long-term memory search: the query is empty")
+        vector: list[float] = self.store.get_embedding_model().embed(query)  # type: ignore[assignment]
+        return list(vector)
 
     def commit(self, writes: list[dict[str, Any]]) -> dict[str, int]:
         now = datetime.now(timezone.utc).isoformat()
@@ -130,15 +255,22 @@ class _Store:
         for w in writes:
             placed = {_SET: w["set"], _SCOPE: w["scope"]}
             if w["op"] == "add":
-                docs = [Document(id=i, content=v, metadata={**m, **placed, _CREATED: now,
-                                                             _SEQ: added + n})
+                tags = {_OWNER: w["owner"], _EPOCH: w["epoch"], _RUN: w["run"],
+                        _EXEC: w["exec"]}
+                docs = [Document(id=i, content=v, metadata={**m, **placed, **tags,
+                                                             _CREATED: now, _SEQ: added + n})
                         for n, (i, v, m) in enumerate(zip(w["ids"], w["values"],
                                                           w["metadatas"], strict=True))]
                 self.store.add(docs, self.collection)
                 added += len(docs)
             elif w["op"] == "delete":
-                self.store.delete(w["ids"], self.collection)
-                deleted += len(w["ids"])
+                # only ids of this set and scope: another key's ids delete nothing
+                ids = [d.id for d in self.store.get(w["ids"], self.collection)
+                       if d.id is not None and d.metadata.get(_SET) == w["set"]
+                       and d.metadata.get(_SCOPE) == w["scope"]]
+                if ids:
+                    self.store.delete(ids, self.collection)
+                deleted += len(ids)
             else:  # clear
                 try:
                     self.store.delete(None, self.collection, placed)
@@ -156,7 +288,7 @@ class ActionMemorySet(MemorySet):
         self._ltm = ltm
         self.name = name
         self.shared = shared
-        self.scope = "shared" if shared else ltm.key_scope
+        self.scope = ltm.shared_scope if shared else ltm.key_scope
 
     def __repr__(self) -> str:
         return f"MemorySet({self.name!r}, shared={self.shared})"
@@ -183,7 +315,7 @@ class ActionMemorySet(MemorySet):
                         f"scalar under a non-reserved name (reserved: {list(_RESERVED)})")
         ids = [self._ltm.next_id(self.name, self.scope) for _ in texts]
         self._ltm.log({"op": "add", "set": self.name, "scope": self.scope, "ids": ids,
-                       "values": texts, "metadatas": metas})
+                       "values": texts, "metadatas": metas, **self._ltm.tags()})
         return ids
 
     def _pending(self) -> tuple[list[MemorySetItem], set[str], bool]:
@@ -214,7 +346,7 @@ class ActionMemorySet(MemorySet):
         id_list = [ids] if isinstance(ids, str) else (list(ids) if ids is not None else None)
         added, deleted, cleared = self._pending()
         fetch = None if id_list is not None else limit + len(deleted)
-        stored = self._ltm.call(self._label("get"), self._ltm.backend().get, self.name,
+        stored = self._ltm.read(self._label("get"), self._ltm.backend().get, self.name,
                                 self.scope, id_list, filters, fetch)
         keep = [] if cleared else [s for s in stored if s.id not in deleted]
         if id_list is not None:
@@ -228,16 +360,20 @@ class ActionMemorySet(MemorySet):
 
     def search(self, query: str, limit: int, filters: dict[str, Any] | None = None,
                **kwargs: Any) -> list[MemorySetItem]:
-        """The ``limit`` stored items closest to ``query`` (one durable call)."""
-        found = self._ltm.call(self._label("search"), self._ltm.backend().search, self.name,
-                               self.scope, query, limit, filters, kwargs)
-        return self._without_deleted(found)
+        """The ``limit`` stored items closest to ``query`` (two durable calls: embed, search)."""
+        vector = self._ltm.call(self._label("embed"), self._ltm.backend().embed, query)
+        return self._search(vector, limit, filters, kwargs)
 
     async def asearch(self, query: str, limit: int, filters: dict[str, Any] | None = None,
                       **kwargs: Any) -> list[MemorySetItem]:
-        """Async ``search`` (on the I/O executor)."""
-        found = await self._ltm.acall(self._label("search"), self._ltm.backend().search,
-                                      self.name, self.scope, query, limit, filters, kwargs)
+        """Async ``search``: the query is embedded on the I/O executor, then searched."""
+        vector = await self._ltm.acall(self._label("embed"), self._ltm.backend().embed, query)
+        return self._search(vector, limit, filters, kwargs)
+
+    def _search(self, vector: list[float], limit: int, filters: dict[str, Any] | None,
+                kwargs: dict[str, Any]) -> list[MemorySetItem]:
+        found = self._ltm.read(self._label("search"), self._ltm.backend().search, self.name,
+                               self.scope, vector, limit, filters, kwargs)
         return self._without_deleted(found)
 
     def _without_deleted(self, found: list[MemorySetItem]) -> list[MemorySetItem]:
@@ -276,8 +412,8 @@ class ActionMemorySet(MemorySet):
         if cleared:
             return len(added)
         label, count = self._label("count"), self._ltm.backend().count
-        stored = self._ltm.call(label, count, self.name, self.scope, [])
-        gone = (self._ltm.call(label, count, self.name, self.scope, sorted(deleted))
+        stored = self._ltm.read(label, count, self.name, self.scope, [])
+        gone = (self._ltm.read(label, count, self.name, self.scope, sorted(deleted))
                 if deleted else 0)
         return int(stored) - int(gone) + len(added)
 
@@ -291,7 +427,9 @@ class ActionLongTermMemory(BaseLongTermMemory):
         self.writes: list[dict[str, Any]] = []
         self._n = 0
         self._backend: _Store | None = None
-        self.key_scope = "key:" + digest(to_json_value(ctx.key, "the key"))
+        agent = ctx.plan.agent
+        self.key_scope = "key:" + digest([agent, to_json_value(ctx.key, "the key")])
+        self.shared_scope = "shared:" + digest(agent)
 
     def backend(self) -> _Store:
         """The configured store (raw: the durable calls wrap it).
@@ -333,11 +471,68 @@ class ActionLongTermMemory(BaseLongTermMemory):
         return had
 
     def next_id(self, set_name: str, scope: str) -> str:
-        """The next item id: stable for this action execution and item ordinal."""
+        """The next item id: stable for this action execution and item ordinal.
+
+        A keyed hash under the collection's secret (see the module docstring): another key
+        cannot compute it.
+
+        Returns:
+            The id.
+        """
         n, self._n = self._n, self._n + 1
+        backend = self.backend()
         # the key's scope too: execution ids are per key, a shared set is not
         raw = f"{self.key_scope}|{scope}|{set_name}|{self._ctx.execution_id}|{n}".encode()
-        return "ltm-" + hashlib.blake2b(raw, digest_size=12).hexdigest()
+        mac = hmac.new(_secret(backend.store, backend.collection), raw, hashlib.sha256)
+        return "ltm-" + mac.hexdigest()[:32]
+
+    def _epoch(self) -> str | None:
+        epoch = self._ctx.short_term_memory.get(_EPOCH_PATH)
+        return epoch if isinstance(epoch, str) else None
+
+    def tags(self) -> dict[str, Any]:
+        """Who writes: this key's scope and epoch, the run and the action execution.
+
+        The first write of a key's lineage draws its epoch (a durable call,
+        ``long_term_memory.epoch``); it is kept in the key's short-term memory, applied with
+        the action's other writes (see ``Horizon``).
+
+        Returns:
+            The tags of the write-log entry.
+        """
+        epoch = self._epoch()
+        if epoch is None:  # drawn in a durable call: the same on a replay
+            epoch = str(self.call("long_term_memory.epoch", secrets.token_hex, 8))
+            self._ctx.short_term_memory.set(_EPOCH_PATH, epoch)
+        return {"owner": self.key_scope, "epoch": epoch, "run": self._ctx.run.seq,
+                "exec": exec_tag(self._ctx.execution_id)}
+
+    def horizon(self) -> Horizon:
+        """What a read made now may see of this key's own writes (see ``Horizon``).
+
+        Returns:
+            The horizon.
+        """
+        run = self._ctx.run
+        hidden = {exec_tag(e) for e in run.inflight}
+        hidden.add(exec_tag(self._ctx.execution_id))
+        return Horizon(self.key_scope, self._epoch(), run.seq, frozenset(hidden))
+
+    def read(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """One durable read named ``label``, run now on this thread, bounded by ``horizon``.
+
+        Its outcome is in keyed state before the host callback ends, so no checkpoint finds
+        it in flight.
+
+        Returns:
+            What ``fn(*args, horizon)`` returned (or the recorded outcome, on a replay).
+        """
+        horizon = self.horizon()
+
+        def bounded(*a: Any) -> Any:
+            return fn(*a, horizon)
+
+        return self._ctx.durable_execute(durable_target(label, bounded), *args)
 
     def log(self, write: dict[str, Any]) -> None:
         """Log a write (checked for a JSON form now)."""

@@ -188,6 +188,15 @@ class Observer:
     def output_emitted(self, key: Any, output: Any, parent: str) -> None:
         """An ``OutputEvent``'s output left the agent."""
 
+    def replay_finding(self, key: Any, execution_id: str, kind: str, message: str) -> None:
+        """A replay went on past something that may be wrong (logged as a warning).
+
+        ``kind`` is ``"arguments_changed"`` (a call replayed a recorded outcome with other
+        arguments) or ``"unreached_calls"`` (a re-entered execution completed without making
+        calls it had recorded); ``message`` names the calls. In strict replay mode these are
+        ``ReplayDivergenceError`` failures instead (see ``action_finished``).
+        """
+
 
 class CompositeObserver(Observer):
     """Forwards every hook to several observers, in order."""
@@ -216,7 +225,6 @@ class SafeObserver(Observer):
     """
 
     def __init__(self, inner: Observer) -> None:
-        self._inner = inner
         for name in dir(Observer):  # wrapped once: hooks are on the hot path
             if not name.startswith("_") and callable(getattr(Observer, name)):
                 setattr(self, name, self._safe(name, getattr(inner, name)))

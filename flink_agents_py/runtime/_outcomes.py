@@ -11,9 +11,11 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..api import DurableExecutionError, ReplayDivergenceError, SerializationError
+from ..api import DurableExecutionError, ReplayDivergenceError, SerializationError, mask_secrets
 from ..api._resources import import_qualified
+from ..api._secrets import mask_value
 from ._failures import failure_text
+from ._identity import bound_state
 from ._serde import digest, from_json_value, to_json_value
 from ._state import CallRecord
 
@@ -41,7 +43,12 @@ def fn_name(fn: Callable[..., Any]) -> str:
 
 def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dict[str, Any],
                 call_id: str) -> str:
-    """Digest of a call's function name and arguments.
+    """Digest of a call's function name and arguments, and of what the function binds.
+
+    What a ``functools.partial``, a lambda or closure, a bound method or a callable object
+    binds counts as arguments too (``_identity.bound_state``), so two calls that differ only
+    there have different digests; a module-level function binds nothing, and a ``str`` name
+    (a framework call's) neither.
 
     Returns:
         16 hex digits.
@@ -51,7 +58,11 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     """
     name = fn if isinstance(fn, str) else fn_name(fn)
     where = f"arguments of durable call {call_id} ({name})"
-    return digest([name, to_json_value(list(args), where), to_json_value(kwargs, where)])
+    parts = [name, to_json_value(list(args), where), to_json_value(kwargs, where)]
+    bound = None if isinstance(fn, str) else bound_state(fn)
+    if bound is not None:
+        parts.append(bound)
+    return digest(parts)
 
 
 def reordered_call(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
@@ -102,6 +113,9 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
     form, or one whose stored form does not rebuild, turns into a failure with a
     ``SerializationError`` (raised and caught here: the failure is the outcome).
 
+    A failure's message, ``args`` and attributes are stored with known secrets masked
+    (``api.mask_secrets``): a replay rebuilds the exception from the masked values.
+
     Returns:
         The outcome as the caller will see it: ``(ok, value or exception)``.
     """  # noqa: DOC501
@@ -127,13 +141,14 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
         cls = type(exc)
         rec.done, rec.ok = True, False
         rec.error_type = f"{cls.__module__}:{cls.__qualname__}"
-        rec.error_message = str(exc)
-        rec.error_args = _json_or_none(list(exc.args))
+        # keyed state, checkpoints and journals leave the process: known secrets are masked
+        rec.error_message = mask_secrets(str(exc))
+        rec.error_args = mask_value(_json_or_none(list(exc.args)))
         attrs = {k: v for k, v in vars(exc).items() if not k.startswith("_")} \
             if hasattr(exc, "__dict__") else {}
         kept = {k: j for k, v in attrs.items() if (j := _json_or_none(v)) is not None
                 or v is None}
-        rec.error_attrs = kept or None
+        rec.error_attrs = mask_value(kept) or None
         rec.traceback = failure_text(exc)
         value = exc
     return ok, value

@@ -12,9 +12,10 @@ from ..api import (
     ResourceType,
 )
 from ..api._resources import import_qualified
+from ..api._secrets import register_resource_secrets
 from ..plan import AgentPlan, ResourcePlan
 
-__all__ = ["ResourceEnvironment", "check_resources"]
+__all__ = ["ResourceEnvironment", "check_resources", "warm_up"]
 
 
 class ResourceEnvironment:
@@ -31,6 +32,14 @@ class ResourceEnvironment:
 
     def get(self, name: str, resource_type: ResourceType) -> Resource:
         """Return the resource, building and opening it on first use.
+
+        The secrets it declares (``api_key_env``, ``secret_env``, ``secret_headers``: see
+        ``api._secrets.register_resource_secrets``) are registered when it is built, so they
+        are masked whatever its class does with them.
+
+        A resource whose ``open`` raises is closed (best effort) before the error goes on,
+        so what it had started (a server process, a client) is released; the next ``get``
+        builds and opens it again.
 
         Raises:
             ResourceNotFoundError: naming the type and name, and what is declared of that type.
@@ -55,7 +64,12 @@ class ResourceEnvironment:
             if res is None:
                 res = rp.build()
                 res.bind(self.get, name)
-            res.open()
+                register_resource_secrets(res)
+            try:
+                res.open()
+            except BaseException:
+                _close_quietly(res)  # a half-opened resource (a started server) is released
+                raise
             self._built[k] = res
             return res
 
@@ -79,6 +93,7 @@ class ResourceEnvironment:
                     if res is None:
                         res = rp.build()
                         res.bind(self.get, name)
+                        register_resource_secrets(res)
                         self._checked[k] = res
                 res.check()
 
@@ -91,16 +106,21 @@ class ResourceEnvironment:
         with self._lock:
             built, self._built = self._built, {}
         for res in built.values():
-            try:
-                res.close()
-            except Exception:  # noqa: BLE001
-                pass
+            _close_quietly(res)
 
     def __getstate__(self) -> dict[str, Any]:  # built resources never travel
         return {"_plan": self._plan}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["_plan"])  # type: ignore[misc]
+
+
+def _close_quietly(res: Resource) -> None:
+    """Close ``res``, ignoring its errors (closing is best effort)."""
+    try:
+        res.close()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _checks(rp: ResourcePlan) -> bool:
@@ -156,3 +176,29 @@ def check_resources(plan: AgentPlan,
                                  resource=e.resource) from None
     for name, child in plan.subagents.items():
         check_resources(child, envs, (*path, name))
+
+
+def warm_up(plan: AgentPlan) -> None:
+    """Import now, when the host opens, what the first run of each key would wait for.
+
+    A plan (always, on Flink: it travels as JSON) imports its action functions on first
+    use, and the first structured answer of a chat imports ``jsonschema``. Done lazily, those
+    imports took 50-200 ms once per process (more on a busy machine), inside the first runs:
+    with scripted models each key's first run took about 190 ms, later ones 17-40 ms. Done
+    here they are part of the start-up and a run's latency is its own.
+
+    Best effort: a function that cannot be imported is left to fail its action, with the
+    error and the record, as it would have.
+
+    Args:
+        plan: the agent's plan; its sub-agents' plans are warmed up too.
+    """
+    import jsonschema  # noqa: F401 - the validator of structured answers
+
+    for action in plan.actions.values():
+        try:
+            action.function.resolve()
+        except Exception:  # noqa: BLE001, S112 - reported when the action runs
+            continue
+    for sub in plan.subagents.values():
+        warm_up(sub)

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from ..api import Event, InputEvent
 from ..api._events import event_from_json
+from ..api._secrets import MaskedStr
 from ._serde import from_json_value, is_tagged_model
 
 __all__ = ["ErrorRecord", "StepResult", "input_event", "input_record", "event_of",
@@ -34,7 +35,8 @@ class ErrorRecord(BaseModel):
         action: the failing action's name.
         execution_id: the failing execution's identity.
         error_type: the exception's type name.
-        message: the exception's message (secret-looking values redacted).
+        message: the exception's message (known secrets and secret-looking values masked
+            when the record is made, by whoever makes it: ``api.mask_secrets``).
         input: the input record of the run.
         traceback: where it failed: the traceback with the user's files and lines, and the
             original failure's when it crossed a boundary (a tool, a chat model call, a
@@ -46,9 +48,9 @@ class ErrorRecord(BaseModel):
     action: str
     execution_id: str
     error_type: str
-    message: str
+    message: MaskedStr
     input: Any = None
-    traceback: str | None = None
+    traceback: MaskedStr | None = None
 
 
 @dataclass

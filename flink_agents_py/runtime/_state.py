@@ -51,6 +51,9 @@ class CallKind(str, enum.Enum):
     """An async external sub-agent's cancel request: target is the sub-agent's name."""
     SUBAGENT_REFUSED = "subagent_refused"
     """A submit refused before any call (unknown name, not a sub-agent, cannot be built)."""
+    PATCH = "patch"
+    """A versioning marker (``ctx.patched``): target is the change id; kept under the key
+    ``patch:<change id>``, not at a call ordinal, with the branch taken as its value."""
 
 
 class StateFormatError(AgentsError):

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 from ..api import UnsupportedAwaitError
 
-__all__ = ["stepping", "not_stepping", "enter_stepping", "leave_stepping"]
+__all__ = ["not_stepping", "enter_stepping", "leave_stepping"]
 
 _HINT = (
     "actions are stepped by the operator, not by an asyncio event loop: await only the "
@@ -75,17 +75,6 @@ def enter_stepping() -> asyncio.AbstractEventLoop | None:
 
 leave_stepping: Callable[[asyncio.AbstractEventLoop | None], None] = _set_running
 """Make ``previous`` (what ``enter_stepping`` returned) the running loop again."""
-
-
-@contextlib.contextmanager
-def stepping() -> Iterator[None]:
-    """Make the stand-in loop the running loop for the block (restoring the previous one)."""
-    previous = asyncio.events._get_running_loop()
-    asyncio.events._set_running_loop(_LOOP)
-    try:
-        yield
-    finally:
-        asyncio.events._set_running_loop(previous)
 
 
 @contextlib.contextmanager

@@ -34,11 +34,17 @@ from ..api import (
     ChatRequestEvent,
     ChatResponseError,
     ChatResponseEvent,
+    DeferredSubagentSetup,
     Event,
     InputEvent,
+    InternalSubagent,
     OutputEvent,
+    ResourceNotFoundError,
+    ResourceType,
+    RunnerContext,
     SerializationError,
     SubagentResult,
+    SubagentSetup,
     ToolRequestEvent,
     ToolResponseEvent,
 )
@@ -46,12 +52,12 @@ from ..plan import ActionPlan, AgentPlan
 from ._commands import StartChat, StartSubagent
 from ._failures import with_original
 from ._outcomes import store_outcome
-from ._serde import dumps, event_json, to_plain_json
+from ._serde import event_json, to_plain_json
 from ._state import CallKind, CallRecord, Invocation, RunState
 
 __all__ = ["plan_at", "route_at_root", "route_in_scope", "open_invocation", "invocation_result",
-           "record_for_caller", "cancel_invocation", "under_cancelled", "session_id_of",
-           "check_result", "checked_result", "poll_result"]
+           "record_for_caller", "cancel_invocation", "under_cancelled",
+           "check_result", "checked_result", "poll_result", "resolve_subagent"]
 
 CHAT_ROUTES = {
     ChatRequestEvent.EVENT_TYPE: "_chat_model_action",
@@ -72,15 +78,6 @@ def plan_at(root: AgentPlan, path: Sequence[str]) -> AgentPlan:
     for name in path:
         plan = plan.subagents[name]
     return plan
-
-
-def session_id_of(key: Any, seq: int) -> str:
-    """The session id external sub-agents get for run ``seq`` of ``key``.
-
-    Returns:
-        ``<key as JSON>/r<seq>``.
-    """
-    return f"{dumps(key).decode()}/r{seq}"
 
 
 def under_cancelled(run: RunState, scope: str | None) -> bool:
@@ -297,3 +294,28 @@ def record_for_caller(run: RunState, inv: Invocation, inv_id: str, ok: bool, val
         target=inv.name))
     store_outcome(crec, inv_id, ok, value)
     return crec
+
+
+def resolve_subagent(ctx: RunnerContext, name: str) -> tuple[SubagentSetup | None, str]:
+    """The setup of sub-agent ``name`` as ``ctx`` sees it, or ``None`` and why it is refused.
+
+    Args:
+        ctx: the submitting action's context.
+        name: the ``AGENT`` resource's name.
+
+    Returns:
+        ``(setup, "")``, or ``(None, the reason)``: an unknown name, a setup that cannot be
+        built, a resource that is not a sub-agent setup, or one of no known kind.
+    """
+    try:
+        setup = ctx.get_resource(name, ResourceType.AGENT)
+    except ResourceNotFoundError as e:
+        return None, f"sub-agent {name!r}: {e}"
+    except Exception as e:  # noqa: BLE001 - a setup that cannot be built
+        return None, f"sub-agent {name!r} cannot be built: {type(e).__name__}: {e}"
+    if not isinstance(setup, SubagentSetup):
+        return None, f"resource {name!r} is a {type(setup).__name__}, not a sub-agent setup"
+    if not isinstance(setup, (InternalSubagent, DeferredSubagentSetup, AsyncSubagentSetup)):
+        return None, (f"sub-agent {name!r}: {type(setup).__name__} is neither internal, "
+                      "deferred nor async")
+    return setup, ""

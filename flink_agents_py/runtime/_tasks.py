@@ -33,11 +33,16 @@ class Task:
     reentered: bool = False
     waiting: DurableCall | None = None
     started_at: float = 0.0  # the observer tally's clock when it started (with a tally)
+    ending: tuple[BaseException | None] | None = None  # returned (or raised), with this error
 
 
 @dataclass(slots=True)
 class Step:
-    """What one ``advance`` works on: the key, its state and run, the result, the ready queue."""
+    """What one ``advance`` works on: the key, its state and run, the result, the ready queue.
+
+    ``key`` is the key's value (what actions, outputs and errors see); ``identity`` what the
+    host keys it by (the core's inbox and I/O executor), see ``AgentCore``'s ``key_value``.
+    """
 
     key: Any
     state: KeyState
@@ -45,6 +50,7 @@ class Step:
     res: StepResult
     live: dict[str, Task]
     ready: collections.deque[Task]
+    identity: Any
 
 
 @dataclass(slots=True)

@@ -3,18 +3,36 @@
 - ``LoadSkillTool`` (``load_skill``): lists the skills in its description; loads a skill's
   instructions or one of its files on demand.
 - ``RunSkillCommandTool`` (``run_skill_command``): runs the commands a skill's instructions
-  give, parsed (never a shell), only ``allowed_commands``, in the skill's folder, with a
-  timeout and an output cap.
+  give, parsed (never a shell), only ``allowed_commands``, in a bubblewrap sandbox showing
+  the skill's files (no network, no host secrets, resource limits), with a timeout that
+  kills every process the command started and a streamed output cap.
 - ``skill_tools(paths, allowed_commands=...)``: both, ready to declare as ``TOOL`` resources.
 
 See ``docs/how-to/skills.md``.
 """
 
-from ._commands import CommandRefusedError, RunSkillCommandTool, parse_command
-from ._skills import MAX_FILE_CHARS, LoadSkillTool, Skill, SkillError, load_skills
+from ._commands import (
+    SHELL_EQUIVALENT_COMMANDS,
+    CommandRefusedError,
+    RunSkillCommandTool,
+    ShellEquivalentCommandWarning,
+    parse_command,
+)
+from ._sandbox import SandboxUnavailableError, bubblewrap_problem
+from ._skills import (
+    MAX_FILE_BYTES,
+    MAX_FILE_CHARS,
+    MAX_LISTED_FILES,
+    LoadSkillTool,
+    Skill,
+    SkillError,
+    load_skills,
+)
 
-__all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_FILE_CHARS", "RunSkillCommandTool",
-           "Skill", "SkillError", "load_skills", "parse_command", "skill_tools"]
+__all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_FILE_BYTES", "MAX_FILE_CHARS",
+           "MAX_LISTED_FILES", "RunSkillCommandTool", "SHELL_EQUIVALENT_COMMANDS",
+           "SandboxUnavailableError", "ShellEquivalentCommandWarning", "Skill", "SkillError",
+           "bubblewrap_problem", "load_skills", "parse_command", "skill_tools"]
 
 
 def skill_tools(paths: list[str], allowed_commands: list[str] | None = None,
@@ -26,7 +44,8 @@ def skill_tools(paths: list[str], allowed_commands: list[str] | None = None,
     Args:
         paths: skill folders, or folders of skill folders.
         allowed_commands: the programs the skills' commands may run (bare names).
-        **command_options: ``timeout_s``, ``max_output_chars`` of ``RunSkillCommandTool``.
+        **command_options: the other fields of ``RunSkillCommandTool`` (``sandbox``,
+            ``writable_skills``, ``timeout_s``, ``max_output_chars``, the ``max_*`` limits).
 
     Returns:
         The tools; declare each as a ``TOOL`` resource under its ``name`` (or pass them to

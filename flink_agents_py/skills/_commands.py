@@ -1,42 +1,80 @@
-"""``run_skill_command``: runs a command a skill's instructions give, under an allow-list.
+"""``run_skill_command``: runs a command a skill's instructions give, in a sandbox.
 
-Security rules (each refusal is a failed tool call whose reason the model reads):
+The text rules below are a first filter (each refusal is a failed tool call whose reason the
+model reads); containment comes from the kernel (``_sandbox.py``: bubblewrap namespaces,
+read-only binds, no network, a PID namespace for timeouts, resource limits):
 
-- the command line is parsed (``shlex``, POSIX rules), never given to a shell; it is a
-  command, or a pipeline of commands joined by ``|`` (each stage fed the previous one's
-  output by this process, not by a shell);
+- the command line is parsed (``shlex``, POSIX rules), never given to a shell as text; it
+  is a command, or a pipeline of commands joined by ``|`` (run inside the sandbox, so every
+  stage reads the whole output of the one before);
 - every stage's program must be exactly one of ``allowed_commands``, by bare name (no
-  ``/``: ``/bin/sh``, ``./x``, ``../x`` are refused);
+  ``/``: ``/bin/sh``, ``./x``, ``../x`` are refused), and is resolved to an absolute path in
+  the system directories (never the host ``PATH``, never a skill's folder);
 - refused anywhere: ``;``, ``&``, ``&&``, ``||``, redirections (``<``, ``>``, ``>>``...),
   parentheses, ``$`` (variables, ``$(...)``), backticks, newlines, ``VAR=value`` prefixes;
-- arguments may not leave the skill's folder: an absolute path, ``~`` or a ``..`` component
-  is refused;
-- the working directory is the skill's folder; the environment is ``PATH`` and ``LANG``
-  only; each run has a timeout (the process is killed) and its output is capped.
+- an argument that is an absolute path, starts with ``~`` or has a ``..`` component is
+  refused (an outside path inside an argument, ``-o/tmp/x``, passes this check: the
+  sandbox is what keeps it in).
+
+Programs able to run other programs (``find -exec``, sed's ``e``, awk's ``system()``,
+``git -c alias.x=!...``, ``xargs``, ``env``, interpreters) make the allow-list equivalent to
+a shell; inside the sandbox that shell is contained all the same. Naming one warns once, at
+configuration (``ShellEquivalentCommandWarning``).
 """
 
 from __future__ import annotations
 
-import os
+import logging
+import re
 import shlex
-import subprocess
-import time
-from typing import Any, ClassVar
+import warnings
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from ..api import AgentsError, Resource, ResourceType, ToolMetadata
+from ..api import Resource, ResourceType, ToolMetadata
+from ._sandbox import (
+    CommandRefusedError,
+    Limits,
+    bubblewrap_installed,
+    resolve_program,
+    run_pipeline,
+)
 from ._skills import Skill, SkillError, load_skills
 
-__all__ = ["CommandRefusedError", "RunSkillCommandTool", "parse_command"]
+__all__ = ["CommandRefusedError", "RunSkillCommandTool", "ShellEquivalentCommandWarning",
+           "SHELL_EQUIVALENT_COMMANDS", "parse_command"]
+
+_log = logging.getLogger(__name__)
+_logged: set[str] = set()
 
 _OPERATORS = {";", "&", "&&", "||", "<", ">", ">>", "<<", "<<<", ">&", "<&", "&>", ">|",
               "(", ")", ";;", "|&"}
 _FORBIDDEN_CHARS = ("$", "`", "\n", "\r", "\x00")
+MAX_COMMAND_CHARS = 10_000
+"""The longest command line ``run_skill_command`` takes, in characters."""
 
 
-class CommandRefusedError(AgentsError):
-    """A command a skill tool refused to run (the reason says which rule)."""
+SHELL_EQUIVALENT_COMMANDS = frozenset({
+    "find", "sed", "awk", "gawk", "mawk", "nawk", "busybox", "git", "xargs", "env", "sh",
+    "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "perl", "python", "ruby", "node",
+    "nodejs", "php", "lua", "tclsh", "expect", "sort", "tar", "zip", "split", "rsync", "ssh",
+    "make", "dc", "ed", "ex", "vi", "vim", "less", "more", "man", "m4", "nice", "nohup",
+    "timeout", "stdbuf", "setsid", "flock", "watch", "parallel", "script", "strace", "gdb",
+    "sudo", "su", "chroot", "unshare", "nsenter", "time", "command", "exec", "ionice", "chrt",
+    "taskset", "prlimit", "bwrap", "runuser", "doas", "sg", "socat", "nc", "ncat", "netcat",
+    "screen", "tmux", "ltrace", "valgrind", "emacs", "nvim", "scp", "java", "jshell", "julia",
+    "Rscript", "pip", "pip3", "npm", "npx", "cargo", "go"})
+"""Programs that can run other programs (``find -exec``, sed's ``e``, awk's ``system()``,
+``sort --compress-program``...): allowing one is allowing a shell (contained by the
+sandbox all the same). Versioned interpreter names (``python3.12``, ``perl5``) count too."""
+
+_VERSIONED = re.compile(r"(python|perl|ruby|node|php|lua|tclsh)[0-9.]*")
+
+
+class ShellEquivalentCommandWarning(UserWarning):
+    """An allow-list names a program that can run other programs (a shell in effect)."""
 
 
 def parse_command(command: str, allowed: list[str] | set[str]) -> list[list[str]]:
@@ -52,6 +90,9 @@ def parse_command(command: str, allowed: list[str] | set[str]) -> list[list[str]
     Raises:
         CommandRefusedError: naming the rule the command breaks.
     """
+    if len(command) > MAX_COMMAND_CHARS:
+        raise CommandRefusedError(f"refused: the command has {len(command)} characters, more "
+                                  f"than {MAX_COMMAND_CHARS}")
     for ch in _FORBIDDEN_CHARS:
         if ch in command:
             shown = {"\n": "a newline", "\r": "a carriage return", "\x00": "a NUL"}.get(ch, ch)
@@ -92,15 +133,34 @@ def parse_command(command: str, allowed: list[str] | set[str]) -> list[list[str]
 
 
 class RunSkillCommandTool(Resource):
-    """The ``run_skill_command`` tool: runs an allowed command in a skill's folder.
+    """The ``run_skill_command`` tool: runs an allowed command on a skill's files, sandboxed.
+
+    Each command runs in a bubblewrap sandbox (see ``docs/how-to/skills.md``): the skill's
+    files read-only in a fresh private working directory, system directories read-only, no
+    host ``/etc`` secrets or home, no network, a PID namespace killed whole at the timeout,
+    and the resource limits below per process. Bubblewrap is detected when a command runs;
+    where it cannot run, the command is refused with what to install.
 
     Attributes:
         paths: skill folders, or folders of skill folders (as ``LoadSkillTool``).
         skills: the names whose commands may run (``None``: every skill found).
         allowed_commands: the programs that may run, by bare name (``["echo", "bc"]``).
-        timeout_s: the longest a command (the whole pipeline) may run, in seconds.
-        max_output_chars: the most characters of output returned (the rest is cut, and
-            said).
+        sandbox: ``"bubblewrap"`` (the default), or ``"none"``: run on the host in the
+            skill's folder with your user's rights, trusting the model like a shell user
+            (only the text rules, the timeout and the limits apply).
+        writable_skills: skills whose real folder is the working directory, read-write
+            (the others get a fresh private scratch directory showing the skill's files
+            read-only, discarded after each command).
+        timeout_s: the longest a command (the whole pipeline) may run, in seconds (wall
+            clock); then every process it started is killed.
+        max_output_chars: the most characters of output returned (the rest is read, counted
+            and dropped; the text says it was cut).
+        max_cpu_s: CPU seconds per process.
+        max_memory_mb: address space per process, in MiB.
+        max_file_mb: the largest file a process may write, in MiB.
+        max_processes: processes at once (Linux 5.14+; not enforced for root).
+        max_scratch_mb: the size of the private working directory and of ``/tmp``, in MiB
+            each (where the installed bubblewrap supports ``--size``, 0.8+).
         name: the tool's name.
     """
 
@@ -109,8 +169,15 @@ class RunSkillCommandTool(Resource):
     paths: list[str]
     skills: list[str] | None = None
     allowed_commands: list[str] = Field(default_factory=list)
+    sandbox: Literal["bubblewrap", "none"] = "bubblewrap"
+    writable_skills: list[str] = Field(default_factory=list)
     timeout_s: float = Field(default=10.0, gt=0)
     max_output_chars: int = Field(default=8_000, ge=1)
+    max_cpu_s: int = Field(default=10, ge=1)
+    max_memory_mb: int = Field(default=1024, ge=16)
+    max_file_mb: int = Field(default=64, ge=1)
+    max_processes: int = Field(default=64, ge=1)
+    max_scratch_mb: int = Field(default=64, ge=1)
     name: str = "run_skill_command"
 
     _loaded: dict[str, Skill] = PrivateAttr(default_factory=dict)
@@ -121,13 +188,38 @@ class RunSkillCommandTool(Resource):
         if bad:
             raise ValueError(f"allowed_commands are bare program names, not {bad}")
         loaded = load_skills(self.paths)
-        if self.skills is not None:
-            missing = [s for s in self.skills if s not in loaded]
+        for field, names in (("skills", self.skills), ("writable_skills",
+                                                      self.writable_skills)):
+            missing = [s for s in names or [] if s not in loaded]
             if missing:
-                raise SkillError(f"no skill named {missing} in {self.paths}; found: "
+                raise SkillError(f"{field}: no skill named {missing} in {self.paths}; found: "
                                  f"{sorted(loaded)}")
+        if self.skills is not None:
             loaded = {n: loaded[n] for n in self.skills}
         self._loaded = loaded
+        shells = sorted(c for c in self.allowed_commands
+                        if c in SHELL_EQUIVALENT_COMMANDS or _VERSIONED.fullmatch(c))
+        if shells:
+            said = (f"allowed_commands {shells} can run other programs: allowing them is "
+                    f"allowing a shell (contained by the sandbox: sandbox={self.sandbox!r})")
+            warnings.warn(ShellEquivalentCommandWarning(said), stacklevel=3)
+            if said not in _logged:  # the log line once per process, as the warning
+                _logged.add(said)
+                _log.warning("%s: %s", self.name, said)
+        roots = [Path(p).expanduser() for p in self.paths]
+        for program in self.allowed_commands:
+            try:
+                resolve_program(program, roots, self.sandbox == "bubblewrap")
+            except CommandRefusedError as e:
+                _log.warning("%s: allowed_commands: %s; commands naming it will be refused",
+                             self.name, e)
+        if self.sandbox == "bubblewrap" and self.allowed_commands and not bubblewrap_installed():
+            _log.warning("%s: bubblewrap (bwrap) is not installed: every skill command will "
+                         "be refused until it is (apt-get install bubblewrap), or pass "
+                         "sandbox='none' to trust the model like a shell user", self.name)
+        if self.sandbox == "none":
+            _log.warning("%s: sandbox='none': skill commands run on this host with this "
+                         "user's rights, trusting the model like a shell user", self.name)
         return self
 
     @property
@@ -139,10 +231,13 @@ class RunSkillCommandTool(Resource):
     def metadata(self) -> ToolMetadata:
         """The tool as a chat model sees it."""
         return ToolMetadata(name=self.name, description=(
-            "Run a command a loaded skill's instructions give, in that skill's folder. Only "
-            f"these programs run: {', '.join(self.allowed_commands) or 'none'}; commands may "
-            "be joined by '|'; no shell (no ';', '&&', redirections, variables or "
-            "substitutions)."), parameters={"type": "object", "properties": {
+            "Run a command a loaded skill's instructions give, on that skill's files (the "
+            "working directory). Only these programs run: "
+            f"{', '.join(self.allowed_commands) or 'none'}; commands may be joined by '|'; "
+            "no shell (no ';', '&&', redirections, variables or substitutions). Commands "
+            "run in a sandbox: no network, no files outside the skill, and output longer "
+            f"than {self.max_output_chars} characters is cut."),
+            parameters={"type": "object", "properties": {
                 "skill": {"type": "string", "enum": list(self._loaded),
                           "description": "the skill (may be left out when only one is "
                                          "offered)"},
@@ -150,7 +245,7 @@ class RunSkillCommandTool(Resource):
                 "required": ["command"] if len(self._loaded) == 1 else ["skill", "command"]})
 
     def run(self, skill: str, command: str) -> dict[str, Any]:
-        """Run ``command`` in skill ``skill``'s folder (blocking).
+        """Run ``command`` on skill ``skill``'s files (blocking).
 
         Args:
             skill: the skill's name (may be empty when one skill is offered).
@@ -158,11 +253,15 @@ class RunSkillCommandTool(Resource):
 
         Returns:
             ``{"exit_code", "output"}``: the last stage's exit code and stdout, then any
-            stderr, capped at ``max_output_chars``.
+            stderr, capped at ``max_output_chars`` (a line says when it was cut, and when a
+            resource limit stopped the command).
 
         Raises:
             CommandRefusedError: for an unknown skill, a command the rules refuse, a
-                program not found, or a run past ``timeout_s`` (killed).
+                program not installed in the system directories, or a run past
+                ``timeout_s`` (every process it started killed).
+            SandboxUnavailableError: (a ``CommandRefusedError``) when bubblewrap is missing
+                or cannot run here and ``sandbox`` is not ``"none"``.
         """
         if not skill and len(self._loaded) == 1:
             skill = next(iter(self._loaded))
@@ -170,31 +269,16 @@ class RunSkillCommandTool(Resource):
             raise CommandRefusedError(f"no skill named {skill!r}; available: "
                                       f"{', '.join(self._loaded)}")
         stages = parse_command(command, set(self.allowed_commands))
-        cwd = self._loaded[skill].directory
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-        deadline = time.monotonic() + self.timeout_s
-        data: bytes | None = None
-        errors = b""
-        code = 0
-        for argv in stages:
-            left = deadline - time.monotonic()
-            try:
-                proc = subprocess.run(argv, input=data if data is not None else b"",
-                                      capture_output=True, cwd=cwd, env=env,
-                                      timeout=max(left, 0.001), check=False, shell=False)
-            except subprocess.TimeoutExpired as e:
-                raise CommandRefusedError(f"the command ran past {self.timeout_s} s and was "
-                                          f"stopped") from e
-            except FileNotFoundError as e:
-                raise CommandRefusedError(f"{argv[0]!r} is not installed") from e
-            data, code = proc.stdout[: self.max_output_chars * 4], proc.returncode
-            errors += proc.stderr[: self.max_output_chars * 4]
-        text = (data or b"").decode(errors="replace")
-        if errors:
-            text += ("\n" if text else "") + errors.decode(errors="replace")
-        if len(text) > self.max_output_chars:
-            cap = self.max_output_chars
-            text = text[:cap] + f"\n[... output cut at {cap} characters]"
+        contained = self.sandbox == "bubblewrap"
+        roots = [Path(p).expanduser() for p in self.paths]
+        resolved = [[resolve_program(argv[0], roots, contained), *argv[1:]] for argv in stages]
+        limits = Limits(cpu_s=self.max_cpu_s, memory_mb=self.max_memory_mb,
+                        file_mb=self.max_file_mb, processes=self.max_processes,
+                        scratch_mb=self.max_scratch_mb)
+        code, text = run_pipeline(resolved, skill_dir=self._loaded[skill].directory,
+                                  writable=skill in self.writable_skills,
+                                  contained=contained, limits=limits, timeout_s=self.timeout_s,
+                                  max_output_chars=self.max_output_chars)
         return {"exit_code": code, "output": text}
 
     async def acall(self, skill: str = "", command: str = "", **unexpected: Any) -> Any:

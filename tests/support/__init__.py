@@ -13,6 +13,7 @@ each other (``tests/`` is on ``sys.path`` through pytest's ``pythonpath`` option
 - ``providers``: a local HTTP server speaking providers' wire formats, the chat probe agent,
   a flaky connection for retries.
 - ``bad_input``: the bad-input matrix and its checks.
+- ``sandbox``: ``require_bubblewrap()``, the skill sandbox tests' skip (a failure under CI).
 - ``subagent_agents``, ``tool_dispatch_agents``, ``observability_scenario``: agents and fakes
   shared by a test module and the replay-safety checker (or a MiniCluster variant).
 """

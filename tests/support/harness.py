@@ -47,7 +47,7 @@ def drive_until(core: AgentCore, state: InMemoryKeyState, done: Done, *, quiet: 
             assert res.errors == []
 
 
-def poll_until(core: AgentCore, state: InMemoryKeyState, done: Done, timeout_s: float = 10,
+def poll_until(core: AgentCore, state: InMemoryKeyState, done: Done, timeout_s: float = 60,
                *, key: Any = KEY) -> None:
     """Advance ``key`` as its I/O completes until ``done(state)`` (may watch fake counters).
 

@@ -108,7 +108,7 @@ class Probes:
         for name in names or (GATE,):
             self.gate(name).clear()
 
-    def wait(self, name: str = GATE, timeout_s: float = 10) -> None:
+    def wait(self, name: str = GATE, timeout_s: float = 60) -> None:
         """Block until the gate ``name`` opens.
 
         Raises:
@@ -158,7 +158,7 @@ def gate(name: str = GATE) -> threading.Event:
     return _current.gate(name)
 
 
-def wait(name: str = GATE, timeout_s: float = 10) -> None:
+def wait(name: str = GATE, timeout_s: float = 60) -> None:
     """Block until the current test's gate ``name`` opens (``AssertionError`` after
     ``timeout_s`` seconds)."""
     _current.wait(name, timeout_s)

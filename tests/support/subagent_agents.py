@@ -38,11 +38,12 @@ from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest
 from flink_agents_py.plan import AgentPlan
 from support.probes import count, current, gate, note, store
+from support.waiting import QUICK_S
 
 
 def barrier() -> threading.Barrier:
     """The test's barrier for three calls (``barrier_wait``)."""
-    return store("barrier", lambda: threading.Barrier(3, timeout=5))
+    return store("barrier", lambda: threading.Barrier(3, timeout=QUICK_S))
 
 
 # --------------------------------------------------------------------------- fakes
@@ -62,12 +63,12 @@ def durable(tag: str) -> str:
 def gated_child_call(tag: str) -> str:
     count(tag)
     gate("child_started").set()
-    assert gate("child").wait(10), "child gate never opened"
+    assert gate("child").wait(QUICK_S), "child gate never opened"
     return f"done-{tag}"
 
 
 def wait_child_started() -> bool:
-    return gate("child_started").wait(10)
+    return gate("child_started").wait(QUICK_S)
 
 
 def barrier_wait(tag: str) -> str:
@@ -84,12 +85,12 @@ def slow(tag: str) -> str:
 
 def gated_after(value: Any) -> Any:
     count("after")
-    assert gate("after").wait(10), "after gate never opened"
+    assert gate("after").wait(QUICK_S), "after gate never opened"
     return value
 
 
 def wait_polls(n: int) -> int:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + QUICK_S
     while current()["status:running"] < n:
         assert time.monotonic() < deadline, "the remote run was not polled"
         time.sleep(0.005)
@@ -112,7 +113,7 @@ class Remote(DeferredSubagentSetup):
         def call() -> SubagentResult:
             count("deferred")
             if mode in ("gated", "gated_reconcile"):
-                assert gate("deferred").wait(10), "deferred gate never opened"
+                assert gate("deferred").wait(QUICK_S), "deferred gate never opened"
             if mode == "raise":
                 raise RuntimeError("remote exploded")
             if mode == "error":

@@ -13,12 +13,14 @@ connection whose SDK is missing fails with an ``ImportError`` naming the extra t
 """
 
 from ._anthropic import AnthropicChatModel
+from ._gguf import GGUF_ENV_VAR, bundled_gguf, find_gguf_model
 from ._llama import LlamaCppChatModel
 from ._ollama import OllamaChatModel
 from ._openai import OpenAIChatModel
 from ._scripted import ScriptedChatModel, ScriptedRequest, ScriptRule
 
 __all__ = [
+    "GGUF_ENV_VAR",
     "AnthropicChatModel",
     "LlamaCppChatModel",
     "OllamaChatModel",
@@ -26,4 +28,6 @@ __all__ = [
     "ScriptRule",
     "ScriptedChatModel",
     "ScriptedRequest",
+    "bundled_gguf",
+    "find_gguf_model",
 ]

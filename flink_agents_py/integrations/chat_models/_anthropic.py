@@ -21,7 +21,6 @@ Needs the ``anthropic`` extra (``pip install 'flink-agents-py[anthropic]'``). Ma
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +35,7 @@ from ...api import (
     TokenUsage,
     ToolCall,
     ToolMetadata,
+    secret_from_env,
 )
 from ._common import (
     FreshOnUnpickle,
@@ -143,7 +143,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
     def _client_factory(self) -> Callable[[], Any]:
         anthropic = import_sdk("anthropic", "anthropic", "the Anthropic chat model")
         self.check()
-        key = os.environ.get(self.api_key_env) or "unused"
+        key = secret_from_env(self.api_key_env) or "unused"
         return lambda: anthropic.AsyncAnthropic(
             api_key=key, base_url=self.base_url, timeout=self.timeout_s,
             max_retries=self.max_retries)

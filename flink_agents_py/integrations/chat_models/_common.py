@@ -10,15 +10,16 @@ import ipaddress
 import os
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ...api import ChatMessage, ChatResponse, MissingApiKeyError, ProviderError
+from ...api import ChatMessage, ChatResponse, MissingApiKeyError, ProviderError, secret_from_env
+from ...api._secrets import register_header_secret
 
 __all__ = ["import_sdk", "FreshOnUnpickle", "LoopBoundClient", "LoopBoundSdkConnection",
            "is_local_url", "provider_error", "require_api_key", "retryable_status", "run_sync",
-           "with_extra_body"]
+           "secret_env_values", "with_extra_body"]
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
@@ -75,7 +76,7 @@ def is_local_url(url: str | None) -> bool:
 
 
 def require_api_key(connection: Any, env_var: str, provider: str, hint: str = "") -> str:
-    """The API key in ``$env_var``.
+    """The API key in ``$env_var``, registered as a secret (masked wherever text leaves).
 
     Args:
         connection: the connection resource (its registered name goes into the message).
@@ -89,7 +90,7 @@ def require_api_key(connection: Any, env_var: str, provider: str, hint: str = ""
     Raises:
         MissingApiKeyError: when the variable is unset or empty.
     """
-    key = os.environ.get(env_var)
+    key = secret_from_env(env_var)
     if key:
         return key
     name = getattr(connection, "resource_name", "") or ""
@@ -99,6 +100,40 @@ def require_api_key(connection: Any, env_var: str, provider: str, hint: str = ""
         f"set (or is empty): set it where the operator runs (on every Flink worker), or set "
         f"api_key_env to the variable that holds the key{hint}",
         env_var=env_var, resource=name)
+
+
+def secret_env_values(owner: Any, names: Mapping[str, str] | None, what: str) -> dict[str, str]:
+    """Secrets taken from environment variables, each registered (``api.register_secret``).
+
+    Used for the headers a connection marks secret (``secret_headers``) and an MCP server's
+    secret environment entries (``secret_env``): the plan holds the variables' names only.
+
+    Args:
+        owner: the resource (its class and registered name go into the message).
+        names: ``{name: environment variable}`` (a header, a server's variable...).
+        what: what a name is, for the message (``"header"``).
+
+    Returns:
+        ``{name: value}``.
+
+    Raises:
+        MissingApiKeyError: naming the variable, the entry and the resource, when a variable
+            is unset or empty.
+    """
+    out: dict[str, str] = {}
+    for name, env_var in (names or {}).items():
+        value = os.environ.get(env_var) or None
+        register_header_secret(value, f"${env_var}")
+        if value is None:
+            resource = getattr(owner, "resource_name", "") or ""
+            which = (f"{type(owner).__name__} resource {resource!r}" if resource
+                     else type(owner).__name__)
+            raise MissingApiKeyError(
+                f"{which} takes its {what} {name!r} from the environment variable ${env_var}, "
+                "which is not set (or is empty): set it where the operator runs (on every "
+                "Flink worker)", env_var=env_var, resource=resource)
+        out[name] = value
+    return out
 
 
 def retryable_status(status: int | None) -> bool:

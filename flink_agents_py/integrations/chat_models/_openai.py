@@ -18,7 +18,14 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
 
-from ...api import ChatMessage, ChatModelConnection, ChatResponse, ProviderError, ToolMetadata
+from ...api import (
+    ChatMessage,
+    ChatModelConnection,
+    ChatResponse,
+    ProviderError,
+    ToolMetadata,
+    secret_from_env,
+)
 from ._common import (
     FreshOnUnpickle,
     LoopBoundClient,
@@ -27,6 +34,7 @@ from ._common import (
     provider_error,
     require_api_key,
     run_sync,
+    secret_env_values,
     with_extra_body,
 )
 from ._llama import from_openai_choice, to_openai_messages
@@ -42,7 +50,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             default, or ``OPENAI_BASE_URL``).
         api_key_env: the environment variable holding the API key, read when the client is
             made (a local server that needs no key gets a placeholder). The key itself is
-            never part of the plan.
+            never part of the plan; its value is masked in errors, logs and the event log
+            (``api.secret_from_env``).
         api_key_required: whether a missing key is an error, checked when the operator opens
             (``MissingApiKeyError`` naming the variable and the resource). ``None`` (default):
             required unless ``base_url`` (or ``OPENAI_BASE_URL``) is local (``localhost``,
@@ -51,6 +60,13 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         timeout_s: request timeout in seconds (a timeout is a retryable ``ProviderError``).
         max_retries: the SDK's own silent retries; 0 by default so the setup's
             ``error_policy="retry"`` is the one place retries happen (and are counted).
+        headers: extra HTTP headers sent with every request (part of the plan: put secrets in
+            ``secret_headers``).
+        secret_headers: HTTP headers whose values are secrets, ``{header: environment
+            variable}`` (e.g. ``{"x-gateway-key": "GATEWAY_KEY"}`` for a gateway in front of
+            the model): read when the client is made (a missing one is a
+            ``MissingApiKeyError`` when the operator opens), never part of the plan, masked
+            wherever text leaves the process like the API key.
         structured_output: how an ``output_schema`` is sent (see the module docstring).
         schema_name: the ``json_schema.name`` sent with a schema.
     """
@@ -61,6 +77,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     default_model: str = "default"
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=0, ge=0)
+    headers: dict[str, str] | None = None
+    secret_headers: dict[str, str] | None = None
     structured_output: Literal["auto", "json_schema", "json_object"] = "auto"
     schema_name: str = "output"
 
@@ -73,11 +91,14 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         return not is_local_url(self.base_url or os.environ.get("OPENAI_BASE_URL"))
 
     def check(self) -> None:
-        """Check that the API key is in ``$api_key_env`` when one is required.
+        """Check the API key (when one is required) and the ``secret_headers`` variables.
+
+        The key must be in ``$api_key_env``, and every variable ``secret_headers`` names set.
 
         Raises:
             MissingApiKeyError: naming the variable and this resource.
         """
+        secret_env_values(self, self.secret_headers, "header")
         if self._key_required():
             require_api_key(self, self.api_key_env, "OpenAI-compatible", hint=(
                 "; a server that needs no key: a local base_url, or api_key_required=False"))
@@ -86,9 +107,12 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         if self._clients is None:
             openai = import_sdk("openai", "openai", "the OpenAI-compatible chat model")
             self.check()
+            headers = {**(self.headers or {}),
+                       **secret_env_values(self, self.secret_headers, "header")}
             self._clients = LoopBoundClient(lambda: openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "unused",
+                base_url=self.base_url, api_key=secret_from_env(self.api_key_env) or "unused",
                 timeout=self.timeout_s, max_retries=self.max_retries,
+                default_headers=headers or None,
             ))
         return self._clients.get()
 

@@ -6,13 +6,18 @@ key is never a field, so it never enters the plan, keyed state or the event log.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
 from pydantic import Field, PrivateAttr
 
-from ...api import EmbeddingModelConnection, EmbeddingResult, EmbeddingTokenUsage, ProviderError
+from ...api import (
+    EmbeddingModelConnection,
+    EmbeddingResult,
+    EmbeddingTokenUsage,
+    ProviderError,
+    secret_from_env,
+)
 from ..chat_models._common import FreshOnUnpickle, import_sdk, provider_error
 
 __all__ = ["OpenAIEmbeddingModel", "OllamaEmbeddingModel"]
@@ -54,7 +59,7 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
             if self._client is None:
                 openai = import_sdk("openai", "openai", "the OpenAI-compatible embedding model")
                 self._client = openai.OpenAI(
-                    base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "unused",
+                    base_url=self.base_url, api_key=secret_from_env(self.api_key_env) or "unused",
                     timeout=self.timeout_s, max_retries=self.max_retries)
             return self._client
 

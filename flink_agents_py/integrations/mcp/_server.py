@@ -10,18 +10,17 @@ same in the SDK's 1.x and 2.x lines).
 - ``McpTool`` (``TOOL``): one tool of a server, offered to chat models under the resource's
   name. Declared explicitly, or registered for every advertised tool when the plan is built.
 - ``McpPrompt`` (``PROMPT``): one prompt of a server, usable as a setup's ``prompt``.
+
+An open that fails or times out ends its session and the server process before the error is
+raised (``_session``); secrets for a server (``secret_env``, ``secret_headers``) come from
+the environment where the operator runs and are masked wherever text leaves the process.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextlib
 import logging
-import os
-import sys
 import threading
-from collections.abc import Callable, Coroutine
 from typing import Any, ClassVar
 
 import orjson
@@ -39,7 +38,8 @@ from ...api import (
     ToolMetadata,
 )
 from ...api._tools import RESERVED_TOOL_PREFIX
-from ..chat_models._common import FreshOnUnpickle, import_sdk
+from ..chat_models._common import FreshOnUnpickle, secret_env_values
+from ._session import Connection, list_all, wire
 
 __all__ = ["McpServer", "McpTool", "McpPrompt", "McpToolError"]
 
@@ -48,139 +48,6 @@ log = logging.getLogger("flink_agents_py.mcp")
 
 class McpToolError(AgentsError):
     """An MCP tool answered with ``isError`` (the message is the tool's own text)."""
-
-
-def _wire(obj: Any) -> dict[str, Any]:
-    """An SDK model as its wire dict (camelCase keys whatever the SDK's attribute names)."""
-    if isinstance(obj, dict):
-        return obj
-    return obj.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def _stderr() -> Any:
-    try:
-        sys.stderr.fileno()
-        return sys.stderr
-    except (AttributeError, OSError, ValueError):
-        return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the subprocess
-
-
-class _Connection:
-    """One client session on its own thread and event loop (anyio scopes stay in one task)."""
-
-    def __init__(self, server: McpServer, label: str) -> None:
-        self._server = server
-        self._label = label
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread: threading.Thread | None = None
-        self.session: Any = None
-        self.init: dict[str, Any] = {}
-
-    def start(self, timeout: float) -> None:
-        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._thread = threading.Thread(target=self._run, args=(ready,), daemon=True,
-                                        name=f"mcp-{self._label}")
-        self._thread.start()
-        try:
-            ready.result(timeout)
-        except concurrent.futures.TimeoutError:
-            self.close()
-            raise TimeoutError(f"no MCP session with {self._server.where} "
-                               f"within {timeout:g} s") from None
-
-    def _run(self, ready: concurrent.futures.Future[None]) -> None:
-        try:
-            asyncio.run(self._main(ready))
-        except BaseException as e:  # noqa: BLE001 - reported to the starter, or logged
-            if not ready.done():
-                ready.set_exception(e if isinstance(e, Exception) else RuntimeError(str(e)))
-            else:
-                log.debug("MCP session with %s ended: %r", self._server.where, e)
-        finally:
-            self.session = None
-
-    async def _main(self, ready: concurrent.futures.Future[None]) -> None:
-        import_sdk("mcp", "mcp", "MCP servers")
-        from mcp import ClientSession
-
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with contextlib.AsyncExitStack() as stack:
-            streams = await stack.enter_async_context(self._transport())
-            session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
-            self.init = _wire(await session.initialize())
-            self.session = session
-            if not ready.done():
-                ready.set_result(None)
-            await self._stop.wait()
-
-    def _transport(self) -> Any:
-        srv = self._server
-        if srv.command:
-            from mcp.client.stdio import StdioServerParameters, stdio_client
-
-            params = StdioServerParameters(command=srv.command[0], args=list(srv.command[1:]),
-                                           env=srv.env, cwd=srv.cwd)
-            return stdio_client(params, errlog=_stderr())
-        from mcp.client import streamable_http
-
-        connect = getattr(streamable_http, "streamable_http_client", None)
-        if connect is None:  # the SDK's 1.x name
-            # the 1.x SDK's name: absent from the 2.x SDK whose types are checked here
-            connect = streamable_http.streamablehttp_client  # type: ignore[attr-defined]
-        return connect(srv.url)
-
-    @property
-    def alive(self) -> bool:
-        return (self.session is not None and self._thread is not None
-                and self._thread.is_alive() and self._stop is not None and not self._stop.is_set())
-
-    def submit(
-        self, fn: Callable[[Any], Coroutine[Any, Any, Any]]
-    ) -> concurrent.futures.Future[Any]:
-        if not self.alive or self._loop is None:
-            raise ConnectionError(f"the MCP session with {self._server.where} is closed")
-        session = self.session
-        return asyncio.run_coroutine_threadsafe(fn(session), self._loop)
-
-    def call(self, fn: Callable[[Any], Coroutine[Any, Any, Any]], timeout: float) -> Any:
-        fut = self.submit(fn)
-        try:
-            return fut.result(timeout)
-        except concurrent.futures.TimeoutError:
-            fut.cancel()
-            raise TimeoutError(f"MCP server {self._server.where} did not answer "
-                               f"within {timeout:g} s") from None
-
-    def close(self, timeout: float = 10.0) -> None:
-        loop, stop, thread = self._loop, self._stop, self._thread
-        if loop is not None and stop is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(stop.set)
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-
-
-async def _list_all(session: Any, method: str, key: str) -> list[dict[str, Any]]:
-    """Every page of ``tools/list`` or ``prompts/list`` as wire dicts."""
-    items: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        fn = getattr(session, method)
-        if cursor is None:
-            page = _wire(await fn())
-        else:
-            from mcp import types
-
-            try:
-                page = _wire(await fn(params=types.PaginatedRequestParams(cursor=cursor)))
-            except TypeError:  # older SDKs take the cursor directly
-                page = _wire(await fn(cursor=cursor))
-        items.extend(page.get(key) or [])
-        cursor = page.get("nextCursor")
-        if not cursor:
-            return items
 
 
 def _tool_value(result: Any, output_schema: dict[str, Any] | None = None) -> Any:
@@ -204,7 +71,7 @@ def _tool_value(result: Any, output_schema: dict[str, Any] | None = None) -> Any
     Raises:
         McpToolError: when the result has ``isError`` set (its text is the message).
     """
-    data = _wire(result)
+    data = wire(result)
     blocks = data.get("content") or []
     texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
     if data.get("isError"):
@@ -246,7 +113,18 @@ class McpServer(FreshOnUnpickle, Resource):
         command: the command starting a stdio server (program, then arguments).
         url: the endpoint of a streamable-HTTP server.
         env: extra environment variables for a stdio server (the SDK passes a small safe
-            default environment, not this process's).
+            default environment, not this process's). Its values are part of the plan:
+            put secrets in ``secret_env``.
+        secret_env: environment variables of a stdio server whose values are secrets:
+            ``{server variable: variable of this process}``, e.g. ``{"GITHUB_TOKEN":
+            "MY_GH_TOKEN"}``. Read when the server starts (never part of the plan; a
+            missing variable is a ``ResourceError`` naming it) and registered as secrets,
+            so their values are masked in errors, logs and the event log.
+        headers: extra HTTP headers for a streamable-HTTP server (part of the plan: put
+            secrets in ``secret_headers``).
+        secret_headers: HTTP headers whose values are secrets: ``{header: variable of this
+            process}``, e.g. ``{"Authorization": "MCP_AUTH"}`` (the variable holds the whole
+            value, ``Bearer ...``). Read when the session starts, registered as secrets.
         cwd: the working directory of a stdio server.
         timeout_s: the most one request (a tool call, a prompt) may take.
         connect_timeout_s: the most connecting (start-up and handshake) may take.
@@ -261,6 +139,9 @@ class McpServer(FreshOnUnpickle, Resource):
     command: list[str] | None = None
     url: str | None = None
     env: dict[str, str] | None = None
+    secret_env: dict[str, str] | None = None
+    headers: dict[str, str] | None = None
+    secret_headers: dict[str, str] | None = None
     cwd: str | None = None
     timeout_s: float = Field(default=60.0, gt=0)
     connect_timeout_s: float = Field(default=30.0, gt=0)
@@ -269,7 +150,7 @@ class McpServer(FreshOnUnpickle, Resource):
     register_tools: bool = True
     register_prompts: bool = True
 
-    _conn: _Connection | None = PrivateAttr(default=None)
+    _conn: Connection | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _tools: dict[str, dict[str, Any]] | None = PrivateAttr(default=None)
     _prompts: dict[str, dict[str, Any]] | None = PrivateAttr(default=None)
@@ -282,6 +163,34 @@ class McpServer(FreshOnUnpickle, Resource):
             raise ValueError("command must name a program")
         return self
 
+    def server_env(self) -> dict[str, str] | None:
+        """A stdio server's extra environment: ``env`` and ``secret_env`` (registered).
+
+        Returns:
+            The variables, or ``None`` when there are none.
+
+        Raises:
+            MissingApiKeyError: (a ``ResourceError``) when a variable ``secret_env`` names is
+                not set.
+        """
+        env = {**(self.env or {}),
+               **secret_env_values(self, self.secret_env, "environment variable")}
+        return env or None
+
+    def request_headers(self) -> dict[str, str] | None:
+        """An HTTP server's extra headers: ``headers`` and ``secret_headers`` (registered).
+
+        Returns:
+            The headers, or ``None`` when there are none.
+
+        Raises:
+            MissingApiKeyError: (a ``ResourceError``) when a variable ``secret_headers`` names
+                is not set.
+        """
+        headers = {**(self.headers or {}), **secret_env_values(self, self.secret_headers,
+                                                                "header")}
+        return headers or None
+
     @property
     def where(self) -> str:
         """The server as a message names it."""
@@ -289,26 +198,30 @@ class McpServer(FreshOnUnpickle, Resource):
         return f"{label}({' '.join(self.command) if self.command else self.url})"
 
     # -- connection ---------------------------------------------------------------------
-    def _connection(self) -> _Connection:
+    def _connection(self) -> Connection:
         with self._lock:
             if self._conn is None or not self._conn.alive:
                 if self._conn is not None:
                     self._conn.close(1.0)
-                conn = _Connection(self, self.resource_name or "server")
+                conn = Connection(self, self.resource_name or "server")
                 conn.start(self.connect_timeout_s)
                 self._conn = conn
             return self._conn
 
-    def _listing(self, conn: _Connection, timeout: float
+    def _listing(self, conn: Connection, timeout: float
                  ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-        tools = conn.call(lambda s: _list_all(s, "list_tools", "tools"), timeout)
+        tools = conn.call(lambda s: list_all(s, "list_tools", "tools"), timeout)
         prompts: list[dict[str, Any]] = []
         if (conn.init.get("capabilities") or {}).get("prompts") is not None:
-            prompts = conn.call(lambda s: _list_all(s, "list_prompts", "prompts"), timeout)
+            prompts = conn.call(lambda s: list_all(s, "list_prompts", "prompts"), timeout)
         return {t["name"]: t for t in tools}, {p["name"]: p for p in prompts}
 
     def open(self) -> None:
         """Connect, list tools and prompts, and reject a tool named with the reserved prefix.
+
+        When any of it fails (no answer within ``connect_timeout_s`` or ``timeout_s``, a
+        reserved name...), the session is closed and a stdio server's process ended before
+        the error is raised.
 
         Raises:
             ResourceError: naming the server and the tool, for a reserved name; naming the
@@ -319,8 +232,13 @@ class McpServer(FreshOnUnpickle, Resource):
             conn = self._connection()
             tools, prompts = self._listing(conn, self.timeout_s)
         except ImportError:
+            self.close()
+            raise
+        except ResourceError:
+            self.close()
             raise
         except Exception as e:  # noqa: BLE001
+            self.close()  # a failed open leaves no session and no server process behind
             raise ResourceError(f"MCP server {self.where} cannot be reached: "
                                 f"{type(e).__name__}: {e}") from e
         reserved = [n for n in tools if n.startswith(RESERVED_TOOL_PREFIX)]
@@ -444,7 +362,7 @@ class McpServer(FreshOnUnpickle, Resource):
             elif a.get("required"):
                 raise ResourceError(f"prompt {prompt!r} of MCP server {self.where} needs "
                                     f"the argument {name!r}")
-        result = _wire(self._connection().call(
+        result = wire(self._connection().call(
             lambda s: s.get_prompt(prompt, args or None), self.timeout_s))
         messages = []
         for m in result.get("messages") or []:
@@ -476,7 +394,7 @@ class McpServer(FreshOnUnpickle, Resource):
         """
         if not self.list_at_plan_build:
             return None
-        conn = _Connection(self, f"{name}-plan")
+        conn = Connection(self, f"{name}-plan")
         try:
             conn.start(self.plan_timeout_s)
             tools, prompts = self._listing(conn, self.plan_timeout_s)

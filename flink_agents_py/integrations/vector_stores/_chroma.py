@@ -8,7 +8,10 @@ Needs the ``knowledge`` extra (``chromadb``). Three modes, by the fields set:
 - neither: ``chromadb.EphemeralClient``, in memory (tests).
 
 Chroma never embeds here: every collection is created without an embedding function and
-every call passes vectors, so Chroma never fetches its default model. Telemetry is off.
+every call passes vectors, so Chroma never fetches its default model. In-process clients
+join the process's Chroma instance of their path (or the in-memory one) with the settings it
+was opened with, so chromadb's own client and this store see the same collections (chromadb
+1.x sends no product telemetry; a server client turns it off).
 Collections use cosine distance (``Document.score`` is ``1 - cosine similarity``).
 The metadata field names seen in a collection are kept in its metadata (``fa:fields``), so a
 filter on a field no document has is refused (``UnknownFilterFieldError``).
@@ -65,6 +68,32 @@ def chroma_where(filters: dict[str, Any] | None) -> dict[str, Any] | None:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+def _in_process_settings(chromadb: Any, path: str | None) -> Any:
+    """The settings of the in-process Chroma instance a client of ``path`` joins.
+
+    chromadb keeps one instance per persist directory (and one in-memory instance) per
+    process, and refuses a second client whose settings differ. A program that opened one
+    with chromadb's own client (as Flink Agents' RAG example fills its knowledge base) is
+    joined with its settings, so the store sees the same collections; otherwise chromadb's
+    defaults are used, so a chromadb client made later with defaults joins ours.
+
+    Args:
+        chromadb: the imported ``chromadb`` module.
+        path: the persist directory, or ``None`` for the in-memory instance.
+
+    Returns:
+        The ``Settings`` to open the client with.
+    """
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        key = "ephemeral" if path is None else path
+        system = SharedSystemClient._identifier_to_system.get(key)
+    except Exception:  # noqa: BLE001 - a chromadb without that registry: use the defaults
+        system = None
+    return chromadb.Settings() if system is None else system.settings
+
+
 def _is_not_found(e: Exception) -> bool:
     return "NotFound" in type(e).__name__ or "does not exist" in str(e)
 
@@ -81,7 +110,9 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
             ``x-chroma-token``); the token itself never enters the plan.
         tenant: the Chroma tenant.
         database: the Chroma database.
-        collection: the default collection.
+        collection: the default collection. Left out, the plan names it after the agent and
+            the resource (``<AgentClass>_<resource>_<digest>``), so two agents never share
+            documents by accident; a named collection is shared with every client of it.
         collection_metadata: metadata given to collections this store creates.
         create_collection_if_not_exists: create a missing collection on write (reads of a
             missing collection then find nothing); ``False``: any use of a missing collection
@@ -97,7 +128,7 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
     api_key_env: str | None = None
     tenant: str = "default_tenant"
     database: str = "default_database"
-    collection: str | None = "flink_agents_py"
+    collection: str | None = None
     collection_metadata: dict[str, Any] = Field(default_factory=dict)
     create_collection_if_not_exists: bool = True
     batch_size: int = Field(default=1000, ge=1)
@@ -113,20 +144,23 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
         with self._lock:
             if self._client is None:
                 chromadb = import_sdk("chromadb", "knowledge", "the Chroma vector store")
-                settings = chromadb.Settings(anonymized_telemetry=False)
-                common = {"settings": settings, "tenant": self.tenant, "database": self.database}
+                common = {"tenant": self.tenant, "database": self.database}
                 if self.host is not None:
                     headers = {}
                     if self.api_key_env and os.environ.get(self.api_key_env):
                         headers["x-chroma-token"] = os.environ[self.api_key_env]
-                    self._client = chromadb.HttpClient(host=self.host, port=self.port,
-                                                       ssl=self.ssl, headers=headers, **common)
+                    self._client = chromadb.HttpClient(
+                        host=self.host, port=self.port, ssl=self.ssl, headers=headers,
+                        settings=chromadb.Settings(anonymized_telemetry=False), **common)
                 elif self.persist_directory is not None:
                     os.makedirs(self.persist_directory, exist_ok=True)
-                    self._client = chromadb.PersistentClient(path=self.persist_directory,
-                                                             **common)
+                    self._client = chromadb.PersistentClient(
+                        path=self.persist_directory,
+                        settings=_in_process_settings(chromadb, self.persist_directory),
+                        **common)
                 else:
-                    self._client = chromadb.EphemeralClient(**common)
+                    self._client = chromadb.EphemeralClient(
+                        settings=_in_process_settings(chromadb, None), **common)
             return self._client
 
     def close(self) -> None:
@@ -139,8 +173,10 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
     def _name(self, collection_name: str | None) -> str:
         name = collection_name or self.collection
         if not name:
-            raise VectorStoreError(f"vector store {self.resource_name!r}: no collection named "
-                                   "and no default collection")
+            raise VectorStoreError(
+                f"vector store {self.resource_name!r}: no collection named and no default "
+                "collection: pass collection_name=..., or collection=... to the store (an "
+                "agent's plan names one after the agent and the resource when it has none)")
         return name
 
     def _collection(self, name: str, create: bool) -> Any | None:

@@ -1,0 +1,370 @@
+"""Known secrets, masked wherever text leaves the process.
+
+The framework knows some secrets by value: the API key a connection reads from its
+``api_key_env`` variable, a header or an MCP server environment entry a resource marks
+secret. Each is registered here when it is resolved (``secret_from_env``,
+``register_secret``), in the process that uses it (a Flink worker registers its own), and
+``mask_secrets`` replaces every registered value by ``[REDACTED]`` in a text: error records
+and tracebacks, the event log (and so the trace HTML, the trace text and the OpenTelemetry
+spans built from it), failure texts carried by events and results, log records (a
+``logging`` record factory installed with the first secret masks the message, the formatted
+traceback and the stack of every record, whichever logger made it) and the traceback Python
+prints for an exception nobody caught (``sys.excepthook`` and ``threading.excepthook``, when
+they are Python's own).
+
+A value is also masked in the forms it commonly takes in text: JSON- and ``repr``-escaped,
+percent-encoded, hex-encoded (lower case), and base64-encoded at any alignment (so an
+``Authorization: Basic ...`` header built from it is masked too, whatever comes before it in
+the encoded text).
+
+Values shorter than ``MIN_SECRET_CHARS`` characters are not registered: masking a short
+string would blank out ordinary words and numbers everywhere (and a key that short is a
+placeholder, not a secret). The values themselves are never logged.
+
+Secret-looking substrings (``SECRET_VALUE_PATTERNS``: bearer credentials, ``sk-...`` keys,
+GitHub, AWS and Slack tokens) are masked as a second line, for secrets the framework was
+never told about.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import re
+import sys
+import threading
+import traceback
+from types import TracebackType
+from typing import Annotated, Any
+from urllib.parse import quote, quote_plus
+
+from pydantic import AfterValidator
+
+__all__ = ["MASK", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "MaskedStr", "has_known_secret",
+           "mask_known", "mask_secrets", "mask_value", "register_header_secret",
+           "register_resource_secrets", "register_secret", "registered_secret_count",
+           "secret_from_env"]
+
+MASK = "[REDACTED]"
+"""What a secret is replaced by."""
+
+MIN_SECRET_CHARS = 8
+"""The shortest value ``register_secret`` accepts (shorter values are ignored)."""
+
+SECRET_VALUE_PATTERNS = (
+    r"\b[Bb](?:earer|EARER)\s+[A-Za-z0-9._~+/=-]{8,}",  # Authorization header values
+    r"\bsk-[A-Za-z0-9_-]{16,}",                  # OpenAI / Anthropic style keys
+    r"\bgh[pousr]_[A-Za-z0-9]{20,}",             # GitHub tokens
+    r"\bAKIA[0-9A-Z]{16}\b",                     # AWS access key ids
+    r"\bxox[abpr]-[A-Za-z0-9-]{10,}",            # Slack tokens
+)
+"""Secret-looking substrings of any text, masked wherever they appear, on top of the
+registered values (the event log's ``Redactor`` uses the same patterns)."""
+
+_PATTERN_RE = re.compile("|".join(f"(?:{p})" for p in SECRET_VALUE_PATTERNS))
+
+log = logging.getLogger("flink_agents_py.secrets")
+
+
+def _base64_cores(raw: bytes) -> set[str]:
+    """The parts of ``raw``'s base64 encoding that do not depend on its neighbours.
+
+    In a longer text encoded as a whole (``user:key`` in a Basic auth header), ``raw`` starts
+    at one of three alignments; for each, the characters made of its bits only are the same
+    whatever comes before and after it.
+
+    Returns:
+        The cores long enough to mask, in the standard and the URL-safe alphabet.
+    """
+    cores: set[str] = set()
+    n = len(raw)
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii")
+        start = -(-8 * shift // 6)  # the first character holding no bit of the prefix
+        end = (8 * (shift + n)) // 6  # past the last character holding only bits of raw
+        core = encoded[start:end]
+        if len(core) >= MIN_SECRET_CHARS:
+            cores.add(core)
+            cores.add(core.replace("+", "-").replace("/", "_"))  # the URL-safe alphabet
+    return cores
+
+
+def _forms(value: str) -> set[str]:
+    """``value`` and the forms it takes when escaped or encoded into other text."""
+    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+             repr(value)[1:-1], quote(value, safe=""), quote_plus(value, safe="")}
+    raw = value.encode("utf-8")
+    forms |= _base64_cores(raw) | {raw.hex()}
+    return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
+
+
+class _Registry:
+    """The process's known secrets: a set of values and one regex of all their forms.
+
+    Registration takes a lock and builds a new regex; masking reads the current regex
+    without a lock (an attribute read is atomic).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: set[str] = set()
+        self._forms: set[str] = set()
+        self.regex: re.Pattern[str] | None = None
+
+    def add(self, value: str) -> bool:
+        with self._lock:
+            if value in self._values:
+                return False
+            self._values.add(value)
+            self._forms |= _forms(value)
+            alternatives = sorted(self._forms, key=lambda f: (-len(f), f))  # longest first
+            self.regex = re.compile("|".join(re.escape(f) for f in alternatives))
+            return True
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+_REGISTRY = _Registry()
+
+
+def register_secret(value: str | None, source: str = "") -> bool:
+    """Make ``value`` a known secret of this process: masked from now on (``mask_secrets``).
+
+    Called by the framework where a connection resolves its API key, a header or an MCP
+    server environment entry marked secret; call it for secrets of your own that may end
+    up in error messages (a token your tool sends). The first registration also installs
+    the log masking (see the module docstring).
+
+    Args:
+        value: the secret. ``None``, empty and values shorter than ``MIN_SECRET_CHARS``
+            characters are ignored (masking them would blank out ordinary text).
+        source: where it comes from (e.g. ``"$OPENAI_API_KEY"``), for the DEBUG log line
+            (the value is never logged).
+
+    Returns:
+        Whether ``value`` was newly registered.
+    """
+    if not value or len(value) < MIN_SECRET_CHARS:
+        if value:
+            log.debug("secret %s is shorter than %d characters: not masked", source or "?",
+                      MIN_SECRET_CHARS)
+        return False
+    added = _REGISTRY.add(value)
+    if added:
+        _install_masking()
+        log.debug("secret %s registered for masking", source or "(unnamed)")
+    return added
+
+
+_AUTH_SCHEME = re.compile(r"^\s*(?:Bearer|Basic|Token|Bot|ApiKey|Key|Digest)\s+(\S.*)$",
+                          re.IGNORECASE)
+
+
+def register_header_secret(value: str | None, source: str = "") -> bool:
+    """Register a header's value, and its credential alone when it has an auth scheme.
+
+    ``Authorization: Bearer <token>`` is masked whole, and ``<token>`` wherever it appears
+    without the scheme (a server quoting it back, a URL).
+
+    Args:
+        value: the header's value.
+        source: where it comes from, for the DEBUG log line.
+
+    Returns:
+        Whether anything was newly registered.
+    """
+    if not value:
+        return False
+    added = register_secret(value, source)
+    m = _AUTH_SCHEME.match(value)
+    if m:
+        added = register_secret(m.group(1).strip(), source) or added
+    return added
+
+
+RESOURCE_SECRET_ENV_FIELDS = ("api_key_env", "token_env", "secret_env_var")
+"""Fields of a resource naming an environment variable that holds a secret."""
+
+RESOURCE_SECRET_MAP_FIELDS = ("secret_env", "secret_headers")
+"""Fields of a resource mapping names to environment variables that hold secrets."""
+
+
+def register_resource_secrets(resource: Any) -> None:
+    """Register the secrets a resource declares by the conventions of this package.
+
+    The value of the variable named by a field ``api_key_env`` (or ``token_env``), and of the
+    variables a ``secret_env`` or ``secret_headers`` mapping names, whatever the resource's
+    class (one of yours, a vector store, a connection): the runtime calls this for every
+    resource it builds, on the worker that builds it, before the resource reads them.
+
+    Args:
+        resource: any object; fields it does not have are skipped.
+    """
+    for name in RESOURCE_SECRET_ENV_FIELDS:
+        env_var = getattr(resource, name, None)
+        if isinstance(env_var, str) and env_var:
+            secret_from_env(env_var)
+    for name in RESOURCE_SECRET_MAP_FIELDS:
+        mapping = getattr(resource, name, None)
+        if isinstance(mapping, dict):
+            for env_var in mapping.values():
+                if isinstance(env_var, str) and env_var:
+                    register_header_secret(os.environ.get(env_var), f"${env_var}")
+
+
+def secret_from_env(env_var: str) -> str | None:
+    """The value of the environment variable ``env_var``, registered as a secret.
+
+    Args:
+        env_var: the variable's name (e.g. a connection's ``api_key_env``).
+
+    Returns:
+        Its value; ``None`` when it is unset or empty.
+    """
+    value = os.environ.get(env_var) or None
+    if value is not None:
+        register_secret(value, f"${env_var}")
+    return value
+
+
+def registered_secret_count() -> int:
+    """How many secrets this process has registered (their values are not exposed)."""
+    return len(_REGISTRY)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with every known secret (and secret-looking substring) replaced by ``MASK``.
+
+    Known secrets are the registered values in every form of ``_forms``; then
+    ``SECRET_VALUE_PATTERNS`` are applied.
+
+    Args:
+        text: any text.
+
+    Returns:
+        The masked text (``text`` itself when nothing matched).
+    """
+    if not text:
+        return text
+    regex = _REGISTRY.regex
+    if regex is not None:
+        text = regex.sub(MASK, text)
+    return _PATTERN_RE.sub(MASK, text)
+
+
+def has_known_secret(text: str) -> bool:
+    """Whether ``text`` holds a registered secret, in any of its forms (a quick check).
+
+    Returns:
+        ``True`` when ``mask_known(text)`` would change it.
+    """
+    regex = _REGISTRY.regex
+    return regex is not None and bool(text) and regex.search(text) is not None
+
+
+def mask_known(text: str) -> str:
+    """``text`` with the registered secrets masked (not the patterns); for hot paths."""
+    regex = _REGISTRY.regex
+    return regex.sub(MASK, text) if regex is not None and text else text
+
+
+MaskedStr = Annotated[str, AfterValidator(mask_secrets)]
+"""A text field masked when its model is made (``mask_secrets``), whoever makes it.
+
+The failure texts of ``ChatResponseEvent`` (``error``, ``traceback``), ``ToolResult``
+(``error``, ``traceback``), ``SubagentResult`` (``error_message``, ``traceback``),
+``ContextRetrievalResponseEvent`` (``error``) and the runtime's ``ErrorRecord``
+(``message``, ``traceback``) are such fields.
+"""
+
+
+def mask_value(value: Any) -> Any:
+    """A copy of a JSON-like ``value`` with every string masked (``mask_secrets``).
+
+    Dicts (keys too), lists and tuples are walked; other leaves are returned as they are.
+
+    Returns:
+        The masked value (``value`` itself when nothing needed masking).
+    """
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, dict):
+        return {mask_value(k) if isinstance(k, str) else k: mask_value(v)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [mask_value(v) for v in value]
+    return value
+
+
+# -- logs --------------------------------------------------------------------------------
+_installed = False
+_install_lock = threading.Lock()
+_formatter = logging.Formatter()
+
+
+def _mask_record(record: logging.LogRecord) -> None:
+    """Mask a record's message, traceback and stack in place (before any handler sees it)."""
+    try:
+        message = record.getMessage()
+    except Exception:  # noqa: BLE001 - a bad format: logging reports it when it emits
+        return
+    masked = mask_secrets(message)
+    if masked != message:
+        record.msg, record.args = masked, None
+    if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
+        text = _formatter.formatException(record.exc_info)
+        masked = mask_secrets(text)
+        if masked != text:
+            record.exc_text = masked  # what Formatter.format prints instead of formatting
+    if record.stack_info:
+        record.stack_info = mask_secrets(record.stack_info)
+
+
+def _print_masked(lines: list[str]) -> None:
+    if sys.stderr is not None:
+        sys.stderr.write(mask_secrets("".join(lines)))
+        sys.stderr.flush()
+
+
+def _masked_excepthook(exc_type: type[BaseException], exc: BaseException,
+                       tb: TracebackType | None) -> None:
+    """``sys.excepthook`` that prints Python's traceback, masked."""
+    _print_masked(traceback.format_exception(exc_type, exc, tb))
+
+
+def _masked_thread_excepthook(args: threading.ExceptHookArgs) -> None:
+    """``threading.excepthook`` that prints Python's report, masked."""
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else threading.get_ident()
+    _print_masked([f"Exception in thread {name}:\n",
+                   *traceback.format_exception(args.exc_type, args.exc_value,
+                                               args.exc_traceback)])
+
+
+def _install_masking() -> None:
+    """Mask log records when they are made, and uncaught exceptions' tracebacks.
+
+    The logging record factory is wrapped (whatever it is); the exception hooks are replaced
+    only when they are Python's own (a hook someone installed prints what it prints).
+    """
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        previous = logging.getLogRecordFactory()
+
+        def masking_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            _mask_record(record)
+            return record
+
+        logging.setLogRecordFactory(masking_factory)
+        if sys.excepthook is sys.__excepthook__:
+            sys.excepthook = _masked_excepthook
+        if threading.excepthook is threading.__excepthook__:
+            threading.excepthook = _masked_thread_excepthook
+        _installed = True

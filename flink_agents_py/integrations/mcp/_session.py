@@ -1,0 +1,254 @@
+"""One MCP client session on a thread of its own, and the SDK's wire forms.
+
+A session lives in one task of its own event loop (the SDK's anyio scopes must stay in one
+task); other threads' calls are bridged onto that loop. Closing it, or failing to open it
+(a server that never answers ``initialize`` within the connect timeout), cancels that task
+through an anyio cancel scope, so the SDK's transport winds down as it is written to: a stdio
+server's stdin is closed, and the server process (with its children) is terminated, then
+killed, when it does not exit within the SDK's grace period. No server process outlives a
+failed open, a timed-out open or a ``close``; the sessions still open when the interpreter
+exits (a resource nobody closed) are closed then, by an ``atexit`` hook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import logging
+import os
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from ..chat_models._common import import_sdk
+
+if TYPE_CHECKING:
+    from ._server import McpServer
+
+__all__ = ["Connection", "list_all", "wire"]
+
+log = logging.getLogger("flink_agents_py.mcp")
+
+
+def wire(obj: Any) -> dict[str, Any]:
+    """An SDK model as its wire dict (camelCase keys whatever the SDK's attribute names)."""
+    if isinstance(obj, dict):
+        return obj
+    return obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _stderr() -> Any:
+    try:
+        sys.stderr.fileno()
+        return sys.stderr
+    except (AttributeError, OSError, ValueError):
+        return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the subprocess
+
+
+class Connection:
+    """One client session on its own thread and event loop.
+
+    Args:
+        server: the resource (its transport settings, ``where`` for messages).
+        label: names the thread.
+    """
+
+    def __init__(self, server: McpServer, label: str) -> None:
+        self._server = server
+        self._label = label
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._scope: Any = None  # the anyio cancel scope around the session
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self.session: Any = None
+        self.init: dict[str, Any] = {}
+
+    def start(self, timeout: float) -> None:
+        """Start the session and wait until it is initialized (it is closed at exit).
+
+        Args:
+            timeout: the most starting may take, in seconds.
+
+        Raises:
+            TimeoutError: when the server does not answer in time (the session is closed
+                and its server process ended before this is raised).
+            Exception: whatever starting raised (the session is closed first too).
+        """
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        _OPEN.add(self)
+        self._thread = threading.Thread(target=self._run, args=(ready,), daemon=True,
+                                        name=f"mcp-{self._label}")
+        self._thread.start()
+        try:
+            ready.result(timeout)
+        except concurrent.futures.TimeoutError:
+            self.close()
+            raise TimeoutError(f"no MCP session with {self._server.where} "
+                               f"within {timeout:g} s") from None
+        except BaseException:
+            self.close()
+            raise
+
+    def _run(self, ready: concurrent.futures.Future[None]) -> None:
+        try:
+            asyncio.run(self._main(ready))
+        except BaseException as e:  # noqa: BLE001 - reported to the starter, or logged
+            if not ready.done():
+                ready.set_exception(e if isinstance(e, Exception) else RuntimeError(str(e)))
+            else:
+                log.debug("MCP session with %s ended: %r", self._server.where, e)
+        finally:
+            self.session = None
+            if not ready.done():
+                ready.set_exception(ConnectionError(
+                    f"the MCP session with {self._server.where} was closed while it started"))
+
+    async def _main(self, ready: concurrent.futures.Future[None]) -> None:
+        import_sdk("mcp", "mcp", "MCP servers")
+        import anyio
+        from mcp import ClientSession
+
+        self._loop = asyncio.get_running_loop()
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            if self._closing:  # closed before the loop ran
+                scope.cancel()
+            async with contextlib.AsyncExitStack() as stack:
+                streams = await stack.enter_async_context(await self._transport(stack))
+                session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
+                self.init = wire(await session.initialize())
+                self.session = session
+                if not ready.done():
+                    ready.set_result(None)
+                await anyio.sleep_forever()
+
+    async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+        srv = self._server
+        if srv.command:
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(command=srv.command[0], args=list(srv.command[1:]),
+                                           env=srv.server_env(), cwd=srv.cwd)
+            return stdio_client(params, errlog=_stderr())
+        from mcp.client import streamable_http
+
+        headers = srv.request_headers()
+        connect = getattr(streamable_http, "streamable_http_client", None)
+        if connect is None:  # the SDK's 1.x name, which takes the headers itself
+            # the 1.x SDK's name: absent from the 2.x SDK whose types are checked here
+            old = streamable_http.streamablehttp_client  # type: ignore[attr-defined]
+            return old(srv.url, headers=headers) if headers else old(srv.url)
+        if not headers:
+            return connect(srv.url)
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+        return connect(srv.url, http_client=client)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the session is initialized and not closed."""
+        return (self.session is not None and self._thread is not None
+                and self._thread.is_alive() and not self._closing)
+
+    def submit(
+        self, fn: Callable[[Any], Coroutine[Any, Any, Any]]
+    ) -> concurrent.futures.Future[Any]:
+        """Run ``fn(session)`` on the session's loop.
+
+        Returns:
+            Its future.
+
+        Raises:
+            ConnectionError: when the session is closed.
+        """
+        if not self.alive or self._loop is None:
+            raise ConnectionError(f"the MCP session with {self._server.where} is closed")
+        session = self.session
+        return asyncio.run_coroutine_threadsafe(fn(session), self._loop)
+
+    def call(self, fn: Callable[[Any], Coroutine[Any, Any, Any]], timeout: float) -> Any:
+        """``fn(session)``'s result, waiting at most ``timeout`` seconds.
+
+        Returns:
+            What ``fn`` returned.
+
+        Raises:
+            TimeoutError: when it takes longer (the request is cancelled).
+        """
+        fut = self.submit(fn)
+        try:
+            return fut.result(timeout)
+        except concurrent.futures.TimeoutError:
+            fut.cancel()
+            raise TimeoutError(f"MCP server {self._server.where} did not answer "
+                               f"within {timeout:g} s") from None
+
+    def close(self, timeout: float = 10.0) -> None:
+        """End the session, and with it a stdio server's process (see the module docstring).
+
+        Args:
+            timeout: the most to wait for the session's thread to end, in seconds.
+        """
+        self._cancel()
+        self._join(timeout)
+
+    def _cancel(self) -> None:
+        self._closing = True
+        _OPEN.discard(self)
+        loop, scope = self._loop, self._scope
+        if loop is not None and scope is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
+                loop.call_soon_threadsafe(scope.cancel)
+
+    def _join(self, timeout: float) -> None:
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            if thread.is_alive():
+                log.warning("the MCP session with %s did not end within %g s",
+                            self._server.where, timeout)
+
+
+_OPEN: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_sessions(timeout: float = 10.0) -> None:
+    """Close every session still open (all at once), waiting at most ``timeout`` seconds."""
+    sessions = list(_OPEN)
+    for conn in sessions:
+        conn._cancel()
+    deadline = time.monotonic() + timeout
+    for conn in sessions:
+        conn._join(max(deadline - time.monotonic(), 0.0))
+
+
+async def list_all(session: Any, method: str, key: str) -> list[dict[str, Any]]:
+    """Every page of ``tools/list`` or ``prompts/list`` as wire dicts.
+
+    Returns:
+        The items of every page.
+    """
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        fn = getattr(session, method)
+        if cursor is None:
+            page = wire(await fn())
+        else:
+            from mcp import types
+
+            try:
+                page = wire(await fn(params=types.PaginatedRequestParams(cursor=cursor)))
+            except TypeError:  # older SDKs take the cursor directly
+                page = wire(await fn(cursor=cursor))
+        items.extend(page.get(key) or [])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return items

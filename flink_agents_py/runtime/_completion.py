@@ -1,0 +1,94 @@
+"""What the core checks and applies when an action execution completes.
+
+Structured concurrency: a durable call an action started (``durable_execute_async``, a
+deferred sub-agent call) belongs to the action execution, as a task belongs to an asyncio
+``TaskGroup``. An action that returns (or raises) while such a call still runs is not
+finished: the core finishes it once every call it started has its outcome recorded, so no
+started call is left running past its run, none is lost with a crash after the run ended,
+and a restore re-enters the action, which starts it again (or answers it from its record).
+Chats and internal sub-agent calls are held by the run itself (their invocations), lazy
+calls never awaited never start.
+
+At completion the core also checks (see ``completion_error``): lazy calls never awaited (a
+warning naming the line that made each, once per line), calls a re-entered execution no
+longer made (``_versioning.check_unreached``), and then applies the memory writes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ._memory import apply_writes
+from ._state import KeyState, RunState
+from ._versioning import check_unreached
+
+if TYPE_CHECKING:
+    from ._calls import DurableCall
+    from ._context import ActionContext
+
+__all__ = ["unfinished_calls", "completion_error", "commit_memory"]
+
+log = logging.getLogger("flink_agents_py.runtime")
+
+def unfinished_calls(ctx: ActionContext) -> list[DurableCall]:
+    """The calls ``ctx``'s action started whose outcome is not recorded yet.
+
+    Returns:
+        The calls handed to the I/O executor (a chat's or an internal sub-agent's work is
+        the run's own, and a lazy call never awaited never started).
+    """
+    return [c for c in ctx.calls.values() if c.running]
+
+
+def completion_error(ctx: ActionContext, reentered: bool, warned: set[str]
+                     ) -> BaseException | None:
+    """Check a completed action execution; the error that fails it, if any.
+
+    Logs a warning for each lazy call never awaited (once per line of code in ``warned``)
+    and for each started call never awaited that failed; for a re-entered execution, flags
+    the recorded calls it did not reach (``check_unreached``).
+
+    Args:
+        ctx: the action's context.
+        reentered: the execution was re-entered after a restore (one that replayed a call
+            from the journal is checked too).
+        warned: the ``file:line`` sites already warned about (updated).
+
+    Returns:
+        A ``ReplayDivergenceError`` in strict mode when recorded calls were not reached, or
+        ``None``.
+    """
+    for call in ctx.calls.values():
+        if not call.done and call.start is not None and call.site:
+            if call.site not in warned:
+                warned.add(call.site)
+                log.warning(
+                    "durable call %s (%s %r) made at %s was never awaited, so it never ran "
+                    "(a lazy call such as ctx.chat(...) starts on its first await); await it, "
+                    "or remove it", call.call_id, call.kind.value, call.target, call.site)
+        elif call.done and not call.ok and not call.used and not call.replayed:
+            log.warning("durable call %s (%s %r) was never awaited and failed: %s: %s; its "
+                        "failure is recorded, the action is not failed by it",
+                        call.call_id, call.kind.value, call.target,
+                        type(call.value).__name__, call.value)
+    if reentered or (ctx.ledger.journal is not None
+                     and any(c.replayed for c in ctx.calls.values())):
+        return check_unreached(ctx)
+    return None
+
+
+def commit_memory(ctx: ActionContext, state: KeyState, run: RunState) -> None:
+    """Apply the completed action's short-term and sensory memory writes, in order."""
+    writes = ctx.short_term_writes()
+    if writes:
+        if ctx.env is None:  # the key's memory: given back, so a host sees the change
+            tree = state.memory
+            apply_writes(tree, writes)
+            state.memory = tree
+        else:
+            apply_writes(run.invocations[ctx.env].memory, writes)
+    sensory_writes = ctx.sensory_writes()
+    if sensory_writes:
+        apply_writes(run.sensory if ctx.env is None
+                     else run.invocations[ctx.env].sensory, sensory_writes)

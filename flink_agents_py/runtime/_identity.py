@@ -1,0 +1,292 @@
+"""What a callable binds, as part of a durable call's identity check.
+
+A durable call's record keeps a digest of its target and arguments (``_outcomes.call_digest``)
+so a replay can tell a changed or reordered call from the one recorded. The arguments passed
+to ``durable_execute(fn, *args)`` are only part of what the call does: ``fn`` itself may bind
+more. ``bound_state(fn)`` describes that part, the same in every process:
+
+- ``functools.partial`` (nested ones too): its positional arguments and keywords;
+- a bound method: a stable form of its ``__self__`` (never its ``id()``), then its function;
+- a builtin bound method (``"apple".upper``, ``session.get``): its ``__self__`` likewise;
+- a function made at run time (a lambda, a nested function or closure): the contents of its
+  closure cells by free variable name, its defaults and keyword defaults, and the constants
+  in its code (``lambda: price("apple")`` binds ``"apple"`` there);
+- a callable object (an instance with ``__call__``): its state, as for a bound method's
+  ``__self__``.
+
+A module-level function binds nothing (its name is its identity), so digests of plain calls
+are what they were before bound state was kept. Neither do the framework's own calls (model,
+tool and sub-agent calls are digested by their name and arguments; wrappers the framework
+makes are named by their label).
+
+The stable form of a bound value (``stable_form``):
+
+- JSON-form data (``str``, numbers, lists, dicts, pydantic models, dataclasses, enums...) is
+  its JSON form, as durable call arguments are stored;
+- functions are their ``module:qualname`` (a bound method: that and its ``__self__``), a
+  ``functools.partial`` its function and bound arguments, classes their qualified name,
+  modules their name;
+- an object that defines ``__durable_identity__()`` is what that method returns (to leave a
+  cache or a connection out of the identity);
+- other containers are walked (a ``set`` sorted by the stable form of its members);
+- standard-library values with no JSON form (``Decimal``, ``Fraction``, ``UUID``, paths,
+  dates and times, IP addresses, compiled patterns, ``range``, ``complex``) are their type
+  and ``repr``;
+- an object of a standard-library or builtin class with no JSON form (an open socket, a lock,
+  a file, a thread, an executor), a ``RunnerContext``, and anything deeper than
+  ``MAX_DEPTH`` levels contribute their **type name only**: they have no form that is the
+  same in every process, and what they are is still checked;
+- any other object is its type name with the stable form of its own instance attributes
+  (``__dict__`` and ``__slots__`` entries, dunder names left out); an object found inside
+  those attributes that has no JSON form counts by its type name only (a client's session,
+  connection pool or cache is not walked: its state changes as it is used).
+
+Computing the form never fails a call: a ``__durable_identity__`` that raises, or an object
+that cannot be walked, counts by its type name.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import fractions
+import functools
+import ipaddress
+import math
+import pathlib
+import re
+import sys
+import types
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ..api import RunnerContext
+from ._serde import dumps, to_json_value
+
+__all__ = ["bound_state", "stable_form", "MAX_DEPTH"]
+
+MAX_DEPTH = 4
+"""How many levels of nested objects ``stable_form`` walks before it keeps a type name only."""
+
+_SCALARS = (str, int, bool, type(None))
+_FRAMEWORK = "flink_agents_py."
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "__builtin__"}
+_VALUES = (decimal.Decimal, fractions.Fraction, uuid.UUID, pathlib.PurePath, datetime.date,
+           datetime.time, datetime.timedelta, datetime.tzinfo, ipaddress.IPv4Address,
+           ipaddress.IPv6Address, ipaddress.IPv4Network, ipaddress.IPv6Network, re.Pattern,
+           range, complex, bytearray)
+"""Standard-library value types with no JSON form: their ``repr`` is their value."""
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+              types.MethodWrapperType, types.WrapperDescriptorType, types.MethodDescriptorType)
+
+
+def _qualified(obj: Any) -> str:
+    """``module:qualname`` of a function, class or (for any other object) its class."""
+    qual = getattr(obj, "__qualname__", None)
+    module = getattr(obj, "__module__", None)
+    if not isinstance(qual, str):
+        cls = type(obj)
+        module, qual = cls.__module__, cls.__qualname__
+    return f"{module or '?'}:{qual}"
+
+
+def _type_only(value: Any) -> dict[str, str]:
+    return {"$type": _qualified(type(value))}
+
+
+def _made_at_run_time(fn: types.FunctionType) -> bool:
+    """Whether ``fn`` is a lambda or a nested function (what it binds was decided at run time).
+
+    Returns:
+        Whether it is; ``False`` for the framework's own wrappers (functions of
+        ``flink_agents_py`` modules), which are named by their ``module:qualname`` alone.
+    """
+    qual = fn.__qualname__
+    return ("<" in qual or fn.__closure__ is not None) and not str(
+        getattr(fn, "__module__", "")).startswith(_FRAMEWORK)
+
+
+def bound_state(fn: Callable[..., Any]) -> list[Any] | None:
+    """What ``fn`` binds besides the arguments of the call, as JSON-form data.
+
+    Args:
+        fn: the callable a durable call runs.
+
+    Returns:
+        A list describing the bound values (see the module docstring), or ``None`` when
+        ``fn`` binds nothing (a module-level function, a class, a builtin function).
+    """
+    if type(fn) is types.FunctionType and not _made_at_run_time(fn):
+        return None  # the common case, kept cheap: a module-level function
+    try:
+        parts = _binds(fn, 0, set())
+    except (Exception, RecursionError):  # noqa: BLE001 - identity never fails the call
+        parts = [_type_only(fn)]
+    return parts or None
+
+
+def _binds(fn: Any, depth: int, active: set[int]) -> list[Any]:
+    """The bound-state parts of callable ``fn`` (outermost wrapper first)."""
+    if isinstance(fn, functools.partial):
+        return [{"partial": [stable_form(a, depth + 1, active) for a in fn.args],
+                 "keywords": {k: stable_form(v, depth + 1, active)
+                              for k, v in sorted(fn.keywords.items())}},
+                *_binds(fn.func, depth, active)]
+    if isinstance(fn, types.MethodType):
+        return [{"self": stable_form(fn.__self__, depth + 1, active)},
+                *_binds(fn.__func__, depth, active)]
+    if isinstance(fn, types.FunctionType):
+        if not _made_at_run_time(fn):
+            return []
+        code = fn.__code__
+        cells = fn.__closure__ or ()
+        part: dict[str, Any] = {}
+        if cells:
+            part["closure"] = {name: _cell(cell, depth, active)
+                               for name, cell in zip(code.co_freevars, cells, strict=False)}
+        if fn.__defaults__:
+            part["defaults"] = [stable_form(v, depth + 1, active) for v in fn.__defaults__]
+        if fn.__kwdefaults__:
+            part["kwdefaults"] = {k: stable_form(v, depth + 1, active)
+                                  for k, v in sorted(fn.__kwdefaults__.items())}
+        consts = _constants(code)
+        if consts:
+            part["consts"] = consts
+        return [part] if part else []
+    if isinstance(fn, _FUNCTIONS):  # builtins: their ``__self__``, unless a module
+        owner = getattr(fn, "__self__", None)
+        if owner is None or isinstance(owner, types.ModuleType):
+            return []
+        return [{"self": stable_form(owner, depth + 1, active)}]
+    if isinstance(fn, type):
+        return []
+    return [{"object": stable_form(fn, depth, active)}]  # a callable object: its state
+
+
+def _cell(cell: Any, depth: int, active: set[int]) -> Any:
+    try:
+        contents = cell.cell_contents
+    except ValueError:  # a free variable not assigned yet
+        return {"$empty": True}
+    return stable_form(contents, depth + 1, active)
+
+
+def _constants(code: types.CodeType) -> list[Any]:
+    """The literal constants of ``code`` and of the code nested in it, in order.
+
+    Returns:
+        The constants' JSON forms; ``None`` is left out (interpreters add it or not), nested
+        code is its name and its own constants.
+    """
+    out: list[Any] = []
+    for const in code.co_consts:
+        if const is None:
+            continue
+        if isinstance(const, types.CodeType):
+            out.append({"$code": const.co_name, "consts": _constants(const)})
+        elif isinstance(const, (str, int, bytes, tuple, frozenset)) or type(const) is float:
+            out.append(_literal(const))
+    return out
+
+
+def _literal(const: Any) -> Any:
+    if isinstance(const, bytes):
+        return {"$bytes": const.hex()}
+    if isinstance(const, (tuple, frozenset)):
+        items = [_literal(c) for c in const]
+        return items if isinstance(const, tuple) else {"$set": sorted(items, key=dumps)}
+    if type(const) is float and not math.isfinite(const):
+        return {"$float": repr(const)}
+    return const
+
+
+def stable_form(value: Any, depth: int = 0, active: set[int] | None = None,
+                inside: bool = False) -> Any:
+    """A JSON-form stand-in for ``value`` that is the same in every process.
+
+    Args:
+        value: a value a callable binds (a closure cell, a partial's argument, a method's
+            ``__self__``...).
+        depth: how many levels deep ``value`` is (past ``MAX_DEPTH`` a type name is kept).
+        active: ids of the containers on the current path (a cycle is its type name).
+        inside: ``value`` is inside an object's attributes (an object with no JSON form
+            found there counts by its type name).
+
+    Returns:
+        JSON-form data (see the module docstring for each kind of value).
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else {"$float": repr(value)}
+    if isinstance(value, RunnerContext):
+        return {"$type": "RunnerContext"}
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
+        return {"$fn": _qualified(value)}
+    if isinstance(value, (types.MethodType, functools.partial)):
+        return {"$fn": _qualified(value.__func__ if isinstance(value, types.MethodType)
+                                  else value.func),
+                "binds": _binds(value, depth, active if active is not None else set())}
+    if isinstance(value, type):
+        return {"$class": _qualified(value)}
+    if isinstance(value, types.ModuleType):
+        return {"$module": value.__name__}
+    active = active if active is not None else set()
+    if id(value) in active or depth > MAX_DEPTH:
+        return _type_only(value)
+    hook = getattr(value, "__durable_identity__", None)
+    if callable(hook) and not isinstance(value, type):
+        try:
+            return {"$type": _qualified(kind), "identity": stable_form(hook(), depth + 1)}
+        except Exception:  # noqa: BLE001 - identity never fails the call
+            return _type_only(value)
+    try:
+        return to_json_value(value, "a bound value")
+    except Exception:  # noqa: BLE001, S110 - no JSON form: described below
+        pass
+    active.add(id(value))
+    try:
+        return _structure(value, kind, depth, active, inside)
+    finally:
+        active.discard(id(value))
+
+
+def _structure(value: Any, kind: type, depth: int, active: set[int], inside: bool) -> Any:
+    """The stable form of a value with no JSON form: its parts, or its type name."""
+    if isinstance(value, (list, tuple)):
+        return [stable_form(v, depth + 1, active, inside) for v in value]
+    if isinstance(value, dict):
+        return {"$dict": [[stable_form(k, depth + 1, active, inside),
+                           stable_form(v, depth + 1, active, inside)]
+                          for k, v in value.items()]}
+    if isinstance(value, (set, frozenset)):
+        return {"$set": sorted((stable_form(v, depth + 1, active, inside) for v in value),
+                               key=dumps)}
+    if isinstance(value, _VALUES):  # a Decimal, a Path, a UUID...: their repr is the value
+        return {"$type": _qualified(kind), "value": repr(value)}
+    if inside or kind.__module__.split(".", 1)[0] in _STDLIB:  # a socket, a lock, a pool...
+        return _type_only(value)
+    state: dict[str, Any] = {}
+    for name, attr in _attributes(value):
+        state[name] = stable_form(attr, depth + 1, active, inside=True)
+    return {"$type": _qualified(kind), "state": state}
+
+
+def _attributes(value: Any) -> list[tuple[str, Any]]:
+    """An object's instance attributes (``__dict__``, then ``__slots__``), dunders left out."""
+    found: dict[str, Any] = {}
+    for name, attr in sorted(getattr(value, "__dict__", {}).items()):
+        if not (name.startswith("__") and name.endswith("__")):
+            found[name] = attr
+    for cls in type(value).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name.startswith("__") or name in found:
+                continue
+            try:
+                found[name] = getattr(value, name)
+            except AttributeError:
+                continue
+    return list(found.items())

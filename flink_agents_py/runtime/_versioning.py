@@ -1,0 +1,198 @@
+"""Replay across upgrades: patch markers, strict replay, and calls a replay no longer makes.
+
+- ``patched(ctx, change_id)`` is ``RunnerContext.patched``: a versioning marker kept in the
+  action execution's state entry beside its call records (under ``patch:<change id>``, not
+  at a call ordinal, so adding or removing the marker never shifts the identity of the calls
+  around it). A new execution, or a replay at the point where its records end, records the
+  marker as taken (``True``); a replay of an execution recorded before the patch existed
+  (it has records beyond this point, none of them the marker) records it as not taken
+  (``False``). The decision is recorded, so every later ``patched`` of that change in the
+  execution, and every later replay, gives the same answer. With a journal, the marker is
+  journaled too and consulted at recovery, like a call's outcome.
+- Strict replay (``Agent(replay="strict")`` or ``durable_execute(..., strict=True)``): a call
+  replayed with other arguments than recorded is a ``ReplayDivergenceError`` instead of a
+  warning, and so is a re-entered execution that ends before making all its recorded calls.
+- ``unreached_calls``: a re-entered execution that completed with recorded calls it never
+  reached (the code now makes fewer calls) is flagged: a warning, a finding (see
+  ``CallLedger.finding``) and, when strict, a ``ReplayDivergenceError``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..api import ReplayDivergenceError, UsageError
+from ._state import CallKind, CallRecord
+
+if TYPE_CHECKING:
+    from ._calls import DurableCall
+    from ._context import ActionContext
+
+__all__ = ["PATCH_PREFIX", "is_strict", "patched", "changed_arguments",
+           "unreached_calls", "check_unreached"]
+
+log = logging.getLogger("flink_agents_py.runtime")
+
+PATCH_PREFIX = "patch:"
+"""The prefix of a patch marker's key in an execution's call records (``patch:<change id>``)."""
+
+
+def is_strict(ctx: ActionContext, strict: bool | None) -> bool:
+    """Whether a call of ``ctx``'s action replays strictly.
+
+    Args:
+        ctx: the action's context (its plan's ``config["replay"]`` is the agent's mode).
+        strict: the call's own ``strict=`` argument (``None``: the agent's mode).
+
+    Returns:
+        Whether changed arguments are a divergence.
+
+    Raises:
+        UsageError: when ``strict`` is neither ``None`` nor a ``bool``.
+    """
+    if strict is None:
+        return ctx.plan.config.get("replay") == "strict"
+    if not isinstance(strict, bool):
+        raise UsageError(f"durable_execute(..., strict=...) takes True, False or None, got "
+                         f"{strict!r} (in action execution {ctx.execution_id})")
+    return strict
+
+
+def patched(ctx: ActionContext, change_id: str, *, deprecated: bool = False) -> bool:
+    """``RunnerContext.patched`` (and, ``deprecated``, ``deprecate_patch``) for ``ctx``.
+
+    Args:
+        ctx: the action's context.
+        change_id: the change's name.
+        deprecated: the old branch is gone: a replay of an execution recorded before the
+            patch is then a divergence.
+
+    Returns:
+        Whether to take the new branch.
+
+    Raises:
+        UsageError: when ``change_id`` is not a non-empty string.
+        ReplayDivergenceError: (``deprecated``) when the execution took the old branch.
+    """
+    what = "deprecate_patch" if deprecated else "patched"
+    if not isinstance(change_id, str) or not change_id:
+        raise UsageError(f"ctx.{what}(change_id) takes a non-empty string naming the change, "
+                         f"got {change_id!r} (in action execution {ctx.execution_id})")
+    ctx.check_live(f"ctx.{what}")
+    if ctx.diverged is not None:
+        raise ctx.diverged
+    calls = ctx._record.calls
+    slot = PATCH_PREFIX + change_id
+    marker_id = f"{ctx.execution_id}/{slot}"
+    rec = calls.get(slot)
+    if rec is None:
+        journaled = ctx.ledger.lookup(ctx.key, marker_id)
+        if journaled is not None and journaled.kind is CallKind.PATCH:
+            rec = calls[slot] = journaled
+    if rec is None:
+        taken = not _recorded_beyond(ctx, calls)
+        rec = calls[slot] = CallRecord(digest="", kind=CallKind.PATCH,
+                                       target=change_id, done=True, ok=True, value=taken)
+        if ctx.ledger.journal is not None:
+            ctx.ledger.journal.append(ctx.key, marker_id, rec)
+    if deprecated and rec.value is not True:
+        ctx._diverge(ReplayDivergenceError(
+            marker_id, ctx._record.action, (CallKind.PATCH.value, change_id),
+            (CallKind.PATCH.value, change_id),
+            detail=f"the execution was recorded before patch {change_id!r} and took its old "
+                   "branch, which the code no longer has (ctx.deprecate_patch): deploy it only "
+                   "once no run recorded before the patch is in flight"))
+    return rec.value is True
+
+
+def _recorded_beyond(ctx: ActionContext, calls: dict[str, CallRecord]) -> bool:
+    """Whether the execution has records at or after its next call ordinal (a replay)."""
+    nxt = ctx._next_ordinal
+    for k in calls:
+        if k.isdigit() and int(k) >= nxt:
+            return True
+    journaled = ctx.ledger.lookup(ctx.key, f"{ctx.execution_id}/c{nxt}")
+    return journaled is not None and journaled.kind is not CallKind.PATCH
+
+
+def changed_arguments(ctx: ActionContext, call: DurableCall, rec: CallRecord,
+                      strict: bool) -> None:
+    """A call replayed with other arguments than recorded: warn, or (strict) diverge.
+
+    Args:
+        ctx: the action's context.
+        call: the call being replayed.
+        rec: its record (another digest).
+        strict: whether the call replays strictly.
+
+    Raises:
+        ReplayDivergenceError: when ``strict``.
+    """
+    kind, target = rec.kind.value if rec.kind else "", rec.target or ""
+    if strict:
+        ctx._diverge(ReplayDivergenceError(
+            call.call_id, ctx._record.action, (kind, target), (call.kind.value, call.target),
+            detail=f"strict replay: the {call.kind.value} call {call.target!r} is made with "
+                   f"other arguments than recorded (digest {call.digest}, recorded "
+                   f"{rec.digest}); branch with ctx.patched(...) to change a call for new "
+                   "runs only"))
+    message = (f"durable call {call.call_id} replays a recorded outcome but its arguments "
+               f"changed (digest {call.digest}, recorded {rec.digest}); replay goes by identity")
+    log.warning("%s", message)
+    ctx.ledger.finding(ctx.key, ctx.execution_id, "arguments_changed", message)
+
+
+def unreached_calls(ctx: ActionContext) -> list[tuple[str, CallRecord]]:
+    """The recorded calls of ``ctx``'s execution that its run did not make, in order.
+
+    Records in the execution's state entry, then those the journal (if any) holds for the
+    ordinals that follow (an outcome journaled after the last checkpoint).
+
+    Returns:
+        ``(call id, record)`` for each record at or after the next call ordinal.
+    """
+    nxt = ctx._next_ordinal
+    found = sorted((int(k), r) for k, r in ctx._record.calls.items()
+                   if k.isdigit() and int(k) >= nxt)
+    if ctx.ledger.journal is not None:
+        ordinal = found[-1][0] + 1 if found else nxt
+        while len(found) < _MAX_UNREACHED:
+            rec = ctx.ledger.lookup(ctx.key, f"{ctx.execution_id}/c{ordinal}")
+            if rec is None:
+                break
+            found.append((ordinal, rec))
+            ordinal += 1
+    return [(f"{ctx.execution_id}/c{n}", r) for n, r in found]
+
+
+_MAX_UNREACHED = 1000
+"""The most journaled calls ``unreached_calls`` looks up beyond the state's records."""
+
+
+def check_unreached(ctx: ActionContext) -> ReplayDivergenceError | None:
+    """Flag an execution that completed without making all its recorded calls.
+
+    Logs a warning and records a finding naming the calls; in strict mode (the agent's)
+    returns the error that fails the action.
+
+    Returns:
+        The error, or ``None``.
+    """
+    missing = unreached_calls(ctx)
+    if not missing:
+        return None
+    names = ", ".join(f"{cid} ({r.kind.value if r.kind else 'call'} {r.target or '?'!r})"
+                      for cid, r in missing)
+    message = (f"replay of action {ctx._record.action!r} ({ctx.execution_id}) completed with "
+               f"fewer durable calls than were recorded: {names} not reached")
+    log.warning("%s", message)
+    ctx.ledger.finding(ctx.key, ctx.execution_id, "unreached_calls", message)
+    if not is_strict(ctx, None):
+        return None
+    cid, rec = missing[0]
+    return ReplayDivergenceError(
+        cid, ctx._record.action, (rec.kind.value if rec.kind else "", rec.target or ""),
+        ("none", ""), detail=f"strict replay: the action completed without making recorded "
+                             f"calls ({names})")
+

@@ -1,0 +1,426 @@
+"""Runs a skill's command contained by the kernel: bubblewrap, rlimits, a streamed output.
+
+The text rules of ``parse_command`` are a first filter only; containment comes from the
+kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A command
+(a whole pipeline) runs in one bubblewrap (``bwrap``) sandbox:
+
+- new user, PID, network, IPC, UTS and cgroup namespaces (``--unshare-all``): no network
+  (a loopback of its own), no other process visible, every capability dropped;
+- ``--die-with-parent`` and a PID namespace: killing the sandbox (at the timeout, or when
+  this process dies) kills every process the command started;
+- only ``/usr`` (with ``/bin``, ``/lib``... as on the host) read-only, a private ``/proc``,
+  ``/dev`` and ``/tmp``; ``/etc`` holds only what programs need to start (the dynamic
+  linker's cache, ``alternatives``, time zone) and a minimal ``passwd``/``group``: no
+  host secrets, no home folders;
+- the working directory ``/skill`` is a fresh, private, size-capped tmpfs showing the
+  skill's files read-only (a symlink in the folder resolves inside the sandbox, never on the
+  host); a skill listed as writable gets its real folder bound read-write instead;
+- per-process limits (``prlimit``, inside the sandbox): CPU seconds, address space, file
+  size, processes (counted per sandbox on Linux 5.14+; the kernel does not apply this one
+  to root), no core files;
+- ``PATH`` is the system directories only, and every program the model names is resolved to
+  an absolute path there before the sandbox starts;
+- a pipeline runs inside the sandbox (``/bin/sh`` given only quoted words), so every stage
+  reads the whole stream of the one before;
+- the output is read as a stream: at most the cap is kept in memory, the rest is counted
+  and the text says it was cut.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import selectors
+import shlex
+import shutil
+import signal
+import stat
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..api import AgentsError
+
+__all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
+           "bubblewrap_installed", "bubblewrap_problem", "resolve_program", "run_pipeline"]
+
+SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+"""The only directories programs are looked up in (host ``PATH`` is never used)."""
+
+_ROOT_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_KEPT = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
+_WORKDIR = "/skill"
+_log = logging.getLogger(__name__)
+_INSTALL_HINT = ("install bubblewrap, on Linux (Debian/Ubuntu: apt-get install bubblewrap; "
+                 "Fedora: dnf install bubblewrap; Arch: pacman -S bubblewrap), or pass "
+                 "sandbox=\"none\" to trust the model like a shell user on this machine")
+
+
+class CommandRefusedError(AgentsError):
+    """A command a skill tool refused or stopped (the reason says which rule)."""
+
+
+class SandboxUnavailableError(CommandRefusedError):
+    """Bubblewrap is missing or cannot create its namespaces here (the text says what to do)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-command resource limits (each process of the command gets them).
+
+    Attributes:
+        cpu_s: CPU seconds per process (``RLIMIT_CPU``; then SIGXCPU/SIGKILL).
+        memory_mb: address space per process in MiB (``RLIMIT_AS``).
+        file_mb: the largest file a process may write, in MiB (``RLIMIT_FSIZE``).
+        processes: processes at once (``RLIMIT_NPROC``, counted in the sandbox's user
+            namespace on Linux 5.14+; not applied with ``sandbox="none"`` nor to root).
+        scratch_mb: the size of the private working directory, in MiB (tmpfs).
+    """
+
+    cpu_s: int
+    memory_mb: int
+    file_mb: int
+    processes: int
+    scratch_mb: int
+
+
+def _find(name: str) -> str | None:
+    return shutil.which(name, path=os.pathsep.join(SYSTEM_PATH))
+
+
+def _visible_roots() -> list[str]:
+    roots = ["/usr"]
+    roots += [d for d in _ROOT_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    return roots
+
+
+def resolve_program(name: str, skill_dirs: list[Path], contained: bool) -> str:
+    """The absolute path of program ``name``, looked up in ``SYSTEM_PATH`` only.
+
+    Args:
+        name: a bare program name from the allow-list.
+        skill_dirs: the skill folders; a program inside one is refused.
+        contained: whether it will run in the sandbox (then it must be under ``/usr`` or
+            another directory the sandbox shows).
+
+    Returns:
+        The path found (not the symlink's target, so a program named by ``argv[0]`` keeps
+        its name).
+
+    Raises:
+        CommandRefusedError: when it is not installed there, or lives in a skill folder or
+            outside what the sandbox shows.
+    """
+    found = _find(name)
+    if found is None:
+        raise CommandRefusedError(f"{name!r} is not installed (looked in "
+                                  f"{os.pathsep.join(SYSTEM_PATH)})")
+    real = os.path.realpath(found)
+    for d in skill_dirs:
+        root = os.path.realpath(d)
+        if real == root or real.startswith(root.rstrip("/") + "/"):
+            raise CommandRefusedError(f"{name!r} resolves into a skill's folder ({real})")
+    if contained and not any(real.startswith(r + "/") for r in _visible_roots()):
+        raise CommandRefusedError(f"{name!r} resolves to {real}, outside the directories "
+                                  f"the sandbox shows ({', '.join(_visible_roots())})")
+    return found
+
+
+def _system_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for d in _ROOT_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    args += ["--proc", "/proc", "--dev", "/dev", "--dir", "/etc"]
+    for name in _ETC_KEPT:
+        if os.path.lexists(f"/etc/{name}"):
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def _base_args(bwrap: str) -> list[str]:
+    return [bwrap, "--unshare-all", "--unshare-user", "--cap-drop", "ALL", "--die-with-parent",
+            "--new-session", *_system_binds()]
+
+
+@dataclass(frozen=True)
+class _Features:
+    """What the installed bubblewrap supports beyond 0.4 (read from its ``--help``)."""
+
+    size: bool = False  # --size for a tmpfs (0.8)
+    bind_fd: bool = False  # --ro-bind-fd (0.5)
+
+
+@functools.lru_cache(maxsize=1)
+def _bubblewrap_status() -> tuple[str | None, _Features]:
+    """(a problem, or None; the features), probed once per process."""
+    bwrap = _find("bwrap")
+    if bwrap is None:
+        return f"bubblewrap (bwrap) is not installed: {_INSTALL_HINT}", _Features()
+    true = _find("true") or "/usr/bin/true"
+    try:
+        probe = subprocess.run([*_base_args(bwrap), "--", true], capture_output=True,
+                               timeout=30, check=False)
+        helptext = subprocess.run([bwrap, "--help"], capture_output=True, timeout=30,
+                                  check=False).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bubblewrap ({bwrap}) could not start: {e}; {_INSTALL_HINT}", _Features()
+    if probe.returncode != 0:
+        why = probe.stderr.decode(errors="replace").strip()[:300]
+        return (f"bubblewrap ({bwrap}) cannot create its namespaces here ({why}): allow "
+                f"unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; "
+                f"on Ubuntu 24.04+ an AppArmor profile for bwrap, or "
+                f"kernel.apparmor_restrict_unprivileged_userns=0; in a container, a "
+                f"seccomp profile that allows them), or pass sandbox=\"none\" to trust "
+                f"the model like a shell user"), _Features()
+    return None, _Features(size=b"--size" in helptext, bind_fd=b"--ro-bind-fd" in helptext)
+
+
+def bubblewrap_installed() -> bool:
+    """Whether ``bwrap`` is in ``SYSTEM_PATH`` (cheap: no probe).
+
+    Returns:
+        ``True`` when it is.
+    """
+    return _find("bwrap") is not None
+
+
+def bubblewrap_problem() -> str | None:
+    """Why commands cannot run in the sandbox here, or ``None`` when they can.
+
+    Probed once per process: ``bwrap`` is looked up in ``SYSTEM_PATH`` and started once with
+    the sandbox's namespaces.
+
+    Returns:
+        ``None``, or the reason and what to install or change.
+    """
+    return _bubblewrap_status()[0]
+
+
+@functools.lru_cache(maxsize=1)
+def _warn_no_limits() -> None:
+    _log.warning("prlimit (util-linux) is not installed: skill commands run with "
+                 "sandbox='none' get no CPU, memory, file or process limits (the timeout "
+                 "holds)")
+
+
+def _data_fd(text: str) -> int:
+    read, write = os.pipe()
+    os.write(write, text.encode())  # a few lines: fits in the pipe's buffer
+    os.close(write)
+    return read
+
+
+def _workdir_args(skill_dir: Path, writable: bool, scratch_mb: int, features: _Features,
+                  fds: list[int]) -> list[str]:
+    """The binds of ``/skill``; opened entries' fds are appended to ``fds`` (to pass, close).
+
+    Each entry is opened without following a symlink and bound by its fd where bubblewrap
+    can: an entry swapped for a symlink after it was looked at is never followed on the host.
+
+    Returns:
+        bwrap's arguments.
+    """
+    if writable:
+        return ["--bind", str(skill_dir), _WORKDIR]
+    args = (["--size", str(scratch_mb << 20)] if features.size else []) + ["--tmpfs", _WORKDIR]
+    for entry in sorted(skill_dir.iterdir()):
+        inside = f"{_WORKDIR}/{entry.name}"
+        if entry.is_symlink():  # recreated: it resolves inside the sandbox, not on the host
+            args += ["--symlink", os.readlink(entry), inside]
+            continue
+        if not features.bind_fd:
+            if entry.is_dir() or entry.is_file():
+                args += ["--ro-bind", str(entry), inside]
+            continue
+        try:
+            fd = os.open(entry, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue  # gone since it was listed
+        fds.append(fd)
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+            args += ["--ro-bind-fd", str(fd), inside]
+    return args
+
+
+def _limit_args(prlimit: str, limits: Limits, contained: bool) -> list[str]:
+    args = [prlimit, f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}",  # SIGXCPU, then SIGKILL
+            f"--as={limits.memory_mb << 20}",
+            f"--fsize={limits.file_mb << 20}", "--core=0"]
+    if contained:  # outside a user namespace the kernel counts all of the user's processes
+        args.append(f"--nproc={limits.processes}")
+    return [*args, "--"]
+
+
+def _inner_command(stages: list[list[str]]) -> list[str]:
+    if len(stages) == 1:
+        return stages[0]
+    sh = _find("sh") or "/bin/sh"
+    return [sh, "-c", " | ".join(shlex.join(argv) for argv in stages)]
+
+
+@dataclass
+class _Stream:
+    head: bytearray
+    total: int = 0
+
+
+_SIGNALS = {signal.SIGXCPU: "it used up its CPU time limit",
+            signal.SIGXFSZ: "a file it wrote reached the file size limit",
+            signal.SIGKILL: "it was killed (out of memory or a limit)"}
+
+
+def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, contained: bool,
+                 limits: Limits, timeout_s: float, max_output_chars: int) -> tuple[int, str]:
+    """Run a parsed pipeline (programs already absolute) and return its exit code and output.
+
+    Args:
+        stages: one argument list per stage, each program an absolute path.
+        skill_dir: the skill's folder (shown read-only at ``/skill``, the working directory).
+        writable: bind the skill's folder read-write instead of the private scratch.
+        contained: run in the bubblewrap sandbox; ``False`` (``sandbox="none"``) runs it on
+            the host in the skill's folder, with the limits but no namespaces.
+        limits: the per-process resource limits.
+        timeout_s: the longest the whole pipeline may run, in seconds (wall clock).
+        max_output_chars: the most characters of output returned.
+
+    Returns:
+        The last stage's exit code, and its stdout then any stderr, cut at
+        ``max_output_chars`` with a line saying how much the command wrote.
+
+    Raises:
+        SandboxUnavailableError: when ``contained`` and bubblewrap cannot run here.
+        CommandRefusedError: when the command runs past ``timeout_s`` (every process it
+            started is killed first), or a helper program is missing.
+    """
+    prlimit = _find("prlimit")
+    if prlimit is None and contained:
+        raise CommandRefusedError("prlimit (util-linux) is not installed; it sets the "
+                                  "command's resource limits")
+    if prlimit is None:  # sandbox="none" where util-linux is absent (macOS): no limits
+        _warn_no_limits()
+        inner = _inner_command(stages)
+    else:
+        inner = [*_limit_args(prlimit, limits, contained), *_inner_command(stages)]
+    env = {"PATH": os.pathsep.join(SYSTEM_PATH), "LANG": "C.UTF-8"}
+    argv: list[str] = inner
+    cwd: Path | None = skill_dir
+    if contained:
+        problem, features = _bubblewrap_status()
+        if problem is not None:
+            raise SandboxUnavailableError(problem)
+    fds: list[int] = []  # passed to bwrap, closed here once it started
+    try:
+        if contained:
+            argv, cwd = _sandbox_args(inner, env, skill_dir, writable, limits, features,
+                                      fds), None
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=cwd, env=env, pass_fds=fds,
+                                start_new_session=True)
+    except OSError as e:
+        raise CommandRefusedError(f"the command could not start: {e}") from e
+    finally:
+        for fd in fds:
+            os.close(fd)
+    try:
+        out, err, finished = _collect(proc, time.monotonic() + timeout_s,
+                                      max_output_chars * 4, contained)
+    finally:
+        _stop(proc, contained)
+    if not finished:
+        raise CommandRefusedError(f"the command ran past {timeout_s} s and was stopped "
+                                  f"(every process it started was killed)")
+    return proc.returncode, _render(out, err, proc.returncode, max_output_chars, limits)
+
+
+def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, writable: bool,
+                  limits: Limits, features: _Features, fds: list[int]) -> list[str]:
+    """The ``bwrap`` command line running ``inner``; the fds it needs are added to ``fds``."""
+    uid, gid = os.getuid(), os.getgid()
+    passwd = _data_fd("root:x:0:0:root:/tmp:/usr/sbin/nologin\n" + (
+        f"sandbox:x:{uid}:{gid}:sandbox:/tmp:/usr/sbin/nologin\n" if uid else ""))
+    fds.append(passwd)
+    group = _data_fd("root:x:0:\n" + (f"sandbox:x:{gid}:\n" if gid else ""))
+    fds.append(group)
+    return [*_base_args(_find("bwrap") or "bwrap"),
+            *(["--size", str(limits.scratch_mb << 20)] if features.size else []),
+            "--tmpfs", "/tmp",
+            "--ro-bind-data", str(passwd), "/etc/passwd",
+            "--ro-bind-data", str(group), "/etc/group",
+            *_workdir_args(skill_dir, writable, limits.scratch_mb, features, fds),
+            "--chdir", _WORKDIR, "--clearenv", "--setenv", "HOME", "/tmp",
+            *[a for k, v in env.items() for a in ("--setenv", k, v)], "--", *inner]
+
+
+def _collect(proc: subprocess.Popen[bytes], deadline: float, cap_bytes: int,
+             contained: bool) -> tuple[_Stream, _Stream, bool]:
+    assert proc.stdout is not None and proc.stderr is not None
+    streams = {proc.stdout.fileno(): _Stream(bytearray()),
+               proc.stderr.fileno(): _Stream(bytearray())}
+    with selectors.DefaultSelector() as sel:
+        for fd in streams:
+            sel.register(fd, selectors.EVENT_READ)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return streams[proc.stdout.fileno()], streams[proc.stderr.fileno()], False
+            for key, _ in sel.select(min(left, 0.5)):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fd)
+                    continue
+                s = streams[key.fd]
+                s.total += len(chunk)
+                room = cap_bytes - len(s.head)
+                if room > 0:
+                    s.head += chunk[:room]
+            if not contained and proc.poll() is not None:
+                _kill_group(proc)  # on the host, leftovers holding the pipes die with it
+    try:
+        proc.wait(timeout=max(deadline - time.monotonic(), 0.001))
+    except subprocess.TimeoutExpired:
+        return streams[proc.stdout.fileno()], streams[proc.stderr.fileno()], False
+    return streams[proc.stdout.fileno()], streams[proc.stderr.fileno()], True
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop(proc: subprocess.Popen[bytes], contained: bool) -> None:
+    """Kill the sandbox (its PID namespace goes with it) or the host process group."""
+    if not contained:
+        _kill_group(proc)  # what the command left behind in its group, even after it exited
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for f in (proc.stdout, proc.stderr):
+        if f is not None:
+            f.close()
+
+
+def _render(out: _Stream, err: _Stream, code: int, max_chars: int, limits: Limits) -> str:
+    text = out.head.decode(errors="replace")
+    errors = err.head.decode(errors="replace")
+    if errors:
+        text += ("\n" if text else "") + errors
+    cut = out.total > len(out.head) or err.total > len(err.head) or len(text) > max_chars
+    if len(text) > max_chars:
+        text = text[:max_chars]
+    if cut:
+        text += (f"\n[... output cut at {max_chars} characters: the command wrote "
+                 f"{out.total + err.total} bytes]")
+    sig = code - 128 if code > 128 else -code if code < 0 else 0
+    if sig in _SIGNALS:
+        text += (f"\n[the command was stopped: {_SIGNALS[signal.Signals(sig)]} "
+                 f"(CPU {limits.cpu_s} s, memory {limits.memory_mb} MiB, files "
+                 f"{limits.file_mb} MiB, {limits.processes} processes)]")
+    return text

@@ -1,0 +1,70 @@
+"""The allow-list of the unused-code gate (``scripts/unused_code.py``, run by ``make lint``).
+
+Code that nothing in the repository calls, yet is used: public API (fields, members and
+methods of classes in a package's ``__all__``), hooks that Python, pydantic, asyncio, tqdm or
+PyFlink call, and functions the plan names as ``module:qualname`` strings. vulture reads this
+file (it is never run): naming an attribute here marks every attribute of that name as used.
+Add a line only for such code, with the reason; delete dead code instead.
+"""
+
+# ruff: noqa: B018
+from shlex import shlex
+
+from tqdm import tqdm
+
+import flink_agents_py
+from flink_agents_py.agents import ReActAgent
+from flink_agents_py.api import MemorySetItem, ResourceName, RunStatus, TokenUsage
+from flink_agents_py.compat import RunStatus as CompatRunStatus
+from flink_agents_py.observability import Distribution
+from flink_agents_py.runtime._builtin_actions import chat_model_action, tool_call_action
+from flink_agents_py.runtime._knowledge import DurableVectorStore, context_retrieval_action
+from flink_agents_py.runtime._stepper import _StepperLoop
+from flink_agents_py.starter.my_agent import scripted_model
+
+flink_agents_py.__getattr__  # PEP 562: the package's lazy attributes
+
+# public API: model fields, names and members nothing in the repository reads
+TokenUsage.input_tokens
+TokenUsage.output_tokens
+MemorySetItem.memory_set_name
+MemorySetItem.updated_at
+ResourceName.ChatModel.OPENAI_COMPLETIONS_CONNECTION
+ResourceName.ChatModel.OPENAI_COMPLETIONS_SETUP
+ResourceName.ChatModel.VLLM_CONNECTION
+ResourceName.ChatModel.VLLM_SETUP
+ResourceName.ChatModel.ANTHROPIC_CONNECTION
+ResourceName.ChatModel.ANTHROPIC_SETUP
+ResourceName.ChatModel.LLAMA_CPP_CONNECTION
+ResourceName.ChatModel.SCRIPTED_CONNECTION
+ResourceName.EmbeddingModel.OPENAI_CONNECTION
+ResourceName.EmbeddingModel.OPENAI_SETUP
+ResourceName.EmbeddingModel.MINILM_CONNECTION
+ResourceName.EmbeddingModel.MINILM_SETUP
+RunStatus.terminal
+CompatRunStatus.State.NOT_STARTED
+CompatRunStatus.State.RUNNING
+CompatRunStatus.State.FAILED
+Distribution.percentile
+DurableVectorStore.aget  # docs/how-to/knowledge.md
+
+# Flink Agents' sub-agent metadata methods: the plan calls them by name (plan/_plan.py)
+ReActAgent.get_subagent_description
+ReActAgent.get_subagent_input_schema
+
+# built-in actions: the plan names them as "module:qualname" strings (plan/_plan.py)
+chat_model_action
+tool_call_action
+context_retrieval_action
+scripted_model  # the starter's model (flink_agents_py/starter/my_agent.py), by its name
+
+# asyncio calls these on the running loop (runtime/_stepper.py's stand-in loop)
+_StepperLoop.call_at
+_StepperLoop.get_debug
+_StepperLoop.is_running
+
+# attributes of other libraries' objects we set: tqdm's bar (flink/_progress.py), shlex's
+# lexer (skills/_commands.py)
+tqdm.initial
+tqdm.last_print_n
+shlex.whitespace_split

@@ -1,0 +1,88 @@
+"""The agent and failpoint of ``test_replay_upgrades_flink``: code "redeployed" by a restore.
+
+Imported by the Flink workers by reference (``tests/`` is on ``sys.path``). On the first
+attempt the agent runs the old code; once the job was crashed (the ``crashed`` marker exists,
+see ``support.crash``) it runs the new code: key ``swap`` makes its two ``functools.partial``
+calls in the other order, key ``patch`` branches with ``ctx.patched("v2")``, and key ``new``
+(a record that arrives only after the restore) runs the new branch.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+from support.crash import CrashOnceBase, append_line, first_attempt, pace
+
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+
+__all__ = ["Upgraded", "CrashWhenHeld", "Pick", "pace", "LAST"]
+
+LAST = 60
+"""The last number of the paced source: the ``new`` record (~3 s of open input)."""
+
+
+def price(d: str, item: str) -> str:
+    append_line(d, "calls.log", f"price {item}")
+    return f"PRICE({item})"
+
+
+def price_v2(d: str, item: str) -> str:
+    append_line(d, "calls.log", f"price_v2 {item}")
+    return f"V2({item})"
+
+
+def hold(d: str) -> str:
+    """On the first attempt, wait for the crash (at most 60 s); then return at once."""
+    deadline = time.monotonic() + 60
+    while first_attempt(d) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return "held"
+
+
+class Upgraded(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        d, kind = event.input["dir"], event.input["kind"]
+        upgraded = not first_attempt(d)  # the code deployed from the checkpoint
+        new_branch = None
+        if kind == "swap":
+            order = ("pear", "apple") if upgraded else ("apple", "pear")
+            got = [await ctx.durable_execute_async(functools.partial(price, d, item))
+                   for item in order]
+        else:
+            new_branch = upgraded and ctx.patched("v2")
+            if new_branch:
+                got = [await ctx.durable_execute_async(price_v2, d, "fig")]
+            else:
+                got = [await ctx.durable_execute_async(price, d, "fig"),
+                       await ctx.durable_execute_async(price, d, "kiwi")]
+        await ctx.durable_execute_async(hold, d)
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "got": got, "patched": new_branch}))
+
+
+class Pick:
+    """The records of the scenario from the paced numbers: ``swap`` and ``patch`` at once,
+    ``new`` as the last number, only after the restore."""
+
+    def __init__(self, d: str) -> None:
+        self.d = d
+
+    def __call__(self, n: int) -> bool:
+        return n in (0, 1) or (n == LAST and not first_attempt(self.d))
+
+
+class CrashWhenHeld(CrashOnceBase):
+    """Crash once both runs have recorded their call ``c1`` under a completed checkpoint (their
+    ``hold`` call is then in flight)."""
+
+    def __call__(self, point: str, key: Any, info: dict[str, Any]) -> None:
+        if not self.first_attempt():
+            return
+        if point == "call_recorded" and info["call_id"] == "r0/go/c1":
+            self.note(str(key))
+        elif point == "timer" and {"swap", "patch"} <= set(self.seen) and all(
+                self.checkpointed_since(self.seen[k]) for k in ("swap", "patch")):
+            self.crash("swap+patch", "injected crash: both runs mid-way, checkpointed")

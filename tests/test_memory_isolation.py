@@ -1,0 +1,192 @@
+"""Long-term memory and vector stores are isolated by default (issue 26, section 2).
+
+One key tries every memory operation on another key's item ids (on the local runner, and on
+a Flink MiniCluster); two agents of one process share neither memory nor an in-memory
+store declared without a collection; a collection named by the program is shared the way
+Chroma shares it (filled through chromadb's own client, found by the agent).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+pytest.importorskip("chromadb")
+
+import knowledge_agents as ka  # noqa: E402
+
+from flink_agents_py import AgentsExecutionEnvironment  # noqa: E402
+from flink_agents_py.api import (  # noqa: E402
+    Agent,
+    ContextRetrievalRequestEvent,
+    ContextRetrievalResponseEvent,
+    EmbeddingModelSetup,
+    InputEvent,
+    OutputEvent,
+    ResourceDescriptor,
+    ResourceType,
+)
+from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel  # noqa: E402
+from flink_agents_py.integrations.vector_stores import ChromaVectorStore  # noqa: E402
+from flink_agents_py.plan import AgentPlan  # noqa: E402
+
+NOTES = ["alice note one", "alice note two", "alice note three"]
+
+
+def _run(agent: Agent, *records: dict[str, Any]) -> list[dict[str, Any]]:
+    result = AgentsExecutionEnvironment.local().from_list(list(records)).apply(agent).run()
+    assert result.errors == []
+    return result.outputs
+
+
+def _attack(ids: list[str]) -> dict[str, Any]:
+    return {"key": "mallory", "op": "attack", "ids": ids, "query": "alice note"}
+
+
+def _assert_found_nothing(attack: dict[str, Any]) -> None:
+    assert attack == {"key": "mallory", "op": "attack", "get": [], "get_one": [],
+                      "search": [], "sync_search": [], "listed": [], "size": 0,
+                      "shared_get": [], "shared_size": 0, "had": False}
+
+
+def _assert_intact(agent: Agent, ids: list[str]) -> None:
+    [read] = _run(agent, {"key": "alice", "op": "read", "ids": ids, "query": "alice note"})
+    assert read["values"] == read["by_id"] == read["found"] == sorted(NOTES)
+    assert read["size"] == 3
+
+
+def test_a_key_cannot_read_or_delete_another_keys_memory_by_its_ids(tmp_path):
+    agent = ka.NotesAgent(str(tmp_path / "db"))
+    [added] = _run(agent, {"key": "alice", "op": "add", "texts": NOTES})
+    ids = added["ids"]
+    assert len(set(ids)) == 3 and all(i.startswith("ltm-") and len(i) == 36 for i in ids)
+    [attack] = _run(agent, _attack(ids))
+    _assert_found_nothing(attack)
+    _assert_intact(agent, ids)
+
+
+def test_item_ids_depend_on_a_secret_of_the_store_not_only_on_the_key(tmp_path):
+    # the same key, record and action on two stores: were ids computable from the key and
+    # the execution alone, they would be equal
+    first = _run(ka.NotesAgent(str(tmp_path / "a")), {"key": "alice", "op": "add",
+                                                        "texts": NOTES})[0]["ids"]
+    second = _run(ka.NotesAgent(str(tmp_path / "b")), {"key": "alice", "op": "add",
+                                                         "texts": NOTES})[0]["ids"]
+    assert set(first).isdisjoint(second)
+    # and stable for one store: a replayed add upserts the same ids
+    again = ka.NotesAgent(str(tmp_path / "a"))
+    assert _run(again, {"key": "alice", "op": "add", "texts": NOTES})[0]["ids"] == first
+
+
+def test_two_agents_in_one_process_share_no_memory(tmp_path):
+    path = str(tmp_path / "db")  # one store directory, one memory collection, one key
+    mine, other = ka.NotesAgent(path), ka.OtherNotesAgent(path)
+    ids = _run(mine, {"key": "alice", "op": "add", "texts": NOTES})[0]["ids"]
+    [attack] = _run(other, {**_attack(ids), "key": "alice"})
+    _assert_found_nothing({**attack, "key": "mallory"})
+    _assert_intact(mine, ids)
+
+
+def test_two_agents_with_an_in_memory_store_and_no_collection_do_not_share_documents():
+    a = _run(ka.StoreAgent(), {"key": "k", "text": "first agent's document"})
+    b = _run(ka.OtherStoreAgent(), {"key": "k", "text": "second agent's document"})
+    assert a[0]["found"] == ["first agent's document"] and a[0]["size"] == 1
+    assert b[0]["found"] == ["second agent's document"] and b[0]["size"] == 1
+    assert a[0]["collection"] != b[0]["collection"]
+    assert a[0]["collection"].startswith("StoreAgent_kb_")
+    # named after the agent and the resource: the same in every plan of the agent
+    plan = AgentPlan.from_agent(ka.StoreAgent())
+    store = plan.resources[ResourceType.VECTOR_STORE]["kb"]
+    assert store.descriptor.arguments["collection"] == a[0]["collection"]
+
+
+def test_plain_agents_are_told_apart_by_their_actions():
+    def collection(fn: Any) -> str:
+        agent = Agent().add_action("act", [InputEvent], fn)
+        agent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+            ChromaVectorStore, embedding_model=None))
+        plan = AgentPlan.from_agent(agent)
+        return plan.resources[ResourceType.VECTOR_STORE]["kb"].descriptor.arguments["collection"]
+
+    assert collection(ka.store_op) != collection(ka.notes_op)
+    assert collection(ka.store_op) == collection(ka.store_op)  # stable: the same program
+
+
+def _retrieve(event: InputEvent, ctx: Any) -> None:
+    ctx.send_event(ContextRetrievalRequestEvent(query=event.input["q"], vector_store="kb",
+                                                max_results=2))
+
+
+def _answer(event: ContextRetrievalResponseEvent, ctx: Any) -> None:
+    ctx.send_event(OutputEvent(output={"error": event.error,
+                                       "docs": [d.content for d in event.documents]}))
+
+
+def test_a_named_collection_filled_through_chromadbs_own_client_is_found():
+    import chromadb
+
+    name = f"kb-{uuid.uuid4().hex[:12]}"
+    texts = ["flink is a stream processor", "python is a language", "chroma stores vectors"]
+    vectors = HashingEmbeddingModel(dimension=16).embed_texts(texts).embeddings
+    chromadb.EphemeralClient().get_or_create_collection(name).add(
+        ids=[f"doc{i}" for i in range(3)], documents=texts, embeddings=vectors)
+
+    agent = Agent()
+    agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                       ResourceDescriptor(HashingEmbeddingModel, dimension=16))
+    agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                       ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+    agent.add_resource("kb", ResourceType.VECTOR_STORE,
+                       ResourceDescriptor(ChromaVectorStore, embedding_model="emb",
+                                          collection=name))
+    agent.add_action("retrieve", [InputEvent], _retrieve)
+    agent.add_action("answer", [ContextRetrievalResponseEvent], _answer)
+    [out] = _run(agent, {"key": "q", "q": "python is a language"})
+    assert out["error"] is None and out["docs"][0] == "python is a language"
+    # and a chromadb client opened afterwards (default settings) sees the same collection
+    assert chromadb.EphemeralClient().get_collection(name).count() == 3
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(300)
+def test_isolation_holds_on_a_minicluster(tmp_path):
+    pytest.importorskip("pyflink")
+    from pyflink.common import Types, WatermarkStrategy
+    from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+
+    from flink_agents_py.flink import create_stream_environment
+
+    path = str(tmp_path / "db")
+    agent = ka.NotesAgent(path)
+    ids = _run(agent, {"key": "alice", "op": "add", "texts": NOTES})[0]["ids"]
+
+    env = create_stream_environment()
+    env.set_parallelism(1)  # one embedded Chroma (SQLite) writer
+    pickled = Types.PICKLED_BYTE_ARRAY()
+    records = [_attack(ids), {"key": "bob", "op": "add", "texts": ["bob's own note"]}]
+    ds = env.from_source(NumberSequenceSource(0, 1), WatermarkStrategy.no_watermarks(),
+                         "records").map(lambda n: records[n], output_type=pickled)
+    applied = AgentsExecutionEnvironment.flink(env).from_datastream(ds).apply(agent)
+    with applied.to_datastream().execute_and_collect("memory-isolation") as rows:
+        outs = {o["key"]: o for o in rows}
+    _assert_found_nothing(outs["mallory"])
+    assert len(outs["bob"]["ids"]) == 1 and outs["bob"]["ids"][0] not in ids
+    _assert_intact(agent, ids)
+
+
+def test_a_collection_chromadbs_persistent_client_filled_is_shared_by_path(tmp_path):
+    import chromadb
+
+    from flink_agents_py.api import Document, VectorStoreQuery
+
+    path = str(tmp_path / "kb")
+    client = chromadb.PersistentClient(path=path)
+    client.get_or_create_collection("facts").add(ids=["a"], documents=["hello"],
+                                                 embeddings=[[1.0, 0.0]])
+    store = ChromaVectorStore(persist_directory=path, collection="facts")
+    found = store.query(VectorStoreQuery(query_embedding=[1.0, 0.0], limit=2)).documents
+    assert [(d.id, d.content) for d in found] == [("a", "hello")]
+    store.add([Document(content="mine", embedding=[0.0, 1.0])])
+    assert client.get_collection("facts").count() == 2  # one instance: chromadb sees it

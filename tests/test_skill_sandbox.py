@@ -1,0 +1,694 @@
+"""Skill commands contained by the kernel (issue 26, section 1): the bubblewrap sandbox.
+
+Every hostile command the issue lists is a scripted model's ``run_skill_command`` tool call
+on the local runner (a ReAct agent), and the assertions are on what the model read back and
+on the host: the host's ``/etc/passwd`` never shows, nothing is written in the host's
+``/tmp``, a ``127.0.0.1`` listener the test opens gets no connection, and a leftover
+``sleep`` is gone from the process table after the timeout. The programs that run programs
+(``find -exec``, sed's ``e``, awk's ``system()``, ``git -c alias.x=!...``, ``xargs``) do run
+their payload, contained; the same payload with ``sandbox="none"`` does reach the host (the
+checks can see an escape). One MiniCluster job runs several of them from a user's own module
+in a temporary directory; another user module measures the memory a huge output costs.
+
+These tests need bubblewrap: they skip, naming why, where it cannot run, except under CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import tracemalloc
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.sandbox import require_bubblewrap
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.agents import ReActAgent
+from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
+from flink_agents_py.skills import (
+    MAX_FILE_CHARS,
+    CommandRefusedError,
+    LoadSkillTool,
+    RunSkillCommandTool,
+    SandboxUnavailableError,
+    ShellEquivalentCommandWarning,
+    SkillError,
+)
+from flink_agents_py.testing import ScriptedRequest, model_from_function, tool_call, tool_calls
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+PYTHON = str(VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable))
+
+SKILL_MD = """---
+name: tricky
+description: A skill whose folder and commands try to get out.
+---
+Run the commands you are given.
+"""
+
+PAYLOAD = """id
+cat /etc/passwd
+touch {marker}
+bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' && echo CONNECTED
+echo payload-done
+"""
+
+FAKE_CAT = "#!/bin/sh\necho PWNED-BY-THE-SKILL-S-OWN-CAT\n"
+
+COMMANDS = ["cat", "sed", "sort", "find", "awk", "git", "xargs", "echo", "seq", "wc", "sleep",
+            "yes", "head", "tee", "ls"]
+
+
+@pytest.fixture()
+def listener() -> Iterator[socket.socket]:
+    """A TCP listener on the host's 127.0.0.1 (non-blocking: ``accept`` answers at once)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.setblocking(False)
+    yield srv
+    srv.close()
+
+
+@pytest.fixture()
+def marker() -> Iterator[Path]:
+    """A path in the host's /tmp that a contained command must not be able to create."""
+    path = Path("/tmp") / f"flink-agents-py-sandbox-{uuid.uuid4().hex}"
+    yield path
+    path.unlink(missing_ok=True)
+
+
+@pytest.fixture()
+def skills(tmp_path: Path, listener: socket.socket, marker: Path) -> Path:
+    """A skill folder with a symlink to /etc, payload scripts and executables named ``cat``."""
+    skill = tmp_path / "skills" / "tricky"
+    (skill / "bin").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(SKILL_MD)
+    (skill / "notes.txt").write_text("b\na\n")
+    (skill / "sys").symlink_to("/etc")
+    (skill / "payload.sh").write_text(PAYLOAD.format(marker=marker,
+                                                     port=listener.getsockname()[1]))
+    (skill / "limits.sh").write_text("cat /proc/self/limits\n")
+    for fake in (skill / "cat", skill / "bin" / "cat"):
+        fake.write_text(FAKE_CAT)
+        fake.chmod(0o755)
+    return tmp_path / "skills"
+
+
+def tool(skills: Path, **options: object) -> RunSkillCommandTool:
+    """The command tool over ``skills``, allowing ``COMMANDS`` (shell-equivalent: warned)."""
+    options = {"allowed_commands": COMMANDS, **options}
+    with pytest.warns(ShellEquivalentCommandWarning):
+        return RunSkillCommandTool(paths=[str(skills)], **options)  # type: ignore[arg-type]
+
+
+def ask(command_tool: RunSkillCommandTool | LoadSkillTool, **arguments: object) -> object:
+    """What the model read back after one tool call with ``arguments`` (on the local runner).
+
+    A result is the tool's value decoded from JSON; a failed call is the ``Error: ...`` text.
+    """
+    def script(request: ScriptedRequest) -> object:
+        done = [m for m in request.messages if m.role == "tool"]
+        if not done:
+            return tool_calls(tool_call(command_tool.name, "c1", **arguments))
+        return json.dumps({"read": done[0].content})
+
+    agent = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"),
+                       tools=[command_tool])
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(script))
+    job = AgentsExecutionEnvironment.local().from_list(["go"]).apply(agent)
+    outputs = job.collect()
+    assert job.result.errors == []
+    read = json.loads(outputs[0])["read"]
+    return read if read.startswith("Error: ") else json.loads(read)
+
+
+def host_passwd_lines() -> list[str]:
+    """Lines of the host's /etc/passwd the sandbox's two-line fake does not have."""
+    lines = [ln for ln in Path("/etc/passwd").read_text().splitlines()
+             if ln and not ln.endswith(":/tmp:/usr/sbin/nologin")]
+    assert lines, "the host's /etc/passwd has lines to look for"
+    return lines
+
+
+def assert_no_host_secrets(text: str) -> None:
+    """``text`` shows no line of the host's /etc/passwd."""
+    leaked = [ln for ln in host_passwd_lines() if ln in text]
+    assert leaked == [], leaked
+
+
+def assert_contained(result: object, listener: socket.socket, marker: Path) -> None:
+    """The payload ran to its end, and read, wrote and connected nothing of the host's."""
+    assert isinstance(result, dict), result
+    out = result["output"]
+    assert "uid=" in out and "payload-done" in out, out  # it ran
+    assert_no_host_secrets(out)
+    assert not marker.exists(), "the command wrote in the host's /tmp"
+    assert "CONNECTED" not in out
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # nothing connected to the host's listener
+
+
+def test_a_symlink_to_etc_in_a_skill_folder_reads_the_sandbox_etc_not_the_hosts(skills):
+    require_bubblewrap()
+    result = ask(tool(skills), skill="tricky", command="cat sys/passwd")
+    assert isinstance(result, dict)
+    assert result["output"].startswith("root:x:0:0:root:/tmp:/usr/sbin/nologin\n")
+    assert_no_host_secrets(result["output"])
+    # load_skill refuses the symlink outright
+    read = ask(LoadSkillTool(paths=[str(skills)]), name="tricky", file="sys/passwd")
+    assert isinstance(read, str) and "has no file 'sys/passwd'" in read
+
+
+def test_every_kind_of_symlink_out_of_a_skill_folder_stays_inside_the_sandbox(skills,
+                                                                              tmp_path):
+    """A file symlink, one in a subfolder, and a relative one climbing out: none reach out."""
+    require_bubblewrap()
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("host-secret-4711\n")
+    skill = skills / "tricky"
+    (skill / "sub").mkdir()
+    (skill / "leak.txt").symlink_to(secret)
+    (skill / "sub" / "leak.txt").symlink_to(secret)
+    (skill / "up").symlink_to("../../../../../../../..")
+    t = tool(skills)
+    climbed = "up" + str(secret)
+    for command in ("cat leak.txt", "cat sub/leak.txt", f"cat {climbed}",
+                    "find -L sub -name leak.txt -exec cat {} +"):
+        result = ask(t, skill="tricky", command=command)
+        assert isinstance(result, dict), (command, result)
+        assert "host-secret-4711" not in result["output"], command
+        assert result["exit_code"] != 0, (command, result)  # no such file in the sandbox
+
+
+def test_an_outside_path_inside_an_argument_reads_and_writes_only_the_sandbox(skills, marker):
+    require_bubblewrap()
+    t = tool(skills)
+    result = ask(t, skill="tricky", command="sed -n '1r /etc/passwd' SKILL.md")
+    assert isinstance(result, dict) and "root:x:0:0:root:/tmp" in result["output"]
+    assert_no_host_secrets(result["output"])
+    result = ask(t, skill="tricky", command=f"sort -o{marker} notes.txt")
+    assert result == {"exit_code": 0, "output": ""}  # written in the sandbox's own /tmp
+    assert not marker.exists()
+    # the skill's files are read-only; new files go to the private scratch, then vanish
+    result = ask(t, skill="tricky", command="sort -onotes.txt notes.txt")
+    assert isinstance(result, dict) and result["exit_code"] != 0
+    assert "Read-only file system" in result["output"]
+    assert ask(t, skill="tricky", command="sort -osorted.txt notes.txt") == {
+        "exit_code": 0, "output": ""}
+    assert (skills / "tricky" / "notes.txt").read_text() == "b\na\n"
+    assert not (skills / "tricky" / "sorted.txt").exists()
+
+
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
+def test_the_hosts_environment_never_reaches_a_command(skills, monkeypatch, sandbox):
+    if sandbox == "bubblewrap":
+        require_bubblewrap()
+    monkeypatch.setenv("MY_PROVIDER_API_KEY", "sk-do-not-leak")
+    t = tool(skills, sandbox=sandbox, allowed_commands=[*COMMANDS, "env"])
+    result = ask(t, skill="tricky", command="env")
+    assert isinstance(result, dict) and result["exit_code"] == 0
+    names = sorted(line.split("=", 1)[0] for line in result["output"].splitlines())
+    assert names == (["HOME", "LANG", "PATH", "PWD"] if sandbox == "bubblewrap"
+                     else ["LANG", "PATH"])
+    assert "sk-do-not-leak" not in result["output"]
+
+
+def test_find_exec_runs_id_inside_the_sandbox(skills):
+    require_bubblewrap()
+    result = ask(tool(skills), skill="tricky", command="find . -exec sh -c 'id' {} +")
+    assert isinstance(result, dict) and result["exit_code"] == 0
+    assert result["output"].startswith("uid=")
+
+
+ESCAPES = {
+    "find -exec": "find . -maxdepth 0 -exec sh payload.sh {} +",
+    "sed e": "sed -n '1e sh payload.sh' SKILL.md",
+    "awk system()": "awk 'BEGIN { system(\"sh payload.sh\") }'",
+    "git alias": "git -c alias.x='!sh payload.sh' x",
+    "xargs": "echo payload.sh | xargs sh",
+}
+
+
+@pytest.mark.parametrize("command", list(ESCAPES.values()), ids=list(ESCAPES))
+def test_programs_that_run_programs_stay_contained(skills, listener, marker, command):
+    require_bubblewrap()
+    if command.startswith("git") and shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    assert_contained(ask(tool(skills), skill="tricky", command=command), listener, marker)
+
+
+def test_the_same_payload_without_the_sandbox_reaches_the_host(skills, listener, marker):
+    """The checks above can fail: with ``sandbox="none"`` the payload gets out."""
+    result = ask(tool(skills, sandbox="none"), skill="tricky", command=ESCAPES["find -exec"])
+    assert isinstance(result, dict) and "CONNECTED" in result["output"]
+    assert marker.exists()
+    listener.setblocking(True)
+    listener.settimeout(30)
+    listener.accept()[0].close()
+
+
+def _sleeps() -> set[int]:
+    """The pids of ``sleep 300`` processes in the host's process table."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) >= 2 and argv[0].rsplit(b"/", 1)[-1] == b"sleep" and argv[1] == b"300":
+            found.add(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
+def test_a_timeout_kills_every_process_the_command_started(skills, sandbox):
+    if sandbox == "bubblewrap":
+        require_bubblewrap()
+    before = _sleeps()
+    t = tool(skills, timeout_s=5, sandbox=sandbox)
+    answer: list[object] = []
+    run = threading.Thread(target=lambda: answer.append(
+        ask(t, skill="tricky", command="echo 300 | xargs sleep")))
+    run.start()
+    seen: set[int] = set()
+    while run.is_alive():  # the sleep xargs started shows in the host's process table
+        seen |= _sleeps() - before
+        run.join(0.05)
+    assert seen, "the command's sleep was never seen running"
+    assert answer and isinstance(answer[0], str)
+    assert "ran past 5.0 s and was stopped" in answer[0]
+    limit = time.monotonic() + 30
+    while seen & _sleeps() and time.monotonic() < limit:
+        time.sleep(0.05)
+    assert not seen & _sleeps(), "the sleep outlived the timeout"
+
+
+def test_when_the_python_process_dies_the_commands_processes_die_too(tmp_path, skills):
+    """A TaskManager (here a user's script) killed mid-command leaves no process behind."""
+    require_bubblewrap()
+    work = tmp_path / "user"
+    work.mkdir()
+    (work / "runner.py").write_text(textwrap.dedent(f"""
+        import warnings
+        from flink_agents_py.skills import RunSkillCommandTool
+        warnings.simplefilter("ignore")
+        tool = RunSkillCommandTool(paths=[{str(skills)!r}], allowed_commands=["echo", "xargs"],
+                                   timeout_s=600)
+        tool.run("tricky", "echo 300 | xargs sleep")
+    """))
+    before = _sleeps()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    runner = subprocess.Popen([PYTHON, "runner.py"], cwd=work, env=env)
+    try:
+        limit = time.monotonic() + 120
+        while not _sleeps() - before and runner.poll() is None and time.monotonic() < limit:
+            time.sleep(0.05)
+        started = _sleeps() - before
+        assert started, "the command's sleep was never seen running"
+    finally:
+        runner.kill()
+        runner.wait()
+    limit = time.monotonic() + 30
+    while started & _sleeps() and time.monotonic() < limit:
+        time.sleep(0.05)
+    assert not started & _sleeps(), "the sleep outlived the process that started it"
+
+
+def test_a_pipeline_stage_reads_the_whole_stream(skills):
+    require_bubblewrap()
+    assert ask(tool(skills), skill="tricky", command="seq 1 100000 | wc -l") == {
+        "exit_code": 0, "output": "100000\n"}
+
+
+def test_a_pipeline_passes_every_word_literally_to_its_stage(skills):
+    """The pipeline's ``/bin/sh`` gets quoted words: no globbing, braces or splitting."""
+    require_bubblewrap()
+    command = """echo '*' 'a  b' "it's" '{a,b}' 'x|y' '#z' | cat"""
+    assert ask(tool(skills), skill="tricky", command=command) == {
+        "exit_code": 0, "output": "* a  b it's {a,b} x|y #z\n"}
+
+
+def test_resource_limits_stop_a_command_and_say_which(skills):
+    require_bubblewrap()
+    t = tool(skills, timeout_s=120, max_cpu_s=1, max_file_mb=1, max_memory_mb=64,
+             max_processes=20, allowed_commands=[*COMMANDS, "awk"])
+    limits = ask(t, skill="tricky", command="find limits.sh -exec sh {} +")
+    assert isinstance(limits, dict)
+    rows = {" ".join(line.split()[:-3]): line.split()[-3:-1]
+            for line in limits["output"].splitlines()[1:]}
+    assert rows["Max cpu time"] == ["1", "2"]
+    assert rows["Max file size"] == [str(1 << 20)] * 2
+    assert rows["Max processes"] == ["20", "20"]
+    assert rows["Max address space"] == [str(64 << 20)] * 2
+    busy = ask(t, skill="tricky", command="awk 'BEGIN { while (1) n++ }'")
+    assert isinstance(busy, dict) and busy["exit_code"] == 128 + 24  # SIGXCPU, not the timeout
+    assert "used up its CPU time limit" in busy["output"]
+    big = ask(t, skill="tricky", command="yes | head -c 3000000 | tee big.txt")
+    assert isinstance(big, dict) and big["exit_code"] == 128 + 25  # SIGXFSZ
+    assert "reached the file size limit" in big["output"]
+    hungry = ask(t, skill="tricky", command="awk 'BEGIN { s = \"x\"; while (1) s = s s }'")
+    assert isinstance(hungry, dict) and hungry["exit_code"] != 0
+    assert "memory" in hungry["output"].lower()  # mawk: "out of memory"; gawk: "cannot allocate"
+
+
+FORKS_MODULE = """
+import json
+import warnings
+
+from flink_agents_py.skills import RunSkillCommandTool
+
+warnings.simplefilter("ignore")
+tool = RunSkillCommandTool(paths=["skills"], allowed_commands=["find"], max_processes=8,
+                           timeout_s=60)
+print(json.dumps(tool.run("", "find forks.sh -exec sh {} +")))
+"""
+
+
+def test_the_process_limit_stops_a_fork_loop_from_a_user_module():
+    """``max_processes`` holds for a normal user (the kernel exempts root: run as nobody)."""
+    require_bubblewrap()
+    work = Path(tempfile.mkdtemp(prefix="flink-agents-py-forks-"))  # readable by nobody
+    try:
+        work.chmod(0o755)
+        (work / "skills").mkdir()
+        (work / "skills" / "SKILL.md").write_text(SKILL_MD)
+        (work / "skills" / "forks.sh").write_text(
+            "for i in $(seq 1 30); do sleep 5 & done\necho started-all-30\n")
+        (work / "forks_agent.py").write_text(FORKS_MODULE)
+        for p in [work / "skills", *work.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        as_nobody = (["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+                     if os.getuid() == 0 else [])
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        proc = subprocess.run([*as_nobody, PYTHON, "forks_agent.py"], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert "started-all-30" not in result["output"]
+        assert "Cannot fork" in result["output"] or "unavailable" in result["output"]
+    finally:
+        shutil.rmtree(work)
+
+
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
+def test_a_relative_path_entry_never_runs_the_skills_own_program(skills, monkeypatch, sandbox):
+    if sandbox == "bubblewrap":
+        require_bubblewrap()
+    monkeypatch.chdir(skills / "tricky")
+    monkeypatch.setenv("PATH", os.pathsep.join([".", "bin", os.environ.get("PATH", "")]))
+    result = ask(tool(skills, sandbox=sandbox), skill="tricky", command="cat notes.txt")
+    assert result == {"exit_code": 0, "output": "b\na\n"}
+
+
+def test_load_skill_reads_at_most_its_cap_of_a_huge_file(skills):
+    big = skills / "tricky" / "big.txt"
+    with big.open("wb") as f:
+        f.write(b"start of a huge file\n")
+        f.truncate(300 << 20)  # 300 MB, sparse
+    tracemalloc.start()
+    try:
+        read = ask(LoadSkillTool(paths=[str(skills)]), name="tricky", file="big.txt")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(read, str) and read.startswith("start of a huge file\n")
+    assert read.endswith(f"[... cut at {MAX_FILE_CHARS} characters: the file has "
+                         f"{300 << 20} bytes]")
+    assert peak < 30 << 20, f"{peak} bytes allocated at the peak"
+
+
+def test_a_huge_skill_md_is_read_up_to_the_cap_and_said_cut(tmp_path):
+    skill = tmp_path / "huge"
+    skill.mkdir()
+    with (skill / "SKILL.md").open("wb") as f:
+        f.write(SKILL_MD.replace("tricky", "huge").encode())
+        f.truncate(300 << 20)
+    tracemalloc.start()
+    try:
+        loaded = ask(LoadSkillTool(paths=[str(skill)]), name="huge")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(loaded, dict)
+    assert loaded["instructions"].startswith("Run the commands you are given.")
+    assert loaded["instructions"].endswith(f"the file has {300 << 20} bytes]")
+    assert peak < 30 << 20, f"{peak} bytes allocated at the peak"
+
+
+def test_without_bubblewrap_a_command_is_refused_saying_what_to_install(skills, monkeypatch,
+                                                                        caplog):
+    from flink_agents_py.skills import _sandbox
+
+    real_find = _sandbox._find
+    monkeypatch.setattr(_sandbox, "_find", lambda name: None if name == "bwrap"
+                        else real_find(name))
+    _sandbox._bubblewrap_status.cache_clear()
+    try:
+        configured = tool(skills)
+        assert "bubblewrap (bwrap) is not installed" in caplog.text  # said at configuration
+        read = ask(configured, skill="tricky", command="cat notes.txt")
+        assert isinstance(read, str)
+        assert "bubblewrap (bwrap) is not installed" in read
+        assert "apt-get install bubblewrap" in read and 'sandbox="none"' in read
+        with pytest.raises(SandboxUnavailableError):
+            tool(skills).run("tricky", "cat notes.txt")
+        # the explicit opt-out trusts the model like a shell user
+        trusting = tool(skills, sandbox="none")
+        assert trusting.run("tricky", "cat notes.txt") == {"exit_code": 0, "output": "b\na\n"}
+    finally:
+        _sandbox._bubblewrap_status.cache_clear()
+
+
+def test_without_prlimit_sandbox_none_still_runs_a_command(skills, monkeypatch, caplog):
+    """Where util-linux is absent (macOS), the trusting mode runs without limits, saying so."""
+    from flink_agents_py.skills import _sandbox
+
+    real_find = _sandbox._find
+    monkeypatch.setattr(_sandbox, "_find", lambda name: None if name == "prlimit"
+                        else real_find(name))
+    _sandbox._warn_no_limits.cache_clear()
+    trusting = tool(skills, sandbox="none")
+    assert trusting.run("tricky", "seq 1 100000 | wc -l") == {"exit_code": 0,
+                                                              "output": "100000\n"}
+    assert "get no CPU, memory, file or process limits" in caplog.text
+    with pytest.raises(CommandRefusedError, match=r"prlimit \(util-linux\) is not installed"):
+        tool(skills).run("tricky", "cat notes.txt")
+
+
+def test_where_bubblewrap_cannot_make_namespaces_a_command_is_refused_saying_why(
+        skills, monkeypatch):
+    """The probe's failure (user namespaces refused, here an option bwrap rejects) is named."""
+    require_bubblewrap()
+    from flink_agents_py.skills import _sandbox
+
+    real_args = _sandbox._base_args
+    monkeypatch.setattr(_sandbox, "_base_args",
+                        lambda bwrap: [*real_args(bwrap), "--no-such-bwrap-option"])
+    _sandbox._bubblewrap_status.cache_clear()
+    try:
+        read = ask(tool(skills), skill="tricky", command="cat notes.txt")
+        assert isinstance(read, str) and "cannot create its namespaces here" in read
+        assert "--no-such-bwrap-option" in read  # bwrap's own words
+        assert 'sandbox="none"' in read
+    finally:
+        _sandbox._bubblewrap_status.cache_clear()
+
+
+def test_an_allowed_program_that_is_not_installed_is_named_at_configuration_and_refused(
+        skills, caplog):
+    t = RunSkillCommandTool(paths=[str(skills)], allowed_commands=["cat", "no-such-program"])
+    assert "allowed_commands: 'no-such-program' is not installed (looked in" in caplog.text
+    read = ask(t, skill="tricky", command="no-such-program --help")
+    assert isinstance(read, str) and "'no-such-program' is not installed" in read
+
+
+def test_an_allow_list_naming_a_program_that_runs_programs_warns_at_configuration(skills,
+                                                                                 caplog):
+    with pytest.warns(ShellEquivalentCommandWarning, match=r"\['find', 'python3\.12'\]"):
+        RunSkillCommandTool(paths=[str(skills)], allowed_commands=["cat", "find", "python3.12"])
+    assert "['find', 'python3.12'] can run other programs" in caplog.text
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RunSkillCommandTool(paths=[str(skills)], allowed_commands=["cat", "echo", "bc", "wc"])
+
+
+def _seq_bytes(n: int) -> int:
+    """The bytes ``seq 1 n`` writes."""
+    total, digits, low = 0, 1, 1
+    while low <= n:
+        high = min(n, 10 ** digits - 1)
+        total += (high - low + 1) * (digits + 1)
+        digits, low = digits + 1, 10 ** digits
+    return total
+
+
+HUGE_OUTPUT_MODULE = '''
+import json
+import resource
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.agents import ReActAgent
+from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
+from flink_agents_py.skills import skill_tools
+from flink_agents_py.testing import model_from_function, tool_call, tool_calls
+
+
+def script(request):
+    done = [m for m in request.messages if m.role == "tool"]
+    if not done:
+        return tool_calls(tool_call("run_skill_command", "c1", command="seq 1 30000000"))
+    return done[0].content
+
+
+agent = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"),
+                   tools=skill_tools(["skills"], allowed_commands=["seq"], timeout_s=120))
+agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(script))
+job = AgentsExecutionEnvironment.local().from_list(["go"]).apply(agent)
+job.collect()  # warm up: imports, the runner, the sandbox probe
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+job = AgentsExecutionEnvironment.local().from_list(["go"]).apply(agent)
+outputs = job.collect()
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"result": json.loads(outputs[0]), "grew_kib": after - before}))
+'''
+
+
+def test_a_huge_output_is_streamed_and_cut_from_a_user_module(tmp_path, skills):
+    """``seq 1 30000000`` (259 MB) from a user's script: the memory held stays near the cap."""
+    require_bubblewrap()
+    work = tmp_path / "user"
+    work.mkdir()
+    assert ROOT not in work.resolve().parents
+    (work / "skills").mkdir()
+    (work / "skills" / "SKILL.md").write_text(SKILL_MD)
+    (work / "my_agent.py").write_text(HUGE_OUTPUT_MODULE)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([PYTHON, "my_agent.py"], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = got["result"]["output"]
+    assert got["result"]["exit_code"] == 0
+    assert out.startswith("1\n2\n3\n")
+    assert out.endswith(f"[... output cut at 8000 characters: the command wrote "
+                        f"{_seq_bytes(30_000_000)} bytes]")
+    assert got["grew_kib"] < 64 * 1024, f"the run grew by {got['grew_kib']} KiB"
+
+
+FLINK_MODULE = '''
+import json
+from pathlib import Path
+
+from flink_agents_py.agents import ReActAgent
+from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
+from flink_agents_py.skills import skill_tools
+from flink_agents_py.testing import ScriptedChatModel, tool_call, tool_calls
+
+HERE = Path(__file__).resolve().parent
+COMMANDS = {COMMANDS!r}
+
+
+def script(request):
+    command = next(m.content for m in request.messages if m.role == "user")
+    done = [m for m in request.messages if m.role == "tool"]
+    if not done:
+        return tool_calls(tool_call("run_skill_command", "c1", command=command))
+    return json.dumps({{"command": command, "read": done[0].content}})
+
+
+def record_of(n):
+    return {{"key": f"k{{n}}", "input": COMMANDS[n]}}
+
+
+def build():
+    agent = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"),
+                       tools=skill_tools([str(HERE / "skills")], timeout_s=5,
+                                         allowed_commands=["cat", "find", "seq", "wc", "echo",
+                                                           "xargs", "sleep"]))
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
+        ScriptedChatModel, function=f"{{__name__}}:script"))
+    return agent
+'''
+
+FLINK_MAIN = '''
+from pyflink.common import Types, WatermarkStrategy
+from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.flink import create_stream_environment
+from my_skills import COMMANDS, build, record_of
+
+env = create_stream_environment()
+agents = AgentsExecutionEnvironment.flink(env)
+ds = env.from_source(NumberSequenceSource(0, len(COMMANDS) - 1),
+                     WatermarkStrategy.no_watermarks(), "commands").map(
+    record_of, output_type=Types.PICKLED_BYTE_ARRAY())
+out = agents.from_datastream(ds).apply(build(), name="skilled").to_datastream()
+with out.execute_and_collect("skill-sandbox") as results:
+    for row in results:
+        print("OUT " + row)
+'''
+
+
+@pytest.mark.flink
+def test_hostile_commands_stay_contained_on_a_minicluster(tmp_path, skills, listener, marker):
+    """One MiniCluster job, a user's module from a temporary folder, four hostile commands."""
+    require_bubblewrap()
+    pytest.importorskip("pyflink")
+    commands = ["cat sys/passwd", ESCAPES["find -exec"], "seq 1 100000 | wc -l",
+                "echo 300 | xargs sleep"]
+    work = tmp_path / "user"
+    work.mkdir()
+    assert ROOT not in work.resolve().parents
+    (work / "skills").symlink_to(skills / "tricky")
+    (work / "my_skills.py").write_text(FLINK_MODULE.format(COMMANDS=commands))
+    (work / "main.py").write_text(textwrap.dedent(FLINK_MAIN))
+    before = _sleeps()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FLINK_CONF_DIR")}
+    proc = subprocess.run([PYTHON, "main.py"], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    rows = [json.loads(line[4:]) for line in proc.stdout.splitlines() if line.startswith("OUT ")]
+    read = {row["command"]: row["read"] for row in rows}
+    assert sorted(read) == sorted(commands)
+    passwd = json.loads(read["cat sys/passwd"])["output"]
+    assert passwd.startswith("root:x:0:0:root:/tmp:")
+    assert_no_host_secrets(passwd)
+    assert_contained(json.loads(read[ESCAPES["find -exec"]]), listener, marker)
+    assert json.loads(read["seq 1 100000 | wc -l"]) == {"exit_code": 0, "output": "100000\n"}
+    assert read["echo 300 | xargs sleep"].startswith("Error: ")
+    assert "ran past 5.0 s and was stopped" in read["echo 300 | xargs sleep"]
+    assert not _sleeps() - before, "a sleep outlived the job's timeout"
+
+
+def test_a_writable_skill_keeps_what_its_commands_write_and_others_do_not(skills, tmp_path):
+    require_bubblewrap()
+    other = skills / "other"
+    other.mkdir()
+    (other / "SKILL.md").write_text("---\nname: other\ndescription: x\n---\nx\n")
+    t = tool(skills, writable_skills=["tricky"])
+    assert ask(t, skill="tricky", command="sort -osorted.txt notes.txt") == {
+        "exit_code": 0, "output": ""}
+    assert (skills / "tricky" / "sorted.txt").read_text() == "a\nb\n"
+    assert ask(t, skill="other", command="sort -ocopy.txt SKILL.md")["exit_code"] == 0
+    assert not (other / "copy.txt").exists()
+    with pytest.raises(SkillError, match=r"writable_skills: no skill named \['nope'\]"):
+        RunSkillCommandTool(paths=[str(skills)], allowed_commands=["cat"],
+                            writable_skills=["nope"])

@@ -1,0 +1,143 @@
+"""YAML documents are read within a budget: an alias bomb fails fast with a ``YamlError``.
+
+The budget is counted in nodes (``_nodes.MAX_NODES`` once aliases and merge keys are
+expanded, ``_nodes.MAX_DEPTH`` levels), so these tests assert how many nodes were built,
+never how long it took.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from flink_agents_py.yaml import YamlError, load_agents, read_yaml
+from flink_agents_py.yaml import _nodes
+
+pytestmark = pytest.mark.timeout(60)
+
+# the classic "billion laughs": 9 levels of 9 aliases each, 9**9 (387 million) strings
+BOMB = """\
+# yaml alias bomb: do not feed to an unbounded loader
+a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]
+agents:
+  - name: bomb
+    actions: [{name: go, function: "yaml_helpers:start", on: [InputEvent]}]
+    config: {payload: *i}
+"""
+
+GOOD = """\
+agents:
+  - name: small
+    actions:
+      - &first {name: one, function: "yaml_helpers:start", on: [InputEvent]}
+      - {<<: *first, name: two}
+"""
+
+
+def assert_names_the_entry(problem: str, source: str) -> None:
+    """The problem names the top-level entry whose expansion went over, at its own line."""
+    m = re.match(rf"{re.escape(source)}:(\d+): ([a-i])\[\d+\]", problem)
+    assert m, problem
+    assert BOMB.splitlines()[int(m.group(1)) - 1].startswith(f"{m.group(2)}: &")
+
+
+@pytest.fixture
+def built(monkeypatch):
+    """Counts the nodes the loader turns into data (``_nodes._construct`` calls)."""
+    calls = [0]
+    original = _nodes._construct
+
+    def counting(*args, **kwargs):
+        calls[0] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_nodes, "_construct", counting)
+    return calls
+
+
+def test_an_alias_bomb_file_is_refused_after_at_most_the_node_budget(tmp_path, built):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BOMB)
+    assert len(BOMB.encode()) < 700  # a few hundred bytes ...
+    assert 9 ** 9 > 1000 * _nodes.MAX_NODES  # ... that would expand to 387 million strings
+    with pytest.raises(YamlError) as info:
+        load_agents(path)
+    assert built[0] <= _nodes.MAX_NODES + 1  # the work done: bounded by the budget
+    err = info.value
+    assert err.source == str(path)
+    [problem] = err.problems
+    assert problem.startswith(f"{path}:")
+    assert_names_the_entry(problem, str(path))
+    assert f"more than {_nodes.MAX_NODES} nodes" in problem and "alias" in problem
+    assert str(path) in str(err)
+
+
+def test_an_alias_bomb_given_as_text_is_refused_the_same_way(built):
+    with pytest.raises(YamlError) as info:
+        load_agents(BOMB.encode())
+    assert built[0] <= _nodes.MAX_NODES + 1
+    assert_names_the_entry(info.value.problems[0], "<string>")
+
+
+def test_a_merge_key_bomb_is_bounded(built):
+    lines = ["m0: &m0 {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9}"]
+    for k in range(1, 10):  # each level merges the previous one nine times, and nests it
+        prev = f"*m{k - 1}"
+        lines.append(f"m{k}: &m{k} {{<<: [{', '.join([prev] * 9)}], "
+                     f"x: [{', '.join([prev] * 9)}]}}")
+    lines.append("agents: [*m9]")
+    with pytest.raises(YamlError) as info:
+        load_agents("\n".join(lines) + "\n")
+    assert built[0] <= _nodes.MAX_NODES + 1
+    assert f"more than {_nodes.MAX_NODES} nodes" in str(info.value)
+
+
+def test_a_document_with_too_many_nodes_is_refused_while_it_is_read(built):
+    text = "agents: [" + "1, " * (_nodes.MAX_NODES + 10) + "1]\n"
+    with pytest.raises(YamlError) as info:
+        load_agents(text)
+    assert built[0] == 0  # stopped while composing: nothing was turned into data
+    assert f"more than {_nodes.MAX_NODES} nodes" in str(info.value)
+
+
+@pytest.mark.parametrize("depth", [_nodes.MAX_DEPTH + 5, 5000])
+def test_a_document_nested_too_deeply_is_a_yaml_error(depth):
+    text = "agents: " + "[" * depth + "]" * depth + "\n"
+    with pytest.raises(YamlError) as info:
+        load_agents(text)
+    assert f"{_nodes.MAX_DEPTH} levels" in str(info.value)
+
+
+def test_aliases_and_merge_keys_within_the_budget_still_load(built):
+    agents = load_agents(GOOD)
+    assert list(agents) == ["small"]
+    assert 0 < built[0] < 100
+
+
+def test_the_docs_say_a_yaml_file_must_be_trusted_like_code():
+    page = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "yaml.md").read_text()
+    assert "a YAML file is code" in page and "module:qualname" in page
+    assert f"{_nodes.MAX_NODES:,}" in page and f"{_nodes.MAX_DEPTH} levels" in page
+
+
+def test_read_yaml_gives_any_untrusted_yaml_the_same_budget(built):
+    # e.g. the front matter of a skill folder someone else wrote
+    with pytest.raises(YamlError) as info:
+        read_yaml(BOMB, "SKILL.md")
+    assert built[0] <= _nodes.MAX_NODES + 1
+    assert info.value.problems[0].startswith("SKILL.md:")
+    assert read_yaml("name: pdf\ndescription: Reads PDFs\nflag: yes\n") == {
+        "name": "pdf", "description": "Reads PDFs", "flag": "yes"}
+    assert read_yaml("") is None
+    with pytest.raises(YamlError, match="duplicate key 'a'"):
+        read_yaml("a: 1\na: 2\n")
