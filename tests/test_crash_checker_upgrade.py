@@ -104,6 +104,14 @@ def test_changed_arguments_at_a_recorded_call_are_reported():
     assert all(f.points for f in report.distinct())
 
 
+def test_the_same_change_guarded_by_ctx_patched_reports_nothing():
+    # the upgrade recipe (docs/concepts/replay-divergence.md): runs recorded by the old code
+    # keep the old arguments, new runs take the new ones
+    report = _check(ua.RestorablePatched())
+    report.assert_ok()
+    assert sum(p.replayed for p in report.points) > 0
+
+
 def test_a_call_dropped_from_the_middle_is_reported():
     report = _check(ua.RestorableFewerCalls())
     assert not report.ok

@@ -9,6 +9,7 @@ Of ``Restorable`` (tests/support/restorable_agents.py):
 - ``RestorableNewArguments``: calls ``fetch`` with another version (the recorded outcome
   would be handed to a call with other arguments).
 - ``RestorableFewerCalls``: drops the failing ``lookup`` call.
+- ``RestorablePatched``: ``RestorableNewArguments``' change under ``ctx.patched`` (safe).
 - ``RestorableRenamed``: the same action under another name.
 
 Of ``DurableChatAgent`` (tests/durability_agents.py):
@@ -43,7 +44,7 @@ from support.restorable_agents import (
 )
 
 __all__ = ["Audited", "RestorableWithAudit", "RestorableReordered", "RestorableNewArguments",
-           "RestorableFewerCalls", "RestorableRenamed", "DurableChatNewAnswer",
+           "RestorableFewerCalls", "RestorablePatched", "RestorableRenamed", "DurableChatNewAnswer",
            "DurableChatNoteFirst", "Restorable", "DurableChatAgent", "note"]
 
 
@@ -59,7 +60,8 @@ class Audited(Event):
 
 
 async def _restorable(event: InputEvent, ctx: RunnerContext, *, reorder: bool = False,
-                      version: int | None = None, lookup_too: bool = True) -> dict:
+                      version: int | None = None, lookup_too: bool = True,
+                      patched: bool = False) -> dict:
     """``Restorable.on_input``'s body, with the changes each twin makes."""
     x = event.input["x"]
     stm = ctx.short_term_memory
@@ -67,6 +69,8 @@ async def _restorable(event: InputEvent, ctx: RunnerContext, *, reorder: bool = 
     stm.set("inputs", [*stm.get("inputs", []), x])
     ctx.sensory_memory.set("seen", x)
     v = ARG_VERSION["v"] if version is None else version
+    if patched and ctx.patched("fetch-v2"):  # the upgrade recipe: old runs keep version 1
+        v = 2
     if reorder:
         b = await ctx.durable_execute_async(fetch, x, v)
         a = ctx.durable_execute(stamp, x)
@@ -126,6 +130,15 @@ class RestorableFewerCalls(Agent):
     @staticmethod
     async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
         ctx.send_event(OutputEvent(output=await _restorable(event, ctx, lookup_too=False)))
+
+
+class RestorablePatched(Agent):
+    """Safe: ``RestorableNewArguments``' change, guarded by ``ctx.patched("fetch-v2")``."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output=await _restorable(event, ctx, patched=True)))
 
 
 class RestorableRenamed(Agent):
