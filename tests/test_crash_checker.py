@@ -263,7 +263,9 @@ SCENARIOS = [
                         [("a", "great shoes", "S1"), ("b", "meh", "S22"), ("a", "great", "S3")]]),
     Scenario("tool chat, two tools", lambda: __import__("flink_agents_for_tests").tool_chat_agent(),
              lambda d: [{"key": f"k{n % 2}", "item": item} for n, item in
-                        enumerate(["apple", "pear", "plum"])]),
+                        enumerate(["apple", "pear", "plum"])],
+             # its output names the process it ran in (os.getpid()), by design
+             options={"other_process": False}),
     Scenario("three tools, serial dispatch", _identity_agent("serial"),
              lambda d: [{"key": "a"}, {"key": "b"}]),
     Scenario("three tools, concurrent dispatch", _identity_agent("concurrent"),

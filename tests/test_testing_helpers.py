@@ -178,6 +178,8 @@ def test_progress_counts_input_records_done_of_total_leaving_out_control_records
     assert "7/7" not in err and "outputs=4" in err and "errors=1" in err
 
 
+# the blocks run by exec, in no importable module: restores in another process are skipped
+@pytest.mark.filterwarnings("ignore:check_replay_safety")
 def test_the_testing_and_replay_safety_guides_run_as_written():
     import pathlib
     import re
@@ -190,7 +192,7 @@ def test_the_testing_and_replay_safety_guides_run_as_written():
                                              flags=re.S)):
             exec(compile(block, f"{page} block {i}", "exec"), namespace)  # noqa: S102
             ran += 1
-    assert ran == 7 and namespace["report"].ok
+    assert ran == 9 and namespace["report"].ok
 
 
 def test_progress_of_a_restored_job_starts_from_the_records_done(capsys):

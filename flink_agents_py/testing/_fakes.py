@@ -141,6 +141,15 @@ class CallCounter:
         self._lock = threading.Lock()
         self._counts: collections.Counter[str] = collections.Counter()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # picklable (the checker sends ``counter.reset`` to another process): counts only
+        with self._lock:
+            return {"counts": dict(self._counts)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._lock = threading.Lock()
+        self._counts = collections.Counter(state["counts"])
+
     def count(self, name: str, n: int = 1) -> int:
         """Add ``n`` calls of ``name``.
 

@@ -11,99 +11,39 @@ records, no recorded call executed again, no call skipped, no ``ReplayDivergence
 from __future__ import annotations
 
 import collections
-import json
 import time
-from collections.abc import Callable, Iterable
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..api import Agent
-from ..local import LocalExecutionEnvironment, default_key_selector
+from ..local import default_key_selector
 from ..plan import AgentPlan
-from ..runtime import CallRecord, ErrorRecord, Journal, Observer
-from ._report import PointResult, ReplaySafetyReport, shape, short
-
-if TYPE_CHECKING:
-    from ..runtime._commands import CallCommand
+from ..runtime import Journal
+from ._process import draw_seeds, restore_elsewhere
+from ._report import PointResult, ReplaySafetyReport, short
+from ._runs import Observed, Setup, TeeJournal, changed_arguments, fault_free, run_recovery
 
 __all__ = ["check_replay_safety"]
-
-DIVERGENCE = "ReplayDivergenceError"
-"""The error type name a diverging replay raises (matched by name, through the MRO)."""
-
-CallKey = tuple[Any, str]  # (record key, call id)
-
-
-class _Recorder(Observer):
-    """Notes, with the host callback they happened in, what the checker compares."""
-
-    def __init__(self) -> None:
-        self.step = 0  # host callbacks completed; hooks now run in callback ``step + 1``
-        self.executed: list[tuple[int, CallKey]] = []
-        self.replayed: list[tuple[int, CallKey]] = []
-        self.recorded: list[tuple[int, CallKey]] = []
-        self.outputs: list[tuple[Any, Any]] = []
-        self.divergences: list[str] = []
-        self.finished: dict[tuple[Any, str], int] = {}  # (key, execution id) -> callback
-
-    def call_started(self, key: Any, call_id: str, command: CallCommand, replayed: bool) -> None:
-        (self.replayed if replayed else self.executed).append((self.step + 1, (key, call_id)))
-
-    def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
-        self.recorded.append((self.step + 1, (key, call_id)))
-
-    def output_emitted(self, key: Any, output: Any, parent: str) -> None:
-        self.outputs.append((key, output))
-
-    def action_finished(self, key: Any, execution_id: str, action: str,
-                        error: BaseException | None) -> None:
-        self.finished.setdefault((key, execution_id), self.step + 1)
-        if error is not None and DIVERGENCE in {c.__name__ for c in type(error).__mro__}:
-            self.divergences.append(f"key {key!r}: {execution_id}: {error}")
-
-
-class _TeeJournal(Journal):
-    """Forwards to the user's journal and keeps a copy of every append.
-
-    The copy re-creates what a crashed attempt left in a journal that outlives it.
-    """
-
-    def __init__(self, inner: Journal) -> None:
-        self.inner = inner
-        self.appended: list[tuple[Any, str, CallRecord]] = []
-
-    def append(self, key: Any, call_id: str, record: CallRecord) -> None:
-        self.appended.append((key, call_id, record.model_copy(deep=True)))
-        self.inner.append(key, call_id, record)
-
-    def lookup(self, key: Any, call_id: str) -> CallRecord | None:
-        return self.inner.lookup(key, call_id)
-
-    def run_completed(self, key: Any, run: str) -> None:
-        self.inner.run_completed(key, run)
 
 
 @dataclass
 class _Baseline:
-    """The fault-free run, and how to run a recovery like it."""
+    """The fault-free run, and what each recovery is compared with."""
 
-    plan: AgentPlan
-    records: list[Any]
-    selector: Callable[[Any], Any]
-    journal_factory: Callable[[], Journal] | None
-    reset: Callable[[], None] | None
-    max_in_flight: int
+    run: Observed
     ordered: bool
-    rec: _Recorder
-    tee: _TeeJournal | None
-    errors: list[tuple[Any, Any]]
+    journal: bool
 
     def __post_init__(self) -> None:
-        self.expected_out = _by_key(self.rec.outputs)
-        self.expected_err = _by_key(self.errors)
-        self.executed_all = {c for _, c in self.rec.executed}
-        self.made_all = self.executed_all | {c for _, c in self.rec.replayed}
-        self.recorded_all = {c for _, c in self.rec.recorded}
+        self.expected_out = _by_key((k, (s, t)) for k, s, t in self.run.outputs)
+        self.expected_err = _by_key(self.run.errors)
+        self.executed_all = {c for _, c in self.run.executed}
+        self.made_all = self.executed_all | {c for _, c in self.run.replayed}
+        self.recorded_all = {c for _, c in self.run.recorded}
+        self.effects = collections.Counter(
+            s.site for _, s in self.run.sightings if s.kind not in ("clock", "random"))
 
 
 def _by_key(items: Iterable[tuple[Any, Any]]) -> dict[Any, list[Any]]:
@@ -115,10 +55,6 @@ def _by_key(items: Iterable[tuple[Any, Any]]) -> dict[Any, list[Any]]:
 
 def _freeze(key: Any) -> Any:
     return tuple(_freeze(k) for k in key) if isinstance(key, (list, tuple)) else key
-
-
-def _error_view(err: ErrorRecord) -> tuple[Any, Any]:
-    return err.key, (err.seq, err.action, err.execution_id, err.error_type, err.message)
 
 
 def _sample(total: int, max_points: int | None) -> list[int]:
@@ -133,11 +69,15 @@ def _sample(total: int, max_points: int | None) -> list[int]:
 
 def _compare(what: str, expected: dict[Any, list[Any]], got: dict[Any, list[Any]],
              ordered: bool, problems: list[str]) -> int:
-    """Compare per key (type trees, in order unless not ``ordered``); returns items compared."""
+    """Compare per key (``(type tree, shown)`` items, in order unless not ``ordered``).
+
+    Returns:
+        The items compared.
+    """
     compared = 0
     for key in sorted(set(expected) | set(got), key=repr):
-        want = [shape(v) for v in expected.get(key, [])]
-        have = [shape(v) for v in got.get(key, [])]
+        want = [v[0] for v in expected.get(key, [])]
+        have = [v[0] for v in got.get(key, [])]
         compared += len(want)
         if not ordered:
             want, have = sorted(want, key=repr), sorted(have, key=repr)
@@ -148,10 +88,16 @@ def _compare(what: str, expected: dict[Any, list[Any]], got: dict[Any, list[Any]
                             f"the fault-free run had {len(want)}")
             continue
         i = next(i for i, (a, b) in enumerate(zip(want, have, strict=True)) if a != b)
-        problems.append(f"{what} mismatch: key {key!r} #{i}: got {short(got[key][i])} "
-                        f"(shape {short(have[i])}), fault-free {short(expected[key][i])} "
-                        f"(shape {short(want[i])})")
+        shown, wanted = got[key][i][1], expected[key][i][1]
+        if shown == wanted:  # the same text: the types differ
+            shown, wanted = (f"{shown} (shape {short(have[i])})",
+                             f"{wanted} (shape {short(want[i])})")
+        problems.append(f"{what} mismatch: key {key!r} #{i}: got {shown}, fault-free {wanted}")
     return compared
+
+
+def _errors(items: Iterable[tuple[Any, Any]]) -> list[tuple[Any, tuple[Any, str]]]:
+    return [(k, (v, short(v))) for k, v in items]
 
 
 def check_replay_safety(
@@ -165,6 +111,8 @@ def check_replay_safety(
     max_points: int | None = None,
     ordered: bool = True,
     name: str | None = None,
+    other_process: bool = True,
+    hash_seeds: int | Sequence[int] = 2,
 ) -> ReplaySafetyReport:
     """Crash the agent at every point a checkpoint could be taken; check each recovery.
 
@@ -172,8 +120,11 @@ def check_replay_safety(
     callbacks (an input record handed to the operator, or a key woken for completed I/O),
     the operator state there, and every durable call. Then, for each point, a new runtime is
     restored from that state through its JSON form (as Flink restores keyed state), the
-    records the source had not delivered are fed again, and the job runs to completion.
-    Per point it checks:
+    records the source had not delivered are fed again, and the job runs to completion:
+    once in this process, and once more in another process started with another
+    ``PYTHONHASHSEED`` (as a restarted TaskManager is), so that an action whose durable
+    calls follow a set's iteration order of strings (which changes between processes)
+    shows. Per point it checks:
 
     - outputs (``OutputEvent.output``): what the fault-free run emitted before the point,
       then what the recovery emitted, equal to the fault-free outputs per key, in order, as
@@ -183,11 +134,19 @@ def check_replay_safety(
       call executes at most once more; with ``journal_factory``, no call whose outcome the
       crashed attempt journaled executes again (exactly once in total);
     - no call of the fault-free run is skipped, and no call it never made appears;
-    - no action fails with ``ReplayDivergenceError`` (in any sub-agent or chat too).
+    - no action fails with ``ReplayDivergenceError`` (in any sub-agent or chat too), and no
+      recorded outcome is handed to a call whose arguments changed;
+    - no side effect of action code outside durable calls is done again.
+
+    While the agent's actions run (outside their durable calls), an I/O sentinel reports
+    socket connects and sends, file writes outside temporary directories, subprocess
+    starts and ``time``/``random``/``uuid``/``secrets`` reads, each once with the file and
+    line of the user's code that made it (a file write inside a temporary directory is
+    reported when a recovery repeats it).
 
     The journal case assumes the crashed attempt ran to the end before failing (the most it
     can have journaled). Fakes must answer the same request the same way in every run (a
-    pure function of the request, or made so by ``reset``).
+    pure function of the request, or made so by ``reset``), in every process.
 
     Args:
         agent: the agent (compiled once) or its plan.
@@ -196,85 +155,101 @@ def check_replay_safety(
         journal_factory: makes a new, empty write-ahead journal (e.g. a ``SqliteJournal``
             on a new path) each call; the checker fills each recovery's with what the
             crashed attempt appended. ``None``: no journal.
-        reset: called before every run (the fault-free one and each recovery) to reset the
-            fakes' external state.
+        reset: called before every run (the fault-free one and each recovery, in the other
+            process too) to reset the fakes' external state.
         max_in_flight: the most I/O calls running at once (local runner).
         max_points: try at most this many points, evenly spread (default: all).
         ordered: compare each key's outputs in order (``False``: as multisets, for agents
             whose outputs within a run race each other).
         name: the agent's name in the report (default: its class name).
+        other_process: restore every point tried once more in another process, under
+            another ``PYTHONHASHSEED``. That needs the agent's actions importable as
+            ``module:qualname`` (defined at the top level of a module, not in a test
+            function or ``__main__``) and the agent, ``reset``, ``key_selector`` and
+            ``journal_factory`` picklable with cloudpickle; otherwise the report says why
+            it was skipped (``report.other_process``) and the check runs in this process
+            only. ``False``: this process only (fakes that keep an external service's
+            state in this process's memory need it).
+        hash_seeds: the other processes' ``PYTHONHASHSEED`` values, or how many to draw at
+            random (default 2; never the seed of this process); the points are shared out
+            among them in turn, and the processes run side by side. Two seeds give a set
+            of three strings the order it had here with a chance of about 1 in 6 each, so
+            a defect seen at two or more points is missed about 3 times in 100. The report
+            names each seed, to rerun a finding.
 
     Returns:
         The report; ``report.assert_ok()`` raises ``AssertionError`` with its table when any
-        check failed.
+        check failed, each distinct finding once.
 
     Raises:
         RuntimeError: when the fault-free run itself does not complete.
+        ValueError: when ``max_points`` or ``hash_seeds`` is not valid.
     """
+    seeds = draw_seeds(hash_seeds) if other_process else []
     plan = agent if isinstance(agent, AgentPlan) else AgentPlan.from_agent(agent)
-    records = list(inputs)
-    selector = key_selector or default_key_selector
     label = name or (type(agent).__name__ if not isinstance(agent, AgentPlan) else "AgentPlan")
     t0 = time.monotonic()
-
-    if reset is not None:
-        reset()
-    base = _Recorder()
-    tee = _TeeJournal(journal_factory()) if journal_factory is not None else None
-    env = LocalExecutionEnvironment(max_in_flight, journal=tee, metrics=False, observer=base)
-    job = env.from_list(records, selector).apply(plan)
-    snapshots: list[str | None] = [None]  # point 0: before the first callback (a fresh start)
-    marks: list[tuple[int, int]] = [(0, 0)]
-
-    def on_step(j: Any) -> None:
-        base.step += 1
-        snapshots.append(json.dumps(j.snapshot()))
-        marks.append((len(base.outputs), len(j.result.errors)))
-
-    result = job.run(on_step=on_step)
-    ff = _Baseline(plan, records, selector, journal_factory, reset, max_in_flight, ordered, base,
-                   tee, [_error_view(e) for e in result.errors])
+    setup = Setup(plan, list(inputs), key_selector or default_key_selector, journal_factory,
+                  reset, max_in_flight)
+    tee = TeeJournal(journal_factory()) if journal_factory is not None else None
+    run, snapshots, marks = fault_free(setup, tee)
+    setup.journaled = tee.appended if tee is not None else []
+    ff = _Baseline(run, ordered, journal_factory is not None)
     report = ReplaySafetyReport(
-        agent=label, inputs=len(records), keys=len(set(ff.expected_out) | set(ff.expected_err)),
+        agent=label, inputs=len(setup.records),
+        keys=len(set(ff.expected_out) | set(ff.expected_err)),
         journal=journal_factory is not None, points_total=len(snapshots),
-        calls=len(base.executed), outputs=len(base.outputs), errors=len(result.errors))
-    for point in _sample(len(snapshots), max_points):
-        report.points.append(_recover(ff, point, snapshots[point], marks[point]))
+        calls=len(run.executed), outputs=len(run.outputs), errors=len(run.errors))
+    for s in sorted({s.describe(): s for _, s in run.sightings if not s.temporary}.values(),
+                    key=lambda s: (s.file, s.line, s.what)):
+        report.sightings.append(s.describe())
+        report.sighting_lines[s.describe()] = s.code
+    points = _sample(len(snapshots), max_points)
+    for point in points:
+        report.points.append(_judge(ff, point, marks[point],
+                                    run_recovery(setup, snapshots[point]), None))
+    if other_process:
+        done, report.other_process = restore_elsewhere(
+            setup, [(p, snapshots[p]) for p in points], seeds)
+        for point, seed, observed in done:
+            report.elsewhere.append(_judge(ff, point, marks[point], observed, seed))
+        if not done or len(done) < len(points):
+            warnings.warn(f"check_replay_safety({label}): restores in another process "
+                          f"{report.other_process}", stacklevel=2)
     report.seconds = time.monotonic() - t0
     return report
 
 
-def _recover(ff: _Baseline, point: int, snapshot: str | None, mark: tuple[int, int]
-             ) -> PointResult:
-    """Restore at ``point``, run to completion, and check the recovery against ``ff``."""
-    res = PointResult(point=point)
-    if ff.reset is not None:
-        ff.reset()
-    journal: Journal | None = None
-    if ff.journal_factory is not None and ff.tee is not None:
-        journal = ff.journal_factory()
-        for key, call_id, record in ff.tee.appended:  # what the crashed attempt left behind
-            journal.append(key, call_id, record)
-    rec = _Recorder()
-    env = LocalExecutionEnvironment(ff.max_in_flight, journal=journal, metrics=False, observer=rec)
-    job = env.from_list(ff.records, ff.selector).apply(ff.plan)
-    if snapshot is not None:
-        job.restore(json.loads(snapshot))
-    try:
-        out = job.run()
-    except Exception as e:  # noqa: BLE001 - a recovery that cannot finish is a finding
-        res.problems.append(f"recovery failed: {type(e).__name__}: {e}")
+def _judge(ff: _Baseline, point: int, mark: tuple[int, int], rec: Observed, seed: int | None
+           ) -> PointResult:
+    """Check the recovery from ``point`` (what ``rec`` observed) against the fault-free run."""
+    res = PointResult(point=point, seed=seed)
+    if not rec.completed:
+        first = rec.failure.splitlines()[0] if rec.failure else "unknown"
+        res.problems.append(f"recovery failed: {first}")
+        res.details[res.problems[-1]] = rec.failure
         return res
     n_out, n_err = mark
-    got_out = _by_key([*ff.rec.outputs[:n_out], *rec.outputs])
-    got_err = _by_key([*ff.errors[:n_err], *(_error_view(e) for e in out.errors)])
+    base = ff.run
+    got_out = _by_key([*((k, (s, t)) for k, s, t in base.outputs[:n_out]),
+                       *((k, (s, t)) for k, s, t in rec.outputs)])
+    got_err = _by_key(_errors([*base.errors[:n_err], *rec.errors]))
     res.outputs_compared = _compare("outputs", ff.expected_out, got_out, ff.ordered,
                                     res.problems)
-    _compare("error records", ff.expected_err, got_err, ff.ordered, res.problems)
+    known = len(res.problems)
+    _compare("error records", _by_key(_errors(base.errors)), got_err, ff.ordered,
+             res.problems)
+    for message in res.problems[known:]:  # where the key's first new error was raised
+        for e, tb in zip(rec.errors, rec.error_tracebacks, strict=False):
+            if tb and e not in base.errors and "Divergence" not in e[1][3] \
+                    and message.startswith(f"error records mismatch: key {_freeze(e[0])!r}"):
+                res.details[message] = tb
+                break
 
-    recorded = {c for step, c in ff.rec.recorded if step <= point}
-    started = {c for step, c in ff.rec.executed if step <= point}
+    recorded = {c for step, c in base.recorded if step <= point}
+    started = {c for step, c in base.executed if step <= point}
     runs = collections.Counter(c for _, c in rec.executed)
+    journaled = ff.recorded_all if ff.journal else set()
     res.executed, res.replayed = len(rec.executed), len(rec.replayed)
     for call, n in runs.items():
         where = f"key {call[0]!r} call {call[1]}"
@@ -282,24 +257,54 @@ def _recover(ff: _Baseline, point: int, snapshot: str | None, mark: tuple[int, i
             res.unexpected.append(f"{where}: recorded before the point, executed again")
         elif n > 1:
             res.unexpected.append(f"{where}: executed {n} times after the restore")
-        elif journal is not None and call in ff.recorded_all:
+        elif call in journaled:
             res.unexpected.append(f"{where}: journaled by the crashed attempt, executed again")
         elif call not in ff.executed_all:
             res.problems.append(f"unknown call: {where}: made after the restore only")
         elif call in started:
             res.reexecuted += 1
-    # made again: executed, replayed, or re-attached to its open invocation and completed
     replayed = {c for _, c in rec.replayed}
+    # served: outcomes the restore had (state or journal) that did not run again
+    res.served = len((recorded | (replayed & ff.recorded_all)) - set(runs))
+    # made again: executed, replayed, or re-attached to its open invocation and completed
     made = set(runs) | replayed | {c for _, c in rec.recorded}
     answered = replayed | recorded  # a chat or sub-agent call answered from its record...
+    skipped: dict[Any, list[str]] = collections.defaultdict(list)
     for call in sorted(ff.made_all - recorded - made, key=repr):
         parts = call[1].split("/")
         if any((call[0], "/".join(parts[:i])) in answered for i in range(1, len(parts))):
             continue  # ...does not run what was inside it again
-        done_at = ff.rec.finished.get((call[0], call[1].rsplit("/", 1)[0]))
+        done_at = base.finished.get((call[0], call[1].rsplit("/", 1)[0]))
         if done_at is not None and done_at <= point:
             continue  # its action had completed (without awaiting it): nothing re-enters
-        res.problems.append(f"skipped call: key {call[0]!r} call {call[1]}: made by the "
-                            "fault-free run after the point, neither executed nor replayed")
-    res.divergences = list(rec.divergences)
+        skipped[call[0]].append(call[1])
+    for key, calls in skipped.items():
+        shown = ", ".join(calls[:4]) + (f" and {len(calls) - 4} more" if len(calls) > 4 else "")
+        res.problems.append(f"skipped call: key {key!r}: made by the fault-free run after the "
+                            f"point, neither executed nor replayed: {shown}")
+    res.problems.extend(changed_arguments(base, rec))
+    for message, where in rec.divergences:
+        res.divergences.append(message)
+        if where:
+            res.details[message] = where
+    _repeated_effects(ff, point, rec, res)
     return res
+
+
+def _repeated_effects(ff: _Baseline, point: int, rec: Observed, res: PointResult) -> None:
+    """Side effects outside durable calls the recovery did again (an e-mail sent twice)."""
+    before = collections.Counter(s.site for step, s in ff.run.sightings
+                                 if step <= point and s.kind not in ("clock", "random"))
+    again = collections.Counter(s.site for _, s in rec.sightings
+                                if s.kind not in ("clock", "random"))
+    shown: dict[tuple[str, str, int], Any] = {s.site: s for _, s in rec.sightings}
+    for site, n in again.items():
+        total = ff.effects.get(site, 0)
+        if before[site] + n > total:
+            s = shown[site]
+            message = (f"{s.where}: {s.what} in action {s.action} done again after the "
+                       f"restore (the fault-free run did it {total} "
+                       f"{'time' if total == 1 else 'times'})")
+            res.effects.append(message)
+            if s.code:
+                res.details[message] = s.code
