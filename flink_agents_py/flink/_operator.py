@@ -70,7 +70,6 @@ from ..runtime import (
     AgentCore,
     HostOptions,
     KeyEncoding,
-    RejectedKey,
     RunState,
     StepResult,
     key_encoding,
