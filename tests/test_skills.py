@@ -351,3 +351,31 @@ def test_load_skill_lists_at_most_its_cap_of_files(skills_dir):
 def test_a_huge_command_line_is_refused(skills_dir):
     with pytest.raises(CommandRefusedError, match="more than 10000"):
         parse_command("echo " + "x" * 20_000, {"echo"})
+
+
+@pytest.mark.parametrize(("command", "words"), [
+    ("cut -d '|' -f1 data.txt", [["cut", "-d", "|", "-f1", "data.txt"]]),
+    ("tr ';' ','", [["tr", ";", ","]]),
+    ("echo '>' \"&&\" \\( \\;", [["echo", ">", "&&", "(", ";"]]),
+    ("echo C# a#b", [["echo", "C#", "a#b"]]),  # '#' in a word is a character
+    ("echo a # a comment | cat", [["echo", "a"]]),  # at a word's start it is a comment
+    ("echo \"a\\\"b\" '' x", [["echo", 'a"b', "", "x"]]),
+    ("echo a\t|\tcut -d '|' -f2", [["echo", "a"], ["cut", "-d", "|", "-f2"]]),
+])
+def test_quoted_operator_characters_and_hashes_are_words_as_in_a_shell(command, words):
+    assert parse_command(command, {"echo", "cut", "tr", "cat"}) == words
+
+
+@pytest.mark.parametrize("command", ["echo a|touch x", "echo a&&touch x", "echo a>x",
+                                     "echo 'a'|'touch' x", "echo a\\", "echo \"a"])
+def test_unquoted_operators_next_to_quotes_are_still_operators(command):
+    with pytest.raises(CommandRefusedError, match="refused"):
+        parse_command(command, {"echo"})
+
+
+def test_a_quoted_pipe_reaches_the_program_in_the_sandbox(skills_dir):
+    require_bubblewrap()
+    (skills_dir / "greeter" / "table.txt").write_text("a|b|c\n")
+    tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["cut", "cat"])
+    assert tool.run("greeter", "cut -d '|' -f2 table.txt")["output"] == "b\n"
+    assert tool.run("greeter", "cat table.txt | cut -d '|' -f3")["output"] == "c\n"
