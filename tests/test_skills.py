@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -379,3 +381,31 @@ def test_a_quoted_pipe_reaches_the_program_in_the_sandbox(skills_dir):
     tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["cut", "cat"])
     assert tool.run("greeter", "cut -d '|' -f2 table.txt")["output"] == "b\n"
     assert tool.run("greeter", "cat table.txt | cut -d '|' -f3")["output"] == "c\n"
+
+
+def test_a_fifo_or_device_swapped_in_after_the_check_is_refused_not_read(tmp_path,
+                                                                          monkeypatch):
+    """A writable skill's command may swap a file for a FIFO between the check and the read."""
+    skill = tmp_path / "swapped"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: swapped\ndescription: d\n---\nhi\n")
+    os.mkfifo(skill / "notes.md")
+    (skill / "zero").symlink_to("/dev/zero")
+    tool = LoadSkillTool(paths=[str(skill)])
+    monkeypatch.setattr(Path, "is_file", lambda self: True)  # the check saw a file
+    monkeypatch.setattr(Path, "resolve", lambda self, strict=False: Path(os.path.abspath(self)))
+    results: dict[str, object] = {}
+
+    def load(name: str) -> None:
+        try:
+            results[name] = asyncio.run(tool.acall("swapped", name))
+        except SkillError as e:
+            results[name] = e
+
+    for name in ("notes.md", "zero"):
+        worker = threading.Thread(target=load, args=(name,), daemon=True)
+        worker.start()
+        worker.join(timeout=60)
+        assert not worker.is_alive(), f"load_skill blocked on {name}"
+        assert isinstance(results[name], SkillError), results[name]
+    assert "not a regular file" in str(results["notes.md"])

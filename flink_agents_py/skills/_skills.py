@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -92,9 +93,29 @@ class Skill:
 
 
 def _read_capped(path: Path) -> str:
-    """The text of ``path``: at most ``MAX_FILE_BYTES`` read, ``MAX_FILE_CHARS`` returned."""
-    with path.open("rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    """The text of ``path``: at most ``MAX_FILE_BYTES`` read, ``MAX_FILE_CHARS`` returned.
+
+    The file is opened without blocking and without following a final symlink, and read only
+    when what was opened is a regular file: a FIFO or a device swapped in after the caller
+    looked (a writable skill's command can do it) is refused instead of blocking the
+    operator's thread or reading without end.
+
+    Returns:
+        The text, with a last line saying so when it was cut.
+
+    Raises:
+        SkillError: when ``path`` is no longer a regular file.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise SkillError(f"{path} cannot be read: {e.strerror}") from e
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SkillError(f"{path} is not a regular file (a FIFO, device or socket is "
+                             f"never read)")
+        size = st.st_size
         data = f.read(MAX_FILE_BYTES + 1)
     text = data[:MAX_FILE_BYTES].decode(errors="replace")
     if len(data) > MAX_FILE_BYTES or len(text) > MAX_FILE_CHARS:
