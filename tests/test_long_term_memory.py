@@ -157,7 +157,7 @@ async def _restorable(event: InputEvent, ctx: Any) -> None:
     vec = await ctx.get_resource("emb", ResourceType.EMBEDDING_MODEL).aembed("sole")  # c1
     notes = ctx.long_term_memory.get_memory_set("notes")
     found = await notes.asearch("sole", 3)                            # c2 embed, c3 search
-    notes.add("sole came off after a week")  # the key's first write: c4 draws its epoch
+    notes.add("sole came off after a week")  # (the key's first read drew its epoch)
     gate = await ctx.durable_execute_async(_wait_gate, event.input["block"])  # c5 (or c4)
     ctx.send_event(OutputEvent(output={
         "ids": ids, "dims": len(vec), "found": [f.value for f in found], "gate": gate,
@@ -421,3 +421,52 @@ def test_a_restored_read_does_not_see_what_the_crashed_attempt_wrote_after_the_c
         newer.close()
     assert later == [{"found": ["note one", "note zero"], "listed": ["note zero", "note one"],
                       "size": 2}]
+
+
+async def _first_read_then_write(event: InputEvent, ctx: Any) -> None:
+    notes = ctx.long_term_memory.get_memory_set("notes")
+    before = notes.size()  # the key's first memory access
+    await ctx.durable_execute_async(_wait_gate, True)  # the checkpoint finds it in flight
+    notes.add("first note")
+    ctx.send_event(OutputEvent(output={"before": before, "after": notes.size(),
+                                       "listed": [i.value for i in notes.get()]}))
+
+
+def test_a_restore_inside_a_keys_first_action_hides_what_its_crashed_attempt_wrote(
+        tmp_path, probes):
+    """The checkpoint is taken after the key's first read and before its first write; the
+    crashed attempt then commits its note. The restored action's reads after its add must
+    count the note once (its own pending add), not also the crashed attempt's copy."""
+    agent = Agent()
+    agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                       HashingEmbeddingModel(dimension=8))
+    agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                       ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+    agent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+        ChromaVectorStore, embedding_model="emb", persist_directory=str(tmp_path / "db")))
+    agent.add_action("go", [InputEvent], _first_read_then_write)
+    agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+    plan = AgentPlan.from_agent(agent)
+    expected = [{"before": 0, "after": 1, "listed": ["first note"]}]
+    old = new_core(plan)
+    state = InMemoryKeyState()
+    try:
+        gate().clear()
+        old.on_input(KEY, {"x": 0}, state)
+        calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
+        drive_until(old, state, lambda s: any(not c.done for c in calls(s).values()),
+                    quiet=True)  # the gated call started
+        snapshot = snapshot_of(state, "json")
+        gate().set()
+        crashed, errors = run_to_end(old, state)  # commits "first note", then dies
+        assert errors == [] and crashed == expected
+    finally:
+        gate().set()
+        old.close()
+    new = new_core(plan)
+    try:
+        outputs, errors = run_to_end(new, snapshot)
+    finally:
+        new.close()
+    assert errors == [] and outputs == expected
+    assert [d.content for d in _memory_docs(plan)] == ["first note"]  # upserted, not twice

@@ -107,7 +107,7 @@ class Horizon:
     """What a read of one action execution may see of its own key's writes.
 
     Items this key (``owner``) wrote in its current state's lineage (``epoch``: a random
-    token its short-term memory keeps from its first memory write on, so a new job without
+    token its short-term memory keeps from its first memory read or write on, so a new job without
     that state starts a new one) in a later run than ``run``, or in run ``run`` by one of the
     ``hidden`` executions (the reader and those still in flight), were written by an attempt
     that crashed after the checkpoint this run was restored from: left out.
@@ -486,25 +486,30 @@ class ActionLongTermMemory(BaseLongTermMemory):
         mac = hmac.new(_secret(backend.store, backend.collection), raw, hashlib.sha256)
         return "ltm-" + mac.hexdigest()[:32]
 
-    def _epoch(self) -> str | None:
+    def _epoch(self) -> str:
+        """The key's memory epoch; the first read or write of its lineage draws it.
+
+        Drawn in a durable call (``long_term_memory.epoch``), so a restore to any point after
+        that call (even within the same action execution, before any write) replays the same
+        epoch and its reads leave out what the crashed attempt wrote; kept in the key's
+        short-term memory, applied with the action's other writes (see ``Horizon``).
+
+        Returns:
+            The epoch.
+        """
         epoch = self._ctx.short_term_memory.get(_EPOCH_PATH)
-        return epoch if isinstance(epoch, str) else None
+        if not isinstance(epoch, str):  # drawn in a durable call: the same on a replay
+            epoch = str(self.call("long_term_memory.epoch", secrets.token_hex, 8))
+            self._ctx.short_term_memory.set(_EPOCH_PATH, epoch)
+        return epoch
 
     def tags(self) -> dict[str, Any]:
         """Who writes: this key's scope and epoch, the run and the action execution.
 
-        The first write of a key's lineage draws its epoch (a durable call,
-        ``long_term_memory.epoch``); it is kept in the key's short-term memory, applied with
-        the action's other writes (see ``Horizon``).
-
         Returns:
             The tags of the write-log entry.
         """
-        epoch = self._epoch()
-        if epoch is None:  # drawn in a durable call: the same on a replay
-            epoch = str(self.call("long_term_memory.epoch", secrets.token_hex, 8))
-            self._ctx.short_term_memory.set(_EPOCH_PATH, epoch)
-        return {"owner": self.key_scope, "epoch": epoch, "run": self._ctx.run.seq,
+        return {"owner": self.key_scope, "epoch": self._epoch(), "run": self._ctx.run.seq,
                 "exec": exec_tag(self._ctx.execution_id)}
 
     def horizon(self) -> Horizon:
