@@ -470,3 +470,52 @@ def test_a_restore_inside_a_keys_first_action_hides_what_its_crashed_attempt_wro
         new.close()
     assert errors == [] and outputs == expected
     assert [d.content for d in _memory_docs(plan)] == ["first note"]  # upserted, not twice
+
+
+def _adder(path: str) -> Editor:
+    agent = Editor(path)
+    agent._actions.clear()
+    agent.add_action("edit", [InputEvent], _add_or_list)
+    return agent
+
+
+def _job(path: str, *records: dict[str, Any]) -> list[Any]:
+    result = AgentsExecutionEnvironment.local().from_list(
+        [{"key": "u1", **r} for r in records]).apply(_adder(path)).run()
+    assert result.errors == []
+    return result.outputs
+
+
+def test_a_limited_get_returns_the_oldest_items_whatever_the_stores_order(tmp_path):
+    """A re-executed commit upserts an item again: the store may then return it last. A get
+    with a limit (and the compaction built on it) still takes the oldest items first."""
+    import chromadb
+
+    path = str(tmp_path / "db")
+    _job(path, {"add": "oldest"}, {"add": "middle"}, {"add": "newest"})
+    col = chromadb.PersistentClient(path).get_collection("long_term_memory")
+    got = col.get(include=["embeddings", "documents", "metadatas"])
+    i = got["documents"].index("oldest")
+    col.delete(ids=[got["ids"][i]])  # back in, as an upsert can put it: last in the store
+    col.add(ids=[got["ids"][i]], embeddings=[got["embeddings"][i]], documents=["oldest"],
+            metadatas=[got["metadatas"][i]])
+    assert _job(path, {"limit": 1}, {"limit": 2}, {"limit": 100}) == [
+        ["oldest"], ["oldest", "middle"], ["oldest", "middle", "newest"]]
+
+
+def test_a_new_job_adds_to_a_keys_memory_and_never_overwrites_an_old_jobs_items(tmp_path):
+    """Long-term memory outlives a job: a second job over the same store (no state: its
+    action executions are numbered from the start again) keeps the first job's items."""
+    path = str(tmp_path / "db")
+    _job(path, {"add": "from the first job"})
+    _job(path, {"add": "from the second job"})
+    assert _job(path, {"limit": 100}) == [["from the first job", "from the second job"]]
+
+
+def _add_or_list(event: InputEvent, ctx: Any) -> None:
+    notes = ctx.long_term_memory.get_memory_set("facts")
+    if "add" in event.input:
+        notes.add(event.input["add"])
+    else:
+        ctx.send_event(OutputEvent(output=[i.value for i in notes.get(
+            limit=event.input["limit"])]))

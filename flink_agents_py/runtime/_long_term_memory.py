@@ -10,9 +10,10 @@ item's place in its write), which order ``get`` oldest first, and ``fa_owner``, 
 - **Isolation.** Every read and write names the set and the scope: an item of another agent,
   key or set is never found, and a delete of its id does nothing (the ids are checked against
   the scope before anything is deleted). Item ids are a keyed hash (HMAC-SHA256) of the
-  scope, set, action execution and ordinal under a random secret kept in the store (in the
-  collection ``<collection>-keys``), so they are stable on a replay and cannot be computed
-  from another key.
+  scope, the key's memory epoch, set, action execution and ordinal under a random secret
+  kept in the store (in the collection ``<collection>-keys``), so they are stable on a
+  replay, cannot be computed from another key, and a new job (a new epoch) never reuses an
+  old job's ids.
 - ``add``/``delete`` are logged in the action. When the action completes, the core calls
   ``commit_long_term_memory``: one durable call (``long_term_memory.commit``) embeds the
   added items and applies the log in order. Its outcome is recorded like any durable call,
@@ -192,10 +193,13 @@ class _Store:
                         and horizon.shows(d)]
             else:
                 placed = _placed(filters, set_name, scope)
+                # every match, then the oldest ``limit``: a store returns a limited get in
+                # its own order (a re-executed commit's upsert can move an item to its end)
                 docs = self._visible(
-                    lambda n: self.store.get(None, self.collection, placed, n), limit, horizon)
+                    lambda n: self.store.get(None, self.collection, placed, n), None, horizon)
                 docs.sort(key=lambda d: (str(d.metadata.get(_CREATED, "")),
                                          d.metadata.get(_SEQ, 0)))  # oldest first
+                docs = docs if limit is None else docs[:limit]
         except UnknownFilterFieldError as e:
             if _empty_on_unplaced(e):
                 return []
@@ -474,15 +478,19 @@ class ActionLongTermMemory(BaseLongTermMemory):
         """The next item id: stable for this action execution and item ordinal.
 
         A keyed hash under the collection's secret (see the module docstring): another key
-        cannot compute it.
+        cannot compute it. The key's memory epoch is part of it, so a new job's items never
+        take an old job's ids.
 
         Returns:
             The id.
         """
         n, self._n = self._n, self._n + 1
         backend = self.backend()
-        # the key's scope too: execution ids are per key, a shared set is not
-        raw = f"{self.key_scope}|{scope}|{set_name}|{self._ctx.execution_id}|{n}".encode()
+        # the key's scope too: execution ids are per key, a shared set is not; its epoch
+        # too: a new job (no state) numbers its executions from the start again, and must
+        # add to what an old job wrote, never overwrite it
+        raw = (f"{self.key_scope}|{self._epoch()}|{scope}|{set_name}|"
+               f"{self._ctx.execution_id}|{n}").encode()
         mac = hmac.new(_secret(backend.store, backend.collection), raw, hashlib.sha256)
         return "ltm-" + mac.hexdigest()[:32]
 
