@@ -177,3 +177,18 @@ def test_new_from_a_wheel_install_writes_the_same_starter(tmp_path, wheel_venv):
                            cwd=tmp_path / "w", capture_output=True, text=True, timeout=300,
                            check=False)
     assert tests.returncode == 0 and "2 passed" in tests.stdout, tests.stdout + tests.stderr
+
+
+def test_new_names_a_missing_folder_and_quotes_the_cd_it_prints(tmp_path, capsys,
+                                                                monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["new", ""]) == 2  # never the current folder by accident
+    assert "DIR is empty" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+    assert main(["new", "my agent's dir"]) == 0
+    [cd] = [line.strip() for line in capsys.readouterr().out.splitlines()
+            if line.strip().startswith("cd ")]
+    went = subprocess.run(["sh", "-c", f"{cd} && pwd"], capture_output=True, text=True,
+                          check=True)  # the line works pasted into a shell
+    assert Path(went.stdout.strip()) == tmp_path / "my agent's dir"
+    assert (tmp_path / "my agent's dir" / "my_agent.py").is_file()
