@@ -692,3 +692,23 @@ def test_a_writable_skill_keeps_what_its_commands_write_and_others_do_not(skills
     with pytest.raises(SkillError, match=r"writable_skills: no skill named \['nope'\]"):
         RunSkillCommandTool(paths=[str(skills)], allowed_commands=["cat"],
                             writable_skills=["nope"])
+
+
+def test_only_the_scratch_tmp_and_a_capped_dev_shm_take_writes_never_ram_without_bound(
+        skills):
+    """bubblewrap's own ``/`` and ``/dev`` are tmpfs without a size: a command filling
+    ``/``, ``/etc`` or ``/dev`` would fill the host's RAM. They are read-only; ``/dev/shm``,
+    ``/tmp`` and the scratch are capped at ``max_scratch_mb``."""
+    require_bubblewrap()
+    (skills / "tricky" / "fill.sh").write_text(
+        "for d in / /etc /dev /dev/shm /tmp /skill; do\n"
+        "  dd if=/dev/zero of=$d/fill bs=1M count=40 2>/dev/null && echo wrote $d\n"
+        "  dd if=/dev/zero of=$d/more bs=1M count=40 2>/dev/null && echo wrote more $d\n"
+        "done\necho fill-done\n")
+    tools = tool(skills, allowed_commands=["sh", "dd"], max_scratch_mb=64, max_file_mb=100)
+    result = ask(tools, skill="tricky", command="sh fill.sh")
+    assert isinstance(result, dict), result
+    out = result["output"].splitlines()
+    assert out[-1] == "fill-done"  # it ran to its end
+    # 40 MiB fits in each capped tmpfs, 80 does not; nothing else is writable
+    assert out[:-1] == ["wrote /dev/shm", "wrote /tmp", "wrote /skill"], out

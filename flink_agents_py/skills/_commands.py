@@ -230,7 +230,7 @@ class RunSkillCommandTool(Resource):
         max_memory_mb: address space per process, in MiB.
         max_file_mb: the largest file a process may write, in MiB.
         max_processes: processes at once (Linux 5.14+; not enforced for root).
-        max_scratch_mb: the size of the private working directory and of ``/tmp``, in MiB
+        max_scratch_mb: the size of the private working directory, ``/tmp`` and ``/dev/shm``, in MiB
             each (where the installed bubblewrap supports ``--size``, 0.8+).
         name: the tool's name.
     """

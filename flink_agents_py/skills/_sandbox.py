@@ -353,8 +353,25 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, writab
             "--ro-bind-data", str(passwd), "/etc/passwd",
             "--ro-bind-data", str(group), "/etc/group",
             *_workdir_args(skill_dir, writable, limits.scratch_mb, features, fds),
+            *_read_only_root(limits, features),
             "--chdir", _WORKDIR, "--clearenv", "--setenv", "HOME", "/tmp",
             *[a for k, v in env.items() for a in ("--setenv", k, v)], "--", *inner]
+
+
+def _read_only_root(limits: Limits, features: _Features) -> list[str]:
+    """Make the sandbox's root and ``/dev`` read-only, after every mount point is made.
+
+    bubblewrap builds both as tmpfs with no size limit: writable, a command could fill
+    ``/``, ``/etc`` or ``/dev/shm`` with RAM (``max_file_mb`` per file, any number of
+    files) until the host runs out. Only ``/skill``, ``/tmp`` and a ``/dev/shm`` of
+    ``max_scratch_mb`` (where bubblewrap sizes a tmpfs, 0.8+) stay writable.
+
+    Returns:
+        bwrap's arguments.
+    """
+    shm = (["--size", str(limits.scratch_mb << 20), "--tmpfs", "/dev/shm"] if features.size
+           else [])
+    return [*shm, "--remount-ro", "/dev", "--remount-ro", "/"]
 
 
 def _collect(proc: subprocess.Popen[bytes], deadline: float, cap_bytes: int,
