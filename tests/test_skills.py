@@ -409,3 +409,28 @@ def test_a_fifo_or_device_swapped_in_after_the_check_is_refused_not_read(tmp_pat
         assert not worker.is_alive(), f"load_skill blocked on {name}"
         assert isinstance(results[name], SkillError), results[name]
     assert "not a regular file" in str(results["notes.md"])
+
+
+@pytest.mark.parametrize(("arguments", "said"), [
+    ({"name": "greeter", "file": "a\x00b"}, "has no file"),
+    ({"name": "greeter", "file": "x" * 5000}, "has no file"),
+    ({"name": "greeter", "file": "a/" * 3000}, "has no file"),
+    ({"name": "greeter", "file": 123}, "'file' must be a string"),
+    ({"name": None}, "'name' must be a string"),
+    ({"name": ["greeter"]}, "'name' must be a string"),
+])
+def test_load_skill_answers_odd_arguments_from_a_model_with_a_skill_error(skills_dir,
+                                                                          arguments, said):
+    tool = LoadSkillTool(paths=[str(skills_dir)])
+    with pytest.raises(SkillError, match=said) as caught:
+        asyncio.run(tool.acall(**arguments))
+    assert len(str(caught.value)) < 500  # the argument is not echoed whole
+
+
+@pytest.mark.parametrize("arguments", [{"skill": "greeter", "command": None},
+                                       {"skill": "greeter", "command": ["echo", "hi"]},
+                                       {"skill": None, "command": "echo hi"}])
+def test_run_skill_command_refuses_arguments_that_are_not_strings(skills_dir, arguments):
+    tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["echo"])
+    with pytest.raises(CommandRefusedError, match="must be a string"):
+        asyncio.run(tool.acall(**arguments))

@@ -359,4 +359,8 @@ class RunSkillCommandTool(Resource):
         if unexpected:
             raise CommandRefusedError(f"run_skill_command takes 'skill' and 'command', not "
                                       f"{sorted(unexpected)}")
+        for arg, value in (("skill", skill), ("command", command)):
+            if not isinstance(value, str):
+                raise CommandRefusedError(f"run_skill_command: {arg!r} must be a string, got "
+                                          f"{type(value).__name__}")
         return await asyncio.to_thread(self.run, skill, command)

@@ -84,10 +84,17 @@ class Skill:
         Raises:
             SkillError: for a path outside the skill's folder, or no such file.
         """
-        target = (self.directory / relative).resolve()
-        root = self.directory.resolve()
-        if root not in target.parents or not target.is_file():
-            raise SkillError(f"skill {self.name!r} has no file {relative!r}; its files: "
+        if not isinstance(relative, str):
+            raise SkillError(f"skill {self.name!r}: 'file' must be a string (a path relative "
+                             f"to the skill's folder), got {type(relative).__name__}")
+        try:
+            target = (self.directory / relative).resolve()
+            found = self.directory.resolve() in target.parents and target.is_file()
+        except (OSError, ValueError):  # a NUL byte, a name too long, a loop
+            found = False
+        if not found:
+            shown = relative if len(relative) <= 200 else relative[:200] + "..."
+            raise SkillError(f"skill {self.name!r} has no file {shown!r}; its files: "
                              f"{', '.join(self.files()) or 'none'}")
         return _read_capped(target)
 
@@ -276,7 +283,10 @@ class LoadSkillTool(Resource):
         """
         if unexpected:
             raise SkillError(f"load_skill takes 'name' and 'file', not {sorted(unexpected)}")
+        if not isinstance(name, str):
+            raise SkillError(f"load_skill: 'name' must be a string (one of "
+                             f"{', '.join(self._loaded)}), got {type(name).__name__}")
         skill = self.skill(name)
-        if file:
+        if file is not None and file != "":
             return skill.read(file)
         return {"name": skill.name, "instructions": skill.instructions, "files": skill.files()}
