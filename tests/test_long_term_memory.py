@@ -4,6 +4,7 @@ store and memory together."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -519,3 +520,62 @@ def _add_or_list(event: InputEvent, ctx: Any) -> None:
     else:
         ctx.send_event(OutputEvent(output=[i.value for i in notes.get(
             limit=event.input["limit"])]))
+
+
+USER_JOB = '''
+"""A user's job: remembers one note per run for user "ana", then lists her notes."""
+import json
+import sys
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, EmbeddingModelSetup, InputEvent, LongTermMemoryOptions,
+                                 OutputEvent, ResourceDescriptor, ResourceType)
+from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel
+from flink_agents_py.integrations.vector_stores import ChromaVectorStore
+
+
+def remember(event, ctx):
+    notes = ctx.long_term_memory.get_memory_set("notes")
+    if event.input.get("note"):
+        notes.add(event.input["note"])
+    ctx.send_event(OutputEvent(output=[i.value for i in notes.get()]))
+
+
+agent = Agent()
+agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                   ResourceDescriptor(HashingEmbeddingModel, dimension=8))
+agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                   ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+agent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+    ChromaVectorStore, embedding_model="emb", persist_directory="memory-db"))
+agent.add_action("remember", [InputEvent], remember)
+agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+result = AgentsExecutionEnvironment.local().from_list(
+    [{"key": "ana", "note": sys.argv[1] if len(sys.argv) > 1 else None}]).apply(agent).run()
+assert result.errors == [], result.errors
+print(json.dumps(result.outputs))
+'''
+
+
+def test_a_users_jobs_run_one_after_another_keep_every_note(tmp_path):
+    """Three runs of a user's own module (outside the repository), each a new job with no
+    state, over one store: the second job's note joins the first's."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "notes_job.py").write_text(USER_JOB)
+    venv = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "python"
+    python = str(venv if venv.exists() else Path(sys.executable))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def job(*args: str) -> Any:
+        done = subprocess.run([python, "notes_job.py", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert job("likes tea") == [["likes tea"]]
+    assert job("lives in Lima") == [["likes tea", "lives in Lima"]]
+    assert job() == [["likes tea", "lives in Lima"]]
