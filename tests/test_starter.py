@@ -192,3 +192,31 @@ def test_new_names_a_missing_folder_and_quotes_the_cd_it_prints(tmp_path, capsys
                           check=True)  # the line works pasted into a shell
     assert Path(went.stdout.strip()) == tmp_path / "my agent's dir"
     assert (tmp_path / "my agent's dir" / "my_agent.py").is_file()
+
+
+def test_a_renamed_or_failing_tool_is_named_not_a_json_error(tmp_path):
+    """The page's first edit, renaming the tool, names what to change in scripted_model; a
+    tool that raises is answered with its error (never a JSONDecodeError from the script)."""
+    folder = new_project(tmp_path)
+    agent = folder / "my_agent.py"
+    text = agent.read_text()
+    failing = text.replace('        return {"city": city, "weather"',
+                           '        if city == "Oslo":\n'
+                           '            raise LookupError("the Oslo station is down")\n'
+                           '        return {"city": city, "weather"')
+    assert failing != text
+    agent.write_text(failing)
+    rows = by_user(answers(run(["main.py"], cwd=folder)))
+    [oslo] = rows["bo"]
+    assert oslo["answer"].startswith("get_weather failed:")
+    assert "the Oslo station is down" in oslo["answer"]
+    renamed = text.replace("def get_weather(", "def get_forecast(").replace(
+        'tools=["get_weather"]', 'tools=["get_forecast"]')
+    assert renamed.count("get_forecast") == 2
+    agent.write_text(renamed)
+    res = run(["main.py"], cwd=folder)
+    failed = [line for line in res.stderr.splitlines() if line.startswith("failed")]
+    assert len(failed) == 3 and all(
+        "scripted_model calls get_weather, but the chat offers ['get_forecast']" in line
+        for line in failed), res.stderr[-3000:]
+    assert "JSONDecodeError" not in res.stderr
