@@ -712,3 +712,20 @@ def test_only_the_scratch_tmp_and_a_capped_dev_shm_take_writes_never_ram_without
     assert out[-1] == "fill-done"  # it ran to its end
     # 40 MiB fits in each capped tmpfs, 80 does not; nothing else is writable
     assert out[:-1] == ["wrote /dev/shm", "wrote /tmp", "wrote /skill"], out
+
+
+def test_a_command_cannot_set_the_hosts_sysctls_even_when_the_job_runs_as_root(skills):
+    """bubblewrap leaves ``/proc/sys`` writable; uid 0 in the sandbox's user namespace is
+    the host's root when the job runs as root (containers often do), and sysctls check the
+    uid only. The command writes back the value it read (no change if it got through)."""
+    require_bubblewrap()
+    sysctl = "/proc/sys/kernel/printk_ratelimit"
+    (skills / "tricky" / "sysctl.sh").write_text(
+        f"v=$(cat {sysctl})\necho read $v\n"
+        f"if echo $v > {sysctl}; then echo WROTE; else echo refused; fi\n")
+    result = ask(tool(skills, allowed_commands=["sh"]), skill="tricky",
+                 command="sh sysctl.sh")
+    assert isinstance(result, dict), result
+    out = result["output"]
+    assert out.startswith("read ") and "refused" in out and "WROTE" not in out, out
+    assert "Read-only file system" in out or "Permission denied" in out, out

@@ -135,7 +135,10 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
-    args += ["--proc", "/proc", "--dev", "/dev", "--dir", "/etc"]
+    # /proc/sys read-only: bubblewrap leaves it writable, and a command run by root (uid 0
+    # in its user namespace is the host's root) could set the host's sysctls
+    args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
+             "--dir", "/etc"]
     for name in _ETC_KEPT:
         if os.path.lexists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
