@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -729,3 +730,17 @@ def test_a_command_cannot_set_the_hosts_sysctls_even_when_the_job_runs_as_root(s
     out = result["output"]
     assert out.startswith("read ") and "refused" in out and "WROTE" not in out, out
     assert "Read-only file system" in out or "Permission denied" in out, out
+
+
+def test_a_writable_skill_never_keeps_a_setuid_file_on_the_host(skills):
+    """A command may copy a program into its writable folder and ``chmod u+s`` it: on the
+    host it would run with the job user's rights (root's, for a job run as root)."""
+    require_bubblewrap()
+    t = tool(skills, allowed_commands=["sh"], writable_skills=["tricky"])
+    made = ask(t, skill="tricky", command="sh -c 'cp /usr/bin/id ./idcopy && chmod 6755 "
+                                           "idcopy && stat -c %a idcopy'")
+    assert isinstance(made, dict) and made["exit_code"] == 0, made
+    copied = skills / "tricky" / "idcopy"
+    assert copied.is_file()
+    assert copied.stat().st_mode & (stat.S_ISUID | stat.S_ISGID) == 0
+    assert stat.S_IMODE(copied.stat().st_mode) == 0o755  # the rest of its mode is kept

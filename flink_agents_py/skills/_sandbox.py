@@ -335,10 +335,37 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
                                       max_output_chars * 4, contained)
     finally:
         _stop(proc, contained)
+        if writable and contained:
+            _clear_set_id_bits(skill_dir)
     if not finished:
         raise CommandRefusedError(f"the command ran past {timeout_s} s and was stopped "
                                   f"(every process it started was killed)")
     return proc.returncode, _render(out, err, proc.returncode, max_output_chars, limits)
+
+
+def _clear_set_id_bits(folder: Path) -> None:
+    """Clear the setuid/setgid bits of the files in a writable skill's folder.
+
+    A command may ``chmod u+s`` a file it wrote there: on the host that file would run with
+    the job user's rights (root's, for a job run as root) for anyone who can reach it. Run
+    once the command's processes are gone; files are opened without following symlinks.
+    """
+    for root, _, names in os.walk(folder):
+        for name in names:
+            try:
+                fd = os.open(os.path.join(root, name),
+                             os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
+                continue  # a symlink, or gone
+            try:
+                mode = os.fstat(fd).st_mode
+                if stat.S_ISREG(mode) and mode & (stat.S_ISUID | stat.S_ISGID):
+                    os.fchmod(fd, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
+            except OSError:
+                _log.warning("could not clear the setuid/setgid bits of %s in a writable "
+                             "skill's folder", os.path.join(root, name))
+            finally:
+                os.close(fd)
 
 
 def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, writable: bool,
