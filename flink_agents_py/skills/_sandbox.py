@@ -348,13 +348,15 @@ def _clear_set_id_bits(folder: Path) -> None:
 
     A command may ``chmod u+s`` a file it wrote there: on the host that file would run with
     the job user's rights (root's, for a job run as root) for anyone who can reach it. Run
-    once the command's processes are gone; files are opened without following symlinks.
+    once the command's processes are gone; folders and files are opened relative to their
+    parent's fd without following symlinks (``os.fwalk``), so a folder swapped for a symlink
+    by a command still running on the same skill never leads outside it.
     """
-    for root, _, names in os.walk(folder):
+    for root, _, names, root_fd in os.fwalk(folder):
         for name in names:
             try:
-                fd = os.open(os.path.join(root, name),
-                             os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                             dir_fd=root_fd)
             except OSError:
                 continue  # a symlink, or gone
             try:
