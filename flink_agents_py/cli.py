@@ -25,6 +25,7 @@ missing; it never overwrites a file unless given ``--force``. Exit status: 0, 2 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Sequence
 from importlib import resources
@@ -115,6 +116,10 @@ def _new(args: argparse.Namespace) -> int:
         print(f"flink-agents-py new: the starter's files are missing from {template}",
               file=sys.stderr)
         return 2
+    if not args.dir.strip():
+        print("flink-agents-py new: DIR is empty: name the folder to write the starter to "
+              "(e.g. flink-agents-py new my-agent)", file=sys.stderr)
+        return 2
     target = Path(args.dir)
     if target.exists() and not target.is_dir():
         print(f"flink-agents-py new: {target} exists and is not a folder", file=sys.stderr)
@@ -134,7 +139,7 @@ def _new(args: argparse.Namespace) -> int:
     print(f"wrote the starter to {target}/: my_agent.py (the agent), test_my_agent.py (its "
           "tests), main.py (runs it), questions.jsonl (its input)\n"
           f"next, with this Python ({sys.executable}):\n"
-          f"  cd {target}\n"
+          f"  cd {shlex.quote(str(target))}\n"
           "  python -m pytest -q       # the tests, crash checker included\n"
           "  python main.py            # on the local runner\n"
           "  python main.py flink      # as a Flink job on a MiniCluster")

@@ -4,6 +4,7 @@ store and memory together."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -157,7 +158,7 @@ async def _restorable(event: InputEvent, ctx: Any) -> None:
     vec = await ctx.get_resource("emb", ResourceType.EMBEDDING_MODEL).aembed("sole")  # c1
     notes = ctx.long_term_memory.get_memory_set("notes")
     found = await notes.asearch("sole", 3)                            # c2 embed, c3 search
-    notes.add("sole came off after a week")  # the key's first write: c4 draws its epoch
+    notes.add("sole came off after a week")  # (the key's first read drew its epoch)
     gate = await ctx.durable_execute_async(_wait_gate, event.input["block"])  # c5 (or c4)
     ctx.send_event(OutputEvent(output={
         "ids": ids, "dims": len(vec), "found": [f.value for f in found], "gate": gate,
@@ -421,3 +422,160 @@ def test_a_restored_read_does_not_see_what_the_crashed_attempt_wrote_after_the_c
         newer.close()
     assert later == [{"found": ["note one", "note zero"], "listed": ["note zero", "note one"],
                       "size": 2}]
+
+
+async def _first_read_then_write(event: InputEvent, ctx: Any) -> None:
+    notes = ctx.long_term_memory.get_memory_set("notes")
+    before = notes.size()  # the key's first memory access
+    await ctx.durable_execute_async(_wait_gate, True)  # the checkpoint finds it in flight
+    notes.add("first note")
+    ctx.send_event(OutputEvent(output={"before": before, "after": notes.size(),
+                                       "listed": [i.value for i in notes.get()]}))
+
+
+def test_a_restore_inside_a_keys_first_action_hides_what_its_crashed_attempt_wrote(
+        tmp_path, probes):
+    """The checkpoint is taken after the key's first read and before its first write; the
+    crashed attempt then commits its note. The restored action's reads after its add must
+    count the note once (its own pending add), not also the crashed attempt's copy."""
+    agent = Agent()
+    agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                       HashingEmbeddingModel(dimension=8))
+    agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                       ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+    agent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+        ChromaVectorStore, embedding_model="emb", persist_directory=str(tmp_path / "db")))
+    agent.add_action("go", [InputEvent], _first_read_then_write)
+    agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+    plan = AgentPlan.from_agent(agent)
+    expected = [{"before": 0, "after": 1, "listed": ["first note"]}]
+    old = new_core(plan)
+    state = InMemoryKeyState()
+    try:
+        gate().clear()
+        old.on_input(KEY, {"x": 0}, state)
+        calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
+        drive_until(old, state, lambda s: any(not c.done for c in calls(s).values()),
+                    quiet=True)  # the gated call started
+        snapshot = snapshot_of(state, "json")
+        gate().set()
+        crashed, errors = run_to_end(old, state)  # commits "first note", then dies
+        assert errors == [] and crashed == expected
+    finally:
+        gate().set()
+        old.close()
+    new = new_core(plan)
+    try:
+        outputs, errors = run_to_end(new, snapshot)
+    finally:
+        new.close()
+    assert errors == [] and outputs == expected
+    assert [d.content for d in _memory_docs(plan)] == ["first note"]  # upserted, not twice
+
+
+def _adder(path: str) -> Editor:
+    agent = Editor(path)
+    agent._actions.clear()
+    agent.add_action("edit", [InputEvent], _add_or_list)
+    return agent
+
+
+def _job(path: str, *records: dict[str, Any]) -> list[Any]:
+    result = AgentsExecutionEnvironment.local().from_list(
+        [{"key": "u1", **r} for r in records]).apply(_adder(path)).run()
+    assert result.errors == []
+    return result.outputs
+
+
+def test_a_limited_get_returns_the_oldest_items_whatever_the_stores_order(tmp_path):
+    """A re-executed commit upserts an item again: the store may then return it last. A get
+    with a limit (and the compaction built on it) still takes the oldest items first."""
+    import chromadb
+
+    path = str(tmp_path / "db")
+    _job(path, {"add": "oldest"}, {"add": "middle"}, {"add": "newest"})
+    col = chromadb.PersistentClient(path).get_collection("long_term_memory")
+    got = col.get(include=["embeddings", "documents", "metadatas"])
+    i = got["documents"].index("oldest")
+    col.delete(ids=[got["ids"][i]])  # back in, as an upsert can put it: last in the store
+    col.add(ids=[got["ids"][i]], embeddings=[got["embeddings"][i]], documents=["oldest"],
+            metadatas=[got["metadatas"][i]])
+    assert _job(path, {"limit": 1}, {"limit": 2}, {"limit": 100}) == [
+        ["oldest"], ["oldest", "middle"], ["oldest", "middle", "newest"]]
+
+
+def test_a_new_job_adds_to_a_keys_memory_and_never_overwrites_an_old_jobs_items(tmp_path):
+    """Long-term memory outlives a job: a second job over the same store (no state: its
+    action executions are numbered from the start again) keeps the first job's items."""
+    path = str(tmp_path / "db")
+    _job(path, {"add": "from the first job"})
+    _job(path, {"add": "from the second job"})
+    assert _job(path, {"limit": 100}) == [["from the first job", "from the second job"]]
+
+
+def _add_or_list(event: InputEvent, ctx: Any) -> None:
+    notes = ctx.long_term_memory.get_memory_set("facts")
+    if "add" in event.input:
+        notes.add(event.input["add"])
+    else:
+        ctx.send_event(OutputEvent(output=[i.value for i in notes.get(
+            limit=event.input["limit"])]))
+
+
+USER_JOB = '''
+"""A user's job: remembers one note per run for user "ana", then lists her notes."""
+import json
+import sys
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, EmbeddingModelSetup, InputEvent, LongTermMemoryOptions,
+                                 OutputEvent, ResourceDescriptor, ResourceType)
+from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel
+from flink_agents_py.integrations.vector_stores import ChromaVectorStore
+
+
+def remember(event, ctx):
+    notes = ctx.long_term_memory.get_memory_set("notes")
+    if event.input.get("note"):
+        notes.add(event.input["note"])
+    ctx.send_event(OutputEvent(output=[i.value for i in notes.get()]))
+
+
+agent = Agent()
+agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                   ResourceDescriptor(HashingEmbeddingModel, dimension=8))
+agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                   ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+agent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+    ChromaVectorStore, embedding_model="emb", persist_directory="memory-db"))
+agent.add_action("remember", [InputEvent], remember)
+agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+result = AgentsExecutionEnvironment.local().from_list(
+    [{"key": "ana", "note": sys.argv[1] if len(sys.argv) > 1 else None}]).apply(agent).run()
+assert result.errors == [], result.errors
+print(json.dumps(result.outputs))
+'''
+
+
+def test_a_users_jobs_run_one_after_another_keep_every_note(tmp_path):
+    """Three runs of a user's own module (outside the repository), each a new job with no
+    state, over one store: the second job's note joins the first's."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "notes_job.py").write_text(USER_JOB)
+    venv = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "python"
+    python = str(venv if venv.exists() else Path(sys.executable))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def job(*args: str) -> Any:
+        done = subprocess.run([python, "notes_job.py", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert job("likes tea") == [["likes tea"]]
+    assert job("lives in Lima") == [["likes tea", "lives in Lima"]]
+    assert job() == [["likes tea", "lives in Lima"]]

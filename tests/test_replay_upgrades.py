@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import operator
 import socket
 import threading
 from typing import Any
@@ -117,6 +118,24 @@ def _literal_lambda(item: str):
     return (lambda: price("apple")) if item == "apple" else (lambda: price("pear"))
 
 
+class PriceTable:
+    """``table[item]`` and ``table.price_of(item)`` price ``item``."""
+
+    def __getitem__(self, item: str) -> str:
+        return price(item)
+
+    def price_of(self, item: str) -> str:
+        return price(item)
+
+
+def _retrying(fn):
+    """A decorator as users write them: ``functools.wraps`` over a closure."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+    return wrapper
+
+
 FORMS = {
     "partial": lambda item: functools.partial(price, item),
     "partial_keyword": lambda item: functools.partial(price, item=item),
@@ -128,6 +147,15 @@ FORMS = {
     "lambda_literal": _literal_lambda,
     "bound_method": lambda item: Pricer(item).price,
     "callable_object": PriceOf,
+    "wraps_decorated_closure": lambda item: _retrying(_closure(item)),
+    "closure_over_closure": lambda item: _calls_fn(_closure(item)),
+    "staticmethod_object": lambda item: staticmethod(_closure(item)),
+    "lru_cache_over_closure": lambda item: functools.lru_cache(maxsize=None)(_closure(item)),
+    "itemgetter": lambda item: functools.partial(operator.itemgetter(item), PriceTable()),
+    "methodcaller": lambda item: functools.partial(operator.methodcaller("price_of", item),
+                                                   PriceTable()),
+    "methodcaller_keyword": lambda item: functools.partial(
+        operator.methodcaller("price_of", item=item), PriceTable()),
 }
 
 
@@ -746,3 +774,22 @@ def test_standard_library_values_bound_by_a_partial_count_by_value():
     assert digest_of(decimal.Decimal("1.5")) == digest_of(decimal.Decimal("1.5"))
     assert digest_of(decimal.Decimal("1.5")) != digest_of(decimal.Decimal("2.5"))
     assert digest_of(pathlib.PurePosixPath("/a")) != digest_of(pathlib.PurePosixPath("/b"))
+
+
+def test_callable_forms_that_wrap_functions_are_stable_and_cycles_end():
+    """The forms a decorator or the operator module makes: the same state, the same
+    digest in every process (never an address); a self-referencing closure ends."""
+    for make in (lambda: _retrying(_closure("apple")), lambda: operator.itemgetter("a", 1),
+                 lambda: operator.methodcaller("price_of", "apple", qty=2),
+                 lambda: staticmethod(_closure("apple"))):
+        assert _digest(make()) == _digest(make())
+    assert _digest(operator.attrgetter("a")) != _digest(operator.attrgetter("b"))
+
+    def recursive():
+        return recursive()
+
+    assert stable_form(recursive)["$fn"].endswith("recursive")
+    deep = _closure("apple")
+    for _ in range(50):  # past MAX_DEPTH: the name only, never a RecursionError
+        deep = _calls_fn(deep)
+    assert _digest(deep) == _digest(deep)

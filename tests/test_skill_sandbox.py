@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -692,3 +693,54 @@ def test_a_writable_skill_keeps_what_its_commands_write_and_others_do_not(skills
     with pytest.raises(SkillError, match=r"writable_skills: no skill named \['nope'\]"):
         RunSkillCommandTool(paths=[str(skills)], allowed_commands=["cat"],
                             writable_skills=["nope"])
+
+
+def test_only_the_scratch_tmp_and_a_capped_dev_shm_take_writes_never_ram_without_bound(
+        skills):
+    """bubblewrap's own ``/`` and ``/dev`` are tmpfs without a size: a command filling
+    ``/``, ``/etc`` or ``/dev`` would fill the host's RAM. They are read-only; ``/dev/shm``,
+    ``/tmp`` and the scratch are capped at ``max_scratch_mb``."""
+    require_bubblewrap()
+    (skills / "tricky" / "fill.sh").write_text(
+        "for d in / /etc /dev /dev/shm /tmp /skill; do\n"
+        "  dd if=/dev/zero of=$d/fill bs=1M count=40 2>/dev/null && echo wrote $d\n"
+        "  dd if=/dev/zero of=$d/more bs=1M count=40 2>/dev/null && echo wrote more $d\n"
+        "done\necho fill-done\n")
+    tools = tool(skills, allowed_commands=["sh", "dd"], max_scratch_mb=64, max_file_mb=100)
+    result = ask(tools, skill="tricky", command="sh fill.sh")
+    assert isinstance(result, dict), result
+    out = result["output"].splitlines()
+    assert out[-1] == "fill-done"  # it ran to its end
+    # 40 MiB fits in each capped tmpfs, 80 does not; nothing else is writable
+    assert out[:-1] == ["wrote /dev/shm", "wrote /tmp", "wrote /skill"], out
+
+
+def test_a_command_cannot_set_the_hosts_sysctls_even_when_the_job_runs_as_root(skills):
+    """bubblewrap leaves ``/proc/sys`` writable; uid 0 in the sandbox's user namespace is
+    the host's root when the job runs as root (containers often do), and sysctls check the
+    uid only. The command writes back the value it read (no change if it got through)."""
+    require_bubblewrap()
+    sysctl = "/proc/sys/kernel/printk_ratelimit"
+    (skills / "tricky" / "sysctl.sh").write_text(
+        f"v=$(cat {sysctl})\necho read $v\n"
+        f"if echo $v > {sysctl}; then echo WROTE; else echo refused; fi\n")
+    result = ask(tool(skills, allowed_commands=["sh"]), skill="tricky",
+                 command="sh sysctl.sh")
+    assert isinstance(result, dict), result
+    out = result["output"]
+    assert out.startswith("read ") and "refused" in out and "WROTE" not in out, out
+    assert "Read-only file system" in out or "Permission denied" in out, out
+
+
+def test_a_writable_skill_never_keeps_a_setuid_file_on_the_host(skills):
+    """A command may copy a program into its writable folder and ``chmod u+s`` it: on the
+    host it would run with the job user's rights (root's, for a job run as root)."""
+    require_bubblewrap()
+    t = tool(skills, allowed_commands=["sh"], writable_skills=["tricky"])
+    made = ask(t, skill="tricky", command="sh -c 'cp /usr/bin/id ./idcopy && chmod 6755 "
+                                           "idcopy && stat -c %a idcopy'")
+    assert isinstance(made, dict) and made["exit_code"] == 0, made
+    copied = skills / "tricky" / "idcopy"
+    assert copied.is_file()
+    assert copied.stat().st_mode & (stat.S_ISUID | stat.S_ISGID) == 0
+    assert stat.S_IMODE(copied.stat().st_mode) == 0o755  # the rest of its mode is kept

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -351,3 +353,84 @@ def test_load_skill_lists_at_most_its_cap_of_files(skills_dir):
 def test_a_huge_command_line_is_refused(skills_dir):
     with pytest.raises(CommandRefusedError, match="more than 10000"):
         parse_command("echo " + "x" * 20_000, {"echo"})
+
+
+@pytest.mark.parametrize(("command", "words"), [
+    ("cut -d '|' -f1 data.txt", [["cut", "-d", "|", "-f1", "data.txt"]]),
+    ("tr ';' ','", [["tr", ";", ","]]),
+    ("echo '>' \"&&\" \\( \\;", [["echo", ">", "&&", "(", ";"]]),
+    ("echo C# a#b", [["echo", "C#", "a#b"]]),  # '#' in a word is a character
+    ("echo a # a comment | cat", [["echo", "a"]]),  # at a word's start it is a comment
+    ("echo \"a\\\"b\" '' x", [["echo", 'a"b', "", "x"]]),
+    ("echo a\t|\tcut -d '|' -f2", [["echo", "a"], ["cut", "-d", "|", "-f2"]]),
+])
+def test_quoted_operator_characters_and_hashes_are_words_as_in_a_shell(command, words):
+    assert parse_command(command, {"echo", "cut", "tr", "cat"}) == words
+
+
+@pytest.mark.parametrize("command", ["echo a|touch x", "echo a&&touch x", "echo a>x",
+                                     "echo 'a'|'touch' x", "echo a\\", "echo \"a"])
+def test_unquoted_operators_next_to_quotes_are_still_operators(command):
+    with pytest.raises(CommandRefusedError, match="refused"):
+        parse_command(command, {"echo"})
+
+
+def test_a_quoted_pipe_reaches_the_program_in_the_sandbox(skills_dir):
+    require_bubblewrap()
+    (skills_dir / "greeter" / "table.txt").write_text("a|b|c\n")
+    tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["cut", "cat"])
+    assert tool.run("greeter", "cut -d '|' -f2 table.txt")["output"] == "b\n"
+    assert tool.run("greeter", "cat table.txt | cut -d '|' -f3")["output"] == "c\n"
+
+
+def test_a_fifo_or_device_swapped_in_after_the_check_is_refused_not_read(tmp_path,
+                                                                          monkeypatch):
+    """A writable skill's command may swap a file for a FIFO between the check and the read."""
+    skill = tmp_path / "swapped"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: swapped\ndescription: d\n---\nhi\n")
+    os.mkfifo(skill / "notes.md")
+    (skill / "zero").symlink_to("/dev/zero")
+    tool = LoadSkillTool(paths=[str(skill)])
+    monkeypatch.setattr(Path, "is_file", lambda self: True)  # the check saw a file
+    monkeypatch.setattr(Path, "resolve", lambda self, strict=False: Path(os.path.abspath(self)))
+    results: dict[str, object] = {}
+
+    def load(name: str) -> None:
+        try:
+            results[name] = asyncio.run(tool.acall("swapped", name))
+        except SkillError as e:
+            results[name] = e
+
+    for name in ("notes.md", "zero"):
+        worker = threading.Thread(target=load, args=(name,), daemon=True)
+        worker.start()
+        worker.join(timeout=60)
+        assert not worker.is_alive(), f"load_skill blocked on {name}"
+        assert isinstance(results[name], SkillError), results[name]
+    assert "not a regular file" in str(results["notes.md"])
+
+
+@pytest.mark.parametrize(("arguments", "said"), [
+    ({"name": "greeter", "file": "a\x00b"}, "has no file"),
+    ({"name": "greeter", "file": "x" * 5000}, "has no file"),
+    ({"name": "greeter", "file": "a/" * 3000}, "has no file"),
+    ({"name": "greeter", "file": 123}, "'file' must be a string"),
+    ({"name": None}, "'name' must be a string"),
+    ({"name": ["greeter"]}, "'name' must be a string"),
+])
+def test_load_skill_answers_odd_arguments_from_a_model_with_a_skill_error(skills_dir,
+                                                                          arguments, said):
+    tool = LoadSkillTool(paths=[str(skills_dir)])
+    with pytest.raises(SkillError, match=said) as caught:
+        asyncio.run(tool.acall(**arguments))
+    assert len(str(caught.value)) < 500  # the argument is not echoed whole
+
+
+@pytest.mark.parametrize("arguments", [{"skill": "greeter", "command": None},
+                                       {"skill": "greeter", "command": ["echo", "hi"]},
+                                       {"skill": None, "command": "echo hi"}])
+def test_run_skill_command_refuses_arguments_that_are_not_strings(skills_dir, arguments):
+    tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["echo"])
+    with pytest.raises(CommandRefusedError, match="must be a string"):
+        asyncio.run(tool.acall(**arguments))

@@ -177,3 +177,46 @@ def test_new_from_a_wheel_install_writes_the_same_starter(tmp_path, wheel_venv):
                            cwd=tmp_path / "w", capture_output=True, text=True, timeout=300,
                            check=False)
     assert tests.returncode == 0 and "2 passed" in tests.stdout, tests.stdout + tests.stderr
+
+
+def test_new_names_a_missing_folder_and_quotes_the_cd_it_prints(tmp_path, capsys,
+                                                                monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["new", ""]) == 2  # never the current folder by accident
+    assert "DIR is empty" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+    assert main(["new", "my agent's dir"]) == 0
+    [cd] = [line.strip() for line in capsys.readouterr().out.splitlines()
+            if line.strip().startswith("cd ")]
+    went = subprocess.run(["sh", "-c", f"{cd} && pwd"], capture_output=True, text=True,
+                          check=True)  # the line works pasted into a shell
+    assert Path(went.stdout.strip()) == tmp_path / "my agent's dir"
+    assert (tmp_path / "my agent's dir" / "my_agent.py").is_file()
+
+
+def test_a_renamed_or_failing_tool_is_named_not_a_json_error(tmp_path):
+    """The page's first edit, renaming the tool, names what to change in scripted_model; a
+    tool that raises is answered with its error (never a JSONDecodeError from the script)."""
+    folder = new_project(tmp_path)
+    agent = folder / "my_agent.py"
+    text = agent.read_text()
+    failing = text.replace('        return {"city": city, "weather"',
+                           '        if city == "Oslo":\n'
+                           '            raise LookupError("the Oslo station is down")\n'
+                           '        return {"city": city, "weather"')
+    assert failing != text
+    agent.write_text(failing)
+    rows = by_user(answers(run(["main.py"], cwd=folder)))
+    [oslo] = rows["bo"]
+    assert oslo["answer"].startswith("get_weather failed:")
+    assert "the Oslo station is down" in oslo["answer"]
+    renamed = text.replace("def get_weather(", "def get_forecast(").replace(
+        'tools=["get_weather"]', 'tools=["get_forecast"]')
+    assert renamed.count("get_forecast") == 2
+    agent.write_text(renamed)
+    res = run(["main.py"], cwd=folder)
+    failed = [line for line in res.stderr.splitlines() if line.startswith("failed")]
+    assert len(failed) == 3 and all(
+        "scripted_model calls get_weather, but the chat offers ['get_forecast']" in line
+        for line in failed), res.stderr[-3000:]
+    assert "JSONDecodeError" not in res.stderr

@@ -12,7 +12,10 @@ more. ``bound_state(fn)`` describes that part, the same in every process:
   closure cells by free variable name, its defaults and keyword defaults, and the constants
   in its code (``lambda: price("apple")`` binds ``"apple"`` there);
 - a callable object (an instance with ``__call__``): its state, as for a bound method's
-  ``__self__``.
+  ``__self__``;
+- a ``staticmethod`` or ``classmethod`` object, or a standard-library wrapper that keeps the
+  function it wraps in ``__wrapped__`` (``functools.lru_cache``, ``functools.cache``): what
+  the function inside binds.
 
 A module-level function binds nothing (its name is its identity), so digests of plain calls
 are what they were before bound state was kept. Neither do the framework's own calls (model,
@@ -25,7 +28,10 @@ The stable form of a bound value (``stable_form``):
   its JSON form, as durable call arguments are stored;
 - functions are their ``module:qualname`` (a bound method: that and its ``__self__``), a
   ``functools.partial`` its function and bound arguments, classes their qualified name,
-  modules their name;
+  modules their name; a function made at run time (a closure a decorator such as
+  ``functools.wraps``'s wrapper holds) also what it binds, to ``MAX_DEPTH`` levels;
+- ``operator.itemgetter``, ``attrgetter`` and ``methodcaller`` are their type and the
+  arguments they were made with (``itemgetter(0)`` is not ``itemgetter(1)``);
 - an object that defines ``__durable_identity__()`` is what that method returns (to leave a
   cache or a connection out of the identity);
 - other containers are walked (a ``set`` sorted by the stable form of its members);
@@ -53,6 +59,7 @@ import fractions
 import functools
 import ipaddress
 import math
+import operator
 import pathlib
 import re
 import sys
@@ -77,6 +84,8 @@ _VALUES = (decimal.Decimal, fractions.Fraction, uuid.UUID, pathlib.PurePath, dat
            ipaddress.IPv6Address, ipaddress.IPv4Network, ipaddress.IPv6Network, re.Pattern,
            range, complex, bytearray)
 """Standard-library value types with no JSON form: their ``repr`` is their value."""
+_MADE_WITH = (operator.itemgetter, operator.attrgetter, operator.methodcaller)
+"""Standard-library callables whose ``__reduce__`` gives the arguments they were made with."""
 _FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
               types.MethodWrapperType, types.WrapperDescriptorType, types.MethodDescriptorType)
 
@@ -128,6 +137,8 @@ def bound_state(fn: Callable[..., Any]) -> list[Any] | None:
 
 def _binds(fn: Any, depth: int, active: set[int]) -> list[Any]:
     """The bound-state parts of callable ``fn`` (outermost wrapper first)."""
+    if isinstance(fn, (staticmethod, classmethod)):
+        return [{"$type": type(fn).__name__}, *_binds(fn.__func__, depth, active)]
     if isinstance(fn, functools.partial):
         return [{"partial": [stable_form(a, depth + 1, active) for a in fn.args],
                  "keywords": {k: stable_form(v, depth + 1, active)
@@ -161,6 +172,9 @@ def _binds(fn: Any, depth: int, active: set[int]) -> list[Any]:
         return [{"self": stable_form(owner, depth + 1, active)}]
     if isinstance(fn, type):
         return []
+    wrapped = getattr(fn, "__wrapped__", None)
+    if wrapped is not None and _is_stdlib(type(fn)):  # lru_cache & co: the function inside
+        return [{"$type": _qualified(type(fn))}, *_binds(wrapped, depth + 1, active)]
     return [{"object": stable_form(fn, depth, active)}]  # a callable object: its state
 
 
@@ -223,12 +237,14 @@ def stable_form(value: Any, depth: int = 0, active: set[int] | None = None,
         return value if math.isfinite(value) else {"$float": repr(value)}
     if isinstance(value, RunnerContext):
         return {"$type": "RunnerContext"}
+    if isinstance(value, types.FunctionType) and _made_at_run_time(value):
+        return _function_form(value, value, depth, active)
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
         return {"$fn": _qualified(value)}
-    if isinstance(value, (types.MethodType, functools.partial)):
-        return {"$fn": _qualified(value.__func__ if isinstance(value, types.MethodType)
-                                  else value.func),
-                "binds": _binds(value, depth, active if active is not None else set())}
+    if isinstance(value, (types.MethodType, staticmethod, classmethod)):
+        return _function_form(value, value.__func__, depth, active)
+    if isinstance(value, functools.partial):
+        return _function_form(value, value.func, depth, active)
     if isinstance(value, type):
         return {"$class": _qualified(value)}
     if isinstance(value, types.ModuleType):
@@ -253,6 +269,26 @@ def stable_form(value: Any, depth: int = 0, active: set[int] | None = None,
         active.discard(id(value))
 
 
+def _function_form(value: Any, named: Any, depth: int, active: set[int] | None) -> Any:
+    """A function's ``module:qualname`` and what it binds.
+
+    Returns:
+        ``{"$fn", "binds"}``; in a cycle or past ``MAX_DEPTH``, ``{"$fn"}`` only.
+    """
+    active = active if active is not None else set()
+    if id(value) in active or depth > MAX_DEPTH:
+        return {"$fn": _qualified(named)}
+    active.add(id(value))
+    try:
+        return {"$fn": _qualified(named), "binds": _binds(value, depth + 1, active)}
+    finally:
+        active.discard(id(value))
+
+
+def _is_stdlib(kind: type) -> bool:
+    return str(kind.__module__).split(".", 1)[0] in _STDLIB
+
+
 def _structure(value: Any, kind: type, depth: int, active: set[int], inside: bool) -> Any:
     """The stable form of a value with no JSON form: its parts, or its type name."""
     if isinstance(value, (list, tuple)):
@@ -266,7 +302,13 @@ def _structure(value: Any, kind: type, depth: int, active: set[int], inside: boo
                                key=dumps)}
     if isinstance(value, _VALUES):  # a Decimal, a Path, a UUID...: their repr is the value
         return {"$type": _qualified(kind), "value": repr(value)}
-    if inside or kind.__module__.split(".", 1)[0] in _STDLIB:  # a socket, a lock, a pool...
+    if isinstance(value, _MADE_WITH):  # itemgetter(0): its type and what it was made with
+        reduced: tuple[Any, ...] = tuple(value.__reduce__())
+        made, args = reduced[0], reduced[1]
+        return {"$type": _qualified(kind), "made": [stable_form(made, depth + 1, active),
+                                                    stable_form(list(args), depth + 1,
+                                                                active)]}
+    if inside or _is_stdlib(kind):  # a socket, a lock, a pool...
         return _type_only(value)
     state: dict[str, Any] = {}
     for name, attr in _attributes(value):

@@ -10,9 +10,10 @@ item's place in its write), which order ``get`` oldest first, and ``fa_owner``, 
 - **Isolation.** Every read and write names the set and the scope: an item of another agent,
   key or set is never found, and a delete of its id does nothing (the ids are checked against
   the scope before anything is deleted). Item ids are a keyed hash (HMAC-SHA256) of the
-  scope, set, action execution and ordinal under a random secret kept in the store (in the
-  collection ``<collection>-keys``), so they are stable on a replay and cannot be computed
-  from another key.
+  scope, the key's memory epoch, set, action execution and ordinal under a random secret
+  kept in the store (in the collection ``<collection>-keys``), so they are stable on a
+  replay, cannot be computed from another key, and a new job (a new epoch) never reuses an
+  old job's ids.
 - ``add``/``delete`` are logged in the action. When the action completes, the core calls
   ``commit_long_term_memory``: one durable call (``long_term_memory.commit``) embeds the
   added items and applies the log in order. Its outcome is recorded like any durable call,
@@ -107,7 +108,7 @@ class Horizon:
     """What a read of one action execution may see of its own key's writes.
 
     Items this key (``owner``) wrote in its current state's lineage (``epoch``: a random
-    token its short-term memory keeps from its first memory write on, so a new job without
+    token its short-term memory keeps from its first memory read or write on, so a new job without
     that state starts a new one) in a later run than ``run``, or in run ``run`` by one of the
     ``hidden`` executions (the reader and those still in flight), were written by an attempt
     that crashed after the checkpoint this run was restored from: left out.
@@ -192,10 +193,13 @@ class _Store:
                         and horizon.shows(d)]
             else:
                 placed = _placed(filters, set_name, scope)
+                # every match, then the oldest ``limit``: a store returns a limited get in
+                # its own order (a re-executed commit's upsert can move an item to its end)
                 docs = self._visible(
-                    lambda n: self.store.get(None, self.collection, placed, n), limit, horizon)
+                    lambda n: self.store.get(None, self.collection, placed, n), None, horizon)
                 docs.sort(key=lambda d: (str(d.metadata.get(_CREATED, "")),
                                          d.metadata.get(_SEQ, 0)))  # oldest first
+                docs = docs if limit is None else docs[:limit]
         except UnknownFilterFieldError as e:
             if _empty_on_unplaced(e):
                 return []
@@ -474,37 +478,46 @@ class ActionLongTermMemory(BaseLongTermMemory):
         """The next item id: stable for this action execution and item ordinal.
 
         A keyed hash under the collection's secret (see the module docstring): another key
-        cannot compute it.
+        cannot compute it. The key's memory epoch is part of it, so a new job's items never
+        take an old job's ids.
 
         Returns:
             The id.
         """
         n, self._n = self._n, self._n + 1
         backend = self.backend()
-        # the key's scope too: execution ids are per key, a shared set is not
-        raw = f"{self.key_scope}|{scope}|{set_name}|{self._ctx.execution_id}|{n}".encode()
+        # the key's scope too: execution ids are per key, a shared set is not; its epoch
+        # too: a new job (no state) numbers its executions from the start again, and must
+        # add to what an old job wrote, never overwrite it
+        raw = (f"{self.key_scope}|{self._epoch()}|{scope}|{set_name}|"
+               f"{self._ctx.execution_id}|{n}").encode()
         mac = hmac.new(_secret(backend.store, backend.collection), raw, hashlib.sha256)
         return "ltm-" + mac.hexdigest()[:32]
 
-    def _epoch(self) -> str | None:
+    def _epoch(self) -> str:
+        """The key's memory epoch; the first read or write of its lineage draws it.
+
+        Drawn in a durable call (``long_term_memory.epoch``), so a restore to any point after
+        that call (even within the same action execution, before any write) replays the same
+        epoch and its reads leave out what the crashed attempt wrote; kept in the key's
+        short-term memory, applied with the action's other writes (see ``Horizon``).
+
+        Returns:
+            The epoch.
+        """
         epoch = self._ctx.short_term_memory.get(_EPOCH_PATH)
-        return epoch if isinstance(epoch, str) else None
+        if not isinstance(epoch, str):  # drawn in a durable call: the same on a replay
+            epoch = str(self.call("long_term_memory.epoch", secrets.token_hex, 8))
+            self._ctx.short_term_memory.set(_EPOCH_PATH, epoch)
+        return epoch
 
     def tags(self) -> dict[str, Any]:
         """Who writes: this key's scope and epoch, the run and the action execution.
 
-        The first write of a key's lineage draws its epoch (a durable call,
-        ``long_term_memory.epoch``); it is kept in the key's short-term memory, applied with
-        the action's other writes (see ``Horizon``).
-
         Returns:
             The tags of the write-log entry.
         """
-        epoch = self._epoch()
-        if epoch is None:  # drawn in a durable call: the same on a replay
-            epoch = str(self.call("long_term_memory.epoch", secrets.token_hex, 8))
-            self._ctx.short_term_memory.set(_EPOCH_PATH, epoch)
-        return {"owner": self.key_scope, "epoch": epoch, "run": self._ctx.run.seq,
+        return {"owner": self.key_scope, "epoch": self._epoch(), "run": self._ctx.run.seq,
                 "exec": exec_tag(self._ctx.execution_id)}
 
     def horizon(self) -> Horizon:

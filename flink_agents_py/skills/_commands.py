@@ -4,7 +4,8 @@ The text rules below are a first filter (each refusal is a failed tool call whos
 model reads); containment comes from the kernel (``_sandbox.py``: bubblewrap namespaces,
 read-only binds, no network, a PID namespace for timeouts, resource limits):
 
-- the command line is parsed (``shlex``, POSIX rules), never given to a shell as text; it
+- the command line is split into words by POSIX shell rules (quotes, backslashes, ``#``
+  comments; a quoted ``|`` or ``;`` is a word), never given to a shell as text; it
   is a command, or a pipeline of commands joined by ``|`` (run inside the sandbox, so every
   stage reads the whole output of the one before);
 - every stage's program must be exactly one of ``allowed_commands``, by bare name (no
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import re
-import shlex
 import warnings
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -49,8 +49,8 @@ __all__ = ["CommandRefusedError", "RunSkillCommandTool", "ShellEquivalentCommand
 _log = logging.getLogger(__name__)
 _logged: set[str] = set()
 
-_OPERATORS = {";", "&", "&&", "||", "<", ">", ">>", "<<", "<<<", ">&", "<&", "&>", ">|",
-              "(", ")", ";;", "|&"}
+_OPERATOR_CHARS = frozenset(";&|<>()")
+_SPLIT_CHARS = frozenset(" \t")
 _FORBIDDEN_CHARS = ("$", "`", "\n", "\r", "\x00")
 MAX_COMMAND_CHARS = 10_000
 """The longest command line ``run_skill_command`` takes, in characters."""
@@ -77,6 +77,81 @@ class ShellEquivalentCommandWarning(UserWarning):
     """An allow-list names a program that can run other programs (a shell in effect)."""
 
 
+class _Operator(str):
+    """An unquoted run of ``;&|<>()`` (a quoted one is an ordinary word)."""
+
+
+def _words(command: str) -> list[str]:
+    """Split ``command`` as a POSIX shell does (quotes, backslashes, ``#`` comments).
+
+    A run of ``;&|<>()`` outside quotes is an ``_Operator`` token; quoted or
+    backslash-escaped, the same characters are part of a word (``cut -d '|'`` is one
+    command). ``#`` starts a comment only at the start of a word (``C#`` is a word), as in
+    a shell. ``shlex`` loses both distinctions, so the words are split here.
+
+    Returns:
+        The words and operators, in order.
+
+    Raises:
+        CommandRefusedError: for an unterminated quote or a trailing backslash.
+    """
+    tokens: list[str] = []
+    word: list[str] = []
+    in_word = False
+    i, n = 0, len(command)
+
+    def end_word() -> None:
+        nonlocal in_word
+        if in_word:
+            tokens.append("".join(word))
+            word.clear()
+            in_word = False
+
+    while i < n:
+        ch = command[i]
+        if ch in _SPLIT_CHARS:
+            end_word()
+            i += 1
+        elif ch in _OPERATOR_CHARS:
+            end_word()
+            j = i
+            while j < n and command[j] in _OPERATOR_CHARS:
+                j += 1
+            tokens.append(_Operator(command[i:j]))
+            i = j
+        elif ch == "#" and not in_word:
+            break  # a comment, to the end of the line
+        elif ch == "'":
+            j = command.find("'", i + 1)
+            if j < 0:
+                raise CommandRefusedError("refused: the command cannot be parsed (no closing "
+                                          "quotation)")
+            word.append(command[i + 1:j])
+            in_word, i = True, j + 1
+        elif ch == '"':
+            i += 1
+            while i < n and command[i] != '"':
+                if command[i] == "\\" and i + 1 < n and command[i + 1] in '"\\':
+                    i += 1
+                word.append(command[i])
+                i += 1
+            if i >= n:
+                raise CommandRefusedError("refused: the command cannot be parsed (no closing "
+                                          "quotation)")
+            in_word, i = True, i + 1
+        elif ch == "\\":
+            if i + 1 >= n:
+                raise CommandRefusedError("refused: the command cannot be parsed (it ends "
+                                          "with a backslash)")
+            word.append(command[i + 1])
+            in_word, i = True, i + 2
+        else:
+            word.append(ch)
+            in_word, i = True, i + 1
+    end_word()
+    return tokens
+
+
 def parse_command(command: str, allowed: list[str] | set[str]) -> list[list[str]]:
     """Parse ``command`` into the argument lists of a pipeline, enforcing the rules above.
 
@@ -98,22 +173,18 @@ def parse_command(command: str, allowed: list[str] | set[str]) -> list[list[str]
             shown = {"\n": "a newline", "\r": "a carriage return", "\x00": "a NUL"}.get(ch, ch)
             raise CommandRefusedError(f"refused: {shown!r} is not allowed (no variables, "
                                       f"command substitution or several lines)")
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>()")
-        lexer.whitespace_split = True
-        tokens = list(lexer)
-    except ValueError as e:
-        raise CommandRefusedError(f"refused: the command cannot be parsed ({e})") from e
+    tokens = _words(command)
     if not tokens:
         raise CommandRefusedError("refused: the command is empty")
     stages: list[list[str]] = [[]]
     for tok in tokens:
-        if tok == "|":
+        if isinstance(tok, _Operator):
+            if tok != "|":
+                raise CommandRefusedError(f"refused: {str(tok)!r} is not allowed (only one "
+                                          f"command, or commands joined by '|'; no "
+                                          f"redirections)")
             stages.append([])
             continue
-        if tok in _OPERATORS or (tok and set(tok) <= set(";&|<>()")):
-            raise CommandRefusedError(f"refused: {tok!r} is not allowed (only one command, "
-                                      f"or commands joined by '|'; no redirections)")
         stages[-1].append(tok)
     for argv in stages:
         if not argv:
@@ -159,7 +230,7 @@ class RunSkillCommandTool(Resource):
         max_memory_mb: address space per process, in MiB.
         max_file_mb: the largest file a process may write, in MiB.
         max_processes: processes at once (Linux 5.14+; not enforced for root).
-        max_scratch_mb: the size of the private working directory and of ``/tmp``, in MiB
+        max_scratch_mb: the size of the private working directory, ``/tmp`` and ``/dev/shm``, in MiB
             each (where the installed bubblewrap supports ``--size``, 0.8+).
         name: the tool's name.
     """
@@ -288,4 +359,8 @@ class RunSkillCommandTool(Resource):
         if unexpected:
             raise CommandRefusedError(f"run_skill_command takes 'skill' and 'command', not "
                                       f"{sorted(unexpected)}")
+        for arg, value in (("skill", skill), ("command", command)):
+            if not isinstance(value, str):
+                raise CommandRefusedError(f"run_skill_command: {arg!r} must be a string, got "
+                                          f"{type(value).__name__}")
         return await asyncio.to_thread(self.run, skill, command)

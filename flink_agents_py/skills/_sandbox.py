@@ -135,7 +135,10 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
-    args += ["--proc", "/proc", "--dev", "/dev", "--dir", "/etc"]
+    # /proc/sys read-only: bubblewrap leaves it writable, and a command run by root (uid 0
+    # in its user namespace is the host's root) could set the host's sysctls
+    args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
+             "--dir", "/etc"]
     for name in _ETC_KEPT:
         if os.path.lexists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
@@ -332,10 +335,39 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
                                       max_output_chars * 4, contained)
     finally:
         _stop(proc, contained)
+        if writable and contained:
+            _clear_set_id_bits(skill_dir)
     if not finished:
         raise CommandRefusedError(f"the command ran past {timeout_s} s and was stopped "
                                   f"(every process it started was killed)")
     return proc.returncode, _render(out, err, proc.returncode, max_output_chars, limits)
+
+
+def _clear_set_id_bits(folder: Path) -> None:
+    """Clear the setuid/setgid bits of the files in a writable skill's folder.
+
+    A command may ``chmod u+s`` a file it wrote there: on the host that file would run with
+    the job user's rights (root's, for a job run as root) for anyone who can reach it. Run
+    once the command's processes are gone; folders and files are opened relative to their
+    parent's fd without following symlinks (``os.fwalk``), so a folder swapped for a symlink
+    by a command still running on the same skill never leads outside it.
+    """
+    for root, _, names, root_fd in os.fwalk(folder):
+        for name in names:
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                             dir_fd=root_fd)
+            except OSError:
+                continue  # a symlink, or gone
+            try:
+                mode = os.fstat(fd).st_mode
+                if stat.S_ISREG(mode) and mode & (stat.S_ISUID | stat.S_ISGID):
+                    os.fchmod(fd, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
+            except OSError:
+                _log.warning("could not clear the setuid/setgid bits of %s in a writable "
+                             "skill's folder", os.path.join(root, name))
+            finally:
+                os.close(fd)
 
 
 def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, writable: bool,
@@ -353,8 +385,25 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, writab
             "--ro-bind-data", str(passwd), "/etc/passwd",
             "--ro-bind-data", str(group), "/etc/group",
             *_workdir_args(skill_dir, writable, limits.scratch_mb, features, fds),
+            *_read_only_root(limits, features),
             "--chdir", _WORKDIR, "--clearenv", "--setenv", "HOME", "/tmp",
             *[a for k, v in env.items() for a in ("--setenv", k, v)], "--", *inner]
+
+
+def _read_only_root(limits: Limits, features: _Features) -> list[str]:
+    """Make the sandbox's root and ``/dev`` read-only, after every mount point is made.
+
+    bubblewrap builds both as tmpfs with no size limit: writable, a command could fill
+    ``/``, ``/etc`` or ``/dev/shm`` with RAM (``max_file_mb`` per file, any number of
+    files) until the host runs out. Only ``/skill``, ``/tmp`` and a ``/dev/shm`` of
+    ``max_scratch_mb`` (where bubblewrap sizes a tmpfs, 0.8+) stay writable.
+
+    Returns:
+        bwrap's arguments.
+    """
+    shm = (["--size", str(limits.scratch_mb << 20), "--tmpfs", "/dev/shm"] if features.size
+           else [])
+    return [*shm, "--remount-ro", "/dev", "--remount-ro", "/"]
 
 
 def _collect(proc: subprocess.Popen[bytes], deadline: float, cap_bytes: int,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -83,18 +84,45 @@ class Skill:
         Raises:
             SkillError: for a path outside the skill's folder, or no such file.
         """
-        target = (self.directory / relative).resolve()
-        root = self.directory.resolve()
-        if root not in target.parents or not target.is_file():
-            raise SkillError(f"skill {self.name!r} has no file {relative!r}; its files: "
+        if not isinstance(relative, str):
+            raise SkillError(f"skill {self.name!r}: 'file' must be a string (a path relative "
+                             f"to the skill's folder), got {type(relative).__name__}")
+        try:
+            target = (self.directory / relative).resolve()
+            found = self.directory.resolve() in target.parents and target.is_file()
+        except (OSError, ValueError):  # a NUL byte, a name too long, a loop
+            found = False
+        if not found:
+            shown = relative if len(relative) <= 200 else relative[:200] + "..."
+            raise SkillError(f"skill {self.name!r} has no file {shown!r}; its files: "
                              f"{', '.join(self.files()) or 'none'}")
         return _read_capped(target)
 
 
 def _read_capped(path: Path) -> str:
-    """The text of ``path``: at most ``MAX_FILE_BYTES`` read, ``MAX_FILE_CHARS`` returned."""
-    with path.open("rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    """The text of ``path``: at most ``MAX_FILE_BYTES`` read, ``MAX_FILE_CHARS`` returned.
+
+    The file is opened without blocking and without following a final symlink, and read only
+    when what was opened is a regular file: a FIFO or a device swapped in after the caller
+    looked (a writable skill's command can do it) is refused instead of blocking the
+    operator's thread or reading without end.
+
+    Returns:
+        The text, with a last line saying so when it was cut.
+
+    Raises:
+        SkillError: when ``path`` is no longer a regular file.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise SkillError(f"{path} cannot be read: {e.strerror}") from e
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SkillError(f"{path} is not a regular file (a FIFO, device or socket is "
+                             f"never read)")
+        size = st.st_size
         data = f.read(MAX_FILE_BYTES + 1)
     text = data[:MAX_FILE_BYTES].decode(errors="replace")
     if len(data) > MAX_FILE_BYTES or len(text) > MAX_FILE_CHARS:
@@ -255,7 +283,10 @@ class LoadSkillTool(Resource):
         """
         if unexpected:
             raise SkillError(f"load_skill takes 'name' and 'file', not {sorted(unexpected)}")
+        if not isinstance(name, str):
+            raise SkillError(f"load_skill: 'name' must be a string (one of "
+                             f"{', '.join(self._loaded)}), got {type(name).__name__}")
         skill = self.skill(name)
-        if file:
+        if file is not None and file != "":
             return skill.read(file)
         return {"name": skill.name, "instructions": skill.instructions, "files": skill.files()}

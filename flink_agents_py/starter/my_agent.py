@@ -31,11 +31,27 @@ def by_user(record: dict) -> str:
 
 
 def scripted_model(request: ScriptedRequest) -> ToolCall | str:
-    """Play the model: call get_weather for the question's last word, then answer."""
+    """Play the model: call get_weather for the question's last word, then answer.
+
+    Returns:
+        The tool call, then (with its result) the answer.
+
+    Raises:
+        ValueError: when the chat no longer offers get_weather (change the ToolCall
+            below when you rename or replace the tool).
+    """
+    offered = [t.name for t in request.tools]
+    if "get_weather" not in offered:
+        raise ValueError(f"scripted_model calls get_weather, but the chat offers {offered}: "
+                         "change scripted_model's ToolCall to the tool you offer")
     if not request.tool_results:
         city = request.last_user_text.rstrip("?").split()[-1]
         return ToolCall(id="weather-1", name="get_weather", arguments={"city": city})
-    found = json.loads(request.tool_results[0].content)  # what get_weather returned
+    result = request.tool_results[0].content  # what get_weather returned, as JSON
+    try:
+        found = json.loads(result)
+    except ValueError:  # the tool failed: the text says why
+        return f"get_weather failed: {result}"
     return f"{found['city']}: {found['weather']}."
 
 
