@@ -443,6 +443,8 @@ PUBLIC_API = {
     # sub-agents
     "InternalSubagent", "SubagentSetup", "AsyncSubagentSetup", "DeferredSubagentSetup",
     "PreparedCall", "SubagentFuture", "SubagentResult", "RunStatus",
+    # flow control
+    "FlowControl", "RateLimitInfo", "ErrorClass", "error_class", "report_rate_limit",
     # errors
     "AgentsError", "ActionError", "ChatResponseError", "DurableExecutionError",
     "EventChainLimitError",

@@ -53,6 +53,7 @@ from ._events import (
     ToolRequestEvent,
     ToolResponseEvent,
 )
+from ._flow import ErrorClass, FlowControl, RateLimitInfo, error_class, report_rate_limit
 from ._long_term_memory import (
     BaseLongTermMemory,
     LongTermMemoryOptions,
@@ -136,6 +137,11 @@ __all__ = [
     "EmbeddingTokenUsage",
     "Event",
     "EventType",
+    "ErrorClass",
+    "FlowControl",
+    "RateLimitInfo",
+    "error_class",
+    "report_rate_limit",
     "format_context",
     "FunctionTool",
     "InputEvent",

@@ -6,6 +6,8 @@
 - ``model_from_function`` / ``model_from_turns``: scripted chat models (``ScriptedChatModel``
   connections); ``tool_call`` / ``tool_calls`` write their tool-calling turns.
 - ``CallCounter``: thread-safe call counts of tools and fakes.
+- ``ThrottlingProvider``: an OpenAI-compatible HTTP server on 127.0.0.1 that answers a
+  fixed number of requests per second and 429 with ``Retry-After`` above it.
 
 See ``docs/how-to/testing.md``.
 """
@@ -14,6 +16,7 @@ from ..integrations.chat_models import ScriptedChatModel, ScriptedRequest, Scrip
 from ._fakes import CallCounter, model_from_function, model_from_turns, tool_call, tool_calls
 from ._replay import check_replay_safety
 from ._report import PointResult, ReplaySafetyReport, shape, summary_table
+from ._throttling import ThrottlingProvider
 
 __all__ = [
     "CallCounter",
@@ -22,6 +25,7 @@ __all__ = [
     "ScriptRule",
     "ScriptedChatModel",
     "ScriptedRequest",
+    "ThrottlingProvider",
     "check_replay_safety",
     "model_from_function",
     "model_from_turns",
