@@ -445,6 +445,7 @@ PUBLIC_API = {
     "PreparedCall", "SubagentFuture", "SubagentResult", "RunStatus",
     # flow control
     "FlowControl", "RateLimitInfo", "ErrorClass", "error_class", "report_rate_limit",
+    "Budget", "BudgetExceededError", "ModelPrice",
     # errors
     "AgentsError", "ActionError", "ChatResponseError", "DurableExecutionError",
     "EventChainLimitError",

@@ -16,6 +16,7 @@ from ._agent import (
     prompt,
     vector_store,
 )
+from ._budgets import Budget, BudgetExceededError, ModelPrice
 from ._chat_models import ChatModelConnection, ChatModelSetup, ScriptedRequest
 from ._context import Memory, RunnerContext
 from ._embeddings import (
@@ -138,6 +139,9 @@ __all__ = [
     "Event",
     "EventType",
     "ErrorClass",
+    "Budget",
+    "BudgetExceededError",
+    "ModelPrice",
     "FlowControl",
     "RateLimitInfo",
     "error_class",

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
+from ._budgets import Budget
 from ._errors import ResourceError
 from ._flow import ErrorClass, FlowControl
 from ._messages import ChatMessage, ChatResponse, MessageRole
@@ -168,6 +169,8 @@ class ChatModelSetup(Resource):
             ``"throttled"`` (429/529, held past ``FlowControl.max_throttle_wait_s``),
             ``"unavailable"`` (5xx), ``"timeout"``, ``"rejected"`` (other 4xx),
             ``"error"`` (anything else).
+        budget: limits on what each key may spend through this setup (tokens, cost by a
+            price table, over a window) and what happens when it is spent (``Budget``).
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.CHAT_MODEL
@@ -187,6 +190,7 @@ class ChatModelSetup(Resource):
     output_retries: int = Field(default=1, ge=0)
     fallbacks: list[str] = Field(default_factory=list)
     fallback_on: list[ErrorClass] = Field(default_factory=_default_fallback_on)
+    budget: Budget | None = None
 
     _callables: list[ToolMetadata] | None = PrivateAttr(default=None)
 

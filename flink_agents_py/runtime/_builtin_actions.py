@@ -42,6 +42,7 @@ from ..api import (
     ToolResponseEvent,
     ToolResult,
 )
+from ._budgets import budgeted_call, spend_key
 from ._context import ActionContext
 from ._failures import failure_text
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
@@ -217,9 +218,13 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
     schema = chat["output_schema"]
     invalid: list[dict[str, str]] = chat.setdefault("invalid", [])
 
-    async def call_model(messages: list[ChatMessage],
-                         output_schema: dict[str, Any] | None) -> ChatResponse:
-        return await _model_call(setup, messages, output_schema, resolve)
+    async def call_model(messages: list[ChatMessage], output_schema: dict[str, Any] | None,
+                         spent: dict[str, Any] | None = None) -> ChatResponse:
+        if setup.budget is None:
+            return await _model_call(setup, messages, output_schema, resolve)
+        return await budgeted_call(
+            setup, ctx.key, spent,
+            lambda asked: _model_call(asked, messages, output_schema, resolve), resolve)
 
     def resolve(name: str) -> ChatModelSetup:
         fallback = ctx.get_resource(name, ResourceType.CHAT_MODEL)
@@ -240,8 +245,11 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
             ChatMessage.model_validate(m) for m in chat["messages"]]
         first = None
         try:
+            args: tuple[Any, ...] = (messages, schema)
+            if setup.budget is not None:  # the key's spend goes in; the spend after comes out
+                args = (messages, schema, ctx.short_term_memory.get(spend_key(chat["model"])))
             response: ChatResponse = await ctx.execute_as(
-                CallKind.MODEL, chat["model"], call_model, (messages, schema))
+                CallKind.MODEL, chat["model"], call_model, args)
         except ReplayDivergenceError:
             raise
         except Exception as e:  # noqa: BLE001 - the model call failed: the policy decides
@@ -255,6 +263,9 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
                 message=ChatMessage(role=MessageRole.ASSISTANT, content=""),
                 metadata={"error_policy": "ignore", "ignored_error": _describe(e)})))
             return
+        spent = response.metadata.get("budget")
+        if setup.budget is not None and isinstance(spent, dict):
+            ctx.short_term_memory.set(spend_key(chat["model"]), spent["spent"])
         chat["retries"] = chat.get("retries", 0) + int(response.metadata.get("retries", 0) or 0)
         problem: str | None = None
         try:
