@@ -255,6 +255,22 @@ def test_a_call_throttled_past_max_throttle_wait_fails_with_the_providers_error(
     assert 3 <= probes["t-bound"] <= 12  # held about 0.3 s at 0.05 s a turn, then failed
 
 
+def test_a_retry_after_longer_than_max_throttle_wait_fails_at_once(probes):
+    agent = asker({"conn": ResourceDescriptor(
+        Throttles, label="t-long", throttle_first=100, retry_after=3600.0,
+        flow_control=FlowControl(max_throttle_wait_s=60))},
+        {"model": {"connection": "conn", "fallbacks": ["cheap"]},
+         "cheap": {"connection": "up"}})
+    agent.add_resource("up", ResourceType.CHAT_MODEL_CONNECTION,
+                       ResourceDescriptor(Throttles, label="t-up", reply="cheap"))
+    t0 = time.monotonic()
+    [out] = run(agent, [{"key": "a", "q": "hi"}]).outputs
+    assert time.monotonic() - t0 < 30  # not an hour, not the 60 s bound either
+    assert out["content"] == "cheap: hi" and out["metadata"]["model_setup"] == "cheap"
+    assert out["metadata"]["fallback_errors"] == ["model: ProviderError: slow down (status 429)"]
+    assert probes["t-long"] == 1
+
+
 def test_hold_throttled_off_lets_the_error_policy_decide(probes):
     agent = asker({"conn": ResourceDescriptor(
         Throttles, label="t-off", throttle_first=1, flow_control=FlowControl(hold_throttled=False))},

@@ -87,12 +87,14 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
                 response = await setup.achat(messages, output_schema=output_schema,
                                              with_prompt=False)
         except Exception as e:  # noqa: BLE001 - classified, then held, retried or raised
-            flow.settle(ticket, throttled=_throttling(e), info=getattr(e, "rate_limit", None))
+            gate = flow.settle(ticket, throttled=_throttling(e),
+                               info=getattr(e, "rate_limit", None))
             settled = True
             now = time.monotonic()
             if error_class(e) == "throttled" and options.hold_throttled:
                 first_throttle = now if first_throttle is None else first_throttle
-                if now - first_throttle <= options.max_throttle_wait_s:
+                # held only while the provider's wait fits in what is left of the bound
+                if now + (gate or 0.0) - first_throttle <= options.max_throttle_wait_s:
                     throttles += 1  # held: the controller's gate decides when it goes again
                     continue
             errors.append(f"{type(e).__name__}: {e}")
