@@ -245,6 +245,17 @@ def test_throttled_calls_are_held_not_failed_whatever_the_error_policy(policy, p
     assert probes[f"t-{policy}"] == 4 and res.counters["calls_executed"] == 1
 
 
+def test_metrics_count_throttled_answers_and_the_time_calls_were_held(probes):
+    agent = asker({"conn": ResourceDescriptor(Throttles, label="t-metrics", throttle_first=2,
+                                              retry_after=0.1)},
+                  {"model": {"connection": "conn"}})
+    res = run(agent, [{"key": "a", "q": "hi"}])
+    [out] = res.outputs
+    assert out["metadata"]["throttled"] == 2 and out["metadata"]["flow_wait_s"] >= 0.15
+    assert res.metrics["chat_calls_throttled"] == {"model": 2}
+    assert res.metrics["flow_wait_ms"]["model"] >= 150
+
+
 def test_a_call_throttled_past_max_throttle_wait_fails_with_the_providers_error(probes):
     agent = asker({"conn": ResourceDescriptor(
         Throttles, label="t-bound", throttle_first=100,

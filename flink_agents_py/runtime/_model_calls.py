@@ -76,10 +76,12 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
     flow = flow_controller(connection)
     options = connection.flow_control
     attempts = setup.retry_max_attempts if setup.error_policy == "retry" else 1
-    attempt, throttles, first_throttle = 0, 0, None
+    attempt, throttles, first_throttle, waited = 0, 0, None, 0.0
     errors: list[str] = []
     while True:
+        t0 = time.monotonic()
         ticket = await flow.admit()
+        waited += time.monotonic() - t0
         settled = False
         response: Any = None
         try:
@@ -126,6 +128,8 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
             metadata["retry_errors"] = errors
     if throttles:
         metadata["throttled"] = throttles
+    if waited >= 0.001:  # held by flow control before it was sent
+        metadata["flow_wait_s"] = round(waited, 3)
     if metadata == response.metadata:
         return response
     return response.model_copy(update={"metadata": metadata})
