@@ -262,8 +262,10 @@ class FlowController:
             self._sent.pop(ticket, None)
             if tokens is not None:
                 self._learn_tokens(tokens)
-            if info is not None:  # calls sent after this one were not counted by its answer
-                unanswered = sum(1 for t in self._sent if t > ticket)
+            if info is not None:
+                # calls still in flight may not be counted by this answer: the provider may
+                # take them in another order than they were sent, so count every one
+                unanswered = self.stats.in_flight
                 stale = ticket < self._newest_info
                 self._newest_info = max(self._newest_info, ticket)
                 self._requests.update(info.limit_requests, info.remaining_requests,
