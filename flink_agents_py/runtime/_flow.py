@@ -147,7 +147,6 @@ class FlowController:
         self._throttled_once = False
         self._tickets = 0
         self._newest_info = 0  # the newest call whose answer told the provider's limits
-        self._sent: dict[int, None] = {}
         self._gate_until = 0.0
         self._decrease_until = 0.0
         self._backoff_n = 0
@@ -230,7 +229,6 @@ class FlowController:
 
     def _take(self) -> int:
         self._tickets += 1
-        self._sent[self._tickets] = None
         self.stats.calls += 1
         self.stats.in_flight += 1
         self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
@@ -259,7 +257,6 @@ class FlowController:
         with self._lock:
             now = self._clock()
             self.stats.in_flight -= 1
-            self._sent.pop(ticket, None)
             if tokens is not None:
                 self._learn_tokens(tokens)
             if info is not None:
