@@ -85,6 +85,23 @@ def test_cost_by_the_price_table_and_a_fallback_model_when_spent(probes):
     assert probes["big"] == 1 and probes["cheap"] == 2
 
 
+def test_the_event_log_shows_each_keys_spend_and_decision(probes):
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.observability import EventLog, MemorySink
+
+    sink = MemorySink()
+    agent = budget_agent(Budget(max_tokens=15, on_exceeded="fallback", fallback="cheap"))
+    (AgentsExecutionEnvironment.local(event_log=EventLog(sink=sink))
+     .from_list([{"key": "a", "q": 0}, {"key": "a", "q": 1}, {"key": "b", "q": 0}])
+     .apply(agent).run())
+    calls = [r for r in sink.records
+             if r["kind"] == "call_finished" and r.get("call_kind") == "chat_model"]
+    seen = sorted((r["key"], r["budget"]["decision"], r["budget"]["spent"]["input"],
+                   r.get("model_setup")) for r in calls)
+    assert seen == [("a", "fallback", 20, "cheap"), ("a", "within", 10, None),
+                    ("b", "within", 10, None)]
+
+
 def test_hold_waits_for_the_window_to_end(probes):
     budget = Budget(max_input_tokens=10, window_s=0.6, on_exceeded="hold")
     t0 = time.monotonic()

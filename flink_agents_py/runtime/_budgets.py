@@ -128,4 +128,7 @@ async def budgeted_call(
         info["reached"] = first
     if held_s:
         info["held_s"] = held_s
-    return response.model_copy(update={"metadata": {**response.metadata, "budget": info}})
+    metadata = {**response.metadata, "budget": info}
+    if asked is not setup:  # the budget's fallback answered: say which setup did
+        metadata.setdefault("model_setup", asked.resource_name)
+    return response.model_copy(update={"metadata": metadata})
