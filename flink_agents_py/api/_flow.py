@@ -44,7 +44,7 @@ class FlowControl(BaseModel):
         initial_concurrency: where the adaptive limit starts (``None``: unlimited until the
             first throttled answer); it grows by one per call answered (doubling per round
             trip, TCP's slow start) until the first throttled answer, then by one per
-            ``limit`` answers. The HTTP adapters (OpenAI, Anthropic) start at 32, so a burst
+            ``limit`` answers. The HTTP adapters (OpenAI, Anthropic) start at 8, so a burst
             of queued calls does not all hit a rate limit at once.
         min_concurrency: the adaptive limit never goes below this.
         decrease_factor: what the limit is multiplied by on throttling (0 < f < 1).

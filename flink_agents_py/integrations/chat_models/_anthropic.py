@@ -161,7 +161,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         max_retries: the SDK's own silent retries; 0 by default so the setup's
             ``error_policy="retry"`` is the one place retries happen (and are counted).
         flow_control: how the operator paces calls (``FlowControl``); here a slow start
-            from 32 calls in flight (``HTTP_FLOW_CONTROL``).
+            from 8 calls in flight (``HTTP_FLOW_CONTROL``).
         output_tool_name: the name of the forced tool used for structured output.
         api_key_required: whether a missing key is an error, checked when the operator opens
             (``MissingApiKeyError`` naming the variable and the resource); ``False`` for a

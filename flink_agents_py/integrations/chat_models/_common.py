@@ -34,9 +34,10 @@ __all__ = ["HTTP_FLOW_CONTROL", "import_sdk", "FreshOnUnpickle", "LoopBoundClien
 
 _RETRYABLE_STATUS = frozenset({408, 429})
 
-HTTP_FLOW_CONTROL = FlowControl(initial_concurrency=32)
+HTTP_FLOW_CONTROL = FlowControl(initial_concurrency=8)
 """The flow control of connections to rate-limited HTTP providers (OpenAI, Anthropic): a
-slow start from 32 calls in flight, so a burst of queued calls does not all meet a limit."""
+slow start from 8 calls in flight (doubling per round trip), so a burst of queued calls
+does not all meet a limit at once."""
 
 
 def import_sdk(module: str, extra: str, what: str) -> Any:

@@ -110,7 +110,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         max_retries: the SDK's own silent retries; 0 by default so the setup's
             ``error_policy="retry"`` is the one place retries happen (and are counted).
         flow_control: how the operator paces calls (``FlowControl``); here a slow start
-            from 32 calls in flight (``HTTP_FLOW_CONTROL``).
+            from 8 calls in flight (``HTTP_FLOW_CONTROL``).
         structured_output: how an ``output_schema`` is sent (see the module docstring).
         schema_name: the ``json_schema.name`` sent with a schema.
     """
