@@ -13,6 +13,8 @@ import time
 from typing import Any
 
 import pytest
+from support.probes import count
+from test_flow_control import asker, run
 
 from flink_agents_py.api import (
     Budget,
@@ -26,8 +28,6 @@ from flink_agents_py.api import (
     TokenUsage,
 )
 from flink_agents_py.testing import check_replay_safety
-from support.probes import count
-from test_flow_control import asker, run
 
 pytestmark = pytest.mark.timeout(120)
 

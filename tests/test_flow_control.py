@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 import pytest
+from support.probes import count
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
@@ -49,8 +50,6 @@ from flink_agents_py.integrations.chat_models._common import retry_after_s, retr
 from flink_agents_py.integrations.chat_models._openai import openai_rate_limit
 from flink_agents_py.runtime._flow import FlowController, flow_controller
 from flink_agents_py.testing import ThrottlingProvider, check_replay_safety
-
-from support.probes import count
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -173,6 +172,17 @@ def test_requests_per_minute_paces_calls():
     assert asyncio.run(scenario()) >= 0.4  # the 5 past the burst at 10/s
 
 
+def test_tokens_per_minute_paces_calls_by_the_tokens_they_report():
+    async def scenario() -> float:
+        flow = FlowController(FlowControl(tokens_per_minute=600))  # 10 tokens/s
+        t0 = time.monotonic()
+        for _ in range(3):  # each call reports 10 tokens: a second's worth
+            flow.settle(await flow.admit(), throttled=False, tokens=10)
+        return time.monotonic() - t0
+
+    assert asyncio.run(scenario()) >= 1.5
+
+
 def test_every_key_of_an_operator_shares_the_connection_controller():
     conn = OpenAIChatModel(base_url="http://127.0.0.1:1/v1")
     assert flow_controller(conn) is flow_controller(conn)
@@ -284,7 +294,8 @@ def test_a_retry_after_longer_than_max_throttle_wait_fails_at_once(probes):
 
 def test_hold_throttled_off_lets_the_error_policy_decide(probes):
     agent = asker({"conn": ResourceDescriptor(
-        Throttles, label="t-off", throttle_first=1, flow_control=FlowControl(hold_throttled=False))},
+        Throttles, label="t-off", throttle_first=1,
+        flow_control=FlowControl(hold_throttled=False))},
         {"model": {"connection": "conn"}})
     [out] = run(agent, [{"key": "a", "q": "hi"}]).outputs
     assert out["error"] == "ProviderError: slow down (status 429)" and probes["t-off"] == 1

@@ -17,7 +17,6 @@ import pathlib
 import textwrap
 
 import pytest
-
 from test_user_module_flink import outputs, run_user
 
 pytest.importorskip("pyflink")

@@ -146,6 +146,7 @@ class FlowController:
                                    if start else math.inf)
         self._throttled_once = False
         self._tickets = 0
+        self._estimates: dict[int, float] = {}  # tokens taken at admission, by ticket
         self._newest_info = 0  # the newest call whose answer told the provider's limits
         self._gate_until = 0.0
         self._decrease_until = 0.0
@@ -229,6 +230,7 @@ class FlowController:
 
     def _take(self) -> int:
         self._tickets += 1
+        self._estimates[self._tickets] = self._estimate_tokens()
         self.stats.calls += 1
         self.stats.in_flight += 1
         self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
@@ -257,8 +259,9 @@ class FlowController:
         with self._lock:
             now = self._clock()
             self.stats.in_flight -= 1
+            estimated = self._estimates.pop(ticket, 0.0)
             if tokens is not None:
-                self._learn_tokens(tokens)
+                self._learn_tokens(tokens, estimated)
             if info is not None:
                 # calls still in flight may not be counted by this answer: the provider may
                 # take them in another order than they were sent, so count every one
@@ -283,11 +286,11 @@ class FlowController:
             self._wake(now)
             return wait
 
-    def _learn_tokens(self, tokens: int) -> None:
+    def _learn_tokens(self, tokens: int, estimated: float) -> None:
         avg = self._avg_tokens
         self._avg_tokens = float(tokens) if avg is None else avg + 0.2 * (tokens - avg)
         if self._tpm is not None:  # the estimate taken at admission, corrected
-            self._tpm.level -= tokens - self._estimate_tokens()
+            self._tpm.level -= tokens - estimated
 
     def _throttled(self, info: RateLimitInfo | None, now: float) -> float:
         told = None
