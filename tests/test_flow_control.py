@@ -48,7 +48,7 @@ from flink_agents_py.integrations.chat_models import OpenAIChatModel
 from flink_agents_py.integrations.chat_models._anthropic import anthropic_rate_limit
 from flink_agents_py.integrations.chat_models._common import retry_after_s, retryable_status
 from flink_agents_py.integrations.chat_models._openai import openai_rate_limit
-from flink_agents_py.runtime._flow import FlowController, flow_controller
+from flink_agents_py.runtime import FlowController, flow_controller
 from flink_agents_py.testing import ThrottlingProvider, check_replay_safety
 
 pytestmark = pytest.mark.timeout(300)
