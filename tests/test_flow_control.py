@@ -373,3 +373,61 @@ def test_retry_after_as_an_http_date_is_honoured():
         assert [o for o in res.outputs if o["error"]] == [] and len(res.outputs) == 120
         assert fake.throttled > 0  # without headers it had to learn from 429s
         assert fake.throttled < 120
+
+
+# -- on the wire: what the SDK adapters read from real HTTP answers -------------------------
+def test_anthropic_429_with_retry_after_and_rate_limit_headers_is_held_then_answered(
+        monkeypatch, probes):
+    from flink_agents_py.integrations.chat_models import AnthropicChatModel
+    from support.providers import WireServer, anthropic_reply
+
+    monkeypatch.setenv("FAP_TEST_ANTHROPIC_KEY", "sk-ant-test")
+    reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
+
+    def answer(req):
+        if req["n"] == 0:
+            return 429, {"type": "error", "error": {"type": "rate_limit_error",
+                                                    "message": "slow down"}}, {
+                "retry-after": "0.3", "anthropic-ratelimit-requests-limit": "50",
+                "anthropic-ratelimit-requests-remaining": "0",
+                "anthropic-ratelimit-requests-reset": reset}
+        return 200, anthropic_reply([{"type": "text", "text": "hello"}], n=req["n"]), {
+            "anthropic-ratelimit-requests-remaining": "48"}
+
+    with WireServer(answer) as srv:
+        agent = asker({"conn": ResourceDescriptor(
+            AnthropicChatModel, base_url=srv.url, api_key_env="FAP_TEST_ANTHROPIC_KEY",
+            default_model="claude-test")}, {"model": {"connection": "conn"}})
+        t0 = time.monotonic()
+        [out] = run(agent, [{"key": "a", "q": "hi"}]).outputs
+        assert out["error"] is None and out["content"] == "hello"
+        assert out["metadata"]["throttled"] == 1
+        assert time.monotonic() - t0 >= 0.3  # at least Retry-After
+        assert len(srv.requests) == 2
+
+
+def test_openai_503_retry_after_is_the_least_backoff_and_400_is_not_retried(probes):
+    from support.providers import WireServer, openai_reply
+
+    def answer(req):
+        text = req["body"]["messages"][-1]["content"]
+        if text == "bad":
+            return 400, {"error": {"message": "bad request"}}
+        if req["n"] == 0:
+            return 503, {"error": {"message": "overloaded"}}, {"retry-after": "0.4"}
+        return 200, openai_reply("fine", n=req["n"])
+
+    with WireServer(answer) as srv:
+        agent = asker({"conn": ResourceDescriptor(OpenAIChatModel, base_url=f"{srv.url}/v1",
+                                                  default_model="gpt-test")},
+                      {"model": {"connection": "conn", "error_policy": "retry",
+                                 "retry_initial_backoff_s": 0.001,
+                                 "retry_max_backoff_s": 0.002}})
+        t0 = time.monotonic()
+        [out] = run(agent, [{"key": "a", "q": "good"}]).outputs
+        assert out["content"] == "fine" and out["metadata"]["retries"] == 1
+        assert time.monotonic() - t0 >= 0.4
+        [bad] = run(agent, [{"key": "b", "q": "bad"}]).outputs
+        assert bad["error"].startswith("ProviderError: chat completion failed")
+        assert "(status 400)" in bad["error"]
+        assert sum(1 for r in srv.requests if r["body"]["messages"][-1]["content"] == "bad") == 1
