@@ -378,8 +378,9 @@ def test_retry_after_as_an_http_date_is_honoured():
 # -- on the wire: what the SDK adapters read from real HTTP answers -------------------------
 def test_anthropic_429_with_retry_after_and_rate_limit_headers_is_held_then_answered(
         monkeypatch, probes):
-    from flink_agents_py.integrations.chat_models import AnthropicChatModel
     from support.providers import WireServer, anthropic_reply
+
+    from flink_agents_py.integrations.chat_models import AnthropicChatModel
 
     monkeypatch.setenv("FAP_TEST_ANTHROPIC_KEY", "sk-ant-test")
     reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
