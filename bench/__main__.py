@@ -11,6 +11,8 @@
   for several ``max_in_flight`` limits, local runner and Flink operator.
 - p4: recovery: re-entering in-flight runs from their keyed state, replayed vs executed calls.
 - p5: memory: state and Python heap per key with one run in flight, and after completion.
+- flow: chats against a fake provider that throttles (429 + ``Retry-After``): failed chats,
+  % answered 429 and the rate served against the provider's limit (``bench/_flow.py``).
 - scaleout (only when named in ``--only``): ``bench._scaleout``, parallelism 1 vs 2 on a
   standalone cluster of two TaskManagers fed from Kafka, wake-ups on unbounded input, limits.
 
@@ -40,7 +42,7 @@ from ._report import CpuWatch, Table, machine_info, other_java_processes, write_
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = Path(__file__).resolve().parent
-ALL = ("p1", "p2", "p3", "p4", "p5")
+ALL = ("p1", "p2", "p3", "p4", "p5", "flow")
 OPTIONAL = ("scaleout",)
 """Run only when named in ``--only``: ``scaleout`` (``bench._scaleout``: a Kafka broker and a
 standalone cluster of two TaskManagers; several minutes)."""
@@ -60,9 +62,10 @@ def scaled(n: int) -> int:
 
 # -- configuration ---------------------------------------------------------------------------
 def config(quick: bool, scaleout: bool = False) -> dict[str, Any]:
-    from . import _p4, _p5
+    from . import _flow, _p4, _p5
 
-    extra: dict[str, Any] = {"p4": _p4.config(quick), "p5": _p5.config(quick)}
+    extra: dict[str, Any] = {"p4": _p4.config(quick), "p5": _p5.config(quick),
+                             "flow": _flow.config(quick)}
     if scaleout:  # imported only when asked for (it needs the cluster test fixtures)
         from . import _scaleout
 
@@ -403,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a few minutes on 2 cores)")
     ap.add_argument("--only", default=",".join(ALL),
-                    help="comma list of p1,p2,p3,p4,p5 (default: all) and scaleout")
+                    help="comma list of p1,p2,p3,p4,p5,flow (default: all) and scaleout")
     ap.add_argument("--out", default=str(BENCH_DIR / "results.json"), help="JSON output file")
     ap.add_argument("--latest-md", default=str(BENCH_DIR / "LATEST.md"),
                     help="markdown written by --quick runs at BENCH_SCALE=1 ('' to skip)")
@@ -420,11 +423,12 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tables: dict[str, Any] = {}
+    from ._flow import bench_flow
     from ._p4 import bench_p4
     from ._p5 import bench_p5
 
     runners: dict[str, Any] = {"p1": bench_p1, "p2": bench_p2, "p3": bench_p3, "p4": bench_p4,
-                               "p5": bench_p5}
+                               "p5": bench_p5, "flow": bench_flow}
     if "scaleout" in only:
         from ._scaleout import bench_scaleout
 

@@ -8,6 +8,7 @@ Add a line only for such code, with the reason; delete dead code instead.
 """
 
 # ruff: noqa: B018
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from shlex import shlex
 
 from tqdm import tqdm
@@ -21,6 +22,7 @@ from flink_agents_py.runtime._builtin_actions import chat_model_action, tool_cal
 from flink_agents_py.runtime._knowledge import DurableVectorStore, context_retrieval_action
 from flink_agents_py.runtime._stepper import _StepperLoop
 from flink_agents_py.starter.my_agent import scripted_model
+from flink_agents_py.testing import ThrottlingProvider
 
 flink_agents_py.__getattr__  # PEP 562: the package's lazy attributes
 
@@ -68,3 +70,12 @@ _StepperLoop.is_running
 tqdm.initial
 tqdm.last_print_n
 shlex.whitespace_split
+
+# the throttling fake provider (testing/_throttling.py): http.server's hooks and attributes,
+# and its public figures read by tests and the bench
+ThreadingHTTPServer.daemon_threads
+ThreadingHTTPServer.request_queue_size
+BaseHTTPRequestHandler.protocol_version
+BaseHTTPRequestHandler.log_message
+BaseHTTPRequestHandler.do_POST
+ThrottlingProvider.served_rate

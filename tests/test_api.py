@@ -445,6 +445,9 @@ PUBLIC_API = {
     "PreparedCall", "SubagentFuture", "SubagentResult", "RunStatus",
     # secrets known by value, masked wherever text leaves the process
     "register_secret", "secret_from_env", "mask_secrets",
+    # flow control
+    "FlowControl", "RateLimitInfo", "ErrorClass", "error_class", "report_rate_limit",
+    "Budget", "BudgetExceededError", "ModelPrice",
     # errors
     "AgentsError", "ActionError", "ChatResponseError", "DurableExecutionError",
     "EventChainLimitError",

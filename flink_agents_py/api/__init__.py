@@ -17,6 +17,7 @@ from ._agent import (
     prompt,
     vector_store,
 )
+from ._budgets import Budget, BudgetExceededError, ModelPrice
 from ._chat_models import ChatModelConnection, ChatModelSetup, ScriptedRequest
 from ._context import Memory, RunnerContext
 from ._embeddings import (
@@ -55,6 +56,7 @@ from ._events import (
     ToolRequestEvent,
     ToolResponseEvent,
 )
+from ._flow import ErrorClass, FlowControl, RateLimitInfo, error_class, report_rate_limit
 from ._long_term_memory import (
     BaseLongTermMemory,
     LongTermMemoryOptions,
@@ -140,6 +142,14 @@ __all__ = [
     "EmbeddingTokenUsage",
     "Event",
     "EventType",
+    "ErrorClass",
+    "Budget",
+    "BudgetExceededError",
+    "ModelPrice",
+    "FlowControl",
+    "RateLimitInfo",
+    "error_class",
+    "report_rate_limit",
     "format_context",
     "FunctionTool",
     "InputEvent",

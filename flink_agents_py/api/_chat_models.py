@@ -13,7 +13,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
+from ._budgets import Budget
 from ._errors import ResourceError
+from ._flow import ErrorClass, FlowControl
 from ._messages import ChatMessage, ChatResponse, MessageRole
 from ._prompts import Prompt
 from ._resources import Resource, ResourceType
@@ -68,10 +70,16 @@ class ChatModelConnection(Resource):
     """Base of provider connections. One method to implement: ``chat`` (or ``achat``).
 
     Implementations are shared by every key of an operator and may be called concurrently
-    from the I/O executor: guard clients that are not thread-safe.
+    from the I/O executor: guard clients that are not thread-safe. The operator paces the
+    calls by ``flow_control`` (a ``FlowControl``: adaptive concurrency, ``Retry-After``,
+    fixed rates); adapters report the provider's rate-limit headers with
+    ``report_rate_limit`` and attach them to a ``ProviderError`` as ``rate_limit``.
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.CHAT_MODEL_CONNECTION
+
+    flow_control: FlowControl = Field(default_factory=FlowControl)
+    """How the operator paces calls to this connection (``docs/how-to/flow-control.md``)."""
 
     def chat(
         self,
@@ -115,6 +123,10 @@ class ChatModelConnection(Resource):
         )
 
 
+def _default_fallback_on() -> list[ErrorClass]:
+    return ["throttled", "unavailable"]
+
+
 class ChatModelSetup(Resource):
     """What to ask a connection: model, prompt, tools and generation parameters.
 
@@ -147,6 +159,18 @@ class ChatModelSetup(Resource):
         output_retries: when an ``output_schema`` was asked for and the answer does not
             validate, how many times the model is asked again with the validation error
             (then the chat fails, quoting every answer).
+        fallbacks: names of other ``CHAT_MODEL`` setups, tried in order when a model call
+            of this setup fails (after its retries) with an error of a class in
+            ``fallback_on``; the messages go as they are (this setup's prompt included), so
+            a fallback should offer the same tools. The answer's
+            ``metadata["model_setup"]`` names the setup that answered; it is recorded with
+            the durable call, so a replay hands back the same model's answer.
+        fallback_on: the error classes (``error_class``) that move on to the next fallback:
+            ``"throttled"`` (429/529, held past ``FlowControl.max_throttle_wait_s``),
+            ``"unavailable"`` (5xx), ``"timeout"``, ``"rejected"`` (other 4xx),
+            ``"error"`` (anything else).
+        budget: limits on what each key may spend through this setup (tokens, cost by a
+            price table, over a window) and what happens when it is spent (``Budget``).
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.CHAT_MODEL
@@ -164,6 +188,9 @@ class ChatModelSetup(Resource):
     retry_initial_backoff_s: float = Field(default=0.5, ge=0)
     retry_max_backoff_s: float = Field(default=8.0, ge=0)
     output_retries: int = Field(default=1, ge=0)
+    fallbacks: list[str] = Field(default_factory=list)
+    fallback_on: list[ErrorClass] = Field(default_factory=_default_fallback_on)
+    budget: Budget | None = None
 
     _callables: list[ToolMetadata] | None = PrivateAttr(default=None)
 

@@ -76,13 +76,22 @@ class ProviderError(AgentsError):
     Args:
         message: what failed.
         status_code: the provider's HTTP status code when there was one.
-        retryable: whether a retry may succeed (timeouts, 429, 5xx).
+        retryable: whether a retry may succeed (timeouts, 408, 429, 5xx).
+        rate_limit: what the provider's answer said about its limits (a ``RateLimitInfo``:
+            ``Retry-After``, the rate-limit headers), when it said anything.
     """
 
-    def __init__(self, message: str, *, status_code: int | None = None, retryable: bool = False):
+    def __init__(self, message: str, *, status_code: int | None = None, retryable: bool = False,
+                 rate_limit: Any = None):
         self.status_code = status_code
         self.retryable = retryable
+        self.rate_limit = rate_limit
         super().__init__(message if status_code is None else f"{message} (status {status_code})")
+
+    @property
+    def retry_after_s(self) -> float | None:
+        """How long the provider asked to wait before the next request, in seconds."""
+        return getattr(self.rate_limit, "retry_after_s", None)
 
 
 class NotInActionContextError(AgentsError):

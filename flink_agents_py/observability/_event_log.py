@@ -414,6 +414,7 @@ class EventLogObserver(TrackingObserver):
                 calls = (response.get("message") or {}).get("tool_calls") or []
                 if calls:
                     fields["tool_calls"] = [c.get("name") for c in calls if isinstance(c, dict)]
+                _flow_fields(fields, response.get("metadata"))
             elif cls == "ToolResult" and isinstance(data, dict) and call.kind in ("tool",
                                                                                   "unknown"):
                 fields["call_kind"] = "tool"
@@ -454,3 +455,23 @@ def read_event_log(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, An
                 if isinstance(rec, dict):
                     records.append(rec)
     return records
+
+
+def _flow_fields(fields: dict[str, Any], metadata: Any) -> None:
+    """Copy what flow control and budgets said about a model call into its log record.
+
+    ``throttled`` and ``flow_wait_s`` (held by flow control), ``model_setup`` (a fallback
+    answered) and ``budget`` (the key's budget decision and its spend after the call, without
+    a sliding window's list of calls).
+    """
+    if not isinstance(metadata, dict):
+        return
+    for name in ("throttled", "flow_wait_s", "model_setup"):
+        if name in metadata:
+            fields[name] = metadata[name]
+    budget = metadata.get("budget")
+    if isinstance(budget, dict):
+        spent = budget.get("spent")
+        if isinstance(spent, dict):
+            spent = {k: v for k, v in spent.items() if k != "calls"}
+        fields["budget"] = {**budget, "spent": spent}

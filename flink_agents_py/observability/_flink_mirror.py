@@ -25,6 +25,7 @@ _LABELLED = {  # name -> label key
     "chats": "model", "chats_failed": "model",
     "chat_calls": "model", "chat_calls_failed": "model",
     "input_tokens": "model", "output_tokens": "model",
+    "chat_calls_throttled": "model", "flow_wait_ms": "model",
     "tool_calls": "tool", "tool_calls_failed": "tool",
     "subagent_calls": "subagent", "subagent_calls_failed": "subagent",
 }

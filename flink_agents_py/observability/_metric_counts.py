@@ -202,6 +202,13 @@ class MetricCounts(TrackingObserver):
             if isinstance(usage, dict):
                 self._inc("input_tokens", int(usage.get("input_tokens") or 0), model)
                 self._inc("output_tokens", int(usage.get("output_tokens") or 0), model)
+            meta = to_loggable(response.get("metadata")) if response else None
+            if isinstance(meta, dict):  # flow control: throttled answers, time held
+                throttled, wait_s = meta.get("throttled"), meta.get("flow_wait_s")
+                if isinstance(throttled, int) and throttled:
+                    self._inc("chat_calls_throttled", throttled, model)
+                if isinstance(wait_s, (int, float)) and wait_s:
+                    self._inc("flow_wait_ms", round(wait_s * 1000), model)
             self._observe("chat_call_latency_ms", duration_ms, model)
         elif kind == "tool":
             name = (to_loggable(data.get("name")) if isinstance(data, dict) else None) \

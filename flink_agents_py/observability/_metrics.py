@@ -23,6 +23,8 @@ chat_calls{model}               counter      model calls executed (one per chat 
 chat_calls_failed{model}        counter      ... that failed (after the setup's retries)
 input_tokens{model}             counter      usage reported by recorded ``ChatResponse``s
 output_tokens{model}            counter      ...
+chat_calls_throttled{model}     counter      throttled answers (429, 529) held and sent again
+flow_wait_ms{model}             counter      time model calls were held by flow control
 tool_calls{tool}                counter      tool calls executed
 tool_calls_failed{tool}         counter      ... whose result is an error
 subagent_calls{subagent}        counter      sub-agent calls (internal, deferred, async)

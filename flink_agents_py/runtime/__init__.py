@@ -3,6 +3,7 @@
 from ._context import ActionContext, DurableCall
 from ._core import AgentCore, ErrorRecord, StepResult
 from ._executor import IOExecutor
+from ._flow import FlowController, FlowStats, flow_controller
 from ._host_options import HostOptions
 from ._journal import SqliteJournal
 from ._keys import (
@@ -41,6 +42,9 @@ __all__ = [
     "CallKind",
     "CallRecord",
     "CompositeObserver",
+    "FlowController",
+    "FlowStats",
+    "flow_controller",
     "CoreTally",
     "DurableCall",
     "ErrorRecord",

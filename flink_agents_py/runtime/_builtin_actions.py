@@ -4,8 +4,9 @@
 when the model calls tools it sends a ``ToolRequestEvent``; on the ``ToolResponseEvent`` it
 adds the results to the conversation and asks again, up to the setup's ``max_tool_rounds``;
 then it sends one ``ChatResponseEvent`` for the original request (with ``error`` set when the
-chat failed). Each model call follows the setup's ``error_policy`` (fail, retry with backoff
-inside one durable call, ignore); a final answer for an ``output_schema`` is validated and,
+chat failed). Each model call (``_model_calls.call_model``: flow control, the setup's
+``error_policy`` (fail, retry with backoff, ignore) and its fallback models, all inside one
+durable call); a final answer for an ``output_schema`` is validated and,
 when invalid, sent back once with the validation errors. ``tool_call_action`` runs every
 call of a ``ToolRequestEvent`` concurrently (all started before any is awaited) and answers
 with one result per call id.
@@ -15,8 +16,6 @@ The conversation of an open chat lives in the run's sensory memory under ``_chat
 
 from __future__ import annotations
 
-import asyncio
-import random
 from typing import Any
 
 import orjson
@@ -32,7 +31,6 @@ from ..api import (
     ChatResponseEvent,
     FunctionTool,
     MessageRole,
-    ProviderError,
     ReplayDivergenceError,
     ResourceType,
     RunnerContext,
@@ -44,8 +42,11 @@ from ..api import (
     ToolResponseEvent,
     ToolResult,
 )
+from ._budgets import budgeted_call, spend_key
 from ._context import ActionContext
 from ._failures import failure_text
+from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
+from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
 from ._state import CallKind
 
@@ -78,64 +79,10 @@ def _with_call_ids(response: ChatResponse, chat_id: str, round_no: int) -> ChatR
 
 
 class ChatCallFailed(AgentsError):
-    """A chat's model call failed after retries; the message says how many and why."""
+    """A chat's model call failed after retries; the message says how many and why.
 
-
-def _retryable(error: BaseException) -> bool:
-    """Whether a failed model call may succeed when tried again."""
-    if isinstance(error, ProviderError):
-        return error.retryable
-    return isinstance(error, (TimeoutError, asyncio.TimeoutError))
-
-
-def _backoff(setup: ChatModelSetup, retry: int) -> float:
-    """Exponential backoff with jitter: drawn in ``[b/2, b]``, ``b`` doubling to its cap."""
-    cap = min(setup.retry_max_backoff_s, setup.retry_initial_backoff_s * (2 ** retry))
-    return float(cap / 2 + random.random() * cap / 2)
-
-
-async def _call_model(setup: ChatModelSetup, messages: list[ChatMessage],
-                      output_schema: dict[str, Any] | None) -> ChatResponse:
-    """One model call of a chat with the setup's error policy (run as ONE durable call).
-
-    Under ``error_policy="retry"`` retryable errors are tried again, with backoff, up to
-    ``retry_max_attempts`` attempts; the response's ``metadata["retries"]`` counts the
-    retries (and ``retry_errors`` lists what failed). A failure after retries is a
-    ``ChatCallFailed`` naming every error; a failure on the first attempt is raised as it is.
-
-    Returns:
-        The model's response (its ``metadata`` noting any retries).
-
-    Raises:
-        ChatCallFailed: when every attempt failed (after at least one retry).
-        TypeError: when the model returned something other than a ``ChatResponse``.
-    """  # noqa: DOC501 - the AssertionError marks unreachable code
-    attempts = setup.retry_max_attempts if setup.error_policy == "retry" else 1
-    errors: list[str] = []
-    for attempt in range(attempts):
-        try:
-            response = await setup.achat(messages, output_schema=output_schema, with_prompt=False)
-        except Exception as e:  # noqa: BLE001 - classified, then retried or raised
-            errors.append(f"{type(e).__name__}: {e}")
-            if attempt + 1 < attempts and _retryable(e):
-                await asyncio.sleep(_backoff(setup, attempt))
-                continue
-            if attempt == 0:
-                raise
-            retries = "retry" if attempt == 1 else "retries"
-            raise ChatCallFailed(
-                f"{errors[-1]} (after {attempt + 1} attempts, {attempt} {retries}; earlier "
-                f"errors: {'; '.join(errors[:-1])})") from e
-        if not isinstance(response, ChatResponse):
-            raise TypeError(f"chat model {setup.resource_name!r} returned "
-                            f"{type(response).__name__}, not a ChatResponse")
-        if setup.error_policy != "retry":
-            return response
-        metadata = {**response.metadata, "retries": attempt}
-        if errors:
-            metadata["retry_errors"] = errors
-        return response.model_copy(update={"metadata": metadata})
-    raise AssertionError("unreachable")  # pragma: no cover
+    (Raised by ``_model_calls``; defined here, where recorded failures name it.)
+    """
 
 
 def _describe(error: BaseException) -> str:
@@ -271,9 +218,20 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
     schema = chat["output_schema"]
     invalid: list[dict[str, str]] = chat.setdefault("invalid", [])
 
-    async def call_model(messages: list[ChatMessage],
-                         output_schema: dict[str, Any] | None) -> ChatResponse:
-        return await _call_model(setup, messages, output_schema)
+    async def call_model(messages: list[ChatMessage], output_schema: dict[str, Any] | None,
+                         spent: dict[str, Any] | None = None) -> ChatResponse:
+        if setup.budget is None:
+            return await _model_call(setup, messages, output_schema, resolve)
+        return await budgeted_call(
+            setup, ctx.key, spent,
+            lambda asked: _model_call(asked, messages, output_schema, resolve), resolve)
+
+    def resolve(name: str) -> ChatModelSetup:
+        fallback = ctx.get_resource(name, ResourceType.CHAT_MODEL)
+        if not isinstance(fallback, ChatModelSetup):
+            raise TypeError(f"fallback {name!r} of chat model {chat['model']!r} is not a "
+                            "chat model setup")
+        return fallback
 
     stored = not isinstance(event, ChatRequestEvent)  # the chat is in sensory memory
 
@@ -287,8 +245,11 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
             ChatMessage.model_validate(m) for m in chat["messages"]]
         first = None
         try:
+            args: tuple[Any, ...] = (messages, schema)
+            if setup.budget is not None:  # the key's spend goes in; the spend after comes out
+                args = (messages, schema, ctx.short_term_memory.get(spend_key(chat["model"])))
             response: ChatResponse = await ctx.execute_as(
-                CallKind.MODEL, chat["model"], call_model, (messages, schema))
+                CallKind.MODEL, chat["model"], call_model, args)
         except ReplayDivergenceError:
             raise
         except Exception as e:  # noqa: BLE001 - the model call failed: the policy decides
@@ -302,6 +263,9 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
                 message=ChatMessage(role=MessageRole.ASSISTANT, content=""),
                 metadata={"error_policy": "ignore", "ignored_error": _describe(e)})))
             return
+        spent = response.metadata.get("budget")
+        if setup.budget is not None and isinstance(spent, dict):
+            ctx.short_term_memory.set(spend_key(chat["model"]), spent["spent"])
         chat["retries"] = chat.get("retries", 0) + int(response.metadata.get("retries", 0) or 0)
         problem: str | None = None
         try:

@@ -11,6 +11,8 @@
 - ``model_from_function`` / ``model_from_turns``: scripted chat models (``ScriptedChatModel``
   connections); ``tool_call`` / ``tool_calls`` write their tool-calling turns.
 - ``CallCounter``: thread-safe call counts of tools and fakes.
+- ``ThrottlingProvider``: an OpenAI-compatible HTTP server on 127.0.0.1 that answers a
+  fixed number of requests per second and 429 with ``Retry-After`` above it.
 
 See ``docs/how-to/testing.md``.
 """
@@ -19,6 +21,7 @@ from ..integrations.chat_models import ScriptedChatModel, ScriptedRequest, Scrip
 from ._fakes import CallCounter, model_from_function, model_from_turns, tool_call, tool_calls
 from ._replay import check_replay_safety
 from ._report import Finding, PointResult, ReplaySafetyReport, shape, summary_table
+from ._throttling import ThrottlingProvider
 from ._upgrade import UpgradeSafetyReport, check_upgrade_safety
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "ScriptedChatModel",
     "ScriptedRequest",
     "UpgradeSafetyReport",
+    "ThrottlingProvider",
     "check_replay_safety",
     "check_upgrade_safety",
     "model_from_function",

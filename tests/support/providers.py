@@ -53,7 +53,8 @@ class WireServer:
     """``with WireServer(responder) as srv``: ``srv.url``, ``srv.requests``.
 
     ``responder(request)`` gets ``{"method", "path", "headers", "body", "n"}`` (``n``: the
-    0-based index of the request) and returns ``(status, json_body)``.
+    0-based index of the request) and returns ``(status, json_body)`` or
+    ``(status, json_body, headers)``.
     """
 
     def __init__(self, responder: Responder) -> None:
@@ -77,14 +78,20 @@ class WireServer:
                            "body": json.loads(raw) if raw else None,
                            "n": len(outer.requests)}
                     outer.requests.append(req)
+                headers: dict[str, str] = {}
                 try:
-                    status, body = outer.responder(req)
+                    answer = outer.responder(req)
+                    status, body = answer[0], answer[1]
+                    if len(answer) > 2:
+                        headers = answer[2]
                 except Exception as e:  # noqa: BLE001 - a broken responder is a 599
                     status, body = 599, {"error": f"{type(e).__name__}: {e}"}
                 data = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
 

@@ -21,6 +21,9 @@ Needs the ``anthropic`` extra (``pip install 'flink-agents-py[anthropic]'``). Ma
 
 from __future__ import annotations
 
+import datetime
+import inspect
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,23 +34,66 @@ from ...api import (
     ChatMessage,
     ChatModelConnection,
     ChatResponse,
+    FlowControl,
     MessageRole,
+    RateLimitInfo,
     TokenUsage,
     ToolCall,
     ToolMetadata,
+    report_rate_limit,
     secret_from_env,
 )
 from ._common import (
+    HTTP_FLOW_CONTROL,
     FreshOnUnpickle,
     LoopBoundClient,
     LoopBoundSdkConnection,
+    header_number,
+    header_retry_after,
     import_sdk,
     provider_error,
     require_api_key,
     with_extra_body,
 )
 
-__all__ = ["AnthropicChatModel", "to_anthropic_messages"]
+__all__ = ["AnthropicChatModel", "anthropic_rate_limit", "to_anthropic_messages"]
+
+
+def _reset_s(headers: Any, name: str) -> float | None:
+    """Seconds until an ``anthropic-ratelimit-*-reset`` time (RFC 3339), 0 when past."""
+    value = headers.get(name) if headers is not None else None
+    if not value:
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, when.timestamp() - time.time())
+
+
+def anthropic_rate_limit(headers: Any) -> RateLimitInfo:
+    """What Anthropic's rate-limit headers say (``anthropic-ratelimit-*``, ``retry-after``).
+
+    Anthropic sends ``anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`` (the
+    reset an RFC 3339 time) and, on a 429, ``retry-after`` in seconds.
+
+    Args:
+        headers: the response's headers.
+
+    Returns:
+        What they say (every field ``None`` when they say nothing).
+    """
+    return RateLimitInfo(
+        retry_after_s=header_retry_after(headers),
+        limit_requests=header_number(headers, "anthropic-ratelimit-requests-limit"),
+        remaining_requests=header_number(headers, "anthropic-ratelimit-requests-remaining"),
+        reset_requests_s=_reset_s(headers, "anthropic-ratelimit-requests-reset"),
+        limit_tokens=header_number(headers, "anthropic-ratelimit-tokens-limit"),
+        remaining_tokens=header_number(headers, "anthropic-ratelimit-tokens-remaining"),
+        reset_tokens_s=_reset_s(headers, "anthropic-ratelimit-tokens-reset"),
+    )
 
 _ERROR_PREFIX = "Error: "  # how the chat action words a failed tool's result
 
@@ -114,6 +160,8 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         timeout_s: request timeout in seconds (a timeout is a retryable ``ProviderError``).
         max_retries: the SDK's own silent retries; 0 by default so the setup's
             ``error_policy="retry"`` is the one place retries happen (and are counted).
+        flow_control: how the operator paces calls (``FlowControl``); here a slow start
+            from 8 calls in flight (``HTTP_FLOW_CONTROL``).
         output_tool_name: the name of the forced tool used for structured output.
         api_key_required: whether a missing key is an error, checked when the operator opens
             (``MissingApiKeyError`` naming the variable and the resource); ``False`` for a
@@ -126,6 +174,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
     max_tokens: int = Field(default=1024, ge=1)
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=0, ge=0)
+    flow_control: FlowControl = HTTP_FLOW_CONTROL
     output_tool_name: str = "structured_output"
     api_key_required: bool = True
 
@@ -168,7 +217,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
 
         Raises:
             ProviderError: with the HTTP status, ``retryable`` for timeouts, connection
-                failures, 408/409/425/429 and 5xx (529 "overloaded" included).
+                failures, 408/429 and 5xx (529 "overloaded" included).
             ImportError: naming the ``anthropic`` extra when the SDK is not installed.
         """
         client = self._client()
@@ -190,17 +239,22 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         if wire_tools:
             request["tools"] = wire_tools
         request.update(options)
+        create = client.messages.with_raw_response.create
         try:
-            message = await client.messages.create(
-                **with_extra_body(client.messages.create, request))
+            raw = await create(**with_extra_body(create, request))
         except anthropic.APIStatusError as e:
+            headers = getattr(getattr(e, "response", None), "headers", None)
             error = provider_error(f"anthropic messages call failed: {e.message}",
-                                   e.status_code)
+                                   e.status_code, rate_limit=anthropic_rate_limit(headers))
             raise error from e
         except (anthropic.APITimeoutError, anthropic.APIConnectionError) as e:
             error = provider_error(f"anthropic messages call failed: {type(e).__name__}: {e}",
                                    None)
             raise error from e
+        report_rate_limit(anthropic_rate_limit(raw.headers))  # paces the next calls
+        message = raw.parse()
+        if inspect.isawaitable(message):  # the SDK's async raw response
+            message = await message
         body = message.model_dump() if hasattr(message, "model_dump") else dict(message)
         return self._from_anthropic(body, output_schema is not None, wrapped)
 

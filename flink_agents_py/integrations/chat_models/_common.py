@@ -4,24 +4,42 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import datetime
+import email.utils
 import importlib
 import inspect
 import ipaddress
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ...api import ChatMessage, ChatResponse, MissingApiKeyError, ProviderError, secret_from_env
+from ...api import (
+    ChatMessage,
+    ChatResponse,
+    FlowControl,
+    MissingApiKeyError,
+    ProviderError,
+    RateLimitInfo,
+    secret_from_env,
+)
 from ...api._secrets import register_header_secret
 
-__all__ = ["import_sdk", "FreshOnUnpickle", "LoopBoundClient", "LoopBoundSdkConnection",
-           "is_local_url", "provider_error", "require_api_key", "retryable_status", "run_sync",
+__all__ = ["HTTP_FLOW_CONTROL", "import_sdk", "FreshOnUnpickle", "LoopBoundClient",
+           "LoopBoundSdkConnection",
+           "header_number", "header_retry_after", "is_local_url", "provider_error",
+           "require_api_key", "retry_after_s", "retryable_status", "run_sync",
            "secret_env_values", "with_extra_body"]
 
-_RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+_RETRYABLE_STATUS = frozenset({408, 429})
+
+HTTP_FLOW_CONTROL = FlowControl(initial_concurrency=8)
+"""The flow control of connections to rate-limited HTTP providers (OpenAI, Anthropic): a
+slow start from 8 calls in flight (doubling per round trip), so a burst of queued calls
+does not all meet a limit at once."""
 
 
 def import_sdk(module: str, extra: str, what: str) -> Any:
@@ -137,7 +155,7 @@ def secret_env_values(owner: Any, names: Mapping[str, str] | None, what: str) ->
 
 
 def retryable_status(status: int | None) -> bool:
-    """Whether an HTTP status is worth retrying: 408, 409, 425, 429 and every 5xx."""
+    """Whether an HTTP status is worth retrying: 408, 429 and every 5xx (no other 4xx)."""
     return status is not None and (status in _RETRYABLE_STATUS or status >= 500)
 
 
@@ -227,20 +245,93 @@ def run_sync(coro: Any) -> Any:
     raise RuntimeError("chat() was called inside a running event loop; await achat() instead")
 
 
-def provider_error(message: str, status: int | None, cause: BaseException | None = None
-                   ) -> ProviderError:
+def provider_error(message: str, status: int | None, cause: BaseException | None = None,
+                   rate_limit: RateLimitInfo | None = None) -> ProviderError:
     """A ``ProviderError`` whose ``retryable`` follows the HTTP status.
 
     Args:
         message: the error's message.
         status: the HTTP status; ``None`` for timeouts and connection failures (retryable).
         cause: unused; the caller raises the error ``from`` its cause.
+        rate_limit: what the answer's headers said about the provider's limits.
 
     Returns:
         The error, to raise.
     """
     return ProviderError(message, status_code=status,
-                         retryable=status is None or retryable_status(status))
+                         retryable=status is None or retryable_status(status),
+                         rate_limit=None if rate_limit is None or rate_limit.is_empty()
+                         else rate_limit)
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """Read an HTTP ``Retry-After`` value: delay seconds, or an HTTP date (RFC 9110).
+
+    Args:
+        value: the header's value (``None``: absent).
+        now: the current time as a Unix timestamp (taken when not given).
+
+    Returns:
+        The seconds to wait (0 for a date in the past), or ``None`` when absent or unreadable.
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN, infinities
+        return None
+    return max(0.0, seconds)
+
+
+def header_number(headers: Any, name: str) -> float | None:
+    """A numeric header's value (``None`` when absent or not a number).
+
+    Args:
+        headers: the response's headers (a mapping, case-insensitive as httpx's).
+        name: the header's name.
+
+    Returns:
+        The number.
+    """
+    value = _header(headers, name)
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _header(headers: Any, name: str) -> str | None:
+    if headers is None:
+        return None
+    try:
+        value = headers.get(name)
+    except AttributeError:
+        return None
+    return None if value is None else str(value)
+
+
+def header_retry_after(headers: Any) -> float | None:
+    """The ``Retry-After`` of a response's headers, in seconds (``retry-after-ms`` first).
+
+    Args:
+        headers: the response's headers.
+
+    Returns:
+        The seconds to wait, or ``None``.
+    """
+    ms = header_number(headers, "retry-after-ms")
+    if ms is not None and ms >= 0:
+        return ms / 1000.0
+    return retry_after_s(_header(headers, "retry-after"))
 
 
 def with_extra_body(method: Callable[..., Any], request: dict[str, Any]) -> dict[str, Any]:

@@ -100,7 +100,7 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
 
         Raises:
             ProviderError: with the HTTP status, ``retryable`` for timeouts, connection
-                failures, 408/409/425/429 and 5xx.
+                failures, 408/429 and 5xx.
             ImportError: naming the ``ollama`` extra when the client is not installed.
         """
         client = self._client()

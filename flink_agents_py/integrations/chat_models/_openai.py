@@ -12,7 +12,9 @@ the default ``"auto"`` tries ``json_schema`` and, when the server rejects that r
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -22,13 +24,19 @@ from ...api import (
     ChatMessage,
     ChatModelConnection,
     ChatResponse,
+    FlowControl,
     ProviderError,
+    RateLimitInfo,
     ToolMetadata,
+    report_rate_limit,
     secret_from_env,
 )
 from ._common import (
+    HTTP_FLOW_CONTROL,
     FreshOnUnpickle,
     LoopBoundClient,
+    header_number,
+    header_retry_after,
     import_sdk,
     is_local_url,
     provider_error,
@@ -39,7 +47,51 @@ from ._common import (
 )
 from ._llama import from_openai_choice, to_openai_messages
 
-__all__ = ["OpenAIChatModel"]
+__all__ = ["OpenAIChatModel", "openai_rate_limit"]
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def _duration_s(value: str | None) -> float | None:
+    """An OpenAI reset duration (``1s``, ``6m0s``, ``120ms``, ``1h2m3.5s``, or bare seconds)."""
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * _UNIT_S[u] for n, u in parts)
+
+
+def openai_rate_limit(headers: Any) -> RateLimitInfo:
+    """What OpenAI's rate-limit headers say (``x-ratelimit-*``, ``retry-after(-ms)``).
+
+    OpenAI sends ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}``; the resets are
+    durations (``1s``, ``6m0s``, ``20ms``). Other OpenAI-compatible servers send none, or
+    some of them.
+
+    Args:
+        headers: the response's headers.
+
+    Returns:
+        What they say (every field ``None`` when they say nothing).
+    """
+    return RateLimitInfo(
+        retry_after_s=header_retry_after(headers),
+        limit_requests=header_number(headers, "x-ratelimit-limit-requests"),
+        remaining_requests=header_number(headers, "x-ratelimit-remaining-requests"),
+        reset_requests_s=_duration_s(headers.get("x-ratelimit-reset-requests")
+                                     if headers is not None else None),
+        limit_tokens=header_number(headers, "x-ratelimit-limit-tokens"),
+        remaining_tokens=header_number(headers, "x-ratelimit-remaining-tokens"),
+        reset_tokens_s=_duration_s(headers.get("x-ratelimit-reset-tokens")
+                                   if headers is not None else None),
+    )
 
 
 class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
@@ -67,6 +119,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             the model): read when the client is made (a missing one is a
             ``MissingApiKeyError`` when the operator opens), never part of the plan, masked
             wherever text leaves the process like the API key.
+        flow_control: how the operator paces calls (``FlowControl``); here a slow start
+            from 8 calls in flight (``HTTP_FLOW_CONTROL``).
         structured_output: how an ``output_schema`` is sent (see the module docstring).
         schema_name: the ``json_schema.name`` sent with a schema.
     """
@@ -79,6 +133,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     max_retries: int = Field(default=0, ge=0)
     headers: dict[str, str] | None = None
     secret_headers: dict[str, str] | None = None
+    flow_control: FlowControl = HTTP_FLOW_CONTROL
     structured_output: Literal["auto", "json_schema", "json_object"] = "auto"
     schema_name: str = "output"
 
@@ -150,7 +205,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
 
         Raises:
             ProviderError: with the HTTP status, ``retryable`` for timeouts, connection
-                failures, 408/409/425/429 and 5xx (a 400 that rejects a JSON Schema
+                failures, 408/429 and 5xx (a 400 that rejects a JSON Schema
                 ``response_format`` is retried once with a JSON object format first).
             ImportError: naming the ``openai`` extra when the SDK is not installed.
         """
@@ -168,7 +223,9 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         try:
             completion = await self._create(client, kwargs, output_schema)
         except openai.APIStatusError as e:
-            error = provider_error(f"chat completion failed: {e.message}", e.status_code)
+            headers = getattr(getattr(e, "response", None), "headers", None)
+            error = provider_error(f"chat completion failed: {e.message}", e.status_code,
+                                   rate_limit=openai_rate_limit(headers))
             raise error from e
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
             error = provider_error(f"chat completion failed: {type(e).__name__}: {e}", None)
@@ -191,6 +248,9 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             kwargs: the request's fields (``response_format`` is replaced on a retry).
             output_schema: the JSON Schema the answer must follow, if any.
 
+        The answer's rate-limit headers go to ``report_rate_limit`` (the operator's flow
+        control paces the next calls by them).
+
         Returns:
             The SDK's completion object.
 
@@ -199,15 +259,18 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         """
         import openai
 
-        create = client.chat.completions.create
+        create = client.chat.completions.with_raw_response.create
         try:
-            return await create(**with_extra_body(create, kwargs))
+            raw = await create(**with_extra_body(create, kwargs))
         except openai.APIStatusError as e:
             if not self._rejects_json_schema(e, kwargs):
                 raise
-        self._json_object_fallback = True
-        kwargs["response_format"] = self._response_format(output_schema or {})
-        return await create(**with_extra_body(create, kwargs))
+            self._json_object_fallback = True
+            kwargs["response_format"] = self._response_format(output_schema or {})
+            raw = await create(**with_extra_body(create, kwargs))
+        report_rate_limit(openai_rate_limit(raw.headers))  # paces the next calls
+        parsed = raw.parse()
+        return await parsed if inspect.isawaitable(parsed) else parsed
 
     def _rejects_json_schema(self, error: Any, kwargs: dict[str, Any]) -> bool:
         """Whether ``error`` is a server refusing ``response_format.type = json_schema``."""

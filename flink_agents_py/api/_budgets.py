@@ -1,0 +1,133 @@
+"""Spend budgets of a chat model setup: tokens and cost per key, over a window.
+
+A ``ChatModelSetup`` with a ``budget`` counts what its model calls spend for each key (input
+and output tokens as the provider reports them, and their cost by the price table given),
+in the key's keyed state, so a restart from a checkpoint does not reset it. Before each model
+call the runtime checks the key's spend against the budget; when it is spent, the budget's
+policy decides (``docs/how-to/budgets.md``). The decision is recorded with the model call (a
+durable call), so a replay makes the same decision.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ._errors import AgentsError
+from ._messages import TokenUsage
+
+__all__ = ["Budget", "BudgetExceededError", "ModelPrice"]
+
+
+class ModelPrice(BaseModel):
+    """What a model's tokens cost, in the budget's currency per million tokens.
+
+    Attributes:
+        input_per_million: the price of a million input (prompt) tokens.
+        output_per_million: the price of a million output (completion) tokens.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_per_million: float = Field(default=0.0, ge=0)
+    output_per_million: float = Field(default=0.0, ge=0)
+
+
+class Budget(BaseModel):
+    """Limits on what one key may spend through a chat model setup.
+
+    Attributes:
+        max_input_tokens: input tokens per window (``None``: no limit).
+        max_output_tokens: output tokens per window.
+        max_tokens: input + output tokens per window.
+        max_cost: cost per window, by ``prices``.
+        prices: the price of each chat model setup's tokens, by setup name (the setup that
+            answered: a fallback's own price applies to its calls); a setup not listed
+            costs nothing.
+        window_s: the window's length in seconds (``None``: one window for ever).
+        sliding: ``False``: fixed windows, each starting with the first call after the
+            previous one ended; ``True``: a sliding window, the calls of the last
+            ``window_s`` seconds count.
+        on_exceeded: what a model call does when the key's budget is spent: ``"fail"``
+            fails the chat with ``BudgetExceededError`` (the action that asked gets
+            ``ChatResponseEvent.error`` and decides); ``"fallback"`` asks the ``fallback``
+            setup instead (a cheaper model; its spend counts too); ``"hold"`` holds the
+            key's run until the window ends (the key's later records wait; other keys go
+            on), then calls.
+        fallback: the ``CHAT_MODEL`` setup ``"fallback"`` switches to.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_input_tokens: int | None = Field(default=None, ge=0)
+    max_output_tokens: int | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_cost: float | None = Field(default=None, ge=0)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    window_s: float | None = Field(default=None, gt=0)
+    sliding: bool = False
+    on_exceeded: Literal["fail", "fallback", "hold"] = "fail"
+    fallback: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Budget:
+        if self.on_exceeded == "fallback" and not self.fallback:
+            raise ValueError("budget: on_exceeded='fallback' needs fallback=<chat model setup>")
+        if self.on_exceeded == "hold" and self.window_s is None:
+            raise ValueError("budget: on_exceeded='hold' needs window_s (a window that ends)")
+        return self
+
+    def cost(self, setup: str, usage: TokenUsage | None) -> float:
+        """The cost of one call's ``usage`` through ``setup`` by the price table.
+
+        Args:
+            setup: the chat model setup that answered.
+            usage: the tokens it reported (``None``: nothing reported, nothing spent).
+
+        Returns:
+            The cost.
+        """
+        price = self.prices.get(setup)
+        if price is None or usage is None:
+            return 0.0
+        return (usage.input_tokens * price.input_per_million
+                + usage.output_tokens * price.output_per_million) / 1e6
+
+    def exceeded_by(self, spent: dict[str, Any]) -> str | None:
+        """Which limit ``spent`` has reached, if any.
+
+        Args:
+            spent: ``{"input": tokens, "output": tokens, "cost": cost}`` of the window.
+
+        Returns:
+            The limit reached, as a sentence (``None``: none is).
+        """
+        inp, out, cost = spent.get("input", 0), spent.get("output", 0), spent.get("cost", 0.0)
+        checks = [("input tokens", inp, self.max_input_tokens),
+                  ("output tokens", out, self.max_output_tokens),
+                  ("tokens", inp + out, self.max_tokens), ("cost", cost, self.max_cost)]
+        for what, value, limit in checks:
+            if limit is not None and value >= limit:
+                return f"{what} {value:g} of {limit:g}"
+        return None
+
+
+class BudgetExceededError(AgentsError):
+    """A chat's key has spent its budget (raised under ``on_exceeded="fail"``).
+
+    Args:
+        setup: the chat model setup whose budget is spent.
+        key: the key that spent it.
+        reached: which limit was reached (``"tokens 1200 of 1000"``).
+    """
+
+    def __init__(self, setup: str, key: Any, reached: str) -> None:
+        self.setup = setup
+        self.key = key
+        self.reached = reached
+        super().__init__(f"the budget of chat model {setup!r} for key {key!r} is spent: "
+                         f"{reached}")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable, like the other errors
+        return (type(self), (self.setup, self.key, self.reached))

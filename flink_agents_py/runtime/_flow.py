@@ -1,0 +1,360 @@
+"""Flow control of model calls: one controller per chat model connection per operator.
+
+Every model call a chat makes passes through its connection's ``FlowController`` (all keys of
+an operator share it): ``admit`` holds the call until the provider may take it, and
+``settle`` tells the controller how the call ended. The controller keeps:
+
+- an adaptive concurrency limit (additive increase, multiplicative decrease): none until the
+  provider first throttles; then the calls in flight times ``decrease_factor``, at most once
+  per gate; one more per ``limit`` calls answered since;
+- a gate: after a throttled answer no call is sent before its ``Retry-After`` (or the rate
+  limit's reset, or a backoff when the provider named no time);
+- what the provider's rate-limit headers said (requests and tokens left in the window, when
+  it resets): when none are left, calls wait for the reset instead of drawing a 429;
+- fixed request and token rates (token buckets), when the connection's options set them.
+
+A held call keeps its I/O executor slot, so the executor's waiting calls grow and the
+operator stops taking input (backpressure, ``docs/how-to/limits.md``): records wait, nothing
+fails. The controller runs inside a durable call and reads the wall clock only for pacing:
+what a replay sees is the recorded outcome, never the controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ..api import ChatModelConnection, FlowControl, RateLimitInfo
+
+__all__ = ["FlowController", "FlowStats", "flow_controller"]
+
+_SAFETY_WAKE_S = 0.5
+"""A call waiting for a free slot looks again at least this often (a missed wake-up costs no
+more than this)."""
+
+_BACKOFF_FIRST_S = 0.5
+_BACKOFF_MAX_S = 30.0
+"""Gate lengths after throttled answers that name no time: doubling from the first."""
+
+
+class FlowStats:
+    """Counters of one controller (read by metrics and tests; updated under its lock).
+
+    Attributes:
+        calls: calls admitted (each attempt counts).
+        throttled: answers that were throttled (429, 529, or 503 with ``Retry-After``).
+        held: admissions that had to wait.
+        wait_s: total time calls waited to be admitted, in seconds.
+        limit: the current concurrency limit (``None``: not limited).
+        in_flight: calls sent and not answered yet.
+        max_in_flight: the most calls in flight at once so far.
+    """
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.throttled = 0
+        self.held = 0
+        self.wait_s = 0.0
+        self.limit: float | None = None
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counters as a plain dict."""
+        return {"calls": self.calls, "throttled": self.throttled, "held": self.held,
+                "wait_s": self.wait_s, "limit": self.limit, "in_flight": self.in_flight,
+                "max_in_flight": self.max_in_flight}
+
+
+class _Bucket:
+    """A token bucket: ``rate`` per second, holding at most ``capacity``."""
+
+    def __init__(self, rate: float, capacity: float, now: float) -> None:
+        self.rate = rate
+        self.capacity = capacity
+        self.level = capacity
+        self.at = now
+
+    def delay(self, amount: float, now: float) -> float:
+        """Seconds until ``amount`` can be taken (0: now)."""
+        self.level = min(self.capacity, self.level + (now - self.at) * self.rate)
+        self.at = now
+        need = min(amount, self.capacity) - self.level
+        return 0.0 if need <= 0 else need / self.rate
+
+
+class _Window:
+    """What the provider said about one of its windows (requests or tokens)."""
+
+    def __init__(self) -> None:
+        self.limit: float | None = None
+        self.remaining: float | None = None
+        self.reset_at = 0.0
+        self.period = 0.0  # the longest reset the provider named: about its window, in s
+
+    def update(self, limit: float | None, remaining: float | None, reset_s: float | None,
+               unanswered: int, now: float, stale: bool) -> None:
+        if limit is not None:
+            self.limit = limit
+        if remaining is not None and reset_s is not None:
+            # requests sent after this one are not counted in its answer yet
+            left = remaining - unanswered
+            if stale and self.remaining is not None and now < self.reset_at:
+                self.remaining = min(self.remaining, left)  # a later call's answer came first
+                return
+            self.remaining = left
+            self.reset_at = now + reset_s
+            self.period = max(self.period, reset_s)
+
+    def delay(self, amount: float, now: float) -> float:
+        if self.remaining is None:
+            return 0.0
+        if now >= self.reset_at:  # a new window: its limit if known, else unknown
+            self.remaining = self.limit
+            if self.remaining is None:
+                return 0.0
+            self.reset_at = now + (self.period or 1.0)  # until an answer says when it resets
+        return 0.0 if self.remaining >= amount else max(0.0, self.reset_at - now)
+
+    def take(self, amount: float) -> None:
+        if self.remaining is not None:
+            self.remaining -= amount
+
+
+class FlowController:
+    """Paces the calls to one connection; shared by every key (thread-safe, any loop).
+
+    Args:
+        options: the connection's ``FlowControl``.
+        clock: the monotonic clock, in seconds (injected by tests).
+    """
+
+    def __init__(self, options: FlowControl,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.options = options
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.stats = FlowStats()
+        start = options.initial_concurrency or options.max_concurrency
+        self._limit: float = float(min(start, options.max_concurrency or start)
+                                   if start else math.inf)
+        self._throttled_once = False
+        self._tickets = 0
+        self._estimates: dict[int, float] = {}  # tokens taken at admission, by ticket
+        self._newest_info = 0  # the newest call whose answer told the provider's limits
+        self._gate_until = 0.0
+        self._decrease_until = 0.0
+        self._backoff_n = 0
+        self._avg_tokens: float | None = None
+        self._requests = _Window()
+        self._tokens = _Window()
+        now = clock()
+        self._rpm = (_Bucket(options.requests_per_minute / 60.0,
+                             max(1.0, options.requests_per_minute / 60.0), now)
+                     if options.requests_per_minute else None)
+        self._tpm = (_Bucket(options.tokens_per_minute / 60.0,
+                             max(1.0, options.tokens_per_minute / 60.0), now)
+                     if options.tokens_per_minute else None)
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._sync_stats()
+
+    @property
+    def limit(self) -> float | None:
+        """The current concurrency limit (``None``: not limited)."""
+        return None if math.isinf(self._limit) else self._limit
+
+    def _sync_stats(self) -> None:
+        self.stats.limit = self.limit
+
+    def _estimate_tokens(self) -> float:
+        return self._avg_tokens if self._avg_tokens is not None else 1.0
+
+    def _delay(self, now: float) -> float:
+        """Seconds until a call may be sent (0: now; ``inf``: when a call ends)."""
+        waits = [self._gate_until - now,
+                 self._requests.delay(1, now),
+                 self._tokens.delay(self._estimate_tokens(), now)]
+        if self._rpm is not None:
+            waits.append(self._rpm.delay(1, now))
+        if self._tpm is not None:
+            waits.append(self._tpm.delay(self._estimate_tokens(), now))
+        wait = max(waits)
+        if wait > 0:
+            return wait
+        if self.stats.in_flight + 1 > max(self._limit, 1.0):
+            return math.inf
+        return 0.0
+
+    async def admit(self) -> int:
+        """Wait until a call may be sent, and count it as in flight.
+
+        Returns:
+            The call's ticket, for ``settle``.
+        """
+        loop = asyncio.get_running_loop()
+        start = self._clock()
+        held = False
+        while True:
+            fut: asyncio.Future[None] | None = None
+            with self._lock:
+                now = self._clock()
+                delay = self._delay(now)
+                if delay <= 0:
+                    if held:
+                        self.stats.held += 1
+                        self.stats.wait_s += now - start
+                    return self._take()
+                held = True
+                if math.isinf(delay):
+                    fut = loop.create_future()
+                    self._waiters.append((loop, fut))
+            if fut is None:
+                await asyncio.sleep(min(delay, _BACKOFF_MAX_S))
+                continue
+            try:
+                await asyncio.wait_for(asyncio.shield(fut), _SAFETY_WAKE_S)
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                with self._lock:
+                    try:
+                        self._waiters.remove((loop, fut))
+                    except ValueError:
+                        pass
+
+    def _take(self) -> int:
+        self._tickets += 1
+        self._estimates[self._tickets] = self._estimate_tokens()
+        self.stats.calls += 1
+        self.stats.in_flight += 1
+        self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+        self._requests.take(1)
+        self._tokens.take(self._estimate_tokens())
+        if self._rpm is not None:
+            self._rpm.level -= 1
+        if self._tpm is not None:
+            self._tpm.level -= self._estimate_tokens()
+        return self._tickets
+
+    def settle(self, ticket: int, *, throttled: bool, info: RateLimitInfo | None = None,
+               tokens: int | None = None) -> float | None:
+        """Count a call as answered and learn from its answer.
+
+        Args:
+            ticket: what ``admit`` returned for the call.
+            throttled: whether the provider throttled the call.
+            info: what the answer said about the provider's limits.
+            tokens: the tokens the call used (input + output), when reported.
+
+        Returns:
+            For a throttled call, how long it should wait before it is sent again, in
+            seconds (until the gate opens); ``None`` otherwise.
+        """
+        with self._lock:
+            now = self._clock()
+            self.stats.in_flight -= 1
+            estimated = self._estimates.pop(ticket, 0.0)
+            if tokens is not None:
+                self._learn_tokens(tokens, estimated)
+            if info is not None:
+                # calls still in flight may not be counted by this answer: the provider may
+                # take them in another order than they were sent, so count every one
+                unanswered = self.stats.in_flight
+                stale = ticket < self._newest_info
+                self._newest_info = max(self._newest_info, ticket)
+                self._requests.update(info.limit_requests, info.remaining_requests,
+                                      info.reset_requests_s, unanswered, now, stale)
+                self._tokens.update(info.limit_tokens, info.remaining_tokens,
+                                    info.reset_tokens_s, unanswered, now, stale)
+            wait: float | None = None
+            if throttled:
+                self.stats.throttled += 1
+                wait = self._throttled(info, now)
+            elif self.options.adaptive and not math.isinf(self._limit):
+                cap = float(self.options.max_concurrency or math.inf)
+                # slow start (one more per answer) until the first throttle, then additive
+                step = 1.0 if not self._throttled_once else 1.0 / self._limit
+                self._limit = min(cap, self._limit + step)
+                self._backoff_n = 0
+            self._sync_stats()
+            self._wake(now)
+            return wait
+
+    def _learn_tokens(self, tokens: int, estimated: float) -> None:
+        avg = self._avg_tokens
+        self._avg_tokens = float(tokens) if avg is None else avg + 0.2 * (tokens - avg)
+        if self._tpm is not None:  # the estimate taken at admission, corrected
+            self._tpm.level -= tokens - estimated
+
+    def _throttled(self, info: RateLimitInfo | None, now: float) -> float:
+        told = None
+        if info is not None:
+            told = info.retry_after_s
+            for window in (self._requests, self._tokens):
+                if window.remaining is not None and window.remaining < 1:
+                    told = max(told or 0.0, window.reset_at - now)
+        if told is None:
+            told = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** self._backoff_n)
+            told = told / 2 + random.random() * told / 2
+            self._backoff_n += 1
+        self._gate_until = max(self._gate_until, now + max(0.0, told))
+        self._throttled_once = True
+        if self.options.adaptive and now >= self._decrease_until:
+            base = min(self._limit, float(self.stats.in_flight + 1))
+            floor = float(self.options.min_concurrency)
+            self._limit = max(floor, base * self.options.decrease_factor)
+            self._decrease_until = self._gate_until  # one decrease per gate
+        return max(0.0, self._gate_until - now)
+
+    def _wake(self, now: float) -> None:
+        """Wake as many waiting calls as could be sent now (called under the lock)."""
+        free = max(self._limit, 1.0) - self.stats.in_flight
+        if free <= 0 or not self._waiters:
+            return
+        n = int(free) if not math.isinf(free) else len(self._waiters)
+        for loop, fut in self._waiters[:max(1, n)]:
+            loop.call_soon_threadsafe(_resolve, fut)
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+_CONTROLLERS: dict[int, tuple[weakref.ref[Any], FlowController]] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def flow_controller(connection: ChatModelConnection) -> FlowController:
+    """The flow controller of ``connection`` (made on first use, dropped with it).
+
+    One per connection object: an operator builds its own resources, so this is one per
+    connection per operator instance (per subtask), shared by all its keys.
+
+    Args:
+        connection: the chat model connection.
+
+    Returns:
+        Its controller.
+    """
+    key = id(connection)
+    with _REGISTRY_LOCK:
+        entry = _CONTROLLERS.get(key)
+        if entry is not None and entry[0]() is connection:
+            return entry[1]
+        controller = FlowController(connection.flow_control)
+
+        def forget(_: Any, key: int = key) -> None:
+            with _REGISTRY_LOCK:
+                current = _CONTROLLERS.get(key)
+                if current is not None and current[0]() is None:
+                    del _CONTROLLERS[key]
+
+        _CONTROLLERS[key] = (weakref.ref(connection, forget), controller)
+        return controller

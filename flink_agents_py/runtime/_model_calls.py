@@ -1,0 +1,181 @@
+"""One model call of a chat: flow control, the error policy, the fallback models.
+
+``call_model`` runs inside ONE durable call (``chat_model_action`` makes it), so whatever
+happens here (calls held because the provider throttled, retries, a fallback model
+answering) is recorded with its outcome and a replay hands the outcome back without calling
+any model again.
+
+Per attempt: the connection's ``FlowController`` admits the call (it may hold it: adaptive
+concurrency, the provider's ``Retry-After`` and rate-limit headers, fixed rates), the setup
+asks the connection, and the controller learns from the answer. A throttled call (429, 529)
+is held and sent again without counting as an attempt of the ``error_policy``, for at most
+``FlowControl.max_throttle_wait_s``. Other retryable errors follow the ``error_policy``, a
+backoff never shorter than the provider's ``Retry-After``. When the call still fails with
+an error class the setup's ``fallback_on`` names, the next setup of ``fallbacks`` is asked
+(the response's ``metadata["model_setup"]`` names the setup that answered).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..api import (
+    ChatMessage,
+    ChatModelConnection,
+    ChatModelSetup,
+    ChatResponse,
+    ProviderError,
+    ResourceType,
+    error_class,
+)
+from ..api._flow import collect_rate_limits
+from ._flow import flow_controller
+
+__all__ = ["call_model"]
+
+def _retryable(error: BaseException) -> bool:
+    """Whether a failed model call may succeed when tried again."""
+    if isinstance(error, ProviderError):
+        return error.retryable
+    return isinstance(error, (TimeoutError, asyncio.TimeoutError))
+
+
+def _backoff(setup: ChatModelSetup, retry: int, error: BaseException | None = None) -> float:
+    """Exponential backoff with jitter (in ``[b/2, b]``), never shorter than ``Retry-After``."""
+    cap = min(setup.retry_max_backoff_s, setup.retry_initial_backoff_s * (2 ** retry))
+    drawn = float(cap / 2 + random.random() * cap / 2)
+    told = error.retry_after_s if isinstance(error, ProviderError) else None
+    return max(drawn, told or 0.0)
+
+
+def _throttling(error: BaseException) -> bool:
+    """Whether the provider said it is overloaded: 429/529, or 5xx naming a ``Retry-After``."""
+    kind = error_class(error)
+    return kind == "throttled" or (kind == "unavailable" and isinstance(error, ProviderError)
+                                   and error.retry_after_s is not None)
+
+
+async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
+               output_schema: dict[str, Any] | None) -> ChatResponse:
+    """One model call with the setup's error policy, paced by its connection's controller.
+
+    Returns:
+        The model's response (its ``metadata`` noting retries, and throttled answers when
+        there were any).
+
+    Raises:
+        ChatCallFailed: when every attempt failed (after at least one retry).
+        TypeError: when the model returned something other than a ``ChatResponse``.
+    """  # noqa: DOC501 - the first failure is raised as it is
+    connection = setup.get_resource(setup.connection, ResourceType.CHAT_MODEL_CONNECTION)
+    assert isinstance(connection, ChatModelConnection)
+    flow = flow_controller(connection)
+    options = connection.flow_control
+    attempts = setup.retry_max_attempts if setup.error_policy == "retry" else 1
+    attempt, throttles, first_throttle, waited = 0, 0, None, 0.0
+    errors: list[str] = []
+    while True:
+        t0 = time.monotonic()
+        ticket = await flow.admit()
+        waited += time.monotonic() - t0
+        settled = False
+        response: Any = None
+        try:
+            with collect_rate_limits() as infos:
+                response = await setup.achat(messages, output_schema=output_schema,
+                                             with_prompt=False)
+        except Exception as e:  # noqa: BLE001 - classified, then held, retried or raised
+            gate = flow.settle(ticket, throttled=_throttling(e),
+                               info=getattr(e, "rate_limit", None))
+            settled = True
+            now = time.monotonic()
+            if error_class(e) == "throttled" and options.hold_throttled:
+                first_throttle = now if first_throttle is None else first_throttle
+                # held only while the provider's wait fits in what is left of the bound
+                if now + (gate or 0.0) - first_throttle <= options.max_throttle_wait_s:
+                    throttles += 1  # held: the controller's gate decides when it goes again
+                    continue
+            errors.append(f"{type(e).__name__}: {e}")
+            if attempt + 1 < attempts and _retryable(e):
+                await asyncio.sleep(_backoff(setup, attempt, e))
+                attempt += 1
+                continue
+            if attempt == 0:
+                raise
+            from ._builtin_actions import ChatCallFailed  # its records name it there
+
+            retries = "retry" if attempt == 1 else "retries"
+            raise ChatCallFailed(
+                f"{errors[-1]} (after {attempt + 1} attempts, {attempt} {retries}; earlier "
+                f"errors: {'; '.join(errors[:-1])})") from e
+        finally:
+            if not settled:  # answered, or cancelled
+                usage = getattr(response, "usage", None)
+                flow.settle(ticket, throttled=False, info=infos[-1] if infos else None,
+                            tokens=(usage.input_tokens + usage.output_tokens) if usage else None)
+        break
+    if not isinstance(response, ChatResponse):
+        raise TypeError(f"chat model {setup.resource_name!r} returned "
+                        f"{type(response).__name__}, not a ChatResponse")
+    metadata = dict(response.metadata)
+    if setup.error_policy == "retry":
+        metadata["retries"] = attempt
+        if errors:
+            metadata["retry_errors"] = errors
+    if throttles:
+        metadata["throttled"] = throttles
+    if waited >= 0.001:  # held by flow control before it was sent
+        metadata["flow_wait_s"] = round(waited, 3)
+    if metadata == response.metadata:
+        return response
+    return response.model_copy(update={"metadata": metadata})
+
+
+async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
+                     output_schema: dict[str, Any] | None,
+                     resolve: Callable[[str], ChatModelSetup]) -> ChatResponse:
+    """One model call of a chat, trying the setup's fallbacks (run as ONE durable call).
+
+    Args:
+        setup: the chat's model setup.
+        messages: the conversation, prompt included.
+        output_schema: the JSON Schema the answer must follow, if any.
+        resolve: the ``CHAT_MODEL`` setup of a fallback name.
+
+    Returns:
+        The response; when a fallback answered, ``metadata["model_setup"]`` names it and
+        ``metadata["fallback_errors"]`` says why the setups before it were passed over.
+
+    Raises:
+        ChatCallFailed: when the last setup tried failed after retries.
+    """  # noqa: DOC501, DOC502 - raised by _ask; the AssertionError marks unreachable code
+    names = [setup.resource_name, *setup.fallbacks]
+    passed: list[str] = []
+    current = setup
+    for i, name in enumerate(names):
+        current = setup if i == 0 else resolve(name)
+        try:
+            response = await _ask(current, messages, output_schema)
+        except Exception as e:  # noqa: BLE001 - the fallbacks decide
+            if i + 1 < len(names) and error_class(_cause(e)) in setup.fallback_on:
+                passed.append(f"{name}: {type(e).__name__}: {e}")
+                continue
+            raise
+        if i == 0:
+            return response
+        metadata = {**response.metadata, "model_setup": name, "fallback_errors": passed}
+        return response.model_copy(update={"metadata": metadata})
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _cause(error: BaseException) -> BaseException:
+    """The provider's error behind a ``ChatCallFailed`` (what failed last)."""
+    from ._builtin_actions import ChatCallFailed
+
+    if isinstance(error, ChatCallFailed) and error.__cause__ is not None:
+        return error.__cause__
+    return error
