@@ -40,6 +40,7 @@ def test_start_row_compares_one_record_jobs_with_target(tmp_path: pathlib.Path) 
                                    "job_end_s", "wall_s")]
         assert all(p > 0 for p in phases), row
         assert phases == sorted(phases), row
+        assert row["cpu_s"] > 1, row  # a JVM was started and ran the job
     # each job collected exactly its one record (checked by the benchmark: a wrong output
     # is a failed run)
     for kind in ("bare", "agent"):
@@ -49,4 +50,30 @@ def test_start_row_compares_one_record_jobs_with_target(tmp_path: pathlib.Path) 
     assert data["start"]["runs"]["bare"][0]["imported_ours"] is False
     assert data["start"]["runs"]["agent"][0]["imported_ours"] is True
     assert data["start"]["ratio"] == pytest.approx(ours["wall_s"] / bare["wall_s"])
+    assert ours["cpu_ratio"] == pytest.approx(ours["cpu_s"] / bare["cpu_s"])
     assert ours["target"] == "<= 1.1x" and ours["met"] in ("yes", "NO")
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(900)
+def test_default_run_prints_memory_and_targets(tmp_path: pathlib.Path) -> None:
+    """``bench.default_run`` on a small scripted run: the peak RSS of the job tree and of each
+    process (the JVM holds the workers in thread mode), each row with its target."""
+    out = tmp_path / "default-run.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.default_run", "--out", str(out), "--",
+         "--limit", "5", "--model", "scripted"],
+        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=850)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(out.read_text())["figures"]
+    by_process = figures["peak_rss_by_process"]
+    assert by_process.get("java", 0) > 100 * 2**20, by_process  # the MiniCluster's JVM
+    assert figures["peak_rss_bytes"] >= max(by_process.values())
+    assert figures["reviews"] == 5
+    def line(measure: str) -> str:
+        [found] = [x for x in proc.stdout.splitlines() if x.strip().startswith(measure)]
+        return found
+
+    assert "<= 480 s" in line("wall time (s), start-up included")
+    assert "regression" in line("peak RSS of the job tree (GB)")
+    assert "java" in line("peak RSS by process (GB)")
