@@ -2,6 +2,7 @@
 
     python -m bench.default_run [--out bench/default-run.json] [-- JOB ARGS...]
     python -m bench.default_run --from-output out/review_analysis.jsonl   # figures of a run
+    python -m bench.default_run --where -- --limit 50   # and where the time went
 
 Runs ``python -m jobs.review_analysis`` (the README's ``make run``: Flink runner, embedded
 model, the 3,163 shipped reviews, unless JOB ARGS say otherwise) as a subprocess and samples
@@ -20,6 +21,11 @@ worker it starts, which holds the model. Prints one table and writes it as JSON.
   ``bench/labels`` (see its README), overall and on labels <= 3;
 - how many reviews the chat model rated, for how many distinct texts (the rating calls it
   made), and the advice rows (see ``output_figures``).
+
+``--where`` also writes the job's event log (``--event-log``) and reads from it where the
+wall time went (see ``where_time_went``): the start-up before the first run, the model calls
+by role (rating prompts, advice), the first call's extra time (the model's load), and the
+tail after the last output (the drain and the shutdown).
 
 Each row prints its target (issue 31: wall time <= 8 min on an idle 2-core machine; peak
 memory has none, a rise over the last figure in the docs is a regression to name). Nothing
@@ -91,8 +97,11 @@ def agreement(scores: dict[int, int], labels: list[dict[str, Any]]) -> dict[str,
             "n_le3": len(low), "agreement_le3": share(low)}
 
 
-def run(job_args: list[str]) -> dict[str, Any]:
+def run(job_args: list[str], where: bool = False) -> dict[str, Any]:
     """Run the job once with ``job_args`` and return its figures (see the module docstring).
+
+    ``where``: also write the job's event log and add ``where_time_went``'s figures (key
+    ``where``).
 
     Raises:
         RuntimeError: when the job exits with a non-zero status (its stderr tail included).
@@ -104,6 +113,10 @@ def run(job_args: list[str]) -> dict[str, Any]:
     else:
         output = Path(job_args[job_args.index("--output") + 1])
     log_path = out_dir / "job.stderr"
+    events = out_dir / "events.jsonl"
+    if where:
+        job_args = [*job_args, "--event-log", str(events)]
+    t_epoch = time.time()
     watch = CpuWatch()
     peak_rss = peak_pss = 0
     peak_by_name: dict[str, int] = {}
@@ -127,12 +140,57 @@ def run(job_args: list[str]) -> dict[str, Any]:
     stderr = log_path.read_text()
     if proc.returncode != 0:
         raise RuntimeError(f"the job exited {proc.returncode}:\n{stderr[-3000:]}")
-    return {"job_args": job_args, "wall_s": round(wall, 1),
+    more = {"where": where_time_went(events, t_epoch, t_epoch + wall)} if where else {}
+    return {"job_args": job_args, "wall_s": round(wall, 1), **more,
             "job_cpu_s": round(cpu["job_cores"] * wall, 1),
             "others_cores": round(cpu["other_cores"], 2),
             "peak_rss_bytes": peak_rss, "peak_pss_bytes": peak_pss,
             "peak_rss_by_process": peak_by_name,
             **output_figures(output, _input_of(job_args))}
+
+
+def where_time_went(event_log: Path, t_start: float, t_end: float) -> dict[str, Any]:
+    """Where a run's wall time went, from its event log (``--event-log``).
+
+    Args:
+        event_log: the job's event log (JSON lines, see ``flink_agents_py.observability``).
+        t_start: when the job's process started (epoch seconds).
+        t_end: when it ended (epoch seconds).
+
+    Returns:
+        ``startup_s`` (process start to the first run), ``tail_s`` (last output to the
+        process's end: the end-of-input drain and the shutdown), ``runs_s`` (first run to
+        last output), ``first_call_s`` (the first model call: the model's load is in it), and
+        ``calls``: per model role (the chat model resource's name), ``count``, ``total_s``
+        (summed durations; one local model answers one call at a time, so this is the time
+        it was busy), ``mean_ms`` and ``output_tokens``.
+
+    Raises:
+        OSError: when the event log cannot be read.
+    """
+    records = [json.loads(x) for x in event_log.read_text().splitlines() if x.strip()]
+    runs = [r["ts"] for r in records if r["kind"] == "run_started"]
+    outputs = [r["ts"] for r in records if r["kind"] == "output"]
+    calls = [r for r in records if r["kind"] == "call_finished" and r.get("call_kind")
+             == "chat_model" and r.get("duration_ms") is not None]
+    by_role: dict[str, dict[str, Any]] = {}
+    for c in calls:
+        role = by_role.setdefault(str(c.get("name")), {"count": 0, "total_s": 0.0,
+                                                       "output_tokens": 0})
+        role["count"] += 1
+        role["total_s"] += c["duration_ms"] / 1000
+        role["output_tokens"] += int((c.get("usage") or {}).get("output_tokens") or 0)
+    for role in by_role.values():
+        role["mean_ms"] = round(role["total_s"] / role["count"] * 1000, 1)
+        role["total_s"] = round(role["total_s"], 1)
+    first = min(calls, key=lambda c: c["ts"] - c["duration_ms"] / 1000, default=None)
+    return {
+        "startup_s": round(min(runs) - t_start, 1) if runs else None,
+        "runs_s": round(max(outputs) - min(runs), 1) if runs and outputs else None,
+        "tail_s": round(t_end - max(outputs), 1) if outputs else None,
+        "first_call_s": round(first["duration_ms"] / 1000, 2) if first else None,
+        "calls": by_role,
+    }
 
 
 def _input_of(job_args: list[str]) -> Path:
@@ -196,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
                "the team's folder beside the repository, when it exists.")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "default-run.json",
                    help="where to write the figures as JSON")
+    p.add_argument("--where", action="store_true",
+                   help="also write the job's event log and show where the wall time went")
     p.add_argument("--from-output", type=Path, default=None, metavar="PATH",
                    help="run nothing: report the output figures of a finished run's output "
                         "file (e.g. out/review_analysis.jsonl of make run)")
@@ -205,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_output is not None:
         figures = output_figures(args.from_output, _input_of(job_args))
     else:
-        figures = run(job_args)
+        figures = run(job_args, where=args.where)
         by_process = ", ".join(
             f"{name} {peak / gb:.2f}" for name, peak in
             sorted(figures["peak_rss_by_process"].items(), key=lambda kv: -kv[1])[:4])
@@ -220,6 +280,20 @@ def main(argv: list[str] | None = None) -> int:
              "value": round(figures["peak_pss_bytes"] / gb, 2), "target": TARGETS["memory"]},
             {"measure": "peak RSS by process (GB)", "value": by_process},
         ]
+        w = figures.get("where")
+        if w:
+            rows += [
+                {"measure": "where: start-up to the first run (s)", "value": w["startup_s"]},
+                {"measure": "where: first run to the last output (s)", "value": w["runs_s"]},
+                {"measure": "where: last output to the end (drain, shutdown) (s)",
+                 "value": w["tail_s"]},
+                {"measure": "where: the first model call, the model's load in it (s)",
+                 "value": w["first_call_s"]},
+            ]
+            rows += [{"measure": f"where: {role} calls (count, busy s, mean ms, out tokens)",
+                      "value": f"{c['count']}, {c['total_s']}, {c['mean_ms']}, "
+                               f"{c['output_tokens']}"}
+                     for role, c in sorted(w["calls"].items())]
     rows += [
         {"measure": "reviews rated / by the chat model / distinct texts for it", "value":
             f"{figures['reviews']} / {figures['model_rated']} / {figures['model_texts']}"},

@@ -1,6 +1,8 @@
-"""The start-up row of the benchmarks: ``python -m bench --quick --only start``.
+"""The minutes a user waits, as the benchmarks print them (issue 31).
 
-Two one-record Flink jobs (ours and a bare PyFlink job), each in a process of its own.
+``python -m bench --quick --only start``: two one-record Flink jobs (ours and a bare PyFlink
+job), each in a process of its own; ``bench.default_run``: the main job's memory with its
+targets, and where its wall time went (from its event log).
 """
 
 from __future__ import annotations
@@ -13,14 +15,13 @@ import sys
 
 import pytest
 
-pytest.importorskip("pyflink")
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.flink
 @pytest.mark.timeout(900)
 def test_start_row_compares_one_record_jobs_with_target(tmp_path: pathlib.Path) -> None:
+    pytest.importorskip("pyflink")
     out = tmp_path / "results.json"
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--only", "start", "--out", str(out),
@@ -59,6 +60,7 @@ def test_start_row_compares_one_record_jobs_with_target(tmp_path: pathlib.Path) 
 def test_default_run_prints_memory_and_targets(tmp_path: pathlib.Path) -> None:
     """``bench.default_run`` on a small scripted run: the peak RSS of the job tree and of each
     process (the JVM holds the workers in thread mode), each row with its target."""
+    pytest.importorskip("pyflink")
     out = tmp_path / "default-run.json"
     proc = subprocess.run(
         [sys.executable, "-m", "bench.default_run", "--out", str(out), "--",
@@ -77,3 +79,27 @@ def test_default_run_prints_memory_and_targets(tmp_path: pathlib.Path) -> None:
     assert "<= 480 s" in line("wall time (s), start-up included")
     assert "regression" in line("peak RSS of the job tree (GB)")
     assert "java" in line("peak RSS by process (GB)")
+
+
+@pytest.mark.timeout(300)
+def test_default_run_where_the_time_went(tmp_path: pathlib.Path) -> None:
+    """``--where`` reads the job's event log: the model calls per role add up to the calls
+    the job made, and the phases fit inside the wall time."""
+    out = tmp_path / "default-run.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.default_run", "--where", "--out", str(out), "--",
+         "--runner", "local", "--model", "scripted", "--limit", "8"],
+        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=280)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(out.read_text())["figures"]
+    where = figures["where"]
+    calls = where["calls"]
+    assert set(calls) == {"review_model", "advice_model"}, calls  # rating, advice
+    # one rating call per review the chat model rated (the scripted model has no cache)
+    assert calls["review_model"]["count"] == figures["model_rated"] == 8
+    assert calls["advice_model"]["count"] >= figures["final_advice_rows"] > 0
+    assert all(c["output_tokens"] > 0 and c["mean_ms"] >= 0 for c in calls.values())
+    parts = [where[k] for k in ("startup_s", "runs_s", "tail_s")]
+    assert all(p >= 0 for p in parts), where
+    assert sum(parts) <= figures["wall_s"] + 0.2, (where, figures["wall_s"])
+    assert "where: review_model calls" in proc.stdout
