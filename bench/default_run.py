@@ -153,7 +153,8 @@ def where_time_went(event_log: Path, t_start: float, t_end: float) -> dict[str, 
     """Where a run's wall time went, from its event log (``--event-log``).
 
     Args:
-        event_log: the job's event log (JSON lines, see ``flink_agents_py.observability``).
+        event_log: the job's event log (JSON lines, see ``flink_agents_py.observability``);
+            on Flink, the files each subtask wrote beside it are read.
         t_start: when the job's process started (epoch seconds).
         t_end: when it ended (epoch seconds).
 
@@ -161,28 +162,43 @@ def where_time_went(event_log: Path, t_start: float, t_end: float) -> dict[str, 
         ``startup_s`` (process start to the first run), ``tail_s`` (last output to the
         process's end: the end-of-input drain and the shutdown), ``runs_s`` (first run to
         last output), ``first_call_s`` (the first model call: the model's load is in it), and
-        ``calls``: per model role (the chat model resource's name), ``count``, ``total_s``
-        (summed durations; one local model answers one call at a time, so this is the time
-        it was busy), ``mean_ms`` and ``output_tokens``.
+        ``calls``: per model role (the chat model resource's name), ``count``, ``busy_s``
+        (the calls' own service time: one loaded model answers one call at a time, so a
+        call's time waiting for the calls before it is left out, as ``waited_s``),
+        ``mean_ms`` (busy time per call) and ``output_tokens``.
 
     Raises:
         OSError: when the event log cannot be read.
     """
-    records = [json.loads(x) for x in event_log.read_text().splitlines() if x.strip()]
+    # on Flink each subtask writes its own file beside the path: <stem>-<subtask><suffix>
+    files = [f for f in (event_log, *sorted(event_log.parent.glob(
+        f"{event_log.stem}-*{event_log.suffix}"))) if f.exists()]
+    if not files:
+        raise FileNotFoundError(f"no event log at {event_log} (nor one per subtask beside it)")
+    records = [json.loads(x) for f in files for x in f.read_text().splitlines() if x.strip()]
     runs = [r["ts"] for r in records if r["kind"] == "run_started"]
     outputs = [r["ts"] for r in records if r["kind"] == "output"]
     calls = [r for r in records if r["kind"] == "call_finished" and r.get("call_kind")
              == "chat_model" and r.get("duration_ms") is not None]
+    # One loaded model answers one call at a time (a lock), so calls wait on each other: a
+    # call's own service time is from its start, or the end of the call before it if that
+    # was later, to its end (calls taken in the order they finished).
     by_role: dict[str, dict[str, Any]] = {}
-    for c in calls:
-        role = by_role.setdefault(str(c.get("name")), {"count": 0, "total_s": 0.0,
-                                                       "output_tokens": 0})
+    prev_end = float("-inf")
+    for c in sorted(calls, key=lambda c: c["ts"]):
+        end, start = c["ts"], c["ts"] - c["duration_ms"] / 1000
+        role = by_role.setdefault(str(c.get("name")), {"count": 0, "busy_s": 0.0,
+                                                       "waited_s": 0.0, "output_tokens": 0})
+        service = max(0.0, end - max(start, prev_end))
+        prev_end = max(prev_end, end)
         role["count"] += 1
-        role["total_s"] += c["duration_ms"] / 1000
+        role["busy_s"] += service
+        role["waited_s"] += c["duration_ms"] / 1000 - service
         role["output_tokens"] += int((c.get("usage") or {}).get("output_tokens") or 0)
     for role in by_role.values():
-        role["mean_ms"] = round(role["total_s"] / role["count"] * 1000, 1)
-        role["total_s"] = round(role["total_s"], 1)
+        role["mean_ms"] = round(role["busy_s"] / role["count"] * 1000, 1)
+        role["busy_s"] = round(role["busy_s"], 1)
+        role["waited_s"] = round(role["waited_s"], 1)
     first = min(calls, key=lambda c: c["ts"] - c["duration_ms"] / 1000, default=None)
     return {
         "startup_s": round(min(runs) - t_start, 1) if runs else None,
@@ -291,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                  "value": w["first_call_s"]},
             ]
             rows += [{"measure": f"where: {role} calls (count, busy s, mean ms, out tokens)",
-                      "value": f"{c['count']}, {c['total_s']}, {c['mean_ms']}, "
+                      "value": f"{c['count']}, {c['busy_s']}, {c['mean_ms']}, "
                                f"{c['output_tokens']}"}
                      for role, c in sorted(w["calls"].items())]
     rows += [

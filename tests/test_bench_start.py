@@ -102,4 +102,37 @@ def test_default_run_where_the_time_went(tmp_path: pathlib.Path) -> None:
     parts = [where[k] for k in ("startup_s", "runs_s", "tail_s")]
     assert all(p >= 0 for p in parts), where
     assert sum(parts) <= figures["wall_s"] + 0.2, (where, figures["wall_s"])
+    # each call's own time counted once: together no more than the span of the runs
+    assert sum(c["busy_s"] for c in calls.values()) <= where["runs_s"] + 0.2, where
     assert "where: review_model calls" in proc.stdout
+
+
+def test_where_time_went_counts_each_call_once_behind_the_model_lock(
+        tmp_path: pathlib.Path) -> None:
+    """Calls queued on one loaded model: each call's own time excludes its wait; the files
+    each Flink subtask wrote beside the path are read too."""
+    from bench.default_run import where_time_went
+
+    def call(name: str, start: float, end: float, tokens: int) -> dict[str, object]:
+        return {"ts": end, "kind": "call_finished", "call_kind": "chat_model", "name": name,
+                "duration_ms": (end - start) * 1000, "usage": {"output_tokens": tokens}}
+
+    t0 = 1000.0
+    sub0 = [{"ts": t0 + 5, "kind": "run_started"}, call("rate", t0 + 6, t0 + 16, 3),
+            {"ts": t0 + 31, "kind": "output"}]
+    sub1 = [{"ts": t0 + 7, "kind": "run_started"},
+            call("advise", t0 + 7, t0 + 26, 9),   # waited 9 s for "rate", then 10 s its own
+            call("rate", t0 + 27, t0 + 30, 1),    # the model idle 1 s before it
+            {"ts": t0 + 30.5, "kind": "output"}]
+    for n, records in enumerate((sub0, sub1)):
+        (tmp_path / f"events-{n}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in records))
+    got = where_time_went(tmp_path / "events.jsonl", t0, t0 + 33)
+    assert got["startup_s"] == 5 and got["runs_s"] == 26 and got["tail_s"] == 2
+    assert got["first_call_s"] == 10
+    assert got["calls"]["rate"] == {"count": 2, "busy_s": 13.0, "waited_s": 0.0,
+                                    "output_tokens": 4, "mean_ms": 6500.0}
+    assert got["calls"]["advise"] == {"count": 1, "busy_s": 10.0, "waited_s": 9.0,
+                                      "output_tokens": 9, "mean_ms": 10000.0}
+    with pytest.raises(FileNotFoundError):
+        where_time_went(tmp_path / "missing.jsonl", t0, t0 + 1)
