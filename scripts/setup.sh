@@ -86,16 +86,14 @@ else
 fi
 # The C toolchain, checked before anything is downloaded: llama-cpp-python ships no binary
 # wheel on PyPI, so without a compiler and without a wheel in the cache it cannot be had.
-NEED_LLAMA=0
-if [[ "$SKIP_LOCAL" != "1" && "$(installed_version llama-cpp-python)" != "$LLAMA_VERSION" ]]; then
-  NEED_LLAMA=1
-  have_cc() { command -v cc >/dev/null || command -v gcc >/dev/null; }
-  have_cxx() { command -v c++ >/dev/null || command -v g++ >/dev/null; }
-  if ! compgen -G "$WHEELS/llama_cpp_python-$LLAMA_VERSION-*.whl" >/dev/null \
-      && ! { have_cc && have_cxx; }; then
-    die "no C/C++ compiler (cc and c++) on PATH, and no llama-cpp-python $LLAMA_VERSION wheel
-  in $WHEELS: the embedded model's binding, llama-cpp-python, has no binary wheel on PyPI
-  and is compiled here once (cmake comes from PyPI if missing). Either
+have_compiler() {
+  { command -v cc >/dev/null || command -v gcc >/dev/null; } \
+    && { command -v c++ >/dev/null || command -v g++ >/dev/null; }
+}
+no_compiler() {
+  printf '%s\n' "no C/C++ compiler (cc and c++) on PATH, and no usable llama-cpp-python \
+$LLAMA_VERSION wheel in $WHEELS: the embedded model's binding, llama-cpp-python, has no
+  binary wheel on PyPI and is compiled here once (cmake comes from PyPI if missing). Either
     - install a toolchain (Debian/Ubuntu: apt-get install build-essential; Fedora:
       dnf install gcc-c++) and run make setup again, or
     - set up everything else: FLINK_AGENTS_PY_SKIP_LOCAL_MODEL=1 make setup
@@ -104,6 +102,13 @@ if [[ "$SKIP_LOCAL" != "1" && "$(installed_version llama-cpp-python)" != "$LLAMA
       server, e.g. Ollama; later, make -B setup adds the embedded model), or
     - copy a llama_cpp_python-$LLAMA_VERSION-*.whl built on a machine like this one into
       $WHEELS and run make setup again."
+}
+NEED_LLAMA=0
+if [[ "$SKIP_LOCAL" != "1" && "$(installed_version llama-cpp-python)" != "$LLAMA_VERSION" ]]; then
+  NEED_LLAMA=1
+  if ! compgen -G "$WHEELS/llama_cpp_python-$LLAMA_VERSION-*.whl" >/dev/null \
+      && ! have_compiler; then
+    die "$(no_compiler)"
   fi
 fi
 
@@ -152,6 +157,10 @@ llama_wheel() {
   if has_cached_wheel; then
     log "llama-cpp-python $LLAMA_VERSION: cached wheel in $WHEELS"
     return 0
+  fi
+  if ! have_compiler; then  # a wheel was cached, but not one for this interpreter/platform
+    printf '[setup] ERROR: %s\n' "$(no_compiler)" >&2
+    return 1
   fi
   local build_log="$CACHE_DIR/llama-cpp-python-$LLAMA_VERSION-build.log"
   local tmp_wheels
