@@ -15,7 +15,7 @@ PY      := .venv/bin/python
 STAMP   := .venv/.setup-done
 ARGS    ?=
 PYTEST_ARGS ?=
-LINT_PATHS  := flink_agents_py jobs bench examples scripts
+LINT_PATHS  := flink_agents_py jobs bench examples scripts tests
 
 .PHONY: setup run quick test test-fast bench lint
 

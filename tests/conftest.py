@@ -1,4 +1,5 @@
-"""Shared fixtures: per-test probes (call counts and gates) and a real Kafka broker.
+"""Shared fixtures: per-test probes (call counts and gates), operator harnesses on fakes
+and a real Kafka broker.
 
 ``tests/`` and the repository are on ``sys.path`` through pytest's ``pythonpath`` option
 (``pyproject.toml``): test helpers are imported from the ``support`` package.
@@ -21,6 +22,25 @@ def probes() -> Iterator[_probes.Probes]:
     current = _probes.install()
     yield current
     current.finish()
+
+
+@pytest.fixture
+def pump_harness():
+    """Make agent operators on fakes (``test_operator_pump.PumpHarness``: thread mode, no
+    Flink job): ``pump_harness(agent, **operator_options)``; each is closed when the test ends.
+    """
+    pytest.importorskip("pyflink")
+    from test_operator_pump import PumpHarness
+
+    made: list[PumpHarness] = []
+
+    def make(agent, **options) -> PumpHarness:
+        made.append(PumpHarness(agent, **options))
+        return made[-1]
+
+    yield make
+    for h in made:
+        h.close()
 
 
 @pytest.fixture(scope="session")

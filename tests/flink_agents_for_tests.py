@@ -88,7 +88,8 @@ class CounterAgent(Agent):
     @staticmethod
     def finish(event: Counted, ctx: RunnerContext) -> None:
         ctx.send_event(OutputEvent(output={
-            "key": ctx.key, **event.model_dump(include={"n", "doubled", "count", "t_in", "t_start"}),
+            "key": ctx.key,
+            **event.model_dump(include={"n", "doubled", "count", "t_in", "t_start"}),
             "event_type": event.type,
             # start's writes are visible here (applied when start completed)
             "memory_count": ctx.short_term_memory.get("count"),

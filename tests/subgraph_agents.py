@@ -137,7 +137,8 @@ class SubgraphAgent(Agent):
 
 def build() -> SubgraphAgent:
     agent = SubgraphAgent()
-    agent.add_resource("child", ResourceType.AGENT, ResourceDescriptor(InternalSubagent, agent=Child))
+    agent.add_resource("child", ResourceType.AGENT,
+                       ResourceDescriptor(InternalSubagent, agent=Child))
     agent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor("subgraph_agents.Remote"))
     return agent
 

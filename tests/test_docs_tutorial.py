@@ -117,7 +117,8 @@ def test_every_block_is_marked_and_runs_somewhere():
     ran = " ".join(b["body"] for b in blocks if b["kind"] == "run")
     for name in _files():
         if name.endswith(".py") and name != "shop_agent.py":
-            assert re.search(rf"python (-m pytest -q )?{re.escape(name)}", ran), f"{name} is written but no step runs it"
+            assert re.search(rf"python (-m pytest -q )?{re.escape(name)}", ran), (
+                f"{name} is written but no step runs it")
     steps = {b["arg"] for b in blocks if b["kind"] == "run"}
     assert {b["arg"] for b in blocks if b["kind"] == "output"} <= steps
     assert steps == {"local", "test", "flink", "kafka", "real-model"}

@@ -49,7 +49,8 @@ def run_scenario(d: pathlib.Path, scenario: str, journal: bool) -> list[dict]:
         extra_config={"execution.checkpointing.dir": f"file://{d}/checkpoints",
                       "execution.checkpointing.storage": "filesystem"})
     task = {"dir": str(d), "scenario": scenario}
-    records = (env.from_source(NumberSequenceSource(0, N_PAD), WatermarkStrategy.no_watermarks(), "seq")
+    records = (env.from_source(NumberSequenceSource(0, N_PAD), WatermarkStrategy.no_watermarks(),
+                               "seq")
                .map(da.pace, output_type=Types.LONG())
                .filter(lambda n: n == 0)
                .map(lambda n: {**task, "key": f"k{n}"}, output_type=Types.PICKLED_BYTE_ARRAY()))

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("pyflink")
 
 from test_operator_costs import Slow  # noqa: E402
-from test_operator_pump import JavaStream, by_key, pump_harness  # noqa: E402, F401
+from test_operator_pump import JavaStream, by_key  # noqa: E402
 
 from flink_agents_py.api import (  # noqa: E402
     Agent,

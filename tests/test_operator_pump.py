@@ -131,19 +131,6 @@ class PumpHarness(Harness):
         assert self.backend.key == key, "on_timer left another key current"
 
 
-@pytest.fixture
-def pump_harness():
-    made: list[PumpHarness] = []
-
-    def make(agent: Any, **options: Any) -> PumpHarness:
-        made.append(PumpHarness(agent, **options))
-        return made[-1]
-
-    yield make
-    for h in made:
-        h.close()
-
-
 def by_key(out: list[dict[str, Any]]) -> dict[str, list[int]]:
     got: dict[str, list[int]] = collections.defaultdict(list)
     for o in out:

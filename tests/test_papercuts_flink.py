@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import string
 import subprocess
 import sys
 import textwrap
@@ -48,7 +49,7 @@ class Napper(Agent):
         ctx.send_event(OutputEvent(output={"key": ctx.key, "n": event.input["n"]}))
 '''
 
-MAIN = '''
+MAIN = string.Template('''
 import json
 
 from pyflink.common import Types, WatermarkStrategy
@@ -58,13 +59,13 @@ from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.flink import create_stream_environment
 from my_agent import Napper
 
-N = %d
+N = $n
 
 
 def record(i):
     if i == 7:
         return {"n": i, "text": "I forgot my key"}  # no "key", no key_selector
-    return {"key": "k%%d" %% (i %% 3), "n": i}
+    return {"key": "k%d" % (i % 3), "n": i}
 
 
 env = create_stream_environment()
@@ -82,7 +83,7 @@ with agents.progress(total=N, job_name="nap") as bar, both.execute_and_collect("
 print(json.dumps({"outs": sorted(o["n"] for o in got["out"]),
                   "errs": [{k: e.get(k) for k in ("action", "error_type", "message", "input")}
                            for e in got["err"]]}))
-''' % N
+''').substitute(n=N)
 
 
 @pytest.mark.flink

@@ -105,9 +105,12 @@ def test_from_agent_compiles_actions_resources_and_config():
 def test_builtin_actions_are_present():
     plan = AgentPlan.from_agent(Agent().add_action("noop", [InputEvent], _ok))
     assert set(BUILTIN_ACTIONS) <= set(plan.actions)
-    assert [a.name for a in plan.actions_for(ChatRequestEvent.EVENT_TYPE)] == ["_chat_model_action"]
-    assert [a.name for a in plan.actions_for(ToolResponseEvent.EVENT_TYPE)] == ["_chat_model_action"]
-    assert [a.name for a in plan.actions_for(ToolRequestEvent.EVENT_TYPE)] == ["_tool_call_action"]
+    def names(event_type: str) -> list[str]:
+        return [a.name for a in plan.actions_for(event_type)]
+
+    assert names(ChatRequestEvent.EVENT_TYPE) == ["_chat_model_action"]
+    assert names(ToolResponseEvent.EVENT_TYPE) == ["_chat_model_action"]
+    assert names(ToolRequestEvent.EVENT_TYPE) == ["_tool_call_action"]
     # built-ins resolve to the runtime's functions
     assert callable(plan.actions["_chat_model_action"].function.resolve())
     assert callable(plan.actions["_tool_call_action"].function.resolve())
@@ -144,7 +147,8 @@ def test_plan_from_json_runs_on_local_runner():
         .apply(back)
         .collect()
     )
-    assert sorted(out, key=lambda o: o["key"]) == [{"key": "a", "score": 11}, {"key": "b", "score": 12}]
+    assert sorted(out, key=lambda o: o["key"]) == [
+        {"key": "a", "score": 11}, {"key": "b", "score": 12}]
 
 
 def test_non_agent_is_rejected():
@@ -192,7 +196,8 @@ def test_duplicate_action_name_class_and_add_action():
 
 
 def test_duplicate_action_name_via_add_action_twice():
-    problems = _problems(Agent().add_action("x", [InputEvent], _ok).add_action("x", [InputEvent], _ok))
+    problems = _problems(
+        Agent().add_action("x", [InputEvent], _ok).add_action("x", [InputEvent], _ok))
     _single(problems, "'x'", "more than once")
 
 
@@ -272,7 +277,9 @@ def test_action_with_defaults_or_varargs_is_accepted():
         pass
 
     plan = AgentPlan.from_agent(
-        Agent().add_action("flexible", [InputEvent], flexible).add_action("star", [InputEvent], star))
+        Agent()
+        .add_action("flexible", [InputEvent], flexible)
+        .add_action("star", [InputEvent], star))
     assert {"flexible", "star"} <= set(plan.actions)
 
 
@@ -363,7 +370,8 @@ def test_every_problem_is_collected_into_one_plan_error():
         .add_resource("p", ResourceType.PROMPT, Prompt.from_text("b"))
         .add_resource("_subagent_t2", ResourceType.TOOL, lookup_price)
         .add_resource("m", ResourceType.CHAT_MODEL,
-                      ResourceDescriptor(ChatModelSetup, connection="nope_conn", tools=["nope_tool"]))
+                      ResourceDescriptor(ChatModelSetup, connection="nope_conn",
+                                         tools=["nope_tool"]))
     )
     problems = _problems(agent)
     _single(problems, "'dup'")

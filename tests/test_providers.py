@@ -63,8 +63,9 @@ def ollama(srv: WireServer, **kw: Any) -> ResourceDescriptor:
 
 
 def anthropic_conn(srv: WireServer, **kw: Any) -> ResourceDescriptor:
-    return ResourceDescriptor(AnthropicChatModel, base_url=srv.url, api_key_env="FAP_TEST_ANTHROPIC_KEY",
-                              default_model="claude-test", **kw)
+    return ResourceDescriptor(AnthropicChatModel, base_url=srv.url,
+                              api_key_env="FAP_TEST_ANTHROPIC_KEY", default_model="claude-test",
+                              **kw)
 
 
 def openai_conn(srv: WireServer, **kw: Any) -> ResourceDescriptor:
@@ -230,7 +231,10 @@ def test_ollama_http_errors_become_provider_errors_retryable_by_status():
 
 
 def test_ollama_tool_round_bound_ends_the_chat_with_a_clear_error():
-    with WireServer(lambda req: (200, ollama_reply(tool_calls=[("price", {"item": "tea"})]))) as srv:
+    def reply(req):
+        return 200, ollama_reply(tool_calls=[("price", {"item": "tea"})])
+
+    with WireServer(reply) as srv:
         res = run_probe(probe_agent(ollama(srv), tools=["price"], tool_fns=[price],
                                     max_tool_rounds=2), [{"key": "k", "q": "loop"}])
         ans = only_answer(res)
@@ -331,7 +335,8 @@ def test_anthropic_wire_system_top_level_tool_use_and_tool_result_blocks(monkeyp
     assert "anthropic-version" in first["headers"]
     b0 = first["body"]
     assert b0["system"] == "You are terse."  # top level, not a message
-    assert b0["messages"] == [{"role": "user", "content": [{"type": "text", "text": "price of tea?"}]}]
+    assert b0["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "price of tea?"}]}]
     assert b0["max_tokens"] == 1024 and b0["temperature"] == 0 and b0["model"] == "claude-test"
     assert [t["name"] for t in b0["tools"]] == ["price", "explode"]
     assert b0["tools"][0]["input_schema"]["properties"]["item"]["type"] == "string"
@@ -395,7 +400,8 @@ def test_anthropic_structured_output_with_tools_and_a_non_object_schema(monkeypa
     out_tool = first["tools"][-1]
     assert out_tool["name"] == "structured_output"
     assert out_tool["input_schema"] == {
-        "type": "object", "properties": {"value": {"type": "array", "items": {"$ref": "#/$defs/Tag"}}},
+        "type": "object",
+        "properties": {"value": {"type": "array", "items": {"$ref": "#/$defs/Tag"}}},
         "required": ["value"], "$defs": {"Tag": {"type": "string"}}}
     assert second["messages"][-1]["content"][0]["type"] == "tool_result"
 
@@ -511,7 +517,8 @@ def test_connections_work_from_more_than_one_event_loop(monkeypatch):
     monkeypatch.setenv("FAP_TEST_OPENAI_KEY", "sk-test")
     with WireServer(lambda req: (200, openai_reply("hi"))) as srv:
         conn = OpenAIChatModel(base_url=f"{srv.url}/v1", api_key_env="FAP_TEST_OPENAI_KEY")
-        assert [conn.chat([ChatMessage(content="x")]).message.content for _ in range(2)] == ["hi"] * 2
+        answers = [conn.chat([ChatMessage(content="x")]).message.content for _ in range(2)]
+        assert answers == ["hi"] * 2
 
 
 # ------------------------------------------------------------------------------ extras
@@ -524,7 +531,8 @@ def test_missing_sdks_fail_with_the_extra_to_install():
         import flink_agents_py.integrations.chat_models as cm
         import flink_agents_py.integrations.mcp as mcp_int
         from flink_agents_py import AgentsExecutionEnvironment
-        from flink_agents_py.api import ChatMessage, ChatModelSetup, ResourceDescriptor, ResourceType
+        from flink_agents_py.api import (
+            ChatMessage, ChatModelSetup, ResourceDescriptor, ResourceType)
         sys.path.insert(0, "tests")
         from support.providers import ChatProbe
         out = {}
@@ -543,7 +551,8 @@ def test_missing_sdks_fail_with_the_extra_to_install():
                            ResourceDescriptor(cm.OllamaChatModel))
         agent.add_resource("model", ResourceType.CHAT_MODEL,
                            ResourceDescriptor(ChatModelSetup, connection="conn"))
-        res = AgentsExecutionEnvironment.local().from_list([{"key": "a", "q": "hi"}]).apply(agent).run()
+        res = (AgentsExecutionEnvironment.local().from_list([{"key": "a", "q": "hi"}])
+               .apply(agent).run())
         out["chat"] = [o["error"] for o in res.outputs if o["kind"] == "answer"]
         print(json.dumps(out))
     """)

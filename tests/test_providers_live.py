@@ -52,7 +52,8 @@ def _connections() -> dict[str, tuple[tuple[str, ...], ResourceDescriptor]]:
             {"default_model": os.environ["FLINK_AGENTS_PY_LIVE_ANTHROPIC_MODEL"]}
             if os.environ.get("FLINK_AGENTS_PY_LIVE_ANTHROPIC_MODEL") else {}))),
         "ollama": (("FLINK_AGENTS_PY_LIVE_OLLAMA_MODEL",), ResourceDescriptor(
-            OllamaChatModel, default_model=os.environ.get("FLINK_AGENTS_PY_LIVE_OLLAMA_MODEL", ""))),
+            OllamaChatModel,
+            default_model=os.environ.get("FLINK_AGENTS_PY_LIVE_OLLAMA_MODEL", ""))),
     }
 
 

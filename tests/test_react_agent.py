@@ -5,19 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
-
 import react_agents as ra
+
 from flink_agents_py import AgentsExecutionEnvironment
-from flink_agents_py.agents import ReActAgent, ReActAgentError
+from flink_agents_py.agents import ReActAgent
 from flink_agents_py.api import (
-    ChatMessage,
     ChatModelSetup,
-    MessageRole,
     ResourceDescriptor,
     ResourceType,
 )
 from flink_agents_py.testing import (
-    ScriptedChatModel,
     ScriptedRequest,
     check_replay_safety,
     model_from_function,

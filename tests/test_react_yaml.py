@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 import react_agents as ra
+
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.yaml import YamlError, load_agent
 

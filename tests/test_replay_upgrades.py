@@ -578,8 +578,6 @@ def test_deprecate_patch_refuses_a_run_recorded_before_the_patch(probes):
 
 
 def test_patched_rejects_a_bad_change_id():
-    from flink_agents_py.api import UsageError
-
     class Bad(Agent):
         @action(InputEvent)
         @staticmethod

@@ -187,7 +187,8 @@ def typed_run(label: str, *answers: Any) -> dict[str, Any]:
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, script(label, *answers))
     agent.add_resource("model", ResourceType.CHAT_MODEL,
                        ResourceDescriptor(ChatModelSetup, connection="conn"))
-    res = AgentsExecutionEnvironment.local().from_list([{"key": "k", "q": label}]).apply(agent).run()
+    res = (AgentsExecutionEnvironment.local().from_list([{"key": "k", "q": label}])
+           .apply(agent).run())
     assert res.errors == []
     [out] = res.outputs
     return out

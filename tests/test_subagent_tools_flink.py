@@ -10,7 +10,6 @@ by reference.
 from __future__ import annotations
 
 import pytest
-
 import subagent_tool_agents as sa
 
 pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
@@ -38,7 +37,8 @@ def test_orchestrator_delegates_a_batch_and_answers_from_the_results():
     ds = (env.from_source(NumberSequenceSource(0, len(records) - 1),
                           WatermarkStrategy.no_watermarks(), "records").set_parallelism(1)
           .map(lambda n: records[n], output_type=pickled).set_parallelism(1))
-    applied = (AgentsExecutionEnvironment.flink(env).from_datastream(ds, key_selector=lambda r: r["key"])
+    applied = (AgentsExecutionEnvironment.flink(env)
+               .from_datastream(ds, key_selector=lambda r: r["key"])
                .apply(sa.build_e2e()))
     both = applied.to_datastream().map(lambda o: ("out", o), output_type=pickled).union(
         applied.errors_datastream().map(lambda e: ("err", e), output_type=pickled))

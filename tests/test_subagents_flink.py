@@ -35,7 +35,8 @@ def run_job(d: pathlib.Path) -> list[dict]:
         extra_config={"execution.checkpointing.dir": f"file://{d}/checkpoints",
                       "execution.checkpointing.storage": "filesystem"})
     base = {"dir": str(d)}
-    records = (env.from_source(NumberSequenceSource(0, N_PAD), WatermarkStrategy.no_watermarks(), "seq")
+    records = (env.from_source(NumberSequenceSource(0, N_PAD), WatermarkStrategy.no_watermarks(),
+                               "seq")
                .map(sa.pace, output_type=Types.LONG())
                .filter(lambda n: n < 2)
                .map(lambda n: {**base, "key": f"k{n}", "slow": n == 0},
@@ -47,7 +48,7 @@ def run_job(d: pathlib.Path) -> list[dict]:
 
 
 def expected_output(key: str) -> dict:
-    return {"key": key, "answer": '{"looked_up":"L(%s)"}' % key,
+    return {"key": key, "answer": f'{{"looked_up":"L({key})"}}',
             "child": [{"a": f"child_a({key})", "b": f"child_b({key})"}], "child_ok": True,
             "deferred": {"remote": key, "idempotency_key": f'"{key}"/r0#r0/go/c1'}}
 

@@ -24,8 +24,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 import trace_agents
+
 from flink_agents_py.observability import build_traces, read_event_log, render_html
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]

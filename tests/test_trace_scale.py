@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import trace_agents
+
 from flink_agents_py.observability import (
     EventLog,
     MemorySink,

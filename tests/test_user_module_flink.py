@@ -17,7 +17,6 @@ import pathlib
 import subprocess
 import sys
 import textwrap
-import time
 
 import orjson
 import pytest

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flink_agents_py.yaml import YamlError, load_agents, read_yaml
-from flink_agents_py.yaml import _nodes
+from flink_agents_py.yaml import YamlError, _nodes, load_agents, read_yaml
 
 pytestmark = pytest.mark.timeout(60)
 

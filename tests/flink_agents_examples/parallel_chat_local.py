@@ -5,10 +5,10 @@ tables (``from_table`` / ``to_table``), which this project does not offer yet; t
 feeds the same record through Flink Agents' local ``from_list`` / ``to_list`` pattern.
 """
 
-from flink_agents_py.compat import AgentsExecutionEnvironment, ResourceType
-
 from agents.custom_types_and_resources import ollama_server_descriptor
 from agents.parallel_chat_agent import INPUT_TEXT, ParallelChatAgent
+
+from flink_agents_py.compat import AgentsExecutionEnvironment, ResourceType
 
 
 def main() -> None:

@@ -18,23 +18,23 @@
 # Ported from apache/flink-agents python/flink_agents/examples/quickstart/ (Apache-2.0):
 # only the imports changed, and the Ollama connection was swapped for an offline model.
 import json
-import os
-import sysconfig
 import time
 from pathlib import Path
 
+from agents.parallel_chat_agent import (
+    INPUT_TEXT,
+    ParallelChatAgent,
+    ParallelChatKeySelector,
+)
+from offline_model import OFFLINE_CONNECTION
 from pyflink.common.typeinfo import BasicTypeInfo, ExternalTypeInfo, RowTypeInfo
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.table import DataTypes, Schema, StreamTableEnvironment, TableDescriptor
 
-from flink_agents_py.compat import AgentsExecutionEnvironment, ResourceDescriptor, ResourceName, ResourceType
-from offline_model import OFFLINE_CONNECTION
-from agents.parallel_chat_agent import (
-    INPUT_TEXT,
-    N_ASPECTS,
-    OLLAMA_MODEL,
-    ParallelChatAgent,
-    ParallelChatKeySelector,
+from flink_agents_py.compat import (
+    AgentsExecutionEnvironment,
+    ResourceDescriptor,
+    ResourceType,
 )
 
 

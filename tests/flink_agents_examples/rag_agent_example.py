@@ -19,6 +19,8 @@
 # imports changed. Ollama is whatever OLLAMA_HOST names (the test runs a fake one).
 import os
 
+from rag.knowledge_base_setup import populate_knowledge_base
+
 from flink_agents_py.compat import (
     Agent,
     AgentsExecutionEnvironment,
@@ -43,7 +45,6 @@ from flink_agents_py.compat import (
     prompt,
     vector_store,
 )
-from rag.knowledge_base_setup import populate_knowledge_base
 
 OLLAMA_CHAT_MODEL = os.environ.get("OLLAMA_CHAT_MODEL", "qwen3:8b")
 OLLAMA_EMBEDDING_MODEL = os.environ.get("OLLAMA_EMBEDDING_MODEL", "nomic-embed-text")

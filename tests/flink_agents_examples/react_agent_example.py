@@ -19,6 +19,13 @@
 # only the imports changed, and the Ollama connection was swapped for an offline model.
 from pathlib import Path
 
+from agents.custom_types_and_resources import (
+    ProductReview,
+    ProductReviewAnalysisRes,
+    notify_shipping_manager,
+    review_analysis_react_prompt,
+)
+from offline_model import OFFLINE_CONNECTION
 from pyflink.common import Duration, WatermarkStrategy
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
@@ -31,13 +38,6 @@ from flink_agents_py.compat import (
     ResourceName,
     ResourceType,
     Tool,
-)
-from offline_model import OFFLINE_CONNECTION
-from agents.custom_types_and_resources import (
-    ProductReview,
-    ProductReviewAnalysisRes,
-    notify_shipping_manager,
-    review_analysis_react_prompt,
 )
 
 current_dir = Path(__file__).parent

@@ -17,13 +17,13 @@
 #################################################################################
 # Ported from apache/flink-agents python/flink_agents/examples/quickstart/ (Apache-2.0):
 # only the imports changed, and the Ollama connection was swapped for an offline model.
-from pyflink.datastream import StreamExecutionEnvironment
-
-from flink_agents_py.compat import AgentExecutionOptions, AgentsExecutionEnvironment, ResourceType
 from agents.custom_types_and_resources import (
     ollama_server_descriptor,
 )
 from agents.math_agent import MathAgent
+from pyflink.datastream import StreamExecutionEnvironment
+
+from flink_agents_py.compat import AgentExecutionOptions, AgentsExecutionEnvironment, ResourceType
 
 
 def main() -> None:

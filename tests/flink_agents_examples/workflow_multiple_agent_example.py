@@ -22,6 +22,18 @@ import logging
 from pathlib import Path
 from typing import Any, Iterable
 
+from agents.custom_types_and_resources import (
+    ProductReview,
+    ProductReviewSummary,
+    ollama_server_descriptor,
+)
+from agents.product_suggestion_agent import (
+    ProductSuggestionAgent,
+)
+from agents.review_analysis_agent import (
+    ProductReviewAnalysisRes,
+    ReviewAnalysisAgent,
+)
 from pyflink.common import Duration, Time, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import (
@@ -35,18 +47,6 @@ from pyflink.datastream.window import (
 from tenacity import sleep
 
 from flink_agents_py.compat import AgentsExecutionEnvironment
-from agents.custom_types_and_resources import (
-    ProductReview,
-    ProductReviewSummary,
-    ollama_server_descriptor,
-)
-from agents.product_suggestion_agent import (
-    ProductSuggestionAgent,
-)
-from agents.review_analysis_agent import (
-    ProductReviewAnalysisRes,
-    ReviewAnalysisAgent,
-)
 
 current_dir = Path(__file__).parent
 

@@ -19,11 +19,6 @@
 # only the imports changed, and the Ollama connection was swapped for an offline model.
 from pathlib import Path
 
-from pyflink.common import Duration, WatermarkStrategy
-from pyflink.datastream import StreamExecutionEnvironment
-from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
-
-from flink_agents_py.compat import AgentExecutionOptions, AgentsExecutionEnvironment, ResourceType
 from agents.custom_types_and_resources import (
     ProductReview,
     ollama_server_descriptor,
@@ -31,6 +26,11 @@ from agents.custom_types_and_resources import (
 from agents.review_analysis_agent import (
     ReviewAnalysisAgent,
 )
+from pyflink.common import Duration, WatermarkStrategy
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
+
+from flink_agents_py.compat import AgentExecutionOptions, AgentsExecutionEnvironment, ResourceType
 
 current_dir = Path(__file__).parent
 

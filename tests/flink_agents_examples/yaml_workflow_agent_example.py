@@ -19,14 +19,14 @@
 # only the imports changed, and the Ollama connection was swapped for an offline model.
 from pathlib import Path
 
+from agents.custom_types_and_resources import (
+    ProductReview,
+)
 from pyflink.common import Duration, WatermarkStrategy
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
 
 from flink_agents_py.compat import AgentExecutionOptions, AgentsExecutionEnvironment
-from agents.custom_types_and_resources import (
-    ProductReview,
-)
 
 current_dir = Path(__file__).parent
 

@@ -19,10 +19,15 @@
 # only the imports changed, and the Ollama connection was swapped for an offline model.
 from typing import List
 
+from offline_model import OFFLINE_CONNECTION
 from pydantic import BaseModel
 
-from flink_agents_py.compat import ChatMessage, MessageRole, Prompt, ResourceDescriptor, ResourceName
-from offline_model import OFFLINE_CONNECTION
+from flink_agents_py.compat import (
+    ChatMessage,
+    MessageRole,
+    Prompt,
+    ResourceDescriptor,
+)
 
 # Prompt for review analysis agent.
 review_analysis_system_prompt_str = """

@@ -20,6 +20,13 @@
 import os
 from typing import Dict
 
+from pyflink.common import Row
+from pyflink.datastream import KeySelector
+
+from agents.custom_types_and_resources import (
+    AspectResponse,
+    SummaryResponse,
+)
 from flink_agents_py.compat import (
     STRUCTURED_OUTPUT,
     Agent,
@@ -36,13 +43,6 @@ from flink_agents_py.compat import (
     RunnerContext,
     action,
     chat_model_setup,
-)
-from pyflink.common import Row
-from pyflink.datastream import KeySelector
-
-from agents.custom_types_and_resources import (
-    AspectResponse,
-    SummaryResponse,
 )
 
 OLLAMA_MODEL = os.environ.get("PARALLEL_CHAT_OLLAMA_MODEL", "qwen3:1.7b")

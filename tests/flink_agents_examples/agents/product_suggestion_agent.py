@@ -19,6 +19,11 @@
 # only the imports changed, and the Ollama connection was swapped for an offline model.
 import json
 
+from agents.custom_types_and_resources import (
+    ProductReviewSummary,
+    ProductSuggestion,
+    product_suggestion_prompt,
+)
 from flink_agents_py.compat import (
     Agent,
     ChatMessage,
@@ -36,11 +41,6 @@ from flink_agents_py.compat import (
     action,
     chat_model_setup,
     prompt,
-)
-from agents.custom_types_and_resources import (
-    ProductReviewSummary,
-    ProductSuggestion,
-    product_suggestion_prompt,
 )
 
 

@@ -20,6 +20,12 @@
 import json
 import logging
 
+from agents.custom_types_and_resources import (
+    ProductReview,
+    ProductReviewAnalysisRes,
+    notify_shipping_manager,
+    review_analysis_prompt,
+)
 from flink_agents_py.compat import (
     Agent,
     ChatMessage,
@@ -37,12 +43,6 @@ from flink_agents_py.compat import (
     chat_model_setup,
     prompt,
     tool,
-)
-from agents.custom_types_and_resources import (
-    ProductReview,
-    ProductReviewAnalysisRes,
-    notify_shipping_manager,
-    review_analysis_prompt,
 )
 
 
