@@ -84,6 +84,19 @@ def test_bad_front_matter_is_a_named_error(tmp_path, text, problem):
         load_skills([str(tmp_path)])
 
 
+def test_a_yaml_alias_bomb_in_a_skills_front_matter_is_refused_within_the_budget(tmp_path):
+    # a skill folder is untrusted: its front matter is read within the YAML loader's budget
+    # (a 640-byte bomb expands to 9**9 strings under an unbounded loader)
+    lines = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]")
+    front = "\n".join(["name: bomb", "description: d", *lines, "payload: *i"])
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "SKILL.md").write_text(f"---\n{front}\n---\nbody\n")
+    with pytest.raises(SkillError, match=r"SKILL.md: the front matter is not YAML within its"):
+        load_skills([str(tmp_path)])
+
+
 def test_load_skill_offers_the_skills_and_loads_one_on_demand(skills_dir):
     asyncio.run(_load_skill_checks(skills_dir))
 

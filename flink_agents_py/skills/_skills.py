@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
 from pydantic import PrivateAttr, model_validator
 
 from ..api import AgentsError, Resource, ResourceType, ToolMetadata
@@ -146,10 +145,12 @@ def _parse(skill_dir: Path) -> Skill:
     if m is None:
         raise SkillError(f"{path}: no YAML front matter (a first line '---', 'name:' and "
                          f"'description:', then '---')")
+    from ..yaml import YamlError, read_yaml  # the loader's budget: a skill folder is untrusted
+
     try:
-        meta = yaml.safe_load(m.group(1)) or {}
-    except yaml.YAMLError as e:
-        raise SkillError(f"{path}: the front matter is not YAML: {e}") from e
+        meta = read_yaml(m.group(1), source=f"{path} front matter") or {}
+    except YamlError as e:
+        raise SkillError(f"{path}: the front matter is not YAML within its limits: {e}") from e
     if not isinstance(meta, dict):
         raise SkillError(f"{path}: the front matter must be a mapping")
     name, description = meta.get("name"), meta.get("description")
