@@ -88,7 +88,7 @@ def test_a_yaml_alias_bomb_in_a_skills_front_matter_is_refused_within_the_budget
     # a skill folder is untrusted: its front matter is read within the YAML loader's budget
     # (a 640-byte bomb expands to 9**9 strings under an unbounded loader)
     lines = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
-    for prev, name in zip("abcdefgh", "bcdefghi"):
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
         lines.append(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]")
     front = "\n".join(["name: bomb", "description: d", *lines, "payload: *i"])
     (tmp_path / "s").mkdir()
