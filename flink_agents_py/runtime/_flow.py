@@ -197,6 +197,16 @@ class FlowController:
         Returns:
             The call's ticket, for ``settle``.
         """
+        ticket, _ = await self.admit_held()
+        return ticket
+
+    async def admit_held(self) -> tuple[int, float]:
+        """``admit``, also saying how long the controller held the call.
+
+        Returns:
+            The call's ticket, for ``settle``, and the seconds the call was held (``0.0``
+            when it went at once: scheduling delays of an open gate are not a hold).
+        """
         loop = asyncio.get_running_loop()
         start = self._clock()
         held = False
@@ -209,7 +219,7 @@ class FlowController:
                     if held:
                         self.stats.held += 1
                         self.stats.wait_s += now - start
-                    return self._take()
+                    return self._take(), (now - start) if held else 0.0
                 held = True
                 if math.isinf(delay):
                     fut = loop.create_future()

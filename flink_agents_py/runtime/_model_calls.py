@@ -79,9 +79,8 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
     attempt, throttles, first_throttle, waited = 0, 0, None, 0.0
     errors: list[str] = []
     while True:
-        t0 = time.monotonic()
-        ticket = await flow.admit()
-        waited += time.monotonic() - t0
+        ticket, held_s = await flow.admit_held()
+        waited += held_s
         settled = False
         response: Any = None
         try:
@@ -128,7 +127,7 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
             metadata["retry_errors"] = errors
     if throttles:
         metadata["throttled"] = throttles
-    if waited >= 0.001:  # held by flow control before it was sent
+    if waited >= 0.001:  # held by flow control before it was sent (not scheduling delays)
         metadata["flow_wait_s"] = round(waited, 3)
     if metadata == response.metadata:
         return response
