@@ -443,6 +443,9 @@ PUBLIC_API = {
     # sub-agents
     "InternalSubagent", "SubagentSetup", "AsyncSubagentSetup", "DeferredSubagentSetup",
     "PreparedCall", "SubagentFuture", "SubagentResult", "RunStatus",
+    # waits for outside events, tool approval
+    "ExternalEvent", "ExternalEventError", "WaitTimeoutError", "UnmatchedEventError",
+    "ApprovalRequest", "APPROVAL_REQUEST_KIND",
     # errors
     "AgentsError", "ActionError", "ChatResponseError", "DurableExecutionError",
     "EventChainLimitError",

@@ -45,6 +45,7 @@ from ._commands import (
     RunFunction,
     StartChat,
     StartSubagent,
+    StartWait,
 )
 from ._completion import commit_memory, completion_error, unfinished_calls
 from ._context import ActionContext
@@ -72,13 +73,14 @@ from ._subgraph import (
 from ._tasks import Delivery as _Delivery
 from ._tasks import Step as _Step
 from ._tasks import Task as _Task
+from ._waits import WaitsCore
 
 __all__ = ["AgentCore", "StepResult", "ErrorRecord", "Journal", "Failpoint"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
 
-class AgentCore:
+class AgentCore(WaitsCore):
     """Runs an ``AgentPlan`` for many keys; hosts call it from a single thread.
 
     Args:
@@ -228,6 +230,8 @@ class AgentCore:
             if self.journal is not None:
                 self.journal.run_completed(key, f"r{run.seq}")
         res.busy = state.run is not None or state.queued() > 0
+        if res.busy and state.run is not None and state.run.waits:
+            self._park(key, state, res)  # only waits: not busy, nothing of it kept live
         if not res.busy:
             self._live.pop(key, None)
         state.flush()
@@ -509,6 +513,8 @@ class AgentCore:
             self.counters["subagent_calls"] += 1
             self._submit(step.key, ctx, call, poll_result,
                          (command.setup, command.session_id, call.call_id, command.name), {})
+        elif isinstance(command, StartWait):
+            self._start_wait(step, ctx, command)
         # Attach: the invocation is in state already (after a restore); only wait for it
 
     def _end(self, step: _Step, task: _Task, error: BaseException | None) -> None:
