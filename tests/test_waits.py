@@ -1,0 +1,204 @@
+"""Durable waits on the local runner: ``ctx.wait_for``, ``ctx.sleep``, unmatched events.
+
+The local runner delivers the connected outside events once the input records are worked off,
+and skips time (``AdvanceTime``; the remaining timers at the end), so these run in
+milliseconds and the same every time.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+import waits_agents as wa
+from support.crash import read_counts
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import ExternalEvent
+from flink_agents_py.local import AdvanceTime
+from flink_agents_py.plan import AgentPlan
+from flink_agents_py.runtime import AgentCore, InMemoryKeyState
+
+
+def _job(records, events, agent=None):
+    return (AgentsExecutionEnvironment.local().from_list(records).connect(events)
+            .apply(agent or wa.Approver()))
+
+
+def _by_key(outputs):
+    return {o["key"]: o for o in outputs}
+
+
+def test_an_approval_releases_its_run_and_a_missing_one_times_out(tmp_path: pathlib.Path):
+    d = str(tmp_path)
+    records = [{"key": k, "dir": d, "timeout_s": 60} for k in ("a", "b", "c")]
+    events = [{"key": "a", "correlation_id": "go-a", "payload": {"by": "ann"}},
+              ExternalEvent(key="c", correlation_id="go-c", payload=7)]
+    result = _job(records, events).run()
+    out = _by_key(result.outputs)
+    assert out["a"]["approved"] == {"by": "ann"}
+    assert out["c"]["approved"] == 7
+    assert "within 60 s" in out["b"]["timed_out"] and out["b"]["correlation_id"] == "go-b"
+    assert result.errors == []
+    # the call before the wait ran once per key, though each run re-entered when released
+    assert {k: n for (who, k), n in read_counts(d).items()} == {"a": 1, "b": 1, "c": 1}
+    assert result.counters["actions_reentered"] >= 3
+
+
+@pytest.mark.parametrize(("events", "why"), [
+    ([{"key": "a", "correlation_id": "go-a"}, {"key": "a", "correlation_id": "go-a"}],
+     "no run of key 'a' is in flight"),
+    ([{"key": "a", "correlation_id": "nope"}], "has no wait for it"),
+    ([{"key": "zz", "correlation_id": "go-zz"}], "no run of key 'zz' is in flight"),
+    ([AdvanceTime(61), {"key": "a", "correlation_id": "go-a"}], "no run of key 'a'"),
+])
+def test_an_event_for_no_waiter_goes_to_the_errors_named(events, why):
+    result = _job([{"key": "a", "timeout_s": 60}], events).run()
+    errors = [e for e in result.errors if e.action == "<outside>"]
+    assert len(errors) == 1, result.errors
+    err = errors[0]
+    assert err.error_type == "UnmatchedEventError" and why in err.message
+    assert err.execution_id.startswith("outside event ")
+    assert err.input["correlation_id"] in err.message
+    assert len(result.outputs) == 1  # the run itself completed (approved or timed out)
+
+
+def test_a_duplicate_and_a_late_event_are_told_apart_while_the_run_is_in_flight():
+    """Two waits in one run: the first one's event again, and one after its timeout."""
+    plan = AgentPlan.from_agent(_TwoWaits())
+    core = AgentCore(plan)
+    now = [0]
+    core.clock_ms = lambda: now[0]
+    core.open()
+    try:
+        state = InMemoryKeyState()
+        res = core.on_input("k", {"key": "k"}, state)
+        assert res.parked and not res.busy and res.timers == [5000]
+        assert not core.is_live("k")  # nothing of a parked run is kept live
+        now[0] = 3000
+        res = core.on_outside_event("k", {"key": "k", "correlation_id": "first"}, state)
+        assert res.parked and res.timers == [8000] and res.errors == []
+        dup = core.on_outside_event("k", {"key": "k", "correlation_id": "first"}, state)
+        assert dup.errors[0].error_type == "UnmatchedEventError"
+        assert "a duplicate" in dup.errors[0].message and dup.parked
+        assert core.on_timers("k", 7999, state) is None  # nothing due: nothing done
+        now[0] = 8000
+        res = core.on_timers("k", 8000, state)
+        assert res is not None and res.outputs == [{"first": None, "second": "timeout"}]
+        assert core.on_timers("k", 8001, state) is None  # nothing due: nothing done
+    finally:
+        core.close()
+
+
+class _TwoWaits(wa.Agent):
+    @wa.action(wa.InputEvent)
+    @staticmethod
+    async def on_input(event, ctx) -> None:
+        first = await ctx.wait_for("first", timeout_s=5)
+        try:
+            second = await ctx.wait_for("second", timeout_s=5)
+        except wa.WaitTimeoutError:
+            second = "timeout"
+        ctx.send_event(wa.OutputEvent(output={"first": first, "second": second}))
+
+
+def test_late_event_in_the_run_that_timed_out_is_named_late():
+    plan = AgentPlan.from_agent(_LateAgent())
+    core = AgentCore(plan)
+    now = [0]
+    core.clock_ms = lambda: now[0]
+    core.open()
+    try:
+        state = InMemoryKeyState()
+        core.on_input("k", {"key": "k"}, state)
+        now[0] = 1000
+        res = core.on_timers("k", 1000, state)
+        assert res is not None and res.parked  # the second wait is open
+        late = core.on_outside_event("k", {"key": "k", "correlation_id": "quick"}, state)
+        assert "late: the wait of call r0/on_input/c0 timed out" in late.errors[0].message
+    finally:
+        core.close()
+
+
+class _LateAgent(wa.Agent):
+    @wa.action(wa.InputEvent)
+    @staticmethod
+    async def on_input(event, ctx) -> None:
+        try:
+            await ctx.wait_for("quick", timeout_s=1)
+        except wa.WaitTimeoutError:
+            pass
+        await ctx.wait_for("slow")
+
+
+def test_bad_outside_events_are_named_and_the_job_goes_on():
+    result = _job([{"key": "a", "timeout_s": 5}],
+                  [42, {"key": "a"}, {"key": "a", "correlation_id": "go-a", "payload": 1}]).run()
+    bad = [e for e in result.errors if e.error_type == "ExternalEventError"]
+    assert [e.execution_id for e in bad] == ["outside event 0", "outside event 1"]
+    assert "is a int" in bad[0].message and "correlation_id" in bad[1].message
+    assert result.outputs[0]["approved"] == 1
+
+
+def test_sleep_ends_on_the_virtual_clock_in_deadline_order(tmp_path: pathlib.Path):
+    records = [{"key": "long", "sleep_s": 3600}, {"key": "short", "sleep_s": 5}]
+    result = _job(records, [], wa.Sleeper()).run()
+    assert [o["key"] for o in result.outputs] == ["short", "long"]
+    assert result.errors == []
+
+
+def test_waits_still_open_when_all_input_ends_time_out():
+    result = _job([{"key": "a"}], []).run()  # no timeout: waits until the input ends
+    assert "before the end of input" in result.outputs[0]["timed_out"]
+
+
+def test_a_second_record_of_the_key_waits_behind_the_parked_run():
+    records = [{"key": "a", "n": 1, "timeout_s": 9}, {"key": "a", "n": 2, "timeout_s": 9}]
+    events = [{"key": "a", "correlation_id": "go-a", "payload": "first"}]
+    result = _job(records, events).run()
+    assert [(o["n"], "approved" in o) for o in result.outputs] == [(1, True), (2, False)]
+
+
+@pytest.mark.parametrize(("how", "says"), [
+    ("empty", "non-empty string"), ("hash", "not starting with '#'"),
+    ("timeout", "timeout_s must be a positive number"),
+    ("sleep", "ctx.sleep's seconds must be a positive number"),
+    ("twice", "already waits for correlation id 'same'"),
+])
+def test_wrong_waits_fail_the_action_with_a_usage_error(how, says):
+    result = AgentsExecutionEnvironment.local().from_list([{"key": how, "how": how}]).apply(
+        wa.BadWaits()).run()
+    assert [e.error_type for e in result.errors] == ["UsageError"]
+    assert says in result.errors[0].message and "on_input" in result.errors[0].message
+
+
+def test_a_crash_while_runs_wait_loses_nothing(tmp_path: pathlib.Path):
+    """Stop the job while every run waits, restore its snapshot (through JSON) on a new job."""
+    d = str(tmp_path)
+    records = [{"key": k, "dir": d, "timeout_s": 30} for k in ("a", "b", "c")]
+    events = [AdvanceTime(10), {"key": "a", "correlation_id": "go-a", "payload": "yes"},
+              {"key": "b", "correlation_id": "go-b", "payload": "ok"}]
+    seen: list[int] = []  # outputs after each host callback, in a run without logs
+    _job([{**r, "dir": ""} for r in records], events).run(
+        on_step=lambda job: seen.append(len(job.result.outputs)))
+    crash_at = seen.index(1) + 1  # the callback after which a's output is out
+    snaps = []
+
+    def on_step(job):
+        snaps.append(job.snapshot())
+
+    crashed = _job(records, events).run(on_step=on_step, max_steps=crash_at)
+    assert not crashed.completed and [o["key"] for o in crashed.outputs] == ["a"]
+    snap = json.loads(json.dumps(snaps[-1]))
+    assert snap["clock_ms"] == 10_000 and snap["outside_position"] == 2
+    parked = [k for k in snap["keys"] if k["run"] is not None]
+    assert sorted(k["key"] for k in parked) == ["b", "c"]
+    assert all(k["run"]["parked"] for k in parked)
+
+    second = _job(records, events).restore(snap).run()
+    out = _by_key(second.outputs)
+    assert set(out) == {"b", "c"} and out["b"]["approved"] == "ok"
+    assert "within 30 s" in out["c"]["timed_out"]
+    assert second.errors == []
+    assert {k: n for (who, k), n in read_counts(d).items()} == {"a": 1, "b": 1, "c": 1}
