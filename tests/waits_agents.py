@@ -90,3 +90,72 @@ class BadWaits(Agent):
             second = ctx.wait_for("same", timeout_s=1)
             await first
             await second
+
+
+# -- the MiniCluster scenario: crash while runs wait, then answer them -----------------------
+WAITING_KEYS = ("a", "b", "c", "d")
+
+
+def request_of(d: str, n: int) -> dict[str, Any]:
+    """Record ``n`` of the paced main input: the four requests first, then pads."""
+    if n < len(WAITING_KEYS):
+        key = WAITING_KEYS[n]
+        return {"key": key, "dir": d, "n": n, "timeout_s": 3 if key == "b" else None}
+    return {"key": "pad", "pad": True}
+
+
+class GatedEvents:
+    """Turns paced numbers into the outside events, only once the job was crashed (a filter
+    and a map in one: ``None`` for a number that carries no event)."""
+
+    def __init__(self, d: str) -> None:
+        self.d = d
+        self.sent = 0
+
+    def __call__(self, n: int) -> Any:
+        from support.crash import first_attempt
+
+        if first_attempt(self.d):
+            return None
+        events = [{"key": "a", "correlation_id": "go-a", "payload": "yes"},
+                  {"key": "d", "correlation_id": "go-d", "payload": {"ok": 1}},
+                  {"key": "zz", "correlation_id": "go-zz", "payload": None},
+                  {"key": "a", "correlation_id": "go-a", "payload": "again"}]
+        if self.sent >= len(events):
+            return None
+        self.sent += 1
+        return events[self.sent - 1]
+
+
+class PadAware(Approver):
+    """``Approver``, which ignores the pad records that keep the input open."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        if event.input.get("pad"):
+            return
+        await Approver.on_input(event, ctx)
+
+
+def all_waiting(d: str) -> bool:
+    """Whether every request noted its call (so its run waits)."""
+    return all(os.path.exists(os.path.join(d, f"waiting-{k}")) for k in WAITING_KEYS)
+
+
+class CrashWhileWaiting:
+    """Crash once, at a pad record, after a checkpoint completed that holds all runs waiting."""
+
+    def __init__(self, d: str) -> None:
+        from support.crash import CrashOnceBase
+
+        self.base = CrashOnceBase(d)
+        self.d = d
+
+    def __call__(self, point: str, key: Any, info: dict[str, Any]) -> None:
+        base = self.base
+        if point != "element" or not base.first_attempt() or not all_waiting(self.d):
+            return
+        base.note("waiting")
+        if base.checkpointed_since(base.seen["waiting"]):
+            base.crash("waiting", "injected crash while runs wait")

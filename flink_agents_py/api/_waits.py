@@ -81,6 +81,19 @@ class ExternalEvent(BaseModel):
     correlation_id: str
     payload: Any = None
 
+    @staticmethod
+    def key_of(record: Any) -> Any:
+        """The key of an outside event record: its ``key`` (an event's, or a mapping's).
+
+        The default key selector of the agents' second input.
+
+        Returns:
+            The key, or ``None`` when the record has none.
+        """
+        if isinstance(record, ExternalEvent):
+            return record.key
+        return record.get("key") if isinstance(record, Mapping) else None
+
     @classmethod
     def of(cls, record: Any, where: str = "outside event") -> ExternalEvent:
         """An ``ExternalEvent`` from a record of the second input (itself, or its dict).

@@ -14,10 +14,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import ExternalEvent
 from ..runtime import RunState
 
-__all__ = ["AdvanceTime", "VirtualTimers", "outside_key"]
+__all__ = ["AdvanceTime", "VirtualTimers"]
 
 
 @dataclass(frozen=True)
@@ -37,17 +36,6 @@ class AdvanceTime:
         if isinstance(self.seconds, bool) or not isinstance(self.seconds, (int, float)) \
                 or not math.isfinite(self.seconds) or self.seconds < 0:
             raise ValueError(f"AdvanceTime takes a number of seconds >= 0, got {self.seconds!r}")
-
-
-def outside_key(record: Any) -> Any:
-    """The key of an outside event: its ``key`` field (an ``ExternalEvent``'s or a dict's).
-
-    Returns:
-        The key, or ``None`` when the record has none.
-    """
-    if isinstance(record, ExternalEvent):
-        return record.key
-    return record.get("key") if isinstance(record, dict) else None
 
 
 class VirtualTimers:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api import Agent
+from ..api import Agent, ExternalEvent
 from ..plan import AgentPlan
 from ..runtime import (
     AgentCore,
@@ -36,7 +36,7 @@ from ..runtime import (
     rejected_record,
     select_key,
 )
-from ._clock import AdvanceTime, VirtualTimers, outside_key
+from ._clock import AdvanceTime, VirtualTimers
 
 __all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "default_key_selector",
            "SNAPSHOT_FORMAT"]
@@ -178,7 +178,7 @@ class LocalAgentJob:
         self._steps = 0
         self.result: LocalRunResult | None = None
         self._outside: Iterable[Any] = ()
-        self._outside_key: Callable[[Any], Any] = outside_key
+        self._outside_key: Callable[[Any], Any] = ExternalEvent.key_of
         self._outside_position = 0
         self._timers = VirtualTimers()
 
@@ -203,7 +203,7 @@ class LocalAgentJob:
             ``self``.
         """
         self._outside = events
-        self._outside_key = key_selector or outside_key
+        self._outside_key = key_selector or ExternalEvent.key_of
         return self
 
     def apply(self, agent: Agent | AgentPlan) -> LocalAgentJob:

@@ -19,7 +19,7 @@ from ..api import AgentsError
 
 __all__ = ["CallKind", "CallRecord", "InflightAction", "Invocation", "WaitRecord",
            "RunState", "KeyState",
-           "InMemoryKeyState", "StateFormatError", "STATE_FORMAT_VERSION",
+           "InMemoryKeyState", "StateFormatError", "PARKED_SUFFIX", "STATE_FORMAT_VERSION",
            "SUPPORTED_STATE_FORMATS"]
 
 _R = TypeVar("_R", bound="_Record")
