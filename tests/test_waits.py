@@ -202,3 +202,51 @@ def test_a_crash_while_runs_wait_loses_nothing(tmp_path: pathlib.Path):
     assert "within 30 s" in out["c"]["timed_out"]
     assert second.errors == []
     assert {k: n for (who, k), n in read_counts(d).items()} == {"a": 1, "b": 1, "c": 1}
+
+
+# -- tools that need approval ----------------------------------------------------------------
+def test_a_tool_call_is_held_until_approved_and_a_refusal_is_the_tools_result(
+        tmp_path: pathlib.Path, monkeypatch):
+    from flink_agents_py.api import ApprovalRequest
+
+    monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
+    records = [{"key": k, "to": f"{k}@x.org"} for k in ("yes", "no", "silent")]
+    job = AgentsExecutionEnvironment.local().from_list(records)
+
+    def answers():  # read once the input is worked off: the requests are out by then
+        for out in list(job.result.outputs):
+            req = ApprovalRequest.of(out)
+            if req is not None and req.key == "yes":
+                yield req.approve(by="ann")
+            elif req is not None and req.key == "no":
+                yield req.reject("not to this customer")
+
+    result = job.connect(answers()).apply(wa.make_mailer(timeout_s=600)).run()
+    requests = [ApprovalRequest.of(o) for o in result.outputs if ApprovalRequest.of(o)]
+    assert sorted(r.key for r in requests) == ["no", "silent", "yes"]  # one each, no repeats
+    req = next(r for r in requests if r.key == "yes")
+    assert (req.tool, req.arguments, req.tool_call_id, req.timeout_s) == (
+        "send_email", {"to": "yes@x.org", "body": "hello"}, "t1", 600)
+    assert req.approval_id.startswith("approval:")
+    answers_by_key = {o["key"]: o["answer"] for o in result.outputs if "answer" in o}
+    assert answers_by_key["yes"] == "\"sent to yes@x.org\""  # the tool result as JSON text
+    assert "rejected by its reviewer: not to this customer" in answers_by_key["no"]
+    assert "was not approved" in answers_by_key["silent"] and "within 600 s" in \
+        answers_by_key["silent"]
+    assert result.errors == []
+    # the tool ran for the approved call only, once
+    assert read_counts(str(tmp_path)) == {("email", "yes@x.org"): 1}
+
+
+def test_the_tool_decorator_declares_approval():
+    from flink_agents_py.api import FunctionTool, tool
+
+    def wire(amount: int) -> str:
+        """Wire money."""
+        return "ok"
+
+    marked = FunctionTool.from_function(tool(wire, requires_approval=True,
+                                             approval_timeout_s=30))
+    assert marked.requires_approval and marked.approval_timeout_s == 30
+    with pytest.raises(ValueError, match="approval_timeout_s"):
+        tool(wire, approval_timeout_s=0)

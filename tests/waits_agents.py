@@ -159,3 +159,48 @@ class CrashWhileWaiting:
         base.note("waiting")
         if base.checkpointed_since(base.seen["waiting"]):
             base.crash("waiting", "injected crash while runs wait")
+
+
+# -- a chat agent whose tool needs approval ----------------------------------------------------
+def send_email(to: str, body: str) -> str:
+    """Send an email (logged to ``<dir>/calls.log`` as ``email <to>``)."""
+    d = os.environ.get("WAITS_TEST_DIR", "")
+    if d:
+        append_line(d, "calls.log", f"email {to}")
+    return f"sent to {to}"
+
+
+def email_script(request: Any) -> Any:
+    """Scripted model: ask for one email to the user's address, then say what came back."""
+    from flink_agents_py.api import ChatMessage, MessageRole, ToolCall
+
+    results = request.tool_results
+    if not results:
+        to = request.messages[-1].content
+        return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[
+            ToolCall(id="t1", name="send_email", arguments={"to": to, "body": "hello"})])
+    return " | ".join(str(m.content) for m in results)
+
+
+def make_mailer(timeout_s: float | None = 600) -> Agent:
+    """An agent that asks its model to email ``record["to"]``; the tool needs approval."""
+    from flink_agents_py.api import ChatMessage, FunctionTool, ResourceDescriptor, ResourceType
+    from flink_agents_py.integrations.chat_models import ScriptedChatModel
+
+    class Mailer(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+            response = await ctx.chat("m", [ChatMessage(content=event.input["to"])])
+            ctx.send_event(OutputEvent(output={"key": ctx.key,
+                                               "answer": response.message.content}))
+
+    agent = Mailer()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                       ResourceDescriptor(ScriptedChatModel, function=f"{__name__}:email_script"))
+    agent.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        "flink_agents_py.api:ChatModelSetup", connection="conn", tools=["send_email"]))
+    agent.add_resource("send_email", ResourceType.TOOL, ResourceDescriptor(
+        FunctionTool, func=f"{__name__}:send_email", requires_approval=True,
+        approval_timeout_s=timeout_s))
+    return agent

@@ -10,6 +10,7 @@ it is, with its deadline.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..api import UsageError
@@ -21,7 +22,10 @@ from ._state import CallKind
 if TYPE_CHECKING:
     from ._context import ActionContext
 
-__all__ = ["wait_call", "SLEEP_PREFIX"]
+__all__ = ["wait_call", "SLEEP_PREFIX", "APPROVAL_PREFIX"]
+
+APPROVAL_PREFIX = "approval:"
+"""The correlation id of a tool call held for approval: this, then its call id."""
 
 SLEEP_PREFIX = "#sleep/"
 """The correlation id of a sleep: this, then its call id (user ids may not start with ``#``)."""
@@ -36,16 +40,18 @@ def _checked_seconds(value: Any, what: str, execution_id: str) -> float:
 
 
 def wait_call(ctx: ActionContext, kind: CallKind, target: str, correlation_id: str | None,
-              timeout_s: Any, announce: Any = None) -> DurableCall:
+              timeout_s: Any, announce: Callable[[str], Any] | None = None) -> DurableCall:
     """Make the durable call of a wait: ``kind`` ``WAIT``, ``SLEEP`` or ``APPROVAL``.
 
     Args:
         ctx: the action's context.
         kind: what waits.
         target: the record's target (the correlation id, ``""`` for a sleep, the tool).
-        correlation_id: what the outside event carries (``None`` for a sleep).
+        correlation_id: what the outside event carries (``None`` for a sleep, and for an
+            approval, whose id is ``approval:<call id>``).
         timeout_s: seconds until the timeout (a sleep's length); ``None``: none.
-        announce: an output emitted when the wait opens (an approval request).
+        announce: gives, from the correlation id, an output emitted when the wait opens
+            (an approval request).
 
     Returns:
         The call (already ``done`` when replayed); awaiting it waits.
@@ -57,7 +63,9 @@ def wait_call(ctx: ActionContext, kind: CallKind, target: str, correlation_id: s
     """
     ctx.check_live("a wait" if kind is not CallKind.SLEEP else "sleep")
     where = ctx.execution_id
-    if kind is CallKind.SLEEP:
+    if kind is CallKind.APPROVAL:
+        pass  # its correlation id is made from its call id, below
+    elif kind is CallKind.SLEEP:
         timeout_s = _checked_seconds(timeout_s, "ctx.sleep's seconds", where)
     else:
         if not isinstance(correlation_id, str) or not correlation_id \
@@ -69,7 +77,8 @@ def wait_call(ctx: ActionContext, kind: CallKind, target: str, correlation_id: s
     ordinal, call_id, digest, rec = ctx._allocate(
         kind, target, lambda cid: call_digest(f"{kind.value}:{target}",
                                               (correlation_id, timeout_s), {}, cid))
-    cid = correlation_id if correlation_id is not None else SLEEP_PREFIX + call_id
+    cid = (APPROVAL_PREFIX + call_id if kind is CallKind.APPROVAL
+           else correlation_id if correlation_id is not None else SLEEP_PREFIX + call_id)
     other = ctx.run.waits.get(cid)
     if other is not None and other.call_id != call_id:
         raise UsageError(f"the run already waits for correlation id {cid!r} (call "
@@ -77,7 +86,7 @@ def wait_call(ctx: ActionContext, kind: CallKind, target: str, correlation_id: s
                          f"(in action execution {where})")
     call = DurableCall(call_id, ordinal, digest, kind, target)
     ctx.calls[ordinal] = call
-    command = StartWait(call, cid, timeout_s, announce)
+    command = StartWait(call, cid, timeout_s, announce(cid) if announce is not None else None)
     if rec is not None and rec.done:
         ctx._replay(call, rec, command)
     else:
