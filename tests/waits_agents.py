@@ -47,9 +47,12 @@ class Approver(Agent):
     async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
         rec: dict[str, Any] = event.input
         d = rec.get("dir", "")
+        # the wait opens first (at the end of this step), so it is open once ``note`` has
+        # marked the key waiting: an event sent on that mark never arrives too early
+        waiter = ctx.wait_for(f"go-{ctx.key}", timeout_s=rec.get("timeout_s"))
         noted = await ctx.durable_execute_async(note, d, str(ctx.key))
         try:
-            got = await ctx.wait_for(f"go-{ctx.key}", timeout_s=rec.get("timeout_s"))
+            got = await waiter
             outcome = {"approved": got}
         except WaitTimeoutError as e:
             outcome = {"timed_out": str(e), "correlation_id": e.correlation_id}
@@ -65,8 +68,9 @@ class Sleeper(Agent):
     @staticmethod
     async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
         rec: dict[str, Any] = event.input
+        sleep = ctx.sleep(rec["sleep_s"])
         await ctx.durable_execute_async(note, rec.get("dir", ""), str(ctx.key))
-        await ctx.sleep(rec["sleep_s"])
+        await sleep
         ctx.send_event(OutputEvent(output={"key": ctx.key, "slept": rec["sleep_s"]}))
 
 
@@ -93,47 +97,65 @@ class BadWaits(Agent):
 
 
 # -- the MiniCluster scenario: crash while runs wait, then answer them -----------------------
-WAITING_KEYS = ("a", "b", "c", "d")
+WAITING_KEYS = ("a", "b", "c", "d", "e")
 
 
 def request_of(d: str, n: int) -> dict[str, Any]:
     """Record ``n`` of the paced main input: the four requests first, then pads."""
     if n < len(WAITING_KEYS):
         key = WAITING_KEYS[n]
+        if key == "e":
+            return {"key": key, "dir": d, "n": n, "sleep_s": 4}
         return {"key": key, "dir": d, "n": n, "timeout_s": 3 if key == "b" else None}
     return {"key": "pad", "pad": True}
 
 
 class GatedEvents:
-    """Turns paced numbers into the outside events, only once the job was crashed (a filter
-    and a map in one: ``None`` for a number that carries no event)."""
+    """Turns paced numbers into the outside events (a flat map): one event per number once
+    the job was crashed, or once every request waits; at the last number, whatever is left,
+    after waiting for that (so the events input never ends before its events are out)."""
 
-    def __init__(self, d: str) -> None:
+    EVENTS = ({"key": "a", "correlation_id": "go-a", "payload": "yes"},
+              {"key": "d", "correlation_id": "go-d", "payload": {"ok": 1}},
+              {"key": "zz", "correlation_id": "go-zz", "payload": None},
+              {"key": "a", "correlation_id": "go-a", "payload": "again"})
+
+    def __init__(self, d: str, last: int, after_crash: bool = True) -> None:
         self.d = d
+        self.last = last
+        self.after_crash = after_crash  # else: once every request waits
         self.sent = 0
 
-    def __call__(self, n: int) -> Any:
+    def _open(self) -> bool:
         from support.crash import first_attempt
 
-        if first_attempt(self.d):
-            return None
-        events = [{"key": "a", "correlation_id": "go-a", "payload": "yes"},
-                  {"key": "d", "correlation_id": "go-d", "payload": {"ok": 1}},
-                  {"key": "zz", "correlation_id": "go-zz", "payload": None},
-                  {"key": "a", "correlation_id": "go-a", "payload": "again"}]
-        if self.sent >= len(events):
-            return None
+        return not first_attempt(self.d) if self.after_crash else all_waiting(self.d)
+
+    def __call__(self, n: int) -> list[Any]:
+        import time
+
+        if n >= self.last:
+            deadline = time.monotonic() + 120
+            while not self._open() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            rest, self.sent = list(self.EVENTS[self.sent:]), len(self.EVENTS)
+            return rest
+        if self.sent >= len(self.EVENTS) or not self._open():
+            return []
         self.sent += 1
-        return events[self.sent - 1]
+        return [self.EVENTS[self.sent - 1]]
 
 
 class PadAware(Approver):
-    """``Approver``, which ignores the pad records that keep the input open."""
+    """``Approver`` (``Sleeper`` for a record with ``sleep_s``), which ignores pad records."""
 
     @action(InputEvent)
     @staticmethod
     async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
         if event.input.get("pad"):
+            return
+        if "sleep_s" in event.input:
+            await Sleeper.on_input(event, ctx)
             return
         await Approver.on_input(event, ctx)
 
