@@ -7,11 +7,12 @@ Spec: ``runs``, ``dir`` (the bench's directory: ``release`` file, ``probe.jsonl`
 ``release`` (how many keys each release file sets free).
 
 Requests ``{"key": n}`` for ``n < runs`` (held until the file ``start`` exists) start runs
-that each ``await ctx.wait_for("go")`` (a one-day timeout, so every run also has a timer). A paced tick source (20 a second) keeps
-the input open; its flat map, in the TaskManager's interpreter (thread mode: the operator's
-too), appends the interpreter's object count after a full collection to ``probe.jsonl``
-each time a file ``probe-<i>`` appears, and once the file ``release-<i>`` exists sends ``release``
-approvals for keys ``i * release ...``. Outputs are appended to ``outputs.jsonl``.
+that each ``await ctx.wait_for("go")`` (a one-day timeout, so every run also has a timer).
+A paced tick source (20 a second) keeps the input open; its flat map, in the TaskManager's
+interpreter (thread mode: the operator's too), appends the interpreter's object count after
+a full collection to ``probe.jsonl`` each time a file ``probe-<i>`` appears, and once the
+file ``release-<i>`` exists sends ``release`` approvals for keys ``i * release ...``.
+Outputs are appended to ``outputs.jsonl``.
 """
 
 from __future__ import annotations
