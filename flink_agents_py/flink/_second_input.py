@@ -131,7 +131,10 @@ def wait_timer(op: AgentOperator, key: Any, timestamp: int, ctx: Any
                          state, end_of_input=end)
     if res is None:
         parked = run.parked
-        state.flush()
+        if parked:  # not cached again: a parked run is kept in keyed state only
+            op._runs.pop(key, None)
+        else:
+            state.flush()  # puts a busy run back in the operator's cache
         return end or (op._switch is None and parked)
     yield from op._emit(res)
     op._schedule(key, res, ctx, progressed=True)
