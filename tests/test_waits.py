@@ -103,6 +103,27 @@ class _TwoWaits(wa.Agent):
         ctx.send_event(wa.OutputEvent(output={"first": first, "second": second}))
 
 
+def test_a_record_for_a_key_whose_run_waits_queues_without_waking_the_run():
+    core = AgentCore(AgentPlan.from_agent(wa.Approver()))
+    core.open()
+    try:
+        state = InMemoryKeyState()
+        core.on_input("k", {"n": 1}, state)
+        while not (res := core.advance("k", state)).parked:  # the call before the wait
+            core.wait_for("k", 5)
+        entered = core.counters["actions_reentered"]
+        res = core.on_input("k", {"n": 2}, state)
+        assert res.parked and not res.busy and state.queued() == 1 and res.outputs == []
+        assert core.counters["actions_reentered"] == entered  # not woken by the record
+        res = core.on_outside_event("k", {"key": "k", "correlation_id": "go-k"}, state)
+        while res.busy:  # the first run completes; the second starts, then waits in turn
+            core.wait_for("k", 5)
+            res = core.advance("k", state)
+        assert res.parked and state.run is not None and state.run.seq == 1
+    finally:
+        core.close()
+
+
 def test_late_event_in_the_run_that_timed_out_is_named_late():
     plan = AgentPlan.from_agent(_LateAgent())
     core = AgentCore(plan)

@@ -200,6 +200,8 @@ class AgentCore(WaitsCore):
                 event, data = input_event(f"r{seq}", record)
                 self._dispatch(step, event, None, data=data, own=True)
             else:
+                if run.parked and not self._inbox.has(key):
+                    break  # only its outside event or timer moves it on (``_waits``)
                 run_t0 = None  # started in an earlier callback (or another process)
                 step = _Step(key, state, run, res, live, collections.deque())
                 self._reconcile_live(step)

@@ -180,7 +180,11 @@ class WaitsCore:
 
     def _complete_wait(self, key: Any, run: RunState, wait: WaitRecord, ok: bool,
                        value: Any) -> None:
-        """Record a wait's outcome: to its live call, else into the run's state entry."""
+        """Record a wait's outcome: to its live call, else into the run's state entry.
+
+        The run is no longer parked: the next ``advance`` re-enters it.
+        """
+        run.parked = False
         task = self._live.get(key, {}).get(wait.caller)
         call = task.ctx.calls.get(wait.ordinal) if task is not None else None
         if task is not None and call is not None and not call.done:
