@@ -34,6 +34,7 @@ from flink_agents_py.integrations.chat_models import ScriptedChatModel
 
 OUTBOX_ENV = "APPROVALS_OUTBOX"
 TIMEOUT_ENV = "APPROVALS_TIMEOUT_S"
+SMS_TIMEOUT_ENV = "APPROVALS_SMS_TIMEOUT_S"
 
 
 def send_email(to: str, body: str) -> str:
@@ -53,8 +54,24 @@ def send_email(to: str, body: str) -> str:
     return f"sent to {to}"
 
 
+def send_sms(to: str, body: str) -> str:
+    """Send a text message to a customer (appended to the outbox too).
+
+    Args:
+        to: the number.
+        body: the text.
+
+    Returns:
+        A receipt.
+    """
+    return send_email(to, body).replace("sent to", "texted")
+
+
 def assistant_script(request: ScriptedRequest) -> Any:
-    """The offline model: first a ``send_email`` call, then a summary of what came back.
+    """The offline model: first a tool call, then a summary of what came back.
+
+    The call is ``send_sms`` when the request's ``channel`` is ``"sms"``, else
+    ``send_email``.
 
     Returns:
         The assistant's message.
@@ -62,8 +79,9 @@ def assistant_script(request: ScriptedRequest) -> Any:
     results = request.tool_results
     if not results:
         ask = json.loads(request.messages[-1].content)
+        tool = "send_sms" if ask.get("channel") == "sms" else "send_email"
         return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[ToolCall(
-            id="email-1", name="send_email", arguments={"to": ask["to"], "body": ask["text"]})])
+            id="message-1", name=tool, arguments={"to": ask["to"], "body": ask["text"]})])
     return "; ".join(str(m.content) for m in results)
 
 
@@ -79,8 +97,9 @@ class SupportAgent(Agent):
     @chat_model_setup
     @staticmethod
     def assistant() -> ResourceDescriptor:
-        """The chat setup, offered the email tool."""
-        return ResourceDescriptor(ChatModelSetup, connection="offline", tools=["send_email"])
+        """The chat setup, offered the email and text message tools."""
+        return ResourceDescriptor(ChatModelSetup, connection="offline",
+                                  tools=["send_email", "send_sms"])
 
     @action(InputEvent)
     @staticmethod
@@ -88,21 +107,27 @@ class SupportAgent(Agent):
         """Chat about the request (the email waits for approval inside), output the answer."""
         request = event.input
         response = await ctx.chat("assistant", [ChatMessage(content=json.dumps(
-            {"to": request["to"], "text": request["text"]}))])
+            {"to": request["to"], "text": request["text"],
+             "channel": request.get("channel", "email")}))])
         ctx.send_event(OutputEvent(output={"kind": "answer", "key": ctx.key,
                                            "answer": response.message.content}))
 
 
 def build_agent() -> SupportAgent:
-    """The agent, with the email tool held for approval (timeout from ``APPROVALS_TIMEOUT_S``).
+    """The agent, its tools held for approval.
+
+    Timeouts from ``APPROVALS_TIMEOUT_S`` (emails, default a day) and
+    ``APPROVALS_SMS_TIMEOUT_S`` (text messages, default an hour).
 
     Returns:
         The agent.
     """
     agent = SupportAgent()
-    timeout = os.environ.get(TIMEOUT_ENV)
-    agent.add_resource("send_email", ResourceType.TOOL, ResourceDescriptor(
-        FunctionTool, func=f"{__name__}:send_email", requires_approval=True,
-        approval_timeout_s=float(timeout) if timeout else 24 * 3600.0))
+    for name, env, default in (("send_email", TIMEOUT_ENV, 24 * 3600.0),
+                               ("send_sms", SMS_TIMEOUT_ENV, 3600.0)):
+        timeout = os.environ.get(env)
+        agent.add_resource(name, ResourceType.TOOL, ResourceDescriptor(
+            FunctionTool, func=f"{__name__}:{name}", requires_approval=True,
+            approval_timeout_s=float(timeout) if timeout else default))
     return agent
 

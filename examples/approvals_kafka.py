@@ -1,7 +1,8 @@
 r"""Human approval on Kafka: requests in, approvals in, answers and approval requests out.
 
-Each request ``{"key": "...", "to": "...", "text": "..."}`` on the requests topic starts a
-run of ``approvals_agent.SupportAgent``, whose email tool needs approval: the held call
+Each request ``{"key": "...", "to": "...", "text": "...", "channel": "email" | "sms"}`` on
+the requests topic starts a run of ``approvals_agent.SupportAgent``, whose email and text
+message tools need approval: the held call
 becomes an ``ApprovalRequest`` on the outputs topic, and the run waits, in keyed state, for
 the answer on the approvals topic (``ApprovalRequest.approve()`` / ``reject(reason)`` as
 JSON). Then the email is sent (or not) and the answer ``{"kind": "answer", ...}`` follows on
@@ -21,7 +22,7 @@ import argparse
 import os
 import sys
 
-from approvals_agent import OUTBOX_ENV, TIMEOUT_ENV, build_agent
+from approvals_agent import OUTBOX_ENV, SMS_TIMEOUT_ENV, TIMEOUT_ENV, build_agent
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.flink import create_stream_environment, read_json_topic, write_json_topic
@@ -47,10 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--restore", default=None, help="a checkpoint directory to start from")
     parser.add_argument("--approval-timeout-s", type=float, default=None,
                         help="how long an email waits for its approval (default: a day)")
+    parser.add_argument("--sms-timeout-s", type=float, default=None,
+                        help="how long a text message waits (default: an hour)")
     parser.add_argument("--outbox", default=None, help="file the email tool appends to")
     args = parser.parse_args(argv)
     if args.approval_timeout_s is not None:
         os.environ[TIMEOUT_ENV] = str(args.approval_timeout_s)
+    if args.sms_timeout_s is not None:
+        os.environ[SMS_TIMEOUT_ENV] = str(args.sms_timeout_s)
     if args.outbox:
         os.environ[OUTBOX_ENV] = args.outbox
 

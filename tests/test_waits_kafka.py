@@ -5,7 +5,8 @@ user's own job, outside the repository) and run as a process. Five requests wait
 approval; once their ``ApprovalRequest``s are committed on the outputs topic (so a completed
 checkpoint holds the waiting runs), the process is killed. The answers are produced while no
 job runs; the job is started again from the last checkpoint at parallelism 2. It approves
-three emails, rejects one, lets one time out, and names an answer that matches no wait.
+three emails, rejects one, lets a text message time out (5 s: before or after the crash), and
+names an answer that matches no wait.
 """
 
 from __future__ import annotations
@@ -84,12 +85,14 @@ def test_approvals_survive_a_crash_and_a_rescale_on_kafka(kafka_broker, tmp_path
     requests, approvals, outputs = f"req-{tag}", f"appr-{tag}", f"out-{tag}"
     kafka_broker.create_topics([requests, approvals, outputs, f"{outputs}-errors"], partitions=2)
     bootstrap = kafka_broker.bootstrap
-    produce(bootstrap, requests, [(k, orjson.dumps({"key": k, "to": f"{k}@shop.example",
-                                                     "text": f"about {k}"})) for k in KEYS])
+    produce(bootstrap, requests, [(k, orjson.dumps({
+        "key": k, "to": f"{k}@shop.example", "text": f"about {k}",
+        "channel": "sms" if k == "k3" else "email"})) for k in KEYS])
     ckpt, outbox = tmp_path / "checkpoints", tmp_path / "outbox.jsonl"
     common = ["--bootstrap", bootstrap, "--requests", requests, "--approvals", approvals,
               "--outputs", outputs, "--checkpoint-dir", str(ckpt),
-              "--checkpoint-interval-ms", "1000", "--approval-timeout-s", "30",
+              "--checkpoint-interval-ms", "1000", "--approval-timeout-s", "900",
+              "--sms-timeout-s", "5",
               "--outbox", str(outbox)]
 
     # 1. every run waits: its approval request is committed (a checkpoint holds the wait)
@@ -103,7 +106,7 @@ def test_approvals_survive_a_crash_and_a_rescale_on_kafka(kafka_broker, tmp_path
         _kill(job1)  # the crash: nothing runs while the answers come
     by_key = {r.key: r for r in asked}
     assert sorted(by_key) == list(KEYS) and len(asked) == len(KEYS)
-    assert not outbox.exists(), "an email went out before its approval"
+    assert not outbox.exists(), "a message went out before its approval"
     restore_from = _latest_checkpoint(ckpt)
 
     answers = [by_key["k0"].approve(by="ann"), by_key["k1"].approve(),
@@ -128,7 +131,7 @@ def test_approvals_survive_a_crash_and_a_rescale_on_kafka(kafka_broker, tmp_path
     for k in ("k0", "k1", "k4"):
         assert answer[k] == f'"sent to {k}@shop.example"'
     assert "rejected by its reviewer: not this customer" in answer["k2"]
-    assert "was not approved" in answer["k3"] and "within 30 s" in answer["k3"]
+    assert "'send_sms' was not approved" in answer["k3"] and "within 5 s" in answer["k3"]
     sent = sorted(orjson.loads(line)["to"] for line in outbox.read_text().splitlines())
     assert sent == [f"{k}@shop.example" for k in ("k0", "k1", "k4")]  # each email once
     assert [(e["error_type"], e["input"]["correlation_id"]) for e in errors] == [
