@@ -271,3 +271,11 @@ def test_the_tool_decorator_declares_approval():
     assert marked.requires_approval and marked.approval_timeout_s == 30
     with pytest.raises(ValueError, match="approval_timeout_s"):
         tool(wire, approval_timeout_s=0)
+
+
+def test_an_agent_that_waits_is_replay_safe_at_every_crash_point():
+    from flink_agents_py.testing import check_replay_safety
+
+    report = check_replay_safety(wa.Approver(), [{"key": "a", "timeout_s": 5}, {"key": "b"}])
+    assert report.ok, report
+    assert len(report.points) >= 5 and report.outputs == 2
