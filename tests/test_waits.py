@@ -279,3 +279,59 @@ def test_an_agent_that_waits_is_replay_safe_at_every_crash_point():
     report = check_replay_safety(wa.Approver(), [{"key": "a", "timeout_s": 5}, {"key": "b"}])
     assert report.ok, report
     assert len(report.points) >= 5 and report.outputs == 2
+
+
+USER_MODULE = '''
+from flink_agents_py.api import (Agent, InputEvent, OutputEvent, RunnerContext,
+                                 WaitTimeoutError, action)
+
+
+class Refunds(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        order = event.input["order"]
+        try:
+            paid = await ctx.wait_for(f"paid-{order}", timeout_s=900)
+            status = f"paid {paid['amount']}"
+        except WaitTimeoutError:
+            status = "expired"
+        await ctx.sleep(60)
+        ctx.send_event(OutputEvent(output={"order": order, "status": status}))
+'''
+
+USER_SCRIPT = '''
+import json
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.local import AdvanceTime
+from refunds import Refunds
+
+orders = [{"key": "ann", "order": 1}, {"key": "bob", "order": 2}, {"key": "cy", "order": 3}]
+events = [{"key": "ann", "correlation_id": "paid-1", "payload": {"amount": 5}},
+          AdvanceTime(950),  # bob's wait timed out at 900 s; he sleeps until 960 s
+          {"key": "bob", "correlation_id": "paid-2", "payload": {"amount": 7}}]
+result = AgentsExecutionEnvironment.local().from_list(orders).connect(events).apply(
+    Refunds()).run()
+print(json.dumps({"outputs": sorted(result.outputs, key=lambda o: o["order"]),
+                  "errors": [[e.error_type, e.message] for e in result.errors]}))
+'''
+
+
+def test_a_users_own_module_waits_from_its_own_directory(tmp_path: pathlib.Path):
+    import subprocess
+    import sys
+
+    (tmp_path / "refunds.py").write_text(USER_MODULE)
+    (tmp_path / "main.py").write_text(USER_SCRIPT)
+    root = pathlib.Path(__file__).resolve().parents[1]
+    python = root / ".venv" / "bin" / "python"
+    proc = subprocess.run([str(python if python.exists() else sys.executable), "main.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["outputs"] == [{"order": 1, "status": "paid 5"},
+                              {"order": 2, "status": "expired"},
+                              {"order": 3, "status": "expired"}]
+    [(kind, message)] = got["errors"]  # bob paid after his wait had timed out
+    assert kind == "UnmatchedEventError" and "'paid-2'" in message
+    assert "late: the wait of call r0/on_input/c0 timed out" in message
