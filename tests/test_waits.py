@@ -335,3 +335,40 @@ def test_a_users_own_module_waits_from_its_own_directory(tmp_path: pathlib.Path)
     [(kind, message)] = got["errors"]  # bob paid after his wait had timed out
     assert kind == "UnmatchedEventError" and "'paid-2'" in message
     assert "late: the wait of call r0/on_input/c0 timed out" in message
+
+
+def test_an_at_tool_approval_holds_calls_however_the_tool_is_declared(tmp_path, monkeypatch):
+    """A descriptor naming an ``@tool(requires_approval=True)`` function, no approval args."""
+    monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
+    result = AgentsExecutionEnvironment.local().from_list([{"key": "x", "to": "x@y.org"}]).apply(
+        wa.make_decorated_mailer()).run()
+    from flink_agents_py.api import ApprovalRequest
+
+    [req] = [r for o in result.outputs if (r := ApprovalRequest.of(o))]
+    assert req.timeout_s == 600 and req.tool == "send_email"
+    [answer] = [o["answer"] for o in result.outputs if "answer" in o]
+    assert "was not approved" in answer  # no answer came: never sent
+    assert read_counts(str(tmp_path)) == {}
+
+
+def test_a_yaml_tool_declares_approval(tmp_path):
+    from flink_agents_py.api import FunctionTool, ResourceType
+    from flink_agents_py.yaml import load_agent
+
+    text = """
+    agents:
+      - name: mailer
+        actions:
+          - {name: go, function: "waits_agents:note", on: [InputEvent]}
+        tools:
+          - {name: send_email, function: "waits_agents:send_email", requires_approval: true,
+             approval_timeout_s: 30}
+          - {name: plain, function: "waits_agents:send_email"}
+    """
+    import textwrap
+
+    agent = load_agent(textwrap.dedent(text))
+    tools = {name: FunctionTool(**desc.arguments) for kind, name, desc in agent._resources
+             if kind is ResourceType.TOOL}
+    assert tools["send_email"].approval() == (True, 30.0)
+    assert tools["plain"].approval() == (False, None)

@@ -20,6 +20,7 @@ from flink_agents_py.api import (
     RunnerContext,
     WaitTimeoutError,
     action,
+    tool,
 )
 
 
@@ -225,4 +226,23 @@ def make_mailer(timeout_s: float | None = 600) -> Agent:
     agent.add_resource("send_email", ResourceType.TOOL, ResourceDescriptor(
         FunctionTool, func=f"{__name__}:send_email", requires_approval=True,
         approval_timeout_s=timeout_s))
+    return agent
+
+
+def _held_send_email(to: str, body: str) -> str:
+    """Send an email (held: ``@tool`` declares the approval, not its resource)."""
+    return send_email(to, body)
+
+
+held_send_email = tool(_held_send_email, requires_approval=True, approval_timeout_s=600)
+
+
+def make_decorated_mailer() -> Agent:
+    """``make_mailer``, its tool a plain ``FunctionTool`` descriptor of an ``@tool`` function."""
+    from flink_agents_py.api import FunctionTool, ResourceDescriptor, ResourceType
+
+    agent = make_mailer()
+    agent.override_resource("send_email", ResourceDescriptor(
+        FunctionTool, func=f"{__name__}:_held_send_email", name="send_email"),
+        ResourceType.TOOL)
     return agent

@@ -213,6 +213,23 @@ class FunctionTool(Resource):
             parameters=schema_for_function(self.function),
         )
 
+    def approval(self) -> tuple[bool, float | None]:
+        """Whether each call is held for approval, and how long it waits (seconds).
+
+        What this resource declares (``requires_approval``, ``approval_timeout_s``), else what
+        ``@tool`` declared on the function: a function marked ``@tool(requires_approval=True)``
+        is held however the tool is declared (a ``ResourceDescriptor``, YAML).
+
+        Returns:
+            ``(held, timeout_s)``; ``timeout_s`` ``None``: until answered.
+        """
+        spec: ToolSpec | None = getattr(self.function, "__tool_spec__", None)
+        held = self.requires_approval or bool(spec is not None and spec.requires_approval)
+        timeout = self.approval_timeout_s
+        if timeout is None and spec is not None:
+            timeout = spec.approval_timeout_s
+        return held, timeout
+
     async def acall(self, **arguments: Any) -> Any:
         """Call the tool with ``arguments``; sync functions run in a worker thread."""
         import asyncio

@@ -375,9 +375,16 @@ class _Held:
         self.approval, self.tool = approval, tool
 
 
-def _hold(ctx: ActionContext, tool: Any, call: ToolCall) -> _Held:
+def _approval(tool: Any) -> tuple[bool, float | None]:
+    """Whether ``tool``'s calls are held for approval, and how long (see ``FunctionTool``)."""
+    if isinstance(tool, FunctionTool):
+        return tool.approval()
+    return bool(getattr(tool, "requires_approval", False)), getattr(tool, "approval_timeout_s",
+                                                                     None)
+
+
+def _hold(ctx: ActionContext, tool: Any, call: ToolCall, timeout_s: float | None) -> _Held:
     """Hold ``call``: open its approval wait, which announces an ``ApprovalRequest``."""
-    timeout_s = getattr(tool, "approval_timeout_s", None)
 
     def request(approval_id: str) -> dict[str, Any]:
         return ApprovalRequest(approval_id=approval_id, key=ctx.key, tool=call.name,
@@ -515,8 +522,9 @@ async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
                 None))
             continue
         tool = ctx.get_resource(resource, ResourceType.TOOL)
-        if getattr(tool, "requires_approval", False):  # held until approved (``_waits``)
-            slots.append((call, _hold(ctx, tool, call), None))
+        held, timeout_s = _approval(tool)
+        if held:  # held until approved (``_waits``)
+            slots.append((call, _hold(ctx, tool, call, timeout_s), None))
             continue
         fut = ctx.execute_as(CallKind.TOOL, call.name, _run_tool, (tool, call), lazy=True)
         if not serial:
