@@ -162,6 +162,16 @@ def test_bad_outside_events_are_named_and_the_job_goes_on():
     assert result.outputs[0]["approved"] == 1
 
 
+def test_an_event_whose_payload_has_no_json_form_is_refused_and_the_wait_goes_on():
+    result = _job([{"key": "a", "timeout_s": 5}],
+                  [{"key": "a", "correlation_id": "go-a", "payload": {1, 2}},
+                   {"key": "a", "correlation_id": "go-a", "payload": [1, 2]}]).run()
+    [bad] = result.errors
+    assert bad.error_type == "ExternalEventError" and bad.execution_id == "outside event 0"
+    assert "the payload of outside event 0" in bad.message
+    assert result.outputs[0]["approved"] == [1, 2]  # the second, good event released it
+
+
 def test_sleep_ends_on_the_virtual_clock_in_deadline_order(tmp_path: pathlib.Path):
     records = [{"key": "long", "sleep_s": 3600}, {"key": "short", "sleep_s": 5}]
     result = _job(records, [], wa.Sleeper()).run()
@@ -183,7 +193,7 @@ def test_a_second_record_of_the_key_waits_behind_the_parked_run():
 
 @pytest.mark.parametrize(("how", "says"), [
     ("empty", "non-empty string"), ("hash", "not starting with '#'"),
-    ("timeout", "timeout_s must be a positive number"),
+    ("timeout", "timeout_s must be a positive number"), ("huge", "at most 1e+09"),
     ("sleep", "ctx.sleep's seconds must be a positive number"),
     ("twice", "already waits for correlation id 'same'"),
 ])

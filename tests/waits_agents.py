@@ -88,6 +88,8 @@ class BadWaits(Agent):
             await ctx.wait_for("#x")
         elif how == "timeout":
             await ctx.wait_for("x", timeout_s=-1)
+        elif how == "huge":
+            await ctx.wait_for("x", timeout_s=1e12)
         elif how == "sleep":
             await ctx.sleep(float("nan"))
         elif how == "twice":

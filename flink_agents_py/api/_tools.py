@@ -173,7 +173,7 @@ class FunctionTool(Resource):
     name: str = ""
     description: str = ""
     requires_approval: bool = False
-    approval_timeout_s: float | None = Field(default=None, gt=0)
+    approval_timeout_s: float | None = Field(default=None, gt=0, le=1e9)
 
     _fn: Callable[..., Any] | None = PrivateAttr(default=None)
 
@@ -270,9 +270,9 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
         ValueError: when ``approval_timeout_s`` is given and is not a positive number.
     """
     if approval_timeout_s is not None and (isinstance(approval_timeout_s, bool) or not (
-            isinstance(approval_timeout_s, (int, float)) and approval_timeout_s > 0)):
+            isinstance(approval_timeout_s, (int, float)) and 0 < approval_timeout_s <= 1e9)):
         raise ValueError(f"@tool(approval_timeout_s=...) must be a positive number of "
-                         f"seconds, got {approval_timeout_s!r}")
+                         f"seconds, at most 1e9, got {approval_timeout_s!r}")
 
     def mark(f: Any) -> Any:
         target: Any = f.__func__ if isinstance(f, staticmethod) else f

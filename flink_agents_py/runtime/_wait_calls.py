@@ -22,7 +22,7 @@ from ._state import CallKind
 if TYPE_CHECKING:
     from ._context import ActionContext
 
-__all__ = ["wait_call", "SLEEP_PREFIX", "APPROVAL_PREFIX"]
+__all__ = ["wait_call", "SLEEP_PREFIX", "APPROVAL_PREFIX", "MAX_WAIT_S"]
 
 APPROVAL_PREFIX = "approval:"
 """The correlation id of a tool call held for approval: this, then its call id."""
@@ -31,11 +31,15 @@ SLEEP_PREFIX = "#sleep/"
 """The correlation id of a sleep: this, then its call id (user ids may not start with ``#``)."""
 
 
+MAX_WAIT_S = 1e9
+"""The longest timeout or sleep, in seconds (about 31 years; a deadline is a Flink ``long``)."""
+
+
 def _checked_seconds(value: Any, what: str, execution_id: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value <= 0:
-        raise UsageError(f"{what} must be a positive number of seconds, got {value!r} "
-                         f"(in action execution {execution_id})")
+            or not math.isfinite(value) or not 0 < value <= MAX_WAIT_S:
+        raise UsageError(f"{what} must be a positive number of seconds, at most "
+                         f"{MAX_WAIT_S:.0e}, got {value!r} (in action execution {execution_id})")
     return float(value)
 
 

@@ -23,12 +23,19 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..api import ExternalEvent, ExternalEventError, UnmatchedEventError, WaitTimeoutError
+from ..api import (
+    ExternalEvent,
+    ExternalEventError,
+    SerializationError,
+    UnmatchedEventError,
+    WaitTimeoutError,
+)
 from ._commands import StartWait
 from ._inbox import Inbox
 from ._ledger import CallLedger
 from ._outcomes import store_outcome
 from ._results import ErrorRecord, StepResult, shown_input
+from ._serde import to_json_value
 from ._state import CallRecord, KeyState, RunState, WaitRecord
 from ._tasks import Delivery, Step, Task
 from ._wait_calls import SLEEP_PREFIX
@@ -72,7 +79,8 @@ class WaitsCore:
                          where: str = "") -> StepResult:
         """Deliver an outside event of ``key`` to the wait it is for, and advance the key.
 
-        An event that is not an ``ExternalEvent``, or arrives for no open wait (no run in
+        An event that is not an ``ExternalEvent`` (or whose payload has no JSON form: the
+        wait goes on waiting), or arrives for no open wait (no run in
         flight, an unknown correlation id, a duplicate, a late one), becomes an
         ``ErrorRecord`` (action ``"<outside>"``, execution id ``where``) naming why.
 
@@ -88,8 +96,9 @@ class WaitsCore:
         where = where or "outside event"
         try:
             event = ExternalEvent.of(record, where)
-        except ExternalEventError as e:
-            return self._refuse(key, state, e, record, where)
+            to_json_value(event.payload, f"the payload of {where}")
+        except (ExternalEventError, SerializationError) as e:  # the wait goes on waiting
+            return self._refuse(key, state, ExternalEventError(str(e)), record, where)
         run = state.run
         cid = event.correlation_id
         wait = run.waits.get(cid) if run is not None else None

@@ -333,7 +333,7 @@ class ToolSpec(_Spec):
         default=False, description="Hold each call until approved on the agent's second input "
                                    "(an ApprovalRequest goes to the output).")
     approval_timeout_s: float | None = Field(
-        default=None, gt=0, description="How long a held call waits for its answer, in "
+        default=None, gt=0, le=1e9, description="How long a held call waits for its answer, in "
                                         "seconds (default: until answered).")
 
 
