@@ -39,7 +39,10 @@ LIMIT_S = 240  # generous: a busy 2-core machine starts a MiniCluster in 10-40 s
 
 
 def _start(user: pathlib.Path, args: list[str], log: pathlib.Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": ""}  # nothing of the repository's test path
+    # a user's shell: nothing of the repository's test path, nor what a MiniCluster job run
+    # earlier in this process left in its environment (PyFlink's gateway switches)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "FLINK_CONF_DIR") and not k.startswith("PYFLINK_")}
     return subprocess.Popen([PYTHON, "approvals_kafka.py", *args], cwd=user, env=env,
                             stdout=log.open("w"), stderr=subprocess.STDOUT,
                             start_new_session=True)
