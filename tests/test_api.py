@@ -448,6 +448,9 @@ PUBLIC_API = {
     # flow control
     "FlowControl", "RateLimitInfo", "ErrorClass", "error_class", "report_rate_limit",
     "Budget", "BudgetExceededError", "ModelPrice",
+    # waits for outside events, tool approval
+    "ExternalEvent", "ExternalEventError", "WaitTimeoutError", "UnmatchedEventError",
+    "ApprovalRequest", "APPROVAL_REQUEST_KIND",
     # errors
     "AgentsError", "ActionError", "ChatResponseError", "DurableExecutionError",
     "EventChainLimitError",

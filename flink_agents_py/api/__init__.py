@@ -102,8 +102,22 @@ from ._vector_stores import (
     VectorStoreQueryResult,
     format_context,
 )
+from ._waits import (
+    APPROVAL_REQUEST_KIND,
+    ApprovalRequest,
+    ExternalEvent,
+    ExternalEventError,
+    UnmatchedEventError,
+    WaitTimeoutError,
+)
 
 __all__ = [
+    "APPROVAL_REQUEST_KIND",
+    "ApprovalRequest",
+    "ExternalEvent",
+    "ExternalEventError",
+    "UnmatchedEventError",
+    "WaitTimeoutError",
     "action",
     "ActionError",
     "EventChainLimitError",

@@ -307,3 +307,52 @@ class RunnerContext(ABC):
             NotImplementedError: when the hosting runtime has no versioning markers.
         """
         raise NotImplementedError(f"{type(self).__name__} has no versioning markers")
+
+    def wait_for(self, correlation_id: str, *, timeout_s: float | None = None) -> Awaitable[Any]:
+        """Wait, durably, for an outside event of this key with ``correlation_id``.
+
+        The action pauses until an ``ExternalEvent`` with this key and ``correlation_id``
+        arrives on the agent's second input (``connect``), and the wait returns its
+        ``payload``. The wait is a durable call: while it is open the run lives in keyed
+        state only (no thread, no coroutine held: the action re-enters from its start and
+        replays its recorded calls when the event or the timeout arrives), and its outcome
+        is recorded, so a replay returns the same payload. The timeout is a timer of the
+        host (Flink's processing-time timer service on Flink), kept across checkpoints, a
+        crash and a rescale. Events that arrive for no open wait go to the error output.
+
+        Args:
+            correlation_id: the id the outside event carries; waited for once per run.
+            timeout_s: how long to wait, in seconds (``None``: until the event comes, or
+                all input ends).
+
+        Returns:
+            An awaitable of the event's payload.
+
+        Raises:
+            WaitTimeoutError: (when awaited) no event arrived within ``timeout_s``, or all
+                input ended while waiting.
+            UsageError: when ``correlation_id`` is not a non-empty string, ``timeout_s`` is
+                not a positive number, or the run waits for that id already.
+            NotImplementedError: when the hosting runtime has no waits.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no waits for outside events")
+
+    def sleep(self, seconds: float) -> Awaitable[None]:
+        """Pause the action for ``seconds``, durably (a timer of the host, not a thread).
+
+        Like ``wait_for`` without an event: the run lives in keyed state while it sleeps,
+        the wake-up is a timer (Flink's processing-time timer service on Flink, kept across
+        checkpoints and restores), and a replay does not sleep again. The local runner
+        skips time: a sleep ends as soon as nothing else can happen.
+
+        Args:
+            seconds: how long, in seconds (> 0).
+
+        Returns:
+            An awaitable that completes when the time has passed.
+
+        Raises:
+            UsageError: when ``seconds`` is not a positive number.
+            NotImplementedError: when the hosting runtime has no timers.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no durable timers")

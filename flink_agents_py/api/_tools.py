@@ -35,12 +35,21 @@ class ToolMetadata(BaseModel):
 
 
 class ToolSpec(BaseModel):
-    """The frozen spec that ``@tool`` attaches to a function (``fn.__tool_spec__``)."""
+    """The frozen spec that ``@tool`` attaches to a function (``fn.__tool_spec__``).
+
+    Attributes:
+        name: the tool name.
+        description: for the model.
+        requires_approval: each call the model makes is held until approved (see ``tool``).
+        approval_timeout_s: how long a held call waits for its answer, in seconds.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     name: str
     description: str = ""
+    requires_approval: bool = False
+    approval_timeout_s: float | None = None
 
 
 _NUMPY_SECTION = re.compile(r"(Parameters|Args|Arguments|Returns|Raises|Yields|Examples?|"
@@ -153,6 +162,9 @@ class FunctionTool(Resource):
         func: the function as ``module:qualname`` (so the plan stays data).
         name: the tool name (defaults to the function's name).
         description: for the model (defaults to the docstring's summary).
+        requires_approval: hold each call for approval (see ``tool``).
+        approval_timeout_s: how long a held call waits for its answer, in seconds
+            (``None``: until answered, or all input ends).
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.TOOL
@@ -160,6 +172,8 @@ class FunctionTool(Resource):
     func: str
     name: str = ""
     description: str = ""
+    requires_approval: bool = False
+    approval_timeout_s: float | None = Field(default=None, gt=0, le=1e9)
 
     _fn: Callable[..., Any] | None = PrivateAttr(default=None)
 
@@ -172,6 +186,8 @@ class FunctionTool(Resource):
             func=qualified_name(fn),
             name=name or (spec.name if spec else fn.__name__),
             description=(spec.description if spec and spec.description else summary),
+            requires_approval=spec.requires_approval if spec else False,
+            approval_timeout_s=spec.approval_timeout_s if spec else None,
         )
         inst._fn = fn
         return inst
@@ -197,6 +213,23 @@ class FunctionTool(Resource):
             parameters=schema_for_function(self.function),
         )
 
+    def approval(self) -> tuple[bool, float | None]:
+        """Whether each call is held for approval, and how long it waits (seconds).
+
+        What this resource declares (``requires_approval``, ``approval_timeout_s``), else what
+        ``@tool`` declared on the function: a function marked ``@tool(requires_approval=True)``
+        is held however the tool is declared (a ``ResourceDescriptor``, YAML).
+
+        Returns:
+            ``(held, timeout_s)``; ``timeout_s`` ``None``: until answered.
+        """
+        spec: ToolSpec | None = getattr(self.function, "__tool_spec__", None)
+        held = self.requires_approval or bool(spec is not None and spec.requires_approval)
+        timeout = self.approval_timeout_s
+        if timeout is None and spec is not None:
+            timeout = spec.approval_timeout_s
+        return held, timeout
+
     async def acall(self, **arguments: Any) -> Any:
         """Call the tool with ``arguments``; sync functions run in a worker thread."""
         import asyncio
@@ -208,25 +241,44 @@ class FunctionTool(Resource):
 
 
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
-         description: str | None = None) -> Any:
+         description: str | None = None, requires_approval: bool = False,
+         approval_timeout_s: float | None = None) -> Any:
     """Mark a function as a tool (usable bare, ``@tool``, or with arguments).
 
     Inside an ``Agent`` class body (on a static method) the tool is registered as a ``TOOL``
     resource named after the function. The JSON Schema of its arguments comes from the
     signature and the Google-style docstring.
 
+    With ``requires_approval``, each call a chat model makes is held: an ``ApprovalRequest``
+    (the call, its arguments, an ``approval_id``) goes to the agent's output, and the run
+    waits, durably, for the answer on the agent's second input (``request.approve()`` or
+    ``request.reject(reason)``). An approval runs the tool; a rejection, or no answer within
+    ``approval_timeout_s``, is the tool's result the model reads, with the reason.
+
     Args:
         fn: the function (when used bare).
         name: the tool name; defaults to the function name.
         description: for the model; defaults to the docstring's summary.
+        requires_approval: hold each call until approved.
+        approval_timeout_s: how long a held call waits for its answer, in seconds
+            (``None``: until answered, or all input ends).
 
     Returns:
         The function itself, with a frozen ``ToolSpec`` at ``__tool_spec__``.
+
+    Raises:
+        ValueError: when ``approval_timeout_s`` is given and is not a positive number.
     """
+    if approval_timeout_s is not None and (isinstance(approval_timeout_s, bool) or not (
+            isinstance(approval_timeout_s, (int, float)) and 0 < approval_timeout_s <= 1e9)):
+        raise ValueError(f"@tool(approval_timeout_s=...) must be a positive number of "
+                         f"seconds, at most 1e9, got {approval_timeout_s!r}")
 
     def mark(f: Any) -> Any:
         target: Any = f.__func__ if isinstance(f, staticmethod) else f
-        target.__tool_spec__ = ToolSpec(name=name or target.__name__, description=description or "")
+        target.__tool_spec__ = ToolSpec(
+            name=name or target.__name__, description=description or "",
+            requires_approval=requires_approval, approval_timeout_s=approval_timeout_s)
         return f
 
     return mark(fn) if fn is not None else mark

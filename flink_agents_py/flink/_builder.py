@@ -8,7 +8,7 @@ from typing import Any
 
 from pyflink.common import Row, Types
 
-from ..api import Agent
+from ..api import Agent, ExternalEvent
 from ..local import default_key_selector
 from ..plan import AgentPlan
 from ..runtime import (
@@ -24,6 +24,7 @@ from ..runtime import (
 )
 from ._operator import ERROR_TAG, AgentOperator
 from ._progress import JobProgress, progress_enabled, rest_urls
+from ._second_input import envelope_key, wrap_outside
 from ._workers import WorkerSetupError, config_getter, configure_workers
 
 __all__ = ["FlinkExecutionEnvironment", "FlinkAgentBuilder"]
@@ -56,6 +57,11 @@ def plan_modules(plan: AgentPlan) -> list[str]:
     for sub in plan.subagents.values():
         found.extend(plan_modules(sub))
     return list(dict.fromkeys(m for m in found if m))
+
+
+def _same(value: Any) -> Any:
+    """The value itself (a map that gives a stream the union's pickled type)."""
+    return value
 
 
 def _row_as_dict(names: list[str], row: Any) -> dict[str, Any]:
@@ -108,6 +114,37 @@ class FlinkAgentBuilder:
         self._t_env = t_env
         self._result: Any = None
         self._errors: Any = None
+        self._events: Any = None
+        self._events_key: Callable[[Any], Any] = ExternalEvent.key_of
+
+    def connect(self, events: Any, key_selector: Callable[[Any], Any] | None = None
+                ) -> FlinkAgentBuilder:
+        """Give the agent a second input: a ``DataStream`` of outside events (before ``apply``).
+
+        Each event (an ``ExternalEvent``, or its dict: ``key``, ``correlation_id``,
+        ``payload``) is routed by its key to the agent operator, where it completes the
+        action's ``await ctx.wait_for(correlation_id)`` (or releases a tool call held for
+        approval). One that arrives for no open wait goes to ``errors_datastream()`` as an
+        ``UnmatchedEventError`` record naming why. The agent stays one operator with one
+        state: its input and the events are unioned, each event in an envelope (see
+        ``flink_agents_py.flink._second_input``).
+
+        Args:
+            events: the outside events' ``DataStream``.
+            key_selector: an event's key (default: its ``key`` field); it must give the key
+                the agent's records of that run have.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            RuntimeError: when called after ``apply``.
+        """
+        if self._result is not None:
+            raise RuntimeError("connect(events) must come before apply(agent)")
+        self._events = events
+        self._events_key = key_selector or ExternalEvent.key_of
+        return self
 
     def apply(self, agent: Agent | AgentPlan, *, name: str | None = None,
               key_encoding: str | None = None) -> FlinkAgentBuilder:
@@ -139,11 +176,19 @@ class FlinkAgentBuilder:
             check_resources(plan)
         op = AgentOperator(plan, self._env.options, key_encoding=keys)
         label = name or (type(agent).__name__ if isinstance(agent, Agent) else "agent")
+        ds, key_selector = self._ds, self._key_selector
+        if self._events is not None:  # the second input: one union, events in envelopes
+            pickled = Types.PICKLED_BYTE_ARRAY()
+            events = self._events.map(wrap_outside, output_type=pickled)
+            if ds.get_type() != pickled:
+                ds = ds.map(_same, output_type=pickled)
+            ds = ds.union(events)
+            key_selector = functools.partial(envelope_key, key_selector, self._events_key)
         # a record its key selector fails on (or whose key has no encoding) is keyed by a
         # rejected key, which the operator sends to the error output: the job keeps running
-        selector = functools.partial(keys.flink_key, self._key_selector)
-        keyed = self._ds.key_by(selector, key_type=Types.STRING()) if keys.stable \
-            else self._ds.key_by(selector)  # PyFlink pickles keys without a key type
+        selector = functools.partial(keys.flink_key, key_selector)
+        keyed = ds.key_by(selector, key_type=Types.STRING()) if keys.stable \
+            else ds.key_by(selector)  # PyFlink pickles keys without a key type
         self._result = (
             keyed.process(op, output_type=Types.PICKLED_BYTE_ARRAY())
             .name(label).uid(f"agent-{label}")

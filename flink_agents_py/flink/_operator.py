@@ -79,6 +79,7 @@ from ..runtime import (
 from ._fresh import fresh_reduce
 from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
+from ._second_input import OutsideEnvelope, outside_element, register_waits, wait_timer
 from ._switching import _MAX_EXPECTED_WAIT_MS, DRAIN_TIMESTAMP, KeySwitching
 
 __all__ = ["AgentOperator", "ERROR_TAG", "DRAIN_TIMESTAMP"]
@@ -293,7 +294,13 @@ class AgentOperator(KeyedProcessFunction):
         key = self._key = ctx.get_current_key()  # its identity (``KeyEncoding``)
         rejected = self.keys.rejected(key)
         if rejected is not None:  # its key selector failed, or its key has no encoding
-            yield ERROR_TAG, rejected_record(rejected, value, "record").model_dump(mode="json")
+            outside = type(value) is OutsideEnvelope
+            yield ERROR_TAG, rejected_record(rejected, value.event if outside else value,
+                                             "outside event" if outside else "record"
+                                             ).model_dump(mode="json")
+            return
+        if type(value) is OutsideEnvelope:  # the second input (``_second_input``)
+            yield from outside_element(self, key, value.event, ctx)
             return
         opts = self.options
         if opts.failpoint is not None:
@@ -343,6 +350,12 @@ class AgentOperator(KeyedProcessFunction):
         if failpoint is not None:
             failpoint("timer", self.keys.value(key), {"timestamp": timestamp})
         switch = self._switch
+        if switch is not None and not switch.swept:  # the first callback: runs in state
+            yield from switch.sweep(ctx)
+        if (yield from wait_timer(self, key, timestamp, ctx)):  # a wait's (``_second_input``)
+            if switch is not None:
+                yield from switch.after_timer(ctx)
+            return
         if switch is not None:  # thread mode: timers per key group, the pump (``_switching``)
             if not switch.swept:  # the first callback: runs in state
                 yield from switch.sweep(ctx)
@@ -402,6 +415,8 @@ class AgentOperator(KeyedProcessFunction):
         state = _FlinkKeyState(self, self._runs)
         res = core.advance(key, state)
         yield from self._emit(res)
+        if res.timers or res.parked:
+            register_waits(self, key, res, ctx)
         if self._synchronous is None:
             self._synchronous = _timers_are_synchronous(ctx)
         if res.busy and self._synchronous:
@@ -434,7 +449,10 @@ class AgentOperator(KeyedProcessFunction):
         """Keep one poll timer for a busy key (and its drain timer); drop both when idle.
 
         In thread mode busy keys are the pump's (``KeySwitching``): no timers of their own.
+        Timers of waits and parked runs: ``_second_input.register_waits``.
         """
+        if res.timers or res.parked:
+            register_waits(self, key, res, ctx)
         switch = self._switch
         if switch is not None:
             if res.busy:

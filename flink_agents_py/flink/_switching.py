@@ -33,6 +33,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..runtime import PARKED_SUFFIX
 from ._key_state import _FlinkKeyState
 
 if TYPE_CHECKING:
@@ -69,6 +70,12 @@ estimate alone, in ms."""
 def _field(jkey: Any) -> Any:
     """A key as the backend lists it, ``Row(key)``: the key in its Flink form."""
     return jkey.getField(0) if hasattr(jkey, "getField") else jkey
+
+
+def _parked(op: AgentOperator) -> bool:
+    """Whether the current key's run in keyed state is parked (its text's end says so)."""
+    raw = op._run_state.value()
+    return bool(raw) and raw.endswith(PARKED_SUFFIX)
 
 
 def _void_namespace() -> Any:
@@ -247,6 +254,8 @@ class KeySwitching:
                     backend.setCurrentKey(jkey)
                     current = key
                 op._key = key
+                if restored and _parked(op):
+                    continue  # waits in keyed state for its event or timer (``_second_input``)
                 op.stats["pumped"] += 1
                 res = core.advance(key, _FlinkKeyState(op, op._runs))
                 yield from op._emit(res)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import queue
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -21,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..api import Agent, UnkeyedRecordError
+from ..api import Agent, ExternalEvent, UnkeyedRecordError
 from ..plan import AgentPlan
 from ..runtime import (
     JSON_KEYS,
@@ -41,6 +42,7 @@ from ..runtime import (
     rejected_record,
     warm_up,
 )
+from ._clock import AdvanceTime, VirtualTimers
 
 __all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "default_key_selector",
            "SNAPSHOT_FORMAT"]
@@ -226,6 +228,34 @@ class LocalAgentJob:
         self._position = 0
         self._steps = 0
         self.result: LocalRunResult | None = None
+        self._outside: Iterable[Any] = ()
+        self._outside_key: Callable[[Any], Any] = ExternalEvent.key_of
+        self._outside_position = 0
+        self._timers = VirtualTimers()
+
+    def connect(self, events: Iterable[Any],
+                key_selector: Callable[[Any], Any] | None = None) -> LocalAgentJob:
+        """Give the agent a second input: outside events its actions wait for.
+
+        Each item is an ``ExternalEvent`` (or its dict: ``key``, ``correlation_id``,
+        ``payload``), delivered to the run of its key to complete the action's
+        ``await ctx.wait_for(correlation_id)``, or an ``AdvanceTime(seconds)``. The items
+        are delivered in order once every input record has been worked off as far as it
+        goes (its runs completed or waiting), each after the one before has been; then the
+        virtual clock skips to each remaining timer in turn, and at the end every wait still
+        open fails with ``WaitTimeoutError`` (all input has ended). An event that arrives
+        for no waiter goes to the errors, named.
+
+        Args:
+            events: the outside events (a list, to ``restore`` a snapshot of the job).
+            key_selector: an event's key (default: its ``key`` field).
+
+        Returns:
+            ``self``.
+        """
+        self._outside = events
+        self._outside_key = key_selector or ExternalEvent.key_of
+        return self
 
     def apply(self, agent: Agent | AgentPlan) -> LocalAgentJob:
         """Use ``agent`` (compiled now; ``PlanError`` is raised here). Returns ``self``."""
@@ -292,7 +322,8 @@ class LocalAgentJob:
                 "queue": _json_tree(state.queue(), f"the queued inputs of key {key!r}"),
                 "next_seq": state.popped(),
             })
-        return {"format": SNAPSHOT_FORMAT, "position": self._position, "keys": keys}
+        return {"format": SNAPSHOT_FORMAT, "position": self._position, "keys": keys,
+                "outside_position": self._outside_position, "clock_ms": self._timers.now_ms}
 
     @property
     def steps(self) -> int:
@@ -337,6 +368,9 @@ class LocalAgentJob:
         core = AgentCore(self._plan, max_in_flight=opts.max_in_flight, notify=wake.put,
                          journal=opts.journal, failpoint=opts.failpoint, observer=obs.observer,
                          key_value=decode_key)
+        timers = self._timers = VirtualTimers()
+        core.clock_ms = timers.clock
+        self._outside_position = 0
         states: dict[Any, _KeyState] = {}
         self._states, self._position, self._steps = states, 0, 0
         busy: dict[Any, None] = {}  # keys with work left, in the order they got it
@@ -352,6 +386,8 @@ class LocalAgentJob:
                 result.keyed_outputs.extend([(shown, o) for o in outs])
             if res.errors:
                 result.errors.extend(res.errors)
+            if res.timers:
+                timers.add(key, res.timers)
             if res.busy:
                 busy.setdefault(key)
             else:
@@ -415,6 +451,44 @@ class LocalAgentJob:
                     drain_wakeups(block=False)
             while busy:
                 drain_wakeups(block=True)
+
+            def fire(until_ms: int | None) -> None:
+                while (due := timers.pop_due(until_ms)) is not None:
+                    fired = core.on_timers(due[1], timers.now_ms, states[due[1]])
+                    if fired is not None:
+                        step(due[1], fired)
+                        while busy:
+                            drain_wakeups(block=True)
+                if until_ms is not None:
+                    timers.now_ms = max(timers.now_ms, until_ms)
+
+            for index, item in enumerate(self._outside):
+                if index < self._outside_position:
+                    continue  # delivered before the snapshot restored
+                self._outside_position = index + 1
+                if isinstance(item, AdvanceTime):
+                    fire(timers.now_ms + math.ceil(item.seconds * 1000))
+                    continue
+                key = JSON_KEYS.flink_key(self._outside_key, item)  # its identity
+                rejected = JSON_KEYS.rejected(key)
+                if rejected is not None:
+                    result.errors.append(rejected_record(rejected, item,
+                                                         f"outside event {index}"))
+                    continue
+                state = states.get(key)
+                if state is None:
+                    state = states[key] = _KeyState()
+                step(key, core.on_outside_event(key, item, state, f"outside event {index}"))
+                while busy:
+                    drain_wakeups(block=True)
+            fire(None)  # nothing else can happen: time skips to each timer left
+            for key, state in list(states.items()):  # all input has ended
+                ended = core.on_timers(key, timers.now_ms, state, end_of_input=True) \
+                    if state.run is not None else None
+                if ended is not None:
+                    step(key, ended)
+                    while busy:
+                        drain_wakeups(block=True)
         except _Stop:
             result.completed = False
         finally:
@@ -438,12 +512,15 @@ class LocalAgentJob:
             state = states[key] = _KeyState()
             run = RunState.from_stored(entry["run"]) if entry["run"] is not None else None
             state.load(run, dict(entry["memory"]), list(entry["queue"]), int(entry["next_seq"]))
-            if run is not None or state.queued():
+            if (run is not None and not run.parked) or state.queued():
                 busy.setdefault(key)
+            self._timers.add_run(key, run)
             if bar is not None:
                 bar.flags[key] = [True] * state.popped() + [bar.counted(r) for r in entry["queue"]]
                 bar.seen[key] = state.popped() - (1 if run is not None else 0)
         self._position = int(snap.get("position", 0))
+        self._outside_position = int(snap.get("outside_position", 0))
+        self._timers.now_ms = int(snap.get("clock_ms", 0))
         if bar is not None:  # records the source delivered, less those still to finish
             delivered = itertools.islice(iter(self._records), self._position)
             bar.done = sum(1 for r in delivered if bar.counted(r)) - sum(

@@ -25,6 +25,7 @@ from ._results import RejectedKey, rejected_record, select_key
 from ._serde import dumps as dumps_json
 from ._serde import loads as loads_json
 from ._state import (
+    PARKED_SUFFIX,
     STATE_FORMAT_VERSION,
     SUPPORTED_STATE_FORMATS,
     CallKind,
@@ -35,8 +36,11 @@ from ._state import (
     RunState,
     StateFormatError,
 )
+from ._waits import wall_clock_ms
 
 __all__ = [
+    "PARKED_SUFFIX",
+    "wall_clock_ms",
     "ActionContext",
     "AgentCore",
     "CallKind",

@@ -24,6 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 from ..api import (
     RESERVED_TOOL_PREFIX,
     AgentsError,
+    ApprovalRequest,
     ChatMessage,
     ChatModelSetup,
     ChatRequestEvent,
@@ -41,6 +42,7 @@ from ..api import (
     ToolRequestEvent,
     ToolResponseEvent,
     ToolResult,
+    WaitTimeoutError,
 )
 from ._budgets import budgeted_call, spend_key
 from ._context import ActionContext
@@ -49,6 +51,7 @@ from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look 
 from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
 from ._state import CallKind
+from ._wait_calls import wait_call
 
 __all__ = ["ChatCallFailed", "chat_model_action", "tool_call_action"]
 
@@ -327,6 +330,49 @@ def _refused(call: ToolCall, reason: str, traceback: str | None = None) -> ToolR
                       traceback=traceback)
 
 
+class _Held:
+    """A tool call held for approval: the approval's wait, and the tool to run once approved."""
+
+    __slots__ = ("approval", "tool")
+
+    def __init__(self, approval: Any, tool: Any) -> None:
+        self.approval, self.tool = approval, tool
+
+
+def _approval(tool: Any) -> tuple[bool, float | None]:
+    """Whether ``tool``'s calls are held for approval, and how long (see ``FunctionTool``)."""
+    if isinstance(tool, FunctionTool):
+        return tool.approval()
+    return bool(getattr(tool, "requires_approval", False)), getattr(tool, "approval_timeout_s",
+                                                                     None)
+
+
+def _hold(ctx: ActionContext, tool: Any, call: ToolCall, timeout_s: float | None) -> _Held:
+    """Hold ``call``: open its approval wait, which announces an ``ApprovalRequest``."""
+
+    def request(approval_id: str) -> dict[str, Any]:
+        return ApprovalRequest(approval_id=approval_id, key=ctx.key, tool=call.name,
+                               arguments=call.arguments, tool_call_id=call.id,
+                               timeout_s=timeout_s).model_dump(mode="json")
+
+    return _Held(wait_call(ctx, CallKind.APPROVAL, call.name, None, timeout_s, request), tool)
+
+
+async def _released(ctx: ActionContext, call: ToolCall, held: _Held) -> ToolResult:
+    """The held call's result: the tool's, once approved; else the refusal the model reads."""
+    try:
+        answer = await held.approval
+    except WaitTimeoutError as e:
+        return _refused(call, f"the call of tool {call.name!r} was not approved: {e}")
+    if answer is True or (isinstance(answer, dict) and answer.get("approved") is True):
+        result: ToolResult = await ctx.execute_as(CallKind.TOOL, call.name, _run_tool,
+                                                  (held.tool, call))
+        return result
+    reason = answer.get("reason") if isinstance(answer, dict) else None
+    return _refused(call, f"the call of tool {call.name!r} was rejected by its reviewer: "
+                          f"{reason or 'no reason given'}")
+
+
 class DelegationCancelled(AgentsError):
     """A sub-agent call made for a chat model was cancelled: the chat goes no further."""
 
@@ -440,6 +486,10 @@ async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
                 None))
             continue
         tool = ctx.get_resource(resource, ResourceType.TOOL)
+        held, timeout_s = _approval(tool)
+        if held:  # held until approved (``_waits``)
+            slots.append((call, _hold(ctx, tool, call, timeout_s), None))
+            continue
         fut = ctx.execute_as(CallKind.TOOL, call.name, _run_tool, (tool, call), lazy=True)
         if not serial:
             ctx.start_soon(fut)
@@ -448,6 +498,8 @@ async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
     for i, (call, slot, subagent) in enumerate(slots):
         if isinstance(slot, ToolResult):
             responses[call.id] = slot
+        elif isinstance(slot, _Held):
+            responses[call.id] = await _released(ctx, call, slot)
         elif subagent is None:
             responses[call.id] = await slot
         else:

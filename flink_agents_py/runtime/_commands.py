@@ -24,7 +24,7 @@ from ._calls import DurableCall
 from ._state import CallKind
 
 __all__ = ["RunFunction", "StartChat", "StartSubagent", "RunDeferred", "Poll", "Attach",
-           "CancelInvocation", "InlineCall", "Settle", "Command", "CallCommand"]
+           "StartWait", "CancelInvocation", "InlineCall", "Settle", "Command", "CallCommand"]
 
 
 class _OfCall:
@@ -189,6 +189,35 @@ class Attach(_OfCall):
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class StartWait(_OfCall):
+    """Open a wait of the run: ``ctx.wait_for``, ``ctx.sleep``, a tool call held for approval.
+
+    The core records it in ``RunState.waits`` with its deadline (the host's clock plus
+    ``timeout_s``), asks the host for a timer, and emits ``announce`` (an approval request)
+    once; re-entering an action whose wait is open already changes nothing.
+
+    Attributes:
+        call: the waiting durable call; the outside event (or the timeout) completes it.
+        correlation_id: what the outside event carries (a sleep's: ``#sleep/<call id>``).
+        timeout_s: seconds until the timeout (a sleep: its length); ``None``: none.
+        announce: an output to emit when the wait opens (``ApprovalRequest`` JSON), or
+            ``None``.
+    """
+
+    call: DurableCall
+    correlation_id: str
+    timeout_s: float | None
+    announce: Any = None
+
+    @property
+    def function(self) -> str:
+        """``wait:<correlation id>`` or ``sleep:<seconds>``."""
+        if self.call.kind is CallKind.SLEEP:
+            return f"sleep:{self.timeout_s:g}"
+        return f"wait:{self.correlation_id}"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class CancelInvocation:
     """Cancel an internal sub-agent invocation and those nested in it.
 
@@ -240,9 +269,10 @@ class Settle(_OfCall):
         return self.label
 
 
-Command = RunFunction | StartChat | StartSubagent | RunDeferred | Poll | Attach | CancelInvocation
+Command = (RunFunction | StartChat | StartSubagent | RunDeferred | Poll | Attach | StartWait
+           | CancelInvocation)
 """What the core carries out for an action (see ``AgentCore._drain``)."""
 
-CallCommand = (RunFunction | StartChat | StartSubagent | RunDeferred | Poll | Attach | InlineCall
-               | Settle)
+CallCommand = (RunFunction | StartChat | StartSubagent | RunDeferred | Poll | Attach | StartWait
+               | InlineCall | Settle)
 """The command of one durable call, as observers get it in ``call_started``."""

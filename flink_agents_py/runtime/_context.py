@@ -58,6 +58,7 @@ from ._state import CallKind, CallRecord, InflightAction, RunState
 from ._stepper import not_stepping
 from ._subgraph import resolve_subagent
 from ._versioning import changed_arguments, is_strict, patched
+from ._wait_calls import wait_call
 
 if TYPE_CHECKING:
     from ..plan import AgentPlan
@@ -275,6 +276,12 @@ class ActionContext(RunnerContext):
 
     def patched(self, change_id: str) -> bool:
         return patched(self, change_id)
+
+    def wait_for(self, correlation_id: str, *, timeout_s: float | None = None) -> DurableCall:
+        return wait_call(self, CallKind.WAIT, correlation_id, correlation_id, timeout_s)
+
+    def sleep(self, seconds: float) -> DurableCall:
+        return wait_call(self, CallKind.SLEEP, "", None, seconds)
 
     def deprecate_patch(self, change_id: str) -> None:
         patched(self, change_id, deprecated=True)

@@ -45,41 +45,42 @@ from ._commands import (
     RunFunction,
     StartChat,
     StartSubagent,
+    StartWait,
 )
 from ._completion import commit_memory, completion_error, unfinished_calls
 from ._context import ActionContext
 from ._executor import IOExecutor
 from ._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
 from ._inbox import Inbox
+from ._invocation_end import check_invocation, env_of
 from ._ledger import CallLedger, Failpoint, Journal
 from ._long_term_memory import commit_long_term_memory
 from ._observer import Observer, SafeObserver, event_parent
 from ._resources import ResourceEnvironment, check_resources
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_record, shown_input
 from ._serde import event_json, to_json_value
-from ._state import InflightAction, Invocation, KeyState, RunState
+from ._state import InflightAction, KeyState, RunState
 from ._stepper import enter_stepping, leave_stepping, not_stepping
 from ._subgraph import (
     cancel_invocation,
     checked_result,
-    invocation_result,
     open_invocation,
     plan_at,
     poll_result,
-    record_for_caller,
     route_at_root,
     route_in_scope,
 )
 from ._tasks import Delivery as _Delivery
 from ._tasks import Step as _Step
 from ._tasks import Task as _Task
+from ._waits import WaitsCore
 
 __all__ = ["AgentCore", "StepResult", "ErrorRecord"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
 
-class AgentCore:
+class AgentCore(WaitsCore):
     """Runs an ``AgentPlan`` for many keys; hosts call it from a single thread.
 
     Args:
@@ -199,6 +200,8 @@ class AgentCore:
                 event, data = input_event(f"r{seq}", record)
                 self._dispatch(step, event, None, data=data, own=True)
             else:
+                if run.parked and not self._inbox.has(key):
+                    break  # only its outside event or timer moves it on (``_waits``)
                 run_t0 = None  # started in an earlier callback (or another process)
                 step = _Step(shown, state, run, res, live, collections.deque(), key)
                 self._reconcile_live(step)
@@ -229,6 +232,8 @@ class AgentCore:
             if self.journal is not None:
                 self.journal.run_completed(shown, f"r{run.seq}")
         res.busy = state.run is not None or state.queued() > 0
+        if res.busy and state.run is not None and state.run.waits:
+            self._park(key, state, res)  # only waits: not busy, nothing of it kept live
         if not res.busy:
             self._live.pop(key, None)
         state.flush()
@@ -276,10 +281,6 @@ class AgentCore:
 
         self.executor.submit(fn, args, kwargs, on_done, key=key)
 
-    def _env_of(self, run: RunState, scope: str | None) -> str | None:
-        inv = run.invocations.get(scope) if scope is not None else None
-        return inv.env if inv is not None else None
-
     def _memories(self, state: KeyState, run: RunState, env: str | None
                   ) -> tuple[Callable[[], dict[str, Any]], dict[str, Any]]:
         """A loader of scope ``env``'s short-term memory (read on first use), its sensory."""
@@ -292,7 +293,7 @@ class AgentCore:
                   event: Event | None = None) -> _Task:
         """A live execution of ``rec`` (given ``event``, or one built from its JSON form)."""
         run = step.run
-        env = self._env_of(run, rec.scope) if rec.scope is not None else None
+        env = env_of(run, rec.scope) if rec.scope is not None else None
         path = tuple(run.invocations[env].plan_path) if env is not None else ()
         plan, resources = (self.plan, self.resources) if not path else (
             plan_at(self.plan, path), self._resources_at(path))
@@ -314,7 +315,7 @@ class AgentCore:
                 self.counters["actions_reentered"] += 1
                 step.ready.append(task)
             else:  # the host may hand over fresh objects each callback
-                env = self._env_of(run, rec.scope)
+                env = env_of(run, rec.scope)
                 task.ctx.rebind(rec, run, *self._memories(step.state, run, env))
 
     def _apply_deliveries(self, step: _Step) -> None:
@@ -374,7 +375,7 @@ class AgentCore:
             own = False
             step.ready.append(task)
         if scope is not None and check:
-            self._check_invocation(step, scope)
+            check_invocation(step, scope, self.ledger)
 
     def _step(self, step: _Step, task: _Task) -> None:
         """Run ``task``'s action until it completes or waits for a call's outcome."""
@@ -468,7 +469,7 @@ class AgentCore:
         for command in task.ctx.take_commands():
             self._carry_out(step, task.ctx, command)
         while self._cancelled:
-            self._check_invocation(step, self._cancelled.pop(0))
+            check_invocation(step, self._cancelled.pop(0), self.ledger)
         if awaited is not None and not awaited.done and awaited.start is not None:
             try:
                 self._carry_out(step, task.ctx, awaited.start)
@@ -514,6 +515,8 @@ class AgentCore:
             self.counters["subagent_calls"] += 1
             self._submit(step.identity, ctx, call, poll_result,
                          (command.setup, command.session_id, call.call_id, command.name), {})
+        elif isinstance(command, StartWait):
+            self._start_wait(step, ctx, command)
         # Attach: the invocation is in state already (after a restore); only wait for it
 
     def _end(self, step: _Step, task: _Task, error: BaseException | None) -> None:
@@ -564,37 +567,4 @@ class AgentCore:
             for event, data in ctx.emitted:
                 self._dispatch(step, event, scope, check=False, data=data)
         if scope is not None:
-            self._check_invocation(step, scope)
-
-    def _check_invocation(self, step: _Step, scope: str | None) -> None:
-        """Complete invocation ``scope`` if none of its actions is in flight any more.
-
-        Its actions include those of a chat nested in it, which use its memory: after a
-        restore, a caller answered from the journal can complete before such a chat.
-        """
-        while scope is not None:
-            inv = step.run.invocations.get(scope)
-            if inv is None or any(a.scope == scope or self._env_of(step.run, a.scope) == scope
-                                  for a in step.run.inflight.values()):
-                return
-            del step.run.invocations[scope]
-            ok, value = invocation_result(inv, scope)
-            self._deliver(step, inv, scope, ok, value)
-            scope = inv.caller_scope  # a caller that did not wait may have left its scope empty
-
-    def _deliver(self, step: _Step, inv: Invocation, inv_id: str, ok: bool, value: Any) -> None:
-        """Record an invocation's outcome as its caller's call; resume the caller if it waits."""
-        if inv.caller not in step.run.inflight:
-            return  # the caller finished without awaiting: nobody to tell
-        task = step.live.get(inv.caller)
-        call = task.ctx.calls.get(inv.ordinal) if task is not None else None
-        if task is not None and call is not None:
-            if not call.done:
-                task.ctx.record_outcome(call, ok, value)
-                if task.waiting is call:
-                    task.waiting = None
-                    step.ready.append(task)
-            return
-        rec = record_for_caller(step.run, inv, inv_id, ok, value)
-        if rec is not None:
-            self.ledger.recorded(step.key, inv_id, rec)
+            check_invocation(step, scope, self.ledger)

@@ -61,12 +61,19 @@ class StepResult:
         outputs: ``OutputEvent.output`` values, in emission order.
         errors: failed actions.
         busy: the key still has a run in flight or queued inputs (the host must wake it
-            again when I/O completes; see ``AgentCore.wait_for``).
+            again when I/O completes; see ``AgentCore.wait_for``). A parked run is not
+            busy: only an outside event or a timer moves it on.
+        parked: the key's run is parked (``RunState.parked``): every action in flight waits
+            for an outside event or a timer, and the host keeps nothing of it in memory.
+        timers: deadlines of waits opened, in the host clock's milliseconds: the host calls
+            ``AgentCore.on_timers`` for the key at (or after) each; ``None``: none.
     """
 
     outputs: list[Any] = field(default_factory=list)
     errors: list[ErrorRecord] = field(default_factory=list)
     busy: bool = False
+    parked: bool = False
+    timers: list[int] | None = None
 
 
 def input_record(stored: Any) -> Any:

@@ -17,8 +17,9 @@ import msgspec
 
 from ..api import AgentsError
 
-__all__ = ["CallKind", "CallRecord", "InflightAction", "Invocation", "RunState", "KeyState",
-           "InMemoryKeyState", "StateFormatError", "STATE_FORMAT_VERSION",
+__all__ = ["CallKind", "CallRecord", "InflightAction", "Invocation", "WaitRecord",
+           "RunState", "KeyState",
+           "InMemoryKeyState", "StateFormatError", "PARKED_SUFFIX", "STATE_FORMAT_VERSION",
            "SUPPORTED_STATE_FORMATS"]
 
 _R = TypeVar("_R", bound="_Record")
@@ -51,6 +52,14 @@ class CallKind(str, enum.Enum):
     """An async external sub-agent's cancel request: target is the sub-agent's name."""
     SUBAGENT_REFUSED = "subagent_refused"
     """A submit refused before any call (unknown name, not a sub-agent, cannot be built)."""
+    WAIT = "wait"
+    """``ctx.wait_for``: target is the correlation id; the outcome is the outside event's
+    payload, or a ``WaitTimeoutError``."""
+    SLEEP = "sleep"
+    """``ctx.sleep``: target is ``""``; the outcome is ``None`` once the timer fired."""
+    APPROVAL = "approval"
+    """A tool call held for approval: target is the tool's name; the outcome is the
+    answer's payload (``{"approved": ...}``), or a ``WaitTimeoutError``."""
     PATCH = "patch"
     """A versioning marker (``ctx.patched``): target is the change id; kept under the key
     ``patch:<change id>``, not at a call ordinal, with the branch taken as its value."""
@@ -278,6 +287,36 @@ class Invocation(_Record, kw_only=True, repr_omit_defaults=True):
                 "memory": self.memory, "sensory": self.sensory}
 
 
+class WaitRecord(_Record, kw_only=True, repr_omit_defaults=True):
+    """An open (or closed) wait of a run: a ``wait_for``, a ``sleep`` or a held tool call.
+
+    Kept in ``RunState.waits`` by correlation id (a sleep's is ``#sleep/<call id>``) until
+    the run completes, so an event that comes again, or late, is told from an unknown one.
+
+    Attributes:
+        call_id: the waiting durable call's id (``<execution id>/c<ordinal>``).
+        caller: the waiting action execution's id.
+        ordinal: the call's ordinal in that execution.
+        deadline_ms: when it times out (a sleep: ends), in the host clock's milliseconds
+            (processing time on Flink); ``None``: never.
+        timeout_s: the timeout (a sleep's length) it was opened with, in seconds.
+        status: ``"open"``, ``"delivered"`` or ``"timed_out"``.
+    """
+
+    call_id: str
+    caller: str
+    ordinal: int
+    deadline_ms: int | None = None
+    timeout_s: float | None = None
+    status: str = "open"
+
+    def to_builtins(self) -> dict[str, Any]:
+        """The record as plain JSON-form data."""
+        return {"call_id": self.call_id, "caller": self.caller, "ordinal": self.ordinal,
+                "deadline_ms": self.deadline_ms, "timeout_s": self.timeout_s,
+                "status": self.status}
+
+
 class RunState(_Record, kw_only=True, repr_omit_defaults=True):
     """The in-flight run of one key: the processing of one input record.
 
@@ -290,6 +329,11 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
         inflight: started, uncompleted action executions by execution id, in start order.
         invocations: open chat and sub-agent calls by id.
         sensory: the run's sensory memory.
+        waits: the run's waits by correlation id (``ctx.wait_for``, ``ctx.sleep``, tool
+            calls held for approval), open and closed.
+        parked: every action in flight waits for an outside event or a timer, and no call
+            runs: the host keeps nothing of the run in memory (last field, so a host can
+            tell a parked run from its stored text's end without parsing it).
     """
 
     seq: int
@@ -297,13 +341,17 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
     inflight: dict[str, InflightAction] = {}
     invocations: dict[str, Invocation] = {}
     sensory: dict[str, Any] = {}
+    waits: dict[str, WaitRecord] = {}
+    parked: bool = False
 
     def to_builtins(self) -> dict[str, Any]:
         """The run as plain JSON-form data (without the format version)."""
         return {"seq": self.seq, "input": self.input,
                 "inflight": {k: a.to_builtins() for k, a in self.inflight.items()},
                 "invocations": {k: i.to_builtins() for k, i in self.invocations.items()},
-                "sensory": self.sensory}
+                "sensory": self.sensory,
+                "waits": {k: w.to_builtins() for k, w in self.waits.items()},
+                "parked": self.parked}
 
     def to_stored(self) -> str:
         """The run as the JSON text a host keeps in keyed state (format ``"v"`` included).
@@ -357,6 +405,8 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
 
 _ENCODER = msgspec.json.Encoder()
 _VERSION_MEMBER = f',"v":{STATE_FORMAT_VERSION}}}'
+PARKED_SUFFIX = f'"parked":true{_VERSION_MEMBER}'
+"""How the stored text of a parked run ends (see ``RunState.parked``)."""
 """What ``to_stored`` appends to the run's JSON object: the format version, last."""
 
 

@@ -246,7 +246,9 @@ def add_tools(report: Report, spec: AgentSpec, loc: Loc, agent: Agent) -> set[st
         description = _tool_description(report, tool, fn, at)
         if description is not None:
             agent.add_resource(tool.name, ResourceType.TOOL, ResourceDescriptor(
-                FunctionTool, func=tool.function, name=tool.name, description=description))
+                FunctionTool, func=tool.function, name=tool.name, description=description,
+                requires_approval=tool.requires_approval,
+                approval_timeout_s=tool.approval_timeout_s))
     return set(seen)
 
 

@@ -329,6 +329,12 @@ class ToolSpec(_Spec):
     type: Language = "python"
     function: FunctionPath
     description: Text | None = Field(default=None, description="Defaults to the docstring.")
+    requires_approval: bool = Field(
+        default=False, description="Hold each call until approved on the agent's second input "
+                                   "(an ApprovalRequest goes to the output).")
+    approval_timeout_s: float | None = Field(
+        default=None, gt=0, le=1e9, description="How long a held call waits for its answer, in "
+                                        "seconds (default: until answered).")
 
 
 class ResourceSpec(_Spec):

@@ -1,0 +1,192 @@
+"""Waits for outside events and durable timers: what an action awaits besides its own calls.
+
+An action pauses with ``await ctx.wait_for(correlation_id, timeout_s=...)`` until an
+``ExternalEvent`` with that correlation id arrives for its key on the agent's second input,
+or until the timeout; ``await ctx.sleep(seconds)`` pauses it for a while. Both are durable
+calls: the waiting run lives in keyed state (nothing is held in memory while it waits), and
+its outcome (the event's payload, a timeout, the end of the sleep) is recorded and replayed
+like any other call's.
+
+A tool declared with ``@tool(requires_approval=True)`` is a wait too: the model's call is
+held, an ``ApprovalRequest`` goes to the agent's output, and an approval or a rejection
+(``request.approve()``, ``request.reject(reason)``) on the second input releases or refuses
+it.
+
+These names are defined here and re-exported by ``flink_agents_py.api``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ._errors import AgentsError
+
+__all__ = ["ExternalEvent", "ExternalEventError", "WaitTimeoutError", "UnmatchedEventError",
+           "ApprovalRequest", "APPROVAL_REQUEST_KIND"]
+
+APPROVAL_REQUEST_KIND = "approval_request"
+"""The ``kind`` field of an ``ApprovalRequest`` as the agent's output carries it."""
+
+
+class ExternalEventError(AgentsError):
+    """A record on the agent's second input that is not an ``ExternalEvent``."""
+
+
+class WaitTimeoutError(AgentsError):
+    """What ``await ctx.wait_for(...)`` raises when no event arrived in time.
+
+    Also raised when all input ended while the wait was open (nothing can arrive any more).
+
+    Attributes:
+        correlation_id: the correlation id waited for.
+        timeout_s: the timeout, in seconds (``None``: the wait had none; the input ended).
+    """
+
+    def __init__(self, message: str, correlation_id: str | None = None,
+                 timeout_s: float | None = None) -> None:
+        super().__init__(message)
+        self.correlation_id = correlation_id
+        self.timeout_s = timeout_s
+
+
+class UnmatchedEventError(AgentsError):
+    """An outside event that arrived for no waiter (its error record's ``error_type``).
+
+    The message says which: no run in flight for the key, no wait for that correlation id
+    in the run (unknown, or not opened yet), a duplicate of an event delivered already, or a
+    late one whose wait had timed out.
+    """
+
+
+class ExternalEvent(BaseModel):
+    """An event from outside the agent (an approval, a payment notice...): the second input.
+
+    The host routes it by ``key`` to the key's run, where it completes the action's
+    ``await ctx.wait_for(correlation_id)`` with ``payload``. One that arrives for no waiter
+    goes to the error output as an ``UnmatchedEventError`` record.
+
+    Attributes:
+        key: the key of the run it is for (what the agent's records are keyed by).
+        correlation_id: the id the waiting action chose (``ApprovalRequest.approval_id``
+            for a tool approval).
+        payload: what the action's wait returns (any JSON value).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    key: Any
+    correlation_id: str
+    payload: Any = None
+
+    @staticmethod
+    def key_of(record: Any) -> Any:
+        """The key of an outside event record: its ``key`` (an event's, or a mapping's).
+
+        The default key selector of the agents' second input.
+
+        Returns:
+            The key, or ``None`` when the record has none.
+        """
+        if isinstance(record, ExternalEvent):
+            return record.key
+        return record.get("key") if isinstance(record, Mapping) else None
+
+    @classmethod
+    def of(cls, record: Any, where: str = "outside event") -> ExternalEvent:
+        """An ``ExternalEvent`` from a record of the second input (itself, or its dict).
+
+        Args:
+            record: an ``ExternalEvent``, or a mapping with ``key``, ``correlation_id`` and
+                optionally ``payload``.
+            where: names the record in the error (``"outside event 3"``).
+
+        Returns:
+            The event.
+
+        Raises:
+            ExternalEventError: naming what is missing or wrong, and where.
+        """
+        if isinstance(record, ExternalEvent):
+            return record
+        if not isinstance(record, Mapping):
+            raise ExternalEventError(
+                f"{where} is a {type(record).__name__}, not an ExternalEvent or a mapping "
+                "with 'key', 'correlation_id' and 'payload'")
+        try:
+            return cls.model_validate(dict(record))
+        except ValidationError as e:
+            problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'record'}: {err['msg']}"
+                                 for err in e.errors())
+            raise ExternalEventError(f"{where} is not an ExternalEvent: {problems}") from e
+
+
+class ApprovalRequest(BaseModel):
+    """A tool call held for approval, as the agent's output carries it (``kind`` first).
+
+    The output is this model's JSON form (``request.model_dump(mode="json")``), a dict
+    whose ``kind`` is ``"approval_request"``; read it back with ``ApprovalRequest.of``.
+    Answer it on the agent's second input with ``request.approve()`` or
+    ``request.reject(reason)``: the held call then runs, or the model reads the refusal as
+    the tool's result.
+
+    Attributes:
+        kind: always ``"approval_request"``.
+        approval_id: the correlation id the answer must carry (stable across replays).
+        key: the key of the run that holds the call.
+        tool: the tool's name.
+        arguments: the model's arguments for it.
+        tool_call_id: the model's id of the call.
+        timeout_s: how long the call is held, in seconds (``None``: until answered).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str = APPROVAL_REQUEST_KIND
+    approval_id: str
+    key: Any
+    tool: str
+    arguments: dict[str, Any]
+    tool_call_id: str
+    timeout_s: float | None = None
+
+    @classmethod
+    def of(cls, output: Any) -> ApprovalRequest | None:
+        """The approval request an agent output holds, or ``None`` for any other output.
+
+        Returns:
+            The request, or ``None``.
+        """
+        if isinstance(output, ApprovalRequest):
+            return output
+        if isinstance(output, Mapping) and output.get("kind") == APPROVAL_REQUEST_KIND:
+            return cls.model_validate(dict(output))
+        return None
+
+    def approve(self, **details: Any) -> dict[str, Any]:
+        """The answer that releases the held call, as a record of the second input.
+
+        Args:
+            **details: extra fields kept in the payload (who approved...).
+
+        Returns:
+            ``{"key", "correlation_id", "payload": {"approved": True, ...}}``.
+        """
+        return self._answer({"approved": True, **details})
+
+    def reject(self, reason: str = "rejected", **details: Any) -> dict[str, Any]:
+        """The answer that refuses the held call; the model reads ``reason`` as its result.
+
+        Args:
+            reason: why (the model is told).
+            **details: extra fields kept in the payload.
+
+        Returns:
+            ``{"key", "correlation_id", "payload": {"approved": False, "reason", ...}}``.
+        """
+        return self._answer({"approved": False, "reason": reason, **details})
+
+    def _answer(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"key": self.key, "correlation_id": self.approval_id, "payload": payload}

@@ -1,0 +1,98 @@
+"""The context side of waits: ``ctx.wait_for``, ``ctx.sleep`` and held tool calls as calls.
+
+A wait takes a durable call identity in program order like any call. Replayed (its outcome
+is recorded), it is answered from its record; otherwise it becomes a ``StartWait`` command,
+which the core carries out after the action's step (``_waits.WaitsCore``): a wait that is
+open already (an action re-entered after a restore, or after its run was parked) is left as
+it is, with its deadline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..api import UsageError
+from ._calls import DurableCall
+from ._commands import StartWait
+from ._outcomes import call_digest
+from ._state import CallKind
+
+if TYPE_CHECKING:
+    from ._context import ActionContext
+
+__all__ = ["wait_call", "SLEEP_PREFIX", "APPROVAL_PREFIX", "MAX_WAIT_S"]
+
+APPROVAL_PREFIX = "approval:"
+"""The correlation id of a tool call held for approval: this, then its call id."""
+
+SLEEP_PREFIX = "#sleep/"
+"""The correlation id of a sleep: this, then its call id (user ids may not start with ``#``)."""
+
+
+MAX_WAIT_S = 1e9
+"""The longest timeout or sleep, in seconds (about 31 years; a deadline is a Flink ``long``)."""
+
+
+def _checked_seconds(value: Any, what: str, execution_id: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or not 0 < value <= MAX_WAIT_S:
+        raise UsageError(f"{what} must be a positive number of seconds, at most "
+                         f"{MAX_WAIT_S:.0e}, got {value!r} (in action execution {execution_id})")
+    return float(value)
+
+
+def wait_call(ctx: ActionContext, kind: CallKind, target: str, correlation_id: str | None,
+              timeout_s: Any, announce: Callable[[str], Any] | None = None) -> DurableCall:
+    """Make the durable call of a wait: ``kind`` ``WAIT``, ``SLEEP`` or ``APPROVAL``.
+
+    Args:
+        ctx: the action's context.
+        kind: what waits.
+        target: the record's target (the correlation id, ``""`` for a sleep, the tool).
+        correlation_id: what the outside event carries (``None`` for a sleep, and for an
+            approval, whose id is ``approval:<call id>``).
+        timeout_s: seconds until the timeout (a sleep's length); ``None``: none.
+        announce: gives, from the correlation id, an output emitted when the wait opens
+            (an approval request).
+
+    Returns:
+        The call (already ``done`` when replayed); awaiting it waits.
+
+    Raises:
+        UsageError: when the correlation id is not a non-empty string (or starts with
+            ``#``), the timeout is not a positive number, or the run already waits for
+            that correlation id in another call.
+    """
+    ctx.check_live("a wait" if kind is not CallKind.SLEEP else "sleep")
+    where = ctx.execution_id
+    if kind is CallKind.APPROVAL:
+        pass  # its correlation id is made from its call id, below
+    elif kind is CallKind.SLEEP:
+        timeout_s = _checked_seconds(timeout_s, "ctx.sleep's seconds", where)
+    else:
+        if not isinstance(correlation_id, str) or not correlation_id \
+                or correlation_id.startswith("#"):
+            raise UsageError(f"a correlation id must be a non-empty string not starting with "
+                             f"'#', got {correlation_id!r} (in action execution {where})")
+        if timeout_s is not None:
+            timeout_s = _checked_seconds(timeout_s, "timeout_s", where)
+    ordinal, call_id, digest, rec = ctx._allocate(
+        kind, target, lambda cid: call_digest(f"{kind.value}:{target}",
+                                              (correlation_id, timeout_s), {}, cid))
+    cid = (APPROVAL_PREFIX + call_id if kind is CallKind.APPROVAL
+           else correlation_id if correlation_id is not None else SLEEP_PREFIX + call_id)
+    other = ctx.run.waits.get(cid)
+    if other is not None and other.call_id != call_id:
+        raise UsageError(f"the run already waits for correlation id {cid!r} (call "
+                         f"{other.call_id}); a correlation id is waited for once per run "
+                         f"(in action execution {where})")
+    call = DurableCall(call_id, ordinal, digest, kind, target)
+    ctx.calls[ordinal] = call
+    command = StartWait(call, cid, timeout_s, announce(cid) if announce is not None else None)
+    if rec is not None and rec.done:
+        ctx._replay(call, rec, command)
+    else:
+        ctx.commands.append(command)
+    return call

@@ -1,0 +1,233 @@
+"""The core side of waits: open them, park runs that only wait, deliver events and timeouts.
+
+``WaitsCore`` is a base of ``AgentCore``; hosts call three of its methods:
+
+- a wait opens when the core carries out its ``StartWait`` command (``_start_wait``): it is
+  recorded in ``RunState.waits`` with its deadline (the host's clock, ``clock_ms``, plus the
+  timeout), the deadline goes to the host in ``StepResult.timers``, and an announcement (an
+  ``ApprovalRequest``) to the outputs, once;
+- after each ``advance``, a run whose every action in flight waits for an outside event or a
+  timer, with no call running, is **parked** (``_park``): it is not busy, its live actions are
+  dropped, and the host keeps nothing of it in memory beyond keyed state;
+- ``on_outside_event`` completes the wait an ``ExternalEvent`` is for (or reports it as
+  unmatched, named), ``on_timers`` the waits whose deadline has passed (a sleep ends, a wait
+  fails with ``WaitTimeoutError``), or every open wait at the end of all input. The outcome
+  is recorded as the waiting call's, in keyed state, then the key advances: a parked run's
+  actions re-enter from their start and replay their recorded calls up to the wait, which
+  now returns.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..api import (
+    ExternalEvent,
+    ExternalEventError,
+    SerializationError,
+    UnmatchedEventError,
+    WaitTimeoutError,
+)
+from ._commands import StartWait
+from ._inbox import Inbox
+from ._ledger import CallLedger
+from ._outcomes import store_outcome
+from ._results import ErrorRecord, StepResult, shown_input
+from ._serde import to_json_value
+from ._state import CallRecord, KeyState, RunState, WaitRecord
+from ._tasks import Delivery, Step, Task
+from ._wait_calls import SLEEP_PREFIX
+
+if TYPE_CHECKING:
+    from ._context import ActionContext
+
+__all__ = ["WaitsCore", "wall_clock_ms", "END_OF_INPUT"]
+
+END_OF_INPUT = "end of input"
+"""What the message of a wait failed because all input ended says."""
+
+
+def wall_clock_ms() -> int:
+    """The wall clock in milliseconds (Flink's processing time is the same clock).
+
+    Returns:
+        Milliseconds since the epoch.
+    """
+    return time.time_ns() // 1_000_000
+
+
+class WaitsCore:
+    """The waits of ``AgentCore`` (see the module docstring).
+
+    Attributes:
+        clock_ms: the host's clock, in milliseconds (the core reads no clock of its own):
+            the wall clock by default; the local runner sets a virtual one.
+    """
+
+    clock_ms = staticmethod(wall_clock_ms)
+    _live: dict[Any, dict[str, Task]]
+    _key_value: Callable[[Any], Any]  # a key's value from the host's key (``KeyEncoding``)
+    _inbox: Inbox
+    ledger: CallLedger
+
+    if TYPE_CHECKING:
+        def advance(self, key: Any, state: KeyState) -> StepResult: ...
+
+    # -- host interface ------------------------------------------------------------------
+    def on_outside_event(self, key: Any, record: Any, state: KeyState,
+                         where: str = "") -> StepResult:
+        """Deliver an outside event of ``key`` to the wait it is for, and advance the key.
+
+        An event that is not an ``ExternalEvent`` (or whose payload has no JSON form: the
+        wait goes on waiting), or arrives for no open wait (no run in
+        flight, an unknown correlation id, a duplicate, a late one), becomes an
+        ``ErrorRecord`` (action ``"<outside>"``, execution id ``where``) naming why.
+
+        Args:
+            key: the key it was routed by.
+            record: an ``ExternalEvent`` or its dict.
+            state: the key's state.
+            where: names the record in errors (``"outside event 3"``).
+
+        Returns:
+            What the key's advance produced.
+        """
+        where = where or "outside event"
+        try:
+            event = ExternalEvent.of(record, where)
+            to_json_value(event.payload, f"the payload of {where}")
+        except (ExternalEventError, SerializationError) as e:  # the wait goes on waiting
+            return self._refuse(key, state, ExternalEventError(str(e)), record, where)
+        run = state.run
+        cid = event.correlation_id
+        wait = run.waits.get(cid) if run is not None else None
+        if run is None or wait is None or wait.status != "open":
+            shown = self._key_value(key)
+            why = (f"no run of key {shown!r} is in flight" if run is None
+                   else f"the run of key {shown!r} (input {run.seq}) has no wait for it: an "
+                        "unknown correlation id, or one whose wait has not opened yet"
+                   if wait is None
+                   else f"a duplicate: the wait of call {wait.call_id} got its event already"
+                   if wait.status == "delivered"
+                   else f"late: the wait of call {wait.call_id} timed out")
+            error = UnmatchedEventError(f"outside event with correlation id {cid!r} arrived "
+                                        f"for no waiter: {why}")
+            return self._refuse(key, state, error, event.model_dump(mode="json"), where)
+        wait.status = "delivered"
+        self._complete_wait(key, run, wait, True, event.payload)
+        return self.advance(key, state)
+
+    def on_timers(self, key: Any, now_ms: int, state: KeyState,
+                  end_of_input: bool = False) -> StepResult | None:
+        """Fire the waits of ``key`` due at ``now_ms``, then advance the key.
+
+        A sleep ends; a ``wait_for`` or a held tool call fails with ``WaitTimeoutError``.
+        With ``end_of_input`` every open wait is due (nothing can arrive any more).
+
+        Args:
+            key: the key whose timer fired.
+            now_ms: the host's clock, in milliseconds.
+            state: the key's state.
+            end_of_input: all input has ended.
+
+        Returns:
+            What the key's advance produced; ``None`` when no wait of the key was due
+            (nothing was done).
+        """
+        run = state.run
+        if run is None or not run.waits:
+            return None
+        due = [(cid, w) for cid, w in run.waits.items() if w.status == "open" and (
+            end_of_input or (w.deadline_ms is not None and w.deadline_ms <= now_ms))]
+        if not due:
+            return None
+        for cid, wait in due:
+            if cid.startswith(SLEEP_PREFIX):
+                wait.status = "delivered"
+                self._complete_wait(key, run, wait, True, None)
+                continue
+            wait.status = "timed_out"
+            why = (f"within {wait.timeout_s:g} s" if wait.deadline_ms is not None
+                   and wait.deadline_ms <= now_ms and wait.timeout_s is not None
+                   else f"before the {END_OF_INPUT}")
+            self._complete_wait(key, run, wait, False, WaitTimeoutError(
+                f"no outside event with correlation id {cid!r} arrived for key "
+                f"{self._key_value(key)!r} {why}",
+                cid, wait.timeout_s))
+        return self.advance(key, state)
+
+    # -- internals -----------------------------------------------------------------------
+    def _refuse(self, key: Any, state: KeyState, error: Exception, record: Any,
+                where: str) -> StepResult:
+        run = state.run
+        # a parked run stays parked: nothing of it is loaded for an event it does not take
+        res = StepResult(parked=True) if run is not None and run.parked \
+            else self.advance(key, state)
+        res.errors.append(ErrorRecord(
+            key=self._key_value(key), seq=run.seq if run is not None else -1,
+            action="<outside>",
+            execution_id=where, error_type=type(error).__name__, message=str(error),
+            input=record if isinstance(record, dict) else shown_input(record)))
+        return res
+
+    def _start_wait(self, step: Step, ctx: ActionContext, command: StartWait) -> None:
+        """Open the wait ``command`` describes (see the module docstring)."""
+        run, call = step.run, command.call
+        if command.correlation_id in run.waits:
+            return  # open already: re-entered (its deadline and announcement stand)
+        ctx.record_started(command)
+        timeout = command.timeout_s
+        deadline = None if timeout is None else self.clock_ms() + math.ceil(timeout * 1000)
+        run.waits[command.correlation_id] = WaitRecord(
+            call_id=call.call_id, caller=ctx.execution_id, ordinal=call.ordinal,
+            deadline_ms=deadline, timeout_s=timeout)
+        res = step.res
+        if deadline is not None:
+            if res.timers is None:
+                res.timers = []
+            res.timers.append(deadline)
+        if command.announce is not None:
+            res.outputs.append(command.announce)
+
+    def _complete_wait(self, key: Any, run: RunState, wait: WaitRecord, ok: bool,
+                       value: Any) -> None:
+        """Record a wait's outcome: to its live call, else into the run's state entry.
+
+        The run is no longer parked: the next ``advance`` re-enters it.
+        """
+        run.parked = False
+        task = self._live.get(key, {}).get(wait.caller)
+        call = task.ctx.calls.get(wait.ordinal) if task is not None else None
+        if task is not None and call is not None and not call.done:
+            self._inbox.put(key, Delivery(task.ctx, call, ok, value))
+            return
+        action = run.inflight.get(wait.caller)
+        if action is None:
+            return  # the action finished without awaiting its wait
+        rec = action.calls.get(str(wait.ordinal))
+        if rec is None:
+            rec = action.calls[str(wait.ordinal)] = CallRecord(digest="")
+        if rec.done:
+            return
+        store_outcome(rec, wait.call_id, ok, value)
+        self.ledger.recorded(key, wait.call_id, rec)
+
+    def _park(self, key: Any, state: KeyState, res: StepResult) -> None:
+        """After an advance: park the run if it only waits (see ``RunState.parked``)."""
+        run = state.run
+        assert run is not None
+        live = self._live.get(key) or {}
+        parked = any(w.status == "open" for w in run.waits.values()) \
+            and not self._inbox.has(key) \
+            and not any(c.running for t in live.values() for c in t.ctx.calls.values()) \
+            and all(t.waiting is not None or t.ending is not None for t in live.values())
+        run.parked = parked
+        if not parked:
+            return
+        res.busy, res.parked = False, True
+        for task in live.values():  # dropped: the run re-enters from keyed state
+            if task.coro is not None:
+                task.coro.close()

@@ -1,0 +1,98 @@
+"""The agent operator with waiting runs, on the fakes of ``test_operator_pump`` (no JVM).
+
+What a MiniCluster cannot show cheaply: a parked run leaves nothing in the operator's memory
+(no cached run, no busy-key entry, no live action), holds one end-of-input timer and, with a
+timeout, one processing-time timer; an outside event or a timer wakes only its own run, also
+after a restore, whose sweep leaves parked runs in keyed state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyflink")
+
+import waits_agents as wa  # noqa: E402
+from test_operator_pump import PumpHarness  # noqa: E402
+
+from flink_agents_py.flink import AgentOperator  # noqa: E402
+from flink_agents_py.flink._second_input import WAITS_END_TIMESTAMP, OutsideEnvelope  # noqa: E402
+from flink_agents_py.plan import AgentPlan  # noqa: E402
+from flink_agents_py.runtime import PARKED_SUFFIX  # noqa: E402
+
+KEYS = 50
+
+
+@pytest.fixture
+def parked():
+    """``KEYS`` runs of ``Approver`` (no timeout) fed and worked off until they all wait."""
+    h = PumpHarness(wa.Approver(), max_in_flight=KEYS)
+    for n in range(KEYS):
+        h.feed(f"k{n}", {"n": n})
+    h.run_timers(timeout_s=30)  # until the calls before the waits are applied
+    yield h
+    h.close()
+
+
+def _answer(h: PumpHarness, key: str, payload: Any = "ok", cid: str | None = None) -> None:
+    h.feed(key, OutsideEnvelope({"key": key, "correlation_id": cid or f"go-{key}",
+                                 "payload": payload}))
+    h.run_timers(timeout_s=30)
+
+
+def test_parked_runs_leave_nothing_in_the_operators_memory(parked):
+    h = parked
+    op = h.op
+    runs = op._run_state.data
+    assert len(runs) == KEYS and all(text.endswith(PARKED_SUFFIX) for text in runs.values())
+    assert op._runs == {} and op._switch.jkeys == {}  # no cached run, no busy-key entry
+    assert not any(op.core.is_live(f"k{n}") for n in range(KEYS))
+    assert h.timers.processing == set()  # no deadline, no poll, no group or pump timer left
+    assert h.timers.event >= {(WAITS_END_TIMESTAMP, f"k{n}") for n in range(KEYS)}
+    assert h.out == []
+
+
+def test_an_outside_event_wakes_only_its_run(parked):
+    h = parked
+    before = h.op.core.counters["actions_reentered"]
+    _answer(h, "k7", payload={"by": "ann"})
+    assert [o["key"] for o in h.out] == ["k7"] and h.out[0]["approved"] == {"by": "ann"}
+    assert h.op.core.counters["actions_reentered"] - before == 1
+    assert len(h.op._run_state.data) == KEYS - 1
+    _answer(h, "k7", payload="again")  # its run is gone: named on the error output
+    [(tag, err)] = h.out[1:]
+    assert err["error_type"] == "UnmatchedEventError" and "no run of key 'k7'" in err["message"]
+
+
+def test_a_restored_operator_leaves_parked_runs_in_keyed_state(parked):
+    h = parked
+    saved = {name: dict(getattr(h.op, name).data) for name in
+             ("_run_state", "_memory_state", "_head_state", "_tail_state")}
+    h.op.close()  # the crash
+    h.op = AgentOperator(AgentPlan.from_agent(wa.Approver()), metrics=False)
+    h.op.open(h.rc)
+    for name, data in saved.items():
+        getattr(h.op, name).data.update(data)
+    _answer(h, "k3", payload=1)  # the first callback sweeps: parked runs stay where they are
+    assert h.op.stats["swept"] == KEYS and h.op.core.counters["actions_reentered"] == 1
+    assert [(o["key"], o["approved"]) for o in h.out] == [("k3", 1)]
+    assert h.op._runs == {} and h.op._switch.jkeys == {}
+    h.end()  # the final watermark: every wait still open times out
+    timed_out = sorted(o["key"] for o in h.out if "timed_out" in o)
+    assert timed_out == sorted(f"k{n}" for n in range(KEYS) if n != 3)
+    assert all("before the end of input" in o["timed_out"] for o in h.out if "timed_out" in o)
+    assert h.op._run_state.data == {}
+
+
+def test_a_timeout_is_a_processing_time_timer_of_its_key():
+    h = PumpHarness(wa.Approver())
+    try:
+        h.feed("a", {"n": 0, "timeout_s": 0.3})
+        h.feed("b", {"n": 1})
+        h.run_timers(timeout_s=30)  # fires a's deadline when it falls due
+        assert [(o["key"], "within 0.3 s" in o["timed_out"]) for o in h.out] == [("a", True)]
+        assert list(h.op._run_state.data) == ["b"]
+    finally:
+        h.close()
