@@ -382,3 +382,19 @@ def test_a_yaml_tool_declares_approval(tmp_path):
              if kind is ResourceType.TOOL}
     assert tools["send_email"].approval() == (True, 30.0)
     assert tools["plain"].approval() == (False, None)
+
+
+def test_outside_events_reach_keys_by_their_stable_encoding_and_errors_show_the_key():
+    # 1, True and "1" are three keys (the stable key encoding): each event wakes its own run,
+    # and an unmatched event's error names the key as the selector gave it
+    records = [{"key": k, "timeout_s": 60} for k in (1, True, "1")]
+    events = [{"key": True, "correlation_id": "go-True", "payload": "t"},
+              {"key": 1, "correlation_id": "go-1", "payload": "i"},
+              {"key": 2, "correlation_id": "go-2"}]
+    result = _job(records, events).run()
+    by_type = {(type(o["key"]).__name__, str(o["key"])): o for o in result.outputs}
+    assert by_type[("bool", "True")]["approved"] == "t"
+    assert by_type[("int", "1")]["approved"] == "i"
+    assert "timed_out" in by_type[("str", "1")]
+    [err] = [e for e in result.errors if e.action == "<outside>"]
+    assert err.key == 2 and "no run of key 2 is in flight" in err.message
