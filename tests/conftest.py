@@ -7,12 +7,29 @@ and a real Kafka broker.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterator
 
 import pytest
 from support import probes as _probes
+
+
+@pytest.fixture(autouse=True)
+def _environment_as_it_was() -> Iterator[None]:
+    """Each test ends with the environment variables it started with.
+
+    A MiniCluster job in process mode runs its Python worker inside this process (PyFlink's
+    loopback mode), which sets the worker's variables here for good, among them
+    ``PYFLINK_GATEWAY_DISABLED``: a later test's child Flink job would then refuse to start
+    its gateway ("launching the PythonGatewayServer during Python UDF execution").
+    """
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 @pytest.fixture(autouse=True)
