@@ -8,6 +8,9 @@ once per operator instance, lazily, and hands it a resolver for the resources it
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import sys
 from collections.abc import Callable
 from enum import Enum
 from typing import Any, ClassVar
@@ -56,18 +59,57 @@ def import_qualified(path: str) -> Any:
         module_name, _, qual = path.rpartition(".")
     if not module_name or not qual:
         raise ResourceError(f"{path!r} is not a fully-qualified name like 'pkg.module.Class'")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ResourceError(f"cannot import module {module_name!r} for {path!r}: {e}") from e
+    obj: Any = _loaded_module(module_name)
+    if obj is None:
+        try:
+            obj = importlib.import_module(module_name)
+        except ImportError as e:
+            raise ResourceError(f"cannot import module {module_name!r} for {path!r}: {e}") \
+                from e
     for part in qual.split("."):
         if part == "<locals>":
             raise ResourceError(f"{path!r} is defined inside a function and cannot be imported")
         try:
             obj = getattr(obj, part)
         except AttributeError as e:
-            raise ResourceError(f"{module_name!r} has no attribute path {qual!r}") from e
+            starting = getattr(getattr(obj, "__spec__", None), "_initializing", False)
+            raise ResourceError(
+                f"{module_name!r} has no attribute path {qual!r}" + (
+                    " yet: the module is still being imported (it runs a job at import "
+                    "time?); put the job under `if __name__ == \"__main__\":`"
+                    if starting else "")) from e
     return obj
+
+
+def _loaded_module(name: str) -> Any:
+    """The module ``name`` when importing it again would run a job twice or deadlock.
+
+    Two cases, both of a script that runs its job at import time and names its own functions
+    (``"my_script:fn"``): the module is still being imported (by this thread or another: an
+    import from another thread would wait for the import, which waits for the job), or the
+    script runs as ``__main__`` (an import would run it a second time).
+
+    Returns:
+        That module, or ``None`` when an import is the way to get it.
+    """
+    module = sys.modules.get(name)
+    if module is not None:
+        starting = getattr(getattr(module, "__spec__", None), "_initializing", False)
+        return module if starting else None
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None) == name:
+        return main  # ``python -m name``: an import would run it a second time
+    main_file = getattr(main, "__file__", None)
+    if main_file is None:
+        return None
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(spec, "origin", None)
+    if origin and os.path.realpath(origin) == os.path.realpath(main_file):
+        return main  # the script itself, run as ``python my_script.py``
+    return None
 
 
 class ResourceDescriptor(BaseModel):
