@@ -180,7 +180,10 @@ class KafkaBroker:
         (self.workdir / "server.properties").write_text(self._properties())
         (self.workdir / "log4j2.properties").write_text(
             LOG4J2.format(log=self.workdir / "server.log", level=self.log_level))
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # one in 64 would read as an option of -t (as
+            # Kafka's own Uuid.randomUuid avoids): "argument --cluster-id/-t: expected one"
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         fmt = subprocess.run(
             self._java("kafka.tools.StorageTool", "format", "-t", cluster_id,
                        "-c", str(self.workdir / "server.properties")),
