@@ -301,3 +301,27 @@ def test_user_module_swaps_a_model_and_hears_about_misuse(tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("ERROR UsageError action 'on_input' is not async")
     assert lines[1] == "OUT ['scripted']"
+
+
+# -- ctx.chat with one text or one message instead of a list ----------------------------------
+
+class OneText(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: Any) -> None:
+        what = event.input["what"]
+        one = {"text": "what is the weather", "message": ASK[0], "dict": ASK[0].model_dump()}
+        response = await ctx.chat("model", one[what])
+        ctx.send_event(OutputEvent(output=response.message.content))
+
+
+def test_chat_with_one_text_or_message_instead_of_a_list_names_the_fix():
+    result = local(with_model(OneText()), [{"key": k, "what": k}
+                                           for k in ("text", "message", "dict")])
+    assert result.outputs == []
+    errs = {e.key: e for e in result.errors}
+    assert errs["text"].error_type == "UsageError"
+    assert "messages must be a list of ChatMessage" in errs["text"].message
+    assert "got one str" in errs["text"].message
+    assert "got one ChatMessage" in errs["message"].message
+    assert "got one dict" in errs["dict"].message

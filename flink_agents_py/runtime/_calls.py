@@ -24,6 +24,7 @@ from ..api import (
     SubagentFuture,
     SubagentResult,
     SubagentSetup,
+    UsageError,
 )
 from ._state import CallKind
 
@@ -48,7 +49,15 @@ def chat_request(model: str, messages: Any, prompt_args: dict[str, Any] | None,
     Returns:
         ``({"model", "messages" (JSON form), "prompt_args", "output_schema" (JSON schema)},
         the pydantic class or None)``.
+
+    Raises:
+        UsageError: when ``messages`` is one text or one message instead of a list of them.
     """
+    if isinstance(messages, (str, bytes, ChatMessage, dict)):
+        raise UsageError(
+            f"ctx.chat({model!r}, messages): messages must be a list of ChatMessage (or their "
+            f"dicts), got one {type(messages).__name__}: write "
+            f"[ChatMessage(role=\"user\", content=...)]")
     schema_cls = output_schema if isinstance(output_schema, type) and issubclass(
         output_schema, BaseModel) else None
     schema = schema_cls.model_json_schema() if schema_cls is not None else output_schema
