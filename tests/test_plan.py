@@ -331,6 +331,20 @@ def test_chat_model_setup_naming_undeclared_connection_and_tool():
     _single(problems, "'m'", "'ghost_tool'")
 
 
+def test_tools_given_as_one_string_is_one_problem_naming_the_fix():
+    agent = (
+        _acting()
+        .add_resource("lookup_price", ResourceType.TOOL, lookup_price)
+        .add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                      ResourceDescriptor(ScriptedChatModel))
+        .add_resource("m", ResourceType.CHAT_MODEL,
+                      ResourceDescriptor(ChatModelSetup, connection="conn", tools="lookup_price"))
+    )
+    problems = _problems(agent)
+    assert len(problems) == 1, problems
+    _single(problems, "'m'", "tools must be a list", "tools=['lookup_price']")
+
+
 def test_resource_that_is_not_a_descriptor():
     problems = _problems(_acting().add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, 42))
     _single(problems, "'conn'")

@@ -496,7 +496,12 @@ def _check_references(
             problems.append(
                 f"chat_model resource {name!r} names connection {conn!r}, which is not declared"
             )
-        for t in rp.descriptor.arguments.get("tools", []) or []:
+        named = rp.descriptor.arguments.get("tools", []) or []
+        if isinstance(named, str):  # one name: its letters are not tool names
+            problems.append(f"chat_model resource {name!r}: tools must be a list of tool "
+                            f"names, got the string {named!r} (write tools=[{named!r}])")
+            named = []
+        for t in named:
             if t not in tools:
                 problems.append(
                     f"chat_model resource {name!r} names tool {t!r}, which is not declared")
