@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from pydantic import BaseModel
@@ -457,3 +458,30 @@ def test_every_flink_agents_name_the_names_page_lists_imports_from_compat():
     missing = sorted(n for n in names if not hasattr(compat, n))
     assert missing == []
     assert not (names - set(compat.__all__)), "imported, but not in compat.__all__"
+
+
+def _pause(seconds: float, value: object) -> object:
+    time.sleep(seconds)
+    return value
+
+
+class SlowFirstAgent(Agent):
+    """Its first record's durable call takes longest, so overlapping runs would end last-first."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def answer(event: Event, ctx: RunnerContext) -> None:
+        record = InputEvent.from_event(event).input
+        done = await ctx.durable_execute_async(_pause, record["pause"], record["n"])
+        ctx.send_event(OutputEvent(output=done))
+
+
+def test_the_local_runner_gives_outputs_in_input_order_as_flink_agents_does():
+    # Flink Agents' local runner runs one record at a time: a ported program that reads
+    # to_list() by position (its RAG example prints each answer under its query) keeps working
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    records = [{"key": f"k{n}", "value": {"n": n, "pause": 0.3 if n == 0 else 0.0}}
+               for n in range(4)]
+    out = env.from_list(records).apply(SlowFirstAgent()).to_list()
+    env.execute()
+    assert out == [{f"k{n}": n} for n in range(4)]

@@ -212,10 +212,15 @@ class LocalAgentsEnvironment(_Environment):
         return _LocalBuilder(self, list(input))
 
     def execute(self, job_name: str | None = None) -> None:
-        """Run every applied agent over its input; fills the lists ``to_list`` returned."""
+        """Run every applied agent over its input; fills the lists ``to_list`` returned.
+
+        As Flink Agents' local runner does, each record's run ends (or parks in a wait)
+        before the next record starts, so ``to_list`` holds the outputs in input order; the
+        native ``LocalExecutionEnvironment`` overlaps runs of different keys instead.
+        """
         pending, self._pending = self._pending, []
         for job, out in pending:
-            result = job.run()
+            result = job.run(one_at_a_time=True)
             out.extend({key: output} for key, output in result.keyed_outputs)
 
 

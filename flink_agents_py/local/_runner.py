@@ -335,7 +335,7 @@ class LocalAgentJob:
         return self.run().outputs
 
     def run(self, *, on_step: Callable[[LocalAgentJob], None] | None = None,
-            max_steps: int | None = None) -> LocalRunResult:
+            max_steps: int | None = None, one_at_a_time: bool = False) -> LocalRunResult:
         """Run every record to completion (or until ``max_steps``).
 
         Runs of different keys overlap while they wait for I/O; runs of one key go one at a
@@ -347,6 +347,9 @@ class LocalAgentJob:
                 could be taken; it may call ``snapshot()``.
             max_steps: stop after this many host callbacks, as if the process crashed there
                 (I/O in flight is abandoned; ``result.completed`` is ``False``).
+            one_at_a_time: hand the core the next record only when every run so far has
+                ended or parked (no overlap across keys), so outputs come in input order: the
+                order Flink Agents' local runner, which runs one record at a time, gives.
 
         Returns:
             The outputs, errors, counters and metrics of the run.
@@ -449,6 +452,8 @@ class LocalAgentJob:
                 step(key, res)
                 while not wake.empty():
                     drain_wakeups(block=False)
+                while one_at_a_time and busy:
+                    drain_wakeups(block=True)
             while busy:
                 drain_wakeups(block=True)
 
