@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..api import Agent, ExternalEvent, UnkeyedRecordError
+from ..api import Agent, ExternalEvent, UnkeyedRecordError, UsageError
 from ..plan import AgentPlan
 from ..runtime import (
     JSON_KEYS,
@@ -99,6 +99,42 @@ def default_key_selector(record: Any) -> Any:
         f"key_selector was given: add a \"key\" field, or pass key_selector= to "
         f"from_list/from_datastream/from_table (e.g. key_selector=lambda r: {example}; "
         "key_selector=lambda r: None runs every record under one key, one after another)")
+
+
+def check_records(records: Any, call: str) -> None:
+    """Raise when ``records`` is one value, not a collection of records.
+
+    Iterating a dict gives its keys, a string its characters and a pydantic model its
+    ``(field, value)`` pairs: each would silently run as a record of its own.
+
+    Args:
+        records: what was passed as the records.
+        call: the call that took them (``"from_list"``...), for the message.
+
+    Raises:
+        UsageError: for a dict, a ``str``, ``bytes``, one record (a pydantic model or a
+            dataclass) or a value that is not iterable, naming the fix.
+    """
+    kind = type(records).__name__
+    a = "an" if kind[:1].lower() in "aeiou" else "a"
+    if isinstance(records, Mapping):
+        names = ", ".join(repr(k) for k in itertools.islice(iter(records), 3))
+        got = (f"{a} {kind} (iterating it gives its keys{': ' + names if names else ''}, "
+               f"each would run as a record)")
+        fix = f"{call}([record]) to run it as one record"
+    elif isinstance(records, (str, bytes, bytearray)):
+        got = f"{a} {kind} (iterating it gives its characters, each would run as a record)"
+        fix = f"{call}([text]) to run it as one record"
+    elif isinstance(records, BaseModel) or (dataclasses.is_dataclass(records)
+                                            and not isinstance(records, type)):
+        got = f"one {kind} record"
+        fix = f"{call}([record])"
+    elif not isinstance(records, Iterable):
+        got = f"{a} {kind}, which is not a list"
+        fix = f"{call}([value]) to run it as one record"
+    else:
+        return
+    raise UsageError(f"{call} takes a list of records, got {got}: pass {fix}")
 
 
 @dataclass
@@ -252,7 +288,11 @@ class LocalAgentJob:
 
         Returns:
             ``self``.
+
+        Raises:
+            UsageError: when ``events`` is one event (or a dict), not a list of them.
         """
+        check_records(events, "connect")
         self._outside = events
         self._outside_key = key_selector or ExternalEvent.key_of
         return self
@@ -592,6 +632,11 @@ class LocalExecutionEnvironment:
 
         Returns:
             The job; ``apply`` an agent, then ``run`` (or ``restore`` a snapshot first).
+
+        Raises:
+            UsageError: when ``records`` is one value (a dict, a string, one record), not a
+                list of records; the message says what to pass.
         """
+        check_records(records, "from_list")
         return LocalAgentJob(self, records, key_selector or default_key_selector, counted,
                              value_selector)

@@ -269,7 +269,7 @@ def rejected_record(rejected: RejectedKey, record: Any, where: str) -> ErrorReco
     Returns:
         An ``ErrorRecord`` with ``key=None`` and ``action="<key_selector>"``.
     """
-    log.warning("%s rejected: the key selector failed: %s: %s\n%s", where,
+    log.warning("%s rejected before it ran: %s: %s\n%s", where,
                 rejected.error_type, rejected.message, rejected.traceback)
     return ErrorRecord(key=None, seq=-1, action="<key_selector>", execution_id=where,
                        error_type=rejected.error_type, message=rejected.message, input=record,
