@@ -375,7 +375,7 @@ class ActionContext(RunnerContext):
                 self._replay(call, rec, Settle(call, f"refused:{name}"))
             else:
                 self.record_started(Settle(call, f"refused:{name}"))
-                self.record_outcome(call, True, SubagentResult.error(refusal))
+                self.record_outcome(call, True, SubagentResult.failed(refusal))
             return SubagentHandle(self, call, name, "refused")
         session_id = f"{dumps(self._key).decode()}/r{self.run.seq}"
         if isinstance(setup, InternalSubagent):
