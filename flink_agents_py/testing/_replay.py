@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import collections
 import time
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..api import Agent
+from ..api._warnings import warn_at_user
 from ..local import default_key_selector
 from ..plan import AgentPlan
 from ..runtime import Journal
@@ -214,8 +214,8 @@ def check_replay_safety(
         for point, seed, observed in done:
             report.elsewhere.append(_judge(ff, point, marks[point], observed, seed))
         if not done or len(done) < len(points):
-            warnings.warn(f"check_replay_safety({label}): restores in another process "
-                          f"{report.other_process}", stacklevel=2)
+            warn_at_user(UserWarning(f"check_replay_safety({label}): restores in another "
+                                     f"process {report.other_process}"))
     report.seconds = time.monotonic() - t0
     return report
 
