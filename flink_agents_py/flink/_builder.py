@@ -22,6 +22,7 @@ from ..runtime import (
     key_encoding,
     mismatch_message,
 )
+from ._collections import accept_pickled_collections
 from ._operator import ERROR_TAG, AgentOperator
 from ._progress import JobProgress, progress_enabled, rest_urls
 from ._second_input import envelope_key, wrap_outside
@@ -315,6 +316,7 @@ class FlinkExecutionEnvironment:
 
         if hasattr(env, "_j_stream_execution_environment"):  # not a stand-in of a unit test
             configure_workers(env)
+            accept_pickled_collections(env)
         self.env = env
         self.show_progress = progress
         self.options = HostOptions(
