@@ -135,3 +135,17 @@ def test_flink_input_that_is_not_a_stream_names_the_fix():
             "from_list is the local runner's (get_execution_environment() without env); on "
             "Flink make the list a DataStream: from_datastream(input=env.from_collection(")):
         compat.from_list([{"key": "a", "value": 1}])
+
+
+def test_the_replay_checkers_take_a_list_of_records_too():
+    """``check_replay_safety(agent, {...})`` used to check the dict's keys as two records."""
+    from flink_agents_py.testing import check_replay_safety, check_upgrade_safety
+
+    with pytest.raises(UsageError, match=re.escape(
+            "check_replay_safety takes a list of records, got a dict (iterating it gives its "
+            "keys: 'key', 'n', each would run as a record): pass "
+            "check_replay_safety(agent, [record])")):
+        check_replay_safety(Echo(), {"key": "k", "n": 1})
+    with pytest.raises(UsageError, match=re.escape(
+            "pass check_upgrade_safety(old_agent, new_agent, [text])")):
+        check_upgrade_safety(Echo(), Echo(), "hello")

@@ -101,7 +101,7 @@ def default_key_selector(record: Any) -> Any:
         "key_selector=lambda r: None runs every record under one key, one after another)")
 
 
-def check_records(records: Any, call: str) -> None:
+def check_records(records: Any, call: str, shape: str | None = None) -> None:
     """Raise when ``records`` is one value, not a collection of records.
 
     Iterating a dict gives its keys, a string its characters and a pydantic model its
@@ -110,28 +110,31 @@ def check_records(records: Any, call: str) -> None:
     Args:
         records: what was passed as the records.
         call: the call that took them (``"from_list"``...), for the message.
+        shape: how the fix is written, ``{}`` standing for the list (default:
+            ``call({})``).
 
     Raises:
         UsageError: for a dict, a ``str``, ``bytes``, one record (a pydantic model or a
             dataclass) or a value that is not iterable, naming the fix.
     """
     kind = type(records).__name__
+    shape = shape or f"{call}({{}})"
     a = "an" if kind[:1].lower() in "aeiou" else "a"
     if isinstance(records, Mapping):
         names = ", ".join(repr(k) for k in itertools.islice(iter(records), 3))
         got = (f"{a} {kind} (iterating it gives its keys{': ' + names if names else ''}, "
                f"each would run as a record)")
-        fix = f"{call}([record]) to run it as one record"
+        fix = f"{shape.format('[record]')} to run it as one record"
     elif isinstance(records, (str, bytes, bytearray)):
         got = f"{a} {kind} (iterating it gives its characters, each would run as a record)"
-        fix = f"{call}([text]) to run it as one record"
+        fix = f"{shape.format('[text]')} to run it as one record"
     elif isinstance(records, BaseModel) or (dataclasses.is_dataclass(records)
                                             and not isinstance(records, type)):
         got = f"one {kind} record"
-        fix = f"{call}([record])"
+        fix = shape.format("[record]")
     elif not isinstance(records, Iterable):
         got = f"{a} {kind}, which is not a list"
-        fix = f"{call}([value]) to run it as one record"
+        fix = f"{shape.format('[value]')} to run it as one record"
     else:
         return
     raise UsageError(f"{call} takes a list of records, got {got}: pass {fix}")

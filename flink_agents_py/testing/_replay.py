@@ -19,6 +19,7 @@ from typing import Any
 from ..api import Agent
 from ..api._warnings import warn_at_user
 from ..local import default_key_selector
+from ..local._runner import check_records
 from ..plan import AgentPlan
 from ..runtime import Journal
 from ._process import draw_seeds, restore_elsewhere
@@ -184,7 +185,10 @@ def check_replay_safety(
     Raises:
         RuntimeError: when the fault-free run itself does not complete.
         ValueError: when ``max_points`` or ``hash_seeds`` is not valid.
+        UsageError: when ``inputs`` is one value (a dict, a string, one record), not a
+            list of records.
     """
+    check_records(inputs, "check_replay_safety", "check_replay_safety(agent, {})")
     seeds = draw_seeds(hash_seeds) if other_process else []
     plan = agent if isinstance(agent, AgentPlan) else AgentPlan.from_agent(agent)
     label = name or (type(agent).__name__ if not isinstance(agent, AgentPlan) else "AgentPlan")
