@@ -149,3 +149,31 @@ def test_the_replay_checkers_take_a_list_of_records_too():
     with pytest.raises(UsageError, match=re.escape(
             "pass check_upgrade_safety(old_agent, new_agent, [text])")):
         check_upgrade_safety(Echo(), Echo(), "hello")
+
+
+def test_other_lists_given_one_value_name_the_fix(tmp_path):
+    """The same kind elsewhere: one message, one folder, one tool where a list is expected."""
+    from flink_agents_py.agents import ReActAgent
+    from flink_agents_py.api import ChatMessage, Prompt, ResourceDescriptor
+    from flink_agents_py.skills import load_skills
+    from flink_agents_py.testing import ScriptedChatModel
+
+    with pytest.raises(UsageError, match=re.escape(
+            "Prompt.from_messages takes a list of messages, got one message: pass "
+            "from_messages([message])")):
+        Prompt.from_messages(ChatMessage.user("hi"))  # was 5 errors about tuples
+    with pytest.raises(UsageError, match=re.escape("or Prompt.from_text(text)")):
+        Prompt.from_messages("You are terse.")
+    with pytest.raises(UsageError, match=re.escape(
+            f"load_skills takes a list of folders, got one str: pass "
+            f"load_skills([{str(tmp_path)!r}])")):
+        load_skills(str(tmp_path))  # was "skill folder /tmp has no SKILL.md" (its first 'c')
+
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    with pytest.raises(UsageError, match=re.escape(
+            "ReActAgent(tools=...) takes a list of functions or TOOL resources, got one "
+            "function: pass tools=[...]")):
+        ReActAgent(chat_model=ResourceDescriptor(ScriptedChatModel), tools=add)
