@@ -224,7 +224,7 @@ class LocalAgentsEnvironment(_Environment):
             UsageError: when ``input`` is one value (a dict, a string), not a list of
                 records.
         """
-        from ..local._runner import check_records
+        from ..local._records import check_records
 
         check_records(input, "from_list")
         return _LocalBuilder(self, list(input))
