@@ -287,7 +287,7 @@ def not_a_verdict(name: str, value: Any) -> SubagentResult:
 @behaviour
 def refuse_without_review(name: str, value: Any) -> SubagentResult:
     if "review" not in value:
-        return SubagentResult.error("input must carry a 'review' field")
+        return SubagentResult.failed("input must carry a 'review' field")
     return SubagentResult.ok({"rated": value["review"]})
 
 

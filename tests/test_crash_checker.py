@@ -384,7 +384,7 @@ def test_checker_catches_a_side_effect_outside_durable_calls():
     report = check_replay_safety(NonDurableSideEffect(), [{"key": "a"}, {"key": "b"}])
     assert not report.ok
     assert report.mismatches > 0
-    assert any("outputs mismatch" in f and "ticket" in f for f in report.findings())
+    assert any("outputs mismatch" in f and "ticket" in f for f in report.findings)
     with pytest.raises(AssertionError, match="not replay-safe") as info:
         report.assert_ok()
     assert "crash points tried" in str(info.value)
@@ -395,7 +395,7 @@ def test_checker_catches_a_call_order_that_changes_on_replay():
     report = check_replay_safety(ChangesCallOrder(), [{"key": "a"}],
                                  reset=lambda: None)
     assert not report.ok
-    found = report.findings()
+    found = report.findings
     assert report.divergences > 0, found  # the replay fails with ReplayDivergenceError
     assert any("diverged at durable call r0/go/c0" in f for f in found), found
 
@@ -414,7 +414,7 @@ def test_checker_catches_calls_executed_again_despite_a_journal(tmp_path):
         journal_factory=lambda: ForgetfulJournal(str(tmp_path / f"j{next(counter)}.db")))
     assert report.unexpected > 0
     assert any("journaled by the crashed attempt, executed again" in f
-               for f in report.findings())
+               for f in report.findings)
 
 
 def test_checker_catches_recorded_calls_executed_again(monkeypatch):
@@ -431,7 +431,7 @@ def test_checker_catches_recorded_calls_executed_again(monkeypatch):
     monkeypatch.setattr(_runner._KeyState, "load", lossy_load)
     report = check_replay_safety(IdenticalSiblings(), [{"key": "a"}], reset=COUNTER.reset,
                                  ordered=False)
-    assert any("recorded before the point, executed again" in f for f in report.findings())
+    assert any("recorded before the point, executed again" in f for f in report.findings)
 
 
 def test_checker_compares_result_types_not_only_values():
@@ -519,7 +519,7 @@ def model():
 def test_stock_agent_is_replay_safe():
     report = check_replay_safety(stock_agent.build(model()), INPUTS,
                                  reset=stock_agent.AUDIT.clear)
-    print(report.table())
+    print(report.table)
     report.assert_ok()
     assert report.calls == 15  # per record: ctx.chat, 2 model calls, the tool, the audit
 

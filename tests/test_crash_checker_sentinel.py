@@ -94,7 +94,7 @@ def test_an_email_sent_outside_a_durable_call_is_named_with_its_line(mail):
     line = _sighting(report, "# MAILER-CONNECT", "socket.connect to ('127.0.0.1'")
     assert "in action support.unsafe_agents:Mailer.notify" in line
     assert "make it a durable call" in line
-    repeated = [f for f in report.distinct() if f.kind == "side effect repeated"]
+    repeated = [f for f in report.distinct if f.kind == "side effect repeated"]
     assert repeated and "socket.connect" in repeated[0].message
     assert "done again after the restore" in repeated[0].message
     assert repeated[0].points  # with the crash points that repeat it
@@ -148,8 +148,8 @@ def test_a_scratch_file_in_a_temporary_directory_is_reported_when_a_crash_repeat
                                                 "ledger": str(tmp_path / "ledger.txt")}],
                                  other_process=False)
     assert report.sightings == []  # a temporary directory: scratch space...
-    repeated = [f for f in report.distinct() if f.kind == "side effect repeated"]
-    assert len(repeated) == 1, report.table()  # ...but written again after a restore
+    repeated = [f for f in report.distinct if f.kind == "side effect repeated"]
+    assert len(repeated) == 1, report.table  # ...but written again after a restore
     assert f"{AGENTS_FILE}:{ua.line_of('# SCRIBE-WRITE')}" in repeated[0].message
     assert outbox.read_text().count("mail for a") > 1
 
@@ -184,7 +184,7 @@ def test_calls_in_a_sets_order_diverge_when_restored_in_another_process():
     assert all(p.ok for p in report.points), "in one process the order never changes"
     assert report.elsewhere and {p.seed for p in report.elsewhere} == {11, 12}
     assert not report.ok
-    found = "\n".join(report.findings())
+    found = "\n".join(report.findings)
     assert "PYTHONHASHSEED=" in found
     assert "another order" in found or "calls with other arguments" in found, found
     # the user's line that made the call, once per distinct finding
@@ -216,7 +216,7 @@ def test_a_set_of_three_strings_is_caught_under_a_seed_that_orders_it_otherwise(
     code = ("import sys; sys.path.insert(0, 'tests'); from support import unsafe_agents as u\n"
             "from flink_agents_py.testing import check_replay_safety\n"
             f"r = check_replay_safety(u.FewFanOut(), [{{'key': 'a'}}], hash_seeds=[{other}])\n"
-            "assert all(p.ok for p in r.points) and not r.ok, r.table()\n"
+            "assert all(p.ok for p in r.points) and not r.ok, r.table\n"
             "print('caught', r.divergences + r.mismatches)\n")
     proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": "0"},
                           capture_output=True, text=True, timeout=170, cwd=REPO)
@@ -238,13 +238,13 @@ def test_an_agent_defined_in_a_test_function_is_restored_in_this_process_only_an
     assert report.elsewhere == []
     assert report.other_process.startswith("skipped: ")
     assert "<locals>" in report.other_process and "module:qualname" in report.other_process
-    assert "skipped: " in report.table()
+    assert "skipped: " in report.table
 
 
 def test_a_failure_shows_each_distinct_finding_once():
     report = check_replay_safety(ua.FanOut(), [{"key": "a"}, {"key": "b"}], hash_seeds=[3])
-    distinct = report.distinct()
-    assert len(distinct) < len(report.findings())
+    distinct = report.distinct
+    assert len(distinct) < len(report.findings)
     with pytest.raises(AssertionError) as info:
         report.assert_ok()
     message = str(info.value)
@@ -312,7 +312,7 @@ def test_served_counts_the_recorded_outcomes_a_restore_did_not_run_again():
     assert first.served == 0 and first.executed == report.calls  # a fresh start runs all
     # at the last point everything was recorded: the restore serves it all, runs nothing
     assert last.served == report.calls and last.executed == 0
-    assert report.served > 0 and "served after restores" in report.table()
+    assert report.served > 0 and "served after restores" in report.table
     assert all(p.served <= report.calls for p in report.points)
 
 
@@ -362,7 +362,7 @@ from flink_agents_py.testing import check_replay_safety
 
 def test_fan_out_over_a_set_is_caught_in_another_process():
     report = check_replay_safety(region_agents.FanOut(), [{"key": "a"}])
-    print(report.table())
+    print(report.table)
     assert report.points and all(p.ok for p in report.points)
     assert report.elsewhere and not report.ok
 

@@ -50,10 +50,10 @@ def test_it_is_public_and_documented():
 def test_a_safe_upgrade_reports_nothing():
     report = _check(ua.RestorableWithAudit())
     report.assert_ok()
-    assert report.distinct() == [] and len(report.points) == report.points_total > 2
+    assert report.distinct == [] and len(report.points) == report.points_total > 2
     # not vacuous: restores handed recorded outcomes to the new code
     assert sum(p.replayed for p in report.points) > 0 and report.served > 0
-    assert "upgrade safety of Restorable -> RestorableWithAudit" in report.table()
+    assert "upgrade safety of Restorable -> RestorableWithAudit" in report.table
 
 
 def test_the_same_agent_is_a_safe_upgrade_of_itself():
@@ -65,7 +65,7 @@ def test_the_same_agent_is_a_safe_upgrade_of_itself():
 def test_a_renamed_action_in_flight_is_reported_by_name():
     report = _check(ua.RestorableRenamed())
     assert not report.ok
-    failed = [f for f in report.distinct() if f.message.startswith("recovery failed")]
+    failed = [f for f in report.distinct if f.message.startswith("recovery failed")]
     assert failed and "action 'on_input' was in flight in the old agent's state, and the new " \
         "agent has no action of that name" in failed[0].message
     assert failed[0].detail  # the traceback, once
@@ -82,8 +82,8 @@ def test_a_safe_upgrade_with_a_journal_reports_nothing(tmp_path):
 def test_reordered_calls_are_reported_as_divergences_with_the_new_line():
     report = _check(ua.RestorableReordered())
     assert not report.ok and report.divergences > 0
-    found = report.distinct()
-    assert all(f.kind == "divergence" for f in found), report.table()
+    found = report.distinct
+    assert all(f.kind == "divergence" for f in found), report.table
     assert "recorded function 'support.restorable_agents:stamp', now calling function " \
            "'support.restorable_agents:fetch'" in found[0].message
     assert f"{ua.__file__}" in found[0].detail and "fetch" in found[0].detail
@@ -97,11 +97,11 @@ def test_changed_arguments_at_a_recorded_call_are_reported():
     report = _check(ua.RestorableNewArguments())
     assert not report.ok
     # replayed by identity (what the runtime only warns about) is a finding here
-    changed = [f for f in report.findings() if "calls with other arguments" in f]
+    changed = [f for f in report.findings if "calls with other arguments" in f]
     assert changed and all(f.endswith("/on_input: recorded outcomes handed to calls with other "
                                       "arguments: c1 (support.restorable_agents:fetch)")
-                           for f in changed), report.table()
-    assert all(f.points for f in report.distinct())
+                           for f in changed), report.table
+    assert all(f.points for f in report.distinct)
 
 
 def test_the_same_change_guarded_by_ctx_patched_reports_nothing():
@@ -116,7 +116,7 @@ def test_a_call_dropped_from_the_middle_is_reported():
     report = _check(ua.RestorableFewerCalls())
     assert not report.ok
     assert any("'support.restorable_agents:lookup', now calling function "
-               "'support.restorable_agents:compute'" in f for f in report.findings())
+               "'support.restorable_agents:compute'" in f for f in report.findings)
 
 
 def test_the_chat_agent_with_a_new_answer_text_is_a_safe_upgrade(tmp_path):
@@ -130,9 +130,9 @@ def test_the_chat_agent_with_a_new_call_before_its_audit_is_not(tmp_path):
     report = check_upgrade_safety(ua.DurableChatAgent(), ua.DurableChatNoteFirst(),
                                   _chat_inputs(str(tmp_path)))
     assert report.divergences > 0
-    assert all("audit_after_output" in f.message for f in report.distinct())
+    assert all("audit_after_output" in f.message for f in report.distinct)
     assert "recorded function 'durability_agents:audit', now calling function " \
-           "'support.upgrade_agents:note'" in report.table()
+           "'support.upgrade_agents:note'" in report.table
 
 
 USER_V1 = '''
@@ -193,9 +193,9 @@ RECORDS = [{"key": "a", "name": "Ada"}, {"key": "b", "name": "Bo"}]
 
 def test_v2_changes_a_recorded_call():
     report = check_upgrade_safety(greeter_v1.Greeter(), greeter_v2.Greeter(), RECORDS)
-    print(report.table())
+    print(report.table)
     assert not report.ok
-    assert any("calls with other arguments" in f for f in report.findings())
+    assert any("calls with other arguments" in f for f in report.findings)
 
 
 def test_polite_v2_is_safe():

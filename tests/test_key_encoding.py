@@ -89,6 +89,30 @@ def test_a_key_without_a_stable_encoding_is_refused_naming_what_to_do(key):
         assert "key_encoding='pickle'" in message and "str(key)" in message
 
 
+class KeyEcho(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output={"key": ctx.key}))
+
+
+def test_a_record_rejected_for_its_nan_key_shows_the_nan_and_why():
+    """The error row shows the record as it was, in its JSON form too (the rows of Flink's
+    error output): ``nan``, not ``None``, which would read as a record keyed ``None``."""
+    records = [{"key": float("nan"), "text": "a"}, {"key": float("-inf"), "text": "b"},
+               {"key": "ok", "text": "c"}]
+    res = AgentsExecutionEnvironment.local().from_list(records).apply(KeyEcho()).run()
+    assert res.outputs == [{"key": "ok"}]
+    nan_row, inf_row = (e.model_dump(mode="json") for e in res.errors)
+    assert nan_row["input"]["key"] != nan_row["input"]["key"]  # NaN itself
+    assert inf_row["input"]["key"] == float("-inf")
+    assert nan_row["error_type"] == "KeyEncodingError"
+    assert nan_row["message"].startswith("the key is nan: a key must be a finite number (NaN "
+                                         "is not equal to itself")
+    assert "give such records a key of their own in the key selector" in nan_row["message"]
+    assert '"key":NaN' in res.errors[0].model_dump_json()
+
+
 def test_the_flink_key_of_a_failing_selector_or_an_unencodable_key_is_a_rejected_key():
     def boom(record):
         raise KeyError("no key field")

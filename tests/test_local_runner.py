@@ -272,7 +272,7 @@ def test_key_selector_that_raises_puts_record_in_errors(caplog):
     assert res.errors[1].error_type == "TypeError"
     # where it failed: the user's selector line, in the error record and in the log
     assert 'return record["key"]' in res.errors[0].traceback
-    logged = [r.getMessage() for r in caplog.records if "key selector failed" in r.getMessage()]
+    logged = [r.getMessage() for r in caplog.records if "rejected before it ran" in r.getMessage()]
     assert len(logged) == 2 and logged[0].startswith("record 1 rejected")
     assert 'return record["key"]' in logged[0]
 

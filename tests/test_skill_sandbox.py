@@ -28,6 +28,7 @@ import threading
 import time
 import tracemalloc
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -111,7 +112,8 @@ def skills(tmp_path: Path, listener: socket.socket, marker: Path) -> Path:
 def tool(skills: Path, **options: object) -> RunSkillCommandTool:
     """The command tool over ``skills``, allowing ``COMMANDS`` (shell-equivalent: warned)."""
     options = {"allowed_commands": COMMANDS, **options}
-    with pytest.warns(ShellEquivalentCommandWarning):
+    with warnings.catch_warnings():  # warned once per allow-list in a process
+        warnings.simplefilter("ignore", ShellEquivalentCommandWarning)
         return RunSkillCommandTool(paths=[str(skills)], **options)  # type: ignore[arg-type]
 
 
@@ -518,12 +520,25 @@ def test_an_allowed_program_that_is_not_installed_is_named_at_configuration_and_
     assert isinstance(read, str) and "'no-such-program' is not installed" in read
 
 
-def test_an_allow_list_naming_a_program_that_runs_programs_warns_at_configuration(skills,
-                                                                                 caplog):
-    with pytest.warns(ShellEquivalentCommandWarning, match=r"\['find', 'python3\.12'\]"):
-        RunSkillCommandTool(paths=[str(skills)], allowed_commands=["cat", "find", "python3.12"])
-    assert "['find', 'python3.12'] can run other programs" in caplog.text
-    import warnings
+def test_an_allow_list_naming_a_program_that_runs_programs_warns_at_configuration(
+        skills, caplog, monkeypatch):
+    """Once per allow-list, at the user's line (here: this file), and not logged again."""
+    from flink_agents_py.skills import _commands
+
+    monkeypatch.setattr(_commands, "_warned", set())
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            RunSkillCommandTool(paths=[str(skills)],
+                                allowed_commands=["cat", "find", "python3.12"])
+        ResourceDescriptor(clazz="flink_agents_py.skills.RunSkillCommandTool",
+                           paths=[str(skills)], allowed_commands=["find"]).build()
+    shown = [w for w in seen if issubclass(w.category, ShellEquivalentCommandWarning)]
+    assert [str(w.message).split(" can run")[0] for w in shown] == [
+        "run_skill_command: allowed_commands ['find', 'python3.12']",
+        "run_skill_command: allowed_commands ['find']"]
+    assert {w.filename for w in shown} == {__file__}
+    assert "can run other programs" not in caplog.text  # the warning only, not a log line too
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -87,7 +87,7 @@ def test_a_result_beyond_64_bits_fails_the_call_on_every_path_instead_of_changin
     ``SerializationError`` (the result has no exact stored form), not ``2**70`` live and a
     float after the restore."""
     report = check_replay_safety(BigResult(), [{"key": "k", "n": 1}])
-    assert report.ok, report.text()
+    assert report.ok, report.table
     res = AgentsExecutionEnvironment.local().from_list([{"key": "k", "n": 1}]) \
         .apply(BigResult()).run()
     [err] = res.errors

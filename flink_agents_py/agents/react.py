@@ -36,6 +36,7 @@ from ..api import (
     ResourceNotFoundError,
     ResourceType,
     RunnerContext,
+    UsageError,
     qualified_name,
 )
 from ..api._events import json_schema_of
@@ -99,6 +100,7 @@ class ReActAgent(Agent):
     Raises:
         TypeError: when ``chat_model`` is not a ``ResourceDescriptor`` or ``output_schema``
             is neither a pydantic model class nor a JSON Schema dict.
+        UsageError: when ``tools`` is one tool instead of a list of them.
     """
 
     def __init__(
@@ -122,6 +124,9 @@ class ReActAgent(Agent):
         self.subagent_input_schema = subagent_input_schema or _DEFAULT_INPUT_SCHEMA
         arguments = dict(chat_model.arguments)
         tool_names = list(arguments.get("tools") or [])
+        if callable(tools) or isinstance(tools, (Resource, str)):
+            raise UsageError(f"ReActAgent(tools=...) takes a list of functions or TOOL "
+                             f"resources, got one {type(tools).__name__}: pass tools=[...]")
         for t in tools:
             inst = t if isinstance(t, Resource) else FunctionTool.from_function(t)
             tool_name = str(getattr(inst, "tool_name", ""))

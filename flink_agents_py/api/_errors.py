@@ -175,29 +175,63 @@ class EventChainLimitError(AgentsError):
     never ends (an action triggering itself, two actions ping-ponging) would otherwise run
     forever inside one callback, blocking every key of the operator and its checkpoints.
     The sending action fails with this error instead, like a recursion limit. A ReAct chat
-    with 50 tool rounds is a chain of about 100 actions.
+    with 50 tool rounds is a chain of about 100 actions. The message is a few lines however
+    long the chain: the limit, the key, the chain's last actions and event types, and how
+    to raise the limit.
+
+    Args:
+        execution_id: the sending action execution (its id shows the chain).
+        limit: the longest chain allowed, in actions.
+        key: the run's key, when known.
+        event_types: the type of the event that triggered the sending action, then of the
+            event it was sending, when known.
 
     Attributes:
-        execution_id: the sending action execution (its id shows the chain).
+        execution_id: the sending action execution.
         limit: the longest chain allowed, in actions (``LIMIT`` by default).
     """
 
     LIMIT = 1000
-    """The longest chain of actions in a run, each triggered by an event the previous sent."""
+    """The longest chain of actions in a run, each triggered by an event the previous sent.
 
-    def __init__(self, execution_id: str, limit: int = LIMIT) -> None:
+    Read when an action sends an event: set it (``EventChainLimitError.LIMIT = 5000``) in
+    the module that defines the agent, so that Flink's Python workers, which import that
+    module, set it too."""
+
+    SHOWN = 4
+    """How many of the chain's last actions the message names."""
+
+    def __init__(self, execution_id: str, limit: int = LIMIT, *, key: Any = None,
+                 event_types: tuple[str, ...] = ()) -> None:
         self.execution_id = execution_id
         self.limit = limit
-        chain = execution_id.split("/")
-        tail = "/".join(chain[-6:])
+        self.key = key
+        self.event_types = tuple(event_types)
+        actions = execution_id.split("/")[1::2]  # run id, action, event id, action, ...
+        last = actions[-self.SHOWN:]
+        tail = " -> ".join(last)
+        more = f"... -> {tail}" if len(actions) > len(last) else tail
+        where = f" for key {key!r:.80}" if key is not None else ""
+        sending = ""
+        if len(self.event_types) == 2:
+            sending = (f"; {last[-1] if last else 'the action'}, triggered by a "
+                       f"{self.event_types[0]}, was sending a {self.event_types[1]}")
         super().__init__(
-            f"event chain longer than {limit} actions: action execution ...{tail} sent "
-            "another event; an action that triggers itself (or actions triggering each "
-            "other) without end? Stop the chain with a condition, or keep a count in "
-            "memory")
+            f"event chain longer than {limit} actions{where}: the chain's last actions "
+            f"{more}{sending}. An action that triggers itself (or actions triggering each "
+            f"other) without end? Stop the chain with a condition, or keep a count in "
+            f"memory. For a longer chain, raise the limit: EventChainLimitError.LIMIT = "
+            f"{limit * 5} in the agent's module")
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable, like the other errors
-        return (type(self), (self.execution_id, self.limit))
+        return (_chain_limit_error, (self.execution_id, self.limit, self.key,
+                                     self.event_types))
+
+
+def _chain_limit_error(execution_id: str, limit: int, key: Any,
+                       event_types: tuple[str, ...]) -> EventChainLimitError:
+    """Unpickles an ``EventChainLimitError`` (its keyword arguments)."""
+    return EventChainLimitError(execution_id, limit, key=key, event_types=event_types)
 
 
 class UsageError(AgentsError, TypeError):

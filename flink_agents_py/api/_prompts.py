@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from ._errors import UsageError
 from ._messages import ChatMessage, MessageRole
 from ._resources import Resource, ResourceType
 
@@ -73,7 +74,15 @@ class Prompt(Resource):
 
         Returns:
             The prompt.
+
+        Raises:
+            UsageError: for one message or one text instead of a list, naming the fix.
         """
+        if isinstance(messages, (ChatMessage, str, dict)):
+            kind = "one message" if not isinstance(messages, str) else "one text"
+            raise UsageError(f"Prompt.from_messages takes a list of messages, got {kind}: "
+                             f"pass from_messages([message])"
+                             f"{' or Prompt.from_text(text)' if kind == 'one text' else ''}")
         return cls(messages=list(messages))
 
     def format_string(self, **values: Any) -> str:

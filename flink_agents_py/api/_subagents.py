@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -43,6 +43,30 @@ __all__ = [
 ]
 
 
+class _ErrorOrFailed:
+    """``SubagentResult.error``: on a result, its error message; on the class, ``failed``.
+
+    A result's ``error`` reads as data (``if r.error: ...``), so it is the message (``None``
+    when the call succeeded), never a bound method, which is always true; on the class,
+    ``SubagentResult.error(reason)`` still makes a failed result, as it always has.
+    """
+
+    @overload
+    def __get__(self, obj: None, owner: type[SubagentResult]
+                ) -> Callable[..., SubagentResult]: ...
+
+    @overload
+    def __get__(self, obj: SubagentResult, owner: type[SubagentResult] | None = None
+                ) -> str | None: ...
+
+    def __get__(self, obj: SubagentResult | None, owner: type[SubagentResult] | None = None
+                ) -> Any:
+        if obj is None:
+            assert owner is not None
+            return owner.failed
+        return obj.error_message
+
+
 class SubagentResult(BaseModel):
     """The outcome of one sub-agent call.
 
@@ -61,9 +85,12 @@ class SubagentResult(BaseModel):
             sub-agent's action): the original traceback, bounded and redacted.
 
     Known secrets in ``error_message`` and ``traceback`` are masked (``api.mask_secrets``).
+
+    ``result.error`` is ``error_message`` (``None`` when the call succeeded);
+    ``SubagentResult.error(reason)`` on the class is ``failed(reason)``.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, ignored_types=(_ErrorOrFailed,))
 
     success: bool
     result: Any = None
@@ -76,8 +103,11 @@ class SubagentResult(BaseModel):
         """A successful result carrying ``value``."""
         return cls(success=True, result=value)
 
+    error: ClassVar[_ErrorOrFailed] = _ErrorOrFailed()
+    """A result's error message (``None`` when it succeeded); on the class, ``failed``."""
+
     @classmethod
-    def error(cls, reason: Any, traceback: str | None = None) -> SubagentResult:
+    def failed(cls, reason: Any, traceback: str | None = None) -> SubagentResult:
         """A failed result; ``reason`` (text or an exception) becomes the error message.
 
         Args:
@@ -354,7 +384,7 @@ class DeferredSubagentSetup(SubagentSetup):
     Implement ``prepare``. ``session_id`` and ``call_id`` are assigned by the framework and
     are the only values a replay reproduces: build the key (and any idempotency token you
     send) from them alone. ``call()`` returns ``SubagentResult.ok(...)`` or
-    ``SubagentResult.error(...)``; an exception escaping it is a system fault that fails the
+    ``SubagentResult.failed(...)``; an exception escaping it is a system fault that fails the
     calling action. The reconciler, if any, is called at recovery instead of ``call`` when the
     call had started but its outcome was recorded nowhere. What ``prepare`` raises is the
     call's recorded outcome: raised at the caller's ``await``, and again on replay without

@@ -10,8 +10,10 @@ What a Flink Agents program does with its environment, and what it does here:
   (the most I/O calls running at once per operator instance).
 - ``load_yaml(path)`` then ``apply("agent name")``: agents declared in YAML.
 - local: ``from_list([{"key": k, "value": v}, ...]).apply(agent).to_list()``, then
-  ``execute()`` fills that list with ``{key: output}`` dicts (a record without ``"key"`` is
-  keyed ``None``).
+  ``execute()`` fills that list with ``{key: output}`` dicts. As in Flink Agents, ``"k"``
+  and ``"v"`` may stand for ``"key"`` and ``"value"``, and a record without a key runs
+  under a key of its own (a new UUID text); a record without a value (or not a dict) is an
+  error row naming its position, where Flink Agents stops the run.
 - Flink: ``from_datastream(input=ds, key_selector=...).apply(agent).to_datastream()``, then
   ``execute()``.
 """
@@ -20,11 +22,12 @@ from __future__ import annotations
 
 import copy
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import Agent, ResourceType
+from ..api import Agent, ResourceType, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -208,8 +211,45 @@ class LocalAgentsEnvironment(_Environment):
         return self.local
 
     def from_list(self, input: list[dict[str, Any]]) -> _LocalBuilder:
-        """Take ``[{"key": k, "value": v}, ...]`` as input (``value``: the ``InputEvent.input``)."""
+        """Take ``[{"key": k, "value": v}, ...]`` as input (``value``: the ``InputEvent.input``).
+
+        Args:
+            input: the records: dicts with ``"key"`` (or ``"k"``; without one, a record
+                runs under a key of its own) and ``"value"`` (or ``"v"``).
+
+        Returns:
+            The builder; ``apply(agent)``, then ``to_list()``.
+
+        Raises:
+            UsageError: when ``input`` is one value (a dict, a string), not a list of
+                records.
+        """
+        from ..local._records import check_records
+
+        check_records(input, "from_list")
         return _LocalBuilder(self, list(input))
+
+    def from_datastream(self, input: Any, key_selector: Any = None) -> Any:
+        """Not on the local runner (as in Flink Agents): its input is a list.
+
+        Raises:
+            UsageError: always, naming the two ways on.
+        """
+        raise UsageError(
+            "from_datastream needs Flink: get_execution_environment(env) with a PyFlink "
+            "StreamExecutionEnvironment; without env, the local runner takes a list: "
+            "from_list([{'key': k, 'value': v}, ...])")
+
+    def from_table(self, input: Any, key_selector: Any = None) -> Any:
+        """Not on the local runner (as in Flink Agents): its input is a list.
+
+        Raises:
+            UsageError: always, naming the two ways on.
+        """
+        raise UsageError(
+            "from_table needs Flink: get_execution_environment(env, t_env) with a PyFlink "
+            "StreamExecutionEnvironment; without env, the local runner takes a list: "
+            "from_list([{'key': k, 'value': v}, ...])")
 
     def execute(self, job_name: str | None = None) -> None:
         """Run every applied agent over its input; fills the lists ``to_list`` returned.
@@ -224,6 +264,41 @@ class LocalAgentsEnvironment(_Environment):
             out.extend({key: output} for key, output in result.keyed_outputs)
 
 
+def _compat_key(record: Any) -> Any:
+    """A record's ``"key"`` (or ``"k"``); a new UUID text for one without (Flink Agents').
+
+    Returns:
+        The key.
+    """
+    if isinstance(record, dict):
+        for name in ("key", "k"):
+            if name in record:
+                return record[name]
+    return str(uuid.uuid4())  # a record not a dict is reported by ``_compat_value``
+
+
+def _compat_value(record: Any) -> Any:
+    """A record's ``"value"`` (or ``"v"``): the agent's ``InputEvent.input``.
+
+    Returns:
+        The value.
+
+    Raises:
+        UsageError: for a record that is not a dict or has neither field (its runner makes
+            it an error row naming its position).
+    """
+    if isinstance(record, dict):
+        for name in ("value", "v"):
+            if name in record:
+                return record[name]
+        fields = ", ".join(map(str, list(record)[:8])) or "none"
+        raise UsageError(f'the record has no "value" field (its fields: {fields}): from_list '
+                         f'takes {{"key": k, "value": v}} dicts; "value" is the agent\'s '
+                         f"InputEvent.input")
+    raise UsageError(f"the record is a {type(record).__name__}, not a dict: from_list takes "
+                     f'{{"key": k, "value": v}} dicts (e.g. {{"key": 1, "value": record}})')
+
+
 class _LocalBuilder:
     def __init__(self, env: LocalAgentsEnvironment, records: list[dict[str, Any]]) -> None:
         self._env = env
@@ -231,10 +306,9 @@ class _LocalBuilder:
         self._out: list[Any] = []
 
     def apply(self, agent: Agent | str) -> _LocalBuilder:
-        job = self._env.local.from_list(
-            self._records, key_selector=lambda r: r.get("key") if isinstance(r, dict) else None,
-            value_selector=lambda r: r.get("value") if isinstance(r, dict) and "value" in r
-            else r).apply(self._env._agent(agent))
+        job = self._env.local.from_list(self._records, key_selector=_compat_key,
+                                        value_selector=_compat_value
+                                        ).apply(self._env._agent(agent))
         self._env._pending.append((job, self._out))
         return self
 
@@ -264,6 +338,17 @@ class FlinkAgentsEnvironment(_Environment):
                    ) -> _FlinkBuilder:
         """Take the ``Table`` ``input`` (rows as dicts by field name), keyed by ``key_selector``."""
         return _FlinkBuilder(self, self.flink.from_table(input, key_selector))
+
+    def from_list(self, input: Any) -> Any:
+        """Not on Flink (as in Flink Agents): its input is a ``DataStream`` or a ``Table``.
+
+        Raises:
+            UsageError: always, naming the two ways on.
+        """
+        raise UsageError(
+            "from_list is the local runner's (get_execution_environment() without env); on "
+            "Flink make the list a DataStream: from_datastream(input=env.from_collection("
+            "records), key_selector=...)")
 
     def execute(self, job_name: str = "flink-agents-py") -> Any:
         """Run the job (blocking); returns Flink's ``JobExecutionResult``."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from pyflink.common import Row, Types
 
-from ..api import Agent, ExternalEvent
+from ..api import Agent, ExternalEvent, UsageError
 from ..local import default_key_selector
 from ..plan import AgentPlan
 from ..runtime import (
@@ -22,6 +22,7 @@ from ..runtime import (
     key_encoding,
     mismatch_message,
 )
+from ._collections import accept_pickled_collections
 from ._operator import ERROR_TAG, AgentOperator
 from ._progress import JobProgress, progress_enabled, rest_urls
 from ._second_input import envelope_key, wrap_outside
@@ -315,6 +316,7 @@ class FlinkExecutionEnvironment:
 
         if hasattr(env, "_j_stream_execution_environment"):  # not a stand-in of a unit test
             configure_workers(env)
+            accept_pickled_collections(env)
         self.env = env
         self.show_progress = progress
         self.options = HostOptions(
@@ -354,7 +356,16 @@ class FlinkExecutionEnvironment:
 
         Returns:
             A builder; ``.apply(agent)`` next.
+
+        Raises:
+            UsageError: when ``ds`` is not a ``DataStream`` (a list, a ``Table``), naming
+                how to make one.
         """
+        if not hasattr(ds, "key_by"):
+            fix = ("from_table(table)" if hasattr(ds, "get_schema") else
+                   "env.from_collection(records), a stream of the records as Python objects")
+            raise UsageError(f"from_datastream takes a PyFlink DataStream, got a "
+                             f"{type(ds).__name__}: pass {fix}")
         return FlinkAgentBuilder(self, ds, key_selector or default_key_selector)
 
     def from_table(self, table: Any, key_selector: Callable[[Any], Any] | None = None
@@ -373,7 +384,13 @@ class FlinkExecutionEnvironment:
 
         Returns:
             The builder; ``.apply(agent)``, then ``to_datastream()`` or ``to_table(...)``.
+
+        Raises:
+            UsageError: when ``table`` is not a ``Table``.
         """
+        if not hasattr(table, "get_schema"):
+            raise UsageError(f"from_table takes a PyFlink Table, got a {type(table).__name__}"
+                             f"{': pass from_datastream(ds)' if hasattr(table, 'key_by') else ''}")
         t_env = table._t_env  # a Table converts only in the environment that made it
         names = list(table.get_schema().get_field_names())
         ds = t_env.to_data_stream(table).map(functools.partial(_row_as_dict, names),

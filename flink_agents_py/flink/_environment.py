@@ -18,6 +18,7 @@ import os
 import sys
 from typing import Any, Literal
 
+from ._collections import accept_pickled_collections
 from ._quiet import quiet_optional_filesystems
 from ._workers import configure_workers
 
@@ -132,4 +133,5 @@ def create_stream_environment(
     if checkpoint_interval_ms:
         env.enable_checkpointing(checkpoint_interval_ms)
     configure_workers(env)
+    accept_pickled_collections(env)
     return env

@@ -1,12 +1,8 @@
 """The local runner: the runtime core hosted in-process (no PyFlink)."""
 
 from ._clock import AdvanceTime
-from ._runner import (
-    LocalAgentJob,
-    LocalExecutionEnvironment,
-    LocalRunResult,
-    default_key_selector,
-)
+from ._records import default_key_selector
+from ._runner import LocalAgentJob, LocalExecutionEnvironment, LocalRunResult
 
 __all__ = ["AdvanceTime", "LocalAgentJob", "LocalExecutionEnvironment", "LocalRunResult",
            "default_key_selector"]

@@ -11,18 +11,15 @@ restores keyed state after a failure.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import queue
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
-from ..api import Agent, ExternalEvent, UnkeyedRecordError
+from ..api import Agent, ExternalEvent
 from ..plan import AgentPlan
 from ..runtime import (
     JSON_KEYS,
@@ -43,62 +40,12 @@ from ..runtime import (
     warm_up,
 )
 from ._clock import AdvanceTime, VirtualTimers
+from ._records import check_records, default_key_selector
 
-__all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "default_key_selector",
-           "SNAPSHOT_FORMAT"]
+__all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "SNAPSHOT_FORMAT"]
 
 SNAPSHOT_FORMAT = "flink-agents-py/local-snapshot/1"
 """The ``format`` field of a local runner snapshot."""
-
-
-_FIELDS_SHOWN = 8
-"""How many of a record's field names an ``UnkeyedRecordError`` names."""
-
-
-def default_key_selector(record: Any) -> Any:
-    """The record's ``"key"`` field; ``None`` (one key) for a record without fields.
-
-    The key selector of ``from_list``, ``from_datastream`` and ``from_table`` when none is
-    given. A record with fields is a dict (its ``"key"`` item), a pydantic model or a
-    dataclass (its ``key`` attribute). One of those with no ``key`` is not run under a
-    made-up key: its runner sends it to the error output (see ``UnkeyedRecordError``) and
-    goes on. A record without fields (a string, a number, a list) runs under ``None``.
-
-    Args:
-        record: an input record.
-
-    Returns:
-        Its key.
-
-    Raises:
-        UnkeyedRecordError: for a record with fields but no ``key``, naming its fields and
-            the ways to key it.
-    """
-    if isinstance(record, Mapping):
-        if "key" in record:
-            return record["key"]
-        names = [str(k) for k in record]
-        example = f'r["{names[0]}"]' if names else 'r["id"]'
-    elif isinstance(record, BaseModel):
-        names = list(type(record).model_fields)
-        if "key" in names:
-            return record.key  # type: ignore[attr-defined]
-        example = f"r.{names[0]}" if names else "r.id"
-    elif dataclasses.is_dataclass(record) and not isinstance(record, type):
-        names = [f.name for f in dataclasses.fields(record)]
-        if "key" in names:
-            return record.key  # type: ignore[attr-defined]
-        example = f"r.{names[0]}" if names else "r.id"
-    else:
-        return None
-    shown = ", ".join(names[:_FIELDS_SHOWN])
-    more = f", ... ({len(names)} fields)" if len(names) > _FIELDS_SHOWN else ""
-    fields = f"its fields: {shown}{more}" if names else "it has no fields"
-    raise UnkeyedRecordError(
-        f'the {type(record).__name__} record has no "key" field ({fields}) and no '
-        f"key_selector was given: add a \"key\" field, or pass key_selector= to "
-        f"from_list/from_datastream/from_table (e.g. key_selector=lambda r: {example}; "
-        "key_selector=lambda r: None runs every record under one key, one after another)")
 
 
 @dataclass
@@ -252,7 +199,11 @@ class LocalAgentJob:
 
         Returns:
             ``self``.
+
+        Raises:
+            UsageError: when ``events`` is one event (or a dict), not a list of them.
         """
+        check_records(events, "connect")
         self._outside = events
         self._outside_key = key_selector or ExternalEvent.key_of
         return self
@@ -597,6 +548,11 @@ class LocalExecutionEnvironment:
 
         Returns:
             The job; ``apply`` an agent, then ``run`` (or ``restore`` a snapshot first).
+
+        Raises:
+            UsageError: when ``records`` is one value (a dict, a string, one record), not a
+                list of records; the message says what to pass.
         """
+        check_records(records, "from_list")
         return LocalAgentJob(self, records, key_selector or default_key_selector, counted,
                              value_selector)

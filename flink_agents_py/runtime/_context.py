@@ -191,8 +191,11 @@ class ActionContext(RunnerContext):
             self.check_live("send_event")
         if not isinstance(event, Event):
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
-        if self.execution_id.count("/") > 2 * EventChainLimitError.LIMIT:  # 2 per action
-            raise EventChainLimitError(self.execution_id)
+        limit = EventChainLimitError.LIMIT
+        if self.execution_id.count("/") > 2 * limit:  # 2 per action
+            raise EventChainLimitError(
+                self.execution_id, limit, key=self._key,
+                event_types=(str(self._record.event.get("type", "?")), type(event).__name__))
         unsent = self._unsent_ids
         if unsent is not None and event.id in unsent:  # built here: keeps the id it was given
             unsent.discard(event.id)
@@ -375,7 +378,7 @@ class ActionContext(RunnerContext):
                 self._replay(call, rec, Settle(call, f"refused:{name}"))
             else:
                 self.record_started(Settle(call, f"refused:{name}"))
-                self.record_outcome(call, True, SubagentResult.error(refusal))
+                self.record_outcome(call, True, SubagentResult.failed(refusal))
             return SubagentHandle(self, call, name, "refused")
         session_id = f"{dumps(self._key).decode()}/r{self.run.seq}"
         if isinstance(setup, InternalSubagent):

@@ -222,6 +222,25 @@ class FailureMessage(str):
         return self
 
 
+_SHOWN_ID_CHARS = 160
+"""The longest execution id a log line shows whole (a chain of actions makes it long)."""
+
+
+def shown_execution_id(execution_id: str) -> str:
+    """``execution_id`` for a log line: whole when short, else its start and its end.
+
+    An execution id grows by two segments per action of an event chain (8 KB at the
+    ``EventChainLimitError`` limit); the error record keeps it whole.
+
+    Returns:
+        The id, or ``r0/ping/e0/.../e0/ping/e0/ping (2,001 segments)``.
+    """
+    if len(execution_id) <= _SHOWN_ID_CHARS:
+        return execution_id
+    parts = execution_id.split("/")
+    return f"{'/'.join(parts[:3])}/.../{'/'.join(parts[-5:])} ({len(parts):,} segments)"
+
+
 class FailureLog:
     """Logs failed actions, without writing thousands of identical tracebacks.
 
@@ -246,6 +265,7 @@ class FailureLog:
             tb = tb.tb_next
         place = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
         kind = (action, type(error).__name__, place)
+        execution_id = shown_execution_id(execution_id)
         if kind not in self._seen and len(self._seen) < self.distinct:
             self._seen.add(kind)
             self.logger.warning("action %s failed for key %r: %s: %s\n%s", execution_id, key,

@@ -102,7 +102,8 @@ def _check(key: Any, where: str) -> None:
         if kind is float and not math.isfinite(key):
             raise KeyEncodingError(
                 f"{where} is {key!r}: a key must be a finite number (NaN is not equal to "
-                f"itself, so it could never find its state again)")
+                f"itself, so it could never find its state again): give such records a key "
+                f"of their own in the key selector, or filter them out before the agent")
         return
     raise KeyEncodingError(
         f"{where} is {key!r:.100} of type {kind.__name__}: with the default key encoding "

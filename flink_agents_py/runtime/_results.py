@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ..api import Event, InputEvent
 from ..api._events import event_from_json
@@ -41,7 +41,13 @@ class ErrorRecord(BaseModel):
         traceback: where it failed: the traceback with the user's files and lines, and the
             original failure's when it crossed a boundary (a tool, a chat model call, a
             sub-agent, a restore); bounded and redacted (see ``runtime._failures``).
+
+    Its JSON form (``model_dump(mode="json")``, the rows of Flink's error output) keeps a
+    float NaN or infinity of the input as it was (``NaN`` in JSON text), not ``None``: a
+    record rejected for its NaN key shows that key.
     """
+
+    model_config = ConfigDict(ser_json_inf_nan="constants")
 
     key: Any
     seq: int
@@ -269,7 +275,7 @@ def rejected_record(rejected: RejectedKey, record: Any, where: str) -> ErrorReco
     Returns:
         An ``ErrorRecord`` with ``key=None`` and ``action="<key_selector>"``.
     """
-    log.warning("%s rejected: the key selector failed: %s: %s\n%s", where,
+    log.warning("%s rejected before it ran: %s: %s\n%s", where,
                 rejected.error_type, rejected.message, rejected.traceback)
     return ErrorRecord(key=None, seq=-1, action="<key_selector>", execution_id=where,
                        error_type=rejected.error_type, message=rejected.message, input=record,

@@ -227,7 +227,7 @@ def check_result(result: Any, name: str) -> SubagentResult:
     try:
         plain = to_plain_json(result.result, f"result of sub-agent {name!r}")
     except SerializationError as e:
-        return SubagentResult.error(e)
+        return SubagentResult.failed(e)
     return result if plain is result.result else result.model_copy(update={"result": plain})
 
 
@@ -245,7 +245,7 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str,
             fetched = await asyncio.to_thread(setup.call_fetch_result, session_id, call_id)
             return check_result(fetched, name)
         if status.state == "failed":
-            return SubagentResult.error(
+            return SubagentResult.failed(
                 f"sub-agent {name!r}: the remote run failed: {status.error}")
         await asyncio.sleep(setup.status_poll_interval_millis / 1000)
 
@@ -270,7 +270,7 @@ def invocation_result(inv: Invocation, inv_id: str) -> tuple[bool, Any]:
     if inv.cancelled:
         return True, SubagentResult.cancelled_call(inv.name)
     if inv.failed:
-        return True, SubagentResult.error(f"sub-agent {inv.name!r} failed: {inv.failed}",
+        return True, SubagentResult.failed(f"sub-agent {inv.name!r} failed: {inv.failed}",
                                           traceback=inv.failed_traceback)
     return True, SubagentResult.ok(list(inv.outputs))
 

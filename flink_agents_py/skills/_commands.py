@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import logging
 import re
-import warnings
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
 from ..api import Resource, ResourceType, ToolMetadata
+from ..api._warnings import warn_at_user
 from ._sandbox import (
     CommandRefusedError,
     Limits,
@@ -47,7 +47,7 @@ __all__ = ["CommandRefusedError", "RunSkillCommandTool", "ShellEquivalentCommand
            "SHELL_EQUIVALENT_COMMANDS", "parse_command"]
 
 _log = logging.getLogger(__name__)
-_logged: set[str] = set()
+_warned: set[str] = set()
 
 _OPERATOR_CHARS = frozenset(";&|<>()")
 _SPLIT_CHARS = frozenset(" \t")
@@ -273,10 +273,9 @@ class RunSkillCommandTool(Resource):
         if shells:
             said = (f"allowed_commands {shells} can run other programs: allowing them is "
                     f"allowing a shell (contained by the sandbox: sandbox={self.sandbox!r})")
-            warnings.warn(ShellEquivalentCommandWarning(said), stacklevel=3)
-            if said not in _logged:  # the log line once per process, as the warning
-                _logged.add(said)
-                _log.warning("%s: %s", self.name, said)
+            if said not in _warned:  # once per allow-list (and sandbox) in a process
+                _warned.add(said)
+                warn_at_user(ShellEquivalentCommandWarning(f"{self.name}: {said}"))
         roots = [Path(p).expanduser() for p in self.paths]
         for program in self.allowed_commands:
             try:

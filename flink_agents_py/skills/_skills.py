@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from pydantic import PrivateAttr, model_validator
 
-from ..api import AgentsError, Resource, ResourceType, ToolMetadata
+from ..api import AgentsError, Resource, ResourceType, ToolMetadata, UsageError
 
 __all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_BYTES",
            "MAX_FILE_CHARS", "MAX_LISTED_FILES"]
@@ -176,7 +176,12 @@ def load_skills(paths: list[str] | list[Path]) -> dict[str, Skill]:
     Raises:
         SkillError: naming the folder, for a missing folder, a subfolder without
             ``SKILL.md``, bad front matter, or a name given twice.
+        UsageError: for one path given instead of a list (its characters would be taken
+            as folders).
     """
+    if isinstance(paths, (str, Path)):
+        raise UsageError(f"load_skills takes a list of folders, got one {type(paths).__name__}: "
+                         f"pass load_skills([{str(paths)!r}])")
     found: dict[str, Skill] = {}
     for raw in paths:
         root = Path(raw).expanduser()

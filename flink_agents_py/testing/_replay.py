@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import collections
 import time
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..api import Agent
+from ..api._warnings import warn_at_user
 from ..local import default_key_selector
+from ..local._records import check_records
 from ..plan import AgentPlan
 from ..runtime import Journal
 from ._process import draw_seeds, restore_elsewhere
@@ -184,7 +185,10 @@ def check_replay_safety(
     Raises:
         RuntimeError: when the fault-free run itself does not complete.
         ValueError: when ``max_points`` or ``hash_seeds`` is not valid.
+        UsageError: when ``inputs`` is one value (a dict, a string, one record), not a
+            list of records.
     """
+    check_records(inputs, "check_replay_safety", "check_replay_safety(agent, {})")
     seeds = draw_seeds(hash_seeds) if other_process else []
     plan = agent if isinstance(agent, AgentPlan) else AgentPlan.from_agent(agent)
     label = name or (type(agent).__name__ if not isinstance(agent, AgentPlan) else "AgentPlan")
@@ -214,8 +218,8 @@ def check_replay_safety(
         for point, seed, observed in done:
             report.elsewhere.append(_judge(ff, point, marks[point], observed, seed))
         if not done or len(done) < len(points):
-            warnings.warn(f"check_replay_safety({label}): restores in another process "
-                          f"{report.other_process}", stacklevel=2)
+            warn_at_user(UserWarning(f"check_replay_safety({label}): restores in another "
+                                     f"process {report.other_process}"))
     report.seconds = time.monotonic() - t0
     return report
 

@@ -132,6 +132,7 @@ class Finding:
     points: list[tuple[int, int | None]] = field(default_factory=list)
     detail: str = ""
 
+    @property
     def where(self) -> str:
         """The points, compactly: ``points 1-4, 7; in another process (PYTHONHASHSEED=5): 2``."""
         parts: list[str] = []
@@ -143,9 +144,10 @@ class Finding:
             return ""
         return f"{'points' if len(self.points) > 1 else 'point'} " + "; ".join(parts)
 
+    @property
     def text(self) -> str:
         """The finding as report lines (the detail indented under it)."""
-        where = f" [{self.where()}]" if self.points else ""
+        where = f" [{self.where}]" if self.points else ""
         head = f"{self.kind + ': ' if self.kind else ''}{self.message}{where}"
         if not self.detail:
             return head
@@ -245,8 +247,9 @@ class ReplaySafetyReport:
     @property
     def ok(self) -> bool:
         """Whether every point passed and action code made no side effect outside calls."""
-        return all(p.ok for p in self.every_point()) and not self.sightings
+        return all(p.ok for p in self.every_point) and not self.sightings
 
+    @property
     def every_point(self) -> list[PointResult]:
         """The recoveries in this process, then those in other processes."""
         return [*self.points, *self.elsewhere]
@@ -254,33 +257,34 @@ class ReplaySafetyReport:
     @property
     def reexecutions(self) -> int:
         """Calls executed again (in flight at their point) over all points."""
-        return sum(p.reexecuted for p in self.every_point())
+        return sum(p.reexecuted for p in self.every_point)
 
     @property
     def unexpected(self) -> int:
         """Unexpected re-executions over all points."""
-        return sum(len(p.unexpected) for p in self.every_point())
+        return sum(len(p.unexpected) for p in self.every_point)
 
     @property
     def divergences(self) -> int:
         """``ReplayDivergenceError`` failures over all points."""
-        return sum(len(p.divergences) for p in self.every_point())
+        return sum(len(p.divergences) for p in self.every_point)
 
     @property
     def mismatches(self) -> int:
         """Points with other problems (outputs, error records, skipped or new calls)."""
-        return sum(1 for p in self.every_point() if p.problems)
+        return sum(1 for p in self.every_point if p.problems)
 
     @property
     def outputs_compared(self) -> int:
         """Outputs compared over all points."""
-        return sum(p.outputs_compared for p in self.every_point())
+        return sum(p.outputs_compared for p in self.every_point)
 
     @property
     def served(self) -> int:
         """Recorded outcomes the restores served instead of running the calls again."""
-        return sum(p.served for p in self.every_point())
+        return sum(p.served for p in self.every_point)
 
+    @property
     def row(self) -> dict[str, Any]:
         """The report as one row of ``summary_table``."""
         return {
@@ -294,22 +298,25 @@ class ReplaySafetyReport:
             "result": "ok" if self.ok else "FAILED",
         }
 
+    @property
     def findings(self) -> list[str]:
         """Every finding, each prefixed with its crash point (or ``action code``)."""
         out = [f"action code: outside durable calls: {m}" for m in self.sightings]
-        for p in self.every_point():
+        for p in self.every_point:
             out.extend(f"{p.label}: {kind + ': ' if kind else ''}{m}" for kind, m in p.items())
         return out
 
+    @property
     def distinct(self) -> list[Finding]:
         """The findings, each distinct one once with the points where it was seen."""
-        return group_findings(self.every_point(), ((m, self.sighting_lines.get(m, ""))
+        return group_findings(self.every_point, ((m, self.sighting_lines.get(m, ""))
                                             for m in self.sightings))
 
+    @property
     def table(self) -> str:
         """The report as text: what was tried, and each distinct finding once."""
-        executed = sum(p.executed for p in self.every_point())
-        replayed = sum(p.replayed for p in self.every_point())
+        executed = sum(p.executed for p in self.every_point)
+        replayed = sum(p.replayed for p in self.every_point)
         lines = [
             f"{self.TITLE} {self.agent}: {self.inputs} input records, {self.keys} keys, "
             f"journal: {'yes' if self.journal else 'no'}, {self.seconds:.2f} s",
@@ -331,13 +338,13 @@ class ReplaySafetyReport:
                "(side effects, clock or random reads)"] if self.WATCHES_IO else []),
             f"  result                      {'ok' if self.ok else 'FAILED'}",
         ]
-        found = self.distinct()
+        found = self.distinct
         if found:
-            lines.append(f"  findings ({len(found)} distinct, {len(self.findings())} in all):")
+            lines.append(f"  findings ({len(found)} distinct, {len(self.findings)} in all):")
             for f in found[:_SHOW]:
-                lines.extend("    " + line for line in f.text().splitlines())
+                lines.extend("    " + line for line in f.text.splitlines())
             if len(found) > _SHOW:
-                lines.append(f"    ... and {len(found) - _SHOW} more (report.distinct())")
+                lines.append(f"    ... and {len(found) - _SHOW} more (report.distinct)")
         return "\n".join(lines)
 
     def assert_ok(self) -> None:
@@ -347,10 +354,10 @@ class ReplaySafetyReport:
             AssertionError: naming every distinct finding once, with its crash points.
         """
         if not self.ok:
-            raise AssertionError(f"{self.FAILED}:\n" + self.table())
+            raise AssertionError(f"{self.FAILED}:\n" + self.table)
 
     def __str__(self) -> str:
-        return self.table()
+        return self.table
 
 
 def summary_table(reports: Iterable[ReplaySafetyReport]) -> str:
@@ -362,7 +369,7 @@ def summary_table(reports: Iterable[ReplaySafetyReport]) -> str:
     Returns:
         The table (rows as ``ReplaySafetyReport.row``), or ``"(no reports)"``.
     """
-    rows = [r.row() for r in reports]
+    rows = [r.row for r in reports]
     if not rows:
         return "(no reports)"
     cols = list(rows[0])

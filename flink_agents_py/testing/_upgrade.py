@@ -19,6 +19,7 @@ from typing import Any
 
 from ..api import Agent
 from ..local import default_key_selector
+from ..local._records import check_records
 from ..plan import AgentPlan
 from ..runtime import Journal
 from ._replay import _sample
@@ -113,7 +114,11 @@ def check_upgrade_safety(
     Raises:
         RuntimeError: when the old agent's fault-free run does not complete.
         ValueError: when ``max_points`` is not valid.
+        UsageError: when ``inputs`` is one value (a dict, a string, one record), not a
+            list of records.
     """
+    check_records(inputs, "check_upgrade_safety",
+                  "check_upgrade_safety(old_agent, new_agent, {})")
     old = old_agent if isinstance(old_agent, AgentPlan) else AgentPlan.from_agent(old_agent)
     new = new_agent if isinstance(new_agent, AgentPlan) else AgentPlan.from_agent(new_agent)
     t0 = time.monotonic()

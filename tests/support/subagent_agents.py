@@ -117,7 +117,7 @@ class Remote(DeferredSubagentSetup):
             if mode == "raise":
                 raise RuntimeError("remote exploded")
             if mode == "error":
-                return SubagentResult.error("remote said no")
+                return SubagentResult.failed("remote said no")
             return SubagentResult.ok({"echo": input, "key": key, "endpoint": self.endpoint})
 
         def reconcile() -> SubagentResult:
