@@ -35,7 +35,7 @@ from flink_agents_py.api import (
     action,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
-from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest
+from flink_agents_py.testing import ScriptedRequest
 
 # ------------------------------------------------------------------ the counter agent
 N_RECORDS = 300

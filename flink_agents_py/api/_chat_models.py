@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from ._budgets import Budget
 from ._errors import ResourceError
@@ -21,49 +21,7 @@ from ._prompts import Prompt
 from ._resources import Resource, ResourceType
 from ._tools import FunctionTool, ToolMetadata
 
-__all__ = ["ChatModelConnection", "ChatModelSetup", "ScriptedRequest"]
-
-
-class ScriptedRequest(BaseModel):
-    """The whole request a chat model connection receives, as one value.
-
-    What a script function gets from ``ScriptedChatModel`` (``testing.model_from_function``):
-    a test double answers by looking at it.
-
-    Attributes:
-        messages: the conversation, oldest first.
-        model: the model name the setup asked for, if any.
-        tools: the tools offered to the model.
-        output_schema: the JSON Schema the answer must follow, if any.
-        options: the remaining generation parameters.
-    """
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    messages: list[ChatMessage]
-    model: str | None = None
-    tools: list[ToolMetadata] = Field(default_factory=list)
-    output_schema: dict[str, Any] | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def last_user_text(self) -> str:
-        """Content of the last user message ('' when none)."""
-        for m in reversed(self.messages):
-            if m.role == MessageRole.USER:
-                return m.content
-        return ""
-
-    @property
-    def tool_results(self) -> list[ChatMessage]:
-        """Tool messages after the last assistant message that called tools."""
-        out: list[ChatMessage] = []
-        for m in reversed(self.messages):
-            if m.role == MessageRole.TOOL:
-                out.append(m)
-            else:
-                break
-        return list(reversed(out))
+__all__ = ["ChatModelConnection", "ChatModelSetup"]
 
 
 class ChatModelConnection(Resource):

@@ -230,8 +230,3 @@ class EmbeddingModelSetup(Resource):
         """Async form of ``embed`` (runs it in a worker thread)."""
         return await asyncio.to_thread(self.embed, text, **kwargs)
 
-
-BaseEmbeddingModelConnection = EmbeddingModelConnection
-"""Apache Flink Agents' name for ``EmbeddingModelConnection``."""
-BaseEmbeddingModelSetup = EmbeddingModelSetup
-"""Apache Flink Agents' name for ``EmbeddingModelSetup``."""

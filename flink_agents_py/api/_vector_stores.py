@@ -42,7 +42,6 @@ __all__ = [
     "Document",
     "VectorStoreQueryResult",
     "VectorStore",
-    "BaseVectorStore",
     "document_id",
     "format_context",
     "ContextRetrievalRequestEvent",
@@ -329,10 +328,6 @@ class VectorStore(Resource):
     def _query_embedding(self, embedding: list[float], limit: int, collection_name: str | None,
                          filters: dict[str, Any] | None, **kwargs: Any) -> list[Document]:
         raise NotImplementedError(f"{type(self).__name__} does not implement _query_embedding")
-
-
-BaseVectorStore = VectorStore
-"""Apache Flink Agents' name for ``VectorStore``."""
 
 
 class ContextRetrievalRequestEvent(Event):

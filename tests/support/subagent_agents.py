@@ -35,8 +35,8 @@ from flink_agents_py.api import (
     qualified_name,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
-from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest
 from flink_agents_py.plan import AgentPlan
+from flink_agents_py.testing import ScriptedRequest
 from support.probes import count, current, gate, note, store
 from support.waiting import QUICK_S
 
