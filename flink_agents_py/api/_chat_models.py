@@ -8,6 +8,7 @@ generation parameters; actions ask a setup (resource type ``CHAT_MODEL``) by nam
 from __future__ import annotations
 
 import asyncio
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
@@ -27,6 +28,9 @@ __all__ = ["ChatModelConnection", "ChatModelSetup"]
 class ChatModelConnection(Resource):
     """Base of provider connections. One method to implement: ``chat`` (or ``achat``).
 
+    A subclass that implements neither cannot be instantiated (Python's ``TypeError``
+    naming ``chat``); one that implements only ``achat`` gets a ``chat`` that runs it.
+
     Implementations are shared by every key of an operator and may be called concurrently
     from the I/O executor: guard clients that are not thread-safe. The operator paces the
     calls by ``flow_control`` (a ``FlowControl``: adaptive concurrency, ``Retry-After``,
@@ -39,6 +43,7 @@ class ChatModelConnection(Resource):
     flow_control: FlowControl = Field(default_factory=FlowControl)
     """How the operator paces calls to this connection (``docs/how-to/flow-control.md``)."""
 
+    @abstractmethod
     def chat(
         self,
         messages: Sequence[ChatMessage],
@@ -64,7 +69,9 @@ class ChatModelConnection(Resource):
         Raises:
             ProviderError: when the provider fails (``retryable`` set for timeouts, 429, 5xx).
         """
-        raise NotImplementedError(f"{type(self).__name__} implements neither chat nor achat")
+        # reached only by a subclass that implements achat alone (else it is abstract)
+        return asyncio.run(self.achat(
+            messages, model=model, tools=tools, output_schema=output_schema, **options))
 
     async def achat(
         self,
@@ -79,6 +86,17 @@ class ChatModelConnection(Resource):
         return await asyncio.to_thread(
             self.chat, messages, model=model, tools=tools, output_schema=output_schema, **options
         )
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Make ``chat`` concrete for a subclass that implements ``achat``.
+
+        One of the two is enough; ABCMeta has computed ``__abstractmethods__`` by the time
+        pydantic calls this hook.
+        """
+        super().__pydantic_init_subclass__(**kwargs)
+        if "chat" in cls.__abstractmethods__ and cls.achat is not ChatModelConnection.achat:
+            cls.__abstractmethods__ = cls.__abstractmethods__ - {"chat"}
 
 
 def _default_fallback_on() -> list[ErrorClass]:
