@@ -154,6 +154,23 @@ class Pubsub(AsyncSubagentSetup):
         count("cancel")
 
 
+class RunningPubsub(AsyncSubagentSetup):
+    """An async remote whose runs stay running; counts submits and cancels (for cancels and
+    divergences while a run is in flight)."""
+
+    def call_submit_request(self, session_id: str, call_id: str, input: Any) -> None:
+        count("submit")
+
+    def call_query_status(self, session_id: str, call_id: str) -> RunStatus:
+        return RunStatus.running()
+
+    def call_fetch_result(self, session_id: str, call_id: str) -> SubagentResult:
+        return SubagentResult.ok("never")
+
+    def call_cancel_request(self, session_id: str, call_id: str) -> None:
+        count("cancel")
+
+
 # --------------------------------------------------------------------------- children
 
 
