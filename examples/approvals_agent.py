@@ -24,13 +24,13 @@ from flink_agents_py.api import (
     ResourceDescriptor,
     ResourceType,
     RunnerContext,
-    ScriptedRequest,
     ToolCall,
     action,
     chat_model_connection,
     chat_model_setup,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
+from flink_agents_py.testing import ScriptedRequest
 
 OUTBOX_ENV = "APPROVALS_OUTBOX"
 TIMEOUT_ENV = "APPROVALS_TIMEOUT_S"

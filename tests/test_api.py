@@ -428,15 +428,15 @@ PUBLIC_API = {
     "ToolRequestEvent", "ToolResponseEvent", "ContextRetrievalRequestEvent",
     "ContextRetrievalResponseEvent", "EventType",
     # chat models, messages, prompts, tools
-    "ChatModelConnection", "ChatModelSetup", "ScriptedRequest", "ChatMessage", "ChatResponse",
+    "ChatModelConnection", "ChatModelSetup", "ChatMessage", "ChatResponse",
     "ChatResult", "MessageRole", "TokenUsage", "ToolCall", "ToolResult", "Prompt",
     "FunctionTool", "ToolMetadata", "ToolSpec", "RESERVED_TOOL_PREFIX",
     # resources
     "Resource", "ResourceDescriptor", "ResourceType", "ResourceName", "qualified_name",
     # embeddings, vector stores, long-term memory
-    "BaseEmbeddingModelConnection", "BaseEmbeddingModelSetup", "EmbeddingModelConnection",
+    "EmbeddingModelConnection",
     "EmbeddingModelSetup", "EmbeddingResult", "EmbeddingTokenUsage", "EmbeddingError",
-    "BaseVectorStore", "VectorStore", "VectorStoreQuery", "VectorStoreQueryMode",
+    "VectorStore", "VectorStoreQuery", "VectorStoreQueryMode",
     "VectorStoreQueryResult", "Document", "format_context", "VectorStoreError",
     "CollectionNotFoundError", "DimensionMismatchError", "UnknownFilterFieldError",
     "BaseLongTermMemory", "LongTermMemoryOptions", "MemorySet", "MemorySetItem",
@@ -483,10 +483,56 @@ def test_runtime_plumbing_is_not_public(name):
     assert name not in namespace
 
 
-def test_scripted_request_is_public_and_the_one_scripted_models_receive():
-    from flink_agents_py.api import ScriptedRequest
+def test_the_api_opens_with_agent_action_and_runner_context():
+    import flink_agents_py.api as api
+
+    assert api.__all__[:3] == ["Agent", "action", "RunnerContext"]
+
+
+def test_flink_agents_aliases_live_in_compat_only():
+    import flink_agents_py.api as api
+    import flink_agents_py.compat as compat
+
+    aliases = {"BaseEmbeddingModelConnection", "BaseEmbeddingModelSetup", "BaseVectorStore",
+               "BaseChatModelConnection", "BaseChatModelSetup", "SerializableResource"}
+    assert aliases <= set(compat.__all__)
+    assert not aliases & set(api.__all__)
+    assert compat.BaseEmbeddingModelConnection is api.EmbeddingModelConnection
+    assert compat.BaseVectorStore is api.VectorStore
+
+
+@pytest.mark.parametrize(("name", "home"), [
+    ("BaseEmbeddingModelConnection", "flink_agents_py.compat"),
+    ("BaseEmbeddingModelSetup", "flink_agents_py.compat"),
+    ("BaseVectorStore", "flink_agents_py.compat"),
+    ("ScriptedRequest", "flink_agents_py.testing"),
+])
+def test_a_name_that_moved_out_of_the_api_still_imports_with_a_warning_naming_its_home(
+        name, home):
+    import importlib
+
+    import flink_agents_py.api as api
+
+    with pytest.warns(DeprecationWarning, match=f"import it from {home}"):
+        old = getattr(api, name)
+    assert old is getattr(importlib.import_module(home), name)
+    namespace: dict[str, object] = {}
+    exec("from flink_agents_py.api import *", namespace)
+    assert name not in namespace
+
+
+def test_an_unknown_api_name_is_an_attribute_error():
+    import flink_agents_py.api as api
+
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
+        api.NoSuchThing  # noqa: B018
+    with pytest.raises(ImportError):
+        exec("from flink_agents_py.api import NoSuchThing", {})
+
+
+def test_scripted_request_is_a_testing_name_and_the_one_scripted_models_receive():
     from flink_agents_py.integrations import chat_models
-    from flink_agents_py.testing import model_from_function
+    from flink_agents_py.testing import ScriptedRequest, model_from_function
 
     assert chat_models.ScriptedRequest is ScriptedRequest
     seen: list[object] = []
@@ -510,7 +556,7 @@ def test_a_user_script_tests_its_agent_with_the_public_names_only(tmp_path):
     (tmp_path / "my_agent.py").write_text(textwrap.dedent('''
         from flink_agents_py import AgentsExecutionEnvironment
         from flink_agents_py.api import *  # noqa: F403 - the public surface only
-        from flink_agents_py.testing import model_from_function
+        from flink_agents_py.testing import ScriptedRequest, model_from_function
 
 
         def answer(request: ScriptedRequest) -> str:
@@ -542,3 +588,14 @@ def test_a_user_script_tests_its_agent_with_the_public_names_only(tmp_path):
     outs, plumbing = proc.stdout.strip().splitlines()[-2:]
     assert outs.count("positive") == 1 and outs.count("negative") == 1, outs
     assert plumbing == "[]"
+
+
+def test_the_api_reference_page_shows_every_public_name_once_in_the_order_of_all():
+    import re
+    from pathlib import Path
+
+    import flink_agents_py.api as api
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "api.md").read_text()
+    shown = re.findall(r"^::: flink_agents_py\.api\.(\w+)$", page, flags=re.MULTILINE)
+    assert shown == api.__all__

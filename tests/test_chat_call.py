@@ -44,9 +44,9 @@ from flink_agents_py.api import (
     qualified_name,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
-from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore, InMemoryKeyState, Observer
+from flink_agents_py.testing import ScriptedRequest
 
 pytestmark = pytest.mark.timeout(60)
 

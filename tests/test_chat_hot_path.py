@@ -281,7 +281,7 @@ def test_stored_run_state_is_its_records_json_with_the_format_version_last():
                                ok=False, error_type="builtins:ValueError",
                                error_message="bad", error_args=["bad"],
                                error_attrs={"code": 3}, traceback="Traceback...")})
-    run.invocations["r4/x/c0"] = Invocation(kind="chat", name="m", caller="r4/x", ordinal=0,
+    run.invocations["r4/x/c0"] = Invocation(kind=CallKind.CHAT, name="m", caller="r4/x", ordinal=0,
                                             plan_path=["sub"], outputs=[{"a": "é"}],
                                             memory={"m": {"n": 1}})
     expected = {**run.to_builtins(), "v": 1}

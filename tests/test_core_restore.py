@@ -19,7 +19,7 @@ from support.harness import (
     run_to_end,
     snapshot_of,
 )
-from support.restorable_agents import ARG_VERSION, COUNTS, Restorable
+from support.restorable_agents import ARG_VERSION, COUNTS, Restorable, SendsTwins, Twin
 
 from flink_agents_py.api import (
     Agent,
@@ -27,7 +27,6 @@ from flink_agents_py.api import (
     ChatModelSetup,
     ChatRequestEvent,
     ChatResponseEvent,
-    Event,
     InputEvent,
     MessageRole,
     OutputEvent,
@@ -39,9 +38,9 @@ from flink_agents_py.api import (
     qualified_name,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
-from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore, CallRecord, InMemoryKeyState, Journal
+from flink_agents_py.testing import ScriptedRequest
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -175,17 +174,7 @@ def gated(t: int) -> int:
     return t * 10
 
 
-class Twin(Event):
-    payload: str = "same"
-
-
-class Siblings(Agent):
-    @action(InputEvent)
-    @staticmethod
-    def start(event: InputEvent, ctx: RunnerContext) -> None:
-        ctx.send_event(Twin())
-        ctx.send_event(Twin())
-
+class Siblings(SendsTwins):
     @action(Twin)
     @staticmethod
     async def on_twin(event: Twin, ctx: RunnerContext) -> None:

@@ -15,14 +15,15 @@ import itertools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any
 
 import pytest
 from support.probes import count, current
+from support.restorable_agents import SendsTwins, Twin
 
 from flink_agents_py.api import (
     Agent,
-    Event,
     InputEvent,
     OutputEvent,
     RunnerContext,
@@ -68,20 +69,8 @@ def failing_call(tag: str) -> str:
     raise ConnectionError(f"{tag} unreachable")
 
 
-class Twin(Event):
-    """An event sent twice, with identical fields."""
-
-    payload: str = "same"
-
-
-class IdenticalSiblings(Agent):
+class IdenticalSiblings(SendsTwins):
     """Two identical sibling events; each of their actions keeps its own calls."""
-
-    @action(InputEvent)
-    @staticmethod
-    def start(event: InputEvent, ctx: RunnerContext) -> None:
-        ctx.send_event(Twin())
-        ctx.send_event(Twin())
 
     @action(Twin)
     @staticmethod
@@ -156,8 +145,7 @@ SUBAGENT_CANCELS = [{"do": "cancel_internal_before_start"}, {"do": "cancel_defer
 
 def _orchestrator(dispatch: str) -> Callable[[], Any]:
     def make() -> Any:
-        import subagent_tool_agents as sta
-
+        from support import subagent_tool_agents as sta
         return sta.orchestrator(
             tools=["lookup", "shout"], subagents=["helper", "remote", "typed"],
             tool_dispatch=dispatch,
@@ -169,15 +157,13 @@ def _orchestrator(dispatch: str) -> Callable[[], Any]:
 
 
 def _orchestrator_reset() -> None:
-    import subagent_tool_agents as sta
-
+    from support import subagent_tool_agents as sta
     sta.reset()
     sta.SCRIPTS["orch"] = _orchestrator_script
 
 
 def _orchestrator_script(request: Any) -> Any:
-    import subagent_tool_agents as sta
-
+    from support import subagent_tool_agents as sta
     if not request.tool_results:
         return sta.calls(("l", "lookup", {"q": request.last_user_text}),
                          ("h", "_subagent_helper", {"text": "hi"}),
@@ -241,9 +227,10 @@ def _keyed(records: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
 
 SCENARIOS = [
     Scenario("durability: chat + 2 tools, audit after output",
-             lambda: __import__("durability_agents").DurableChatAgent(), _durability_inputs),
+             lambda: import_module("support.durability_agents").DurableChatAgent(),
+             _durability_inputs),
     Scenario("subgraph: internal child, deferred, ctx.chat + tool",
-             lambda: __import__("subgraph_agents").build(), _subgraph_inputs),
+             lambda: import_module("support.subgraph_agents").build(), _subgraph_inputs),
     Scenario("sub-agents: internal/deferred/async, failures, nested ctx.chat",
              _subagents_plan,
              lambda d: _keyed(SUBAGENT_CALLS, "k"), _subagents_reset),
@@ -258,10 +245,11 @@ SCENARIOS = [
     Scenario("sub-agents as tools, serial dispatch", _orchestrator("serial"),
              lambda d: [{"key": k, "ask": f"find {k}"} for k in ("a", "b")], _orchestrator_reset),
     Scenario("nested sub-agent with ctx.chat + deferred + tool (e2e)",
-             lambda: __import__("subagent_tool_agents").build_e2e(),
+             lambda: import_module("support.subagent_tool_agents").build_e2e(),
              lambda d: [{"key": k, "review": r, "sku": s} for k, r, s in
                         [("a", "great shoes", "S1"), ("b", "meh", "S22"), ("a", "great", "S3")]]),
-    Scenario("tool chat, two tools", lambda: __import__("flink_agents_for_tests").tool_chat_agent(),
+    Scenario("tool chat, two tools",
+             lambda: import_module("support.flink_agents_for_tests").tool_chat_agent(),
              lambda d: [{"key": f"k{n % 2}", "item": item} for n, item in
                         enumerate(["apple", "pear", "plum"])],
              # its output names the process it ran in (os.getpid()), by design
@@ -280,7 +268,7 @@ SCENARIOS = [
              lambda d: [{"key": "a", "n": 1}, {"key": "b", "n": 2, "then_fail": True},
                         {"key": "a", "n": 3, "then_fail": True}], COUNTER.reset),
     Scenario("chat with two tools, one record's action raises (trace agents)",
-             lambda: __import__("trace_agents").shop(),
+             lambda: import_module("support.trace_agents").shop(),
              lambda d: [{"key": f"k{n}", "n": n, "sku": f"sku-{n}"} for n in (0, 1, 83)]),
     Scenario("chat error policy retry", _retry_agent, lambda d: [{"key": "a", "q": "hi"}],
              _retry_reset),
@@ -293,9 +281,9 @@ SCENARIOS = [
 
 
 def _defect_scenarios() -> list[Scenario]:
-    """Helper H1's scenarios of the replay defects (``tests/replay_defect_agents.py``)."""
+    """Helper H1's scenarios of the replay defects (``tests/support/replay_defect_agents.py``)."""
     try:
-        import replay_defect_agents as rda
+        from support import replay_defect_agents as rda
     except ImportError:
         return []
     def feed(inputs: list[Any]) -> Callable[[str], list[Any]]:

@@ -6,7 +6,7 @@ keyed state its own way (``flink/_operator.py``: run and memory as JSON strings,
 queue as a ``MapState``), so here ONE MiniCluster job is crashed three times, each time after
 a chosen number of durable calls was recorded (a different point of the run each time) and a
 completed checkpoint holds them; Flink restores the keyed state from the checkpoint and the
-job goes on. The agent (``subgraph_agents.SubgraphAgent``: an internal sub-agent, a deferred
+job goes on. The agent (``support.subgraph_agents.SubgraphAgent``: an internal sub-agent, a deferred
 sub-agent and a chat with a tool round, per record) runs with a journal.
 
 Assertions: every crash happened; the outputs, at the exactly-once collect sink, equal the
@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
 
 pyflink = pytest.importorskip("pyflink")
 
-import subgraph_agents as sga  # noqa: E402
+from support import subgraph_agents as sga  # noqa: E402
 from support.crash import InjectedCrash, completed_checkpoint, log_lines  # noqa: E402
 
 N_RECORDS = 60  # paced 50 ms apart: ~3 s of input per attempt

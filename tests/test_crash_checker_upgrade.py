@@ -131,7 +131,7 @@ def test_the_chat_agent_with_a_new_call_before_its_audit_is_not(tmp_path):
                                   _chat_inputs(str(tmp_path)))
     assert report.divergences > 0
     assert all("audit_after_output" in f.message for f in report.distinct)
-    assert "recorded function 'durability_agents:audit', now calling function " \
+    assert "recorded function 'support.durability_agents:audit', now calling function " \
            "'support.upgrade_agents:note'" in report.table
 
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.flink
 
 pyflink = pytest.importorskip("pyflink")
 
-import durability_agents as da  # noqa: E402
+from support import durability_agents as da  # noqa: E402
 
 N_PAD = 80  # paced source records after the real one: ~4 s of open input
 

@@ -353,7 +353,7 @@ def test_user_module_failure_shows_file_and_line(tmp_path: Path):
 @pytest.mark.timeout(300)
 def test_flink_error_records_carry_the_traceback():
     pytest.importorskip("pyflink")
-    import flink_agents_for_tests as fa
+    from support import flink_agents_for_tests as fa
 
     from flink_agents_py.flink import create_stream_environment
 

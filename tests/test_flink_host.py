@@ -15,8 +15,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
-import flink_agents_for_tests as fa
 import pytest
+from support import flink_agents_for_tests as fa
 
 pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
 

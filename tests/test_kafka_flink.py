@@ -23,9 +23,9 @@ pytest.importorskip("confluent_kafka")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-import durability_agents as da  # noqa: E402
-import kafka_agents as ka  # noqa: E402
 from kafka_fixture import consume_all, produce  # noqa: E402
+from support import durability_agents as da  # noqa: E402
+from support import kafka_agents as ka  # noqa: E402
 
 REVIEWS = ROOT / "jobs" / "data" / "product_reviews.jsonl"
 MALFORMED_AT = 1000  # the malformed record is produced after this many reviews
@@ -127,7 +127,7 @@ def test_crash_mid_stream_exactly_once_and_no_repeated_recorded_calls(kafka_brok
 
     agent = build_agent("scripted").override_resource(  # with a counting review model
         "review_connection", ResourceDescriptor(
-            "kafka_agents.CountingChatModel",
+            "support.kafka_agents.CountingChatModel",
             function="jobs.review_analysis.scripted:scripted_rating", log_dir=str(d), slow_s=0.03))
     run_kafka_job(
         f"kafka://{kafka_broker.bootstrap}/{src}", f"kafka://{kafka_broker.bootstrap}/{dst}", agent,

@@ -12,7 +12,7 @@ from support.probes import gate, store
 
 pytest.importorskip("chromadb")
 
-import knowledge_agents as ka  # noqa: E402
+from support import knowledge_agents as ka  # noqa: E402
 from support.harness import (  # noqa: E402
     KEY,
     drive_until,

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("chromadb")
 
-import knowledge_agents as ka  # noqa: E402
+from support import knowledge_agents as ka  # noqa: E402
 
 from flink_agents_py import AgentsExecutionEnvironment  # noqa: E402
 from flink_agents_py.api import (  # noqa: E402

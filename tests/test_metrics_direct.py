@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import subagent_tool_agents as sa
+from support import subagent_tool_agents as sa
 from support.metric_counts import metric_counts
 from support.observability_scenario import RECORDS, orchestrator
 

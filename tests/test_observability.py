@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
-import subagent_tool_agents as sa
+from support import subagent_tool_agents as sa
 from support.observability_scenario import RECORDS, orchestrator
 from support.probes import gate
 

@@ -306,9 +306,9 @@ def test_environment_passes_options_to_the_operator(tmp_path):
 @pytest.mark.flink
 @pytest.mark.timeout(300)
 def test_minicluster_job_writes_an_event_log_per_subtask_with_metrics_on(tmp_path):
-    import flink_agents_for_tests as fa
     from pyflink.common import Types, WatermarkStrategy
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+    from support import flink_agents_for_tests as fa
 
     from flink_agents_py import AgentsExecutionEnvironment
     from flink_agents_py.flink import create_stream_environment

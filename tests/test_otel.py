@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import subagent_tool_agents as sa
-import trace_agents
+from support import subagent_tool_agents as sa
+from support import trace_agents
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.observability import (

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import react_agents as ra
+from support import react_agents as ra
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.agents import ReActAgent
@@ -194,8 +194,7 @@ import sys
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import Observer
-import react_agents as ra
-
+from support import react_agents as ra
 plan = AgentPlan.from_json(AgentPlan.from_agent(ra.build_react()).to_json())  # as on Flink
 seen = {}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-import react_agents as ra
+from support import react_agents as ra
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.agents import ReActAgent

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import react_agents as ra
+from support import react_agents as ra
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.yaml import YamlError, load_agent
@@ -20,11 +20,11 @@ agents:
     chat_model_connections:
       - name: conn
         clazz: flink_agents_py.integrations.chat_models.ScriptedChatModel
-        function: react_agents:calc_script
+        function: support.react_agents:calc_script
     chat_model_setups:
       - {name: model, connection: conn, tools: [add]}
     tools:
-      - {name: add, function: "react_agents:add"}
+      - {name: add, function: "support.react_agents:add"}
     prompts:
       - name: ask
         messages:
@@ -33,7 +33,7 @@ agents:
     react:
       chat_model: model
       prompt: ask
-      output_schema: react_agents.Total
+      output_schema: support.react_agents.Total
       max_iterations: 2
 """
 
@@ -54,8 +54,9 @@ def test_a_yaml_react_agent_loops_through_its_tool_and_is_bounded():
      "temperature: 0", "temperature"),
     (("      chat_model: model\n", ""), "      prompt: ask", "needs 'chat_model'"),
     (("      chat_model: model\n", "      chat_model: nope\n"), "chat_model: nope", "'nope'"),
-    (("      output_schema: react_agents.Total\n", "      output_schema: react_agents.add\n"),
-     "output_schema: react_agents.add", "not a pydantic model class"),
+    (("      output_schema: support.react_agents.Total\n",
+      "      output_schema: support.react_agents.add\n"),
+     "output_schema: support.react_agents.add", "not a pydantic model class"),
 ])
 def test_a_bad_react_entry_is_named_with_its_line(tmp_path, edit, needle, message):
     path = tmp_path / "agents.yaml"

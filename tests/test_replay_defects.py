@@ -21,14 +21,14 @@ import json
 from typing import Any
 
 import pytest
-import replay_defect_agents as rda
+from support import replay_defect_agents as rda
 from support.harness import KEY, call_of, drive_until, new_core, resume, snapshot_of
-from support.probes import count, gate
+from support.probes import gate
+from support.subagent_agents import RunningPubsub
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
     Agent,
-    AsyncSubagentSetup,
     ChatModelSetup,
     FunctionTool,
     InputEvent,
@@ -38,7 +38,6 @@ from flink_agents_py.api import (
     ResourceDescriptor,
     ResourceType,
     RunnerContext,
-    RunStatus,
     SubagentResult,
     action,
 )
@@ -202,12 +201,12 @@ def test_a_result_too_deep_to_walk_is_a_failed_result_for_an_action_too():
 # -- 3. the reserved prefix ----------------------------------------------------------------
 PREFIXED = {
     "descriptor_func_only": lambda: ResourceDescriptor(
-        FunctionTool, func="replay_defect_agents:_subagent_style_lookup"),
+        FunctionTool, func="support.replay_defect_agents:_subagent_style_lookup"),
     "instance_without_name": lambda: FunctionTool(
-        func="replay_defect_agents:_subagent_style_lookup"),
+        func="support.replay_defect_agents:_subagent_style_lookup"),
     "bare_function": lambda: rda._subagent_style_lookup,
     "tool_class_default_name": lambda: ResourceDescriptor(
-        rda.SneakyTool, func="replay_defect_agents:add"),
+        rda.SneakyTool, func="support.replay_defect_agents:add"),
 }
 
 
@@ -225,7 +224,7 @@ def test_function_named_with_the_reserved_prefix_is_rejected_at_plan_build(how):
 def test_a_descriptor_naming_a_missing_function_is_a_plan_problem():
     agent = rda.Orchestrator()
     agent.add_resource("gone", ResourceType.TOOL, ResourceDescriptor(
-        FunctionTool, func="replay_defect_agents:no_such_function"))
+        FunctionTool, func="support.replay_defect_agents:no_such_function"))
     with pytest.raises(PlanError, match="no_such_function"):
         AgentPlan.from_agent(agent)
 
@@ -241,7 +240,7 @@ def test_a_tool_offered_under_another_name_than_its_resource_is_callable():
     agent = rda.Orchestrator()
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
                        ResourceDescriptor(rda.ScriptedChatModel,
-                                          function="replay_defect_agents:prefixed_function_script"))
+                                          function="support.replay_defect_agents:prefixed_function_script"))
     agent.add_resource("lookup_resource", ResourceType.TOOL, FunctionTool.from_function(
         rda._subagent_style_lookup, name="style_lookup"))
     agent.add_resource("om", ResourceType.CHAT_MODEL, ResourceDescriptor(
@@ -261,7 +260,7 @@ def test_a_tool_offered_under_another_name_than_its_resource_is_callable():
 def test_subagent_without_input_shape_fails_at_plan_build_before_any_record(declared):
     agent = rda.Orchestrator()
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
-        rda.ScriptedChatModel, function="replay_defect_agents:typed_input_script"))
+        rda.ScriptedChatModel, function="support.replay_defect_agents:typed_input_script"))
     agent.add_resource("vague", ResourceType.AGENT, ResourceDescriptor(
         InternalSubagent, agent=rda.ChatInChild, **declared))
     agent.add_resource("om", ResourceType.CHAT_MODEL, ResourceDescriptor(
@@ -275,7 +274,7 @@ def test_subagent_without_input_shape_fails_at_plan_build_before_any_record(decl
 def test_chat_model_naming_an_undeclared_subagent_fails_at_plan_build():
     agent = rda.Orchestrator()
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
-        rda.ScriptedChatModel, function="replay_defect_agents:typed_input_script"))
+        rda.ScriptedChatModel, function="support.replay_defect_agents:typed_input_script"))
     agent.add_resource("om", ResourceType.CHAT_MODEL, ResourceDescriptor(
         ChatModelSetup, connection="conn", subagents=["missing"]))
     with pytest.raises(PlanError, match="'missing'"):
@@ -289,22 +288,6 @@ def test_subagent_offered_by_its_input_type_is_accepted():
 
 
 # -- 5. cancel without await -----------------------------------------------------------------
-class CountingPubsub(AsyncSubagentSetup):
-    """An async remote whose runs stay running; counts cancel requests."""
-
-    def call_submit_request(self, session_id: str, call_id: str, input: Any) -> None:
-        count("submit")
-
-    def call_query_status(self, session_id: str, call_id: str) -> RunStatus:
-        return RunStatus.running()
-
-    def call_fetch_result(self, session_id: str, call_id: str) -> SubagentResult:
-        return SubagentResult.ok("never")
-
-    def call_cancel_request(self, session_id: str, call_id: str) -> None:
-        count("cancel")
-
-
 class CancelsTwice(Agent):
     """Cancels without awaiting, then again (awaited); awaits the handle."""
 
@@ -322,7 +305,7 @@ class CancelsTwice(Agent):
 @pytest.mark.parametrize("subagent", ["pubsub", "remote", "child"])
 def test_cancel_without_await_takes_effect(subagent, probes):
     agent = CancelsTwice()
-    agent.add_resource("pubsub", ResourceType.AGENT, ResourceDescriptor(CountingPubsub))
+    agent.add_resource("pubsub", ResourceType.AGENT, ResourceDescriptor(RunningPubsub))
     agent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor(rda.RichRemote))
     agent.add_resource("child", ResourceType.AGENT,
                        ResourceDescriptor(InternalSubagent, agent=rda.ModelChild))
@@ -415,12 +398,12 @@ agents:
   - name: orch
     actions:
       - name: start
-        function: yaml_helpers:start
+        function: support.yaml_helpers:start
         on: [InputEvent]
     chat_model_connections:
       - name: conn
         clazz: flink_agents_py.integrations.chat_models.ScriptedChatModel
-        function: yaml_helpers:script
+        function: support.yaml_helpers:script
     chat_model_setups:
       - name: om
         connection: conn
@@ -431,7 +414,7 @@ agents:
   - name: child
     actions:
       - name: tag
-        function: yaml_helpers:child_start
+        function: support.yaml_helpers:child_start
         on: [InputEvent]
 """
 

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from support.harness import KEY, call_of, drive_until, new_core, resume, snapshot_of
 from support.probes import count, gate
+from support.subagent_agents import RunningPubsub
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
     Agent,
     AgentsError,
-    AsyncSubagentSetup,
     ChatMessage,
     ChatModelSetup,
     DeferredSubagentSetup,
@@ -37,7 +37,6 @@ from flink_agents_py.api import (
     ResourceDescriptor,
     ResourceType,
     RunnerContext,
-    RunStatus,
     SubagentResult,
     action,
     qualified_name,
@@ -79,22 +78,6 @@ def gated(tag: str) -> str:
 def chat_script(request: Any) -> str:
     count("model")
     return "chatted"
-
-
-class Pubsub(AsyncSubagentSetup):
-    """An async remote whose runs stay running; counts submits and cancels."""
-
-    def call_submit_request(self, session_id: str, call_id: str, input: Any) -> None:
-        count("submit")
-
-    def call_query_status(self, session_id: str, call_id: str) -> RunStatus:
-        return RunStatus.running()
-
-    def call_fetch_result(self, session_id: str, call_id: str) -> SubagentResult:
-        return SubagentResult.ok("never")
-
-    def call_cancel_request(self, session_id: str, call_id: str) -> None:
-        count("cancel")
 
 
 class Remote(DeferredSubagentSetup):
@@ -253,7 +236,7 @@ def test_every_framework_call_records_what_made_it():
     agent.add_resource("child", ResourceType.AGENT,
                        ResourceDescriptor(InternalSubagent, agent=Child))
     agent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor(Remote))
-    agent.add_resource("pubsub", ResourceType.AGENT, ResourceDescriptor(Pubsub))
+    agent.add_resource("pubsub", ResourceType.AGENT, ResourceDescriptor(RunningPubsub))
     journal = Recording()
     res = AgentsExecutionEnvironment.local(journal=journal).from_list([{"key": "k"}]).apply(
         agent).run()
@@ -397,7 +380,7 @@ def test_cancel_then_call_after_restore_gives_the_call_its_own_result(awaited, h
     """The cancel is made again on replay (from its record), so the next call keeps its
     own identity: it is not handed the cancel's outcome, and no divergence is raised."""
     agent = CancelThenGated()
-    agent.add_resource("pubsub", ResourceType.AGENT, ResourceDescriptor(Pubsub))
+    agent.add_resource("pubsub", ResourceType.AGENT, ResourceDescriptor(RunningPubsub))
     plan = AgentPlan.from_agent(agent)
     core = new_core(plan)
     try:
@@ -576,8 +559,7 @@ def two_tools_script(request: Any) -> Any:
 
 
 def tool_chat(tools: list[str]) -> AgentPlan:
-    import replay_defect_agents as rda
-
+    from support import replay_defect_agents as rda
     agent = rda.Orchestrator()
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
         ScriptedChatModel, function=qualified_name(two_tools_script)))

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.flink, pytest.mark.timeout(240)]
 
 pyflink = pytest.importorskip("pyflink")
 
-import replay_upgrade_agents as rua  # noqa: E402
+from support import replay_upgrade_agents as rua  # noqa: E402
 from support.crash import log_lines  # noqa: E402
 
 

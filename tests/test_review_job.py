@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from flink_agents_py.api import ChatMessage, MessageRole, ResourceDescriptor, ScriptedRequest
+from flink_agents_py.api import ChatMessage, MessageRole, ResourceDescriptor
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
+from flink_agents_py.testing import ScriptedRequest
 from jobs.review_analysis import DEFAULT_INPUT, main, parse_line
 from jobs.review_analysis.evaluation import evaluate
 from jobs.review_analysis.models import Rating

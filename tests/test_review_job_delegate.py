@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from flink_agents_py import AgentsExecutionEnvironment
-from flink_agents_py.api import ChatMessage, MessageRole, ResourceType, ScriptedRequest
+from flink_agents_py.api import ChatMessage, MessageRole, ResourceType
 from flink_agents_py.api._subagents import SUBAGENT_DESCRIPTION_MARKER
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import ResourceEnvironment
+from flink_agents_py.testing import ScriptedRequest
 from jobs.review_analysis import DEFAULT_INPUT, build_agent, main, read_records
 from jobs.review_analysis.scripted import scripted_orchestrator
 

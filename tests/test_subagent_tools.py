@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 import pytest
-import subagent_tool_agents as sa
 from pydantic import ValidationError
+from support import subagent_tool_agents as sa
 from support.harness import KEY, drive_until, new_core, records_of, resume, snapshot_of
 from support.probes import gate
 
@@ -47,7 +47,7 @@ pytestmark = pytest.mark.timeout(120)
 
 MARKER = SUBAGENT_DESCRIPTION_MARKER
 OBJECT_SCHEMA = json.loads(sa.OBJECT_SCHEMA)
-REVIEW_TASK = "subagent_tool_agents:ReviewTask"
+REVIEW_TASK = "support.subagent_tool_agents:ReviewTask"
 
 
 @pytest.fixture(autouse=True)
@@ -171,7 +171,7 @@ UNUSABLE = {
     "internal_nothing_declared": sa.internal(sa.Echo),
     "deferred_nothing_declared": sa.deferred(),
     "type_renders_as_integer": sa.internal(sa.Echo, input_type="builtins:int"),
-    "type_renders_as_array": sa.deferred(input_type="subagent_tool_agents:list_of_items"),
+    "type_renders_as_array": sa.deferred(input_type="support.subagent_tool_agents:list_of_items"),
     "explicit_schema_not_an_object": sa.internal(sa.Echo, input_schema='{"type": "array"}'),
     "explicit_schema_not_json": sa.deferred(input_schema="{type: object"),
 }
@@ -258,7 +258,7 @@ def test_contract_4_explicit_schema_wins_over_the_input_type():
     explicit = '{"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}'
     agent = sa.orchestrator(subagents=["a", "b"],
                             a=sa.internal(sa.Echo, input_schema=explicit,
-                                          input_type="subagent_tool_agents:Other"),
+                                          input_type="support.subagent_tool_agents:Other"),
                             b=sa.deferred(input_schema=explicit, input_type=REVIEW_TASK))
     for c in setup_of(agent).callables():
         assert c.parameters == json.loads(explicit)
@@ -286,8 +286,8 @@ def test_contract_4_blank_explicit_schema_is_rejected_at_construction(blank):
 
 
 @pytest.mark.parametrize(("input_type", "why"), [
-    ("subagent_tool_agents:WithCallback", "cannot be rendered"),
-    ("subagent_tool_agents:Node", "self-referential"),
+    ("support.subagent_tool_agents:WithCallback", "cannot be rendered"),
+    ("support.subagent_tool_agents:Node", "self-referential"),
 ], ids=["unrenderable_field", "self_referential"])
 def test_contract_4_unrenderable_input_type_is_rejected_naming_the_remedy(input_type, why):
     sa.SCRIPTS["orch"] = lambda req: "should not be asked"
@@ -370,7 +370,7 @@ PREFIXED_TOOLS = {
     "function_tool_instance": lambda a: a.add_resource(
         "plain", ResourceType.TOOL, FunctionTool.from_function(sa.lookup, name="_subagent_t")),
     "descriptor_name": lambda a: a.add_resource("plain", ResourceType.TOOL, ResourceDescriptor(
-        FunctionTool, func="subagent_tool_agents:lookup", name="_subagent_t")),
+        FunctionTool, func="support.subagent_tool_agents:lookup", name="_subagent_t")),
 }
 
 

@@ -1,6 +1,6 @@
 """Sub-agents as chat-model tools on a MiniCluster: one job, end to end.
 
-The orchestrator's scripted model (``subagent_tool_agents.e2e_orchestrator``) asks, in one
+The orchestrator's scripted model (``support.subagent_tool_agents.e2e_orchestrator``) asks, in one
 batch, an internal sub-agent with its own chat model (``reviewer``), an external deferred
 sub-agent (``catalog``) and a tool (``e2e_stock``), then answers from their three results.
 Agents and scripts live in ``subagent_tool_agents`` because thread-mode workers import them
@@ -10,7 +10,7 @@ by reference.
 from __future__ import annotations
 
 import pytest
-import subagent_tool_agents as sa
+from support import subagent_tool_agents as sa
 
 pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.flink
 
 pyflink = pytest.importorskip("pyflink")
 
-import subgraph_agents as sa  # noqa: E402
+from support import subgraph_agents as sa  # noqa: E402
 
 N_PAD = 120  # paced source records after the real ones: ~6 s of open input
 

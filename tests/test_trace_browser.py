@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import trace_agents
+from support import trace_agents
 
 from flink_agents_py.observability import build_traces, read_event_log, render_html
 

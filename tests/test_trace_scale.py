@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import trace_agents
+from support import trace_agents
 
 from flink_agents_py.observability import (
     EventLog,

@@ -11,7 +11,7 @@ import json
 import pathlib
 
 import pytest
-import waits_agents as wa
+from support import waits_agents as wa
 from support.crash import read_counts
 
 from flink_agents_py import AgentsExecutionEnvironment
@@ -369,11 +369,11 @@ def test_a_yaml_tool_declares_approval(tmp_path):
     agents:
       - name: mailer
         actions:
-          - {name: go, function: "waits_agents:note", on: [InputEvent]}
+          - {name: go, function: "support.waits_agents:note", on: [InputEvent]}
         tools:
-          - {name: send_email, function: "waits_agents:send_email", requires_approval: true,
+          - {name: send_email, function: "support.waits_agents:send_email", requires_approval: true,
              approval_timeout_s: 30}
-          - {name: plain, function: "waits_agents:send_email"}
+          - {name: plain, function: "support.waits_agents:send_email"}
     """
     import textwrap
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.flink
 
 pyflink = pytest.importorskip("pyflink")
 
-import waits_agents as wa  # noqa: E402
+from support import waits_agents as wa  # noqa: E402
 from support.crash import pace, read_counts  # noqa: E402
 
 N_PAD = 100  # paced records after the requests, on each input: ~5 s of open input

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("pyflink")
 
-import waits_agents as wa  # noqa: E402
+from support import waits_agents as wa  # noqa: E402
 from test_operator_pump import PumpHarness  # noqa: E402
 
 from flink_agents_py.flink import AgentOperator  # noqa: E402

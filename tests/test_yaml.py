@@ -19,7 +19,7 @@ pytestmark = pytest.mark.timeout(60)
 FULL = """\
 subagents:
   - name: remote_reviewer
-    clazz: yaml_helpers.RemoteReviewSetup
+    clazz: support.yaml_helpers.RemoteReviewSetup
     description: Reviews code remotely
     input_schema: '{"type":"object","properties":{"diff":{"type":"string"}},"required":["diff"]}'
     endpoint: http://127.0.0.1:9000
@@ -29,19 +29,19 @@ agents:
     config: {max_tool_rounds: 4, team: reviews}
     actions:
       - name: start
-        function: yaml_helpers:start
+        function: support.yaml_helpers:start
         on: [InputEvent]
       - name: answered
-        function: yaml_helpers:answered
+        function: support.yaml_helpers:answered
         on: ChatResponseEvent
       - name: finish
-        function: yaml_helpers:finish
+        function: support.yaml_helpers:finish
         on: [ReviewDone]
         config: {bonus: 7}
     chat_model_connections:
       - name: conn
         clazz: flink_agents_py.integrations.chat_models.ScriptedChatModel
-        function: yaml_helpers:script
+        function: support.yaml_helpers:script
     chat_model_setups:
       - name: review_model
         connection: conn
@@ -57,9 +57,9 @@ agents:
           - {role: user, content: "Be brief."}
     tools:
       - name: lookup
-        function: yaml_helpers:lookup
+        function: support.yaml_helpers:lookup
     mcp_servers:
-      - {name: files, clazz: yaml_helpers.FileServer, root: /srv/data}
+      - {name: files, clazz: support.yaml_helpers.FileServer, root: /srv/data}
     subagents:
       - name: child
         agent: child_agent
@@ -68,7 +68,7 @@ agents:
   - name: child_agent
     actions:
       - name: tag
-        function: yaml_helpers:child_start
+        function: support.yaml_helpers:child_start
         on: [InputEvent]
 """
 
@@ -125,10 +125,10 @@ def test_full_document_loads_and_runs(tmp_path):
     child = plan.resources[ResourceType.AGENT]["child"].descriptor.arguments
     assert json.loads(child["input_schema"])["properties"] == {"product": {"type": "string"}}
     remote = plan.resources[ResourceType.AGENT]["remote_reviewer"].descriptor
-    assert remote.clazz == "yaml_helpers.RemoteReviewSetup"
+    assert remote.clazz == "support.yaml_helpers.RemoteReviewSetup"
     assert remote.arguments["endpoint"] == "http://127.0.0.1:9000"
     mcp = plan.resources[ResourceType.MCP_SERVER]["files"].descriptor
-    assert (mcp.clazz, mcp.arguments) == ("yaml_helpers.FileServer", {"root": "/srv/data"})
+    assert (mcp.clazz, mcp.arguments) == ("support.yaml_helpers.FileServer", {"root": "/srv/data"})
     assert AgentPlan.from_json(plan.to_json()).actions.keys() == plan.actions.keys()
     assert pickle.loads(pickle.dumps(plan)).subagents.keys() == {"child"}
 
@@ -154,9 +154,9 @@ def test_text_and_load_agent(tmp_path):
     two = """\
     agents:
       - name: one
-        actions: [{name: a, function: "yaml_helpers:echo", on: InputEvent}]
+        actions: [{name: a, function: "support.yaml_helpers:echo", on: InputEvent}]
       - name: two
-        actions: [{name: a, function: "yaml_helpers:echo", on: InputEvent}]
+        actions: [{name: a, function: "support.yaml_helpers:echo", on: InputEvent}]
     """
     with pytest.raises(YamlError, match="pass name="):
         load_agent(textwrap.dedent(two))
@@ -168,19 +168,19 @@ def test_shared_subagents_are_visible_to_every_agent(tmp_path):
     path = write(tmp_path, """\
     subagents:
       - name: remote_reviewer
-        clazz: yaml_helpers.RemoteReviewSetup
+        clazz: support.yaml_helpers.RemoteReviewSetup
         description: shared
         endpoint: http://shared:1
     agents:
       - name: first
-        actions: [{name: go, function: "yaml_helpers:call_shared", on: [InputEvent]}]
+        actions: [{name: go, function: "support.yaml_helpers:call_shared", on: [InputEvent]}]
       - name: second
-        actions: [{name: go, function: "yaml_helpers:call_shared", on: [InputEvent]}]
+        actions: [{name: go, function: "support.yaml_helpers:call_shared", on: [InputEvent]}]
       - name: third
-        actions: [{name: go, function: "yaml_helpers:call_shared", on: [InputEvent]}]
+        actions: [{name: go, function: "support.yaml_helpers:call_shared", on: [InputEvent]}]
         subagents:
           - name: remote_reviewer
-            clazz: yaml_helpers.RemoteReviewSetup
+            clazz: support.yaml_helpers.RemoteReviewSetup
             endpoint: http://own:2
     """)
     agents = load_agents(path)
@@ -201,9 +201,9 @@ def test_shared_internal_subagent_is_not_given_to_the_agent_it_names(tmp_path):
         agent: child_agent
     agents:
       - name: parent
-        actions: [{name: go, function: "yaml_helpers:call_tagger", on: [InputEvent]}]
+        actions: [{name: go, function: "support.yaml_helpers:call_tagger", on: [InputEvent]}]
       - name: child_agent
-        actions: [{name: tag, function: "yaml_helpers:child_start", on: [InputEvent]}]
+        actions: [{name: tag, function: "support.yaml_helpers:child_start", on: [InputEvent]}]
     """)
     agents = load_agents(path)
     assert set(AgentPlan.from_agent(agents["parent"]).subagents) == {"tagger"}
@@ -217,12 +217,12 @@ def test_chat_model_setup_subagents_pass_through_and_delegate(tmp_path):
     agents:
       - name: parent
         actions:
-          - {name: ask, function: "yaml_helpers:ask_delegate", on: [InputEvent]}
-          - {name: reply, function: "yaml_helpers:reply", on: [ChatResponseEvent]}
+          - {name: ask, function: "support.yaml_helpers:ask_delegate", on: [InputEvent]}
+          - {name: reply, function: "support.yaml_helpers:reply", on: [ChatResponseEvent]}
         chat_model_connections:
           - name: conn
             clazz: flink_agents_py.integrations.chat_models.ScriptedChatModel
-            function: yaml_helpers:delegate_script
+            function: support.yaml_helpers:delegate_script
         chat_model_setups:
           - name: delegating_model
             connection: conn
@@ -232,7 +232,7 @@ def test_chat_model_setup_subagents_pass_through_and_delegate(tmp_path):
             agent: child_agent
             input_schema: {type: object, properties: {product: {type: string}}}
       - name: child_agent
-        actions: [{name: tag, function: "yaml_helpers:child_start", on: [InputEvent]}]
+        actions: [{name: tag, function: "support.yaml_helpers:child_start", on: [InputEvent]}]
     """)
     parent = load_agents(path)["parent"]
     setup = AgentPlan.from_agent(parent).resources[ResourceType.CHAT_MODEL]["delegating_model"]
@@ -287,13 +287,13 @@ def test_type_java_is_rejected(tmp_path):
     path = write(tmp_path, """\
     agents:
       - name: a
-        actions: [{name: go, function: "yaml_helpers:echo", on: [InputEvent]}]
+        actions: [{name: go, function: "support.yaml_helpers:echo", on: [InputEvent]}]
         chat_model_connections:
           - name: conn
             type: java
             clazz: org.apache.flink.agents.OllamaChatModelConnection
         tools:
-          - {name: t, type: Python, function: "yaml_helpers:lookup"}
+          - {name: t, type: Python, function: "support.yaml_helpers:lookup"}
     """)
     err = rejected(path)
     assert_problem(err, path, line_of(path, "type: java"),
@@ -305,10 +305,10 @@ def test_type_java_is_rejected(tmp_path):
 @pytest.mark.parametrize("clazz, fragment", [
     ("flink_agents_py.integrations.chat_models:ScriptedChatModel", "use dots"),
     ("ScriptedChatModel", "fully-qualified dotted class path"),
-    ("yaml_helpers.NoSuchClass", "cannot import"),
+    ("support.yaml_helpers.NoSuchClass", "cannot import"),
     ("no_such_module_xyz.Conn", "cannot import"),
-    ("yaml_helpers.lookup", "is not a class"),
-    ("yaml_helpers.RemoteReviewSetup", "not a ChatModelConnection subclass"),
+    ("support.yaml_helpers.lookup", "is not a class"),
+    ("support.yaml_helpers.RemoteReviewSetup", "not a ChatModelConnection subclass"),
 ])
 def test_bad_clazz_is_rejected(tmp_path, clazz, fragment):
     path = write(tmp_path, f"""\
@@ -329,13 +329,13 @@ def test_unknown_keys_are_rejected_with_the_allowed_keys(tmp_path):
         colour: blue
         actions:
           - name: go
-            function: yaml_helpers:echo
+            function: support.yaml_helpers:echo
             on: [InputEvent]
             trigger: sometimes
         chat_model_connections:
           - name: conn
             clazz: flink_agents_py.integrations.chat_models.ScriptedChatModel
-            functon: yaml_helpers:script
+            functon: support.yaml_helpers:script
     version: 2
     """)
     err = rejected(path)
@@ -355,27 +355,27 @@ def test_missing_or_bad_action_function_is_rejected(tmp_path):
       - name: a
         actions:
           - name: missing
-            function: yaml_helpers:no_such_function
+            function: support.yaml_helpers:no_such_function
             on: [InputEvent]
           - name: no_function
             on: [InputEvent]
           - name: one_argument
-            function: yaml_helpers:not_an_action
+            function: support.yaml_helpers:not_an_action
             on: [InputEvent]
           - name: dotted
-            function: yaml_helpers.echo
+            function: support.yaml_helpers.echo
             on: [InputEvent]
           - name: not_callable
-            function: yaml_helpers:NOT_CALLABLE
+            function: support.yaml_helpers:NOT_CALLABLE
             on: [InputEvent]
     """)
     err = rejected(path)
     assert_problem(err, path, line_of(path, "no_such_function"),
-                   "actions[0].function", "cannot import 'yaml_helpers:no_such_function'")
+                   "actions[0].function", "cannot import 'support.yaml_helpers:no_such_function'")
     assert_problem(err, path, line_of(path, "name: no_function"),
                    "actions[1]", "needs 'function'")
     assert_problem(err, path, line_of(path, "not_an_action"), "must take (event, ctx)")
-    assert_problem(err, path, line_of(path, "yaml_helpers.echo"), "'module:qualname'",
+    assert_problem(err, path, line_of(path, "support.yaml_helpers.echo"), "'module:qualname'",
                    "'my_app.module:function'")
     assert_problem(err, path, line_of(path, "NOT_CALLABLE"), "is not callable")
     assert len(err.problems) == 5
@@ -387,15 +387,15 @@ def test_unknown_trigger_type_is_rejected(tmp_path):
       - name: a
         actions:
           - name: go
-            function: yaml_helpers:echo
+            function: support.yaml_helpers:echo
             on:
               - InputEvent
               - NoSuchEvent
           - name: by_path
-            function: yaml_helpers:echo
-            on: yaml_helpers.ReviewDone
+            function: support.yaml_helpers:echo
+            on: support.yaml_helpers.ReviewDone
           - name: none
-            function: yaml_helpers:echo
+            function: support.yaml_helpers:echo
             on: []
     """)
     err = rejected(path)
@@ -408,16 +408,16 @@ def test_unknown_trigger_type_is_rejected(tmp_path):
 def test_duplicate_names_are_rejected(tmp_path):
     path = write(tmp_path, """\
     subagents:
-      - {name: r, clazz: yaml_helpers.RemoteReviewSetup}
-      - {name: r, clazz: yaml_helpers.RemoteReviewSetup}
+      - {name: r, clazz: support.yaml_helpers.RemoteReviewSetup}
+      - {name: r, clazz: support.yaml_helpers.RemoteReviewSetup}
     agents:
       - name: a
         actions:
-          - {name: go, function: "yaml_helpers:echo", on: [InputEvent]}
-          - {name: go, function: "yaml_helpers:echo", on: [InputEvent]}
+          - {name: go, function: "support.yaml_helpers:echo", on: [InputEvent]}
+          - {name: go, function: "support.yaml_helpers:echo", on: [InputEvent]}
         tools:
-          - {name: t, function: "yaml_helpers:lookup"}
-          - {name: t, function: "yaml_helpers:lookup"}
+          - {name: t, function: "support.yaml_helpers:lookup"}
+          - {name: t, function: "support.yaml_helpers:lookup"}
       - name: a
         config: {x: 1, x: 2}
     """)
@@ -437,12 +437,12 @@ def test_internal_subagent_cycle_is_rejected(tmp_path):
     path = write(tmp_path, """\
     agents:
       - name: a
-        actions: [{name: go, function: "yaml_helpers:echo", on: [InputEvent]}]
+        actions: [{name: go, function: "support.yaml_helpers:echo", on: [InputEvent]}]
         subagents:
           - name: to_b
             agent: b
       - name: b
-        actions: [{name: go, function: "yaml_helpers:echo", on: [InputEvent]}]
+        actions: [{name: go, function: "support.yaml_helpers:echo", on: [InputEvent]}]
         subagents:
           - name: to_a
             agent: a
@@ -464,7 +464,7 @@ def test_non_subagent_setup_clazz_under_subagents_is_rejected(tmp_path):
     path = write(tmp_path, """\
     subagents:
       - name: shared_bad
-        clazz: yaml_helpers.NotASetup
+        clazz: support.yaml_helpers.NotASetup
     agents:
       - name: a
         subagents:
@@ -474,15 +474,15 @@ def test_non_subagent_setup_clazz_under_subagents_is_rejected(tmp_path):
             clazz: flink_agents_py.api.InternalSubagent
           - name: both
             agent: a
-            clazz: yaml_helpers.RemoteReviewSetup
+            clazz: support.yaml_helpers.RemoteReviewSetup
           - name: nowhere
             agent: no_such_agent
           - name: bad_schema
-            clazz: yaml_helpers.RemoteReviewSetup
+            clazz: support.yaml_helpers.RemoteReviewSetup
             input_schema: "{not json"
     """)
     err = rejected(path)
-    assert_problem(err, path, line_of(path, "yaml_helpers.NotASetup"), "subagents[0].clazz",
+    assert_problem(err, path, line_of(path, "support.yaml_helpers.NotASetup"), "subagents[0].clazz",
                    "NotASetup is not a SubagentSetup subclass")
     assert_problem(err, path, line_of(path, "chat_models.ScriptedChatModel"),
                    "agents[0].subagents[0].clazz", "not a SubagentSetup subclass")
@@ -506,8 +506,8 @@ def test_resource_references_and_fields_are_checked(tmp_path):
             tools: [lookup, missing]
             tool_dispatch: sometimes
         tools:
-          - {name: lookup, function: "yaml_helpers:lookup"}
-          - {name: _subagent_x, function: "yaml_helpers:lookup"}
+          - {name: lookup, function: "support.yaml_helpers:lookup"}
+          - {name: _subagent_x, function: "support.yaml_helpers:lookup"}
         prompts:
           - {name: p, text: hi, messages: []}
           - name: q
@@ -529,11 +529,11 @@ def test_plan_problems_name_the_agent_and_its_line(tmp_path):
     path = write(tmp_path, """\
     agents:
       - name: ok
-        actions: [{name: go, function: "yaml_helpers:echo", on: [InputEvent]}]
+        actions: [{name: go, function: "support.yaml_helpers:echo", on: [InputEvent]}]
       - name: parent
-        actions: [{name: go, function: "yaml_helpers:echo", on: [InputEvent]}]
+        actions: [{name: go, function: "support.yaml_helpers:echo", on: [InputEvent]}]
         subagents:
-          - {name: broken, agent: "yaml_helpers:BrokenAgent"}
+          - {name: broken, agent: "support.yaml_helpers:BrokenAgent"}
     """)
     err = rejected(path)
     assert_problem(err, path, line_of(path, "- name: parent"), "agents[1]",
@@ -558,7 +558,7 @@ def test_yes_no_on_off_are_strings():
     agents:
       - name: a
         config: {mode: on, enabled: true}
-        actions: [{name: go, function: "yaml_helpers:echo", on: [InputEvent]}]
+        actions: [{name: go, function: "support.yaml_helpers:echo", on: [InputEvent]}]
     """
     plan = AgentPlan.from_agent(load_agent(textwrap.dedent(text)))
     assert plan.config == {"mode": "on", "enabled": True}
@@ -569,7 +569,7 @@ def test_anchors_and_merge_keys(tmp_path):
     agents:
       - name: a
         actions:
-          - &echo {name: go, function: "yaml_helpers:echo", on: [InputEvent]}
+          - &echo {name: go, function: "support.yaml_helpers:echo", on: [InputEvent]}
           - <<: *echo
             name: again
         chat_model_connections:
@@ -597,10 +597,10 @@ def test_type_java_on_a_shared_subagent_keeps_agents_from_compiling(tmp_path):
     subagents:
       - name: remote
         type: java
-        clazz: yaml_helpers.RemoteReviewSetup
+        clazz: support.yaml_helpers.RemoteReviewSetup
     agents:
       - name: a
-        actions: [{name: go, function: "yaml_helpers:call_shared", on: [InputEvent]}]
+        actions: [{name: go, function: "support.yaml_helpers:call_shared", on: [InputEvent]}]
     """)
     err = rejected(path)
     assert_problem(err, path, line_of(path, "type: java"), "subagents[0].type", "'java'")
@@ -612,7 +612,7 @@ def test_type_java_on_a_shared_subagent_keeps_agents_from_compiling(tmp_path):
 def test_chat_model_setup_subagents_must_be_declared(tmp_path):
     path = write(tmp_path, """\
     subagents:
-      - {name: shared, clazz: yaml_helpers.RemoteReviewSetup}
+      - {name: shared, clazz: support.yaml_helpers.RemoteReviewSetup}
     agents:
       - name: a
         chat_model_connections:

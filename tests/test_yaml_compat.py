@@ -66,7 +66,7 @@ agents:
     description: does things
     actions:
       - name: start
-        function: yaml_helpers:start
+        function: support.yaml_helpers:start
         listen_to: {events}
     chat_model_connections:
       - name: conn

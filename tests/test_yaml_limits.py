@@ -30,7 +30,7 @@ h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
 i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]
 agents:
   - name: bomb
-    actions: [{name: go, function: "yaml_helpers:start", on: [InputEvent]}]
+    actions: [{name: go, function: "support.yaml_helpers:start", on: [InputEvent]}]
     config: {payload: *i}
 """
 
@@ -38,7 +38,7 @@ GOOD = """\
 agents:
   - name: small
     actions:
-      - &first {name: one, function: "yaml_helpers:start", on: [InputEvent]}
+      - &first {name: one, function: "support.yaml_helpers:start", on: [InputEvent]}
       - {<<: *first, name: two}
 """
 

@@ -162,14 +162,14 @@ def test_places_stay_right_after_bad_entries_are_dropped():
       - name: a
         actions:
           - {name: x, on: InputEvent}
-          - {name: y, function: "yaml_helpers:nope", on: InputEvent}
-          - {name: z, function: "yaml_helpers:echo", on: [Nope]}
+          - {name: y, function: "support.yaml_helpers:nope", on: InputEvent}
+          - {name: z, function: "support.yaml_helpers:echo", on: [Nope]}
     """)
     assert found[0] == ("<string>:2: agents[0]: an agent entry must be a mapping, "
                         "got 'not a mapping'")
     assert found[1] == "<string>:5: agents[1].actions[0]: an action entry needs 'function'"
     assert found[2].startswith("<string>:6: agents[1].actions[1].function: cannot import "
-                               "'yaml_helpers:nope'")
+                               "'support.yaml_helpers:nope'")
     assert found[3].startswith("<string>:7: agents[1].actions[2].on[0]: 'Nope' names no known "
                                "event type")
     assert len(found) == 4
@@ -179,9 +179,9 @@ def test_union_tags_never_show_and_missing_keys_point_at_their_entry():
     found = problems("""\
     agents:
       - name: a
-        actions: [{name: go, function: "yaml_helpers:echo", on: InputEvent}]
+        actions: [{name: go, function: "support.yaml_helpers:echo", on: InputEvent}]
         subagents:
-          - {name: 1, clazz: yaml_helpers.RemoteReviewSetup}
+          - {name: 1, clazz: support.yaml_helpers.RemoteReviewSetup}
           -
             agent: a
             description: no name
@@ -196,7 +196,7 @@ def test_an_entry_with_a_bad_name_is_still_checked():
     found = problems("""\
     agents:
       - name: [x]
-        actions: [{name: go, function: "yaml_helpers:nope", on: InputEvent}]
+        actions: [{name: go, function: "support.yaml_helpers:nope", on: InputEvent}]
     """)
     assert found[0] == "<string>:2: agents[0].name: name must be a non-empty string, got a list"
     assert found[1].startswith("<string>:3: agents[0].actions[0].function: cannot import")
@@ -207,7 +207,7 @@ def test_names_of_dropped_entries_still_count_as_declared():
     found = problems("""\
     agents:
       - name: a
-        actions: [{name: go, function: "yaml_helpers:echo", on: InputEvent}]
+        actions: [{name: go, function: "support.yaml_helpers:echo", on: InputEvent}]
         chat_model_connections:
           - {name: c, clazz: "bad:path"}
         tools:
@@ -227,9 +227,9 @@ def test_a_key_without_a_value_is_an_absent_optional_key():
       - name: a
         type:
         config:
-        actions: [{name: go, function: "yaml_helpers:echo", on: InputEvent, config: }]
+        actions: [{name: go, function: "support.yaml_helpers:echo", on: InputEvent, config: }]
         tools:
-          - {name: t, function: "yaml_helpers:lookup", description: }
+          - {name: t, function: "support.yaml_helpers:lookup", description: }
     """))
     assert list(agents) == ["a"]
     assert problems("agents:\n") == ["<string>:1: agents: the document declares no agent"]

@@ -1,7 +1,13 @@
 """The public API of flink-agents-py: agents, actions, events, resources, the runner context.
 
+Start with ``Agent``, ``action`` and ``RunnerContext``; ``__all__`` lists the rest by theme.
 Nothing here imports the runtime or PyFlink; the runtime implements ``RunnerContext``.
+Apache Flink Agents' names (``BaseEmbeddingModelConnection``...) live in
+``flink_agents_py.compat``, test doubles in ``flink_agents_py.testing``.
 """
+
+import warnings
+from typing import Any
 
 from ._agent import (
     ActionSpec,
@@ -18,11 +24,9 @@ from ._agent import (
     vector_store,
 )
 from ._budgets import Budget, BudgetExceededError, ModelPrice
-from ._chat_models import ChatModelConnection, ChatModelSetup, ScriptedRequest
+from ._chat_models import ChatModelConnection, ChatModelSetup
 from ._context import Memory, RunnerContext
 from ._embeddings import (
-    BaseEmbeddingModelConnection,
-    BaseEmbeddingModelSetup,
     EmbeddingError,
     EmbeddingModelConnection,
     EmbeddingModelSetup,
@@ -88,7 +92,6 @@ from ._subagents import (
 )
 from ._tools import RESERVED_TOOL_PREFIX, FunctionTool, ToolMetadata, ToolSpec, tool
 from ._vector_stores import (
-    BaseVectorStore,
     CollectionNotFoundError,
     ContextRetrievalRequestEvent,
     ContextRetrievalResponseEvent,
@@ -112,113 +115,150 @@ from ._waits import (
 )
 
 __all__ = [
-    "APPROVAL_REQUEST_KIND",
-    "ApprovalRequest",
-    "ExternalEvent",
-    "ExternalEventError",
-    "UnmatchedEventError",
-    "WaitTimeoutError",
-    "action",
-    "ActionError",
-    "EventChainLimitError",
-    "ActionSpec",
+    # an agent, its actions, the context an action gets
     "Agent",
-    "AgentNotInitializedError",
-    "AgentsError",
-    "AsyncSubagentSetup",
-    "BaseEmbeddingModelConnection",
-    "BaseEmbeddingModelSetup",
-    "BaseLongTermMemory",
-    "BaseVectorStore",
-    "chat_model_connection",
-    "chat_model_setup",
-    "ChatMessage",
-    "ChatModelConnection",
-    "ChatModelSetup",
+    "action",
+    "RunnerContext",
+    "Memory",
+    "ActionSpec",
+    # events
+    "Event",
+    "InputEvent",
+    "OutputEvent",
+    "EventType",
     "ChatRequestEvent",
-    "ChatResponse",
-    "ChatResponseError",
     "ChatResponseEvent",
-    "ChatResult",
-    "CollectionNotFoundError",
+    "ToolRequestEvent",
+    "ToolResponseEvent",
     "ContextRetrievalRequestEvent",
     "ContextRetrievalResponseEvent",
-    "DeferredSubagentSetup",
-    "DimensionMismatchError",
-    "Document",
-    "DurableExecutionError",
+    # resources: declared on an agent by decorator or add_resource
+    "ResourceDescriptor",
+    "ResourceType",
+    "ResourceName",
+    "ResourceSpec",
+    "Resource",
+    "qualified_name",
+    "chat_model_connection",
+    "chat_model_setup",
     "embedding_model_connection",
     "embedding_model_setup",
-    "EmbeddingError",
+    "mcp_server",
+    "prompt",
+    "tool",
+    "vector_store",
+    # chat models, messages, tools, prompts
+    "ChatModelConnection",
+    "ChatModelSetup",
+    "ChatMessage",
+    "MessageRole",
+    "ChatResponse",
+    "ChatResult",
+    "TokenUsage",
+    "ToolCall",
+    "ToolResult",
+    "FunctionTool",
+    "ToolMetadata",
+    "ToolSpec",
+    "RESERVED_TOOL_PREFIX",
+    "Prompt",
+    # sub-agents
+    "SubagentSetup",
+    "InternalSubagent",
+    "DeferredSubagentSetup",
+    "AsyncSubagentSetup",
+    "PreparedCall",
+    "SubagentFuture",
+    "SubagentResult",
+    "RunStatus",
+    # embeddings, vector stores, long-term memory
     "EmbeddingModelConnection",
     "EmbeddingModelSetup",
     "EmbeddingResult",
     "EmbeddingTokenUsage",
-    "Event",
-    "EventType",
-    "ErrorClass",
-    "Budget",
-    "BudgetExceededError",
-    "ModelPrice",
-    "FlowControl",
-    "RateLimitInfo",
-    "error_class",
-    "report_rate_limit",
-    "format_context",
-    "FunctionTool",
-    "InputEvent",
-    "InternalSubagent",
-    "LongTermMemoryOptions",
-    "mask_secrets",
-    "mcp_server",
-    "Memory",
-    "MemorySet",
-    "MemorySetItem",
-    "MessageRole",
-    "MissingApiKeyError",
-    "NotInActionContextError",
-    "OutputEvent",
-    "PlanError",
-    "PreparedCall",
-    "prompt",
-    "Prompt",
-    "ProviderError",
-    "qualified_name",
-    "register_secret",
-    "ReplayDivergenceError",
-    "RESERVED_TOOL_PREFIX",
-    "Resource",
-    "ResourceDescriptor",
-    "ResourceError",
-    "ResourceName",
-    "ResourceNotFoundError",
-    "ResourceSpec",
-    "ResourceType",
-    "RunnerContext",
-    "RunStatus",
-    "ScriptedRequest",
-    "secret_from_env",
-    "SerializationError",
-    "SubagentFuture",
-    "SubagentResult",
-    "SubagentSetup",
-    "TokenUsage",
-    "tool",
-    "ToolCall",
-    "ToolMetadata",
-    "ToolRequestEvent",
-    "ToolResponseEvent",
-    "ToolResult",
-    "ToolSpec",
-    "UnknownFilterFieldError",
-    "UnkeyedRecordError",
-    "UnsupportedAwaitError",
-    "UsageError",
-    "vector_store",
     "VectorStore",
-    "VectorStoreError",
     "VectorStoreQuery",
     "VectorStoreQueryMode",
     "VectorStoreQueryResult",
+    "Document",
+    "format_context",
+    "BaseLongTermMemory",
+    "LongTermMemoryOptions",
+    "MemorySet",
+    "MemorySetItem",
+    # flow control and budgets
+    "FlowControl",
+    "RateLimitInfo",
+    "ErrorClass",
+    "error_class",
+    "report_rate_limit",
+    "Budget",
+    "ModelPrice",
+    # waits for outside events, tool approval
+    "ExternalEvent",
+    "ApprovalRequest",
+    "APPROVAL_REQUEST_KIND",
+    # secrets known by value, masked wherever text leaves the process
+    "register_secret",
+    "secret_from_env",
+    "mask_secrets",
+    # errors: AgentsError is the root of every one
+    "AgentsError",
+    "UsageError",
+    "PlanError",
+    "ActionError",
+    "AgentNotInitializedError",
+    "NotInActionContextError",
+    "ResourceError",
+    "ResourceNotFoundError",
+    "ProviderError",
+    "MissingApiKeyError",
+    "ChatResponseError",
+    "EmbeddingError",
+    "VectorStoreError",
+    "CollectionNotFoundError",
+    "DimensionMismatchError",
+    "UnknownFilterFieldError",
+    "BudgetExceededError",
+    "ExternalEventError",
+    "WaitTimeoutError",
+    "UnmatchedEventError",
+    "DurableExecutionError",
+    "ReplayDivergenceError",
+    "SerializationError",
+    "UnsupportedAwaitError",
+    "EventChainLimitError",
+    "UnkeyedRecordError",
 ]
 
+# names that moved out of the API: (their home, the name there); importing them from here
+# still works, with a DeprecationWarning naming the new import
+_MOVED: dict[str, tuple[str, str]] = {
+    "BaseEmbeddingModelConnection": ("flink_agents_py.compat", "EmbeddingModelConnection"),
+    "BaseEmbeddingModelSetup": ("flink_agents_py.compat", "EmbeddingModelSetup"),
+    "BaseVectorStore": ("flink_agents_py.compat", "VectorStore"),
+    "ScriptedRequest": ("flink_agents_py.testing", ""),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Resolve a name that moved out of the API, warning where it lives now.
+
+    Returns:
+        The object under its old name.
+
+    Raises:
+        AttributeError: for any other name.
+    """
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home, ours = _MOVED[name]
+    warnings.warn(
+        f"flink_agents_py.api.{name} moved: import it from {home}"
+        + (f" (or use flink_agents_py.api.{ours}, the same class)" if ours else ""),
+        DeprecationWarning, stacklevel=2)
+    if ours:
+        return globals()[ours]  # Flink Agents' alias: our class under its old name
+    import importlib
+
+    return getattr(importlib.import_module(home), name)  # the one lookup that goes up

@@ -8,10 +8,11 @@ generation parameters; actions ask a setup (resource type ``CHAT_MODEL``) by nam
 from __future__ import annotations
 
 import asyncio
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from ._budgets import Budget
 from ._errors import ResourceError
@@ -21,53 +22,14 @@ from ._prompts import Prompt
 from ._resources import Resource, ResourceType
 from ._tools import FunctionTool, ToolMetadata
 
-__all__ = ["ChatModelConnection", "ChatModelSetup", "ScriptedRequest"]
-
-
-class ScriptedRequest(BaseModel):
-    """The whole request a chat model connection receives, as one value.
-
-    What a script function gets from ``ScriptedChatModel`` (``testing.model_from_function``):
-    a test double answers by looking at it.
-
-    Attributes:
-        messages: the conversation, oldest first.
-        model: the model name the setup asked for, if any.
-        tools: the tools offered to the model.
-        output_schema: the JSON Schema the answer must follow, if any.
-        options: the remaining generation parameters.
-    """
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    messages: list[ChatMessage]
-    model: str | None = None
-    tools: list[ToolMetadata] = Field(default_factory=list)
-    output_schema: dict[str, Any] | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def last_user_text(self) -> str:
-        """Content of the last user message ('' when none)."""
-        for m in reversed(self.messages):
-            if m.role == MessageRole.USER:
-                return m.content
-        return ""
-
-    @property
-    def tool_results(self) -> list[ChatMessage]:
-        """Tool messages after the last assistant message that called tools."""
-        out: list[ChatMessage] = []
-        for m in reversed(self.messages):
-            if m.role == MessageRole.TOOL:
-                out.append(m)
-            else:
-                break
-        return list(reversed(out))
+__all__ = ["ChatModelConnection", "ChatModelSetup"]
 
 
 class ChatModelConnection(Resource):
     """Base of provider connections. One method to implement: ``chat`` (or ``achat``).
+
+    A subclass that implements neither cannot be instantiated (Python's ``TypeError``
+    naming ``chat``); one that implements only ``achat`` gets a ``chat`` that runs it.
 
     Implementations are shared by every key of an operator and may be called concurrently
     from the I/O executor: guard clients that are not thread-safe. The operator paces the
@@ -81,6 +43,7 @@ class ChatModelConnection(Resource):
     flow_control: FlowControl = Field(default_factory=FlowControl)
     """How the operator paces calls to this connection (``docs/how-to/flow-control.md``)."""
 
+    @abstractmethod
     def chat(
         self,
         messages: Sequence[ChatMessage],
@@ -106,7 +69,9 @@ class ChatModelConnection(Resource):
         Raises:
             ProviderError: when the provider fails (``retryable`` set for timeouts, 429, 5xx).
         """
-        raise NotImplementedError(f"{type(self).__name__} implements neither chat nor achat")
+        # reached only by a subclass that implements achat alone (else it is abstract)
+        return asyncio.run(self.achat(
+            messages, model=model, tools=tools, output_schema=output_schema, **options))
 
     async def achat(
         self,
@@ -121,6 +86,17 @@ class ChatModelConnection(Resource):
         return await asyncio.to_thread(
             self.chat, messages, model=model, tools=tools, output_schema=output_schema, **options
         )
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Make ``chat`` concrete for a subclass that implements ``achat``.
+
+        One of the two is enough; ABCMeta has computed ``__abstractmethods__`` by the time
+        pydantic calls this hook.
+        """
+        super().__pydantic_init_subclass__(**kwargs)
+        if "chat" in cls.__abstractmethods__ and cls.achat is not ChatModelConnection.achat:
+            cls.__abstractmethods__ = cls.__abstractmethods__ - {"chat"}
 
 
 def _default_fallback_on() -> list[ErrorClass]:

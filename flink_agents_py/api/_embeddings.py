@@ -16,6 +16,7 @@ durable call, so a replay returns the recorded vectors instead of embedding agai
 from __future__ import annotations
 
 import asyncio
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -98,12 +99,15 @@ def check_texts(text: str | Sequence[str], where: str) -> tuple[list[str], bool]
 class EmbeddingModelConnection(Resource):
     """Base of embedding connections. One method to implement: ``embed_texts``.
 
+    A subclass without it cannot be instantiated (Python's ``TypeError`` naming it).
+
     Implementations are shared by every key of an operator and may be called from several
     threads of the I/O executor at once: guard what is not thread-safe.
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.EMBEDDING_MODEL_CONNECTION
 
+    @abstractmethod
     def embed_texts(self, texts: list[str], *, model: str | None = None,
                     **options: Any) -> EmbeddingResult:
         """Embed non-empty texts (already checked) in one batch.
@@ -120,7 +124,6 @@ class EmbeddingModelConnection(Resource):
             ProviderError: when a remote provider fails (``retryable`` for timeouts, 5xx).
 
         """
-        raise NotImplementedError(f"{type(self).__name__} does not implement embed_texts")
 
     def embed_with_usage(self, text: str | Sequence[str], **kwargs: Any) -> EmbeddingResult:
         """Embed one text or a list of texts, returning usage and truncation too.
@@ -230,8 +233,3 @@ class EmbeddingModelSetup(Resource):
         """Async form of ``embed`` (runs it in a worker thread)."""
         return await asyncio.to_thread(self.embed, text, **kwargs)
 
-
-BaseEmbeddingModelConnection = EmbeddingModelConnection
-"""Apache Flink Agents' name for ``EmbeddingModelConnection``."""
-BaseEmbeddingModelSetup = EmbeddingModelSetup
-"""Apache Flink Agents' name for ``EmbeddingModelSetup``."""

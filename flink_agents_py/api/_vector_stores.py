@@ -20,6 +20,7 @@ the same document twice (a replayed write) keeps one copy.
 from __future__ import annotations
 
 import hashlib
+from abc import abstractmethod
 from collections.abc import Sequence
 from enum import Enum
 from typing import Any, ClassVar, cast
@@ -42,7 +43,6 @@ __all__ = [
     "Document",
     "VectorStoreQueryResult",
     "VectorStore",
-    "BaseVectorStore",
     "document_id",
     "format_context",
     "ContextRetrievalRequestEvent",
@@ -178,8 +178,9 @@ def _as_list(documents: Document | Sequence[Document]) -> list[Document]:
 class VectorStore(Resource):
     """Base of vector stores.
 
-    Implement ``_add_embedding``, ``_query_embedding``, ``get`` and ``delete``
-    (``_update_embedding`` defaults to an upsert through ``_add_embedding``).
+    Implement ``_add_embedding``, ``_query_embedding``, ``get``, ``delete`` and ``size``
+    (``_update_embedding`` defaults to an upsert through ``_add_embedding``); a subclass
+    missing one cannot be instantiated (Python's ``TypeError`` naming what is missing).
 
     Attributes:
         embedding_model: name of an ``EMBEDDING_MODEL`` setup (``None``: callers always pass
@@ -296,20 +297,20 @@ class VectorStore(Resource):
                                      **{**self.store_kwargs, **query.extra_args})
         return VectorStoreQueryResult(documents=docs)
 
+    @abstractmethod
     def get(self, ids: str | list[str] | None = None, collection_name: str | None = None,
             filters: dict[str, Any] | None = None, limit: int | None = 100,
             **kwargs: Any) -> list[Document]:
         """Documents by id, or up to ``limit`` matching ``filters`` (all: ``limit=None``)."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement get")
 
+    @abstractmethod
     def delete(self, ids: str | list[str] | None = None, collection_name: str | None = None,
                filters: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """Delete documents by id or filter (both ``None``: every document of the collection)."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement delete")
 
+    @abstractmethod
     def size(self, collection_name: str | None = None) -> int:
         """How many documents the collection holds (0 for a missing one)."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement size")
 
     def count(self, collection_name: str | None = None,
               filters: dict[str, Any] | None = None) -> int:
@@ -318,21 +319,19 @@ class VectorStore(Resource):
             return self.size(collection_name)
         return len(self.get(None, collection_name, filters, None))
 
+    @abstractmethod
     def _add_embedding(self, documents: list[Document], collection_name: str | None,
                        **kwargs: Any) -> list[str]:
-        raise NotImplementedError(f"{type(self).__name__} does not implement _add_embedding")
+        """Upsert documents that all carry an id and an embedding; return their ids."""
 
     def _update_embedding(self, documents: list[Document], collection_name: str | None,
                           **kwargs: Any) -> None:
         self._add_embedding(documents, collection_name, **kwargs)
 
+    @abstractmethod
     def _query_embedding(self, embedding: list[float], limit: int, collection_name: str | None,
                          filters: dict[str, Any] | None, **kwargs: Any) -> list[Document]:
-        raise NotImplementedError(f"{type(self).__name__} does not implement _query_embedding")
-
-
-BaseVectorStore = VectorStore
-"""Apache Flink Agents' name for ``VectorStore``."""
+        """The ``limit`` documents closest to ``embedding`` that match ``filters``."""
 
 
 class ContextRetrievalRequestEvent(Event):

@@ -14,7 +14,6 @@ from ..agents import ReActAgent
 from ..api import (
     AsyncSubagentSetup,
     BaseLongTermMemory,
-    BaseVectorStore,
     ChatMessage,
     ChatModelConnection,
     ChatModelSetup,
@@ -73,6 +72,7 @@ from ._environment import (
 from ._knowledge import (
     BaseEmbeddingModelConnection,
     BaseEmbeddingModelSetup,
+    BaseVectorStore,
     CollectionManageableVectorStore,
     MemoryObject,
     OllamaEmbeddingModelSetup,

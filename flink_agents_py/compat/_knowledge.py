@@ -14,6 +14,7 @@ from ..api import (
 __all__ = [
     "BaseEmbeddingModelConnection",
     "BaseEmbeddingModelSetup",
+    "BaseVectorStore",
     "CollectionManageableVectorStore",
     "MemoryObject",
     "OllamaEmbeddingModelSetup",
@@ -30,6 +31,8 @@ OllamaEmbeddingModelSetup = EmbeddingModelSetup
 ``model=``)."""
 OpenAIEmbeddingModelSetup = EmbeddingModelSetup
 """Flink Agents' OpenAI embedding setup: ours serves every connection."""
+BaseVectorStore = VectorStore
+"""Flink Agents' name of ``VectorStore``."""
 CollectionManageableVectorStore = VectorStore
 """Flink Agents' base of stores that manage collections: every ``VectorStore`` here names
 its collection per call; ``ChromaVectorStore`` creates missing ones on write

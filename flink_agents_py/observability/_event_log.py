@@ -40,6 +40,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -59,8 +60,10 @@ Level = Literal["off", "standard", "verbose"]
 LEVELS = ("off", "standard", "verbose")
 
 
-class EventLogSink:
-    """Where event log records go. Subclass and override ``write`` (and ``flush``/``close``).
+class EventLogSink(ABC):
+    """Where event log records go. Subclass and implement ``write`` (and ``flush``/``close``).
+
+    A subclass without ``write`` cannot be instantiated (Python's ``TypeError`` naming it).
 
     A sink given to a Flink job is pickled to every operator subtask, which calls ``open``
     on its copy first.
@@ -78,16 +81,12 @@ class EventLogSink:
         """
         return self
 
+    @abstractmethod
     def write(self, record: dict[str, Any]) -> None:
-        """Take one record (JSON-ready: redacted and truncated already).
+        """Take one record (JSON-ready: redacted and truncated already)."""
 
-        Raises:
-            NotImplementedError: always here; every sink class implements ``write``.
-        """
-        raise NotImplementedError(f"{type(self).__name__} does not implement write")
-
-    def flush(self) -> None:
-        """Push buffered records out."""
+    def flush(self) -> None:  # noqa: B027 - an optional hook, not an abstract method
+        """Push buffered records out (nothing to push by default)."""
 
     def close(self) -> None:
         """Flush and release resources."""

@@ -216,10 +216,14 @@ def _nothing_to_cancel(session_id: str, call_id: str) -> None:
 
 
 class SubagentHandle(SubagentFuture):
-    """The handle of one sub-agent call (see ``SubagentFuture``)."""
+    """The handle of one sub-agent call (see ``SubagentFuture``).
+
+    ``kind`` is its call's ``CallKind``: ``SUBAGENT`` (internal), ``SUBAGENT_DEFERRED``,
+    ``SUBAGENT_RESULT`` (async external) or ``SUBAGENT_REFUSED``.
+    """
 
     def __init__(self, ctx: ActionContext | None, call: DurableCall | None, name: str,
-                 kind: str, session_id: str = "", setup: SubagentSetup | None = None,
+                 kind: CallKind, session_id: str = "", setup: SubagentSetup | None = None,
                  failed: SubagentResult | None = None) -> None:
         self._ctx = ctx
         self._call = call
@@ -280,7 +284,7 @@ class SubagentHandle(SubagentFuture):
         if call is None or ctx is None:
             return _SETTLED
         ctx.check_live("cancel")
-        if self.kind == "async" and isinstance(self._setup, AsyncSubagentSetup):
+        if self.kind is CallKind.SUBAGENT_RESULT and isinstance(self._setup, AsyncSubagentSetup):
             if self._cancel is not None:
                 return self._cancel  # one cancel request per handle
             ended = call.done and not (call.ok and isinstance(call.value, SubagentResult)
@@ -295,7 +299,7 @@ class SubagentHandle(SubagentFuture):
             return self._cancel
         if call.done:
             return _SETTLED
-        if self.kind == "internal" and call.call_id in ctx.run.invocations:
+        if self.kind is CallKind.SUBAGENT and call.call_id in ctx.run.invocations:
             ctx.cancel_invocation(call.call_id)  # completes once its actions retire
         elif call.start is not None:  # not started yet: it never will be
             ctx.settle_unstarted(call, f"cancel:{self.name}",

@@ -379,15 +379,16 @@ class ActionContext(RunnerContext):
             else:
                 self.record_started(Settle(call, f"refused:{name}"))
                 self.record_outcome(call, True, SubagentResult.failed(refusal))
-            return SubagentHandle(self, call, name, "refused")
+            return SubagentHandle(self, call, name, CallKind.SUBAGENT_REFUSED)
         session_id = f"{dumps(self._key).decode()}/r{self.run.seq}"
         if isinstance(setup, InternalSubagent):
             self._replay_or_prepare(call, rec, StartSubagent(call, name, input))
             self.start_soon(call)  # submitted now, so several calls overlap
-            return SubagentHandle(self, call, name, "internal")
+            return SubagentHandle(self, call, name, CallKind.SUBAGENT)
         if isinstance(setup, DeferredSubagentSetup):
             self._replay_or_prepare(call, rec, RunDeferred(call, name, setup, input, session_id))
-            return SubagentHandle(self, call, name, "deferred", session_id, setup)
+            return SubagentHandle(self, call, name, CallKind.SUBAGENT_DEFERRED, session_id,
+                                  setup)
         assert isinstance(setup, AsyncSubagentSetup)
         self._replay_or_prepare(call, rec, Poll(call, name, setup, session_id))
         # submitted once, durably; always awaited, so the call takes its ordinal on replay too
@@ -395,7 +396,7 @@ class ActionContext(RunnerContext):
             CallKind.SUBAGENT_SUBMIT, name, setup.call_submit_request,
             (session_id, call_id, input),
             reconciler=lambda: setup.reconcile_submit_request(session_id, call_id, input))
-        return SubagentHandle(self, call, name, "async", session_id, setup)
+        return SubagentHandle(self, call, name, CallKind.SUBAGENT_RESULT, session_id, setup)
 
     # -- runtime side ------------------------------------------------------------------
     def take_commands(self) -> list[Command]:

@@ -248,7 +248,7 @@ class Invocation(_Record, kw_only=True, repr_omit_defaults=True):
     and its result becomes the caller's durable call outcome.
 
     Attributes:
-        kind: ``"chat"`` or ``"subagent"``.
+        kind: ``CallKind.CHAT`` or ``CallKind.SUBAGENT`` (stored as ``"chat"``, ``"subagent"``).
         name: the chat model setup, or the sub-agent's registered name.
         caller: the calling action execution's id.
         caller_scope: the scope the caller runs in.
@@ -264,7 +264,7 @@ class Invocation(_Record, kw_only=True, repr_omit_defaults=True):
         sensory: the sub-agent's sensory memory, isolated to this call.
     """
 
-    kind: str
+    kind: CallKind
     name: str
     caller: str
     caller_scope: str | None = None
@@ -280,7 +280,7 @@ class Invocation(_Record, kw_only=True, repr_omit_defaults=True):
 
     def to_builtins(self) -> dict[str, Any]:
         """The record as plain JSON-form data."""
-        return {"kind": self.kind, "name": self.name, "caller": self.caller,
+        return {"kind": self.kind.value, "name": self.name, "caller": self.caller,
                 "caller_scope": self.caller_scope, "ordinal": self.ordinal, "env": self.env,
                 "plan_path": self.plan_path, "outputs": self.outputs, "failed": self.failed,
                 "failed_traceback": self.failed_traceback, "cancelled": self.cancelled,

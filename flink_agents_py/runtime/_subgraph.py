@@ -152,7 +152,7 @@ def route_in_scope(root: AgentPlan, run: RunState, scope: str, event: Event
     if inv is None or inv.failed or inv.cancelled:
         return ()  # a failed or cancelled call dispatches no successors
     plan = plan_at(root, inv.plan_path)
-    if inv.kind == "chat":
+    if inv.kind == CallKind.CHAT:
         if isinstance(event, ChatResponseEvent):
             inv.outputs.append(event_json(event, f"event {event.id}"))
             return ()
@@ -187,14 +187,14 @@ def open_invocation(run: RunState, command: StartChat | StartSubagent, caller: s
     bootstrap: Event
     if isinstance(command, StartChat):
         req = command.request
-        inv = Invocation(kind="chat", name=command.model, caller=caller,
+        inv = Invocation(kind=CallKind.CHAT, name=command.model, caller=caller,
                          caller_scope=caller_scope, ordinal=call.ordinal, env=env,
                          plan_path=list(base_path))
         bootstrap = ChatRequestEvent(
             id=f"{inv_id}/b", model=req["model"], messages=req["messages"],
             prompt_args=req["prompt_args"], output_schema=req["output_schema"])
     else:
-        inv = Invocation(kind="subagent", name=command.name, caller=caller,
+        inv = Invocation(kind=CallKind.SUBAGENT, name=command.name, caller=caller,
                          caller_scope=caller_scope, ordinal=call.ordinal, env=inv_id,
                          plan_path=[*base_path, command.name],
                          sensory={"_subagent": {"input": command.input}})
@@ -252,7 +252,7 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str,
 
 def invocation_result(inv: Invocation, inv_id: str) -> tuple[bool, Any]:
     """The caller's outcome of a completed invocation: ``(ok, value or exception)``."""
-    if inv.kind == "chat":
+    if inv.kind == CallKind.CHAT:
         if inv.failed:
             return False, with_original(ChatResponseError(
                 f"chat with {inv.name!r} failed: {inv.failed}"), inv.failed_traceback)
@@ -290,7 +290,7 @@ def record_for_caller(run: RunState, inv: Invocation, inv_id: str, ok: bool, val
     if rec is None:
         return None
     crec = rec.calls.setdefault(str(inv.ordinal), CallRecord(
-        digest="", kind=CallKind.CHAT if inv.kind == "chat" else CallKind.SUBAGENT,
+        digest="", kind=inv.kind,
         target=inv.name))
     store_outcome(crec, inv_id, ok, value)
     return crec

@@ -14,6 +14,14 @@ each other (``tests/`` is on ``sys.path`` through pytest's ``pythonpath`` option
   a flaky connection for retries.
 - ``bad_input``: the bad-input matrix and its checks.
 - ``sandbox``: ``require_bubblewrap()``, the skill sandbox tests' skip (a failure under CI).
-- ``subagent_agents``, ``tool_dispatch_agents``, ``observability_scenario``: agents and fakes
-  shared by a test module and the replay-safety checker (or a MiniCluster variant).
+- Agents and fakes, one module per theme, shared by a test module and the replay-safety
+  checker or a MiniCluster variant (Flink workers import them by module path, so they live
+  here, never in a test module): ``subagent_agents`` (internal, deferred and async
+  sub-agents; ``RunningPubsub``), ``subagent_tool_agents`` (sub-agents offered to chat
+  models), ``subgraph_agents``, ``restorable_agents`` (restores; ``SendsTwins``),
+  ``durability_agents``, ``replay_defect_agents``, ``replay_upgrade_agents``,
+  ``upgrade_agents``, ``unsafe_agents``, ``asker_agents``, ``tool_dispatch_agents``,
+  ``react_agents``, ``knowledge_agents``, ``waits_agents``, ``kafka_agents``, ``trace_agents``,
+  ``observability_scenario``, ``flink_agents_for_tests`` (a tool chat agent and its script),
+  ``yaml_helpers`` (classes and functions YAML specs name).
 """

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import subagent_tool_agents as sa
-
 from flink_agents_py.api import Agent
+from support import subagent_tool_agents as sa
 
 __all__ = ["RECORDS", "orchestrator", "tool_round_script"]
 

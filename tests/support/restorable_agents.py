@@ -1,5 +1,6 @@
 """The ``Restorable`` agent and its fakes: a run with sync, async, failing and reconciled
-durable calls, snapshotted mid-way (tests/test_core_restore.py, tests/test_crash_checker.py).
+durable calls, snapshotted mid-way (tests/test_core_restore.py, tests/test_crash_checker.py);
+``SendsTwins``: two identical sibling events, whose actions each keep their own calls.
 """
 
 from __future__ import annotations
@@ -7,10 +8,10 @@ from __future__ import annotations
 import collections
 import threading
 
-from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+from flink_agents_py.api import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
 
 __all__ = ["Restorable", "COUNTS", "ARG_VERSION", "stamp", "fetch", "lookup", "compute",
-           "reconcile_compute"]
+           "reconcile_compute", "Twin", "SendsTwins"]
 
 COUNTS: collections.Counter[str] = collections.Counter()
 _LOCK = threading.Lock()
@@ -72,3 +73,17 @@ class Restorable(Agent):
             "seen": ctx.sensory_memory.get("seen")}))
 
 
+class Twin(Event):
+    """An event sent twice, with identical fields."""
+
+    payload: str = "same"
+
+
+class SendsTwins(Agent):
+    """Sends two identical ``Twin`` events per input; a subclass adds the ``Twin`` action."""
+
+    @action(InputEvent)
+    @staticmethod
+    def start(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(Twin())
+        ctx.send_event(Twin())

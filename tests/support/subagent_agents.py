@@ -35,8 +35,8 @@ from flink_agents_py.api import (
     qualified_name,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
-from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest
 from flink_agents_py.plan import AgentPlan
+from flink_agents_py.testing import ScriptedRequest
 from support.probes import count, current, gate, note, store
 from support.waiting import QUICK_S
 
@@ -149,6 +149,23 @@ class Pubsub(AsyncSubagentSetup):
     def call_fetch_result(self, session_id: str, call_id: str) -> SubagentResult:
         count("fetch")
         return SubagentResult.ok({"async": store("remote_runs")[call_id]})
+
+    def call_cancel_request(self, session_id: str, call_id: str) -> None:
+        count("cancel")
+
+
+class RunningPubsub(AsyncSubagentSetup):
+    """An async remote whose runs stay running; counts submits and cancels (for cancels and
+    divergences while a run is in flight)."""
+
+    def call_submit_request(self, session_id: str, call_id: str, input: Any) -> None:
+        count("submit")
+
+    def call_query_status(self, session_id: str, call_id: str) -> RunStatus:
+        return RunStatus.running()
+
+    def call_fetch_result(self, session_id: str, call_id: str) -> SubagentResult:
+        return SubagentResult.ok("never")
 
     def call_cancel_request(self, session_id: str, call_id: str) -> None:
         count("cancel")

@@ -12,7 +12,7 @@ Of ``Restorable`` (tests/support/restorable_agents.py):
 - ``RestorablePatched``: ``RestorableNewArguments``' change under ``ctx.patched`` (safe).
 - ``RestorableRenamed``: the same action under another name.
 
-Of ``DurableChatAgent`` (tests/durability_agents.py):
+Of ``DurableChatAgent`` (tests/support/durability_agents.py):
 
 - ``DurableChatNewAnswer``: a safe upgrade that changes only the output's text, after the
   chat (its last call).
@@ -21,8 +21,6 @@ Of ``DurableChatAgent`` (tests/durability_agents.py):
 """
 
 from __future__ import annotations
-
-from durability_agents import DurableChatAgent, audit
 
 from flink_agents_py.api import (
     Agent,
@@ -33,6 +31,7 @@ from flink_agents_py.api import (
     RunnerContext,
     action,
 )
+from support.durability_agents import DurableChatAgent, audit
 from support.restorable_agents import (
     ARG_VERSION,
     Restorable,

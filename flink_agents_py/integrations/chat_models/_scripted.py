@@ -20,7 +20,6 @@ from ...api import (
     ChatModelConnection,
     ChatResponse,
     MessageRole,
-    ScriptedRequest,
     TokenUsage,
     ToolCall,
     ToolMetadata,
@@ -36,6 +35,48 @@ REQUESTS_KEPT = 10_000
 ANSWER_TYPES = ("a str, a JSON dict or list (sent as JSON text), a ChatMessage, a ChatResponse, "
                 "a ToolCall or a list of ToolCall")
 """What a script function (or a turn of ``model_from_turns``) may answer, in words."""
+
+
+class ScriptedRequest(BaseModel):
+    """The whole request a chat model connection receives, as one value.
+
+    What a script function gets from ``ScriptedChatModel`` (``testing.model_from_function``):
+    a test double answers by looking at it. Import it from ``flink_agents_py.testing``.
+
+    Attributes:
+        messages: the conversation, oldest first.
+        model: the model name the setup asked for, if any.
+        tools: the tools offered to the model.
+        output_schema: the JSON Schema the answer must follow, if any.
+        options: the remaining generation parameters.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    messages: list[ChatMessage]
+    model: str | None = None
+    tools: list[ToolMetadata] = Field(default_factory=list)
+    output_schema: dict[str, Any] | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def last_user_text(self) -> str:
+        """Content of the last user message ('' when none)."""
+        for m in reversed(self.messages):
+            if m.role == MessageRole.USER:
+                return m.content
+        return ""
+
+    @property
+    def tool_results(self) -> list[ChatMessage]:
+        """Tool messages after the last assistant message that called tools."""
+        out: list[ChatMessage] = []
+        for m in reversed(self.messages):
+            if m.role == MessageRole.TOOL:
+                out.append(m)
+            else:
+                break
+        return list(reversed(out))
 
 
 class ScriptRule(BaseModel):

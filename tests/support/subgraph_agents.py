@@ -16,7 +16,6 @@ import time
 from typing import Any
 
 import orjson
-from support.crash import CrashOnceBase, count_call, first_attempt, pace, read_counts
 
 from flink_agents_py.api import (
     Agent,
@@ -39,6 +38,7 @@ from flink_agents_py.api import (
     tool,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
+from support.crash import CrashOnceBase, count_call, first_attempt, pace, read_counts
 
 __all__ = ["Child", "ChildNext", "CrashOnce", "Remote", "SubgraphAgent", "build", "child_call",
            "kind", "lookup", "pace", "read_counts", "script"]
@@ -112,7 +112,7 @@ class SubgraphAgent(Agent):
     @chat_model_connection
     @staticmethod
     def fake_connection() -> ResourceDescriptor:
-        return ResourceDescriptor(ScriptedChatModel, function="subgraph_agents:script")
+        return ResourceDescriptor(ScriptedChatModel, function="support.subgraph_agents:script")
 
     @chat_model_setup
     @staticmethod
@@ -139,7 +139,8 @@ def build() -> SubgraphAgent:
     agent = SubgraphAgent()
     agent.add_resource("child", ResourceType.AGENT,
                        ResourceDescriptor(InternalSubagent, agent=Child))
-    agent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor("subgraph_agents.Remote"))
+    agent.add_resource("remote", ResourceType.AGENT,
+                       ResourceDescriptor("support.subgraph_agents.Remote"))
     return agent
 
 

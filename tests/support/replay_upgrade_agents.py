@@ -13,9 +13,8 @@ import functools
 import time
 from typing import Any
 
-from support.crash import CrashOnceBase, append_line, first_attempt, pace
-
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+from support.crash import CrashOnceBase, append_line, first_attempt, pace
 
 __all__ = ["Upgraded", "CrashWhenHeld", "Pick", "pace", "LAST"]
 

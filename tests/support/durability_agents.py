@@ -16,7 +16,6 @@ import time
 from typing import Any
 
 import orjson
-from support.crash import CrashOnceBase, count_call, first_attempt, pace, read_counts
 
 from flink_agents_py.api import (
     Agent,
@@ -36,6 +35,7 @@ from flink_agents_py.api import (
     tool,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
+from support.crash import CrashOnceBase, count_call, first_attempt, pace, read_counts
 
 __all__ = ["CrashOnce", "DurableChatAgent", "audit", "pace", "read_counts", "script", "tool_a",
            "tool_b"]
@@ -93,7 +93,7 @@ class DurableChatAgent(Agent):
     @chat_model_connection
     @staticmethod
     def fake_connection() -> ResourceDescriptor:
-        return ResourceDescriptor(ScriptedChatModel, function="durability_agents:script")
+        return ResourceDescriptor(ScriptedChatModel, function="support.durability_agents:script")
 
     @chat_model_setup
     @staticmethod

@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from support.crash import append_line
-
 from flink_agents_py.api import (
     Agent,
     InputEvent,
@@ -22,6 +20,7 @@ from flink_agents_py.api import (
     action,
     tool,
 )
+from support.crash import append_line
 
 
 def note(d: str, key: str) -> str:

@@ -24,8 +24,6 @@ from typing import Any
 
 import orjson
 from pydantic import BaseModel, Field
-from support.probes import count as probe_count
-from support.probes import current, gate, store
 
 from flink_agents_py.api import (
     Agent,
@@ -47,6 +45,8 @@ from flink_agents_py.api import (
     chat_model_connection,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
+from support.probes import count as probe_count
+from support.probes import current, gate, store
 
 # -- per-test steering and recording --------------------------------------------------------
 SCRIPTS: dict[str, Callable[[Any], Any]] = {}
@@ -344,7 +344,7 @@ class Orchestrator(Agent):
     @chat_model_connection
     @staticmethod
     def conn() -> ResourceDescriptor:
-        return ResourceDescriptor(ScriptedChatModel, function="subagent_tool_agents:script")
+        return ResourceDescriptor(ScriptedChatModel, function="support.subagent_tool_agents:script")
 
     @action(InputEvent)
     @staticmethod
@@ -411,7 +411,7 @@ class E2EReviewer(Agent):
     @staticmethod
     def rconn() -> ResourceDescriptor:
         return ResourceDescriptor(ScriptedChatModel,
-                                  function="subagent_tool_agents:e2e_reviewer_script")
+                                  function="support.subagent_tool_agents:e2e_reviewer_script")
 
     @action(InputEvent)
     @staticmethod
@@ -457,7 +457,7 @@ class E2EOrchestrator(Agent):
     @staticmethod
     def oconn() -> ResourceDescriptor:
         return ResourceDescriptor(ScriptedChatModel,
-                                  function="subagent_tool_agents:e2e_orchestrator")
+                                  function="support.subagent_tool_agents:e2e_orchestrator")
 
     @action(InputEvent)
     @staticmethod
@@ -474,9 +474,9 @@ def build_e2e() -> E2EOrchestrator:
     agent.add_resource("e2e_stock", ResourceType.TOOL, e2e_stock)
     agent.add_resource("reviewer", ResourceType.AGENT, ResourceDescriptor(
         InternalSubagent, agent=reviewer, description="Rates a review.",
-        input_type="subagent_tool_agents:ReviewerIn"))
+        input_type="support.subagent_tool_agents:ReviewerIn"))
     agent.add_resource("catalog", ResourceType.AGENT, ResourceDescriptor(
-        "subagent_tool_agents.E2ECatalog", description="Looks a sku up.",
+        "support.subagent_tool_agents.E2ECatalog", description="Looks a sku up.",
         input_schema='{"type": "object", "properties": {"sku": {"type": "string"}}, '
                      '"required": ["sku"]}'))
     agent.add_resource("om", ResourceType.CHAT_MODEL, ResourceDescriptor(

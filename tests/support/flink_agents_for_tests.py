@@ -2,8 +2,8 @@
 
 They live in an importable module (not a test file) because thread-mode workers import
 agents, tools and chat scripts by reference. Running this module prints the outputs of the
-small chat job as JSON: ``python -m flink_agents_for_tests thread|process`` (cwd=tests/),
-used to run process mode in a fresh JVM when needed.
+small chat job as JSON: ``python -m support.flink_agents_for_tests thread|process``
+(cwd=tests/), used to run process mode in a fresh JVM when needed.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from flink_agents_py.api import (
     action,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
-from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest
+from flink_agents_py.testing import ScriptedRequest
 
 # ------------------------------------------------------------------ the counter agent
 N_RECORDS = 300
@@ -188,7 +188,7 @@ class ToolChatAgent(Agent):
 def tool_chat_agent() -> Agent:
     agent = ToolChatAgent()
     agent.add_resource("shop_connection", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
-        ScriptedChatModel, function="flink_agents_for_tests:script_two_tools"))
+        ScriptedChatModel, function="support.flink_agents_for_tests:script_two_tools"))
     agent.add_resource("shop_model", ResourceType.CHAT_MODEL, ResourceDescriptor(
         ChatModelSetup, connection="shop_connection", tools=["price_of", "stock_of"],
         prompt="You answer questions about a shop."))

@@ -17,9 +17,8 @@ import re
 import time
 from typing import Any
 
-from support.crash import CrashOnceBase, append_line, first_attempt, log_lines
-
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
+from support.crash import CrashOnceBase, append_line, first_attempt, log_lines
 
 _TAG = re.compile(r"\[#(\d+)\]")
 

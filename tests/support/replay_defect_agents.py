@@ -263,7 +263,8 @@ class Orchestrator(Agent):
 
 
 def _scripted(function: str) -> ResourceDescriptor:
-    return ResourceDescriptor(ScriptedChatModel, function=f"replay_defect_agents:{function}")
+    return ResourceDescriptor(ScriptedChatModel,
+                              function=f"support.replay_defect_agents:{function}")
 
 
 # -- the agents -----------------------------------------------------------------------------
@@ -417,7 +418,7 @@ def typed_input_subagent() -> Agent:
     agent = Orchestrator()
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, _scripted("typed_input_script"))
     agent.add_resource("typed_child", ResourceType.AGENT, ResourceDescriptor(
-        InternalSubagent, agent=ChatInChild, input_type="replay_defect_agents:Ask"))
+        InternalSubagent, agent=ChatInChild, input_type="support.replay_defect_agents:Ask"))
     agent.add_resource("om", ResourceType.CHAT_MODEL, ResourceDescriptor(
         ChatModelSetup, connection="conn", subagents=["typed_child"]))
     return agent

@@ -7,7 +7,7 @@ then answers. Record ``n == FAILING`` makes the ``ask`` action raise ``KeyError:
 runner with an event log, then drops the ``run_completed`` record of the last run (a job
 killed before the run ended: an ``unfinished run`` anomaly, not a failure).
 
-Importable by name (``trace_agents:script``) so the scripted model can be named in a
+Importable by name (``support.trace_agents:script``) so the scripted model can be named in a
 descriptor.
 """
 
@@ -77,7 +77,7 @@ class Shop(Agent):
     @chat_model_connection
     @staticmethod
     def conn() -> ResourceDescriptor:
-        return ResourceDescriptor(ScriptedChatModel, function="trace_agents:script")
+        return ResourceDescriptor(ScriptedChatModel, function="support.trace_agents:script")
 
     @action(InputEvent)
     @staticmethod
@@ -153,7 +153,7 @@ class Chatter(Agent):
     @chat_model_connection
     @staticmethod
     def echo_conn() -> ResourceDescriptor:
-        return ResourceDescriptor(ScriptedChatModel, function="trace_agents:echo_script")
+        return ResourceDescriptor(ScriptedChatModel, function="support.trace_agents:echo_script")
 
     @action(InputEvent)
     @staticmethod

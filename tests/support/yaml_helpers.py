@@ -22,7 +22,7 @@ from flink_agents_py.api import (
     ToolCall,
     action,
 )
-from flink_agents_py.integrations.chat_models._scripted import ScriptedRequest
+from flink_agents_py.testing import ScriptedRequest
 
 
 class ReviewDone(Event):
