@@ -108,8 +108,14 @@ class _Window:
             if stale and self.remaining is not None and now < self.reset_at:
                 self.remaining = min(self.remaining, left)  # a later call's answer came first
                 return
+            at = now + reset_s  # never before the provider's reset: it was said before now
+            if (self.remaining is not None and now < self.reset_at
+                    and abs(at - self.reset_at) < max(self.period, reset_s) / 2):
+                # the same window: the earliest reading is the closest (an answer read late,
+                # on a busy machine, would push the reset later than it is)
+                at = min(at, self.reset_at)
             self.remaining = left
-            self.reset_at = now + reset_s
+            self.reset_at = at
             self.period = max(self.period, reset_s)
 
     def delay(self, amount: float, now: float) -> float:
@@ -306,9 +312,16 @@ class FlowController:
         told = None
         if info is not None:
             told = info.retry_after_s
-            for window in (self._requests, self._tokens):
-                if window.remaining is not None and window.remaining < 1:
-                    told = max(told or 0.0, window.reset_at - now)
+            resets = [window.reset_at - now for window in (self._requests, self._tokens)
+                      if window.remaining is not None and window.remaining < 1]
+            if resets:
+                reset = max(0.0, max(resets))
+                if told is not None and told == math.ceil(reset) and told > reset:
+                    # Retry-After counts whole seconds: the provider's own reset, rounded
+                    # up; the window it names resets sooner (a 429 near a window's end
+                    # would otherwise lose the whole next window)
+                    told = reset
+                told = max(told or 0.0, reset)
         if told is None:
             told = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** self._backoff_n)
             told = told / 2 + random.random() * told / 2
