@@ -168,6 +168,32 @@ def test_an_answer_read_late_does_not_push_the_windows_reset_later():
     assert asyncio.run(scenario()) == pytest.approx(0.2)
 
 
+def test_an_answer_about_the_window_before_read_after_it_ended_does_not_hold_the_next():
+    # B's answer came first and spent the window; after its reset a new window starts; A's
+    # answer, about the window before and read late, must not spend the new one
+    now = [9.0]
+
+    async def scenario() -> None:
+        flow = FlowController(FlowControl(), clock=lambda: now[0])
+        e, a, b = await flow.admit(), await flow.admit(), await flow.admit()
+        flow.settle(e, throttled=False, info=RateLimitInfo(  # one-second windows
+            limit_requests=50, remaining_requests=40, reset_requests_s=1.0))
+        now[0] = 9.9
+        flow.settle(b, throttled=False, info=RateLimitInfo(
+            limit_requests=50, remaining_requests=0, reset_requests_s=0.1))
+        now[0] = 10.05  # past the reset: a new window
+        c = await asyncio.wait_for(flow.admit(), 5)
+        now[0] = 10.1
+        flow.settle(a, throttled=False, info=RateLimitInfo(
+            limit_requests=50, remaining_requests=1, reset_requests_s=0.05))
+        d = await asyncio.wait_for(flow.admit(), 5)  # not held until the window after
+        flow.settle(c, throttled=False)
+        flow.settle(d, throttled=False)
+        assert flow.stats.held == 0
+
+    asyncio.run(scenario())
+
+
 def test_the_concurrency_limit_holds_calls_until_one_ends():
     async def scenario() -> None:
         flow = FlowController(FlowControl(max_concurrency=2))
