@@ -1,4 +1,4 @@
-"""Spend budgets per key (issue 30, part 2), on the local runner.
+"""Spend budgets per key and per agent (issue 30, part 2), on the local runner.
 
 A setup's ``budget`` counts each key's tokens and cost in the key's keyed state (short-term
 memory ``_budget.<setup>``); when it is spent the policy decides: fail the chat with
@@ -37,16 +37,19 @@ class Metered(ChatModelConnection):
 
     label: str = "metered"
     reply: str = "ok"
+    delay_s: float = 0.0
 
     def chat(self, messages, **kwargs) -> ChatResponse:
         count(self.label)
+        if self.delay_s:
+            time.sleep(self.delay_s)  # a slow provider: many calls in flight at once
         return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT,
                                                 content=f"{self.reply}: {messages[-1].content}"),
                             usage=TokenUsage(input_tokens=10, output_tokens=5))
 
 
-def budget_agent(budget: Budget):
-    return asker({"conn": ResourceDescriptor(Metered, label="big", reply="big"),
+def budget_agent(budget: Budget, delay_s: float = 0.0):
+    return asker({"conn": ResourceDescriptor(Metered, label="big", reply="big", delay_s=delay_s),
                   "cheap_conn": ResourceDescriptor(Metered, label="cheap", reply="cheap")},
                  {"model": {"connection": "conn", "budget": budget},
                   "cheap": {"connection": "cheap_conn"}})
@@ -147,3 +150,83 @@ def test_budget_exceeded_error_keeps_its_fields_when_pickled():
 
     e = pickle.loads(pickle.dumps(BudgetExceededError("model", "a", "tokens 30 of 30")))
     assert (e.setup, e.key, e.reached) == ("model", "a", "tokens 30 of 30")
+
+
+# -- agent budgets (scope="agent"): one budget for all keys, a share per subtask -----------
+
+def test_an_agent_budget_is_shared_by_all_keys_even_with_many_calls_in_flight(probes):
+    # 30 keys at once against a slow model: calls in flight count as the mean spend of the
+    # answered ones, so exactly 10 calls of 15 tokens fit in 150 tokens, not 30
+    budget = Budget(max_tokens=150, scope="agent",
+                    prices={"model": ModelPrice(input_per_million=1000, output_per_million=2000)})
+    res = run(budget_agent(budget, delay_s=0.05), [{"key": f"k{i}", "q": i} for i in range(30)])
+    assert res.errors == []
+    answered = [o for o in res.outputs if o["error"] is None]
+    refused = [o for o in res.outputs if o["error"] is not None]
+    assert len(answered) == 10 and probes["big"] == 10
+    assert {o["metadata"]["budget"]["scope"] for o in answered} == {"agent"}
+    assert max(o["metadata"]["budget"]["spent"]["input"] for o in answered) == 100
+    assert len(refused) == 20 and all(o["error"].startswith(
+        "BudgetExceededError: the budget of chat model 'model' of the agent (this subtask's "
+        "share; refused for key 'k") and o["error"].endswith("is spent: tokens 150 of 150")
+        for o in refused)
+    # the metrics: what was spent by the price table, what is left of the share
+    assert res.metrics["cost_micros"] == {"model": 10 * 20_000}  # (10*1000 + 5*2000)/1e6 each
+    assert res.metrics["budget_remaining_tokens"] == {"model": 0}
+
+
+def test_a_held_agent_budget_resumes_one_window_at_a_time(probes):
+    budget = Budget(max_tokens=15, window_s=0.4, scope="agent", on_exceeded="hold")
+    t0 = time.monotonic()
+    res = run(budget_agent(budget), [{"key": k, "q": 0} for k in "abc"])
+    meta = sorted((o["metadata"]["budget"] for o in res.outputs),
+                  key=lambda m: m.get("held_s", 0))
+    assert [m["decision"] for m in meta] == ["within", "held", "held"]
+    assert all(m["spent"]["input"] == 10 for m in meta)  # each call in a window of its own
+    assert meta[2]["held_s"] > meta[1]["held_s"] > 0.2
+    assert time.monotonic() - t0 >= 0.7  # two windows ended
+    assert probes["big"] == 3
+
+
+def test_an_agent_budget_switches_every_key_to_the_fallback_when_spent(probes):
+    budget = Budget(max_tokens=30, scope="agent", on_exceeded="fallback", fallback="cheap")
+    res = run(budget_agent(budget), [{"key": f"k{i}", "q": i} for i in range(6)],
+              max_in_flight=1)
+    assert [o["metadata"]["budget"]["decision"] for o in res.outputs] == [
+        "within", "within", "fallback", "fallback", "fallback", "fallback"]
+    assert [o["content"].split(":")[0] for o in res.outputs] == ["big"] * 2 + ["cheap"] * 4
+    assert probes["big"] == 2 and probes["cheap"] == 4
+
+
+def test_each_subtask_holds_an_equal_share_of_an_agent_budget():
+    budget = Budget(max_tokens=301, max_cost=1.0, scope="agent")
+    share = budget.share(2)
+    assert (share.max_tokens, share.max_cost, share.max_input_tokens) == (150.5, 0.5, None)
+    assert budget.share(1) is budget
+
+
+def test_after_a_restore_a_subtask_starts_from_the_spend_its_keys_recorded():
+    from flink_agents_py.runtime._budgets import AgentSpend
+
+    budget = Budget(max_tokens=100, window_s=60, scope="agent")
+    recorded = {"input": 60, "output": 30, "cost": 0.0, "window_start": 1000.0, "calls": []}
+    fresh = AgentSpend(budget, parallelism=1)
+    fresh.adopt(recorded, now=1010.0)  # same window: more than counted here, so taken
+    assert (fresh.state["input"], fresh.state["output"]) == (60, 30)
+    fresh.adopt({**recorded, "input": 10}, now=1011.0)  # less: ignored
+    assert fresh.state["input"] == 60
+    ended = AgentSpend(budget, parallelism=1)
+    ended.adopt(recorded, now=1070.0)  # its window has ended: nothing carried over
+    assert ended.state["input"] == 0
+
+
+def test_an_agent_budget_on_sliding_windows_is_refused_naming_why():
+    with pytest.raises(ValueError, match="scope='agent' takes fixed windows"):
+        Budget(max_tokens=1, window_s=1, sliding=True, scope="agent")
+
+
+def test_budget_exceeded_error_of_an_agent_budget_keeps_its_scope_when_pickled():
+    import pickle
+
+    e = pickle.loads(pickle.dumps(BudgetExceededError("model", "a", "cost 1 of 1", "agent")))
+    assert e.scope == "agent" and "of the agent" in str(e)

@@ -131,6 +131,69 @@ def test_a_throttled_answer_gates_every_call_until_retry_after_and_halves_the_li
     asyncio.run(scenario())
 
 
+def test_a_retry_after_in_whole_seconds_gives_way_to_the_windows_own_reset():
+    # a 429 near a window's end says Retry-After: 1 (whole seconds, rounded up) and that the
+    # window resets in 0.1 s: calls go again at the reset, not a whole window later
+    now = [10.0]
+
+    async def scenario() -> tuple[float | None, float | None]:
+        flow = FlowController(FlowControl(), clock=lambda: now[0])
+        a, b = await flow.admit(), await flow.admit()
+        rounded = flow.settle(a, throttled=True, info=RateLimitInfo(
+            retry_after_s=1, limit_requests=50, remaining_requests=0, reset_requests_s=0.1))
+        now[0] = 12.0  # a provider's penalty longer than the window's reset is kept
+        penalty = flow.settle(b, throttled=True, info=RateLimitInfo(
+            retry_after_s=5, limit_requests=50, remaining_requests=0, reset_requests_s=0.1))
+        return rounded, penalty
+
+    rounded, penalty = asyncio.run(scenario())
+    assert rounded == pytest.approx(0.1) and penalty == pytest.approx(5.0)
+
+
+def test_an_answer_read_late_does_not_push_the_windows_reset_later():
+    # two answers of one window: the second is read 0.3 s after the first but says the
+    # reset is 0.4 s away (the provider said it when the request came): the reset stays
+    # where the first, earlier reading put it
+    now = [10.0]
+
+    async def scenario() -> float | None:
+        flow = FlowController(FlowControl(), clock=lambda: now[0])
+        a, b = await flow.admit(), await flow.admit()
+        flow.settle(a, throttled=False, info=RateLimitInfo(
+            limit_requests=50, remaining_requests=3, reset_requests_s=0.5))
+        now[0] = 10.3
+        return flow.settle(b, throttled=True, info=RateLimitInfo(
+            retry_after_s=1, limit_requests=50, remaining_requests=0, reset_requests_s=0.4))
+
+    assert asyncio.run(scenario()) == pytest.approx(0.2)
+
+
+def test_an_answer_about_the_window_before_read_after_it_ended_does_not_hold_the_next():
+    # B's answer came first and spent the window; after its reset a new window starts; A's
+    # answer, about the window before and read late, must not spend the new one
+    now = [9.0]
+
+    async def scenario() -> None:
+        flow = FlowController(FlowControl(), clock=lambda: now[0])
+        e, a, b = await flow.admit(), await flow.admit(), await flow.admit()
+        flow.settle(e, throttled=False, info=RateLimitInfo(  # one-second windows
+            limit_requests=50, remaining_requests=40, reset_requests_s=1.0))
+        now[0] = 9.9
+        flow.settle(b, throttled=False, info=RateLimitInfo(
+            limit_requests=50, remaining_requests=0, reset_requests_s=0.1))
+        now[0] = 10.05  # past the reset: a new window
+        c = await asyncio.wait_for(flow.admit(), 5)
+        now[0] = 10.1
+        flow.settle(a, throttled=False, info=RateLimitInfo(
+            limit_requests=50, remaining_requests=1, reset_requests_s=0.05))
+        d = await asyncio.wait_for(flow.admit(), 5)  # not held until the window after
+        flow.settle(c, throttled=False)
+        flow.settle(d, throttled=False)
+        assert flow.stats.held == 0
+
+    asyncio.run(scenario())
+
+
 def test_the_concurrency_limit_holds_calls_until_one_ends():
     async def scenario() -> None:
         flow = FlowController(FlowControl(max_concurrency=2))

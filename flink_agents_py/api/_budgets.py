@@ -1,8 +1,10 @@
-"""Spend budgets of a chat model setup: tokens and cost per key, over a window.
+"""Spend budgets of a chat model setup: tokens and cost per key or per agent, over a window.
 
 A ``ChatModelSetup`` with a ``budget`` counts what its model calls spend for each key (input
 and output tokens as the provider reports them, and their cost by the price table given),
-in the key's keyed state, so a restart from a checkpoint does not reset it. Before each model
+in the key's keyed state, so a restart from a checkpoint does not reset it; or, with
+``scope="agent"``, for all keys of the agent together, each of the job's parallel subtasks
+holding an equal share of the limits. Before each model
 call the runtime checks the key's spend against the budget; when it is spent, the budget's
 policy decides (``docs/how-to/budgets.md``). The decision is recorded with the model call (a
 durable call), so a replay makes the same decision.
@@ -35,7 +37,7 @@ class ModelPrice(BaseModel):
 
 
 class Budget(BaseModel):
-    """Limits on what one key may spend through a chat model setup.
+    """Limits on what one key (or the whole agent) may spend through a chat model setup.
 
     Attributes:
         max_input_tokens: input tokens per window (``None``: no limit).
@@ -56,6 +58,11 @@ class Budget(BaseModel):
             key's run until the window ends (the key's later records wait; other keys go
             on), then calls.
         fallback: the ``CHAT_MODEL`` setup ``"fallback"`` switches to.
+        scope: ``"key"``: each key has the limits; ``"agent"``: all keys of the agent
+            share them. At parallelism *n* each subtask holds ``1/n`` of every limit (its
+            share), for the keys it runs: a subtask whose share is spent applies the policy
+            even when another's is not (no rebalancing; ``docs/how-to/budgets.md``). Fixed
+            windows only (``sliding=False``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -69,6 +76,7 @@ class Budget(BaseModel):
     sliding: bool = False
     on_exceeded: Literal["fail", "fallback", "hold"] = "fail"
     fallback: str | None = None
+    scope: Literal["key", "agent"] = "key"
 
     @model_validator(mode="after")
     def _consistent(self) -> Budget:
@@ -76,7 +84,30 @@ class Budget(BaseModel):
             raise ValueError("budget: on_exceeded='fallback' needs fallback=<chat model setup>")
         if self.on_exceeded == "hold" and self.window_s is None:
             raise ValueError("budget: on_exceeded='hold' needs window_s (a window that ends)")
+        if self.scope == "agent" and self.sliding:
+            raise ValueError("budget: scope='agent' takes fixed windows (sliding=False)")
         return self
+
+    def share(self, parallelism: int) -> Budget:
+        """One subtask's share of an agent budget: each limit divided by ``parallelism``.
+
+        Args:
+            parallelism: the number of parallel subtasks running the agent (1: the whole).
+
+        Returns:
+            The budget with every limit divided (the policy, prices and window kept).
+        """
+        n = max(1, parallelism)
+        if n == 1:
+            return self
+
+        def part(limit: float | None) -> float | None:
+            return None if limit is None else limit / n
+
+        return self.model_copy(update={
+            "max_input_tokens": part(self.max_input_tokens),
+            "max_output_tokens": part(self.max_output_tokens),
+            "max_tokens": part(self.max_tokens), "max_cost": part(self.max_cost)})
 
     def cost(self, setup: str, usage: TokenUsage | None) -> float:
         """The cost of one call's ``usage`` through ``setup`` by the price table.
@@ -118,16 +149,20 @@ class BudgetExceededError(AgentsError):
 
     Args:
         setup: the chat model setup whose budget is spent.
-        key: the key that spent it.
+        key: the key that spent it (for an agent budget: the key whose chat was refused).
         reached: which limit was reached (``"tokens 1200 of 1000"``).
+        scope: the budget's scope: ``"key"`` or ``"agent"`` (then ``reached`` is of the
+            subtask's share).
     """
 
-    def __init__(self, setup: str, key: Any, reached: str) -> None:
+    def __init__(self, setup: str, key: Any, reached: str, scope: str = "key") -> None:
         self.setup = setup
         self.key = key
         self.reached = reached
-        super().__init__(f"the budget of chat model {setup!r} for key {key!r} is spent: "
-                         f"{reached}")
+        self.scope = scope
+        whose = (f"for key {key!r}" if scope == "key"
+                 else f"of the agent (this subtask's share; refused for key {key!r})")
+        super().__init__(f"the budget of chat model {setup!r} {whose} is spent: {reached}")
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable, like the other errors
-        return (type(self), (self.setup, self.key, self.reached))
+        return (type(self), (self.setup, self.key, self.reached, self.scope))

@@ -160,6 +160,19 @@ def _task_info(runtime_context: Any) -> tuple[int, int]:
     return found[0], found[1]
 
 
+def _parallelism(runtime_context: Any) -> int:
+    """The number of parallel subtasks of the operator (1 when it cannot be found)."""
+    try:
+        return max(1, int(runtime_context.get_number_of_parallel_subtasks()))
+    except Exception:  # noqa: BLE001 - thread mode: the Java method moved (``_task_info``)
+        pass
+    try:
+        info = runtime_context._runtime_context.getTaskInfo()
+        return max(1, int(info.getNumberOfParallelSubtasks()))
+    except Exception:  # noqa: BLE001
+        return 1
+
+
 _encoding = key_encoding  # ``AgentOperator`` has an argument of that name
 
 
@@ -243,6 +256,8 @@ class AgentOperator(KeyedProcessFunction):
             failpoint=opts.failpoint, observer=self.observability.observer,
             notify=switch.ready.append if switch is not None else None,
             key_value=self.keys.value_function())
+        core.resources.parallelism = _parallelism(runtime_context)  # agent budgets' shares
+        self.observability.watch(core.resources)  # live gauges: flow limits, budgets left
         warm_up(self.plan)  # imports a key's first run would otherwise wait for
         core.open()
         hold_gc_settings(self)

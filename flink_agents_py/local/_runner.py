@@ -322,6 +322,7 @@ class LocalAgentJob:
         core = AgentCore(self._plan, max_in_flight=opts.max_in_flight, notify=wake.put,
                          journal=opts.journal, failpoint=opts.failpoint, observer=obs.observer,
                          key_value=decode_key)
+        obs.watch(core.resources)  # live gauges: flow limits, agent budgets left
         timers = self._timers = VirtualTimers()
         core.clock_ms = timers.clock
         self._outside_position = 0
@@ -448,6 +449,7 @@ class LocalAgentJob:
         except _Stop:
             result.completed = False
         finally:
+            obs.read_gauges()  # their last values, before the resources close
             core.close()
             obs.close()
             if bar is not None:

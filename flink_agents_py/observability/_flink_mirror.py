@@ -25,10 +25,13 @@ _LABELLED = {  # name -> label key
     "chats": "model", "chats_failed": "model",
     "chat_calls": "model", "chat_calls_failed": "model",
     "input_tokens": "model", "output_tokens": "model",
-    "chat_calls_throttled": "model", "flow_wait_ms": "model",
+    "chat_calls_throttled": "model", "flow_wait_ms": "model", "cost_micros": "model",
     "tool_calls": "tool", "tool_calls_failed": "tool",
     "subagent_calls": "subagent", "subagent_calls_failed": "subagent",
 }
+_LABELLED_GAUGES = {"flow_concurrency_limit": "model", "budget_remaining_tokens": "model",
+                    "budget_remaining_cost_micros": "model"}
+"""Live values (``AgentMetrics.gauge_source``), by label key: counters that go up and down."""
 _DISTRIBUTIONS = {"run_latency_ms": None, "action_latency_ms": "action",
                   "chat_latency_ms": "model", "chat_call_latency_ms": "model",
                   "tool_latency_ms": "tool", "subagent_latency_ms": "subagent"}
@@ -116,7 +119,8 @@ class FlinkMetricsMirror:
         return value - self._pushed.get(key, 0)
 
     def push(self, counters: Mapping[str, int], labelled: Mapping[str, Mapping[str, int]],
-             latency: Mapping[str, Mapping[str | None, Distribution]]) -> None:
+             latency: Mapping[str, Mapping[str | None, Distribution]],
+             gauges: Mapping[str, Mapping[str, int]] | None = None) -> None:
         """Bring every Flink metric up to the local values.
 
         Args:
@@ -125,6 +129,7 @@ class FlinkMetricsMirror:
             latency: distributions, ``{name: {label: Distribution}}`` (``AgentMetrics.latency``);
                 each must not have folded away values added since the last push (its
                 ``before_fold`` pushes).
+            gauges: live values, ``{name: {label: value}}`` (``AgentMetrics.gauges``).
         """
         metrics, pushed = self._metrics, self._pushed  # a value counts as pushed once sent
         for name, value in counters.items():
@@ -146,6 +151,18 @@ class FlinkMetricsMirror:
                     pushed[(name, label)] = value
                 elif (name, label) not in metrics:  # counted zero (no tokens): registered
                     self._labelled(name, _LABELLED[name], label)
+        for name, by in (gauges or {}).items():
+            for label, value in by.items():
+                key = ("gauge:" + name, label)
+                gain = self._gain(key, value)
+                if gain or key not in pushed:
+                    metric = metrics.get(key)
+                    if metric is None:
+                        metric = metrics[key] = self._subgroup(
+                            _LABELLED_GAUGES[name], label).counter(name)
+                    if gain:
+                        metric.inc(gain)
+                    pushed[key] = value
         for dist, dists in latency.items():
             for dist_label, local in dists.items():
                 count = local.count

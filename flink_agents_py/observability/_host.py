@@ -102,6 +102,23 @@ class HostObservability:
         """
         return self.metrics is not None and self.metrics.unflushed
 
+    def watch(self, resources: Any) -> None:
+        """Report the live gauges of an operator's resources with the metrics.
+
+        Args:
+            resources: the core's ``ResourceEnvironment`` (flow-control limits and agent
+                budgets left of the chat model setups it builds: ``runtime._gauges``).
+        """
+        if self.metrics is not None:
+            from ..runtime._gauges import live_gauges
+
+            self.metrics.gauge_source = lambda: live_gauges(resources)
+
+    def read_gauges(self) -> None:
+        """Read the live gauges now (a host calls it before the resources close)."""
+        if self.metrics is not None:
+            self.metrics.read_gauges()
+
     def flush(self) -> None:
         """Push the metrics counted since the last push to the Flink metric group now.
 

@@ -9,6 +9,7 @@ declared below and handles the core's hooks.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from ._distribution import Distribution
@@ -60,6 +61,8 @@ class MetricCounts(TrackingObserver):
     _push_failures: int
     _flushed_at: float
     _chat_calls: dict[str, int]
+    gauges: dict[str, dict[str, int]]
+    gauge_source: Callable[[], dict[str, dict[str, int]]] | None
 
     # -- pushing to Flink ----------------------------------------------------------------
     def flush(self) -> None:
@@ -71,12 +74,24 @@ class MetricCounts(TrackingObserver):
             self._unflushed_runs = 0
             self._flushed_at = self.clock()
             try:
-                self.flink.push(self.counters, self.labelled, self.latency)
+                self.read_gauges()
+                self.flink.push(self.counters, self.labelled, self.latency, self.gauges)
             except Exception:  # noqa: BLE001 - metrics never fail the agent; retried next time
                 self._push_failures += 1
                 if self._push_failures == 1:
                     log.warning("pushing agent metrics to Flink failed (logged once)",
                                 exc_info=True)
+
+    def read_gauges(self) -> None:
+        """Bring ``gauges`` up to the live values of ``gauge_source`` (when one is set)."""
+        source = self.gauge_source
+        if source is None:
+            return
+        try:
+            for name, by in source().items():
+                self.gauges.setdefault(name, {}).update(by)
+        except Exception:  # noqa: BLE001 - metrics never fail the agent
+            log.debug("reading the live gauges failed", exc_info=True)
 
     @property
     def unflushed(self) -> bool:
@@ -204,6 +219,10 @@ class MetricCounts(TrackingObserver):
                 self._inc("output_tokens", int(usage.get("output_tokens") or 0), model)
             meta = to_loggable(response.get("metadata")) if response else None
             if isinstance(meta, dict):  # flow control: throttled answers, time held
+                budget = meta.get("budget")
+                cost = budget.get("cost") if isinstance(budget, dict) else None
+                if isinstance(cost, (int, float)) and cost:
+                    self._inc("cost_micros", round(cost * 1e6), model)
                 throttled, wait_s = meta.get("throttled"), meta.get("flow_wait_s")
                 if isinstance(throttled, int) and throttled:
                     self._inc("chat_calls_throttled", throttled, model)

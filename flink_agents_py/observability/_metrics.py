@@ -25,6 +25,13 @@ input_tokens{model}             counter      usage reported by recorded ``ChatRe
 output_tokens{model}            counter      ...
 chat_calls_throttled{model}     counter      throttled answers (429, 529) held and sent again
 flow_wait_ms{model}             counter      time model calls were held by flow control
+cost_micros{model}              counter      cost of model calls by their budget's price table,
+                                             in millionths of its currency
+flow_concurrency_limit{model}   gauge        the setup's connection's current concurrency
+                                             limit (while flow control limits it)
+budget_remaining_tokens{model}  gauge        an agent budget: tokens left of this subtask's
+                                             share in the window (the tightest token limit)
+budget_remaining_cost_micros{model} gauge    ... cost left, in millionths
 tool_calls{tool}                counter      tool calls executed
 tool_calls_failed{tool}         counter      ... whose result is an error
 subagent_calls{subagent}        counter      sub-agent calls (internal, deferred, async)
@@ -73,6 +80,7 @@ from ._flink_mirror import (
     _DISTRIBUTIONS,
     _GAUGES,
     _LABELLED,
+    _LABELLED_GAUGES,
     _SCALAR_COUNTERS,
     METRIC_GROUP,
     FlinkMetricsMirror,
@@ -143,6 +151,9 @@ class AgentMetrics(MetricCounts):
                              f"got {flush_every} and {flush_interval_s}")
         self.counters: dict[str, int] = dict.fromkeys((*_SCALAR_COUNTERS, *_GAUGES), 0)
         self.labelled: dict[str, dict[str, int]] = {name: {} for name in _LABELLED}
+        self.gauges: dict[str, dict[str, int]] = {name: {} for name in _LABELLED_GAUGES}
+        self.gauge_source: Callable[[], dict[str, dict[str, int]]] | None = None
+        """Live gauge values, read at each push and snapshot (``HostObservability.watch``)."""
         self.latency: dict[str, dict[str | None, Distribution]] = {n: {} for n in _DISTRIBUTIONS}
         self.flink = FlinkMetricsMirror(flink_group, actions) if flink_group is not None else None
         batched = self.flink is not None and self.flink.batched
@@ -461,6 +472,9 @@ class AgentMetrics(MetricCounts):
         """
         out: dict[str, Any] = dict(self.counters)
         for name, by in self.labelled.items():
+            out[name] = dict(sorted(by.items()))
+        self.read_gauges()
+        for name, by in self.gauges.items():
             out[name] = dict(sorted(by.items()))
         latency: dict[str, Any] = {}
         for name, dists in self.latency.items():

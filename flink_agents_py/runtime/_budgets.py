@@ -1,4 +1,4 @@
-"""Spend budgets per key: the check before a model call and the spend after it.
+"""Spend budgets per key and per agent: the check before a model call and the spend after.
 
 The key's spend through a setup with a ``Budget`` lives in its short-term memory under
 ``_budget.<setup>`` (keyed state: checkpointed, restored, never reset by a restart). The
@@ -7,18 +7,33 @@ rolled by the wall clock, the budget checked and its policy applied (fail, a fal
 or a hold until the window ends), the model asked, and the spend after the call returned in
 ``metadata["budget"]``. That result is recorded, so a replay returns the same decision and
 spend without reading the clock again; the action then writes the spend back to memory.
+
+An agent budget (``Budget.scope="agent"``) is counted by an ``AgentSpend`` per setup per
+operator instance (one subtask), shared by all its keys, against the subtask's share of the
+limits (``Budget.share``). A call in flight counts as the mean spend of the calls answered
+before it (the first call of a window goes alone), so calls running at once do not
+overshoot the share together: a call goes when the spend so far plus that of the calls in
+flight is below every limit. After each call the subtask's spend is also written to the
+key's ``_budget.<setup>`` entry; after a restore the subtask's spend starts from the
+largest one of the current window that a key it serves hands in (the in-process count is
+lost with the process; what the keys recorded is not).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..api import Budget, BudgetExceededError, ChatModelSetup, ChatResponse
 
-__all__ = ["MEMORY_PREFIX", "budgeted_call", "spend_key"]
+__all__ = ["MEMORY_PREFIX", "AgentSpend", "agent_spend", "budgeted_call", "spend_key"]
+
+_PENDING_POLL_S = 0.02
+"""A call waiting for the calls in flight of an agent budget to settle looks this often."""
 
 MEMORY_PREFIX = "_budget"
 """Short-term memory entries ``_budget.<setup>`` hold each key's spend per setup."""
@@ -62,11 +77,221 @@ def _window_end(budget: Budget, state: dict[str, Any], now: float) -> float:
     return (start if start is not None else now) + budget.window_s
 
 
+class AgentSpend:
+    """What one subtask spent of an agent budget, shared by its keys (thread-safe).
+
+    Args:
+        budget: the setup's budget (``scope="agent"``).
+        parallelism: the number of subtasks sharing it (each holds ``1/parallelism``).
+
+    Attributes:
+        share: this subtask's share of the limits.
+        state: the spend of the current window (``input``, ``output``, ``cost``,
+            ``window_start``), as a key's spend is kept.
+        in_flight: calls admitted and not answered yet.
+    """
+
+    def __init__(self, budget: Budget, parallelism: int) -> None:
+        self.budget = budget
+        self.parallelism = max(1, parallelism)
+        self.share = budget.share(self.parallelism)
+        self.state: dict[str, Any] = _rolled(self.share, None, 0.0)
+        self.in_flight = 0
+        self._answered = 0
+        self._mean = (0.0, 0.0, 0.0)  # input, output, cost of an answered call
+        self._lock = threading.Lock()
+
+    def adopt(self, recorded: dict[str, Any] | None, now: float) -> None:
+        """Start from what a key recorded, when it is more than what is counted here.
+
+        Args:
+            recorded: the subtask spend a key's entry holds (``None``: none).
+            now: the wall clock, in seconds.
+        """
+        if not recorded:
+            return
+        with self._lock:
+            theirs = _rolled(self.share, recorded, now)
+            mine = _rolled(self.share, self.state, now)
+            if theirs.get("window_start") is None and self.share.window_s is not None:
+                return  # its window has ended
+            if (theirs["input"] + theirs["output"], theirs["cost"]) > (
+                    mine["input"] + mine["output"], mine["cost"]):
+                self.state = theirs
+
+    def remaining(self) -> dict[str, float]:
+        """What is left of the share in the current window, by limit (for metrics).
+
+        Returns:
+            ``{"tokens": ..., "cost": ...}`` for the limits set (tokens: the tightest of
+            the token limits).
+        """
+        with self._lock:
+            state = _rolled(self.share, self.state, time.time())
+        b, out = self.share, {}
+        inp, outp = state["input"], state["output"]
+        left = [lim - used for lim, used in ((b.max_input_tokens, inp),
+                                             (b.max_output_tokens, outp),
+                                             (b.max_tokens, inp + outp)) if lim is not None]
+        if left:
+            out["tokens"] = max(0.0, float(min(left)))
+        if b.max_cost is not None:
+            out["cost"] = max(0.0, b.max_cost - state["cost"])
+        return out
+
+    def _projected(self, state: dict[str, Any], calls: int) -> dict[str, Any]:
+        mi, mo, mc = self._mean
+        return {"input": state["input"] + calls * mi, "output": state["output"] + calls * mo,
+                "cost": state["cost"] + calls * mc}
+
+    async def admit(self, clock: Callable[[], float]) -> tuple[dict[str, Any], str | None]:
+        """Wait until a call fits in the share beside the calls in flight, and count it.
+
+        Args:
+            clock: the wall clock, in seconds.
+
+        Returns:
+            The window's spend before the call and ``None`` (the call is counted in
+            flight: ``settle`` must follow), or the spend and the limit reached (nothing
+            counted: the policy decides).
+        """
+        while True:
+            with self._lock:
+                state = self.state = _rolled(self.share, self.state, clock())
+                reached = self.share.exceeded_by(state)
+                if reached is not None:
+                    return state, reached
+                if self.in_flight == 0 or (
+                        self._answered and self.share.exceeded_by(
+                            self._projected(state, self.in_flight)) is None):
+                    self.in_flight += 1
+                    return dict(state), None
+            await asyncio.sleep(_PENDING_POLL_S)  # what is in flight decides
+
+    def settle(self, now: float, spent: tuple[int, int, float] | None,
+               counted: bool = True) -> dict[str, Any]:
+        """Count what a call spent (``None``: it failed).
+
+        Args:
+            now: the wall clock, in seconds.
+            spent: the call's input and output tokens and cost.
+            counted: whether ``admit`` counted the call in flight.
+
+        Returns:
+            The subtask's spend after it.
+        """
+        with self._lock:
+            if counted:
+                self.in_flight -= 1
+            state = _rolled(self.share, self.state, now)
+            if spent is not None:
+                inp, out, cost = spent
+                state["input"] += inp
+                state["output"] += out
+                state["cost"] += cost
+                if self.share.window_s is not None and state.get("window_start") is None:
+                    state["window_start"] = now
+                n = self._answered = self._answered + 1
+                mi, mo, mc = self._mean
+                self._mean = (mi + (inp - mi) / n, mo + (out - mo) / n, mc + (cost - mc) / n)
+            self.state = state
+            return dict(state)
+
+
+_LEDGERS: dict[int, tuple[weakref.ref[Any], AgentSpend]] = {}
+_LEDGERS_LOCK = threading.Lock()
+
+
+def agent_spend(setup: ChatModelSetup, parallelism: int = 1) -> AgentSpend:
+    """The ``AgentSpend`` of a setup's agent budget (made on first use, dropped with it).
+
+    One per setup object: an operator builds its own resources, so this is one per setup
+    per operator instance (per subtask), shared by all its keys.
+
+    Args:
+        setup: the chat model setup (its ``budget`` has ``scope="agent"``).
+        parallelism: the number of parallel subtasks running the agent.
+
+    Returns:
+        Its ledger.
+    """
+    assert setup.budget is not None
+    key = id(setup)
+    with _LEDGERS_LOCK:
+        entry = _LEDGERS.get(key)
+        if entry is not None and entry[0]() is setup:
+            return entry[1]
+        ledger = AgentSpend(setup.budget, parallelism)
+
+        def forget(_: Any, key: int = key) -> None:
+            with _LEDGERS_LOCK:
+                current = _LEDGERS.get(key)
+                if current is not None and current[0]() is None:
+                    del _LEDGERS[key]
+
+        _LEDGERS[key] = (weakref.ref(setup, forget), ledger)
+        return ledger
+
+
+def existing_agent_spend(setup: ChatModelSetup) -> AgentSpend | None:
+    """The setup's ledger if one was made (for metrics; ``None``: none yet)."""
+    with _LEDGERS_LOCK:
+        entry = _LEDGERS.get(id(setup))
+    return entry[1] if entry is not None and entry[0]() is setup else None
+
+
+async def _agent_call(
+    setup: ChatModelSetup, key: Any, spent: dict[str, Any] | None, ledger: AgentSpend,
+    call: Callable[[ChatModelSetup], Awaitable[ChatResponse]],
+    resolve: Callable[[str], ChatModelSetup], clock: Callable[[], float],
+) -> ChatResponse:
+    """``budgeted_call`` for an agent budget: the subtask's ``AgentSpend`` decides."""
+    budget = ledger.share
+    ledger.adopt(spent, clock())
+    state, reached = await ledger.admit(clock)
+    first, decision, asked, held_s = reached, "within", setup, 0.0
+    while reached is not None:
+        if budget.on_exceeded == "fail":
+            raise BudgetExceededError(setup.resource_name, key, reached, scope="agent")
+        if budget.on_exceeded == "fallback":
+            assert budget.fallback is not None
+            decision, asked = "fallback", resolve(budget.fallback)
+            break
+        now = clock()  # hold until the window ends
+        wait = max(0.0, _window_end(budget, state, now) - now)
+        await asyncio.sleep(wait + 0.001)
+        held_s += wait
+        decision = "held"
+        state, reached = await ledger.admit(clock)
+    counted = reached is None
+    try:
+        response = await call(asked)
+    except BaseException:
+        ledger.settle(clock(), None, counted)
+        raise
+    answered = str(response.metadata.get("model_setup") or asked.resource_name)
+    usage = response.usage
+    inp = usage.input_tokens if usage else 0
+    out = usage.output_tokens if usage else 0
+    cost = budget.cost(answered, usage)
+    after = ledger.settle(clock(), (inp, out, cost), counted)
+    info: dict[str, Any] = {"decision": decision, "scope": "agent", "spent": after,
+                            "cost": cost}
+    if first is not None:
+        info["reached"] = first
+    if held_s:
+        info["held_s"] = held_s
+    metadata = {**response.metadata, "budget": info}
+    if asked is not setup:
+        metadata.setdefault("model_setup", asked.resource_name)
+    return response.model_copy(update={"metadata": metadata})
+
+
 async def budgeted_call(
     setup: ChatModelSetup, key: Any, spent: dict[str, Any] | None,
     call: Callable[[ChatModelSetup], Awaitable[ChatResponse]],
     resolve: Callable[[str], ChatModelSetup],
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] = time.time, parallelism: int = 1,
 ) -> ChatResponse:
     """Check the key's budget, apply its policy, call, and count what the call spent.
 
@@ -79,16 +304,21 @@ async def budgeted_call(
         call: asks a setup (with its fallbacks and error policy).
         resolve: the ``CHAT_MODEL`` setup of a name.
         clock: the wall clock, in seconds (injected by tests).
+        parallelism: the subtasks sharing an agent budget (``scope="agent"``).
 
     Returns:
         The response, with ``metadata["budget"]``: the decision (``"within"``,
-        ``"fallback"``, ``"held"``), the limit reached if any, and the spend after the call.
+        ``"fallback"``, ``"held"``), the limit reached if any, the call's ``cost`` and the
+        spend after the call (the key's, or the subtask's for an agent budget).
 
     Raises:
         BudgetExceededError: under ``on_exceeded="fail"`` when the budget is spent.
     """
     budget = setup.budget
     assert budget is not None
+    if budget.scope == "agent":
+        return await _agent_call(setup, key, spent, agent_spend(setup, parallelism), call,
+                                 resolve, clock)
     now = clock()
     state = _rolled(budget, spent, now)
     reached = first = budget.exceeded_by(state)
@@ -123,7 +353,7 @@ async def budgeted_call(
         after["window_start"] = now  # (no window: no clock reading kept)
     if budget.sliding:
         after["calls"] = [*state["calls"], [now, inp, out, cost]]
-    info: dict[str, Any] = {"decision": decision, "spent": after}
+    info: dict[str, Any] = {"decision": decision, "spent": after, "cost": cost}
     if first is not None:
         info["reached"] = first
     if held_s:

@@ -227,7 +227,8 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
             return await _model_call(setup, messages, output_schema, resolve)
         return await budgeted_call(
             setup, ctx.key, spent,
-            lambda asked: _model_call(asked, messages, output_schema, resolve), resolve)
+            lambda asked: _model_call(asked, messages, output_schema, resolve), resolve,
+            parallelism=ctx.resources.parallelism)
 
     def resolve(name: str) -> ChatModelSetup:
         fallback = ctx.get_resource(name, ResourceType.CHAT_MODEL)

@@ -267,7 +267,8 @@ class AgentCore(WaitsCore):
     def _resources_at(self, path: tuple[str, ...]) -> ResourceEnvironment:
         found = self._envs.get(path)
         if found is None:
-            found = self._envs[path] = ResourceEnvironment(plan_at(self.plan, path))
+            found = self._envs[path] = ResourceEnvironment(plan_at(self.plan, path),
+                                                           self.resources.parallelism)
         return found
 
     def _submit(self, key: Any, ctx: ActionContext, call: DurableCall, fn: Callable[..., Any],

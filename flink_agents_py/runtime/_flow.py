@@ -97,22 +97,32 @@ class _Window:
         self.remaining: float | None = None
         self.reset_at = 0.0
         self.period = 0.0  # the longest reset the provider named: about its window, in s
+        self.rolled_at_ticket = 0  # the last call admitted before a new window was assumed
 
     def update(self, limit: float | None, remaining: float | None, reset_s: float | None,
-               unanswered: int, now: float, stale: bool) -> None:
+               unanswered: int, now: float, stale: bool, ticket: int = 0) -> None:
         if limit is not None:
             self.limit = limit
         if remaining is not None and reset_s is not None:
             # requests sent after this one are not counted in its answer yet
             left = remaining - unanswered
-            if stale and self.remaining is not None and now < self.reset_at:
-                self.remaining = min(self.remaining, left)  # a later call's answer came first
-                return
+            at = now + reset_s  # never before the provider's reset: it was said before now
+            half = max(self.period, reset_s) / 2
+            if self.remaining is not None and now < self.reset_at:
+                if ticket <= self.rolled_at_ticket and at < self.reset_at - half:
+                    return  # sent before the window rolled, about the window before: read late
+                if stale:
+                    self.remaining = min(self.remaining, left)  # a later call's answer came first
+                    return
+                if abs(at - self.reset_at) < half:
+                    # the same window: the earliest reading is the closest (an answer read
+                    # late, on a busy machine, would push the reset later than it is)
+                    at = min(at, self.reset_at)
             self.remaining = left
-            self.reset_at = now + reset_s
+            self.reset_at = at
             self.period = max(self.period, reset_s)
 
-    def delay(self, amount: float, now: float) -> float:
+    def delay(self, amount: float, now: float, tickets: int = 0) -> float:
         if self.remaining is None:
             return 0.0
         if now >= self.reset_at:  # a new window: its limit if known, else unknown
@@ -120,6 +130,7 @@ class _Window:
             if self.remaining is None:
                 return 0.0
             self.reset_at = now + (self.period or 1.0)  # until an answer says when it resets
+            self.rolled_at_ticket = tickets
         return 0.0 if self.remaining >= amount else max(0.0, self.reset_at - now)
 
     def take(self, amount: float) -> None:
@@ -178,8 +189,8 @@ class FlowController:
     def _delay(self, now: float) -> float:
         """Seconds until a call may be sent (0: now; ``inf``: when a call ends)."""
         waits = [self._gate_until - now,
-                 self._requests.delay(1, now),
-                 self._tokens.delay(self._estimate_tokens(), now)]
+                 self._requests.delay(1, now, self._tickets),
+                 self._tokens.delay(self._estimate_tokens(), now, self._tickets)]
         if self._rpm is not None:
             waits.append(self._rpm.delay(1, now))
         if self._tpm is not None:
@@ -279,9 +290,9 @@ class FlowController:
                 stale = ticket < self._newest_info
                 self._newest_info = max(self._newest_info, ticket)
                 self._requests.update(info.limit_requests, info.remaining_requests,
-                                      info.reset_requests_s, unanswered, now, stale)
+                                      info.reset_requests_s, unanswered, now, stale, ticket)
                 self._tokens.update(info.limit_tokens, info.remaining_tokens,
-                                    info.reset_tokens_s, unanswered, now, stale)
+                                    info.reset_tokens_s, unanswered, now, stale, ticket)
             wait: float | None = None
             if throttled:
                 self.stats.throttled += 1
@@ -306,9 +317,21 @@ class FlowController:
         told = None
         if info is not None:
             told = info.retry_after_s
-            for window in (self._requests, self._tokens):
-                if window.remaining is not None and window.remaining < 1:
-                    told = max(told or 0.0, window.reset_at - now)
+            own = [r for r, left in ((info.reset_requests_s, info.remaining_requests),
+                                     (info.reset_tokens_s, info.remaining_tokens))
+                   if r is not None and left is not None and left < 1]
+            rounded = (told is not None and bool(own) and told > max(own)
+                       and told == math.ceil(max(own)))
+            if rounded:
+                # Retry-After counts whole seconds: here it is the spent window's own reset
+                # rounded up, and the window resets sooner (a 429 near a window's end would
+                # otherwise lose the whole next window)
+                told = max(own)
+            resets = [window.reset_at - now for window in (self._requests, self._tokens)
+                      if window.remaining is not None and window.remaining < 1]
+            if resets:
+                reset = max(0.0, max(resets))
+                told = reset if rounded else max(told or 0.0, reset)
         if told is None:
             told = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** self._backoff_n)
             told = told / 2 + random.random() * told / 2

@@ -22,10 +22,16 @@ class ResourceEnvironment:
     """Resources of one plan, built lazily on first ``get`` and shared by every key.
 
     Thread-safe: actions on the operator thread and calls on the I/O executor may ask at once.
+
+    Args:
+        plan: the plan whose resources these are.
+        parallelism: the number of parallel subtasks running the agent (the host sets it:
+            an agent budget's share is ``1/parallelism``).
     """
 
-    def __init__(self, plan: AgentPlan) -> None:
+    def __init__(self, plan: AgentPlan, parallelism: int = 1) -> None:
         self._plan = plan
+        self.parallelism = parallelism
         self._built: dict[tuple[ResourceType, str], Resource] = {}
         self._checked: dict[tuple[ResourceType, str], Resource] = {}  # built, bound, not open
         self._lock = threading.RLock()
@@ -97,6 +103,12 @@ class ResourceEnvironment:
                         self._checked[k] = res
                 res.check()
 
+    def built(self, resource_type: ResourceType) -> list[tuple[str, Resource]]:
+        """The resources of ``resource_type`` built so far, with their names."""
+        with self._lock:
+            return [(name, res) for (rtype, name), res in self._built.items()
+                    if rtype is resource_type]
+
     def names(self, resource_type: ResourceType) -> list[str]:
         """Declared names of ``resource_type``."""
         return list(self._plan.resources.get(resource_type, {}))
@@ -166,7 +178,8 @@ def check_resources(plan: AgentPlan,
     envs = {} if envs is None else envs
     env = envs.get(path)
     if env is None:
-        env = envs[path] = ResourceEnvironment(plan)
+        root = envs.get(())
+        env = envs[path] = ResourceEnvironment(plan, root.parallelism if root else 1)
     try:
         env.check()
     except MissingApiKeyError as e:
