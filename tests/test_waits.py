@@ -398,3 +398,56 @@ def test_outside_events_reach_keys_by_their_stable_encoding_and_errors_show_the_
     assert "timed_out" in by_type[("str", "1")]
     [err] = [e for e in result.errors if e.action == "<outside>"]
     assert err.key == 2 and "no run of key 2 is in flight" in err.message
+
+
+# -- events that arrive before their wait opens ----------------------------------------------
+def test_an_event_before_its_wait_opens_is_held_and_claimed_when_the_wait_opens():
+    # 'second-a' arrives while the run waits for 'first-a': held in the run's keyed state,
+    # then taken by the wait as it opens; 'stray-a' is held too, and named when the run ends
+    events = [{"key": "a", "correlation_id": "second-a", "payload": 2},
+              {"key": "a", "correlation_id": "stray-a", "payload": "s"},
+              {"key": "a", "correlation_id": "first-a", "payload": 1}]
+    result = _job([{"key": "a", "timeout_s": 60}], events, wa.TwoSteps()).run()
+    assert result.outputs == [{"key": "a", "first": 1, "second": 2}]
+    [err] = result.errors
+    assert err.error_type == "UnmatchedEventError" and err.execution_id == "outside event 1"
+    assert "'stray-a'" in err.message and "the run ended without waiting for it" in err.message
+    assert err.input == {"key": "a", "correlation_id": "stray-a", "payload": "s"}
+
+
+def test_an_early_event_is_given_up_after_its_hold_time():
+    from flink_agents_py.runtime._waits import EARLY_HOLD_S
+
+    events = [{"key": "a", "correlation_id": "second-a", "payload": 2},
+              AdvanceTime(EARLY_HOLD_S + 1),
+              {"key": "a", "correlation_id": "first-a", "payload": 1}]
+    result = _job([{"key": "a"}], events, wa.TwoSteps()).run()  # no timeouts
+    assert result.outputs == [{"key": "a", "first": 1, "second": "timeout"}]
+    [err] = result.errors
+    assert f"none opened within {EARLY_HOLD_S} s" in err.message and "'second-a'" in err.message
+
+
+def test_a_run_holds_a_bounded_number_of_early_events():
+    from flink_agents_py.runtime._waits import EARLY_MAX
+
+    events = [{"key": "a", "correlation_id": f"n{i}"} for i in range(EARLY_MAX + 1)]
+    result = _job([{"key": "a", "timeout_s": 5}], events).run()
+    refused = [e for e in result.errors if f"holds {EARLY_MAX} early events" in e.message]
+    assert [e.execution_id for e in refused] == [f"outside event {EARLY_MAX}"]
+    ended = [e for e in result.errors if "the run ended without waiting" in e.message]
+    assert len(ended) == EARLY_MAX and len(result.errors) == EARLY_MAX + 1
+
+
+def test_an_early_event_survives_a_crash_and_is_claimed_after_the_restore():
+    events = [{"key": "a", "correlation_id": "second-a", "payload": 2},
+              {"key": "a", "correlation_id": "first-a", "payload": 1}]
+    snaps = []
+    crashed = _job([{"key": "a"}], events, wa.TwoSteps()).run(
+        on_step=lambda job: snaps.append(job.snapshot()),
+        max_steps=3)  # the record, its note, the early event
+    assert not crashed.completed
+    snap = json.loads(json.dumps(snaps[-1]))
+    [entry] = snap["keys"]
+    assert entry["run"]["waits"]["second-a"]["status"] == "early"
+    result = _job([{"key": "a"}], events, wa.TwoSteps()).restore(snap).run()
+    assert result.outputs == [{"key": "a", "first": 1, "second": 2}] and result.errors == []

@@ -67,7 +67,7 @@ class VirtualTimers:
         """Keep the timers of ``run``'s open waits (after a restore)."""
         if run is not None:
             self.add(key, [w.deadline_ms for w in run.waits.values()
-                           if w.status == "open" and w.deadline_ms is not None])
+                           if w.status in ("open", "early") and w.deadline_ms is not None])
 
     def pop_due(self, until_ms: int | None) -> tuple[int, Any] | None:
         """The earliest timer at or before ``until_ms`` (any, for ``None``), moving the clock.

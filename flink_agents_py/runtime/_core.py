@@ -220,6 +220,7 @@ class AgentCore(WaitsCore):
                 break
             if self.failpoint is not None:
                 self.failpoint("run_completed", shown, {"seq": run.seq})
+            self._run_ended(key, run, res)  # early events no wait claimed (``_waits``)
             state.run = None
             live.clear()
             counters["runs_completed"] += 1
