@@ -451,3 +451,63 @@ def test_an_early_event_survives_a_crash_and_is_claimed_after_the_restore():
     assert entry["run"]["waits"]["second-a"]["status"] == "early"
     result = _job([{"key": "a"}], events, wa.TwoSteps()).restore(snap).run()
     assert result.outputs == [{"key": "a", "first": 1, "second": 2}] and result.errors == []
+
+
+# -- outside events between the records (local runner) --------------------------------------
+def test_interleaved_events_arrive_while_other_records_still_flow(monkeypatch, tmp_path):
+    from flink_agents_py.api import ApprovalRequest
+    from flink_agents_py.local import AfterRecords
+
+    monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
+    records = [{"key": k, "to": f"{k}@x.org"} for k in ("yes", "no", "later")]
+    job = AgentsExecutionEnvironment.local().from_list(records)
+    positions = []  # records in when each output came out
+
+    def answers():  # read as they are due: the request of 'yes' is out after one record
+        yield AfterRecords(1)
+        [req] = [r for o in job.result.outputs if (r := ApprovalRequest.of(o))]
+        yield req.approve(by="ann")
+        yield AfterRecords(2)
+        yield next(r for o in job.result.outputs
+                   if (r := ApprovalRequest.of(o)) and r.key == "no").reject("no")
+
+    def on_step(j):
+        positions.extend([j.snapshot()["position"]] * (len(j.result.outputs) - len(positions)))
+
+    result = job.connect(answers(), interleaved=True).apply(wa.make_mailer()).run(
+        on_step=on_step)
+    shown = [(o["key"], "answer" in o) if "answer" in o else (o["key"], False)
+             for o in result.outputs]
+    assert shown == [("yes", False), ("yes", True), ("no", False), ("no", True),
+                     ("later", False), ("later", True)]
+    # 'yes' was released after the first record, before the second came in; 'no' after two
+    assert positions == [1, 1, 2, 2, 3, 3]
+    answers_by_key = {o["key"]: o["answer"] for o in result.outputs if "answer" in o}
+    assert "sent to yes" in answers_by_key["yes"] and "rejected" in answers_by_key["no"]
+    assert "was not approved" in answers_by_key["later"]
+
+
+def test_interleaved_events_are_placed_by_after_records_and_restore_from_a_snapshot():
+    from flink_agents_py.local import AfterRecords
+
+    records = [{"key": k, "timeout_s": 60} for k in ("a", "b", "c")]
+    events = [{"key": "a", "correlation_id": "go-a", "payload": 0},  # before any record:
+              AfterRecords(1), {"key": "a", "correlation_id": "go-a", "payload": 1},
+              AdvanceTime(61), AfterRecords(3), {"key": "c", "correlation_id": "go-c"}]
+    seen = []
+    full = _job(records, []).connect(events, interleaved=True).run(
+        on_step=lambda j: seen.append(len(j.result.outputs)))
+    out = _by_key(full.outputs)
+    assert out["a"]["approved"] == 1 and out["c"]["approved"] is None
+    assert "within 60 s" in out["b"]["timed_out"]  # b came in at 61 s; c was released first
+    [err] = full.errors  # 'go-a' came before a's record: no run of key 'a' in flight
+    assert err.execution_id == "outside event 0" and "no run of key 'a'" in err.message
+    assert [o["key"] for o in full.outputs] == ["a", "c", "b"]
+    # crash after a's output, restore: the items already delivered are not delivered again
+    snaps = []
+    crashed = _job(records, []).connect(events, interleaved=True).run(
+        on_step=lambda j: snaps.append(j.snapshot()), max_steps=seen.index(1) + 1)
+    snap = json.loads(json.dumps(snaps[-1]))
+    rest = _job(records, []).connect(events, interleaved=True).restore(snap).run()
+    assert [o["key"] for o in crashed.outputs + rest.outputs] == ["a", "c", "b"]
+    assert rest.errors == [] and _by_key(rest.outputs)["c"]["approved"] is None

@@ -1,6 +1,6 @@
 """The local runner: the runtime core hosted in-process (no PyFlink)."""
 
-from ._clock import AdvanceTime
+from ._clock import AdvanceTime, AfterRecords
 from ._runner import (
     LocalAgentJob,
     LocalExecutionEnvironment,
@@ -8,5 +8,5 @@ from ._runner import (
     default_key_selector,
 )
 
-__all__ = ["AdvanceTime", "LocalAgentJob", "LocalExecutionEnvironment", "LocalRunResult",
-           "default_key_selector"]
+__all__ = ["AdvanceTime", "AfterRecords", "LocalAgentJob", "LocalExecutionEnvironment",
+           "LocalRunResult", "default_key_selector"]

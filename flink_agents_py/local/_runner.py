@@ -11,18 +11,15 @@ restores keyed state after a failure.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import queue
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
-from ..api import Agent, ExternalEvent, UnkeyedRecordError
+from ..api import Agent, ExternalEvent
 from ..plan import AgentPlan
 from ..runtime import (
     JSON_KEYS,
@@ -42,63 +39,14 @@ from ..runtime import (
     rejected_record,
     warm_up,
 )
-from ._clock import AdvanceTime, VirtualTimers
+from ._clock import AdvanceTime, AfterRecords, VirtualTimers
+from ._key_selector import default_key_selector
 
 __all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "default_key_selector",
            "SNAPSHOT_FORMAT"]
 
 SNAPSHOT_FORMAT = "flink-agents-py/local-snapshot/1"
 """The ``format`` field of a local runner snapshot."""
-
-
-_FIELDS_SHOWN = 8
-"""How many of a record's field names an ``UnkeyedRecordError`` names."""
-
-
-def default_key_selector(record: Any) -> Any:
-    """The record's ``"key"`` field; ``None`` (one key) for a record without fields.
-
-    The key selector of ``from_list``, ``from_datastream`` and ``from_table`` when none is
-    given. A record with fields is a dict (its ``"key"`` item), a pydantic model or a
-    dataclass (its ``key`` attribute). One of those with no ``key`` is not run under a
-    made-up key: its runner sends it to the error output (see ``UnkeyedRecordError``) and
-    goes on. A record without fields (a string, a number, a list) runs under ``None``.
-
-    Args:
-        record: an input record.
-
-    Returns:
-        Its key.
-
-    Raises:
-        UnkeyedRecordError: for a record with fields but no ``key``, naming its fields and
-            the ways to key it.
-    """
-    if isinstance(record, Mapping):
-        if "key" in record:
-            return record["key"]
-        names = [str(k) for k in record]
-        example = f'r["{names[0]}"]' if names else 'r["id"]'
-    elif isinstance(record, BaseModel):
-        names = list(type(record).model_fields)
-        if "key" in names:
-            return record.key  # type: ignore[attr-defined]
-        example = f"r.{names[0]}" if names else "r.id"
-    elif dataclasses.is_dataclass(record) and not isinstance(record, type):
-        names = [f.name for f in dataclasses.fields(record)]
-        if "key" in names:
-            return record.key  # type: ignore[attr-defined]
-        example = f"r.{names[0]}" if names else "r.id"
-    else:
-        return None
-    shown = ", ".join(names[:_FIELDS_SHOWN])
-    more = f", ... ({len(names)} fields)" if len(names) > _FIELDS_SHOWN else ""
-    fields = f"its fields: {shown}{more}" if names else "it has no fields"
-    raise UnkeyedRecordError(
-        f'the {type(record).__name__} record has no "key" field ({fields}) and no '
-        f"key_selector was given: add a \"key\" field, or pass key_selector= to "
-        f"from_list/from_datastream/from_table (e.g. key_selector=lambda r: {example}; "
-        "key_selector=lambda r: None runs every record under one key, one after another)")
 
 
 @dataclass
@@ -231,10 +179,12 @@ class LocalAgentJob:
         self._outside: Iterable[Any] = ()
         self._outside_key: Callable[[Any], Any] = ExternalEvent.key_of
         self._outside_position = 0
+        self._interleaved = False
         self._timers = VirtualTimers()
 
     def connect(self, events: Iterable[Any],
-                key_selector: Callable[[Any], Any] | None = None) -> LocalAgentJob:
+                key_selector: Callable[[Any], Any] | None = None, *,
+                interleaved: bool = False) -> LocalAgentJob:
         """Give the agent a second input: outside events its actions wait for.
 
         Each item is an ``ExternalEvent`` (or its dict: ``key``, ``correlation_id``,
@@ -246,15 +196,24 @@ class LocalAgentJob:
         open fails with ``WaitTimeoutError`` (all input has ended). An event that arrives
         for no waiter goes to the errors, named.
 
+        With ``interleaved=True`` the items go while the records still flow, placed by
+        ``AfterRecords(n)`` items: the items after one go once the first ``n`` records are
+        in and worked off as far as they go (the items before the first ``AfterRecords``,
+        before the first record). The items are read as they are due, so a generator can
+        answer what the outputs hold by then.
+
         Args:
             events: the outside events (a list, to ``restore`` a snapshot of the job).
             key_selector: an event's key (default: its ``key`` field).
+            interleaved: deliver the items between the records, where their
+                ``AfterRecords`` place them (default: after all records).
 
         Returns:
             ``self``.
         """
         self._outside = events
         self._outside_key = key_selector or ExternalEvent.key_of
+        self._interleaved = interleaved
         return self
 
     def apply(self, agent: Agent | AgentPlan) -> LocalAgentJob:
@@ -413,6 +372,48 @@ class LocalAgentJob:
                 return
             step(key, core.advance(key, states[key]))
 
+        def fire(until_ms: int | None) -> None:
+            while (due := timers.pop_due(until_ms)) is not None:
+                fired = core.on_timers(due[1], timers.now_ms, states[due[1]])
+                if fired is not None:
+                    step(due[1], fired)
+                    while busy:
+                        drain_wakeups(block=True)
+            if until_ms is not None:
+                timers.now_ms = max(timers.now_ms, until_ms)
+
+        outside = enumerate(self._outside)  # read lazily, as items are due
+        gate: list[int | None] = [0 if self._interleaved else None]  # records due first
+
+        def deliver(records_in: int | None) -> None:
+            """Deliver the outside items due once ``records_in`` records are in (all)."""
+            while records_in is None or (gate[0] is not None and gate[0] <= records_in):
+                while busy:  # the records in are worked off as far as they go
+                    drain_wakeups(block=True)
+                nxt = next(outside, None)
+                if nxt is None:
+                    return
+                index, item = nxt
+                if isinstance(item, AfterRecords):
+                    gate[0] = item.count
+                if index < self._outside_position or isinstance(item, AfterRecords):
+                    self._outside_position = max(self._outside_position, index + 1)
+                    continue  # delivered before the snapshot restored (or a marker)
+                self._outside_position = index + 1
+                if isinstance(item, AdvanceTime):
+                    fire(timers.now_ms + math.ceil(item.seconds * 1000))
+                    continue
+                key = JSON_KEYS.flink_key(self._outside_key, item)  # its identity
+                rejected = JSON_KEYS.rejected(key)
+                if rejected is not None:
+                    result.errors.append(rejected_record(rejected, item,
+                                                         f"outside event {index}"))
+                    continue
+                state = states.get(key)
+                if state is None:
+                    state = states[key] = _KeyState()
+                step(key, core.on_outside_event(key, item, state, f"outside event {index}"))
+
         key_selector, value_selector = self._key_selector, self._value_selector
         warm_up(self._plan)  # imports a key's first run would otherwise wait for
         core.open()
@@ -423,6 +424,8 @@ class LocalAgentJob:
             for index, record in enumerate(self._records):
                 if index < start:
                     continue
+                if self._interleaved:
+                    deliver(index)
                 self._position = index + 1
                 key, value = JSON_KEYS.flink_key(key_selector, record), record
                 rejected = JSON_KEYS.rejected(key)
@@ -449,38 +452,9 @@ class LocalAgentJob:
                 step(key, res)
                 while not wake.empty():
                     drain_wakeups(block=False)
+            deliver(None)  # the items left, once all records are worked off
             while busy:
                 drain_wakeups(block=True)
-
-            def fire(until_ms: int | None) -> None:
-                while (due := timers.pop_due(until_ms)) is not None:
-                    fired = core.on_timers(due[1], timers.now_ms, states[due[1]])
-                    if fired is not None:
-                        step(due[1], fired)
-                        while busy:
-                            drain_wakeups(block=True)
-                if until_ms is not None:
-                    timers.now_ms = max(timers.now_ms, until_ms)
-
-            for index, item in enumerate(self._outside):
-                if index < self._outside_position:
-                    continue  # delivered before the snapshot restored
-                self._outside_position = index + 1
-                if isinstance(item, AdvanceTime):
-                    fire(timers.now_ms + math.ceil(item.seconds * 1000))
-                    continue
-                key = JSON_KEYS.flink_key(self._outside_key, item)  # its identity
-                rejected = JSON_KEYS.rejected(key)
-                if rejected is not None:
-                    result.errors.append(rejected_record(rejected, item,
-                                                         f"outside event {index}"))
-                    continue
-                state = states.get(key)
-                if state is None:
-                    state = states[key] = _KeyState()
-                step(key, core.on_outside_event(key, item, state, f"outside event {index}"))
-                while busy:
-                    drain_wakeups(block=True)
             fire(None)  # nothing else can happen: time skips to each timer left
             for key, state in list(states.items()):  # all input has ended
                 ended = core.on_timers(key, timers.now_ms, state, end_of_input=True) \
