@@ -511,3 +511,42 @@ def test_interleaved_events_are_placed_by_after_records_and_restore_from_a_snaps
     rest = _job(records, []).connect(events, interleaved=True).restore(snap).run()
     assert [o["key"] for o in crashed.outputs + rest.outputs] == ["a", "c", "b"]
     assert rest.errors == [] and _by_key(rest.outputs)["c"]["approved"] is None
+
+
+# -- replay safety with outside events --------------------------------------------------------
+def test_replay_safety_feeds_outside_events_and_time_and_crashes_at_each():
+    from flink_agents_py.testing import check_replay_safety
+
+    records = [{"key": "a", "timeout_s": 5}, {"key": "b", "timeout_s": 50}, {"key": "c"}]
+    events = [{"key": "a", "correlation_id": "go-a", "payload": "yes"},
+              {"key": "b", "correlation_id": "stray-b"},  # held, named when b's run ends
+              AdvanceTime(10),
+              {"key": "b", "correlation_id": "go-b", "payload": {"by": "ann"}}]
+    report = check_replay_safety(wa.Approver(), records, events=events)
+    assert report.ok, report
+    assert report.outputs == 3 and report.errors == 1
+    no_events = check_replay_safety(wa.Approver(), records, other_process=False)
+    assert report.points_total > no_events.points_total  # each delivery is a crash point
+
+
+def test_the_approval_agent_is_replay_safe_with_its_approvals_and_rejections():
+    from flink_agents_py.api import ApprovalRequest
+    from flink_agents_py.testing import check_replay_safety
+
+    records = [{"key": k, "to": f"{k}@x.org"} for k in ("yes", "no", "silent")]
+    first = AgentsExecutionEnvironment.local().from_list(records).apply(
+        wa.make_mailer(timeout_s=600)).run()  # the approval ids, as the runs name them
+    requests = {r.key: r for o in first.outputs if (r := ApprovalRequest.of(o))}
+    events = [requests["yes"].approve(by="ann"), AdvanceTime(60),
+              requests["no"].reject("not this one")]
+    report = check_replay_safety(wa.make_mailer(timeout_s=600), records, events=events,
+                                 other_process=False)  # its agent class is local to a function
+    assert report.ok, report
+    assert report.outputs == 3 and report.errors == 0  # an answer per key
+    assert report.points_total >= 10 and len(report.points) == report.points_total
+    answered = AgentsExecutionEnvironment.local().from_list(records).connect(events).apply(
+        wa.make_mailer(timeout_s=600)).run()
+    answers = {o["key"]: o["answer"] for o in answered.outputs if "answer" in o}
+    assert "sent to yes" in answers["yes"] and "not this one" in answers["no"]
+    assert "was not approved" in answers["silent"]
+
