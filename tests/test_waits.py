@@ -550,3 +550,40 @@ def test_the_approval_agent_is_replay_safe_with_its_approvals_and_rejections():
     assert "sent to yes" in answers["yes"] and "not this one" in answers["no"]
     assert "was not approved" in answers["silent"]
 
+
+# -- the runs_waiting gauge -------------------------------------------------------------------
+def test_runs_waiting_gauge_follows_parked_runs_in_the_metrics():
+    from flink_agents_py.observability import AgentMetrics
+
+    metrics = AgentMetrics()
+    core = AgentCore(AgentPlan.from_agent(wa.Approver()), observer=metrics)
+    core.gauges = metrics.counters
+    core.open()
+    try:
+        states = {k: InMemoryKeyState() for k in ("a", "b", "c")}
+        for k, state in states.items():
+            core.on_input(k, {"n": 1}, state)
+            while not core.advance(k, state).parked:
+                core.wait_for(k, 5)
+        assert metrics.snapshot()["runs_waiting"] == 3
+        res = core.on_outside_event("b", {"key": "b", "correlation_id": "go-b"}, states["b"])
+        assert metrics.snapshot()["runs_waiting"] == 2
+        while res.busy:
+            core.wait_for("b", 5)
+            res = core.advance("b", states["b"])
+        assert metrics.snapshot()["runs_waiting"] == 2 and states["b"].run is None
+        core.on_timers("a", 0, states["a"], end_of_input=True)
+        assert metrics.snapshot()["runs_waiting"] == 1
+    finally:
+        core.close()
+
+
+def test_runs_waiting_in_the_local_metrics_through_a_crash_and_restore():
+    records = [{"key": k, "timeout_s": 30} for k in ("a", "b", "c")]
+    events = [{"key": "a", "correlation_id": "go-a"}]
+    snaps = []
+    crashed = _job(records, events).run(on_step=lambda j: snaps.append(j.snapshot()),
+                                        max_steps=6)  # 3 records and their notes: all wait
+    assert crashed.metrics["runs_waiting"] == 3 and crashed.counters["runs_waiting"] == 3
+    done = _job(records, events).restore(snaps[-1]).run()
+    assert done.metrics["runs_waiting"] == 0 and len(done.outputs) == 3

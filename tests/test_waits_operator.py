@@ -109,3 +109,13 @@ def test_an_early_event_is_held_in_keyed_state_with_a_timer_and_the_run_stays_pa
     assert h.op._runs == {} and h.out == []  # no output, no error
     [(deadline, key)] = h.timers.processing
     assert key == "k3" and deadline > EARLY_HOLD_S * 1000
+
+
+def test_the_runs_waiting_gauge_counts_parked_runs_and_is_a_flink_metric(parked):
+    from flink_agents_py.observability._flink_mirror import _GAUGES
+
+    h = parked
+    assert h.op.core.counters["runs_waiting"] == KEYS
+    _answer(h, "k1")
+    assert h.op.core.counters["runs_waiting"] == KEYS - 1
+    assert "runs_waiting" in _GAUGES  # registered in the operator's flink_agents group

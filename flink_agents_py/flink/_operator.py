@@ -243,6 +243,8 @@ class AgentOperator(KeyedProcessFunction):
             failpoint=opts.failpoint, observer=self.observability.observer,
             notify=switch.ready.append if switch is not None else None,
             key_value=self.keys.value_function())
+        if self.observability.metrics is not None:
+            core.gauges = self.observability.metrics.counters  # the runs_waiting gauge
         warm_up(self.plan)  # imports a key's first run would otherwise wait for
         core.open()
         hold_gc_settings(self)

@@ -329,6 +329,8 @@ class LocalAgentJob:
                          key_value=decode_key)
         timers = self._timers = VirtualTimers()
         core.clock_ms = timers.clock
+        if obs.metrics is not None:
+            core.gauges = obs.metrics.counters  # the runs_waiting gauge
         self._outside_position = 0
         states: dict[Any, _KeyState] = {}
         self._states, self._position, self._steps = states, 0, 0
@@ -419,6 +421,8 @@ class LocalAgentJob:
         core.open()
         try:
             start = self._load(states, busy, bar)
+            core.waiting_changed(sum(1 for st in states.values()
+                                     if st.run is not None and st.run.parked))
             for key in list(busy):  # restored keys with work: wake them, as timers would
                 step(key, core.advance(key, states[key]))
             for index, record in enumerate(self._records):

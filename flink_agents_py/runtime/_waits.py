@@ -74,6 +74,10 @@ class WaitsCore:
     """
 
     clock_ms = staticmethod(wall_clock_ms)
+    gauges: dict[str, int] | None = None
+    """A host's metrics counters (``AgentMetrics.counters``), where the core keeps the
+    ``runs_waiting`` gauge too (as in ``counters``); ``None``: only in ``counters``."""
+    counters: Any  # the core's counters (a ``collections.Counter``)
     _live: dict[Any, dict[str, Task]]
     _key_value: Callable[[Any], Any]  # a key's value from the host's key (``KeyEncoding``)
     _inbox: Inbox
@@ -184,6 +188,20 @@ class WaitsCore:
         res.errors[:0] = given_up
         return res
 
+    def waiting_changed(self, delta: int) -> None:
+        """Move the ``runs_waiting`` gauge: parked runs (``RunState.parked``) in this process.
+
+        The core moves it as runs park and wake; a host adds the parked runs it restored
+        (the gauge never goes below 0: a restored run the host did not count may wake).
+
+        Args:
+            delta: how many runs more (less) wait.
+        """
+        counters = self.counters
+        counters["runs_waiting"] = max(0, counters["runs_waiting"] + delta)
+        if self.gauges is not None:
+            self.gauges["runs_waiting"] = counters["runs_waiting"]
+
     # -- internals -----------------------------------------------------------------------
     def _refuse(self, key: Any, state: KeyState, error: Exception, record: Any,
                 where: str) -> StepResult:
@@ -287,6 +305,8 @@ class WaitsCore:
 
         The run is no longer parked: the next ``advance`` re-enters it.
         """
+        if run.parked:
+            self.waiting_changed(-1)
         run.parked = False
         task = self._live.get(key, {}).get(wait.caller)
         call = task.ctx.calls.get(wait.ordinal) if task is not None else None
@@ -313,6 +333,8 @@ class WaitsCore:
             and not self._inbox.has(key) \
             and not any(c.running for t in live.values() for c in t.ctx.calls.values()) \
             and all(t.waiting is not None or t.ending is not None for t in live.values())
+        if parked != run.parked:
+            self.waiting_changed(1 if parked else -1)
         run.parked = parked
         if not parked:
             return
