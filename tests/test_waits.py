@@ -587,3 +587,13 @@ def test_runs_waiting_in_the_local_metrics_through_a_crash_and_restore():
     assert crashed.metrics["runs_waiting"] == 3 and crashed.counters["runs_waiting"] == 3
     done = _job(records, events).restore(snaps[-1]).run()
     assert done.metrics["runs_waiting"] == 0 and len(done.outputs) == 3
+
+
+def test_bench_p6_core_part_runs_in_the_quick_bench():
+    import bench.__main__ as bench_main
+    from bench import _waits
+
+    assert "waits" in bench_main.ALL and bench_main.config(True)["waits"]["flink_runs"] == 0
+    data, table = _waits.bench_waits({"core_runs": 200, "flink_runs": 0})
+    [row] = data["rows"]
+    assert row["ok"] and row["live_runs"] == 0 and "P6" in table.text()
