@@ -597,3 +597,24 @@ def test_bench_p6_core_part_runs_in_the_quick_bench():
     data, table = _waits.bench_waits({"core_runs": 200, "flink_runs": 0})
     [row] = data["rows"]
     assert row["ok"] and row["live_runs"] == 0 and "P6" in table.text()
+
+
+def test_an_early_event_for_the_next_queued_run_of_the_key_goes_on_to_that_run():
+    # b's second record is queued behind its first run; its event comes while the first waits
+    records = [{"key": "b", "n": 1, "timeout_s": 9}, {"key": "b", "n": 2, "timeout_s": 99}]
+    events = [{"key": "b", "correlation_id": "stray-b"},
+              {"key": "b", "correlation_id": "later-b", "payload": "for run 2"},
+              {"key": "b", "correlation_id": "first-b", "payload": "1st"}]
+    result = _job(records, events, _NextRun()).run()
+    assert [o.get("got") for o in result.outputs] == ["1st", "for run 2"]
+    [err] = result.errors  # held through both runs, claimed by neither
+    assert "'stray-b'" in err.message and "the run ended without waiting for it" in err.message
+
+
+class _NextRun(wa.Agent):
+    @wa.action(wa.InputEvent)
+    @staticmethod
+    async def on_input(event, ctx) -> None:
+        cid = "first-b" if event.input["n"] == 1 else "later-b"
+        got = await ctx.wait_for(cid, timeout_s=event.input["timeout_s"])
+        ctx.send_event(wa.OutputEvent(output={"n": event.input["n"], "got": got}))

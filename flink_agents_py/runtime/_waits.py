@@ -265,10 +265,22 @@ class WaitsCore:
             errors.append(self._early_error(key, run, cid, wait, why))
         return errors
 
-    def _run_ended(self, key: Any, run: RunState, res: StepResult) -> None:
-        """The core's hook when a run completes: early events no wait claimed are errors."""
-        if run.waits:
-            res.errors.extend(self._give_up_early(key, run, None))
+    def _run_ended(self, key: Any, run: RunState, res: StepResult,
+                   next_queued: bool) -> dict[str, WaitRecord] | None:
+        """The core's hook when a run completes: the early events no wait of it claimed.
+
+        They go on to the key's next run when a record of the key is queued (its wait may
+        claim them), within their hold time; otherwise they are errors.
+
+        Returns:
+            The early events the next run holds, or ``None``.
+        """
+        if not run.waits:
+            return None
+        if next_queued:
+            return {cid: w for cid, w in run.waits.items() if w.status == "early"} or None
+        res.errors.extend(self._give_up_early(key, run, None))
+        return None
 
     def _start_wait(self, step: Step, ctx: ActionContext, command: StartWait) -> None:
         """Open the wait ``command`` describes (see the module docstring)."""
