@@ -12,8 +12,10 @@
   (SIGKILL) and a restore from that checkpoint: the time until the job runs again and until
   released runs answer.
 
-Quick: 10^4 runs (core and Flink); default: 10^5; ``--full``: 10^6 on Flink (about 10-20
-minutes and several GB of disk on this machine; not run here by default).
+Quick: 10^4 runs (core and Flink); default: 10^5; ``--full``: 10^6 on Flink; ``--runs N``:
+N on Flink (on a busy 2-core machine 10^6 takes longer than its time: measure the largest N
+that runs through, and extrapolate). The Flink row includes the TaskManager's JVM heap in
+use once all runs wait (Flink's REST metrics).
 """
 
 from __future__ import annotations
