@@ -1,6 +1,6 @@
 """Benchmarks of flink-agents-py.
 
-    python -m bench [--quick] [--only p1,p2,p3,p4,p5,scaleout] [--out bench/results.json]
+    python -m bench [--quick] [--only p1,p2,p3,p4,p5,flow,start,waits,scaleout] [--out FILE]
 
 - p1: local runner, echo agent vs a plain asyncio loop with the same per-key bookkeeping, and vs
   Apache Flink Agents 0.3.1's local execution environment (a venv of its own, installed on
@@ -15,6 +15,10 @@
   % answered 429 and the rate served against the provider's limit (``bench/_flow.py``).
 - start: a one-record Flink job's wall time, ours vs a bare PyFlink job of the same shape
   (``bench._start``; target ours <= 1.1x).
+- waits (P6): runs waiting for an outside event (``bench._waits``): park and release cost and
+  heap per run in the core; without ``--quick`` also 10^5 runs waiting on a RocksDB
+  MiniCluster (memory, JVM heap, idle CPU, checkpoint, restore). ``--quick`` runs the core
+  part only (seconds); ``python -m bench._waits --full`` is the 10^6 run.
 - scaleout (only when named in ``--only``): ``bench._scaleout``, parallelism 1 vs 2 on a
   standalone cluster of two TaskManagers fed from Kafka, wake-ups on unbounded input, limits.
 
@@ -44,7 +48,7 @@ from ._report import CpuWatch, Table, machine_info, other_java_processes, write_
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = Path(__file__).resolve().parent
-ALL = ("p1", "p2", "p3", "p4", "p5", "flow", "start")
+ALL = ("p1", "p2", "p3", "p4", "p5", "flow", "start", "waits")
 OPTIONAL = ("scaleout",)
 """Run only when named in ``--only``: ``scaleout`` (``bench._scaleout``: a Kafka broker and a
 standalone cluster of two TaskManagers; several minutes)."""
@@ -67,7 +71,9 @@ def config(quick: bool, scaleout: bool = False) -> dict[str, Any]:
     from . import _flow, _p4, _p5, _start
 
     extra: dict[str, Any] = {"p4": _p4.config(quick), "p5": _p5.config(quick),
-                             "flow": _flow.config(quick), "start": _start.config(quick)}
+                             "flow": _flow.config(quick), "start": _start.config(quick),
+                             "waits": {"core_runs": scaled(10_000 if quick else 100_000),
+                                       "flink_runs": 0 if quick else scaled(100_000)}}
     if scaleout:  # imported only when asked for (it needs the cluster test fixtures)
         from . import _scaleout
 
@@ -409,7 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a few minutes on 2 cores)")
     ap.add_argument("--only", default=",".join(ALL),
-                    help="comma list of p1,p2,p3,p4,p5,flow,start (default: all) and scaleout")
+                    help="comma list of p1,p2,p3,p4,p5,flow,start,waits (default: all) and "
+                         "scaleout")
     ap.add_argument("--out", default=str(BENCH_DIR / "results.json"), help="JSON output file")
     ap.add_argument("--latest-md", default=str(BENCH_DIR / "LATEST.md"),
                     help="markdown written by --quick runs at BENCH_SCALE=1 ('' to skip)")
@@ -430,10 +437,11 @@ def main(argv: list[str] | None = None) -> int:
     from ._p4 import bench_p4
     from ._p5 import bench_p5
     from ._start import bench_start
+    from ._waits import bench_waits
 
     runners: dict[str, Any] = {"p1": bench_p1, "p2": bench_p2, "p3": bench_p3, "p4": bench_p4,
                                "p5": bench_p5, "flow": bench_flow,
-                               "start": bench_start}
+                               "start": bench_start, "waits": bench_waits}
     if "scaleout" in only:
         from ._scaleout import bench_scaleout
 

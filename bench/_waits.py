@@ -12,8 +12,10 @@
   (SIGKILL) and a restore from that checkpoint: the time until the job runs again and until
   released runs answer.
 
-Quick: 10^4 runs (core and Flink); default: 10^5; ``--full``: 10^6 on Flink (about 10-20
-minutes and several GB of disk on this machine; not run here by default).
+Quick: 10^4 runs (core and Flink); default: 10^5; ``--full``: 10^6 on Flink; ``--runs N``:
+N on Flink (on a busy 2-core machine 10^6 takes longer than its time: measure the largest N
+that runs through, and extrapolate). The Flink row includes the TaskManager's JVM heap in
+use once all runs wait (Flink's REST metrics).
 """
 
 from __future__ import annotations
@@ -43,9 +45,15 @@ IDLE_S = 10.0
 RELEASE = 100
 
 
-def config(quick: bool, full: bool = False) -> dict[str, Any]:
-    runs = 10_000 if quick else 100_000
-    return {"core_runs": runs, "flink_runs": 1_000_000 if full else runs}
+def config(quick: bool, full: bool = False, runs: int | None = None) -> dict[str, Any]:
+    """The sizes: quick 10^4, default 10^5; ``full``: 10^6 on Flink; ``runs``: that many on
+    Flink (the largest this machine parks in the time there is).
+
+    Returns:
+        ``{"core_runs", "flink_runs"}``.
+    """
+    core = 10_000 if quick else 100_000
+    return {"core_runs": core, "flink_runs": runs or (1_000_000 if full else core)}
 
 
 # -- core ------------------------------------------------------------------------------------
@@ -162,6 +170,15 @@ def _latest(port: int, jid: str) -> dict[str, Any] | None:
     return latest or None
 
 
+def _jvm_heap_mb(port: int) -> tuple[float, float]:
+    """The TaskManager JVM's heap in use and its maximum, in MB (Flink's REST metrics)."""
+    [tm] = _rest(port, "/taskmanagers")["taskmanagers"][:1]
+    got = {m["id"]: float(m["value"]) for m in _rest(
+        port, f"/taskmanagers/{tm['id']}/metrics"
+              "?get=Status.JVM.Memory.Heap.Used,Status.JVM.Memory.Heap.Max")}
+    return got["Status.JVM.Memory.Heap.Used"] / 1e6, got["Status.JVM.Memory.Heap.Max"] / 1e6
+
+
 def _probe(d: Path) -> list[dict[str, Any]]:
     path = d / "probe.jsonl"
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
@@ -209,6 +226,10 @@ def bench_flink(runs: int) -> dict[str, Any]:
         time.sleep(IDLE_S)  # the measurement window: nothing arrives but the ticks
         row["idle_cores"] = (_cpu_s(pids) - cpu0) / (time.monotonic() - t0)
         row["rss_mb"] = _rss_mb(pids)
+        try:
+            row["jvm_heap_mb"], row["jvm_heap_max_mb"] = _jvm_heap_mb(port)
+        except Exception as e:  # noqa: BLE001 - the figure is reported as missing
+            print(f"[bench waits] no JVM heap figure: {e!r}", file=sys.stderr, flush=True)
         row["rss_b_per_run"] = (row["rss_mb"] - rss0) * 2**20 / runs
         (d / "release-0").write_text("1")
         t0 = time.monotonic()
@@ -241,17 +262,24 @@ def bench_flink(runs: int) -> dict[str, Any]:
 
 
 def bench_waits(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
+    """P6: the core part, then (unless ``flink_runs`` is 0) the Flink part.
+
+    Returns:
+        The JSON data and the table.
+    """
     rows = [bench_core(cfg["core_runs"])]
     print(f"[bench waits] core: {rows[0]}", file=sys.stderr, flush=True)
-    rows.append(bench_flink(cfg["flink_runs"]))
-    print(f"[bench waits] flink: {rows[1]}", file=sys.stderr, flush=True)
+    if cfg["flink_runs"]:
+        rows.append(bench_flink(cfg["flink_runs"]))
+        print(f"[bench waits] flink: {rows[1]}", file=sys.stderr, flush=True)
     table = Table(
         "P6 runs waiting for an outside event: memory, idle CPU, checkpoint, restore",
         [("part", "part"), ("runs", "runs"), ("park_us", "park µs/run"),
          ("release_us", "release µs/run"), ("heap_b_per_run", "core heap B/run"),
          ("live_runs", "live runs"), ("state_b_per_run", "state B/run"),
          ("all_waiting_s", "all waiting s"), ("rss_mb", "job RSS MB"),
-         ("rss_b_per_run", "RSS B/run"), ("idle_cores", "idle cores"),
+         ("rss_b_per_run", "RSS B/run"), ("jvm_heap_mb", "JVM heap MB"),
+         ("idle_cores", "idle cores"),
          ("checkpoint_mb", "ckpt MB"), ("checkpoint_s", "ckpt s"),
          ("release_s", "release 100 s"), ("restore_running_s", "restore: running s"),
          ("restore_answer_s", "restore: answers s"), ("ok", "ok")],
@@ -261,7 +289,8 @@ def bench_waits(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
               "flink: MiniCluster, thread mode, RocksDB, incremental checkpoints every 5 s, a "
               "20/s tick source keeping the input open; RSS = the job process tree's "
               "resident memory once all runs wait (JVM, RocksDB, Python), and its growth "
-              "from before the first request, per run; "
+              "from before the first request, per run; JVM heap = the TaskManager's heap "
+              "in use then (Flink's Status.JVM.Memory.Heap.Used); "
               "idle cores = the job process tree's CPU over 10 s with nothing arriving (the "
               "ticks included); ckpt = the first checkpoint after all runs wait (incremental "
               "size) and its duration; restore = after SIGKILL, from that process start to "
@@ -276,9 +305,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench._waits", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--full", action="store_true", help="10^6 runs on Flink")
+    ap.add_argument("--runs", type=int, default=None,
+                    help="this many runs on Flink (instead of the size --quick/--full set)")
     ap.add_argument("--out", default="")
     args = ap.parse_args(argv)
-    data, table = bench_waits(config(args.quick, args.full))
+    data, table = bench_waits(config(args.quick, args.full, args.runs))
     print(table.text())
     if args.out:
         Path(args.out).write_text(json.dumps(data, indent=2, default=str))

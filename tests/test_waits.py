@@ -398,3 +398,223 @@ def test_outside_events_reach_keys_by_their_stable_encoding_and_errors_show_the_
     assert "timed_out" in by_type[("str", "1")]
     [err] = [e for e in result.errors if e.action == "<outside>"]
     assert err.key == 2 and "no run of key 2 is in flight" in err.message
+
+
+# -- events that arrive before their wait opens ----------------------------------------------
+def test_an_event_before_its_wait_opens_is_held_and_claimed_when_the_wait_opens():
+    # 'second-a' arrives while the run waits for 'first-a': held in the run's keyed state,
+    # then taken by the wait as it opens; 'stray-a' is held too, and named when the run ends
+    events = [{"key": "a", "correlation_id": "second-a", "payload": 2},
+              {"key": "a", "correlation_id": "stray-a", "payload": "s"},
+              {"key": "a", "correlation_id": "first-a", "payload": 1}]
+    result = _job([{"key": "a", "timeout_s": 60}], events, wa.TwoSteps()).run()
+    assert result.outputs == [{"key": "a", "first": 1, "second": 2}]
+    [err] = result.errors
+    assert err.error_type == "UnmatchedEventError" and err.execution_id == "outside event 1"
+    assert "'stray-a'" in err.message and "the run ended without waiting for it" in err.message
+    assert err.input == {"key": "a", "correlation_id": "stray-a", "payload": "s"}
+
+
+def test_an_early_event_is_given_up_after_its_hold_time():
+    from flink_agents_py.runtime._waits import EARLY_HOLD_S
+
+    events = [{"key": "a", "correlation_id": "second-a", "payload": 2},
+              AdvanceTime(EARLY_HOLD_S + 1),
+              {"key": "a", "correlation_id": "first-a", "payload": 1}]
+    result = _job([{"key": "a"}], events, wa.TwoSteps()).run()  # no timeouts
+    assert result.outputs == [{"key": "a", "first": 1, "second": "timeout"}]
+    [err] = result.errors
+    assert f"none opened within {EARLY_HOLD_S} s" in err.message and "'second-a'" in err.message
+
+
+def test_a_run_holds_a_bounded_number_of_early_events():
+    from flink_agents_py.runtime._waits import EARLY_MAX
+
+    events = [{"key": "a", "correlation_id": f"n{i}"} for i in range(EARLY_MAX + 1)]
+    result = _job([{"key": "a", "timeout_s": 5}], events).run()
+    refused = [e for e in result.errors if f"holds {EARLY_MAX} early events" in e.message]
+    assert [e.execution_id for e in refused] == [f"outside event {EARLY_MAX}"]
+    ended = [e for e in result.errors if "the run ended without waiting" in e.message]
+    assert len(ended) == EARLY_MAX and len(result.errors) == EARLY_MAX + 1
+
+
+def test_an_early_event_survives_a_crash_and_is_claimed_after_the_restore():
+    events = [{"key": "a", "correlation_id": "second-a", "payload": 2},
+              {"key": "a", "correlation_id": "first-a", "payload": 1}]
+    snaps = []
+    crashed = _job([{"key": "a"}], events, wa.TwoSteps()).run(
+        on_step=lambda job: snaps.append(job.snapshot()),
+        max_steps=3)  # the record, its note, the early event
+    assert not crashed.completed
+    snap = json.loads(json.dumps(snaps[-1]))
+    [entry] = snap["keys"]
+    assert entry["run"]["waits"]["second-a"]["status"] == "early"
+    result = _job([{"key": "a"}], events, wa.TwoSteps()).restore(snap).run()
+    assert result.outputs == [{"key": "a", "first": 1, "second": 2}] and result.errors == []
+
+
+# -- outside events between the records (local runner) --------------------------------------
+def test_interleaved_events_arrive_while_other_records_still_flow(monkeypatch, tmp_path):
+    from flink_agents_py.api import ApprovalRequest
+    from flink_agents_py.local import AfterRecords
+
+    monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
+    records = [{"key": k, "to": f"{k}@x.org"} for k in ("yes", "no", "later")]
+    job = AgentsExecutionEnvironment.local().from_list(records)
+    positions = []  # records in when each output came out
+
+    def answers():  # read as they are due: the request of 'yes' is out after one record
+        yield AfterRecords(1)
+        [req] = [r for o in job.result.outputs if (r := ApprovalRequest.of(o))]
+        yield req.approve(by="ann")
+        yield AfterRecords(2)
+        yield next(r for o in job.result.outputs
+                   if (r := ApprovalRequest.of(o)) and r.key == "no").reject("no")
+
+    def on_step(j):
+        positions.extend([j.snapshot()["position"]] * (len(j.result.outputs) - len(positions)))
+
+    result = job.connect(answers(), interleaved=True).apply(wa.make_mailer()).run(
+        on_step=on_step)
+    shown = [(o["key"], "answer" in o) if "answer" in o else (o["key"], False)
+             for o in result.outputs]
+    assert shown == [("yes", False), ("yes", True), ("no", False), ("no", True),
+                     ("later", False), ("later", True)]
+    # 'yes' was released after the first record, before the second came in; 'no' after two
+    assert positions == [1, 1, 2, 2, 3, 3]
+    answers_by_key = {o["key"]: o["answer"] for o in result.outputs if "answer" in o}
+    assert "sent to yes" in answers_by_key["yes"] and "rejected" in answers_by_key["no"]
+    assert "was not approved" in answers_by_key["later"]
+
+
+def test_interleaved_events_are_placed_by_after_records_and_restore_from_a_snapshot():
+    from flink_agents_py.local import AfterRecords
+
+    records = [{"key": k, "timeout_s": 60} for k in ("a", "b", "c")]
+    events = [{"key": "a", "correlation_id": "go-a", "payload": 0},  # before any record:
+              AfterRecords(1), {"key": "a", "correlation_id": "go-a", "payload": 1},
+              AdvanceTime(61), AfterRecords(3), {"key": "c", "correlation_id": "go-c"}]
+    seen = []
+    full = _job(records, []).connect(events, interleaved=True).run(
+        on_step=lambda j: seen.append(len(j.result.outputs)))
+    out = _by_key(full.outputs)
+    assert out["a"]["approved"] == 1 and out["c"]["approved"] is None
+    assert "within 60 s" in out["b"]["timed_out"]  # b came in at 61 s; c was released first
+    [err] = full.errors  # 'go-a' came before a's record: no run of key 'a' in flight
+    assert err.execution_id == "outside event 0" and "no run of key 'a'" in err.message
+    assert [o["key"] for o in full.outputs] == ["a", "c", "b"]
+    # crash after a's output, restore: the items already delivered are not delivered again
+    snaps = []
+    crashed = _job(records, []).connect(events, interleaved=True).run(
+        on_step=lambda j: snaps.append(j.snapshot()), max_steps=seen.index(1) + 1)
+    snap = json.loads(json.dumps(snaps[-1]))
+    rest = _job(records, []).connect(events, interleaved=True).restore(snap).run()
+    assert [o["key"] for o in crashed.outputs + rest.outputs] == ["a", "c", "b"]
+    assert rest.errors == [] and _by_key(rest.outputs)["c"]["approved"] is None
+
+
+# -- replay safety with outside events --------------------------------------------------------
+def test_replay_safety_feeds_outside_events_and_time_and_crashes_at_each():
+    from flink_agents_py.testing import check_replay_safety
+
+    records = [{"key": "a", "timeout_s": 5}, {"key": "b", "timeout_s": 50}, {"key": "c"}]
+    events = [{"key": "a", "correlation_id": "go-a", "payload": "yes"},
+              {"key": "b", "correlation_id": "stray-b"},  # held, named when b's run ends
+              AdvanceTime(10),
+              {"key": "b", "correlation_id": "go-b", "payload": {"by": "ann"}}]
+    report = check_replay_safety(wa.Approver(), records, events=events)
+    assert report.ok, report
+    assert report.outputs == 3 and report.errors == 1
+    no_events = check_replay_safety(wa.Approver(), records, other_process=False)
+    assert report.points_total > no_events.points_total  # each delivery is a crash point
+
+
+def test_the_approval_agent_is_replay_safe_with_its_approvals_and_rejections():
+    from flink_agents_py.api import ApprovalRequest
+    from flink_agents_py.testing import check_replay_safety
+
+    records = [{"key": k, "to": f"{k}@x.org"} for k in ("yes", "no", "silent")]
+    first = AgentsExecutionEnvironment.local().from_list(records).apply(
+        wa.make_mailer(timeout_s=600)).run()  # the approval ids, as the runs name them
+    requests = {r.key: r for o in first.outputs if (r := ApprovalRequest.of(o))}
+    events = [requests["yes"].approve(by="ann"), AdvanceTime(60),
+              requests["no"].reject("not this one")]
+    report = check_replay_safety(wa.make_mailer(timeout_s=600), records, events=events,
+                                 other_process=False)  # its agent class is local to a function
+    assert report.ok, report
+    assert report.outputs == 3 and report.errors == 0  # an answer per key
+    assert report.points_total >= 10 and len(report.points) == report.points_total
+    answered = AgentsExecutionEnvironment.local().from_list(records).connect(events).apply(
+        wa.make_mailer(timeout_s=600)).run()
+    answers = {o["key"]: o["answer"] for o in answered.outputs if "answer" in o}
+    assert "sent to yes" in answers["yes"] and "not this one" in answers["no"]
+    assert "was not approved" in answers["silent"]
+
+
+# -- the runs_waiting gauge -------------------------------------------------------------------
+def test_runs_waiting_gauge_follows_parked_runs_in_the_metrics():
+    from flink_agents_py.observability import AgentMetrics
+
+    metrics = AgentMetrics()
+    core = AgentCore(AgentPlan.from_agent(wa.Approver()), observer=metrics)
+    core.gauges = metrics.counters
+    core.open()
+    try:
+        states = {k: InMemoryKeyState() for k in ("a", "b", "c")}
+        for k, state in states.items():
+            core.on_input(k, {"n": 1}, state)
+            while not core.advance(k, state).parked:
+                core.wait_for(k, 5)
+        assert metrics.snapshot()["runs_waiting"] == 3
+        res = core.on_outside_event("b", {"key": "b", "correlation_id": "go-b"}, states["b"])
+        assert metrics.snapshot()["runs_waiting"] == 2
+        while res.busy:
+            core.wait_for("b", 5)
+            res = core.advance("b", states["b"])
+        assert metrics.snapshot()["runs_waiting"] == 2 and states["b"].run is None
+        core.on_timers("a", 0, states["a"], end_of_input=True)
+        assert metrics.snapshot()["runs_waiting"] == 1
+    finally:
+        core.close()
+
+
+def test_runs_waiting_in_the_local_metrics_through_a_crash_and_restore():
+    records = [{"key": k, "timeout_s": 30} for k in ("a", "b", "c")]
+    events = [{"key": "a", "correlation_id": "go-a"}]
+    snaps = []
+    crashed = _job(records, events).run(on_step=lambda j: snaps.append(j.snapshot()),
+                                        max_steps=6)  # 3 records and their notes: all wait
+    assert crashed.metrics["runs_waiting"] == 3 and crashed.counters["runs_waiting"] == 3
+    done = _job(records, events).restore(snaps[-1]).run()
+    assert done.metrics["runs_waiting"] == 0 and len(done.outputs) == 3
+
+
+def test_bench_p6_core_part_runs_in_the_quick_bench():
+    import bench.__main__ as bench_main
+    from bench import _waits
+
+    assert "waits" in bench_main.ALL and bench_main.config(True)["waits"]["flink_runs"] == 0
+    data, table = _waits.bench_waits({"core_runs": 200, "flink_runs": 0})
+    [row] = data["rows"]
+    assert row["ok"] and row["live_runs"] == 0 and "P6" in table.text()
+
+
+def test_an_early_event_for_the_next_queued_run_of_the_key_goes_on_to_that_run():
+    # b's second record is queued behind its first run; its event comes while the first waits
+    records = [{"key": "b", "n": 1, "timeout_s": 9}, {"key": "b", "n": 2, "timeout_s": 99}]
+    events = [{"key": "b", "correlation_id": "stray-b"},
+              {"key": "b", "correlation_id": "later-b", "payload": "for run 2"},
+              {"key": "b", "correlation_id": "first-b", "payload": "1st"}]
+    result = _job(records, events, _NextRun()).run()
+    assert [o.get("got") for o in result.outputs] == ["1st", "for run 2"]
+    [err] = result.errors  # held through both runs, claimed by neither
+    assert "'stray-b'" in err.message and "the run ended without waiting for it" in err.message
+
+
+class _NextRun(wa.Agent):
+    @wa.action(wa.InputEvent)
+    @staticmethod
+    async def on_input(event, ctx) -> None:
+        cid = "first-b" if event.input["n"] == 1 else "later-b"
+        got = await ctx.wait_for(cid, timeout_s=event.input["timeout_s"])
+        ctx.send_event(wa.OutputEvent(output={"n": event.input["n"], "got": got}))

@@ -75,3 +75,36 @@ def test_runs_wait_through_a_crash_and_end_by_event_timer_or_end_of_input(tmp_pa
     # the call each run made before its wait ran once: the restore replayed it
     assert {k: n for (who, k), n in read_counts(str(d)).items()} == {
         "a": 1, "b": 1, "c": 1, "d": 1, "e": 1}
+
+
+def test_an_event_before_its_wait_opens_is_held_in_keyed_state_then_claimed(tmp_path):
+    """Key x waits for its first event; its second event and a stray one come first."""
+    from pyflink.common import Types, WatermarkStrategy
+    from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.flink import create_stream_environment
+
+    d = tmp_path / "e"
+    d.mkdir()
+    n = 40
+    env = create_stream_environment(execution_mode="thread")
+    pickled = Types.PICKLED_BYTE_ARRAY()
+
+    def paced(name):
+        return (env.from_source(NumberSequenceSource(0, n), WatermarkStrategy.no_watermarks(),
+                                name).map(pace, output_type=Types.LONG()))
+
+    requests = paced("requests").map(functools.partial(wa.early_request_of, str(d)),
+                                     output_type=pickled)
+    events = paced("events").flat_map(wa.EarlyEvents(str(d), n), output_type=pickled)
+    built = (AgentsExecutionEnvironment.flink(env).from_datastream(requests).connect(events)
+             .apply(wa.TwoSteps()))
+    both = built.to_datastream().union(built.errors_datastream())
+    with both.execute_and_collect("early events") as results:
+        got = list(results)
+    outputs = [o for o in got if "error_type" not in o]
+    [err] = [e for e in got if "error_type" in e]
+    assert outputs == [{"key": "x", "first": 1, "second": 2}], got
+    assert err["error_type"] == "UnmatchedEventError" and "'stray-x'" in err["message"]
+    assert "the run ended without waiting for it" in err["message"]

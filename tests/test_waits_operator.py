@@ -96,3 +96,26 @@ def test_a_timeout_is_a_processing_time_timer_of_its_key():
         assert list(h.op._run_state.data) == ["b"]
     finally:
         h.close()
+
+
+def test_an_early_event_is_held_in_keyed_state_with_a_timer_and_the_run_stays_parked(parked):
+    from flink_agents_py.runtime._waits import EARLY_HOLD_S
+
+    h = parked
+    # no wait for it (yet): held (not ``_answer``: its timers fire only 600 s from now)
+    h.feed("k3", OutsideEnvelope({"key": "k3", "correlation_id": "later-k3", "payload": "p"}))
+    text = h.op._run_state.data["k3"]
+    assert '"status":"early"' in text and text.endswith(PARKED_SUFFIX)
+    assert h.op._runs == {} and h.out == []  # no output, no error
+    [(deadline, key)] = h.timers.processing
+    assert key == "k3" and deadline > EARLY_HOLD_S * 1000
+
+
+def test_the_runs_waiting_gauge_counts_parked_runs_and_is_a_flink_metric(parked):
+    from flink_agents_py.observability._flink_mirror import _GAUGES
+
+    h = parked
+    assert h.op.core.counters["runs_waiting"] == KEYS
+    _answer(h, "k1")
+    assert h.op.core.counters["runs_waiting"] == KEYS - 1
+    assert "runs_waiting" in _GAUGES  # registered in the operator's flink_agents group

@@ -258,6 +258,8 @@ class AgentOperator(KeyedProcessFunction):
             key_value=self.keys.value_function())
         core.resources.parallelism = _parallelism(runtime_context)  # agent budgets' shares
         self.observability.watch(core.resources)  # live gauges: flow limits, budgets left
+        if self.observability.metrics is not None:
+            core.gauges = self.observability.metrics.counters  # the runs_waiting gauge
         warm_up(self.plan)  # imports a key's first run would otherwise wait for
         core.open()
         hold_gc_settings(self)

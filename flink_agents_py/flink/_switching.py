@@ -255,6 +255,7 @@ class KeySwitching:
                     current = key
                 op._key = key
                 if restored and _parked(op):
+                    core.waiting_changed(1)  # the runs_waiting gauge counts it
                     continue  # waits in keyed state for its event or timer (``_second_input``)
                 op.stats["pumped"] += 1
                 res = core.advance(key, _FlinkKeyState(op, op._runs))

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..runtime import RunState
 
-__all__ = ["AdvanceTime", "VirtualTimers"]
+__all__ = ["AdvanceTime", "AfterRecords", "VirtualTimers"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,29 @@ class AdvanceTime:
         if isinstance(self.seconds, bool) or not isinstance(self.seconds, (int, float)) \
                 or not math.isfinite(self.seconds) or self.seconds < 0:
             raise ValueError(f"AdvanceTime takes a number of seconds >= 0, got {self.seconds!r}")
+
+
+@dataclass(frozen=True)
+class AfterRecords:
+    """An item of the local runner's interleaved outside events: the next go after ``count``.
+
+    With ``connect(..., interleaved=True)``, the items after it go once the first ``count``
+    input records are in.
+    Those records are handed to the agent and worked off as far as they go (their runs
+    completed or waiting) before the next item is delivered; the records after them flow
+    once the items up to the next ``AfterRecords`` are delivered. So an approval can arrive
+    while other records still flow: ``[AfterRecords(2), approve_a, AfterRecords(5),
+    approve_b]``.
+
+    Attributes:
+        count: how many input records (>= 0, counted from the first, rejected ones too).
+    """
+
+    count: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0:
+            raise ValueError(f"AfterRecords takes a number of records >= 0, got {self.count!r}")
 
 
 class VirtualTimers:
@@ -67,7 +90,7 @@ class VirtualTimers:
         """Keep the timers of ``run``'s open waits (after a restore)."""
         if run is not None:
             self.add(key, [w.deadline_ms for w in run.waits.values()
-                           if w.status == "open" and w.deadline_ms is not None])
+                           if w.status in ("open", "early") and w.deadline_ms is not None])
 
     def pop_due(self, until_ms: int | None) -> tuple[int, Any] | None:
         """The earliest timer at or before ``until_ms`` (any, for ``None``), moving the clock.

@@ -39,7 +39,7 @@ from ..runtime import (
     rejected_record,
     warm_up,
 )
-from ._clock import AdvanceTime, VirtualTimers
+from ._clock import AdvanceTime, AfterRecords, VirtualTimers
 from ._records import check_records, default_key_selector
 
 __all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "SNAPSHOT_FORMAT"]
@@ -178,10 +178,12 @@ class LocalAgentJob:
         self._outside: Iterable[Any] = ()
         self._outside_key: Callable[[Any], Any] = ExternalEvent.key_of
         self._outside_position = 0
+        self._interleaved = False
         self._timers = VirtualTimers()
 
     def connect(self, events: Iterable[Any],
-                key_selector: Callable[[Any], Any] | None = None) -> LocalAgentJob:
+                key_selector: Callable[[Any], Any] | None = None, *,
+                interleaved: bool = False) -> LocalAgentJob:
         """Give the agent a second input: outside events its actions wait for.
 
         Each item is an ``ExternalEvent`` (or its dict: ``key``, ``correlation_id``,
@@ -193,9 +195,17 @@ class LocalAgentJob:
         open fails with ``WaitTimeoutError`` (all input has ended). An event that arrives
         for no waiter goes to the errors, named.
 
+        With ``interleaved=True`` the items go while the records still flow, placed by
+        ``AfterRecords(n)`` items: the items after one go once the first ``n`` records are
+        in and worked off as far as they go (the items before the first ``AfterRecords``,
+        before the first record). The items are read as they are due, so a generator can
+        answer what the outputs hold by then.
+
         Args:
             events: the outside events (a list, to ``restore`` a snapshot of the job).
             key_selector: an event's key (default: its ``key`` field).
+            interleaved: deliver the items between the records, where their
+                ``AfterRecords`` place them (default: after all records).
 
         Returns:
             ``self``.
@@ -206,6 +216,7 @@ class LocalAgentJob:
         check_records(events, "connect")
         self._outside = events
         self._outside_key = key_selector or ExternalEvent.key_of
+        self._interleaved = interleaved
         return self
 
     def apply(self, agent: Agent | AgentPlan) -> LocalAgentJob:
@@ -325,6 +336,8 @@ class LocalAgentJob:
         obs.watch(core.resources)  # live gauges: flow limits, agent budgets left
         timers = self._timers = VirtualTimers()
         core.clock_ms = timers.clock
+        if obs.metrics is not None:
+            core.gauges = obs.metrics.counters  # the runs_waiting gauge
         self._outside_position = 0
         states: dict[Any, _KeyState] = {}
         self._states, self._position, self._steps = states, 0, 0
@@ -368,16 +381,62 @@ class LocalAgentJob:
                 return
             step(key, core.advance(key, states[key]))
 
+        def fire(until_ms: int | None) -> None:
+            while (due := timers.pop_due(until_ms)) is not None:
+                fired = core.on_timers(due[1], timers.now_ms, states[due[1]])
+                if fired is not None:
+                    step(due[1], fired)
+                    while busy:
+                        drain_wakeups(block=True)
+            if until_ms is not None:
+                timers.now_ms = max(timers.now_ms, until_ms)
+
+        outside = enumerate(self._outside)  # read lazily, as items are due
+        gate: list[int | None] = [0 if self._interleaved else None]  # records due first
+
+        def deliver(records_in: int | None) -> None:
+            """Deliver the outside items due once ``records_in`` records are in (all)."""
+            while records_in is None or (gate[0] is not None and gate[0] <= records_in):
+                while busy:  # the records in are worked off as far as they go
+                    drain_wakeups(block=True)
+                nxt = next(outside, None)
+                if nxt is None:
+                    return
+                index, item = nxt
+                if isinstance(item, AfterRecords):
+                    gate[0] = item.count
+                if index < self._outside_position or isinstance(item, AfterRecords):
+                    self._outside_position = max(self._outside_position, index + 1)
+                    continue  # delivered before the snapshot restored (or a marker)
+                self._outside_position = index + 1
+                if isinstance(item, AdvanceTime):
+                    fire(timers.now_ms + math.ceil(item.seconds * 1000))
+                    continue
+                key = JSON_KEYS.flink_key(self._outside_key, item)  # its identity
+                rejected = JSON_KEYS.rejected(key)
+                if rejected is not None:
+                    result.errors.append(rejected_record(rejected, item,
+                                                         f"outside event {index}"))
+                    continue
+                state = states.get(key)
+                if state is None:
+                    state = states[key] = _KeyState()
+                step(key, core.on_outside_event(key, item, state, f"outside event {index}"))
+
         key_selector, value_selector = self._key_selector, self._value_selector
         warm_up(self._plan)  # imports a key's first run would otherwise wait for
         core.open()
         try:
             start = self._load(states, busy, bar)
+            core.waiting_changed(sum(1 for st in states.values()
+                                     if st.run is not None and st.run.parked))
             for key in list(busy):  # restored keys with work: wake them, as timers would
                 step(key, core.advance(key, states[key]))
             for index, record in enumerate(self._records):
                 if index < start:
                     continue
+                if self._interleaved:
+                    deliver(index)
                 self._position = index + 1
                 key, value = JSON_KEYS.flink_key(key_selector, record), record
                 rejected = JSON_KEYS.rejected(key)
@@ -406,38 +465,9 @@ class LocalAgentJob:
                     drain_wakeups(block=False)
                 while one_at_a_time and busy:
                     drain_wakeups(block=True)
+            deliver(None)  # the items left, once all records are worked off
             while busy:
                 drain_wakeups(block=True)
-
-            def fire(until_ms: int | None) -> None:
-                while (due := timers.pop_due(until_ms)) is not None:
-                    fired = core.on_timers(due[1], timers.now_ms, states[due[1]])
-                    if fired is not None:
-                        step(due[1], fired)
-                        while busy:
-                            drain_wakeups(block=True)
-                if until_ms is not None:
-                    timers.now_ms = max(timers.now_ms, until_ms)
-
-            for index, item in enumerate(self._outside):
-                if index < self._outside_position:
-                    continue  # delivered before the snapshot restored
-                self._outside_position = index + 1
-                if isinstance(item, AdvanceTime):
-                    fire(timers.now_ms + math.ceil(item.seconds * 1000))
-                    continue
-                key = JSON_KEYS.flink_key(self._outside_key, item)  # its identity
-                rejected = JSON_KEYS.rejected(key)
-                if rejected is not None:
-                    result.errors.append(rejected_record(rejected, item,
-                                                         f"outside event {index}"))
-                    continue
-                state = states.get(key)
-                if state is None:
-                    state = states[key] = _KeyState()
-                step(key, core.on_outside_event(key, item, state, f"outside event {index}"))
-                while busy:
-                    drain_wakeups(block=True)
             fire(None)  # nothing else can happen: time skips to each timer left
             for key, state in list(states.items()):  # all input has ended
                 ended = core.on_timers(key, timers.now_ms, state, end_of_input=True) \

@@ -18,7 +18,7 @@ METRIC_GROUP = "flink_agents"
 
 _SCALAR_COUNTERS = ("events_processed", "outputs_emitted", "runs_started", "runs_completed",
                     "durable_calls_executed", "durable_calls_replayed")
-_GAUGES = ("runs_in_flight", "calls_in_flight")
+_GAUGES = ("runs_in_flight", "calls_in_flight", "runs_waiting")
 _LABELLED = {  # name -> label key
     "events_processed_by_type": "type",
     "actions_executed": "action", "actions_failed": "action", "actions_reentered": "action",

@@ -39,6 +39,9 @@ subagent_calls_failed{subagent} counter      ... failed or cancelled delegations
 durable_calls_executed          counter      durable calls run (every kind above and more)
 durable_calls_replayed          counter      durable calls answered from their record
 calls_in_flight                 gauge        executed durable calls not completed yet
+runs_waiting                    gauge        runs parked waiting for an outside event or a
+                                             timer (``ctx.wait_for``, ``ctx.sleep``,
+                                             approvals), kept by the host's core
 run_latency_ms                  distribution run start to completion
 action_latency_ms{action}       distribution an action execution, start to completion
 chat_latency_ms{model}          distribution a whole chat (request to response, all rounds)

@@ -180,6 +180,7 @@ class AgentCore(WaitsCore):
         live = self._live.get(key) or self._live.setdefault(key, {})
         counters, observer, tally = self.counters, self.observer, self._tally
         run_t0: float | None = None  # the tally clock when this callback started the run
+        held = None  # early events the last run did not claim, for the next (``_waits``)
         while True:
             run = state.run
             if run is None:
@@ -189,7 +190,7 @@ class AgentCore(WaitsCore):
                 if nxt is None:
                     break
                 seq, record = nxt
-                run = RunState(seq=seq, input=record)
+                run = RunState(seq=seq, input=record, waits=held or {})
                 state.run = run
                 counters["runs_started"] += 1
                 if tally is not None:
@@ -220,6 +221,7 @@ class AgentCore(WaitsCore):
                 break
             if self.failpoint is not None:
                 self.failpoint("run_completed", shown, {"seq": run.seq})
+            held = self._run_ended(key, run, res, state.queued() > 0)
             state.run = None
             live.clear()
             counters["runs_completed"] += 1

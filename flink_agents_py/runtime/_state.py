@@ -300,7 +300,10 @@ class WaitRecord(_Record, kw_only=True, repr_omit_defaults=True):
         deadline_ms: when it times out (a sleep: ends), in the host clock's milliseconds
             (processing time on Flink); ``None``: never.
         timeout_s: the timeout (a sleep's length) it was opened with, in seconds.
-        status: ``"open"``, ``"delivered"`` or ``"timed_out"``.
+        status: ``"open"``, ``"delivered"`` or ``"timed_out"``; ``"early"``: not a wait but
+            an outside event that arrived before its wait opened, held for it (``call_id``
+            empty, ``caller`` where it arrived, ``deadline_ms`` when it is given up).
+        payload: an ``"early"`` event's payload (``None`` otherwise).
     """
 
     call_id: str
@@ -309,12 +312,13 @@ class WaitRecord(_Record, kw_only=True, repr_omit_defaults=True):
     deadline_ms: int | None = None
     timeout_s: float | None = None
     status: str = "open"
+    payload: Any = None
 
     def to_builtins(self) -> dict[str, Any]:
         """The record as plain JSON-form data."""
         return {"call_id": self.call_id, "caller": self.caller, "ordinal": self.ordinal,
                 "deadline_ms": self.deadline_ms, "timeout_s": self.timeout_s,
-                "status": self.status}
+                "status": self.status, "payload": self.payload}
 
 
 class RunState(_Record, kw_only=True, repr_omit_defaults=True):

@@ -84,7 +84,7 @@ def wait_call(ctx: ActionContext, kind: CallKind, target: str, correlation_id: s
     cid = (APPROVAL_PREFIX + call_id if kind is CallKind.APPROVAL
            else correlation_id if correlation_id is not None else SLEEP_PREFIX + call_id)
     other = ctx.run.waits.get(cid)
-    if other is not None and other.call_id != call_id:
+    if other is not None and other.call_id != call_id and other.status != "early":
         raise UsageError(f"the run already waits for correlation id {cid!r} (call "
                          f"{other.call_id}); a correlation id is waited for once per run "
                          f"(in action execution {where})")

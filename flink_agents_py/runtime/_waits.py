@@ -44,7 +44,13 @@ from ._wait_calls import SLEEP_PREFIX
 if TYPE_CHECKING:
     from ._context import ActionContext
 
-__all__ = ["WaitsCore", "wall_clock_ms", "END_OF_INPUT"]
+__all__ = ["WaitsCore", "wall_clock_ms", "END_OF_INPUT", "EARLY_HOLD_S", "EARLY_MAX"]
+
+EARLY_HOLD_S = 600
+"""How long an outside event that arrived before its wait opened is held for it, in seconds."""
+
+EARLY_MAX = 16
+"""How many such early events a run holds at most (one more is refused at once)."""
 
 END_OF_INPUT = "end of input"
 """What the message of a wait failed because all input ended says."""
@@ -68,6 +74,10 @@ class WaitsCore:
     """
 
     clock_ms = staticmethod(wall_clock_ms)
+    gauges: dict[str, int] | None = None
+    """A host's metrics counters (``AgentMetrics.counters``), where the core keeps the
+    ``runs_waiting`` gauge too (as in ``counters``); ``None``: only in ``counters``."""
+    counters: Any  # the core's counters (a ``collections.Counter``)
     _live: dict[Any, dict[str, Task]]
     _key_value: Callable[[Any], Any]  # a key's value from the host's key (``KeyEncoding``)
     _inbox: Inbox
@@ -104,14 +114,24 @@ class WaitsCore:
         run = state.run
         cid = event.correlation_id
         wait = run.waits.get(cid) if run is not None else None
+        if run is not None and wait is None and cid.startswith("#"):
+            wait = WaitRecord(call_id="", caller="", ordinal=-1, status="reserved")
+        if run is not None and wait is None \
+                and sum(w.status == "early" for w in run.waits.values()) < EARLY_MAX:
+            return self._hold_early(key, state, run, cid, event.payload, where)
         if run is None or wait is None or wait.status != "open":
             shown = self._key_value(key)
             why = (f"no run of key {shown!r} is in flight" if run is None
-                   else f"the run of key {shown!r} (input {run.seq}) has no wait for it: an "
-                        "unknown correlation id, or one whose wait has not opened yet"
+                   else f"the run of key {shown!r} (input {run.seq}) has no wait for it, and "
+                        f"holds {EARLY_MAX} early events already (an unknown correlation id, "
+                        "or one whose wait has not opened yet)"
                    if wait is None
                    else f"a duplicate: the wait of call {wait.call_id} got its event already"
                    if wait.status == "delivered"
+                   else "a duplicate: an event with that id is held for its wait already"
+                   if wait.status == "early"
+                   else "a reserved correlation id (starting with '#')"
+                   if wait.status == "reserved"
                    else f"late: the wait of call {wait.call_id} timed out")
             error = UnmatchedEventError(f"outside event with correlation id {cid!r} arrived "
                                         f"for no waiter: {why}")
@@ -140,10 +160,17 @@ class WaitsCore:
         run = state.run
         if run is None or not run.waits:
             return None
+        given_up = self._give_up_early(key, run, now_ms)
         due = [(cid, w) for cid, w in run.waits.items() if w.status == "open" and (
             end_of_input or (w.deadline_ms is not None and w.deadline_ms <= now_ms))]
         if not due:
-            return None
+            if not given_up:
+                return None
+            res = StepResult(parked=True) if run.parked else self.advance(key, state)
+            if run.parked:
+                state.flush()
+            res.errors.extend(given_up)
+            return res
         for cid, wait in due:
             if cid.startswith(SLEEP_PREFIX):
                 wait.status = "delivered"
@@ -157,7 +184,23 @@ class WaitsCore:
                 f"no outside event with correlation id {cid!r} arrived for key "
                 f"{self._key_value(key)!r} {why}",
                 cid, wait.timeout_s))
-        return self.advance(key, state)
+        res = self.advance(key, state)
+        res.errors[:0] = given_up
+        return res
+
+    def waiting_changed(self, delta: int) -> None:
+        """Move the ``runs_waiting`` gauge: parked runs (``RunState.parked``) in this process.
+
+        The core moves it as runs park and wake; a host adds the parked runs it restored
+        (the gauge never goes below 0: a restored run the host did not count may wake).
+
+        Args:
+            delta: how many runs more (less) wait.
+        """
+        counters = self.counters
+        counters["runs_waiting"] = max(0, counters["runs_waiting"] + delta)
+        if self.gauges is not None:
+            self.gauges["runs_waiting"] = counters["runs_waiting"]
 
     # -- internals -----------------------------------------------------------------------
     def _refuse(self, key: Any, state: KeyState, error: Exception, record: Any,
@@ -173,10 +216,86 @@ class WaitsCore:
             input=record if isinstance(record, dict) else shown_input(record)))
         return res
 
+    def _hold_early(self, key: Any, state: KeyState, run: RunState, cid: str, payload: Any,
+                    where: str) -> StepResult:
+        """Hold an event whose wait has not opened (yet) in the run's waits, as ``"early"``.
+
+        It is given up (an ``UnmatchedEventError``) ``EARLY_HOLD_S`` later, or when the run
+        ends, if no wait claimed it by then.
+
+        Returns:
+            What the key's advance produced, with the timer that gives the event up.
+        """
+        deadline = self.clock_ms() + EARLY_HOLD_S * 1000
+        run.waits[cid] = WaitRecord(call_id="", caller=where, ordinal=-1, deadline_ms=deadline,
+                                    status="early", payload=payload)
+        if run.parked:  # stays parked: nothing of it is loaded for an event it holds
+            res = StepResult(parked=True)
+            state.flush()
+        else:
+            res = self.advance(key, state)
+        res.timers = [*(res.timers or ()), deadline]
+        return res
+
+    def _early_error(self, key: Any, run: RunState, cid: str, wait: WaitRecord,
+                     why: str) -> ErrorRecord:
+        error = UnmatchedEventError(
+            f"outside event with correlation id {cid!r} arrived for no waiter: the run of key "
+            f"{self._key_value(key)!r} (input {run.seq}) has no wait for it: it was held "
+            f"for its wait to open, and {why}")
+        return ErrorRecord(key=self._key_value(key), seq=run.seq, action="<outside>",
+                           execution_id=wait.caller or "outside event", error_type=type(
+                               error).__name__, message=str(error),
+                           input={"key": self._key_value(key), "correlation_id": cid,
+                                  "payload": wait.payload})
+
+    def _give_up_early(self, key: Any, run: RunState, now_ms: int | None) -> list[ErrorRecord]:
+        """Drop the run's early events held past their time (all, for ``None``: run ended).
+
+        Returns:
+            An ``UnmatchedEventError`` record naming each.
+        """
+        gone = [(cid, w) for cid, w in run.waits.items() if w.status == "early" and (
+            now_ms is None or (w.deadline_ms is not None and w.deadline_ms <= now_ms))]
+        why = ("the run ended without waiting for it" if now_ms is None
+               else f"none opened within {EARLY_HOLD_S} s")
+        errors = []
+        for cid, wait in gone:
+            del run.waits[cid]
+            errors.append(self._early_error(key, run, cid, wait, why))
+        return errors
+
+    def _run_ended(self, key: Any, run: RunState, res: StepResult,
+                   next_queued: bool) -> dict[str, WaitRecord] | None:
+        """The core's hook when a run completes: the early events no wait of it claimed.
+
+        They go on to the key's next run when a record of the key is queued (its wait may
+        claim them), within their hold time; otherwise they are errors.
+
+        Returns:
+            The early events the next run holds, or ``None``.
+        """
+        if not run.waits:
+            return None
+        if next_queued:
+            return {cid: w for cid, w in run.waits.items() if w.status == "early"} or None
+        res.errors.extend(self._give_up_early(key, run, None))
+        return None
+
     def _start_wait(self, step: Step, ctx: ActionContext, command: StartWait) -> None:
         """Open the wait ``command`` describes (see the module docstring)."""
         run, call = step.run, command.call
-        if command.correlation_id in run.waits:
+        held = run.waits.get(command.correlation_id)
+        if held is not None and held.status == "early":  # it came before: claimed now
+            ctx.record_started(command)
+            run.waits[command.correlation_id] = WaitRecord(
+                call_id=call.call_id, caller=ctx.execution_id, ordinal=call.ordinal,
+                timeout_s=command.timeout_s, status="delivered")
+            if command.announce is not None:
+                step.res.outputs.append(command.announce)
+            ctx.record_outcome(call, True, held.payload)
+            return
+        if held is not None:
             return  # open already: re-entered (its deadline and announcement stand)
         ctx.record_started(command)
         timeout = command.timeout_s
@@ -198,6 +317,8 @@ class WaitsCore:
 
         The run is no longer parked: the next ``advance`` re-enters it.
         """
+        if run.parked:
+            self.waiting_changed(-1)
         run.parked = False
         task = self._live.get(key, {}).get(wait.caller)
         call = task.ctx.calls.get(wait.ordinal) if task is not None else None
@@ -224,6 +345,8 @@ class WaitsCore:
             and not self._inbox.has(key) \
             and not any(c.running for t in live.values() for c in t.ctx.calls.values()) \
             and all(t.waiting is not None or t.ending is not None for t in live.values())
+        if parked != run.parked:
+            self.waiting_changed(1 if parked else -1)
         run.parked = parked
         if not parked:
             return

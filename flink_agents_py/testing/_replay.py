@@ -114,6 +114,8 @@ def check_replay_safety(
     name: str | None = None,
     other_process: bool = True,
     hash_seeds: int | Sequence[int] = 2,
+    events: Iterable[Any] = (),
+    interleaved: bool = False,
 ) -> ReplaySafetyReport:
     """Crash the agent at every point a checkpoint could be taken; check each recovery.
 
@@ -177,6 +179,13 @@ def check_replay_safety(
             of three strings the order it had here with a chance of about 1 in 6 each, so
             a defect seen at two or more points is missed about 3 times in 100. The report
             names each seed, to rerun a finding.
+        events: outside events for an agent that waits (its second input, as the local
+            runner's ``connect`` takes them: ``ExternalEvent`` items or their dicts,
+            ``AdvanceTime`` and ``AfterRecords``), read once into a list. The crash points
+            include each event's delivery and each timer's firing; a recovery gets the
+            events not delivered before its point, on the virtual clock of the snapshot.
+        interleaved: deliver ``events`` between the records, where their ``AfterRecords``
+            place them (default: after all records).
 
     Returns:
         The report; ``report.assert_ok()`` raises ``AssertionError`` with its table when any
@@ -194,7 +203,7 @@ def check_replay_safety(
     label = name or (type(agent).__name__ if not isinstance(agent, AgentPlan) else "AgentPlan")
     t0 = time.monotonic()
     setup = Setup(plan, list(inputs), key_selector or default_key_selector, journal_factory,
-                  reset, max_in_flight)
+                  reset, max_in_flight, events=list(events), interleaved=interleaved)
     tee = TeeJournal(journal_factory()) if journal_factory is not None else None
     run, snapshots, marks = fault_free(setup, tee)
     setup.journaled = tee.appended if tee is not None else []

@@ -118,6 +118,9 @@ class Setup:
         reset: resets the fakes before every run, or ``None``.
         max_in_flight: the most I/O calls at once.
         journaled: what the crashed attempt appended to its journal (key, call id, record).
+        events: the outside events of the agent's second input (``connect``), with
+            ``AdvanceTime`` and ``AfterRecords`` items; empty: none.
+        interleaved: deliver ``events`` between the records (``connect(interleaved=True)``).
     """
 
     plan: AgentPlan
@@ -127,6 +130,19 @@ class Setup:
     reset: Callable[[], None] | None
     max_in_flight: int
     journaled: list[tuple[Any, str, CallRecord]] = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)
+    interleaved: bool = False
+
+    def job(self, env: LocalExecutionEnvironment) -> Any:
+        """The job on ``env``: the records, and the outside events when there are some.
+
+        Returns:
+            The local job, the plan applied.
+        """
+        job = env.from_list(self.records, self.selector)
+        if self.events:
+            job.connect(self.events, interleaved=self.interleaved)
+        return job.apply(self.plan)
 
 
 @dataclass
@@ -310,7 +326,7 @@ def fault_free(setup: Setup, tee: TeeJournal | None
     rec = Recorder()
     env = LocalExecutionEnvironment(setup.max_in_flight, journal=tee, metrics=False,
                                     observer=rec)
-    job = env.from_list(setup.records, setup.selector).apply(setup.plan)
+    job = setup.job(env)
     snapshots: list[str | None] = [None]
     marks: list[tuple[int, int]] = [(0, 0)]
 
@@ -345,7 +361,7 @@ def run_recovery(setup: Setup, snapshot: str | None) -> Observed:
     rec = Recorder()
     env = LocalExecutionEnvironment(setup.max_in_flight, journal=journal, metrics=False,
                                     observer=rec)
-    job = env.from_list(setup.records, setup.selector).apply(setup.plan)
+    job = setup.job(env)
     if snapshot is not None:
         job.restore(json.loads(snapshot))
     result = None

@@ -247,3 +247,59 @@ def make_decorated_mailer() -> Agent:
         FunctionTool, func=f"{__name__}:_held_send_email", name="send_email"),
         ResourceType.TOOL)
     return agent
+
+
+# -- events that arrive before their wait opens ---------------------------------------------
+class TwoSteps(Agent):
+    """Waits for ``first-<key>``, then for ``second-<key>`` (the record's timeout, if any);
+    ignores pad records."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        rec: dict[str, Any] = event.input
+        if rec.get("pad"):
+            return
+        first = ctx.wait_for(f"first-{ctx.key}", timeout_s=rec.get("timeout_s"))
+        await ctx.durable_execute_async(note, rec.get("dir", ""), str(ctx.key))
+        got: dict[str, Any] = {}
+        for name, waiter in (("first", first), ("second", None)):
+            try:
+                got[name] = await (waiter or ctx.wait_for(f"second-{ctx.key}",
+                                                          timeout_s=rec.get("timeout_s")))
+            except WaitTimeoutError:
+                got[name] = "timeout"
+        ctx.send_event(OutputEvent(output={"key": ctx.key, **got}))
+
+
+def early_request_of(d: str, n: int) -> dict[str, Any]:
+    """Record ``n`` of the paced main input of the early-events test: one request, then pads."""
+    return {"key": "x", "dir": d} if n == 0 else {"key": "pad", "pad": True}
+
+
+class EarlyEvents:
+    """A flat map of paced numbers: once key ``x`` waits for its first event (or at the last
+    number, after waiting for that), its second event, one it never waits for, and its first,
+    in that order."""
+
+    EVENTS = ({"key": "x", "correlation_id": "second-x", "payload": 2},
+              {"key": "x", "correlation_id": "stray-x", "payload": None},
+              {"key": "x", "correlation_id": "first-x", "payload": 1})
+
+    def __init__(self, d: str, last: int) -> None:
+        self.d = d
+        self.last = last
+        self.sent = False
+
+    def __call__(self, n: int) -> list[Any]:
+        import time
+
+        waiting = os.path.join(self.d, "waiting-x")
+        if n >= self.last:
+            deadline = time.monotonic() + 120
+            while not os.path.exists(waiting) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        if self.sent or not os.path.exists(waiting):
+            return []
+        self.sent = True
+        return list(self.EVENTS)
