@@ -73,6 +73,7 @@ from ._subgraph import (
 from ._tasks import Delivery as _Delivery
 from ._tasks import Step as _Step
 from ._tasks import Task as _Task
+from ._versioning import action_or_removed
 from ._waits import WaitsCore
 
 __all__ = ["AgentCore", "StepResult", "ErrorRecord"]
@@ -297,7 +298,7 @@ class AgentCore(WaitsCore):
         path = tuple(run.invocations[env].plan_path) if env is not None else ()
         plan, resources = (self.plan, self.resources) if not path else (
             plan_at(self.plan, path), self._resources_at(path))
-        action = plan.actions[rec.action]
+        action = action_or_removed(plan.actions, rec.action)  # a removed one: diverges
         short_term, sensory = self._memories(step.state, run, env)
         ctx = ActionContext(self.ledger, step.key, exec_id, rec, run, action.config, short_term,
                             sensory, env, plan, resources)

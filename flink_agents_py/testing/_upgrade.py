@@ -128,28 +128,19 @@ def check_upgrade_safety(
         keys=len({e[0] for e in run.errors} | {o[0] for o in run.outputs}),
         journal=journal_factory is not None, points_total=len(snapshots),
         calls=len(run.executed), outputs=len(run.outputs), errors=len(run.errors))
-    gone = sorted(_action_names(old) - _action_names(new))
     for point in _sample(len(snapshots), max_points):
-        report.points.append(_judge(run, point, run_recovery(upgraded, snapshots[point]), gone))
+        report.points.append(_judge(run, point, run_recovery(upgraded, snapshots[point])))
     report.seconds = time.monotonic() - t0
     return report
 
 
-def _action_names(plan: AgentPlan) -> set[str]:
-    names = set(plan.actions)
-    for sub in plan.subagents.values():
-        names |= _action_names(sub)
-    return names
-
-
-def _judge(base: Observed, point: int, rec: Observed, gone: list[str]) -> PointResult:
+def _judge(base: Observed, point: int, rec: Observed) -> PointResult:
     """What the new code did with the old code's state at ``point``.
 
     Args:
         base: the old agent's fault-free run.
         point: the crash point.
         rec: what the new agent's recovery from there did.
-        gone: the old agent's actions that the new one does not have.
 
     Returns:
         The point's findings.
@@ -157,11 +148,6 @@ def _judge(base: Observed, point: int, rec: Observed, gone: list[str]) -> PointR
     res = PointResult(point=point)
     if not rec.completed:
         first = rec.failure.splitlines()[0] if rec.failure else "unknown"
-        missing = [n for n in gone if f"KeyError: {n!r}" in first]
-        if missing:
-            first = (f"action {missing[0]!r} was in flight in the old agent's state, and the "
-                     "new agent has no action of that name: keep it (under that name) until "
-                     f"no run uses it ({first})")
         res.problems.append(f"recovery failed: {first}")
         res.details[res.problems[-1]] = rec.failure
         return res
