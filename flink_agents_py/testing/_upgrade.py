@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,8 @@ from ..api import Agent
 from ..local import default_key_selector
 from ..plan import AgentPlan
 from ..runtime import Journal
-from ._replay import _sample
+from ._process import draw_seeds
+from ._replay import _sample, add_sightings, repeated_effects, restore_again
 from ._report import PointResult, ReplaySafetyReport
 from ._runs import Observed, Setup, TeeJournal, changed_arguments, fault_free, run_recovery
 
@@ -43,7 +44,6 @@ class UpgradeSafetyReport(ReplaySafetyReport):
     TITLE = "upgrade safety of"
     FAILED = "the upgrade is not safe for runs in flight"
     COMPARES_OUTPUTS = False
-    WATCHES_IO = False
 
 
 def _name(agent: Agent | AgentPlan, qualified: bool = False) -> str:
@@ -70,6 +70,8 @@ def check_upgrade_safety(
     max_in_flight: int = 8,
     max_points: int | None = None,
     name: str | None = None,
+    other_process: bool = True,
+    hash_seeds: int | Sequence[int] = 2,
 ) -> UpgradeSafetyReport:
     """Restore the old agent's state, at every point a checkpoint could be taken, into the new.
 
@@ -90,6 +92,13 @@ def check_upgrade_safety(
     - every action that failed after the restore, and every recovery that could not finish;
     - every call recorded before the point that the new code executed again.
 
+    As ``check_replay_safety`` does, every point is restored once more in another process
+    under another ``PYTHONHASHSEED`` (a restarted TaskManager: new code whose durable calls
+    follow a set's iteration order shows there), and an I/O sentinel watches both agents'
+    action code outside durable calls: socket connects and sends, file writes outside
+    temporary directories, subprocess starts and clock or random reads are findings named
+    with their file and line, and a side effect a recovery does again is reported.
+
     Outputs are not compared (an upgrade may change them). A change guarded by
     ``ctx.patched("change-id")`` (see ``docs/concepts/replay-divergence.md``) keeps the old
     path for runs recorded by the old code, and reports nothing here.
@@ -105,6 +114,11 @@ def check_upgrade_safety(
         max_in_flight: the most I/O calls running at once (local runner).
         max_points: try at most this many points, evenly spread (default: all).
         name: the report's name for the pair (default: ``Old -> New`` class names).
+        other_process: restore every point once more in another process (see
+            ``check_replay_safety``: the new agent's actions must be importable by
+            ``module:qualname``, the callables picklable; otherwise the report says why it
+            was skipped). ``False``: this process only.
+        hash_seeds: the other processes' ``PYTHONHASHSEED`` values, or how many to draw.
 
     Returns:
         The report; ``report.assert_ok()`` raises ``AssertionError`` naming each distinct
@@ -112,8 +126,9 @@ def check_upgrade_safety(
 
     Raises:
         RuntimeError: when the old agent's fault-free run does not complete.
-        ValueError: when ``max_points`` is not valid.
+        ValueError: when ``max_points`` or ``hash_seeds`` is not valid.
     """
+    seeds = draw_seeds(hash_seeds) if other_process else []
     old = old_agent if isinstance(old_agent, AgentPlan) else AgentPlan.from_agent(old_agent)
     new = new_agent if isinstance(new_agent, AgentPlan) else AgentPlan.from_agent(new_agent)
     t0 = time.monotonic()
@@ -128,24 +143,32 @@ def check_upgrade_safety(
         keys=len({e[0] for e in run.errors} | {o[0] for o in run.outputs}),
         journal=journal_factory is not None, points_total=len(snapshots),
         calls=len(run.executed), outputs=len(run.outputs), errors=len(run.errors))
-    for point in _sample(len(snapshots), max_points):
-        report.points.append(_judge(run, point, run_recovery(upgraded, snapshots[point])))
+    points = _sample(len(snapshots), max_points)
+    recoveries = [run_recovery(upgraded, snapshots[point]) for point in points]
+    for point, rec in zip(points, recoveries, strict=True):
+        report.points.append(_judge(run, point, rec, None))
+    if other_process:
+        recoveries += restore_again(report, upgraded, snapshots, points, seeds,
+                                    f"check_upgrade_safety({report.agent})",
+                                    lambda point, rec, seed: _judge(run, point, rec, seed))
+    add_sightings(report, [run, *recoveries])  # the old code's, then the new code's
     report.seconds = time.monotonic() - t0
     return report
 
 
-def _judge(base: Observed, point: int, rec: Observed) -> PointResult:
+def _judge(base: Observed, point: int, rec: Observed, seed: int | None) -> PointResult:
     """What the new code did with the old code's state at ``point``.
 
     Args:
         base: the old agent's fault-free run.
         point: the crash point.
         rec: what the new agent's recovery from there did.
+        seed: the other process's ``PYTHONHASHSEED`` (``None``: this process).
 
     Returns:
         The point's findings.
     """
-    res = PointResult(point=point)
+    res = PointResult(point=point, seed=seed)
     if not rec.completed:
         first = rec.failure.splitlines()[0] if rec.failure else "unknown"
         res.problems.append(f"recovery failed: {first}")
@@ -185,4 +208,5 @@ def _judge(base: Observed, point: int, rec: Observed) -> PointResult:
         if (act, etype, message) not in old_errors and "Divergence" not in etype:
             res.problems.append(f"action failed after the upgrade: key {key!r}: {execution}: "
                                 f"{etype}: {message}")
+    repeated_effects(base, point, rec, res)
     return res
