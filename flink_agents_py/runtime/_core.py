@@ -54,7 +54,7 @@ from ._failures import FailureLog, failure_text, never_awaited, redact_text, rep
 from ._inbox import Inbox
 from ._invocation_end import check_invocation, env_of
 from ._ledger import CallLedger, Failpoint, Journal
-from ._long_term_memory import commit_long_term_memory
+from ._long_term_memory import begin_lineage, commit_long_term_memory
 from ._observer import Observer, SafeObserver, event_parent
 from ._resources import ResourceEnvironment, check_resources
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_record, shown_input
@@ -192,6 +192,7 @@ class AgentCore(WaitsCore):
                 seq, record = nxt
                 run = RunState(seq=seq, input=record)
                 state.run = run
+                begin_lineage(self.plan, state)  # the key's memory epoch, from its first run
                 counters["runs_started"] += 1
                 if tally is not None:
                     run_t0 = tally.run_begun(shown)
