@@ -708,3 +708,19 @@ def test_a_re_made_vector_store_read_does_not_see_what_the_crashed_attempt_added
     assert _restored(plan, snapshot) == [seen]
     assert sorted(d.content for d in store.get(collection_name="docs", limit=None)) == [
         "ticket 0", "ticket 1"]  # the re-made add upserted (same id), no duplicate
+
+
+def test_check_replay_safety_passes_a_memory_agent_at_every_crash_point(tmp_path):
+    """The docs' recipe: a store in a new directory, kept (not reset) across the check's
+    runs, as a real store keeps what a crashed attempt wrote. Every restore, those before a
+    key's first record included, reads what the fault-free run read."""
+    from flink_agents_py.testing import check_replay_safety
+
+    inputs = [{"key": "a", "op": "add", "texts": ["likes tea"]}, {"key": "a", "op": "read"},
+              {"key": "b", "op": "add", "texts": ["note from b"]},
+              {"key": "a", "op": "add", "texts": ["lives in Lima"]}, {"key": "a", "op": "read"},
+              {"key": "b", "op": "forget"}, {"key": "b", "op": "read"}]
+    report = check_replay_safety(ka.RememberingAgent(str(tmp_path / "db")), inputs,
+                                 other_process=False)
+    report.assert_ok()
+    assert report.points_total > 7

@@ -242,7 +242,7 @@ class AgentOperator(KeyedProcessFunction):
             self.plan, max_in_flight=opts.max_in_flight, journal=opts.journal,
             failpoint=opts.failpoint, observer=self.observability.observer,
             notify=switch.ready.append if switch is not None else None,
-            key_value=self.keys.value_function())
+            key_value=self.keys.value_function(), lineage=opts.lineage)
         warm_up(self.plan)  # imports a key's first run would otherwise wait for
         core.open()
         hold_gc_settings(self)

@@ -104,8 +104,10 @@ class AgentCore(WaitsCore):
         journal: Journal | None = None,
         failpoint: Failpoint | None = None,
         observer: Observer | None = None, key_value: Callable[[Any], Any] | None = None,
+        lineage: str | None = None,
     ) -> None:
         self.plan, self._key_value = plan, key_value or (lambda key: key)  # key -> its value
+        self.lineage = lineage  # the job's (``HostOptions.lineage``): keys' memory epochs
         self.observer = observer if observer is None or getattr(
             observer, "hooks_never_raise", False) else SafeObserver(observer)
         self._tally = getattr(self.observer, "tally", None)  # see ``CoreTally``
@@ -192,7 +194,7 @@ class AgentCore(WaitsCore):
                 seq, record = nxt
                 run = RunState(seq=seq, input=record)
                 state.run = run
-                begin_lineage(self.plan, state)  # the key's memory epoch, from its first run
+                begin_lineage(self.plan, state, self.lineage, shown)  # the key's memory epoch
                 counters["runs_started"] += 1
                 if tally is not None:
                     run_t0 = tally.run_begun(shown)

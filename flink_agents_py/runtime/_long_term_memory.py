@@ -72,18 +72,22 @@ _SCALARS = (str, int, float, bool)
 _SECRET_ID = "fa-ltm-secret"
 
 
-def begin_lineage(plan: Any, state: Any) -> None:
+def begin_lineage(plan: Any, state: Any, lineage: str | None, key: Any) -> None:
     """Draw the key's memory epoch as its run starts, unless the key has one (see ``Horizon``).
 
     Only for plans with a vector store. Kept in the key's state with the run from the
     host callback that starts it, so every checkpoint that holds the key holds its epoch:
     a restore to a point before the key's first memory access (or first vector-store write)
-    still leaves out what its crashed attempt wrote. A key absent from the checkpoint (its
-    first record came after it) starts a new epoch, as a key of a new job does.
+    still leaves out what its crashed attempt wrote. With the job's ``lineage``
+    (``HostOptions.lineage``) the epoch is a digest of it, the agent and the key, so a key
+    absent from the checkpoint (its first record came after it) draws the epoch its crashed
+    attempt had; without one it is random (the key starts anew, as in a new job).
 
     Args:
         plan: the agent's plan.
         state: the key's state (``KeyState``).
+        lineage: the job's lineage token, or ``None``.
+        key: the key's value.
     """
     if not plan.resources.get(ResourceType.VECTOR_STORE):
         return
@@ -92,8 +96,9 @@ def begin_lineage(plan: Any, state: Any) -> None:
     tree = memory.get(ns)
     if isinstance(tree, dict) and isinstance(tree.get(leaf), str):
         return
-    state.memory = {**memory, ns: {**(tree if isinstance(tree, dict) else {}),
-                                   leaf: secrets.token_hex(8)}}
+    epoch = secrets.token_hex(8) if lineage is None else digest(
+        [lineage, plan.agent, to_json_value(key, "the key")])[:16]
+    state.memory = {**memory, ns: {**(tree if isinstance(tree, dict) else {}), leaf: epoch}}
 
 
 _SECRETS: dict[tuple[int, str], tuple[weakref.ref[VectorStore], bytes]] = {}

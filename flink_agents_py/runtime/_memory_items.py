@@ -210,7 +210,7 @@ class MemoryStore:
             horizon: Horizon) -> list[MemorySetItem]:
         try:
             if ids is not None:
-                docs = [d for d in self.store.get(ids, self.collection)
+                docs = [d for d in (self.store.get(ids, self.collection) if ids else [])
                         if d.metadata.get(_SET) == set_name and d.metadata.get(_SCOPE) == scope
                         and horizon.shows(d)]
                 gone = self.deleted(docs, horizon)

@@ -13,6 +13,7 @@ import inspect
 import json
 import logging
 import os
+import secrets
 import traceback
 import types
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..local import LocalExecutionEnvironment
 from ..plan import AgentPlan
-from ..runtime import CallRecord, ErrorRecord, Journal, Observer
+from ..runtime import CallRecord, ErrorRecord, HostOptions, Journal, Observer
 from ._report import shape, short
 from ._sentinel import Sighting, watching
 
@@ -118,6 +119,8 @@ class Setup:
         reset: resets the fakes before every run, or ``None``.
         max_in_flight: the most I/O calls at once.
         journaled: what the crashed attempt appended to its journal (key, call id, record).
+        lineage: the job's lineage token (``HostOptions.lineage``), shared by the
+            fault-free run and every recovery, as a job's attempts share it.
     """
 
     plan: AgentPlan
@@ -127,6 +130,7 @@ class Setup:
     reset: Callable[[], None] | None
     max_in_flight: int
     journaled: list[tuple[Any, str, CallRecord]] = field(default_factory=list)
+    lineage: str = field(default_factory=lambda: secrets.token_hex(8))
 
 
 @dataclass
@@ -308,8 +312,9 @@ def fault_free(setup: Setup, tee: TeeJournal | None
     if setup.reset is not None:
         setup.reset()
     rec = Recorder()
-    env = LocalExecutionEnvironment(setup.max_in_flight, journal=tee, metrics=False,
-                                    observer=rec)
+    env = LocalExecutionEnvironment(options=HostOptions(
+        max_in_flight=setup.max_in_flight, journal=tee, metrics=False, observer=rec,
+        lineage=setup.lineage))
     job = env.from_list(setup.records, setup.selector).apply(setup.plan)
     snapshots: list[str | None] = [None]
     marks: list[tuple[int, int]] = [(0, 0)]
@@ -343,8 +348,9 @@ def run_recovery(setup: Setup, snapshot: str | None) -> Observed:
         for key, call_id, record in setup.journaled:  # what the crashed attempt left behind
             journal.append(key, call_id, record)
     rec = Recorder()
-    env = LocalExecutionEnvironment(setup.max_in_flight, journal=journal, metrics=False,
-                                    observer=rec)
+    env = LocalExecutionEnvironment(options=HostOptions(
+        max_in_flight=setup.max_in_flight, journal=journal, metrics=False, observer=rec,
+        lineage=setup.lineage))
     job = env.from_list(setup.records, setup.selector).apply(setup.plan)
     if snapshot is not None:
         job.restore(json.loads(snapshot))
