@@ -164,7 +164,7 @@ class OtherStoreAgent(StoreAgent):
 # ------------------------------------------------------------- checked for replay safety
 async def remember_op(event: InputEvent, ctx: Any) -> None:
     """``op`` ``add``: remember ``texts``; ``forget``: delete every note; ``read``: list,
-    count and search the notes (no item ids in the output: see the docs' memory recipe)."""
+    count and search the notes."""
     notes = ctx.long_term_memory.get_memory_set("notes")
     rec = event.input
     out: dict[str, Any] = {}
