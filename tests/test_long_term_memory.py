@@ -724,3 +724,31 @@ def test_check_replay_safety_passes_a_memory_agent_at_every_crash_point(tmp_path
                                  other_process=False)
     report.assert_ok()
     assert report.points_total > 7
+
+
+def test_a_deleted_item_is_kept_as_a_mark_until_its_retention_passes(tmp_path, monkeypatch):
+    """A delete marks the item (a restore may need to see it again); a later delete of the
+    set removes items whose marks are older than ``DELETED_RETENTION_S``, marks included."""
+    import chromadb
+
+    from flink_agents_py.runtime import _memory_items
+
+    path = str(tmp_path / "db")
+
+    def job(*records: dict[str, Any]) -> list[Any]:
+        result = AgentsExecutionEnvironment.local().from_list(
+            [{"key": "u1", **r} for r in records]).apply(ka.RememberingAgent(path)).run()
+        assert result.errors == []
+        return result.outputs
+
+    def stored() -> tuple[int, int]:
+        client = chromadb.PersistentClient(path)
+        return (client.get_collection("long_term_memory").count(),
+                client.get_collection("long_term_memory-deleted").count())
+
+    job({"op": "add", "texts": ["old news", "more old news"]}, {"op": "forget"})
+    assert stored() == (2, 2)  # kept, marked
+    assert job({"op": "read"})[0]["values"] == []
+    monkeypatch.setattr(_memory_items, "DELETED_RETENTION_S", 0)
+    job({"op": "add", "texts": ["fresh"]}, {"op": "forget"})
+    assert stored() == (0, 0)
