@@ -65,10 +65,12 @@ def test_the_same_agent_is_a_safe_upgrade_of_itself():
 def test_a_renamed_action_in_flight_is_reported_by_name():
     report = _check(ua.RestorableRenamed())
     assert not report.ok
-    failed = [f for f in report.distinct if f.message.startswith("recovery failed")]
-    assert failed and "action 'on_input' was in flight in the old agent's state, and the new " \
-        "agent has no action of that name" in failed[0].message
-    assert failed[0].detail  # the traceback, once
+    # a divergence per key and run in flight, naming the action and the fix; the job ran on
+    found = [f.message for f in report.distinct]
+    assert found and all("ReplayDivergence" in m or "diverged" in m for m in found)
+    assert all("action 'on_input' in flight" in m and "no action of that name" in m
+               and "ctx.patched" in m for m in found)
+    assert not [m for m in found if m.startswith("recovery failed")]
 
 
 def test_a_safe_upgrade_with_a_journal_reports_nothing(tmp_path):
@@ -215,3 +217,48 @@ def test_a_user_checks_an_upgrade_of_their_own_module_from_their_own_directory(t
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "2 passed" in proc.stdout
     assert "upgrade safety of greeter_v1.Greeter -> greeter_v2.Greeter" in proc.stdout
+
+
+# -- like check_replay_safety: another process, another hash seed, and the I/O sentinel -------
+def test_new_code_making_calls_in_a_sets_order_diverges_when_restored_in_another_process():
+    from support import unsafe_agents as unsafe
+
+    report = check_upgrade_safety(unsafe.FanOut(), unsafe.FanOut(), [{"key": "a"}],
+                                  hash_seeds=[11, 12])
+    assert all(p.ok for p in report.points), "in one process the order never changes"
+    assert report.elsewhere and {p.seed for p in report.elsewhere} == {11, 12}
+    assert not report.ok and "PYTHONHASHSEED=" in "\n".join(report.findings())
+    fixed = check_upgrade_safety(unsafe.SortedFanOut(), unsafe.SortedFanOut(), [{"key": "a"}],
+                                 hash_seeds=[11, 12])
+    fixed.assert_ok()
+    assert len(fixed.elsewhere) == len(fixed.points) == fixed.points_total
+    assert "restored again (PYTHONHASHSEED=11, 12)" in fixed.other_process
+
+
+def test_clock_random_and_process_starts_of_the_new_code_are_reported_with_their_lines():
+    from support import unsafe_agents as unsafe
+
+    report = check_upgrade_safety(unsafe.CarefulGambler(), unsafe.Gambler(),
+                                  [{"key": "a"}, {"key": "b"}], other_process=False)
+    assert not report.ok
+    for marker, what in [("# GAMBLER-CLOCK", "time.time()"),
+                         ("# GAMBLER-RANDOM", "random.choice()"),
+                         ("# GAMBLER-PROCESS", "subprocess.Popen")]:
+        where = f"{unsafe.__file__}:{unsafe.line_of(marker)}:"
+        assert [s for s in report.sightings if s.startswith(where) and what in s], \
+            (marker, report.sightings)
+    assert len(report.sightings) == 3  # each site once
+    assert "outside durable calls" in report.table()
+
+
+def test_a_file_write_the_new_code_repeats_after_a_restore_is_reported(tmp_path):
+    from support import unsafe_agents as unsafe
+
+    outbox = tmp_path / "outbox.txt"
+    report = check_upgrade_safety(
+        unsafe.Scribe(), unsafe.Scribe(),
+        [{"key": "a", "outbox": str(outbox), "ledger": str(tmp_path / "ledger.txt")}],
+        other_process=False)
+    repeated = [f for f in report.distinct() if f.kind == "side effect repeated"]
+    assert len(repeated) == 1, report.table()
+    assert f"{unsafe.__file__}:{unsafe.line_of('# SCRIBE-WRITE')}" in repeated[0].message

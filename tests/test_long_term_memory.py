@@ -34,6 +34,7 @@ from flink_agents_py.api import (  # noqa: E402
     ResourceError,
     ResourceType,
     VectorStoreError,
+    VectorStoreQuery,
 )
 from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel  # noqa: E402
 from flink_agents_py.integrations.vector_stores import ChromaVectorStore  # noqa: E402
@@ -158,13 +159,13 @@ async def _restorable(event: InputEvent, ctx: Any) -> None:
     vec = await ctx.get_resource("emb", ResourceType.EMBEDDING_MODEL).aembed("sole")  # c1
     notes = ctx.long_term_memory.get_memory_set("notes")
     found = await notes.asearch("sole", 3)                            # c2 embed, c3 search
-    notes.add("sole came off after a week")  # (the key's first read drew its epoch)
-    gate = await ctx.durable_execute_async(_wait_gate, event.input["block"])  # c5 (or c4)
+    notes.add("sole came off after a week")  # (the key's epoch was drawn as its run began)
+    gate = await ctx.durable_execute_async(_wait_gate, event.input["block"])  # c4
     ctx.send_event(OutputEvent(output={
         "ids": ids, "dims": len(vec), "found": [f.value for f in found], "gate": gate,
         "types": [type(vec[0]).__name__] + [
             f"{type(f).__name__}/{type(f.created_at).__name__}" for f in found]}))
-    # completing: long_term_memory.commit (c6, or c5) embeds and writes the note
+    # completing: long_term_memory.commit (c5) embeds and writes the note
 
 
 def _restorable_plan(tmp_path, emb: HashingEmbeddingModel) -> AgentPlan:
@@ -201,15 +202,15 @@ def test_with_a_journal_a_restore_after_the_commit_embeds_and_writes_nothing(tmp
     try:
         old.on_input(KEY, {"x": 1, "block": True}, state)
         calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
-        drive_until(old, state, lambda s: "5" in calls(s), quiet=True)
-        checkpoint = snapshot_of(state, "json")  # taken while the gate (c5) is in flight
+        drive_until(old, state, lambda s: "4" in calls(s), quiet=True)
+        checkpoint = snapshot_of(state, "json")  # taken while the gate (c4) is in flight
         gate().set()
         first, errors = run_to_end(old, state)  # the old operator completes the run, then dies
         assert errors == [] and len(first) == 1
     finally:
         old.close()
     embeds, upserts = emb.calls, len(upserted)
-    assert [k[1].rsplit("/", 1)[1] for k in journal.records] == [f"c{i}" for i in range(7)]
+    assert [k[1].rsplit("/", 1)[1] for k in journal.records] == [f"c{i}" for i in range(6)]
 
     new = new_core(plan, journal=journal)
     try:
@@ -217,8 +218,8 @@ def test_with_a_journal_a_restore_after_the_commit_embeds_and_writes_nothing(tmp
     finally:
         new.close()
     assert errors == [] and outputs == first
-    assert new.counters["calls_executed"] == 0  # c5 and the commit (c6) from the journal
-    assert new.counters["calls_replayed"] == 7
+    assert new.counters["calls_executed"] == 0  # c4 and the commit (c5) from the journal
+    assert new.counters["calls_replayed"] == 6
     assert (emb.calls, len(upserted)) == (embeds, upserts)
     assert len(_memory_docs(plan)) == 1
 
@@ -579,3 +580,175 @@ def test_a_users_jobs_run_one_after_another_keep_every_note(tmp_path):
     assert job("likes tea") == [["likes tea"]]
     assert job("lives in Lima") == [["likes tea", "lives in Lima"]]
     assert job() == [["likes tea", "lives in Lima"]]
+
+
+# ------------------------------------------- restores before a key's first memory access etc.
+def _gated_plan(tmp_path, fn) -> AgentPlan:
+    agent = Agent()
+    agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                       HashingEmbeddingModel(dimension=8))
+    agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                       ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+    agent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+        ChromaVectorStore, embedding_model="emb", persist_directory=str(tmp_path / "db")))
+    agent.add_action("go", [InputEvent], fn)
+    agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+    return AgentPlan.from_agent(agent)
+
+
+def _crash_at_the_gate(plan: AgentPlan, record: dict[str, Any],
+                       state: InMemoryKeyState | None = None) -> tuple[Any, list[Any]]:
+    """Run ``record`` until its gated call is in flight, snapshot there, let the attempt
+    run to the end (it commits its writes, then "dies"); the snapshot and its outputs."""
+    old = new_core(plan)
+    state = state if state is not None else InMemoryKeyState()
+    try:
+        gate().clear()
+        old.on_input(KEY, record, state)
+        calls = lambda s: next(iter(s.run.inflight.values())).calls  # noqa: E731
+        drive_until(old, state, lambda s: any(not c.done for c in calls(s).values()),
+                    quiet=True)
+        snapshot = snapshot_of(state, "json")
+        gate().set()
+        crashed, errors = run_to_end(old, state)
+        assert errors == []
+    finally:
+        gate().set()
+        old.close()
+    return snapshot, crashed
+
+
+def _restored(plan: AgentPlan, snapshot: Any) -> list[Any]:
+    new = new_core(plan)
+    try:
+        outputs, errors = run_to_end(new, snapshot)
+    finally:
+        new.close()
+    assert errors == []
+    return outputs
+
+
+async def _gate_then_remember(event: InputEvent, ctx: Any) -> None:
+    await ctx.durable_execute_async(_wait_gate, True)  # before the key's first memory access
+    notes = ctx.long_term_memory.get_memory_set("notes")
+    before = [i.value for i in notes.get()]
+    notes.add("first note")
+    ctx.send_event(OutputEvent(output={"before": before, "size": notes.size()}))
+
+
+def test_a_restore_from_before_a_keys_first_memory_access_hides_its_crashed_writes(
+        tmp_path, probes):
+    """The checkpoint is taken in the key's first action before it touched memory; the
+    crashed attempt then commits its note. The re-made read must not see that note, and the
+    re-committed add must not make a second copy."""
+    plan = _gated_plan(tmp_path, _gate_then_remember)
+    snapshot, crashed = _crash_at_the_gate(plan, {"x": 0})
+    assert crashed == [{"before": [], "size": 1}]
+    assert _restored(plan, snapshot) == crashed
+    assert [d.content for d in _memory_docs(plan)] == ["first note"]
+
+
+async def _gate_then_forget(event: InputEvent, ctx: Any) -> None:
+    notes = ctx.long_term_memory.get_memory_set("notes")
+    if event.input.get("add"):
+        notes.add(event.input["add"])
+        return
+    await ctx.durable_execute_async(_wait_gate, True)
+    listed = notes.get()
+    notes.delete([i.id for i in listed])
+    ctx.send_event(OutputEvent(output={"listed": [i.value for i in listed],
+                                       "size": notes.size()}))
+
+
+def test_a_re_made_read_sees_again_what_the_crashed_attempt_deleted_after_the_checkpoint(
+        tmp_path, probes):
+    plan = _gated_plan(tmp_path, _gate_then_forget)
+    state = InMemoryKeyState()
+    first = new_core(plan)
+    try:
+        first.on_input(KEY, {"add": "keep me"}, state)
+        assert run_to_end(first, state) == ([], [])
+    finally:
+        first.close()
+    snapshot, crashed = _crash_at_the_gate(plan, {"x": 1}, state)
+    assert crashed == [{"listed": ["keep me"], "size": 0}]
+    assert _restored(plan, snapshot) == crashed  # it sees the note again, deletes it again
+    later = new_core(plan)
+    try:
+        later.on_input(KEY, {"x": 2}, snapshot)
+        gate().set()
+        outputs, errors = run_to_end(later, snapshot)
+    finally:
+        later.close()
+    assert errors == [] and outputs == [{"listed": [], "size": 0}]  # deleted, once and for all
+
+
+async def _gate_then_file(event: InputEvent, ctx: Any) -> None:
+    kb = ctx.get_resource("kb", ResourceType.VECTOR_STORE)
+    await ctx.durable_execute_async(_wait_gate, True)
+    found = kb.get(collection_name="docs", limit=None)
+    hits = kb.query(VectorStoreQuery(query_text="ticket", limit=5, collection_name="docs"))
+    size = kb.size("docs")
+    kb.add(Document(content=f"ticket {event.input['x']}", metadata={"x": event.input["x"]}),
+           "docs")
+    ctx.send_event(OutputEvent(output={
+        "got": sorted(d.content for d in found), "hits": sorted(
+            d.content for d in hits.documents), "size": size,
+        "meta": [d.metadata for d in found]}))
+
+
+def test_a_re_made_vector_store_read_does_not_see_what_the_crashed_attempt_added(
+        tmp_path, probes):
+    plan = _gated_plan(tmp_path, _gate_then_file)
+    store = ResourceEnvironment(plan).get("kb", ResourceType.VECTOR_STORE)
+    store.add(Document(content="ticket 0", metadata={"x": 0}), "docs")  # loaded beforehand
+    snapshot, crashed = _crash_at_the_gate(plan, {"x": 1})
+    seen = {"got": ["ticket 0"], "hits": ["ticket 0"], "size": 1, "meta": [{"x": 0}]}
+    assert crashed == [seen]
+    assert _restored(plan, snapshot) == [seen]
+    assert sorted(d.content for d in store.get(collection_name="docs", limit=None)) == [
+        "ticket 0", "ticket 1"]  # the re-made add upserted (same id), no duplicate
+
+
+def test_check_replay_safety_passes_a_memory_agent_at_every_crash_point(tmp_path):
+    """The docs' recipe: a store in a new directory, kept (not reset) across the check's
+    runs, as a real store keeps what a crashed attempt wrote. Every restore, those before a
+    key's first record included, reads what the fault-free run read."""
+    from flink_agents_py.testing import check_replay_safety
+
+    inputs = [{"key": "a", "op": "add", "texts": ["likes tea"]}, {"key": "a", "op": "read"},
+              {"key": "b", "op": "add", "texts": ["note from b"]},
+              {"key": "a", "op": "add", "texts": ["lives in Lima"]}, {"key": "a", "op": "read"},
+              {"key": "b", "op": "forget"}, {"key": "b", "op": "read"}]
+    report = check_replay_safety(ka.RememberingAgent(str(tmp_path / "db")), inputs,
+                                 other_process=False)
+    report.assert_ok()
+    assert report.points_total > 7
+
+
+def test_a_deleted_item_is_kept_as_a_mark_until_its_retention_passes(tmp_path, monkeypatch):
+    """A delete marks the item (a restore may need to see it again); a later delete of the
+    set removes items whose marks are older than ``DELETED_RETENTION_S``, marks included."""
+    import chromadb
+
+    from flink_agents_py.runtime import _memory_items
+
+    path = str(tmp_path / "db")
+
+    def job(*records: dict[str, Any]) -> list[Any]:
+        result = AgentsExecutionEnvironment.local().from_list(
+            [{"key": "u1", **r} for r in records]).apply(ka.RememberingAgent(path)).run()
+        assert result.errors == []
+        return result.outputs
+
+    def stored() -> tuple[int, int]:
+        client = chromadb.PersistentClient(path)
+        return (client.get_collection("long_term_memory").count(),
+                client.get_collection("long_term_memory-deleted").count())
+
+    job({"op": "add", "texts": ["old news", "more old news"]}, {"op": "forget"})
+    assert stored() == (2, 2)  # kept, marked
+    assert job({"op": "read"})[0]["values"] == []
+    monkeypatch.setattr(_memory_items, "DELETED_RETENTION_S", 0)
+    job({"op": "add", "texts": ["fresh"]}, {"op": "forget"})
+    assert stored() == (0, 0)

@@ -23,6 +23,7 @@ from support.harness import (
     new_core,
     poll_until,
     resume,
+    run_to_end,
     snapshot_of,
 )
 from support.probes import count, gate
@@ -791,3 +792,39 @@ def test_callable_forms_that_wrap_functions_are_stable_and_cycles_end():
     for _ in range(50):  # past MAX_DEPTH: the name only, never a RecursionError
         deep = _calls_fn(deep)
     assert _digest(deep) == _digest(deep)
+
+
+# -- an in-flight action the new code no longer has ------------------------------------------
+class FanoutRenamed(Agent):
+    """``Fanout``'s calls in an action of another name: runs in flight in ``go`` cannot
+    resume in it."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go_v2(event: InputEvent, ctx: RunnerContext) -> None:
+        got = [await ctx.durable_execute_async(price, item) for item in SWITCH["order"]]
+        ctx.send_event(OutputEvent(output=got))
+
+
+def test_a_restored_action_the_new_code_removed_is_a_divergence_naming_it_and_the_fix(probes):
+    """Restored into code without the in-flight action ``go``: that key's run fails with a
+    ``ReplayDivergenceError`` on the error output (key, position, the action, the fix), not
+    a bare ``KeyError`` that stops the job; another key keeps running."""
+    SWITCH["form"] = "partial"
+    snap = snapshot_at(AgentPlan.from_agent(Fanout()), 2)
+    new = new_core(AgentPlan.from_agent(FanoutRenamed()))
+    try:
+        outputs, errors = run_to_end(new, snap)
+        other = InMemoryKeyState()
+        new.on_input("other", {"key": "other"}, other)
+        more, more_errors = run_to_end(new, other, key="other")
+    finally:
+        new.close()
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError"
+    assert (err.key, err.seq, err.action) == (KEY, 0, "go")
+    assert "'go'" in err.message and "no action of that name" in err.message
+    assert "ctx.patched" in err.message and "keep" in err.message
+    assert more_errors == [] and more == [["PRICE(apple)x1", "PRICE(pear)x1"]]
+    assert new.counters["replay_divergences"] == 1

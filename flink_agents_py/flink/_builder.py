@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -175,7 +176,11 @@ class FlinkAgentBuilder:
         workers = configure_workers(self._env.env, plan_modules(plan))
         if workers.target == "local":  # the workers share this environment: check it now
             check_resources(plan)
-        op = AgentOperator(plan, self._env.options, key_encoding=keys)
+        # a lineage per operator, pickled with it: every attempt (failover) of the job shares it
+        options = self._env.options
+        if options.lineage is None:
+            options = options.replace(lineage=secrets.token_hex(8))
+        op = AgentOperator(plan, options, key_encoding=keys)
         label = name or (type(agent).__name__ if isinstance(agent, Agent) else "agent")
         ds, key_selector = self._ds, self._key_selector
         if self._events is not None:  # the second input: one union, events in envelopes

@@ -255,7 +255,7 @@ class AgentOperator(KeyedProcessFunction):
             self.plan, max_in_flight=opts.max_in_flight, journal=opts.journal,
             failpoint=opts.failpoint, observer=self.observability.observer,
             notify=switch.ready.append if switch is not None else None,
-            key_value=self.keys.value_function())
+            key_value=self.keys.value_function(), lineage=opts.lineage)
         core.resources.parallelism = _parallelism(runtime_context)  # agent budgets' shares
         self.observability.watch(core.resources)  # live gauges: flow limits, budgets left
         if self.observability.metrics is not None:

@@ -332,7 +332,7 @@ class LocalAgentJob:
         # ``True`` and ``1.0`` are three keys; the core sees each key's encoded identity
         core = AgentCore(self._plan, max_in_flight=opts.max_in_flight, notify=wake.put,
                          journal=opts.journal, failpoint=opts.failpoint, observer=obs.observer,
-                         key_value=decode_key)
+                         key_value=decode_key, lineage=opts.lineage)
         obs.watch(core.resources)  # live gauges: flow limits, agent budgets left
         timers = self._timers = VirtualTimers()
         core.clock_ms = timers.clock

@@ -54,7 +54,7 @@ from ._failures import FailureLog, failure_text, never_awaited, redact_text, rep
 from ._inbox import Inbox
 from ._invocation_end import check_invocation, env_of
 from ._ledger import CallLedger, Failpoint, Journal
-from ._long_term_memory import commit_long_term_memory
+from ._long_term_memory import begin_lineage, commit_long_term_memory
 from ._observer import Observer, SafeObserver, event_parent
 from ._resources import ResourceEnvironment, check_resources
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_record, shown_input
@@ -73,6 +73,7 @@ from ._subgraph import (
 from ._tasks import Delivery as _Delivery
 from ._tasks import Step as _Step
 from ._tasks import Task as _Task
+from ._versioning import action_or_removed
 from ._waits import WaitsCore
 
 __all__ = ["AgentCore", "StepResult", "ErrorRecord"]
@@ -103,8 +104,10 @@ class AgentCore(WaitsCore):
         journal: Journal | None = None,
         failpoint: Failpoint | None = None,
         observer: Observer | None = None, key_value: Callable[[Any], Any] | None = None,
+        lineage: str | None = None,
     ) -> None:
         self.plan, self._key_value = plan, key_value or (lambda key: key)  # key -> its value
+        self.lineage = lineage  # the job's (``HostOptions.lineage``): keys' memory epochs
         self.observer = observer if observer is None or getattr(
             observer, "hooks_never_raise", False) else SafeObserver(observer)
         self._tally = getattr(self.observer, "tally", None)  # see ``CoreTally``
@@ -192,6 +195,7 @@ class AgentCore(WaitsCore):
                 seq, record = nxt
                 run = RunState(seq=seq, input=record, waits=held or {})
                 state.run = run
+                begin_lineage(self.plan, state, self.lineage, shown)  # the key's memory epoch
                 counters["runs_started"] += 1
                 if tally is not None:
                     run_t0 = tally.run_begun(shown)
@@ -300,7 +304,7 @@ class AgentCore(WaitsCore):
         path = tuple(run.invocations[env].plan_path) if env is not None else ()
         plan, resources = (self.plan, self.resources) if not path else (
             plan_at(self.plan, path), self._resources_at(path))
-        action = plan.actions[rec.action]
+        action = action_or_removed(plan.actions, rec.action)  # a removed one: diverges
         short_term, sensory = self._memories(step.state, run, env)
         ctx = ActionContext(self.ledger, step.key, exec_id, rec, run, action.config, short_term,
                             sensory, env, plan, resources)

@@ -49,6 +49,12 @@ class HostOptions:
         journal: a write-ahead journal of durable call outcomes, or ``None``.
         failpoint: a test hook for crash injection (see ``runtime.Failpoint``), or ``None``.
         observer: an extra ``runtime.Observer``, or ``None``.
+        lineage: a token every attempt of one job shares (its restores), or ``None``: a key
+            the state does not hold yet derives its long-term memory epoch from it, so a
+            restore from a checkpoint taken before the key's first record (or a restart
+            before any checkpoint) still leaves out what the key's crashed attempt wrote.
+            ``None``: a random epoch per key (each attempt starts a new lineage). The Flink
+            environment draws one per job it builds.
 
     Raises:
         ValueError: at construction, naming the option that is out of range.
@@ -64,6 +70,7 @@ class HostOptions:
     journal: Journal | None = None
     failpoint: Failpoint | None = None
     observer: Observer | None = None
+    lineage: str | None = None
 
     def __post_init__(self) -> None:
         """Check the limits (a clear error naming the option instead of a stuck job)."""

@@ -137,38 +137,76 @@ class DurableVectorStore(_View):
     _kind = "vector_store"
     _resource: VectorStore
 
+    def _bounded(self, op: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """The durable target of ``op`` running ``fn(*args, context)``, and ``args``.
+
+        ``context`` is taken now: the writer's tags for a write, the reader's horizon for
+        a read (see ``runtime._long_term_memory.Horizon``).
+
+        Returns:
+            ``(target, args)`` for ``durable_execute``.
+        """
+        ltm: Any = self._ctx.long_term_memory  # the action's (``ActionLongTermMemory``)
+        # an add's documents carry its call ordinal: a later read of the execution sees them
+        extra = {**ltm.tags(), "call": ltm.ctx._next_ordinal} if op == "add" \
+            else ltm.horizon()
+
+        def bounded(*a: Any) -> Any:
+            return fn(*a, extra)
+
+        return durable_target(f"{self._kind}[{self._name}].{op}", bounded), args
+
     def _run_add(self, docs: list[Document], collection: str | None,
-                 kwargs: dict[str, Any]) -> list[str]:
-        return self._resource.add(docs, collection, **kwargs)
+                 kwargs: dict[str, Any], tags: dict[str, Any]) -> list[str]:
+        from ._memory_items import tagged
+
+        return self._resource.add(tagged(docs, tags), collection, **kwargs)
 
     def _run_update(self, docs: list[Document], collection: str | None,
                     kwargs: dict[str, Any]) -> None:
         self._resource.update(docs, collection, **kwargs)
 
-    def _run_query(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
-        return self._resource.query(query)
+    def _run_query(self, query: VectorStoreQuery, horizon: Any) -> VectorStoreQueryResult:
+        from ._memory_items import visible
+
+        if query.query_embedding is None:  # embedded once, whatever is fetched again
+            vector = self._resource.get_embedding_model().embed(query.query_text)
+            query = query.model_copy(update={"query_embedding": list(vector)})
+        return VectorStoreQueryResult(documents=visible(
+            lambda n: self._resource.query(query.model_copy(update={"limit": n})).documents,
+            query.limit, horizon))
 
     def _run_get(self, ids: Any, collection: str | None, filters: dict[str, Any] | None,
-                 limit: int | None, kwargs: dict[str, Any]) -> list[Document]:
-        return self._resource.get(ids, collection, filters, limit, **kwargs)
+                 limit: int | None, kwargs: dict[str, Any], horizon: Any) -> list[Document]:
+        from ._memory_items import visible
+
+        return visible(lambda n: self._resource.get(ids, collection, filters, n, **kwargs),
+                       limit, horizon)
 
     def _run_delete(self, ids: Any, collection: str | None, filters: dict[str, Any] | None,
                     kwargs: dict[str, Any]) -> None:
         self._resource.delete(ids, collection, filters, **kwargs)
 
-    def _run_size(self, collection: str | None) -> int:
-        return self._resource.size(collection)
+    def _run_size(self, collection: str | None, horizon: Any) -> int:
+        from ._memory_items import hidden_count
+
+        return self._resource.size(collection) - hidden_count(self._resource, collection,
+                                                              horizon)
 
     def add(self, documents: Document | Sequence[Document], collection_name: str | None = None,
             **kwargs: Any) -> list[str]:
         """Embed and upsert documents (one durable call); returns their ids."""
-        result: list[str] = self._call("add", _docs(documents), collection_name, kwargs)
+        target, args = self._bounded("add", self._run_add, _docs(documents), collection_name,
+                                     kwargs)
+        result: list[str] = self._ctx.durable_execute(target, *args)
         return result
 
     async def aadd(self, documents: Document | Sequence[Document],
                    collection_name: str | None = None, **kwargs: Any) -> list[str]:
         """Async ``add``."""
-        result: list[str] = await self._acall("add", _docs(documents), collection_name, kwargs)
+        target, args = self._bounded("add", self._run_add, _docs(documents), collection_name,
+                                     kwargs)
+        result: list[str] = await self._ctx.durable_execute_async(target, *args)
         return result
 
     def update(self, documents: Document | Sequence[Document],
@@ -178,7 +216,8 @@ class DurableVectorStore(_View):
 
     def query(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
         """Similarity search (one durable call)."""
-        result: VectorStoreQueryResult = self._call("query", query)
+        target, args = self._bounded("query", self._run_query, query)
+        result: VectorStoreQueryResult = self._ctx.durable_execute(target, *args)
         return result
 
     async def aquery(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
@@ -189,7 +228,9 @@ class DurableVectorStore(_View):
             filters: dict[str, Any] | None = None, limit: int | None = 100,
             **kwargs: Any) -> list[Document]:
         """Documents by id or filter (one durable call)."""
-        result: list[Document] = self._call("get", ids, collection_name, filters, limit, kwargs)
+        target, args = self._bounded("get", self._run_get, ids, collection_name, filters, limit,
+                                     kwargs)
+        result: list[Document] = self._ctx.durable_execute(target, *args)
         return result
 
     async def aget(self, ids: str | list[str] | None = None, collection_name: str | None = None,
@@ -205,7 +246,8 @@ class DurableVectorStore(_View):
 
     def size(self, collection_name: str | None = None) -> int:
         """The collection's document count (one durable call)."""
-        result: int = self._call("size", collection_name)
+        target, args = self._bounded("size", self._run_size, collection_name)
+        result: int = self._ctx.durable_execute(target, *args)
         return result
 
 

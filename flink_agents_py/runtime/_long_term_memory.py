@@ -25,7 +25,10 @@ item's place in its write), which order ``get`` oldest first, and ``fa_owner``, 
   restore replays what the first execution saw. A read made again after a restore (the
   checkpoint was older than the read) does not see what the crashed attempt of this key
   wrote after that checkpoint: items written by this key in a later run, or in this run by
-  this action execution or one still in flight, are left out.
+  this action execution or one still in flight, are left out, and items that attempt
+  deleted are seen (a delete is a mark, see ``_memory_items``). The key's memory epoch is
+  drawn as its first run starts (``begin_lineage``), so every checkpoint holding the key
+  holds it.
 """
 
 from __future__ import annotations
@@ -36,8 +39,6 @@ import secrets
 import threading
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..api import (
@@ -50,23 +51,19 @@ from ..api import (
     MessageRole,
     ResourceError,
     ResourceType,
-    UnknownFilterFieldError,
     VectorStore,
     VectorStoreError,
-    VectorStoreQuery,
 )
 from ..api._embeddings import check_texts
 from ._knowledge import durable_target
+from ._memory_items import RESERVED, Horizon, MemoryStore, exec_tag
 from ._serde import digest, to_json_value
 
 if TYPE_CHECKING:
     from ._context import ActionContext
 
-__all__ = ["ActionLongTermMemory", "ActionMemorySet", "commit_long_term_memory"]
+__all__ = ["ActionLongTermMemory", "ActionMemorySet", "begin_lineage", "commit_long_term_memory"]
 
-_SET, _SCOPE, _CREATED, _SEQ = "fa_set", "fa_scope", "fa_created_at", "fa_seq"
-_OWNER, _EPOCH, _RUN, _EXEC = "fa_owner", "fa_epoch", "fa_run", "fa_exec"
-_RESERVED = (_SET, _SCOPE, _CREATED, _SEQ, _OWNER, _EPOCH, _RUN, _EXEC)
 _EPOCH_PATH = "_flink_agents_py.long_term_memory_epoch"
 """Where the key's short-term memory keeps its memory epoch (see ``Horizon``)."""
 _COMPACT = ("Summarize these memory items into one short note that keeps every distinct "
@@ -75,60 +72,33 @@ _SCALARS = (str, int, float, bool)
 _SECRET_ID = "fa-ltm-secret"
 
 
-def _item(doc: Document, set_name: str) -> MemorySetItem:
-    meta = dict(doc.metadata)
-    created = meta.pop(_CREATED, None)
-    for k in _RESERVED:
-        meta.pop(k, None)
-    when = datetime.fromisoformat(created) if isinstance(created, str) else None
-    return MemorySetItem(memory_set_name=set_name, id=str(doc.id), value=doc.content,
-                         created_at=when, updated_at=when, additional_metadata=meta or None,
-                         score=doc.score)
+def begin_lineage(plan: Any, state: Any, lineage: str | None, key: Any) -> None:
+    """Draw the key's memory epoch as its run starts, unless the key has one (see ``Horizon``).
 
+    Only for plans with a vector store. Kept in the key's state with the run from the
+    host callback that starts it, so every checkpoint that holds the key holds its epoch:
+    a restore to a point before the key's first memory access (or first vector-store write)
+    still leaves out what its crashed attempt wrote. With the job's ``lineage``
+    (``HostOptions.lineage``) the epoch is a digest of it, the agent and the key, so a key
+    absent from the checkpoint (its first record came after it) draws the epoch its crashed
+    attempt had; without one it is random (the key starts anew, as in a new job).
 
-def _placed(filters: dict[str, Any] | None, set_name: str, scope: str) -> dict[str, Any]:
-    for k in filters or {}:
-        if k in _RESERVED:
-            raise VectorStoreError(f"memory set {set_name!r}: filter field {k!r} is reserved")
-    return {**(filters or {}), _SET: set_name, _SCOPE: scope}
-
-
-def _empty_on_unplaced(e: UnknownFilterFieldError) -> bool:
-    """Whether the store has never held a memory item (its reserved fields are unknown)."""
-    return _SET in str(e) or _SCOPE in str(e) or _OWNER in str(e)
-
-
-def exec_tag(execution_id: str) -> str:
-    """The ``fa_exec`` of items an action execution writes (a digest of its id)."""
-    return digest(execution_id)
-
-
-@dataclass(frozen=True)
-class Horizon:
-    """What a read of one action execution may see of its own key's writes.
-
-    Items this key (``owner``) wrote in its current state's lineage (``epoch``: a random
-    token its short-term memory keeps from its first memory read or write on, so a new job without
-    that state starts a new one) in a later run than ``run``, or in run ``run`` by one of the
-    ``hidden`` executions (the reader and those still in flight), were written by an attempt
-    that crashed after the checkpoint this run was restored from: left out.
+    Args:
+        plan: the agent's plan.
+        state: the key's state (``KeyState``).
+        lineage: the job's lineage token, or ``None``.
+        key: the key's value.
     """
-
-    owner: str
-    epoch: str | None
-    run: int
-    hidden: frozenset[str]
-
-    def shows(self, doc: Document) -> bool:
-        """Whether the reading execution may see ``doc``."""
-        meta = doc.metadata
-        if self.epoch is None or meta.get(_OWNER) != self.owner \
-                or meta.get(_EPOCH) != self.epoch:
-            return True
-        run = meta.get(_RUN)
-        if not isinstance(run, int) or run < self.run:
-            return True
-        return run == self.run and meta.get(_EXEC) not in self.hidden
+    if not plan.resources.get(ResourceType.VECTOR_STORE):
+        return
+    memory = state.memory
+    ns, _, leaf = _EPOCH_PATH.partition(".")
+    tree = memory.get(ns)
+    if isinstance(tree, dict) and isinstance(tree.get(leaf), str):
+        return
+    epoch = secrets.token_hex(8) if lineage is None else digest(
+        [lineage, plan.agent, to_json_value(key, "the key")])[:16]
+    state.memory = {**memory, ns: {**(tree if isinstance(tree, dict) else {}), leaf: epoch}}
 
 
 _SECRETS: dict[tuple[int, str], tuple[weakref.ref[VectorStore], bytes]] = {}
@@ -165,126 +135,6 @@ def _secret(store: VectorStore, collection: str | None) -> bytes:
     return secret
 
 
-class _Store:
-    """The raw store and collection behind the memory, with the durable targets' bodies."""
-
-    def __init__(self, store: VectorStore, collection: str | None) -> None:
-        self.store = store
-        self.collection = collection
-
-    def _visible(self, fetch: Callable[[int | None], list[Document]], limit: int | None,
-                 horizon: Horizon) -> list[Document]:
-        """Up to ``limit`` documents ``fetch(n)`` finds that ``horizon`` shows."""
-        n = limit
-        while True:
-            docs = fetch(n)
-            shown = [d for d in docs if horizon.shows(d)]
-            if n is None or len(docs) < n or len(shown) >= (limit or 0):
-                return shown[:limit] if limit is not None else shown
-            n += len(docs) - len(shown)
-
-    def get(self, set_name: str, scope: str, ids: list[str] | None,
-            filters: dict[str, Any] | None, limit: int | None,
-            horizon: Horizon) -> list[MemorySetItem]:
-        try:
-            if ids is not None:
-                docs = [d for d in self.store.get(ids, self.collection)
-                        if d.metadata.get(_SET) == set_name and d.metadata.get(_SCOPE) == scope
-                        and horizon.shows(d)]
-            else:
-                placed = _placed(filters, set_name, scope)
-                # every match, then the oldest ``limit``: a store returns a limited get in
-                # its own order (a re-executed commit's upsert can move an item to its end)
-                docs = self._visible(
-                    lambda n: self.store.get(None, self.collection, placed, n), None, horizon)
-                docs.sort(key=lambda d: (str(d.metadata.get(_CREATED, "")),
-                                         d.metadata.get(_SEQ, 0)))  # oldest first
-                docs = docs if limit is None else docs[:limit]
-        except UnknownFilterFieldError as e:
-            if _empty_on_unplaced(e):
-                return []
-            raise
-        return [_item(d, set_name) for d in docs]
-
-    def count(self, set_name: str, scope: str, ids: list[str], horizon: Horizon) -> int:
-        """Stored items of the set the reader may see; with ``ids``: how many of those."""
-        try:
-            if ids:
-                return len(self.get(set_name, scope, ids, None, None, horizon))
-            placed = _placed(None, set_name, scope)
-            total = self.store.count(self.collection, placed)
-            if not total:
-                return 0
-            if horizon.epoch is None:
-                return total
-            try:
-                mine = self.store.get(None, self.collection,
-                                      {**placed, _OWNER: horizon.owner}, None)
-            except UnknownFilterFieldError:  # no item carries an owner: none is left out
-                return total
-            return total - sum(1 for d in mine if not horizon.shows(d))
-        except UnknownFilterFieldError as e:
-            if _empty_on_unplaced(e):
-                return 0
-            raise
-
-    def search(self, set_name: str, scope: str, vector: list[float], limit: int,
-               filters: dict[str, Any] | None, kwargs: dict[str, Any],
-               horizon: Horizon) -> list[MemorySetItem]:
-        placed = _placed(filters, set_name, scope)
-
-        def fetch(n: int | None) -> list[Document]:
-            return self.store.query(VectorStoreQuery(
-                query_embedding=vector, limit=n or 0, collection_name=self.collection,
-                filters=placed, extra_args=kwargs)).documents
-
-        try:
-            docs = self._visible(fetch, limit, horizon)
-        except UnknownFilterFieldError as e:
-            if _empty_on_unplaced(e):
-                return []
-            raise
-        return [_item(d, set_name) for d in docs]
-
-    def embed(self, query: str) -> list[float]:
-        """The query's vector (by the store's embedding model)."""
-        if not isinstance(query, str) or not query.strip():
-            raise VectorStoreError("long-term memory search: the query is empty")
-        vector: list[float] = self.store.get_embedding_model().embed(query)  # type: ignore[assignment]
-        return list(vector)
-
-    def commit(self, writes: list[dict[str, Any]]) -> dict[str, int]:
-        now = datetime.now(timezone.utc).isoformat()
-        added = deleted = 0
-        for w in writes:
-            placed = {_SET: w["set"], _SCOPE: w["scope"]}
-            if w["op"] == "add":
-                tags = {_OWNER: w["owner"], _EPOCH: w["epoch"], _RUN: w["run"],
-                        _EXEC: w["exec"]}
-                docs = [Document(id=i, content=v, metadata={**m, **placed, **tags,
-                                                             _CREATED: now, _SEQ: added + n})
-                        for n, (i, v, m) in enumerate(zip(w["ids"], w["values"],
-                                                          w["metadatas"], strict=True))]
-                self.store.add(docs, self.collection)
-                added += len(docs)
-            elif w["op"] == "delete":
-                # only ids of this set and scope: another key's ids delete nothing
-                ids = [d.id for d in self.store.get(w["ids"], self.collection)
-                       if d.id is not None and d.metadata.get(_SET) == w["set"]
-                       and d.metadata.get(_SCOPE) == w["scope"]]
-                if ids:
-                    self.store.delete(ids, self.collection)
-                deleted += len(ids)
-            else:  # clear
-                try:
-                    self.store.delete(None, self.collection, placed)
-                except UnknownFilterFieldError as e:
-                    if not _empty_on_unplaced(e):
-                        raise
-                deleted += 1
-        return {"added": added, "deleted": deleted}
-
-
 class ActionMemorySet(MemorySet):
     """One memory set of one action (see the module docstring)."""
 
@@ -313,10 +163,10 @@ class ActionMemorySet(MemorySet):
                                        f"{len(texts)} items")
         for i, m in enumerate(metas):
             for k, v in m.items():
-                if k in _RESERVED or not isinstance(v, _SCALARS):
+                if k in RESERVED or not isinstance(v, _SCALARS):
                     raise VectorStoreError(
                         f"memory set {self.name!r}: item {i} metadata {k!r} must be a JSON "
-                        f"scalar under a non-reserved name (reserved: {list(_RESERVED)})")
+                        f"scalar under a non-reserved name (reserved: {list(RESERVED)})")
         ids = [self._ltm.next_id(self.name, self.scope) for _ in texts]
         self._ltm.log({"op": "add", "set": self.name, "scope": self.scope, "ids": ids,
                        "values": texts, "metadatas": metas, **self._ltm.tags()})
@@ -387,11 +237,12 @@ class ActionMemorySet(MemorySet):
     def delete(self, ids: str | list[str] | None = None) -> None:
         """Log a delete of ``ids`` (``None``: the whole set), applied when the action completes."""
         if ids is None:
-            self._ltm.log({"op": "clear", "set": self.name, "scope": self.scope})
+            self._ltm.log({"op": "clear", "set": self.name, "scope": self.scope,
+                           **self._ltm.tags()})
         else:
             id_list = [ids] if isinstance(ids, str) else [str(i) for i in ids]
             self._ltm.log({"op": "delete", "set": self.name, "scope": self.scope,
-                           "ids": id_list})
+                           "ids": id_list, **self._ltm.tags()})
 
     async def acompact(self, chat_model: str, *, instructions: str | None = None,
                        max_items: int = 200) -> str | None:
@@ -430,12 +281,12 @@ class ActionLongTermMemory(BaseLongTermMemory):
         self.ctx = ctx
         self.writes: list[dict[str, Any]] = []
         self._n = 0
-        self._backend: _Store | None = None
+        self._backend: MemoryStore | None = None
         agent = ctx.plan.agent
         self.key_scope = "key:" + digest([agent, to_json_value(ctx.key, "the key")])
         self.shared_scope = "shared:" + digest(agent)
 
-    def backend(self) -> _Store:
+    def backend(self) -> MemoryStore:
         """The configured store (raw: the durable calls wrap it).
 
         Returns:
@@ -456,7 +307,7 @@ class ActionLongTermMemory(BaseLongTermMemory):
             store = ctx.resources.get(name, ResourceType.VECTOR_STORE)
             if not isinstance(store, VectorStore):
                 raise ResourceError(f"long-term memory store {name!r} is not a VectorStore")
-            self._backend = _Store(store, config.get(LongTermMemoryOptions.COLLECTION,
+            self._backend = MemoryStore(store, config.get(LongTermMemoryOptions.COLLECTION,
                                                     "long_term_memory"))
         return self._backend
 
@@ -528,8 +379,10 @@ class ActionLongTermMemory(BaseLongTermMemory):
         """
         run = self._ctx.run
         hidden = {exec_tag(e) for e in run.inflight}
-        hidden.add(exec_tag(self._ctx.execution_id))
-        return Horizon(self.key_scope, self._epoch(), run.seq, frozenset(hidden))
+        own = exec_tag(self._ctx.execution_id)
+        hidden.add(own)
+        return Horizon(self.key_scope, self._epoch(), run.seq, frozenset(hidden), own,
+                       self._ctx._next_ordinal)
 
     def read(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
         """One durable read named ``label``, run now on this thread, bounded by ``horizon``.

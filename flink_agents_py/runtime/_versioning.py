@@ -20,9 +20,10 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..api import ReplayDivergenceError, UsageError
+from ..plan import ActionPlan, FunctionRef
 from ._state import CallKind, CallRecord
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from ._context import ActionContext
 
 __all__ = ["PATCH_PREFIX", "is_strict", "patched", "changed_arguments",
-           "unreached_calls", "check_unreached"]
+           "unreached_calls", "check_unreached", "removed_action", "action_or_removed"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -196,3 +197,31 @@ def check_unreached(ctx: ActionContext) -> ReplayDivergenceError | None:
         ("none", ""), detail=f"strict replay: the action completed without making recorded "
                              f"calls ({names})")
 
+
+
+def removed_action(event: Any, ctx: ActionContext) -> None:
+    """The stand-in of an in-flight action the restored plan no longer has: a divergence.
+
+    A run restored from a checkpoint taken by older code re-enters its in-flight actions by
+    name; when the new code removed (or renamed) one, that execution fails with this error
+    (on the error output, with its key and position) and other keys keep running.
+
+    Raises:
+        ReplayDivergenceError: always, naming the action, the key and the fix.
+    """
+    name = ctx._record.action
+    ctx._diverge(ReplayDivergenceError(
+        ctx.execution_id, name, ("action", name), ("none", ""),
+        detail=f"key {ctx.key!r} was restored with action {name!r} in flight "
+               f"({ctx.execution_id}), and the new code has no action of that name: keep "
+               f"the action registered under the name {name!r} (deprecated, e.g. delegating "
+               "to the new code, with changes guarded by ctx.patched('change-id')) until no "
+               "run in flight uses it"))
+
+
+def action_or_removed(actions: dict[str, ActionPlan], name: str) -> ActionPlan:
+    """The plan's action ``name``, or a stand-in that fails as ``removed_action`` does."""
+    found = actions.get(name)
+    if found is not None:
+        return found
+    return ActionPlan(name=name, function=FunctionRef.of(removed_action), triggers=())

@@ -26,7 +26,7 @@ from ._process import draw_seeds, restore_elsewhere
 from ._report import PointResult, ReplaySafetyReport, short
 from ._runs import Observed, Setup, TeeJournal, changed_arguments, fault_free, run_recovery
 
-__all__ = ["check_replay_safety"]
+__all__ = ["check_replay_safety", "add_sightings", "restore_again", "repeated_effects"]
 
 
 @dataclass
@@ -43,8 +43,6 @@ class _Baseline:
         self.executed_all = {c for _, c in self.run.executed}
         self.made_all = self.executed_all | {c for _, c in self.run.replayed}
         self.recorded_all = {c for _, c in self.run.recorded}
-        self.effects = collections.Counter(
-            s.site for _, s in self.run.sightings if s.kind not in ("clock", "random"))
 
 
 def _by_key(items: Iterable[tuple[Any, Any]]) -> dict[Any, list[Any]]:
@@ -213,24 +211,51 @@ def check_replay_safety(
         keys=len(set(ff.expected_out) | set(ff.expected_err)),
         journal=journal_factory is not None, points_total=len(snapshots),
         calls=len(run.executed), outputs=len(run.outputs), errors=len(run.errors))
-    for s in sorted({s.describe(): s for _, s in run.sightings if not s.temporary}.values(),
-                    key=lambda s: (s.file, s.line, s.what)):
-        report.sightings.append(s.describe())
-        report.sighting_lines[s.describe()] = s.code
+    add_sightings(report, [run])
     points = _sample(len(snapshots), max_points)
     for point in points:
         report.points.append(_judge(ff, point, marks[point],
                                     run_recovery(setup, snapshots[point]), None))
     if other_process:
-        done, report.other_process = restore_elsewhere(
-            setup, [(p, snapshots[p]) for p in points], seeds)
-        for point, seed, observed in done:
-            report.elsewhere.append(_judge(ff, point, marks[point], observed, seed))
-        if not done or len(done) < len(points):
-            warn_at_user(UserWarning(f"check_replay_safety({label}): restores in another "
-                                     f"process {report.other_process}"))
+        restore_again(report, setup, snapshots, points, seeds, f"check_replay_safety({label})",
+                      lambda point, rec, seed: _judge(ff, point, marks[point], rec, seed))
     report.seconds = time.monotonic() - t0
     return report
+
+
+def add_sightings(report: ReplaySafetyReport, runs: Iterable[Observed]) -> None:
+    """Note in ``report`` each distinct side effect or read of action code that ``runs`` saw.
+
+    A file write inside a temporary directory is left out (reported only when a recovery
+    repeats it, see ``repeated_effects``).
+    """
+    found = {s.describe(): s for run in runs for _, s in run.sightings if not s.temporary}
+    for s in sorted(found.values(), key=lambda s: (s.file, s.line, s.what)):
+        if s.describe() not in report.sighting_lines:
+            report.sightings.append(s.describe())
+            report.sighting_lines[s.describe()] = s.code
+
+
+def restore_again(report: ReplaySafetyReport, setup: Setup, snapshots: list[str | None],
+                  points: list[int], seeds: list[int], caller: str,
+                  judge: Callable[[int, Observed, int], PointResult]) -> list[Observed]:
+    """Restore ``points`` once more in other processes (one ``PYTHONHASHSEED`` each).
+
+    Each recovery is judged by ``judge(point, observed, seed)`` into ``report.elsewhere``;
+    ``report.other_process`` says which seeds ran, or why none did (also warned about,
+    naming ``caller``).
+
+    Returns:
+        What each recovery in another process observed.
+    """
+    done, report.other_process = restore_elsewhere(
+        setup, [(p, snapshots[p]) for p in points], seeds)
+    for point, seed, observed in done:
+        report.elsewhere.append(judge(point, observed, seed))
+    if not done or len(done) < len(points):
+        warn_at_user(UserWarning(f"{caller}: restores in another process "
+                                 f"{report.other_process}"))
+    return [observed for _, _, observed in done]
 
 
 def _judge(ff: _Baseline, point: int, mark: tuple[int, int], rec: Observed, seed: int | None
@@ -300,19 +325,28 @@ def _judge(ff: _Baseline, point: int, mark: tuple[int, int], rec: Observed, seed
         res.divergences.append(message)
         if where:
             res.details[message] = where
-    _repeated_effects(ff, point, rec, res)
+    repeated_effects(ff.run, point, rec, res)
     return res
 
 
-def _repeated_effects(ff: _Baseline, point: int, rec: Observed, res: PointResult) -> None:
-    """Side effects outside durable calls the recovery did again (an e-mail sent twice)."""
-    before = collections.Counter(s.site for step, s in ff.run.sightings
+def repeated_effects(base: Observed, point: int, rec: Observed, res: PointResult) -> None:
+    """Side effects outside durable calls the recovery did again (an e-mail sent twice).
+
+    Args:
+        base: the fault-free run (of the old agent, for an upgrade).
+        point: the crash point.
+        rec: what the recovery from there did.
+        res: the point's findings, to add to.
+    """
+    effects = collections.Counter(
+        s.site for _, s in base.sightings if s.kind not in ("clock", "random"))
+    before = collections.Counter(s.site for step, s in base.sightings
                                  if step <= point and s.kind not in ("clock", "random"))
     again = collections.Counter(s.site for _, s in rec.sightings
                                 if s.kind not in ("clock", "random"))
     shown: dict[tuple[str, str, int], Any] = {s.site: s for _, s in rec.sightings}
     for site, n in again.items():
-        total = ff.effects.get(site, 0)
+        total = effects.get(site, 0)
         if before[site] + n > total:
             s = shown[site]
             message = (f"{s.where}: {s.what} in action {s.action} done again after the "

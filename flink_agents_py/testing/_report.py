@@ -242,7 +242,6 @@ class ReplaySafetyReport:
     TITLE = "replay safety of"
     FAILED = "the agent is not replay-safe"
     COMPARES_OUTPUTS = True
-    WATCHES_IO = True
 
     @property
     def ok(self) -> bool:
@@ -334,8 +333,8 @@ class ReplaySafetyReport:
                f"(fault-free: {self.outputs} outputs, {self.errors} error records)"]
               if self.COMPARES_OUTPUTS else []),
             f"  points with mismatches      {self.mismatches}",
-            *([f"  outside durable calls       {len(self.sightings)} "
-               "(side effects, clock or random reads)"] if self.WATCHES_IO else []),
+            f"  outside durable calls       {len(self.sightings)} "
+            "(side effects, clock or random reads)",
             f"  result                      {'ok' if self.ok else 'FAILED'}",
         ]
         found = self.distinct

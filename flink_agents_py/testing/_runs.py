@@ -13,6 +13,7 @@ import inspect
 import json
 import logging
 import os
+import secrets
 import traceback
 import types
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..local import LocalExecutionEnvironment
 from ..plan import AgentPlan
-from ..runtime import CallRecord, ErrorRecord, Journal, Observer
+from ..runtime import CallRecord, ErrorRecord, HostOptions, Journal, Observer
 from ._report import shape, short
 from ._sentinel import Sighting, watching
 
@@ -121,6 +122,8 @@ class Setup:
         events: the outside events of the agent's second input (``connect``), with
             ``AdvanceTime`` and ``AfterRecords`` items; empty: none.
         interleaved: deliver ``events`` between the records (``connect(interleaved=True)``).
+        lineage: the job's lineage token (``HostOptions.lineage``), shared by the
+            fault-free run and every recovery, as a job's attempts share it.
     """
 
     plan: AgentPlan
@@ -132,6 +135,7 @@ class Setup:
     journaled: list[tuple[Any, str, CallRecord]] = field(default_factory=list)
     events: list[Any] = field(default_factory=list)
     interleaved: bool = False
+    lineage: str = field(default_factory=lambda: secrets.token_hex(8))
 
     def job(self, env: LocalExecutionEnvironment) -> Any:
         """The job on ``env``: the records, and the outside events when there are some.
@@ -324,8 +328,9 @@ def fault_free(setup: Setup, tee: TeeJournal | None
     if setup.reset is not None:
         setup.reset()
     rec = Recorder()
-    env = LocalExecutionEnvironment(setup.max_in_flight, journal=tee, metrics=False,
-                                    observer=rec)
+    env = LocalExecutionEnvironment(options=HostOptions(
+        max_in_flight=setup.max_in_flight, journal=tee, metrics=False, observer=rec,
+        lineage=setup.lineage))
     job = setup.job(env)
     snapshots: list[str | None] = [None]
     marks: list[tuple[int, int]] = [(0, 0)]
@@ -359,8 +364,9 @@ def run_recovery(setup: Setup, snapshot: str | None) -> Observed:
         for key, call_id, record in setup.journaled:  # what the crashed attempt left behind
             journal.append(key, call_id, record)
     rec = Recorder()
-    env = LocalExecutionEnvironment(setup.max_in_flight, journal=journal, metrics=False,
-                                    observer=rec)
+    env = LocalExecutionEnvironment(options=HostOptions(
+        max_in_flight=setup.max_in_flight, journal=journal, metrics=False, observer=rec,
+        lineage=setup.lineage))
     job = setup.job(env)
     if snapshot is not None:
         job.restore(json.loads(snapshot))

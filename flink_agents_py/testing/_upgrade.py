@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,8 @@ from ..local import default_key_selector
 from ..local._records import check_records
 from ..plan import AgentPlan
 from ..runtime import Journal
-from ._replay import _sample
+from ._process import draw_seeds
+from ._replay import _sample, add_sightings, repeated_effects, restore_again
 from ._report import PointResult, ReplaySafetyReport
 from ._runs import Observed, Setup, TeeJournal, changed_arguments, fault_free, run_recovery
 
@@ -44,7 +45,6 @@ class UpgradeSafetyReport(ReplaySafetyReport):
     TITLE = "upgrade safety of"
     FAILED = "the upgrade is not safe for runs in flight"
     COMPARES_OUTPUTS = False
-    WATCHES_IO = False
 
 
 def _name(agent: Agent | AgentPlan, qualified: bool = False) -> str:
@@ -71,6 +71,8 @@ def check_upgrade_safety(
     max_in_flight: int = 8,
     max_points: int | None = None,
     name: str | None = None,
+    other_process: bool = True,
+    hash_seeds: int | Sequence[int] = 2,
 ) -> UpgradeSafetyReport:
     """Restore the old agent's state, at every point a checkpoint could be taken, into the new.
 
@@ -91,6 +93,13 @@ def check_upgrade_safety(
     - every action that failed after the restore, and every recovery that could not finish;
     - every call recorded before the point that the new code executed again.
 
+    As ``check_replay_safety`` does, every point is restored once more in another process
+    under another ``PYTHONHASHSEED`` (a restarted TaskManager: new code whose durable calls
+    follow a set's iteration order shows there), and an I/O sentinel watches both agents'
+    action code outside durable calls: socket connects and sends, file writes outside
+    temporary directories, subprocess starts and clock or random reads are findings named
+    with their file and line, and a side effect a recovery does again is reported.
+
     Outputs are not compared (an upgrade may change them). A change guarded by
     ``ctx.patched("change-id")`` (see ``docs/concepts/replay-divergence.md``) keeps the old
     path for runs recorded by the old code, and reports nothing here.
@@ -106,6 +115,11 @@ def check_upgrade_safety(
         max_in_flight: the most I/O calls running at once (local runner).
         max_points: try at most this many points, evenly spread (default: all).
         name: the report's name for the pair (default: ``Old -> New`` class names).
+        other_process: restore every point once more in another process (see
+            ``check_replay_safety``: the new agent's actions must be importable by
+            ``module:qualname``, the callables picklable; otherwise the report says why it
+            was skipped). ``False``: this process only.
+        hash_seeds: the other processes' ``PYTHONHASHSEED`` values, or how many to draw.
 
     Returns:
         The report; ``report.assert_ok()`` raises ``AssertionError`` naming each distinct
@@ -113,12 +127,13 @@ def check_upgrade_safety(
 
     Raises:
         RuntimeError: when the old agent's fault-free run does not complete.
-        ValueError: when ``max_points`` is not valid.
+        ValueError: when ``max_points`` or ``hash_seeds`` is not valid.
         UsageError: when ``inputs`` is one value (a dict, a string, one record), not a
             list of records.
     """
     check_records(inputs, "check_upgrade_safety",
                   "check_upgrade_safety(old_agent, new_agent, {})")
+    seeds = draw_seeds(hash_seeds) if other_process else []
     old = old_agent if isinstance(old_agent, AgentPlan) else AgentPlan.from_agent(old_agent)
     new = new_agent if isinstance(new_agent, AgentPlan) else AgentPlan.from_agent(new_agent)
     t0 = time.monotonic()
@@ -127,46 +142,40 @@ def check_upgrade_safety(
     tee = TeeJournal(journal_factory()) if journal_factory is not None else None
     run, snapshots, _marks = fault_free(setup, tee)
     upgraded = Setup(new, setup.records, setup.selector, journal_factory, reset, max_in_flight,
-                     tee.appended if tee is not None else [])
+                     tee.appended if tee is not None else [], setup.lineage)
     report = UpgradeSafetyReport(
         agent=name or _pair(old_agent, new_agent), inputs=len(setup.records),
         keys=len({e[0] for e in run.errors} | {o[0] for o in run.outputs}),
         journal=journal_factory is not None, points_total=len(snapshots),
         calls=len(run.executed), outputs=len(run.outputs), errors=len(run.errors))
-    gone = sorted(_action_names(old) - _action_names(new))
-    for point in _sample(len(snapshots), max_points):
-        report.points.append(_judge(run, point, run_recovery(upgraded, snapshots[point]), gone))
+    points = _sample(len(snapshots), max_points)
+    recoveries = [run_recovery(upgraded, snapshots[point]) for point in points]
+    for point, rec in zip(points, recoveries, strict=True):
+        report.points.append(_judge(run, point, rec, None))
+    if other_process:
+        recoveries += restore_again(report, upgraded, snapshots, points, seeds,
+                                    f"check_upgrade_safety({report.agent})",
+                                    lambda point, rec, seed: _judge(run, point, rec, seed))
+    add_sightings(report, [run, *recoveries])  # the old code's, then the new code's
     report.seconds = time.monotonic() - t0
     return report
 
 
-def _action_names(plan: AgentPlan) -> set[str]:
-    names = set(plan.actions)
-    for sub in plan.subagents.values():
-        names |= _action_names(sub)
-    return names
-
-
-def _judge(base: Observed, point: int, rec: Observed, gone: list[str]) -> PointResult:
+def _judge(base: Observed, point: int, rec: Observed, seed: int | None) -> PointResult:
     """What the new code did with the old code's state at ``point``.
 
     Args:
         base: the old agent's fault-free run.
         point: the crash point.
         rec: what the new agent's recovery from there did.
-        gone: the old agent's actions that the new one does not have.
+        seed: the other process's ``PYTHONHASHSEED`` (``None``: this process).
 
     Returns:
         The point's findings.
     """
-    res = PointResult(point=point)
+    res = PointResult(point=point, seed=seed)
     if not rec.completed:
         first = rec.failure.splitlines()[0] if rec.failure else "unknown"
-        missing = [n for n in gone if f"KeyError: {n!r}" in first]
-        if missing:
-            first = (f"action {missing[0]!r} was in flight in the old agent's state, and the "
-                     "new agent has no action of that name: keep it (under that name) until "
-                     f"no run uses it ({first})")
         res.problems.append(f"recovery failed: {first}")
         res.details[res.problems[-1]] = rec.failure
         return res
@@ -204,4 +213,5 @@ def _judge(base: Observed, point: int, rec: Observed, gone: list[str]) -> PointR
         if (act, etype, message) not in old_errors and "Divergence" not in etype:
             res.problems.append(f"action failed after the upgrade: key {key!r}: {execution}: "
                                 f"{etype}: {message}")
+    repeated_effects(base, point, rec, res)
     return res

@@ -159,3 +159,29 @@ class StoreAgent(Agent):
 
 class OtherStoreAgent(StoreAgent):
     """A second agent with the same in-memory store declaration."""
+
+
+# ------------------------------------------------------------- checked for replay safety
+async def remember_op(event: InputEvent, ctx: Any) -> None:
+    """``op`` ``add``: remember ``texts``; ``forget``: delete every note; ``read``: list,
+    count and search the notes."""
+    notes = ctx.long_term_memory.get_memory_set("notes")
+    rec = event.input
+    out: dict[str, Any] = {}
+    if rec["op"] == "add":
+        notes.add(rec["texts"])
+    elif rec["op"] == "forget":
+        notes.delete([i.id for i in notes.get()])
+    else:
+        out = {"values": sorted(i.value for i in notes.get()), "size": notes.size(),
+               "found": sorted(i.value for i in notes.search("note", 10))}
+    ctx.send_event(OutputEvent(output={"key": ctx.key, "op": rec["op"], **out}))
+
+
+class RememberingAgent(NotesAgent):
+    """Long-term memory written, deleted and read again across runs (``remember_op``)."""
+
+    def __init__(self, path: str | None) -> None:
+        super().__init__(path)
+        self._actions.clear()
+        self.add_action("remember", [InputEvent], remember_op)
