@@ -227,7 +227,7 @@ def test_new_code_making_calls_in_a_sets_order_diverges_when_restored_in_another
                                   hash_seeds=[11, 12])
     assert all(p.ok for p in report.points), "in one process the order never changes"
     assert report.elsewhere and {p.seed for p in report.elsewhere} == {11, 12}
-    assert not report.ok and "PYTHONHASHSEED=" in "\n".join(report.findings())
+    assert not report.ok and "PYTHONHASHSEED=" in "\n".join(report.findings)
     fixed = check_upgrade_safety(unsafe.SortedFanOut(), unsafe.SortedFanOut(), [{"key": "a"}],
                                  hash_seeds=[11, 12])
     fixed.assert_ok()
@@ -248,7 +248,7 @@ def test_clock_random_and_process_starts_of_the_new_code_are_reported_with_their
         assert [s for s in report.sightings if s.startswith(where) and what in s], \
             (marker, report.sightings)
     assert len(report.sightings) == 3  # each site once
-    assert "outside durable calls" in report.table()
+    assert "outside durable calls" in report.table
 
 
 def test_a_file_write_the_new_code_repeats_after_a_restore_is_reported(tmp_path):
@@ -259,6 +259,6 @@ def test_a_file_write_the_new_code_repeats_after_a_restore_is_reported(tmp_path)
         unsafe.Scribe(), unsafe.Scribe(),
         [{"key": "a", "outbox": str(outbox), "ledger": str(tmp_path / "ledger.txt")}],
         other_process=False)
-    repeated = [f for f in report.distinct() if f.kind == "side effect repeated"]
-    assert len(repeated) == 1, report.table()
+    repeated = [f for f in report.distinct if f.kind == "side effect repeated"]
+    assert len(repeated) == 1, report.table
     assert f"{unsafe.__file__}:{unsafe.line_of('# SCRIBE-WRITE')}" in repeated[0].message

@@ -142,7 +142,7 @@ def check_upgrade_safety(
     tee = TeeJournal(journal_factory()) if journal_factory is not None else None
     run, snapshots, _marks = fault_free(setup, tee)
     upgraded = Setup(new, setup.records, setup.selector, journal_factory, reset, max_in_flight,
-                     tee.appended if tee is not None else [], setup.lineage)
+                     tee.appended if tee is not None else [], lineage=setup.lineage)
     report = UpgradeSafetyReport(
         agent=name or _pair(old_agent, new_agent), inputs=len(setup.records),
         keys=len({e[0] for e in run.errors} | {o[0] for o in run.outputs}),
