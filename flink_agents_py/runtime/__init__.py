@@ -1,6 +1,7 @@
 """The engine-neutral runtime core: no PyFlink here. Hosts (local, Flink) wrap ``AgentCore``."""
 
-from ._context import ActionContext, DurableCall
+from ._action_context import ActionContext
+from ._calls import DurableCall
 from ._core import AgentCore, ErrorRecord, StepResult
 from ._executor import IOExecutor
 from ._flow import FlowController, FlowStats, flow_controller

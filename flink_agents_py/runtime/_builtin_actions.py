@@ -34,7 +34,6 @@ from ..api import (
     MessageRole,
     ReplayDivergenceError,
     ResourceType,
-    RunnerContext,
     SerializationError,
     SubagentResult,
     SubagentSetup,
@@ -45,7 +44,7 @@ from ..api import (
     WaitTimeoutError,
 )
 from ._budgets import budgeted_call, spend_key
-from ._context import ActionContext
+from ._execution import ActionExecution
 from ._failures import failure_text
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
@@ -162,7 +161,7 @@ _CORRECTION = ("Your answer cannot be used: {problem}. Answer again with only a 
                "follows the required JSON Schema.")
 
 
-async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
+async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     """Drive one chat: model call, tool rounds, structured output, final ``ChatResponseEvent``.
 
     Each model call goes through the setup's error policy (``fail``/``retry``/``ignore``) in
@@ -217,7 +216,6 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
 
     setup = ctx.get_resource(chat["model"], ResourceType.CHAT_MODEL)
     assert isinstance(setup, ChatModelSetup)
-    assert isinstance(ctx, ActionContext)
     schema = chat["output_schema"]
     invalid: list[dict[str, str]] = chat.setdefault("invalid", [])
 
@@ -347,7 +345,7 @@ def _approval(tool: Any) -> tuple[bool, float | None]:
                                                                      None)
 
 
-def _hold(ctx: ActionContext, tool: Any, call: ToolCall, timeout_s: float | None) -> _Held:
+def _hold(ctx: ActionExecution, tool: Any, call: ToolCall, timeout_s: float | None) -> _Held:
     """Hold ``call``: open its approval wait, which announces an ``ApprovalRequest``."""
 
     def request(approval_id: str) -> dict[str, Any]:
@@ -358,7 +356,7 @@ def _hold(ctx: ActionContext, tool: Any, call: ToolCall, timeout_s: float | None
     return _Held(wait_call(ctx, CallKind.APPROVAL, call.name, None, timeout_s, request), tool)
 
 
-async def _released(ctx: ActionContext, call: ToolCall, held: _Held) -> ToolResult:
+async def _released(ctx: ActionExecution, call: ToolCall, held: _Held) -> ToolResult:
     """The held call's result: the tool's, once approved; else the refusal the model reads."""
     try:
         answer = await held.approval
@@ -377,7 +375,7 @@ class DelegationCancelled(AgentsError):
     """A sub-agent call made for a chat model was cancelled: the chat goes no further."""
 
 
-def _delegation_result(ctx: RunnerContext, call: ToolCall, name: str,
+def _delegation_result(ctx: ActionExecution, call: ToolCall, name: str,
                        result: SubagentResult) -> ToolResult:
     """A sub-agent's result as the model sees it: JSON content, or the reason it failed.
 
@@ -425,7 +423,7 @@ def _delegation_result(ctx: RunnerContext, call: ToolCall, name: str,
     return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
 
 
-def _tool_resource(ctx: RunnerContext, setup: ChatModelSetup, offered: str) -> str | None:
+def _tool_resource(ctx: ActionExecution, setup: ChatModelSetup, offered: str) -> str | None:
     """The ``TOOL`` resource a callable name addresses.
 
     Returns:
@@ -441,7 +439,7 @@ def _tool_resource(ctx: RunnerContext, setup: ChatModelSetup, offered: str) -> s
     return None
 
 
-async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
+async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
     """Run the calls of a ``ToolRequestEvent``; answer with one result per call id.
 
     Callable names resolve to exactly one namespace: ``_subagent_<name>`` to the ``AGENT``
@@ -460,7 +458,6 @@ async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
         return
     setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
     assert isinstance(setup, ChatModelSetup)
-    assert isinstance(ctx, ActionContext)
     serial = setup.tool_dispatch == "serial"
     slots: list[tuple[ToolCall, Any, str | None]] = []
     for call in event.tool_calls:

@@ -30,7 +30,7 @@ from ._state import CallKind
 
 if TYPE_CHECKING:
     from ._commands import Command
-    from ._context import ActionContext
+    from ._execution import ActionExecution
 
 __all__ = ["DurableCall", "ChatFuture", "SubagentHandle", "chat_request"]
 
@@ -218,7 +218,7 @@ def _nothing_to_cancel(session_id: str, call_id: str) -> None:
 class SubagentHandle(SubagentFuture):
     """The handle of one sub-agent call (see ``SubagentFuture``)."""
 
-    def __init__(self, ctx: ActionContext | None, call: DurableCall | None, name: str,
+    def __init__(self, ctx: ActionExecution | None, call: DurableCall | None, name: str,
                  kind: str, session_id: str = "", setup: SubagentSetup | None = None,
                  failed: SubagentResult | None = None) -> None:
         self._ctx = ctx

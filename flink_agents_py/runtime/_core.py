@@ -35,7 +35,7 @@ from ..api import (
     UnsupportedAwaitError,
 )
 from ..api._events import EVENT_ID_SOURCE
-from ..plan import ActionPlan, AgentPlan
+from ..plan import BUILTIN_ACTIONS, ActionPlan, AgentPlan
 from ._calls import DurableCall
 from ._commands import (
     CancelInvocation,
@@ -48,7 +48,7 @@ from ._commands import (
     StartWait,
 )
 from ._completion import commit_memory, completion_error, unfinished_calls
-from ._context import ActionContext
+from ._execution import ActionExecution
 from ._executor import IOExecutor
 from ._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
 from ._inbox import Inbox
@@ -270,8 +270,8 @@ class AgentCore(WaitsCore):
             found = self._envs[path] = ResourceEnvironment(plan_at(self.plan, path))
         return found
 
-    def _submit(self, key: Any, ctx: ActionContext, call: DurableCall, fn: Callable[..., Any],
-                args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _submit(self, key: Any, ctx: ActionExecution, call: DurableCall,
+                fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Run ``fn`` on the I/O executor for ``ctx``'s action; deliver to its key's inbox."""
         call.running = True  # the action finishes only once its outcome is recorded
 
@@ -299,8 +299,8 @@ class AgentCore(WaitsCore):
             plan_at(self.plan, path), self._resources_at(path))
         action = plan.actions[rec.action]
         short_term, sensory = self._memories(step.state, run, env)
-        ctx = ActionContext(self.ledger, step.key, exec_id, rec, run, action.config, short_term,
-                            sensory, env, plan, resources)
+        ctx = ActionExecution(self.ledger, step.key, exec_id, rec, run, action.config,
+                              short_term, sensory, env, plan, resources)
         return _Task(action, event if event is not None else event_of(rec.event), ctx)
 
     def _reconcile_live(self, step: _Step) -> None:
@@ -403,7 +403,9 @@ class AgentCore(WaitsCore):
                     fn = task.action.function.resolve()
                     if not ctx.env:  # the agent's own actions, by name
                         self._fns[name] = fn
-                out = fn(task.event, ctx)  # keep: an async action, nothing to carry out yet
+                # the user's action gets its context; a built-in one, the execution itself
+                out = fn(task.event, ctx if name in BUILTIN_ACTIONS else ctx.context)
+                # keep: an async action, nothing to carry out yet
                 keep = type(out) is CoroutineType and not ctx.commands and not self._cancelled
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome
                 self._drain(step, task, None)
@@ -477,7 +479,7 @@ class AgentCore(WaitsCore):
                 return e
         return None
 
-    def _carry_out(self, step: _Step, ctx: ActionContext, command: Command) -> None:
+    def _carry_out(self, step: _Step, ctx: ActionExecution, command: Command) -> None:
         """Carry out one command of ``ctx``'s action (see ``_commands``)."""
         if isinstance(command, CancelInvocation):
             self._cancelled.extend(cancel_invocation(step.run, command.invocation_id))
@@ -501,7 +503,7 @@ class AgentCore(WaitsCore):
             try:
                 with not_stepping():  # the setup's own code, as outside an action step
                     _key, fn, reconciler = command.setup.prepare(
-                        ctx, command.input, command.session_id, call.call_id)
+                        ctx.context, command.input, command.session_id, call.call_id)
             except Exception as e:  # noqa: BLE001 - the call's outcome: raised at the await,
                 ctx.record_started(command)  # and again on replay
                 ctx.record_outcome(call, False, e)

@@ -60,7 +60,7 @@ from ._knowledge import durable_target
 from ._serde import digest, to_json_value
 
 if TYPE_CHECKING:
-    from ._context import ActionContext
+    from ._execution import ActionExecution
 
 __all__ = ["ActionLongTermMemory", "ActionMemorySet", "commit_long_term_memory"]
 
@@ -425,7 +425,7 @@ class ActionMemorySet(MemorySet):
 class ActionLongTermMemory(BaseLongTermMemory):
     """``ctx.long_term_memory`` of one action execution."""
 
-    def __init__(self, ctx: ActionContext) -> None:
+    def __init__(self, ctx: ActionExecution) -> None:
         self._ctx = ctx
         self.ctx = ctx
         self.writes: list[dict[str, Any]] = []
@@ -549,7 +549,7 @@ class ActionLongTermMemory(BaseLongTermMemory):
 
     def log(self, write: dict[str, Any]) -> None:
         """Log a write (checked for a JSON form now)."""
-        self._ctx._check_live("long-term memory")
+        self._ctx.check_live("long-term memory")
         self.writes.append(to_json_value(write, "a long-term memory write"))
 
     def call(self, label: str, fn: Any, *args: Any) -> Any:
@@ -567,7 +567,7 @@ class ActionLongTermMemory(BaseLongTermMemory):
             self.call("long_term_memory.commit", self.backend().commit, writes)
 
 
-def commit_long_term_memory(ctx: Any) -> BaseException | None:
+def commit_long_term_memory(ctx: ActionExecution) -> BaseException | None:
     """Apply an action's long-term memory writes as it completes (called by the core).
 
     Returns:
@@ -575,7 +575,7 @@ def commit_long_term_memory(ctx: Any) -> BaseException | None:
         none of its writes, memory or events apply).
 
     """
-    ltm = getattr(ctx, "__dict__", {}).get("_ltm")
+    ltm = ctx.ltm
     if ltm is None or not ltm.writes:
         return None
     try:

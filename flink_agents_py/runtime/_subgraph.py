@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api import (
     AsyncSubagentSetup,
@@ -41,7 +41,6 @@ from ..api import (
     OutputEvent,
     ResourceNotFoundError,
     ResourceType,
-    RunnerContext,
     SerializationError,
     SubagentResult,
     SubagentSetup,
@@ -54,6 +53,9 @@ from ._failures import with_original
 from ._outcomes import store_outcome
 from ._serde import event_json, to_plain_json
 from ._state import CallKind, CallRecord, Invocation, RunState
+
+if TYPE_CHECKING:
+    from ._execution import ActionExecution
 
 __all__ = ["plan_at", "route_at_root", "route_in_scope", "open_invocation", "invocation_result",
            "record_for_caller", "cancel_invocation", "under_cancelled",
@@ -296,7 +298,7 @@ def record_for_caller(run: RunState, inv: Invocation, inv_id: str, ok: bool, val
     return crec
 
 
-def resolve_subagent(ctx: RunnerContext, name: str) -> tuple[SubagentSetup | None, str]:
+def resolve_subagent(ctx: ActionExecution, name: str) -> tuple[SubagentSetup | None, str]:
     """The setup of sub-agent ``name`` as ``ctx`` sees it, or ``None`` and why it is refused.
 
     Args:

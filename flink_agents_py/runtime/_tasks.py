@@ -14,7 +14,7 @@ from typing import Any
 from ..api import Event
 from ..plan import ActionPlan
 from ._calls import DurableCall
-from ._context import ActionContext
+from ._execution import ActionExecution
 from ._results import StepResult
 from ._state import KeyState, RunState
 
@@ -27,7 +27,7 @@ class Task:
 
     action: ActionPlan
     event: Event
-    ctx: ActionContext
+    ctx: ActionExecution
     coro: Coroutine[Any, Any, Any] | None = None
     started: bool = False
     reentered: bool = False
@@ -57,7 +57,7 @@ class Step:
 class Delivery:
     """A call's outcome from the I/O executor, waiting in its key's inbox."""
 
-    ctx: ActionContext
+    ctx: ActionExecution
     call: DurableCall
     ok: bool
     value: Any

@@ -42,7 +42,7 @@ from ._tasks import Delivery, Step, Task
 from ._wait_calls import SLEEP_PREFIX
 
 if TYPE_CHECKING:
-    from ._context import ActionContext
+    from ._execution import ActionExecution
 
 __all__ = ["WaitsCore", "wall_clock_ms", "END_OF_INPUT"]
 
@@ -173,7 +173,7 @@ class WaitsCore:
             input=record if isinstance(record, dict) else shown_input(record)))
         return res
 
-    def _start_wait(self, step: Step, ctx: ActionContext, command: StartWait) -> None:
+    def _start_wait(self, step: Step, ctx: ActionExecution, command: StartWait) -> None:
         """Open the wait ``command`` describes (see the module docstring)."""
         run, call = step.run, command.call
         if command.correlation_id in run.waits:
