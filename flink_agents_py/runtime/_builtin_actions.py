@@ -44,13 +44,13 @@ from ..api import (
     WaitTimeoutError,
 )
 from ._budgets import budgeted_call, spend_key
-from ._execution import ActionExecution
 from ._failures import failure_text
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
-from ._state import CallKind
-from ._wait_calls import wait_call
+from .recorder._execution import ActionExecution
+from .recorder._state import CallKind
+from .recorder._wait_calls import wait_call
 
 __all__ = ["ChatCallFailed", "chat_model_action", "tool_call_action"]
 

@@ -29,7 +29,7 @@ from ..api import (
 )
 
 if TYPE_CHECKING:
-    from ._execution import ActionExecution
+    from .recorder._execution import ActionExecution
 
 __all__ = ["DurableEmbeddingModel", "DurableVectorStore", "durable_view", "durable_target",
            "context_retrieval_action"]

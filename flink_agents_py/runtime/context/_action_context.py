@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..api import (
+from ...api import (
     BaseLongTermMemory,
     ChatMessage,
     ChatResponse,
@@ -26,7 +26,7 @@ from ..api import (
 )
 
 if TYPE_CHECKING:
-    from ._execution import ActionExecution
+    from ..recorder._execution import ActionExecution
 
 __all__ = ["ActionContext"]
 

@@ -13,9 +13,9 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..api import UsageError
-from ._calls import DurableCall
-from ._commands import StartWait
+from ...api import UsageError
+from ..context._calls import DurableCall
+from ..core._commands import StartWait
 from ._outcomes import call_digest
 from ._state import CallKind
 

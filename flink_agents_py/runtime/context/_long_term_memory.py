@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from ..api import (
+from ...api import (
     BaseLongTermMemory,
     ChatMessage,
     Document,
@@ -55,12 +55,12 @@ from ..api import (
     VectorStoreError,
     VectorStoreQuery,
 )
-from ..api._embeddings import check_texts
-from ._knowledge import durable_target
-from ._serde import digest, to_json_value
+from ...api._embeddings import check_texts
+from .._knowledge import durable_target
+from .._serde import digest, to_json_value
 
 if TYPE_CHECKING:
-    from ._execution import ActionExecution
+    from ..recorder._execution import ActionExecution
 
 __all__ = ["ActionLongTermMemory", "ActionMemorySet", "commit_long_term_memory"]
 

@@ -19,13 +19,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ._memory import apply_writes
-from ._state import KeyState, RunState
-from ._versioning import check_unreached
+from ..context._memory import apply_writes
+from ..recorder._state import KeyState, RunState
+from ..recorder._versioning import check_unreached
 
 if TYPE_CHECKING:
-    from ._calls import DurableCall
-    from ._execution import ActionExecution
+    from ..context._calls import DurableCall
+    from ..recorder._execution import ActionExecution
 
 __all__ = ["unfinished_calls", "completion_error", "commit_memory"]
 

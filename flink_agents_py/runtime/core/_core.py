@@ -27,16 +27,23 @@ from collections.abc import Callable
 from types import CoroutineType
 from typing import Any
 
-from ..api import (
+from ...api import (
     Event,
     OutputEvent,
     ReplayDivergenceError,
     SerializationError,
     UnsupportedAwaitError,
 )
-from ..api._events import EVENT_ID_SOURCE
-from ..plan import BUILTIN_ACTIONS, ActionPlan, AgentPlan
-from ._calls import DurableCall
+from ...api._events import EVENT_ID_SOURCE
+from ...plan import BUILTIN_ACTIONS, ActionPlan, AgentPlan
+from .._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
+from .._resources import ResourceEnvironment, check_resources
+from .._serde import event_json, to_json_value
+from ..context._calls import DurableCall
+from ..context._long_term_memory import commit_long_term_memory
+from ..recorder._execution import ActionExecution
+from ..recorder._ledger import CallLedger, Failpoint, Journal
+from ..recorder._state import InflightAction, KeyState, RunState
 from ._commands import (
     CancelInvocation,
     Command,
@@ -48,18 +55,11 @@ from ._commands import (
     StartWait,
 )
 from ._completion import commit_memory, completion_error, unfinished_calls
-from ._execution import ActionExecution
 from ._executor import IOExecutor
-from ._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
 from ._inbox import Inbox
 from ._invocation_end import check_invocation, env_of
-from ._ledger import CallLedger, Failpoint, Journal
-from ._long_term_memory import commit_long_term_memory
 from ._observer import Observer, SafeObserver, event_parent
-from ._resources import ResourceEnvironment, check_resources
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_record, shown_input
-from ._serde import event_json, to_json_value
-from ._state import InflightAction, KeyState, RunState
 from ._stepper import enter_stepping, leave_stepping, not_stepping
 from ._subgraph import (
     cancel_invocation,

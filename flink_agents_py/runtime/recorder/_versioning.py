@@ -22,11 +22,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..api import ReplayDivergenceError, UsageError
+from ...api import ReplayDivergenceError, UsageError
 from ._state import CallKind, CallRecord
 
 if TYPE_CHECKING:
-    from ._calls import DurableCall
+    from ..context._calls import DurableCall
     from ._execution import ActionExecution
 
 __all__ = ["PATCH_PREFIX", "is_strict", "patched", "changed_arguments",

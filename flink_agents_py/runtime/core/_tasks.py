@@ -11,12 +11,12 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import Event
-from ..plan import ActionPlan
-from ._calls import DurableCall
-from ._execution import ActionExecution
+from ...api import Event
+from ...plan import ActionPlan
+from ..context._calls import DurableCall
+from ..recorder._execution import ActionExecution
+from ..recorder._state import KeyState, RunState
 from ._results import StepResult
-from ._state import KeyState, RunState
 
 __all__ = ["Task", "Step", "Delivery"]
 

@@ -29,7 +29,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..api import (
+from ...api import (
     AsyncSubagentSetup,
     ChatRequestEvent,
     ChatResponseError,
@@ -47,15 +47,15 @@ from ..api import (
     ToolRequestEvent,
     ToolResponseEvent,
 )
-from ..plan import ActionPlan, AgentPlan
+from ...plan import ActionPlan, AgentPlan
+from .._failures import with_original
+from .._serde import event_json, to_plain_json
+from ..recorder._outcomes import store_outcome
+from ..recorder._state import CallKind, CallRecord, Invocation, RunState
 from ._commands import StartChat, StartSubagent
-from ._failures import with_original
-from ._outcomes import store_outcome
-from ._serde import event_json, to_plain_json
-from ._state import CallKind, CallRecord, Invocation, RunState
 
 if TYPE_CHECKING:
-    from ._execution import ActionExecution
+    from ..recorder._execution import ActionExecution
 
 __all__ = ["plan_at", "route_at_root", "route_in_scope", "open_invocation", "invocation_result",
            "record_for_caller", "cancel_invocation", "under_cancelled",

@@ -177,7 +177,7 @@ class Observer:
     def call_started(self, key: Any, call_id: str, command: CallCommand, replayed: bool) -> None:
         """A durable call was made; ``replayed`` when its recorded outcome is returned.
 
-        ``command`` says what the call is (``runtime._commands``): its ``kind``
+        ``command`` says what the call is (``runtime.core._commands``): its ``kind``
         (``CallKind``), ``target`` (function, model, tool or sub-agent name) and display
         name ``function`` (also its ``str()``: ``chat:<setup>``, ``module:qualname``...).
         """

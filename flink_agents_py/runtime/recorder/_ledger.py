@@ -12,12 +12,12 @@ import collections
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._failures import FailureMessage
+from .._failures import FailureMessage
 from ._state import CallRecord
 
 if TYPE_CHECKING:
-    from ._commands import CallCommand
-    from ._observer import Observer
+    from ..core._commands import CallCommand
+    from ..core._observer import Observer
 
 __all__ = ["CallLedger", "Journal", "Failpoint"]
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel
 
-from ..api import (
+from ...api import (
     AsyncSubagentSetup,
     ChatMessage,
     DeferredSubagentSetup,
@@ -35,10 +35,15 @@ from ..api import (
     ResourceType,
     SubagentResult,
 )
-from ..api._events import EVENT_ID_SOURCE
-from ._action_context import ActionContext
-from ._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
-from ._commands import (
+from ...api._events import EVENT_ID_SOURCE
+from .._failures import with_original
+from .._knowledge import durable_view
+from .._serde import dumps, event_is_plain, event_json, from_json_value
+from ..context._action_context import ActionContext
+from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
+from ..context._long_term_memory import ActionLongTermMemory
+from ..context._memory import ActionMemory
+from ..core._commands import (
     Attach,
     CallCommand,
     CancelInvocation,
@@ -51,22 +56,17 @@ from ._commands import (
     StartChat,
     StartSubagent,
 )
-from ._failures import with_original
-from ._knowledge import durable_view
+from ..core._stepper import not_stepping
+from ..core._subgraph import resolve_subagent
 from ._ledger import CallLedger
-from ._long_term_memory import ActionLongTermMemory
-from ._memory import ActionMemory
 from ._outcomes import call_digest, fn_name, rebuild_exception, reordered_call, store_outcome
-from ._serde import dumps, event_is_plain, event_json, from_json_value
 from ._state import CallKind, CallRecord, InflightAction, RunState
-from ._stepper import not_stepping
-from ._subgraph import resolve_subagent
 from ._versioning import changed_arguments, is_strict, patched
 from ._wait_calls import wait_call
 
 if TYPE_CHECKING:
-    from ..plan import AgentPlan
-    from ._resources import ResourceEnvironment
+    from ...plan import AgentPlan
+    from .._resources import ResourceEnvironment
 
 __all__ = ["ActionExecution"]
 
