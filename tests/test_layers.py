@@ -119,3 +119,61 @@ def test_runtime_modules_other_than_the_core_do_not_import_it():
     assert importers <= allowed, (
         f"{sorted(importers - allowed)} import runtime.core._core: the core calls the "
         "execution and the invocation logic, never the other way round")
+
+
+def _library_imports(path: Path, package_name: str) -> list[tuple[int, str]]:
+    """``(line, module)`` for each library module ``path`` (in ``package_name``) imports.
+
+    Relative imports are resolved; ``from X import y`` counts ``X`` and, when ``y`` is a
+    module itself, ``X.y``.
+    """
+    import ast
+
+    package = package_name.split(".")
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            found.append((node.lineno, mod))
+            for a in node.names:
+                sub = ROOT.joinpath(*mod.split("."), a.name)
+                if sub.with_suffix(".py").exists() or (sub / "__init__.py").exists():
+                    found.append((node.lineno, f"{mod}.{a.name}"))
+    return [(n, m) for n, m in found if m.startswith("flink_agents_py.")]
+
+
+def _top_package(module: str) -> str:
+    """The library's top-level package ``module`` belongs to ('' for the root's modules)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and (ROOT / "flink_agents_py" / parts[1]).is_dir() else ""
+
+
+def test_no_package_imports_another_packages_private_modules():
+    lib = ROOT / "flink_agents_py"
+    reaching: list[str] = []
+    for path in sorted(lib.rglob("*.py")):
+        mine = _top_package(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        for line, module in _library_imports(path, _package_of(path)):
+            theirs = _top_package(module)
+            private = [p for p in module.split(".")[1:] if p.startswith("_")]
+            if theirs != mine and private:
+                reaching.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not reaching, (
+        "import another package's names from its __init__ or its internal module, not from "
+        "its private modules:\n" + "\n".join(reaching))
+
+
+def test_the_private_import_check_sees_a_reach_into_another_package(tmp_path):
+    # the detector itself: a module of the plan importing runtime._serde is caught
+    probe = tmp_path / "_probe.py"
+    probe.write_text("from ..runtime._serde import dumps\nfrom ..api import Event\n")
+    found = _library_imports(probe, "flink_agents_py.plan")
+    assert (1, "flink_agents_py.runtime._serde") in found
+    assert _top_package("flink_agents_py.runtime._serde") != _top_package(
+        "flink_agents_py.plan._probe_for_layers_test")

@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from ..runtime import CallRecord, Journal
-from ..runtime._serde import dumps
+from ..runtime.internal import dumps
 
 __all__ = ["KafkaJournal"]
 

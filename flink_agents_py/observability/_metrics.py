@@ -67,7 +67,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..runtime import CoreTally
-from ..runtime.core._observer import event_parent
+from ..runtime.internal import event_parent
 from ._distribution import Distribution
 from ._flink_mirror import (
     _DISTRIBUTIONS,

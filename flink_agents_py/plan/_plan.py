@@ -34,10 +34,14 @@ from ..api import (
     ToolResponseEvent,
     qualified_name,
 )
-from ..api._events import Event, event_class_for
-from ..api._resources import import_qualified
-from ..api._subagents import subagent_callable
-from ..api._tools import RESERVED_TOOL_PREFIX, offered_tool_name
+from ..api.internal import (
+    RESERVED_TOOL_PREFIX,
+    Event,
+    event_class_for,
+    import_qualified,
+    offered_tool_name,
+    subagent_callable,
+)
 from ._knowledge_checks import (
     agent_identity,
     check_knowledge_references,
@@ -280,9 +284,9 @@ def _near_known_type(event_type: str) -> str | None:
     """
     if event_class_for(event_type) is not Event:
         return None
-    from ..api._events import _REGISTRY
+    from ..api.internal import EVENT_TYPES
 
-    near = difflib.get_close_matches(event_type, list(_REGISTRY), n=1, cutoff=0.85)
+    near = difflib.get_close_matches(event_type, list(EVENT_TYPES), n=1, cutoff=0.85)
     return near[0] if near else None
 
 

@@ -55,7 +55,7 @@ from ...api import (
     VectorStoreError,
     VectorStoreQuery,
 )
-from ...api._embeddings import check_texts
+from ...api.internal import check_texts
 from .._knowledge import durable_target
 from .._serde import digest, to_json_value
 

@@ -34,7 +34,7 @@ from ...api import (
     SerializationError,
     UnsupportedAwaitError,
 )
-from ...api._events import EVENT_ID_SOURCE
+from ...api.internal import EVENT_ID_SOURCE
 from ...plan import BUILTIN_ACTIONS, ActionPlan, AgentPlan
 from .._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
 from .._resources import ResourceEnvironment, check_resources

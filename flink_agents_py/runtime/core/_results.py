@@ -13,8 +13,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel
 
 from ...api import Event, InputEvent
-from ...api._events import event_from_json
-from ...api._secrets import MaskedStr
+from ...api.internal import MaskedStr, event_from_json
 from .._serde import from_json_value, is_tagged_model
 
 __all__ = ["ErrorRecord", "StepResult", "input_event", "input_record", "event_of",

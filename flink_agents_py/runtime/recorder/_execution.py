@@ -35,7 +35,7 @@ from ...api import (
     ResourceType,
     SubagentResult,
 )
-from ...api._events import EVENT_ID_SOURCE
+from ...api.internal import EVENT_ID_SOURCE
 from .._failures import with_original
 from .._knowledge import durable_view
 from .._serde import dumps, event_is_plain, event_json, from_json_value
