@@ -39,6 +39,7 @@ from ...plan import BUILTIN_ACTIONS, ActionPlan, AgentPlan
 from .._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
 from .._resources import ResourceEnvironment, check_resources
 from .._serde import event_json, to_json_value
+from ..context._action_context import ActionContext
 from ..context._calls import DurableCall
 from ..context._long_term_memory import commit_long_term_memory
 from ..recorder._execution import ActionExecution
@@ -404,7 +405,7 @@ class AgentCore(WaitsCore):
                     if not ctx.env:  # the agent's own actions, by name
                         self._fns[name] = fn
                 # the user's action gets its context; a built-in one, the execution itself
-                out = fn(task.event, ctx if name in BUILTIN_ACTIONS else ctx.context)
+                out = fn(task.event, ctx if name in BUILTIN_ACTIONS else ActionContext(ctx))
                 # keep: an async action, nothing to carry out yet
                 keep = type(out) is CoroutineType and not ctx.commands and not self._cancelled
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome
@@ -503,7 +504,7 @@ class AgentCore(WaitsCore):
             try:
                 with not_stepping():  # the setup's own code, as outside an action step
                     _key, fn, reconciler = command.setup.prepare(
-                        ctx.context, command.input, command.session_id, call.call_id)
+                        ActionContext(ctx), command.input, command.session_id, call.call_id)
             except Exception as e:  # noqa: BLE001 - the call's outcome: raised at the await,
                 ctx.record_started(command)  # and again on replay
                 ctx.record_outcome(call, False, e)

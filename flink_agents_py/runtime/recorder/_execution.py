@@ -39,7 +39,6 @@ from ...api.internal import EVENT_ID_SOURCE
 from .._failures import with_original
 from .._knowledge import durable_view
 from .._serde import dumps, event_is_plain, event_json, from_json_value
-from ..context._action_context import ActionContext
 from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
 from ..context._long_term_memory import ActionLongTermMemory
 from ..context._memory import ActionMemory
@@ -79,8 +78,9 @@ _get_ident = threading.get_ident
 class ActionExecution:
     """One action execution as the core runs it (valid only while that execution runs).
 
-    It offers what ``RunnerContext`` promises (the user's ``context`` delegates each call
-    here) and the runtime's own work: call identities, replay, recording outcomes, the
+    It offers what ``RunnerContext`` promises (the user's ``ActionContext`` delegates each
+    call here; the execution does not point back at it, so no reference cycle outlives the
+    run) and the runtime's own work: call identities, replay, recording outcomes, the
     commands for the core, rebinding to fresh state objects.
 
     Args:
@@ -101,7 +101,7 @@ class ActionExecution:
     __slots__ = ("ledger", "_key", "execution_id", "_record", "run", "env", "plan", "resources",
                  "_config", "_short_term_base", "_short_term", "_sensory_base", "_sensory",
                  "emitted", "_event_seq", "_unsent_ids", "calls", "commands", "_next_ordinal",
-                 "finished", "diverged", "_owner", "used_long_term_memory", "ltm", "context")
+                 "finished", "diverged", "_owner", "used_long_term_memory", "ltm")
 
     def __init__(
         self, ledger: CallLedger, key: Any, execution_id: str, record: InflightAction,
@@ -134,7 +134,6 @@ class ActionExecution:
         self._owner = _get_ident()  # the operator thread (see ``event_id_source``)
         self.used_long_term_memory = False  # its writes are committed when the action ends
         self.ltm: ActionLongTermMemory | None = None  # made on first use
-        self.context = ActionContext(self)  # what the user's action gets
 
     # -- what RunnerContext promises (``ActionContext`` delegates here) ------------------
     @property
