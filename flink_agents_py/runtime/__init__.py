@@ -21,7 +21,7 @@ from .context._action_context import ActionContext
 from .context._calls import DurableCall
 from .core._core import AgentCore, ErrorRecord, StepResult
 from .core._executor import IOExecutor
-from .core._observer import CompositeObserver, CoreTally, Observer
+from .core._observer import CompositeObserver, Observer, ObserverProbe, Probe
 from .core._results import RejectedKey, rejected_record, select_key
 from .core._waits import wall_clock_ms
 from .recorder._journal import SqliteJournal
@@ -50,7 +50,8 @@ __all__ = [
     "FlowController",
     "FlowStats",
     "flow_controller",
-    "CoreTally",
+    "ObserverProbe",
+    "Probe",
     "DurableCall",
     "ErrorRecord",
     "RejectedKey",

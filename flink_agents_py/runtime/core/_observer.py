@@ -1,22 +1,23 @@
 """Observers: what the core reports as it runs (for metrics, event logs and traces).
 
-The core calls these hooks on the host's thread, in order, and never reads the clock for
-them: an observer that wants timings reads its own clock (a ``CoreTally`` hands the core the
-clock to time runs and actions with). Hooks must be fast and must not raise
-(an exception from an observer is logged and ignored).
+The core reports to one ``Probe``, a method per event called once at each site, on the
+host's thread, in order; it never reads the clock for it. Metrics implement the probe
+directly; any other ``Observer`` is reached through an ``ObserverProbe``, which calls its
+hooks. Hooks must be fast and must not raise (an exception from an observer's hook is logged
+and ignored).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._commands import CallCommand
 
-__all__ = ["Observer", "CompositeObserver", "SafeObserver", "CoreTally", "event_parent"]
+__all__ = ["Observer", "CompositeObserver", "SafeObserver", "Probe", "ObserverProbe", "probe_of",
+           "event_parent"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -33,111 +34,110 @@ def event_parent(event_id: str) -> str | None:
     return event_id.rsplit("/", 1)[0] if "/" in event_id else None
 
 
-@dataclass(slots=True, eq=False)
-class CoreTally:
-    """What the core counts and times itself for its single observer, instead of its hooks.
+class Probe:
+    """What the core reports as it runs: one method per event, called once at each site.
 
-    An observer that sets ``tally`` (and ``hooks_never_raise``) and is the core's only
-    observer gets, per event, action, run and output, the counts below kept inline by the
-    core in place of the hooks ``event_dispatched``, ``output_emitted``, ``action_started``,
-    ``action_finished``, ``run_started`` and ``run_completed`` (which the core then does not
-    call; the durable call hooks stay). Metrics use it: an echo record then costs no call
-    into the observer at all. The callables must not raise.
+    The core calls its probe on the host's thread, in order, and never reads the clock for
+    it. ``run_started`` and ``action_started`` return a token (anything, e.g. a clock
+    reading) that the core hands back to ``run_completed`` and ``action_finished`` for the
+    same run or execution (``None`` for a run started in another callback it did not keep,
+    or in another process). Methods must be fast and must not raise.
 
-    A distribution here is anything with a ``values`` list, a ``limit`` and a ``fold()``
-    (``observability.Distribution``): the core appends a value in milliseconds, then calls
-    ``fold()`` once ``len(values) >= limit``.
-
-    Attributes:
-        counters: the core adds 1 to ``"events_processed"`` per event dispatched, to
-            ``"outputs_emitted"`` per ``OutputEvent`` output that left the agent, to
-            ``"runs_started"`` and ``"runs_in_flight"`` per run started, and (unless it
-            calls ``run_ended``) to ``"runs_completed"`` per run completed, taking 1 from
-            ``"runs_in_flight"`` while that is above 0 (a restored run was not counted).
-        events_by_type: the core adds 1 to ``events_by_type[event.type]`` per event.
-        hooked_types: event types for which ``on_event(key, event)`` is called too (after
-            counting; ``event_parent(event.id)`` is the ``parent`` of ``event_dispatched``).
-        on_event: see ``hooked_types``.
-        clock: read by the core when a run or an action execution starts and completes
-            (monotonic seconds).
-        tracked: keys the observer keeps more about (open calls, chats): the core hands
-            their completed actions to ``action_ended`` and their completed runs to
-            ``run_ended``, and drops a key from it when the key's next run starts.
-        actions_executed: the core adds 1 to ``actions_executed[action]`` per action
-            execution that completed without an error (a failed one goes to
-            ``action_ended``).
-        action_latency: each action's distribution of execution times (ms), by name;
-            ``new_action_latency(action)`` makes (and keeps) one that is missing.
-        new_action_latency: see ``action_latency``.
-        run_latency: the distribution of run times (ms), start to completion, for the runs
-            started in this process.
-        action_ended: ``(key, execution_id, action, error, started)`` for an action
-            execution of a tracked key, or one that failed; ``started`` is what ``clock``
-            read when it started.
-        run_ended: ``(key, started)`` for a completed run of a tracked key, in place of the
-            counting above; ``started`` is what ``clock`` read when the run started, or
-            ``None`` (started in another process).
-        after_run: called after each completed run is counted inline (e.g. to push metrics
-            to Flink every so many runs), or ``None``.
-        action_reentered: ``(key, execution_id, action)`` when an action execution rebuilt
-            after a restore starts (before it runs).
+    Metrics implement it directly (``AgentMetrics.probe``); every other ``Observer`` is
+    reached through ``ObserverProbe``. Identities are as for ``Observer``.
     """
 
-    counters: dict[str, int]
-    events_by_type: dict[str, int]
-    hooked_types: frozenset[str]
-    on_event: Callable[[Any, Any], None]
-    clock: Callable[[], float]
-    tracked: dict[Any, Any]
-    actions_executed: dict[str, int]
-    action_latency: dict[Any, Any]
-    new_action_latency: Callable[[str], Any]
-    run_latency: Any
-    action_ended: Callable[[Any, str, str, BaseException | None, float], None]
-    run_ended: Callable[[Any, float | None], None]
-    after_run: Callable[[], None] | None
-    action_reentered: Callable[[Any, str, str], None]
+    __slots__ = ()
 
-    def action_done(self, key: Any, execution_id: str, action: str,
-                    error: BaseException | None, started: float) -> None:
-        """Count an action execution that completed (``started``: ``clock`` at its start)."""
-        if error is not None or (self.tracked and key in self.tracked):
-            self.action_ended(key, execution_id, action, error, started)
-            return
-        by = self.actions_executed  # the usual case, inline
-        by[action] = by.get(action, 0) + 1
-        d = self.action_latency.get(action) or self.new_action_latency(action)
-        values = d.values
-        values.append((self.clock() - started) * 1000.0)
-        if len(values) >= d.limit:
-            d.fold()
+    def run_started(self, key: Any, seq: int) -> Any:
+        """A run started for ``key`` (input number ``seq``); returns its token."""
+        return None
 
-    def run_begun(self, key: Any) -> float:
-        """Count a run that started; returns ``clock()``, to hand to ``run_done``."""
-        counters = self.counters
-        counters["runs_started"] += 1
-        counters["runs_in_flight"] += 1
-        if self.tracked:
-            self.tracked.pop(key, None)
-        return self.clock()
+    def run_completed(self, key: Any, seq: int, token: Any) -> None:
+        """The run ``seq`` of ``key`` completed (``token``: ``run_started``'s, or ``None``)."""
 
-    def run_done(self, key: Any, started: float | None) -> None:
-        """Count a completed run (``started``: ``clock`` at its start, or ``None``)."""
-        if self.tracked and key in self.tracked:
-            self.run_ended(key, started)
-            return
-        counters = self.counters
-        counters["runs_completed"] += 1
-        if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
-            counters["runs_in_flight"] -= 1
-        if started is not None:
-            d = self.run_latency
-            values = d.values
-            values.append((self.clock() - started) * 1000.0)
-            if len(values) >= d.limit:
-                d.fold()
-        if self.after_run is not None:
-            self.after_run()
+    def event_dispatched(self, key: Any, event: Any) -> None:
+        """``event`` was routed to its actions (its parent is ``event_parent(event.id)``)."""
+
+    def output_emitted(self, key: Any, output: Any, event_id: str) -> None:
+        """An ``OutputEvent``'s output left the agent."""
+
+    def action_started(self, key: Any, execution_id: str, action: str, reentered: bool) -> Any:
+        """An action execution started (``reentered``: rebuilt after a restore); its token."""
+        return None
+
+    def action_finished(self, key: Any, execution_id: str, action: str,
+                        error: BaseException | None, token: Any) -> None:
+        """An action execution completed (``error`` set when it failed)."""
+
+    def call_started(self, key: Any, call_id: str, command: CallCommand, replayed: bool) -> None:
+        """A durable call was made (see ``Observer.call_started``)."""
+
+    def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
+        """A durable call's outcome was recorded (see ``Observer.call_finished``)."""
+
+    def replay_finding(self, key: Any, execution_id: str, kind: str, message: str) -> None:
+        """A replay went on past something that may be wrong (see ``Observer``)."""
+
+
+class ObserverProbe(Probe):
+    """The probe of an ``Observer``: each event becomes the observer's hook.
+
+    Args:
+        observer: the observer (made safe by the caller when its hooks may raise).
+    """
+
+    __slots__ = ("observer",)
+
+    def __init__(self, observer: Observer) -> None:
+        self.observer = observer
+
+    def run_started(self, key: Any, seq: int) -> Any:
+        self.observer.run_started(key, seq)
+        return None
+
+    def run_completed(self, key: Any, seq: int, token: Any) -> None:
+        self.observer.run_completed(key, seq)
+
+    def event_dispatched(self, key: Any, event: Any) -> None:
+        self.observer.event_dispatched(key, event, event_parent(event.id))
+
+    def output_emitted(self, key: Any, output: Any, event_id: str) -> None:
+        self.observer.output_emitted(key, output, event_id)
+
+    def action_started(self, key: Any, execution_id: str, action: str, reentered: bool) -> Any:
+        self.observer.action_started(key, execution_id, action, reentered)
+        return None
+
+    def action_finished(self, key: Any, execution_id: str, action: str,
+                        error: BaseException | None, token: Any) -> None:
+        self.observer.action_finished(key, execution_id, action, error)
+
+    def call_started(self, key: Any, call_id: str, command: CallCommand, replayed: bool) -> None:
+        self.observer.call_started(key, call_id, command, replayed)
+
+    def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
+        self.observer.call_finished(key, call_id, ok, result)
+
+    def replay_finding(self, key: Any, execution_id: str, kind: str, message: str) -> None:
+        self.observer.replay_finding(key, execution_id, kind, message)
+
+
+def probe_of(observer: Observer | None) -> Probe | None:
+    """The probe the core reports to for ``observer`` (``None``: nothing observes it).
+
+    An observer that offers its own ``probe`` (metrics) is reached through it; any other
+    through an ``ObserverProbe``, with its hooks made safe unless ``hooks_never_raise``.
+
+    Returns:
+        The probe, or ``None``.
+    """
+    if observer is None:
+        return None
+    own = getattr(observer, "probe", None)
+    if own is not None:
+        return own  # type: ignore[no-any-return]
+    return ObserverProbe(observer if observer.hooks_never_raise else SafeObserver(observer))
 
 
 class Observer:
@@ -150,13 +150,13 @@ class Observer:
     Attributes:
         hooks_never_raise: set ``True`` on an observer whose hooks catch (and log) their own
             exceptions: the core then calls it directly instead of through ``SafeObserver``.
-        tally: a ``CoreTally`` the core keeps instead of calling the per-event and
-            per-action hooks (used only with ``hooks_never_raise``, when this observer is
-            the core's only one; ``None``: every hook is called).
+        probe: a ``Probe`` the core reports to instead of this observer's hooks (used when
+            this observer is the core's only one; ``None``: the core reaches the hooks
+            through an ``ObserverProbe``).
     """
 
     hooks_never_raise = False
-    tally: CoreTally | None = None
+    probe: Probe | None = None
 
     def run_started(self, key: Any, seq: int) -> None:
         """A run started for ``key`` (input number ``seq`` of that key)."""

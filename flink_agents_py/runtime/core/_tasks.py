@@ -32,7 +32,7 @@ class Task:
     started: bool = False
     reentered: bool = False
     waiting: DurableCall | None = None
-    started_at: float = 0.0  # the observer tally's clock when it started (with a tally)
+    token: Any = None  # the probe's token of its start (``Probe.action_started``)
     ending: tuple[BaseException | None] | None = None  # returned (or raised), with this error
 
 
