@@ -177,3 +177,44 @@ def test_the_private_import_check_sees_a_reach_into_another_package(tmp_path):
     assert (1, "flink_agents_py.runtime._serde") in found
     assert _top_package("flink_agents_py.runtime._serde") != _top_package(
         "flink_agents_py.plan._probe_for_layers_test")
+
+
+def test_the_plan_names_no_runtime_module_in_its_code():
+    # the built-in actions are handed to the plan by the runtime (runtime/_builtins.py), not
+    # named by the plan as 'module:function' strings the import graph cannot see
+    import ast
+
+    named: list[str] = []
+    for path in sorted((ROOT / "flink_agents_py" / "plan").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                      and n.body and isinstance(n.body[0], ast.Expr)}
+        named.extend(f"{path.name}:{n.lineno}" for n in ast.walk(tree)
+                     if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                     and "flink_agents_py.runtime" in n.value and id(n) not in docstrings)
+    assert not named, f"the plan names runtime modules in strings: {named}"
+
+
+def test_the_built_in_actions_are_the_runtimes_and_every_plan_carries_them():
+    out = run_fresh("""
+        import json
+        import flink_agents_py.runtime
+        from flink_agents_py.api import Agent, InputEvent, action
+        from flink_agents_py.plan import AgentPlan
+        from flink_agents_py.runtime._builtins import BUILTINS, CHAT_ROUTES
+
+        class A(Agent):
+            @action(InputEvent)
+            @staticmethod
+            def go(event, ctx):
+                pass
+
+        plan = AgentPlan.from_agent(A())
+        print(json.dumps({
+            "same": all(plan.actions[b.name].function.resolve() is b.function
+                        and plan.actions[b.name].triggers == b.triggers for b in BUILTINS),
+            "routes": sorted(set(CHAT_ROUTES.values())),
+        }))
+    """)
+    assert out == {"same": True, "routes": ["_chat_model_action", "_tool_call_action"]}

@@ -1,5 +1,6 @@
 """The engine-neutral runtime core: no PyFlink here. Hosts (local, Flink) wrap ``AgentCore``."""
 
+from . import _builtins  # noqa: F401 - registers the built-in actions with the plan first
 from ._flow import FlowController, FlowStats, flow_controller
 from ._host_options import HostOptions
 from ._keys import (

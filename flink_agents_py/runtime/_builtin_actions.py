@@ -16,7 +16,7 @@ The conversation of an open chat lives in the run's sensory memory under ``_chat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -48,9 +48,11 @@ from ._failures import failure_text
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
-from .recorder._execution import ActionExecution
 from .recorder._state import CallKind
 from .recorder._wait_calls import wait_call
+
+if TYPE_CHECKING:
+    from .recorder._execution import ActionExecution
 
 __all__ = ["ChatCallFailed", "chat_model_action", "tool_call_action"]
 

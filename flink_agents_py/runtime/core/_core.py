@@ -35,7 +35,8 @@ from ...api import (
     UnsupportedAwaitError,
 )
 from ...api.internal import EVENT_ID_SOURCE
-from ...plan import BUILTIN_ACTIONS, ActionPlan, AgentPlan
+from ...plan import ActionPlan, AgentPlan
+from .._builtins import BUILTIN_NAMES
 from .._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
 from .._resources import ResourceEnvironment, check_resources
 from .._serde import event_json, to_json_value
@@ -388,7 +389,7 @@ class AgentCore(WaitsCore):
                     if not ctx.env:  # the agent's own actions, by name
                         self._fns[name] = fn
                 # the user's action gets its context; a built-in one, the execution itself
-                out = fn(task.event, ctx if name in BUILTIN_ACTIONS else ActionContext(ctx))
+                out = fn(task.event, ctx if name in BUILTIN_NAMES else ActionContext(ctx))
                 # keep: an async action, nothing to carry out yet
                 keep = type(out) is CoroutineType and not ctx.commands and not self._cancelled
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome

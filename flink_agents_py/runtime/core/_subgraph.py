@@ -44,10 +44,9 @@ from ...api import (
     SerializationError,
     SubagentResult,
     SubagentSetup,
-    ToolRequestEvent,
-    ToolResponseEvent,
 )
 from ...plan import ActionPlan, AgentPlan
+from .._builtins import CHAT_ROUTES
 from .._failures import with_original
 from .._serde import event_json, to_plain_json
 from ..recorder._outcomes import store_outcome
@@ -61,11 +60,6 @@ __all__ = ["plan_at", "route_at_root", "route_in_scope", "open_invocation", "inv
            "record_for_caller", "cancel_invocation", "under_cancelled",
            "check_result", "checked_result", "poll_result", "resolve_subagent"]
 
-CHAT_ROUTES = {
-    ChatRequestEvent.EVENT_TYPE: "_chat_model_action",
-    ToolResponseEvent.EVENT_TYPE: "_chat_model_action",
-    ToolRequestEvent.EVENT_TYPE: "_tool_call_action",
-}
 
 log = logging.getLogger("flink_agents_py.runtime")
 
