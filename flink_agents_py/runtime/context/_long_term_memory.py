@@ -402,7 +402,7 @@ class ActionMemorySet(MemorySet):
         messages = [ChatMessage(role=MessageRole.SYSTEM, content=instructions or _COMPACT),
                     ChatMessage(role=MessageRole.USER,
                                 content="\n".join(f"- {i.value}" for i in items))]
-        response = await self._ltm.ctx.chat(chat_model, messages)
+        response = await self._ltm._ctx.chat(chat_model, messages)
         summary = (response.message.content or "").strip()
         if not summary:
             raise VectorStoreError(f"memory set {self.name!r}: chat model {chat_model!r} "
@@ -426,8 +426,7 @@ class ActionLongTermMemory(BaseLongTermMemory):
     """``ctx.long_term_memory`` of one action execution."""
 
     def __init__(self, ctx: ActionExecution) -> None:
-        self._ctx = ctx
-        self.ctx = ctx
+        self._ctx = ctx  # the execution: not a user-facing attribute
         self.writes: list[dict[str, Any]] = []
         self._n = 0
         self._backend: _Store | None = None
