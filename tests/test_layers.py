@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -218,3 +219,28 @@ def test_the_built_in_actions_are_the_runtimes_and_every_plan_carries_them():
         }))
     """)
     assert out == {"same": True, "routes": ["_chat_model_action", "_tool_call_action"]}
+
+
+def test_a_users_action_gets_exactly_what_runner_context_promises():
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+    from flink_agents_py.runtime import ActionContext
+
+    def public(cls: type) -> set[str]:
+        return {n for n in dir(cls) if not n.startswith("_")}
+
+    seen: list[Any] = []
+
+    class Look(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def look(event: InputEvent, ctx: RunnerContext) -> None:
+            seen.append(ctx)
+            ctx.send_event(OutputEvent(output=event.input))
+
+    res = AgentsExecutionEnvironment.local().from_list([1]).apply(Look()).run()
+    assert res.outputs == [1]
+    (ctx,) = seen
+    assert type(ctx) is ActionContext
+    assert public(type(ctx)) == public(RunnerContext)
+    assert not hasattr(ctx, "__dict__")  # slots all the way: nothing else can be hung on it
