@@ -66,7 +66,7 @@ def _trace(args: argparse.Namespace) -> int:
         return 1
     exporter = None
     if args.otlp:
-        from .observability._otel import otlp_exporter
+        from .observability.internal import otlp_exporter
 
         headers = {}
         for item in args.otlp_header or ():
@@ -89,7 +89,7 @@ def _trace(args: argparse.Namespace) -> int:
                        encoding="utf-8")
         _say(f"wrote {out} ({len(traces)} run{'s' if len(traces) != 1 else ''})")
     if exporter is not None:
-        from .observability._otel import export_otel
+        from .observability.internal import export_otel
 
         runs = f"{len(traces)} run{'s' if len(traces) != 1 else ''}"
         try:

@@ -20,7 +20,7 @@ from flink_agents_py.compat import RunStatus as CompatRunStatus
 from flink_agents_py.observability import Distribution
 from flink_agents_py.runtime._builtin_actions import chat_model_action, tool_call_action
 from flink_agents_py.runtime._knowledge import DurableVectorStore, context_retrieval_action
-from flink_agents_py.runtime._stepper import _StepperLoop
+from flink_agents_py.runtime.core._stepper import _StepperLoop
 from flink_agents_py.starter.my_agent import scripted_model
 from flink_agents_py.testing import ThrottlingProvider
 
@@ -60,7 +60,7 @@ tool_call_action
 context_retrieval_action
 scripted_model  # the starter's model (flink_agents_py/starter/my_agent.py), by its name
 
-# asyncio calls these on the running loop (runtime/_stepper.py's stand-in loop)
+# asyncio calls these on the running loop (runtime/core/_stepper.py's stand-in loop)
 _StepperLoop.call_at
 _StepperLoop.get_debug
 _StepperLoop.is_running

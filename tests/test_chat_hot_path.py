@@ -36,7 +36,6 @@ from flink_agents_py.api import (
     chat_model_setup,
 )
 from flink_agents_py.api._messages import TokenUsage
-from flink_agents_py.runtime._memory import ActionMemory
 from flink_agents_py.runtime._serde import (
     _walk,
     event_json,
@@ -44,6 +43,7 @@ from flink_agents_py.runtime._serde import (
     to_json_value,
     to_plain_json,
 )
+from flink_agents_py.runtime.context._memory import ActionMemory
 from flink_agents_py.testing import check_replay_safety
 
 pytestmark = pytest.mark.timeout(120)
@@ -263,7 +263,7 @@ def test_a_chat_agent_from_a_users_own_module(tmp_path):
 def test_stored_run_state_is_its_records_json_with_the_format_version_last():
     """``to_stored`` (msgspec) writes exactly what the records' ``to_builtins`` hold."""
     from flink_agents_py.runtime._serde import dumps, loads
-    from flink_agents_py.runtime._state import (
+    from flink_agents_py.runtime.recorder._state import (
         CallKind,
         CallRecord,
         InflightAction,

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from flink_agents_py.runtime._executor import IOExecutor
+from flink_agents_py.runtime.core._executor import IOExecutor
 
 
 def _collect(executor: IOExecutor, n: int, fn: Any, *, key: Any = None) -> list[tuple[bool, Any]]:

@@ -18,7 +18,7 @@ from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import InMemoryKeyState
-from flink_agents_py.runtime._results import event_of, input_event
+from flink_agents_py.runtime.core._results import event_of, input_event
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -21,7 +21,7 @@ from flink_agents_py.api import (
     action,
 )
 from flink_agents_py.runtime import CallKind, RunState
-from flink_agents_py.runtime._state import Invocation
+from flink_agents_py.runtime.recorder._state import Invocation
 
 
 class Child(Agent):

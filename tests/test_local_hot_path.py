@@ -19,7 +19,7 @@ import pytest
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
-from flink_agents_py.runtime._results import _construct_input, input_event
+from flink_agents_py.runtime.core._results import _construct_input, input_event
 
 pytestmark = pytest.mark.timeout(60)
 

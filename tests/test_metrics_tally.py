@@ -1,7 +1,8 @@
-"""``AgentMetrics`` as a core's only observer: the core keeps its ``CoreTally``.
+"""``AgentMetrics`` as a core's only observer: the core reports to its ``MetricsProbe``.
 
-The core then counts events and outputs itself and times actions with the metrics' clock,
-calling the metrics only for runs, durable calls, chat events and completed actions. A
+The probe counts events, outputs, runs and actions inline and times them with the metrics'
+clock, calling into the metrics' hooks only for durable calls, chat events and keys with
+calls or chats open. A
 reporter must see the same names and values as through every hook, and other observers
 (custom ones, subclasses overriding a hook) must still get every hook.
 """
@@ -67,7 +68,7 @@ class Recorder(Observer):
 
 def _no_hook(name: str):
     def hook(*args: Any) -> None:
-        raise AssertionError(f"the core called {name} although it keeps the tally")
+        raise AssertionError(f"the core called {name} although it reports to the probe")
     return hook
 
 
@@ -81,13 +82,13 @@ ECHO_RECORDS = [{"key": f"k{i % 3}", "n": i} for i in range(12)]
 ], ids=["echo", "failing-actions", "chats-tools-subagents"])
 def test_metrics_alone_count_what_every_hookmetric_counts(agent, records):
     alone, beside, recorder = AgentMetrics(), AgentMetrics(), Recorder()
-    assert alone.tally is not None
+    assert alone.probe is not None
     for name in ("action_started", "action_finished", "output_emitted", "run_started",
                  "run_completed"):
-        setattr(alone, name, _no_hook(name))  # the core must not call these: it tallies
+        setattr(alone, name, _no_hook(name))  # the core reports to its probe instead
     AgentsExecutionEnvironment.local(metrics=False, observer=alone).from_list(
         records).apply(agent()).run()
-    # beside another observer: no tally, every hook is called, for both observers
+    # beside another observer: no probe of its own, every hook is called, for both observers
     AgentsExecutionEnvironment.local(metrics=False, observer=CompositeObserver(
         beside, recorder)).from_list(records).apply(agent()).run()
     got, want = metric_counts(alone), metric_counts(beside)
@@ -104,14 +105,14 @@ def test_metrics_alone_count_what_every_hookmetric_counts(agent, records):
     assert alone.open_calls() == 0 and not alone._keys  # nothing kept after the runs
 
 
-def test_a_subclass_overriding_a_hook_gets_every_hook_and_no_tally():
+def test_a_subclass_overriding_a_hook_gets_every_hook_and_no_probe():
     class Seeing(AgentMetrics):
         def event_dispatched(self, key: Any, event: Any, parent: str | None) -> None:
             self.seen = getattr(self, "seen", 0) + 1
             super().event_dispatched(key, event, parent)
 
     m = Seeing()
-    assert m.tally is None
+    assert m.probe is None
     AgentsExecutionEnvironment.local(metrics=False, observer=m).from_list(
         ECHO_RECORDS).apply(Echo()).run()
     snap = m.snapshot()
@@ -151,7 +152,7 @@ def _until(core: AgentCore, state: InMemoryKeyState, done) -> list[Any]:
     return outputs
 
 
-def test_an_action_reentered_after_a_restore_is_counted_with_the_tally():
+def test_an_action_reentered_after_a_restore_is_counted_by_the_probe():
     plan = AgentPlan.from_agent(TwoSteps())
     _GATE.clear()
     old = AgentCore(plan, observer=AgentMetrics())

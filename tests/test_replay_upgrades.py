@@ -44,8 +44,8 @@ from flink_agents_py.api import (
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import CallRecord, InMemoryKeyState, Journal
-from flink_agents_py.runtime._identity import bound_state, stable_form
-from flink_agents_py.runtime._outcomes import call_digest
+from flink_agents_py.runtime.recorder._identity import bound_state, stable_form
+from flink_agents_py.runtime.recorder._outcomes import call_digest
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -241,8 +241,8 @@ class _SdkError(Exception):
 def test_a_failed_durable_call_is_recorded_in_keyed_state_with_the_key_masked():
     import msgspec
 
-    from flink_agents_py.runtime._outcomes import rebuild_exception, store_outcome
-    from flink_agents_py.runtime._state import CallRecord
+    from flink_agents_py.runtime.recorder._outcomes import rebuild_exception, store_outcome
+    from flink_agents_py.runtime.recorder._state import CallRecord
 
     key = str(uuid.uuid4())
     register_secret(key, "$TEST_KEY")

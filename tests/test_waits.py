@@ -416,7 +416,7 @@ def test_an_event_before_its_wait_opens_is_held_and_claimed_when_the_wait_opens(
 
 
 def test_an_early_event_is_given_up_after_its_hold_time():
-    from flink_agents_py.runtime._waits import EARLY_HOLD_S
+    from flink_agents_py.runtime.core._waits import EARLY_HOLD_S
 
     events = [{"key": "a", "correlation_id": "second-a", "payload": 2},
               AdvanceTime(EARLY_HOLD_S + 1),
@@ -428,7 +428,7 @@ def test_an_early_event_is_given_up_after_its_hold_time():
 
 
 def test_a_run_holds_a_bounded_number_of_early_events():
-    from flink_agents_py.runtime._waits import EARLY_MAX
+    from flink_agents_py.runtime.core._waits import EARLY_MAX
 
     events = [{"key": "a", "correlation_id": f"n{i}"} for i in range(EARLY_MAX + 1)]
     result = _job([{"key": "a", "timeout_s": 5}], events).run()

@@ -99,7 +99,7 @@ def test_a_timeout_is_a_processing_time_timer_of_its_key():
 
 
 def test_an_early_event_is_held_in_keyed_state_with_a_timer_and_the_run_stays_parked(parked):
-    from flink_agents_py.runtime._waits import EARLY_HOLD_S
+    from flink_agents_py.runtime.core._waits import EARLY_HOLD_S
 
     h = parked
     # no wait for it (yet): held (not ``_answer``: its timers fire only 600 s from now)

@@ -39,8 +39,7 @@ from ..api import (
     UsageError,
     qualified_name,
 )
-from ..api._events import json_schema_of
-from ..api._resources import import_qualified
+from ..api.internal import import_qualified, json_schema_of
 
 __all__ = ["ReActAgent", "ReActAgentError", "DEFAULT_CHAT_MODEL", "react_action_config"]
 

@@ -87,6 +87,8 @@ _MISSING = object()
 class RunnerContext(ABC):
     """The context an action receives; its methods delegate to the hosting runtime."""
 
+    __slots__ = ()  # an implementation chooses its own (the runtime's keeps one slot)
+
     @property
     @abstractmethod
     def key(self) -> Any:

@@ -74,7 +74,7 @@ class Configuration:
 def _type_of(resource: Any) -> ResourceType:
     """The type of a resource given without one (its class's ``RESOURCE_TYPE``)."""
     from ..api import Resource, ResourceDescriptor
-    from ..api._resources import import_qualified
+    from ..api.internal import import_qualified
 
     cls = type(resource)
     if isinstance(resource, ResourceDescriptor):
@@ -224,7 +224,7 @@ class LocalAgentsEnvironment(_Environment):
             UsageError: when ``input`` is one value (a dict, a string), not a list of
                 records.
         """
-        from ..local._records import check_records
+        from ..local.internal import check_records
 
         check_records(input, "from_list")
         return _LocalBuilder(self, list(input))
@@ -320,7 +320,7 @@ class FlinkAgentsEnvironment(_Environment):
     """Our Flink host with Flink Agents' ``from_datastream(input=...)`` / ``execute``."""
 
     def __init__(self, env: Any, **options: Any) -> None:
-        from .._environment import AgentsExecutionEnvironment as _Ours
+        from .. import AgentsExecutionEnvironment as _Ours
 
         super().__init__()
         self.flink = _Ours.flink(env, **options)

@@ -1,9 +1,9 @@
 """``KafkaJournal``: the write-ahead journal of durable call outcomes in a compacted Kafka topic.
 
-Same role as ``SqliteJournal`` (see ``runtime._journal``), for jobs whose task managers share
-no disk: each durable call's outcome is appended before the action continues, and after a
-restore the calls the checkpoint does not hold are answered from the journal instead of
-running again.
+Same role as ``SqliteJournal`` (see ``runtime.recorder._journal``), for jobs whose task
+managers share no disk: each durable call's outcome is appended before the action
+continues, and after a restore the calls the checkpoint does not hold are answered from
+the journal instead of running again.
 
 How it works (kept simple on purpose):
 
@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from ..runtime import CallRecord, Journal
-from ..runtime._serde import dumps
+from ..runtime.internal import dumps
 
 __all__ = ["KafkaJournal"]
 

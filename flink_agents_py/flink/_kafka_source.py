@@ -18,7 +18,7 @@ import orjson
 
 from ..api import SerializationError
 from ..io import MAX_RECORD_BYTES, decode_record, excerpt
-from ..runtime._serde import loads_record
+from ..runtime.internal import loads_record
 from ._kafka_jars import DESERIALIZER, add_kafka_jars, new_java
 
 __all__ = ["KafkaInput", "KafkaMessage", "from_kafka", "json_value", "read_json_topic"]

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..api import SerializationError
-from ..runtime._serde import loads_record
+from ..runtime.internal import loads_record
 
 __all__ = [
     "MAX_RECORD_BYTES",

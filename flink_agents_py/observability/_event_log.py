@@ -47,8 +47,8 @@ from typing import Any, Literal
 
 import orjson
 
-from ..api._secrets import has_known_secret, mask_value, registered_secret_count
-from ..runtime._failures import failure_text
+from ..api.internal import has_known_secret, mask_value, registered_secret_count
+from ..runtime.internal import failure_text
 from ._ids import chat_response_of, parse_result
 from ._payload import Redactor, to_loggable, truncate
 from ._tracking import CallInfo, TrackingObserver

@@ -110,7 +110,7 @@ class HostObservability:
                 budgets left of the chat model setups it builds: ``runtime._gauges``).
         """
         if self.metrics is not None:
-            from ..runtime._gauges import live_gauges
+            from ..runtime.internal import live_gauges
 
             self.metrics.gauge_source = lambda: live_gauges(resources)
 

@@ -76,8 +76,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..runtime import CoreTally
-from ..runtime._observer import event_parent
+from ..runtime.internal import event_parent
 from ._distribution import Distribution
 from ._flink_mirror import (
     _DISTRIBUTIONS,
@@ -90,6 +89,7 @@ from ._flink_mirror import (
 )
 from ._ids import CHAT_ACTION, action_parent
 from ._metric_counts import MetricCounts
+from ._metrics_probe import MetricsProbe
 from ._tracking import _KINDS, _KeyTrack
 
 __all__ = ["AgentMetrics", "Distribution", "FlinkMetricsMirror", "METRIC_GROUP"]
@@ -138,9 +138,9 @@ class AgentMetrics(MetricCounts):
     by itself, reading the clock once: no ``CallInfo`` per durable call (an executed call in
     flight is one ``(start, kind, label)`` tuple on its key's track), no callback per hook,
     and the per-run tracks (chat bookkeeping included) are reused across runs. As a core's
-    only observer it also hands the core a ``CoreTally``: the core then counts events and
-    outputs into ``counters``/``labelled`` itself and times each action with ``clock``, and
-    calls this observer only for runs, durable calls, chat events and completed actions.
+    only observer it hands the core its ``probe`` (``MetricsProbe``), which counts events,
+    outputs, runs and actions inline and times them with ``clock``, and calls into these
+    hooks only for durable calls, chat events and keys with calls or chats open.
     """
 
     hooks_never_raise = True
@@ -181,17 +181,8 @@ class AgentMetrics(MetricCounts):
         only other observers need (parents, run names, events' chat context)."""
         if any(getattr(cls, name) is not getattr(AgentMetrics, name) for name in _CORE_HOOKS):
             self.hooks_never_raise = False  # a subclass's own hook may raise
-        if self._direct and self.hooks_never_raise:  # the core counts and times inline
-            self.tally = CoreTally(
-                counters=self.counters, events_by_type=self._events_by_type,
-                hooked_types=_CHAT_EVENTS, on_event=self._tally_event, clock=self.clock,
-                tracked=self._keys, actions_executed=self._actions_executed,
-                action_latency=self._action_latency, new_action_latency=self._new_action_latency,
-                run_latency=(self._run_latency.get(None)
-                             or self._distribution(self._run_latency, None)),
-                action_ended=self._tally_action_ended, run_ended=self._tally_run_ended,
-                after_run=self._run_counted if self.flink is not None else None,
-                action_reentered=self._tally_reentered)
+        if self._direct and self.hooks_never_raise:  # the core reports to it directly
+            self.probe: MetricsProbe | None = MetricsProbe(self, _CHAT_EVENTS, _hook_failed)
 
     # -- the core's hooks (direct on the hot path: the same counts as the callbacks) ----
     # Each catches and logs what it raises (``hooks_never_raise``: the core calls them
@@ -220,18 +211,6 @@ class AgentMetrics(MetricCounts):
                 return
             self._run_ended(key, self._run_start.pop(key, None))
         except Exception:  # noqa: BLE001 - metrics never fail the agent
-            _hook_failed("run_completed")
-
-    def _tally_run_ended(self, key: Any, start: float | None) -> None:
-        try:
-            self._run_ended(key, start)
-        except Exception:  # noqa: BLE001
-            _hook_failed("run_completed")
-
-    def _run_counted(self) -> None:
-        try:
-            self._maybe_flush(1)
-        except Exception:  # noqa: BLE001
             _hook_failed("run_completed")
 
     def _run_ended(self, key: Any, start: float | None) -> None:
@@ -330,39 +309,17 @@ class AgentMetrics(MetricCounts):
                 self._action_latency, action)
             d.update((self.clock() - start) * 1000.0)
 
-    # -- the core's tally callbacks (``CoreTally``: the core counts events and outputs) --
-    def _tally_event(self, key: Any, event: Any) -> None:
-        try:
-            self._chat_event(key, event, event.type, None)
-        except Exception:  # noqa: BLE001
-            _hook_failed("event_dispatched")
-
-    def _tally_action_ended(self, key: Any, execution_id: str, action: str,
-                            error: BaseException | None, started: float) -> None:
-        try:  # a failed action, or one of a key with calls or chats tracked
-            self._action_ended(key, self._keys.get(key), execution_id, action, error, started)
-        except Exception:  # noqa: BLE001
-            _hook_failed("action_finished")
-
-    def _new_action_latency(self, action: str) -> Distribution:
-        return self._distribution(self._action_latency, action)
-
     @property
     def clock(self) -> Callable[[], float]:
-        """Monotonic seconds; setting it also sets the core's (``CoreTally.clock``)."""
+        """Monotonic seconds; setting it also sets its probe's (``MetricsProbe.clock``)."""
         return self._clock
 
     @clock.setter
     def clock(self, clock: Callable[[], float]) -> None:
         self._clock = clock
-        if self.tally is not None:
-            self.tally.clock = clock
-
-    def _tally_reentered(self, key: Any, execution_id: str, action: str) -> None:
-        try:
-            self._inc("actions_reentered", 1, action)
-        except Exception:  # noqa: BLE001
-            _hook_failed("action_started")
+        probe = getattr(self, "probe", None)
+        if probe is not None:
+            probe.clock = clock
 
     def call_started(self, key: Any, call_id: str, command: Any, replayed: bool) -> None:
         try:

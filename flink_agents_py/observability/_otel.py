@@ -43,7 +43,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..api import AgentsError
-from ..api._secrets import mask_secrets, mask_value, register_header_secret
+from ..api.internal import mask_secrets, mask_value, register_header_secret
 from ._event_log import EventLogSink
 from ._ids import run_of
 from ._trace import RunTrace, TraceNode, _call_kind, _key_text, _keystr, build_traces

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from ..api._secrets import SECRET_VALUE_PATTERNS, mask_known
+from ..api.internal import SECRET_VALUE_PATTERNS, mask_known
 
 __all__ = ["Redactor", "REDACTED", "truncate", "to_loggable", "SECRET_KEY_PATTERN"]
 

@@ -14,7 +14,7 @@ from ..api import (
     ResourceType,
     VectorStore,
 )
-from ..api._resources import import_qualified
+from ..api.internal import import_qualified
 
 __all__ = ["agent_identity", "check_knowledge_references", "default_collection",
            "name_default_collections"]

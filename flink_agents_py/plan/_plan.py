@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ..api import (
     Agent,
     ChatModelSetup,
-    ChatRequestEvent,
     FunctionTool,
     InternalSubagent,
     PlanError,
@@ -30,37 +30,49 @@ from ..api import (
     ResourceError,
     ResourceType,
     SubagentSetup,
-    ToolRequestEvent,
-    ToolResponseEvent,
     qualified_name,
 )
-from ..api._events import Event, event_class_for
-from ..api._resources import import_qualified
-from ..api._subagents import subagent_callable
-from ..api._tools import RESERVED_TOOL_PREFIX, offered_tool_name
+from ..api.internal import (
+    RESERVED_TOOL_PREFIX,
+    Event,
+    event_class_for,
+    import_qualified,
+    offered_tool_name,
+    subagent_callable,
+)
 from ._knowledge_checks import (
     agent_identity,
     check_knowledge_references,
     name_default_collections,
 )
 
-__all__ = ["FunctionRef", "ActionPlan", "ResourcePlan", "AgentPlan", "BUILTIN_ACTIONS"]
+__all__ = ["FunctionRef", "ActionPlan", "ResourcePlan", "AgentPlan", "BUILTIN_ACTIONS",
+           "BuiltinAction", "register_builtin_actions"]
 
-BUILTIN_ACTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "_chat_model_action": (
-        "flink_agents_py.runtime._builtin_actions:chat_model_action",
-        (ChatRequestEvent.EVENT_TYPE, ToolResponseEvent.EVENT_TYPE),
-    ),
-    "_tool_call_action": (
-        "flink_agents_py.runtime._builtin_actions:tool_call_action",
-        (ToolRequestEvent.EVENT_TYPE,),
-    ),
-    "_context_retrieval_action": (
-        "flink_agents_py.runtime._knowledge:context_retrieval_action",
-        ("ContextRetrievalRequestEvent",),
-    ),
-}
-"""Actions every plan carries: the chat model action and the tool call action."""
+class BuiltinAction(NamedTuple):
+    """An action every plan carries: implemented by the runtime, which registers it."""
+
+    function: Callable[..., Any]
+    triggers: tuple[str, ...]
+
+
+_BUILTINS: dict[str, BuiltinAction] = {}
+BUILTIN_ACTIONS: Mapping[str, BuiltinAction] = MappingProxyType(_BUILTINS)
+"""Actions every plan carries (the chat model, tool call and context retrieval actions), by
+name, as the runtime registered them with ``register_builtin_actions`` when it was
+imported: the plan names no runtime module (the runtime hands its registry down)."""
+
+
+def register_builtin_actions(actions: Mapping[str, BuiltinAction]) -> None:
+    """Make ``actions`` the built-in actions of every plan compiled from now on.
+
+    Called by the runtime (``flink_agents_py.runtime._builtins``), which owns them.
+
+    Args:
+        actions: the built-in actions, by name.
+    """
+    _BUILTINS.clear()
+    _BUILTINS.update(actions)
 
 
 class FunctionRef(BaseModel):
@@ -258,9 +270,9 @@ def _compile_actions(agent: Agent, problems: list[str]) -> dict[str, ActionPlan]
         problems.append(
             f"agent {type(agent).__name__} declares no actions, so no record would do anything: "
             "decorate a static method with @action(InputEvent), or call add_action(...)")
-    for name, (path, triggers) in BUILTIN_ACTIONS.items():
+    for name, builtin in BUILTIN_ACTIONS.items():
         actions[name] = ActionPlan(
-            name=name, function=FunctionRef(path=path, is_async=True), triggers=triggers
+            name=name, function=FunctionRef.of(builtin.function), triggers=builtin.triggers
         )
     return actions
 
@@ -280,9 +292,9 @@ def _near_known_type(event_type: str) -> str | None:
     """
     if event_class_for(event_type) is not Event:
         return None
-    from ..api._events import _REGISTRY
+    from ..api.internal import EVENT_TYPES
 
-    near = difflib.get_close_matches(event_type, list(_REGISTRY), n=1, cutoff=0.85)
+    near = difflib.get_close_matches(event_type, list(EVENT_TYPES), n=1, cutoff=0.85)
     return near[0] if near else None
 
 

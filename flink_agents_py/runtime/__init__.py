@@ -1,11 +1,8 @@
 """The engine-neutral runtime core: no PyFlink here. Hosts (local, Flink) wrap ``AgentCore``."""
 
-from ._context import ActionContext, DurableCall
-from ._core import AgentCore, ErrorRecord, StepResult
-from ._executor import IOExecutor
+from . import _builtins  # noqa: F401 - registers the built-in actions with the plan first
 from ._flow import FlowController, FlowStats, flow_controller
 from ._host_options import HostOptions
-from ._journal import SqliteJournal
 from ._keys import (
     JSON_KEYS,
     KEY_ENCODINGS,
@@ -18,13 +15,19 @@ from ._keys import (
     key_encoding,
     mismatch_message,
 )
-from ._ledger import Failpoint, Journal
-from ._observer import CompositeObserver, CoreTally, Observer
 from ._resources import ResourceEnvironment, check_resources, warm_up
-from ._results import RejectedKey, rejected_record, select_key
 from ._serde import dumps as dumps_json
 from ._serde import loads as loads_json
-from ._state import (
+from .context._action_context import ActionContext
+from .context._calls import DurableCall
+from .core._core import AgentCore, ErrorRecord, StepResult
+from .core._executor import IOExecutor
+from .core._observer import CompositeObserver, Observer, ObserverProbe, Probe
+from .core._results import RejectedKey, rejected_record, select_key
+from .core._waits import wall_clock_ms
+from .recorder._journal import SqliteJournal
+from .recorder._ledger import Failpoint, Journal
+from .recorder._state import (
     PARKED_SUFFIX,
     STATE_FORMAT_VERSION,
     SUPPORTED_STATE_FORMATS,
@@ -36,7 +39,6 @@ from ._state import (
     RunState,
     StateFormatError,
 )
-from ._waits import wall_clock_ms
 
 __all__ = [
     "PARKED_SUFFIX",
@@ -49,7 +51,8 @@ __all__ = [
     "FlowController",
     "FlowStats",
     "flow_controller",
-    "CoreTally",
+    "ObserverProbe",
+    "Probe",
     "DurableCall",
     "ErrorRecord",
     "RejectedKey",

@@ -16,7 +16,7 @@ The conversation of an open chat lives in the run's sensory memory under ``_chat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -34,7 +34,6 @@ from ..api import (
     MessageRole,
     ReplayDivergenceError,
     ResourceType,
-    RunnerContext,
     SerializationError,
     SubagentResult,
     SubagentSetup,
@@ -45,13 +44,15 @@ from ..api import (
     WaitTimeoutError,
 )
 from ._budgets import budgeted_call, spend_key
-from ._context import ActionContext
 from ._failures import failure_text
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
-from ._state import CallKind
-from ._wait_calls import wait_call
+from .recorder._state import CallKind
+from .recorder._wait_calls import wait_call
+
+if TYPE_CHECKING:
+    from .recorder._execution import ActionExecution
 
 __all__ = ["ChatCallFailed", "chat_model_action", "tool_call_action"]
 
@@ -162,7 +163,7 @@ _CORRECTION = ("Your answer cannot be used: {problem}. Answer again with only a 
                "follows the required JSON Schema.")
 
 
-async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
+async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     """Drive one chat: model call, tool rounds, structured output, final ``ChatResponseEvent``.
 
     Each model call goes through the setup's error policy (``fail``/``retry``/``ignore``) in
@@ -217,7 +218,6 @@ async def chat_model_action(event: Any, ctx: RunnerContext) -> None:
 
     setup = ctx.get_resource(chat["model"], ResourceType.CHAT_MODEL)
     assert isinstance(setup, ChatModelSetup)
-    assert isinstance(ctx, ActionContext)
     schema = chat["output_schema"]
     invalid: list[dict[str, str]] = chat.setdefault("invalid", [])
 
@@ -348,7 +348,7 @@ def _approval(tool: Any) -> tuple[bool, float | None]:
                                                                      None)
 
 
-def _hold(ctx: ActionContext, tool: Any, call: ToolCall, timeout_s: float | None) -> _Held:
+def _hold(ctx: ActionExecution, tool: Any, call: ToolCall, timeout_s: float | None) -> _Held:
     """Hold ``call``: open its approval wait, which announces an ``ApprovalRequest``."""
 
     def request(approval_id: str) -> dict[str, Any]:
@@ -359,7 +359,7 @@ def _hold(ctx: ActionContext, tool: Any, call: ToolCall, timeout_s: float | None
     return _Held(wait_call(ctx, CallKind.APPROVAL, call.name, None, timeout_s, request), tool)
 
 
-async def _released(ctx: ActionContext, call: ToolCall, held: _Held) -> ToolResult:
+async def _released(ctx: ActionExecution, call: ToolCall, held: _Held) -> ToolResult:
     """The held call's result: the tool's, once approved; else the refusal the model reads."""
     try:
         answer = await held.approval
@@ -378,7 +378,7 @@ class DelegationCancelled(AgentsError):
     """A sub-agent call made for a chat model was cancelled: the chat goes no further."""
 
 
-def _delegation_result(ctx: RunnerContext, call: ToolCall, name: str,
+def _delegation_result(ctx: ActionExecution, call: ToolCall, name: str,
                        result: SubagentResult) -> ToolResult:
     """A sub-agent's result as the model sees it: JSON content, or the reason it failed.
 
@@ -426,7 +426,7 @@ def _delegation_result(ctx: RunnerContext, call: ToolCall, name: str,
     return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
 
 
-def _tool_resource(ctx: RunnerContext, setup: ChatModelSetup, offered: str) -> str | None:
+def _tool_resource(ctx: ActionExecution, setup: ChatModelSetup, offered: str) -> str | None:
     """The ``TOOL`` resource a callable name addresses.
 
     Returns:
@@ -442,7 +442,7 @@ def _tool_resource(ctx: RunnerContext, setup: ChatModelSetup, offered: str) -> s
     return None
 
 
-async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
+async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
     """Run the calls of a ``ToolRequestEvent``; answer with one result per call id.
 
     Callable names resolve to exactly one namespace: ``_subagent_<name>`` to the ``AGENT``
@@ -461,7 +461,6 @@ async def tool_call_action(event: Any, ctx: RunnerContext) -> None:
         return
     setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
     assert isinstance(setup, ChatModelSetup)
-    assert isinstance(ctx, ActionContext)
     serial = setup.tool_dispatch == "serial"
     slots: list[tuple[ToolCall, Any, str | None]] = []
     for call in event.tool_calls:

@@ -11,8 +11,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ._ledger import Failpoint, Journal
-from ._observer import Observer
+from .core._observer import Observer
+from .recorder._ledger import Failpoint, Journal
 
 __all__ = ["HostOptions"]
 

@@ -12,7 +12,7 @@ a replay returns the same type without calling the model or the store again.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api import (
     ContextRetrievalRequestEvent,
@@ -23,11 +23,13 @@ from ..api import (
     EmbeddingResult,
     Resource,
     ResourceType,
-    RunnerContext,
     VectorStore,
     VectorStoreQuery,
     VectorStoreQueryResult,
 )
+
+if TYPE_CHECKING:
+    from .recorder._execution import ActionExecution
 
 __all__ = ["DurableEmbeddingModel", "DurableVectorStore", "durable_view", "durable_target",
            "context_retrieval_action"]
@@ -51,7 +53,7 @@ class _View:
 
     _kind = ""
 
-    def __init__(self, ctx: RunnerContext, name: str, resource: Resource) -> None:
+    def __init__(self, ctx: ActionExecution, name: str, resource: Resource) -> None:
         self._ctx = ctx
         self._name = name
         self._resource = resource
@@ -148,7 +150,7 @@ class DurableVectorStore(_View):
         """
         ltm: Any = self._ctx.long_term_memory  # the action's (``ActionLongTermMemory``)
         # an add's documents carry its call ordinal: a later read of the execution sees them
-        extra = {**ltm.tags(), "call": ltm.ctx._next_ordinal} if op == "add" \
+        extra = {**ltm.tags(), "call": self._ctx._next_ordinal} if op == "add" \
             else ltm.horizon()
 
         def bounded(*a: Any) -> Any:
@@ -251,7 +253,7 @@ class DurableVectorStore(_View):
         return result
 
 
-def durable_view(ctx: RunnerContext, name: str, resource: Resource) -> Any:
+def durable_view(ctx: ActionExecution, name: str, resource: Resource) -> Any:
     """The durable view of an embedding model or vector store; other resources as they are."""
     if isinstance(resource, EmbeddingModelSetup):
         return DurableEmbeddingModel(ctx, name, resource)
@@ -265,7 +267,7 @@ def durable_view(ctx: RunnerContext, name: str, resource: Resource) -> Any:
 
 
 async def context_retrieval_action(event: ContextRetrievalRequestEvent,
-                                   ctx: RunnerContext) -> None:
+                                   ctx: ActionExecution) -> None:
     """Built-in action: answer a ``ContextRetrievalRequestEvent`` with the documents found.
 
     The search is one durable call on the I/O executor. Any failure (an unknown store, a

@@ -32,7 +32,7 @@ from ..api import (
     ResourceType,
     error_class,
 )
-from ..api._flow import collect_rate_limits
+from ..api.internal import collect_rate_limits
 from ._flow import flow_controller
 
 __all__ = ["call_model"]

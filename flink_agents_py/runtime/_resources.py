@@ -11,8 +11,7 @@ from ..api import (
     ResourceNotFoundError,
     ResourceType,
 )
-from ..api._resources import import_qualified
-from ..api._secrets import register_resource_secrets
+from ..api.internal import import_qualified, register_resource_secrets
 from ..plan import AgentPlan, ResourcePlan
 
 __all__ = ["ResourceEnvironment", "check_resources", "warm_up"]

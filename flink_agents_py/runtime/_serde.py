@@ -23,8 +23,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from ..api import SerializationError
-from ..api._events import EVENT_CLASS_KEY, Event, event_class_tag
-from ..api._resources import import_qualified
+from ..api.internal import EVENT_CLASS_KEY, Event, event_class_tag, import_qualified
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
            "digest", "dumps", "loads_record",

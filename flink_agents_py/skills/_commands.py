@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, PrivateAttr, model_validator
 
 from ..api import Resource, ResourceType, ToolMetadata
-from ..api._warnings import warn_at_user
+from ..api.internal import warn_at_user
 from ._sandbox import (
     CommandRefusedError,
     Limits,

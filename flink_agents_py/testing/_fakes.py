@@ -14,7 +14,7 @@ from typing import Any
 
 from ..api import ChatMessage, MessageRole, ToolCall
 from ..integrations.chat_models import ScriptedChatModel, ScriptedRequest
-from ..integrations.chat_models._scripted import (
+from ..integrations.internal import (
     ANSWER_TYPES,
     is_answer,
     script_answer,

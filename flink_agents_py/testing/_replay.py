@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api import Agent
-from ..api._warnings import warn_at_user
+from ..api.internal import warn_at_user
 from ..local import default_key_selector
-from ..local._records import check_records
+from ..local.internal import check_records
 from ..plan import AgentPlan
 from ..runtime import Journal
 from ._process import draw_seeds, restore_elsewhere

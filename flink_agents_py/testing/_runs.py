@@ -27,7 +27,7 @@ from ._report import shape, short
 from ._sentinel import Sighting, watching
 
 if TYPE_CHECKING:
-    from ..runtime._commands import CallCommand
+    from ..runtime.internal import CallCommand
 
 __all__ = ["Setup", "Observed", "Recorder", "TeeJournal", "changed_arguments", "fault_free",
            "run_recovery", "portable", "user_line"]

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..api import Agent
 from ..local import default_key_selector
-from ..local._records import check_records
+from ..local.internal import check_records
 from ..plan import AgentPlan
 from ..runtime import Journal
 from ._process import draw_seeds

@@ -31,9 +31,7 @@ from ..api import (
     ToolRequestEvent,
     ToolResponseEvent,
 )
-from ..api._events import event_class_for
-from ..api._resources import import_qualified
-from ..api._tools import RESERVED_TOOL_PREFIX
+from ..api.internal import RESERVED_TOOL_PREFIX, event_class_for, import_qualified
 from ..plan import BUILTIN_ACTIONS
 from ._errors import Loc
 from ._nodes import Report

@@ -26,7 +26,7 @@ from ...api import (
     RateLimitInfo,
     secret_from_env,
 )
-from ...api._secrets import register_header_secret
+from ...api.internal import register_header_secret
 
 __all__ = ["HTTP_FLOW_CONTROL", "import_sdk", "FreshOnUnpickle", "LoopBoundClient",
            "LoopBoundSdkConnection",

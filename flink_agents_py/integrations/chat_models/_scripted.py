@@ -24,7 +24,7 @@ from ...api import (
     ToolCall,
     ToolMetadata,
 )
-from ...api._resources import import_qualified
+from ...api.internal import import_qualified
 
 __all__ = ["ANSWER_TYPES", "REQUESTS_KEPT", "ScriptRule", "ScriptedChatModel", "ScriptedRequest",
            "is_answer", "script_answer", "tool_call_message"]

@@ -37,7 +37,7 @@ from ...api import (
     ResourceType,
     ToolMetadata,
 )
-from ...api._tools import RESERVED_TOOL_PREFIX
+from ...api.internal import RESERVED_TOOL_PREFIX
 from ..chat_models._common import FreshOnUnpickle, secret_env_values
 from ._session import Connection, list_all, wire
 

@@ -12,10 +12,9 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from ..api import Event, InputEvent
-from ..api._events import event_from_json
-from ..api._secrets import MaskedStr
-from ._serde import from_json_value, is_tagged_model
+from ...api import Event, InputEvent
+from ...api.internal import MaskedStr, event_from_json
+from .._serde import from_json_value, is_tagged_model
 
 __all__ = ["ErrorRecord", "StepResult", "input_event", "input_record", "event_of",
            "RejectedKey", "select_key", "rejected_record", "shown_input"]
@@ -216,7 +215,7 @@ class RejectedKey(NamedTuple):
     @classmethod
     def of(cls, error: BaseException) -> RejectedKey:
         """The rejection of a record by ``error`` (message redacted, traceback bounded)."""
-        from ._failures import format_failure, redact_text
+        from .._failures import format_failure, redact_text
 
         return cls(type(error).__name__, redact_text(str(error)), format_failure(error))
 

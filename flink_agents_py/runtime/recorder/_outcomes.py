@@ -11,12 +11,11 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..api import DurableExecutionError, ReplayDivergenceError, SerializationError, mask_secrets
-from ..api._resources import import_qualified
-from ..api._secrets import mask_value
-from ._failures import failure_text
+from ...api import DurableExecutionError, ReplayDivergenceError, SerializationError, mask_secrets
+from ...api.internal import import_qualified, mask_value
+from .._failures import failure_text
+from .._serde import digest, from_json_value, to_json_value
 from ._identity import bound_state
-from ._serde import digest, from_json_value, to_json_value
 from ._state import CallRecord
 
 __all__ = ["fn_name", "call_digest", "store_outcome", "rebuild_exception", "reordered_call"]

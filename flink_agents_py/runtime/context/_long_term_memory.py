@@ -41,7 +41,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..api import (
+from ...api import (
     BaseLongTermMemory,
     ChatMessage,
     Document,
@@ -54,13 +54,13 @@ from ..api import (
     VectorStore,
     VectorStoreError,
 )
-from ..api._embeddings import check_texts
-from ._knowledge import durable_target
-from ._memory_items import RESERVED, Horizon, MemoryStore, exec_tag
-from ._serde import digest, to_json_value
+from ...api.internal import check_texts
+from .._knowledge import durable_target
+from .._memory_items import RESERVED, Horizon, MemoryStore, exec_tag
+from .._serde import digest, to_json_value
 
 if TYPE_CHECKING:
-    from ._context import ActionContext
+    from ..recorder._execution import ActionExecution
 
 __all__ = ["ActionLongTermMemory", "ActionMemorySet", "begin_lineage", "commit_long_term_memory"]
 
@@ -253,7 +253,7 @@ class ActionMemorySet(MemorySet):
         messages = [ChatMessage(role=MessageRole.SYSTEM, content=instructions or _COMPACT),
                     ChatMessage(role=MessageRole.USER,
                                 content="\n".join(f"- {i.value}" for i in items))]
-        response = await self._ltm.ctx.chat(chat_model, messages)
+        response = await self._ltm._ctx.chat(chat_model, messages)
         summary = (response.message.content or "").strip()
         if not summary:
             raise VectorStoreError(f"memory set {self.name!r}: chat model {chat_model!r} "
@@ -276,9 +276,8 @@ class ActionMemorySet(MemorySet):
 class ActionLongTermMemory(BaseLongTermMemory):
     """``ctx.long_term_memory`` of one action execution."""
 
-    def __init__(self, ctx: ActionContext) -> None:
-        self._ctx = ctx
-        self.ctx = ctx
+    def __init__(self, ctx: ActionExecution) -> None:
+        self._ctx = ctx  # the execution: not a user-facing attribute
         self.writes: list[dict[str, Any]] = []
         self._n = 0
         self._backend: MemoryStore | None = None
@@ -402,7 +401,7 @@ class ActionLongTermMemory(BaseLongTermMemory):
 
     def log(self, write: dict[str, Any]) -> None:
         """Log a write (checked for a JSON form now)."""
-        self._ctx._check_live("long-term memory")
+        self._ctx.check_live("long-term memory")
         self.writes.append(to_json_value(write, "a long-term memory write"))
 
     def call(self, label: str, fn: Any, *args: Any) -> Any:
@@ -420,7 +419,7 @@ class ActionLongTermMemory(BaseLongTermMemory):
             self.call("long_term_memory.commit", self.backend().commit, writes)
 
 
-def commit_long_term_memory(ctx: Any) -> BaseException | None:
+def commit_long_term_memory(ctx: ActionExecution) -> BaseException | None:
     """Apply an action's long-term memory writes as it completes (called by the core).
 
     Returns:
@@ -428,7 +427,7 @@ def commit_long_term_memory(ctx: Any) -> BaseException | None:
         none of its writes, memory or events apply).
 
     """
-    ltm = getattr(ctx, "__dict__", {}).get("_ltm")
+    ltm = ctx.ltm
     if ltm is None or not ltm.writes:
         return None
     try:

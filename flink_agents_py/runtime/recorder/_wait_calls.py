@@ -13,14 +13,14 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..api import UsageError
-from ._calls import DurableCall
-from ._commands import StartWait
+from ...api import UsageError
+from ..context._calls import DurableCall
+from ..core._commands import StartWait
 from ._outcomes import call_digest
 from ._state import CallKind
 
 if TYPE_CHECKING:
-    from ._context import ActionContext
+    from ._execution import ActionExecution
 
 __all__ = ["wait_call", "SLEEP_PREFIX", "APPROVAL_PREFIX", "MAX_WAIT_S"]
 
@@ -43,7 +43,7 @@ def _checked_seconds(value: Any, what: str, execution_id: str) -> float:
     return float(value)
 
 
-def wait_call(ctx: ActionContext, kind: CallKind, target: str, correlation_id: str | None,
+def wait_call(ctx: ActionExecution, kind: CallKind, target: str, correlation_id: str | None,
               timeout_s: Any, announce: Callable[[str], Any] | None = None) -> DurableCall:
     """Make the durable call of a wait: ``kind`` ``WAIT``, ``SLEEP`` or ``APPROVAL``.
 

@@ -19,19 +19,19 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ._memory import apply_writes
-from ._state import KeyState, RunState
-from ._versioning import check_unreached
+from ..context._memory import apply_writes
+from ..recorder._state import KeyState, RunState
+from ..recorder._versioning import check_unreached
 
 if TYPE_CHECKING:
-    from ._calls import DurableCall
-    from ._context import ActionContext
+    from ..context._calls import DurableCall
+    from ..recorder._execution import ActionExecution
 
 __all__ = ["unfinished_calls", "completion_error", "commit_memory"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
-def unfinished_calls(ctx: ActionContext) -> list[DurableCall]:
+def unfinished_calls(ctx: ActionExecution) -> list[DurableCall]:
     """The calls ``ctx``'s action started whose outcome is not recorded yet.
 
     Returns:
@@ -41,7 +41,7 @@ def unfinished_calls(ctx: ActionContext) -> list[DurableCall]:
     return [c for c in ctx.calls.values() if c.running]
 
 
-def completion_error(ctx: ActionContext, reentered: bool, warned: set[str]
+def completion_error(ctx: ActionExecution, reentered: bool, warned: set[str]
                      ) -> BaseException | None:
     """Check a completed action execution; the error that fails it, if any.
 
@@ -78,7 +78,7 @@ def completion_error(ctx: ActionContext, reentered: bool, warned: set[str]
     return None
 
 
-def commit_memory(ctx: ActionContext, state: KeyState, run: RunState) -> None:
+def commit_memory(ctx: ActionExecution, state: KeyState, run: RunState) -> None:
     """Apply the completed action's short-term and sensory memory writes, in order."""
     writes = ctx.short_term_writes()
     if writes:

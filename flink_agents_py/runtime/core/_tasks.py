@@ -11,12 +11,12 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import Event
-from ..plan import ActionPlan
-from ._calls import DurableCall
-from ._context import ActionContext
+from ...api import Event
+from ...plan import ActionPlan
+from ..context._calls import DurableCall
+from ..recorder._execution import ActionExecution
+from ..recorder._state import KeyState, RunState
 from ._results import StepResult
-from ._state import KeyState, RunState
 
 __all__ = ["Task", "Step", "Delivery"]
 
@@ -27,12 +27,12 @@ class Task:
 
     action: ActionPlan
     event: Event
-    ctx: ActionContext
+    ctx: ActionExecution
     coro: Coroutine[Any, Any, Any] | None = None
     started: bool = False
     reentered: bool = False
     waiting: DurableCall | None = None
-    started_at: float = 0.0  # the observer tally's clock when it started (with a tally)
+    token: Any = None  # the probe's token of its start (``Probe.action_started``)
     ending: tuple[BaseException | None] | None = None  # returned (or raised), with this error
 
 
@@ -57,7 +57,7 @@ class Step:
 class Delivery:
     """A call's outcome from the I/O executor, waiting in its key's inbox."""
 
-    ctx: ActionContext
+    ctx: ActionExecution
     call: DurableCall
     ok: bool
     value: Any

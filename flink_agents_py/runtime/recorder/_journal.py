@@ -18,8 +18,8 @@ import threading
 import time
 from typing import Any
 
+from .._serde import dumps
 from ._ledger import Journal
-from ._serde import dumps
 from ._state import CallRecord
 
 __all__ = ["SqliteJournal"]

@@ -22,13 +22,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..api import ReplayDivergenceError, UsageError
-from ..plan import ActionPlan, FunctionRef
+from ...api import ReplayDivergenceError, UsageError
+from ...plan import ActionPlan, FunctionRef
 from ._state import CallKind, CallRecord
 
 if TYPE_CHECKING:
-    from ._calls import DurableCall
-    from ._context import ActionContext
+    from ..context._action_context import ActionContext
+    from ..context._calls import DurableCall
+    from ._execution import ActionExecution
 
 __all__ = ["PATCH_PREFIX", "is_strict", "patched", "changed_arguments",
            "unreached_calls", "check_unreached", "removed_action", "action_or_removed"]
@@ -39,7 +40,7 @@ PATCH_PREFIX = "patch:"
 """The prefix of a patch marker's key in an execution's call records (``patch:<change id>``)."""
 
 
-def is_strict(ctx: ActionContext, strict: bool | None) -> bool:
+def is_strict(ctx: ActionExecution, strict: bool | None) -> bool:
     """Whether a call of ``ctx``'s action replays strictly.
 
     Args:
@@ -60,7 +61,7 @@ def is_strict(ctx: ActionContext, strict: bool | None) -> bool:
     return strict
 
 
-def patched(ctx: ActionContext, change_id: str, *, deprecated: bool = False) -> bool:
+def patched(ctx: ActionExecution, change_id: str, *, deprecated: bool = False) -> bool:
     """``RunnerContext.patched`` (and, ``deprecated``, ``deprecate_patch``) for ``ctx``.
 
     Args:
@@ -107,7 +108,7 @@ def patched(ctx: ActionContext, change_id: str, *, deprecated: bool = False) -> 
     return rec.value is True
 
 
-def _recorded_beyond(ctx: ActionContext, calls: dict[str, CallRecord]) -> bool:
+def _recorded_beyond(ctx: ActionExecution, calls: dict[str, CallRecord]) -> bool:
     """Whether the execution has records at or after its next call ordinal (a replay)."""
     nxt = ctx._next_ordinal
     for k in calls:
@@ -117,7 +118,7 @@ def _recorded_beyond(ctx: ActionContext, calls: dict[str, CallRecord]) -> bool:
     return journaled is not None and journaled.kind is not CallKind.PATCH
 
 
-def changed_arguments(ctx: ActionContext, call: DurableCall, rec: CallRecord,
+def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
                       strict: bool) -> None:
     """A call replayed with other arguments than recorded: warn, or (strict) diverge.
 
@@ -144,7 +145,7 @@ def changed_arguments(ctx: ActionContext, call: DurableCall, rec: CallRecord,
     ctx.ledger.finding(ctx.key, ctx.execution_id, "arguments_changed", message)
 
 
-def unreached_calls(ctx: ActionContext) -> list[tuple[str, CallRecord]]:
+def unreached_calls(ctx: ActionExecution) -> list[tuple[str, CallRecord]]:
     """The recorded calls of ``ctx``'s execution that its run did not make, in order.
 
     Records in the execution's state entry, then those the journal (if any) holds for the
@@ -171,7 +172,7 @@ _MAX_UNREACHED = 1000
 """The most journaled calls ``unreached_calls`` looks up beyond the state's records."""
 
 
-def check_unreached(ctx: ActionContext) -> ReplayDivergenceError | None:
+def check_unreached(ctx: ActionExecution) -> ReplayDivergenceError | None:
     """Flag an execution that completed without making all its recorded calls.
 
     Logs a warning and records a finding naming the calls; in strict mode (the agent's)
@@ -198,8 +199,7 @@ def check_unreached(ctx: ActionContext) -> ReplayDivergenceError | None:
                              f"calls ({names})")
 
 
-
-def removed_action(event: Any, ctx: ActionContext) -> None:
+def removed_action(event: Any, user: ActionContext) -> None:
     """The stand-in of an in-flight action the restored plan no longer has: a divergence.
 
     A run restored from a checkpoint taken by older code re-enters its in-flight actions by
@@ -209,6 +209,7 @@ def removed_action(event: Any, ctx: ActionContext) -> None:
     Raises:
         ReplayDivergenceError: always, naming the action, the key and the fix.
     """
+    ctx = user._execution  # called as a user action is: with the context, not the execution
     name = ctx._record.action
     ctx._diverge(ReplayDivergenceError(
         ctx.execution_id, name, ("action", name), ("none", ""),

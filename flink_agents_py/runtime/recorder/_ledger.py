@@ -2,7 +2,7 @@
 
 An action context writes its calls' records into its state entry and tells the ledger, which
 journals each outcome (write-ahead, before the action goes on), answers journal lookups at
-recovery, tells the observer, counts, and calls the test failpoint. One ledger per core; the
+recovery, tells the probe, counts, and calls the test failpoint. One ledger per core; the
 contexts get it as an argument, so they never call the core.
 """
 
@@ -12,12 +12,12 @@ import collections
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._failures import FailureMessage
+from .._failures import FailureMessage
 from ._state import CallRecord
 
 if TYPE_CHECKING:
-    from ._commands import CallCommand
-    from ._observer import Observer
+    from ..core._commands import CallCommand
+    from ..core._observer import Probe
 
 __all__ = ["CallLedger", "Journal", "Failpoint"]
 
@@ -49,22 +49,22 @@ callback fails and Flink restarts the job). Points: ``"call_recorded"`` (``call_
 
 
 class CallLedger:
-    """The journal, observer, failpoint and counters, as durable calls see them.
+    """The journal, probe, failpoint and counters, as durable calls see them.
 
     Args:
         counters: the core's counters (``calls_executed``, ``calls_replayed``,
             ``replay_divergences``...).
-        observer: receives ``call_started``/``call_finished`` (already made safe).
+        probe: receives ``call_started``, ``call_finished`` and ``replay_finding``.
         journal: the write-ahead journal, if any.
         failpoint: the test hook, if any.
     """
 
-    __slots__ = ("counters", "observer", "journal", "failpoint")
+    __slots__ = ("counters", "probe", "journal", "failpoint")
 
-    def __init__(self, counters: collections.Counter[str], observer: Observer | None,
+    def __init__(self, counters: collections.Counter[str], probe: Probe | None,
                  journal: Journal | None, failpoint: Failpoint | None) -> None:
         self.counters = counters
-        self.observer = observer
+        self.probe = probe
         self.journal = journal
         self.failpoint = failpoint
 
@@ -73,13 +73,13 @@ class CallLedger:
         return self.journal.lookup(key, call_id) if self.journal is not None else None
 
     def started(self, key: Any, command: CallCommand, replayed: bool) -> None:
-        """Count one durable call (executed, or answered from its record); tell the observer."""
+        """Count one durable call (executed, or answered from its record); tell the probe."""
         self.counters["calls_replayed" if replayed else "calls_executed"] += 1
-        if self.observer is not None:
-            self.observer.call_started(key, command.call_id, command, replayed)
+        if self.probe is not None:
+            self.probe.call_started(key, command.call_id, command, replayed)
 
     def finding(self, key: Any, execution_id: str, kind: str, message: str) -> None:
-        """A replay did something that may be wrong but did not fail: count it, tell the observer.
+        """A replay did something that may be wrong but did not fail: count it, tell the probe.
 
         Args:
             key: the record key.
@@ -89,16 +89,16 @@ class CallLedger:
             message: what the log says, naming the calls.
         """
         self.counters[f"replay_{kind}"] += 1
-        if self.observer is not None:
-            self.observer.replay_finding(key, execution_id, kind, message)
+        if self.probe is not None:
+            self.probe.replay_finding(key, execution_id, kind, message)
 
     def recorded(self, key: Any, call_id: str, record: CallRecord) -> None:
-        """An outcome entered keyed state: tell the observer, journal it, call the failpoint.
+        """An outcome entered keyed state: tell the probe, journal it, call the failpoint.
 
         The journal gets it before the action goes on (write-ahead).
         """
-        if self.observer is not None:
-            self.observer.call_finished(key, call_id, record.ok, record.value if record.ok
+        if self.probe is not None:
+            self.probe.call_finished(key, call_id, record.ok, record.value if record.ok
                                         else FailureMessage(record.error_message or "",
                                                             record.traceback))
         if self.journal is not None:

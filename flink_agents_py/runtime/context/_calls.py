@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..api import (
+from ...api import (
     AsyncSubagentSetup,
     ChatMessage,
     ChatResponse,
@@ -26,11 +26,11 @@ from ..api import (
     SubagentSetup,
     UsageError,
 )
-from ._state import CallKind
+from ..recorder._state import CallKind
 
 if TYPE_CHECKING:
-    from ._commands import Command
-    from ._context import ActionContext
+    from ..core._commands import Command
+    from ..recorder._execution import ActionExecution
 
 __all__ = ["DurableCall", "ChatFuture", "SubagentHandle", "chat_request"]
 
@@ -171,8 +171,8 @@ class ChatFuture(DurableCall):
         return value
 
 
-_INTERNAL = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
-             os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "api", ""))
+_RUNTIME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_INTERNAL = (_RUNTIME + os.sep, os.path.join(os.path.dirname(_RUNTIME), "api", ""))
 """Where the runtime's and the API's own frames come from (skipped by ``creation_site``)."""
 
 
@@ -222,7 +222,7 @@ class SubagentHandle(SubagentFuture):
     ``SUBAGENT_RESULT`` (async external) or ``SUBAGENT_REFUSED``.
     """
 
-    def __init__(self, ctx: ActionContext | None, call: DurableCall | None, name: str,
+    def __init__(self, ctx: ActionExecution | None, call: DurableCall | None, name: str,
                  kind: CallKind, session_id: str = "", setup: SubagentSetup | None = None,
                  failed: SubagentResult | None = None) -> None:
         self._ctx = ctx

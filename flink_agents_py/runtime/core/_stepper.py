@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
-from ..api import UnsupportedAwaitError
+from ...api import UnsupportedAwaitError
 
 __all__ = ["not_stepping", "enter_stepping", "leave_stepping"]
 

@@ -24,25 +24,25 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..api import (
+from ...api import (
     ExternalEvent,
     ExternalEventError,
     SerializationError,
     UnmatchedEventError,
     WaitTimeoutError,
 )
+from .._serde import to_json_value
+from ..recorder._ledger import CallLedger
+from ..recorder._outcomes import store_outcome
+from ..recorder._state import CallRecord, KeyState, RunState, WaitRecord
+from ..recorder._wait_calls import SLEEP_PREFIX
 from ._commands import StartWait
 from ._inbox import Inbox
-from ._ledger import CallLedger
-from ._outcomes import store_outcome
 from ._results import ErrorRecord, StepResult, shown_input
-from ._serde import to_json_value
-from ._state import CallRecord, KeyState, RunState, WaitRecord
 from ._tasks import Delivery, Step, Task
-from ._wait_calls import SLEEP_PREFIX
 
 if TYPE_CHECKING:
-    from ._context import ActionContext
+    from ..recorder._execution import ActionExecution
 
 __all__ = ["WaitsCore", "wall_clock_ms", "END_OF_INPUT", "EARLY_HOLD_S", "EARLY_MAX"]
 
@@ -282,7 +282,7 @@ class WaitsCore:
         res.errors.extend(self._give_up_early(key, run, None))
         return None
 
-    def _start_wait(self, step: Step, ctx: ActionContext, command: StartWait) -> None:
+    def _start_wait(self, step: Step, ctx: ActionExecution, command: StartWait) -> None:
         """Open the wait ``command`` describes (see the module docstring)."""
         run, call = step.run, command.call
         held = run.waits.get(command.correlation_id)

@@ -1,10 +1,14 @@
-"""The runtime's ``RunnerContext``: an action's view of its run, and its durable calls.
+"""``ActionExecution``: the runtime's side of one action execution, owned by the core.
 
-The context only records: each durable call gets its identity (the execution's next call
+The user's action gets a thin ``ActionContext`` (``_action_context``: what ``RunnerContext``
+promises, each method one line that delegates here); everything that records, replays and
+hands commands to the core lives on this object. Built-in actions take it directly.
+
+The execution only records: each durable call gets its identity (the execution's next call
 ordinal) and its record in the execution's state entry; a call recorded before (replay) is
 answered from its record, and a new one becomes a typed command (``_commands``) that the
-core carries out after the action's step. The context never calls the core: what it tells
-besides keyed state (journal, observer, counters) goes through the ``CallLedger`` it is
+core carries out after the action's step. The execution never calls the core: what it
+tells besides keyed state (journal, observer, counters) goes through the ``CallLedger`` it is
 given.
 """
 
@@ -17,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel
 
-from ..api import (
+from ...api import (
     AsyncSubagentSetup,
     ChatMessage,
     DeferredSubagentSetup,
@@ -29,12 +33,16 @@ from ..api import (
     ReplayDivergenceError,
     Resource,
     ResourceType,
-    RunnerContext,
     SubagentResult,
 )
-from ..api._events import EVENT_ID_SOURCE
-from ._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
-from ._commands import (
+from ...api.internal import EVENT_ID_SOURCE
+from .._failures import with_original
+from .._knowledge import durable_view
+from .._serde import dumps, event_is_plain, event_json, from_json_value
+from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
+from ..context._long_term_memory import ActionLongTermMemory
+from ..context._memory import ActionMemory
+from ..core._commands import (
     Attach,
     CallCommand,
     CancelInvocation,
@@ -47,24 +55,19 @@ from ._commands import (
     StartChat,
     StartSubagent,
 )
-from ._failures import with_original
-from ._knowledge import durable_view
+from ..core._stepper import not_stepping
+from ..core._subgraph import resolve_subagent
 from ._ledger import CallLedger
-from ._long_term_memory import ActionLongTermMemory
-from ._memory import ActionMemory
 from ._outcomes import call_digest, fn_name, rebuild_exception, reordered_call, store_outcome
-from ._serde import dumps, event_is_plain, event_json, from_json_value
 from ._state import CallKind, CallRecord, InflightAction, RunState
-from ._stepper import not_stepping
-from ._subgraph import resolve_subagent
 from ._versioning import changed_arguments, is_strict, patched
 from ._wait_calls import wait_call
 
 if TYPE_CHECKING:
-    from ..plan import AgentPlan
-    from ._resources import ResourceEnvironment
+    from ...plan import AgentPlan
+    from .._resources import ResourceEnvironment
 
-__all__ = ["ActionContext", "DurableCall"]
+__all__ = ["ActionExecution"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -72,8 +75,13 @@ _fn_name = fn_name
 _get_ident = threading.get_ident
 
 
-class ActionContext(RunnerContext):
-    """The context of one action execution (valid only while that execution runs).
+class ActionExecution:
+    """One action execution as the core runs it (valid only while that execution runs).
+
+    It offers what ``RunnerContext`` promises (the user's ``ActionContext`` delegates each
+    call here; the execution does not point back at it, so no reference cycle outlives the
+    run) and the runtime's own work: call identities, replay, recording outcomes, the
+    commands for the core, rebinding to fresh state objects.
 
     Args:
         ledger: where call records go besides keyed state (journal, observer, counters).
@@ -93,7 +101,7 @@ class ActionContext(RunnerContext):
     __slots__ = ("ledger", "_key", "execution_id", "_record", "run", "env", "plan", "resources",
                  "_config", "_short_term_base", "_short_term", "_sensory_base", "_sensory",
                  "emitted", "_event_seq", "_unsent_ids", "calls", "commands", "_next_ordinal",
-                 "finished", "diverged", "_owner", "used_long_term_memory")
+                 "finished", "diverged", "_owner", "used_long_term_memory", "ltm")
 
     def __init__(
         self, ledger: CallLedger, key: Any, execution_id: str, record: InflightAction,
@@ -125,10 +133,12 @@ class ActionContext(RunnerContext):
         self.diverged: ReplayDivergenceError | None = None  # set once a replay diverged
         self._owner = _get_ident()  # the operator thread (see ``event_id_source``)
         self.used_long_term_memory = False  # its writes are committed when the action ends
+        self.ltm: ActionLongTermMemory | None = None  # made on first use
 
-    # -- RunnerContext -----------------------------------------------------------------
+    # -- what RunnerContext promises (``ActionContext`` delegates here) ------------------
     @property
     def key(self) -> Any:
+        """The record key."""
         return self._key
 
     @property
@@ -138,6 +148,7 @@ class ActionContext(RunnerContext):
 
     @property
     def sensory_memory(self) -> Memory:
+        """``RunnerContext.sensory_memory``."""
         return self.sensory
 
     @property
@@ -157,6 +168,7 @@ class ActionContext(RunnerContext):
 
     @property
     def short_term_memory(self) -> Memory:
+        """``RunnerContext.short_term_memory``."""
         return self.short_term
 
     @property
@@ -176,17 +188,20 @@ class ActionContext(RunnerContext):
 
     @property
     def long_term_memory(self) -> ActionLongTermMemory:
-        ltm = self.__dict__.get("_ltm")
+        """``RunnerContext.long_term_memory`` (made on first use; committed at the end)."""
+        ltm = self.ltm
         if ltm is None:
             self.used_long_term_memory = True
-            ltm = self.__dict__["_ltm"] = ActionLongTermMemory(self)
+            ltm = self.ltm = ActionLongTermMemory(self)
         return ltm
 
     @property
     def action_config(self) -> dict[str, Any]:
+        """``RunnerContext.action_config`` (a copy)."""
         return dict(self._config)
 
     def send_event(self, event: Event) -> Event:
+        """``RunnerContext.send_event``."""
         if self.finished:
             self.check_live("send_event")
         if not isinstance(event, Event):
@@ -240,6 +255,7 @@ class ActionContext(RunnerContext):
         return event_id
 
     def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
+        """``RunnerContext.get_resource`` (embedding models and stores as durable views)."""
         self.check_live("get_resource")
         res = self.resources.get(name, resource_type)
         view: Resource = durable_view(self, name, res)  # embedding models, vector stores
@@ -249,6 +265,7 @@ class ActionContext(RunnerContext):
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
         strict: bool | None = None, **kwargs: Any,
     ) -> Any:
+        """``RunnerContext.durable_execute``."""
         kwargs.pop("durable_id", None)  # Flink Agents' call identity: ours is the call ordinal
         name = _fn_name(fn)
         call, started = self._open_call(fn, args, kwargs, CallKind.FUNCTION, name,
@@ -273,20 +290,25 @@ class ActionContext(RunnerContext):
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
         strict: bool | None = None, **kwargs: Any,
     ) -> DurableCall:
+        """``RunnerContext.durable_execute_async``."""
         kwargs.pop("durable_id", None)  # Flink Agents' call identity: ours is the call ordinal
         return self.execute_as(CallKind.FUNCTION, _fn_name(fn), fn, args, kwargs,
                                reconciler=reconciler, strict=strict)
 
     def patched(self, change_id: str) -> bool:
+        """``RunnerContext.patched``."""
         return patched(self, change_id)
 
     def wait_for(self, correlation_id: str, *, timeout_s: float | None = None) -> DurableCall:
+        """``RunnerContext.wait_for``."""
         return wait_call(self, CallKind.WAIT, correlation_id, correlation_id, timeout_s)
 
     def sleep(self, seconds: float) -> DurableCall:
+        """``RunnerContext.sleep``."""
         return wait_call(self, CallKind.SLEEP, "", None, seconds)
 
     def deprecate_patch(self, change_id: str) -> None:
+        """``RunnerContext.deprecate_patch``."""
         patched(self, change_id, deprecated=True)
 
     def execute_as(
@@ -346,6 +368,7 @@ class ActionContext(RunnerContext):
         prompt_args: dict[str, Any] | None = None,
         output_schema: type[BaseModel] | dict[str, Any] | None = None,
     ) -> ChatFuture:
+        """``RunnerContext.chat``."""
         self.check_live("chat")
         request, schema_cls = chat_request(model, messages, prompt_args, output_schema)
         ordinal, call_id, dig, rec = self._allocate(
@@ -356,6 +379,7 @@ class ActionContext(RunnerContext):
         return call
 
     async def submit_subagent(self, name: str, input: Any) -> SubagentHandle:
+        """``RunnerContext.submit_subagent``."""
         self.check_live("submit_subagent")
         setup, refusal = resolve_subagent(self, name)
         kind = (CallKind.SUBAGENT_REFUSED if setup is None
@@ -450,8 +474,6 @@ class ActionContext(RunnerContext):
                 f"{what} called after action execution {self.execution_id} finished; "
                 "a RunnerContext is valid only during the action it was passed to"
             )
-
-    _check_live = check_live
 
     def _allocate(self, kind: CallKind, target: str, digest_of: Callable[[str], str], *,
                   check: bool = True) -> tuple[int, str, str, CallRecord | None]:

@@ -27,9 +27,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..api import (
+from ...api import (
     AsyncSubagentSetup,
     ChatRequestEvent,
     ChatResponseError,
@@ -41,29 +41,25 @@ from ..api import (
     OutputEvent,
     ResourceNotFoundError,
     ResourceType,
-    RunnerContext,
     SerializationError,
     SubagentResult,
     SubagentSetup,
-    ToolRequestEvent,
-    ToolResponseEvent,
 )
-from ..plan import ActionPlan, AgentPlan
+from ...plan import ActionPlan, AgentPlan
+from .._builtins import CHAT_ROUTES
+from .._failures import with_original
+from .._serde import event_json, to_plain_json
+from ..recorder._outcomes import store_outcome
+from ..recorder._state import CallKind, CallRecord, Invocation, RunState
 from ._commands import StartChat, StartSubagent
-from ._failures import with_original
-from ._outcomes import store_outcome
-from ._serde import event_json, to_plain_json
-from ._state import CallKind, CallRecord, Invocation, RunState
+
+if TYPE_CHECKING:
+    from ..recorder._execution import ActionExecution
 
 __all__ = ["plan_at", "route_at_root", "route_in_scope", "open_invocation", "invocation_result",
            "record_for_caller", "cancel_invocation", "under_cancelled",
            "check_result", "checked_result", "poll_result", "resolve_subagent"]
 
-CHAT_ROUTES = {
-    ChatRequestEvent.EVENT_TYPE: "_chat_model_action",
-    ToolResponseEvent.EVENT_TYPE: "_chat_model_action",
-    ToolRequestEvent.EVENT_TYPE: "_tool_call_action",
-}
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -296,7 +292,7 @@ def record_for_caller(run: RunState, inv: Invocation, inv_id: str, ok: bool, val
     return crec
 
 
-def resolve_subagent(ctx: RunnerContext, name: str) -> tuple[SubagentSetup | None, str]:
+def resolve_subagent(ctx: ActionExecution, name: str) -> tuple[SubagentSetup | None, str]:
     """The setup of sub-agent ``name`` as ``ctx`` sees it, or ``None`` and why it is refused.
 
     Args:

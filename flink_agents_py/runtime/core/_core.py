@@ -27,16 +27,26 @@ from collections.abc import Callable
 from types import CoroutineType
 from typing import Any
 
-from ..api import (
+from ...api import (
     Event,
     OutputEvent,
     ReplayDivergenceError,
     SerializationError,
     UnsupportedAwaitError,
 )
-from ..api._events import EVENT_ID_SOURCE
-from ..plan import ActionPlan, AgentPlan
-from ._calls import DurableCall
+from ...api.internal import EVENT_ID_SOURCE
+from ...plan import ActionPlan, AgentPlan
+from .._builtins import BUILTIN_NAMES
+from .._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
+from .._resources import ResourceEnvironment, check_resources
+from .._serde import event_json, to_json_value
+from ..context._action_context import ActionContext
+from ..context._calls import DurableCall
+from ..context._long_term_memory import begin_lineage, commit_long_term_memory
+from ..recorder._execution import ActionExecution
+from ..recorder._ledger import CallLedger, Failpoint, Journal
+from ..recorder._state import InflightAction, KeyState, RunState
+from ..recorder._versioning import action_or_removed
 from ._commands import (
     CancelInvocation,
     Command,
@@ -48,18 +58,11 @@ from ._commands import (
     StartWait,
 )
 from ._completion import commit_memory, completion_error, unfinished_calls
-from ._context import ActionContext
 from ._executor import IOExecutor
-from ._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
 from ._inbox import Inbox
 from ._invocation_end import check_invocation, env_of
-from ._ledger import CallLedger, Failpoint, Journal
-from ._long_term_memory import begin_lineage, commit_long_term_memory
-from ._observer import Observer, SafeObserver, event_parent
-from ._resources import ResourceEnvironment, check_resources
+from ._observer import Observer, probe_of
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_record, shown_input
-from ._serde import event_json, to_json_value
-from ._state import InflightAction, KeyState, RunState
 from ._stepper import enter_stepping, leave_stepping, not_stepping
 from ._subgraph import (
     cancel_invocation,
@@ -73,7 +76,6 @@ from ._subgraph import (
 from ._tasks import Delivery as _Delivery
 from ._tasks import Step as _Step
 from ._tasks import Task as _Task
-from ._versioning import action_or_removed
 from ._waits import WaitsCore
 
 __all__ = ["AgentCore", "StepResult", "ErrorRecord"]
@@ -91,7 +93,8 @@ class AgentCore(WaitsCore):
             the host must then call ``advance`` for it on its own thread.
         journal: an optional write-ahead journal of durable call outcomes.
         failpoint: a test hook (see ``Failpoint``).
-        observer: receives what the core does (metrics, event log); see ``Observer``.
+        observer: receives what the core does (metrics, event log); see ``Observer``. The
+            core reports to its ``Probe`` (``probe_of``).
         key_value: a key's value (``ctx.key``, errors) from the host's key (``KeyEncoding``).
     """
 
@@ -108,9 +111,7 @@ class AgentCore(WaitsCore):
     ) -> None:
         self.plan, self._key_value = plan, key_value or (lambda key: key)  # key -> its value
         self.lineage = lineage  # the job's (``HostOptions.lineage``): keys' memory epochs
-        self.observer = observer if observer is None or getattr(
-            observer, "hooks_never_raise", False) else SafeObserver(observer)
-        self._tally = getattr(self.observer, "tally", None)  # see ``CoreTally``
+        self.probe = probe_of(observer)  # what the core reports to (``Probe``)
         self.failpoint = failpoint
         self.resources = ResourceEnvironment(plan)
         self.executor = IOExecutor(max_in_flight)
@@ -122,9 +123,9 @@ class AgentCore(WaitsCore):
         self._inbox = Inbox()
         self._fns: dict[str, Callable[..., Any]] = {}
         self._routes: dict[str, tuple[ActionPlan, ...]] = {}  # the root plan's, by event type
-        self._run_t0: dict[Any, float] = {}  # a run in flight's start (tally clock), by key
+        self._run_tokens: dict[Any, Any] = {}  # the probe's token of a run in flight, by key
         self.counters: collections.Counter[str] = collections.Counter()
-        self.ledger = CallLedger(self.counters, self.observer, journal, failpoint)
+        self.ledger = CallLedger(self.counters, self.probe, journal, failpoint)
         self._failure_log = FailureLog(log)
         self._warned_sites: set[str] = set()  # lazy calls never awaited, warned once a line
 
@@ -181,8 +182,8 @@ class AgentCore(WaitsCore):
         res = StepResult()
         shown = self._key_value(key)  # the key's value; ``key`` keys the core's own tables
         live = self._live.get(key) or self._live.setdefault(key, {})
-        counters, observer, tally = self.counters, self.observer, self._tally
-        run_t0: float | None = None  # the tally clock when this callback started the run
+        counters, probe = self.counters, self.probe
+        token: Any = None  # the probe's token of a run this callback started
         held = None  # early events the last run did not claim, for the next (``_waits``)
         while True:
             run = state.run
@@ -197,17 +198,15 @@ class AgentCore(WaitsCore):
                 state.run = run
                 begin_lineage(self.plan, state, self.lineage, shown)  # the key's memory epoch
                 counters["runs_started"] += 1
-                if tally is not None:
-                    run_t0 = tally.run_begun(shown)
-                elif observer is not None:
-                    observer.run_started(shown, seq)
+                if probe is not None:
+                    token = probe.run_started(shown, seq)
                 step = _Step(shown, state, run, res, live, collections.deque(), key)
                 event, data = input_event(f"r{seq}", record)
                 self._dispatch(step, event, None, data=data, own=True)
             else:
                 if run.parked and not self._inbox.has(key):
                     break  # only its outside event or timer moves it on (``_waits``)
-                run_t0 = None  # started in an earlier callback (or another process)
+                token = None  # started in an earlier callback (or another process)
                 step = _Step(shown, state, run, res, live, collections.deque(), key)
                 self._reconcile_live(step)
                 self._apply_deliveries(step)
@@ -220,8 +219,8 @@ class AgentCore(WaitsCore):
                 finally:
                     leave_stepping(loop)
             if run.inflight:
-                if run_t0 is not None:  # (with a tally)
-                    self._run_t0[key] = run_t0
+                if token is not None:
+                    self._run_tokens[key] = token
                 break
             if self.failpoint is not None:
                 self.failpoint("run_completed", shown, {"seq": run.seq})
@@ -229,12 +228,10 @@ class AgentCore(WaitsCore):
             state.run = None
             live.clear()
             counters["runs_completed"] += 1
-            if tally is not None:
-                if run_t0 is None:
-                    run_t0 = self._run_t0.pop(key, None)
-                tally.run_done(shown, run_t0)
-            elif observer is not None:
-                observer.run_completed(shown, run.seq)
+            if probe is not None:
+                if token is None and self._run_tokens:
+                    token = self._run_tokens.pop(key, None)
+                probe.run_completed(shown, run.seq, token)
             if self.journal is not None:
                 self.journal.run_completed(shown, f"r{run.seq}")
         res.busy = state.run is not None or state.queued() > 0
@@ -277,8 +274,8 @@ class AgentCore(WaitsCore):
                                                            self.resources.parallelism)
         return found
 
-    def _submit(self, key: Any, ctx: ActionContext, call: DurableCall, fn: Callable[..., Any],
-                args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _submit(self, key: Any, ctx: ActionExecution, call: DurableCall,
+                fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Run ``fn`` on the I/O executor for ``ctx``'s action; deliver to its key's inbox."""
         call.running = True  # the action finishes only once its outcome is recorded
 
@@ -306,8 +303,8 @@ class AgentCore(WaitsCore):
             plan_at(self.plan, path), self._resources_at(path))
         action = action_or_removed(plan.actions, rec.action)  # a removed one: diverges
         short_term, sensory = self._memories(step.state, run, env)
-        ctx = ActionContext(self.ledger, step.key, exec_id, rec, run, action.config, short_term,
-                            sensory, env, plan, resources)
+        ctx = ActionExecution(self.ledger, step.key, exec_id, rec, run, action.config,
+                              short_term, sensory, env, plan, resources)
         return _Task(action, event if event is not None else event_of(rec.event), ctx)
 
     def _reconcile_live(self, step: _Step) -> None:
@@ -347,16 +344,9 @@ class AgentCore(WaitsCore):
         their own copy, as after a restore).
         """
         self.counters["events"] += 1
-        observer, tally = self.observer, self._tally
-        if tally is not None:  # counted inline; only the types it asks for are hooked
-            observer, etype = None, event.type
-            tally.counters["events_processed"] += 1
-            by = tally.events_by_type
-            by[etype] = by.get(etype, 0) + 1
-            if etype in tally.hooked_types:
-                tally.on_event(step.key, event)
-        elif observer is not None:
-            observer.event_dispatched(step.key, event, event_parent(event.id))
+        probe = self.probe
+        if probe is not None:
+            probe.event_dispatched(step.key, event)
         if scope is None:
             etype = event.type
             actions = self._routes.get(etype)
@@ -364,10 +354,8 @@ class AgentCore(WaitsCore):
                 actions = self._routes[etype] = route_at_root(self.plan, etype)
             if isinstance(event, OutputEvent):
                 step.res.outputs.append(event.output)
-                if observer is not None:
-                    observer.output_emitted(step.key, event.output, event.id)
-                elif tally is not None:
-                    tally.counters["outputs_emitted"] += 1
+                if probe is not None:
+                    probe.output_emitted(step.key, event.output, event.id)
         else:
             actions = route_in_scope(self.plan, step.run, scope, event)
         if actions and data is None:
@@ -396,12 +384,9 @@ class AgentCore(WaitsCore):
             task.started = True
             name = task.action.name
             self.counters["actions_started"] += 1
-            if (tally := self._tally) is not None:
-                task.started_at = tally.clock()
-                if task.reentered:
-                    tally.action_reentered(step.key, ctx.execution_id, name)
-            elif self.observer is not None:
-                self.observer.action_started(step.key, ctx.execution_id, name, task.reentered)
+            if (probe := self.probe) is not None:
+                task.token = probe.action_started(step.key, ctx.execution_id, name,
+                                                  task.reentered)
             token = EVENT_ID_SOURCE.set(ctx.event_id_source)
             keep = False
             try:
@@ -410,7 +395,9 @@ class AgentCore(WaitsCore):
                     fn = task.action.function.resolve()
                     if not ctx.env:  # the agent's own actions, by name
                         self._fns[name] = fn
-                out = fn(task.event, ctx)  # keep: an async action, nothing to carry out yet
+                # the user's action gets its context; a built-in one, the execution itself
+                out = fn(task.event, ctx if name in BUILTIN_NAMES else ActionContext(ctx))
+                # keep: an async action, nothing to carry out yet
                 keep = type(out) is CoroutineType and not ctx.commands and not self._cancelled
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome
                 self._drain(step, task, None)
@@ -484,7 +471,7 @@ class AgentCore(WaitsCore):
                 return e
         return None
 
-    def _carry_out(self, step: _Step, ctx: ActionContext, command: Command) -> None:
+    def _carry_out(self, step: _Step, ctx: ActionExecution, command: Command) -> None:
         """Carry out one command of ``ctx``'s action (see ``_commands``)."""
         if isinstance(command, CancelInvocation):
             self._cancelled.extend(cancel_invocation(step.run, command.invocation_id))
@@ -508,7 +495,7 @@ class AgentCore(WaitsCore):
             try:
                 with not_stepping():  # the setup's own code, as outside an action step
                     _key, fn, reconciler = command.setup.prepare(
-                        ctx, command.input, command.session_id, call.call_id)
+                        ActionContext(ctx), command.input, command.session_id, call.call_id)
             except Exception as e:  # noqa: BLE001 - the call's outcome: raised at the await,
                 ctx.record_started(command)  # and again on replay
                 ctx.record_outcome(call, False, e)
@@ -546,10 +533,8 @@ class AgentCore(WaitsCore):
         step.run.inflight.pop(ctx.execution_id, None)
         if task.coro is not None:
             task.coro.close()
-        if (tally := self._tally) is not None:
-            tally.action_done(step.key, ctx.execution_id, task.action.name, error, task.started_at)
-        elif self.observer is not None:
-            self.observer.action_finished(step.key, ctx.execution_id, task.action.name, error)
+        if (probe := self.probe) is not None:
+            probe.action_finished(step.key, ctx.execution_id, task.action.name, error, task.token)
         if error is not None:
             self.counters["actions_failed"] += 1
             message = redact_text(str(error) + reported_error(task.event))

@@ -68,8 +68,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..api import RunnerContext
-from ._serde import dumps, to_json_value
+from ...api import RunnerContext
+from .._serde import dumps, to_json_value
 
 __all__ = ["bound_state", "stable_form", "MAX_DEPTH"]
 

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import AsyncSubagentSetup, DeferredSubagentSetup
-from ._calls import DurableCall
-from ._state import CallKind
+from ...api import AsyncSubagentSetup, DeferredSubagentSetup
+from ..context._calls import DurableCall
+from ..recorder._state import CallKind
 
 __all__ = ["RunFunction", "StartChat", "StartSubagent", "RunDeferred", "Poll", "Attach",
            "StartWait", "CancelInvocation", "InlineCall", "Settle", "Command", "CallCommand"]

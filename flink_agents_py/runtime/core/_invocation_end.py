@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._ledger import CallLedger
-from ._state import Invocation, RunState
+from ..recorder._ledger import CallLedger
+from ..recorder._state import Invocation, RunState
 from ._subgraph import invocation_result, record_for_caller
 
 if TYPE_CHECKING:

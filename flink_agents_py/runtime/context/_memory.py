@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..api import Memory
-from ._serde import to_json_value
+from ...api import Memory
+from .._serde import to_json_value
 
 __all__ = ["ActionMemory", "apply_writes"]
 

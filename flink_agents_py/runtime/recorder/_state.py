@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ..api import AgentsError
+from ...api import AgentsError
 
 __all__ = ["CallKind", "CallRecord", "InflightAction", "Invocation", "WaitRecord",
            "RunState", "KeyState",
@@ -107,7 +107,7 @@ class _Record(msgspec.Struct, kw_only=True, repr_omit_defaults=True):
 
     def model_dump_json(self) -> str:
         """The record as JSON text (pydantic's name, kept for existing callers)."""
-        from ._serde import dumps
+        from .._serde import dumps
 
         return dumps(self.to_builtins(), sort_keys=False).decode()
 
@@ -141,7 +141,7 @@ class _Record(msgspec.Struct, kw_only=True, repr_omit_defaults=True):
         Raises:
             StateFormatError: when the text does not hold the record.
         """
-        from ._serde import loads
+        from .._serde import loads
 
         return _convert(loads(text), cls)
 
@@ -366,7 +366,7 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
         try:  # the records' fields in declaration order, as ``to_builtins`` lists them
             raw = _ENCODER.encode(self)
         except Exception:  # noqa: BLE001 - e.g. nested deeper than the encoder goes
-            from ._serde import dumps
+            from .._serde import dumps
 
             data = self.to_builtins()
             data["v"] = STATE_FORMAT_VERSION
@@ -389,7 +389,7 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
                 state was written in a format this version does not know (by a later one),
                 or when the data does not fit its format.
         """
-        from ._serde import loads
+        from .._serde import loads
 
         data = loads(raw) if isinstance(raw, (str, bytes, bytearray)) else raw
         if not isinstance(data, Mapping):

@@ -1,0 +1,61 @@
+"""What the library's other packages use from the API's private modules (not user API).
+
+User code imports from ``flink_agents_py.api``; the plan, the runtime, the hosts and the
+integrations import these helpers from here, never from ``api._*`` modules themselves
+(``tests/test_layers.py`` checks).
+"""
+
+from ._embeddings import check_texts
+from ._events import _REGISTRY as EVENT_TYPES
+from ._events import (
+    EVENT_CLASS_KEY,
+    EVENT_ID_SOURCE,
+    Event,
+    event_class_for,
+    event_class_tag,
+    event_from_json,
+    json_schema_of,
+)
+from ._flow import collect_rate_limits
+from ._resources import import_qualified
+from ._secrets import (
+    SECRET_VALUE_PATTERNS,
+    MaskedStr,
+    has_known_secret,
+    mask_known,
+    mask_secrets,
+    mask_value,
+    register_header_secret,
+    register_resource_secrets,
+    registered_secret_count,
+)
+from ._subagents import subagent_callable
+from ._tools import RESERVED_TOOL_PREFIX, offered_tool_name
+from ._warnings import warn_at_user
+
+__all__ = [
+    "EVENT_CLASS_KEY",
+    "EVENT_ID_SOURCE",
+    "EVENT_TYPES",
+    "Event",
+    "MaskedStr",
+    "RESERVED_TOOL_PREFIX",
+    "SECRET_VALUE_PATTERNS",
+    "check_texts",
+    "collect_rate_limits",
+    "event_class_for",
+    "event_class_tag",
+    "event_from_json",
+    "has_known_secret",
+    "import_qualified",
+    "json_schema_of",
+    "mask_known",
+    "mask_secrets",
+    "mask_value",
+    "offered_tool_name",
+    "register_header_secret",
+    "register_resource_secrets",
+    "registered_secret_count",
+    "subagent_callable",
+    "warn_at_user",
+]

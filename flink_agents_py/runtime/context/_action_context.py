@@ -1,0 +1,122 @@
+"""``ActionContext``: the ``RunnerContext`` a user's action receives from the runtime.
+
+It carries exactly what ``RunnerContext`` promises, each call a one-line delegation to the
+``ActionExecution`` the core owns (``_execution``): recording, replay and the commands for the
+core live there, out of the user's reach (as Temporal's ``workflow`` functions delegate to
+the hidden workflow instance).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ...api import (
+    BaseLongTermMemory,
+    ChatMessage,
+    ChatResponse,
+    Event,
+    Memory,
+    Resource,
+    ResourceType,
+    RunnerContext,
+    SubagentFuture,
+)
+
+if TYPE_CHECKING:
+    from ..recorder._execution import ActionExecution
+
+__all__ = ["ActionContext"]
+
+
+class ActionContext(RunnerContext):
+    """The context of one action execution (valid only while that execution runs).
+
+    Args:
+        execution: the execution it speaks for.
+    """
+
+    __slots__ = ("_execution",)
+
+    def __init__(self, execution: ActionExecution) -> None:
+        self._execution = execution
+
+    @property
+    def key(self) -> Any:
+        """The key of the record this run processes."""
+        return self._execution.key
+
+    @property
+    def sensory_memory(self) -> Memory:
+        """Memory of the current run: cleared when the run ends."""
+        return self._execution.sensory
+
+    @property
+    def short_term_memory(self) -> Memory:
+        """Memory of the current key: survives runs, kept in keyed state."""
+        return self._execution.short_term
+
+    @property
+    def long_term_memory(self) -> BaseLongTermMemory:
+        """Memory sets searched by meaning, kept in a vector store."""
+        return self._execution.long_term_memory
+
+    @property
+    def action_config(self) -> dict[str, Any]:
+        """Configuration of the running action (from the plan), a copy."""
+        return self._execution.action_config
+
+    def send_event(self, event: Event) -> Event:
+        """See ``RunnerContext.send_event``."""
+        return self._execution.send_event(event)
+
+    def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
+        """See ``RunnerContext.get_resource``."""
+        return self._execution.get_resource(name, resource_type)
+
+    def durable_execute(
+        self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
+        strict: bool | None = None, **kwargs: Any,
+    ) -> Any:
+        """See ``RunnerContext.durable_execute``."""
+        return self._execution.durable_execute(fn, *args, reconciler=reconciler, strict=strict,
+                                               **kwargs)
+
+    def durable_execute_async(
+        self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
+        strict: bool | None = None, **kwargs: Any,
+    ) -> Awaitable[Any]:
+        """See ``RunnerContext.durable_execute_async``."""
+        return self._execution.durable_execute_async(fn, *args, reconciler=reconciler,
+                                                     strict=strict, **kwargs)
+
+    def chat(
+        self, model: str, messages: Sequence[ChatMessage], *,
+        prompt_args: dict[str, Any] | None = None,
+        output_schema: type[BaseModel] | dict[str, Any] | None = None,
+    ) -> Awaitable[ChatResponse]:
+        """See ``RunnerContext.chat``."""
+        return self._execution.chat(model, messages, prompt_args=prompt_args,
+                                    output_schema=output_schema)
+
+    async def submit_subagent(self, name: str, input: Any) -> SubagentFuture:
+        """See ``RunnerContext.submit_subagent``."""
+        return await self._execution.submit_subagent(name, input)
+
+    def patched(self, change_id: str) -> bool:
+        """See ``RunnerContext.patched``."""
+        return self._execution.patched(change_id)
+
+    def deprecate_patch(self, change_id: str) -> None:
+        """See ``RunnerContext.deprecate_patch``."""
+        self._execution.deprecate_patch(change_id)
+
+    def wait_for(self, correlation_id: str, *, timeout_s: float | None = None) -> Awaitable[Any]:
+        """See ``RunnerContext.wait_for``."""
+        return self._execution.wait_for(correlation_id, timeout_s=timeout_s)
+
+    def sleep(self, seconds: float) -> Awaitable[None]:
+        """See ``RunnerContext.sleep``."""
+        return self._execution.sleep(seconds)

@@ -1,0 +1,14 @@
+"""What hosts and tools use of the runtime's private modules, beyond its public names.
+
+The flink, local, io, observability and testing packages import these from here, never
+from ``runtime._*`` modules themselves (``tests/test_layers.py`` checks).
+"""
+
+from ._failures import failure_text
+from ._gauges import live_gauges
+from ._serde import dumps, loads_record
+from .core._commands import CallCommand
+from .core._observer import event_parent
+
+__all__ = ["CallCommand", "dumps", "event_parent", "failure_text", "live_gauges",
+           "loads_record"]
