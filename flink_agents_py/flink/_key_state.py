@@ -2,7 +2,8 @@
 
 Keyed state holds, per key: the in-flight run (``RunState.to_stored()`` text), the short-term
 memory (JSON), and the queue of inputs waiting behind the run (a ``MapState`` by position,
-with head and tail counters; the tail is the key's next input sequence number). See the
+with a tail counter, the key's next input sequence number; the head is ``run.seq + 1`` of
+the run in flight). See the
 operator's module docstring (``_operator``) for what a record costs.
 """
 
@@ -58,12 +59,14 @@ class _FlinkKeyState(KeyState):
         if cached is not None:
             self._run_raw, self._run, head, tail = cached
             if tail >= 0:
-                self._head = self._head_stored = head
+                self._head = head
                 self._tail = self._tail_stored = tail
-            return
-        raw = op._run_state.value()
-        self._run_raw = raw
-        self._run = RunState.from_stored(raw) if raw else None
+        else:
+            raw = op._run_state.value()
+            self._run_raw = raw
+            self._run = RunState.from_stored(raw) if raw else None
+        if self._run is not None:  # the queue's head: the input after the run's own
+            self._head_stored = self._run.seq + 1
 
     @property
     def run(self) -> RunState | None:
@@ -100,8 +103,9 @@ class _FlinkKeyState(KeyState):
         self._tail = self._tail_stored = tail
         if not self._run_raw:  # a key idle in state has no queue (see the module docstring)
             self._head = tail
-        else:
-            self._head = self._head_stored = self._op._head_state.value() or 0
+        else:  # the run in flight was the last input taken from the queue
+            assert self._head_stored is not None
+            self._head = self._head_stored
 
     def push_input(self, record: Any) -> None:
         """Queue ``record`` (kept in memory until ``flush``)."""
@@ -157,8 +161,7 @@ class _FlinkKeyState(KeyState):
             if self._tail != self._tail_stored:
                 op._tail_state.update(self._tail)
                 self._tail_stored = self._tail
-            if self._run is not None and self._head != self._head_stored:
-                op._head_state.update(self._head)  # exact whenever a run is in flight
+            if self._run is not None:  # ``run.seq + 1``, which keyed state holds already
                 self._head_stored = self._head
         runs = self._runs
         if runs is None:

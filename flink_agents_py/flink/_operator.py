@@ -2,7 +2,8 @@
 
 Keyed state holds, per key: the in-flight run (``RunState.to_stored()`` text), the short-term
 memory (JSON), and the queue of inputs waiting behind the run (a ``MapState`` by position,
-with head and tail counters; the tail is the key's next input sequence number). A checkpoint
+with a tail counter, the key's next input sequence number; its head is the input after the
+run in flight, ``run.seq + 1``). A checkpoint
 therefore captures every run's bookkeeping and recorded durable call outcomes; live
 coroutines stay in the operator and are rebuilt from state after a restore (see
 ``AgentCore``).
@@ -12,8 +13,10 @@ written back only when it changed. A run that starts and completes within one ca
 touches the run state, and an input that arrives for an idle key is handed to its run without
 the ``MapState`` queue: such a record costs reading the run and the tail, and writing the
 tail. This relies on an invariant of the core: a key with no run in flight has no queued
-inputs (the core starts the next queued input as soon as a run completes), so the head
-counter is only read, and only kept exact, while a run is in flight.
+inputs (the core starts the next queued input as soon as a run completes), and the run in
+flight is the last input taken from the queue, so the queue's head is never stored (the
+``agent-queue-head`` state of earlier versions held ``run.seq + 1`` too, and is only kept
+declared).
 
 Wake-ups: an action waiting for I/O cannot be resumed from the executor's thread, since keyed
 state is only reachable inside a callback. In thread mode a callback may switch the keyed

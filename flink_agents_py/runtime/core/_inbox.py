@@ -37,11 +37,13 @@ class Inbox:
     def has(self, key: Any) -> bool:
         """Whether deliveries of ``key`` wait.
 
+        Read without the lock: one ``dict.get`` is atomic, and a ``put`` racing with it is
+        seen by the next look, as it would be after the lock.
+
         Returns:
             Whether some wait.
         """
-        with self._cond:
-            return bool(self._items.get(key))
+        return bool(self._items.get(key))
 
     def wait_for(self, key: Any, timeout_s: float) -> bool:
         """Block until deliveries of ``key`` wait, or ``timeout_s`` passes.
