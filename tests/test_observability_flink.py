@@ -322,16 +322,24 @@ def test_minicluster_job_writes_an_event_log_per_subtask_with_metrics_on(tmp_pat
     agents = AgentsExecutionEnvironment.flink(env, metrics=True,
                                               event_log=str(tmp_path / "events.jsonl"))
     applied = agents.from_datastream(ds).apply(fa.tool_chat_agent())
-    with applied.to_datastream().execute_and_collect("observability") as rows:
-        outputs = list(rows)
-    assert len(outputs) == len(items)
+    both = applied.to_datastream().map(lambda o: ("out", o), output_type=pickled).union(
+        applied.errors_datastream().map(lambda e: ("err", e), output_type=pickled))
+    with both.execute_and_collect("observability") as rows:
+        tagged = list(rows)
+    outputs = [v for kind, v in tagged if kind == "out"]
+    errors = [v for kind, v in tagged if kind == "err"]
     files = sorted(tmp_path.glob("events-*.jsonl"))
+    records = read_event_log(files)
+    # a run that failed (an error record) and one that never completed look alike in a count
+    kinds = collections.Counter(r["kind"] for r in records)
+    missing = sorted(set(items) - {o["item"] for o in outputs})
+    assert not errors, errors
+    assert sorted(o["item"] for o in outputs) == sorted(items), (missing, dict(kinds))
     assert [f.name for f in files] == ["events-0.jsonl", "events-1.jsonl"]  # one per subtask
     for i, f in enumerate(files):
         header = read_event_log([f])[0]
         assert (header["kind"], header["host"], header["subtask"]) == ("log_opened", "flink", i)
-    records = read_event_log(files)
-    assert sum(r["kind"] == "run_completed" for r in records) == len(items)
+    assert kinds["run_completed"] == len(items)
     tools = [r["tool"] for r in records if r["kind"] == "call_finished" and r.get("tool")]
     assert sorted(set(tools)) == ["price_of", "stock_of"] and len(tools) == 2 * len(items)
     text = render_text(build_traces(records))
