@@ -214,6 +214,69 @@ def test_empty_user_message_after_the_prompt_is_dropped_and_reasoning_extracted(
     assert out == [{"r": {"roles": ["system", "user"], "reasoning": "weighing it"}}]
 
 
+def sent_texts_script(request: ScriptedRequest) -> object:
+    """Answers with the texts it was sent, one per message."""
+    return json.dumps([m.content for m in request.messages])
+
+
+class ExtraArgsReviewAgent(Agent):
+    """A Flink Agents 0.1/0.2 port: the prompt's variables ride on the message's extra_args."""
+
+    @prompt
+    @staticmethod
+    def review_prompt() -> Prompt:
+        return Prompt.from_messages(messages=[
+            ChatMessage(role=MessageRole.SYSTEM, content="Analyse the review; answer JSON."),
+            ChatMessage(role=MessageRole.USER, content="id={id} review: {review}")])
+
+    @chat_model_setup
+    @staticmethod
+    def review_model() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP,
+                                  connection="ollama_server", model="qwen3:8b",
+                                  prompt="review_prompt")
+
+    @action(InputEvent)
+    @staticmethod
+    def process_input(event: InputEvent, ctx: RunnerContext) -> None:
+        review = event.input
+        extra = {"id": review["id"], "review": review["review"]}
+        if review.get("override"):  # prompt_args win over extra_args
+            ctx.send_event(ChatRequestEvent(
+                model="review_model", messages=[ChatMessage(role=MessageRole.USER,
+                                                            extra_args=extra)],
+                prompt_args={"review": review["override"]}))
+        else:
+            ctx.send_event(ChatRequestEvent(
+                model="review_model",
+                messages=[ChatMessage(role=MessageRole.USER, extra_args=extra)]))
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def process_chat_response(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output=json.loads(event.response.content)))
+
+
+def test_a_messages_extra_args_fill_the_prompt_as_in_flink_agents():
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.add_resource("ollama_server", ResourceDescriptor(
+        ScriptedChatModel, function=f"{__name__}:sent_texts_script"))
+    out = env.from_list([
+        {"key": "p1", "value": {"id": "p1", "review": "great!"}},
+        {"key": "p2", "value": {"id": "p2", "review": "bad", "override": "broken box"}},
+    ]).apply(ExtraArgsReviewAgent()).to_list()
+    env.execute()
+    assert out == [
+        {"p1": ["Analyse the review; answer JSON.", "id=p1 review: great!"]},
+        {"p2": ["Analyse the review; answer JSON.", "id=p2 review: broken box"]}]
+
+
+def test_extra_args_are_left_out_of_a_messages_json_when_empty():
+    assert "extra_args" not in ChatMessage(content="hi").model_dump(mode="json")
+    given = ChatMessage(content="hi", extra_args={"id": "p1"})
+    assert ChatMessage.model_validate(given.model_dump(mode="json")).extra_args == {"id": "p1"}
+
+
 def test_num_async_threads_sets_max_in_flight():
     env = AgentsExecutionEnvironment.get_execution_environment()
     env.get_config().set(AgentExecutionOptions.NUM_ASYNC_THREADS, 2)

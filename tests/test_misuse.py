@@ -8,6 +8,8 @@ and the ``Agent.override(...)`` context.
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 import pytest
@@ -68,6 +70,77 @@ def test_chat_in_a_non_async_action_fails_the_action_clearly():
     assert err.action == "on_input" and err.error_type == "UsageError"
     assert "'on_input' is not async" in err.message
     assert "async def" in err.message and "await" in err.message
+
+
+# -- ctx.wait_for / ctx.sleep without await: the same guard as ctx.chat ------------------------
+
+class SyncWaits(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def on_input(event: InputEvent, ctx: Any) -> None:
+        if event.input["what"] == "sleep":
+            ctx.sleep(5)
+        else:
+            ctx.wait_for("approval-1", timeout_s=5)
+        ctx.send_event(OutputEvent(output="went on"))
+
+
+def test_wait_or_sleep_in_a_non_async_action_fails_the_action_clearly():
+    started = time.monotonic()
+    result = local(SyncWaits(), [{"key": "a", "what": "sleep"}, {"key": "b", "what": "wait"}])
+    assert time.monotonic() - started < 5  # no wait was left open to time out
+    assert result.outputs == []
+    errs = {e.key: e for e in result.errors}
+    assert errs["a"].error_type == errs["b"].error_type == "UsageError"
+    assert "'on_input' is not async" in errs["a"].message
+    assert "(ctx.sleep(...))" in errs["a"].message and "await ctx.sleep(...)" in errs["a"].message
+    assert "(ctx.wait_for(...))" in errs["b"].message and "async def" in errs["b"].message
+
+
+class AsyncWaitsNoAwait(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: Any) -> None:
+        if event.input["what"] == "sleep":
+            ctx.sleep(5)  # SLEEP-NO-AWAIT
+        else:
+            ctx.wait_for("x", timeout_s=5)  # WAIT-NO-AWAIT
+        ctx.send_event(OutputEvent(output="went on"))
+
+
+def _line_of(marker: str) -> int:
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if marker in line and "_line_of" not in line)
+
+
+def test_wait_or_sleep_never_awaited_in_an_async_action_is_warned_about_with_its_line(caplog):
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        result = local(AsyncWaitsNoAwait(), [{"key": "a", "what": "sleep"},
+                                             {"key": "b", "what": "wait"}])
+    assert result.errors == [] and result.outputs == ["went on"] * 2
+    warned = [r.getMessage() for r in caplog.records if "was never awaited" in r.getMessage()]
+    assert len(warned) == 2, warned
+    sleep_line, wait_line = _line_of("# SLEEP-NO-AWAIT"), _line_of("# WAIT-NO-AWAIT")
+    [on_sleep] = [w for w in warned if f"{__file__}:{sleep_line}" in w]
+    [on_wait] = [w for w in warned if f"{__file__}:{wait_line}" in w]
+    assert "(sleep ''" in on_sleep and "(wait 'x')" in on_wait
+    assert "did not wait for it" in on_wait and "await it" in on_wait
+
+
+class AwaitsThem(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: Any) -> None:
+        await ctx.sleep(0.01)
+        reply = await ctx.chat("model", ASK)
+        ctx.send_event(OutputEvent(output=reply.message.content))
+
+
+def test_awaited_sleeps_and_chats_are_not_warned_about(caplog):
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        result = local(with_model(AwaitsThem()), [{"key": "a"}])
+    assert result.errors == [] and result.outputs == ["hello"]
+    assert not [r for r in caplog.records if "never awaited" in r.getMessage()]
 
 
 # -- futures and handles used without await ----------------------------------------------------

@@ -217,9 +217,12 @@ class ChatModelSetup(Resource):
     ) -> list[ChatMessage]:
         """Prepend the prompt (placeholders filled from ``prompt_args``) to ``messages``.
 
-        With a prompt, an empty user message of ``messages`` (no text, no tool calls, as
-        ``ChatMessage(role=MessageRole.USER)`` placeholders are written when the prompt holds
-        the whole request) is dropped, as Apache Flink Agents does, instead of being sent.
+        The placeholders are filled from the messages' ``extra_args`` too, in order (a later
+        message's value wins), as Apache Flink Agents' ``BaseChatModelSetup.chat`` fills
+        them; ``prompt_args`` win over those. With a prompt, an empty user message of
+        ``messages`` (no text, no tool calls, as ``ChatMessage(role=MessageRole.USER)``
+        placeholders are written when the prompt holds the whole request) is dropped, as
+        Apache Flink Agents does, instead of being sent.
 
         Args:
             messages: the conversation so far.
@@ -237,7 +240,11 @@ class ChatModelSetup(Resource):
         assert isinstance(prompt, Prompt)
         kept = [m for m in messages if not (m.role == MessageRole.USER and not m.content.strip()
                                             and not m.tool_calls)]
-        return [*prompt.format_messages(**(prompt_args or {})), *kept]
+        values: dict[str, Any] = {}
+        for m in messages:
+            values.update(m.extra_args)
+        values.update(prompt_args or {})
+        return [*prompt.format_messages(**values), *kept]
 
     async def achat(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from ._secrets import MaskedStr
 
@@ -49,6 +49,10 @@ class ChatMessage(BaseModel):
         tool_calls: for an assistant message, the tools it asks to call.
         tool_call_id: for a tool message, the call it answers.
         name: for a tool message, the tool's name.
+        extra_args: values for the ``{placeholders}`` of the chat model setup's prompt, as
+            Apache Flink Agents' ``ChatMessage.extra_args`` (see
+            ``ChatModelSetup.build_messages``); never sent to the model. Left out of the
+            message's dict and JSON when empty.
     """
 
     model_config = ConfigDict(frozen=True, use_enum_values=True)
@@ -58,6 +62,16 @@ class ChatMessage(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    extra_args: dict[str, Any] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_extra_args(self, handler: SerializerFunctionWrapHandler
+                                  ) -> dict[str, Any]:
+        # the JSON form of a message without them stays what it was (recorded digests)
+        data: dict[str, Any] = handler(self)
+        if not self.extra_args:
+            data.pop("extra_args", None)
+        return data
 
     @classmethod
     def of(cls, role: MessageRole | str, content: str, **fields: Any) -> ChatMessage:

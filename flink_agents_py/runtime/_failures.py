@@ -20,7 +20,6 @@ import logging
 import os
 import threading
 import traceback
-from collections.abc import Iterable
 from typing import Any
 
 from ..api import UsageError, mask_secrets
@@ -295,26 +294,31 @@ def reported_error(event: Any) -> str:
             f"{getattr(event, 'id', '')}, which carries an error: {error})")
 
 
-def never_awaited(action: str, calls: Iterable[Any]) -> UsageError | None:
-    """The misuse of a plain (``def``) action that made lazy durable calls (``ctx.chat``).
+def never_awaited(action: str, calls: dict[int, Any]) -> UsageError | None:
+    """The misuse of a plain (``def``) action that made calls it had to await.
 
-    Those start only when awaited, which a plain function cannot do, so they never ran. (A
+    A lazy call (``ctx.chat``) starts only when awaited and a wait or sleep waits only when
+    awaited (``_calls.unawaited``), which a plain function cannot do. (A
     ``durable_execute_async`` call a plain action does not await has started: the action
     completes once its outcome is recorded, see ``_completion``.)
 
     Args:
         action: the action's name.
-        calls: the ``DurableCall`` objects the action made.
+        calls: the ``DurableCall`` objects the action made (by ordinal).
 
     Returns:
         The error to fail the action with, or ``None``.
     """
-    never = [c for c in calls if not c.done and c.start is not None]
-    if not never:
+    from .context._calls import unawaited, unawaited_effect
+
+    made = sorted({m for m in map(unawaited, calls.values()) if m})
+    if not made:
         return None
-    made = ", ".join(sorted({"ctx.chat(...)" if c.kind.value == "chat" else
-                             f"a lazy {c.kind.value} call" for c in never}))
+    effects = "; ".join(dict.fromkeys(unawaited_effect(m) for m in made))
+    example = ("await ctx.sleep(...)" if made == ["ctx.sleep(...)"]
+               else "value = await ctx.wait_for(...)" if "ctx.wait_for(...)" in made
+               else "response = await ctx.chat(...)")
     return UsageError(
-        f"action {action!r} is not async, but it made durable calls that run only when "
-        f"awaited ({made}), so they never ran. Declare it 'async def' and 'await' them "
-        "(e.g. response = await ctx.chat(...))")
+        f"action {action!r} is not async, but it made durable calls that take effect only "
+        f"when awaited ({', '.join(made)}), {effects}. Declare it 'async def' and 'await' "
+        f"them (e.g. {example})")

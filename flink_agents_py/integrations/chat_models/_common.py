@@ -26,7 +26,7 @@ from ...api import (
     RateLimitInfo,
     secret_from_env,
 )
-from ...api.internal import register_header_secret
+from ...api.internal import close_loop_clients, register_header_secret, register_loop_owner
 
 __all__ = ["HTTP_FLOW_CONTROL", "import_sdk", "FreshOnUnpickle", "LoopBoundClient",
            "LoopBoundSdkConnection",
@@ -172,6 +172,7 @@ class LoopBoundClient:
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary())
         self._lock = threading.Lock()
+        register_loop_owner(self)
 
     def get(self) -> Any:
         """The client of the running loop (created on first use)."""
@@ -183,9 +184,21 @@ class LoopBoundClient:
             return client
 
     def clear(self) -> None:
-        """Forget every client (their pools close with their loops)."""
+        """Forget every client (a loop's host closes its client first, ``aclose_loop``)."""
         with self._lock:
             self._clients = weakref.WeakKeyDictionary()
+
+    async def aclose_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Close and forget the client of ``loop`` (awaited on it, before it closes)."""
+        with self._lock:
+            client = self._clients.pop(loop, None)
+        if client is None:
+            return
+        close = getattr(client, "close", None) or getattr(client, "aclose", None)
+        if close is not None:
+            done = close()
+            if inspect.isawaitable(done):
+                await done
 
 
 class LoopBoundSdkConnection:
@@ -240,9 +253,16 @@ def run_sync(coro: Any) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        return asyncio.run(_then_close_clients(coro))
     coro.close()
     raise RuntimeError("chat() was called inside a running event loop; await achat() instead")
+
+
+async def _then_close_clients(coro: Any) -> Any:
+    try:
+        return await coro
+    finally:
+        await close_loop_clients()  # the loop closes with asyncio.run: its clients first
 
 
 def provider_error(message: str, status: int | None, cause: BaseException | None = None,

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from ..core._commands import Command
     from ..recorder._execution import ActionExecution
 
-__all__ = ["DurableCall", "ChatFuture", "SubagentHandle", "chat_request"]
+__all__ = ["DurableCall", "ChatFuture", "SubagentHandle", "chat_request", "creation_site",
+           "unawaited", "unawaited_effect"]
 
 
 def chat_request(model: str, messages: Any, prompt_args: dict[str, Any] | None,
@@ -189,6 +190,46 @@ def creation_site() -> str:
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return ""
+
+
+_AWAITED_FOR_EFFECT = {CallKind.WAIT: "ctx.wait_for(...)", CallKind.SLEEP: "ctx.sleep(...)"}
+"""The calls that open eagerly but give the action anything only when awaited (by kind)."""
+
+
+def unawaited(call: DurableCall) -> str:
+    """How the action made ``call`` (``ctx.sleep(...)``...) if it needed an await it never got.
+
+    A lazy call (``ctx.chat``, a deferred sub-agent call) starts only on its first await; a
+    wait or a sleep makes the action wait only when awaited. (A ``durable_execute_async``
+    call runs awaited or not: the action completes once its outcome is recorded.) This is
+    the one test behind the never-awaited warning of an async action and the ``UsageError``
+    of a plain one.
+
+    Args:
+        call: a call the action made.
+
+    Returns:
+        How the action made it, or ``''``.
+    """
+    if call.used:
+        return ""
+    if call.kind in _AWAITED_FOR_EFFECT:
+        return _AWAITED_FOR_EFFECT[call.kind]
+    if not call.done and call.start is not None:
+        return "ctx.chat(...)" if call.kind is CallKind.CHAT else f"a lazy {call.kind.value} call"
+    return ""
+
+
+def unawaited_effect(made: str) -> str:
+    """What a call of ``made`` (see ``unawaited``) left undone by not being awaited.
+
+    Returns:
+        The words for a warning or an error message.
+    """
+    if made in _AWAITED_FOR_EFFECT.values():
+        return ("so the action did not wait for it (a wait or a sleep waits, and gives its "
+                "outcome, only when awaited)")
+    return "so it never ran (a lazy call such as ctx.chat(...) starts on its first await)"
 
 
 def _not_awaited(what: str, name: str, call_id: str | None) -> str:

@@ -9,9 +9,10 @@ and a restore re-enters the action, which starts it again (or answers it from it
 Chats and internal sub-agent calls are held by the run itself (their invocations), lazy
 calls never awaited never start.
 
-At completion the core also checks (see ``completion_error``): lazy calls never awaited (a
-warning naming the line that made each, once per line), calls a re-entered execution no
-longer made (``_versioning.check_unreached``), and then applies the memory writes.
+At completion the core also checks (see ``completion_error``): lazy calls, waits and sleeps
+never awaited (``_calls.unawaited``: a warning naming the line that made each, once per
+line), calls a re-entered execution no longer made (``_versioning.check_unreached``), and
+then applies the memory writes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from ..context._calls import unawaited, unawaited_effect
 from ..context._memory import apply_writes
 from ..recorder._state import KeyState, RunState
 from ..recorder._versioning import check_unreached
@@ -45,9 +47,9 @@ def completion_error(ctx: ActionExecution, reentered: bool, warned: set[str]
                      ) -> BaseException | None:
     """Check a completed action execution; the error that fails it, if any.
 
-    Logs a warning for each lazy call never awaited (once per line of code in ``warned``)
-    and for each started call never awaited that failed; for a re-entered execution, flags
-    the recorded calls it did not reach (``check_unreached``).
+    Logs a warning for each lazy call, wait or sleep never awaited (``unawaited``; once per
+    line of code in ``warned``) and for each started call never awaited that failed; for a
+    re-entered execution, flags the recorded calls it did not reach (``check_unreached``).
 
     Args:
         ctx: the action's context.
@@ -60,13 +62,14 @@ def completion_error(ctx: ActionExecution, reentered: bool, warned: set[str]
         ``None``.
     """
     for call in ctx.calls.values():
-        if not call.done and call.start is not None and call.site:
+        made = unawaited(call)
+        if made and call.site:
             if call.site not in warned:
                 warned.add(call.site)
                 log.warning(
-                    "durable call %s (%s %r) made at %s was never awaited, so it never ran "
-                    "(a lazy call such as ctx.chat(...) starts on its first await); await it, "
-                    "or remove it", call.call_id, call.kind.value, call.target, call.site)
+                    "durable call %s (%s %r) made at %s was never awaited, %s; await it, or "
+                    "remove it", call.call_id, call.kind.value, call.target, call.site,
+                    unawaited_effect(made))
         elif call.done and not call.ok and not call.used and not call.replayed:
             log.warning("durable call %s (%s %r) was never awaited and failed: %s: %s; its "
                         "failure is recorded, the action is not failed by it",

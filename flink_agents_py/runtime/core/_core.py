@@ -408,9 +408,12 @@ class AgentCore(WaitsCore):
                     EVENT_ID_SOURCE.reset(token)
             if not keep:
                 token = None
+                misuse = None if inspect.iscoroutine(out) else never_awaited(name, ctx.calls)
+                if misuse is not None:  # a plain action's waits: nothing will answer them
+                    ctx.commands = [c for c in ctx.commands if not isinstance(c, StartWait)]
                 self._drain(step, task, None)
                 if not inspect.iscoroutine(out):
-                    self._end(step, task, never_awaited(name, ctx.calls.values()))
+                    self._end(step, task, misuse)
                     return
             task.coro = out
         coro = task.coro

@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...api.internal import close_loop_clients
+
 __all__ = ["IOExecutor"]
 
 _EWMA_WEIGHT = 0.2
@@ -120,6 +122,7 @@ class IOExecutor:
                 for task in pending:  # calls still running are abandoned, not awaited
                     task.cancel()
                 loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                loop.run_until_complete(close_loop_clients())  # SDK clients: on their loop
                 loop.close()
 
             self._thread = threading.Thread(target=run, name=self._name, daemon=True)

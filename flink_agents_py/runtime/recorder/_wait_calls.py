@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...api import UsageError
-from ..context._calls import DurableCall
+from ..context._calls import DurableCall, creation_site
 from ..core._commands import StartWait
 from ._outcomes import call_digest
 from ._state import CallKind
@@ -89,6 +89,8 @@ def wait_call(ctx: ActionExecution, kind: CallKind, target: str, correlation_id:
                          f"{other.call_id}); a correlation id is waited for once per run "
                          f"(in action execution {where})")
     call = DurableCall(call_id, ordinal, digest, kind, target)
+    if kind is not CallKind.APPROVAL:  # the action's own: warned about when never awaited
+        call.site = creation_site()
     ctx.calls[ordinal] = call
     command = StartWait(call, cid, timeout_s, announce(cid) if announce is not None else None)
     if rec is not None and rec.done:

@@ -1,0 +1,42 @@
+"""The approval page's "Test it locally" recipe (docs/how-to/wait-for-approval.md), run as written.
+
+Its answer generator must answer every request, including the one of a key's second record,
+which comes out only once the first record's request is answered: a request no one answers
+times out silently (the model reads "not approved"), so the test asserts none did.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+from typing import Any
+
+import pytest
+from support import waits_agents as wa
+
+pytestmark = pytest.mark.timeout(120)
+
+PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "how-to" / "wait-for-approval.md"
+
+
+def _recipe() -> str:
+    section = PAGE.read_text().split("### Test it locally", 1)[1]
+    return re.findall(r"^```python\n(.*?)^```$", section, re.S | re.M)[0]
+
+
+def test_the_local_approval_recipe_answers_every_request_a_key_makes(tmp_path, monkeypatch):
+    monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
+    records = [{"key": "k1", "to": "a@ok.org"}, {"key": "k1", "to": "b@bad.org"},
+               {"key": "k1", "to": "c@ok.org"}, {"key": "k2", "to": "d@ok.org"}]
+    namespace: dict[str, Any] = {"requests": records, "Support": wa.make_mailer}
+    exec(compile(_recipe(), f"{PAGE.name} Test it locally", "exec"), namespace)  # noqa: S102
+    result = namespace["result"]
+    assert result.errors == []
+    answers = [(o["key"], o["answer"]) for o in result.outputs if "answer" in o]
+    assert not [a for a in answers if "not approved" in a[1]], answers  # none timed out
+    k1 = [answer for key, answer in answers if key == "k1"]
+    assert len(k1) == 3 and "sent to a@ok.org" in k1[0] and "sent to c@ok.org" in k1[2]
+    assert "rejected by its reviewer: no" in k1[1]
+    assert [answer for key, answer in answers if key == "k2" and "sent to d@ok.org" in answer]
+    sent = (tmp_path / "calls.log").read_text().split()
+    assert sorted(sent[1::2]) == ["a@ok.org", "c@ok.org", "d@ok.org"]  # approved ones ran
