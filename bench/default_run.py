@@ -165,7 +165,9 @@ def where_time_went(event_log: Path, t_start: float, t_end: float) -> dict[str, 
         ``calls``: per model role (the chat model resource's name), ``count``, ``busy_s``
         (the calls' own service time: one loaded model answers one call at a time, so a
         call's time waiting for the calls before it is left out, as ``waited_s``),
-        ``mean_ms`` (busy time per call) and ``output_tokens``.
+        ``mean_ms`` (busy time per call), ``cached`` (calls the connection answered from its
+        cache of identical requests), ``input_tokens`` and ``output_tokens`` (of the calls
+        the model answered, not the cached ones).
 
     Raises:
         OSError: when the event log cannot be read.
@@ -188,15 +190,24 @@ def where_time_went(event_log: Path, t_start: float, t_end: float) -> dict[str, 
     for c in sorted(calls, key=lambda c: c["ts"]):
         end, start = c["ts"], c["ts"] - c["duration_ms"] / 1000
         role = by_role.setdefault(str(c.get("name")), {"count": 0, "busy_s": 0.0,
-                                                       "waited_s": 0.0, "output_tokens": 0})
+                                                       "waited_s": 0.0, "cached": 0,
+                                                       "input_tokens": 0, "output_tokens": 0})
         service = max(0.0, end - max(start, prev_end))
         prev_end = max(prev_end, end)
         role["count"] += 1
         role["busy_s"] += service
         role["waited_s"] += c["duration_ms"] / 1000 - service
-        role["output_tokens"] += int((c.get("usage") or {}).get("output_tokens") or 0)
+        if c.get("cached"):
+            role["cached"] += 1
+            continue
+        usage = c.get("usage") or {}
+        role["input_tokens"] += int(usage.get("input_tokens") or 0)
+        role["output_tokens"] += int(usage.get("output_tokens") or 0)
     for role in by_role.values():
         role["mean_ms"] = round(role["busy_s"] / role["count"] * 1000, 1)
+        answered = role["count"] - role["cached"]
+        role["answered_mean_ms"] = (round(role["busy_s"] / answered * 1000, 1) if answered
+                                    else None)
         role["busy_s"] = round(role["busy_s"], 1)
         role["waited_s"] = round(role["waited_s"], 1)
     first = min(calls, key=lambda c: c["ts"] - c["duration_ms"] / 1000, default=None)
@@ -306,9 +317,11 @@ def main(argv: list[str] | None = None) -> int:
                 {"measure": "where: the first model call, the model's load in it (s)",
                  "value": w["first_call_s"]},
             ]
-            rows += [{"measure": f"where: {role} calls (count, busy s, mean ms, out tokens)",
-                      "value": f"{c['count']}, {c['busy_s']}, {c['mean_ms']}, "
-                               f"{c['output_tokens']}"}
+            rows += [{"measure": f"where: {role} calls (count, cached, busy s, mean ms of the "
+                                 "others, in / out tokens)",
+                      "value": f"{c['count']}, {c['cached']}, {c['busy_s']}, "
+                               f"{c['answered_mean_ms']}, "
+                               f"{c['input_tokens']} / {c['output_tokens']}"}
                      for role, c in sorted(w["calls"].items())]
     rows += [
         {"measure": "reviews rated / by the chat model / distinct texts for it", "value":

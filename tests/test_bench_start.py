@@ -113,9 +113,12 @@ def test_where_time_went_counts_each_call_once_behind_the_model_lock(
     each Flink subtask wrote beside the path are read too."""
     from bench.default_run import where_time_went
 
-    def call(name: str, start: float, end: float, tokens: int) -> dict[str, object]:
-        return {"ts": end, "kind": "call_finished", "call_kind": "chat_model", "name": name,
-                "duration_ms": (end - start) * 1000, "usage": {"output_tokens": tokens}}
+    def call(name: str, start: float, end: float, tokens: int,
+             cached: bool = False) -> dict[str, object]:
+        record = {"ts": end, "kind": "call_finished", "call_kind": "chat_model", "name": name,
+                  "duration_ms": (end - start) * 1000,
+                  "usage": {"input_tokens": 10 * tokens, "output_tokens": tokens}}
+        return {**record, "cached": True} if cached else record
 
     t0 = 1000.0
     sub0 = [{"ts": t0 + 5, "kind": "run_started"}, call("rate", t0 + 6, t0 + 16, 3),
@@ -123,6 +126,7 @@ def test_where_time_went_counts_each_call_once_behind_the_model_lock(
     sub1 = [{"ts": t0 + 7, "kind": "run_started"},
             call("advise", t0 + 7, t0 + 26, 9),   # waited 9 s for "rate", then 10 s its own
             call("rate", t0 + 27, t0 + 30, 1),    # the model idle 1 s before it
+            call("rate", t0 + 30, t0 + 30, 3, cached=True),  # the connection's cache answered
             {"ts": t0 + 30.5, "kind": "output"}]
     for n, records in enumerate((sub0, sub1)):
         (tmp_path / f"events-{n}.jsonl").write_text(
@@ -130,9 +134,12 @@ def test_where_time_went_counts_each_call_once_behind_the_model_lock(
     got = where_time_went(tmp_path / "events.jsonl", t0, t0 + 33)
     assert got["startup_s"] == 5 and got["runs_s"] == 26 and got["tail_s"] == 2
     assert got["first_call_s"] == 10
-    assert got["calls"]["rate"] == {"count": 2, "busy_s": 13.0, "waited_s": 0.0,
-                                    "output_tokens": 4, "mean_ms": 6500.0}
-    assert got["calls"]["advise"] == {"count": 1, "busy_s": 10.0, "waited_s": 9.0,
-                                      "output_tokens": 9, "mean_ms": 10000.0}
+    # tokens are the model's work: a cached answer's are not counted again
+    assert got["calls"]["rate"] == {"count": 3, "cached": 1, "busy_s": 13.0, "waited_s": 0.0,
+                                    "input_tokens": 40, "output_tokens": 4, "mean_ms": 4333.3,
+                                    "answered_mean_ms": 6500.0}
+    assert got["calls"]["advise"] == {"count": 1, "cached": 0, "busy_s": 10.0,
+                                      "waited_s": 9.0, "input_tokens": 90, "output_tokens": 9,
+                                      "mean_ms": 10000.0, "answered_mean_ms": 10000.0}
     with pytest.raises(FileNotFoundError):
         where_time_went(tmp_path / "missing.jsonl", t0, t0 + 1)

@@ -230,3 +230,33 @@ def test_budget_exceeded_error_of_an_agent_budget_keeps_its_scope_when_pickled()
 
     e = pickle.loads(pickle.dumps(BudgetExceededError("model", "a", "cost 1 of 1", "agent")))
     assert e.scope == "agent" and "of the agent" in str(e)
+
+
+class Remembering(ChatModelConnection):
+    """Answers a question it was asked before from its cache, as the local model does."""
+
+    seen: set[str] = set()
+
+    def chat(self, messages, **kwargs) -> ChatResponse:
+        question = messages[-1].content
+        cached = question in self.seen
+        self.seen.add(question)
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content="ok"),
+                            usage=TokenUsage(input_tokens=10, output_tokens=5),
+                            metadata={"cached": True} if cached else {})
+
+
+def test_the_event_log_says_which_answers_came_from_the_connections_cache():
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.observability import EventLog, MemorySink
+
+    sink = MemorySink()
+    agent = asker({"conn": ResourceDescriptor(Remembering)}, {"model": {"connection": "conn"}})
+    (AgentsExecutionEnvironment.local(event_log=EventLog(sink=sink))
+     .from_list([{"key": "a", "q": 0}, {"key": "b", "q": 0}, {"key": "c", "q": 1}])
+     .apply(agent).run())
+    calls = sorted((r["key"], r.get("cached", False)) for r in sink.records
+                   if r["kind"] == "call_finished" and r.get("call_kind") == "chat_model")
+    # the same question twice: one of the two was answered from the cache
+    assert [c for _, c in calls].count(True) == 1
+    assert dict(calls)["c"] is False

@@ -460,12 +460,13 @@ def _flow_fields(fields: dict[str, Any], metadata: Any) -> None:
     """Copy what flow control and budgets said about a model call into its log record.
 
     ``throttled`` and ``flow_wait_s`` (held by flow control), ``model_setup`` (a fallback
-    answered) and ``budget`` (the key's budget decision and its spend after the call, without
-    a sliding window's list of calls).
+    answered), ``cached`` (the connection answered from its cache of identical requests, as
+    the local model does at temperature 0) and ``budget`` (the key's budget decision and its
+    spend after the call, without a sliding window's list of calls).
     """
     if not isinstance(metadata, dict):
         return
-    for name in ("throttled", "flow_wait_s", "model_setup"):
+    for name in ("throttled", "flow_wait_s", "model_setup", "cached"):
         if name in metadata:
             fields[name] = metadata[name]
     budget = metadata.get("budget")
