@@ -36,7 +36,8 @@ from .scripted import scripted_advice, scripted_orchestrator, scripted_rating
 from .strategies import ORCHESTRATOR_MODEL, REVIEW_MODEL
 
 __all__ = ["ADVICE_PROMPT", "MODELS", "ORCHESTRATOR_PROMPT", "REVIEW_PROMPT", "build_agent",
-           "connection", "default_rating", "local_threads"]
+           "connection", "default_rating", "local_contexts",
+           "local_threads"]
 
 MODELS = ("local", "scripted", "openai")
 """The chat model kinds of ``--model``."""
@@ -64,6 +65,7 @@ ADVICE_PROMPT = (
 ADVICE_MAX_TOKENS = 200
 LOCAL_MAX_TOKENS = 160
 THREADS_ENV_VAR = "FLINK_AGENTS_PY_THREADS"
+CONTEXTS_ENV_VAR = "FLINK_AGENTS_PY_MODEL_CONTEXTS"
 
 _SCRIPTED = "flink_agents_py.integrations.chat_models.ScriptedChatModel"
 _LLAMA = "flink_agents_py.integrations.chat_models._llama.LlamaCppChatModel"
@@ -91,23 +93,42 @@ def default_rating(model: str) -> str:
     return "hybrid" if model == "local" else "model"
 
 
-def local_threads() -> int:
-    """llama.cpp threads of the embedded model.
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
-    llama-cpp-python's own default is half the cores for generation, 1 on a 2-core machine:
-    measured 15-35 % slower than 2 here.
+
+def local_contexts() -> int:
+    """llama.cpp contexts of the embedded model answering chats side by side.
+
+    Two on a machine with 2 or more cores: they share the loaded weights, each with its own
+    KV cache (about 0.3 GB more memory in all). On the 2-core machine two single-thread
+    contexts answered 3.5-4x the ratings of one two-thread context while other processes
+    used the CPU (one context's threads wait on each other at every step, so a descheduled
+    thread stalls it), with the same answers.
 
     Returns:
-        ``$FLINK_AGENTS_PY_THREADS``, else this process's usable cores (at most 8).
+        ``$FLINK_AGENTS_PY_MODEL_CONTEXTS``, else 2 (1 on a single core).
+    """
+    env = os.environ.get(CONTEXTS_ENV_VAR)
+    if env:
+        return max(1, int(env))
+    return 2 if _usable_cores() >= 2 else 1
+
+
+def local_threads() -> int:
+    """llama.cpp threads of each context of the embedded model.
+
+    Returns:
+        ``$FLINK_AGENTS_PY_THREADS``, else this process's usable cores over
+        ``local_contexts()`` (at least 1, at most 8).
     """
     env = os.environ.get(THREADS_ENV_VAR)
     if env:
         return max(1, int(env))
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+    return max(1, min(_usable_cores() // local_contexts(), 8))
 
 
 def connection(model: str, script: Callable[[Any], Any],
@@ -130,7 +151,8 @@ def connection(model: str, script: Callable[[Any], Any],
         return ResourceDescriptor(_SCRIPTED, function=_ref(script))
     if model == "local":
         return ResourceDescriptor(_LLAMA, model_path=os.environ.get("FLINK_AGENTS_PY_GGUF"),
-                                  max_tokens=LOCAL_MAX_TOKENS, n_threads=local_threads())
+                                  max_tokens=LOCAL_MAX_TOKENS, n_threads=local_threads(),
+                                  instances=local_contexts())
     if model == "openai":
         return ResourceDescriptor(_OPENAI, base_url=base_url or os.environ.get("OPENAI_BASE_URL"))
     raise ValueError(f"unknown --model {model!r} ({', '.join(MODELS)})")
