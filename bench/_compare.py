@@ -11,8 +11,8 @@ before / after, so both see the same machine load; best of ``--repeats`` (throug
 least CPU per record (operator thread). Rows (targets from the issue):
 
 - echo on a MiniCluster (thread mode, 50,000 records over 100 keys): operator-thread CPU per
-  record (target <= 50 us, <= 4x bare; issue 31: <= 2x bare), rec/s over the bare KeyedProcessFunction's (>= 0.6);
-  metrics off (difference < 5 %);
+  record (target <= 50 us, <= 4x bare; issue 31: <= 2x bare), rec/s over the bare
+  KeyedProcessFunction's (>= 0.6); metrics off (difference < 5 %);
 - the local runner's echo (10,000 records) over Flink Agents 0.3.1's local runner with its
   logging off (>= 1.0), when its reference venv exists (``bench._flink_agents_ref``);
 - the 200 ms model at 256 calls in flight over 1,000 keys, bounded and unbounded: % of the

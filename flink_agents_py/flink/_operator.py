@@ -13,11 +13,11 @@ written back only when it changed. A run that starts and completes within one ca
 touches the run state, and an input that arrives for an idle key is handed to its run without
 the ``MapState`` queue: such a record costs reading the run and the tail, and writing the
 tail; for one of the last 10,000 keys that went idle in this operator, only writing the tail
-(the operator remembers what keyed state holds for them: no run, and the tail). This relies on an invariant of the core: a key with no run in flight has no queued
-inputs (the core starts the next queued input as soon as a run completes), and the run in
-flight is the last input taken from the queue, so the queue's head is never stored (the
-``agent-queue-head`` state of earlier versions held ``run.seq + 1`` too, and is only kept
-declared).
+(the operator remembers what keyed state holds for them: no run, and the tail). This relies
+on an invariant of the core: a key with no run in flight has no queued inputs (the core
+starts the next queued input as soon as a run completes), and the run in flight is the last
+input taken from the queue, so the queue's head is never stored (the ``agent-queue-head``
+state of earlier versions held ``run.seq + 1`` too, and is only kept declared).
 
 Wake-ups: an action waiting for I/O cannot be resumed from the executor's thread, since keyed
 state is only reachable inside a callback. In thread mode a callback may switch the keyed
