@@ -185,5 +185,5 @@ class _FlinkKeyState(KeyState):
         if self._run_raw is None and 0 <= self._tail == self._head:  # idle, as keyed state is
             idle = op._idle
             if len(idle) >= IDLE_KEYS:
-                del idle[next(iter(idle))]  # the key idle longest
+                idle.popitem(last=False)  # the key idle longest
             idle[op._key] = self._tail

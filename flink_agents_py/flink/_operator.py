@@ -226,7 +226,7 @@ class AgentOperator(KeyedProcessFunction):
         # busy key -> (run text, run, queue head, queue tail) as in keyed state (_FlinkKeyState)
         self._runs: dict[Any, tuple[Any, RunState, int, int]] = {}
         # key idle in keyed state -> its queue tail there, for the last keys gone idle
-        self._idle: dict[Any, int] = {}
+        self._idle: collections.OrderedDict[Any, int] = collections.OrderedDict()
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Forget finished jobs' modules first when unpickled (see ``_fresh``).
@@ -256,7 +256,7 @@ class AgentOperator(KeyedProcessFunction):
         self.observability = self._open_observability(runtime_context)
         backend = _switchable_backend(runtime_context)
         switch = self._switch = KeySwitching(self, backend) if backend is not None else None
-        self._runs, self._idle = {}, {}
+        self._runs, self._idle = {}, collections.OrderedDict()
         core = self.core = AgentCore(
             self.plan, max_in_flight=opts.max_in_flight, journal=opts.journal,
             failpoint=opts.failpoint, observer=self.observability.observer,
