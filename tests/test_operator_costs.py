@@ -226,7 +226,24 @@ def test_a_run_done_in_one_callback_reads_run_and_tail_and_writes_only_the_tail(
     h.feed("a", {"n": 2})  # the key's second record: its sequence number goes on
     assert h.backend.calls["agent-queue-tail.update"] == 2
     assert h.op._tail_state.data["a"] == 2
+    # the operator remembers what keyed state holds for a key it left idle: nothing read
+    assert h.backend.calls["agent-run.value"] == 1
+    assert h.backend.calls["agent-queue-tail.value"] == 1
     assert not h.timers.calls  # no wake-up for a run that did not outlive its callback
+
+
+def test_a_key_forgotten_among_many_idle_keys_is_read_from_state_again(harness, monkeypatch):
+    from flink_agents_py.flink import _key_state
+
+    monkeypatch.setattr(_key_state, "IDLE_KEYS", 2)
+    h = harness(Echo())
+    for key in ("a", "b", "c"):  # "a" is forgotten when "c" goes idle
+        h.feed(key, {"n": 1})
+    h.feed("a", {"n": 2})
+    h.feed("c", {"n": 2})
+    assert h.out[-2:] == [{"key": "a", "n": 2}, {"key": "c", "n": 2}]
+    assert h.backend.calls["agent-run.value"] == 4  # a, b, c, then a again
+    assert h.op._tail_state.data == {"a": 2, "b": 1, "c": 2}  # sequence numbers go on
 
 
 def test_a_run_that_outlives_its_callback_is_in_state_until_it_completes(harness):

@@ -12,12 +12,14 @@ import threading
 
 __all__ = ["hold_gc_settings", "release_gc_settings"]
 
-_GC_YOUNG_THRESHOLD = 10_000
+_GC_YOUNG_THRESHOLD = 50_000
 """CPython's generation-0 collection threshold while an operator runs (default 700): the
 operator allocates many short-lived containers per call, and with thousands of runs in
-flight each young collection finds most of them still alive; collecting young objects
-14x less often cuts the GC's share without letting cyclic garbage grow much (at most this
-many container objects wait for a collection)."""
+flight each young collection finds most of them still alive. CPython counts allocations
+net of the young objects freed, and the objects of runs that complete are freed: with this
+threshold the count rarely reaches it (one young collection in 10,000 chats of the 200 ms
+model at 10,000 keys, against 35-38 at 10,000, which cost 18 ms each and collected nothing).
+At most this many container objects of cyclic garbage wait for a collection."""
 
 _gc_lock = threading.Lock()
 _gc_holders: set[int] = set()  # operators of this interpreter holding the GC settings
@@ -36,7 +38,9 @@ def hold_gc_settings(holder: object) -> None:
     kept until the last holder unfreezes the heap, then collected as usual. Young collections run
     every ``_GC_YOUNG_THRESHOLD`` allocations instead of 700. Measured on the 200 ms model
     at 10,000 keys (``bench._compare --only chat --full``): the GC took 123-127 us per call
-    across the TaskManager's interpreter before, 50-63 with the freeze alone, 18 with both.
+    across the TaskManager's interpreter before, 50-63 with the freeze alone, 18 with both
+    (threshold 10,000); with the threshold at 50,000, 3-4 us against 33-71 at 10,000 in the
+    same session (``bench._flink_job``, unbounded, one run each, on a loaded machine).
 
     Both are undone by ``release_gc_settings`` of the last holder in this interpreter.
     Nothing is changed when the collector is disabled (``gc.disable()``) at ``open``.

@@ -20,6 +20,9 @@ __all__ = ["_FlinkKeyState"]
 
 _UNREAD: Any = object()
 
+IDLE_KEYS = 10_000
+"""How many idle keys' queue tails the operator remembers (``AgentOperator._idle``)."""
+
 
 class _FlinkKeyState(KeyState):
     """The current key's state in Flink keyed state, for one callback.
@@ -35,6 +38,9 @@ class _FlinkKeyState(KeyState):
     keyed state changes only through ``flush``, in this process. An entry is taken out when
     read and put back by ``flush``, so a callback that fails before its flush leaves none
     behind (the key is then read from keyed state); a restored operator starts with none.
+    Likewise (with ``runs``) the operator remembers the last ``IDLE_KEYS`` keys that went
+    idle here, with the tail keyed state holds for them (``AgentOperator._idle``): a new input
+    of such a key reads neither its run (it has none) nor its tail from Flink.
     """
 
     __slots__ = ("_op", "_runs", "_run", "_run_raw", "_memory", "_memory_raw", "_head",
@@ -55,12 +61,16 @@ class _FlinkKeyState(KeyState):
 
     def _load_run(self) -> None:
         op = self._op
-        cached = self._runs.pop(op._key, None) if self._runs is not None else None
+        runs = self._runs
+        cached = runs.pop(op._key, None) if runs is not None else None
         if cached is not None:
             self._run_raw, self._run, head, tail = cached
             if tail >= 0:
                 self._head = head
                 self._tail = self._tail_stored = tail
+        elif runs is not None and (idle := op._idle.pop(op._key, None)) is not None:
+            self._run_raw = self._run = None  # idle in keyed state: no run, no queue
+            self._head = self._tail = self._tail_stored = idle
         else:
             raw = op._run_state.value()
             self._run_raw = raw
@@ -99,6 +109,8 @@ class _FlinkKeyState(KeyState):
             return
         if self._run_raw is _UNREAD:
             self._load_run()
+            if self._tail >= 0:  # known with the run (the operator's cache)
+                return
         tail = self._op._tail_state.value() or 0
         self._tail = self._tail_stored = tail
         if not self._run_raw:  # a key idle in state has no queue (see the module docstring)
@@ -168,5 +180,10 @@ class _FlinkKeyState(KeyState):
             return
         if self._run is not None:  # as in keyed state now (see the class docstring)
             runs[op._key] = (self._run_raw, self._run, self._head, self._tail)
-        else:
-            runs.pop(op._key, None)
+            return
+        runs.pop(op._key, None)
+        if self._run_raw is None and 0 <= self._tail == self._head:  # idle, as keyed state is
+            idle = op._idle
+            if len(idle) >= IDLE_KEYS:
+                idle.popitem(last=False)  # the key idle longest
+            idle[op._key] = self._tail

@@ -12,11 +12,12 @@ Cost per record (``_FlinkKeyState``): each state value is read at most once per 
 written back only when it changed. A run that starts and completes within one callback never
 touches the run state, and an input that arrives for an idle key is handed to its run without
 the ``MapState`` queue: such a record costs reading the run and the tail, and writing the
-tail. This relies on an invariant of the core: a key with no run in flight has no queued
-inputs (the core starts the next queued input as soon as a run completes), and the run in
-flight is the last input taken from the queue, so the queue's head is never stored (the
-``agent-queue-head`` state of earlier versions held ``run.seq + 1`` too, and is only kept
-declared).
+tail; for one of the last 10,000 keys that went idle in this operator, only writing the tail
+(the operator remembers what keyed state holds for them: no run, and the tail). This relies
+on an invariant of the core: a key with no run in flight has no queued inputs (the core
+starts the next queued input as soon as a run completes), and the run in flight is the last
+input taken from the queue, so the queue's head is never stored (the ``agent-queue-head``
+state of earlier versions held ``run.seq + 1`` too, and is only kept declared).
 
 Wake-ups: an action waiting for I/O cannot be resumed from the executor's thread, since keyed
 state is only reachable inside a callback. In thread mode a callback may switch the keyed
@@ -224,6 +225,8 @@ class AgentOperator(KeyedProcessFunction):
         self._switch: KeySwitching | None = None  # thread mode: keys can be switched
         # busy key -> (run text, run, queue head, queue tail) as in keyed state (_FlinkKeyState)
         self._runs: dict[Any, tuple[Any, RunState, int, int]] = {}
+        # key idle in keyed state -> its queue tail there, for the last keys gone idle
+        self._idle: collections.OrderedDict[Any, int] = collections.OrderedDict()
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Forget finished jobs' modules first when unpickled (see ``_fresh``).
@@ -253,7 +256,7 @@ class AgentOperator(KeyedProcessFunction):
         self.observability = self._open_observability(runtime_context)
         backend = _switchable_backend(runtime_context)
         switch = self._switch = KeySwitching(self, backend) if backend is not None else None
-        self._runs = {}
+        self._runs, self._idle = {}, collections.OrderedDict()
         core = self.core = AgentCore(
             self.plan, max_in_flight=opts.max_in_flight, journal=opts.journal,
             failpoint=opts.failpoint, observer=self.observability.observer,

@@ -177,11 +177,13 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     """
     mem = ctx.sensory_memory
     first: list[ChatMessage] | None = None  # the first call's messages, validated already
+    found: ChatModelSetup | None = None  # the chat's setup, when looked up already
     if isinstance(event, ChatRequestEvent):
         chat_id = event.id
         try:
             setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
             assert isinstance(setup, ChatModelSetup)
+            found = setup
             prompt_args = event.prompt_args
             if prompt_args is None:  # inside an internal sub-agent: the call's input fields
                 given = mem.get("_subagent.input")
@@ -216,7 +218,10 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     else:
         return
 
-    setup = ctx.get_resource(chat["model"], ResourceType.CHAT_MODEL)
+    if found is not None:
+        setup = found
+    else:
+        setup = ctx.get_resource(chat["model"], ResourceType.CHAT_MODEL)
     assert isinstance(setup, ChatModelSetup)
     schema = chat["output_schema"]
     invalid: list[dict[str, str]] = chat.setdefault("invalid", [])

@@ -309,6 +309,8 @@ def never_awaited(action: str, calls: dict[int, Any]) -> UsageError | None:
     Returns:
         The error to fail the action with, or ``None``.
     """
+    if not calls:  # the usual plain action: no calls at all
+        return None
     from .context._calls import unawaited, unawaited_effect
 
     made = sorted({m for m in map(unawaited, calls.values()) if m})

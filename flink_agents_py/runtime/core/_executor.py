@@ -36,7 +36,16 @@ _SUBMIT_POLL_S = 0.001
 The first call of a burst wakes the loop (a write to its self-pipe, and the submitting
 thread gives up the GIL); while more keep coming the loop looks for them this often instead,
 so a host submitting a call per record does not wake it per record. A call thus starts at
-most this much later; polling stops at the first look that finds nothing."""
+most this much later; polling stops after ``_SUBMIT_IDLE_LOOKS`` looks in a row find
+nothing."""
+
+_SUBMIT_IDLE_LOOKS = 20
+"""How many looks in a row must find no submission before the loop stops looking.
+
+A host whose calls come a few milliseconds apart (each record's call submitted as slots
+free up) then wakes the loop once, not once per call: the write to the loop's self-pipe, and
+handing it the GIL, cost the submitting thread more than the loop's looks cost the loop's
+thread (at most this many after the last call of a burst)."""
 
 
 class _Call:
@@ -89,6 +98,7 @@ class IOExecutor:
         self._avg_all_s: float | None = None
         self._submissions: list[tuple[Any, ...]] = []  # handed to the loop in batches
         self._polling = False  # the loop looks for submissions every _SUBMIT_POLL_S
+        self._idle_looks = 0  # looks in a row that found no submission
 
     @property
     def pending(self) -> int:
@@ -169,13 +179,15 @@ class IOExecutor:
         """On the loop: start a task for every call submitted since the last batch."""
         with self._lock:
             batch, self._submissions = self._submissions, []
-            self._polling = bool(batch)  # more may follow: look again soon
+            # more may follow: look again soon, until a few looks in a row found nothing
+            self._idle_looks = 0 if batch else self._idle_looks + 1
+            polling = self._polling = self._idle_looks < _SUBMIT_IDLE_LOOKS
         loop = self._loop
         if loop is None:  # stopped meanwhile
             return
         for fn, args, kwargs, on_done, call in batch:
             loop.create_task(self._run(fn, args, kwargs, on_done, call))
-        if batch:
+        if polling:
             loop.call_later(_SUBMIT_POLL_S, self._start_submitted)
 
     async def _run(
