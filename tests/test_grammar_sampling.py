@@ -99,3 +99,16 @@ def test_other_requests_keep_llama_cpp_pythons_own_sampler(small_model):
                    {"temp": 0.0, "grammar": grammar, "repeat_penalty": 1.1},
                    {"temp": 0.0, "grammar": grammar, "presence_penalty": 0.5}):
         assert not isinstance(small_model._init_sampler(**kwargs), GreedyGrammarSampler)
+
+
+def test_a_context_on_anothers_weights_answers_the_same(small_model):
+    """``weights_of=``: a second context on the loaded model (the weights held once)."""
+    from flink_agents_py.integrations.chat_models._gguf import bundled_gguf
+
+    second = type(small_model)(model_path=str(bundled_gguf()), n_ctx=1024, n_threads=1,
+                               seed=7, verbose=False, weights_of=small_model)
+    assert second._model.model == small_model._model.model  # the same llama_model
+    system, user, schema = REQUESTS[0]
+    assert _answer(second, system, user, schema) == _answer(small_model, system, user, schema)
+    del second  # freeing the borrowing context leaves the lender's model usable
+    assert isinstance(json.loads(_answer(small_model, *REQUESTS[1]))["score"], int)

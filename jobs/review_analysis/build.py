@@ -105,9 +105,9 @@ def local_contexts() -> int:
 
     Two on a machine with 2 or more cores: they share the loaded weights, each with its own
     KV cache (about 0.3 GB more memory in all). On the 2-core machine two single-thread
-    contexts answered 3.5-4x the ratings of one two-thread context while other processes
-    used the CPU (one context's threads wait on each other at every step, so a descheduled
-    thread stalls it), with the same answers.
+    contexts rated 3.4-4.2x as many reviews per second as one two-thread context while other
+    processes used the CPU (one context's threads wait on each other at every step, so a
+    descheduled thread stalls it), with the same answers.
 
     Returns:
         ``$FLINK_AGENTS_PY_MODEL_CONTEXTS``, else 2 (1 on a single core).

@@ -76,7 +76,6 @@ class GreedyGrammarSampler:
         token = int(np.argmax(logits))
         one = self._one[0]
         one.id, one.logit, one.p = token, float(logits[token]), 0.0  # type: ignore[assignment]
-        self._one_array.size, self._one_array.selected = 1, -1
         lib.llama_sampler_apply(self._grammar, ctypes.byref(self._one_array))
         if not np.isfinite(self._one[0].logit):
             token = self._constrained_pick(logits)
@@ -120,13 +119,17 @@ class GreedyGrammarSampler:
 
 
 class _BorrowedModel:
-    """Another context's loaded ``LlamaModel``, lent to a new ``Llama``; closing it is a no-op."""
+    """Another ``Llama``'s loaded ``LlamaModel``, lent to a new ``Llama``.
 
-    def __init__(self, model: Any) -> None:
-        self._model = model
+    Closing it is a no-op, and it holds the lending ``Llama``: the model lives while the
+    context made on it does.
+    """
+
+    def __init__(self, lender: Any) -> None:
+        self._lender = lender
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._model, name)
+        return getattr(self._lender._model, name)
 
     def close(self) -> None:
         """Nothing: the lending ``Llama`` frees the model."""
@@ -167,12 +170,11 @@ def make_grammar_first_llama() -> type:
             # handed the other context's model for the time of this call
             with _BORROWING:
                 loader = internals.LlamaModel
-                internals.LlamaModel = lambda **_: _BorrowedModel(weights_of._model)
+                internals.LlamaModel = lambda **_: _BorrowedModel(weights_of)
                 try:
                     super().__init__(*args, **kwargs)
                 finally:
                     internals.LlamaModel = loader
-            self._weights_owner = weights_of  # the model lives while this context does
 
         def _init_sampler(self, *args: Any, **kwargs: Any) -> Any:
             grammar = kwargs.get("grammar")

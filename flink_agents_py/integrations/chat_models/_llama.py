@@ -208,7 +208,7 @@ class LlamaCppChatModel(ChatModelConnection):
     and context settings. Each llama.cpp context serves one request at a time (they are not
     thread-safe); with ``instances`` above 1, that many contexts of the same file (its
     weights mapped once, shared) answer requests side by side, each with ``n_threads``
-    threads. On a 2-core machine two single-thread contexts answered 3.5-4x the requests of
+    threads. On a 2-core machine two single-thread contexts answered 3.4-4.2x the requests of
     one two-thread context while other processes used the CPU (llama.cpp's threads of one
     context wait on each other at every step, so one descheduled thread stalls its context),
     with the same answers; concurrent chats beyond ``instances`` queue here.
