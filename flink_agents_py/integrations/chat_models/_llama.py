@@ -10,7 +10,7 @@ temperature 0 the grammar is asked about the greedy token only, and about the wh
 only when it refuses that token (``_grammar_sampling``: the same answers, several times faster).
 
 Connections of one process that name the same file with the same context settings share one
-loaded model (and its lock), so an agent and its sub-agents can use one model without loading
+loaded model (and its contexts), so an agent and its sub-agents can use one model without loading
 it twice. At temperature 0 an answer is a function of the request, so identical requests
 (messages, schema, tools and options alike) are answered from a per-model LRU cache of
 ``cache_size`` entries; the response's ``metadata["cached"]`` is then ``True``.
