@@ -163,8 +163,10 @@ def where_time_went(event_log: Path, t_start: float, t_end: float) -> dict[str, 
         process's end: the end-of-input drain and the shutdown), ``runs_s`` (first run to
         last output), ``first_call_s`` (the first model call: the model's load is in it), and
         ``calls``: per model role (the chat model resource's name), ``count``, ``busy_s``
-        (the calls' own service time: one loaded model answers one call at a time, so a
-        call's time waiting for the calls before it is left out, as ``waited_s``),
+        (the model's busy time, each moment counted once: calls queue on the loaded model,
+        so the part of a call before the end of the call that finished before it is left
+        out, as ``waited_s``; with two contexts answering side by side that part is
+        overlap, and the role's share is of the time the model was busy),
         ``mean_ms`` (busy time per call), ``cached`` (calls the connection answered from its
         cache of identical requests), ``input_tokens`` and ``output_tokens`` (of the calls
         the model answered, not the cached ones).
