@@ -133,3 +133,26 @@ def test_a_request_goes_to_the_context_that_has_its_prompt_prefix(shared):
         ask(conn, text, system)
     who = dict((text, name) for name, text in shared["calls"])
     assert who["a2"] == who["a3"] == who["a1"] and who["r2"] == who["r1"]
+
+
+def test_a_context_that_cannot_be_made_fails_the_chat_not_the_model(shared):
+    made = {"n": 0}
+
+    def make(weights_of: Any) -> FakeContext:
+        made["n"] += 1
+        if made["n"] == 2:
+            raise ValueError("Failed to create llama_context")
+        return FakeContext(shared)
+
+    conn = LlamaCppChatModel(instances=2)
+    conn._loaded = _LoadedModel(make, 2, 100)
+    out, threads = in_threads(ask, [(conn, "first"), (conn, "second")])
+    wait_for(shared, lambda s: s["running"] == 1)  # one answers; the other's context failed
+    shared["gate"].set()
+    for t in threads:
+        t.join(10)
+    failed = [r for r in out if isinstance(r, Exception)]
+    assert len(failed) == 1 and isinstance(failed[0], ProviderError)
+    assert "could not make another context" in str(failed[0])
+    # the next request that finds the first context busy tries to make one again
+    assert ask(conn, "third").message.content == "echo: third" and made["n"] >= 2

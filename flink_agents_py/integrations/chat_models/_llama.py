@@ -169,6 +169,10 @@ class _LoadedModel:
 
         Yields:
             The ``llama_cpp.Llama`` context; it is free again after the block.
+
+        Raises:
+            ProviderError: when llama.cpp cannot make a further context (e.g. out of memory
+                for its KV cache); the next request tries again.
         """
         with self._turn:
             while not self._free and self._made >= self.instances:
@@ -183,10 +187,13 @@ class _LoadedModel:
         if llama is None:
             try:
                 llama = self._make(self._first)  # a context on the first one's weights
-            except BaseException:
+            except BaseException as e:
                 with self._turn:
                     self._made -= 1
                     self._turn.notify()
+                if isinstance(e, Exception):
+                    raise ProviderError(f"llama.cpp could not make another context: "
+                                        f"{type(e).__name__}: {e}") from e
                 raise
         try:
             yield llama
