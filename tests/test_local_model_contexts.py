@@ -83,13 +83,25 @@ def wait_for(shared: dict[str, Any], test: Any) -> None:
         assert shared["changed"].wait_for(lambda: test(shared), timeout=10), shared
 
 
+def release(shared: dict[str, Any], threads: list[threading.Thread]) -> None:
+    """Let the held calls answer, and wait for every caller."""
+    shared["gate"].set()
+    for t in threads:
+        t.join(10)
+
+
+def failures(out: list[Any]) -> list[Exception]:
+    """The callers' exceptions, each a ``ProviderError``."""
+    failed = [r for r in out if isinstance(r, Exception)]
+    assert all(isinstance(e, ProviderError) for e in failed), failed
+    return failed
+
+
 def test_contexts_answer_side_by_side_up_to_instances(shared):
     conn = connection(shared, instances=2)
     out, threads = in_threads(ask, [(conn, f"review {i}") for i in range(5)])
     wait_for(shared, lambda s: s["running"] == 2)  # two at once, the other three queue
-    shared["gate"].set()
-    for t in threads:
-        t.join(10)
+    release(shared, threads)
     assert [r.message.content for r in out] == [f"echo: review {i}" for i in range(5)]
     assert shared["peak"] == 2 and len(shared["made"]) == 2
 
@@ -98,9 +110,7 @@ def test_identical_requests_are_answered_once(shared):
     conn = connection(shared, instances=2)
     out, threads = in_threads(ask, [(conn, "same text")] * 4)
     wait_for(shared, lambda s: s["running"] == 1)
-    shared["gate"].set()
-    for t in threads:
-        t.join(10)
+    release(shared, threads)
     assert len(shared["calls"]) == 1
     assert sorted(bool(r.metadata.get("cached")) for r in out) == [False, True, True, True]
     assert {r.message.content for r in out} == {"echo: same text"}
@@ -111,12 +121,9 @@ def test_a_failed_answer_leaves_the_request_to_the_next_caller(shared):
     shared["fail"] = 1
     out, threads = in_threads(ask, [(conn, "same text")] * 2)
     wait_for(shared, lambda s: len(s["calls"]) == 1)
-    shared["gate"].set()
-    for t in threads:
-        t.join(10)
-    errors = [r for r in out if isinstance(r, Exception)]
-    assert len(errors) == 1 and isinstance(errors[0], ProviderError)
-    assert "out of memory" in str(errors[0])
+    release(shared, threads)
+    [error] = failures(out)
+    assert "out of memory" in str(error)
     [answer] = [r for r in out if not isinstance(r, Exception)]
     assert answer.message.content == "echo: same text" and not answer.metadata.get("cached")
     assert len(shared["calls"]) == 2
@@ -126,9 +133,7 @@ def test_a_request_goes_to_the_context_that_has_its_prompt_prefix(shared):
     conn = connection(shared, instances=2)
     out, threads = in_threads(ask, [(conn, "r1", "rate"), (conn, "a1", "advise")])
     wait_for(shared, lambda s: s["running"] == 2)  # one on each context
-    shared["gate"].set()
-    for t in threads:
-        t.join(10)
+    release(shared, threads)
     for text, system in (("a2", "advise"), ("r2", "rate"), ("a3", "advise")):
         ask(conn, text, system)
     who = dict((text, name) for name, text in shared["calls"])
@@ -148,11 +153,8 @@ def test_a_context_that_cannot_be_made_fails_the_chat_not_the_model(shared):
     conn._loaded = _LoadedModel(make, 2, 100)
     out, threads = in_threads(ask, [(conn, "first"), (conn, "second")])
     wait_for(shared, lambda s: s["running"] == 1)  # one answers; the other's context failed
-    shared["gate"].set()
-    for t in threads:
-        t.join(10)
-    failed = [r for r in out if isinstance(r, Exception)]
-    assert len(failed) == 1 and isinstance(failed[0], ProviderError)
-    assert "could not make another context" in str(failed[0])
+    release(shared, threads)
+    [error] = failures(out)
+    assert "could not make another context" in str(error)
     # the next request that finds the first context busy tries to make one again
     assert ask(conn, "third").message.content == "echo: third" and made["n"] >= 2
