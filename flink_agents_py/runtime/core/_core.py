@@ -340,8 +340,9 @@ class AgentCore(WaitsCore):
         ``check``: see whether the invocation ``scope`` completed (off while a finishing
         action's events are dispatched one by one; ``_finish`` checks after the last).
         ``data``: the event's JSON form when already made. ``own``: ``event`` was built from
-        ``data`` for this dispatch, so the first action triggered may have it (the others get
-        their own copy, as after a restore).
+        ``data`` for this dispatch, or is a fresh object no code holds (what a built-in action
+        sent), so the first action triggered may have it (the others get their own copy, as
+        after a restore).
         """
         self.counters["events"] += 1
         probe = self.probe
@@ -559,7 +560,10 @@ class AgentCore(WaitsCore):
         else:
             self.counters["actions_completed"] += 1
             commit_memory(ctx, step.state, step.run)
+            # a built-in action's events are fresh objects nothing else holds, built from
+            # values rebuilt from their JSON forms: the first action they trigger may have them
+            fresh = task.action.name in BUILTIN_NAMES
             for event, data in ctx.emitted:
-                self._dispatch(step, event, scope, check=False, data=data)
+                self._dispatch(step, event, scope, check=False, data=data, own=fresh)
         if scope is not None:
             check_invocation(step, scope, self.ledger)

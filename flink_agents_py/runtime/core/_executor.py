@@ -99,6 +99,7 @@ class IOExecutor:
         self._submissions: list[tuple[Any, ...]] = []  # handed to the loop in batches
         self._polling = False  # the loop looks for submissions every _SUBMIT_POLL_S
         self._idle_looks = 0  # looks in a row that found no submission
+        self._wake_below = 0  # a host waits in ``wait_waiting_below`` for fewer waiting calls
 
     @property
     def pending(self) -> int:
@@ -202,7 +203,9 @@ class IOExecutor:
                 self._n_started += 1
                 call.started = time.monotonic()
                 self._running[call] = None
-                self._started_cond.notify_all()
+                if self._waiting < self._wake_below:  # the host's wait is over: wake it once
+                    self._wake_below = 0
+                    self._started_cond.notify_all()
             try:
                 if inspect.iscoroutinefunction(fn):
                     result = await fn(*args, **kwargs)
@@ -298,6 +301,9 @@ class IOExecutor:
     def wait_waiting_below(self, limit: int, timeout_s: float) -> bool:
         """Block until fewer than ``limit`` calls wait for a slot, or ``timeout_s`` passes.
 
+        The executor wakes the host only once the bound is met, not at every call that starts
+        (one thread waits at a time: the host's).
+
         Args:
             limit: the bound (>= 1).
             timeout_s: the longest wait, in seconds.
@@ -306,7 +312,14 @@ class IOExecutor:
             Whether fewer than ``limit`` calls wait now.
         """
         with self._started_cond:
-            return self._started_cond.wait_for(lambda: self._waiting < limit, timeout=timeout_s)
+            if self._waiting < limit:
+                return True
+            self._wake_below = limit
+            try:
+                return self._started_cond.wait_for(lambda: self._waiting < limit,
+                                                   timeout=timeout_s)
+            finally:
+                self._wake_below = 0
 
     def stop(self) -> None:
         """Stop the loop and the thread pool; calls still running are abandoned."""
