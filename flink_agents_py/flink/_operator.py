@@ -438,6 +438,9 @@ class AgentOperator(KeyedProcessFunction):
         ``UnfinishedRunError`` record on the error output, counted in
         ``stats["runs_abandoned"]``) and the key's next input runs, instead of the drain
         waiting for it for good.
+
+        Yields:
+            The outputs, and ``(ERROR_TAG, error)`` pairs.
         """
         core = self.core
         assert core is not None

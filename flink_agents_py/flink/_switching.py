@@ -236,8 +236,14 @@ class KeySwitching:
 
     def _advance_each(self, todo: list[tuple[Any, Any]], ctx: Any,
                       restored: bool, give_up: bool = False) -> Iterator[Any]:
-        """Advance each key of ``todo`` under its own key (``give_up``: end its run instead,
-        ``AgentCore.give_up``), then make the callback's own key current again."""
+        """Advance each key of ``todo`` under its own key, then make the callback's own current.
+
+        ``give_up``: end each key's run instead (``AgentCore.give_up``), one that is parked
+        excepted (it is not busy).
+
+        Yields:
+            The outputs, and ``(ERROR_TAG, error)`` pairs.
+        """
         op, backend = self.op, self.backend
         core = op.core
         assert core is not None

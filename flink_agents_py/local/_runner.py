@@ -374,7 +374,7 @@ class LocalAgentJob:
                 raise _Stop
 
         # where a run that can never finish is given up (``AgentCore.give_up``)
-        stuck_at = ["before the local runner's next input (nothing else could move it on)"]
+        stuck_at = ["before the local runner's next input"]
 
         def drain_wakeups(block: bool) -> None:
             try:
@@ -470,8 +470,8 @@ class LocalAgentJob:
                     drain_wakeups(block=False)
                 while one_at_a_time and busy:
                     drain_wakeups(block=True)
+            stuck_at[0] = "at the end of input"  # of the records (outside items may follow)
             deliver(None)  # the items left, once all records are worked off
-            stuck_at[0] = "at the end of input"
             while busy:
                 drain_wakeups(block=True)
             fire(None)  # nothing else can happen: time skips to each timer left
