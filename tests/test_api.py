@@ -457,6 +457,7 @@ PUBLIC_API = {
     "MissingApiKeyError", "NotInActionContextError", "PlanError", "ProviderError",
     "ReplayDivergenceError", "ResourceError", "ResourceNotFoundError", "SerializationError",
     "UnsupportedAwaitError", "UsageError", "AgentNotInitializedError", "UnkeyedRecordError",
+    "UnfinishedRunError",
 }
 
 

@@ -854,3 +854,35 @@ def test_max_in_flight_one_runs_io_calls_one_at_a_time(probes):
     assert len(res.outputs) == 6
     kinds = [kind for kind, _, _ in probes.store("io_log", list)]
     assert kinds == ["start", "end"] * 6
+
+
+@pytest.mark.parametrize(("one_at_a_time", "where"), [
+    (False, "at the end of input"), (True, "before the local runner's next input")])
+def test_a_run_that_can_never_finish_is_an_error_record_and_the_run_goes_on(monkeypatch,
+                                                                           one_at_a_time,
+                                                                           where):
+    # a broken invariant: the first call outcome of key "lost" never reaches the core, so
+    # its run stays busy with nothing in flight; it is given up, as on Flink
+    from flink_agents_py.runtime.core._inbox import Inbox
+
+    put, lost = Inbox.put, []
+
+    def dropping(self: Inbox, key: Any, item: Any) -> None:
+        if key == "lost" and not lost:
+            lost.append(item)
+            return
+        put(self, key, item)
+
+    monkeypatch.setattr(Inbox, "put", dropping)
+    records = [{"key": "lost", "i": 1}, {"key": "lost", "i": 2}, {"key": "ok", "i": 3}]
+    result = AgentsExecutionEnvironment.local().from_list(records).apply(SlowEcho()).run(
+        one_at_a_time=one_at_a_time)
+    assert len(lost) == 1
+    assert sorted((o["key"], o["got"]) for o in result.outputs) == [
+        ("lost", 200), ("ok", 300)]
+    assert [(e.key, e.seq, e.action, e.error_type) for e in result.errors] == [
+        ("lost", 0, "on_input", "UnfinishedRunError")]
+    assert f"the run of key 'lost' (input 0) could not finish {where}" in \
+        result.errors[0].message
+    assert "whose outcome never came back" in result.errors[0].message
+    assert result.counters["runs_abandoned"] == 1 and result.completed

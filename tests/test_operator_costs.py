@@ -19,7 +19,14 @@ import pytest
 
 pytest.importorskip("pyflink")
 
-from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action  # noqa: E402
+from flink_agents_py.api import (  # noqa: E402
+    Agent,
+    InputEvent,
+    OutputEvent,
+    RunnerContext,
+    WaitTimeoutError,
+    action,
+)
 from flink_agents_py.plan import AgentPlan  # noqa: E402
 
 CALL_S = 0.05
@@ -422,3 +429,60 @@ def test_input_held_by_a_limit_is_taken_after_drain_poll_s_when_calls_do_not_com
     assert h.out == []
     assert len(h.op._queue_state.data["k0"]) <= 3
 
+
+
+@pytest.mark.timeout(60)  # the drain used to wait for such a run for good
+def test_end_of_input_gives_up_a_run_that_can_never_finish_with_an_error_record(harness,
+                                                                               monkeypatch):
+    # process mode: the drain finishes one key after another, blocking on each
+    h = harness(Slow())
+    core = h.op.core
+    put, lost = core._inbox.put, []
+
+    def dropping(k: Any, item: Any) -> None:  # the first outcome of "lost" never arrives
+        if k == "lost" and not lost:
+            lost.append(item)
+            return
+        put(k, item)
+
+    monkeypatch.setattr(core._inbox, "put", dropping)
+    h.feed("lost", {"n": 1})
+    h.feed("lost", {"n": 2})  # queued behind the run that cannot finish
+    h.feed("ok", {"n": 3})
+    h.end()
+    assert len(lost) == 1
+    errors = [o[1] for o in h.out if isinstance(o, tuple)]
+    outputs = sorted((o["key"], o["n"]) for o in h.out if not isinstance(o, tuple))
+    assert outputs == [("lost", 2), ("ok", 3)]  # the input behind it still ran
+    assert [(e["key"], e["seq"], e["action"], e["error_type"]) for e in errors] == [
+        ("lost", 0, "ask", "UnfinishedRunError")]
+    assert "the run of key 'lost' (input 0) could not finish at the end of input" in \
+        errors[0]["message"]
+    assert "waits for function call r0/ask/c0" in errors[0]["message"]
+    assert h.op.stats["runs_abandoned"] == 1
+    assert not h.op._run_state.data.get("lost") and not h.op._queue_state.data["lost"]
+    assert not h.timers.event  # no drain timer left behind
+
+
+class SlowThenWait(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        n = await ctx.durable_execute_async(slow_call, event.input["n"])
+        try:
+            got = await ctx.wait_for(f"go-{ctx.key}")
+        except WaitTimeoutError as e:
+            got = str(e)
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "n": n, "got": got}))
+
+
+@pytest.mark.timeout(60)
+def test_a_run_that_parks_during_the_end_of_input_drain_times_out_there(harness):
+    # process mode: the drain works the key until its run waits for an outside event only;
+    # the parked run gets its end-of-input timer there too, so its wait times out
+    h = harness(SlowThenWait())
+    h.feed("a", {"n": 7})
+    h.end()
+    assert [(o["key"], o["n"], "before the end of input" in o["got"]) for o in h.out] == [
+        ("a", 7, True)]
+    assert not h.op._run_state.data.get("a")

@@ -352,3 +352,68 @@ def test_a_backend_that_cannot_list_its_keys_is_reported_and_the_job_goes_on(pum
     assert "could not list the keys with runs in flight" in caplog.text
     h.run_timers()
     assert by_key(h.out) == {"a": [1, 2]}
+
+
+def lose_first_outcome(core: Any, key: Any, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Drop the first call outcome of ``key`` on its way to the core's inbox: the key's run
+    then stays busy with nothing in flight and nothing delivered (a broken invariant).
+
+    Returns:
+        The outcomes dropped (filled when it happens).
+    """
+    put, lost = core._inbox.put, []
+
+    def dropping(k: Any, item: Any) -> None:
+        if k == key and not lost:
+            lost.append(item)
+            return
+        put(k, item)
+
+    monkeypatch.setattr(core._inbox, "put", dropping)
+    return lost
+
+
+def split(out: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The operator's outputs and its error records (``(ERROR_TAG, record)`` pairs)."""
+    errors = [o[1] for o in out if isinstance(o, tuple)]
+    return [o for o in out if not isinstance(o, tuple)], errors
+
+
+def test_a_run_that_can_never_finish_is_given_up_at_the_end_of_input_with_an_error_record(
+        pump_harness, monkeypatch):
+    h = pump_harness(Slow(), max_in_flight=8)
+    lost = lose_first_outcome(h.op.core, "lost", monkeypatch)
+    h.feed("lost", {"n": 1})
+    h.feed("lost", {"n": 2})  # queued behind the run that cannot finish
+    h.feed("ok", {"n": 3})
+    h.end()  # returns: the drain ends
+    assert len(lost) == 1
+    outputs, errors = split(h.out)
+    assert by_key(outputs) == {"lost": [2], "ok": [3]}  # the input behind it still ran
+    assert len(errors) == 1, errors
+    err = errors[0]
+    assert (err["key"], err["seq"], err["action"], err["execution_id"]) == (
+        "lost", 0, "ask", "r0/ask")
+    assert err["error_type"] == "UnfinishedRunError" and err["input"] == {"n": 1}
+    assert "the run of key 'lost' (input 0) could not finish at the end of input" in \
+        err["message"]
+    assert "nothing in flight and nothing delivered" in err["message"]
+    assert "action 'ask' (execution r0/ask) waits for function call r0/ask/c0" in \
+        err["message"]
+    assert "whose outcome never came back" in err["message"]
+    # counted, and nothing of it left: no run in keyed state, no busy key, no queued input
+    assert h.op.stats["runs_abandoned"] == 1
+    assert h.op.core.counters["runs_abandoned"] == 1
+    assert not h.op._run_state.data.get("lost") and not h.op._queue_state.data["lost"]
+    assert not h.op._switch.jkeys and not h.op._runs
+
+
+def test_runs_that_finish_are_not_given_up_at_the_end_of_input(pump_harness):
+    h = pump_harness(ThreeCalls(), max_in_flight=4)
+    for n in range(8):
+        h.feed(f"k{n % 2}", {"n": n * 10})
+    h.end()
+    outputs, errors = split(h.out)
+    assert errors == []
+    assert by_key(outputs) == {"k0": [3, 23, 43, 63], "k1": [13, 33, 53, 73]}
+    assert h.op.stats["runs_abandoned"] == 0 and not h.op._run_state.data

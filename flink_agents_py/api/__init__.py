@@ -47,6 +47,7 @@ from ._errors import (
     ResourceError,
     ResourceNotFoundError,
     SerializationError,
+    UnfinishedRunError,
     UnkeyedRecordError,
     UnsupportedAwaitError,
     UsageError,
@@ -229,6 +230,7 @@ __all__ = [
     "UnsupportedAwaitError",
     "EventChainLimitError",
     "UnkeyedRecordError",
+    "UnfinishedRunError",
 ]
 
 # names that moved out of the API: (their home, the name there); importing them from here

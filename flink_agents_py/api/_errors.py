@@ -19,6 +19,7 @@ __all__ = [
     "ReplayDivergenceError",
     "SerializationError",
     "UnsupportedAwaitError",
+    "UnfinishedRunError",
     "UsageError",
     "MissingApiKeyError",
 ]
@@ -232,6 +233,20 @@ def _chain_limit_error(execution_id: str, limit: int, key: Any,
                        event_types: tuple[str, ...]) -> EventChainLimitError:
     """Unpickles an ``EventChainLimitError`` (its keyword arguments)."""
     return EventChainLimitError(execution_id, limit, key=key, event_types=event_types)
+
+
+class UnfinishedRunError(AgentsError):
+    """A run that could not finish at the end of input, given up with an error record.
+
+    Not raised to the caller: the operator (or the local runner) sends one error row per
+    such run to the error output, with the run's key, its input's position (``seq``), the
+    actions still in flight, and a message saying what each waits for, then clears the run
+    and goes on with the key's next input. A run gets here only when it is busy with nothing
+    in flight and nothing delivered: nothing can ever move it on (a broken invariant of the
+    runtime, e.g. a call whose outcome never came back). Runs that wait for an outside event
+    or a timer are not given up this way: their waits time out at the end of input
+    (``WaitTimeoutError``).
+    """
 
 
 class UsageError(AgentsError, TypeError):

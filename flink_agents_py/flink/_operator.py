@@ -62,7 +62,7 @@ from __future__ import annotations
 import collections
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from pyflink.common import Types
@@ -203,7 +203,8 @@ class AgentOperator(KeyedProcessFunction):
             inside the operator for backpressure), ``drain_rounds``, ``pumped`` (keys
             advanced by the pump, see ``_switching``), ``pump_timers``, ``group_timers``
             (a key group's own timer fired), ``swept`` (runs found in keyed state by the
-            first callback after a restore).
+            first callback after a restore), ``runs_abandoned`` (runs that could not finish
+            at the end of input, each reported on ``ERROR_TAG``: ``AgentCore.give_up``).
     """
 
     def __init__(self, plan: AgentPlan, options: HostOptions | None = None, *,
@@ -430,16 +431,23 @@ class AgentOperator(KeyedProcessFunction):
         self._schedule(key, res, ctx, progressed=True)
 
     def _drain(self, key: Any, timestamp: int, ctx: Any) -> Iterator[Any]:
-        """The end of input for ``key``: advance it; finish its work (see the module doc)."""
+        """The end of input for ``key``: advance it; finish its work (see the module doc).
+
+        A run that stays busy with nothing in flight and nothing delivered can never finish
+        (``AgentCore.is_stuck``): it is given up (``AgentCore.give_up``, an
+        ``UnfinishedRunError`` record on the error output, counted in
+        ``stats["runs_abandoned"]``) and the key's next input runs, instead of the drain
+        waiting for it for good.
+
+        Yields:
+            The outputs, and ``(ERROR_TAG, error)`` pairs.
+        """
         core = self.core
         assert core is not None
         self.stats["drain_rounds"] += 1
         self._drain_at.pop(key, None)  # this timer fired
         state = _FlinkKeyState(self, self._runs)
-        res = core.advance(key, state)
-        yield from self._emit(res)
-        if res.timers or res.parked:
-            register_waits(self, key, res, ctx)
+        res = yield from self._drain_step(key, state, core.advance(key, state), ctx)
         if self._synchronous is None:
             self._synchronous = _timers_are_synchronous(ctx)
         if res.busy and self._synchronous:
@@ -454,10 +462,30 @@ class AgentOperator(KeyedProcessFunction):
             return
         while res.busy:  # process mode: timers come back with the bundle, too late here
             core.wait_for(key, self.options.drain_poll_s)
-            res = core.advance(key, state)
-            yield from self._emit(res)
+            res = yield from self._drain_step(key, state, core.advance(key, state), ctx)
         self._backoff.pop(key, None)
         self._poll_at.pop(key, None)
+
+    def _drain_step(self, key: Any, state: _FlinkKeyState, res: StepResult, ctx: Any
+                    ) -> Generator[Any, None, StepResult]:
+        """Emit an advance of the drain; give up the key's runs that cannot finish.
+
+        Yields:
+            The outputs, and ``(ERROR_TAG, error)`` pairs.
+
+        Returns:
+            The last result: the key's next run's when one was given up.
+        """
+        core = self.core
+        assert core is not None
+        while True:
+            yield from self._emit(res)
+            if res.timers or res.parked:
+                register_waits(self, key, res, ctx)
+            if not res.busy or not core.is_stuck(key):
+                return res
+            self.stats["runs_abandoned"] += 1
+            res = core.give_up(key, state)
 
     def _emit(self, res: StepResult) -> Iterator[Any]:
         yield from res.outputs

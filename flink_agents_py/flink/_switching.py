@@ -235,7 +235,15 @@ class KeySwitching:
             yield from self._advance_each(todo, ctx, restored=False)
 
     def _advance_each(self, todo: list[tuple[Any, Any]], ctx: Any,
-                      restored: bool) -> Iterator[Any]:
+                      restored: bool, give_up: bool = False) -> Iterator[Any]:
+        """Advance each key of ``todo`` under its own key, then make the callback's own current.
+
+        ``give_up``: end each key's run instead (``AgentCore.give_up``), one that is parked
+        excepted (it is not busy).
+
+        Yields:
+            The outputs, and ``(ERROR_TAG, error)`` pairs.
+        """
         op, backend = self.op, self.backend
         core = op.core
         assert core is not None
@@ -254,6 +262,15 @@ class KeySwitching:
                     backend.setCurrentKey(jkey)
                     current = key
                 op._key = key
+                if give_up:
+                    if _parked(op):  # not busy: its waits time out at the end of input
+                        self.idle(key)
+                        continue
+                    op.stats["runs_abandoned"] += 1
+                    res = core.give_up(key, _FlinkKeyState(op, op._runs))
+                    yield from op._emit(res)
+                    op._schedule(key, res, ctx, progressed=True)
+                    continue
                 if restored and _parked(op):
                     core.waiting_changed(1)  # the runs_waiting gauge counts it
                     continue  # waits in keyed state for its event or timer (``_second_input``)
@@ -307,9 +324,12 @@ class KeySwitching:
     def drain(self, ctx: Any) -> Iterator[Any]:
         """At the final watermark: pump until no key of this operator is busy.
 
-        Blocks while nothing has completed (at most ``drain_poll_s`` per wait). A busy key
-        with no call in flight and nothing delivered is advanced once more; one that stays
-        busy then is logged and left (it would otherwise hold the job forever).
+        Blocks while nothing has completed (at most ``drain_poll_s`` per wait). Once no call
+        is in flight, each busy key is advanced once more; the run of a key that stays busy
+        then, with nothing delivered, can never finish (``AgentCore.is_stuck``): it is given
+        up (``AgentCore.give_up``: an ``UnfinishedRunError`` record on the error output, the
+        run cleared from keyed state, counted in ``stats["runs_abandoned"]``) and the key's
+        next queued input runs, so the drain ends and no run is lost silently.
 
         Yields:
             The outputs, and ``(ERROR_TAG, error)`` pairs.
@@ -327,10 +347,12 @@ class KeySwitching:
             if core.executor.pending:
                 core.wait_any(op.options.drain_poll_s)  # until a call completes
                 continue
-            stuck = [(key, entry[0]) for key, entry in self.jkeys.items()]
-            yield from self._advance_each(stuck, ctx, restored=True)
-            if self.jkeys and not core.executor.pending and not self.ready \
-                    and not any(core.has_deliveries(k) for k in self.jkeys):
-                log.error("%d keys stay busy with nothing in flight at the end of input: %s",
-                          len(self.jkeys), list(self.jkeys)[:10])
-                return
+            busy = [(key, entry[0]) for key, entry in self.jkeys.items()]
+            yield from self._advance_each(busy, ctx, restored=True)
+            if not self.jkeys or core.executor.pending or self.ready:
+                continue
+            busy = [(key, entry[0]) for key, entry in self.jkeys.items()]
+            # nothing in flight: a key still busy is stuck (or, not expected, holds
+            # deliveries its advance did not take: stuck as well, all are given up then)
+            stuck = [(key, jkey) for key, jkey in busy if core.is_stuck(key)]
+            yield from self._advance_each(stuck or busy, ctx, restored=True, give_up=True)

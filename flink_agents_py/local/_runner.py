@@ -316,9 +316,14 @@ class LocalAgentJob:
         Returns:
             The outputs, errors, counters and metrics of the run.
 
+        A run that stays busy with nothing in flight and nothing delivered (a defect of the
+        runtime: nothing can move it on) is given up where the runner would wait for it for
+        good: an ``UnfinishedRunError`` in ``result.errors`` names its key, input and what
+        its actions wait for, ``result.counters["runs_abandoned"]`` counts it, and the
+        key's next input runs, as on Flink.
+
         Raises:
-            RuntimeError: when no agent was applied, or keys wait for I/O that never comes
-                (a runtime defect; the message names the keys).
+            RuntimeError: when no agent was applied.
         """
         if self._plan is None:
             raise RuntimeError("call .apply(agent) before running")
@@ -368,16 +373,16 @@ class LocalAgentJob:
             if max_steps is not None and self._steps >= max_steps:
                 raise _Stop
 
+        # where a run that can never finish is given up (``AgentCore.give_up``)
+        stuck_at = ["before the local runner's next input"]
+
         def drain_wakeups(block: bool) -> None:
             try:
                 key = wake.get(timeout=1.0) if block else wake.get_nowait()
             except queue.Empty:
-                if block and core.executor.pending == 0 and not any(
-                    core.has_deliveries(k) for k in busy
-                ):
-                    shown = sorted(repr(decode_key(k)) for k in busy)[:5]
-                    raise RuntimeError(f"keys {shown} wait for I/O "
-                                       "that is not running") from None
+                if block and core.executor.pending == 0:  # nothing can wake a stuck key
+                    for k in [k for k in busy if core.is_stuck(k)]:
+                        step(k, core.give_up(k, states[k], stuck_at[0]))
                 return
             step(key, core.advance(key, states[key]))
 
@@ -465,6 +470,7 @@ class LocalAgentJob:
                     drain_wakeups(block=False)
                 while one_at_a_time and busy:
                     drain_wakeups(block=True)
+            stuck_at[0] = "at the end of input"  # of the records (outside items may follow)
             deliver(None)  # the items left, once all records are worked off
             while busy:
                 drain_wakeups(block=True)

@@ -76,14 +76,14 @@ from ._subgraph import (
 from ._tasks import Delivery as _Delivery
 from ._tasks import Step as _Step
 from ._tasks import Task as _Task
-from ._waits import WaitsCore
+from ._unfinished import UnfinishedCore
 
 __all__ = ["AgentCore", "StepResult", "ErrorRecord"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
 
-class AgentCore(WaitsCore):
+class AgentCore(UnfinishedCore):
     """Runs an ``AgentPlan`` for many keys; hosts call it from a single thread.
 
     Args:

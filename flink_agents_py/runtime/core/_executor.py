@@ -241,6 +241,17 @@ class IOExecutor:
                         if not calls:
                             del self._by_key[call.key]
 
+    def has_calls(self, key: Any) -> bool:
+        """Whether calls of ``key`` were submitted whose ``on_done`` has not returned (O(1)).
+
+        A call's key is forgotten only after its ``on_done`` returned, so once this is
+        ``False`` every outcome of ``key`` has been handed over (to the core's inbox).
+
+        Returns:
+            Whether some are running or waiting for a slot.
+        """
+        return key in self._by_key  # one dict look-up: atomic without the lock
+
     def next_completion_s(self, key: Any, now: float | None = None) -> float | None:
         """An estimate of the seconds until the next call of ``key`` completes.
 
