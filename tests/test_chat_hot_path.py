@@ -293,3 +293,36 @@ def test_stored_run_state_is_its_records_json_with_the_format_version_last():
     for _ in range(600):  # deeper than orjson goes (255): still stored as it was before
         deep = {"a": deep}
     assert loads(RunState(seq=0, input=deep).to_stored())["input"] == deep
+
+
+class TwoReaders(ChatAgent):
+    """Two actions take the chat's answer; the first one it reaches changes what it got."""
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def answer(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+        assert event.response is not None, event.error
+        seen = event.response.metadata["roles"]
+        event.response.metadata["roles"] = ["changed"]  # its own event: nobody else sees it
+        ctx.send_event(OutputEvent(output={"by": "answer", "roles": seen}))
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def also(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+        assert event.response is not None, event.error
+        ctx.send_event(OutputEvent(output={"by": "also", "roles": event.response.metadata["roles"],
+                                           "text": event.response.content}))
+
+
+def test_each_action_a_built_in_event_triggers_gets_its_own_copy():
+    # the built-in chat action's answer goes to the first action as it is, the others get
+    # their own copy, as after a restore: a change made by one is seen by no other
+    res = (AgentsExecutionEnvironment.local().from_list([{"key": "a", "n": 1}],
+                                                        key_selector=lambda r: r["key"])
+           .apply(TwoReaders()).run())
+    assert not res.errors, res.errors
+    assert sorted(res.outputs, key=lambda o: o["by"]) == [
+        {"by": "also", "roles": ["system", "user"], "text": "re: 1"},
+        {"by": "answer", "roles": ["system", "user"]}]
+    assert check_replay_safety(TwoReaders(), [{"key": "a", "n": 1}],
+                               key_selector=lambda r: r["key"]).ok
