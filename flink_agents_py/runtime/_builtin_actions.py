@@ -16,6 +16,7 @@ The conversation of an open chat lives in the run's sensory memory under ``_chat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -178,6 +179,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     mem = ctx.sensory_memory
     first: list[ChatMessage] | None = None  # the first call's messages, validated already
     found: ChatModelSetup | None = None  # the chat's setup, when looked up already
+    requested: Sequence[ChatMessage] = ()  # a request's messages (``history``)
     if isinstance(event, ChatRequestEvent):
         chat_id = event.id
         try:
@@ -195,12 +197,13 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             return
         chat: dict[str, Any] = {
             "model": event.model,
-            "messages": [m.model_dump(mode="json") for m in messages],
+            "messages": None,  # their JSON forms, made when the chat needs them (``history``)
             "output_schema": event.output_schema,
             "rounds": 0,
             "retries": 0,
             "invalid": [],
         }
+        requested = messages
         if all(type(m) is ChatMessage for m in messages):
             first = messages
     elif isinstance(event, ToolResponseEvent):
@@ -217,6 +220,13 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         chat["rounds"] += 1
     else:
         return
+
+    def history() -> list[dict[str, Any]]:
+        """The chat's messages in their JSON form (made from the request's on first use)."""
+        if chat["messages"] is None:
+            chat["messages"] = [m.model_dump(mode="json") for m in requested]
+        dumped: list[dict[str, Any]] = chat["messages"]
+        return dumped
 
     if found is not None:
         setup = found
@@ -251,7 +261,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
 
     while True:
         messages = first if first is not None else [
-            ChatMessage.model_validate(m) for m in chat["messages"]]
+            ChatMessage.model_validate(m) for m in history()]
         first = None
         try:
             args: tuple[Any, ...] = (messages, schema)
@@ -291,7 +301,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             fail(f"{type(e).__name__}: {e}", failure_text(e))
             return
         if calls:
-            chat["messages"].append(response.message.model_dump(mode="json"))
+            history().append(response.message.model_dump(mode="json"))
             mem.set(f"{_CHATS}.{chat_id}", chat)
             sent = ctx.send_event(ToolRequestEvent(model=chat["model"], tool_calls=list(calls)))
             mem.set(f"{_BY_TOOL_REQUEST}.{sent.id}", chat_id)
@@ -315,9 +325,9 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                  f"after {len(invalid) - 1} retr{'y' if len(invalid) == 2 else 'ies'}: "
                  f"{_quote(invalid)}")
             return
-        chat["messages"].append(ChatMessage(role=MessageRole.ASSISTANT,
+        history().append(ChatMessage(role=MessageRole.ASSISTANT,
                                             content=answer).model_dump(mode="json"))
-        chat["messages"].append(ChatMessage(role=MessageRole.USER, content=_CORRECTION.format(
+        history().append(ChatMessage(role=MessageRole.USER, content=_CORRECTION.format(
             problem=problem)).model_dump(mode="json"))
 
 
