@@ -22,6 +22,17 @@ __all__ = ["MetricCounts"]
 log = logging.getLogger("flink_agents_py.observability")
 
 
+_CLASS_NAMES: dict[str, str] = {}
+"""The class name of each ``$model`` tag seen (``module:Class`` -> ``Class``)."""
+_KIND_OF_RESULT = {"ChatResponse": "chat_model", "ToolResult": "tool",
+                   "SubagentResult": "subagent"}
+"""The call kind of a result's class (a call started before a restore)."""
+_USAGE_FIELDS = ("input_tokens", "output_tokens")
+_METADATA_FIELDS = ("budget", "throttled", "flow_wait_s")
+_PLAIN = frozenset((str, int, float, bool, type(None)))
+"""Types ``to_loggable`` returns as they are."""
+
+
 def _result_parts(result: Any) -> tuple[str | None, Any]:
     """``parse_result`` without the deep copy: the class name and the data as recorded.
 
@@ -34,9 +45,39 @@ def _result_parts(result: Any) -> tuple[str | None, Any]:
     if type(result) is dict and len(result) == 2:
         tag = result.get("$model")
         if tag is not None and "data" in result:
-            tag = str(tag)
-            return tag[tag.rfind(":") + 1:], result["data"]
+            cls = _CLASS_NAMES.get(tag) if type(tag) is str else None
+            if cls is None:
+                text = str(tag)
+                cls = text[text.rfind(":") + 1:]
+                if type(tag) is str and len(_CLASS_NAMES) < 1024:
+                    _CLASS_NAMES[tag] = cls
+            return cls, result["data"]
     return None, result
+
+
+def _loggable_fields(value: Any, names: tuple[str, ...]) -> tuple[Any, ...] | None:
+    """The fields ``names`` of ``to_loggable(value)`` (each ``None`` when absent).
+
+    A plain dict with text keys (no model tag) has only those fields made loggable, not the
+    whole value.
+
+    Returns:
+        The fields, or ``None`` when ``to_loggable(value)`` is not a dict.
+    """
+    if type(value) is dict and "$model" not in value:
+        for k in value:
+            if type(k) is not str:
+                break
+        else:
+            fields = []
+            for name in names:
+                v = value.get(name)
+                fields.append(v if type(v) in _PLAIN else to_loggable(v))
+            return tuple(fields)
+    form = to_loggable(value)
+    if not isinstance(form, dict):
+        return None
+    return tuple([form.get(name) for name in names])
 
 
 class MetricCounts(TrackingObserver):
@@ -61,6 +102,7 @@ class MetricCounts(TrackingObserver):
     _push_failures: int
     _flushed_at: float
     _chat_calls: dict[str, int]
+    _chat_call_latency: dict[str | None, Distribution]
     gauges: dict[str, dict[str, int]]
     gauge_source: Callable[[], dict[str, dict[str, int]]] | None
 
@@ -201,8 +243,7 @@ class MetricCounts(TrackingObserver):
         ok = status == "ok"
         cls, data = _result_parts(result) if ok else (None, None)
         if kind == "unknown":  # started before a restore: tell the kind from the result
-            kind = {"ChatResponse": "chat_model", "ToolResult": "tool",
-                    "SubagentResult": "subagent"}.get(cls or "", "function")
+            kind = _KIND_OF_RESULT.get(cls or "", "function")
         if kind == "chat_model":
             response = data if isinstance(data, dict) and (cls == "ChatResponse" or (
                 cls is None and "message" in data and "usage" in data)) else None
@@ -211,24 +252,28 @@ class MetricCounts(TrackingObserver):
             by[model] = by.get(model, 0) + 1
             if not ok:
                 self._inc("chat_calls_failed", 1, model)
-            usage = response.get("usage") if response else None
-            if usage is not None:
-                usage = to_loggable(usage)
-            if isinstance(usage, dict):
-                self._inc("input_tokens", int(usage.get("input_tokens") or 0), model)
-                self._inc("output_tokens", int(usage.get("output_tokens") or 0), model)
-            meta = to_loggable(response.get("metadata")) if response else None
-            if isinstance(meta, dict):  # flow control: throttled answers, time held
-                budget = meta.get("budget")
-                cost = budget.get("cost") if isinstance(budget, dict) else None
-                if isinstance(cost, (int, float)) and cost:
-                    self._inc("cost_micros", round(cost * 1e6), model)
-                throttled, wait_s = meta.get("throttled"), meta.get("flow_wait_s")
-                if isinstance(throttled, int) and throttled:
-                    self._inc("chat_calls_throttled", throttled, model)
-                if isinstance(wait_s, (int, float)) and wait_s:
-                    self._inc("flow_wait_ms", round(wait_s * 1000), model)
-            self._observe("chat_call_latency_ms", duration_ms, model)
+            if response:
+                usage = _loggable_fields(response.get("usage"), _USAGE_FIELDS)
+                if usage is not None:
+                    self._inc("input_tokens", int(usage[0] or 0), model)
+                    self._inc("output_tokens", int(usage[1] or 0), model)
+                meta = _loggable_fields(response.get("metadata"), _METADATA_FIELDS)
+                if meta is not None:  # flow control: throttled answers, time held
+                    budget, throttled, wait_s = meta
+                    cost = budget.get("cost") if isinstance(budget, dict) else None
+                    if isinstance(cost, (int, float)) and cost:
+                        self._inc("cost_micros", round(cost * 1e6), model)
+                    if isinstance(throttled, int) and throttled:
+                        self._inc("chat_calls_throttled", throttled, model)
+                    if isinstance(wait_s, (int, float)) and wait_s:
+                        self._inc("flow_wait_ms", round(wait_s * 1000), model)
+            if duration_ms is not None:  # ``_observe`` inline
+                dists = self._chat_call_latency
+                d = dists.get(model) or self._distribution(dists, model)
+                values = d.values
+                values.append(duration_ms)
+                if len(values) >= d.limit:
+                    d.fold()
         elif kind == "tool":
             name = (to_loggable(data.get("name")) if isinstance(data, dict) else None) \
                 or name or "?"
