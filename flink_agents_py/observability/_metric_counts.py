@@ -253,13 +253,17 @@ class MetricCounts(TrackingObserver):
             if not ok:
                 self._inc("chat_calls_failed", 1, model)
             if response:
-                usage = _loggable_fields(response.get("usage"), _USAGE_FIELDS)
+                usage = response.get("usage")
                 if usage is not None:
-                    self._inc("input_tokens", int(usage[0] or 0), model)
-                    self._inc("output_tokens", int(usage[1] or 0), model)
-                meta = _loggable_fields(response.get("metadata"), _METADATA_FIELDS)
-                if meta is not None:  # flow control: throttled answers, time held
-                    budget, throttled, wait_s = meta
+                    usage = _loggable_fields(usage, _USAGE_FIELDS)
+                    if usage is not None:
+                        self._inc("input_tokens", int(usage[0] or 0), model)
+                        self._inc("output_tokens", int(usage[1] or 0), model)
+                meta = response.get("metadata")
+                fields = None if meta is None or (type(meta) is dict and not meta) else \
+                    _loggable_fields(meta, _METADATA_FIELDS)
+                if fields is not None:  # flow control: throttled answers, time held
+                    budget, throttled, wait_s = fields
                     cost = budget.get("cost") if isinstance(budget, dict) else None
                     if isinstance(cost, (int, float)) and cost:
                         self._inc("cost_micros", round(cost * 1e6), model)

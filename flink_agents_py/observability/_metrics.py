@@ -162,7 +162,6 @@ class AgentMetrics(MetricCounts):
         self._unflushed_runs = 0
         self._push_failures = 0
         self._flushed_at = self.clock()
-        self._run_latency = self.latency["run_latency_ms"]
         self._spare: list[_KeyTrack] = []  # tracks of completed runs, clean, for reuse
         self._run_start: dict[Any, float] = {}  # by key, for the runs started here
         self._events_by_type = self.labelled["events_processed_by_type"]
@@ -207,40 +206,26 @@ class AgentMetrics(MetricCounts):
             if not self._direct:
                 super().run_completed(key, seq)
                 return
-            self._run_ended(key, self._run_start.pop(key, None))
+            self._tally.run_completed(key, seq, self._run_start.pop(key, None))
         except Exception:  # noqa: BLE001 - metrics never fail the agent
             _hook_failed("run_completed")
 
-    def _run_ended(self, key: Any, start: float | None) -> None:
-        """Count a completed run that started at ``start`` (``clock``; ``None``: unseen)."""
-        keys = self._keys
-        t = keys.pop(key, None) if keys else None
-        if t is not None:
-            if t.calls or t.open:
-                for call in list(t.calls.values()):
-                    self._abandon(key, t, call)
-                for call_id in list(t.open):
-                    self._abandon_open(t, call_id)
-            spare = self._spare
-            if not t.actions and len(spare) < _SPARE_TRACKS:
-                c = t._chats  # kept for the next run of any key (no allocation)
-                if c is not None:
-                    c.event_chat.clear()
-                    c.chat_started.clear()
-                    c.chat_rounds.clear()
-                spare.append(t)
-        counters = self.counters
-        counters["runs_completed"] += 1
-        if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
-            counters["runs_in_flight"] -= 1
-        if start is not None:
-            d = self._run_latency.get(None) or self._distribution(self._run_latency, None)
-            values = d.values  # ``d.update`` inline (summaries round)
-            values.append((self.clock() - start) * 1000.0)
-            if len(values) >= d.limit:
-                d.fold()
-        if self.flink is not None:
-            self._maybe_flush(1)
+    def _retire(self, key: Any, t: _KeyTrack) -> None:
+        """Close the track of a key whose run completed: its calls still open are abandoned,
+        the track is kept for reuse (clean) unless its actions are still open."""
+        if t.calls or t.open:
+            for call in list(t.calls.values()):
+                self._abandon(key, t, call)
+            for call_id in list(t.open):
+                self._abandon_open(t, call_id)
+        spare = self._spare
+        if not t.actions and len(spare) < _SPARE_TRACKS:
+            c = t._chats  # kept for the next run of any key (no allocation)
+            if c is not None:
+                c.event_chat.clear()
+                c.chat_started.clear()
+                c.chat_rounds.clear()
+            spare.append(t)
 
     def _track(self, key: Any) -> _KeyTrack:
         t = self._keys.get(key)
@@ -251,15 +236,15 @@ class AgentMetrics(MetricCounts):
 
     def event_dispatched(self, key: Any, event: Any, parent: str | None) -> None:
         try:
-            etype = getattr(event, "type", "?")
             if not self._direct:
                 super().event_dispatched(key, event, parent)
                 return
-            self.counters["events_processed"] += 1
-            by = self._events_by_type
-            by[etype] = by.get(etype, 0) + 1
-            if etype in _CHAT_EVENTS:
-                self._tally.chat_event(key, event, etype, parent)
+            if hasattr(event, "type"):
+                self._tally.event_dispatched(key, event, parent)
+            else:  # not an agent event: counted as type ``?``
+                self.counters["events_processed"] += 1
+                by = self._events_by_type
+                by["?"] = by.get("?", 0) + 1
         except Exception:  # noqa: BLE001
             _hook_failed("event_dispatched")
 
