@@ -211,8 +211,11 @@ class AgentMetrics(MetricCounts):
             _hook_failed("run_completed")
 
     def _retire(self, key: Any, t: _KeyTrack) -> None:
-        """Close the track of a key whose run completed: its calls still open are abandoned,
-        the track is kept for reuse (clean) unless its actions are still open."""
+        """Close the track of a key whose run completed.
+
+        Its calls still open are abandoned; the track is kept for reuse (clean) unless
+        actions of it are still open.
+        """
         if t.calls or t.open:
             for call in list(t.calls.values()):
                 self._abandon(key, t, call)

@@ -35,6 +35,9 @@ def _reading_their_call() -> frozenset[type]:
     """The command classes whose ``kind`` and ``target`` are those of their ``call``.
 
     Their properties are read off the call directly (two Python calls fewer per call).
+
+    Returns:
+        The classes.
     """
     classes = get_args(CallCommand)
     kind, target = classes[0].kind, classes[0].target
@@ -222,7 +225,8 @@ class MetricsProbe(Probe):
             counters["calls_in_flight"] += 1
             of = command.call if type(command) in _OF_CALL else command  # kind, target
             call_kind = getattr(of, "kind", None)
-            kind = "chat_model" if call_kind is _MODEL_CALL else _KINDS.get(call_kind, "function")
+            kind = "chat_model" if call_kind is _MODEL_CALL else _KINDS.get(
+                call_kind, "function")  # type: ignore[arg-type]
             name: str | None = None
             tracked = self.tracked
             t = tracked.get(key)
