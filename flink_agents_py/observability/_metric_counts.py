@@ -101,6 +101,7 @@ class MetricCounts(TrackingObserver):
     _unflushed_runs: int
     _push_failures: int
     _flushed_at: float
+    _clock: Callable[[], float]  # ``clock`` (``AgentMetrics.clock`` sets it)
     _chat_calls: dict[str, int]
     _chat_call_latency: dict[str | None, Distribution]
     gauges: dict[str, dict[str, int]]
@@ -114,7 +115,7 @@ class MetricCounts(TrackingObserver):
         """
         if self.flink is not None:
             self._unflushed_runs = 0
-            self._flushed_at = self.clock()
+            self._flushed_at = self._clock()
             try:
                 self.read_gauges()
                 self.flink.push(self.counters, self.labelled, self.latency, self.gauges)
@@ -146,7 +147,7 @@ class MetricCounts(TrackingObserver):
         if self.flink is None:
             return
         n = self._unflushed_runs = self._unflushed_runs + runs
-        if n >= self.flush_every or self.clock() - self._flushed_at >= self.flush_interval_s:
+        if n >= self.flush_every or self._clock() - self._flushed_at >= self.flush_interval_s:
             self.flush()
 
     # -- updates -----------------------------------------------------------------------

@@ -161,7 +161,7 @@ class AgentMetrics(MetricCounts):
         self.flush_interval_s = flush_interval_s if batched else 0.0
         self._unflushed_runs = 0
         self._push_failures = 0
-        self._flushed_at = self.clock()
+        self._flushed_at = self._clock()
         self._spare: list[_KeyTrack] = []  # tracks of completed runs, clean, for reuse
         self._run_start: dict[Any, float] = {}  # by key, for the runs started here
         self._events_by_type = self.labelled["events_processed_by_type"]
@@ -192,7 +192,7 @@ class AgentMetrics(MetricCounts):
             keys = self._keys
             if keys:  # a key's track (calls, chats) is made when its first is seen
                 keys.pop(key, None)
-            self._run_start[key] = self.clock()
+            self._run_start[key] = self._clock()
             counters = self.counters
             counters["runs_started"] += 1
             counters["runs_in_flight"] += 1
@@ -257,7 +257,7 @@ class AgentMetrics(MetricCounts):
                 super().action_started(key, execution_id, action, reentered)
                 return
             t = self._keys.get(key) or self._track(key)
-            t.actions[execution_id] = self.clock()
+            t.actions[execution_id] = self._clock()
             if reentered:
                 self._inc("actions_reentered", 1, action)
         except Exception:  # noqa: BLE001
@@ -293,7 +293,7 @@ class AgentMetrics(MetricCounts):
         if start is not None:
             d = self._action_latency.get(action) or self._distribution(
                 self._action_latency, action)
-            d.update((self.clock() - start) * 1000.0)
+            d.update((self._clock() - start) * 1000.0)
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -329,7 +329,7 @@ class AgentMetrics(MetricCounts):
         """Count an executed call whose action or run ended first as abandoned."""
         start, kind, name = t.open.pop(call_id)
         self.counters["calls_in_flight"] -= 1
-        self._count_call(kind, name, "abandoned", None, (self.clock() - start) * 1000.0)
+        self._count_call(kind, name, "abandoned", None, (self._clock() - start) * 1000.0)
 
     def output_emitted(self, key: Any, output: Any, parent: str) -> None:
         try:
