@@ -33,28 +33,6 @@ _PLAIN = frozenset((str, int, float, bool, type(None)))
 """Types ``to_loggable`` returns as they are."""
 
 
-def _result_parts(result: Any) -> tuple[str | None, Any]:
-    """``parse_result`` without the deep copy: the class name and the data as recorded.
-
-    The metrics read a few top-level fields of the data (each made loggable on its own), so
-    a result is not copied per call.
-
-    Returns:
-        ``(class name or None, data)``.
-    """
-    if type(result) is dict and len(result) == 2:
-        tag = result.get("$model")
-        if tag is not None and "data" in result:
-            cls = _CLASS_NAMES.get(tag) if type(tag) is str else None
-            if cls is None:
-                text = str(tag)
-                cls = text[text.rfind(":") + 1:]
-                if type(tag) is str and len(_CLASS_NAMES) < 1024:
-                    _CLASS_NAMES[tag] = cls
-            return cls, result["data"]
-    return None, result
-
-
 def _loggable_fields(value: Any, names: tuple[str, ...]) -> tuple[Any, ...] | None:
     """The fields ``names`` of ``to_loggable(value)`` (each ``None`` when absent).
 
@@ -242,7 +220,18 @@ class MetricCounts(TrackingObserver):
             duration_ms: since the call started (``None`` when not seen).
         """
         ok = status == "ok"
-        cls, data = _result_parts(result) if ok else (None, None)
+        cls: str | None = None  # ``parse_result`` without the deep copy: the metrics read a
+        data = result if ok else None  # few top-level fields, each made loggable on its own
+        if ok and type(result) is dict and len(result) == 2:
+            tag = result.get("$model")
+            if tag is not None and "data" in result:  # a tagged model: its class and data
+                cls = _CLASS_NAMES.get(tag) if type(tag) is str else None
+                if cls is None:
+                    text = str(tag)
+                    cls = text[text.rfind(":") + 1:]
+                    if type(tag) is str and len(_CLASS_NAMES) < 1024:
+                        _CLASS_NAMES[tag] = cls
+                data = result["data"]
         if kind == "unknown":  # started before a restore: tell the kind from the result
             kind = _KIND_OF_RESULT.get(cls or "", "function")
         if kind == "chat_model":
