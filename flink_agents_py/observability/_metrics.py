@@ -87,7 +87,7 @@ from ._flink_mirror import (
     FlinkMetricsMirror,
 )
 from ._metric_counts import MetricCounts
-from ._metrics_probe import MetricsProbe
+from ._metrics_probe import _SPARE_TRACKS, MetricsProbe
 from ._tracking import _KeyTrack
 
 __all__ = ["AgentMetrics", "Distribution", "FlinkMetricsMirror", "METRIC_GROUP"]
@@ -111,8 +111,6 @@ FLUSH_INTERVAL_S = 0.5
 """... or this many seconds since the last push, whichever comes first."""
 
 
-_SPARE_TRACKS = 1024
-"""The most per-run tracks kept for reuse after their runs completed."""
 
 
 def _hook_failed(name: str) -> None:

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["MetricsProbe"]
 
 _NO_CHAT: tuple[None, None] = (None, None)
+_SPARE_TRACKS = 1024
+"""The most per-run tracks kept for reuse after their runs completed."""
 _MODEL_CALL = CallKind.MODEL
 """Compared by identity first: a ``CallKind`` hashes in Python (``Enum.__hash__``)."""
 
@@ -93,11 +95,18 @@ class MetricsProbe(Probe):
         if tracked:
             t = tracked.pop(key, None)
             if t is not None:  # its calls still open are abandoned, the track reused
-                try:
-                    m._retire(key, t)
-                except Exception:  # noqa: BLE001 - metrics never fail the agent
-                    self.on_failure("run_completed")
-                    return
+                c = t._chats
+                if t.calls or t.open or t.actions or c is None or c.chat_rounds:
+                    try:
+                        m._retire(key, t)
+                    except Exception:  # noqa: BLE001 - metrics never fail the agent
+                        self.on_failure("run_completed")
+                        return
+                elif len(self.spare) < _SPARE_TRACKS:  # ``_retire``, the usual case inline
+                    c.event_chat.clear()
+                    if c.chat_started:  # a chat never answered
+                        c.chat_started.clear()
+                    self.spare.append(t)
         counters = self.counters
         counters["runs_completed"] += 1
         if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
