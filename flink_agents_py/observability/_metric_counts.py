@@ -22,21 +22,40 @@ __all__ = ["MetricCounts"]
 log = logging.getLogger("flink_agents_py.observability")
 
 
-def _result_parts(result: Any) -> tuple[str | None, Any]:
-    """``parse_result`` without the deep copy: the class name and the data as recorded.
+_CLASS_NAMES: dict[str, str] = {}
+"""The class name of each ``$model`` tag seen (``module:Class`` -> ``Class``)."""
+_KIND_OF_RESULT = {"ChatResponse": "chat_model", "ToolResult": "tool",
+                   "SubagentResult": "subagent"}
+"""The call kind of a result's class (a call started before a restore)."""
+_USAGE_FIELDS = ("input_tokens", "output_tokens")
+_METADATA_FIELDS = ("budget", "throttled", "flow_wait_s")
+_PLAIN = frozenset((str, int, float, bool, type(None)))
+"""Types ``to_loggable`` returns as they are."""
 
-    The metrics read a few top-level fields of the data (each made loggable on its own), so
-    a result is not copied per call.
+
+def _loggable_fields(value: Any, names: tuple[str, ...]) -> tuple[Any, ...] | None:
+    """The fields ``names`` of ``to_loggable(value)`` (each ``None`` when absent).
+
+    A plain dict with text keys (no model tag) has only those fields made loggable, not the
+    whole value.
 
     Returns:
-        ``(class name or None, data)``.
+        The fields, or ``None`` when ``to_loggable(value)`` is not a dict.
     """
-    if type(result) is dict and len(result) == 2:
-        tag = result.get("$model")
-        if tag is not None and "data" in result:
-            tag = str(tag)
-            return tag[tag.rfind(":") + 1:], result["data"]
-    return None, result
+    if type(value) is dict and "$model" not in value:
+        for k in value:
+            if type(k) is not str:
+                break
+        else:
+            fields = []
+            for name in names:
+                v = value.get(name)
+                fields.append(v if type(v) in _PLAIN else to_loggable(v))
+            return tuple(fields)
+    form = to_loggable(value)
+    if not isinstance(form, dict):
+        return None
+    return tuple([form.get(name) for name in names])
 
 
 class MetricCounts(TrackingObserver):
@@ -60,7 +79,9 @@ class MetricCounts(TrackingObserver):
     _unflushed_runs: int
     _push_failures: int
     _flushed_at: float
+    _clock: Callable[[], float]  # ``clock`` (``AgentMetrics.clock`` sets it)
     _chat_calls: dict[str, int]
+    _chat_call_latency: dict[str | None, Distribution]
     gauges: dict[str, dict[str, int]]
     gauge_source: Callable[[], dict[str, dict[str, int]]] | None
 
@@ -72,7 +93,7 @@ class MetricCounts(TrackingObserver):
         """
         if self.flink is not None:
             self._unflushed_runs = 0
-            self._flushed_at = self.clock()
+            self._flushed_at = self._clock()
             try:
                 self.read_gauges()
                 self.flink.push(self.counters, self.labelled, self.latency, self.gauges)
@@ -104,7 +125,7 @@ class MetricCounts(TrackingObserver):
         if self.flink is None:
             return
         n = self._unflushed_runs = self._unflushed_runs + runs
-        if n >= self.flush_every or self.clock() - self._flushed_at >= self.flush_interval_s:
+        if n >= self.flush_every or self._clock() - self._flushed_at >= self.flush_interval_s:
             self.flush()
 
     # -- updates -----------------------------------------------------------------------
@@ -199,10 +220,20 @@ class MetricCounts(TrackingObserver):
             duration_ms: since the call started (``None`` when not seen).
         """
         ok = status == "ok"
-        cls, data = _result_parts(result) if ok else (None, None)
+        cls: str | None = None  # ``parse_result`` without the deep copy: the metrics read a
+        data = result if ok else None  # few top-level fields, each made loggable on its own
+        if ok and type(result) is dict and len(result) == 2:
+            tag = result.get("$model")
+            if tag is not None and "data" in result:  # a tagged model: its class and data
+                cls = _CLASS_NAMES.get(tag) if type(tag) is str else None
+                if cls is None:
+                    text = str(tag)
+                    cls = text[text.rfind(":") + 1:]
+                    if type(tag) is str and len(_CLASS_NAMES) < 1024:
+                        _CLASS_NAMES[tag] = cls
+                data = result["data"]
         if kind == "unknown":  # started before a restore: tell the kind from the result
-            kind = {"ChatResponse": "chat_model", "ToolResult": "tool",
-                    "SubagentResult": "subagent"}.get(cls or "", "function")
+            kind = _KIND_OF_RESULT.get(cls or "", "function")
         if kind == "chat_model":
             response = data if isinstance(data, dict) and (cls == "ChatResponse" or (
                 cls is None and "message" in data and "usage" in data)) else None
@@ -211,24 +242,32 @@ class MetricCounts(TrackingObserver):
             by[model] = by.get(model, 0) + 1
             if not ok:
                 self._inc("chat_calls_failed", 1, model)
-            usage = response.get("usage") if response else None
-            if usage is not None:
-                usage = to_loggable(usage)
-            if isinstance(usage, dict):
-                self._inc("input_tokens", int(usage.get("input_tokens") or 0), model)
-                self._inc("output_tokens", int(usage.get("output_tokens") or 0), model)
-            meta = to_loggable(response.get("metadata")) if response else None
-            if isinstance(meta, dict):  # flow control: throttled answers, time held
-                budget = meta.get("budget")
-                cost = budget.get("cost") if isinstance(budget, dict) else None
-                if isinstance(cost, (int, float)) and cost:
-                    self._inc("cost_micros", round(cost * 1e6), model)
-                throttled, wait_s = meta.get("throttled"), meta.get("flow_wait_s")
-                if isinstance(throttled, int) and throttled:
-                    self._inc("chat_calls_throttled", throttled, model)
-                if isinstance(wait_s, (int, float)) and wait_s:
-                    self._inc("flow_wait_ms", round(wait_s * 1000), model)
-            self._observe("chat_call_latency_ms", duration_ms, model)
+            if response:
+                usage = response.get("usage")
+                if usage is not None:
+                    usage = _loggable_fields(usage, _USAGE_FIELDS)
+                    if usage is not None:
+                        self._inc("input_tokens", int(usage[0] or 0), model)
+                        self._inc("output_tokens", int(usage[1] or 0), model)
+                meta = response.get("metadata")
+                fields = None if meta is None or (type(meta) is dict and not meta) else \
+                    _loggable_fields(meta, _METADATA_FIELDS)
+                if fields is not None:  # flow control: throttled answers, time held
+                    budget, throttled, wait_s = fields
+                    cost = budget.get("cost") if isinstance(budget, dict) else None
+                    if isinstance(cost, (int, float)) and cost:
+                        self._inc("cost_micros", round(cost * 1e6), model)
+                    if isinstance(throttled, int) and throttled:
+                        self._inc("chat_calls_throttled", throttled, model)
+                    if isinstance(wait_s, (int, float)) and wait_s:
+                        self._inc("flow_wait_ms", round(wait_s * 1000), model)
+            if duration_ms is not None:  # ``_observe`` inline
+                dists = self._chat_call_latency
+                d = dists.get(model) or self._distribution(dists, model)
+                values = d.values
+                values.append(duration_ms)
+                if len(values) >= d.limit:
+                    d.fold()
         elif kind == "tool":
             name = (to_loggable(data.get("name")) if isinstance(data, dict) else None) \
                 or name or "?"

@@ -76,7 +76,6 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..runtime.internal import event_parent
 from ._distribution import Distribution
 from ._flink_mirror import (
     _DISTRIBUTIONS,
@@ -87,10 +86,9 @@ from ._flink_mirror import (
     METRIC_GROUP,
     FlinkMetricsMirror,
 )
-from ._ids import CHAT_ACTION, action_parent
 from ._metric_counts import MetricCounts
-from ._metrics_probe import MetricsProbe
-from ._tracking import _KINDS, _KeyTrack
+from ._metrics_probe import _SPARE_TRACKS, MetricsProbe
+from ._tracking import _KeyTrack
 
 __all__ = ["AgentMetrics", "Distribution", "FlinkMetricsMirror", "METRIC_GROUP"]
 
@@ -113,9 +111,6 @@ FLUSH_INTERVAL_S = 0.5
 """... or this many seconds since the last push, whichever comes first."""
 
 
-_NO_CHAT: tuple[None, None] = (None, None)
-_SPARE_TRACKS = 64
-"""The most per-run tracks kept for reuse after their runs completed."""
 
 
 def _hook_failed(name: str) -> None:
@@ -139,8 +134,8 @@ class AgentMetrics(MetricCounts):
     flight is one ``(start, kind, label)`` tuple on its key's track), no callback per hook,
     and the per-run tracks (chat bookkeeping included) are reused across runs. As a core's
     only observer it hands the core its ``probe`` (``MetricsProbe``), which counts events,
-    outputs, runs and actions inline and times them with ``clock``, and calls into these
-    hooks only for durable calls, chat events and keys with calls or chats open.
+    outputs, runs, actions, chat events and durable calls inline and times them with
+    ``clock``; the direct hooks count chat events and durable calls with the same probe.
     """
 
     hooks_never_raise = True
@@ -164,16 +159,14 @@ class AgentMetrics(MetricCounts):
         self.flush_interval_s = flush_interval_s if batched else 0.0
         self._unflushed_runs = 0
         self._push_failures = 0
-        self._flushed_at = self.clock()
-        self._run_latency = self.latency["run_latency_ms"]
+        self._flushed_at = self._clock()
         self._spare: list[_KeyTrack] = []  # tracks of completed runs, clean, for reuse
         self._run_start: dict[Any, float] = {}  # by key, for the runs started here
         self._events_by_type = self.labelled["events_processed_by_type"]
         self._actions_executed = self.labelled["actions_executed"]
         self._action_latency = self.latency["action_latency_ms"]
-        self._chats_started = self.labelled["chats"]
-        self._chat_latency = self.latency["chat_latency_ms"]
         self._chat_calls = self.labelled["chat_calls"]
+        self._chat_call_latency = self.latency["chat_call_latency_ms"]
         cls = type(self)
         self._direct = all(getattr(cls, name) is getattr(AgentMetrics, name)
                            for name in _FAST_HOOKS)
@@ -181,8 +174,10 @@ class AgentMetrics(MetricCounts):
         only other observers need (parents, run names, events' chat context)."""
         if any(getattr(cls, name) is not getattr(AgentMetrics, name) for name in _CORE_HOOKS):
             self.hooks_never_raise = False  # a subclass's own hook may raise
+        self._tally = MetricsProbe(self, _CHAT_EVENTS, _hook_failed)
+        """What the direct hooks count with (the core's probe: both paths count alike)."""
         if self._direct and self.hooks_never_raise:  # the core reports to it directly
-            self.probe: MetricsProbe | None = MetricsProbe(self, _CHAT_EVENTS, _hook_failed)
+            self.probe: MetricsProbe | None = self._tally
 
     # -- the core's hooks (direct on the hot path: the same counts as the callbacks) ----
     # Each catches and logs what it raises (``hooks_never_raise``: the core calls them
@@ -195,7 +190,7 @@ class AgentMetrics(MetricCounts):
             keys = self._keys
             if keys:  # a key's track (calls, chats) is made when its first is seen
                 keys.pop(key, None)
-            self._run_start[key] = self.clock()
+            self._run_start[key] = self._clock()
             counters = self.counters
             counters["runs_started"] += 1
             counters["runs_in_flight"] += 1
@@ -209,40 +204,29 @@ class AgentMetrics(MetricCounts):
             if not self._direct:
                 super().run_completed(key, seq)
                 return
-            self._run_ended(key, self._run_start.pop(key, None))
+            self._tally.run_completed(key, seq, self._run_start.pop(key, None))
         except Exception:  # noqa: BLE001 - metrics never fail the agent
             _hook_failed("run_completed")
 
-    def _run_ended(self, key: Any, start: float | None) -> None:
-        """Count a completed run that started at ``start`` (``clock``; ``None``: unseen)."""
-        keys = self._keys
-        t = keys.pop(key, None) if keys else None
-        if t is not None:
-            if t.calls or t.open:
-                for call in list(t.calls.values()):
-                    self._abandon(key, t, call)
-                for call_id in list(t.open):
-                    self._abandon_open(t, call_id)
-            spare = self._spare
-            if not t.actions and len(spare) < _SPARE_TRACKS:
-                c = t._chats  # kept for the next run of any key (no allocation)
-                if c is not None:
-                    c.event_chat.clear()
-                    c.chat_started.clear()
-                    c.chat_rounds.clear()
-                spare.append(t)
-        counters = self.counters
-        counters["runs_completed"] += 1
-        if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
-            counters["runs_in_flight"] -= 1
-        if start is not None:
-            d = self._run_latency.get(None) or self._distribution(self._run_latency, None)
-            values = d.values  # ``d.update`` inline (summaries round)
-            values.append((self.clock() - start) * 1000.0)
-            if len(values) >= d.limit:
-                d.fold()
-        if self.flink is not None:
-            self._maybe_flush(1)
+    def _retire(self, key: Any, t: _KeyTrack) -> None:
+        """Close the track of a key whose run completed.
+
+        Its calls still open are abandoned; the track is kept for reuse (clean) unless
+        actions of it are still open.
+        """
+        if t.calls or t.open:
+            for call in list(t.calls.values()):
+                self._abandon(key, t, call)
+            for call_id in list(t.open):
+                self._abandon_open(t, call_id)
+        spare = self._spare
+        if not t.actions and len(spare) < _SPARE_TRACKS:
+            c = t._chats  # kept for the next run of any key (no allocation)
+            if c is not None:
+                c.event_chat.clear()
+                c.chat_started.clear()
+                c.chat_rounds.clear()
+            spare.append(t)
 
     def _track(self, key: Any) -> _KeyTrack:
         t = self._keys.get(key)
@@ -253,15 +237,15 @@ class AgentMetrics(MetricCounts):
 
     def event_dispatched(self, key: Any, event: Any, parent: str | None) -> None:
         try:
-            etype = getattr(event, "type", "?")
             if not self._direct:
                 super().event_dispatched(key, event, parent)
                 return
-            self.counters["events_processed"] += 1
-            by = self._events_by_type
-            by[etype] = by.get(etype, 0) + 1
-            if etype in _CHAT_EVENTS:
-                self._chat_event(key, event, etype, parent)
+            if hasattr(event, "type"):
+                self._tally.event_dispatched(key, event, parent)
+            else:  # not an agent event: counted as type ``?``
+                self.counters["events_processed"] += 1
+                by = self._events_by_type
+                by["?"] = by.get("?", 0) + 1
         except Exception:  # noqa: BLE001
             _hook_failed("event_dispatched")
 
@@ -271,7 +255,7 @@ class AgentMetrics(MetricCounts):
                 super().action_started(key, execution_id, action, reentered)
                 return
             t = self._keys.get(key) or self._track(key)
-            t.actions[execution_id] = self.clock()
+            t.actions[execution_id] = self._clock()
             if reentered:
                 self._inc("actions_reentered", 1, action)
         except Exception:  # noqa: BLE001
@@ -307,7 +291,7 @@ class AgentMetrics(MetricCounts):
         if start is not None:
             d = self._action_latency.get(action) or self._distribution(
                 self._action_latency, action)
-            d.update((self.clock() - start) * 1000.0)
+            d.update((self._clock() - start) * 1000.0)
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -317,100 +301,33 @@ class AgentMetrics(MetricCounts):
     @clock.setter
     def clock(self, clock: Callable[[], float]) -> None:
         self._clock = clock
-        probe = getattr(self, "probe", None)
-        if probe is not None:
-            probe.clock = clock
+        tally = getattr(self, "_tally", None)
+        if tally is not None:  # set before it is made, by ``TrackingObserver.__init__``
+            tally.clock = clock
 
     def call_started(self, key: Any, call_id: str, command: Any, replayed: bool) -> None:
-        try:
-            if not self._direct:
+        if not self._direct:
+            try:
                 super().call_started(key, call_id, command, replayed)
-                return
-            counters = self.counters
-            if replayed:
-                counters["durable_calls_replayed"] += 1
-                return
-            counters["durable_calls_executed"] += 1
-            counters["calls_in_flight"] += 1
-            kind = _KINDS.get(getattr(command, "kind", None), "function")  # type: ignore[arg-type]
-            name: str | None = None  # a function's name is not a label of any metric
-            t = self._keys.get(key) or self._track(key)
-            if kind == "chat_model":  # labelled by its chat's setup, else by its target
-                c = t._chats
-                if c is not None:  # the chat action's event: ``<event>/<action>/c<n>``
-                    name = c.event_chat.get(call_id.rsplit("/", 2)[0], _NO_CHAT)[1]
-                name = name or getattr(command, "target", None) or None
-            elif kind != "function":
-                name = getattr(command, "target", None) or None
-            t.open[call_id] = (self.clock(), kind, name)
-        except Exception:  # noqa: BLE001
-            _hook_failed("call_started")
+            except Exception:  # noqa: BLE001
+                _hook_failed("call_started")
+            return
+        self._tally.call_started(key, call_id, command, replayed)
 
     def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
-        try:
-            if not self._direct:
+        if not self._direct:
+            try:
                 super().call_finished(key, call_id, ok, result)
-                return
-            t = self._keys.get(key)
-            entry = t.open.pop(call_id, None) if t is not None else None
-            status = "ok" if ok else "failed"
-            if entry is None:  # started before a restore (or replayed): its start not seen here
-                self._count_call("unknown", None, status, result, None)
-            else:
-                start, kind, name = entry
-                self.counters["calls_in_flight"] -= 1
-                self._count_call(kind, name, status, result, (self.clock() - start) * 1000.0)
-        except Exception:  # noqa: BLE001
-            _hook_failed("call_finished")
+            except Exception:  # noqa: BLE001
+                _hook_failed("call_finished")
+            return
+        self._tally.call_finished(key, call_id, ok, result)
 
     def _abandon_open(self, t: _KeyTrack, call_id: str) -> None:
         """Count an executed call whose action or run ended first as abandoned."""
         start, kind, name = t.open.pop(call_id)
         self.counters["calls_in_flight"] -= 1
-        self._count_call(kind, name, "abandoned", None, (self.clock() - start) * 1000.0)
-
-    def _chat_event(self, key: Any, event: Any, etype: str, parent: str | None) -> None:
-        """``TrackingObserver.event_dispatched``'s chat bookkeeping, as far as metrics need it.
-
-        Each chat event's id is mapped to its chat and model, so that a model call (made by
-        the chat action the event triggers) is labelled by the chat's setup. ``parent``:
-        ``None`` for ``event_parent(event.id)``.
-        """
-        t = self._keys.get(key) or self._track(key)
-        c = t._chats or t._chat()
-        event_chat = c.event_chat
-        if etype == "ChatRequestEvent":
-            chat: str | None = event.id
-            model = getattr(event, "model", None)
-            c.chat_started[event.id] = self.clock()
-            label = model or "?"
-            by = self._chats_started
-            by[label] = by.get(label, 0) + 1
-        elif etype == "ChatResponseEvent":  # no action it triggers needs its chat
-            chat = getattr(event, "request_id", None)
-            if not chat:
-                return
-            model = event_chat.get(chat, _NO_CHAT)[1]
-            start = c.chat_started.pop(chat, None)
-            label = model or "?"
-            if getattr(event, "error", None) is not None:
-                self._inc("chats_failed", 1, label)
-            if start is not None:
-                d = self._chat_latency.get(label) or self._distribution(self._chat_latency, label)
-                values = d.values
-                values.append((self.clock() - start) * 1000.0)
-                if len(values) >= d.limit:
-                    d.fold()
-            return
-        elif etype == "ToolRequestEvent":
-            parent = parent or event_parent(event.id)
-            origin = action_parent(parent, CHAT_ACTION) if parent else None
-            chat, model = event_chat.get(origin, _NO_CHAT) if origin else _NO_CHAT
-            model = model or getattr(event, "model", None)
-        else:  # ToolResponseEvent
-            chat, model = event_chat.get(getattr(event, "request_id", ""), _NO_CHAT)
-        if chat is not None or model is not None:
-            event_chat[event.id] = (chat, model)
+        self._count_call(kind, name, "abandoned", None, (self._clock() - start) * 1000.0)
 
     def output_emitted(self, key: Any, output: Any, parent: str) -> None:
         try:

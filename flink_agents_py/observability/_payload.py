@@ -94,8 +94,8 @@ class Redactor:
 def to_loggable(value: Any) -> Any:
     """A JSON-like form of ``value``: runtime-tagged models unwrapped, objects as text."""
     if isinstance(value, dict):
-        if set(value) == {"$model", "data"} and isinstance(value.get("$model"), str):
-            return to_loggable(value["data"])
+        if len(value) == 2 and isinstance(value.get("$model"), str) and "data" in value:
+            return to_loggable(value["data"])  # exactly the keys ``$model`` and ``data``
         return {str(k): to_loggable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_loggable(v) for v in value]
