@@ -14,6 +14,9 @@ from shlex import shlex
 from tqdm import tqdm
 
 import flink_agents_py
+import flink_agents_py.flink
+import flink_agents_py.local
+import flink_agents_py.observability
 from flink_agents_py.agents import ReActAgent
 from flink_agents_py.api import MemorySetItem, ResourceName, RunStatus, TokenUsage
 from flink_agents_py.compat import RunStatus as CompatRunStatus
@@ -25,6 +28,9 @@ from flink_agents_py.starter.my_agent import scripted_model
 from flink_agents_py.testing import ThrottlingProvider
 
 flink_agents_py.__getattr__  # PEP 562: the package's lazy attributes
+flink_agents_py.flink.__dir__  # PEP 562: dir() lists the lazy names too
+flink_agents_py.local.__dir__
+flink_agents_py.observability.__dir__
 
 # public API: model fields, names and members nothing in the repository reads
 TokenUsage.input_tokens

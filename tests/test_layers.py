@@ -9,6 +9,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -70,6 +72,61 @@ def test_api_does_not_import_runtime():
                                 if m.startswith(("flink_agents_py.runtime", "pyflink")))))
     """)
     assert out == [], f"importing flink_agents_py.api loaded {out}"
+
+
+def test_a_flink_worker_loads_the_operator_without_the_client_side():
+    # what a TaskManager imports to unpickle the agent operator and the default key
+    # selector, and to open the operator's observability: neither the job builder, Kafka,
+    # the worker checks, the local runner nor the traces and their OpenTelemetry export
+    pytest.importorskip("pyflink")
+    out = run_fresh("""
+        import json, sys
+        import flink_agents_py.flink._operator, flink_agents_py.flink._fresh
+        import flink_agents_py.local._records
+        from flink_agents_py.observability import HostObservability
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith(
+            ("flink_agents_py.flink.", "flink_agents_py.local.",
+             "flink_agents_py.observability.")))))
+    """)
+    assert "flink_agents_py.flink._operator" in out  # the check sees what loaded
+    assert "flink_agents_py.observability._host" in out
+    client = [m for m in out if m.rsplit(".", 1)[1] in (
+        "_builder", "_environment", "_kafka", "_kafka_jars", "_kafka_journal", "_kafka_sink",
+        "_kafka_source", "_files", "_progress", "_workers", "_runner", "_clock",
+        "_otel", "_trace", "_trace_html")]
+    assert client == [], f"the operator's imports loaded {client}"
+
+
+def test_the_lazy_packages_give_every_public_name():
+    pytest.importorskip("pyflink")
+    out = run_fresh("""
+        import json
+        import flink_agents_py.flink as flink, flink_agents_py.local as local
+        import flink_agents_py.observability as obs
+        packages = (flink, local, obs)
+        names = {p.__name__: sorted(p.__all__) for p in packages}
+        star = {}
+        for p in packages:
+            ns = {}
+            exec(f"from {p.__name__} import *", ns)
+            star[p.__name__] = sorted(n for n in ns if n != "__builtins__")
+        homes = {n: getattr(flink, n).__module__ for n in ("AgentOperator", "KafkaJournal")}
+        homes["render_html"] = obs.render_html.__module__
+        missing = [n for p in packages for n in p.__all__ if n not in dir(p)]
+        print(json.dumps({"names": names, "star": star, "homes": homes, "missing": missing}))
+    """)
+    assert out["star"] == out["names"]
+    assert "FlinkExecutionEnvironment" in out["names"]["flink_agents_py.flink"]
+    assert "LocalExecutionEnvironment" in out["names"]["flink_agents_py.local"]
+    assert "OtelSink" in out["names"]["flink_agents_py.observability"]
+    assert out["homes"] == {"AgentOperator": "flink_agents_py.flink._operator",
+                            "KafkaJournal": "flink_agents_py.flink._kafka_journal",
+                            "render_html": "flink_agents_py.observability._trace_html"}
+    assert out["missing"] == []
+    import flink_agents_py.flink as flink
+
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = flink.Nope
 
 
 MAX_MODULE_LINES = 600

@@ -1,24 +1,34 @@
-"""The Flink host: the runtime core in a PyFlink ``KeyedProcessFunction``. Needs apache-flink."""
+"""The Flink host: the runtime core in a PyFlink ``KeyedProcessFunction``. Needs apache-flink.
 
-from ._builder import FlinkAgentBuilder, FlinkExecutionEnvironment
-from ._environment import create_stream_environment, python_path_for_workers
-from ._files import LINE_ERRORS, FileInput, NumberedLines, read_lines_file
-from ._kafka import (
-    KAFKA_CONNECTOR_VERSION,
-    KafkaInput,
-    KafkaMessage,
-    add_kafka_jars,
-    from_kafka,
-    kafka_jars,
-    kafka_sink,
-    parse_kafka_url,
-    read_json_topic,
-    to_kafka_rows,
-    write_json_topic,
-)
-from ._kafka_journal import KafkaJournal
-from ._operator import DRAIN_TIMESTAMP, ERROR_TAG, AgentOperator
-from ._workers import WorkerSetup, WorkerSetupError, configure_workers
+Each public name is imported from its module on first use (PEP 562), so a TaskManager that
+unpickles an ``AgentOperator`` loads the operator's modules only, not the job-building
+client, the Kafka connector or the worker checks.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from . import _quiet  # noqa: F401 - quiets apache-beam's optional filesystems, before pyflink
+
+if TYPE_CHECKING:
+    from ._builder import FlinkAgentBuilder, FlinkExecutionEnvironment
+    from ._environment import create_stream_environment, python_path_for_workers
+    from ._files import LINE_ERRORS, FileInput, NumberedLines, read_lines_file
+    from ._kafka import (
+        KAFKA_CONNECTOR_VERSION,
+        KafkaInput,
+        KafkaMessage,
+        add_kafka_jars,
+        from_kafka,
+        kafka_jars,
+        kafka_sink,
+        parse_kafka_url,
+        read_json_topic,
+        to_kafka_rows,
+        write_json_topic,
+    )
+    from ._kafka_journal import KafkaJournal
+    from ._operator import DRAIN_TIMESTAMP, ERROR_TAG, AgentOperator
+    from ._workers import WorkerSetup, WorkerSetupError, configure_workers
 
 __all__ = [
     "AgentOperator",
@@ -48,3 +58,47 @@ __all__ = [
     "to_kafka_rows",
     "write_json_topic",
 ]
+
+_HOMES: dict[str, str] = {
+    **dict.fromkeys(("FlinkAgentBuilder", "FlinkExecutionEnvironment"), "_builder"),
+    **dict.fromkeys(("create_stream_environment", "python_path_for_workers"), "_environment"),
+    **dict.fromkeys(("LINE_ERRORS", "FileInput", "NumberedLines", "read_lines_file"), "_files"),
+    **dict.fromkeys(("KAFKA_CONNECTOR_VERSION", "KafkaInput", "KafkaMessage", "add_kafka_jars",
+                     "from_kafka", "kafka_jars", "kafka_sink", "parse_kafka_url",
+                     "read_json_topic", "to_kafka_rows", "write_json_topic"), "_kafka"),
+    "KafkaJournal": "_kafka_journal",
+    **dict.fromkeys(("DRAIN_TIMESTAMP", "ERROR_TAG", "AgentOperator"), "_operator"),
+    **dict.fromkeys(("WorkerSetup", "WorkerSetupError", "configure_workers"), "_workers"),
+}
+"""Each public name's module in this package."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use (PEP 562), then keep it here.
+
+    Args:
+        name: the attribute asked for.
+
+    Returns:
+        The object named ``name`` in ``__all__``.
+
+    Raises:
+        AttributeError: for a name this package does not export.
+    """
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, the not yet imported public ones included.
+
+    Returns:
+        The sorted names.
+    """
+    return sorted(set(globals()) | set(__all__))

@@ -12,6 +12,8 @@
   conventions; the ``otel`` extra), from a finished log or live from the event log.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._event_log import (
     LEVELS,
     EventLog,
@@ -23,12 +25,14 @@ from ._event_log import (
 )
 from ._host import HostObservability
 from ._metrics import METRIC_GROUP, AgentMetrics, Distribution, FlinkMetricsMirror
-from ._otel import OtelExportError, OtelSink, export_otel, otlp_exporter
 from ._payload import REDACTED, Redactor, truncate
 from ._terminal import escape_controls
-from ._trace import RunTrace, TraceNode, build_traces, render_text, select_traces
-from ._trace_html import render_html
 from ._tracking import CallInfo, TrackingObserver
+
+if TYPE_CHECKING:  # read back from a finished log: imported on first use (below)
+    from ._otel import OtelExportError, OtelSink, export_otel, otlp_exporter
+    from ._trace import RunTrace, TraceNode, build_traces, render_text, select_traces
+    from ._trace_html import render_html
 
 __all__ = [
     "AgentMetrics",
@@ -60,3 +64,43 @@ __all__ = [
     "select_traces",
     "truncate",
 ]
+
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("OtelExportError", "OtelSink", "export_otel", "otlp_exporter"), "_otel"),
+    **dict.fromkeys(("RunTrace", "TraceNode", "build_traces", "render_text", "select_traces"),
+                    "_trace"),
+    "render_html": "_trace_html",
+}
+"""The names of traces and their OpenTelemetry export, each with its module: imported on first
+use (PEP 562), so an operator opening its host observability does not load them."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import a trace or OpenTelemetry name from its module on first use, then keep it here.
+
+    Args:
+        name: the attribute asked for.
+
+    Returns:
+        The object named ``name`` in ``__all__``.
+
+    Raises:
+        AttributeError: for a name this package does not export.
+    """
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, the not yet imported public ones included.
+
+    Returns:
+        The sorted names.
+    """
+    return sorted(set(globals()) | set(__all__))
