@@ -17,6 +17,7 @@ from ._events import (
     json_schema_of,
 )
 from ._flow import collect_rate_limits
+from ._lazy import lazy_exports
 from ._loops import close_loop_clients, register_loop_owner
 from ._resources import import_qualified
 from ._secrets import (
@@ -35,6 +36,7 @@ from ._tools import RESERVED_TOOL_PREFIX, offered_tool_name
 from ._warnings import warn_at_user
 
 __all__ = [
+    "lazy_exports",
     "close_loop_clients",
     "register_loop_owner",
     "EVENT_CLASS_KEY",

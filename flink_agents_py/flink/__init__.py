@@ -5,8 +5,9 @@ unpickles an ``AgentOperator`` loads the operator's modules only, not the job-bu
 client, the Kafka connector or the worker checks.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..api.internal import lazy_exports
 from . import _quiet  # noqa: F401 - quiets apache-beam's optional filesystems, before pyflink
 
 if TYPE_CHECKING:
@@ -73,32 +74,4 @@ _HOMES: dict[str, str] = {
 """Each public name's module in this package."""
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first use (PEP 562), then keep it here.
-
-    Args:
-        name: the attribute asked for.
-
-    Returns:
-        The object named ``name`` in ``__all__``.
-
-    Raises:
-        AttributeError: for a name this package does not export.
-    """
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's names, the not yet imported public ones included.
-
-    Returns:
-        The sorted names.
-    """
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

@@ -12,8 +12,9 @@
   conventions; the ``otel`` extra), from a finished log or live from the event log.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..api.internal import lazy_exports
 from ._event_log import (
     LEVELS,
     EventLog,
@@ -75,32 +76,4 @@ _LAZY: dict[str, str] = {
 use (PEP 562), so an operator opening its host observability does not load them."""
 
 
-def __getattr__(name: str) -> Any:
-    """Import a trace or OpenTelemetry name from its module on first use, then keep it here.
-
-    Args:
-        name: the attribute asked for.
-
-    Returns:
-        The object named ``name`` in ``__all__``.
-
-    Raises:
-        AttributeError: for a name this package does not export.
-    """
-    home = _LAZY.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's names, the not yet imported public ones included.
-
-    Returns:
-        The sorted names.
-    """
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
