@@ -326,7 +326,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                  f"{_quote(invalid)}")
             return
         history().append(ChatMessage(role=MessageRole.ASSISTANT,
-                                            content=answer).model_dump(mode="json"))
+                                     content=answer).model_dump(mode="json"))
         history().append(ChatMessage(role=MessageRole.USER, content=_CORRECTION.format(
             problem=problem)).model_dump(mode="json"))
 
