@@ -9,6 +9,7 @@ TaskManager.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pickle
 import shutil
@@ -19,7 +20,9 @@ import pytest
 
 pytest.importorskip("pyflink")
 
-from flink_agents_py.flink._fresh import fresh_reduce  # noqa: E402
+import cloudpickle  # noqa: E402 - PyFlink's pickler, installed with it
+
+from flink_agents_py.flink._fresh import fresh_reduce, shipped  # noqa: E402
 
 MODULE = '''
 from flink_agents_py.flink._fresh import fresh_reduce
@@ -92,3 +95,71 @@ class _Holder:
 
     def __reduce__(self):
         return fresh_reduce(self)
+
+
+SUBMODULE = '''
+from flink_agents_py.flink._fresh import fresh_reduce
+
+VERSION = {version}
+
+
+def parse(prefix, record):
+    return f"{{prefix}}{{VERSION}}:{{record}}"
+
+
+class Reader:  # a function class PyFlink type-checks (as the file reader is)
+    def __init__(self, setting):
+        self.setting = setting
+
+    __reduce__ = fresh_reduce
+
+    def version(self):
+        return VERSION
+'''
+
+
+def _ship_package(root, job: str, version: int):
+    files = root / f"python-dist-{job}" / "python-files"
+    pkg = files / "fresh_pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")  # imports its submodule lazily, as ours do
+    (pkg / "sub.py").write_text(textwrap.dedent(SUBMODULE.format(version=version)))
+    return files
+
+
+def _forget(prefix: str) -> None:
+    for name in [n for n in sys.modules if n == prefix or n.startswith(prefix + ".")]:
+        del sys.modules[name]
+
+
+def test_a_later_job_unpickles_functions_of_a_submodule_the_finished_job_never_imported(
+        tmp_path):
+    # job 1 imported the package but not its submodule; job 2's functions live in that
+    # submodule: unpickled, each forgets the stale package first, then imports job 2's copy
+    job1, job2 = _ship_package(tmp_path, "job1", 1), _ship_package(tmp_path, "job2", 2)
+    sys.path.insert(0, str(job2))  # job 2's client pickles its functions
+    try:
+        sub = importlib.import_module("fresh_pkg.sub")
+        fn = functools.partial(sub.parse, "v")
+        payloads = [cloudpickle.dumps(shipped(fn)), cloudpickle.dumps(sub.Reader("r"))]
+        plain = cloudpickle.dumps(fn)
+        assert shipped(fn)("a") == "v2:a"  # the wrapper calls through on the client
+        _forget("fresh_pkg")
+        sys.path.remove(str(job2))
+        sys.path.insert(0, str(job1))  # job 1 runs on the worker: the package only
+        importlib.import_module("fresh_pkg")
+        sys.path.remove(str(job1))
+        shutil.rmtree(job1.parent)  # job 1 ends
+        sys.path.insert(0, str(job2))  # job 2 starts on the same worker
+        with pytest.raises(ModuleNotFoundError, match="fresh_pkg.sub"):
+            pickle.loads(plain)  # what went wrong: the stale package hides the submodule
+        parse = pickle.loads(payloads[0])
+        assert type(parse) is functools.partial and parse("a") == "v2:a"  # no wrapper left
+        reader = pickle.loads(payloads[1])
+        assert reader.version() == 2 and reader.setting == "r"
+        assert sys.modules["fresh_pkg"].__file__ == str(job2 / "fresh_pkg" / "__init__.py")
+    finally:
+        _forget("fresh_pkg")
+        for p in list(sys.path):
+            if "python-dist-" in p:
+                sys.path.remove(p)

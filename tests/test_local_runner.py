@@ -886,3 +886,19 @@ def test_a_run_that_can_never_finish_is_an_error_record_and_the_run_goes_on(monk
         result.errors[0].message
     assert "whose outcome never came back" in result.errors[0].message
     assert result.counters["runs_abandoned"] == 1 and result.completed
+
+
+@pytest.mark.parametrize("one_at_a_time", [False, True])
+def test_a_none_or_falsy_key_with_a_call_in_flight_is_not_taken_for_a_stuck_run(probes,
+                                                                               one_at_a_time):
+    # None is a record key like any other: its calls in flight count as in flight, as on
+    # Flink (test_operator_costs: a run of key None was given up there while its call ran)
+    keys = [None, 0, "", "x"]
+    records = [{"key": k, "i": i} for i in range(3) for k in keys]
+    result = (AgentsExecutionEnvironment.local()
+              .from_list(records, key_selector=lambda r: r["key"])
+              .apply(SlowEcho()).run(one_at_a_time=one_at_a_time))
+    assert result.errors == [] and not result.counters.get("runs_abandoned")
+    outs = by_key(result.outputs)
+    assert {k: [o["got"] for o in outs[k]] for k in keys} == {
+        k: [0, 100, 200] for k in keys}

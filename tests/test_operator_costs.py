@@ -464,6 +464,23 @@ def test_end_of_input_gives_up_a_run_that_can_never_finish_with_an_error_record(
     assert not h.timers.event  # no drain timer left behind
 
 
+@pytest.mark.timeout(60)
+def test_the_end_of_input_waits_for_the_calls_of_a_none_or_falsy_key(harness):
+    # process mode: None is a record key like any other, so a call of key None in flight
+    # keeps its run busy, not stuck (such a run was given up while its call ran)
+    h = harness(Slow())
+    keys = [None, 0, ""]
+    for n, key in enumerate(keys):
+        h.feed(key, {"n": n})
+        h.feed(key, {"n": n + 10})  # queued behind the run in flight
+    h.end()
+    assert [o for o in h.out if isinstance(o, tuple)] == []
+    assert sorted(((o["key"], o["n"]) for o in h.out), key=repr) == sorted(
+        [(k, n) for n, k in enumerate(keys)] + [(k, n + 10) for n, k in enumerate(keys)],
+        key=repr)
+    assert h.op.stats["runs_abandoned"] == 0
+
+
 class SlowThenWait(Agent):
     @action(InputEvent)
     @staticmethod

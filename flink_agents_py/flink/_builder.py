@@ -24,6 +24,7 @@ from ..runtime import (
     mismatch_message,
 )
 from ._collections import accept_pickled_collections
+from ._fresh import shipped
 from ._operator import ERROR_TAG, AgentOperator
 from ._progress import JobProgress, progress_enabled, rest_urls
 from ._second_input import envelope_key, wrap_outside
@@ -185,14 +186,14 @@ class FlinkAgentBuilder:
         ds, key_selector = self._ds, self._key_selector
         if self._events is not None:  # the second input: one union, events in envelopes
             pickled = Types.PICKLED_BYTE_ARRAY()
-            events = self._events.map(wrap_outside, output_type=pickled)
+            events = self._events.map(shipped(wrap_outside), output_type=pickled)
             if ds.get_type() != pickled:
-                ds = ds.map(_same, output_type=pickled)
+                ds = ds.map(shipped(_same), output_type=pickled)
             ds = ds.union(events)
             key_selector = functools.partial(envelope_key, key_selector, self._events_key)
         # a record its key selector fails on (or whose key has no encoding) is keyed by a
         # rejected key, which the operator sends to the error output: the job keeps running
-        selector = functools.partial(keys.flink_key, key_selector)
+        selector = shipped(functools.partial(keys.flink_key, key_selector))
         keyed = ds.key_by(selector, key_type=Types.STRING()) if keys.stable \
             else ds.key_by(selector)  # PyFlink pickles keys without a key type
         self._result = (
@@ -253,7 +254,7 @@ class FlinkAgentBuilder:
             raise ValueError(f"to_table: output_type must be a row type, "
                              f"Types.ROW_NAMED([...names], [...types]); got {output_type!r}")
         names = list(row_type.get_field_names())
-        rows = self._applied().map(functools.partial(_output_as_row, names),
+        rows = self._applied().map(shipped(functools.partial(_output_as_row, names)),
                                    output_type=output_type)
         t_env = self._t_env or self._env.table_environment()
         return t_env.from_data_stream(rows) if schema is None else \
@@ -398,7 +399,7 @@ class FlinkExecutionEnvironment:
                              f"{': pass from_datastream(ds)' if hasattr(table, 'key_by') else ''}")
         t_env = table._t_env  # a Table converts only in the environment that made it
         names = list(table.get_schema().get_field_names())
-        ds = t_env.to_data_stream(table).map(functools.partial(_row_as_dict, names),
+        ds = t_env.to_data_stream(table).map(shipped(functools.partial(_row_as_dict, names)),
                                              output_type=Types.PICKLED_BYTE_ARRAY())
         if hasattr(key_selector, "get_key"):
             key_selector = functools.partial(_key_of_named_row, key_selector)

@@ -31,6 +31,7 @@ from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
 from pyflink.datastream.state import ValueStateDescriptor
 
 from ..io import MAX_RECORD_BYTES, is_blank, json_line, parse_line_bytes
+from ._fresh import fresh_reduce, shipped
 
 __all__ = ["LINE_ERRORS", "FileInput", "NumberedLines", "read_lines_file"]
 
@@ -70,6 +71,8 @@ class NumberedLines(KeyedProcessFunction):
         self.parse = parse
         self.max_record_bytes = max_record_bytes
 
+    __reduce__ = fresh_reduce  # a worker imports this job's modules, not a finished job's
+
     def open(self, runtime_context: Any) -> None:
         """Open the line counter (keyed state)."""
         self._next = runtime_context.get_state(ValueStateDescriptor("next-line", Types.LONG()))
@@ -95,6 +98,11 @@ class NumberedLines(KeyedProcessFunction):
     def emit(self, line_no: int, record: Any, ctx: Any) -> Iterator[Any]:
         """What a parsed record becomes downstream (default: itself)."""
         yield record
+
+
+def _one_key(_line: str) -> int:
+    """The file reader's single key (the line counter is keyed state)."""
+    return 0
 
 
 def read_lines_file(env: Any, path: str | os.PathLike[str], *,
@@ -123,7 +131,7 @@ def read_lines_file(env: Any, path: str | os.PathLike[str], *,
     text = env.from_source(source, WatermarkStrategy.no_watermarks(), name).set_parallelism(1)
     op = operator or NumberedLines(parse, max_record_bytes=max_record_bytes)
     label = f"{name}-number-and-parse"
-    records = (text.key_by(lambda _: 0, key_type=Types.INT())
+    records = (text.key_by(shipped(_one_key), key_type=Types.INT())
                .process(op, output_type=Types.PICKLED_BYTE_ARRAY())
                .name(label).uid(label).set_parallelism(1))
     return FileInput(records, records.get_side_output(LINE_ERRORS))

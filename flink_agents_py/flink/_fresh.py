@@ -5,21 +5,34 @@ every job it runs. Flink unpacks a job's shipped Python files (``-pyfs``, ``add_
 an editable ``flink_agents_py`` is shipped that way) into a ``python-dist-*`` folder and
 deletes it when the job ends, but the modules imported from it stay in ``sys.modules``. A
 later job then runs the first job's copy of a module instead of its own, and cannot import a
-submodule the first job never imported from such a package (its folder is gone).
+submodule the first job never imported from such a package (its folder is gone): the
+packages import their submodules lazily, so which ones a job imported depends on what it ran.
 
-``fresh_reduce`` pickles an object (the agent operator) so that, when a worker unpickles it,
+Every function this package hands to PyFlink is pickled so that, when a worker unpickles it,
 the modules imported from deleted ``python-dist-*`` folders are dropped from ``sys.modules``
-first; the object's class and everything its state refers to are then imported again, from
-this job's files. Modules whose files still exist (those of a job still running, the
-installed packages) are left alone.
+first; the function, its class and everything its state refers to are then imported again,
+from this job's files. Modules whose files still exist (those of a job still running, the
+installed packages) are left alone. Which of a job's functions a worker unpickles first
+depends on the order its tasks open, so each of them forgets first:
+
+- ``shipped(fn)`` wraps a plain callable (a function, a ``functools.partial``, a callable
+  object) given to ``map``, ``flat_map`` or ``key_by``;
+- ``fresh_reduce(self)`` is the ``__reduce__`` of a function class PyFlink type-checks (a
+  ``KeyedProcessFunction``: the agent operator, the file reader).
+
+Both unpickle through builtins only (``operator.getitem`` on a pair whose first item forgets),
+so nothing of ours is looked up before the forgetting.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import operator
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-__all__ = ["FORGET_STALE_MODULES", "fresh_reduce", "rebuild"]
+__all__ = ["FORGET_STALE_MODULES", "fresh_reduce", "shipped"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 FORGET_STALE_MODULES = """
 import os as _os, sys as _sys
@@ -40,34 +53,66 @@ class _ForgetStaleModules:
         return (exec, (FORGET_STALE_MODULES, {}))
 
 
-def rebuild(module: str, qualname: str, _forgotten: None, state: dict[str, Any]) -> Any:
-    """Make an instance of ``module.qualname`` (imported now) with ``state`` as its attributes.
+def _forget_first(value: Any) -> tuple[Any, ...]:
+    """A ``__reduce__`` value that unpickles as ``value``, stale modules forgotten first."""
+    return (operator.getitem, ((_ForgetStaleModules(), value), 1))
 
-    Args:
-        module: the class's module.
-        qualname: the class's qualified name in it.
-        _forgotten: the result of forgetting stale modules (unpickled just before ``state``).
-        state: the instance's ``__dict__``.
 
-    Returns:
-        The new instance (``__init__`` is not called).
-    """
-    cls: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        cls = getattr(cls, part)
+def _instance(cls: Any, state: dict[str, Any]) -> Any:
+    """A new ``cls`` (``__init__`` not called) with ``state`` as its attributes."""
     obj = cls.__new__(cls)
     obj.__dict__.update(state)
     return obj
 
 
+class _Instance:
+    """Pickles as its object would without that object's own ``__reduce__``."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_instance, (type(self.obj), self.obj.__dict__))
+
+
 def fresh_reduce(obj: Any) -> tuple[Any, ...]:
-    """A ``__reduce__`` value for ``obj`` that forgets stale modules before its state loads.
+    """A ``__reduce__`` value for ``obj`` that forgets stale modules before its class loads.
 
     Args:
         obj: an instance whose state is its ``__dict__``.
 
     Returns:
-        ``(rebuild, (module, qualname, <forget stale modules>, obj.__dict__))``.
+        A value that unpickles as a new instance of ``obj``'s class (imported after the
+        forgetting; ``__init__`` not called) with ``obj``'s ``__dict__``.
     """
-    cls = type(obj)
-    return (rebuild, (cls.__module__, cls.__qualname__, _ForgetStaleModules(), obj.__dict__))
+    return _forget_first(_Instance(obj))
+
+
+class _Shipped:
+    """A callable on its way to a worker: unpickles as the callable itself, forgetting first."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # PyFlink checks callable()
+        return self.fn(*args, **kwargs)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _forget_first(self.fn)
+
+
+def shipped(fn: _F) -> _F:
+    """``fn`` as handed to PyFlink (``map``, ``flat_map``, ``key_by``): see the module doc.
+
+    Args:
+        fn: a picklable callable.
+
+    Returns:
+        A callable that calls ``fn``; a worker unpickles it as ``fn`` itself (no wrapper on
+        the record path), after forgetting the modules of finished jobs.
+    """
+    return _Shipped(fn)  # type: ignore[return-value]

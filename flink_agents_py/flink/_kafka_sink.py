@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ._fresh import shipped
 from ._kafka_jars import SERIALIZER, add_kafka_jars, new_java
 
 __all__ = ["DeliveryGuarantee", "kafka_sink", "to_kafka_rows", "write_json_topic"]
@@ -85,7 +86,7 @@ def to_kafka_rows(ds: Any, topic: str | Callable[[Any], str],
 
     label = name or f"to-kafka-{topic if isinstance(topic, str) else 'rows'}"
     row_type = Types.ROW_NAMED(_SINK_FIELDS, [Types.STRING(), Types.STRING(), Types.STRING()])
-    return (ds.map(_ToRow(topic, key_selector or _default_key), output_type=row_type)
+    return (ds.map(shipped(_ToRow(topic, key_selector or _default_key)), output_type=row_type)
             .name(label).uid(label))
 
 

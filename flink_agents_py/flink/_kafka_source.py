@@ -19,6 +19,7 @@ import orjson
 from ..api import SerializationError
 from ..io import MAX_RECORD_BYTES, decode_record, excerpt
 from ..runtime.internal import loads_record
+from ._fresh import shipped
 from ._kafka_jars import DESERIALIZER, add_kafka_jars, new_java
 
 __all__ = ["KafkaInput", "KafkaMessage", "from_kafka", "json_value", "read_json_topic"]
@@ -215,7 +216,7 @@ def read_json_topic(
     raw = env.from_source(builder.build(), watermark_strategy or WatermarkStrategy.no_watermarks(),
                           label).uid(f"{label}-source")
     error_tag = OutputTag(f"{label}-errors", Types.PICKLED_BYTE_ARRAY())
-    parsed = (raw.flat_map(_Parse(parse or json_value, error_tag, max_record_bytes),
+    parsed = (raw.flat_map(shipped(_Parse(parse or json_value, error_tag, max_record_bytes)),
                            output_type=Types.PICKLED_BYTE_ARRAY())
               .name(f"{label}-parse").uid(f"{label}-parse"))
     return KafkaInput(parsed, parsed.get_side_output(error_tag))

@@ -48,6 +48,11 @@ handing it the GIL, cost the submitting thread more than the loop's looks cost t
 thread (at most this many after the last call of a burst)."""
 
 
+_UNTRACKED: Any = object()
+"""``submit``'s ``key`` when a call belongs to no record key. A sentinel, not ``None``: ``None``
+is a record key like any other (``AgentsExecutionEnvironment`` keys records by any value)."""
+
+
 class _Call:
     """One submitted call: its key, what it runs, its place in line, when it started."""
 
@@ -147,7 +152,7 @@ class IOExecutor:
         kwargs: dict[str, Any],
         on_done: Callable[[bool, Any], None],
         *,
-        key: Any = None,
+        key: Any = _UNTRACKED,
     ) -> None:
         """Run ``fn(*args, **kwargs)``; then call ``on_done(ok, result_or_exception)``.
 
@@ -158,8 +163,9 @@ class IOExecutor:
             args: its positional arguments.
             kwargs: its keyword arguments.
             on_done: called on the executor's thread with the outcome.
-            key: the record key the call belongs to (for ``next_completion_s``);
-                ``None``: not tracked by key.
+            key: the record key the call belongs to (for ``has_calls`` and
+                ``next_completion_s``; any value, ``None`` included); omitted: not tracked
+                by key.
         """
         if self._loop is None:
             self.start()
@@ -169,7 +175,7 @@ class IOExecutor:
             self._waiting += 1
             call = _Call(key, _name_of(fn), self._submitted)
             self._submitted += 1
-            if key is not None:
+            if key is not _UNTRACKED:
                 self._by_key.setdefault(key, []).append(call)
             wake = not self._submissions and not self._polling
             self._submissions.append((fn, args, kwargs, on_done, call))
@@ -234,7 +240,7 @@ class IOExecutor:
         finally:
             with self._lock:
                 self._pending -= 1
-                if call.key is not None:  # after on_done: the outcome is in the inbox by now
+                if call.key is not _UNTRACKED:  # after on_done: the outcome is in the inbox by now
                     calls = self._by_key.get(call.key)
                     if calls is not None:
                         calls.remove(call)
