@@ -48,8 +48,8 @@ SCRIPT = textwrap.dedent('''
 
 
     RUNS.append(1)
-    print("runs", len(RUNS), AgentsExecutionEnvironment.local().from_list(
-        [{"key": "a", "q": "x"}, {"key": "b", "q": "y"}]).apply(A()).collect(), flush=True)
+    print("runs", len(RUNS), sorted(AgentsExecutionEnvironment.local().from_list(
+        [{"key": "a", "q": "x"}, {"key": "b", "q": "y"}]).apply(A()).collect()), flush=True)
 ''')
 
 
