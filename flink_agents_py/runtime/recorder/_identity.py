@@ -9,8 +9,11 @@ more. ``bound_state(fn)`` describes that part, the same in every process:
 - a bound method: a stable form of its ``__self__`` (never its ``id()``), then its function;
 - a builtin bound method (``"apple".upper``, ``session.get``): its ``__self__`` likewise;
 - a function made at run time (a lambda, a nested function or closure): the contents of its
-  closure cells by free variable name, its defaults and keyword defaults, and the constants
-  in its code (``lambda: price("apple")`` binds ``"apple"`` there);
+  closure cells by free variable name, its defaults and keyword defaults, the constants in
+  its code (``lambda: price("apple")`` binds ``"apple"`` there) and the global and
+  attribute names its code uses (``lambda: fetch_weather()`` is not ``lambda:
+  fetch_stock()``, nor ``lambda: feeds.weather()`` ``lambda: feeds.stock()``: lambdas of one
+  function share their qualified name);
 - a callable object (an instance with ``__call__``): its state, as for a bound method's
   ``__self__``;
 - a ``staticmethod`` or ``classmethod`` object, or a standard-library wrapper that keeps the
@@ -164,6 +167,9 @@ def _binds(fn: Any, depth: int, active: set[int]) -> list[Any]:
         consts = _constants(code)
         if consts:
             part["consts"] = consts
+        names = _names(code)
+        if names:
+            part["names"] = names
         return [part] if part else []
     if isinstance(fn, _FUNCTIONS):  # builtins: their ``__self__``, unless a module
         owner = getattr(fn, "__self__", None)
@@ -202,6 +208,24 @@ def _constants(code: types.CodeType) -> list[Any]:
         elif isinstance(const, (str, int, bytes, tuple, frozenset)) or type(const) is float:
             out.append(_literal(const))
     return out
+
+
+def _names(code: types.CodeType) -> list[str]:
+    """The global and attribute names ``code`` and the code nested in it use, sorted.
+
+    One sorted list for all the nested code, so an interpreter that inlines a comprehension
+    (3.12) gives what one that nests it gives.
+
+    Returns:
+        The names (``co_names``), each once.
+    """
+    found: set[str] = set()
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        found.update(current.co_names)
+        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    return sorted(found)
 
 
 def _literal(const: Any) -> Any:

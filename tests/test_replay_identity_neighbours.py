@@ -1,0 +1,152 @@
+"""Neighbours of the call-identity defects fixed before: callables whose identities could
+collide or drift between a recorded run and its replay after a restore (and an upgrade).
+
+Core-level restores (``support.harness``): a key's state is snapshotted mid-run through its
+JSON form, the code is "redeployed" by flipping a module switch, and the snapshot resumes on
+a new ``AgentCore``. A replay must hand each call its own recorded outcome or fail with a
+``ReplayDivergenceError`` naming the call, never hand it another call's outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.harness import KEY, call_of, drive_until, new_core, resume, snapshot_of
+from support.probes import count, gate
+
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+from flink_agents_py.plan import AgentPlan
+from flink_agents_py.runtime import InMemoryKeyState
+from flink_agents_py.runtime.recorder._outcomes import call_digest
+
+pytestmark = pytest.mark.timeout(60)
+
+SWITCH: dict[str, Any] = {"swap": False}
+
+
+@pytest.fixture(autouse=True)
+def _first_deploy():
+    SWITCH.update(swap=False)
+
+
+# -- fakes ---------------------------------------------------------------------------------
+def fetch_weather() -> str:
+    count("weather")
+    return "sunny"
+
+
+def fetch_stock() -> str:
+    count("stock")
+    return "up"
+
+
+class Feeds:
+    """``FEEDS.weather()`` and ``FEEDS.stock()``: calls that differ by attribute name only."""
+
+    @staticmethod
+    def weather() -> str:
+        return fetch_weather()
+
+    @staticmethod
+    def stock() -> str:
+        return fetch_stock()
+
+
+FEEDS = Feeds()
+WEATHER_CITY = "paris"
+STOCK_CITY = "london"
+
+
+def fetch_for(city: str) -> str:
+    count(f"for:{city}")
+    return f"news of {city}"
+
+
+def gated(tag: str) -> str:
+    count(f"gated:{tag}")
+    assert gate().wait(10), "gate never opened"
+    return tag
+
+
+def _lambdas(form: str) -> list[Any]:
+    """Two lambdas of one qualified name that differ only in the global names they use."""
+    if form == "global_function":
+        return [lambda: fetch_weather(), lambda: fetch_stock()]  # noqa: PLW0108
+    if form == "attribute":
+        return [lambda: FEEDS.weather(), lambda: FEEDS.stock()]  # noqa: PLW0108
+    if form == "global_argument":
+        return [lambda: fetch_for(WEATHER_CITY), lambda: fetch_for(STOCK_CITY)]
+    if form == "comprehension":
+        return [lambda: [fetch_weather() for _ in range(1)][0],
+                lambda: [fetch_stock() for _ in range(1)][0]]
+    raise AssertionError(form)
+
+
+LAMBDA_FORMS = ["global_function", "attribute", "global_argument", "comprehension"]
+
+
+class TwoLambdas(Agent):
+    """Two durable calls through lambdas (in ``SWITCH["swap"]`` order), then a gated call."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        calls = _lambdas(event.input["form"])
+        if SWITCH["swap"]:
+            calls.reverse()
+        got = [await ctx.durable_execute_async(c) for c in calls]
+        await ctx.durable_execute_async(gated, "g")
+        ctx.send_event(OutputEvent(output=got))
+
+
+def snapshot_at(plan: AgentPlan, ordinal: int, record: dict[str, Any]) -> InMemoryKeyState:
+    """The key's state (through its JSON form) once call ``ordinal`` has started."""
+    core = new_core(plan)
+    try:
+        state = InMemoryKeyState()
+        res = core.on_input(KEY, record, state)
+        assert res.errors == [] and res.outputs == []
+        drive_until(core, state, quiet=True, done=lambda s: (
+            (c := call_of(s, "go", ordinal)) is not None and not c.done))
+        return snapshot_of(state, "json")
+    finally:
+        gate().set()
+        core.close()
+
+
+@pytest.mark.parametrize("form", LAMBDA_FORMS)
+def test_lambdas_that_differ_only_in_the_global_names_they_use_have_other_identities(form):
+    first, second = _lambdas(form)
+    assert call_digest(first, (), {}, "r0/go/c0") != call_digest(second, (), {}, "r0/go/c0")
+
+
+@pytest.mark.parametrize("form", LAMBDA_FORMS)
+def test_lambdas_using_other_global_names_made_in_another_order_diverge(form, probes):
+    """Recorded: c0 is the weather lambda, c1 the stock lambda. Restored with the two
+    swapped, c0 asks for the stock: the action fails with a divergence naming the call
+    instead of handing the stock lambda the recorded weather."""
+    plan = AgentPlan.from_agent(TwoLambdas())
+    snap = snapshot_at(plan, 2, {"key": KEY, "form": form})
+    SWITCH["swap"] = True
+    outputs, errors, core = resume(plan, snap)
+    assert outputs == []  # no output made from swapped answers
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and "r0/go/c0" in err.message
+    assert "arguments are those recorded for r0/go/c1" in err.message
+    assert core.counters["replay_divergences"] == 1
+
+
+@pytest.mark.parametrize("form", LAMBDA_FORMS)
+def test_lambdas_using_other_global_names_in_the_same_order_replay_quietly(form, probes):
+    plan = AgentPlan.from_agent(TwoLambdas())
+    snap = snapshot_at(plan, 2, {"key": KEY, "form": form})
+    made = probes.counts()
+    outputs, errors, core = resume(plan, snap)
+    assert errors == []
+    want = (["news of paris", "news of london"] if form == "global_argument"
+            else ["sunny", "up"])
+    assert outputs == [want]
+    assert core.counters["calls_replayed"] == 2 and core.counters["calls_executed"] == 1
+    assert {k: v for k, v in probes.counts().items() if not k.startswith("gated")} == \
+        {k: v for k, v in made.items() if not k.startswith("gated")}  # nothing ran again
