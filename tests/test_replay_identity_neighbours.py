@@ -9,11 +9,20 @@ a new ``AgentCore``. A replay must hand each call its own recorded outcome or fa
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
-from support.harness import KEY, call_of, drive_until, new_core, resume, snapshot_of
-from support.probes import count, gate
+from support.harness import (
+    KEY,
+    call_of,
+    drive_until,
+    new_core,
+    poll_until,
+    resume,
+    snapshot_of,
+)
+from support.probes import count, gate, wait
 
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 from flink_agents_py.plan import AgentPlan
@@ -22,12 +31,12 @@ from flink_agents_py.runtime.recorder._outcomes import call_digest
 
 pytestmark = pytest.mark.timeout(60)
 
-SWITCH: dict[str, Any] = {"swap": False}
+SWITCH: dict[str, Any] = {"swap": False, "order": ("apple", "pear"), "strict": None}
 
 
 @pytest.fixture(autouse=True)
 def _first_deploy():
-    SWITCH.update(swap=False)
+    SWITCH.update(swap=False, order=("apple", "pear"), strict=None)
 
 
 # -- fakes ---------------------------------------------------------------------------------
@@ -61,6 +70,13 @@ STOCK_CITY = "london"
 def fetch_for(city: str) -> str:
     count(f"for:{city}")
     return f"news of {city}"
+
+
+def slow_price(item: str) -> str:
+    """Prices ``item`` once its gate (named after it) opens."""
+    count(f"price:{item}")
+    wait(item)
+    return f"PRICE({item})"
 
 
 def gated(tag: str) -> str:
@@ -150,3 +166,90 @@ def test_lambdas_using_other_global_names_in_the_same_order_replay_quietly(form,
     assert core.counters["calls_replayed"] == 2 and core.counters["calls_executed"] == 1
     assert {k: v for k, v in probes.counts().items() if not k.startswith("gated")} == \
         {k: v for k, v in made.items() if not k.startswith("gated")}  # nothing ran again
+
+
+# -- a call whose record says only that it had started -------------------------------------
+class Concurrent(Agent):
+    """Starts one call per item of ``SWITCH["order"]`` at once, then awaits them in order."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        calls = [ctx.durable_execute_async(slow_price, item, strict=SWITCH["strict"])
+                 for item in SWITCH["order"]]
+        ctx.send_event(OutputEvent(output=[await c for c in calls]))
+
+
+def snapshot_with(probes, done: str, held: str) -> InMemoryKeyState:
+    """The key's state once ``price(done)`` is recorded while ``price(held)`` (started
+    too) still waits on its gate."""
+    plan = AgentPlan.from_agent(Concurrent())
+    core = new_core(plan)
+    probes.open(done)
+    at = SWITCH["order"].index(done)
+    try:
+        state = InMemoryKeyState()
+        res = core.on_input(KEY, {"key": KEY}, state)
+        assert res.errors == [] and res.outputs == []
+        poll_until(core, state, lambda s: (c := call_of(s, "go", at)) is not None and c.done)
+        assert not call_of(state, "go", 1 - at).done
+        return snapshot_of(state, "json")
+    finally:
+        probes.open(held)
+        core.close()
+
+
+def test_calls_swapped_where_one_had_only_started_diverge_and_nothing_runs_twice(probes):
+    """Recorded: c0 ``price(apple)`` had started, c1 ``price(pear)`` was done. Restored with
+    the two swapped, c0 is ``price(pear)``: it must not run again (its outcome is recorded,
+    at c1) nor take over apple's started attempt; the action diverges at c0."""
+    snap = snapshot_with(probes, done="pear", held="apple")
+    assert (probes["price:apple"], probes["price:pear"]) == (1, 1)
+    SWITCH["order"] = ("pear", "apple")
+    outputs, errors, core = resume(AgentPlan.from_agent(Concurrent()), snap)
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and "r0/go/c0" in err.message
+    assert "arguments are those recorded for r0/go/c1" in err.message
+    assert probes["price:pear"] == 1  # recorded once, never run again
+    assert core.counters["replay_divergences"] == 1
+
+
+def test_a_call_inserted_before_recorded_ones_diverges_before_any_runs_twice(probes):
+    """Recorded: c0 ``price(apple)`` done, c1 ``price(pear)`` started. The new code inserts
+    ``price(kiwi)`` first: apple now comes at c1, where pear had started, with the arguments
+    recorded for c0; the action diverges there, and apple is not run a second time."""
+    snap = snapshot_with(probes, done="apple", held="pear")
+    SWITCH["order"] = ("kiwi", "apple", "pear")
+    probes.open("kiwi")
+    outputs, errors, _core = resume(AgentPlan.from_agent(Concurrent()), snap)
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and "r0/go/c1" in err.message
+    assert "arguments are those recorded for r0/go/c0" in err.message
+    assert probes["price:apple"] == 1 and probes["price:kiwi"] == 0
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_started_call_made_again_with_other_arguments_is_warned_about_or_strict_diverges(
+        strict, probes, caplog):
+    """Recorded: c0 ``price(apple)`` done, c1 ``price(pear)`` started. The new code makes c1
+    ``price(plum)``: the started attempt had other arguments, which is said (a warning and
+    a finding, as for a replayed call), or in strict mode is a divergence."""
+    snap = snapshot_with(probes, done="apple", held="pear")
+    SWITCH.update(order=("apple", "plum"), strict=strict)
+    probes.open("plum")
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        outputs, errors, _core = resume(AgentPlan.from_agent(Concurrent()), snap)
+    if strict:
+        assert outputs == []
+        [err] = errors
+        assert err.error_type == "ReplayDivergenceError" and "r0/go/c1" in err.message
+        assert "strict replay" in err.message
+        assert probes["price:plum"] == 0
+    else:
+        assert errors == []
+        assert outputs == [["PRICE(apple)", "PRICE(plum)"]]
+        assert [r for r in caplog.records
+                if "r0/go/c1 had started with other arguments" in r.getMessage()]
+    assert probes["price:apple"] == 1  # replayed, not run again

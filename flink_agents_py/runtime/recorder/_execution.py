@@ -526,14 +526,34 @@ class ActionExecution:
         log.error("%s", err)
         raise err
 
-    def _replay(self, call: DurableCall, rec: CallRecord, command: CallCommand,
-                strict: bool | None = None) -> None:
+    def _check_arguments(self, call: DurableCall, rec: CallRecord,
+                         strict: bool | None = None, *, reruns: bool = False) -> None:
+        """Compare ``call`` with the record at its identity (done, or started only).
+
+        Other arguments than recorded are a warning, or (strict) a divergence; the arguments
+        of another recorded call of the same kind and target are a divergence (the calls
+        came in another order: its outcome, or its started attempt, is that other call's).
+
+        Args:
+            call: the call being made.
+            rec: the record at its identity.
+            strict: the call's ``strict=`` (``None``: the agent's mode).
+            reruns: ``rec`` holds no outcome and the call runs again (not answered from
+                the record, nor from the open invocation the record started).
+
+        Raises:
+            ReplayDivergenceError: as said.
+        """
         if rec.digest and rec.digest != call.digest:
             err = reordered_call(call, rec, self._record.calls, self.execution_id,
                                  self._record.action)
             if err is not None:  # not a harmless change: another call's outcome
                 self._diverge(err)
-            changed_arguments(self, call, rec, is_strict(self, strict))
+            changed_arguments(self, call, rec, is_strict(self, strict), started=reruns)
+
+    def _replay(self, call: DurableCall, rec: CallRecord, command: CallCommand,
+                strict: bool | None = None) -> None:
+        self._check_arguments(call, rec, strict)
         call.replayed = True
         if rec.ok:
             call.complete(True, from_json_value(rec.value))
@@ -547,6 +567,7 @@ class ActionExecution:
         if rec is not None and rec.done:
             self._replay(call, rec, command)
         elif rec is not None and call.call_id in self.run.invocations:
+            self._check_arguments(call, rec)  # the open invocation is the recorded call's
             call.start = Attach(call, call.target)
         else:
             call.arm(command)
@@ -571,6 +592,8 @@ class ActionExecution:
         if rec is not None and rec.done:
             self._replay(call, rec, command(call), strict)
             return call, None
+        if rec is not None:  # started before the restore, outcome recorded nowhere
+            self._check_arguments(call, rec, strict, reruns=True)
         return call, rec
 
     def record_started(self, command: CallCommand) -> None:

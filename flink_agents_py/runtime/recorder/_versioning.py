@@ -119,7 +119,7 @@ def _recorded_beyond(ctx: ActionExecution, calls: dict[str, CallRecord]) -> bool
 
 
 def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
-                      strict: bool) -> None:
+                      strict: bool, *, started: bool = False) -> None:
     """A call replayed with other arguments than recorded: warn, or (strict) diverge.
 
     Args:
@@ -127,6 +127,8 @@ def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
         call: the call being replayed.
         rec: its record (another digest).
         strict: whether the call replays strictly.
+        started: the record holds no outcome, only that the call had started before the
+            restore (with the recorded arguments): the call runs again with its new ones.
 
     Raises:
         ReplayDivergenceError: when ``strict``.
@@ -139,8 +141,14 @@ def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
                    f"other arguments than recorded (digest {call.digest}, recorded "
                    f"{rec.digest}); branch with ctx.patched(...) to change a call for new "
                    "runs only"))
-    message = (f"durable call {call.call_id} replays a recorded outcome but its arguments "
-               f"changed (digest {call.digest}, recorded {rec.digest}); replay goes by identity")
+    if started:
+        message = (f"durable call {call.call_id} had started with other arguments before the "
+                   f"restore (digest {rec.digest}) and runs again with its new ones (digest "
+                   f"{call.digest}); what the started attempt did is not reconciled with them")
+    else:
+        message = (f"durable call {call.call_id} replays a recorded outcome but its arguments "
+                   f"changed (digest {call.digest}, recorded {rec.digest}); replay goes by "
+                   "identity")
     log.warning("%s", message)
     ctx.ledger.finding(ctx.key, ctx.execution_id, "arguments_changed", message)
 
