@@ -9,6 +9,9 @@ a new ``AgentCore``. A replay must hand each call its own recorded outcome or fa
 
 from __future__ import annotations
 
+import array
+import collections
+import functools
 import logging
 from typing import Any
 
@@ -253,3 +256,73 @@ def test_a_started_call_made_again_with_other_arguments_is_warned_about_or_stric
         assert [r for r in caplog.records
                 if "r0/go/c1 had started with other arguments" in r.getMessage()]
     assert probes["price:apple"] == 1  # replayed, not run again
+
+
+# -- bound values of standard-library types with no JSON form -------------------------------
+def post(body: Any) -> str:
+    count(f"post:{bytes(body).decode()}")
+    return f"POSTED({bytes(body).decode()})"
+
+
+def _posting(body: Any):
+    def call() -> str:
+        return post(body)
+    return call
+
+
+class Upload:
+    """A bound method's object whose attribute is ``bytes`` (no JSON form)."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def send(self) -> str:
+        return post(self.body)
+
+
+BYTES_FORMS: dict[str, Any] = {
+    "partial_bytes": lambda item: functools.partial(post, item.encode()),
+    "closure_bytes": lambda item: _posting(item.encode()),
+    "bound_method_bytes": lambda item: Upload(item.encode()).send,
+    "partial_array": lambda item: functools.partial(post, array.array("b", item.encode())),
+    "partial_deque_of_bytes": lambda item: functools.partial(
+        lambda q: post(q[0]), collections.deque([item.encode()])),
+}
+
+
+class Posts(Agent):
+    """One durable call per item of ``SWITCH["order"]`` through ``BYTES_FORMS[form]``, then a
+    call that waits on the gate."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        make = BYTES_FORMS[event.input["form"]]
+        got = [await ctx.durable_execute_async(make(item)) for item in SWITCH["order"]]
+        await ctx.durable_execute_async(gated, "g")
+        ctx.send_event(OutputEvent(output=got))
+
+
+@pytest.mark.parametrize("form", sorted(BYTES_FORMS))
+def test_callables_binding_other_bytes_made_in_another_order_diverge(form, probes):
+    """Recorded: c0 posts ``b"apple"``, c1 ``b"pear"``. Restored with the two swapped: a
+    divergence, not each call handed the other's recorded outcome."""
+    plan = AgentPlan.from_agent(Posts())
+    snap = snapshot_at(plan, 2, {"key": KEY, "form": form})
+    SWITCH["order"] = ("pear", "apple")
+    outputs, errors, _core = resume(plan, snap)
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and "r0/go/c0" in err.message
+    assert "arguments are those recorded for r0/go/c1" in err.message
+    assert (probes["post:apple"], probes["post:pear"]) == (1, 1)
+
+
+@pytest.mark.parametrize("form", sorted(BYTES_FORMS))
+def test_callables_binding_bytes_in_the_same_order_replay_quietly(form, probes, caplog):
+    plan = AgentPlan.from_agent(Posts())
+    snap = snapshot_at(plan, 2, {"key": KEY, "form": form})
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        outputs, errors, _core = resume(plan, snap)
+    assert errors == [] and outputs == [["POSTED(apple)", "POSTED(pear)"]]
+    assert not [r for r in caplog.records if "arguments changed" in r.getMessage()]

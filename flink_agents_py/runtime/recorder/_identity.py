@@ -39,8 +39,9 @@ The stable form of a bound value (``stable_form``):
   cache or a connection out of the identity);
 - other containers are walked (a ``set`` sorted by the stable form of its members);
 - standard-library values with no JSON form (``Decimal``, ``Fraction``, ``UUID``, paths,
-  dates and times, IP addresses, compiled patterns, ``range``, ``complex``) are their type
-  and ``repr``;
+  dates and times, IP addresses, compiled patterns, ``range``, ``complex``, ``bytes``,
+  ``bytearray``, ``array.array``, ``slice``) are their type and ``repr``, a ``memoryview``
+  its type and the bytes it shows, a ``deque`` is walked as a list;
 - an object of a standard-library or builtin class with no JSON form (an open socket, a lock,
   a file, a thread, an executor), a ``RunnerContext``, and anything deeper than
   ``MAX_DEPTH`` levels contribute their **type name only**: they have no form that is the
@@ -56,6 +57,8 @@ that cannot be walked, counts by its type name.
 
 from __future__ import annotations
 
+import array
+import collections
 import datetime
 import decimal
 import fractions
@@ -85,7 +88,7 @@ _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "__b
 _VALUES = (decimal.Decimal, fractions.Fraction, uuid.UUID, pathlib.PurePath, datetime.date,
            datetime.time, datetime.timedelta, datetime.tzinfo, ipaddress.IPv4Address,
            ipaddress.IPv6Address, ipaddress.IPv4Network, ipaddress.IPv6Network, re.Pattern,
-           range, complex, bytearray)
+           range, complex, bytes, bytearray, array.array, slice)
 """Standard-library value types with no JSON form: their ``repr`` is their value."""
 _MADE_WITH = (operator.itemgetter, operator.attrgetter, operator.methodcaller)
 """Standard-library callables whose ``__reduce__`` gives the arguments they were made with."""
@@ -315,7 +318,7 @@ def _is_stdlib(kind: type) -> bool:
 
 def _structure(value: Any, kind: type, depth: int, active: set[int], inside: bool) -> Any:
     """The stable form of a value with no JSON form: its parts, or its type name."""
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, collections.deque)):
         return [stable_form(v, depth + 1, active, inside) for v in value]
     if isinstance(value, dict):
         return {"$dict": [[stable_form(k, depth + 1, active, inside),
@@ -324,8 +327,10 @@ def _structure(value: Any, kind: type, depth: int, active: set[int], inside: boo
     if isinstance(value, (set, frozenset)):
         return {"$set": sorted((stable_form(v, depth + 1, active, inside) for v in value),
                                key=dumps)}
-    if isinstance(value, _VALUES):  # a Decimal, a Path, a UUID...: their repr is the value
+    if isinstance(value, _VALUES):  # a Decimal, a Path, bytes...: their repr is the value
         return {"$type": _qualified(kind), "value": repr(value)}
+    if isinstance(value, memoryview):  # the bytes it shows (its repr is an address)
+        return {"$type": _qualified(kind), "value": value.tobytes().hex()}
     if isinstance(value, _MADE_WITH):  # itemgetter(0): its type and what it was made with
         reduced: tuple[Any, ...] = tuple(value.__reduce__())
         made, args = reduced[0], reduced[1]
