@@ -326,3 +326,49 @@ def test_callables_binding_bytes_in_the_same_order_replay_quietly(form, probes, 
         outputs, errors, _core = resume(plan, snap)
     assert errors == [] and outputs == [["POSTED(apple)", "POSTED(pear)"]]
     assert not [r for r in caplog.records if "arguments changed" in r.getMessage()]
+
+
+# -- dict order in bound values ---------------------------------------------------------------
+def rate(table: Any, item: str) -> str:
+    count(f"rate:{item}")
+    return f"RATE({item})={table[(item, 'eur')]}"
+
+
+def _table(order: str) -> dict[tuple[str, str], int]:
+    pairs = [(("apple", "eur"), 1), (("pear", "eur"), 2)]
+    return dict(pairs if order == "first" else pairs[::-1])
+
+
+class Rates(Agent):
+    """Strict replay; a partial bound to a dict with tuple keys (no JSON form), built in
+    ``SWITCH["order"]`` order (as from a set, whose order changes with the hash seed)."""
+
+    replay = "strict"
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        table = _table(SWITCH["order"][0])
+        got = await ctx.durable_execute_async(functools.partial(rate, table), "apple")
+        await ctx.durable_execute_async(gated, "g")
+        ctx.send_event(OutputEvent(output=got))
+
+
+def test_a_bound_dict_counts_the_same_in_any_insertion_order():
+    assert call_digest(functools.partial(rate, _table("first")), ("apple",), {}, "r0/go/c0") \
+        == call_digest(functools.partial(rate, _table("last")), ("apple",), {}, "r0/go/c0")
+    assert call_digest(functools.partial(rate, _table("first")), ("apple",), {}, "r0/go/c0") \
+        != call_digest(functools.partial(rate, {("apple", "eur"): 3}), ("apple",), {},
+                       "r0/go/c0")
+
+
+def test_a_bound_dict_built_in_another_order_replays_in_strict_mode(probes):
+    """A restore in another process builds the same dict in another order: the same call,
+    replayed, not a strict divergence."""
+    SWITCH["order"] = ("first",)
+    plan = AgentPlan.from_agent(Rates())
+    snap = snapshot_at(plan, 1, {"key": KEY})
+    SWITCH["order"] = ("last",)
+    outputs, errors, _core = resume(plan, snap)
+    assert errors == [] and outputs == ["RATE(apple)=1"]
+    assert probes["rate:apple"] == 1

@@ -37,7 +37,9 @@ The stable form of a bound value (``stable_form``):
   arguments they were made with (``itemgetter(0)`` is not ``itemgetter(1)``);
 - an object that defines ``__durable_identity__()`` is what that method returns (to leave a
   cache or a connection out of the identity);
-- other containers are walked (a ``set`` sorted by the stable form of its members);
+- other containers are walked (a ``set`` sorted by the stable form of its members, a
+  ``dict`` with keys that have no JSON form by that of its entries: its insertion order, as
+  a JSON-form dict's, does not count);
 - standard-library values with no JSON form (``Decimal``, ``Fraction``, ``UUID``, paths,
   dates and times, IP addresses, compiled patterns, ``range``, ``complex``, ``bytes``,
   ``bytearray``, ``array.array``, ``slice``) are their type and ``repr``, a ``memoryview``
@@ -320,10 +322,10 @@ def _structure(value: Any, kind: type, depth: int, active: set[int], inside: boo
     """The stable form of a value with no JSON form: its parts, or its type name."""
     if isinstance(value, (list, tuple, collections.deque)):
         return [stable_form(v, depth + 1, active, inside) for v in value]
-    if isinstance(value, dict):
-        return {"$dict": [[stable_form(k, depth + 1, active, inside),
-                           stable_form(v, depth + 1, active, inside)]
-                          for k, v in value.items()]}
+    if isinstance(value, dict):  # entries sorted, as a JSON-form dict's keys are
+        return {"$dict": sorted(([stable_form(k, depth + 1, active, inside),
+                                  stable_form(v, depth + 1, active, inside)]
+                                 for k, v in value.items()), key=dumps)}
     if isinstance(value, (set, frozenset)):
         return {"$set": sorted((stable_form(v, depth + 1, active, inside) for v in value),
                                key=dumps)}
