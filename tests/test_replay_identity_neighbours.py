@@ -372,3 +372,75 @@ def test_a_bound_dict_built_in_another_order_replays_in_strict_mode(probes):
     outputs, errors, _core = resume(plan, snap)
     assert errors == [] and outputs == ["RATE(apple)=1"]
     assert probes["rate:apple"] == 1
+
+
+# -- class-based decorators (functools.update_wrapper keeps the function in __wrapped__) ------
+class retrying:  # noqa: N801 - a decorator, named as users name them
+    """A class-based decorator: the wrapped callable is only in ``__wrapped__``."""
+
+    def __init__(self, fn: Any) -> None:
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.__wrapped__(*args)  # type: ignore[attr-defined]
+
+
+class SlotWrapper:
+    """The same, with ``__wrapped__`` in a slot."""
+
+    __slots__ = ("__wrapped__",)
+
+    def __init__(self, fn: Any) -> None:
+        self.__wrapped__ = fn
+
+    def __call__(self) -> Any:
+        return self.__wrapped__()
+
+
+def price(item: str) -> str:
+    count(f"price:{item}")
+    return f"PRICE({item})"
+
+
+WRAPPER_FORMS: dict[str, Any] = {
+    "class_decorator_over_partial": lambda item: retrying(functools.partial(price, item)),
+    "class_decorator_over_lambda": lambda item: retrying(
+        (lambda: price("apple")) if item == "apple" else (lambda: price("pear"))),
+    "slot_wrapper_over_partial": lambda item: SlotWrapper(functools.partial(price, item)),
+}
+
+
+class Wrapped(Agent):
+    """One durable call per item of ``SWITCH["order"]`` through ``WRAPPER_FORMS[form]``, then
+    a call that waits on the gate."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        make = WRAPPER_FORMS[event.input["form"]]
+        got = [await ctx.durable_execute_async(make(item)) for item in SWITCH["order"]]
+        await ctx.durable_execute_async(gated, "g")
+        ctx.send_event(OutputEvent(output=got))
+
+
+@pytest.mark.parametrize("form", sorted(WRAPPER_FORMS))
+def test_wrapper_objects_over_other_callables_made_in_another_order_diverge(form, probes):
+    plan = AgentPlan.from_agent(Wrapped())
+    snap = snapshot_at(plan, 2, {"key": KEY, "form": form})
+    SWITCH["order"] = ("pear", "apple")
+    outputs, errors, _core = resume(plan, snap)
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and "r0/go/c0" in err.message
+    assert "arguments are those recorded for r0/go/c1" in err.message
+    assert (probes["price:apple"], probes["price:pear"]) == (1, 1)
+
+
+@pytest.mark.parametrize("form", sorted(WRAPPER_FORMS))
+def test_wrapper_objects_in_the_same_order_replay_quietly(form, probes, caplog):
+    plan = AgentPlan.from_agent(Wrapped())
+    snap = snapshot_at(plan, 2, {"key": KEY, "form": form})
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        outputs, errors, _core = resume(plan, snap)
+    assert errors == [] and outputs == [["PRICE(apple)", "PRICE(pear)"]]
+    assert not [r for r in caplog.records if "arguments changed" in r.getMessage()]

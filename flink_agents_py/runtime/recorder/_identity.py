@@ -49,7 +49,8 @@ The stable form of a bound value (``stable_form``):
   ``MAX_DEPTH`` levels contribute their **type name only**: they have no form that is the
   same in every process, and what they are is still checked;
 - any other object is its type name with the stable form of its own instance attributes
-  (``__dict__`` and ``__slots__`` entries, dunder names left out); an object found inside
+  (``__dict__`` and ``__slots__`` entries, dunder names left out but ``__wrapped__``: what
+  a class-based decorator made with ``functools.update_wrapper`` calls); an object found inside
   those attributes that has no JSON form counts by its type name only (a client's session,
   connection pool or cache is not walked: its state changes as it is used).
 
@@ -314,6 +315,13 @@ def _function_form(value: Any, named: Any, depth: int, active: set[int] | None) 
         active.discard(id(value))
 
 
+_WRAPPED = "__wrapped__"
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
 def _is_stdlib(kind: type) -> bool:
     return str(kind.__module__).split(".", 1)[0] in _STDLIB
 
@@ -348,15 +356,23 @@ def _structure(value: Any, kind: type, depth: int, active: set[int], inside: boo
 
 
 def _attributes(value: Any) -> list[tuple[str, Any]]:
-    """An object's instance attributes (``__dict__``, then ``__slots__``), dunders left out."""
+    """An object's instance attributes (``__dict__``, then ``__slots__``).
+
+    Dunder names are left out (``functools.update_wrapper`` copies ``__name__``, ``__doc__``
+    and the like), except ``__wrapped__``: what a wrapper object (a class-based decorator)
+    calls is part of what it is.
+
+    Returns:
+        ``(name, value)`` pairs.
+    """
     found: dict[str, Any] = {}
     for name, attr in sorted(getattr(value, "__dict__", {}).items()):
-        if not (name.startswith("__") and name.endswith("__")):
+        if not _dunder(name) or name == _WRAPPED:
             found[name] = attr
     for cls in type(value).__mro__:
         slots = cls.__dict__.get("__slots__", ())
         for name in (slots,) if isinstance(slots, str) else slots:
-            if name.startswith("__") or name in found:
+            if (name.startswith("__") and name != _WRAPPED) or name in found:
                 continue
             try:
                 found[name] = getattr(value, name)
