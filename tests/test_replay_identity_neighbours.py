@@ -27,7 +27,19 @@ from support.harness import (
 )
 from support.probes import count, gate, wait
 
-from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+from flink_agents_py.api import (
+    Agent,
+    ChatMessage,
+    ChatModelSetup,
+    InputEvent,
+    OutputEvent,
+    ResourceDescriptor,
+    ResourceType,
+    RunnerContext,
+    action,
+    qualified_name,
+)
+from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import InMemoryKeyState
 from flink_agents_py.runtime.recorder._outcomes import call_digest
@@ -444,3 +456,60 @@ def test_wrapper_objects_in_the_same_order_replay_quietly(form, probes, caplog):
         outputs, errors, _core = resume(plan, snap)
     assert errors == [] and outputs == [["PRICE(apple)", "PRICE(pear)"]]
     assert not [r for r in caplog.records if "arguments changed" in r.getMessage()]
+
+
+# -- a chat whose invocation is still open at the restore -------------------------------------
+def answer(request: Any) -> str:
+    """The scripted model: answers ``about <item>`` once the item's gate opens."""
+    item = request.last_user_text
+    count(f"model:{item}")
+    wait(item)
+    return f"about {item}"
+
+
+class Chats(Agent):
+    """One chat per item of ``SWITCH["order"]``, awaited one after another."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        got = []
+        for item in SWITCH["order"]:
+            response = await ctx.chat("cm", [ChatMessage(role="user", content=item)])
+            got.append(response.message.content)
+        ctx.send_event(OutputEvent(output=got))
+
+
+def _chats() -> AgentPlan:
+    agent = Chats()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
+        ScriptedChatModel, function=qualified_name(answer)))
+    agent.add_resource("cm", ResourceType.CHAT_MODEL,
+                       ResourceDescriptor(ChatModelSetup, connection="conn"))
+    return AgentPlan.from_agent(agent)
+
+
+def test_a_call_inserted_before_an_open_chat_does_not_attach_to_another_chats_answer(probes):
+    """Recorded: chat c0 about apple answered, chat c1 about pear still open (its model call
+    waits). The new code asks about kiwi first: apple's chat comes at c1, whose open
+    invocation is pear's; it diverges instead of attaching to pear's answer."""
+    plan = _chats()
+    core = new_core(plan)
+    probes.open("apple")
+    try:
+        state = InMemoryKeyState()
+        core.on_input(KEY, {"key": KEY}, state)
+        poll_until(core, state, lambda s: (c := call_of(s, "go", 1)) is not None
+                   and not c.done and probes["model:pear"] == 1)
+        snap = snapshot_of(state, "json")
+    finally:
+        probes.open("pear")
+        core.close()
+    SWITCH["order"] = ("kiwi", "apple", "pear")
+    probes.open("kiwi")
+    outputs, errors, _core = resume(plan, snap)
+    assert outputs == []
+    assert [e.error_type for e in errors] == ["ReplayDivergenceError"]
+    assert "r0/go/c1" in errors[0].message
+    assert "arguments are those recorded for r0/go/c0" in errors[0].message
+    assert probes["model:apple"] == 1  # its answer was recorded: never asked again

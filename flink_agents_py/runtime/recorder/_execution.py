@@ -570,6 +570,8 @@ class ActionExecution:
             self._check_arguments(call, rec)  # the open invocation is the recorded call's
             call.start = Attach(call, call.target)
         else:
+            if rec is not None:  # started before the restore: it starts again
+                self._check_arguments(call, rec, reruns=True)
             call.arm(command)
 
     def _open_call(
