@@ -37,7 +37,8 @@ def parse_result(result: Any) -> tuple[str | None, Any]:
     Returns:
         ``(class name or None, data)``, the data with nested model tags removed.
     """
-    if isinstance(result, dict) and set(result) == {"$model", "data"}:
+    if isinstance(result, dict) and set(result) == {"$model", "data"} \
+            and isinstance(result["$model"], str):  # (``None``: an escaped plain dict)
         cls = str(result["$model"]).rsplit(":", 1)[-1]
         return cls, to_loggable(result["data"])
     return None, to_loggable(result)

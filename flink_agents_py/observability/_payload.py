@@ -94,8 +94,12 @@ class Redactor:
 def to_loggable(value: Any) -> Any:
     """A JSON-like form of ``value``: runtime-tagged models unwrapped, objects as text."""
     if isinstance(value, dict):
-        if len(value) == 2 and isinstance(value.get("$model"), str) and "data" in value:
-            return to_loggable(value["data"])  # exactly the keys ``$model`` and ``data``
+        if len(value) == 2 and "$model" in value and "data" in value:
+            inner = value["data"]
+            if isinstance(value["$model"], str):  # a tagged model: its fields
+                return to_loggable(inner)
+            if value["$model"] is None and isinstance(inner, dict):  # an escaped plain dict
+                return {str(k): to_loggable(v) for k, v in inner.items()}
         return {str(k): to_loggable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_loggable(v) for v in value]

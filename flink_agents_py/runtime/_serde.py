@@ -4,6 +4,11 @@ Stored values must survive a checkpoint, so each one needs a JSON form. Pydantic
 stored with their class (``{"$model": "pkg.mod:Class", "data": {...}}``) so a replay returns
 the same type; tuples become lists; everything else must already be JSON (``str``, ``int``,
 finite ``float``, ``bool``, ``None``, ``list``, ``dict`` with string keys).
+
+A plain dict of exactly the keys ``$model`` and ``data`` (a record's, a tool's, a model's: data
+from anyone) is stored escaped, as ``{"$model": null, "data": <the dict>}``, so that only a
+tag the runtime wrote names a class: a record never makes a replay import a module or call
+what it names. ``from_json_value`` rebuilds only pydantic model classes.
 """
 
 from __future__ import annotations
@@ -128,7 +133,7 @@ def _fast_copy(value: Any, tag: bool) -> Any:
                 raise _NotPlain
             kv = type(v)  # a finite float inline (``v - v`` is NaN for inf and NaN)
             out[k] = v if kv in _PLAIN or (kv is float and v - v == 0.0) else _fast_copy(v, tag)
-        return out
+        return _escaped(out) if tag and len(out) == 2 else out
     if kind is list or kind is tuple:
         return [v if type(v) in _PLAIN else _fast_copy(v, tag) for v in value]
     if kind in _PLAIN or (kind is float and math.isfinite(value)):
@@ -162,6 +167,18 @@ def _fast_copy(value: Any, tag: bool) -> Any:
 
 _TAGS: dict[type, str] = {}
 """Per model class, its ``$model`` tag."""
+
+
+def _escaped(out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` (a plain dict's stored form), escaped when it has the shape of a model tag.
+
+    Returns:
+        ``{"$model": None, "data": out}`` when ``out``'s keys are ``$model`` and ``data``;
+        else ``out`` itself.
+    """
+    if _MODEL_TAG in out and "data" in out:
+        return {_MODEL_TAG: None, "data": out}
+    return out
 
 
 def _tag_of(cls: type[BaseModel]) -> str:
@@ -318,7 +335,7 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
                     _check_text(k, where, f"{path} (a map key)")
                     out[k] = v if type(v) in _UNCHECKED else _walk(
                         v, where, f"{path}.{k}", active, tag_models, in_model)
-                return out
+                return _escaped(out) if tag_models and not in_model and len(out) == 2 else out
             if isinstance(value, (list, tuple)):
                 return [v if type(v) in _UNCHECKED else
                         _walk(v, where, f"{path}[{i}]", active, tag_models, in_model)
@@ -375,16 +392,36 @@ _CLASSES: dict[str, type[BaseModel]] = {}
 
 
 def from_json_value(data: Any) -> Any:
-    """Invert ``to_json_value``: rebuild pydantic models from their tagged form."""
+    """Invert ``to_json_value``: rebuild pydantic models from their tagged form.
+
+    An escaped plain dict (``{"$model": null, "data": ...}``) becomes that dict again.
+
+    Returns:
+        The value, its models rebuilt.
+
+    Raises:
+        SerializationError: for a tag that is not text, or one naming anything but a
+            pydantic model class (which is then never called).
+        ResourceError: when the tag's module or class cannot be imported.
+    """
     if isinstance(data, dict):
         if _MODEL_TAG in data and len(data) == 2 and "data" in data:
             tag = data[_MODEL_TAG]
-            cls = _CLASSES.get(tag) if type(tag) is str else None
+            inner = data["data"]
+            if tag is None and type(inner) is dict:  # an escaped plain dict (``_escaped``)
+                return {k: from_json_value(v) for k, v in inner.items()}
+            if type(tag) is not str:
+                raise SerializationError(f"a stored value's {_MODEL_TAG} tag is {tag!r}, not "
+                                         "the 'module:Class' of a pydantic model")
+            cls = _CLASSES.get(tag)
             if cls is None:
-                cls = import_qualified(tag)
-                if isinstance(cls, type) and issubclass(cls, BaseModel):
-                    _CLASSES[tag] = cls
-            return cls.model_validate(data["data"])
+                found = import_qualified(tag)
+                if not (isinstance(found, type) and issubclass(found, BaseModel)):
+                    raise SerializationError(f"a stored value's {_MODEL_TAG} tag {tag!r} "
+                                             "names something that is not a pydantic model "
+                                             "class: it is not rebuilt (nor called)")
+                cls = _CLASSES[tag] = found
+            return cls.model_validate(inner)
         return {k: from_json_value(v) for k, v in data.items()}
     if isinstance(data, list):
         return [from_json_value(v) for v in data]

@@ -104,6 +104,9 @@ def _rebuilt(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
         if len(value) == 2 and "$model" in value and "data" in value:  # is_tagged_model
+            inner = value["data"]
+            if value["$model"] is None and type(inner) is dict:  # an escaped plain dict
+                return {k: v if type(v) in _PLAIN else _rebuilt(v) for k, v in inner.items()}
             try:
                 return from_json_value(value)
             except Exception as e:  # noqa: BLE001 - the fields still reach the action
