@@ -4,10 +4,16 @@
   of a pydantic model (``{"$model": "pkg.mod:Class", "data": ...}``) is data: the module it
   names is never imported, nothing it names is called, and the action, the durable call's
   caller and the output see the dict exactly as it was sent.
+- ``load_skill`` reads a file of a skill's folder without following a symlink swapped in
+  after its check (a writable skill's command can swap a folder for a symlink out while
+  the tool reads).
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -25,6 +31,7 @@ from flink_agents_py.api import (
     action,
 )
 from flink_agents_py.runtime._serde import from_json_value, to_json_value
+from flink_agents_py.skills import LoadSkillTool, SkillError
 
 EVIL_MODULE = "hostile_neighbours_planted"
 
@@ -98,3 +105,65 @@ def test_a_stored_tag_naming_something_that_is_not_a_model_is_refused_not_called
     with pytest.raises(SerializationError, match="not a pydantic model"):
         from_json_value(_tag_shaped({"a": 1}))
     assert planted.read_text() == "imported\n"  # the class was looked up, never called
+
+
+# -- load_skill: a folder swapped for a symlink after the check -------------------------------
+def _racy_skill(tmp_path: Path) -> tuple[Path, Path]:
+    skill = tmp_path / "racy"
+    (skill / "sub").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: racy\ndescription: d\n---\nhi\n")
+    (skill / "sub" / "notes.md").write_text("the skill's own notes\n")
+    outside = tmp_path / "host"
+    outside.mkdir()
+    (outside / "notes.md").write_text("HOST-SECRET\n")
+    return skill, outside
+
+
+def test_a_folder_swapped_for_a_symlink_after_the_check_is_never_followed(tmp_path,
+                                                                          monkeypatch):
+    """A writable skill's command may swap ``sub`` for a symlink out while load_skill runs."""
+    skill, outside = _racy_skill(tmp_path)
+    tool = LoadSkillTool(paths=[str(skill)])
+    assert asyncio.run(tool.acall("racy", "sub/notes.md")) == "the skill's own notes\n"
+    (skill / "sub").rename(skill / "sub_real")
+    (skill / "sub").symlink_to(outside)  # swapped: as the check saw it, still a folder
+    monkeypatch.setattr(Path, "resolve", lambda self, strict=False: Path(os.path.abspath(self)))
+    with pytest.raises(SkillError, match="never followed") as e:
+        asyncio.run(tool.acall("racy", "sub/notes.md"))
+    assert "HOST-SECRET" not in str(e.value)
+
+
+def test_a_symlink_inside_the_folder_to_its_own_file_still_reads(tmp_path):
+    skill, _ = _racy_skill(tmp_path)
+    (skill / "alias").symlink_to("sub")
+    (skill / "notes-link.md").symlink_to(skill / "sub" / "notes.md")
+    tool = LoadSkillTool(paths=[str(skill)])
+    for name in ("alias/notes.md", "notes-link.md", "./sub/../sub/notes.md"):
+        assert asyncio.run(tool.acall("racy", name)) == "the skill's own notes\n"
+
+
+def test_load_skill_racing_a_swapping_process_never_reads_outside(tmp_path):
+    """A real race: another process swaps the folder for a symlink out, over and over."""
+    skill, outside = _racy_skill(tmp_path)
+    tool = LoadSkillTool(paths=[str(skill)])
+    stop = tmp_path / "stop"
+    swapper = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import os
+        s, o, stop = {str(skill)!r}, {str(outside)!r}, {str(stop)!r}
+        while not os.path.exists(stop):
+            os.rename(s + "/sub", s + "/sub_real")
+            os.symlink(o, s + "/sub")
+            os.unlink(s + "/sub")
+            os.rename(s + "/sub_real", s + "/sub")
+    """)])
+    read: list[str] = []
+    try:
+        for _ in range(3000):
+            try:
+                read.append(tool.skill("racy").read("sub/notes.md"))
+            except SkillError:
+                pass
+    finally:
+        stop.touch()
+        swapper.wait(timeout=30)
+    assert read and all(text == "the skill's own notes\n" for text in read)

@@ -63,12 +63,15 @@ class Skill:
             found), then a last entry saying the listing stops there.
         """
         found: list[str] = []
-        for p in self.directory.rglob("*"):
-            if p.is_file() and p.name != SKILL_FILE and not p.is_symlink():
-                if len(found) == MAX_LISTED_FILES:
-                    return [*sorted(found), f"[... more files: the listing stops at "
-                                            f"{MAX_LISTED_FILES}]"]
-                found.append(p.relative_to(self.directory).as_posix())
+        try:
+            for p in self.directory.rglob("*"):
+                if p.is_file() and p.name != SKILL_FILE and not p.is_symlink():
+                    if len(found) == MAX_LISTED_FILES:
+                        return [*sorted(found), f"[... more files: the listing stops at "
+                                                f"{MAX_LISTED_FILES}]"]
+                    found.append(p.relative_to(self.directory).as_posix())
+        except OSError:  # a folder gone while listed (a writable skill's command at work)
+            pass
         return sorted(found)
 
     def read(self, relative: str) -> str:
@@ -87,18 +90,60 @@ class Skill:
             raise SkillError(f"skill {self.name!r}: 'file' must be a string (a path relative "
                              f"to the skill's folder), got {type(relative).__name__}")
         try:
+            root = self.directory.resolve()
             target = (self.directory / relative).resolve()
-            found = self.directory.resolve() in target.parents and target.is_file()
+            found = root in target.parents and target.is_file()
         except (OSError, ValueError):  # a NUL byte, a name too long, a loop
             found = False
         if not found:
             shown = relative if len(relative) <= 200 else relative[:200] + "..."
             raise SkillError(f"skill {self.name!r} has no file {shown!r}; its files: "
                              f"{', '.join(self.files()) or 'none'}")
-        return _read_capped(target)
+        # opened from the folder down, one component at a time, never following a symlink:
+        # a folder swapped for a symlink after the check (a writable skill's command can do
+        # it while this runs) is never followed out of the skill's folder
+        return _read_capped(target, _open_beneath(root, target.relative_to(root).parts))
 
 
-def _read_capped(path: Path) -> str:
+_O_PATH = getattr(os, "O_PATH", os.O_RDONLY)  # (Linux; elsewhere a read-only open)
+
+
+def _open_beneath(root: Path, parts: tuple[str, ...]) -> int:
+    """Open the file ``root/parts...`` for reading, following no symlink below ``root``.
+
+    Every folder is opened relative to its parent's fd with ``O_NOFOLLOW``; so is the file
+    (without blocking: a FIFO is opened, never read, see ``_read_capped``).
+
+    Returns:
+        The file's fd (the caller closes it).
+
+    Raises:
+        SkillError: when a component is a symlink, not a folder, or gone.
+    """
+    try:
+        fd = os.open(root, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise SkillError(f"{root} cannot be opened: {e.strerror}") from e
+    try:
+        for part in parts[:-1]:
+            parent, fd = fd, -1
+            try:
+                fd = os.open(part, _O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             dir_fd=parent)
+            finally:
+                os.close(parent)
+        return os.open(parts[-1], os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       dir_fd=fd)
+    except OSError as e:
+        raise SkillError(f"{root.joinpath(*parts)} cannot be read from inside the skill's "
+                         f"folder (a symlink or a changed folder is never followed): "
+                         f"{e.strerror}") from e
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _read_capped(path: Path, fd: int | None = None) -> str:
     """The text of ``path``: at most ``MAX_FILE_BYTES`` read, ``MAX_FILE_CHARS`` returned.
 
     The file is opened without blocking and without following a final symlink, and read only
@@ -106,16 +151,22 @@ def _read_capped(path: Path) -> str:
     looked (a writable skill's command can do it) is refused instead of blocking the
     operator's thread or reading without end.
 
+    Args:
+        path: the file (named in errors).
+        fd: the file opened already (``_open_beneath``; closed here), or ``None`` to open
+            ``path``.
+
     Returns:
         The text, with a last line saying so when it was cut.
 
     Raises:
         SkillError: when ``path`` is no longer a regular file.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as e:
-        raise SkillError(f"{path} cannot be read: {e.strerror}") from e
+    if fd is None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            raise SkillError(f"{path} cannot be read: {e.strerror}") from e
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
