@@ -7,29 +7,43 @@
 - ``load_skill`` reads a file of a skill's folder without following a symlink swapped in
   after its check (a writable skill's command can swap a folder for a symlink out while
   the tool reads).
+- A known secret echoed by a provider whose encoder escaped some of its characters only
+  (PHP's ``\\/``, .NET's ``\u002B`` and lower-case ``%2b``, ``quote``'s default safe ``/``,
+  upper-case hex) is masked in error records and the event log as its plain form is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
     Agent,
+    ChatMessage,
+    ChatModelConnection,
+    ChatModelSetup,
     InputEvent,
     OutputEvent,
+    ResourceDescriptor,
+    ResourceType,
     RunnerContext,
     SerializationError,
     action,
+    mask_secrets,
 )
+from flink_agents_py.observability import EventLog, MemorySink
 from flink_agents_py.runtime._serde import from_json_value, to_json_value
 from flink_agents_py.skills import LoadSkillTool, SkillError
 
@@ -167,3 +181,66 @@ def test_load_skill_racing_a_swapping_process_never_reads_outside(tmp_path):
         stop.touch()
         swapper.wait(timeout=30)
     assert read and all(text == "the skill's own notes\n" for text in read)
+
+
+# -- secrets: a key echoed with some of its characters escaped ---------------------------------
+def _escaped_echoes(key: str) -> dict[str, str]:
+    """The key as other stacks' encoders echo it, each escaping some characters only."""
+    return {
+        "PHP json_encode (slashes escaped)": json.dumps(key)[1:-1].replace("/", "\\/"),
+        ".NET System.Text.Json (+ as \\u002B)": json.dumps(key)[1:-1].replace("+", "\\u002B"),
+        "JSON, every symbol escaped": "".join(
+            c if c.isalnum() else f"\\u{ord(c):04x}" for c in key),
+        ".NET HttpUtility.UrlEncode (lower-case hex)": re.sub(
+            "%[0-9A-F]{2}", lambda m: m.group().lower(), quote(key, safe="")),
+        "quote() with its default safe '/'": quote(key),
+        "hex, upper case": key.encode().hex().upper(),
+    }
+
+
+class EscapingConnection(ChatModelConnection):
+    """A provider that echoes its key in a 401 the ways other stacks encode it."""
+
+    api_key_env: str = "ESCAPING_PROVIDER_KEY"
+
+    def chat(self, messages: Any, **kwargs: Any) -> Any:
+        """Fail, echoing the key (escaped by several encoders)."""
+        key = os.environ[self.api_key_env]
+        body = "; ".join(f"{name}: {form}" for name, form in _escaped_echoes(key).items())
+        raise RuntimeError(f"401 from the gateway: {body}")
+
+
+class Asker(Agent):
+    """Asks the model once (a failed chat fails the action)."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        """Ask the model."""
+        await ctx.chat("model", [ChatMessage(content="hi")])
+
+
+def test_a_key_echoed_with_some_characters_escaped_is_masked_at_every_exit(monkeypatch,
+                                                                           caplog):
+    key = f"Aw9/{uuid.uuid4().hex[:12]}+Zk=Qp"  # an AWS-style secret: '/', '+' and '='
+    monkeypatch.setenv("ESCAPING_PROVIDER_KEY", key)
+    echoes = _escaped_echoes(key)
+    for name, form in echoes.items():
+        assert key not in form, name  # each really is another form
+    agent = Asker()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                       ResourceDescriptor(EscapingConnection))
+    agent.add_resource("model", ResourceType.CHAT_MODEL,
+                       ResourceDescriptor(ChatModelSetup, connection="conn", model="m"))
+    sink = MemorySink()
+    result = (AgentsExecutionEnvironment.local(event_log=EventLog(sink=sink, level="verbose"))
+              .from_list([{"key": "k"}]).apply(agent).run())
+    [error] = result.errors
+    exits = {"the error record": error.model_dump_json(),
+             "the event log": json.dumps(sink.records),
+             "the log": "\n".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)}
+    for where, text in exits.items():
+        assert "401 from the gateway" in text
+        for name, form in echoes.items():
+            assert form not in text, f"the key, as {name}, reached {where}"
+            assert mask_secrets(f"<{form}>") == "<[REDACTED]>", name

@@ -1,4 +1,4 @@
-"""Known secrets, masked wherever text leaves the process.
+r"""Known secrets, masked wherever text leaves the process.
 
 The framework knows some secrets by value: the API key a connection reads from its
 ``api_key_env`` variable, a header or an MCP server environment entry a resource marks
@@ -13,9 +13,13 @@ prints for an exception nobody caught (``sys.excepthook`` and ``threading.except
 they are Python's own).
 
 A value is also masked in the forms it commonly takes in text: JSON- and ``repr``-escaped,
-percent-encoded, hex-encoded (lower case), and base64-encoded at any alignment (so an
+percent-encoded, hex-encoded (either case), and base64-encoded at any alignment (so an
 ``Authorization: Basic ...`` header built from it is masked too, whatever comes before it in
-the encoded text).
+the encoded text). Encoders differ in which characters they escape (PHP writes ``\/``, .NET
+``\u002B`` and ``%2b``, ``quote`` keeps ``/``), so each character other than a letter or a
+digit is matched as itself or in any of its escapes (a JSON ``\uXXXX`` or ``\/``, a
+percent-encoded UTF-8 byte, hex digits in either case): the value is masked whichever of
+its characters an encoder escaped.
 
 Values shorter than ``MIN_SECRET_CHARS`` characters are not registered: masking a short
 string would blank out ordinary words and numbers everywhere (and a key that short is a
@@ -96,8 +100,43 @@ def _forms(value: str) -> set[str]:
     forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
              repr(value)[1:-1], quote(value, safe=""), quote_plus(value, safe="")}
     raw = value.encode("utf-8")
-    forms |= _base64_cores(raw) | {raw.hex()}
+    forms |= _base64_cores(raw) | {raw.hex(), raw.hex().upper()}
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
+
+
+def _hex_any_case(digits: str) -> str:
+    return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in digits)
+
+
+def _char_escapes(ch: str) -> str:
+    r"""A regex of ``ch`` as itself or in any escape an encoder writes it in.
+
+    Returns:
+        The regex: ``ch``, a JSON ``\uXXXX`` (each UTF-16 unit) or ``\/`` / ``\"`` /
+        ``\\``, its UTF-8 bytes percent-encoded (hex digits in either case), and ``+`` for
+        a space.
+    """
+    alternatives = [re.escape(ch)]
+    units = ch.encode("utf-16-be")
+    alternatives.append("".join("\\\\u" + _hex_any_case(units[i:i + 2].hex())
+                                for i in range(0, len(units), 2)))
+    if ch in "/\"\\":
+        alternatives.append(re.escape("\\" + ch))
+    alternatives.append("".join("%" + _hex_any_case(f"{b:02x}") for b in ch.encode()))
+    if ch == " ":
+        alternatives.append(re.escape("+"))
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+def _escape_pattern(value: str) -> str | None:
+    """A regex of ``value`` with any of its non-alphanumeric characters escaped (or not).
+
+    Returns:
+        The regex; ``None`` when ``value`` is letters and digits only (its forms are exact).
+    """
+    if value.isascii() and value.isalnum():
+        return None
+    return "".join(ch if ch.isascii() and ch.isalnum() else _char_escapes(ch) for ch in value)
 
 
 class _Registry:
@@ -111,6 +150,7 @@ class _Registry:
         self._lock = threading.Lock()
         self._values: set[str] = set()
         self._forms: set[str] = set()
+        self._patterns: set[str] = set()
         self.regex: re.Pattern[str] | None = None
 
     def add(self, value: str) -> bool:
@@ -118,9 +158,19 @@ class _Registry:
             if value in self._values:
                 return False
             self._values.add(value)
-            self._forms |= _forms(value)
-            alternatives = sorted(self._forms, key=lambda f: (-len(f), f))  # longest first
-            self.regex = re.compile("|".join(re.escape(f) for f in alternatives))
+            forms = _forms(value)
+            pattern = _escape_pattern(value)
+            if pattern is not None:
+                self._patterns.add(pattern)
+                matches = re.compile(pattern).fullmatch
+                forms = {f for f in forms if not matches(f)}  # the pattern finds those
+            self._forms |= forms
+            # the escape patterns first (they match the longest span of an escaped value),
+            # then the exact forms, longest first
+            alternatives = [*sorted(self._patterns),
+                            *(re.escape(f) for f in sorted(self._forms,
+                                                          key=lambda f: (-len(f), f)))]
+            self.regex = re.compile("|".join(alternatives))
             return True
 
     def __len__(self) -> int:
