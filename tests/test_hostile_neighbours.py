@@ -10,6 +10,8 @@
 - A known secret echoed by a provider whose encoder escaped some of its characters only
   (PHP's ``\\/``, .NET's ``\u002B`` and lower-case ``%2b``, ``quote``'s default safe ``/``,
   upper-case hex) is masked in error records and the event log as its plain form is.
+- A stdio MCP server writing the ``secret_env`` value it was given to its stderr: the line
+  reaches this process's stderr with the value masked.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from flink_agents_py.api import (
     action,
     mask_secrets,
 )
+from flink_agents_py.integrations.mcp import McpServer
 from flink_agents_py.observability import EventLog, MemorySink
 from flink_agents_py.runtime._serde import from_json_value, to_json_value
 from flink_agents_py.skills import LoadSkillTool, SkillError
@@ -244,3 +247,39 @@ def test_a_key_echoed_with_some_characters_escaped_is_masked_at_every_exit(monke
         for name, form in echoes.items():
             assert form not in text, f"the key, as {name}, reached {where}"
             assert mask_secrets(f"<{form}>") == "<[REDACTED]>", name
+
+
+# -- MCP: a stdio server writing the secret it was given to its stderr ------------------------
+ECHOING_SERVER = '''
+import os, sys
+sys.path.insert(0, {tests!r})
+from test_mcp_fixture_server import build
+
+token = os.environ["TOKEN"]
+sys.stderr.write(f"starting with token {{token}}\\n")
+sys.stderr.write(f"debug: Authorization: Bearer {{token}} (no newline, split: ")
+sys.stderr.flush()
+sys.stderr.write(f"{{token[:5]}}")
+sys.stderr.flush()
+sys.stderr.write(f"{{token[5:]}})\\n")
+sys.stderr.flush()
+build().run("stdio")
+'''
+
+
+def test_a_stdio_mcp_servers_stderr_never_carries_its_secret_env(tmp_path, monkeypatch, capfd):
+    pytest.importorskip("mcp")
+    token = f"mcp-tok-{uuid.uuid4().hex}"
+    monkeypatch.setenv("HOSTILE_MCP_TOKEN", token)
+    script = tmp_path / "echoing_server.py"
+    script.write_text(ECHOING_SERVER.format(tests=str(Path(__file__).resolve().parent)))
+    server = McpServer(command=[sys.executable, str(script)],
+                       secret_env={"TOKEN": "HOSTILE_MCP_TOKEN"}, list_at_plan_build=False)
+    try:
+        assert server.call_tool("add", {"a": 2, "b": 3}) == 5  # the server runs as before
+    finally:
+        server.close()
+    err = capfd.readouterr().err
+    assert token not in err and token[5:] not in err
+    assert "starting with token [REDACTED]" in err  # what it says still reaches stderr
+    assert "split: [REDACTED])" in err

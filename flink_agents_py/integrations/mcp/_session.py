@@ -8,6 +8,11 @@ server's stdin is closed, and the server process (with its children) is terminat
 killed, when it does not exit within the SDK's grace period. No server process outlives a
 failed open, a timed-out open or a ``close``; the sessions still open when the interpreter
 exits (a resource nobody closed) are closed then, by an ``atexit`` hook.
+
+A stdio server's stderr is never this process's: it is a pipe whose lines a thread copies to
+this process's stderr with the known secrets masked (``api.mask_secrets``), so a server that
+prints the ``secret_env`` values it was given (a debug line, a crash dump of its
+environment) leaves them nowhere.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+from ...api import mask_secrets
 from ..chat_models._common import import_sdk
 
 if TYPE_CHECKING:
@@ -42,12 +48,67 @@ def wire(obj: Any) -> dict[str, Any]:
     return obj.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def _stderr() -> Any:
+_MAX_LINE = 1 << 20
+"""The most bytes of one stderr line a server's relay holds before it writes them out."""
+
+
+class _MaskedStderr:
+    """A stdio server's stderr: a pipe relayed, line by line and masked, to ours.
+
+    ``file`` (the pipe's write end) is what the server process gets as its stderr; a daemon
+    thread reads the other end and writes each line to ``sys.stderr`` with the known secrets
+    masked (a line is masked whole: a secret the server wrote in several pieces is found
+    too). The thread ends when every holder of the write end (the server, its children, and
+    this object until ``close``) has closed it.
+
+    Args:
+        label: names the thread.
+    """
+
+    def __init__(self, label: str) -> None:
+        read, write = os.pipe()
+        self.file = os.fdopen(write, "w")
+        self._thread = threading.Thread(target=self._relay, args=(read,), daemon=True,
+                                        name=f"mcp-{label}-stderr")
+        self._thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Close this process's copy of the write end; wait for the rest to be relayed.
+
+        Called once the server process ended: what it wrote is on stderr when this returns
+        (unless a process it left behind still holds the pipe after ``timeout`` seconds).
+
+        Args:
+            timeout: the most to wait for the relay, in seconds.
+        """
+        self.file.close()
+        self._thread.join(timeout)
+
+    @staticmethod
+    def _relay(fd: int) -> None:
+        pending = b""
+        with os.fdopen(fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(1 << 16):
+                pending += chunk
+                end = pending.rfind(b"\n") + 1
+                if not end and len(pending) > _MAX_LINE:
+                    end = len(pending)
+                if end:
+                    _write_masked(pending[:end])
+                    pending = pending[end:]
+        if pending:
+            _write_masked(pending)
+
+
+def _write_masked(data: bytes) -> None:
+    out = sys.stderr
+    if out is None:
+        return
     try:
-        sys.stderr.fileno()
-        return sys.stderr
-    except (AttributeError, OSError, ValueError):
-        return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the subprocess
+        out.write(mask_secrets(data.decode(errors="replace")))
+        out.flush()
+    except (OSError, ValueError):  # our stderr is closed: the server's lines are dropped
+        pass
 
 
 class Connection:
@@ -134,7 +195,9 @@ class Connection:
 
             params = StdioServerParameters(command=srv.command[0], args=list(srv.command[1:]),
                                            env=srv.server_env(), cwd=srv.cwd)
-            return stdio_client(params, errlog=_stderr())
+            errlog = _MaskedStderr(self._label)
+            stack.callback(errlog.close)  # after the server process ended (the stack's last)
+            return stdio_client(params, errlog=errlog.file)
         from mcp.client import streamable_http
 
         headers = srv.request_headers()
