@@ -12,6 +12,9 @@
   upper-case hex) is masked in error records and the event log as its plain form is.
 - A stdio MCP server writing the ``secret_env`` value it was given to its stderr: the line
   reaches this process's stderr with the value masked.
+- A provider echoing its key in a successful answer (its text, its metadata): the answer is
+  recorded (keyed state, the journal) and handed to the action with the key masked, so it
+  reaches neither memory nor outputs.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import asyncio
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -36,7 +40,9 @@ from flink_agents_py.api import (
     ChatMessage,
     ChatModelConnection,
     ChatModelSetup,
+    ChatResponse,
     InputEvent,
+    MessageRole,
     OutputEvent,
     ResourceDescriptor,
     ResourceType,
@@ -47,6 +53,7 @@ from flink_agents_py.api import (
 )
 from flink_agents_py.integrations.mcp import McpServer
 from flink_agents_py.observability import EventLog, MemorySink
+from flink_agents_py.runtime import SqliteJournal
 from flink_agents_py.runtime._serde import from_json_value, to_json_value
 from flink_agents_py.skills import LoadSkillTool, SkillError
 
@@ -283,3 +290,56 @@ def test_a_stdio_mcp_servers_stderr_never_carries_its_secret_env(tmp_path, monke
     assert token not in err and token[5:] not in err
     assert "starting with token [REDACTED]" in err  # what it says still reaches stderr
     assert "split: [REDACTED])" in err
+
+
+# -- secrets: a provider echoing its key in a successful answer -------------------------------
+class EchoingConnection(ChatModelConnection):
+    """A gateway that answers, echoing the key in its text and in debug metadata."""
+
+    api_key_env: str = "ECHOING_GATEWAY_KEY"
+
+    def chat(self, messages: Any, **kwargs: Any) -> Any:
+        """Answer, quoting the key back."""
+        key = os.environ[self.api_key_env]
+        return ChatResponse(
+            message=ChatMessage(role=MessageRole.ASSISTANT, content=f"debug: you sent {key}"),
+            metadata={"request_headers": {"authorization": f"Bearer {key}", "x-key": key}})
+
+
+class Keeper(Agent):
+    """Keeps the answer in memory and emits it."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        """Ask, remember and output the answer."""
+        response = await ctx.chat("model", [ChatMessage(content="hi")])
+        ctx.short_term_memory.set("last", response.content)
+        ctx.send_event(OutputEvent(output={"answer": response.content,
+                                           "metadata": response.metadata}))
+
+
+def test_a_key_echoed_in_a_successful_answer_is_recorded_and_seen_masked(tmp_path, monkeypatch):
+    key = f"gw-{uuid.uuid4().hex}"
+    monkeypatch.setenv("ECHOING_GATEWAY_KEY", key)
+    agent = Keeper()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                       ResourceDescriptor(EchoingConnection))
+    agent.add_resource("model", ResourceType.CHAT_MODEL,
+                       ResourceDescriptor(ChatModelSetup, connection="conn", model="m"))
+    journal_file = tmp_path / "journal.sqlite"
+    job = (AgentsExecutionEnvironment.local(journal=SqliteJournal(str(journal_file),
+                                                                  retention_s=3600))
+           .from_list([{"key": "k"}]).apply(agent))
+    result = job.run()
+    assert result.errors == []
+    assert result.outputs == [{"answer": "debug: you sent [REDACTED]", "metadata": {
+        "request_headers": {"authorization": "Bearer [REDACTED]", "x-key": "[REDACTED]"}}}]
+    with sqlite3.connect(journal_file) as db:
+        tables = [t for (t,) in db.execute("select name from sqlite_master where type='table'")]
+        journal = repr([row for t in tables for row in db.execute(f"select * from {t}")])
+    assert "debug: you sent" in journal  # the recorded answer, masked
+    exits = {"the journal": journal, "keyed state": json.dumps(job.snapshot()),
+             "the outputs": json.dumps(result.outputs)}
+    for where, text in exits.items():
+        assert key not in text, f"the echoed key reached {where}"

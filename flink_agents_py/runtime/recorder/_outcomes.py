@@ -12,9 +12,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...api import DurableExecutionError, ReplayDivergenceError, SerializationError, mask_secrets
-from ...api.internal import import_qualified, mask_value
+from ...api.internal import (
+    has_known_secret,
+    import_qualified,
+    mask_value,
+    registered_secret_count,
+)
 from .._failures import failure_text
-from .._serde import digest, from_json_value, to_json_value
+from .._serde import digest, dumps, from_json_value, to_json_value
 from ._identity import bound_state
 from ._state import CallRecord
 
@@ -113,7 +118,10 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
     ``SerializationError`` (raised and caught here: the failure is the outcome).
 
     A failure's message, ``args`` and attributes are stored with known secrets masked
-    (``api.mask_secrets``): a replay rebuilds the exception from the masked values.
+    (``api.mask_secrets``): a replay rebuilds the exception from the masked values. A result
+    holding a known secret (a provider echoing its key in an answer, a tool quoting a
+    token) is stored with it masked, and the caller gets it so too: the key enters neither
+    keyed state, the journal, nor the agent's data (its memory, outputs).
 
     Returns:
         The outcome as the caller will see it: ``(ok, value or exception)``.
@@ -122,6 +130,8 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
         where = f"result of durable call {call_id}"
         try:
             stored = to_json_value(value, where)
+            if registered_secret_count() and has_known_secret(dumps(stored).decode()):
+                stored = mask_value(stored)
             try:
                 rebuilt = from_json_value(stored)
             except Exception as e:  # noqa: BLE001 - e.g. a model whose validators reject it
