@@ -3,7 +3,9 @@
 - A record (or a durable call's result) holding a dict shaped like the runtime's stored form
   of a pydantic model (``{"$model": "pkg.mod:Class", "data": ...}``) is data: the module it
   names is never imported, nothing it names is called, and the action, the durable call's
-  caller and the output see the dict exactly as it was sent.
+  caller and the output see the dict exactly as it was sent; an event field named like the
+  event class tag (``$class``, an extra field filled from a record) is refused, never
+  imported.
 - ``load_skill`` reads a file of a skill's folder without following a symlink swapped in
   after its check (a writable skill's command can swap a folder for a symlink out while
   the tool reads).
@@ -29,10 +31,11 @@ import sys
 import textwrap
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 import pytest
+from pydantic import ConfigDict
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
@@ -41,6 +44,7 @@ from flink_agents_py.api import (
     ChatModelConnection,
     ChatModelSetup,
     ChatResponse,
+    Event,
     InputEvent,
     MessageRole,
     OutputEvent,
@@ -343,3 +347,38 @@ def test_a_key_echoed_in_a_successful_answer_is_recorded_and_seen_masked(tmp_pat
              "the outputs": json.dumps(result.outputs)}
     for where, text in exits.items():
         assert key not in text, f"the echoed key reached {where}"
+
+
+class OpenNote(Event):
+    """An event class that takes any extra field (filled from a record below)."""
+
+    model_config = ConfigDict(extra="allow")
+    EVENT_TYPE: ClassVar[str] = "OpenNote"
+
+
+class NoteTaker(Agent):
+    """Sends an ``OpenNote`` made of the record's ``note`` fields, outputs what arrives."""
+
+    @action(InputEvent)
+    @staticmethod
+    def take(event: InputEvent, ctx: RunnerContext) -> None:
+        """Send the note."""
+        ctx.send_event(OpenNote(**event.input["note"]))
+
+    @action(OpenNote)
+    @staticmethod
+    def noted(event: OpenNote, ctx: RunnerContext) -> None:
+        """Output the note as it arrived."""
+        ctx.send_event(OutputEvent(output={"class": type(event).__name__,
+                                           "text": event.model_extra.get("text")}))
+
+
+def test_an_event_field_named_like_the_class_tag_is_refused_never_imported(planted):
+    records = [{"key": "a", "note": {"text": "hi", "$class": f"{EVIL_MODULE}:Payload"}},
+               {"key": "b", "note": {"text": "fine"}}]
+    result = AgentsExecutionEnvironment.local().from_list(records).apply(NoteTaker()).run()
+    assert result.outputs == [{"class": "OpenNote", "text": "fine"}]  # the other record runs
+    [error] = result.errors
+    assert error.key == "a" and "'$class'" in error.message and "rename the field" in error.message
+    assert not planted.exists()
+    assert EVIL_MODULE not in sys.modules

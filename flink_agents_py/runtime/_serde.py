@@ -86,9 +86,16 @@ def event_json(event: BaseModel, where: str) -> dict[str, Any]:
         The JSON form.
 
     Raises:
-        SerializationError: naming ``where`` and the path, for a field with no JSON form.
+        SerializationError: naming ``where`` and the path, for a field with no JSON form,
+            and for a field named ``$class`` (an extra field of an event class that allows
+            them, filled from a record): that name is the runtime's own, naming the class a
+            restore rebuilds the event as, and a restore would import what it names.
     """
     converted: dict[str, Any] = _convert(event, where, tag_models=False)
+    if EVENT_CLASS_KEY in converted:
+        raise SerializationError(
+            f"{where}: the event has a field named {EVENT_CLASS_KEY!r}, the name the runtime "
+            "keeps for the event's class; rename the field")
     tag = event_class_tag(event) if isinstance(event, Event) else None
     if tag is not None:  # another class has its type name: name its own
         converted[EVENT_CLASS_KEY] = tag
