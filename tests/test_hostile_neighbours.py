@@ -17,11 +17,14 @@
 - A provider echoing its key in a successful answer (its text, its metadata): the answer is
   recorded (keyed state, the journal) and handed to the action with the key masked, so it
   reaches neither memory nor outputs.
+- Short-term memory paths made from huge record fields are not kept (in the path cache)
+  once the job is done.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import re
@@ -29,6 +32,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import tracemalloc
 import uuid
 from pathlib import Path
 from typing import Any, ClassVar
@@ -382,3 +386,31 @@ def test_an_event_field_named_like_the_class_tag_is_refused_never_imported(plant
     assert error.key == "a" and "'$class'" in error.message and "rename the field" in error.message
     assert not planted.exists()
     assert EVIL_MODULE not in sys.modules
+
+
+# -- memory: a path made from a record is not kept once its run is done -----------------------
+class Scratch(Agent):
+    """Uses a short-term memory path made from the record's ``name``, then deletes it."""
+
+    @action(InputEvent)
+    @staticmethod
+    def use(event: InputEvent, ctx: RunnerContext) -> None:
+        """Set and delete ``scratch.<name>``."""
+        path = "scratch." + event.input["name"]
+        ctx.short_term_memory.set(path, 1)
+        ctx.short_term_memory.delete(path)
+        ctx.send_event(OutputEvent(output=len(path)))
+
+
+def test_memory_paths_made_from_huge_record_fields_are_not_kept_after_the_job():
+    records = [{"key": "k", "name": f"{i}-" + "x" * 1_000_000} for i in range(40)]
+    tracemalloc.start()
+    try:
+        result = AgentsExecutionEnvironment.local().from_list(records).apply(Scratch()).run()
+        assert len(result.outputs) == 40 and result.errors == []
+        del result, records
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert retained < 16 << 20, f"{retained >> 20} MiB of the records' paths kept"

@@ -30,6 +30,9 @@ def _copy(value: Any) -> Any:
 
 _PATHS: dict[str, list[str]] = {}
 """Checked paths, split (read only: shared by every write log that holds them)."""
+_CACHED_PATH_CHARS = 256
+"""The longest path ``_PATHS`` keeps: a path made from a record (a name it holds) may be any
+length, and the cache outlives the runs that used it."""
 
 
 def _split(path: str) -> list[str]:
@@ -37,10 +40,13 @@ def _split(path: str) -> list[str]:
     if parts is not None:
         return parts
     if not isinstance(path, str) or not path or any(not p for p in path.split(".")):
-        raise ValueError(f"memory path must be dotted names like 'a.b', got {path!r}")
-    if len(_PATHS) >= 4096:
-        _PATHS.clear()
-    parts = _PATHS[path] = path.split(".")
+        shown = path if not isinstance(path, str) or len(path) <= 200 else path[:200] + "..."
+        raise ValueError(f"memory path must be dotted names like 'a.b', got {shown!r}")
+    parts = path.split(".")
+    if len(path) <= _CACHED_PATH_CHARS:
+        if len(_PATHS) >= 4096:
+            _PATHS.clear()
+        _PATHS[path] = parts
     return parts
 
 
