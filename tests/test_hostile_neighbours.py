@@ -17,8 +17,8 @@
 - A provider echoing its key in a successful answer (its text, its metadata): the answer is
   recorded (keyed state, the journal) and handed to the action with the key masked, so it
   reaches neither memory nor outputs.
-- Short-term memory paths made from huge record fields are not kept (in the path cache)
-  once the job is done.
+- Short-term memory paths and keys made from huge record fields are not kept (in the path
+  cache, the decoded-key cache) once the job is done.
 """
 
 from __future__ import annotations
@@ -414,3 +414,29 @@ def test_memory_paths_made_from_huge_record_fields_are_not_kept_after_the_job():
     finally:
         tracemalloc.stop()
     assert retained < 16 << 20, f"{retained >> 20} MiB of the records' paths kept"
+
+
+class Counter(Agent):
+    """Outputs 1 per record."""
+
+    @action(InputEvent)
+    @staticmethod
+    def count(event: InputEvent, ctx: RunnerContext) -> None:
+        """Output 1."""
+        ctx.send_event(OutputEvent(output=1))
+
+
+def test_keys_made_from_huge_record_fields_are_not_kept_after_the_job():
+    records = [{"tenant": "acme", "user": f"{i}-" + "x" * 1_000_000} for i in range(40)]
+    tracemalloc.start()
+    try:
+        result = (AgentsExecutionEnvironment.local()
+                  .from_list(records, key_selector=lambda r: (r["tenant"], r["user"]))
+                  .apply(Counter()).run())
+        assert result.outputs == [1] * 40 and result.errors == []
+        del result, records
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert retained < 16 << 20, f"{retained >> 20} MiB of the records' keys kept"

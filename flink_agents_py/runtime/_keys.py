@@ -158,14 +158,18 @@ def decode_key(text: Any) -> Any:
         return text
     if text[0] == _REJECTED:
         return RejectedKey(*json.loads(text[1:]))
-    return _decoded(text)
+    # cached: a key comes back at every callback of its records, and the values are
+    # immutable; only short ones (a key's parts come from records: any length, and the
+    # cache outlives the runs)
+    return _decoded(text) if len(text) <= _CACHED_KEY_CHARS else _decode(text)
 
 
-@functools.lru_cache(maxsize=4096)
-def _decoded(text: str) -> Any:
+_CACHED_KEY_CHARS = 256
+"""The longest encoded key whose decoded value is cached."""
+
+
+def _decode(text: str) -> Any:
     """``decode_key`` of a key that is not a plain string.
-
-    Cached: a key comes back at every callback of its records; the values are immutable.
 
     Returns:
         The key.
@@ -175,6 +179,9 @@ def _decoded(text: str) -> Any:
     if digits.isascii() and digits.isdigit():  # an int (a fast path)
         return int(body)
     return _tuples(json.loads(body))
+
+
+_decoded = functools.lru_cache(maxsize=4096)(_decode)
 
 
 class KeyEncoding:
