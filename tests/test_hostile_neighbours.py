@@ -17,8 +17,8 @@
 - A provider echoing its key in a successful answer (its text, its metadata): the answer is
   recorded (keyed state, the journal) and handed to the action with the key masked, so it
   reaches neither memory nor outputs.
-- Short-term memory paths and keys made from huge record fields are not kept (in the path
-  cache, the decoded-key cache) once the job is done.
+- Short-term memory paths, keys and payload field names made from huge record fields are
+  not kept (in the path cache, the decoded-key cache, the event log redactor's cache).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from flink_agents_py.api import (
     mask_secrets,
 )
 from flink_agents_py.integrations.mcp import McpServer
-from flink_agents_py.observability import EventLog, MemorySink
+from flink_agents_py.observability import EventLog, MemorySink, Redactor
 from flink_agents_py.runtime import SqliteJournal
 from flink_agents_py.runtime._serde import from_json_value, to_json_value
 from flink_agents_py.skills import LoadSkillTool, SkillError
@@ -440,3 +440,18 @@ def test_keys_made_from_huge_record_fields_are_not_kept_after_the_job():
     finally:
         tracemalloc.stop()
     assert retained < 16 << 20, f"{retained >> 20} MiB of the records' keys kept"
+
+
+def test_a_redactor_keeps_no_huge_field_name_of_the_payloads_it_saw():
+    redactor = Redactor()
+    tracemalloc.start()
+    try:
+        for i in range(40):  # a record's field names: any length
+            payload = {f"{i}-" + "x" * 1_000_000: "v", "api_key": "sk-hidden"}
+            assert redactor(payload)["api_key"] == "[REDACTED]"
+        del payload
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert retained < 16 << 20, f"{retained >> 20} MiB of field names kept"

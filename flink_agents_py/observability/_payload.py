@@ -61,7 +61,7 @@ class Redactor:
         if hit is None:
             norm = _normalize(key)
             hit = norm in self.fields or bool(self._key_re.search(norm))
-            if len(self._cache) < 4096:
+            if len(self._cache) < 4096 and len(key) <= 256:  # keys come from records too
                 self._cache[key] = hit
         return hit
 
