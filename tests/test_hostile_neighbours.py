@@ -63,7 +63,7 @@ from flink_agents_py.integrations.mcp import McpServer
 from flink_agents_py.observability import EventLog, MemorySink, Redactor
 from flink_agents_py.runtime import SqliteJournal
 from flink_agents_py.runtime._serde import from_json_value, to_json_value
-from flink_agents_py.skills import LoadSkillTool, SkillError
+from flink_agents_py.skills import MAX_LISTED_FILES, MAX_WALKED_ENTRIES, LoadSkillTool, SkillError
 
 EVIL_MODULE = "hostile_neighbours_planted"
 
@@ -455,3 +455,16 @@ def test_a_redactor_keeps_no_huge_field_name_of_the_payloads_it_saw():
     finally:
         tracemalloc.stop()
     assert retained < 16 << 20, f"{retained >> 20} MiB of field names kept"
+
+
+def test_a_skill_folder_of_endless_empty_folders_is_walked_only_so_far(tmp_path):
+    """A writable skill's command can make folders by the ten thousand; each listing walks
+    at most ``MAX_WALKED_ENTRIES`` of them (on the operator's event loop)."""
+    skill, _ = _racy_skill(tmp_path)
+    deep = skill / "deep"
+    deep.mkdir()
+    for i in range(MAX_WALKED_ENTRIES + 10):
+        (deep / f"d{i}").mkdir()
+    listed = asyncio.run(LoadSkillTool(paths=[str(skill)]).acall("racy"))["files"]
+    assert listed[-1] == f"[... the listing stops after {MAX_WALKED_ENTRIES} entries of the folder]"
+    assert len(listed) <= MAX_LISTED_FILES + 1

@@ -23,6 +23,7 @@ from ._skills import (
     MAX_FILE_BYTES,
     MAX_FILE_CHARS,
     MAX_LISTED_FILES,
+    MAX_WALKED_ENTRIES,
     LoadSkillTool,
     Skill,
     SkillError,
@@ -30,9 +31,10 @@ from ._skills import (
 )
 
 __all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_FILE_BYTES", "MAX_FILE_CHARS",
-           "MAX_LISTED_FILES", "RunSkillCommandTool", "SHELL_EQUIVALENT_COMMANDS",
-           "SandboxUnavailableError", "ShellEquivalentCommandWarning", "Skill", "SkillError",
-           "bubblewrap_problem", "load_skills", "parse_command", "skill_tools"]
+           "MAX_LISTED_FILES", "MAX_WALKED_ENTRIES", "RunSkillCommandTool",
+           "SHELL_EQUIVALENT_COMMANDS", "SandboxUnavailableError",
+           "ShellEquivalentCommandWarning", "Skill", "SkillError", "bubblewrap_problem",
+           "load_skills", "parse_command", "skill_tools"]
 
 
 def skill_tools(paths: list[str], allowed_commands: list[str] | None = None,

@@ -22,7 +22,7 @@ from pydantic import PrivateAttr, model_validator
 from ..api import AgentsError, Resource, ResourceType, ToolMetadata, UsageError
 
 __all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_BYTES",
-           "MAX_FILE_CHARS", "MAX_LISTED_FILES"]
+           "MAX_FILE_CHARS", "MAX_LISTED_FILES", "MAX_WALKED_ENTRIES"]
 
 SKILL_FILE = "SKILL.md"
 MAX_FILE_CHARS = 64_000
@@ -32,6 +32,8 @@ MAX_FILE_BYTES = 4 * MAX_FILE_CHARS
 file: the rest is not read, and the text says the file was cut)."""
 MAX_LISTED_FILES = 1_000
 """The most files of a skill ``load_skill`` lists."""
+MAX_WALKED_ENTRIES = 20 * MAX_LISTED_FILES
+"""The most entries (files and folders) of a skill's folder ``load_skill`` looks at."""
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
@@ -60,11 +62,16 @@ class Skill:
 
         Returns:
             The paths, sorted; symlinks left out. At most ``MAX_LISTED_FILES`` (the first
-            found), then a last entry saying the listing stops there.
+            found), then a last entry saying the listing stops there; the walk looks at
+            most ``MAX_WALKED_ENTRIES`` entries (a folder of endless empty folders is not
+            walked to its end), then says so too.
         """
         found: list[str] = []
         try:
-            for p in self.directory.rglob("*"):
+            for walked, p in enumerate(self.directory.rglob("*")):
+                if walked == MAX_WALKED_ENTRIES:
+                    return [*sorted(found), f"[... the listing stops after "
+                                            f"{MAX_WALKED_ENTRIES} entries of the folder]"]
                 if p.is_file() and p.name != SKILL_FILE and not p.is_symlink():
                     if len(found) == MAX_LISTED_FILES:
                         return [*sorted(found), f"[... more files: the listing stops at "
