@@ -146,6 +146,31 @@ def snapshot_at(plan: AgentPlan, ordinal: int, record: dict[str, Any]) -> InMemo
         core.close()
 
 
+def assert_swap_diverges(agent: Agent, form: str, probes: Any, name: str) -> None:
+    """Recorded: c0 made with ``apple``, c1 with ``pear``. Restored with the two swapped: a
+    divergence at c0, not each call handed the other's recorded outcome; each ran once."""
+    plan = AgentPlan.from_agent(agent)
+    snap = snapshot_at(plan, 2, {"key": KEY, "form": form})
+    SWITCH["order"] = ("pear", "apple")
+    outputs, errors, _core = resume(plan, snap)
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and "r0/go/c0" in err.message
+    assert "arguments are those recorded for r0/go/c1" in err.message
+    assert (probes[f"{name}:apple"], probes[f"{name}:pear"]) == (1, 1)
+
+
+def assert_same_order_replays_quietly(agent: Agent, form: str, caplog: Any,
+                                      want: list[str]) -> None:
+    """Restored with the calls in the recorded order: the recorded outcomes, no warning."""
+    plan = AgentPlan.from_agent(agent)
+    snap = snapshot_at(plan, 2, {"key": KEY, "form": form})
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        outputs, errors, _core = resume(plan, snap)
+    assert errors == [] and outputs == [want]
+    assert not [r for r in caplog.records if "arguments changed" in r.getMessage()]
+
+
 @pytest.mark.parametrize("form", LAMBDA_FORMS)
 def test_lambdas_that_differ_only_in_the_global_names_they_use_have_other_identities(form):
     first, second = _lambdas(form)
@@ -317,30 +342,14 @@ class Posts(Agent):
 
 @pytest.mark.parametrize("form", sorted(BYTES_FORMS))
 def test_callables_binding_other_bytes_made_in_another_order_diverge(form, probes):
-    """Recorded: c0 posts ``b"apple"``, c1 ``b"pear"``. Restored with the two swapped: a
-    divergence, not each call handed the other's recorded outcome."""
-    plan = AgentPlan.from_agent(Posts())
-    snap = snapshot_at(plan, 2, {"key": KEY, "form": form})
-    SWITCH["order"] = ("pear", "apple")
-    outputs, errors, _core = resume(plan, snap)
-    assert outputs == []
-    [err] = errors
-    assert err.error_type == "ReplayDivergenceError" and "r0/go/c0" in err.message
-    assert "arguments are those recorded for r0/go/c1" in err.message
-    assert (probes["post:apple"], probes["post:pear"]) == (1, 1)
+    assert_swap_diverges(Posts(), form, probes, "post")
 
 
 @pytest.mark.parametrize("form", sorted(BYTES_FORMS))
 def test_callables_binding_bytes_in_the_same_order_replay_quietly(form, probes, caplog):
-    plan = AgentPlan.from_agent(Posts())
-    snap = snapshot_at(plan, 2, {"key": KEY, "form": form})
-    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
-        outputs, errors, _core = resume(plan, snap)
-    assert errors == [] and outputs == [["POSTED(apple)", "POSTED(pear)"]]
-    assert not [r for r in caplog.records if "arguments changed" in r.getMessage()]
+    assert_same_order_replays_quietly(Posts(), form, caplog, ["POSTED(apple)", "POSTED(pear)"])
 
 
-# -- dict order in bound values ---------------------------------------------------------------
 def rate(table: Any, item: str) -> str:
     count(f"rate:{item}")
     return f"RATE({item})={table[(item, 'eur')]}"
@@ -437,28 +446,14 @@ class Wrapped(Agent):
 
 @pytest.mark.parametrize("form", sorted(WRAPPER_FORMS))
 def test_wrapper_objects_over_other_callables_made_in_another_order_diverge(form, probes):
-    plan = AgentPlan.from_agent(Wrapped())
-    snap = snapshot_at(plan, 2, {"key": KEY, "form": form})
-    SWITCH["order"] = ("pear", "apple")
-    outputs, errors, _core = resume(plan, snap)
-    assert outputs == []
-    [err] = errors
-    assert err.error_type == "ReplayDivergenceError" and "r0/go/c0" in err.message
-    assert "arguments are those recorded for r0/go/c1" in err.message
-    assert (probes["price:apple"], probes["price:pear"]) == (1, 1)
+    assert_swap_diverges(Wrapped(), form, probes, "price")
 
 
 @pytest.mark.parametrize("form", sorted(WRAPPER_FORMS))
 def test_wrapper_objects_in_the_same_order_replay_quietly(form, probes, caplog):
-    plan = AgentPlan.from_agent(Wrapped())
-    snap = snapshot_at(plan, 2, {"key": KEY, "form": form})
-    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
-        outputs, errors, _core = resume(plan, snap)
-    assert errors == [] and outputs == [["PRICE(apple)", "PRICE(pear)"]]
-    assert not [r for r in caplog.records if "arguments changed" in r.getMessage()]
+    assert_same_order_replays_quietly(Wrapped(), form, caplog, ["PRICE(apple)", "PRICE(pear)"])
 
 
-# -- a chat whose invocation is still open at the restore -------------------------------------
 def answer(request: Any) -> str:
     """The scripted model: answers ``about <item>`` once the item's gate opens."""
     item = request.last_user_text
