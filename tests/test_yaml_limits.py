@@ -140,3 +140,24 @@ def test_read_yaml_gives_any_untrusted_yaml_the_same_budget(built):
     assert read_yaml("") is None
     with pytest.raises(YamlError, match="duplicate key 'a'"):
         read_yaml("a: 1\na: 2\n")
+
+
+@pytest.mark.parametrize("tagged", [
+    "!!python/object/apply:os.system [\"echo hi\"]",
+    "!!python/object/new:os.system {args: [\"echo hi\"]}",
+    "!!set {a: null}",
+    "!custom [1, 2]",
+])
+def test_a_tagged_mapping_or_list_is_refused_naming_its_tag_and_line(tagged, tmp_path):
+    """A safe loader would read a tagged mapping or list as plain data and drop the tag (a
+    ``!!python/object/apply`` list became the action list); it is refused like a tagged
+    scalar, and nothing runs."""
+    doc = tmp_path / "agents.yaml"
+    doc.write_text(f"agents:\n  - name: a\n    actions: {tagged}\n")
+    with pytest.raises(YamlError) as info:
+        load_agents(doc)
+    [problem] = [p for p in info.value.problems if "tag" in p]
+    assert problem.startswith(f"{doc}:3:") and tagged.split()[0].lstrip("!") in problem
+    with pytest.raises(YamlError, match="is not read"):
+        read_yaml(f"flag: {tagged}\n", "SKILL.md")
+    assert read_yaml("a: {b: [1, 2]}\nc: [x]\n") == {"a": {"b": [1, 2]}, "c": ["x"]}

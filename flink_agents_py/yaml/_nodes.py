@@ -400,6 +400,9 @@ def _prepare(loader: _Loader, root: Node, report: Report, budget: list[int]) -> 
 
 _UNREADABLE = object()
 
+_PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
+"""The tags of an untagged mapping and list (what the composer resolves them to)."""
+
 
 def _construct(loader: _Loader, node: Node, loc: Loc, report: Report, unreadable: set[Loc],
                stack: tuple[int, ...], budget: list[int]) -> Any:
@@ -412,6 +415,14 @@ def _construct(loader: _Loader, node: Node, loc: Loc, report: Report, unreadable
     report.index.values[loc] = node
     if id(node) in stack:
         report.add(loc, "an alias refers to the node it is in", translated=True)
+        unreadable.add(loc)
+        return _UNREADABLE
+    if isinstance(node, (MappingNode, SequenceNode)) and node.tag not in _PLAIN_TAGS:
+        # a safe loader reads the scalars of a tagged mapping or list as plain data and drops
+        # the tag: refused, as an unknown tag on a scalar is (the value never meant data)
+        report.add(loc, f"the tag {node.tag!r} is not read: a document of plain mappings, "
+                   "lists and scalars has no tags", translated=True,
+                   line=node.start_mark.line + 1)
         unreadable.add(loc)
         return _UNREADABLE
     if isinstance(node, MappingNode):
