@@ -479,3 +479,62 @@ def test_an_echoed_key_leaves_no_trace_on_a_flink_minicluster(tmp_path):
     assert_no_key("the outputs", json.dumps([v for k, v in rows if k == "OUT"]), key)
     assert_no_key("the event log", "".join(f.read_text() for f in files), key)
     assert_no_key("the job's stdout and stderr", proc.stdout + proc.stderr, key)
+
+
+# -- a secret put in a plain header or environment entry anyway --------------------------------
+def test_a_credential_in_a_plain_header_is_masked_when_the_provider_echoes_it():
+    """``headers={"x-gateway-key": ...}`` (not ``secret_headers``): the runtime registers the
+    values of plain entries whose names carry a credential when it builds the resource, so
+    the gateway quoting the key back leaves it in no error record or log."""
+    from flink_agents_py.api import (
+        Agent,
+        ChatMessage,
+        ChatModelSetup,
+        InputEvent,
+        ResourceDescriptor,
+        ResourceType,
+        RunnerContext,
+        action,
+    )
+    from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+    class Gateway(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+            await ctx.chat("gw", [ChatMessage(content="hi")])
+
+    literal = f"gw-{uuid.uuid4().hex}"
+    with LeakyProvider() as srv:
+        agent = Gateway()
+        agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
+            OpenAIChatModel, base_url=srv.url, api_key_required=False,
+            headers={"x-gateway-key": literal, "x-team": "search"}))
+        agent.add_resource("gw", ResourceType.CHAT_MODEL, ResourceDescriptor(
+            ChatModelSetup, connection="conn", model="gateway"))
+        result = AgentsExecutionEnvironment.local().from_list([{"key": "k"}]).apply(agent).run()
+        assert literal in srv.keys_seen  # sent as the header, and echoed
+    [error] = result.errors
+    assert "status 403" in error.message and "gateway key '[REDACTED]'" in error.message
+    assert_no_key("an error record", error.model_dump_json(), literal)
+    assert mask_secrets("team search") == "team search"  # x-team names no credential
+
+
+@pytest.mark.parametrize(("field", "name", "registered"), [
+    ("headers", "Authorization", True), ("headers", "Proxy-Authorization", True),
+    ("headers", "X-Api-Key", True), ("headers", "x-auth-token", True),
+    ("headers", "Cookie", True), ("env", "GITHUB_TOKEN", True), ("env", "DB_PASSWORD", True),
+    ("env", "OPENAI_API_KEY", True), ("headers", "x-team", False), ("env", "MONKEY", False),
+    ("env", "TOKENIZER_DIR", False),
+])
+def test_plain_entries_are_secrets_when_their_names_carry_a_credential(field, name, registered):
+    from flink_agents_py.api.internal import register_resource_secrets
+
+    class Resource:
+        pass
+
+    value = uuid.uuid4().hex
+    resource = Resource()
+    setattr(resource, field, {name: f"Bearer {value}" if name.endswith("ization") else value})
+    register_resource_secrets(resource)
+    assert (mask_secrets(f"echo {value}") == "echo [REDACTED]") is registered

@@ -235,20 +235,53 @@ def register_header_secret(value: str | None, source: str = "") -> bool:
     return added
 
 
+_CREDENTIAL_NAME = re.compile(
+    r"(?:^|[-_.])(?:authorization|cookie|key|apikey|token|secret|password|passwd|credentials?)$",
+    re.IGNORECASE)
+"""Names of headers and environment variables that carry a credential: ``Authorization``,
+``Proxy-Authorization``, ``Cookie``, ``x-api-key``, ``X-Auth-Token``, ``GITHUB_TOKEN``,
+``DB_PASSWORD`` (not ``x-team``, nor ``MONKEY``: the word must stand apart)."""
+
+
+def _register_credential_entries(entries: dict[Any, Any], what: str) -> None:
+    """Register the values of ``entries`` whose names say they carry a credential.
+
+    For the plain (not ``secret_``) headers and environment entries of a resource: they are
+    part of the plan, so a secret belongs in ``secret_headers``/``secret_env``; one put there
+    anyway (``headers={"Authorization": "Bearer ..."}``) is still masked wherever text
+    leaves the process, like a header marked secret (``register_header_secret``: the whole
+    value and its credential without the scheme).
+
+    Args:
+        entries: ``{name: value}`` (headers, or a server's environment).
+        what: what a name is, for the DEBUG log line (``"header"``).
+    """
+    for name, value in entries.items():
+        if isinstance(name, str) and isinstance(value, str) and _CREDENTIAL_NAME.search(name):
+            register_header_secret(value, f"{what} {name}")
+
+
 RESOURCE_SECRET_ENV_FIELDS = ("api_key_env", "token_env", "secret_env_var")
 """Fields of a resource naming an environment variable that holds a secret."""
 
 RESOURCE_SECRET_MAP_FIELDS = ("secret_env", "secret_headers")
 """Fields of a resource mapping names to environment variables that hold secrets."""
 
+RESOURCE_PLAIN_MAP_FIELDS = ("headers", "env")
+"""Fields of a resource mapping names to values in the plan; an entry whose name says it
+carries a credential (``Authorization``, ``x-api-key``, ``GITHUB_TOKEN``) is a secret too."""
+
 
 def register_resource_secrets(resource: Any) -> None:
     """Register the secrets a resource declares by the conventions of this package.
 
-    The value of the variable named by a field ``api_key_env`` (or ``token_env``), and of the
-    variables a ``secret_env`` or ``secret_headers`` mapping names, whatever the resource's
-    class (one of yours, a vector store, a connection): the runtime calls this for every
-    resource it builds, on the worker that builds it, before the resource reads them.
+    The value of the variable named by a field ``api_key_env`` (or ``token_env``), of the
+    variables a ``secret_env`` or ``secret_headers`` mapping names, and the values of the
+    entries of a plain ``headers`` or ``env`` mapping whose names say they carry a
+    credential (``Authorization``, ``Cookie``, ``x-api-key``, ``GITHUB_TOKEN``: a secret
+    put in the plan anyway), whatever the resource's class (one of yours, a vector store,
+    a connection, an MCP server): the runtime calls this for every resource it builds, on
+    the worker that builds it, before the resource reads them.
 
     Args:
         resource: any object; fields it does not have are skipped.
@@ -263,6 +296,10 @@ def register_resource_secrets(resource: Any) -> None:
             for env_var in mapping.values():
                 if isinstance(env_var, str) and env_var:
                     register_header_secret(os.environ.get(env_var), f"${env_var}")
+    for name in RESOURCE_PLAIN_MAP_FIELDS:
+        mapping = getattr(resource, name, None)
+        if isinstance(mapping, dict):
+            _register_credential_entries(mapping, name)
 
 
 def secret_from_env(env_var: str) -> str | None:

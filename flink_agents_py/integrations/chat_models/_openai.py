@@ -113,7 +113,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         max_retries: the SDK's own silent retries; 0 by default so the setup's
             ``error_policy="retry"`` is the one place retries happen (and are counted).
         headers: extra HTTP headers sent with every request (part of the plan: put secrets in
-            ``secret_headers``).
+            ``secret_headers``; the value of one whose name carries a credential, e.g.
+            ``Authorization`` or ``x-api-key``, is masked like a secret header all the same).
         secret_headers: HTTP headers whose values are secrets, ``{header: environment
             variable}`` (e.g. ``{"x-gateway-key": "GATEWAY_KEY"}`` for a gateway in front of
             the model): read when the client is made (a missing one is a

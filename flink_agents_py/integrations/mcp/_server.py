@@ -114,14 +114,16 @@ class McpServer(FreshOnUnpickle, Resource):
         url: the endpoint of a streamable-HTTP server.
         env: extra environment variables for a stdio server (the SDK passes a small safe
             default environment, not this process's). Its values are part of the plan:
-            put secrets in ``secret_env``.
+            put secrets in ``secret_env`` (the value of a variable whose name carries a
+            credential, e.g. ``GITHUB_TOKEN``, is masked all the same).
         secret_env: environment variables of a stdio server whose values are secrets:
             ``{server variable: variable of this process}``, e.g. ``{"GITHUB_TOKEN":
             "MY_GH_TOKEN"}``. Read when the server starts (never part of the plan; a
             missing variable is a ``ResourceError`` naming it) and registered as secrets,
             so their values are masked in errors, logs and the event log.
         headers: extra HTTP headers for a streamable-HTTP server (part of the plan: put
-            secrets in ``secret_headers``).
+            secrets in ``secret_headers``; the value of one whose name carries a credential,
+            e.g. ``Authorization``, is masked like a secret header all the same).
         secret_headers: HTTP headers whose values are secrets: ``{header: variable of this
             process}``, e.g. ``{"Authorization": "MCP_AUTH"}`` (the variable holds the whole
             value, ``Bearer ...``). Read when the session starts, registered as secrets.
