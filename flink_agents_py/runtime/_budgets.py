@@ -28,9 +28,10 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..api import Budget, BudgetExceededError, ChatModelSetup, ChatResponse
+from ..api import Budget, BudgetExceededError, ChatModelSetup, ChatResponse, TokenUsage
 
-__all__ = ["MEMORY_PREFIX", "AgentSpend", "agent_spend", "budgeted_call", "spend_key"]
+__all__ = ["MEMORY_PREFIX", "AgentSpend", "agent_spend", "budgeted_call", "counted_usage",
+           "spend_key"]
 
 _PENDING_POLL_S = 0.02
 """A call waiting for the calls in flight of an agent budget to settle looks this often."""
@@ -49,6 +50,25 @@ def spend_key(setup_name: str) -> str:
         The memory path.
     """
     return f"{MEMORY_PREFIX}.{setup_name}"
+
+
+def counted_usage(usage: TokenUsage | None) -> TokenUsage | None:
+    """The usage a budget counts: what the provider reported, a negative count as 0.
+
+    A provider's answer is not trusted to lower a spend: a negative token count (a broken
+    or hostile provider, a gateway's rewrite) would otherwise take that much off the key's
+    (or the subtask's) spend, and the budget would never be reached.
+
+    Args:
+        usage: the usage the answer reported (``None``: none).
+
+    Returns:
+        The usage with every count at least 0 (``None`` for ``None``).
+    """
+    if usage is None or (usage.input_tokens >= 0 and usage.output_tokens >= 0):
+        return usage
+    return TokenUsage(input_tokens=max(0, usage.input_tokens),
+                      output_tokens=max(0, usage.output_tokens))
 
 
 def _rolled(budget: Budget, spent: dict[str, Any] | None, now: float) -> dict[str, Any]:
@@ -270,7 +290,7 @@ async def _agent_call(
         ledger.settle(clock(), None, counted)
         raise
     answered = str(response.metadata.get("model_setup") or asked.resource_name)
-    usage = response.usage
+    usage = counted_usage(response.usage)
     inp = usage.input_tokens if usage else 0
     out = usage.output_tokens if usage else 0
     cost = budget.cost(answered, usage)
@@ -341,7 +361,7 @@ async def budgeted_call(
             decision = "held"
     response = await call(asked)
     answered = str(response.metadata.get("model_setup") or asked.resource_name)
-    usage = response.usage
+    usage = counted_usage(response.usage)
     inp = usage.input_tokens if usage else 0
     out = usage.output_tokens if usage else 0
     cost = budget.cost(answered, usage)
