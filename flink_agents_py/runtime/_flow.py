@@ -32,7 +32,8 @@ from typing import Any
 
 from ..api import ChatModelConnection, FlowControl, RateLimitInfo
 
-__all__ = ["FlowController", "FlowStats", "flow_controller"]
+__all__ = ["FlowController", "FlowStats", "ToldToWaitTooLong", "flow_controller",
+           "sane_rate_limit"]
 
 _SAFETY_WAKE_S = 0.5
 """A call waiting for a free slot looks again at least this often (a missed wake-up costs no
@@ -70,6 +71,52 @@ class FlowStats:
         return {"calls": self.calls, "throttled": self.throttled, "held": self.held,
                 "wait_s": self.wait_s, "limit": self.limit, "in_flight": self.in_flight,
                 "max_in_flight": self.max_in_flight}
+
+
+class ToldToWaitTooLong(Exception):
+    """The provider told to wait longer than a call may (``FlowController.admit_held``).
+
+    Args:
+        wait_s: how long it told to wait from now, in seconds.
+    """
+
+    def __init__(self, wait_s: float) -> None:
+        self.wait_s = wait_s
+        super().__init__(f"the provider told to wait {wait_s:g} s")
+
+
+def _finite(value: float | None, low: float | None = 0.0) -> float | None:
+    """A number a provider said, or ``None`` when it is no number to act on (NaN, infinite).
+
+    Args:
+        value: the number (``None``: not said).
+        low: the least it may be (a smaller one is raised to it); ``None``: no least.
+
+    Returns:
+        The number, or ``None``.
+    """
+    if value is None or not math.isfinite(value):
+        return None
+    return value if low is None else max(low, value)
+
+
+def sane_rate_limit(info: RateLimitInfo | None) -> RateLimitInfo | None:
+    """What an answer said about the provider's limits, without what cannot be acted on.
+
+    A NaN or infinite value is dropped (an infinite ``Retry-After`` or reset would close
+    the connection for good); a negative one is 0.
+
+    Args:
+        info: what the answer said (``None``: nothing).
+
+    Returns:
+        The information, cleaned (``None`` for ``None``).
+    """
+    if info is None:
+        return None
+    values = info.model_dump()
+    clean = {name: _finite(value) for name, value in values.items()}
+    return info if clean == values else RateLimitInfo(**clean)
 
 
 class _Bucket:
@@ -186,11 +233,15 @@ class FlowController:
     def _estimate_tokens(self) -> float:
         return self._avg_tokens if self._avg_tokens is not None else 1.0
 
+    def _told_delay(self, now: float) -> float:
+        """Seconds the provider told to wait before the next call (its gate, its windows)."""
+        return max(self._gate_until - now,
+                   self._requests.delay(1, now, self._tickets),
+                   self._tokens.delay(self._estimate_tokens(), now, self._tickets))
+
     def _delay(self, now: float) -> float:
         """Seconds until a call may be sent (0: now; ``inf``: when a call ends)."""
-        waits = [self._gate_until - now,
-                 self._requests.delay(1, now, self._tickets),
-                 self._tokens.delay(self._estimate_tokens(), now, self._tickets)]
+        waits = [self._told_delay(now)]
         if self._rpm is not None:
             waits.append(self._rpm.delay(1, now))
         if self._tpm is not None:
@@ -211,12 +262,21 @@ class FlowController:
         ticket, _ = await self.admit_held()
         return ticket
 
-    async def admit_held(self) -> tuple[int, float]:
+    async def admit_held(self, max_told_wait_s: float | None = None) -> tuple[int, float]:
         """``admit``, also saying how long the controller held the call.
+
+        Args:
+            max_told_wait_s: the longest the call may wait, from now, because the provider
+                told to (its ``Retry-After``, a spent rate-limit window); ``None``: no
+                bound. Waits for a free slot or a fixed rate do not count.
 
         Returns:
             The call's ticket, for ``settle``, and the seconds the call was held (``0.0``
             when it went at once: scheduling delays of an open gate are not a hold).
+
+        Raises:
+            ToldToWaitTooLong: when the provider's wait ends past ``max_told_wait_s`` (the
+                call is not counted: nothing is to settle).
         """
         loop = asyncio.get_running_loop()
         start = self._clock()
@@ -225,6 +285,10 @@ class FlowController:
             fut: asyncio.Future[None] | None = None
             with self._lock:
                 now = self._clock()
+                if max_told_wait_s is not None:
+                    told = self._told_delay(now)
+                    if told > 0 and now + told > start + max_told_wait_s:
+                        raise ToldToWaitTooLong(told)
                 delay = self._delay(now)
                 if delay <= 0:
                     if held:
@@ -277,12 +341,13 @@ class FlowController:
             For a throttled call, how long it should wait before it is sent again, in
             seconds (until the gate opens); ``None`` otherwise.
         """
+        info = sane_rate_limit(info)
         with self._lock:
             now = self._clock()
             self.stats.in_flight -= 1
             estimated = self._estimates.pop(ticket, 0.0)
             if tokens is not None:
-                self._learn_tokens(tokens, estimated)
+                self._learn_tokens(max(0, tokens), estimated)
             if info is not None:
                 # calls still in flight may not be counted by this answer: the provider may
                 # take them in another order than they were sent, so count every one

@@ -29,11 +29,12 @@ from ..api import (
     ChatModelSetup,
     ChatResponse,
     ProviderError,
+    RateLimitInfo,
     ResourceType,
     error_class,
 )
 from ..api.internal import collect_rate_limits
-from ._flow import flow_controller
+from ._flow import ToldToWaitTooLong, flow_controller
 
 __all__ = ["call_model"]
 
@@ -59,6 +60,25 @@ def _throttling(error: BaseException) -> bool:
                                    and error.retry_after_s is not None)
 
 
+def _told_too_long(setup: ChatModelSetup, connection: ChatModelConnection, wait_s: float,
+                   options: Any, errors: list[str]) -> ProviderError:
+    """The throttled error of a call the provider told to wait past ``max_throttle_wait_s``.
+
+    It names the setup and its connection, and is a 429 (``throttled``): the setup's
+    ``fallbacks`` apply as to a throttled answer.
+
+    Returns:
+        The error, to raise.
+    """
+    before = f"; before: {errors[-1]}" if errors else ""
+    return ProviderError(
+        f"chat model {setup.resource_name!r} (connection {connection.resource_name!r}) was "
+        f"not sent: its provider told to wait {round(wait_s, 3):g} s more (Retry-After or a spent "
+        f"rate-limit window), past max_throttle_wait_s ({options.max_throttle_wait_s:g} s)"
+        f"{before}", status_code=429, retryable=True,
+        rate_limit=RateLimitInfo(retry_after_s=wait_s))
+
+
 async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
                output_schema: dict[str, Any] | None) -> ChatResponse:
     """One model call with the setup's error policy, paced by its connection's controller.
@@ -78,8 +98,17 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
     attempts = setup.retry_max_attempts if setup.error_policy == "retry" else 1
     attempt, throttles, first_throttle, waited = 0, 0, None, 0.0
     errors: list[str] = []
+    started = time.monotonic()
     while True:
-        ticket, held_s = await flow.admit_held()
+        # the provider's waits count against the bound from the call's first throttle, or
+        # from its start: a gate set by another call's answer (a Retry-After of an hour)
+        # does not hold this call past the bound either
+        bound_from = started if first_throttle is None else first_throttle
+        try:
+            ticket, held_s = await flow.admit_held(
+                options.max_throttle_wait_s - (time.monotonic() - bound_from))
+        except ToldToWaitTooLong as e:
+            raise _told_too_long(setup, connection, e.wait_s, options, errors) from None
         waited += held_s
         settled = False
         response: Any = None
@@ -99,7 +128,9 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
                     throttles += 1  # held: the controller's gate decides when it goes again
                     continue
             errors.append(f"{type(e).__name__}: {e}")
-            if attempt + 1 < attempts and _retryable(e):
+            told = e.retry_after_s if isinstance(e, ProviderError) else None
+            too_long = told is not None and not told <= options.max_throttle_wait_s
+            if attempt + 1 < attempts and _retryable(e) and not too_long:
                 await asyncio.sleep(_backoff(setup, attempt, e))
                 attempt += 1
                 continue

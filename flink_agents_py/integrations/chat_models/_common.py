@@ -9,6 +9,7 @@ import email.utils
 import importlib
 import inspect
 import ipaddress
+import math
 import os
 import threading
 import time
@@ -313,7 +314,7 @@ def retry_after_s(value: str | None, now: float | None = None) -> float | None:
 
 
 def header_number(headers: Any, name: str) -> float | None:
-    """A numeric header's value (``None`` when absent or not a number).
+    """A numeric header's value (``None`` when absent, not a number, NaN or infinite).
 
     Args:
         headers: the response's headers (a mapping, case-insensitive as httpx's).
@@ -324,9 +325,10 @@ def header_number(headers: Any, name: str) -> float | None:
     """
     value = _header(headers, name)
     try:
-        return float(value) if value is not None else None
+        number = float(value) if value is not None else None
     except ValueError:
         return None
+    return number if number is None or math.isfinite(number) else None  # NaN, infinities
 
 
 def _header(headers: Any, name: str) -> str | None:

@@ -13,6 +13,7 @@ the default ``"auto"`` tries ``json_schema`` and, when the server rejects that r
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -59,9 +60,11 @@ def _duration_s(value: str | None) -> float | None:
         return None
     text = value.strip()
     try:
-        return max(0.0, float(text))
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None  # NaN, infinities
     parts = _DURATION.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         return None
