@@ -46,7 +46,7 @@ from ..context._long_term_memory import begin_lineage, commit_long_term_memory
 from ..recorder._execution import ActionExecution
 from ..recorder._ledger import CallLedger, Failpoint, Journal
 from ..recorder._state import InflightAction, KeyState, RunState
-from ..recorder._versioning import action_or_removed
+from ..recorder._versioning import action_or_removed, restored_event
 from ._commands import (
     CancelInvocation,
     Command,
@@ -294,8 +294,15 @@ class AgentCore(UnfinishedCore):
         return (lambda: inv.memory), inv.sensory
 
     def _new_task(self, step: _Step, exec_id: str, rec: InflightAction,
-                  event: Event | None = None) -> _Task:
-        """A live execution of ``rec`` (given ``event``, or one built from its JSON form)."""
+                  event: Event | None = None, restored: bool = False) -> _Task:
+        """A live execution of ``rec`` (given ``event``, or one built from its JSON form).
+
+        ``restored``: ``rec`` was in state but not live (a restore); an event the new code
+        cannot rebuild, or no longer triggers the action by, fails the execution alone.
+
+        Returns:
+            The task (its ``refused`` set when it cannot replay).
+        """
         run = step.run
         env = env_of(run, rec.scope) if rec.scope is not None else None
         path = tuple(run.invocations[env].plan_path) if env is not None else ()
@@ -305,7 +312,11 @@ class AgentCore(UnfinishedCore):
         short_term, sensory = self._memories(step.state, run, env)
         ctx = ActionExecution(self.ledger, step.key, exec_id, rec, run, action.config,
                               short_term, sensory, env, plan, resources)
-        return _Task(action, event if event is not None else event_of(rec.event), ctx)
+        if not restored:
+            return _Task(action, event if event is not None else event_of(rec.event), ctx)
+        # restored: its event as the new code rebuilds it, or why the execution cannot replay
+        event, refused = restored_event(ctx, action, rec.action in BUILTIN_NAMES)
+        return _Task(action, event, ctx, refused=refused)
 
     def _reconcile_live(self, step: _Step) -> None:
         run, live = step.run, step.live
@@ -314,7 +325,7 @@ class AgentCore(UnfinishedCore):
         for exec_id, rec in run.inflight.items():
             task = live.get(exec_id)
             if task is None:  # in state but not live: restored from a checkpoint
-                task = live[exec_id] = self._new_task(step, exec_id, rec)
+                task = live[exec_id] = self._new_task(step, exec_id, rec, restored=True)
                 task.reentered = True
                 self.counters["actions_reentered"] += 1
                 step.ready.append(task)
@@ -388,6 +399,9 @@ class AgentCore(UnfinishedCore):
             if (probe := self.probe) is not None:
                 task.token = probe.action_started(step.key, ctx.execution_id, name,
                                                   task.reentered)
+            if task.refused is not None:  # restored, and cannot replay: the code never runs
+                self._end(step, task, task.refused)
+                return
             token = EVENT_ID_SOURCE.set(ctx.event_id_source)
             keep = False
             try:

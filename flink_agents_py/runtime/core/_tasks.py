@@ -34,6 +34,7 @@ class Task:
     waiting: DurableCall | None = None
     token: Any = None  # the probe's token of its start (``Probe.action_started``)
     ending: tuple[BaseException | None] | None = None  # returned (or raised), with this error
+    refused: BaseException | None = None  # restored and cannot replay: fails, never runs
 
 
 @dataclass(slots=True)

@@ -12,6 +12,11 @@
 - Strict replay (``Agent(replay="strict")`` or ``durable_execute(..., strict=True)``): a call
   replayed with other arguments than recorded is a ``ReplayDivergenceError`` instead of a
   warning, and so is a re-entered execution that ends before making all its recorded calls.
+- ``restored_event``: the triggering event of an execution re-entered after a restore, as
+  the new code rebuilds it; an event its class no longer accepts (a field added, renamed or
+  retyped, the class gone), or one the action is no longer triggered by, fails that
+  execution with a ``ReplayDivergenceError`` naming the event and the change, before any of
+  the action's code runs.
 - ``unreached_calls``: a re-entered execution that completed with recorded calls it never
   reached (the code now makes fewer calls) is flagged: a warning, a finding (see
   ``CallLedger.finding``) and, when strict, a ``ReplayDivergenceError``.
@@ -22,7 +27,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ...api import ReplayDivergenceError, UsageError
+from ...api import Event, ReplayDivergenceError, UsageError
+from ...api._events import EVENT_CLASS_KEY
 from ...plan import ActionPlan, FunctionRef
 from ._state import CallKind, CallRecord
 
@@ -32,7 +38,8 @@ if TYPE_CHECKING:
     from ._execution import ActionExecution
 
 __all__ = ["PATCH_PREFIX", "is_strict", "patched", "changed_arguments",
-           "unreached_calls", "check_unreached", "removed_action", "action_or_removed"]
+           "unreached_calls", "check_unreached", "removed_action", "action_or_removed",
+           "restored_event"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -234,3 +241,73 @@ def action_or_removed(actions: dict[str, ActionPlan], name: str) -> ActionPlan:
     if found is not None:
         return found
     return ActionPlan(name=name, function=FunctionRef.of(removed_action), triggers=())
+
+
+def restored_event(ctx: ActionExecution, action: ActionPlan, builtin: bool
+                   ) -> tuple[Event, ReplayDivergenceError | None]:
+    """The triggering event of ``ctx``'s execution, re-entered after a restore.
+
+    The event is rebuilt from the JSON form the old code recorded. When the new code cannot
+    rebuild it (its class gained a required field, lost or renamed one, changed a field's
+    type, or is gone), or when the new code's action is no longer triggered by its type, the
+    execution cannot replay: it fails alone, with the returned error, and the action's code
+    does not run. Other keys, and the key's later inputs, go on.
+
+    Args:
+        ctx: the re-entered execution.
+        action: the new code's action of that name (or the stand-in of a removed one).
+        builtin: the action is one of the runtime's own (routed by the runtime, not by its
+            triggers: only the event is checked).
+
+    Returns:
+        The event, and ``None``; or a stand-in event (only its id and type) and the
+        ``ReplayDivergenceError`` that fails the execution (counted and logged here).
+    """
+    from ..core._results import event_of  # (not at import: core imports the recorder)
+
+    data = ctx._record.event
+    etype = str(data.get("type", "")) if isinstance(data, dict) else ""
+    tag = data.get(EVENT_CLASS_KEY) if isinstance(data, dict) else None
+    where = (f"key {ctx.key!r} was restored with action {action.name!r} in flight "
+             f"({ctx.execution_id}), triggered by an event of type {etype!r}"
+             + (f" (class {tag!r})" if tag else "") + " that the old code recorded")
+    try:
+        event = event_of(data)
+    except Exception as e:  # noqa: BLE001 - e.g. a pydantic ValidationError: what changed
+        detail = (f"{where}, and the new code cannot rebuild it: {type(e).__name__}: "
+                  f"{_one_line(e)}. Keep the event's class under its name, with its old "
+                  "fields (new ones optional, with defaults), until no run in flight uses it")
+        return _stand_in(data, etype), _refuse(ctx, action.name, etype, detail)
+    if builtin or action.function.path == _REMOVED or etype in action.triggers:
+        return event, None
+    now = ", ".join(repr(t) for t in action.triggers) or "no event type"
+    detail = (f"{where}, and the new code's action {action.name!r} is triggered by {now}, "
+              f"not {etype!r}. Keep {etype!r} among its triggers (@action(..., {etype})) "
+              "until no run in flight uses it")
+    return event, _refuse(ctx, action.name, etype, detail)
+
+
+_REMOVED = FunctionRef.of(removed_action).path
+
+
+def _one_line(error: BaseException, limit: int = 600) -> str:
+    lines = [ln for ln in str(error).splitlines()
+             if not ln.strip().startswith("For further information visit")]  # pydantic's
+    text = " ".join(" ".join(lines).split())
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+def _stand_in(data: Any, etype: str) -> Event:
+    """An event holding only ``data``'s id and type (the error record's, not an action's)."""
+    event_id = str(data.get("id", "")) if isinstance(data, dict) else ""
+    return Event.model_construct(id=event_id, type=etype or "Event", attributes={})
+
+
+def _refuse(ctx: ActionExecution, name: str, etype: str, detail: str
+            ) -> ReplayDivergenceError:
+    try:
+        ctx._diverge(ReplayDivergenceError(ctx.execution_id, name, ("event", etype),
+                                           ("action", name), detail=detail))
+    except ReplayDivergenceError as e:
+        return e
+    raise AssertionError("unreachable")  # pragma: no cover
