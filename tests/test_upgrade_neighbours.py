@@ -10,10 +10,12 @@ with its key, naming what changed); the job goes on, and so do other keys.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support.flink_state import RUN, FlinkKeyedState
 from support.harness import (
     KEY,
     call_of,
@@ -25,9 +27,10 @@ from support.harness import (
 from support.probes import count, gate
 
 import flink_agents_py.api._events as events_module
+from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
 from flink_agents_py.plan import AgentPlan
-from flink_agents_py.runtime import InMemoryKeyState
+from flink_agents_py.runtime import InMemoryKeyState, StateFormatError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -235,3 +238,157 @@ def test_an_action_still_triggered_by_the_recorded_type_replays(deployed, probes
     outputs, errors, *_ = resume_with_neighbour(Both(), snap)
     assert errors == [] and outputs == [["PRICE(apple)", None]]
     assert probes["price:apple"] == 1
+
+
+# -- a key whose stored run is damaged -------------------------------------------------------
+def _flink_state_in_work() -> FlinkKeyedState:
+    """Key ``KEY``'s keyed state, as the Flink operator stores it, with ``work`` waiting on
+    the gate for its first input and a second input queued behind it."""
+    held = FlinkKeyedState()
+    core = new_core(AgentPlan.from_agent(Shop()))
+    try:
+        res = core.on_input(KEY, {"key": KEY, "fields": {"item": "apple"}}, held.key_state())
+        assert res.errors == []
+        res = core.on_input(KEY, {"key": KEY, "fields": {"item": "fig"}}, held.key_state())
+        assert res.errors == []
+        while "gated" not in (held.store.get(RUN) or ""):  # its record: started
+            assert core.wait_for(KEY, 10), "no I/O completed for the key"
+            assert core.advance(KEY, held.key_state()).errors == []
+        return FlinkKeyedState(json.loads(json.dumps(held.dump())))
+    finally:
+        gate().set()
+        core.close()
+
+
+def _advance_to_end(core: Any, held: FlinkKeyedState, key: str = KEY
+                    ) -> tuple[list[Any], list[Any]]:
+    """Advance ``key`` until idle, with a new key state per callback, as the operator does."""
+    res = core.advance(key, held.key_state())
+    outputs, errors = list(res.outputs), list(res.errors)
+    while res.busy:
+        assert core.wait_for(key, 10), "no I/O completed for the key"
+        res = core.advance(key, held.key_state())
+        outputs.extend(res.outputs)
+        errors.extend(res.errors)
+    return outputs, errors
+
+
+@pytest.mark.parametrize("damage", ["truncated", "cut-to-its-first-bytes", "field-of-another-type"])
+def test_a_damaged_run_in_keyed_state_fails_its_key_alone_and_its_queue_runs(damage, deployed,
+                                                                              probes):
+    """One key's stored run text truncated or corrupted (it used to raise out of the
+    operator's callback: the job failed at every restart, every key stalled): that run is
+    reported on the error output with its key and what is wrong, and dropped; the input
+    queued behind it runs; another key completes."""
+    held = _flink_state_in_work()
+    text = held.store[RUN]
+    held.store[RUN] = {"truncated": text[: len(text) // 2],
+                       "cut-to-its-first-bytes": text[:3],
+                       "field-of-another-type": text.replace('"action":"work"', '"action":7'),
+                       }[damage]
+    assert held.store[RUN] != text
+    new = new_core(AgentPlan.from_agent(Shop()))
+    try:
+        outputs, errors = _advance_to_end(new, held)
+        other = FlinkKeyedState()
+        res = new.on_input("other", {"key": "other", "fields": {"item": "pear"}},
+                           other.key_state())
+        more, more_errors = _advance_to_end(new, other, "other")
+        more[:0], more_errors[:0] = res.outputs, res.errors
+    finally:
+        new.close()
+    [err] = errors
+    assert err.error_type == "StateFormatError" and err.key == KEY
+    assert err.action == "<restore>" and f"key {KEY!r}" in err.message
+    assert "cannot be read and is dropped" in err.message
+    if damage != "cut-to-its-first-bytes":
+        assert err.seq == 0 and "(input 0)" in err.message  # where it was, when readable
+    assert outputs == [["PRICE(fig)", None]]  # the queued input ran
+    assert RUN not in held.store  # the key is idle: nothing damaged left behind
+    assert more_errors == [] and more == [["PRICE(pear)", None]]
+    assert new.counters["runs_unreadable"] == 1
+
+
+def test_a_damaged_run_is_reported_when_the_key_gets_a_new_input_first(deployed, probes):
+    """The damaged key's next callback is a new input (not a restore's advance): reported
+    once, and both the queued input and the new one run, in order."""
+    held = _flink_state_in_work()
+    held.store[RUN] = held.store[RUN][:40]
+    new = new_core(AgentPlan.from_agent(Shop()))
+    try:
+        res = new.on_input(KEY, {"key": KEY, "fields": {"item": "kiwi"}}, held.key_state())
+        outputs, errors = _advance_to_end(new, held)
+    finally:
+        new.close()
+    [err] = res.errors + errors
+    assert err.error_type == "StateFormatError" and err.key == KEY
+    assert res.outputs + outputs == [["PRICE(fig)", None], ["PRICE(kiwi)", None]]
+
+
+def test_a_run_of_a_later_format_in_keyed_state_still_fails_the_callback(deployed, probes):
+    """Not damaged but written by a later version (a downgrade): every key has such state,
+    so dropping runs key by key would lose them all; the callback fails instead."""
+    held = _flink_state_in_work()
+    held.store[RUN] = held.store[RUN].replace('"v":1}', '"v":99}')
+    new = new_core(AgentPlan.from_agent(Shop()))
+    try:
+        with pytest.raises(StateFormatError, match=r"\b99\b"):
+            new.advance(KEY, held.key_state())
+    finally:
+        new.close()
+    assert '"v":99' in held.store[RUN]  # kept as it was, for the later version
+
+
+def test_a_local_snapshot_with_one_damaged_run_restores_the_other_keys(probes):
+    """A local runner snapshot whose run of one key does not fit the format: that key is
+    reported and its later input runs; the other key's run in flight completes."""
+    records = [{"key": "a", "fields": {"item": "apple"}}, {"key": "b", "fields": {"item": "pear"}},
+               {"key": "a", "fields": {"item": "fig"}}]
+    env = AgentsExecutionEnvironment.local(max_in_flight=4)
+    job = env.from_list(records).apply(SlowShop())
+    job.run(max_steps=3)  # the three records in, both runs waiting on the gate
+    snap = json.loads(json.dumps(job.snapshot()))
+    runs = {e["key"]: e for e in snap["keys"]}
+    assert runs["a"]["run"] is not None and runs["b"]["run"] is not None
+    runs["a"]["run"]["inflight"] = ["not", "a", "mapping"]
+    gate().set()
+    again = env.from_list(records).apply(SlowShop()).restore(snap).run()
+    [err] = again.errors
+    assert err.error_type == "StateFormatError" and err.key == "a" and err.seq == 0
+    assert "$.inflight" in err.message
+    assert sorted(map(tuple, again.keyed_outputs)) == [("a", "PRICE(fig)"), ("b", "PRICE(pear)")]
+
+
+class SlowShop(Agent):
+    """Prices its item, then waits on the gate."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        got = await ctx.durable_execute_async(price, event.input["fields"]["item"])
+        await ctx.durable_execute_async(gated, "g")
+        ctx.send_event(OutputEvent(output=got))
+
+
+@pytest.mark.parametrize("callback", ["timer", "outside-event"])
+def test_a_damaged_run_is_reported_when_a_timer_or_an_outside_event_comes_first(
+        callback, deployed, probes):
+    """A parked run's first callback after the restore may be its timer or an outside event:
+    those read the run too, and report the damaged one as an input does (it used to raise)."""
+    held = _flink_state_in_work()
+    held.store[RUN] = held.store[RUN][:40]
+    new = new_core(AgentPlan.from_agent(Shop()))
+    try:
+        if callback == "timer":
+            res = new.on_timers(KEY, 0, held.key_state())
+        else:
+            res = new.on_outside_event(KEY, {"key": KEY, "correlation_id": "c", "payload": 1},
+                                       held.key_state(), "outside event 0")
+        outputs, errors = _advance_to_end(new, held)
+    finally:
+        new.close()
+    assert res is not None
+    assert res.errors[0].error_type == "StateFormatError" and res.errors[0].key == KEY
+    assert [e.error_type for e in res.errors[1:] + errors] == (
+        [] if callback == "timer" else ["UnmatchedEventError"])
+    assert res.outputs + outputs == [["PRICE(fig)", None]]

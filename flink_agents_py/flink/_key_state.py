@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..runtime import KeyState, RunState, dumps_json, loads_json
+from ..runtime import KeyState, RunState, StateFormatError, dumps_json, loads_json
 
 if TYPE_CHECKING:
     from ._operator import AgentOperator
@@ -74,9 +74,29 @@ class _FlinkKeyState(KeyState):
         else:
             raw = op._run_state.value()
             self._run_raw = raw
-            self._run = RunState.from_stored(raw) if raw else None
+            try:
+                self._run = RunState.from_stored(raw) if raw else None
+            except StateFormatError as e:  # damaged: the core reports it and drops the run
+                self._run = None  # (``run = None``), so it is read once
+                self._head_stored = e.seq + 1 if e.seq is not None else self._queue_head()
+                raise
         if self._run is not None:  # the queue's head: the input after the run's own
             self._head_stored = self._run.seq + 1
+
+    def _queue_head(self) -> int:
+        """The first queued position, found from the tail (a damaged run's seq is unknown).
+
+        Queued inputs are the positions just below the tail: the head is the lowest one of
+        that unbroken stretch (the tail itself when none is queued).
+
+        Returns:
+            The head's position.
+        """
+        tail = self._op._tail_state.value() or 0
+        head, queue = tail, self._op._queue_state
+        while head > 0 and queue.get(head - 1) is not None:
+            head -= 1
+        return head
 
     @property
     def run(self) -> RunState | None:

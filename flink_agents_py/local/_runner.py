@@ -31,6 +31,7 @@ from ..runtime import (
     Observer,
     RejectedKey,
     RunState,
+    StateFormatError,
     StepResult,
     decode_key,
     dumps_json,
@@ -432,7 +433,8 @@ class LocalAgentJob:
         warm_up(self._plan)  # imports a key's first run would otherwise wait for
         core.open()
         try:
-            start = self._load(states, busy, bar)
+            start = self._load(states, busy, bar, lambda key, e: result.errors.append(
+                core.unreadable_run(key, e)))
             core.waiting_changed(sum(1 for st in states.values()
                                      if st.run is not None and st.run.parked))
             for key in list(busy):  # restored keys with work: wake them, as timers would
@@ -496,15 +498,32 @@ class LocalAgentJob:
         return result
 
     def _load(self, states: dict[Any, _KeyState], busy: dict[Any, None],
-              bar: _Progress | None) -> int:
-        """Fill ``states`` from the snapshot to restore (if any); returns its position."""
+              bar: _Progress | None,
+              unreadable: Callable[[Any, StateFormatError], None]) -> int:
+        """Fill ``states`` from the snapshot to restore (if any); returns its position.
+
+        A key whose stored run is damaged is restored without it (``unreadable`` reports
+        it); a run of a later format version fails the whole restore.
+
+        Returns:
+            The snapshot's position in the records (0 without one).
+
+        Raises:
+            StateFormatError: when a run is of a later format version.
+        """
         snap = self._restore_from
         if snap is None:
             return 0
         for entry in snap["keys"]:
             key = encode_key(_hashable(entry["key"]))  # its identity (see ``run``)
             state = states[key] = _KeyState()
-            run = RunState.from_stored(entry["run"]) if entry["run"] is not None else None
+            try:
+                run = RunState.from_stored(entry["run"]) if entry["run"] is not None else None
+            except StateFormatError as e:
+                if e.written_later:
+                    raise
+                unreadable(key, e)  # that key's run alone: its queue and memory are kept
+                run = None
             state.load(run, dict(entry["memory"]), list(entry["queue"]), int(entry["next_seq"]))
             if (run is not None and not run.parked) or state.queued():
                 busy.setdefault(key)

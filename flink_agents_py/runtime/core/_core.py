@@ -45,7 +45,7 @@ from ..context._calls import DurableCall
 from ..context._long_term_memory import begin_lineage, commit_long_term_memory
 from ..recorder._execution import ActionExecution
 from ..recorder._ledger import CallLedger, Failpoint, Journal
-from ..recorder._state import InflightAction, KeyState, RunState
+from ..recorder._state import InflightAction, KeyState, RunState, StateFormatError
 from ..recorder._versioning import action_or_removed, restored_event
 from ._commands import (
     CancelInvocation,
@@ -166,8 +166,12 @@ class AgentCore(UnfinishedCore):
                                           execution_id=where, error_type=type(e).__name__,
                                           message=str(e), input=shown_input(record)))
             return res
+        unreadable = self._read_run(key, state)  # before the queue is found from the run
         state.push_input(stored)  # its JSON form, as keyed state holds it (see ``input_event``)
-        return self.advance(key, state)
+        res = self.advance(key, state)
+        if unreadable is not None:
+            res.errors.insert(0, unreadable)
+        return res
 
     def advance(self, key: Any, state: KeyState) -> StepResult:
         """Run everything of ``key`` that can run now, then flush its state.
@@ -180,6 +184,8 @@ class AgentCore(UnfinishedCore):
             The outputs and errors produced, and whether the key is still busy.
         """
         res = StepResult()
+        if (unreadable := self._read_run(key, state)) is not None:
+            res.errors.append(unreadable)
         shown = self._key_value(key)  # the key's value; ``key`` keys the core's own tables
         live = self._live.get(key) or self._live.setdefault(key, {})
         counters, probe = self.counters, self.probe
@@ -266,7 +272,51 @@ class AgentCore(UnfinishedCore):
         """
         return bool(self._live.get(key))
 
+    def unreadable_run(self, key: Any, error: StateFormatError) -> ErrorRecord:
+        """The error record of ``key``'s stored run, which cannot be read and is dropped.
+
+        Stored state that is damaged (truncated, corrupted, a field of another type) fails
+        that key's run alone: the error names the key and what is wrong, and the key's later
+        inputs run. Logged at ERROR and counted (``runs_unreadable``).
+
+        Args:
+            key: the key (as the host keys it).
+            error: why its run cannot be read (``RunState.from_stored``).
+
+        Returns:
+            The record (action ``"<restore>"``, the run's position when it could be read).
+        """
+        shown = self._key_value(key)
+        seq = error.seq if error.seq is not None else -1
+        message = (f"the stored run of key {shown!r}"
+                   + (f" (input {seq})" if seq >= 0 else "")
+                   + f" cannot be read and is dropped (its key's later inputs run): {error}")
+        self.counters["runs_unreadable"] += 1
+        log.error("%s", message)
+        return ErrorRecord(key=shown, seq=seq, action="<restore>",
+                           execution_id=f"r{seq}" if seq >= 0 else "<run state>",
+                           error_type=type(error).__name__, message=redact_text(message))
+
     # -- internals ---------------------------------------------------------------------
+    def _read_run(self, key: Any, state: KeyState) -> ErrorRecord | None:
+        """Read ``key``'s run from ``state``: an error record when it is damaged (dropped).
+
+        Returns:
+            The error record of a damaged run (then dropped), or ``None``.
+
+        Raises:
+            StateFormatError: when the run is of a later format version: not damaged, it
+                fails the callback (the job).
+        """
+        try:
+            state.run  # noqa: B018 - a host reads it from keyed state at the first access
+        except StateFormatError as e:
+            if e.written_later:
+                raise
+            state.run = None
+            return self.unreadable_run(key, e)
+        return None
+
     def _resources_at(self, path: tuple[str, ...]) -> ResourceEnvironment:
         found = self._envs.get(path)
         if found is None:

@@ -86,6 +86,8 @@ class WaitsCore:
     if TYPE_CHECKING:
         def advance(self, key: Any, state: KeyState) -> StepResult: ...
 
+        def _read_run(self, key: Any, state: KeyState) -> ErrorRecord | None: ...
+
     # -- host interface ------------------------------------------------------------------
     def on_outside_event(self, key: Any, record: Any, state: KeyState,
                          where: str = "") -> StepResult:
@@ -105,6 +107,11 @@ class WaitsCore:
         Returns:
             What the key's advance produced.
         """
+        unreadable = self._read_run(key, state)  # damaged stored run: reported, dropped
+        if unreadable is not None:
+            res = self.on_outside_event(key, record, state, where)
+            res.errors.insert(0, unreadable)
+            return res
         where = where or "outside event"
         try:
             event = ExternalEvent.of(record, where)
@@ -157,6 +164,11 @@ class WaitsCore:
             What the key's advance produced; ``None`` when no wait of the key was due
             (nothing was done).
         """
+        unreadable = self._read_run(key, state)  # damaged stored run: reported, dropped
+        if unreadable is not None:
+            res = self.advance(key, state)
+            res.errors.insert(0, unreadable)
+            return res
         run = state.run
         if run is None or not run.waits:
             return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -69,19 +70,38 @@ class StateFormatError(AgentsError):
     """Stored run state that this version cannot read.
 
     A format version it does not know (state written by a later version), or data that does
-    not fit the format.
+    not fit the format (a field of another type, text that is not JSON: truncated or
+    corrupted).
 
     Attributes:
         found: the format version found in the stored state (``None`` when it is missing
             and the data does not fit version 1 either).
         supported: the format versions this version reads.
+        seq: the run's position in its key's sequence, when it could still be read from the
+            damaged state (``None`` otherwise); hosts find the key's queue from it.
     """
 
     def __init__(self, message: str, found: Any = None,
-                 supported: tuple[int, ...] = ()) -> None:
+                 supported: tuple[int, ...] = (), seq: int | None = None) -> None:
         super().__init__(message)
         self.found = found
         self.supported = supported
+        self.seq = seq
+
+    @property
+    def written_later(self) -> bool:
+        """Whether the state is of a later format version than this version reads.
+
+        Such state is not damaged: every key of a job restored by an older version has it,
+        so hosts fail the whole restore (restore with that version or later) instead of
+        dropping runs key by key, as they do for state that is damaged.
+        """
+        found = self.found
+        return (isinstance(found, int) and not isinstance(found, bool)
+                and bool(self.supported) and found > max(self.supported))
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable, with its attributes
+        return (type(self), (str(self), self.found, self.supported, self.seq))
 
 
 STATE_FORMAT_VERSION = 1
@@ -391,7 +411,16 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
         """
         from .._serde import loads
 
-        data = loads(raw) if isinstance(raw, (str, bytes, bytearray)) else raw
+        if isinstance(raw, (str, bytes, bytearray)):
+            try:
+                data = loads(raw)
+            except ValueError as e:  # (msgspec's and json's decode errors are ValueErrors)
+                raise StateFormatError(
+                    f"stored run state is not JSON text (truncated or corrupted, "
+                    f"{len(raw):,} chars): {e}", supported=SUPPORTED_STATE_FORMATS,
+                    seq=_salvaged_seq(raw)) from e
+        else:
+            data = raw
         if not isinstance(data, Mapping):
             raise StateFormatError(
                 f"stored run state is a {type(data).__name__}, not a JSON object",
@@ -403,8 +432,27 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
                 f"flink-agents-py cannot read (it reads versions "
                 f"{', '.join(map(str, SUPPORTED_STATE_FORMATS))}); the state was written by a "
                 "later version: restore it with that version or later",
-                found=version, supported=SUPPORTED_STATE_FORMATS)
-        return _convert(data, cls)
+                found=version, supported=SUPPORTED_STATE_FORMATS, seq=_salvaged_seq(data))
+        try:
+            return _convert(data, cls)
+        except StateFormatError as e:
+            e.seq = _salvaged_seq(data)
+            raise
+
+
+_SEQ_AT_START = re.compile(rb'\A\s*\{\s*"seq"\s*:\s*(\d{1,18})[\s,}]')
+
+
+def _salvaged_seq(stored: Any) -> int | None:
+    """The ``seq`` of damaged stored run state, when it can still be read (else ``None``)."""
+    if isinstance(stored, Mapping):
+        seq = stored.get("seq")
+        return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0 else None
+    if isinstance(stored, str):
+        stored = stored.encode("utf-8", "surrogatepass")
+    found = _SEQ_AT_START.match(bytes(stored)) if isinstance(stored, (bytes, bytearray)) \
+        else None
+    return int(found.group(1)) if found else None
 
 
 _ENCODER = msgspec.json.Encoder()
