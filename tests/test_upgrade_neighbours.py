@@ -24,11 +24,22 @@ from support.harness import (
     run_to_end,
     snapshot_of,
 )
-from support.probes import count, gate
+from support.probes import count, current, gate
+from support.waiting import wait_until
 
 import flink_agents_py.api._events as events_module
 from flink_agents_py import AgentsExecutionEnvironment
-from flink_agents_py.api import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
+from flink_agents_py.api import (
+    Agent,
+    Event,
+    InputEvent,
+    InternalSubagent,
+    OutputEvent,
+    ResourceDescriptor,
+    ResourceType,
+    RunnerContext,
+    action,
+)
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import InMemoryKeyState, StateFormatError
 
@@ -42,7 +53,7 @@ def price(item: str) -> str:
 
 
 def gated(tag: str) -> str:
-    count("gated")
+    count(f"gated:{tag}")
     assert gate().wait(10), "gate never opened"
     return tag
 
@@ -94,7 +105,7 @@ class Other(Event):
 def _work_body():
     async def work(event: Event, ctx: RunnerContext) -> None:
         got = await ctx.durable_execute_async(price, event.get_attr("item"))
-        await ctx.durable_execute_async(gated, "g")
+        await ctx.durable_execute_async(gated, event.get_attr("item"))
         ctx.send_event(OutputEvent(output=[got, event.get_attr("qty")]))
     return work
 
@@ -147,6 +158,7 @@ def snapshot_in_work() -> InMemoryKeyState:
         assert res.errors == [] and res.outputs == []
         drive_until(core, state, quiet=True, done=lambda s: (
             (c := call_of(s, "work", 1)) is not None and not c.done))
+        wait_until("the gated call runs", lambda: current()["gated:apple"] == 1)
         return snapshot_of(state, "json")
     finally:
         gate().set()
@@ -163,8 +175,10 @@ def resume_with_neighbour(agent: Agent, snap: InMemoryKeyState,
     try:
         outputs, errors = run_to_end(new, snap)
         other = InMemoryKeyState()
-        new.on_input("other", {"key": "other", "fields": fields or {"item": "pear"}}, other)
+        first = new.on_input("other", {"key": "other", "fields": fields or {"item": "pear"}},
+                             other)
         more, more_errors = run_to_end(new, other, key="other")
+        more[:0], more_errors[:0] = first.outputs, first.errors
     finally:
         new.close()
     return outputs, errors, more, more_errors, new
@@ -207,7 +221,7 @@ def test_an_in_flight_event_the_new_code_cannot_rebuild_fails_its_key_alone(
     assert "'UpgradeStep'" in err.message and "cannot rebuild" in err.message
     assert what in err.message and "For further information" not in err.message
     assert "optional" in err.message  # the fix
-    assert probes["price:apple"] == 1 and probes["gated"] == 1  # nothing ran again
+    assert probes["price:apple"] == 1 and probes["gated:apple"] == 1  # nothing ran again
     assert new.counters["replay_divergences"] == 1
     assert more_errors == [] and len(more) == 1
     assert snap.run is None  # the key is idle again: its later inputs run
@@ -224,7 +238,7 @@ def test_an_in_flight_action_no_longer_triggered_by_its_event_fails_naming_both_
     [err] = errors
     assert err.error_type == "ReplayDivergenceError" and err.key == KEY
     assert "triggered by 'UpgradeOther', not 'UpgradeStep'" in err.message
-    assert probes["price:apple"] == 1 and probes["gated"] == 1
+    assert probes["price:apple"] == 1 and probes["gated:apple"] == 1
     assert more_errors == [] and more == [["PRICE(pear)", None]]
 
 
@@ -392,3 +406,79 @@ def test_a_damaged_run_is_reported_when_a_timer_or_an_outside_event_comes_first(
     assert [e.error_type for e in res.errors[1:] + errors] == (
         [] if callback == "timer" else ["UnmatchedEventError"])
     assert res.outputs + outputs == [["PRICE(fig)", None]]
+
+
+# -- an internal sub-agent in flight the new code no longer has ------------------------------
+class Kid(Agent):
+    """Prices its input's item, then waits on the gate."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        got = await ctx.durable_execute_async(price, event.input["item"])
+        await ctx.durable_execute_async(gated, event.input["item"])
+        ctx.send_event(OutputEvent(output=got))
+
+
+def parent(name: str | None, calls: str = "kid") -> Agent:
+    """An agent that calls the internal sub-agent ``calls``, registered as ``name``
+    (``None``: not registered)."""
+
+    class Parent(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+            res = await (await ctx.submit_subagent(calls, {"item": event.input["item"]}))
+            ctx.send_event(OutputEvent(output=[res.success, res.result]))
+
+    agent = Parent()
+    if name is not None:
+        agent.add_resource(name, ResourceType.AGENT, ResourceDescriptor(InternalSubagent,
+                                                                         agent=Kid))
+    return agent
+
+
+@pytest.mark.parametrize(("new_parent", "calls"), [
+    (lambda: parent("kid2", calls="kid2"), "kid2"),  # renamed
+    (lambda: parent(None), "kid"),  # removed: the caller's submit is refused
+], ids=["renamed", "removed"])
+def test_a_restored_call_of_an_internal_subagent_the_new_code_lacks_fails_its_key_alone(
+        new_parent, calls, probes):
+    """Restored with the sub-agent ``kid``'s action in flight, into code without ``kid``: it
+    used to be a ``KeyError`` out of ``advance`` (the job failed at every restart). Now the
+    sub-agent's execution fails with a divergence naming the key and ``kid`` (its caller,
+    re-entered, diverges too: it calls something else at the recorded call), nothing runs
+    again, and another key completes."""
+    core = new_core(AgentPlan.from_agent(parent("kid")))
+    try:
+        state = InMemoryKeyState()
+        assert core.on_input(KEY, {"key": KEY, "item": "apple"}, state).errors == []
+        drive_until(core, state, quiet=True, done=lambda s: (
+            (c := call_of(s, "go", 1)) is not None and not c.done))
+        wait_until("the gated call runs", lambda: probes["gated:apple"] == 1)
+        snap = snapshot_of(state, "json")
+    finally:
+        gate().set()
+        core.close()
+    new = new_core(AgentPlan.from_agent(new_parent()))
+    try:
+        outputs, errors = run_to_end(new, snap)
+        other = InMemoryKeyState()
+        first = new.on_input("other", {"key": "other", "item": "pear"}, other)
+        more, more_errors = run_to_end(new, other, key="other")
+        more[:0], more_errors[:0] = first.outputs, first.errors
+    finally:
+        new.close()
+    assert outputs == []
+    by_action = {e.action: e for e in errors}
+    assert set(by_action) == {"go", "ask"}
+    assert all(e.error_type == "ReplayDivergenceError" and e.key == KEY for e in errors)
+    assert "internal sub-agent 'kid'" in by_action["go"].message
+    assert "keep it registered under the name 'kid'" in by_action["go"].message
+    assert "'kid'" in by_action["ask"].message
+    assert probes["price:apple"] == 1 and probes["gated:apple"] == 1  # nothing ran again
+    assert snap.run is None
+    if calls == "kid2":
+        assert more_errors == [] and more == [[True, ["PRICE(pear)"]]]
+    else:
+        assert more_errors == [] and more[0][0] is False  # unknown sub-agent: a failed result

@@ -46,7 +46,12 @@ from ..context._long_term_memory import begin_lineage, commit_long_term_memory
 from ..recorder._execution import ActionExecution
 from ..recorder._ledger import CallLedger, Failpoint, Journal
 from ..recorder._state import InflightAction, KeyState, RunState, StateFormatError
-from ..recorder._versioning import action_or_removed, restored_event
+from ..recorder._versioning import (
+    action_or_removed,
+    missing_subagent,
+    restored_event,
+    stand_in_event,
+)
 from ._commands import (
     CancelInvocation,
     Command,
@@ -356,12 +361,21 @@ class AgentCore(UnfinishedCore):
         run = step.run
         env = env_of(run, rec.scope) if rec.scope is not None else None
         path = tuple(run.invocations[env].plan_path) if env is not None else ()
-        plan, resources = (self.plan, self.resources) if not path else (
-            plan_at(self.plan, path), self._resources_at(path))
-        action = action_or_removed(plan.actions, rec.action)  # a removed one: diverges
+        plan, resources, gone = self.plan, self.resources, None
+        if path:
+            try:
+                plan = plan_at(self.plan, path)
+            except KeyError:  # restored inside an internal sub-agent the new code lacks
+                gone = path
+            else:
+                resources = self._resources_at(path)
+        action = action_or_removed(plan.actions if gone is None else {}, rec.action)
         short_term, sensory = self._memories(step.state, run, env)
         ctx = ActionExecution(self.ledger, step.key, exec_id, rec, run, action.config,
                               short_term, sensory, env, plan, resources)
+        if gone is not None:
+            return _Task(action, stand_in_event(rec.event), ctx,
+                         refused=missing_subagent(ctx, gone, self.plan))
         if not restored:
             return _Task(action, event if event is not None else event_of(rec.event), ctx)
         # restored: its event as the new code rebuilds it, or why the execution cannot replay

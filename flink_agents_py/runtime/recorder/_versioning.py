@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...api import Event, ReplayDivergenceError, UsageError
 from ...api._events import EVENT_CLASS_KEY
-from ...plan import ActionPlan, FunctionRef
+from ...plan import ActionPlan, AgentPlan, FunctionRef
 from ._state import CallKind, CallRecord
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PATCH_PREFIX", "is_strict", "patched", "changed_arguments",
            "unreached_calls", "check_unreached", "removed_action", "action_or_removed",
-           "restored_event"]
+           "restored_event", "stand_in_event", "missing_subagent"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -277,14 +277,15 @@ def restored_event(ctx: ActionExecution, action: ActionPlan, builtin: bool
         detail = (f"{where}, and the new code cannot rebuild it: {type(e).__name__}: "
                   f"{_one_line(e)}. Keep the event's class under its name, with its old "
                   "fields (new ones optional, with defaults), until no run in flight uses it")
-        return _stand_in(data, etype), _refuse(ctx, action.name, etype, detail)
+        return stand_in_event(data), _refuse(ctx, action.name, ("event", etype),
+                                             ("action", action.name), detail)
     if builtin or action.function.path == _REMOVED or etype in action.triggers:
         return event, None
     now = ", ".join(repr(t) for t in action.triggers) or "no event type"
     detail = (f"{where}, and the new code's action {action.name!r} is triggered by {now}, "
               f"not {etype!r}. Keep {etype!r} among its triggers (@action(..., {etype})) "
               "until no run in flight uses it")
-    return event, _refuse(ctx, action.name, etype, detail)
+    return event, _refuse(ctx, action.name, ("event", etype), ("action", action.name), detail)
 
 
 _REMOVED = FunctionRef.of(removed_action).path
@@ -297,17 +298,58 @@ def _one_line(error: BaseException, limit: int = 600) -> str:
     return text if len(text) <= limit else f"{text[:limit]}..."
 
 
-def _stand_in(data: Any, etype: str) -> Event:
-    """An event holding only ``data``'s id and type (the error record's, not an action's)."""
+def stand_in_event(data: Any) -> Event:
+    """An event holding only the id and type of the stored event ``data``.
+
+    What a restored execution that cannot replay holds in place of its event: no action
+    gets it, only the failure's report.
+
+    Returns:
+        The event (built without validating).
+    """
     event_id = str(data.get("id", "")) if isinstance(data, dict) else ""
+    etype = str(data.get("type", "")) if isinstance(data, dict) else ""
     return Event.model_construct(id=event_id, type=etype or "Event", attributes={})
 
 
-def _refuse(ctx: ActionExecution, name: str, etype: str, detail: str
-            ) -> ReplayDivergenceError:
+def missing_subagent(ctx: ActionExecution, path: tuple[str, ...], root: AgentPlan
+                     ) -> ReplayDivergenceError:
+    """The divergence of an execution restored inside an internal sub-agent that is gone.
+
+    The run was in a call of the internal sub-agent at ``path`` (names from the agent's
+    plan down) when the checkpoint was taken, and the new code has no internal sub-agent
+    there (renamed, removed, or no longer internal). The execution fails alone (its call
+    fails for its caller) instead of the restore failing the job.
+
+    Args:
+        ctx: the restored execution.
+        path: the sub-agent names from the root plan to the plan it ran in.
+        root: the new code's plan.
+
+    Returns:
+        The error (counted and logged here).
+    """
+    plan, missing = root, path[0]
+    for name in path:
+        if name not in plan.subagents:
+            missing = name
+            break
+        plan = plan.subagents[name]
+    now = ", ".join(repr(n) for n in plan.subagents) or "none"
+    return _refuse(ctx, ctx._record.action, ("subagent", missing), (
+        "none", ""), detail=(
+        f"key {ctx.key!r} was restored with action {ctx._record.action!r} in flight "
+        f"({ctx.execution_id}) inside a call of the internal sub-agent {missing!r} (path "
+        f"{'/'.join(path)}), and the new code has no internal sub-agent of that name (its "
+        f"internal sub-agents there: {now}): keep it registered under the name {missing!r} "
+        "until no run in flight calls it"))
+
+
+def _refuse(ctx: ActionExecution, name: str, recorded: tuple[str, str],
+            current: tuple[str, str], detail: str) -> ReplayDivergenceError:
     try:
-        ctx._diverge(ReplayDivergenceError(ctx.execution_id, name, ("event", etype),
-                                           ("action", name), detail=detail))
+        ctx._diverge(ReplayDivergenceError(ctx.execution_id, name, recorded, current,
+                                           detail=detail))
     except ReplayDivergenceError as e:
         return e
     raise AssertionError("unreachable")  # pragma: no cover
