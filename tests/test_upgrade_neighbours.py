@@ -11,16 +11,19 @@ with its key, naming what changed); the job goes on, and so do other keys.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 from support.flink_state import RUN, FlinkKeyedState
 from support.harness import (
     KEY,
     call_of,
     drive_until,
     new_core,
+    resume,
     run_to_end,
     snapshot_of,
 )
@@ -28,6 +31,7 @@ from support.probes import count, current, gate
 from support.waiting import wait_until
 
 import flink_agents_py.api._events as events_module
+import flink_agents_py.runtime._serde as serde
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
     Agent,
@@ -482,3 +486,70 @@ def test_a_restored_call_of_an_internal_subagent_the_new_code_lacks_fails_its_ke
         assert more_errors == [] and more == [[True, ["PRICE(pear)"]]]
     else:
         assert more_errors == [] and more[0][0] is False  # unknown sub-agent: a failed result
+
+
+# -- a recorded result whose model class changed ---------------------------------------------
+class Receipt(BaseModel):
+    """What ``buy`` returns (recorded in its JSON form, with its class)."""
+
+    item: str
+
+
+class ReceiptRequired(BaseModel):
+    """``Receipt`` with a new required field."""
+
+    item: str
+    total: int
+
+
+def buy(item: str) -> Receipt:
+    count(f"buy:{item}")
+    return Receipt(item=item)
+
+
+class Buyer(Agent):
+    """Buys, then waits on the gate; a failing replay of the purchase is caught (``None``)."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        try:
+            receipt = await ctx.durable_execute_async(buy, event.input["item"])
+        except Exception:  # noqa: BLE001 - what a user may write: goes on without it
+            receipt = None
+        await ctx.durable_execute_async(gated, event.input["item"])
+        ctx.send_event(OutputEvent(output=repr(receipt)))
+
+
+@pytest.mark.parametrize("change", ["required-field-added", "class-gone"])
+def test_a_recorded_result_whose_model_class_changed_fails_the_replay_even_if_caught(
+        change, monkeypatch, probes):
+    """The purchase's recorded ``Receipt`` no longer rebuilds in the new code. It used to
+    raise the bare ``ValidationError`` (or an import error) into the action, which caught
+    it and completed with no receipt: the purchase silently lost. Now the replay diverges,
+    naming the call, its function and what failed, caught or not; nothing runs again."""
+    core = new_core(AgentPlan.from_agent(Buyer()))
+    try:
+        state = InMemoryKeyState()
+        assert core.on_input(KEY, {"key": KEY, "item": "apple"}, state).errors == []
+        drive_until(core, state, quiet=True, done=lambda s: (
+            (c := call_of(s, "go", 1)) is not None and not c.done))
+        snap = snapshot_of(state, "json")
+    finally:
+        gate().set()
+        core.close()
+    tag = snap.run.inflight["r0/go"].calls["0"].value["$model"]
+    monkeypatch.delitem(serde._CLASSES, tag, raising=False)  # a new process: not imported yet
+    if change == "class-gone":
+        monkeypatch.delattr(sys.modules[Receipt.__module__], "Receipt")
+    else:
+        monkeypatch.setitem(serde._CLASSES, tag, ReceiptRequired)
+    outputs, errors, new = resume(AgentPlan.from_agent(Buyer()), snap)
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and err.key == KEY
+    assert "r0/go/c0" in err.message and "buy'" in err.message
+    assert "cannot rebuild" in err.message
+    assert ("total" if change == "required-field-added" else "Receipt") in err.message
+    assert probes["buy:apple"] == 1
+    assert new.counters["replay_divergences"] == 1

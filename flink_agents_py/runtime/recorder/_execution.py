@@ -60,7 +60,7 @@ from ..core._subgraph import resolve_subagent
 from ._ledger import CallLedger
 from ._outcomes import call_digest, fn_name, rebuild_exception, reordered_call, store_outcome
 from ._state import CallKind, CallRecord, InflightAction, RunState
-from ._versioning import changed_arguments, is_strict, patched
+from ._versioning import changed_arguments, is_strict, patched, unrebuildable_outcome
 from ._wait_calls import wait_call
 
 if TYPE_CHECKING:
@@ -554,11 +554,13 @@ class ActionExecution:
     def _replay(self, call: DurableCall, rec: CallRecord, command: CallCommand,
                 strict: bool | None = None) -> None:
         self._check_arguments(call, rec, strict)
+        try:  # a stored model the new code cannot rebuild (its class changed): a divergence
+            outcome = from_json_value(rec.value) if rec.ok else \
+                with_original(rebuild_exception(rec), rec.traceback)
+        except Exception as e:  # noqa: BLE001 - the recorded value no longer fits the code
+            unrebuildable_outcome(self, call, rec, e)
         call.replayed = True
-        if rec.ok:
-            call.complete(True, from_json_value(rec.value))
-        else:
-            call.complete(False, with_original(rebuild_exception(rec), rec.traceback))
+        call.complete(rec.ok, outcome)
         self.ledger.started(self._key, command, replayed=True)
 
     def _replay_or_prepare(self, call: DurableCall, rec: CallRecord | None,

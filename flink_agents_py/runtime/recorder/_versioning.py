@@ -25,7 +25,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...api import Event, ReplayDivergenceError, UsageError
 from ...api._events import EVENT_CLASS_KEY
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PATCH_PREFIX", "is_strict", "patched", "changed_arguments",
            "unreached_calls", "check_unreached", "removed_action", "action_or_removed",
-           "restored_event", "stand_in_event", "missing_subagent"]
+           "restored_event", "stand_in_event", "missing_subagent", "unrebuildable_outcome"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -353,3 +353,33 @@ def _refuse(ctx: ActionExecution, name: str, recorded: tuple[str, str],
     except ReplayDivergenceError as e:
         return e
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def unrebuildable_outcome(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
+                          error: BaseException) -> NoReturn:
+    """Fail a replay whose recorded outcome the new code cannot rebuild: a divergence.
+
+    A durable call's result (or raised exception) is recorded in its JSON form, with the
+    class of each pydantic model in it. The live path checks that form rebuilds, so when a
+    replay cannot rebuild it, the code changed: the model's class gained a required field,
+    lost, renamed or retyped one, or is gone. Handing over something else (or raising the
+    rebuild's error into the action, which may catch it and go on) would be a wrong answer.
+
+    Args:
+        ctx: the replaying execution.
+        call: the call being replayed.
+        rec: its record.
+        error: what rebuilding the outcome raised.
+
+    Raises:
+        ReplayDivergenceError: always, naming the call, its target, and what failed.
+    """
+    kind, target = rec.kind.value if rec.kind else call.kind.value, rec.target or call.target
+    what = "result" if rec.ok else f"failure ({rec.error_type})"
+    ctx._diverge(ReplayDivergenceError(
+        call.call_id, ctx._record.action, (kind, target), (call.kind.value, call.target),
+        detail=f"key {ctx.key!r}: the {what} recorded for the {kind} call {target!r} holds a "
+               f"value the new code cannot rebuild ({type(error).__name__}: "
+               f"{_one_line(error)}); a stored model's class changed or is gone: keep it under "
+               "its name, with its old fields (new ones optional, with defaults), until no "
+               "run in flight recorded it"))
