@@ -11,10 +11,10 @@ restores keyed state after a failure.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import queue
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +40,9 @@ from ..runtime import (
     rejected_record,
     warm_up,
 )
+from ..runtime.internal import stored_run
 from ._clock import AdvanceTime, AfterRecords, VirtualTimers
+from ._progress import Progress
 from ._records import check_records, default_key_selector
 
 __all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "SNAPSHOT_FORMAT"]
@@ -94,50 +96,6 @@ def _json_tree(value: Any, what: str) -> Any:
         return loads_json(dumps_json(value, sort_keys=False))
     except Exception as e:  # noqa: BLE001 - names what could not be kept
         raise TypeError(f"cannot snapshot {what}: {type(e).__name__}: {e}") from e
-
-
-class _Progress:
-    """The progress bar: input records done of total, outputs, errors, calls in flight.
-
-    A record is done when its run completed or it was rejected; only records ``counted``
-    selects are counted (control records such as end-of-input markers are left out).
-    """
-
-    def __init__(self, records: Iterable[Any], counted: Callable[[Any], bool] | None) -> None:
-        from tqdm import tqdm
-
-        self.counted = counted or (lambda record: True)
-        total = (sum(1 for r in records if self.counted(r))
-                 if hasattr(records, "__len__") else None)
-        self.bar = tqdm(total=total, unit="rec", desc="agent", file=sys.stderr,
-                        mininterval=0.5, dynamic_ncols=True)
-        self.flags: dict[Any, list[bool]] = {}  # per key: counted flag of each queued record
-        self.seen: dict[Any, int] = {}  # per key: how many of its records are done
-        self.done = 0
-
-    def queued(self, key: Any, record: Any) -> None:
-        self.flags.setdefault(key, []).append(self.counted(record))
-
-    def rejected(self, record: Any) -> None:
-        self.done += 1 if self.counted(record) else 0
-        self.bar.update(self.done - self.bar.n)
-
-    def update(self, key: Any, state: _KeyState, result: LocalRunResult,
-               in_flight: int) -> None:
-        finished = state.popped() - (1 if state.run is not None else 0)
-        flags, seen = self.flags.get(key, []), self.seen.get(key, 0)
-        if finished > seen:
-            self.done += sum(flags[seen:finished])
-            self.seen[key] = finished
-        self.bar.set_postfix(outputs=len(result.outputs), errors=len(result.errors),
-                             in_flight=in_flight, refresh=False)
-        self.bar.update(self.done - self.bar.n)  # update() keeps the rate and refresh interval
-
-    def close(self, result: LocalRunResult) -> None:
-        self.bar.set_postfix(outputs=len(result.outputs), errors=len(result.errors),
-                             in_flight=0, refresh=False)
-        self.bar.update(self.done - self.bar.n)
-        self.bar.close()
 
 
 class _KeyState(InMemoryKeyState):
@@ -350,7 +308,7 @@ class LocalAgentJob:
         busy: dict[Any, None] = {}  # keys with work left, in the order they got it
         result = LocalRunResult()
         self.result = result
-        bar = _Progress(self._records, self._counted) if self._env.progress else None
+        bar = Progress(self._records, self._counted) if self._env.progress else None
 
         def step(key: Any, res: StepResult) -> None:
             outs = res.outputs
@@ -498,7 +456,7 @@ class LocalAgentJob:
         return result
 
     def _load(self, states: dict[Any, _KeyState], busy: dict[Any, None],
-              bar: _Progress | None,
+              bar: Progress | None,
               unreadable: Callable[[Any, StateFormatError], None]) -> int:
         """Fill ``states`` from the snapshot to restore (if any); returns its position.
 
@@ -517,13 +475,8 @@ class LocalAgentJob:
         for entry in snap["keys"]:
             key = encode_key(_hashable(entry["key"]))  # its identity (see ``run``)
             state = states[key] = _KeyState()
-            try:
-                run = RunState.from_stored(entry["run"]) if entry["run"] is not None else None
-            except StateFormatError as e:
-                if e.written_later:
-                    raise
-                unreadable(key, e)  # that key's run alone: its queue and memory are kept
-                run = None
+            # a damaged run: that key's alone is dropped, its queue and memory are kept
+            run = stored_run(entry["run"], functools.partial(unreadable, key))
             state.load(run, dict(entry["memory"]), list(entry["queue"]), int(entry["next_seq"]))
             if (run is not None and not run.parked) or state.queued():
                 busy.setdefault(key)

@@ -8,7 +8,8 @@ from ._failures import failure_text
 from ._gauges import live_gauges
 from ._serde import dumps, loads_record
 from .core._commands import CallCommand
+from .core._damaged import stored_run
 from .core._observer import event_parent
 
 __all__ = ["CallCommand", "dumps", "event_parent", "failure_text", "live_gauges",
-           "loads_record"]
+           "loads_record", "stored_run"]

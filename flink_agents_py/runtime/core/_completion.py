@@ -18,18 +18,23 @@ then applies the memory writes.
 from __future__ import annotations
 
 import logging
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING
 
+from ...api import ReplayDivergenceError
+from .._failures import FailureLog, failure_text, redact_text, reported_error
 from ..context._calls import unawaited, unawaited_effect
 from ..context._memory import apply_writes
 from ..recorder._state import KeyState, RunState
 from ..recorder._versioning import check_unreached
+from ._results import ErrorRecord, input_record
 
 if TYPE_CHECKING:
     from ..context._calls import DurableCall
     from ..recorder._execution import ActionExecution
+    from ._tasks import Step, Task
 
-__all__ = ["unfinished_calls", "completion_error", "commit_memory"]
+__all__ = ["unfinished_calls", "completion_error", "commit_memory", "report_failure"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -95,3 +100,38 @@ def commit_memory(ctx: ActionExecution, state: KeyState, run: RunState) -> None:
     if sensory_writes:
         apply_writes(run.sensory if ctx.env is None
                      else run.invocations[ctx.env].sensory, sensory_writes)
+
+
+def report_failure(step: Step, task: Task, error: BaseException, failure_log: FailureLog,
+                   counters: MutableMapping[str, int]) -> None:
+    """Report a failed action execution: its log line, its invocation, its error record.
+
+    The message is masked (``redact_text``). A failure inside an invocation (a chat's or a
+    sub-agent's) is captured by it, and its caller sees it; any other failure, and every
+    replay divergence, becomes an error record of the run.
+
+    Args:
+        step: the key's step (its run and results).
+        task: the failed execution.
+        error: what it raised (or why it failed).
+        failure_log: the core's failure log.
+        counters: the core's counters (``actions_failed``).
+    """
+    ctx = task.ctx
+    counters["actions_failed"] += 1
+    message = redact_text(str(error) + reported_error(task.event))
+    text = failure_text(error)
+    failure_log.action_failed(ctx.execution_id, task.action.name, step.key, error, message,
+                              text)
+    scope = ctx.scope
+    inv = step.run.invocations.get(scope) if scope is not None else None
+    if inv is not None:  # captured by the invocation; its caller sees the failure
+        if not inv.failed:
+            inv.failed = f"action {task.action.name!r} raised {type(error).__name__}: {message}"
+            inv.failed_traceback = text
+    if inv is None or isinstance(error, ReplayDivergenceError):  # always reported
+        step.res.errors.append(ErrorRecord(
+            key=step.key, seq=step.run.seq, action=task.action.name,
+            execution_id=ctx.execution_id, error_type=type(error).__name__,
+            message=message, input=input_record(step.run.input), traceback=text,
+        ))

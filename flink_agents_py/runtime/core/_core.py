@@ -30,14 +30,13 @@ from typing import Any
 from ...api import (
     Event,
     OutputEvent,
-    ReplayDivergenceError,
     SerializationError,
     UnsupportedAwaitError,
 )
 from ...api.internal import EVENT_ID_SOURCE
 from ...plan import ActionPlan, AgentPlan
 from .._builtins import BUILTIN_NAMES
-from .._failures import FailureLog, failure_text, never_awaited, redact_text, reported_error
+from .._failures import FailureLog, never_awaited
 from .._resources import ResourceEnvironment, check_resources
 from .._serde import event_json, to_json_value
 from ..context._action_context import ActionContext
@@ -62,12 +61,13 @@ from ._commands import (
     StartSubagent,
     StartWait,
 )
-from ._completion import commit_memory, completion_error, unfinished_calls
+from ._completion import commit_memory, completion_error, report_failure, unfinished_calls
+from ._damaged import read_run, unreadable_record
 from ._executor import IOExecutor
 from ._inbox import Inbox
 from ._invocation_end import check_invocation, env_of
 from ._observer import Observer, probe_of
-from ._results import ErrorRecord, StepResult, event_of, input_event, input_record, shown_input
+from ._results import ErrorRecord, StepResult, event_of, input_event, shown_input
 from ._stepper import enter_stepping, leave_stepping, not_stepping
 from ._subgraph import (
     cancel_invocation,
@@ -278,49 +278,16 @@ class AgentCore(UnfinishedCore):
         return bool(self._live.get(key))
 
     def unreadable_run(self, key: Any, error: StateFormatError) -> ErrorRecord:
-        """The error record of ``key``'s stored run, which cannot be read and is dropped.
-
-        Stored state that is damaged (truncated, corrupted, a field of another type) fails
-        that key's run alone: the error names the key and what is wrong, and the key's later
-        inputs run. Logged at ERROR and counted (``runs_unreadable``).
-
-        Args:
-            key: the key (as the host keys it).
-            error: why its run cannot be read (``RunState.from_stored``).
+        """The error record of ``key``'s damaged stored run, dropped (``unreadable_record``).
 
         Returns:
-            The record (action ``"<restore>"``, the run's position when it could be read).
+            The record.
         """
-        shown = self._key_value(key)
-        seq = error.seq if error.seq is not None else -1
-        message = (f"the stored run of key {shown!r}"
-                   + (f" (input {seq})" if seq >= 0 else "")
-                   + f" cannot be read and is dropped (its key's later inputs run): {error}")
-        self.counters["runs_unreadable"] += 1
-        log.error("%s", message)
-        return ErrorRecord(key=shown, seq=seq, action="<restore>",
-                           execution_id=f"r{seq}" if seq >= 0 else "<run state>",
-                           error_type=type(error).__name__, message=redact_text(message))
+        return unreadable_record(self._key_value(key), error, self.counters)
 
     # -- internals ---------------------------------------------------------------------
     def _read_run(self, key: Any, state: KeyState) -> ErrorRecord | None:
-        """Read ``key``'s run from ``state``: an error record when it is damaged (dropped).
-
-        Returns:
-            The error record of a damaged run (then dropped), or ``None``.
-
-        Raises:
-            StateFormatError: when the run is of a later format version: not damaged, it
-                fails the callback (the job).
-        """
-        try:
-            state.run  # noqa: B018 - a host reads it from keyed state at the first access
-        except StateFormatError as e:
-            if e.written_later:
-                raise
-            state.run = None
-            return self.unreadable_run(key, e)
-        return None
+        return read_run(state, lambda e: self.unreadable_run(key, e))
 
     def _resources_at(self, path: tuple[str, ...]) -> ResourceEnvironment:
         found = self._envs.get(path)
@@ -618,23 +585,7 @@ class AgentCore(UnfinishedCore):
         if (probe := self.probe) is not None:
             probe.action_finished(step.key, ctx.execution_id, task.action.name, error, task.token)
         if error is not None:
-            self.counters["actions_failed"] += 1
-            message = redact_text(str(error) + reported_error(task.event))
-            text = failure_text(error)
-            self._failure_log.action_failed(ctx.execution_id, task.action.name, step.key,
-                                            error, message, text)
-            inv = step.run.invocations.get(scope) if scope is not None else None
-            if inv is not None:  # captured by the invocation; its caller sees the failure
-                if not inv.failed:
-                    inv.failed = (f"action {task.action.name!r} raised "
-                                  f"{type(error).__name__}: {message}")
-                    inv.failed_traceback = text
-            if inv is None or isinstance(error, ReplayDivergenceError):  # always reported
-                step.res.errors.append(ErrorRecord(
-                    key=step.key, seq=step.run.seq, action=task.action.name,
-                    execution_id=ctx.execution_id, error_type=type(error).__name__,
-                    message=message, input=input_record(step.run.input), traceback=text,
-                ))
+            report_failure(step, task, error, self._failure_log, self.counters)
         else:
             self.counters["actions_completed"] += 1
             commit_memory(ctx, step.state, step.run)

@@ -58,9 +58,9 @@ from ..core._commands import (
 from ..core._stepper import not_stepping
 from ..core._subgraph import resolve_subagent
 from ._ledger import CallLedger
-from ._outcomes import call_digest, fn_name, rebuild_exception, reordered_call, store_outcome
+from ._outcomes import call_digest, fn_name, rebuild_exception, store_outcome
 from ._state import CallKind, CallRecord, InflightAction, RunState
-from ._versioning import changed_arguments, is_strict, patched, unrebuildable_outcome
+from ._versioning import check_arguments, is_strict, patched, unrebuildable_outcome
 from ._wait_calls import wait_call
 
 if TYPE_CHECKING:
@@ -526,34 +526,9 @@ class ActionExecution:
         log.error("%s", err)
         raise err
 
-    def _check_arguments(self, call: DurableCall, rec: CallRecord,
-                         strict: bool | None = None, *, reruns: bool = False) -> None:
-        """Compare ``call`` with the record at its identity (done, or started only).
-
-        Other arguments than recorded are a warning, or (strict) a divergence; the arguments
-        of another recorded call of the same kind and target are a divergence (the calls
-        came in another order: its outcome, or its started attempt, is that other call's).
-
-        Args:
-            call: the call being made.
-            rec: the record at its identity.
-            strict: the call's ``strict=`` (``None``: the agent's mode).
-            reruns: ``rec`` holds no outcome and the call runs again (not answered from
-                the record, nor from the open invocation the record started).
-
-        Raises:
-            ReplayDivergenceError: as said.
-        """
-        if rec.digest and rec.digest != call.digest:
-            err = reordered_call(call, rec, self._record.calls, self.execution_id,
-                                 self._record.action)
-            if err is not None:  # not a harmless change: another call's outcome
-                self._diverge(err)
-            changed_arguments(self, call, rec, is_strict(self, strict), started=reruns)
-
     def _replay(self, call: DurableCall, rec: CallRecord, command: CallCommand,
                 strict: bool | None = None) -> None:
-        self._check_arguments(call, rec, strict)
+        check_arguments(self, call, rec, strict)
         try:  # a stored model the new code cannot rebuild (its class changed): a divergence
             outcome = from_json_value(rec.value) if rec.ok else \
                 with_original(rebuild_exception(rec), rec.traceback)
@@ -569,11 +544,11 @@ class ActionExecution:
         if rec is not None and rec.done:
             self._replay(call, rec, command)
         elif rec is not None and call.call_id in self.run.invocations:
-            self._check_arguments(call, rec)  # the open invocation is the recorded call's
+            check_arguments(self, call, rec)  # the open invocation is the recorded call's
             call.start = Attach(call, call.target)
         else:
             if rec is not None:  # started before the restore: it starts again
-                self._check_arguments(call, rec, reruns=True)
+                check_arguments(self, call, rec, reruns=True)
             call.arm(command)
 
     def _open_call(
@@ -597,7 +572,7 @@ class ActionExecution:
             self._replay(call, rec, command(call), strict)
             return call, None
         if rec is not None:  # started before the restore, outcome recorded nowhere
-            self._check_arguments(call, rec, strict, reruns=True)
+            check_arguments(self, call, rec, strict, reruns=True)
         return call, rec
 
     def record_started(self, command: CallCommand) -> None:

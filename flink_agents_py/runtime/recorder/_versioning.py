@@ -28,8 +28,9 @@ import logging
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...api import Event, ReplayDivergenceError, UsageError
-from ...api._events import EVENT_CLASS_KEY
+from ...api.internal import EVENT_CLASS_KEY
 from ...plan import ActionPlan, AgentPlan, FunctionRef
+from ._outcomes import reordered_call
 from ._state import CallKind, CallRecord
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from ..context._calls import DurableCall
     from ._execution import ActionExecution
 
-__all__ = ["PATCH_PREFIX", "is_strict", "patched", "changed_arguments",
+__all__ = ["PATCH_PREFIX", "is_strict", "patched", "check_arguments", "changed_arguments",
            "unreached_calls", "check_unreached", "removed_action", "action_or_removed",
            "restored_event", "stand_in_event", "missing_subagent", "unrebuildable_outcome"]
 
@@ -123,6 +124,33 @@ def _recorded_beyond(ctx: ActionExecution, calls: dict[str, CallRecord]) -> bool
             return True
     journaled = ctx.ledger.lookup(ctx.key, f"{ctx.execution_id}/c{nxt}")
     return journaled is not None and journaled.kind is not CallKind.PATCH
+
+
+def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
+                    strict: bool | None = None, *, reruns: bool = False) -> None:
+    """Compare ``call`` with the record at its identity (done, or started only).
+
+    Other arguments than recorded are a warning, or (strict) a divergence; the arguments
+    of another recorded call of the same kind and target are a divergence (the calls
+    came in another order: its outcome, or its started attempt, is that other call's).
+
+    Args:
+        ctx: the action's context.
+        call: the call being made.
+        rec: the record at its identity.
+        strict: the call's ``strict=`` (``None``: the agent's mode).
+        reruns: ``rec`` holds no outcome and the call runs again (not answered from
+            the record, nor from the open invocation the record started).
+
+    Raises:
+        ReplayDivergenceError: as said.
+    """
+    if rec.digest and rec.digest != call.digest:
+        record = ctx._record
+        err = reordered_call(call, rec, record.calls, ctx.execution_id, record.action)
+        if err is not None:  # not a harmless change: another call's outcome
+            ctx._diverge(err)
+        changed_arguments(ctx, call, rec, is_strict(ctx, strict), started=reruns)
 
 
 def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
