@@ -16,8 +16,9 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
   skill's files read-only (a symlink in the folder resolves inside the sandbox, never on the
   host); a skill listed as writable gets its real folder bound read-write instead;
 - per-process limits (``prlimit``, inside the sandbox): CPU seconds, address space, file
-  size, processes (counted per sandbox on Linux 5.14+; the kernel does not apply this one
-  to root), no core files;
+  size, processes (counted per sandbox on Linux 5.14+), no core files; the kernel does not
+  apply the process limit to root, so a job run as root puts each sandbox in a ``pids``
+  cgroup of its own instead (``_pids``), where the host lets it make one;
 - ``PATH`` is the system directories only, and every program the model names is resolved to
   an absolute path there before the sandbox starts;
 - a pipeline runs inside the sandbox (``/bin/sh`` given only quoted words), so every stage
@@ -42,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..api import AgentsError
+from ._pids import open_pids_cgroup
 
 __all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
            "bubblewrap_installed", "bubblewrap_problem", "resolve_program", "run_pipeline"]
@@ -75,7 +77,9 @@ class Limits:
         memory_mb: address space per process in MiB (``RLIMIT_AS``).
         file_mb: the largest file a process may write, in MiB (``RLIMIT_FSIZE``).
         processes: processes at once (``RLIMIT_NPROC``, counted in the sandbox's user
-            namespace on Linux 5.14+; not applied with ``sandbox="none"`` nor to root).
+            namespace on Linux 5.14+; for root, whom the kernel exempts, a ``pids``
+            cgroup's ``pids.max`` where one can be made; not applied with
+            ``sandbox="none"``).
         scratch_mb: the size of the private working directory, in MiB (tmpfs).
     """
 
@@ -318,14 +322,20 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
         if problem is not None:
             raise SandboxUnavailableError(problem)
     fds: list[int] = []  # passed to bwrap, closed here once it started
+    # root: the kernel skips RLIMIT_NPROC, a cgroup holds the sandbox (its 2 bwrap included)
+    cgroup = open_pids_cgroup(limits.processes + 2) if contained else None
     try:
         if contained:
             argv, cwd = _sandbox_args(inner, env, skill_dir, writable, limits, features,
                                       fds), None
+            if cgroup is not None:
+                argv = cgroup.wrap(argv)
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, cwd=cwd, env=env, pass_fds=fds,
                                 start_new_session=True)
     except OSError as e:
+        if cgroup is not None:
+            cgroup.close()
         raise CommandRefusedError(f"the command could not start: {e}") from e
     finally:
         for fd in fds:
@@ -335,6 +345,8 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
                                       max_output_chars * 4, contained)
     finally:
         _stop(proc, contained)
+        if cgroup is not None:
+            cgroup.close()
         if writable and contained:
             _clear_set_id_bits(skill_dir)
     if not finished:
