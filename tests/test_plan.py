@@ -404,3 +404,36 @@ def test_local_job_apply_raises_plan_error():
     with pytest.raises(PlanError):
         AgentsExecutionEnvironment.local().from_list([1]).apply(
             Agent().add_action("x", [], _ok))
+
+
+def test_a_reference_to_a_declared_but_refused_resource_is_one_problem_not_two():
+    """A misspelt argument of a connection is the problem; the setup naming that connection
+    is not also told the connection "is not declared" (it is)."""
+    class Shop(Agent):
+        @chat_model_connection
+        @staticmethod
+        def conn() -> ResourceDescriptor:
+            return ResourceDescriptor(ScriptedChatModel, script="x")
+
+        @chat_model_setup
+        @staticmethod
+        def model() -> ResourceDescriptor:
+            return ResourceDescriptor(ChatModelSetup, connection="conn")
+
+        @chat_model_setup
+        @staticmethod
+        def other() -> ResourceDescriptor:
+            return ResourceDescriptor(ChatModelSetup, connection="nowhere")
+
+        @action(InputEvent)
+        @staticmethod
+        def go(event: InputEvent, ctx: RunnerContext) -> None:
+            pass
+
+    with pytest.raises(PlanError) as e:
+        AgentPlan.from_agent(Shop())
+    problems = e.value.problems
+    assert any("'conn'" in p and "takes no argument 'script'" in p for p in problems)
+    assert not any("'conn', which is not declared" in p for p in problems), problems
+    assert any("'nowhere', which is not declared" in p for p in problems)
+    assert len(problems) == 2, problems

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ..api import (
@@ -30,12 +31,20 @@ def _class_of(rp: Any, where: str, problems: list[str]) -> type | None:
 
 
 def check_knowledge_references(resources: dict[ResourceType, dict[str, Any]],
-                               config: dict[str, Any], problems: list[str]) -> None:
+                               config: dict[str, Any], problems: list[str],
+                               broken: AbstractSet[tuple[ResourceType, str]] = frozenset()) -> None:
     """Add a problem for each name that points nowhere.
 
     An embedding model setup naming an undeclared connection, a vector store naming an
     undeclared embedding model, and a long-term memory configuration naming an undeclared
     vector store.
+
+    Args:
+        resources: the compiled resources, by type and name.
+        config: the agent's configuration.
+        problems: where each problem is added.
+        broken: ``(type, name)`` of resources declared but refused (their own problem is
+            listed already): a name pointing at one is not reported again.
     """
     connections = resources.get(ResourceType.EMBEDDING_MODEL_CONNECTION, {})
     setups = resources.get(ResourceType.EMBEDDING_MODEL, {})
@@ -45,7 +54,8 @@ def check_knowledge_references(resources: dict[ResourceType, dict[str, Any]],
         cls = _class_of(rp, where, problems)
         conn = rp.descriptor.arguments.get("connection")
         if cls is not None and issubclass(cls, EmbeddingModelSetup) and conn is not None \
-                and conn not in connections:
+                and conn not in connections \
+                and (ResourceType.EMBEDDING_MODEL_CONNECTION, conn) not in broken:
             problems.append(f"{where} names connection {conn!r}, which is not declared "
                             "(an embedding_model_connection)")
     for name, rp in stores.items():
@@ -53,11 +63,11 @@ def check_knowledge_references(resources: dict[ResourceType, dict[str, Any]],
         cls = _class_of(rp, where, problems)
         model = rp.descriptor.arguments.get("embedding_model")
         if cls is not None and issubclass(cls, VectorStore) and model is not None \
-                and model not in setups:
+                and model not in setups and (ResourceType.EMBEDDING_MODEL, model) not in broken:
             problems.append(f"{where} names embedding model {model!r}, which is not declared "
                             "(an embedding_model_setup)")
     ltm = config.get(LongTermMemoryOptions.VECTOR_STORE)
-    if ltm is not None and ltm not in stores:
+    if ltm is not None and ltm not in stores and (ResourceType.VECTOR_STORE, ltm) not in broken:
         problems.append(f"configuration {LongTermMemoryOptions.VECTOR_STORE!r} names vector "
                         f"store {ltm!r}, which is not declared")
 

@@ -180,8 +180,11 @@ class AgentPlan(BaseModel):
         subagents: dict[str, AgentPlan] = {}
         resources = _compile_resources(agent, problems, subagents)
         _list_mcp_servers(resources, problems)
-        _check_references(resources, problems)
-        check_knowledge_references(resources, agent.config, problems)
+        # declared but refused above: a name pointing at one is not "not declared" as well
+        broken = {(t, n) for t, n, _ in agent.declared_resources()
+                  if n not in resources.get(t, {})}
+        _check_references(resources, problems, broken)
+        check_knowledge_references(resources, agent.config, problems, broken)
         if problems:
             raise PlanError(problems)
         identity = agent_identity(agent)
@@ -491,7 +494,8 @@ def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
 
 
 def _check_references(
-    resources: dict[ResourceType, dict[str, ResourcePlan]], problems: list[str]
+    resources: dict[ResourceType, dict[str, ResourcePlan]], problems: list[str],
+    broken: set[tuple[ResourceType, str]],
 ) -> None:
     connections = resources.get(ResourceType.CHAT_MODEL_CONNECTION, {})
     tools = resources.get(ResourceType.TOOL, {})
@@ -504,7 +508,8 @@ def _check_references(
         if not (isinstance(cls, type) and issubclass(cls, ChatModelSetup)):
             continue
         conn = rp.descriptor.arguments.get("connection")
-        if conn is not None and conn not in connections:
+        if conn is not None and conn not in connections \
+                and (ResourceType.CHAT_MODEL_CONNECTION, conn) not in broken:
             problems.append(
                 f"chat_model resource {name!r} names connection {conn!r}, which is not declared"
             )
@@ -514,7 +519,7 @@ def _check_references(
                             f"names, got the string {named!r} (write tools=[{named!r}])")
             named = []
         for t in named:
-            if t not in tools:
+            if t not in tools and (ResourceType.TOOL, t) not in broken:
                 problems.append(
                     f"chat_model resource {name!r} names tool {t!r}, which is not declared")
         _check_offered_subagents(name, rp, resources.get(ResourceType.AGENT, {}), problems)
