@@ -902,3 +902,19 @@ def test_a_none_or_falsy_key_with_a_call_in_flight_is_not_taken_for_a_stuck_run(
     outs = by_key(result.outputs)
     assert {k: [o["got"] for o in outs[k]] for k in keys} == {
         k: [0, 100, 200] for k in keys}
+
+
+def test_flink_agents_local_names_on_the_native_runner_say_what_to_use():
+    """``to_list()`` / ``execute()`` (Flink Agents' local runner) name ``collect()`` and
+    ``flink_agents_py.compat``; other missing names keep Python's own error and hint."""
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    job = env.from_list([{"key": "a", "n": 1}])
+    with pytest.raises(AttributeError, match=r"'to_list'.*collect\(\).*flink_agents_py\.compat"):
+        job.to_list()
+    with pytest.raises(AttributeError, match=r"'execute'.*collect\(\).*flink_agents_py\.compat"):
+        env.execute()
+    with pytest.raises(AttributeError) as missing:
+        job.colect()
+    assert str(missing.value) == "'LocalAgentJob' object has no attribute 'colect'"
+    assert missing.value.name == "colect" and missing.value.obj is job  # "Did you mean"
+    assert not hasattr(job, "to_list") and hasattr(job, "collect")

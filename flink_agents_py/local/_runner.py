@@ -50,6 +50,27 @@ __all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "SNAP
 SNAPSHOT_FORMAT = "flink-agents-py/local-snapshot/1"
 """The ``format`` field of a local runner snapshot."""
 
+_FLINK_AGENTS_NAMES = {
+    "to_list": "collect() runs the job and returns its outputs",
+    "execute": "apply(agent).collect() (or .run()) runs the job",
+}
+"""Flink Agents' local-runner names this runner spells otherwise, with what to use here."""
+
+
+def _no_attribute(owner: object, name: str) -> AttributeError:
+    """The ``AttributeError`` for ``name``; for a Flink Agents name, saying what to use.
+
+    Returns:
+        The error to raise (a Flink Agents program gets ``flink_agents_py.compat`` named).
+    """
+    hint = _FLINK_AGENTS_NAMES.get(name)
+    text = f"{type(owner).__name__!r} object has no attribute {name!r}"
+    if hint is not None:
+        text += (f": here {hint}; a Flink Agents program keeps its from_list(...).apply(...)"
+                 ".to_list() and execute() when it imports AgentsExecutionEnvironment from "
+                 "flink_agents_py.compat")
+    return AttributeError(text, name=name, obj=owner)
+
 
 @dataclass
 class LocalRunResult:
@@ -139,6 +160,9 @@ class LocalAgentJob:
         self._outside_position = 0
         self._interleaved = False
         self._timers = VirtualTimers()
+
+    def __getattr__(self, name: str) -> Any:
+        raise _no_attribute(self, name)
 
     def connect(self, events: Iterable[Any],
                 key_selector: Callable[[Any], Any] | None = None, *,
@@ -528,6 +552,9 @@ class LocalExecutionEnvironment:
                             "arguments it replaces (max_in_flight, journal, metrics, "
                             "event_log, observer), not both")
         self.options = options if options is not None else given
+
+    def __getattr__(self, name: str) -> Any:
+        raise _no_attribute(self, name)
 
     @property
     def max_in_flight(self) -> int:
