@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -29,6 +30,7 @@ _log = logging.getLogger(__name__)
 _MOUNTS = Path("/proc/self/mounts")
 _OWN = Path("/proc/self/cgroup")
 _warned: set[str] = set()
+_moves: list[bool] = []  # [whether a process can move itself into one], once probed
 
 
 def _warn_once(why: str) -> None:
@@ -137,9 +139,12 @@ def open_pids_cgroup(processes: int) -> PidsCgroup | None:
     Args:
         processes: ``pids.max`` (tasks at once: processes and threads).
 
+    The first one made in a process is tried once (a shell moving itself in, then
+    ``/bin/true``): a host that lets root make cgroups but not move into them gets none.
+
     Returns:
         The cgroup; ``None`` when this process is not root or no ``pids`` cgroup can be
-        made (logged once with the reason).
+        made or entered (logged once with the reason).
     """
     if os.geteuid() != 0:
         return None  # RLIMIT_NPROC applies
@@ -162,4 +167,19 @@ def open_pids_cgroup(processes: int) -> PidsCgroup | None:
         except OSError:
             pass
         return None
-    return PidsCgroup(path)
+    cgroup = PidsCgroup(path)
+    if not _moves:  # once per process: a host may let root make cgroups but not move into them
+        try:
+            moved = subprocess.run(cgroup.wrap(["/bin/true"]), capture_output=True, timeout=30,
+                                   check=False)
+            _moves.append(moved.returncode == 0)
+            why = moved.stderr.decode(errors="replace").strip()
+        except (OSError, subprocess.TimeoutExpired) as e:
+            _moves.append(False)
+            why = str(e)
+        if not _moves[0]:
+            _warn_once(f"a process cannot move itself into a cgroup of {parent} ({why})")
+    if not _moves[0]:
+        cgroup.close()
+        return None
+    return cgroup
