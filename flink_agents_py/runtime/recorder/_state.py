@@ -237,7 +237,7 @@ class CallRecord(_Record, kw_only=True, repr_omit_defaults=True):
         return cls.model_validate_json(text)
 
 
-class InflightAction(_Record, kw_only=True, repr_omit_defaults=True):
+class InflightAction(_Record, kw_only=True, repr_omit_defaults=True, omit_defaults=True):
     """An action execution that has started and not completed.
 
     Attributes:
@@ -246,17 +246,32 @@ class InflightAction(_Record, kw_only=True, repr_omit_defaults=True):
         scope: the invocation (chat or internal sub-agent call) the action belongs to;
             ``None`` for the agent's own event flow.
         calls: durable call records by ordinal (as a string, for JSON).
+        memory_ops: how many short-term and sensory memory operations (reads and writes)
+            the execution has made, at most (a re-executed one counts again from 0).
+        memory_undo: what undoes the memory writes other actions of its scope committed
+            while it was in flight, ``[ops, memory name, path, old value]`` (no old value:
+            the path was absent), oldest first: a re-executed action's operation number
+            ``n < ops`` came before that write in the first execution, and sees it undone
+            (``context._memory.ActionMemory``).
     """
 
     action: str
     event: dict[str, Any]
     scope: str | None = None
     calls: dict[str, CallRecord] = {}
+    memory_ops: int = 0
+    memory_undo: list[list[Any]] = []
 
     def to_builtins(self) -> dict[str, Any]:
         """The record as plain JSON-form data."""
-        return {"action": self.action, "event": self.event, "scope": self.scope,
-                "calls": {k: c.to_builtins() for k, c in self.calls.items()}}
+        data: dict[str, Any] = {
+            "action": self.action, "event": self.event, "scope": self.scope,
+            "calls": {k: c.to_builtins() for k, c in self.calls.items()}}
+        if self.memory_ops:
+            data["memory_ops"] = self.memory_ops
+        if self.memory_undo:
+            data["memory_undo"] = self.memory_undo
+        return data
 
 
 class Invocation(_Record, kw_only=True, repr_omit_defaults=True):
