@@ -253,6 +253,8 @@ class InflightAction(_Record, kw_only=True, repr_omit_defaults=True, omit_defaul
             the path was absent), oldest first: a re-executed action's operation number
             ``n < ops`` came before that write in the first execution, and sees it undone
             (``context._memory.ActionMemory``).
+        siblings: the actions its event triggered, when there were several (``None``: only
+            this one); a restore starts those the new code adds (``core._siblings``).
     """
 
     action: str
@@ -261,6 +263,7 @@ class InflightAction(_Record, kw_only=True, repr_omit_defaults=True, omit_defaul
     calls: dict[str, CallRecord] = {}
     memory_ops: int = 0
     memory_undo: list[list[Any]] = []
+    siblings: list[str] | None = None
 
     def to_builtins(self) -> dict[str, Any]:
         """The record as plain JSON-form data."""
@@ -271,6 +274,8 @@ class InflightAction(_Record, kw_only=True, repr_omit_defaults=True, omit_defaul
             data["memory_ops"] = self.memory_ops
         if self.memory_undo:
             data["memory_undo"] = self.memory_undo
+        if self.siblings is not None:
+            data["siblings"] = self.siblings
         return data
 
 
@@ -370,6 +375,8 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
         sensory: the run's sensory memory.
         waits: the run's waits by correlation id (``ctx.wait_for``, ``ctx.sleep``, tool
             calls held for approval), open and closed.
+        siblings_kept: its records say which actions their events triggered
+            (``InflightAction.siblings``; a run stored by an earlier version does not).
         parked: every action in flight waits for an outside event or a timer, and no call
             runs: the host keeps nothing of the run in memory (last field, so a host can
             tell a parked run from its stored text's end without parsing it).
@@ -381,6 +388,7 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
     invocations: dict[str, Invocation] = {}
     sensory: dict[str, Any] = {}
     waits: dict[str, WaitRecord] = {}
+    siblings_kept: bool = False
     parked: bool = False
 
     def to_builtins(self) -> dict[str, Any]:
@@ -390,7 +398,7 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
                 "invocations": {k: i.to_builtins() for k, i in self.invocations.items()},
                 "sensory": self.sensory,
                 "waits": {k: w.to_builtins() for k, w in self.waits.items()},
-                "parked": self.parked}
+                "siblings_kept": self.siblings_kept, "parked": self.parked}
 
     def to_stored(self) -> str:
         """The run as the JSON text a host keeps in keyed state (format ``"v"`` included).
