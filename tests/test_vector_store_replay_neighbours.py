@@ -20,13 +20,21 @@ from test_long_term_memory import (  # noqa: E402
     _wait_gate,
 )
 
+from flink_agents_py import AgentsExecutionEnvironment  # noqa: E402
 from flink_agents_py.api import (  # noqa: E402
+    Agent,
     Document,
+    EmbeddingModelSetup,
     InputEvent,
+    LongTermMemoryOptions,
     OutputEvent,
+    ResourceDescriptor,
     ResourceType,
+    VectorStoreError,
     VectorStoreQuery,
 )
+from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel  # noqa: E402
+from flink_agents_py.integrations.vector_stores import ChromaVectorStore  # noqa: E402
 from flink_agents_py.runtime import InMemoryKeyState  # noqa: E402
 from flink_agents_py.runtime._resources import ResourceEnvironment  # noqa: E402
 
@@ -90,3 +98,48 @@ def test_a_re_made_read_after_the_actions_own_delete_sees_the_delete(tmp_path, p
             "meta": ["{'x': 1}"]}
     assert crashed == [seen]
     assert _restored(plan, snapshot) == [seen]
+
+
+# -- long-term memory written before an upgrade that changed the embedding model ------------
+def _note_and_search(event: InputEvent, ctx: Any) -> None:
+    notes = ctx.long_term_memory.get_memory_set("notes")
+    out: dict[str, Any] = {"listed": [i.value for i in notes.get()]}
+    try:
+        out["found"] = [i.value for i in notes.search("tea", 3)]
+    except VectorStoreError as e:
+        out["error"] = f"{type(e).__name__}: {e}"
+    ctx.send_event(OutputEvent(output=out))
+    if event.input.get("note"):
+        notes.add(event.input["note"])
+
+
+def _memory_agent(path: str, dimension: int) -> Agent:
+    agent = Agent()
+    agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                       HashingEmbeddingModel(dimension=dimension))
+    agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                       ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+    agent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+        ChromaVectorStore, embedding_model="emb", persist_directory=path))
+    agent.add_action("go", [InputEvent], _note_and_search)
+    agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+    return agent
+
+
+def test_memory_read_after_the_embedding_model_changed_fails_naming_the_set_and_key(tmp_path):
+    path = str(tmp_path / "db")
+    first = AgentsExecutionEnvironment.local().from_list(
+        [{"key": "ana", "note": "likes tea"}]).apply(_memory_agent(path, 8)).run()
+    assert first.errors == []
+    later = AgentsExecutionEnvironment.local().from_list(
+        [{"key": "ana"}, {"key": "ana", "note": "likes jazz"}]).apply(
+            _memory_agent(path, 16)).run()
+    [read] = later.outputs  # (the failed action sends nothing)
+    assert read["listed"] == ["likes tea"]  # read back: get needs no vectors
+    error = read["error"]
+    assert error.startswith("DimensionMismatchError: long-term memory set 'notes' of key 'ana'")
+    assert "8-dimensional" in error and "embedding model" in error
+    assert "LongTermMemoryOptions.COLLECTION" in error
+    [failed] = later.errors  # the add of the second record cannot be committed
+    assert failed.error_type == "DimensionMismatchError" and failed.key == "ana"
+    assert "long-term memory commit of set 'notes' of key 'ana'" in failed.message
