@@ -89,3 +89,51 @@ def test_check_replay_safety_passes_actions_that_read_while_another_writes():
     report = check_replay_safety(GatherAgent(), inputs(), other_process=False)
     report.assert_ok()
     assert report.points_total > 10
+
+
+def test_check_replay_safety_passes_chats_and_a_call_awaited_in_another_order():
+    """Two chats (one with a tool round) and a call started at once, awaited in another
+    order, beside an action of the same input writing memory: at every crash point."""
+    from support.memory_replay_agents import ChatPair, add, answer
+
+    from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
+    from flink_agents_py.testing import check_replay_safety, model_from_function
+
+    agent = ChatPair()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(answer))
+    agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", tools=["add"]))
+    agent.add_resource("add", ResourceType.TOOL, add)
+    report = check_replay_safety(agent, [{"key": "a", "n": 0}, {"key": "b", "n": 1},
+                                         {"key": "a", "n": 2}], other_process=False)
+    report.assert_ok()
+    assert report.points_total > 10
+
+
+def test_check_replay_safety_passes_two_actions_of_one_input_on_long_term_memory(tmp_path):
+    pytest.importorskip("chromadb")
+    from support.memory_replay_agents import LtmPair
+
+    from flink_agents_py.api import (
+        EmbeddingModelSetup,
+        LongTermMemoryOptions,
+        ResourceDescriptor,
+        ResourceType,
+    )
+    from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel
+    from flink_agents_py.integrations.vector_stores import ChromaVectorStore
+    from flink_agents_py.testing import check_replay_safety
+
+    agent = LtmPair()
+    agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                       HashingEmbeddingModel(dimension=8))
+    agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                       ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+    agent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+        ChromaVectorStore, embedding_model="emb", persist_directory=str(tmp_path / "db")))
+    agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+    report = check_replay_safety(agent, [
+        {"key": "a", "text": "likes tea"}, {"key": "b", "text": "likes jazz"},
+        {"key": "a", "text": "lives in Lima"}, {"key": "a", "text": "tea again"}],
+        other_process=False)
+    report.assert_ok()
