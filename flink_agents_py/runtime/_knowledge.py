@@ -129,11 +129,12 @@ class DurableVectorStore(_View):
     """A ``VectorStore`` whose calls are durable calls of the current action.
 
     Writes (``add``, ``update``, ``delete``) and the awaitable ``aadd`` run as any durable
-    call (``aadd`` on the I/O executor). Reads (``query``, ``get``, ``size`` and their
-    awaitable forms ``aquery``, ``aget``) run on the operator thread, query embedding
-    included, so their outcome is in keyed state from the callback that made them: a
-    checkpoint never finds a read in flight, and a restore replays what the first execution
-    read instead of reading what a crashed attempt wrote after the checkpoint.
+    call (``aadd`` on the I/O executor), tagged with their writer; ``update`` and ``delete``
+    first keep the documents they change (``_store_priors``). Reads (``query``, ``get``,
+    ``size`` and their awaitable forms ``aquery``, ``aget``) run on the operator thread,
+    query embedding included, so their outcome is in keyed state from the callback that made
+    them: a checkpoint never finds a read in flight, and a restore replays what the first
+    execution read instead of reading what a crashed attempt wrote after the checkpoint.
     """
 
     _kind = "vector_store"
@@ -150,8 +151,8 @@ class DurableVectorStore(_View):
         """
         ltm: Any = self._ctx.long_term_memory  # the action's (``ActionLongTermMemory``)
         # an add's documents carry its call ordinal: a later read of the execution sees them
-        extra = {**ltm.tags(), "call": self._ctx._next_ordinal} if op == "add" \
-            else ltm.horizon()
+        extra = {**ltm.tags(), "call": self._ctx._next_ordinal} \
+            if op in ("add", "update", "delete") else ltm.horizon()
 
         def bounded(*a: Any) -> Any:
             return fn(*a, extra)
@@ -165,35 +166,52 @@ class DurableVectorStore(_View):
         return self._resource.add(tagged(docs, tags), collection, **kwargs)
 
     def _run_update(self, docs: list[Document], collection: str | None,
-                    kwargs: dict[str, Any]) -> None:
-        self._resource.update(docs, collection, **kwargs)
+                    kwargs: dict[str, Any], tags: dict[str, Any]) -> None:
+        from ._memory_items import tagged
+        from ._store_priors import current, save_priors
+
+        store = self._resource
+        ids = [str(d.id) for d in docs if d.id is not None]
+        save_priors(store, collection, current(lambda: store.get(ids, collection)), tags)
+        store.update(tagged(docs, tags), collection, **kwargs)
 
     def _run_query(self, query: VectorStoreQuery, horizon: Any) -> VectorStoreQueryResult:
         from ._memory_items import visible
+        from ._store_priors import ranked_with_priors
 
         if query.query_embedding is None:  # embedded once, whatever is fetched again
             vector = self._resource.get_embedding_model().embed(query.query_text)
             query = query.model_copy(update={"query_embedding": list(vector)})
-        return VectorStoreQueryResult(documents=visible(
-            lambda n: self._resource.query(query.model_copy(update={"limit": n})).documents,
-            query.limit, horizon))
+        return VectorStoreQueryResult(documents=ranked_with_priors(
+            self._resource, query, horizon, lambda limit: visible(
+                lambda n: self._resource.query(query.model_copy(update={"limit": n})).documents,
+                limit, horizon)))
 
     def _run_get(self, ids: Any, collection: str | None, filters: dict[str, Any] | None,
                  limit: int | None, kwargs: dict[str, Any], horizon: Any) -> list[Document]:
         from ._memory_items import visible
+        from ._store_priors import with_priors
 
-        return visible(lambda n: self._resource.get(ids, collection, filters, n, **kwargs),
-                       limit, horizon)
+        return with_priors(self._resource, collection, ids, filters, limit, horizon,
+                           lambda lim: visible(lambda n: self._resource.get(
+                               ids, collection, filters, n, **kwargs), lim, horizon))
 
     def _run_delete(self, ids: Any, collection: str | None, filters: dict[str, Any] | None,
-                    kwargs: dict[str, Any]) -> None:
-        self._resource.delete(ids, collection, filters, **kwargs)
+                    kwargs: dict[str, Any], tags: dict[str, Any]) -> None:
+        from ._store_priors import current, save_priors
+
+        store = self._resource
+        save_priors(store, collection, current(lambda: store.get(ids, collection, filters, None)),
+                    tags)
+        store.delete(ids, collection, filters, **kwargs)
 
     def _run_size(self, collection: str | None, horizon: Any) -> int:
         from ._memory_items import hidden_count
+        from ._store_priors import restored_count
 
-        return self._resource.size(collection) - hidden_count(self._resource, collection,
-                                                              horizon)
+        store = self._resource
+        return (store.size(collection) - hidden_count(store, collection, horizon)
+                + restored_count(store, collection, horizon))
 
     def add(self, documents: Document | Sequence[Document], collection_name: str | None = None,
             **kwargs: Any) -> list[str]:
@@ -213,8 +231,10 @@ class DurableVectorStore(_View):
 
     def update(self, documents: Document | Sequence[Document],
                collection_name: str | None = None, **kwargs: Any) -> None:
-        """Replace documents by id (one durable call)."""
-        self._call("update", _docs(documents), collection_name, kwargs)
+        """Replace documents by id (one durable call; their old versions are kept a while)."""
+        target, args = self._bounded("update", self._run_update, _docs(documents),
+                                     collection_name, kwargs)
+        self._ctx.durable_execute(target, *args)
 
     def query(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
         """Similarity search (one durable call)."""
@@ -243,8 +263,10 @@ class DurableVectorStore(_View):
 
     def delete(self, ids: str | list[str] | None = None, collection_name: str | None = None,
                filters: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        """Delete by ids or filter (one durable call)."""
-        self._call("delete", ids, collection_name, filters, kwargs)
+        """Delete by ids or filter (one durable call; the documents are kept a while)."""
+        target, args = self._bounded("delete", self._run_delete, ids, collection_name, filters,
+                                     kwargs)
+        self._ctx.durable_execute(target, *args)
 
     def size(self, collection_name: str | None = None) -> int:
         """The collection's document count (one durable call)."""

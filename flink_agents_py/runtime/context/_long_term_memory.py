@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from ...api import (
     BaseLongTermMemory,
     ChatMessage,
+    DimensionMismatchError,
     Document,
     LongTermMemoryOptions,
     MemorySet,
@@ -62,7 +63,8 @@ from .._serde import digest, to_json_value
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
 
-__all__ = ["ActionLongTermMemory", "ActionMemorySet", "begin_lineage", "commit_long_term_memory"]
+__all__ = ["ActionLongTermMemory", "ActionMemorySet", "begin_lineage", "commit_long_term_memory",
+           "renamed"]
 
 _EPOCH_PATH = "_flink_agents_py.long_term_memory_epoch"
 """Where the key's short-term memory keeps its memory epoch (see ``Horizon``)."""
@@ -215,14 +217,17 @@ class ActionMemorySet(MemorySet):
     def search(self, query: str, limit: int, filters: dict[str, Any] | None = None,
                **kwargs: Any) -> list[MemorySetItem]:
         """The ``limit`` stored items closest to ``query`` (two durable calls: embed, search)."""
-        vector = self._ltm.call(self._label("embed"), self._ltm.backend().embed, query)
+        vector = self._ltm.call(self._label("embed"), self._embed(), query)
         return self._search(vector, limit, filters, kwargs)
 
     async def asearch(self, query: str, limit: int, filters: dict[str, Any] | None = None,
                       **kwargs: Any) -> list[MemorySetItem]:
         """Async ``search``: the query is embedded on the I/O executor, then searched."""
-        vector = await self._ltm.acall(self._label("embed"), self._ltm.backend().embed, query)
+        vector = await self._ltm.acall(self._label("embed"), self._embed(), query)
         return self._search(vector, limit, filters, kwargs)
+
+    def _embed(self) -> Callable[..., Any]:
+        return self._ltm._named(f"set {self.name!r}", self._ltm.backend().embed)
 
     def _search(self, vector: list[float], limit: int, filters: dict[str, Any] | None,
                 kwargs: dict[str, Any]) -> list[MemorySetItem]:
@@ -393,11 +398,24 @@ class ActionLongTermMemory(BaseLongTermMemory):
             What ``fn(*args, horizon)`` returned (or the recorded outcome, on a replay).
         """
         horizon = self.horizon()
+        named = self._named(f"set {args[0]!r}", fn)
 
         def bounded(*a: Any) -> Any:
-            return fn(*a, horizon)
+            return named(*a, horizon)
 
         return self._ctx.durable_execute(durable_target(label, bounded), *args)
+
+    def _named(self, what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn``, its store errors naming the memory ``what`` and the key (``renamed``)."""
+        where = f"long-term memory {what} of key {self._ctx.key!r}"
+
+        def run(*a: Any) -> Any:
+            try:
+                return fn(*a)
+            except VectorStoreError as e:
+                raise renamed(e, where) from e
+
+        return run
 
     def log(self, write: dict[str, Any]) -> None:
         """Log a write (checked for a JSON form now)."""
@@ -416,7 +434,30 @@ class ActionLongTermMemory(BaseLongTermMemory):
         """Apply the logged writes in one durable call (``long_term_memory.commit``)."""
         if self.writes:
             writes, self.writes = self.writes, []
-            self.call("long_term_memory.commit", self.backend().commit, writes)
+            sets = sorted({w["set"] for w in writes})
+            what = f"commit of set{'s' if len(sets) > 1 else ''} {', '.join(map(repr, sets))}"
+            self.call("long_term_memory.commit", self._named(what, self.backend().commit),
+                      writes)
+
+
+def renamed(error: VectorStoreError, where: str) -> VectorStoreError:
+    """``error`` (of the same type) with its message naming ``where``.
+
+    For vectors of another size it names the likely cause too: the embedding model changed
+    since the items were written.
+
+    Returns:
+        The new error.
+    """
+    message = f"{where}: {error}"
+    if isinstance(error, DimensionMismatchError):
+        message += ("; the embedding model's vectors changed size since these items were "
+                    "written: keep that model, or give long-term memory a new collection "
+                    "(LongTermMemoryOptions.COLLECTION) and add the items again")
+    try:
+        return type(error)(message)
+    except Exception:  # noqa: BLE001 - a subclass with another constructor
+        return VectorStoreError(message)
 
 
 def commit_long_term_memory(ctx: ActionExecution) -> BaseException | None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from ...api import Memory
 from .._serde import to_json_value
 
-__all__ = ["ActionMemory", "apply_writes"]
+__all__ = ["ActionMemory", "apply_writes", "priors", "Clock", "counted_op"]
 
 _DELETE = object()
 
@@ -80,22 +81,75 @@ def apply_writes(tree: dict[str, Any], writes: list[tuple[list[str], Any]]) -> N
         _apply(tree, parts, value)
 
 
+def priors(tree: dict[str, Any], writes: list[tuple[list[str], Any]]) -> list[list[Any]]:
+    """What undoes ``writes`` on ``tree``: ``[path, old value]`` (``[path]``: it was absent).
+
+    Taken before the writes are applied; applied newest first (``ActionMemory``), each puts
+    back the value the first write under its path replaced.
+
+    Returns:
+        One entry per write, copies of the old values.
+    """
+    out: list[list[Any]] = []
+    for parts, _ in writes:
+        node: Any = tree
+        for j, p in enumerate(parts):
+            if not isinstance(node, dict):  # a value where the write makes a branch
+                out.append([parts[:j], _copy(node)])
+                break
+            if p not in node:
+                out.append([parts[:j + 1]])
+                break
+            node = node[p]
+        else:
+            out.append([list(parts), _copy(node)])
+    return out
+
+
+def counted_op(record: Any, n: int, memory: str) -> list[list[Any]]:
+    """Note operation ``n`` of an action execution on ``memory`` in its ``record``.
+
+    Its count is kept in the record (``InflightAction.memory_ops``), so a write another
+    action commits later is placed after it, also across a restore.
+
+    Returns:
+        The undo entries of writes committed after this operation's place in the first
+        execution, newest first (usually none).
+    """
+    if record.memory_ops <= n:
+        record.memory_ops = n + 1
+    undo = record.memory_undo
+    if not undo:
+        return []
+    return [e[2:] for e in reversed(undo) if e[0] > n and e[1] == memory]
+
+
+Clock = Callable[[str], list[list[Any]]]
+"""Counts one memory operation of an action (given the memory's name) and returns the undo
+entries (``priors``, newest first) of writes other actions committed after the operation's
+place in the action's first execution: a re-executed action reads what it read then."""
+
+
 class ActionMemory(Memory):
     """One action's view of a memory tree.
 
     Reads see the committed tree as of the action's first write plus the action's own writes;
     writes are logged and applied to the committed tree when the action completes
     (``apply_writes``), so an action that fails or is re-executed after a restore leaves no
-    partial writes behind.
+    partial writes behind. A read before the first write sees the committed tree as it was
+    at that read in the action's first execution: what other actions of the run committed
+    after it is undone (``clock``), so a re-executed action reads what it read the first time.
 
     Args:
         base: the committed tree (not modified by this class).
         name: ``"short_term_memory"`` or ``"sensory_memory"``, for error messages.
+        clock: counts each operation and gives what to undo for it (see ``Clock``).
     """
 
-    def __init__(self, base: dict[str, Any], name: str) -> None:
+    def __init__(self, base: dict[str, Any], name: str, clock: Clock | None = None) -> None:
         self._base = base
         self._name = name
+        self._clock = clock
         self._view: dict[str, Any] | None = None
         self.writes: list[tuple[list[str], Any]] = []
 
@@ -104,28 +158,39 @@ class ActionMemory(Memory):
         self._base = base
 
     def _tree(self) -> dict[str, Any]:
-        return self._view if self._view is not None else self._base
+        """The tree one operation sees (counted by the clock)."""
+        undo = self._clock(self._name) if self._clock is not None else None
+        if self._view is not None:
+            return self._view
+        if not undo:
+            return self._base
+        tree: dict[str, Any] = _copy(self._base)
+        for entry in undo:
+            _apply(tree, entry[0], entry[1] if len(entry) > 1 else _DELETE)
+        return tree
 
     def get(self, path: str, default: Any = None) -> Any:
         """Return a copy of the value at ``path``, or ``default`` (itself, not a copy)."""
         value = _get(self._tree(), _split(path), _DELETE)
         return default if value is _DELETE else _copy(value)
 
+    def _own_view(self) -> dict[str, Any]:
+        tree = self._tree()
+        if self._view is None:
+            self._view = tree if tree is not self._base else _copy(tree)
+        return self._view
+
     def set(self, path: str, value: Any) -> None:
         """Log a write of ``value`` at ``path`` (JSON form checked now)."""
         parts = _split(path)
         value = to_json_value(value, f"{self._name} value at {path!r}")
-        if self._view is None:
-            self._view = _copy(self._base)
-        _apply(self._view, parts, value)
+        _apply(self._own_view(), parts, value)
         self.writes.append((parts, value))
 
     def delete(self, path: str) -> None:
         """Log a deletion of ``path``."""
         parts = _split(path)
-        if self._view is None:
-            self._view = _copy(self._base)
-        _apply(self._view, parts, _DELETE)
+        _apply(self._own_view(), parts, _DELETE)
         self.writes.append((parts, _DELETE))
 
     def to_dict(self) -> dict[str, Any]:

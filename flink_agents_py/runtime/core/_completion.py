@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import MutableMapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...api import ReplayDivergenceError
 from .._failures import FailureLog, failure_text, redact_text, reported_error
 from ..context._calls import unawaited, unawaited_effect
-from ..context._memory import apply_writes
-from ..recorder._state import KeyState, RunState
+from ..context._memory import apply_writes, priors
+from ..recorder._state import InflightAction, KeyState, RunState
 from ..recorder._versioning import check_unreached
+from ._invocation_end import env_of
 from ._results import ErrorRecord, input_record
 
 if TYPE_CHECKING:
@@ -87,19 +88,43 @@ def completion_error(ctx: ActionExecution, reentered: bool, warned: set[str]
 
 
 def commit_memory(ctx: ActionExecution, state: KeyState, run: RunState) -> None:
-    """Apply the completed action's short-term and sensory memory writes, in order."""
+    """Apply the completed action's short-term and sensory memory writes, in order.
+
+    Actions of the same scope still in flight that have used memory get what undoes the
+    writes (``InflightAction.memory_undo``): re-executed after a restore, they read what
+    they read before these writes, not the writes.
+    """
     writes = ctx.short_term_writes()
+    sensory_writes = ctx.sensory_writes()
+    if not writes and not sensory_writes:
+        return
+    readers = [r for r in run.inflight.values()
+               if r.memory_ops and env_of(run, r.scope) == ctx.env]
     if writes:
         if ctx.env is None:  # the key's memory: given back, so a host sees the change
             tree = state.memory
+            _note_undo(readers, "short_term_memory", tree, writes)
             apply_writes(tree, writes)
             state.memory = tree
         else:
-            apply_writes(run.invocations[ctx.env].memory, writes)
-    sensory_writes = ctx.sensory_writes()
+            tree = run.invocations[ctx.env].memory
+            _note_undo(readers, "short_term_memory", tree, writes)
+            apply_writes(tree, writes)
     if sensory_writes:
-        apply_writes(run.sensory if ctx.env is None
-                     else run.invocations[ctx.env].sensory, sensory_writes)
+        tree = run.sensory if ctx.env is None else run.invocations[ctx.env].sensory
+        _note_undo(readers, "sensory_memory", tree, sensory_writes)
+        apply_writes(tree, sensory_writes)
+
+
+def _note_undo(readers: list[InflightAction], memory: str, tree: dict[str, Any],
+               writes: list[tuple[list[str], Any]]) -> None:
+    """Give each in-flight reader what undoes ``writes`` on ``tree`` (see ``commit_memory``)."""
+    if not readers:
+        return
+    undo = priors(tree, writes)
+    for rec in readers:
+        rec.memory_undo = [*rec.memory_undo,
+                           *([rec.memory_ops, memory, *entry] for entry in undo)]
 
 
 def report_failure(step: Step, task: Task, error: BaseException, failure_log: FailureLog,

@@ -27,12 +27,7 @@ from collections.abc import Callable
 from types import CoroutineType
 from typing import Any
 
-from ...api import (
-    Event,
-    OutputEvent,
-    SerializationError,
-    UnsupportedAwaitError,
-)
+from ...api import Event, OutputEvent, SerializationError, UnsupportedAwaitError
 from ...api.internal import EVENT_ID_SOURCE
 from ...plan import ActionPlan, AgentPlan
 from .._builtins import BUILTIN_NAMES
@@ -68,6 +63,7 @@ from ._inbox import Inbox
 from ._invocation_end import check_invocation, env_of
 from ._observer import Observer, probe_of
 from ._results import ErrorRecord, StepResult, event_of, input_event, shown_input
+from ._siblings import new_siblings
 from ._stepper import enter_stepping, leave_stepping, not_stepping
 from ._subgraph import (
     cancel_invocation,
@@ -205,7 +201,7 @@ class AgentCore(UnfinishedCore):
                 if nxt is None:
                     break
                 seq, record = nxt
-                run = RunState(seq=seq, input=record, waits=held or {})
+                run = RunState(seq=seq, input=record, waits=held or {}, siblings_kept=True)
                 state.run = run
                 begin_lineage(self.plan, state, self.lineage, shown)  # the key's memory epoch
                 counters["runs_started"] += 1
@@ -353,12 +349,14 @@ class AgentCore(UnfinishedCore):
         run, live = step.run, step.live
         for exec_id in [e for e in live if e not in run.inflight]:
             del live[exec_id]
+        restored = [e for e in run.inflight if e not in live]
+        added = new_siblings(self.plan, run, restored, step.key) if restored else ()
         for exec_id, rec in run.inflight.items():
             task = live.get(exec_id)
-            if task is None:  # in state but not live: restored from a checkpoint
+            if task is None:  # in state but not live: restored (or added for a restored event)
                 task = live[exec_id] = self._new_task(step, exec_id, rec, restored=True)
-                task.reentered = True
-                self.counters["actions_reentered"] += 1
+                task.reentered = exec_id not in added
+                self.counters["actions_reentered"] += task.reentered
                 step.ready.append(task)
             else:  # the host may hand over fresh objects each callback
                 env = env_of(run, rec.scope)
@@ -403,10 +401,11 @@ class AgentCore(UnfinishedCore):
             actions = route_in_scope(self.plan, step.run, scope, event)
         if actions and data is None:
             data = event_json(event, f"event {event.id}")
+        siblings = [a.name for a in actions] if len(actions) > 1 else None  # (``_siblings``)
         for action in actions:
             assert data is not None
             exec_id = f"{event.id}/{action.name}"
-            rec = InflightAction(action=action.name, scope=scope, event=data)
+            rec = InflightAction(action=action.name, scope=scope, event=data, siblings=siblings)
             step.run.inflight[exec_id] = rec
             task = step.live[exec_id] = self._new_task(step, exec_id, rec,
                                                         event if own else None)

@@ -237,7 +237,7 @@ class CallRecord(_Record, kw_only=True, repr_omit_defaults=True):
         return cls.model_validate_json(text)
 
 
-class InflightAction(_Record, kw_only=True, repr_omit_defaults=True):
+class InflightAction(_Record, kw_only=True, repr_omit_defaults=True, omit_defaults=True):
     """An action execution that has started and not completed.
 
     Attributes:
@@ -246,17 +246,37 @@ class InflightAction(_Record, kw_only=True, repr_omit_defaults=True):
         scope: the invocation (chat or internal sub-agent call) the action belongs to;
             ``None`` for the agent's own event flow.
         calls: durable call records by ordinal (as a string, for JSON).
+        memory_ops: how many short-term and sensory memory operations (reads and writes)
+            the execution has made, at most (a re-executed one counts again from 0).
+        memory_undo: what undoes the memory writes other actions of its scope committed
+            while it was in flight, ``[ops, memory name, path, old value]`` (no old value:
+            the path was absent), oldest first: a re-executed action's operation number
+            ``n < ops`` came before that write in the first execution, and sees it undone
+            (``context._memory.ActionMemory``).
+        siblings: the actions its event triggered, when there were several (``None``: only
+            this one); a restore starts those the new code adds (``core._siblings``).
     """
 
     action: str
     event: dict[str, Any]
     scope: str | None = None
     calls: dict[str, CallRecord] = {}
+    memory_ops: int = 0
+    memory_undo: list[list[Any]] = []
+    siblings: list[str] | None = None
 
     def to_builtins(self) -> dict[str, Any]:
         """The record as plain JSON-form data."""
-        return {"action": self.action, "event": self.event, "scope": self.scope,
-                "calls": {k: c.to_builtins() for k, c in self.calls.items()}}
+        data: dict[str, Any] = {
+            "action": self.action, "event": self.event, "scope": self.scope,
+            "calls": {k: c.to_builtins() for k, c in self.calls.items()}}
+        if self.memory_ops:
+            data["memory_ops"] = self.memory_ops
+        if self.memory_undo:
+            data["memory_undo"] = self.memory_undo
+        if self.siblings is not None:
+            data["siblings"] = self.siblings
+        return data
 
 
 class Invocation(_Record, kw_only=True, repr_omit_defaults=True):
@@ -355,6 +375,8 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
         sensory: the run's sensory memory.
         waits: the run's waits by correlation id (``ctx.wait_for``, ``ctx.sleep``, tool
             calls held for approval), open and closed.
+        siblings_kept: its records say which actions their events triggered
+            (``InflightAction.siblings``; a run stored by an earlier version does not).
         parked: every action in flight waits for an outside event or a timer, and no call
             runs: the host keeps nothing of the run in memory (last field, so a host can
             tell a parked run from its stored text's end without parsing it).
@@ -366,6 +388,7 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
     invocations: dict[str, Invocation] = {}
     sensory: dict[str, Any] = {}
     waits: dict[str, WaitRecord] = {}
+    siblings_kept: bool = False
     parked: bool = False
 
     def to_builtins(self) -> dict[str, Any]:
@@ -375,7 +398,7 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
                 "invocations": {k: i.to_builtins() for k, i in self.invocations.items()},
                 "sensory": self.sensory,
                 "waits": {k: w.to_builtins() for k, w in self.waits.items()},
-                "parked": self.parked}
+                "siblings_kept": self.siblings_kept, "parked": self.parked}
 
     def to_stored(self) -> str:
         """The run as the JSON text a host keeps in keyed state (format ``"v"`` included).
