@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import collections
+import enum
 import functools
 import logging
 from typing import Any
@@ -42,6 +43,7 @@ from flink_agents_py.api import (
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import InMemoryKeyState
+from flink_agents_py.runtime._serde import digest
 from flink_agents_py.runtime.recorder._outcomes import call_digest
 
 pytestmark = pytest.mark.timeout(60)
@@ -508,3 +510,69 @@ def test_a_call_inserted_before_an_open_chat_does_not_attach_to_another_chats_an
     assert "r0/go/c1" in errors[0].message
     assert "arguments are those recorded for r0/go/c0" in errors[0].message
     assert probes["model:apple"] == 1  # its answer was recorded: never asked again
+
+
+# -- enum members: their JSON form is their value alone --------------------------------------
+class AppleGrade(enum.Enum):
+    FIRST = 1
+
+
+class PearGrade(enum.Enum):
+    FIRST = 1
+
+
+GRADES = {"apple": AppleGrade.FIRST, "pear": PearGrade.FIRST}
+
+
+def grade(value: Any) -> str:
+    name = "apple" if "Apple" in repr(value) else "pear"
+    count(f"grade:{name}")
+    return f"GRADE({name})"
+
+
+ENUM_FORMS: dict[str, Any] = {
+    "argument": lambda item: (grade, (GRADES[item],), {}),
+    "keyword": lambda item: (grade, (), {"value": GRADES[item]}),
+    "in_a_list": lambda item: (lambda v: grade(v[0]), ([GRADES[item]],), {}),
+    "in_a_dict": lambda item: (lambda v: grade(v["g"]), ({"g": GRADES[item]},), {}),
+    "partial": lambda item: (functools.partial(grade, GRADES[item]), (), {}),
+    "partial_list": lambda item: (functools.partial(lambda v: grade(v[0]), [GRADES[item]]),
+                                  (), {}),
+}
+
+
+class Grades(Agent):
+    """One durable call per item of ``SWITCH["order"]`` with that item's enum member (of its
+    own class, the same value) as ``ENUM_FORMS[form]`` passes it, then a gated call."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        make = ENUM_FORMS[event.input["form"]]
+        got = []
+        for item in SWITCH["order"]:
+            fn, args, kwargs = make(item)
+            got.append(await ctx.durable_execute_async(fn, *args, **kwargs))
+        await ctx.durable_execute_async(gated, "g")
+        ctx.send_event(OutputEvent(output=got))
+
+
+def test_enum_members_of_other_classes_with_one_value_are_other_arguments():
+    assert call_digest(grade, (AppleGrade.FIRST,), {}, "c0") != call_digest(
+        grade, (PearGrade.FIRST,), {}, "c0")
+    assert call_digest(grade, (AppleGrade.FIRST,), {}, "c0") != call_digest(grade, (1,), {}, "c0")
+    assert call_digest(grade, ([{"g": AppleGrade.FIRST}],), {}, "c0") != call_digest(
+        grade, ([{"g": PearGrade.FIRST}],), {}, "c0")
+    # without enums, a digest is what it was: the name and the arguments' JSON forms
+    assert call_digest(grade, (1, [2]), {"k": "v"}, "c0") == digest(
+        [qualified_name(grade), [1, [2]], {"k": "v"}])
+
+
+@pytest.mark.parametrize("form", sorted(ENUM_FORMS))
+def test_calls_with_enum_members_of_other_classes_made_in_another_order_diverge(form, probes):
+    assert_swap_diverges(Grades(), form, probes, "grade")
+
+
+@pytest.mark.parametrize("form", sorted(ENUM_FORMS))
+def test_calls_with_enum_members_in_the_same_order_replay_quietly(form, probes, caplog):
+    assert_same_order_replays_quietly(Grades(), form, caplog, ["GRADE(apple)", "GRADE(pear)"])

@@ -64,6 +64,7 @@ import array
 import collections
 import datetime
 import decimal
+import enum
 import fractions
 import functools
 import ipaddress
@@ -80,7 +81,7 @@ from typing import Any
 from ...api import RunnerContext
 from .._serde import dumps, to_json_value
 
-__all__ = ["bound_state", "stable_form", "MAX_DEPTH"]
+__all__ = ["bound_state", "enum_classes", "stable_form", "MAX_DEPTH"]
 
 MAX_DEPTH = 4
 """How many levels of nested objects ``stable_form`` walks before it keeps a type name only."""
@@ -111,6 +112,45 @@ def _qualified(obj: Any) -> str:
 
 def _type_only(value: Any) -> dict[str, str]:
     return {"$type": _qualified(type(value))}
+
+
+_ENUM_DEPTH = 32
+"""How deep ``enum_classes`` looks into nested lists, tuples and dicts."""
+
+
+def enum_classes(value: Any, depth: int = 0) -> list[str]:
+    """The classes of the enum members in ``value``, its lists, tuples and dicts, in order.
+
+    An enum member's JSON form is its value alone (``Color.RED`` and ``Size.SMALL`` with the
+    value ``1`` are both ``1``, as is ``1``): a call's identity adds their classes, so such
+    calls differ. Pydantic models are not looked into (their class is in their JSON form,
+    and their fields' types say which enum a value is).
+
+    Args:
+        value: a call's arguments (or a value a callable binds).
+        depth: how deep ``value`` is (past ``_ENUM_DEPTH`` nothing more is found).
+
+    Returns:
+        ``module:qualname`` of each member's class, in walk order (dict keys and values);
+        empty when there is none, so an identity without enums is what it was before.
+    """
+    kind = type(value)
+    if kind in _SCALARS or kind is float or depth > _ENUM_DEPTH:
+        return []
+    if isinstance(value, enum.Enum):
+        return [_qualified(kind)]
+    found: list[str] = []
+    if kind is list or kind is tuple:
+        for v in value:
+            if type(v) not in _SCALARS:
+                found += enum_classes(v, depth + 1)
+    elif kind is dict:
+        for k, v in value.items():
+            if type(k) not in _SCALARS:
+                found += enum_classes(k, depth + 1)
+            if type(v) not in _SCALARS:
+                found += enum_classes(v, depth + 1)
+    return found
 
 
 def _made_at_run_time(fn: types.FunctionType) -> bool:
@@ -289,9 +329,12 @@ def stable_form(value: Any, depth: int = 0, active: set[int] | None = None,
         except Exception:  # noqa: BLE001 - identity never fails the call
             return _type_only(value)
     try:
-        return to_json_value(value, "a bound value")
+        form = to_json_value(value, "a bound value")
     except Exception:  # noqa: BLE001, S110 - no JSON form: described below
         pass
+    else:
+        enums = enum_classes(value)  # a member's JSON form is its value alone
+        return {"$json": form, "$enums": enums} if enums else form
     active.add(id(value))
     try:
         return _structure(value, kind, depth, active, inside)

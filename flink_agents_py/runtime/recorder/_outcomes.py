@@ -20,7 +20,7 @@ from ...api.internal import (
 )
 from .._failures import failure_text
 from .._serde import digest, dumps, from_json_value, to_json_value
-from ._identity import bound_state
+from ._identity import bound_state, enum_classes
 from ._state import CallRecord
 
 __all__ = ["fn_name", "call_digest", "store_outcome", "rebuild_exception", "reordered_call"]
@@ -52,7 +52,9 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     What a ``functools.partial``, a lambda or closure, a bound method or a callable object
     binds counts as arguments too (``_identity.bound_state``), so two calls that differ only
     there have different digests; a module-level function binds nothing, and a ``str`` name
-    (a framework call's) neither.
+    (a framework call's) neither. The classes of enum members in the arguments count too
+    (``_identity.enum_classes``: their JSON form is their value alone); arguments without
+    any keep the digest they had before.
 
     Returns:
         16 hex digits.
@@ -66,6 +68,9 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     bound = None if isinstance(fn, str) else bound_state(fn)
     if bound is not None:
         parts.append(bound)
+    enums = enum_classes(args) + enum_classes(kwargs)
+    if enums:
+        parts.append({"$enums": enums})
     return digest(parts)
 
 
