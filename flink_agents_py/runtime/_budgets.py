@@ -1,12 +1,15 @@
 """Spend budgets per key and per agent: the check before a model call and the spend after.
 
 The key's spend through a setup with a ``Budget`` lives in its short-term memory under
-``_budget.<setup>`` (keyed state: checkpointed, restored, never reset by a restart). The
-action hands the spend it read to the model call's durable call; inside it the window is
-rolled by the wall clock, the budget checked and its policy applied (fail, a fallback setup,
-or a hold until the window ends), the model asked, and the spend after the call returned in
-``metadata["budget"]``. That result is recorded, so a replay returns the same decision and
-spend without reading the clock again; the action then writes the spend back to memory.
+``_budget.<setup>`` (keyed state: checkpointed, restored, never reset by a restart; a
+sub-agent's setup under ``_budget.<sub-agent>/<setup>``, in the key's memory too, not the
+call's). The action hands the spend it read to the model call's durable call; inside it the
+window is rolled by the wall clock, the budget checked and its policy applied (fail, a
+fallback setup, or a hold until the window ends), the model asked, and the spend after the
+call returned in ``metadata["budget"]`` with the call's own (``"call"``). That result is
+recorded, so a replay returns the same decision and spend without reading the clock again;
+when the action ends the call's own spend is added to the key's entry as it is then
+(``merged_spend``), so chats of one key running at once each count.
 
 An agent budget (``Budget.scope="agent"``) is counted by an ``AgentSpend`` per setup per
 operator instance (one subtask), shared by all its keys, against the subtask's share of the
@@ -25,13 +28,13 @@ import asyncio
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..api import Budget, BudgetExceededError, ChatModelSetup, ChatResponse, TokenUsage
 
 __all__ = ["MEMORY_PREFIX", "AgentSpend", "agent_spend", "budgeted_call", "counted_usage",
-           "spend_key"]
+           "spend_key", "merged_spend"]
 
 _PENDING_POLL_S = 0.02
 """A call waiting for the calls in flight of an agent budget to settle looks this often."""
@@ -40,16 +43,59 @@ MEMORY_PREFIX = "_budget"
 """Short-term memory entries ``_budget.<setup>`` hold each key's spend per setup."""
 
 
-def spend_key(setup_name: str) -> str:
-    """The short-term memory entry of a setup's spend.
+def spend_key(setup_name: str, plan_path: Sequence[str] = ()) -> str:
+    """The entry of a setup's spend in the key's short-term memory.
 
     Args:
         setup_name: the chat model setup's name.
+        plan_path: the internal sub-agents the setup is declared in, from the agent down
+            (``()``: the agent's own setup).
 
     Returns:
-        The memory path.
+        The memory path: ``_budget.<setup>``, or ``_budget.<sub-agent>/<setup>`` for a
+        sub-agent's setup (its spend is the key's too, across the sub-agent's calls).
     """
-    return f"{MEMORY_PREFIX}.{setup_name}"
+    return f"{MEMORY_PREFIX}.{'/'.join([*plan_path, setup_name])}"
+
+
+def _tally(state: dict[str, Any]) -> tuple[float, float, float]:
+    return (state.get("window_start") or 0.0, state.get("input", 0) + state.get("output", 0),
+            state.get("cost", 0.0))
+
+
+def merged_spend(budget: Budget, committed: Any, info: dict[str, Any]) -> dict[str, Any]:
+    """The key's spend entry once one call's spend is counted in it (at its action's end).
+
+    A per-key budget's call adds what it spent (``info["call"]``: its time, ``None``
+    without a window, its input and output tokens and cost) to the spend committed when its
+    action ends, not to the one it read when it started: chats of a key that run at once
+    (or in a sub-agent) each count.
+    An agent budget's entry keeps the subtask's latest spend (the larger one of the later
+    window), read back after a restore.
+
+    Args:
+        budget: the setup's budget.
+        committed: the entry as the key's memory holds it (``None``: none yet).
+        info: the call's ``metadata["budget"]``.
+
+    Returns:
+        The entry's new value.
+    """
+    before = committed if isinstance(committed, dict) else None
+    call = info.get("call")
+    if info.get("scope") == "agent" or not isinstance(call, list) or len(call) != 4:
+        spent = dict(info.get("spent") or {})  # a subtask's spend; a record of older code
+        return spent if before is None else max(before, spent, key=_tally)
+    now, inp, out, cost = call
+    state = _rolled(budget, before, now)
+    state["input"] += inp
+    state["output"] += out
+    state["cost"] += cost
+    if budget.window_s is not None and state.get("window_start") is None:
+        state["window_start"] = now
+    if budget.sliding:
+        state["calls"] = sorted([*state["calls"], list(call)])
+    return state
 
 
 def counted_usage(usage: TokenUsage | None) -> TokenUsage | None:
@@ -373,7 +419,9 @@ async def budgeted_call(
         after["window_start"] = now  # (no window: no clock reading kept)
     if budget.sliding:
         after["calls"] = [*state["calls"], [now, inp, out, cost]]
-    info: dict[str, Any] = {"decision": decision, "spent": after, "cost": cost}
+    info: dict[str, Any] = {"decision": decision, "spent": after, "cost": cost,
+                            "call": [now if budget.window_s is not None else None, inp, out,
+                                     cost]}  # (no window: no clock reading kept)
     if first is not None:
         info["reached"] = first
     if held_s:

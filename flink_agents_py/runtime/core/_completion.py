@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ...api import ReplayDivergenceError
 from .._failures import FailureLog, failure_text, redact_text, reported_error
 from ..context._calls import unawaited, unawaited_effect
-from ..context._memory import apply_writes
+from ..context._memory import apply_merges, apply_writes
 from ..recorder._state import KeyState, RunState
 from ..recorder._versioning import check_unreached
 from ._results import ErrorRecord, input_record
@@ -87,15 +87,19 @@ def completion_error(ctx: ActionExecution, reentered: bool, warned: set[str]
 
 
 def commit_memory(ctx: ActionExecution, state: KeyState, run: RunState) -> None:
-    """Apply the completed action's short-term and sensory memory writes, in order."""
+    """Apply the completed action's short-term and sensory memory writes, in order.
+
+    Then its merges into the key's short-term memory (``ActionExecution.key_merges``: a
+    budget's spend), from the sub-agents' actions too, on what is committed by then.
+    """
     writes = ctx.short_term_writes()
-    if writes:
-        if ctx.env is None:  # the key's memory: given back, so a host sees the change
-            tree = state.memory
-            apply_writes(tree, writes)
-            state.memory = tree
-        else:
-            apply_writes(run.invocations[ctx.env].memory, writes)
+    if writes and ctx.env is not None:
+        apply_writes(run.invocations[ctx.env].memory, writes)
+    if (writes and ctx.env is None) or ctx.key_merges:
+        tree = state.memory  # the key's memory: given back, so a host sees the change
+        apply_writes(tree, writes if ctx.env is None else [])
+        apply_merges(tree, ctx.key_merges)
+        state.memory = tree
     sensory_writes = ctx.sensory_writes()
     if sensory_writes:
         apply_writes(run.sensory if ctx.env is None
