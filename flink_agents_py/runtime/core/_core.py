@@ -512,8 +512,8 @@ class AgentCore(UnfinishedCore):
         """
         for command in task.ctx.take_commands():
             self._carry_out(step, task.ctx, command)
-        while self._cancelled:
-            check_invocation(step, self._cancelled.pop(0), self.ledger)
+        if self._cancelled:  # their waits end, then each call is checked (``_waits``)
+            self._end_cancelled(step)
         if awaited is not None and not awaited.done and awaited.start is not None:
             try:
                 self._carry_out(step, task.ctx, awaited.start)
