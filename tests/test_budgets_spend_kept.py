@@ -153,3 +153,4 @@ def test_the_keys_spend_is_counted_once_after_a_restore_at_every_point(probes):
     report = check_replay_safety(agent, records, ordered=False)
     report.assert_ok()
     assert report.outputs == 6
+
