@@ -45,7 +45,7 @@ from ..api import (
     ToolResult,
     WaitTimeoutError,
 )
-from ._budgets import budgeted_call, merged_spend, spend_key
+from ._budgets import budgeted_call, merged_spend, spend_key, stored_spend
 from ._failures import failure_text
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
@@ -271,7 +271,8 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         try:
             args: tuple[Any, ...] = (messages, schema)
             if setup.budget is not None:  # the key's spend goes in; the call's own comes out
-                args = (messages, schema, read_path(ctx.key_memory(), spend_entry))
+                args = (messages, schema, stored_spend(read_path(
+                    ctx.key_memory(), spend_entry), chat["model"], ctx.key, spend_entry))
             response: ChatResponse = await ctx.execute_as(
                 CallKind.MODEL, chat["model"], call_model, args)
         except ReplayDivergenceError:
