@@ -211,3 +211,62 @@ def test_an_event_for_a_wait_of_a_cancelled_call_is_named_so():
         "outside event with correlation id 'child-1' arrived for no waiter: the wait of call "
         "r0/on_input/c0/b/on_input/c0 ended without it: the sub-agent call it waited in was "
         "cancelled")
+
+
+class Twice(Agent):
+    """Calls the child twice, one call after the other, with the same ``n``."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        results = []
+        for _ in range(2):
+            result = await (await ctx.submit_subagent("kid", {"n": 1, "t": 5}))
+            results.append(result.result if result.success else result.error_message)
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "results": results}))
+
+
+def test_a_correlation_id_waited_for_again_in_the_run_says_the_first_wait_ended():
+    """A sub-agent called twice in a run waits for the same id twice: the second is refused
+    (an id is waited for once per run) with a message saying the first wait has ended, not
+    that the run 'already waits' for it."""
+    agent = Twice()
+    agent.add_resource("kid", ResourceType.AGENT, ResourceDescriptor(
+        InternalSubagent, agent=Waiter, description="waits", input_schema='{"type":"object"}'))
+    result = (AgentsExecutionEnvironment.local().from_list([{"key": "a"}])
+              .connect([{"key": "a", "correlation_id": "child-1", "payload": "yes"}])
+              .apply(agent).run())
+    [out] = result.outputs
+    assert out["results"][0] == [{"child_got": "yes"}]
+    assert "UsageError: the run waited for correlation id 'child-1' already (call " \
+        "r0/on_input/c0/b/on_input/c0, which got its event); a correlation id is waited " \
+        "for once per run: make it unique in the run (a sub-agent called more than once " \
+        "waits for ids made from its input)" in out["results"][1]
+
+
+class SameIdInOneStep(Agent):
+    """Opens two waits for one correlation id before awaiting either."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        first = ctx.wait_for("same", timeout_s=event.input.get("t"))
+        second = ctx.wait_for("same", timeout_s=event.input.get("t"))
+        ctx.send_event(OutputEvent(output={"first": await first, "second": await second}))
+
+
+@pytest.mark.parametrize("timeout", [None, 60])
+def test_two_waits_for_one_id_opened_in_one_step_are_refused_at_once(timeout):
+    """The second wait was checked against the run's waits only, which the first joins after
+    the step: it was refused only once the first had ended (its event, or its timeout: with
+    none, at the end of all input), and an event for the id went to the first."""
+    result = (AgentsExecutionEnvironment.local().from_list([{"key": "a", "t": timeout}])
+              .connect([AdvanceTime(30), {"key": "a", "correlation_id": "same", "payload": 1}])
+              .apply(SameIdInOneStep()).run())
+    failed = [e for e in result.errors if e.action == "on_input"]
+    assert [e.error_type for e in failed] == ["UsageError"]
+    assert failed[0].message.startswith(
+        "the run already waits for correlation id 'same' (call r0/on_input/c0); ")
+    assert result.outputs == []
+    [unmatched] = [e for e in result.errors if e.action == "<outside>"]
+    assert "no run of key 'a' is in flight" in unmatched.message  # the run failed at once
