@@ -447,7 +447,7 @@ PUBLIC_API = {
     "register_secret", "secret_from_env", "mask_secrets",
     # flow control
     "FlowControl", "RateLimitInfo", "ErrorClass", "error_class", "report_rate_limit",
-    "Budget", "BudgetExceededError", "ModelPrice",
+    "Budget", "BudgetExceededError", "BudgetStateError", "ModelPrice",
     # waits for outside events, tool approval
     "ExternalEvent", "ExternalEventError", "WaitTimeoutError", "UnmatchedEventError",
     "ApprovalRequest", "APPROVAL_REQUEST_KIND",

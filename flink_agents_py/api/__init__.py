@@ -23,7 +23,7 @@ from ._agent import (
     prompt,
     vector_store,
 )
-from ._budgets import Budget, BudgetExceededError, ModelPrice
+from ._budgets import Budget, BudgetExceededError, BudgetStateError, ModelPrice
 from ._chat_models import ChatModelConnection, ChatModelSetup
 from ._context import Memory, RunnerContext
 from ._embeddings import (
@@ -221,6 +221,7 @@ __all__ = [
     "DimensionMismatchError",
     "UnknownFilterFieldError",
     "BudgetExceededError",
+    "BudgetStateError",
     "ExternalEventError",
     "WaitTimeoutError",
     "UnmatchedEventError",

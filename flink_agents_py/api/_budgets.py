@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ._errors import AgentsError
 from ._messages import TokenUsage
 
-__all__ = ["Budget", "BudgetExceededError", "ModelPrice"]
+__all__ = ["Budget", "BudgetExceededError", "BudgetStateError", "ModelPrice"]
 
 
 class ModelPrice(BaseModel):
@@ -166,3 +166,29 @@ class BudgetExceededError(AgentsError):
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable, like the other errors
         return (type(self), (self.setup, self.key, self.reached, self.scope))
+
+
+class BudgetStateError(AgentsError):
+    """A key's spend entry in short-term memory is not a spend the budget can read.
+
+    The entry (``_budget.<setup>``) is the runtime's; one that an action overwrote, or that
+    is damaged, fails the chat (the model is not called) rather than being read as nothing.
+    Delete the entry to start the key's spend from nothing, or write a spend there.
+
+    Args:
+        setup: the chat model setup whose budget it is.
+        key: the key.
+        path: the entry's short-term memory path.
+        problem: what is wrong with it.
+    """
+
+    def __init__(self, setup: str, key: Any, path: str, problem: str) -> None:
+        self.setup = setup
+        self.key = key
+        self.path = path
+        self.problem = problem
+        super().__init__(f"the spend of chat model {setup!r} for key {key!r} (short-term "
+                         f"memory {path!r}) cannot be read: {problem}")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable, like the other errors
+        return (type(self), (self.setup, self.key, self.path, self.problem))

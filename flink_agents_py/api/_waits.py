@@ -38,7 +38,9 @@ class ExternalEventError(AgentsError):
 class WaitTimeoutError(AgentsError):
     """What ``await ctx.wait_for(...)`` raises when no event arrived in time.
 
-    Also raised when all input ended while the wait was open (nothing can arrive any more).
+    Also raised when all input ended while the wait was open (nothing can arrive any more),
+    and when the internal sub-agent call the wait is in was cancelled (the call ends without
+    waiting for the event).
 
     Attributes:
         correlation_id: the correlation id waited for.

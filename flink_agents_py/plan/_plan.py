@@ -523,6 +523,33 @@ def _check_references(
                 problems.append(
                     f"chat_model resource {name!r} names tool {t!r}, which is not declared")
         _check_offered_subagents(name, rp, resources.get(ResourceType.AGENT, {}), problems)
+        _check_fallbacks(name, rp, resources.get(ResourceType.CHAT_MODEL, {}), problems)
+
+
+def _check_fallbacks(name: str, rp: ResourcePlan, setups: dict[str, ResourcePlan],
+                     problems: list[str]) -> None:
+    """Check that a chat model's ``fallbacks`` and its budget's ``fallback`` are declared.
+
+    Each must be another chat model setup of the plan: a wrong name would surface only once
+    the budget is spent or the provider throttles, and a budget falling back to its own
+    setup is no limit.
+    """
+    args = rp.descriptor.arguments
+    budget = args.get("budget")
+    fallback = budget.get("fallback") if isinstance(budget, dict) \
+        else getattr(budget, "fallback", None)
+    named = [(f, "in its fallbacks") for f in args.get("fallbacks") or []
+             if isinstance(f, str)]
+    if isinstance(fallback, str):
+        named.append((fallback, "as its budget's fallback"))
+    for other, where in named:
+        if other == name:
+            problems.append(f"chat_model resource {name!r} names itself {where}: name "
+                            "another chat_model resource")
+        elif other not in setups:
+            problems.append(f"chat_model resource {name!r} names {other!r} {where}, which is "
+                            f"not a declared chat_model resource (declared: "
+                            f"{', '.join(sorted(setups))})")
 
 
 def _check_offered_subagents(name: str, rp: ResourcePlan, agents: dict[str, ResourcePlan],

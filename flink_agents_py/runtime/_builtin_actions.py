@@ -16,6 +16,7 @@ The conversation of an open chat lives in the run's sensory memory under ``_chat
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,11 +45,12 @@ from ..api import (
     ToolResult,
     WaitTimeoutError,
 )
-from ._budgets import budgeted_call, spend_key
+from ._budgets import budgeted_call, merged_spend, spend_key, stored_spend
 from ._failures import failure_text
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
+from .context._memory import read_path
 from .recorder._state import CallKind
 from .recorder._wait_calls import wait_call
 
@@ -253,6 +255,9 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         return fallback
 
     stored = not isinstance(event, ChatRequestEvent)  # the chat is in sensory memory
+    # the key's spend through the setup (a sub-agent's setup too: its memory is per call)
+    spend_entry = spend_key(chat["model"], ctx.run.invocations[ctx.env].plan_path
+                            if ctx.env is not None else ())
 
     def fail(error: str, traceback: str | None = None) -> None:
         if stored:
@@ -265,8 +270,9 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         first = None
         try:
             args: tuple[Any, ...] = (messages, schema)
-            if setup.budget is not None:  # the key's spend goes in; the spend after comes out
-                args = (messages, schema, ctx.short_term_memory.get(spend_key(chat["model"])))
+            if setup.budget is not None:  # the key's spend goes in; the call's own comes out
+                args = (messages, schema, stored_spend(read_path(
+                    ctx.key_memory(), spend_entry), chat["model"], ctx.key, spend_entry))
             response: ChatResponse = await ctx.execute_as(
                 CallKind.MODEL, chat["model"], call_model, args)
         except ReplayDivergenceError:
@@ -283,8 +289,9 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                 metadata={"error_policy": "ignore", "ignored_error": _describe(e)})))
             return
         spent = response.metadata.get("budget")
-        if setup.budget is not None and isinstance(spent, dict):
-            ctx.short_term_memory.set(spend_key(chat["model"]), spent["spent"])
+        if setup.budget is not None and isinstance(spent, dict):  # counted as the action ends
+            ctx.key_merges.append((spend_entry, functools.partial(merged_spend, setup.budget,
+                                                                  info=spent)))
         chat["retries"] = chat.get("retries", 0) + int(response.metadata.get("retries", 0) or 0)
         problem: str | None = None
         try:

@@ -9,7 +9,15 @@ from typing import Any
 from ...api import Memory
 from .._serde import to_json_value
 
-__all__ = ["ActionMemory", "apply_writes", "priors", "Clock", "counted_op"]
+__all__ = ["ActionMemory", "apply_writes", "apply_merges", "priors", "read_path", "Clock",
+           "counted_op", "KeyMerge", "MemoryLoader"]
+
+MemoryLoader = Callable[[], dict[str, Any]]
+"""Gives a committed memory tree (read when first needed: a key's memory is loaded then)."""
+
+KeyMerge = tuple[str, Callable[[Any], Any]]
+"""A merge into the key's short-term memory: the path, and what makes the new value there
+from the one committed (``None`` when there is none)."""
 
 _DELETE = object()
 
@@ -128,6 +136,36 @@ Clock = Callable[[str], list[list[Any]]]
 """Counts one memory operation of an action (given the memory's name) and returns the undo
 entries (``priors``, newest first) of writes other actions committed after the operation's
 place in the action's first execution: a re-executed action reads what it read then."""
+
+
+def read_path(tree: dict[str, Any], path: str) -> Any:
+    """A copy of the value at ``path`` of a committed tree (``None`` when there is none).
+
+    Args:
+        tree: the tree.
+        path: a dotted path.
+
+    Returns:
+        The value, copied.
+    """
+    return _copy(_get(tree, _split(path), None))
+
+
+def apply_merges(tree: dict[str, Any], merges: list[KeyMerge]) -> None:
+    """Apply merges to a committed tree, in order (in place), each on the value it finds.
+
+    A merge, unlike a write, does not overwrite what others committed meanwhile: it makes
+    the new value from the one committed when it is applied (a budget's spend adds a
+    call's own to it), so what actions running at once merge is all kept.
+
+    Args:
+        tree: the key's committed short-term memory.
+        merges: the paths and merge functions.
+    """
+    for path, merge in merges:
+        parts = _split(path)
+        _apply(tree, parts, to_json_value(merge(_get(tree, parts, None)),
+                                          f"short_term_memory value at {path!r}"))
 
 
 class ActionMemory(Memory):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ...api import ReplayDivergenceError
 from .._failures import FailureLog, failure_text, redact_text, reported_error
 from ..context._calls import unawaited, unawaited_effect
-from ..context._memory import apply_writes, priors
+from ..context._memory import apply_merges, apply_writes, priors
 from ..recorder._state import InflightAction, KeyState, RunState
 from ..recorder._versioning import check_unreached
 from ._invocation_end import env_of
@@ -92,24 +92,28 @@ def commit_memory(ctx: ActionExecution, state: KeyState, run: RunState) -> None:
 
     Actions of the same scope still in flight that have used memory get what undoes the
     writes (``InflightAction.memory_undo``): re-executed after a restore, they read what
-    they read before these writes, not the writes.
+    they read before these writes, not the writes. Then its merges into the key's short-term
+    memory (``ActionExecution.key_merges``: a budget's spend), from the sub-agents' actions
+    too, on what is committed by then.
     """
     writes = ctx.short_term_writes()
     sensory_writes = ctx.sensory_writes()
-    if not writes and not sensory_writes:
+    merges = ctx.key_merges
+    if not writes and not sensory_writes and not merges:
         return
     readers = [r for r in run.inflight.values()
                if r.memory_ops and env_of(run, r.scope) == ctx.env]
-    if writes:
-        if ctx.env is None:  # the key's memory: given back, so a host sees the change
-            tree = state.memory
+    if writes and ctx.env is not None:
+        tree = run.invocations[ctx.env].memory
+        _note_undo(readers, "short_term_memory", tree, writes)
+        apply_writes(tree, writes)
+    if (writes and ctx.env is None) or merges:
+        tree = state.memory  # the key's memory: given back, so a host sees the change
+        if writes and ctx.env is None:
             _note_undo(readers, "short_term_memory", tree, writes)
             apply_writes(tree, writes)
-            state.memory = tree
-        else:
-            tree = run.invocations[ctx.env].memory
-            _note_undo(readers, "short_term_memory", tree, writes)
-            apply_writes(tree, writes)
+        apply_merges(tree, merges)
+        state.memory = tree
     if sensory_writes:
         tree = run.sensory if ctx.env is None else run.invocations[ctx.env].sensory
         _note_undo(readers, "sensory_memory", tree, sensory_writes)

@@ -37,6 +37,7 @@ from .._serde import event_json, to_json_value
 from ..context._action_context import ActionContext
 from ..context._calls import DurableCall
 from ..context._long_term_memory import begin_lineage, commit_long_term_memory
+from ..context._memory import MemoryLoader
 from ..recorder._execution import ActionExecution
 from ..recorder._ledger import CallLedger, Failpoint, Journal
 from ..recorder._state import InflightAction, KeyState, RunState, StateFormatError
@@ -304,12 +305,12 @@ class AgentCore(UnfinishedCore):
         self.executor.submit(fn, args, kwargs, on_done, key=key)
 
     def _memories(self, state: KeyState, run: RunState, env: str | None
-                  ) -> tuple[Callable[[], dict[str, Any]], dict[str, Any]]:
-        """A loader of scope ``env``'s short-term memory (read on first use), its sensory."""
+                  ) -> tuple[MemoryLoader, dict[str, Any], MemoryLoader]:
+        """Loaders of ``env``'s short-term memory, its sensory memory, the key's memory."""
         if env is None:
-            return (lambda: state.memory), run.sensory
+            return (lambda: state.memory), run.sensory, (lambda: state.memory)
         inv = run.invocations[env]
-        return (lambda: inv.memory), inv.sensory
+        return (lambda: inv.memory), inv.sensory, (lambda: state.memory)
 
     def _new_task(self, step: _Step, exec_id: str, rec: InflightAction,
                   event: Event | None = None, restored: bool = False) -> _Task:
@@ -333,9 +334,9 @@ class AgentCore(UnfinishedCore):
             else:
                 resources = self._resources_at(path)
         action = action_or_removed(plan.actions if gone is None else {}, rec.action)
-        short_term, sensory = self._memories(step.state, run, env)
+        short_term, sensory, key_memory = self._memories(step.state, run, env)
         ctx = ActionExecution(self.ledger, step.key, exec_id, rec, run, action.config,
-                              short_term, sensory, env, plan, resources)
+                              short_term, sensory, env, plan, resources, key_memory)
         if gone is not None:
             return _Task(action, stand_in_event(rec.event), ctx,
                          refused=missing_subagent(ctx, gone, self.plan))
@@ -510,8 +511,8 @@ class AgentCore(UnfinishedCore):
         """
         for command in task.ctx.take_commands():
             self._carry_out(step, task.ctx, command)
-        while self._cancelled:
-            check_invocation(step, self._cancelled.pop(0), self.ledger)
+        if self._cancelled:  # their waits end, then each call is checked (``_waits``)
+            self._end_cancelled(step)
         if awaited is not None and not awaited.done and awaited.start is not None:
             try:
                 self._carry_out(step, task.ctx, awaited.start)

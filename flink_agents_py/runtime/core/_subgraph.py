@@ -292,26 +292,35 @@ def record_for_caller(run: RunState, inv: Invocation, inv_id: str, ok: bool, val
     return crec
 
 
-def resolve_subagent(ctx: ActionExecution, name: str) -> tuple[SubagentSetup | None, str]:
-    """The setup of sub-agent ``name`` as ``ctx`` sees it, or ``None`` and why it is refused.
+def resolve_subagent(ctx: ActionExecution, name: str
+                     ) -> tuple[SubagentSetup | None, CallKind, str]:
+    """The setup of sub-agent ``name`` as ``ctx`` sees it and its call's kind, or why not.
 
     Args:
         ctx: the submitting action's context.
         name: the ``AGENT`` resource's name.
 
     Returns:
-        ``(setup, "")``, or ``(None, the reason)``: an unknown name, a setup that cannot be
-        built, a resource that is not a sub-agent setup, or one of no known kind.
+        ``(setup, kind, "")`` (``SUBAGENT`` for an internal one, ``SUBAGENT_DEFERRED``,
+        ``SUBAGENT_RESULT`` for an async one), or ``(None, SUBAGENT_REFUSED, the reason)``:
+        an unknown name, a setup that cannot be built, a resource that is not a sub-agent
+        setup, or one of no known kind.
     """
+    refused = CallKind.SUBAGENT_REFUSED
     try:
         setup = ctx.get_resource(name, ResourceType.AGENT)
     except ResourceNotFoundError as e:
-        return None, f"sub-agent {name!r}: {e}"
+        return None, refused, f"sub-agent {name!r}: {e}"
     except Exception as e:  # noqa: BLE001 - a setup that cannot be built
-        return None, f"sub-agent {name!r} cannot be built: {type(e).__name__}: {e}"
+        return None, refused, f"sub-agent {name!r} cannot be built: {type(e).__name__}: {e}"
     if not isinstance(setup, SubagentSetup):
-        return None, f"resource {name!r} is a {type(setup).__name__}, not a sub-agent setup"
-    if not isinstance(setup, (InternalSubagent, DeferredSubagentSetup, AsyncSubagentSetup)):
-        return None, (f"sub-agent {name!r}: {type(setup).__name__} is neither internal, "
-                      "deferred nor async")
-    return setup, ""
+        return None, refused, (f"resource {name!r} is a {type(setup).__name__}, not a "
+                               "sub-agent setup")
+    if isinstance(setup, InternalSubagent):
+        return setup, CallKind.SUBAGENT, ""
+    if isinstance(setup, DeferredSubagentSetup):
+        return setup, CallKind.SUBAGENT_DEFERRED, ""
+    if isinstance(setup, AsyncSubagentSetup):
+        return setup, CallKind.SUBAGENT_RESULT, ""
+    return None, refused, (f"sub-agent {name!r}: {type(setup).__name__} is neither internal, "
+                           "deferred nor async")

@@ -34,11 +34,13 @@ from ...api import (
 from .._serde import to_json_value
 from ..recorder._ledger import CallLedger
 from ..recorder._outcomes import store_outcome
-from ..recorder._state import CallRecord, KeyState, RunState, WaitRecord
+from ..recorder._state import CallKind, CallRecord, KeyState, RunState, WaitRecord
 from ..recorder._wait_calls import SLEEP_PREFIX
 from ._commands import StartWait
 from ._inbox import Inbox
+from ._invocation_end import check_invocation
 from ._results import ErrorRecord, StepResult, shown_input
+from ._subgraph import under_cancelled
 from ._tasks import Delivery, Step, Task
 
 if TYPE_CHECKING:
@@ -81,6 +83,7 @@ class WaitsCore:
     _live: dict[Any, dict[str, Task]]
     _key_value: Callable[[Any], Any]  # a key's value from the host's key (``KeyEncoding``)
     _inbox: Inbox
+    _cancelled: list[str]  # sub-agent calls cancelled in the current step, to check
     ledger: CallLedger
 
     if TYPE_CHECKING:
@@ -139,6 +142,9 @@ class WaitsCore:
                    if wait.status == "early"
                    else "a reserved correlation id (starting with '#')"
                    if wait.status == "reserved"
+                   else f"the wait of call {wait.call_id} ended without it: the sub-agent "
+                        "call it waited in was cancelled"
+                   if wait.status == "cancelled"
                    else f"late: the wait of call {wait.call_id} timed out")
             error = UnmatchedEventError(f"outside event with correlation id {cid!r} arrived "
                                         f"for no waiter: {why}")
@@ -322,6 +328,41 @@ class WaitsCore:
             res.timers.append(deadline)
         if command.announce is not None:
             res.outputs.append(command.announce)
+        if under_cancelled(run, ctx.scope) and command.call.kind is not CallKind.SLEEP:
+            self._cancel_wait(step, command.correlation_id, run.waits[command.correlation_id])
+
+    def _end_cancelled(self, step: Step) -> None:
+        """After sub-agent calls were cancelled: end their waits, then check each call.
+
+        A wait for an outside event (a ``wait_for``, a held tool call) of an action in a
+        cancelled call ends at once with ``WaitTimeoutError`` (status ``"cancelled"``): its
+        event could come days later, or never, and the call completes only once its actions
+        have. A sleep runs to its end, as any call in flight does.
+        """
+        run = step.run
+        for cid, wait in list(run.waits.items()):
+            action = run.inflight.get(wait.caller)
+            if wait.status == "open" and not cid.startswith(SLEEP_PREFIX) \
+                    and action is not None and under_cancelled(run, action.scope):
+                self._cancel_wait(step, cid, wait)
+        while self._cancelled:
+            check_invocation(step, self._cancelled.pop(0), self.ledger)
+
+    def _cancel_wait(self, step: Step, cid: str, wait: WaitRecord) -> None:
+        """End an open wait of a cancelled sub-agent call with ``WaitTimeoutError``."""
+        wait.status = "cancelled"
+        error = WaitTimeoutError(
+            f"the wait for correlation id {cid!r} of key {step.key!r} ended without its "
+            "event: the sub-agent call it waited in was cancelled", cid, wait.timeout_s)
+        task = step.live.get(wait.caller)
+        call = task.ctx.calls.get(wait.ordinal) if task is not None else None
+        if task is None or call is None or call.done:
+            self._complete_wait(step.identity, step.run, wait, False, error)
+            return
+        task.ctx.record_outcome(call, False, error)
+        if task.waiting is call or task.ending is not None:
+            task.waiting = None
+            step.ready.append(task)
 
     def _complete_wait(self, key: Any, run: RunState, wait: WaitRecord, ok: bool,
                        value: Any) -> None:

@@ -41,7 +41,7 @@ from .._knowledge import durable_view
 from .._serde import dumps, event_is_plain, event_json, from_json_value
 from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
 from ..context._long_term_memory import ActionLongTermMemory
-from ..context._memory import ActionMemory, counted_op
+from ..context._memory import ActionMemory, KeyMerge, MemoryLoader, counted_op
 from ..core._commands import (
     Attach,
     CallCommand,
@@ -96,18 +96,21 @@ class ActionExecution:
         env: the scope whose resources and memory the action uses.
         plan: the plan of that scope.
         resources: the resources of that scope.
+        key_memory: gives the key's committed short-term memory (``short_term`` outside
+            sub-agents); what ``key_merges`` (merged when the action completes) go into.
     """
 
     __slots__ = ("ledger", "_key", "execution_id", "_record", "run", "env", "plan", "resources",
                  "_config", "_short_term_base", "_short_term", "_sensory_base", "_sensory",
                  "emitted", "_event_seq", "_unsent_ids", "calls", "commands", "_next_ordinal",
-                 "finished", "diverged", "_owner", "used_long_term_memory", "ltm", "_memory_ops")
+                 "finished", "diverged", "_owner", "used_long_term_memory", "ltm", "_memory_ops",
+                 "key_memory", "key_merges")
 
     def __init__(
         self, ledger: CallLedger, key: Any, execution_id: str, record: InflightAction,
         run: RunState, action_config: dict[str, Any],
         short_term: Callable[[], dict[str, Any]], sensory: dict[str, Any], env: str | None,
-        plan: AgentPlan, resources: ResourceEnvironment,
+        plan: AgentPlan, resources: ResourceEnvironment, key_memory: MemoryLoader | None = None,
     ) -> None:
         self.ledger = ledger
         self._key = key
@@ -135,6 +138,8 @@ class ActionExecution:
         self.used_long_term_memory = False  # its writes are committed when the action ends
         self.ltm: ActionLongTermMemory | None = None  # made on first use
         self._memory_ops = 0  # short-term and sensory memory operations made (``memory_op``)
+        self.key_memory = key_memory or short_term
+        self.key_merges: list[KeyMerge] = []
 
     # -- what RunnerContext promises (``ActionContext`` delegates here) ------------------
     @property
@@ -253,8 +258,7 @@ class ActionExecution:
             The id (replay-stable: the execution builds its events in the same order when
             it runs again).
         """
-        event_id = f"{self.execution_id}/e{self._event_seq}"
-        self._event_seq += 1
+        event_id = self._next_event_id()
         if self._unsent_ids is None:
             self._unsent_ids = {event_id}
         else:
@@ -388,11 +392,7 @@ class ActionExecution:
     async def submit_subagent(self, name: str, input: Any) -> SubagentHandle:
         """``RunnerContext.submit_subagent``."""
         self.check_live("submit_subagent")
-        setup, refusal = resolve_subagent(self, name)
-        kind = (CallKind.SUBAGENT_REFUSED if setup is None
-                else CallKind.SUBAGENT if isinstance(setup, InternalSubagent)
-                else CallKind.SUBAGENT_DEFERRED if isinstance(setup, DeferredSubagentSetup)
-                else CallKind.SUBAGENT_RESULT)
+        setup, kind, refusal = resolve_subagent(self, name)
         # a refusal is recorded too, so a submit takes its identity on every path
         ordinal, call_id, dig, rec = self._allocate(
             kind, name, lambda cid: call_digest(f"subagent:{name}", (input,), {}, cid),
@@ -458,11 +458,12 @@ class ActionExecution:
         self.record_started(Settle(call, label))
         self.record_outcome(call, True, value)
 
-    def rebind(self, record: InflightAction, run: RunState,
-               short_term: Callable[[], dict[str, Any]], sensory: dict[str, Any]) -> None:
+    def rebind(self, record: InflightAction, run: RunState, short_term: MemoryLoader,
+               sensory: dict[str, Any], key_memory: MemoryLoader) -> None:
         """Point at the current state objects (a host may deserialize state per callback)."""
         self._record = record
         self.run = run
+        self.key_memory = key_memory
         self._short_term_base = short_term
         if self._short_term is not None:
             self._short_term.rebase(short_term())

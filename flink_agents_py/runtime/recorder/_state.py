@@ -340,7 +340,8 @@ class WaitRecord(_Record, kw_only=True, repr_omit_defaults=True):
         deadline_ms: when it times out (a sleep: ends), in the host clock's milliseconds
             (processing time on Flink); ``None``: never.
         timeout_s: the timeout (a sleep's length) it was opened with, in seconds.
-        status: ``"open"``, ``"delivered"`` or ``"timed_out"``; ``"early"``: not a wait but
+        status: ``"open"``, ``"delivered"``, ``"timed_out"`` or ``"cancelled"`` (its
+            sub-agent call was cancelled); ``"early"``: not a wait but
             an outside event that arrived before its wait opened, held for it (``call_id``
             empty, ``caller`` where it arrived, ``deadline_ms`` when it is given up).
         payload: an ``"early"`` event's payload (``None`` otherwise).

@@ -17,7 +17,7 @@ from ...api import UsageError
 from ..context._calls import DurableCall, creation_site
 from ..core._commands import StartWait
 from ._outcomes import call_digest
-from ._state import CallKind
+from ._state import CallKind, WaitRecord
 
 if TYPE_CHECKING:
     from ._execution import ActionExecution
@@ -30,6 +30,10 @@ APPROVAL_PREFIX = "approval:"
 SLEEP_PREFIX = "#sleep/"
 """The correlation id of a sleep: this, then its call id (user ids may not start with ``#``)."""
 
+
+_ENDED = {"delivered": "which got its event", "timed_out": "which timed out",
+          "cancelled": "which ended when its sub-agent call was cancelled"}
+"""How the refusal of a second wait for a correlation id tells how the first one ended."""
 
 MAX_WAIT_S = 1e9
 """The longest timeout or sleep, in seconds (about 31 years; a deadline is a Flink ``long``)."""
@@ -84,10 +88,19 @@ def wait_call(ctx: ActionExecution, kind: CallKind, target: str, correlation_id:
     cid = (APPROVAL_PREFIX + call_id if kind is CallKind.APPROVAL
            else correlation_id if correlation_id is not None else SLEEP_PREFIX + call_id)
     other = ctx.run.waits.get(cid)
+    pending = next((c for c in ctx.commands if isinstance(c, StartWait)
+                    and c.correlation_id == cid and c.call.call_id != call_id), None)
+    if pending is not None:  # opened in this step: the run's waits get it after the step
+        other = WaitRecord(call_id=pending.call.call_id, caller=where,
+                           ordinal=pending.call.ordinal)
     if other is not None and other.call_id != call_id and other.status != "early":
-        raise UsageError(f"the run already waits for correlation id {cid!r} (call "
-                         f"{other.call_id}); a correlation id is waited for once per run "
-                         f"(in action execution {where})")
+        first = (f"the run already waits for correlation id {cid!r} (call {other.call_id})"
+                 if other.status == "open" else
+                 f"the run waited for correlation id {cid!r} already (call {other.call_id}, "
+                 f"{_ENDED.get(other.status, 'which has ended')})")
+        raise UsageError(f"{first}; a correlation id is waited for once per run: make it "
+                         "unique in the run (a sub-agent called more than once waits for ids "
+                         f"made from its input) (in action execution {where})")
     call = DurableCall(call_id, ordinal, digest, kind, target)
     if kind is not CallKind.APPROVAL:  # the action's own: warned about when never awaited
         call.site = creation_site()
