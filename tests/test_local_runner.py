@@ -918,3 +918,35 @@ def test_flink_agents_local_names_on_the_native_runner_say_what_to_use():
     assert str(missing.value) == "'LocalAgentJob' object has no attribute 'colect'"
     assert missing.value.name == "colect" and missing.value.obj is job  # "Did you mean"
     assert not hasattr(job, "to_list") and hasattr(job, "collect")
+
+
+async def _doubled(x: int) -> int:
+    count("doubled ran")
+    return 2 * x
+
+
+class SyncCallOfAsync(Agent):
+    """A plain action giving an ``async`` function to the synchronous ``durable_execute``."""
+
+    @action(InputEvent)
+    @staticmethod
+    def go(event: InputEvent, ctx: RunnerContext) -> None:
+        try:
+            value: Any = ctx.durable_execute(_doubled, 2)
+        except TypeError as e:
+            value = f"TypeError: {e}"
+        ctx.send_event(OutputEvent(output=value))
+
+
+def test_an_async_function_given_to_durable_execute_says_to_await_durable_execute_async(
+        probes, recwarn):
+    """Its coroutine is closed unrun (no "never awaited" warning), and the recorded failure
+    names the function and ``durable_execute_async`` (recorded, so a replay gives it too)."""
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    result = env.from_list([{"key": "a"}]).apply(SyncCallOfAsync()).run()
+    assert result.errors == []
+    [out] = result.outputs
+    assert out.startswith("TypeError: ctx.durable_execute(") and "_doubled is async" in out
+    assert "await ctx.durable_execute_async(_doubled, ...)" in out
+    assert probes["doubled ran"] == 0
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 from ...api import UnsupportedAwaitError
+from ...api.internal import EVENT_ID_SOURCE
 
-__all__ = ["not_stepping", "enter_stepping", "leave_stepping"]
+__all__ = ["not_stepping", "enter_stepping", "leave_stepping", "run_inline"]
 
 _HINT = (
     "actions are stepped by the operator, not by an asyncio event loop: await only the "
@@ -86,3 +88,36 @@ def not_stepping() -> Iterator[None]:
         yield
     finally:
         asyncio.events._set_running_loop(previous)
+
+
+def run_inline(name: str, call: Callable[[], Any]) -> Any:
+    """Run a synchronous durable call's function (or its reconciler) in the action's thread.
+
+    It takes no event ids (nothing it builds is replayed) and runs with the stand-in loop
+    lifted (it may run an asyncio loop of its own).
+
+    Args:
+        name: the function's ``module:qualname``, for the error.
+        call: runs the function with its arguments.
+
+    Returns:
+        What it returned.
+
+    Raises:
+        TypeError: when it returned a coroutine (an ``async`` function given to
+            ``ctx.durable_execute``): the coroutine is closed, never run, and the error says
+            to await ``ctx.durable_execute_async`` instead.
+        Exception: whatever the function raised.
+    """
+    token = EVENT_ID_SOURCE.set(None)
+    try:
+        with not_stepping():
+            value = call()
+    finally:
+        EVENT_ID_SOURCE.reset(token)
+    if inspect.iscoroutine(value):
+        value.close()
+        raise TypeError(f"ctx.durable_execute({name}) got a coroutine: {name} is async; "
+                        f"write 'await ctx.durable_execute_async({name.rpartition(':')[2]}, ...)'"
+                        " in an async action")
+    return value

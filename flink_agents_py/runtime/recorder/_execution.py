@@ -35,7 +35,6 @@ from ...api import (
     ResourceType,
     SubagentResult,
 )
-from ...api.internal import EVENT_ID_SOURCE
 from .._failures import with_original
 from .._knowledge import durable_view
 from .._serde import dumps, event_is_plain, event_json, from_json_value
@@ -55,7 +54,7 @@ from ..core._commands import (
     StartChat,
     StartSubagent,
 )
-from ..core._stepper import not_stepping
+from ..core._stepper import run_inline
 from ..core._subgraph import resolve_subagent
 from ._ledger import CallLedger
 from ._outcomes import call_digest, fn_name, rebuild_exception, store_outcome
@@ -285,12 +284,7 @@ class ActionExecution:
             self.record_started(InlineCall(call, name))
             runner = reconciler if (started is not None and reconciler is not None) else None
             try:
-                token = EVENT_ID_SOURCE.set(None)  # not replayed: takes no event ids
-                try:
-                    with not_stepping():
-                        value = runner() if runner is not None else fn(*args, **kwargs)
-                finally:
-                    EVENT_ID_SOURCE.reset(token)
+                value = run_inline(name, runner or (lambda: fn(*args, **kwargs)))
             except Exception as e:  # noqa: BLE001 - recorded, then re-raised
                 self.record_outcome(call, False, e)
             else:
