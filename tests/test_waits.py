@@ -270,7 +270,7 @@ def test_a_tool_call_is_held_until_approved_and_a_refusal_is_the_tools_result(
 
 
 def test_the_tool_decorator_declares_approval():
-    from flink_agents_py.api import FunctionTool, tool
+    from flink_agents_py.api import FunctionTool, qualified_name, tool
 
     def wire(amount: int) -> str:
         """Wire money."""
@@ -281,6 +281,10 @@ def test_the_tool_decorator_declares_approval():
     assert marked.requires_approval and marked.approval_timeout_s == 30
     with pytest.raises(ValueError, match="approval_timeout_s"):
         tool(wire, approval_timeout_s=0)
+    for odd in (True, False, 0, -1, float("nan"), float("inf")):  # a descriptor's too
+        with pytest.raises(ValueError, match="approval_timeout_s"):
+            FunctionTool(func=qualified_name(wire), approval_timeout_s=odd)
+    assert FunctionTool(func=qualified_name(wire), approval_timeout_s=2).approval_timeout_s == 2
 
 
 def test_an_agent_that_waits_is_replay_safe_at_every_crash_point():

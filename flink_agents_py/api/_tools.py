@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any, ClassVar, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, field_validator
 
 from ._resources import Resource, ResourceType, import_qualified, qualified_name
 
@@ -176,6 +176,15 @@ class FunctionTool(Resource):
     approval_timeout_s: float | None = Field(default=None, gt=0, le=1e9)
 
     _fn: Callable[..., Any] | None = PrivateAttr(default=None)
+
+    @field_validator("approval_timeout_s", mode="before")
+    @classmethod
+    def _seconds_not_a_bool(cls, value: Any) -> Any:
+        """Refuse ``True``/``False`` (pydantic would take ``True`` as 1 second, as ``@tool``
+        does not)."""
+        if isinstance(value, bool):
+            raise ValueError(f"approval_timeout_s must be a number of seconds, got {value!r}")
+        return value
 
     @classmethod
     def from_function(cls, fn: Callable[..., Any], name: str | None = None) -> FunctionTool:
