@@ -180,8 +180,14 @@ class FunctionTool(Resource):
     @field_validator("approval_timeout_s", mode="before")
     @classmethod
     def _seconds_not_a_bool(cls, value: Any) -> Any:
-        """Refuse ``True``/``False`` (pydantic would take ``True`` as 1 second, as ``@tool``
-        does not)."""
+        """Refuse ``True``/``False``: pydantic would take ``True`` as 1 second; ``@tool`` does not.
+
+        Returns:
+            ``value``, to be validated as a number of seconds.
+
+        Raises:
+            ValueError: when it is a bool.
+        """
         if isinstance(value, bool):
             raise ValueError(f"approval_timeout_s must be a number of seconds, got {value!r}")
         return value
