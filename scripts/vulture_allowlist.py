@@ -19,6 +19,7 @@ import flink_agents_py.local
 import flink_agents_py.observability
 from flink_agents_py.agents import ReActAgent
 from flink_agents_py.api import MemorySetItem, ResourceName, RunStatus, TokenUsage
+from flink_agents_py.compat import OpenAIChatModelConnection
 from flink_agents_py.compat import RunStatus as CompatRunStatus
 from flink_agents_py.observability import Distribution
 from flink_agents_py.runtime._builtin_actions import chat_model_action, tool_call_action
@@ -85,3 +86,4 @@ BaseHTTPRequestHandler.protocol_version
 BaseHTTPRequestHandler.log_message
 BaseHTTPRequestHandler.do_POST
 ThrottlingProvider.served_rate
+OpenAIChatModelConnection.reuse_client  # Flink Agents' argument, taken and ignored

@@ -538,3 +538,62 @@ def test_plain_entries_are_secrets_when_their_names_carry_a_credential(field, na
     setattr(resource, field, {name: f"Bearer {value}" if name.endswith("ization") else value})
     register_resource_secrets(resource)
     assert (mask_secrets(f"echo {value}") == "echo [REDACTED]") is registered
+
+
+def test_a_flink_agents_literal_api_key_is_sent_and_masked(caplog):
+    """A Flink Agents program's ``api_key=...`` / ``api_base_url=...`` (compat names): the key
+    reaches the provider, and its echo reaches no error record, log or repr."""
+    from flink_agents_py.compat import (
+        Agent,
+        AgentsExecutionEnvironment,
+        ChatMessage,
+        InputEvent,
+        OpenAIChatModelConnection,
+        OutputEvent,
+        ResourceDescriptor,
+        ResourceName,
+        RunnerContext,
+        action,
+        chat_model_connection,
+        chat_model_setup,
+    )
+
+    literal = f"sk-fa-{uuid.uuid4().hex}"
+
+    with LeakyProvider() as srv:
+        class Ported(Agent):
+            @chat_model_connection
+            @staticmethod
+            def openai_connection() -> ResourceDescriptor:
+                return ResourceDescriptor(
+                    clazz=ResourceName.ChatModel.OPENAI_COMPLETIONS_CONNECTION,
+                    api_key=literal, api_base_url=srv.url, max_retries=0, timeout=30.0)
+
+            @chat_model_setup
+            @staticmethod
+            def leaky() -> ResourceDescriptor:
+                return ResourceDescriptor(
+                    clazz=ResourceName.ChatModel.OPENAI_COMPLETIONS_SETUP,
+                    connection="openai_connection", model="401")
+
+            @action(InputEvent)
+            @staticmethod
+            async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+                try:
+                    await ctx.chat("leaky", [ChatMessage(content="hi")])
+                except Exception as e:  # noqa: BLE001 - the failure's text is the output
+                    ctx.send_event(OutputEvent(output=str(e)))
+
+        with caplog.at_level(logging.DEBUG):
+            env = AgentsExecutionEnvironment.get_execution_environment()
+            out = env.from_list([{"key": "k", "value": "v"}]).apply(Ported()).to_list()
+            env.execute()
+        assert literal in srv.keys_seen  # sent as the key
+    [row] = out
+    [text] = row.values()
+    assert "401" in text and "[REDACTED]" in text
+    assert_no_key("the output", text, literal)
+    assert_no_key("the logs", caplog.text, literal)
+    conn = OpenAIChatModelConnection(api_key=literal, api_base_url="http://127.0.0.1:9/v1")
+    assert conn.base_url == "http://127.0.0.1:9/v1"
+    assert_no_key("the connection's repr", repr(conn) + str(conn), literal)

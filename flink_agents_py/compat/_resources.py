@@ -15,9 +15,9 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from pydantic import model_validator
+from pydantic import SecretStr, model_validator
 
-from ..api import ChatMessage, ChatModelSetup, ChatResponse
+from ..api import ChatMessage, ChatModelSetup, ChatResponse, register_secret
 from ..integrations.chat_models import AnthropicChatModel, OllamaChatModel, OpenAIChatModel
 from ..integrations.embedding_models import OllamaEmbeddingModel, OpenAIEmbeddingModel
 
@@ -50,6 +50,9 @@ class _Renamed:
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        key = data.get("api_key")  # masked before anything can quote it (a validation error)
+        if isinstance(key, str):
+            register_secret(key, f"the api_key of a {cls.__name__}")
         for theirs, ours in cls.ARGUMENT_ALIASES.items():
             if theirs not in data:
                 continue
@@ -59,6 +62,26 @@ class _Renamed:
             else:
                 data.setdefault(ours, value)
         return data
+
+
+class _LiteralKey:
+    """Mixin: the key given as Flink Agents' ``api_key`` argument, else ``$api_key_env``'s.
+
+    Flink Agents' connections take the key itself (``api_key=os.environ["..."]``, or a
+    literal). Here it is a ``SecretStr`` field (``**********`` in a repr), registered as a
+    secret as soon as the descriptor is validated, so it is masked in every record, log
+    and trace. It is still part of the plan, which Flink ships to its workers with the job:
+    ``api_key_env`` (the variable's name, read on each worker) keeps it out of the plan.
+    """
+
+    def _api_key(self) -> str | None:
+        given = getattr(self, "api_key", None)
+        if isinstance(given, SecretStr) and given.get_secret_value():
+            value = given.get_secret_value()
+            register_secret(value, f"the api_key of a {type(self).__name__}")
+            return value
+        found: str | None = super()._api_key()  # type: ignore[misc]
+        return found
 
 
 _THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
@@ -106,15 +129,21 @@ class OllamaChatModelSetup(_CompatSetup):
                               "additional_kwargs")}
 
 
-class OpenAIChatModelConnection(_Renamed, OpenAIChatModel):
+class OpenAIChatModelConnection(_LiteralKey, _Renamed, OpenAIChatModel):
     """Flink Agents' OpenAI connection.
 
-    ``timeout`` / ``request_timeout`` are ``timeout_s``, ``model`` is ``default_model``; the
-    key is read from ``api_key_env`` (never a literal).
+    ``timeout`` / ``request_timeout`` are ``timeout_s``, ``model`` is ``default_model``,
+    ``api_base_url`` is ``base_url``, ``default_headers`` is ``headers``; ``reuse_client`` is
+    taken and ignored (clients are reused); ``api_key`` is the key itself (else
+    ``$api_key_env``'s, see ``_LiteralKey``).
     """
 
     ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
-        "timeout": "timeout_s", "request_timeout": "timeout_s", "model": "default_model"}
+        "timeout": "timeout_s", "request_timeout": "timeout_s", "model": "default_model",
+        "api_base_url": "base_url", "default_headers": "headers"}
+
+    api_key: SecretStr | None = None
+    reuse_client: bool = True
 
 
 class OpenAIChatModelSetup(_CompatSetup):
@@ -126,14 +155,17 @@ class OpenAIChatModelSetup(_CompatSetup):
                               "additional_kwargs")}
 
 
-class AnthropicChatModelConnection(_Renamed, AnthropicChatModel):
+class AnthropicChatModelConnection(_LiteralKey, _Renamed, AnthropicChatModel):
     """Flink Agents' Anthropic connection.
 
-    ``timeout`` / ``request_timeout`` are ``timeout_s``, ``model`` is ``default_model``.
+    ``timeout`` / ``request_timeout`` are ``timeout_s``, ``model`` is ``default_model``;
+    ``api_key`` is the key itself (else ``$api_key_env``'s, see ``_LiteralKey``).
     """
 
     ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
         "timeout": "timeout_s", "request_timeout": "timeout_s", "model": "default_model"}
+
+    api_key: SecretStr | None = None
 
 
 class AnthropicChatModelSetup(_CompatSetup):
@@ -151,8 +183,15 @@ class OllamaEmbeddingModelConnection(_Renamed, OllamaEmbeddingModel):
         "request_timeout": "timeout_s", "model": "default_model"}
 
 
-class OpenAIEmbeddingModelConnection(_Renamed, OpenAIEmbeddingModel):
-    """Flink Agents' OpenAI embedding connection (``timeout`` is ``timeout_s``)."""
+class OpenAIEmbeddingModelConnection(_LiteralKey, _Renamed, OpenAIEmbeddingModel):
+    """Flink Agents' OpenAI embedding connection.
+
+    ``timeout`` is ``timeout_s``, ``api_base_url`` is ``base_url``; ``api_key`` is the key
+    itself (else ``$api_key_env``'s, see ``_LiteralKey``).
+    """
 
     ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
-        "timeout": "timeout_s", "request_timeout": "timeout_s", "model": "default_model"}
+        "timeout": "timeout_s", "request_timeout": "timeout_s", "model": "default_model",
+        "api_base_url": "base_url"}
+
+    api_key: SecretStr | None = None

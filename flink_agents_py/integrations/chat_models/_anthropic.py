@@ -186,13 +186,17 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         Raises:
             MissingApiKeyError: naming the variable and this resource.
         """
-        if self.api_key_required:
+        if self.api_key_required and not self._api_key():
             require_api_key(self, self.api_key_env, "Anthropic")
+
+    def _api_key(self) -> str | None:
+        """The API key: ``$api_key_env``'s value, registered as a secret (``None``: unset)."""
+        return secret_from_env(self.api_key_env)
 
     def _client_factory(self) -> Callable[[], Any]:
         anthropic = import_sdk("anthropic", "anthropic", "the Anthropic chat model")
         self.check()
-        key = secret_from_env(self.api_key_env) or "unused"
+        key = self._api_key() or "unused"
         return lambda: anthropic.AsyncAnthropic(
             api_key=key, base_url=self.base_url, timeout=self.timeout_s,
             max_retries=self.max_retries)

@@ -158,9 +158,13 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             MissingApiKeyError: naming the variable and this resource.
         """
         secret_env_values(self, self.secret_headers, "header")
-        if self._key_required():
+        if self._key_required() and not self._api_key():
             require_api_key(self, self.api_key_env, "OpenAI-compatible", hint=(
                 "; a server that needs no key: a local base_url, or api_key_required=False"))
+
+    def _api_key(self) -> str | None:
+        """The API key: ``$api_key_env``'s value, registered as a secret (``None``: unset)."""
+        return secret_from_env(self.api_key_env)
 
     def _client(self) -> Any:
         if self._clients is None:
@@ -169,7 +173,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             headers = {**(self.headers or {}),
                        **secret_env_values(self, self.secret_headers, "header")}
             self._clients = LoopBoundClient(lambda: openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=secret_from_env(self.api_key_env) or "unused",
+                base_url=self.base_url, api_key=self._api_key() or "unused",
                 timeout=self.timeout_s, max_retries=self.max_retries,
                 default_headers=headers or None,
             ))

@@ -59,9 +59,13 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
             if self._client is None:
                 openai = import_sdk("openai", "openai", "the OpenAI-compatible embedding model")
                 self._client = openai.OpenAI(
-                    base_url=self.base_url, api_key=secret_from_env(self.api_key_env) or "unused",
+                    base_url=self.base_url, api_key=self._api_key() or "unused",
                     timeout=self.timeout_s, max_retries=self.max_retries)
             return self._client
+
+    def _api_key(self) -> str | None:
+        """The API key: ``$api_key_env``'s value, registered as a secret (``None``: unset)."""
+        return secret_from_env(self.api_key_env)
 
     def close(self) -> None:
         """Drop the client."""
