@@ -80,6 +80,13 @@ class Event(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
+        if cls.__pydantic_custom_init__:
+            # An event class with its own ``__init__`` (Flink Agents' custom events:
+            # ``def __init__(self, value): super().__init__(type=..., attributes=...)``) is
+            # still built through it by a call, but rebuilt from its JSON form (a sent
+            # event, a restore) from its fields, which that ``__init__`` does not take.
+            cls.__pydantic_custom_init__ = False
+            cls.model_rebuild(force=True)
         _REGISTRY[cls.EVENT_TYPE or cls.__qualname__] = cls
         _BY_CLASS[f"{cls.__module__}:{cls.__qualname__}"] = cls
 
