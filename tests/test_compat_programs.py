@@ -75,3 +75,88 @@ def test_a_custom_event_with_its_own_init_is_rebuilt_from_its_json_form():
                                     {"key": 2, "value": Review(id=2, review="bad")}])
     assert out == [{1: "good first second"}, {2: "bad first second"}]
     assert ValueEvent.model_validate(ValueEvent(value=3).to_json()).value == 3
+
+
+class Item(BaseModel):
+    id: int
+    review: str
+    memory_info: dict | None = None
+
+
+class MemoryRefAgent(Agent):
+    """Flink Agents' e2e DataStream agent's memory use: a count under a dotted path, the
+    processed item stored and its ``MemoryRef`` sent in an event, read back by the next action."""
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def first(event: Event, ctx: RunnerContext) -> None:
+        item = Item.model_validate(InputEvent.from_event(event).input)
+        stm = ctx.short_term_memory
+        total = (stm.get("status.total_reviews") or 0) + 1
+        stm.set("status.total_reviews", total)
+        item.memory_info = {"total_reviews": total}
+        ref = stm.set(f"processed_items.item_{item.id}", item.model_dump(mode="json"))
+        ctx.send_event(ValueEvent(value=ref))
+
+    @action(ValueEvent.EVENT_TYPE)
+    @staticmethod
+    def second(event: Event, ctx: RunnerContext) -> None:
+        ref = ValueEvent.from_event(event).value
+        item = Item.model_validate(ctx.short_term_memory.get(ref))
+        assert ref.resolve(ctx) == item.model_dump(mode="json")
+        ctx.send_event(OutputEvent(output=item))
+
+
+def test_a_memory_reference_sent_in_an_event_reads_the_value_back():
+    # set() returned None, and the reference read back from the event was no path:
+    # every run failed with "memory path must be dotted names like 'a.b', got None"
+    out = _run(MemoryRefAgent(), [{"key": 7, "value": {"id": 7, "review": "a"}},
+                                  {"key": 7, "value": {"id": 7, "review": "b"}},
+                                  {"key": 8, "value": {"id": 8, "review": "c"}}])
+    assert [(k, v.review, v.memory_info) for row in out for k, v in row.items()] == [
+        (7, "a", {"total_reviews": 1}), (7, "b", {"total_reviews": 2}),
+        (8, "c", {"total_reviews": 1})]
+
+
+class NestedObjectAgent(Agent):
+    """Flink Agents' memory docs: nested objects, by ``new_object`` or by dotted paths."""
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def remember(event: Event, ctx: RunnerContext) -> None:
+        memory = ctx.sensory_memory
+        memory.set("primitive", 123)
+        memory.set("collection", [1, 2, 3])
+        memory.set("object", Item(id=1, review="kept as its class"))
+        obj1 = memory.new_object("obj1")
+        obj1.set("field1", "foo")
+        user = memory.new_object("user")
+        user.set("name", "john")
+        user.set("age", 13)
+        memory.set("team.lead.name", "ann")
+        team = memory.get("team")
+        lead = team.get("lead")
+        ctx.send_event(OutputEvent(output={
+            "primitive": memory.get("primitive"),
+            "collection": memory.get("collection"),
+            "object": memory.get("object").review,
+            "field1": memory.get("obj1").get("field1"),
+            "user": [memory.get("user").get("name"), memory.get("user.age")],
+            "lead": [lead.get("name"), team.get("lead.name"), team.get_field_names()],
+            "exists": [memory.is_exist("user.name"), memory.is_exist("user.city"),
+                       "obj1.field1" in memory],
+            "fields": sorted(memory.get_field_names()),
+            "user_fields": memory.get("user").get_fields(),
+        }))
+
+
+def test_nested_memory_objects_read_and_write_below_their_path():
+    # new_object, get_field_names and get_fields did not exist, and a pydantic model set in
+    # memory was read back as its stored form ({'$model': ..., 'data': ...})
+    (row,) = _run(NestedObjectAgent(), [{"key": 1, "value": "x"}])
+    assert row[1] == {
+        "primitive": 123, "collection": [1, 2, 3], "object": "kept as its class",
+        "field1": "foo", "user": ["john", 13], "lead": ["ann", "ann", ["lead"]],
+        "exists": [True, False, True],
+        "fields": ["collection", "obj1", "object", "primitive", "team", "user"],
+        "user_fields": {"age": 13, "name": "john"}}

@@ -25,7 +25,7 @@ from ._agent import (
 )
 from ._budgets import Budget, BudgetExceededError, ModelPrice
 from ._chat_models import ChatModelConnection, ChatModelSetup
-from ._context import Memory, RunnerContext
+from ._context import RunnerContext
 from ._embeddings import (
     EmbeddingError,
     EmbeddingModelConnection,
@@ -68,6 +68,7 @@ from ._long_term_memory import (
     MemorySet,
     MemorySetItem,
 )
+from ._memory import Memory, MemoryObject, MemoryRef
 from ._messages import (
     ChatMessage,
     ChatResponse,
@@ -121,6 +122,8 @@ __all__ = [
     "action",
     "RunnerContext",
     "Memory",
+    "MemoryObject",
+    "MemoryRef",
     "ActionSpec",
     # events
     "Event",

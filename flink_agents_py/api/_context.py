@@ -8,12 +8,13 @@ passed to; keeping it past that is unsupported.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
 from ._events import Event
+from ._memory import Memory
 from ._messages import ChatMessage, ChatResponse
 from ._resources import Resource, ResourceType
 
@@ -21,67 +22,9 @@ if TYPE_CHECKING:
     from ._long_term_memory import BaseLongTermMemory
     from ._subagents import SubagentFuture
 
-__all__ = ["RunnerContext", "Memory"]
+__all__ = ["RunnerContext"]
 
 T = TypeVar("T")
-
-
-class Memory(ABC):
-    """A JSON tree addressed by dotted paths (``"product.count"``).
-
-    Writes made by an action become visible to other actions when the action completes
-    (all of them at once, with the events it sent); until then only the writing action sees
-    them. Values must be JSON-serializable.
-    """
-
-    @abstractmethod
-    def get(self, path: str, default: Any = None) -> Any:
-        """Return the value at ``path``, or ``default`` when nothing is there.
-
-        Args:
-            path: a dotted path (``"product.count"``).
-            default: what to return when nothing is stored there.
-
-        Returns:
-            The stored value, or ``default``.
-        """
-
-    @abstractmethod
-    def set(self, path: str, value: Any) -> None:
-        """Store ``value`` (JSON) at ``path``, creating parents as needed.
-
-        Args:
-            path: a dotted path (``"product.count"``).
-            value: a value with a JSON form.
-
-        Raises:
-            SerializationError: when ``value`` has no JSON form.
-        """
-
-    @abstractmethod
-    def delete(self, path: str) -> None:
-        """Remove what is at ``path`` (nothing happens when nothing is there).
-
-        Args:
-            path: a dotted path (``"product.count"``).
-        """
-
-    @abstractmethod
-    def to_dict(self) -> dict[str, Any]:
-        """Return a deep copy of the whole tree as this action sees it."""
-
-    def __contains__(self, path: object) -> bool:
-        return isinstance(path, str) and self.get(path, _MISSING) is not _MISSING
-
-    def is_exist(self, path: str) -> bool:
-        """Whether something is stored at ``path`` (Flink Agents' name for ``path in memory``)."""
-        return path in self
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_dict())
-
-
-_MISSING = object()
 
 
 class RunnerContext(ABC):

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ._memory import memory_ref_of
 from ._messages import ChatMessage, ChatResponse, ToolCall, ToolResult
 from ._secrets import MaskedStr
 
@@ -101,6 +102,19 @@ class Event(BaseModel):
                 )
             data = {**data, "type": cls.EVENT_TYPE}
         return data
+
+    @field_validator("attributes", mode="after")
+    @classmethod
+    def _memory_refs(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # a ``MemoryRef`` an event carries (``MyEvent(value=memory.set(...))``) comes back
+        # from the event's JSON form as a plain dict: it is a reference again
+        # (``event.value.resolve(ctx)``)
+        for k, v in value.items() if value else ():
+            if type(v) is dict and len(v) == 2:
+                ref = memory_ref_of(v)
+                if ref is not None:
+                    value[k] = ref
+        return value
 
     @model_validator(mode="after")
     def _require_type(self) -> Event:

@@ -19,6 +19,7 @@ from ._events import (
 from ._flow import collect_rate_limits
 from ._lazy import lazy_exports
 from ._loops import close_loop_clients, register_loop_owner
+from ._memory import MemoryObject, memory_ref_of
 from ._resources import import_qualified
 from ._secrets import (
     SECRET_VALUE_PATTERNS,
@@ -44,6 +45,7 @@ __all__ = [
     "EVENT_TYPES",
     "Event",
     "MaskedStr",
+    "MemoryObject",
     "RESERVED_TOOL_PREFIX",
     "SECRET_VALUE_PATTERNS",
     "check_texts",
@@ -57,6 +59,7 @@ __all__ = [
     "mask_known",
     "mask_secrets",
     "mask_value",
+    "memory_ref_of",
     "offered_tool_name",
     "register_header_secret",
     "register_resource_secrets",
