@@ -19,8 +19,11 @@ from flink_agents_py.compat import (
     EventType,
     InputEvent,
     OutputEvent,
+    Prompt,
+    ResourceType,
     RunnerContext,
     action,
+    prompt,
 )
 
 
@@ -160,3 +163,24 @@ def test_nested_memory_objects_read_and_write_below_their_path():
         "exists": [True, False, True],
         "fields": ["collection", "obj1", "object", "primitive", "team", "user"],
         "user_fields": {"age": 13, "name": "john"}}
+
+
+class ResourceByKeywordAgent(Agent):
+    @prompt
+    @staticmethod
+    def greeting() -> Prompt:
+        return Prompt.from_text("Hello {name}")
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def fetch(event: Event, ctx: RunnerContext) -> None:
+        by_keyword = ctx.get_resource(name="greeting", type=ResourceType.PROMPT)
+        positional = ctx.get_resource("greeting", ResourceType.PROMPT)
+        ctx.send_event(OutputEvent(output=[by_keyword.format_string(name=event.input),
+                                           positional.format_string(name="again")]))
+
+
+def test_get_resource_takes_flink_agents_type_keyword():
+    # ctx.get_resource(name=..., type=...) (Flink Agents' keyword) raised a TypeError
+    assert _run(ResourceByKeywordAgent(), [{"key": 1, "value": "ann"}]) == [
+        {1: ["Hello ann", "Hello again"]}]

@@ -82,12 +82,15 @@ class RunnerContext(ABC):
         """
 
     @abstractmethod
-    def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
+    def get_resource(self, name: str, resource_type: ResourceType | None = None, *,
+                     type: ResourceType | None = None) -> Resource:  # noqa: A002 - theirs
         """Return the resource of ``resource_type`` named ``name``, built on first use.
 
         Args:
             name: the resource's registered name.
             resource_type: its type.
+            type: the same as ``resource_type`` (Flink Agents' keyword:
+                ``ctx.get_resource(name="m", type=ResourceType.CHAT_MODEL)``).
 
         Returns:
             The resource.

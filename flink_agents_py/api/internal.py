@@ -20,7 +20,7 @@ from ._flow import collect_rate_limits
 from ._lazy import lazy_exports
 from ._loops import close_loop_clients, register_loop_owner
 from ._memory import MemoryObject, memory_ref_of
-from ._resources import import_qualified
+from ._resources import import_qualified, resource_type_argument
 from ._secrets import (
     SECRET_VALUE_PATTERNS,
     MaskedStr,
@@ -55,6 +55,7 @@ __all__ = [
     "event_from_json",
     "has_known_secret",
     "import_qualified",
+    "resource_type_argument",
     "json_schema_of",
     "mask_known",
     "mask_secrets",

@@ -24,6 +24,7 @@ from ...api import (
     RunnerContext,
     SubagentFuture,
 )
+from ...api.internal import resource_type_argument
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
@@ -72,9 +73,10 @@ class ActionContext(RunnerContext):
         """See ``RunnerContext.send_event``."""
         return self._execution.send_event(event)
 
-    def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
+    def get_resource(self, name: str, resource_type: ResourceType | None = None, *,
+                     type: ResourceType | None = None) -> Resource:  # noqa: A002 - theirs
         """See ``RunnerContext.get_resource``."""
-        return self._execution.get_resource(name, resource_type)
+        return self._execution.get_resource(name, resource_type_argument(resource_type, type))
 
     def durable_execute(
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
