@@ -22,8 +22,10 @@ from flink_agents_py.compat import (
     Prompt,
     ResourceType,
     RunnerContext,
+    ToolType,
     action,
     prompt,
+    tool,
 )
 
 
@@ -184,3 +186,40 @@ def test_get_resource_takes_flink_agents_type_keyword():
     # ctx.get_resource(name=..., type=...) (Flink Agents' keyword) raised a TypeError
     assert _run(ResourceByKeywordAgent(), [{"key": 1, "value": "ann"}]) == [
         {1: ["Hello ann", "Hello again"]}]
+
+
+class ToolResourceAgent(Agent):
+    """Flink Agents' e2e DataStream agent: a ``@tool`` of the agent called from an action."""
+
+    @tool
+    @staticmethod
+    def my_tool(input: str) -> str:
+        """Mark call tool.
+
+        Parameters
+        ----------
+        input : str
+            The input string
+        """
+        return input + " call my tool"
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def use_tool(event: Event, ctx: RunnerContext) -> None:
+        found = ctx.get_resource("my_tool", ResourceType.TOOL)
+        ctx.send_event(OutputEvent(output={
+            "called": found.call(event.input),
+            "by_keyword": found.call(input="kw"),
+            "name": found.name,
+            "schema": sorted(found.metadata.get_parameters_dict()["properties"]),
+        }))
+
+
+def test_a_tool_resource_is_called_directly_from_an_action():
+    # FunctionTool had no call() (AttributeError), nor metadata.get_parameters_dict()
+    assert _run(ToolResourceAgent(), [{"key": 1, "value": "x"}]) == [{1: {
+        "called": "x call my tool", "by_keyword": "kw call my tool", "name": "my_tool",
+        "schema": ["input"]}}]
+    assert (ToolType.FUNCTION.value, ToolType.MODEL_BUILT_IN.value, ToolType.MCP.value,
+            ToolType.REMOTE_FUNCTION.value) == (
+        "function", "model_built_in", "mcp", "remote_function")

@@ -90,6 +90,7 @@ from ._names import (
     PreparedTriple,
     RunStatus,
     Tool,
+    ToolType,
 )
 from ._resources import (
     AnthropicChatModelConnection,
@@ -182,6 +183,7 @@ __all__ = [
     "SubagentResult",
     "SubagentSetup",
     "Tool",
+    "ToolType",
     "ToolRequestEvent",
     "ToolResponseEvent",
     "VectorStore",
