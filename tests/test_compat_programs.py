@@ -8,6 +8,8 @@ and checks its outputs.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -15,15 +17,24 @@ from pydantic import BaseModel
 from flink_agents_py.compat import (
     Agent,
     AgentsExecutionEnvironment,
+    BaseChatModelConnection,
+    BaseChatModelSetup,
+    ChatMessage,
+    ChatRequestEvent,
+    ChatResponseEvent,
     Event,
     EventType,
     InputEvent,
+    MessageRole,
     OutputEvent,
     Prompt,
+    ResourceDescriptor,
     ResourceType,
     RunnerContext,
     ToolType,
     action,
+    chat_model_connection,
+    chat_model_setup,
     prompt,
     tool,
 )
@@ -223,3 +234,133 @@ def test_a_tool_resource_is_called_directly_from_an_action():
     assert (ToolType.FUNCTION.value, ToolType.MODEL_BUILT_IN.value, ToolType.MCP.value,
             ToolType.REMOTE_FUNCTION.value) == (
         "function", "model_built_in", "mcp", "remote_function")
+
+
+class EchoConnection(BaseChatModelConnection):
+    """A connection written for Flink Agents (its e2e mock): ``chat(messages, tools, **kw)``
+    returning a ``ChatMessage``, tool calls in the OpenAI form with a UUID id."""
+
+    def chat(self, messages: Sequence[ChatMessage], tools: list | None = None,
+             **kwargs: Any) -> ChatMessage:
+        if "sum" in messages[-1].content:
+            assert tools[0].name == "add"
+            assert "a" in tools[0].metadata.get_parameters_dict()["properties"]
+            call = {"id": uuid.uuid4(), "type": ToolType.FUNCTION,
+                    "function": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+            return ChatMessage(role=MessageRole.ASSISTANT, content=messages[-1].content,
+                               tool_calls=[call])
+        return ChatMessage(role=MessageRole.ASSISTANT,
+                           content="\n".join(m.content for m in messages))
+
+
+class OwnChatSetup(BaseChatModelSetup):
+    """A setup written for Flink Agents: its own ``open``, ``model_kwargs`` and ``chat``,
+    which fills the prompt only for a task and reaches resources through
+    ``resource_context``."""
+
+    def open(self) -> None:
+        pass
+
+    @property
+    def model_kwargs(self) -> dict[str, Any]:
+        return {}
+
+    def chat(self, messages: Sequence[ChatMessage], prompt_args: dict[str, Any] | None = None,
+             **kwargs: Any) -> ChatMessage:
+        server = self.resource_context.get_resource(self.connection,
+                                                    ResourceType.CHAT_MODEL_CONNECTION)
+        if self.prompt is not None and "sum" in messages[-1].content:
+            template = self.resource_context.get_resource(self.prompt, ResourceType.PROMPT)
+            messages = template.format_messages(
+                **{k: str(v) for k, v in (prompt_args or {}).items()})
+        tools = [self.resource_context.get_resource(t, ResourceType.TOOL) for t in self.tools]
+        return server.chat(messages, tools=tools, **kwargs)
+
+
+class DescribedSetup(BaseChatModelSetup):
+    """A setup with fields of its own and a chat that needs no connection."""
+
+    host: str
+    desc: str
+
+    def open(self) -> None:
+        pass
+
+    @property
+    def model_kwargs(self) -> dict[str, Any]:
+        return {}
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+        return ChatMessage(role=MessageRole.ASSISTANT,
+                           content=f"{messages[0].content} {self.host} {self.desc}")
+
+
+class CustomModelAgent(Agent):
+    @prompt
+    @staticmethod
+    def task_prompt() -> Prompt:
+        return Prompt.from_text(text="Please call the appropriate tool to do this task: {task}")
+
+    @chat_model_connection
+    @staticmethod
+    def echo_connection() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=f"{EchoConnection.__module__}.{EchoConnection.__name__}")
+
+    @chat_model_setup
+    @staticmethod
+    def echo_model() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=f"{OwnChatSetup.__module__}.{OwnChatSetup.__name__}",
+                                  connection="echo_connection", model="mock",
+                                  prompt="task_prompt", tools=["add"])
+
+    @chat_model_setup
+    @staticmethod
+    def described_model() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=f"{DescribedSetup.__module__}.{DescribedSetup.__name__}",
+                                  host="8.8.8.8", desc="for testing", connection="undeclared",
+                                  model="mock")
+
+    @tool
+    @staticmethod
+    def add(a: int, b: int) -> int:
+        """Calculate the sum of a and b.
+
+        Parameters
+        ----------
+        a : int
+            The first operand
+        b : int
+            The second operand
+        """
+        return a + b
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def ask(event: Event, ctx: RunnerContext) -> None:
+        text = InputEvent.from_event(event).input
+        direct = ctx.get_resource(name="described_model", type=ResourceType.CHAT_MODEL)
+        ctx.sensory_memory.set("direct", direct.chat(
+            messages=[ChatMessage(role=MessageRole.USER, content=text)]).content)
+        ctx.send_event(ChatRequestEvent(
+            model="echo_model", messages=[ChatMessage(role=MessageRole.USER, content=text)],
+            prompt_args={"task": text}))
+
+    @action(EventType.ChatResponseEvent)
+    @staticmethod
+    def answer(event: Event, ctx: RunnerContext) -> None:
+        response = ChatResponseEvent.from_event(event).response
+        ctx.send_event(OutputEvent(output=[response.content, ctx.sensory_memory.get("direct")]))
+
+
+def test_chat_model_classes_written_for_flink_agents_serve_chat_requests():
+    # the setup's own open() left its callables unbuilt (an AssertionError failed every
+    # chat), its own chat() was never called (nor its prompt_args), the connection's
+    # ChatMessage answer and its OpenAI-form tool call were refused, a setup naming a
+    # connection its chat never uses failed the plan, and resource_context did not exist
+    out = _run(CustomModelAgent(), [{"key": 1, "value": "calculate the sum of 1 and 2."},
+                                    {"key": 2, "value": "hello"}])
+    assert out == [
+        {1: ["calculate the sum of 1 and 2.\nPlease call the appropriate tool to do this task: "
+             "calculate the sum of 1 and 2.\n3",
+             "calculate the sum of 1 and 2. 8.8.8.8 for testing"]},
+        {2: ["hello", "hello 8.8.8.8 for testing"]}]

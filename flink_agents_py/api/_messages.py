@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from ._secrets import MaskedStr
 
@@ -38,6 +46,24 @@ class ToolCall(BaseModel):
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wire_form(cls, data: Any) -> Any:
+        # Flink Agents' (and OpenAI's) form, as a connection written for it returns:
+        # {"id": ..., "type": "function", "function": {"name": ..., "arguments": {...}}},
+        # the arguments possibly JSON text, the id possibly a UUID
+        if not isinstance(data, dict) or "function" not in data or "name" in data:
+            return data
+        function = data["function"]
+        if not isinstance(function, dict):
+            return data
+        arguments = function.get("arguments") or {}
+        if isinstance(arguments, str):
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        given = data.get("id")
+        return {"id": str(given) if given is not None else "", "name": function.get("name"),
+                "arguments": arguments}
 
 
 class ChatMessage(BaseModel):

@@ -28,7 +28,13 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from ..api import SerializationError
-from ..api.internal import EVENT_CLASS_KEY, Event, event_class_tag, import_qualified
+from ..api.internal import (
+    EVENT_CLASS_KEY,
+    Event,
+    MemoryObject,
+    event_class_tag,
+    import_qualified,
+)
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
            "digest", "dumps", "loads_record",
@@ -133,7 +139,7 @@ def _fast_copy(value: Any, tag: bool) -> Any:
         RecursionError: at a cycle or very deep nesting (the full walk then says where).
     """
     kind = type(value)
-    if kind is dict:
+    if kind is dict or kind is MemoryObject:  # (an object read from memory is a dict)
         out: dict[str, Any] = {}
         for k, v in value.items():
             if type(k) is not str:

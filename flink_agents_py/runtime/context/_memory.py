@@ -20,7 +20,7 @@ _ATOMIC = frozenset({str, int, float, bool, type(None)})
 def _copy(value: Any) -> Any:
     """A deep copy of a memory value (JSON-form data, fast; anything else by ``deepcopy``)."""
     kind = type(value)
-    if kind is dict:
+    if kind is dict or kind is MemoryObject:
         return {k: v if type(v) in _ATOMIC else _copy(v) for k, v in value.items()}
     if kind is list:
         return [v if type(v) in _ATOMIC else _copy(v) for v in value]
