@@ -8,35 +8,46 @@ and checks its outputs.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import pytest
 from pydantic import BaseModel
 
+from flink_agents_py.api import ProviderError, UsageError
 from flink_agents_py.compat import (
     Agent,
+    AgentConfigOptions,
+    AgentExecutionOptions,
     AgentsExecutionEnvironment,
     BaseChatModelConnection,
     BaseChatModelSetup,
     ChatMessage,
     ChatRequestEvent,
     ChatResponseEvent,
+    ErrorHandlingStrategy,
     Event,
     EventType,
     InputEvent,
+    LongTermMemoryOptions,
     MessageRole,
     OutputEvent,
     Prompt,
     ResourceDescriptor,
+    ResourceName,
     ResourceType,
     RunnerContext,
     ToolType,
     action,
     chat_model_connection,
     chat_model_setup,
+    embedding_model_connection,
+    embedding_model_setup,
     prompt,
     tool,
+    vector_store,
 )
 
 
@@ -364,3 +375,140 @@ def test_chat_model_classes_written_for_flink_agents_serve_chat_requests():
              "calculate the sum of 1 and 2.\n3",
              "calculate the sum of 1 and 2. 8.8.8.8 for testing"]},
         {2: ["hello", "hello 8.8.8.8 for testing"]}]
+
+
+class Fact(BaseModel):
+    name: str
+    fact: str
+
+
+class FactsAgent(Agent):
+    """Flink Agents' long-term memory e2e agent's shape: the memory's store is configured on
+    the environment, facts added and read back through durable calls."""
+
+    @embedding_model_connection
+    @staticmethod
+    def hashing_connection() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz="flink_agents_py.integrations.embedding_models."
+                                        "HashingEmbeddingModel", dimension=32)
+
+    @embedding_model_setup
+    @staticmethod
+    def hashing_embedding() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.EmbeddingModel.OLLAMA_SETUP,
+                                  connection="hashing_connection", model="hashing")
+
+    @vector_store
+    @staticmethod
+    def ltm_store() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.VectorStore.CHROMA_VECTOR_STORE,
+                                  embedding_model="hashing_embedding",
+                                  persist_directory=os.environ["COMPAT_LTM_PATH"],
+                                  collection="context")
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    async def add_and_read(event: Event, ctx: RunnerContext) -> None:
+        fact = Fact.model_validate(InputEvent.from_event(event).input)
+        memory_set = ctx.long_term_memory.get_memory_set(name="facts")
+        await ctx.durable_execute_async(memory_set.add, items=fact.fact)
+        items = await ctx.durable_execute_async(memory_set.get)
+        ctx.send_event(OutputEvent(output={"name": fact.name,
+                                           "facts": sorted(i.value for i in items)}))
+
+
+def test_environment_configuration_reaches_the_agents(tmp_path, monkeypatch):
+    # every key but num-async-threads set on agents_env.get_config() was dropped: the
+    # long-term memory's store set there was never seen ("needs long-term-memory.
+    # vector-store"), and AgentConfigOptions, ErrorHandlingStrategy, get_configuration(),
+    # set_int(...) and Flink Agents' LongTermMemoryOptions names did not exist
+    pytest.importorskip("chromadb")
+    monkeypatch.setenv("COMPAT_LTM_PATH", str(tmp_path / "chroma"))
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    config = env.get_configuration()
+    assert config is env.get_config()
+    config.set(AgentConfigOptions.JOB_IDENTIFIER, "LTM_TEST_JOB")
+    config.set(LongTermMemoryOptions.Mem0.CHAT_MODEL_SETUP, "unused")
+    config.set(LongTermMemoryOptions.Mem0.VECTOR_STORE, "ltm_store")
+    config.set_int("my.own.key", 128)
+    assert config.get_int("my.own.key") == 128
+    assert LongTermMemoryOptions.EXTERNAL_VECTOR_STORE_NAME.key == \
+        LongTermMemoryOptions.Mem0.VECTOR_STORE.key
+    out = env.from_list([{"key": "alice", "value": {"name": "alice", "fact": "likes tea"}},
+                         {"key": "bob", "value": Fact(name="bob", fact="likes jazz")},
+                         {"key": "alice", "value": {"name": "alice", "fact": "has a cat"}}]
+                        ).apply(FactsAgent()).to_list()
+    env.execute()
+    assert out == [{"alice": {"name": "alice", "facts": ["likes tea"]}},
+                   {"bob": {"name": "bob", "facts": ["likes jazz"]}},
+                   {"alice": {"name": "alice", "facts": ["has a cat", "likes tea"]}}]
+
+
+def _flaky_then_echo(request: Any) -> Any:
+    calls = _FLAKY.setdefault(request.last_user_text, [])
+    calls.append(1)
+    if len(calls) < 3:
+        raise ProviderError("overloaded", status_code=503, retryable=True)
+    return f"answered after {len(calls)} calls"
+
+
+_FLAKY: dict[str, list[int]] = {}
+
+
+class RetryingAgent(Agent):
+    @chat_model_connection
+    @staticmethod
+    def flaky() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz="flink_agents_py.testing.ScriptedChatModel",
+                                  function=f"{__name__}:_flaky_then_echo")
+
+    @chat_model_setup
+    @staticmethod
+    def model() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP, connection="flaky",
+                                  model="m", retry_initial_backoff_s=0.0)
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def ask(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(ChatRequestEvent(model="model", messages=[
+            ChatMessage(role=MessageRole.USER, content=event.input)]))
+
+    @action(EventType.ChatResponseEvent)
+    @staticmethod
+    def answer(event: Event, ctx: RunnerContext) -> None:
+        response = ChatResponseEvent.from_event(event)
+        ctx.send_event(OutputEvent(output=response.response.content if response.response
+                                   else f"failed: {response.error}"))
+
+
+@pytest.mark.parametrize(("strategy", "retries", "expected"), [
+    (None, None, "failed: ProviderError"),
+    (ErrorHandlingStrategy.RETRY, 3, "answered after 3 calls"),
+    (ErrorHandlingStrategy.RETRY, 1, "failed: ProviderError: overloaded (status 503) (after 2 "
+                                     "attempts"),
+])
+def test_error_handling_strategy_is_the_chat_setups_default_error_policy(
+        strategy, retries, expected):
+    _FLAKY.clear()
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    if strategy is not None:
+        env.get_config().set(AgentExecutionOptions.ERROR_HANDLING_STRATEGY, strategy)
+        env.get_config().set(AgentExecutionOptions.MAX_RETRIES, retries)
+    out = env.from_list([{"key": 1, "value": "hi"}]).apply(RetryingAgent()).to_list()
+    env.execute()
+    assert out[0][1].startswith(expected), out
+
+
+def test_flink_agents_options_without_a_counterpart_are_taken_or_refused(tmp_path):
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    config = env.get_config()
+    config.set(AgentExecutionOptions.CHAT_ASYNC, False)  # every call is asynchronous here
+    assert config.get(AgentExecutionOptions.CHAT_ASYNC) is False
+    assert AgentExecutionOptions.CHAT_ASYNC.config_type is bool
+    with pytest.raises(UsageError, match="short-term memory TTL"):
+        config.set(AgentExecutionOptions.SHORT_TERM_MEMORY_STATE_TTL_MS, 60_000)
+    conf = tmp_path / "config.yaml"
+    conf.write_text("agent:\n  error-handling-strategy: retry\n  chat:\n    async: true\n")
+    assert env.get_configuration(str(conf)).get("chat.async") is True
+    assert config.chat_defaults() == {"error_policy": "retry"}

@@ -31,7 +31,6 @@ from ..api import (
     FunctionTool,
     InputEvent,
     InternalSubagent,
-    LongTermMemoryOptions,
     Memory,
     MemoryRef,
     MemorySet,
@@ -64,12 +63,7 @@ from ..api import (
     vector_store,
 )
 from ..integrations.vector_stores import ChromaVectorStore
-from ._environment import (
-    AgentExecutionOptions,
-    AgentsExecutionEnvironment,
-    ConfigOption,
-    Configuration,
-)
+from ._environment import AgentsExecutionEnvironment
 from ._knowledge import (
     BaseEmbeddingModelConnection,
     BaseEmbeddingModelSetup,
@@ -92,6 +86,15 @@ from ._names import (
     Tool,
     ToolType,
 )
+from ._options import (
+    AgentConfigOptions,
+    AgentExecutionOptions,
+    ConfigOption,
+    Configuration,
+    ErrorHandlingStrategy,
+    LongTermMemoryBackend,
+    LongTermMemoryOptions,
+)
 from ._resources import (
     AnthropicChatModelConnection,
     AnthropicChatModelSetup,
@@ -113,6 +116,7 @@ SerializableResource = Resource
 
 __all__ = [
     "Agent",
+    "AgentConfigOptions",
     "AgentExecutionOptions",
     "AgentsExecutionEnvironment",
     "AnthropicChatModelConnection",
@@ -143,12 +147,14 @@ __all__ = [
     "Document",
     "EmbeddingModelConnection",
     "EmbeddingModelSetup",
+    "ErrorHandlingStrategy",
     "Event",
     "EventType",
     "FunctionTool",
     "InputEvent",
     "InternalSubagent",
     "InternalSubagentResourceDescriptorBuilder",
+    "LongTermMemoryBackend",
     "LongTermMemoryOptions",
     "Memory",
     "MemoryObject",
