@@ -512,3 +512,14 @@ def test_flink_agents_options_without_a_counterpart_are_taken_or_refused(tmp_pat
     conf.write_text("agent:\n  error-handling-strategy: retry\n  chat:\n    async: true\n")
     assert env.get_configuration(str(conf)).get("chat.async") is True
     assert config.chat_defaults() == {"error_policy": "retry"}
+
+
+def test_from_list_reads_its_list_when_the_environment_executes():
+    # Flink Agents' ReAct e2e test appends its record to the list after
+    # from_list(input_list)...to_list(): the list was copied at from_list, so nothing ran
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    input_list: list[dict[str, Any]] = []
+    output_list = env.from_list(input_list).apply(CustomEventAgent()).to_list()
+    input_list.append({"key": "0001", "value": Review(id=1, review="late")})
+    env.execute()
+    assert output_list == [{"0001": "late first second"}]

@@ -199,7 +199,7 @@ class LocalAgentsEnvironment(_Environment):
 
         super().__init__()
         self.local = LocalExecutionEnvironment(**options)
-        self._pending: list[tuple[Any, list[Any]]] = []
+        self._pending: list[tuple[Any, Agent, list[Any]]] = []
 
     @property
     def _target(self) -> Any:
@@ -207,6 +207,9 @@ class LocalAgentsEnvironment(_Environment):
 
     def from_list(self, input: list[dict[str, Any]]) -> _LocalBuilder:
         """Take ``[{"key": k, "value": v}, ...]`` as input (``value``: the ``InputEvent.input``).
+
+        The list is read when ``execute()`` runs, as in Flink Agents: records appended to it
+        after ``from_list(...)...to_list()`` run too.
 
         Args:
             input: the records: dicts with ``"key"`` (or ``"k"``; without one, a record
@@ -222,7 +225,7 @@ class LocalAgentsEnvironment(_Environment):
         from ..local.internal import check_records
 
         check_records(input, "from_list")
-        return _LocalBuilder(self, list(input))
+        return _LocalBuilder(self, input)
 
     def from_datastream(self, input: Any, key_selector: Any = None) -> Any:
         """Not on the local runner (as in Flink Agents): its input is a list.
@@ -254,7 +257,9 @@ class LocalAgentsEnvironment(_Environment):
         native ``LocalExecutionEnvironment`` overlaps runs of different keys instead.
         """
         pending, self._pending = self._pending, []
-        for job, out in pending:
+        for records, agent, out in pending:  # the records as they are now (see from_list)
+            job = self.local.from_list(list(records), key_selector=_compat_key,
+                                       value_selector=_compat_value).apply(agent)
             result = job.run(one_at_a_time=True)
             out.extend({key: output} for key, output in result.keyed_outputs)
 
@@ -297,14 +302,11 @@ def _compat_value(record: Any) -> Any:
 class _LocalBuilder:
     def __init__(self, env: LocalAgentsEnvironment, records: list[dict[str, Any]]) -> None:
         self._env = env
-        self._records = records
+        self._records = records  # read when the environment executes, as Flink Agents does
         self._out: list[Any] = []
 
     def apply(self, agent: Agent | str) -> _LocalBuilder:
-        job = self._env.local.from_list(self._records, key_selector=_compat_key,
-                                        value_selector=_compat_value
-                                        ).apply(self._env._agent(agent))
-        self._env._pending.append((job, self._out))
+        self._env._pending.append((self._records, self._env._agent(agent), self._out))
         return self
 
     def to_list(self) -> list[dict[Any, Any]]:
