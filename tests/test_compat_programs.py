@@ -523,3 +523,17 @@ def test_from_list_reads_its_list_when_the_environment_executes():
     input_list.append({"key": "0001", "value": Review(id=1, review="late")})
     env.execute()
     assert output_list == [{"0001": "late first second"}]
+
+
+def test_format_messages_takes_the_text_forms_role():
+    # Flink Agents' ReActAgent and setups call format_messages(role=MessageRole.USER, ...):
+    # the role was taken as a placeholder value and the message kept the prompt's role
+    # (a system message where a user message was asked for)
+    text = Prompt.from_text("Do this: {task}")
+    assert [(m.role, m.content) for m in text.format_messages(
+        role=MessageRole.USER, task="add")] == [("user", "Do this: add")]
+    assert text.format_messages(task="add")[0].role == "system"  # Flink Agents' default
+    listed = Prompt.from_messages([ChatMessage(role=MessageRole.SYSTEM, content="S {x}"),
+                                   ChatMessage(role=MessageRole.USER, content="U {x}")])
+    assert [(m.role, m.content) for m in listed.format_messages(
+        role=MessageRole.USER, x=1)] == [("system", "S 1"), ("user", "U 1")]
