@@ -9,6 +9,7 @@ and checks its outputs.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -35,10 +36,12 @@ from flink_agents_py.compat import (
     MessageRole,
     OutputEvent,
     Prompt,
+    ReActAgent,
     ResourceDescriptor,
     ResourceName,
     ResourceType,
     RunnerContext,
+    Tool,
     ToolType,
     action,
     chat_model_connection,
@@ -49,6 +52,7 @@ from flink_agents_py.compat import (
     tool,
     vector_store,
 )
+from flink_agents_py.testing import tool_call, tool_calls
 
 
 def _run(agent: Agent, records: list[dict[str, Any]]) -> list[dict[Any, Any]]:
@@ -537,3 +541,75 @@ def test_format_messages_takes_the_text_forms_role():
                                    ChatMessage(role=MessageRole.USER, content="U {x}")])
     assert [(m.role, m.content) for m in listed.format_messages(
         role=MessageRole.USER, x=1)] == [("system", "S 1"), ("user", "U 1")]
+
+
+def _react_script(request: Any) -> Any:
+    """Adds, multiplies, then answers with the product (Flink Agents' ReAct e2e test)."""
+    numbers = [int(n) for n in re.findall(r"-?\d+", request.last_user_text)][:3]
+    results = [m for m in request.messages if m.role == "tool"]
+    if not results:
+        return tool_calls(tool_call("add", "c1", a=numbers[0], b=numbers[1]))
+    if len(results) == 1:
+        return tool_calls(tool_call("multiply", "c2", a=int(results[0].content), b=numbers[2]))
+    return {"result": int(results[1].content)}
+
+
+def add(a: int, b: int) -> int:
+    """Calculate the sum of a and b.
+
+    Parameters
+    ----------
+    a : int
+        The first operand
+    b : int
+        The second operand
+    """
+    return a + b
+
+
+def multiply(a: int, b: int) -> int:
+    """Calculate the product of a and b.
+
+    Parameters
+    ----------
+    a : int
+        The first operand
+    b : int
+        The second operand
+    """
+    return a * b
+
+
+class Operands(BaseModel):
+    a: int
+    b: int
+    c: int
+
+
+def test_react_agent_takes_a_row_type_info_output_schema():
+    # Flink Agents' ReAct e2e test on Flink gives a RowTypeInfo output schema (for
+    # to_table): ReActAgent raised a TypeError
+    typeinfo = pytest.importorskip("pyflink.common.typeinfo")
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.get_config().set(AgentExecutionOptions.ERROR_HANDLING_STRATEGY,
+                         ErrorHandlingStrategy.RETRY)
+    (env.add_resource("ollama", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
+        clazz="flink_agents_py.testing.ScriptedChatModel", function=f"{__name__}:_react_script"))
+        .add_resource("add", ResourceType.TOOL, Tool.from_callable(add))
+        .add_resource("multiply", ResourceType.TOOL, Tool.from_callable(multiply)))
+    prompt = Prompt.from_messages(messages=[
+        ChatMessage(role=MessageRole.SYSTEM, content='An example of output is {"result": 30}.'),
+        ChatMessage(role=MessageRole.USER, content="What is ({a} + {b}) * {c}")])
+    agent = ReActAgent(
+        chat_model=ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP,
+                                      connection="ollama", model="qwen3:1.7b",
+                                      tools=["add", "multiply"]),
+        prompt=prompt,
+        output_schema=typeinfo.RowTypeInfo([typeinfo.BasicTypeInfo.INT_TYPE_INFO()],
+                                           ["result"]))
+    inputs: list[dict[str, Any]] = []
+    outputs = env.from_list(inputs).apply(agent).to_list()
+    inputs.append({"key": "0001", "value": Operands(a=2123, b=2321, c=312)})
+    inputs.append({"key": "0002", "value": {"a": 1, "b": 2, "c": 3}})
+    env.execute()
+    assert outputs == [{"0001": {"result": 1386528}}, {"0002": {"result": 9}}]
