@@ -52,6 +52,7 @@ from flink_agents_py.compat import (
     tool,
     vector_store,
 )
+from flink_agents_py.runtime._serde import to_json_value
 from flink_agents_py.testing import tool_call, tool_calls
 
 
@@ -613,3 +614,32 @@ def test_react_agent_takes_a_row_type_info_output_schema():
     inputs.append({"key": "0002", "value": {"a": 1, "b": 2, "c": 3}})
     env.execute()
     assert outputs == [{"0001": {"result": 1386528}}, {"0002": {"result": 9}}]
+
+
+class RowOutputAgent(Agent):
+    """Flink Agents' e2e DataStream-to-Table agent: the output is a PyFlink ``Row``."""
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def first(event: Event, ctx: RunnerContext) -> None:
+        item = Item.model_validate(InputEvent.from_event(event).input)
+        item.review += " first action"
+        ctx.send_event(ValueEvent(value=item))
+
+    @action(ValueEvent.EVENT_TYPE)
+    @staticmethod
+    def second(event: Event, ctx: RunnerContext) -> None:
+        from pyflink.common import Row
+
+        item = Item.model_validate(ValueEvent.from_event(event).value)
+        item.review += " second action"
+        ctx.send_event(OutputEvent(output=Row(**item.model_dump(exclude="memory_info"))))
+
+
+def test_a_pyflink_row_output_is_sent():
+    # a Row had no JSON form: every run failed sending its OutputEvent (SerializationError)
+    common = pytest.importorskip("pyflink.common")
+    (row,) = _run(RowOutputAgent(), [{"key": 1, "value": {"id": 1, "review": "r"}}])
+    assert row[1] == common.Row(id=1, review="r first action second action")
+    assert to_json_value(common.Row(id=1, review="x"), "a row") == {"id": 1, "review": "x"}
+    assert to_json_value(common.Row(1, "x"), "a row") == [1, "x"]

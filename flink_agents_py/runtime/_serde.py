@@ -303,6 +303,24 @@ def _is_plain(value: Any) -> bool:
     return kind is float and math.isfinite(value)
 
 
+def _row_form(value: Any) -> Any:
+    """A PyFlink ``Row`` as plain data; anything else as it is.
+
+    Flink Agents' programs emit rows (``OutputEvent(output=Row(**fields))`` for
+    ``to_table``): a row with field names is a dict by name, one without the list of its
+    values.
+
+    Returns:
+        The plain form, or ``value``.
+    """
+    cls = type(value)
+    if cls.__name__ != "Row" or not cls.__module__.startswith("pyflink"):
+        return value
+    names = getattr(value, "_fields", None)
+    values = list(value)
+    return dict(zip(names, values, strict=True)) if names else values
+
+
 def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
           in_model: bool) -> Any:
     if isinstance(value, enum.Enum):
@@ -323,6 +341,9 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
         if not math.isfinite(value):
             raise SerializationError(f"{where}: {value!r} at {path} has no JSON form")
         return value
+    plain = _row_form(value)
+    if plain is not value:
+        return _walk(plain, where, path, active, tag_models, in_model)
     if isinstance(value, (list, tuple, dict, BaseModel)) or (
             dataclasses.is_dataclass(value) and not isinstance(value, type)):
         ident = id(value)
