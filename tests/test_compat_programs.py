@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel
 
-from flink_agents_py.api import ProviderError, UsageError
+from flink_agents_py.api import CollectionNotFoundError, ProviderError, UsageError
 from flink_agents_py.compat import (
     Agent,
     AgentConfigOptions,
@@ -28,6 +28,11 @@ from flink_agents_py.compat import (
     ChatMessage,
     ChatRequestEvent,
     ChatResponseEvent,
+    ChromaVectorStore,
+    CollectionManageableVectorStore,
+    ContextRetrievalRequestEvent,
+    ContextRetrievalResponseEvent,
+    Document,
     ErrorHandlingStrategy,
     Event,
     EventType,
@@ -43,6 +48,8 @@ from flink_agents_py.compat import (
     RunnerContext,
     Tool,
     ToolType,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
     action,
     chat_model_connection,
     chat_model_setup,
@@ -643,3 +650,78 @@ def test_a_pyflink_row_output_is_sent():
     assert row[1] == common.Row(id=1, review="r first action second action")
     assert to_json_value(common.Row(id=1, review="x"), "a row") == {"id": 1, "review": "x"}
     assert to_json_value(common.Row(1, "x"), "a row") == [1, "x"]
+
+
+class CollectionsAgent(Agent):
+    """Flink Agents' vector store e2e agent's Python shape: collection management and document
+    management on the store an action gets, then a context retrieval request."""
+
+    @embedding_model_connection
+    @staticmethod
+    def embedding_model_connection() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz="flink_agents_py.integrations.embedding_models."
+                                        "HashingEmbeddingModel", dimension=64)
+
+    @embedding_model_setup
+    @staticmethod
+    def embedding_model() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.EmbeddingModel.OLLAMA_SETUP,
+                                  connection="embedding_model_connection", model="nomic")
+
+    @vector_store
+    @staticmethod
+    def vector_store() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.VectorStore.CHROMA_VECTOR_STORE,
+                                  embedding_model="embedding_model",
+                                  persist_directory=os.environ["COMPAT_VS_PATH"],
+                                  collection="my_documents")
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def process_input(event: Event, ctx: RunnerContext) -> None:
+        stm = ctx.short_term_memory
+        if not stm.get("is_initialized"):
+            store = ctx.get_resource("vector_store", ResourceType.VECTOR_STORE)
+            if not isinstance(store, CollectionManageableVectorStore):
+                raise TypeError("vector_store must implement CollectionManageableVectorStore")
+            made = store.get_or_create_collection("test_collection", metadata={"key1": "v1"})
+            assert (made.name, made.metadata) == ("test_collection", {"key1": "v1"})
+            assert store.get_collection("test_collection").metadata == {"key1": "v1"}
+            store.delete_collection("test_collection")
+            store.get_or_create_collection(store.collection)
+            store.add(documents=[
+                Document(id="doc1", content="The sum of 1 and 2 equals 3.",
+                         metadata={"category": "calculate", "source": "test"}),
+                Document(id="doc2", content="Why did the cat sit on the computer?",
+                         metadata={"category": "ai-agent", "source": "test"}),
+                Document(id="doc3", content="A document to delete.",
+                         metadata={"category": "utility", "source": "test"})])
+            assert len(store.get()) == 3
+            store.delete(ids="doc3")
+            assert [d.id for d in store.get(ids="doc2")] == ["doc2"]
+            found = store.query(VectorStoreQuery(mode=VectorStoreQueryMode.SEMANTIC,
+                                                 query_text="sum", limit=10,
+                                                 filters={"category": "calculate"})).documents
+            assert [d.id for d in found] == ["doc1"]
+            stm.set("is_initialized", True)
+        ctx.send_event(ContextRetrievalRequestEvent(query=InputEvent.from_event(event).input,
+                                                    vector_store="vector_store"))
+
+    @action(EventType.ContextRetrievalResponseEvent)
+    @staticmethod
+    def retrieved(event: Event, ctx: RunnerContext) -> None:
+        documents = ContextRetrievalResponseEvent.from_event(event).documents
+        ctx.send_event(OutputEvent(output=sorted(d.id for d in documents)))
+
+
+def test_a_vector_store_got_in_an_action_manages_collections(tmp_path, monkeypatch):
+    # the store an action gets (a durable view) failed isinstance(store,
+    # CollectionManageableVectorStore), and get_or_create_collection / get_collection /
+    # Collection did not exist
+    pytest.importorskip("chromadb")
+    monkeypatch.setenv("COMPAT_VS_PATH", str(tmp_path / "chroma"))
+    out = _run(CollectionsAgent(), [{"key": 1, "value": "What is 1 + 2?"},
+                                    {"key": 1, "value": "cats"}])
+    assert out == [{1: ["doc1", "doc2"]}, {1: ["doc1", "doc2"]}]
+    with pytest.raises(CollectionNotFoundError):
+        ChromaVectorStore(persist_directory=str(tmp_path / "chroma")).get_collection("none")

@@ -94,6 +94,7 @@ from ._subagents import (
 )
 from ._tools import RESERVED_TOOL_PREFIX, FunctionTool, ToolMetadata, ToolSpec, tool
 from ._vector_stores import (
+    Collection,
     CollectionNotFoundError,
     ContextRetrievalRequestEvent,
     ContextRetrievalResponseEvent,
@@ -184,6 +185,7 @@ __all__ = [
     "VectorStoreQuery",
     "VectorStoreQueryMode",
     "VectorStoreQueryResult",
+    "Collection",
     "Document",
     "format_context",
     "BaseLongTermMemory",
