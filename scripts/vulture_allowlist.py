@@ -25,6 +25,7 @@ from flink_agents_py.compat import (
     ErrorHandlingStrategy,
     LongTermMemoryBackend,
     LongTermMemoryOptions,
+    NotOfferedVectorStore,
 )
 from flink_agents_py.compat import RunStatus as CompatRunStatus
 from flink_agents_py.observability import Distribution
@@ -113,3 +114,17 @@ Configuration.get_bool
 Configuration.set_int
 Configuration.set_float
 Configuration.set_bool
+
+# Flink Agents' resource names of providers not offered (api/_names.py): declarable, and
+# building one says what to use instead
+ResourceName.ChatModel.AZURE_OPENAI_CONNECTION
+ResourceName.ChatModel.AZURE_OPENAI_SETUP
+ResourceName.ChatModel.TONGYI_CONNECTION
+ResourceName.ChatModel.TONGYI_SETUP
+ResourceName.ChatModel.JAVA_WRAPPER_CONNECTION
+ResourceName.ChatModel.JAVA_WRAPPER_SETUP
+ResourceName.EmbeddingModel.JAVA_WRAPPER_CONNECTION
+ResourceName.EmbeddingModel.JAVA_WRAPPER_SETUP
+ResourceName.VectorStore.JAVA_WRAPPER_VECTOR_STORE
+ResourceName.VectorStore.JAVA_WRAPPER_COLLECTION_MANAGEABLE_VECTOR_STORE
+NotOfferedVectorStore.model_post_init  # pydantic's hook (refuses to build)

@@ -725,3 +725,66 @@ def test_a_vector_store_got_in_an_action_manages_collections(tmp_path, monkeypat
     assert out == [{1: ["doc1", "doc2"]}, {1: ["doc1", "doc2"]}]
     with pytest.raises(CollectionNotFoundError):
         ChromaVectorStore(persist_directory=str(tmp_path / "chroma")).get_collection("none")
+
+
+class EveryProviderAgent(Agent):
+    """Flink Agents' chat model e2e agent's shape: a connection per provider, one used."""
+
+    @chat_model_connection
+    @staticmethod
+    def azure_openai_connection() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.ChatModel.AZURE_OPENAI_CONNECTION,
+                                  api_key=None, api_version=None, azure_endpoint=None)
+
+    @chat_model_connection
+    @staticmethod
+    def tongyi_connection() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.ChatModel.TONGYI_CONNECTION)
+
+    @chat_model_connection
+    @staticmethod
+    def offline_connection() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.ChatModel.SCRIPTED_CONNECTION,
+                                  function=f"{__name__}:_echo")
+
+    @chat_model_setup
+    @staticmethod
+    def offline_model() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP,
+                                  connection="offline_connection", model="m")
+
+    @chat_model_setup
+    @staticmethod
+    def tongyi_model() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.ChatModel.TONGYI_SETUP,
+                                  connection="tongyi_connection", model="qwen-plus")
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def ask(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(ChatRequestEvent(model=event.input["model"], messages=[
+            ChatMessage(role=MessageRole.USER, content=event.input["text"])]))
+
+    @action(EventType.ChatResponseEvent)
+    @staticmethod
+    def answer(event: Event, ctx: RunnerContext) -> None:
+        response = ChatResponseEvent.from_event(event)
+        ctx.send_event(OutputEvent(output=response.response.content if response.response
+                                   else response.error))
+
+
+def _echo(request: Any) -> str:
+    return "echo: " + request.last_user_text
+
+
+def test_resource_names_of_providers_not_offered_are_declarable_and_say_what_to_use():
+    # ResourceName.ChatModel.AZURE_OPENAI_* / TONGYI_* did not exist: declaring every
+    # provider (as Flink Agents' chat model e2e agent does) failed the plan, even with the
+    # provider used being one offered
+    out = _run(EveryProviderAgent(), [
+        {"key": 1, "value": {"model": "offline_model", "text": "hi"}},
+        {"key": 2, "value": {"model": "tongyi_model", "text": "hi"}}])
+    assert out[0] == {1: "echo: hi"}
+    error = out[1][2]
+    assert "NotOfferedChatModelSetup: this provider is not offered here" in error
+    assert "OPENAI_COMPLETIONS_SETUP" in error
