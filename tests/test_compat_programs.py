@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel
 
-from flink_agents_py.api import CollectionNotFoundError, ProviderError, UsageError
+from flink_agents_py.api import CollectionNotFoundError, MetricGroup, ProviderError, UsageError
+from flink_agents_py.api.internal import agent_metric_group
 from flink_agents_py.compat import (
     Agent,
     AgentConfigOptions,
@@ -788,3 +789,34 @@ def test_resource_names_of_providers_not_offered_are_declarable_and_say_what_to_
     error = out[1][2]
     assert "NotOfferedChatModelSetup: this provider is not offered here" in error
     assert "OPENAI_COMPLETIONS_SETUP" in error
+
+
+class MeteredAgent(Agent):
+    """Flink Agents' monitoring docs: custom metrics updated in an action."""
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def first_action(event: Event, ctx: RunnerContext) -> None:
+        metrics = ctx.agent_metric_group
+        metrics.get_counter("numInputEvent").inc()
+        metrics.get_meter("numInputEventPerSec").mark()
+        ctx.action_metric_group.get_histogram("actionLatencyMs").update(event.input)
+        ctx.send_event(OutputEvent(output=metrics.get_counter("numInputEvent").get_count()))
+
+
+def test_custom_metrics_of_an_action():
+    # ctx.agent_metric_group / ctx.action_metric_group did not exist (AttributeError)
+    before = MetricGroup.snapshot(agent_metric_group(f"{__name__}:MeteredAgent"))
+    start = before.get("numInputEvent", 0)
+    out = _run(MeteredAgent(), [{"key": 1, "value": 10}, {"key": 2, "value": 30}])
+    assert out == [{1: start + 1}, {2: start + 2}]
+    after = agent_metric_group(f"{__name__}:MeteredAgent").snapshot()
+    assert after["numInputEvent"] == start + 2 and after["numInputEventPerSec"] >= 2
+    latency = after["action"]["first_action"]["actionLatencyMs"]
+    assert (latency["min"], latency["max"]) == (10, 30)
+    group = agent_metric_group(f"{__name__}:MeteredAgent")
+    group.get_counter("numInputEvent").dec()
+    assert group.get_counter("numInputEvent").get_count() == start + 1
+    assert group.get_meter("numInputEventPerSec").get_rate() > 0
+    group.get_gauge("mode").update("warm")
+    assert group.snapshot()["mode"] == "warm"

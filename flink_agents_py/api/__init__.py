@@ -78,6 +78,7 @@ from ._messages import (
     ToolCall,
     ToolResult,
 )
+from ._metric_groups import MetricGroup
 from ._names import EventType, ResourceName
 from ._prompts import Prompt
 from ._resources import Resource, ResourceDescriptor, ResourceType, qualified_name
@@ -125,6 +126,7 @@ __all__ = [
     "Memory",
     "MemoryObject",
     "MemoryRef",
+    "MetricGroup",
     "ActionSpec",
     # events
     "Event",

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from ._events import Event
 from ._memory import Memory
 from ._messages import ChatMessage, ChatResponse
+from ._metric_groups import MetricGroup
 from ._resources import Resource, ResourceType
 
 if TYPE_CHECKING:
@@ -55,6 +56,23 @@ class RunnerContext(ABC):
             NotImplementedError: when the hosting runtime offers no long-term memory.
         """
         raise NotImplementedError(f"{type(self).__name__} has no long-term memory")
+
+    @property
+    def agent_metric_group(self) -> MetricGroup:
+        """Metrics of the agent an action may update (Flink Agents' name).
+
+        Counters, meters, histograms and gauges by name, kept in this process (see
+        ``MetricGroup``).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no metric groups")
+
+    @property
+    def action_metric_group(self) -> MetricGroup:
+        """The running action's own metrics.
+
+        ``agent_metric_group``'s sub-group ``action``, then the action's name.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no metric groups")
 
     @property
     @abstractmethod

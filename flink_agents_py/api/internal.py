@@ -20,6 +20,7 @@ from ._flow import collect_rate_limits
 from ._lazy import lazy_exports
 from ._loops import close_loop_clients, register_loop_owner
 from ._memory import MemoryObject, memory_ref_of
+from ._metric_groups import agent_metric_group
 from ._resources import import_qualified, resource_type_argument
 from ._secrets import (
     SECRET_VALUE_PATTERNS,
@@ -46,6 +47,7 @@ __all__ = [
     "Event",
     "MaskedStr",
     "MemoryObject",
+    "agent_metric_group",
     "RESERVED_TOOL_PREFIX",
     "SECRET_VALUE_PATTERNS",
     "check_texts",

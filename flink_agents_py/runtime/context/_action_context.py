@@ -19,12 +19,13 @@ from ...api import (
     ChatResponse,
     Event,
     Memory,
+    MetricGroup,
     Resource,
     ResourceType,
     RunnerContext,
     SubagentFuture,
 )
-from ...api.internal import resource_type_argument
+from ...api.internal import agent_metric_group, resource_type_argument
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
@@ -63,6 +64,17 @@ class ActionContext(RunnerContext):
     def long_term_memory(self) -> BaseLongTermMemory:
         """Memory sets searched by meaning, kept in a vector store."""
         return self._execution.long_term_memory
+
+    @property
+    def agent_metric_group(self) -> MetricGroup:
+        """See ``RunnerContext.agent_metric_group``."""
+        return agent_metric_group(self._execution.plan.agent)
+
+    @property
+    def action_metric_group(self) -> MetricGroup:
+        """See ``RunnerContext.action_metric_group``."""
+        return self.agent_metric_group.get_sub_group("action").get_sub_group(
+            self._execution.action_name)
 
     @property
     def action_config(self) -> dict[str, Any]:
