@@ -178,6 +178,9 @@ def _fast_copy(value: Any, tag: bool) -> Any:
     raise _NotPlain
 
 
+_BYTES_TAG = "$bytes"
+"""The ``$model`` tag of a ``bytes`` value (``{"$model": "$bytes", "data": <base64>}``)."""
+
 _TAGS: dict[type, str] = {}
 """Per model class, its ``$model`` tag."""
 
@@ -391,9 +394,12 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
             return to_jsonable_python(value)
         except Exception:  # noqa: BLE001 - falls through to the refusal below
             pass
+    elif isinstance(value, (bytes, bytearray)):
+        text = base64.b64encode(bytes(value)).decode("ascii")
+        # kept as bytes (memory, durable results: Flink Agents' memory takes bytes); plain
+        # JSON (a tool's result for the model) is the base64 text
+        return {_MODEL_TAG: _BYTES_TAG, "data": text} if tag_models else text
     elif not tag_models:
-        if isinstance(value, (bytes, bytearray)):
-            return base64.b64encode(bytes(value)).decode("ascii")
         if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
             return value.isoformat()
     raise SerializationError(f"{where}: {type(value).__name__} at {path} has no JSON form")
@@ -444,6 +450,8 @@ def from_json_value(data: Any) -> Any:
             inner = data["data"]
             if tag is None and type(inner) is dict:  # an escaped plain dict (``_escaped``)
                 return {k: from_json_value(v) for k, v in inner.items()}
+            if tag == _BYTES_TAG and type(inner) is str:
+                return base64.b64decode(inner)
             if type(tag) is not str:
                 raise SerializationError(f"a stored value's {_MODEL_TAG} tag is {tag!r}, not "
                                          "the 'module:Class' of a pydantic model")
