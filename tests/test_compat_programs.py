@@ -430,6 +430,28 @@ class FactsAgent(Agent):
                                            "facts": sorted(i.value for i in items)}))
 
 
+class ConfigReadingAgent(Agent):
+    """Flink Agents' checkpoint recovery e2e agent reads its job's keys with ctx.config."""
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def read(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output=[ctx.config.get_str("handshake_dir"),
+                                           ctx.config.get_int("my.own.key"),
+                                           ctx.config.get(AgentConfigOptions.JOB_IDENTIFIER),
+                                           ctx.config.get_str("missing", "default")]))
+
+
+def test_actions_read_the_configuration_with_ctx_config():
+    # ctx.config did not exist (AttributeError)
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.get_config().set_str("handshake_dir", "/tmp/h")
+    env.get_config().set_int("my.own.key", 3)
+    out = env.from_list([{"key": 1, "value": 0}]).apply(ConfigReadingAgent()).to_list()
+    env.execute()
+    assert out == [{1: ["/tmp/h", 3, None, "default"]}]
+
+
 def test_environment_configuration_reaches_the_agents(tmp_path, monkeypatch):
     # every key but num-async-threads set on agents_env.get_config() was dropped: the
     # long-term memory's store set there was never seen ("needs long-term-memory.

@@ -25,7 +25,7 @@ from ._agent import (
 )
 from ._budgets import Budget, BudgetExceededError, ModelPrice
 from ._chat_models import ChatModelConnection, ChatModelSetup
-from ._context import RunnerContext
+from ._context import AgentConfig, RunnerContext
 from ._embeddings import (
     EmbeddingError,
     EmbeddingModelConnection,
@@ -123,6 +123,7 @@ __all__ = [
     "Agent",
     "action",
     "RunnerContext",
+    "AgentConfig",
     "Memory",
     "MemoryObject",
     "MemoryRef",

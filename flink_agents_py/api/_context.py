@@ -23,9 +23,37 @@ if TYPE_CHECKING:
     from ._long_term_memory import BaseLongTermMemory
     from ._subagents import SubagentFuture
 
-__all__ = ["RunnerContext"]
+__all__ = ["RunnerContext", "AgentConfig"]
 
 T = TypeVar("T")
+
+
+class AgentConfig:
+    """The agent's configuration as an action reads it (Flink Agents' ``ctx.config``).
+
+    Keys set with ``Agent.set_config`` or on the compat environment's configuration.
+
+    Args:
+        values: the configuration.
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._values = values
+
+    def get(self, option: Any, default: Any = None) -> Any:
+        """The value of ``option`` (a key, or an option with ``key`` and ``default``)."""
+        key = getattr(option, "key", option)
+        if default is None:
+            default = getattr(option, "default", None)
+        return self._values.get(str(key), default)
+
+    def get_str(self, option: Any, default: Any = None) -> Any:
+        """The value of ``option`` (Flink Agents' typed getters are all this one here)."""
+        return self.get(option, default)
+
+    get_int = get_float = get_bool = get_str
 
 
 class RunnerContext(ABC):
@@ -56,6 +84,11 @@ class RunnerContext(ABC):
             NotImplementedError: when the hosting runtime offers no long-term memory.
         """
         raise NotImplementedError(f"{type(self).__name__} has no long-term memory")
+
+    @property
+    def config(self) -> AgentConfig:
+        """The agent's configuration, read-only (Flink Agents' ``ctx.config``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no configuration")
 
     @property
     def agent_metric_group(self) -> MetricGroup:

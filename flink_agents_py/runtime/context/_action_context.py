@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from ...api import (
+    AgentConfig,
     BaseLongTermMemory,
     ChatMessage,
     ChatResponse,
@@ -64,6 +65,11 @@ class ActionContext(RunnerContext):
     def long_term_memory(self) -> BaseLongTermMemory:
         """Memory sets searched by meaning, kept in a vector store."""
         return self._execution.long_term_memory
+
+    @property
+    def config(self) -> AgentConfig:
+        """See ``RunnerContext.config``."""
+        return AgentConfig(self._execution.plan.config)
 
     @property
     def agent_metric_group(self) -> MetricGroup:
