@@ -870,3 +870,15 @@ def test_bytes_are_kept_in_memory():
     # bytes had no JSON form here: set() raised SerializationError, failing the action
     assert _run(BlobAgent(), [{"key": 1, "value": 0}]) == [{1: ["bytes", True, True]}]
     assert from_json_value(to_json_value(BLOB, "a blob")) == BLOB
+
+
+def test_a_tool_call_reads_as_flink_agents_tool_call_dict():
+    # Flink Agents' ChatMessage.tool_calls are OpenAI-form dicts; a program reading
+    # call["function"]["name"] got "'ToolCall' object is not subscriptable"
+    message = ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[
+        {"id": "c1", "type": ToolType.FUNCTION,
+         "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}])
+    call = message.tool_calls[0]
+    assert (call["id"], call["type"], call["function"]["name"]) == ("c1", "function", "add")
+    assert call["function"]["arguments"] == {"a": 1, "b": 2} == call.arguments
+    assert call.get("function")["name"] == "add" and call.get("missing", 0) == 0

@@ -65,6 +65,18 @@ class ToolCall(BaseModel):
         return {"id": str(given) if given is not None else "", "name": function.get("name"),
                 "arguments": arguments}
 
+    def _wire(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function",
+                "function": {"name": self.name, "arguments": self.arguments}}
+
+    def __getitem__(self, key: str) -> Any:
+        """Read as Flink Agents' (OpenAI's) tool call dict: ``call["function"]["name"]``."""
+        return self._wire()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``dict.get`` over the same form as ``call[key]``."""
+        return self._wire().get(key, default)
+
 
 class ChatMessage(BaseModel):
     """One message of a conversation.
