@@ -19,7 +19,15 @@ import flink_agents_py.local
 import flink_agents_py.observability
 from flink_agents_py.agents import ReActAgent
 from flink_agents_py.api import MemorySetItem, ResourceName, RunStatus, TokenUsage
-from flink_agents_py.compat import OpenAIChatModelConnection
+from flink_agents_py.compat import (
+    AgentConfigOptions,
+    Configuration,
+    ErrorHandlingStrategy,
+    LongTermMemoryBackend,
+    LongTermMemoryOptions,
+    NotOfferedVectorStore,
+    OpenAIChatModelConnection,
+)
 from flink_agents_py.compat import RunStatus as CompatRunStatus
 from flink_agents_py.observability import Distribution
 from flink_agents_py.runtime._builtin_actions import chat_model_action, tool_call_action
@@ -87,3 +95,38 @@ BaseHTTPRequestHandler.log_message
 BaseHTTPRequestHandler.do_POST
 ThrottlingProvider.served_rate
 OpenAIChatModelConnection.reuse_client  # Flink Agents' argument, taken and ignored
+
+# Flink Agents' configuration names (compat/_options.py): public API a ported program sets
+# (most have no effect here; the module says which)
+AgentConfigOptions.JOB_IDENTIFIER
+AgentConfigOptions.BASE_LOG_DIR
+AgentConfigOptions.EVENT_LOGGER_TYPE
+AgentConfigOptions.PRETTY_PRINT
+AgentConfigOptions.ACTION_STATE_STORE_BACKEND
+AgentConfigOptions.KAFKA_BOOTSTRAP_SERVERS
+AgentConfigOptions.KAFKA_ACTION_STATE_TOPIC
+ErrorHandlingStrategy.RETRY
+ErrorHandlingStrategy.IGNORE
+LongTermMemoryBackend.EXTERNAL_VECTOR_STORE
+LongTermMemoryOptions.Mem0
+LongTermMemoryOptions.EXTERNAL_VECTOR_STORE_NAME
+Configuration.get_int
+Configuration.get_float
+Configuration.get_bool
+Configuration.set_int
+Configuration.set_float
+Configuration.set_bool
+
+# Flink Agents' resource names of providers not offered (api/_names.py): declarable, and
+# building one says what to use instead
+ResourceName.ChatModel.AZURE_OPENAI_CONNECTION
+ResourceName.ChatModel.AZURE_OPENAI_SETUP
+ResourceName.ChatModel.TONGYI_CONNECTION
+ResourceName.ChatModel.TONGYI_SETUP
+ResourceName.ChatModel.JAVA_WRAPPER_CONNECTION
+ResourceName.ChatModel.JAVA_WRAPPER_SETUP
+ResourceName.EmbeddingModel.JAVA_WRAPPER_CONNECTION
+ResourceName.EmbeddingModel.JAVA_WRAPPER_SETUP
+ResourceName.VectorStore.JAVA_WRAPPER_VECTOR_STORE
+ResourceName.VectorStore.JAVA_WRAPPER_COLLECTION_MANAGEABLE_VECTOR_STORE
+NotOfferedVectorStore.model_post_init  # pydantic's hook (refuses to build)

@@ -79,8 +79,10 @@ class ReActAgent(Agent):
         chat_model: the chat model setup (a ``ResourceDescriptor`` of a ``ChatModelSetup``):
             its connection, model, prompt and ``tools`` / ``subagents``.
         prompt: instructions and the input template (``{input}`` or field placeholders).
-        output_schema: a pydantic model class or a JSON Schema; the answer must follow it
-            (the model is told the schema and asked again when it does not).
+        output_schema: a pydantic model class, a JSON Schema, or a PyFlink ``RowTypeInfo``
+            (Flink Agents': its field names and basic types make the JSON Schema, and the
+            output is a dict by field name); the answer must follow it (the model is told
+            the schema and asked again when it does not).
         max_iterations: the most model-tool rounds (the chat model setup's
             ``max_tool_rounds``; ``None`` keeps the setup's own, 8 by default).
         tools: functions, ``FunctionTool``s or other ``TOOL`` resources (e.g. the skill
@@ -115,6 +117,7 @@ class ReActAgent(Agent):
         if not isinstance(chat_model, ResourceDescriptor):
             raise TypeError(f"ReActAgent(chat_model=...) takes a ResourceDescriptor of a chat "
                             f"model setup, got {type(chat_model).__name__}")
+        output_schema = _row_schema(output_schema)
         schema = json_schema_of(output_schema)
         if schema is not None and not isinstance(schema, dict):
             raise TypeError(f"ReActAgent(output_schema=...) takes a pydantic model class or a "
@@ -245,6 +248,33 @@ def react_action_config(output_schema: type[BaseModel] | dict[str, Any] | None,
                    and "<locals>" not in output_schema.__qualname__ else None)
     return {"output_schema": json_schema_of(output_schema), "output_type": output_type,
             "max_iterations": max_iterations, "chat_model": chat_model, "prompt": prompt}
+
+
+_ROW_FIELD_TYPES = {"Integer": "integer", "Long": "integer", "Short": "integer",
+                    "Byte": "integer", "BigInteger": "integer", "Float": "number",
+                    "Double": "number", "BigDecimal": "number", "Boolean": "boolean",
+                    "String": "string", "Char": "string"}
+
+
+def _row_schema(output_schema: Any) -> Any:
+    """A PyFlink ``RowTypeInfo`` output schema (Flink Agents takes one) as a JSON Schema.
+
+    An object of the row's field names, each typed by its basic type (another type, e.g. a
+    list, is left open); the output is then a dict by field name, which ``to_table`` fills
+    its row from. Anything else is returned as it is.
+
+    Returns:
+        The JSON Schema, or ``output_schema``.
+    """
+    if type(output_schema).__name__ != "RowTypeInfo" or not hasattr(
+            output_schema, "get_field_names"):
+        return output_schema
+    names = list(output_schema.get_field_names())
+    properties = {}
+    for name, field in zip(names, output_schema.get_field_types(), strict=True):
+        kind = _ROW_FIELD_TYPES.get(str(field))
+        properties[name] = {"type": kind} if kind else {}
+    return {"type": "object", "properties": properties, "required": names}
 
 
 def _user_messages(value: Any, prompt: Prompt | None) -> list[ChatMessage]:

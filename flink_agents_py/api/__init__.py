@@ -25,7 +25,7 @@ from ._agent import (
 )
 from ._budgets import Budget, BudgetExceededError, BudgetStateError, ModelPrice
 from ._chat_models import ChatModelConnection, ChatModelSetup
-from ._context import Memory, RunnerContext
+from ._context import AgentConfig, RunnerContext
 from ._embeddings import (
     EmbeddingError,
     EmbeddingModelConnection,
@@ -68,6 +68,7 @@ from ._long_term_memory import (
     MemorySet,
     MemorySetItem,
 )
+from ._memory import Memory, MemoryObject, MemoryRef
 from ._messages import (
     ChatMessage,
     ChatResponse,
@@ -77,6 +78,7 @@ from ._messages import (
     ToolCall,
     ToolResult,
 )
+from ._metric_groups import MetricGroup
 from ._names import EventType, ResourceName
 from ._prompts import Prompt
 from ._resources import Resource, ResourceDescriptor, ResourceType, qualified_name
@@ -93,6 +95,7 @@ from ._subagents import (
 )
 from ._tools import RESERVED_TOOL_PREFIX, FunctionTool, ToolMetadata, ToolSpec, tool
 from ._vector_stores import (
+    Collection,
     CollectionNotFoundError,
     ContextRetrievalRequestEvent,
     ContextRetrievalResponseEvent,
@@ -120,7 +123,11 @@ __all__ = [
     "Agent",
     "action",
     "RunnerContext",
+    "AgentConfig",
     "Memory",
+    "MemoryObject",
+    "MemoryRef",
+    "MetricGroup",
     "ActionSpec",
     # events
     "Event",
@@ -181,6 +188,7 @@ __all__ = [
     "VectorStoreQuery",
     "VectorStoreQueryMode",
     "VectorStoreQueryResult",
+    "Collection",
     "Document",
     "format_context",
     "BaseLongTermMemory",

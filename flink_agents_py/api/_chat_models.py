@@ -202,11 +202,65 @@ class ChatModelSetup(Resource):
         self._callables = callables
 
     def callables(self) -> list[ToolMetadata]:
-        """What the model is offered (built by ``open``; built now if it was not)."""
+        """What the model is offered (built by ``open``; built now if it was not).
+
+        Built here too when a subclass's ``open`` does not call this class's (a Flink Agents
+        setup whose ``open`` does nothing).
+
+        Returns:
+            The tools' and sub-agents' metadata, in that order.
+        """
         if self._callables is None:
             self.open()
+        if self._callables is None:
+            ChatModelSetup.open(self)
         assert self._callables is not None
         return list(self._callables)
+
+    @classmethod
+    def has_own_chat(cls) -> bool:
+        """Whether the class implements ``chat`` itself.
+
+        A Flink Agents ``BaseChatModelSetup`` subclass does: then every model call of a chat
+        goes through it (see ``achat``).
+
+        Returns:
+            ``True`` when ``chat`` is the subclass's own.
+        """
+        return cls.chat is not ChatModelSetup.chat
+
+    @property
+    def model_kwargs(self) -> dict[str, Any]:
+        """The generation parameters sent with each call (Flink Agents' name): ``options``."""
+        return dict(self.options)
+
+    @property
+    def resource_context(self) -> ChatModelSetup:
+        """What Flink Agents' setups call ``get_resource`` on: the setup itself."""
+        return self
+
+    def chat(self, messages: Sequence[ChatMessage],
+             prompt_args: dict[str, Any] | None = None, **kwargs: Any) -> ChatResponse:
+        """One model call, blocking (Flink Agents' ``BaseChatModelSetup.chat``).
+
+        The prompt filled from ``prompt_args``, then ``messages``, sent to the connection's
+        ``chat`` with this setup's model, callables and ``model_kwargs`` (``kwargs`` win).
+        Called from an action, it is not a durable call (``ChatRequestEvent`` and
+        ``ctx.chat`` are); a subclass may override it, and the chats it serves then call it.
+
+        Args:
+            messages: the conversation (without the prompt).
+            prompt_args: values for the prompt's placeholders.
+            **kwargs: generation parameters for this call.
+
+        Returns:
+            The response (read as the assistant message: ``.content``, ``.tool_calls``).
+        """
+        connection = self.get_resource(self.connection, ResourceType.CHAT_MODEL_CONNECTION)
+        assert isinstance(connection, ChatModelConnection)
+        answer = connection.chat(self.build_messages(messages, prompt_args), model=self.model,
+                                 tools=self.callables(), **{**self.model_kwargs, **kwargs})
+        return as_chat_response(answer, connection)
 
     def tool_resources(self) -> list[FunctionTool]:
         """The tool resources this setup offers, in declaration order."""
@@ -231,7 +285,7 @@ class ChatModelSetup(Resource):
         Returns:
             The messages to send, the prompt's first.
         """
-        if not self.prompt:
+        if not self.prompt or self.has_own_chat():  # its own chat applies the prompt
             return list(messages)
         try:
             prompt = self.get_resource(self.prompt, ResourceType.PROMPT)
@@ -265,13 +319,43 @@ class ChatModelSetup(Resource):
         Returns:
             The connection's response.
         """
+        if self.has_own_chat():  # a Flink Agents setup: its chat does the call
+            extra = {} if output_schema is None else {"output_schema": output_schema}
+            answer: Any = await asyncio.to_thread(
+                self.chat, list(messages), prompt_args=prompt_args, **extra)
+            return as_chat_response(answer, self)
         connection = self.get_resource(self.connection, ResourceType.CHAT_MODEL_CONNECTION)
         assert isinstance(connection, ChatModelConnection)
         full = self.build_messages(messages, prompt_args) if with_prompt else list(messages)
-        return await connection.achat(
+        answer = await connection.achat(
             full,
             model=self.model,
             tools=self.callables(),
             output_schema=output_schema,
-            **self.options,
+            **self.model_kwargs,
         )
+        return as_chat_response(answer, connection)
+
+
+def as_chat_response(answer: Any, source: Resource) -> ChatResponse:
+    """A model's answer as a ``ChatResponse``.
+
+    A connection or setup written for Flink Agents returns the assistant ``ChatMessage``;
+    that becomes the response's message.
+
+    Args:
+        answer: what ``chat`` returned.
+        source: the connection or setup that returned it (named in the error).
+
+    Returns:
+        The response.
+
+    Raises:
+        TypeError: for anything but a ``ChatResponse`` or a ``ChatMessage``.
+    """
+    if isinstance(answer, ChatResponse):
+        return answer
+    if isinstance(answer, ChatMessage):
+        return ChatResponse(message=answer)
+    raise TypeError(f"{type(source).__name__} {source.resource_name!r} returned "
+                    f"{type(answer).__name__}, not a ChatResponse or a ChatMessage")

@@ -8,80 +8,52 @@ passed to; keeping it past that is unsupported.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
 from ._events import Event
+from ._memory import Memory
 from ._messages import ChatMessage, ChatResponse
+from ._metric_groups import MetricGroup
 from ._resources import Resource, ResourceType
 
 if TYPE_CHECKING:
     from ._long_term_memory import BaseLongTermMemory
     from ._subagents import SubagentFuture
 
-__all__ = ["RunnerContext", "Memory"]
+__all__ = ["RunnerContext", "AgentConfig"]
 
 T = TypeVar("T")
 
 
-class Memory(ABC):
-    """A JSON tree addressed by dotted paths (``"product.count"``).
+class AgentConfig:
+    """The agent's configuration as an action reads it (Flink Agents' ``ctx.config``).
 
-    Writes made by an action become visible to other actions when the action completes
-    (all of them at once, with the events it sent); until then only the writing action sees
-    them. Values must be JSON-serializable.
+    Keys set with ``Agent.set_config`` or on the compat environment's configuration.
+
+    Args:
+        values: the configuration.
     """
 
-    @abstractmethod
-    def get(self, path: str, default: Any = None) -> Any:
-        """Return the value at ``path``, or ``default`` when nothing is there.
+    __slots__ = ("_values",)
 
-        Args:
-            path: a dotted path (``"product.count"``).
-            default: what to return when nothing is stored there.
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._values = values
 
-        Returns:
-            The stored value, or ``default``.
-        """
+    def get(self, option: Any, default: Any = None) -> Any:
+        """The value of ``option`` (a key, or an option with ``key`` and ``default``)."""
+        key = getattr(option, "key", option)
+        if default is None:
+            default = getattr(option, "default", None)
+        return self._values.get(str(key), default)
 
-    @abstractmethod
-    def set(self, path: str, value: Any) -> None:
-        """Store ``value`` (JSON) at ``path``, creating parents as needed.
+    def get_str(self, option: Any, default: Any = None) -> Any:
+        """The value of ``option`` (Flink Agents' typed getters are all this one here)."""
+        return self.get(option, default)
 
-        Args:
-            path: a dotted path (``"product.count"``).
-            value: a value with a JSON form.
-
-        Raises:
-            SerializationError: when ``value`` has no JSON form.
-        """
-
-    @abstractmethod
-    def delete(self, path: str) -> None:
-        """Remove what is at ``path`` (nothing happens when nothing is there).
-
-        Args:
-            path: a dotted path (``"product.count"``).
-        """
-
-    @abstractmethod
-    def to_dict(self) -> dict[str, Any]:
-        """Return a deep copy of the whole tree as this action sees it."""
-
-    def __contains__(self, path: object) -> bool:
-        return isinstance(path, str) and self.get(path, _MISSING) is not _MISSING
-
-    def is_exist(self, path: str) -> bool:
-        """Whether something is stored at ``path`` (Flink Agents' name for ``path in memory``)."""
-        return path in self
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_dict())
-
-
-_MISSING = object()
+    get_int = get_float = get_bool = get_str
 
 
 class RunnerContext(ABC):
@@ -114,6 +86,28 @@ class RunnerContext(ABC):
         raise NotImplementedError(f"{type(self).__name__} has no long-term memory")
 
     @property
+    def config(self) -> AgentConfig:
+        """The agent's configuration, read-only (Flink Agents' ``ctx.config``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no configuration")
+
+    @property
+    def agent_metric_group(self) -> MetricGroup:
+        """Metrics of the agent an action may update (Flink Agents' name).
+
+        Counters, meters, histograms and gauges by name, kept in this process (see
+        ``MetricGroup``).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no metric groups")
+
+    @property
+    def action_metric_group(self) -> MetricGroup:
+        """The running action's own metrics.
+
+        ``agent_metric_group``'s sub-group ``action``, then the action's name.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no metric groups")
+
+    @property
     @abstractmethod
     def action_config(self) -> dict[str, Any]:
         """Configuration of the running action (from the plan), read-only."""
@@ -139,12 +133,15 @@ class RunnerContext(ABC):
         """
 
     @abstractmethod
-    def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
+    def get_resource(self, name: str, resource_type: ResourceType | None = None, *,
+                     type: ResourceType | None = None) -> Resource:  # noqa: A002 - theirs
         """Return the resource of ``resource_type`` named ``name``, built on first use.
 
         Args:
             name: the resource's registered name.
             resource_type: its type.
+            type: the same as ``resource_type`` (Flink Agents' keyword:
+                ``ctx.get_resource(name="m", type=ResourceType.CHAT_MODEL)``).
 
         Returns:
             The resource.

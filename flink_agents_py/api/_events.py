@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ._memory import memory_ref_of
 from ._messages import ChatMessage, ChatResponse, ToolCall, ToolResult
 from ._secrets import MaskedStr
 
@@ -80,6 +81,13 @@ class Event(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
+        if cls.__pydantic_custom_init__:
+            # An event class with its own ``__init__`` (Flink Agents' custom events:
+            # ``def __init__(self, value): super().__init__(type=..., attributes=...)``) is
+            # still built through it by a call, but rebuilt from its JSON form (a sent
+            # event, a restore) from its fields, which that ``__init__`` does not take.
+            cls.__pydantic_custom_init__ = False
+            cls.model_rebuild(force=True)
         _REGISTRY[cls.EVENT_TYPE or cls.__qualname__] = cls
         _BY_CLASS[f"{cls.__module__}:{cls.__qualname__}"] = cls
 
@@ -94,6 +102,19 @@ class Event(BaseModel):
                 )
             data = {**data, "type": cls.EVENT_TYPE}
         return data
+
+    @field_validator("attributes", mode="after")
+    @classmethod
+    def _memory_refs(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # a ``MemoryRef`` an event carries (``MyEvent(value=memory.set(...))``) comes back
+        # from the event's JSON form as a plain dict: it is a reference again
+        # (``event.value.resolve(ctx)``)
+        for k, v in value.items() if value else ():
+            if type(v) is dict and len(v) == 2:
+                ref = memory_ref_of(v)
+                if ref is not None:
+                    value[k] = ref
+        return value
 
     @model_validator(mode="after")
     def _require_type(self) -> Event:

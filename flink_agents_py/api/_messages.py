@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from ._secrets import MaskedStr
 
@@ -38,6 +46,36 @@ class ToolCall(BaseModel):
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wire_form(cls, data: Any) -> Any:
+        # Flink Agents' (and OpenAI's) form, as a connection written for it returns:
+        # {"id": ..., "type": "function", "function": {"name": ..., "arguments": {...}}},
+        # the arguments possibly JSON text, the id possibly a UUID
+        if not isinstance(data, dict) or "function" not in data or "name" in data:
+            return data
+        function = data["function"]
+        if not isinstance(function, dict):
+            return data
+        arguments = function.get("arguments") or {}
+        if isinstance(arguments, str):
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        given = data.get("id")
+        return {"id": str(given) if given is not None else "", "name": function.get("name"),
+                "arguments": arguments}
+
+    def _wire(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function",
+                "function": {"name": self.name, "arguments": self.arguments}}
+
+    def __getitem__(self, key: str) -> Any:
+        """Read as Flink Agents' (OpenAI's) tool call dict: ``call["function"]["name"]``."""
+        return self._wire()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``dict.get`` over the same form as ``call[key]``."""
+        return self._wire().get(key, default)
 
 
 class ChatMessage(BaseModel):

@@ -37,6 +37,13 @@ class ResourceName:
         ANTHROPIC_SETUP = _COMPAT + "AnthropicChatModelSetup"
         LLAMA_CPP_CONNECTION = _CHAT + "LlamaCppChatModel"
         SCRIPTED_CONNECTION = _CHAT + "ScriptedChatModel"
+        # not offered: declaring them is fine, building one says what to use instead
+        AZURE_OPENAI_CONNECTION = _COMPAT + "NotOfferedChatModelConnection"
+        AZURE_OPENAI_SETUP = _COMPAT + "NotOfferedChatModelSetup"
+        TONGYI_CONNECTION = _COMPAT + "NotOfferedChatModelConnection"
+        TONGYI_SETUP = _COMPAT + "NotOfferedChatModelSetup"
+        JAVA_WRAPPER_CONNECTION = _COMPAT + "NotOfferedChatModelConnection"
+        JAVA_WRAPPER_SETUP = _COMPAT + "NotOfferedChatModelSetup"
 
     class EmbeddingModel:
         """Embedding model connections and setups."""
@@ -47,11 +54,18 @@ class ResourceName:
         OPENAI_SETUP = "flink_agents_py.api.EmbeddingModelSetup"
         MINILM_CONNECTION = _EMBED + "MiniLMEmbeddingModel"
         MINILM_SETUP = "flink_agents_py.api.EmbeddingModelSetup"
+        JAVA_WRAPPER_CONNECTION = _COMPAT + "NotOfferedEmbeddingModel"  # not offered
+        JAVA_WRAPPER_SETUP = _COMPAT + "NotOfferedEmbeddingModel"
 
     class VectorStore:
         """Vector stores."""
 
         CHROMA_VECTOR_STORE = "flink_agents_py.integrations.vector_stores.ChromaVectorStore"
+        JAVA_WRAPPER_VECTOR_STORE = _COMPAT + "NotOfferedVectorStore"  # not offered
+        JAVA_WRAPPER_COLLECTION_MANAGEABLE_VECTOR_STORE = _COMPAT + "NotOfferedVectorStore"
+
+    MCP_SERVER = _COMPAT + "McpServer"
+    """Flink Agents' MCP server (``endpoint=``, ``timeout=``, ``headers=``)."""
 
 
 class EventType:

@@ -99,10 +99,14 @@ class Prompt(Resource):
             return fill_placeholders(self.template, values)
         return "\n".join(fill_placeholders(m.content, values) for m in self.messages or [])
 
-    def format_messages(self, **values: Any) -> list[ChatMessage]:
+    def format_messages(self, role: MessageRole | str | None = None,
+                        **values: Any) -> list[ChatMessage]:
         """Return the prompt as messages with placeholders filled.
 
         Args:
+            role: the role of the text form's message for this call (Flink Agents'
+                ``format_messages(role=MessageRole.USER, ...)``); default: the prompt's
+                ``role``. The message form keeps its messages' roles.
             **values: the values by placeholder name (unused ones are ignored, unfilled
                 placeholders stay as they are).
 
@@ -110,7 +114,8 @@ class Prompt(Resource):
             The messages.
         """
         if self.template is not None:
-            return [ChatMessage(role=self.role, content=fill_placeholders(self.template, values))]
+            return [ChatMessage(role=self.role if role is None else MessageRole(role),
+                                content=fill_placeholders(self.template, values))]
         return [
             m.model_copy(update={"content": fill_placeholders(m.content, values)})
             for m in self.messages or []

@@ -36,6 +36,25 @@ class ResourceType(str, Enum):
     VECTOR_STORE = "vector_store"
 
 
+def resource_type_argument(resource_type: Any, type_: Any) -> ResourceType:
+    """The resource type a ``get_resource`` call names.
+
+    Given positionally, by ``resource_type=`` or by Flink Agents' ``type=``.
+
+    Raises:
+        TypeError: when it names none, or two different ones.
+    """  # noqa: DOC201
+    if resource_type is None:
+        resource_type = type_
+    elif type_ is not None and type_ != resource_type:
+        raise TypeError(f"get_resource: resource_type={resource_type!r} and "
+                        f"type={type_!r} differ")
+    if resource_type is None:
+        raise TypeError("get_resource needs the resource's type: get_resource(name, "
+                        "ResourceType.TOOL) (or type=ResourceType.TOOL)")
+    return ResourceType(resource_type)
+
+
 def qualified_name(obj: Any) -> str:
     """Return ``module:qualname`` for a class or function (the plan's way to name code)."""
     return f"{obj.__module__}:{obj.__qualname__}"
@@ -194,16 +213,24 @@ class Resource(BaseModel):
         """The name the resource is registered under ('' until the runtime binds it)."""
         return self._resource_name
 
-    def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
+    def get_resource(self, name: str, resource_type: ResourceType | None = None, *,
+                     type: ResourceType | None = None) -> Resource:  # noqa: A002 - theirs
         """Return another resource of the same environment.
+
+        Args:
+            name: its registered name.
+            resource_type: its type (``type=`` is Flink Agents' keyword for it).
+            type: the same as ``resource_type``.
 
         Raises:
             ResourceError: when the resource was not bound to an environment.
             ResourceNotFoundError: when nothing of that type has that name.
         """
+        kind = resource_type_argument(resource_type, type)
         if self._resolver is None:
-            raise ResourceError(f"{type(self).__name__} is not bound to a resource environment")
-        return self._resolver(name, resource_type)
+            raise ResourceError(
+                f"{self.__class__.__name__} is not bound to a resource environment")
+        return self._resolver(name, kind)
 
     def check(self) -> None:
         """Check, without acquiring anything, that the resource can work in this process.

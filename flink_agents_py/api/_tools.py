@@ -33,6 +33,15 @@ class ToolMetadata(BaseModel):
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
+    @property
+    def metadata(self) -> ToolMetadata:
+        """Itself: a chat model connection written for Flink Agents reads ``tool.metadata``."""
+        return self
+
+    def get_parameters_dict(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments (Flink Agents' ``ToolMetadata`` method)."""
+        return dict(self.parameters)
+
 
 class ToolSpec(BaseModel):
     """The frozen spec that ``@tool`` attaches to a function (``fn.__tool_spec__``).
@@ -244,6 +253,17 @@ class FunctionTool(Resource):
         if timeout is None and spec is not None:
             timeout = spec.approval_timeout_s
         return held, timeout
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function directly (Flink Agents' ``Tool.call``), in this thread.
+
+        Inside an action this is not a durable call: wrap it in ``ctx.durable_execute`` when
+        it has effects a replay must not repeat.
+
+        Returns:
+            What the function returns.
+        """
+        return self.function(*args, **kwargs)
 
     async def acall(self, **arguments: Any) -> Any:
         """Call the tool with ``arguments``; sync functions run in a worker thread."""

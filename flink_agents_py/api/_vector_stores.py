@@ -41,6 +41,7 @@ __all__ = [
     "VectorStoreQueryMode",
     "VectorStoreQuery",
     "Document",
+    "Collection",
     "VectorStoreQueryResult",
     "VectorStore",
     "document_id",
@@ -312,6 +313,30 @@ class VectorStore(Resource):
     def size(self, collection_name: str | None = None) -> int:
         """How many documents the collection holds (0 for a missing one)."""
 
+    def get_or_create_collection(self, name: str,
+                                 metadata: dict[str, Any] | None = None) -> Collection:
+        """The collection ``name``, created (with ``metadata``) when missing.
+
+        Flink Agents' ``CollectionManageableVectorStore`` method; a store that manages
+        collections overrides it (``ChromaVectorStore`` does).
+
+        Raises:
+            NotImplementedError: for a store that does not manage collections.
+        """  # noqa: DOC201
+        raise NotImplementedError(f"{type(self).__name__} does not manage collections "
+                                  "(get_or_create_collection)")
+
+    def get_collection(self, name: str) -> Collection:
+        """The collection ``name`` (Flink Agents' ``CollectionManageableVectorStore``).
+
+        Raises:
+            CollectionNotFoundError: when it does not exist (a store that manages
+                collections).
+            NotImplementedError: for a store that does not manage collections.
+        """  # noqa: DOC201
+        raise NotImplementedError(f"{type(self).__name__} does not manage collections "
+                                  "(get_collection)")
+
     def count(self, collection_name: str | None = None,
               filters: dict[str, Any] | None = None) -> int:
         """How many documents match ``filters`` (all: ``size``); by default through ``get``."""
@@ -332,6 +357,20 @@ class VectorStore(Resource):
     def _query_embedding(self, embedding: list[float], limit: int, collection_name: str | None,
                          filters: dict[str, Any] | None, **kwargs: Any) -> list[Document]:
         """The ``limit`` documents closest to ``embedding`` that match ``filters``."""
+
+
+class Collection(BaseModel):
+    """A collection of a vector store, as ``get_or_create_collection`` returns it.
+
+    Attributes:
+        name: its name.
+        metadata: the metadata it was created with.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    metadata: dict[str, Any] | None = None
 
 
 class ContextRetrievalRequestEvent(Event):

@@ -19,7 +19,9 @@ from ._events import (
 from ._flow import collect_rate_limits
 from ._lazy import lazy_exports
 from ._loops import close_loop_clients, register_loop_owner
-from ._resources import import_qualified
+from ._memory import MemoryObject, memory_ref_of
+from ._metric_groups import agent_metric_group
+from ._resources import import_qualified, resource_type_argument
 from ._secrets import (
     SECRET_VALUE_PATTERNS,
     MaskedStr,
@@ -44,6 +46,8 @@ __all__ = [
     "EVENT_TYPES",
     "Event",
     "MaskedStr",
+    "MemoryObject",
+    "agent_metric_group",
     "RESERVED_TOOL_PREFIX",
     "SECRET_VALUE_PATTERNS",
     "check_texts",
@@ -53,10 +57,12 @@ __all__ = [
     "event_from_json",
     "has_known_secret",
     "import_qualified",
+    "resource_type_argument",
     "json_schema_of",
     "mask_known",
     "mask_secrets",
     "mask_value",
+    "memory_ref_of",
     "offered_tool_name",
     "register_header_secret",
     "register_resource_secrets",

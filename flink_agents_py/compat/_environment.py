@@ -6,8 +6,9 @@ What a Flink Agents program does with its environment, and what it does here:
   ``get_execution_environment(env)``: our Flink host over that ``StreamExecutionEnvironment``.
 - ``add_resource(name, [type,] resource)``: a resource given to every agent applied
   afterwards (an agent's own resource of the same name and type wins).
-- ``get_config().set(AgentExecutionOptions.NUM_ASYNC_THREADS, n)``: our ``max_in_flight``
-  (the most I/O calls running at once per operator instance).
+- ``get_config().set(option, value)`` (or ``get_configuration()``): see ``_options`` for
+  what each Flink Agents option does here (``NUM_ASYNC_THREADS`` is our ``max_in_flight``,
+  other keys reach every agent applied afterwards).
 - ``load_yaml(path)`` then ``apply("agent name")``: agents declared in YAML.
 - local: ``from_list([{"key": k, "value": v}, ...]).apply(agent).to_list()``, then
   ``execute()`` fills that list with ``{key: output}`` dicts. As in Flink Agents, ``"k"``
@@ -24,51 +25,16 @@ import copy
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ..api import Agent, ResourceType, UsageError
+from ..api import Agent, ResourceDescriptor, ResourceType, UsageError
+from ..api.internal import import_qualified
+from ._options import AgentExecutionOptions, Configuration
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AgentsExecutionEnvironment", "AgentExecutionOptions", "ConfigOption",
-           "Configuration"]
-
-
-@dataclass(frozen=True)
-class ConfigOption:
-    """One configuration option: its ``key`` and ``default``."""
-
-    key: str
-    default: Any = None
-
-
-class AgentExecutionOptions:
-    """The execution options a program may set through ``get_config().set(...)``."""
-
-    NUM_ASYNC_THREADS = ConfigOption("num-async-threads", 32)
-    """The most I/O calls (model, tool) running at once: our ``max_in_flight``."""
-
-
-class Configuration:
-    """Key-value configuration of an environment (``set`` / ``get`` by ``ConfigOption``)."""
-
-    def __init__(self, on_set: Callable[[str, Any], None]) -> None:
-        self._values: dict[str, Any] = {}
-        self._on_set = on_set
-
-    def set(self, option: ConfigOption | str, value: Any) -> Configuration:
-        """Set ``option`` to ``value``. Returns ``self``."""
-        key = option.key if isinstance(option, ConfigOption) else str(option)
-        self._values[key] = value
-        self._on_set(key, value)
-        return self
-
-    def get(self, option: ConfigOption | str, default: Any = None) -> Any:
-        """The value of ``option`` (its default when unset)."""
-        if isinstance(option, ConfigOption):
-            return self._values.get(option.key, option.default if default is None else default)
-        return self._values.get(str(option), default)
+__all__ = ["AgentsExecutionEnvironment"]
 
 
 def _type_of(resource: Any) -> ResourceType:
@@ -126,22 +92,21 @@ class _Environment:
         """The wrapped environment (each concrete environment of this module provides it)."""
         raise NotImplementedError(f"{type(self).__name__} must provide _target (a hook method)")
 
-    def get_config(self, path: str | None = None) -> Configuration:
-        """The environment's configuration (``path``, a file to load, is not supported).
+    def get_config(self, path: str | Path | None = None) -> Configuration:
+        """The environment's configuration; ``set(...)`` on it configures the environment.
 
         Args:
-            path: must be ``None``.
+            path: a Flink configuration file whose ``agent:`` section is loaded first.
 
         Returns:
-            The configuration; ``set(...)`` on it configures the environment.
-
-        Raises:
-            NotImplementedError: when ``path`` is given.
+            The configuration (see ``compat._options`` for what each option does here).
         """
         if path is not None:
-            raise NotImplementedError("loading configuration from a file is not supported: "
-                                      "set options with get_config().set(...)")
+            self._config.load_yaml(path)
         return self._config
+
+    get_configuration = get_config
+    """Flink Agents' other name of ``get_config``."""
 
     def add_resource(self, name: str, resource_type: ResourceType | Any,
                      instance: Any = None) -> _Environment:
@@ -187,13 +152,43 @@ class _Environment:
                 raise KeyError(f"no agent named {agent!r} was loaded (load_yaml first); "
                                f"loaded: {sorted(self._agents) or 'none'}")
             agent = self._agents[agent]
-        if not self._resources:
+        config, chat = self._config.agent_config(), self._config.chat_defaults()
+        if not (self._resources or config or chat):
             return agent
         declared = {(t, n) for t, n, _ in agent.declared_resources()}
         merged = copy.copy(agent)
         merged._resources = list(getattr(agent, "_resources", [])) + [
             r for r in self._resources if (r[0], r[1]) not in declared]
+        merged._config = {**config, **getattr(agent, "_config", {})}
+        merged._overrides = dict(getattr(agent, "_overrides", {}))
+        if chat:
+            for rtype, name, res in merged.declared_resources():
+                given = _with_chat_defaults(res, chat) if rtype is ResourceType.CHAT_MODEL \
+                    else None
+                if given is not None:
+                    merged.override_resource(name, given, ResourceType.CHAT_MODEL)
         return merged
+
+
+def _with_chat_defaults(res: Any, chat: dict[str, Any]) -> ResourceDescriptor | None:
+    """A chat model setup's descriptor with the environment's defaults for what it leaves out.
+
+    Returns:
+        The new descriptor; ``None`` when nothing is left out, or ``res`` is not a descriptor
+        of one of our setups (a setup with its own ``chat`` has no error policy of ours).
+    """
+    if not isinstance(res, ResourceDescriptor):
+        return None
+    try:
+        cls = import_qualified(res.clazz)
+    except Exception:  # noqa: BLE001 - an unknown class is reported when the plan is built
+        return None
+    if not (isinstance(cls, type) and hasattr(cls, "has_own_chat")) or cls.has_own_chat():
+        return None
+    missing = {k: v for k, v in chat.items() if k not in res.arguments}
+    if not missing:
+        return None
+    return ResourceDescriptor(res.clazz, **{**res.arguments, **missing})
 
 
 class LocalAgentsEnvironment(_Environment):
@@ -204,7 +199,7 @@ class LocalAgentsEnvironment(_Environment):
 
         super().__init__()
         self.local = LocalExecutionEnvironment(**options)
-        self._pending: list[tuple[Any, list[Any]]] = []
+        self._pending: list[tuple[Any, Agent, list[Any]]] = []
 
     @property
     def _target(self) -> Any:
@@ -212,6 +207,9 @@ class LocalAgentsEnvironment(_Environment):
 
     def from_list(self, input: list[dict[str, Any]]) -> _LocalBuilder:
         """Take ``[{"key": k, "value": v}, ...]`` as input (``value``: the ``InputEvent.input``).
+
+        The list is read when ``execute()`` runs, as in Flink Agents: records appended to it
+        after ``from_list(...)...to_list()`` run too.
 
         Args:
             input: the records: dicts with ``"key"`` (or ``"k"``; without one, a record
@@ -227,7 +225,7 @@ class LocalAgentsEnvironment(_Environment):
         from ..local.internal import check_records
 
         check_records(input, "from_list")
-        return _LocalBuilder(self, list(input))
+        return _LocalBuilder(self, input)
 
     def from_datastream(self, input: Any, key_selector: Any = None) -> Any:
         """Not on the local runner (as in Flink Agents): its input is a list.
@@ -259,7 +257,9 @@ class LocalAgentsEnvironment(_Environment):
         native ``LocalExecutionEnvironment`` overlaps runs of different keys instead.
         """
         pending, self._pending = self._pending, []
-        for job, out in pending:
+        for records, agent, out in pending:  # the records as they are now (see from_list)
+            job = self.local.from_list(list(records), key_selector=_compat_key,
+                                       value_selector=_compat_value).apply(agent)
             result = job.run(one_at_a_time=True)
             out.extend({key: output} for key, output in result.keyed_outputs)
 
@@ -302,14 +302,11 @@ def _compat_value(record: Any) -> Any:
 class _LocalBuilder:
     def __init__(self, env: LocalAgentsEnvironment, records: list[dict[str, Any]]) -> None:
         self._env = env
-        self._records = records
+        self._records = records  # read when the environment executes, as Flink Agents does
         self._out: list[Any] = []
 
     def apply(self, agent: Agent | str) -> _LocalBuilder:
-        job = self._env.local.from_list(self._records, key_selector=_compat_key,
-                                        value_selector=_compat_value
-                                        ).apply(self._env._agent(agent))
-        self._env._pending.append((job, self._out))
+        self._env._pending.append((self._records, self._env._agent(agent), self._out))
         return self
 
     def to_list(self) -> list[dict[Any, Any]]:

@@ -23,6 +23,7 @@ __all__ = [
     "OutputSchema",
     "STRUCTURED_OUTPUT",
     "Tool",
+    "ToolType",
     "CALLABLE_NAME_PREFIX",
     "BaseAsyncSubagentSetup",
     "BaseDeferredSubagentSetup",
@@ -58,6 +59,20 @@ class OutputSchema(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
     output_schema: type[BaseModel]
+
+
+class ToolType(Enum):
+    """Flink Agents' kinds of tools (``api.tools.tool.ToolType``).
+
+    Here a tool call's ``type`` is always a function call; a connection written for Flink
+    Agents may put ``ToolType.FUNCTION`` in the tool calls it returns (it reads as
+    ``"function"``).
+    """
+
+    MODEL_BUILT_IN = "model_built_in"
+    FUNCTION = "function"
+    REMOTE_FUNCTION = "remote_function"
+    MCP = "mcp"
 
 
 class Tool:

@@ -15,11 +15,20 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from pydantic import SecretStr, model_validator
+from pydantic import ConfigDict, SecretStr, model_validator
 
-from ..api import ChatMessage, ChatModelSetup, ChatResponse, register_secret
+from ..api import (
+    ChatMessage,
+    ChatModelSetup,
+    ChatResponse,
+    Resource,
+    ResourceError,
+    ResourceType,
+    register_secret,
+)
 from ..integrations.chat_models import AnthropicChatModel, OllamaChatModel, OpenAIChatModel
 from ..integrations.embedding_models import OllamaEmbeddingModel, OpenAIEmbeddingModel
+from ..integrations.mcp import McpServer as _McpServer
 
 __all__ = [
     "OllamaChatModelConnection",
@@ -30,6 +39,11 @@ __all__ = [
     "AnthropicChatModelSetup",
     "OllamaEmbeddingModelConnection",
     "OpenAIEmbeddingModelConnection",
+    "McpServer",
+    "NotOfferedChatModelConnection",
+    "NotOfferedChatModelSetup",
+    "NotOfferedEmbeddingModel",
+    "NotOfferedVectorStore",
 ]
 
 _OPTIONS = "options"
@@ -195,3 +209,70 @@ class OpenAIEmbeddingModelConnection(_LiteralKey, _Renamed, OpenAIEmbeddingModel
         "api_base_url": "base_url"}
 
     api_key: SecretStr | None = None
+
+
+class McpServer(_Renamed, _McpServer):
+    """Flink Agents' MCP server (``ResourceName.MCP_SERVER``).
+
+    ``endpoint`` is ``url``, ``timeout`` is ``timeout_s``.
+    """
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {"endpoint": "url", "timeout": "timeout_s"}
+
+
+class _NotOffered(Resource):
+    """What a Flink Agents resource name this runtime does not offer points at.
+
+    Declaring one is fine (a program declaring every provider and using one still runs);
+    building it (its first use) raises a ``ResourceError`` naming it and what to use.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Refuse to be built.
+
+        Raises:
+            ResourceError: always, naming the resource and what to use instead.
+        """
+        java = self.__pydantic_extra__.get("java_clazz") if self.__pydantic_extra__ else None
+        what = (f"a Java resource ({java}) through Flink Agents' Java wrapper" if java
+                else "this provider")
+        raise ResourceError(
+            f"{type(self).__name__}: {what} is not offered here (a Python-only runtime with "
+            f"its own adapters); use {self.INSTEAD}")
+
+    INSTEAD: ClassVar[str] = ""
+
+
+class NotOfferedChatModelConnection(_NotOffered):
+    """Azure OpenAI, Tongyi, Bedrock, watsonx or a Java chat model connection."""
+
+    RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.CHAT_MODEL_CONNECTION
+    INSTEAD: ClassVar[str] = (
+        "ResourceName.ChatModel.OPENAI_COMPLETIONS_CONNECTION with base_url= for an "
+        "OpenAI-compatible endpoint (Azure OpenAI's /openai/v1, DashScope's compatible mode), "
+        "or OLLAMA_CONNECTION / ANTHROPIC_CONNECTION")
+
+
+class NotOfferedChatModelSetup(_NotOffered):
+    """The setup of a chat model connection that is not offered."""
+
+    RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.CHAT_MODEL
+    INSTEAD: ClassVar[str] = ("ResourceName.ChatModel.OPENAI_COMPLETIONS_SETUP (or "
+                              "OLLAMA_SETUP / ANTHROPIC_SETUP) over the connection used")
+
+
+class NotOfferedEmbeddingModel(_NotOffered):
+    """A Java embedding model connection or setup (Flink Agents' Java wrapper)."""
+
+    RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.EMBEDDING_MODEL_CONNECTION
+    INSTEAD: ClassVar[str] = ("ResourceName.EmbeddingModel.OLLAMA_CONNECTION / "
+                              "OPENAI_CONNECTION with their setups")
+
+
+class NotOfferedVectorStore(_NotOffered):
+    """A Java vector store (Elasticsearch, Milvus... through Flink Agents' Java wrapper)."""
+
+    RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.VECTOR_STORE
+    INSTEAD: ClassVar[str] = "ResourceName.VectorStore.CHROMA_VECTOR_STORE"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from pyflink.common import Row, Types
 
@@ -70,6 +70,21 @@ def _same(value: Any) -> Any:
 def _row_as_dict(names: list[str], row: Any) -> dict[str, Any]:
     """A table row as a dict by field name (the input records of ``from_table``)."""
     return dict(zip(names, row, strict=True))
+
+
+def _key_function(key_selector: Any) -> Callable[[Any], Any] | None:
+    """``key_selector`` as a function of the record: a ``KeySelector``'s ``get_key``.
+
+    Raises:
+        UsageError: for something neither callable nor a ``KeySelector``.
+    """  # noqa: DOC201
+    if key_selector is None or callable(key_selector):
+        return key_selector
+    get_key = getattr(key_selector, "get_key", None)
+    if callable(get_key):
+        return cast("Callable[[Any], Any]", get_key)
+    raise UsageError(f"key_selector must be a function of the record or a PyFlink "
+                     f"KeySelector, got a {type(key_selector).__name__}")
 
 
 def _key_of_named_row(selector: Any, row: dict[str, Any]) -> Any:
@@ -356,23 +371,25 @@ class FlinkExecutionEnvironment:
                         ) -> FlinkAgentBuilder:
         """Take ``ds`` as input, keyed by ``key_selector`` (default: ``record["key"]``).
 
-        A record its key selector raises on (or gives an unhashable key for) goes to
-        ``errors_datastream()`` with the error and its traceback (``select_key``); the job
-        keeps running.
+        ``key_selector`` is a function of the record, or a PyFlink ``KeySelector`` (Flink
+        Agents' style), whose ``get_key`` is then called. A record its key selector raises on
+        (or gives an unhashable key for) goes to ``errors_datastream()`` with the error and
+        its traceback (``select_key``); the job keeps running.
 
         Returns:
             A builder; ``.apply(agent)`` next.
 
         Raises:
             UsageError: when ``ds`` is not a ``DataStream`` (a list, a ``Table``), naming
-                how to make one.
+                how to make one, or ``key_selector`` is neither a function nor a
+                ``KeySelector``.
         """
         if not hasattr(ds, "key_by"):
             fix = ("from_table(table)" if hasattr(ds, "get_schema") else
                    "env.from_collection(records), a stream of the records as Python objects")
             raise UsageError(f"from_datastream takes a PyFlink DataStream, got a "
                              f"{type(ds).__name__}: pass {fix}")
-        return FlinkAgentBuilder(self, ds, key_selector or default_key_selector)
+        return FlinkAgentBuilder(self, ds, _key_function(key_selector) or default_key_selector)
 
     def from_table(self, table: Any, key_selector: Callable[[Any], Any] | None = None
                    ) -> FlinkAgentBuilder:

@@ -508,7 +508,7 @@ def _check_references(
         if not (isinstance(cls, type) and issubclass(cls, ChatModelSetup)):
             continue
         conn = rp.descriptor.arguments.get("connection")
-        if conn is not None and conn not in connections \
+        if conn is not None and conn not in connections and not cls.has_own_chat() \
                 and (ResourceType.CHAT_MODEL_CONNECTION, conn) not in broken:
             problems.append(
                 f"chat_model resource {name!r} names connection {conn!r}, which is not declared"

@@ -205,6 +205,8 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             "retries": 0,
             "invalid": [],
         }
+        if setup.has_own_chat() and prompt_args:  # its chat fills its prompt at each call
+            chat["prompt_args"] = prompt_args
         requested = messages
         if all(type(m) is ChatMessage for m in messages):
             first = messages
@@ -241,10 +243,12 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     async def call_model(messages: list[ChatMessage], output_schema: dict[str, Any] | None,
                          spent: dict[str, Any] | None = None) -> ChatResponse:
         if setup.budget is None:
-            return await _model_call(setup, messages, output_schema, resolve)
+            return await _model_call(setup, messages, output_schema, resolve,
+                                     chat.get("prompt_args"))
         return await budgeted_call(
             setup, ctx.key, spent,
-            lambda asked: _model_call(asked, messages, output_schema, resolve), resolve,
+            lambda asked: _model_call(asked, messages, output_schema, resolve,
+                                      chat.get("prompt_args")), resolve,
             parallelism=ctx.resources.parallelism)
 
     def resolve(name: str) -> ChatModelSetup:

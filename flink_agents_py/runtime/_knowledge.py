@@ -75,6 +75,15 @@ class _View:
     def __getattr__(self, attr: str) -> Any:  # fields (collection, model...) read through
         return getattr(self._resource, attr)
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: PLE0307 - deliberate, as unittest.mock does
+        """The resource's class, so that ``isinstance(store, VectorStore)`` holds.
+
+        Flink Agents' programs check ``BaseVectorStore`` / ``CollectionManageableVectorStore``
+        on what ``get_resource`` returns; ``type(view)`` is still the view's class.
+        """
+        return type(self._resource)
+
 
 class DurableEmbeddingModel(_View):
     """An embedding model setup (or connection) whose calls are durable calls of the action."""

@@ -80,7 +80,8 @@ def _told_too_long(setup: ChatModelSetup, connection: ChatModelConnection, wait_
 
 
 async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
-               output_schema: dict[str, Any] | None) -> ChatResponse:
+               output_schema: dict[str, Any] | None,
+               prompt_args: dict[str, Any] | None = None) -> ChatResponse:
     """One model call with the setup's error policy, paced by its connection's controller.
 
     Returns:
@@ -115,7 +116,7 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
         try:
             with collect_rate_limits() as infos:
                 response = await setup.achat(messages, output_schema=output_schema,
-                                             with_prompt=False)
+                                             with_prompt=False, prompt_args=prompt_args)
         except Exception as e:  # noqa: BLE001 - classified, then held, retried or raised
             gate = flow.settle(ticket, throttled=_throttling(e),
                                info=getattr(e, "rate_limit", None))
@@ -167,7 +168,8 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
 
 async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
                      output_schema: dict[str, Any] | None,
-                     resolve: Callable[[str], ChatModelSetup]) -> ChatResponse:
+                     resolve: Callable[[str], ChatModelSetup],
+                     prompt_args: dict[str, Any] | None = None) -> ChatResponse:
     """One model call of a chat, trying the setup's fallbacks (run as ONE durable call).
 
     Args:
@@ -175,6 +177,8 @@ async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
         messages: the conversation, prompt included.
         output_schema: the JSON Schema the answer must follow, if any.
         resolve: the ``CHAT_MODEL`` setup of a fallback name.
+        prompt_args: the request's prompt values, for a setup with its own ``chat`` (which
+            fills its prompt at each call); others have the prompt in ``messages``.
 
     Returns:
         The response; when a fallback answered, ``metadata["model_setup"]`` names it and
@@ -189,7 +193,7 @@ async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
     for i, name in enumerate(names):
         current = setup if i == 0 else resolve(name)
         try:
-            response = await _ask(current, messages, output_schema)
+            response = await _ask(current, messages, output_schema, prompt_args)
         except Exception as e:  # noqa: BLE001 - the fallbacks decide
             if i + 1 < len(names) and error_class(_cause(e)) in setup.fallback_on:
                 passed.append(f"{name}: {type(e).__name__}: {e}")

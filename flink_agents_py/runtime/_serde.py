@@ -28,7 +28,13 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from ..api import SerializationError
-from ..api.internal import EVENT_CLASS_KEY, Event, event_class_tag, import_qualified
+from ..api.internal import (
+    EVENT_CLASS_KEY,
+    Event,
+    MemoryObject,
+    event_class_tag,
+    import_qualified,
+)
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
            "digest", "dumps", "loads_record",
@@ -133,7 +139,7 @@ def _fast_copy(value: Any, tag: bool) -> Any:
         RecursionError: at a cycle or very deep nesting (the full walk then says where).
     """
     kind = type(value)
-    if kind is dict:
+    if kind is dict or kind is MemoryObject:  # (an object read from memory is a dict)
         out: dict[str, Any] = {}
         for k, v in value.items():
             if type(k) is not str:
@@ -171,6 +177,9 @@ def _fast_copy(value: Any, tag: bool) -> Any:
         return inner if type(inner) in _PLAIN else _fast_copy(inner, tag)
     raise _NotPlain
 
+
+_BYTES_TAG = "$bytes"
+"""The ``$model`` tag of a ``bytes`` value (``{"$model": "$bytes", "data": <base64>}``)."""
 
 _TAGS: dict[type, str] = {}
 """Per model class, its ``$model`` tag."""
@@ -297,6 +306,24 @@ def _is_plain(value: Any) -> bool:
     return kind is float and math.isfinite(value)
 
 
+def _row_form(value: Any) -> Any:
+    """A PyFlink ``Row`` as plain data; anything else as it is.
+
+    Flink Agents' programs emit rows (``OutputEvent(output=Row(**fields))`` for
+    ``to_table``): a row with field names is a dict by name, one without the list of its
+    values.
+
+    Returns:
+        The plain form, or ``value``.
+    """
+    cls = type(value)
+    if cls.__name__ != "Row" or not cls.__module__.startswith("pyflink"):
+        return value
+    names = getattr(value, "_fields", None)
+    values = list(value)
+    return dict(zip(names, values, strict=True)) if names else values
+
+
 def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
           in_model: bool) -> Any:
     if isinstance(value, enum.Enum):
@@ -317,6 +344,9 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
         if not math.isfinite(value):
             raise SerializationError(f"{where}: {value!r} at {path} has no JSON form")
         return value
+    plain = _row_form(value)
+    if plain is not value:
+        return _walk(plain, where, path, active, tag_models, in_model)
     if isinstance(value, (list, tuple, dict, BaseModel)) or (
             dataclasses.is_dataclass(value) and not isinstance(value, type)):
         ident = id(value)
@@ -364,9 +394,12 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
             return to_jsonable_python(value)
         except Exception:  # noqa: BLE001 - falls through to the refusal below
             pass
+    elif isinstance(value, (bytes, bytearray)):
+        text = base64.b64encode(bytes(value)).decode("ascii")
+        # kept as bytes (memory, durable results: Flink Agents' memory takes bytes); plain
+        # JSON (a tool's result for the model) is the base64 text
+        return {_MODEL_TAG: _BYTES_TAG, "data": text} if tag_models else text
     elif not tag_models:
-        if isinstance(value, (bytes, bytearray)):
-            return base64.b64encode(bytes(value)).decode("ascii")
         if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
             return value.isoformat()
     raise SerializationError(f"{where}: {type(value).__name__} at {path} has no JSON form")
@@ -417,6 +450,8 @@ def from_json_value(data: Any) -> Any:
             inner = data["data"]
             if tag is None and type(inner) is dict:  # an escaped plain dict (``_escaped``)
                 return {k: from_json_value(v) for k, v in inner.items()}
+            if tag == _BYTES_TAG and type(inner) is str:
+                return base64.b64decode(inner)
             if type(tag) is not str:
                 raise SerializationError(f"a stored value's {_MODEL_TAG} tag is {tag!r}, not "
                                          "the 'module:Class' of a pydantic model")

@@ -22,8 +22,13 @@ from pathlib import Path
 
 import pytest
 
+import flink_agents_py
+
 HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
+PACKAGE_ROOT = str(Path(flink_agents_py.__file__).resolve().parents[1])
+"""Where the package under test is: the copy runs it, not another checkout the venv may
+have installed (a git worktree's tests would otherwise run the main checkout's code)."""
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -36,7 +41,7 @@ def _run_until(work: Path, script: str, done: callable, timeout_s: float) -> lis
     """Run ``script`` in ``work``; return its stdout lines once ``done(lines)`` or it ends."""
     proc = subprocess.Popen([PYTHON, script], cwd=work, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": ""})
+                            env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
     lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
 
     def pump() -> None:
@@ -183,7 +188,8 @@ def test_rag_example_retrieves_what_chromadbs_own_client_stored(tmp_path):
     with WireServer(ollama) as srv:
         run = subprocess.run([PYTHON, "rag_agent_example.py"], cwd=work, capture_output=True,
                              text=True, timeout=300,
-                             env={**os.environ, "PYTHONPATH": "", "OLLAMA_HOST": srv.url})
+                             env={**os.environ, "PYTHONPATH": PACKAGE_ROOT,
+                                  "OLLAMA_HOST": srv.url})
     assert run.returncode == 0, run.stderr[-3000:]
     assert "Added 5 documents to ChromaDB" in run.stdout
     answers = re.findall(r"^\[(\d+)\] Response: (.*)$", run.stdout, re.MULTILINE)

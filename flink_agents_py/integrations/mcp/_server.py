@@ -499,8 +499,16 @@ class McpPrompt(Prompt):
                                 f"a {type(srv).__name__}, not an McpServer")
         return srv
 
-    def format_messages(self, **values: Any) -> list[ChatMessage]:
-        """The server's messages for ``values``."""
+    def format_messages(self, role: MessageRole | str | None = None,
+                        **values: Any) -> list[ChatMessage]:
+        """The server's messages for ``values``.
+
+        Their roles are the server's: ``role`` is taken for ``Prompt``'s signature and
+        changes nothing.
+
+        Returns:
+            The messages.
+        """
         return self._server().get_prompt(self.prompt or self.resource_name, values)
 
     def format_string(self, **values: Any) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import Field, PrivateAttr
 
 from ...api import (
+    Collection,
     CollectionNotFoundError,
     DimensionMismatchError,
     Document,
@@ -179,8 +180,11 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
                 "agent's plan names one after the agent and the resource when it has none)")
         return name
 
-    def _collection(self, name: str, create: bool) -> Any | None:
-        """The collection; ``None`` when missing and reads may find nothing."""
+    def _collection(self, name: str, create: bool,
+                    metadata: dict[str, Any] | None = None) -> Any | None:
+        # The collection; None when missing and reads may find nothing. ``metadata`` given
+        # (get_or_create_collection): a missing collection is created with it, whatever
+        # create_collection_if_not_exists says.
         with self._lock:
             col = self._collections.get(name)
             if col is not None:
@@ -191,7 +195,7 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
             except Exception as e:  # noqa: BLE001 - chromadb's NotFoundError across versions
                 if not _is_not_found(e):
                     raise VectorStoreError(f"chroma collection {name!r}: {e}") from e
-                if not self.create_collection_if_not_exists:
+                if not self.create_collection_if_not_exists and metadata is None:
                     raise CollectionNotFoundError(
                         f"vector store {self.resource_name!r}: collection {name!r} does not "
                         "exist (create_collection_if_not_exists is off)") from None
@@ -201,7 +205,8 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
                     col = client.get_or_create_collection(
                         name, embedding_function=None,
                         configuration={"hnsw": {"space": "cosine"}},
-                        metadata={**self.collection_metadata, _FIELDS_KEY: ""})
+                        metadata={**self.collection_metadata, **(metadata or {}),
+                                  _FIELDS_KEY: ""})
                 except Exception as e:  # noqa: BLE001 - e.g. an invalid collection name
                     raise VectorStoreError(f"cannot create chroma collection {name!r}: "
                                            f"{e}") from e
@@ -398,6 +403,24 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
         except Exception as e:  # noqa: BLE001
             raise VectorStoreError(f"chroma count in {name!r}: {e}") from e
 
+    def get_or_create_collection(self, name: str,
+                                 metadata: dict[str, Any] | None = None) -> Collection:
+        """The collection ``name``, created with ``metadata`` when missing."""
+        col = self._collection(name, create=True, metadata=dict(metadata or {}))
+        return _described(name, col)
+
+    def get_collection(self, name: str) -> Collection:
+        """The collection ``name``.
+
+        Raises:
+            CollectionNotFoundError: when it does not exist.
+        """  # noqa: DOC201
+        col = self._collection(name, create=False)
+        if col is None:
+            raise CollectionNotFoundError(
+                f"vector store {self.resource_name!r}: collection {name!r} does not exist")
+        return _described(name, col)
+
     def delete_collection(self, collection_name: str | None = None) -> bool:
         """Drop a collection; returns whether it existed."""
         name = self._name(collection_name)
@@ -411,3 +434,9 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
                     return False
                 raise VectorStoreError(f"chroma delete_collection {name!r}: {e}") from e
             return True
+
+
+def _described(name: str, col: Any) -> Collection:
+    """A Chroma collection as a ``Collection`` (its metadata without this store's own keys)."""
+    meta = {k: v for k, v in (col.metadata or {}).items() if k not in (_FIELDS_KEY, _DIM_KEY)}
+    return Collection(name=name, metadata=meta or None)

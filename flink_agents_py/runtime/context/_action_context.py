@@ -14,16 +14,19 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from ...api import (
+    AgentConfig,
     BaseLongTermMemory,
     ChatMessage,
     ChatResponse,
     Event,
     Memory,
+    MetricGroup,
     Resource,
     ResourceType,
     RunnerContext,
     SubagentFuture,
 )
+from ...api.internal import agent_metric_group, resource_type_argument
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
@@ -64,6 +67,22 @@ class ActionContext(RunnerContext):
         return self._execution.long_term_memory
 
     @property
+    def config(self) -> AgentConfig:
+        """See ``RunnerContext.config``."""
+        return AgentConfig(self._execution.plan.config)
+
+    @property
+    def agent_metric_group(self) -> MetricGroup:
+        """See ``RunnerContext.agent_metric_group``."""
+        return agent_metric_group(self._execution.plan.agent)
+
+    @property
+    def action_metric_group(self) -> MetricGroup:
+        """See ``RunnerContext.action_metric_group``."""
+        return self.agent_metric_group.get_sub_group("action").get_sub_group(
+            self._execution.action_name)
+
+    @property
     def action_config(self) -> dict[str, Any]:
         """Configuration of the running action (from the plan), a copy."""
         return self._execution.action_config
@@ -72,9 +91,10 @@ class ActionContext(RunnerContext):
         """See ``RunnerContext.send_event``."""
         return self._execution.send_event(event)
 
-    def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
+    def get_resource(self, name: str, resource_type: ResourceType | None = None, *,
+                     type: ResourceType | None = None) -> Resource:  # noqa: A002 - theirs
         """See ``RunnerContext.get_resource``."""
-        return self._execution.get_resource(name, resource_type)
+        return self._execution.get_resource(name, resource_type_argument(resource_type, type))
 
     def durable_execute(
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from ...api import Memory
-from .._serde import to_json_value
+from ...api import Memory, MemoryRef
+from ...api.internal import MemoryObject, memory_ref_of
+from .._serde import from_json_value, is_tagged_model, to_json_value
 
 __all__ = ["ActionMemory", "apply_writes", "apply_merges", "priors", "read_path", "Clock",
            "counted_op", "KeyMerge", "MemoryLoader"]
@@ -28,13 +29,25 @@ _ATOMIC = frozenset({str, int, float, bool, type(None)})
 def _copy(value: Any) -> Any:
     """A deep copy of a memory value (JSON-form data, fast; anything else by ``deepcopy``)."""
     kind = type(value)
-    if kind is dict:
+    if kind is dict or kind is MemoryObject:
         return {k: v if type(v) in _ATOMIC else _copy(v) for k, v in value.items()}
     if kind is list:
         return [v if type(v) in _ATOMIC else _copy(v) for v in value]
     if kind in _ATOMIC:
         return value
     return copy.deepcopy(value)
+
+
+def _read(value: Any) -> Any:
+    """A copy of a stored value as an action reads it: its pydantic models rebuilt."""
+    kind = type(value)
+    if kind is dict:
+        if is_tagged_model(value):
+            return from_json_value(value)
+        return {k: v if type(v) in _ATOMIC else _read(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _ATOMIC else _read(v) for v in value]
+    return _copy(value)
 
 
 _PATHS: dict[str, list[str]] = {}
@@ -207,10 +220,20 @@ class ActionMemory(Memory):
             _apply(tree, entry[0], entry[1] if len(entry) > 1 else _DELETE)
         return tree
 
-    def get(self, path: str, default: Any = None) -> Any:
-        """Return a copy of the value at ``path``, or ``default`` (itself, not a copy)."""
-        value = _get(self._tree(), _split(path), _DELETE)
-        return default if value is _DELETE else _copy(value)
+    def get(self, path: str | MemoryRef, default: Any = None) -> Any:
+        """Return a copy of the value at ``path`` (a dotted path or a ``MemoryRef``).
+
+        Its models are rebuilt and an object (a dict) is a ``MemoryObject``; ``default``
+        (itself, not a copy) when nothing is there.
+        """
+        ref = memory_ref_of(path)
+        text = ref.path if ref is not None else cast(str, path)
+        value = _get(self._tree(), _split(text), _DELETE)
+        if value is _DELETE:
+            return default
+        if type(value) is dict and not is_tagged_model(value):
+            return MemoryObject(self, text, _read(value))
+        return _read(value)
 
     def _own_view(self) -> dict[str, Any]:
         tree = self._tree()
@@ -218,12 +241,13 @@ class ActionMemory(Memory):
             self._view = tree if tree is not self._base else _copy(tree)
         return self._view
 
-    def set(self, path: str, value: Any) -> None:
-        """Log a write of ``value`` at ``path`` (JSON form checked now)."""
+    def set(self, path: str, value: Any) -> MemoryRef:
+        """Log a write of ``value`` at ``path`` (JSON form checked now); return its reference."""
         parts = _split(path)
-        value = to_json_value(value, f"{self._name} value at {path!r}")
-        _apply(self._own_view(), parts, value)
-        self.writes.append((parts, value))
+        stored = to_json_value(value, f"{self._name} value at {path!r}")
+        _apply(self._own_view(), parts, stored)
+        self.writes.append((parts, stored))
+        return MemoryRef(path=path, type_name=type(value).__qualname__)
 
     def delete(self, path: str) -> None:
         """Log a deletion of ``path``."""

@@ -207,6 +207,11 @@ class ActionExecution:
         return ltm
 
     @property
+    def action_name(self) -> str:
+        """The running action's name in the plan of its scope."""
+        return self._record.action
+
+    @property
     def action_config(self) -> dict[str, Any]:
         """``RunnerContext.action_config`` (a copy)."""
         return dict(self._config)

@@ -1,0 +1,218 @@
+"""Flink Agents' configuration: options, ``Configuration``, and what each option does here.
+
+A program configures its environment as in Flink Agents (``agents_env.get_config().set(
+AgentExecutionOptions.X, value)``, ``set_int("key", n)``, ``get_configuration(path)``).
+Here:
+
+- ``NUM_ASYNC_THREADS`` is the environment's ``max_in_flight``;
+- ``ERROR_HANDLING_STRATEGY`` / ``MAX_RETRIES`` are the ``error_policy`` /
+  ``retry_max_attempts`` (retries + 1) of every chat model setup that does not set its own;
+- every other key (long-term memory's, a program's own) goes into the configuration of each
+  agent applied afterwards (``Agent.set_config``), an agent's own value winning;
+- options of Flink Agents' machinery that has no counterpart here (event loggers, action
+  state stores, ``*.async`` switches: every call is asynchronous) are taken and change
+  nothing (logged once); ``SHORT_TERM_MEMORY_STATE_TTL_MS`` is refused: memory never expires
+  here, and a program relying on it would grow without bound.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from ..api import LongTermMemoryOptions as _OurLongTermMemoryOptions
+from ..api import UsageError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ConfigOption", "Configuration", "AgentExecutionOptions", "AgentConfigOptions",
+           "ErrorHandlingStrategy", "LongTermMemoryBackend", "LongTermMemoryOptions"]
+
+
+@dataclass(frozen=True)
+class ConfigOption:
+    """One configuration option: its ``key`` and ``default`` (and Flink Agents' type)."""
+
+    key: str
+    default: Any = None
+    config_type: Any = None
+
+
+class ErrorHandlingStrategy(Enum):
+    """What a failed model call of the built-in chat action does (our ``error_policy``)."""
+
+    RETRY = "retry"
+    FAIL = "fail"
+    IGNORE = "ignore"
+
+
+class LongTermMemoryBackend(Enum):
+    """Long-term memory backends: an external vector store (the only one here)."""
+
+    EXTERNAL_VECTOR_STORE = "external_vector_store"
+
+
+class AgentExecutionOptions:
+    """Flink Agents' execution options (see the module docstring for what each does here)."""
+
+    NUM_ASYNC_THREADS = ConfigOption("num-async-threads", 32, int)
+    """The most I/O calls (model, tool) running at once: our ``max_in_flight``."""
+    ERROR_HANDLING_STRATEGY = ConfigOption("error-handling-strategy", ErrorHandlingStrategy.FAIL,
+                                           ErrorHandlingStrategy)
+    """The default ``error_policy`` of the chat model setups."""
+    MAX_RETRIES = ConfigOption("max-retries", 3, int)
+    """Retries of a model call under ``RETRY`` (``retry_max_attempts`` is this plus one)."""
+    RETRY_WAIT_INTERVAL = ConfigOption("retry-wait-interval", 1, int)
+    CHAT_ASYNC = ConfigOption("chat.async", True, bool)
+    TOOL_CALL_ASYNC = ConfigOption("tool-call.async", True, bool)
+    RAG_ASYNC = ConfigOption("rag.async", True, bool)
+    SHORT_TERM_MEMORY_STATE_TTL_MS = ConfigOption("short-term-memory.state-ttl.ms", 0, int)
+
+
+class AgentConfigOptions:
+    """Flink Agents' core options (its logging and action-state machinery: no effect here)."""
+
+    JOB_IDENTIFIER = ConfigOption("job-identifier", None, str)
+    BASE_LOG_DIR = ConfigOption("baseLogDir", None, str)
+    EVENT_LOGGER_TYPE = ConfigOption("eventLoggerType", "slf4j", str)
+    PRETTY_PRINT = ConfigOption("prettyPrint", False, bool)
+    ACTION_STATE_STORE_BACKEND = ConfigOption("actionStateStoreBackend", None, str)
+    KAFKA_BOOTSTRAP_SERVERS = ConfigOption("kafkaBootstrapServers", "localhost:9092", str)
+    KAFKA_ACTION_STATE_TOPIC = ConfigOption("kafkaActionStateTopic", None, str)
+
+
+class _Mem0:
+    """Flink Agents' Mem0 long-term memory options; the store is ours (the rest: no effect)."""
+
+    VECTOR_STORE = ConfigOption(_OurLongTermMemoryOptions.VECTOR_STORE, None, str)
+    CHAT_MODEL_SETUP = ConfigOption("long-term-memory.mem0.chat-model-setup", None, str)
+    EMBEDDING_MODEL_SETUP = ConfigOption("long-term-memory.mem0.embedding-model-setup", None,
+                                         str)
+
+
+class LongTermMemoryOptions(_OurLongTermMemoryOptions):
+    """Our long-term memory keys, plus Flink Agents' names for them.
+
+    ``Mem0.VECTOR_STORE`` and ``EXTERNAL_VECTOR_STORE_NAME`` name the ``VECTOR_STORE`` resource
+    that holds the items (our ``VECTOR_STORE``). Items are stored as given (no model extracts
+    facts from them, so ``Mem0.CHAT_MODEL_SETUP`` changes nothing); the store's embedding
+    model embeds them.
+    """
+
+    Mem0 = _Mem0
+    BACKEND = ConfigOption("long-term-memory.backend", None, LongTermMemoryBackend)
+    EXTERNAL_VECTOR_STORE_NAME = ConfigOption(_OurLongTermMemoryOptions.VECTOR_STORE, None, str)
+    ASYNC_COMPACTION = ConfigOption("long-term-memory.async-compaction", False, bool)
+
+
+HOST_KEYS = frozenset({AgentExecutionOptions.NUM_ASYNC_THREADS.key})
+"""Keys the environment itself takes (not given to agents)."""
+CHAT_KEYS = frozenset({AgentExecutionOptions.ERROR_HANDLING_STRATEGY.key,
+                       AgentExecutionOptions.MAX_RETRIES.key})
+"""Keys that set the chat model setups' defaults (not given to agents)."""
+_NO_EFFECT = frozenset({
+    *(o.key for o in vars(AgentConfigOptions).values() if isinstance(o, ConfigOption)),
+    AgentExecutionOptions.RETRY_WAIT_INTERVAL.key, AgentExecutionOptions.CHAT_ASYNC.key,
+    AgentExecutionOptions.TOOL_CALL_ASYNC.key, AgentExecutionOptions.RAG_ASYNC.key,
+    LongTermMemoryOptions.BACKEND.key, LongTermMemoryOptions.ASYNC_COMPACTION.key,
+    _Mem0.CHAT_MODEL_SETUP.key, _Mem0.EMBEDDING_MODEL_SETUP.key,
+})
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
+class Configuration:
+    """Key-value configuration of an environment (Flink Agents' ``Configuration``)."""
+
+    def __init__(self, on_set: Callable[[str, Any], None]) -> None:
+        self._values: dict[str, Any] = {}
+        self._on_set = on_set
+
+    def set(self, option: ConfigOption | str, value: Any) -> Configuration:
+        """Set ``option`` (a ``ConfigOption`` or its key) to ``value``.
+
+        Returns:
+            ``self``, for chaining.
+
+        Raises:
+            UsageError: for ``SHORT_TERM_MEMORY_STATE_TTL_MS`` above 0 (not offered).
+        """
+        key = option.key if isinstance(option, ConfigOption) else str(option)
+        value = _plain(value)
+        if key == AgentExecutionOptions.SHORT_TERM_MEMORY_STATE_TTL_MS.key and value:
+            raise UsageError(
+                "short-term memory TTL (AgentExecutionOptions.SHORT_TERM_MEMORY_STATE_TTL_MS) "
+                "is not offered: short-term memory is kept until an action deletes it "
+                "(ctx.short_term_memory.delete(path)); keep a timestamp beside what should "
+                "expire and delete it when read past its age")
+        if key in _NO_EFFECT:
+            log.info("configuration %r: Flink Agents' option has no effect here (see "
+                     "docs/reference/flink-agents-names.md)", key)
+        self._values[key] = value
+        self._on_set(key, value)
+        return self
+
+    def get(self, option: ConfigOption | str, default: Any = None) -> Any:
+        """The value of ``option`` (its default when unset)."""
+        if isinstance(option, ConfigOption):
+            return self._values.get(option.key, option.default if default is None else default)
+        return self._values.get(str(option), default)
+
+    def set_str(self, key: str, value: str) -> Configuration:
+        """Set ``key`` (Flink Agents' typed setters; all alike here). Returns ``self``."""
+        return self.set(key, value)
+
+    set_int = set_float = set_bool = set_str
+
+    def get_str(self, key: str, default: Any = None) -> Any:
+        """The value of ``key`` (Flink Agents' typed getters; all alike here)."""
+        return self.get(key, default)
+
+    get_int = get_float = get_bool = get_str
+
+    def agent_config(self) -> dict[str, Any]:
+        """What goes into each agent's configuration (every key but the host's and chat's)."""
+        return {k: v for k, v in self._values.items() if k not in HOST_KEYS | CHAT_KEYS}
+
+    def chat_defaults(self) -> dict[str, Any]:
+        """The chat model setups' defaults set here: ``error_policy``, ``retry_max_attempts``."""
+        out: dict[str, Any] = {}
+        strategy = self._values.get(AgentExecutionOptions.ERROR_HANDLING_STRATEGY.key)
+        if strategy is not None:
+            out["error_policy"] = str(strategy).lower()
+        retries = self._values.get(AgentExecutionOptions.MAX_RETRIES.key)
+        if retries is not None:
+            out["retry_max_attempts"] = int(retries) + 1
+        return out
+
+    def load_yaml(self, path: str | Path) -> None:
+        """Set every option of the ``agent:`` section of a Flink configuration file.
+
+        Nested keys are joined with dots (``chat: {async: true}`` is ``chat.async``).
+
+        Raises:
+            UsageError: when the file has no ``agent:`` mapping.
+        """
+        import yaml
+
+        data = yaml.safe_load(Path(path).read_text()) or {}
+        section = data.get("agent") if isinstance(data, dict) else None
+        if not isinstance(section, dict):
+            raise UsageError(f"{path}: no 'agent:' section (Flink Agents' options are "
+                             "nested under 'agent:' in the Flink configuration file)")
+
+        def walk(prefix: str, node: dict[str, Any]) -> None:
+            for k, v in node.items():
+                key = f"{prefix}{k}"
+                if isinstance(v, dict):
+                    walk(key + ".", v)
+                else:
+                    self.set(key, v)
+
+        walk("", section)
