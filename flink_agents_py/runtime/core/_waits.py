@@ -178,7 +178,7 @@ class WaitsCore:
         run = state.run
         if run is None or not run.waits:
             return None
-        given_up = self._give_up_early(key, run, now_ms)
+        given_up = self._give_up_early(key, run, now_ms, end_of_input)
         due = [(cid, w) for cid, w in run.waits.items() if w.status == "open" and (
             end_of_input or (w.deadline_ms is not None and w.deadline_ms <= now_ms))]
         if not due:
@@ -195,9 +195,11 @@ class WaitsCore:
                 self._complete_wait(key, run, wait, True, None)
                 continue
             wait.status = "timed_out"
-            why = (f"within {wait.timeout_s:g} s" if wait.deadline_ms is not None
-                   and wait.deadline_ms <= now_ms and wait.timeout_s is not None
-                   else f"before the {END_OF_INPUT}")
+            # at the end of input the host's clock may say any time (Flink's end-of-input
+            # timer is far past every deadline): the wait ended because nothing can arrive
+            why = (f"within {wait.timeout_s:g} s" if not end_of_input
+                   and wait.deadline_ms is not None and wait.deadline_ms <= now_ms
+                   and wait.timeout_s is not None else f"before the {END_OF_INPUT}")
             self._complete_wait(key, run, wait, False, WaitTimeoutError(
                 f"no outside event with correlation id {cid!r} arrived for key "
                 f"{self._key_value(key)!r} {why}",
@@ -267,15 +269,20 @@ class WaitsCore:
                            input={"key": self._key_value(key), "correlation_id": cid,
                                   "payload": wait.payload})
 
-    def _give_up_early(self, key: Any, run: RunState, now_ms: int | None) -> list[ErrorRecord]:
+    def _give_up_early(self, key: Any, run: RunState, now_ms: int | None,
+                       end_of_input: bool = False) -> list[ErrorRecord]:
         """Drop the run's early events held past their time (all, for ``None``: run ended).
+
+        With ``end_of_input`` all of them go: no wait opens for them any more.
 
         Returns:
             An ``UnmatchedEventError`` record naming each.
         """
         gone = [(cid, w) for cid, w in run.waits.items() if w.status == "early" and (
-            now_ms is None or (w.deadline_ms is not None and w.deadline_ms <= now_ms))]
+            now_ms is None or end_of_input
+            or (w.deadline_ms is not None and w.deadline_ms <= now_ms))]
         why = ("the run ended without waiting for it" if now_ms is None
+               else f"the {END_OF_INPUT} came before its wait opened" if end_of_input
                else f"none opened within {EARLY_HOLD_S} s")
         errors = []
         for cid, wait in gone:
