@@ -64,6 +64,16 @@ def test_an_event_for_no_waiter_goes_to_the_errors_named(events, why):
     assert len(result.outputs) == 1  # the run itself completed (approved or timed out)
 
 
+def test_an_event_no_wait_took_names_the_ids_the_run_waited_for():
+    # a mistyped id ('go-A' for 'go-a') is held for a wait that never opens: the error
+    # names what the run did wait for, so the typo shows
+    result = _job([{"key": "a", "timeout_s": 60}], [
+        {"key": "a", "correlation_id": "go-A", "payload": 1}]).run()
+    [err] = [e for e in result.errors if e.action == "<outside>"]
+    assert "'go-A'" in err.message
+    assert "(the run waited for: 'go-a')" in err.message, err.message
+
+
 def test_a_duplicate_and_a_late_event_are_told_apart_while_the_run_is_in_flight():
     """Two waits in one run: the first one's event again, and one after its timeout."""
     plan = AgentPlan.from_agent(_TwoWaits())

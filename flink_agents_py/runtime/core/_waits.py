@@ -262,7 +262,7 @@ class WaitsCore:
         error = UnmatchedEventError(
             f"outside event with correlation id {cid!r} arrived for no waiter: the run of key "
             f"{self._key_value(key)!r} (input {run.seq}) has no wait for it: it was held "
-            f"for its wait to open, and {why}")
+            f"for its wait to open, and {why}{_waited_for(run)}")
         return ErrorRecord(key=self._key_value(key), seq=run.seq, action="<outside>",
                            execution_id=wait.caller or "outside event", error_type=type(
                                error).__name__, message=str(error),
@@ -414,3 +414,13 @@ class WaitsCore:
         for task in live.values():  # dropped: the run re-enters from keyed state
             if task.coro is not None:
                 task.coro.close()
+
+
+def _waited_for(run: RunState, most: int = 5) -> str:
+    """`` (the run waited for: 'a', 'b')``: the ids of the run's waits, to show a typo by."""
+    ids = [cid for cid, w in run.waits.items() if w.status not in ("early", "reserved")
+           and not cid.startswith(SLEEP_PREFIX)]
+    if not ids:
+        return ""
+    more = f" and {len(ids) - most} more" if len(ids) > most else ""
+    return f" (the run waited for: {', '.join(repr(c) for c in ids[:most])}{more})"
