@@ -192,7 +192,7 @@ def test_the_testing_and_replay_safety_guides_run_as_written():
                                              flags=re.S)):
             exec(compile(block, f"{page} block {i}", "exec"), namespace)  # noqa: S102
             ran += 1
-    assert ran == 10 and namespace["report"].ok
+    assert ran == 11 and namespace["report"].ok
 
 
 def test_progress_of_a_restored_job_starts_from_the_records_done(capsys):
