@@ -172,6 +172,20 @@ def test_bad_outside_events_are_named_and_the_job_goes_on():
     assert result.outputs[0]["approved"] == 1
 
 
+def test_a_misspelt_payload_is_refused_not_delivered_as_none():
+    # {"paylod": ...} was read as an event with no payload: the wait got None, silently
+    result = _job([{"key": "a", "timeout_s": 5}], [
+        {"key": "a", "correlation_id": "go-a", "paylod": {"ok": True}},
+        {"customer": "a", "correlation_id": "go-a", "payload": 2},
+        {"key": "a", "correlation_id": "go-a", "payload": 3, "by": "ann"}]).run()
+    bad = [e for e in result.errors if e.error_type == "ExternalEventError"]
+    assert [e.execution_id for e in bad] == ["outside event 0", "outside event 1"]
+    assert "no 'payload' but 'paylod'" in bad[0].message, bad[0].message
+    assert "'key', 'correlation_id' and 'payload'" in bad[1].message, bad[1].message
+    assert "it has 'customer', 'correlation_id', 'payload'" in bad[1].message, bad[1].message
+    assert result.outputs[0]["approved"] == 3  # extra fields beside a payload are fine
+
+
 def test_an_event_whose_payload_has_no_json_form_is_refused_and_the_wait_goes_on():
     result = _job([{"key": "a", "timeout_s": 5}],
                   [{"key": "a", "correlation_id": "go-a", "payload": {1, 2}},
