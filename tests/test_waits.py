@@ -64,6 +64,20 @@ def test_an_event_for_no_waiter_goes_to_the_errors_named(events, why):
     assert len(result.outputs) == 1  # the run itself completed (approved or timed out)
 
 
+@pytest.mark.parametrize(("record_key", "event_key", "hint"), [
+    (7, "7", "the number 7, send the event with that number as its key, not the string '7'"),
+    ("7", 7, "the string '7', send the event with that string as its key, not the number 7"),
+])
+def test_an_event_keyed_by_the_keys_text_says_keys_are_typed(record_key, event_key, hint):
+    # records keyed by an int customer id, approvals read from JSON with the id as text:
+    # "no run of key '7' is in flight" while the run of key 7 waited
+    result = _job([{"key": record_key, "timeout_s": 60}], [
+        {"key": event_key, "correlation_id": f"go-{record_key}", "payload": 1}]).run()
+    [err] = [e for e in result.errors if e.action == "<outside>"]
+    assert "is in flight" in err.message and "keys are typed" in err.message, err.message
+    assert hint in err.message, err.message
+
+
 def test_an_event_no_wait_took_names_the_ids_the_run_waited_for():
     # a mistyped id ('go-A' for 'go-a') is held for a wait that never opens: the error
     # names what the run did wait for, so the typo shows

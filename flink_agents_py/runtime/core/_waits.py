@@ -131,7 +131,8 @@ class WaitsCore:
             return self._hold_early(key, state, run, cid, event.payload, where)
         if run is None or wait is None or wait.status != "open":
             shown = self._key_value(key)
-            why = (f"no run of key {shown!r} is in flight" if run is None
+            why = (f"no run of key {shown!r} is in flight{_typed_key_hint(shown)}"
+                   if run is None
                    else f"the run of key {shown!r} (input {run.seq}) has no wait for it, and "
                         f"holds {EARLY_MAX} early events already (an unknown correlation id, "
                         "or one whose wait has not opened yet)"
@@ -424,3 +425,30 @@ def _waited_for(run: RunState, most: int = 5) -> str:
         return ""
     more = f" and {len(ids) - most} more" if len(ids) > most else ""
     return f" (the run waited for: {', '.join(repr(c) for c in ids[:most])}{more})"
+
+
+def _typed_key_hint(key: Any) -> str:
+    """A hint when ``key`` may be another key's text (``'7'`` for ``7``) or number.
+
+    Keys are typed, and an outside event read from JSON text often carries a number as
+    text: the run it is for waits under the other key.
+
+    Returns:
+        The hint, with its leading space; ``""`` for a key no other key's form is like.
+    """
+    if isinstance(key, str):
+        try:
+            number: float = int(key)
+        except ValueError:
+            try:
+                number = float(key)
+            except ValueError:
+                return ""
+        if not math.isfinite(number):  # 'nan', 'inf': words, not numbers someone keyed by
+            return ""
+        return (f" (keys are typed: if the records' key is the number {number!r}, send the "
+                f"event with that number as its key, not the string {key!r})")
+    if isinstance(key, (int, float)) and not isinstance(key, bool):
+        return (f" (keys are typed: if the records' key is the string {str(key)!r}, send the "
+                f"event with that string as its key, not the number {key!r})")
+    return ""
