@@ -87,6 +87,21 @@ def test_model_from_function_takes_a_closure_and_records_requests():
     assert model.calls == 0 and model.requests == []
 
 
+def test_the_scripted_models_take_the_connections_fields_such_as_flow_control():
+    # a flow control test with a lambda model needed a module-level function named in a
+    # ResourceDescriptor: model_from_function took no connection fields
+    from flink_agents_py.api import FlowControl
+
+    flow = FlowControl(max_concurrency=1)
+    by_fn = model_from_function(lambda request: "ok", flow_control=flow)
+    by_turns = model_from_turns(["ok"], flow_control=flow)
+    assert by_fn.flow_control == flow and by_turns.flow_control == flow
+    res = run(asker(by_fn), [{"key": k, "q": "hi"} for k in "abc"])
+    assert res.metrics["flow_concurrency_limit"] == {"m": 1}
+    with pytest.raises(ValueError, match="flow_contrl"):
+        model_from_function(lambda request: "ok", flow_contrl=flow)
+
+
 def test_scripted_types_are_exported_where_users_look():
     from flink_agents_py.integrations import chat_models
 
