@@ -167,6 +167,11 @@ def test_on_step_sees_every_callback_and_restore_checks_its_input():
         job.restore({**snap, "keys": [{"key": "a", "run": None, "queue": [], "next_seq": 1}]})
     with pytest.raises(RuntimeError, match="has not run"):
         AgentsExecutionEnvironment.local().from_list(RECORDS).apply(TwoCalls()).snapshot()
+    # fewer records than the snapshot's source had delivered: not the job's records (the
+    # restore used to run quietly, the missing records neither run nor reported)
+    fewer = AgentsExecutionEnvironment.local().from_list(RECORDS[:1]).apply(TwoCalls())
+    with pytest.raises(ValueError, match=rf"delivered {len(RECORDS)} records.*has 1"):
+        fewer.restore(snap)
 
 
 # -- the progress bar ---------------------------------------------------------------------------
