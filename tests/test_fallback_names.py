@@ -17,6 +17,7 @@ from test_budgets_spend_kept import FanOut
 from flink_agents_py.api import (
     Budget,
     ChatModelSetup,
+    ModelPrice,
     PlanError,
     ResourceDescriptor,
     ResourceType,
@@ -48,3 +49,37 @@ def test_a_fallback_that_is_not_another_declared_setup_is_refused_at_compile(set
     with pytest.raises(PlanError) as info:
         AgentPlan.from_agent(agent)
     assert says in str(info.value)
+
+
+# a cost limit counts each call by the price of the setup that answered: with no price for
+# the budget's own setup (prices left out, or keyed by a misspelt name) every call cost 0
+# and the budget never ran out, silently
+@pytest.mark.parametrize(("budget", "says"), [
+    (Budget(max_cost=0.01), "chat_model resource 'model' has a budget with max_cost but no "
+     "price for 'model' in its prices"),
+    ({"max_cost": 0.01, "prices": {"modle": {"input_per_million": 1, "output_per_million": 2}}},
+     "chat_model resource 'model': its budget prices 'modle', which is not a declared "
+     "chat_model resource (declared: cheap, model)"),
+])
+def test_a_cost_budget_with_no_price_for_its_setup_is_refused_at_compile(budget, says):
+    agent = FanOut()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(Metered))
+    agent.add_resource("model", ResourceType.CHAT_MODEL,
+                       ResourceDescriptor(ChatModelSetup, connection="conn", budget=budget))
+    agent.add_resource("cheap", ResourceType.CHAT_MODEL,
+                       ResourceDescriptor(ChatModelSetup, connection="conn"))
+    with pytest.raises(PlanError) as info:
+        AgentPlan.from_agent(agent)
+    assert says in str(info.value)
+
+
+def test_a_cost_budget_may_leave_its_fallback_unpriced():  # a free local model
+    agent = FanOut()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(Metered))
+    agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", budget=Budget(
+            max_cost=0.01, on_exceeded="fallback", fallback="cheap",
+            prices={"model": ModelPrice(input_per_million=1, output_per_million=2)})))
+    agent.add_resource("cheap", ResourceType.CHAT_MODEL,
+                       ResourceDescriptor(ChatModelSetup, connection="conn"))
+    AgentPlan.from_agent(agent)

@@ -357,6 +357,14 @@ def test_replay_divergence_error_is_an_agents_error_exported_from_the_api():
     assert str(pickle.loads(pickle.dumps(err))) == str(err)
 
 
+def test_a_divergence_names_the_upgrade_recipe_ctx_patched():
+    # a deploy that adds a call before a recorded one diverges: the message names the fix
+    # the upgrade guide gives (ctx.patched), not only "drain in-flight runs"
+    err = ReplayDivergenceError("r0/go/c0", "go", ("chat", "clerk"), ("function", "m:audit"))
+    assert "ctx.patched('<change-id>')" in str(err)
+    assert "drain" in str(err) and "keep the order of durable calls stable" in str(err)
+
+
 # -- the framework's own calls are replay-deterministic ------------------------------------
 class CancelThenGated(Agent):
     """Cancels an async call (awaited or not, by ``input["await"]``), then makes a call."""

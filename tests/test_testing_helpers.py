@@ -87,6 +87,21 @@ def test_model_from_function_takes_a_closure_and_records_requests():
     assert model.calls == 0 and model.requests == []
 
 
+def test_the_scripted_models_take_the_connections_fields_such_as_flow_control():
+    # a flow control test with a lambda model needed a module-level function named in a
+    # ResourceDescriptor: model_from_function took no connection fields
+    from flink_agents_py.api import FlowControl
+
+    flow = FlowControl(max_concurrency=1)
+    by_fn = model_from_function(lambda request: "ok", flow_control=flow)
+    by_turns = model_from_turns(["ok"], flow_control=flow)
+    assert by_fn.flow_control == flow and by_turns.flow_control == flow
+    res = run(asker(by_fn), [{"key": k, "q": "hi"} for k in "abc"])
+    assert res.metrics["flow_concurrency_limit"] == {"m": 1}
+    with pytest.raises(ValueError, match="flow_contrl"):
+        model_from_function(lambda request: "ok", flow_contrl=flow)
+
+
 def test_scripted_types_are_exported_where_users_look():
     from flink_agents_py.integrations import chat_models
 
@@ -152,6 +167,11 @@ def test_on_step_sees_every_callback_and_restore_checks_its_input():
         job.restore({**snap, "keys": [{"key": "a", "run": None, "queue": [], "next_seq": 1}]})
     with pytest.raises(RuntimeError, match="has not run"):
         AgentsExecutionEnvironment.local().from_list(RECORDS).apply(TwoCalls()).snapshot()
+    # fewer records than the snapshot's source had delivered: not the job's records (the
+    # restore used to run quietly, the missing records neither run nor reported)
+    fewer = AgentsExecutionEnvironment.local().from_list(RECORDS[:1]).apply(TwoCalls())
+    with pytest.raises(ValueError, match=rf"delivered {len(RECORDS)} records.*has 1"):
+        fewer.restore(snap)
 
 
 # -- the progress bar ---------------------------------------------------------------------------
@@ -192,7 +212,7 @@ def test_the_testing_and_replay_safety_guides_run_as_written():
                                              flags=re.S)):
             exec(compile(block, f"{page} block {i}", "exec"), namespace)  # noqa: S102
             ran += 1
-    assert ran == 10 and namespace["report"].ok
+    assert ran == 11 and namespace["report"].ok
 
 
 def test_progress_of_a_restored_job_starts_from_the_records_done(capsys):

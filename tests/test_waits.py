@@ -64,6 +64,30 @@ def test_an_event_for_no_waiter_goes_to_the_errors_named(events, why):
     assert len(result.outputs) == 1  # the run itself completed (approved or timed out)
 
 
+@pytest.mark.parametrize(("record_key", "event_key", "hint"), [
+    (7, "7", "the number 7, send the event with that number as its key, not the string '7'"),
+    ("7", 7, "the string '7', send the event with that string as its key, not the number 7"),
+])
+def test_an_event_keyed_by_the_keys_text_says_keys_are_typed(record_key, event_key, hint):
+    # records keyed by an int customer id, approvals read from JSON with the id as text:
+    # "no run of key '7' is in flight" while the run of key 7 waited
+    result = _job([{"key": record_key, "timeout_s": 60}], [
+        {"key": event_key, "correlation_id": f"go-{record_key}", "payload": 1}]).run()
+    [err] = [e for e in result.errors if e.action == "<outside>"]
+    assert "is in flight" in err.message and "keys are typed" in err.message, err.message
+    assert hint in err.message, err.message
+
+
+def test_an_event_no_wait_took_names_the_ids_the_run_waited_for():
+    # a mistyped id ('go-A' for 'go-a') is held for a wait that never opens: the error
+    # names what the run did wait for, so the typo shows
+    result = _job([{"key": "a", "timeout_s": 60}], [
+        {"key": "a", "correlation_id": "go-A", "payload": 1}]).run()
+    [err] = [e for e in result.errors if e.action == "<outside>"]
+    assert "'go-A'" in err.message
+    assert "(the run waited for: 'go-a')" in err.message, err.message
+
+
 def test_a_duplicate_and_a_late_event_are_told_apart_while_the_run_is_in_flight():
     """Two waits in one run: the first one's event again, and one after its timeout."""
     plan = AgentPlan.from_agent(_TwoWaits())
@@ -160,6 +184,20 @@ def test_bad_outside_events_are_named_and_the_job_goes_on():
     assert [e.execution_id for e in bad] == ["outside event 0", "outside event 1"]
     assert "is a int" in bad[0].message and "correlation_id" in bad[1].message
     assert result.outputs[0]["approved"] == 1
+
+
+def test_a_misspelt_payload_is_refused_not_delivered_as_none():
+    # {"paylod": ...} was read as an event with no payload: the wait got None, silently
+    result = _job([{"key": "a", "timeout_s": 5}], [
+        {"key": "a", "correlation_id": "go-a", "paylod": {"ok": True}},
+        {"customer": "a", "correlation_id": "go-a", "payload": 2},
+        {"key": "a", "correlation_id": "go-a", "payload": 3, "by": "ann"}]).run()
+    bad = [e for e in result.errors if e.error_type == "ExternalEventError"]
+    assert [e.execution_id for e in bad] == ["outside event 0", "outside event 1"]
+    assert "no 'payload' but 'paylod'" in bad[0].message, bad[0].message
+    assert "'key', 'correlation_id' and 'payload'" in bad[1].message, bad[1].message
+    assert "it has 'customer', 'correlation_id', 'payload'" in bad[1].message, bad[1].message
+    assert result.outputs[0]["approved"] == 3  # extra fields beside a payload are fine
 
 
 def test_an_event_whose_payload_has_no_json_form_is_refused_and_the_wait_goes_on():

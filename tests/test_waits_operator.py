@@ -8,6 +8,7 @@ after a restore, whose sweep leaves parked runs in keyed state.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -119,3 +120,29 @@ def test_the_runs_waiting_gauge_counts_parked_runs_and_is_a_flink_metric(parked)
     _answer(h, "k1")
     assert h.op.core.counters["runs_waiting"] == KEYS - 1
     assert "runs_waiting" in _GAUGES  # registered in the operator's flink_agents group
+
+
+def test_a_wait_ended_by_the_end_of_input_says_so_not_that_its_timeout_passed():
+    # the end-of-input timer fires at a timestamp far past any deadline: a wait of 3600 s
+    # (and an event held for a wait that never opened) ended then, seconds after they began
+    h = PumpHarness(wa.Approver())
+    try:
+        h.feed("a", {"n": 0, "timeout_s": 3600})
+        deadline = time.monotonic() + 30
+        while not h.op._run_state.data.get("a", "").endswith(PARKED_SUFFIX):
+            assert time.monotonic() < deadline, "the run never parked"
+            due = [tk for tk in h.timers.processing if tk[0] <= time.time() * 1000 + 50]
+            for t, key in due:  # its poll timers, not its deadline an hour from now
+                h.timers.processing.discard((t, key))
+                h.fire(t, key)
+            time.sleep(0.01)
+        h.feed("a", OutsideEnvelope({"key": "a", "correlation_id": "go-A", "payload": 1}))
+        h.end()
+        [out] = [o for o in h.out if isinstance(o, dict)]
+        assert "before the end of input" in out["timed_out"], out["timed_out"]
+        assert "within 3600 s" not in out["timed_out"]
+        [(_tag, err)] = [o for o in h.out if isinstance(o, tuple)]
+        assert "none opened within" not in err["message"], err["message"]
+        assert "the end of input came before its wait opened" in err["message"], err["message"]
+    finally:
+        h.close()

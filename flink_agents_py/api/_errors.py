@@ -146,7 +146,9 @@ class ReplayDivergenceError(DurableExecutionError):
         super().__init__(
             f"replay of action {action!r} diverged at durable call {call_id}: {what}; the "
             "recorded outcome is not handed to a different call (keep the order of durable "
-            "calls stable, or drain in-flight runs before deploying changed code)")
+            "calls stable; to deploy changed code with runs in flight, guard the changed "
+            "calls with ctx.patched('<change-id>') or drain in-flight runs first: see "
+            "docs/concepts/replay-divergence.md)")
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable, like the other errors
         return (type(self), (self.call_id, self.action, self.recorded, self.current,

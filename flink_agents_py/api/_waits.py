@@ -117,12 +117,20 @@ class ExternalEvent(BaseModel):
             raise ExternalEventError(
                 f"{where} is a {type(record).__name__}, not an ExternalEvent or a mapping "
                 "with 'key', 'correlation_id' and 'payload'")
+        shape = "a mapping with 'key', 'correlation_id' and 'payload'"
+        extra = [str(k) for k in record if k not in cls.model_fields]
+        if "payload" not in record and extra:  # a misspelt payload would arrive as None
+            raise ExternalEventError(
+                f"{where} has no 'payload' but {', '.join(map(repr, extra))}: an outside "
+                f"event is {shape} (misspelt?)")
         try:
             return cls.model_validate(dict(record))
         except ValidationError as e:
             problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'record'}: {err['msg']}"
                                  for err in e.errors())
-            raise ExternalEventError(f"{where} is not an ExternalEvent: {problems}") from e
+            raise ExternalEventError(
+                f"{where} is not an ExternalEvent: {problems} (an outside event is {shape}; "
+                f"it has {', '.join(repr(str(k)) for k in record) or 'no keys'})") from e
 
 
 class ApprovalRequest(BaseModel):

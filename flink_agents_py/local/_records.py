@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sized
 from typing import Any
 
 from pydantic import BaseModel
 
 from ..api import UnkeyedRecordError, UsageError
 
-__all__ = ["check_records", "default_key_selector"]
+__all__ = ["check_records", "check_snapshot", "default_key_selector"]
 
 _FIELDS_SHOWN = 8
 """How many of a record's field names an ``UnkeyedRecordError`` names."""
@@ -100,3 +100,33 @@ def check_records(records: Any, call: str, shape: str | None = None) -> None:
     else:
         return
     raise UsageError(f"{call} takes a list of records, got {got}: pass {fix}")
+
+
+def check_snapshot(snapshot: Any, expected_format: str, records: Any) -> None:
+    """Raise when ``snapshot`` is no local runner snapshot, or not one of a job of ``records``.
+
+    Args:
+        snapshot: what ``LocalAgentJob.restore`` was given.
+        expected_format: the local runner's snapshot format.
+        records: the restoring job's records (checked against the snapshot's position
+            when they have a length).
+
+    Raises:
+        ValueError: naming what is wrong: the format, a key entry's missing fields, or a
+            position past the records (the records are not those the snapshot was taken
+            with: the missing ones would neither run nor be reported).
+    """
+    if not isinstance(snapshot, dict) or snapshot.get("format") != expected_format:
+        found = snapshot.get("format") if isinstance(snapshot, dict) else type(snapshot)
+        raise ValueError(f"not a local runner snapshot: format {found!r}, expected "
+                         f"{expected_format!r}")
+    for i, entry in enumerate(snapshot.get("keys", [])):
+        missing = {"key", "run", "memory", "queue", "next_seq"} - set(entry)
+        if missing:
+            raise ValueError(f"snapshot keys[{i}] lacks {sorted(missing)}")
+    position = snapshot.get("position", 0)
+    if isinstance(records, Sized) and isinstance(position, int) and position > len(records):
+        raise ValueError(
+            f"the snapshot was taken after the source delivered {position} records, and this "
+            f"job has {len(records)}: restore with the records of the job the snapshot was "
+            "taken from (its source skips the ones delivered before the snapshot)")

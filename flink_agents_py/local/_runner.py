@@ -43,7 +43,7 @@ from ..runtime import (
 from ..runtime.internal import stored_run
 from ._clock import AdvanceTime, AfterRecords, VirtualTimers
 from ._progress import Progress
-from ._records import check_records, default_key_selector
+from ._records import check_records, check_snapshot, default_key_selector
 
 __all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "SNAPSHOT_FORMAT"]
 
@@ -224,16 +224,10 @@ class LocalAgentJob:
             ``self``.
 
         Raises:
-            ValueError: when ``snapshot`` is not a local runner snapshot (names what is wrong).
+            ValueError: when ``snapshot`` is not a local runner snapshot (names what is
+                wrong), or its source had delivered more records than the job has.
         """
-        if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
-            found = snapshot.get("format") if isinstance(snapshot, dict) else type(snapshot)
-            raise ValueError(f"not a local runner snapshot: format {found!r}, expected "
-                             f"{SNAPSHOT_FORMAT!r}")
-        for i, entry in enumerate(snapshot.get("keys", [])):
-            missing = {"key", "run", "memory", "queue", "next_seq"} - set(entry)
-            if missing:
-                raise ValueError(f"snapshot keys[{i}] lacks {sorted(missing)}")
+        check_snapshot(snapshot, SNAPSHOT_FORMAT, self._records)
         self._restore_from = snapshot
         return self
 

@@ -40,6 +40,7 @@ from ..api.internal import (
     offered_tool_name,
     subagent_callable,
 )
+from ._budget_checks import check_budget_prices
 from ._knowledge_checks import (
     agent_identity,
     check_knowledge_references,
@@ -524,6 +525,8 @@ def _check_references(
                     f"chat_model resource {name!r} names tool {t!r}, which is not declared")
         _check_offered_subagents(name, rp, resources.get(ResourceType.AGENT, {}), problems)
         _check_fallbacks(name, rp, resources.get(ResourceType.CHAT_MODEL, {}), problems)
+        check_budget_prices(name, rp.descriptor.arguments,
+                            resources.get(ResourceType.CHAT_MODEL, {}), problems)
 
 
 def _check_fallbacks(name: str, rp: ResourcePlan, setups: dict[str, ResourcePlan],

@@ -53,7 +53,8 @@ def tool_calls(*calls: ToolCall) -> ChatMessage:
     return tool_call_message(calls)
 
 
-def model_from_function(fn: Callable[[ScriptedRequest], Any]) -> ScriptedChatModel:
+def model_from_function(fn: Callable[[ScriptedRequest], Any],
+                        **fields: Any) -> ScriptedChatModel:
     """A chat model connection answering by ``fn(request)``.
 
     Register it as the connection of a chat model setup:
@@ -67,12 +68,14 @@ def model_from_function(fn: Callable[[ScriptedRequest], Any]) -> ScriptedChatMod
             or a list of them. Anything else (``None`` included) fails the chat with a
             ``TypeError`` naming ``fn``. It must answer the same request the same way every
             time (replays and the replay-safety checker rely on it).
+        **fields: other fields of the connection, e.g. ``flow_control=FlowControl(...)``
+            to test flow control against it.
 
     Returns:
         The connection (its ``calls`` and ``requests`` tell what it answered). It pickles
         (a lambda or closure ``fn`` with cloudpickle, as Flink ships it).
     """
-    return ScriptedChatModel.from_function(fn)
+    return ScriptedChatModel.from_function(fn, **fields)
 
 
 class _Turns:
@@ -103,7 +106,7 @@ class _Turns:
         return script_answer(turn(request), turn, f"turns[{n}]")
 
 
-def model_from_turns(turns: Iterable[Any]) -> ScriptedChatModel:
+def model_from_turns(turns: Iterable[Any], **fields: Any) -> ScriptedChatModel:
     """A chat model connection that plays ``turns`` in order within each exchange.
 
     The turn answering a request is chosen by the conversation, not by a global counter:
@@ -116,6 +119,7 @@ def model_from_turns(turns: Iterable[Any]) -> ScriptedChatModel:
         turns: each a ``str``, a JSON ``dict`` or ``list`` (sent as JSON text), a
             ``ChatMessage``, a ``ChatResponse``, a ``ToolCall`` or a list of them (an
             assistant message calling those tools), or a function of the request.
+        **fields: other fields of the connection, e.g. ``flow_control=FlowControl(...)``.
 
     Returns:
         The connection. A request past the last turn fails with ``IndexError`` (the chat
@@ -125,7 +129,7 @@ def model_from_turns(turns: Iterable[Any]) -> ScriptedChatModel:
         ValueError: when there is no turn.
         TypeError: for a turn of another type (names its position).
     """
-    return ScriptedChatModel.from_function(_Turns(list(turns)))
+    return ScriptedChatModel.from_function(_Turns(list(turns)), **fields)
 
 
 class CallCounter:

@@ -117,7 +117,8 @@ class ScriptedChatModel(ChatModelConnection):
         default_factory=lambda: collections.deque(maxlen=REQUESTS_KEPT))
 
     @classmethod
-    def from_function(cls, fn: Callable[[ScriptedRequest], Any]) -> ScriptedChatModel:
+    def from_function(cls, fn: Callable[[ScriptedRequest], Any],
+                      **fields: Any) -> ScriptedChatModel:
         """A connection answering by ``fn(request)`` (any callable, e.g. a closure).
 
         Register the instance itself (``agent.add_resource(name,
@@ -130,11 +131,12 @@ class ScriptedChatModel(ChatModelConnection):
             fn: takes a ``ScriptedRequest``; returns an answer ``script_answer`` accepts
                 (``ANSWER_TYPES``). Any other value, ``None`` included, fails the chat with
                 a ``TypeError`` naming ``fn``.
+            **fields: other fields of the connection, e.g. ``flow_control=FlowControl(...)``.
 
         Returns:
             The connection.
         """
-        model = cls()
+        model = cls(**fields)
         model._fn = fn
         return model
 

@@ -131,7 +131,8 @@ class WaitsCore:
             return self._hold_early(key, state, run, cid, event.payload, where)
         if run is None or wait is None or wait.status != "open":
             shown = self._key_value(key)
-            why = (f"no run of key {shown!r} is in flight" if run is None
+            why = (f"no run of key {shown!r} is in flight{_typed_key_hint(shown)}"
+                   if run is None
                    else f"the run of key {shown!r} (input {run.seq}) has no wait for it, and "
                         f"holds {EARLY_MAX} early events already (an unknown correlation id, "
                         "or one whose wait has not opened yet)"
@@ -178,7 +179,7 @@ class WaitsCore:
         run = state.run
         if run is None or not run.waits:
             return None
-        given_up = self._give_up_early(key, run, now_ms)
+        given_up = self._give_up_early(key, run, now_ms, end_of_input)
         due = [(cid, w) for cid, w in run.waits.items() if w.status == "open" and (
             end_of_input or (w.deadline_ms is not None and w.deadline_ms <= now_ms))]
         if not due:
@@ -195,9 +196,11 @@ class WaitsCore:
                 self._complete_wait(key, run, wait, True, None)
                 continue
             wait.status = "timed_out"
-            why = (f"within {wait.timeout_s:g} s" if wait.deadline_ms is not None
-                   and wait.deadline_ms <= now_ms and wait.timeout_s is not None
-                   else f"before the {END_OF_INPUT}")
+            # at the end of input the host's clock may say any time (Flink's end-of-input
+            # timer is far past every deadline): the wait ended because nothing can arrive
+            why = (f"within {wait.timeout_s:g} s" if not end_of_input
+                   and wait.deadline_ms is not None and wait.deadline_ms <= now_ms
+                   and wait.timeout_s is not None else f"before the {END_OF_INPUT}")
             self._complete_wait(key, run, wait, False, WaitTimeoutError(
                 f"no outside event with correlation id {cid!r} arrived for key "
                 f"{self._key_value(key)!r} {why}",
@@ -260,22 +263,27 @@ class WaitsCore:
         error = UnmatchedEventError(
             f"outside event with correlation id {cid!r} arrived for no waiter: the run of key "
             f"{self._key_value(key)!r} (input {run.seq}) has no wait for it: it was held "
-            f"for its wait to open, and {why}")
+            f"for its wait to open, and {why}{_waited_for(run)}")
         return ErrorRecord(key=self._key_value(key), seq=run.seq, action="<outside>",
                            execution_id=wait.caller or "outside event", error_type=type(
                                error).__name__, message=str(error),
                            input={"key": self._key_value(key), "correlation_id": cid,
                                   "payload": wait.payload})
 
-    def _give_up_early(self, key: Any, run: RunState, now_ms: int | None) -> list[ErrorRecord]:
+    def _give_up_early(self, key: Any, run: RunState, now_ms: int | None,
+                       end_of_input: bool = False) -> list[ErrorRecord]:
         """Drop the run's early events held past their time (all, for ``None``: run ended).
+
+        With ``end_of_input`` all of them go: no wait opens for them any more.
 
         Returns:
             An ``UnmatchedEventError`` record naming each.
         """
         gone = [(cid, w) for cid, w in run.waits.items() if w.status == "early" and (
-            now_ms is None or (w.deadline_ms is not None and w.deadline_ms <= now_ms))]
+            now_ms is None or end_of_input
+            or (w.deadline_ms is not None and w.deadline_ms <= now_ms))]
         why = ("the run ended without waiting for it" if now_ms is None
+               else f"the {END_OF_INPUT} came before its wait opened" if end_of_input
                else f"none opened within {EARLY_HOLD_S} s")
         errors = []
         for cid, wait in gone:
@@ -407,3 +415,40 @@ class WaitsCore:
         for task in live.values():  # dropped: the run re-enters from keyed state
             if task.coro is not None:
                 task.coro.close()
+
+
+def _waited_for(run: RunState, most: int = 5) -> str:
+    """`` (the run waited for: 'a', 'b')``: the ids of the run's waits, to show a typo by."""
+    ids = [cid for cid, w in run.waits.items() if w.status not in ("early", "reserved")
+           and not cid.startswith(SLEEP_PREFIX)]
+    if not ids:
+        return ""
+    more = f" and {len(ids) - most} more" if len(ids) > most else ""
+    return f" (the run waited for: {', '.join(repr(c) for c in ids[:most])}{more})"
+
+
+def _typed_key_hint(key: Any) -> str:
+    """A hint when ``key`` may be another key's text (``'7'`` for ``7``) or number.
+
+    Keys are typed, and an outside event read from JSON text often carries a number as
+    text: the run it is for waits under the other key.
+
+    Returns:
+        The hint, with its leading space; ``""`` for a key no other key's form is like.
+    """
+    if isinstance(key, str):
+        try:
+            number: float = int(key)
+        except ValueError:
+            try:
+                number = float(key)
+            except ValueError:
+                return ""
+        if not math.isfinite(number):  # 'nan', 'inf': words, not numbers someone keyed by
+            return ""
+        return (f" (keys are typed: if the records' key is the number {number!r}, send the "
+                f"event with that number as its key, not the string {key!r})")
+    if isinstance(key, (int, float)) and not isinstance(key, bool):
+        return (f" (keys are typed: if the records' key is the string {str(key)!r}, send the "
+                f"event with that string as its key, not the number {key!r})")
+    return ""
