@@ -68,10 +68,29 @@ class Event(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     EVENT_TYPE: ClassVar[str | None] = None
+    POSITIONAL: ClassVar[tuple[str, ...]] = ()
+    """The names of the arguments a built-in event takes by position, in Apache Flink
+    Agents' order (``OutputEvent(result)``, ``ChatRequestEvent(model, messages)``)."""
 
     id: str = Field(default_factory=_new_event_id)
     type: str = ""
     attributes: dict[str, Any] = Field(default_factory=dict)
+
+    def __init__(self, /, *args: Any, **data: Any) -> None:
+        if args:
+            names = type(self).POSITIONAL
+            if len(args) > len(names):
+                raise TypeError(
+                    f"{type(self).__name__}() takes at most {len(names)} positional "
+                    f"argument(s) ({', '.join(names) or 'none'}), {len(args)} given")
+            for name, value in zip(names, args, strict=False):
+                if name in data:
+                    raise TypeError(
+                        f"{type(self).__name__}() got {name!r} by position and by keyword")
+                data[name] = value
+        super().__init__(**data)
+
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -253,6 +272,7 @@ class InputEvent(Event):
     """
 
     EVENT_TYPE: ClassVar[str] = "InputEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("input",)
     input: Any = None
 
 
@@ -260,6 +280,7 @@ class OutputEvent(Event):
     """An agent's result: ``output`` is emitted to the agent's output stream."""
 
     EVENT_TYPE: ClassVar[str] = "OutputEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("output",)
     output: Any = None
 
 
@@ -276,6 +297,8 @@ class ChatRequestEvent(Event):
     """
 
     EVENT_TYPE: ClassVar[str] = "ChatRequestEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("model", "messages", "prompt_args",
+                                             "output_schema")
     model: str
     messages: list[ChatMessage] = Field(default_factory=list)
     prompt_args: dict[str, Any] | None = None
@@ -301,16 +324,46 @@ class ChatResponseEvent(Event):
     """
 
     EVENT_TYPE: ClassVar[str] = "ChatResponseEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("request_id", "response", "retry_count",
+                                             "total_retry_wait_sec")
     request_id: str
     response: ChatResponse | None = None
     error: MaskedStr | None = None
     traceback: MaskedStr | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flink_agents_form(cls, data: Any) -> Any:
+        # Apache Flink Agents builds it as (request_id, response: ChatMessage, retry_count,
+        # total_retry_wait_sec): the message becomes a response, the counts attributes
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if isinstance(data.get("response"), ChatMessage):
+            data["response"] = ChatResponse(message=data["response"])
+        counts = {k: data.pop(k) for k in ("retry_count", "total_retry_wait_sec") if k in data}
+        if counts:
+            data["attributes"] = {**(data.get("attributes") or {}), **counts}
+        return data
+
+    @property
+    def retry_count(self) -> int:
+        """Retries of the chat's model calls (Flink Agents' name; ``metadata["retries"]``)."""
+        if "retry_count" in self.attributes:
+            return int(self.attributes["retry_count"])
+        return int(self.response.metadata.get("retries", 0)) if self.response else 0
+
+    @property
+    def total_retry_wait_sec(self) -> int:
+        """Flink Agents' total wait between retries; 0 unless given (backoff is ours)."""
+        return int(self.attributes.get("total_retry_wait_sec", 0))
 
 
 class ToolRequestEvent(Event):
     """Asks the tool call action to run ``tool_calls`` for the chat of model ``model``."""
 
     EVENT_TYPE: ClassVar[str] = "ToolRequestEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("model", "tool_calls")
     model: str
     tool_calls: list[ToolCall] = Field(default_factory=list)
 
@@ -324,5 +377,50 @@ class ToolResponseEvent(Event):
     """
 
     EVENT_TYPE: ClassVar[str] = "ToolResponseEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("request_id", "responses", "external_ids",
+                                             "success", "error")
     request_id: str
     responses: dict[str, ToolResult] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flink_agents_form(cls, data: Any) -> Any:
+        # Apache Flink Agents builds it as (request_id, responses: {id: value}, external_ids,
+        # success: {id: bool}, error: {id: str}): each value becomes a ToolResult
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        success = data.pop("success", None) or {}
+        error = data.pop("error", None) or {}
+        external_ids = data.pop("external_ids", None)
+        if external_ids:
+            data["attributes"] = {**(data.get("attributes") or {}),
+                                  "external_ids": dict(external_ids)}
+        responses = data.get("responses")
+        if isinstance(responses, dict):
+            data["responses"] = {
+                str(k): v if _is_tool_result(v) else ToolResult(
+                    call_id=str(k), name="", ok=bool(success.get(k, k not in error)),
+                    content=v, error=error.get(k))
+                for k, v in responses.items()}
+        return data
+
+    @property
+    def success(self) -> dict[str, bool]:
+        """Whether each call succeeded, by call id (Flink Agents' name; ``ToolResult.ok``)."""
+        return {k: r.ok for k, r in self.responses.items()}
+
+    @property
+    def error(self) -> dict[str, str]:
+        """Why each failed call failed, by call id (Flink Agents' name)."""
+        return {k: r.error or "" for k, r in self.responses.items() if not r.ok}
+
+    @property
+    def external_ids(self) -> dict[str, str | None]:
+        """Flink Agents' provider-side call ids, when given (calls here keep their own)."""
+        return dict(self.attributes.get("external_ids") or {})
+
+
+def _is_tool_result(value: Any) -> bool:
+    return isinstance(value, ToolResult) or (
+        isinstance(value, dict) and {"call_id", "name"} <= value.keys())

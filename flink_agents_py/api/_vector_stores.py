@@ -386,6 +386,7 @@ class ContextRetrievalRequestEvent(Event):
     """
 
     EVENT_TYPE: ClassVar[str] = "ContextRetrievalRequestEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("query", "vector_store", "max_results")
     query: str
     vector_store: str
     max_results: int = Field(default=3, ge=0)
@@ -406,6 +407,7 @@ class ContextRetrievalResponseEvent(Event):
     """
 
     EVENT_TYPE: ClassVar[str] = "ContextRetrievalResponseEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("request_id", "query", "documents")
     request_id: str
     query: str = ""
     documents: list[Document] = Field(default_factory=list)

@@ -1,0 +1,107 @@
+"""The call shapes of Apache Flink Agents' public Python API (0.3) that programs rely on.
+
+Each table below is written by hand from Flink Agents' API: the parameter names (in order)
+of a call a program makes, checked against what ``flink_agents_py.compat`` gives, and each
+call a program makes in those shapes is run on the local runner.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+from flink_agents_py.compat import (
+    Agent,
+    AgentsExecutionEnvironment,
+    ChatMessage,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    ContextRetrievalRequestEvent,
+    ContextRetrievalResponseEvent,
+    InputEvent,
+    MessageRole,
+    OutputEvent,
+    RunnerContext,
+    ToolRequestEvent,
+    ToolResponseEvent,
+    action,
+)
+
+
+def _params(fn: Any) -> list[str]:
+    """The names of ``fn``'s parameters a caller can pass, ``self`` and ``*args`` left out."""
+    return [p.name for p in inspect.signature(fn).parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _takes(fn: Any, names: list[str]) -> None:
+    """``fn`` takes ``names`` in that order (others of ours may follow)."""
+    assert _params(fn)[:len(names)] == names, (fn, _params(fn))
+
+
+def _run(agent: Agent, records: list[dict[str, Any]]) -> list[dict[Any, Any]]:
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list(records).apply(agent).to_list()
+    env.execute()
+    return out
+
+
+# -- built-in events, built by position as Flink Agents' constructors take them --------------
+
+def test_built_in_events_take_flink_agents_positional_arguments():
+    msg = ChatMessage(role=MessageRole.USER, content="hi")
+    assert InputEvent("x").input == "x"
+    assert OutputEvent({"a": 1}).output == {"a": 1}
+    req = ChatRequestEvent("setup", [msg], {"topic": "tea"}, None)
+    assert (req.model, req.messages, req.prompt_args) == ("setup", [msg], {"topic": "tea"})
+    assert ToolRequestEvent("setup", [{"id": "c1", "type": "function", "function": {
+        "name": "add", "arguments": {"a": 1}}}]).tool_calls[0].name == "add"
+    retrieval = ContextRetrievalRequestEvent("what is tea", "store", 5)
+    assert (retrieval.query, retrieval.vector_store, retrieval.max_results) == (
+        "what is tea", "store", 5)
+    assert ContextRetrievalResponseEvent("r1", "q", []).documents == []
+    with pytest.raises(TypeError, match="at most 1 positional"):
+        OutputEvent(1, 2)
+    with pytest.raises(TypeError, match="by position and by keyword"):
+        OutputEvent(1, output=2)
+
+
+def test_chat_response_event_takes_a_message_and_retry_counts():
+    # Flink Agents: ChatResponseEvent(request_id, response: ChatMessage, retry_count,
+    # total_retry_wait_sec), read back as .response (a message), .retry_count...
+    answer = ChatMessage(role=MessageRole.ASSISTANT, content="yes")
+    event = ChatResponseEvent("r1", answer, 2, 3)
+    assert (event.request_id, event.response.content, event.response.role) == (
+        "r1", "yes", MessageRole.ASSISTANT)
+    assert (event.retry_count, event.total_retry_wait_sec) == (2, 3)
+    plain = ChatResponseEvent(request_id="r2", response=answer)
+    assert (plain.retry_count, plain.total_retry_wait_sec) == (0, 0)
+    # the counts survive the event's JSON form (a sent event, a restore)
+    again = ChatResponseEvent.model_validate(event.to_json())
+    assert (again.retry_count, again.response.content) == (2, "yes")
+
+
+def test_tool_response_event_takes_flink_agents_results():
+    # Flink Agents: ToolResponseEvent(request_id, responses: {id: value}, external_ids,
+    # success: {id: bool}, error: {id: str}), with .success / .error / .external_ids
+    event = ToolResponseEvent("r1", {"c1": 3, "c2": None}, {"c1": "toolu_1"},
+                              {"c1": True, "c2": False}, {"c2": "boom"})
+    assert event.responses["c1"].content == 3
+    assert event.success == {"c1": True, "c2": False}
+    assert event.error == {"c2": "boom"}
+    assert event.external_ids == {"c1": "toolu_1"}
+    assert ToolResponseEvent.model_validate(event.to_json()).success == event.success
+
+
+class _PositionalAgent(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def start(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(f"got {event.input}"))
+
+
+def test_an_action_sends_an_output_event_built_by_position():
+    out = _run(_PositionalAgent(), [{"key": "k", "value": "tea"}])
+    assert out == [{"k": "got tea"}]
