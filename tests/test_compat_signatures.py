@@ -23,6 +23,8 @@ from flink_agents_py.compat import (
     InputEvent,
     MessageRole,
     OutputEvent,
+    Prompt,
+    ResourceType,
     RunnerContext,
     ToolRequestEvent,
     ToolResponseEvent,
@@ -105,3 +107,59 @@ class _PositionalAgent(Agent):
 def test_an_action_sends_an_output_event_built_by_position():
     out = _run(_PositionalAgent(), [{"key": "k", "value": "tea"}])
     assert out == [{"k": "got tea"}]
+
+
+# -- the RunnerContext an action gets ---------------------------------------------------------
+
+RUNNER_CONTEXT = {
+    # Flink Agents 0.3's RunnerContext: method -> its parameter names, in order
+    "send_event": ["event", "identifier"],
+    "get_resource": ["name", "resource_type", "metric_group"],  # theirs: (name, type, ...)
+    "get_action_config_value": ["key"],
+    "durable_execute": ["fn"],
+    "durable_execute_async": ["fn"],
+}
+RUNNER_CONTEXT_PROPERTIES = ["action_config", "sensory_memory", "short_term_memory",
+                             "long_term_memory", "agent_metric_group", "action_metric_group",
+                             "config"]
+
+
+def test_runner_context_has_flink_agents_methods_and_properties():
+    for name, params in RUNNER_CONTEXT.items():
+        _takes(getattr(RunnerContext, name), params)
+    assert "type" in _params(RunnerContext.get_resource)
+    for name in RUNNER_CONTEXT_PROPERTIES:
+        assert isinstance(getattr(RunnerContext, name), property), name
+
+
+class _DynamicEventAgent(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def start(event: InputEvent, ctx: RunnerContext) -> None:
+        # Flink Agents' dynamic event: a type string and keyword attributes
+        ctx.send_event(identifier="Scored", text=event.input, score=len(event.input))
+
+    @action("Scored")
+    @staticmethod
+    def scored(event: Any, ctx: RunnerContext) -> None:
+        # get_resource with Flink Agents' metric_group argument (taken, not used)
+        prompt = ctx.get_resource("greeting", ResourceType.PROMPT, ctx.action_metric_group)
+        text = prompt.format_string(name=event.get_attr("text"))
+        ctx.send_event(OutputEvent(output=(text, event.get_attr("score"))))
+
+
+def test_an_action_sends_a_dynamic_event_and_gets_a_resource_with_a_metric_group():
+    agent = _DynamicEventAgent()
+    agent.add_resource("greeting", ResourceType.PROMPT, Prompt.from_text("hello {name}"))
+    assert _run(agent, [{"key": "k", "value": "tea"}]) == [{"k": ("hello tea", 3)}]
+
+
+def test_send_event_refuses_an_event_and_an_identifier_together():
+    from flink_agents_py.api.internal import event_to_send
+
+    with pytest.raises(TypeError, match="not both"):
+        event_to_send(OutputEvent(output=1), "Scored", {})
+    with pytest.raises(TypeError, match="beside an event"):
+        event_to_send(OutputEvent(output=1), None, {"score": 1})
+    with pytest.raises(TypeError, match="needs an event"):
+        event_to_send(None, None, {})
