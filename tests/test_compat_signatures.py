@@ -163,3 +163,29 @@ def test_send_event_refuses_an_event_and_an_identifier_together():
         event_to_send(OutputEvent(output=1), None, {"score": 1})
     with pytest.raises(TypeError, match="needs an event"):
         event_to_send(None, None, {})
+
+
+# -- Agent ------------------------------------------------------------------------------------
+
+def _echo(event: Any, ctx: RunnerContext) -> None:
+    prompt = ctx.get_resource("p", ResourceType.PROMPT)
+    ctx.send_event(OutputEvent(output=prompt.format_string(x=event.input)))
+
+
+def test_agent_add_action_and_add_resource_take_flink_agents_keywords():
+    _takes(Agent.add_action, ["name"])
+    assert {"trigger_conditions", "func"} <= set(_params(Agent.add_action))
+    assert "instance" in _params(Agent.add_resource)
+    agent = Agent()
+    agent.add_action(name="echo", trigger_conditions=[InputEvent.EVENT_TYPE], func=_echo,
+                     mode="fast")
+    agent.add_resource(name="p", resource_type=ResourceType.PROMPT,
+                       instance=Prompt.from_text("<{x}>"))
+    # Flink Agents' read-only views of what was added
+    triggers, fn, config = agent.actions["echo"]
+    assert (triggers, fn, config) == ([InputEvent.EVENT_TYPE], _echo, {"mode": "fast"})
+    assert list(agent.resources[ResourceType.PROMPT]) == ["p"]
+    assert agent.resources[ResourceType.TOOL] == {}
+    assert _run(agent, [{"key": "k", "value": "v"}]) == [{"k": "<v>"}]
+    with pytest.raises(Exception, match="needs the resource"):
+        Agent().add_resource("p", ResourceType.PROMPT)
