@@ -14,10 +14,12 @@ import pytest
 
 from flink_agents_py.compat import (
     Agent,
+    AgentExecutionOptions,
     AgentsExecutionEnvironment,
     ChatMessage,
     ChatRequestEvent,
     ChatResponseEvent,
+    ConfigOption,
     ContextRetrievalRequestEvent,
     ContextRetrievalResponseEvent,
     InputEvent,
@@ -189,3 +191,20 @@ def test_agent_add_action_and_add_resource_take_flink_agents_keywords():
     assert _run(agent, [{"key": "k", "value": "v"}]) == [{"k": "<v>"}]
     with pytest.raises(Exception, match="needs the resource"):
         Agent().add_resource("p", ResourceType.PROMPT)
+
+
+# -- configuration ----------------------------------------------------------------------------
+
+def test_config_option_takes_key_type_default_in_flink_agents_order():
+    _takes(ConfigOption, ["key", "config_type", "default"])
+    option = ConfigOption("my.threshold", int, 5)
+    assert (option.get_key(), option.get_type(), option.get_default_value()) == (
+        "my.threshold", int, 5)
+    assert AgentExecutionOptions.MAX_RETRIES.get_default_value() == 3
+    assert AgentExecutionOptions.MAX_RETRIES.get_type() is int
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    config = env.get_config()
+    assert config.get(option) == 5  # the option's default, not its type
+    config.set(option, 7)
+    assert config.get(option) == 7
+    assert config.get_int("my.threshold") == 7
