@@ -22,6 +22,7 @@ from flink_agents_py.compat import (
     ConfigOption,
     ContextRetrievalRequestEvent,
     ContextRetrievalResponseEvent,
+    Event,
     InputEvent,
     MessageRole,
     OutputEvent,
@@ -208,3 +209,17 @@ def test_config_option_takes_key_type_default_in_flink_agents_order():
     config.set(option, 7)
     assert config.get(option) == 7
     assert config.get_int("my.threshold") == 7
+
+
+# -- Event's own methods ----------------------------------------------------------------------
+
+def test_event_get_type_and_from_json():
+    import json
+
+    assert OutputEvent(output=1).get_type() == OutputEvent.EVENT_TYPE
+    ad_hoc = Event.from_json('{"type": "Scored", "attributes": {"score": 3}}')
+    assert (ad_hoc.get_type(), ad_hoc.get_attr("score")) == ("Scored", 3)
+    typed = Event.from_json(json.dumps(ChatRequestEvent("m", []).to_json()))
+    assert isinstance(typed, ChatRequestEvent) and typed.model == "m"
+    with pytest.raises(ValueError, match="non-empty 'type'"):
+        Event.from_json("[1]")

@@ -8,6 +8,7 @@ must be JSON-serializable: the Flink host keeps in-flight events in keyed state.
 from __future__ import annotations
 
 import contextvars
+import json
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -168,6 +169,28 @@ class Event(BaseModel):
             raise UsageError(f"{name!r} is a field of {type(self).__name__}, which is "
                              f"immutable: build the event with it instead of set_attr")
         self.attributes[name] = value
+
+    def get_type(self) -> str:
+        """The routing type (Apache Flink Agents' accessor of ``type``)."""
+        return self.type
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Event:
+        """Rebuild an event from its JSON text (Apache Flink Agents' ``Event.from_json``).
+
+        Args:
+            text: JSON of an object with a non-empty ``type`` (``json.dumps(e.to_json())``).
+
+        Returns:
+            The event, as the class registered for its type (``Event`` for an ad-hoc type).
+
+        Raises:
+            ValueError: when the text is not a JSON object with a ``type``.
+        """
+        data = json.loads(text)
+        if not isinstance(data, dict) or not data.get("type"):
+            raise ValueError("Event.from_json needs a JSON object with a non-empty 'type'")
+        return event_from_json(data)
 
     @classmethod
     def from_event(cls, event: Event) -> Any:
