@@ -336,9 +336,12 @@ def test_resource_descriptor_accepts_class_or_path_and_builds():
     assert by_class.build().model == "m1"
 
 
-def test_resource_descriptor_rejects_both_argument_forms():
-    with pytest.raises(TypeError):
-        ResourceDescriptor(ChatModelSetup, arguments={"connection": "c"}, model="m")
+def test_resource_descriptor_merges_both_argument_forms():
+    # as Apache Flink Agents does; one argument given two values is refused
+    merged = ResourceDescriptor(ChatModelSetup, arguments={"connection": "c"}, model="m")
+    assert merged.arguments == {"connection": "c", "model": "m"}
+    with pytest.raises(TypeError, match="different values"):
+        ResourceDescriptor(ChatModelSetup, arguments={"model": "a"}, model="b")
 
 
 @pytest.mark.parametrize(

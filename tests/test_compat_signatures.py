@@ -25,13 +25,16 @@ from flink_agents_py.compat import (
     Event,
     InputEvent,
     MessageRole,
+    OllamaChatModelConnection,
     OutputEvent,
     Prompt,
+    ResourceDescriptor,
     ResourceType,
     RunnerContext,
     ToolRequestEvent,
     ToolResponseEvent,
     action,
+    prompt,
 )
 
 
@@ -140,9 +143,9 @@ class _DynamicEventAgent(Agent):
     @staticmethod
     def start(event: InputEvent, ctx: RunnerContext) -> None:
         # Flink Agents' dynamic event: a type string and keyword attributes
-        ctx.send_event(identifier="Scored", text=event.input, score=len(event.input))
+        ctx.send_event(identifier="SignatureScored", text=event.input, score=len(event.input))
 
-    @action("Scored")
+    @action("SignatureScored")
     @staticmethod
     def scored(event: Any, ctx: RunnerContext) -> None:
         # get_resource with Flink Agents' metric_group argument (taken, not used)
@@ -217,9 +220,42 @@ def test_event_get_type_and_from_json():
     import json
 
     assert OutputEvent(output=1).get_type() == OutputEvent.EVENT_TYPE
-    ad_hoc = Event.from_json('{"type": "Scored", "attributes": {"score": 3}}')
-    assert (ad_hoc.get_type(), ad_hoc.get_attr("score")) == ("Scored", 3)
+    ad_hoc = Event.from_json('{"type": "SignatureAudit", "attributes": {"score": 3}}')
+    assert (ad_hoc.get_type(), ad_hoc.get_attr("score")) == ("SignatureAudit", 3)
     typed = Event.from_json(json.dumps(ChatRequestEvent("m", []).to_json()))
     assert isinstance(typed, ChatRequestEvent) and typed.model == "m"
     with pytest.raises(ValueError, match="non-empty 'type'"):
         Event.from_json("[1]")
+
+
+# -- resources --------------------------------------------------------------------------------
+
+def test_resource_descriptor_takes_flink_agents_forms():
+    by_parts = ResourceDescriptor(target_module="flink_agents_py.compat",
+                                  target_clazz="OllamaChatModelConnection",
+                                  arguments={"base_url": "http://h:1"}, request_timeout=5)
+    assert by_parts.clazz == "flink_agents_py.compat.OllamaChatModelConnection"
+    assert by_parts.arguments == {"base_url": "http://h:1", "request_timeout": 5}
+    assert (by_parts.target_module, by_parts.target_clazz) == (
+        "flink_agents_py.compat", "OllamaChatModelConnection")
+    by_class = ResourceDescriptor(clazz=OllamaChatModelConnection, base_url="http://h:1")
+    assert by_class.target_clazz == "OllamaChatModelConnection"
+    assert by_class.arguments == {"base_url": "http://h:1"}
+
+
+class _DescribedAgent(Agent):
+    @prompt
+    @staticmethod
+    def greeting() -> Any:
+        return ResourceDescriptor(target_module="flink_agents_py.api", target_clazz="Prompt",
+                                  arguments={"template": "hi {x}"})
+
+    @action(InputEvent)
+    @staticmethod
+    def start(event: InputEvent, ctx: RunnerContext) -> None:
+        text = ctx.get_resource("greeting", ResourceType.PROMPT).format_string(x=event.input)
+        ctx.send_event(OutputEvent(output=text))
+
+
+def test_a_resource_described_by_module_and_class_is_built():
+    assert _run(_DescribedAgent(), [{"key": "k", "value": "v"}]) == [{"k": "hi v"}]

@@ -151,14 +151,31 @@ class ResourceDescriptor(BaseModel):
     def __init__(self, clazz: str | type | None = None, /, **kwargs: Any) -> None:
         if clazz is None:
             clazz = kwargs.pop("clazz", None)
-        arguments = kwargs.pop("arguments", None)
-        if arguments is None:
-            arguments = kwargs
-        elif kwargs:
-            raise TypeError("pass either arguments={...} or keyword arguments, not both")
+        if clazz is None and "target_clazz" in kwargs:
+            # Apache Flink Agents' other form: the module and the class name apart
+            module, name = kwargs.pop("target_module", None), kwargs.pop("target_clazz")
+            clazz = f"{module}.{name}" if module else name
+        # arguments={...} and keyword arguments merge, as in Flink Agents; one named in both
+        # with two values is an error
+        arguments = dict(kwargs.pop("arguments", None) or {})
+        clash = sorted(k for k in kwargs if k in arguments and arguments[k] != kwargs[k])
+        if clash:
+            raise TypeError(f"ResourceDescriptor: {clash} given in arguments={{...}} and as "
+                            f"keywords, with different values")
+        arguments.update(kwargs)
         if isinstance(clazz, type):
             clazz = f"{clazz.__module__}.{clazz.__qualname__}"
         super().__init__(clazz=clazz, arguments=arguments)
+
+    @property
+    def target_module(self) -> str:
+        """The module of ``clazz`` (Apache Flink Agents' name)."""
+        return self.clazz.replace(":", ".").rpartition(".")[0]
+
+    @property
+    def target_clazz(self) -> str:
+        """The class name of ``clazz`` (Apache Flink Agents' name)."""
+        return self.clazz.replace(":", ".").rpartition(".")[2]
 
     def build(self) -> Resource:
         """Import ``clazz`` and construct it with ``arguments``.
