@@ -31,6 +31,8 @@ from flink_agents_py.compat import (
     ResourceDescriptor,
     ResourceType,
     RunnerContext,
+    SerializableResource,
+    Tool,
     ToolRequestEvent,
     ToolResponseEvent,
     action,
@@ -259,3 +261,36 @@ class _DescribedAgent(Agent):
 
 def test_a_resource_described_by_module_and_class_is_built():
     assert _run(_DescribedAgent(), [{"key": "k", "value": "v"}]) == [{"k": "hi v"}]
+
+
+class _Glossary(SerializableResource):
+    """A resource class written for Flink Agents: its type is a ``resource_type()``."""
+
+    terms: dict[str, str] = {}
+
+    @classmethod
+    def resource_type(cls) -> ResourceType:
+        return ResourceType.PROMPT
+
+
+def test_resource_type_classmethod_both_ways():
+    assert _Glossary.RESOURCE_TYPE is ResourceType.PROMPT
+    assert _Glossary(terms={"a": "b"}).resource_type() is ResourceType.PROMPT
+    assert Prompt.from_text("x").resource_type() is ResourceType.PROMPT
+    assert Tool.from_callable(_echo).resource_type() is ResourceType.TOOL
+    assert OllamaChatModelConnection.resource_type() is ResourceType.CHAT_MODEL_CONNECTION
+
+
+class _GlossaryAgent(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def start(event: InputEvent, ctx: RunnerContext) -> None:
+        glossary = ctx.get_resource("glossary", ResourceType.PROMPT)
+        ctx.send_event(OutputEvent(output=(glossary.resource_type().name,
+                                           glossary.terms[event.input])))
+
+
+def test_a_resource_typed_by_its_classmethod_runs():
+    agent = _GlossaryAgent()
+    agent.add_resource("glossary", ResourceType.PROMPT, _Glossary(terms={"tea": "a drink"}))
+    assert _run(agent, [{"key": "k", "value": "tea"}]) == [{"k": ("PROMPT", "a drink")}]

@@ -211,10 +211,30 @@ class Resource(BaseModel):
     _resolver: Callable[[str, ResourceType], Resource] | None = PrivateAttr(default=None)
     _resource_name: str = PrivateAttr(default="")
 
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if "resource_type" in cls.__dict__ and "RESOURCE_TYPE" not in cls.__dict__:
+            # a resource class written for Apache Flink Agents names its type with a
+            # ``resource_type()`` classmethod
+            cls.RESOURCE_TYPE = ResourceType(cls.resource_type())
+
+    @classmethod
+    def resource_type(cls) -> ResourceType:
+        """The class's ``ResourceType`` (``RESOURCE_TYPE``; Flink Agents' classmethod).
+
+        A subclass may define it instead of ``RESOURCE_TYPE``, as Flink Agents' resources do.
+
+        Returns:
+            The resource type.
+        """
+        return cls.RESOURCE_TYPE
+
     @model_validator(mode="after")
     def _check_type(self) -> Resource:
         if not hasattr(type(self), "RESOURCE_TYPE"):
-            raise ValueError(f"{type(self).__name__} must set RESOURCE_TYPE")
+            raise ValueError(f"{type(self).__name__} must set RESOURCE_TYPE (or define the "
+                             f"resource_type() classmethod)")
         return self
 
     def bind(self, resolver: Callable[[str, ResourceType], Resource], name: str = "") -> None:
