@@ -16,6 +16,7 @@ from flink_agents_py.compat import (
     Agent,
     AgentExecutionOptions,
     AgentsExecutionEnvironment,
+    BaseLongTermMemory,
     ChatMessage,
     ChatRequestEvent,
     ChatResponseEvent,
@@ -24,11 +25,13 @@ from flink_agents_py.compat import (
     ContextRetrievalResponseEvent,
     Event,
     InputEvent,
+    LongTermMemoryOptions,
     MessageRole,
     OllamaChatModelConnection,
     OutputEvent,
     Prompt,
     ResourceDescriptor,
+    ResourceName,
     ResourceType,
     RunnerContext,
     SerializableResource,
@@ -36,7 +39,10 @@ from flink_agents_py.compat import (
     ToolRequestEvent,
     ToolResponseEvent,
     action,
+    embedding_model_connection,
+    embedding_model_setup,
     prompt,
+    vector_store,
 )
 
 
@@ -294,3 +300,57 @@ def test_a_resource_typed_by_its_classmethod_runs():
     agent = _GlossaryAgent()
     agent.add_resource("glossary", ResourceType.PROMPT, _Glossary(terms={"tea": "a drink"}))
     assert _run(agent, [{"key": "k", "value": "tea"}]) == [{"k": ("PROMPT", "a drink")}]
+
+
+# -- long-term memory -------------------------------------------------------------------------
+
+def test_long_term_memory_takes_flink_agents_set_taking_calls():
+    for name, params in {"add": ["memory_set", "memory_items", "metadatas"],
+                         "get": ["memory_set", "ids", "filters", "limit"],
+                         "delete": ["memory_set", "ids"],
+                         "search": ["memory_set", "query", "limit", "filters"],
+                         "get_memory_set": ["name"], "delete_memory_set": ["name"]}.items():
+        _takes(getattr(BaseLongTermMemory, name), params)
+
+
+class _NotesAgent(Agent):
+    @embedding_model_connection
+    @staticmethod
+    def hashing() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz="flink_agents_py.integrations.embedding_models."
+                                        "HashingEmbeddingModel", dimension=16)
+
+    @embedding_model_setup
+    @staticmethod
+    def embedder() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.EmbeddingModel.OLLAMA_SETUP,
+                                  connection="hashing", model="hashing")
+
+    @vector_store
+    @staticmethod
+    def notes_store() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.VectorStore.CHROMA_VECTOR_STORE,
+                                  embedding_model="embedder",
+                                  collection="signature_audit_notes")
+
+    @action(InputEvent)
+    @staticmethod
+    def remember(event: InputEvent, ctx: RunnerContext) -> None:
+        ltm = ctx.long_term_memory
+        notes = ltm.get_memory_set("notes")
+        # what earlier runs stored (this run's adds are stored when the action completes)
+        found = sorted(i.value for i in ltm.search(notes, event.input, 5))
+        stored = len(ltm.get(notes))
+        ltm.add(notes, event.input)
+        ltm.add("notes", [event.input + " again"])
+        ctx.send_event(OutputEvent(output=(stored, found, notes.size())))
+
+
+def test_an_action_uses_the_long_term_memory_in_flink_agents_form():
+    pytest.importorskip("chromadb")
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.get_config().set(LongTermMemoryOptions.Mem0.VECTOR_STORE, "notes_store")
+    out = env.from_list([{"key": "k", "value": "tea"}, {"key": "k", "value": "tea"}]
+                        ).apply(_NotesAgent()).to_list()
+    env.execute()
+    assert out == [{"k": (0, [], 2)}, {"k": (2, ["tea", "tea again"], 4)}]
