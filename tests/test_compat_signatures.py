@@ -16,6 +16,8 @@ from flink_agents_py.compat import (
     Agent,
     AgentExecutionOptions,
     AgentsExecutionEnvironment,
+    BaseEmbeddingModelConnection,
+    BaseEmbeddingModelSetup,
     BaseLongTermMemory,
     ChatMessage,
     ChatRequestEvent,
@@ -354,3 +356,49 @@ def test_an_action_uses_the_long_term_memory_in_flink_agents_form():
                         ).apply(_NotesAgent()).to_list()
     env.execute()
     assert out == [{"k": (0, [], 2)}, {"k": (2, ["tea", "tea again"], 4)}]
+
+
+# -- a connection written against Flink Agents' base classes ----------------------------------
+
+class _LengthEmbeddings(BaseEmbeddingModelConnection):
+    """Flink Agents' form: only ``embed(text, **kwargs)`` is implemented."""
+
+    def embed(self, text: Any, **kwargs: Any) -> Any:
+        def vector(t: str) -> list[float]:
+            return [float(len(t)), float(kwargs.get("model") == "len")]
+
+        return vector(text) if isinstance(text, str) else [vector(t) for t in text]
+
+
+class _EmbeddingAgent(Agent):
+    @embedding_model_connection
+    @staticmethod
+    def lengths() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=_LengthEmbeddings)
+
+    @embedding_model_setup
+    @staticmethod
+    def embedder() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=BaseEmbeddingModelSetup, connection="lengths",
+                                  model="len")
+
+    @action(InputEvent)
+    @staticmethod
+    def start(event: InputEvent, ctx: RunnerContext) -> None:
+        embedder = ctx.get_resource("embedder", ResourceType.EMBEDDING_MODEL)
+        ctx.send_event(OutputEvent(output=(embedder.embed(event.input),
+                                           embedder.embed([event.input, "ab"]))))
+
+
+def test_an_embedding_connection_implementing_only_embed_serves_a_setup():
+    assert _LengthEmbeddings().embed_texts(["abc"]).embeddings == [[3.0, 0.0]]
+    out = _run(_EmbeddingAgent(), [{"key": "k", "value": "tea!"}])
+    assert out == [{"k": ([4.0, 1.0], [[4.0, 1.0], [2.0, 1.0]])}]
+
+
+def test_an_embedding_connection_implementing_neither_is_refused():
+    class _Nothing(BaseEmbeddingModelConnection):
+        pass
+
+    with pytest.raises(TypeError, match="embed_texts"):
+        _Nothing()
