@@ -19,12 +19,14 @@ from flink_agents_py.compat import (
     BaseEmbeddingModelConnection,
     BaseEmbeddingModelSetup,
     BaseLongTermMemory,
+    BaseVectorStore,
     ChatMessage,
     ChatRequestEvent,
     ChatResponseEvent,
     ConfigOption,
     ContextRetrievalRequestEvent,
     ContextRetrievalResponseEvent,
+    Document,
     Event,
     InputEvent,
     LongTermMemoryOptions,
@@ -402,3 +404,68 @@ def test_an_embedding_connection_implementing_neither_is_refused():
 
     with pytest.raises(TypeError, match="embed_texts"):
         _Nothing()
+
+
+class _ListStore(BaseVectorStore):
+    """A store written against Flink Agents' BaseVectorStore: keyword-only ``_add_embedding``
+    and ``_update_embedding``, no ``size``."""
+
+    @property
+    def store_kwargs(self) -> dict[str, Any]:
+        return {}
+
+    def _add_embedding(self, *, documents: list[Any], collection_name: str | None = None,
+                       **kwargs: Any) -> list[str]:
+        rows = _STORED.setdefault(collection_name or "default", {})
+        for doc in documents:
+            rows[doc.id] = doc
+        return [doc.id for doc in documents]
+
+    def _update_embedding(self, *, documents: list[Any], collection_name: str | None = None,
+                          **kwargs: Any) -> None:
+        self._add_embedding(documents=documents, collection_name=collection_name)
+
+    def _query_embedding(self, embedding: list[float], limit: int = 10,
+                         collection_name: str | None = None, filters: Any = None,
+                         **kwargs: Any) -> list[Any]:
+        rows = _STORED.get(collection_name or "default", {}).values()
+        return sorted(rows, key=lambda d: abs(d.embedding[0] - embedding[0]))[:limit]
+
+    def get(self, ids: Any = None, collection_name: str | None = None, filters: Any = None,
+            limit: int | None = 100, **kwargs: Any) -> list[Any]:
+        return list(_STORED.get(collection_name or "default", {}).values())[:limit]
+
+    def delete(self, ids: Any = None, collection_name: str | None = None, filters: Any = None,
+               **kwargs: Any) -> None:
+        _STORED.pop(collection_name or "default", None)
+
+
+_STORED: dict[str, dict[str, Any]] = {}
+
+
+class _RetrievalAgent(_EmbeddingAgent):
+    @vector_store
+    @staticmethod
+    def shelf() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=_ListStore, embedding_model="embedder")
+
+    @action(InputEvent)
+    @staticmethod
+    def start(event: InputEvent, ctx: RunnerContext) -> None:
+        store = ctx.get_resource("shelf", ResourceType.VECTOR_STORE)
+        store.add([Document(id="a", content="ab"), Document(id="b", content="abcdef")])
+        store.update(Document(id="a", content="abc"))
+        ctx.send_event(ContextRetrievalRequestEvent(event.input, "shelf", 1))
+
+    @action(ContextRetrievalResponseEvent)
+    @staticmethod
+    def answer(event: ContextRetrievalResponseEvent, ctx: RunnerContext) -> None:
+        store = ctx.get_resource("shelf", ResourceType.VECTOR_STORE)
+        ctx.send_event(OutputEvent(output=([d.content for d in event.documents],
+                                           store.size())))
+
+
+def test_a_vector_store_written_for_flink_agents_serves_retrieval():
+    _STORED.clear()
+    out = _run(_RetrievalAgent(), [{"key": "k", "value": "xyz"}])
+    assert out == [{"k": (["abc"], 2)}]
