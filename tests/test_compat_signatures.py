@@ -39,6 +39,7 @@ from flink_agents_py.compat import (
     ResourceType,
     RunnerContext,
     SerializableResource,
+    Skills,
     Tool,
     ToolRequestEvent,
     ToolResponseEvent,
@@ -469,3 +470,19 @@ def test_a_vector_store_written_for_flink_agents_serves_retrieval():
     _STORED.clear()
     out = _run(_RetrievalAgent(), [{"key": "k", "value": "xyz"}])
     assert out == [{"k": (["abc"], 2)}]
+
+
+def test_skills_registered_as_resource_type_skills_are_wired_as_tools():
+    from pathlib import Path
+
+    folder = Path(__file__).parent / "flink_agents_examples/agents/resources/skills"
+    assert ResourceType.SKILLS is ResourceType.TOOL
+    agent = Agent()
+    agent.add_resource("my_skills", ResourceType.SKILLS, Skills.from_local_dir(str(folder)))
+    agent.add_resource("math", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        clazz=ResourceName.ChatModel.OLLAMA_SETUP, connection="c", model="m",
+        skills=["math-calculator"]))
+    tools = agent.resources[ResourceType.TOOL]
+    assert "math.load_skill" in tools and "my_skills" not in tools
+    assert agent.resources[ResourceType.CHAT_MODEL]["math"].arguments["tools"] == [
+        "math.load_skill"]

@@ -34,6 +34,9 @@ class ResourceType(str, Enum):
     EMBEDDING_MODEL_CONNECTION = "embedding_model_connection"
     EMBEDDING_MODEL = "embedding_model"
     VECTOR_STORE = "vector_store"
+    SKILLS = "tool"
+    """Apache Flink Agents' type of a ``Skills`` resource: skills are tools here (an alias of
+    ``TOOL``; ``compat.Agent`` wires them onto the setups naming them)."""
 
 
 def resource_type_argument(resource_type: Any, type_: Any) -> ResourceType:
