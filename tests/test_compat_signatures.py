@@ -486,3 +486,24 @@ def test_skills_registered_as_resource_type_skills_are_wired_as_tools():
     assert "math.load_skill" in tools and "my_skills" not in tools
     assert agent.resources[ResourceType.CHAT_MODEL]["math"].arguments["tools"] == [
         "math.load_skill"]
+
+
+# -- tools ------------------------------------------------------------------------------------
+
+def _add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Args:
+        a: the first.
+        b: the second.
+    """
+    return a + b
+
+
+def test_tool_from_callable_takes_func_by_keyword_and_refuses_injected_args():
+    _takes(Tool.from_callable, ["func", "injected_args"])
+    add = Tool.from_callable(func=_add)
+    assert (add.name, add.call(1, b=2)) == ("_add", 3)
+    assert add.metadata.get_parameters_dict()["required"] == ["a", "b"]
+    with pytest.raises(NotImplementedError, match="injected tool arguments"):
+        Tool.from_callable(_add, injected_args={"b": {"value": 1}})
