@@ -507,3 +507,23 @@ def test_tool_from_callable_takes_func_by_keyword_and_refuses_injected_args():
     assert add.metadata.get_parameters_dict()["required"] == ["a", "b"]
     with pytest.raises(NotImplementedError, match="injected tool arguments"):
         Tool.from_callable(_add, injected_args={"b": {"value": 1}})
+
+
+# -- Flink Agents' type strings of the built-in events ----------------------------------------
+
+def test_flink_agents_built_in_type_strings_trigger_the_built_in_events():
+    # Flink Agents' Agent docstring: add_action(..., trigger_conditions=["_input_event"], ...)
+    agent = Agent()
+    agent.add_action(name="echo", trigger_conditions=["_input_event"], func=_echo)
+    agent.add_resource("p", ResourceType.PROMPT, Prompt.from_text("[{x}]"))
+    assert agent.actions["echo"][0] == [InputEvent.EVENT_TYPE]
+    assert _run(agent, [{"key": "k", "value": "v"}]) == [{"k": "[v]"}]
+
+    class _Listener(Agent):
+        @action("_chat_response_event", "_context_retrieval_response_event")
+        @staticmethod
+        def heard(event: Any, ctx: RunnerContext) -> None:
+            pass
+
+    assert _Listener().actions["heard"][0] == [ChatResponseEvent.EVENT_TYPE,
+                                                ContextRetrievalResponseEvent.EVENT_TYPE]

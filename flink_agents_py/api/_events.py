@@ -246,14 +246,27 @@ def json_schema_of(value: Any) -> Any:
     return value
 
 
+FLINK_AGENTS_EVENT_TYPES: dict[str, str] = {
+    f"_{snake}_event": f"{camel}Event" for snake, camel in (
+        ("input", "Input"), ("output", "Output"), ("chat_request", "ChatRequest"),
+        ("chat_response", "ChatResponse"), ("tool_request", "ToolRequest"),
+        ("tool_response", "ToolResponse"), ("context_retrieval_request",
+                                            "ContextRetrievalRequest"),
+        ("context_retrieval_response", "ContextRetrievalResponse"))}
+"""Apache Flink Agents' type strings of the built-in events (``"_input_event"``), to ours."""
+
+
 def event_type_of(trigger: type[Event] | str) -> str:
     """Return the routing type of an event class or an event type string.
+
+    A built-in event's type as Apache Flink Agents spells it (``"_input_event"``,
+    ``"_chat_response_event"``...) is that event's type here.
 
     Raises:
         TypeError: when ``trigger`` is neither an ``Event`` subclass nor a string.
     """
     if isinstance(trigger, str):
-        return trigger
+        return FLINK_AGENTS_EVENT_TYPES.get(trigger, trigger)
     if isinstance(trigger, type) and issubclass(trigger, Event):
         return trigger.EVENT_TYPE or trigger.__qualname__
     raise TypeError(
