@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from flink_agents_py.api import MetricGroup
 from flink_agents_py.compat import (
     Agent,
     AgentExecutionOptions,
@@ -527,3 +528,33 @@ def test_flink_agents_built_in_type_strings_trigger_the_built_in_events():
 
     assert _Listener().actions["heard"][0] == [ChatResponseEvent.EVENT_TYPE,
                                                 ContextRetrievalResponseEvent.EVENT_TYPE]
+
+
+class _CountingGlossary(_Glossary):
+    def lookup(self, term: str) -> str:
+        # a resource written for Flink Agents records its own metrics on its metric group
+        self.metric_group.get_counter("lookups").inc()
+        return self.terms[term]
+
+
+class _CountingAgent(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def start(event: InputEvent, ctx: RunnerContext) -> None:
+        glossary = ctx.get_resource("glossary", ResourceType.PROMPT)
+        text = glossary.lookup(event.input)
+        ctx.send_event(OutputEvent(output=(text,
+                                           glossary.metric_group.get_counter("lookups")
+                                           .get_count())))
+
+
+def test_a_resource_has_a_metric_group():
+    bare = _Glossary()
+    assert bare.metric_group is None
+    group = MetricGroup()
+    bare.set_metric_group(group)
+    assert bare.metric_group is group
+    agent = _CountingAgent()
+    agent.add_resource("glossary", ResourceType.PROMPT, _CountingGlossary(terms={"a": "b"}))
+    out = _run(agent, [{"key": "k", "value": "a"}, {"key": "k", "value": "a"}])
+    assert out == [{"k": ("b", 1)}, {"k": ("b", 2)}]

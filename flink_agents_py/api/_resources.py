@@ -13,11 +13,14 @@ import os
 import sys
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from ._errors import ResourceError
+
+if TYPE_CHECKING:
+    from ._metric_groups import MetricGroup
 
 __all__ = ["ResourceType", "ResourceDescriptor", "Resource", "import_qualified", "qualified_name"]
 
@@ -213,6 +216,7 @@ class Resource(BaseModel):
 
     _resolver: Callable[[str, ResourceType], Resource] | None = PrivateAttr(default=None)
     _resource_name: str = PrivateAttr(default="")
+    _metric_group: MetricGroup | None = PrivateAttr(default=None)
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -247,6 +251,19 @@ class Resource(BaseModel):
         """
         self._resolver = resolver
         self._resource_name = name
+
+    @property
+    def metric_group(self) -> MetricGroup | None:
+        """The resource's metric group (Apache Flink Agents' name).
+
+        The runtime gives each resource it builds the agent's group ``resource.<name>``;
+        ``None`` until then.
+        """
+        return self._metric_group
+
+    def set_metric_group(self, metric_group: MetricGroup) -> None:
+        """Bind the metric group ``metric_group`` returns (Apache Flink Agents' method)."""
+        self._metric_group = metric_group
 
     @property
     def resource_name(self) -> str:
