@@ -558,3 +558,94 @@ def test_a_resource_has_a_metric_group():
     agent.add_resource("glossary", ResourceType.PROMPT, _CountingGlossary(terms={"a": "b"}))
     out = _run(agent, [{"key": "k", "value": "a"}, {"key": "k", "value": "a"}])
     assert out == [{"k": ("b", 1)}, {"k": ("b", 2)}]
+
+
+# -- the table: every other call a Flink Agents 0.3 program makes, by parameter names ---------
+
+def _table() -> list[tuple[Any, list[str]]]:
+    from flink_agents_py.compat import (
+        Configuration,
+        MemoryObject,
+        MemoryRef,
+        MemorySet,
+        ReActAgent,
+        VectorStoreQuery,
+    )
+
+    local_env = type(AgentsExecutionEnvironment.get_execution_environment())
+    builder = type(AgentsExecutionEnvironment.get_execution_environment().from_list([]))
+    return [
+        (AgentsExecutionEnvironment.get_execution_environment, ["env", "t_env"]),
+        (local_env.get_config, ["path"]),
+        (local_env.add_resource, ["name", "resource_type", "instance"]),
+        (local_env.from_list, ["input"]),
+        (local_env.from_datastream, ["input", "key_selector"]),
+        (local_env.from_table, ["input", "key_selector"]),
+        (local_env.execute, ["job_name"]),
+        (builder.apply, ["agent"]),
+        (builder.to_list, []),
+        (Agent.add_resource, ["name", "resource_type"]),
+        (Prompt.from_text, ["text"]),
+        (Prompt.from_messages, ["messages"]),
+        (Prompt.format_messages, ["role"]),
+        (MemoryObject.set, ["path", "value"]),
+        (MemoryObject.new_object, ["path"]),
+        (MemoryObject.is_exist, ["path"]),
+        (MemoryObject.get_field_names, []),
+        (MemoryObject.get_fields, []),
+        (MemoryRef.create, ["path", "type_name"]),
+        (MemoryRef.resolve, ["ctx"]),
+        (MetricGroup.get_sub_group, ["name"]),
+        (MetricGroup.get_counter, ["name"]),
+        (MetricGroup.get_meter, ["name"]),
+        (MetricGroup.get_gauge, ["name"]),
+        (MetricGroup.get_histogram, ["name", "window_size"]),
+        (Configuration.set_str, ["key", "value"]),
+        (Configuration.set_int, ["key", "value"]),
+        (Configuration.set_float, ["key", "value"]),
+        (Configuration.set_bool, ["key", "value"]),
+        (Configuration.set, ["option", "value"]),
+        (Configuration.get_int, ["key", "default"]),
+        (Configuration.get_str, ["key", "default"]),
+        (Configuration.get, ["option"]),
+        (BaseVectorStore.add, ["documents", "collection_name"]),
+        (BaseVectorStore.query, ["query"]),
+        (BaseVectorStore.update, ["documents", "collection_name"]),
+        (BaseVectorStore.get, ["ids", "collection_name", "filters", "limit"]),
+        (BaseVectorStore.delete, ["ids", "collection_name", "filters"]),
+        (MemorySet.add, ["items", "metadatas"]),
+        (MemorySet.get, ["ids", "filters", "limit"]),
+        (MemorySet.search, ["query", "limit", "filters"]),
+        (MemorySet.delete, ["ids"]),
+        (BaseEmbeddingModelSetup.embed, ["text"]),
+        (BaseEmbeddingModelConnection.embed, ["text"]),
+        (VectorStoreQuery, ["mode", "query_text"]),
+        (Document, ["content", "metadata", "id", "embedding", "score"]),
+        (ChatMessage, ["role", "content", "tool_calls"]),
+        (ChatMessage.user, ["content"]),
+        (ChatMessage.system, ["content"]),
+        (ChatMessage.assistant, ["content"]),
+        (ChatRequestEvent, ["model", "messages", "prompt_args", "output_schema"]),
+        (ToolRequestEvent, ["model", "tool_calls"]),
+        (ReActAgent, ["chat_model", "prompt", "output_schema"]),
+    ]
+
+
+def test_flink_agents_call_shapes_by_parameter_names():
+    failed = []
+    for fn, names in _table():
+        params = _params(fn)
+        if [p for p in params if p in names] != names:
+            failed.append((getattr(fn, "__qualname__", fn), names, params))
+    assert not failed, failed
+
+
+def test_built_in_event_positional_orders_are_flink_agents():
+    assert ChatRequestEvent.POSITIONAL == ("model", "messages", "prompt_args",
+                                           "output_schema")
+    assert ChatResponseEvent.POSITIONAL == ("request_id", "response", "retry_count",
+                                            "total_retry_wait_sec")
+    assert ToolResponseEvent.POSITIONAL == ("request_id", "responses", "external_ids",
+                                            "success", "error")
+    assert ContextRetrievalRequestEvent.POSITIONAL == ("query", "vector_store",
+                                                       "max_results")
