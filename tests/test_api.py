@@ -315,7 +315,7 @@ def test_prompt_messages_form_and_text_form_roles():
         ("user", "Review: great {missing}"),
     ]
     assert (p.format_string(kind="books", text="great")
-            == "You review books.\nReview: great {missing}")
+            == "system: You review books.\nuser: Review: great {missing}")
     t = Prompt.from_text("Hi {who}", role=MessageRole.USER).format_messages(who="Ann")
     assert [(m.role, m.content) for m in t] == [("user", "Hi Ann")]
 

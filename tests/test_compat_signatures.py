@@ -649,3 +649,10 @@ def test_built_in_event_positional_orders_are_flink_agents():
                                             "success", "error")
     assert ContextRetrievalRequestEvent.POSITIONAL == ("query", "vector_store",
                                                        "max_results")
+
+
+def test_prompt_format_string_of_messages_names_each_role():
+    p = Prompt.from_messages([ChatMessage(role=MessageRole.SYSTEM, content="You sell {x}."),
+                              ChatMessage(role=MessageRole.USER, content="Price of {x}?")])
+    assert p.format_string(x="tea") == "system: You sell tea.\nuser: Price of tea?"
+    assert Prompt.from_text("You sell {x}.").format_string(x="tea") == "You sell tea."
