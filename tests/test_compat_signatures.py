@@ -656,3 +656,11 @@ def test_prompt_format_string_of_messages_names_each_role():
                               ChatMessage(role=MessageRole.USER, content="Price of {x}?")])
     assert p.format_string(x="tea") == "system: You sell tea.\nuser: Price of tea?"
     assert Prompt.from_text("You sell {x}.").format_string(x="tea") == "You sell tea."
+
+
+def test_environment_resources_view():
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    greeting = Prompt.from_text("hi {x}")
+    env.add_resource(name="greeting", resource_type=ResourceType.PROMPT, instance=greeting)
+    assert env.resources[ResourceType.PROMPT] == {"greeting": greeting}
+    assert env.resources[ResourceType.TOOL] == {}
