@@ -18,7 +18,14 @@ import flink_agents_py.flink
 import flink_agents_py.local
 import flink_agents_py.observability
 from flink_agents_py.agents import ReActAgent
-from flink_agents_py.api import MemorySetItem, ResourceName, RunStatus, TokenUsage
+from flink_agents_py.api import (
+    Event,
+    MemorySetItem,
+    ResourceName,
+    RunnerContext,
+    RunStatus,
+    TokenUsage,
+)
 from flink_agents_py.compat import (
     AgentConfigOptions,
     Configuration,
@@ -130,3 +137,5 @@ ResourceName.EmbeddingModel.JAVA_WRAPPER_SETUP
 ResourceName.VectorStore.JAVA_WRAPPER_VECTOR_STORE
 ResourceName.VectorStore.JAVA_WRAPPER_COLLECTION_MANAGEABLE_VECTOR_STORE
 NotOfferedVectorStore.model_post_init  # pydantic's hook (refuses to build)
+Event.__init__.__pydantic_base_init__  # pydantic reads it: the events' own __init__ is its
+RunnerContext.get_resource.metric_group  # Flink Agents' argument: taken, not used here

@@ -33,7 +33,7 @@ def reply(text: str) -> ChatResponse:
 @pytest.mark.parametrize(("base", "missing"), [
     (ChatModelConnection, ["chat"]),
     (EmbeddingModelConnection, ["embed_texts"]),
-    (VectorStore, ["_add_embedding", "_query_embedding", "delete", "get", "size"]),
+    (VectorStore, ["_add_embedding", "_query_embedding", "delete", "get"]),
     (EventLogSink, ["write"]),
     (DeferredSubagentSetup, ["prepare"]),
     (AsyncSubagentSetup, ["call_fetch_result", "call_query_status", "call_submit_request"]),

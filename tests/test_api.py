@@ -315,7 +315,7 @@ def test_prompt_messages_form_and_text_form_roles():
         ("user", "Review: great {missing}"),
     ]
     assert (p.format_string(kind="books", text="great")
-            == "You review books.\nReview: great {missing}")
+            == "system: You review books.\nuser: Review: great {missing}")
     t = Prompt.from_text("Hi {who}", role=MessageRole.USER).format_messages(who="Ann")
     assert [(m.role, m.content) for m in t] == [("user", "Hi Ann")]
 
@@ -336,9 +336,12 @@ def test_resource_descriptor_accepts_class_or_path_and_builds():
     assert by_class.build().model == "m1"
 
 
-def test_resource_descriptor_rejects_both_argument_forms():
-    with pytest.raises(TypeError):
-        ResourceDescriptor(ChatModelSetup, arguments={"connection": "c"}, model="m")
+def test_resource_descriptor_merges_both_argument_forms():
+    # as Apache Flink Agents does; one argument given two values is refused
+    merged = ResourceDescriptor(ChatModelSetup, arguments={"connection": "c"}, model="m")
+    assert merged.arguments == {"connection": "c", "model": "m"}
+    with pytest.raises(TypeError, match="different values"):
+        ResourceDescriptor(ChatModelSetup, arguments={"model": "a"}, model="b")
 
 
 @pytest.mark.parametrize(

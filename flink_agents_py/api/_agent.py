@@ -209,7 +209,8 @@ class Agent:
         return self
 
     def add_resource(
-        self, name: str, resource_type: ResourceType, resource: ResourceDescriptor | Any
+        self, name: str, resource_type: ResourceType, resource: ResourceDescriptor | Any = None,
+        *, instance: ResourceDescriptor | Any = None,
     ) -> Agent:
         """Add a resource: a ``ResourceDescriptor``, a ``Prompt``, or a function (``TOOL``).
 
@@ -220,11 +221,18 @@ class Agent:
             name: the resource's name, unique within its type.
             resource_type: what kind of resource it is.
             resource: a ``ResourceDescriptor``, a ``Prompt``, or a tool function.
+            instance: the same as ``resource`` (Apache Flink Agents' keyword).
 
         Returns:
             This agent, for chaining.
+
+        Raises:
+            UsageError: when neither or both of ``resource`` and ``instance`` are given.
         """
-        self._resources.append((resource_type, name, resource))
+        if (resource is None) == (instance is None):
+            raise UsageError(f"add_resource({name!r}, ...) needs the resource (or instance=),"
+                             f" once")
+        self._resources.append((resource_type, name, resource if instance is None else instance))
         return self
 
     def override_resource(self, name: str, resource: ResourceDescriptor | Any,
@@ -320,6 +328,20 @@ class Agent:
                         seen[attr] = len(found)
                         found.append((attr, fn, spec))
         return found + list(getattr(self, "_actions", []))
+
+    @property
+    def actions(self) -> dict[str, tuple[list[str], Any, dict[str, Any] | None]]:
+        """Flink Agents' view of the actions: name -> (trigger types, function, config)."""
+        return {name: (list(spec.triggers), fn, dict(spec.config) or None)
+                for name, fn, spec in self.declared_actions()}
+
+    @property
+    def resources(self) -> dict[ResourceType, dict[str, Any]]:
+        """Flink Agents' view of the resources: type -> {name: descriptor or resource}."""
+        found: dict[ResourceType, dict[str, Any]] = {t: {} for t in ResourceType}
+        for rtype, name, value in self.declared_resources():
+            found[rtype][name] = value
+        return found
 
     def declared_resources(self) -> list[tuple[ResourceType, str, Any]]:
         """Resources declared on the class (by decorator), then on the instance, in order.

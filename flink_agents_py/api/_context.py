@@ -117,13 +117,18 @@ class RunnerContext(ABC):
         return self.action_config.get(key, default)
 
     @abstractmethod
-    def send_event(self, event: Event) -> Event:
+    def send_event(self, event: Event | None = None, *, identifier: str | None = None,
+                   **attributes: Any) -> Event:
         """Send ``event`` to the actions it triggers.
 
         Events an action sends are delivered, in the order sent, when the action completes.
 
         Args:
             event: the event; an ``OutputEvent`` leaves the agent as an output.
+            identifier: instead of ``event``, the type of an event made of ``attributes``
+                (Apache Flink Agents' dynamic event: ``send_event(identifier="Scored",
+                score=3)`` sends ``Event(type="Scored", attributes={"score": 3})``).
+            **attributes: that event's attributes (only with ``identifier``).
 
         Returns:
             The event as sent, carrying its assigned replay-stable ``id``.
@@ -133,13 +138,16 @@ class RunnerContext(ABC):
         """
 
     @abstractmethod
-    def get_resource(self, name: str, resource_type: ResourceType | None = None, *,
+    def get_resource(self, name: str, resource_type: ResourceType | None = None,
+                     metric_group: MetricGroup | None = None, *,
                      type: ResourceType | None = None) -> Resource:  # noqa: A002 - theirs
         """Return the resource of ``resource_type`` named ``name``, built on first use.
 
         Args:
             name: the resource's registered name.
             resource_type: its type.
+            metric_group: taken for Apache Flink Agents' signature and not used: a
+                resource's calls are measured by the built-in metrics here.
             type: the same as ``resource_type`` (Flink Agents' keyword:
                 ``ctx.get_resource(name="m", type=ResourceType.CHAT_MODEL)``).
 

@@ -15,6 +15,7 @@ durable call, so a replay returns the recorded vectors instead of embedding agai
 
 from __future__ import annotations
 
+import abc
 import asyncio
 from abc import abstractmethod
 from collections.abc import Sequence
@@ -99,13 +100,24 @@ def check_texts(text: str | Sequence[str], where: str) -> tuple[list[str], bool]
 class EmbeddingModelConnection(Resource):
     """Base of embedding connections. One method to implement: ``embed_texts``.
 
-    A subclass without it cannot be instantiated (Python's ``TypeError`` naming it).
+    A subclass without it cannot be instantiated (Python's ``TypeError`` naming it), unless
+    it implements Apache Flink Agents' ``embed(text, **kwargs)`` instead, which then serves
+    ``embed_texts`` (given the texts as a list, and ``model=`` when one is named).
 
     Implementations are shared by every key of an operator and may be called from several
     threads of the I/O executor at once: guard what is not thread-safe.
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.EMBEDDING_MODEL_CONNECTION
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if ("embed_texts" in getattr(cls, "__abstractmethods__", ())
+                and cls.embed is not EmbeddingModelConnection.embed):
+            # a connection written for Apache Flink Agents implements embed(text, **kwargs)
+            cls.embed_texts = _embed_texts_by_embed  # type: ignore[method-assign]
+            abc.update_abstractmethods(cls)
 
     @abstractmethod
     def embed_texts(self, texts: list[str], *, model: str | None = None,
@@ -159,6 +171,14 @@ class EmbeddingModelConnection(Resource):
             EmbeddingError: for empty or non-string input.
         """
         return self.embed_with_usage(text, **kwargs).embeddings
+
+
+def _embed_texts_by_embed(self: EmbeddingModelConnection, texts: list[str], *,
+                          model: str | None = None, **options: Any) -> EmbeddingResult:
+    """``embed_texts`` of a connection that implements Flink Agents' ``embed`` instead."""
+    if model is not None:
+        options["model"] = model
+    return EmbeddingResult(embeddings=self.embed(list(texts), **options))
 
 
 class EmbeddingModelSetup(Resource):

@@ -8,6 +8,7 @@ must be JSON-serializable: the Flink host keeps in-flight events in keyed state.
 from __future__ import annotations
 
 import contextvars
+import json
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -68,10 +69,29 @@ class Event(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     EVENT_TYPE: ClassVar[str | None] = None
+    POSITIONAL: ClassVar[tuple[str, ...]] = ()
+    """The names of the arguments a built-in event takes by position, in Apache Flink
+    Agents' order (``OutputEvent(result)``, ``ChatRequestEvent(model, messages)``)."""
 
     id: str = Field(default_factory=_new_event_id)
     type: str = ""
     attributes: dict[str, Any] = Field(default_factory=dict)
+
+    def __init__(self, /, *args: Any, **data: Any) -> None:
+        if args:
+            names = type(self).POSITIONAL
+            if len(args) > len(names):
+                raise TypeError(
+                    f"{type(self).__name__}() takes at most {len(names)} positional "
+                    f"argument(s) ({', '.join(names) or 'none'}), {len(args)} given")
+            for name, value in zip(names, args, strict=False):
+                if name in data:
+                    raise TypeError(
+                        f"{type(self).__name__}() got {name!r} by position and by keyword")
+                data[name] = value
+        super().__init__(**data)
+
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -150,6 +170,28 @@ class Event(BaseModel):
                              f"immutable: build the event with it instead of set_attr")
         self.attributes[name] = value
 
+    def get_type(self) -> str:
+        """The routing type (Apache Flink Agents' accessor of ``type``)."""
+        return self.type
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Event:
+        """Rebuild an event from its JSON text (Apache Flink Agents' ``Event.from_json``).
+
+        Args:
+            text: JSON of an object with a non-empty ``type`` (``json.dumps(e.to_json())``).
+
+        Returns:
+            The event, as the class registered for its type (``Event`` for an ad-hoc type).
+
+        Raises:
+            ValueError: when the text is not a JSON object with a ``type``.
+        """
+        data = json.loads(text)
+        if not isinstance(data, dict) or not data.get("type"):
+            raise ValueError("Event.from_json needs a JSON object with a non-empty 'type'")
+        return event_from_json(data)
+
     @classmethod
     def from_event(cls, event: Event) -> Any:
         """Return ``event`` as this class (Apache Flink Agents' idiom).
@@ -163,6 +205,28 @@ class Event(BaseModel):
             The event as an instance of this class.
         """
         return event if isinstance(event, cls) else cls.model_validate(event.to_json())
+
+
+def event_to_send(event: Event | None, identifier: str | None,
+                  attributes: dict[str, Any]) -> Event:
+    """The event a ``send_event`` call names.
+
+    ``event``, or Apache Flink Agents' dynamic event ``send_event(identifier="Type",
+    **attributes)`` as ``Event(type=..., attributes=...)``.
+
+    Raises:
+        TypeError: when the call names both or neither, or gives attributes with an event.
+    """  # noqa: DOC201
+    if identifier is not None:
+        if event is not None:
+            raise TypeError("send_event takes an event or identifier=..., not both")
+        return Event(type=identifier, attributes=attributes)
+    if event is None:
+        raise TypeError("send_event needs an event (or identifier='MyType', **attributes)")
+    if attributes:
+        raise TypeError(f"send_event got {sorted(attributes)} beside an event: keyword "
+                        f"attributes go with identifier='MyType' (or build the event with them)")
+    return event
 
 
 def json_schema_of(value: Any) -> Any:
@@ -182,14 +246,27 @@ def json_schema_of(value: Any) -> Any:
     return value
 
 
+FLINK_AGENTS_EVENT_TYPES: dict[str, str] = {
+    f"_{snake}_event": f"{camel}Event" for snake, camel in (
+        ("input", "Input"), ("output", "Output"), ("chat_request", "ChatRequest"),
+        ("chat_response", "ChatResponse"), ("tool_request", "ToolRequest"),
+        ("tool_response", "ToolResponse"), ("context_retrieval_request",
+                                            "ContextRetrievalRequest"),
+        ("context_retrieval_response", "ContextRetrievalResponse"))}
+"""Apache Flink Agents' type strings of the built-in events (``"_input_event"``), to ours."""
+
+
 def event_type_of(trigger: type[Event] | str) -> str:
     """Return the routing type of an event class or an event type string.
+
+    A built-in event's type as Apache Flink Agents spells it (``"_input_event"``,
+    ``"_chat_response_event"``...) is that event's type here.
 
     Raises:
         TypeError: when ``trigger`` is neither an ``Event`` subclass nor a string.
     """
     if isinstance(trigger, str):
-        return trigger
+        return FLINK_AGENTS_EVENT_TYPES.get(trigger, trigger)
     if isinstance(trigger, type) and issubclass(trigger, Event):
         return trigger.EVENT_TYPE or trigger.__qualname__
     raise TypeError(
@@ -253,6 +330,7 @@ class InputEvent(Event):
     """
 
     EVENT_TYPE: ClassVar[str] = "InputEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("input",)
     input: Any = None
 
 
@@ -260,6 +338,7 @@ class OutputEvent(Event):
     """An agent's result: ``output`` is emitted to the agent's output stream."""
 
     EVENT_TYPE: ClassVar[str] = "OutputEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("output",)
     output: Any = None
 
 
@@ -276,6 +355,8 @@ class ChatRequestEvent(Event):
     """
 
     EVENT_TYPE: ClassVar[str] = "ChatRequestEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("model", "messages", "prompt_args",
+                                             "output_schema")
     model: str
     messages: list[ChatMessage] = Field(default_factory=list)
     prompt_args: dict[str, Any] | None = None
@@ -301,16 +382,46 @@ class ChatResponseEvent(Event):
     """
 
     EVENT_TYPE: ClassVar[str] = "ChatResponseEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("request_id", "response", "retry_count",
+                                             "total_retry_wait_sec")
     request_id: str
     response: ChatResponse | None = None
     error: MaskedStr | None = None
     traceback: MaskedStr | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flink_agents_form(cls, data: Any) -> Any:
+        # Apache Flink Agents builds it as (request_id, response: ChatMessage, retry_count,
+        # total_retry_wait_sec): the message becomes a response, the counts attributes
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if isinstance(data.get("response"), ChatMessage):
+            data["response"] = ChatResponse(message=data["response"])
+        counts = {k: data.pop(k) for k in ("retry_count", "total_retry_wait_sec") if k in data}
+        if counts:
+            data["attributes"] = {**(data.get("attributes") or {}), **counts}
+        return data
+
+    @property
+    def retry_count(self) -> int:
+        """Retries of the chat's model calls (Flink Agents' name; ``metadata["retries"]``)."""
+        if "retry_count" in self.attributes:
+            return int(self.attributes["retry_count"])
+        return int(self.response.metadata.get("retries", 0)) if self.response else 0
+
+    @property
+    def total_retry_wait_sec(self) -> int:
+        """Flink Agents' total wait between retries; 0 unless given (backoff is ours)."""
+        return int(self.attributes.get("total_retry_wait_sec", 0))
 
 
 class ToolRequestEvent(Event):
     """Asks the tool call action to run ``tool_calls`` for the chat of model ``model``."""
 
     EVENT_TYPE: ClassVar[str] = "ToolRequestEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("model", "tool_calls")
     model: str
     tool_calls: list[ToolCall] = Field(default_factory=list)
 
@@ -324,5 +435,50 @@ class ToolResponseEvent(Event):
     """
 
     EVENT_TYPE: ClassVar[str] = "ToolResponseEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("request_id", "responses", "external_ids",
+                                             "success", "error")
     request_id: str
     responses: dict[str, ToolResult] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flink_agents_form(cls, data: Any) -> Any:
+        # Apache Flink Agents builds it as (request_id, responses: {id: value}, external_ids,
+        # success: {id: bool}, error: {id: str}): each value becomes a ToolResult
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        success = data.pop("success", None) or {}
+        error = data.pop("error", None) or {}
+        external_ids = data.pop("external_ids", None)
+        if external_ids:
+            data["attributes"] = {**(data.get("attributes") or {}),
+                                  "external_ids": dict(external_ids)}
+        responses = data.get("responses")
+        if isinstance(responses, dict):
+            data["responses"] = {
+                str(k): v if _is_tool_result(v) else ToolResult(
+                    call_id=str(k), name="", ok=bool(success.get(k, k not in error)),
+                    content=v, error=error.get(k))
+                for k, v in responses.items()}
+        return data
+
+    @property
+    def success(self) -> dict[str, bool]:
+        """Whether each call succeeded, by call id (Flink Agents' name; ``ToolResult.ok``)."""
+        return {k: r.ok for k, r in self.responses.items()}
+
+    @property
+    def error(self) -> dict[str, str]:
+        """Why each failed call failed, by call id (Flink Agents' name)."""
+        return {k: r.error or "" for k, r in self.responses.items() if not r.ok}
+
+    @property
+    def external_ids(self) -> dict[str, str | None]:
+        """Flink Agents' provider-side call ids, when given (calls here keep their own)."""
+        return dict(self.attributes.get("external_ids") or {})
+
+
+def _is_tool_result(value: Any) -> bool:
+    return isinstance(value, ToolResult) or (
+        isinstance(value, dict) and {"call_id", "name"} <= value.keys())

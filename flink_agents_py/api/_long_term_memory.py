@@ -192,3 +192,38 @@ class BaseLongTermMemory(ABC):
         Returns:
             Whether the set held items.
         """
+
+    # -- Apache Flink Agents' set-taking forms: each is the set's own method ----------------
+    def _set(self, memory_set: MemorySet | str) -> MemorySet:
+        return self.get_memory_set(memory_set) if isinstance(memory_set, str) else memory_set
+
+    def add(self, memory_set: MemorySet | str, memory_items: str | list[str],
+            metadatas: dict[str, Any] | list[dict[str, Any]] | None = None) -> list[str]:
+        """``memory_set.add(memory_items, metadatas)`` (Flink Agents' form).
+
+        Returns:
+            The ids of the items added.
+        """
+        return self._set(memory_set).add(memory_items, metadatas)
+
+    def get(self, memory_set: MemorySet | str, ids: str | list[str] | None = None,
+            filters: dict[str, Any] | None = None, limit: int = 100) -> list[MemorySetItem]:
+        """``memory_set.get(ids, filters, limit)`` (Flink Agents' form).
+
+        Returns:
+            The items found.
+        """
+        return self._set(memory_set).get(ids, filters, limit)
+
+    def delete(self, memory_set: MemorySet | str, ids: str | list[str] | None = None) -> None:
+        """``memory_set.delete(ids)`` (Flink Agents' form)."""
+        self._set(memory_set).delete(ids)
+
+    def search(self, memory_set: MemorySet | str, query: str, limit: int,
+               filters: dict[str, Any] | None = None, **kwargs: Any) -> list[MemorySetItem]:
+        """``memory_set.search(query, limit, filters, **kwargs)`` (Flink Agents' form).
+
+        Returns:
+            The items closest to ``query``.
+        """
+        return self._set(memory_set).search(query, limit, filters, **kwargs)

@@ -93,11 +93,16 @@ class Prompt(Resource):
                 placeholders stay as they are).
 
         Returns:
-            The text (a message-list prompt's contents, one per line).
+            The text; a message-list prompt's messages one per line as ``role: content``
+            (followed by the message's ``extra_args`` when it has some), as Apache Flink
+            Agents writes them.
         """
         if self.template is not None:
             return fill_placeholders(self.template, values)
-        return "\n".join(fill_placeholders(m.content, values) for m in self.messages or [])
+        return "\n".join(
+            f"{getattr(m.role, 'value', m.role)}: {fill_placeholders(m.content, values)}"
+            + (f"{m.extra_args}" if m.extra_args else "")
+            for m in self.messages or [])
 
     def format_messages(self, role: MessageRole | str | None = None,
                         **values: Any) -> list[ChatMessage]:

@@ -13,11 +13,14 @@ import os
 import sys
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from ._errors import ResourceError
+
+if TYPE_CHECKING:
+    from ._metric_groups import MetricGroup
 
 __all__ = ["ResourceType", "ResourceDescriptor", "Resource", "import_qualified", "qualified_name"]
 
@@ -34,6 +37,9 @@ class ResourceType(str, Enum):
     EMBEDDING_MODEL_CONNECTION = "embedding_model_connection"
     EMBEDDING_MODEL = "embedding_model"
     VECTOR_STORE = "vector_store"
+    SKILLS = "tool"
+    """Apache Flink Agents' type of a ``Skills`` resource: skills are tools here (an alias of
+    ``TOOL``; ``compat.Agent`` wires them onto the setups naming them)."""
 
 
 def resource_type_argument(resource_type: Any, type_: Any) -> ResourceType:
@@ -151,14 +157,31 @@ class ResourceDescriptor(BaseModel):
     def __init__(self, clazz: str | type | None = None, /, **kwargs: Any) -> None:
         if clazz is None:
             clazz = kwargs.pop("clazz", None)
-        arguments = kwargs.pop("arguments", None)
-        if arguments is None:
-            arguments = kwargs
-        elif kwargs:
-            raise TypeError("pass either arguments={...} or keyword arguments, not both")
+        if clazz is None and "target_clazz" in kwargs:
+            # Apache Flink Agents' other form: the module and the class name apart
+            module, name = kwargs.pop("target_module", None), kwargs.pop("target_clazz")
+            clazz = f"{module}.{name}" if module else name
+        # arguments={...} and keyword arguments merge, as in Flink Agents; one named in both
+        # with two values is an error
+        arguments = dict(kwargs.pop("arguments", None) or {})
+        clash = sorted(k for k in kwargs if k in arguments and arguments[k] != kwargs[k])
+        if clash:
+            raise TypeError(f"ResourceDescriptor: {clash} given in arguments={{...}} and as "
+                            f"keywords, with different values")
+        arguments.update(kwargs)
         if isinstance(clazz, type):
             clazz = f"{clazz.__module__}.{clazz.__qualname__}"
         super().__init__(clazz=clazz, arguments=arguments)
+
+    @property
+    def target_module(self) -> str:
+        """The module of ``clazz`` (Apache Flink Agents' name)."""
+        return self.clazz.replace(":", ".").rpartition(".")[0]
+
+    @property
+    def target_clazz(self) -> str:
+        """The class name of ``clazz`` (Apache Flink Agents' name)."""
+        return self.clazz.replace(":", ".").rpartition(".")[2]
 
     def build(self) -> Resource:
         """Import ``clazz`` and construct it with ``arguments``.
@@ -193,11 +216,32 @@ class Resource(BaseModel):
 
     _resolver: Callable[[str, ResourceType], Resource] | None = PrivateAttr(default=None)
     _resource_name: str = PrivateAttr(default="")
+    _metric_group: MetricGroup | None = PrivateAttr(default=None)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if "resource_type" in cls.__dict__ and "RESOURCE_TYPE" not in cls.__dict__:
+            # a resource class written for Apache Flink Agents names its type with a
+            # ``resource_type()`` classmethod
+            cls.RESOURCE_TYPE = ResourceType(cls.resource_type())
+
+    @classmethod
+    def resource_type(cls) -> ResourceType:
+        """The class's ``ResourceType`` (``RESOURCE_TYPE``; Flink Agents' classmethod).
+
+        A subclass may define it instead of ``RESOURCE_TYPE``, as Flink Agents' resources do.
+
+        Returns:
+            The resource type.
+        """
+        return cls.RESOURCE_TYPE
 
     @model_validator(mode="after")
     def _check_type(self) -> Resource:
         if not hasattr(type(self), "RESOURCE_TYPE"):
-            raise ValueError(f"{type(self).__name__} must set RESOURCE_TYPE")
+            raise ValueError(f"{type(self).__name__} must set RESOURCE_TYPE (or define the "
+                             f"resource_type() classmethod)")
         return self
 
     def bind(self, resolver: Callable[[str, ResourceType], Resource], name: str = "") -> None:
@@ -207,6 +251,19 @@ class Resource(BaseModel):
         """
         self._resolver = resolver
         self._resource_name = name
+
+    @property
+    def metric_group(self) -> MetricGroup | None:
+        """The resource's metric group (Apache Flink Agents' name).
+
+        The runtime gives each resource it builds the agent's group ``resource.<name>``;
+        ``None`` until then.
+        """
+        return self._metric_group
+
+    def set_metric_group(self, metric_group: MetricGroup) -> None:
+        """Bind the metric group ``metric_group`` returns (Apache Flink Agents' method)."""
+        self._metric_group = metric_group
 
     @property
     def resource_name(self) -> str:

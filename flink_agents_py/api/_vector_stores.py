@@ -179,9 +179,12 @@ def _as_list(documents: Document | Sequence[Document]) -> list[Document]:
 class VectorStore(Resource):
     """Base of vector stores.
 
-    Implement ``_add_embedding``, ``_query_embedding``, ``get``, ``delete`` and ``size``
-    (``_update_embedding`` defaults to an upsert through ``_add_embedding``); a subclass
-    missing one cannot be instantiated (Python's ``TypeError`` naming what is missing).
+    Implement ``_add_embedding``, ``_query_embedding``, ``get`` and ``delete``
+    (``_update_embedding`` defaults to an upsert through ``_add_embedding``, ``size`` to
+    counting what ``get`` returns); a subclass missing one cannot be instantiated (Python's
+    ``TypeError`` naming what is missing). ``_add_embedding`` and ``_update_embedding`` are
+    called with keywords (``documents=``, ``collection_name=``), as Apache Flink Agents
+    calls them.
 
     Attributes:
         embedding_model: name of an ``EMBEDDING_MODEL`` setup (``None``: callers always pass
@@ -254,7 +257,8 @@ class VectorStore(Resource):
         docs = self._ensure_embeddings(_as_list(documents))
         if not docs:
             return []
-        return self._add_embedding(docs, collection_name, **{**self.store_kwargs, **kwargs})
+        return self._add_embedding(documents=docs, collection_name=collection_name,
+                                   **{**self.store_kwargs, **kwargs})
 
     def update(self, documents: Document | Sequence[Document],
                collection_name: str | None = None, **kwargs: Any) -> None:
@@ -270,7 +274,8 @@ class VectorStore(Resource):
         for i, d in enumerate(docs):
             if d.id is None:
                 raise VectorStoreError(f"update: document {i} has no id")
-        self._update_embedding(self._ensure_embeddings(docs), collection_name,
+        self._update_embedding(documents=self._ensure_embeddings(docs),
+                               collection_name=collection_name,
                                **{**self.store_kwargs, **kwargs})
 
     def query(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
@@ -309,9 +314,13 @@ class VectorStore(Resource):
                filters: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """Delete documents by id or filter (both ``None``: every document of the collection)."""
 
-    @abstractmethod
     def size(self, collection_name: str | None = None) -> int:
-        """How many documents the collection holds (0 for a missing one)."""
+        """How many documents the collection holds (0 for a missing one).
+
+        By default, by reading them all through ``get``: a store that can count cheaply
+        overrides it (Apache Flink Agents' stores need not define it).
+        """  # noqa: DOC201
+        return len(self.get(None, collection_name, None, None))
 
     def get_or_create_collection(self, name: str,
                                  metadata: dict[str, Any] | None = None) -> Collection:
@@ -351,7 +360,7 @@ class VectorStore(Resource):
 
     def _update_embedding(self, documents: list[Document], collection_name: str | None,
                           **kwargs: Any) -> None:
-        self._add_embedding(documents, collection_name, **kwargs)
+        self._add_embedding(documents=documents, collection_name=collection_name, **kwargs)
 
     @abstractmethod
     def _query_embedding(self, embedding: list[float], limit: int, collection_name: str | None,
@@ -386,6 +395,7 @@ class ContextRetrievalRequestEvent(Event):
     """
 
     EVENT_TYPE: ClassVar[str] = "ContextRetrievalRequestEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("query", "vector_store", "max_results")
     query: str
     vector_store: str
     max_results: int = Field(default=3, ge=0)
@@ -406,6 +416,7 @@ class ContextRetrievalResponseEvent(Event):
     """
 
     EVENT_TYPE: ClassVar[str] = "ContextRetrievalResponseEvent"
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("request_id", "query", "documents")
     request_id: str
     query: str = ""
     documents: list[Document] = Field(default_factory=list)

@@ -14,6 +14,7 @@ from ._events import (
     event_class_for,
     event_class_tag,
     event_from_json,
+    event_to_send,
     json_schema_of,
 )
 from ._flow import collect_rate_limits
@@ -55,6 +56,7 @@ __all__ = [
     "event_class_for",
     "event_class_tag",
     "event_from_json",
+    "event_to_send",
     "has_known_secret",
     "import_qualified",
     "resource_type_argument",

@@ -108,6 +108,14 @@ class _Environment:
     get_configuration = get_config
     """Flink Agents' other name of ``get_config``."""
 
+    @property
+    def resources(self) -> dict[ResourceType, dict[str, Any]]:
+        """The resources given so far, by type and name (Flink Agents' read-only view)."""
+        found: dict[ResourceType, dict[str, Any]] = {t: {} for t in ResourceType}
+        for rtype, name, value in self._resources:
+            found[rtype][name] = value
+        return found
+
     def add_resource(self, name: str, resource_type: ResourceType | Any,
                      instance: Any = None) -> _Environment:
         """Give a resource to every agent applied afterwards.

@@ -79,17 +79,28 @@ class Tool:
     """Flink Agents' ``Tool``; here only its constructor from a function."""
 
     @staticmethod
-    def from_callable(fn: Callable[..., Any]) -> FunctionTool:
-        """A ``FunctionTool`` of ``fn``.
+    def from_callable(func: Callable[..., Any], *,
+                      injected_args: dict[str, Any] | None = None) -> FunctionTool:
+        """A ``FunctionTool`` of ``func``.
 
         Args:
-            fn: the function; its signature and docstring (Google or NumPy style) give the
+            func: the function; its signature and docstring (Google or NumPy style) give the
                 schema.
+            injected_args: Flink Agents' arguments filled by the runtime instead of the
+                model: not offered (``None`` or empty only).
 
         Returns:
             The tool.
+
+        Raises:
+            NotImplementedError: for ``injected_args``.
         """
-        return FunctionTool.from_function(fn)
+        if injected_args:
+            raise NotImplementedError(
+                "Tool.from_callable(injected_args=...) (Flink Agents' injected tool "
+                "arguments) is not offered: bind the values with functools.partial or a "
+                "closure and leave them out of the tool's parameters")
+        return FunctionTool.from_function(func)
 
 
 class RunState(str, Enum):

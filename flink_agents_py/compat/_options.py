@@ -35,11 +35,26 @@ __all__ = ["ConfigOption", "Configuration", "AgentExecutionOptions", "AgentConfi
 
 @dataclass(frozen=True)
 class ConfigOption:
-    """One configuration option: its ``key`` and ``default`` (and Flink Agents' type)."""
+    """One configuration option: its ``key``, type and ``default``.
+
+    In Flink Agents' order: ``ConfigOption("my.key", int, 5)``.
+    """
 
     key: str
-    default: Any = None
     config_type: Any = None
+    default: Any = None
+
+    def get_key(self) -> str:
+        """The option's key (Flink Agents' accessor)."""
+        return self.key
+
+    def get_type(self) -> Any:
+        """The option's value type (Flink Agents' accessor)."""
+        return self.config_type
+
+    def get_default_value(self) -> Any:
+        """The option's default (Flink Agents' accessor)."""
+        return self.default
 
 
 class ErrorHandlingStrategy(Enum):
@@ -59,39 +74,39 @@ class LongTermMemoryBackend(Enum):
 class AgentExecutionOptions:
     """Flink Agents' execution options (see the module docstring for what each does here)."""
 
-    NUM_ASYNC_THREADS = ConfigOption("num-async-threads", 32, int)
+    NUM_ASYNC_THREADS = ConfigOption("num-async-threads", int, 32)
     """The most I/O calls (model, tool) running at once: our ``max_in_flight``."""
-    ERROR_HANDLING_STRATEGY = ConfigOption("error-handling-strategy", ErrorHandlingStrategy.FAIL,
-                                           ErrorHandlingStrategy)
+    ERROR_HANDLING_STRATEGY = ConfigOption("error-handling-strategy", ErrorHandlingStrategy,
+                                           ErrorHandlingStrategy.FAIL)
     """The default ``error_policy`` of the chat model setups."""
-    MAX_RETRIES = ConfigOption("max-retries", 3, int)
+    MAX_RETRIES = ConfigOption("max-retries", int, 3)
     """Retries of a model call under ``RETRY`` (``retry_max_attempts`` is this plus one)."""
-    RETRY_WAIT_INTERVAL = ConfigOption("retry-wait-interval", 1, int)
-    CHAT_ASYNC = ConfigOption("chat.async", True, bool)
-    TOOL_CALL_ASYNC = ConfigOption("tool-call.async", True, bool)
-    RAG_ASYNC = ConfigOption("rag.async", True, bool)
-    SHORT_TERM_MEMORY_STATE_TTL_MS = ConfigOption("short-term-memory.state-ttl.ms", 0, int)
+    RETRY_WAIT_INTERVAL = ConfigOption("retry-wait-interval", int, 1)
+    CHAT_ASYNC = ConfigOption("chat.async", bool, True)
+    TOOL_CALL_ASYNC = ConfigOption("tool-call.async", bool, True)
+    RAG_ASYNC = ConfigOption("rag.async", bool, True)
+    SHORT_TERM_MEMORY_STATE_TTL_MS = ConfigOption("short-term-memory.state-ttl.ms", int, 0)
 
 
 class AgentConfigOptions:
     """Flink Agents' core options (its logging and action-state machinery: no effect here)."""
 
-    JOB_IDENTIFIER = ConfigOption("job-identifier", None, str)
-    BASE_LOG_DIR = ConfigOption("baseLogDir", None, str)
-    EVENT_LOGGER_TYPE = ConfigOption("eventLoggerType", "slf4j", str)
-    PRETTY_PRINT = ConfigOption("prettyPrint", False, bool)
-    ACTION_STATE_STORE_BACKEND = ConfigOption("actionStateStoreBackend", None, str)
-    KAFKA_BOOTSTRAP_SERVERS = ConfigOption("kafkaBootstrapServers", "localhost:9092", str)
-    KAFKA_ACTION_STATE_TOPIC = ConfigOption("kafkaActionStateTopic", None, str)
+    JOB_IDENTIFIER = ConfigOption("job-identifier", str, None)
+    BASE_LOG_DIR = ConfigOption("baseLogDir", str, None)
+    EVENT_LOGGER_TYPE = ConfigOption("eventLoggerType", str, "slf4j")
+    PRETTY_PRINT = ConfigOption("prettyPrint", bool, False)
+    ACTION_STATE_STORE_BACKEND = ConfigOption("actionStateStoreBackend", str, None)
+    KAFKA_BOOTSTRAP_SERVERS = ConfigOption("kafkaBootstrapServers", str, "localhost:9092")
+    KAFKA_ACTION_STATE_TOPIC = ConfigOption("kafkaActionStateTopic", str, None)
 
 
 class _Mem0:
     """Flink Agents' Mem0 long-term memory options; the store is ours (the rest: no effect)."""
 
-    VECTOR_STORE = ConfigOption(_OurLongTermMemoryOptions.VECTOR_STORE, None, str)
-    CHAT_MODEL_SETUP = ConfigOption("long-term-memory.mem0.chat-model-setup", None, str)
-    EMBEDDING_MODEL_SETUP = ConfigOption("long-term-memory.mem0.embedding-model-setup", None,
-                                         str)
+    VECTOR_STORE = ConfigOption(_OurLongTermMemoryOptions.VECTOR_STORE, str, None)
+    CHAT_MODEL_SETUP = ConfigOption("long-term-memory.mem0.chat-model-setup", str, None)
+    EMBEDDING_MODEL_SETUP = ConfigOption("long-term-memory.mem0.embedding-model-setup", str,
+                                         None)
 
 
 class LongTermMemoryOptions(_OurLongTermMemoryOptions):
@@ -104,9 +119,9 @@ class LongTermMemoryOptions(_OurLongTermMemoryOptions):
     """
 
     Mem0 = _Mem0
-    BACKEND = ConfigOption("long-term-memory.backend", None, LongTermMemoryBackend)
-    EXTERNAL_VECTOR_STORE_NAME = ConfigOption(_OurLongTermMemoryOptions.VECTOR_STORE, None, str)
-    ASYNC_COMPACTION = ConfigOption("long-term-memory.async-compaction", False, bool)
+    BACKEND = ConfigOption("long-term-memory.backend", LongTermMemoryBackend, None)
+    EXTERNAL_VECTOR_STORE_NAME = ConfigOption(_OurLongTermMemoryOptions.VECTOR_STORE, str, None)
+    ASYNC_COMPACTION = ConfigOption("long-term-memory.async-compaction", bool, False)
 
 
 HOST_KEYS = frozenset({AgentExecutionOptions.NUM_ASYNC_THREADS.key})

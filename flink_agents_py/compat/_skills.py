@@ -81,4 +81,3 @@ class Agent(_Agent):
     def declared_resources(self) -> list[tuple[ResourceType, str, Any]]:
         """As ``api.Agent.declared_resources``, with the skill tools of setups naming skills."""
         return _with_skill_tools(super().declared_resources())
-

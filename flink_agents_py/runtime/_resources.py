@@ -11,7 +11,7 @@ from ..api import (
     ResourceNotFoundError,
     ResourceType,
 )
-from ..api.internal import import_qualified, register_resource_secrets
+from ..api.internal import agent_metric_group, import_qualified, register_resource_secrets
 from ..plan import AgentPlan, ResourcePlan
 
 __all__ = ["ResourceEnvironment", "check_resources", "warm_up"]
@@ -67,9 +67,7 @@ class ResourceEnvironment:
                 )
             res = self._checked.pop(k, None)
             if res is None:
-                res = rp.build()
-                res.bind(self.get, name)
-                register_resource_secrets(res)
+                res = self._built_new(rp, name)
             try:
                 res.open()
             except BaseException:
@@ -77,6 +75,14 @@ class ResourceEnvironment:
                 raise
             self._built[k] = res
             return res
+
+    def _built_new(self, rp: ResourcePlan, name: str) -> Resource:
+        res = rp.build()
+        res.bind(self.get, name)
+        res.set_metric_group(agent_metric_group(self._plan.agent).get_sub_group("resource")
+                             .get_sub_group(name))
+        register_resource_secrets(res)
+        return res
 
     def check(self) -> None:
         """Run ``Resource.check`` of every declared resource whose class overrides it.
@@ -96,9 +102,7 @@ class ResourceEnvironment:
                 with self._lock:
                     res = self._built.get(k) or self._checked.get(k)
                     if res is None:
-                        res = rp.build()
-                        res.bind(self.get, name)
-                        register_resource_secrets(res)
+                        res = self._built_new(rp, name)
                         self._checked[k] = res
                 res.check()
 

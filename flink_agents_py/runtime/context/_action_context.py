@@ -26,7 +26,7 @@ from ...api import (
     RunnerContext,
     SubagentFuture,
 )
-from ...api.internal import agent_metric_group, resource_type_argument
+from ...api.internal import agent_metric_group, event_to_send, resource_type_argument
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
@@ -87,11 +87,13 @@ class ActionContext(RunnerContext):
         """Configuration of the running action (from the plan), a copy."""
         return self._execution.action_config
 
-    def send_event(self, event: Event) -> Event:
+    def send_event(self, event: Event | None = None, *, identifier: str | None = None,
+                   **attributes: Any) -> Event:
         """See ``RunnerContext.send_event``."""
-        return self._execution.send_event(event)
+        return self._execution.send_event(event_to_send(event, identifier, attributes))
 
-    def get_resource(self, name: str, resource_type: ResourceType | None = None, *,
+    def get_resource(self, name: str, resource_type: ResourceType | None = None,
+                     metric_group: MetricGroup | None = None, *,
                      type: ResourceType | None = None) -> Resource:  # noqa: A002 - theirs
         """See ``RunnerContext.get_resource``."""
         return self._execution.get_resource(name, resource_type_argument(resource_type, type))
