@@ -46,7 +46,7 @@ from ..api import (
     WaitTimeoutError,
 )
 from ._budgets import budgeted_call, merged_spend, spend_key, stored_spend
-from ._failures import failure_text
+from ._failures import clip, failure_text
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
@@ -129,7 +129,8 @@ def _schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
             path += f"[{part}]" if isinstance(part, int) else f".{part}"
         return path
 
-    shown = "; ".join(f"at {where(e)}: {e.message}" for e in errors[:3])
+    # a validator's message quotes the value (a model's huge answer): each is cut
+    shown = "; ".join(f"at {clip(where(e), 200)}: {clip(e.message, 300)}" for e in errors[:3])
     more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
     return f"the answer does not follow the schema: {shown}{more}"
 
@@ -150,7 +151,7 @@ def _structured(response: ChatResponse, schema: dict[str, Any]) -> tuple[ChatRes
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError as e:
-            return response, f"the answer is not JSON ({e})"
+            return response, f"the answer is not JSON ({clip(str(e), 300)})"
     problem = _schema_problem(value, schema)
     if problem is not None:
         return response, problem
@@ -194,7 +195,8 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                 prompt_args = given if isinstance(given, dict) else None
             messages = setup.build_messages(event.messages, prompt_args)
         except Exception as e:  # noqa: BLE001 - a bad request fails the chat, not the job
-            ctx.send_event(ChatResponseEvent(request_id=chat_id, error=f"{type(e).__name__}: {e}",
+            ctx.send_event(ChatResponseEvent(request_id=chat_id,
+                                             error=clip(f"{type(e).__name__}: {e}"),
                                              traceback=failure_text(e)))
             return
         chat: dict[str, Any] = {
@@ -262,7 +264,8 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     def fail(error: str, traceback: str | None = None) -> None:
         if stored:
             mem.delete(f"{_CHATS}.{chat_id}")
-        ctx.send_event(ChatResponseEvent(request_id=chat_id, error=error, traceback=traceback))
+        ctx.send_event(ChatResponseEvent(request_id=chat_id, error=clip(error),
+                                         traceback=traceback))
 
     while True:
         messages = first if first is not None else [
@@ -286,7 +289,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                 mem.delete(f"{_CHATS}.{chat_id}")
             ctx.send_event(ChatResponseEvent(request_id=chat_id, response=ChatResponse(
                 message=ChatMessage(role=MessageRole.ASSISTANT, content=""),
-                metadata={"error_policy": "ignore", "ignored_error": _describe(e)})))
+                metadata={"error_policy": "ignore", "ignored_error": clip(_describe(e))})))
             return
         spent = response.metadata.get("budget")
         if setup.budget is not None and isinstance(spent, dict):  # counted as the action ends
@@ -344,12 +347,12 @@ async def _run_tool(tool: FunctionTool, call: ToolCall) -> ToolResult:
         content = to_plain_json(value, f"result of tool {call.name!r} (call {call.id})")
     except Exception as e:  # noqa: BLE001 - the model is told, so it can correct the call
         return ToolResult(call_id=call.id, name=call.name, ok=False,
-                          error=f"{type(e).__name__}: {e}", traceback=failure_text(e))
+                          error=clip(f"{type(e).__name__}: {e}"), traceback=failure_text(e))
     return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
 
 
 def _refused(call: ToolCall, reason: str, traceback: str | None = None) -> ToolResult:
-    return ToolResult(call_id=call.id, name=call.name, ok=False, error=reason,
+    return ToolResult(call_id=call.id, name=call.name, ok=False, error=clip(reason),
                       traceback=traceback)
 
 
