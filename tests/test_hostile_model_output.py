@@ -5,11 +5,16 @@
   validator's message repeats the whole value).
 - A tool raising an exception with a huge message: the tool message the model reads (and the
   recorded tool result) carries the message cut, saying so.
+- A model asking for thousands of tool calls in one message: none runs; the chat ends with
+  an error naming ``max_tool_calls`` and the count; other keys go on.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import pytest
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
@@ -27,7 +32,9 @@ from flink_agents_py.api import (
     register_secret,
 )
 from flink_agents_py.testing import (
+    CallCounter,
     ScriptedRequest,
+    check_replay_safety,
     model_from_function,
     tool_call,
     tool_calls,
@@ -134,3 +141,75 @@ def test_a_secret_across_the_cut_of_a_huge_tool_message_is_masked_whole(monkeypa
     told = seen[1].tool_results[0].content
     assert "[REDACTED]" in told and "characters cut" in told
     assert "Q7Q7Q7" not in told
+
+
+def test_thousands_of_tool_calls_in_one_message_run_none_and_fail_the_chat_by_name():
+    counter = CallCounter()
+
+    def echo(x: int = 0) -> int:
+        """Echo.
+
+        Args:
+            x: a number.
+        """
+        counter.count("echo")
+        return x
+
+    def fn(req: ScriptedRequest) -> Any:
+        if req.last_user_text == "fine":
+            return "ok" if req.tool_results else tool_calls(tool_call("echo", "c1", x=1))
+        return tool_calls(*[tool_call("echo", f"c{i}", x=i) for i in range(5_000)])
+
+    res = _run(_agent(fn, {"echo": echo}), [{"key": "a", "q": "storm"}, {"key": "b", "q": "fine"}])
+    assert res.errors == []
+    got = _by_key(res)
+    assert "max_tool_calls=64" in got["a"]["error"] and "5000 tool calls" in got["a"]["error"]
+    assert got["b"]["content"] == "ok"
+    assert counter["echo"] == 1  # key b's one call; none of the 5,000
+
+
+def test_max_tool_calls_is_the_setups_and_at_most_that_many_run():
+    def echo(x: int = 0) -> int:
+        """Echo.
+
+        Args:
+            x: a number.
+        """
+        return x
+
+    def fn(req: ScriptedRequest) -> Any:
+        if req.tool_results:
+            return json.dumps([m.content for m in req.tool_results])
+        n = int(req.last_user_text)
+        return tool_calls(*[tool_call("echo", f"c{i}", x=i) for i in range(n)])
+
+    res = _run(_agent(fn, {"echo": echo}, max_tool_calls=3),
+               [{"key": "a", "q": "3"}, {"key": "b", "q": "4"}])
+    got = _by_key(res)
+    assert json.loads(got["a"]["content"]) == ["0", "1", "2"]
+    assert "max_tool_calls=3" in got["b"]["error"]
+    with pytest.raises(ValueError, match="max_tool_calls"):
+        ChatModelSetup(connection="c", max_tool_calls=0)
+
+
+def _storm(req: ScriptedRequest) -> Any:
+    if req.tool_results:
+        return "ok"
+    n = 2 if req.last_user_text == "two" else 3
+    return tool_calls(*[tool_call("_twice", f"c{i}", x=i) for i in range(n)])
+
+
+def _twice(x: int = 0) -> int:
+    """Double.
+
+    Args:
+        x: a number.
+    """
+    return 2 * x
+
+
+def test_a_refused_tool_storm_replays_the_same_after_a_crash_at_any_point():
+    agent = _agent(_storm, {"_twice": _twice}, max_tool_calls=2)
+    report = check_replay_safety(agent, [{"key": "a", "q": "three"}, {"key": "b", "q": "two"}],
+                                 other_process=False)
+    report.assert_ok()

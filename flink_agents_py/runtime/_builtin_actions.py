@@ -298,6 +298,12 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         chat["retries"] = chat.get("retries", 0) + int(response.metadata.get("retries", 0) or 0)
         problem: str | None = None
         try:
+            asked = len(response.message.tool_calls)
+            if asked > setup.max_tool_calls:  # before any work per call
+                raise RuntimeError(
+                    f"chat {chat_id}: the model asked for {asked} tool calls in one message, "
+                    f"more than max_tool_calls={setup.max_tool_calls} of chat model "
+                    f"{chat['model']!r}; none was run")
             response = _with_call_ids(response, chat_id, chat["rounds"])
             calls = response.message.tool_calls
             if calls and chat["rounds"] >= setup.max_tool_rounds:
