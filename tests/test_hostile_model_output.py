@@ -7,6 +7,8 @@
   recorded tool result) carries the message cut, saying so.
 - A model asking for thousands of tool calls in one message: none runs; the chat ends with
   an error naming ``max_tool_calls`` and the count; other keys go on.
+- An agent offering itself as an internal sub-agent (a cycle) is a plan error naming the
+  cycle, not a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -23,14 +25,17 @@ from flink_agents_py.api import (
     ChatModelSetup,
     ChatResponseError,
     InputEvent,
+    InternalSubagent,
     MessageRole,
     OutputEvent,
+    PlanError,
     ResourceDescriptor,
     ResourceType,
     RunnerContext,
     action,
     register_secret,
 )
+from flink_agents_py.plan import AgentPlan
 from flink_agents_py.testing import (
     CallCounter,
     ScriptedRequest,
@@ -213,3 +218,28 @@ def test_a_refused_tool_storm_replays_the_same_after_a_crash_at_any_point():
     report = check_replay_safety(agent, [{"key": "a", "q": "three"}, {"key": "b", "q": "two"}],
                                  other_process=False)
     report.assert_ok()
+
+
+def _self_model(req: ScriptedRequest) -> Any:
+    return tool_calls(tool_call("_subagent_self", "c1", q="deeper"))
+
+
+class Recursive(Asker):
+    """An agent whose chat model offers the agent itself as a sub-agent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                          model_from_function(_self_model))
+        self.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
+            ChatModelSetup, connection="conn", subagents=["self"]))
+        self.add_resource("self", ResourceType.AGENT, ResourceDescriptor(
+            InternalSubagent, agent=f"{__name__}:Recursive", description="me",
+            input_schema=json.dumps({"type": "object", "properties": {"q": {"type": "string"}}})))
+
+
+def test_an_agent_that_is_its_own_sub_agent_is_a_plan_error_naming_the_cycle():
+    with pytest.raises(PlanError) as e:
+        AgentPlan.from_agent(Recursive())
+    text = str(e.value)
+    assert "'self'" in text and "Recursive" in text and "cycle" in text
