@@ -212,10 +212,11 @@ class McpServer(FreshOnUnpickle, Resource):
 
     def _listing(self, conn: Connection, timeout: float
                  ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-        tools = conn.call(lambda s: list_all(s, "list_tools", "tools"), timeout)
+        tools = conn.call(lambda s: list_all(s, "list_tools", "tools", self.where), timeout)
         prompts: list[dict[str, Any]] = []
         if (conn.init.get("capabilities") or {}).get("prompts") is not None:
-            prompts = conn.call(lambda s: list_all(s, "list_prompts", "prompts"), timeout)
+            prompts = conn.call(lambda s: list_all(s, "list_prompts", "prompts", self.where),
+                                timeout)
         return {t["name"]: t for t in tools}, {p["name"]: p for p in prompts}
 
     def open(self) -> None:

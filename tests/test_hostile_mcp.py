@@ -1,0 +1,51 @@
+"""Hostile MCP servers: a listing that never ends, ... bounded, with errors naming the server.
+
+The servers are ``support/hostile_mcp_server.py`` (written on the JSON-RPC wire, so they can
+answer what an SDK server never would), run as stdio subprocesses by the resource itself.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flink_agents_py.api import ResourceError
+from flink_agents_py.integrations.mcp import McpServer
+
+pytest.importorskip("mcp")
+pytestmark = pytest.mark.timeout(300)
+
+SERVER = str(Path(__file__).resolve().parent / "support" / "hostile_mcp_server.py")
+
+
+def _server(mode: str, **kw: object) -> McpServer:
+    server = McpServer(command=[sys.executable, SERVER, mode], connect_timeout_s=60,
+                       timeout_s=60, **kw)
+    server.bind(lambda name, rtype: None, "hostile")  # type: ignore[arg-type,return-value]
+    return server
+
+
+@pytest.mark.parametrize("mode", ["pager", "pager-new"])
+def test_a_tool_listing_whose_pages_never_end_is_refused_by_name_not_timed_out(mode):
+    server = _server(mode)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ResourceError) as e:
+            server.open()
+    finally:
+        server.close()
+    assert time.monotonic() - started < 40  # long before timeout_s
+    text = str(e.value)
+    assert "'hostile'" in text and "tools/list" in text and "never end" in text
+    assert "did not answer" not in text
+
+
+def test_a_long_listing_that_ends_is_listed_whole():
+    server = _server("many-pages")
+    try:
+        assert len(server.list_tools()) == 300
+    finally:
+        server.close()
