@@ -243,3 +243,37 @@ def test_an_agent_that_is_its_own_sub_agent_is_a_plan_error_naming_the_cycle():
         AgentPlan.from_agent(Recursive())
     text = str(e.value)
     assert "'self'" in text and "Recursive" in text and "cycle" in text
+
+
+def _flood(n: int = 0) -> str:
+    """Return ``n`` characters.
+
+    Args:
+        n: how many.
+    """
+    return "F" * n + "END"
+
+
+def test_a_huge_tool_result_reaches_the_model_cut_saying_so_and_the_bound_is_the_setups():
+    seen: list[ScriptedRequest] = []
+
+    def fn(req: ScriptedRequest) -> Any:
+        seen.append(req)
+        if req.tool_results:
+            return "done"
+        return tool_calls(tool_call("_flood", "c1", n=int(req.last_user_text)))
+
+    res = _run(_agent(fn, {"_flood": _flood}), [{"key": "a", "q": "5000000"}])
+    assert res.errors == [] and _by_key(res)["a"]["content"] == "done"
+    told = seen[1].tool_results[0].content
+    assert len(told) < 1_001_000 and told.startswith('"FFFF') and told.endswith('FFEND"')
+    assert "of 5,000,005 characters cut" in told
+
+    seen.clear()
+    res = _run(_agent(fn, {"_flood": _flood}, max_tool_result_chars=None),
+               [{"key": "a", "q": "200000"}])
+    assert len(seen[1].tool_results[0].content) == 200_005  # no bound: the whole result
+    seen.clear()
+    res = _run(_agent(fn, {"_flood": _flood}, max_tool_result_chars=50),
+               [{"key": "a", "q": "100"}])
+    assert "[... 55 of 105 characters cut ...]" in seen[1].tool_results[0].content

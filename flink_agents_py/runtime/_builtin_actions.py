@@ -216,8 +216,13 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             return  # a tool response of a chat this action does not drive
         mem.delete(f"{_BY_TOOL_REQUEST}.{event.request_id}")
         chat = mem.get(f"{_CHATS}.{chat_id}")
+        model = ctx.get_resource(chat["model"], ResourceType.CHAT_MODEL)
+        found = model if isinstance(model, ChatModelSetup) else None
+        limit = found.max_tool_result_chars if found is not None else None
         for call_id, result in event.responses.items():
             content = json_text(result.content) if result.ok else f"Error: {result.error}"
+            if limit is not None:  # what a tool or a server returned: any size
+                content = clip(content, limit)
             chat["messages"].append(ChatMessage(
                 role=MessageRole.TOOL, content=content, tool_call_id=call_id, name=result.name
             ).model_dump(mode="json"))
