@@ -23,6 +23,7 @@ import traceback
 from typing import Any
 
 from ..api import UsageError, mask_secrets
+from ._terminal import log_text
 
 __all__ = ["FailureLog", "FailureMessage", "MESSAGE_MAX_CHARS", "OriginalFailure",
            "TRACEBACK_MAX_CHARS", "TRACEBACK_MAX_FRAMES", "clip", "failure_text",
@@ -297,6 +298,7 @@ class FailureLog:
         place = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
         kind = (action, type(error).__name__, place)
         execution_id = shown_execution_id(execution_id)
+        message, text = log_text(message), log_text(text)  # may quote a record or a model
         if kind not in self._seen and len(self._seen) < self.distinct:
             self._seen.add(kind)
             self.logger.warning("action %s failed for key %r: %s: %s\n%s", execution_id, key,
