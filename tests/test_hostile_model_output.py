@@ -277,3 +277,44 @@ def test_a_huge_tool_result_reaches_the_model_cut_saying_so_and_the_bound_is_the
     res = _run(_agent(fn, {"_flood": _flood}, max_tool_result_chars=50),
                [{"key": "a", "q": "100"}])
     assert "[... 55 of 105 characters cut ...]" in seen[1].tool_results[0].content
+
+
+@pytest.mark.parametrize(("raw", "kind"), [("[1, 2]", "a list"), ("5", "an int"),
+                                           ('"x"', "a str"), ("null", "null")])
+def test_tool_call_arguments_that_are_not_a_json_object_fail_the_chat_by_name(
+        monkeypatch, raw, kind):
+    pytest.importorskip("openai")
+    from support.providers import WireServer, openai_reply
+
+    from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+    monkeypatch.setenv("FAP_TEST_OPENAI_KEY", "sk-test-key-123456")
+    counter = CallCounter()
+
+    def echo(x: int = 0) -> int:
+        """Echo.
+
+        Args:
+            x: a number.
+        """
+        counter.count("echo")
+        return x
+
+    def answer(req: dict) -> tuple[int, Any]:
+        body = openai_reply(None, [("c1", "echo", {})])
+        body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = raw
+        return 200, body
+
+    with WireServer(answer) as srv:
+        agent = Asker()
+        agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
+            OpenAIChatModel, base_url=f"{srv.url}/v1", api_key_env="FAP_TEST_OPENAI_KEY",
+            default_model="gpt-test"))
+        agent.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
+            ChatModelSetup, connection="conn", tools=["echo"]))
+        agent.add_resource("echo", ResourceType.TOOL, echo)
+        res = _run(agent, [{"key": "a", "q": "go"}])
+    assert res.errors == []
+    error = _by_key(res)["a"]["error"]
+    assert f"tool call 0 ('echo') has arguments that are not a JSON object but {kind}" in error
+    assert counter.total == 0
