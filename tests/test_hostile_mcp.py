@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from flink_agents_py.api import ResourceError
-from flink_agents_py.integrations.mcp import McpServer
+from flink_agents_py.integrations.mcp import McpServer, McpToolError
 
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.timeout(300)
@@ -47,5 +47,26 @@ def test_a_long_listing_that_ends_is_listed_whole():
     server = _server("many-pages")
     try:
         assert len(server.list_tools()) == 300
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("mode", ["huge", "huge-image"])
+def test_a_tool_result_over_the_servers_bound_is_a_named_tool_error(mode):
+    server = _server(mode, max_result_chars=1_000_000)
+    try:
+        with pytest.raises(McpToolError) as e:
+            server.call_tool("probe", {"x": "a"})
+    finally:
+        server.close()
+    text = str(e.value)
+    assert "'probe'" in text and "'hostile'" in text and "max_result_chars=1,000,000" in text
+    assert len(text) < 1_000
+
+
+def test_a_tool_result_under_the_bound_is_the_tools_value():
+    server = _server("huge")
+    try:
+        assert server.call_tool("probe", {}) == "B" * 3_000_000  # default bound: 10,000,000
     finally:
         server.close()

@@ -9,7 +9,8 @@ It answers ``initialize`` (tools capability) and then, by mode:
 - ``many-pages``: 30 pages of 10 tools, then the end (a long listing that ends);
 - ``ok``: one tool, ``probe``, whose call answers ``ok``.
 
-Each ``tools/call`` of ``probe`` answers by mode too (see ``_call``).
+Each ``tools/call`` of ``probe`` answers by mode too: ``huge`` with 3 MB of text,
+``huge-image`` with a 3 MB image, others ``ok`` and the arguments.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ def _page(mode: str, cursor: str | None) -> dict:
 
 
 def _call(mode: str, params: dict) -> dict:
+    if mode == "huge":
+        return {"content": [{"type": "text", "text": "B" * 3_000_000}]}
+    if mode == "huge-image":
+        return {"content": [{"type": "image", "data": "A" * 3_000_000, "mimeType": "image/png"}]}
     return {"content": [{"type": "text", "text": "ok " + json.dumps(params.get("arguments"))}]}
 
 

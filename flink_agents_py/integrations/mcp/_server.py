@@ -50,6 +50,26 @@ class McpToolError(AgentsError):
     """An MCP tool answered with ``isError`` (the message is the tool's own text)."""
 
 
+def _bounded(result: Any, tool: str, server: McpServer) -> Any:
+    """``result`` of ``tool``, when its JSON form is at most ``max_result_chars`` long.
+
+    Returns:
+        The result.
+
+    Raises:
+        McpToolError: naming the tool, the server and the bound, when it is longer (the
+            model reads it; the result is not recorded).
+    """
+    limit = server.max_result_chars
+    if limit is None:
+        return result
+    size = len(orjson.dumps(wire(result)))
+    if size > limit:
+        raise McpToolError(f"MCP tool {tool[:100]!r} of {server.where} returned {size:,} "
+                           f"characters, more than max_result_chars={limit:,}")
+    return result
+
+
 def _tool_value(result: Any, output_schema: dict[str, Any] | None = None) -> Any:
     """A ``tools/call`` result as the tool's return value for the model.
 
@@ -134,6 +154,10 @@ class McpServer(FreshOnUnpickle, Resource):
         plan_timeout_s: the most that listing may take.
         register_tools: register advertised tools as ``TOOL`` resources at plan build.
         register_prompts: register advertised prompts as ``PROMPT`` resources at plan build.
+        max_result_chars: the longest result (its JSON form) a tool call may return: a
+            longer one is a failed tool call naming the bound (an ``McpToolError`` the model
+            reads), so a server cannot fill keyed state and checkpoints with what it returns
+            (``None``: no bound).
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.MCP_SERVER
@@ -151,6 +175,7 @@ class McpServer(FreshOnUnpickle, Resource):
     plan_timeout_s: float = Field(default=30.0, gt=0)
     register_tools: bool = True
     register_prompts: bool = True
+    max_result_chars: int | None = Field(default=10_000_000, gt=0)
 
     _conn: Connection | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -305,7 +330,8 @@ class McpServer(FreshOnUnpickle, Resource):
             The tool's value (see ``_tool_value``).
 
         Raises:
-            McpToolError: when the tool reports an error.
+            McpToolError: when the tool reports an error, or its result is longer than
+                ``max_result_chars``.
             TimeoutError: when it takes longer than ``timeout_s``.
         """
         if self._tools is None:
@@ -317,7 +343,7 @@ class McpServer(FreshOnUnpickle, Resource):
         except asyncio.TimeoutError:
             raise TimeoutError(f"MCP tool {tool!r} of {self.where} did not answer within "
                                f"{self.timeout_s:g} s") from None
-        return _tool_value(result, self._output_schema(tool))
+        return _tool_value(_bounded(result, tool, self), self._output_schema(tool))
 
     def _output_schema(self, tool: str) -> dict[str, Any] | None:
         return ((self._tools or {}).get(tool) or {}).get("outputSchema")
@@ -325,8 +351,8 @@ class McpServer(FreshOnUnpickle, Resource):
     def call_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
         """Blocking form of ``acall_tool``."""
         self._opened()
-        return _tool_value(self._connection().call(
-            lambda s: s.call_tool(tool, arguments), self.timeout_s), self._output_schema(tool))
+        result = self._connection().call(lambda s: s.call_tool(tool, arguments), self.timeout_s)
+        return _tool_value(_bounded(result, tool, self), self._output_schema(tool))
 
     # -- prompts ------------------------------------------------------------------------
     def list_prompts(self) -> list[dict[str, Any]]:
