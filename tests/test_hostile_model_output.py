@@ -318,3 +318,27 @@ def test_tool_call_arguments_that_are_not_a_json_object_fail_the_chat_by_name(
     error = _by_key(res)["a"]["error"]
     assert f"tool call 0 ('echo') has arguments that are not a JSON object but {kind}" in error
     assert counter.total == 0
+
+
+RECURSIVE = {"$defs": {"n": {"anyOf": [{"type": "integer"}, {
+    "type": "object", "properties": {"a": {"$ref": "#/$defs/n"}}}]}}, "$ref": "#/$defs/n"}
+
+
+def _nested(depth: int) -> str:
+    return '{"a": ' * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [65, 900])
+def test_a_structured_answer_nested_too_deep_is_refused_by_name_and_asked_again(depth):
+    def fn(req: ScriptedRequest) -> Any:
+        if req.messages[0].content == "again" and req.last_user_text.startswith("Your answer"):
+            return {"a": {"a": 2}}
+        return _nested(depth)
+
+    res = _run(_agent(fn), [{"key": "a", "q": "again", "schema": RECURSIVE},
+                            {"key": "b", "q": "never", "schema": RECURSIVE}])
+    assert res.errors == []
+    got = _by_key(res)
+    assert json.loads(got["a"].get("content") or "null") == {"a": {"a": 2}}, got["a"]
+    error = got["b"]["error"]
+    assert "StructuredOutputError" in error and "nested deeper than 64 levels" in error

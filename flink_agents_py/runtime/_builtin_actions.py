@@ -135,6 +135,25 @@ def _schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
     return f"the answer does not follow the schema: {shown}{more}"
 
 
+MAX_ANSWER_DEPTH = 64
+"""The deepest a structured answer may nest (objects and arrays) to be checked at all."""
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests objects and arrays more than ``limit`` levels (no recursion)."""
+    level: list[tuple[Any, int]] = [(value, 0)]
+    while level:
+        item, depth = level.pop()
+        children = item.values() if isinstance(item, dict) else item \
+            if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 >= limit:
+                    return True
+                level.append((child, depth + 1))
+    return False
+
+
 def _json_text(text: str) -> str:
     """The answer's text without a Markdown code fence around it, if it has one."""
     stripped = text.strip()
@@ -152,6 +171,8 @@ def _structured(response: ChatResponse, schema: dict[str, Any]) -> tuple[ChatRes
             value = orjson.loads(text)
         except orjson.JSONDecodeError as e:
             return response, f"the answer is not JSON ({clip(str(e), 300)})"
+    if _deeper_than(value, MAX_ANSWER_DEPTH):  # checked deterministically, never to the stack
+        return response, f"the answer is nested deeper than {MAX_ANSWER_DEPTH} levels"
     problem = _schema_problem(value, schema)
     if problem is not None:
         return response, problem
