@@ -58,3 +58,24 @@ def test_a_key_selector_failing_on_hostile_text_logs_it_escaped_and_indented(cap
     assert any("forged line" in line for line in lines)
     assert not [line for line in lines if line.startswith("CRITICAL")]
     assert not [line for line in lines if any(c in line for c in UNSAFE)]
+
+
+class Loud(Agent):
+    """Fails with a message a megabyte long."""
+
+    @action(InputEvent)
+    @staticmethod
+    def go(event: InputEvent, ctx: object) -> None:
+        """Fail loudly."""
+        raise ValueError("E" * 1_000_000 + "THE-END")
+
+
+def test_an_action_failing_with_a_huge_message_logs_it_bounded_and_records_it_whole(caplog):
+    caplog.set_level(logging.DEBUG, logger="flink_agents_py")
+    records = [{"key": k} for k in "ab"]
+    res = AgentsExecutionEnvironment.local().from_list(records).apply(Loud()).run()
+    assert [len(e.message) for e in res.errors] == [1_000_007] * 2  # the error record: whole
+    logged = [r.getMessage() for r in caplog.records if "failed for key" in r.getMessage()]
+    assert len(logged) == 2
+    assert all(len(m) < 20_000 and "characters cut" in m for m in logged), \
+        [len(m) for m in logged]

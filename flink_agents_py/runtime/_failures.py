@@ -291,14 +291,18 @@ class FailureLog:
 
     def action_failed(self, execution_id: str, action: str, key: Any, error: BaseException,
                       message: str, text: str) -> None:
-        """Log one failed action execution (``message`` and ``text`` already redacted)."""
+        """Log one failed action execution (``message`` and ``text`` already redacted).
+
+        The message is cut to ``MESSAGE_MAX_CHARS`` (the error record keeps it whole, and
+        the traceback is bounded already) and both are escaped (``log_text``).
+        """
         tb = error.__traceback__
         while tb is not None and tb.tb_next is not None:
             tb = tb.tb_next
         place = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
         kind = (action, type(error).__name__, place)
         execution_id = shown_execution_id(execution_id)
-        message, text = log_text(message), log_text(text)  # may quote a record or a model
+        message, text = log_text(clip(message)), log_text(text)  # may quote a record, a model
         if kind not in self._seen and len(self._seen) < self.distinct:
             self._seen.add(kind)
             self.logger.warning("action %s failed for key %r: %s: %s\n%s", execution_id, key,
