@@ -342,3 +342,31 @@ def test_a_structured_answer_nested_too_deep_is_refused_by_name_and_asked_again(
     assert json.loads(got["a"].get("content") or "null") == {"a": {"a": 2}}, got["a"]
     error = got["b"]["error"]
     assert "StructuredOutputError" in error and "nested deeper than 64 levels" in error
+
+
+@pytest.mark.parametrize("depth", [65, 700, 5_000])
+def test_tool_call_arguments_nested_too_deep_fail_the_chat_by_name(depth):
+    counter = CallCounter()
+
+    def echo(x: Any = 0) -> Any:
+        """Echo.
+
+        Args:
+            x: anything.
+        """
+        counter.count("echo")
+        return x
+
+    def fn(req: ScriptedRequest) -> Any:
+        if req.tool_results:
+            return "done"
+        x: Any = 1
+        for _ in range(depth - 1):  # the arguments are one level: x one less
+            x = {"a": x}
+        return tool_calls(tool_call("echo", "c1", x=x))
+
+    res = _run(_agent(fn, {"echo": echo}), [{"key": "a", "q": "go"}])
+    assert res.errors == []
+    error = _by_key(res)["a"]["error"]
+    assert "tool call 0 ('echo') has arguments nested deeper than 64 levels" in error, error
+    assert counter.total == 0

@@ -47,6 +47,7 @@ from ..api import (
 )
 from ._budgets import budgeted_call, merged_spend, spend_key, stored_spend
 from ._failures import clip, failure_text
+from ._model_calls import MAX_ANSWER_DEPTH, deeper_than
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
@@ -135,25 +136,6 @@ def _schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
     return f"the answer does not follow the schema: {shown}{more}"
 
 
-MAX_ANSWER_DEPTH = 64
-"""The deepest a structured answer may nest (objects and arrays) to be checked at all."""
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests objects and arrays more than ``limit`` levels (no recursion)."""
-    level: list[tuple[Any, int]] = [(value, 0)]
-    while level:
-        item, depth = level.pop()
-        children = item.values() if isinstance(item, dict) else item \
-            if isinstance(item, list) else ()
-        for child in children:
-            if isinstance(child, (dict, list)):
-                if depth + 1 >= limit:
-                    return True
-                level.append((child, depth + 1))
-    return False
-
-
 def _json_text(text: str) -> str:
     """The answer's text without a Markdown code fence around it, if it has one."""
     stripped = text.strip()
@@ -171,7 +153,7 @@ def _structured(response: ChatResponse, schema: dict[str, Any]) -> tuple[ChatRes
             value = orjson.loads(text)
         except orjson.JSONDecodeError as e:
             return response, f"the answer is not JSON ({clip(str(e), 300)})"
-    if _deeper_than(value, MAX_ANSWER_DEPTH):  # checked deterministically, never to the stack
+    if deeper_than(value, MAX_ANSWER_DEPTH):  # checked deterministically, never to the stack
         return response, f"the answer is nested deeper than {MAX_ANSWER_DEPTH} levels"
     problem = _schema_problem(value, schema)
     if problem is not None:
