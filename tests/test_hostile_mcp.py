@@ -70,3 +70,19 @@ def test_a_tool_result_under_the_bound_is_the_tools_value():
         assert server.call_tool("probe", {}) == "B" * 3_000_000  # default bound: 10,000,000
     finally:
         server.close()
+
+
+@pytest.mark.parametrize(("mode", "said"), [
+    ("bad-schema", "answered tools/list with something that is not MCP"),
+    ("list-error", "answered tools/list with an error"),
+])
+def test_a_server_answering_its_listing_wrongly_is_named_so_not_unreachable(mode, said):
+    server = _server(mode)
+    try:
+        with pytest.raises(ResourceError) as e:
+            server.open()
+    finally:
+        server.close()
+    text = str(e.value)
+    assert "'hostile'" in text and said in text and "cannot be reached" not in text
+    assert len(text) < 5_000

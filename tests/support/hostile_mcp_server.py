@@ -7,6 +7,8 @@ It answers ``initialize`` (tools capability) and then, by mode:
   never end;
 - ``pager-new``: every page holds one tool and a new ``nextCursor``: its pages never end;
 - ``many-pages``: 30 pages of 10 tools, then the end (a long listing that ends);
+- ``bad-schema``: one tool whose input schema's ``properties`` is a number;
+- ``list-error``: ``tools/list`` answers a JSON-RPC error with a 100 KB message;
 - ``ok``: one tool, ``probe``, whose call answers ``ok``.
 
 Each ``tools/call`` of ``probe`` answers by mode too: ``huge`` with 3 MB of text,
@@ -40,6 +42,10 @@ def _page(mode: str, cursor: str | None) -> dict:
         if n < 29:
             page["nextCursor"] = str(n + 1)
         return page
+    if mode == "bad-schema":
+        return {"tools": [{"name": "probe", "inputSchema": {"type": "object", "properties": 5}}]}
+    if mode == "list-error":
+        raise ValueError("internal error: " + "x" * 100_000)
     return {"tools": [_tool("probe")]}
 
 
@@ -62,7 +68,10 @@ def main() -> None:
                 "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "0"}}})
         elif method == "tools/list":
             cursor = (msg.get("params") or {}).get("cursor")
-            _send({"jsonrpc": "2.0", "id": rid, "result": _page(mode, cursor)})
+            try:
+                _send({"jsonrpc": "2.0", "id": rid, "result": _page(mode, cursor)})
+            except ValueError as e:
+                _send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": str(e)}})
         elif method == "tools/call":
             _send({"jsonrpc": "2.0", "id": rid, "result": _call(mode, msg["params"])})
         elif rid is not None:

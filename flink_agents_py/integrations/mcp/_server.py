@@ -24,7 +24,7 @@ import threading
 from typing import Any, ClassVar
 
 import orjson
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from ...api import (
     AgentsError,
@@ -36,6 +36,7 @@ from ...api import (
     ResourceError,
     ResourceType,
     ToolMetadata,
+    mask_secrets,
 )
 from ...api.internal import RESERVED_TOOL_PREFIX
 from ..chat_models._common import FreshOnUnpickle, secret_env_values
@@ -48,6 +49,14 @@ log = logging.getLogger("flink_agents_py.mcp")
 
 class McpToolError(AgentsError):
     """An MCP tool answered with ``isError`` (the message is the tool's own text)."""
+
+
+def _short(text: str, limit: int = 2_000) -> str:
+    """A server's text for a message: masked, then cut to ``limit`` characters, saying so."""
+    text = mask_secrets(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}[... {len(text) - limit:,} more characters]"
 
 
 def _bounded(result: Any, tool: str, server: McpServer) -> Any:
@@ -237,12 +246,34 @@ class McpServer(FreshOnUnpickle, Resource):
 
     def _listing(self, conn: Connection, timeout: float
                  ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-        tools = conn.call(lambda s: list_all(s, "list_tools", "tools", self.where), timeout)
+        tools = self._listed(conn, "tools", timeout)
         prompts: list[dict[str, Any]] = []
         if (conn.init.get("capabilities") or {}).get("prompts") is not None:
-            prompts = conn.call(lambda s: list_all(s, "list_prompts", "prompts", self.where),
-                                timeout)
+            prompts = self._listed(conn, "prompts", timeout)
         return {t["name"]: t for t in tools}, {p["name"]: p for p in prompts}
+
+    def _listed(self, conn: Connection, key: str, timeout: float) -> list[dict[str, Any]]:
+        """Every item of ``tools/list`` (``key="tools"``) or ``prompts/list``.
+
+        Returns:
+            The items.
+
+        Raises:
+            ResourceError: naming the server and the request, when it answered with an error
+                or with something that is not MCP (the SDK refused it).
+            OSError: when it did not answer within ``timeout`` seconds (``TimeoutError``) or
+                the session is gone (``ConnectionError``).
+        """
+        try:
+            return conn.call(lambda s: list_all(s, f"list_{key}", key, self.where), timeout)
+        except (ResourceError, OSError):  # (TimeoutError and ConnectionError among them)
+            raise
+        except ValidationError as e:
+            raise ResourceError(f"MCP server {self.where} answered {key}/list with something "
+                                f"that is not MCP: {_short(str(e))}") from e
+        except Exception as e:  # noqa: BLE001 - the server's own error
+            raise ResourceError(f"MCP server {self.where} answered {key}/list with an error: "
+                                f"{type(e).__name__}: {_short(str(e))}") from e
 
     def open(self) -> None:
         """Connect, list tools and prompts, and reject a tool named with the reserved prefix.
