@@ -113,6 +113,14 @@ class ChatModelSetup(Resource):
             filled from the request's ``prompt_args``.
         tools: names of ``TOOL`` resources offered to the model.
         max_tool_rounds: the most model-tool round trips one chat may take (then it fails).
+        max_tool_calls: the most tool calls one model message may ask for: a message asking
+            for more ends the chat with an error naming the bound and the count, and none
+            of its calls runs (a model's answer is data: without a bound, one answer could
+            start any number of calls).
+        max_tool_result_chars: the most characters of one tool result (its JSON text, or
+            its error) the model is sent back: a longer one is cut in the middle, saying how
+            many characters it had (``None``: no bound). The tool's recorded result is
+            whole.
         tool_dispatch: ``"concurrent"`` starts every tool call of a round before awaiting any;
             ``"serial"`` runs them one after another. Call identities follow the request's
             order either way, so switching between a checkpoint and a restore still finds
@@ -156,6 +164,8 @@ class ChatModelSetup(Resource):
     prompt: str | None = None
     tools: list[str] = Field(default_factory=list)
     max_tool_rounds: int = Field(default=8, ge=0)
+    max_tool_calls: int = Field(default=64, ge=1)
+    max_tool_result_chars: int | None = Field(default=1_000_000, ge=1)
     tool_dispatch: Literal["concurrent", "serial"] = "concurrent"
     subagents: list[str] = Field(default_factory=list)
     options: dict[str, Any] = Field(default_factory=dict)

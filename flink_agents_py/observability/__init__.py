@@ -15,6 +15,7 @@
 from typing import TYPE_CHECKING
 
 from ..api.internal import lazy_exports
+from ..runtime.internal import escape_controls
 from ._event_log import (
     LEVELS,
     EventLog,
@@ -27,7 +28,6 @@ from ._event_log import (
 from ._host import HostObservability
 from ._metrics import METRIC_GROUP, AgentMetrics, Distribution, FlinkMetricsMirror
 from ._payload import REDACTED, Redactor, truncate
-from ._terminal import escape_controls
 from ._tracking import CallInfo, TrackingObserver
 
 if TYPE_CHECKING:  # read back from a finished log: imported on first use (below)

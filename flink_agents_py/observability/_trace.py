@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
+from ..runtime.internal import escape_controls
 from ._ids import run_of
-from ._terminal import escape_controls
 
 __all__ = ["TraceNode", "RunTrace", "build_traces", "render_text", "select_traces",
            "anomaly_summary"]

@@ -46,6 +46,7 @@ from ._knowledge_checks import (
     check_knowledge_references,
     name_default_collections,
 )
+from ._nesting import one_level_deeper
 
 __all__ = ["FunctionRef", "ActionPlan", "ResourcePlan", "AgentPlan", "BUILTIN_ACTIONS",
            "BuiltinAction", "register_builtin_actions"]
@@ -364,11 +365,12 @@ def _compile_subagent(name: str, value: Any, problems: list[str],
     if not isinstance(child, Agent):
         problems.append(f"{where}: 'agent' must be an Agent (instance, class or module:qualname)")
         return None
-    try:
-        subagents[name] = AgentPlan.from_agent(child)
-    except PlanError as e:
-        problems.extend(f"sub-agent {name!r}: {p}" for p in e.problems)
-        return None
+    with one_level_deeper(name, child):
+        try:
+            subagents[name] = AgentPlan.from_agent(child)
+        except PlanError as e:
+            problems.extend(f"sub-agent {name!r}: {p}" for p in e.problems)
+            return None
     args = {**value.arguments, "agent": qualified_name(type(child))}
     return ResourceDescriptor(InternalSubagent, **args)
 

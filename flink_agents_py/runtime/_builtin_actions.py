@@ -46,7 +46,8 @@ from ..api import (
     WaitTimeoutError,
 )
 from ._budgets import budgeted_call, merged_spend, spend_key, stored_spend
-from ._failures import failure_text
+from ._failures import clip, failure_text
+from ._model_calls import MAX_ANSWER_DEPTH, deeper_than
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
@@ -129,7 +130,8 @@ def _schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
             path += f"[{part}]" if isinstance(part, int) else f".{part}"
         return path
 
-    shown = "; ".join(f"at {where(e)}: {e.message}" for e in errors[:3])
+    # a validator's message quotes the value (a model's huge answer): each is cut
+    shown = "; ".join(f"at {clip(where(e), 200)}: {clip(e.message, 300)}" for e in errors[:3])
     more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
     return f"the answer does not follow the schema: {shown}{more}"
 
@@ -150,7 +152,9 @@ def _structured(response: ChatResponse, schema: dict[str, Any]) -> tuple[ChatRes
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError as e:
-            return response, f"the answer is not JSON ({e})"
+            return response, f"the answer is not JSON ({clip(str(e), 300)})"
+    if deeper_than(value, MAX_ANSWER_DEPTH):  # checked deterministically, never to the stack
+        return response, f"the answer is nested deeper than {MAX_ANSWER_DEPTH} levels"
     problem = _schema_problem(value, schema)
     if problem is not None:
         return response, problem
@@ -194,7 +198,8 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                 prompt_args = given if isinstance(given, dict) else None
             messages = setup.build_messages(event.messages, prompt_args)
         except Exception as e:  # noqa: BLE001 - a bad request fails the chat, not the job
-            ctx.send_event(ChatResponseEvent(request_id=chat_id, error=f"{type(e).__name__}: {e}",
+            ctx.send_event(ChatResponseEvent(request_id=chat_id,
+                                             error=clip(f"{type(e).__name__}: {e}"),
                                              traceback=failure_text(e)))
             return
         chat: dict[str, Any] = {
@@ -216,8 +221,13 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             return  # a tool response of a chat this action does not drive
         mem.delete(f"{_BY_TOOL_REQUEST}.{event.request_id}")
         chat = mem.get(f"{_CHATS}.{chat_id}")
+        model = ctx.get_resource(chat["model"], ResourceType.CHAT_MODEL)
+        found = model if isinstance(model, ChatModelSetup) else None
+        limit = found.max_tool_result_chars if found is not None else None
         for call_id, result in event.responses.items():
             content = json_text(result.content) if result.ok else f"Error: {result.error}"
+            if limit is not None:  # what a tool or a server returned: any size
+                content = clip(content, limit)
             chat["messages"].append(ChatMessage(
                 role=MessageRole.TOOL, content=content, tool_call_id=call_id, name=result.name
             ).model_dump(mode="json"))
@@ -266,7 +276,8 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     def fail(error: str, traceback: str | None = None) -> None:
         if stored:
             mem.delete(f"{_CHATS}.{chat_id}")
-        ctx.send_event(ChatResponseEvent(request_id=chat_id, error=error, traceback=traceback))
+        ctx.send_event(ChatResponseEvent(request_id=chat_id, error=clip(error),
+                                         traceback=traceback))
 
     while True:
         messages = first if first is not None else [
@@ -290,7 +301,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                 mem.delete(f"{_CHATS}.{chat_id}")
             ctx.send_event(ChatResponseEvent(request_id=chat_id, response=ChatResponse(
                 message=ChatMessage(role=MessageRole.ASSISTANT, content=""),
-                metadata={"error_policy": "ignore", "ignored_error": _describe(e)})))
+                metadata={"error_policy": "ignore", "ignored_error": clip(_describe(e))})))
             return
         spent = response.metadata.get("budget")
         if setup.budget is not None and isinstance(spent, dict):  # counted as the action ends
@@ -299,6 +310,12 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         chat["retries"] = chat.get("retries", 0) + int(response.metadata.get("retries", 0) or 0)
         problem: str | None = None
         try:
+            asked = len(response.message.tool_calls)
+            if asked > setup.max_tool_calls:  # before any work per call
+                raise RuntimeError(
+                    f"chat {chat_id}: the model asked for {asked} tool calls in one message, "
+                    f"more than max_tool_calls={setup.max_tool_calls} of chat model "
+                    f"{chat['model']!r}; none was run")
             response = _with_call_ids(response, chat_id, chat["rounds"])
             calls = response.message.tool_calls
             if calls and chat["rounds"] >= setup.max_tool_rounds:
@@ -348,12 +365,12 @@ async def _run_tool(tool: FunctionTool, call: ToolCall) -> ToolResult:
         content = to_plain_json(value, f"result of tool {call.name!r} (call {call.id})")
     except Exception as e:  # noqa: BLE001 - the model is told, so it can correct the call
         return ToolResult(call_id=call.id, name=call.name, ok=False,
-                          error=f"{type(e).__name__}: {e}", traceback=failure_text(e))
+                          error=clip(f"{type(e).__name__}: {e}"), traceback=failure_text(e))
     return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
 
 
 def _refused(call: ToolCall, reason: str, traceback: str | None = None) -> ToolResult:
-    return ToolResult(call_id=call.id, name=call.name, ok=False, error=reason,
+    return ToolResult(call_id=call.id, name=call.name, ok=False, error=clip(reason),
                       traceback=traceback)
 
 

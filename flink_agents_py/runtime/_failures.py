@@ -23,9 +23,11 @@ import traceback
 from typing import Any
 
 from ..api import UsageError, mask_secrets
+from ._terminal import log_text
 
-__all__ = ["FailureLog", "FailureMessage", "OriginalFailure", "TRACEBACK_MAX_CHARS",
-           "TRACEBACK_MAX_FRAMES", "failure_text", "format_failure",
+__all__ = ["FailureLog", "FailureMessage", "MESSAGE_MAX_CHARS", "OriginalFailure",
+           "TRACEBACK_MAX_CHARS", "TRACEBACK_MAX_FRAMES", "clip", "failure_text",
+           "format_failure",
            "never_awaited", "redact_text", "reported_error", "with_original"]
 
 TRACEBACK_MAX_FRAMES = 40
@@ -33,6 +35,9 @@ TRACEBACK_MAX_FRAMES = 40
 
 TRACEBACK_MAX_CHARS = 8000
 """The longest failure text kept (the end is kept: the deepest frames and the error)."""
+
+MESSAGE_MAX_CHARS = 4000
+"""The longest failure message a tool result or a chat's error carries (``clip``)."""
 
 _MAX_CHAIN = 6
 
@@ -50,6 +55,34 @@ def redact_text(text: str) -> str:
         The masked text.
     """
     return mask_secrets(text)
+
+
+def clip(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
+    """``text`` when it has at most ``limit`` characters, else its start and end, marked.
+
+    For text made from what a model, a tool or a server wrote (an exception's message, a
+    validator's message quoting the value), which goes back to the model and into records:
+    the start and the end are kept (a validator's message ends with the reason, after the
+    value it quotes). A text that is cut is masked first (``api.mask_secrets``), so no
+    part of a known secret is left at a cut.
+
+    Args:
+        text: the text.
+        limit: the most characters of ``text`` kept.
+
+    Returns:
+        ``text``, or about its first three quarters of ``limit`` characters, then
+        ``[... N of M characters cut ...]``, then its last quarter.
+    """
+    if len(text) <= limit:
+        return text
+    text = mask_secrets(text)  # before a cut could leave part of a secret unrecognised
+    if len(text) <= limit:
+        return text
+    tail = limit // 4
+    head = limit - tail
+    return (f"{text[:head]}[... {len(text) - limit:,} of {len(text):,} characters cut ...]"
+            f"{text[len(text) - tail:]}")
 
 
 class OriginalFailure(Exception):
@@ -258,13 +291,18 @@ class FailureLog:
 
     def action_failed(self, execution_id: str, action: str, key: Any, error: BaseException,
                       message: str, text: str) -> None:
-        """Log one failed action execution (``message`` and ``text`` already redacted)."""
+        """Log one failed action execution (``message`` and ``text`` already redacted).
+
+        The message is cut to ``MESSAGE_MAX_CHARS`` (the error record keeps it whole, and
+        the traceback is bounded already) and both are escaped (``log_text``).
+        """
         tb = error.__traceback__
         while tb is not None and tb.tb_next is not None:
             tb = tb.tb_next
         place = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
         kind = (action, type(error).__name__, place)
         execution_id = shown_execution_id(execution_id)
+        message, text = log_text(clip(message)), log_text(text)  # may quote a record, a model
         if kind not in self._seen and len(self._seen) < self.distinct:
             self._seen.add(kind)
             self.logger.warning("action %s failed for key %r: %s: %s\n%s", execution_id, key,

@@ -36,7 +36,7 @@ from ..api import (
 from ..api.internal import collect_rate_limits
 from ._flow import ToldToWaitTooLong, flow_controller
 
-__all__ = ["call_model"]
+__all__ = ["MAX_ANSWER_DEPTH", "call_model", "deeper_than"]
 
 def _retryable(error: BaseException) -> bool:
     """Whether a failed model call may succeed when tried again."""
@@ -166,6 +166,55 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
     return response.model_copy(update={"metadata": metadata})
 
 
+MAX_ANSWER_DEPTH = 64
+"""The deepest a structured answer, or a tool call's arguments, may nest (objects and arrays)."""
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests objects and arrays more than ``limit`` levels.
+
+    Counted without recursion, so the answer never depends on how deep the interpreter's
+    stack already is (a replay need not share it).
+
+    Args:
+        value: a JSON-like value.
+        limit: the most levels allowed.
+
+    Returns:
+        ``True`` when it nests deeper.
+    """
+    level: list[tuple[Any, int]] = [(value, 0)]
+    while level:
+        item, depth = level.pop()
+        children = item.values() if isinstance(item, dict) else item \
+            if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 >= limit:
+                    return True
+                level.append((child, depth + 1))
+    return False
+
+
+def _checked(response: ChatResponse) -> ChatResponse:
+    """``response``, when its tool calls' arguments nest at most ``MAX_ANSWER_DEPTH`` deep.
+
+    Checked inside the durable call, so the refusal is what is recorded (a response nested
+    deeper could not be recorded, or handled, within the interpreter's stack).
+
+    Returns:
+        The response.
+
+    Raises:
+        ValueError: naming the call and the tool, when one nests deeper.
+    """
+    for i, c in enumerate(response.message.tool_calls):
+        if deeper_than(c.arguments, MAX_ANSWER_DEPTH):
+            raise ValueError(f"tool call {i} ({c.name[:100]!r}) has arguments nested deeper "
+                             f"than {MAX_ANSWER_DEPTH} levels; none was run")
+    return response
+
+
 async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
                      output_schema: dict[str, Any] | None,
                      resolve: Callable[[str], ChatModelSetup],
@@ -200,9 +249,9 @@ async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
                 continue
             raise
         if i == 0:
-            return response
+            return _checked(response)
         metadata = {**response.metadata, "model_setup": name, "fallback_errors": passed}
-        return response.model_copy(update={"metadata": metadata})
+        return _checked(response.model_copy(update={"metadata": metadata}))
     raise AssertionError("unreachable")  # pragma: no cover
 
 

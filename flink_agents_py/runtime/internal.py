@@ -7,9 +7,10 @@ from ``runtime._*`` modules themselves (``tests/test_layers.py`` checks).
 from ._failures import failure_text
 from ._gauges import live_gauges
 from ._serde import dumps, loads_record
+from ._terminal import escape_controls
 from .core._commands import CallCommand
 from .core._damaged import stored_run
 from .core._observer import event_parent
 
-__all__ = ["CallCommand", "dumps", "event_parent", "failure_text", "live_gauges",
-           "loads_record", "stored_run"]
+__all__ = ["CallCommand", "dumps", "escape_controls", "event_parent", "failure_text",
+           "live_gauges", "loads_record", "stored_run"]

@@ -53,6 +53,7 @@ from ._common import (
     import_sdk,
     provider_error,
     require_api_key,
+    tool_arguments,
     with_extra_body,
 )
 
@@ -279,7 +280,8 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
                     answered = True
                     continue
                 calls.append(ToolCall(id=block.get("id") or "", name=block.get("name") or "",
-                                      arguments=dict(args)))
+                                      arguments=tool_arguments(args, len(calls),
+                                                               block.get("name"))))
         content = "".join(texts)
         if answered and not calls:
             content = orjson.dumps(structured).decode()

@@ -33,7 +33,7 @@ __all__ = ["HTTP_FLOW_CONTROL", "import_sdk", "FreshOnUnpickle", "LoopBoundClien
            "LoopBoundSdkConnection",
            "header_number", "header_retry_after", "is_local_url", "provider_error",
            "require_api_key", "retry_after_s", "retryable_status", "run_sync",
-           "secret_env_values", "with_extra_body"]
+           "secret_env_values", "tool_arguments", "with_extra_body"]
 
 _RETRYABLE_STATUS = frozenset({408, 429})
 
@@ -401,3 +401,41 @@ class FreshOnUnpickle:
                         else copy.deepcopy(attr.default))
                  for name, attr in type(self).__private_attributes__.items()}  # type: ignore[attr-defined]
         object.__setattr__(self, "__pydantic_private__", fresh)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
+
+
+def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
+    """A provider's tool call arguments as the JSON object they must be.
+
+    Args:
+        raw: the arguments as the provider sent them: JSON text (``""``: none), or a
+            decoded value.
+        index: the call's position in the message.
+        name: the tool's name, as the model wrote it.
+
+    Returns:
+        The arguments.
+
+    Raises:
+        ProviderError: naming the call and the tool, when they are not JSON, or are JSON of
+            something else than an object (a list, a number, a string, ``null``).
+    """
+    import orjson
+
+    value = raw
+    if isinstance(raw, str):
+        try:
+            value = orjson.loads(raw) if raw.strip() else {}
+        except orjson.JSONDecodeError as e:
+            raise ProviderError(f"tool call {index} ({str(name)[:100]!r}) has arguments that "
+                                f"are not JSON: {raw[:200]!r}") from e
+    if not isinstance(value, dict):
+        raise ProviderError(f"tool call {index} ({str(name)[:100]!r}) has arguments that are "
+                            f"not a JSON object but {_kind(value)}: {str(raw)[:200]!r}")
+    return value

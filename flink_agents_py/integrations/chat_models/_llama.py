@@ -38,6 +38,7 @@ from ...api import (
     ToolCall,
     ToolMetadata,
 )
+from ._common import tool_arguments
 from ._gguf import find_gguf_model
 from ._grammar_sampling import make_grammar_first_llama
 
@@ -71,7 +72,8 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
         The answer of the first choice.
 
     Raises:
-        ProviderError: when the body has no choice, or a tool call's arguments are not JSON.
+        ProviderError: when the body has no choice, or a tool call's arguments are not a JSON
+            object.
     """
     choices = body.get("choices") or []
     if not choices:
@@ -81,12 +83,7 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
     calls = []
     for i, c in enumerate(msg.get("tool_calls") or []):
         fn = c.get("function") or {}
-        raw = fn.get("arguments") or "{}"
-        try:
-            args = orjson.loads(raw) if isinstance(raw, str) else dict(raw)
-        except orjson.JSONDecodeError as e:
-            raise ProviderError(
-                f"tool call {i} has arguments that are not JSON: {raw[:200]!r}") from e
+        args = tool_arguments(fn.get("arguments") or "", i, fn.get("name", ""))
         calls.append(ToolCall(id=c.get("id") or "", name=fn.get("name", ""), arguments=args))
     usage = body.get("usage") or {}
     return ChatResponse(

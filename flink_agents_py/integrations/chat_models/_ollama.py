@@ -41,6 +41,7 @@ from ._common import (
     LoopBoundSdkConnection,
     import_sdk,
     provider_error,
+    tool_arguments,
 )
 
 __all__ = ["OllamaChatModel", "to_ollama_messages"]
@@ -139,10 +140,11 @@ def _from_ollama(resp: Any) -> ChatResponse:
     body = resp.model_dump() if hasattr(resp, "model_dump") else dict(resp)
     msg = body.get("message") or {}
     calls = []
-    for c in msg.get("tool_calls") or []:
+    for i, c in enumerate(msg.get("tool_calls") or []):
         fn = c.get("function") or {}
         calls.append(ToolCall(id=str(c.get("id") or ""), name=fn.get("name") or "",
-                              arguments=dict(fn.get("arguments") or {})))
+                              arguments=tool_arguments(fn.get("arguments") or {}, i,
+                                                       fn.get("name"))))
     finish = body.get("done_reason")
     return ChatResponse(
         message=ChatMessage(role=MessageRole.ASSISTANT, content=msg.get("content") or "",

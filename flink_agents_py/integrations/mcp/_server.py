@@ -24,7 +24,7 @@ import threading
 from typing import Any, ClassVar
 
 import orjson
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from ...api import (
     AgentsError,
@@ -36,6 +36,7 @@ from ...api import (
     ResourceError,
     ResourceType,
     ToolMetadata,
+    mask_secrets,
 )
 from ...api.internal import RESERVED_TOOL_PREFIX
 from ..chat_models._common import FreshOnUnpickle, secret_env_values
@@ -48,6 +49,34 @@ log = logging.getLogger("flink_agents_py.mcp")
 
 class McpToolError(AgentsError):
     """An MCP tool answered with ``isError`` (the message is the tool's own text)."""
+
+
+def _short(text: str, limit: int = 2_000) -> str:
+    """A server's text for a message: masked, then cut to ``limit`` characters, saying so."""
+    text = mask_secrets(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}[... {len(text) - limit:,} more characters]"
+
+
+def _bounded(result: Any, tool: str, server: McpServer) -> Any:
+    """``result`` of ``tool``, when its JSON form is at most ``max_result_chars`` long.
+
+    Returns:
+        The result.
+
+    Raises:
+        McpToolError: naming the tool, the server and the bound, when it is longer (the
+            model reads it; the result is not recorded).
+    """
+    limit = server.max_result_chars
+    if limit is None:
+        return result
+    size = len(orjson.dumps(wire(result)))
+    if size > limit:
+        raise McpToolError(f"MCP tool {tool[:100]!r} of {server.where} returned {size:,} "
+                           f"characters, more than max_result_chars={limit:,}")
+    return result
 
 
 def _tool_value(result: Any, output_schema: dict[str, Any] | None = None) -> Any:
@@ -134,6 +163,10 @@ class McpServer(FreshOnUnpickle, Resource):
         plan_timeout_s: the most that listing may take.
         register_tools: register advertised tools as ``TOOL`` resources at plan build.
         register_prompts: register advertised prompts as ``PROMPT`` resources at plan build.
+        max_result_chars: the longest result (its JSON form) a tool call may return: a
+            longer one is a failed tool call naming the bound (an ``McpToolError`` the model
+            reads), so a server cannot fill keyed state and checkpoints with what it returns
+            (``None``: no bound).
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.MCP_SERVER
@@ -151,6 +184,7 @@ class McpServer(FreshOnUnpickle, Resource):
     plan_timeout_s: float = Field(default=30.0, gt=0)
     register_tools: bool = True
     register_prompts: bool = True
+    max_result_chars: int | None = Field(default=10_000_000, gt=0)
 
     _conn: Connection | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -212,11 +246,34 @@ class McpServer(FreshOnUnpickle, Resource):
 
     def _listing(self, conn: Connection, timeout: float
                  ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-        tools = conn.call(lambda s: list_all(s, "list_tools", "tools"), timeout)
+        tools = self._listed(conn, "tools", timeout)
         prompts: list[dict[str, Any]] = []
         if (conn.init.get("capabilities") or {}).get("prompts") is not None:
-            prompts = conn.call(lambda s: list_all(s, "list_prompts", "prompts"), timeout)
+            prompts = self._listed(conn, "prompts", timeout)
         return {t["name"]: t for t in tools}, {p["name"]: p for p in prompts}
+
+    def _listed(self, conn: Connection, key: str, timeout: float) -> list[dict[str, Any]]:
+        """Every item of ``tools/list`` (``key="tools"``) or ``prompts/list``.
+
+        Returns:
+            The items.
+
+        Raises:
+            ResourceError: naming the server and the request, when it answered with an error
+                or with something that is not MCP (the SDK refused it).
+            OSError: when it did not answer within ``timeout`` seconds (``TimeoutError``) or
+                the session is gone (``ConnectionError``).
+        """
+        try:
+            return conn.call(lambda s: list_all(s, f"list_{key}", key, self.where), timeout)
+        except (ResourceError, OSError):  # (TimeoutError and ConnectionError among them)
+            raise
+        except ValidationError as e:
+            raise ResourceError(f"MCP server {self.where} answered {key}/list with something "
+                                f"that is not MCP: {_short(str(e))}") from e
+        except Exception as e:  # noqa: BLE001 - the server's own error
+            raise ResourceError(f"MCP server {self.where} answered {key}/list with an error: "
+                                f"{type(e).__name__}: {_short(str(e))}") from e
 
     def open(self) -> None:
         """Connect, list tools and prompts, and reject a tool named with the reserved prefix.
@@ -304,7 +361,8 @@ class McpServer(FreshOnUnpickle, Resource):
             The tool's value (see ``_tool_value``).
 
         Raises:
-            McpToolError: when the tool reports an error.
+            McpToolError: when the tool reports an error, or its result is longer than
+                ``max_result_chars``.
             TimeoutError: when it takes longer than ``timeout_s``.
         """
         if self._tools is None:
@@ -316,7 +374,7 @@ class McpServer(FreshOnUnpickle, Resource):
         except asyncio.TimeoutError:
             raise TimeoutError(f"MCP tool {tool!r} of {self.where} did not answer within "
                                f"{self.timeout_s:g} s") from None
-        return _tool_value(result, self._output_schema(tool))
+        return _tool_value(_bounded(result, tool, self), self._output_schema(tool))
 
     def _output_schema(self, tool: str) -> dict[str, Any] | None:
         return ((self._tools or {}).get(tool) or {}).get("outputSchema")
@@ -324,8 +382,8 @@ class McpServer(FreshOnUnpickle, Resource):
     def call_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
         """Blocking form of ``acall_tool``."""
         self._opened()
-        return _tool_value(self._connection().call(
-            lambda s: s.call_tool(tool, arguments), self.timeout_s), self._output_schema(tool))
+        result = self._connection().call(lambda s: s.call_tool(tool, arguments), self.timeout_s)
+        return _tool_value(_bounded(result, tool, self), self._output_schema(tool))
 
     # -- prompts ------------------------------------------------------------------------
     def list_prompts(self) -> list[dict[str, Any]]:

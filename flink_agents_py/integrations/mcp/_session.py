@@ -30,13 +30,13 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from ...api import mask_secrets
+from ...api import ResourceError, mask_secrets
 from ..chat_models._common import import_sdk
 
 if TYPE_CHECKING:
     from ._server import McpServer
 
-__all__ = ["Connection", "list_all", "wire"]
+__all__ = ["Connection", "MAX_LISTED", "MAX_LIST_PAGES", "list_all", "wire"]
 
 log = logging.getLogger("flink_agents_py.mcp")
 
@@ -292,15 +292,39 @@ def _close_open_sessions(timeout: float = 10.0) -> None:
         conn._join(max(deadline - time.monotonic(), 0.0))
 
 
-async def list_all(session: Any, method: str, key: str) -> list[dict[str, Any]]:
+MAX_LIST_PAGES = 1_000
+"""The most pages of one ``tools/list`` or ``prompts/list`` a server may answer with."""
+
+MAX_LISTED = 10_000
+"""The most tools (or prompts) one server may advertise."""
+
+
+async def list_all(session: Any, method: str, key: str, where: str = "") -> list[dict[str, Any]]:
     """Every page of ``tools/list`` or ``prompts/list`` as wire dicts.
+
+    The pages are bounded: a server answering with a cursor it gave before, more than
+    ``MAX_LIST_PAGES`` pages or more than ``MAX_LISTED`` items (a listing that never ends) is
+    refused at once, rather than listed until the request's timeout.
+
+    Args:
+        session: the SDK's client session.
+        method: the session's method (``list_tools`` or ``list_prompts``).
+        key: the page's field holding the items (``tools`` or ``prompts``).
+        where: the server, as a message names it.
 
     Returns:
         The items of every page.
+
+    Raises:
+        ResourceError: naming the server and the request, when its pages do not end.
     """
     items: list[dict[str, Any]] = []
     cursor: str | None = None
+    seen: set[str] = set()
+    request = f"{key}/list"
+    pages = 0
     while True:
+        pages += 1
         fn = getattr(session, method)
         if cursor is None:
             page = wire(await fn())
@@ -315,3 +339,10 @@ async def list_all(session: Any, method: str, key: str) -> list[dict[str, Any]]:
         cursor = page.get("nextCursor")
         if not cursor:
             return items
+        why = (f"it gave the cursor {cursor[:80]!r} again" if cursor in seen
+               else f"more than {MAX_LIST_PAGES} pages" if pages >= MAX_LIST_PAGES
+               else f"more than {MAX_LISTED} {key}" if len(items) > MAX_LISTED else None)
+        if why is not None:
+            raise ResourceError(f"the {request} pages of MCP server {where} never end: {why} "
+                                f"(after {pages} pages, {len(items)} {key})")
+        seen.add(cursor)

@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict
 
 from ...api import Event, InputEvent
 from ...api.internal import MaskedStr, event_from_json
+from .._failures import clip
 from .._serde import from_json_value, is_tagged_model
+from .._terminal import log_text
 
 __all__ = ["ErrorRecord", "StepResult", "input_event", "input_record", "event_of",
            "RejectedKey", "select_key", "rejected_record", "shown_input"]
@@ -277,8 +279,8 @@ def rejected_record(rejected: RejectedKey, record: Any, where: str) -> ErrorReco
     Returns:
         An ``ErrorRecord`` with ``key=None`` and ``action="<key_selector>"``.
     """
-    log.warning("%s rejected before it ran: %s: %s\n%s", where,
-                rejected.error_type, rejected.message, rejected.traceback)
+    log.warning("%s rejected before it ran: %s: %s\n%s", where, rejected.error_type,
+                log_text(clip(rejected.message)), log_text(rejected.traceback or ""))
     return ErrorRecord(key=None, seq=-1, action="<key_selector>", execution_id=where,
                        error_type=rejected.error_type, message=rejected.message, input=record,
                        traceback=rejected.traceback)

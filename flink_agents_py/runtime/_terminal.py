@@ -6,13 +6,14 @@ rewrites the window title), a BEL, a CR (that overwrites the start of the line),
 control, a bidirectional override (that reorders what follows, the "Trojan Source" trick) or
 a lone surrogate (which cannot be encoded at all). ``escape_controls`` writes each of them
 as a visible escape instead (``\x1b``, ``\u202e``), so the text printed is the text logged.
+``log_text`` does the same for the failures the runtime logs, keeping their lines.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["escape_controls"]
+__all__ = ["escape_controls", "log_text"]
 
 # Unicode categories Cc (C0, DEL, C1), Cf (format: bidi embeddings, overrides and isolates,
 # zero-width characters, BOM, soft hyphen, tags...), Zl and Zp (line and paragraph
@@ -47,3 +48,21 @@ def escape_controls(text: str) -> str:
         The text, one line, safe to write to a terminal.
     """
     return _UNSAFE.sub(_escape, text)
+
+
+def log_text(text: str) -> str:
+    """``text`` for a log line: escaped as ``escape_controls`` does, its lines kept, indented.
+
+    For the failures the runtime logs (an exception's message, a traceback), which may quote
+    a record or a model: no terminal escape goes out raw, and every line after the first is
+    indented by two spaces, so no line of it reads as the start of another log record.
+
+    Args:
+        text: any text (an error message, a traceback).
+
+    Returns:
+        The text: its lines escaped, joined by a newline and two spaces.
+    """
+    if text.isprintable():  # the usual message: one line, nothing to escape
+        return text
+    return "\n  ".join(escape_controls(line) for line in text.split("\n"))
