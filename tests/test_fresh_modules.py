@@ -163,3 +163,39 @@ def test_a_later_job_unpickles_functions_of_a_submodule_the_finished_job_never_i
         for p in list(sys.path):
             if "python-dist-" in p:
                 sys.path.remove(p)
+
+
+def test_forgetting_survives_modules_imported_while_it_runs(tmp_path):
+    """A worker unpickles its functions on several threads, and the cyclic collector may run
+    any Python code mid-iteration (a finalizer, a callback) and let another thread import: the
+    forgetting must not iterate ``sys.modules`` itself (a clean-clone CI run failed to unpickle
+    the operator with "dictionary changed size during iteration"). Here the collector runs at
+    each allocation and imports a module whenever it starts."""
+    import gc
+    import types
+
+    from flink_agents_py.flink._fresh import FORGET_STALE_MODULES
+
+    added: list[str] = []
+
+    def import_meanwhile(phase: str, info: dict) -> None:
+        if phase == "start" and len(added) < 1000:
+            name = f"_fresh_probe_{len(added)}"
+            sys.modules[name] = types.ModuleType(name)
+            added.append(name)
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(import_meanwhile)
+    try:
+        for _ in range(3):
+            held = [(i, i) for i in range(5000)]  # pairs come from the allocator, not a free list
+            gc.set_threshold(1)
+            exec(FORGET_STALE_MODULES, {})  # as the unpickler runs it
+            gc.set_threshold(*threshold)
+            del held
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(import_meanwhile)
+        for name in added:
+            sys.modules.pop(name, None)
+    assert added, "the collector never ran while the stale modules were forgotten"

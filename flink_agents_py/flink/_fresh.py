@@ -36,14 +36,17 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 FORGET_STALE_MODULES = """
 import os as _os, sys as _sys
-for _name, _module in list(_sys.modules.items()):
+for _name, _module in _sys.modules.copy().items():
     _file = getattr(_module, "__file__", None) or ""
     if "python-dist-" in _file and not _os.path.exists(_file):
         del _sys.modules[_name]
 """
 """Drops from ``sys.modules`` what was imported from a finished job's deleted files. Run by
 the unpickler through ``exec``, a builtin, so it runs before any module of ours is looked up
-for the object's state."""
+for the object's state. It walks a copy: a worker unpickles on several threads, and while
+``list(sys.modules.items())`` allocates its pairs the cyclic collector may run Python code
+and let another thread import ("dictionary changed size during iteration"); ``dict.copy``
+allocates one object before it copies, so nothing runs while it does."""
 
 
 class _ForgetStaleModules:

@@ -144,7 +144,7 @@ class _Module:
 def _loaded_top_level_modules() -> list[_Module]:
     """Top-level modules of this process that come from files, with where they live."""
     found: list[_Module] = []
-    for name, mod in list(sys.modules.items()):
+    for name, mod in sys.modules.copy().items():  # a copy: see _fresh.FORGET_STALE_MODULES
         if "." in name or name == "__main__" or mod is None:
             continue
         file = getattr(mod, "__file__", None)

@@ -115,7 +115,11 @@ def request_of(d: str, n: int) -> dict[str, Any]:
 class GatedEvents:
     """Turns paced numbers into the outside events (a flat map): one event per number once
     the job was crashed, or once every request waits; at the last number, whatever is left,
-    after waiting for that (so the events input never ends before its events are out)."""
+    after waiting for that and for the runs that end by a timer (``TIMED_KEYS``), so the
+    events input never ends before its events are out nor before those timers fired, however
+    slowly a busy machine runs the job."""
+
+    TIMED_KEYS = ("b", "e")  # b's wait times out after 3 s, e sleeps 4 s
 
     EVENTS = ({"key": "a", "correlation_id": "go-a", "payload": "yes"},
               {"key": "d", "correlation_id": "go-d", "payload": {"ok": 1}},
@@ -133,12 +137,15 @@ class GatedEvents:
 
         return not first_attempt(self.d) if self.after_crash else all_waiting(self.d)
 
+    def _timers_fired(self) -> bool:
+        return all(os.path.exists(os.path.join(self.d, f"done-{k}")) for k in self.TIMED_KEYS)
+
     def __call__(self, n: int) -> list[Any]:
         import time
 
         if n >= self.last:
             deadline = time.monotonic() + 120
-            while not self._open() and time.monotonic() < deadline:
+            while not (self._open() and self._timers_fired()) and time.monotonic() < deadline:
                 time.sleep(0.05)
             rest, self.sent = list(self.EVENTS[self.sent:]), len(self.EVENTS)
             return rest
