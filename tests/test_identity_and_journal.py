@@ -137,6 +137,36 @@ def test_sqlite_journal_round_trip_and_pruning(tmp_path):
     assert j.count() == 2
 
 
+def test_a_journal_opened_while_another_process_holds_the_file_waits_for_it(tmp_path):
+    """Switching a journal file to WAL needs it alone; SQLite answers "database is locked"
+    at once while another connection (a restore in another process, a second TaskManager)
+    writes to it. The journal waits for the lock (up to its timeout) instead of failing."""
+    import sqlite3
+    import threading
+
+    path = str(tmp_path / "j.db")
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE t (x)")
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO t VALUES (1)")
+    appending = threading.Event()
+
+    def release() -> None:
+        appending.wait(10)
+        time.sleep(0.2)  # the append has met the lock by now (or waits for it anyway)
+        other.execute("COMMIT")
+
+    releaser = threading.Thread(target=release)
+    releaser.start()
+    journal = SqliteJournal(path)
+    rec = CallRecord(digest="d", done=True, value={"a": 1})
+    appending.set()
+    journal.append("k", "r0/act/c0", rec)
+    releaser.join()
+    assert journal.lookup("k", "r0/act/c0") == rec
+    other.close()
+
+
 def test_serialization_error_is_a_durable_execution_error():
     from flink_agents_py.api import DurableExecutionError
 

@@ -29,6 +29,31 @@ def _key_text(key: Any) -> str:
     return dumps(key).decode()
 
 
+def _write_ahead(db: sqlite3.Connection, timeout_s: float = 30.0) -> None:
+    """Put the database in WAL mode (kept in the file: a later connection finds it so).
+
+    Switching needs the database to itself, and SQLite answers ``database is locked`` at
+    once, without waiting, while another process (a restore, a second TaskManager) has it
+    open: the mode is read first (no lock), and the switch is retried until ``timeout_s``.
+
+    Raises:
+        sqlite3.OperationalError: when it is still locked after ``timeout_s`` seconds.
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            mode = db.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)  # another connection holds the lock: wait for it to let go
+        delay = min(delay * 2, 0.25)
+
+
 class SqliteJournal(Journal):
     """A journal in a local SQLite file, for single-machine jobs and tests.
 
@@ -49,7 +74,7 @@ class SqliteJournal(Journal):
         db = getattr(self._local, "db", None)
         if db is None:
             db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
+            _write_ahead(db)
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(
                 "CREATE TABLE IF NOT EXISTS outcomes (key TEXT NOT NULL, call_id TEXT NOT NULL, "
