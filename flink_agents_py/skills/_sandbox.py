@@ -333,10 +333,12 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, cwd=cwd, env=env, pass_fds=fds,
                                 start_new_session=True)
-    except OSError as e:
-        if cgroup is not None:
+    except BaseException as e:
+        if cgroup is not None:  # nothing runs in it: gone with the failed start
             cgroup.close()
-        raise CommandRefusedError(f"the command could not start: {e}") from e
+        if isinstance(e, OSError):
+            raise CommandRefusedError(f"the command could not start: {e}") from e
+        raise
     finally:
         for fd in fds:
             os.close(fd)
