@@ -10,7 +10,7 @@ from ...api import Memory
 from .._serde import to_json_value
 
 __all__ = ["ActionMemory", "apply_writes", "apply_merges", "priors", "read_path", "Clock",
-           "counted_op", "KeyMerge", "MemoryLoader"]
+           "MemoryClock", "KeyMerge", "MemoryLoader"]
 
 MemoryLoader = Callable[[], dict[str, Any]]
 """Gives a committed memory tree (read when first needed: a key's memory is loaded then)."""
@@ -114,22 +114,38 @@ def priors(tree: dict[str, Any], writes: list[tuple[list[str], Any]]) -> list[li
     return out
 
 
-def counted_op(record: Any, n: int, memory: str) -> list[list[Any]]:
-    """Note operation ``n`` of an action execution on ``memory`` in its ``record``.
+class MemoryClock:
+    """Counts an action execution's memory operations in its record (``InflightAction``).
 
-    Its count is kept in the record (``InflightAction.memory_ops``), so a write another
-    action commits later is placed after it, also across a restore.
+    The count is kept in the record (``memory_ops``), so a write another action commits later
+    is placed after it, also across a restore. Calling the clock counts one operation and
+    gives the undo entries (``priors``, newest first) of writes committed after that
+    operation's place in the first execution (usually none).
 
-    Returns:
-        The undo entries of writes committed after this operation's place in the first
-        execution, newest first (usually none).
+    It holds the record, never the execution: an ``ActionMemory`` holding it (and the
+    execution holding both) makes no reference cycle, so an ended action's objects are freed
+    at once, not left to the cyclic garbage collector.
+
+    Args:
+        record: the execution's in-flight record (``rebind`` it when the host hands a new one).
     """
-    if record.memory_ops <= n:
-        record.memory_ops = n + 1
-    undo = record.memory_undo
-    if not undo:
-        return []
-    return [e[2:] for e in reversed(undo) if e[0] > n and e[1] == memory]
+
+    __slots__ = ("record", "ops")
+
+    def __init__(self, record: Any) -> None:
+        self.record = record
+        self.ops = 0
+
+    def __call__(self, memory: str) -> list[list[Any]]:
+        n = self.ops
+        self.ops = n + 1
+        record = self.record
+        if record.memory_ops <= n:
+            record.memory_ops = n + 1
+        undo = record.memory_undo
+        if not undo:
+            return []
+        return [e[2:] for e in reversed(undo) if e[0] > n and e[1] == memory]
 
 
 Clock = Callable[[str], list[list[Any]]]

@@ -40,7 +40,7 @@ from .._knowledge import durable_view
 from .._serde import dumps, event_is_plain, event_json, from_json_value
 from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
 from ..context._long_term_memory import ActionLongTermMemory
-from ..context._memory import ActionMemory, KeyMerge, MemoryLoader, counted_op
+from ..context._memory import ActionMemory, KeyMerge, MemoryClock, MemoryLoader
 from ..core._commands import (
     Attach,
     CallCommand,
@@ -102,7 +102,7 @@ class ActionExecution:
     __slots__ = ("ledger", "_key", "execution_id", "_record", "run", "env", "plan", "resources",
                  "_config", "_short_term_base", "_short_term", "_sensory_base", "_sensory",
                  "emitted", "_event_seq", "_unsent_ids", "calls", "commands", "_next_ordinal",
-                 "finished", "diverged", "_owner", "used_long_term_memory", "ltm", "_memory_ops",
+                 "finished", "diverged", "_owner", "used_long_term_memory", "ltm", "_clock",
                  "key_memory", "key_merges")
 
     def __init__(
@@ -136,7 +136,7 @@ class ActionExecution:
         self._owner = _get_ident()  # the operator thread (see ``event_id_source``)
         self.used_long_term_memory = False  # its writes are committed when the action ends
         self.ltm: ActionLongTermMemory | None = None  # made on first use
-        self._memory_ops = 0  # short-term and sensory memory operations made (``memory_op``)
+        self._clock = MemoryClock(record)  # counts its memory operations (no cycle to self)
         self.key_memory = key_memory or short_term
         self.key_merges: list[KeyMerge] = []
 
@@ -160,7 +160,7 @@ class ActionExecution:
     def sensory(self) -> ActionMemory:
         """The action's view of its environment's sensory memory (made on first use)."""
         if self._sensory is None:
-            self._sensory = ActionMemory(self._sensory_base, "sensory_memory", self.memory_op)
+            self._sensory = ActionMemory(self._sensory_base, "sensory_memory", self._clock)
         return self._sensory
 
     def sensory_writes(self) -> list[tuple[list[str], Any]]:
@@ -181,7 +181,7 @@ class ActionExecution:
         """The action's view of its environment's short-term memory (loaded on first use)."""
         if self._short_term is None:
             self._short_term = ActionMemory(self._short_term_base(), "short_term_memory",
-                                            self.memory_op)
+                                            self._clock)
         return self._short_term
 
     def short_term_writes(self) -> list[tuple[list[str], Any]]:
@@ -191,11 +191,6 @@ class ActionExecution:
             The write log, in order.
         """
         return self._short_term.writes if self._short_term is not None else []
-
-    def memory_op(self, memory: str) -> list[list[Any]]:
-        """Count one operation on ``memory``: what it must see undone (``counted_op``)."""
-        n, self._memory_ops = self._memory_ops, self._memory_ops + 1
-        return counted_op(self._record, n, memory)
 
     @property
     def long_term_memory(self) -> ActionLongTermMemory:
@@ -455,7 +450,7 @@ class ActionExecution:
     def rebind(self, record: InflightAction, run: RunState, short_term: MemoryLoader,
                sensory: dict[str, Any], key_memory: MemoryLoader) -> None:
         """Point at the current state objects (a host may deserialize state per callback)."""
-        self._record = record
+        self._record = self._clock.record = record
         self.run = run
         self.key_memory = key_memory
         self._short_term_base = short_term
