@@ -159,13 +159,17 @@ def test_an_ended_action_leaves_no_reference_cycle_behind():
 
     from flink_agents_py import AgentsExecutionEnvironment
 
+    def executions() -> set[int]:
+        return {id(o) for o in gc.get_objects() if type(o).__name__ == "ActionExecution"}
+
     gc.collect()
     gc.disable()
     try:
+        before = executions()  # another test's, still referenced: not this run's
         result = (AgentsExecutionEnvironment.local()
                   .from_list([{"key": k % 5} for k in range(50)]).apply(_MemoryUser()).run())
-        alive = [o for o in gc.get_objects() if type(o).__name__ == "ActionExecution"]
+        left = executions() - before
     finally:
         gc.enable()
     assert result.errors == [] and len(result.outputs) == 50
-    assert alive == []
+    assert len(left) == 0, f"{len(left)} ended actions left for the collector"
