@@ -71,6 +71,7 @@ class Sleeper(Agent):
         sleep = ctx.sleep(rec["sleep_s"])
         await ctx.durable_execute_async(note, rec.get("dir", ""), str(ctx.key))
         await sleep
+        await ctx.durable_execute_async(mark_done, rec.get("dir", ""), str(ctx.key), "slept")
         ctx.send_event(OutputEvent(output={"key": ctx.key, "slept": rec["sleep_s"]}))
 
 
