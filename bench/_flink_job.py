@@ -111,6 +111,8 @@ def main(argv: list[str]) -> dict[str, Any]:
 
     if kind == "chat":
         stamped = out.map(_StampChat(), output_type=pickled)
+        if not spec.get("stamp_chained", True):
+            stamped = stamped.start_new_chain()
     else:
         stamped = out.map(lambda r: (r["echo"]["t"], time.time(), True, None, None),
                           output_type=pickled)
