@@ -414,3 +414,21 @@ def test_a_call_counter_travels_to_another_process_with_its_counts():
     assert copy["mail"] == 2
     copy.count("mail")
     assert copy["mail"] == 3 and counter["mail"] == 2
+
+
+def test_an_agent_defined_by_exec_without_a_module_says_so():
+    """Code run by ``exec`` without ``__name__`` in its globals (a notebook cell runner, a
+    docs snippet) gives functions whose ``__module__`` is None: the reason names that, not
+    a module called 'None'."""
+    scope: dict = {"Agent": Agent, "action": action, "InputEvent": InputEvent,
+                   "OutputEvent": OutputEvent, "RunnerContext": RunnerContext, "ua": ua}
+    exec("class Exec(Agent):\n"
+         "    @action(InputEvent)\n"
+         "    @staticmethod\n"
+         "    async def go(event, ctx):\n"
+         "        done = await ctx.durable_execute_async(ua.confirm, ctx.key)\n"
+         "        ctx.send_event(OutputEvent(output=done))\n", scope)
+    with pytest.warns(UserWarning, match="restores in another process skipped: .*no module"):
+        report = check_replay_safety(scope["Exec"](), [{"key": "a"}])
+    report.assert_ok()
+    assert "'None'" not in report.other_process and "exec()" in report.other_process

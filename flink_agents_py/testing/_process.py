@@ -55,6 +55,10 @@ def not_importable(plan: AgentPlan) -> str:
     """
     for where, ref in _functions(plan, ""):
         module, _, qualname = ref.path.partition(":")
+        if module == "None":  # ``FunctionRef.of`` of a function whose ``__module__`` is None
+            return (f"{where} is {qualname}, defined by code that has no module (run by "
+                    "exec() without a __name__ in its globals), which another process cannot "
+                    "import: define the agent in a module")
         if module == "__main__" or "<locals>" in qualname:
             return (f"{where} is {ref.path}, which another process cannot import by "
                     "module:qualname: define the agent at the top level of a module "
