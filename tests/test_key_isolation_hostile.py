@@ -9,6 +9,14 @@
   action's view of any store, and by the built-in context retrieval, before the store is
   called; the key's own memory through ``ctx.long_term_memory`` is unchanged.
 - One test runs such an agent as a user's module from a folder outside the repository.
+- The runtime keeps its own entries in each key's short-term memory: the spend of each
+  budgeted setup (``_budget.<setup>``) and the key's memory epoch (``_flink_agents_py``). An
+  action writing fields named by its record (a profile, form fields) let a record write
+  them: a huge spend in an agent budget's entry was adopted by the subtask's shared count at
+  the key's next chat, so one key's record refused every other key's chats for the window.
+  Writes there (``set``, ``new_object``, through a ``MemoryObject`` too) are now refused
+  with a ``ValueError`` naming the entry; deleting ``_budget.<setup>`` (the documented reset
+  of a key's own spend) and reading both still work.
 """
 
 from __future__ import annotations
@@ -25,9 +33,14 @@ import pytest
 
 pytest.importorskip("chromadb")
 
+from test_budgets import Metered  # noqa: E402
+from test_flow_control import Asker, run  # noqa: E402
+
 from flink_agents_py import AgentsExecutionEnvironment  # noqa: E402
 from flink_agents_py.api import (  # noqa: E402
     Agent,
+    Budget,
+    ChatModelSetup,
     ContextRetrievalRequestEvent,
     ContextRetrievalResponseEvent,
     Document,
@@ -37,7 +50,9 @@ from flink_agents_py.api import (  # noqa: E402
     OutputEvent,
     ResourceDescriptor,
     ResourceType,
+    RunnerContext,
     VectorStoreQuery,
+    action,
 )
 from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel  # noqa: E402
 from flink_agents_py.integrations.vector_stores import ChromaVectorStore  # noqa: E402
@@ -215,3 +230,62 @@ def test_a_users_module_outside_the_repository_leaks_no_memory_to_a_hostile_topi
     assert result["outputs"] == [{"key": "alice", "remembered": True},
                                  {"key": "bob", "found": []}]
     assert [e["key"] for e in result["errors"]] == ["mallory"]
+
+
+class ProfileAsker(Asker):
+    """Keeps the record's ``profile`` fields in short-term memory, each under its own name
+    (the hostile part: the names come from the record), then asks the model."""
+
+    @action(InputEvent)
+    @staticmethod
+    def keep(event: InputEvent, ctx: RunnerContext) -> None:
+        for field, value in event.input.get("profile", {}).items():
+            ctx.short_term_memory.set(field, value)
+
+
+def _profile_agent(budget: Budget) -> ProfileAsker:
+    agent = ProfileAsker()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                       ResourceDescriptor(Metered, label="big", reply="big"))
+    agent.add_resource("model", ResourceType.CHAT_MODEL,
+                       ResourceDescriptor(ChatModelSetup, connection="conn", budget=budget))
+    return agent
+
+
+HUGE_SPEND = {"input": 10**12, "output": 0, "cost": 0.0, "window_start": None, "calls": []}
+
+
+@pytest.mark.parametrize("field", ["_budget.model", "_budget", "_flink_agents_py.x",
+                                   "_flink_agents_py"])
+def test_a_record_cannot_write_the_runtimes_memory_entries(field, probes):
+    value = {"model": HUGE_SPEND} if field == "_budget" else HUGE_SPEND
+    res = run(_profile_agent(Budget(max_tokens=150, scope="agent")),
+              [{"key": "mallory", "q": "hi", "profile": {field: value}},
+               {"key": "alice", "q": "hello"}], max_in_flight=1)
+    # mallory's record is refused where it writes (its chat still ran: the actions of one
+    # input are independent); alice, another key, is not refused by the agent's budget
+    [error] = res.errors
+    assert error.key == "mallory" and error.action == "keep" and error.seq == 0
+    assert error.error_type == "ValueError" and "reserved" in error.message
+    assert repr(field.split(".")[0]) in error.message
+    assert [(o["key"], o["error"]) for o in res.outputs] == [("mallory", None), ("alice", None)]
+    assert probes["big"] == 2
+
+
+def test_a_key_may_still_delete_its_own_spend_entry_and_read_it(probes):
+    class Resetter(Asker):
+        @action(InputEvent)
+        @staticmethod
+        def reset(event: InputEvent, ctx: RunnerContext) -> None:
+            if event.input.get("reset"):
+                ctx.short_term_memory.delete("_budget.model")
+
+    agent = Resetter()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                       ResourceDescriptor(Metered, label="big", reply="big"))
+    agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", budget=Budget(max_tokens=15)))
+    res = run(agent, [{"key": "a", "q": 1}, {"key": "a", "q": 2},
+                      {"key": "a", "q": 3, "reset": True}], max_in_flight=1)
+    assert res.errors == []
+    assert [o["error"] is None for o in res.outputs] == [True, False, True]
