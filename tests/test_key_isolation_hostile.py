@@ -289,3 +289,30 @@ def test_a_key_may_still_delete_its_own_spend_entry_and_read_it(probes):
                       {"key": "a", "q": 3, "reset": True}], max_in_flight=1)
     assert res.errors == []
     assert [o["error"] is None for o in res.outputs] == [True, False, True]
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(300)
+def test_the_memory_collections_are_refused_on_a_minicluster(tmp_path):
+    pytest.importorskip("pyflink")
+    from pyflink.common import Types, WatermarkStrategy
+    from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+
+    from flink_agents_py.flink import create_stream_environment
+
+    agent = _agent(str(tmp_path / "db"))
+    _run(agent, {"key": "alice", "op": "remember", "text": "alice's secret"})
+    env = create_stream_environment()
+    env.set_parallelism(1)  # one embedded Chroma (SQLite) writer
+    records = [{"key": "mallory", "op": "topic", "collection": "long_term_memory"},
+               {"key": "bob", "op": "remember", "text": "bob's own note"}]
+    ds = env.from_source(NumberSequenceSource(0, 1), WatermarkStrategy.no_watermarks(),
+                         "records").map(lambda n: records[n],
+                                        output_type=Types.PICKLED_BYTE_ARRAY())
+    applied = AgentsExecutionEnvironment.flink(env).from_datastream(ds).apply(agent)
+    with applied.to_datastream().execute_and_collect("memory-collections") as rows:
+        outs = list(rows)
+    _assert_all_refused([o for o in outs if "ids" not in o], "long_term_memory")
+    assert len([o for o in outs if "ids" in o]) == 1  # bob's own memory works
+    [after] = _run(agent, {"key": "alice", "op": "recall"})
+    assert after["values"] == ["alice's secret"]
