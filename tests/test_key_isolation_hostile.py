@@ -9,6 +9,8 @@
   action's view of any store, and by the built-in context retrieval, before the store is
   called; the key's own memory through ``ctx.long_term_memory`` is unchanged.
 - One test runs such an agent as a user's module from a folder outside the repository.
+- The local model's answer cache is shared by every key: ``cache_size=0`` on a connection
+  now keeps it out even when another connection of the same model file keeps one.
 - The runtime keeps its own entries in each key's short-term memory: the spend of each
   budgeted setup (``_budget.<setup>``) and the key's memory epoch (``_flink_agents_py``). An
   action writing fields named by its record (a profile, form fields) let a record write
@@ -27,6 +29,7 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+import threading
 from typing import Any
 
 import pytest
@@ -316,3 +319,28 @@ def test_the_memory_collections_are_refused_on_a_minicluster(tmp_path):
     assert len([o for o in outs if "ids" in o]) == 1  # bob's own memory works
     [after] = _run(agent, {"key": "alice", "op": "recall"})
     assert after["values"] == ["alice's secret"]
+
+
+def test_a_connection_without_an_answer_cache_never_reads_the_shared_one():
+    # the answer cache of a model file is shared by every connection (and so every key) of
+    # the process: a hit tells a key that another asked the same (metadata["cached"], and
+    # the time it took). cache_size=0 turns it off for a connection whose prompts hold a
+    # key's data, even when another connection of the same file keeps one (the loaded
+    # model's cache size is the largest asked for)
+    from test_local_model_contexts import ask, connection
+
+    from flink_agents_py.integrations.chat_models._llama import LlamaCppChatModel
+
+    shared: dict[str, Any] = {"made": [], "calls": [], "running": 0, "peak": 0, "fail": 0}
+    shared["lock"] = threading.Lock()
+    shared["changed"] = threading.Condition(shared["lock"])
+    shared["gate"] = threading.Event()
+    shared["gate"].set()
+    cached = connection(shared, instances=1)
+    private = LlamaCppChatModel(cache_size=0)
+    private._loaded = cached._loaded  # one model file: one loaded model
+    first = ask(cached, "alice's question")
+    assert "cached" not in first.metadata
+    again = ask(private, "alice's question")
+    assert "cached" not in again.metadata and len(shared["calls"]) == 2
+    assert ask(cached, "alice's question").metadata["cached"] is True  # the cache still works
