@@ -9,6 +9,9 @@
   action's view of any store, and by the built-in context retrieval, before the store is
   called; the key's own memory through ``ctx.long_term_memory`` is unchanged.
 - One test runs such an agent as a user's module from a folder outside the repository.
+- An outside event read from JSON names a tuple key as an array: it was refused as
+  unhashable (a tuple-keyed run could not be answered from Kafka or a file); the array is
+  now that tuple, and only that key.
 - The local model's answer cache is shared by every key: ``cache_size=0`` on a connection
   now keeps it out even when another connection of the same model file keeps one.
 - The runtime keeps its own entries in each key's short-term memory: the spend of each
@@ -344,3 +347,31 @@ def test_a_connection_without_an_answer_cache_never_reads_the_shared_one():
     again = ask(private, "alice's question")
     assert "cached" not in again.metadata and len(shared["calls"]) == 2
     assert ask(cached, "alice's question").metadata["cached"] is True  # the cache still works
+
+
+async def _wait_for_c(event: InputEvent, ctx: Any) -> None:
+    got = await ctx.wait_for("c", timeout_s=100)
+    ctx.send_event(OutputEvent(output={"key": ctx.key, "got": got}))
+
+
+def test_an_outside_event_names_a_tuple_key_in_its_json_form_and_only_that_key():
+    # a tuple key's JSON form is an array: an event read from JSON (Kafka, a file, an
+    # ApprovalRequest's answer sent back) carries a list, which was refused as unhashable,
+    # so a run keyed by a tuple could never be answered from JSON. The list is that tuple,
+    # never another key (("a", 1) and ("a", "1") stay apart)
+    agent = Agent().add_action("wait", [InputEvent], _wait_for_c)
+    records = [{"user": "a", "n": 1}, {"user": "a", "n": "1"}, {"user": "b", "n": [1]}]
+    events = [{"key": ["a", 1], "correlation_id": "c", "payload": "for (a, 1)"},
+              json.loads(json.dumps({"key": ("a", "1"), "correlation_id": "c",
+                                     "payload": "for (a, '1')"})),
+              {"key": ["b", [1]], "correlation_id": "c", "payload": "nested"}]
+
+    def by_user(r: dict[str, Any]) -> Any:
+        n = r["n"]
+        return (r["user"], tuple(n) if isinstance(n, list) else n)
+
+    result = (AgentsExecutionEnvironment.local()
+              .from_list(records, key_selector=by_user).connect(events).apply(agent).run())
+    assert result.errors == []
+    assert sorted((repr(o["key"]), o["got"]) for o in result.outputs) == [
+        ("('a', '1')", "for (a, '1')"), ("('a', 1)", "for (a, 1)"), ("('b', (1,))", "nested")]
