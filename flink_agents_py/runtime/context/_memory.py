@@ -291,14 +291,14 @@ class ActionMemory(Memory):
 
         Raises:
             ValueError: for a path under a reserved entry of short-term memory
-                (``RESERVED_ROOTS``; the runtime writes those with ``set_reserved``).
+                (``RESERVED_ROOTS``; the runtime writes those with ``_set_reserved``).
         """
         parts = _split(path)
         if self._name == "short_term_memory":
             _refuse_reserved(parts, path, False)
-        return self.set_reserved(path, value)
+        return self._set_reserved(path, value)
 
-    def set_reserved(self, path: str, value: Any) -> MemoryRef:
+    def _set_reserved(self, path: str, value: Any) -> MemoryRef:
         """``set`` without the reserved-entry check: the runtime's own writes."""
         parts = _split(path)
         stored = to_json_value(value, f"{self._name} value at {path!r}")
