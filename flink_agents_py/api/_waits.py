@@ -63,6 +63,16 @@ class UnmatchedEventError(AgentsError):
     """
 
 
+_MAX_KEY_DEPTH = 64
+"""The deepest list an outside event's key may nest (a deeper one stays a list: refused)."""
+
+
+def _tuple_key(key: Any, depth: int = 0) -> Any:
+    if type(key) is not list or depth > _MAX_KEY_DEPTH:
+        return key
+    return tuple(_tuple_key(k, depth + 1) for k in key)
+
+
 class ExternalEvent(BaseModel):
     """An event from outside the agent (an approval, a payment notice...): the second input.
 
@@ -90,11 +100,13 @@ class ExternalEvent(BaseModel):
         The default key selector of the agents' second input.
 
         Returns:
-            The key, or ``None`` when the record has none.
+            The key, or ``None`` when the record has none. A list (the JSON form of a
+            tuple key: an event read from JSON) is that tuple, nested lists too; no key is
+            a list, so it names no other key.
         """
-        if isinstance(record, ExternalEvent):
-            return record.key
-        return record.get("key") if isinstance(record, Mapping) else None
+        key = record.key if isinstance(record, ExternalEvent) else (
+            record.get("key") if isinstance(record, Mapping) else None)
+        return _tuple_key(key)
 
     @classmethod
     def of(cls, record: Any, where: str = "outside event") -> ExternalEvent:

@@ -21,12 +21,15 @@ from ..api import (
     EmbeddingModelConnection,
     EmbeddingModelSetup,
     EmbeddingResult,
+    LongTermMemoryOptions,
     Resource,
     ResourceType,
     VectorStore,
+    VectorStoreError,
     VectorStoreQuery,
     VectorStoreQueryResult,
 )
+from ._memory_items import memory_collections
 
 if TYPE_CHECKING:
     from .recorder._execution import ActionExecution
@@ -149,6 +152,32 @@ class DurableVectorStore(_View):
     _kind = "vector_store"
     _resource: VectorStore
 
+    def _checked(self, collection: str | None) -> None:
+        """Refuse a collection long-term memory keeps (before the store is called).
+
+        They hold every key's memory items, its id secret and deletion marks (see
+        ``_memory_items.memory_collections``); an action that takes the collection from its
+        record would otherwise let the record read or delete any key's memory. The key's own
+        memory is ``ctx.long_term_memory``.
+
+        Raises:
+            VectorStoreError: naming the collection (the action sees it at the call; a
+                context retrieval reports it in the response's ``error``).
+        """
+        name = collection or getattr(self._resource, "collection", None)
+        if not isinstance(name, str):
+            return
+        config = self._ctx.plan.config
+        reserved = memory_collections(None) | memory_collections(
+            config.get(LongTermMemoryOptions.COLLECTION) or None)
+        if name.strip().casefold() in {n.casefold() for n in reserved}:
+            raise VectorStoreError(
+                f"vector store {self._name!r}: collection {name!r} is kept by long-term "
+                "memory (every key's items, ids and deletion marks), and an action's store "
+                "calls may not name it: a key reads and writes its own memory through "
+                "ctx.long_term_memory (name the store's other collections, or give long-term "
+                "memory its own with LongTermMemoryOptions.COLLECTION)")
+
     def _bounded(self, op: str, fn: Callable[..., Any], *args: Any) -> Any:
         """The durable target of ``op`` running ``fn(*args, context)``, and ``args``.
 
@@ -225,6 +254,7 @@ class DurableVectorStore(_View):
     def add(self, documents: Document | Sequence[Document], collection_name: str | None = None,
             **kwargs: Any) -> list[str]:
         """Embed and upsert documents (one durable call); returns their ids."""
+        self._checked(collection_name)
         target, args = self._bounded("add", self._run_add, _docs(documents), collection_name,
                                      kwargs)
         result: list[str] = self._ctx.durable_execute(target, *args)
@@ -233,6 +263,7 @@ class DurableVectorStore(_View):
     async def aadd(self, documents: Document | Sequence[Document],
                    collection_name: str | None = None, **kwargs: Any) -> list[str]:
         """Async ``add``."""
+        self._checked(collection_name)
         target, args = self._bounded("add", self._run_add, _docs(documents), collection_name,
                                      kwargs)
         result: list[str] = await self._ctx.durable_execute_async(target, *args)
@@ -241,12 +272,14 @@ class DurableVectorStore(_View):
     def update(self, documents: Document | Sequence[Document],
                collection_name: str | None = None, **kwargs: Any) -> None:
         """Replace documents by id (one durable call; their old versions are kept a while)."""
+        self._checked(collection_name)
         target, args = self._bounded("update", self._run_update, _docs(documents),
                                      collection_name, kwargs)
         self._ctx.durable_execute(target, *args)
 
     def query(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
         """Similarity search (one durable call)."""
+        self._checked(query.collection_name)
         target, args = self._bounded("query", self._run_query, query)
         result: VectorStoreQueryResult = self._ctx.durable_execute(target, *args)
         return result
@@ -259,6 +292,7 @@ class DurableVectorStore(_View):
             filters: dict[str, Any] | None = None, limit: int | None = 100,
             **kwargs: Any) -> list[Document]:
         """Documents by id or filter (one durable call)."""
+        self._checked(collection_name)
         target, args = self._bounded("get", self._run_get, ids, collection_name, filters, limit,
                                      kwargs)
         result: list[Document] = self._ctx.durable_execute(target, *args)
@@ -273,15 +307,41 @@ class DurableVectorStore(_View):
     def delete(self, ids: str | list[str] | None = None, collection_name: str | None = None,
                filters: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """Delete by ids or filter (one durable call; the documents are kept a while)."""
+        self._checked(collection_name)
         target, args = self._bounded("delete", self._run_delete, ids, collection_name, filters,
                                      kwargs)
         self._ctx.durable_execute(target, *args)
 
     def size(self, collection_name: str | None = None) -> int:
         """The collection's document count (one durable call)."""
+        self._checked(collection_name)
         target, args = self._bounded("size", self._run_size, collection_name)
         result: int = self._ctx.durable_execute(target, *args)
         return result
+
+
+    # the store's own calls (not durable, as through ``__getattr__``), named collection checked
+    def count(self, collection_name: str | None = None,
+              filters: dict[str, Any] | None = None) -> int:
+        """The store's ``count`` (not a durable call)."""
+        self._checked(collection_name)
+        return self._resource.count(collection_name, filters)
+
+    def get_or_create_collection(self, name: str, metadata: dict[str, Any] | None = None
+                                 ) -> Any:
+        """The store's ``get_or_create_collection`` (not a durable call)."""
+        self._checked(name or None)
+        return self._resource.get_or_create_collection(name, metadata)
+
+    def get_collection(self, name: str) -> Any:
+        """The store's ``get_collection`` (not a durable call)."""
+        self._checked(name or None)
+        return self._resource.get_collection(name)
+
+    def delete_collection(self, collection_name: str | None = None) -> Any:
+        """The store's ``delete_collection`` (not a durable call)."""
+        self._checked(collection_name)
+        return self._resource.delete_collection(collection_name)  # type: ignore[attr-defined]
 
 
 def durable_view(ctx: ActionExecution, name: str, resource: Resource) -> Any:

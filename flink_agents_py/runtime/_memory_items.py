@@ -28,7 +28,7 @@ from ..api import (
 from ._serde import digest
 
 __all__ = ["DELETED_RETENTION_S", "Horizon", "MemoryStore", "exec_tag", "hidden_count",
-           "tagged", "visible", "RESERVED"]
+           "tagged", "visible", "RESERVED", "DEFAULT_COLLECTION", "memory_collections"]
 
 _SET, _SCOPE, _CREATED, _SEQ = "fa_set", "fa_scope", "fa_created_at", "fa_seq"
 _OWNER, _EPOCH, _RUN, _EXEC = "fa_owner", "fa_epoch", "fa_run", "fa_exec"
@@ -178,7 +178,7 @@ class MemoryStore:
     @property
     def _graves(self) -> str:
         """The collection of deletion marks (see ``deleted``)."""
-        return f"{self.collection or 'long_term_memory'}-deleted"
+        return f"{self.collection or DEFAULT_COLLECTION}-deleted"
 
     def deleted(self, docs: list[Document], horizon: Horizon) -> set[str]:
         """The ids of ``docs`` deleted as the reader sees it.
@@ -351,3 +351,25 @@ class MemoryStore:
 
 RESERVED = _RESERVED
 """The metadata fields memory items reserve (a user's filter or metadata may not name one)."""
+
+DEFAULT_COLLECTION = "long_term_memory"
+"""The collection of memory items when ``LongTermMemoryOptions.COLLECTION`` names none."""
+
+
+def memory_collections(collection: str | None) -> frozenset[str]:
+    """The collections long-term memory keeps in its store for the memory ``collection``.
+
+    The items (every key's), the id secret (``-keys``), the deletion marks (``-deleted``),
+    and the copies a vector-store view keeps of what it changes in each (``-prior``). An
+    action's view of a store refuses them (``runtime._knowledge``): a collection name taken
+    from a record would otherwise reach every key's memory.
+
+    Args:
+        collection: the configured memory collection (``None``: the default).
+
+    Returns:
+        The names.
+    """
+    base = collection or DEFAULT_COLLECTION
+    names = (base, f"{base}-keys", f"{base}-deleted")
+    return frozenset((*names, *(f"{n}-prior" for n in names)))

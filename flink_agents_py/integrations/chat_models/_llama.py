@@ -226,7 +226,12 @@ class LlamaCppChatModel(ChatModelConnection):
         seed: sampling seed (fixed, for repeatable answers).
         temperature: default sampling temperature.
         max_tokens: default cap on generated tokens.
-        cache_size: answers kept for identical requests at temperature 0 (0: no cache).
+        cache_size: answers kept for identical requests at temperature 0 (0: this
+            connection neither reads nor fills the cache). The cache is shared by every
+            connection of the model file in the process, and so by every key: a hit
+            (``metadata["cached"]``, a fast answer) tells a key that an identical request
+            was answered before, for whichever key; turn it off where prompts hold a key's
+            private data.
     """
 
     model_path: str | None = None
@@ -316,8 +321,12 @@ class LlamaCppChatModel(ChatModelConnection):
                 kwargs["tool_choice"] = options.pop("tool_choice")
         kwargs.update(options)
         loaded = self._model()
+        # this connection's own cache_size decides (the loaded model, shared by the file's
+        # connections, keeps the largest asked for): the cache is shared by every key, and
+        # a hit tells a key another asked the same, so cache_size=0 must keep it out
         cache_key = (orjson.dumps(kwargs, option=orjson.OPT_SORT_KEYS)
-                     if kwargs["temperature"] == 0 and loaded.cache_size > 0 else None)
+                     if kwargs["temperature"] == 0 and self.cache_size > 0
+                     and loaded.cache_size > 0 else None)
         if cache_key is not None:
             cached = loaded.cached_or_claim(cache_key)
             if cached is not None:

@@ -363,7 +363,7 @@ class ActionLongTermMemory(BaseLongTermMemory):
         epoch = self._ctx.short_term_memory.get(_EPOCH_PATH)
         if not isinstance(epoch, str):  # drawn in a durable call: the same on a replay
             epoch = str(self.call("long_term_memory.epoch", secrets.token_hex, 8))
-            self._ctx.short_term_memory.set(_EPOCH_PATH, epoch)
+            self._ctx.short_term._set_reserved(_EPOCH_PATH, epoch)
         return epoch
 
     def tags(self) -> dict[str, Any]:

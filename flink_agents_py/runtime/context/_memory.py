@@ -10,8 +10,8 @@ from ...api import Memory, MemoryRef
 from ...api.internal import MemoryObject, memory_ref_of
 from .._serde import from_json_value, is_tagged_model, to_json_value
 
-__all__ = ["ActionMemory", "apply_writes", "apply_merges", "priors", "read_path", "Clock",
-           "MemoryClock", "KeyMerge", "MemoryLoader"]
+__all__ = ["ActionMemory", "RESERVED_ROOTS", "apply_writes", "apply_merges", "priors",
+           "read_path", "Clock", "MemoryClock", "KeyMerge", "MemoryLoader"]
 
 MemoryLoader = Callable[[], dict[str, Any]]
 """Gives a committed memory tree (read when first needed: a key's memory is loaded then)."""
@@ -197,6 +197,32 @@ def apply_merges(tree: dict[str, Any], merges: list[KeyMerge]) -> None:
                                           f"short_term_memory value at {path!r}"))
 
 
+RESERVED_ROOTS = {"_budget": "the spend of each budgeted chat model setup",
+                  "_flink_agents_py": "the runtime's own entries (the memory epoch)"}
+"""Top-level short-term memory entries the runtime writes, never an action (read: allowed;
+``_budget`` may also be deleted, to start the key's spend from nothing)."""
+
+
+def _refuse_reserved(parts: list[str], path: str, deleting: bool) -> None:
+    """Refuse an action's write under a reserved entry (see ``RESERVED_ROOTS``).
+
+    An action writing fields its record names would otherwise let a record set the key's
+    spend (an agent budget's entry is adopted by the count every key shares) or its memory
+    epoch.
+
+    Raises:
+        ValueError: naming the entry.
+    """
+    what = RESERVED_ROOTS.get(parts[0])
+    if what is None or (deleting and parts[0] == "_budget"):
+        return
+    shown = path if len(path) <= 200 else path[:200] + "..."
+    raise ValueError(f"short-term memory path {shown!r} is under {parts[0]!r}, reserved for "
+                     f"{what}: an action may read it"
+                     + (" or delete it" if parts[0] == "_budget" else "")
+                     + " but not write it (keep the action's own data under another name)")
+
+
 class ActionMemory(Memory):
     """One action's view of a memory tree.
 
@@ -258,7 +284,22 @@ class ActionMemory(Memory):
         return self._view
 
     def set(self, path: str, value: Any) -> MemoryRef:
-        """Log a write of ``value`` at ``path`` (JSON form checked now); return its reference."""
+        """Log a write of ``value`` at ``path`` (JSON form checked now).
+
+        Returns:
+            Its reference.
+
+        Raises:
+            ValueError: for a path under a reserved entry of short-term memory
+                (``RESERVED_ROOTS``; the runtime writes those with ``_set_reserved``).
+        """
+        parts = _split(path)
+        if self._name == "short_term_memory":
+            _refuse_reserved(parts, path, False)
+        return self._set_reserved(path, value)
+
+    def _set_reserved(self, path: str, value: Any) -> MemoryRef:
+        """``set`` without the reserved-entry check: the runtime's own writes."""
         parts = _split(path)
         stored = to_json_value(value, f"{self._name} value at {path!r}")
         _apply(self._own_view(), parts, stored)
@@ -266,8 +307,10 @@ class ActionMemory(Memory):
         return MemoryRef(path=path, type_name=type(value).__qualname__)
 
     def delete(self, path: str) -> None:
-        """Log a deletion of ``path``."""
+        """Log a deletion of ``path`` (see ``set`` for the reserved entries)."""
         parts = _split(path)
+        if self._name == "short_term_memory":
+            _refuse_reserved(parts, path, True)
         _apply(self._own_view(), parts, _DELETE)
         self.writes.append((parts, _DELETE))
 
