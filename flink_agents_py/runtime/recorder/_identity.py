@@ -75,13 +75,13 @@ import re
 import sys
 import types
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...api import RunnerContext
-from .._serde import dumps, to_json_value
+from .._serde import digest, dumps, to_json_value
 
-__all__ = ["bound_state", "enum_classes", "stable_form", "MAX_DEPTH"]
+__all__ = ["bound_state", "callees", "enum_classes", "stable_form", "MAX_CALLEES", "MAX_DEPTH"]
 
 MAX_DEPTH = 4
 """How many levels of nested objects ``stable_form`` walks before it keeps a type name only."""
@@ -422,3 +422,151 @@ def _attributes(value: Any) -> list[tuple[str, Any]]:
             except AttributeError:
                 continue
     return list(found.items())
+
+
+MAX_CALLEES = 16
+"""The most callee names ``callees`` keeps (the rest are folded into one digest entry)."""
+
+
+def callees(fn: Callable[..., Any]) -> list[str] | None:
+    """The functions a callable whose own name does not say what it runs calls.
+
+    A lambda, a nested function, a decorator's wrapper made without ``functools.wraps``
+    (``retry.<locals>.wrapper``) or a wrapper object (``Retrying(fetch)``) has one name
+    whatever it calls: ``lambda: fetch_weather(city)`` and ``lambda: fetch_stock(city)`` of
+    one action are both ``Agent.go.<locals>.<lambda>``. What identifies the function such a
+    call runs is what it calls:
+
+    - every function and class among what it binds (``bound_state``: closure cells, a
+      partial's arguments, a wrapper object's attributes, ``__wrapped__``...);
+    - for code made at run time (``fn`` itself, and the functions it binds, to ``MAX_DEPTH``
+      levels): each global name its code uses that is a function or a class in its module
+      (``fetch_weather``), and each attribute name its code uses that is a function of a
+      module, class or object it refers to by a global or closure name (``feeds.weather``).
+
+    Builtins (``str``, ``len``...) are left out: wrapping a result in ``str()`` does not
+    change what a call does.
+
+    Args:
+        fn: the callable a durable call runs.
+
+    Returns:
+        The ``module:qualname`` of each, sorted (past ``MAX_CALLEES`` the rest are one
+        ``digest:...`` entry), the same in every process; ``None`` when ``fn`` binds nothing
+        (``bound_state``: a module-level function, a builtin, a class: its name is its
+        identity) or cannot be walked.
+    """
+    bound = bound_state(fn)
+    if bound is None:
+        return None
+    found: set[str] = set()
+    try:
+        _named_in(bound, found, 0)
+        for code_fn in _run_time_functions(fn, 0, set()):
+            _resolved_names(code_fn, found)
+    except (Exception, RecursionError):  # noqa: BLE001 - identity never fails the call
+        return None
+    names = sorted(n for n in found if not n.startswith("builtins:"))
+    if len(names) > MAX_CALLEES:
+        names = [*names[:MAX_CALLEES - 1], f"digest:{digest(names[MAX_CALLEES - 1:])}"]
+    return names
+
+
+def _named_in(form: Any, found: set[str], depth: int) -> None:
+    """Collect the functions and classes named in a bound state's JSON form."""
+    if depth > 4 * MAX_DEPTH + 8:
+        return
+    if isinstance(form, dict):
+        for key in ("$fn", "$class"):
+            if isinstance(form.get(key), str):
+                found.add(form[key])
+        for value in form.values():
+            if isinstance(value, (dict, list)):
+                _named_in(value, found, depth + 1)
+    elif isinstance(form, list):
+        for value in form:
+            if isinstance(value, (dict, list)):
+                _named_in(value, found, depth + 1)
+
+
+def _run_time_functions(fn: Any, depth: int, seen: set[int]) -> list[types.FunctionType]:
+    """The functions made at run time in ``fn`` and in what it binds (to ``MAX_DEPTH``)."""
+    if depth > MAX_DEPTH or id(fn) in seen:
+        return []
+    seen.add(id(fn))
+    inner: list[Any] = []
+    if isinstance(fn, (staticmethod, classmethod, types.MethodType)):
+        inner = [fn.__func__]
+    elif isinstance(fn, functools.partial):
+        inner = [fn.func, *fn.args, *fn.keywords.values()]
+    elif isinstance(fn, types.FunctionType):
+        if not _made_at_run_time(fn):
+            return []
+        inner = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+        found = [fn]
+        for value in inner:
+            if callable(value):
+                found += _run_time_functions(value, depth + 1, seen)
+        return found
+    elif callable(fn) and not isinstance(fn, (type, *_FUNCTIONS)) \
+            and not _is_stdlib(type(fn)):  # a wrapper object: the callables it holds
+        inner = [v for _, v in _attributes(fn)]
+    found = []
+    for value in inner:
+        if callable(value):
+            found += _run_time_functions(value, depth + 1, seen)
+    return found
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - raises for a free variable not assigned yet
+    except ValueError:
+        return False
+    return True
+
+
+def _resolved_names(fn: types.FunctionType, found: set[str]) -> None:
+    """Add the functions and classes the global and attribute names of ``fn``'s code name."""
+    names = _names(fn.__code__)
+    scope = fn.__globals__
+    owners: list[Any] = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+    for name in names:
+        value = scope.get(name, _MISSING) if isinstance(scope, dict) else _MISSING
+        if value is _MISSING:
+            continue
+        if _is_callee(value):
+            found.add(_callee_name(value))
+        owners.append(value)
+    wanted = set(names)
+    for owner in owners:
+        space: list[Mapping[str, Any]]
+        if isinstance(owner, types.ModuleType):
+            space = [vars(owner)]
+        elif isinstance(owner, type):
+            space = [vars(k) for k in owner.__mro__]
+        elif not isinstance(owner, (*_SCALARS, float, list, tuple, dict)) \
+                and not _is_stdlib(type(owner)):
+            space = [vars(k) for k in type(owner).__mro__]
+        else:
+            continue
+        for attrs in space:
+            for name in wanted & attrs.keys():
+                value = attrs[name]
+                if _is_callee(value):
+                    found.add(_callee_name(value))
+
+
+_MISSING = object()
+
+
+def _is_callee(value: Any) -> bool:
+    return isinstance(value, (type, staticmethod, classmethod, functools.partial, *_FUNCTIONS))
+
+
+def _callee_name(value: Any) -> str:
+    if isinstance(value, (staticmethod, classmethod, types.MethodType)):
+        value = value.__func__
+    while isinstance(value, functools.partial):
+        value = value.func
+    return _qualified(value)

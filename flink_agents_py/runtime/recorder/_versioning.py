@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ._execution import ActionExecution
 
 __all__ = ["PATCH_PREFIX", "is_strict", "patched", "check_arguments", "changed_arguments",
+           "changed_callees",
            "unreached_calls", "check_unreached", "removed_action", "action_or_removed",
            "restored_event", "stand_in_event", "missing_subagent", "unrebuildable_outcome"]
 
@@ -145,12 +146,42 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
     Raises:
         ReplayDivergenceError: as said.
     """
-    if rec.digest and rec.digest != call.digest:
+    changed = bool(rec.digest) and rec.digest != call.digest
+    if changed:
         record = ctx._record
         err = reordered_call(call, rec, record.calls, ctx.execution_id, record.action)
         if err is not None:  # not a harmless change: another call's outcome
             ctx._diverge(err)
+    if rec.callees is not None and call.callees is not None and rec.callees != call.callees:
+        changed_callees(ctx, call, rec)
+    if changed:
         changed_arguments(ctx, call, rec, is_strict(ctx, strict), started=reruns)
+
+
+def changed_callees(ctx: ActionExecution, call: DurableCall, rec: CallRecord) -> NoReturn:
+    """A call whose callable now calls other functions than recorded: a divergence.
+
+    The callable of a lambda, a nested function, a decorator's wrapper or a wrapper object
+    has one name whatever it calls, so its record keeps the functions it calls
+    (``CallRecord.callees``); when they changed, the call runs another function than the
+    recorded one, as a plain ``fetch_weather`` turned ``fetch_stock`` does, and the recorded
+    outcome (or started attempt) is not its own.
+
+    Raises:
+        ReplayDivergenceError: always, naming the call, its callable and both sets of
+            functions.
+    """
+    kind, target = rec.kind.value if rec.kind else call.kind.value, rec.target or call.target
+    was, now = _listed(rec.callees), _listed(call.callees)
+    ctx._diverge(ReplayDivergenceError(
+        call.call_id, ctx._record.action, (kind, target), (call.kind.value, call.target),
+        detail=f"the {kind} call {target!r} now calls {now} where the recorded one called "
+               f"{was}: another function than the recorded call's (its name cannot say so: "
+               "a lambda, a nested function or a wrapper has one name whatever it calls)"))
+
+
+def _listed(names: list[str] | None) -> str:
+    return ", ".join(repr(n) for n in names) if names else "no function of its own"
 
 
 def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
