@@ -8,8 +8,9 @@ same exception type with the same ``args`` and JSON-form attributes.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from ...api import DurableExecutionError, ReplayDivergenceError, SerializationError, mask_secrets
 from ...api.internal import (
@@ -134,6 +135,8 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
     if ok:
         where = f"result of durable call {call_id}"
         try:
+            if inspect.isgenerator(value) or inspect.isasyncgen(value):
+                _refuse_generator(value, where, rec.target)
             stored = to_json_value(value, where)
             if registered_secret_count() and has_known_secret(dumps(stored).decode()):
                 stored = mask_value(stored)
@@ -166,6 +169,27 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
         rec.traceback = failure_text(exc)
         value = exc
     return ok, value
+
+
+def _refuse_generator(value: Any, where: str, target: str | None) -> NoReturn:
+    """Refuse a generator given back by a durable call (its function is a generator function).
+
+    A generator's body runs only as it is iterated, and a durable call records one result: a
+    replay could not give the generator back. Nothing of the body has run (a sync generator
+    is closed here).
+
+    Raises:
+        SerializationError: always, naming the function and what to write instead.
+    """
+    kind = "an async generator" if inspect.isasyncgen(value) else "a generator"
+    if inspect.isgenerator(value):
+        value.close()
+    name = target or "the function"
+    raise SerializationError(
+        f"{where} ({name}) is {kind}: {name} is a generator function, whose body runs only "
+        "as the generator is iterated, and a durable call records one result; make the "
+        "function return a list (e.g. 'return list(...)', or "
+        "'[x async for x in ...]' in an async function)")
 
 
 def rebuild_exception(rec: CallRecord) -> BaseException:
