@@ -1,0 +1,166 @@
+"""A tool renamed (or removed) between a snapshot and its restore, while a chat's tool round
+was in flight.
+
+The model's recorded turn asks for the old tool name; the new code has no tool of that name.
+A tool call whose outcome was recorded is replayed from its record (the model gets the
+result the tool gave, as before the restore, not "no tool named ..."); one that had only
+started cannot run again and cannot be answered: the replay diverges, naming the tool and
+the call. Neither tool runs after the restore (local runner, snapshots through JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (
+    Agent,
+    ChatMessage,
+    ChatModelSetup,
+    InputEvent,
+    OutputEvent,
+    ResourceDescriptor,
+    ResourceType,
+    RunnerContext,
+    action,
+)
+from flink_agents_py.testing import CallCounter, model_from_function, tool_call, tool_calls
+
+pytestmark = pytest.mark.timeout(120)
+
+RAN = CallCounter()
+HOLD = {"price": threading.Event(), "stock": threading.Event()}
+
+
+def price_of(item: str) -> dict:
+    """The price of an item.
+
+    Args:
+        item: the item's name.
+    """
+    RAN.count("price_of")
+    assert HOLD["price"].wait(10), "never released"
+    return {"item": item, "price": len(item)}
+
+
+def cost_of(item: str) -> dict:
+    """The cost of an item.
+
+    Args:
+        item: the item's name.
+    """
+    RAN.count("cost_of")
+    return {"item": item, "cost": 100 * len(item)}
+
+
+def stock_of(item: str) -> dict:
+    """The stock of an item (a tool both versions have).
+
+    Args:
+        item: the item's name.
+    """
+    RAN.count("stock_of")
+    assert HOLD["stock"].wait(10), "never released"
+    return {"item": item, "stock": 3}
+
+
+def answer(request: Any) -> Any:
+    """Asks for the shop's price tool and ``stock_of``, then answers with what it got."""
+    results = request.tool_results
+    if not results:
+        [price] = [t.name for t in request.tools if t.name != "stock_of"]
+        return tool_calls(tool_call(price, "t1", item="apple"),
+                          tool_call("stock_of", "t2", item="apple"))
+    return "got " + " | ".join(m.content for m in results)
+
+
+class Shop(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        reply = await ctx.chat("model", [ChatMessage(content="price of apple?")])
+        ctx.send_event(OutputEvent(output=reply.message.content))
+
+
+def shop(tool_name: str, tool: Any) -> Shop:
+    agent = Shop()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(answer))
+    agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", tools=[tool_name, "stock_of"]))
+    agent.add_resource(tool_name, ResourceType.TOOL, tool)
+    agent.add_resource("stock_of", ResourceType.TOOL, stock_of)
+    return agent
+
+
+def _tool_records(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    found = {}
+    for entry in snap["keys"]:
+        for rec in ((entry.get("run") or {}).get("inflight") or {}).values():
+            for call in (rec.get("calls") or {}).values():
+                if call.get("kind") == "tool":
+                    found[call["target"]] = call
+    return found
+
+
+def _snapshot(done: bool) -> tuple[dict[str, Any], list[Any]]:
+    """The old code's state once its ``price_of`` call has started (``done``: its outcome
+    is recorded, while ``stock_of`` runs)."""
+    RAN.reset()
+    held = HOLD["stock"] if done else HOLD["price"]
+    for gate in HOLD.values():
+        gate.clear() if gate is held else gate.set()
+    saved: list[dict[str, Any]] = []
+
+    def on_step(job: Any) -> None:
+        snap = job.snapshot()
+        price = _tool_records(snap).get("price_of")
+        if price is not None and not saved and bool(price["done"]) == done:
+            saved.append(json.loads(json.dumps(snap)))
+        if saved:
+            held.set()
+
+    job = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(
+        shop("price_of", price_of))
+    result = job.run(on_step=on_step)
+    assert saved, "the run never reached the point"
+    assert RAN["price_of"] == 1 and RAN["stock_of"] == 1
+    return saved[0], result.outputs
+
+
+def _restore(snap: dict[str, Any], agent: Agent) -> Any:
+    RAN.reset()
+    job = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(agent)
+    job.restore(snap)
+    return job.run()
+
+
+def test_a_recorded_tool_call_of_a_renamed_tool_is_replayed_from_its_record():
+    snap, fault_free = _snapshot(done=True)
+    assert fault_free == ['got {"item":"apple","price":5} | {"item":"apple","stock":3}']
+    result = _restore(snap, shop("cost_of", cost_of))
+    assert result.errors == []
+    assert result.outputs == fault_free  # the recorded result, not "no tool named 'price_of'"
+    assert RAN.as_dict() == {"stock_of": 1}  # it had only started: it runs again
+
+
+def test_a_started_tool_call_of_a_renamed_tool_diverges_naming_it():
+    snap, _ = _snapshot(done=False)
+    result = _restore(snap, shop("cost_of", cost_of))
+    assert result.outputs == []
+    divergences = [e for e in result.errors if e.error_type == "ReplayDivergenceError"]
+    assert divergences, result.errors
+    message = divergences[0].message
+    assert "'price_of'" in message and "_tool_call_action/c0" in message
+    assert "no tool named 'price_of'" in message
+    assert RAN["price_of"] == 0 and RAN["cost_of"] == 0
+
+
+def test_the_same_tool_replays_its_recorded_call():
+    snap, fault_free = _snapshot(done=True)
+    result = _restore(snap, shop("price_of", price_of))
+    assert result.errors == [] and result.outputs == fault_free
+    assert RAN.as_dict() == {"stock_of": 1}
