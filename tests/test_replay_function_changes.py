@@ -19,6 +19,7 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+import time
 from typing import Any
 
 import pytest
@@ -181,6 +182,39 @@ def test_a_changed_argument_of_the_same_callee_still_replays_with_a_warning(prob
         outputs, errors, _core = resume(plan, snap)
     assert errors == [] and outputs == ["sunny in paris"]
     assert [r for r in caplog.records if "arguments changed" in r.getMessage()]
+
+
+def retry_logged(fn: Any) -> Any:
+    """``retry`` of the new code: it logs and times each attempt (standard library calls)."""
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            logging.getLogger(__name__).debug("took %s", time.monotonic() - started)
+    wrapper.__qualname__ = "retry.<locals>.wrapper"  # the same decorator, redeployed
+    return wrapper
+
+
+def test_a_wrapper_that_starts_logging_around_the_same_function_replays(probes):
+    """Only the user's functions count, not the standard library's: a decorator whose
+    wrapper now logs and times its call still calls ``fetch_weather``, and replays it."""
+
+    class Logged(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def go(event: InputEvent, ctx: RunnerContext) -> None:
+            wrap = retry_logged if DEPLOYED["new"] else retry
+            got = await ctx.durable_execute_async(wrap(fetch_weather), "paris")
+            await ctx.durable_execute_async(gated, "end")
+            ctx.send_event(OutputEvent(output=got))
+
+    plan = AgentPlan.from_agent(Logged())
+    snap = _snapshot(plan, "unused")
+    DEPLOYED["new"] = True
+    outputs, errors, _core = resume(plan, snap)
+    assert errors == [] and outputs == ["sunny in paris"]
+    assert probes["weather:paris"] == 1
 
 
 # -- a user's module, run from a temporary directory, one process per step -----------------

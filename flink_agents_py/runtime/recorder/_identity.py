@@ -73,6 +73,7 @@ import operator
 import pathlib
 import re
 import sys
+import sysconfig
 import types
 import uuid
 from collections.abc import Callable, Mapping
@@ -444,8 +445,10 @@ def callees(fn: Callable[..., Any]) -> list[str] | None:
       (``fetch_weather``), and each attribute name its code uses that is a function of a
       module, class or object it refers to by a global or closure name (``feeds.weather``).
 
-    Builtins (``str``, ``len``...) are left out: wrapping a result in ``str()`` does not
-    change what a call does.
+    Builtins (``str``, ``len``...) are left out of what its code names, and so are other
+    standard-library functions (``time.sleep``, ``logging.info``): a wrapper that starts
+    logging or sleeping between attempts still calls the same function; the code of
+    installed libraries is not read (their internals may change in any release).
 
     Args:
         fn: the callable a durable call runs.
@@ -526,8 +529,24 @@ def _filled(cell: Any) -> bool:
     return True
 
 
+def _library_code(fn: types.FunctionType) -> bool:
+    """Whether ``fn``'s code is a library's (standard library or installed package)."""
+    return fn.__code__.co_filename.startswith(_LIBRARY_DIRS)
+
+
+_LIBRARY_DIRS = tuple(sorted({path for name in ("stdlib", "platstdlib", "purelib", "platlib")
+                              if (path := sysconfig.get_paths().get(name))}))
+
+
 def _resolved_names(fn: types.FunctionType, found: set[str]) -> None:
-    """Add the functions and classes the global and attribute names of ``fn``'s code name."""
+    """Add the functions and classes the global and attribute names of ``fn``'s code name.
+
+    Only for the user's code (a library's wrapper may change its internals in any release),
+    and only callees outside the standard library (a wrapper that starts logging, sleeping
+    between attempts or timing its call still calls the same function).
+    """
+    if _library_code(fn):
+        return
     names = _names(fn.__code__)
     scope = fn.__globals__
     owners: list[Any] = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
@@ -536,7 +555,7 @@ def _resolved_names(fn: types.FunctionType, found: set[str]) -> None:
         if value is _MISSING:
             continue
         if _is_callee(value):
-            found.add(_callee_name(value))
+            _add_callee(value, found)
         owners.append(value)
     wanted = set(names)
     for owner in owners:
@@ -554,7 +573,7 @@ def _resolved_names(fn: types.FunctionType, found: set[str]) -> None:
             for name in wanted & attrs.keys():
                 value = attrs[name]
                 if _is_callee(value):
-                    found.add(_callee_name(value))
+                    _add_callee(value, found)
 
 
 _MISSING = object()
@@ -562,6 +581,12 @@ _MISSING = object()
 
 def _is_callee(value: Any) -> bool:
     return isinstance(value, (type, staticmethod, classmethod, functools.partial, *_FUNCTIONS))
+
+
+def _add_callee(value: Any, found: set[str]) -> None:
+    name = _callee_name(value)
+    if name.split(".", 1)[0].split(":", 1)[0] not in _STDLIB:
+        found.add(name)
 
 
 def _callee_name(value: Any) -> str:
