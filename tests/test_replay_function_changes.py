@@ -217,6 +217,45 @@ def test_a_wrapper_that_starts_logging_around_the_same_function_replays(probes):
     assert probes["weather:paris"] == 1
 
 
+class WeatherDesk:
+    """``ask`` calls ``self.fetch``: which one runs depends on the object's class."""
+
+    def ask(self, city: str) -> str:
+        return self.fetch(city)
+
+    def fetch(self, city: str) -> str:
+        return fetch_weather(city)
+
+
+class StockDesk(WeatherDesk):
+    def fetch(self, city: str) -> str:
+        return fetch_stock(city)
+
+
+def test_an_inherited_method_bound_to_an_object_of_another_class_diverges(probes):
+    """``WeatherDesk.ask`` is the target either way; bound to a ``StockDesk`` it runs
+    ``fetch_stock``: the recorded weather is not its outcome."""
+
+    class Desks(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def go(event: InputEvent, ctx: RunnerContext) -> None:
+            desk = StockDesk() if DEPLOYED["new"] else WeatherDesk()
+            got = await ctx.durable_execute_async(desk.ask, "paris")
+            await ctx.durable_execute_async(gated, "end")
+            ctx.send_event(OutputEvent(output=got))
+
+    plan = AgentPlan.from_agent(Desks())
+    snap = _snapshot(plan, "unused")
+    DEPLOYED["new"] = True
+    outputs, errors, _core = resume(plan, snap)
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and "r0/go/c0" in err.message
+    assert "WeatherDesk'" in err.message and "StockDesk'" in err.message
+    assert probes["stock:paris"] == 0
+
+
 # -- a user's module, run from a temporary directory, one process per step -----------------
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

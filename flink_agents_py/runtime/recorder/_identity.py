@@ -439,7 +439,9 @@ def callees(fn: Callable[..., Any]) -> list[str] | None:
     call runs is what it calls:
 
     - every function and class among what it binds (``bound_state``: closure cells, a
-      partial's arguments, a wrapper object's attributes, ``__wrapped__``...);
+      partial's arguments, a wrapper object's attributes, ``__wrapped__``...), and the class
+      of the object a method is bound to (``Base.fetch`` bound to a ``Cached`` object runs
+      what ``Cached`` overrides);
     - for code made at run time (``fn`` itself, and the functions it binds, to ``MAX_DEPTH``
       levels): each global name its code uses that is a function or a class in its module
       (``fetch_weather``), and each attribute name its code uses that is a function of a
@@ -465,6 +467,9 @@ def callees(fn: Callable[..., Any]) -> list[str] | None:
     found: set[str] = set()
     try:
         _named_in(bound, found, 0)
+        owner = getattr(fn, "__self__", None)
+        if isinstance(fn, types.MethodType) and not isinstance(owner, type):
+            found.add(_qualified(type(owner)))  # which class's overrides its method calls
         for code_fn in _run_time_functions(fn, 0, set()):
             _resolved_names(code_fn, found)
     except (Exception, RecursionError):  # noqa: BLE001 - identity never fails the call
@@ -477,19 +482,12 @@ def callees(fn: Callable[..., Any]) -> list[str] | None:
 
 def _named_in(form: Any, found: set[str], depth: int) -> None:
     """Collect the functions and classes named in a bound state's JSON form."""
-    if depth > 4 * MAX_DEPTH + 8:
-        return
-    if isinstance(form, dict):
-        for key in ("$fn", "$class"):
-            if isinstance(form.get(key), str):
-                found.add(form[key])
-        for value in form.values():
-            if isinstance(value, (dict, list)):
-                _named_in(value, found, depth + 1)
-    elif isinstance(form, list):
+    if isinstance(form, dict) and depth <= 4 * MAX_DEPTH + 8:
+        found.update(v for k in ("$fn", "$class") if isinstance(v := form.get(k), str))
+        form = list(form.values())
+    if isinstance(form, list) and depth <= 4 * MAX_DEPTH + 8:
         for value in form:
-            if isinstance(value, (dict, list)):
-                _named_in(value, found, depth + 1)
+            _named_in(value, found, depth + 1)
 
 
 def _run_time_functions(fn: Any, depth: int, seen: set[int]) -> list[types.FunctionType]:
