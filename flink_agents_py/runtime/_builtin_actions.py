@@ -53,7 +53,7 @@ from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
 from .context._memory import read_path
 from .recorder._state import CallKind
-from .recorder._versioning import recorded_without_code
+from .recorder._versioning import recorded_to_missing
 from .recorder._wait_calls import wait_call
 
 if TYPE_CHECKING:
@@ -486,11 +486,6 @@ def _tool_resource(ctx: ActionExecution, setup: ChatModelSetup, offered: str) ->
     return None
 
 
-_SUBAGENT_KINDS = (CallKind.SUBAGENT, CallKind.SUBAGENT_DEFERRED, CallKind.SUBAGENT_SUBMIT,
-                   CallKind.SUBAGENT_REFUSED)
-"""The kinds a sub-agent delegation of a tool round is recorded as (its first call)."""
-
-
 async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
     """Run the calls of a ``ToolRequestEvent``; answer with one result per call id.
 
@@ -512,14 +507,15 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
     assert isinstance(setup, ChatModelSetup)
     serial = setup.tool_dispatch == "serial"
     slots: list[tuple[ToolCall, Any, str | None]] = []
+    unknown: set[str] = set()  # refused names (renamed or removed since a recorded call?)
     for call in event.tool_calls:
         if call.name.startswith(RESERVED_TOOL_PREFIX):
             name = call.name[len(RESERVED_TOOL_PREFIX):]
             if name not in setup.subagents:
-                why = (f"no sub-agent named {name!r} is offered to this model; offered: "
-                       f"{', '.join(setup.subagents) or 'none'}")
-                recorded_without_code(ctx, _SUBAGENT_KINDS, name, why, replayable=False)
-                slots.append((call, _refused(call, why), None))
+                unknown.add(name)
+                slots.append((call, _refused(call, (
+                    f"no sub-agent named {name!r} is offered to this model; offered: "
+                    f"{', '.join(setup.subagents) or 'none'}")), None))
                 continue
             try:  # the model's arguments go to the sub-agent unchanged
                 slots.append((call, await ctx.submit_subagent(name, call.arguments), name))
@@ -531,11 +527,10 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
             continue
         resource = _tool_resource(ctx, setup, call.name)
         if resource is None:
-            why = f"no tool named {call.name!r}; available: {', '.join(setup.tools) or 'none'}"
-            # renamed or removed since the old code recorded a call to it: that call's outcome
-            recorded = recorded_without_code(ctx, (CallKind.TOOL,), call.name, why)
-            slots.append((call, recorded if recorded is not None else _refused(call, why),
-                          None))
+            unknown.add(call.name)
+            slots.append((call, _refused(call, (
+                f"no tool named {call.name!r}; available: {', '.join(setup.tools) or 'none'}")),
+                None))
             continue
         tool = ctx.get_resource(resource, ResourceType.TOOL)
         held, timeout_s = _approval(tool)
@@ -546,6 +541,10 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
         if not serial:
             ctx.start_soon(fut)
         slots.append((call, fut, None))
+    if unknown:  # a recorded call to a tool or sub-agent the new code lacks: not dropped
+        recorded_to_missing(ctx, unknown, f"no tool or offered sub-agent named so (tools: "
+                                          f"{', '.join(setup.tools) or 'none'}; sub-agents: "
+                                          f"{', '.join(setup.subagents) or 'none'})")
     responses: dict[str, ToolResult] = {}
     for i, (call, slot, subagent) in enumerate(slots):
         if isinstance(slot, ToolResult):

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ._execution import ActionExecution
 
 __all__ = ["PATCH_PREFIX", "is_strict", "patched", "check_arguments", "changed_arguments",
-           "changed_callees", "recorded_without_code",
+           "changed_callees", "recorded_to_missing",
            "unreached_calls", "check_unreached", "removed_action", "action_or_removed",
            "restored_event", "stand_in_event", "missing_subagent", "unrebuildable_outcome"]
 
@@ -444,55 +444,35 @@ def unrebuildable_outcome(ctx: ActionExecution, call: DurableCall, rec: CallReco
                "run in flight recorded it"))
 
 
-def recorded_without_code(ctx: ActionExecution, kinds: tuple[CallKind, ...], target: str,
-                          missing: str, *, replayable: bool = True) -> DurableCall | None:
-    """The recorded call at the next identity, made to something the new code no longer has.
+
+def recorded_to_missing(ctx: ActionExecution, names: set[str], missing: str) -> None:
+    """Fail a tool round whose recorded call, at the next identity, went to ``names``.
 
     A chat's tool round re-entered after a restore follows the model turn the old code
     recorded: it may ask for a tool (or offered sub-agent) that the new code renamed or
-    removed. The new code refuses such a request without a durable call, but the old code
-    made one at this identity: refusing would drop its recorded outcome (and shift the
-    identities of the calls after it onto other records).
+    removed. The new code refuses such a request without a durable call, so when no later
+    call of the round takes the old call's identity (where another call would diverge as
+    made to another target), its recorded outcome, or its started attempt, would be
+    dropped with a warning only. Called once the round has made its calls.
 
     Args:
-        ctx: the re-entered execution.
-        kinds: the kinds the old code's call could be recorded as.
-        target: its target (the tool or sub-agent name the model asked for).
+        ctx: the tool round's execution.
+        names: the tool and sub-agent names the round refused as unknown.
         missing: what the new code lacks, for the error (``no tool named 'x' ...``).
-        replayable: a done record can be handed over as it is (a tool's result); ``False``:
-            any record is a divergence (a sub-agent call needs its live handle).
-
-    Returns:
-        ``None`` when no such call is recorded there (a new execution: refuse as usual);
-        else the call, replayed from its record (it takes the identity).
 
     Raises:
-        ReplayDivergenceError: when the recorded call had only started (it can neither run
-            again nor be answered), or could not be replayed (``replayable`` false).
+        ReplayDivergenceError: when the record at the next identity is a tool or sub-agent
+            call to one of ``names``.
     """
-    from ..context._calls import DurableCall  # (not at import: the context imports the recorder)
-    from ..core._commands import Settle
-
     nxt = ctx._next_ordinal
-    rec = ctx._record.calls.get(str(nxt))
-    if rec is None or not rec.done:
-        journaled = ctx.ledger.lookup(ctx.key, f"{ctx.execution_id}/c{nxt}")
-        if journaled is not None and journaled.done:
-            rec = journaled
-    if rec is None or rec.kind is None or rec.kind not in kinds or rec.target != target:
-        return None
-    found = rec
-    ordinal, call_id, digest, rec = ctx._allocate(rec.kind, target, lambda _cid: found.digest)
-    assert rec is not None and rec.kind is not None
-    if not (rec.done and replayable):
-        state = "had only started before the restore (its outcome was recorded nowhere)" \
-            if not rec.done else "is recorded"
-        ctx._diverge(ReplayDivergenceError(
-            call_id, ctx._record.action, (rec.kind.value, target), ("none", ""),
-            detail=f"the recorded {rec.kind.value} call {target!r} {state}, and the new code "
-                   f"has {missing}: it can neither run again nor be answered. Keep {target!r} "
-                   "registered under that name until no run in flight uses it"))
-    call = DurableCall(call_id, ordinal, digest, rec.kind, target)
-    ctx.calls[ordinal] = call
-    ctx._replay(call, rec, Settle(call, f"replayed:{target}"))
-    return call
+    call_id = f"{ctx.execution_id}/c{nxt}"
+    rec = ctx._record.calls.get(str(nxt)) or ctx.ledger.lookup(ctx.key, call_id)
+    if rec is None or rec.kind is None or rec.kind is CallKind.PATCH or rec.target not in names:
+        return
+    state = "is recorded" if rec.done else \
+        "had started before the restore (its outcome was recorded nowhere)"
+    ctx._diverge(ReplayDivergenceError(
+        call_id, ctx._record.action, (rec.kind.value, rec.target or ""), ("none", ""),
+        detail=f"recorded {rec.kind.value} {rec.target!r}, now calling none: the call {state}, "
+               f"and the new code has {missing}. Keep {rec.target!r} registered under that "
+               "name until no run in flight uses it"))
