@@ -154,6 +154,19 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
             ctx._diverge(err)
     if rec.callees is not None and call.callees is not None and rec.callees != call.callees:
         changed_callees(ctx, call, rec)
+    if changed and rec.shape and call.shape:
+        (was_bound, was_values), (now_bound, now_values) = (
+            rec.shape.partition("/")[::2], call.shape.partition("/")[::2])
+        if was_bound == now_bound:
+            return  # the same values for the same parameters (keyword form, parameters moved)
+        if was_values == now_values:  # the recorded values, bound to other parameters
+            ctx._diverge(ReplayDivergenceError(
+                call.call_id, ctx._record.action, (rec.kind.value if rec.kind else "",
+                                                   rec.target or ""),
+                (call.kind.value, call.target),
+                detail=f"the {call.kind.value} call {call.target!r} is made with the argument "
+                       "values recorded, bound to other parameters of the function (e.g. two "
+                       "arguments swapped): the recorded outcome is another call's"))
     if changed:
         changed_arguments(ctx, call, rec, is_strict(ctx, strict), started=reruns)
 
