@@ -217,6 +217,35 @@ def test_a_wrapper_that_starts_logging_around_the_same_function_replays(probes):
     assert probes["weather:paris"] == 1
 
 
+def timed(fn: Any, clock: Any) -> Any:
+    """A decorator whose wrapper holds the clock it times the call with (a closure cell)."""
+    def wrapper(*args: Any) -> Any:
+        clock()
+        return fn(*args)
+    return wrapper
+
+
+def test_a_wrapper_that_holds_another_standard_library_clock_replays(probes):
+    """A standard-library function the wrapper holds (``time.monotonic`` made
+    ``time.perf_counter``) is not what the call runs: it replays."""
+
+    class Timed(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def go(event: InputEvent, ctx: RunnerContext) -> None:
+            clock = time.perf_counter if DEPLOYED["new"] else time.monotonic
+            got = await ctx.durable_execute_async(timed(fetch_weather, clock), "paris")
+            await ctx.durable_execute_async(gated, "end")
+            ctx.send_event(OutputEvent(output=got))
+
+    plan = AgentPlan.from_agent(Timed())
+    snap = _snapshot(plan, "unused")
+    DEPLOYED["new"] = True
+    outputs, errors, _core = resume(plan, snap)
+    assert errors == [] and outputs == ["sunny in paris"]
+    assert probes["weather:paris"] == 1
+
+
 class WeatherDesk:
     """``ask`` calls ``self.fetch``: which one runs depends on the object's class."""
 

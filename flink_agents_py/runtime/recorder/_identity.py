@@ -447,10 +447,11 @@ def callees(fn: Callable[..., Any]) -> list[str] | None:
       (``fetch_weather``), and each attribute name its code uses that is a function of a
       module, class or object it refers to by a global or closure name (``feeds.weather``).
 
-    Builtins (``str``, ``len``...) are left out of what its code names, and so are other
-    standard-library functions (``time.sleep``, ``logging.info``): a wrapper that starts
-    logging or sleeping between attempts still calls the same function; the code of
-    installed libraries is not read (their internals may change in any release).
+    Builtins and other standard-library functions and classes (``str``, ``time.sleep``,
+    ``logging.info``, ``functools`` internals) are left out: a wrapper that starts logging
+    or sleeping between attempts still calls the same function, and a Python upgrade does
+    not change the identity; the code of installed libraries is not read (their internals
+    may change in any release).
 
     Args:
         fn: the callable a durable call runs.
@@ -474,7 +475,7 @@ def callees(fn: Callable[..., Any]) -> list[str] | None:
             _resolved_names(code_fn, found)
     except (Exception, RecursionError):  # noqa: BLE001 - identity never fails the call
         return None
-    names = sorted(n for n in found if not n.startswith("builtins:"))
+    names = sorted(n for n in found if n.split(".", 1)[0].split(":", 1)[0] not in _STDLIB)
     if len(names) > MAX_CALLEES:
         names = [*names[:MAX_CALLEES - 1], f"digest:{digest(names[MAX_CALLEES - 1:])}"]
     return names
@@ -553,7 +554,7 @@ def _resolved_names(fn: types.FunctionType, found: set[str]) -> None:
         if value is _MISSING:
             continue
         if _is_callee(value):
-            _add_callee(value, found)
+            found.add(_callee_name(value))
         owners.append(value)
     wanted = set(names)
     for owner in owners:
@@ -571,7 +572,7 @@ def _resolved_names(fn: types.FunctionType, found: set[str]) -> None:
             for name in wanted & attrs.keys():
                 value = attrs[name]
                 if _is_callee(value):
-                    _add_callee(value, found)
+                    found.add(_callee_name(value))
 
 
 _MISSING = object()
@@ -579,12 +580,6 @@ _MISSING = object()
 
 def _is_callee(value: Any) -> bool:
     return isinstance(value, (type, staticmethod, classmethod, functools.partial, *_FUNCTIONS))
-
-
-def _add_callee(value: Any, found: set[str]) -> None:
-    name = _callee_name(value)
-    if name.split(".", 1)[0].split(":", 1)[0] not in _STDLIB:
-        found.add(name)
 
 
 def _callee_name(value: Any) -> str:
