@@ -19,6 +19,7 @@ from support.probes import count, gate
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import InMemoryKeyState
+from flink_agents_py.testing import check_upgrade_safety
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -108,3 +109,44 @@ def test_each_value_on_its_parameter_replays_quietly(form, probes, caplog):
     assert errors == [] and outputs == ["100 USD in EUR"]
     assert not [r for r in caplog.records if "arguments changed" in r.getMessage()]
     assert probes["convert:USD->EUR"] == 1
+
+
+class ByPosition(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        got = await ctx.durable_execute_async(convert_fast, "USD", "EUR")
+        await ctx.durable_execute_async(convert_fast, "JPY", "GBP")  # c0 replays
+        ctx.send_event(OutputEvent(output=got))
+
+
+class ByKeyword(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        got = await ctx.durable_execute_async(convert_fast, "USD", target="EUR")
+        await ctx.durable_execute_async(convert_fast, "JPY", "GBP")  # c0 replays
+        ctx.send_event(OutputEvent(output=got))
+
+
+class Swapped(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        got = await ctx.durable_execute_async(convert_fast, "EUR", "USD")
+        await ctx.durable_execute_async(convert_fast, "JPY", "GBP")  # c0 replays
+        ctx.send_event(OutputEvent(output=got))
+
+
+def convert_fast(source: str, target: str) -> str:
+    return f"{source} in {target}"
+
+
+def test_the_upgrade_checker_agrees_with_the_runtime_on_what_changed():
+    """A positional argument passed by keyword is the same call (no finding); swapped
+    arguments are a divergence."""
+    records = [{"key": "a"}, {"key": "b"}]
+    check_upgrade_safety(ByPosition(), ByKeyword(), records, other_process=False).assert_ok()
+    swapped = check_upgrade_safety(ByPosition(), Swapped(), records, other_process=False)
+    assert swapped.divergences > 0
+    assert "bound to other parameters" in swapped.table
