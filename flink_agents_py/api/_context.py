@@ -187,10 +187,12 @@ class RunnerContext(ABC):
             What ``fn`` returned (or, on replay, what it returned the first time).
 
         Raises:
-            SerializationError: when an argument or the result has no JSON form.
+            SerializationError: when an argument or the result has no JSON form (a generator
+                function's generator too: its body never runs; return a list).
             ReplayDivergenceError: on replay, when the call is not the one recorded at its
-                place (another function, the arguments of another recorded call, or, when
-                strict, other arguments).
+                place (another function, or a lambda or wrapper now calling another one;
+                the arguments of another recorded call, or the recorded ones bound to other
+                parameters; or, when strict, other arguments).
         """
 
     @abstractmethod

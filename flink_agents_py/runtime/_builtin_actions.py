@@ -53,6 +53,7 @@ from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
 from .context._memory import read_path
 from .recorder._state import CallKind
+from .recorder._versioning import recorded_to_missing
 from .recorder._wait_calls import wait_call
 
 if TYPE_CHECKING:
@@ -506,10 +507,12 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
     assert isinstance(setup, ChatModelSetup)
     serial = setup.tool_dispatch == "serial"
     slots: list[tuple[ToolCall, Any, str | None]] = []
+    unknown: set[str] = set()  # refused names (renamed or removed since a recorded call?)
     for call in event.tool_calls:
         if call.name.startswith(RESERVED_TOOL_PREFIX):
             name = call.name[len(RESERVED_TOOL_PREFIX):]
             if name not in setup.subagents:
+                unknown.add(name)
                 slots.append((call, _refused(call, (
                     f"no sub-agent named {name!r} is offered to this model; offered: "
                     f"{', '.join(setup.subagents) or 'none'}")), None))
@@ -524,6 +527,7 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
             continue
         resource = _tool_resource(ctx, setup, call.name)
         if resource is None:
+            unknown.add(call.name)
             slots.append((call, _refused(call, (
                 f"no tool named {call.name!r}; available: {', '.join(setup.tools) or 'none'}")),
                 None))
@@ -537,6 +541,10 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
         if not serial:
             ctx.start_soon(fut)
         slots.append((call, fut, None))
+    if unknown:  # a recorded call to a tool or sub-agent the new code lacks: not dropped
+        recorded_to_missing(ctx, unknown, f"no tool or offered sub-agent named so (tools: "
+                                          f"{', '.join(setup.tools) or 'none'}; sub-agents: "
+                                          f"{', '.join(setup.subagents) or 'none'})")
     responses: dict[str, ToolResult] = {}
     for i, (call, slot, subagent) in enumerate(slots):
         if isinstance(slot, ToolResult):

@@ -57,7 +57,10 @@ class Recorder(Observer):
     def call_started(self, key: Any, call_id: str, command: CallCommand, replayed: bool) -> None:
         (self.replayed if replayed else self.executed).append((self.step + 1, (key, call_id)))
         self.targets[(key, call_id)] = str(command)
-        self.digests[(key, call_id)] = getattr(getattr(command, "call", None), "digest", "")
+        call = getattr(command, "call", None)
+        shape = getattr(call, "shape", None)  # the values by parameter: what the runtime checks
+        self.digests[(key, call_id)] = shape.partition("/")[0] if shape else \
+            getattr(call, "digest", "")
 
     def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
         self.recorded.append((self.step + 1, (key, call_id)))

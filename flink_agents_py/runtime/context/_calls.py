@@ -81,7 +81,7 @@ class DurableCall:
     """
 
     __slots__ = ("call_id", "ordinal", "done", "ok", "value", "replayed", "start", "digest",
-                 "kind", "target", "site", "running", "used")
+                 "kind", "target", "site", "running", "used", "callees", "shape")
 
     def __init__(self, call_id: str, ordinal: int, digest: str = "",
                  kind: CallKind = CallKind.FUNCTION, target: str = "") -> None:
@@ -98,6 +98,8 @@ class DurableCall:
         self.site = ""  # where a lazy call was made (``file:line``), for the never-awaited warning
         self.running = False  # handed to the I/O executor, outcome not recorded yet
         self.used = False  # its outcome was asked for (awaited, or ``result()``)
+        self.callees: list[str] | None = None  # what its callable calls (``CallRecord``)
+        self.shape: str | None = None  # how its arguments bind (``CallRecord``)
 
     def arm(self, command: Command) -> None:
         """Make this a lazy call: ``command`` starts it on its first await (see ``start``).

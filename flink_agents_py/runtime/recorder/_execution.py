@@ -56,8 +56,9 @@ from ..core._commands import (
 )
 from ..core._stepper import run_inline
 from ..core._subgraph import resolve_subagent
+from ._identity import callees
 from ._ledger import CallLedger
-from ._outcomes import call_digest, fn_name, rebuild_exception, store_outcome
+from ._outcomes import argument_shape, call_digest, fn_name, rebuild_exception, store_outcome
 from ._state import CallKind, CallRecord, InflightAction, RunState
 from ._versioning import check_arguments, is_strict, patched, unrebuildable_outcome
 from ._wait_calls import wait_call
@@ -569,6 +570,8 @@ class ActionExecution:
         ordinal, call_id, dig, rec = self._allocate(
             kind, target, lambda cid: call_digest(digest_name or fn, args, kwargs, cid))
         call = DurableCall(call_id, ordinal, dig, kind, target)
+        if digest_name is None and kind is CallKind.FUNCTION:  # what it calls, how it binds
+            call.callees, call.shape = callees(fn), argument_shape(fn, args, kwargs)
         self.calls[ordinal] = call
         if rec is not None and rec.done:
             self._replay(call, rec, command(call), strict)
@@ -581,13 +584,15 @@ class ActionExecution:
         """Note in state that the command's call has started (its outcome is not known)."""
         call = command.call
         self._record.calls[str(call.ordinal)] = CallRecord(
-            digest=call.digest, kind=call.kind, target=call.target)
+            digest=call.digest, kind=call.kind, target=call.target, callees=call.callees,
+            shape=call.shape)
         self.ledger.started(self._key, command, replayed=False)
 
     def record_outcome(self, call: DurableCall, ok: bool, value: Any) -> None:
         """Record a call's outcome in the execution's state entry, then complete the call."""
         rec = self._record.calls.setdefault(str(call.ordinal), CallRecord(
-            digest=call.digest, kind=call.kind, target=call.target))
+            digest=call.digest, kind=call.kind, target=call.target, callees=call.callees,
+            shape=call.shape))
         ok, value = store_outcome(rec, call.call_id, ok, value)
         call.complete(ok, value)
         self.ledger.recorded(self._key, call.call_id, rec)

@@ -73,15 +73,16 @@ import operator
 import pathlib
 import re
 import sys
+import sysconfig
 import types
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...api import RunnerContext
-from .._serde import dumps, to_json_value
+from .._serde import digest, dumps, to_json_value
 
-__all__ = ["bound_state", "enum_classes", "stable_form", "MAX_DEPTH"]
+__all__ = ["bound_state", "callees", "enum_classes", "stable_form", "MAX_CALLEES", "MAX_DEPTH"]
 
 MAX_DEPTH = 4
 """How many levels of nested objects ``stable_form`` walks before it keeps a type name only."""
@@ -422,3 +423,168 @@ def _attributes(value: Any) -> list[tuple[str, Any]]:
             except AttributeError:
                 continue
     return list(found.items())
+
+
+MAX_CALLEES = 16
+"""The most callee names ``callees`` keeps (the rest are folded into one digest entry)."""
+
+
+def callees(fn: Callable[..., Any]) -> list[str] | None:
+    """The functions a callable whose own name does not say what it runs calls.
+
+    A lambda, a nested function, a decorator's wrapper made without ``functools.wraps``
+    (``retry.<locals>.wrapper``) or a wrapper object (``Retrying(fetch)``) has one name
+    whatever it calls: ``lambda: fetch_weather(city)`` and ``lambda: fetch_stock(city)`` of
+    one action are both ``Agent.go.<locals>.<lambda>``. What identifies the function such a
+    call runs is what it calls:
+
+    - every function and class among what it binds (``bound_state``: closure cells, a
+      partial's arguments, a wrapper object's attributes, ``__wrapped__``...), and the class
+      of the object a method is bound to (``Base.fetch`` bound to a ``Cached`` object runs
+      what ``Cached`` overrides);
+    - for code made at run time (``fn`` itself, and the functions it binds, to ``MAX_DEPTH``
+      levels): each global name its code uses that is a function or a class in its module
+      (``fetch_weather``), and each attribute name its code uses that is a function of a
+      module, class or object it refers to by a global or closure name (``feeds.weather``).
+
+    Builtins and other standard-library functions and classes (``str``, ``time.sleep``,
+    ``logging.info``, ``functools`` internals) are left out: a wrapper that starts logging
+    or sleeping between attempts still calls the same function, and a Python upgrade does
+    not change the identity; the code of installed libraries is not read (their internals
+    may change in any release).
+
+    Args:
+        fn: the callable a durable call runs.
+
+    Returns:
+        The ``module:qualname`` of each, sorted (past ``MAX_CALLEES`` the rest are one
+        ``digest:...`` entry), the same in every process; ``None`` when ``fn`` binds nothing
+        (``bound_state``: a module-level function, a builtin, a class: its name is its
+        identity) or cannot be walked.
+    """
+    bound = bound_state(fn)
+    if bound is None:
+        return None
+    found: set[str] = set()
+    try:
+        _named_in(bound, found, 0)
+        owner = getattr(fn, "__self__", None)
+        if isinstance(fn, types.MethodType) and not isinstance(owner, type):
+            found.add(_qualified(type(owner)))  # which class's overrides its method calls
+        for code_fn in _run_time_functions(fn, 0, set()):
+            _resolved_names(code_fn, found)
+    except (Exception, RecursionError):  # noqa: BLE001 - identity never fails the call
+        return None
+    names = sorted(n for n in found if n.split(".", 1)[0].split(":", 1)[0] not in _STDLIB)
+    if len(names) > MAX_CALLEES:
+        names = [*names[:MAX_CALLEES - 1], f"digest:{digest(names[MAX_CALLEES - 1:])}"]
+    return names
+
+
+def _named_in(form: Any, found: set[str], depth: int) -> None:
+    """Collect the functions and classes named in a bound state's JSON form."""
+    if isinstance(form, dict) and depth <= 4 * MAX_DEPTH + 8:
+        found.update(v for k in ("$fn", "$class") if isinstance(v := form.get(k), str))
+        form = list(form.values())
+    if isinstance(form, list) and depth <= 4 * MAX_DEPTH + 8:
+        for value in form:
+            _named_in(value, found, depth + 1)
+
+
+def _run_time_functions(fn: Any, depth: int, seen: set[int]) -> list[types.FunctionType]:
+    """The functions made at run time in ``fn`` and in what it binds (to ``MAX_DEPTH``)."""
+    if depth > MAX_DEPTH or id(fn) in seen:
+        return []
+    seen.add(id(fn))
+    inner: list[Any] = []
+    if isinstance(fn, (staticmethod, classmethod, types.MethodType)):
+        inner = [fn.__func__]
+    elif isinstance(fn, functools.partial):
+        inner = [fn.func, *fn.args, *fn.keywords.values()]
+    elif isinstance(fn, types.FunctionType):
+        if not _made_at_run_time(fn):
+            return []
+        inner = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+        found = [fn]
+        for value in inner:
+            if callable(value):
+                found += _run_time_functions(value, depth + 1, seen)
+        return found
+    elif callable(fn) and not isinstance(fn, (type, *_FUNCTIONS)) \
+            and not _is_stdlib(type(fn)):  # a wrapper object: the callables it holds
+        inner = [v for _, v in _attributes(fn)]
+    found = []
+    for value in inner:
+        if callable(value):
+            found += _run_time_functions(value, depth + 1, seen)
+    return found
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - raises for a free variable not assigned yet
+    except ValueError:
+        return False
+    return True
+
+
+def _library_code(fn: types.FunctionType) -> bool:
+    """Whether ``fn``'s code is a library's (standard library or installed package)."""
+    return fn.__code__.co_filename.startswith(_LIBRARY_DIRS)
+
+
+_LIBRARY_DIRS = tuple(sorted({path for name in ("stdlib", "platstdlib", "purelib", "platlib")
+                              if (path := sysconfig.get_paths().get(name))}))
+
+
+def _resolved_names(fn: types.FunctionType, found: set[str]) -> None:
+    """Add the functions and classes the global and attribute names of ``fn``'s code name.
+
+    Only for the user's code (a library's wrapper may change its internals in any release),
+    and only callees outside the standard library (a wrapper that starts logging, sleeping
+    between attempts or timing its call still calls the same function).
+    """
+    if _library_code(fn):
+        return
+    names = _names(fn.__code__)
+    scope = fn.__globals__
+    owners: list[Any] = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+    for name in names:
+        value = scope.get(name, _MISSING) if isinstance(scope, dict) else _MISSING
+        if value is _MISSING:
+            continue
+        if _is_callee(value):
+            found.add(_callee_name(value))
+        owners.append(value)
+    wanted = set(names)
+    for owner in owners:
+        space: list[Mapping[str, Any]]
+        if isinstance(owner, types.ModuleType):
+            space = [vars(owner)]
+        elif isinstance(owner, type):
+            space = [vars(k) for k in owner.__mro__]
+        elif not isinstance(owner, (*_SCALARS, float, list, tuple, dict)) \
+                and not _is_stdlib(type(owner)):
+            space = [vars(k) for k in type(owner).__mro__]
+        else:
+            continue
+        for attrs in space:
+            for name in wanted & attrs.keys():
+                value = attrs[name]
+                if _is_callee(value):
+                    found.add(_callee_name(value))
+
+
+_MISSING = object()
+
+
+def _is_callee(value: Any) -> bool:
+    return isinstance(value, (type, staticmethod, classmethod, functools.partial, *_FUNCTIONS))
+
+
+def _callee_name(value: Any) -> str:
+    if isinstance(value, (staticmethod, classmethod, types.MethodType)):
+        value = value.__func__
+    while isinstance(value, functools.partial):
+        value = value.func
+    return _qualified(value)

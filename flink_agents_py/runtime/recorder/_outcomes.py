@@ -8,8 +8,9 @@ same exception type with the same ``args`` and JSON-form attributes.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from ...api import DurableExecutionError, ReplayDivergenceError, SerializationError, mask_secrets
 from ...api.internal import (
@@ -23,7 +24,8 @@ from .._serde import digest, dumps, from_json_value, to_json_value
 from ._identity import bound_state, enum_classes
 from ._state import CallRecord
 
-__all__ = ["fn_name", "call_digest", "store_outcome", "rebuild_exception", "reordered_call"]
+__all__ = ["fn_name", "call_digest", "argument_shape", "store_outcome", "rebuild_exception",
+           "reordered_call"]
 
 
 def fn_name(fn: Callable[..., Any]) -> str:
@@ -72,6 +74,40 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     if enums:
         parts.append({"$enums": enums})
     return digest(parts)
+
+
+def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> str | None:
+    """How a function call's argument values bind to its parameters, as two digests.
+
+    ``<binding>/<values>``: the digest of the values by parameter name (``f(1, b=2)`` and
+    ``f(1, 2)`` bind alike, and so do ``f(a, b)`` and, once the parameters were swapped in
+    ``f``'s definition, ``f(b, a)``), and the digest of the values alone, sorted (a
+    ``f("USD", "EUR")`` made ``f("EUR", "USD")`` has the same values, bound otherwise). Both
+    include what ``fn`` binds (``_identity.bound_state``). A replay uses them where the call
+    digest differs from the recorded one (``_versioning.check_arguments``).
+
+    Returns:
+        The two digests, or ``None`` when ``fn`` has no signature the arguments bind to.
+    """
+    try:
+        sig = inspect.signature(fn)
+        binding = sig.bind(*args, **kwargs).arguments
+        named = to_json_value(dict(binding), "arguments")
+        values: list[Any] = []
+        for name, value in named.items():
+            kind = sig.parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                values += value
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                values += value.values()
+            else:
+                values.append(value)
+        bound = bound_state(fn)
+        return (f"{digest([named, bound, enum_classes(args) + enum_classes(kwargs)])}/"
+                f"{digest([sorted(dumps(v).decode() for v in values), bound])}")
+    except Exception:  # noqa: BLE001 - no signature, or one the arguments do not fit
+        return None
 
 
 def reordered_call(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
@@ -134,6 +170,8 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
     if ok:
         where = f"result of durable call {call_id}"
         try:
+            if inspect.isgenerator(value) or inspect.isasyncgen(value):
+                _refuse_generator(value, where, rec.target)
             stored = to_json_value(value, where)
             if registered_secret_count() and has_known_secret(dumps(stored).decode()):
                 stored = mask_value(stored)
@@ -166,6 +204,27 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
         rec.traceback = failure_text(exc)
         value = exc
     return ok, value
+
+
+def _refuse_generator(value: Any, where: str, target: str | None) -> NoReturn:
+    """Refuse a generator given back by a durable call (its function is a generator function).
+
+    A generator's body runs only as it is iterated, and a durable call records one result: a
+    replay could not give the generator back. Nothing of the body has run (a sync generator
+    is closed here).
+
+    Raises:
+        SerializationError: always, naming the function and what to write instead.
+    """
+    kind = "an async generator" if inspect.isasyncgen(value) else "a generator"
+    if inspect.isgenerator(value):
+        value.close()
+    name = target or "the function"
+    raise SerializationError(
+        f"{where} ({name}) is {kind}: {name} is a generator function, whose body runs only "
+        "as the generator is iterated, and a durable call records one result; make the "
+        "function return a list (e.g. 'return list(...)', or "
+        "'[x async for x in ...]' in an async function)")
 
 
 def rebuild_exception(rec: CallRecord) -> BaseException:

@@ -194,6 +194,14 @@ class CallRecord(_Record, kw_only=True, repr_omit_defaults=True):
         error_attrs: its JSON-form instance attributes (``status_code``...), restored too.
         traceback: its traceback, bounded and redacted (``runtime._failures``), kept so the
             original file and line survive a restore and reach whoever sees the failure.
+        callees: for a function call through a callable whose name does not say what it
+            runs (a lambda, a nested function, a decorator's wrapper, a wrapper object), the
+            ``module:qualname`` of the functions it calls (``_identity.callees``); a replay
+            whose callable calls others diverges. ``None``: not kept (a module-level
+            function, a framework call, a record written before callees were kept).
+        shape: for a function call, how its argument values bind to the function's
+            parameters (``_outcomes.argument_shape``): the same values bound otherwise (two
+            arguments swapped) diverge on replay. ``None``: not kept.
     """
 
     digest: str
@@ -207,6 +215,8 @@ class CallRecord(_Record, kw_only=True, repr_omit_defaults=True):
     error_args: list[Any] | None = None
     error_attrs: dict[str, Any] | None = None
     traceback: str | None = None
+    callees: list[str] | None = None
+    shape: str | None = None
 
     def to_builtins(self) -> dict[str, Any]:
         """The record as plain JSON-form data (its value is kept as it is, not copied)."""
@@ -214,7 +224,7 @@ class CallRecord(_Record, kw_only=True, repr_omit_defaults=True):
                 "target": self.target, "done": self.done, "ok": self.ok, "value": self.value,
                 "error_type": self.error_type, "error_message": self.error_message,
                 "error_args": self.error_args, "error_attrs": self.error_attrs,
-                "traceback": self.traceback}
+                "traceback": self.traceback, "callees": self.callees, "shape": self.shape}
 
     def to_json(self) -> str:
         """The record as JSON text, however deep its value (journals store records so).

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ._execution import ActionExecution
 
 __all__ = ["PATCH_PREFIX", "is_strict", "patched", "check_arguments", "changed_arguments",
+           "changed_callees", "recorded_to_missing",
            "unreached_calls", "check_unreached", "removed_action", "action_or_removed",
            "restored_event", "stand_in_event", "missing_subagent", "unrebuildable_outcome"]
 
@@ -145,12 +146,55 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
     Raises:
         ReplayDivergenceError: as said.
     """
-    if rec.digest and rec.digest != call.digest:
+    changed = bool(rec.digest) and rec.digest != call.digest
+    if changed:
         record = ctx._record
         err = reordered_call(call, rec, record.calls, ctx.execution_id, record.action)
         if err is not None:  # not a harmless change: another call's outcome
             ctx._diverge(err)
+    if rec.callees is not None and call.callees is not None and rec.callees != call.callees:
+        changed_callees(ctx, call, rec)
+    if changed and rec.shape and call.shape:
+        (was_bound, was_values), (now_bound, now_values) = (
+            rec.shape.partition("/")[::2], call.shape.partition("/")[::2])
+        if was_bound == now_bound:
+            return  # the same values for the same parameters (keyword form, parameters moved)
+        if was_values == now_values:  # the recorded values, bound to other parameters
+            ctx._diverge(ReplayDivergenceError(
+                call.call_id, ctx._record.action, (rec.kind.value if rec.kind else "",
+                                                   rec.target or ""),
+                (call.kind.value, call.target),
+                detail=f"the {call.kind.value} call {call.target!r} is made with the argument "
+                       "values recorded, bound to other parameters of the function (e.g. two "
+                       "arguments swapped): the recorded outcome is another call's"))
+    if changed:
         changed_arguments(ctx, call, rec, is_strict(ctx, strict), started=reruns)
+
+
+def changed_callees(ctx: ActionExecution, call: DurableCall, rec: CallRecord) -> NoReturn:
+    """A call whose callable now calls other functions than recorded: a divergence.
+
+    The callable of a lambda, a nested function, a decorator's wrapper or a wrapper object
+    has one name whatever it calls, so its record keeps the functions it calls
+    (``CallRecord.callees``); when they changed, the call runs another function than the
+    recorded one, as a plain ``fetch_weather`` turned ``fetch_stock`` does, and the recorded
+    outcome (or started attempt) is not its own.
+
+    Raises:
+        ReplayDivergenceError: always, naming the call, its callable and both sets of
+            functions.
+    """
+    kind, target = rec.kind.value if rec.kind else call.kind.value, rec.target or call.target
+    was, now = _listed(rec.callees), _listed(call.callees)
+    ctx._diverge(ReplayDivergenceError(
+        call.call_id, ctx._record.action, (kind, target), (call.kind.value, call.target),
+        detail=f"the {kind} call {target!r} now calls {now} where the recorded one called "
+               f"{was}: another function than the recorded call's (its name cannot say so: "
+               "a lambda, a nested function or a wrapper has one name whatever it calls)"))
+
+
+def _listed(names: list[str] | None) -> str:
+    return ", ".join(repr(n) for n in names) if names else "no function of its own"
 
 
 def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
@@ -411,3 +455,37 @@ def unrebuildable_outcome(ctx: ActionExecution, call: DurableCall, rec: CallReco
                f"{_one_line(error)}); a stored model's class changed or is gone: keep it under "
                "its name, with its old fields (new ones optional, with defaults), until no "
                "run in flight recorded it"))
+
+
+
+def recorded_to_missing(ctx: ActionExecution, names: set[str], missing: str) -> None:
+    """Fail a tool round whose recorded call, at the next identity, went to ``names``.
+
+    A chat's tool round re-entered after a restore follows the model turn the old code
+    recorded: it may ask for a tool (or offered sub-agent) that the new code renamed or
+    removed. The new code refuses such a request without a durable call, so when no later
+    call of the round takes the old call's identity (where another call would diverge as
+    made to another target), its recorded outcome, or its started attempt, would be
+    dropped with a warning only. Called once the round has made its calls.
+
+    Args:
+        ctx: the tool round's execution.
+        names: the tool and sub-agent names the round refused as unknown.
+        missing: what the new code lacks, for the error (``no tool named 'x' ...``).
+
+    Raises:
+        ReplayDivergenceError: when the record at the next identity is a tool or sub-agent
+            call to one of ``names``.
+    """
+    nxt = ctx._next_ordinal
+    call_id = f"{ctx.execution_id}/c{nxt}"
+    rec = ctx._record.calls.get(str(nxt)) or ctx.ledger.lookup(ctx.key, call_id)
+    if rec is None or rec.kind is None or rec.kind is CallKind.PATCH or rec.target not in names:
+        return
+    state = "is recorded" if rec.done else \
+        "had started before the restore (its outcome was recorded nowhere)"
+    ctx._diverge(ReplayDivergenceError(
+        call_id, ctx._record.action, (rec.kind.value, rec.target or ""), ("none", ""),
+        detail=f"recorded {rec.kind.value} {rec.target!r}, now calling none: the call {state}, "
+               f"and the new code has {missing}. Keep {rec.target!r} registered under that "
+               "name until no run in flight uses it"))
