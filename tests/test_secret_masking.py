@@ -9,7 +9,11 @@ error records and their tracebacks, the failure texts carried to the agent's out
 event log file, the trace text and HTML (``flink-agents-py trace``), the OpenTelemetry spans,
 the captured logs (DEBUG, every logger: the SDK's and HTTP library's too), and the stdout and
 stderr of a user's script run from a directory outside the repository; and, on a Flink
-MiniCluster, in the error output and the event log.
+MiniCluster, in the error output and the event log. Then: what a user's script catches from a
+connection (the SDK exception it is chained to, its body, response and request), a
+credential a validation error would quote, reprs of descriptors and resources, log records'
+``extra=`` fields, the exception a failed durable call hands its caller, and a resource's
+failed check or open.
 """
 
 from __future__ import annotations
@@ -597,3 +601,222 @@ def test_a_flink_agents_literal_api_key_is_sent_and_masked(caplog):
     conn = OpenAIChatModelConnection(api_key=literal, api_base_url="http://127.0.0.1:9/v1")
     assert conn.base_url == "http://127.0.0.1:9/v1"
     assert_no_key("the connection's repr", repr(conn) + str(conn), literal)
+
+
+# -- what a caught exception, a rejected argument and a repr carry -----------------------------
+CAUGHT = '''
+"""Usage: caught.py BASE_URL: a user calling a connection and printing what it caught."""
+import sys
+import traceback
+
+import openai
+
+from flink_agents_py.api import ChatMessage, ProviderError
+from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+conn = OpenAIChatModel(base_url=sys.argv[1], api_key_env="LEAKY_KEY", max_retries=0)
+for model in ("401", "500", "header"):
+    try:
+        conn.chat([ChatMessage(content="hi")], model=model)
+    except ProviderError as e:
+        cause = e.__cause__
+        # the SDK's own exception stays the cause (its type, status and response kept)
+        assert isinstance(cause, openai.APIStatusError), type(cause)
+        print("STATUS", e.status_code, cause.status_code, cause.response.status_code)
+        print("TRACEBACK", traceback.format_exc())
+        print("CAUSE", repr(cause), str(cause), cause.args, getattr(cause, "message", ""))
+        print("BODY", cause.body)
+        print("RESPONSE", cause.response.text, dict(cause.response.headers))
+        print("REQUEST", dict(cause.request.headers), cause.request.url)
+        print("CONTEXT", repr(e.__context__), repr(cause.__context__))
+        print("ARGS", e.args)
+'''
+
+
+def test_an_exception_a_user_catches_from_a_connection_carries_no_key(tmp_path):
+    """A script outside the repository calls a connection itself and prints what it caught:
+    the traceback, the SDK exception it was raised from (its repr, args, ``message``,
+    ``body``, the HTTP response's text and headers, the request's headers) and the context
+    chain. None holds the key, and the cause is still the SDK's exception."""
+    key = key_shapes()[0]
+    folder = write_user_project(tmp_path / "user", LOCAL_MAIN)
+    (folder / "caught.py").write_text(textwrap.dedent(CAUGHT))
+    with LeakyProvider() as srv:
+        proc = run_user(folder, [srv.url], key, script="caught.py")
+        assert srv.keys_seen.count(key) == 3
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("STATUS ") == 3 and "STATUS 401 401 401" in proc.stdout
+    assert "Incorrect API key provided: [REDACTED]" in proc.stdout
+    assert "Basic c3ZjLXVzZXI6[REDACTED]" in proc.stdout
+    assert_no_key("what the user's script caught and printed", proc.stdout + proc.stderr, key)
+
+
+def test_a_credential_passed_as_a_wrong_argument_is_not_quoted_by_the_validation_error():
+    """``api_key="..."`` where the connection takes ``api_key_env`` (a YAML file or a
+    descriptor written for another library): pydantic quotes the input value of the
+    rejected field; the error (direct, or from a descriptor at plan build) masks it."""
+    from pydantic import ValidationError
+
+    from flink_agents_py.api import ResourceDescriptor, ResourceError
+    from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+    literal = f"lit-{uuid.uuid4().hex}"
+    with pytest.raises(ValidationError) as info:
+        OpenAIChatModel(api_key=literal, base_url="http://127.0.0.1:9/v1")
+    text = str(info.value) + repr(info.value) + json.dumps(info.value.errors(), default=str)
+    assert "api_key" in text and "extra_forbidden" in text.replace("extra inputs", "")
+    assert literal not in text
+    assert mask_secrets(f"later: {literal}") == "later: [REDACTED]"  # now a known secret
+    other = f"hdr-{uuid.uuid4().hex}"
+    with pytest.raises(ResourceError) as built:
+        ResourceDescriptor(OpenAIChatModel, headers={"Authorization": f"Bearer {other}"},
+                           password=other, timeout="soon").build()
+    assert "password" in str(built.value) and "timeout" in str(built.value)
+    assert "'soon'" in str(built.value)  # a value that is no credential is still quoted
+    assert other not in str(built.value)
+    assert other not in repr(built.value.__cause__) + str(built.value.__cause__)
+
+
+def test_reprs_of_descriptors_and_resources_hide_credentials():
+    """A descriptor or a resource printed by a user (or quoted in an error) shows the names
+    of its credential entries, not their values."""
+    from flink_agents_py.api import ResourceDescriptor
+    from flink_agents_py.integrations.chat_models import OpenAIChatModel
+    from flink_agents_py.integrations.mcp import McpServer
+
+    literal = f"lit-{uuid.uuid4().hex}"
+    descriptor = ResourceDescriptor(OpenAIChatModel, base_url="http://127.0.0.1:9/v1",
+                                    headers={"Authorization": f"Bearer {literal}",
+                                             "x-team": "search"})
+    conn = descriptor.build()
+    server = McpServer(command=["true"], env={"GITHUB_TOKEN": literal, "LANG": "C"})
+    for obj in (descriptor, conn, server):
+        text = repr(obj) + str(obj)
+        assert literal not in text, text
+        assert "[REDACTED]" in text
+    assert "search" in repr(descriptor) and "'LANG': 'C'" in repr(server)
+    # the values themselves are untouched: the connection sends them
+    assert conn.headers["Authorization"] == f"Bearer {literal}"
+    assert descriptor.arguments["headers"]["Authorization"] == f"Bearer {literal}"
+
+
+def test_a_log_records_extra_fields_are_masked(caplog):
+    """``log.info("...", extra={...})``: a JSON log formatter writes the extra fields out."""
+    key = f"xtra-{uuid.uuid4().hex}"
+    register_secret(key, "$TEST_KEY")
+    caplog.set_level(logging.INFO)
+    logging.getLogger("a.users.module").info(
+        "called the vendor", extra={"vendor_headers": {"x-api-key": key, "x-team": "a"},
+                                    "vendor_url": f"https://vendor.example/v1?key={key}",
+                                    "attempt": 2})
+    [record] = [r for r in caplog.records if r.name == "a.users.module"]
+    assert record.vendor_headers == {"x-api-key": "[REDACTED]", "x-team": "a"}
+    assert record.vendor_url == "https://vendor.example/v1?key=[REDACTED]"
+    assert record.attempt == 2
+
+
+class _VendorError(Exception):
+    def __init__(self, message: str, body: dict) -> None:
+        super().__init__(message)
+        self.body = body
+
+
+def _vendor_call(key: str) -> None:
+    raise _VendorError(f"denied for {key}", {"echo": key})
+
+
+def test_a_failed_durable_call_hands_its_caller_the_exception_masked_as_a_replay_would():
+    """The first run hands the action the exception it records (masked), not the raw one: an
+    action catching it and quoting it (its str, args, attributes, traceback) shows no key,
+    as on a replay, which rebuilds it from the masked record."""
+    import traceback
+
+    from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+
+    key = f"dur-{uuid.uuid4().hex}"
+    register_secret(key, "$TEST_KEY")
+
+    class Caller(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+            seen = []
+            for run in (lambda: ctx.durable_execute(_vendor_call, key),
+                        lambda: ctx.durable_execute_async(_vendor_call, key)):
+                try:
+                    result = run()
+                    if hasattr(result, "__await__"):
+                        await result
+                except _VendorError as e:
+                    seen.append([str(e), repr(e.args), repr(e.body), traceback.format_exc()])
+            ctx.send_event(OutputEvent(output=seen))
+
+    res = AgentsExecutionEnvironment.local().from_list([{"key": "k"}]).apply(Caller()).run()
+    [seen] = res.outputs
+    assert len(seen) == 2 and res.errors == []
+    assert all(s[0] == "denied for [REDACTED]" and "[REDACTED]" in s[2] for s in seen)
+    assert_no_key("what the action caught", json.dumps(seen), key)
+
+
+SELF_CHECKING_CONNECTION = '''
+"""A user's connection whose check (and open) quote the key it read."""
+import os
+
+from flink_agents_py.api import ChatModelConnection
+
+
+class Quoting(ChatModelConnection):
+    api_key_env: str = "QUOTED_KEY"
+    fail_in: str = "check"
+
+    def check(self):
+        if self.fail_in == "check":
+            raise ValueError(f"key {os.environ[self.api_key_env]} is not valid for this region")
+
+    def open(self):
+        if self.fail_in == "open":
+            try:
+                raise ConnectionError(f"handshake sent {os.environ[self.api_key_env]}")
+            except ConnectionError as e:
+                raise RuntimeError("could not open") from e
+
+    def chat(self, messages, **kwargs):
+        raise NotImplementedError
+'''
+
+
+@pytest.mark.parametrize("fail_in", ["check", "open"])
+def test_a_resource_failing_to_check_or_open_raises_without_its_key(tmp_path, monkeypatch,
+                                                                     fail_in):
+    """A user's connection (a module in a folder outside the repository) whose ``check`` or
+    ``open`` quotes the key: what the run raises, its args and cause chain, hold no key."""
+    import traceback
+
+    from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
+
+    folder = tmp_path / "user"
+    folder.mkdir()
+    (folder / "quoting_conn.py").write_text(SELF_CHECKING_CONNECTION)
+    monkeypatch.syspath_prepend(str(folder))
+    key = f"q-{uuid.uuid4().hex}"
+    monkeypatch.setenv("QUOTED_KEY", key)
+    user = _user_module(tmp_path / "agents")
+    agent = user.Asker()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
+        clazz="quoting_conn.Quoting", fail_in=fail_in))
+    agent.add_resource("401", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", model="x"))
+    text = ""
+    try:
+        res = (AgentsExecutionEnvironment.local().from_list([{"key": "k", "mode": "401"}])
+               .apply(agent).run())
+    except Exception as e:  # noqa: BLE001 - the check fails the run
+        text = "".join(traceback.format_exception(e)) + repr(e.args)
+        chained = e
+        while chained is not None:
+            text += repr(chained) + repr(chained.args)
+            chained = chained.__cause__ or chained.__context__
+    else:  # open fails the action: its error record
+        text = json.dumps([r.model_dump(mode="json") for r in res.errors])
+    assert "[REDACTED]" in text, text
+    assert_no_key("the failure", text, key)

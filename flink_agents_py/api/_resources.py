@@ -15,9 +15,10 @@ from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
 from ._errors import ResourceError
+from ._secret_scrub import mask_credentials, mask_validation_error, scrub_exception
 
 if TYPE_CHECKING:
     from ._metric_groups import MetricGroup
@@ -173,6 +174,15 @@ class ResourceDescriptor(BaseModel):
             clazz = f"{clazz.__module__}.{clazz.__qualname__}"
         super().__init__(clazz=clazz, arguments=arguments)
 
+    def __repr_args__(self) -> Any:
+        """The fields ``repr``/``str`` show: credentials in ``arguments`` masked.
+
+        Yields:
+            ``(name, shown value)`` pairs.
+        """
+        for name, value in super().__repr_args__():
+            yield name, mask_credentials(value, name)
+
     @property
     def target_module(self) -> str:
         """The module of ``clazz`` (Apache Flink Agents' name)."""
@@ -199,7 +209,8 @@ class ResourceDescriptor(BaseModel):
         try:
             return cls(**self.arguments)
         except Exception as e:
-            raise ResourceError(f"cannot build {self.clazz} from its descriptor: {e}") from e
+            raise ResourceError(f"cannot build {self.clazz} from its descriptor: {e}"
+                                ) from scrub_exception(e)
 
 
 class Resource(BaseModel):
@@ -217,6 +228,32 @@ class Resource(BaseModel):
     _resolver: Callable[[str, ResourceType], Resource] | None = PrivateAttr(default=None)
     _resource_name: str = PrivateAttr(default="")
     _metric_group: MetricGroup | None = PrivateAttr(default=None)
+
+    def __init__(self, /, **data: Any) -> None:
+        """Validate ``data`` into the fields; a rejected credential is not quoted.
+
+        Raises:
+            ValidationError: pydantic's, with the inputs it quotes masked (an ``api_key``
+                given where the class takes none: ``api.internal.mask_validation_error``).
+        """
+        try:
+            super().__init__(**data)
+            return
+        except ValidationError as e:
+            masked = mask_validation_error(e)
+        raise masked  # outside the except block: the unmasked error is not its context
+
+    def __repr_args__(self) -> Any:
+        """The fields ``repr``/``str`` show, masked.
+
+        Credentials (``headers``' ``Authorization``, ``env``'s ``GITHUB_TOKEN``) and known
+        secrets are masked; the values stay as they are.
+
+        Yields:
+            ``(name, shown value)`` pairs.
+        """
+        for name, value in super().__repr_args__():
+            yield name, mask_credentials(value, name)
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:

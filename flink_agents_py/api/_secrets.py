@@ -12,6 +12,8 @@ traceback and the stack of every record, whichever logger made it) and the trace
 prints for an exception nobody caught (``sys.excepthook`` and ``threading.excepthook``, when
 they are Python's own).
 
+Exceptions handed on, validation errors and reprs: ``_secret_scrub``.
+
 A value is also masked in the forms it commonly takes in text: JSON- and ``repr``-escaped,
 percent-encoded, hex-encoded (either case), and base64-encoded at any alignment (so an
 ``Authorization: Basic ...`` header built from it is masked too, whatever comes before it in
@@ -47,9 +49,9 @@ from urllib.parse import quote, quote_plus
 from pydantic import AfterValidator
 
 __all__ = ["MASK", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "MaskedStr", "has_known_secret",
-           "mask_known", "mask_secrets", "mask_value", "register_header_secret",
-           "register_resource_secrets", "register_secret", "registered_secret_count",
-           "secret_from_env"]
+           "is_credential_name", "mask_known", "mask_secrets", "mask_value",
+           "register_header_secret", "register_resource_secrets", "register_secret",
+           "registered_secret_count", "secret_from_env"]
 
 MASK = "[REDACTED]"
 """What a secret is replaced by."""
@@ -390,10 +392,29 @@ def mask_value(value: Any) -> Any:
 _installed = False
 _install_lock = threading.Lock()
 _formatter = logging.Formatter()
+_RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message", "asctime", "taskName"}
+"""The attributes every log record has; any other was given with ``extra=``."""
+
+
+def _mask_extra(record: logging.LogRecord) -> None:
+    """Mask the texts given with ``extra=`` (a JSON formatter writes them out)."""
+    for name, value in list(vars(record).items()):
+        if name in _RECORD_FIELDS or not isinstance(value, (str, dict, list, tuple)):
+            continue
+        masked = mask_value(value)
+        if isinstance(value, tuple):
+            masked = tuple(masked)
+        if masked != value:
+            setattr(record, name, masked)
 
 
 def _mask_record(record: logging.LogRecord) -> None:
-    """Mask a record's message, traceback and stack in place (before any handler sees it)."""
+    """Mask a record's message, traceback and stack in place (before any handler sees it).
+
+    Its ``extra=`` fields are set after the record factory made it: ``Logger.makeRecord``
+    masks them (``_install_masking``).
+    """
     try:
         message = record.getMessage()
     except Exception:  # noqa: BLE001 - a bad format: logging reports it when it emits
@@ -435,7 +456,8 @@ def _masked_thread_excepthook(args: threading.ExceptHookArgs) -> None:
 def _install_masking() -> None:
     """Mask log records when they are made, and uncaught exceptions' tracebacks.
 
-    The logging record factory is wrapped (whatever it is); the exception hooks are replaced
+    The logging record factory is wrapped (whatever it is), and ``Logger.makeRecord`` (which
+    sets the ``extra=`` fields after the factory); the exception hooks are replaced
     only when they are Python's own (a hook someone installed prints what it prints).
     """
     global _installed
@@ -450,8 +472,30 @@ def _install_masking() -> None:
             return record
 
         logging.setLogRecordFactory(masking_factory)
+        make_record = logging.Logger.makeRecord
+        if not getattr(make_record, "_masks_extra", False):
+            def masking_make_record(self: logging.Logger, *args: Any,
+                                    **kwargs: Any) -> logging.LogRecord:
+                record = make_record(self, *args, **kwargs)
+                extra = kwargs.get("extra", args[8] if len(args) > 8 else None)
+                if extra:
+                    _mask_extra(record)
+                return record
+
+            masking_make_record._masks_extra = True  # type: ignore[attr-defined]
+            logging.Logger.makeRecord = masking_make_record  # type: ignore[method-assign]
         if sys.excepthook is sys.__excepthook__:
             sys.excepthook = _masked_excepthook
         if threading.excepthook is threading.__excepthook__:
             threading.excepthook = _masked_thread_excepthook
         _installed = True
+
+
+def is_credential_name(name: Any) -> bool:
+    """Whether entries under ``name`` carry a credential.
+
+    Returns:
+        ``True`` for ``Authorization``, ``api_key``, ``GITHUB_TOKEN``, ``db_password``...
+        (``_CREDENTIAL_NAME``).
+    """
+    return isinstance(name, str) and bool(_CREDENTIAL_NAME.search(name))

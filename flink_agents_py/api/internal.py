@@ -23,6 +23,7 @@ from ._loops import close_loop_clients, register_loop_owner
 from ._memory import MemoryObject, memory_ref_of
 from ._metric_groups import agent_metric_group
 from ._resources import import_qualified, resource_type_argument
+from ._secret_scrub import scrub_exception
 from ._secrets import (
     SECRET_VALUE_PATTERNS,
     MaskedStr,
@@ -69,6 +70,7 @@ __all__ = [
     "register_header_secret",
     "register_resource_secrets",
     "registered_secret_count",
+    "scrub_exception",
     "subagent_callable",
     "warn_at_user",
 ]

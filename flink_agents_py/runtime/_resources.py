@@ -11,7 +11,12 @@ from ..api import (
     ResourceNotFoundError,
     ResourceType,
 )
-from ..api.internal import agent_metric_group, import_qualified, register_resource_secrets
+from ..api.internal import (
+    agent_metric_group,
+    import_qualified,
+    register_resource_secrets,
+    scrub_exception,
+)
 from ..plan import AgentPlan, ResourcePlan
 
 __all__ = ["ResourceEnvironment", "check_resources", "warm_up"]
@@ -44,7 +49,8 @@ class ResourceEnvironment:
 
         A resource whose ``open`` raises is closed (best effort) before the error goes on,
         so what it had started (a server process, a client) is released; the next ``get``
-        builds and opens it again.
+        builds and opens it again. The error goes on with the known secrets it carries
+        masked in place (``scrub_exception``: its args, text attributes and cause chain).
 
         Raises:
             ResourceNotFoundError: naming the type and name, and what is declared of that type.
@@ -70,8 +76,9 @@ class ResourceEnvironment:
                 res = self._built_new(rp, name)
             try:
                 res.open()
-            except BaseException:
+            except BaseException as e:
                 _close_quietly(res)  # a half-opened resource (a started server) is released
+                scrub_exception(e)  # its text and cause chain go on without known secrets
                 raise
             self._built[k] = res
             return res
@@ -104,7 +111,11 @@ class ResourceEnvironment:
                     if res is None:
                         res = self._built_new(rp, name)
                         self._checked[k] = res
-                res.check()
+                try:
+                    res.check()
+                except BaseException as e:
+                    scrub_exception(e)  # a check quoting the key it read: masked in place
+                    raise
 
     def built(self, resource_type: ResourceType) -> list[tuple[str, Resource]]:
         """The resources of ``resource_type`` built so far, with their names."""

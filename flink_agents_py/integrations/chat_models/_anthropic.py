@@ -43,6 +43,7 @@ from ...api import (
     report_rate_limit,
     secret_from_env,
 )
+from ...api.internal import scrub_exception
 from ._common import (
     HTTP_FLOW_CONTROL,
     FreshOnUnpickle,
@@ -251,11 +252,11 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             headers = getattr(getattr(e, "response", None), "headers", None)
             error = provider_error(f"anthropic messages call failed: {e.message}",
                                    e.status_code, rate_limit=anthropic_rate_limit(headers))
-            raise error from e
+            raise error from scrub_exception(e)
         except (anthropic.APITimeoutError, anthropic.APIConnectionError) as e:
             error = provider_error(f"anthropic messages call failed: {type(e).__name__}: {e}",
                                    None)
-            raise error from e
+            raise error from scrub_exception(e)
         report_rate_limit(anthropic_rate_limit(raw.headers))  # paces the next calls
         message = raw.parse()
         if inspect.isawaitable(message):  # the SDK's async raw response

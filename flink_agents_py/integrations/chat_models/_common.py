@@ -27,7 +27,12 @@ from ...api import (
     RateLimitInfo,
     secret_from_env,
 )
-from ...api.internal import close_loop_clients, register_header_secret, register_loop_owner
+from ...api.internal import (
+    close_loop_clients,
+    register_header_secret,
+    register_loop_owner,
+    scrub_exception,
+)
 
 __all__ = ["HTTP_FLOW_CONTROL", "import_sdk", "FreshOnUnpickle", "LoopBoundClient",
            "LoopBoundSdkConnection",
@@ -63,7 +68,7 @@ def import_sdk(module: str, extra: str, what: str) -> Any:
         raise ImportError(
             f"{what} needs the {module!r} package, which is not installed: "
             f"pip install 'flink-agents-py[{extra}]'"
-        ) from e
+        ) from scrub_exception(e)
 
 
 def is_local_url(url: str | None) -> bool:
@@ -434,7 +439,7 @@ def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
             value = orjson.loads(raw) if raw.strip() else {}
         except orjson.JSONDecodeError as e:
             raise ProviderError(f"tool call {index} ({str(name)[:100]!r}) has arguments that "
-                                f"are not JSON: {raw[:200]!r}") from e
+                                f"are not JSON: {raw[:200]!r}") from scrub_exception(e)
     if not isinstance(value, dict):
         raise ProviderError(f"tool call {index} ({str(name)[:100]!r}) has arguments that are "
                             f"not a JSON object but {_kind(value)}: {str(raw)[:200]!r}")

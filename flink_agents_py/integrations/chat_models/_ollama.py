@@ -35,6 +35,7 @@ from ...api import (
     ToolCall,
     ToolMetadata,
 )
+from ...api.internal import scrub_exception
 from ._common import (
     FreshOnUnpickle,
     LoopBoundClient,
@@ -125,14 +126,15 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
                                      options=options or None, stream=False, **request)
         except ollama.ResponseError as e:
             if e.status_code is None or e.status_code <= 0:  # an error in a 200 body
-                raise ProviderError(f"ollama chat failed: {e.error}") from e
+                raise ProviderError(f"ollama chat failed: {e.error}") from scrub_exception(e)
             error = provider_error(f"ollama chat failed: {e.error}", e.status_code)
-            raise error from e
+            raise error from scrub_exception(e)
         except ollama.RequestError as e:
-            raise ProviderError(f"ollama chat request is invalid: {e.error}") from e
+            raise ProviderError(
+                f"ollama chat request is invalid: {e.error}") from scrub_exception(e)
         except (httpx.TimeoutException, ConnectionError, httpx.TransportError) as e:
             error = provider_error(f"ollama chat failed: {type(e).__name__}: {e}", None)
-            raise error from e
+            raise error from scrub_exception(e)
         return _from_ollama(resp)
 
 

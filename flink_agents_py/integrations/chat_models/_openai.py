@@ -32,6 +32,7 @@ from ...api import (
     report_rate_limit,
     secret_from_env,
 )
+from ...api.internal import scrub_exception
 from ._common import (
     HTTP_FLOW_CONTROL,
     FreshOnUnpickle,
@@ -234,17 +235,18 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             headers = getattr(getattr(e, "response", None), "headers", None)
             error = provider_error(f"chat completion failed: {e.message}", e.status_code,
                                    rate_limit=openai_rate_limit(headers))
-            raise error from e
+            raise error from scrub_exception(e)
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
             error = provider_error(f"chat completion failed: {type(e).__name__}: {e}", None)
-            raise error from e
+            raise error from scrub_exception(e)
         body = completion.model_dump() if hasattr(completion, "model_dump") else dict(completion)
         try:
             return from_openai_choice(body)
         except ProviderError:
             raise
         except Exception as e:  # noqa: BLE001 - a body of an unexpected shape
-            raise ProviderError(f"unexpected chat completion body: {type(e).__name__}: {e}") from e
+            raise ProviderError(
+                f"unexpected chat completion body: {type(e).__name__}: {e}") from scrub_exception(e)
 
     async def _create(
         self, client: Any, kwargs: dict[str, Any], output_schema: dict[str, Any] | None

@@ -18,6 +18,7 @@ from ...api import (
     ProviderError,
     secret_from_env,
 )
+from ...api.internal import scrub_exception
 from ..chat_models._common import FreshOnUnpickle, import_sdk, provider_error
 
 __all__ = ["OpenAIEmbeddingModel", "OllamaEmbeddingModel"]
@@ -98,10 +99,10 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
             except openai.APIStatusError as e:
                 error = provider_error(
                     f"embeddings {name!r}: HTTP {e.status_code}: {e.message}", e.status_code)
-                raise error from e
+                raise error from scrub_exception(e)
             except (openai.APITimeoutError, openai.APIConnectionError) as e:
                 error = provider_error(f"embeddings {name!r}: {type(e).__name__}: {e}", None)
-                raise error from e
+                raise error from scrub_exception(e)
             data = sorted(resp.data, key=lambda d: d.index)
             if len(data) != len(batch):
                 raise ProviderError(f"embeddings {name!r}: {len(data)} vectors for "
@@ -184,13 +185,13 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
             except ollama.ResponseError as e:
                 error = provider_error(
                     f"ollama embed {name!r}: HTTP {e.status_code}: {e.error}", e.status_code)
-                raise error from e
+                raise error from scrub_exception(e)
             except Exception as e:  # noqa: BLE001 - httpx errors surface as their own types
                 if not isinstance(e, (ConnectionError, TimeoutError, OSError)) and not type(
                         e).__module__.startswith("httpx"):
                     raise
                 error = provider_error(f"ollama embed {name!r}: {type(e).__name__}: {e}", None)
-                raise error from e
+                raise error from scrub_exception(e)
             got = list(resp.embeddings)
             if len(got) != len(batch):
                 raise ProviderError(f"ollama embed {name!r}: {len(got)} vectors for "

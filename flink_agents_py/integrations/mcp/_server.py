@@ -38,7 +38,7 @@ from ...api import (
     ToolMetadata,
     mask_secrets,
 )
-from ...api.internal import RESERVED_TOOL_PREFIX
+from ...api.internal import RESERVED_TOOL_PREFIX, scrub_exception
 from ..chat_models._common import FreshOnUnpickle, secret_env_values
 from ._session import Connection, list_all, wire
 
@@ -270,10 +270,10 @@ class McpServer(FreshOnUnpickle, Resource):
             raise
         except ValidationError as e:
             raise ResourceError(f"MCP server {self.where} answered {key}/list with something "
-                                f"that is not MCP: {_short(str(e))}") from e
+                                f"that is not MCP: {_short(str(e))}") from scrub_exception(e)
         except Exception as e:  # noqa: BLE001 - the server's own error
             raise ResourceError(f"MCP server {self.where} answered {key}/list with an error: "
-                                f"{type(e).__name__}: {_short(str(e))}") from e
+                                f"{type(e).__name__}: {_short(str(e))}") from scrub_exception(e)
 
     def open(self) -> None:
         """Connect, list tools and prompts, and reject a tool named with the reserved prefix.
@@ -299,7 +299,7 @@ class McpServer(FreshOnUnpickle, Resource):
         except Exception as e:  # noqa: BLE001
             self.close()  # a failed open leaves no session and no server process behind
             raise ResourceError(f"MCP server {self.where} cannot be reached: "
-                                f"{type(e).__name__}: {e}") from e
+                                f"{type(e).__name__}: {e}") from scrub_exception(e)
         reserved = [n for n in tools if n.startswith(RESERVED_TOOL_PREFIX)]
         if reserved:
             self.close()

@@ -34,6 +34,7 @@ from ...api import (
     VectorStore,
     VectorStoreError,
 )
+from ...api.internal import scrub_exception
 from ..chat_models._common import FreshOnUnpickle, import_sdk
 
 __all__ = ["ChromaVectorStore", "chroma_where"]
@@ -194,7 +195,8 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
                 col = client.get_collection(name, embedding_function=None)
             except Exception as e:  # noqa: BLE001 - chromadb's NotFoundError across versions
                 if not _is_not_found(e):
-                    raise VectorStoreError(f"chroma collection {name!r}: {e}") from e
+                    raise VectorStoreError(
+                        f"chroma collection {name!r}: {e}") from scrub_exception(e)
                 if not self.create_collection_if_not_exists and metadata is None:
                     raise CollectionNotFoundError(
                         f"vector store {self.resource_name!r}: collection {name!r} does not "
@@ -209,7 +211,7 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
                                   _FIELDS_KEY: ""})
                 except Exception as e:  # noqa: BLE001 - e.g. an invalid collection name
                     raise VectorStoreError(f"cannot create chroma collection {name!r}: "
-                                           f"{e}") from e
+                                           f"{e}") from scrub_exception(e)
             self._collections[name] = col
             meta = col.metadata or {}
             self._fields[name] = {f for f in str(meta.get(_FIELDS_KEY, "")).split(",") if f}
@@ -277,7 +279,8 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
                                documents=[d.content for d in part],
                                metadatas=[d.metadata or None for d in part], **kwargs)
                 except Exception as e:  # noqa: BLE001
-                    raise VectorStoreError(f"chroma upsert into {name!r}: {e}") from e
+                    raise VectorStoreError(
+                        f"chroma upsert into {name!r}: {e}") from scrub_exception(e)
             self._remember(col, name, documents)
             return ids
 
@@ -297,7 +300,7 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
             res = col.query(query_embeddings=[list(embedding)], n_results=limit, where=where,
                             include=["documents", "metadatas", "distances"], **kwargs)
         except Exception as e:  # noqa: BLE001
-            raise VectorStoreError(f"chroma query of {name!r}: {e}") from e
+            raise VectorStoreError(f"chroma query of {name!r}: {e}") from scrub_exception(e)
         return [Document(id=i, content=c or "", metadata=dict(m or {}), score=float(s))
                 for i, c, m, s in zip(res["ids"][0], res["documents"][0],
                                       res["metadatas"][0], res["distances"][0], strict=True)]
@@ -335,7 +338,7 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
                           limit=None if id_list is not None else limit,
                           include=["documents", "metadatas"], **kwargs)
         except Exception as e:  # noqa: BLE001
-            raise VectorStoreError(f"chroma get from {name!r}: {e}") from e
+            raise VectorStoreError(f"chroma get from {name!r}: {e}") from scrub_exception(e)
         found = {i: Document(id=i, content=c or "", metadata=dict(m or {}))
                  for i, c, m in zip(res["ids"], res["documents"], res["metadatas"], strict=True)}
         if id_list is not None:
@@ -369,7 +372,7 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
         except VectorStoreError:
             raise
         except Exception as e:  # noqa: BLE001
-            raise VectorStoreError(f"chroma delete from {name!r}: {e}") from e
+            raise VectorStoreError(f"chroma delete from {name!r}: {e}") from scrub_exception(e)
 
     def size(self, collection_name: str | None = None) -> int:
         """How many documents the collection holds (0 for a missing one)."""
@@ -401,7 +404,7 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
         try:
             return len(col.get(where=chroma_where(filters), include=[])["ids"])
         except Exception as e:  # noqa: BLE001
-            raise VectorStoreError(f"chroma count in {name!r}: {e}") from e
+            raise VectorStoreError(f"chroma count in {name!r}: {e}") from scrub_exception(e)
 
     def get_or_create_collection(self, name: str,
                                  metadata: dict[str, Any] | None = None) -> Collection:
@@ -432,7 +435,8 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
             except Exception as e:  # noqa: BLE001
                 if _is_not_found(e):
                     return False
-                raise VectorStoreError(f"chroma delete_collection {name!r}: {e}") from e
+                raise VectorStoreError(
+                    f"chroma delete_collection {name!r}: {e}") from scrub_exception(e)
             return True
 
 

@@ -18,6 +18,7 @@ from ...api.internal import (
     import_qualified,
     mask_value,
     registered_secret_count,
+    scrub_exception,
 )
 from .._failures import failure_text
 from .._serde import digest, dumps, from_json_value, to_json_value
@@ -159,7 +160,9 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
     ``SerializationError`` (raised and caught here: the failure is the outcome).
 
     A failure's message, ``args`` and attributes are stored with known secrets masked
-    (``api.mask_secrets``): a replay rebuilds the exception from the masked values. A result
+    (``api.mask_secrets``): a replay rebuilds the exception from the masked values, and the
+    first run hands over the exception masked in place (``scrub_exception``), so catching
+    it and quoting it shows the same on both. A result
     holding a known secret (a provider echoing its key in an answer, a tool quoting a
     token) is stored with it masked, and the caller gets it so too: the key enters neither
     keyed state, the journal, nor the agent's data (its memory, outputs).
@@ -202,7 +205,9 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
                 or v is None}
         rec.error_attrs = mask_value(kept) or None
         rec.traceback = failure_text(exc)
-        value = exc
+        # the caller gets it masked too (its args, text attributes and cause chain), as a
+        # replay rebuilds it from the record: the first run hands over no more than a replay
+        value = scrub_exception(exc)
     return ok, value
 
 
