@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -769,15 +770,26 @@ def test_a_command_cannot_set_the_hosts_sysctls_even_when_the_job_runs_as_root(s
     assert "Read-only file system" in out or "Permission denied" in out, out
 
 
-def test_a_writable_skill_never_keeps_a_setuid_file_on_the_host(skills):
-    """A command may copy a program into its writable folder and ``chmod u+s`` it: on the
-    host it would run with the job user's rights (root's, for a job run as root)."""
+@pytest.mark.parametrize("command", [
+    "sh -c 'cp /usr/bin/id idcopy; chmod 6755 idcopy; stat -c %a idcopy'",
+    "sh -c 'install -m 4755 /usr/bin/id idcopy; stat -c %a idcopy'",
+    "python3 -c 'import os; os.close(os.open(\"idcopy\", os.O_CREAT | os.O_WRONLY, 0o4755)); "
+    "print(oct(os.stat(\"idcopy\").st_mode & 0o7777))'",
+])
+def test_a_writable_skill_cannot_make_a_setuid_file_even_while_its_command_runs(skills,
+                                                                                command):
+    """The folder is the host's own: a setuid file made there (a program copied and
+    ``chmod u+s``, ``install -m 4755``, a file created with the bit) runs on the host with
+    the job user's rights (root's, for a job run as root) for as long as it exists, not only
+    after the command: the kernel refuses the bit (the command reads back its own file's
+    mode while it runs)."""
     require_bubblewrap()
-    t = tool(skills, allowed_commands=["sh"], writable_skills=["tricky"])
-    made = ask(t, skill="tricky", command="sh -c 'cp /usr/bin/id ./idcopy && chmod 6755 "
-                                           "idcopy && stat -c %a idcopy'")
-    assert isinstance(made, dict) and made["exit_code"] == 0, made
+    t = tool(skills, allowed_commands=["sh", "python3"], writable_skills=["tricky"])
+    made = ask(t, skill="tricky", command=command)
+    assert isinstance(made, dict), made
+    out = made["output"]
+    assert "Operation not permitted" in out, out  # said to the command, which goes on
+    modes = [int(line, 8) for line in out.split() if re.fullmatch(r"(0o)?[0-7]{3,4}", line)]
+    assert all(mode & 0o6000 == 0 for mode in modes), out  # never set, even meanwhile
     copied = skills / "tricky" / "idcopy"
-    assert copied.is_file()
-    assert copied.stat().st_mode & (stat.S_ISUID | stat.S_ISGID) == 0
-    assert stat.S_IMODE(copied.stat().st_mode) == 0o755  # the rest of its mode is kept
+    assert not copied.exists() or copied.stat().st_mode & (stat.S_ISUID | stat.S_ISGID) == 0

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from ..api import AgentsError
 from ._pids import open_pids_cgroup
+from ._seccomp import seccomp_program
 
 __all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
            "bubblewrap_installed", "bubblewrap_problem", "resolve_program", "run_pipeline"]
@@ -215,9 +216,9 @@ def _warn_no_limits() -> None:
                  "holds)")
 
 
-def _data_fd(text: str) -> int:
+def _data_fd(data: str | bytes) -> int:
     read, write = os.pipe()
-    os.write(write, text.encode())  # a few lines: fits in the pipe's buffer
+    os.write(write, data.encode() if isinstance(data, str) else data)  # fits the buffer
     os.close(write)
     return read
 
@@ -393,7 +394,12 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, writab
     fds.append(passwd)
     group = _data_fd("root:x:0:\n" + (f"sandbox:x:{gid}:\n" if gid else ""))
     fds.append(group)
-    return [*_base_args(_find("bwrap") or "bwrap"),
+    program = seccomp_program()  # no setuid/setgid bit set on any file, by the kernel
+    seccomp: list[str] = []
+    if program is not None:
+        fds.append(_data_fd(program))
+        seccomp = ["--seccomp", str(fds[-1])]
+    return [*_base_args(_find("bwrap") or "bwrap"), *seccomp,
             *(["--size", str(limits.scratch_mb << 20)] if features.size else []),
             "--tmpfs", "/tmp",
             "--ro-bind-data", str(passwd), "/etc/passwd",
