@@ -793,3 +793,19 @@ def test_a_writable_skill_cannot_make_a_setuid_file_even_while_its_command_runs(
     assert all(mode & 0o6000 == 0 for mode in modes), out  # never set, even meanwhile
     copied = skills / "tricky" / "idcopy"
     assert not copied.exists() or copied.stat().st_mode & (stat.S_ISUID | stat.S_ISGID) == 0
+
+
+@pytest.mark.parametrize(("command", "why"), [
+    ("sh -c id", "'sh' is not an allowed command"),
+    ("cat ../../secret.txt", "leaves the skill's folder"),
+    ("echo x > out", "no redirections"),
+    ("sleep 30", "ran past 0.5 s and was stopped"),
+])
+def test_a_refused_or_stopped_command_names_the_skill_the_command_and_why(skills, command,
+                                                                          why):
+    """What the model (and a reader of the job's records) sees says which skill's command
+    was refused and why, so that one among many keys' calls can be told apart."""
+    require_bubblewrap()
+    read = ask(tool(skills, timeout_s=0.5), skill="tricky", command=command)
+    assert isinstance(read, str) and read.startswith("Error: "), read
+    assert "skill 'tricky'" in read and f"command {command!r}" in read and why in read, read

@@ -73,6 +73,14 @@ sandbox all the same). Versioned interpreter names (``python3.12``, ``perl5``) c
 _VERSIONED = re.compile(r"(python|perl|ruby|node|php|lua|tclsh)[0-9.]*")
 
 
+def _shown(text: str, limit: int = 200) -> str:
+    """``text`` quoted for an error, its middle cut when it is longer than ``limit``."""
+    if len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit // 2]) + f" [... {len(text) - limit} characters] " + repr(
+        text[-limit // 2:])
+
+
 class ShellEquivalentCommandWarning(UserWarning):
     """An allow-list names a program that can run other programs (a shell in effect)."""
 
@@ -335,6 +343,13 @@ class RunSkillCommandTool(Resource):
         """
         if not skill and len(self._loaded) == 1:
             skill = next(iter(self._loaded))
+        try:
+            return self._run(skill, command)
+        except CommandRefusedError as e:  # which skill's command, among many keys' calls
+            raise type(e)(f"{self.name}: skill {_shown(skill)}, command {_shown(command)}: "
+                          f"{e}") from e
+
+    def _run(self, skill: str, command: str) -> dict[str, Any]:
         if skill not in self._loaded:
             raise CommandRefusedError(f"no skill named {skill!r}; available: "
                                       f"{', '.join(self._loaded)}")
