@@ -447,3 +447,21 @@ def test_run_skill_command_refuses_arguments_that_are_not_strings(skills_dir, ar
     tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["echo"])
     with pytest.raises(CommandRefusedError, match="must be a string"):
         asyncio.run(tool.acall(**arguments))
+
+
+def test_a_skill_calling_itself_by_another_skills_folder_name_is_a_named_error(skills_dir):
+    """A skill folder whose front matter takes the name of another skill's folder would make
+    ``writable_skills=["greeter"]`` (or a model's call for "greeter") reach the other
+    folder: refused when the tools are built, naming both folders."""
+    (skills_dir / "zz-impostor").mkdir()
+    (skills_dir / "zz-impostor" / "SKILL.md").write_text(
+        "---\nname: math-calculator\ndescription: x\n---\nx\n")
+    (skills_dir / "math-calculator" / "SKILL.md").write_text(
+        MATH.replace("name: math-calculator", "name: greeter-too"))
+    (skills_dir / "greeter" / "SKILL.md").write_text(
+        "---\nname: zz-impostor\ndescription: swapped\n---\nx\n")
+    with pytest.raises(SkillError, match=r"greeter.*'zz-impostor'.*folder.*zz-impostor"):
+        load_skills([str(skills_dir)])
+    with pytest.raises(SkillError, match="the name of another skill's folder"):
+        skill_tools([str(skills_dir)], allowed_commands=["cat"],
+                    writable_skills=["zz-impostor"])

@@ -233,7 +233,8 @@ def load_skills(paths: list[str] | list[Path]) -> dict[str, Skill]:
 
     Raises:
         SkillError: naming the folder, for a missing folder, a subfolder without
-            ``SKILL.md``, bad front matter, or a name given twice.
+            ``SKILL.md``, bad front matter, a name given twice, or a name that is another
+            skill's folder name.
         UsageError: for one path given instead of a list (its characters would be taken
             as folders).
     """
@@ -253,6 +254,15 @@ def load_skills(paths: list[str] | list[Path]) -> dict[str, Skill]:
                 raise SkillError(f"skill {skill.name!r} is given twice: "
                                  f"{found[skill.name].directory} and {d}")
             found[skill.name] = skill
+    folders = {s.directory.name: s for s in found.values()}
+    for skill in found.values():
+        other = folders.get(skill.name)
+        if other is not None and other is not skill:
+            raise SkillError(f"{skill.directory / SKILL_FILE}: the skill calls itself "
+                             f"{skill.name!r}, the name of another skill's folder "
+                             f"({other.directory}, named {other.name!r}): a call or a "
+                             f"writable_skills entry for {skill.name!r} would reach this "
+                             f"folder instead; name it after its own folder")
     return found
 
 
