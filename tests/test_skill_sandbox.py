@@ -809,3 +809,21 @@ def test_a_refused_or_stopped_command_names_the_skill_the_command_and_why(skills
     read = ask(tool(skills, timeout_s=0.5), skill="tricky", command=command)
     assert isinstance(read, str) and read.startswith("Error: "), read
     assert "skill 'tricky'" in read and f"command {command!r}" in read and why in read, read
+
+
+def test_no_process_of_the_sandbox_shows_the_jobs_environment_or_working_directory(
+        skills, monkeypatch, tmp_path):
+    """Every process's environment in the sandbox (``/proc/*/environ``: the command's, and
+    bubblewrap's own as pid 1) holds nothing of the job's: no variable, no working folder."""
+    require_bubblewrap()
+    job_dir = tmp_path / "job-working-dir-8d1c"
+    job_dir.mkdir()
+    monkeypatch.chdir(job_dir)
+    monkeypatch.setenv("FLINK_AGENTS_SECRET_TOKEN", "sk-do-not-leak-5551")
+    (skills / "tricky" / "environ.sh").write_text(
+        "for f in /proc/[0-9]*/environ; do echo \"== $f\"; tr '\\000' '\\n' < $f; done\n")
+    result = ask(tool(skills, allowed_commands=["sh"]), skill="tricky", command="sh environ.sh")
+    assert isinstance(result, dict), result
+    out = result["output"]
+    assert "== /proc/1/environ" in out, out  # it read them
+    assert "sk-do-not-leak-5551" not in out and "job-working-dir-8d1c" not in out, out

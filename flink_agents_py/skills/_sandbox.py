@@ -327,8 +327,10 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
     cgroup = open_pids_cgroup(limits.processes + 2) if contained else None
     try:
         if contained:
+            # started in "/": bwrap (pid 1 inside, its environment readable there) and the
+            # cgroup's shell, which exports PWD, never show the job's working folder
             argv, cwd = _sandbox_args(inner, env, skill_dir, writable, limits, features,
-                                      fds), None
+                                      fds), Path("/")
             if cgroup is not None:
                 argv = cgroup.wrap(argv)
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
