@@ -386,7 +386,8 @@ print(json.dumps(tool.run("", "find forks.sh -exec sh {} +")))
 def _skill_cgroups() -> set[str]:
     """The ``pids`` cgroups of skill commands left on the host (v1 and v2 layouts)."""
     found: set[str] = set()
-    for root in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+    for root in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup/memory"),
+                 Path("/sys/fs/cgroup")):
         if root.is_dir():
             found |= {str(p) for p in root.rglob("flink-agents-py-skill-*")}
     return found
@@ -400,9 +401,9 @@ def test_the_process_limit_stops_a_fork_loop_from_a_user_module(user):
     if user == "root":
         if os.geteuid() != 0:
             pytest.skip("the job is not run as root here")
-        from flink_agents_py.skills._pids import open_pids_cgroup
+        from flink_agents_py.skills._cgroup import open_command_cgroup
 
-        probe = open_pids_cgroup(8)
+        probe = open_command_cgroup(8, 64 << 20)
         if probe is None:
             pytest.skip("this host lets root make no pids cgroup (the log says why)")
         probe.close()
@@ -827,3 +828,46 @@ def test_no_process_of_the_sandbox_shows_the_jobs_environment_or_working_directo
     out = result["output"]
     assert "== /proc/1/environ" in out, out  # it read them
     assert "sk-do-not-leak-5551" not in out and "job-working-dir-8d1c" not in out, out
+
+
+MEMORY_HOG = """import os, sys, time
+kids = []
+for i in range(6):
+    pid = os.fork()
+    if pid == 0:
+        block = b"x" * (300 << 20)  # touched: resident
+        print("allocated", i, flush=True)
+        time.sleep(2)
+        os._exit(0)
+    kids.append(pid)
+killed = sum(os.WEXITSTATUS(s) != 0 or os.WIFSIGNALED(s) for s in
+             (os.waitpid(k, 0)[1] for k in kids))
+print("killed", killed, flush=True)
+"""
+
+
+def test_a_commands_processes_together_are_held_to_its_total_memory_when_run_as_root(skills):
+    """``max_memory_mb`` bounds one process: six processes of 300 MiB each (1.8 GiB) would
+    all live. The whole command is held to ``max_total_memory_mb`` (a ``memory`` cgroup, for
+    a root job: a normal user's job cannot make one); the job and the next command go on."""
+    require_bubblewrap()
+    if os.geteuid() != 0:
+        pytest.skip("the job is not run as root here")
+    from flink_agents_py.skills._cgroup import open_command_cgroup
+
+    probe = open_command_cgroup(8, 64 << 20)
+    if probe is None or not any("memory" in str(p) or (p / "memory.max").exists()
+                                for p in probe.paths):
+        pytest.skip("this host lets root make no memory cgroup (the log says why)")
+    probe.close()
+    (skills / "tricky" / "hog.py").write_text(MEMORY_HOG)
+    before = _skill_cgroups()
+    t = tool(skills, allowed_commands=["python3", "echo"], max_total_memory_mb=512,
+             max_memory_mb=1024, timeout_s=30)
+    result = ask(t, skill="tricky", command="python3 hog.py")
+    assert isinstance(result, dict), result
+    out = result["output"]
+    allocated = out.count("allocated")
+    assert allocated < 6 or "killed 0" not in out, out
+    assert ask(t, skill="tricky", command="echo still-here")["output"] == "still-here\n"
+    assert _skill_cgroups() == before, "a skill command's cgroup was left behind"

@@ -240,6 +240,10 @@ class RunSkillCommandTool(Resource):
         max_processes: processes at once (Linux 5.14+; not enforced for root).
         max_scratch_mb: the size of the private working directory, ``/tmp`` and ``/dev/shm``, in MiB
             each (where the installed bubblewrap supports ``--size``, 0.8+).
+        max_total_memory_mb: the memory of all of a command's processes together, what
+            they write in the sandbox's tmpfs included, in MiB (a ``memory`` cgroup, for a
+            job run as root where one can be made; past it the kernel kills inside the
+            command only).
         name: the tool's name.
     """
 
@@ -257,6 +261,7 @@ class RunSkillCommandTool(Resource):
     max_file_mb: int = Field(default=64, ge=1)
     max_processes: int = Field(default=64, ge=1)
     max_scratch_mb: int = Field(default=64, ge=1)
+    max_total_memory_mb: int = Field(default=2048, ge=16)
     name: str = "run_skill_command"
 
     _loaded: dict[str, Skill] = PrivateAttr(default_factory=dict)
@@ -359,7 +364,8 @@ class RunSkillCommandTool(Resource):
         resolved = [[resolve_program(argv[0], roots, contained), *argv[1:]] for argv in stages]
         limits = Limits(cpu_s=self.max_cpu_s, memory_mb=self.max_memory_mb,
                         file_mb=self.max_file_mb, processes=self.max_processes,
-                        scratch_mb=self.max_scratch_mb)
+                        scratch_mb=self.max_scratch_mb,
+                        total_memory_mb=self.max_total_memory_mb)
         code, text = run_pipeline(resolved, skill_dir=self._loaded[skill].directory,
                                   writable=skill in self.writable_skills,
                                   contained=contained, limits=limits, timeout_s=self.timeout_s,

@@ -18,7 +18,8 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
 - per-process limits (``prlimit``, inside the sandbox): CPU seconds, address space, file
   size, processes (counted per sandbox on Linux 5.14+), no core files; the kernel does not
   apply the process limit to root, so a job run as root puts each sandbox in a ``pids``
-  cgroup of its own instead (``_pids``), where the host lets it make one;
+  cgroup of its own instead, and a ``memory`` cgroup bounds the whole command's memory
+  (``_cgroup``), where the host lets it make them;
 - ``PATH`` is the system directories only, and every program the model names is resolved to
   an absolute path there before the sandbox starts;
 - a pipeline runs inside the sandbox (``/bin/sh`` given only quoted words), so every stage
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..api import AgentsError
-from ._pids import open_pids_cgroup
+from ._cgroup import open_command_cgroup
 from ._seccomp import seccomp_program
 
 __all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
@@ -82,6 +83,9 @@ class Limits:
             cgroup's ``pids.max`` where one can be made; not applied with
             ``sandbox="none"``).
         scratch_mb: the size of the private working directory, in MiB (tmpfs).
+        total_memory_mb: the memory of all of the command's processes together, the files
+            they write in the sandbox's tmpfs included, in MiB (a ``memory`` cgroup: for a
+            job run as root, where one can be made).
     """
 
     cpu_s: int
@@ -89,6 +93,7 @@ class Limits:
     file_mb: int
     processes: int
     scratch_mb: int
+    total_memory_mb: int = 2048
 
 
 def _find(name: str) -> str | None:
@@ -324,7 +329,9 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
             raise SandboxUnavailableError(problem)
     fds: list[int] = []  # passed to bwrap, closed here once it started
     # root: the kernel skips RLIMIT_NPROC, a cgroup holds the sandbox (its 2 bwrap included)
-    cgroup = open_pids_cgroup(limits.processes + 2) if contained else None
+    # and bounds the memory of all its processes together
+    cgroup = (open_command_cgroup(limits.processes + 2, limits.total_memory_mb << 20)
+              if contained else None)
     try:
         if contained:
             # started in "/": bwrap (pid 1 inside, its environment readable there) and the
