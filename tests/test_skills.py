@@ -465,3 +465,22 @@ def test_a_skill_calling_itself_by_another_skills_folder_name_is_a_named_error(s
     with pytest.raises(SkillError, match="the name of another skill's folder"):
         skill_tools([str(skills_dir)], allowed_commands=["cat"],
                     writable_skills=["zz-impostor"])
+
+
+def test_a_huge_description_is_refused_not_sent_with_every_model_request(tmp_path):
+    """Every skill's description is in ``load_skill``'s description, sent with each request
+    of every chat: a skill folder cannot make it 50,000 characters (the agentskills.io
+    format's bound is 1,024), nor reach it through a YAML alias."""
+    (tmp_path / "s").mkdir()
+    long = "Reads PDFs. " * 4_000
+    (tmp_path / "s" / "SKILL.md").write_text(f"---\nname: big\ndescription: {long}\n---\nx\n")
+    with pytest.raises(SkillError, match=r"s/SKILL.md: 'description' has 47999 characters, "
+                                         r"more than 1024"):
+        load_skills([str(tmp_path)])
+    (tmp_path / "s" / "SKILL.md").write_text(
+        f"---\nname: big\npad: &p \"{'x' * 2000}\"\ndescription: *p\n---\nx\n")
+    with pytest.raises(SkillError, match="more than 1024"):
+        skill_tools([str(tmp_path)])
+    (tmp_path / "s" / "SKILL.md").write_text(
+        f"---\nname: big\ndescription: {'y' * 1024}\n---\nx\n")
+    assert load_skills([str(tmp_path)])["big"].description == "y" * 1024

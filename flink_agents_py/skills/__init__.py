@@ -20,6 +20,7 @@ from ._commands import (
 )
 from ._sandbox import SandboxUnavailableError, bubblewrap_problem
 from ._skills import (
+    MAX_DESCRIPTION_CHARS,
     MAX_FILE_BYTES,
     MAX_FILE_CHARS,
     MAX_LISTED_FILES,
@@ -30,7 +31,8 @@ from ._skills import (
     load_skills,
 )
 
-__all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_FILE_BYTES", "MAX_FILE_CHARS",
+__all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_DESCRIPTION_CHARS", "MAX_FILE_BYTES",
+           "MAX_FILE_CHARS",
            "MAX_LISTED_FILES", "MAX_WALKED_ENTRIES", "RunSkillCommandTool",
            "SHELL_EQUIVALENT_COMMANDS", "SandboxUnavailableError",
            "ShellEquivalentCommandWarning", "Skill", "SkillError", "bubblewrap_problem",

@@ -22,7 +22,7 @@ from pydantic import PrivateAttr, model_validator
 from ..api import AgentsError, Resource, ResourceType, ToolMetadata, UsageError
 
 __all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_BYTES",
-           "MAX_FILE_CHARS", "MAX_LISTED_FILES", "MAX_WALKED_ENTRIES"]
+           "MAX_FILE_CHARS", "MAX_LISTED_FILES", "MAX_DESCRIPTION_CHARS", "MAX_WALKED_ENTRIES"]
 
 SKILL_FILE = "SKILL.md"
 MAX_FILE_CHARS = 64_000
@@ -34,6 +34,8 @@ MAX_LISTED_FILES = 1_000
 """The most files of a skill ``load_skill`` lists."""
 MAX_WALKED_ENTRIES = 20 * MAX_LISTED_FILES
 """The most entries (files and folders) of a skill's folder ``load_skill`` looks at."""
+MAX_DESCRIPTION_CHARS = 1_024
+"""The longest ``description`` a skill may have (it is offered with every model request)."""
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
@@ -217,7 +219,12 @@ def _parse(skill_dir: Path) -> Skill:
                          f"hyphens, got {name!r}")
     if not isinstance(description, str) or not description.strip():
         raise SkillError(f"{path}: 'description' is missing or empty")
-    return Skill(name=name, description=" ".join(description.split()),
+    description = " ".join(description.split())
+    if len(description) > MAX_DESCRIPTION_CHARS:  # sent with every request of every chat
+        raise SkillError(f"{path}: 'description' has {len(description)} characters, more "
+                         f"than {MAX_DESCRIPTION_CHARS} (the agentskills.io bound): say in "
+                         f"it what the skill does and when to use it, the rest in the body")
+    return Skill(name=name, description=description,
                  instructions=m.group(2).strip(), directory=skill_dir)
 
 
