@@ -871,3 +871,30 @@ def test_a_commands_processes_together_are_held_to_its_total_memory_when_run_as_
     assert allocated < 6 or "killed 0" not in out, out
     assert ask(t, skill="tricky", command="echo still-here")["output"] == "still-here\n"
     assert _skill_cgroups() == before, "a skill command's cgroup was left behind"
+
+
+def test_a_skill_folder_swapped_by_a_writable_skills_command_is_refused_not_followed(
+        tmp_path):
+    """Skill ``inner`` lives inside writable skill ``outer``'s folder: ``outer``'s command
+    can swap ``inner``'s folder for a symlink to a host folder. Reading ``inner``, running a
+    command on it, and clearing setuid bits after a writable command all go through the
+    folder checked to be the one loaded: the swapped one is refused, naming the skill."""
+    require_bubblewrap()
+    outside = tmp_path / "host-folder"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("host-secret-7731\n")
+    outer = tmp_path / "outer"
+    (outer / "inner").mkdir(parents=True)
+    (outer / "SKILL.md").write_text("---\nname: outer\ndescription: o\n---\nx\n")
+    (outer / "inner" / "SKILL.md").write_text("---\nname: inner\ndescription: i\n---\nx\n")
+    paths = [str(outer), str(outer / "inner")]
+    run = RunSkillCommandTool(paths=paths, allowed_commands=["cat", "mv", "ln"],
+                              writable_skills=["outer", "inner"])
+    load = LoadSkillTool(paths=paths)
+    assert run.run("outer", "mv inner inner-real")["exit_code"] == 0
+    (outer / "inner").symlink_to(outside)  # as a command allowed 'sh' could: ln -s /... inner
+    with pytest.raises(SkillError, match=r"skill 'inner'.*no longer the folder loaded"):
+        load.skill("inner").read("secret.txt")
+    with pytest.raises(CommandRefusedError, match=r"skill 'inner'.*no longer the folder"):
+        run.run("inner", "cat secret.txt")
+    assert (outside / "secret.txt").read_text() == "host-secret-7731\n"

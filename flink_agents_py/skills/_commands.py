@@ -26,6 +26,7 @@ configuration (``ShellEquivalentCommandWarning``).
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -366,10 +367,18 @@ class RunSkillCommandTool(Resource):
                         file_mb=self.max_file_mb, processes=self.max_processes,
                         scratch_mb=self.max_scratch_mb,
                         total_memory_mb=self.max_total_memory_mb)
-        code, text = run_pipeline(resolved, skill_dir=self._loaded[skill].directory,
-                                  writable=skill in self.writable_skills,
-                                  contained=contained, limits=limits, timeout_s=self.timeout_s,
-                                  max_output_chars=self.max_output_chars)
+        try:  # the folder loaded, not one swapped in since (by a writable skill's command)
+            folder = self._loaded[skill].open_folder()
+        except SkillError as e:
+            raise CommandRefusedError(str(e)) from e
+        try:
+            code, text = run_pipeline(resolved, skill_dir=self._loaded[skill].directory,
+                                      folder=folder, writable=skill in self.writable_skills,
+                                      contained=contained, limits=limits,
+                                      timeout_s=self.timeout_s,
+                                      max_output_chars=self.max_output_chars)
+        finally:
+            os.close(folder)
         return {"exit_code": code, "output": text}
 
     async def acall(self, skill: str = "", command: str = "", **unexpected: Any) -> Any:

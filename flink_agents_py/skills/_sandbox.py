@@ -228,27 +228,32 @@ def _data_fd(data: str | bytes) -> int:
     return read
 
 
-def _workdir_args(skill_dir: Path, writable: bool, scratch_mb: int, features: _Features,
-                  fds: list[int]) -> list[str]:
+def _workdir_args(skill_dir: Path, folder: int, writable: bool, scratch_mb: int,
+                  features: _Features, fds: list[int]) -> list[str]:
     """The binds of ``/skill``; opened entries' fds are appended to ``fds`` (to pass, close).
 
-    Each entry is opened without following a symlink and bound by its fd where bubblewrap
-    can: an entry swapped for a symlink after it was looked at is never followed on the host.
+    The folder is the one loaded (``folder``, its fd), whatever ``skill_dir`` shows now.
+    Each entry is opened from it without following a symlink and bound by its fd where
+    bubblewrap can: an entry swapped for a symlink after it was looked at is never followed
+    on the host.
 
     Returns:
         bwrap's arguments.
     """
+    if writable and features.bind_fd:
+        fds.append(os.dup(folder))
+        return ["--bind-fd", str(fds[-1]), _WORKDIR]
     if writable:
         return ["--bind", str(skill_dir), _WORKDIR]
     args = (["--size", str(scratch_mb << 20)] if features.size else []) + ["--tmpfs", _WORKDIR]
-    for entry in sorted(skill_dir.iterdir()):
+    for entry in sorted(_pinned(folder).iterdir()):
         inside = f"{_WORKDIR}/{entry.name}"
         if entry.is_symlink():  # recreated: it resolves inside the sandbox, not on the host
             args += ["--symlink", os.readlink(entry), inside]
             continue
         if not features.bind_fd:
             if entry.is_dir() or entry.is_file():
-                args += ["--ro-bind", str(entry), inside]
+                args += ["--ro-bind", str(skill_dir / entry.name), inside]
             continue
         try:
             fd = os.open(entry, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -288,13 +293,22 @@ _SIGNALS = {signal.SIGXCPU: "it used up its CPU time limit",
             signal.SIGKILL: "it was killed (out of memory or a limit)"}
 
 
-def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, contained: bool,
+def _pinned(folder: int) -> Path:
+    """A path of this process reaching the folder open as fd ``folder`` (never another)."""
+    return Path(f"/proc/self/fd/{folder}")
+
+
+def run_pipeline(stages: list[list[str]], *, skill_dir: Path, folder: int, writable: bool,
+                 contained: bool,
                  limits: Limits, timeout_s: float, max_output_chars: int) -> tuple[int, str]:
     """Run a parsed pipeline (programs already absolute) and return its exit code and output.
 
     Args:
         stages: one argument list per stage, each program an absolute path.
         skill_dir: the skill's folder (shown read-only at ``/skill``, the working directory).
+        folder: an fd of that folder, opened when it was checked to be the one loaded
+            (``Skill.open_folder``; not closed here): what runs reaches that folder, even
+            if ``skill_dir`` was swapped since.
         writable: bind the skill's folder read-write instead of the private scratch.
         contained: run in the bubblewrap sandbox; ``False`` (``sandbox="none"``) runs it on
             the host in the skill's folder, with the limits but no namespaces.
@@ -322,22 +336,23 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
         inner = [*_limit_args(prlimit, limits, contained), *_inner_command(stages)]
     env = {"PATH": os.pathsep.join(SYSTEM_PATH), "LANG": "C.UTF-8"}
     argv: list[str] = inner
-    cwd: Path | None = skill_dir
+    fds: list[int] = []  # passed to bwrap, closed here once it started
+    cwd = Path("/")  # contained: bwrap and the cgroup's shell never show the job's folder
+    if not contained:  # the folder loaded, by its fd (kept open in the child)
+        fds.append(os.dup(folder))
+        cwd = Path(f"/proc/self/fd/{fds[-1]}")
     if contained:
         problem, features = _bubblewrap_status()
         if problem is not None:
             raise SandboxUnavailableError(problem)
-    fds: list[int] = []  # passed to bwrap, closed here once it started
     # root: the kernel skips RLIMIT_NPROC, a cgroup holds the sandbox (its 2 bwrap included)
     # and bounds the memory of all its processes together
     cgroup = (open_command_cgroup(limits.processes + 2, limits.total_memory_mb << 20)
               if contained else None)
     try:
         if contained:
-            # started in "/": bwrap (pid 1 inside, its environment readable there) and the
-            # cgroup's shell, which exports PWD, never show the job's working folder
-            argv, cwd = _sandbox_args(inner, env, skill_dir, writable, limits, features,
-                                      fds), Path("/")
+            argv = _sandbox_args(inner, env, skill_dir, folder, writable, limits, features,
+                                 fds)
             if cgroup is not None:
                 argv = cgroup.wrap(argv)
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -360,14 +375,14 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
         if cgroup is not None:
             cgroup.close()
         if writable and contained:
-            _clear_set_id_bits(skill_dir)
+            _clear_set_id_bits(folder, skill_dir)
     if not finished:
         raise CommandRefusedError(f"the command ran past {timeout_s} s and was stopped "
                                   f"(every process it started was killed)")
     return proc.returncode, _render(out, err, proc.returncode, max_output_chars, limits)
 
 
-def _clear_set_id_bits(folder: Path) -> None:
+def _clear_set_id_bits(folder: int, shown: Path) -> None:
     """Clear the setuid/setgid bits of the files in a writable skill's folder.
 
     A command may ``chmod u+s`` a file it wrote there: on the host that file would run with
@@ -376,7 +391,7 @@ def _clear_set_id_bits(folder: Path) -> None:
     parent's fd without following symlinks (``os.fwalk``), so a folder swapped for a symlink
     by a command still running on the same skill never leads outside it.
     """
-    for root, _, names, root_fd in os.fwalk(folder):
+    for root, _, names, root_fd in os.fwalk(".", dir_fd=folder):
         for name in names:
             try:
                 fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
@@ -389,13 +404,13 @@ def _clear_set_id_bits(folder: Path) -> None:
                     os.fchmod(fd, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
             except OSError:
                 _log.warning("could not clear the setuid/setgid bits of %s in a writable "
-                             "skill's folder", os.path.join(root, name))
+                             "skill's folder", shown / root / name)
             finally:
                 os.close(fd)
 
 
-def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, writable: bool,
-                  limits: Limits, features: _Features, fds: list[int]) -> list[str]:
+def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, folder: int,
+                  writable: bool, limits: Limits, features: _Features, fds: list[int]) -> list[str]:
     """The ``bwrap`` command line running ``inner``; the fds it needs are added to ``fds``."""
     uid, gid = os.getuid(), os.getgid()
     passwd = _data_fd("root:x:0:0:root:/tmp:/usr/sbin/nologin\n" + (
@@ -413,7 +428,7 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, writab
             "--tmpfs", "/tmp",
             "--ro-bind-data", str(passwd), "/etc/passwd",
             "--ro-bind-data", str(group), "/etc/group",
-            *_workdir_args(skill_dir, writable, limits.scratch_mb, features, fds),
+            *_workdir_args(skill_dir, folder, writable, limits.scratch_mb, features, fds),
             *_read_only_root(limits, features),
             "--chdir", _WORKDIR, "--clearenv", "--setenv", "HOME", "/tmp",
             *[a for k, v in env.items() for a in ("--setenv", k, v)], "--", *inner]

@@ -52,12 +52,41 @@ class Skill:
         description: what it does and when to use it (front matter ``description``).
         instructions: the Markdown body of ``SKILL.md``.
         directory: the skill's folder (its files are read from there only).
+        identity: the folder's ``(st_dev, st_ino)`` when it was loaded: a folder found at
+            ``directory`` later that is not that one (swapped for a symlink or another
+            folder, as a writable skill's command can do to a skill inside its folder) is
+            refused (``None``: not checked).
     """
 
     name: str
     description: str
     instructions: str
     directory: Path
+    identity: tuple[int, int] | None = None
+
+    def open_folder(self) -> int:
+        """Open the skill's folder, checked to be the folder loaded.
+
+        Returns:
+            A read-only fd of the folder (the caller closes it): what is reached through it
+            is the loaded folder, whatever its path shows afterwards.
+
+        Raises:
+            SkillError: naming the skill, when the folder is gone or is no longer the folder
+                loaded.
+        """
+        try:
+            fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as e:
+            raise SkillError(f"skill {self.name!r}: its folder {self.directory} cannot be "
+                             f"opened: {e.strerror}") from e
+        st = os.fstat(fd)
+        if self.identity is not None and (st.st_dev, st.st_ino) != self.identity:
+            os.close(fd)
+            raise SkillError(f"skill {self.name!r}: {self.directory} is no longer the folder "
+                             f"loaded (it was swapped since, for a symlink or another "
+                             f"folder): refused, never followed")
+        return fd
 
     def files(self) -> list[str]:
         """The skill's files other than ``SKILL.md``, as paths relative to its folder.
@@ -69,18 +98,30 @@ class Skill:
             walked to its end), then says so too.
         """
         found: list[str] = []
-        try:
-            for walked, p in enumerate(self.directory.rglob("*")):
-                if walked == MAX_WALKED_ENTRIES:
-                    return [*sorted(found), f"[... the listing stops after "
-                                            f"{MAX_WALKED_ENTRIES} entries of the folder]"]
-                if p.is_file() and p.name != SKILL_FILE and not p.is_symlink():
-                    if len(found) == MAX_LISTED_FILES:
-                        return [*sorted(found), f"[... more files: the listing stops at "
-                                                f"{MAX_LISTED_FILES}]"]
-                    found.append(p.relative_to(self.directory).as_posix())
+        walked = 0
+        folder = self.open_folder()
+        try:  # walked through fds from the loaded folder down, following no symlink
+            for top, dirs, names, top_fd in os.fwalk(".", dir_fd=folder):
+                for name in [*dirs, *names]:
+                    if walked == MAX_WALKED_ENTRIES:
+                        return [*sorted(found), f"[... the listing stops after "
+                                                f"{MAX_WALKED_ENTRIES} entries of the folder]"]
+                    walked += 1
+                    if name in dirs or (top == "." and name == SKILL_FILE):
+                        continue
+                    try:
+                        mode = os.stat(name, dir_fd=top_fd, follow_symlinks=False).st_mode
+                    except OSError:
+                        continue  # gone since it was listed
+                    if stat.S_ISREG(mode):
+                        if len(found) == MAX_LISTED_FILES:
+                            return [*sorted(found), f"[... more files: the listing stops "
+                                                    f"at {MAX_LISTED_FILES}]"]
+                        found.append(os.path.normpath(os.path.join(top, name)))
         except OSError:  # a folder gone while listed (a writable skill's command at work)
             pass
+        finally:
+            os.close(folder)
         return sorted(found)
 
     def read(self, relative: str) -> str:
@@ -108,20 +149,26 @@ class Skill:
             shown = relative if len(relative) <= 200 else relative[:200] + "..."
             raise SkillError(f"skill {self.name!r} has no file {shown!r}; its files: "
                              f"{', '.join(self.files()) or 'none'}")
-        # opened from the folder down, one component at a time, never following a symlink:
-        # a folder swapped for a symlink after the check (a writable skill's command can do
-        # it while this runs) is never followed out of the skill's folder
-        return _read_capped(target, _open_beneath(root, target.relative_to(root).parts))
+        # opened from the folder loaded down, one component at a time, never following a
+        # symlink: a folder swapped for a symlink after the check (a writable skill's command
+        # can do it while this runs) is never followed out of the skill's folder
+        return _read_capped(target, _open_beneath(self.open_folder(), root,
+                                                  target.relative_to(root).parts))
 
 
 _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)  # (Linux; elsewhere a read-only open)
 
 
-def _open_beneath(root: Path, parts: tuple[str, ...]) -> int:
-    """Open the file ``root/parts...`` for reading, following no symlink below ``root``.
+def _open_beneath(fd: int, root: Path, parts: tuple[str, ...]) -> int:
+    """Open the file ``parts...`` below folder fd ``fd``, following no symlink below it.
 
     Every folder is opened relative to its parent's fd with ``O_NOFOLLOW``; so is the file
     (without blocking: a FIFO is opened, never read, see ``_read_capped``).
+
+    Args:
+        fd: the skill's folder (``Skill.open_folder``; closed here).
+        root: its path (named in errors).
+        parts: the file's path below it.
 
     Returns:
         The file's fd (the caller closes it).
@@ -129,10 +176,6 @@ def _open_beneath(root: Path, parts: tuple[str, ...]) -> int:
     Raises:
         SkillError: when a component is a symlink, not a folder, or gone.
     """
-    try:
-        fd = os.open(root, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as e:
-        raise SkillError(f"{root} cannot be opened: {e.strerror}") from e
     try:
         for part in parts[:-1]:
             parent, fd = fd, -1
@@ -224,8 +267,9 @@ def _parse(skill_dir: Path) -> Skill:
         raise SkillError(f"{path}: 'description' has {len(description)} characters, more "
                          f"than {MAX_DESCRIPTION_CHARS} (the agentskills.io bound): say in "
                          f"it what the skill does and when to use it, the rest in the body")
-    return Skill(name=name, description=description,
-                 instructions=m.group(2).strip(), directory=skill_dir)
+    st = skill_dir.stat()
+    return Skill(name=name, description=description, instructions=m.group(2).strip(),
+                 directory=skill_dir, identity=(st.st_dev, st.st_ino))
 
 
 def load_skills(paths: list[str] | list[Path]) -> dict[str, Skill]:
