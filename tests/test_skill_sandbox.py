@@ -898,3 +898,78 @@ def test_a_skill_folder_swapped_by_a_writable_skills_command_is_refused_not_foll
     with pytest.raises(CommandRefusedError, match=r"skill 'inner'.*no longer the folder"):
         run.run("inner", "cat secret.txt")
     assert (outside / "secret.txt").read_text() == "host-secret-7731\n"
+
+
+KEYS_MODULE = """
+import json
+import warnings
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.agents import ReActAgent
+from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
+from flink_agents_py.skills import RunSkillCommandTool
+from flink_agents_py.testing import model_from_function, tool_call, tool_calls
+
+warnings.simplefilter("ignore")
+COMMANDS = {
+    "setuid": "sh -c 'cp /usr/bin/id idcopy; chmod 4755 idcopy; stat -c %a idcopy'",
+    "plain": "echo plain-key-fine",
+    "refused": "bash -c id",
+    "stuck": "sh -c 'sleep 300 & sleep 300'",
+}
+
+
+def script(request):
+    done = [m for m in request.messages if m.role == "tool"]
+    if not done:
+        which = next(k for k in COMMANDS if k in request.last_user_text)
+        return tool_calls(tool_call("run_skill_command", "c1", skill="box",
+                                    command=COMMANDS[which]))
+    return json.dumps({"read": done[0].content})
+
+
+tool = RunSkillCommandTool(paths=["skills"], allowed_commands=["sh", "echo"],
+                           writable_skills=["box"], timeout_s=3)
+agent = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"),
+                   tools=[tool])
+agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(script))
+job = AgentsExecutionEnvironment.local().from_list(
+    [{"key": k, "input": k} for k in COMMANDS]).apply(agent)
+outs = job.collect()
+print(json.dumps({"errors": [str(e) for e in job.result.errors],
+                  "read": sorted(json.loads(o)["read"] for o in outs)}))
+"""
+
+
+def test_hostile_commands_of_some_keys_leave_the_others_and_the_job_running_user_module():
+    """A user's module, in a folder outside the repository, runs one job whose keys each
+    send one command: a setuid attempt (refused by the kernel), a refused program (a failed
+    call naming the skill and the command), a command that leaves a process and outlives
+    its timeout (stopped, nothing left), and a plain one, which answers as if alone."""
+    require_bubblewrap()
+    work = Path(tempfile.mkdtemp(prefix="flink-agents-py-keys-"))
+    try:
+        (work / "skills" / "box").mkdir(parents=True)
+        (work / "skills" / "box" / "SKILL.md").write_text(
+            "---\nname: box\ndescription: a writable box\n---\nx\n")
+        (work / "keys_agent.py").write_text(KEYS_MODULE)
+        before = _sleeps()
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's code, not another's
+        proc = subprocess.run([PYTHON, "keys_agent.py"], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert result["errors"] == []
+        setuid, plain, refused, stuck = (
+            next(r for r in result["read"] if marker in r) for marker in
+            ("idcopy", "plain-key-fine", "'bash -c id'", "sleep 300 &"))
+        assert "Operation not permitted" in setuid and "4755" not in setuid, setuid
+        assert json.loads(plain) == {"exit_code": 0, "output": "plain-key-fine\n"}
+        assert refused.startswith("Error: ") and "skill 'box'" in refused, refused
+        assert "'bash' is not an allowed command" in refused, refused
+        assert stuck.startswith("Error: ") and "ran past 3.0 s" in stuck, stuck
+        assert not _sleeps() - before, "a sleep outlived the command's timeout"
+        copied = work / "skills" / "box" / "idcopy"
+        assert copied.stat().st_mode & (stat.S_ISUID | stat.S_ISGID) == 0
+    finally:
+        shutil.rmtree(work)
