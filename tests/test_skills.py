@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -484,3 +485,32 @@ def test_a_huge_description_is_refused_not_sent_with_every_model_request(tmp_pat
     (tmp_path / "s" / "SKILL.md").write_text(
         f"---\nname: big\ndescription: {'y' * 1024}\n---\nx\n")
     assert load_skills([str(tmp_path)])["big"].description == "y" * 1024
+
+
+@pytest.mark.parametrize("text", [
+    "---" + "\n" * 63_990 + "x",  # no closing line: every split point was tried
+    "---\n" + "\n" * 63_990 + "---x",
+    "--- " + "\n " * 31_990 + "x",
+])
+def test_a_skill_md_made_to_backtrack_is_read_in_linear_time(tmp_path, text):
+    """Front matter split by a backtracking pattern took 15-40 s of CPU per 64,000-character
+    SKILL.md (quadratic): a folder of such skills kept a job from starting."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "SKILL.md").write_text(text)
+    started = time.monotonic()
+    with pytest.raises(SkillError, match="no YAML front matter"):
+        load_skills([str(tmp_path)])
+    assert time.monotonic() - started < 5, "the front matter was split in quadratic time"
+
+
+@pytest.mark.parametrize("text, instructions", [
+    ("---\nname: a\ndescription: d\n---\nbody\n", "body"),
+    ("---  \r\nname: a\r\ndescription: d\r\n--- \r\nbody", "body"),
+    ("---\nname: a\ndescription: d\n---", ""),
+    ("---\nname: a\ndescription: d\n---\n---\nmore\n", "---\nmore"),
+])
+def test_front_matter_is_the_lines_between_the_first_two_dash_lines(tmp_path, text,
+                                                                    instructions):
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "SKILL.md").write_bytes(text.encode())
+    assert load_skills([str(tmp_path)])["a"].instructions == instructions

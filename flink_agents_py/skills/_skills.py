@@ -234,6 +234,25 @@ def _read_capped(path: Path, fd: int | None = None) -> str:
     return text
 
 
+def _front_matter(text: str) -> tuple[str, str] | None:
+    """``(front matter, body)``: the lines between a first line ``---`` and the next one.
+
+    Split line by line, in linear time (a backtracking pattern took quadratic time on a
+    SKILL.md of many blank lines and no closing line). Trailing whitespace on the dash lines
+    is allowed.
+
+    Returns:
+        The two texts, or ``None`` when the first line or the closing one is missing.
+    """
+    lines = text.split("\n")
+    if lines[0].rstrip() != "---":
+        return None
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() == "---":
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1:])
+    return None
+
+
 def _parse(skill_dir: Path) -> Skill:
     path = skill_dir / SKILL_FILE
     if not path.is_file():
@@ -244,14 +263,14 @@ def _parse(skill_dir: Path) -> Skill:
     if root not in path.resolve().parents:
         raise SkillError(f"{path} is a symlink to a file outside the skill's folder")
     text = _read_capped(path)
-    m = re.match(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", text, re.DOTALL)
+    m = _front_matter(text)
     if m is None:
         raise SkillError(f"{path}: no YAML front matter (a first line '---', 'name:' and "
                          f"'description:', then '---')")
     from ..yaml import YamlError, read_yaml  # the loader's budget: a skill folder is untrusted
 
     try:
-        meta = read_yaml(m.group(1), source=f"{path} front matter") or {}
+        meta = read_yaml(m[0], source=f"{path} front matter") or {}
     except YamlError as e:
         raise SkillError(f"{path}: the front matter is not YAML within its limits: {e}") from e
     if not isinstance(meta, dict):
@@ -268,7 +287,7 @@ def _parse(skill_dir: Path) -> Skill:
                          f"than {MAX_DESCRIPTION_CHARS} (the agentskills.io bound): say in "
                          f"it what the skill does and when to use it, the rest in the body")
     st = skill_dir.stat()
-    return Skill(name=name, description=description, instructions=m.group(2).strip(),
+    return Skill(name=name, description=description, instructions=m[1].strip(),
                  directory=skill_dir, identity=(st.st_dev, st.st_ino))
 
 
