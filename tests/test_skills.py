@@ -514,3 +514,17 @@ def test_front_matter_is_the_lines_between_the_first_two_dash_lines(tmp_path, te
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "SKILL.md").write_bytes(text.encode())
     assert load_skills([str(tmp_path)])["a"].instructions == instructions
+
+
+@pytest.mark.parametrize("raw", [
+    b"---\nname: a\ndescription: d\x00\n---\nb",  # a NUL
+    b"---\nname: a\ndescription: \x1b[31mred\x07\n---\nb",  # terminal escapes, a bell
+    b"---\nname: caf\xe9\ndescription: \xff\xfe\n---\nb",  # not UTF-8
+])
+def test_control_characters_or_bytes_that_are_not_utf8_are_a_named_skill_error(tmp_path,
+                                                                               raw):
+    """Not an exception of the YAML reader's escaping the loader: the folder is named."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "SKILL.md").write_bytes(raw)
+    with pytest.raises(SkillError, match=r"s/SKILL.md"):
+        load_skills([str(tmp_path)])
