@@ -528,3 +528,25 @@ def test_control_characters_or_bytes_that_are_not_utf8_are_a_named_skill_error(t
     (tmp_path / "s" / "SKILL.md").write_bytes(raw)
     with pytest.raises(SkillError, match=r"s/SKILL.md"):
         load_skills([str(tmp_path)])
+
+
+def test_a_folder_of_too_many_skills_is_refused_before_reading_them(tmp_path, monkeypatch):
+    """Every skill is listed in ``load_skill``'s description, sent with each model request:
+    a folder of endless skill folders is refused after ``MAX_SKILLS`` of its subfolders,
+    without reading every SKILL.md (nor listing every entry) first."""
+    from flink_agents_py.skills import _skills
+
+    monkeypatch.setattr(_skills, "MAX_SKILLS", 20)
+    for i in range(25):
+        (tmp_path / f"s{i:02}").mkdir()
+        (tmp_path / f"s{i:02}" / "SKILL.md").write_text(
+            f"---\nname: s{i:02}\ndescription: d\n---\nx\n")
+    read: list[Path] = []
+    parse = _skills._parse
+    monkeypatch.setattr(_skills, "_parse", lambda d: read.append(d) or parse(d))
+    with pytest.raises(SkillError, match=rf"{tmp_path} holds more than 20 skill folders"):
+        load_skills([str(tmp_path)])
+    assert read == []
+    for i in range(20, 25):
+        shutil.rmtree(tmp_path / f"s{i:02}")
+    assert len(load_skills([str(tmp_path)])) == 20

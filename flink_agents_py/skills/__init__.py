@@ -24,6 +24,7 @@ from ._skills import (
     MAX_FILE_BYTES,
     MAX_FILE_CHARS,
     MAX_LISTED_FILES,
+    MAX_SKILLS,
     MAX_WALKED_ENTRIES,
     LoadSkillTool,
     Skill,
@@ -33,7 +34,7 @@ from ._skills import (
 
 __all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_DESCRIPTION_CHARS", "MAX_FILE_BYTES",
            "MAX_FILE_CHARS",
-           "MAX_LISTED_FILES", "MAX_WALKED_ENTRIES", "RunSkillCommandTool",
+           "MAX_LISTED_FILES", "MAX_SKILLS", "MAX_WALKED_ENTRIES", "RunSkillCommandTool",
            "SHELL_EQUIVALENT_COMMANDS", "SandboxUnavailableError",
            "ShellEquivalentCommandWarning", "Skill", "SkillError", "bubblewrap_problem",
            "load_skills", "parse_command", "skill_tools"]

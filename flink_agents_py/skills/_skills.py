@@ -22,7 +22,8 @@ from pydantic import PrivateAttr, model_validator
 from ..api import AgentsError, Resource, ResourceType, ToolMetadata, UsageError
 
 __all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_BYTES",
-           "MAX_FILE_CHARS", "MAX_LISTED_FILES", "MAX_DESCRIPTION_CHARS", "MAX_WALKED_ENTRIES"]
+           "MAX_FILE_CHARS", "MAX_LISTED_FILES", "MAX_DESCRIPTION_CHARS", "MAX_SKILLS",
+           "MAX_WALKED_ENTRIES"]
 
 SKILL_FILE = "SKILL.md"
 MAX_FILE_CHARS = 64_000
@@ -36,6 +37,8 @@ MAX_WALKED_ENTRIES = 20 * MAX_LISTED_FILES
 """The most entries (files and folders) of a skill's folder ``load_skill`` looks at."""
 MAX_DESCRIPTION_CHARS = 1_024
 """The longest ``description`` a skill may have (it is offered with every model request)."""
+MAX_SKILLS = 1_000
+"""The most skill folders one folder of skills may hold (each is offered to the model)."""
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
@@ -291,6 +294,26 @@ def _parse(skill_dir: Path) -> Skill:
                  directory=skill_dir, identity=(st.st_dev, st.st_ino))
 
 
+def _skill_folders(root: Path) -> list[Path]:
+    """The subfolders of ``root`` (hidden ones aside): at most ``MAX_SKILLS``.
+
+    Returns:
+        The folders, sorted.
+
+    Raises:
+        SkillError: when there are more, found while listing (before any is read).
+    """
+    found: list[Path] = []
+    for p in root.iterdir():
+        if p.is_dir() and not p.name.startswith((".", "_")):
+            if len(found) == MAX_SKILLS:
+                raise SkillError(f"{root} holds more than {MAX_SKILLS} skill folders (every "
+                                 f"skill is listed to the model with each request): split "
+                                 f"it, or name the folders wanted in paths")
+            found.append(p)
+    return sorted(found)
+
+
 def load_skills(paths: list[str] | list[Path]) -> dict[str, Skill]:
     """Load skills from ``paths``: each a skill folder, or a folder of skill folders.
 
@@ -303,8 +326,8 @@ def load_skills(paths: list[str] | list[Path]) -> dict[str, Skill]:
 
     Raises:
         SkillError: naming the folder, for a missing folder, a subfolder without
-            ``SKILL.md``, bad front matter, a name given twice, or a name that is another
-            skill's folder name.
+            ``SKILL.md``, bad front matter, a name given twice, a name that is another
+            skill's folder name, or more than ``MAX_SKILLS`` skill folders in one folder.
         UsageError: for one path given instead of a list (its characters would be taken
             as folders).
     """
@@ -316,8 +339,7 @@ def load_skills(paths: list[str] | list[Path]) -> dict[str, Skill]:
         root = Path(raw).expanduser()
         if not root.is_dir():
             raise SkillError(f"skills folder {root} does not exist")
-        dirs = [root] if (root / SKILL_FILE).is_file() else sorted(
-            p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+        dirs = [root] if (root / SKILL_FILE).is_file() else _skill_folders(root)
         for d in dirs:
             skill = _parse(d)
             if skill.name in found:
