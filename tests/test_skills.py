@@ -550,3 +550,12 @@ def test_a_folder_of_too_many_skills_is_refused_before_reading_them(tmp_path, mo
     for i in range(20, 25):
         shutil.rmtree(tmp_path / f"s{i:02}")
     assert len(load_skills([str(tmp_path)])) == 20
+
+
+def test_a_skill_md_starting_with_a_utf8_byte_order_mark_loads(tmp_path):
+    """Editors on Windows start UTF-8 files with a byte order mark: the first line is still
+    ``---`` (it was refused as having no front matter)."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "SKILL.md").write_bytes(
+        "\ufeff---\r\nname: bom\r\ndescription: d\r\n---\r\nbody\r\n".encode())
+    assert load_skills([str(tmp_path)])["bom"].instructions == "body"

@@ -247,7 +247,7 @@ def _front_matter(text: str) -> tuple[str, str] | None:
     Returns:
         The two texts, or ``None`` when the first line or the closing one is missing.
     """
-    lines = text.split("\n")
+    lines = text.removeprefix("\ufeff").split("\n")  # a UTF-8 byte order mark aside
     if lines[0].rstrip() != "---":
         return None
     for i in range(1, len(lines)):
