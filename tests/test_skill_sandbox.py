@@ -973,3 +973,24 @@ def test_hostile_commands_of_some_keys_leave_the_others_and_the_job_running_user
         assert copied.stat().st_mode & (stat.S_ISUID | stat.S_ISGID) == 0
     finally:
         shutil.rmtree(work)
+
+
+def test_no_file_descriptor_of_a_host_file_reaches_the_command(skills, tmp_path):
+    """The skill's entries are opened to be bound by their fd; one that is not bound (a
+    FIFO, a socket: never shown) must not stay open in the command, where its
+    ``/proc/self/fd`` link would reach the host's file (a device node even past ``nodev``)."""
+    require_bubblewrap()
+    os.mkfifo(skills / "tricky" / "host-fifo")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(skills / "tricky" / "host-socket"))
+    try:
+        for writable in ([], ["tricky"]):
+            result = ask(tool(skills, allowed_commands=["sh"], writable_skills=writable),
+                         skill="tricky", command="sh -c 'ls -l /proc/self/fd/'")
+            assert isinstance(result, dict), result
+            links = [line.split(" -> ")[-1] for line in result["output"].splitlines()
+                     if " -> " in line]
+            assert links and all(link.startswith(("/dev/null", "pipe:", "/proc/"))
+                                 for link in links), result["output"]
+    finally:
+        sock.close()

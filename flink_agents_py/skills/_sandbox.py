@@ -259,10 +259,12 @@ def _workdir_args(skill_dir: Path, folder: int, writable: bool, scratch_mb: int,
             fd = os.open(entry, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             continue  # gone since it was listed
-        fds.append(fd)
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+            fds.append(fd)  # bubblewrap closes it once bound
             args += ["--ro-bind-fd", str(fd), inside]
+        else:  # a FIFO, socket or device is never shown, and its fd never reaches the
+            os.close(fd)  # command (its /proc/self/fd link would open the host's file)
     return args
 
 
