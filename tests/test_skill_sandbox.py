@@ -994,3 +994,21 @@ def test_no_file_descriptor_of_a_host_file_reaches_the_command(skills, tmp_path)
                                  for link in links), result["output"]
     finally:
         sock.close()
+
+
+def test_proc_files_root_could_write_are_bound_read_only_where_the_host_has_them(
+        monkeypatch):
+    """``/proc/sysrq-trigger`` checks only the file's owner (root): a job run as root is uid
+    0 in the sandbox's user namespace, and bubblewrap did not cover ``/proc/sys`` here, so
+    it is not trusted to cover this one either (one write of ``b`` reboots the host). This
+    kernel may not have the file: the test gives the sandbox a host that has it."""
+    from flink_agents_py.skills import _sandbox
+
+    real = os.path.lexists
+    monkeypatch.setattr(_sandbox.os.path, "lexists",
+                        lambda p: p == "/proc/sysrq-trigger" or real(p))
+    args = _sandbox._system_binds()
+    pairs = list(zip(args, args[1:], args[2:], strict=False))
+    for path in ("/proc/sys", "/proc/sysrq-trigger"):
+        assert ("--ro-bind", path, path) in pairs, args
+        assert args.index(path) > args.index("--proc"), args  # over the sandbox's /proc

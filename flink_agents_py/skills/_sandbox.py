@@ -56,6 +56,7 @@ SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/s
 _ROOT_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_KEPT = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
 _WORKDIR = "/skill"
+_PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger")
 _log = logging.getLogger(__name__)
 _INSTALL_HINT = ("install bubblewrap, on Linux (Debian/Ubuntu: apt-get install bubblewrap; "
                  "Fedora: dnf install bubblewrap; Arch: pacman -S bubblewrap), or pass "
@@ -145,10 +146,14 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
-    # /proc/sys read-only: bubblewrap leaves it writable, and a command run by root (uid 0
-    # in its user namespace is the host's root) could set the host's sysctls
-    args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
-             "--dir", "/etc"]
+    # /proc/sys and /proc/sysrq-trigger read-only: bubblewrap leaves /proc/sys writable, and
+    # a command run by root (uid 0 in its user namespace is the host's root) could set the
+    # host's sysctls or reboot it (both check the file's owner only)
+    args += ["--proc", "/proc"]
+    for path in _PROC_READ_ONLY:
+        if os.path.lexists(path):
+            args += ["--ro-bind", path, path]
+    args += ["--dev", "/dev", "--dir", "/etc"]
     for name in _ETC_KEPT:
         if os.path.lexists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
