@@ -264,8 +264,8 @@ def test_the_same_payload_without_the_sandbox_reaches_the_host(skills, listener,
     listener.accept()[0].close()
 
 
-def _sleeps() -> set[int]:
-    """The pids of ``sleep 300`` processes in the host's process table."""
+def _sleeps(seconds: bytes = b"300") -> set[int]:
+    """The pids of ``sleep <seconds>`` processes in the host's process table."""
     found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -274,7 +274,7 @@ def _sleeps() -> set[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if len(argv) >= 2 and argv[0].rsplit(b"/", 1)[-1] == b"sleep" and argv[1] == b"300":
+        if len(argv) >= 2 and argv[0].rsplit(b"/", 1)[-1] == b"sleep" and argv[1] == seconds:
             found.add(int(entry.name))
     return found
 
@@ -861,7 +861,7 @@ def test_a_commands_processes_together_are_held_to_its_total_memory_when_run_as_
         pytest.skip("this host lets root make no memory cgroup (the log says why)")
     probe.close()
     (skills / "tricky" / "hog.py").write_text(MEMORY_HOG)
-    before = _skill_cgroups()
+    mine = f"{os.sep}flink-agents-py-skill-{os.getpid()}-"  # not another run's, meanwhile
     t = tool(skills, allowed_commands=["python3", "echo"], max_total_memory_mb=512,
              max_memory_mb=1024, timeout_s=30)
     result = ask(t, skill="tricky", command="python3 hog.py")
@@ -870,7 +870,7 @@ def test_a_commands_processes_together_are_held_to_its_total_memory_when_run_as_
     allocated = out.count("allocated")
     assert allocated < 6 or "killed 0" not in out, out
     assert ask(t, skill="tricky", command="echo still-here")["output"] == "still-here\n"
-    assert _skill_cgroups() == before, "a skill command's cgroup was left behind"
+    assert not [c for c in _skill_cgroups() if mine in c], "a command's cgroup was left"
 
 
 def test_a_skill_folder_swapped_by_a_writable_skills_command_is_refused_not_followed(
@@ -915,7 +915,7 @@ COMMANDS = {
     "setuid": "sh -c 'cp /usr/bin/id idcopy; chmod 4755 idcopy; stat -c %a idcopy'",
     "plain": "echo plain-key-fine",
     "refused": "bash -c id",
-    "stuck": "sh -c 'sleep 300 & sleep 300'",
+    "stuck": "sh -c 'sleep 311 & sleep 311'",
 }
 
 
@@ -953,7 +953,7 @@ def test_hostile_commands_of_some_keys_leave_the_others_and_the_job_running_user
         (work / "skills" / "box" / "SKILL.md").write_text(
             "---\nname: box\ndescription: a writable box\n---\nx\n")
         (work / "keys_agent.py").write_text(KEYS_MODULE)
-        before = _sleeps()
+        before = _sleeps(b"311")  # a duration of its own: other runs' sleeps are not counted
         env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's code, not another's
         proc = subprocess.run([PYTHON, "keys_agent.py"], cwd=work, env=env,
                               capture_output=True, text=True, timeout=300, check=False)
@@ -962,13 +962,13 @@ def test_hostile_commands_of_some_keys_leave_the_others_and_the_job_running_user
         assert result["errors"] == []
         setuid, plain, refused, stuck = (
             next(r for r in result["read"] if marker in r) for marker in
-            ("idcopy", "plain-key-fine", "'bash -c id'", "sleep 300 &"))
+            ("idcopy", "plain-key-fine", "'bash -c id'", "sleep 311 &"))
         assert "Operation not permitted" in setuid and "4755" not in setuid, setuid
         assert json.loads(plain) == {"exit_code": 0, "output": "plain-key-fine\n"}
         assert refused.startswith("Error: ") and "skill 'box'" in refused, refused
         assert "'bash' is not an allowed command" in refused, refused
         assert stuck.startswith("Error: ") and "ran past 3.0 s" in stuck, stuck
-        assert not _sleeps() - before, "a sleep outlived the command's timeout"
+        assert not _sleeps(b"311") - before, "a sleep outlived the command's timeout"
         copied = work / "skills" / "box" / "idcopy"
         assert copied.stat().st_mode & (stat.S_ISUID | stat.S_ISGID) == 0
     finally:
@@ -1012,3 +1012,18 @@ def test_proc_files_root_could_write_are_bound_read_only_where_the_host_has_them
     for path in ("/proc/sys", "/proc/sysrq-trigger"):
         assert ("--ro-bind", path, path) in pairs, args
         assert args.index(path) > args.index("--proc"), args  # over the sandbox's /proc
+
+
+def test_a_command_cannot_make_user_namespaces_of_its_own(skills):
+    """A nested user namespace gives a command every capability inside it: mounts, netfilter
+    and the other kernel code behind them, where local privilege escalations are found.
+    The sandbox allows none (bubblewrap's ``--disable-userns``, 0.8+)."""
+    require_bubblewrap()
+    from flink_agents_py.skills import _sandbox
+
+    if not _sandbox._bubblewrap_status()[1].disable_userns:
+        pytest.skip("this bubblewrap is older than 0.8 (no --disable-userns)")
+    result = ask(tool(skills, allowed_commands=["unshare"]), skill="tricky",
+                 command="unshare --user --net id")
+    assert isinstance(result, dict), result
+    assert result["exit_code"] != 0 and "uid=" not in result["output"], result

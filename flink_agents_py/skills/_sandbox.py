@@ -171,6 +171,7 @@ class _Features:
 
     size: bool = False  # --size for a tmpfs (0.8)
     bind_fd: bool = False  # --ro-bind-fd (0.5)
+    disable_userns: bool = False  # --disable-userns (0.8)
 
 
 @functools.lru_cache(maxsize=1)
@@ -195,7 +196,8 @@ def _bubblewrap_status() -> tuple[str | None, _Features]:
                 f"kernel.apparmor_restrict_unprivileged_userns=0; in a container, a "
                 f"seccomp profile that allows them), or pass sandbox=\"none\" to trust "
                 f"the model like a shell user"), _Features()
-    return None, _Features(size=b"--size" in helptext, bind_fd=b"--ro-bind-fd" in helptext)
+    return None, _Features(size=b"--size" in helptext, bind_fd=b"--ro-bind-fd" in helptext,
+                           disable_userns=b"--disable-userns" in helptext)
 
 
 def bubblewrap_installed() -> bool:
@@ -430,7 +432,9 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, folder
     if program is not None:
         fds.append(_data_fd(program))
         seccomp = ["--seccomp", str(fds[-1])]
-    return [*_base_args(_find("bwrap") or "bwrap"), *seccomp,
+    # no user namespace of its own: every capability inside one, and the kernel code behind
+    nested = ["--disable-userns"] if features.disable_userns else []
+    return [*_base_args(_find("bwrap") or "bwrap"), *seccomp, *nested,
             *(["--size", str(limits.scratch_mb << 20)] if features.size else []),
             "--tmpfs", "/tmp",
             "--ro-bind-data", str(passwd), "/etc/passwd",
