@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -263,8 +264,8 @@ def test_the_same_payload_without_the_sandbox_reaches_the_host(skills, listener,
     listener.accept()[0].close()
 
 
-def _sleeps() -> set[int]:
-    """The pids of ``sleep 300`` processes in the host's process table."""
+def _sleeps(seconds: bytes = b"300") -> set[int]:
+    """The pids of ``sleep <seconds>`` processes in the host's process table."""
     found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -273,7 +274,7 @@ def _sleeps() -> set[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if len(argv) >= 2 and argv[0].rsplit(b"/", 1)[-1] == b"sleep" and argv[1] == b"300":
+        if len(argv) >= 2 and argv[0].rsplit(b"/", 1)[-1] == b"sleep" and argv[1] == seconds:
             found.add(int(entry.name))
     return found
 
@@ -385,7 +386,8 @@ print(json.dumps(tool.run("", "find forks.sh -exec sh {} +")))
 def _skill_cgroups() -> set[str]:
     """The ``pids`` cgroups of skill commands left on the host (v1 and v2 layouts)."""
     found: set[str] = set()
-    for root in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+    for root in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup/memory"),
+                 Path("/sys/fs/cgroup")):
         if root.is_dir():
             found |= {str(p) for p in root.rglob("flink-agents-py-skill-*")}
     return found
@@ -399,9 +401,9 @@ def test_the_process_limit_stops_a_fork_loop_from_a_user_module(user):
     if user == "root":
         if os.geteuid() != 0:
             pytest.skip("the job is not run as root here")
-        from flink_agents_py.skills._pids import open_pids_cgroup
+        from flink_agents_py.skills._cgroup import open_command_cgroup
 
-        probe = open_pids_cgroup(8)
+        probe = open_command_cgroup(8, 64 << 20)
         if probe is None:
             pytest.skip("this host lets root make no pids cgroup (the log says why)")
         probe.close()
@@ -769,15 +771,259 @@ def test_a_command_cannot_set_the_hosts_sysctls_even_when_the_job_runs_as_root(s
     assert "Read-only file system" in out or "Permission denied" in out, out
 
 
-def test_a_writable_skill_never_keeps_a_setuid_file_on_the_host(skills):
-    """A command may copy a program into its writable folder and ``chmod u+s`` it: on the
-    host it would run with the job user's rights (root's, for a job run as root)."""
+@pytest.mark.parametrize("command", [
+    "sh -c 'cp /usr/bin/id idcopy; chmod 6755 idcopy; stat -c %a idcopy'",
+    "sh -c 'install -m 4755 /usr/bin/id idcopy; stat -c %a idcopy'",
+    "python3 -c 'import os; os.close(os.open(\"idcopy\", os.O_CREAT | os.O_WRONLY, 0o4755)); "
+    "print(oct(os.stat(\"idcopy\").st_mode & 0o7777))'",
+])
+def test_a_writable_skill_cannot_make_a_setuid_file_even_while_its_command_runs(skills,
+                                                                                command):
+    """The folder is the host's own: a setuid file made there (a program copied and
+    ``chmod u+s``, ``install -m 4755``, a file created with the bit) runs on the host with
+    the job user's rights (root's, for a job run as root) for as long as it exists, not only
+    after the command: the kernel refuses the bit (the command reads back its own file's
+    mode while it runs)."""
     require_bubblewrap()
-    t = tool(skills, allowed_commands=["sh"], writable_skills=["tricky"])
-    made = ask(t, skill="tricky", command="sh -c 'cp /usr/bin/id ./idcopy && chmod 6755 "
-                                           "idcopy && stat -c %a idcopy'")
-    assert isinstance(made, dict) and made["exit_code"] == 0, made
+    t = tool(skills, allowed_commands=["sh", "python3"], writable_skills=["tricky"])
+    made = ask(t, skill="tricky", command=command)
+    assert isinstance(made, dict), made
+    out = made["output"]
+    assert "Operation not permitted" in out, out  # said to the command, which goes on
+    modes = [int(line, 8) for line in out.split() if re.fullmatch(r"(0o)?[0-7]{3,4}", line)]
+    assert all(mode & 0o6000 == 0 for mode in modes), out  # never set, even meanwhile
     copied = skills / "tricky" / "idcopy"
-    assert copied.is_file()
-    assert copied.stat().st_mode & (stat.S_ISUID | stat.S_ISGID) == 0
-    assert stat.S_IMODE(copied.stat().st_mode) == 0o755  # the rest of its mode is kept
+    assert not copied.exists() or copied.stat().st_mode & (stat.S_ISUID | stat.S_ISGID) == 0
+
+
+@pytest.mark.parametrize(("command", "why"), [
+    ("sh -c id", "'sh' is not an allowed command"),
+    ("cat ../../secret.txt", "leaves the skill's folder"),
+    ("echo x > out", "no redirections"),
+    ("sleep 30", "ran past 0.5 s and was stopped"),
+])
+def test_a_refused_or_stopped_command_names_the_skill_the_command_and_why(skills, command,
+                                                                          why):
+    """What the model (and a reader of the job's records) sees says which skill's command
+    was refused and why, so that one among many keys' calls can be told apart."""
+    require_bubblewrap()
+    read = ask(tool(skills, timeout_s=0.5), skill="tricky", command=command)
+    assert isinstance(read, str) and read.startswith("Error: "), read
+    assert "skill 'tricky'" in read and f"command {command!r}" in read and why in read, read
+
+
+def test_no_process_of_the_sandbox_shows_the_jobs_environment_or_working_directory(
+        skills, monkeypatch, tmp_path):
+    """Every process's environment in the sandbox (``/proc/*/environ``: the command's, and
+    bubblewrap's own as pid 1) holds nothing of the job's: no variable, no working folder."""
+    require_bubblewrap()
+    job_dir = tmp_path / "job-working-dir-8d1c"
+    job_dir.mkdir()
+    monkeypatch.chdir(job_dir)
+    monkeypatch.setenv("FLINK_AGENTS_SECRET_TOKEN", "sk-do-not-leak-5551")
+    (skills / "tricky" / "environ.sh").write_text(
+        "for f in /proc/[0-9]*/environ; do echo \"== $f\"; tr '\\000' '\\n' < $f; done\n")
+    result = ask(tool(skills, allowed_commands=["sh"]), skill="tricky", command="sh environ.sh")
+    assert isinstance(result, dict), result
+    out = result["output"]
+    assert "== /proc/1/environ" in out, out  # it read them
+    assert "sk-do-not-leak-5551" not in out and "job-working-dir-8d1c" not in out, out
+
+
+MEMORY_HOG = """import os, sys, time
+kids = []
+for i in range(6):
+    pid = os.fork()
+    if pid == 0:
+        block = b"x" * (300 << 20)  # touched: resident
+        print("allocated", i, flush=True)
+        time.sleep(2)
+        os._exit(0)
+    kids.append(pid)
+killed = sum(os.WEXITSTATUS(s) != 0 or os.WIFSIGNALED(s) for s in
+             (os.waitpid(k, 0)[1] for k in kids))
+print("killed", killed, flush=True)
+"""
+
+
+def test_a_commands_processes_together_are_held_to_its_total_memory_when_run_as_root(skills):
+    """``max_memory_mb`` bounds one process: six processes of 300 MiB each (1.8 GiB) would
+    all live. The whole command is held to ``max_total_memory_mb`` (a ``memory`` cgroup, for
+    a root job: a normal user's job cannot make one); the job and the next command go on."""
+    require_bubblewrap()
+    if os.geteuid() != 0:
+        pytest.skip("the job is not run as root here")
+    from flink_agents_py.skills._cgroup import open_command_cgroup
+
+    probe = open_command_cgroup(8, 64 << 20)
+    if probe is None or not any("memory" in str(p) or (p / "memory.max").exists()
+                                for p in probe.paths):
+        pytest.skip("this host lets root make no memory cgroup (the log says why)")
+    probe.close()
+    (skills / "tricky" / "hog.py").write_text(MEMORY_HOG)
+    mine = f"{os.sep}flink-agents-py-skill-{os.getpid()}-"  # not another run's, meanwhile
+    t = tool(skills, allowed_commands=["python3", "echo"], max_total_memory_mb=512,
+             max_memory_mb=1024, timeout_s=30)
+    result = ask(t, skill="tricky", command="python3 hog.py")
+    assert isinstance(result, dict), result
+    out = result["output"]
+    allocated = out.count("allocated")
+    assert allocated < 6 or "killed 0" not in out, out
+    assert ask(t, skill="tricky", command="echo still-here")["output"] == "still-here\n"
+    assert not [c for c in _skill_cgroups() if mine in c], "a command's cgroup was left"
+
+
+def test_a_skill_folder_swapped_by_a_writable_skills_command_is_refused_not_followed(
+        tmp_path):
+    """Skill ``inner`` lives inside writable skill ``outer``'s folder: ``outer``'s command
+    can swap ``inner``'s folder for a symlink to a host folder. Reading ``inner``, running a
+    command on it, and clearing setuid bits after a writable command all go through the
+    folder checked to be the one loaded: the swapped one is refused, naming the skill."""
+    require_bubblewrap()
+    outside = tmp_path / "host-folder"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("host-secret-7731\n")
+    outer = tmp_path / "outer"
+    (outer / "inner").mkdir(parents=True)
+    (outer / "SKILL.md").write_text("---\nname: outer\ndescription: o\n---\nx\n")
+    (outer / "inner" / "SKILL.md").write_text("---\nname: inner\ndescription: i\n---\nx\n")
+    paths = [str(outer), str(outer / "inner")]
+    run = RunSkillCommandTool(paths=paths, allowed_commands=["cat", "mv", "ln"],
+                              writable_skills=["outer", "inner"])
+    load = LoadSkillTool(paths=paths)
+    assert run.run("outer", "mv inner inner-real")["exit_code"] == 0
+    (outer / "inner").symlink_to(outside)  # as a command allowed 'sh' could: ln -s /... inner
+    with pytest.raises(SkillError, match=r"skill 'inner'.*no longer the folder loaded"):
+        load.skill("inner").read("secret.txt")
+    with pytest.raises(CommandRefusedError, match=r"skill 'inner'.*no longer the folder"):
+        run.run("inner", "cat secret.txt")
+    assert (outside / "secret.txt").read_text() == "host-secret-7731\n"
+
+
+KEYS_MODULE = """
+import json
+import warnings
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.agents import ReActAgent
+from flink_agents_py.api import ChatModelSetup, ResourceDescriptor, ResourceType
+from flink_agents_py.skills import RunSkillCommandTool
+from flink_agents_py.testing import model_from_function, tool_call, tool_calls
+
+warnings.simplefilter("ignore")
+COMMANDS = {
+    "setuid": "sh -c 'cp /usr/bin/id idcopy; chmod 4755 idcopy; stat -c %a idcopy'",
+    "plain": "echo plain-key-fine",
+    "refused": "bash -c id",
+    "stuck": "sh -c 'sleep 311 & sleep 311'",
+}
+
+
+def script(request):
+    done = [m for m in request.messages if m.role == "tool"]
+    if not done:
+        which = next(k for k in COMMANDS if k in request.last_user_text)
+        return tool_calls(tool_call("run_skill_command", "c1", skill="box",
+                                    command=COMMANDS[which]))
+    return json.dumps({"read": done[0].content})
+
+
+tool = RunSkillCommandTool(paths=["skills"], allowed_commands=["sh", "echo"],
+                           writable_skills=["box"], timeout_s=3)
+agent = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"),
+                   tools=[tool])
+agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(script))
+job = AgentsExecutionEnvironment.local().from_list(
+    [{"key": k, "input": k} for k in COMMANDS]).apply(agent)
+outs = job.collect()
+print(json.dumps({"errors": [str(e) for e in job.result.errors],
+                  "read": sorted(json.loads(o)["read"] for o in outs)}))
+"""
+
+
+def test_hostile_commands_of_some_keys_leave_the_others_and_the_job_running_user_module():
+    """A user's module, in a folder outside the repository, runs one job whose keys each
+    send one command: a setuid attempt (refused by the kernel), a refused program (a failed
+    call naming the skill and the command), a command that leaves a process and outlives
+    its timeout (stopped, nothing left), and a plain one, which answers as if alone."""
+    require_bubblewrap()
+    work = Path(tempfile.mkdtemp(prefix="flink-agents-py-keys-"))
+    try:
+        (work / "skills" / "box").mkdir(parents=True)
+        (work / "skills" / "box" / "SKILL.md").write_text(
+            "---\nname: box\ndescription: a writable box\n---\nx\n")
+        (work / "keys_agent.py").write_text(KEYS_MODULE)
+        before = _sleeps(b"311")  # a duration of its own: other runs' sleeps are not counted
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's code, not another's
+        proc = subprocess.run([PYTHON, "keys_agent.py"], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert result["errors"] == []
+        setuid, plain, refused, stuck = (
+            next(r for r in result["read"] if marker in r) for marker in
+            ("idcopy", "plain-key-fine", "'bash -c id'", "sleep 311 &"))
+        assert "Operation not permitted" in setuid and "4755" not in setuid, setuid
+        assert json.loads(plain) == {"exit_code": 0, "output": "plain-key-fine\n"}
+        assert refused.startswith("Error: ") and "skill 'box'" in refused, refused
+        assert "'bash' is not an allowed command" in refused, refused
+        assert stuck.startswith("Error: ") and "ran past 3.0 s" in stuck, stuck
+        assert not _sleeps(b"311") - before, "a sleep outlived the command's timeout"
+        copied = work / "skills" / "box" / "idcopy"
+        assert copied.stat().st_mode & (stat.S_ISUID | stat.S_ISGID) == 0
+    finally:
+        shutil.rmtree(work)
+
+
+def test_no_file_descriptor_of_a_host_file_reaches_the_command(skills, tmp_path):
+    """The skill's entries are opened to be bound by their fd; one that is not bound (a
+    FIFO, a socket: never shown) must not stay open in the command, where its
+    ``/proc/self/fd`` link would reach the host's file (a device node even past ``nodev``)."""
+    require_bubblewrap()
+    os.mkfifo(skills / "tricky" / "host-fifo")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(skills / "tricky" / "host-socket"))
+    try:
+        for writable in ([], ["tricky"]):
+            result = ask(tool(skills, allowed_commands=["sh"], writable_skills=writable),
+                         skill="tricky", command="sh -c 'ls -l /proc/self/fd/'")
+            assert isinstance(result, dict), result
+            links = [line.split(" -> ")[-1] for line in result["output"].splitlines()
+                     if " -> " in line]
+            assert links and all(link.startswith(("/dev/null", "pipe:", "/proc/"))
+                                 for link in links), result["output"]
+    finally:
+        sock.close()
+
+
+def test_proc_files_root_could_write_are_bound_read_only_where_the_host_has_them(
+        monkeypatch):
+    """``/proc/sysrq-trigger`` checks only the file's owner (root): a job run as root is uid
+    0 in the sandbox's user namespace, and bubblewrap did not cover ``/proc/sys`` here, so
+    it is not trusted to cover this one either (one write of ``b`` reboots the host). This
+    kernel may not have the file: the test gives the sandbox a host that has it."""
+    from flink_agents_py.skills import _sandbox
+
+    real = os.path.lexists
+    monkeypatch.setattr(_sandbox.os.path, "lexists",
+                        lambda p: p == "/proc/sysrq-trigger" or real(p))
+    args = _sandbox._system_binds()
+    pairs = list(zip(args, args[1:], args[2:], strict=False))
+    for path in ("/proc/sys", "/proc/sysrq-trigger"):
+        assert ("--ro-bind", path, path) in pairs, args
+        assert args.index(path) > args.index("--proc"), args  # over the sandbox's /proc
+
+
+def test_a_command_cannot_make_user_namespaces_of_its_own(skills):
+    """A nested user namespace gives a command every capability inside it: mounts, netfilter
+    and the other kernel code behind them, where local privilege escalations are found.
+    The sandbox allows none (bubblewrap's ``--disable-userns``, 0.8+)."""
+    require_bubblewrap()
+    from flink_agents_py.skills import _sandbox
+
+    if not _sandbox._bubblewrap_status()[1].disable_userns:
+        pytest.skip("this bubblewrap is older than 0.8 (no --disable-userns)")
+    result = ask(tool(skills, allowed_commands=["unshare"]), skill="tricky",
+                 command="unshare --user --net id")
+    assert isinstance(result, dict), result
+    assert result["exit_code"] != 0 and "uid=" not in result["output"], result

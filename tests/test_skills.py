@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -447,3 +448,114 @@ def test_run_skill_command_refuses_arguments_that_are_not_strings(skills_dir, ar
     tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["echo"])
     with pytest.raises(CommandRefusedError, match="must be a string"):
         asyncio.run(tool.acall(**arguments))
+
+
+def test_a_skill_calling_itself_by_another_skills_folder_name_is_a_named_error(skills_dir):
+    """A skill folder whose front matter takes the name of another skill's folder would make
+    ``writable_skills=["greeter"]`` (or a model's call for "greeter") reach the other
+    folder: refused when the tools are built, naming both folders."""
+    (skills_dir / "zz-impostor").mkdir()
+    (skills_dir / "zz-impostor" / "SKILL.md").write_text(
+        "---\nname: math-calculator\ndescription: x\n---\nx\n")
+    (skills_dir / "math-calculator" / "SKILL.md").write_text(
+        MATH.replace("name: math-calculator", "name: greeter-too"))
+    (skills_dir / "greeter" / "SKILL.md").write_text(
+        "---\nname: zz-impostor\ndescription: swapped\n---\nx\n")
+    with pytest.raises(SkillError, match=r"greeter.*'zz-impostor'.*folder.*zz-impostor"):
+        load_skills([str(skills_dir)])
+    with pytest.raises(SkillError, match="the name of another skill's folder"):
+        skill_tools([str(skills_dir)], allowed_commands=["cat"],
+                    writable_skills=["zz-impostor"])
+
+
+def test_a_huge_description_is_refused_not_sent_with_every_model_request(tmp_path):
+    """Every skill's description is in ``load_skill``'s description, sent with each request
+    of every chat: a skill folder cannot make it 50,000 characters (the agentskills.io
+    format's bound is 1,024), nor reach it through a YAML alias."""
+    (tmp_path / "s").mkdir()
+    long = "Reads PDFs. " * 4_000
+    (tmp_path / "s" / "SKILL.md").write_text(f"---\nname: big\ndescription: {long}\n---\nx\n")
+    with pytest.raises(SkillError, match=r"s/SKILL.md: 'description' has 47999 characters, "
+                                         r"more than 1024"):
+        load_skills([str(tmp_path)])
+    (tmp_path / "s" / "SKILL.md").write_text(
+        f"---\nname: big\npad: &p \"{'x' * 2000}\"\ndescription: *p\n---\nx\n")
+    with pytest.raises(SkillError, match="more than 1024"):
+        skill_tools([str(tmp_path)])
+    (tmp_path / "s" / "SKILL.md").write_text(
+        f"---\nname: big\ndescription: {'y' * 1024}\n---\nx\n")
+    assert load_skills([str(tmp_path)])["big"].description == "y" * 1024
+
+
+@pytest.mark.parametrize("text", [
+    "---" + "\n" * 63_990 + "x",  # no closing line: every split point was tried
+    "---\n" + "\n" * 63_990 + "---x",
+    "--- " + "\n " * 31_990 + "x",
+])
+def test_a_skill_md_made_to_backtrack_is_read_in_linear_time(tmp_path, text):
+    """Front matter split by a backtracking pattern took 15-40 s of CPU per 64,000-character
+    SKILL.md (quadratic): a folder of such skills kept a job from starting."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "SKILL.md").write_text(text)
+    started = time.monotonic()
+    with pytest.raises(SkillError, match="no YAML front matter"):
+        load_skills([str(tmp_path)])
+    assert time.monotonic() - started < 5, "the front matter was split in quadratic time"
+
+
+@pytest.mark.parametrize("text, instructions", [
+    ("---\nname: a\ndescription: d\n---\nbody\n", "body"),
+    ("---  \r\nname: a\r\ndescription: d\r\n--- \r\nbody", "body"),
+    ("---\nname: a\ndescription: d\n---", ""),
+    ("---\nname: a\ndescription: d\n---\n---\nmore\n", "---\nmore"),
+])
+def test_front_matter_is_the_lines_between_the_first_two_dash_lines(tmp_path, text,
+                                                                    instructions):
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "SKILL.md").write_bytes(text.encode())
+    assert load_skills([str(tmp_path)])["a"].instructions == instructions
+
+
+@pytest.mark.parametrize("raw", [
+    b"---\nname: a\ndescription: d\x00\n---\nb",  # a NUL
+    b"---\nname: a\ndescription: \x1b[31mred\x07\n---\nb",  # terminal escapes, a bell
+    b"---\nname: caf\xe9\ndescription: \xff\xfe\n---\nb",  # not UTF-8
+])
+def test_control_characters_or_bytes_that_are_not_utf8_are_a_named_skill_error(tmp_path,
+                                                                               raw):
+    """Not an exception of the YAML reader's escaping the loader: the folder is named."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "SKILL.md").write_bytes(raw)
+    with pytest.raises(SkillError, match=r"s/SKILL.md"):
+        load_skills([str(tmp_path)])
+
+
+def test_a_folder_of_too_many_skills_is_refused_before_reading_them(tmp_path, monkeypatch):
+    """Every skill is listed in ``load_skill``'s description, sent with each model request:
+    a folder of endless skill folders is refused after ``MAX_SKILLS`` of its subfolders,
+    without reading every SKILL.md (nor listing every entry) first."""
+    from flink_agents_py.skills import _skills
+
+    monkeypatch.setattr(_skills, "MAX_SKILLS", 20)
+    for i in range(25):
+        (tmp_path / f"s{i:02}").mkdir()
+        (tmp_path / f"s{i:02}" / "SKILL.md").write_text(
+            f"---\nname: s{i:02}\ndescription: d\n---\nx\n")
+    read: list[Path] = []
+    parse = _skills._parse
+    monkeypatch.setattr(_skills, "_parse", lambda d: read.append(d) or parse(d))
+    with pytest.raises(SkillError, match=rf"{tmp_path} holds more than 20 skill folders"):
+        load_skills([str(tmp_path)])
+    assert read == []
+    for i in range(20, 25):
+        shutil.rmtree(tmp_path / f"s{i:02}")
+    assert len(load_skills([str(tmp_path)])) == 20
+
+
+def test_a_skill_md_starting_with_a_utf8_byte_order_mark_loads(tmp_path):
+    """Editors on Windows start UTF-8 files with a byte order mark: the first line is still
+    ``---`` (it was refused as having no front matter)."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "SKILL.md").write_bytes(
+        "\ufeff---\r\nname: bom\r\ndescription: d\r\n---\r\nbody\r\n".encode())
+    assert load_skills([str(tmp_path)])["bom"].instructions == "body"

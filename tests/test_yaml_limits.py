@@ -161,3 +161,15 @@ def test_a_tagged_mapping_or_list_is_refused_naming_its_tag_and_line(tagged, tmp
     with pytest.raises(YamlError, match="is not read"):
         read_yaml(f"flag: {tagged}\n", "SKILL.md")
     assert read_yaml("a: {b: [1, 2]}\nc: [x]\n") == {"a": {"b": [1, 2]}, "c": ["x"]}
+
+
+def test_a_control_character_is_a_yaml_error_naming_the_file_not_a_reader_exception(tmp_path):
+    """PyYAML's reader refuses a NUL or an escape character before parsing starts: that is
+    a ``YamlError`` naming the source like any other problem (a skill's front matter, an
+    agents file)."""
+    with pytest.raises(YamlError, match=r"SKILL.md.*not valid YAML.*#x0000"):
+        read_yaml("name: a\x00\n", "SKILL.md")
+    doc = tmp_path / "agents.yaml"
+    doc.write_bytes(b"agents:\n  - name: a\x1b\n")
+    with pytest.raises(YamlError, match=r"agents.yaml.*not valid YAML.*#x001b"):
+        load_agents(doc)

@@ -20,9 +20,11 @@ from ._commands import (
 )
 from ._sandbox import SandboxUnavailableError, bubblewrap_problem
 from ._skills import (
+    MAX_DESCRIPTION_CHARS,
     MAX_FILE_BYTES,
     MAX_FILE_CHARS,
     MAX_LISTED_FILES,
+    MAX_SKILLS,
     MAX_WALKED_ENTRIES,
     LoadSkillTool,
     Skill,
@@ -30,8 +32,9 @@ from ._skills import (
     load_skills,
 )
 
-__all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_FILE_BYTES", "MAX_FILE_CHARS",
-           "MAX_LISTED_FILES", "MAX_WALKED_ENTRIES", "RunSkillCommandTool",
+__all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_DESCRIPTION_CHARS", "MAX_FILE_BYTES",
+           "MAX_FILE_CHARS",
+           "MAX_LISTED_FILES", "MAX_SKILLS", "MAX_WALKED_ENTRIES", "RunSkillCommandTool",
            "SHELL_EQUIVALENT_COMMANDS", "SandboxUnavailableError",
            "ShellEquivalentCommandWarning", "Skill", "SkillError", "bubblewrap_problem",
            "load_skills", "parse_command", "skill_tools"]

@@ -26,6 +26,7 @@ configuration (``ShellEquivalentCommandWarning``).
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -71,6 +72,14 @@ SHELL_EQUIVALENT_COMMANDS = frozenset({
 sandbox all the same). Versioned interpreter names (``python3.12``, ``perl5``) count too."""
 
 _VERSIONED = re.compile(r"(python|perl|ruby|node|php|lua|tclsh)[0-9.]*")
+
+
+def _shown(text: str, limit: int = 200) -> str:
+    """``text`` quoted for an error, its middle cut when it is longer than ``limit``."""
+    if len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit // 2]) + f" [... {len(text) - limit} characters] " + repr(
+        text[-limit // 2:])
 
 
 class ShellEquivalentCommandWarning(UserWarning):
@@ -232,6 +241,10 @@ class RunSkillCommandTool(Resource):
         max_processes: processes at once (Linux 5.14+; not enforced for root).
         max_scratch_mb: the size of the private working directory, ``/tmp`` and ``/dev/shm``, in MiB
             each (where the installed bubblewrap supports ``--size``, 0.8+).
+        max_total_memory_mb: the memory of all of a command's processes together, what
+            they write in the sandbox's tmpfs included, in MiB (a ``memory`` cgroup, for a
+            job run as root where one can be made; past it the kernel kills inside the
+            command only).
         name: the tool's name.
     """
 
@@ -249,6 +262,7 @@ class RunSkillCommandTool(Resource):
     max_file_mb: int = Field(default=64, ge=1)
     max_processes: int = Field(default=64, ge=1)
     max_scratch_mb: int = Field(default=64, ge=1)
+    max_total_memory_mb: int = Field(default=2048, ge=16)
     name: str = "run_skill_command"
 
     _loaded: dict[str, Skill] = PrivateAttr(default_factory=dict)
@@ -335,6 +349,13 @@ class RunSkillCommandTool(Resource):
         """
         if not skill and len(self._loaded) == 1:
             skill = next(iter(self._loaded))
+        try:
+            return self._run(skill, command)
+        except CommandRefusedError as e:  # which skill's command, among many keys' calls
+            raise type(e)(f"{self.name}: skill {_shown(skill)}, command {_shown(command)}: "
+                          f"{e}") from e
+
+    def _run(self, skill: str, command: str) -> dict[str, Any]:
         if skill not in self._loaded:
             raise CommandRefusedError(f"no skill named {skill!r}; available: "
                                       f"{', '.join(self._loaded)}")
@@ -344,11 +365,20 @@ class RunSkillCommandTool(Resource):
         resolved = [[resolve_program(argv[0], roots, contained), *argv[1:]] for argv in stages]
         limits = Limits(cpu_s=self.max_cpu_s, memory_mb=self.max_memory_mb,
                         file_mb=self.max_file_mb, processes=self.max_processes,
-                        scratch_mb=self.max_scratch_mb)
-        code, text = run_pipeline(resolved, skill_dir=self._loaded[skill].directory,
-                                  writable=skill in self.writable_skills,
-                                  contained=contained, limits=limits, timeout_s=self.timeout_s,
-                                  max_output_chars=self.max_output_chars)
+                        scratch_mb=self.max_scratch_mb,
+                        total_memory_mb=self.max_total_memory_mb)
+        try:  # the folder loaded, not one swapped in since (by a writable skill's command)
+            folder = self._loaded[skill].open_folder()
+        except SkillError as e:
+            raise CommandRefusedError(str(e)) from e
+        try:
+            code, text = run_pipeline(resolved, skill_dir=self._loaded[skill].directory,
+                                      folder=folder, writable=skill in self.writable_skills,
+                                      contained=contained, limits=limits,
+                                      timeout_s=self.timeout_s,
+                                      max_output_chars=self.max_output_chars)
+        finally:
+            os.close(folder)
         return {"exit_code": code, "output": text}
 
     async def acall(self, skill: str = "", command: str = "", **unexpected: Any) -> Any:

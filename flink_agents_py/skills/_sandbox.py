@@ -18,7 +18,8 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
 - per-process limits (``prlimit``, inside the sandbox): CPU seconds, address space, file
   size, processes (counted per sandbox on Linux 5.14+), no core files; the kernel does not
   apply the process limit to root, so a job run as root puts each sandbox in a ``pids``
-  cgroup of its own instead (``_pids``), where the host lets it make one;
+  cgroup of its own instead, and a ``memory`` cgroup bounds the whole command's memory
+  (``_cgroup``), where the host lets it make them;
 - ``PATH`` is the system directories only, and every program the model names is resolved to
   an absolute path there before the sandbox starts;
 - a pipeline runs inside the sandbox (``/bin/sh`` given only quoted words), so every stage
@@ -43,7 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..api import AgentsError
-from ._pids import open_pids_cgroup
+from ._cgroup import open_command_cgroup
+from ._seccomp import seccomp_program
 
 __all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
            "bubblewrap_installed", "bubblewrap_problem", "resolve_program", "run_pipeline"]
@@ -54,6 +56,7 @@ SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/s
 _ROOT_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_KEPT = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
 _WORKDIR = "/skill"
+_PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger")
 _log = logging.getLogger(__name__)
 _INSTALL_HINT = ("install bubblewrap, on Linux (Debian/Ubuntu: apt-get install bubblewrap; "
                  "Fedora: dnf install bubblewrap; Arch: pacman -S bubblewrap), or pass "
@@ -81,6 +84,9 @@ class Limits:
             cgroup's ``pids.max`` where one can be made; not applied with
             ``sandbox="none"``).
         scratch_mb: the size of the private working directory, in MiB (tmpfs).
+        total_memory_mb: the memory of all of the command's processes together, the files
+            they write in the sandbox's tmpfs included, in MiB (a ``memory`` cgroup: for a
+            job run as root, where one can be made).
     """
 
     cpu_s: int
@@ -88,6 +94,7 @@ class Limits:
     file_mb: int
     processes: int
     scratch_mb: int
+    total_memory_mb: int = 2048
 
 
 def _find(name: str) -> str | None:
@@ -139,10 +146,14 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
-    # /proc/sys read-only: bubblewrap leaves it writable, and a command run by root (uid 0
-    # in its user namespace is the host's root) could set the host's sysctls
-    args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
-             "--dir", "/etc"]
+    # /proc/sys and /proc/sysrq-trigger read-only: bubblewrap leaves /proc/sys writable, and
+    # a command run by root (uid 0 in its user namespace is the host's root) could set the
+    # host's sysctls or reboot it (both check the file's owner only)
+    args += ["--proc", "/proc"]
+    for path in _PROC_READ_ONLY:
+        if os.path.lexists(path):
+            args += ["--ro-bind", path, path]
+    args += ["--dev", "/dev", "--dir", "/etc"]
     for name in _ETC_KEPT:
         if os.path.lexists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
@@ -160,6 +171,7 @@ class _Features:
 
     size: bool = False  # --size for a tmpfs (0.8)
     bind_fd: bool = False  # --ro-bind-fd (0.5)
+    disable_userns: bool = False  # --disable-userns (0.8)
 
 
 @functools.lru_cache(maxsize=1)
@@ -184,7 +196,8 @@ def _bubblewrap_status() -> tuple[str | None, _Features]:
                 f"kernel.apparmor_restrict_unprivileged_userns=0; in a container, a "
                 f"seccomp profile that allows them), or pass sandbox=\"none\" to trust "
                 f"the model like a shell user"), _Features()
-    return None, _Features(size=b"--size" in helptext, bind_fd=b"--ro-bind-fd" in helptext)
+    return None, _Features(size=b"--size" in helptext, bind_fd=b"--ro-bind-fd" in helptext,
+                           disable_userns=b"--disable-userns" in helptext)
 
 
 def bubblewrap_installed() -> bool:
@@ -215,43 +228,50 @@ def _warn_no_limits() -> None:
                  "holds)")
 
 
-def _data_fd(text: str) -> int:
+def _data_fd(data: str | bytes) -> int:
     read, write = os.pipe()
-    os.write(write, text.encode())  # a few lines: fits in the pipe's buffer
+    os.write(write, data.encode() if isinstance(data, str) else data)  # fits the buffer
     os.close(write)
     return read
 
 
-def _workdir_args(skill_dir: Path, writable: bool, scratch_mb: int, features: _Features,
-                  fds: list[int]) -> list[str]:
+def _workdir_args(skill_dir: Path, folder: int, writable: bool, scratch_mb: int,
+                  features: _Features, fds: list[int]) -> list[str]:
     """The binds of ``/skill``; opened entries' fds are appended to ``fds`` (to pass, close).
 
-    Each entry is opened without following a symlink and bound by its fd where bubblewrap
-    can: an entry swapped for a symlink after it was looked at is never followed on the host.
+    The folder is the one loaded (``folder``, its fd), whatever ``skill_dir`` shows now.
+    Each entry is opened from it without following a symlink and bound by its fd where
+    bubblewrap can: an entry swapped for a symlink after it was looked at is never followed
+    on the host.
 
     Returns:
         bwrap's arguments.
     """
+    if writable and features.bind_fd:
+        fds.append(os.dup(folder))
+        return ["--bind-fd", str(fds[-1]), _WORKDIR]
     if writable:
         return ["--bind", str(skill_dir), _WORKDIR]
     args = (["--size", str(scratch_mb << 20)] if features.size else []) + ["--tmpfs", _WORKDIR]
-    for entry in sorted(skill_dir.iterdir()):
+    for entry in sorted(_pinned(folder).iterdir()):
         inside = f"{_WORKDIR}/{entry.name}"
         if entry.is_symlink():  # recreated: it resolves inside the sandbox, not on the host
             args += ["--symlink", os.readlink(entry), inside]
             continue
         if not features.bind_fd:
             if entry.is_dir() or entry.is_file():
-                args += ["--ro-bind", str(entry), inside]
+                args += ["--ro-bind", str(skill_dir / entry.name), inside]
             continue
         try:
             fd = os.open(entry, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             continue  # gone since it was listed
-        fds.append(fd)
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+            fds.append(fd)  # bubblewrap closes it once bound
             args += ["--ro-bind-fd", str(fd), inside]
+        else:  # a FIFO, socket or device is never shown, and its fd never reaches the
+            os.close(fd)  # command (its /proc/self/fd link would open the host's file)
     return args
 
 
@@ -282,13 +302,22 @@ _SIGNALS = {signal.SIGXCPU: "it used up its CPU time limit",
             signal.SIGKILL: "it was killed (out of memory or a limit)"}
 
 
-def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, contained: bool,
+def _pinned(folder: int) -> Path:
+    """A path of this process reaching the folder open as fd ``folder`` (never another)."""
+    return Path(f"/proc/self/fd/{folder}")
+
+
+def run_pipeline(stages: list[list[str]], *, skill_dir: Path, folder: int, writable: bool,
+                 contained: bool,
                  limits: Limits, timeout_s: float, max_output_chars: int) -> tuple[int, str]:
     """Run a parsed pipeline (programs already absolute) and return its exit code and output.
 
     Args:
         stages: one argument list per stage, each program an absolute path.
         skill_dir: the skill's folder (shown read-only at ``/skill``, the working directory).
+        folder: an fd of that folder, opened when it was checked to be the one loaded
+            (``Skill.open_folder``; not closed here): what runs reaches that folder, even
+            if ``skill_dir`` was swapped since.
         writable: bind the skill's folder read-write instead of the private scratch.
         contained: run in the bubblewrap sandbox; ``False`` (``sandbox="none"``) runs it on
             the host in the skill's folder, with the limits but no namespaces.
@@ -316,18 +345,23 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
         inner = [*_limit_args(prlimit, limits, contained), *_inner_command(stages)]
     env = {"PATH": os.pathsep.join(SYSTEM_PATH), "LANG": "C.UTF-8"}
     argv: list[str] = inner
-    cwd: Path | None = skill_dir
+    fds: list[int] = []  # passed to bwrap, closed here once it started
+    cwd = Path("/")  # contained: bwrap and the cgroup's shell never show the job's folder
+    if not contained:  # the folder loaded, by its fd (kept open in the child)
+        fds.append(os.dup(folder))
+        cwd = Path(f"/proc/self/fd/{fds[-1]}")
     if contained:
         problem, features = _bubblewrap_status()
         if problem is not None:
             raise SandboxUnavailableError(problem)
-    fds: list[int] = []  # passed to bwrap, closed here once it started
     # root: the kernel skips RLIMIT_NPROC, a cgroup holds the sandbox (its 2 bwrap included)
-    cgroup = open_pids_cgroup(limits.processes + 2) if contained else None
+    # and bounds the memory of all its processes together
+    cgroup = (open_command_cgroup(limits.processes + 2, limits.total_memory_mb << 20)
+              if contained else None)
     try:
         if contained:
-            argv, cwd = _sandbox_args(inner, env, skill_dir, writable, limits, features,
-                                      fds), None
+            argv = _sandbox_args(inner, env, skill_dir, folder, writable, limits, features,
+                                 fds)
             if cgroup is not None:
                 argv = cgroup.wrap(argv)
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -350,14 +384,14 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, writable: bool, co
         if cgroup is not None:
             cgroup.close()
         if writable and contained:
-            _clear_set_id_bits(skill_dir)
+            _clear_set_id_bits(folder, skill_dir)
     if not finished:
         raise CommandRefusedError(f"the command ran past {timeout_s} s and was stopped "
                                   f"(every process it started was killed)")
     return proc.returncode, _render(out, err, proc.returncode, max_output_chars, limits)
 
 
-def _clear_set_id_bits(folder: Path) -> None:
+def _clear_set_id_bits(folder: int, shown: Path) -> None:
     """Clear the setuid/setgid bits of the files in a writable skill's folder.
 
     A command may ``chmod u+s`` a file it wrote there: on the host that file would run with
@@ -366,7 +400,7 @@ def _clear_set_id_bits(folder: Path) -> None:
     parent's fd without following symlinks (``os.fwalk``), so a folder swapped for a symlink
     by a command still running on the same skill never leads outside it.
     """
-    for root, _, names, root_fd in os.fwalk(folder):
+    for root, _, names, root_fd in os.fwalk(".", dir_fd=folder):
         for name in names:
             try:
                 fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
@@ -379,13 +413,13 @@ def _clear_set_id_bits(folder: Path) -> None:
                     os.fchmod(fd, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
             except OSError:
                 _log.warning("could not clear the setuid/setgid bits of %s in a writable "
-                             "skill's folder", os.path.join(root, name))
+                             "skill's folder", shown / root / name)
             finally:
                 os.close(fd)
 
 
-def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, writable: bool,
-                  limits: Limits, features: _Features, fds: list[int]) -> list[str]:
+def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, folder: int,
+                  writable: bool, limits: Limits, features: _Features, fds: list[int]) -> list[str]:
     """The ``bwrap`` command line running ``inner``; the fds it needs are added to ``fds``."""
     uid, gid = os.getuid(), os.getgid()
     passwd = _data_fd("root:x:0:0:root:/tmp:/usr/sbin/nologin\n" + (
@@ -393,12 +427,19 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, writab
     fds.append(passwd)
     group = _data_fd("root:x:0:\n" + (f"sandbox:x:{gid}:\n" if gid else ""))
     fds.append(group)
-    return [*_base_args(_find("bwrap") or "bwrap"),
+    program = seccomp_program()  # no setuid/setgid bit set on any file, by the kernel
+    seccomp: list[str] = []
+    if program is not None:
+        fds.append(_data_fd(program))
+        seccomp = ["--seccomp", str(fds[-1])]
+    # no user namespace of its own: every capability inside one, and the kernel code behind
+    nested = ["--disable-userns"] if features.disable_userns else []
+    return [*_base_args(_find("bwrap") or "bwrap"), *seccomp, *nested,
             *(["--size", str(limits.scratch_mb << 20)] if features.size else []),
             "--tmpfs", "/tmp",
             "--ro-bind-data", str(passwd), "/etc/passwd",
             "--ro-bind-data", str(group), "/etc/group",
-            *_workdir_args(skill_dir, writable, limits.scratch_mb, features, fds),
+            *_workdir_args(skill_dir, folder, writable, limits.scratch_mb, features, fds),
             *_read_only_root(limits, features),
             "--chdir", _WORKDIR, "--clearenv", "--setenv", "HOME", "/tmp",
             *[a for k, v in env.items() for a in ("--setenv", k, v)], "--", *inner]

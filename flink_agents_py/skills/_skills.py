@@ -22,7 +22,8 @@ from pydantic import PrivateAttr, model_validator
 from ..api import AgentsError, Resource, ResourceType, ToolMetadata, UsageError
 
 __all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_BYTES",
-           "MAX_FILE_CHARS", "MAX_LISTED_FILES", "MAX_WALKED_ENTRIES"]
+           "MAX_FILE_CHARS", "MAX_LISTED_FILES", "MAX_DESCRIPTION_CHARS", "MAX_SKILLS",
+           "MAX_WALKED_ENTRIES"]
 
 SKILL_FILE = "SKILL.md"
 MAX_FILE_CHARS = 64_000
@@ -34,6 +35,10 @@ MAX_LISTED_FILES = 1_000
 """The most files of a skill ``load_skill`` lists."""
 MAX_WALKED_ENTRIES = 20 * MAX_LISTED_FILES
 """The most entries (files and folders) of a skill's folder ``load_skill`` looks at."""
+MAX_DESCRIPTION_CHARS = 1_024
+"""The longest ``description`` a skill may have (it is offered with every model request)."""
+MAX_SKILLS = 1_000
+"""The most skill folders one folder of skills may hold (each is offered to the model)."""
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
@@ -50,12 +55,41 @@ class Skill:
         description: what it does and when to use it (front matter ``description``).
         instructions: the Markdown body of ``SKILL.md``.
         directory: the skill's folder (its files are read from there only).
+        identity: the folder's ``(st_dev, st_ino)`` when it was loaded: a folder found at
+            ``directory`` later that is not that one (swapped for a symlink or another
+            folder, as a writable skill's command can do to a skill inside its folder) is
+            refused (``None``: not checked).
     """
 
     name: str
     description: str
     instructions: str
     directory: Path
+    identity: tuple[int, int] | None = None
+
+    def open_folder(self) -> int:
+        """Open the skill's folder, checked to be the folder loaded.
+
+        Returns:
+            A read-only fd of the folder (the caller closes it): what is reached through it
+            is the loaded folder, whatever its path shows afterwards.
+
+        Raises:
+            SkillError: naming the skill, when the folder is gone or is no longer the folder
+                loaded.
+        """
+        try:
+            fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as e:
+            raise SkillError(f"skill {self.name!r}: its folder {self.directory} cannot be "
+                             f"opened: {e.strerror}") from e
+        st = os.fstat(fd)
+        if self.identity is not None and (st.st_dev, st.st_ino) != self.identity:
+            os.close(fd)
+            raise SkillError(f"skill {self.name!r}: {self.directory} is no longer the folder "
+                             f"loaded (it was swapped since, for a symlink or another "
+                             f"folder): refused, never followed")
+        return fd
 
     def files(self) -> list[str]:
         """The skill's files other than ``SKILL.md``, as paths relative to its folder.
@@ -67,18 +101,30 @@ class Skill:
             walked to its end), then says so too.
         """
         found: list[str] = []
-        try:
-            for walked, p in enumerate(self.directory.rglob("*")):
-                if walked == MAX_WALKED_ENTRIES:
-                    return [*sorted(found), f"[... the listing stops after "
-                                            f"{MAX_WALKED_ENTRIES} entries of the folder]"]
-                if p.is_file() and p.name != SKILL_FILE and not p.is_symlink():
-                    if len(found) == MAX_LISTED_FILES:
-                        return [*sorted(found), f"[... more files: the listing stops at "
-                                                f"{MAX_LISTED_FILES}]"]
-                    found.append(p.relative_to(self.directory).as_posix())
+        walked = 0
+        folder = self.open_folder()
+        try:  # walked through fds from the loaded folder down, following no symlink
+            for top, dirs, names, top_fd in os.fwalk(".", dir_fd=folder):
+                for name in [*dirs, *names]:
+                    if walked == MAX_WALKED_ENTRIES:
+                        return [*sorted(found), f"[... the listing stops after "
+                                                f"{MAX_WALKED_ENTRIES} entries of the folder]"]
+                    walked += 1
+                    if name in dirs or (top == "." and name == SKILL_FILE):
+                        continue
+                    try:
+                        mode = os.stat(name, dir_fd=top_fd, follow_symlinks=False).st_mode
+                    except OSError:
+                        continue  # gone since it was listed
+                    if stat.S_ISREG(mode):
+                        if len(found) == MAX_LISTED_FILES:
+                            return [*sorted(found), f"[... more files: the listing stops "
+                                                    f"at {MAX_LISTED_FILES}]"]
+                        found.append(os.path.normpath(os.path.join(top, name)))
         except OSError:  # a folder gone while listed (a writable skill's command at work)
             pass
+        finally:
+            os.close(folder)
         return sorted(found)
 
     def read(self, relative: str) -> str:
@@ -106,20 +152,26 @@ class Skill:
             shown = relative if len(relative) <= 200 else relative[:200] + "..."
             raise SkillError(f"skill {self.name!r} has no file {shown!r}; its files: "
                              f"{', '.join(self.files()) or 'none'}")
-        # opened from the folder down, one component at a time, never following a symlink:
-        # a folder swapped for a symlink after the check (a writable skill's command can do
-        # it while this runs) is never followed out of the skill's folder
-        return _read_capped(target, _open_beneath(root, target.relative_to(root).parts))
+        # opened from the folder loaded down, one component at a time, never following a
+        # symlink: a folder swapped for a symlink after the check (a writable skill's command
+        # can do it while this runs) is never followed out of the skill's folder
+        return _read_capped(target, _open_beneath(self.open_folder(), root,
+                                                  target.relative_to(root).parts))
 
 
 _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)  # (Linux; elsewhere a read-only open)
 
 
-def _open_beneath(root: Path, parts: tuple[str, ...]) -> int:
-    """Open the file ``root/parts...`` for reading, following no symlink below ``root``.
+def _open_beneath(fd: int, root: Path, parts: tuple[str, ...]) -> int:
+    """Open the file ``parts...`` below folder fd ``fd``, following no symlink below it.
 
     Every folder is opened relative to its parent's fd with ``O_NOFOLLOW``; so is the file
     (without blocking: a FIFO is opened, never read, see ``_read_capped``).
+
+    Args:
+        fd: the skill's folder (``Skill.open_folder``; closed here).
+        root: its path (named in errors).
+        parts: the file's path below it.
 
     Returns:
         The file's fd (the caller closes it).
@@ -127,10 +179,6 @@ def _open_beneath(root: Path, parts: tuple[str, ...]) -> int:
     Raises:
         SkillError: when a component is a symlink, not a folder, or gone.
     """
-    try:
-        fd = os.open(root, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as e:
-        raise SkillError(f"{root} cannot be opened: {e.strerror}") from e
     try:
         for part in parts[:-1]:
             parent, fd = fd, -1
@@ -189,6 +237,25 @@ def _read_capped(path: Path, fd: int | None = None) -> str:
     return text
 
 
+def _front_matter(text: str) -> tuple[str, str] | None:
+    """``(front matter, body)``: the lines between a first line ``---`` and the next one.
+
+    Split line by line, in linear time (a backtracking pattern took quadratic time on a
+    SKILL.md of many blank lines and no closing line). Trailing whitespace on the dash lines
+    is allowed.
+
+    Returns:
+        The two texts, or ``None`` when the first line or the closing one is missing.
+    """
+    lines = text.removeprefix("\ufeff").split("\n")  # a UTF-8 byte order mark aside
+    if lines[0].rstrip() != "---":
+        return None
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() == "---":
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1:])
+    return None
+
+
 def _parse(skill_dir: Path) -> Skill:
     path = skill_dir / SKILL_FILE
     if not path.is_file():
@@ -199,14 +266,14 @@ def _parse(skill_dir: Path) -> Skill:
     if root not in path.resolve().parents:
         raise SkillError(f"{path} is a symlink to a file outside the skill's folder")
     text = _read_capped(path)
-    m = re.match(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", text, re.DOTALL)
+    m = _front_matter(text)
     if m is None:
         raise SkillError(f"{path}: no YAML front matter (a first line '---', 'name:' and "
                          f"'description:', then '---')")
     from ..yaml import YamlError, read_yaml  # the loader's budget: a skill folder is untrusted
 
     try:
-        meta = read_yaml(m.group(1), source=f"{path} front matter") or {}
+        meta = read_yaml(m[0], source=f"{path} front matter") or {}
     except YamlError as e:
         raise SkillError(f"{path}: the front matter is not YAML within its limits: {e}") from e
     if not isinstance(meta, dict):
@@ -217,8 +284,34 @@ def _parse(skill_dir: Path) -> Skill:
                          f"hyphens, got {name!r}")
     if not isinstance(description, str) or not description.strip():
         raise SkillError(f"{path}: 'description' is missing or empty")
-    return Skill(name=name, description=" ".join(description.split()),
-                 instructions=m.group(2).strip(), directory=skill_dir)
+    description = " ".join(description.split())
+    if len(description) > MAX_DESCRIPTION_CHARS:  # sent with every request of every chat
+        raise SkillError(f"{path}: 'description' has {len(description)} characters, more "
+                         f"than {MAX_DESCRIPTION_CHARS} (the agentskills.io bound): say in "
+                         f"it what the skill does and when to use it, the rest in the body")
+    st = skill_dir.stat()
+    return Skill(name=name, description=description, instructions=m[1].strip(),
+                 directory=skill_dir, identity=(st.st_dev, st.st_ino))
+
+
+def _skill_folders(root: Path) -> list[Path]:
+    """The subfolders of ``root`` (hidden ones aside): at most ``MAX_SKILLS``.
+
+    Returns:
+        The folders, sorted.
+
+    Raises:
+        SkillError: when there are more, found while listing (before any is read).
+    """
+    found: list[Path] = []
+    for p in root.iterdir():
+        if p.is_dir() and not p.name.startswith((".", "_")):
+            if len(found) == MAX_SKILLS:
+                raise SkillError(f"{root} holds more than {MAX_SKILLS} skill folders (every "
+                                 f"skill is listed to the model with each request): split "
+                                 f"it, or name the folders wanted in paths")
+            found.append(p)
+    return sorted(found)
 
 
 def load_skills(paths: list[str] | list[Path]) -> dict[str, Skill]:
@@ -233,7 +326,8 @@ def load_skills(paths: list[str] | list[Path]) -> dict[str, Skill]:
 
     Raises:
         SkillError: naming the folder, for a missing folder, a subfolder without
-            ``SKILL.md``, bad front matter, or a name given twice.
+            ``SKILL.md``, bad front matter, a name given twice, a name that is another
+            skill's folder name, or more than ``MAX_SKILLS`` skill folders in one folder.
         UsageError: for one path given instead of a list (its characters would be taken
             as folders).
     """
@@ -245,14 +339,22 @@ def load_skills(paths: list[str] | list[Path]) -> dict[str, Skill]:
         root = Path(raw).expanduser()
         if not root.is_dir():
             raise SkillError(f"skills folder {root} does not exist")
-        dirs = [root] if (root / SKILL_FILE).is_file() else sorted(
-            p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+        dirs = [root] if (root / SKILL_FILE).is_file() else _skill_folders(root)
         for d in dirs:
             skill = _parse(d)
             if skill.name in found:
                 raise SkillError(f"skill {skill.name!r} is given twice: "
                                  f"{found[skill.name].directory} and {d}")
             found[skill.name] = skill
+    folders = {s.directory.name: s for s in found.values()}
+    for skill in found.values():
+        other = folders.get(skill.name)
+        if other is not None and other is not skill:
+            raise SkillError(f"{skill.directory / SKILL_FILE}: the skill calls itself "
+                             f"{skill.name!r}, the name of another skill's folder "
+                             f"({other.directory}, named {other.name!r}): a call or a "
+                             f"writable_skills entry for {skill.name!r} would reach this "
+                             f"folder instead; name it after its own folder")
     return found
 
 

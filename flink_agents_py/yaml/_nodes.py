@@ -275,8 +275,8 @@ def parse(text: str, report: Report) -> Parsed:
     Returns:
         The data (``None`` when there is no document to check).
     """
-    loader = _Loader(text)
     try:
+        loader = _Loader(text)  # its reader refuses a NUL or a control character at once
         root = loader.get_single_node()
     except _OverBudget as e:
         report.add((), e.message, translated=True, line=e.line)

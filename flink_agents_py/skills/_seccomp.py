@@ -1,0 +1,89 @@
+"""A seccomp filter for skill commands: no setuid/setgid bit is ever set on a file.
+
+A writable skill's folder is the host's own folder, bound read-write into the sandbox.
+bubblewrap mounts it ``nosuid`` inside the sandbox, but the host's mount is not: a file a
+command makes there with the setuid bit (``chmod u+s``, ``install -m 4755``, an
+``open(..., O_CREAT, 04755)``, ``cp -p`` of a setuid program) would run on the host with
+the job user's rights (root's, for a job run as root) for as long as it exists. The kernel
+refuses it here: every syscall that sets a file's mode (``chmod``, ``fchmod``,
+``fchmodat``, ``fchmodat2``, ``open``, ``openat``, ``creat``, ``mknod``, ``mknodat``)
+fails with ``EPERM`` when the mode has ``S_ISUID`` or ``S_ISGID``; ``openat2`` (whose mode
+is in a struct a filter cannot read) and ``io_uring_setup`` (whose requests bypass syscall
+filters) fail with ``ENOSYS``, so callers fall back to ``openat``. Syscalls of another ABI
+(x32, 32-bit compat) fail with ``EPERM``.
+
+The filter is a classic BPF program in the binary form ``bwrap --seccomp FD`` loads (the
+form libseccomp's ``seccomp_export_bpf`` writes), built here for x86_64 and aarch64;
+elsewhere ``seccomp_program`` returns ``None`` (and the setuid bits are cleared when the
+command ends only).
+"""
+
+from __future__ import annotations
+
+import errno
+import platform
+import stat
+import struct
+
+__all__ = ["seccomp_program"]
+
+# (audit arch, {syscall: index of its mode argument, or None to refuse it outright})
+_ARCHES: dict[str, tuple[int, dict[int, int | None]]] = {
+    "x86_64": (0xC000003E, {2: 2, 85: 1, 90: 1, 91: 1, 133: 1, 257: 3, 259: 2, 268: 2,
+                            452: 2, 437: None, 425: None}),
+    "aarch64": (0xC00000B7, {56: 3, 33: 2, 52: 1, 53: 2, 452: 2, 437: None, 425: None}),
+}
+_X32_BIT = 0x40000000
+_LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+_JGE = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+_JSET = 0x45  # BPF_JMP | BPF_JSET | BPF_K
+_RET = 0x06  # BPF_RET | BPF_K
+_ALLOW = 0x7FFF0000
+_ERRNO = 0x00050000
+_SET_ID = stat.S_ISUID | stat.S_ISGID
+
+
+def _arg_offset(index: int) -> int:
+    # struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6]}: the low 32 bits of an
+    # argument (both ABIs here are little-endian)
+    return 16 + 8 * index
+
+
+def seccomp_program(machine: str | None = None) -> bytes | None:
+    """The filter, as the array of ``struct sock_filter`` bubblewrap's ``--seccomp`` reads.
+
+    Args:
+        machine: ``platform.machine()`` (the default) or another to build for.
+
+    Returns:
+        The program's bytes; ``None`` on an architecture it is not built for.
+    """
+    arch = _ARCHES.get(machine or platform.machine())
+    if arch is None:
+        return None
+    audit_arch, calls = arch
+    body: list[tuple[int, int, int, int]] = []  # (code, jt, jf, k), jumps fixed below
+    # jt/jf of -1 / -2 mean "to ALLOW" / "to DENY", resolved once the length is known
+    body.append((_LD_ABS, 0, 0, 4))  # arch
+    body.append((_JEQ, 0, -2, audit_arch))
+    body.append((_LD_ABS, 0, 0, 0))  # nr
+    body.append((_JGE, -2, 0, _X32_BIT))
+    for nr, mode_arg in calls.items():
+        if mode_arg is None:
+            body.append((_JEQ, -3, 0, nr))  # -3: to NOSYS
+            continue
+        body.append((_JEQ, 0, 2, nr))
+        body.append((_LD_ABS, 0, 0, _arg_offset(mode_arg)))
+        body.append((_JSET, -2, -1, _SET_ID))
+    allow, deny, nosys = len(body), len(body) + 1, len(body) + 2
+    out = bytearray()
+    for i, (code, jt, jf, k) in enumerate(body):
+        targets = {-1: allow, -2: deny, -3: nosys}
+        jt = targets[jt] - i - 1 if jt < 0 else jt
+        jf = targets[jf] - i - 1 if jf < 0 else jf
+        out += struct.pack("=HBBI", code, jt, jf, k)
+    out += struct.pack("=HBBI", _RET, 0, 0, _ALLOW)
+    out += struct.pack("=HBBI", _RET, 0, 0, _ERRNO | errno.EPERM)
+    out += struct.pack("=HBBI", _RET, 0, 0, _ERRNO | errno.ENOSYS)
+    return bytes(out)
