@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import socket
 import time
 from typing import Any
 
@@ -396,6 +397,24 @@ def test_an_unavailable_model_falls_back_and_the_answering_setup_is_recorded(pro
     assert out["metadata"]["fallback_errors"] == [
         "model: ProviderError: slow down (status 503)"]
     assert res.counters["calls_executed"] == 1  # both models in one durable call
+
+
+def test_a_provider_nothing_answers_on_falls_back_by_default(probes):
+    with socket.socket() as s:  # a port nobody listens on: the connection is refused
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    agent = asker({"down": ResourceDescriptor(OpenAIChatModel,
+                                              base_url=f"http://127.0.0.1:{closed}/v1"),
+                   "up": ResourceDescriptor(Throttles, label="up", reply="cheap")},
+                  {"model": {**FALLBACK_SETUPS["model"], "error_policy": "retry",
+                             "retry_initial_backoff_s": 0.001, "retry_max_backoff_s": 0.002},
+                   "cheap": FALLBACK_SETUPS["cheap"]})
+    [out] = run(agent, [{"key": "a", "q": "hi"}]).outputs
+    assert out["error"] is None and out["content"] == "cheap: hi"
+    assert out["metadata"]["model_setup"] == "cheap" and probes["up"] == 1
+    [why] = out["metadata"]["fallback_errors"]
+    assert why.startswith("model: ChatCallFailed: ProviderError:"), why  # after its retries
+    assert "Connection error" in why and "after 3 attempts" in why, why
 
 
 def test_a_rejected_request_does_not_fall_back(probes):

@@ -150,8 +150,9 @@ class _EchoingHttpMcp:
 
     def __init__(self) -> None:
         import json as _json
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler
+
+        from flink_agents_py.testing import LocalHTTPServer
 
         seen: list[dict[str, str]] = []
 
@@ -191,19 +192,15 @@ class _EchoingHttpMcp:
                     "code": -32603, "message": f"upstream rejected {auth}"}})
 
         self.seen = seen
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/mcp"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
-                                        daemon=True)
+        self._httpd = LocalHTTPServer(Handler)
+        self.url = f"{self._httpd.url}/mcp"
 
     def __enter__(self):
-        self._thread.start()
+        self._httpd.__enter__()
         return self
 
     def __exit__(self, *exc):
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._httpd.__exit__(*exc)
 
 
 def test_secret_headers_reach_an_http_server_and_are_masked_in_its_errors(monkeypatch):

@@ -100,7 +100,9 @@ class ChatModelConnection(Resource):
 
 
 def _default_fallback_on() -> list[ErrorClass]:
-    return ["throttled", "unavailable"]
+    # a provider that is down, overloaded, or not reachable or answering in time: what
+    # fallbacks are declared for; a rejected request would be rejected by the next one too
+    return ["throttled", "unavailable", "timeout"]
 
 
 class ChatModelSetup(Resource):
@@ -151,8 +153,9 @@ class ChatModelSetup(Resource):
             the durable call, so a replay hands back the same model's answer.
         fallback_on: the error classes (``error_class``) that move on to the next fallback:
             ``"throttled"`` (429/529, held past ``FlowControl.max_throttle_wait_s``),
-            ``"unavailable"`` (5xx), ``"timeout"``, ``"rejected"`` (other 4xx),
-            ``"error"`` (anything else).
+            ``"unavailable"`` (5xx), ``"timeout"`` (no answer in time, or no connection:
+            refused, reset, unknown host), ``"rejected"`` (other 4xx), ``"error"``
+            (anything else). Default: ``throttled``, ``unavailable`` and ``timeout``.
         budget: limits on what each key may spend through this setup (tokens, cost by a
             price table, over a window) and what happens when it is spent (``Budget``).
     """

@@ -13,12 +13,15 @@
 - ``CallCounter``: thread-safe call counts of tools and fakes.
 - ``ThrottlingProvider``: an OpenAI-compatible HTTP server on 127.0.0.1 that answers a
   fixed number of requests per second and 429 with ``Retry-After`` above it.
+- ``LocalHTTPServer``: the HTTP server under it, for fakes of your own (a listen backlog
+  of 1,024, one thread per request, served while a ``with`` block runs).
 
 See ``docs/how-to/testing.md``.
 """
 
 from ..integrations.chat_models import ScriptedChatModel, ScriptedRequest, ScriptRule
 from ._fakes import CallCounter, model_from_function, model_from_turns, tool_call, tool_calls
+from ._local_server import LocalHTTPServer
 from ._replay import check_replay_safety
 from ._report import Finding, PointResult, ReplaySafetyReport, shape, summary_table
 from ._throttling import ThrottlingProvider
@@ -27,6 +30,7 @@ from ._upgrade import UpgradeSafetyReport, check_upgrade_safety
 __all__ = [
     "CallCounter",
     "Finding",
+    "LocalHTTPServer",
     "PointResult",
     "ReplaySafetyReport",
     "ScriptRule",

@@ -15,8 +15,10 @@ import json
 import math
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from ._local_server import LocalHTTPServer
 
 __all__ = ["ThrottlingProvider"]
 
@@ -59,21 +61,16 @@ class ThrottlingProvider:
         self._window = -1
         self._in_window = 0
         self._t0 = time.monotonic()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._httpd.request_queue_size = 1024
-        self.port = int(self._httpd.server_address[1])
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
-                                        name="throttling-provider", daemon=True)
+        self._httpd = LocalHTTPServer(self._handler())
+        self.port = self._httpd.port
+        self.base_url = f"{self._httpd.url}/v1"
 
     def __enter__(self) -> ThrottlingProvider:
-        self._thread.start()
+        self._httpd.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._httpd.__exit__(*exc)
 
     @property
     def requests(self) -> int:

@@ -23,9 +23,10 @@ import base64
 import html
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from flink_agents_py.testing import LocalHTTPServer
 
 
 def _reply(model: str) -> dict[str, Any]:
@@ -95,25 +96,21 @@ class LeakyProvider:
     """``with LeakyProvider() as srv``: ``srv.url`` (``.../v1``), ``srv.keys_seen``."""
 
     def __init__(self) -> None:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = LocalHTTPServer(_Handler)
         self._httpd.keys_seen = []  # type: ignore[attr-defined]
-        self.port = self._httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
-                                        daemon=True)
+        self.port = self._httpd.port
+        self.url = f"{self._httpd.url}/v1"
 
     @property
     def keys_seen(self) -> list[str]:
         return self._httpd.keys_seen  # type: ignore[attr-defined]
 
     def __enter__(self) -> LeakyProvider:
-        self._thread.start()
+        self._httpd.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._httpd.__exit__(*exc)
 
 
 if __name__ == "__main__":

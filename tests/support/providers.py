@@ -13,7 +13,7 @@ import json
 import socket
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from flink_agents_py import AgentsExecutionEnvironment
@@ -37,6 +37,7 @@ from flink_agents_py.api import (
     action,
 )
 from flink_agents_py.local import LocalRunResult
+from flink_agents_py.testing import LocalHTTPServer
 
 from .probes import count, current
 
@@ -97,20 +98,16 @@ class WireServer:
 
             do_POST = do_GET = _answer
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.port = self._httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
-                                        daemon=True)
+        self._httpd = LocalHTTPServer(Handler, poll_s=0.02)
+        self.port = self._httpd.port
+        self.url = self._httpd.url
 
     def __enter__(self) -> WireServer:
-        self._thread.start()
+        self._httpd.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._httpd.__exit__(*exc)
 
     def bodies(self, path_suffix: str = "") -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests if r["path"].endswith(path_suffix)]
