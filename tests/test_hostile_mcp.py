@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from flink_agents_py.api import ResourceError
-from flink_agents_py.integrations.mcp import McpServer, McpToolError
+from flink_agents_py.integrations.mcp import McpMessageTooLarge, McpServer, McpToolError
 
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.timeout(300)
@@ -64,6 +64,23 @@ def test_a_tool_result_over_the_servers_bound_is_a_named_tool_error(mode):
     assert len(text) < 1_000
 
 
+def test_a_server_writing_a_line_that_never_ends_is_stopped_at_the_message_bound():
+    """One message may hold at most ``max_message_bytes``: the server is stopped there."""
+    server = _server("endless-line", max_message_bytes=8 << 20)
+    started = time.monotonic()
+    try:
+        assert [t.name for t in server.list_tools()] == ["probe"]
+        for _ in range(2):  # the next call starts a new session, which is bounded too
+            with pytest.raises(McpMessageTooLarge) as e:
+                server.call_tool("probe", {"x": "a"})
+            text = str(e.value)
+            assert "'hostile'" in text and "max_message_bytes=8,388,608" in text, text
+            assert "stopped" in text
+    finally:
+        server.close()
+    assert time.monotonic() - started < 50  # not the request's timeout_s (60 s) twice
+
+
 def test_a_tool_result_under_the_bound_is_the_tools_value():
     server = _server("huge")
     try:
@@ -86,3 +103,63 @@ def test_a_server_answering_its_listing_wrongly_is_named_so_not_unreachable(mode
     text = str(e.value)
     assert "'hostile'" in text and said in text and "cannot be reached" not in text
     assert len(text) < 5_000
+
+
+USER_MODULE = '''
+import sys
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, ChatRequestEvent,
+                                 ChatResponseEvent, InputEvent, OutputEvent,
+                                 ResourceDescriptor, ResourceType, RunnerContext, action)
+from flink_agents_py.integrations.mcp import McpServer
+from flink_agents_py.testing import model_from_turns, tool_call
+
+
+def seen(request):  # the model's second turn: says what the tool answered
+    return "the tool said: " + request.messages[-1].content
+
+
+class Asker(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(ChatRequestEvent(model="model", messages=[ChatMessage(content="go")]))
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def answer(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output={"error": event.error,
+                                           "content": event.response.message.content}))
+
+
+agent = Asker()
+agent.add_resource("hostile", ResourceType.MCP_SERVER, ResourceDescriptor(
+    McpServer, command=[sys.executable, sys.argv[1], "endless-line"],
+    max_message_bytes=4 << 20, list_at_plan_build=False))
+agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                   model_from_turns([tool_call("probe", x="a"), seen]))
+agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+    ChatModelSetup, connection="conn", tools=["probe"]))
+agent.add_resource("probe", ResourceType.TOOL, ResourceDescriptor(
+    "flink_agents_py.integrations.mcp.McpTool", server="hostile", tool="probe"))
+env = AgentsExecutionEnvironment.local()
+result = env.from_list([{"key": "k"}, {"key": "j"}]).apply(agent).run()
+for out in result.outputs:
+    print("OUT", out)
+'''
+
+
+def test_a_users_agent_reads_the_bound_as_its_tools_error_and_goes_on(tmp_path):
+    """From a user's directory: each record's chat gets the tool's failure, named, and ends."""
+    import subprocess
+
+    (tmp_path / "my_job.py").write_text(USER_MODULE)
+    proc = subprocess.run([sys.executable, "my_job.py", SERVER], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    outs = [line for line in proc.stdout.splitlines() if line.startswith("OUT ")]
+    assert len(outs) == 2, proc.stdout
+    for line in outs:
+        assert "'error': None" in line and "the tool said: Error: McpMessageTooLarge" in line
+        assert "max_message_bytes=4,194,304" in line

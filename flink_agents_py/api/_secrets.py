@@ -42,6 +42,7 @@ import re
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from types import TracebackType
 from typing import Annotated, Any
 from urllib.parse import quote, quote_plus
@@ -49,7 +50,7 @@ from urllib.parse import quote, quote_plus
 from pydantic import AfterValidator
 
 __all__ = ["MASK", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "MaskedStr", "has_known_secret",
-           "is_credential_name", "mask_known", "mask_secrets", "mask_value",
+           "is_credential_name", "mask_known", "mask_known_value", "mask_secrets", "mask_value",
            "register_header_secret", "register_resource_secrets", "register_secret",
            "registered_secret_count", "secret_from_env"]
 
@@ -370,22 +371,37 @@ The failure texts of ``ChatResponseEvent`` (``error``, ``traceback``), ``ToolRes
 """
 
 
-def mask_value(value: Any) -> Any:
-    """A copy of a JSON-like ``value`` with every string masked (``mask_secrets``).
+def mask_value(value: Any, mask: Callable[[str], str] = mask_secrets) -> Any:
+    """A copy of a JSON-like ``value`` with every string masked (by ``mask``).
 
     Dicts (keys too), lists and tuples are walked; other leaves are returned as they are.
 
+    Args:
+        value: the value.
+        mask: what masks one string: ``mask_secrets`` (known secrets and secret-looking
+            values), or ``mask_known`` (known secrets only: data that merely looks like a
+            key is left as it is).
+
     Returns:
-        The masked value (``value`` itself when nothing needed masking).
+        The masked value (``value`` itself when it is a leaf that needed no masking).
     """
     if isinstance(value, str):
-        return mask_secrets(value)
+        return mask(value)
     if isinstance(value, dict):
-        return {mask_value(k) if isinstance(k, str) else k: mask_value(v)
+        return {mask(k) if isinstance(k, str) else k: mask_value(v, mask)
                 for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [mask_value(v) for v in value]
+        return [mask_value(v, mask) for v in value]
     return value
+
+
+def mask_known_value(value: Any) -> Any:
+    """``value`` with the registered secrets masked in each of its strings (``mask_known``).
+
+    Returns:
+        ``value`` itself when this process registered no secret, else a masked copy.
+    """
+    return value if not _REGISTRY else mask_value(value, mask_known)
 
 
 # -- logs --------------------------------------------------------------------------------

@@ -58,6 +58,9 @@ GROUP_POLL_MS = 2_000
 """How often a key group with busy keys gets a timer callback of its own, in ms: what wakes a
 subtask after a restore (the sweep), and a fallback for the pump."""
 
+KNOWN_KEYS = 10_000
+"""How many keys' backend keys and key groups an operator keeps after they went idle."""
+
 _FALLBACK_WAIT_MS = 1_000
 """While no pump timer can be earlier, one is not set again unless this much overdue (a
 pump timer far overdue was dropped at the end of input), in ms."""
@@ -109,6 +112,7 @@ class KeySwitching:
         self.backend = backend
         self.ready: collections.deque[Any] = collections.deque()
         self.jkeys: dict[Any, tuple[Any, int]] = {}
+        self._known: collections.OrderedDict[Any, tuple[Any, int]] = collections.OrderedDict()
         self.swept = False
         self._pump_at: int | None = None  # the earliest pending pump timer
         self._pump_backoff = 1
@@ -119,12 +123,24 @@ class KeySwitching:
 
     # -- busy and idle keys ----------------------------------------------------------------
     def busy(self, key: Any, ctx: Any) -> None:
-        """``key`` (current) is busy: remember its backend key; its key group gets timers."""
+        """``key`` (current) is busy: remember its backend key; its key group gets timers.
+
+        The backend key and key group of the last ``KNOWN_KEYS`` keys that were busy here
+        are kept (a key's group never changes within an operator): a key busy again costs
+        no call into Java.
+        """
         if key in self.jkeys:
             return
-        backend = self.backend
-        group = int(backend.getCurrentKeyGroupIndex())
-        self.jkeys[key] = (backend.getCurrentKey(), group)
+        known = self._known
+        entry = known.pop(key, None)
+        if entry is None:
+            backend = self.backend
+            entry = (backend.getCurrentKey(), int(backend.getCurrentKeyGroupIndex()))
+            if len(known) >= KNOWN_KEYS:
+                known.popitem(last=False)  # the key busy longest ago
+        known[key] = entry
+        self.jkeys[key] = entry
+        group = entry[1]
         busy = self._group_busy.get(group, 0)
         self._group_busy[group] = busy + 1
         if group not in self._group_timer:
@@ -258,7 +274,8 @@ class KeySwitching:
                 done.add(key)
                 if key != current:
                     if own_jkey is None:
-                        own_jkey = backend.getCurrentKey()
+                        known = self._known.get(own)
+                        own_jkey = known[0] if known is not None else backend.getCurrentKey()
                     backend.setCurrentKey(jkey)
                     current = key
                 op._key = key

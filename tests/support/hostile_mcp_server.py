@@ -12,7 +12,8 @@ It answers ``initialize`` (tools capability) and then, by mode:
 - ``ok``: one tool, ``probe``, whose call answers ``ok``.
 
 Each ``tools/call`` of ``probe`` answers by mode too: ``huge`` with 3 MB of text,
-``huge-image`` with a 3 MB image, others ``ok`` and the arguments.
+``huge-image`` with a 3 MB image, ``endless-line`` by writing one line that never ends (1 MiB
+at a time, until its stdout is closed), others ``ok`` and the arguments.
 """
 
 from __future__ import annotations
@@ -72,6 +73,16 @@ def main() -> None:
                 _send({"jsonrpc": "2.0", "id": rid, "result": _page(mode, cursor)})
             except ValueError as e:
                 _send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": str(e)}})
+        elif method == "tools/call" and mode == "endless-line":
+            chunk = ('{"jsonrpc": "2.0", "id": ' + str(rid)
+                     + ', "result": {"content": [{"type": "text", "text": "')
+            try:
+                while True:  # never a newline: the line (one message) never ends
+                    sys.stdout.write(chunk)
+                    sys.stdout.flush()
+                    chunk = "E" * (1 << 20)
+            except (BrokenPipeError, OSError):
+                return
         elif method == "tools/call":
             _send({"jsonrpc": "2.0", "id": rid, "result": _call(mode, msg["params"])})
         elif rid is not None:

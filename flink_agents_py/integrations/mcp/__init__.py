@@ -6,5 +6,6 @@ plan is built, or declared). Needs the ``mcp`` extra; importing this package doe
 """
 
 from ._server import McpPrompt, McpServer, McpTool, McpToolError
+from ._stdio import McpMessageTooLarge
 
-__all__ = ["McpPrompt", "McpServer", "McpTool", "McpToolError"]
+__all__ = ["McpMessageTooLarge", "McpPrompt", "McpServer", "McpTool", "McpToolError"]

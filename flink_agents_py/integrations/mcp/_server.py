@@ -167,6 +167,10 @@ class McpServer(FreshOnUnpickle, Resource):
             longer one is a failed tool call naming the bound (an ``McpToolError`` the model
             reads), so a server cannot fill keyed state and checkpoints with what it returns
             (``None``: no bound).
+        max_message_bytes: the longest message (one line on its stdout) a stdio server may
+            write, in bytes: a longer one stops the server and fails the requests waiting
+            on it (``McpMessageTooLarge``, naming the server and the bound), instead of
+            growing one string in this process until memory runs out. Default 64 MiB.
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.MCP_SERVER
@@ -185,6 +189,7 @@ class McpServer(FreshOnUnpickle, Resource):
     register_tools: bool = True
     register_prompts: bool = True
     max_result_chars: int | None = Field(default=10_000_000, gt=0)
+    max_message_bytes: int = Field(default=64 << 20, gt=0)
 
     _conn: Connection | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -364,6 +369,8 @@ class McpServer(FreshOnUnpickle, Resource):
             McpToolError: when the tool reports an error, or its result is longer than
                 ``max_result_chars``.
             TimeoutError: when it takes longer than ``timeout_s``.
+            McpMessageTooLarge: when the server wrote a message over ``max_message_bytes``
+                (it was stopped; the next call starts it again).
         """
         if self._tools is None:
             await asyncio.to_thread(self._opened)
@@ -374,6 +381,9 @@ class McpServer(FreshOnUnpickle, Resource):
         except asyncio.TimeoutError:
             raise TimeoutError(f"MCP tool {tool!r} of {self.where} did not answer within "
                                f"{self.timeout_s:g} s") from None
+        except Exception:
+            conn.raise_failure()  # the transport ended the session: say why
+            raise
         return _tool_value(_bounded(result, tool, self), self._output_schema(tool))
 
     def _output_schema(self, tool: str) -> dict[str, Any] | None:

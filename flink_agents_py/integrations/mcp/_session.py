@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...api import ResourceError, mask_secrets
 from ..chat_models._common import import_sdk
+from ._stdio import McpMessageTooLarge, bounded_stdio_client
 
 if TYPE_CHECKING:
     from ._server import McpServer
@@ -128,6 +129,7 @@ class Connection:
         self._thread: threading.Thread | None = None
         self.session: Any = None
         self.init: dict[str, Any] = {}
+        self.failure: str | None = None  # why the transport ended the session, if it did
 
     def start(self, timeout: float) -> None:
         """Start the session and wait until it is initialized (it is closed at exit).
@@ -191,12 +193,16 @@ class Connection:
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         srv = self._server
         if srv.command:
+            errlog = _MaskedStderr(self._label)
+            stack.callback(errlog.close)  # after the server process ended (the stack's last)
+            if sys.platform != "win32":  # bounded messages (``_stdio``)
+                return bounded_stdio_client(list(srv.command), srv.server_env(), srv.cwd,
+                                            errlog.file, srv.max_message_bytes, srv.where,
+                                            on_failure=self._failed)
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             params = StdioServerParameters(command=srv.command[0], args=list(srv.command[1:]),
                                            env=srv.server_env(), cwd=srv.cwd)
-            errlog = _MaskedStderr(self._label)
-            stack.callback(errlog.close)  # after the server process ended (the stack's last)
             return stdio_client(params, errlog=errlog.file)
         from mcp.client import streamable_http
 
@@ -243,6 +249,8 @@ class Connection:
 
         Raises:
             TimeoutError: when it takes longer (the request is cancelled).
+            ConnectionError: when the session ended while the request waited (an
+                ``McpMessageTooLarge`` when the transport ended it for a message too long).
         """
         fut = self.submit(fn)
         try:
@@ -251,6 +259,26 @@ class Connection:
             fut.cancel()
             raise TimeoutError(f"MCP server {self._server.where} did not answer "
                                f"within {timeout:g} s") from None
+        except concurrent.futures.CancelledError:  # the session ended under the request
+            self.raise_failure()
+            raise ConnectionError(f"the MCP session with {self._server.where} ended while "
+                                  "a request waited for its answer") from None
+        except Exception:
+            self.raise_failure()  # e.g. for the SDK's "Connection closed"
+            raise
+
+    def raise_failure(self) -> None:
+        """Raise why the transport ended the session, if it did (else nothing).
+
+        Raises:
+            McpMessageTooLarge: when the server wrote a message over its bound.
+        """
+        if self.failure is not None:
+            raise McpMessageTooLarge(self.failure) from None
+
+    def _failed(self, reason: str) -> None:
+        self.failure = reason
+        log.error("%s", reason)
 
     def close(self, timeout: float = 10.0) -> None:
         """End the session, and with it a stdio server's process (see the module docstring).

@@ -268,8 +268,11 @@ class ActionMemory(Memory):
         Its models are rebuilt and an object (a dict) is a ``MemoryObject``; ``default``
         (itself, not a copy) when nothing is there.
         """
-        ref = memory_ref_of(path)
-        text = ref.path if ref is not None else cast(str, path)
+        if type(path) is str:
+            text = path
+        else:
+            ref = memory_ref_of(path)
+            text = ref.path if ref is not None else cast(str, path)
         value = _get(self._tree(), _split(text), _DELETE)
         if value is _DELETE:
             return default
@@ -296,15 +299,18 @@ class ActionMemory(Memory):
         parts = _split(path)
         if self._name == "short_term_memory":
             _refuse_reserved(parts, path, False)
-        return self._set_reserved(path, value)
+        return self._write(parts, path, value)
 
     def _set_reserved(self, path: str, value: Any) -> MemoryRef:
         """``set`` without the reserved-entry check: the runtime's own writes."""
-        parts = _split(path)
+        return self._write(_split(path), path, value)
+
+    def _write(self, parts: list[str], path: str, value: Any) -> MemoryRef:
         stored = to_json_value(value, f"{self._name} value at {path!r}")
         _apply(self._own_view(), parts, stored)
         self.writes.append((parts, stored))
-        return MemoryRef(path=path, type_name=type(value).__qualname__)
+        # ``path`` passed ``_split`` (a str of dotted names): nothing left to validate
+        return MemoryRef.model_construct(path=path, type_name=type(value).__qualname__)
 
     def delete(self, path: str) -> None:
         """Log a deletion of ``path`` (see ``set`` for the reserved entries)."""

@@ -8,12 +8,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from ...api import Event, InputEvent
-from ...api.internal import MaskedStr, event_from_json
+from ...api.internal import MaskedStr, event_from_json, mask_known_value
 from .._failures import clip
 from .._serde import from_json_value, is_tagged_model
 from .._terminal import log_text
@@ -38,7 +38,9 @@ class ErrorRecord(BaseModel):
         error_type: the exception's type name.
         message: the exception's message (known secrets and secret-looking values masked
             when the record is made, by whoever makes it: ``api.mask_secrets``).
-        input: the input record of the run.
+        input: the input record of the run (the secrets this process knows masked in its
+            strings when the record is made: ``api.internal.mask_known_value``; a value that
+            merely looks like a key is left as it is, the record being the user's data).
         traceback: where it failed: the traceback with the user's files and lines, and the
             original failure's when it crossed a boundary (a tool, a chat model call, a
             sub-agent, a restore); bounded and redacted (see ``runtime._failures``).
@@ -56,7 +58,7 @@ class ErrorRecord(BaseModel):
     execution_id: str
     error_type: str
     message: MaskedStr
-    input: Any = None
+    input: Annotated[Any, AfterValidator(mask_known_value)] = None
     traceback: MaskedStr | None = None
 
 

@@ -1,0 +1,144 @@
+"""The stdio transport of an MCP server, with a bound on what one message may hold.
+
+The SDK's stdio client (``mcp.client.stdio.stdio_client``) joins the server's stdout into
+one string until a newline comes: a server that writes without ever ending its line (by a
+bug, or on purpose) grows that string without bound, and re-joins it for every chunk read,
+so the client process spends its memory and CPU on one message. This transport reads the
+server's stdout as bytes and refuses a line longer than ``max_bytes``: the server is
+stopped, the session ends with ``McpMessageTooLarge`` naming the server and the bound, and a
+request waiting for its answer fails with that reason (``Connection.call``).
+
+The rest follows the SDK's stdio transport and the MCP specification's stdio lifecycle
+(https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#stdio and
+``.../basic/lifecycle#shutdown``): one JSON-RPC message per line, UTF-8, written to the
+server's stdin and read from its stdout; its stderr goes where ``errlog`` says; at the end
+stdin is closed, the server gets ``PROCESS_EXIT_S`` to exit, then its process group is
+terminated (SIGTERM, SIGKILL after as long again: the SDK's
+``terminate_posix_process_tree``). POSIX only: on Windows the SDK's own transport is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import IO, Any
+
+__all__ = ["McpMessageTooLarge", "PROCESS_EXIT_S", "bounded_stdio_client"]
+
+PROCESS_EXIT_S = 2.0
+"""How long a server may take to exit once its stdin is closed, in seconds (as the SDK)."""
+
+
+class McpMessageTooLarge(ConnectionError):
+    """A stdio MCP server wrote a line (a message) longer than its ``max_message_bytes``."""
+
+
+@contextlib.asynccontextmanager
+async def bounded_stdio_client(command: list[str], env: dict[str, str] | None,
+                               cwd: str | None, errlog: IO[str], max_bytes: int, where: str,
+                               on_failure: Any = None) -> AsyncIterator[tuple[Any, Any]]:
+    """Start the server ``command`` and yield the session's ``(read, write)`` streams.
+
+    Args:
+        command: the program and its arguments.
+        env: variables added to the SDK's default inherited environment.
+        cwd: the server's working directory (``None``: ours).
+        errlog: where the server's stderr goes (a file with a descriptor).
+        max_bytes: the longest line (one JSON-RPC message) the server may write, in bytes.
+        where: the server, as messages name it.
+        on_failure: called with the error text when the transport ends the session (a line
+            over ``max_bytes``), before the session sees it end.
+
+    Yields:
+        The read stream (``SessionMessage`` or an ``Exception`` for a line that is not
+        JSON-RPC, which the session reports) and the write stream (``SessionMessage``).
+
+    Raises:
+        McpMessageTooLarge: (out of the task group) when the server wrote a longer line.
+        OSError: when the program cannot be started.
+    """
+    import anyio
+    from mcp.client.stdio import get_default_environment
+    from mcp.os.posix.utilities import terminate_posix_process_tree
+    from mcp.shared.message import SessionMessage
+    from mcp.types import JSONRPCMessage
+    from pydantic import TypeAdapter
+
+    messages: TypeAdapter[Any] = TypeAdapter(JSONRPCMessage)
+    process = await anyio.open_process(command, env={**get_default_environment(), **(env or {})},
+                                       cwd=cwd, stderr=errlog, start_new_session=True)
+    read_in, read_out = anyio.create_memory_object_stream[Any](0)
+    write_in, write_out = anyio.create_memory_object_stream[Any](0)
+
+    def parsed(line: bytes) -> Any:
+        try:
+            return SessionMessage(messages.validate_json(line))
+        except ValueError as e:  # not JSON-RPC: the session reports it
+            return e
+
+    async def read() -> None:
+        assert process.stdout is not None
+        held = bytearray()  # the line being read
+        try:
+            async with read_in:
+                async for chunk in process.stdout:
+                    start = 0
+                    while True:
+                        end = chunk.find(b"\n", start)
+                        piece = len(chunk) - start if end < 0 else end - start
+                        if len(held) + piece > max_bytes:
+                            raise McpMessageTooLarge(
+                                f"MCP server {where} wrote a message (a line on its stdout) of "
+                                f"more than max_message_bytes={max_bytes:,} bytes; the server "
+                                "was stopped")
+                        if end < 0:
+                            held += chunk[start:]
+                            break
+                        held += chunk[start:end]
+                        start = end + 1
+                        if held.strip():
+                            await read_in.send(parsed(bytes(held)))
+                        held.clear()
+        except McpMessageTooLarge as e:
+            if on_failure is not None:
+                on_failure(str(e))
+            raise
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            pass
+
+    async def write() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_out:
+                async for message in write_out:
+                    line = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send(line.encode() + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_in.aclose()  # the server stopped reading: end the session
+
+    async def stop() -> None:
+        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()  # type: ignore[union-attr]
+        with anyio.move_on_after(PROCESS_EXIT_S):
+            while process.returncode is None:
+                await anyio.sleep(0.01)
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                await terminate_posix_process_tree(process, PROCESS_EXIT_S)
+        # closes the pipes and waits for the exit to be seen (which closes the asyncio
+        # transport); bounded: a process the server left behind may hold its stdout
+        with anyio.move_on_after(PROCESS_EXIT_S), contextlib.suppress(
+                OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.aclose()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(read)
+        tasks.start_soon(write)
+        try:
+            yield read_out, write_in
+        finally:
+            with anyio.CancelScope(shield=True):
+                await read_out.aclose()
+                await write_in.aclose()
+                await stop()
+            tasks.cancel_scope.cancel()
