@@ -75,7 +75,7 @@ def test_a_server_writing_a_line_that_never_ends_is_stopped_at_the_message_bound
                 server.call_tool("probe", {"x": "a"})
             text = str(e.value)
             assert "'hostile'" in text and "max_message_bytes=8,388,608" in text, text
-            assert "stopped" in text
+            assert "a line on its stdout" in text and "session was ended" in text
     finally:
         server.close()
     assert time.monotonic() - started < 50  # not the request's timeout_s (60 s) twice
@@ -163,3 +163,86 @@ def test_a_users_agent_reads_the_bound_as_its_tools_error_and_goes_on(tmp_path):
     for line in outs:
         assert "'error': None" in line and "the tool said: Error: McpMessageTooLarge" in line
         assert "max_message_bytes=4,194,304" in line
+
+
+class _EndlessHttpMcp:
+    """A streamable-HTTP MCP server whose ``tools/call`` answer is a body that never ends."""
+
+    def __init__(self) -> None:
+        import json
+        from http.server import BaseHTTPRequestHandler
+
+        from flink_agents_py.testing import LocalHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _answer(self, status: int, body: dict | None = None) -> None:
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802 - no stream the server starts
+                self._answer(405)
+
+            def do_DELETE(self) -> None:  # noqa: N802
+                self._answer(200)
+
+            def do_POST(self) -> None:  # noqa: N802
+                msg = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                if "id" not in msg:  # a notification
+                    return self._answer(202)
+                rid, method = msg["id"], msg["method"]
+                if method == "initialize":
+                    return self._answer(200, {"jsonrpc": "2.0", "id": rid, "result": {
+                        "protocolVersion": msg["params"]["protocolVersion"],
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "endless", "version": "0"}}})
+                if method == "tools/list":
+                    return self._answer(200, {"jsonrpc": "2.0", "id": rid, "result": {
+                        "tools": [{"name": "probe", "inputSchema": {"type": "object"}}]}})
+                self.send_response(200)  # tools/call: a JSON answer that never ends
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(1 << 40))
+                self.end_headers()
+                try:
+                    self.wfile.write(b'{"jsonrpc": "2.0", "id": %d, "result": {"content": '
+                                     b'[{"type": "text", "text": "' % rid)
+                    while True:
+                        self.wfile.write(b"H" * (1 << 20))
+                except OSError:
+                    return None
+
+        self._httpd = LocalHTTPServer(Handler)
+        self.url = f"{self._httpd.url}/mcp"
+
+    def __enter__(self) -> _EndlessHttpMcp:
+        self._httpd.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.__exit__(*exc)
+
+
+def test_an_http_servers_answer_that_never_ends_is_cut_at_the_message_bound():
+    with _EndlessHttpMcp() as srv:
+        server = McpServer(url=srv.url, max_message_bytes=8 << 20, connect_timeout_s=60,
+                           timeout_s=60)
+        server.bind(lambda name, rtype: None, "endless")  # type: ignore[arg-type,return-value]
+        started = time.monotonic()
+        try:
+            assert [t.name for t in server.list_tools()] == ["probe"]
+            with pytest.raises(McpMessageTooLarge) as e:
+                server.call_tool("probe", {})
+        finally:
+            server.close()
+    text = str(e.value)
+    assert "'endless'" in text and "an HTTP response" in text, text
+    assert "max_message_bytes=8,388,608" in text
+    assert time.monotonic() - started < 50  # not the request's timeout_s

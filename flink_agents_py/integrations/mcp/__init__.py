@@ -5,7 +5,7 @@
 plan is built, or declared). Needs the ``mcp`` extra; importing this package does not.
 """
 
+from ._bounded import McpMessageTooLarge
 from ._server import McpPrompt, McpServer, McpTool, McpToolError
-from ._stdio import McpMessageTooLarge
 
 __all__ = ["McpMessageTooLarge", "McpPrompt", "McpServer", "McpTool", "McpToolError"]

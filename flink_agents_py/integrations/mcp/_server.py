@@ -167,10 +167,11 @@ class McpServer(FreshOnUnpickle, Resource):
             longer one is a failed tool call naming the bound (an ``McpToolError`` the model
             reads), so a server cannot fill keyed state and checkpoints with what it returns
             (``None``: no bound).
-        max_message_bytes: the longest message (one line on its stdout) a stdio server may
-            write, in bytes: a longer one stops the server and fails the requests waiting
-            on it (``McpMessageTooLarge``, naming the server and the bound), instead of
-            growing one string in this process until memory runs out. Default 64 MiB.
+        max_message_bytes: the longest message the server may send, in bytes (a line on a
+            stdio server's stdout; an HTTP answer, or one server-sent event): a longer one
+            ends the session (a stdio server is stopped) and fails the requests waiting on
+            it (``McpMessageTooLarge``, naming the server and the bound), instead of growing
+            one string in this process until memory runs out. Default 64 MiB.
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.MCP_SERVER
@@ -369,8 +370,8 @@ class McpServer(FreshOnUnpickle, Resource):
             McpToolError: when the tool reports an error, or its result is longer than
                 ``max_result_chars``.
             TimeoutError: when it takes longer than ``timeout_s``.
-            McpMessageTooLarge: when the server wrote a message over ``max_message_bytes``
-                (it was stopped; the next call starts it again).
+            McpMessageTooLarge: when the server sent a message over ``max_message_bytes``
+                (its session was ended; the next call starts another).
         """
         if self._tools is None:
             await asyncio.to_thread(self._opened)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...api import ResourceError, mask_secrets
 from ..chat_models._common import import_sdk
-from ._stdio import McpMessageTooLarge, bounded_stdio_client
+from ._bounded import McpMessageTooLarge, bound_http_client, bounded_stdio_client
 
 if TYPE_CHECKING:
     from ._server import McpServer
@@ -195,7 +195,7 @@ class Connection:
         if srv.command:
             errlog = _MaskedStderr(self._label)
             stack.callback(errlog.close)  # after the server process ended (the stack's last)
-            if sys.platform != "win32":  # bounded messages (``_stdio``)
+            if sys.platform != "win32":  # bounded messages (``_bounded``)
                 return bounded_stdio_client(list(srv.command), srv.server_env(), srv.cwd,
                                             errlog.file, srv.max_message_bytes, srv.where,
                                             on_failure=self._failed)
@@ -205,18 +205,20 @@ class Connection:
                                            env=srv.server_env(), cwd=srv.cwd)
             return stdio_client(params, errlog=errlog.file)
         from mcp.client import streamable_http
+        from mcp.shared._httpx_utils import create_mcp_http_client
 
         headers = srv.request_headers()
+
+        def bounded_client(**kwargs: Any) -> Any:  # the SDK's client, its bodies bounded
+            return bound_http_client(create_mcp_http_client(**kwargs), srv.max_message_bytes,
+                                     srv.where, self._failed)
+
         connect = getattr(streamable_http, "streamable_http_client", None)
         if connect is None:  # the SDK's 1.x name, which takes the headers itself
             # the 1.x SDK's name: absent from the 2.x SDK whose types are checked here
             old = streamable_http.streamablehttp_client  # type: ignore[attr-defined]
-            return old(srv.url, headers=headers) if headers else old(srv.url)
-        if not headers:
-            return connect(srv.url)
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
-        client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+            return old(srv.url, headers=headers, httpx_client_factory=bounded_client)
+        client = await stack.enter_async_context(bounded_client(headers=headers))
         return connect(srv.url, http_client=client)
 
     @property
@@ -277,8 +279,10 @@ class Connection:
             raise McpMessageTooLarge(self.failure) from None
 
     def _failed(self, reason: str) -> None:
+        """The transport's failure: kept for the requests it fails, and the session ended."""
         self.failure = reason
         log.error("%s", reason)
+        self._end_session()
 
     def close(self, timeout: float = 10.0) -> None:
         """End the session, and with it a stdio server's process (see the module docstring).
@@ -292,6 +296,9 @@ class Connection:
     def _cancel(self) -> None:
         self._closing = True
         _OPEN.discard(self)
+        self._end_session()
+
+    def _end_session(self) -> None:
         loop, scope = self._loop, self._scope
         if loop is not None and scope is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop ended meanwhile

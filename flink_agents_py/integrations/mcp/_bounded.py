@@ -1,36 +1,50 @@
-"""The stdio transport of an MCP server, with a bound on what one message may hold.
+"""MCP transports with a bound on what one message from the server may hold.
 
-The SDK's stdio client (``mcp.client.stdio.stdio_client``) joins the server's stdout into
-one string until a newline comes: a server that writes without ever ending its line (by a
-bug, or on purpose) grows that string without bound, and re-joins it for every chunk read,
-so the client process spends its memory and CPU on one message. This transport reads the
-server's stdout as bytes and refuses a line longer than ``max_bytes``: the server is
-stopped, the session ends with ``McpMessageTooLarge`` naming the server and the bound, and a
-request waiting for its answer fails with that reason (``Connection.call``).
-
-The rest follows the SDK's stdio transport and the MCP specification's stdio lifecycle
+**stdio.** The SDK's stdio client (``mcp.client.stdio.stdio_client``) joins the server's
+stdout into one string until a newline comes: a server that writes without ever ending its
+line (by a bug, or on purpose) grows that string without bound, and re-joins it for every
+chunk read, so the client process spends its memory and CPU on one message.
+``bounded_stdio_client`` reads the server's stdout as bytes and refuses a line longer than
+``max_bytes``: the server is stopped, the session ends with ``McpMessageTooLarge`` naming the
+server and the bound, and a request waiting for its answer fails with that reason
+(``Connection.call``). The rest follows the SDK's stdio transport and the MCP
+specification's stdio lifecycle
 (https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#stdio and
 ``.../basic/lifecycle#shutdown``): one JSON-RPC message per line, UTF-8, written to the
 server's stdin and read from its stdout; its stderr goes where ``errlog`` says; at the end
 stdin is closed, the server gets ``PROCESS_EXIT_S`` to exit, then its process group is
 terminated (SIGTERM, SIGKILL after as long again: the SDK's
 ``terminate_posix_process_tree``). POSIX only: on Windows the SDK's own transport is used.
+
+**Streamable HTTP.** The SDK reads a JSON answer whole and an event stream event by event,
+each without bound. ``bound_http_client`` wraps the HTTP client's transport so that a
+response body may carry at most ``max_bytes`` without a blank line (the end of a
+server-sent event; a JSON answer has none, so its whole body counts).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import sys
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
-__all__ = ["McpMessageTooLarge", "PROCESS_EXIT_S", "bounded_stdio_client"]
+__all__ = ["McpMessageTooLarge", "PROCESS_EXIT_S", "bound_http_client", "bounded_stdio_client"]
 
 PROCESS_EXIT_S = 2.0
 """How long a server may take to exit once its stdin is closed, in seconds (as the SDK)."""
 
 
 class McpMessageTooLarge(ConnectionError):
-    """A stdio MCP server wrote a line (a message) longer than its ``max_message_bytes``."""
+    """An MCP server sent a message longer than its ``max_message_bytes``."""
+
+
+def too_large(where: str, max_bytes: int, what: str) -> McpMessageTooLarge:
+    """The error of a server's message over the bound (``what``: where it came)."""
+    return McpMessageTooLarge(
+        f"MCP server {where} sent a message ({what}) of more than "
+        f"max_message_bytes={max_bytes:,} bytes; its session was ended")
 
 
 @contextlib.asynccontextmanager
@@ -87,10 +101,7 @@ async def bounded_stdio_client(command: list[str], env: dict[str, str] | None,
                         end = chunk.find(b"\n", start)
                         piece = len(chunk) - start if end < 0 else end - start
                         if len(held) + piece > max_bytes:
-                            raise McpMessageTooLarge(
-                                f"MCP server {where} wrote a message (a line on its stdout) of "
-                                f"more than max_message_bytes={max_bytes:,} bytes; the server "
-                                "was stopped")
+                            raise too_large(where, max_bytes, "a line on its stdout")
                         if end < 0:
                             held += chunk[start:]
                             break
@@ -142,3 +153,84 @@ async def bounded_stdio_client(command: list[str], env: dict[str, str] | None,
                 await write_in.aclose()
                 await stop()
             tasks.cancel_scope.cancel()
+
+
+@functools.cache
+def _bounded_body(base: type) -> type:
+    """A response body class that fails once ``max_bytes`` come without a blank line.
+
+    Returns:
+        A subclass of ``base`` (the client library's ``AsyncByteStream``, which its client
+        checks a body is).
+    """
+
+    class BoundedBody(base):
+        def __init__(self, body: Any, max_bytes: int, where: str, on_failure: Any) -> None:
+            self._body = body
+            self._max = max_bytes
+            self._where = where
+            self._on_failure = on_failure
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            since = 0  # bytes since the last blank line (the end of a server-sent event)
+            async for chunk in self._body:
+                cut = max(chunk.rfind(b"\n\n"), chunk.rfind(b"\r\n\r\n"))
+                since = len(chunk) - cut if cut >= 0 else since + len(chunk)
+                if since > self._max:
+                    error = too_large(self._where, self._max, "an HTTP response")
+                    if self._on_failure is not None:
+                        self._on_failure(str(error))
+                    raise error
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._body.aclose()
+
+    return BoundedBody
+
+
+class _BoundedTransport:
+    """An HTTP client transport whose response bodies are bounded (``_bounded_body``)."""
+
+    def __init__(self, inner: Any, body: type, max_bytes: int, where: str,
+                 on_failure: Any) -> None:
+        self._inner = inner
+        self._body = body
+        self._bound = (max_bytes, where, on_failure)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        response = await self._inner.handle_async_request(request)
+        response.stream = self._body(response.stream, *self._bound)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _BoundedTransport:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._inner.__aexit__(*exc)
+
+
+def bound_http_client(client: Any, max_bytes: int, where: str, on_failure: Any = None) -> Any:
+    """``client`` (the SDK's ``httpx`` client) with its response bodies bounded.
+
+    Args:
+        client: an ``AsyncClient`` of ``httpx`` (or of the fork the SDK uses) not yet opened.
+        max_bytes: the most bytes a body may carry without a blank line.
+        where: the server, as messages name it.
+        on_failure: called with the error text when a body goes over the bound.
+
+    Returns:
+        ``client``, its transport wrapped (left as it is, unbounded, when the client has
+        no ``_transport`` to wrap: an ``httpx`` of another shape).
+    """
+    inner = getattr(client, "_transport", None)
+    library = sys.modules.get(type(client).__module__.split(".")[0])
+    base = getattr(library, "AsyncByteStream", None)
+    if inner is not None and hasattr(inner, "handle_async_request") and base is not None:
+        client._transport = _BoundedTransport(inner, _bounded_body(base), max_bytes, where,
+                                              on_failure)
+    return client
