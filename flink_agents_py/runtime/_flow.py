@@ -10,7 +10,8 @@ an operator share it): ``admit`` holds the call until the provider may take it, 
 - a gate: after a throttled answer no call is sent before its ``Retry-After`` (or the rate
   limit's reset, or a backoff when the provider named no time);
 - what the provider's rate-limit headers said (requests and tokens left in the window, when
-  it resets): when none are left, calls wait for the reset instead of drawing a 429;
+  it resets): when none are left, calls wait for the reset instead of drawing a 429 (calls
+  still in flight when a window resets count against the new one's requests);
 - fixed request and token rates (token buckets), when the connection's options set them.
 
 A held call keeps its I/O executor slot, so the executor's waiting calls grow and the
@@ -169,13 +170,16 @@ class _Window:
             self.reset_at = at
             self.period = max(self.period, reset_s)
 
-    def delay(self, amount: float, now: float, tickets: int = 0) -> float:
+    def delay(self, amount: float, now: float, tickets: int = 0, in_flight: float = 0.0
+              ) -> float:
         if self.remaining is None:
             return 0.0
         if now >= self.reset_at:  # a new window: its limit if known, else unknown
-            self.remaining = self.limit
-            if self.remaining is None:
+            if self.limit is None:
+                self.remaining = None
                 return 0.0
+            # calls sent before it and not answered yet may reach the provider in it
+            self.remaining = self.limit - in_flight
             self.reset_at = now + (self.period or 1.0)  # until an answer says when it resets
             self.rolled_at_ticket = tickets
         return 0.0 if self.remaining >= amount else max(0.0, self.reset_at - now)
@@ -236,7 +240,7 @@ class FlowController:
     def _told_delay(self, now: float) -> float:
         """Seconds the provider told to wait before the next call (its gate, its windows)."""
         return max(self._gate_until - now,
-                   self._requests.delay(1, now, self._tickets),
+                   self._requests.delay(1, now, self._tickets, self.stats.in_flight),
                    self._tokens.delay(self._estimate_tokens(), now, self._tickets))
 
     def _delay(self, now: float) -> float:
