@@ -135,6 +135,30 @@ def _snapshot(plan: AgentPlan, form: str) -> InMemoryKeyState:
         core.close()
 
 
+def _deployed_between(call: Any) -> tuple[list[Any], list[Any]]:
+    """Snapshot an agent whose durable call is ``call(False)`` (a function and its
+    arguments) once its gated call started; resume it with ``call(True)`` deployed.
+
+    Returns:
+        The resumed run's outputs and errors.
+    """
+
+    class Upgraded(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def go(event: InputEvent, ctx: RunnerContext) -> None:
+            fn, args = call(DEPLOYED["new"])
+            got = await ctx.durable_execute_async(fn, *args)
+            await ctx.durable_execute_async(gated, "end")
+            ctx.send_event(OutputEvent(output=got))
+
+    plan = AgentPlan.from_agent(Upgraded())
+    snap = _snapshot(plan, "unused")
+    DEPLOYED["new"] = True
+    outputs, errors, _core = resume(plan, snap)
+    return outputs, errors
+
+
 @pytest.mark.parametrize("agent", [Forecast, StrictForecast], ids=["lenient", "strict"])
 @pytest.mark.parametrize("form", FORMS)
 def test_a_call_whose_callable_now_calls_another_function_diverges_naming_both(
@@ -166,20 +190,12 @@ def test_a_changed_argument_of_the_same_callee_still_replays_with_a_warning(prob
     """Only the functions a callable calls are its identity: another argument stays the
     lenient ``arguments changed`` warning (documented), not a divergence."""
 
-    class City(Agent):
-        @action(InputEvent)
-        @staticmethod
-        async def go(event: InputEvent, ctx: RunnerContext) -> None:
-            city = "lyon" if DEPLOYED["new"] else "paris"
-            got = await ctx.durable_execute_async(lambda: fetch_weather(city))
-            await ctx.durable_execute_async(gated, "end")
-            ctx.send_event(OutputEvent(output=got))
+    def city_call(new: bool) -> tuple[Any, tuple[Any, ...]]:
+        city = "lyon" if new else "paris"
+        return (lambda: fetch_weather(city)), ()
 
-    plan = AgentPlan.from_agent(City())
-    snap = _snapshot(plan, "unused")
-    DEPLOYED["new"] = True
     with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
-        outputs, errors, _core = resume(plan, snap)
+        outputs, errors = _deployed_between(city_call)
     assert errors == [] and outputs == ["sunny in paris"]
     assert [r for r in caplog.records if "arguments changed" in r.getMessage()]
 
@@ -200,19 +216,8 @@ def test_a_wrapper_that_starts_logging_around_the_same_function_replays(probes):
     """Only the user's functions count, not the standard library's: a decorator whose
     wrapper now logs and times its call still calls ``fetch_weather``, and replays it."""
 
-    class Logged(Agent):
-        @action(InputEvent)
-        @staticmethod
-        async def go(event: InputEvent, ctx: RunnerContext) -> None:
-            wrap = retry_logged if DEPLOYED["new"] else retry
-            got = await ctx.durable_execute_async(wrap(fetch_weather), "paris")
-            await ctx.durable_execute_async(gated, "end")
-            ctx.send_event(OutputEvent(output=got))
-
-    plan = AgentPlan.from_agent(Logged())
-    snap = _snapshot(plan, "unused")
-    DEPLOYED["new"] = True
-    outputs, errors, _core = resume(plan, snap)
+    outputs, errors = _deployed_between(
+        lambda new: ((retry_logged if new else retry)(fetch_weather), ("paris",)))
     assert errors == [] and outputs == ["sunny in paris"]
     assert probes["weather:paris"] == 1
 
@@ -229,19 +234,8 @@ def test_a_wrapper_that_holds_another_standard_library_clock_replays(probes):
     """A standard-library function the wrapper holds (``time.monotonic`` made
     ``time.perf_counter``) is not what the call runs: it replays."""
 
-    class Timed(Agent):
-        @action(InputEvent)
-        @staticmethod
-        async def go(event: InputEvent, ctx: RunnerContext) -> None:
-            clock = time.perf_counter if DEPLOYED["new"] else time.monotonic
-            got = await ctx.durable_execute_async(timed(fetch_weather, clock), "paris")
-            await ctx.durable_execute_async(gated, "end")
-            ctx.send_event(OutputEvent(output=got))
-
-    plan = AgentPlan.from_agent(Timed())
-    snap = _snapshot(plan, "unused")
-    DEPLOYED["new"] = True
-    outputs, errors, _core = resume(plan, snap)
+    outputs, errors = _deployed_between(lambda new: (
+        timed(fetch_weather, time.perf_counter if new else time.monotonic), ("paris",)))
     assert errors == [] and outputs == ["sunny in paris"]
     assert probes["weather:paris"] == 1
 
@@ -265,19 +259,8 @@ def test_an_inherited_method_bound_to_an_object_of_another_class_diverges(probes
     """``WeatherDesk.ask`` is the target either way; bound to a ``StockDesk`` it runs
     ``fetch_stock``: the recorded weather is not its outcome."""
 
-    class Desks(Agent):
-        @action(InputEvent)
-        @staticmethod
-        async def go(event: InputEvent, ctx: RunnerContext) -> None:
-            desk = StockDesk() if DEPLOYED["new"] else WeatherDesk()
-            got = await ctx.durable_execute_async(desk.ask, "paris")
-            await ctx.durable_execute_async(gated, "end")
-            ctx.send_event(OutputEvent(output=got))
-
-    plan = AgentPlan.from_agent(Desks())
-    snap = _snapshot(plan, "unused")
-    DEPLOYED["new"] = True
-    outputs, errors, _core = resume(plan, snap)
+    outputs, errors = _deployed_between(
+        lambda new: ((StockDesk() if new else WeatherDesk()).ask, ("paris",)))
     assert outputs == []
     [err] = errors
     assert err.error_type == "ReplayDivergenceError" and "r0/go/c0" in err.message

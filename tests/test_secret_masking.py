@@ -781,7 +781,7 @@ class Quoting(ChatModelConnection):
                 raise RuntimeError("could not open") from e
 
     def chat(self, messages, **kwargs):
-        raise NotImplementedError
+        raise AssertionError("never asked: this connection fails in its check or open")
 '''
 
 
