@@ -418,12 +418,39 @@ class ChatResponseEvent(Event):
 
 
 class ToolRequestEvent(Event):
-    """Asks the tool call action to run ``tool_calls`` for the chat of model ``model``."""
+    """Asks the tool call action to run ``tool_calls`` for the chat of model ``model``.
+
+    Each call needs an id of its own: the answer, ``ToolResponseEvent.responses``, is keyed
+    by it. A request whose calls repeat an id is refused where it is built (pydantic's
+    ``ValidationError``, a ``ValueError``, naming the id and the calls' positions); a model's
+    answer never repeats one (the chat action gives its tool calls unique ids).
+    """
 
     EVENT_TYPE: ClassVar[str] = "ToolRequestEvent"
     POSITIONAL: ClassVar[tuple[str, ...]] = ("model", "tool_calls")
     model: str
     tool_calls: list[ToolCall] = Field(default_factory=list)
+
+    @field_validator("tool_calls")
+    @classmethod
+    def _ids_unique(cls, calls: list[ToolCall]) -> list[ToolCall]:
+        """Refuse two calls with one id: the answer (``ToolResponseEvent.responses``) is keyed
+        by it, so one call's result would silently replace the other's.
+
+        (A model's answer never gets here so: the chat action gives id-less and repeated ids
+        of a model's tool calls unique ones before it sends the request.)
+
+        Raises:
+            ValueError: naming the id and the positions of the calls that share it.
+        """
+        first: dict[str, int] = {}
+        for i, call in enumerate(calls):
+            j = first.setdefault(call.id, i)
+            if j != i:
+                raise ValueError(
+                    f"tool_calls[{j}] and tool_calls[{i}] share the id {call.id!r}: each call "
+                    "needs its own id, since ToolResponseEvent.responses is keyed by it")
+        return calls
 
 
 class ToolResponseEvent(Event):
