@@ -434,11 +434,14 @@ class ToolRequestEvent(Event):
     @field_validator("tool_calls")
     @classmethod
     def _ids_unique(cls, calls: list[ToolCall]) -> list[ToolCall]:
-        """Refuse two calls with one id: the answer (``ToolResponseEvent.responses``) is keyed
-        by it, so one call's result would silently replace the other's.
+        """Refuse two calls with one id (one result would replace the other's).
 
-        (A model's answer never gets here so: the chat action gives id-less and repeated ids
-        of a model's tool calls unique ones before it sends the request.)
+        The answer, ``ToolResponseEvent.responses``, is keyed by call id. A model's answer
+        never gets here so: the chat action gives id-less and repeated ids of a model's tool
+        calls unique ones before it sends the request.
+
+        Returns:
+            ``calls``, unchanged.
 
         Raises:
             ValueError: naming the id and the positions of the calls that share it.

@@ -13,7 +13,9 @@ this in three ways:
 - **The restore sweep**: the first callback after ``open`` lists the keys that have a run in
   keyed state (``KeyedStateBackend.getKeys``), i.e. the runs a checkpoint or savepoint left
   in flight, and advances each one, which rebuilds its actions and resumes them (recorded
-  calls are replayed, the others issued again).
+  calls are replayed, the others issued again). Before that, when a chat model setup has an
+  agent budget, it reads every key's short-term memory once, so the subtask's spend starts
+  from what its keys recorded (``runtime.internal.spend_adopter``).
 - **Timers per key group, not per key**: Flink moves keyed state and timers between subtasks
   by key group. While a key group has busy keys it keeps one processing-time timer (on the
   first key that became busy in it, re-set every ``GROUP_POLL_MS`` while the group stays
@@ -33,7 +35,8 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..runtime import PARKED_SUFFIX
+from ..runtime import PARKED_SUFFIX, loads_json
+from ..runtime.internal import spend_adopter
 from ._key_state import _FlinkKeyState
 
 if TYPE_CHECKING:
@@ -192,6 +195,7 @@ class KeySwitching:
             The outputs, and ``(ERROR_TAG, error)`` pairs, of the keys advanced.
         """
         self.swept = True
+        self._adopt_spend()  # before any call goes out
         try:  # the backend's keys are ``Row(key)``, the key in its Flink type (a pickle...)
             stream = self.backend.getKeys(RUN_STATE, _void_namespace())
             try:
@@ -219,6 +223,42 @@ class KeySwitching:
         log.info("resuming %d runs in flight from keyed state", len(todo))
         self.op.stats["swept"] += len(todo)
         yield from self._advance_each(todo, ctx, restored=True)
+
+    def _adopt_spend(self) -> None:
+        """Agent budgets: start from the subtask spend the restored keys recorded.
+
+        Each key with short-term memory in keyed state is read once (``spend_adopter``;
+        nothing is read when no setup has an agent budget). A failure is logged: the budget
+        then adopts a key's spend when that key calls again, as in process mode.
+        """
+        core = self.op.core
+        assert core is not None
+        adopt = spend_adopter(core)
+        if adopt is None:
+            return
+        backend, memory = self.backend, self.op._memory_state
+        own = backend.getCurrentKey()
+        keys = adopted = 0
+        try:
+            stream = backend.getKeys(MEMORY_STATE, _void_namespace())
+            try:
+                found = stream.iterator()
+                while found.hasNext():
+                    backend.setCurrentKey(found.next())
+                    raw = memory.value()
+                    if raw:
+                        keys += 1
+                        adopted += adopt(loads_json(raw))
+            finally:
+                stream.close()
+        except Exception:  # noqa: BLE001 - e.g. a state backend without getKeys
+            log.warning("agent budgets: could not read the spend the restored keys recorded; "
+                        "a key's spend counts when it calls again", exc_info=True)
+        finally:
+            backend.setCurrentKey(own)
+        if adopted:
+            log.info("agent budgets: adopted the spend %d entries of %d restored keys recorded",
+                     adopted, keys)
 
     def _first_key(self, state: str) -> Any:
         """The first key (as stored) with a value in keyed state ``state``, or ``None``."""

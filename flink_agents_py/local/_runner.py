@@ -40,7 +40,7 @@ from ..runtime import (
     rejected_record,
     warm_up,
 )
-from ..runtime.internal import stored_run
+from ..runtime.internal import spend_adopter, stored_run
 from ._clock import AdvanceTime, AfterRecords, VirtualTimers
 from ._progress import Progress
 from ._records import check_records, check_snapshot, default_key_selector
@@ -411,6 +411,10 @@ class LocalAgentJob:
         try:
             start = self._load(states, busy, bar, lambda key, e: result.errors.append(
                 core.unreadable_run(key, e)))
+            adopt = spend_adopter(core) if self._restore_from is not None else None
+            if adopt is not None:  # agent budgets: the spend every restored key recorded
+                for st in states.values():
+                    adopt(st.memory)
             core.waiting_changed(sum(1 for st in states.values()
                                      if st.run is not None and st.run.parked))
             for key in list(busy):  # restored keys with work: wake them, as timers would

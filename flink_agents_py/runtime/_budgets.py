@@ -18,8 +18,10 @@ before it (the first call of a window goes alone), so calls running at once do n
 overshoot the share together: a call goes when the spend so far plus that of the calls in
 flight is below every limit. After each call the subtask's spend is also written to the
 key's ``_budget.<setup>`` entry; after a restore the subtask's spend starts from the
-largest one of the current window that a key it serves hands in (the in-process count is
-lost with the process; what the keys recorded is not).
+largest one of the current window its restored keys recorded (``spend_adopter``, which a
+host calls for every restored key before the first call; in process mode, where the Flink
+operator cannot list its keys, a key's reading is adopted when it calls again). The
+in-process count is lost with the process; what the keys recorded is not.
 """
 
 from __future__ import annotations
@@ -38,11 +40,13 @@ from ..api import (
     BudgetStateError,
     ChatModelSetup,
     ChatResponse,
+    ResourceType,
     TokenUsage,
 )
+from .context._memory import read_path
 
 __all__ = ["MEMORY_PREFIX", "AgentSpend", "agent_spend", "budgeted_call", "counted_usage",
-           "spend_key", "merged_spend", "stored_spend"]
+           "spend_key", "merged_spend", "stored_spend", "spend_adopter"]
 
 _PENDING_POLL_S = 0.02
 """A call waiting for the calls in flight of an agent budget to settle looks this often."""
@@ -374,6 +378,67 @@ def existing_agent_spend(setup: ChatModelSetup) -> AgentSpend | None:
     with _LEDGERS_LOCK:
         entry = _LEDGERS.get(id(setup))
     return entry[1] if entry is not None and entry[0]() is setup else None
+
+
+def spend_adopter(core: Any, now: float | None = None
+                  ) -> Callable[[dict[str, Any]], int] | None:
+    """After a restore: what hands each key's recorded agent-budget spend to its subtask.
+
+    Every chat model setup of the core's plan and of its internal sub-agents whose budget has
+    ``scope="agent"`` is built (as its first chat would) and its ``AgentSpend`` made; the
+    function returned reads one key's short-term memory and lets each ledger ``adopt`` the
+    subtask spend the key's ``_budget.<setup>`` entry holds. A host calls it for every key
+    of its restored keyed state before the first call goes out, so the subtask starts from
+    the largest spend of the current window any of its keys recorded, not only from those
+    of keys that call again (a restored subtask would otherwise spend its share anew on
+    keys that never spent before). An entry that cannot be read is skipped: the key's next
+    chat through the setup reports it (``BudgetStateError``).
+
+    Args:
+        core: the host's ``AgentCore`` (its plan, its resources by sub-agent path
+            (``resources_at``), the subtasks sharing each agent budget
+            (``resources.parallelism``)).
+        now: the wall clock at the restore, in seconds (default: now); a window that has
+            ended by then is not carried over.
+
+    Returns:
+        The function (memory -> the number of entries adopted), or ``None`` when no setup
+        has an agent budget (a host then need not read any key's memory).
+    """
+    ledgers: list[tuple[str, AgentSpend]] = []
+    parallelism = core.resources.parallelism
+    at_restore = time.time() if now is None else now
+
+    def visit(at: Any, path: tuple[str, ...]) -> None:
+        resources = core.resources_at(path)
+        for name in resources.names(ResourceType.CHAT_MODEL):
+            try:
+                setup = resources.get(name, ResourceType.CHAT_MODEL)
+            except Exception:  # noqa: BLE001 - its first chat reports it
+                continue
+            budget = getattr(setup, "budget", None)
+            if isinstance(setup, ChatModelSetup) and budget is not None \
+                    and budget.scope == "agent":
+                ledgers.append((spend_key(name, path), agent_spend(setup, parallelism)))
+        for sub, child in at.subagents.items():
+            visit(child, (*path, sub))
+
+    visit(core.plan, ())
+    if not ledgers:
+        return None
+
+    def adopt(memory: dict[str, Any]) -> int:
+        if MEMORY_PREFIX not in memory:
+            return 0
+        adopted = 0
+        for entry_path, ledger in ledgers:
+            entry = read_path(memory, entry_path)
+            if entry is not None and _spend_problem(entry) is None:
+                ledger.adopt(_counted(entry), at_restore)
+                adopted += 1
+        return adopted
+
+    return adopt
 
 
 async def _agent_call(

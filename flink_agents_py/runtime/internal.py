@@ -4,6 +4,7 @@ The flink, local, io, observability and testing packages import these from here,
 from ``runtime._*`` modules themselves (``tests/test_layers.py`` checks).
 """
 
+from ._budgets import spend_adopter
 from ._failures import failure_text
 from ._gauges import live_gauges
 from ._serde import dumps, loads_record
@@ -13,4 +14,4 @@ from .core._damaged import stored_run
 from .core._observer import event_parent
 
 __all__ = ["CallCommand", "dumps", "escape_controls", "event_parent", "failure_text",
-           "live_gauges", "loads_record", "stored_run"]
+           "live_gauges", "loads_record", "spend_adopter", "stored_run"]

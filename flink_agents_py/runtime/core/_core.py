@@ -286,7 +286,8 @@ class AgentCore(UnfinishedCore):
     def _read_run(self, key: Any, state: KeyState) -> ErrorRecord | None:
         return read_run(state, lambda e: self.unreadable_run(key, e))
 
-    def _resources_at(self, path: tuple[str, ...]) -> ResourceEnvironment:
+    def resources_at(self, path: tuple[str, ...]) -> ResourceEnvironment:
+        """The resources of the plan at the internal sub-agent ``path`` (``()``: the agent's)."""
         found = self._envs.get(path)
         if found is None:
             found = self._envs[path] = ResourceEnvironment(plan_at(self.plan, path),
@@ -332,7 +333,7 @@ class AgentCore(UnfinishedCore):
             except KeyError:  # restored inside an internal sub-agent the new code lacks
                 gone = path
             else:
-                resources = self._resources_at(path)
+                resources = self.resources_at(path)
         action = action_or_removed(plan.actions if gone is None else {}, rec.action)
         short_term, sensory, key_memory = self._memories(step.state, run, env)
         ctx = ActionExecution(self.ledger, step.key, exec_id, rec, run, action.config,
