@@ -227,15 +227,13 @@ class KeySwitching:
     def _adopt_spend(self) -> None:
         """Agent budgets: start from the subtask spend the restored keys recorded.
 
-        Each key with short-term memory in keyed state is read once (``spend_adopter``;
-        nothing is read when no setup has an agent budget). A failure is logged: the budget
-        then adopts a key's spend when that key calls again, as in process mode.
+        When keyed state holds short-term memory (a restore) and a setup has an agent
+        budget, each key's memory is read once (``spend_adopter``); otherwise nothing is
+        read or built. A failure is logged: the budget then adopts a key's spend when that
+        key calls again, as in process mode.
         """
         core = self.op.core
         assert core is not None
-        adopt = spend_adopter(core)
-        if adopt is None:
-            return
         backend, memory = self.backend, self.op._memory_state
         own = backend.getCurrentKey()
         keys = adopted = 0
@@ -243,7 +241,8 @@ class KeySwitching:
             stream = backend.getKeys(MEMORY_STATE, _void_namespace())
             try:
                 found = stream.iterator()
-                while found.hasNext():
+                adopt = spend_adopter(core) if found.hasNext() else None
+                while adopt is not None and found.hasNext():
                     backend.setCurrentKey(found.next())
                     raw = memory.value()
                     if raw:

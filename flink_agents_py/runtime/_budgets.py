@@ -384,8 +384,9 @@ def spend_adopter(core: Any, now: float | None = None
                   ) -> Callable[[dict[str, Any]], int] | None:
     """After a restore: what hands each key's recorded agent-budget spend to its subtask.
 
-    Every chat model setup of the core's plan and of its internal sub-agents whose budget has
-    ``scope="agent"`` is built (as its first chat would) and its ``AgentSpend`` made; the
+    Every chat model setup of the core's plan and of its internal sub-agents declared with a
+    budget of ``scope="agent"`` (its descriptor's ``budget`` argument) is built and opened,
+    as its first chat would, and its ``AgentSpend`` made (no other resource is); the
     function returned reads one key's short-term memory and lets each ledger ``adopt`` the
     subtask spend the key's ``_budget.<setup>`` entry holds. A host calls it for every key
     of its restored keyed state before the first call goes out, so the subtask starts from
@@ -411,7 +412,12 @@ def spend_adopter(core: Any, now: float | None = None
 
     def visit(at: Any, path: tuple[str, ...]) -> None:
         resources = core.resources_at(path)
-        for name in resources.names(ResourceType.CHAT_MODEL):
+        for name, rp in at.resources.get(ResourceType.CHAT_MODEL, {}).items():
+            declared = rp.descriptor.arguments.get("budget")
+            scope = declared.get("scope") if isinstance(declared, dict) else getattr(
+                declared, "scope", None)
+            if scope != "agent":  # nothing is built (or opened) for the other setups
+                continue
             try:
                 setup = resources.get(name, ResourceType.CHAT_MODEL)
             except Exception:  # noqa: BLE001 - its first chat reports it
