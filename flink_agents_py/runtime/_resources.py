@@ -209,10 +209,15 @@ def warm_up(plan: AgentPlan) -> None:
     """Import now, when the host opens, what the first run of each key would wait for.
 
     A plan (always, on Flink: it travels as JSON) imports its action functions on first
-    use, and the first structured answer of a chat imports ``jsonschema``. Done lazily, those
-    imports took 50-200 ms once per process (more on a busy machine), inside the first runs:
-    with scripted models each key's first run took about 190 ms, later ones 17-40 ms. Done
-    here they are part of the start-up and a run's latency is its own.
+    use. Done lazily, those imports took 50-200 ms once per process (more on a busy
+    machine), inside the first runs: with scripted models each key's first run took about
+    190 ms, later ones 17-40 ms. Done here they are part of the start-up and a run's latency
+    is its own.
+
+    ``jsonschema``, which validates structured answers, is not imported here: its import
+    (70-80 ms of CPU) would be paid at every open, on the operator's thread, by every job,
+    while only a job whose chats ask for structured output needs it, once per process, after
+    a model call that takes longer than the import.
 
     Best effort: a function that cannot be imported is left to fail its action, with the
     error and the record, as it would have.
@@ -220,8 +225,6 @@ def warm_up(plan: AgentPlan) -> None:
     Args:
         plan: the agent's plan; its sub-agents' plans are warmed up too.
     """
-    import jsonschema  # noqa: F401 - the validator of structured answers
-
     for action in plan.actions.values():
         try:
             action.function.resolve()
