@@ -73,3 +73,23 @@ def test_a_restored_minicluster_job_starts_an_agent_budget_from_the_spend_its_ke
     assert (d / "crashed").exists(), "the failpoint never fired: the scenario did not play out"
     assert _outcomes(outputs) == {"a0": 15, "a1": 30, "a2": 45,
                                   "a3": "budget", "a4": "budget"}
+
+
+def test_a_restored_job_starts_a_subagents_agent_budget_from_the_spend_its_keys_recorded():
+    # the setup of an internal sub-agent: its spend is the key's (``_budget.kid/model``)
+    from test_budgets_spend_kept import caller
+
+    from flink_agents_py.api import Budget
+
+    agent = caller(Budget(max_tokens=45, scope="agent"))
+    job = AgentsExecutionEnvironment.local().from_list([{"key": "a", "n": 2}]).apply(agent)
+    # each call's outputs: the subtask's input tokens after its chat
+    assert job.run().outputs == [{"key": "a", "got": [[10], [20]]}]
+    snapshot = json.loads(json.dumps(job.snapshot()))
+
+    later = [{"key": "a", "n": 2}] + [{"key": k, "n": 1} for k in "bcd"]
+    restored = (AgentsExecutionEnvironment.local().from_list(later)
+                .apply(caller(Budget(max_tokens=45, scope="agent"))).restore(snapshot).run())
+    got = {o["key"]: o["got"] for o in restored.outputs}
+    assert got["b"] == [[30]]  # 20 adopted from key a, then its own 10
+    assert all("BudgetExceededError" in str(got[k][0]) for k in "cd"), got
