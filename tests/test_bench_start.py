@@ -143,3 +143,17 @@ def test_where_time_went_counts_each_call_once_behind_the_model_lock(
                                       "mean_ms": 10000.0, "answered_mean_ms": 10000.0}
     with pytest.raises(FileNotFoundError):
         where_time_went(tmp_path / "missing.jsonl", t0, t0 + 1)
+
+
+@pytest.mark.parametrize("kind", ["chat", "echo"])
+def test_the_operator_harness_runs_every_record_through_the_operator(kind, capsys):
+    # ``python -m bench._op_harness``: the operator under fake keyed state, key backend and
+    # timers, as a thread-mode TaskManager drives it (chats wake up through the pump)
+    pytest.importorskip("pyflink")
+    from bench import _op_harness
+
+    assert _op_harness.main(["--kind", kind, "--records", "60", "--keys", "20",
+                             "--metrics", "--profile", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert f"{kind}: 60 records over 20 keys, metrics on: 60 outputs" in out
+    assert "us per record, open()" in out and "Python calls per record" in out
