@@ -31,7 +31,12 @@ pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
 pyflink = pytest.importorskip("pyflink")
 
 from support import subgraph_agents as sga  # noqa: E402
-from support.crash import InjectedCrash, completed_checkpoint, log_lines  # noqa: E402
+from support.crash import (  # noqa: E402
+    InjectedCrash,
+    completed_checkpoint,
+    crash_environment,
+    log_lines,
+)
 
 N_RECORDS = 60  # paced 50 ms apart: ~3 s of input per attempt
 KEYS = 4
@@ -83,14 +88,9 @@ def run_flink(d: pathlib.Path) -> tuple[list[Any], list[Any]]:
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 
     from flink_agents_py import AgentsExecutionEnvironment
-    from flink_agents_py.flink import create_stream_environment
     from flink_agents_py.runtime import SqliteJournal
 
-    (d / "checkpoints").mkdir(parents=True)
-    env = create_stream_environment(
-        checkpoint_interval_ms=200, restart_attempts=len(THRESHOLDS) + 1, restart_delay_s=0.5,
-        extra_config={"execution.checkpointing.dir": f"file://{d}/checkpoints",
-                      "execution.checkpointing.storage": "filesystem"})
+    env = crash_environment(d, interval_ms=200, restart_attempts=len(THRESHOLDS) + 1)
     base = str(d)
     records = (env.from_source(NumberSequenceSource(0, N_RECORDS - 1),
                                WatermarkStrategy.no_watermarks(), "seq")

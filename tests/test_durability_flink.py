@@ -18,6 +18,7 @@ pytestmark = pytest.mark.flink
 pyflink = pytest.importorskip("pyflink")
 
 from support import durability_agents as da  # noqa: E402
+from support.crash import crash_environment  # noqa: E402
 
 N_PAD = 80  # paced source records after the real one: ~4 s of open input
 
@@ -40,14 +41,9 @@ def run_scenario(d: pathlib.Path, scenario: str, journal: bool) -> list[dict]:
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 
     from flink_agents_py import AgentsExecutionEnvironment
-    from flink_agents_py.flink import create_stream_environment
     from flink_agents_py.runtime import SqliteJournal
 
-    (d / "checkpoints").mkdir(parents=True)
-    env = create_stream_environment(
-        checkpoint_interval_ms=300, restart_attempts=2, restart_delay_s=0.5,
-        extra_config={"execution.checkpointing.dir": f"file://{d}/checkpoints",
-                      "execution.checkpointing.storage": "filesystem"})
+    env = crash_environment(d, interval_ms=300, restart_attempts=2)
     task = {"dir": str(d), "scenario": scenario}
     records = (env.from_source(NumberSequenceSource(0, N_PAD), WatermarkStrategy.no_watermarks(),
                                "seq")

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.flink, pytest.mark.timeout(240)]
 pyflink = pytest.importorskip("pyflink")
 
 from support import replay_upgrade_agents as rua  # noqa: E402
-from support.crash import log_lines  # noqa: E402
+from support.crash import crash_environment, log_lines  # noqa: E402
 
 
 def run_job(d: pathlib.Path) -> tuple[list, list]:
@@ -27,13 +27,8 @@ def run_job(d: pathlib.Path) -> tuple[list, list]:
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 
     from flink_agents_py import AgentsExecutionEnvironment
-    from flink_agents_py.flink import create_stream_environment
 
-    (d / "checkpoints").mkdir(parents=True)
-    env = create_stream_environment(
-        checkpoint_interval_ms=200, restart_attempts=2, restart_delay_s=0.5,
-        extra_config={"execution.checkpointing.dir": f"file://{d}/checkpoints",
-                      "execution.checkpointing.storage": "filesystem"})
+    env = crash_environment(d, interval_ms=200, restart_attempts=2)
     base = str(d)
     kinds = {0: "swap", 1: "patch"}
     pickled = Types.PICKLED_BYTE_ARRAY()

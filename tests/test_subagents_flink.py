@@ -18,6 +18,7 @@ pytestmark = pytest.mark.flink
 pyflink = pytest.importorskip("pyflink")
 
 from support import subgraph_agents as sa  # noqa: E402
+from support.crash import crash_environment  # noqa: E402
 
 N_PAD = 120  # paced source records after the real ones: ~6 s of open input
 
@@ -27,13 +28,8 @@ def run_job(d: pathlib.Path) -> list[dict]:
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 
     from flink_agents_py import AgentsExecutionEnvironment
-    from flink_agents_py.flink import create_stream_environment
 
-    (d / "checkpoints").mkdir(parents=True)
-    env = create_stream_environment(
-        checkpoint_interval_ms=300, restart_attempts=2, restart_delay_s=0.5,
-        extra_config={"execution.checkpointing.dir": f"file://{d}/checkpoints",
-                      "execution.checkpointing.storage": "filesystem"})
+    env = crash_environment(d, interval_ms=300, restart_attempts=2)
     base = {"dir": str(d)}
     records = (env.from_source(NumberSequenceSource(0, N_PAD), WatermarkStrategy.no_watermarks(),
                                "seq")

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.flink
 pyflink = pytest.importorskip("pyflink")
 
 from support import waits_agents as wa  # noqa: E402
-from support.crash import pace, read_counts  # noqa: E402
+from support.crash import crash_environment, pace, read_counts  # noqa: E402
 
 N_PAD = 100  # paced records after the requests, on each input: ~5 s of open input
 
@@ -28,13 +28,8 @@ def run_job(d: pathlib.Path, mode: str, crash: bool) -> list:
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 
     from flink_agents_py import AgentsExecutionEnvironment
-    from flink_agents_py.flink import create_stream_environment
 
-    (d / "checkpoints").mkdir(parents=True)
-    env = create_stream_environment(
-        execution_mode=mode, checkpoint_interval_ms=300, restart_attempts=2, restart_delay_s=0.5,
-        extra_config={"execution.checkpointing.dir": f"file://{d}/checkpoints",
-                      "execution.checkpointing.storage": "filesystem"})
+    env = crash_environment(d, interval_ms=300, restart_attempts=2, execution_mode=mode)
     pickled = Types.PICKLED_BYTE_ARRAY()
     requests = (env.from_source(NumberSequenceSource(0, N_PAD),
                                 WatermarkStrategy.no_watermarks(), "requests")

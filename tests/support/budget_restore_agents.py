@@ -8,7 +8,6 @@ the job stays alive (and keeps its timers) while checkpoints cover the first cha
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from flink_agents_py.api import (
@@ -27,7 +26,7 @@ from flink_agents_py.api import (
     TokenUsage,
     action,
 )
-from support.crash import CrashOnceBase, first_attempt, pace
+from support.crash import CrashOnceBase, first_attempt, hold, pace
 
 __all__ = ["Metered", "Spender", "spender", "CrashWhenSpent", "Pick", "pace", "LAST",
            "record_of"]
@@ -47,14 +46,6 @@ class Metered(ChatModelConnection):
     def chat(self, messages: Any, **kwargs: Any) -> ChatResponse:
         return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content="ok"),
                             usage=TokenUsage(input_tokens=10, output_tokens=5))
-
-
-def hold(d: str) -> str:
-    """On the first attempt, wait for the crash (at most 60 s); then return at once."""
-    deadline = time.monotonic() + 60
-    while first_attempt(d) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return "held"
 
 
 class Spender(Agent):

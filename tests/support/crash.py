@@ -14,7 +14,7 @@ from __future__ import annotations
 import glob
 import os
 import time
-from typing import NoReturn
+from typing import Any, NoReturn
 
 
 class InjectedCrash(BaseException):
@@ -57,6 +57,30 @@ def completed_checkpoint(d: str) -> int:
     """The highest completed checkpoint id under ``<d>/checkpoints`` (0 when none)."""
     done = glob.glob(os.path.join(d, "checkpoints", "*", "chk-*", "_metadata"))
     return max((int(p.split("chk-")[1].split(os.sep)[0]) for p in done), default=0)
+
+
+def hold(d: str) -> str:
+    """A durable call's function: on the first attempt, wait for the crash (at most 60 s),
+    so the call is in flight when it comes; after the restore, return at once."""
+    deadline = time.monotonic() + 60
+    while first_attempt(d) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return "held"
+
+
+def crash_environment(d: Any, interval_ms: int = 300, restart_attempts: int = 2,
+                      **options: Any) -> Any:
+    """A Flink environment checkpointing into ``<d>/checkpoints`` every ``interval_ms``,
+    restarted up to ``restart_attempts`` times 0.5 s apart (``options``: more arguments of
+    ``create_stream_environment``, e.g. ``execution_mode``)."""
+    from flink_agents_py.flink import create_stream_environment
+
+    os.makedirs(os.path.join(d, "checkpoints"))
+    return create_stream_environment(
+        checkpoint_interval_ms=interval_ms, restart_attempts=restart_attempts,
+        restart_delay_s=0.5, **options,
+        extra_config={"execution.checkpointing.dir": f"file://{d}/checkpoints",
+                      "execution.checkpointing.storage": "filesystem"})
 
 
 def pace(n: int) -> int:

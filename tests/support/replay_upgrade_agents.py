@@ -10,11 +10,10 @@ calls in the other order, key ``patch`` branches with ``ctx.patched("v2")``, and
 from __future__ import annotations
 
 import functools
-import time
 from typing import Any
 
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
-from support.crash import CrashOnceBase, append_line, first_attempt, pace
+from support.crash import CrashOnceBase, append_line, first_attempt, hold, pace
 
 __all__ = ["Upgraded", "CrashWhenHeld", "Pick", "pace", "LAST"]
 
@@ -30,14 +29,6 @@ def price(d: str, item: str) -> str:
 def price_v2(d: str, item: str) -> str:
     append_line(d, "calls.log", f"price_v2 {item}")
     return f"V2({item})"
-
-
-def hold(d: str) -> str:
-    """On the first attempt, wait for the crash (at most 60 s); then return at once."""
-    deadline = time.monotonic() + 60
-    while first_attempt(d) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return "held"
 
 
 class Upgraded(Agent):
