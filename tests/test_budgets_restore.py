@@ -15,10 +15,14 @@ are refused. Before the change all three were answered (five calls of a three-ca
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 from support import budget_restore_agents as bra
+from support.crash import crash_environment
 
 from flink_agents_py import AgentsExecutionEnvironment
 
@@ -29,20 +33,75 @@ def _outcomes(outputs: list[dict]) -> dict[str, object]:
     return {o["key"]: o.get("spent", o.get("refused")) for o in outputs if o["key"] != "hold"}
 
 
+USER_AGENT = """
+from flink_agents_py.api import (Agent, Budget, ChatMessage, ChatModelConnection, ChatModelSetup,
+                                 ChatResponse, InputEvent, MessageRole, OutputEvent,
+                                 ResourceDescriptor, ResourceType, RunnerContext, TokenUsage,
+                                 action)
+
+
+class Metered(ChatModelConnection):
+    def chat(self, messages, **kwargs):
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content="ok"),
+                            usage=TokenUsage(input_tokens=10, output_tokens=5))
+
+
+class Spender(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        try:
+            r = await ctx.chat("model", [ChatMessage(content=event.input["key"])])
+        except Exception as e:
+            out = "budget" if "BudgetExceededError" in str(e) else repr(e)
+        else:
+            spent = r.metadata["budget"]["spent"]
+            out = spent["input"] + spent["output"]
+        ctx.send_event(OutputEvent(output={"key": event.input["key"], "got": out}))
+
+
+def spender():
+    agent = Spender()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(Metered))
+    agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", budget=Budget(max_tokens=45, scope="agent")))
+    return agent
+"""
+
+USER_RUN = """
+import json, sys
+from flink_agents_py import AgentsExecutionEnvironment
+from my_spender import spender
+
+first = [{"key": k} for k in ("a0", "a1")]
+if sys.argv[1] == "crash":  # two keys spend, then the process ends: its snapshot stays
+    job = AgentsExecutionEnvironment.local().from_list(first).apply(spender())
+    result = job.run()
+    json.dump(job.snapshot(), open("snapshot.json", "w"))
+else:  # a new process restores it; three keys that never spent ask
+    records = first + [{"key": k} for k in ("a2", "a3", "a4")]
+    job = AgentsExecutionEnvironment.local().from_list(records).apply(spender())
+    result = job.restore(json.load(open("snapshot.json"))).run()
+print(json.dumps({"got": {o["key"]: o["got"] for o in result.outputs},
+                  "errors": len(result.errors)}))
+"""
+
+
 def test_a_restored_local_job_starts_an_agent_budget_from_the_spend_its_keys_recorded(
         tmp_path: pathlib.Path):
-    d = str(tmp_path)
-    first = [{"key": k, "dir": d} for k in ("a0", "a1")]
-    job = AgentsExecutionEnvironment.local().from_list(first).apply(bra.spender())
-    assert _outcomes(job.run().outputs) == {"a0": 15, "a1": 30}
-    snapshot = json.loads(json.dumps(job.snapshot()))  # through its JSON form, as stored
+    # as a user runs it: their module and script in their own directory, two processes
+    (tmp_path / "my_spender.py").write_text(USER_AGENT)
+    (tmp_path / "run.py").write_text(USER_RUN)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
-    later = first + [{"key": k, "dir": d} for k in ("a2", "a3", "a4")]
-    restored = (AgentsExecutionEnvironment.local().from_list(later).apply(bra.spender())
-                .restore(snapshot).run())
-    assert restored.errors == []
-    assert _outcomes(restored.outputs) == {
-        "a2": 45, "a3": "budget", "a4": "budget"}
+    def run(step: str) -> dict:
+        done = subprocess.run([sys.executable, "run.py", step], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert run("crash") == {"got": {"a0": 15, "a1": 30}, "errors": 0}
+    assert run("restore") == {"got": {"a2": 45, "a3": "budget", "a4": "budget"}, "errors": 0}
 
 
 @pytest.mark.flink
@@ -52,14 +111,9 @@ def test_a_restored_minicluster_job_starts_an_agent_budget_from_the_spend_its_ke
     from pyflink.common import Types, WatermarkStrategy
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 
-    from flink_agents_py.flink import create_stream_environment
 
     d = tmp_path / "job"
-    (d / "checkpoints").mkdir(parents=True)
-    env = create_stream_environment(
-        checkpoint_interval_ms=200, restart_attempts=2, restart_delay_s=0.5,
-        extra_config={"execution.checkpointing.dir": f"file://{d}/checkpoints",
-                      "execution.checkpointing.storage": "filesystem"})
+    env = crash_environment(d, interval_ms=200, restart_attempts=2)
     base = str(d)
     records = (env.from_source(NumberSequenceSource(0, bra.LAST),
                                WatermarkStrategy.no_watermarks(), "seq")
