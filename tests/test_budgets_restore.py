@@ -104,6 +104,71 @@ def test_a_restored_local_job_starts_an_agent_budget_from_the_spend_its_keys_rec
     assert run("restore") == {"got": {"a2": 45, "a3": "budget", "a4": "budget"}, "errors": 0}
 
 
+USER_JOURNAL_RUN = """
+import json, os, sys
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent, ChatMessage, InputEvent, OutputEvent, RunnerContext, action
+from flink_agents_py.runtime import SqliteJournal
+from my_spender import spender
+
+
+def die():  # the process dies after a0's call was answered and journaled
+    os._exit(3)
+
+
+class DiesAfterItsChat(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        key = event.input["key"]
+        try:
+            r = await ctx.chat("model", [ChatMessage(content=key)])
+        except Exception as e:
+            out = "budget" if "BudgetExceededError" in str(e) else repr(e)
+        else:
+            spent = r.metadata["budget"]["spent"]
+            out = spent["input"] + spent["output"]
+            if sys.argv[1] == "crash":
+                ctx.durable_execute(die)
+        ctx.send_event(OutputEvent(output={"key": key, "got": out}))
+
+
+agent = DiesAfterItsChat()
+for kind, resources in spender().resources.items():
+    for name, descriptor in resources.items():
+        agent.add_resource(name, kind, descriptor)
+journal = SqliteJournal("journal.db", retention_s=3600)
+# no checkpoint covers a0: after the crash the source replays it, the journal answers it
+records = [{"key": k} for k in (("a0",) if sys.argv[1] == "crash" else
+                                ("a0", "a1", "a2", "a3"))]
+result = AgentsExecutionEnvironment.local(journal=journal).from_list(records).apply(agent).run()
+print(json.dumps({"got": {o["key"]: o["got"] for o in result.outputs},
+                  "errors": len(result.errors)}))
+"""
+
+
+def test_a_call_answered_from_the_journal_counts_against_the_agent_budget(
+        tmp_path: pathlib.Path):
+    # a0's call was answered and journaled, then the process died before a0's action ended
+    # (no checkpoint: nothing in keyed state). The restarted job hands a0 the journaled answer
+    # without asking the model; that spend (15 of 45 tokens) must still count in the subtask,
+    # or the budget's share is spent anew by the keys after it (a1, a2, a3 all answered).
+    (tmp_path / "my_spender.py").write_text(USER_AGENT)
+    (tmp_path / "run.py").write_text(USER_JOURNAL_RUN)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def run(step: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "run.py", step], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    crashed = run("crash")
+    assert crashed.returncode == 3, crashed.stderr[-3000:]
+    done = run("restart")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "got": {"a0": 15, "a1": 30, "a2": 45, "a3": "budget"}, "errors": 0}
+
+
 @pytest.mark.flink
 def test_a_restored_minicluster_job_starts_an_agent_budget_from_the_spend_its_keys_recorded(
         tmp_path: pathlib.Path):

@@ -20,8 +20,9 @@ flight is below every limit. After each call the subtask's spend is also written
 key's ``_budget.<setup>`` entry; after a restore the subtask's spend starts from the
 largest one of the current window its restored keys recorded (``spend_adopter``, which a
 host calls for every restored key before the first call; in process mode, where the Flink
-operator cannot list its keys, a key's reading is adopted when it calls again). The
-in-process count is lost with the process; what the keys recorded is not.
+operator cannot list its keys, a key's reading is adopted when it calls again), and a
+replayed answer counts as it is handed back (``count_replayed``). The in-process count is
+lost with the process; what the keys and the recorded answers hold is not.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ from ..api import (
 )
 from .context._memory import read_path
 
-__all__ = ["MEMORY_PREFIX", "AgentSpend", "agent_spend", "budgeted_call", "counted_usage",
-           "spend_key", "merged_spend", "stored_spend", "spend_adopter"]
+__all__ = ["MEMORY_PREFIX", "AgentSpend", "agent_spend", "budgeted_call",
+           "count_replayed", "counted_usage", "spend_key", "merged_spend", "stored_spend",
+           "spend_adopter"]
 
 _PENDING_POLL_S = 0.02
 """A call waiting for the calls in flight of an agent budget to settle looks this often."""
@@ -378,6 +380,31 @@ def existing_agent_spend(setup: ChatModelSetup) -> AgentSpend | None:
     with _LEDGERS_LOCK:
         entry = _LEDGERS.get(id(setup))
     return entry[1] if entry is not None and entry[0]() is setup else None
+
+
+def count_replayed(resources: Any, model: str, outcome: Any) -> None:
+    """Count a replayed chat answer's agent-budget spend in its subtask's ledger.
+
+    An answer replayed after a failure (from keyed state or the journal, its action not
+    ended, so its key's entry unwritten) passed no ledger in this process; the ledger adopts
+    the subtask spend it recorded (``metadata["budget"]["spent"]``) unless its window ended.
+
+    Args:
+        resources: the execution's resources (``get`` by name, ``parallelism``).
+        model: the chat model setup's name the call was made through.
+        outcome: the replayed value (only a ``ChatResponse`` of an agent budget counts).
+    """
+    info = outcome.metadata.get("budget") if isinstance(outcome, ChatResponse) else None
+    if not isinstance(info, dict) or info.get("scope") != "agent":
+        return
+    try:
+        setup = resources.get(model, ResourceType.CHAT_MODEL)
+    except Exception:  # noqa: BLE001 - the setup is gone (an upgrade): nothing to count in
+        return
+    budget, spent = getattr(setup, "budget", None), info.get("spent", {})
+    if isinstance(setup, ChatModelSetup) and getattr(budget, "scope", None) == "agent" \
+            and _spend_problem(spent) is None:
+        agent_spend(setup, resources.parallelism).adopt(_counted(spent), time.time())
 
 
 def spend_adopter(core: Any, now: float | None = None

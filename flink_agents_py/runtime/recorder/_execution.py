@@ -35,6 +35,7 @@ from ...api import (
     ResourceType,
     SubagentResult,
 )
+from .._budgets import count_replayed
 from .._failures import with_original
 from .._knowledge import durable_view
 from .._serde import dumps, event_is_plain, event_json, from_json_value
@@ -435,11 +436,7 @@ class ActionExecution:
         return commands
 
     def record_of(self, call: DurableCall) -> CallRecord | None:
-        """The record of ``call`` in the execution's state entry, if any.
-
-        Returns:
-            The record, or ``None``.
-        """
+        """The record of ``call`` in the execution's state entry (``None``: none)."""
         return self._record.calls.get(str(call.ordinal))
 
     def cancel_invocation(self, invocation_id: str) -> None:
@@ -539,6 +536,8 @@ class ActionExecution:
             unrebuildable_outcome(self, call, rec, e)
         call.replayed = True
         call.complete(rec.ok, outcome)
+        if rec.ok and call.kind in (CallKind.CHAT, CallKind.MODEL):  # an agent budget's spend
+            count_replayed(self.resources, call.target, outcome)
         self.ledger.started(self._key, command, replayed=True)
 
     def _replay_or_prepare(self, call: DurableCall, rec: CallRecord | None,
