@@ -27,6 +27,7 @@ from flink_agents_py.api import (  # noqa: E402
     Agent,
     Document,
     EmbeddingModelSetup,
+    Event,
     InputEvent,
     LongTermMemoryOptions,
     OutputEvent,
@@ -752,3 +753,58 @@ def test_a_deleted_item_is_kept_as_a_mark_until_its_retention_passes(tmp_path, m
     monkeypatch.setattr(_memory_items, "DELETED_RETENTION_S", 0)
     job({"op": "add", "texts": ["fresh"]}, {"op": "forget"})
     assert stored() == (0, 0)
+
+
+class _Go(Event):
+    """Sent by ``_read_then_go`` after its reads: starts ``_write_later``."""
+
+
+def _slow_step() -> int:
+    return 1
+
+
+async def _read_then_go(event: InputEvent, ctx: Any) -> None:
+    await ctx.durable_execute_async(_slow_step)  # a checkpoint can find the run here
+    notes = ctx.long_term_memory.get_memory_set("notes")
+    kb = ctx.get_resource("kb", ResourceType.VECTOR_STORE)
+    ctx.send_event(OutputEvent(output={
+        "read": event.input["n"], "notes": [i.value for i in notes.get()],
+        "docs": sorted(d.content for d in kb.get(collection_name="docs", limit=None))}))
+    ctx.send_event(_Go())
+
+
+async def _write_later(event: _Go, ctx: Any) -> None:
+    ctx.long_term_memory.get_memory_set("notes").add("written by a later action")
+    await ctx.get_resource("kb", ResourceType.VECTOR_STORE).aadd(
+        [Document(content="added by a later action")], "docs")
+
+
+def test_a_re_made_read_does_not_see_what_a_later_action_of_its_run_wrote(tmp_path):
+    """The checkpoint finds the run's first action in flight before its reads; its second
+    action (not started then) writes a note and a document. The crashed attempt ran both,
+    so the store holds what the second one wrote; the restored first action's reads must
+    not see it (before the fix the run's items counted as seen unless their execution was
+    in flight). The next run sees them."""
+    from flink_agents_py.testing import check_replay_safety
+
+    def agent(db: str) -> Agent:
+        made = Agent()
+        made.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                          HashingEmbeddingModel(dimension=8))
+        made.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                          ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+        made.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+            ChromaVectorStore, embedding_model="emb", persist_directory=str(tmp_path / db)))
+        made.add_action("read", [InputEvent], _read_then_go)
+        made.add_action("write", [_Go], _write_later)
+        made.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+        return made
+
+    inputs = [{"key": "a", "n": 0}, {"key": "a", "n": 1}]
+    fault_free = AgentsExecutionEnvironment.local().from_list(inputs).apply(agent("db0")).run()
+    assert fault_free.outputs == [  # the next run sees what the later action wrote
+        {"read": 0, "notes": [], "docs": []},
+        {"read": 1, "notes": ["written by a later action"], "docs": ["added by a later action"]}]
+    report = check_replay_safety(agent("db1"), inputs, other_process=False)
+    report.assert_ok()  # before the fix: mismatches where the first read was not made yet
+    assert report.points_total >= 4

@@ -74,9 +74,12 @@ class Horizon:
 
     Items this key (``owner``) wrote in its current state's lineage (``epoch``: a random
     token its short-term memory keeps from its first memory read or write on, so a new job without
-    that state starts a new one) in a later run than ``run``, or in run ``run`` by one of the
-    ``hidden`` executions (the reader and those still in flight), were written by an attempt
-    that crashed after the checkpoint this run was restored from: left out.
+    that state starts a new one) in a later run than ``run``, or in run ``run`` by an
+    execution that had not finished when the read was made (one of the ``hidden`` ones, the
+    reader and those in flight, or one not in ``done``, the run's finished executions, such
+    as an action that had not started at the checkpoint), were written by an attempt that
+    crashed after the checkpoint this run was restored from: left out. ``done`` is ``None``
+    for a run stored by an earlier version: then only the ``hidden`` ones are left out.
     """
 
     owner: str
@@ -85,6 +88,7 @@ class Horizon:
     hidden: frozenset[str]
     own: str = ""
     before: int = -1
+    done: frozenset[str] | None = None
 
     def shows(self, doc: Document) -> bool:
         """Whether the reading execution may see ``doc``.
@@ -107,7 +111,7 @@ class Horizon:
             return False
         exe = meta.get(_EXEC)
         if exe not in self.hidden:
-            return True
+            return self.done is None or exe in self.done
         call = meta.get(_CALL)
         return exe == self.own and isinstance(call, int) and call < self.before
 

@@ -385,8 +385,9 @@ class ActionLongTermMemory(BaseLongTermMemory):
         hidden = {exec_tag(e) for e in run.inflight}
         own = exec_tag(self._ctx.execution_id)
         hidden.add(own)
+        done = frozenset(run.ltm_done) if run.ltm_done is not None else None
         return Horizon(self.key_scope, self._epoch(), run.seq, frozenset(hidden), own,
-                       self._ctx._next_ordinal)
+                       self._ctx._next_ordinal, done)
 
     def read(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
         """One durable read named ``label``, run now on this thread, bounded by ``horizon``.
@@ -460,19 +461,31 @@ def renamed(error: VectorStoreError, where: str) -> VectorStoreError:
         return VectorStoreError(message)
 
 
-def commit_long_term_memory(ctx: ActionExecution) -> BaseException | None:
+def commit_long_term_memory(ctx: ActionExecution, error: BaseException | None
+                            ) -> BaseException | None:
     """Apply an action's long-term memory writes as it completes (called by the core).
 
-    Returns:
-        ``None``, or the exception that made the commit fail (the action then fails, and
-        none of its writes, memory or events apply).
+    Without ``error`` (and no divergence) its buffered writes are applied. Either way the
+    run keeps the execution as finished (``RunState.ltm_done``): from now on the run's
+    reads may see what it wrote (directly through a vector-store view too), and after a
+    restore a read does not see what an execution that had not finished at the checkpoint
+    wrote in the crashed attempt.
 
+    Args:
+        ctx: the finishing execution (it used long-term memory).
+        error: what the action raised (``None``: it returned).
+
+    Returns:
+        ``error``, or the exception that made the commit fail (the action then fails, and
+        none of its writes, memory or events apply).
     """
     ltm = ctx.ltm
-    if ltm is None or not ltm.writes:
-        return None
-    try:
-        ltm.commit()
-    except Exception as e:  # noqa: BLE001 - the action's outcome
-        return e
-    return None
+    if error is None and ctx.diverged is None and ltm is not None and ltm.writes:
+        try:
+            ltm.commit()
+        except Exception as e:  # noqa: BLE001 - the action's outcome
+            error = e
+    done = ctx.run.ltm_done
+    if done is not None:
+        done.append(exec_tag(ctx.execution_id))
+    return error

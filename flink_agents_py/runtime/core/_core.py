@@ -202,7 +202,8 @@ class AgentCore(UnfinishedCore):
                 if nxt is None:
                     break
                 seq, record = nxt
-                run = RunState(seq=seq, input=record, waits=held or {}, siblings_kept=True)
+                run = RunState(seq=seq, input=record, waits=held or {}, siblings_kept=True,
+                               ltm_done=[])
                 state.run = run
                 begin_lineage(self.plan, state, self.lineage, shown)  # the key's memory epoch
                 counters["runs_started"] += 1
@@ -571,8 +572,8 @@ class AgentCore(UnfinishedCore):
 
     def _finish(self, step: _Step, task: _Task, error: BaseException | None) -> None:
         ctx = task.ctx
-        if ctx.used_long_term_memory and error is None and ctx.diverged is None:
-            error = commit_long_term_memory(ctx)  # long-term memory writes: one durable call
+        if ctx.used_long_term_memory:  # its writes: one durable call; later reads see them
+            error = commit_long_term_memory(ctx, error)
         if error is None and ctx.diverged is None:
             error = completion_error(ctx, task.reentered, self._warned_sites)
         ctx.finished = True

@@ -388,6 +388,11 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
             calls held for approval), open and closed.
         siblings_kept: its records say which actions their events triggered
             (``InflightAction.siblings``; a run stored by an earlier version does not).
+        ltm_done: the ``exec_tag`` of each finished action execution of the run that used
+            long-term memory: a read sees the run's own writes only from these (and its
+            own earlier ones), not from an execution that ended after the checkpoint this
+            run was restored from (``None``: stored by an earlier version, which did not
+            keep them).
         parked: every action in flight waits for an outside event or a timer, and no call
             runs: the host keeps nothing of the run in memory (last field, so a host can
             tell a parked run from its stored text's end without parsing it).
@@ -400,6 +405,7 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
     sensory: dict[str, Any] = {}
     waits: dict[str, WaitRecord] = {}
     siblings_kept: bool = False
+    ltm_done: list[str] | None = None
     parked: bool = False
 
     def to_builtins(self) -> dict[str, Any]:
@@ -409,7 +415,8 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
                 "invocations": {k: i.to_builtins() for k, i in self.invocations.items()},
                 "sensory": self.sensory,
                 "waits": {k: w.to_builtins() for k, w in self.waits.items()},
-                "siblings_kept": self.siblings_kept, "parked": self.parked}
+                "siblings_kept": self.siblings_kept, "ltm_done": self.ltm_done,
+                "parked": self.parked}
 
     def to_stored(self) -> str:
         """The run as the JSON text a host keeps in keyed state (format ``"v"`` included).
