@@ -22,18 +22,27 @@ from ._messages import TokenUsage
 __all__ = ["Budget", "BudgetExceededError", "BudgetStateError", "ModelPrice"]
 
 
+MAX_PRICE = 1e12
+"""The highest price per million tokens a ``ModelPrice`` takes: with counts bounded by
+``TokenUsage`` (2**53) every call's cost stays a finite number keyed state can hold."""
+
+MAX_WINDOW_S = 1e9
+"""The longest ``Budget.window_s``, in seconds (about 31 years; ``wait_for`` takes as much)."""
+
+
 class ModelPrice(BaseModel):
     """What a model's tokens cost, in the budget's currency per million tokens.
 
     Attributes:
-        input_per_million: the price of a million input (prompt) tokens.
-        output_per_million: the price of a million output (completion) tokens.
+        input_per_million: the price of a million input (prompt) tokens, finite, at most
+            ``MAX_PRICE``.
+        output_per_million: the price of a million output (completion) tokens, likewise.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    input_per_million: float = Field(default=0.0, ge=0)
-    output_per_million: float = Field(default=0.0, ge=0)
+    input_per_million: float = Field(default=0.0, ge=0, le=MAX_PRICE, allow_inf_nan=False)
+    output_per_million: float = Field(default=0.0, ge=0, le=MAX_PRICE, allow_inf_nan=False)
 
 
 class Budget(BaseModel):
@@ -47,7 +56,8 @@ class Budget(BaseModel):
         prices: the price of each chat model setup's tokens, by setup name (the setup that
             answered: a fallback's own price applies to its calls); a setup not listed
             costs nothing.
-        window_s: the window's length in seconds (``None``: one window for ever).
+        window_s: the window's length in seconds (``None``: one window for ever; finite,
+            at most ``MAX_WINDOW_S``, so a held key is held for a time that ends).
         sliding: ``False``: fixed windows, each starting with the first call after the
             previous one ended; ``True``: a sliding window, the calls of the last
             ``window_s`` seconds count.
@@ -72,7 +82,7 @@ class Budget(BaseModel):
     max_tokens: int | None = Field(default=None, ge=0)
     max_cost: float | None = Field(default=None, ge=0)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
-    window_s: float | None = Field(default=None, gt=0)
+    window_s: float | None = Field(default=None, gt=0, le=MAX_WINDOW_S, allow_inf_nan=False)
     sliding: bool = False
     on_exceeded: Literal["fail", "fallback", "hold"] = "fail"
     fallback: str | None = None

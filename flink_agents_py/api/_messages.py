@@ -11,6 +11,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -137,13 +138,30 @@ class ChatMessage(BaseModel):
         return self.content
 
 
+MAX_TOKEN_COUNT = 2**53
+"""The largest token count a ``TokenUsage`` keeps (what a JSON number holds exactly)."""
+
+
 class TokenUsage(BaseModel):
-    """Token counts as the provider reported them."""
+    """Token counts as the provider reported them.
+
+    A count above ``MAX_TOKEN_COUNT`` (a broken or hostile provider: ``1e30``, ``inf``) is
+    kept as ``MAX_TOKEN_COUNT``: the answer can still be recorded in keyed state, and a
+    budget counts it as the huge spend it claims instead of failing after the model call.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
+
+    @field_validator("input_tokens", "output_tokens", mode="before")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and value > MAX_TOKEN_COUNT:  # (inf too; NaN is refused as no integer)
+            return MAX_TOKEN_COUNT
+        return value
 
 
 class ChatResponse(BaseModel):

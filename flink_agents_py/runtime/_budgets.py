@@ -28,196 +28,30 @@ lost with the process; what the keys and the recorded answers hold is not.
 from __future__ import annotations
 
 import asyncio
-import math
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..api import (
     Budget,
     BudgetExceededError,
-    BudgetStateError,
     ChatModelSetup,
     ChatResponse,
     ResourceType,
-    TokenUsage,
 )
+from ._spend import MEMORY_PREFIX, counted_usage, spend_key
+from ._spend import counted as _counted
+from ._spend import rolled as _rolled
+from ._spend import spend_problem as _spend_problem
+from ._spend import window_end as _window_end
 from .context._memory import read_path
 
-__all__ = ["MEMORY_PREFIX", "AgentSpend", "agent_spend", "budgeted_call",
-           "count_replayed", "counted_usage", "spend_key", "merged_spend", "stored_spend",
-           "spend_adopter"]
+__all__ = ["AgentSpend", "agent_spend", "budgeted_call", "count_replayed", "spend_adopter"]
 
 _PENDING_POLL_S = 0.02
 """A call waiting for the calls in flight of an agent budget to settle looks this often."""
-
-MEMORY_PREFIX = "_budget"
-"""Short-term memory entries ``_budget.<setup>`` hold each key's spend per setup."""
-
-
-def spend_key(setup_name: str, plan_path: Sequence[str] = ()) -> str:
-    """The entry of a setup's spend in the key's short-term memory.
-
-    Args:
-        setup_name: the chat model setup's name.
-        plan_path: the internal sub-agents the setup is declared in, from the agent down
-            (``()``: the agent's own setup).
-
-    Returns:
-        The memory path: ``_budget.<setup>``, or ``_budget.<sub-agent>/<setup>`` for a
-        sub-agent's setup (its spend is the key's too, across the sub-agent's calls).
-    """
-    return f"{MEMORY_PREFIX}.{'/'.join([*plan_path, setup_name])}"
-
-
-def _number(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) \
-        and math.isfinite(value)
-
-
-def _spend_problem(entry: Any) -> str | None:
-    if not isinstance(entry, dict):
-        return f"it is a {type(entry).__name__}, not a spend (a mapping of input, output, cost)"
-    for field in ("input", "output", "cost"):
-        value = entry.get(field, 0)
-        if not _number(value):
-            return f"its {field} is {value!r}, not a number"
-    start = entry.get("window_start")
-    if start is not None and not _number(start):
-        return f"its window_start is {start!r}, not a time"
-    calls = entry.get("calls", [])
-    if not isinstance(calls, list) or not all(
-            isinstance(c, list) and len(c) == 4 and all(_number(v) for v in c) for c in calls):
-        return "its calls are not [time, input, output, cost] lists of numbers"
-    return None
-
-
-def stored_spend(entry: Any, setup_name: str, key: Any, path: str) -> dict[str, Any] | None:
-    """A key's spend entry as a budget reads it: checked, each count at least 0.
-
-    A negative count (an entry written by an action, or by code from before a provider's
-    negative usage was counted as 0) would lower the spend, so it counts as 0.
-
-    Args:
-        entry: the value at ``path`` in the key's short-term memory (``None``: none yet).
-        setup_name: the chat model setup (for the error).
-        key: the key (for the error).
-        path: the entry's path (for the error).
-
-    Returns:
-        The spend (``None`` when there is none).
-
-    Raises:
-        BudgetStateError: when the entry is not a spend (naming the setup, key and path).
-    """
-    if entry is None:
-        return None
-    problem = _spend_problem(entry)
-    if problem is not None:
-        raise BudgetStateError(setup_name, key, path, problem)
-    return _counted(entry)
-
-
-def _counted(entry: dict[str, Any]) -> dict[str, Any]:
-    """A readable spend entry with each count at least 0."""
-    spend = dict(entry)
-    for field in ("input", "output", "cost"):
-        spend[field] = max(0, spend.get(field, 0))
-    spend["calls"] = [[c[0], *(max(0, v) for v in c[1:])] for c in entry.get("calls", [])]
-    return spend
-
-
-def _tally(state: dict[str, Any]) -> tuple[float, float, float]:
-    return (state.get("window_start") or 0.0, state.get("input", 0) + state.get("output", 0),
-            state.get("cost", 0.0))
-
-
-def merged_spend(budget: Budget, committed: Any, info: dict[str, Any]) -> dict[str, Any]:
-    """The key's spend entry once one call's spend is counted in it (at its action's end).
-
-    A per-key budget's call adds what it spent (``info["call"]``: its time, ``None``
-    without a window, its input and output tokens and cost) to the spend committed when its
-    action ends, not to the one it read when it started: chats of a key that run at once
-    (or in a sub-agent) each count.
-    An agent budget's entry keeps the subtask's latest spend (the larger one of the later
-    window), read back after a restore.
-
-    Args:
-        budget: the setup's budget.
-        committed: the entry as the key's memory holds it (``None``: none yet).
-        info: the call's ``metadata["budget"]``.
-
-    Returns:
-        The entry's new value.
-    """
-    before = _counted(committed) if _spend_problem(committed) is None else None  # else: gone
-    call = info.get("call")
-    if info.get("scope") == "agent" or not isinstance(call, list) or len(call) != 4:
-        spent = dict(info.get("spent") or {})  # a subtask's spend; a record of older code
-        return spent if before is None else max(before, spent, key=_tally)
-    now, inp, out, cost = call
-    state = _rolled(budget, before, now)
-    state["input"] += inp
-    state["output"] += out
-    state["cost"] += cost
-    if budget.window_s is not None and state.get("window_start") is None:
-        state["window_start"] = now
-    if budget.sliding:
-        state["calls"] = sorted([*state["calls"], list(call)])
-    return state
-
-
-def counted_usage(usage: TokenUsage | None) -> TokenUsage | None:
-    """The usage a budget counts: what the provider reported, a negative count as 0.
-
-    A provider's answer is not trusted to lower a spend: a negative token count (a broken
-    or hostile provider, a gateway's rewrite) would otherwise take that much off the key's
-    (or the subtask's) spend, and the budget would never be reached.
-
-    Args:
-        usage: the usage the answer reported (``None``: none).
-
-    Returns:
-        The usage with every count at least 0 (``None`` for ``None``).
-    """
-    if usage is None or (usage.input_tokens >= 0 and usage.output_tokens >= 0):
-        return usage
-    return TokenUsage(input_tokens=max(0, usage.input_tokens),
-                      output_tokens=max(0, usage.output_tokens))
-
-
-def _rolled(budget: Budget, spent: dict[str, Any] | None, now: float) -> dict[str, Any]:
-    """The spend of the window ``now`` falls in (a fresh one when the last has ended)."""
-    state = dict(spent or {})
-    calls = [list(c) for c in state.get("calls", [])]
-    start = state.get("window_start")
-    if budget.window_s is not None and budget.sliding:
-        if not calls and (state.get("input") or state.get("output") or state.get("cost")):
-            # counted under fixed windows, or none: its totals as one call, at its window's
-            # start (none: now), so a switch to a sliding window does not forget them
-            calls = [[start if start is not None else now, state.get("input", 0),
-                      state.get("output", 0), state.get("cost", 0.0)]]
-        calls = [c for c in calls if c[0] > now - budget.window_s]
-        start = calls[0][0] if calls else None
-    elif budget.window_s is not None and start is not None and now >= start + budget.window_s:
-        start, calls = None, []
-        state = {}
-    totals = ({"input": sum(c[1] for c in calls), "output": sum(c[2] for c in calls),
-               "cost": sum(c[3] for c in calls)} if budget.sliding else
-              {"input": state.get("input", 0), "output": state.get("output", 0),
-               "cost": state.get("cost", 0.0)})
-    return {**totals, "window_start": start, "calls": calls if budget.sliding else []}
-
-
-def _window_end(budget: Budget, state: dict[str, Any], now: float) -> float:
-    assert budget.window_s is not None
-    if budget.sliding and state["calls"]:  # when enough of the oldest calls drop out
-        return float(state["calls"][0][0]) + budget.window_s
-    start = state.get("window_start")
-    return (start if start is not None else now) + budget.window_s
-
 
 class AgentSpend:
     """What one subtask spent of an agent budget, shared by its keys (thread-safe).

@@ -45,12 +45,13 @@ from ..api import (
     ToolResult,
     WaitTimeoutError,
 )
-from ._budgets import budgeted_call, merged_spend, spend_key, stored_spend
+from ._budgets import budgeted_call
 from ._failures import clip, failure_text
 from ._model_calls import MAX_ANSWER_DEPTH, deeper_than
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
+from ._spend import merged_spend, spend_key, stored_spend
 from .context._memory import read_path
 from .recorder._state import CallKind
 from .recorder._versioning import recorded_to_missing

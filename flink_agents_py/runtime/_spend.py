@@ -1,0 +1,212 @@
+"""A key's spend entry through a budgeted chat model setup: read, rolled, merged.
+
+The primitives of ``runtime._budgets``: where a key keeps its spend (``_budget.<setup>`` in
+its short-term memory, keyed state), how an entry is checked when read back (a restored,
+edited or older entry: each count a finite number within 64 bits, never below 0), how a
+window rolls on the wall clock, how one call's spend is merged into the entry as its
+action ends, and what a provider's usage counts as.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ..api import Budget, BudgetStateError, TokenUsage
+
+__all__ = ["MEMORY_PREFIX", "counted_usage", "merged_spend", "spend_key", "stored_spend",
+           "counted", "rolled", "spend_problem", "window_end"]
+
+MEMORY_PREFIX = "_budget"
+"""Short-term memory entries ``_budget.<setup>`` hold each key's spend per setup."""
+
+
+def spend_key(setup_name: str, plan_path: Sequence[str] = ()) -> str:
+    """The entry of a setup's spend in the key's short-term memory.
+
+    Args:
+        setup_name: the chat model setup's name.
+        plan_path: the internal sub-agents the setup is declared in, from the agent down
+            (``()``: the agent's own setup).
+
+    Returns:
+        The memory path: ``_budget.<setup>``, or ``_budget.<sub-agent>/<setup>`` for a
+        sub-agent's setup (its spend is the key's too, across the sub-agent's calls).
+    """
+    return f"{MEMORY_PREFIX}.{'/'.join([*plan_path, setup_name])}"
+
+
+def _number(value: Any) -> bool:  # a finite count keyed state can hold (within 64 bits)
+    return not isinstance(value, bool) and isinstance(value, (int, float)) \
+        and math.isfinite(value) and abs(value) < 2**63
+
+
+def spend_problem(entry: Any) -> str | None:
+    """What makes ``entry`` no spend a budget can read (``None``: it is one).
+
+    Args:
+        entry: a ``_budget.<setup>`` value as a key's memory holds it.
+
+    Returns:
+        The reason, as the end of a sentence (``"its input is 'ten', not a number..."``).
+    """
+    if not isinstance(entry, dict):
+        return f"it is a {type(entry).__name__}, not a spend (a mapping of input, output, cost)"
+    for field in ("input", "output", "cost"):
+        value = entry.get(field, 0)
+        if not _number(value):
+            return f"its {field} is {value!r}, not a number keyed state holds (finite, 64-bit)"
+    start = entry.get("window_start")
+    if start is not None and not _number(start):
+        return f"its window_start is {start!r}, not a time"
+    calls = entry.get("calls", [])
+    if not isinstance(calls, list) or not all(
+            isinstance(c, list) and len(c) == 4 and all(_number(v) for v in c) for c in calls):
+        return "its calls are not [time, input, output, cost] lists of numbers"
+    return None
+
+
+def stored_spend(entry: Any, setup_name: str, key: Any, path: str) -> dict[str, Any] | None:
+    """A key's spend entry as a budget reads it: checked, each count at least 0.
+
+    A negative count (an entry written by an action, or by code from before a provider's
+    negative usage was counted as 0) would lower the spend, so it counts as 0.
+
+    Args:
+        entry: the value at ``path`` in the key's short-term memory (``None``: none yet).
+        setup_name: the chat model setup (for the error).
+        key: the key (for the error).
+        path: the entry's path (for the error).
+
+    Returns:
+        The spend (``None`` when there is none).
+
+    Raises:
+        BudgetStateError: when the entry is not a spend (naming the setup, key and path).
+    """
+    if entry is None:
+        return None
+    problem = spend_problem(entry)
+    if problem is not None:
+        raise BudgetStateError(setup_name, key, path, problem)
+    return counted(entry)
+
+
+def counted(entry: dict[str, Any]) -> dict[str, Any]:
+    """A readable spend entry with each count at least 0."""
+    spend = dict(entry)
+    for field in ("input", "output", "cost"):
+        spend[field] = max(0, spend.get(field, 0))
+    spend["calls"] = [[c[0], *(max(0, v) for v in c[1:])] for c in entry.get("calls", [])]
+    return spend
+
+
+def _tally(state: dict[str, Any]) -> tuple[float, float, float]:
+    return (state.get("window_start") or 0.0, state.get("input", 0) + state.get("output", 0),
+            state.get("cost", 0.0))
+
+
+def merged_spend(budget: Budget, committed: Any, info: dict[str, Any]) -> dict[str, Any]:
+    """The key's spend entry once one call's spend is counted in it (at its action's end).
+
+    A per-key budget's call adds what it spent (``info["call"]``: its time, ``None``
+    without a window, its input and output tokens and cost) to the spend committed when its
+    action ends, not to the one it read when it started: chats of a key that run at once
+    (or in a sub-agent) each count.
+    An agent budget's entry keeps the subtask's latest spend (the larger one of the later
+    window), read back after a restore.
+
+    Args:
+        budget: the setup's budget.
+        committed: the entry as the key's memory holds it (``None``: none yet).
+        info: the call's ``metadata["budget"]``.
+
+    Returns:
+        The entry's new value.
+    """
+    before = counted(committed) if spend_problem(committed) is None else None  # else: gone
+    call = info.get("call")
+    if info.get("scope") == "agent" or not isinstance(call, list) or len(call) != 4:
+        spent = dict(info.get("spent") or {})  # a subtask's spend; a record of older code
+        return spent if before is None else max(before, spent, key=_tally)
+    now, inp, out, cost = call
+    state = rolled(budget, before, now)
+    state["input"] += inp
+    state["output"] += out
+    state["cost"] += cost
+    if budget.window_s is not None and state.get("window_start") is None:
+        state["window_start"] = now
+    if budget.sliding:
+        state["calls"] = sorted([*state["calls"], list(call)])
+    return state
+
+
+def counted_usage(usage: TokenUsage | None) -> TokenUsage | None:
+    """The usage a budget counts: what the provider reported, a negative count as 0.
+
+    A provider's answer is not trusted to lower a spend: a negative token count (a broken
+    or hostile provider, a gateway's rewrite) would otherwise take that much off the key's
+    (or the subtask's) spend, and the budget would never be reached.
+
+    Args:
+        usage: the usage the answer reported (``None``: none).
+
+    Returns:
+        The usage with every count at least 0 (``None`` for ``None``).
+    """
+    if usage is None or (usage.input_tokens >= 0 and usage.output_tokens >= 0):
+        return usage
+    return TokenUsage(input_tokens=max(0, usage.input_tokens),
+                      output_tokens=max(0, usage.output_tokens))
+
+
+def rolled(budget: Budget, spent: dict[str, Any] | None, now: float) -> dict[str, Any]:
+    """The spend of the window ``now`` falls in (a fresh one when the last has ended).
+
+    A window (or a sliding window's call) starting more than one window after ``now`` is
+    no current window: written where the clock was ahead (a restore on a machine whose
+    clock is behind), it would hold the key for the whole skew; it counts as ended.
+
+    Args:
+        budget: the budget (its window).
+        spent: the spend as kept (``None``: nothing yet).
+        now: the wall clock, in seconds.
+
+    Returns:
+        ``input``, ``output``, ``cost``, ``window_start`` (``None``: no window started)
+        and ``calls`` (a sliding window's calls, ``[time, input, output, cost]``).
+    """
+    state = dict(spent or {})
+    calls = [list(c) for c in state.get("calls", [])]
+    start = state.get("window_start")
+    if budget.window_s is not None and budget.sliding:
+        if not calls and (state.get("input") or state.get("output") or state.get("cost")):
+            # counted under fixed windows, or none: its totals as one call, at its window's
+            # start (none: now), so a switch to a sliding window does not forget them
+            calls = [[start if start is not None else now, state.get("input", 0),
+                      state.get("output", 0), state.get("cost", 0.0)]]
+        calls = [c for c in calls if now - budget.window_s < c[0] <= now + budget.window_s]
+        start = calls[0][0] if calls else None
+    elif budget.window_s is not None and start is not None and not (
+            start - budget.window_s <= now < start + budget.window_s):
+        start, calls, state = None, [], {}  # ended, or over a window ahead (a clock behind)
+    totals = ({"input": sum(c[1] for c in calls), "output": sum(c[2] for c in calls),
+               "cost": sum(c[3] for c in calls)} if budget.sliding else
+              {"input": state.get("input", 0), "output": state.get("output", 0),
+               "cost": state.get("cost", 0.0)})
+    return {**totals, "window_start": start, "calls": calls if budget.sliding else []}
+
+
+def window_end(budget: Budget, state: dict[str, Any], now: float) -> float:
+    """When the spend ``state`` (as ``rolled`` returns it) stops counting, in seconds.
+
+    Returns:
+        The wall-clock time: a fixed window's end, or when a sliding window's oldest call
+        drops out.
+    """
+    assert budget.window_s is not None
+    if budget.sliding and state["calls"]:  # when enough of the oldest calls drop out
+        return float(state["calls"][0][0]) + budget.window_s
+    start = state.get("window_start")
+    return (start if start is not None else now) + budget.window_s
