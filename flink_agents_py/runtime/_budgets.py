@@ -31,7 +31,7 @@ import asyncio
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..api import (
@@ -41,14 +41,15 @@ from ..api import (
     ChatResponse,
     ResourceType,
 )
-from ._spend import MEMORY_PREFIX, counted_usage, spend_key
+from ._spend import MEMORY_PREFIX, counted_usage, spend_key, stored_spend
 from ._spend import counted as _counted
 from ._spend import rolled as _rolled
 from ._spend import spend_problem as _spend_problem
 from ._spend import window_end as _window_end
 from .context._memory import read_path
 
-__all__ = ["AgentSpend", "agent_spend", "budgeted_call", "count_replayed", "spend_adopter"]
+__all__ = ["AgentSpend", "agent_spend", "budgeted_call", "count_replayed", "fallback_guard",
+           "fallback_spends", "spend_adopter"]
 
 _PENDING_POLL_S = 0.02
 """A call waiting for the calls in flight of an agent budget to settle looks this often."""
@@ -226,19 +227,25 @@ def count_replayed(resources: Any, model: str, outcome: Any) -> None:
     Args:
         resources: the execution's resources (``get`` by name, ``parallelism``).
         model: the chat model setup's name the call was made through.
-        outcome: the replayed value (only a ``ChatResponse`` of an agent budget counts).
+        outcome: the replayed value (only a ``ChatResponse`` of an agent budget counts: its
+            setup's, or an answering fallback's own, ``metadata["fallback_budget"]``).
     """
-    info = outcome.metadata.get("budget") if isinstance(outcome, ChatResponse) else None
-    if not isinstance(info, dict) or info.get("scope") != "agent":
+    if not isinstance(outcome, ChatResponse):
         return
-    try:
-        setup = resources.get(model, ResourceType.CHAT_MODEL)
-    except Exception:  # noqa: BLE001 - the setup is gone (an upgrade): nothing to count in
-        return
-    budget, spent = getattr(setup, "budget", None), info.get("spent", {})
-    if isinstance(setup, ChatModelSetup) and getattr(budget, "scope", None) == "agent" \
-            and _spend_problem(spent) is None:
-        agent_spend(setup, resources.parallelism).adopt(_counted(spent), time.time())
+    own = outcome.metadata.get("fallback_budget")  # an answering fallback's own budget
+    for name, info in ((model, outcome.metadata.get("budget")),
+                       (own.get("setup") if isinstance(own, dict) else None, own)):
+        if not isinstance(info, dict) or info.get("scope") != "agent" \
+                or not isinstance(name, str):
+            continue
+        try:
+            setup = resources.get(name, ResourceType.CHAT_MODEL)
+        except Exception:  # noqa: BLE001 - the setup is gone (an upgrade): nothing to count
+            continue
+        budget, spent = getattr(setup, "budget", None), info.get("spent", {})
+        if isinstance(setup, ChatModelSetup) and getattr(budget, "scope", None) == "agent" \
+                and _spend_problem(spent) is None:
+            agent_spend(setup, resources.parallelism).adopt(_counted(spent), time.time())
 
 
 def spend_adopter(core: Any, now: float | None = None
@@ -353,6 +360,86 @@ async def _agent_call(
     if asked is not setup:
         metadata.setdefault("model_setup", asked.resource_name)
     return response.model_copy(update={"metadata": metadata})
+
+
+def fallback_spends(setup: ChatModelSetup, resolve: Callable[[str], ChatModelSetup],
+                    memory: dict[str, Any], key: Any, plan_path: Sequence[str] = ()
+                    ) -> dict[str, dict[str, Any] | None] | None:
+    """The key's spend through each setup a chat may fall back to that has its own budget.
+
+    A setup's fallbacks (``fallbacks``, its budget's ``fallback``, and theirs in turn) are
+    resolved; each with a ``budget`` gets the key's entry read, as the chat's own setup's is.
+
+    Args:
+        setup: the chat's setup.
+        resolve: the ``CHAT_MODEL`` setup of a name (one that fails is skipped here: the
+            call reports it when it gets there).
+        memory: the key's short-term memory.
+        key: the key (for errors).
+        plan_path: the sub-agent path of the chat (its entries are under it).
+
+    Returns:
+        The spends by setup name (``None``: nothing yet), or ``None`` when no fallback has
+        a budget (the model call's arguments then stay as before).
+
+    Raises:
+        BudgetStateError: when an entry is not a spend.
+    """
+    seen, todo, spends = {setup.resource_name}, [setup], {}
+    while todo:
+        at = todo.pop()
+        names = [*at.fallbacks, *([at.budget.fallback] if at.budget is not None
+                                  and at.budget.fallback else [])]
+        for name in names:
+            if name in seen:
+                continue
+            seen.add(name)
+            try:
+                found = resolve(name)
+            except Exception:  # noqa: BLE001 - reported by the call, if it gets there
+                continue
+            todo.append(found)
+            if found.budget is not None:
+                entry = spend_key(name, plan_path)
+                spends[name] = stored_spend(read_path(memory, entry), name, key, entry)
+    return spends or None
+
+
+def fallback_guard(own: str, key: Any, spends: dict[str, dict[str, Any] | None],
+                   resolve: Callable[[str], ChatModelSetup], parallelism: int = 1
+                   ) -> Callable[[ChatModelSetup, Callable[[ChatModelSetup],
+                                                           Awaitable[ChatResponse]]],
+                                 Awaitable[ChatResponse]]:
+    """What asks a fallback setup through its own budget (``model_calls.call_model``'s guard).
+
+    A fallback reached by a chat of another setup (one of its ``fallbacks``, or its budget's
+    ``fallback``) is checked against its own budget as a chat naming it would be, and its
+    spend counted in the key's (or, for ``scope="agent"``, the subtask's) entry for it: a
+    budget on a fallback is not bypassed by reaching it as a fallback. Its decision and spend
+    are in the answer's ``metadata["fallback_budget"]`` (``setup`` names it).
+
+    Args:
+        own: the chat's setup name (its budget is checked by the chat itself).
+        key: the chat's key.
+        spends: the key's spend through each budgeted fallback (``fallback_spends``).
+        resolve: the ``CHAT_MODEL`` setup of a name (the fallback's budget's own fallback).
+        parallelism: the subtasks sharing an agent budget.
+
+    Returns:
+        ``guard(setup, ask)``: ``ask(setup)``, through the setup's budget when it has one.
+    """
+    async def guard(current: ChatModelSetup,
+                    ask: Callable[[ChatModelSetup], Awaitable[ChatResponse]]) -> ChatResponse:
+        name = current.resource_name
+        if name == own or current.budget is None or name not in spends:
+            return await ask(current)
+        response = await budgeted_call(current, key, spends[name], ask, resolve,
+                                       parallelism=parallelism)
+        metadata = dict(response.metadata)
+        metadata["fallback_budget"] = {"setup": name, **metadata.pop("budget")}
+        return response.model_copy(update={"metadata": metadata})
+
+    return guard
 
 
 async def budgeted_call(

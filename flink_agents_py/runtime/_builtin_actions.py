@@ -17,7 +17,7 @@ The conversation of an open chat lives in the run's sensory memory under ``_chat
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -27,6 +27,7 @@ from ..api import (
     RESERVED_TOOL_PREFIX,
     AgentsError,
     ApprovalRequest,
+    Budget,
     ChatMessage,
     ChatModelSetup,
     ChatRequestEvent,
@@ -45,7 +46,7 @@ from ..api import (
     ToolResult,
     WaitTimeoutError,
 )
-from ._budgets import budgeted_call
+from ._budgets import budgeted_call, fallback_guard, fallback_spends
 from ._failures import clip, failure_text
 from ._model_calls import MAX_ANSWER_DEPTH, deeper_than
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
@@ -172,6 +173,14 @@ _CORRECTION = ("Your answer cannot be used: {problem}. Answer again with only a 
                "follows the required JSON Schema.")
 
 
+def _own_budget(resolve: Callable[[str], ChatModelSetup], info: Any) -> Budget | None:
+    """The budget of the fallback whose ``metadata["fallback_budget"]`` is ``info``."""
+    try:
+        return resolve(info["setup"]).budget if isinstance(info, dict) else None
+    except Exception:  # noqa: BLE001 - gone since the answer was recorded: nothing to count
+        return None
+
+
 async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     """Drive one chat: model call, tool rounds, structured output, final ``ChatResponseEvent``.
 
@@ -253,15 +262,19 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     invalid: list[dict[str, str]] = chat.setdefault("invalid", [])
 
     async def call_model(messages: list[ChatMessage], output_schema: dict[str, Any] | None,
-                         spent: dict[str, Any] | None = None) -> ChatResponse:
+                         spent: dict[str, Any] | None = None,
+                         others: dict[str, Any] | None = None) -> ChatResponse:
+        n = ctx.resources.parallelism
+        guard = None if others is None else fallback_guard(chat["model"], ctx.key, others,
+                                                           resolve, n)
+
+        def ask(asked: ChatModelSetup) -> Awaitable[ChatResponse]:
+            return _model_call(asked, messages, output_schema, resolve, chat.get("prompt_args"),
+                               guard)
+
         if setup.budget is None:
-            return await _model_call(setup, messages, output_schema, resolve,
-                                     chat.get("prompt_args"))
-        return await budgeted_call(
-            setup, ctx.key, spent,
-            lambda asked: _model_call(asked, messages, output_schema, resolve,
-                                      chat.get("prompt_args")), resolve,
-            parallelism=ctx.resources.parallelism)
+            return await ask(setup)
+        return await budgeted_call(setup, ctx.key, spent, ask, resolve, parallelism=n)
 
     def resolve(name: str) -> ChatModelSetup:
         fallback = ctx.get_resource(name, ResourceType.CHAT_MODEL)
@@ -272,8 +285,8 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
 
     stored = not isinstance(event, ChatRequestEvent)  # the chat is in sensory memory
     # the key's spend through the setup (a sub-agent's setup too: its memory is per call)
-    spend_entry = spend_key(chat["model"], ctx.run.invocations[ctx.env].plan_path
-                            if ctx.env is not None else ())
+    path = ctx.run.invocations[ctx.env].plan_path if ctx.env is not None else ()
+    spend_entry = spend_key(chat["model"], path)
 
     def fail(error: str, traceback: str | None = None) -> None:
         if stored:
@@ -287,9 +300,12 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         first = None
         try:
             args: tuple[Any, ...] = (messages, schema)
-            if setup.budget is not None:  # the key's spend goes in; the call's own comes out
-                args = (messages, schema, stored_spend(read_path(
-                    ctx.key_memory(), spend_entry), chat["model"], ctx.key, spend_entry))
+            others = fallback_spends(setup, resolve, ctx.key_memory(), ctx.key, path) \
+                if setup.fallbacks or setup.budget is not None else None
+            if setup.budget is not None or others:  # the spends go in; the call's come out
+                args = (messages, schema, None if setup.budget is None else stored_spend(
+                    read_path(ctx.key_memory(), spend_entry), chat["model"], ctx.key,
+                    spend_entry), *((others,) if others else ()))
             response: ChatResponse = await ctx.execute_as(
                 CallKind.MODEL, chat["model"], call_model, args)
         except ReplayDivergenceError:
@@ -305,10 +321,14 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                 message=ChatMessage(role=MessageRole.ASSISTANT, content=""),
                 metadata={"error_policy": "ignore", "ignored_error": clip(_describe(e))})))
             return
-        spent = response.metadata.get("budget")
+        spent, own = response.metadata.get("budget"), response.metadata.get("fallback_budget")
         if setup.budget is not None and isinstance(spent, dict):  # counted as the action ends
             ctx.key_merges.append((spend_entry, functools.partial(merged_spend, setup.budget,
                                                                   info=spent)))
+        fb = _own_budget(resolve, own)  # an answering fallback's own budget, if any
+        if fb is not None and isinstance(own, dict):
+            ctx.key_merges.append((spend_key(own["setup"], path), functools.partial(
+                merged_spend, fb, info=own)))
         chat["retries"] = chat.get("retries", 0) + int(response.metadata.get("retries", 0) or 0)
         problem: str | None = None
         try:

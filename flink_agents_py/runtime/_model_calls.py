@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..api import (
@@ -218,7 +218,9 @@ def _checked(response: ChatResponse) -> ChatResponse:
 async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
                      output_schema: dict[str, Any] | None,
                      resolve: Callable[[str], ChatModelSetup],
-                     prompt_args: dict[str, Any] | None = None) -> ChatResponse:
+                     prompt_args: dict[str, Any] | None = None,
+                     guard: Callable[..., Awaitable[ChatResponse]] | None = None
+                     ) -> ChatResponse:
     """One model call of a chat, trying the setup's fallbacks (run as ONE durable call).
 
     Args:
@@ -228,6 +230,8 @@ async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
         resolve: the ``CHAT_MODEL`` setup of a fallback name.
         prompt_args: the request's prompt values, for a setup with its own ``chat`` (which
             fills its prompt at each call); others have the prompt in ``messages``.
+        guard: asks each setup tried as ``guard(setup, ask)`` (``_budgets.fallback_guard``:
+            a fallback through its own budget); ``None``: asked directly.
 
     Returns:
         The response; when a fallback answered, ``metadata["model_setup"]`` names it and
@@ -239,10 +243,13 @@ async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
     names = [setup.resource_name, *setup.fallbacks]
     passed: list[str] = []
     current = setup
+    def ask(asked: ChatModelSetup) -> Awaitable[ChatResponse]:
+        return _ask(asked, messages, output_schema, prompt_args)
+
     for i, name in enumerate(names):
         current = setup if i == 0 else resolve(name)
         try:
-            response = await _ask(current, messages, output_schema, prompt_args)
+            response = await (ask(current) if guard is None else guard(current, ask))
         except Exception as e:  # noqa: BLE001 - the fallbacks decide
             if i + 1 < len(names) and error_class(_cause(e)) in setup.fallback_on:
                 passed.append(f"{name}: {type(e).__name__}: {e}")
