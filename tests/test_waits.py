@@ -15,7 +15,14 @@ from support import waits_agents as wa
 from support.crash import read_counts
 
 from flink_agents_py import AgentsExecutionEnvironment
-from flink_agents_py.api import ExternalEvent
+from flink_agents_py.api import (
+    Agent,
+    ExternalEvent,
+    InputEvent,
+    OutputEvent,
+    RunnerContext,
+    action,
+)
 from flink_agents_py.local import AdvanceTime
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore, InMemoryKeyState
@@ -305,6 +312,49 @@ def test_a_tool_call_is_held_until_approved_and_a_refusal_is_the_tools_result(
     assert result.errors == []
     # the tool ran for the approved call only, once
     assert read_counts(str(tmp_path)) == {("email", "yes@x.org"): 1}
+
+
+
+@pytest.mark.parametrize("payload", [{"approved": "true"}, {"approved": 1}, "yes", None, 1,
+                                     {"reason": "ok"}])
+def test_an_approval_answer_that_cannot_be_read_is_refused_and_the_call_stays_held(
+        tmp_path: pathlib.Path, monkeypatch, payload):
+    # before: read as a rejection, silently (a reviewer's broken answers went unnoticed)
+    from flink_agents_py.api import ApprovalRequest
+
+    monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
+    job = AgentsExecutionEnvironment.local().from_list([{"key": "k", "to": "k@x.org"}])
+
+    def answers():
+        [req] = [r for o in list(job.result.outputs) if (r := ApprovalRequest.of(o))]
+        yield {"key": "k", "correlation_id": req.approval_id, "payload": payload}
+        yield req.approve(by="ann")  # the call was still held: this answer releases it
+
+    result = job.connect(answers()).apply(wa.make_mailer(timeout_s=600)).run()
+    [error] = result.errors
+    assert (error.key, error.error_type, error.execution_id) == (
+        "k", "ExternalEventError", "outside event 0")
+    assert f"is {payload.get('approved') if isinstance(payload, dict) else payload!r}" \
+        in error.message and "not true or false" in error.message
+    assert "the call stays held" in error.message
+    answers_by_key = {o["key"]: o["answer"] for o in result.outputs if "answer" in o}
+    assert answers_by_key == {"k": "\"sent to k@x.org\""}
+    assert read_counts(str(tmp_path)) == {("email", "k@x.org"): 1}
+
+
+class _WaitsForAnApprovalLikeId(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output=await ctx.wait_for("approval:mine", timeout_s=60)))
+
+
+def test_a_wait_for_takes_any_payload_even_under_an_approval_like_id():
+    # only a held tool call's approval is checked; ``ctx.wait_for`` hands over any payload
+    result = AgentsExecutionEnvironment.local().from_list([{"key": "k"}]).connect(
+        [{"key": "k", "correlation_id": "approval:mine", "payload": "yes"}]).apply(
+        _WaitsForAnApprovalLikeId()).run()
+    assert result.outputs == ["yes"] and result.errors == []
 
 
 def test_the_tool_decorator_declares_approval():

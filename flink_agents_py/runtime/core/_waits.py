@@ -150,6 +150,10 @@ class WaitsCore:
             error = UnmatchedEventError(f"outside event with correlation id {cid!r} arrived "
                                         f"for no waiter: {why}")
             return self._refuse(key, state, error, event.model_dump(mode="json"), where)
+        problem = _approval_problem(run, wait, event.payload)
+        if problem is not None:  # the wait goes on waiting for an answer it can read
+            return self._refuse(key, state, ExternalEventError(
+                f"{where}: the answer to approval {cid!r} {problem}"), record, where)
         wait.status = "delivered"
         self._complete_wait(key, run, wait, True, event.payload)
         return self.advance(key, state)
@@ -452,3 +456,28 @@ def _typed_key_hint(key: Any) -> str:
         return (f" (keys are typed: if the records' key is the string {str(key)!r}, send the "
                 f"event with that string as its key, not the number {key!r})")
     return ""
+
+
+def _approval_problem(run: RunState, wait: WaitRecord, payload: Any) -> str | None:
+    """Why ``payload`` is no answer to the approval ``wait`` holds (``None``: it is one).
+
+    An approval (a tool call held by ``requires_approval``) takes ``True``/``False`` or a
+    mapping whose ``approved`` is a boolean (what ``ApprovalRequest.approve``/``reject``
+    build). Anything else (``"yes"``, ``{"approved": "true"}``, ``None``) was rejected
+    silently before, so a reviewer's broken answers went unnoticed: now it is refused to the
+    error output and the call stays held for an answer it can read (or its timeout).
+
+    Returns:
+        The reason, as the end of a sentence starting with the approval's id.
+    """
+    action = run.inflight.get(wait.caller)
+    rec = action.calls.get(str(wait.ordinal)) if action is not None else None
+    if rec is None or rec.kind is not CallKind.APPROVAL or isinstance(payload, bool):
+        return None  # (a wait of ``ctx.wait_for`` takes any payload)
+    if isinstance(payload, dict) and isinstance(payload.get("approved"), bool):
+        return None
+    got = payload.get("approved") if isinstance(payload, dict) else payload
+    what = "its 'approved'" if isinstance(payload, dict) else "its payload"
+    return (f"cannot be read: {what} is {got!r}, not true or false (answer with "
+            "ApprovalRequest.approve() or reject(), or a payload {'approved': true|false, "
+            "...}); the call stays held")
