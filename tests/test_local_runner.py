@@ -270,6 +270,9 @@ def test_key_selector_that_raises_puts_record_in_errors(caplog):
     assert [e.execution_id for e in res.errors] == ["record 1", "record 2"]  # positions
     assert res.errors[0].error_type == "KeyError"
     assert res.errors[1].error_type == "TypeError"
+    assert res.errors[1].message.startswith(  # says it is the key, and what a key may be
+        "the key is ['unhashable'] of type list, which cannot key state")
+    assert "convert it in the key selector" in res.errors[1].message
     # where it failed: the user's selector line, in the error record and in the log
     assert 'return record["key"]' in res.errors[0].traceback
     logged = [r.getMessage() for r in caplog.records if "rejected before it ran" in r.getMessage()]

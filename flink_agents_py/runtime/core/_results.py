@@ -242,10 +242,24 @@ def select_key(key_selector: Callable[[Any], Any], record: Any) -> Any:
     """
     try:
         key = key_selector(record)
-        hash(key)
     except Exception as e:  # noqa: BLE001 - a bad record is reported, not fatal
         return RejectedKey.of(e)
+    try:
+        hash(key)
+    except TypeError as e:  # a dict, a list: say it is the key, and what to do
+        return RejectedKey.of(TypeError(
+            f"the key is {shown_key(key)} of type {type(key).__name__}, which cannot key "
+            f"state ({e}): a key is a str, int, float, bool, None or a tuple of those; "
+            "convert it in the key selector"))
+    except Exception as e:  # noqa: BLE001 - its own __hash__ raised
+        return RejectedKey.of(e)
     return key
+
+
+def shown_key(key: Any, limit: int = 200) -> str:
+    """``repr(key)`` for an error message, cut at ``limit`` characters."""
+    text = repr(key)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} chars)"
 
 
 SHOWN_INPUT_CHARS = 1000
