@@ -361,8 +361,13 @@ def test_a_call_throttled_past_max_throttle_wait_fails_with_the_providers_error(
         flow_control=FlowControl(max_throttle_wait_s=0.3))},
         {"model": {"connection": "conn"}})
     [out] = run(agent, [{"key": "a", "q": "hi"}]).outputs
-    assert out["error"] == "ProviderError: slow down (status 429)"
-    assert 3 <= probes["t-bound"] <= 12  # held about 0.3 s at 0.05 s a turn, then failed
+    # the provider's error, naming the setup, its connection and the time held
+    assert out["error"].startswith("ProviderError: chat model 'model' (connection 'conn') "
+                                   "gave up after its provider throttled the call ")
+    assert "past max_throttle_wait_s (0.3 s)" in out["error"]
+    assert out["error"].endswith("; its last answer: slow down (status 429)")
+    # held 0.05 s as told; throttled again, the backoff (0.5-1 s) passes the bound: failed
+    assert probes["t-bound"] == 2
 
 
 def test_a_retry_after_longer_than_max_throttle_wait_fails_at_once(probes):
@@ -377,7 +382,11 @@ def test_a_retry_after_longer_than_max_throttle_wait_fails_at_once(probes):
     [out] = run(agent, [{"key": "a", "q": "hi"}]).outputs
     assert time.monotonic() - t0 < 30  # not an hour, not the 60 s bound either
     assert out["content"] == "cheap: hi" and out["metadata"]["model_setup"] == "cheap"
-    assert out["metadata"]["fallback_errors"] == ["model: ProviderError: slow down (status 429)"]
+    assert out["metadata"]["fallback_errors"] == [
+        "model: ProviderError: chat model 'model' (connection 'conn') gave up after its "
+        "provider throttled the call once: held 0 s so far, it would have to wait 3600 s more, "
+        "3600 s in all, past max_throttle_wait_s (60 s) (as the provider asked); its last "
+        "answer: slow down (status 429)"]
     assert probes["t-long"] == 1
 
 

@@ -71,7 +71,7 @@ def test_a_later_call_is_not_held_for_an_hour_by_another_calls_retry_after(probe
     later = res.outputs[1]["metadata"]["fallback_errors"]
     assert len(later) == 1 and later[0].startswith(
         "model: ProviderError: chat model 'model' (connection 'conn') was not sent: its "
-        "provider told to wait ")
+        "provider throttled the connection (last answer: status 429, asking to wait 3600 s)")
     assert "past max_throttle_wait_s (2 s)" in later[0] and later[0].endswith("(status 429)")
 
 
@@ -81,7 +81,9 @@ def test_without_a_fallback_the_later_call_fails_at_once_naming_the_connection(p
         flow_control=FlowControl(max_throttle_wait_s=2))}, {"model": {"connection": "conn"}})
     res = _run_bounded(agent, [{"key": "a", "q": "1"}, {"key": "b", "q": "2"}])
     first, second = res.outputs
-    assert first["error"] == "ProviderError: slow down (status 429)"
+    assert first["error"].startswith("ProviderError: chat model 'model' (connection 'conn') "
+                                     "gave up after its provider throttled the call once")
+    assert first["error"].endswith("; its last answer: slow down (status 429)")
     assert second["error"].startswith("ProviderError: chat model 'model' (connection 'conn') "
                                       "was not sent")
     assert probes["hostile-nofb"] == 1
@@ -93,8 +95,10 @@ def test_a_503_retry_after_past_the_bound_is_not_slept_through(probes):
         flow_control=FlowControl(max_throttle_wait_s=2)), error_policy="retry")
     [out] = _run_bounded(agent, [{"key": "a", "q": "1"}]).outputs
     assert out["content"] == "cheap: 1"
-    assert out["metadata"]["fallback_errors"][0].startswith(
-        "model: ProviderError: slow down (status 503)")
+    assert out["metadata"]["fallback_errors"][0] == (
+        "model: ProviderError: chat model 'model' (connection 'conn') was not retried: its "
+        "provider asked to wait 3600 s, past max_throttle_wait_s (2 s); its last answer: "
+        "slow down (status 503)")
 
 
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e999"])

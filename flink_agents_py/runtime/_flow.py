@@ -8,7 +8,9 @@ an operator share it): ``admit`` holds the call until the provider may take it, 
   provider first throttles; then the calls in flight times ``decrease_factor``, at most once
   per gate; one more per ``limit`` calls answered since;
 - a gate: after a throttled answer no call is sent before its ``Retry-After`` (or the rate
-  limit's reset, or a backoff when the provider named no time);
+  limit's reset); the wait after throttled answers in a row grows at least exponentially
+  whatever the provider says (a ``Retry-After`` of 0, negative, tiny or in the past is no
+  reason to send again sooner), and an answer to a call sent after the gate ends the streak;
 - what the provider's rate-limit headers said (requests and tokens left in the window, when
   it resets): when none are left, calls wait for the reset instead of drawing a 429 (calls
   still in flight when a window resets count against the new one's requests);
@@ -42,7 +44,9 @@ more than this)."""
 
 _BACKOFF_FIRST_S = 0.5
 _BACKOFF_MAX_S = 30.0
-"""Gate lengths after throttled answers that name no time: doubling from the first."""
+"""The backoff after throttled answers in a row, in seconds: doubling from the first, at
+most the last (drawn in ``[b/2, b]``). It is the gate when the provider names no positive
+wait, and the least gate from the second throttled answer in a row on."""
 
 
 class FlowStats:
@@ -75,15 +79,27 @@ class FlowStats:
 
 
 class ToldToWaitTooLong(Exception):
-    """The provider told to wait longer than a call may (``FlowController.admit_held``).
+    """A call would wait longer than it may (``FlowController.admit_held``).
 
     Args:
-        wait_s: how long it told to wait from now, in seconds.
+        wait_s: how long the connection is closed from now, in seconds: a throttled
+            answer's gate (its ``Retry-After``, or the backoff after throttled answers in a
+            row) or a spent rate-limit window.
+        window: whether a spent rate-limit window (no requests or tokens left until its
+            reset) is what holds the call, rather than a throttled answer's gate.
+        status: the HTTP status of the connection's last throttled answer (``None``: none
+            was told, or it had no status).
+        asked_s: how long that answer asked to wait, in seconds (its ``Retry-After``, or the
+            reset of the window it said was spent); ``None``: it named no time.
     """
 
-    def __init__(self, wait_s: float) -> None:
+    def __init__(self, wait_s: float, *, window: bool = False, status: int | None = None,
+                 asked_s: float | None = None) -> None:
         self.wait_s = wait_s
-        super().__init__(f"the provider told to wait {wait_s:g} s")
+        self.window = window
+        self.status = status
+        self.asked_s = asked_s
+        super().__init__(f"the connection is closed for {wait_s:g} s more")
 
 
 def _finite(value: float | None, low: float | None = 0.0) -> float | None:
@@ -212,7 +228,10 @@ class FlowController:
         self._newest_info = 0  # the newest call whose answer told the provider's limits
         self._gate_until = 0.0
         self._decrease_until = 0.0
-        self._backoff_n = 0
+        self._streak = 0  # throttled answers in a row (one per gate), 0 after an answer
+        self._streak_ticket = 0  # the last call sent when the streak last grew
+        self._last_status: int | None = None  # the last throttled answer's status...
+        self._last_asked_s: float | None = None  # ... and the wait it asked for, in s
         self._avg_tokens: float | None = None
         self._requests = _Window()
         self._tokens = _Window()
@@ -238,7 +257,14 @@ class FlowController:
         return self._avg_tokens if self._avg_tokens is not None else 1.0
 
     def _told_delay(self, now: float) -> float:
-        """Seconds the provider told to wait before the next call (its gate, its windows)."""
+        """Seconds the provider's answers hold the next call: its gate, its windows.
+
+        The gate is a throttled answer's ``Retry-After``, or the backoff after throttled
+        answers in a row; a window holds calls while it has no requests or tokens left.
+
+        Returns:
+            The seconds, 0 or more.
+        """
         return max(self._gate_until - now,
                    self._requests.delay(1, now, self._tickets, self.stats.in_flight),
                    self._tokens.delay(self._estimate_tokens(), now, self._tickets))
@@ -292,7 +318,9 @@ class FlowController:
                 if max_told_wait_s is not None:
                     told = self._told_delay(now)
                     if told > 0 and now + told > start + max_told_wait_s:
-                        raise ToldToWaitTooLong(told)
+                        raise ToldToWaitTooLong(
+                            told, window=told > self._gate_until - now,
+                            status=self._last_status, asked_s=self._last_asked_s)
                 delay = self._delay(now)
                 if delay <= 0:
                     if held:
@@ -332,14 +360,26 @@ class FlowController:
         return self._tickets
 
     def settle(self, ticket: int, *, throttled: bool, info: RateLimitInfo | None = None,
-               tokens: int | None = None) -> float | None:
+               tokens: int | None = None, status: int | None = None) -> float | None:
         """Count a call as answered and learn from its answer.
+
+        A throttled answer closes the connection's gate for the wait the provider asked for
+        (``Retry-After``, RFC 9110 section 10.2.3: delay seconds or an HTTP date; or the
+        reset of a window its rate-limit headers say is spent). That wait is a floor, not
+        the gate itself: when it is not positive (0, negative, a date in the past) the gate
+        is the backoff, as when the provider names no time; from the second throttled answer
+        in a row on, the gate is at least the backoff (0.5 s doubling to 30 s, drawn in
+        ``[b/2, b]``), so a provider that keeps throttling while saying "now" is not asked
+        again hundreds of times a second. Throttled answers to calls sent before the gate
+        closed count once; an answer to a call sent after it ends the streak.
 
         Args:
             ticket: what ``admit`` returned for the call.
             throttled: whether the provider throttled the call.
             info: what the answer said about the provider's limits.
             tokens: the tokens the call used (input + output), when reported.
+            status: the answer's HTTP status, when it had one (kept for the messages of
+                calls that may not wait so long).
 
         Returns:
             For a throttled call, how long it should wait before it is sent again, in
@@ -365,13 +405,19 @@ class FlowController:
             wait: float | None = None
             if throttled:
                 self.stats.throttled += 1
+                if self._streak == 0 or ticket > self._streak_ticket:
+                    self._streak += 1  # sent after the last throttled answer: again
+                    self._streak_ticket = self._tickets
+                self._last_status = status
                 wait = self._throttled(info, now)
-            elif self.options.adaptive and not math.isinf(self._limit):
-                cap = float(self.options.max_concurrency or math.inf)
-                # slow start (one more per answer) until the first throttle, then additive
-                step = 1.0 if not self._throttled_once else 1.0 / self._limit
-                self._limit = min(cap, self._limit + step)
-                self._backoff_n = 0
+            else:
+                if ticket > self._streak_ticket:
+                    self._streak = 0  # the provider took a call sent after the gate
+                if self.options.adaptive and not math.isinf(self._limit):
+                    cap = float(self.options.max_concurrency or math.inf)
+                    # slow start (one more per answer) until the first throttle, then additive
+                    step = 1.0 if not self._throttled_once else 1.0 / self._limit
+                    self._limit = min(cap, self._limit + step)
             self._sync_stats()
             self._wake(now)
             return wait
@@ -401,11 +447,20 @@ class FlowController:
             if resets:
                 reset = max(0.0, max(resets))
                 told = reset if rounded else max(told or 0.0, reset)
-        if told is None:
-            told = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** self._backoff_n)
-            told = told / 2 + random.random() * told / 2
-            self._backoff_n += 1
-        self._gate_until = max(self._gate_until, now + max(0.0, told))
+        self._last_asked_s = told
+        # the told wait is a floor: a provider that keeps throttling while it says "now" (0,
+        # a negative value, a date in the past, a reset of 0 s) or a few milliseconds is
+        # backed off from as one that names no time (the first positive wait of a streak is
+        # taken as said: a 429 near a window's end is sent again at its reset)
+        backoff = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** min(self._streak - 1, 16))
+        backoff = backoff / 2 + random.random() * backoff / 2
+        if told is None or told <= 0:
+            wait = backoff
+        elif self._streak <= 1:
+            wait = told
+        else:
+            wait = max(told, backoff)
+        self._gate_until = max(self._gate_until, now + wait)
         self._throttled_once = True
         if self.options.adaptive and now >= self._decrease_until:
             base = min(self._limit, float(self.stats.in_flight + 1))

@@ -60,23 +60,119 @@ def _throttling(error: BaseException) -> bool:
                                    and error.retry_after_s is not None)
 
 
-def _told_too_long(setup: ChatModelSetup, connection: ChatModelConnection, wait_s: float,
-                   options: Any, errors: list[str]) -> ProviderError:
-    """The throttled error of a call the provider told to wait past ``max_throttle_wait_s``.
+def _s(seconds: float) -> str:
+    """Seconds as a message says them (``2.5 s``)."""
+    return f"{round(seconds, 3):g} s"
 
-    It names the setup and its connection, and is a 429 (``throttled``): the setup's
+
+def _named(setup: ChatModelSetup, connection: ChatModelConnection) -> str:
+    return (f"chat model {setup.resource_name!r} "
+            f"(connection {connection.resource_name!r})")
+
+
+def _past_bound(held_s: float, wait_s: float, options: Any) -> str:
+    """How long a call was held and would be, against ``max_throttle_wait_s``."""
+    return (f"held {_s(held_s)} so far, it would have to wait {_s(wait_s)} more, "
+            f"{_s(held_s + wait_s)} in all, past max_throttle_wait_s "
+            f"({_s(options.max_throttle_wait_s)})")
+
+
+def _told_too_long(setup: ChatModelSetup, connection: ChatModelConnection,
+                   told: ToldToWaitTooLong, held_s: float, options: Any,
+                   errors: list[str]) -> ProviderError:
+    """The throttled error of a call not sent: its wait would pass ``max_throttle_wait_s``.
+
+    It names the setup and its connection, why the connection is closed (a throttled
+    answer, its status and the wait it asked for; or a spent rate-limit window) and how long
+    the call was held and would be in all. It is a 429 (``throttled``): the setup's
     ``fallbacks`` apply as to a throttled answer.
+
+    Args:
+        setup: the chat model setup of the call.
+        connection: its connection.
+        told: what the controller said (how long the connection is closed, and why).
+        held_s: how long the call was held so far, in seconds (from its first throttled
+            answer, or from its start when it had none).
+        options: the connection's ``FlowControl``.
+        errors: the call's earlier failures (the last one is named).
 
     Returns:
         The error, to raise.
     """
+    if told.window:
+        why = ("its provider's rate-limit window is spent (no requests or tokens left until "
+               "it resets)")
+    else:
+        said = [f"status {told.status}"] if told.status is not None else []
+        said.append("naming no time to wait" if told.asked_s is None
+                    else f"asking to wait {_s(told.asked_s)}")
+        why = f"its provider throttled the connection (last answer: {', '.join(said)})"
     before = f"; before: {errors[-1]}" if errors else ""
     return ProviderError(
-        f"chat model {setup.resource_name!r} (connection {connection.resource_name!r}) was "
-        f"not sent: its provider told to wait {round(wait_s, 3):g} s more (Retry-After or a spent "
-        f"rate-limit window), past max_throttle_wait_s ({options.max_throttle_wait_s:g} s)"
-        f"{before}", status_code=429, retryable=True,
-        rate_limit=RateLimitInfo(retry_after_s=wait_s))
+        f"{_named(setup, connection)} was not sent: {why}; "
+        f"{_past_bound(held_s, told.wait_s, options)}{before}", status_code=429,
+        retryable=True, rate_limit=RateLimitInfo(retry_after_s=told.wait_s))
+
+
+def _gave_up(setup: ChatModelSetup, connection: ChatModelConnection, error: ProviderError,
+             throttles: int, held_s: float, wait_s: float, options: Any) -> ProviderError:
+    """The error of a throttled call that may not be held longer (``max_throttle_wait_s``).
+
+    The provider's own error, named: the setup, its connection, how often the provider
+    throttled the call, what it last asked for, and how long the call was held and would be
+    in all. The status, ``retryable`` and ``rate_limit`` are the provider's (error policies
+    and fallbacks see a throttled error as before).
+
+    Args:
+        setup: the chat model setup of the call.
+        connection: its connection.
+        error: the provider's last answer (429 or 529).
+        throttles: the throttled answers the call got.
+        held_s: seconds from its first throttled answer to its last.
+        wait_s: seconds the controller would hold it again (``FlowController.settle``).
+        options: the connection's ``FlowControl``.
+
+    Returns:
+        The error, to raise from ``error``.
+    """
+    asked = error.retry_after_s
+    if asked is None:
+        said = "the provider named no time to wait: a backoff"
+    elif asked + 0.001 >= wait_s:
+        said = "as the provider asked"
+    else:
+        said = (f"the provider asked for {_s(asked)}; a longer backoff after throttled "
+                f"answers in a row")
+    times = "once" if throttles == 1 else f"{throttles} times in a row"
+    named = ProviderError(
+        f"{_named(setup, connection)} gave up after its provider throttled the call "
+        f"{times}: {_past_bound(held_s, wait_s, options)} ({said}); its last answer: {error}",
+        retryable=error.retryable, rate_limit=error.rate_limit)
+    named.status_code = error.status_code  # its message already ends with the status
+    return named
+
+
+def _not_retried(setup: ChatModelSetup, connection: ChatModelConnection,
+                 error: ProviderError, options: Any) -> ProviderError:
+    """The error of a call whose provider asked to wait past ``max_throttle_wait_s`` to retry.
+
+    Args:
+        setup: the chat model setup of the call.
+        connection: its connection.
+        error: the provider's answer (a 5xx with a ``Retry-After``).
+        options: the connection's ``FlowControl``.
+
+    Returns:
+        The error (the provider's status, ``retryable`` and ``rate_limit``), to raise from
+        ``error``.
+    """
+    named = ProviderError(
+        f"{_named(setup, connection)} was not retried: its provider asked to wait "
+        f"{_s(error.retry_after_s or 0.0)}, past max_throttle_wait_s "
+        f"({_s(options.max_throttle_wait_s)}); its last answer: {error}",
+        retryable=error.retryable, rate_limit=error.rate_limit)
+    named.status_code = error.status_code
+    return named
 
 
 async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
@@ -109,7 +205,8 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
             ticket, held_s = await flow.admit_held(
                 options.max_throttle_wait_s - (time.monotonic() - bound_from))
         except ToldToWaitTooLong as e:
-            raise _told_too_long(setup, connection, e.wait_s, options, errors) from None
+            raise _told_too_long(setup, connection, e, time.monotonic() - bound_from,
+                                 options, errors) from None
         waited += held_s
         settled = False
         response: Any = None
@@ -119,30 +216,42 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
                                              with_prompt=False, prompt_args=prompt_args)
         except Exception as e:  # noqa: BLE001 - classified, then held, retried or raised
             gate = flow.settle(ticket, throttled=_throttling(e),
-                               info=getattr(e, "rate_limit", None))
+                               info=getattr(e, "rate_limit", None),
+                               status=getattr(e, "status_code", None))
             settled = True
             now = time.monotonic()
+            failed: BaseException = e  # what the call fails with: named when flow control ends it
             if error_class(e) == "throttled" and options.hold_throttled:
+                assert isinstance(e, ProviderError)
                 first_throttle = now if first_throttle is None else first_throttle
                 # held only while the provider's wait fits in what is left of the bound
                 if now + (gate or 0.0) - first_throttle <= options.max_throttle_wait_s:
                     throttles += 1  # held: the controller's gate decides when it goes again
                     continue
-            errors.append(f"{type(e).__name__}: {e}")
+                failed = _gave_up(setup, connection, e, throttles + 1, now - first_throttle,
+                                  gate or 0.0, options)
             told = e.retry_after_s if isinstance(e, ProviderError) else None
             too_long = told is not None and not told <= options.max_throttle_wait_s
-            if attempt + 1 < attempts and _retryable(e) and not too_long:
+            retry = attempt + 1 < attempts and _retryable(e)
+            if retry and too_long and failed is e and isinstance(e, ProviderError):
+                failed = _not_retried(setup, connection, e, options)
+            if failed is not e:
+                failed.__cause__ = e
+            errors.append(f"{type(failed).__name__}: {failed}")
+            if retry and not too_long:
                 await asyncio.sleep(_backoff(setup, attempt, e))
                 attempt += 1
                 continue
             if attempt == 0:
-                raise
+                if failed is e:
+                    raise
+                raise failed from e
             from ._builtin_actions import ChatCallFailed  # its records name it there
 
             retries = "retry" if attempt == 1 else "retries"
             raise ChatCallFailed(
                 f"{errors[-1]} (after {attempt + 1} attempts, {attempt} {retries}; earlier "
-                f"errors: {'; '.join(errors[:-1])})") from e
+                f"errors: {'; '.join(errors[:-1])})") from failed
         finally:
             if not settled:  # answered, or cancelled
                 usage = getattr(response, "usage", None)
