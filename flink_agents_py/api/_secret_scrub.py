@@ -9,6 +9,11 @@ credential-named entries as ``MASK`` (``mask_credentials``).
 
 from __future__ import annotations
 
+import builtins
+import copy
+import dataclasses
+import sys
+from types import GetSetDescriptorType, MemberDescriptorType, SimpleNamespace
 from typing import Any
 
 from ._secrets import (
@@ -69,81 +74,346 @@ def _scrub_http_message(message: Any) -> None:
                 pass
 
 
-def _scrub_attr(value: Any, seen: set[int]) -> Any:
-    """``value`` masked, or scrubbed in place.
+_MAX_DEPTH = 32
+"""How deep ``scrub_exception`` walks nested data; anything deeper showing a known secret in
+its ``repr`` is replaced by ``MASK``."""
+
+_SCALARS = (int, float, complex, bool, type(None))
+_LINKS = frozenset({"args", "__cause__", "__context__", "__traceback__", "__suppress_context__",
+                    "__dict__", "__weakref__", "__notes__", "exceptions"})
+"""An exception's fields walked on their own (or never: its traceback)."""
+
+
+def _shown(value: Any) -> str:
+    try:
+        return f"{value!s} {value!r}"
+    except Exception:  # noqa: BLE001 - a str or repr that fails: nothing shown to mask
+        return ""
+
+
+class _Walk:
+    """One ``scrub_exception``: what each object visited became (cycles end there)."""
+
+    def __init__(self) -> None:
+        self.done: dict[int, Any] = {}
+        self.alive: list[Any] = []  # the visited objects, so that no id is reused meanwhile
+
+    def value(self, value: Any, depth: int) -> Any:
+        """``value`` masked: itself when it holds no known secret, else a masked copy.
+
+        Texts, bytes and containers (dicts, lists, tuples, sets, frozensets: their type
+        kept), pydantic models and dataclasses come back as masked copies; an exception
+        is masked in place (``exception``); an HTTP message in place (its headers, URL and
+        body); any other object as it is.
+
+        Returns:
+            The masked value.
+        """
+        if isinstance(value, str):
+            return mask_secrets(value)
+        if isinstance(value, _SCALARS):
+            return value
+        if isinstance(value, (bytes, bytearray)):
+            masked = _mask_bytes(bytes(value))
+            return value if masked == value else type(value)(masked)
+        key = id(value)
+        if key in self.done:
+            return self.done[key]
+        if depth > _MAX_DEPTH:
+            return MASK if _holds_secret(_shown(value)) else value
+        self.done[key] = value  # a cycle back to it finds it as it is
+        self.alive.append(value)
+        result = self._object(value, depth + 1)
+        self.done[key] = result
+        return result
+
+    def _object(self, value: Any, depth: int) -> Any:
+        if isinstance(value, BaseException):
+            return self.exception(value, depth)
+        if isinstance(value, (dict, list)):
+            return self._mutable(value, depth)
+        if isinstance(value, (tuple, set, frozenset)):
+            items = [self.value(v, depth) for v in value]
+            if all(a is b for a, b in zip(items, value, strict=True)):
+                return value
+            return _rebuilt(value, items)
+        if _is_model(value):
+            return self._fields(value, depth, dict(vars(value)),
+                                getattr(value, "__pydantic_extra__", None) or {},
+                                getattr(value, "__pydantic_private__", None) or {})
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return self._fields(value, depth, {f.name: getattr(value, f.name, None)
+                                               for f in dataclasses.fields(value)}, {}, {})
+        if isinstance(value, SimpleNamespace):
+            return self._fields(value, depth, dict(vars(value)), {}, {})
+        if hasattr(value, "headers") and (hasattr(value, "_content") or hasattr(value, "url")):
+            _scrub_http_message(value)
+            request = getattr(value, "_request", None)  # a response's request (httpx)
+            if request is not None and request is not value:
+                _scrub_http_message(request)
+        return value
+
+    def _mutable(self, value: dict[Any, Any] | list[Any], depth: int) -> Any:
+        """A dict or a list masked.
+
+        Its copy is made before its items are walked: an item reaching back to it (a cycle)
+        finds the copy.
+
+        Returns:
+            The copy, when an item changed; else ``value``.
+        """
+        masked: Any = _rebuilt(value, [])
+        self.done[id(value)] = masked
+        if isinstance(value, dict):
+            pairs = [(self.value(k, depth), self.value(v, depth)) for k, v in value.items()]
+            changed = any(a is not k or b is not v
+                          for (a, b), (k, v) in zip(pairs, value.items(), strict=True))
+            if changed:
+                masked.update(pairs)
+        else:
+            items = [self.value(v, depth) for v in value]
+            changed = any(a is not b for a, b in zip(items, value, strict=True))
+            if changed:
+                masked.extend(items)
+        return masked if changed else value
+
+    def _fields(self, value: Any, depth: int, fields: dict[str, Any], extra: dict[str, Any],
+                private: dict[str, Any]) -> Any:
+        """A shallow copy of ``value`` with its masked fields.
+
+        pydantic's extra and private fields are set in their dicts, the others past
+        ``__setattr__`` (a frozen model or dataclass too).
+
+        Returns:
+            The copy (``value`` when no field changed; its masked text when it cannot be
+            copied).
+        """
+        changed = [{k: m for k, v in part.items() if (m := self.value(v, depth)) is not v}
+                   for part in (fields, extra, private)]
+        if not any(changed):
+            return value
+        try:
+            masked = copy.copy(value)
+            for k, v in changed[0].items():
+                object.__setattr__(masked, k, v)
+            for attr, part in (("__pydantic_extra__", changed[1]),
+                               ("__pydantic_private__", changed[2])):
+                if part:
+                    object.__setattr__(masked, attr, {**getattr(masked, attr), **part})
+        except Exception:  # noqa: BLE001 - one that cannot be copied: its masked text
+            return mask_secrets(_shown(value))
+        return masked
+
+    def exception(self, exc: BaseException, depth: int) -> BaseException:
+        """``exc`` masked in place; a masked copy when some of it cannot be changed.
+
+        Walked: its ``args``, its attributes (``__dict__``, slots, the fields of Python's
+        own exception types: an ``OSError``'s ``filename``, a ``SyntaxError``'s ``text``),
+        its ``__notes__``, a group's sub-exceptions and its ``__cause__``/``__context__``.
+
+        Returns:
+            ``exc``, or the masked copy (``_masked_copy``).
+        """
+        stuck = False  # something holding a secret could not be replaced
+        args = tuple(self.value(a, depth) for a in exc.args)
+        if any(a is not b for a, b in zip(args, exc.args, strict=True)):
+            stuck |= not _try_set(exc, "args", args)
+        for name, value in _fields_of(exc):
+            masked = self.value(value, depth)
+            if masked is not value:
+                stuck |= not _try_set(exc, name, masked)
+        notes = getattr(exc, "__notes__", None)
+        if isinstance(notes, list):
+            masked_notes = [self.value(n, depth) for n in notes]
+            if any(a is not b for a, b in zip(masked_notes, notes, strict=True)):
+                stuck |= not _try_set(exc, "__notes__", masked_notes)
+        subs: tuple[BaseException, ...] | None = None
+        if isinstance(exc, _group_types()):
+            group: Any = exc
+            subs = tuple(self.value(e, depth) for e in group.exceptions)
+            if all(a is b for a, b in zip(subs, group.exceptions, strict=True)):
+                subs = None
+        for link in ("__cause__", "__context__"):
+            linked = getattr(exc, link)
+            if linked is not None:
+                masked_link = self.value(linked, depth)
+                if masked_link is not linked:
+                    stuck |= not _try_set(exc, link, masked_link)
+        if subs is None and not stuck and not _holds_secret(_shown(exc)):
+            return exc
+        return _masked_copy(exc, args, subs)
+
+
+def _group_types() -> tuple[type, ...]:
+    """The exception group types: Python's (3.11+), the ``exceptiongroup`` backport's."""
+    found = (getattr(builtins, "BaseExceptionGroup", None),
+             getattr(sys.modules.get("exceptiongroup"), "BaseExceptionGroup", None))
+    return tuple(t for t in found if isinstance(t, type))
+
+
+def _is_model(value: Any) -> bool:
+    from pydantic import BaseModel
+
+    return isinstance(value, BaseModel)
+
+
+def _rebuilt(value: Any, items: list[Any]) -> Any:
+    """A container of ``value``'s type holding ``items`` (pairs for a dict).
 
     Returns:
-        A text or a container masked (one holding no secret as it is, its tuples kept); an
-        exception or an HTTP message itself, masked in place.
+        The container; of the nearest built-in type when ``value``'s own takes other
+        arguments.
     """
-    if isinstance(value, str):
-        return mask_secrets(value)
-    if isinstance(value, (dict, list, tuple)):
-        try:
-            shown = repr(value)
-        except Exception:  # noqa: BLE001 - a repr that fails: masked anyway
-            shown = MASK
-        if shown is not MASK and not (has_known_secret(shown) or _holds_secret(shown)):
-            return value
-        return mask_value(value) if not isinstance(value, tuple) else tuple(mask_value(value))
-    if isinstance(value, bytes):
-        return _mask_bytes(value)
-    if isinstance(value, BaseException):
-        _scrub_one(value, seen)
-    elif hasattr(value, "headers") and (hasattr(value, "_content") or hasattr(value, "url")):
-        _scrub_http_message(value)
-        request = getattr(value, "_request", None)  # a response's request (httpx)
-        if request is not None and request is not value:
-            _scrub_http_message(request)
-    return value
-
-
-def _scrub_one(exc: BaseException, seen: set[int]) -> None:
-    if id(exc) in seen:
-        return
-    seen.add(id(exc))
+    cls = type(value)
     try:
-        exc.args = tuple(_scrub_attr(a, seen) for a in exc.args)
-    except Exception:  # noqa: BLE001 - an exception class that refuses new args
-        pass
-    for name, value in list(getattr(exc, "__dict__", {}).items()):
-        if name.startswith("__"):
-            continue
+        if isinstance(value, (dict, list)):
+            masked = copy.copy(value)  # a defaultdict keeps its factory
+            masked.clear()
+            if isinstance(masked, dict):
+                masked.update(items)
+            else:
+                masked.extend(items)
+            return masked
+        if isinstance(value, tuple) and hasattr(cls, "_make"):  # a named tuple
+            return cls._make(items)
+        return cls(items)
+    except Exception:  # noqa: BLE001 - a subclass taking other arguments
+        for base in (dict, list, tuple, set, frozenset):
+            if isinstance(value, base):
+                return base(items)
+        raise
+
+
+def _fields_of(exc: BaseException) -> list[tuple[str, Any]]:
+    """An exception's attributes: its ``__dict__``'s, its slots and built-in fields.
+
+    Returns:
+        ``(name, value)`` pairs; dunder names and the links walked apart are left out.
+    """
+    fields = [(k, v) for k, v in getattr(exc, "__dict__", {}).items()
+              if not k.startswith("__")]
+    named = {k for k, _ in fields}
+    for cls in type(exc).__mro__:
+        for name, field in vars(cls).items():
+            if (name in _LINKS or name in named or name.startswith("__")
+                    or not isinstance(field, (MemberDescriptorType, GetSetDescriptorType))):
+                continue
+            named.add(name)
+            try:
+                fields.append((name, getattr(exc, name)))
+            except Exception:  # noqa: BLE001 - an unset slot
+                continue
+    return fields
+
+
+def _try_set(exc: BaseException, name: str, value: Any) -> bool:
+    try:
+        setattr(exc, name, value)
+    except Exception:  # noqa: BLE001 - read-only: the caller checks what still shows
         try:
-            masked = _scrub_attr(value, seen)
-            if masked is not value and masked != value:
-                setattr(exc, name, masked)
-        except Exception:  # noqa: BLE001 - a read-only attribute: left as it is
-            pass
-    notes = getattr(exc, "__notes__", None)
-    if isinstance(notes, list):
-        masked_notes = [mask_secrets(n) if isinstance(n, str) else n for n in notes]
-        exc.__notes__ = masked_notes  # type: ignore[attr-defined]
-    for linked in (exc.__cause__, exc.__context__):
-        if linked is not None:
-            _scrub_one(linked, seen)
+            BaseException.__setattr__(exc, name, value)
+        except Exception:  # noqa: BLE001
+            return False
+    return True
+
+
+def _masked_copy(exc: BaseException, args: tuple[Any, ...],
+                 subs: tuple[BaseException, ...] | None) -> BaseException:
+    """A copy of ``exc`` that shows no known secret, of its type when possible.
+
+    Made from the masked ``args`` (a group from its masked message and ``subs``: its
+    ``message`` and sub-exceptions cannot be changed in place), with ``exc``'s masked
+    attributes, notes, cause, context and traceback. When the copy still shows a secret
+    (a ``__str__`` that reads something else), a subclass of its type with the masked text;
+    when none can be made, a ``RuntimeError`` with it.
+
+    Returns:
+        The copy.
+    """
+    cls: Any = type(exc)
+    copied: BaseException | None = None
+    groups = _group_types()
+    if isinstance(exc, groups):
+        group: Any = exc
+        message = mask_secrets(str(group.message))
+        exceptions = list(subs if subs is not None else group.exceptions)
+        for make in (cls, groups[0]):
+            try:
+                copied = make(message, exceptions)
+                break
+            except Exception:  # noqa: BLE001 - a subclass taking other arguments
+                continue
+    else:
+        try:
+            copied = cls(*args)
+        except Exception:  # noqa: BLE001 - a constructor taking other arguments
+            try:
+                copied = cls.__new__(cls, *args)
+                BaseException.__init__(copied, *args)
+            except Exception:  # noqa: BLE001
+                copied = None
+    if copied is not None:
+        _carry(exc, copied)
+        if not _holds_secret(_shown(copied)):
+            return copied
+    text, shown = mask_secrets(str(_safe(str, exc))), mask_secrets(_safe(repr, exc))
+    try:
+        masked_cls: Any = type(cls.__name__, (cls,), {
+            "__str__": lambda self: text, "__repr__": lambda self: shown,
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        copied = masked_cls.__new__(masked_cls)
+        BaseException.__init__(copied, *args)
+    except Exception:  # noqa: BLE001 - a type that cannot be subclassed or made so
+        copied = RuntimeError(f"{cls.__qualname__}: {text}")
+    _carry(exc, copied)
+    return copied
+
+
+def _safe(show: Any, exc: BaseException) -> str:
+    try:
+        return str(show(exc))
+    except Exception:  # noqa: BLE001
+        return f"<{type(exc).__qualname__}>"
+
+
+def _carry(exc: BaseException, copied: BaseException) -> None:
+    """Give ``copied`` what ``exc`` links to, and its (masked) attributes and notes."""
+    for name in ("__cause__", "__context__", "__traceback__", "__suppress_context__"):
+        _try_set(copied, name, getattr(exc, name))
+    state = getattr(copied, "__dict__", None)
+    if isinstance(state, dict):
+        for name, value in getattr(exc, "__dict__", {}).items():
+            state.setdefault(name, value if not isinstance(value, str) else mask_secrets(value))
 
 
 def scrub_exception(exc: BaseException) -> BaseException:
     """Mask the known secrets an exception carries, in place, and return it.
 
     For an SDK's exception the framework chains to one of its own (``raise ProviderError(...)
-    from scrub_exception(e)``): a user catching the framework's error, printing its
-    traceback or looking at its cause, finds the SDK's exception (its type, status and
-    response kept) with the secrets masked in its ``args``, its text attributes
-    (``message``, ``body``: nested dicts and lists walked), ``__notes__``, an HTTP
-    request's or response's headers, URL and body (httpx's), and the same for every
-    exception of its ``__cause__``/``__context__`` chain.
+    from scrub_exception(e)``), and for the exception a failed durable call hands its
+    caller: a user catching it, printing its traceback or looking at its cause, finds the
+    exception (its type, status and response kept) with the secrets masked in its ``args``,
+    its attributes (texts, bytes, and dicts, lists, tuples, sets, pydantic models and
+    dataclasses walked, nested; an HTTP request's or response's headers, URL and body,
+    httpx's), its slots and the fields of Python's own exception types, its ``__notes__``,
+    and the same for each sub-exception of an exception group and every exception of its
+    ``__cause__``/``__context__`` chain (each once: a cycle ends). Containers and models
+    holding a secret are replaced by masked copies of their type; the exceptions are masked
+    in place.
+
+    An exception that cannot be changed so (a group's ``message`` and sub-exceptions, a
+    read-only attribute, a ``__str__`` reading something else) is replaced by a masked copy
+    of its type when one can be made (``_masked_copy``), and linked to in its place.
 
     Nothing is done while no secret is registered.
 
     Returns:
-        ``exc``.
+        ``exc``, or its masked copy (raise that one).
     """
     if not registered_secret_count():
         return exc
-    _scrub_one(exc, set())
-    return exc
+    masked: BaseException = _Walk().value(exc, 0)
+    return masked
 
 
 # -- reprs and validation errors -----------------------------------------------------------

@@ -21,7 +21,10 @@ the encoded text). Encoders differ in which characters they escape (PHP writes `
 ``\u002B`` and ``%2b``, ``quote`` keeps ``/``), so each character other than a letter or a
 digit is matched as itself or in any of its escapes (a JSON ``\uXXXX`` or ``\/``, a
 percent-encoded UTF-8 byte, hex digits in either case): the value is masked whichever of
-its characters an encoder escaped.
+its characters an encoder escaped. A second search finds a value hidden by what a text
+went through (line breaks and whitespace anywhere inside it, HTML character references,
+escapes of every character, quoted-printable soft line breaks, a text escaped twice), in
+the text's canonical form: ``_secret_forms``.
 
 Values shorter than ``MIN_SECRET_CHARS`` characters are not registered: masking a short
 string would blank out ordinary words and numbers everywhere (and a key that short is a
@@ -48,6 +51,8 @@ from typing import Annotated, Any
 from urllib.parse import quote, quote_plus
 
 from pydantic import AfterValidator
+
+from ._secret_forms import canonical, mask_hidden
 
 __all__ = ["MASK", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "MaskedStr", "has_known_secret",
            "is_credential_name", "mask_known", "mask_known_value", "mask_secrets", "mask_value",
@@ -142,10 +147,14 @@ def _escape_pattern(value: str) -> str | None:
     return "".join(ch if ch.isascii() and ch.isalnum() else _char_escapes(ch) for ch in value)
 
 
-class _Registry:
-    """The process's known secrets: a set of values and one regex of all their forms.
+def _longest_first(forms: set[str]) -> list[str]:
+    return sorted(forms, key=lambda f: (-len(f), f))
 
-    Registration takes a lock and builds a new regex; masking reads the current regex
+
+class _Registry:
+    """The process's known secrets: a set of values and the regexes of all their forms.
+
+    Registration takes a lock and builds new regexes; masking reads the current pair
     without a lock (an attribute read is atomic).
     """
 
@@ -154,26 +163,28 @@ class _Registry:
         self._values: set[str] = set()
         self._forms: set[str] = set()
         self._patterns: set[str] = set()
-        self.regex: re.Pattern[str] | None = None
+        self._hidden: set[str] = set()
+        self.regexes: tuple[re.Pattern[str], re.Pattern[str]] | None = None
+        """The regex of the forms, and the one of their canonical forms (``canonical``)."""
 
     def add(self, value: str) -> bool:
         with self._lock:
             if value in self._values:
                 return False
             self._values.add(value)
-            forms = _forms(value)
+            forms = all_forms = _forms(value)
             pattern = _escape_pattern(value)
             if pattern is not None:
                 self._patterns.add(pattern)
                 matches = re.compile(pattern).fullmatch
                 forms = {f for f in forms if not matches(f)}  # the pattern finds those
             self._forms |= forms
+            self._hidden |= {h for f in all_forms if len(h := canonical(f)) >= MIN_SECRET_CHARS}
             # the escape patterns first (they match the longest span of an escaped value),
             # then the exact forms, longest first
-            alternatives = [*sorted(self._patterns),
-                            *(re.escape(f) for f in sorted(self._forms,
-                                                          key=lambda f: (-len(f), f)))]
-            self.regex = re.compile("|".join(alternatives))
+            alternatives = [*sorted(self._patterns), *map(re.escape, _longest_first(self._forms))]
+            self.regexes = (re.compile("|".join(alternatives)),
+                            re.compile("|".join(map(re.escape, _longest_first(self._hidden)))))
             return True
 
     def __len__(self) -> int:
@@ -339,10 +350,7 @@ def mask_secrets(text: str) -> str:
     """
     if not text:
         return text
-    regex = _REGISTRY.regex
-    if regex is not None:
-        text = regex.sub(MASK, text)
-    return _PATTERN_RE.sub(MASK, text)
+    return _PATTERN_RE.sub(MASK, mask_known(text))
 
 
 def has_known_secret(text: str) -> bool:
@@ -351,14 +359,27 @@ def has_known_secret(text: str) -> bool:
     Returns:
         ``True`` when ``mask_known(text)`` would change it.
     """
-    regex = _REGISTRY.regex
-    return regex is not None and bool(text) and regex.search(text) is not None
+    regexes = _REGISTRY.regexes
+    if regexes is None or not text:
+        return False
+    forms, hidden = regexes
+    return forms.search(text) is not None or hidden.search(canonical(text)) is not None
 
 
 def mask_known(text: str) -> str:
-    """``text`` with the registered secrets masked (not the patterns); for hot paths."""
-    regex = _REGISTRY.regex
-    return regex.sub(MASK, text) if regex is not None and text else text
+    """``text`` with the registered secrets masked (not the patterns); for hot paths.
+
+    The forms of ``_forms`` are masked where they stand, then a secret hidden by wrapping,
+    references or escapes (``_secret_forms.canonical``) in the span of text it was made of.
+
+    Returns:
+        The masked text (``text`` itself when nothing matched).
+    """
+    regexes = _REGISTRY.regexes
+    if regexes is None or not text:
+        return text
+    forms, hidden = regexes
+    return mask_hidden(forms.sub(MASK, text), hidden, MASK)
 
 
 MaskedStr = Annotated[str, AfterValidator(mask_secrets)]

@@ -50,7 +50,8 @@ class ResourceEnvironment:
         A resource whose ``open`` raises is closed (best effort) before the error goes on,
         so what it had started (a server process, a client) is released; the next ``get``
         builds and opens it again. The error goes on with the known secrets it carries
-        masked in place (``scrub_exception``: its args, text attributes and cause chain).
+        masked in place (``scrub_exception``: everything it holds, its cause chain too), or
+        as a masked copy of it when it cannot be changed.
 
         Raises:
             ResourceNotFoundError: naming the type and name, and what is declared of that type.
@@ -78,10 +79,13 @@ class ResourceEnvironment:
                 res.open()
             except BaseException as e:
                 _close_quietly(res)  # a half-opened resource (a started server) is released
-                scrub_exception(e)  # its text and cause chain go on without known secrets
-                raise
-            self._built[k] = res
-            return res
+                error = scrub_exception(e)  # its text and cause chain go on without secrets
+                if error is e:
+                    raise
+            else:
+                self._built[k] = res
+                return res
+            raise error  # a masked copy, raised outside the handler: not linked to e
 
     def _built_new(self, rp: ResourcePlan, name: str) -> Resource:
         res = rp.build()
@@ -114,8 +118,12 @@ class ResourceEnvironment:
                 try:
                     res.check()
                 except BaseException as e:
-                    scrub_exception(e)  # a check quoting the key it read: masked in place
-                    raise
+                    error = scrub_exception(e)  # a check quoting the key it read: masked
+                    if error is e:
+                        raise
+                else:
+                    continue
+                raise error  # a masked copy, raised outside the handler: not linked to e
 
     def built(self, resource_type: ResourceType) -> list[tuple[str, Resource]]:
         """The resources of ``resource_type`` built so far, with their names."""

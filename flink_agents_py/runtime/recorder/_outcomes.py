@@ -161,9 +161,9 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
 
     A failure's message, ``args`` and attributes are stored with known secrets masked
     (``api.mask_secrets``): a replay rebuilds the exception from the masked values, and the
-    first run hands over the exception masked in place (``scrub_exception``), so catching
-    it and quoting it shows the same on both. A result
-    holding a known secret (a provider echoing its key in an answer, a tool quoting a
+    first run hands over the exception masked in place (``scrub_exception``: or a masked copy
+    of it when it cannot be changed), so catching it and quoting it shows the same on both.
+    A result holding a known secret (a provider echoing its key in an answer, a tool quoting a
     token) is stored with it masked, and the caller gets it so too: the key enters neither
     keyed state, the journal, nor the agent's data (its memory, outputs).
 
@@ -193,6 +193,10 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
             value = rebuilt
     if not ok:
         exc = value if isinstance(value, BaseException) else DurableExecutionError(str(value))
+        # the caller gets it masked (everything it holds: its args, attributes, notes,
+        # sub-exceptions and cause chain), and it is recorded so: the first run hands over
+        # no more than a replay rebuilds from the record
+        exc = scrub_exception(exc)
         cls = type(exc)
         rec.done, rec.ok = True, False
         rec.error_type = f"{cls.__module__}:{cls.__qualname__}"
@@ -205,9 +209,7 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
                 or v is None}
         rec.error_attrs = mask_value(kept) or None
         rec.traceback = failure_text(exc)
-        # the caller gets it masked too (its args, text attributes and cause chain), as a
-        # replay rebuilds it from the record: the first run hands over no more than a replay
-        value = scrub_exception(exc)
+        value = exc
     return ok, value
 
 
