@@ -349,12 +349,12 @@ async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
     Raises:
         ChatCallFailed: when the last setup tried failed after retries.
     """  # noqa: DOC501, DOC502 - raised by _ask; the AssertionError marks unreachable code
-    names = [setup.resource_name, *setup.fallbacks]
-    passed: list[str] = []
-    current = setup
     def ask(asked: ChatModelSetup) -> Awaitable[ChatResponse]:
         return _ask(asked, messages, output_schema, prompt_args)
 
+    names = [setup.resource_name, *setup.fallbacks]
+    passed: list[str] = []
+    current = setup
     for i, name in enumerate(names):
         current = setup if i == 0 else resolve(name)
         try:
