@@ -15,7 +15,7 @@ more. ``bound_state(fn)`` describes that part, the same in every process:
   fetch_stock()``, nor ``lambda: feeds.weather()`` ``lambda: feeds.stock()``: lambdas of one
   function share their qualified name);
 - a callable object (an instance with ``__call__``): its state, as for a bound method's
-  ``__self__``;
+  ``__self__`` (for a class made in a function, with what the class holds: see below);
 - a ``staticmethod`` or ``classmethod`` object, or a standard-library wrapper that keeps the
   function it wraps in ``__wrapped__`` (``functools.lru_cache``, ``functools.cache``): what
   the function inside binds.
@@ -52,7 +52,15 @@ The stable form of a bound value (``stable_form``):
   (``__dict__`` and ``__slots__`` entries, dunder names left out but ``__wrapped__``: what
   a class-based decorator made with ``functools.update_wrapper`` calls); an object found inside
   those attributes that has no JSON form counts by its type name only (a client's session,
-  connection pool or cache is not walked: its state changes as it is used).
+  connection pool or cache is not walked: its state changes as it is used). An object of a
+  class made in a function (not importable by ``module:qualname``) adds what its class
+  holds: plain-data class attributes, and what its methods (``__call__``...) close over or
+  default to (``_hidden_state.class_state``);
+- a value object in which that walk finds no attributes but whose class pickles itself
+  (numpy scalars and arrays, C extension value types), at any level, is its type name and
+  what its pickling protocol gives (``__reduce_ex__(4)``, walked: functions and classes by
+  name, long bytes by SHA-256, bounded: ``_hidden_state.pickled_state``); one that cannot
+  be pickled, or is past the bounds, counts as an object with no attributes.
 
 Computing the form never fails a call: a ``__durable_identity__`` that raises, or an object
 that cannot be walked, counts by its type name.
@@ -81,6 +89,8 @@ from typing import Any
 
 from ...api import RunnerContext
 from .._serde import digest, dumps, to_json_value
+from ._code import code_constants, code_names
+from ._hidden_state import class_state, pickled_state, pickles_itself
 
 __all__ = ["bound_state", "callees", "enum_classes", "stable_form", "MAX_CALLEES", "MAX_DEPTH"]
 
@@ -201,20 +211,11 @@ def _binds(fn: Any, depth: int, active: set[int]) -> list[Any]:
         if not _made_at_run_time(fn):
             return []
         code = fn.__code__
-        cells = fn.__closure__ or ()
-        part: dict[str, Any] = {}
-        if cells:
-            part["closure"] = {name: _cell(cell, depth, active)
-                               for name, cell in zip(code.co_freevars, cells, strict=False)}
-        if fn.__defaults__:
-            part["defaults"] = [stable_form(v, depth + 1, active) for v in fn.__defaults__]
-        if fn.__kwdefaults__:
-            part["kwdefaults"] = {k: stable_form(v, depth + 1, active)
-                                  for k, v in sorted(fn.__kwdefaults__.items())}
-        consts = _constants(code)
+        part = _held(fn, depth, active)
+        consts = code_constants(code)
         if consts:
             part["consts"] = consts
-        names = _names(code)
+        names = code_names(code)
         if names:
             part["names"] = names
         return [part] if part else []
@@ -231,59 +232,29 @@ def _binds(fn: Any, depth: int, active: set[int]) -> list[Any]:
     return [{"object": stable_form(fn, depth, active)}]  # a callable object: its state
 
 
+def _held(fn: types.FunctionType, depth: int, active: set[int],
+          skip: str = "") -> dict[str, Any]:
+    """A function's closure cells (but ``skip``'s), defaults and keyword defaults."""
+    code, cells = fn.__code__, fn.__closure__ or ()
+    part: dict[str, Any] = {}
+    closure = {name: _cell(cell, depth, active) for name, cell
+               in zip(code.co_freevars, cells, strict=False) if name != skip}
+    if closure:
+        part["closure"] = closure
+    if fn.__defaults__:
+        part["defaults"] = [stable_form(v, depth + 1, active) for v in fn.__defaults__]
+    if fn.__kwdefaults__:
+        part["kwdefaults"] = {k: stable_form(v, depth + 1, active)
+                              for k, v in sorted(fn.__kwdefaults__.items())}
+    return part
+
+
 def _cell(cell: Any, depth: int, active: set[int]) -> Any:
     try:
         contents = cell.cell_contents
     except ValueError:  # a free variable not assigned yet
         return {"$empty": True}
     return stable_form(contents, depth + 1, active)
-
-
-def _constants(code: types.CodeType) -> list[Any]:
-    """The literal constants of ``code`` and of the code nested in it, in order.
-
-    Returns:
-        The constants' JSON forms; ``None`` is left out (interpreters add it or not), nested
-        code is its name and its own constants.
-    """
-    out: list[Any] = []
-    for const in code.co_consts:
-        if const is None:
-            continue
-        if isinstance(const, types.CodeType):
-            out.append({"$code": const.co_name, "consts": _constants(const)})
-        elif isinstance(const, (str, int, bytes, tuple, frozenset)) or type(const) is float:
-            out.append(_literal(const))
-    return out
-
-
-def _names(code: types.CodeType) -> list[str]:
-    """The global and attribute names ``code`` and the code nested in it use, sorted.
-
-    One sorted list for all the nested code, so an interpreter that inlines a comprehension
-    (3.12) gives what one that nests it gives.
-
-    Returns:
-        The names (``co_names``), each once.
-    """
-    found: set[str] = set()
-    stack = [code]
-    while stack:
-        current = stack.pop()
-        found.update(current.co_names)
-        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
-    return sorted(found)
-
-
-def _literal(const: Any) -> Any:
-    if isinstance(const, bytes):
-        return {"$bytes": const.hex()}
-    if isinstance(const, (tuple, frozenset)):
-        items = [_literal(c) for c in const]
-        return items if isinstance(const, tuple) else {"$set": sorted(items, key=dumps)}
-    if type(const) is float and not math.isfinite(const):
-        return {"$float": repr(const)}
-    return const
 
 
 def stable_form(value: Any, depth: int = 0, active: set[int] | None = None,
@@ -391,12 +362,35 @@ def _structure(value: Any, kind: type, depth: int, active: set[int], inside: boo
         return {"$type": _qualified(kind), "made": [stable_form(made, depth + 1, active),
                                                     stable_form(list(args), depth + 1,
                                                                 active)]}
-    if inside or _is_stdlib(kind):  # a socket, a lock, a pool...
+    if _is_stdlib(kind):  # a socket, a lock, a pool...
+        return _type_only(value)
+    if pickles_itself(kind) and not _has_attributes(value):  # np.int64(1), an array...
+        pickled = pickled_state(value, lambda v: stable_form(v, depth + 1, active, True))
+        if pickled is not None:
+            return {"$type": _qualified(kind), "pickled": pickled}
+    if inside:  # a plain object inside another: its type (a client's pool changes)
         return _type_only(value)
     state: dict[str, Any] = {}
     for name, attr in _attributes(value):
         state[name] = stable_form(attr, depth + 1, active, inside=True)
-    return {"$type": _qualified(kind), "state": state}
+    form = {"$type": _qualified(kind), "state": state}
+    shared = class_state(kind, lambda f: _held(f, depth + 1, active, "__class__"),
+                         lambda v: stable_form(v, depth + 2, active, True))
+    if shared:  # a class made in a function: what this version of it holds
+        form[_CLASS_STATE] = shared
+    return form
+
+
+_CLASS_STATE = "$class_state"
+"""Not looked into by ``callees`` (what it names was not kept before: no new divergence)."""
+
+
+def _has_attributes(value: Any) -> bool:
+    """Whether ``_attributes`` finds any (quickly for an object with a ``__dict__``)."""
+    found = getattr(value, "__dict__", None)
+    if isinstance(found, dict) and any(not _dunder(n) or n == _WRAPPED for n in found):
+        return True
+    return bool(_attributes(value))
 
 
 def _attributes(value: Any) -> list[tuple[str, Any]]:
@@ -485,7 +479,7 @@ def _named_in(form: Any, found: set[str], depth: int) -> None:
     """Collect the functions and classes named in a bound state's JSON form."""
     if isinstance(form, dict) and depth <= 4 * MAX_DEPTH + 8:
         found.update(v for k in ("$fn", "$class") if isinstance(v := form.get(k), str))
-        form = list(form.values())
+        form = [v for k, v in form.items() if k != _CLASS_STATE]
     if isinstance(form, list) and depth <= 4 * MAX_DEPTH + 8:
         for value in form:
             _named_in(value, found, depth + 1)
@@ -546,7 +540,7 @@ def _resolved_names(fn: types.FunctionType, found: set[str]) -> None:
     """
     if _library_code(fn):
         return
-    names = _names(fn.__code__)
+    names = code_names(fn.__code__)
     scope = fn.__globals__
     owners: list[Any] = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
     for name in names:
