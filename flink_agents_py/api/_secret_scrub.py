@@ -26,7 +26,7 @@ from ._secrets import (
     registered_secret_count,
 )
 
-__all__ = ["mask_credentials", "mask_validation_error", "scrub_exception"]
+__all__ = ["group_types", "mask_credentials", "mask_validation_error", "scrub_exception"]
 
 
 def _holds_secret(text: str) -> bool:
@@ -228,7 +228,7 @@ class _Walk:
             if any(a is not b for a, b in zip(masked_notes, notes, strict=True)):
                 stuck |= not _try_set(exc, "__notes__", masked_notes)
         subs: tuple[BaseException, ...] | None = None
-        if isinstance(exc, _group_types()):
+        if isinstance(exc, group_types()):
             group: Any = exc
             subs = tuple(self.value(e, depth) for e in group.exceptions)
             if all(a is b for a, b in zip(subs, group.exceptions, strict=True)):
@@ -244,7 +244,7 @@ class _Walk:
         return _masked_copy(exc, args, subs)
 
 
-def _group_types() -> tuple[type, ...]:
+def group_types() -> tuple[type, ...]:
     """The exception group types: Python's (3.11+), the ``exceptiongroup`` backport's."""
     found = (getattr(builtins, "BaseExceptionGroup", None),
              getattr(sys.modules.get("exceptiongroup"), "BaseExceptionGroup", None))
@@ -332,7 +332,7 @@ def _masked_copy(exc: BaseException, args: tuple[Any, ...],
     """
     cls: Any = type(exc)
     copied: BaseException | None = None
-    groups = _group_types()
+    groups = group_types()
     if isinstance(exc, groups):
         group: Any = exc
         message = mask_secrets(str(group.message))

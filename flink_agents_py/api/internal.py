@@ -23,7 +23,7 @@ from ._loops import close_loop_clients, register_loop_owner
 from ._memory import MemoryObject, memory_ref_of
 from ._metric_groups import agent_metric_group
 from ._resources import import_qualified, resource_type_argument
-from ._secret_scrub import scrub_exception
+from ._secret_scrub import group_types, scrub_exception
 from ._secrets import (
     SECRET_VALUE_PATTERNS,
     MaskedStr,
@@ -59,6 +59,7 @@ __all__ = [
     "event_class_tag",
     "event_from_json",
     "event_to_send",
+    "group_types",
     "has_known_secret",
     "import_qualified",
     "resource_type_argument",

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 from ...api import DurableExecutionError, ReplayDivergenceError, SerializationError, mask_secrets
 from ...api.internal import (
+    group_types,
     has_known_secret,
     import_qualified,
     mask_value,
@@ -150,6 +151,36 @@ def _json_or_none(value: Any) -> Any:
         return None
 
 
+_GROUP = "$exceptions"
+"""Marks an exception group's sub-exceptions in its recorded ``args`` (their forms)."""
+
+
+def _exception_form(exc: BaseException) -> dict[str, Any]:
+    """What a record keeps of an exception: its type, message, args and attributes, masked.
+
+    An exception group's ``args`` are its message and ``{"$exceptions": [...]}``, the
+    forms of its sub-exceptions (groups nested in it too), so a replay rebuilds the group
+    an ``except*`` clause matches as it did (before, a replayed group was a
+    ``DurableExecutionError``).
+
+    Returns:
+        ``type`` (``module:qualname``), ``message``, ``args`` (``None``: no JSON form) and
+        ``attrs`` (``None``: none).
+    """
+    cls = type(exc)
+    if isinstance(exc, group_types()):
+        group: Any = exc  # (typed by Python 3.11+ only)
+        args: Any = [mask_secrets(group.message),
+                     {_GROUP: [_exception_form(e) for e in group.exceptions]}]
+    else:
+        args = mask_value(_json_or_none(list(exc.args)))
+    attrs = {k: v for k, v in vars(exc).items() if not k.startswith("_")} \
+        if hasattr(exc, "__dict__") else {}
+    kept = {k: j for k, v in attrs.items() if (j := _json_or_none(v)) is not None or v is None}
+    return {"type": f"{cls.__module__}:{cls.__qualname__}", "message": mask_secrets(str(exc)),
+            "args": args, "attrs": mask_value(kept) or None}
+
+
 def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[bool, Any]:
     """Write an outcome into ``rec``.
 
@@ -197,17 +228,10 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
         # sub-exceptions and cause chain), and it is recorded so: the first run hands over
         # no more than a replay rebuilds from the record
         exc = scrub_exception(exc)
-        cls = type(exc)
         rec.done, rec.ok = True, False
-        rec.error_type = f"{cls.__module__}:{cls.__qualname__}"
-        # keyed state, checkpoints and journals leave the process: known secrets are masked
-        rec.error_message = mask_secrets(str(exc))
-        rec.error_args = mask_value(_json_or_none(list(exc.args)))
-        attrs = {k: v for k, v in vars(exc).items() if not k.startswith("_")} \
-            if hasattr(exc, "__dict__") else {}
-        kept = {k: j for k, v in attrs.items() if (j := _json_or_none(v)) is not None
-                or v is None}
-        rec.error_attrs = mask_value(kept) or None
+        form = _exception_form(exc)  # keyed state and journals leave the process: masked
+        rec.error_type, rec.error_message = form["type"], form["message"]
+        rec.error_args, rec.error_attrs = form["args"], form["attrs"]
         rec.traceback = failure_text(exc)
         value = exc
     return ok, value
@@ -244,13 +268,32 @@ def rebuild_exception(rec: CallRecord) -> BaseException:
     Returns:
         The exception.
     """
-    type_path, message = rec.error_type, rec.error_message
+    return _rebuilt(rec.error_type, rec.error_message, rec.error_args, rec.error_attrs)
+
+
+def _rebuilt(type_path: str | None, message: str | None, recorded_args: list[Any] | None,
+             recorded_attrs: dict[str, Any] | None) -> BaseException:
+    """``rebuild_exception`` of one recorded exception form (a group's members too)."""
     try:
         cls = import_qualified(type_path or "")
     except Exception:  # noqa: BLE001 - fall back to a generic, still-typed error
         cls = None
+    group = recorded_args[1].get(_GROUP) if isinstance(recorded_args, list) \
+        and len(recorded_args) == 2 and isinstance(recorded_args[1], dict) else None
+    groups = group_types()
+    if isinstance(cls, type) and groups and issubclass(cls, groups) \
+            and isinstance(group, list) and recorded_args is not None:
+        members = [_rebuilt(f.get("type"), f.get("message"), f.get("args"), f.get("attrs"))
+                   for f in group if isinstance(f, dict)]
+        made: Any = cls  # (typed by Python 3.11+ only)
+        try:
+            rebuilt: BaseException = made(str(recorded_args[0]), members)
+        except Exception:  # noqa: BLE001 - e.g. a member that is no Exception any more
+            made = groups[0]
+            rebuilt = made(str(recorded_args[0]), members)
+        return rebuilt
     if isinstance(cls, type) and issubclass(cls, Exception):
-        args = [from_json_value(a) for a in rec.error_args] if rec.error_args is not None \
+        args = [from_json_value(a) for a in recorded_args] if recorded_args is not None \
             else [message]
         exc: BaseException | None
         try:
@@ -262,14 +305,17 @@ def rebuild_exception(rec: CallRecord) -> BaseException:
             except Exception:  # noqa: BLE001
                 exc = None
         if exc is not None:
-            for k, v in (rec.error_attrs or {}).items():
+            for k, v in (recorded_attrs or {}).items():
                 try:
                     setattr(exc, k, from_json_value(v))
                 except Exception:  # noqa: BLE001 - a read-only attribute: skipped
                     pass
-            if rec.error_args is None or str(exc) == message:
+            if recorded_args is None or str(exc) == message:
                 return exc
-            exc.args = tuple(args)
+            try:
+                exc.args = tuple(args)
+            except Exception:  # noqa: BLE001 - args it will not take: its message decides
+                pass
             if str(exc) == message:
                 return exc
             try:  # a __str__ that is not built from args: keep the recorded message
