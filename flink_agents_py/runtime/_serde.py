@@ -38,10 +38,12 @@ from ..api.internal import (
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
            "digest", "dumps", "loads_record",
-           "is_tagged_model",
+           "is_tagged_model", "MODEL_TAG",
            "json_text", "loads"]
 
-_MODEL_TAG = "$model"
+MODEL_TAG = "$model"
+"""The key of a stored pydantic model's class (``{"$model": "module:Class", "data": ...}``)."""
+_MODEL_TAG = MODEL_TAG
 _PLAIN = frozenset({str, int, bool, type(None)})  # exact types that are their own JSON form
 
 

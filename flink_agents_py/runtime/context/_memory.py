@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from ...api import Memory, MemoryRef
 from ...api.internal import MemoryObject, memory_ref_of
-from .._serde import from_json_value, is_tagged_model, to_json_value
+from .._serde import MODEL_TAG, from_json_value, is_tagged_model, to_json_value
 
 __all__ = ["ActionMemory", "RESERVED_ROOTS", "apply_writes", "apply_merges", "priors",
            "read_path", "Clock", "MemoryClock", "KeyMerge", "MemoryLoader"]
@@ -65,6 +65,12 @@ def _split(path: str) -> list[str]:
         shown = path if not isinstance(path, str) or len(path) <= 200 else path[:200] + "..."
         raise ValueError(f"memory path must be dotted names like 'a.b', got {shown!r}")
     parts = path.split(".")
+    if MODEL_TAG in parts:  # a node of these fields would read back as a tagged model
+        raise ValueError(
+            f"memory path {path if len(path) <= 200 else path[:200] + '...'!r} has a field "
+            f"named {MODEL_TAG!r}, the name the runtime keeps for the class of a stored "
+            "pydantic model (a memory object with it and a 'data' field would be read back "
+            "as that class): rename the field")
     if len(path) <= _CACHED_PATH_CHARS:
         if len(_PATHS) >= 4096:
             _PATHS.clear()
