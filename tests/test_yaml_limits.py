@@ -173,3 +173,99 @@ def test_a_control_character_is_a_yaml_error_naming_the_file_not_a_reader_except
     doc.write_bytes(b"agents:\n  - name: a\x1b\n")
     with pytest.raises(YamlError, match=r"agents.yaml.*not valid YAML.*#x001b"):
         load_agents(doc)
+
+
+# --- hostile bytes and sizes: every problem is one YamlError naming the file -------------
+
+ONE_ACTION = ("    actions:\n"
+              "      - {name: s, function: 'builtins:print', on: [InputEvent]}\n")
+
+
+@pytest.mark.parametrize("how", ["path", "path string", "bytes", "binary stream"])
+def test_bytes_that_are_not_utf8_are_a_yaml_error_naming_file_line_and_column(tmp_path, how):
+    data = b"agents:\n  - name: \xff\xfe\n" + ONE_ACTION.encode()
+    path = tmp_path / "bad_utf8.yaml"
+    path.write_bytes(data)
+    source = {"path": path, "path string": str(path), "bytes": data,
+              "binary stream": path.open("rb")}[how]
+    with pytest.raises(YamlError) as err:
+        load_agents(source)
+    name = "<string>" if how == "bytes" else str(path)
+    assert err.value.source == name
+    assert err.value.problems == [
+        f"{name}:2: byte 18 (column 11: 0xff) is not UTF-8 (invalid start byte); save the "
+        "file as UTF-8"]
+    assert err.value.__cause__ is None
+
+
+def test_a_document_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(_nodes, "MAX_SOURCE_BYTES", 1000)
+    path = tmp_path / "big.yaml"
+    path.write_text("agents:\n  - name: " + "a" * 2000 + "\n")
+    for source, name in ((path, str(path)), (path.read_text(), "<string>"),
+                         (path.read_bytes(), "<string>")):
+        with pytest.raises(YamlError) as err:
+            load_agents(source)
+        assert err.value.problems == [f"{name}: the document is bigger than 1,000 bytes (0 MiB), "
+                                      "which no document of agents needs; it is not read"]
+    assert _nodes.MAX_SOURCE_BYTES == 1000 and 16 * 1024 * 1024 > 1000
+
+
+def test_the_documented_size_limit_is_16_mib():
+    assert _nodes.MAX_SOURCE_BYTES == 16 * 1024 * 1024
+    big = "agents:\n  - name: " + "a" * _nodes.MAX_SOURCE_BYTES + "\n"
+    with pytest.raises(YamlError, match="bigger than 16,777,216 bytes"):
+        load_agents(big)
+
+
+@pytest.mark.parametrize("where", ["agent", "action", "resource", "unknown key"])
+def test_a_huge_value_is_clipped_in_every_message(where):
+    huge = "x" * 1_000_000
+    doc = {
+        "agent": f"agents:\n  - name: {huge}\n{ONE_ACTION}",
+        "action": f"agents:\n  - name: a\n    actions:\n      - {{name: {huge}, "
+                  "function: 'builtins:print', on: [InputEvent]}\n",
+        "resource": f"agents:\n  - name: a\n{ONE_ACTION}    prompts:\n      - {{name: {huge}, "
+                    "text: hi}\n",
+        "unknown key": f"agents:\n  - name: a\n    {huge[:1000]}: 1\n{ONE_ACTION}",  # YAML
+        # keys of plain style have at most 1024 characters
+    }[where]
+    with pytest.raises(YamlError) as err:
+        load_agents(doc)
+    assert len(str(err.value)) < 5000
+    assert "characters cut" in str(err.value)
+
+
+def test_a_name_over_the_length_limit_is_refused_with_a_clear_message():
+    from flink_agents_py.yaml._specs import MAX_NAME_CHARS
+    ok = "n" * MAX_NAME_CHARS
+    assert list(load_agents(f"agents:\n  - name: {ok}\n{ONE_ACTION}")) == [ok]
+    with pytest.raises(YamlError) as err:
+        load_agents(f"agents:\n  - name: {ok}n\n{ONE_ACTION}")
+    assert err.value.problems[0].startswith("<string>:2: agents[0].name: name 'nnn")
+    assert f"is {MAX_NAME_CHARS + 1} characters long; a name has at most {MAX_NAME_CHARS}" \
+        in err.value.problems[0]
+
+
+def test_a_users_script_outside_the_repository_gets_yaml_errors(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    (tmp_path / "bad.yaml").write_bytes(b"agents:\n  - name: \xff\xfe\n")
+    (tmp_path / "run.py").write_text(textwrap.dedent("""\
+        from flink_agents_py.yaml import YamlError, load_agents
+        for source in ("bad.yaml", "agents:\\n  - name: " + "z" * 5_000_000 + "\\n"):
+            try:
+                load_agents(source)
+            except YamlError as e:
+                print(len(str(e)), str(e).splitlines()[1][:80])
+        """))
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root}
+    proc = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "bad.yaml:2: byte 18 (column 11: 0xff) is not UTF-8" in lines[0]
+    assert int(lines[1].split()[0]) < 5000 and "<string>:2: agents[0].name" in lines[1]

@@ -54,7 +54,8 @@ from pydantic import AfterValidator
 
 from ._secret_forms import canonical, mask_hidden
 
-__all__ = ["MASK", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "MaskedStr", "has_known_secret",
+__all__ = ["MASK", "MESSAGE_MAX_CHARS", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "MaskedStr",
+           "clip", "has_known_secret",
            "is_credential_name", "mask_known", "mask_known_value", "mask_secrets", "mask_value",
            "register_header_secret", "register_resource_secrets", "register_secret",
            "registered_secret_count", "secret_from_env"]
@@ -351,6 +352,38 @@ def mask_secrets(text: str) -> str:
     if not text:
         return text
     return _PATTERN_RE.sub(MASK, mask_known(text))
+
+
+MESSAGE_MAX_CHARS = 4000
+"""The longest failure message a tool result or a chat's error carries (``clip``)."""
+
+
+def clip(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
+    """``text`` when it has at most ``limit`` characters, else its start and end, marked.
+
+    For text made from what a model, a tool or a server wrote (an exception's message, a
+    validator's message quoting the value), which goes back to the model and into records:
+    the start and the end are kept (a validator's message ends with the reason, after the
+    value it quotes). A text that is cut is masked first (``api.mask_secrets``), so no
+    part of a known secret is left at a cut.
+
+    Args:
+        text: the text.
+        limit: the most characters of ``text`` kept.
+
+    Returns:
+        ``text``, or about its first three quarters of ``limit`` characters, then
+        ``[... N of M characters cut ...]``, then its last quarter.
+    """
+    if len(text) <= limit:
+        return text
+    text = mask_secrets(text)  # before a cut could leave part of a secret unrecognised
+    if len(text) <= limit:
+        return text
+    tail = limit // 4
+    head = limit - tail
+    return (f"{text[:head]}[... {len(text) - limit:,} of {len(text):,} characters cut ...]"
+            f"{text[len(text) - tail:]}")
 
 
 def has_known_secret(text: str) -> bool:

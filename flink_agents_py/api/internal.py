@@ -25,8 +25,10 @@ from ._metric_groups import agent_metric_group
 from ._resources import import_qualified, resource_type_argument
 from ._secret_scrub import group_types, scrub_exception
 from ._secrets import (
+    MESSAGE_MAX_CHARS,
     SECRET_VALUE_PATTERNS,
     MaskedStr,
+    clip,
     has_known_secret,
     mask_known,
     mask_known_value,
@@ -51,9 +53,11 @@ __all__ = [
     "MaskedStr",
     "MemoryObject",
     "agent_metric_group",
+    "MESSAGE_MAX_CHARS",
     "RESERVED_TOOL_PREFIX",
     "SECRET_VALUE_PATTERNS",
     "check_texts",
+    "clip",
     "collect_rate_limits",
     "event_class_for",
     "event_class_tag",

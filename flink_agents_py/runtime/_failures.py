@@ -23,9 +23,10 @@ import traceback
 from typing import Any
 
 from ..api import UsageError, mask_secrets
+from ..api.internal import clip
 from ._terminal import log_text
 
-__all__ = ["FailureLog", "FailureMessage", "MESSAGE_MAX_CHARS", "OriginalFailure",
+__all__ = ["FailureLog", "FailureMessage", "OriginalFailure",
            "TRACEBACK_MAX_CHARS", "TRACEBACK_MAX_FRAMES", "clip", "failure_text",
            "format_failure",
            "never_awaited", "redact_text", "reported_error", "with_original"]
@@ -36,8 +37,6 @@ TRACEBACK_MAX_FRAMES = 40
 TRACEBACK_MAX_CHARS = 8000
 """The longest failure text kept (the end is kept: the deepest frames and the error)."""
 
-MESSAGE_MAX_CHARS = 4000
-"""The longest failure message a tool result or a chat's error carries (``clip``)."""
 
 _MAX_CHAIN = 6
 
@@ -55,34 +54,6 @@ def redact_text(text: str) -> str:
         The masked text.
     """
     return mask_secrets(text)
-
-
-def clip(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
-    """``text`` when it has at most ``limit`` characters, else its start and end, marked.
-
-    For text made from what a model, a tool or a server wrote (an exception's message, a
-    validator's message quoting the value), which goes back to the model and into records:
-    the start and the end are kept (a validator's message ends with the reason, after the
-    value it quotes). A text that is cut is masked first (``api.mask_secrets``), so no
-    part of a known secret is left at a cut.
-
-    Args:
-        text: the text.
-        limit: the most characters of ``text`` kept.
-
-    Returns:
-        ``text``, or about its first three quarters of ``limit`` characters, then
-        ``[... N of M characters cut ...]``, then its last quarter.
-    """
-    if len(text) <= limit:
-        return text
-    text = mask_secrets(text)  # before a cut could leave part of a secret unrecognised
-    if len(text) <= limit:
-        return text
-    tail = limit // 4
-    head = limit - tail
-    return (f"{text[:head]}[... {len(text) - limit:,} of {len(text):,} characters cut ...]"
-            f"{text[len(text) - tail:]}")
 
 
 class OriginalFailure(Exception):

@@ -24,7 +24,7 @@ from ..plan import AgentPlan
 from ..runtime import Journal
 from ._process import draw_seeds, restore_elsewhere
 from ._report import PointResult, ReplaySafetyReport, short
-from ._runs import Observed, Setup, TeeJournal, changed_arguments, fault_free, run_recovery
+from ._runs import KeyId, Observed, Setup, TeeJournal, changed_arguments, fault_free, run_recovery
 
 __all__ = ["check_replay_safety", "add_sightings", "restore_again", "repeated_effects"]
 
@@ -48,12 +48,8 @@ class _Baseline:
 def _by_key(items: Iterable[tuple[Any, Any]]) -> dict[Any, list[Any]]:
     out: dict[Any, list[Any]] = collections.defaultdict(list)
     for key, value in items:
-        out[_freeze(key)].append(value)
+        out[KeyId(key)].append(value)  # keys told apart as the runtime does (1 != True)
     return out
-
-
-def _freeze(key: Any) -> Any:
-    return tuple(_freeze(k) for k in key) if isinstance(key, (list, tuple)) else key
 
 
 def _sample(total: int, max_points: int | None) -> list[int]:
@@ -280,7 +276,7 @@ def _judge(ff: _Baseline, point: int, mark: tuple[int, int], rec: Observed, seed
     for message in res.problems[known:]:  # where the key's first new error was raised
         for e, tb in zip(rec.errors, rec.error_tracebacks, strict=False):
             if tb and e not in base.errors and "Divergence" not in e[1][3] \
-                    and message.startswith(f"error records mismatch: key {_freeze(e[0])!r}"):
+                    and message.startswith(f"error records mismatch: key {KeyId(e[0])!r}"):
                 res.details[message] = tb
                 break
 

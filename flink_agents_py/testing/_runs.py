@@ -22,14 +22,23 @@ from typing import TYPE_CHECKING, Any
 
 from ..local import LocalExecutionEnvironment
 from ..plan import AgentPlan
-from ..runtime import CallRecord, ErrorRecord, HostOptions, Journal, Observer
+from ..runtime import (
+    CallRecord,
+    ErrorRecord,
+    HostOptions,
+    Journal,
+    KeyEncodingError,
+    Observer,
+    encode_key,
+)
 from ._report import shape, short
 from ._sentinel import Sighting, watching
 
 if TYPE_CHECKING:
     from ..runtime.internal import CallCommand
 
-__all__ = ["Setup", "Observed", "Recorder", "TeeJournal", "changed_arguments", "fault_free",
+__all__ = ["Setup", "Observed", "Recorder", "KeyId", "TeeJournal", "changed_arguments",
+           "fault_free",
            "run_recovery", "portable", "user_line"]
 
 DIVERGENCE = "ReplayDivergenceError"
@@ -37,7 +46,51 @@ DIVERGENCE = "ReplayDivergenceError"
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
-CallKey = tuple[Any, str]  # (record key, call id)
+
+
+class KeyId:
+    """A record key as the runtime tells keys apart: by its encoded identity.
+
+    Python merges ``1``, ``True`` and ``1.0`` (and ``0.0`` and ``-0.0``) in sets and dicts;
+    the runtime keeps them apart (Flink's default key encoding, ``runtime.encode_key``). The
+    checker keys its bookkeeping by ``KeyId`` so it counts each key's calls, outputs and
+    errors as the runtime does. It shows as the key's value (``repr``).
+
+    Attributes:
+        value: the key's value (lists as tuples, as the runtime keys them).
+        identity: ``runtime.encode_key`` of the value; a key it cannot encode (the key of a
+            rejected record) by its type and ``repr``.
+    """
+
+    __slots__ = ("identity", "value")
+
+    def __init__(self, key: Any) -> None:
+        self.value: Any = key.value if type(key) is KeyId else _tuples(key)
+        try:
+            self.identity: Any = encode_key(self.value)
+        except (KeyEncodingError, TypeError, ValueError):
+            self.identity = (type(self.value).__qualname__, repr(self.value))
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is KeyId and self.identity == other.identity
+
+    def __hash__(self) -> int:
+        return hash(self.identity)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return KeyId, (self.value,)
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+CallKey = tuple[KeyId, str]  # (record key, call id)
 
 
 class Recorder(Observer):
@@ -50,27 +103,28 @@ class Recorder(Observer):
         self.recorded: list[tuple[int, CallKey]] = []
         self.targets: dict[CallKey, str] = {}
         self.digests: dict[CallKey, str] = {}  # the digest of each call's arguments
-        self.outputs: list[tuple[Any, Any]] = []
+        self.outputs: list[tuple[KeyId, Any]] = []
         self.divergences: list[tuple[str, str]] = []  # (message, where in the user's code)
-        self.finished: dict[tuple[Any, str], int] = {}  # (key, execution id) -> callback
+        self.finished: dict[tuple[KeyId, str], int] = {}  # (key, execution id) -> callback
 
     def call_started(self, key: Any, call_id: str, command: CallCommand, replayed: bool) -> None:
-        (self.replayed if replayed else self.executed).append((self.step + 1, (key, call_id)))
-        self.targets[(key, call_id)] = str(command)
+        call_key = (KeyId(key), call_id)
+        (self.replayed if replayed else self.executed).append((self.step + 1, call_key))
+        self.targets[call_key] = str(command)
         call = getattr(command, "call", None)
         shape = getattr(call, "shape", None)  # the values by parameter: what the runtime checks
-        self.digests[(key, call_id)] = shape.partition("/")[0] if shape else \
+        self.digests[call_key] = shape.partition("/")[0] if shape else \
             getattr(call, "digest", "")
 
     def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
-        self.recorded.append((self.step + 1, (key, call_id)))
+        self.recorded.append((self.step + 1, (KeyId(key), call_id)))
 
     def output_emitted(self, key: Any, output: Any, parent: str) -> None:
-        self.outputs.append((key, output))
+        self.outputs.append((KeyId(key), output))
 
     def action_finished(self, key: Any, execution_id: str, action: str,
                         error: BaseException | None) -> None:
-        self.finished.setdefault((key, execution_id), self.step + 1)
+        self.finished.setdefault((KeyId(key), execution_id), self.step + 1)
         if error is not None and DIVERGENCE in {c.__name__ for c in type(error).__mro__}:
             self.divergences.append((f"key {key!r}: {execution_id}: {error}", user_line(error)))
 
@@ -162,7 +216,8 @@ class Observed:
         recorded: the same, per outcome recorded.
         targets: what each call called (``module:qualname``, ``chat:<setup>``...).
         digests: the digest of each call's arguments (the call's, not its record's).
-        outputs: ``(key, portable shape, short repr)`` per output, in order.
+        outputs: ``(key, portable shape, short repr)`` per output, in order (every key here
+            a ``KeyId``: keys told apart as the runtime tells them apart).
         errors: ``(key, (seq, action, execution id, type, message))`` per error record.
         error_tracebacks: each error record's traceback ('' when none), in order.
         divergences: ``(message, user line)`` per action failed with a divergence.
@@ -181,7 +236,7 @@ class Observed:
     errors: list[tuple[Any, Any]] = field(default_factory=list)
     error_tracebacks: list[str] = field(default_factory=list)
     divergences: list[tuple[str, str]] = field(default_factory=list)
-    finished: dict[tuple[Any, str], int] = field(default_factory=dict)
+    finished: dict[tuple[KeyId, str], int] = field(default_factory=dict)
     sightings: list[tuple[int, Sighting]] = field(default_factory=list)
     failure: str = ""
     completed: bool = True
@@ -202,7 +257,7 @@ def portable(value: Any) -> Any:
 
 
 def _error_view(err: ErrorRecord) -> tuple[Any, Any]:
-    return err.key, (err.seq, err.action, err.execution_id, err.error_type, err.message)
+    return KeyId(err.key), (err.seq, err.action, err.execution_id, err.error_type, err.message)
 
 
 @contextlib.contextmanager

@@ -33,7 +33,7 @@ from ..api import (
 )
 from ..api.internal import RESERVED_TOOL_PREFIX, event_class_for, import_qualified
 from ..plan import BUILTIN_ACTIONS
-from ._errors import Loc
+from ._errors import Loc, quoted
 from ._nodes import Report
 from ._specs import (
     CLASS_PATH,
@@ -60,7 +60,7 @@ def unique(report: Report, seen: dict[str, Loc], name: str, loc: Loc, what: str)
         return False  # a placeholder for a bad name: reported already
     if name in seen:
         first = report.index.line(report.translate(seen[name]))
-        report.add((*loc, "name"), f"duplicate {what} name {name!r} (first at line {first})")
+        report.add((*loc, "name"), f"duplicate {what} name {quoted(name)} (first at line {first})")
         return False
     seen[name] = loc
     return True
@@ -74,16 +74,16 @@ def import_object(report: Report, path: str, loc: Loc) -> Any:
     try:
         return import_qualified(path)
     except AgentsError as err:
-        report.add(loc, f"cannot import {path!r}: {err}")
+        report.add(loc, f"cannot import {quoted(path)}: {err}")
     except Exception as err:  # noqa: BLE001 - a module failing at import time
-        report.add(loc, f"importing {path!r} failed: {type(err).__name__}: {err}")
+        report.add(loc, f"importing {quoted(path)} failed: {type(err).__name__}: {err}")
     return None
 
 
 def _import_class(report: Report, path: str, loc: Loc) -> type | None:
     obj = import_object(report, path, loc)
     if obj is not None and not isinstance(obj, type):
-        report.add(loc, f"{path!r} is not a class")
+        report.add(loc, f"{quoted(path)} is not a class")
         return None
     return obj
 
@@ -93,7 +93,7 @@ def _import_function(report: Report, path: str, loc: Loc) -> Callable[..., Any] 
     if fn is None:
         return None
     if not callable(fn):
-        report.add(loc, f"{path!r} is not callable")
+        report.add(loc, f"{quoted(path)} is not callable")
         return None
     return fn
 
@@ -116,11 +116,11 @@ def add_actions(report: Report, spec: AgentSpec, loc: Loc, agent: Agent) -> None
             name = None
         elif action.name in BUILTIN_ACTIONS:
             report.add((*at, "name"),
-                       f"{action.name!r} is the name of a built-in action; rename the action")
+                       f"{quoted(action.name)} is the name of a built-in action; rename the action")
             name = None
         fn = _import_function(report, action.function, (*at, "function"))
         if fn is not None and not _takes_event_and_ctx(fn):
-            report.add((*at, "function"), f"{action.function!r} must take (event, ctx)")
+            report.add((*at, "function"), f"{quoted(action.function)} must take (event, ctx)")
             fn = None
         parsed.append((action, at, name, fn))
     for action, at, name, fn in parsed:
@@ -150,7 +150,7 @@ def _triggers(report: Report, names: Sequence[str], loc: Loc) -> list[str] | Non
         if t is None:
             builtins = ", ".join(c.EVENT_TYPE or "" for c in _BUILTIN_EVENTS)
             report.add((*loc, i),
-                       f"{name!r} names no known event type; use a built-in ({builtins}), "
+                       f"{quoted(name)} names no known event type; use a built-in ({builtins}), "
                        "the EVENT_TYPE of an Event subclass imported by an action's module, or "
                        "an Event subclass's dotted class path")
             continue
@@ -235,7 +235,7 @@ def add_tools(report: Report, spec: AgentSpec, loc: Loc, agent: Agent) -> set[st
         ok = unique(report, seen, tool.name, at, "tool")
         if tool.name.startswith(RESERVED_TOOL_PREFIX):
             report.add((*at, "name"),
-                       f"tool {tool.name!r} starts with the reserved prefix "
+                       f"tool {quoted(tool.name)} starts with the reserved prefix "
                        f"{RESERVED_TOOL_PREFIX!r} (it names sub-agent callables); rename the tool")
             ok = False
         fn = _import_function(report, tool.function, (*at, "function"))
@@ -256,7 +256,7 @@ def _tool_description(report: Report, tool: ToolSpec, fn: Callable[..., Any],
         inst = FunctionTool.from_function(fn, name=tool.name)
         _ = inst.metadata  # the argument schema, built from the signature
     except Exception as err:  # noqa: BLE001 - a signature pydantic cannot describe
-        report.add((*at, "function"), f"cannot describe {tool.function!r} as a tool: "
+        report.add((*at, "function"), f"cannot describe {quoted(tool.function)} as a tool: "
                                       f"{type(err).__name__}: {err}")
         return None
     return tool.description if tool.description is not None else inst.description
@@ -330,7 +330,7 @@ def _check_references(report: Report, at: Loc, args: dict[str, Any], connections
     conn = args.get("connection")
     if isinstance(conn, str) and conn not in connections:
         report.add((*at, "connection"),
-                   f"names connection {conn!r}, which this agent does not declare "
+                   f"names connection {quoted(conn)}, which this agent does not declare "
                    f"(chat_model_connections: {', '.join(sorted(connections)) or 'none'})")
         ok = False
     for key, known, what in (("tools", tools, "tool"), ("subagents", subagents, "sub-agent")):
@@ -340,7 +340,7 @@ def _check_references(report: Report, at: Loc, args: dict[str, Any], connections
         for i, n in enumerate(names):
             if n not in known:
                 report.add((*at, key, i),
-                           f"names {what} {n!r}, which this agent does not declare "
+                           f"names {what} {quoted(n)}, which this agent does not declare "
                            f"({key}: {', '.join(sorted(known)) or 'none'})")
                 ok = False
     return ok
@@ -374,7 +374,7 @@ def resource_arguments(report: Report, entry: ChatModelSetupSpec | ResourceSpec 
             continue
         if forbid and key not in fields:
             allowed = ", ".join([*own, *sorted(fields - set(own))])
-            report.add((*at, key), f"unknown key {key!r} for {what} {cls.__name__}; allowed "
+            report.add((*at, key), f"unknown key {quoted(key)} for {what} {cls.__name__}; allowed "
                                    f"keys: {allowed}", at_key=True)
             ok = False
             continue

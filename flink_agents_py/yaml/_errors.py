@@ -6,11 +6,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api import AgentsError
+from ..api.internal import MESSAGE_MAX_CHARS, clip
 
-__all__ = ["Loc", "YamlError", "YamlProblem", "loc_path"]
+__all__ = ["MESSAGE_MAX_CHARS", "VALUE_MAX_CHARS", "Loc", "YamlError", "YamlProblem",
+           "loc_path", "quoted"]
+
+VALUE_MAX_CHARS = 200
+"""The most characters of a value a message quotes (``quoted``); a longer one is cut."""
 
 Loc = tuple[str | int, ...]
 """A place in the document as keys and list indexes: ``("agents", 0, "actions", 1, "on")``."""
+
+
+def quoted(value: Any, limit: int = VALUE_MAX_CHARS) -> str:
+    """How a message quotes a value of the document: its ``repr``, cut when long.
+
+    A document may hold a huge value (a name of megabytes); a message quotes its start and
+    end and says how much was cut (``api.internal.clip``), so every message stays short.
+
+    Args:
+        value: the value (a name, a key, a path...).
+        limit: the most characters of its ``repr`` kept.
+
+    Returns:
+        ``repr(value)``, or its start, ``[... N of M characters cut ...]`` and its end.
+    """
+    return clip(repr(value), limit)
 
 
 def loc_path(loc: tuple[Any, ...]) -> str:
@@ -20,14 +41,16 @@ def loc_path(loc: tuple[Any, ...]) -> str:
         loc: keys (strings) and list indexes (ints).
 
     Returns:
-        The dotted path; ``""`` for the document itself.
+        The dotted path (a long key cut, as ``quoted`` cuts); ``""`` for the document
+        itself.
     """
     out = ""
     for part in loc:
         if isinstance(part, int):
             out = f"{out}[{part}]"
         else:
-            out = f"{out}.{part}" if out else str(part)
+            part = clip(str(part), VALUE_MAX_CHARS)  # a key of the document may be huge
+            out = f"{out}.{part}" if out else part
     return out
 
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import Agent, ChatModelConnection, PlanError, Resource, ResourceType
+from ..api.internal import clip
 from ..plan import AgentPlan
 from ._build import add_actions, add_classed, add_prompts, add_setups, add_tools, unique
-from ._errors import Loc, YamlError, YamlProblem
+from ._errors import MESSAGE_MAX_CHARS, Loc, YamlError, YamlProblem, quoted
 from ._nodes import Report, original_loc, parse, read_source
 from ._nodes import _Loader as _Loader  # the YAML 1.2 loader: tests read YAML as we do
 from ._react import add_react, react_subagent_defaults
@@ -94,11 +95,11 @@ def load_agent(path_or_text: str | os.PathLike[str] | bytes | Any,
         OSError: when the file cannot be read.
     """
     agents, (source, used) = _load(path_or_text)
-    listed = ", ".join(agents)
+    listed = clip(", ".join(agents), MESSAGE_MAX_CHARS // 2)
     if name is not None:
         if name not in agents:
             raise YamlError(source, [YamlProblem(
-                source, None, "", f"no agent named {name!r} (agents: {listed})")])
+                source, None, "", f"no agent named {quoted(name)} (agents: {listed})")])
         return agents[name]
     roots = [n for n in agents if n not in used]
     if len(agents) == 1 or len(roots) == 1:
@@ -146,7 +147,7 @@ def _load(path_or_text: Any) -> tuple[dict[str, Agent], tuple[str, set[str]]]:
             AgentPlan.from_agent(info.agent)
         except PlanError as e:
             for p in e.problems:
-                report.add(info.loc, f"agent {info.name!r} does not compile: {p}")
+                report.add(info.loc, f"agent {quoted(info.name)} does not compile: {p}")
             return False
         compiled[info.name] = True
         return True

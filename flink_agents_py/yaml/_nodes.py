@@ -26,9 +26,11 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ._errors import Loc, YamlError, YamlProblem, loc_path
+from ..api.internal import clip
+from ._errors import MESSAGE_MAX_CHARS, Loc, YamlError, YamlProblem, loc_path, quoted
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "NodeIndex", "Parsed", "Report", "Tracked", "describe",
+__all__ = ["MAX_DEPTH", "MAX_NODES", "MAX_SOURCE_BYTES", "NodeIndex", "Parsed", "Report",
+           "Tracked", "describe",
            "parse", "read_source", "read_yaml"]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -39,6 +41,10 @@ document of agents has hundreds)."""
 
 MAX_DEPTH = 64
 """The deepest a document may nest (mappings and lists in mappings and lists)."""
+
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
+"""The biggest document read: 16 MiB (bytes of a file or of ``bytes``, characters of a
+text). A document of agents is a few kilobytes; a bigger one is refused before it is read."""
 
 
 class _OverBudget(Exception):
@@ -189,7 +195,7 @@ class Report:
         where = loc if translated else self.translate(loc)
         if line is None:
             line = self.index.line(where, at_key=at_key)
-        self.problems.append((where, line, message))
+        self.problems.append((where, line, clip(message, MESSAGE_MAX_CHARS)))
 
     def count(self) -> int:
         """How many problems so far (compare two counts to see whether a step added any)."""
@@ -222,26 +228,75 @@ class Parsed:
 def read_source(path_or_text: Any) -> tuple[str, str]:
     """Return ``(text, source name)`` for a path, a file object, bytes or YAML text.
 
+    Bytes (a file's, a binary stream's, ``bytes``) are read as UTF-8. A source bigger than
+    ``MAX_SOURCE_BYTES`` is refused before it is read in full.
+
     Raises:
+        YamlError: naming the source when it is bigger than ``MAX_SOURCE_BYTES``, or when
+            its bytes are not UTF-8 (with the line and column of the first bad byte).
         TypeError: for anything else.
         OSError: when a file cannot be read.
     """
     if isinstance(path_or_text, os.PathLike):
         p = Path(path_or_text)
-        return p.read_text(encoding="utf-8"), str(p)
+        return _read_file(p, str(p))
     if hasattr(path_or_text, "read"):
-        data = path_or_text.read()
-        text = data.decode("utf-8") if isinstance(data, bytes) else str(data)
-        return text, str(getattr(path_or_text, "name", "<stream>"))
+        source = str(getattr(path_or_text, "name", "<stream>"))
+        data = path_or_text.read(MAX_SOURCE_BYTES + 1)
+        _check_size(len(data), source)
+        return (_decode(data, source) if isinstance(data, bytes) else str(data)), source
     if isinstance(path_or_text, bytes):
-        return path_or_text.decode("utf-8"), "<string>"
+        _check_size(len(path_or_text), "<string>")
+        return _decode(path_or_text, "<string>"), "<string>"
     if not isinstance(path_or_text, str):
         raise TypeError(f"expected a path, a file object or YAML text, got "
                         f"{type(path_or_text).__name__}")
+    _check_size(len(path_or_text), "<string>")
     s = path_or_text.strip()
     if "\n" not in s and s and (s.endswith((".yaml", ".yml")) or _is_file(s)):
-        return Path(s).read_text(encoding="utf-8"), s
+        return _read_file(Path(s), s)
     return path_or_text, "<string>"
+
+
+def _read_file(path: Path, source: str) -> tuple[str, str]:
+    with path.open("rb") as f:
+        data = f.read(MAX_SOURCE_BYTES + 1)  # no more than one byte over the limit
+    _check_size(len(data), source)
+    return _decode(data, source), source
+
+
+def _check_size(size: int, source: str) -> None:
+    """Refuse a source of more than ``MAX_SOURCE_BYTES``.
+
+    Raises:
+        YamlError: naming the source and the limit.
+    """
+    if size > MAX_SOURCE_BYTES:
+        raise YamlError(source, [YamlProblem(
+            source, None, "", f"the document is bigger than {MAX_SOURCE_BYTES:,} bytes "
+                              f"({MAX_SOURCE_BYTES // (1024 * 1024)} MiB), which no document "
+                              "of agents needs; it is not read")])
+
+
+def _decode(data: bytes, source: str) -> str:
+    """``data`` read as UTF-8.
+
+    Returns:
+        The text.
+
+    Raises:
+        YamlError: naming the source, the line and the column of the first byte that is
+            not UTF-8.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        bad = data[e.start:e.end].hex(" ")
+        raise YamlError(source, [YamlProblem(
+            source, line, "", f"byte {e.start} (column {column}: 0x{bad}) is not UTF-8 "
+                              f"({e.reason}); save the file as UTF-8")]) from None
 
 
 def _is_file(s: str) -> bool:
@@ -260,8 +315,8 @@ def describe(value: Any) -> str:
     if value is None:
         return "nothing"
     if isinstance(value, str):
-        return repr(value)
-    return f"{value} ({type(value).__name__})"
+        return quoted(value)
+    return f"{clip(str(value), 200)} ({type(value).__name__})"
 
 
 def parse(text: str, report: Report) -> Parsed:
@@ -373,7 +428,7 @@ def _prepare(loader: _Loader, root: Node, report: Report, budget: list[int]) -> 
                 key = k.value if isinstance(k, ScalarNode) else "?"
                 if isinstance(k, ScalarNode) and k.tag != _MERGE_TAG:
                     if k.value in first:
-                        report.add((*loc, key), f"duplicate key {k.value!r} (first at line "
+                        report.add((*loc, key), f"duplicate key {quoted(k.value)} (first at line "
                                    f"{first[k.value].start_mark.line + 1})", translated=True,
                                    line=k.start_mark.line + 1)
                     else:
@@ -420,7 +475,7 @@ def _construct(loader: _Loader, node: Node, loc: Loc, report: Report, unreadable
     if isinstance(node, (MappingNode, SequenceNode)) and node.tag not in _PLAIN_TAGS:
         # a safe loader reads the scalars of a tagged mapping or list as plain data and drops
         # the tag: refused, as an unknown tag on a scalar is (the value never meant data)
-        report.add(loc, f"the tag {node.tag!r} is not read: a document of plain mappings, "
+        report.add(loc, f"the tag {quoted(node.tag)} is not read: a document of plain mappings, "
                    "lists and scalars has no tags", translated=True,
                    line=node.start_mark.line + 1)
         unreadable.add(loc)

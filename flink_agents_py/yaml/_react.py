@@ -12,7 +12,7 @@ from ..agents.react import (
 )
 from ..api import Agent, InputEvent, ResourceDescriptor, ResourceType
 from ._build import import_object
-from ._errors import Loc
+from ._errors import Loc, quoted
 from ._nodes import Report
 from ._specs import AgentSpec
 
@@ -55,19 +55,19 @@ def add_react(report: Report, spec: AgentSpec, loc: Loc, agent: Agent) -> None:
     index = declared.get((ResourceType.CHAT_MODEL, react.chat_model))
     if index is None and react.chat_model not in {e.name for e in spec.chat_model_setups}:
         report.add((*at, "chat_model"),
-                   f"names chat model setup {react.chat_model!r}, which this agent does not "
+                   f"names chat model setup {quoted(react.chat_model)}, which this agent does not "
                    f"declare (chat_model_setups: {', '.join(setups) or 'none'})")
     prompts = {e.name for e in spec.prompts}
     if react.prompt is not None and react.prompt not in prompts:
         listed = ", ".join(sorted(prompts)) or "none"
-        report.add((*at, "prompt"), f"names prompt {react.prompt!r}, which this agent does "
+        report.add((*at, "prompt"), f"names prompt {quoted(react.prompt)}, which this agent does "
                                     f"not declare (prompts: {listed})")
     schema: type[BaseModel] | None = None
     if react.output_schema is not None:
         obj = import_object(report, react.output_schema, (*at, "output_schema"))
         if obj is not None and not (isinstance(obj, type) and issubclass(obj, BaseModel)):
             report.add((*at, "output_schema"),
-                       f"{react.output_schema!r} is not a pydantic model class")
+                       f"{quoted(react.output_schema)} is not a pydantic model class")
         elif obj is not None:
             schema = obj
     if report.under(at) or report.under((*loc, "actions")):

@@ -42,10 +42,12 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ..api import ChatModelSetup, MessageRole, ResourceName
+from ._errors import quoted
 from ._nodes import describe
 
 __all__ = [
-    "CLASS_PATH", "FUNCTION_PATH", "SCHEMA_PATH", "SUBAGENT_KINDS", "ActionSpec", "AgentSpec",
+    "CLASS_PATH", "FUNCTION_PATH", "MAX_NAME_CHARS", "SCHEMA_PATH", "SUBAGENT_KINDS",
+    "ActionSpec", "AgentSpec",
     "ChatModelSetupSpec", "ConnectionSpec", "DocumentSpec", "ExternalSubagentSpec",
     "InternalSubagentSpec", "McpServerSpec", "PromptMessageSpec", "PromptSpec", "ReactSpec",
     "ResourceSpec",
@@ -85,6 +87,19 @@ def _name(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
+MAX_NAME_CHARS = 256
+"""The longest name of an agent, an action, a resource or what names one (a name is an
+identifier in messages, metrics and state, not text)."""
+
+
+def _short_name(value: Any, info: ValidationInfo) -> Any:
+    _name(value, info)
+    if len(value) > MAX_NAME_CHARS:
+        fail(f"{_key(info)} {quoted(value)} is {len(value):,} characters long; a name has "
+             f"at most {MAX_NAME_CHARS}")
+    return value
+
+
 def _text(value: Any, info: ValidationInfo) -> Any:
     if not isinstance(value, str):
         fail(f"{_key(info)} must be a string, got {describe(value)}")
@@ -95,7 +110,7 @@ def _class_path(value: Any, info: ValidationInfo) -> Any:
     _name(value, info)
     if not CLASS_PATH.fullmatch(value):
         hint = " (use dots, not 'module:Class')" if ":" in value else ""
-        fail(f"{value!r} is not a fully-qualified dotted class path like "
+        fail(f"{quoted(value)} is not a fully-qualified dotted class path like "
              f"'pkg.module.Class'{hint}")
     return value
 
@@ -103,7 +118,7 @@ def _class_path(value: Any, info: ValidationInfo) -> Any:
 def _function_path(value: Any, info: ValidationInfo) -> Any:
     _name(value, info)
     if not FUNCTION_PATH.fullmatch(value):
-        fail(f"{value!r} is not a 'module:qualname' function path like "
+        fail(f"{quoted(value)} is not a 'module:qualname' function path like "
              "'my_app.module:function'")
     return value
 
@@ -112,7 +127,7 @@ def _python_only(value: Any) -> Any:
     if not isinstance(value, str):
         fail(f"type must be a string ('python'), got {describe(value)}")
     if value.lower() != "python":
-        fail(f"type {value!r} is not supported: flink-agents-py runs Python actions and "
+        fail(f"type {quoted(value)} is not supported: flink-agents-py runs Python actions and "
              "resources only (cross-language entries such as Apache Flink Agents' "
              "'type: java' cannot run here); remove 'type' or set it to python")
     return "python"
@@ -123,7 +138,7 @@ def _mapping(value: Any, info: ValidationInfo) -> Any:
         fail(f"{_key(info)} must be a mapping, got {describe(value)}")
     bad = [k for k in value if not isinstance(k, str)]
     if bad:
-        fail(f"{_key(info)} keys must be strings, got {bad[0]!r}")
+        fail(f"{_key(info)} keys must be strings, got {quoted(bad[0])}")
     return value
 
 
@@ -186,7 +201,8 @@ def _provider_schema(providers: dict[str, str]) -> dict[str, Any]:
          "description": "A fully-qualified dotted class path: pkg.module.Class."}]}
 
 
-Name = Annotated[str, BeforeValidator(_name), WithJsonSchema({"type": "string", "minLength": 1})]
+Name = Annotated[str, BeforeValidator(_short_name), WithJsonSchema(
+    {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS})]
 Text = Annotated[str, BeforeValidator(_text)]
 ClassPath = Annotated[str, BeforeValidator(_class_path), WithJsonSchema({
     "type": "string", "pattern": f"^{CLASS_PATH.pattern}$",

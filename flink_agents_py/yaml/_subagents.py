@@ -16,7 +16,7 @@ from ..api import (
     SubagentSetup,
 )
 from ._build import import_object, resource_arguments, unique
-from ._errors import Loc
+from ._errors import Loc, quoted
 from ._nodes import Report
 from ._specs import FUNCTION_PATH, ExternalSubagentSpec, InternalSubagentSpec
 
@@ -91,11 +91,11 @@ def _internal_target(report: Report, entry: InternalSubagentSpec, s: Subagent,
         if isinstance(obj, type) and issubclass(obj, Agent):
             obj = obj()
         if not isinstance(obj, Agent):
-            report.add(at, f"{ref!r} is not an Agent class or instance")
+            report.add(at, f"{quoted(ref)} is not an Agent class or instance")
             return
         s.imported_agent = obj
         return
-    report.add(at, f"{ref!r} names no agent of this document (agents: "
+    report.add(at, f"{quoted(ref)} names no agent of this document (agents: "
                    f"{', '.join(agents) or 'none'}); name one, or an Agent by 'module:qualname'")
 
 
@@ -105,7 +105,7 @@ def _external_setup(report: Report, entry: ExternalSubagentSpec, s: Subagent) ->
     if cls is None:
         return
     if not isinstance(cls, type):
-        report.add(at, f"{entry.clazz!r} is not a class")
+        report.add(at, f"{quoted(entry.clazz)} is not a class")
         return
     if not issubclass(cls, SubagentSetup):
         report.add(at, f"{entry.clazz} is not a SubagentSetup subclass (a "
