@@ -5,7 +5,7 @@ from ``runtime._*`` modules themselves (``tests/test_layers.py`` checks).
 """
 
 from ._budgets import spend_adopter
-from ._failures import failure_text
+from ._failures import clip, failure_text
 from ._gauges import live_gauges
 from ._serde import dumps, loads_record
 from ._terminal import escape_controls
@@ -13,5 +13,5 @@ from .core._commands import CallCommand
 from .core._damaged import stored_run
 from .core._observer import event_parent
 
-__all__ = ["CallCommand", "dumps", "escape_controls", "event_parent", "failure_text",
+__all__ = ["CallCommand", "clip", "dumps", "escape_controls", "event_parent", "failure_text",
            "live_gauges", "loads_record", "spend_adopter", "stored_run"]

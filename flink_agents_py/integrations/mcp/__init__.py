@@ -5,7 +5,8 @@
 plan is built, or declared). Needs the ``mcp`` extra; importing this package does not.
 """
 
-from ._bounded import McpMessageTooLarge
+from ._bounded import McpMessageTooLarge, McpServerExited
 from ._server import McpPrompt, McpServer, McpTool, McpToolError
 
-__all__ = ["McpMessageTooLarge", "McpPrompt", "McpServer", "McpTool", "McpToolError"]
+__all__ = ["McpMessageTooLarge", "McpPrompt", "McpServer", "McpServerExited", "McpTool",
+           "McpToolError"]

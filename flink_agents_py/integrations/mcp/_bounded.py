@@ -7,8 +7,10 @@ chunk read, so the client process spends its memory and CPU on one message.
 ``bounded_stdio_client`` reads the server's stdout as bytes and refuses a line longer than
 ``max_bytes``: the server is stopped, the session ends with ``McpMessageTooLarge`` naming the
 server and the bound, and a request waiting for its answer fails with that reason
-(``Connection.call``). The rest follows the SDK's stdio transport and the MCP
-specification's stdio lifecycle
+(``Connection.call``). A server whose stdout ends (it exited, or closed it) ends the
+session too, with ``McpServerExited`` naming the server and its exit code: the call that
+waited fails with it, and the next call starts the server again. The rest follows the SDK's
+stdio transport and the MCP specification's stdio lifecycle
 (https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#stdio and
 ``.../basic/lifecycle#shutdown``): one JSON-RPC message per line, UTF-8, written to the
 server's stdin and read from its stdout; its stderr goes where ``errlog`` says; at the end
@@ -30,7 +32,8 @@ import sys
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
-__all__ = ["McpMessageTooLarge", "PROCESS_EXIT_S", "bound_http_client", "bounded_stdio_client"]
+__all__ = ["McpMessageTooLarge", "McpServerExited", "PROCESS_EXIT_S", "bound_http_client",
+           "bounded_stdio_client"]
 
 PROCESS_EXIT_S = 2.0
 """How long a server may take to exit once its stdin is closed, in seconds (as the SDK)."""
@@ -38,6 +41,10 @@ PROCESS_EXIT_S = 2.0
 
 class McpMessageTooLarge(ConnectionError):
     """An MCP server sent a message longer than its ``max_message_bytes``."""
+
+
+class McpServerExited(ConnectionError):
+    """A stdio MCP server exited (or closed its stdout) while its session was open."""
 
 
 def too_large(where: str, max_bytes: int, what: str) -> McpMessageTooLarge:
@@ -60,8 +67,10 @@ async def bounded_stdio_client(command: list[str], env: dict[str, str] | None,
         errlog: where the server's stderr goes (a file with a descriptor).
         max_bytes: the longest line (one JSON-RPC message) the server may write, in bytes.
         where: the server, as messages name it.
-        on_failure: called with the error text when the transport ends the session (a line
-            over ``max_bytes``), before the session sees it end.
+        on_failure: called with the error (an ``McpMessageTooLarge`` for a line over
+            ``max_bytes``, an ``McpServerExited`` when the server's stdout ended before the
+            session was closed) when the transport ends the session, before the session sees
+            it end.
 
     Yields:
         The read stream (``SessionMessage`` or an ``Exception`` for a line that is not
@@ -90,6 +99,19 @@ async def bounded_stdio_client(command: list[str], env: dict[str, str] | None,
         except ValueError as e:  # not JSON-RPC: the session reports it
             return e
 
+    stopping = False  # set when the session ends the server (its exit is then expected)
+
+    async def exited() -> None:
+        """Report the server's end (its stdout ended while the session was open)."""
+        with anyio.move_on_after(PROCESS_EXIT_S):
+            await process.wait()
+        code = process.returncode
+        how = (f"exited (exit code {code})" if code is not None
+               else "closed its stdout (it is still running)")
+        if not stopping and on_failure is not None:
+            on_failure(McpServerExited(f"MCP server {where} {how}; its session was ended "
+                                       "(the next call starts the server again)"))
+
     async def read() -> None:
         assert process.stdout is not None
         held = bytearray()  # the line being read
@@ -110,9 +132,10 @@ async def bounded_stdio_client(command: list[str], env: dict[str, str] | None,
                         if held.strip():
                             await read_in.send(parsed(bytes(held)))
                         held.clear()
+                await exited()  # before ``read_in`` closes: a waiting call sees the reason
         except McpMessageTooLarge as e:
             if on_failure is not None:
-                on_failure(str(e))
+                on_failure(e)
             raise
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             pass
@@ -148,6 +171,7 @@ async def bounded_stdio_client(command: list[str], env: dict[str, str] | None,
         try:
             yield read_out, write_in
         finally:
+            stopping = True
             with anyio.CancelScope(shield=True):
                 await read_out.aclose()
                 await write_in.aclose()
@@ -179,7 +203,7 @@ def _bounded_body(base: type) -> type:
                 if since > self._max:
                     error = too_large(self._where, self._max, "an HTTP response")
                     if self._on_failure is not None:
-                        self._on_failure(str(error))
+                        self._on_failure(error)
                     raise error
                 yield chunk
 
@@ -221,7 +245,8 @@ def bound_http_client(client: Any, max_bytes: int, where: str, on_failure: Any =
         client: an ``AsyncClient`` of ``httpx`` (or of the fork the SDK uses) not yet opened.
         max_bytes: the most bytes a body may carry without a blank line.
         where: the server, as messages name it.
-        on_failure: called with the error text when a body goes over the bound.
+        on_failure: called with the error (``McpMessageTooLarge``) when a body goes over
+            the bound.
 
     Returns:
         ``client``, its transport wrapped (left as it is, unbounded, when the client has

@@ -19,15 +19,16 @@ the environment where the operator runs and are masked wherever text leaves the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import orjson
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from ...api import (
-    AgentsError,
     ChatMessage,
     MessageRole,
     Prompt,
@@ -36,90 +37,15 @@ from ...api import (
     ResourceError,
     ResourceType,
     ToolMetadata,
-    mask_secrets,
 )
-from ...api.internal import RESERVED_TOOL_PREFIX, scrub_exception
+from ...api.internal import RESERVED_TOOL_PREFIX, mask_known_value, scrub_exception
 from ..chat_models._common import FreshOnUnpickle, secret_env_values
+from ._results import McpToolError, _bounded, _clip, _not_mcp, _short, _tool_value
 from ._session import Connection, list_all, wire
 
 __all__ = ["McpServer", "McpTool", "McpPrompt", "McpToolError"]
 
 log = logging.getLogger("flink_agents_py.mcp")
-
-
-class McpToolError(AgentsError):
-    """An MCP tool answered with ``isError`` (the message is the tool's own text)."""
-
-
-def _short(text: str, limit: int = 2_000) -> str:
-    """A server's text for a message: masked, then cut to ``limit`` characters, saying so."""
-    text = mask_secrets(text)
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}[... {len(text) - limit:,} more characters]"
-
-
-def _bounded(result: Any, tool: str, server: McpServer) -> Any:
-    """``result`` of ``tool``, when its JSON form is at most ``max_result_chars`` long.
-
-    Returns:
-        The result.
-
-    Raises:
-        McpToolError: naming the tool, the server and the bound, when it is longer (the
-            model reads it; the result is not recorded).
-    """
-    limit = server.max_result_chars
-    if limit is None:
-        return result
-    size = len(orjson.dumps(wire(result)))
-    if size > limit:
-        raise McpToolError(f"MCP tool {tool[:100]!r} of {server.where} returned {size:,} "
-                           f"characters, more than max_result_chars={limit:,}")
-    return result
-
-
-def _tool_value(result: Any, output_schema: dict[str, Any] | None = None) -> Any:
-    """A ``tools/call`` result as the tool's return value for the model.
-
-    - ``structuredContent`` when the server gives it; a tool whose output schema is only
-      ``{"result": ...}`` (how FastMCP/MCPServer wrap a tool returning a non-object) gets it
-      unwrapped;
-    - else, content blocks that are all text: one text that is a JSON object or array is
-      parsed (servers return dicts as JSON text), any other text is returned as it is, and
-      several texts are joined by newlines;
-    - else the blocks as wire dicts (images, resources...).
-
-    Args:
-        result: the ``tools/call`` result.
-        output_schema: the tool's output schema, if it declares one.
-
-    Returns:
-        The tool's value.
-
-    Raises:
-        McpToolError: when the result has ``isError`` set (its text is the message).
-    """
-    data = wire(result)
-    blocks = data.get("content") or []
-    texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
-    if data.get("isError"):
-        raise McpToolError("\n".join(texts) or "the MCP tool failed without saying why")
-    structured = data.get("structuredContent")
-    if structured is not None:
-        props = (output_schema or {}).get("properties")
-        if (isinstance(structured, dict) and list(structured) == ["result"]
-                and isinstance(props, dict) and list(props) == ["result"]):
-            return structured["result"]
-        return structured
-    if len(texts) != len(blocks):
-        return blocks
-    if len(texts) == 1 and texts[0].lstrip()[:1] in ("{", "["):
-        try:
-            return orjson.loads(texts[0])
-        except orjson.JSONDecodeError:
-            pass
-    return "\n".join(texts)
 
 
 class McpServer(FreshOnUnpickle, Resource):
@@ -172,6 +98,13 @@ class McpServer(FreshOnUnpickle, Resource):
             ends the session (a stdio server is stopped) and fails the requests waiting on
             it (``McpMessageTooLarge``, naming the server and the bound), instead of growing
             one string in this process until memory runs out. Default 64 MiB.
+        max_tool_description_chars: the longest tool description offered to a chat model
+            (it is sent with every chat): a longer one is cut, its start and end kept around
+            a ``[... N of M characters cut ...]`` marker. Default 4,096.
+
+    A stdio server that exits (or closes its stdout) while its session is open ends the
+    session: the call waiting for an answer fails with ``McpServerExited`` naming the tool,
+    the server and its exit code, and the next call starts the server again.
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.MCP_SERVER
@@ -191,6 +124,7 @@ class McpServer(FreshOnUnpickle, Resource):
     register_prompts: bool = True
     max_result_chars: int | None = Field(default=10_000_000, gt=0)
     max_message_bytes: int = Field(default=64 << 20, gt=0)
+    max_tool_description_chars: int = Field(default=4_096, gt=0)
 
     _conn: Connection | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -353,8 +287,8 @@ class McpServer(FreshOnUnpickle, Resource):
             raise ResourceError(f"MCP server {self.where} has no tool {tool!r} "
                                 f"(it has: {', '.join(sorted(self._tools)) or 'none'})")
         schema = spec.get("inputSchema") or {"type": "object", "properties": {}}
-        return ToolMetadata(name=as_name or tool, description=spec.get("description") or "",
-                            parameters=schema)
+        description = _clip(spec.get("description") or "", self.max_tool_description_chars)
+        return ToolMetadata(name=as_name or tool, description=description, parameters=schema)
 
     async def acall_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
         """Call a tool.
@@ -369,32 +303,69 @@ class McpServer(FreshOnUnpickle, Resource):
         Raises:
             McpToolError: when the tool reports an error, or its result is longer than
                 ``max_result_chars``.
+                ``max_result_chars``, or with a result that is not MCP (naming what is wrong).
             TimeoutError: when it takes longer than ``timeout_s``.
             McpMessageTooLarge: when the server sent a message over ``max_message_bytes``
                 (its session was ended; the next call starts another).
+            McpServerExited: when a stdio server exited during the call (naming the tool and
+                the exit code; the next call starts the server again).
         """
         if self._tools is None:
             await asyncio.to_thread(self._opened)
         conn = await asyncio.to_thread(self._connection)
-        fut = conn.submit(lambda s: s.call_tool(tool, arguments))
-        try:
-            result = await asyncio.wait_for(asyncio.wrap_future(fut), self.timeout_s)
-        except asyncio.TimeoutError:
-            raise TimeoutError(f"MCP tool {tool!r} of {self.where} did not answer within "
-                               f"{self.timeout_s:g} s") from None
-        except Exception:
-            conn.raise_failure()  # the transport ended the session: say why
-            raise
+        with self._tool_errors(tool, conn):
+            fut = conn.submit(lambda s: s.call_tool(tool, arguments))
+            try:
+                result = await asyncio.wait_for(asyncio.wrap_future(fut), self.timeout_s)
+            except asyncio.TimeoutError:
+                raise TimeoutError(f"MCP tool {tool!r} of {self.where} did not answer within "
+                                   f"{self.timeout_s:g} s") from None
         return _tool_value(_bounded(result, tool, self), self._output_schema(tool))
+
+    @contextlib.contextmanager
+    def _tool_errors(self, tool: str, conn: Connection) -> Iterator[None]:
+        """Name the tool and the server in what a ``tools/call`` raises.
+
+        Raises:
+            McpToolError: when the SDK refused the server's answer (what is wrong, clipped).
+            ConnectionError: why the transport ended the session (an ``McpServerExited``,
+                an ``McpMessageTooLarge``), when it did.
+            TimeoutError: as it came (it names the server already).
+        """
+        try:
+            yield
+        except ValidationError as e:
+            raise McpToolError(f"MCP tool {tool[:100]!r} of {self.where} answered with a "
+                               f"result that is not MCP: {_not_mcp(e)}") from scrub_exception(e)
+        except TimeoutError:
+            raise
+        except Exception:
+            conn.raise_failure(f"MCP tool {tool[:100]!r} failed: ")  # the session ended: say why
+            raise
 
     def _output_schema(self, tool: str) -> dict[str, Any] | None:
         return ((self._tools or {}).get(tool) or {}).get("outputSchema")
 
     def call_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
-        """Blocking form of ``acall_tool``."""
+        """Blocking form of ``acall_tool`` (for use outside an agent).
+
+        What it returns and raises is what an agent's tool call would record: an error's
+        text is clipped (``runtime``'s ``clip``), and the known secrets in the value and in
+        errors are masked.
+
+        Args:
+            tool: the tool's name on the server.
+            arguments: the call's arguments.
+
+        Returns:
+            The tool's value, its known secrets masked.
+        """
         self._opened()
-        result = self._connection().call(lambda s: s.call_tool(tool, arguments), self.timeout_s)
-        return _tool_value(_bounded(result, tool, self), self._output_schema(tool))
+        conn = self._connection()
+        with self._tool_errors(tool, conn):
+            result = conn.call(lambda s: s.call_tool(tool, arguments), self.timeout_s)
+        return mask_known_value(_tool_value(_bounded(result, tool, self),
+                                            self._output_schema(tool)))
 
     # -- prompts ------------------------------------------------------------------------
     def list_prompts(self) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...api import ResourceError, mask_secrets
 from ..chat_models._common import import_sdk
-from ._bounded import McpMessageTooLarge, bound_http_client, bounded_stdio_client
+from ._bounded import bound_http_client, bounded_stdio_client
 
 if TYPE_CHECKING:
     from ._server import McpServer
@@ -129,7 +129,7 @@ class Connection:
         self._thread: threading.Thread | None = None
         self.session: Any = None
         self.init: dict[str, Any] = {}
-        self.failure: str | None = None  # why the transport ended the session, if it did
+        self.failure: ConnectionError | None = None  # why the transport ended the session
 
     def start(self, timeout: float) -> None:
         """Start the session and wait until it is initialized (it is closed at exit).
@@ -223,9 +223,13 @@ class Connection:
 
     @property
     def alive(self) -> bool:
-        """Whether the session is initialized and not closed."""
+        """Whether the session is initialized, not closed, and its transport did not end.
+
+        A session whose transport ended (a stdio server exited or closed its stdout, a
+        message over the bound) is not alive, even before its thread has wound down.
+        """
         return (self.session is not None and self._thread is not None
-                and self._thread.is_alive() and not self._closing)
+                and self._thread.is_alive() and not self._closing and self.failure is None)
 
     def submit(
         self, fn: Callable[[Any], Coroutine[Any, Any, Any]]
@@ -252,7 +256,8 @@ class Connection:
         Raises:
             TimeoutError: when it takes longer (the request is cancelled).
             ConnectionError: when the session ended while the request waited (an
-                ``McpMessageTooLarge`` when the transport ended it for a message too long).
+                ``McpMessageTooLarge`` when the transport ended it for a message too long, an
+                ``McpServerExited`` when a stdio server exited).
         """
         fut = self.submit(fn)
         try:
@@ -269,19 +274,25 @@ class Connection:
             self.raise_failure()  # e.g. for the SDK's "Connection closed"
             raise
 
-    def raise_failure(self) -> None:
+    def raise_failure(self, what: str = "") -> None:
         """Raise why the transport ended the session, if it did (else nothing).
+
+        Args:
+            what: the request, named before the reason (e.g. ``"MCP tool 'x': "``).
 
         Raises:
             McpMessageTooLarge: when the server wrote a message over its bound.
+            McpServerExited: when a stdio server exited (or closed its stdout).
         """
         if self.failure is not None:
-            raise McpMessageTooLarge(self.failure) from None
+            raise type(self.failure)(f"{what}{self.failure}") from None
 
-    def _failed(self, reason: str) -> None:
+    def _failed(self, error: ConnectionError) -> None:
         """The transport's failure: kept for the requests it fails, and the session ended."""
-        self.failure = reason
-        log.error("%s", reason)
+        if self._closing:  # ending it anyway: nothing failed
+            return
+        self.failure = error
+        log.error("%s", error)
         self._end_session()
 
     def close(self, timeout: float = 10.0) -> None:

@@ -1,0 +1,115 @@
+"""What a ``tools/call`` returns, as the tool's value for the model, and its errors.
+
+A result's text is a server's: an error's text is clipped as the agent's tool results are
+(``runtime``'s ``clip``: masked, then cut around a marker), a result over the server's
+``max_result_chars`` is refused, and an answer the SDK refused is named field by field.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from pydantic import ValidationError
+
+from ...api import AgentsError, mask_secrets
+from ._session import wire
+
+if TYPE_CHECKING:
+    from ._server import McpServer
+
+__all__ = ["McpToolError"]
+
+
+class McpToolError(AgentsError):
+    """An MCP tool answered with ``isError`` (the message is the tool's own text)."""
+
+
+def _short(text: str, limit: int = 2_000) -> str:
+    """A server's text for a message: masked, then cut to ``limit`` characters, saying so."""
+    text = mask_secrets(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}[... {len(text) - limit:,} more characters]"
+
+
+def _clip(text: str, limit: int | None = None) -> str:
+    """``text`` cut as the agent's tool results are (``runtime``'s ``clip``: masked, marked).
+
+    Returns:
+        The text, or its start and end around a ``[... N of M characters cut ...]`` marker.
+    """
+    from ...runtime.internal import clip
+
+    return clip(text) if limit is None else clip(text, limit)
+
+
+def _not_mcp(error: ValidationError) -> str:
+    """What a server's answer the SDK refused got wrong: each field and why (no URLs)."""
+    problems = [f"{'.'.join(map(str, e['loc'])) or 'result'}: {e['msg']}"
+                f" (got {str(e.get('input'))[:100]!r})"
+                for e in error.errors(include_url=False)[:5]]
+    return _clip("; ".join(problems), 1_000)
+
+
+def _bounded(result: Any, tool: str, server: McpServer) -> Any:
+    """``result`` of ``tool``, when its JSON form is at most ``max_result_chars`` long.
+
+    Returns:
+        The result.
+
+    Raises:
+        McpToolError: naming the tool, the server and the bound, when it is longer (the
+            model reads it; the result is not recorded).
+    """
+    limit = server.max_result_chars
+    if limit is None:
+        return result
+    size = len(orjson.dumps(wire(result)))
+    if size > limit:
+        raise McpToolError(f"MCP tool {tool[:100]!r} of {server.where} returned {size:,} "
+                           f"characters, more than max_result_chars={limit:,}")
+    return result
+
+
+def _tool_value(result: Any, output_schema: dict[str, Any] | None = None) -> Any:
+    """A ``tools/call`` result as the tool's return value for the model.
+
+    - ``structuredContent`` when the server gives it; a tool whose output schema is only
+      ``{"result": ...}`` (how FastMCP/MCPServer wrap a tool returning a non-object) gets it
+      unwrapped;
+    - else, content blocks that are all text: one text that is a JSON object or array is
+      parsed (servers return dicts as JSON text), any other text is returned as it is, and
+      several texts are joined by newlines;
+    - else the blocks as wire dicts (images, resources...).
+
+    Args:
+        result: the ``tools/call`` result.
+        output_schema: the tool's output schema, if it declares one.
+
+    Returns:
+        The tool's value.
+
+    Raises:
+        McpToolError: when the result has ``isError`` set (its text is the message).
+    """
+    data = wire(result)
+    blocks = data.get("content") or []
+    texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
+    if data.get("isError"):
+        raise McpToolError(_clip("\n".join(texts)) or "the MCP tool failed without saying why")
+    structured = data.get("structuredContent")
+    if structured is not None:
+        props = (output_schema or {}).get("properties")
+        if (isinstance(structured, dict) and list(structured) == ["result"]
+                and isinstance(props, dict) and list(props) == ["result"]):
+            return structured["result"]
+        return structured
+    if len(texts) != len(blocks):
+        return blocks
+    if len(texts) == 1 and texts[0].lstrip()[:1] in ("{", "["):
+        try:
+            return orjson.loads(texts[0])
+        except orjson.JSONDecodeError:
+            pass
+    return "\n".join(texts)
