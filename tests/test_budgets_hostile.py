@@ -113,6 +113,32 @@ def test_the_highest_price_still_gives_a_finite_cost_for_the_largest_usage():
     assert 0 < cost < float("inf")
 
 
+@pytest.mark.parametrize("scope", ["key", "agent"])
+def test_the_highest_price_times_the_largest_usage_leaves_a_readable_entry(scope):
+    # one call's cost (2^53 tokens at 1e12 per million: ~9e21) is beyond 64 bits: the entry
+    # written after it could not be read back, and every later chat of the key failed
+    budget = Budget(max_cost=1e30, scope=scope, prices={
+        "model": ModelPrice(input_per_million=1e12, output_per_million=1e12)})
+    outputs = _run(budget, [{"key": "a", "usage": {"in": str(10**30)}}] * 3)
+    assert [o["error"] for o in outputs] == [None] * 3
+    assert outputs[-1]["spent"]["cost"] <= 2**62 and outputs[-1]["spent"]["input"] <= 2**62
+
+
+@pytest.mark.parametrize("sliding", [False, True])
+def test_token_sums_saturate_instead_of_leaving_64_bits(sliding):
+    # a key near the end of what a spend holds (as after ~2^9 calls of 2^53 tokens each)
+    # keeps chatting with no token limit: its entry stays one keyed state holds
+    near = 2**62 - 5
+    entry = {"input": near, "output": near, "cost": 0.0,
+             "window_start": time.time() - 1 if sliding else None,
+             "calls": [[time.time() - 1, near, near, 0.0]] if sliding else []}
+    budget = Budget(max_cost=5.0, window_s=3600 if sliding else None, sliding=sliding,
+                    prices={"model": ModelPrice(input_per_million=0.0)})
+    [out] = _with_entry(entry, budget)
+    assert out["error"] is None
+    assert out["spent"]["input"] == 2**62 and out["spent"]["output"] == 2**62
+
+
 @pytest.mark.parametrize("window", [float("inf"), 1e300, float("nan")])
 def test_a_window_that_never_ends_is_refused_where_it_is_declared(window):
     with pytest.raises(ValidationError, match="window_s"):

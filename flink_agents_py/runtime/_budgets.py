@@ -41,7 +41,7 @@ from ..api import (
     ChatResponse,
     ResourceType,
 )
-from ._spend import MEMORY_PREFIX, counted_usage, spend_key, stored_spend
+from ._spend import MEMORY_PREFIX, add_spend, call_cost, counted_usage, spend_key, stored_spend
 from ._spend import counted as _counted
 from ._spend import rolled as _rolled
 from ._spend import spend_problem as _spend_problem
@@ -163,9 +163,7 @@ class AgentSpend:
             state = _rolled(self.share, self.state, now)
             if spent is not None:
                 inp, out, cost = spent
-                state["input"] += inp
-                state["output"] += out
-                state["cost"] += cost
+                add_spend(state, inp, out, cost)
                 if self.share.window_s is not None and state.get("window_start") is None:
                     state["window_start"] = now
                 n = self._answered = self._answered + 1
@@ -348,7 +346,7 @@ async def _agent_call(
     usage = counted_usage(response.usage)
     inp = usage.input_tokens if usage else 0
     out = usage.output_tokens if usage else 0
-    cost = budget.cost(answered, usage)
+    cost = call_cost(budget, answered, usage)
     after = ledger.settle(clock(), (inp, out, cost), counted)
     info: dict[str, Any] = {"decision": decision, "scope": "agent", "spent": after,
                             "cost": cost}
@@ -499,11 +497,8 @@ async def budgeted_call(
     usage = counted_usage(response.usage)
     inp = usage.input_tokens if usage else 0
     out = usage.output_tokens if usage else 0
-    cost = budget.cost(answered, usage)
-    after = dict(state)
-    after["input"] = state["input"] + inp
-    after["output"] = state["output"] + out
-    after["cost"] = state["cost"] + cost
+    cost = call_cost(budget, answered, usage)
+    after = add_spend(dict(state), inp, out, cost)
     if budget.window_s is not None and after.get("window_start") is None:
         after["window_start"] = now  # (no window: no clock reading kept)
     if budget.sliding:

@@ -15,11 +15,53 @@ from typing import Any
 
 from ..api import Budget, BudgetStateError, TokenUsage
 
-__all__ = ["MEMORY_PREFIX", "counted_usage", "merged_spend", "spend_key", "stored_spend",
-           "counted", "rolled", "spend_problem", "window_end"]
+__all__ = ["MEMORY_PREFIX", "SPEND_CAP", "add_spend", "call_cost", "counted_usage",
+           "merged_spend", "spend_key", "stored_spend", "counted", "rolled", "spend_problem",
+           "window_end"]
 
 MEMORY_PREFIX = "_budget"
 """Short-term memory entries ``_budget.<setup>`` hold each key's spend per setup."""
+
+
+SPEND_CAP = 2**62
+"""The most a spend's count (tokens, cost) reaches: sums saturate here, so an entry stays a
+value keyed state holds (64 bits) however much a hostile provider reports."""
+
+
+def _capped(value: Any) -> Any:
+    return value if value <= SPEND_CAP else type(value)(SPEND_CAP)
+
+
+def call_cost(budget: Budget, setup_name: str, usage: TokenUsage | None) -> float:
+    """What one call cost by ``budget``'s prices, at most ``SPEND_CAP``.
+
+    Args:
+        budget: the budget (its prices per setup).
+        setup_name: the setup that answered.
+        usage: the answer's usage (counted: no negative counts).
+
+    Returns:
+        The cost, in the budget's currency.
+    """
+    return min(budget.cost(setup_name, usage), float(SPEND_CAP))
+
+
+def add_spend(state: dict[str, Any], inp: int, out: int, cost: float) -> dict[str, Any]:
+    """Add one call's spend to ``state``'s totals, in place, each saturating at ``SPEND_CAP``.
+
+    Args:
+        state: a spend (``input``, ``output``, ``cost``).
+        inp: the call's input tokens.
+        out: its output tokens.
+        cost: its cost.
+
+    Returns:
+        ``state``.
+    """
+    state["input"] = _capped(state["input"] + inp)
+    state["output"] = _capped(state["output"] + out)
+    state["cost"] = _capped(state["cost"] + cost)
+    return state
 
 
 def spend_key(setup_name: str, plan_path: Sequence[str] = ()) -> str:
@@ -131,10 +173,7 @@ def merged_spend(budget: Budget, committed: Any, info: dict[str, Any]) -> dict[s
         spent = dict(info.get("spent") or {})  # a subtask's spend; a record of older code
         return spent if before is None else max(before, spent, key=_tally)
     now, inp, out, cost = call
-    state = rolled(budget, before, now)
-    state["input"] += inp
-    state["output"] += out
-    state["cost"] += cost
+    state = add_spend(rolled(budget, before, now), inp, out, cost)
     if budget.window_s is not None and state.get("window_start") is None:
         state["window_start"] = now
     if budget.sliding:
@@ -191,8 +230,9 @@ def rolled(budget: Budget, spent: dict[str, Any] | None, now: float) -> dict[str
     elif budget.window_s is not None and start is not None and not (
             start - budget.window_s <= now < start + budget.window_s):
         start, calls, state = None, [], {}  # ended, or over a window ahead (a clock behind)
-    totals = ({"input": sum(c[1] for c in calls), "output": sum(c[2] for c in calls),
-               "cost": sum(c[3] for c in calls)} if budget.sliding else
+    totals = ({"input": _capped(sum(c[1] for c in calls)),
+               "output": _capped(sum(c[2] for c in calls)),
+               "cost": _capped(sum(c[3] for c in calls))} if budget.sliding else
               {"input": state.get("input", 0), "output": state.get("output", 0),
                "cost": state.get("cost", 0.0)})
     return {**totals, "window_start": start, "calls": calls if budget.sliding else []}
