@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from flink_agents_py.api import ResourceError
 from flink_agents_py.integrations.mcp import McpServer, McpServerExited, McpToolError
 
 pytest.importorskip("mcp")
@@ -44,8 +45,11 @@ if sys.argv[2] == "raw":  # a server on the wire: a tools/call result that is no
                 "protocolVersion": m["params"]["protocolVersion"],
                 "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "1"}}})
         elif method == "tools/list":
-            send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [{
-                "name": "badresult", "inputSchema": {"type": "object"}}]}})
+            send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [
+                {"name": "badresult", "inputSchema": {"type": "object"}},
+                {"name": "bigschema", "inputSchema": {"type": "object", "properties": {
+                    f"p{i}": {"type": "string", "description": "S" * 100}
+                    for i in range(2_000)}}}]}})
         else:
             send({"jsonrpc": "2.0", "id": mid,
                   "result": {"content": "not a list " + "x" * 50_000}})
@@ -169,6 +173,21 @@ def test_a_huge_tool_description_is_cut_with_a_marker(tmp_path):
     assert len(meta.description) < 1_100
     assert meta.description.startswith("DDD") and meta.description.endswith("the end")
     assert "characters cut" in meta.description
+
+
+def test_a_huge_input_schema_refuses_that_tool_only(tmp_path):
+    server = _server(tmp_path, "raw")
+    try:
+        with pytest.raises(ResourceError, match=r"'bigschema'.*max_tool_schema_chars \(65,536\)"):
+            server.tool_metadata("bigschema")
+        assert server.tool_metadata("badresult").parameters == {"type": "object"}
+    finally:
+        server.close()
+    roomy = _server(tmp_path, "raw", max_tool_schema_chars=1_000_000)
+    try:
+        assert len(roomy.tool_metadata("bigschema").parameters["properties"]) == 2_000
+    finally:
+        roomy.close()
 
 
 def test_blocking_call_tool_clips_errors_and_masks_secrets(tmp_path, monkeypatch):

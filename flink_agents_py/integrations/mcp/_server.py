@@ -101,6 +101,10 @@ class McpServer(FreshOnUnpickle, Resource):
         max_tool_description_chars: the longest tool description offered to a chat model
             (it is sent with every chat): a longer one is cut, its start and end kept around
             a ``[... N of M characters cut ...]`` marker. Default 4,096.
+        max_tool_schema_chars: the longest input schema (its JSON form) a tool may have
+            (it is sent with every chat too): a tool with a longer one is refused where it
+            is opened, a ``ResourceError`` naming the tool, the server and both sizes (a
+            schema cut short would describe other arguments). Default 65,536.
 
     A stdio server that exits (or closes its stdout) while its session is open ends the
     session: the call waiting for an answer fails with ``McpServerExited`` naming the tool,
@@ -125,6 +129,7 @@ class McpServer(FreshOnUnpickle, Resource):
     max_result_chars: int | None = Field(default=10_000_000, gt=0)
     max_message_bytes: int = Field(default=64 << 20, gt=0)
     max_tool_description_chars: int = Field(default=4_096, gt=0)
+    max_tool_schema_chars: int = Field(default=65_536, gt=0)
 
     _conn: Connection | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -278,7 +283,8 @@ class McpServer(FreshOnUnpickle, Resource):
             The tool's metadata.
 
         Raises:
-            ResourceError: when the server has no such tool (naming what it has).
+            ResourceError: when the server has no such tool (naming what it has), or when
+                its input schema is longer than ``max_tool_schema_chars``.
         """
         self._opened()
         assert self._tools is not None
@@ -287,6 +293,12 @@ class McpServer(FreshOnUnpickle, Resource):
             raise ResourceError(f"MCP server {self.where} has no tool {tool!r} "
                                 f"(it has: {', '.join(sorted(self._tools)) or 'none'})")
         schema = spec.get("inputSchema") or {"type": "object", "properties": {}}
+        size = len(orjson.dumps(schema))
+        if size > self.max_tool_schema_chars:
+            raise ResourceError(
+                f"MCP server {self.where} advertises tool {tool!r} with an input schema of "
+                f"{size:,} characters, over its max_tool_schema_chars "
+                f"({self.max_tool_schema_chars:,}); raise the bound or fix the tool")
         description = _clip(spec.get("description") or "", self.max_tool_description_chars)
         return ToolMetadata(name=as_name or tool, description=description, parameters=schema)
 
