@@ -49,9 +49,9 @@ class ResourceName:
         """Embedding model connections and setups."""
 
         OLLAMA_CONNECTION = _COMPAT + "OllamaEmbeddingModelConnection"
-        OLLAMA_SETUP = "flink_agents_py.api.EmbeddingModelSetup"
+        OLLAMA_SETUP = _COMPAT + "OllamaEmbeddingModelSetup"
         OPENAI_CONNECTION = _COMPAT + "OpenAIEmbeddingModelConnection"
-        OPENAI_SETUP = "flink_agents_py.api.EmbeddingModelSetup"
+        OPENAI_SETUP = _COMPAT + "OpenAIEmbeddingModelSetup"
         MINILM_CONNECTION = _EMBED + "MiniLMEmbeddingModel"
         MINILM_SETUP = "flink_agents_py.api.EmbeddingModelSetup"
         JAVA_WRAPPER_CONNECTION = _COMPAT + "NotOfferedEmbeddingModel"  # not offered

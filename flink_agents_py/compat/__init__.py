@@ -71,8 +71,6 @@ from ._knowledge import (
     BaseVectorStore,
     CollectionManageableVectorStore,
     MemoryObject,
-    OllamaEmbeddingModelSetup,
-    OpenAIEmbeddingModelSetup,
     SubagentMetadataProvider,
 )
 from ._names import (
@@ -107,9 +105,11 @@ from ._resources import (
     OllamaChatModelConnection,
     OllamaChatModelSetup,
     OllamaEmbeddingModelConnection,
+    OllamaEmbeddingModelSetup,
     OpenAIChatModelConnection,
     OpenAIChatModelSetup,
     OpenAIEmbeddingModelConnection,
+    OpenAIEmbeddingModelSetup,
 )
 from ._skills import Agent, Skills, skills
 

@@ -17,8 +17,6 @@ __all__ = [
     "BaseVectorStore",
     "CollectionManageableVectorStore",
     "MemoryObject",
-    "OllamaEmbeddingModelSetup",
-    "OpenAIEmbeddingModelSetup",
     "SubagentMetadataProvider",
 ]
 
@@ -26,11 +24,6 @@ BaseEmbeddingModelConnection = EmbeddingModelConnection
 """Flink Agents' name of ``EmbeddingModelConnection`` (implement ``embed_texts``)."""
 BaseEmbeddingModelSetup = EmbeddingModelSetup
 """Flink Agents' name of ``EmbeddingModelSetup``."""
-OllamaEmbeddingModelSetup = EmbeddingModelSetup
-"""Flink Agents' Ollama embedding setup: ours serves every connection (``connection=``,
-``model=``)."""
-OpenAIEmbeddingModelSetup = EmbeddingModelSetup
-"""Flink Agents' OpenAI embedding setup: ours serves every connection."""
 BaseVectorStore = VectorStore
 """Flink Agents' name of ``VectorStore``."""
 CollectionManageableVectorStore = VectorStore

@@ -6,11 +6,14 @@ Each class here is a thin subclass of one of ours that only renames arguments (F
 ``request_timeout`` is our ``timeout_s``...) and routes generation parameters into a setup's
 ``options``; the work is done by the class it extends. An argument neither takes is
 rejected when the plan is built (``AgentPlan.from_agent``), naming the class and what it
-takes.
+takes. An argument Flink Agents' class of that name drops (its resources are pydantic models
+that ignore what they do not declare, so a program may pass ``think=False`` to an OpenAI
+setup) is taken here too and dropped with a warning naming it and the class.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -21,6 +24,7 @@ from ..api import (
     ChatMessage,
     ChatModelSetup,
     ChatResponse,
+    EmbeddingModelSetup,
     Resource,
     ResourceError,
     ResourceType,
@@ -39,6 +43,8 @@ __all__ = [
     "AnthropicChatModelSetup",
     "OllamaEmbeddingModelConnection",
     "OpenAIEmbeddingModelConnection",
+    "OllamaEmbeddingModelSetup",
+    "OpenAIEmbeddingModelSetup",
     "McpServer",
     "NotOfferedChatModelConnection",
     "NotOfferedChatModelSetup",
@@ -46,14 +52,21 @@ __all__ = [
     "NotOfferedVectorStore",
 ]
 
+log = logging.getLogger(__name__)
+
 _OPTIONS = "options"
+_MERGED = "options (merged)"
+_DROPPED = "dropped"
+_EXTRA_BODY = "extra_body"
 
 
 class _Renamed:
     """Mixin: ``ARGUMENT_ALIASES`` maps a Flink Agents argument to ours.
 
-    ``"options"`` maps it into the ``options`` dict under its own name. Read by the plan's
-    unknown-argument check.
+    ``"options"`` maps it into the ``options`` dict under its own name (``_EXTRA_BODY``:
+    under ``extra_body``), ``_MERGED`` merges its dict into ``options``, ``_DROPPED`` takes
+    it and drops it with a warning (an argument Flink Agents' class ignores, or one with no
+    counterpart here). Read by the plan's unknown-argument check.
     """
 
     ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {}
@@ -71,8 +84,14 @@ class _Renamed:
             if theirs not in data:
                 continue
             value = data.pop(theirs)
-            if ours == _OPTIONS:
-                data[_OPTIONS] = {**dict(data.get(_OPTIONS) or {}), theirs: value}
+            if ours == _DROPPED:
+                log.warning("%s: argument %r (%r) has no effect here; dropped", cls.__name__,
+                            theirs, value)
+            elif ours == _MERGED:
+                data[_OPTIONS] = {**dict(value or {}), **dict(data.get(_OPTIONS) or {})}
+            elif ours in (_OPTIONS, _EXTRA_BODY):
+                name = theirs if ours == _OPTIONS else _EXTRA_BODY
+                data[_OPTIONS] = {**dict(data.get(_OPTIONS) or {}), name: value}
             else:
                 data.setdefault(ours, value)
         return data
@@ -161,12 +180,17 @@ class OpenAIChatModelConnection(_LiteralKey, _Renamed, OpenAIChatModel):
 
 
 class OpenAIChatModelSetup(_CompatSetup):
-    """Flink Agents' OpenAI setup: generation parameters go into ``options``."""
+    """Flink Agents' OpenAI setup: generation parameters go into ``options``.
+
+    ``strict`` (strict tool schemas) is dropped, and so is ``think`` (an Ollama argument,
+    which Flink Agents' OpenAI setup ignores).
+    """
 
     ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
-        k: _OPTIONS for k in ("temperature", "max_tokens", "top_p", "seed", "stop",
-                              "frequency_penalty", "presence_penalty", "reasoning_effort",
-                              "additional_kwargs")}
+        **{k: _OPTIONS for k in ("temperature", "max_tokens", "top_p", "seed", "stop",
+                                 "frequency_penalty", "presence_penalty", "reasoning_effort",
+                                 "logprobs", "top_logprobs", "additional_kwargs")},
+        "strict": _DROPPED, "think": _DROPPED}
 
 
 class AnthropicChatModelConnection(_LiteralKey, _Renamed, AnthropicChatModel):
@@ -209,6 +233,31 @@ class OpenAIEmbeddingModelConnection(_LiteralKey, _Renamed, OpenAIEmbeddingModel
         "api_base_url": "base_url"}
 
     api_key: SecretStr | None = None
+
+
+class OllamaEmbeddingModelSetup(_Renamed, EmbeddingModelSetup):
+    """Flink Agents' Ollama embedding setup over ours.
+
+    ``additional_kwargs`` are model options (merged into ``options``); ``truncate`` and
+    ``keep_alive`` are the connection's here (``OllamaEmbeddingModelConnection``), so a
+    setup's are dropped, as is ``think``, which Flink Agents' setup ignores.
+    """
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
+        "additional_kwargs": _MERGED, "truncate": _DROPPED, "keep_alive": _DROPPED,
+        "think": _DROPPED}
+
+
+class OpenAIEmbeddingModelSetup(_Renamed, EmbeddingModelSetup):
+    """Flink Agents' OpenAI embedding setup over ours.
+
+    ``dimensions`` and ``user`` go into ``options``, ``additional_kwargs`` is the request's
+    ``extra_body``; ``encoding_format`` is dropped (vectors are always asked for as floats).
+    """
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
+        "dimensions": _OPTIONS, "user": _OPTIONS, "additional_kwargs": _EXTRA_BODY,
+        "encoding_format": _DROPPED}
 
 
 class McpServer(_Renamed, _McpServer):

@@ -1,0 +1,115 @@
+"""Apache Flink Agents programs ported with their imports changed only, run from a directory
+outside the repository as a user runs them (each finding of the porting audit, one test)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+PYTHON = VENV_PY if VENV_PY.exists() else Path(sys.executable)
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _run(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` (dedented) as ``prog.py`` in ``tmp_path`` with the project importable."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent(script))
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run([str(PYTHON), "prog.py"], cwd=tmp_path, env=environ,
+                          capture_output=True, text=True, timeout=100)
+
+
+# Flink Agents' long-term memory e2e agent: provider setups given arguments their classes
+# there ignore (pydantic models drop what they do not declare): think=False on the OpenAI
+# setup and on the Ollama embedding setup. The plan refused both ("takes no argument").
+PROVIDER_ARGUMENTS = """
+    import json
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, Event, EventType, InputEvent, OutputEvent,
+        ResourceDescriptor, ResourceName, RunnerContext, action, chat_model_connection,
+        chat_model_setup, embedding_model_connection, embedding_model_setup)
+
+
+    class LtmAgent(Agent):
+        @chat_model_connection
+        @staticmethod
+        def openai_connection() -> ResourceDescriptor:
+            return ResourceDescriptor(
+                clazz=ResourceName.ChatModel.OPENAI_COMPLETIONS_CONNECTION, api_key="sk-x",
+                api_base_url="http://127.0.0.1:9/v1", request_timeout=300)
+
+        @chat_model_setup
+        @staticmethod
+        def qwen() -> ResourceDescriptor:
+            return ResourceDescriptor(
+                clazz=ResourceName.ChatModel.OPENAI_COMPLETIONS_SETUP,
+                connection="openai_connection", model="qwen", extract_reasoning=True,
+                think=False, strict=True, logprobs=True, top_logprobs=2)
+
+        @embedding_model_connection
+        @staticmethod
+        def ollama_embedding_connection() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.EmbeddingModel.OLLAMA_CONNECTION,
+                                      request_timeout=240.0)
+
+        @embedding_model_setup
+        @staticmethod
+        def nomic() -> ResourceDescriptor:
+            return ResourceDescriptor(
+                clazz=ResourceName.EmbeddingModel.OLLAMA_SETUP,
+                connection="ollama_embedding_connection", model="nomic-embed-text",
+                think=False, truncate=True, keep_alive="5m",
+                additional_kwargs={"num_ctx": 512})
+
+        @embedding_model_setup
+        @staticmethod
+        def small() -> ResourceDescriptor:
+            return ResourceDescriptor(
+                clazz=ResourceName.EmbeddingModel.OPENAI_SETUP,
+                connection="ollama_embedding_connection",
+                model="text-embedding-3-small", encoding_format="float", dimensions=64,
+                user="u1", additional_kwargs={"tag": "t"})
+
+        @action(EventType.InputEvent)
+        @staticmethod
+        def go(event: Event, ctx: RunnerContext) -> None:
+            chat = ctx.get_resource("qwen", "chat_model")
+            nomic = ctx.get_resource("nomic", "embedding_model")
+            small = ctx.get_resource("small", "embedding_model")
+            ctx.send_event(OutputEvent(output={
+                "input": InputEvent.from_event(event).input,
+                "chat": chat.options, "nomic": nomic.options, "small": small.options}))
+
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "alice", "value": "likes bananas"}]).apply(LtmAgent()).to_list()
+    env.execute()
+    print("OUT", json.dumps(out[0]["alice"], sort_keys=True))
+"""
+
+
+def test_provider_setups_take_the_arguments_flink_agents_classes_drop(tmp_path):
+    proc = _run(tmp_path, PROVIDER_ARGUMENTS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = next(line for line in proc.stdout.splitlines() if line.startswith("OUT "))
+    assert out == ('OUT {"chat": {"logprobs": true, "top_logprobs": 2}, "input": "likes bananas", '
+                   '"nomic": {"num_ctx": 512}, "small": {"dimensions": 64, '
+                   '"extra_body": {"tag": "t"}, "user": "u1"}}')
+    for dropped in ("OpenAIChatModelSetup: argument 'think'", "argument 'strict'",
+                    "OllamaEmbeddingModelSetup: argument 'think'", "argument 'keep_alive'",
+                    "OpenAIEmbeddingModelSetup: argument 'encoding_format'"):
+        assert dropped in proc.stderr, proc.stderr[-3000:]
+
+
+def test_a_misspelt_provider_argument_is_still_refused(tmp_path):
+    proc = _run(tmp_path, PROVIDER_ARGUMENTS.replace("think=False, truncate", "thnik=False, "
+                                                     "truncate"))
+    assert proc.returncode != 0
+    assert "OllamaEmbeddingModelSetup takes no argument 'thnik'" in proc.stderr
