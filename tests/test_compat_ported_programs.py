@@ -19,9 +19,13 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def _run(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run ``script`` (dedented) as ``prog.py`` in ``tmp_path`` with the project importable."""
+    """Run ``script`` (dedented) as ``prog.py`` in ``tmp_path`` with the project importable.
+
+    ``OPENAI_API_KEY`` is unset in its environment.
+    """
     (tmp_path / "prog.py").write_text(textwrap.dedent(script))
-    environ = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    environ = {**{k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
+               "PYTHONPATH": str(ROOT), **env}
     return subprocess.run([str(PYTHON), "prog.py"], cwd=tmp_path, env=environ,
                           capture_output=True, text=True, timeout=100)
 
@@ -113,3 +117,76 @@ def test_a_misspelt_provider_argument_is_still_refused(tmp_path):
                                                      "truncate"))
     assert proc.returncode != 0
     assert "OllamaEmbeddingModelSetup takes no argument 'thnik'" in proc.stderr
+
+
+# Flink Agents' chat model e2e agent declares a connection per provider (its key read with
+# os.environ.get, None when unset) and one setup per provider, choosing by an environment
+# variable. The unused OpenAI connection, without a key, stopped the job at start-up
+# (MissingApiKeyError) although nothing named it.
+EVERY_PROVIDER = """
+    import os
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, ChatMessage, ChatRequestEvent, ChatResponseEvent,
+        Event, EventType, InputEvent, MessageRole, OutputEvent, ResourceDescriptor,
+        ResourceName, RunnerContext, action, chat_model_connection, chat_model_setup)
+
+
+    def answer(request):
+        return "echo: " + request.messages[-1].content
+
+
+    class ChatModelTestAgent(Agent):
+        @chat_model_connection
+        @staticmethod
+        def openai_connection() -> ResourceDescriptor:
+            return ResourceDescriptor(
+                clazz=ResourceName.ChatModel.OPENAI_COMPLETIONS_CONNECTION,
+                api_key=os.environ.get("OPENAI_API_KEY"))
+
+        @chat_model_connection
+        @staticmethod
+        def offline_connection() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.SCRIPTED_CONNECTION,
+                                      function=f"{__name__}:answer")
+
+        @chat_model_setup
+        @staticmethod
+        def creative_chat_model() -> ResourceDescriptor:
+            if os.environ.get("MODEL_PROVIDER") == "OpenAI":
+                return ResourceDescriptor(
+                    clazz=ResourceName.ChatModel.OPENAI_COMPLETIONS_SETUP,
+                    connection="openai_connection", model="gpt-3.5-turbo")
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP,
+                                      connection="offline_connection", model="qwen3:1.7b")
+
+        @action(EventType.InputEvent)
+        @staticmethod
+        def process_input(event: Event, ctx: RunnerContext) -> None:
+            text = InputEvent.from_event(event).input
+            ctx.send_event(ChatRequestEvent(
+                model="creative_chat_model",
+                messages=[ChatMessage(role=MessageRole.USER, content=text)]))
+
+        @action(EventType.ChatResponseEvent)
+        @staticmethod
+        def process_chat_response(event: Event, ctx: RunnerContext) -> None:
+            response = ChatResponseEvent.from_event(event).response
+            if response and response.content:
+                ctx.send_event(OutputEvent(output=response.content))
+
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "1", "value": "a joke"}]).apply(ChatModelTestAgent()).to_list()
+    env.execute()
+    print("OUT", out)
+"""
+
+
+def test_an_unused_connection_without_a_key_does_not_stop_the_job(tmp_path):
+    proc = _run(tmp_path, EVERY_PROVIDER, MODEL_PROVIDER="Ollama")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "OUT [{'1': 'echo: a joke'}]" in proc.stdout
+    # the connection a setup names is still checked when the job starts
+    proc = _run(tmp_path, EVERY_PROVIDER, MODEL_PROVIDER="OpenAI")
+    assert proc.returncode != 0
+    assert "MissingApiKeyError" in proc.stderr and "'openai_connection'" in proc.stderr

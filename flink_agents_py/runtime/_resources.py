@@ -100,13 +100,18 @@ class ResourceEnvironment:
 
         Each such resource is built and bound now (kept, and opened on first ``get``);
         nothing is opened. A class that cannot be imported is skipped here (``get`` reports
-        it when the resource is used).
+        it when the resource is used), and so is a model connection no declared resource
+        names as its ``connection`` (a program declaring every provider and using the one
+        it is configured for, as Flink Agents' examples do): it is checked when first used.
 
         Raises:
             AgentsError: the first failed check (e.g. ``MissingApiKeyError``).
         """
+        named = _named_connections(self._plan)
         for rtype, bucket in self._plan.resources.items():
             for name, rp in bucket.items():
+                if rtype in _CONNECTIONS and name not in named:
+                    continue
                 if not _checks(rp):
                     continue
                 k = (rtype, name)
@@ -155,6 +160,29 @@ def _close_quietly(res: Resource) -> None:
         res.close()
     except Exception:  # noqa: BLE001
         pass
+
+
+_CONNECTIONS = (ResourceType.CHAT_MODEL_CONNECTION, ResourceType.EMBEDDING_MODEL_CONNECTION)
+
+
+def _named_connections(plan: AgentPlan) -> set[str]:
+    """The names the plan's resources give as their ``connection``.
+
+    Args:
+        plan: the agent's plan.
+
+    Returns:
+        Each ``connection`` argument (or attribute, of a resource declared as an instance).
+    """
+    named: set[str] = set()
+    for bucket in plan.resources.values():
+        for rp in bucket.values():
+            inst = rp._instance
+            conn = (getattr(inst, "connection", None) if inst is not None
+                    else rp.descriptor.arguments.get("connection"))
+            if isinstance(conn, str):
+                named.add(conn)
+    return named
 
 
 def _checks(rp: ResourcePlan) -> bool:
