@@ -10,10 +10,20 @@ from __future__ import annotations
 
 import inspect
 import re
+import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 
 from ._resources import Resource, ResourceType, import_qualified, qualified_name
 
@@ -164,6 +174,66 @@ def schema_for_function(fn: Callable[..., Any], skip: tuple[str, ...] = ()) -> d
     return schema
 
 
+def _arguments_model(fn: Callable[..., Any]) -> type[BaseModel] | None:
+    """A pydantic model of ``fn``'s keyword arguments, to check and convert a model's call.
+
+    Lax, as JSON from a model needs: ``"3"`` for an ``int``, a number for a ``str``, an object
+    for a pydantic model parameter (given as that model). Arguments the function does not
+    take are refused unless it has ``**kwargs``.
+
+    Args:
+        fn: the tool's function.
+
+    Returns:
+        The model, or ``None`` when one cannot be built from the signature (the arguments
+        then go to the function as they are).
+    """
+    try:
+        hints = get_type_hints(fn)
+        params = inspect.signature(fn).parameters
+        fields: dict[str, Any] = {}
+        for name, param in params.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            default = ... if param.default is param.empty else param.default
+            fields[name] = (hints.get(name, Any), default)
+        open_ended = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        config = ConfigDict(extra="allow" if open_ended else "forbid",
+                            arbitrary_types_allowed=True, coerce_numbers_to_str=True)
+        with warnings.catch_warnings():  # a parameter named like a BaseModel attribute
+            warnings.simplefilter("ignore")
+            return create_model(f"{getattr(fn, '__name__', 'tool')}_arguments",
+                                __config__=config, **fields)
+    except Exception:  # noqa: BLE001 - an unusual callable: its arguments are passed as given
+        return None
+
+
+_ARGUMENT_MODELS: weakref.WeakKeyDictionary[Any, type[BaseModel] | None] = (
+    weakref.WeakKeyDictionary())
+"""``_arguments_model`` of each tool function, built on its first call (kept out of the
+tool resource, which is pickled to Flink's workers)."""
+
+
+def _cached_arguments_model(fn: Callable[..., Any]) -> type[BaseModel] | None:
+    try:
+        return _ARGUMENT_MODELS[fn]
+    except KeyError:
+        model = _ARGUMENT_MODELS[fn] = _arguments_model(fn)
+        return model
+    except TypeError:  # not weakly referenceable (a builtin): built each time
+        return _arguments_model(fn)
+
+
+def _problems(error: ValidationError) -> str:
+    """Each failed argument of ``error`` as ``path: message (got value)``, ``;``-separated."""
+    parts = []
+    for item in error.errors()[:10]:
+        path = ".".join(str(p) for p in item.get("loc", ())) or "(arguments)"
+        got = "" if item.get("type") == "missing" else f" (got {item.get('input')!r:.80})"
+        parts.append(f"{path}: {item.get('msg')}{got}")
+    return "; ".join(parts)
+
+
 class FunctionTool(Resource):
     """A tool backed by a Python function (plain or ``async``).
 
@@ -265,10 +335,47 @@ class FunctionTool(Resource):
         """
         return self.function(*args, **kwargs)
 
+    def checked_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``arguments`` (a model's call, decoded JSON) checked and converted by the signature.
+
+        Each argument is validated against its parameter's type hint, as pydantic does in lax
+        mode: ``"3"`` becomes ``3`` for an ``int``, an object becomes the pydantic model a
+        parameter is annotated with, a number becomes text for a ``str``. Arguments the model
+        left out keep the function's defaults.
+
+        Args:
+            arguments: the arguments the model gave.
+
+        Returns:
+            The arguments to call the function with.
+
+        Raises:
+            ValueError: naming the tool and each argument that does not fit (a missing one, a
+                wrong type, one the function does not take), so the model can correct it.
+        """
+        model = _cached_arguments_model(self.function)
+        if model is None:
+            return arguments
+        try:
+            checked = model.model_validate(arguments)
+        except ValidationError as e:
+            raise ValueError(f"tool {self.tool_name!r} was called with arguments that do not "
+                             f"fit its parameters: {_problems(e)}") from None
+        values = {name: checked.__dict__[name] for name in checked.model_fields_set}
+        values.update(checked.model_extra or {})
+        return values
+
     async def acall(self, **arguments: Any) -> Any:
-        """Call the tool with ``arguments``; sync functions run in a worker thread."""
+        """Call the tool with ``arguments`` checked by ``checked_arguments``.
+
+        Sync functions run in a worker thread.
+
+        Returns:
+            What the function returns.
+        """
         import asyncio
 
+        arguments = self.checked_arguments(arguments)
         fn = self.function
         if inspect.iscoroutinefunction(fn):
             return await fn(**arguments)
