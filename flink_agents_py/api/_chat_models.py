@@ -111,8 +111,9 @@ class ChatModelSetup(Resource):
     Attributes:
         connection: name of a ``CHAT_MODEL_CONNECTION`` resource.
         model: the provider's model name.
-        prompt: name of a ``PROMPT`` resource, or a literal system text; its placeholders are
-            filled from the request's ``prompt_args``.
+        prompt: name of a ``PROMPT`` resource, a literal system text, or a ``Prompt`` itself
+            (as Apache Flink Agents' setups take it); its placeholders are filled from the
+            request's ``prompt_args``.
         tools: names of ``TOOL`` resources offered to the model.
         max_tool_rounds: the most model-tool round trips one chat may take (then it fails).
         max_tool_calls: the most tool calls one model message may ask for: a message asking
@@ -164,7 +165,7 @@ class ChatModelSetup(Resource):
 
     connection: str
     model: str | None = None
-    prompt: str | None = None
+    prompt: str | Prompt | None = None
     tools: list[str] = Field(default_factory=list)
     max_tool_rounds: int = Field(default=8, ge=0)
     max_tool_calls: int = Field(default=64, ge=1)
@@ -300,10 +301,13 @@ class ChatModelSetup(Resource):
         """
         if not self.prompt or self.has_own_chat():  # its own chat applies the prompt
             return list(messages)
-        try:
-            prompt = self.get_resource(self.prompt, ResourceType.PROMPT)
-        except KeyError:
-            prompt = Prompt.from_text(self.prompt)
+        if isinstance(self.prompt, Prompt):
+            prompt: Any = self.prompt
+        else:
+            try:
+                prompt = self.get_resource(self.prompt, ResourceType.PROMPT)
+            except KeyError:
+                prompt = Prompt.from_text(self.prompt)
         assert isinstance(prompt, Prompt)
         kept = [m for m in messages if not (m.role == MessageRole.USER and not m.content.strip()
                                             and not m.tool_calls)]
