@@ -40,6 +40,7 @@ from ..api.internal import (
     offered_tool_name,
     subagent_callable,
 )
+from ._action_checks import warn_if_declares_a_result
 from ._budget_checks import check_budget_prices
 from ._knowledge_checks import (
     agent_identity,
@@ -258,6 +259,7 @@ def _compile_actions(agent: Agent, problems: list[str]) -> dict[str, ActionPlan]
             continue
         if not _takes_event_and_ctx(fn):
             problems.append(f"{where} must take (event, ctx); is it missing @staticmethod?")
+        warn_if_declares_a_result(name, fn)
         if not spec.triggers:
             problems.append(f"{where} has no trigger event type")
         for t in spec.triggers:

@@ -1,0 +1,50 @@
+"""Checks of an action's function made when a plan is built that warn rather than refuse."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..api.internal import warn_at_user
+
+__all__ = ["ActionReturnWarning", "warn_if_declares_a_result"]
+
+_NOTHING = {"None", "NoReturn", "Never", "typing.NoReturn", "typing.Never", "NoneType"}
+"""Return annotations (as written, or as a type's name) saying the action returns nothing."""
+
+
+class ActionReturnWarning(UserWarning):
+    """An action declares a return type: what an action returns is discarded."""
+
+
+def _says_nothing(annotation: Any) -> bool:
+    if annotation is inspect.Signature.empty or annotation is None or annotation is type(None):
+        return True
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    return str(text).strip().strip("'\"") in _NOTHING or repr(annotation) in _NOTHING
+
+
+def warn_if_declares_a_result(name: str, fn: Callable[..., Any]) -> None:
+    """Warn when action ``name``'s function declares a return type other than ``None``.
+
+    The runtime discards what an action returns (actions speak by sending events), so
+    ``def act(event, ctx) -> str: return answer`` loses the answer without a word; Apache
+    Flink Agents warns the same way (its issue 834). The action still runs.
+
+    Args:
+        name: the action's name, for the message.
+        fn: its function.
+    """
+    try:
+        annotation = inspect.signature(fn).return_annotation
+    except (TypeError, ValueError):
+        return
+    if _says_nothing(annotation):
+        return
+    shown = annotation if isinstance(annotation, str) else getattr(
+        annotation, "__name__", repr(annotation))
+    warn_at_user(ActionReturnWarning(
+        f"action {name!r} ({getattr(fn, '__qualname__', fn)}) declares it returns {shown}, but "
+        f"what an action returns is discarded: send its result as an event, e.g. "
+        f"ctx.send_event(OutputEvent(output=...)), and declare -> None"))
