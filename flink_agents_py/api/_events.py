@@ -12,7 +12,14 @@ import json
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PydanticUserError,
+    field_validator,
+    model_validator,
+)
 
 from ._memory import memory_ref_of
 from ._messages import ChatMessage, ChatResponse, ToolCall, ToolResult
@@ -237,12 +244,28 @@ def json_schema_of(value: Any) -> Any:
 
     Returns:
         The JSON Schema; anything else (a JSON Schema dict, ``None``) unchanged.
+
+    Raises:
+        UsageError: when pydantic cannot describe the class as a JSON Schema (a field of an
+            arbitrary class, a callable): naming the class and pydantic's reason, wherever the
+            schema is given (an event, ``ctx.chat``, a ``ReActAgent``), as Apache Flink
+            Agents decided for its issue 985, instead of pydantic's own error.
     """
     inner = getattr(value, "output_schema", None)  # Flink Agents' OutputSchema wrapper
     if isinstance(inner, type) and issubclass(inner, BaseModel) and not isinstance(value, dict):
         value = inner
     if isinstance(value, type) and issubclass(value, BaseModel):
-        return value.model_json_schema()
+        try:
+            return value.model_json_schema()
+        except PydanticUserError as e:
+            from ._errors import UsageError
+
+            reason = str(e).split("\n", 1)[0]
+            raise UsageError(
+                f"output schema {value.__module__}.{value.__qualname__} has no JSON Schema "
+                f"to give the model ({reason}): give its fields JSON types (str, int, float, "
+                f"bool, lists, dicts, other pydantic models), or pass a JSON Schema dict"
+            ) from None
     return value
 
 

@@ -26,6 +26,7 @@ from ...api import (
     SubagentSetup,
     UsageError,
 )
+from ...api.internal import json_schema_of
 from ..recorder._state import CallKind
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def chat_request(model: str, messages: Any, prompt_args: dict[str, Any] | None,
             f"[ChatMessage(role=\"user\", content=...)]")
     schema_cls = output_schema if isinstance(output_schema, type) and issubclass(
         output_schema, BaseModel) else None
-    schema = schema_cls.model_json_schema() if schema_cls is not None else output_schema
+    schema = json_schema_of(schema_cls) if schema_cls is not None else output_schema
     return {
         "model": model,
         "messages": [ChatMessage.model_validate(m).model_dump(mode="json") for m in messages],
