@@ -731,8 +731,9 @@ def test_synchronous_calls_through_a_partial_made_in_another_order_diverge(probe
 
 def test_through_a_journal_a_partial_call_never_gets_another_calls_outcome(probes):
     """The checkpoint holds no record of the calls, the journal holds both: restored with the
-    calls swapped, each journal entry answers only the call that made it (its partial's
-    arguments are part of the digest), so each item gets its own price."""
+    calls swapped, no call gets the other's outcome (its partial's arguments are part of the
+    digest), and neither runs a second time: the journal's entries are the restored run's
+    own (its crashed attempt made them), so the swap diverges as it does in keyed state."""
     plan = AgentPlan.from_agent(Fanout())
     journal = DictJournal()
     core = new_core(plan, journal=journal)
@@ -748,7 +749,10 @@ def test_through_a_journal_a_partial_call_never_gets_another_calls_outcome(probe
     next(iter(snap.run.inflight.values())).calls.clear()
     SWITCH["order"] = ("pear", "apple")
     outputs, errors, _ = resume(plan, snap, journal=journal)
-    assert errors == [] and outputs == [["PRICE(pear)x1", "PRICE(apple)x1"]]
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and "recorded for r0/go/c1" in err.message
+    assert (probes["price:apple"], probes["price:pear"]) == (1, 1)
 
 
 def test_a_bad_strict_argument_is_refused_naming_the_execution():

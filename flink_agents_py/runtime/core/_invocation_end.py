@@ -64,4 +64,4 @@ def deliver_invocation(step: Step, inv: Invocation, inv_id: str, ok: bool, value
         return
     rec = record_for_caller(step.run, inv, inv_id, ok, value)
     if rec is not None:
-        ledger.recorded(step.key, inv_id, rec)
+        ledger.recorded(step.key, inv_id, rec, step.run, step.run.inflight[inv.caller].event)

@@ -399,7 +399,7 @@ class WaitsCore:
         if rec.done:
             return
         store_outcome(rec, wait.call_id, ok, value)
-        self.ledger.recorded(key, wait.call_id, rec)
+        self.ledger.recorded(key, wait.call_id, rec, run, action.event)
 
     def _park(self, key: Any, state: KeyState, res: StepResult) -> None:
         """After an advance: park the run if it only waits (see ``RunState.parked``)."""

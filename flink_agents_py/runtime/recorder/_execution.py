@@ -58,6 +58,7 @@ from ..core._commands import (
 from ..core._stepper import run_inline
 from ..core._subgraph import resolve_subagent
 from ._identity import callees
+from ._journaled import journaled
 from ._ledger import CallLedger
 from ._outcomes import argument_shape, call_digest, fn_name, rebuild_exception, store_outcome
 from ._state import CallKind, CallRecord, InflightAction, RunState
@@ -479,7 +480,8 @@ class ActionExecution:
                   check: bool = True) -> tuple[int, str, str, CallRecord | None]:
         """Take the next call ordinal (``digest_of(call_id)``: the call's argument digest).
 
-        A journal's record stands in for a keyed-state one only if the same call made it.
+        A journal's record stands in for a keyed-state one when the same call made it, or
+        the crashed attempt of this run (``_journaled``).
 
         Returns:
             The ordinal, the call id, the call's digest and any record at that identity.
@@ -497,10 +499,8 @@ class ActionExecution:
         call_id = f"{self.execution_id}/c{ordinal}"
         digest = digest_of(call_id)
         rec = self._record.calls.get(str(ordinal))
-        if rec is None or not rec.done:
-            journaled = self.ledger.lookup(self._key, call_id)
-            if journaled is not None and journaled.done and journaled.digest == digest:
-                rec = self._record.calls[str(ordinal)] = journaled
+        if (rec is None or not rec.done) and self.ledger.journal is not None:
+            rec = journaled(self, ordinal, call_id, digest, (kind, target)) or rec
         if check and rec is not None:
             self._check_same(call_id, rec, kind, target)
         return ordinal, call_id, digest, rec
@@ -594,4 +594,4 @@ class ActionExecution:
             shape=call.shape))
         ok, value = store_outcome(rec, call.call_id, ok, value)
         call.complete(ok, value)
-        self.ledger.recorded(self._key, call.call_id, rec)
+        self.ledger.recorded(self._key, call.call_id, rec, self.run, self._record.event)

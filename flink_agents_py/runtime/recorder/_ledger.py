@@ -12,8 +12,11 @@ import collections
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from .._failures import FailureMessage
-from ._state import CallRecord
+from .._serde import digest
+from ._state import CallRecord, RunState
 
 if TYPE_CHECKING:
     from ..core._commands import CallCommand
@@ -57,16 +60,41 @@ class CallLedger:
         probe: receives ``call_started``, ``call_finished`` and ``replay_finding``.
         journal: the write-ahead journal, if any.
         failpoint: the test hook, if any.
+        lineage: the job's lineage token (``HostOptions.lineage``), shared by its restores,
+            or ``None``: part of each journaled record's ``origin``.
     """
 
-    __slots__ = ("counters", "probe", "journal", "failpoint")
+    __slots__ = ("counters", "probe", "journal", "failpoint", "lineage")
 
     def __init__(self, counters: collections.Counter[str], probe: Probe | None,
-                 journal: Journal | None, failpoint: Failpoint | None) -> None:
+                 journal: Journal | None, failpoint: Failpoint | None,
+                 lineage: str | None = None) -> None:
         self.counters = counters
         self.probe = probe
         self.journal = journal
         self.failpoint = failpoint
+        self.lineage = lineage
+
+    def origin(self, run: RunState, event: Any) -> str | None:
+        """Which run attempt a journaled record comes from: ``<run digest>.<event digest>``.
+
+        The run digest is of the job's lineage, the run's position in its key's sequence and
+        its input record: a restored run's crashed attempt had the same, another job's run
+        at that position (a journal file reused), or another input there (records that came
+        in another order after a failover), another. The event digest is of the JSON form
+        of the triggering event of the call's action execution.
+
+        Args:
+            run: the run the call belongs to.
+            event: the JSON form of its execution's triggering event.
+
+        Returns:
+            The origin, or ``None`` when the input has no JSON form (not kept then).
+        """
+        try:
+            return f"{digest([self.lineage, run.seq, run.input])}.{digest(event)}"
+        except Exception:  # noqa: BLE001 - not kept: the record is journaled without it
+            return None
 
     def lookup(self, key: Any, call_id: str) -> CallRecord | None:
         """The journal's record of ``call_id``, when there is a journal and it has one."""
@@ -92,16 +120,21 @@ class CallLedger:
         if self.probe is not None:
             self.probe.replay_finding(key, execution_id, kind, message)
 
-    def recorded(self, key: Any, call_id: str, record: CallRecord) -> None:
+    def recorded(self, key: Any, call_id: str, record: CallRecord,
+                 run: RunState | None = None, event: Any = None) -> None:
         """An outcome entered keyed state: tell the probe, journal it, call the failpoint.
 
-        The journal gets it before the action goes on (write-ahead).
+        The journal gets it before the action goes on (write-ahead), with its ``origin``
+        when ``run`` (and ``event``, the JSON form of the triggering event of the call's
+        execution) are given.
         """
         if self.probe is not None:
             self.probe.call_finished(key, call_id, record.ok, record.value if record.ok
                                         else FailureMessage(record.error_message or "",
                                                             record.traceback))
         if self.journal is not None:
-            self.journal.append(key, call_id, record)
+            origin = self.origin(run, event) if run is not None else None
+            self.journal.append(key, call_id, record if origin is None else
+                                msgspec.structs.replace(record, origin=origin))
         if self.failpoint is not None:
             self.failpoint("call_recorded", key, {"call_id": call_id})
