@@ -36,9 +36,8 @@ from ...api import (
     SubagentResult,
 )
 from .._budgets import count_replayed
-from .._failures import with_original
 from .._knowledge import durable_view
-from .._serde import dumps, event_is_plain, event_json, from_json_value
+from .._serde import dumps, event_is_plain, event_json
 from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
 from ..context._long_term_memory import ActionLongTermMemory
 from ..context._memory import ActionMemory, KeyMerge, MemoryClock, MemoryLoader
@@ -60,9 +59,9 @@ from ..core._subgraph import resolve_subagent
 from ._identity import callees
 from ._journaled import journaled
 from ._ledger import CallLedger
-from ._outcomes import argument_shape, call_digest, fn_name, rebuild_exception, store_outcome
+from ._outcomes import argument_shape, call_digest, fn_name, store_outcome
 from ._state import CallKind, CallRecord, InflightAction, RunState
-from ._versioning import check_arguments, is_strict, patched, unrebuildable_outcome
+from ._versioning import check_arguments, is_strict, patched, replayed_outcome
 from ._wait_calls import wait_call
 
 if TYPE_CHECKING:
@@ -529,11 +528,7 @@ class ActionExecution:
     def _replay(self, call: DurableCall, rec: CallRecord, command: CallCommand,
                 strict: bool | None = None) -> None:
         check_arguments(self, call, rec, strict)
-        try:  # a stored model the new code cannot rebuild (its class changed): a divergence
-            outcome = from_json_value(rec.value) if rec.ok else \
-                with_original(rebuild_exception(rec), rec.traceback)
-        except Exception as e:  # noqa: BLE001 - the recorded value no longer fits the code
-            unrebuildable_outcome(self, call, rec, e)
+        outcome = replayed_outcome(self, call, rec)  # (a divergence when it no longer fits)
         call.replayed = True
         call.complete(rec.ok, outcome)
         if rec.ok and call.kind in (CallKind.CHAT, CallKind.MODEL):  # an agent budget's spend

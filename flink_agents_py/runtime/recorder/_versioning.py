@@ -27,10 +27,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ...api import Event, ReplayDivergenceError, UsageError
+from ...api import ChatResponse, Event, ReplayDivergenceError, UsageError
 from ...api.internal import EVENT_CLASS_KEY
 from ...plan import ActionPlan, AgentPlan, FunctionRef
-from ._outcomes import reordered_call
+from .._failures import with_original
+from .._serde import from_json_value
+from ._outcomes import rebuild_exception, reordered_call
 from ._state import CallKind, CallRecord
 
 if TYPE_CHECKING:
@@ -41,7 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["PATCH_PREFIX", "is_strict", "patched", "check_arguments", "changed_arguments",
            "changed_callees", "recorded_to_missing",
            "unreached_calls", "check_unreached", "removed_action", "action_or_removed",
-           "restored_event", "stand_in_event", "missing_subagent", "unrebuildable_outcome"]
+           "restored_event", "stand_in_event", "missing_subagent", "replayed_outcome",
+           "unrebuildable_outcome"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -427,8 +430,48 @@ def _refuse(ctx: ActionExecution, name: str, recorded: tuple[str, str],
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def replayed_outcome(ctx: ActionExecution, call: DurableCall, rec: CallRecord) -> Any:
+    """The outcome recorded for ``call``, rebuilt for the new code: what a replay hands over.
+
+    The result (or the exception to raise), its pydantic models rebuilt from their recorded
+    classes. For a chat with an ``output_schema`` class made with other arguments than
+    recorded (its schema is one of them), the recorded structured output must also fit the
+    class the new code asks for: the future types it so when awaited, and a
+    ``ChatResponseError`` there would reach the action, which may catch it and go on without
+    the recorded answer. (Made with the recorded arguments, it is left to the future: what
+    the live path did.)
+
+    Args:
+        ctx: the replaying execution.
+        call: the call being replayed.
+        rec: its record (done).
+
+    Returns:
+        The result, or the exception the call raised.
+
+    Raises:
+        ReplayDivergenceError: when the recorded outcome no longer fits the new code
+            (``unrebuildable_outcome``).
+    """
+    try:  # a stored model the new code cannot rebuild (its class changed): a divergence
+        outcome = from_json_value(rec.value) if rec.ok else \
+            with_original(rebuild_exception(rec), rec.traceback)
+    except Exception as e:  # noqa: BLE001 - the recorded value no longer fits the code
+        unrebuildable_outcome(ctx, call, rec, e)
+    schema = getattr(call, "schema_cls", None)  # a ``ChatFuture``'s output schema class
+    if schema is not None and rec.digest and rec.digest != call.digest \
+            and isinstance(outcome, ChatResponse) and isinstance(outcome.structured, dict):
+        try:
+            schema.model_validate(outcome.structured)
+        except Exception as e:  # noqa: BLE001 - e.g. a ValidationError: what changed
+            unrebuildable_outcome(ctx, call, rec, e, what=(
+                f"structured output recorded for the chat call {call.target!r} does not fit "
+                f"the output_schema class {schema.__name__} the new code asks for"))
+    return outcome
+
+
 def unrebuildable_outcome(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
-                          error: BaseException) -> NoReturn:
+                          error: BaseException, what: str | None = None) -> NoReturn:
     """Fail a replay whose recorded outcome the new code cannot rebuild: a divergence.
 
     A durable call's result (or raised exception) is recorded in its JSON form, with the
@@ -442,19 +485,24 @@ def unrebuildable_outcome(ctx: ActionExecution, call: DurableCall, rec: CallReco
         call: the call being replayed.
         rec: its record.
         error: what rebuilding the outcome raised.
+        what: what does not fit, when not a stored model (the message says so instead).
 
     Raises:
         ReplayDivergenceError: always, naming the call, its target, and what failed.
     """
     kind, target = rec.kind.value if rec.kind else call.kind.value, rec.target or call.target
-    what = "result" if rec.ok else f"failure ({rec.error_type})"
+    if what is None:
+        outcome = "result" if rec.ok else f"failure ({rec.error_type})"
+        what = (f"the {outcome} recorded for the {kind} call {target!r} holds a value the "
+                "new code cannot rebuild")
+        cause = "a stored model's class changed or is gone"
+    else:
+        what, cause = f"the {what}", "the class changed"
     ctx._diverge(ReplayDivergenceError(
         call.call_id, ctx._record.action, (kind, target), (call.kind.value, call.target),
-        detail=f"key {ctx.key!r}: the {what} recorded for the {kind} call {target!r} holds a "
-               f"value the new code cannot rebuild ({type(error).__name__}: "
-               f"{_one_line(error)}); a stored model's class changed or is gone: keep it under "
-               "its name, with its old fields (new ones optional, with defaults), until no "
-               "run in flight recorded it"))
+        detail=f"key {ctx.key!r}: {what} ({type(error).__name__}: {_one_line(error)}); "
+               f"{cause}: keep it under its name, with its old fields (new ones optional, "
+               "with defaults), until no run in flight recorded it"))
 
 
 
