@@ -7,7 +7,7 @@ then restored from the checkpoint in another process, with the same journal. A j
 record the crashed attempt of the same run made must count as a keyed-state one would: a
 change of the code diverges, naming the call, instead of the call running a second time
 (before, a record whose arguments differed was ignored, silently: a card charged twice).
-Another job's records (another lineage) still never answer a call.
+So must one made before the job was resubmitted from its checkpoint (another lineage).
 """
 
 from __future__ import annotations
@@ -222,11 +222,12 @@ def test_events_sent_in_another_order_diverge_instead_of_running_their_calls_aga
     assert calls.count("price quote apple") == 1 and calls.count("price quote pear") == 1
 
 
-def test_another_jobs_journal_records_never_answer_a_call(tmp_path):
-    """A new job (another lineage, no restore) on the old job's journal file, with changed
-    code: its calls run, as its own; no divergence, nothing of the old job's handed over."""
-    result, calls, _log = _upgrade(tmp_path, "insert", "r0/pay/c1", lineage="job-2",
-                                   phase="fresh")
-    assert result["errors"] == []
-    assert ["reserved", "charged o1", "PRICE(apple)", "PRICE(pear)"] in result["outputs"]
-    assert calls.count("reserve o1") == 1 and calls.count("charge o1") == 2
+def test_a_job_resubmitted_from_its_checkpoint_with_new_code_diverges_too(tmp_path):
+    """New code deployed after the crash: the job is submitted again (a new lineage) and
+    restored from the checkpoint; the journal's records of the crashed attempt still count:
+    the inserted call diverges and the finished charge does not run a second time."""
+    result, calls, _log = _upgrade(tmp_path, "insert", "r0/pay/c1", lineage="job-2")
+    assert result["outputs"] == []
+    [[error_type, message]] = result["errors"]
+    assert error_type == "ReplayDivergenceError" and "r0/pay/c1" in message
+    assert calls.count("charge o1") == 1

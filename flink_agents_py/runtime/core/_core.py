@@ -127,7 +127,7 @@ class AgentCore(UnfinishedCore):
         self._routes: dict[str, tuple[ActionPlan, ...]] = {}  # the root plan's, by event type
         self._run_tokens: dict[Any, Any] = {}  # the probe's token of a run in flight, by key
         self.counters: collections.Counter[str] = collections.Counter()
-        self.ledger = CallLedger(self.counters, self.probe, journal, failpoint, lineage)
+        self.ledger = CallLedger(self.counters, self.probe, journal, failpoint)
         self._failure_log = FailureLog(log)
         self._warned_sites: set[str] = set()  # lazy calls never awaited, warned once a line
 

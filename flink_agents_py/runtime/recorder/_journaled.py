@@ -1,14 +1,16 @@
 """A journal's record at a call's identity, as a recovery finds it.
 
 A journal entry answers a call at once when it has the call's identity and argument digest.
-An entry there with another digest is either another run's (a new job on an old journal
-file; another input at the run's position, its records having come in another order after a
-failover), which the call must not get, or the one the crashed attempt of this very run
+An entry there with another digest is either another run's (another input at the run's
+position, its records having come in another order after a failover), which the call must
+not get, or the one the crashed attempt of this very run
 made, after the last checkpoint, and the code changed across the restore: a call inserted
 before it, the calls reordered, an argument changed. Ignoring the latter would run again a
 call whose effect is done (a card charged twice), silently. Each journaled record carries
-its ``origin`` (``CallLedger.origin``: the job's lineage, the run's position and input, and
-the execution's triggering event), which tells the two apart:
+its ``origin`` (``CallLedger.origin``: the run's position and input, and the execution's
+triggering event), which tells the two apart (a new job on an old job's journal file, with
+the same input at the same position, looks like the crashed attempt: give each job its own
+journal path):
 
 - another run's (or no origin: journaled by an earlier version): not this call's record;
 - this run's, for an execution triggered by another event than now (the action that sent

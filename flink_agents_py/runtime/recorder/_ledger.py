@@ -60,29 +60,27 @@ class CallLedger:
         probe: receives ``call_started``, ``call_finished`` and ``replay_finding``.
         journal: the write-ahead journal, if any.
         failpoint: the test hook, if any.
-        lineage: the job's lineage token (``HostOptions.lineage``), shared by its restores,
-            or ``None``: part of each journaled record's ``origin``.
     """
 
-    __slots__ = ("counters", "probe", "journal", "failpoint", "lineage")
+    __slots__ = ("counters", "probe", "journal", "failpoint")
 
     def __init__(self, counters: collections.Counter[str], probe: Probe | None,
-                 journal: Journal | None, failpoint: Failpoint | None,
-                 lineage: str | None = None) -> None:
+                 journal: Journal | None, failpoint: Failpoint | None) -> None:
         self.counters = counters
         self.probe = probe
         self.journal = journal
         self.failpoint = failpoint
-        self.lineage = lineage
 
     def origin(self, run: RunState, event: Any) -> str | None:
         """Which run attempt a journaled record comes from: ``<run digest>.<event digest>``.
 
-        The run digest is of the job's lineage, the run's position in its key's sequence and
-        its input record: a restored run's crashed attempt had the same, another job's run
-        at that position (a journal file reused), or another input there (records that came
-        in another order after a failover), another. The event digest is of the JSON form
-        of the triggering event of the call's action execution.
+        The run digest is of the run's position in its key's sequence and its input record:
+        a restored run's crashed attempt had the same, another input at that position
+        (records that came in another order after a failover) another. The job's lineage is
+        not part of it: a job resubmitted from a retained checkpoint or a savepoint (new
+        code deployed after a crash) draws a new lineage, and its runs' crashed attempts
+        must still be recognised. The event digest is of the JSON form of the triggering
+        event of the call's action execution.
 
         Args:
             run: the run the call belongs to.
@@ -92,7 +90,7 @@ class CallLedger:
             The origin, or ``None`` when the input has no JSON form (not kept then).
         """
         try:
-            return f"{digest([self.lineage, run.seq, run.input])}.{digest(event)}"
+            return f"{digest([run.seq, run.input])}.{digest(event)}"
         except Exception:  # noqa: BLE001 - not kept: the record is journaled without it
             return None
 
