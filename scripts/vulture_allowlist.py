@@ -139,3 +139,5 @@ ResourceName.VectorStore.JAVA_WRAPPER_COLLECTION_MANAGEABLE_VECTOR_STORE
 NotOfferedVectorStore.model_post_init  # pydantic's hook (refuses to build)
 Event.__init__.__pydantic_base_init__  # pydantic reads it: the events' own __init__ is its
 RunnerContext.get_resource.metric_group  # Flink Agents' argument: taken, not used here
+Event.get_attachment  # Flink Agents' event attachments: public API a ported program calls
+Event.set_attachment

@@ -190,3 +190,49 @@ def test_an_unused_connection_without_a_key_does_not_stop_the_job(tmp_path):
     proc = _run(tmp_path, EVERY_PROVIDER, MODEL_PROVIDER="OpenAI")
     assert proc.returncode != 0
     assert "MissingApiKeyError" in proc.stderr and "'openai_connection'" in proc.stderr
+
+
+# Flink Agents' event attachments e2e agent: an event carrying named payloads beside its
+# attributes (``Event(..., attachments={...})``, ``event.attachments``,
+# ``event.get_attachment(name)``). Building the event was refused (``attachments``: extra
+# inputs are not permitted).
+EVENT_ATTACHMENTS = """
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, Event, InputEvent, OutputEvent, RunnerContext,
+        action)
+
+
+    class EventAttachmentsAgent(Agent):
+        @action(InputEvent.EVENT_TYPE)
+        @staticmethod
+        def send_attachment(event: Event, ctx: RunnerContext) -> None:
+            value = InputEvent.from_event(event).input
+            step = Event(type="AttachmentStep", attributes={"kind": "inline"},
+                         attachments={"payload": {"value": value, "items": [1, 2, 3]}})
+            step.set_attachment("extra", "x")
+            ctx.send_event(step)
+
+        @action("AttachmentStep")
+        @staticmethod
+        def receive_attachment(event: Event, ctx: RunnerContext) -> None:
+            print(f"received attachments: {sorted(event.attachments)}")
+            ctx.send_event(OutputEvent(output={
+                "kind": event.get_attr("kind"), "payload": event.get_attachment("payload"),
+                "extra": event.get_attachment("extra"),
+                "missing": event.get_attachment("missing", "none")}))
+
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "k1", "value": {"message": "hello"}}]).apply(
+        EventAttachmentsAgent()).to_list()
+    env.execute()
+    print(out)
+"""
+
+
+def test_an_event_carries_attachments(tmp_path):
+    proc = _run(tmp_path, EVENT_ATTACHMENTS)
+    assert proc.returncode == 0, proc.stderr
+    assert "received attachments: ['extra', 'payload']" in proc.stdout
+    assert ("[{'k1': {'kind': 'inline', 'payload': {'value': {'message': 'hello'}, "
+            "'items': [1, 2, 3]}, 'extra': 'x', 'missing': 'none'}}]") in proc.stdout

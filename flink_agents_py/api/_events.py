@@ -71,6 +71,9 @@ class Event(BaseModel):
             gets it when sent.
         type: the routing type; for a subclass, its ``EVENT_TYPE``.
         attributes: free JSON attributes.
+        attachments: named JSON payloads carried beside the attributes (Apache Flink
+            Agents' event attachments: ``Event(type=..., attachments={"payload": {...}})``,
+            read with ``get_attachment(name)``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -83,6 +86,7 @@ class Event(BaseModel):
     id: str = Field(default_factory=_new_event_id)
     type: str = ""
     attributes: dict[str, Any] = Field(default_factory=dict)
+    attachments: dict[str, Any] = Field(default_factory=dict)
 
     def __init__(self, /, *args: Any, **data: Any) -> None:
         if args:
@@ -160,7 +164,7 @@ class Event(BaseModel):
             name: the field or attribute name.
             default: returned when neither exists.
         """
-        if name in type(self).model_fields and name not in ("attributes",):
+        if name in type(self).model_fields and name not in ("attributes", "attachments"):
             return getattr(self, name)
         return self.attributes.get(name, default)
 
@@ -176,6 +180,24 @@ class Event(BaseModel):
             raise UsageError(f"{name!r} is a field of {type(self).__name__}, which is "
                              f"immutable: build the event with it instead of set_attr")
         self.attributes[name] = value
+
+    def get_attachment(self, name: str, default: Any = None) -> Any:
+        """Return attachment ``name`` (Apache Flink Agents' accessor), else ``default``.
+
+        Args:
+            name: the attachment's name.
+            default: returned when the event has no attachment of that name.
+        """
+        return self.attachments.get(name, default)
+
+    def set_attachment(self, name: str, value: Any) -> None:
+        """Attach ``value`` as ``name`` (before the event is sent; JSON values only).
+
+        Args:
+            name: the attachment's name; an attachment of that name is replaced.
+            value: a JSON value (the event is kept in keyed state as JSON).
+        """
+        self.attachments[name] = value
 
     def get_type(self) -> str:
         """The routing type (Apache Flink Agents' accessor of ``type``)."""
