@@ -3,10 +3,14 @@ outside the repository as a user runs them (each finding of the porting audit, o
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -236,3 +240,193 @@ def test_an_event_carries_attachments(tmp_path):
     assert "received attachments: ['extra', 'payload']" in proc.stdout
     assert ("[{'k1': {'kind': 'inline', 'payload': {'value': {'message': 'hello'}, "
             "'items': [1, 2, 3]}, 'extra': 'x', 'missing': 'none'}}]") in proc.stdout
+
+
+class _FakeOllama(BaseHTTPRequestHandler):
+    """``/api/chat``: calls the ``add`` tool when offered (with the first two numbers of the
+    user's text), then answers with the tool's result; otherwise echoes the last message."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        messages = body.get("messages", [])
+        tools = [t["function"]["name"] for t in body.get("tools") or []]
+        results = [m["content"] for m in messages if m.get("role") == "tool"]
+        numbers = [int(n) for m in messages if m.get("role") == "user"
+                   for n in re.findall(r"\d+", m.get("content") or "")]
+        if "add" in tools and not results:
+            message = {"role": "assistant", "content": "", "tool_calls": [{"function": {
+                "name": "add", "arguments": {"a": numbers[0], "b": numbers[1]}}}]}
+        else:
+            text = f"sum={results[-1]}" if results else "echo: " + messages[-1]["content"]
+            message = {"role": "assistant", "content": text}
+        data = json.dumps({"model": body.get("model"), "message": message, "done": True,
+                           "created_at": "2025-01-01T00:00:00Z"}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def fake_ollama():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeOllama)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+# Flink Agents' chained YAML e2e agents (``yaml_multi_agent.yaml``): a connection and an
+# action declared once at the top of the document for both agents, an agent listing that
+# action by its name alone, ``trigger_conditions:`` for the event types. The document was
+# refused (10 problems: unknown keys 'trigger_conditions', 'chat_model_connections',
+# 'actions'; an action entry must be a mapping).
+YAML_ACTIONS = """
+    from pydantic import BaseModel
+    from flink_agents_py.compat import (
+        ChatMessage, ChatRequestEvent, ChatResponseEvent, Event, InputEvent, MessageRole,
+        OutputEvent, RunnerContext)
+
+
+    class YamlChatInput(BaseModel):
+        id: int
+        text: str
+
+
+    class YamlChatOutput(BaseModel):
+        id: int
+        answer: str
+
+
+    def add(a: int, b: int) -> int:
+        '''Calculate the sum of a and b.
+
+        Parameters
+        ----------
+        a : int
+            The first operand
+        b : int
+            The second operand
+        '''
+        return a + b
+
+
+    def chat_request(event: Event, ctx: RunnerContext) -> None:
+        data = YamlChatInput.model_validate(InputEvent.from_event(event).input)
+        ctx.short_term_memory.set("input_id", data.id)
+        ctx.send_event(ChatRequestEvent(model="chat_model", messages=[
+            ChatMessage(role=MessageRole.USER, content=data.text)]))
+
+
+    def commentary_request(event: Event, ctx: RunnerContext) -> None:
+        data = YamlChatOutput.model_validate(InputEvent.from_event(event).input)
+        ctx.short_term_memory.set("input_id", data.id)
+        ctx.send_event(ChatRequestEvent(model="chat_model", messages=[ChatMessage(
+            role=MessageRole.USER, content=f"Restate {data.answer!r}.")]))
+
+
+    def process_chat_response(event: Event, ctx: RunnerContext) -> None:
+        response = ChatResponseEvent.from_event(event).response
+        if response and response.content:
+            ctx.send_event(OutputEvent(output=YamlChatOutput(
+                id=ctx.short_term_memory.get("input_id"), answer=response.content)))
+"""
+
+YAML_MULTI_AGENT = """
+    agents:
+      - name: math_agent
+        description: Stage 1, solves the math question via the add tool.
+        chat_model_setups:
+          - name: chat_model
+            clazz: ollama
+            connection: ollama_connection
+            model: qwen3:1.7b
+            tools: [add]
+            extract_reasoning: true
+        tools:
+          - name: add
+            function: yaml_test_actions:add
+        actions:
+          - name: chat_request
+            function: yaml_test_actions:chat_request
+            trigger_conditions: [input]
+          - process_chat_response
+      - name: commentator_agent
+        chat_model_setups:
+          - name: chat_model
+            clazz: ollama
+            connection: ollama_connection
+            model: qwen3:1.7b
+        actions:
+          - name: commentary_request
+            function: yaml_test_actions:commentary_request
+            trigger_conditions: [input]
+          - process_chat_response
+    chat_model_connections:
+      - name: ollama_connection
+        clazz: ollama
+        request_timeout: 240.0
+    actions:
+      - name: process_chat_response
+        function: yaml_test_actions:process_chat_response
+        trigger_conditions: [chat_response]
+"""
+
+YAML_CHAIN = """
+    from flink_agents_py.compat import AgentsExecutionEnvironment
+    from yaml_test_actions import YamlChatInput, YamlChatOutput
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.load_yaml("yaml_multi_agent.yaml")
+    math = env.from_list([{"key": 1, "value": YamlChatInput(id=1, text="sum of 1 and 2")}]
+                         ).apply("math_agent").to_list()
+    env.execute()
+    print("math", math)
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.load_yaml("yaml_multi_agent.yaml")
+    final = env.from_list([{"key": 1, "value": YamlChatOutput.model_validate(math[0][1])}]
+                          ).apply("commentator_agent").to_list()
+    env.execute()
+    print("final", final)
+"""
+
+
+def test_yaml_file_level_resources_and_actions(tmp_path, fake_ollama):
+    (tmp_path / "yaml_test_actions.py").write_text(textwrap.dedent(YAML_ACTIONS))
+    (tmp_path / "yaml_multi_agent.yaml").write_text(textwrap.dedent(YAML_MULTI_AGENT))
+    proc = _run(tmp_path, YAML_CHAIN, OLLAMA_HOST=fake_ollama)
+    assert proc.returncode == 0, proc.stderr
+    assert "math [{1: YamlChatOutput(id=1, answer='sum=3')}]" in proc.stdout
+    assert "final [{1: YamlChatOutput(id=1, answer=\"echo: Restate 'sum=3'.\")}]" in proc.stdout
+
+
+def test_yaml_bare_action_naming_no_file_level_action_is_reported(tmp_path):
+    (tmp_path / "yaml_test_actions.py").write_text(textwrap.dedent(YAML_ACTIONS))
+    (tmp_path / "a.yaml").write_text(textwrap.dedent("""
+        agents:
+          - name: a
+            actions:
+              - process_chat_respons
+              - name: start
+                function: yaml_test_actions:chat_request
+                on: [input]
+                trigger_conditions: [input]
+        actions:
+          - name: process_chat_response
+            function: yaml_test_actions:process_chat_response
+            trigger_conditions: [chat_response]
+    """))
+    proc = _run(tmp_path, """
+        from flink_agents_py.yaml import load_agents
+        load_agents("a.yaml")
+    """)
+    assert proc.returncode == 1
+    assert ("a.yaml:5: agents[0].actions[0]: names action 'process_chat_respons', which the "
+            "document does not declare at its top level (actions: process_chat_response)"
+            ) in proc.stderr, proc.stderr
+    assert "not 'on' and 'trigger_conditions'" in proc.stderr

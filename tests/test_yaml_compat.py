@@ -123,5 +123,5 @@ def test_on_and_listen_to_together_are_rejected(tmp_path):
     body = AGENT.format(events="[input]", conn="flink_agents_py.testing.ScriptedChatModel",
                         extra="").replace("listen_to: [input]", "listen_to: [input]\n"
                                           "        on: [InputEvent]")
-    with pytest.raises(YamlError, match="either 'on' or 'listen_to'"):
+    with pytest.raises(YamlError, match="not 'on' and 'listen_to'"):
         _load(tmp_path, body)

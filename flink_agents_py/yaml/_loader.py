@@ -23,6 +23,7 @@ from ._errors import MESSAGE_MAX_CHARS, Loc, YamlError, YamlProblem, quoted
 from ._nodes import Report, original_loc, parse, read_source
 from ._nodes import _Loader as _Loader  # the YAML 1.2 loader: tests read YAML as we do
 from ._react import add_react, react_subagent_defaults
+from ._shared import share_entries
 from ._specs import AgentSpec
 from ._subagents import Subagent, add_subagents, find_cycles, read_subagents
 from ._validate import validate_document
@@ -117,6 +118,7 @@ def _load(path_or_text: Any) -> tuple[dict[str, Agent], tuple[str, set[str]]]:
         if not report.problems:
             report.add((), "the document is empty; it needs 'agents:'", translated=True)
         raise report.error()
+    share_entries(parsed.data, report)
     validated = validate_document(parsed, report)
     if validated is None:
         raise report.error()

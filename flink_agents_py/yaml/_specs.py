@@ -291,17 +291,21 @@ class ActionSpec(_Spec):
     name: Name
     type: Language = "python"
     function: FunctionPath = Field(description="Takes (event, ctx).")
-    on: EventNames = Field(validation_alias=AliasChoices("on", "listen_to"),
+    on: EventNames = Field(validation_alias=AliasChoices("on", "listen_to", "trigger_conditions"),
                            description="The event types that run the action (one, or a list); "
-                                       "'listen_to' is Flink Agents' spelling.")
+                                       "'listen_to' and 'trigger_conditions' are Flink Agents' "
+                                       "spellings.")
     config: Config = Field(default_factory=dict,
                            description="Per-action configuration (ctx.action_config).")
 
     @model_validator(mode="before")
     @classmethod
     def _one_trigger_key(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "on" in data and "listen_to" in data:
-            fail("an action has either 'on' or 'listen_to' (the same key), not both")
+        given = [k for k in ("on", "listen_to", "trigger_conditions")
+                 if isinstance(data, dict) and k in data]
+        if len(given) > 1:
+            fail(f"an action has one of 'on', 'listen_to' and 'trigger_conditions' (the same "
+                 f"key), not {' and '.join(repr(k) for k in given)}")
         return data
 
 
