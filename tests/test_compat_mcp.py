@@ -30,6 +30,7 @@ from flink_agents_py.compat import (
     OutputEvent,
     ResourceDescriptor,
     ResourceName,
+    ResourceType,
     RunnerContext,
     action,
     chat_model_connection,
@@ -120,3 +121,44 @@ def test_an_mcp_server_declared_by_resource_name_serves_its_prompt_and_tool(endp
     out = env.from_list([{"key": 1, "value": "tea"}]).apply(McpReviewAgent()).to_list()
     env.execute()
     assert out == [{1: "You review tea. Answer in one word. | sum=5"}]
+
+
+class McpRemoteAgent(Agent):
+    """Flink Agents' MCP remote e2e agent: its action fetches an MCP tool and calls it."""
+
+    @mcp_server
+    @staticmethod
+    def math_mcp_server() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.MCP_SERVER,
+                                  endpoint=os.environ["COMPAT_MCP_ENDPOINT"])
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def process(event: Event, ctx: RunnerContext) -> None:
+        data = InputEvent.from_event(event).input
+        add = ctx.get_resource("add", ResourceType.TOOL)
+        by_dict = add.call({"a": data["a"], "b": data["b"]})
+        by_keywords = add.call(a=data["a"], b=1)
+        lookup = ctx.get_resource("lookup", ResourceType.TOOL).call(sku="tea")
+        try:
+            add.call({"a": "x", "b": 1})
+        except Exception as e:  # noqa: BLE001 - what the program sees
+            failed = type(e).__name__
+        ctx.send_event(OutputEvent(output={"sum": int(by_dict[0]), "items": by_dict,
+                                           "kw": by_keywords, "lookup": lookup,
+                                           "failed": failed}))
+
+
+def test_an_mcp_tool_fetched_in_an_action_is_called_as_flink_agents_calls_it(endpoint,
+                                                                              monkeypatch):
+    # McpTool had no call (AttributeError failing the action)
+    monkeypatch.setenv("COMPAT_MCP_ENDPOINT", endpoint)
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "k", "value": {"a": 2, "b": 3}}]).apply(
+        McpRemoteAgent()).to_list()
+    env.execute()
+    [[result]] = [list(o.values()) for o in out]
+    assert result["sum"] == 5 and result["items"] == ["5"] and result["kw"] == ["3"]
+    assert isinstance(result["lookup"], list) and len(result["lookup"]) == 1
+    assert "tea" in result["lookup"][0]
+    assert result["failed"] == "McpToolError"

@@ -113,3 +113,23 @@ def _tool_value(result: Any, output_schema: dict[str, Any] | None = None) -> Any
         except orjson.JSONDecodeError:
             pass
     return "\n".join(texts)
+
+
+def _tool_items(result: Any) -> list[Any]:
+    """A ``tools/call`` result as Apache Flink Agents' ``MCPTool.call`` gives it.
+
+    Args:
+        result: the ``tools/call`` result.
+
+    Returns:
+        One item per content block: a text block's text, any other block as its wire dict.
+
+    Raises:
+        McpToolError: when the result has ``isError`` set (its text is the message).
+    """
+    blocks = wire(result).get("content") or []
+    items = [b.get("text", "") if b.get("type") == "text" else b for b in blocks]
+    if wire(result).get("isError"):
+        texts = [i for i in items if isinstance(i, str)]
+        raise McpToolError(_clip("\n".join(texts)) or "the MCP tool failed without saying why")
+    return items

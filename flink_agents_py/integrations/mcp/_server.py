@@ -40,7 +40,15 @@ from ...api import (
 )
 from ...api.internal import RESERVED_TOOL_PREFIX, mask_known_value, scrub_exception
 from ..chat_models._common import FreshOnUnpickle, secret_env_values
-from ._results import McpToolError, _bounded, _clip, _not_mcp, _short, _tool_value
+from ._results import (
+    McpToolError,
+    _bounded,
+    _clip,
+    _not_mcp,
+    _short,
+    _tool_items,
+    _tool_value,
+)
 from ._session import Connection, list_all, wire
 
 __all__ = ["McpServer", "McpTool", "McpPrompt", "McpToolError"]
@@ -358,7 +366,8 @@ class McpServer(FreshOnUnpickle, Resource):
     def _output_schema(self, tool: str) -> dict[str, Any] | None:
         return ((self._tools or {}).get(tool) or {}).get("outputSchema")
 
-    def call_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
+    def call_tool(self, tool: str, arguments: dict[str, Any], *,
+                  content_items: bool = False) -> Any:
         """Blocking form of ``acall_tool`` (for use outside an agent).
 
         What it returns and raises is what an agent's tool call would record: an error's
@@ -368,16 +377,19 @@ class McpServer(FreshOnUnpickle, Resource):
         Args:
             tool: the tool's name on the server.
             arguments: the call's arguments.
+            content_items: return Flink Agents' form instead of the value: a list of one item
+                per content block (a text block's text, another block as its wire dict).
 
         Returns:
-            The tool's value, its known secrets masked.
+            The tool's value (or its content items), its known secrets masked.
         """
         self._opened()
         conn = self._connection()
         with self._tool_errors(tool, conn):
             result = conn.call(lambda s: s.call_tool(tool, arguments), self.timeout_s)
-        return mask_known_value(_tool_value(_bounded(result, tool, self),
-                                            self._output_schema(tool)))
+        bounded = _bounded(result, tool, self)
+        return mask_known_value(_tool_items(bounded) if content_items
+                                else _tool_value(bounded, self._output_schema(tool)))
 
     # -- prompts ------------------------------------------------------------------------
     def list_prompts(self) -> list[dict[str, Any]]:
@@ -513,6 +525,25 @@ class McpTool(FreshOnUnpickle, Resource):
             self.open()
         assert self._metadata is not None
         return self._metadata
+
+    def call(self, *args: Any, **kwargs: Any) -> list[Any]:
+        """Call the tool now, in this thread (Apache Flink Agents' ``MCPTool.call``).
+
+        Not a durable call: wrap it in ``ctx.durable_execute`` when a replay must not repeat
+        it. An error the tool reports is raised (``McpToolError``), where Flink Agents
+        returns an error response.
+
+        Args:
+            *args: the arguments as one dict (``add.call({"a": 1, "b": 2})``), when no
+                keywords are given.
+            **kwargs: the arguments.
+
+        Returns:
+            One item per content block of the result: a text block's text (``["3"]``),
+            another block as its wire dict.
+        """
+        arguments = kwargs or (args[0] if args else {})
+        return self._server().call_tool(self.tool or self.name, arguments, content_items=True)
 
     async def acall(self, **arguments: Any) -> Any:
         """Call the tool on its server.
