@@ -386,8 +386,12 @@ def _setup_fields(schema: dict[str, Any]) -> None:
     """Show ``ChatModelSetup``'s fields in the schema (the class validates them)."""
     own = ChatModelSetup.model_json_schema()
     for key, value in own.get("properties", {}).items():
-        if "$ref" not in json.dumps(value):  # a nested model's schema is not ours to show
-            schema["properties"].setdefault(key, value)
+        if "$ref" in json.dumps(value):  # a nested model's schema is not ours to show;
+            plain = [a for a in value.get("anyOf", []) if "$ref" not in json.dumps(a)]
+            if all(a == {"type": "null"} for a in plain):  # its other forms are (``prompt``:
+                continue  # a name or a text; ``budget``: none to show)
+            value = {**value, "anyOf": plain}
+        schema["properties"].setdefault(key, value)
     schema["required"] = [*schema.get("required", []),
                           *(k for k in own.get("required", []) if k != "name")]
 
