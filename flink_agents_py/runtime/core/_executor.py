@@ -65,6 +65,32 @@ class _Call:
         self.started: float | None = None
 
 
+class _Raised:
+    """A ``StopIteration`` a function raised in a worker thread, carried back as a value."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: StopIteration) -> None:
+        self.error = error
+
+
+def _in_thread(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run a plain function in a worker thread, handing a ``StopIteration`` back as ``_Raised``.
+
+    asyncio cannot set ``StopIteration`` on a future (it would end the generator awaiting
+    it): copied from the thread's future, it raised a ``TypeError`` in a loop callback
+    instead, and the call never completed. A function ending with ``next(...)`` on an empty
+    iterator is ordinary code, so its failure is an outcome like any other.
+
+    Returns:
+        What ``fn`` returned, or ``_Raised`` holding the ``StopIteration`` it raised.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except StopIteration as e:
+        return _Raised(e)
+
+
 def _name_of(fn: Callable[..., Any]) -> str:
     target = fn.func if isinstance(fn, functools.partial) else fn
     return getattr(target, "__qualname__", None) or type(target).__qualname__
@@ -217,14 +243,15 @@ class IOExecutor:
                     result = await fn(*args, **kwargs)
                 else:
                     result = await self._loop.run_in_executor(
-                        None, functools.partial(fn, *args, **kwargs)
+                        None, functools.partial(_in_thread, fn, args, kwargs)
                     )
                     if inspect.isawaitable(result):
                         result = await result
             except BaseException as e:  # noqa: BLE001 - every failure is an outcome
                 ok, value = False, e
             else:
-                ok, value = True, result
+                ok, value = (False, result.error) if isinstance(result, _Raised) \
+                    else (True, result)
             finally:
                 with self._lock:
                     self.in_flight -= 1

@@ -1,0 +1,73 @@
+"""Durable calls at their edges, each from a user's script run in its own process.
+
+Scenarios taken from bug reports of other durable-execution engines: a function whose
+failure is a ``StopIteration`` (``next()`` on an empty iterator), durable calls made inside a
+durable call's function, and exceptions whose attributes live outside their ``args``. Each
+script runs the agent fault-free and restored at every point a checkpoint could be taken.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def run_script(tmp_path: pathlib.Path, body: str) -> dict:
+    """Run ``body`` as ``tmp_path/user_job.py``; its last stdout line is JSON."""
+    script = tmp_path / "user_job.py"
+    script.write_text(textwrap.dedent(body))
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={"PYTHONPATH": str(ROOT),
+                                                       "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_function_raising_stop_iteration_fails_its_call_instead_of_hanging_it(tmp_path):
+    # `next(x for x in items if ...)` with no match raises StopIteration in the worker
+    # thread: asyncio cannot put it on a future, so the call never completed and the key
+    # hung for ever (the script's own timeout would fire)
+    out = run_script(tmp_path, """
+        import json
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+        from flink_agents_py.testing import CallCounter, check_replay_safety
+
+        CALLS = CallCounter()
+
+        def first_match(items, want):
+            CALLS.count("first_match")
+            return next(i for i in items if i == want)
+
+        class Finder(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+                try:
+                    got = await ctx.durable_execute_async(first_match, [1, 2], event.input["want"])
+                except RuntimeError as e:
+                    got = f"{type(e).__name__}: {e} (from {type(e.__cause__).__name__})"
+                ctx.send_event(OutputEvent(output={"key": ctx.key, "got": got}))
+
+        records = [{"key": "a", "want": 3}, {"key": "b", "want": 2}]
+        result = AgentsExecutionEnvironment.local().from_list(records).apply(Finder()).run()
+        live = CALLS.total
+        report = check_replay_safety(Finder(), records, reset=CALLS.reset, other_process=False)
+        print(json.dumps({"outputs": sorted(result.outputs, key=lambda o: o["key"]),
+                          "errors": len(result.errors), "calls": live, "ok": report.ok,
+                          "table": report.table}))
+    """)
+    assert out["outputs"] == [
+        {"key": "a", "got": "RuntimeError: generator raised StopIteration (from StopIteration)"},
+        {"key": "b", "got": 2}]
+    assert out["errors"] == 0 and out["calls"] == 2
+    assert out["ok"], out["table"]
