@@ -71,3 +71,66 @@ def test_a_function_raising_stop_iteration_fails_its_call_instead_of_hanging_it(
         {"key": "b", "got": 2}]
     assert out["errors"] == 0 and out["calls"] == 2
     assert out["ok"], out["table"]
+
+
+def test_durable_calls_inside_a_durable_calls_function_are_part_of_it(tmp_path):
+    # a helper that makes durable calls, itself run through ctx.durable_execute(_async): its
+    # inner calls took call identities a replay (which does not run the helper) never takes
+    # again, so every later call of the action got the outcome recorded for the one before
+    # it (a ReplayDivergenceError, or silently another call's result)
+    out = run_script(tmp_path, """
+        import json
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import (Agent, InputEvent, OutputEvent, RunnerContext,
+                                         UsageError, action)
+        from flink_agents_py.testing import CallCounter, check_replay_safety
+
+        CALLS = CallCounter()
+
+        def price(item):
+            CALLS.count(f"price {item}")
+            return len(item)
+
+        class Shop(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+                def basket():  # sync, in the action's thread
+                    CALLS.count("basket")
+                    return ctx.durable_execute(price, "fig") + ctx.durable_execute(price, "kiwi")
+
+                async def basket_async():  # async, on the I/O executor's loop
+                    CALLS.count("basket_async")
+                    return (await ctx.durable_execute_async(price, "lime")
+                            + await ctx.durable_execute_async(price, "plum"))
+
+                def shout():  # an event sent inside a durable call would not be sent again
+                    try:
+                        ctx.send_event(OutputEvent(output={"key": ctx.key}))
+                    except UsageError as e:
+                        return str(e)
+                    return "sent"
+
+                got = [ctx.durable_execute(basket), await ctx.durable_execute_async(basket)]
+                got.append(await ctx.durable_execute_async(basket_async))
+                got.append(await ctx.durable_execute_async(price, "apple"))
+                got.append(ctx.durable_execute(price, "pear"))
+                refused = await ctx.durable_execute_async(shout)
+                ctx.send_event(OutputEvent(output={"key": ctx.key, "got": got,
+                                                   "refused": refused}))
+
+        records = [{"key": "a"}, {"key": "b"}]
+        result = AgentsExecutionEnvironment.local().from_list(records).apply(Shop()).run()
+        live = CALLS.as_dict()
+        report = check_replay_safety(Shop(), records, reset=CALLS.reset, other_process=False)
+        print(json.dumps({"outputs": result.outputs, "errors": [e.message for e in result.errors],
+                          "calls": live, "ok": report.ok, "table": report.table}))
+    """)
+    assert out["errors"] == []
+    [a, b] = sorted(out["outputs"], key=lambda o: o["key"])
+    assert a["got"] == b["got"] == [7, 7, 8, 5, 4]
+    assert a["refused"].startswith("ctx.send_event called inside the function of a durable call")
+    assert "shout" in a["refused"]
+    assert out["calls"]["basket"] == 4 and out["calls"]["price fig"] == 4
+    assert out["calls"]["basket_async"] == 2 and out["calls"]["price plum"] == 2
+    assert out["ok"], out["table"]

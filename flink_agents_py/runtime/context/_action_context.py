@@ -27,6 +27,7 @@ from ...api import (
     SubagentFuture,
 )
 from ...api.internal import agent_metric_group, event_to_send, resource_type_argument
+from ._nested import refuse_nested
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
@@ -90,6 +91,7 @@ class ActionContext(RunnerContext):
     def send_event(self, event: Event | None = None, *, identifier: str | None = None,
                    **attributes: Any) -> Event:
         """See ``RunnerContext.send_event``."""
+        refuse_nested("ctx.send_event")
         return self._execution.send_event(event_to_send(event, identifier, attributes))
 
     def get_resource(self, name: str, resource_type: ResourceType | None = None,
@@ -120,25 +122,31 @@ class ActionContext(RunnerContext):
         output_schema: type[BaseModel] | dict[str, Any] | None = None,
     ) -> Awaitable[ChatResponse]:
         """See ``RunnerContext.chat``."""
+        refuse_nested("ctx.chat")
         return self._execution.chat(model, messages, prompt_args=prompt_args,
                                     output_schema=output_schema)
 
     async def submit_subagent(self, name: str, input: Any) -> SubagentFuture:
         """See ``RunnerContext.submit_subagent``."""
+        refuse_nested("ctx.submit_subagent")
         return await self._execution.submit_subagent(name, input)
 
     def patched(self, change_id: str) -> bool:
         """See ``RunnerContext.patched``."""
+        refuse_nested("ctx.patched")
         return self._execution.patched(change_id)
 
     def deprecate_patch(self, change_id: str) -> None:
         """See ``RunnerContext.deprecate_patch``."""
+        refuse_nested("ctx.deprecate_patch")
         self._execution.deprecate_patch(change_id)
 
     def wait_for(self, correlation_id: str, *, timeout_s: float | None = None) -> Awaitable[Any]:
         """See ``RunnerContext.wait_for``."""
+        refuse_nested("ctx.wait_for")
         return self._execution.wait_for(correlation_id, timeout_s=timeout_s)
 
     def sleep(self, seconds: float) -> Awaitable[None]:
         """See ``RunnerContext.sleep``."""
+        refuse_nested("ctx.sleep")
         return self._execution.sleep(seconds)

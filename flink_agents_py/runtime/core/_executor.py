@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...api.internal import close_loop_clients
+from ._stepper import DURABLE_FUNCTION
 
 __all__ = ["IOExecutor"]
 
@@ -74,8 +75,12 @@ class _Raised:
         self.error = error
 
 
-def _in_thread(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _in_thread(name: str, fn: Callable[..., Any], args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> Any:
     """Run a plain function in a worker thread, handing a ``StopIteration`` back as ``_Raised``.
+
+    ``DURABLE_FUNCTION`` says ``name`` meanwhile (a durable call made by the function is part
+    of its call).
 
     asyncio cannot set ``StopIteration`` on a future (it would end the generator awaiting
     it): copied from the thread's future, it raised a ``TypeError`` in a loop callback
@@ -85,10 +90,13 @@ def _in_thread(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     Returns:
         What ``fn`` returned, or ``_Raised`` holding the ``StopIteration`` it raised.
     """
+    inside = DURABLE_FUNCTION.set(name)
     try:
         return fn(*args, **kwargs)
     except StopIteration as e:
         return _Raised(e)
+    finally:
+        DURABLE_FUNCTION.reset(inside)
 
 
 def _name_of(fn: Callable[..., Any]) -> str:
@@ -240,10 +248,14 @@ class IOExecutor:
                     self._started_cond.notify_all()
             try:
                 if inspect.iscoroutinefunction(fn):
-                    result = await fn(*args, **kwargs)
+                    inside = DURABLE_FUNCTION.set(call.name)
+                    try:
+                        result = await fn(*args, **kwargs)
+                    finally:
+                        DURABLE_FUNCTION.reset(inside)
                 else:
                     result = await self._loop.run_in_executor(
-                        None, functools.partial(_in_thread, fn, args, kwargs)
+                        None, functools.partial(_in_thread, call.name, fn, args, kwargs)
                     )
                     if inspect.isawaitable(result):
                         result = await result

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
@@ -17,7 +18,16 @@ from typing import Any, NoReturn
 from ...api import UnsupportedAwaitError
 from ...api.internal import EVENT_ID_SOURCE
 
-__all__ = ["not_stepping", "enter_stepping", "leave_stepping", "run_inline"]
+__all__ = ["DURABLE_FUNCTION", "not_stepping", "enter_stepping", "leave_stepping", "run_inline"]
+
+DURABLE_FUNCTION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "flink_agents_py_durable_function", default=None)
+"""The name of the durable call's function running in this context (``None`` outside one).
+
+Set while ``run_inline`` runs a ``ctx.durable_execute`` function and while the I/O executor
+runs a function (in its worker thread, or in the task of an ``async`` one): a durable call
+made from there is part of that call, whose one result is recorded (see
+``context._nested``)."""
 
 _HINT = (
     "actions are stepped by the operator, not by an asyncio event loop: await only the "
@@ -110,10 +120,12 @@ def run_inline(name: str, call: Callable[[], Any]) -> Any:
         Exception: whatever the function raised.
     """
     token = EVENT_ID_SOURCE.set(None)
+    inside = DURABLE_FUNCTION.set(name)
     try:
         with not_stepping():
             value = call()
     finally:
+        DURABLE_FUNCTION.reset(inside)
         EVENT_ID_SOURCE.reset(token)
     if inspect.iscoroutine(value):
         value.close()

@@ -4,19 +4,18 @@ The user's action gets a thin ``ActionContext`` (``_action_context``: what ``Run
 promises, each method one line that delegates here); everything that records, replays and
 hands commands to the core lives on this object. Built-in actions take it directly.
 
-The execution only records: each durable call gets its identity (the execution's next call
-ordinal) and its record in the execution's state entry; a call recorded before (replay) is
-answered from its record, and a new one becomes a typed command (``_commands``) that the
-core carries out after the action's step. The execution never calls the core: what it
-tells besides keyed state (journal, observer, counters) goes through the ``CallLedger`` it is
-given.
+The execution only records: each durable call gets its identity (the execution's next call ordinal)
+and its record in the execution's state entry; a call recorded before (replay) is answered from its
+record, and a new one becomes a typed command (``_commands``) that the core carries out after the
+action's step. The execution never calls the core: what it tells besides keyed state (journal,
+observer, counters) goes through the ``CallLedger`` it is given.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel
@@ -41,6 +40,7 @@ from .._serde import dumps, event_is_plain, event_json
 from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
 from ..context._long_term_memory import ActionLongTermMemory
 from ..context._memory import ActionMemory, KeyMerge, MemoryClock, MemoryLoader
+from ..context._nested import inside_durable_function, run_nested, run_nested_async
 from ..core._commands import (
     Attach,
     CallCommand,
@@ -221,9 +221,8 @@ class ActionExecution:
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
         limit = EventChainLimitError.LIMIT
         if self.execution_id.count("/") > 2 * limit:  # 2 per action
-            raise EventChainLimitError(
-                self.execution_id, limit, key=self._key,
-                event_types=(str(self._record.event.get("type", "?")), type(event).__name__))
+            types = (str(self._record.event.get("type", "?")), type(event).__name__)
+            raise EventChainLimitError(self.execution_id, limit, key=self._key, event_types=types)
         unsent = self._unsent_ids
         if unsent is not None and event.id in unsent:  # built here: keeps the id it was given
             unsent.discard(event.id)
@@ -277,8 +276,10 @@ class ActionExecution:
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
         strict: bool | None = None, **kwargs: Any,
     ) -> Any:
-        """``RunnerContext.durable_execute``."""
+        """``RunnerContext.durable_execute`` (inside a durable call's function: ``_nested``)."""
         kwargs.pop("durable_id", None)  # Flink Agents' call identity: ours is the call ordinal
+        if inside_durable_function() is not None:
+            return run_nested(fn, args, kwargs)
         name = _fn_name(fn)
         call, started = self._open_call(fn, args, kwargs, CallKind.FUNCTION, name,
                                         lambda c: InlineCall(c, name), strict=strict)
@@ -296,9 +297,11 @@ class ActionExecution:
     def durable_execute_async(
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
         strict: bool | None = None, **kwargs: Any,
-    ) -> DurableCall:
-        """``RunnerContext.durable_execute_async``."""
+    ) -> Awaitable[Any]:
+        """``RunnerContext.durable_execute_async`` (inside a durable call's function too)."""
         kwargs.pop("durable_id", None)  # Flink Agents' call identity: ours is the call ordinal
+        if inside_durable_function() is not None:
+            return run_nested_async(fn, args, kwargs)
         return self.execute_as(CallKind.FUNCTION, _fn_name(fn), fn, args, kwargs,
                                reconciler=reconciler, strict=strict)
 
