@@ -134,3 +134,56 @@ def test_durable_calls_inside_a_durable_calls_function_are_part_of_it(tmp_path):
     assert out["calls"]["basket"] == 4 and out["calls"]["price fig"] == 4
     assert out["calls"]["basket_async"] == 2 and out["calls"]["price plum"] == 2
     assert out["ok"], out["table"]
+
+
+def test_a_base_exception_from_a_durable_function_fails_the_action_not_the_job(tmp_path):
+    # an asyncio.CancelledError (an HTTP client's inner task cancelled) or a SystemExit from
+    # a function on the I/O executor was thrown into the action as it was: past its `except
+    # Exception`, out of the runner, stopping the job; a replay handed a DurableExecutionError
+    out = run_script(tmp_path, """
+        import asyncio, json
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import (Agent, DurableExecutionError, InputEvent, OutputEvent,
+                                         RunnerContext, action)
+        from flink_agents_py.testing import CallCounter, check_replay_safety
+
+        CALLS = CallCounter()
+
+        async def fetch(url):
+            CALLS.count("fetch")
+            raise asyncio.CancelledError(f"request to {url} cancelled")
+
+        def leave(code):
+            CALLS.count("leave")
+            raise SystemExit(code)
+
+        class Caller(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+                fn, arg = (fetch, "http://x") if event.input["how"] == "fetch" else (leave, 3)
+                if event.input.get("catch"):
+                    try:
+                        await ctx.durable_execute_async(fn, arg)
+                    except DurableExecutionError as e:
+                        ctx.send_event(OutputEvent(output={"key": ctx.key, "caught": str(e),
+                                                           "cause": type(e.__cause__).__name__}))
+                    return
+                await ctx.durable_execute_async(fn, arg)
+
+        records = [{"key": "a", "how": "fetch"}, {"key": "b", "how": "leave"},
+                   {"key": "c", "how": "fetch", "catch": True}, {"key": "a", "how": "leave"}]
+        result = AgentsExecutionEnvironment.local().from_list(records).apply(Caller()).run()
+        report = check_replay_safety(Caller(), records, reset=CALLS.reset, other_process=False)
+        print(json.dumps({"outputs": result.outputs,
+                          "errors": sorted((str(e.key), e.seq, e.error_type, e.message)
+                                           for e in result.errors),
+                          "ok": report.ok, "table": report.table}))
+    """)
+    cancelled = "recorded failure asyncio.exceptions:CancelledError: request to http://x cancelled"
+    assert out["errors"] == [
+        ["a", 0, "DurableExecutionError", cancelled],
+        ["a", 1, "DurableExecutionError", "recorded failure builtins:SystemExit: 3"],
+        ["b", 0, "DurableExecutionError", "recorded failure builtins:SystemExit: 3"]]
+    assert out["outputs"] == [{"key": "c", "caught": cancelled, "cause": "CancelledError"}]
+    assert out["ok"], out["table"]

@@ -233,8 +233,26 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
         rec.error_type, rec.error_message = form["type"], form["message"]
         rec.error_args, rec.error_attrs = form["args"], form["attrs"]
         rec.traceback = failure_text(exc)
-        value = exc
+        value = exc if isinstance(exc, Exception) else _not_an_exception(exc, form)
     return ok, value
+
+
+def _not_an_exception(exc: BaseException, form: dict[str, Any]) -> DurableExecutionError:
+    """What the caller gets for a recorded failure that is no ``Exception``.
+
+    An ``asyncio.CancelledError`` (an HTTP client's inner task cancelled), a ``SystemExit``
+    or a ``KeyboardInterrupt`` raised by a function on the I/O executor is its call's
+    outcome; thrown into the action as it was, it went past the action's ``except
+    Exception`` and stopped the whole job, while a replay, which rebuilds only exceptions,
+    handed over this error. Both paths hand it over now: the action fails alone, or catches it.
+
+    Returns:
+        The ``DurableExecutionError`` a replay rebuilds (``rebuild_exception``), caused by
+        ``exc``.
+    """
+    error = DurableExecutionError(f"recorded failure {form['type']}: {form['message']}")
+    error.__cause__ = exc
+    return error
 
 
 def _refuse_generator(value: Any, where: str, target: str | None) -> NoReturn:
