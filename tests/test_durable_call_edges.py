@@ -187,3 +187,49 @@ def test_a_base_exception_from_a_durable_function_fails_the_action_not_the_job(t
         ["b", 0, "DurableExecutionError", "recorded failure builtins:SystemExit: 3"]]
     assert out["outputs"] == [{"key": "c", "caught": cancelled, "cause": "CancelledError"}]
     assert out["ok"], out["table"]
+
+
+def test_an_os_error_replays_with_its_errno_and_file_name(tmp_path):
+    # OSError(errno, strerror, filename) keeps the file name outside its args: a replay
+    # rebuilt it from its message, so e.errno was None and e.filename gone, and an action
+    # branching on errno.ENOENT took the other branch after a restore
+    out = run_script(tmp_path, """
+        import errno, json
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+        from flink_agents_py.testing import CallCounter, check_replay_safety
+
+        CALLS = CallCounter()
+
+        def read(path):
+            CALLS.count("read")
+            if path.endswith(".py"):
+                raise ModuleNotFoundError(f"No module named {path!r}", name=path, path="/lib")
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+
+        class Reader(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+                try:
+                    await ctx.durable_execute_async(read, event.input["path"])
+                except OSError as e:
+                    seen = {"missing": e.errno == errno.ENOENT, "errno": e.errno,
+                            "file": e.filename, "str": str(e), "args": list(e.args)}
+                except ImportError as e:
+                    seen = {"name": e.name, "path": e.path, "str": str(e)}
+                await ctx.durable_execute_async(CALLS.count, "after")
+                ctx.send_event(OutputEvent(output={"key": ctx.key, **seen}))
+
+        records = [{"key": "a", "path": "/data/in.txt"}, {"key": "b", "path": "mod.py"}]
+        result = AgentsExecutionEnvironment.local().from_list(records).apply(Reader()).run()
+        report = check_replay_safety(Reader(), records, reset=CALLS.reset, other_process=False)
+        print(json.dumps({"outputs": sorted(result.outputs, key=lambda o: o["key"]),
+                          "ok": report.ok, "table": report.table}))
+    """)
+    assert out["outputs"] == [
+        {"key": "a", "missing": True, "errno": 2, "file": "/data/in.txt",
+         "str": "[Errno 2] No such file or directory: '/data/in.txt'",
+         "args": [2, "No such file or directory"]},
+        {"key": "b", "name": "mod.py", "path": "/lib", "str": "No module named 'mod.py'"}]
+    assert out["ok"], out["table"]

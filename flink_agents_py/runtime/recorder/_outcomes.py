@@ -155,6 +155,18 @@ _GROUP = "$exceptions"
 """Marks an exception group's sub-exceptions in its recorded ``args`` (their forms)."""
 
 
+_SLOTS_OUTSIDE_ARGS: tuple[tuple[type[BaseException], tuple[str, ...]], ...] = (
+    (OSError, ("filename", "filename2")),
+    (ImportError, ("name", "path")),
+)
+"""Attributes of built-in exceptions kept outside ``args`` and ``__dict__`` (recorded too).
+
+``OSError(2, "No such file", "/x")`` keeps ``(2, "No such file")`` as its ``args`` and the
+file name in a slot: rebuilt from its ``args`` alone, its message lost the name, and so it
+was rebuilt from the message, its ``errno`` gone (``None``). ``ImportError(msg, name=...)``
+likewise. Records of other exceptions are unchanged."""
+
+
 def _exception_form(exc: BaseException) -> dict[str, Any]:
     """What a record keeps of an exception: its type, message, args and attributes, masked.
 
@@ -176,6 +188,9 @@ def _exception_form(exc: BaseException) -> dict[str, Any]:
         args = mask_value(_json_or_none(list(exc.args)))
     attrs = {k: v for k, v in vars(exc).items() if not k.startswith("_")} \
         if hasattr(exc, "__dict__") else {}
+    for base, names in _SLOTS_OUTSIDE_ARGS:
+        if isinstance(exc, base):
+            attrs.update((n, v) for n in names if (v := getattr(exc, n, None)) is not None)
     kept = {k: j for k, v in attrs.items() if (j := _json_or_none(v)) is not None or v is None}
     return {"type": f"{cls.__module__}:{cls.__qualname__}", "message": mask_secrets(str(exc)),
             "args": args, "attrs": mask_value(kept) or None}
