@@ -233,3 +233,51 @@ def test_an_os_error_replays_with_its_errno_and_file_name(tmp_path):
          "args": [2, "No such file or directory"]},
         {"key": "b", "name": "mod.py", "path": "/lib", "str": "No module named 'mod.py'"}]
     assert out["ok"], out["table"]
+
+
+def test_an_exception_class_a_replay_cannot_import_is_handed_over_alike_live(tmp_path):
+    # a class defined in a function cannot be imported by a replay, which rebuilt it as a
+    # DurableExecutionError: `except Refused` matched live, and stopped matching after a
+    # restore (the run failed where the fault-free one went on)
+    out = run_script(tmp_path, """
+        import json
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import (Agent, DurableExecutionError, InputEvent, OutputEvent,
+                                         RunnerContext, action)
+        from flink_agents_py.testing import CallCounter, check_replay_safety
+
+        CALLS = CallCounter()
+
+        def make_client():
+            class Refused(Exception):
+                pass
+
+            def call(order):
+                CALLS.count("call")
+                raise Refused(f"order {order} refused")
+            return call
+
+        CALL = make_client()
+
+        class Orders(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+                try:
+                    await ctx.durable_execute_async(CALL, event.input["order"])
+                except DurableExecutionError as e:  # its __cause__: Refused live
+                    got = {"error": str(e)}
+                await ctx.durable_execute_async(CALLS.count, "after")
+                ctx.send_event(OutputEvent(output={"key": ctx.key, **got}))
+
+        records = [{"key": "a", "order": 7}]
+        result = AgentsExecutionEnvironment.local().from_list(records).apply(Orders()).run()
+        report = check_replay_safety(Orders(), records, reset=CALLS.reset, other_process=False)
+        print(json.dumps({"outputs": result.outputs, "errors": [e.message for e in result.errors],
+                          "ok": report.ok, "table": report.table}))
+    """)
+    assert out["errors"] == []
+    assert out["outputs"] == [{
+        "key": "a",
+        "error": "recorded failure __main__:make_client.<locals>.Refused: order 7 refused"}]
+    assert out["ok"], out["table"]

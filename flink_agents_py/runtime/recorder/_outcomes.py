@@ -248,8 +248,27 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
         rec.error_type, rec.error_message = form["type"], form["message"]
         rec.error_args, rec.error_attrs = form["args"], form["attrs"]
         rec.traceback = failure_text(exc)
-        value = exc if isinstance(exc, Exception) else _not_an_exception(exc, form)
+        value = _as_replayed(exc, form) if isinstance(exc, Exception) \
+            else _not_an_exception(exc, form)
     return ok, value
+
+
+def _as_replayed(exc: Exception, form: dict[str, Any]) -> BaseException:
+    """``exc``, or what a replay rebuilds from its record when that is of another type.
+
+    An exception whose class a replay cannot import (one defined in a function, its
+    qualified name holding ``<locals>``) or build is rebuilt as a ``DurableExecutionError``:
+    the live path hands that over too (``exc`` its ``__cause__``), so an action's ``except``
+    clauses match the same on both paths, rather than only until a restore.
+
+    Returns:
+        The exception the caller gets.
+    """
+    again = _rebuilt(form["type"], form["message"], form["args"], form["attrs"])
+    if type(again) is type(exc) or not isinstance(again, DurableExecutionError):
+        return exc
+    again.__cause__ = exc
+    return again
 
 
 def _not_an_exception(exc: BaseException, form: dict[str, Any]) -> DurableExecutionError:
