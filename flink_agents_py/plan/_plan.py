@@ -48,6 +48,7 @@ from ._knowledge_checks import (
     name_default_collections,
 )
 from ._nesting import one_level_deeper
+from ._prompt_checks import check_prompt_name
 
 __all__ = ["FunctionRef", "ActionPlan", "ResourcePlan", "AgentPlan", "BUILTIN_ACTIONS",
            "BuiltinAction", "register_builtin_actions"]
@@ -172,7 +173,7 @@ class AgentPlan(BaseModel):
                 known event type, an action that does not take ``(event, ctx)``, a tool
                 named with the reserved prefix ``_subagent_`` (a local one, or one an MCP
                 server advertises), a resource that is not a descriptor, a chat model setup
-                naming a connection or tool that is not declared, and one offering a
+                naming a connection, tool or prompt that is not declared, and one offering a
                 sub-agent that is not declared or has no usable input schema (contract 2:
                 the job fails at setup).
         """
@@ -531,6 +532,8 @@ def _check_references(
         _check_fallbacks(name, rp, resources.get(ResourceType.CHAT_MODEL, {}), problems)
         check_budget_prices(name, rp.descriptor.arguments,
                             resources.get(ResourceType.CHAT_MODEL, {}), problems)
+        check_prompt_name(name, rp.descriptor.arguments, resources.get(ResourceType.PROMPT, {}),
+                          bool(resources.get(ResourceType.MCP_SERVER)), problems)
 
 
 def _check_fallbacks(name: str, rp: ResourcePlan, setups: dict[str, ResourcePlan],
