@@ -125,3 +125,49 @@ def test_a_python_setup_naming_an_undeclared_prompt_is_refused_a_literal_text_ru
     assert "declare it (@prompt, or add_resource('review_prompt', ResourceType.PROMPT" \
         in undeclared
     assert literal == "['system: sys']"  # one word, no underscore: still a literal text
+
+
+# -- an action returning its output (no return annotation) lost it without a word --------------
+
+RETURNS = '''
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, action
+
+
+class Forgetful(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def answer(event, ctx):
+        return OutputEvent(output={"key": ctx.key})
+
+    @action(InputEvent)
+    @staticmethod
+    async def summary(event, ctx):
+        return {"summary": "..."}
+
+    @action(InputEvent)
+    @staticmethod
+    async def fine(event, ctx):
+        ctx.send_event(OutputEvent(output=1))
+        return None
+
+
+records = [{"key": k} for k in "abc"]
+print(AgentsExecutionEnvironment.local().from_list(records).apply(Forgetful()).collect())
+'''
+
+
+def test_an_action_returning_a_value_is_warned_about_once_at_its_definition(
+        tmp_path: Path) -> None:
+    proc = run_user_script(tmp_path, {"forgetful.py": RETURNS}, "forgetful.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[1, 1, 1]"  # the outputs are unchanged
+    warned = [line for line in proc.stderr.splitlines() if "ActionReturnWarning" in line]
+    assert len(warned) == 2, proc.stderr  # once per action, not once per record
+    sync, coro = sorted(warned, key=lambda line: "'summary'" in line)
+    assert sync.startswith(f"{tmp_path / 'forgetful.py'}:7: ")  # the action's definition
+    assert "action 'answer' (Forgetful.answer) returned an OutputEvent, which is discarded: " \
+        "send it instead: ctx.send_event(OutputEvent(...))" in sync
+    assert coro.startswith(f"{tmp_path / 'forgetful.py'}:12: ")
+    assert "action 'summary' (Forgetful.summary) returned a dict, which is discarded" in coro
+    assert "ctx.send_event(OutputEvent(output=...))" in coro

@@ -1,5 +1,6 @@
 """The agent plan: an agent compiled to validated, serializable data."""
 
+from ._action_checks import warn_if_returned
 from ._plan import (
     BUILTIN_ACTIONS,
     ActionPlan,
@@ -12,4 +13,4 @@ from ._plan import (
 
 __all__ = ["ActionPlan", "AgentPlan", "BUILTIN_ACTIONS", "BuiltinAction", "FunctionRef",
            "ResourcePlan",
-           "register_builtin_actions"]
+           "register_builtin_actions", "warn_if_returned"]

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ..api.internal import warn_at_user
+from ..api.internal import Event, warn_at_user
 
-__all__ = ["ActionReturnWarning", "warn_if_declares_a_result"]
+__all__ = ["ActionReturnWarning", "warn_if_declares_a_result", "warn_if_returned"]
+
+_RETURNED: set[Any] = set()
+"""The action functions already warned about for a value they returned (once each)."""
 
 _NOTHING = {"None", "NoReturn", "Never", "typing.NoReturn", "typing.Never", "NoneType"}
 """Return annotations (as written, or as a type's name) saying the action returns nothing."""
@@ -48,3 +52,39 @@ def warn_if_declares_a_result(name: str, fn: Callable[..., Any]) -> None:
         f"action {name!r} ({getattr(fn, '__qualname__', fn)}) declares it returns {shown}, but "
         f"what an action returns is discarded: send its result as an event, e.g. "
         f"ctx.send_event(OutputEvent(output=...)), and declare -> None"))
+
+
+def warn_if_returned(action: Any, value: Any) -> None:
+    """Warn, once per action function, when the action returned ``value`` (not ``None``).
+
+    An action without a return annotation (or one declaring ``-> None``) escapes the
+    plan-build check (``warn_if_declares_a_result``): ``return
+    OutputEvent(output=answer)`` lost the output without a word (no output, no error
+    record). The warning is attributed to the action's definition; the action's outcome
+    is unchanged.
+
+    Args:
+        action: the action's ``ActionPlan`` (its ``name`` and ``function``).
+        value: what it returned.
+    """
+    if value is None:
+        return
+    fn = action.function.resolve()
+    if fn in _RETURNED:
+        return
+    _RETURNED.add(fn)
+    try:
+        if not _says_nothing(inspect.signature(fn).return_annotation):
+            return  # warned about when the plan was built
+    except (TypeError, ValueError):
+        pass
+    code = getattr(fn, "__code__", None)
+    what = type(value).__name__
+    article = "an" if what[:1] in "AEIOUaeiou" else "a"
+    fix = (f"send it instead: ctx.send_event({what}(...))" if isinstance(value, Event) else
+           "send the result as an event instead, e.g. ctx.send_event(OutputEvent(output=...))")
+    warnings.warn_explicit(
+        ActionReturnWarning(f"action {action.name!r} ({getattr(fn, '__qualname__', fn)}) "
+                            f"returned {article} {what}, which is discarded: {fix}"),
+        ActionReturnWarning, getattr(code, "co_filename", "<action>"),
+        getattr(code, "co_firstlineno", 0))

@@ -29,7 +29,7 @@ from typing import Any
 
 from ...api import Event, OutputEvent, SerializationError, UnsupportedAwaitError
 from ...api.internal import EVENT_ID_SOURCE
-from ...plan import ActionPlan, AgentPlan
+from ...plan import ActionPlan, AgentPlan, warn_if_returned
 from .._builtins import BUILTIN_NAMES
 from .._failures import FailureLog, never_awaited
 from .._resources import ResourceEnvironment, check_resources
@@ -268,11 +268,7 @@ class AgentCore(UnfinishedCore):
         return self._inbox.wait_any(timeout_s)
 
     def is_live(self, key: Any) -> bool:
-        """Whether ``key`` has live action executions in this process (O(1)).
-
-        Returns:
-            Whether it has.
-        """
+        """Whether ``key`` has live action executions in this process (O(1))."""
         return bool(self._live.get(key))
 
     def unreadable_run(self, key: Any, error: StateFormatError) -> ErrorRecord:
@@ -461,6 +457,7 @@ class AgentCore(UnfinishedCore):
                     ctx.commands = [c for c in ctx.commands if not isinstance(c, StartWait)]
                 self._drain(step, task, None)
                 if not inspect.iscoroutine(out):
+                    warn_if_returned(task.action, out)
                     self._end(step, task, misuse)
                     return
             task.coro = out
@@ -476,7 +473,8 @@ class AgentCore(UnfinishedCore):
                     error = None
                 else:
                     yielded = coro.send(None)
-            except StopIteration:
+            except StopIteration as stop:
+                warn_if_returned(task.action, stop.value)
                 if ctx.commands or self._cancelled:
                     self._drain(step, task, None)
                 self._end(step, task, None)
