@@ -171,3 +171,37 @@ def test_an_action_returning_a_value_is_warned_about_once_at_its_definition(
     assert coro.startswith(f"{tmp_path / 'forgetful.py'}:12: ")
     assert "action 'summary' (Forgetful.summary) returned a dict, which is discarded" in coro
     assert "ctx.send_event(OutputEvent(output=...))" in coro
+
+
+# -- set_config(max_tool_rounds=...) read as a bound, but no chat model setup reads it -----------
+
+CONFIGURED = '''
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, action
+
+
+class Bounded(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def answer(event, ctx):
+        ctx.send_event(OutputEvent(output=ctx.config.get("max_tool_rounds")))
+
+
+agent = Bounded()
+agent.set_config(max_tool_rounds=2, team="reviews")
+print(AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(agent).collect())
+'''
+
+
+def test_a_setup_field_in_the_agent_config_is_warned_about_naming_where_it_goes(
+        tmp_path: Path) -> None:
+    proc = run_user_script(tmp_path, {"bounded.py": CONFIGURED}, "bounded.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[2]"  # still in ctx.config
+    warned = [line for line in proc.stderr.splitlines() if "SetupConfigWarning" in line]
+    assert len(warned) == 1, proc.stderr
+    assert warned[0].startswith(f"{tmp_path / 'bounded.py'}:15: ")  # the apply(...) line
+    assert "agent Bounded's configuration sets max_tool_rounds=2, which no chat model setup " \
+        "reads" in warned[0]
+    assert "ResourceDescriptor(ChatModelSetup, connection=..., max_tool_rounds=2)" in warned[0]
+    assert "team" not in warned[0]

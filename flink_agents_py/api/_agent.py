@@ -309,7 +309,15 @@ class Agent:
                             f"override (declared: {declared or 'none'})")
 
     def set_config(self, **config: Any) -> Agent:
-        """Set agent-wide configuration (``max_tool_rounds``...). Returns ``self``."""
+        """Set agent-wide configuration, read with ``ctx.config``.
+
+        Options of the runtime live here (``replay="strict"``, long-term memory's
+        ``LongTermMemoryOptions``); a chat model setup's fields (``max_tool_rounds``...) do
+        not: they are set on each setup.
+
+        Returns:
+            The agent itself.
+        """
         self._config.update(config)
         return self
 

@@ -42,6 +42,7 @@ from ..api.internal import (
 )
 from ._action_checks import warn_if_declares_a_result
 from ._budget_checks import check_budget_prices
+from ._config_checks import warn_of_setup_fields
 from ._knowledge_checks import (
     agent_identity,
     check_knowledge_references,
@@ -181,6 +182,7 @@ class AgentPlan(BaseModel):
             raise PlanError([f"expected an Agent instance, got {type(agent).__name__}"])
         problems: list[str] = []
         actions = _compile_actions(agent, problems)
+        warn_of_setup_fields(type(agent).__name__, agent.config)
         subagents: dict[str, AgentPlan] = {}
         resources = _compile_resources(agent, problems, subagents)
         _list_mcp_servers(resources, problems)

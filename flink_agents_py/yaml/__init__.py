@@ -12,7 +12,7 @@ with them and the JSON Schema for editors (``SCHEMA_PATH``) is generated from th
         endpoint: http://127.0.0.1:9000         # any other key is a field of the setup
     agents:
       - name: orchestrator
-        config: {max_tool_rounds: 4}            # agent-wide configuration (set_config)
+        config: {team: reviews}                 # agent-wide configuration (ctx.config)
         actions:
           - name: start
             function: my_app.agents:start        # module:qualname, takes (event, ctx)
