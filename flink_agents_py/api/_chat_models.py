@@ -248,6 +248,21 @@ class ChatModelSetup(Resource):
         """The generation parameters sent with each call (Flink Agents' name): ``options``."""
         return dict(self.options)
 
+    def _call_options(self, **given: Any) -> dict[str, Any]:
+        """The keywords of one connection call: ``model``, ``model_kwargs``, then ``given``.
+
+        A Flink Agents setup's ``model_kwargs`` may name the model itself (its documented
+        custom setup returns ``{"model": self.model, "temperature": ...}``): it wins over
+        ``self.model`` instead of being passed twice.
+
+        Args:
+            **given: this call's own keywords (``tools``, ``output_schema``...), which win.
+
+        Returns:
+            The keywords to pass to the connection's ``chat`` / ``achat``.
+        """
+        return {"model": self.model, **self.model_kwargs, **given}
+
     @property
     def resource_context(self) -> ChatModelSetup:
         """What Flink Agents' setups call ``get_resource`` on: the setup itself."""
@@ -272,8 +287,8 @@ class ChatModelSetup(Resource):
         """
         connection = self.get_resource(self.connection, ResourceType.CHAT_MODEL_CONNECTION)
         assert isinstance(connection, ChatModelConnection)
-        answer = connection.chat(self.build_messages(messages, prompt_args), model=self.model,
-                                 tools=self.callables(), **{**self.model_kwargs, **kwargs})
+        answer = connection.chat(self.build_messages(messages, prompt_args),
+                                 **self._call_options(tools=self.callables(), **kwargs))
         return as_chat_response(answer, connection)
 
     def tool_resources(self) -> list[FunctionTool]:
@@ -345,12 +360,7 @@ class ChatModelSetup(Resource):
         assert isinstance(connection, ChatModelConnection)
         full = self.build_messages(messages, prompt_args) if with_prompt else list(messages)
         answer = await connection.achat(
-            full,
-            model=self.model,
-            tools=self.callables(),
-            output_schema=output_schema,
-            **self.model_kwargs,
-        )
+            full, **self._call_options(tools=self.callables(), output_schema=output_schema))
         return as_chat_response(answer, connection)
 
 
