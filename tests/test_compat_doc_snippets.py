@@ -4,10 +4,13 @@ finding of the docs audit, one test)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -19,10 +22,10 @@ PYTHON = VENV_PY if VENV_PY.exists() else Path(sys.executable)
 pytestmark = pytest.mark.timeout(120)
 
 
-def _run(tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run ``script`` (dedented) as ``prog.py`` in ``tmp_path`` with the project importable."""
     (tmp_path / "prog.py").write_text(textwrap.dedent(script))
-    environ = {**os.environ, "PYTHONPATH": str(ROOT)}
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), **env}
     return subprocess.run([str(PYTHON), "prog.py"], cwd=tmp_path, env=environ,
                           capture_output=True, text=True, timeout=100)
 
@@ -91,3 +94,124 @@ def test_a_custom_setup_naming_the_model_in_model_kwargs(tmp_path):
     proc = _run(tmp_path, CUSTOM_PROVIDER)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "OUT [{'k': 'mine t=0.7: input: hello'}]" in proc.stdout, proc.stderr[-3000:]
+
+
+class _FakeProvider(BaseHTTPRequestHandler):
+    """Ollama's ``/api/chat`` and OpenAI's ``/v1/chat/completions``: each echoes the last
+    message and keeps the request body in ``bodies``."""
+
+    bodies: list[tuple[str, dict]] = []
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        self.bodies.append((self.path, body))
+        text = "echo: " + body["messages"][-1]["content"]
+        if self.path.startswith("/api/chat"):
+            answer: dict = {"model": body["model"], "done": True,
+                            "created_at": "2025-01-01T00:00:00Z",
+                            "message": {"role": "assistant", "content": text}}
+        else:
+            answer = {"id": "c", "object": "chat.completion", "created": 1,
+                      "model": body["model"], "choices": [{
+                          "index": 0, "finish_reason": "stop",
+                          "message": {"role": "assistant", "content": text}}],
+                      "usage": {"prompt_tokens": 1, "completion_tokens": 1,
+                                "total_tokens": 2}}
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def fake_provider():
+    _FakeProvider.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeProvider)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+# chat_models.md, the OpenAI and Ollama setups' ``additional_kwargs`` ("Additional OpenAI API
+# parameters"): Flink Agents merges them into the request. They were sent as one request
+# field named ``additional_kwargs`` (OpenAI refuses an unknown field; Ollama ignored it).
+ADDITIONAL_KWARGS = """
+    import os
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, ChatMessage, ChatRequestEvent, ChatResponseEvent,
+        Event, InputEvent, MessageRole, OutputEvent, ResourceDescriptor, ResourceName,
+        RunnerContext, action, chat_model_connection, chat_model_setup)
+
+    BASE = os.environ["FAKE_PROVIDER"]
+
+
+    class MyAgent(Agent):
+        @chat_model_connection
+        @staticmethod
+        def openai_connection() -> ResourceDescriptor:
+            return ResourceDescriptor(
+                clazz=ResourceName.ChatModel.OPENAI_COMPLETIONS_CONNECTION,
+                api_key="<your-api-key>", api_base_url=BASE + "/v1", max_retries=3,
+                timeout=60.0)
+
+        @chat_model_setup
+        @staticmethod
+        def openai_chat_model() -> ResourceDescriptor:
+            return ResourceDescriptor(
+                clazz=ResourceName.ChatModel.OPENAI_COMPLETIONS_SETUP,
+                connection="openai_connection", model="gpt-4", temperature=0.7,
+                max_tokens=1000, additional_kwargs={"seed": 7, "user": "u1"})
+
+        @chat_model_connection
+        @staticmethod
+        def ollama_connection() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_CONNECTION,
+                                      base_url=BASE, request_timeout=120.0)
+
+        @chat_model_setup
+        @staticmethod
+        def my_chat_model() -> ResourceDescriptor:
+            return ResourceDescriptor(
+                clazz=ResourceName.ChatModel.OLLAMA_SETUP, connection="ollama_connection",
+                model="qwen3:8b", temperature=0.7, num_ctx=4096, keep_alive="10m",
+                think=True, extract_reasoning=True, additional_kwargs={"top_k": 5})
+
+        @action(InputEvent.EVENT_TYPE)
+        @staticmethod
+        def process_input(event: Event, ctx: RunnerContext) -> None:
+            for model in ("openai_chat_model", "my_chat_model"):
+                message = ChatMessage(role=MessageRole.USER,
+                                      content=f"input: {InputEvent.from_event(event).input}")
+                ctx.send_event(ChatRequestEvent(model=model, messages=[message]))
+
+        @action(ChatResponseEvent.EVENT_TYPE)
+        @staticmethod
+        def process_response(event: Event, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent(output=ChatResponseEvent.from_event(event)
+                                       .response.content))
+
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "k", "value": "hello"}]).apply(MyAgent()).to_list()
+    env.execute()
+    print("OUT", out)
+"""
+
+
+def test_a_setups_additional_kwargs_are_request_fields(tmp_path, fake_provider):
+    proc = _run(tmp_path, ADDITIONAL_KWARGS, FAKE_PROVIDER=fake_provider)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("echo: input: hello") == 2, proc.stderr[-3000:]
+    bodies = dict(_FakeProvider.bodies)
+    openai = bodies["/v1/chat/completions"]
+    assert "additional_kwargs" not in openai
+    assert (openai["seed"], openai["user"], openai["max_tokens"]) == (7, "u1", 1000)
+    ollama = bodies["/api/chat"]
+    assert ollama["options"] == {"top_k": 5, "temperature": 0.7, "num_ctx": 4096}

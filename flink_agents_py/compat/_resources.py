@@ -154,12 +154,15 @@ class OllamaChatModelConnection(_Renamed, OllamaChatModel):
 
 
 class OllamaChatModelSetup(_CompatSetup):
-    """Flink Agents' Ollama setup: generation parameters go into ``options``."""
+    """Flink Agents' Ollama setup: generation parameters go into ``options``.
+
+    ``additional_kwargs`` (more Ollama parameters) are merged into ``options``.
+    """
 
     ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
-        k: _OPTIONS for k in ("temperature", "num_ctx", "keep_alive", "think", "top_p",
-                              "top_k", "seed", "max_tokens", "num_predict",
-                              "additional_kwargs")}
+        **{k: _OPTIONS for k in ("temperature", "num_ctx", "keep_alive", "think", "top_p",
+                                 "top_k", "seed", "max_tokens", "num_predict")},
+        "additional_kwargs": _MERGED}
 
 
 class OpenAIChatModelConnection(_LiteralKey, _Renamed, OpenAIChatModel):
@@ -182,14 +185,17 @@ class OpenAIChatModelConnection(_LiteralKey, _Renamed, OpenAIChatModel):
 class OpenAIChatModelSetup(_CompatSetup):
     """Flink Agents' OpenAI setup: generation parameters go into ``options``.
 
-    ``strict`` (strict tool schemas) is dropped, and so is ``think`` (an Ollama argument,
-    which Flink Agents' OpenAI setup ignores).
+    ``additional_kwargs`` (more request parameters) are merged into ``options``, so they
+    are sent as request fields, as Flink Agents sends them. ``strict`` (strict tool schemas)
+    is dropped, and so is ``think`` (an Ollama argument, which Flink Agents' OpenAI setup
+    ignores).
     """
 
     ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
         **{k: _OPTIONS for k in ("temperature", "max_tokens", "top_p", "seed", "stop",
                                  "frequency_penalty", "presence_penalty", "reasoning_effort",
-                                 "logprobs", "top_logprobs", "additional_kwargs")},
+                                 "logprobs", "top_logprobs")},
+        "additional_kwargs": _MERGED,
         "strict": _DROPPED, "think": _DROPPED}
 
 
@@ -207,11 +213,15 @@ class AnthropicChatModelConnection(_LiteralKey, _Renamed, AnthropicChatModel):
 
 
 class AnthropicChatModelSetup(_CompatSetup):
-    """Flink Agents' Anthropic setup: generation parameters go into ``options``."""
+    """Flink Agents' Anthropic setup: generation parameters go into ``options``.
+
+    ``additional_kwargs`` (more request parameters) are merged into ``options``.
+    """
 
     ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
-        k: _OPTIONS for k in ("temperature", "max_tokens", "top_p", "top_k", "stop_sequences",
-                              "additional_kwargs")}
+        **{k: _OPTIONS for k in ("temperature", "max_tokens", "top_p", "top_k",
+                                 "stop_sequences")},
+        "additional_kwargs": _MERGED}
 
 
 class OllamaEmbeddingModelConnection(_Renamed, OllamaEmbeddingModel):
