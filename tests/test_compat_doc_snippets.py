@@ -215,3 +215,80 @@ def test_a_setups_additional_kwargs_are_request_fields(tmp_path, fake_provider):
     assert (openai["seed"], openai["user"], openai["max_tokens"]) == (7, "u1", 1000)
     ollama = bodies["/api/chat"]
     assert ollama["options"] == {"top_k": 5, "temperature": 0.7, "num_ctx": 4096}
+
+
+# prompts.md: "Escape literal braces by doubling them: ``{{`` and ``}}``" (its prompts, and
+# the quickstarts', hold JSON examples written so). The doubled braces reached the model
+# as they were written.
+ESCAPED_BRACES = '''
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, ChatMessage, ChatRequestEvent, ChatResponseEvent,
+        Event, InputEvent, MessageRole, OutputEvent, Prompt, ResourceDescriptor,
+        ResourceName, RunnerContext, action, chat_model_connection, chat_model_setup, prompt)
+
+
+    def answer(request):
+        return " | ".join(m.content.strip() for m in request.messages)
+
+
+    class ReviewAnalysisAgent(Agent):
+        @prompt
+        @staticmethod
+        def review_analysis_prompt() -> Prompt:
+            return Prompt.from_messages(messages=[
+                ChatMessage(role=MessageRole.SYSTEM,
+                            content='Answer as {{"id": "12345", "score": 1}}.'),
+                ChatMessage(role=MessageRole.USER, content='"input": {input}'),
+            ])
+
+        @chat_model_connection
+        @staticmethod
+        def offline() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.SCRIPTED_CONNECTION,
+                                      function=f"{__name__}:answer")
+
+        @chat_model_setup
+        @staticmethod
+        def review_analysis_model() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP,
+                                      connection="offline", model="qwen3:8b",
+                                      prompt="review_analysis_prompt")
+
+        @action(InputEvent.EVENT_TYPE)
+        @staticmethod
+        def process_input(event: Event, ctx: RunnerContext) -> None:
+            msg = ChatMessage(role=MessageRole.USER,
+                              extra_args={"input": InputEvent.from_event(event).input})
+            ctx.send_event(ChatRequestEvent(model="review_analysis_model", messages=[msg]))
+
+        @action(ChatResponseEvent.EVENT_TYPE)
+        @staticmethod
+        def process_chat_response(event: Event, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent(output=ChatResponseEvent.from_event(event)
+                                       .response.content))
+
+
+    text = Prompt.from_text('Input format:\\n{{\\n  "id": "1"\\n}}\\ninput:\\n{input}')
+    print("TEXT", repr(text.format_string(input="x")))
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "k", "value": "nice"}]).apply(ReviewAnalysisAgent()).to_list()
+    env.execute()
+    print("OUT", out)
+'''
+
+
+def test_doubled_braces_in_a_prompt_are_literal_braces(tmp_path):
+    proc = _run(tmp_path, ESCAPED_BRACES)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert """TEXT 'Input format:\\n{\\n  "id": "1"\\n}\\ninput:\\nx'""" in proc.stdout
+    assert """OUT [{'k': 'Answer as {"id": "12345", "score": 1}. | "input": nice'}]""" \
+        in proc.stdout, proc.stderr[-3000:]
+
+
+def test_a_prompt_with_raw_json_braces_keeps_them():
+    from flink_agents_py.api import Prompt
+
+    raw = Prompt.from_text('Answer as {"a": {"b": {n}}} and {{ stays')
+    assert raw.format_string(n=1) == 'Answer as {"a": {"b": 1}} and {{ stays'
+    styled = Prompt.from_text("{{name}} is {name}; {missing} stays")
+    assert styled.format_string(name="x") == "{name} is x; {missing} stays"

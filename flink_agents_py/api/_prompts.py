@@ -13,6 +13,8 @@ from ._resources import Resource, ResourceType
 __all__ = ["Prompt", "fill_placeholders"]
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# a template's brace tokens, in order: doubled braces, a placeholder, a lone brace
+_BRACES = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
 
 
 def fill_placeholders(template: str, values: Mapping[str, Any]) -> str:
@@ -22,6 +24,10 @@ def fill_placeholders(template: str, values: Mapping[str, Any]) -> str:
     are ignored (so a prompt and an input schema may drift apart without an error). Only
     ``{identifier}`` forms are placeholders; other braces (JSON examples) stay as they are.
 
+    A template whose every brace is a placeholder or doubled is written in Python's format
+    style, as Apache Flink Agents' prompts are (``{{`` and ``}}`` for literal braces): its
+    doubled braces become single ones, and a ``{{name}}`` is the literal text ``{name}``.
+
     Args:
         template: the text with ``{name}`` placeholders.
         values: the values by placeholder name.
@@ -29,12 +35,26 @@ def fill_placeholders(template: str, values: Mapping[str, Any]) -> str:
     Returns:
         The filled text.
     """
+    tokens = list(_BRACES.finditer(template))
+    if any(len(m.group(0)) == 1 for m in tokens):  # a lone brace: raw JSON, not format style
 
-    def sub(m: re.Match[str]) -> str:
+        def sub(m: re.Match[str]) -> str:
+            name = m.group(1)
+            return str(values[name]) if name in values else m.group(0)
+
+        return _PLACEHOLDER.sub(sub, template)
+    out: list[str] = []
+    end = 0
+    for m in tokens:
+        out.append(template[end:m.start()])
         name = m.group(1)
-        return str(values[name]) if name in values else m.group(0)
-
-    return _PLACEHOLDER.sub(sub, template)
+        if name is None:
+            out.append(m.group(0)[0])
+        else:
+            out.append(str(values[name]) if name in values else m.group(0))
+        end = m.end()
+    out.append(template[end:])
+    return "".join(out)
 
 
 class Prompt(Resource):
