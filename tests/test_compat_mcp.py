@@ -162,3 +162,41 @@ def test_an_mcp_tool_fetched_in_an_action_is_called_as_flink_agents_calls_it(end
     assert isinstance(result["lookup"], list) and len(result["lookup"]) == 1
     assert "tea" in result["lookup"][0]
     assert result["failed"] == "McpToolError"
+
+
+def test_an_mcp_server_built_as_the_tool_use_page_builds_it(endpoint, monkeypatch):
+    # Flink Agents' tool use page: ``MCPServer(endpoint=...)`` returned by an ``@mcp_server``
+    # method, and given to the environment with ``add_resource``. ``MCPServer`` was missing.
+    from flink_agents_py.compat import MCPServer
+
+    class DeclaredAgent(Agent):
+        @mcp_server
+        @staticmethod
+        def my_mcp_server() -> MCPServer:
+            return MCPServer(endpoint=endpoint)
+
+        @action(EventType.InputEvent)
+        @staticmethod
+        def process(event: Event, ctx: RunnerContext) -> None:
+            data = InputEvent.from_event(event).input
+            ctx.send_event(OutputEvent(
+                output=ctx.get_resource("add", ResourceType.TOOL).call(data)))
+
+    class BareAgent(Agent):
+        @action(EventType.InputEvent)
+        @staticmethod
+        def process(event: Event, ctx: RunnerContext) -> None:
+            data = InputEvent.from_event(event).input
+            ctx.send_event(OutputEvent(
+                output=ctx.get_resource("add", ResourceType.TOOL).call(data)))
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "k", "value": {"a": 2, "b": 3}}]).apply(
+        DeclaredAgent()).to_list()
+    env.execute()
+    assert out == [{"k": ["5"]}]
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.add_resource("my_mcp_server", MCPServer(endpoint=endpoint))
+    out = env.from_list([{"key": "k", "value": {"a": 4, "b": 3}}]).apply(BareAgent()).to_list()
+    env.execute()
+    assert out == [{"k": ["7"]}]

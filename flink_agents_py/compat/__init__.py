@@ -119,6 +119,9 @@ BaseChatModelSetup = ChatModelSetup
 """Flink Agents' name of ``ChatModelSetup``."""
 SerializableResource = Resource
 """Flink Agents' serializable resource base: every resource here is data (pydantic)."""
+MCPServer = McpServer
+"""Flink Agents' MCP server class (``integrations.mcp.mcp.MCPServer``, its tool use page's
+``MCPServer(endpoint=...)``): the ``ResourceName.MCP_SERVER`` class."""
 
 __all__ = [
     "Agent",
@@ -163,6 +166,7 @@ __all__ = [
     "InternalSubagentResourceDescriptorBuilder",
     "LongTermMemoryBackend",
     "LongTermMemoryOptions",
+    "MCPServer",
     "McpServer",
     "Memory",
     "MemoryObject",
