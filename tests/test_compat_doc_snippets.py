@@ -292,3 +292,20 @@ def test_a_prompt_with_raw_json_braces_keeps_them():
     assert raw.format_string(n=1) == 'Answer as {"a": {"b": 1}} and {{ stays'
     styled = Prompt.from_text("{{name}} is {name}; {missing} stays")
     assert styled.format_string(name="x") == "{name} is x; {missing} stays"
+
+
+def test_a_react_agent_made_for_a_subagent(tmp_path):
+    # react_agent.md, "Use ReActAgent as a subagent", and Flink Agents' react_subagent_test.py
+    # (fixtures/compat_react_subagent.py): ReActAgent.for_subagent(chat_model=,
+    # description=, instructions=, output_schema=), a child taking {"prompt": text} whose
+    # instructions are literal text, called from an async action or by the parent's model.
+    # It was an AttributeError.
+    program = (ROOT / "tests" / "fixtures" / "compat_react_subagent.py").read_text()
+    proc = _run(tmp_path, program)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cases = [line for line in proc.stdout.splitlines() if line.startswith("CASE")]
+    assert cases[:3] == ["CASE False False False [\"['child answer']\"]",
+                         "CASE True False False ['parent answer']",
+                         "CASE True True False ['parent_json answer']"], proc.stderr[-3000:]
+    assert cases[3].startswith("CASE False False True [\"failed:")
+    assert "only a string 'prompt'" in cases[3]

@@ -50,6 +50,9 @@ _USER_PROMPT = "_default_user_prompt"
 _DEFAULT_DESCRIPTION = "A general-purpose agent that completes a delegated task using its tools."
 _DEFAULT_INPUT_SCHEMA = json.dumps({"type": "object", "properties": {"input": {"type": "string"}},
                                     "required": ["input"]})
+_PROMPT_INPUT_SCHEMA = json.dumps({"type": "object", "properties": {"prompt": {"type": "string"}},
+                                   "required": ["prompt"], "additionalProperties": False})
+_PROMPT_ONLY = "prompt_only"  # action config: the input must be {"prompt": text}
 
 
 class ReActAgentError(AgentsError):
@@ -175,6 +178,37 @@ class ReActAgent(Agent):
                                   description=description or self.subagent_description,
                                   input_schema=input_schema or self.subagent_input_schema)
 
+    @classmethod
+    def for_subagent(cls, *, chat_model: ResourceDescriptor, description: str,
+                     instructions: str | None = None,
+                     output_schema: type[BaseModel] | None = None) -> ReActAgent:
+        """A ReAct agent to register as another agent's sub-agent (Flink Agents' factory).
+
+        Its input is an object of one string field, ``{"prompt": text}``, which becomes the
+        user message; anything else fails its run (``ReActAgentError`` naming what it got).
+        Register it with ``parent.add_resource(name, ResourceType.AGENT, child)``; its own
+        resources (``child.add_resource``) win over the parent's of the same name.
+
+        Args:
+            chat_model: the chat model setup's descriptor (its model, tools, skills).
+            description: tells the parent's model when to delegate to it.
+            instructions: literal system-message text (braces are not placeholders).
+            output_schema: a pydantic model class the answer must follow.
+
+        Returns:
+            The agent.
+        """
+        messages = [ChatMessage(role=MessageRole.USER, content="{prompt}")]
+        if instructions:
+            literal = instructions.replace("{", "{{").replace("}", "}}")
+            messages.insert(0, ChatMessage(role=MessageRole.SYSTEM, content=literal))
+        agent = cls(chat_model=chat_model, prompt=Prompt.from_messages(messages),
+                    output_schema=output_schema, subagent_description=description,
+                    subagent_input_schema=_PROMPT_INPUT_SCHEMA)
+        agent._actions = [(name, fn, spec.model_copy(update={
+            "config": {**spec.config, _PROMPT_ONLY: True}})) for name, fn, spec in agent._actions]
+        return agent
+
     def get_subagent_description(self) -> str:
         """Caller-facing description when running as a sub-agent (Flink Agents' name)."""
         return self.subagent_description
@@ -197,6 +231,8 @@ class ReActAgent(Agent):
                                       ResourceType.PROMPT)
         except (KeyError, ResourceNotFoundError):
             prompt = None
+        if ctx.action_config.get(_PROMPT_ONLY):
+            _check_prompt_input(event.input)
         messages = _user_messages(event.input, prompt if isinstance(prompt, Prompt) else None)
         if schema is not None:
             messages = _with_schema_instruction(messages, schema)
@@ -275,6 +311,22 @@ def _row_schema(output_schema: Any) -> Any:
         kind = _ROW_FIELD_TYPES.get(str(field))
         properties[name] = {"type": kind} if kind else {}
     return {"type": "object", "properties": properties, "required": names}
+
+
+def _check_prompt_input(value: Any) -> None:
+    """Refuse a ``for_subagent`` agent's input other than ``{"prompt": text}``.
+
+    Raises:
+        ReActAgentError: naming what was given.
+    """
+    if not isinstance(value, dict):
+        got = type(value).__name__
+    elif set(value) - {"key"} != {"prompt"} or not isinstance(value["prompt"], str):
+        got = f"fields {sorted(value)}, prompt {type(value.get('prompt')).__name__}"
+    else:
+        return
+    raise ReActAgentError(f"a ReAct sub-agent (ReActAgent.for_subagent) takes only a string "
+                          f"'prompt' as input ({{'prompt': text}}), got {got}")
 
 
 def _user_messages(value: Any, prompt: Prompt | None) -> list[ChatMessage]:
