@@ -19,7 +19,7 @@ import pytest
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
-from flink_agents_py.runtime.core._results import _construct_input, input_event
+from flink_agents_py.runtime.core._results import _FAST_INPUT, _construct_input, input_event
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -27,6 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_input_event_is_what_model_construct_builds():
+    # a field added to InputEvent (or to Event) must keep the fast construction on: the slow
+    # one calls pydantic's model_construct, which inspects each default factory's signature
+    assert _FAST_INPUT, "InputEvent's fields changed: update _results._construct_input"
     fast = _construct_input("r3", {"a": 1}, {"key": "k", "n": [1, 2]})
     slow = InputEvent.model_construct(id="r3", type="InputEvent", attributes={"a": 1},
                                       input={"key": "k", "n": [1, 2]})

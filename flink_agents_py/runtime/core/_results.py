@@ -161,8 +161,10 @@ _SETTERS = _slot_setters()
 _FAST_INPUT = (_SETTERS is not None and not InputEvent.__pydantic_post_init__
                and not InputEvent.__private_attributes__
                and InputEvent.model_config.get("extra") != "allow"
-               and set(InputEvent.model_fields) == _INPUT_KEYS)
-"""Whether ``InputEvent`` can be built as ``model_construct`` would, minus its generality."""
+               and set(InputEvent.model_fields) == _INPUT_KEYS | {"attachments"})
+"""Whether ``InputEvent`` can be built as ``model_construct`` would, minus its generality
+(its ``attachments`` empty: a record's input event has none, and its JSON form leaves
+them out)."""
 
 
 def _construct_input(event_id: str, attributes: dict[str, Any], value: Any) -> InputEvent:
@@ -182,7 +184,7 @@ def _construct_input(event_id: str, attributes: dict[str, Any], value: Any) -> I
     set_dict, set_fields, set_extra, set_private = _SETTERS
     event = InputEvent.__new__(InputEvent)
     set_dict(event, {"id": event_id, "type": "InputEvent", "attributes": attributes,
-                     "input": value})
+                     "attachments": {}, "input": value})
     set_fields(event, {"id", "type", "attributes", "input"})
     set_extra(event, None)
     set_private(event, None)
