@@ -26,6 +26,7 @@ from .core._observer import CompositeObserver, Observer, ObserverProbe, Probe
 from .core._results import RejectedKey, rejected_record, select_key
 from .core._waits import wall_clock_ms
 from .recorder._journal import SqliteJournal
+from .recorder._journaled import JournaledCall
 from .recorder._ledger import Failpoint, Journal
 from .recorder._state import (
     PARKED_SUFFIX,
@@ -47,6 +48,7 @@ __all__ = [
     "AgentCore",
     "CallKind",
     "CallRecord",
+    "JournaledCall",
     "CompositeObserver",
     "FlowController",
     "FlowStats",

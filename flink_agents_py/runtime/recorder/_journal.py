@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from .._serde import dumps
+from ._journaled import JournaledCall
 from ._ledger import Journal
 from ._state import CallRecord
 
@@ -97,7 +98,7 @@ class SqliteJournal(Journal):
         row = self._db().execute(
             "SELECT record FROM outcomes WHERE key = ? AND call_id = ?", (_key_text(key), call_id)
         ).fetchone()
-        return CallRecord.from_json(row[0]) if row else None
+        return JournaledCall.from_json(row[0]) if row else None
 
     def run_completed(self, key: Any, run: str, now_s: float | None = None) -> None:
         """Mark run ``run`` (``r<seq>``) of ``key`` completed, and prune expired entries."""

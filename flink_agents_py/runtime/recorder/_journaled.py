@@ -23,7 +23,7 @@ journal path):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...api import ReplayDivergenceError
 from ._state import CallKind, CallRecord
@@ -31,10 +31,42 @@ from ._state import CallKind, CallRecord
 if TYPE_CHECKING:
     from ._execution import ActionExecution
 
-__all__ = ["journaled"]
+__all__ = ["JournaledCall", "journaled"]
 
 _MAX_TAKEN = 1000
 """The most records of one execution taken from the journal beyond the first that differs."""
+
+
+class JournaledCall(CallRecord, kw_only=True, repr_omit_defaults=True):
+    """A journal's copy of a ``CallRecord``, with which run attempt made it.
+
+    Keyed state never holds one (``in_state``): its records keep their format.
+
+    Attributes:
+        origin: ``CallLedger.origin`` of the attempt that made the call, so a recovery tells
+            the record the restored run's crashed attempt made from another input's at the
+            same identity (``_journaled``). ``None``: not known.
+    """
+
+    origin: str | None = None
+
+    @classmethod
+    def of(cls, record: CallRecord, origin: str) -> JournaledCall:
+        """``record`` with ``origin``, for a journal.
+
+        Returns:
+            The copy.
+        """
+        return cls(**{f: getattr(record, f) for f in CallRecord.__struct_fields__},
+                   origin=origin)
+
+    def to_builtins(self) -> dict[str, Any]:
+        """The record's JSON-form data and its ``origin``."""
+        return {**super().to_builtins(), "origin": self.origin}
+
+    def in_state(self) -> CallRecord:
+        """The record without its origin, as keyed state keeps it."""
+        return CallRecord(**{f: getattr(self, f) for f in CallRecord.__struct_fields__})
 
 
 def journaled(ctx: ActionExecution, ordinal: int, call_id: str, digest: str,
@@ -62,12 +94,13 @@ def journaled(ctx: ActionExecution, ordinal: int, call_id: str, digest: str,
         return None
     calls = ctx._record.calls
     if found.digest == digest:
-        calls[str(ordinal)] = found
-        return found
-    now = ledger.origin(ctx.run, ctx._record.event) if found.origin is not None else None
-    if now is None:
+        kept = calls[str(ordinal)] = _in_state(found)
+        return kept
+    origin = getattr(found, "origin", None)  # (a record journaled without one: ``None``)
+    now = ledger.origin(ctx.run, ctx._record.event) if origin is not None else None
+    if origin is None or now is None:
         return None
-    (was_run, _, was_event), (now_run, _, now_event) = (found.origin or "").partition("."), \
+    (was_run, _, was_event), (now_run, _, now_event) = origin.partition("."), \
         now.partition(".")
     if was_run != now_run:
         return None  # another run's record
@@ -82,7 +115,7 @@ def journaled(ctx: ActionExecution, ordinal: int, call_id: str, digest: str,
                    "that sent it sends its events in another order, or with other contents): "
                    "the outcome is not this call's, and running the call again would repeat "
                    "its effect"))
-    calls[str(ordinal)] = found
+    kept = calls[str(ordinal)] = _in_state(found)
     for n in range(ordinal + 1, ordinal + 1 + _MAX_TAKEN):  # the execution's later records
         later = calls.get(str(n))
         if later is not None and later.done:
@@ -90,6 +123,11 @@ def journaled(ctx: ActionExecution, ordinal: int, call_id: str, digest: str,
         rec = ledger.lookup(key, f"{ctx.execution_id}/c{n}")
         if rec is None:
             break
-        if rec.done and rec.origin == now:
-            calls[str(n)] = rec
-    return found
+        if rec.done and getattr(rec, "origin", None) == now:
+            calls[str(n)] = _in_state(rec)
+    return kept
+
+
+def _in_state(rec: CallRecord) -> CallRecord:
+    """A journal's record as keyed state keeps it (without its origin)."""
+    return rec.in_state() if isinstance(rec, JournaledCall) else rec

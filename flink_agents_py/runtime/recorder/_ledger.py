@@ -12,10 +12,9 @@ import collections
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from .._failures import FailureMessage
 from .._serde import digest
+from ._journaled import JournaledCall
 from ._state import CallRecord, RunState
 
 if TYPE_CHECKING:
@@ -133,6 +132,6 @@ class CallLedger:
         if self.journal is not None:
             origin = self.origin(run, event) if run is not None else None
             self.journal.append(key, call_id, record if origin is None else
-                                msgspec.structs.replace(record, origin=origin))
+                                JournaledCall.of(record, origin))
         if self.failpoint is not None:
             self.failpoint("call_recorded", key, {"call_id": call_id})

@@ -202,10 +202,7 @@ class CallRecord(_Record, kw_only=True, repr_omit_defaults=True):
         shape: for a function call, how its argument values bind to the function's
             parameters (``_outcomes.argument_shape``): the same values bound otherwise (two
             arguments swapped) diverge on replay. ``None``: not kept.
-        origin: set on a journal's copy of the record only (never in keyed state): which
-            run attempt made it (``CallLedger.origin``), so a recovery tells the record its
-            crashed attempt made from another job's at the same identity. ``None``: not
-            kept (a record in keyed state, or journaled before origins were kept).
+    A journal keeps a ``_journaled.JournaledCall``: the record and which run attempt made it.
     """
 
     digest: str
@@ -221,15 +218,9 @@ class CallRecord(_Record, kw_only=True, repr_omit_defaults=True):
     traceback: str | None = None
     callees: list[str] | None = None
     shape: str | None = None
-    origin: str | None = None
 
     def to_builtins(self) -> dict[str, Any]:
         """The record as plain JSON-form data (its value is kept as it is, not copied)."""
-        if self.origin is not None:  # a journal's copy (keyed state's records stay as they were)
-            return {**self._fields(), "origin": self.origin}
-        return self._fields()
-
-    def _fields(self) -> dict[str, Any]:
         return {"digest": self.digest, "kind": self.kind.value if self.kind is not None else None,
                 "target": self.target, "done": self.done, "ok": self.ok, "value": self.value,
                 "error_type": self.error_type, "error_message": self.error_message,
