@@ -204,7 +204,7 @@ class KafkaJournal(Journal):
         """The journaled outcome of ``(key, call_id)``, or ``None`` (builds the index first)."""
         with self._lock:
             raw = self._load_index().get(_entry_key(key, call_id))
-        return JournaledCall.from_json(raw) if raw is not None else None
+        return JournaledCall.read(raw) if raw is not None else None
 
     def run_completed(self, key: Any, run: str, now_s: float | None = None) -> None:
         """Mark run ``run`` of ``key`` completed; tombstone runs completed ``retention_s`` ago."""

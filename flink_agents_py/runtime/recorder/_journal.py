@@ -98,7 +98,7 @@ class SqliteJournal(Journal):
         row = self._db().execute(
             "SELECT record FROM outcomes WHERE key = ? AND call_id = ?", (_key_text(key), call_id)
         ).fetchone()
-        return JournaledCall.from_json(row[0]) if row else None
+        return JournaledCall.read(row[0]) if row else None
 
     def run_completed(self, key: Any, run: str, now_s: float | None = None) -> None:
         """Mark run ``run`` (``r<seq>``) of ``key`` completed, and prune expired entries."""

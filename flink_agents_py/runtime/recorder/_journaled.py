@@ -60,6 +60,22 @@ class JournaledCall(CallRecord, kw_only=True, repr_omit_defaults=True):
         return cls(**{f: getattr(record, f) for f in CallRecord.__struct_fields__},
                    origin=origin)
 
+    @staticmethod
+    def read(text: str | bytes) -> CallRecord:
+        """A journal's record from its JSON text (``to_json``).
+
+        Returns:
+            A ``JournaledCall`` when the text holds an origin, else a ``CallRecord`` (a
+            record journaled without one, or by an earlier version).
+
+        Raises:
+            StateFormatError: when the text does not hold a call record.
+        """
+        record = JournaledCall.from_json(text)
+        if not isinstance(record, JournaledCall) or record.origin is not None:
+            return record
+        return record.in_state()
+
     def to_builtins(self) -> dict[str, Any]:
         """The record's JSON-form data and its ``origin``."""
         return {**super().to_builtins(), "origin": self.origin}
