@@ -130,6 +130,22 @@ def test_the_flink_key_of_a_failing_selector_or_an_unencodable_key_is_a_rejected
     assert type(PICKLE_KEYS.rejected(PICKLE_KEYS.flink_key(boom, {}))) is RejectedKey
 
 
+def test_a_rejected_record_that_pydantic_cannot_serialize_keeps_its_repr():
+    """Its error row has a JSON form (the Flink operator sends it): an opaque object was a
+    ``PydanticSerializationError`` that ended the job; a NaN stays itself."""
+    from support.hostile_key_agents import Opaque
+
+    def boom(record):
+        raise KeyError("no key field")
+
+    res = (AgentsExecutionEnvironment.local()
+           .from_list([{"obj": Opaque(1)}, {"x": float("nan")}], key_selector=boom)
+           .apply(KeyEcho()).run())
+    opaque, nan = (e.model_dump(mode="json") for e in res.errors)
+    assert opaque["input"] == "{'obj': Opaque(1)}" and opaque["error_type"] == "KeyError"
+    assert nan["input"]["x"] != nan["input"]["x"]
+
+
 KEYS_V0 = ["alpha", "ünï ключ", 7, -3, 2.5, True, ("t", 1), None]
 
 

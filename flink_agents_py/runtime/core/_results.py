@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, NamedTuple
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic_core import to_jsonable_python
 
 from ...api import Event, InputEvent
 from ...api.internal import MaskedStr, event_from_json, mask_known_value
@@ -291,12 +292,19 @@ def rejected_record(rejected: RejectedKey, record: Any, where: str) -> ErrorReco
 
     Args:
         rejected: what ``select_key`` returned.
-        record: the input record, kept in the error record.
+        record: the input record, kept in the error record as it is; one that holds a
+            value pydantic cannot serialize (an object of a class of its own) as
+            ``shown_input`` shows it, so that the host can still write the error record out
+            (the Flink operator sends its JSON form).
         where: the record's position, e.g. ``"record 3"`` (local) or ``"record"`` (Flink).
 
     Returns:
         An ``ErrorRecord`` with ``key=None`` and ``action="<key_selector>"``.
     """
+    try:
+        to_jsonable_python(record)
+    except Exception:  # noqa: BLE001 - PydanticSerializationError, or a value's own failure
+        record = shown_input(record)
     log.warning("%s rejected before it ran: %s: %s\n%s", where, rejected.error_type,
                 log_text(clip(rejected.message)), log_text(rejected.traceback or ""))
     return ErrorRecord(key=None, seq=-1, action="<key_selector>", execution_id=where,

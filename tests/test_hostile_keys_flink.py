@@ -1,0 +1,60 @@
+"""Records a key selector fails on reach the error output, whatever they hold; the job goes on.
+
+One MiniCluster job (thread mode) over records that used to end the job: a record holding an
+object pydantic cannot serialize whose key selector fails (the operator sends an error row's
+JSON form). Good records of one key are around each of them and must all run, in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.flink
+
+pytest.importorskip("pyflink")
+
+from support import hostile_key_agents as hk  # noqa: E402
+
+BAD: dict[str, dict[str, Any]] = {
+    "selector fails on an opaque record": {"fail": "it", "obj": hk.Opaque(3)},
+}
+
+
+@pytest.fixture(scope="module")
+def rows() -> dict[str, list[Any]]:
+    from pyflink.common import Types
+
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.flink import create_stream_environment
+
+    records: list[dict[str, Any]] = []
+    for n, bad in enumerate(BAD.values()):
+        records += [{"k": "good", "n": 2 * n}, {**bad, "n": -1}, {"k": "good", "n": 2 * n + 1}]
+    env = create_stream_environment(execution_mode="thread", restart_attempts=0)
+    pickled = Types.PICKLED_BYTE_ARRAY()
+    agents = AgentsExecutionEnvironment.flink(env, metrics=False)
+    applied = (agents.from_datastream(env.from_collection(records, type_info=pickled),
+                                      key_selector=hk.key_of).apply(hk.Echo()))
+    out = applied.to_datastream().map(lambda o: ("out", o), output_type=pickled).union(
+        applied.errors_datastream().map(lambda e: ("err", e), output_type=pickled))
+    got: dict[str, list[Any]] = {"out": [], "err": []}
+    with out.execute_and_collect("hostile-keys") as results:
+        for kind, value in results:
+            got[kind].append(value)
+    return got
+
+
+@pytest.mark.timeout(300)
+def test_rejected_records_are_error_rows_and_the_good_records_all_run_in_order(rows):
+    assert rows["out"] == [{"key": "good", "n": n} for n in range(2 * len(BAD))]
+    assert len(rows["err"]) == len(BAD)
+    assert all(e["action"] == "<key_selector>" and e["key"] is None for e in rows["err"])
+
+
+@pytest.mark.timeout(300)
+def test_a_rejected_record_with_no_json_form_is_shown_by_its_repr(rows):
+    [opaque] = [e for e in rows["err"] if e["message"] == "no key for it"]
+    assert opaque["error_type"] == "ValueError"
+    assert opaque["input"] == "{'fail': 'it', 'obj': Opaque(3), 'n': -1}"
