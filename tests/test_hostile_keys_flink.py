@@ -2,7 +2,9 @@
 
 One MiniCluster job (thread mode) over records that used to end the job: a record holding an
 object pydantic cannot serialize whose key selector fails (the operator sends an error row's
-JSON form). Good records of one key are around each of them and must all run, in order.
+JSON form), a key whose ``repr`` raises, a string key (alone or in a tuple) holding a lone
+surrogate (a Java string cannot hold it), a selector whose message quotes one. Good records
+of one key are around each of them and must all run, in order.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from support import hostile_key_agents as hk  # noqa: E402
 
 BAD: dict[str, dict[str, Any]] = {
     "selector fails on an opaque record": {"fail": "it", "obj": hk.Opaque(3)},
+    "repr raises": {"k": hk.ReprRaises()},
+    "unhashable, repr raises": {"k": hk.UnhashableReprRaises()},
+    "lone surrogate": {"k": "a\ud800b"},
+    "lone surrogate in a tuple": {"k": ("t", "x\udc80")},
+    "selector quotes a lone surrogate": {"fail": "z\ud800"},
 }
 
 
@@ -58,3 +65,24 @@ def test_a_rejected_record_with_no_json_form_is_shown_by_its_repr(rows):
     [opaque] = [e for e in rows["err"] if e["message"] == "no key for it"]
     assert opaque["error_type"] == "ValueError"
     assert opaque["input"] == "{'fail': 'it', 'obj': Opaque(3), 'n': -1}"
+
+
+@pytest.mark.timeout(300)
+def test_a_key_whose_repr_raises_is_named_by_its_type(rows):
+    messages = {e["error_type"]: e["message"] for e in rows["err"]
+                if "repr failed" in e["message"]}
+    assert "the key is <ReprRaises: repr failed: RuntimeError> of type ReprRaises" in (
+        messages["KeyEncodingError"])
+    assert "the key is <UnhashableReprRaises: repr failed: RuntimeError>" in (
+        messages["TypeError"])
+
+
+@pytest.mark.timeout(300)
+def test_a_key_holding_a_lone_surrogate_is_refused_naming_where(rows):
+    surrogate = sorted(e["message"] for e in rows["err"] if "lone surrogate" in e["message"])
+    assert len(surrogate) == 2, surrogate
+    assert surrogate[0].startswith("the key is 'a\\ud800b': it holds a lone surrogate "
+                                   "('\\ud800' at index 1)")
+    assert surrogate[1].startswith("the key[1] is 'x\\udc80': it holds a lone surrogate")
+    [quoted] = [e for e in rows["err"] if e["message"] == "no key for z\ud800"]
+    assert quoted["error_type"] == "ValueError"

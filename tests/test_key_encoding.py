@@ -146,6 +146,31 @@ def test_a_rejected_record_that_pydantic_cannot_serialize_keeps_its_repr():
     assert nan["input"]["x"] != nan["input"]["x"]
 
 
+def test_a_key_flink_cannot_hold_or_whose_repr_raises_is_a_rejected_key_not_a_crash():
+    """Each was an exception out of the key selector, which ended the Flink job."""
+    from support.hostile_key_agents import ReprRaises, UnhashableReprRaises
+
+    def fails_quoting(record):
+        raise ValueError(f"no key for {record['q']}")
+
+    for selector, record, error, says in [
+            (lambda r: r["k"], {"k": ReprRaises()}, "KeyEncodingError",
+             "the key is <ReprRaises: repr failed: RuntimeError> of type ReprRaises"),
+            (lambda r: r["k"], {"k": UnhashableReprRaises()}, "TypeError",
+             "the key is <UnhashableReprRaises: repr failed: RuntimeError>"),
+            (lambda r: r["k"], {"k": "a\ud800"}, "KeyEncodingError",
+             "the key is 'a\\ud800': it holds a lone surrogate ('\\ud800' at index 1)"),
+            (lambda r: r["k"], {"k": (1, ("é\udfff",))}, "KeyEncodingError",
+             "the key[1][0] is 'é\\udfff': it holds a lone surrogate"),
+            (fails_quoting, {"q": "\ud800"}, "ValueError", "no key for \ud800")]:
+        identity = JSON_KEYS.flink_key(selector, record)
+        identity.encode("utf-8")  # a Java string can hold it
+        rejected = JSON_KEYS.rejected(identity)
+        assert type(rejected) is RejectedKey and rejected.error_type == error, rejected
+        assert rejected.message.startswith(says), rejected.message
+    assert encode_key("ünï ключ") == "ünï ключ"  # valid text that is not ASCII is its own key
+
+
 KEYS_V0 = ["alpha", "ünï ключ", 7, -3, 2.5, True, ("t", 1), None]
 
 

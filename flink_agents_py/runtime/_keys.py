@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ..api import AgentsError
-from .core._results import RejectedKey, select_key
+from .core._results import RejectedKey, select_key, shown_key
 
 __all__ = ["KeyEncoding", "KeyEncodingError", "KeyEncodingMismatchError", "KEY_ENCODINGS",
            "JSON_KEYS", "PICKLE_KEYS", "key_encoding", "encode_key", "decode_key"]
@@ -51,7 +51,10 @@ call)."""
 
 
 class KeyEncodingError(AgentsError, TypeError):
-    """A key the ``"json"`` key encoding cannot encode (its type, or a float NaN or infinity).
+    """A key the ``"json"`` key encoding cannot encode.
+
+    Its type is not a key's, or it is a float NaN or infinity, or a string holding a lone
+    surrogate.
 
     The record goes to the error output, with this message, instead of running.
     """
@@ -98,7 +101,11 @@ def _check(key: Any, where: str) -> None:
         for i, item in enumerate(key):
             _check(item, f"{where}[{i}]")
         return
-    if kind is str or kind in _SCALARS:
+    if kind is str:
+        if not key.isascii():
+            _check_text(key, where)
+        return
+    if kind in _SCALARS:
         if kind is float and not math.isfinite(key):
             raise KeyEncodingError(
                 f"{where} is {key!r}: a key must be a finite number (NaN is not equal to "
@@ -106,10 +113,21 @@ def _check(key: Any, where: str) -> None:
                 f"of their own in the key selector, or filter them out before the agent")
         return
     raise KeyEncodingError(
-        f"{where} is {key!r:.100} of type {kind.__name__}: with the default key encoding "
-        f"('json') a key is a str, int, float, bool, None or a tuple of those; convert it "
-        f"in the key selector (e.g. str(key)), or, for a job restored from a savepoint "
-        f"that keyed state by pickles, pass key_encoding='pickle'")
+        f"{where} is {shown_key(key, 100)} of type {kind.__name__}: with the default key "
+        f"encoding ('json') a key is a str, int, float, bool, None or a tuple of those; "
+        f"convert it in the key selector (e.g. str(key)), or, for a job restored from a "
+        f"savepoint that keyed state by pickles, pass key_encoding='pickle'")
+
+
+def _check_text(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate: Flink's STRING key cannot hold it
+        raise KeyEncodingError(
+            f"{where} is {shown_key(text, 100)}: it holds a lone surrogate "
+            f"({text[e.start:e.end]!r} at index {e.start}) and is not valid Unicode text, so "
+            f"it cannot key Flink state (a Java string): give such records a valid key in "
+            f"the key selector, or filter them out before the agent") from None
 
 
 def encode_key(key: Any) -> str:
@@ -124,10 +142,13 @@ def encode_key(key: Any) -> str:
 
     Raises:
         KeyEncodingError: for any other type (a subclass too: an ``IntEnum`` would come
-            back as a plain ``int``), or a float NaN or infinity; the message says what to do.
+            back as a plain ``int``), a float NaN or infinity, or a string holding a lone
+            surrogate (not valid Unicode text); the message says what to do.
     """
     kind = type(key)
     if kind is str:
+        if not key.isascii():
+            _check_text(key, "the key")
         if key and key[0] in (_JSON, _REJECTED):
             return _JSON + json.dumps(key, ensure_ascii=False)
         return str(key)
@@ -230,7 +251,8 @@ class KeyEncoding:
                 return encode_key(key)
             except KeyEncodingError as e:
                 key = RejectedKey.of(e)
-        return _REJECTED + json.dumps(list(key), ensure_ascii=False)
+        # escaped: the selector's message may quote a lone surrogate of the record
+        return _REJECTED + json.dumps(list(key))
 
     def rejected(self, identity: Any) -> RejectedKey | None:
         """The ``RejectedKey`` a rejected record's identity stands for, or ``None``."""
