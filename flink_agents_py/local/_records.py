@@ -22,7 +22,8 @@ def default_key_selector(record: Any) -> Any:
 
     The key selector of ``from_list``, ``from_datastream`` and ``from_table`` when none is
     given. A record with fields is a dict (its ``"key"`` item), a pydantic model or a
-    dataclass (its ``key`` attribute). One of those with no ``key`` is not run under a
+    dataclass (its ``key`` attribute), or a PyFlink ``Row`` with field names (its ``key``
+    field). One of those with no ``key`` is not run under a
     made-up key: its runner sends it to the error output (see ``UnkeyedRecordError``) and
     goes on. A record without fields (a string, a number, a list) runs under ``None``.
 
@@ -52,7 +53,13 @@ def default_key_selector(record: Any) -> Any:
             return record.key  # type: ignore[attr-defined]
         example = f"r.{names[0]}" if names else "r.id"
     else:
-        return None
+        row_names = _row_names(record)
+        if row_names is None:
+            return None
+        if "key" in row_names:
+            return record[row_names.index("key")]
+        names = row_names
+        example = f'r["{names[0]}"]'
     shown = ", ".join(names[:_FIELDS_SHOWN])
     more = f", ... ({len(names)} fields)" if len(names) > _FIELDS_SHOWN else ""
     fields = f"its fields: {shown}{more}" if names else "it has no fields"
@@ -61,6 +68,22 @@ def default_key_selector(record: Any) -> Any:
         f"key_selector was given: add a \"key\" field, or pass key_selector= to "
         f"from_list/from_datastream/from_table (e.g. key_selector=lambda r: {example}; "
         "key_selector=lambda r: None runs every record under one key, one after another)")
+
+
+def _row_names(record: Any) -> list[str] | None:
+    """The field names of a PyFlink ``Row`` that has them (``Row(key=..., text=...)``).
+
+    Such a row reaches the actions as a dict by field name, so it is keyed like one. Told
+    by its class, as the runtime's serde tells it (this module does not import PyFlink).
+
+    Returns:
+        The names, or ``None`` for anything else (a row without names is a list of values).
+    """
+    cls = type(record)
+    if cls.__name__ != "Row" or not cls.__module__.startswith("pyflink"):
+        return None
+    names = getattr(record, "_fields", None)
+    return [str(n) for n in names] if names else None
 
 
 def check_records(records: Any, call: str, shape: str | None = None) -> None:

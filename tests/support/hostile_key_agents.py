@@ -1,7 +1,8 @@
 """Records whose keys or contents misbehave, and an agent that echoes what it ran.
 
 Importable by Flink workers (thread mode imports by reference), so the classes a record
-holds unpickle there. Used by ``tests/test_hostile_keys_flink.py``.
+holds unpickle there. Used by ``tests/test_hostile_keys_flink.py`` and
+``tests/test_row_records_flink.py``.
 """
 
 from __future__ import annotations
@@ -59,3 +60,14 @@ class Echo(Agent):
     @staticmethod
     def on_input(event: InputEvent, ctx: RunnerContext) -> None:
         ctx.send_event(OutputEvent(output={"key": ctx.key, "n": event.input["n"]}))
+
+
+class Count(Agent):
+    """Outputs the key, the record's ``x`` and how many records the key has seen (memory)."""
+
+    @action(InputEvent)
+    @staticmethod
+    def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        seen = ctx.short_term_memory.get("seen", 0) + 1
+        ctx.short_term_memory.set("seen", seen)
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "x": event.input["x"], "seen": seen}))
