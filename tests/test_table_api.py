@@ -24,6 +24,7 @@ from pyflink.common import Row, Types  # noqa: E402
 from flink_agents_py.flink._builder import (  # noqa: E402
     FlinkAgentBuilder,
     FlinkExecutionEnvironment,
+    _field_kinds,
     _output_as_row,
     _row_as_dict,
 )
@@ -102,6 +103,31 @@ def test_outputs_fill_the_declared_fields():
     assert list(_output_as_row(["text"], "hello")) == ["hello"]
     with pytest.raises(TypeError, match=r"does not fit the declared fields \['key', 'n'\]"):
         _output_as_row(names, "hello")
+
+
+def test_outputs_are_checked_against_the_declared_column_types():
+    row_type = Types.ROW_NAMED(["s", "i", "d", "b", "rows"],
+                               [Types.STRING(), Types.INT(), Types.DOUBLE(), Types.BOOLEAN(),
+                                Types.LIST(Types.INT())])
+    kinds = _field_kinds(row_type)
+    assert kinds == ["STRING", "INT", "DOUBLE", "BOOLEAN", None]  # a list is not checked
+    names = list(row_type.get_field_names())
+    row = _output_as_row(names, {"s": "x", "i": 3, "d": 2, "b": False, "rows": [1]}, kinds)
+    assert list(row) == ["x", 3, 2.0, False, [1]] and type(row[2]) is float
+    assert list(_output_as_row(names, {}, kinds)) == [None] * 5
+    for output, says in [
+            ({"i": True}, "field 'i' of the agent output {'i': True} is True (bool), which its "
+                          "declared INT column cannot hold: emit an int there"),
+            ({"i": 2 ** 31}, "is 2147483648 (int, beyond the range of 32-bit integers)"),
+            ({"d": "1.5"}, "field 'd' of the agent output {'d': '1.5'} is '1.5' (str), which "
+                           "its declared DOUBLE column cannot hold: emit a float or an int"),
+            (("x", 1, 1.0, 1, []), "field 'b' of the agent output ('x', 1, 1.0, 1, []) is 1 "
+                                   "(int), which its declared BOOLEAN column"),
+            ({"s": 5}, "field 's' of the agent output {'s': 5} is 5 (int), which its declared "
+                       "STRING column cannot hold: emit a str there, or None for null")]:
+        with pytest.raises(TypeError) as e:
+            _output_as_row(names, output, kinds)
+        assert says in str(e.value), str(e.value)
 
 
 def test_to_table_names_a_missing_row_type():

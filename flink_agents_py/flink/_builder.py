@@ -94,28 +94,100 @@ def _key_of_named_row(selector: Any, row: dict[str, Any]) -> Any:
     return selector.get_key(named)
 
 
-def _output_as_row(names: list[str], output: Any) -> Any:
+_INT_BITS = {"BYTE": 8, "SHORT": 16, "INT": 32, "LONG": 64}
+"""The integer column types ``to_table`` checks values against, by their width in bits."""
+
+_CHECKED = {"STRING": "a str", "CHAR": "a one-character str", "BOOLEAN": "a bool",
+            "FLOAT": "a float or an int", "DOUBLE": "a float or an int", "BIG_INT": "an int",
+            **{kind: "an int" for kind in _INT_BITS}}
+"""The column types ``to_table`` checks values against, with what a value must be."""
+
+
+def _field_kinds(row_type: Any) -> list[str | None]:
+    """The names of a row type's field types ``to_table`` checks (``None``: not checked).
+
+    Returns:
+        One entry per field: ``"STRING"``, ``"INT"``... for a basic type in ``_CHECKED``.
+    """
+    kinds: list[str | None] = []
+    for field_type in row_type.get_field_types():
+        basic = getattr(field_type, "_basic_type", None)
+        name = getattr(basic, "name", None)
+        kinds.append(name if name in _CHECKED else None)
+    return kinds
+
+
+def _fits(kind: str, value: Any) -> bool:
+    if kind in ("STRING", "CHAR"):
+        return type(value) is str and (kind == "STRING" or len(value) == 1)
+    if kind == "BOOLEAN":
+        return type(value) is bool
+    if not isinstance(value, int) or isinstance(value, bool):
+        return kind in ("FLOAT", "DOUBLE") and isinstance(value, float)
+    bits = _INT_BITS.get(kind)
+    return bits is None or -(1 << (bits - 1)) <= value < 1 << (bits - 1)
+
+
+def _checked(names: list[str], kinds: list[str | None], values: list[Any], output: Any
+             ) -> list[Any]:
+    """``values`` as the declared columns hold them (an int in a float column as a float).
+
+    Returns:
+        The values.
+
+    Raises:
+        TypeError: naming the field, its column type, the value and the output, for a value
+            the column cannot hold (Flink failed the job with a bare Java
+            ``ClassCastException`` naming none of them).
+    """
+    for i, (kind, value) in enumerate(zip(kinds, values, strict=False)):
+        if kind is None or value is None:
+            continue
+        if not _fits(kind, value):
+            bits = _INT_BITS.get(kind)
+            beyond = (f", beyond the range of {bits}-bit integers"
+                      if bits is not None and type(value) is int else "")
+            raise TypeError(
+                f"to_table: field {names[i]!r} of the agent output {output!r:.200} is "
+                f"{value!r:.100} ({type(value).__name__}{beyond}), which its declared {kind} "
+                f"column cannot hold: emit {_CHECKED[kind]} there, or None for null")
+        if kind in ("FLOAT", "DOUBLE") and type(value) is not float:
+            values[i] = float(value)
+    return values
+
+
+def _output_as_row(names: list[str], output: Any, kinds: list[str | None] | None = None
+                   ) -> Any:
     """An agent's output as a ``Row`` of the declared fields (``to_table``).
 
     A dict gives its values by field name (a field it lacks is null); a ``Row``, tuple or
     list its values in order; any other value fills a one-field row.
 
+    Args:
+        names: the declared field names.
+        output: the agent's output.
+        kinds: the declared field types, as ``_field_kinds`` gives them (``None``: not
+            checked).
+
     Returns:
         A ``pyflink.common.Row``.
 
     Raises:
-        TypeError: when the output cannot fill the declared fields (says which output).
+        TypeError: when the output cannot fill the declared fields, or a value does not fit
+            its field's type (says which output, and which field).
     """
     from pyflink.common import Row
 
     if isinstance(output, dict):
-        return Row(*[output.get(n) for n in names])
-    if isinstance(output, (Row, tuple, list)) and len(output) == len(names):
-        return Row(*output)
-    if len(names) == 1 and not isinstance(output, (Row, tuple, list)):
-        return Row(output)
-    raise TypeError(f"to_table: the agent output {output!r:.200} does not fit the declared "
-                    f"fields {names}: emit a dict by field name")
+        values = [output.get(n) for n in names]
+    elif isinstance(output, (Row, tuple, list)) and len(output) == len(names):
+        values = list(output)
+    elif len(names) == 1 and not isinstance(output, (Row, tuple, list)):
+        values = [output]
+    else:
+        raise TypeError(f"to_table: the agent output {output!r:.200} does not fit the declared "
+                        f"fields {names}: emit a dict by field name")
+    return Row(*(values if kinds is None else _checked(names, kinds, values, output)))
 
 
 _encoding = key_encoding  # ``apply`` has an argument of that name
@@ -269,8 +341,8 @@ class FlinkAgentBuilder:
             raise ValueError(f"to_table: output_type must be a row type, "
                              f"Types.ROW_NAMED([...names], [...types]); got {output_type!r}")
         names = list(row_type.get_field_names())
-        rows = self._applied().map(shipped(functools.partial(_output_as_row, names)),
-                                   output_type=output_type)
+        as_row = functools.partial(_output_as_row, names, kinds=_field_kinds(row_type))
+        rows = self._applied().map(shipped(as_row), output_type=output_type)
         t_env = self._t_env or self._env.table_environment()
         return t_env.from_data_stream(rows) if schema is None else \
             t_env.from_data_stream(rows, schema)

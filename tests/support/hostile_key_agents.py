@@ -1,8 +1,8 @@
 """Records whose keys or contents misbehave, and an agent that echoes what it ran.
 
 Importable by Flink workers (thread mode imports by reference), so the classes a record
-holds unpickle there. Used by ``tests/test_hostile_keys_flink.py`` and
-``tests/test_row_records_flink.py``.
+holds unpickle there. Used by ``tests/test_hostile_keys_flink.py``,
+``tests/test_row_records_flink.py`` and ``tests/test_table_types_flink.py``.
 """
 
 from __future__ import annotations
@@ -71,3 +71,12 @@ class Count(Agent):
         seen = ctx.short_term_memory.get("seen", 0) + 1
         ctx.short_term_memory.set("seen", seen)
         ctx.send_event(OutputEvent(output={"key": ctx.key, "x": event.input["x"], "seen": seen}))
+
+
+class EmitOutput(Agent):
+    """Outputs the record's ``"out"`` as it is."""
+
+    @action(InputEvent)
+    @staticmethod
+    def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output=event.input["out"]))

@@ -1,0 +1,59 @@
+"""``to_table`` outputs whose values do not fit their declared column types, on a MiniCluster.
+
+An int in a ``DOUBLE`` column (an agent's ``{"score": 4}``) and a string in an ``INT`` one
+each failed the job with a bare Java ``ClassCastException`` (``Long cannot be cast to
+Double``) that named neither the output nor the field. Now an int fills a float column as a
+float, and a value a column cannot hold fails the job naming the field, its type, the value
+and the output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.flink
+
+pytest.importorskip("pyflink")
+
+from support import hostile_key_agents as hk  # noqa: E402
+
+COLUMNS = (["key", "score", "ratio", "n", "ok"], ["STRING", "DOUBLE", "FLOAT", "INT", "BOOLEAN"])
+
+
+def run_table(outputs: list[Any]) -> list[list[Any]]:
+    from pyflink.common import Types
+
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.flink import create_stream_environment
+
+    env = create_stream_environment(execution_mode="thread", restart_attempts=0)
+    records = [{"key": f"k{i}", "out": out} for i, out in enumerate(outputs)]
+    ds = env.from_collection(records, type_info=Types.PICKLED_BYTE_ARRAY())
+    names, kinds = COLUMNS
+    table = (AgentsExecutionEnvironment.flink(env, metrics=False).from_datastream(ds)
+             .apply(hk.EmitOutput())
+             .to_table(output_type=Types.ROW_NAMED(names, [getattr(Types, k)() for k in kinds])))
+    with table.execute().collect() as rows:
+        return sorted(list(row) for row in rows)
+
+
+@pytest.mark.timeout(300)
+def test_ints_fill_float_columns_and_nulls_stay_null():
+    assert run_table([{"key": "a", "score": 4, "ratio": 2, "n": 7, "ok": True},
+                      {"key": "b", "score": 0.5, "ratio": None, "n": -(2 ** 31)},
+                      ("c", 1.0, 3.5, 2 ** 31 - 1, False)]) == [
+        ["a", 4.0, 2.0, 7, True], ["b", 0.5, None, -(2 ** 31), None],
+        ["c", 1.0, 3.5, 2 ** 31 - 1, False]]
+
+
+@pytest.mark.timeout(300)
+def test_a_value_its_column_cannot_hold_fails_the_job_naming_the_field_and_the_output():
+    with pytest.raises(Exception) as failed:  # noqa: PT011 - Py4J's error, Flink's trace inside
+        run_table([{"key": "a", "score": 1.5}, {"key": "b", "n": "seven"}])
+    text = str(failed.value)
+    assert ("to_table: field 'n' of the agent output {'key': 'b', 'n': 'seven'} is 'seven' "
+            "(str), which its declared INT column cannot hold: emit an int there, or None for "
+            "null") in text
+    assert "ClassCastException" not in text
