@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import AgentsError
+from ._quiet import quiet_worker_environment_dumps
 
 __all__ = ["WorkerSetup", "WorkerSetupError", "config_getter", "configure_workers"]
 
@@ -282,10 +283,11 @@ def configure_workers(env: Any, modules: Iterable[str] = ()) -> WorkerSetup:
     to this interpreter; ``python.pythonpath`` gets this process's import path (thread mode's
     embedded interpreter does not see a venv otherwise) and a link directory for each module
     loaded through an import hook (editable installs); process mode gets a small bundle
-    unless one is configured; the REST API gets a free port range (``rest.bind-port``) and
-    1 s metric updates, for progress bars. On a cluster: the modules loaded from outside
-    ``site-packages`` and the standard library are shipped with ``add_python_file``, unless
-    ``python.files`` provides them already.
+    unless one is configured, and the MiniCluster's log no dump of the workers' environment
+    (``quiet_worker_environment_dumps``: it holds the API keys); the REST API gets a free
+    port range (``rest.bind-port``) and 1 s metric updates, for progress bars. On a
+    cluster: the modules loaded from outside ``site-packages`` and the standard library are
+    shipped with ``add_python_file``, unless ``python.files`` provides them already.
 
     Args:
         env: a ``pyflink.datastream.StreamExecutionEnvironment``.
@@ -337,6 +339,7 @@ def _configure_local(env: Any, cfg: Any, get: Any, setup: WorkerSetup, loaded: l
                            ("python.fn-execution.bundle.time", "5")):
             if get(key) is None:
                 cfg.setString(key, value)
+        quiet_worker_environment_dumps()  # the workers' environment holds the API keys
     same = _same_interpreter(setup.python_executable)
     entries = [_real(p) for p in [os.getcwd(), *sys.path] if os.path.isdir(_real(p))]
     if not same:  # another interpreter: only the user's directories, not our stdlib or venv
