@@ -4,7 +4,8 @@ One MiniCluster job (thread mode) over records that used to end the job: a recor
 object pydantic cannot serialize whose key selector fails (the operator sends an error row's
 JSON form), a key whose ``repr`` raises, a string key (alone or in a tuple) holding a lone
 surrogate (a Java string cannot hold it), a selector whose message quotes one. Good records
-of one key are around each of them and must all run, in order.
+of one key are around each of them and must all run, in order. An error row of a record with
+a huge key quotes the key bounded (its message held all 100,000 characters).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ BAD: dict[str, dict[str, Any]] = {
 }
 
 
+HUGE_KEY = "H" * 100_000
+
+
 @pytest.fixture(scope="module")
 def rows() -> dict[str, list[Any]]:
     from pyflink.common import Types
@@ -39,6 +43,7 @@ def rows() -> dict[str, list[Any]]:
     records: list[dict[str, Any]] = []
     for n, bad in enumerate(BAD.values()):
         records += [{"k": "good", "n": 2 * n}, {**bad, "n": -1}, {"k": "good", "n": 2 * n + 1}]
+    records.append({"k": HUGE_KEY, "n": {1, 2}})  # a key of any size, a record with no JSON form
     env = create_stream_environment(execution_mode="thread", restart_attempts=0)
     pickled = Types.PICKLED_BYTE_ARRAY()
     agents = AgentsExecutionEnvironment.flink(env, metrics=False)
@@ -56,8 +61,9 @@ def rows() -> dict[str, list[Any]]:
 @pytest.mark.timeout(300)
 def test_rejected_records_are_error_rows_and_the_good_records_all_run_in_order(rows):
     assert rows["out"] == [{"key": "good", "n": n} for n in range(2 * len(BAD))]
-    assert len(rows["err"]) == len(BAD)
-    assert all(e["action"] == "<key_selector>" and e["key"] is None for e in rows["err"])
+    rejected = [e for e in rows["err"] if e["action"] == "<key_selector>"]
+    assert len(rejected) == len(BAD) == len(rows["err"]) - 1
+    assert all(e["key"] is None for e in rejected)
 
 
 @pytest.mark.timeout(300)
@@ -86,3 +92,12 @@ def test_a_key_holding_a_lone_surrogate_is_refused_naming_where(rows):
     assert surrogate[1].startswith("the key[1] is 'x\\udc80': it holds a lone surrogate")
     [quoted] = [e for e in rows["err"] if e["message"] == "no key for z\ud800"]
     assert quoted["error_type"] == "ValueError"
+
+
+@pytest.mark.timeout(300)
+def test_an_error_row_quotes_a_huge_key_bounded(rows):
+    [error] = [e for e in rows["err"] if e["action"] == "<input>"]
+    assert error["key"] == HUGE_KEY and error["error_type"] == "SerializationError"
+    assert error["message"].startswith("input record of key 'HHH")
+    assert "... (100,002 chars): a set at $.n has no JSON form" in error["message"]
+    assert len(error["message"]) < 400  # the key itself is in the row, once

@@ -307,3 +307,24 @@ def test_a_local_snapshot_restores_keys_equal_in_python_apart(tmp_path):
     done = sorted((o["key"], o["type"], o["seen"])
                   for o in before["outputs"] + restored["outputs"])
     assert done == sorted((repr(k), type(k).__name__, s) for k in THREE for s in (1, 2))
+
+
+def test_error_messages_and_log_lines_quote_a_huge_key_bounded(caplog):
+    """A key comes from a record, of any size: an error row's message and the log line of a
+    failed action quoted all of it (2 MB of text per failure)."""
+    key = "K" * 50_000
+
+    class Fails(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+            raise ValueError("no")
+
+    res = (AgentsExecutionEnvironment.local()
+           .from_list([{"key": key, "v": {1}}, {"key": key}]).apply(Fails()).run())
+    unstorable, failed = res.errors
+    assert (unstorable.action, failed.action) == ("<input>", "on_input")
+    assert unstorable.key == key and len(unstorable.message) < 400, unstorable.message
+    assert "... (50,002 chars)" in unstorable.message
+    lines = [r.getMessage() for r in caplog.records if "failed for key" in r.getMessage()]
+    assert lines and all(len(line) < 1000 for line in lines), [len(x) for x in lines]

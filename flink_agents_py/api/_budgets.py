@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ._errors import AgentsError
+from ._errors import AgentsError, shown_key
 from ._messages import TokenUsage
 
 __all__ = ["Budget", "BudgetExceededError", "BudgetStateError", "ModelPrice"]
@@ -170,8 +170,8 @@ class BudgetExceededError(AgentsError):
         self.key = key
         self.reached = reached
         self.scope = scope
-        whose = (f"for key {key!r}" if scope == "key"
-                 else f"of the agent (this subtask's share; refused for key {key!r})")
+        whose = (f"for key {shown_key(key)}" if scope == "key"
+                 else f"of the agent (this subtask's share; refused for key {shown_key(key)})")
         super().__init__(f"the budget of chat model {setup!r} {whose} is spent: {reached}")
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable, like the other errors
@@ -197,7 +197,7 @@ class BudgetStateError(AgentsError):
         self.key = key
         self.path = path
         self.problem = problem
-        super().__init__(f"the spend of chat model {setup!r} for key {key!r} (short-term "
+        super().__init__(f"the spend of chat model {setup!r} for key {shown_key(key)} (short-term "
                          f"memory {path!r}) cannot be read: {problem}")
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable, like the other errors

@@ -293,3 +293,18 @@ class MissingApiKeyError(ResourceError, ProviderError):
 
 def _missing_key(message: str, env_var: str, resource: str) -> MissingApiKeyError:
     return MissingApiKeyError(message, env_var=env_var, resource=resource)
+
+
+def shown_key(key: Any, limit: int = 200) -> str:
+    """``repr(key)`` for an error message, cut at ``limit`` characters.
+
+    Returns:
+        The text; for a key whose ``repr`` raises, its type and that it failed, so that
+        saying what is wrong with the key never fails in turn (the record still reaches the
+        error output).
+    """
+    try:
+        text = repr(key)
+    except Exception as e:  # noqa: BLE001 - a key whose repr fails is still reported
+        return f"<{type(key).__name__}: repr failed: {type(e).__name__}>"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} chars)"

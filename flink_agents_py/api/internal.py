@@ -6,6 +6,7 @@ integrations import these helpers from here, never from ``api._*`` modules thems
 """
 
 from ._embeddings import check_texts
+from ._errors import shown_key
 from ._events import _REGISTRY as EVENT_TYPES
 from ._events import (
     EVENT_CLASS_KEY,
@@ -58,6 +59,7 @@ __all__ = [
     "SECRET_VALUE_PATTERNS",
     "check_texts",
     "clip",
+    "shown_key",
     "collect_rate_limits",
     "event_class_for",
     "event_class_tag",

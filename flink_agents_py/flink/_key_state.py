@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..api.internal import shown_key
 from ..runtime import KeyState, RunState, StateFormatError, dumps_json, loads_json
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ class _FlinkKeyState(KeyState):
         queue.remove(seq)
         if raw is None:
             key = self._op.keys.value(self._op._key)
-            raise RuntimeError(f"input {seq} of key {key!r} is missing from the "
+            raise RuntimeError(f"input {seq} of key {shown_key(key)} is missing from the "
                                f"operator's queue state (head {seq}, tail {self._tail})")
         return seq, loads_json(raw)
 

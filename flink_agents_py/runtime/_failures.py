@@ -23,7 +23,7 @@ import traceback
 from typing import Any
 
 from ..api import UsageError, mask_secrets
-from ..api.internal import clip
+from ..api.internal import clip, shown_key
 from ._terminal import log_text
 
 __all__ = ["FailureLog", "FailureMessage", "OriginalFailure",
@@ -274,14 +274,15 @@ class FailureLog:
         kind = (action, type(error).__name__, place)
         execution_id = shown_execution_id(execution_id)
         message, text = log_text(clip(message)), log_text(text)  # may quote a record, a model
+        shown = shown_key(key)  # bounded: a key comes from a record, of any size
         if kind not in self._seen and len(self._seen) < self.distinct:
             self._seen.add(kind)
-            self.logger.warning("action %s failed for key %r: %s: %s\n%s", execution_id, key,
+            self.logger.warning("action %s failed for key %s: %s: %s\n%s", execution_id, shown,
                                 type(error).__name__, message, text)
             return
-        self.logger.warning("action %s failed for key %r: %s: %s (traceback: in the error "
+        self.logger.warning("action %s failed for key %s: %s: %s (traceback: in the error "
                             "record, at the first such failure, and at DEBUG)", execution_id,
-                            key, type(error).__name__, message)
+                            shown, type(error).__name__, message)
         self.logger.debug("traceback of action %s:\n%s", execution_id, text)
 
 

@@ -34,7 +34,8 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ..api import AgentsError
-from .core._results import RejectedKey, select_key, shown_key
+from ..api.internal import shown_key
+from .core._results import RejectedKey, select_key
 
 __all__ = ["KeyEncoding", "KeyEncodingError", "KeyEncodingMismatchError", "KEY_ENCODINGS",
            "JSON_KEYS", "PICKLE_KEYS", "key_encoding", "encode_key", "decode_key"]

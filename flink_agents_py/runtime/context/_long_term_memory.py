@@ -55,7 +55,7 @@ from ...api import (
     VectorStore,
     VectorStoreError,
 )
-from ...api.internal import check_texts
+from ...api.internal import check_texts, shown_key
 from .._knowledge import durable_target
 from .._memory_items import RESERVED, Horizon, MemoryStore, exec_tag
 from .._serde import digest, to_json_value
@@ -408,7 +408,7 @@ class ActionLongTermMemory(BaseLongTermMemory):
 
     def _named(self, what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn``, its store errors naming the memory ``what`` and the key (``renamed``)."""
-        where = f"long-term memory {what} of key {self._ctx.key!r}"
+        where = f"long-term memory {what} of key {shown_key(self._ctx.key)}"
 
         def run(*a: Any) -> Any:
             try:

@@ -33,7 +33,7 @@ from ...plan import ActionPlan, AgentPlan, warn_if_returned
 from .._builtins import BUILTIN_NAMES
 from .._failures import FailureLog, never_awaited
 from .._resources import ResourceEnvironment, check_resources
-from .._serde import event_json, to_json_value
+from .._serde import event_json
 from ..context._action_context import ActionContext
 from ..context._calls import DurableCall
 from ..context._long_term_memory import begin_lineage, commit_long_term_memory
@@ -63,7 +63,7 @@ from ._executor import IOExecutor
 from ._inbox import Inbox
 from ._invocation_end import check_invocation, env_of
 from ._observer import Observer, probe_of
-from ._results import ErrorRecord, StepResult, event_of, input_event, shown_input
+from ._results import ErrorRecord, StepResult, event_of, input_event, input_form, shown_input
 from ._siblings import new_siblings
 from ._stepper import enter_stepping, leave_stepping, not_stepping
 from ._subgraph import (
@@ -158,10 +158,7 @@ class AgentCore(UnfinishedCore):
             What the key's advance produced.
         """
         try:
-            try:
-                stored = to_json_value(record, "input record")
-            except SerializationError:  # again, for a message that names the key
-                stored = to_json_value(record, f"input record of key {self._key_value(key)!r}")
+            stored = input_form(record, key, self._key_value)
         except SerializationError as e:
             res = self.advance(key, state)
             res.errors.append(ErrorRecord(key=self._key_value(key), seq=-1, action="<input>",

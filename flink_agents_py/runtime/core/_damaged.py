@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
+from ...api.internal import shown_key
 from .._failures import redact_text
 from ..recorder._state import KeyState, RunState, StateFormatError
 from ._results import ErrorRecord
@@ -37,7 +38,7 @@ def unreadable_record(shown: Any, error: StateFormatError,
         The record (action ``"<restore>"``, the run's position when it could be read).
     """
     seq = error.seq if error.seq is not None else -1
-    message = (f"the stored run of key {shown!r}"
+    message = (f"the stored run of key {shown_key(shown)}"
                + (f" (input {seq})" if seq >= 0 else "")
                + f" cannot be read and is dropped (its key's later inputs run): {error}")
     counters["runs_unreadable"] += 1

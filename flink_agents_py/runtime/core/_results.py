@@ -13,14 +13,14 @@ from typing import Annotated, Any, NamedTuple
 from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 
-from ...api import Event, InputEvent
-from ...api.internal import MaskedStr, event_from_json, mask_known_value
+from ...api import Event, InputEvent, SerializationError
+from ...api.internal import MaskedStr, event_from_json, mask_known_value, shown_key
 from .._failures import clip
-from .._serde import from_json_value, is_tagged_model
+from .._serde import from_json_value, is_tagged_model, to_json_value
 from .._terminal import log_text
 
 __all__ = ["ErrorRecord", "StepResult", "input_event", "input_record", "event_of",
-           "RejectedKey", "select_key", "rejected_record", "shown_input"]
+           "RejectedKey", "select_key", "rejected_record", "shown_input", "input_form"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -259,19 +259,25 @@ def select_key(key_selector: Callable[[Any], Any], record: Any) -> Any:
     return key
 
 
-def shown_key(key: Any, limit: int = 200) -> str:
-    """``repr(key)`` for an error message, cut at ``limit`` characters.
+def input_form(record: Any, key: Any, key_value: Callable[[Any], Any]) -> Any:
+    """``record``'s JSON form, as keyed state holds it.
+
+    Args:
+        record: an input record.
+        key: its key's identity.
+        key_value: the key's value from its identity (for the message only).
 
     Returns:
-        The text; for a key whose ``repr`` raises, its type and that it failed, so that
-        saying what is wrong with the key never fails in turn (the record still reaches the
-        error output).
+        The JSON form.
+
+    Raises:
+        SerializationError: when it has none, the message naming the key (cut: a key comes
+            from a record, of any size).
     """
     try:
-        text = repr(key)
-    except Exception as e:  # noqa: BLE001 - a key whose repr fails is still reported
-        return f"<{type(key).__name__}: repr failed: {type(e).__name__}>"
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} chars)"
+        return to_json_value(record, "input record")
+    except SerializationError:  # again, for a message that names the key
+        return to_json_value(record, f"input record of key {shown_key(key_value(key))}")
 
 
 SHOWN_INPUT_CHARS = 1000

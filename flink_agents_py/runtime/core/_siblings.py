@@ -23,6 +23,7 @@ import logging
 from typing import Any
 
 from ...api import OutputEvent
+from ...api.internal import shown_key
 from ...plan import AgentPlan
 from ..recorder._state import CallKind, InflightAction, RunState
 from ._subgraph import plan_at
@@ -79,8 +80,8 @@ def new_siblings(plan: AgentPlan, run: RunState, restored: list[str], key: Any) 
                    "it (that execution fails), and would do its work again" if gone else
                    "its run was stored by an earlier version, which does not keep what an "
                    "event triggered (those actions may have completed before the checkpoint)")
-            log.warning("event %s (%s) of key %r is in flight, and the new code also routes it "
-                        "to %s: not run for it: %s", event_id, event_type, key,
+            log.warning("event %s (%s) of key %s is in flight, and the new code also routes it "
+                        "to %s: not run for it: %s", event_id, event_type, shown_key(key),
                         ", ".join(repr(n) for n in new), why)
             continue
         names = list(recs[0].siblings or [recs[0].action])
@@ -95,6 +96,6 @@ def new_siblings(plan: AgentPlan, run: RunState, restored: list[str], key: Any) 
             run.inflight[exec_id] = InflightAction(action=name, scope=scope,
                                                    event=recs[0].event, siblings=names)
             added.append(exec_id)
-        log.info("event %s (%s) of key %r was in flight at the restore: the new code's "
-                 "actions %s run for it", event_id, event_type, key, fresh)
+        log.info("event %s (%s) of key %s was in flight at the restore: the new code's "
+                 "actions %s run for it", event_id, event_type, shown_key(key), fresh)
     return added

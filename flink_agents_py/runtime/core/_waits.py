@@ -31,6 +31,7 @@ from ...api import (
     UnmatchedEventError,
     WaitTimeoutError,
 )
+from ...api.internal import shown_key
 from .._serde import to_json_value
 from ..recorder._ledger import CallLedger
 from ..recorder._outcomes import store_outcome
@@ -131,11 +132,11 @@ class WaitsCore:
             return self._hold_early(key, state, run, cid, event.payload, where)
         if run is None or wait is None or wait.status != "open":
             shown = self._key_value(key)
-            why = (f"no run of key {shown!r} is in flight{_typed_key_hint(shown)}"
+            why = (f"no run of key {shown_key(shown)} is in flight{_typed_key_hint(shown)}"
                    if run is None
-                   else f"the run of key {shown!r} (input {run.seq}) has no wait for it, and "
-                        f"holds {EARLY_MAX} early events already (an unknown correlation id, "
-                        "or one whose wait has not opened yet)"
+                   else f"the run of key {shown_key(shown)} (input {run.seq}) has no wait for "
+                        f"it, and holds {EARLY_MAX} early events already (an unknown "
+                        "correlation id, or one whose wait has not opened yet)"
                    if wait is None
                    else f"a duplicate: the wait of call {wait.call_id} got its event already"
                    if wait.status == "delivered"
@@ -364,8 +365,8 @@ class WaitsCore:
         """End an open wait of a cancelled sub-agent call with ``WaitTimeoutError``."""
         wait.status = "cancelled"
         error = WaitTimeoutError(
-            f"the wait for correlation id {cid!r} of key {step.key!r} ended without its "
-            "event: the sub-agent call it waited in was cancelled", cid, wait.timeout_s)
+            f"the wait for correlation id {cid!r} of key {shown_key(step.key)} ended without "
+            "its event: the sub-agent call it waited in was cancelled", cid, wait.timeout_s)
         task = step.live.get(wait.caller)
         call = task.ctx.calls.get(wait.ordinal) if task is not None else None
         if task is None or call is None or call.done:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...api import ReplayDivergenceError
+from ...api.internal import shown_key
 from ._state import CallKind, CallRecord
 
 if TYPE_CHECKING:
@@ -125,12 +126,12 @@ def journaled(ctx: ActionExecution, ordinal: int, call_id: str, digest: str,
         ctx._diverge(ReplayDivergenceError(
             call_id, ctx._record.action,
             (found.kind.value if found.kind else "", found.target or ""), (kind.value, target),
-            detail=f"key {key!r}: the journal holds the outcome of {call_id} that the crashed "
-                   f"attempt of this run recorded after the last checkpoint, when execution "
-                   f"{ctx.execution_id} was triggered by another event than now (the action "
-                   "that sent it sends its events in another order, or with other contents): "
-                   "the outcome is not this call's, and running the call again would repeat "
-                   "its effect"))
+            detail=f"key {shown_key(key)}: the journal holds the outcome of {call_id} that the "
+                   f"crashed attempt of this run recorded after the last checkpoint, when "
+                   f"execution {ctx.execution_id} was triggered by another event than now "
+                   "(the action that sent it sends its events in another order, or with "
+                   "other contents): the outcome is not this call's, and running the call "
+                   "again would repeat its effect"))
     kept = calls[str(ordinal)] = _in_state(found)
     for n in range(ordinal + 1, ordinal + 1 + _MAX_TAKEN):  # the execution's later records
         later = calls.get(str(n))

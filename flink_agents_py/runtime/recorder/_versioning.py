@@ -28,7 +28,7 @@ import logging
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...api import ChatResponse, Event, ReplayDivergenceError, UsageError
-from ...api.internal import EVENT_CLASS_KEY
+from ...api.internal import EVENT_CLASS_KEY, shown_key
 from ...plan import ActionPlan, AgentPlan, FunctionRef
 from .._failures import with_original
 from .._serde import from_json_value
@@ -303,7 +303,7 @@ def removed_action(event: Any, user: ActionContext) -> None:
     name = ctx._record.action
     ctx._diverge(ReplayDivergenceError(
         ctx.execution_id, name, ("action", name), ("none", ""),
-        detail=f"key {ctx.key!r} was restored with action {name!r} in flight "
+        detail=f"key {shown_key(ctx.key)} was restored with action {name!r} in flight "
                f"({ctx.execution_id}), and the new code has no action of that name: keep "
                f"the action registered under the name {name!r} (deprecated, e.g. delegating "
                "to the new code, with changes guarded by ctx.patched('change-id')) until no "
@@ -343,7 +343,7 @@ def restored_event(ctx: ActionExecution, action: ActionPlan, builtin: bool
     data = ctx._record.event
     etype = str(data.get("type", "")) if isinstance(data, dict) else ""
     tag = data.get(EVENT_CLASS_KEY) if isinstance(data, dict) else None
-    where = (f"key {ctx.key!r} was restored with action {action.name!r} in flight "
+    where = (f"key {shown_key(ctx.key)} was restored with action {action.name!r} in flight "
              f"({ctx.execution_id}), triggered by an event of type {etype!r}"
              + (f" (class {tag!r})" if tag else "") + " that the old code recorded")
     try:
@@ -413,7 +413,7 @@ def missing_subagent(ctx: ActionExecution, path: tuple[str, ...], root: AgentPla
     now = ", ".join(repr(n) for n in plan.subagents) or "none"
     return _refuse(ctx, ctx._record.action, ("subagent", missing), (
         "none", ""), detail=(
-        f"key {ctx.key!r} was restored with action {ctx._record.action!r} in flight "
+        f"key {shown_key(ctx.key)} was restored with action {ctx._record.action!r} in flight "
         f"({ctx.execution_id}) inside a call of the internal sub-agent {missing!r} (path "
         f"{'/'.join(path)}), and the new code has no internal sub-agent of that name (its "
         f"internal sub-agents there: {now}): keep it registered under the name {missing!r} "
@@ -500,7 +500,7 @@ def unrebuildable_outcome(ctx: ActionExecution, call: DurableCall, rec: CallReco
         what, cause = f"the {what}", "the class changed"
     ctx._diverge(ReplayDivergenceError(
         call.call_id, ctx._record.action, (kind, target), (call.kind.value, call.target),
-        detail=f"key {ctx.key!r}: {what} ({type(error).__name__}: {_one_line(error)}); "
+        detail=f"key {shown_key(ctx.key)}: {what} ({type(error).__name__}: {_one_line(error)}); "
                f"{cause}: keep it under its name, with its old fields (new ones optional, "
                "with defaults), until no run in flight recorded it"))
 
