@@ -190,6 +190,27 @@ def _output_as_row(names: list[str], output: Any, kinds: list[str | None] | None
     return Row(*(values if kinds is None else _checked(names, kinds, values, output)))
 
 
+def _check_uid_free(env: Any, uid: str, label: str) -> None:
+    """Refuse a second agent operator under ``uid`` in the job being built on ``env``.
+
+    Flink refuses the job only when it is submitted, with ``Hash collision on user-specified
+    ID`` and not a word on ``name=`` (an agent applied twice took its class name twice).
+
+    Raises:
+        UsageError: naming the uid and what to pass.
+    """
+    try:
+        taken = {t.getUid() for t in env._j_stream_execution_environment.getTransformations()}
+    except Exception:  # noqa: BLE001 - not a PyFlink environment Flink can list: Flink checks
+        return
+    if uid in taken:
+        raise UsageError(
+            f"apply: this job already has an agent operator named {label!r} (uid {uid!r}; "
+            f"an agent applied twice takes its class name twice): give each apply its own "
+            f"name=, e.g. apply(agent, name={label + '-2'!r}); the name is the operator's "
+            f"uid, which a savepoint's state is mapped back to, so keep it once chosen")
+
+
 _encoding = key_encoding  # ``apply`` has an argument of that name
 
 
@@ -252,6 +273,7 @@ class FlinkAgentBuilder:
 
         Raises:
             ValueError: for an unknown ``key_encoding``.
+            UsageError: when this job already has an agent operator of that name (its uid).
             PlanError: when the agent does not compile.
             WorkerSetupError: when Flink's Python workers could not import the agent (says
                 what to set), found before the job is submitted.
@@ -270,6 +292,7 @@ class FlinkAgentBuilder:
             options = options.replace(lineage=secrets.token_hex(8))
         op = AgentOperator(plan, options, key_encoding=keys)
         label = name or (type(agent).__name__ if isinstance(agent, Agent) else "agent")
+        _check_uid_free(self._env.env, f"agent-{label}", label)
         ds, key_selector = self._ds, self._key_selector
         if self._events is not None:  # the second input: one union, events in envelopes
             pickled = Types.PICKLED_BYTE_ARRAY()
