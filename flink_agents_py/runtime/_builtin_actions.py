@@ -47,7 +47,7 @@ from ..api import (
     WaitTimeoutError,
 )
 from ._budgets import budgeted_call, fallback_guard, fallback_spends
-from ._failures import clip, failure_text
+from ._failures import clip, error_text, failure_text
 from ._model_calls import MAX_ANSWER_DEPTH, deeper_than
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
@@ -97,7 +97,8 @@ class ChatCallFailed(AgentsError):
 
 
 def _describe(error: BaseException) -> str:
-    return str(error) if isinstance(error, ChatCallFailed) else f"{type(error).__name__}: {error}"
+    text = error_text(error)
+    return text if isinstance(error, ChatCallFailed) else f"{type(error).__name__}: {text}"
 
 
 _VALIDATORS: dict[bytes, Any] = {}

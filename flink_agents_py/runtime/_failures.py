@@ -27,7 +27,7 @@ from ..api.internal import clip, shown_key
 from ._terminal import log_text
 
 __all__ = ["FailureLog", "FailureMessage", "OriginalFailure",
-           "TRACEBACK_MAX_CHARS", "TRACEBACK_MAX_FRAMES", "clip", "failure_text",
+           "TRACEBACK_MAX_CHARS", "TRACEBACK_MAX_FRAMES", "clip", "error_text", "failure_text",
            "format_failure",
            "never_awaited", "redact_text", "reported_error", "with_original"]
 
@@ -184,6 +184,22 @@ def format_failure(error: BaseException, *, max_frames: int = TRACEBACK_MAX_FRAM
         marker = f"[... {len(text) - keep} chars omitted ...]\n"
         text = marker + text[len(text) - keep:]
     return text
+
+
+def error_text(error: BaseException) -> str:
+    """``str(error)``, or what it is when its ``__str__`` raises.
+
+    An exception whose ``__str__`` fails (a library's exception class, a user's) would
+    otherwise fail the reporting of the failure, and with it the job; Python's own tracebacks
+    write ``<exception str() failed>`` there.
+
+    Returns:
+        The text, or ``<str() of the exception failed: TYPE>``.
+    """
+    try:
+        return str(error)
+    except Exception as e:  # noqa: BLE001 - whatever its __str__ raised
+        return f"<str() of the exception failed: {type(e).__name__}>"
 
 
 def failure_text(error: BaseException) -> str:

@@ -1,8 +1,7 @@
 """Records whose keys or contents misbehave, and an agent that echoes what it ran.
 
 Importable by Flink workers (thread mode imports by reference), so the classes a record
-holds unpickle there. Used by ``tests/test_hostile_keys_flink.py``,
-``tests/test_row_records_flink.py`` and ``tests/test_table_types_flink.py``.
+holds unpickle there. Used by the ``tests/test_*_flink.py`` modules that apply them.
 """
 
 from __future__ import annotations
@@ -80,3 +79,44 @@ class EmitOutput(Agent):
     @staticmethod
     def on_input(event: InputEvent, ctx: RunnerContext) -> None:
         ctx.send_event(OutputEvent(output=event.input["out"]))
+
+
+class StrRaises(Exception):
+    """An exception whose ``__str__`` (and ``repr``) raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("str of StrRaises")
+
+    __repr__ = __str__
+
+
+def fail_strangely(n: int) -> int:
+    """A durable call's function raising ``StrRaises``."""
+    raise StrRaises(n)
+
+
+def key_or_strange_failure(record: dict[str, Any]) -> Any:
+    """The key selector: ``record["k"]``; ``StrRaises`` for a record with ``"fail"``."""
+    if "fail" in record:
+        raise StrRaises(record["fail"])
+    return record["k"]
+
+
+class FailStrangely(Agent):
+    """Raises ``StrRaises`` (mode ``"raise"``), or awaits a durable call raising it and
+    outputs what it caught (mode ``"call"``); else outputs the key and ``n``."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        mode, n = event.input.get("mode"), event.input["n"]
+        if mode == "raise":
+            raise StrRaises(n)
+        if mode == "call":
+            try:
+                await ctx.durable_execute_async(fail_strangely, n)
+            except StrRaises as e:
+                ctx.send_event(OutputEvent(output={"key": ctx.key, "n": n,
+                                                   "caught": type(e).__name__}))
+            return
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "n": n}))

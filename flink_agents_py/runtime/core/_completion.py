@@ -22,7 +22,7 @@ from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from ...api import ReplayDivergenceError
-from .._failures import FailureLog, failure_text, redact_text, reported_error
+from .._failures import FailureLog, error_text, failure_text, redact_text, reported_error
 from ..context._calls import unawaited, unawaited_effect
 from ..context._memory import apply_merges, apply_writes, priors
 from ..recorder._state import InflightAction, KeyState, RunState
@@ -148,7 +148,7 @@ def report_failure(step: Step, task: Task, error: BaseException, failure_log: Fa
     """
     ctx = task.ctx
     counters["actions_failed"] += 1
-    message = redact_text(str(error) + reported_error(task.event))
+    message = redact_text(error_text(error) + reported_error(task.event))
     text = failure_text(error)
     failure_log.action_failed(ctx.execution_id, task.action.name, step.key, error, message,
                               text)

@@ -225,9 +225,9 @@ class RejectedKey(NamedTuple):
     @classmethod
     def of(cls, error: BaseException) -> RejectedKey:
         """The rejection of a record by ``error`` (message redacted, traceback bounded)."""
-        from .._failures import format_failure, redact_text
+        from .._failures import error_text, format_failure, redact_text
 
-        return cls(type(error).__name__, redact_text(str(error)), format_failure(error))
+        return cls(type(error).__name__, redact_text(error_text(error)), format_failure(error))
 
 
 def select_key(key_selector: Callable[[Any], Any], record: Any) -> Any:

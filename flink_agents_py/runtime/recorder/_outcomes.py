@@ -21,7 +21,7 @@ from ...api.internal import (
     registered_secret_count,
     scrub_exception,
 )
-from .._failures import failure_text
+from .._failures import error_text, failure_text
 from .._serde import digest, dumps, from_json_value, to_json_value
 from ._identity import bound_state, enum_classes
 from ._state import CallRecord
@@ -192,8 +192,9 @@ def _exception_form(exc: BaseException) -> dict[str, Any]:
         if isinstance(exc, base):
             attrs.update((n, v) for n in names if (v := getattr(exc, n, None)) is not None)
     kept = {k: j for k, v in attrs.items() if (j := _json_or_none(v)) is not None or v is None}
-    return {"type": f"{cls.__module__}:{cls.__qualname__}", "message": mask_secrets(str(exc)),
-            "args": args, "attrs": mask_value(kept) or None}
+    return {"type": f"{cls.__module__}:{cls.__qualname__}",
+            "message": mask_secrets(error_text(exc)), "args": args,
+            "attrs": mask_value(kept) or None}
 
 
 def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[bool, Any]:
@@ -362,13 +363,13 @@ def _rebuilt(type_path: str | None, message: str | None, recorded_args: list[Any
                     setattr(exc, k, from_json_value(v))
                 except Exception:  # noqa: BLE001 - a read-only attribute: skipped
                     pass
-            if recorded_args is None or str(exc) == message:
+            if recorded_args is None or error_text(exc) == message:
                 return exc
             try:
                 exc.args = tuple(args)
             except Exception:  # noqa: BLE001 - args it will not take: its message decides
                 pass
-            if str(exc) == message:
+            if error_text(exc) == message:
                 return exc
             try:  # a __str__ that is not built from args: keep the recorded message
                 return cls(message)
