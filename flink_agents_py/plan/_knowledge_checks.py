@@ -32,7 +32,8 @@ def _class_of(rp: Any, where: str, problems: list[str]) -> type | None:
 
 def check_knowledge_references(resources: dict[ResourceType, dict[str, Any]],
                                config: dict[str, Any], problems: list[str],
-                               broken: AbstractSet[tuple[ResourceType, str]] = frozenset()) -> None:
+                               broken: AbstractSet[tuple[ResourceType, str]] = frozenset(),
+                               own: dict[ResourceType, dict[str, Any]] | None = None) -> None:
     """Add a problem for each name that points nowhere.
 
     An embedding model setup naming an undeclared connection, a vector store naming an
@@ -40,16 +41,20 @@ def check_knowledge_references(resources: dict[ResourceType, dict[str, Any]],
     vector store.
 
     Args:
-        resources: the compiled resources, by type and name.
+        resources: the resources a name may point at, by type and name (an internal
+            sub-agent's: its own and its ancestors', ``_inherited.visible``).
         config: the agent's configuration.
         problems: where each problem is added.
         broken: ``(type, name)`` of resources declared but refused (their own problem is
             listed already): a name pointing at one is not reported again.
+        own: the agent's own compiled resources, whose names are checked (``None``: those
+            of ``resources``).
     """
+    own = resources if own is None else own
     connections = resources.get(ResourceType.EMBEDDING_MODEL_CONNECTION, {})
     setups = resources.get(ResourceType.EMBEDDING_MODEL, {})
     stores = resources.get(ResourceType.VECTOR_STORE, {})
-    for name, rp in setups.items():
+    for name, rp in own.get(ResourceType.EMBEDDING_MODEL, {}).items():
         where = f"embedding_model resource {name!r}"
         cls = _class_of(rp, where, problems)
         conn = rp.descriptor.arguments.get("connection")
@@ -58,7 +63,7 @@ def check_knowledge_references(resources: dict[ResourceType, dict[str, Any]],
                 and (ResourceType.EMBEDDING_MODEL_CONNECTION, conn) not in broken:
             problems.append(f"{where} names connection {conn!r}, which is not declared "
                             "(an embedding_model_connection)")
-    for name, rp in stores.items():
+    for name, rp in own.get(ResourceType.VECTOR_STORE, {}).items():
         where = f"vector_store resource {name!r}"
         cls = _class_of(rp, where, problems)
         model = rp.descriptor.arguments.get("embedding_model")

@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ..api import (
     Agent,
-    ChatModelSetup,
     FunctionTool,
     InternalSubagent,
     PlanError,
@@ -38,18 +37,17 @@ from ..api.internal import (
     event_class_for,
     import_qualified,
     offered_tool_name,
-    subagent_callable,
 )
 from ._action_checks import warn_if_declares_a_result
-from ._budget_checks import check_budget_prices
 from ._config_checks import warn_of_setup_fields
+from ._inherited import passing_down, visible
 from ._knowledge_checks import (
     agent_identity,
     check_knowledge_references,
     name_default_collections,
 )
 from ._nesting import one_level_deeper
-from ._prompt_checks import check_prompt_name
+from ._reference_checks import check_references
 
 __all__ = ["FunctionRef", "ActionPlan", "ResourcePlan", "AgentPlan", "BUILTIN_ACTIONS",
            "BuiltinAction", "register_builtin_actions"]
@@ -189,8 +187,9 @@ class AgentPlan(BaseModel):
         # declared but refused above: a name pointing at one is not "not declared" as well
         broken = {(t, n) for t, n, _ in agent.declared_resources()
                   if n not in resources.get(t, {})}
-        _check_references(resources, problems, broken)
-        check_knowledge_references(resources, agent.config, problems, broken)
+        seen = visible(resources)  # its own resources over its ancestors' (a sub-agent's)
+        check_references(resources, seen, problems, broken)
+        check_knowledge_references(seen, agent.config, problems, broken, own=resources)
         if problems:
             raise PlanError(problems)
         identity = agent_identity(agent)
@@ -383,19 +382,18 @@ def _compile_subagent(name: str, value: Any, problems: list[str],
 def _compile_resources(agent: Agent, problems: list[str], subagents: dict[str, AgentPlan]
                        ) -> dict[ResourceType, dict[str, ResourcePlan]]:
     out: dict[ResourceType, dict[str, ResourcePlan]] = {}
+    deferred: dict[str, Any] = {}  # sub-agents, compiled last: they see the other resources
     for rtype, name, value in agent.declared_resources():
         where = f"{rtype.value} resource {name!r}"
         bucket = out.setdefault(rtype, {})
-        if name in bucket:
+        if name in bucket or (rtype is ResourceType.AGENT and name in deferred):
             problems.append(
                 f"{where} is declared more than once (to replace a declared resource, e.g. "
                 f"with a test double, use agent.override_resource({name!r}, ...) or "
                 f"'with agent.override({name}=...)')")
             continue
         if rtype is ResourceType.AGENT:
-            descriptor = _compile_subagent(name, value, problems, subagents)
-            if descriptor is not None:
-                bucket[name] = ResourcePlan(name=name, type=rtype, descriptor=descriptor)
+            deferred[name] = value
             continue
         if rtype is ResourceType.TOOL and name.startswith(RESERVED_TOOL_PREFIX):
             problems.append(
@@ -429,6 +427,12 @@ def _compile_resources(agent: Agent, problems: list[str], subagents: dict[str, A
         plan = ResourcePlan(name=name, type=rtype, descriptor=descriptor)
         plan._instance = instance
         bucket[name] = plan
+    with passing_down(out):  # a sub-agent may name these (and what this agent may name)
+        for name, value in deferred.items():
+            compiled = _compile_subagent(name, value, problems, subagents)
+            if compiled is not None:
+                out[ResourceType.AGENT][name] = ResourcePlan(
+                    name=name, type=ResourceType.AGENT, descriptor=compiled)
     return out
 
 
@@ -499,90 +503,6 @@ def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
                 continue
             offered_by[(rtype, advertised)] = name
             bucket[advertised] = ResourcePlan(name=advertised, type=rtype, descriptor=descriptor)
-
-
-def _check_references(
-    resources: dict[ResourceType, dict[str, ResourcePlan]], problems: list[str],
-    broken: set[tuple[ResourceType, str]],
-) -> None:
-    connections = resources.get(ResourceType.CHAT_MODEL_CONNECTION, {})
-    tools = resources.get(ResourceType.TOOL, {})
-    for name, rp in resources.get(ResourceType.CHAT_MODEL, {}).items():
-        try:
-            cls = import_qualified(rp.descriptor.clazz)
-        except ResourceError as e:
-            problems.append(f"chat_model resource {name!r}: {e}")
-            continue
-        if not (isinstance(cls, type) and issubclass(cls, ChatModelSetup)):
-            continue
-        conn = rp.descriptor.arguments.get("connection")
-        if conn is not None and conn not in connections and not cls.has_own_chat() \
-                and (ResourceType.CHAT_MODEL_CONNECTION, conn) not in broken:
-            problems.append(
-                f"chat_model resource {name!r} names connection {conn!r}, which is not declared"
-            )
-        named = rp.descriptor.arguments.get("tools", []) or []
-        if isinstance(named, str):  # one name: its letters are not tool names
-            problems.append(f"chat_model resource {name!r}: tools must be a list of tool "
-                            f"names, got the string {named!r} (write tools=[{named!r}])")
-            named = []
-        for t in named:
-            if t not in tools and (ResourceType.TOOL, t) not in broken:
-                problems.append(
-                    f"chat_model resource {name!r} names tool {t!r}, which is not declared")
-        _check_offered_subagents(name, rp, resources.get(ResourceType.AGENT, {}), problems)
-        _check_fallbacks(name, rp, resources.get(ResourceType.CHAT_MODEL, {}), problems)
-        check_budget_prices(name, rp.descriptor.arguments,
-                            resources.get(ResourceType.CHAT_MODEL, {}), problems)
-        check_prompt_name(name, rp.descriptor.arguments, resources.get(ResourceType.PROMPT, {}),
-                          bool(resources.get(ResourceType.MCP_SERVER)), problems)
-
-
-def _check_fallbacks(name: str, rp: ResourcePlan, setups: dict[str, ResourcePlan],
-                     problems: list[str]) -> None:
-    """Check that a chat model's ``fallbacks`` and its budget's ``fallback`` are declared.
-
-    Each must be another chat model setup of the plan: a wrong name would surface only once
-    the budget is spent or the provider throttles, and a budget falling back to its own
-    setup is no limit.
-    """
-    args = rp.descriptor.arguments
-    budget = args.get("budget")
-    fallback = budget.get("fallback") if isinstance(budget, dict) \
-        else getattr(budget, "fallback", None)
-    named = [(f, "in its fallbacks") for f in args.get("fallbacks") or []
-             if isinstance(f, str)]
-    if isinstance(fallback, str):
-        named.append((fallback, "as its budget's fallback"))
-    for other, where in named:
-        if other == name:
-            problems.append(f"chat_model resource {name!r} names itself {where}: name "
-                            "another chat_model resource")
-        elif other not in setups:
-            problems.append(f"chat_model resource {name!r} names {other!r} {where}, which is "
-                            f"not a declared chat_model resource (declared: "
-                            f"{', '.join(sorted(setups))})")
-
-
-def _check_offered_subagents(name: str, rp: ResourcePlan, agents: dict[str, ResourcePlan],
-                             problems: list[str]) -> None:
-    """Check that a chat model's ``subagents`` are declared and have usable input schemas.
-
-    A usable schema is an explicit one, or an input type rendering as a JSON object: the job
-    fails at setup, not at its first chat (contract 2).
-    """
-    for s in rp.descriptor.arguments.get("subagents", []) or []:
-        agent_rp = agents.get(s) if isinstance(s, str) else None
-        if agent_rp is None:
-            problems.append(f"chat_model resource {name!r} names sub-agent {s!r}, which is not "
-                            "declared as an agent resource")
-            continue
-        try:
-            setup = agent_rp.build()
-            if isinstance(setup, SubagentSetup):
-                subagent_callable(s, setup)
-        except (ResourceError, TypeError, ValueError) as e:
-            problems.append(f"chat_model resource {name!r} offers sub-agent {s!r}: {e}")
 
 
 AgentPlan.model_rebuild()

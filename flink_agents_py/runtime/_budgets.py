@@ -31,7 +31,7 @@ import asyncio
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..api import (
@@ -361,7 +361,8 @@ async def _agent_call(
 
 
 def fallback_spends(setup: ChatModelSetup, resolve: Callable[[str], ChatModelSetup],
-                    memory: dict[str, Any], key: Any, plan_path: Sequence[str] = ()
+                    memory: dict[str, Any], key: Any,
+                    entry_of: Callable[[str], str] = spend_key,
                     ) -> dict[str, dict[str, Any] | None] | None:
     """The key's spend through each setup a chat may fall back to that has its own budget.
 
@@ -374,7 +375,9 @@ def fallback_spends(setup: ChatModelSetup, resolve: Callable[[str], ChatModelSet
             call reports it when it gets there).
         memory: the key's short-term memory.
         key: the key (for errors).
-        plan_path: the sub-agent path of the chat (its entries are under it).
+        entry_of: the memory entry of a setup's spend, by its name (``spend_key`` of the
+            plan declaring it: a sub-agent's own setup's entries are under its path, one
+            it names from an ancestor shares the ancestor's entry).
 
     Returns:
         The spends by setup name (``None``: nothing yet), or ``None`` when no fallback has
@@ -398,7 +401,7 @@ def fallback_spends(setup: ChatModelSetup, resolve: Callable[[str], ChatModelSet
                 continue
             todo.append(found)
             if found.budget is not None:
-                entry = spend_key(name, plan_path)
+                entry = entry_of(name)
                 spends[name] = stored_spend(read_path(memory, entry), name, key, entry)
     return spends or None
 

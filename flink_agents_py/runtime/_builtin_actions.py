@@ -286,9 +286,14 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         return fallback
 
     stored = not isinstance(event, ChatRequestEvent)  # the chat is in sensory memory
-    # the key's spend through the setup (a sub-agent's setup too: its memory is per call)
-    path = ctx.run.invocations[ctx.env].plan_path if ctx.env is not None else ()
-    spend_entry = spend_key(chat["model"], path)
+    # the key's spend through the setup (a sub-agent's setup too: its memory is per call),
+    # in the entry of the plan declaring it (a setup a sub-agent names from an ancestor: the
+    # ancestor's entry, as the ancestor's own chats through it)
+
+    def entry_of(name: str) -> str:
+        return spend_key(name, ctx.resources.owner(name, ResourceType.CHAT_MODEL).path)
+
+    spend_entry = entry_of(chat["model"])
 
     def fail(error: str, traceback: str | None = None) -> None:
         if stored:
@@ -302,7 +307,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         first = None
         try:
             args: tuple[Any, ...] = (messages, schema)
-            others = fallback_spends(setup, resolve, ctx.key_memory(), ctx.key, path) \
+            others = fallback_spends(setup, resolve, ctx.key_memory(), ctx.key, entry_of) \
                 if setup.fallbacks or setup.budget is not None else None
             if setup.budget is not None or others:  # the spends go in; the call's come out
                 args = (messages, schema, None if setup.budget is None else stored_spend(
@@ -329,7 +334,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                                                                   info=spent)))
         fb = _own_budget(resolve, own)  # an answering fallback's own budget, if any
         if fb is not None and isinstance(own, dict):
-            ctx.key_merges.append((spend_key(own["setup"], path), functools.partial(
+            ctx.key_merges.append((entry_of(own["setup"]), functools.partial(
                 merged_spend, fb, info=own)))
         chat["retries"] = chat.get("retries", 0) + int(response.metadata.get("retries", 0) or 0)
         problem: str | None = None

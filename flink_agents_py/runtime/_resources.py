@@ -27,15 +27,26 @@ class ResourceEnvironment:
 
     Thread-safe: actions on the operator thread and calls on the I/O executor may ask at once.
 
+    An internal sub-agent's environment falls back to its parent's (as in Flink Agents): a
+    name it does not declare of a type is its parent's resource of that name (or its
+    parent's parent's...), the one instance the parent uses, opened (and closed) by the
+    parent's environment. Sub-agents themselves (``AGENT``) are not looked up there: a
+    sub-agent is invoked by a name of the plan it runs in.
+
     Args:
         plan: the plan whose resources these are.
         parallelism: the number of parallel subtasks running the agent (the host sets it:
             an agent budget's share is ``1/parallelism``).
+        parent: the parent agent's environment (an internal sub-agent's), or ``None``.
+        path: sub-agent names from the root plan to ``plan`` (``()``: the agent's).
     """
 
-    def __init__(self, plan: AgentPlan, parallelism: int = 1) -> None:
+    def __init__(self, plan: AgentPlan, parallelism: int = 1,
+                 parent: ResourceEnvironment | None = None, path: tuple[str, ...] = ()) -> None:
         self._plan = plan
         self.parallelism = parallelism
+        self.parent = parent
+        self.path = path
         self._built: dict[tuple[ResourceType, str], Resource] = {}
         self._checked: dict[tuple[ResourceType, str], Resource] = {}  # built, bound, not open
         self._lock = threading.RLock()
@@ -53,14 +64,21 @@ class ResourceEnvironment:
         masked in place (``scrub_exception``: everything it holds, its cause chain too), or
         as a masked copy of it when it cannot be changed.
 
+        A name this plan does not declare is looked up in the parent's environment (a
+        sub-agent's), outside this environment's lock.
+
         Raises:
-            ResourceNotFoundError: naming the type and name, and what is declared of that type.
+            ResourceNotFoundError: naming the type and name, and what is declared of that type
+                (a sub-agent's: where it was looked up).
             ResourceError: when the descriptor cannot be built.
         """
         k = (resource_type, name)
         res = self._built.get(k)
         if res is not None:
             return res
+        owner = self.owner(name, resource_type)
+        if owner is not self:
+            return owner.get(name, resource_type)
         with self._lock:
             res = self._built.get(k)
             if res is not None:
@@ -68,10 +86,7 @@ class ResourceEnvironment:
             bucket = self._plan.resources.get(resource_type, {})
             rp = bucket.get(name)
             if rp is None:
-                known = ", ".join(sorted(bucket)) or "none"
-                raise ResourceNotFoundError(
-                    f"no {resource_type.value} resource named {name!r} (declared: {known})"
-                )
+                raise ResourceNotFoundError(self._not_found(name, resource_type))
             res = self._checked.pop(k, None)
             if res is None:
                 res = self._built_new(rp, name)
@@ -86,6 +101,35 @@ class ResourceEnvironment:
                 self._built[k] = res
                 return res
             raise error  # a masked copy, raised outside the handler: not linked to e
+
+    def owner(self, name: str, resource_type: ResourceType) -> ResourceEnvironment:
+        """The environment whose plan declares ``name`` of ``resource_type``.
+
+        Returns:
+            This one when its plan declares it (or when no ancestor does: ``get`` reports
+            it), else the nearest ancestor's that does.
+        """
+        env: ResourceEnvironment | None = self
+        while env is not None:
+            if name in env._plan.resources.get(resource_type, {}):
+                return env
+            env = env.parent if resource_type is not ResourceType.AGENT else None
+        return self
+
+    def _not_found(self, name: str, resource_type: ResourceType) -> str:
+        """Why ``name`` of ``resource_type`` is not found: what each plan looked in declares."""
+        if self.parent is None or resource_type is ResourceType.AGENT:
+            known = ", ".join(sorted(self._plan.resources.get(resource_type, {}))) or "none"
+            return f"no {resource_type.value} resource named {name!r} (declared: {known})"
+        where: list[str] = []
+        env: ResourceEnvironment | None = self
+        while env is not None:
+            known = ", ".join(sorted(env._plan.resources.get(resource_type, {}))) or "none"
+            who = f"sub-agent {'/'.join(env.path)!r}" if env.path else "the agent"
+            where.append(f"{who} declares: {known}")
+            env = env.parent
+        return (f"no {resource_type.value} resource named {name!r} in sub-agent "
+                f"{'/'.join(self.path)!r} or the agents above it ({'; '.join(where)})")
 
     def _built_new(self, rp: ResourcePlan, name: str) -> Resource:
         res = rp.build()
@@ -148,10 +192,11 @@ class ResourceEnvironment:
             _close_quietly(res)
 
     def __getstate__(self) -> dict[str, Any]:  # built resources never travel
-        return {"_plan": self._plan}
+        return {"_plan": self._plan, "parent": self.parent, "path": self.path}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["_plan"])  # type: ignore[misc]
+        self.__init__(state["_plan"], parent=state.get("parent"),  # type: ignore[misc]
+                      path=state.get("path", ()))
 
 
 def _close_quietly(res: Resource) -> None:
@@ -172,9 +217,12 @@ def _named_connections(plan: AgentPlan) -> set[str]:
         plan: the agent's plan.
 
     Returns:
-        Each ``connection`` argument (or attribute, of a resource declared as an instance).
+        Each ``connection`` argument (or attribute, of a resource declared as an instance),
+        of its internal sub-agents' resources too (they may name the plan's connections).
     """
     named: set[str] = set()
+    for sub in plan.subagents.values():
+        named |= _named_connections(sub)
     for bucket in plan.resources.values():
         for rp in bucket.values():
             inst = rp._instance
@@ -229,7 +277,9 @@ def check_resources(plan: AgentPlan,
     env = envs.get(path)
     if env is None:
         root = envs.get(())
-        env = envs[path] = ResourceEnvironment(plan, root.parallelism if root else 1)
+        env = envs[path] = ResourceEnvironment(plan, root.parallelism if root else 1,
+                                               parent=envs.get(path[:-1]) if path else None,
+                                               path=path)
     try:
         env.check()
     except MissingApiKeyError as e:

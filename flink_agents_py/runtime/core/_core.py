@@ -284,8 +284,9 @@ class AgentCore(UnfinishedCore):
         """The resources of the plan at the internal sub-agent ``path`` (``()``: the agent's)."""
         found = self._envs.get(path)
         if found is None:
-            found = self._envs[path] = ResourceEnvironment(plan_at(self.plan, path),
-                                                           self.resources.parallelism)
+            found = self._envs[path] = ResourceEnvironment(  # falling back to its parent's
+                plan_at(self.plan, path), self.resources.parallelism,
+                parent=self.resources_at(path[:-1]), path=path)
         return found
 
     def _submit(self, key: Any, ctx: ActionExecution, call: DurableCall,

@@ -1,0 +1,109 @@
+"""Plan-build checks of what a chat model setup names: connection, tools, fallbacks, ...
+
+Each name must point at a resource the agent declares, or (for an internal sub-agent) one
+its ancestors declare (``_inherited.visible``); a sub-agent it offers must be its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..api import ChatModelSetup, ResourceError, ResourceType, SubagentSetup
+from ..api.internal import import_qualified, subagent_callable
+from ._budget_checks import check_budget_prices
+from ._prompt_checks import check_prompt_name
+
+__all__ = ["check_references"]
+
+
+def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
+                     seen: Mapping[ResourceType, Mapping[str, Any]], problems: list[str],
+                     broken: set[tuple[ResourceType, str]]) -> None:
+    """Add a problem for each name a chat model setup of ``resources`` gives that is wrong.
+
+    Args:
+        resources: the agent's compiled resources (``ResourcePlan`` by type and name).
+        seen: the resources its setups may name: its own and its ancestors'.
+        problems: where each problem is added.
+        broken: ``(type, name)`` of resources declared but refused (their own problem is
+            listed already): a name pointing at one is not reported again.
+    """
+    connections = seen.get(ResourceType.CHAT_MODEL_CONNECTION, {})
+    tools = seen.get(ResourceType.TOOL, {})
+    setups = seen.get(ResourceType.CHAT_MODEL, {})
+    for name, rp in resources.get(ResourceType.CHAT_MODEL, {}).items():
+        try:
+            cls = import_qualified(rp.descriptor.clazz)
+        except ResourceError as e:
+            problems.append(f"chat_model resource {name!r}: {e}")
+            continue
+        if not (isinstance(cls, type) and issubclass(cls, ChatModelSetup)):
+            continue
+        conn = rp.descriptor.arguments.get("connection")
+        if conn is not None and conn not in connections and not cls.has_own_chat() \
+                and (ResourceType.CHAT_MODEL_CONNECTION, conn) not in broken:
+            problems.append(
+                f"chat_model resource {name!r} names connection {conn!r}, which is not declared"
+            )
+        named = rp.descriptor.arguments.get("tools", []) or []
+        if isinstance(named, str):  # one name: its letters are not tool names
+            problems.append(f"chat_model resource {name!r}: tools must be a list of tool "
+                            f"names, got the string {named!r} (write tools=[{named!r}])")
+            named = []
+        for t in named:
+            if t not in tools and (ResourceType.TOOL, t) not in broken:
+                problems.append(
+                    f"chat_model resource {name!r} names tool {t!r}, which is not declared")
+        _check_offered_subagents(name, rp, resources.get(ResourceType.AGENT, {}), problems)
+        _check_fallbacks(name, rp, setups, problems)
+        check_budget_prices(name, rp.descriptor.arguments, setups, problems)
+        check_prompt_name(name, rp.descriptor.arguments, seen.get(ResourceType.PROMPT, {}),
+                          bool(seen.get(ResourceType.MCP_SERVER)), problems)
+
+
+def _check_fallbacks(name: str, rp: Any, setups: Mapping[str, Any],
+                     problems: list[str]) -> None:
+    """Check that a chat model's ``fallbacks`` and its budget's ``fallback`` are declared.
+
+    Each must be another chat model setup of the plan (or of an ancestor's): a wrong name
+    would surface only once the budget is spent or the provider throttles, and a budget
+    falling back to its own setup is no limit.
+    """
+    args = rp.descriptor.arguments
+    budget = args.get("budget")
+    fallback = budget.get("fallback") if isinstance(budget, dict) \
+        else getattr(budget, "fallback", None)
+    named = [(f, "in its fallbacks") for f in args.get("fallbacks") or []
+             if isinstance(f, str)]
+    if isinstance(fallback, str):
+        named.append((fallback, "as its budget's fallback"))
+    for other, where in named:
+        if other == name:
+            problems.append(f"chat_model resource {name!r} names itself {where}: name "
+                            "another chat_model resource")
+        elif other not in setups:
+            problems.append(f"chat_model resource {name!r} names {other!r} {where}, which is "
+                            f"not a declared chat_model resource (declared: "
+                            f"{', '.join(sorted(setups))})")
+
+
+def _check_offered_subagents(name: str, rp: Any, agents: Mapping[str, Any],
+                             problems: list[str]) -> None:
+    """Check that a chat model's ``subagents`` are declared and have usable input schemas.
+
+    A usable schema is an explicit one, or an input type rendering as a JSON object: the job
+    fails at setup, not at its first chat (contract 2).
+    """
+    for s in rp.descriptor.arguments.get("subagents", []) or []:
+        agent_rp = agents.get(s) if isinstance(s, str) else None
+        if agent_rp is None:
+            problems.append(f"chat_model resource {name!r} names sub-agent {s!r}, which is not "
+                            "declared as an agent resource")
+            continue
+        try:
+            setup = agent_rp.build()
+            if isinstance(setup, SubagentSetup):
+                subagent_callable(s, setup)
+        except (ResourceError, TypeError, ValueError) as e:
+            problems.append(f"chat_model resource {name!r} offers sub-agent {s!r}: {e}")
