@@ -43,6 +43,26 @@ class ChatModelConnection(Resource):
     flow_control: FlowControl = Field(default_factory=FlowControl)
     """How the operator paces calls to this connection (``docs/how-to/flow-control.md``)."""
 
+    def _reject_unsupported_output_schema(self, output_schema: Any) -> None:
+        """Refuse an output schema this connection's ``chat`` cannot apply (Flink Agents' name).
+
+        A connection with no native structured output calls it first in its ``chat``, so a
+        schema is an error rather than an answer mistaken for one that conforms to it.
+
+        Args:
+            output_schema: the schema the request carries (``None``: nothing is checked).
+
+        Raises:
+            NotImplementedError: naming the connection class, when ``output_schema`` is given.
+        """
+        if output_schema is None:
+            return
+        cls = type(self)
+        raise NotImplementedError(
+            f"{cls.__module__}.{cls.__qualname__} has no native structured output, so it "
+            "cannot apply the output schema it was given: apply the schema in its chat(), or "
+            "ask without one (the setup then asks for JSON in the prompt)")
+
     @abstractmethod
     def chat(
         self,
