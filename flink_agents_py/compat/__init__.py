@@ -60,11 +60,11 @@ from ..api import (
     embedding_model_setup,
     mcp_server,
     prompt,
-    tool,
     vector_store,
 )
 from ..integrations.vector_stores import ChromaVectorStore
 from ._environment import AgentsExecutionEnvironment
+from ._injected import InjectedArg, tool
 from ._knowledge import (
     BaseEmbeddingModelConnection,
     BaseEmbeddingModelSetup,
@@ -161,6 +161,7 @@ __all__ = [
     "Event",
     "EventType",
     "FunctionTool",
+    "InjectedArg",
     "InputEvent",
     "InternalSubagent",
     "InternalSubagentResourceDescriptorBuilder",

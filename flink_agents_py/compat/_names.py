@@ -18,6 +18,7 @@ from ..api import (
     ResourceDescriptor,
 )
 from ..api import RunStatus as _RunStatus
+from ._injected import not_offered
 
 __all__ = [
     "OutputSchema",
@@ -96,10 +97,7 @@ class Tool:
             NotImplementedError: for ``injected_args``.
         """
         if injected_args:
-            raise NotImplementedError(
-                "Tool.from_callable(injected_args=...) (Flink Agents' injected tool "
-                "arguments) is not offered: bind the values with functools.partial or a "
-                "closure and leave them out of the tool's parameters")
+            not_offered("Tool.from_callable(injected_args=...)")
         return FunctionTool.from_function(func)
 
 
