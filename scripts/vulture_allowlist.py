@@ -34,6 +34,8 @@ from flink_agents_py.compat import (
     LongTermMemoryOptions,
     NotOfferedVectorStore,
     OpenAIChatModelConnection,
+    ShortTermMemoryTtlUpdate,
+    ShortTermMemoryTtlVisibility,
 )
 from flink_agents_py.compat import RunStatus as CompatRunStatus
 from flink_agents_py.observability import Distribution
@@ -115,6 +117,8 @@ AgentConfigOptions.KAFKA_ACTION_STATE_TOPIC
 ErrorHandlingStrategy.RETRY
 ErrorHandlingStrategy.IGNORE
 LongTermMemoryBackend.EXTERNAL_VECTOR_STORE
+ShortTermMemoryTtlUpdate.ON_CREATE_AND_WRITE
+ShortTermMemoryTtlVisibility.RETURN_EXPIRED_IF_NOT_CLEANED_UP
 LongTermMemoryOptions.Mem0
 LongTermMemoryOptions.EXTERNAL_VECTOR_STORE_NAME
 Configuration.get_int

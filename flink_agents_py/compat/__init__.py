@@ -93,6 +93,8 @@ from ._options import (
     ErrorHandlingStrategy,
     LongTermMemoryBackend,
     LongTermMemoryOptions,
+    ShortTermMemoryTtlUpdate,
+    ShortTermMemoryTtlVisibility,
 )
 from ._resources import (
     AnthropicChatModelConnection,
@@ -200,6 +202,8 @@ __all__ = [
     "RunnerContext",
     "STRUCTURED_OUTPUT",
     "SerializableResource",
+    "ShortTermMemoryTtlUpdate",
+    "ShortTermMemoryTtlVisibility",
     "Skills",
     "SubagentFuture",
     "SubagentMetadataProvider",

@@ -30,7 +30,8 @@ from ..api import UsageError
 log = logging.getLogger(__name__)
 
 __all__ = ["ConfigOption", "Configuration", "AgentExecutionOptions", "AgentConfigOptions",
-           "ErrorHandlingStrategy", "LongTermMemoryBackend", "LongTermMemoryOptions"]
+           "ErrorHandlingStrategy", "LongTermMemoryBackend", "LongTermMemoryOptions",
+           "ShortTermMemoryTtlUpdate", "ShortTermMemoryTtlVisibility"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,20 @@ class LongTermMemoryBackend(Enum):
     EXTERNAL_VECTOR_STORE = "external_vector_store"
 
 
+class ShortTermMemoryTtlUpdate(Enum):
+    """When Flink Agents renews a short-term memory TTL (no effect: memory never expires)."""
+
+    ON_CREATE_AND_WRITE = "ON_CREATE_AND_WRITE"
+    ON_READ_AND_WRITE = "ON_READ_AND_WRITE"
+
+
+class ShortTermMemoryTtlVisibility(Enum):
+    """Whether Flink Agents returns expired short-term memory (no effect: none expires)."""
+
+    NEVER_RETURN_EXPIRED = "NEVER_RETURN_EXPIRED"
+    RETURN_EXPIRED_IF_NOT_CLEANED_UP = "RETURN_EXPIRED_IF_NOT_CLEANED_UP"
+
+
 class AgentExecutionOptions:
     """Flink Agents' execution options (see the module docstring for what each does here)."""
 
@@ -86,6 +101,15 @@ class AgentExecutionOptions:
     TOOL_CALL_ASYNC = ConfigOption("tool-call.async", bool, True)
     RAG_ASYNC = ConfigOption("rag.async", bool, True)
     SHORT_TERM_MEMORY_STATE_TTL_MS = ConfigOption("short-term-memory.state-ttl.ms", int, 0)
+    """Refused above 0 (memory never expires here); 0 (disabled) is taken."""
+    SHORT_TERM_MEMORY_STATE_TTL_UPDATE_TYPE = ConfigOption(
+        "short-term-memory.state-ttl.update-type", ShortTermMemoryTtlUpdate,
+        ShortTermMemoryTtlUpdate.ON_READ_AND_WRITE)
+    """Consulted by Flink Agents only with a TTL: no effect here."""
+    SHORT_TERM_MEMORY_STATE_TTL_VISIBILITY = ConfigOption(
+        "short-term-memory.state-ttl.visibility", ShortTermMemoryTtlVisibility,
+        ShortTermMemoryTtlVisibility.NEVER_RETURN_EXPIRED)
+    """Consulted by Flink Agents only with a TTL: no effect here."""
 
 
 class AgentConfigOptions:
@@ -133,6 +157,8 @@ _NO_EFFECT = frozenset({
     *(o.key for o in vars(AgentConfigOptions).values() if isinstance(o, ConfigOption)),
     AgentExecutionOptions.RETRY_WAIT_INTERVAL.key, AgentExecutionOptions.CHAT_ASYNC.key,
     AgentExecutionOptions.TOOL_CALL_ASYNC.key, AgentExecutionOptions.RAG_ASYNC.key,
+    AgentExecutionOptions.SHORT_TERM_MEMORY_STATE_TTL_UPDATE_TYPE.key,
+    AgentExecutionOptions.SHORT_TERM_MEMORY_STATE_TTL_VISIBILITY.key,
     LongTermMemoryOptions.BACKEND.key, LongTermMemoryOptions.ASYNC_COMPACTION.key,
     _Mem0.CHAT_MODEL_SETUP.key, _Mem0.EMBEDDING_MODEL_SETUP.key,
 })
