@@ -30,11 +30,11 @@ from ..api import (
     ChatResponse,
     ProviderError,
     RateLimitInfo,
-    ResourceType,
     error_class,
 )
 from ..api.internal import collect_rate_limits
 from ._flow import ToldToWaitTooLong, flow_controller
+from ._own_chat import pacing_connection
 
 __all__ = ["MAX_ANSWER_DEPTH", "call_model", "deeper_than"]
 
@@ -188,8 +188,7 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
         ChatCallFailed: when every attempt failed (after at least one retry).
         TypeError: when the model returned something other than a ``ChatResponse``.
     """  # noqa: DOC501 - the first failure is raised as it is
-    connection = setup.get_resource(setup.connection, ResourceType.CHAT_MODEL_CONNECTION)
-    assert isinstance(connection, ChatModelConnection)
+    connection = pacing_connection(setup)
     flow = flow_controller(connection)
     options = connection.flow_control
     attempts = setup.retry_max_attempts if setup.error_policy == "retry" else 1
