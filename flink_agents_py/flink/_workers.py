@@ -305,8 +305,17 @@ def configure_workers(env: Any, modules: Iterable[str] = ()) -> WorkerSetup:
     cfg = _env_config(env)
     get = config_getter(env)
 
-    mode = (get("python.execution-mode") or "process").lower()
+    mode = get("python.execution-mode")
     target = get("execution.target") or "local"
+    executable = get("python.executable")
+    if mode is None and target == "local" and (
+            executable is None or _same_interpreter(executable)):
+        # a plain environment (PyFlink's default is process mode): thread mode, as
+        # ``create_stream_environment``; in process mode the end of bounded input drains
+        # one key at a time, so keys stop overlapping their calls there
+        cfg.setString("python.execution-mode", "thread")
+        mode = "thread"
+    mode = (mode or "process").lower()
     setup = WorkerSetup(execution_mode=mode, target=target,
                         python_executable=get("python.executable"))
     modules = [m for m in dict.fromkeys(modules) if m and m != "__main__"]
