@@ -18,6 +18,7 @@ from ._events import (
     event_to_send,
     json_schema_of,
 )
+from ._field_hints import unknown_key_message
 from ._flow import collect_rate_limits
 from ._lazy import lazy_exports
 from ._loops import close_loop_clients, register_loop_owner
@@ -44,6 +45,7 @@ from ._tools import RESERVED_TOOL_PREFIX, offered_tool_name
 from ._warnings import warn_at_user
 
 __all__ = [
+    "unknown_key_message",
     "lazy_exports",
     "close_loop_clients",
     "register_loop_owner",

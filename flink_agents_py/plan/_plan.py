@@ -48,6 +48,7 @@ from ._knowledge_checks import (
 )
 from ._nesting import one_level_deeper
 from ._reference_checks import check_references
+from ._setup_values import check_setup_values
 
 __all__ = ["FunctionRef", "ActionPlan", "ResourcePlan", "AgentPlan", "BUILTIN_ACTIONS",
            "BuiltinAction", "register_builtin_actions"]
@@ -189,6 +190,7 @@ class AgentPlan(BaseModel):
                   if n not in resources.get(t, {})}
         seen = visible(resources)  # its own resources over its ancestors' (a sub-agent's)
         check_references(resources, seen, problems, broken)
+        check_setup_values(resources, problems)
         check_knowledge_references(seen, agent.config, problems, broken, own=resources)
         if problems:
             raise PlanError(problems)

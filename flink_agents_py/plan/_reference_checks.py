@@ -74,8 +74,9 @@ def _check_fallbacks(name: str, rp: Any, setups: Mapping[str, Any],
     budget = args.get("budget")
     fallback = budget.get("fallback") if isinstance(budget, dict) \
         else getattr(budget, "fallback", None)
-    named = [(f, "in its fallbacks") for f in args.get("fallbacks") or []
-             if isinstance(f, str)]
+    listed = args.get("fallbacks") or []
+    named = [(f, "in its fallbacks") for f in ([] if isinstance(listed, str) else listed)
+             if isinstance(f, str)]  # one string is not a list (its values are checked)
     if isinstance(fallback, str):
         named.append((fallback, "as its budget's fallback"))
     for other, where in named:

@@ -31,7 +31,12 @@ from ..api import (
     ToolRequestEvent,
     ToolResponseEvent,
 )
-from ..api.internal import RESERVED_TOOL_PREFIX, event_class_for, import_qualified
+from ..api.internal import (
+    RESERVED_TOOL_PREFIX,
+    event_class_for,
+    import_qualified,
+    unknown_key_message,
+)
 from ..plan import BUILTIN_ACTIONS
 from ._errors import Loc, quoted
 from ._nodes import Report
@@ -388,7 +393,9 @@ def resource_arguments(report: Report, entry: ChatModelSetupSpec | ResourceSpec 
         cls.model_validate(args)
     except ValidationError as err:
         for d in err.errors():
-            report.add((*at, *d["loc"]), f"{d['msg']} (for {what} {cls.__name__})")
+            msg = unknown_key_message(cls, d["loc"]) if d["type"] == "extra_forbidden" \
+                else d["msg"]
+            report.add((*at, *d["loc"]), f"{msg} (for {what} {cls.__name__})")
         return args, False
     except Exception as err:  # noqa: BLE001 - a class rejecting its arguments otherwise
         report.add(at, f"cannot build {cls.__name__}: {type(err).__name__}: {err}")

@@ -1,0 +1,98 @@
+"""Name the field a misspelt argument of a pydantic model most likely meant.
+
+Used where a model refuses an unknown argument: ``Budget(max_token=...)`` and the plan's
+check of a chat model setup's values (``plan._setup_values``), so both say "did you mean
+'max_tokens'?" instead of pydantic's bare "Extra inputs are not permitted".
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+
+__all__ = ["field_names", "model_at", "nearest_field", "unknown_key_message"]
+
+
+def field_names(cls: type[BaseModel]) -> list[str]:
+    """The argument names ``cls`` takes: its fields' names and aliases, sorted."""
+    names = set(cls.model_fields)
+    names.update(f.alias for f in cls.model_fields.values() if isinstance(f.alias, str))
+    return sorted(names)
+
+
+def nearest_field(cls: type[BaseModel], key: str) -> str | None:
+    """The argument of ``cls`` closest to ``key`` (a misspelling of it), or ``None``.
+
+    Args:
+        cls: the model that refused ``key``.
+        key: the unknown argument's name.
+
+    Returns:
+        The closest field name or alias, when one is close enough to be meant.
+    """
+    near = difflib.get_close_matches(key, field_names(cls), n=1, cutoff=0.6)
+    return near[0] if near else None
+
+
+def _models_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model class an annotation holds (``Budget | None``, ``dict[str, M]``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin is None and not isinstance(annotation, types.UnionType):
+        return None
+    for arg in typing.get_args(annotation):
+        found = _models_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def model_at(cls: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model class whose arguments the value at ``loc`` (from ``cls``) is validated as.
+
+    Args:
+        cls: the outer model.
+        loc: a pydantic error's location, without its last part (the unknown key).
+
+    Returns:
+        The nested model at ``loc``, or ``None`` when it is not a model's arguments.
+    """
+    current: type[BaseModel] | None = cls
+    for part in loc:
+        if current is None:
+            return None
+        field = current.model_fields.get(part) if isinstance(part, str) else None
+        if field is not None:
+            current = _models_in(field.annotation)
+        # else a dict key or a list index of the field's value: the same model inside
+    return current
+
+
+def _hint(cls: type[BaseModel] | None, key: Any) -> str:
+    if cls is None or not isinstance(key, str):
+        return ""
+    near = nearest_field(cls, key)
+    if near is not None:
+        return f"; did you mean {near!r}?"
+    return f" ({cls.__name__} takes: {', '.join(field_names(cls))})"
+
+
+def unknown_key_message(cls: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """Pydantic's words for an unknown argument at ``loc``, with the field it likely meant.
+
+    Args:
+        cls: the outer model.
+        loc: the unknown argument's location.
+
+    Returns:
+        ``Extra inputs are not permitted; did you mean 'max_tokens'?`` (or, with no close
+        name, the names the model takes).
+    """
+    return "Extra inputs are not permitted" + _hint(model_at(cls, loc[:-1]), loc[-1] if loc
+                                                    else None)
+
