@@ -404,7 +404,17 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
     elif not tag_models:
         if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
             return value.isoformat()
-    raise SerializationError(f"{where}: {type(value).__name__} at {path} has no JSON form")
+    raise SerializationError(f"{where}: {type(value).__name__} at {path} has no JSON form"
+                             f"{_unawaited(value)}")
+
+
+def _unawaited(value: Any) -> str:
+    """Say "await it" when ``value`` is an awaitable an action put where its result belongs."""
+    if not hasattr(type(value), "__await__"):
+        return ""
+    from .context._calls import put_unawaited  # the error's path only
+
+    return put_unawaited(value)
 
 
 _UNCHECKED = frozenset({bool, type(None)})

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
 
 __all__ = ["DurableCall", "ChatFuture", "SubagentHandle", "chat_request", "creation_site",
-           "unawaited", "unawaited_effect"]
+           "put_unawaited", "unawaited", "unawaited_effect"]
 
 
 def chat_request(model: str, messages: Any, prompt_args: dict[str, Any] | None,
@@ -233,6 +233,39 @@ def unawaited_effect(made: str) -> str:
         return ("so the action did not wait for it (a wait or a sleep waits, and gives its "
                 "outcome, only when awaited)")
     return "so it never ran (a lazy call such as ctx.chat(...) starts on its first await)"
+
+
+def put_unawaited(value: Any) -> str:
+    """Why ``value`` (put in an event, memory...) has no JSON form, when it is not awaited.
+
+    ``OutputEvent(output=ctx.durable_execute_async(fn, x))`` put the call itself, not its
+    result, in the event.
+
+    Args:
+        value: a value with no JSON form.
+
+    Returns:
+        ``": it is ... not awaited; ..."`` naming what made it and the fix, or ``''`` when
+        ``value`` is no awaitable of an action's context (or a coroutine).
+    """
+    if isinstance(value, ChatFuture):
+        made, fix = f"ctx.chat({value.target!r}, ...)", "response = await ctx.chat(...)"
+    elif isinstance(value, DurableCall):
+        if value.kind is CallKind.FUNCTION:
+            fn = value.target.rpartition(":")[2] or "fn"
+            made = f"ctx.durable_execute_async({fn}, ...)"
+        else:
+            made = _AWAITED_FOR_EFFECT.get(value.kind, f"a {value.kind.value} call")
+        fix = f"value = await {made}"
+    elif isinstance(value, SubagentHandle):
+        made, fix = f"the handle of sub-agent {value.name!r}", "result = await handle"
+    elif hasattr(value, "cr_code"):  # a coroutine: an async function called, not awaited
+        fn = getattr(value, "__qualname__", "") or "f"
+        made, fix = f"the coroutine {fn}(...)", f"value = await {fn}(...)"
+    else:
+        return ""
+    return (f": it is {made}, not awaited; await it first ({fix}) and put the value it "
+            f"gives instead")
 
 
 def _not_awaited(what: str, name: str, call_id: str | None) -> str:
