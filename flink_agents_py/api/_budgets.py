@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from ._errors import AgentsError, shown_key
+from ._field_hints import NamesNearestField
 from ._messages import TokenUsage
 
 __all__ = ["Budget", "BudgetExceededError", "BudgetStateError", "ModelPrice"]
@@ -30,7 +31,7 @@ MAX_WINDOW_S = 1e9
 """The longest ``Budget.window_s``, in seconds (about 31 years; ``wait_for`` takes as much)."""
 
 
-class ModelPrice(BaseModel):
+class ModelPrice(NamesNearestField):
     """What a model's tokens cost, in the budget's currency per million tokens.
 
     Attributes:
@@ -45,7 +46,7 @@ class ModelPrice(BaseModel):
     output_per_million: float = Field(default=0.0, ge=0, le=MAX_PRICE, allow_inf_nan=False)
 
 
-class Budget(BaseModel):
+class Budget(NamesNearestField):
     """Limits on what one key (or the whole agent) may spend through a chat model setup.
 
     Attributes:

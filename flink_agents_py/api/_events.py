@@ -17,10 +17,12 @@ from pydantic import (
     ConfigDict,
     Field,
     PydanticUserError,
+    ValidationError,
     field_validator,
     model_validator,
 )
 
+from ._field_hints import frozen_event_error
 from ._memory import memory_ref_of
 from ._messages import ChatMessage, ChatResponse, ToolCall, ToolResult
 from ._secrets import MaskedStr
@@ -103,6 +105,14 @@ class Event(BaseModel):
         super().__init__(**data)
 
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:  # only an assignment pays: building an event sets no attribute
+            super().__setattr__(name, value)
+        except ValidationError as e:
+            if e.errors()[0]["type"] != "frozen_instance":
+                raise
+            raise frozen_event_error(self, name, value) from None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

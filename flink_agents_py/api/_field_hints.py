@@ -2,7 +2,8 @@
 
 Used where a model refuses an unknown argument: ``Budget(max_token=...)`` and the plan's
 check of a chat model setup's values (``plan._setup_values``), so both say "did you mean
-'max_tokens'?" instead of pydantic's bare "Extra inputs are not permitted".
+'max_tokens'?" instead of pydantic's bare "Extra inputs are not permitted". Also the words
+for a field set on a built event (``frozen_event_error``), instead of "Instance is frozen".
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import types
 import typing
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-__all__ = ["field_names", "model_at", "nearest_field", "unknown_key_message"]
+__all__ = ["NamesNearestField", "field_names", "frozen_event_error", "model_at", "nearest_field",
+           "unknown_key_message"]
 
 
 def field_names(cls: type[BaseModel]) -> list[str]:
@@ -96,3 +99,70 @@ def unknown_key_message(cls: type[BaseModel], loc: tuple[int | str, ...]) -> str
     return "Extra inputs are not permitted" + _hint(model_at(cls, loc[:-1]), loc[-1] if loc
                                                     else None)
 
+
+
+def _suggesting_errors(cls: type[BaseModel], error: ValidationError) -> ValidationError:
+    """``error`` again, each unknown-argument error naming the field it likely meant.
+
+    Args:
+        cls: the model whose validation raised ``error``.
+        error: its ``ValidationError``.
+
+    Returns:
+        A ``ValidationError`` with the same errors (types, locations, inputs), or ``error``
+        itself when it has no unknown argument.
+    """
+    found = error.errors()
+    if not any(e["type"] == "extra_forbidden" for e in found):
+        return error
+    details: list[InitErrorDetails] = []
+    for e in found:
+        message = unknown_key_message(cls, e["loc"]) if e["type"] == "extra_forbidden" \
+            else e["msg"]
+        details.append({"type": PydanticCustomError(e["type"], message), "loc": e["loc"],
+                        "input": e["input"]})
+    return ValidationError.from_exception_data(error.title, details)
+
+
+class NamesNearestField(BaseModel):
+    """A model whose refusal of an unknown argument names the field it likely meant.
+
+    ``Budget(max_token=10)`` raises a ``ValidationError`` (a ``ValueError``) saying
+    "Extra inputs are not permitted; did you mean 'max_tokens'?". Only a direct call pays
+    for it, on its error path; a value validated as a field of another model is checked by
+    the plan (``plan._setup_values``) and the YAML loader.
+    """
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise _suggesting_errors(type(self), e) from None
+
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+
+def frozen_event_error(event: BaseModel, name: str, value: Any) -> ValidationError:
+    """The error for setting ``name`` on a built (frozen) event.
+
+    Args:
+        event: the event.
+        name: the field it was asked to set.
+        value: the value given.
+
+    Returns:
+        A ``ValidationError`` (``frozen_instance``) saying events are immutable once built,
+        and how to get one with the value.
+    """
+    cls = type(event).__name__
+    message = (f"{cls} is immutable once built (events are sent, recorded and replayed as "
+               f"built): to change {name!r}, make a changed copy, "
+               f"event.model_copy(update={{{name!r}: ...}}), or build it with the value, "
+               f"{cls}(..., {name}=...)")
+    if name not in type(event).model_fields:  # no field: a free attribute was meant
+        message = (f"{cls} is immutable once built and has no field {name!r}: keep a free "
+                   f"value in its attributes, event.set_attr({name!r}, ...) before it is "
+                   f"sent, or build it with attributes={{{name!r}: ...}}")
+    return ValidationError.from_exception_data(cls, [{
+        "type": PydanticCustomError("frozen_instance", message),
+        "loc": (name,), "input": value}])

@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._errors import ProviderError
+from ._field_hints import NamesNearestField
 
 __all__ = ["ErrorClass", "FlowControl", "RateLimitInfo", "error_class", "report_rate_limit"]
 
@@ -29,7 +30,7 @@ _THROTTLED_STATUS = frozenset({429, 529})
 """429 Too Many Requests; 529 is Anthropic's "overloaded"."""
 
 
-class FlowControl(BaseModel):
+class FlowControl(NamesNearestField):
     """How an operator paces the calls of one chat model connection (shared by all keys).
 
     The defaults change nothing while the provider does not throttle: no concurrency limit
