@@ -237,8 +237,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         found = model if isinstance(model, ChatModelSetup) else None
         limit = found.max_tool_result_chars if found is not None else None
         for call_id, result in event.responses.items():
-            content = (f"Error: {result.error}" if not result.ok else result.content
-                       if isinstance(result.content, str) else json_text(result.content))
+            content = json_text(result.content) if result.ok else f"Error: {result.error}"
             if limit is not None:  # what a tool or a server returned: any size
                 content = clip(content, limit)
             chat["messages"].append(ChatMessage(
