@@ -341,7 +341,8 @@ def test_chat_contract_3_chat_events_stay_private_and_caller_events_wait_for_the
 
 
 class Child(Agent):
-    """Owns the chat model setup ``child_m`` (the parent has none by that name)."""
+    """Owns the chat model setup ``child_m`` (the parent has none by that name); names its
+    parent's ``parent_m`` without declaring it (as in Flink Agents: the parent's)."""
 
     @action(InputEvent)
     @staticmethod
@@ -349,8 +350,8 @@ class Child(Agent):
         ctx.short_term_memory.set("child_note", "child-only")
         r = await ctx.chat("child_m", [ChatMessage(content="system")])
         try:
-            await ctx.chat("parent_m", [ChatMessage(content="plain:x")])
-            parent_visible = True
+            parent_visible = (await ctx.chat("parent_m", [ChatMessage(content="system")])
+                              ).message.content
         except ChatResponseError as e:
             parent_visible = e.reason
         ctx.send_event(OutputEvent(output={"answer": r.message.content,
@@ -401,8 +402,8 @@ def test_chat_contract_4_chat_uses_the_resources_of_its_callers_scope():
     assert out["sub"]["success"] is True
     [child_out] = out["sub"]["result"]
     assert child_out["answer"] == "child reviews shoe"  # child's setup, prompt from its input
-    assert "parent_m" in child_out["parent_setup"]       # the parent's setup is not the child's
-    assert "child_m" in out["child_setup"]              # nor the child's the parent's
+    assert child_out["parent_setup"] == "parent system"  # a name it does not declare: its
+    assert "child_m" in out["child_setup"]              # parent's; the child's is not the parent's
     assert out["memory"] == {}                          # the child's memory is its own
 
 
