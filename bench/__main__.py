@@ -405,7 +405,7 @@ def bench_p3(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
               "the end-of-input drain; in thread mode it takes turns across keys (each key's "
               "drain timer re-registers itself), so keys overlap there too; what remains below "
               "the ideal is the timer round trips and the load of other processes ('others' "
-              "cores'). Process mode drains one key after another."),
+              "cores'). Process mode's drain works every busy key at once too."),
     )
     return {"config": cfg, "rows": rows, "note": table.note}, table
 

@@ -12,6 +12,7 @@ import asyncio
 import collections
 import heapq
 import pickle
+import threading
 import time
 from typing import Any
 
@@ -97,9 +98,28 @@ class FakeMap:
         self.data[self.backend.key].pop(k, None)
 
 
-class FakeRuntimeContext:
+class PythonBackend:
+    """PyFlink's process-mode state backend as the operator sees it: keys are ``Row(key)``."""
+
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
+        self.switches = 0
+
+    def get_current_key(self) -> Any:
+        from pyflink.common import Row
+
+        return Row(self.backend.key)
+
+    def set_current_key(self, key: Any) -> None:
+        self.switches += 1
+        self.backend.key = key[0]
+
+
+class FakeRuntimeContext:
+    def __init__(self, backend: Backend, python_backend: bool = False) -> None:
+        self.backend = backend
+        if python_backend:
+            self._keyed_state_backend = PythonBackend(backend)
 
     def get_state(self, descriptor: Any) -> FakeValue:
         return FakeValue(self.backend, descriptor.name)
@@ -163,14 +183,15 @@ class Ctx:
 class Harness:
     """An operator on fake state; ``feed`` records, ``run_timers`` until idle, ``end``."""
 
-    def __init__(self, agent: Agent, **options: Any) -> None:
+    def __init__(self, agent: Agent, python_backend: bool = False, **options: Any) -> None:
         from flink_agents_py.flink import AgentOperator
 
         self.backend = Backend()
         self.timers = Timers(self.backend)
         self.ctx = Ctx(self.backend, self.timers)
         self.op = AgentOperator(AgentPlan.from_agent(agent), metrics=False, **options)
-        self.op.open(FakeRuntimeContext(self.backend))
+        self.runtime_context = FakeRuntimeContext(self.backend, python_backend)
+        self.op.open(self.runtime_context)
         self.out: list[Any] = []
         self.waiting_seen: list[int] = []
 
@@ -212,8 +233,8 @@ class Harness:
 def harness():
     made: list[Harness] = []
 
-    def make(agent: Agent, **options: Any) -> Harness:
-        made.append(Harness(agent, **options))
+    def make(agent: Agent, python_backend: bool = False, **options: Any) -> Harness:
+        made.append(Harness(agent, python_backend, **options))
         return made[-1]
 
     yield make
@@ -478,6 +499,48 @@ def test_the_end_of_input_waits_for_the_calls_of_a_none_or_falsy_key(harness):
     assert sorted(((o["key"], o["n"]) for o in h.out), key=repr) == sorted(
         [(k, n) for n, k in enumerate(keys)] + [(k, n + 10) for n, k in enumerate(keys)],
         key=repr)
+    assert h.op.stats["runs_abandoned"] == 0
+
+
+TOGETHER = threading.Barrier(3, timeout=30)
+
+
+def together(n: int) -> int:
+    TOGETHER.wait()  # passes only when three keys' calls run at once
+    return n
+
+
+class Together(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        n = await ctx.durable_execute_async(slow_call, event.input["n"])
+        m = await ctx.durable_execute_async(together, n)
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "n": m}))
+
+
+@pytest.mark.timeout(60)
+def test_process_mode_end_of_input_works_every_busy_key_at_once(harness):
+    # PyFlink's Python state backend: the first drain timer switches its key to each busy
+    # key (their second calls meet at a barrier), writes land under each key, and the
+    # timer's own key is current again when the callback returns
+    TOGETHER.reset()
+    h = harness(Together(), python_backend=True)
+    for n, key in enumerate(["a", "b", "c"]):
+        h.feed(key, {"n": n})
+        h.feed(key, {"n": n + 10})  # queued behind the run in flight
+    fired: list[Any] = []
+    while h.timers.event:
+        t, key = min(h.timers.event, key=lambda tk: tk[0])
+        h.timers.event.discard((t, key))
+        h.fire(t, key)
+        fired.append((key, h.backend.key))
+    assert sorted((o["key"], o["n"]) for o in h.out) == [
+        ("a", 0), ("a", 10), ("b", 1), ("b", 11), ("c", 2), ("c", 12)]
+    assert all(k == current for k, current in fired)  # switched back every time
+    assert h.runtime_context._keyed_state_backend.switches >= 4
+    assert not any(h.op._run_state.data.values())  # every run done, under its own key
+    assert all(not q for q in h.op._queue_state.data.values())
     assert h.op.stats["runs_abandoned"] == 0
 
 

@@ -1,11 +1,13 @@
 """A plain PyFlink environment (``StreamExecutionEnvironment.get_execution_environment()``).
 
-PyFlink's default execution mode is process mode, where the end of bounded input drains one
+PyFlink's default execution mode is process mode, where the end of bounded input drained one
 key at a time: a key's second call started only when the key before it had finished, so
 keys stopped overlapping their calls (Flink Agents' async execution e2e test, 10 keys of
 three 5 s calls, took 112 s against its 50 s bound). A local environment that sets no
 mode now runs in thread mode, as ``create_stream_environment`` does; one that sets process
-mode keeps it. Run from a temporary directory outside the repository, as a user runs it.
+mode keeps it, and its end-of-input drain works every busy key at once
+(``flink._process_drain``). Run from a temporary directory outside the repository, as a
+user runs it.
 """
 
 from __future__ import annotations
@@ -57,14 +59,19 @@ class TwoCalls(Agent):
 MAIN = f'''
 import json
 
-from pyflink.common import Types
+import sys
+
+from pyflink.common import Configuration, Types
 from pyflink.datastream import StreamExecutionEnvironment
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.flink import configure_workers
 from my_agent import TwoCalls
 
-env = StreamExecutionEnvironment.get_execution_environment()
+cfg = Configuration()
+if sys.argv[1:] == ["process"]:  # set by the user: kept
+    cfg.set_string("python.execution-mode", "process")
+env = StreamExecutionEnvironment.get_execution_environment(cfg)
 env.set_parallelism(1)
 agents = AgentsExecutionEnvironment.flink(env)
 mode = configure_workers(env).execution_mode  # (idempotent: what the agents set)
@@ -82,15 +89,18 @@ with out.execute_and_collect("plain environment") as rows:
 
 @pytest.mark.flink
 @pytest.mark.timeout(600)
-def test_a_plain_environment_runs_keys_together_in_thread_mode(tmp_path):
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_a_plain_environment_runs_keys_together_at_the_end_of_input(tmp_path, mode):
+    # thread: no mode set (made thread mode); process: set by the user, and kept
     assert ROOT not in tmp_path.resolve().parents
     (tmp_path / "my_agent.py").write_text(textwrap.dedent(MY_AGENT))
     (tmp_path / "main.py").write_text(textwrap.dedent(MAIN))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    res = subprocess.run([PYTHON, "main.py"], cwd=tmp_path, capture_output=True, text=True,
-                         env=env, timeout=540, check=False)
+    args = ["process"] if mode == "process" else []
+    res = subprocess.run([PYTHON, "main.py", *args], cwd=tmp_path, capture_output=True,
+                         text=True, env=env, timeout=540, check=False)
     assert res.returncode == 0, res.stderr[-4000:]
     got = json.loads(res.stdout.strip().splitlines()[-1])
-    assert got["mode"] == "thread"
+    assert got["mode"] == mode
     assert got["rows"] == sorted(json.dumps([f"first k{i}", f"second k{i}"])
                                  for i in range(KEYS))

@@ -36,8 +36,10 @@ millisecond per busy key, at most 5 s), which bounds the idle polls to about 2,0
 however many keys wait on calls slower than expected. At the end of bounded input Flink drops
 pending processing-time timers, so there every busy key also has an event-time timer at
 ``DRAIN_TIMESTAMP``, registered once when the key becomes busy and deleted when it becomes
-idle, which fires for each key still busy at the final watermark and blocks until its key has
-no work left (timer registrations reach Flink only with the bundle's output).
+idle, which fires for each key still busy at the final watermark; the first to fire works every
+busy key of the subtask (switching the Python state backend's current key) until none has
+work left, since timer registrations reach Flink only with the bundle's output
+(``_process_drain``).
 
 Checkpoints and the end of bounded input: no checkpoint can complete during that final
 drain. The drain runs inside Flink's processing of the final watermark, which holds the
@@ -83,6 +85,7 @@ from ..runtime import (
 from ._fresh import fresh_reduce
 from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
+from ._process_drain import drain_all, python_state_backend
 from ._second_input import OutsideEnvelope, outside_element, register_waits, wait_timer
 from ._switching import _MAX_EXPECTED_WAIT_MS, DRAIN_TIMESTAMP, KeySwitching
 
@@ -224,6 +227,7 @@ class AgentOperator(KeyedProcessFunction):
         self._flush_at: tuple[Any, int] | None = None  # (key, time) of the metrics flush timer
         self._is_live: Callable[[Any], bool] = lambda key: True
         self._switch: KeySwitching | None = None  # thread mode: keys can be switched
+        self._python_backend: Any = None  # process mode: PyFlink's (``_process_drain``)
         # busy key -> (run text, run, queue head, queue tail) as in keyed state (_FlinkKeyState)
         self._runs: dict[Any, tuple[Any, RunState, int, int]] = {}
         # key idle in keyed state -> its queue tail there, for the last keys gone idle
@@ -257,6 +261,7 @@ class AgentOperator(KeyedProcessFunction):
         self.observability = self._open_observability(runtime_context)
         backend = _switchable_backend(runtime_context)
         switch = self._switch = KeySwitching(self, backend) if backend is not None else None
+        self._python_backend = python_state_backend(runtime_context) if switch is None else None
         self._runs, self._idle = {}, collections.OrderedDict()
         core = self.core = AgentCore(
             self.plan, max_in_flight=opts.max_in_flight, journal=opts.journal,
@@ -460,9 +465,12 @@ class AgentOperator(KeyedProcessFunction):
             ctx.timer_service().register_event_time_timer(timestamp + 1)
             self._drain_at[key] = timestamp + 1
             return
-        while res.busy:  # process mode: timers come back with the bundle, too late here
-            core.wait_for(key, self.options.drain_poll_s)
-            res = yield from self._drain_step(key, state, core.advance(key, state), ctx)
+        if self._python_backend is not None:  # process mode: every busy key at once
+            yield from drain_all(self, key, state, res, ctx, self._python_backend)
+        else:
+            while res.busy:  # no backend to switch: this key alone, then the next
+                core.wait_for(key, self.options.drain_poll_s)
+                res = yield from self._drain_step(key, state, core.advance(key, state), ctx)
         self._backoff.pop(key, None)
         self._poll_at.pop(key, None)
 
