@@ -160,3 +160,51 @@ def test_the_flink_agents_environment_forwards_from_table_and_to_table(monkeypat
     monkeypatch.setattr(compat.flink, "from_table", from_table)
     assert compat.from_table("table-in").to_table("schema", "row-type") == "table-out"
     assert calls == [("from", "table-in"), ("to_table", "schema", "row-type")]
+
+
+def test_a_declared_type_says_what_it_holds_and_what_it_refuses():
+    from pyflink.common.typeinfo import ExternalTypeInfo
+    from pyflink.table import DataTypes, Schema
+
+    from flink_agents_py.flink._typed_outputs import OutputTypeError, contract_of
+
+    schema = (Schema.new_builder().column("key", DataTypes.STRING())
+              .column("n", "INT NOT NULL").primary_key("key").build())
+    rows = contract_of(ExternalTypeInfo(Types.ROW_NAMED(["key", "n"],
+                                                         [Types.STRING(), Types.INT()])), schema)
+    assert rows.not_null == frozenset({"key", "n"})  # a primary key's column is NOT NULL too
+    assert list(rows.convert({"key": "a", "n": 1})) == ["a", 1]
+    for output, says in [(None, "the agent output is None"),
+                         ({"key": "a"}, "field 'n' of the agent output {'key': 'a'} is missing "
+                                        "or None, and the schema declares it NOT NULL"),
+                         ({"key": "a", "n": 1.5}, "is 1.5 (float), which its declared INT")]:
+        with pytest.raises(OutputTypeError, match=None) as e:
+            rows.convert(output)
+        assert says in str(e.value)
+    floats = contract_of(Types.DOUBLE(), where="to_datastream")
+    assert floats.convert(2) == 2.0 and type(floats.convert(2)) is float
+    with pytest.raises(OutputTypeError, match="to_datastream: the agent output is None"):
+        floats.convert(None)
+    assert contract_of(None) is None and contract_of(Types.PICKLED_BYTE_ARRAY()) is None
+    anything = contract_of(Types.LIST(Types.INT()), where="to_datastream")
+    assert anything.convert([1, "x"]) == [1, "x"]  # not checked: Flink's serializer is
+
+
+def test_the_map_after_the_operator_logs_what_reaches_it_and_does_not_fit(caplog):
+    from pyflink.datastream import OutputTag
+
+    from flink_agents_py.flink._typed_outputs import TypedOutputs, contract_of
+
+    to_rows = TypedOutputs(contract_of(Types.ROW_NAMED(["key"], [Types.STRING()])))
+    record = {"key": "b", "seq": 0, "action": "on_input", "error_type": "ValueError",
+              "message": "boom!"}
+    with caplog.at_level("WARNING", logger="flink_agents_py.flink"):
+        assert [list(r) for r in to_rows({"key": "a"})] == [["a"]]
+        assert list(to_rows((OutputTag("agent-errors", Types.PICKLED_BYTE_ARRAY()), record))) \
+            == []
+        assert list(to_rows({"key": 7})) == []
+    logged = [r.getMessage() for r in caplog.records]
+    assert ("to_table: an error record of the agent, for key 'b' (input 0, action "
+            "'on_input'): ValueError: boom!. It is left out of the output: this job was run "
+            "without the agent's error output") in logged[0]
+    assert "field 'key' of the agent output {'key': 7} is 7 (int)" in logged[1]

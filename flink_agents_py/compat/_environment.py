@@ -370,8 +370,8 @@ class _FlinkBuilder:
         self._builder.apply(self._env._agent(agent), name=name)
         return self
 
-    def to_datastream(self) -> Any:
-        return self._builder.to_datastream()
+    def to_datastream(self, output_type: Any = None) -> Any:
+        return self._builder.to_datastream(output_type)
 
     def errors_datastream(self) -> Any:
         return self._builder.errors_datastream()

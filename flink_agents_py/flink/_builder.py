@@ -28,6 +28,9 @@ from ._fresh import shipped
 from ._operator import ERROR_TAG, AgentOperator
 from ._progress import JobProgress, progress_enabled, rest_urls
 from ._second_input import envelope_key, wrap_outside
+from ._typed_outputs import TypedOutputs, contract_of
+from ._typed_outputs import _field_kinds as _field_kinds  # used by tests
+from ._typed_outputs import _output_as_row as _output_as_row  # used by tests
 from ._workers import WorkerSetupError, config_getter, configure_workers
 
 __all__ = ["FlinkExecutionEnvironment", "FlinkAgentBuilder"]
@@ -94,102 +97,6 @@ def _key_of_named_row(selector: Any, row: dict[str, Any]) -> Any:
     return selector.get_key(named)
 
 
-_INT_BITS = {"BYTE": 8, "SHORT": 16, "INT": 32, "LONG": 64}
-"""The integer column types ``to_table`` checks values against, by their width in bits."""
-
-_CHECKED = {"STRING": "a str", "CHAR": "a one-character str", "BOOLEAN": "a bool",
-            "FLOAT": "a float or an int", "DOUBLE": "a float or an int", "BIG_INT": "an int",
-            **{kind: "an int" for kind in _INT_BITS}}
-"""The column types ``to_table`` checks values against, with what a value must be."""
-
-
-def _field_kinds(row_type: Any) -> list[str | None]:
-    """The names of a row type's field types ``to_table`` checks (``None``: not checked).
-
-    Returns:
-        One entry per field: ``"STRING"``, ``"INT"``... for a basic type in ``_CHECKED``.
-    """
-    kinds: list[str | None] = []
-    for field_type in row_type.get_field_types():
-        basic = getattr(field_type, "_basic_type", None)
-        name = getattr(basic, "name", None)
-        kinds.append(name if name in _CHECKED else None)
-    return kinds
-
-
-def _fits(kind: str, value: Any) -> bool:
-    if kind in ("STRING", "CHAR"):
-        return type(value) is str and (kind == "STRING" or len(value) == 1)
-    if kind == "BOOLEAN":
-        return type(value) is bool
-    if not isinstance(value, int) or isinstance(value, bool):
-        return kind in ("FLOAT", "DOUBLE") and isinstance(value, float)
-    bits = _INT_BITS.get(kind)
-    return bits is None or -(1 << (bits - 1)) <= value < 1 << (bits - 1)
-
-
-def _checked(names: list[str], kinds: list[str | None], values: list[Any], output: Any
-             ) -> list[Any]:
-    """``values`` as the declared columns hold them (an int in a float column as a float).
-
-    Returns:
-        The values.
-
-    Raises:
-        TypeError: naming the field, its column type, the value and the output, for a value
-            the column cannot hold (Flink failed the job with a bare Java
-            ``ClassCastException`` naming none of them).
-    """
-    for i, (kind, value) in enumerate(zip(kinds, values, strict=False)):
-        if kind is None or value is None:
-            continue
-        if not _fits(kind, value):
-            bits = _INT_BITS.get(kind)
-            beyond = (f", beyond the range of {bits}-bit integers"
-                      if bits is not None and type(value) is int else "")
-            raise TypeError(
-                f"to_table: field {names[i]!r} of the agent output {output!r:.200} is "
-                f"{value!r:.100} ({type(value).__name__}{beyond}), which its declared {kind} "
-                f"column cannot hold: emit {_CHECKED[kind]} there, or None for null")
-        if kind in ("FLOAT", "DOUBLE") and type(value) is not float:
-            values[i] = float(value)
-    return values
-
-
-def _output_as_row(names: list[str], output: Any, kinds: list[str | None] | None = None
-                   ) -> Any:
-    """An agent's output as a ``Row`` of the declared fields (``to_table``).
-
-    A dict gives its values by field name (a field it lacks is null); a ``Row``, tuple or
-    list its values in order; any other value fills a one-field row.
-
-    Args:
-        names: the declared field names.
-        output: the agent's output.
-        kinds: the declared field types, as ``_field_kinds`` gives them (``None``: not
-            checked).
-
-    Returns:
-        A ``pyflink.common.Row``.
-
-    Raises:
-        TypeError: when the output cannot fill the declared fields, or a value does not fit
-            its field's type (says which output, and which field).
-    """
-    from pyflink.common import Row
-
-    if isinstance(output, dict):
-        values = [output.get(n) for n in names]
-    elif isinstance(output, (Row, tuple, list)) and len(output) == len(names):
-        values = list(output)
-    elif len(names) == 1 and not isinstance(output, (Row, tuple, list)):
-        values = [output]
-    else:
-        raise TypeError(f"to_table: the agent output {output!r:.200} does not fit the declared "
-                        f"fields {names}: emit a dict by field name")
-    return Row(*(values if kinds is None else _checked(names, kinds, values, output)))
-
-
 def _check_uid_free(env: Any, uid: str, label: str) -> None:
     """Refuse a second agent operator under ``uid`` in the job being built on ``env``.
 
@@ -211,6 +118,14 @@ def _check_uid_free(env: Any, uid: str, label: str) -> None:
             f"uid, which a savepoint's state is mapped back to, so keep it once chosen")
 
 
+def _transformations(env: Any) -> Any:
+    """The live Java list of the transformations added to ``env`` (``None``: not a JVM's)."""
+    try:
+        return env._j_stream_execution_environment.getTransformations()
+    except Exception:  # noqa: BLE001 - a stand-in environment of a unit test
+        return None
+
+
 _encoding = key_encoding  # ``apply`` has an argument of that name
 
 
@@ -225,6 +140,10 @@ class FlinkAgentBuilder:
         self._t_env = t_env
         self._result: Any = None
         self._errors: Any = None
+        self._op: Any = None  # the agent operator and its name, from ``apply``
+        self._label = ""
+        self._built: list[Any] = []  # the Java transformations ``_build`` added to the job
+        self._handed_out = False  # the outputs or errors were taken: no second ``_build``
         self._events: Any = None
         self._events_key: Callable[[Any], Any] = ExternalEvent.key_of
 
@@ -293,6 +212,22 @@ class FlinkAgentBuilder:
         op = AgentOperator(plan, options, key_encoding=keys)
         label = name or (type(agent).__name__ if isinstance(agent, Agent) else "agent")
         _check_uid_free(self._env.env, f"agent-{label}", label)
+        self._op, self._label = op, label
+        self._build()
+        return self
+
+    def _build(self, contract: Any = None) -> None:
+        """Add the agent operator (and its error output) to the job, checking ``contract``.
+
+        ``contract`` (``_typed_outputs.OutputContract``): the declared type of the outputs
+        (``to_table``, a typed ``to_datastream``); an output it cannot hold becomes an error
+        record of its run in the operator.
+        """
+        op, label = self._op, self._label
+        op.output_check = contract
+        keys = op.keys
+        transformations = _transformations(self._env.env)
+        before = transformations.size() if transformations is not None else 0
         ds, key_selector = self._ds, self._key_selector
         if self._events is not None:  # the second input: one union, events in envelopes
             pickled = Types.PICKLED_BYTE_ARRAY()
@@ -313,16 +248,54 @@ class FlinkAgentBuilder:
         # Taken now, consumed or not: PyFlink sends what a function yields for an output tag
         # nobody asked for to the main output, as (tag, value) pairs among the outputs.
         self._errors = self._result.get_side_output(ERROR_TAG)
-        return self
+        self._built = [] if transformations is None else \
+            list(transformations.subList(before, transformations.size()))
+        self._handed_out = False
+
+    def _outputs_checked(self, contract: Any) -> Any:
+        """The operator's outputs, checked against ``contract`` in the operator when it can be.
+
+        The operator was pickled when ``apply`` added it; as long as neither its outputs nor
+        its errors were taken, it is added again with the check (what ``apply`` added to the
+        job removed first), so that an output that does not fit becomes an error record with
+        its key and position. Otherwise only the map after it checks (see ``TypedOutputs``).
+
+        Returns:
+            The operator's output ``DataStream``.
+        """
+        transformations = _transformations(self._env.env)
+        if not self._handed_out and self._built and transformations is not None \
+                and contract is not None:
+            for transformation in self._built:
+                transformations.remove(transformation)
+            self._build(contract)
+        self._handed_out = True
+        return self._result
 
     def _applied(self) -> Any:
         if self._result is None:
             raise RuntimeError("call .apply(agent) first")
         return self._result
 
-    def to_datastream(self) -> Any:
-        """The agent's outputs (``OutputEvent.output`` values, as Python objects)."""
-        return self._applied()
+    def to_datastream(self, output_type: Any = None) -> Any:
+        """The agent's outputs (``OutputEvent.output`` values).
+
+        Args:
+            output_type: the outputs' type (``Types.STRING()``, ``Types.ROW_NAMED(...)``...;
+                ``None``: Python objects, ``Types.PICKLED_BYTE_ARRAY()``). An output it
+                cannot hold (a value of another type, ``None``) goes to
+                ``errors_datastream()`` as an ``OutputTypeError`` record of its run, as
+                ``to_table`` does.
+
+        Returns:
+            The outputs' ``DataStream``.
+        """
+        self._applied()
+        contract = contract_of(output_type, where="to_datastream")
+        result = self._outputs_checked(contract)
+        if contract is None:
+            return result
+        return result.flat_map(shipped(TypedOutputs(contract)), output_type=output_type)
 
     def errors_datastream(self) -> Any:
         """Failed actions and rejected records, as dicts with ``key`` (the side output).
@@ -333,6 +306,7 @@ class FlinkAgentBuilder:
             The side output ``DataStream``.
         """
         self._applied()
+        self._handed_out = True
         return self._errors
 
     def to_table(self, schema: Any = None, output_type: Any = None) -> Any:
@@ -340,8 +314,12 @@ class FlinkAgentBuilder:
 
         Each output becomes a row of ``output_type``'s fields: a dict by field name (a field
         it lacks is null), a ``Row``/tuple/list in field order, or any value for a one-field
-        type. The table belongs to the table environment of ``from_table``'s table, else to
-        the environment's ``table_environment()``.
+        type. One the row cannot hold (``None``, a value its column's type cannot hold, a
+        null in a column ``schema`` declares ``NOT NULL``) becomes an ``OutputTypeError``
+        record of its run on ``errors_datastream()`` and the other rows go on (see
+        ``_typed_outputs``; a table job has no error output: its error records are logged).
+        The table belongs to the table environment of ``from_table``'s table, else to the
+        environment's ``table_environment()``.
 
         Args:
             schema: a ``pyflink.table.Schema`` for the table (``None``: derived from
@@ -363,9 +341,11 @@ class FlinkAgentBuilder:
         if not isinstance(row_type, RowTypeInfo):
             raise ValueError(f"to_table: output_type must be a row type, "
                              f"Types.ROW_NAMED([...names], [...types]); got {output_type!r}")
-        names = list(row_type.get_field_names())
-        as_row = functools.partial(_output_as_row, names, kinds=_field_kinds(row_type))
-        rows = self._applied().map(shipped(as_row), output_type=output_type)
+        self._applied()
+        contract = contract_of(row_type, schema, "to_table")
+        assert contract is not None  # a row type's
+        rows = self._outputs_checked(contract).flat_map(shipped(TypedOutputs(contract)),
+                                                        output_type=output_type)
         t_env = self._t_env or self._env.table_environment()
         return t_env.from_data_stream(rows) if schema is None else \
             t_env.from_data_stream(rows, schema)

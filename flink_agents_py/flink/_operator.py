@@ -217,6 +217,7 @@ class AgentOperator(KeyedProcessFunction):
         self.keys = _encoding(key_encoding)
         self.options = base.replace(**changes) if changes else base
         self.observability: Any = None
+        self.output_check: Callable[[Any], Any] | None = None  # see ``_typed_outputs``
         self.core: AgentCore | None = None
         self.stats: collections.Counter[str] = collections.Counter()
         self._key: Any = None
@@ -267,7 +268,8 @@ class AgentOperator(KeyedProcessFunction):
             self.plan, max_in_flight=opts.max_in_flight, journal=opts.journal,
             failpoint=opts.failpoint, observer=self.observability.observer,
             notify=switch.ready.append if switch is not None else None,
-            key_value=self.keys.value_function(), lineage=opts.lineage)
+            key_value=self.keys.value_function(), lineage=opts.lineage,
+            output_check=self.output_check)
         core.resources.parallelism = _parallelism(runtime_context)  # agent budgets' shares
         self.observability.watch(core.resources)  # live gauges: flow limits, budgets left
         if self.observability.metrics is not None:

@@ -120,3 +120,14 @@ class FailStrangely(Agent):
                                                    "caught": type(e).__name__}))
             return
         ctx.send_event(OutputEvent(output={"key": ctx.key, "n": n}))
+
+
+class EmitOrFail(Agent):
+    """Outputs the record's ``"out"`` as it is; a record with ``"fail"`` fails the action."""
+
+    @action(InputEvent)
+    @staticmethod
+    def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        if "fail" in event.input:
+            raise ValueError(event.input["fail"])
+        ctx.send_event(OutputEvent(output=event.input["out"]))

@@ -18,11 +18,13 @@ then applies the memory writes.
 from __future__ import annotations
 
 import logging
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from ...api import ReplayDivergenceError
+from ...api import OutputEvent, ReplayDivergenceError
+from ...api.internal import shown_key
 from .._failures import FailureLog, error_text, failure_text, redact_text, reported_error
+from .._terminal import log_text
 from ..context._calls import unawaited, unawaited_effect
 from ..context._memory import apply_merges, apply_writes, priors
 from ..recorder._state import InflightAction, KeyState, RunState
@@ -35,7 +37,8 @@ if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
     from ._tasks import Step, Task
 
-__all__ = ["unfinished_calls", "completion_error", "commit_memory", "report_failure"]
+__all__ = ["unfinished_calls", "completion_error", "commit_memory", "report_failure",
+           "emit_output"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -164,3 +167,36 @@ def report_failure(step: Step, task: Task, error: BaseException, failure_log: Fa
             execution_id=ctx.execution_id, error_type=type(error).__name__,
             message=message, input=input_record(step.run.input), traceback=text,
         ))
+
+
+def emit_output(step: Step, event: OutputEvent, check: Callable[[Any], Any] | None,
+                probe: Any) -> None:
+    """Add an ``OutputEvent``'s output to the step's outputs, or its error record.
+
+    ``check`` (the host's declared output type, e.g. ``to_table``'s row type) raises for an
+    output the type cannot hold: the output then becomes an error record of its run (key,
+    input position, the action that sent it, the message naming field, type and value) and
+    is logged at WARNING; the run and the key's other outputs go on.
+
+    Args:
+        step: the key's step.
+        event: the output event (its id names the execution that sent it).
+        check: the host's check, or ``None``.
+        probe: the core's probe (``output_emitted``), or ``None``.
+    """
+    if check is not None:
+        try:
+            check(event.output)
+        except Exception as e:  # noqa: BLE001 - whatever the type refuses is reported
+            sender = event.id.rpartition("/")[0] or event.id  # "<event id>/<action>"
+            message = redact_text(error_text(e))
+            log.warning("an output of key %s (input %d) is left out: %s: %s", shown_key(step.key),
+                        step.run.seq, type(e).__name__, log_text(message))
+            step.res.errors.append(ErrorRecord(
+                key=step.key, seq=step.run.seq, action=sender.rpartition("/")[2] or "<output>",
+                execution_id=sender, error_type=type(e).__name__, message=message,
+                input=input_record(step.run.input)))
+            return
+    step.res.outputs.append(event.output)
+    if probe is not None:
+        probe.output_emitted(step.key, event.output, event.id)

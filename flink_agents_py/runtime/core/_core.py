@@ -57,7 +57,13 @@ from ._commands import (
     StartSubagent,
     StartWait,
 )
-from ._completion import commit_memory, completion_error, report_failure, unfinished_calls
+from ._completion import (
+    commit_memory,
+    completion_error,
+    emit_output,
+    report_failure,
+    unfinished_calls,
+)
 from ._damaged import read_run, unreadable_record
 from ._executor import IOExecutor
 from ._inbox import Inbox
@@ -98,6 +104,7 @@ class AgentCore(UnfinishedCore):
         observer: receives what the core does (metrics, event log); see ``Observer``. The
             core reports to its ``Probe`` (``probe_of``).
         key_value: a key's value (``ctx.key``, errors) from the host's key (``KeyEncoding``).
+        output_check: raises for an output the host's output type cannot hold (``emit_output``).
     """
 
     def __init__(
@@ -109,15 +116,15 @@ class AgentCore(UnfinishedCore):
         journal: Journal | None = None,
         failpoint: Failpoint | None = None,
         observer: Observer | None = None, key_value: Callable[[Any], Any] | None = None,
-        lineage: str | None = None,
+        lineage: str | None = None, output_check: Callable[[Any], Any] | None = None,
     ) -> None:
         self.plan, self._key_value = plan, key_value or (lambda key: key)  # key -> its value
+        self.output_check = output_check  # a host's declared output type (``emit_output``)
         self.lineage = lineage  # the job's (``HostOptions.lineage``): keys' memory epochs
         self.probe = probe_of(observer)  # what the core reports to (``Probe``)
-        self.failpoint = failpoint
+        self.failpoint, self.journal = failpoint, journal
         self.resources = ResourceEnvironment(plan)
         self.executor = IOExecutor(max_in_flight)
-        self.journal = journal
         self._notify = notify or (lambda key: None)
         self._live: dict[Any, dict[str, _Task]] = {}
         self._envs: dict[tuple[str, ...], ResourceEnvironment] = {(): self.resources}
@@ -253,11 +260,7 @@ class AgentCore(UnfinishedCore):
         return self._inbox.has(key)
 
     def wait_for(self, key: Any, timeout_s: float) -> bool:
-        """Block until completed I/O of ``key`` is waiting, or ``timeout_s`` passes.
-
-        Returns:
-            Whether something is waiting.
-        """
+        """Block until completed I/O of ``key`` waits or ``timeout_s`` passes; whether it does."""
         return self._inbox.wait_for(key, timeout_s)
 
     def wait_any(self, timeout_s: float) -> bool:
@@ -390,10 +393,8 @@ class AgentCore(UnfinishedCore):
             actions = self._routes.get(etype)
             if actions is None:
                 actions = self._routes[etype] = route_at_root(self.plan, etype)
-            if isinstance(event, OutputEvent):
-                step.res.outputs.append(event.output)
-                if probe is not None:
-                    probe.output_emitted(step.key, event.output, event.id)
+            if isinstance(event, OutputEvent):  # an error record when it fits no output type
+                emit_output(step, event, self.output_check, probe)
         else:
             actions = route_in_scope(self.plan, step.run, scope, event)
         if actions and data is None:
