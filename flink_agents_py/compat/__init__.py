@@ -91,6 +91,8 @@ from ._options import (
     ConfigOption,
     Configuration,
     ErrorHandlingStrategy,
+    EventLogLevel,
+    LoggerType,
     LongTermMemoryBackend,
     LongTermMemoryOptions,
     ShortTermMemoryTtlUpdate,
@@ -127,6 +129,8 @@ MCPServer = McpServer
 
 __all__ = [
     "Agent",
+    "EventLogLevel",
+    "LoggerType",
     "AgentConfigOptions",
     "AgentExecutionOptions",
     "AgentsExecutionEnvironment",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +31,8 @@ from typing import Any
 
 from ..api import Agent, ResourceDescriptor, ResourceType, UsageError
 from ..api.internal import import_qualified
+from ..observability import ApacheEventLog
+from ..observability.internal import APACHE_KEYS
 from ._options import AgentExecutionOptions, Configuration
 
 log = logging.getLogger(__name__)
@@ -86,6 +89,10 @@ class _Environment:
     def _configured(self, key: str, value: Any) -> None:
         if key == AgentExecutionOptions.NUM_ASYNC_THREADS.key:
             self._target.max_in_flight = int(value)
+        elif key.startswith(APACHE_KEYS):  # Apache's file event log (``ApacheEventLog``)
+            target = self._target
+            target.options = target.options.replace(
+                apache_event_log=ApacheEventLog.from_config(self._config.values()))
 
     @property
     def _target(self) -> Any:
@@ -329,6 +336,26 @@ class FlinkAgentsEnvironment(_Environment):
 
         super().__init__()
         self.flink = _Ours.flink(env, **options)
+        self._load_flink_conf_dir()
+
+    def _load_flink_conf_dir(self) -> None:
+        """Load the ``agent:`` section of ``$FLINK_CONF_DIR``'s configuration, as Flink Agents does.
+
+        ``flink-conf.yaml`` (the legacy name) is read when it exists, else ``config.yaml``; a
+        file without an ``agent:`` section sets nothing (e.g. ``agent: {baseLogDir: ...}``
+        turns on Flink Agents' file event log, see ``observability.ApacheEventLog``).
+        """
+        folder = os.environ.get("FLINK_CONF_DIR")
+        if not folder:
+            return
+        for name in ("flink-conf.yaml", "config.yaml"):
+            path = Path(folder) / name
+            if path.is_file():
+                try:
+                    self._config.load_yaml(path)
+                except UsageError:  # no agent: section
+                    log.debug("%s has no agent: section", path)
+                return
 
     @property
     def _target(self) -> Any:

@@ -26,12 +26,13 @@ from typing import Any
 
 from ..api import LongTermMemoryOptions as _OurLongTermMemoryOptions
 from ..api import UsageError
+from ..observability.internal import APACHE_KEYS
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ConfigOption", "Configuration", "AgentExecutionOptions", "AgentConfigOptions",
-           "ErrorHandlingStrategy", "LongTermMemoryBackend", "LongTermMemoryOptions",
-           "ShortTermMemoryTtlUpdate", "ShortTermMemoryTtlVisibility"]
+           "ErrorHandlingStrategy", "EventLogLevel", "LoggerType", "LongTermMemoryBackend",
+           "LongTermMemoryOptions", "ShortTermMemoryTtlUpdate", "ShortTermMemoryTtlVisibility"]
 
 
 @dataclass(frozen=True)
@@ -112,13 +113,39 @@ class AgentExecutionOptions:
     """Consulted by Flink Agents only with a TTL: no effect here."""
 
 
+class LoggerType(Enum):
+    """Flink Agents' event logger types: ``FILE`` is its file event log (``ApacheEventLog``)."""
+
+    SLF4J = "slf4j"
+    FILE = "file"
+
+
+class EventLogLevel(Enum):
+    """How much of an event Flink Agents' file event log writes."""
+
+    OFF = "OFF"
+    STANDARD = "STANDARD"
+    VERBOSE = "VERBOSE"
+
+
 class AgentConfigOptions:
-    """Flink Agents' core options (its logging and action-state machinery: no effect here)."""
+    """Flink Agents' core options: its file event log's (see ``observability.ApacheEventLog``).
+
+    Its action-state machinery's options have no effect here.
+    """
 
     JOB_IDENTIFIER = ConfigOption("job-identifier", str, None)
     BASE_LOG_DIR = ConfigOption("baseLogDir", str, None)
-    EVENT_LOGGER_TYPE = ConfigOption("eventLoggerType", str, "slf4j")
+    """Where Flink Agents' file event log is written (``events-{job}-{task}-{subtask}.log``)."""
+    EVENT_LOGGER_TYPE = ConfigOption("eventLoggerType", LoggerType, LoggerType.SLF4J)
+    """``FILE`` without ``BASE_LOG_DIR``: the file event log in ``{tmp}/flink-agents``."""
     PRETTY_PRINT = ConfigOption("prettyPrint", bool, False)
+    EVENT_LOG_LEVEL = ConfigOption("event-log.level", EventLogLevel, EventLogLevel.STANDARD)
+    EVENT_LOG_MAX_STRING_LENGTH = ConfigOption("event-log.standard.max-string-length", int,
+                                               2000)
+    EVENT_LOG_MAX_ARRAY_ELEMENTS = ConfigOption("event-log.standard.max-array-elements", int,
+                                                20)
+    EVENT_LOG_MAX_DEPTH = ConfigOption("event-log.standard.max-depth", int, 5)
     ACTION_STATE_STORE_BACKEND = ConfigOption("actionStateStoreBackend", str, None)
     KAFKA_BOOTSTRAP_SERVERS = ConfigOption("kafkaBootstrapServers", str, "localhost:9092")
     KAFKA_ACTION_STATE_TOPIC = ConfigOption("kafkaActionStateTopic", str, None)
@@ -154,7 +181,8 @@ CHAT_KEYS = frozenset({AgentExecutionOptions.ERROR_HANDLING_STRATEGY.key,
                        AgentExecutionOptions.MAX_RETRIES.key})
 """Keys that set the chat model setups' defaults (not given to agents)."""
 _NO_EFFECT = frozenset({
-    *(o.key for o in vars(AgentConfigOptions).values() if isinstance(o, ConfigOption)),
+    *(o.key for o in vars(AgentConfigOptions).values() if isinstance(o, ConfigOption)
+      if not o.key.startswith(APACHE_KEYS)),
     AgentExecutionOptions.RETRY_WAIT_INTERVAL.key, AgentExecutionOptions.CHAT_ASYNC.key,
     AgentExecutionOptions.TOOL_CALL_ASYNC.key, AgentExecutionOptions.RAG_ASYNC.key,
     AgentExecutionOptions.SHORT_TERM_MEMORY_STATE_TTL_UPDATE_TYPE.key,
@@ -216,6 +244,10 @@ class Configuration:
         return self.get(key, default)
 
     get_int = get_float = get_bool = get_str
+
+    def values(self) -> dict[str, Any]:
+        """Every value set, by key."""
+        return dict(self._values)
 
     def agent_config(self) -> dict[str, Any]:
         """What goes into each agent's configuration (every key but the host's and chat's)."""

@@ -375,6 +375,9 @@ class FlinkExecutionEnvironment:
             the path, or ``-<subtask>`` before its suffix (``events.jsonl`` ->
             ``events-0.jsonl``); a restarted attempt appends to it.
         observer: an extra ``runtime.Observer`` for every subtask (picklable).
+        apache_event_log: Apache Flink Agents' file event log, an
+            ``observability.ApacheEventLog`` (``events-{job}-{task}-{subtask}.log`` in its
+            folder; compat's ``baseLogDir`` option sets it).
         progress: show a progress bar on stderr while ``execute`` (or a ``with
             agents.progress(...)`` block) runs: records done of total, outputs, errors, calls
             in flight, rate, ETA; read from the job's REST API (needs ``metrics``). Shown only
@@ -405,7 +408,8 @@ class FlinkExecutionEnvironment:
                  observer: Observer | None = None, progress: bool = False,
                  t_env: Any = None, max_queued_per_key: int | None = 10_000,
                  max_waiting_calls: int | None = None,
-                 key_encoding: str | KeyEncoding = "json") -> None:
+                 key_encoding: str | KeyEncoding = "json",
+                 apache_event_log: Any = None) -> None:
         from ..observability import EventLog
 
         self.key_encoding = _encoding(key_encoding)
@@ -420,7 +424,8 @@ class FlinkExecutionEnvironment:
             max_queued_per_key=max_queued_per_key, max_waiting_calls=max_waiting_calls,
             journal=journal, failpoint=failpoint, metrics=metrics,
             event_log=EventLog.of(event_log),  # a path is made absolute here, on the client
-            observer=observer)  # what every operator applied from here on runs with
+            observer=observer,  # what every operator applied from here on runs with
+            apache_event_log=apache_event_log)
         self.t_env = t_env
 
     @property

@@ -167,6 +167,26 @@ def _task_info(runtime_context: Any) -> tuple[int, int]:
     return found[0], found[1]
 
 
+def _job_names(runtime_context: Any, options: HostOptions) -> tuple[str, str]:
+    """The job id and task name of Apache's file event log (``ApacheEventLog``).
+
+    Returns:
+        The job id (the job's, read from the Java runtime context in thread mode; else the
+        operator's lineage token) and the task name.
+    """
+    if options.apache_event_log is None:
+        return "", ""
+    try:
+        job_id = str(runtime_context._runtime_context.getJobInfo().getJobId().toString())
+    except Exception:  # noqa: BLE001 - process mode: no Java runtime context here
+        job_id = options.lineage or ""
+    try:
+        task_name = str(runtime_context.get_task_name())
+    except Exception:  # noqa: BLE001
+        task_name = ""
+    return job_id, task_name
+
+
 def _parallelism(runtime_context: Any) -> int:
     """The number of parallel subtasks of the operator (1 when it cannot be found)."""
     try:
@@ -296,7 +316,8 @@ class AgentOperator(KeyedProcessFunction):
         return HostObservability(
             metrics=opts.metrics, event_log=opts.event_log, observer=opts.observer,
             host="flink", subtask=subtask, attempt=attempt, flink_group=group,
-            actions=list(self.plan.actions), agent=self.plan.name)
+            actions=list(self.plan.actions), agent=self.plan.name,
+            apache_event_log=opts.apache_event_log, job=_job_names(runtime_context, opts))
 
     def close(self) -> None:
         """Stop the executor and close resources (and the event log)."""

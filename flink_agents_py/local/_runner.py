@@ -309,7 +309,8 @@ class LocalAgentJob:
         wake: queue.SimpleQueue[Any] = queue.SimpleQueue()
         opts = self._env.options
         obs = HostObservability(metrics=opts.metrics, event_log=opts.event_log,
-                                observer=opts.observer, host="local", agent=self._plan.name)
+                                observer=opts.observer, host="local", agent=self._plan.name,
+                                apache_event_log=opts.apache_event_log)
         # keys as Flink's default key encoding has them (``runtime.KeyEncoding``): ``1``,
         # ``True`` and ``1.0`` are three keys; the core sees each key's encoded identity
         core = AgentCore(self._plan, max_in_flight=opts.max_in_flight, notify=wake.put,
@@ -529,6 +530,7 @@ class LocalExecutionEnvironment:
         event_log: write the event log: an ``observability.EventLog``, a path (JSON lines,
             appended to) or an ``EventLogSink``.
         observer: an extra ``runtime.Observer`` of the core.
+        apache_event_log: Apache Flink Agents' file event log (``observability.ApacheEventLog``).
         options: all of the above but ``progress`` as one ``runtime.HostOptions``, instead
             of those keyword arguments.
 
@@ -541,14 +543,15 @@ class LocalExecutionEnvironment:
     def __init__(self, max_in_flight: int = 32, progress: bool = False,
                  journal: Journal | None = None, *, metrics: bool = True,
                  event_log: Any = None, observer: Observer | None = None,
-                 options: HostOptions | None = None) -> None:
+                 options: HostOptions | None = None, apache_event_log: Any = None) -> None:
         self.progress = progress
         given = HostOptions(max_in_flight=max_in_flight, journal=journal, metrics=metrics,
-                            event_log=event_log, observer=observer)
+                            event_log=event_log, observer=observer,
+                            apache_event_log=apache_event_log)
         if options is not None and given != HostOptions():
             raise TypeError("LocalExecutionEnvironment: pass either options= or the keyword "
-                            "arguments it replaces (max_in_flight, journal, metrics, "
-                            "event_log, observer), not both")
+                            "arguments it replaces (max_in_flight, journal, metrics, event_log, "
+                            "observer, apache_event_log), not both")
         self.options = options if options is not None else given
 
     def __getattr__(self, name: str) -> Any:

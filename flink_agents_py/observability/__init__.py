@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..api.internal import lazy_exports
 from ..runtime.internal import escape_controls
+from ._apache_event_log import ApacheEventLog
 from ._event_log import (
     LEVELS,
     EventLog,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # read back from a finished log: imported on first use (below
 
 __all__ = [
     "AgentMetrics",
+    "ApacheEventLog",
     "CallInfo",
     "Distribution",
     "EventLog",

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..runtime import Observer
+from ._apache_event_log import ApacheEventLog, ApacheEventLogObserver, new_job_id
 from ._event_log import EventLog, EventLogObserver, EventLogSink
 from ._metrics import FLUSH_EVERY, FLUSH_INTERVAL_S, AgentMetrics
 
@@ -62,6 +63,10 @@ class HostObservability:
         flush_every: push metrics to ``flink_group`` after this many completed runs...
         flush_interval_s: ... or this many seconds since the last push (see ``AgentMetrics``).
         agent: the agent's name, written in the event log's header.
+        apache_event_log: Apache Flink Agents' file event log (``ApacheEventLog``), or
+            ``None``; its file is named by ``job`` and ``subtask``.
+        job: the job's id (Flink's ``JobID``; ``""``: a new one, as locally) and the task's
+            name (``""``: the agent's).
 
     The observer is the single one itself when there is one (no fan-out in the call path).
     """
@@ -71,7 +76,9 @@ class HostObservability:
                  subtask: int | None = None, attempt: int | None = None,
                  flink_group: Any = None, actions: Iterable[str] = (),
                  flush_every: int = FLUSH_EVERY,
-                 flush_interval_s: float = FLUSH_INTERVAL_S, agent: str = "") -> None:
+                 flush_interval_s: float = FLUSH_INTERVAL_S, agent: str = "",
+                 apache_event_log: ApacheEventLog | None = None,
+                 job: tuple[str, str] = ("", "")) -> None:
         self.metrics = AgentMetrics(
             flink_group=flink_group, actions=actions, flush_every=flush_every,
             flush_interval_s=flush_interval_s) if metrics else None
@@ -79,7 +86,12 @@ class HostObservability:
         self.event_log: EventLogObserver | None = (
             spec.open(host=host, subtask=subtask, attempt=attempt, agent=agent)
             if spec is not None else None)
-        parts = [o for o in (self.metrics, self.event_log, observer) if o is not None]
+        self.apache_log: ApacheEventLogObserver | None = (
+            apache_event_log.open(job_id=job[0] or new_job_id(), task_name=job[1] or agent,
+                                  subtask=subtask or 0)
+            if apache_event_log is not None else None)
+        parts = [o for o in (self.metrics, self.event_log, self.apache_log, observer)
+                 if o is not None]
         self.observer: Observer | None = (
             None if not parts else parts[0] if len(parts) == 1 else FanOut(*parts))
 
@@ -138,3 +150,6 @@ class HostObservability:
         if self.event_log is not None:
             self.event_log.close()
             self.event_log = None
+        if self.apache_log is not None:
+            self.apache_log.close()
+            self.apache_log = None

@@ -21,7 +21,7 @@ __all__ = ["HostOptions"]
 class HostOptions:
     """How a host runs an agent plan: limits, wake-ups, and what it records.
 
-    The local runner reads ``max_in_flight``, ``metrics``, ``event_log``, ``journal``,
+    The local runner reads ``max_in_flight``, ``metrics``, the event logs, ``journal``,
     ``failpoint`` and ``observer``; the limits and timings below them are the Flink operator's.
 
     Attributes:
@@ -46,6 +46,8 @@ class HostOptions:
         metrics: keep the agent metrics (``observability.AgentMetrics``; on Flink also in
             each subtask's metric group ``flink_agents``).
         event_log: an ``observability.EventLog`` (or a path, or a sink), or ``None``.
+        apache_event_log: Apache Flink Agents' file event log, an
+            ``observability.ApacheEventLog`` (``baseLogDir``), or ``None``.
         journal: a write-ahead journal of durable call outcomes, or ``None``.
         failpoint: a test hook for crash injection (see ``runtime.Failpoint``), or ``None``.
         observer: an extra ``runtime.Observer``, or ``None``.
@@ -67,6 +69,7 @@ class HostOptions:
     drain_poll_s: float = 1.0
     metrics: bool = True
     event_log: Any = None
+    apache_event_log: Any = None
     journal: Journal | None = None
     failpoint: Failpoint | None = None
     observer: Observer | None = None

@@ -1,0 +1,295 @@
+r"""Apache Flink Agents' file event log: the files its ``baseLogDir`` option makes, here.
+
+A program ported from Apache Flink Agents 0.3 that sets ``baseLogDir`` (``agents_env.
+get_config().set(AgentConfigOptions.BASE_LOG_DIR, path)``, ``set_str("baseLogDir", path)``,
+or ``agent: {baseLogDir: path}`` in a Flink ``config.yaml``) and then reads the files, as
+Apache's docs and its own tests do, finds them here in the same layout and form (read in
+Apache Flink Agents 0.3.1: ``FileEventLogger``, ``EventLogRecordJsonSerializer``,
+``JsonTruncator``, ``core_options.py``, its ``python_event_logging_test.py``):
+
+- one file per subtask, ``{baseLogDir}/events-{jobId}-{taskName}-{subtaskId}.log``
+  (``taskName`` with ``\ / : * ? " < > |`` as ``_``), appended to; ``eventLoggerType``
+  ``"file"`` without ``baseLogDir`` writes to ``{tmp}/flink-agents``. On the local runner
+  ``jobId`` is a new id per run, ``taskName`` the agent's name and ``subtaskId`` 0; on Flink
+  they are the job's, the task's and the subtask's (a process-mode worker, which cannot read
+  the job id, writes the job's lineage token instead).
+- one JSON object per line (``prettyPrint``: indented, no longer one per line), per event:
+  ``{"timestamp": ISO-8601, "logLevel": "STANDARD", "eventType": "_input_event", "event":
+  {"eventType", "id", "attributes": {...}, "type"}}``. The built-in events have Apache's
+  type names (``_input_event``, ``_output_event``, ``_chat_request_event``,
+  ``_chat_response_event``, ``_tool_request_event``, ``_tool_response_event``,
+  ``_context_retrieval_request_event``, ``_context_retrieval_response_event``) and their
+  fields in ``attributes`` as Apache's events hold them (``attributes["input"]``; a tool
+  call as ``{"id", "type": "function", "function": {"name", "arguments"}}``); another
+  event keeps its type and attributes.
+- ``event-log.level`` (``OFF``, ``STANDARD``, ``VERBOSE``), ``event-log.type.<TYPE>.level``,
+  and at ``STANDARD`` the truncation of ``event-log.standard.max-string-length`` (2000),
+  ``max-array-elements`` (20) and ``max-depth`` (5) as Apache's ``JsonTruncator`` does it
+  (``{"truncatedString": ..., "omittedChars": n}``...; the event's ``eventType``, ``id`` and
+  ``attributes`` are never truncated).
+
+Secrets never reach the files: values under secret-looking names are ``"[REDACTED]"`` and
+known secrets (``api.register_secret``) are masked, as in our own event log (``Redactor``).
+Our event log (``EventLog``) is another file, unchanged; both can be on.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import tempfile
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..api.internal import has_known_secret, mask_value, registered_secret_count
+from ..runtime import Observer
+from ._payload import Redactor, to_loggable
+
+__all__ = ["ApacheEventLog", "ApacheEventLogObserver", "APACHE_EVENT_TYPES", "APACHE_KEYS"]
+
+APACHE_EVENT_TYPES = {
+    "InputEvent": "_input_event", "OutputEvent": "_output_event",
+    "ChatRequestEvent": "_chat_request_event", "ChatResponseEvent": "_chat_response_event",
+    "ToolRequestEvent": "_tool_request_event", "ToolResponseEvent": "_tool_response_event",
+    "ContextRetrievalRequestEvent": "_context_retrieval_request_event",
+    "ContextRetrievalResponseEvent": "_context_retrieval_response_event",
+}
+"""Our built-in event types and Apache Flink Agents' names of them."""
+
+APACHE_KEYS = ("baseLogDir", "eventLoggerType", "prettyPrint", "event-log.")
+"""The configuration keys (or key prefixes) of Apache's event log."""
+
+_LEVELS = ("OFF", "STANDARD", "VERBOSE")
+_TASK_NAME_UNSAFE = re.compile(r'[\\/:*?"<>|]')
+_PROTECTED = frozenset({"eventType", "id", "attributes"})
+
+
+def _level(value: Any, where: str) -> str:
+    text = str(getattr(value, "value", value)).upper()
+    if text not in _LEVELS:
+        raise ValueError(f"{where} must be one of {list(_LEVELS)}, not {value!r}")
+    return text
+
+
+@dataclass(frozen=True)
+class ApacheEventLog:
+    """How to write Apache Flink Agents' file event log (picklable; see the module doc).
+
+    Attributes:
+        base_dir: the folder of the files (made absolute where this is built).
+        level: ``"OFF"``, ``"STANDARD"`` or ``"VERBOSE"``.
+        type_levels: the level of single event types (Apache's type names).
+        max_string_length: at ``STANDARD``, the longest string kept (``0``: any).
+        max_array_elements: at ``STANDARD``, the most elements of a list kept (``0``: any).
+        max_depth: at ``STANDARD``, the deepest object kept whole (``0``: any).
+        pretty_print: write each record indented over several lines.
+    """
+
+    base_dir: str
+    level: str = "STANDARD"
+    type_levels: tuple[tuple[str, str], ...] = ()
+    max_string_length: int = 2000
+    max_array_elements: int = 20
+    max_depth: int = 5
+    pretty_print: bool = False
+
+    @classmethod
+    def from_config(cls, values: Mapping[str, Any]) -> ApacheEventLog | None:
+        """The log Apache Flink Agents' options ask for, or ``None`` when they ask for none.
+
+        Args:
+            values: configuration values by key (``baseLogDir``, ``eventLoggerType``,
+                ``prettyPrint``, ``event-log.*``).
+
+        Returns:
+            The log: ``baseLogDir`` set, or ``eventLoggerType`` ``"file"`` (then in
+            ``{tmp}/flink-agents``); ``None`` otherwise (Apache's SLF4J logger writes to
+            Flink's log, which has no counterpart here).
+
+        Raises:
+            ValueError: for a level that is not ``OFF``, ``STANDARD`` or ``VERBOSE``.
+        """
+        base = values.get("baseLogDir")
+        kind = str(getattr(values.get("eventLoggerType"), "value",
+                           values.get("eventLoggerType") or "")).lower()
+        if base in (None, "") and kind != "file":
+            return None
+        base = str(base) if base not in (None, "") else \
+            os.path.join(tempfile.gettempdir(), "flink-agents")
+        prefix, suffix = "event-log.type.", ".level"
+        types = tuple(sorted(
+            (k[len(prefix):-len(suffix)], _level(v, k)) for k, v in values.items()
+            if k.startswith(prefix) and k.endswith(suffix)))
+        return cls(
+            base_dir=str(Path(base).expanduser().absolute()),
+            level=_level(values.get("event-log.level", "STANDARD"), "event-log.level"),
+            type_levels=types,
+            max_string_length=int(values.get("event-log.standard.max-string-length", 2000)),
+            max_array_elements=int(values.get("event-log.standard.max-array-elements", 20)),
+            max_depth=int(values.get("event-log.standard.max-depth", 5)),
+            pretty_print=str(values.get("prettyPrint", False)).lower() == "true")
+
+    def file_path(self, job_id: str, task_name: str, subtask: int) -> str:
+        """The file of one subtask: ``{base_dir}/events-{jobId}-{taskName}-{subtaskId}.log``."""
+        name = f"events-{job_id}-{_TASK_NAME_UNSAFE.sub('_', task_name)}-{subtask}.log"
+        return os.path.join(self.base_dir, name)
+
+    def open(self, *, job_id: str, task_name: str, subtask: int = 0
+             ) -> ApacheEventLogObserver | None:
+        """Open the subtask's file (appended to) and return the observer writing it.
+
+        Returns:
+            The observer; ``None`` when every level is ``OFF``.
+        """
+        if self.level == "OFF" and all(level == "OFF" for _, level in self.type_levels):
+            return None
+        path = self.file_path(job_id, task_name, subtask)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return ApacheEventLogObserver(self, path)
+
+
+def _tool_call(call: Any) -> Any:
+    """A tool call as Apache's events hold it: ``{"id", "type", "function": {...}}``."""
+    if isinstance(call, dict) and "name" in call and "function" not in call:
+        return {"id": call.get("id"), "type": "function",
+                "function": {"name": call["name"], "arguments": call.get("arguments")}}
+    return call
+
+
+def apache_event(event: Any) -> tuple[str, dict[str, Any]]:
+    """An event's Apache type and its ``event`` object (``eventType``, ``id``, ...).
+
+    Returns:
+        The type, and the object (not yet redacted).
+    """
+    try:
+        data = to_loggable(event.to_json())
+    except Exception:  # noqa: BLE001 - a log must not fail the run
+        data = {"type": getattr(event, "type", "?"), "id": getattr(event, "id", ""),
+                "attributes": {"repr": repr(event)}}
+    ours = str(data.pop("type", getattr(event, "type", "?")))
+    etype = APACHE_EVENT_TYPES.get(ours, ours)
+    event_id = data.pop("id", "")
+    attributes = dict(data.pop("attributes", None) or {})
+    attachments = data.pop("attachments", None)
+    data.pop("$class", None)
+    attributes.update(data)  # typed fields: Apache's events hold them in attributes
+    if isinstance(attributes.get("tool_calls"), list):
+        attributes["tool_calls"] = [_tool_call(c) for c in attributes["tool_calls"]]
+    node: dict[str, Any] = {"eventType": etype, "id": event_id, "attributes": attributes}
+    if attachments:
+        node["attachments"] = attachments
+    node["type"] = etype
+    return etype, node
+
+
+class _Truncator:
+    """Apache's ``JsonTruncator``: strings, lists and depth cut at ``STANDARD``."""
+
+    def __init__(self, spec: ApacheEventLog) -> None:
+        self.strings = spec.max_string_length
+        self.items = spec.max_array_elements
+        self.depth = spec.max_depth
+
+    def text(self, value: str) -> Any:
+        if self.strings <= 0 or len(value) <= self.strings:
+            return value
+        return {"truncatedString": value[:self.strings] + "...",
+                "omittedChars": len(value) - self.strings}
+
+    def listed(self, value: list[Any], depth: int) -> Any:
+        kept = [self.value(v, depth) for v in value]
+        if self.items <= 0 or len(kept) <= self.items:
+            return kept
+        return {"truncatedList": kept[:self.items], "omittedElements": len(kept) - self.items}
+
+    def value(self, value: Any, depth: int) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return self.listed(value, depth + 1)
+        if isinstance(value, dict):
+            return self.obj(value, depth, top=False)
+        return value
+
+    def obj(self, node: dict[str, Any], depth: int, top: bool) -> dict[str, Any]:
+        protected = _PROTECTED if top else frozenset()
+        if self.depth > 0 and depth >= self.depth:
+            nested = [k for k, v in node.items()
+                      if k not in protected and isinstance(v, (dict, list))]
+            kept = {k: (v if k in protected or not isinstance(v, str) else self.text(v))
+                    for k, v in node.items() if k not in nested}
+            return {"truncatedObject": kept, "omittedFields": len(nested)} if nested else kept
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            out[k] = v if k in protected else \
+                self.value(v, depth) if not isinstance(v, dict) else self.obj(v, depth + 1, False)
+        return out
+
+
+class ApacheEventLogObserver(Observer):
+    """Writes one record per dispatched event to one subtask's file (see the module doc).
+
+    Args:
+        spec: the log's options.
+        path: the file (appended to).
+    """
+
+    def __init__(self, spec: ApacheEventLog, path: str) -> None:
+        self.spec = spec
+        self.path = path
+        self.redact = Redactor()
+        self.truncator = _Truncator(spec)
+        self.levels = dict(spec.type_levels)
+        self._file: Any = open(path, "a", encoding="utf-8")  # noqa: SIM115 - close()
+        self._lock = threading.Lock()
+
+    def record(self, event: Any) -> dict[str, Any] | None:
+        """The record of ``event`` (``None`` when its level is ``OFF``).
+
+        Returns:
+            The record, redacted and masked, truncated at ``STANDARD``.
+        """
+        etype, node = apache_event(event)
+        level = self.levels.get(etype, self.spec.level)
+        if level == "OFF":
+            return None
+        node = self.redact(node)
+        if level == "STANDARD":
+            node = self.truncator.obj(node, 1, top=True)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        record = {"timestamp": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                  "logLevel": level, "eventType": etype, "event": node}
+        if registered_secret_count() and has_known_secret(json.dumps(record, default=str)):
+            record = mask_value(record)
+        return record
+
+    def event_dispatched(self, key: Any, event: Any, parent: str | None) -> None:
+        """Write the event's record (flushed at once: Apache's readers read while it runs)."""
+        record = self.record(event)
+        if record is None:
+            return
+        text = json.dumps(record, ensure_ascii=False, default=str,
+                          indent=2 if self.spec.pretty_print else None)
+        with self._lock:
+            if self._file is not None:
+                self._file.write(text + "\n")
+                self._file.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+def new_job_id() -> str:
+    """A job id for a local run (32 hex digits, as Flink's ``JobID`` prints)."""
+    return uuid.uuid4().hex
