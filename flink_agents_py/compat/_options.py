@@ -9,9 +9,11 @@ Here:
   ``retry_max_attempts`` (retries + 1) of every chat model setup that does not set its own;
 - every other key (long-term memory's, a program's own) goes into the configuration of each
   agent applied afterwards (``Agent.set_config``), an agent's own value winning;
-- options of Flink Agents' machinery that has no counterpart here (event loggers, action
-  state stores, ``*.async`` switches: every call is asynchronous) are taken and change
-  nothing (logged once); ``SHORT_TERM_MEMORY_STATE_TTL_MS`` is refused: memory never expires
+- the file event log's options (``baseLogDir``, ``eventLoggerType``, ``prettyPrint``,
+  ``event-log.*``) write Flink Agents' event log files (``observability.ApacheEventLog``);
+- options of Flink Agents' machinery that has no counterpart here (its SLF4J event logger,
+  action state stores, ``*.async`` switches: every call is asynchronous) are taken and
+  change nothing (logged once); ``SHORT_TERM_MEMORY_STATE_TTL_MS`` is refused: memory never expires
   here, and a program relying on it would grow without bound.
 """
 
