@@ -349,7 +349,7 @@ def test_minicluster_job_writes_an_event_log_per_subtask_with_metrics_on(tmp_pat
 
 
 def test_task_info_falls_back_to_the_java_task_info():
-    from flink_agents_py.flink._operator import _task_info
+    from flink_agents_py.flink._task_context import _task_info
 
     class Info:
         def getIndexOfThisSubtask(self) -> int:

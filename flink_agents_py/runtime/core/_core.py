@@ -272,11 +272,7 @@ class AgentCore(UnfinishedCore):
         return bool(self._live.get(key))
 
     def unreadable_run(self, key: Any, error: StateFormatError) -> ErrorRecord:
-        """The error record of ``key``'s damaged stored run, dropped (``unreadable_record``).
-
-        Returns:
-            The record.
-        """
+        """The error record (returned) of ``key``'s damaged stored run, dropped."""
         return unreadable_record(self._key_value(key), error, self.counters)
 
     # -- internals ---------------------------------------------------------------------
@@ -393,8 +389,13 @@ class AgentCore(UnfinishedCore):
             actions = self._routes.get(etype)
             if actions is None:
                 actions = self._routes[etype] = route_at_root(self.plan, etype)
-            if isinstance(event, OutputEvent):  # an error record when it fits no output type
-                emit_output(step, event, self.output_check, probe)
+            if isinstance(event, OutputEvent):
+                if self.output_check is not None:  # an error record if its type refuses it
+                    emit_output(step, event, self.output_check, probe)
+                else:
+                    step.res.outputs.append(event.output)
+                    if probe is not None:
+                        probe.output_emitted(step.key, event.output, event.id)
         else:
             actions = route_in_scope(self.plan, step.run, scope, event)
         if actions and data is None:
