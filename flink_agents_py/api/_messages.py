@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
@@ -16,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from ._errors import ProviderError
 from ._secrets import MaskedStr
 
 __all__ = [
@@ -247,3 +249,37 @@ class ToolResult(BaseModel):
     content: Any = None
     error: MaskedStr | None = None
     traceback: MaskedStr | None = None
+
+
+TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
+"""Finish reasons saying an answer was cut at a token limit (OpenAI's and Ollama's
+``length``, Anthropic's ``max_tokens`` and ``model_context_window_exceeded``)."""
+
+
+def refuse_truncated_calls(reason: Any, names: Sequence[Any]) -> None:
+    """Refuse the tool calls of an answer cut at the output token limit.
+
+    A model that reaches its output token limit while writing a tool call stops mid-way:
+    OpenAI-compatible servers answer ``finish_reason: "length"`` with the arguments' JSON
+    text cut short, Anthropic ``stop_reason: "max_tokens"`` with whatever part of the
+    ``input`` was complete (often ``{}``), Ollama ``done_reason: "length"``. Such calls do
+    not say what the model meant, so none may run.
+
+    Args:
+        reason: the answer's finish (stop) reason as the provider gave it.
+        names: the names of the tool calls the answer holds (empty: nothing to refuse).
+
+    Raises:
+        ProviderError: not retryable (the same request is cut the same way), naming the
+            reason and the calls, when ``reason`` is one of ``TRUNCATED_REASONS`` and the
+            answer holds tool calls.
+    """
+    if not names or reason not in TRUNCATED_REASONS:
+        return
+    shown = ", ".join(repr(str(n)[:100]) for n in list(names)[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    raise ProviderError(
+        f"the model's answer was cut at its output token limit (finish reason {reason!r}) "
+        f"while it was writing tool call(s) {shown}{more}: their arguments may be "
+        "incomplete, so none was run; raise max_tokens in the chat model setup's options "
+        "(or ask for less in one call)")

@@ -23,6 +23,7 @@ from ._flow import collect_rate_limits
 from ._lazy import lazy_exports
 from ._loops import close_loop_clients, register_loop_owner
 from ._memory import MemoryObject, memory_ref_of
+from ._messages import refuse_truncated_calls
 from ._metric_groups import agent_metric_group
 from ._resources import import_qualified, resource_type_argument
 from ._secret_scrub import group_types, scrub_exception
@@ -58,6 +59,7 @@ __all__ = [
     "agent_metric_group",
     "MESSAGE_MAX_CHARS",
     "RESERVED_TOOL_PREFIX",
+    "refuse_truncated_calls",
     "SECRET_VALUE_PATTERNS",
     "check_texts",
     "clip",

@@ -32,7 +32,7 @@ from ..api import (
     RateLimitInfo,
     error_class,
 )
-from ..api.internal import collect_rate_limits
+from ..api.internal import collect_rate_limits, refuse_truncated_calls
 from ._flow import ToldToWaitTooLong, flow_controller
 from ._own_chat import pacing_connection
 
@@ -305,7 +305,7 @@ def deeper_than(value: Any, limit: int) -> bool:
 
 
 def _checked(response: ChatResponse) -> ChatResponse:
-    """``response``, when its tool calls' arguments nest at most ``MAX_ANSWER_DEPTH`` deep.
+    """``response``, when its tool calls may run: whole, nested at most ``MAX_ANSWER_DEPTH``.
 
     Checked inside the durable call, so the refusal is what is recorded (a response nested
     deeper could not be recorded, or handled, within the interpreter's stack).
@@ -315,8 +315,12 @@ def _checked(response: ChatResponse) -> ChatResponse:
 
     Raises:
         ValueError: naming the call and the tool, when one nests deeper.
+        ProviderError: when the answer was cut at the token limit while writing its tool
+            calls (``refuse_truncated_calls``), whichever connection gave it.
     """
-    for i, c in enumerate(response.message.tool_calls):
+    calls = response.message.tool_calls
+    refuse_truncated_calls(response.finish_reason, [c.name for c in calls])
+    for i, c in enumerate(calls):
         if deeper_than(c.arguments, MAX_ANSWER_DEPTH):
             raise ValueError(f"tool call {i} ({c.name[:100]!r}) has arguments nested deeper "
                              f"than {MAX_ANSWER_DEPTH} levels; none was run")

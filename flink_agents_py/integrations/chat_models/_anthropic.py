@@ -43,7 +43,7 @@ from ...api import (
     report_rate_limit,
     secret_from_env,
 )
-from ...api.internal import scrub_exception
+from ...api.internal import refuse_truncated_calls, scrub_exception
 from ._common import (
     HTTP_FLOW_CONTROL,
     FreshOnUnpickle,
@@ -270,7 +270,10 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         calls: list[ToolCall] = []
         structured: Any = None
         answered = False
-        for block in body.get("content") or []:
+        blocks = body.get("content") or []
+        refuse_truncated_calls(body.get("stop_reason"), [
+            b.get("name") for b in blocks if b.get("type") == "tool_use"])
+        for block in blocks:
             kind = block.get("type")
             if kind == "text":
                 texts.append(block.get("text") or "")

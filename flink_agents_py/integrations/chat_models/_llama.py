@@ -38,6 +38,7 @@ from ...api import (
     ToolCall,
     ToolMetadata,
 )
+from ...api.internal import refuse_truncated_calls
 from ._common import tool_arguments
 from ._gguf import find_gguf_model
 from ._grammar_sampling import make_grammar_first_llama
@@ -72,16 +73,19 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
         The answer of the first choice.
 
     Raises:
-        ProviderError: when the body has no choice, or a tool call's arguments are not a JSON
-            object.
+        ProviderError: when the body has no choice, a tool call's arguments are not a JSON
+            object, or the answer was cut at the token limit while writing tool calls.
     """
     choices = body.get("choices") or []
     if not choices:
         raise ProviderError("the chat completion has no choices")
     choice = choices[0]
     msg = choice.get("message") or {}
+    raw_calls = msg.get("tool_calls") or []
+    refuse_truncated_calls(choice.get("finish_reason"),
+                           [(c.get("function") or {}).get("name") for c in raw_calls])
     calls = []
-    for i, c in enumerate(msg.get("tool_calls") or []):
+    for i, c in enumerate(raw_calls):
         fn = c.get("function") or {}
         args = tool_arguments(fn.get("arguments") or "", i, fn.get("name", ""))
         calls.append(ToolCall(id=c.get("id") or "", name=fn.get("name", ""), arguments=args))

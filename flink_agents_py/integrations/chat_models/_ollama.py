@@ -35,7 +35,7 @@ from ...api import (
     ToolCall,
     ToolMetadata,
 )
-from ...api.internal import scrub_exception
+from ...api.internal import refuse_truncated_calls, scrub_exception
 from ._common import (
     FreshOnUnpickle,
     LoopBoundClient,
@@ -141,8 +141,11 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
 def _from_ollama(resp: Any) -> ChatResponse:
     body = resp.model_dump() if hasattr(resp, "model_dump") else dict(resp)
     msg = body.get("message") or {}
+    raw_calls = msg.get("tool_calls") or []
+    refuse_truncated_calls(body.get("done_reason"),
+                           [(c.get("function") or {}).get("name") for c in raw_calls])
     calls = []
-    for i, c in enumerate(msg.get("tool_calls") or []):
+    for i, c in enumerate(raw_calls):
         fn = c.get("function") or {}
         calls.append(ToolCall(id=str(c.get("id") or ""), name=fn.get("name") or "",
                               arguments=tool_arguments(fn.get("arguments") or {}, i,
