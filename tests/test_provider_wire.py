@@ -7,11 +7,17 @@ Each test comes from a public report of a similar system:
   ``input``, Ollama's ``done_reason: "length"``): the call ran with partial arguments, or the
   chat failed saying its arguments are not JSON (LibreChat agents #280, jac #6766, OpenRouter
   typescript-agent #125). None runs now, and the chat's error says the answer was cut.
+- Tool call ids another provider made, sent to Anthropic (``tool_use.id: String should
+  match pattern '^[a-zA-Z0-9_-]+$'``: ClawRouter #17, nanobot #4356, Roo-Code #10649) or to
+  OpenAI (``tool_calls[0].id: string too long ... maximum length 40``: Portkey gateway
+  #1062, camel #2215, autogen #6377), when a fallback setup takes over a chat: a 400 on
+  every call. They go as stable stand-ins now.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -25,7 +31,15 @@ from support.providers import (
     run_probe,
 )
 
-from flink_agents_py.api import ChatMessage, ChatResponse, MessageRole, ResourceDescriptor, ToolCall
+from flink_agents_py.api import (
+    ChatMessage,
+    ChatModelSetup,
+    ChatResponse,
+    MessageRole,
+    ResourceDescriptor,
+    ResourceType,
+    ToolCall,
+)
 from flink_agents_py.integrations.chat_models import (
     AnthropicChatModel,
     OllamaChatModel,
@@ -135,3 +149,92 @@ def test_a_whole_answer_at_the_limit_without_tool_calls_is_still_the_answer():
     [ans] = outputs_of(res, "answer")
     assert ans["error"] is None and ans["finish_reason"] == "length"
     assert json.dumps(ans["content"]).startswith('"a long answer')
+
+
+# ------------------------------------------------------------------ ids across providers
+_ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def _strict_anthropic(req: dict[str, Any]) -> tuple[int, Any]:
+    """Anthropic's checks of tool call ids: the pattern, and each result naming a call."""
+    uses: set[str] = set()
+    for i, m in enumerate(req["body"]["messages"]):
+        for j, b in enumerate(m["content"]):
+            key = "id" if b["type"] == "tool_use" else "tool_use_id"
+            if b["type"] in ("tool_use", "tool_result") and not _ANTHROPIC_ID.match(b[key]):
+                return 400, {"type": "error", "error": {
+                    "type": "invalid_request_error", "message": f"messages.{i}.content.{j}."
+                    f"{b['type']}.{key}: String should match pattern '^[a-zA-Z0-9_-]+$'"}}
+            if b["type"] == "tool_use":
+                uses.add(b["id"])
+            if b["type"] == "tool_result" and b["tool_use_id"] not in uses:
+                return 400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                       "message": "unexpected tool_use_id"}}
+    return 200, anthropic_reply([{"type": "text", "text": "done by claude"}])
+
+
+def _strict_openai(req: dict[str, Any]) -> tuple[int, Any]:
+    """OpenAI's checks of tool call ids: at most 40 characters, each result naming a call."""
+    calls: set[str] = set()
+    for i, m in enumerate(req["body"]["messages"]):
+        for j, c in enumerate(m.get("tool_calls") or []):
+            if len(c["id"]) > 40:
+                return 400, {"error": {"message": f"Invalid 'messages[{i}].tool_calls[{j}]"
+                                                  f".id': string too long. Expected a string "
+                                                  f"with maximum length 40, but got a string "
+                                                  f"with length {len(c['id'])} instead."}}
+            calls.add(c["id"])
+        if m["role"] == "tool" and m["tool_call_id"] not in calls:
+            return 400, {"error": {"message": "tool_call_id does not answer a call"}}
+    return 200, openai_reply("done by gpt")
+
+
+def _price(item: str) -> float:
+    """Price of an item.
+
+    Args:
+        item: what to price.
+    """
+    return 7.0
+
+
+def _down_after_tools(first: dict[str, Any], down: dict[str, Any]) -> Any:
+    return lambda req: (200, first) if req["n"] == 0 else (503, down)
+
+
+_FOREIGN_IDS: dict[str, Any] = {
+    # Ollama gives no ids: the chat action's synthetic ones have '/', '#' and '.'
+    "ollama_to_anthropic": (_ollama, _down_after_tools(
+        ollama_reply(tool_calls=[("_price", {"item": "tea"}), ("_price", {"item": "cake"})]),
+        {"error": "down"}), _anthropic, _strict_anthropic, "done by claude"),
+    # a gateway's ids of 44 characters, sent on to OpenAI
+    "gateway_to_openai": (_openai, _down_after_tools(
+        openai_reply(None, [(f"portkey-6aa6db90-1b84-4155-9f32-f658c97d6b1{i}", "_price",
+                             {"item": "tea"}) for i in range(2)]),
+        {"error": {"message": "down"}}), _openai, _strict_openai, "done by gpt"),
+}
+
+
+@pytest.mark.parametrize("case", list(_FOREIGN_IDS))
+def test_tool_call_ids_of_another_provider_reach_a_fallback_as_ids_it_takes(case):
+    first_conn, first, fallback_conn, strict, answer = _FOREIGN_IDS[case]
+    with WireServer(first) as one, WireServer(strict) as two:
+        agent = probe_agent(first_conn(one), tools=["_price"], tool_fns=[_price],
+                            fallbacks=["other"])
+        agent.add_resource("conn2", ResourceType.CHAT_MODEL_CONNECTION, fallback_conn(two))
+        agent.add_resource("other", ResourceType.CHAT_MODEL, ResourceDescriptor(
+            ChatModelSetup, connection="conn2", tools=["_price"]))
+        res = run_probe(agent, [{"key": "k", "q": "prices?"}])
+        [sent] = two.bodies()
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["content"] == answer, ans
+    assert ans["metadata"]["model_setup"] == "other"
+    # two calls, two distinct ids, each result under its call's
+    if "messages" in sent and sent["messages"][1]["role"] == "assistant" \
+            and isinstance(sent["messages"][1]["content"], list):
+        ids = [b["id"] for b in sent["messages"][1]["content"] if b["type"] == "tool_use"]
+        answered = [b["tool_use_id"] for b in sent["messages"][2]["content"]]
+    else:
+        ids = [c["id"] for c in sent["messages"][1]["tool_calls"]]
+        answered = [m["tool_call_id"] for m in sent["messages"][2:]]
+    assert len(set(ids)) == 2 and answered == ids

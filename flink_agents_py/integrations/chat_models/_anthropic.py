@@ -57,6 +57,7 @@ from ._common import (
     tool_arguments,
     with_extra_body,
 )
+from ._wire import wire_call_id
 
 __all__ = ["AnthropicChatModel", "anthropic_rate_limit", "to_anthropic_messages"]
 
@@ -103,7 +104,15 @@ _ERROR_PREFIX = "Error: "  # how the chat action words a failed tool's result
 def to_anthropic_messages(
     messages: Sequence[ChatMessage],
 ) -> tuple[str | None, list[dict[str, Any]]]:
-    """Map our messages to ``(system, messages)`` of the Messages API."""
+    """Map our messages to ``(system, messages)`` of the Messages API.
+
+    A tool call id the API would refuse (not ``^[a-zA-Z0-9_-]+$``: the chat action's
+    synthetic ids, another provider's) goes as a stable stand-in, the same in the
+    ``tool_use`` block and in its ``tool_result`` (``wire_call_id``).
+
+    Returns:
+        The system text (``None``: none) and the turns.
+    """
     system: list[str] = []
     out: list[dict[str, Any]] = []
     for m in messages:
@@ -114,7 +123,8 @@ def to_anthropic_messages(
         blocks: list[dict[str, Any]] = []
         if m.role == MessageRole.TOOL:
             role = "user"
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or "",
+            block: dict[str, Any] = {"type": "tool_result",
+                                     "tool_use_id": wire_call_id(m.tool_call_id),
                                      "content": m.content}
             if m.content.startswith(_ERROR_PREFIX):  # a tool that returned is JSON, never this
                 block["is_error"] = True
@@ -124,7 +134,7 @@ def to_anthropic_messages(
             if m.content:
                 blocks.append({"type": "text", "text": m.content})
             for c in m.tool_calls:
-                blocks.append({"type": "tool_use", "id": c.id, "name": c.name,
+                blocks.append({"type": "tool_use", "id": wire_call_id(c.id), "name": c.name,
                                "input": dict(c.arguments)})
         if not blocks:
             continue

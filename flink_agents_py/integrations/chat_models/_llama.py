@@ -42,23 +42,32 @@ from ...api.internal import refuse_truncated_calls
 from ._common import tool_arguments
 from ._gguf import find_gguf_model
 from ._grammar_sampling import make_grammar_first_llama
+from ._wire import OPENAI_ID_CHARS, wire_call_id
 
 __all__ = ["LlamaCppChatModel", "to_openai_messages", "from_openai_choice"]
 
 
 def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
-    """Map our messages to OpenAI chat-completions message dicts."""
+    """Map our messages to OpenAI chat-completions message dicts.
+
+    A tool call id OpenAI would refuse (longer than 40 characters: another provider's or a
+    gateway's) goes as a stable stand-in, the same for the call and its result
+    (``wire_call_id``).
+
+    Returns:
+        The message dicts.
+    """
     out: list[dict[str, Any]] = []
     for m in messages:
         d: dict[str, Any] = {"role": m.role, "content": m.content}
         if m.tool_calls:
             d["tool_calls"] = [
-                {"id": c.id, "type": "function",
+                {"id": wire_call_id(c.id, OPENAI_ID_CHARS), "type": "function",
                  "function": {"name": c.name, "arguments": orjson.dumps(c.arguments).decode()}}
                 for c in m.tool_calls
             ]
         if m.tool_call_id is not None:
-            d["tool_call_id"] = m.tool_call_id
+            d["tool_call_id"] = wire_call_id(m.tool_call_id, OPENAI_ID_CHARS)
         out.append(d)
     return out
 
