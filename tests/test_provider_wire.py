@@ -12,6 +12,10 @@ Each test comes from a public report of a similar system:
   OpenAI (``tool_calls[0].id: string too long ... maximum length 40``: Portkey gateway
   #1062, camel #2215, autogen #6377), when a fallback setup takes over a chat: a 400 on
   every call. They go as stable stand-ins now.
+- Tool names OpenAI and Anthropic refuse (``^[a-zA-Z0-9_-]{1,64}$``): MCP tools named
+  ``calendar.read`` or ``admin/tools.list`` (openai/codex #8174, github/copilot-cli #2581,
+  apify tester-mcp-client #11), a name with a space or over 64 characters. The request was
+  refused whole; such a tool goes under a stand-in now, its calls mapped back.
 """
 
 from __future__ import annotations
@@ -238,3 +242,72 @@ def test_tool_call_ids_of_another_provider_reach_a_fallback_as_ids_it_takes(case
         ids = [c["id"] for c in sent["messages"][1]["tool_calls"]]
         answered = [m["tool_call_id"] for m in sent["messages"][2:]]
     assert len(set(ids)) == 2 and answered == ids
+
+
+# ------------------------------------------------------------------ names providers refuse
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_LONG = "lookup_" + "x" * 70
+
+
+def _refused_names(names: list[str]) -> list[str]:
+    return [n for n in names if not _NAME.match(n)]
+
+
+def _named_calls(calls: list[tuple[str, str]], done: str) -> Any:
+    """A strict server: refuses a bad name anywhere; calls each tool once, by offered name."""
+
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        body = req["body"]
+        anthropic = "input_schema" in json.dumps(body.get("tools", []))
+        offered = [t["name"] if anthropic else t["function"]["name"] for t in body["tools"]]
+        called = [b["name"] for m in body["messages"] if isinstance(m["content"], list)
+                  for b in m["content"] if b.get("type") == "tool_use"] if anthropic else [
+            c["function"]["name"] for m in body["messages"] for c in m.get("tool_calls") or []]
+        choice = body.get("tool_choice") or {}
+        chosen = [choice.get("name") or (choice.get("function") or {}).get("name") or "ok"]
+        bad = _refused_names(offered + called + chosen)
+        if bad:
+            return 400, {"error": {"message": f"Invalid 'tools[0].name': {bad[0]!r} does not "
+                                              "match pattern '^[a-zA-Z0-9_-]+$'"},
+                         "type": "error"}
+        if req["n"] > 0:
+            return 200, (anthropic_reply([{"type": "text", "text": done}]) if anthropic
+                         else openai_reply(done))
+        by_label = {label: [n for n in offered if n.startswith(label[:5])] for label, _ in calls}
+        picks = [(f"call_{i}", by_label[label][0], {"item": item})
+                 for i, (label, item) in enumerate(calls)]
+        if anthropic:
+            return 200, anthropic_reply([{"type": "tool_use", "id": i, "name": n, "input": a}
+                                         for i, n, a in picks], stop_reason="tool_use")
+        return 200, openai_reply(None, picks)
+
+    return answer
+
+
+@pytest.mark.parametrize("conn", [_openai, _anthropic], ids=["openai", "anthropic"])
+def test_tools_named_as_mcp_servers_name_them_are_offered_and_called_under_stand_ins(conn):
+    from flink_agents_py.api import FunctionTool
+
+    names = ["calendar.read", "admin/tools.list", "price lookup", _LONG, "calendar_read"]
+    with WireServer(_named_calls([("calen", "tea"), ("admin", "cake"), ("price", "jam"),
+                                  ("looku", "bun")], "all four")) as srv:
+        agent = probe_agent(conn(srv), tools=names,
+                            options={"tool_choice": {"type": "function",
+                                                     "function": {"name": "calendar.read"}}}
+                            if conn is _openai else {})
+        for name in names:
+            agent.add_resource(name, ResourceType.TOOL,
+                               FunctionTool.from_function(_price, name=name))
+        res = run_probe(agent, [{"key": "k", "q": "prices?"}])
+        first, second = srv.bodies()
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["content"] == "all four", ans
+    [calls] = outputs_of(res, "calls")  # the calls name the tools by their own names
+    assert [c["name"] for c in calls["calls"]] == ["calendar.read", "admin/tools.list",
+                                                   "price lookup", _LONG]
+    [results] = outputs_of(res, "results")
+    assert all(r["ok"] and r["content"] == 7.0 for r in results["results"].values())
+    offered = [t.get("name") or t["function"]["name"] for t in first["tools"]]
+    assert len(set(offered)) == 5 and _refused_names(offered) == []
+    assert offered[-1] == "calendar_read"  # a name that fits keeps it; the other one moves
+    assert offered[2] == "price_lookup" and len(offered[3]) <= 64

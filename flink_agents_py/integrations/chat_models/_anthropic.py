@@ -7,7 +7,10 @@ Needs the ``anthropic`` extra (``pip install 'flink-agents-py[anthropic]'``). Ma
   with the call's id, name and ``input``); tool results become ``tool_result`` blocks
   (``tool_use_id``, ``content``, ``is_error`` for a failed tool) in a user turn; adjacent
   messages of one role are merged into one turn, as the API wants turns to alternate;
-- tools as ``{"name", "description", "input_schema"}``;
+- tools as ``{"name", "description", "input_schema"}``; a name the API refuses (it takes
+  ``^[a-zA-Z0-9_-]{1,64}$``: an MCP tool's ``github.create_issue``) goes under a stand-in,
+  and the model's calls of it come back under the tool's own name (``_wire.WireNames``);
+  so does a tool call id it refuses (``_wire.wire_call_id``);
 - structured output through a forced tool: the schema becomes the input schema of an extra
   tool (``output_tool_name``, ``structured_output`` by default) and ``tool_choice`` forces it
   (``{"type": "tool", ...}``; ``{"type": "any"}`` when other tools are offered too, so the model
@@ -57,7 +60,7 @@ from ._common import (
     tool_arguments,
     with_extra_body,
 )
-from ._wire import wire_call_id
+from ._wire import WireNames, wire_call_id
 
 __all__ = ["AnthropicChatModel", "anthropic_rate_limit", "to_anthropic_messages"]
 
@@ -102,13 +105,17 @@ _ERROR_PREFIX = "Error: "  # how the chat action words a failed tool's result
 
 
 def to_anthropic_messages(
-    messages: Sequence[ChatMessage],
+    messages: Sequence[ChatMessage], tool_name: Callable[[str], str] | None = None,
 ) -> tuple[str | None, list[dict[str, Any]]]:
     """Map our messages to ``(system, messages)`` of the Messages API.
 
     A tool call id the API would refuse (not ``^[a-zA-Z0-9_-]+$``: the chat action's
     synthetic ids, another provider's) goes as a stable stand-in, the same in the
     ``tool_use`` block and in its ``tool_result`` (``wire_call_id``).
+
+    Args:
+        messages: the conversation.
+        tool_name: the name a called tool goes under (``WireNames.wire``; ``None``: its own).
 
     Returns:
         The system text (``None``: none) and the turns.
@@ -134,7 +141,8 @@ def to_anthropic_messages(
             if m.content:
                 blocks.append({"type": "text", "text": m.content})
             for c in m.tool_calls:
-                blocks.append({"type": "tool_use", "id": wire_call_id(c.id), "name": c.name,
+                blocks.append({"type": "tool_use", "id": wire_call_id(c.id),
+                               "name": tool_name(c.name) if tool_name else c.name,
                                "input": dict(c.arguments)})
         if not blocks:
             continue
@@ -239,22 +247,26 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         client = self._client()
         import anthropic
 
-        system, wire = to_anthropic_messages(messages)
+        output_name = self.output_tool_name
+        names = WireNames([*(t.name for t in tools), output_name])  # the API's rule for names
+        system, wire = to_anthropic_messages(messages, names.wire)
         request: dict[str, Any] = {"model": model or self.default_model, "messages": wire,
                                    "max_tokens": options.pop("max_tokens", self.max_tokens)}
         if system is not None:
             request["system"] = system
-        wire_tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
-                      for t in tools]
+        wire_tools = [{"name": names.wire(t.name), "description": t.description,
+                       "input_schema": t.parameters} for t in tools]
         wrapped = False
         if output_schema is not None:
-            out_tool, wrapped = _output_tool(self.output_tool_name, output_schema)
+            out_tool, wrapped = _output_tool(names.wire(output_name), output_schema)
             wire_tools.append(out_tool)
             request["tool_choice"] = ({"type": "any"} if tools else
-                                      {"type": "tool", "name": self.output_tool_name})
+                                      {"type": "tool", "name": names.wire(output_name)})
         if wire_tools:
             request["tools"] = wire_tools
         request.update(options)
+        if "tool_choice" in request:
+            request["tool_choice"] = names.choice(request["tool_choice"])
         create = client.messages.with_raw_response.create
         try:
             raw = await create(**with_extra_body(create, request))
@@ -272,9 +284,10 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         if inspect.isawaitable(message):  # the SDK's async raw response
             message = await message
         body = message.model_dump() if hasattr(message, "model_dump") else dict(message)
-        return self._from_anthropic(body, output_schema is not None, wrapped)
+        return names.restore(self._from_anthropic(
+            body, names.wire(output_name) if output_schema is not None else None, wrapped))
 
-    def _from_anthropic(self, body: dict[str, Any], structured_asked: bool,
+    def _from_anthropic(self, body: dict[str, Any], output_name: str | None,
                         wrapped: bool) -> ChatResponse:
         texts: list[str] = []
         calls: list[ToolCall] = []
@@ -289,7 +302,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
                 texts.append(block.get("text") or "")
             elif kind == "tool_use":
                 args = block.get("input") or {}
-                if structured_asked and block.get("name") == self.output_tool_name:
+                if output_name is not None and block.get("name") == output_name:
                     structured = args.get("value") if wrapped and isinstance(args, dict) else args
                     answered = True
                     continue

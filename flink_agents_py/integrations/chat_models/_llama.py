@@ -47,12 +47,17 @@ from ._wire import OPENAI_ID_CHARS, wire_call_id
 __all__ = ["LlamaCppChatModel", "to_openai_messages", "from_openai_choice"]
 
 
-def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+def to_openai_messages(messages: Sequence[ChatMessage],
+                       tool_name: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
     """Map our messages to OpenAI chat-completions message dicts.
 
     A tool call id OpenAI would refuse (longer than 40 characters: another provider's or a
     gateway's) goes as a stable stand-in, the same for the call and its result
     (``wire_call_id``).
+
+    Args:
+        messages: the conversation.
+        tool_name: the name a called tool goes under (``WireNames.wire``; ``None``: its own).
 
     Returns:
         The message dicts.
@@ -63,7 +68,8 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
         if m.tool_calls:
             d["tool_calls"] = [
                 {"id": wire_call_id(c.id, OPENAI_ID_CHARS), "type": "function",
-                 "function": {"name": c.name, "arguments": orjson.dumps(c.arguments).decode()}}
+                 "function": {"name": tool_name(c.name) if tool_name else c.name,
+                              "arguments": orjson.dumps(c.arguments).decode()}}
                 for c in m.tool_calls
             ]
         if m.tool_call_id is not None:

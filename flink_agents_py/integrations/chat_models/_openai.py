@@ -3,6 +3,11 @@
 Covers OpenAI and any server speaking its chat-completions API (vLLM, LM Studio, llama.cpp's
 servers, Ollama's ``/v1``). Needs the ``openai`` extra (``pip install 'flink-agents-py[openai]'``).
 
+Tools go as ``{"type": "function", "function": {...}}``; a name OpenAI refuses (it takes
+``^[a-zA-Z0-9_-]{1,64}$``: an MCP tool's ``github.create_issue``) goes under a stand-in, and
+the model's calls of it come back under the tool's own name (``_wire.WireNames``); so does a
+tool call id longer than OpenAI takes (``_wire.wire_call_id``).
+
 Structured output uses ``response_format={"type": "json_schema", ...}`` as OpenAI documents it.
 Servers that only know the older JSON mode with a schema (llama-cpp-python's server:
 ``{"type": "json_object", "schema": ...}``) are handled by ``structured_output="json_object"``;
@@ -48,6 +53,7 @@ from ._common import (
     with_extra_body,
 )
 from ._llama import from_openai_choice, to_openai_messages
+from ._wire import WireNames
 
 __all__ = ["OpenAIChatModel", "openai_rate_limit"]
 
@@ -221,12 +227,16 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         client = self._client()
         import openai
 
+        names = WireNames(t.name for t in tools)  # OpenAI's rule for tool names
         kwargs: dict[str, Any] = {"model": model or self.default_model,
-                                  "messages": to_openai_messages(messages), **options}
+                                  "messages": to_openai_messages(messages, names.wire),
+                                  **options}
         if tools:
             kwargs["tools"] = [{"type": "function", "function": {
-                "name": t.name, "description": t.description, "parameters": t.parameters}}
-                for t in tools]
+                "name": names.wire(t.name), "description": t.description,
+                "parameters": t.parameters}} for t in tools]
+        if "tool_choice" in kwargs:
+            kwargs["tool_choice"] = names.choice(kwargs["tool_choice"])
         if output_schema is not None:
             kwargs["response_format"] = self._response_format(output_schema)
         try:
@@ -241,7 +251,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             raise error from scrub_exception(e)
         body = completion.model_dump() if hasattr(completion, "model_dump") else dict(completion)
         try:
-            return from_openai_choice(body)
+            return names.restore(from_openai_choice(body))
         except ProviderError:
             raise
         except Exception as e:  # noqa: BLE001 - a body of an unexpected shape

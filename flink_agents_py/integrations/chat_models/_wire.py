@@ -1,4 +1,10 @@
-"""Wire rules the hosted-provider adapters share: tool call ids as each provider takes them.
+"""Wire rules the hosted-provider adapters share: tool names and call ids as providers take them.
+
+OpenAI and Anthropic take tool names of 1 to 64 letters, digits, ``_`` and ``-`` only
+(``^[a-zA-Z0-9_-]{1,64}$``) and refuse the whole request otherwise; tools are named by
+their resources, and MCP servers name theirs freely (``github.create_issue``,
+``admin/tools.list``: the MCP spec allows ``.`` and ``/``), as do users (``"price lookup"``).
+``WireNames`` offers such a tool under a stand-in name and maps the model's calls back.
 
 A conversation may carry tool call ids another provider made: the chat action's synthetic
 ids for calls that came without one (Ollama's: ``<chat>#<round>.<index>``, with ``/``, ``#``
@@ -13,8 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["OPENAI_ID_CHARS", "wire_call_id"]
+from ...api import ChatResponse
+
+__all__ = ["OPENAI_ID_CHARS", "WireNames", "wire_call_id"]
 
 OPENAI_ID_CHARS = 40
 """The longest tool call id OpenAI's chat completions take."""
@@ -37,6 +47,96 @@ def wire_call_id(call_id: str | None, max_chars: int = 64) -> str:
     text = call_id or ""
     if len(text) <= max_chars and _SAFE.fullmatch(text):
         return text
-    tag = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    tag = _digest(text)
     safe = _UNSAFE.sub("_", text)[:max(0, max_chars - len(tag) - 1)]
     return f"{safe or 'call'}_{tag}"[-max_chars:]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+class WireNames:
+    """The names tools are offered under to a provider that takes ``^[a-zA-Z0-9_-]{1,64}$``.
+
+    A name that fits is its own; another gets its safe characters (others as ``_``), cut to
+    64 with a digest of the whole name when longer, or when that stand-in is taken. One
+    ``WireNames`` serves one request: the tools offered, the calls of the conversation,
+    ``tool_choice``, and the calls of the answer (``ours``).
+
+    Args:
+        offered: the names of the tools offered, in order (those that fit are kept first).
+    """
+
+    def __init__(self, offered: Iterable[str]) -> None:
+        self._to: dict[str, str] = {}
+        self._back: dict[str, str] = {}
+        names = list(dict.fromkeys(offered))
+        for name in names:
+            if len(name) <= 64 and _SAFE.fullmatch(name):
+                self._to[name] = self._back[name] = name
+        for name in names:
+            self.wire(name)
+
+    def wire(self, name: str) -> str:
+        """The name ``name`` goes under (made on first use, then kept).
+
+        Args:
+            name: the tool's name (offered, or called earlier in the conversation).
+
+        Returns:
+            The name the provider sees.
+        """
+        known = self._to.get(name)
+        if known is not None:
+            return known
+        safe = _UNSAFE.sub("_", name)
+        wire = safe if safe and len(safe) <= 64 and safe not in self._back \
+            else f"{safe[:51] or 'tool'}_{_digest(name)}"
+        self._to[name], self._back[wire] = wire, name
+        return wire
+
+    def ours(self, wire: str) -> str:
+        """The tool name the model meant by ``wire`` (itself when it was no stand-in).
+
+        Args:
+            wire: a name the provider's answer calls.
+
+        Returns:
+            The tool's own name.
+        """
+        return self._back.get(wire, wire)
+
+    def choice(self, tool_choice: Any) -> Any:
+        """``tool_choice`` naming its tool by the name it goes under (OpenAI's, Anthropic's form).
+
+        Args:
+            tool_choice: the option as the setup gives it.
+
+        Returns:
+            The option to send.
+        """
+        if not isinstance(tool_choice, dict):
+            return tool_choice
+        function = tool_choice.get("function")
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            return {**tool_choice, "function": {**function, "name": self.wire(function["name"])}}
+        if isinstance(tool_choice.get("name"), str):
+            return {**tool_choice, "name": self.wire(tool_choice["name"])}
+        return tool_choice
+
+    def restore(self, response: ChatResponse) -> ChatResponse:
+        """``response`` with each tool call named by the tool's own name.
+
+        Args:
+            response: the provider's answer, its calls named as the provider saw the tools.
+
+        Returns:
+            The answer as the chat action reads it.
+        """
+        calls = response.message.tool_calls
+        if all(self.ours(c.name) == c.name for c in calls):
+            return response
+        fixed = [c.model_copy(update={"name": self.ours(c.name)}) for c in calls]
+        return response.model_copy(update={
+            "message": response.message.model_copy(update={"tool_calls": fixed})})
