@@ -16,6 +16,11 @@ Each test comes from a public report of a similar system:
   ``calendar.read`` or ``admin/tools.list`` (openai/codex #8174, github/copilot-cli #2581,
   apify tester-mcp-client #11), a name with a space or over 64 characters. The request was
   refused whole; such a tool goes under a stand-in now, its calls mapped back.
+- A model's reasoning dropped between tool rounds: Anthropic with extended thinking refuses
+  the next call (``Expected `thinking` or `redacted_thinking`, but found `tool_use```:
+  opencode #3077, OpenRouter ai-sdk-provider #162), Kimi and DeepSeek thinking modes too
+  (``reasoning_content is missing in assistant tool call message``: kimi-agent-sdk #169,
+  eino-ext #700). It is kept with the message (``ChatMessage.reasoning``) and goes back.
 """
 
 from __future__ import annotations
@@ -311,3 +316,77 @@ def test_tools_named_as_mcp_servers_name_them_are_offered_and_called_under_stand
     assert len(set(offered)) == 5 and _refused_names(offered) == []
     assert offered[-1] == "calendar_read"  # a name that fits keeps it; the other one moves
     assert offered[2] == "price_lookup" and len(offered[3]) <= 64
+
+
+# ------------------------------------------------------------------ reasoning round trip
+def _thinking_anthropic(req: dict[str, Any]) -> tuple[int, Any]:
+    """Anthropic with extended thinking: the tool round's assistant turn starts thinking."""
+    body = req["body"]
+    if req["n"] == 0:
+        return 200, anthropic_reply([
+            {"type": "thinking", "thinking": "Tea first, then cake.", "signature": "sig-1"},
+            {"type": "redacted_thinking", "data": "opaque-2"},
+            {"type": "text", "text": "Looking both up."},
+            {"type": "tool_use", "id": "toolu_1", "name": "_price", "input": {"item": "tea"}},
+        ], stop_reason="tool_use")
+    turn = body["messages"][1]["content"]
+    if "thinking" in body and turn[0]["type"] not in ("thinking", "redacted_thinking"):
+        return 400, {"type": "error", "error": {
+            "type": "invalid_request_error", "message": "messages.1.content.0.type: Expected "
+            "`thinking` or `redacted_thinking`, but found `text`. When `thinking` is "
+            "enabled, a final `assistant` message must start with a thinking block"}}
+    assert turn[:2] == [
+        {"type": "thinking", "thinking": "Tea first, then cake.", "signature": "sig-1"},
+        {"type": "redacted_thinking", "data": "opaque-2"}], turn
+    return 200, anthropic_reply([{"type": "thinking", "thinking": "Done.", "signature": "s2"},
+                                 {"type": "text", "text": "tea is 7"}])
+
+
+def _thinking_openai(req: dict[str, Any]) -> tuple[int, Any]:
+    """Kimi's (DeepSeek's) thinking mode: tool call turns must carry reasoning_content."""
+    if req["n"] == 0:
+        body = openai_reply(None, [("call_1", "_price", {"item": "tea"})])
+        body["choices"][0]["message"]["reasoning_content"] = "Tea first."
+        return 200, body
+    for i, m in enumerate(req["body"]["messages"]):
+        if m["role"] == "assistant" and m.get("tool_calls") and not m.get("reasoning_content"):
+            return 400, {"error": {"message": "thinking is enabled but reasoning_content is "
+                                              f"missing in assistant tool call message at "
+                                              f"index {i}"}}
+    assert req["body"]["messages"][1]["reasoning_content"] == "Tea first."
+    return 200, openai_reply("tea is 7")
+
+
+def _thinking_ollama(req: dict[str, Any]) -> tuple[int, Any]:
+    if req["n"] == 0:
+        body = ollama_reply(tool_calls=[("_price", {"item": "tea"})])
+        body["message"]["thinking"] = "Tea first."
+        return 200, body
+    sent = req["body"]["messages"][1]
+    return 200, ollama_reply("tea is 7" if sent.get("thinking") == "Tea first." else "lost")
+
+
+@pytest.mark.parametrize(("conn", "server", "options"), [
+    (_anthropic, _thinking_anthropic, {"thinking": {"type": "enabled", "budget_tokens": 1024},
+                                       "max_tokens": 2048}),
+    (_openai, _thinking_openai, {}),
+    (_ollama, _thinking_ollama, {"think": True}),
+], ids=["anthropic", "openai_compatible", "ollama"])
+def test_the_models_reasoning_goes_back_with_its_tool_calls(conn, server, options):
+    with WireServer(server) as srv:
+        res = run_probe(probe_agent(conn(srv), tools=["_price"], tool_fns=[_price],
+                                    options=options), [{"key": "k", "q": "price of tea?"}])
+        n = len(srv.requests)
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["content"] == "tea is 7", ans
+    assert n == 2
+
+
+def test_reasoning_is_kept_on_the_message_and_out_of_its_json_when_there_is_none():
+    plain = ChatMessage(role=MessageRole.ASSISTANT, content="hi")
+    assert "reasoning" not in plain.model_dump() and "reasoning" not in plain.model_dump_json()
+    thought = ChatMessage(role=MessageRole.ASSISTANT, content="hi", reasoning=[
+        {"type": "thinking", "thinking": "a", "signature": "s"},
+        {"type": "reasoning", "text": "b"}, {"type": "redacted_thinking", "data": "x"}])
+    again = ChatMessage.model_validate_json(thought.model_dump_json())
+    assert again == thought and again.reasoning_text == "a\n\nb"

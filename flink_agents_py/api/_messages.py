@@ -94,6 +94,14 @@ class ChatMessage(BaseModel):
             Apache Flink Agents' ``ChatMessage.extra_args`` (see
             ``ChatModelSetup.build_messages``); never sent to the model. Left out of the
             message's dict and JSON when empty.
+        reasoning: for an assistant message, the model's reasoning as its provider gave it,
+            kept so that it goes back with the message: Anthropic's ``thinking`` and
+            ``redacted_thinking`` blocks (signatures included), or ``{"type": "reasoning",
+            "text": ...}`` for the ``reasoning_content`` of OpenAI-compatible servers
+            (DeepSeek, Kimi, vLLM...) and Ollama's ``thinking``. Providers that reason while
+            calling tools refuse a tool round whose assistant message lost it. Not part of
+            ``content``; each provider sends back only its own kind. Left out of the
+            message's dict and JSON when empty.
     """
 
     model_config = ConfigDict(frozen=True, use_enum_values=True)
@@ -104,6 +112,7 @@ class ChatMessage(BaseModel):
     tool_call_id: str | None = None
     name: str | None = None
     extra_args: dict[str, Any] = Field(default_factory=dict)
+    reasoning: list[dict[str, Any]] = Field(default_factory=list)
 
     @model_serializer(mode="wrap")
     def _without_empty_extra_args(self, handler: SerializerFunctionWrapHandler
@@ -112,6 +121,8 @@ class ChatMessage(BaseModel):
         data: dict[str, Any] = handler(self)
         if not self.extra_args:
             data.pop("extra_args", None)
+        if not self.reasoning:
+            data.pop("reasoning", None)
         return data
 
     @classmethod
@@ -138,6 +149,12 @@ class ChatMessage(BaseModel):
     def text(self) -> str:
         """The message's text (``content``; Flink Agents' name)."""
         return self.content
+
+    @property
+    def reasoning_text(self) -> str:
+        """The text of the message's ``reasoning`` (what the model thought), joined."""
+        return "\n\n".join(str(r.get("text") or r.get("thinking") or "")
+                           for r in self.reasoning if r.get("text") or r.get("thinking"))
 
 
 MAX_TOKEN_COUNT = 2**53

@@ -17,6 +17,9 @@ Needs the ``anthropic`` extra (``pip install 'flink-agents-py[anthropic]'``). Ma
   may call them first). The answer is that tool's ``input``: ``ChatResponse.structured``, and
   its JSON text is the message content. A schema whose root is not an object is wrapped in
   ``{"value": ...}`` and unwrapped again;
+- extended thinking (``thinking`` in the setup's options): the answer's ``thinking`` and
+  ``redacted_thinking`` blocks are kept as the message's ``reasoning`` and sent back first in
+  its turn, unchanged, as the API requires during tool use;
 - ``max_tokens`` (required by the API) defaults to the connection's ``max_tokens``;
 - usage from ``usage.input_tokens`` / ``usage.output_tokens``; ``stop_reason`` as the finish
   reason.
@@ -104,6 +107,23 @@ def anthropic_rate_limit(headers: Any) -> RateLimitInfo:
 _ERROR_PREFIX = "Error: "  # how the chat action words a failed tool's result
 
 
+def _thinking_blocks(reasoning: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The blocks of a message's reasoning that Anthropic made, to send back unchanged.
+
+    Returns:
+        Its ``thinking`` (signed) and ``redacted_thinking`` blocks; other providers' are left.
+    """
+    out: list[dict[str, Any]] = []
+    for r in reasoning:
+        if r.get("type") == "thinking" and isinstance(r.get("signature"), str) \
+                and r["signature"]:
+            out.append({"type": "thinking", "thinking": str(r.get("thinking") or ""),
+                        "signature": r["signature"]})
+        elif r.get("type") == "redacted_thinking" and isinstance(r.get("data"), str):
+            out.append({"type": "redacted_thinking", "data": r["data"]})
+    return out
+
+
 def to_anthropic_messages(
     messages: Sequence[ChatMessage], tool_name: Callable[[str], str] | None = None,
 ) -> tuple[str | None, list[dict[str, Any]]]:
@@ -111,7 +131,9 @@ def to_anthropic_messages(
 
     A tool call id the API would refuse (not ``^[a-zA-Z0-9_-]+$``: the chat action's
     synthetic ids, another provider's) goes as a stable stand-in, the same in the
-    ``tool_use`` block and in its ``tool_result`` (``wire_call_id``).
+    ``tool_use`` block and in its ``tool_result`` (``wire_call_id``). An assistant
+    message's thinking blocks go back first in its turn, unchanged (with extended thinking
+    on, the API refuses a tool round whose assistant turn lost them).
 
     Args:
         messages: the conversation.
@@ -138,6 +160,8 @@ def to_anthropic_messages(
             blocks.append(block)
         else:
             role = "assistant" if m.role == MessageRole.ASSISTANT else "user"
+            if role == "assistant":
+                blocks.extend(_thinking_blocks(m.reasoning))
             if m.content:
                 blocks.append({"type": "text", "text": m.content})
             for c in m.tool_calls:
@@ -290,6 +314,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
     def _from_anthropic(self, body: dict[str, Any], output_name: str | None,
                         wrapped: bool) -> ChatResponse:
         texts: list[str] = []
+        reasoning: list[dict[str, Any]] = []
         calls: list[ToolCall] = []
         structured: Any = None
         answered = False
@@ -300,6 +325,11 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             kind = block.get("type")
             if kind == "text":
                 texts.append(block.get("text") or "")
+            elif kind == "thinking":
+                reasoning.append({"type": "thinking", "thinking": block.get("thinking") or "",
+                                  "signature": block.get("signature")})
+            elif kind == "redacted_thinking":
+                reasoning.append({"type": "redacted_thinking", "data": block.get("data")})
             elif kind == "tool_use":
                 args = block.get("input") or {}
                 if output_name is not None and block.get("name") == output_name:
@@ -316,7 +346,8 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             structured = None
         usage = body.get("usage") or {}
         return ChatResponse(
-            message=ChatMessage(role=MessageRole.ASSISTANT, content=content, tool_calls=calls),
+            message=ChatMessage(role=MessageRole.ASSISTANT, content=content, tool_calls=calls,
+                                reasoning=reasoning),
             structured=structured,
             model=body.get("model"),
             response_id=body.get("id"),

@@ -42,7 +42,7 @@ from ...api.internal import refuse_truncated_calls
 from ._common import tool_arguments
 from ._gguf import find_gguf_model
 from ._grammar_sampling import make_grammar_first_llama
-from ._wire import OPENAI_ID_CHARS, wire_call_id
+from ._wire import OPENAI_ID_CHARS, reasoning_of, reasoning_text, wire_call_id
 
 __all__ = ["LlamaCppChatModel", "to_openai_messages", "from_openai_choice"]
 
@@ -53,7 +53,9 @@ def to_openai_messages(messages: Sequence[ChatMessage],
 
     A tool call id OpenAI would refuse (longer than 40 characters: another provider's or a
     gateway's) goes as a stable stand-in, the same for the call and its result
-    (``wire_call_id``).
+    (``wire_call_id``). An assistant message's reasoning from an OpenAI-compatible server
+    goes back as its ``reasoning_content`` (DeepSeek's and Kimi's thinking modes refuse a
+    tool round without it).
 
     Args:
         messages: the conversation.
@@ -74,6 +76,9 @@ def to_openai_messages(messages: Sequence[ChatMessage],
             ]
         if m.tool_call_id is not None:
             d["tool_call_id"] = wire_call_id(m.tool_call_id, OPENAI_ID_CHARS)
+        thought = reasoning_text(m.reasoning) if m.role == MessageRole.ASSISTANT else None
+        if thought is not None:  # the server's own reasoning_content, back with its message
+            d["reasoning_content"] = thought
         out.append(d)
     return out
 
@@ -107,7 +112,8 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
     usage = body.get("usage") or {}
     return ChatResponse(
         message=ChatMessage(role=MessageRole.ASSISTANT, content=msg.get("content") or "",
-                            tool_calls=calls),
+                            tool_calls=calls,
+                            reasoning=reasoning_of(msg.get("reasoning_content"))),
         model=body.get("model"),
         response_id=body.get("id"),
         usage=TokenUsage(input_tokens=usage.get("prompt_tokens", 0) or 0,

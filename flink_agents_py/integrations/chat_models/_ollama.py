@@ -6,7 +6,8 @@ Needs the ``ollama`` extra (``pip install 'flink-agents-py[ollama]'``). Mapping:
   ``tool_calls: [{"function": {"name", "arguments": {...}}}]`` and a tool result as
   ``{"role": "tool", "content": ..., "tool_name": ...}``. Ollama gives tool calls no ids: the
   chat action gives each a unique synthetic id, and results go back in call order, each with
-  its tool's name.
+  its tool's name. An answer's ``thinking`` (``think`` on) is kept as the message's
+  ``reasoning`` and goes back with it.
 - tools as ``{"type": "function", "function": {"name", "description", "parameters"}}``. The
   ``ollama`` client re-validates tools into its own model, which keeps ``type``,
   ``description``, ``enum``, ``items`` and ``required`` of each property and drops other
@@ -44,6 +45,7 @@ from ._common import (
     provider_error,
     tool_arguments,
 )
+from ._wire import reasoning_of, reasoning_text
 
 __all__ = ["OllamaChatModel", "to_ollama_messages"]
 
@@ -60,6 +62,9 @@ def to_ollama_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
                                for c in m.tool_calls]
         if m.role == MessageRole.TOOL and m.name:
             d["tool_name"] = m.name
+        thought = reasoning_text(m.reasoning) if m.role == MessageRole.ASSISTANT else None
+        if thought is not None:
+            d["thinking"] = thought
         out.append(d)
     return out
 
@@ -153,7 +158,7 @@ def _from_ollama(resp: Any) -> ChatResponse:
     finish = body.get("done_reason")
     return ChatResponse(
         message=ChatMessage(role=MessageRole.ASSISTANT, content=msg.get("content") or "",
-                            tool_calls=calls),
+                            tool_calls=calls, reasoning=reasoning_of(msg.get("thinking"))),
         model=body.get("model"),
         usage=TokenUsage(input_tokens=body.get("prompt_eval_count") or 0,
                          output_tokens=body.get("eval_count") or 0),

@@ -24,7 +24,7 @@ from typing import Any
 
 from ...api import ChatResponse
 
-__all__ = ["OPENAI_ID_CHARS", "WireNames", "wire_call_id"]
+__all__ = ["OPENAI_ID_CHARS", "WireNames", "reasoning_of", "reasoning_text", "wire_call_id"]
 
 OPENAI_ID_CHARS = 40
 """The longest tool call id OpenAI's chat completions take."""
@@ -140,3 +140,30 @@ class WireNames:
         fixed = [c.model_copy(update={"name": self.ours(c.name)}) for c in calls]
         return response.model_copy(update={
             "message": response.message.model_copy(update={"tool_calls": fixed})})
+
+
+def reasoning_of(text: Any) -> list[dict[str, Any]]:
+    """A server's reasoning text as a message's ``reasoning`` (``[]`` when there is none).
+
+    Args:
+        text: what the server gave (OpenAI-compatible ``reasoning_content``, Ollama's
+            ``thinking``); anything but a non-empty string is none.
+
+    Returns:
+        ``[{"type": "reasoning", "text": text}]``, or ``[]``.
+    """
+    return [{"type": "reasoning", "text": text}] if isinstance(text, str) and text else []
+
+
+def reasoning_text(reasoning: list[dict[str, Any]]) -> str | None:
+    """The text of a message's ``reasoning`` items of the ``reasoning`` kind, to send back.
+
+    Args:
+        reasoning: the message's ``reasoning``.
+
+    Returns:
+        The text (``None``: none of that kind; Anthropic's blocks go to Anthropic only).
+    """
+    texts = [r["text"] for r in reasoning
+             if r.get("type") == "reasoning" and isinstance(r.get("text"), str)]
+    return "".join(texts) if texts else None
