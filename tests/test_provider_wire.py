@@ -21,6 +21,11 @@ Each test comes from a public report of a similar system:
   opencode #3077, OpenRouter ai-sdk-provider #162), Kimi and DeepSeek thinking modes too
   (``reasoning_content is missing in assistant tool call message``: kimi-agent-sdk #169,
   eino-ext #700). It is kept with the message (``ChatMessage.reasoning``) and goes back.
+- Text Anthropic refuses in a request: a block of whitespace only (the ``"\\n\\n"`` a model
+  writes before its tool calls: ``text content blocks must contain non-whitespace text``,
+  kibitz #78, LibreChat agents #124) and a final assistant turn ending in whitespace
+  (``final assistant content cannot end with trailing whitespace``: crewAI #4413, LangChain
+  #35071). Neither is sent now.
 """
 
 from __future__ import annotations
@@ -390,3 +395,43 @@ def test_reasoning_is_kept_on_the_message_and_out_of_its_json_when_there_is_none
         {"type": "reasoning", "text": "b"}, {"type": "redacted_thinking", "data": "x"}])
     again = ChatMessage.model_validate_json(thought.model_dump_json())
     assert again == thought and again.reasoning_text == "a\n\nb"
+
+
+# ------------------------------------------------------------------ whitespace Anthropic refuses
+def _whitespace_rules(body: dict[str, Any]) -> str | None:
+    for m in body["messages"]:
+        for b in m["content"]:
+            if b["type"] == "text" and not b["text"].strip():
+                return "messages: text content blocks must contain non-whitespace text"
+    last = body["messages"][-1]
+    if last["role"] == "assistant" and last["content"][-1].get("text", "x") != \
+            last["content"][-1].get("text", "x").rstrip():
+        return "messages: final assistant content cannot end with trailing whitespace"
+    return None
+
+
+def test_whitespace_anthropic_refuses_is_not_sent_in_a_tool_round_or_a_prefill():
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        refused = _whitespace_rules(req["body"])
+        if refused:
+            return 400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                   "message": refused}}
+        if req["n"] == 0:
+            return 200, anthropic_reply([
+                {"type": "text", "text": "\n\n"},
+                {"type": "tool_use", "id": "toolu_1", "name": "_price", "input": {"item": "tea"}},
+            ], stop_reason="tool_use")
+        return 200, anthropic_reply([{"type": "text", "text": "tea is 7"}])
+
+    with WireServer(answer) as srv:
+        res = run_probe(probe_agent(_anthropic(srv), tools=["_price"], tool_fns=[_price]),
+                        [{"key": "k", "q": "price of tea?"}])
+        [ans] = outputs_of(res, "answer")
+        assert ans["error"] is None and ans["content"] == "tea is 7", ans
+        assert srv.bodies()[1]["messages"][1]["content"][0]["type"] == "tool_use"
+        conn = AnthropicChatModel(base_url=srv.url, api_key_env="FAP_TEST_ANTHROPIC_KEY")
+        reply = conn.chat([ChatMessage(content="Name a colour."),
+                           ChatMessage(role=MessageRole.ASSISTANT, content="The colour is: \n")])
+        assert reply.message.content == "tea is 7"
+        assert srv.bodies()[-1]["messages"][-1]["content"] == [
+            {"type": "text", "text": "The colour is:"}]

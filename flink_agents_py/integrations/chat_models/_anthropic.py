@@ -133,7 +133,9 @@ def to_anthropic_messages(
     synthetic ids, another provider's) goes as a stable stand-in, the same in the
     ``tool_use`` block and in its ``tool_result`` (``wire_call_id``). An assistant
     message's thinking blocks go back first in its turn, unchanged (with extended thinking
-    on, the API refuses a tool round whose assistant turn lost them).
+    on, the API refuses a tool round whose assistant turn lost them). Text of whitespace
+    only (a model's blank lines before its tool calls) is left out, and a final assistant
+    turn (a prefill) ends without trailing whitespace: the API refuses both.
 
     Args:
         messages: the conversation.
@@ -146,7 +148,7 @@ def to_anthropic_messages(
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role == MessageRole.SYSTEM:
-            if m.content:
+            if m.content.strip():
                 system.append(m.content)
             continue
         blocks: list[dict[str, Any]] = []
@@ -162,7 +164,7 @@ def to_anthropic_messages(
             role = "assistant" if m.role == MessageRole.ASSISTANT else "user"
             if role == "assistant":
                 blocks.extend(_thinking_blocks(m.reasoning))
-            if m.content:
+            if m.content.strip():  # the API refuses a text block of whitespace only
                 blocks.append({"type": "text", "text": m.content})
             for c in m.tool_calls:
                 blocks.append({"type": "tool_use", "id": wire_call_id(c.id),
@@ -174,6 +176,9 @@ def to_anthropic_messages(
             out[-1]["content"].extend(blocks)
         else:
             out.append({"role": role, "content": blocks})
+    last = out[-1]["content"][-1] if out and out[-1]["role"] == "assistant" else None
+    if last is not None and last["type"] == "text":  # "cannot end with trailing whitespace"
+        last["text"] = last["text"].rstrip()
     return ("\n\n".join(system) or None), out
 
 
