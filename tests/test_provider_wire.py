@@ -26,6 +26,10 @@ Each test comes from a public report of a similar system:
   kibitz #78, LibreChat agents #124) and a final assistant turn ending in whitespace
   (``final assistant content cannot end with trailing whitespace``: crewAI #4413, LangChain
   #35071). Neither is sent now.
+- Anthropic's usage with prompt caching: ``input_tokens`` counts only what was neither read
+  from nor written to the cache, so a chat's input tokens (and the budgets counting them)
+  were a fraction of what was processed (genkit #5412, any-llm #622, oasis #44). They are
+  the sum now.
 """
 
 from __future__ import annotations
@@ -435,3 +439,16 @@ def test_whitespace_anthropic_refuses_is_not_sent_in_a_tool_round_or_a_prefill()
         assert reply.message.content == "tea is 7"
         assert srv.bodies()[-1]["messages"][-1]["content"] == [
             {"type": "text", "text": "The colour is:"}]
+
+
+# ------------------------------------------------------------------ usage with prompt caching
+def test_anthropic_input_tokens_count_what_the_prompt_cache_read_and_wrote():
+    body = anthropic_reply([{"type": "text", "text": "hi"}])
+    body["usage"] = {"input_tokens": 7, "output_tokens": 12, "cache_read_input_tokens": 9000,
+                     "cache_creation_input_tokens": 400}
+    with WireServer(lambda req: (200, body)) as srv:
+        res = run_probe(probe_agent(_anthropic(srv)), [{"key": "k", "q": "hi"}])
+    [ans] = outputs_of(res, "answer")
+    assert ans["usage"] == {"input_tokens": 9407, "output_tokens": 12}
+    assert ans["metadata"] == {"cache_read_input_tokens": 9000,
+                               "cache_creation_input_tokens": 400}

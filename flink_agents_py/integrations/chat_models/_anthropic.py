@@ -21,8 +21,10 @@ Needs the ``anthropic`` extra (``pip install 'flink-agents-py[anthropic]'``). Ma
   ``redacted_thinking`` blocks are kept as the message's ``reasoning`` and sent back first in
   its turn, unchanged, as the API requires during tool use;
 - ``max_tokens`` (required by the API) defaults to the connection's ``max_tokens``;
-- usage from ``usage.input_tokens`` / ``usage.output_tokens``; ``stop_reason`` as the finish
-  reason.
+- usage: input tokens are ``usage.input_tokens`` plus the prompt cache's
+  ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` (the API counts those apart;
+  each is in ``metadata`` when not 0), output tokens ``usage.output_tokens``; ``stop_reason``
+  as the finish reason.
 """
 
 from __future__ import annotations
@@ -350,13 +352,17 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         else:
             structured = None
         usage = body.get("usage") or {}
+        # input_tokens counts only what was neither read from nor written to the prompt cache
+        cache = {k: usage[k] for k in ("cache_read_input_tokens", "cache_creation_input_tokens")
+                 if isinstance(usage.get(k), int) and usage[k] > 0}
         return ChatResponse(
             message=ChatMessage(role=MessageRole.ASSISTANT, content=content, tool_calls=calls,
                                 reasoning=reasoning),
             structured=structured,
             model=body.get("model"),
             response_id=body.get("id"),
-            usage=TokenUsage(input_tokens=usage.get("input_tokens") or 0,
+            usage=TokenUsage(input_tokens=(usage.get("input_tokens") or 0) + sum(cache.values()),
                              output_tokens=usage.get("output_tokens") or 0),
             finish_reason="tool_calls" if calls else body.get("stop_reason"),
+            metadata=cache,
         )
