@@ -30,6 +30,10 @@ Each test comes from a public report of a similar system:
   from nor written to the cache, so a chat's input tokens (and the budgets counting them)
   were a fraction of what was processed (genkit #5412, any-llm #622, oasis #44). They are
   the sum now.
+- ``content`` as a list of parts (Mistral's reasoning models: a ``thinking`` part, then
+  ``text`` parts; microsoft agent-framework #6978, mistralai client-python #621, big-AGI
+  #873): the chat failed with ``unexpected chat completion body``. The text parts are the
+  answer now.
 """
 
 from __future__ import annotations
@@ -452,3 +456,18 @@ def test_anthropic_input_tokens_count_what_the_prompt_cache_read_and_wrote():
     assert ans["usage"] == {"input_tokens": 9407, "output_tokens": 12}
     assert ans["metadata"] == {"cache_read_input_tokens": 9000,
                                "cache_creation_input_tokens": 400}
+
+
+# ------------------------------------------------------------------ content as parts
+def test_an_answer_whose_content_is_a_list_of_parts_is_its_text_parts():
+    body = openai_reply(None)
+    body["choices"][0]["message"]["content"] = [
+        {"type": "thinking", "thinking": [{"type": "text", "text": "They want JSON."}]},
+        {"type": "text", "text": '{"score": '}, {"type": "reference", "reference_ids": [1]},
+        {"type": "text", "text": "4}"}]
+    schema = {"type": "object", "properties": {"score": {"type": "integer"}}}
+    with WireServer(lambda req: (200, body)) as srv:
+        res = run_probe(probe_agent(_openai(srv)), [{"key": "k", "q": "rate", "schema": schema}])
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["content"] == '{"score": 4}', ans
+    assert ans["structured"] == {"score": 4}

@@ -83,6 +83,25 @@ def to_openai_messages(messages: Sequence[ChatMessage],
     return out
 
 
+def _text_of(content: Any) -> str:
+    """A message's text: its ``content`` string, or the text parts of a list of parts.
+
+    Mistral's reasoning models (and other OpenAI-compatible servers) answer ``content`` as
+    parts, ``[{"type": "thinking", ...}, {"type": "text", "text": ...}]``: the text parts,
+    joined, are the answer; the others are not part of it.
+
+    Returns:
+        The text (``""`` for none).
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content if isinstance(p, dict)
+                       and p.get("type") in ("text", "output_text")
+                       and isinstance(p.get("text"), str))
+    return ""
+
+
 def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
     """Map an OpenAI-shaped chat-completion response dict to a ``ChatResponse``.
 
@@ -111,7 +130,7 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
         calls.append(ToolCall(id=c.get("id") or "", name=fn.get("name", ""), arguments=args))
     usage = body.get("usage") or {}
     return ChatResponse(
-        message=ChatMessage(role=MessageRole.ASSISTANT, content=msg.get("content") or "",
+        message=ChatMessage(role=MessageRole.ASSISTANT, content=_text_of(msg.get("content")),
                             tool_calls=calls,
                             reasoning=reasoning_of(msg.get("reasoning_content"))),
         model=body.get("model"),

@@ -249,7 +249,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
             error = provider_error(f"chat completion failed: {type(e).__name__}: {e}", None)
             raise error from scrub_exception(e)
-        body = completion.model_dump() if hasattr(completion, "model_dump") else dict(completion)
+        body = (completion.model_dump(warnings=False) if hasattr(completion, "model_dump")
+                else dict(completion))  # (a server's content as parts is no str: no warning)
         try:
             return names.restore(from_openai_choice(body))
         except ProviderError:
