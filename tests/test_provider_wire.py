@@ -34,6 +34,9 @@ Each test comes from a public report of a similar system:
   ``text`` parts; microsoft agent-framework #6978, mistralai client-python #621, big-AGI
   #873): the chat failed with ``unexpected chat completion body``. The text parts are the
   answer now.
+- Structured output from Anthropic with extended thinking on: the forced output tool made
+  every such call a 400 (``Thinking may not be enabled when tool_choice forces tool use``:
+  llama_index #19641, mastra #7507, LangChain #35544). The tool is offered unforced then.
 """
 
 from __future__ import annotations
@@ -471,3 +474,33 @@ def test_an_answer_whose_content_is_a_list_of_parts_is_its_text_parts():
     [ans] = outputs_of(res, "answer")
     assert ans["error"] is None and ans["content"] == '{"score": 4}', ans
     assert ans["structured"] == {"score": 4}
+
+
+# ------------------------------------------------------------------ thinking + structured output
+@pytest.mark.parametrize("answer_by", ["tool", "text"])
+def test_anthropic_structured_output_with_extended_thinking_does_not_force_the_tool(answer_by):
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        body = req["body"]
+        if "thinking" in body and body.get("tool_choice", {}).get("type") in ("any", "tool"):
+            return 400, {"type": "error", "error": {
+                "type": "invalid_request_error",
+                "message": "Thinking may not be enabled when tool_choice forces tool use."}}
+        thought = {"type": "thinking", "thinking": "Four.", "signature": "sig"}
+        if answer_by == "tool":
+            return 200, anthropic_reply([thought, {"type": "tool_use", "id": "toolu_1",
+                                                   "name": "structured_output",
+                                                   "input": {"score": 4}}],
+                                        stop_reason="tool_use")
+        return 200, anthropic_reply([thought, {"type": "text", "text": '{"score": 4}'}])
+
+    schema = {"type": "object", "properties": {"score": {"type": "integer"}},
+              "required": ["score"]}
+    with WireServer(answer) as srv:
+        res = run_probe(probe_agent(_anthropic(srv), options={
+            "thinking": {"type": "enabled", "budget_tokens": 1024}, "max_tokens": 2048}),
+            [{"key": "k", "q": "rate it", "schema": schema}])
+        [sent] = srv.bodies()
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["structured"] == {"score": 4}, ans
+    assert sent["tool_choice"] == {"type": "auto"}
+    assert sent["tools"][-1]["name"] == "structured_output"

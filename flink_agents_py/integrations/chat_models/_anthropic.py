@@ -14,7 +14,9 @@ Needs the ``anthropic`` extra (``pip install 'flink-agents-py[anthropic]'``). Ma
 - structured output through a forced tool: the schema becomes the input schema of an extra
   tool (``output_tool_name``, ``structured_output`` by default) and ``tool_choice`` forces it
   (``{"type": "tool", ...}``; ``{"type": "any"}`` when other tools are offered too, so the model
-  may call them first). The answer is that tool's ``input``: ``ChatResponse.structured``, and
+  may call them first; ``{"type": "auto"}`` with extended thinking on, which refuses a forced
+  tool: an answer in text is then validated as JSON like any other). The answer is that
+  tool's ``input``: ``ChatResponse.structured``, and
   its JSON text is the message content. A schema whose root is not an object is wrapped in
   ``{"value": ...}`` and unwrapped again;
 - extended thinking (``thinking`` in the setup's options): the answer's ``thinking`` and
@@ -184,6 +186,12 @@ def to_anthropic_messages(
     return ("\n\n".join(system) or None), out
 
 
+def _thinking(options: dict[str, Any]) -> bool:
+    """Whether the request's options turn extended thinking on (``enabled``, ``adaptive``)."""
+    thinking = options.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type") not in (None, "disabled")
+
+
 def _output_tool(name: str, schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """The forced tool for ``schema``; ``True`` when the schema was wrapped in ``value``."""
     if schema.get("type") == "object":
@@ -291,7 +299,10 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         if output_schema is not None:
             out_tool, wrapped = _output_tool(names.wire(output_name), output_schema)
             wire_tools.append(out_tool)
-            request["tool_choice"] = ({"type": "any"} if tools else
+            # extended thinking refuses a forced tool ("Thinking may not be enabled when
+            # tool_choice forces tool use"): then the model is asked, not forced, to use it
+            request["tool_choice"] = ({"type": "auto"} if _thinking(options) else
+                                      {"type": "any"} if tools else
                                       {"type": "tool", "name": names.wire(output_name)})
         if wire_tools:
             request["tools"] = wire_tools
