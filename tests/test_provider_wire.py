@@ -37,6 +37,10 @@ Each test comes from a public report of a similar system:
 - Structured output from Anthropic with extended thinking on: the forced output tool made
   every such call a 400 (``Thinking may not be enabled when tool_choice forces tool use``:
   llama_index #19641, mastra #7507, LangChain #35544). The tool is offered unforced then.
+- ``tool_choice`` and ``parallel_tool_calls`` a provider refuses: OpenAI's forms sent to
+  Anthropic (``tool_choice: Input should be a valid dictionary``), either sent without tools
+  (``'parallel_tool_calls' is only allowed when 'tools' are specified``: Upsonic #323). A
+  setup's options now go to either connection, and are left out without tools.
 """
 
 from __future__ import annotations
@@ -504,3 +508,67 @@ def test_anthropic_structured_output_with_extended_thinking_does_not_force_the_t
     assert ans["error"] is None and ans["structured"] == {"score": 4}, ans
     assert sent["tool_choice"] == {"type": "auto"}
     assert sent["tools"][-1]["name"] == "structured_output"
+
+
+# ------------------------------------------------------------------ tool_choice across providers
+def _openai_choice_rules(body: dict[str, Any]) -> str | None:
+    for field in ("tool_choice", "parallel_tool_calls"):
+        if field in body and not body.get("tools"):
+            return f"Invalid value for '{field}': '{field}' is only allowed when 'tools' " \
+                   "are specified."
+    choice = body.get("tool_choice", "auto")
+    if not (choice in ("auto", "none", "required") or (
+            isinstance(choice, dict) and choice.get("type") == "function")):
+        return "Invalid value for 'tool_choice'"
+    return None
+
+
+def _anthropic_choice_rules(body: dict[str, Any]) -> str | None:
+    if "parallel_tool_calls" in body:
+        return "parallel_tool_calls: Extra inputs are not permitted"
+    if "tool_choice" in body and not body.get("tools"):
+        return "tool_choice may only be specified while providing tools"
+    choice = body.get("tool_choice", {"type": "auto"})
+    if not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "tool", "none"):
+        return "tool_choice: Input should be a valid dictionary or object"
+    return None
+
+
+_CHOICES: dict[str, Any] = {
+    "openai_form_to_anthropic": (_anthropic, ["_price"], {
+        "tool_choice": {"type": "function", "function": {"name": "_price"}},
+        "parallel_tool_calls": False},
+        {"type": "tool", "name": "_price", "disable_parallel_tool_use": True}),
+    "required_to_anthropic": (_anthropic, ["_price"], {"tool_choice": "required"},
+                              {"type": "any"}),
+    "anthropic_form_to_openai": (_openai, ["_price"], {
+        "tool_choice": {"type": "tool", "name": "_price"}, "parallel_tool_calls": False},
+        {"type": "function", "function": {"name": "_price"}}),
+    "any_to_openai": (_openai, ["_price"], {"tool_choice": {"type": "any"}}, "required"),
+    "no_tools_openai": (_openai, [], {"tool_choice": "auto", "parallel_tool_calls": False},
+                        None),
+    "no_tools_anthropic": (_anthropic, [], {"tool_choice": "auto"}, None),
+}
+
+
+@pytest.mark.parametrize("case", list(_CHOICES))
+def test_a_setups_tool_choice_reaches_either_provider_in_its_form(case):
+    conn, tools, options, expected = _CHOICES[case]
+    rules = _anthropic_choice_rules if conn is _anthropic else _openai_choice_rules
+
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        refused = rules(req["body"])
+        if refused:
+            return 400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                   "message": refused}}
+        return 200, (anthropic_reply([{"type": "text", "text": "fine"}]) if conn is _anthropic
+                     else openai_reply("fine"))
+
+    with WireServer(answer) as srv:
+        res = run_probe(probe_agent(conn(srv), tools=tools,
+                                    tool_fns=[_price] if tools else [], options=options),
+                        [{"key": "k", "q": "go"}])
+        [sent] = srv.bodies()
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["content"] == "fine", ans
+    assert sent.get("tool_choice") == expected

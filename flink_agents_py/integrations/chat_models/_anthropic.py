@@ -67,7 +67,7 @@ from ._common import (
     tool_arguments,
     with_extra_body,
 )
-from ._wire import WireNames, wire_call_id
+from ._wire import WireNames, anthropic_tool_choice, wire_call_id
 
 __all__ = ["AnthropicChatModel", "anthropic_rate_limit", "to_anthropic_messages"]
 
@@ -272,8 +272,10 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         """Send one Messages API request; see ``ChatModelConnection.chat``.
 
         ``options`` go into the request as they are (``temperature``, ``top_p``,
-        ``stop_sequences``, ``tool_choice``...); the ones the installed SDK does not list as
-        parameters are sent in the body all the same (``extra_body``).
+        ``stop_sequences``...); the ones the installed SDK does not list as parameters are
+        sent in the body all the same (``extra_body``). ``tool_choice`` and
+        ``parallel_tool_calls`` in OpenAI's form are sent in Anthropic's
+        (``_wire.anthropic_tool_choice``).
 
         Returns:
             The model's answer.
@@ -303,12 +305,11 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             # tool_choice forces tool use"): then the model is asked, not forced, to use it
             request["tool_choice"] = ({"type": "auto"} if _thinking(options) else
                                       {"type": "any"} if tools else
-                                      {"type": "tool", "name": names.wire(output_name)})
+                                      {"type": "tool", "name": output_name})
         if wire_tools:
             request["tools"] = wire_tools
         request.update(options)
-        if "tool_choice" in request:
-            request["tool_choice"] = names.choice(request["tool_choice"])
+        anthropic_tool_choice(request, names)
         create = client.messages.with_raw_response.create
         try:
             raw = await create(**with_extra_body(create, request))

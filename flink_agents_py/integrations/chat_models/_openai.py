@@ -53,7 +53,7 @@ from ._common import (
     with_extra_body,
 )
 from ._llama import from_openai_choice, to_openai_messages
-from ._wire import WireNames
+from ._wire import WireNames, openai_tool_choice
 
 __all__ = ["OpenAIChatModel", "openai_rate_limit"]
 
@@ -212,8 +212,10 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         """Send one chat-completions request; see ``ChatModelConnection.chat``.
 
         ``options`` go into the request as they are (``temperature``, ``max_tokens``,
-        ``tool_choice``, ``seed``...); the ones the installed SDK does not list as parameters
-        are sent in the body all the same (``extra_body``).
+        ``seed``...); the ones the installed SDK does not list as parameters are sent in the
+        body all the same (``extra_body``). ``tool_choice`` in Anthropic's form is sent in
+        OpenAI's; it and ``parallel_tool_calls`` are left out without tools
+        (``_wire.openai_tool_choice``).
 
         Returns:
             The model's answer.
@@ -235,8 +237,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             kwargs["tools"] = [{"type": "function", "function": {
                 "name": names.wire(t.name), "description": t.description,
                 "parameters": t.parameters}} for t in tools]
-        if "tool_choice" in kwargs:
-            kwargs["tool_choice"] = names.choice(kwargs["tool_choice"])
+        openai_tool_choice(kwargs, names)
         if output_schema is not None:
             kwargs["response_format"] = self._response_format(output_schema)
         try:

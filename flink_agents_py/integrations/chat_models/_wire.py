@@ -24,7 +24,8 @@ from typing import Any
 
 from ...api import ChatResponse
 
-__all__ = ["OPENAI_ID_CHARS", "WireNames", "reasoning_of", "reasoning_text", "wire_call_id"]
+__all__ = ["OPENAI_ID_CHARS", "WireNames", "anthropic_tool_choice", "openai_tool_choice",
+           "reasoning_of", "reasoning_text", "wire_call_id"]
 
 OPENAI_ID_CHARS = 40
 """The longest tool call id OpenAI's chat completions take."""
@@ -107,24 +108,6 @@ class WireNames:
         """
         return self._back.get(wire, wire)
 
-    def choice(self, tool_choice: Any) -> Any:
-        """``tool_choice`` naming its tool by the name it goes under (OpenAI's, Anthropic's form).
-
-        Args:
-            tool_choice: the option as the setup gives it.
-
-        Returns:
-            The option to send.
-        """
-        if not isinstance(tool_choice, dict):
-            return tool_choice
-        function = tool_choice.get("function")
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            return {**tool_choice, "function": {**function, "name": self.wire(function["name"])}}
-        if isinstance(tool_choice.get("name"), str):
-            return {**tool_choice, "name": self.wire(tool_choice["name"])}
-        return tool_choice
-
     def restore(self, response: ChatResponse) -> ChatResponse:
         """``response`` with each tool call named by the tool's own name.
 
@@ -167,3 +150,75 @@ def reasoning_text(reasoning: list[dict[str, Any]]) -> str | None:
     texts = [r["text"] for r in reasoning
              if r.get("type") == "reasoning" and isinstance(r.get("text"), str)]
     return "".join(texts) if texts else None
+
+
+def _chosen_name(choice: Any) -> str | None:
+    """The tool a ``tool_choice`` names, in either provider's form (``None``: none named)."""
+    if not isinstance(choice, dict):
+        return None
+    function = choice.get("function")
+    name = function.get("name") if isinstance(function, dict) else choice.get("name")
+    return name if isinstance(name, str) else None
+
+
+def openai_tool_choice(request: dict[str, Any], names: WireNames) -> None:
+    """Put the request's ``tool_choice`` in OpenAI's form, in place.
+
+    Anthropic's forms are taken too (``"any"``, ``{"type": "any"}``, ``{"type": "tool",
+    "name": ...}``), so a setup's options need not change with its connection. Without tools
+    in the request, ``tool_choice`` and ``parallel_tool_calls`` are left out: OpenAI refuses
+    them then ("only allowed when tools are specified").
+
+    Args:
+        request: the request's fields (``tools``, ``tool_choice``, ``parallel_tool_calls``).
+        names: the names the request's tools go under.
+    """
+    if not request.get("tools"):
+        request.pop("tool_choice", None)
+        request.pop("parallel_tool_calls", None)
+        return
+    if "tool_choice" not in request:
+        return
+    choice = request["tool_choice"]
+    named = _chosen_name(choice)
+    kind = choice.get("type") if isinstance(choice, dict) else choice
+    if named is not None:
+        choice = {"type": "function", "function": {"name": names.wire(named)}}
+    elif kind in ("any", "required"):
+        choice = "required"
+    elif kind in ("auto", "none"):
+        choice = kind
+    request["tool_choice"] = choice
+
+
+def anthropic_tool_choice(request: dict[str, Any], names: WireNames) -> None:
+    """Put the request's ``tool_choice`` in Anthropic's form, in place.
+
+    OpenAI's forms are taken too (``"auto"``, ``"none"``, ``"required"``, ``{"type":
+    "function", "function": {"name": ...}}``), and ``parallel_tool_calls=False`` becomes
+    ``disable_parallel_tool_use``; Anthropic refuses both forms of OpenAI's. Without tools in
+    the request, ``tool_choice`` is left out (refused then too).
+
+    Args:
+        request: the request's fields (``tools``, ``tool_choice``, ``parallel_tool_calls``).
+        names: the names the request's tools go under.
+    """
+    parallel = request.pop("parallel_tool_calls", None)
+    if not request.get("tools"):
+        request.pop("tool_choice", None)
+        return
+    choice = request.get("tool_choice")
+    named = _chosen_name(choice)
+    kind = choice.get("type") if isinstance(choice, dict) else choice
+    if named is not None:
+        choice = {**(choice if isinstance(choice, dict) and kind == "tool" else {}),
+                  "type": "tool", "name": names.wire(named)}
+    elif kind in ("any", "required", "auto", "none"):
+        choice = {**(choice if isinstance(choice, dict) else {}),
+                  "type": "any" if kind == "required" else kind}
+    if parallel is False and (choice is None or isinstance(choice, dict)):
+        choice = {"type": "auto", **(choice or {})}
+        if choice["type"] != "none":
+            choice["disable_parallel_tool_use"] = True
+    if choice is not None:
+        request["tool_choice"] = choice
