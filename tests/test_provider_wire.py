@@ -41,6 +41,9 @@ Each test comes from a public report of a similar system:
   Anthropic (``tool_choice: Input should be a valid dictionary``), either sent without tools
   (``'parallel_tool_calls' is only allowed when 'tools' are specified``: Upsonic #323). A
   setup's options now go to either connection, and are left out without tools.
+- OpenAI's refusal (``message.refusal``, ``content: null``): the answer was an empty text, a
+  structured-output chat asked again and failed quoting ``''`` (openai-agents-python
+  #3055, langchain4j #6120). The refusal is the answer's text now, and its metadata.
 """
 
 from __future__ import annotations
@@ -572,3 +575,20 @@ def test_a_setups_tool_choice_reaches_either_provider_in_its_form(case):
     [ans] = outputs_of(res, "answer")
     assert ans["error"] is None and ans["content"] == "fine", ans
     assert sent.get("tool_choice") == expected
+
+
+# ------------------------------------------------------------------ refusals
+def test_a_refusal_is_the_answers_text_and_a_structured_chat_says_it_was_refused():
+    body = openai_reply(None)
+    body["choices"][0]["message"]["refusal"] = "I'm sorry, I can't help with that."
+    schema = {"type": "object", "properties": {"score": {"type": "integer"}}}
+    with WireServer(lambda req: (200, body)) as srv:
+        res = run_probe(probe_agent(_openai(srv)), [
+            {"key": "plain", "q": "how to pick a lock?"},
+            {"key": "shaped", "q": "how to pick a lock?", "schema": schema}])
+    answers = {a["key"]: a for a in outputs_of(res, "answer")}
+    plain = answers["plain"]
+    assert plain["error"] is None and plain["content"] == "I'm sorry, I can't help with that."
+    assert plain["metadata"] == {"refusal": "I'm sorry, I can't help with that."}
+    assert "StructuredOutputError" in answers["shaped"]["error"]
+    assert "I'm sorry, I can't help with that." in answers["shaped"]["error"]

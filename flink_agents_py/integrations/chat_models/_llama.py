@@ -102,6 +102,18 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+def _refusal_of(msg: dict[str, Any]) -> str | None:
+    """The model's refusal: ``message.refusal``, or the ``refusal`` parts of its content."""
+    refusal = msg.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        return refusal
+    content = msg.get("content")
+    parts: list[Any] = content if isinstance(content, list) else []
+    found = [p["refusal"] for p in parts if isinstance(p, dict) and p.get("type") == "refusal"
+             and isinstance(p.get("refusal"), str)]
+    return "".join(found) or None
+
+
 def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
     """Map an OpenAI-shaped chat-completion response dict to a ``ChatResponse``.
 
@@ -109,7 +121,9 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
         body: the response body.
 
     Returns:
-        The answer of the first choice.
+        The answer of the first choice. A refusal (``message.refusal``: the model declined,
+        e.g. a structured-output request) is the message's text when it has no other, and
+        ``metadata["refusal"]``.
 
     Raises:
         ProviderError: when the body has no choice, a tool call's arguments are not a JSON
@@ -129,10 +143,13 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
         args = tool_arguments(fn.get("arguments") or "", i, fn.get("name", ""))
         calls.append(ToolCall(id=c.get("id") or "", name=fn.get("name", ""), arguments=args))
     usage = body.get("usage") or {}
+    refusal = _refusal_of(msg)
     return ChatResponse(
-        message=ChatMessage(role=MessageRole.ASSISTANT, content=_text_of(msg.get("content")),
+        message=ChatMessage(role=MessageRole.ASSISTANT,
+                            content=_text_of(msg.get("content")) or refusal or "",
                             tool_calls=calls,
                             reasoning=reasoning_of(msg.get("reasoning_content"))),
+        metadata={"refusal": refusal} if refusal else {},
         model=body.get("model"),
         response_id=body.get("id"),
         usage=TokenUsage(input_tokens=usage.get("prompt_tokens", 0) or 0,
