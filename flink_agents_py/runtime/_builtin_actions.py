@@ -47,7 +47,7 @@ from ..api import (
     WaitTimeoutError,
 )
 from ._budgets import budgeted_call, fallback_guard, fallback_spends
-from ._failures import clip, error_text, failure_text
+from ._failures import TOOL_FAILURES, clip, error_text, failure_text, unless_cancelled
 from ._model_calls import MAX_ANSWER_DEPTH, deeper_than
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
@@ -391,7 +391,8 @@ async def _run_tool(tool: FunctionTool, call: ToolCall) -> ToolResult:
     try:
         value = await tool.acall(**call.arguments)
         content = to_plain_json(value, f"result of tool {call.name!r} (call {call.id})")
-    except Exception as e:  # noqa: BLE001 - the model is told, so it can correct the call
+    except TOOL_FAILURES as e:  # the model is told, so it can correct the call
+        unless_cancelled(e)
         return ToolResult(call_id=call.id, name=call.name, ok=False,
                           error=clip(f"{type(e).__name__}: {e}"), traceback=failure_text(e))
     return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)

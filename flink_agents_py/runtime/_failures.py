@@ -26,10 +26,10 @@ from ..api import UsageError, mask_secrets
 from ..api.internal import clip, shown_key
 from ._terminal import log_text
 
-__all__ = ["FailureLog", "FailureMessage", "OriginalFailure",
+__all__ = ["FailureLog", "FailureMessage", "OriginalFailure", "TOOL_FAILURES",
            "TRACEBACK_MAX_CHARS", "TRACEBACK_MAX_FRAMES", "clip", "error_text", "failure_text",
-           "format_failure",
-           "never_awaited", "redact_text", "reported_error", "with_original"]
+           "format_failure", "never_awaited", "redact_text", "reported_error",
+           "unless_cancelled", "with_original"]
 
 TRACEBACK_MAX_FRAMES = 40
 """Frames kept per exception of a chain (the first 3 and the deepest ones)."""
@@ -42,6 +42,34 @@ _MAX_CHAIN = 6
 
 _CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
 _CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
+
+
+TOOL_FAILURES: tuple[type[BaseException], ...] = (Exception, SystemExit, asyncio.CancelledError)
+"""What a tool call reports to the model as the tool's failure: any ``Exception``, a
+``SystemExit`` (a wrapped command-line tool's ``sys.exit``) and a ``CancelledError`` of the
+tool's own (``unless_cancelled``); ``KeyboardInterrupt`` and the call's own cancellation go
+on."""
+
+
+def unless_cancelled(error: BaseException) -> None:
+    """Raise ``error`` again when it is the running task's own cancellation.
+
+    A ``CancelledError`` a tool raises while its task was not asked to stop (it awaited
+    something cancelled inside) is the tool's failure; one while the task is being
+    cancelled is the call's cancellation (Python 3.10, which cannot tell: always that).
+
+    Args:
+        error: what the tool raised.
+
+    Raises:
+        asyncio.CancelledError: ``error``, when it is the task's own cancellation.
+    """
+    if not isinstance(error, asyncio.CancelledError):
+        return
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    if cancelling is None or cancelling() > 0:
+        raise error
 
 
 def redact_text(text: str) -> str:
