@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import TypeAdapter, ValidationError
 
 from ..api import (
     RESERVED_TOOL_PREFIX,
@@ -37,9 +36,6 @@ from ..api import (
     MessageRole,
     ReplayDivergenceError,
     ResourceType,
-    SerializationError,
-    SubagentResult,
-    SubagentSetup,
     ToolCall,
     ToolRequestEvent,
     ToolResponseEvent,
@@ -53,6 +49,7 @@ from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look 
 from ._model_calls import call_model as _model_call
 from ._serde import json_text, to_plain_json
 from ._spend import merged_spend, spend_key, stored_spend
+from ._tool_results import delegation_result, refused
 from .context._memory import read_path
 from .recorder._state import CallKind
 from .recorder._versioning import recorded_to_missing
@@ -388,6 +385,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
 
 
 async def _run_tool(tool: FunctionTool, call: ToolCall) -> ToolResult:
+    # its ``module:qualname`` is in every tool call's recorded digest: keep both
     try:
         value = await tool.acall(**call.arguments)
         content = to_plain_json(value, f"result of tool {call.name!r} (call {call.id})")
@@ -396,11 +394,6 @@ async def _run_tool(tool: FunctionTool, call: ToolCall) -> ToolResult:
         return ToolResult(call_id=call.id, name=call.name, ok=False,
                           error=clip(f"{type(e).__name__}: {e}"), traceback=failure_text(e))
     return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
-
-
-def _refused(call: ToolCall, reason: str, traceback: str | None = None) -> ToolResult:
-    return ToolResult(call_id=call.id, name=call.name, ok=False, error=clip(reason),
-                      traceback=traceback)
 
 
 class _Held:
@@ -436,66 +429,18 @@ async def _released(ctx: ActionExecution, call: ToolCall, held: _Held) -> ToolRe
     try:
         answer = await held.approval
     except WaitTimeoutError as e:
-        return _refused(call, f"the call of tool {call.name!r} was not approved: {e}")
+        return refused(call, f"the call of tool {call.name!r} was not approved: {e}")
     if answer is True or (isinstance(answer, dict) and answer.get("approved") is True):
         result: ToolResult = await ctx.execute_as(CallKind.TOOL, call.name, _run_tool,
                                                   (held.tool, call))
         return result
     reason = answer.get("reason") if isinstance(answer, dict) else None
-    return _refused(call, f"the call of tool {call.name!r} was rejected by its reviewer: "
-                          f"{reason or 'no reason given'}")
+    return refused(call, f"the call of tool {call.name!r} was rejected by its reviewer: "
+                         f"{reason or 'no reason given'}")
 
 
 class DelegationCancelled(AgentsError):
     """A sub-agent call made for a chat model was cancelled: the chat goes no further."""
-
-
-def _delegation_result(ctx: ActionExecution, call: ToolCall, name: str,
-                       result: SubagentResult) -> ToolResult:
-    """A sub-agent's result as the model sees it: JSON content, or the reason it failed.
-
-    A declared ``result_type()`` narrows the value (extra fields dropped). Whatever goes
-    wrong here (a value that is not of the declared type, a type pydantic cannot build, a
-    value nested deeper than pydantic or the interpreter can walk) is a failed delegation
-    reported to the model with the reason, never a failure of the tool round.
-
-    Returns:
-        The tool result the model gets.
-    """
-    if not result.success:
-        return _refused(call, f"delegation to sub-agent {name!r} failed: {result.error_message}",
-                        result.traceback)
-    value = result.result
-    try:
-        setup = ctx.get_resource(name, ResourceType.AGENT)
-        declared = setup.result_type() if isinstance(setup, SubagentSetup) else None
-    except Exception as e:  # noqa: BLE001
-        return _refused(call, f"delegation to sub-agent {name!r} failed: cannot read its "
-                              f"result type: {type(e).__name__}: {e}")
-    if declared is not None:
-        type_name = getattr(declared, "__name__", repr(declared))
-        try:
-            adapter: TypeAdapter[Any] = TypeAdapter(declared)
-        except Exception as e:  # noqa: BLE001 - a type pydantic cannot build
-            return _refused(call, f"delegation to sub-agent {name!r} failed: its result type "
-                                  f"{type_name} cannot be used: {type(e).__name__}: {e}")
-        try:
-            narrowed = adapter.validate_python(value)
-        except ValidationError as e:
-            return _refused(call, f"sub-agent {name!r} returned a result that is not a "
-                                  f"{type_name}: {e}")
-        except (Exception, RecursionError) as e:  # noqa: BLE001 - e.g. nested too deep
-            return _refused(call, f"delegation to sub-agent {name!r} failed: its result "
-                                  f"cannot be read as a {type_name}: {type(e).__name__}: {e}")
-        try:
-            value = adapter.dump_python(narrowed, mode="json")
-        except (Exception, RecursionError):  # noqa: BLE001 - deeper than pydantic's serializer
-            value = narrowed  # goes: the walk below has no depth cap (it names where it stops)
-    try:
-        content = to_plain_json(value, f"result of sub-agent {name!r}")
-    except SerializationError as e:
-        return _refused(call, f"delegation to sub-agent {name!r} failed: {e}")
-    return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
 
 
 def _tool_resource(ctx: ActionExecution, setup: ChatModelSetup, offered: str) -> str | None:
@@ -541,7 +486,7 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
             name = call.name[len(RESERVED_TOOL_PREFIX):]
             if name not in setup.subagents:
                 unknown.add(name)
-                slots.append((call, _refused(call, (
+                slots.append((call, refused(call, (
                     f"no sub-agent named {name!r} is offered to this model; offered: "
                     f"{', '.join(setup.subagents) or 'none'}")), None))
                 continue
@@ -550,13 +495,13 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
             except ReplayDivergenceError:
                 raise
             except Exception as e:  # noqa: BLE001
-                slots.append((call, _refused(call, f"delegation to sub-agent {name!r} "
-                                                   f"failed: {type(e).__name__}: {e}"), None))
+                slots.append((call, refused(call, f"delegation to sub-agent {name!r} "
+                                                  f"failed: {type(e).__name__}: {e}"), None))
             continue
         resource = _tool_resource(ctx, setup, call.name)
         if resource is None:
             unknown.add(call.name)
-            slots.append((call, _refused(call, (
+            slots.append((call, refused(call, (
                 f"no tool named {call.name!r}; available: {', '.join(setup.tools) or 'none'}")),
                 None))
             continue
@@ -587,13 +532,13 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
             except ReplayDivergenceError:
                 raise
             except Exception as e:  # noqa: BLE001 - e.g. a result with no JSON form
-                responses[call.id] = _refused(call, f"delegation to sub-agent {subagent!r} "
-                                                    f"failed: {type(e).__name__}: {e}")
+                responses[call.id] = refused(call, f"delegation to sub-agent {subagent!r} "
+                                                   f"failed: {type(e).__name__}: {e}")
                 continue
             if result.cancelled:
                 for _, other, other_name in slots[i + 1:]:
                     if other_name is not None:
                         await other.cancel()
                 raise DelegationCancelled(f"delegation to sub-agent {subagent!r} was cancelled")
-            responses[call.id] = _delegation_result(ctx, call, subagent, result)
+            responses[call.id] = delegation_result(ctx, call, subagent, result)
     ctx.send_event(ToolResponseEvent(request_id=event.id, responses=responses))

@@ -1,0 +1,80 @@
+"""Tool results: a sub-agent's outcome, or a refused call, as a ``ToolResult``.
+
+A tool's return value and a sub-agent's result are kept in their plain JSON form (the
+recorded result).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..api import (
+    ResourceType,
+    SerializationError,
+    SubagentResult,
+    SubagentSetup,
+    ToolCall,
+    ToolResult,
+)
+from ._failures import clip
+from ._serde import to_plain_json
+
+if TYPE_CHECKING:
+    from .recorder._execution import ActionExecution
+
+__all__ = ["delegation_result", "refused"]
+
+
+def refused(call: ToolCall, reason: str, traceback: str | None = None) -> ToolResult:
+    return ToolResult(call_id=call.id, name=call.name, ok=False, error=clip(reason),
+                      traceback=traceback)
+
+
+def delegation_result(ctx: ActionExecution, call: ToolCall, name: str,
+                       result: SubagentResult) -> ToolResult:
+    """A sub-agent's result as the model sees it: JSON content, or the reason it failed.
+
+    A declared ``result_type()`` narrows the value (extra fields dropped). Whatever goes
+    wrong here (a value that is not of the declared type, a type pydantic cannot build, a
+    value nested deeper than pydantic or the interpreter can walk) is a failed delegation
+    reported to the model with the reason, never a failure of the tool round.
+
+    Returns:
+        The tool result the model gets.
+    """
+    if not result.success:
+        return refused(call, f"delegation to sub-agent {name!r} failed: {result.error_message}",
+                       result.traceback)
+    value = result.result
+    try:
+        setup = ctx.get_resource(name, ResourceType.AGENT)
+        declared = setup.result_type() if isinstance(setup, SubagentSetup) else None
+    except Exception as e:  # noqa: BLE001
+        return refused(call, f"delegation to sub-agent {name!r} failed: cannot read its "
+                             f"result type: {type(e).__name__}: {e}")
+    if declared is not None:
+        type_name = getattr(declared, "__name__", repr(declared))
+        try:
+            adapter: TypeAdapter[Any] = TypeAdapter(declared)
+        except Exception as e:  # noqa: BLE001 - a type pydantic cannot build
+            return refused(call, f"delegation to sub-agent {name!r} failed: its result type "
+                                 f"{type_name} cannot be used: {type(e).__name__}: {e}")
+        try:
+            narrowed = adapter.validate_python(value)
+        except ValidationError as e:
+            return refused(call, f"sub-agent {name!r} returned a result that is not a "
+                                 f"{type_name}: {e}")
+        except (Exception, RecursionError) as e:  # noqa: BLE001 - e.g. nested too deep
+            return refused(call, f"delegation to sub-agent {name!r} failed: its result "
+                                 f"cannot be read as a {type_name}: {type(e).__name__}: {e}")
+        try:
+            value = adapter.dump_python(narrowed, mode="json")
+        except (Exception, RecursionError):  # noqa: BLE001 - deeper than pydantic's serializer
+            value = narrowed  # goes: the walk below has no depth cap (it names where it stops)
+    try:
+        content = to_plain_json(value, f"result of sub-agent {name!r}")
+    except SerializationError as e:
+        return refused(call, f"delegation to sub-agent {name!r} failed: {e}")
+    return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
