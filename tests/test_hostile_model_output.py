@@ -266,17 +266,17 @@ def test_a_huge_tool_result_reaches_the_model_cut_saying_so_and_the_bound_is_the
     res = _run(_agent(fn, {"_flood": _flood}), [{"key": "a", "q": "5000000"}])
     assert res.errors == [] and _by_key(res)["a"]["content"] == "done"
     told = seen[1].tool_results[0].content
-    assert len(told) < 1_001_000 and told.startswith('"FFFF') and told.endswith('FFEND"')
-    assert "of 5,000,005 characters cut" in told
+    assert len(told) < 1_001_000 and told.startswith('FFFF') and told.endswith('FFEND')
+    assert "of 5,000,003 characters cut" in told
 
     seen.clear()
     res = _run(_agent(fn, {"_flood": _flood}, max_tool_result_chars=None),
                [{"key": "a", "q": "200000"}])
-    assert len(seen[1].tool_results[0].content) == 200_005  # no bound: the whole result
+    assert len(seen[1].tool_results[0].content) == 200_003  # no bound: the whole result
     seen.clear()
     res = _run(_agent(fn, {"_flood": _flood}, max_tool_result_chars=50),
                [{"key": "a", "q": "100"}])
-    assert "[... 55 of 105 characters cut ...]" in seen[1].tool_results[0].content
+    assert "[... 53 of 103 characters cut ...]" in seen[1].tool_results[0].content
 
 
 @pytest.mark.parametrize(("raw", "kind"), [("[1, 2]", "a list"), ("5", "an int"),

@@ -71,7 +71,7 @@ def test_switching_dispatch_mode_between_checkpoint_and_restore_finds_recorded_o
         outputs = drive(restored, "k", snapshot)
     finally:
         restored.close()
-    assert outputs == ['x="result-late" y="result-mid" z="result-fast"']
+    assert outputs == ["x=result-late y=result-mid z=result-fast"]
     names = {"0": "late", "1": "mid", "2": "fast"}
     made_after = probes.notes()[made_before:]
     assert sorted(made_after) == sorted(n for o, n in names.items() if o not in recorded)

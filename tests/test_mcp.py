@@ -240,6 +240,8 @@ def test_stdio_server_tools_run_concurrently_in_one_session():
     got = results_by_call(res)
     assert (got["c1"]["content"], got["c2"]["content"]) == ("slow", 3)
     assert got["c3"]["content"] == 2  # one server process answered both earlier calls
+    sent = {m.tool_call_id: m.content for m in _SEEN["stdio"][1].tool_results}
+    assert sent == {"c1": "slow", "c2": "3"}  # a text result as its text, not quoted
 
 
 def test_contract_6_reserved_prefix_advertised_by_a_stdio_server_is_rejected_at_plan_build():

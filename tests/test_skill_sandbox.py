@@ -121,7 +121,8 @@ def tool(skills: Path, **options: object) -> RunSkillCommandTool:
 def ask(command_tool: RunSkillCommandTool | LoadSkillTool, **arguments: object) -> object:
     """What the model read back after one tool call with ``arguments`` (on the local runner).
 
-    A result is the tool's value decoded from JSON; a failed call is the ``Error: ...`` text.
+    A result is the tool's value decoded from JSON (a text result is sent as itself); a failed
+    call is the ``Error: ...`` text.
     """
     def script(request: ScriptedRequest) -> object:
         done = [m for m in request.messages if m.role == "tool"]
@@ -136,7 +137,12 @@ def ask(command_tool: RunSkillCommandTool | LoadSkillTool, **arguments: object) 
     outputs = job.collect()
     assert job.result.errors == []
     read = json.loads(outputs[0])["read"]
-    return read if read.startswith("Error: ") else json.loads(read)
+    if read.startswith("Error: "):
+        return read
+    try:
+        return json.loads(read)
+    except ValueError:  # a text result
+        return read
 
 
 def host_passwd_lines() -> list[str]:

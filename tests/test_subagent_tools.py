@@ -516,6 +516,16 @@ def test_contract_9_diamond_is_legal():
     assert json.loads(content) == {"left": shared, "right": shared, "both": [shared, shared]}
 
 
+def test_a_sub_agents_text_result_reaches_the_model_as_its_text():
+    """As a tool's: ``tool says: HELLO WORLD!`` (Flink Agents), not ``"HELLO WORLD!"``."""
+    sa.BAD_RESULTS["text"] = lambda: "HELLO WORLD!"
+    _, content = _delegate_bad("text")
+    assert content == "HELLO WORLD!"
+    sa.reset()
+    sa.BAD_RESULTS["json_looking"] = lambda: '{"a": 1}'  # a text: as it is, not re-encoded
+    assert _delegate_bad("json_looking")[1] == '{"a": 1}'
+
+
 def _nested(depth: int) -> Any:
     value: Any = "leaf"
     for _ in range(depth):
@@ -654,9 +664,11 @@ def test_contract_12_mixed_batch_puts_each_result_on_its_call_id(dispatch):
                             tool_dispatch=dispatch,
                             a=sa.internal(sa.Echo, input_schema=sa.OBJECT_SCHEMA),
                             b=sa.deferred("slow_echo", input_schema=sa.OBJECT_SCHEMA))
-    got = {k: json.loads(v) for k, v in json.loads(only_answer(run(agent))["answer"]).items()}
+    sent = json.loads(only_answer(run(agent))["answer"])
+    assert sent.pop("t1") == "HEY"  # a text result is sent as its text; the others as JSON
+    got = {k: json.loads(v) for k, v in sent.items()}
     assert got == {
-        "s1": [{"got": {"v": 1}}], "t1": "HEY", "s2": {"echo": {"v": 2}},
+        "s1": [{"got": {"v": 1}}], "s2": {"echo": {"v": 2}},
         "t2": {"q": "z", "found": True}, "s3": [{"got": {"v": 3}}], "s4": {"echo": {"v": 4}},
     }
     # one tool message per call, in request order

@@ -305,7 +305,7 @@ def test_a_tool_call_is_held_until_approved_and_a_refusal_is_the_tools_result(
         "send_email", {"to": "yes@x.org", "body": "hello"}, "t1", 600)
     assert req.approval_id.startswith("approval:")
     answers_by_key = {o["key"]: o["answer"] for o in result.outputs if "answer" in o}
-    assert answers_by_key["yes"] == "\"sent to yes@x.org\""  # the tool result as JSON text
+    assert answers_by_key["yes"] == "sent to yes@x.org"  # the tool's text result
     assert "rejected by its reviewer: not to this customer" in answers_by_key["no"]
     assert "was not approved" in answers_by_key["silent"] and "within 600 s" in \
         answers_by_key["silent"]
@@ -338,7 +338,7 @@ def test_an_approval_answer_that_cannot_be_read_is_refused_and_the_call_stays_he
         in error.message and "not true or false" in error.message
     assert "the call stays held" in error.message
     answers_by_key = {o["key"]: o["answer"] for o in result.outputs if "answer" in o}
-    assert answers_by_key == {"k": "\"sent to k@x.org\""}
+    assert answers_by_key == {"k": "sent to k@x.org"}
     assert read_counts(str(tmp_path)) == {("email", "k@x.org"): 1}
 
 

@@ -135,9 +135,9 @@ def test_full_document_loads_and_runs(tmp_path):
     res = run(orchestrator, [{"key": "a", "product": "mug"}, {"key": "b", "product": "pen"}])
     assert res.errors == []
     assert sorted(res.outputs, key=lambda o: o["key"]) == [
-        {"key": "a", "verdict": 'verdict for "mug: sturdy, blue"', "bonus": 7,
+        {"key": "a", "verdict": 'verdict for mug: sturdy, blue', "bonus": 7,
          "child": [{"tagged": "MUG"}]},
-        {"key": "b", "verdict": 'verdict for "pen: sturdy, blue"', "bonus": 7,
+        {"key": "b", "verdict": 'verdict for pen: sturdy, blue', "bonus": 7,
          "child": [{"tagged": "PEN"}]},
     ]
 

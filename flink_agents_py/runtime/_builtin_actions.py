@@ -47,9 +47,9 @@ from ._failures import TOOL_FAILURES, clip, error_text, failure_text, unless_can
 from ._model_calls import MAX_ANSWER_DEPTH, deeper_than
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
-from ._serde import json_text, to_plain_json
+from ._serde import to_plain_json
 from ._spend import merged_spend, spend_key, stored_spend
-from ._tool_results import delegation_result, refused
+from ._tool_results import delegation_result, refused, tool_message
 from .context._memory import read_path
 from .recorder._state import CallKind
 from .recorder._versioning import recorded_to_missing
@@ -218,6 +218,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             "rounds": 0,
             "retries": 0,
             "invalid": [],
+            "tool_text": True,  # a tool's text result goes as its text (``tool_message``)
         }
         if setup.has_own_chat() and prompt_args:  # its chat fills its prompt at each call
             chat["prompt_args"] = prompt_args
@@ -234,7 +235,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         found = model if isinstance(model, ChatModelSetup) else None
         limit = found.max_tool_result_chars if found is not None else None
         for call_id, result in event.responses.items():
-            content = json_text(result.content) if result.ok else f"Error: {result.error}"
+            content = tool_message(result, chat.get("tool_text", False))
             if limit is not None:  # what a tool or a server returned: any size
                 content = clip(content, limit)
             chat["messages"].append(ChatMessage(

@@ -1,7 +1,7 @@
-"""Tool results: a sub-agent's outcome, or a refused call, as a ``ToolResult``.
+"""Tool results: a tool's or sub-agent's outcome as a ``ToolResult``, and as the model reads it.
 
 A tool's return value and a sub-agent's result are kept in their plain JSON form (the
-recorded result).
+recorded result); ``tool_message`` renders one for the chat's tool message.
 """
 
 from __future__ import annotations
@@ -19,12 +19,31 @@ from ..api import (
     ToolResult,
 )
 from ._failures import clip
-from ._serde import to_plain_json
+from ._serde import json_text, to_plain_json
 
 if TYPE_CHECKING:
     from .recorder._execution import ActionExecution
 
-__all__ = ["delegation_result", "refused"]
+__all__ = ["delegation_result", "refused", "tool_message"]
+
+
+def tool_message(result: ToolResult, text: bool) -> str:
+    """What the model reads of a tool's (or sub-agent's, or MCP tool's) result.
+
+    A ``str`` result is its text, as Flink Agents sends it; any other value its JSON text; a
+    failure ``Error: <reason>``. A chat opened before text results went as their text
+    (``text`` false: its stored state has no ``"tool_text"``) keeps sending every result as
+    JSON text (a ``str`` quoted), so a run restored from that state asks its model what it
+    asked, and recorded, before the upgrade.
+
+    Returns:
+        The tool message's content (not yet clipped).
+    """
+    if not result.ok:
+        return f"Error: {result.error}"
+    if text and isinstance(result.content, str):
+        return result.content
+    return json_text(result.content)
 
 
 def refused(call: ToolCall, reason: str, traceback: str | None = None) -> ToolResult:
