@@ -36,6 +36,7 @@ from flink_agents_py.api import (
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from support.crash import CrashOnceBase, count_call, first_attempt, pace, read_counts
+from support.tool_messages import tool_value
 
 __all__ = ["CrashOnce", "DurableChatAgent", "audit", "pace", "read_counts", "script", "tool_a",
            "tool_b"]
@@ -57,7 +58,7 @@ def script(request: Any) -> Any:
         ])
     if scenario == "after_tool_before_second_model" and first_attempt(d):
         time.sleep(SLOW_S)
-    return orjson.dumps({m.tool_call_id: orjson.loads(m.content) for m in results}).decode()
+    return orjson.dumps({m.tool_call_id: tool_value(m) for m in results}).decode()
 
 
 @tool

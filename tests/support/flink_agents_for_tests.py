@@ -15,8 +15,6 @@ import sys
 import time
 from typing import Any
 
-import orjson
-
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
     Agent,
@@ -36,6 +34,7 @@ from flink_agents_py.api import (
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.testing import ScriptedRequest
+from support.tool_messages import tool_value
 
 # ------------------------------------------------------------------ the counter agent
 N_RECORDS = 300
@@ -153,7 +152,7 @@ def script_two_tools(req: ScriptedRequest) -> Any:
             ToolCall(id=price_call_id(item), name="price_of", arguments={"item": item}),
             ToolCall(id=stock_call_id(item), name="stock_of", arguments={"item": item}),
         ])
-    by_call = {m.tool_call_id: {"name": m.name, "content": orjson.loads(m.content)}
+    by_call = {m.tool_call_id: {"name": m.name, "content": tool_value(m)}
                for m in req.tool_results}
     return {"item": item, "by_call": by_call,
             "tools_offered": sorted(t.name for t in req.tools),

@@ -47,6 +47,7 @@ from flink_agents_py.api import (
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from support.probes import count as probe_count
 from support.probes import current, gate, store
+from support.tool_messages import tool_value
 
 # -- per-test steering and recording --------------------------------------------------------
 SCRIPTS: dict[str, Callable[[Any], Any]] = {}
@@ -445,7 +446,7 @@ def e2e_orchestrator(request: Any) -> Any:
         return calls(("r", "_subagent_reviewer", {"text": task["review"]}),
                      ("c", "_subagent_catalog", {"sku": task["sku"]}),
                      ("s", "e2e_stock", {"sku": task["sku"]}))
-    got = {m.tool_call_id: orjson.loads(m.content) for m in request.tool_results}
+    got = {m.tool_call_id: tool_value(m) for m in request.tool_results}
     return {"key": task["key"], "score": got["r"][0]["score"], "price": got["c"]["price"],
             "units": got["s"]["units"]}
 

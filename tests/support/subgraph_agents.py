@@ -39,6 +39,7 @@ from flink_agents_py.api import (
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from support.crash import CrashOnceBase, count_call, first_attempt, pace, read_counts
+from support.tool_messages import tool_value
 
 __all__ = ["Child", "ChildNext", "CrashOnce", "Remote", "SubgraphAgent", "build", "child_call",
            "kind", "lookup", "pace", "read_counts", "script"]
@@ -54,7 +55,7 @@ def script(request: Any) -> Any:
     if not results:
         return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[
             ToolCall(id="l", name="lookup", arguments={"task": task})])
-    return orjson.dumps({"looked_up": orjson.loads(results[0].content)}).decode()
+    return orjson.dumps({"looked_up": tool_value(results[0])}).decode()
 
 
 @tool
