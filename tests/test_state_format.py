@@ -36,6 +36,22 @@ def _load(name: str) -> dict[str, Any]:
     return json.loads((FIXTURE / f"{name}.json").read_text())
 
 
+STARTED_AFTER: dict[str, dict[int, dict[str, Any]]] = {
+    "chat": {1: {"word": "pear", "pre": "PEAR", "answer": "answer(def-pear)"}},
+}
+"""Outputs of records a restore starts (queued at the snapshot) that today's code gives
+otherwise than format 1's, by case and position in ``outputs_after``: a tool's text result
+reaches the model as its text (``answer("def-pear")`` then). A run in flight at the snapshot
+gives what format 1's code gave: its chat keeps sending tool results as it did."""
+
+
+def _outputs_after(case: str, data: dict[str, Any]) -> list[Any]:
+    expected = list(data["outputs_after"])
+    for at, now in STARTED_AFTER.get(case, {}).items():
+        expected[at] = now
+    return expected
+
+
 @pytest.fixture
 def v1_agents(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The fixture's agent module (importable by the name its keyed state refers to), with
@@ -85,7 +101,7 @@ def test_keyed_state_of_format_1_restores_and_completes_its_runs(case, v1_agents
 
     assert errors == []
     # the in-flight run and the queued records complete, in order, as in the fault-free run
-    assert outputs == data["outputs_after"]
+    assert outputs == _outputs_after(case, data)
     ran = v1_agents.calls()
     recorded = set(data["calls_all"]) - set(data["calls_after_restore"])
     assert recorded, "the fixture has recorded calls"
