@@ -89,3 +89,25 @@ def test_a_chat_in_flight_keeps_its_quoted_tool_results_and_a_new_one_sends_text
                 or "arguments changed" in r.getMessage()]
     after = held.key_state()
     assert after.run is None and after.queued() == 0
+
+
+def test_a_message_field_added_later_stays_out_of_call_digests_while_empty():
+    # ChatMessage.reasoning came after messages were recorded as model calls' arguments: a
+    # message without reasoning has the JSON form (and a call taking it the digest) it had
+    # before the field existed; with reasoning it is kept, and both validate back
+    from flink_agents_py.api import ChatMessage
+    from flink_agents_py.runtime._serde import from_json_value, to_json_value
+    from flink_agents_py.runtime.recorder._outcomes import call_digest
+
+    plain = ChatMessage(role="user", content="hi")
+    form = to_json_value([plain], "test")[0]["data"]
+    assert form == {"role": "user", "content": "hi", "tool_calls": [], "tool_call_id": None,
+                    "name": None, "extra_args": {}}
+    # the digest commit 40f20b0 (before the field) recorded for this call
+    assert call_digest("model", ([plain],), {}, "c0") == "b375751c3a025876"
+    thought = ChatMessage(role="assistant", content="", reasoning=[{"type": "reasoning",
+                                                                     "text": "hmm"}])
+    stored = to_json_value(thought, "test")
+    assert stored["data"]["reasoning"] == [{"type": "reasoning", "text": "hmm"}]
+    assert from_json_value(stored) == thought
+    assert from_json_value(to_json_value(plain, "test")) == plain

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from enum import Enum
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -113,6 +113,10 @@ class ChatMessage(BaseModel):
     name: str | None = None
     extra_args: dict[str, Any] = Field(default_factory=dict)
     reasoning: list[dict[str, Any]] = Field(default_factory=list)
+
+    # added after messages were recorded in durable calls' arguments: out of their JSON form
+    # (and so of the calls' digests) while empty (``runtime._serde.OMIT_EMPTY``)
+    __json_omit_empty__: ClassVar[tuple[str, ...]] = ("reasoning",)
 
     @model_serializer(mode="wrap")
     def _without_empty_extra_args(self, handler: SerializerFunctionWrapHandler

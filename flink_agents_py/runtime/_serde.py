@@ -156,7 +156,7 @@ def _fast_copy(value: Any, tag: bool) -> Any:
     if isinstance(value, BaseModel):
         found = _FIELD_KEYS.get(kind)
         values = value.__dict__
-        if found is None or found[1] is None or value.__pydantic_extra__ \
+        if found is None or found[1] is None or found[2] or value.__pydantic_extra__ \
                 or values.keys() != found[1]:  # else no alias, no extra: the fields as they are
             values = _model_fields(value)
         data: dict[str, Any] = {}
@@ -234,9 +234,20 @@ def _convert(value: Any, where: str, tag_models: bool) -> Any:
         raise SerializationError(f"{where}: nested too deeply to turn into JSON") from None
 
 
-_FIELD_KEYS: dict[type[BaseModel], tuple[tuple[tuple[str, str], ...], frozenset[str] | None]] = {}
+_FIELD_KEYS: dict[type[BaseModel], tuple[tuple[tuple[str, str], ...], frozenset[str] | None,
+                                          tuple[str, ...]]] = {}
 """Per model class: each field's name and JSON key (its alias, if any); the names when no
-field has an alias (then an instance's ``__dict__``, holding exactly them, is copied)."""
+field has an alias (then an instance's ``__dict__``, holding exactly them, is copied); the
+fields left out when empty (``OMIT_EMPTY``)."""
+
+OMIT_EMPTY = "__json_omit_empty__"
+"""A model class attribute naming fields its JSON form leaves out while they are empty.
+
+A field added to a model that durable calls take as arguments (``ChatMessage.reasoning``)
+would otherwise be in every such call's digest (``call_digest``), so a run restored from
+state written before it existed would find its recorded calls "made with other arguments".
+Left out while empty, the digest of a call that does not use it is the one recorded before;
+a stored value validates back with the field's default."""
 
 
 def _model_fields(value: BaseModel) -> dict[str, Any]:
@@ -244,14 +255,18 @@ def _model_fields(value: BaseModel) -> dict[str, Any]:
     found = _FIELD_KEYS.get(cls)
     if found is None:
         keys = tuple((name, f.alias or name) for name, f in cls.model_fields.items())
+        omit = tuple(getattr(cls, OMIT_EMPTY, ()))
         plain = frozenset(n for n, _ in keys) if all(n == k for n, k in keys) else None
-        found = _FIELD_KEYS[cls] = (keys, plain)
-    keys, names = found
+        found = _FIELD_KEYS[cls] = (keys, plain, omit)
+    keys, names, omit = found
     values = value.__dict__
     if names is not None and values.keys() == names:
         fields = dict(values)  # in field order, as pydantic fills it
     else:
         fields = {key: getattr(value, name) for name, key in keys}
+    for name in omit:
+        if not fields.get(name, True):
+            del fields[name]
     extra = value.__pydantic_extra__
     if extra:
         fields.update(extra)
@@ -276,7 +291,7 @@ def event_is_plain(event: BaseModel) -> bool:
         found = _FIELD_KEYS[cls]
     names = found[1]
     values = event.__dict__
-    if names is None or event.__pydantic_extra__ or values.keys() != names:
+    if names is None or found[2] or event.__pydantic_extra__ or values.keys() != names:
         return False
     try:
         for v in values.values():
