@@ -18,11 +18,12 @@ These names are defined here and re-exported by ``flink_agents_py.api``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, PlainSerializer, ValidationError
 
 from ._errors import AgentsError
+from ._key_forms import key_json, untag
 
 __all__ = ["ExternalEvent", "ExternalEventError", "WaitTimeoutError", "UnmatchedEventError",
            "ApprovalRequest", "APPROVAL_REQUEST_KIND"]
@@ -68,6 +69,11 @@ _MAX_KEY_DEPTH = 64
 
 
 def _tuple_key(key: Any, depth: int = 0) -> Any:
+    if type(key) is dict:  # a tagged key's JSON form ({"uuid": "..."}), else left a dict
+        try:
+            return untag(key)
+        except ValueError:
+            return key
     if type(key) is not list or depth > _MAX_KEY_DEPTH:
         return key
     return tuple(_tuple_key(k, depth + 1) for k in key)
@@ -89,7 +95,7 @@ class ExternalEvent(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    key: Any
+    key: Annotated[Any, PlainSerializer(key_json, when_used="json")]  # ``key_of`` reads it
     correlation_id: str
     payload: Any = None
 
@@ -100,9 +106,10 @@ class ExternalEvent(BaseModel):
         The default key selector of the agents' second input.
 
         Returns:
-            The key, or ``None`` when the record has none. A list (the JSON form of a
-            tuple key: an event read from JSON) is that tuple, nested lists too; no key is
-            a list, so it names no other key.
+            The key, or ``None`` when the record has none. A key's JSON form (an event read
+            from JSON, ``runtime.key_json``) is that key: a list the tuple, nested lists too,
+            a tagged object (``{"uuid": "..."}``) its value; no key is a list or a dict, so
+            it names no other key.
         """
         key = record.key if isinstance(record, ExternalEvent) else (
             record.get("key") if isinstance(record, Mapping) else None)

@@ -20,6 +20,9 @@ from ._events import (
 )
 from ._field_hints import unknown_key_message
 from ._flow import collect_rate_limits
+from ._key_forms import ACCEPTED as KEY_TYPES
+from ._key_forms import TAGS as KEY_TAGS
+from ._key_forms import key_from_json, key_json, tagged_json, untag
 from ._lazy import lazy_exports
 from ._loops import close_loop_clients, register_loop_owner
 from ._memory import MemoryObject, memory_ref_of
@@ -47,6 +50,12 @@ from ._warnings import warn_at_user
 
 __all__ = [
     "unknown_key_message",
+    "KEY_TAGS",
+    "KEY_TYPES",
+    "key_from_json",
+    "key_json",
+    "tagged_json",
+    "untag",
     "lazy_exports",
     "close_loop_clients",
     "register_loop_owner",

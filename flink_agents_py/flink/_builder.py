@@ -300,7 +300,9 @@ class FlinkAgentBuilder:
     def errors_datastream(self) -> Any:
         """Failed actions and rejected records, as dicts with ``key`` (the side output).
 
-        Not taking it drops them (they never mix with the outputs).
+        Each row is an ``ErrorRecord``'s JSON form: ``key`` is the key's JSON form
+        (``runtime.key_from_json`` gives the key back). Not taking it drops them (they never
+        mix with the outputs).
 
         Returns:
             The side output ``DataStream``.
@@ -388,8 +390,10 @@ class FlinkExecutionEnvironment:
         key_encoding: how keyed state is keyed (``runtime.KeyEncoding``). ``"json"`` (the
             default): a Flink ``STRING`` key, the same bytes in every Python, cloudpickle
             and PyFlink version; a string key is itself, an ``int``, ``float``, ``bool``,
-            ``None`` or tuple key its canonical JSON (so ``1``, ``True`` and ``1.0`` are
-            three keys); a key of another type sends its record to ``errors_datastream()``.
+            ``None``, ``UUID``, ``date``, ``datetime``, ``Decimal``, ``bytes`` or tuple key
+            its canonical JSON form (``runtime.key_json``; so ``1``, ``True`` and ``1.0``
+            are three keys); a key of another type sends its record to
+            ``errors_datastream()``.
             ``"pickle"``: the key's pickle, as releases before ``"json"`` keyed state: only
             to restore a savepoint such a release took (Flink cannot change a key's
             serializer in a restore; see ``docs/how-to/deployment.md``, "Keys and

@@ -33,13 +33,13 @@ import time
 from typing import Any
 
 from ..runtime import CallRecord, Journal, JournaledCall
-from ..runtime.internal import dumps
+from ..runtime.internal import key_text
 
 __all__ = ["KafkaJournal"]
 
 
 def _entry_key(key: Any, call_id: str) -> str:
-    return f"{dumps(key).decode()}|{call_id}"
+    return f"{key_text(key)}|{call_id}"
 
 
 def _run_of(entry_key: str) -> str:
@@ -210,7 +210,7 @@ class KafkaJournal(Journal):
         """Mark run ``run`` of ``key`` completed; tombstone runs completed ``retention_s`` ago."""
         now_s = time.time() if now_s is None else now_s
         with self._lock:
-            run_key = f"{dumps(key).decode()}|{run}"
+            run_key = f"{key_text(key)}|{run}"
             if run_key in self._runs:
                 self._completed.setdefault(run_key, now_s)
             expired = [r for r, t in self._completed.items() if t < now_s - self.retention_s]

@@ -40,7 +40,7 @@ from ..runtime import (
     rejected_record,
     warm_up,
 )
-from ..runtime.internal import spend_adopter, stored_run
+from ..runtime.internal import key_from_json, key_json, spend_adopter, stored_run
 from ._clock import AdvanceTime, AfterRecords, VirtualTimers
 from ._progress import Progress
 from ._records import check_records, check_snapshot, default_key_selector
@@ -102,13 +102,6 @@ class LocalRunResult:
 
 class _Stop(Exception):
     """Internal: ``max_steps`` reached."""
-
-
-def _hashable(value: Any) -> Any:
-    """A key back from its JSON form: lists become tuples (JSON has no tuples)."""
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    return value
 
 
 def _json_tree(value: Any, what: str) -> Any:
@@ -255,7 +248,7 @@ class LocalAgentJob:
                 continue  # never had a record (its sequence numbers must go on otherwise)
             key = decode_key(identity)  # the key's value (restored to the same identity)
             keys.append({
-                "key": _json_tree(key, f"key {key!r}"),
+                "key": key_json(key),  # its JSON form: a tuple a list, a UUID tagged
                 "run": loads_json(state.run.to_stored()) if state.run is not None else None,
                 "memory": _json_tree(state.memory, f"the memory of key {key!r}"),
                 "queue": _json_tree(state.queue(), f"the queued inputs of key {key!r}"),
@@ -496,7 +489,7 @@ class LocalAgentJob:
         if snap is None:
             return 0
         for entry in snap["keys"]:
-            key = encode_key(_hashable(entry["key"]))  # its identity (see ``run``)
+            key = encode_key(key_from_json(entry["key"]))  # its identity (see ``run``)
             state = states[key] = _KeyState()
             # a damaged run: that key's alone is dropped, its queue and memory are kept
             run = stored_run(entry["run"], functools.partial(unreadable, key))

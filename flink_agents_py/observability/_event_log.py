@@ -1,8 +1,10 @@
 """The event log: one JSON line per run, event, action execution, durable call and output.
 
-Every record has ``ts`` (epoch seconds), ``kind``, ``key`` and, except the header, ``id`` and
-``parent`` (the identity one level up, so a run reads as a tree: run -> input event ->
-action -> durable call (chat, model call, tool, sub-agent) -> events -> ... -> output):
+Every record has ``ts`` (epoch seconds), ``kind``, ``key`` (its JSON form,
+``runtime.key_json``: a tuple an array, a ``UUID`` ``{"uuid": "..."}``) and, except the
+header, ``id`` and ``parent`` (the identity one level up, so a run reads as a tree: run ->
+input event -> action -> durable call (chat, model call, tool, sub-agent) -> events -> ...
+-> output):
 
 - ``log_opened``: ``host``, ``level``, ``pid``, ``agent`` (its class name), and on Flink
   ``subtask`` and ``attempt``
@@ -48,7 +50,7 @@ from typing import Any, Literal
 import orjson
 
 from ..api.internal import has_known_secret, mask_value, registered_secret_count
-from ..runtime.internal import failure_text
+from ..runtime.internal import failure_text, key_json
 from ._ids import chat_response_of, parse_result
 from ._payload import Redactor, to_loggable, truncate
 from ._tracking import CallInfo, TrackingObserver
@@ -310,7 +312,8 @@ class EventLogObserver(TrackingObserver):
         fields["traceback"] = text
 
     def _write(self, kind: str, key: Any, **fields: Any) -> None:
-        record = {"ts": round(self.wall_clock(), 6), "kind": kind, "key": to_loggable(key)}
+        record = {"ts": round(self.wall_clock(), 6), "kind": kind,
+                  "key": to_loggable(key_json(key))}  # a UUID key as {"uuid": "..."}
         record.update(fields)
         if registered_secret_count() and _holds_secret(record):  # the last line: keys, names...
             record = mask_value(record)

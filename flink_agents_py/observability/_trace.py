@@ -45,6 +45,14 @@ def _key_text(key: Any) -> str:
     return key if isinstance(key, str) else _json(key, 1000)
 
 
+def _tag_text(key: Any) -> str | None:
+    """The text of a tagged key's JSON form (``{"uuid": "..."}``), else ``None``."""
+    if type(key) is dict and len(key) == 1:
+        text = next(iter(key.values()))
+        return text if isinstance(text, str) else None
+    return None
+
+
 def _ms(value: Any) -> str:
     if not isinstance(value, (int, float)):
         return ""
@@ -305,7 +313,8 @@ def select_traces(traces: list[RunTrace], key: str | None = None, run: str | Non
 
     Args:
         traces: the runs.
-        key: a key's text, or its JSON form.
+        key: a key's text, or its JSON form (of a tagged key, ``{"uuid":"..."}``, or the
+            tag's text alone).
         run: a run id of each key (``r3``).
         status: ``"failed"`` (runs with an error) or ``"anomalous"`` (runs with any
             anomaly, failures included).
@@ -320,7 +329,7 @@ def select_traces(traces: list[RunTrace], key: str | None = None, run: str | Non
         raise ValueError(f"status must be 'failed' or 'anomalous', not {status!r}")
     out = []
     for t in traces:
-        if key is not None and key not in (_key_text(t.key), _keystr(t.key)):
+        if key is not None and key not in (_key_text(t.key), _keystr(t.key), _tag_text(t.key)):
             continue
         if run is not None and t.run != run:
             continue

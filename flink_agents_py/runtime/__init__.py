@@ -1,5 +1,6 @@
 """The engine-neutral runtime core: no PyFlink here. Hosts (local, Flink) wrap ``AgentCore``."""
 
+from ..api.internal import key_from_json, key_json
 from . import _builtins  # noqa: F401 - registers the built-in actions with the plan first
 from ._flow import FlowController, FlowStats, flow_controller
 from ._host_options import HostOptions
@@ -88,5 +89,7 @@ __all__ = [
     "decode_key",
     "encode_key",
     "key_encoding",
+    "key_from_json",
+    "key_json",
     "warm_up",
 ]

@@ -5,11 +5,15 @@ restore finds that state: it must give the same bytes for the same key in every 
 cloudpickle and PyFlink version the job will ever be restored with.
 
 - ``"json"`` (the default): a Flink ``STRING`` key. A string key is itself; any other key
-  (``int``, ``float``, ``bool``, ``None`` or a tuple of those, nested) is ``U+001F``
-  followed by its canonical JSON text (no spaces, floats as Python's shortest ``repr``), so
+  (``int``, ``float``, ``bool``, ``None``, ``uuid.UUID``, ``datetime.date``,
+  ``datetime.datetime``, ``decimal.Decimal``, ``bytes`` or a tuple of those, nested) is
+  ``U+001F`` followed by the canonical JSON text of its JSON form (``runtime.key_json``: no
+  spaces, floats as Python's shortest ``repr``, a tagged type as ``{"uuid":"..."}``), so
   ``1``, ``True`` and ``1.0`` are three keys, as they are in Java, and not one as in a
-  Python ``dict``. A string key that starts with ``U+001F`` or ``U+001E`` is written the
-  same way (its JSON string), so no string is ever taken for another key.
+  Python ``dict``; so are ``Decimal("1.0")`` and ``Decimal("1.00")``, and one instant in
+  two UTC offsets (as Java's ``BigDecimal`` and ``OffsetDateTime`` tell them apart). A
+  string key that starts with ``U+001F`` or ``U+001E`` is written the same way (its JSON
+  string), so no string is ever taken for another key.
 - ``"pickle"``: the key's pickle (PyFlink's ``PICKLED_BYTE_ARRAY`` key type), as releases
   before this encoding existed keyed state. Nothing promises those bytes: PyFlink pickles a
   key with ``pickle`` in thread mode (Python's default protocol: 4 up to Python 3.13, 5 from
@@ -26,6 +30,8 @@ journal see the key's value (``KeyEncoding.value``), unchanged in value and type
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import functools
 import json
 import math
@@ -34,7 +40,8 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ..api import AgentsError
-from ..api.internal import shown_key
+from ..api.internal import KEY_TAGS, KEY_TYPES, key_json, shown_key, tagged_json, untag
+from ._serde import dumps
 from .core._results import RejectedKey, select_key
 
 __all__ = ["KeyEncoding", "KeyEncodingError", "KeyEncodingMismatchError", "KEY_ENCODINGS",
@@ -46,9 +53,26 @@ _REJECTED = "\x1e"
 """First character of the key of a record its key selector failed on (``RejectedKey``)."""
 _SCALARS = (int, float, bool, type(None))
 _CONSTANTS = {True: _JSON + "true", False: _JSON + "false", None: _JSON + "null"}
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=tagged_json)
 """The canonical JSON text of a key (one encoder: ``json.dumps`` with options makes one per
-call)."""
+call); a tagged type as its JSON form (``runtime.key_json``)."""
+_DECODER = json.JSONDecoder(object_hook=untag)
+"""An encoded key's JSON text back to its value (a tagged object to its type)."""
+
+
+def key_text(key: Any) -> str:
+    """The JSON text of ``key``'s JSON form (``runtime.key_json``): how journals name a key.
+
+    Object keys sorted; for a key of a type every release took, the text those releases
+    wrote (so journal entries written before are found).
+
+    Returns:
+        The text.
+
+    Raises:
+        TypeError: for a key with no JSON form (a ``"pickle"`` encoding key of another type).
+    """
+    return dumps(key_json(key)).decode()
 
 
 class KeyEncodingError(AgentsError, TypeError):
@@ -108,16 +132,39 @@ def _check(key: Any, where: str) -> None:
         return
     if kind in _SCALARS:
         if kind is float and not math.isfinite(key):
-            raise KeyEncodingError(
-                f"{where} is {key!r}: a key must be a finite number (NaN is not equal to "
-                f"itself, so it could never find its state again): give such records a key "
-                f"of their own in the key selector, or filter them out before the agent")
+            _not_finite(key, where)
+        return
+    if kind in KEY_TAGS:
+        _check_tagged(key, where)
         return
     raise KeyEncodingError(
         f"{where} is {shown_key(key, 100)} of type {kind.__name__}: with the default key "
-        f"encoding ('json') a key is a str, int, float, bool, None or a tuple of those; "
+        f"encoding ('json') a key is {KEY_TYPES} (the exact types, not a subclass); "
         f"convert it in the key selector (e.g. str(key)), or, for a job restored from a "
         f"savepoint that keyed state by pickles, pass key_encoding='pickle'")
+
+
+def _not_finite(key: Any, where: str) -> None:
+    raise KeyEncodingError(
+        f"{where} is {key!r}: a key must be a finite number (NaN is not equal to "
+        f"itself, so it could never find its state again): give such records a key "
+        f"of their own in the key selector, or filter them out before the agent")
+
+
+def _check_tagged(key: Any, where: str) -> None:
+    """Check a key of a tagged type (``runtime.key_json``) has a canonical text."""
+    if type(key) is decimal.Decimal:
+        if not key.is_finite():
+            _not_finite(key, where)
+        return
+    if type(key) is datetime.datetime and key.tzinfo is not None:
+        try:
+            key.isoformat()  # calls its tzinfo's utcoffset: the user's code
+        except Exception as e:  # noqa: BLE001 - said, the record goes to the error output
+            raise KeyEncodingError(
+                f"{where} is {shown_key(key, 100)}: its tzinfo gives no UTC offset "
+                f"({type(e).__name__}: {e}), which an aware datetime key is written with: "
+                f"give it a datetime.timezone (or ZoneInfo) in the key selector") from None
 
 
 def _check_text(text: str, where: str) -> None:
@@ -135,16 +182,20 @@ def encode_key(key: Any) -> str:
     """The ``"json"`` encoding of ``key``: the Flink ``STRING`` key its state lives under.
 
     Args:
-        key: a ``str``, ``int``, ``float``, ``bool``, ``None`` or a tuple of those.
+        key: a ``str``, ``int``, ``float``, ``bool``, ``None``, ``uuid.UUID``,
+            ``datetime.date``, ``datetime.datetime``, ``decimal.Decimal``, ``bytes`` or a
+            tuple of those.
 
     Returns:
         ``key`` itself for a string (unless it starts with ``U+001F`` or ``U+001E``), else
-        ``U+001F`` and the key's canonical JSON text.
+        ``U+001F`` and the canonical JSON text of the key's JSON form
+        (``runtime.key_json``).
 
     Raises:
         KeyEncodingError: for any other type (a subclass too: an ``IntEnum`` would come
-            back as a plain ``int``), a float NaN or infinity, or a string holding a lone
-            surrogate (not valid Unicode text); the message says what to do.
+            back as a plain ``int``), a float or ``Decimal`` NaN or infinity, a string
+            holding a lone surrogate (not valid Unicode text), or an aware ``datetime``
+            whose ``tzinfo`` gives no UTC offset; the message says what to do.
     """
     kind = type(key)
     if kind is str:
@@ -168,7 +219,7 @@ def _tuples(value: Any) -> Any:
 
 
 def decode_key(text: Any) -> Any:
-    """The key ``encode_key`` encoded as ``text`` (JSON arrays back as tuples).
+    """The key ``encode_key`` encoded as ``text`` (JSON arrays back as tuples, tags as values).
 
     Args:
         text: an encoded key; anything but a ``str`` is returned as it is.
@@ -200,7 +251,7 @@ def _decode(text: str) -> Any:
     digits = body[1:] if body[:1] == "-" else body
     if digits.isascii() and digits.isdigit():  # an int (a fast path)
         return int(body)
-    return _tuples(json.loads(body))
+    return _tuples(_DECODER.decode(body))
 
 
 _decoded = functools.lru_cache(maxsize=4096)(_decode)

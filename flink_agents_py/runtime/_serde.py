@@ -2,8 +2,11 @@
 
 Stored values must survive a checkpoint, so each one needs a JSON form. Pydantic models are
 stored with their class (``{"$model": "pkg.mod:Class", "data": {...}}``) so a replay returns
-the same type; tuples become lists; everything else must already be JSON (``str``, ``int``,
-finite ``float``, ``bool``, ``None``, ``list``, ``dict`` with string keys).
+the same type; tuples become lists; the types a key may have are tagged too, so they come
+back in their type (``{"$model": "$bytes", "data": <base64>}``, ``"$uuid"``, ``"$date"``,
+``"$datetime"``, ``"$decimal"`` with the value's text: ``ctx.key`` can be stored); everything
+else must already be JSON (``str``, ``int``, finite ``float``, ``bool``, ``None``, ``list``,
+``dict`` with string keys).
 
 A plain dict of exactly the keys ``$model`` and ``data`` (a record's, a tool's, a model's: data
 from anyone) is stored escaped, as ``{"$model": null, "data": <the dict>}``, so that only a
@@ -30,10 +33,12 @@ from pydantic_core import to_jsonable_python
 from ..api import SerializationError
 from ..api.internal import (
     EVENT_CLASS_KEY,
+    KEY_TAGS,
     Event,
     MemoryObject,
     event_class_tag,
     import_qualified,
+    untag,
 )
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
@@ -185,6 +190,10 @@ _BYTES_TAG = "$bytes"
 
 _TAGS: dict[type, str] = {}
 """Per model class, its ``$model`` tag."""
+_VALUE_TAGS = frozenset(f"${tag}" for tag, _ in KEY_TAGS.values()) - {_BYTES_TAG}
+"""The ``$model`` tags of the other values of a key's types (``{"$model": "$uuid", "data":
+<its text>}``: ``uuid.UUID``, ``datetime.date``, ``datetime.datetime``, ``decimal.Decimal``),
+kept in their type as ``bytes`` are."""
 
 
 def _escaped(out: dict[str, Any]) -> dict[str, Any]:
@@ -410,12 +419,20 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
         try:  # a pydantic field's leaf value: pydantic's JSON form, validated back on replay
             return to_jsonable_python(value)
         except Exception:  # noqa: BLE001 - falls through to the refusal below
-            pass
+            if isinstance(value, (bytes, bytearray)):  # not UTF-8 (a bytes key): base64
+                return base64.b64encode(bytes(value)).decode("ascii")
     elif isinstance(value, (bytes, bytearray)):
         text = base64.b64encode(bytes(value)).decode("ascii")
         # kept as bytes (memory, durable results: Flink Agents' memory takes bytes); plain
         # JSON (a tool's result for the model) is the base64 text
         return {_MODEL_TAG: _BYTES_TAG, "data": text} if tag_models else text
+    elif tag_models and type(value) in KEY_TAGS:  # a key's type: kept in it (``ctx.key``)
+        tag, text_of = KEY_TAGS[type(value)]
+        try:
+            return {_MODEL_TAG: f"${tag}", "data": text_of(value)}
+        except Exception as e:  # noqa: BLE001 - an aware datetime whose tzinfo fails
+            raise SerializationError(f"{where}: the {type(value).__name__} at {path} has no "
+                                     f"text ({type(e).__name__}: {e})") from None
     elif not tag_models:
         if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
             return value.isoformat()
@@ -479,6 +496,8 @@ def from_json_value(data: Any) -> Any:
                 return {k: from_json_value(v) for k, v in inner.items()}
             if tag == _BYTES_TAG and type(inner) is str:
                 return base64.b64decode(inner)
+            if tag in _VALUE_TAGS and type(inner) is str:  # a UUID, date, datetime, Decimal
+                return untag({tag[1:]: inner})
             if type(tag) is not str:
                 raise SerializationError(f"a stored value's {_MODEL_TAG} tag is {tag!r}, not "
                                          "the 'module:Class' of a pydantic model")

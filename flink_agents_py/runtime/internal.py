@@ -4,9 +4,11 @@ The flink, local, io, observability and testing packages import these from here,
 from ``runtime._*`` modules themselves (``tests/test_layers.py`` checks).
 """
 
+from ..api.internal import key_from_json, key_json
 from ._budgets import spend_adopter
 from ._failures import clip, failure_text
 from ._gauges import live_gauges
+from ._keys import key_text
 from ._serde import dumps, loads_record
 from ._terminal import escape_controls
 from .core._commands import CallCommand
@@ -14,4 +16,5 @@ from .core._damaged import stored_run
 from .core._observer import event_parent
 
 __all__ = ["CallCommand", "clip", "dumps", "escape_controls", "event_parent", "failure_text",
-           "live_gauges", "loads_record", "spend_adopter", "stored_run"]
+           "key_from_json", "key_json", "key_text", "live_gauges", "loads_record",
+           "spend_adopter", "stored_run"]

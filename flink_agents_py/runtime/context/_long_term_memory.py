@@ -55,7 +55,7 @@ from ...api import (
     VectorStore,
     VectorStoreError,
 )
-from ...api.internal import check_texts, shown_key
+from ...api.internal import check_texts, key_json, shown_key
 from .._knowledge import durable_target
 from .._memory_items import RESERVED, Horizon, MemoryStore, exec_tag
 from .._serde import digest, to_json_value
@@ -99,7 +99,7 @@ def begin_lineage(plan: Any, state: Any, lineage: str | None, key: Any) -> None:
     if isinstance(tree, dict) and isinstance(tree.get(leaf), str):
         return
     epoch = secrets.token_hex(8) if lineage is None else digest(
-        [lineage, plan.agent, to_json_value(key, "the key")])[:16]
+        [lineage, plan.agent, to_json_value(key_json(key), "the key")])[:16]
     state.memory = {**memory, ns: {**(tree if isinstance(tree, dict) else {}), leaf: epoch}}
 
 
@@ -287,7 +287,8 @@ class ActionLongTermMemory(BaseLongTermMemory):
         self._n = 0
         self._backend: MemoryStore | None = None
         agent = ctx.plan.agent
-        self.key_scope = "key:" + digest([agent, to_json_value(ctx.key, "the key")])
+        self.key_scope = "key:" + digest([agent, to_json_value(key_json(ctx.key),
+                                                               "the key")])
         self.shared_scope = "shared:" + digest(agent)
 
     def backend(self) -> MemoryStore:

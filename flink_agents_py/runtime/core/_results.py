@@ -10,11 +10,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NamedTuple
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer
 from pydantic_core import to_jsonable_python
 
 from ...api import Event, InputEvent, SerializationError
-from ...api.internal import MaskedStr, event_from_json, mask_known_value, shown_key
+from ...api.internal import (
+    KEY_TYPES,
+    MaskedStr,
+    event_from_json,
+    key_json,
+    mask_known_value,
+    shown_key,
+)
 from .._failures import clip
 from .._serde import from_json_value, is_tagged_model, to_json_value
 from .._terminal import log_text
@@ -48,12 +55,14 @@ class ErrorRecord(BaseModel):
 
     Its JSON form (``model_dump(mode="json")``, the rows of Flink's error output) keeps a
     float NaN or infinity of the input as it was (``NaN`` in JSON text), not ``None``: a
-    record rejected for its NaN key shows that key.
+    record rejected for its NaN key shows that key. Its ``key`` there is the key's JSON form
+    (``runtime.key_json``: a tuple a list, a ``UUID`` ``{"uuid": "..."}``;
+    ``runtime.key_from_json`` gives the key back).
     """
 
     model_config = ConfigDict(ser_json_inf_nan="constants")
 
-    key: Any
+    key: Annotated[Any, PlainSerializer(key_json, when_used="json")]
     seq: int
     action: str
     execution_id: str
@@ -252,8 +261,7 @@ def select_key(key_selector: Callable[[Any], Any], record: Any) -> Any:
     except TypeError as e:  # a dict, a list: say it is the key, and what to do
         return RejectedKey.of(TypeError(
             f"the key is {shown_key(key)} of type {type(key).__name__}, which cannot key "
-            f"state ({e}): a key is a str, int, float, bool, None or a tuple of those; "
-            "convert it in the key selector"))
+            f"state ({e}): a key is {KEY_TYPES}; convert it in the key selector"))
     except Exception as e:  # noqa: BLE001 - its own __hash__ raised
         return RejectedKey.of(e)
     return key

@@ -31,7 +31,7 @@ from ...api import (
     UnmatchedEventError,
     WaitTimeoutError,
 )
-from ...api.internal import shown_key
+from ...api.internal import key_json, shown_key
 from .._serde import to_json_value
 from ..recorder._ledger import CallLedger
 from ..recorder._outcomes import store_outcome
@@ -272,7 +272,7 @@ class WaitsCore:
         return ErrorRecord(key=self._key_value(key), seq=run.seq, action="<outside>",
                            execution_id=wait.caller or "outside event", error_type=type(
                                error).__name__, message=str(error),
-                           input={"key": self._key_value(key), "correlation_id": cid,
+                           input={"key": key_json(self._key_value(key)), "correlation_id": cid,
                                   "payload": wait.payload})
 
     def _give_up_early(self, key: Any, run: RunState, now_ms: int | None,

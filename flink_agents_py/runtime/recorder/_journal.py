@@ -18,16 +18,12 @@ import threading
 import time
 from typing import Any
 
-from .._serde import dumps
+from .._keys import key_text
 from ._journaled import JournaledCall
 from ._ledger import Journal
 from ._state import CallRecord
 
 __all__ = ["SqliteJournal"]
-
-
-def _key_text(key: Any) -> str:
-    return dumps(key).decode()
 
 
 def _write_ahead(db: sqlite3.Connection, timeout_s: float = 30.0) -> None:
@@ -90,13 +86,13 @@ class SqliteJournal(Journal):
         run = call_id.split("/", 1)[0]
         self._db().execute(
             "INSERT OR REPLACE INTO outcomes (key, call_id, run, record) VALUES (?, ?, ?, ?)",
-            (_key_text(key), call_id, run, record.to_json()),
+            (key_text(key), call_id, run, record.to_json()),
         )
 
     def lookup(self, key: Any, call_id: str) -> CallRecord | None:
         """The stored outcome of ``(key, call_id)``, or ``None``."""
         row = self._db().execute(
-            "SELECT record FROM outcomes WHERE key = ? AND call_id = ?", (_key_text(key), call_id)
+            "SELECT record FROM outcomes WHERE key = ? AND call_id = ?", (key_text(key), call_id)
         ).fetchone()
         return JournaledCall.read(row[0]) if row else None
 
@@ -105,7 +101,7 @@ class SqliteJournal(Journal):
         now_s = time.time() if now_s is None else now_s
         db = self._db()
         db.execute("UPDATE outcomes SET completed_at = ? WHERE key = ? AND run = ?",
-                   (now_s, _key_text(key), run))
+                   (now_s, key_text(key), run))
         db.execute("DELETE FROM outcomes WHERE completed_at IS NOT NULL AND completed_at < ?",
                    (now_s - self.retention_s,))
 
