@@ -462,6 +462,7 @@ PUBLIC_API = {
     "ReplayDivergenceError", "ResourceError", "ResourceNotFoundError", "SerializationError",
     "UnsupportedAwaitError", "UsageError", "AgentNotInitializedError", "UnkeyedRecordError",
     "UnfinishedRunError",
+    "UnreadErrorsError",
 }
 
 

@@ -23,6 +23,7 @@ from flink_agents_py.api import (
     InputEvent,
     OutputEvent,
     RunnerContext,
+    UnreadErrorsError,
     UsageError,
     action,
 )
@@ -95,13 +96,17 @@ def test_compat_local_from_list_of_one_value_names_the_fix(records, got):
 def test_compat_records_are_keyed_and_valued_as_flink_agents_does(caplog):
     """``"k"``/``"v"`` stand for ``"key"``/``"value"``; a record without a key runs under a
     key of its own (a UUID, as Flink Agents' local runner gives it), not all under ``None``;
-    one without a value, or not a dict, is an error row naming its position."""
+    one without a value, or not a dict, is an error row naming its position, and ``execute``
+    raises at its end (Flink Agents stops at such a record), the other records' outputs
+    delivered."""
     env = CompatEnvironment.get_execution_environment()
     records = [{"key": "a", "value": 1}, {"k": "b", "v": 2}, {"value": 3}, {"value": 4},
                {"key": "c", "valeu": 5}, "plain text"]
     out = env.from_list(records).apply(Echo()).to_list()
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING), pytest.raises(UnreadErrorsError) as raised:
         env.execute()
+    assert raised.value.count == 2 and "record 4 (<key_selector>): UsageError" in str(
+        raised.value)
     by_input = {next(iter(o.values()))["in"]: next(iter(o)) for o in out}
     assert sorted(by_input) == [1, 2, 3, 4]
     assert (by_input[1], by_input[2]) == ("a", "b")

@@ -49,6 +49,7 @@ from ._errors import (
     SerializationError,
     UnfinishedRunError,
     UnkeyedRecordError,
+    UnreadErrorsError,
     UnsupportedAwaitError,
     UsageError,
 )
@@ -240,6 +241,7 @@ __all__ = [
     "EventChainLimitError",
     "UnkeyedRecordError",
     "UnfinishedRunError",
+    "UnreadErrorsError",
 ]
 
 # names that moved out of the API: (their home, the name there); importing them from here

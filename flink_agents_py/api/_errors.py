@@ -251,6 +251,30 @@ class UnfinishedRunError(AgentsError):
     """
 
 
+class UnreadErrorsError(AgentsError):
+    """Records went to the agent's error output and the program never read it.
+
+    Raised by ``execute()`` of a ``flink_agents_py.compat`` environment when the run ends,
+    after every other record ran: Apache Flink Agents fails the job at a failed action, so a
+    program written for it expects ``execute()`` to fail rather than end quietly without those
+    records' outputs. Each such record was also logged at WARNING as it came. A program that
+    reads the error output (``errors_datastream()`` on Flink) handles them itself and never
+    gets this error.
+
+    Attributes:
+        count: how many error records went unread.
+        errors: the first few of them (``ErrorRecord``, or its JSON form from Flink).
+    """
+
+    def __init__(self, message: str, count: int = 0, errors: list[Any] | None = None) -> None:
+        super().__init__(message)
+        self.count = count
+        self.errors = list(errors or [])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (UnreadErrorsError, (str(self), self.count, self.errors))
+
+
 class UsageError(AgentsError, TypeError):
     """The API was used in a way that cannot work; the message says what to write instead.
 

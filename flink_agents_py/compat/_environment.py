@@ -14,9 +14,14 @@ What a Flink Agents program does with its environment, and what it does here:
   ``execute()`` fills that list with ``{key: output}`` dicts. As in Flink Agents, ``"k"``
   and ``"v"`` may stand for ``"key"`` and ``"value"``, and a record without a key runs
   under a key of its own (a new UUID text); a record without a value (or not a dict) is an
-  error row naming its position, where Flink Agents stops the run.
+  error row naming its position.
 - Flink: ``from_datastream(input=ds, key_selector=...).apply(agent).to_datastream()``, then
   ``execute()``.
+- Error rows (an action that raised, a record without a value, a key with no encoding): a
+  Flink Agents program has no way to read them, and Flink Agents fails the run at the
+  first; here each is logged at WARNING as it comes, the other records run, and
+  ``execute()`` raises ``UnreadErrorsError`` naming them at the end (on Flink, unless the
+  program took ``errors_datastream()``, ours).
 """
 
 from __future__ import annotations
@@ -270,13 +275,26 @@ class LocalAgentsEnvironment(_Environment):
         As Flink Agents' local runner does, each record's run ends (or parks in a wait)
         before the next record starts, so ``to_list`` holds the outputs in input order; the
         native ``LocalExecutionEnvironment`` overlaps runs of different keys instead.
+
+        Raises:
+            UnreadErrorsError: at the end, when records went to the error output (an
+                action raised, a record had no value...), which ``to_list`` does not hold:
+                Flink Agents stops at the first; here the other records ran and ``to_list``
+                holds their outputs. Each was logged at WARNING as it came.
         """
+        from ..runtime.internal import UnreadErrors
+
         pending, self._pending = self._pending, []
+        unread = UnreadErrors("the native runner: AgentsExecutionEnvironment.local()"
+                              "...run().errors")
         for records, agent, out in pending:  # the records as they are now (see from_list)
             job = self.local.from_list(list(records), key_selector=_compat_key,
                                        value_selector=_compat_value).apply(agent)
             result = job.run(one_at_a_time=True)
             out.extend({key: output} for key, output in result.keyed_outputs)
+            for error in result.errors:
+                unread.add(error)
+        unread.raise_if_any()
 
 
 def _compat_key(record: Any) -> Any:
@@ -383,8 +401,17 @@ class FlinkAgentsEnvironment(_Environment):
             "records), key_selector=...)")
 
     def execute(self, job_name: str = "flink-agents-py") -> Any:
-        """Run the job (blocking); returns Flink's ``JobExecutionResult``."""
-        return self.flink.execute(job_name)
+        """Run the job (blocking).
+
+        Returns:
+            Flink's ``JobExecutionResult``.
+
+        Raises:
+            UnreadErrorsError: when the job ended and records went to an error output the
+                program never took (``errors_datastream()``): Flink Agents fails the job at
+                the first; here the others ran. Each was logged at WARNING as it came.
+        """
+        return self.flink.execute(job_name, fail_on_unread_errors=True)
 
 
 class _FlinkBuilder:

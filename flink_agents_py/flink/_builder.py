@@ -23,6 +23,7 @@ from ..runtime import (
     key_encoding,
     mismatch_message,
 )
+from ..runtime.internal import UnreadErrors
 from ._collections import accept_pickled_collections
 from ._fresh import shipped
 from ._operator import ERROR_TAG, AgentOperator
@@ -31,6 +32,7 @@ from ._second_input import envelope_key, wrap_outside
 from ._typed_outputs import TypedOutputs, contract_of
 from ._typed_outputs import _field_kinds as _field_kinds  # used by tests
 from ._typed_outputs import _output_as_row as _output_as_row  # used by tests
+from ._unread_errors import execute_reading_errors, unread_error_streams
 from ._workers import WorkerSetupError, config_getter, configure_workers
 
 __all__ = ["FlinkExecutionEnvironment", "FlinkAgentBuilder"]
@@ -144,6 +146,7 @@ class FlinkAgentBuilder:
         self._label = ""
         self._built: list[Any] = []  # the Java transformations ``_build`` added to the job
         self._handed_out = False  # the outputs or errors were taken: no second ``_build``
+        self._errors_read = False  # ``errors_datastream()`` taken: else ``execute`` reads them
         self._events: Any = None
         self._events_key: Callable[[Any], Any] = ExternalEvent.key_of
 
@@ -214,6 +217,7 @@ class FlinkAgentBuilder:
         _check_uid_free(self._env.env, f"agent-{label}", label)
         self._op, self._label = op, label
         self._build()
+        self._env._applied.append(self)
         return self
 
     def _build(self, contract: Any = None) -> None:
@@ -301,14 +305,16 @@ class FlinkAgentBuilder:
         """Failed actions and rejected records, as dicts with ``key`` (the side output).
 
         Each row is an ``ErrorRecord``'s JSON form: ``key`` is the key's JSON form
-        (``runtime.key_from_json`` gives the key back). Not taking it drops them (they never
-        mix with the outputs).
+        (``runtime.key_from_json`` gives the key back). Not taking it: ``execute()`` reads
+        them into the program's process and logs each at WARNING (they never mix with the
+        outputs).
 
         Returns:
             The side output ``DataStream``.
         """
         self._applied()
         self._handed_out = True
+        self._errors_read = True
         return self._errors
 
     def to_table(self, schema: Any = None, output_type: Any = None) -> Any:
@@ -431,6 +437,7 @@ class FlinkExecutionEnvironment:
             observer=observer,  # what every operator applied from here on runs with
             apache_event_log=apache_event_log)
         self.t_env = t_env
+        self._applied: list[FlinkAgentBuilder] = []  # agents applied since the last execute
 
     @property
     def max_in_flight(self) -> int:
@@ -530,12 +537,19 @@ class FlinkExecutionEnvironment:
         return JobProgress(rest_urls(config_getter(self.env)), total=total, job_name=job_name,
                            enabled=self.metrics and progress_enabled(self.show_progress))
 
-    def execute(self, job_name: str = "flink-agents-py", total: int | None = None) -> Any:
+    def execute(self, job_name: str = "flink-agents-py", total: int | None = None, *,
+                fail_on_unread_errors: bool = False) -> Any:
         """Run the job (blocking), with a progress bar when ``progress`` is on.
+
+        The error output of an agent whose ``errors_datastream()`` the program never took is
+        read back here: each row is logged at WARNING (logger ``flink_agents_py.errors``) in
+        this process as it arrives, so no record is lost quietly.
 
         Args:
             job_name: the job's name.
             total: how many input records the job reads, when known (for the bar).
+            fail_on_unread_errors: raise ``UnreadErrorsError`` when the job ends if any such
+                row came (what ``compat``'s ``execute`` does: Flink Agents fails the job).
 
         Returns:
             Flink's ``JobExecutionResult``.
@@ -543,12 +557,21 @@ class FlinkExecutionEnvironment:
         Raises:
             KeyEncodingMismatchError: when the restore found keyed state keyed by another
                 key encoding (says which ``key_encoding`` to pass); chained to Flink's error.
+            UnreadErrorsError: with ``fail_on_unread_errors``, naming the first unread rows.
         """
+        streams = unread_error_streams(self.env, self._applied)
+        self._applied = []  # the job takes the environment's transformations with it
+        unread = UnreadErrors("errors_datastream()")
         try:
             with self.progress(total=total, job_name=job_name):
-                return self.env.execute(job_name)
+                if not streams:
+                    return self.env.execute(job_name)
+                result = execute_reading_errors(self.env, job_name, streams, unread)
         except Exception as e:
             message = mismatch_message(e, self.key_encoding)
             if message is None:
                 raise
             raise KeyEncodingMismatchError(message) from e
+        if fail_on_unread_errors:
+            unread.raise_if_any()
+        return result

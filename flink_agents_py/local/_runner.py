@@ -40,7 +40,7 @@ from ..runtime import (
     rejected_record,
     warm_up,
 )
-from ..runtime.internal import key_from_json, key_json, spend_adopter, stored_run
+from ..runtime.internal import UnreadErrors, key_from_json, key_json, spend_adopter, stored_run
 from ._clock import AdvanceTime, AfterRecords, VirtualTimers
 from ._progress import Progress
 from ._records import check_records, check_snapshot, default_key_selector
@@ -263,8 +263,16 @@ class LocalAgentJob:
         return self._steps
 
     def collect(self) -> list[Any]:
-        """Run to completion and return the outputs (errors are in ``self.result.errors``)."""
-        return self.run().outputs
+        """Run to completion and return the outputs (errors are in ``self.result.errors``).
+
+        Returns:
+            The outputs; each error record, which it does not return, is logged at WARNING.
+        """
+        result = self.run()
+        unread = UnreadErrors("job.result.errors, or run() instead of collect()")
+        for error in result.errors:
+            unread.add(error)
+        return result.outputs
 
     def run(self, *, on_step: Callable[[LocalAgentJob], None] | None = None,
             max_steps: int | None = None, one_at_a_time: bool = False) -> LocalRunResult:

@@ -11,10 +11,11 @@ from ._gauges import live_gauges
 from ._keys import key_text
 from ._serde import dumps, loads_record
 from ._terminal import escape_controls
+from ._unread import UnreadErrors, error_line
 from .core._commands import CallCommand
 from .core._damaged import stored_run
 from .core._observer import event_parent
 
-__all__ = ["CallCommand", "clip", "dumps", "escape_controls", "event_parent", "failure_text",
-           "key_from_json", "key_json", "key_text", "live_gauges", "loads_record",
-           "spend_adopter", "stored_run"]
+__all__ = ["CallCommand", "UnreadErrors", "clip", "dumps", "error_line", "escape_controls",
+           "event_parent", "failure_text", "key_from_json", "key_json", "key_text",
+           "live_gauges", "loads_record", "spend_adopter", "stored_run"]

@@ -1,7 +1,7 @@
-"""An agent and a key selector for jobs keyed by ``UUID``s and ``datetime``s.
+"""Agents and a key selector for jobs keyed by ``UUID``s and ``datetime``s.
 
 Importable by Flink workers (thread mode imports by reference). Used by
-``tests/test_key_types_flink.py``.
+``tests/test_key_types_flink.py`` and ``tests/test_unread_errors_flink.py``.
 """
 
 from __future__ import annotations
@@ -36,3 +36,14 @@ class CountByKey(Agent):
         ctx.send_event(OutputEvent(output={
             "n": event.input["n"], "key": ctx.key, "type": type(ctx.key).__name__,
             "kept": stm.get("key") == ctx.key, "echoed": echoed, "seen": stm.get("seen")}))
+
+
+class FailsOnBad(Agent):
+    """Outputs its input; an input that starts with ``"bad"`` raises, quoting it."""
+
+    @action(InputEvent)
+    @staticmethod
+    def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        if str(event.input).startswith("bad"):
+            raise ValueError(f"cannot handle {event.input}")
+        ctx.send_event(OutputEvent(output=event.input))

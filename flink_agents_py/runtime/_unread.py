@@ -1,0 +1,102 @@
+"""Error records nobody reads: each one logged at WARNING, and a summary to raise.
+
+A record that goes to the agent's error output (an action that raised, a key the key
+selector failed on or that has no encoding, an input with no JSON form, an outside event
+for no waiter...) is lost quietly when the program never reads that output: the job ends
+with neither its output nor an error. A host that knows nobody reads it (the local runner's
+``collect()``, the compat environments' ``execute()``, the Flink host's ``execute()`` when
+``errors_datastream()`` was never taken) hands each such record to ``UnreadErrors``, which
+logs one bounded WARNING line for it (its key, its position, its error), on the logger
+``flink_agents_py.errors``, and keeps the first few for ``raise_if_any``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..api import UnreadErrorsError
+from ..api.internal import clip, key_from_json, shown_key
+from ._terminal import log_text
+
+__all__ = ["UnreadErrors", "error_line"]
+
+log = logging.getLogger("flink_agents_py.errors")
+
+KEPT = 5
+"""How many unread error records ``UnreadErrors`` keeps (and its error quotes)."""
+MESSAGE_CHARS = 400
+"""The most characters of an error's message a line quotes (its start and end)."""
+KEY_CHARS = 200
+"""The most characters of a key's ``repr`` a line quotes."""
+
+
+def _field(error: Any, name: str) -> Any:
+    return error.get(name) if isinstance(error, dict) else getattr(error, name, None)
+
+
+def error_line(error: Any) -> str:
+    """One line for an error record: its key, its position and its error, bounded.
+
+    Args:
+        error: an ``ErrorRecord``, or its JSON form (a row of Flink's error output).
+
+    Returns:
+        E.g. ``key UUID('0f8f...'), input 0, r0/process_input: ValueError: no price``;
+        ``key None, record 3: KeyEncodingError: ...`` for a record rejected before it ran.
+    """
+    key = _field(error, "key")
+    if isinstance(error, dict):
+        try:
+            key = key_from_json(key)  # the row holds the key's JSON form
+        except Exception:  # noqa: BLE001 - shown as the row has it
+            pass
+    seq, where = _field(error, "seq"), _field(error, "execution_id")
+    action = _field(error, "action")
+    place = f"input {seq}, {where}" if isinstance(seq, int) and seq >= 0 else f"{where}"
+    if action and str(action) not in str(where):
+        place = f"{place} ({action})"
+    message = log_text(clip(str(_field(error, "message")), MESSAGE_CHARS))
+    return (f"key {shown_key(key, KEY_CHARS)}, {log_text(clip(place, 200))}: "
+            f"{_field(error, 'error_type')}: {message}")
+
+
+class UnreadErrors:
+    """Counts the error records nobody reads, logging each; keeps the first few.
+
+    Args:
+        reader: how the program could have read them (named in every line and the error),
+            e.g. ``"errors_datastream()"``.
+    """
+
+    def __init__(self, reader: str) -> None:
+        self.reader = reader
+        self.count = 0
+        self.kept: list[Any] = []
+
+    def add(self, error: Any) -> None:
+        """Log ``error`` (an ``ErrorRecord`` or its JSON form) at WARNING and count it."""
+        self.count += 1
+        if len(self.kept) < KEPT:
+            self.kept.append(error)
+        log.warning("unread error record (read them with %s): %s", self.reader,
+                    error_line(error))
+
+    def raise_if_any(self) -> None:
+        """Raise ``UnreadErrorsError`` when any record went unread.
+
+        Raises:
+            UnreadErrorsError: naming how many, the first few (one line each) and how to read
+                them.
+        """
+        if not self.count:
+            return
+        lines = "\n".join(f"  {error_line(e)}" for e in self.kept)
+        more = (f"\n  ... and {self.count - len(self.kept)} more (each logged at WARNING on "
+                f"{log.name})" if self.count > len(self.kept) else "")
+        raise UnreadErrorsError(
+            f"{self.count} record(s) went to the agent's error output, which this program "
+            f"does not read: Flink Agents would have failed the job at the first one; here "
+            f"the other records ran and their outputs were delivered. Read the error output "
+            f"({self.reader}) to handle them yourself, or fix their cause:\n{lines}{more}",
+            count=self.count, errors=self.kept)

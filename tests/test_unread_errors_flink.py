@@ -1,0 +1,63 @@
+"""On Flink, ``agents.execute()`` reads an error output the program never took.
+
+Flink drops a side output nobody consumes, and the operator's log lines go to the
+TaskManager's log (a MiniCluster's under PyFlink's ``log`` folder): a failed record left
+no trace where the user looks. ``execute()`` now collects such error outputs back to the
+program's process and logs each row at WARNING there (key, position, error; bounded). An
+agent whose ``errors_datastream()`` was taken is the program's to handle; an agent of a job
+that already ran (``execute_and_collect``) is not read again (that would run it again).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.flink
+
+pytest.importorskip("pyflink")
+
+from support import key_type_agents as kt  # noqa: E402
+
+
+def _unread(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "flink_agents_py.errors" and r.levelno == logging.WARNING]
+
+
+@pytest.mark.timeout(600)
+def test_execute_logs_the_rows_of_error_outputs_nobody_took(caplog):
+    from pyflink.common import Types
+
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.flink import create_stream_environment
+
+    env = create_stream_environment(execution_mode="thread", restart_attempts=0)
+    pickled = Types.PICKLED_BYTE_ARRAY()
+    agents = AgentsExecutionEnvironment.flink(env, metrics=False)
+
+    def source(values):
+        return env.from_collection(values, type_info=pickled)
+
+    # a job run by execute_and_collect: its agent's error output is not read by a later execute
+    first = agents.from_datastream(source(["bad c"]), key_selector=lambda r: uuid.uuid4())
+    with first.apply(kt.FailsOnBad(), name="first").to_datastream().execute_and_collect(
+            "first") as rows:
+        assert list(rows) == []
+    # one job, two agents: the errors of one are taken, the other's nobody reads
+    taken = agents.from_datastream(source(["ok a", "bad a"]), key_selector=lambda r: r[-1])
+    taken.apply(kt.FailsOnBad(), name="taken")
+    taken.errors_datastream().map(lambda e: e["message"], output_type=Types.STRING()).print()
+    key = uuid.UUID("0f8fad5b-d9cb-469f-a165-70867728950e")
+    unread = agents.from_datastream(source(["ok b", "bad b" + "!" * 5000]),
+                                    key_selector=lambda r: key)
+    unread.apply(kt.FailsOnBad(), name="unread")
+    with caplog.at_level(logging.WARNING):
+        result = agents.execute("unread-errors")
+    assert result is not None  # Flink's JobExecutionResult, as before
+    [line] = _unread(caplog)
+    assert line.startswith(f"unread error record (read them with errors_datastream()): key "
+                           f"{key!r}, input 1, r1/on_input: ValueError: cannot handle bad b!!!")
+    assert len(line) < 800
