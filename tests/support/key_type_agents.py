@@ -7,6 +7,7 @@ Importable by Flink workers (thread mode imports by reference). Used by
 from __future__ import annotations
 
 import datetime
+import os
 import uuid
 from typing import Any
 
@@ -35,7 +36,8 @@ class CountByKey(Agent):
             raise ValueError(f"record {event.input['n']} fails")
         ctx.send_event(OutputEvent(output={
             "n": event.input["n"], "key": ctx.key, "type": type(ctx.key).__name__,
-            "kept": stm.get("key") == ctx.key, "echoed": echoed, "seen": stm.get("seen")}))
+            "kept": stm.get("key") == ctx.key, "echoed": echoed, "seen": stm.get("seen"),
+            "pid": os.getpid()}))
 
 
 class FailsOnBad(Agent):
