@@ -111,3 +111,15 @@ def test_the_error_summary_names_the_first_few_and_how_many_more():
                        "execution_id": "record", "error_type": "KeyError",
                        "message": "a\nb\x1b[31m"}) == (
         "key ('t', 1), record (<key_selector>): KeyError: a\n  b\\x1b[31m")
+
+
+def test_the_runtime_logs_an_input_with_no_json_form_where_it_is_made(caplog):
+    """As it logs a failed action or a rejected key: on Flink, the TaskManager's log then
+    holds every error record, whoever reads the error output."""
+    records = [{"key": "a", "v": {1, 2}}, {"key": "a", "v": 1}]
+    with caplog.at_level(logging.WARNING):
+        result = AgentsExecutionEnvironment.local().from_list(records).apply(FailsOnBad()).run()
+    assert result.outputs == [1] and not _unread(caplog)
+    [line] = [r.getMessage() for r in caplog.records if r.name == "flink_agents_py.runtime"]
+    assert line.startswith("to the error output: key 'a', record 0 (<input>): "
+                           "SerializationError: input record of key 'a': a set at $.v")

@@ -3,9 +3,10 @@
 Flink drops a side output nobody consumes, and the operator's log lines go to the
 TaskManager's log (a MiniCluster's under PyFlink's ``log`` folder): a failed record left
 no trace where the user looks. ``execute()`` now collects such error outputs back to the
-program's process and logs each row at WARNING there (key, position, error; bounded). An
-agent whose ``errors_datastream()`` was taken is the program's to handle; an agent of a job
-that already ran (``execute_and_collect``) is not read again (that would run it again).
+program's process and logs each row at WARNING there (key, position, error; bounded), when
+the job runs on a local MiniCluster. An agent whose ``errors_datastream()`` was taken is the
+program's to handle; an agent of a job that already ran (``execute_and_collect``) is not
+read again (that would run it again); a job submitted to a cluster is left as built.
 """
 
 from __future__ import annotations
@@ -61,3 +62,22 @@ def test_execute_logs_the_rows_of_error_outputs_nobody_took(caplog):
     assert line.startswith(f"unread error record (read them with errors_datastream()): key "
                            f"{key!r}, input 1, r1/on_input: ValueError: cannot handle bad b!!!")
     assert len(line) < 800
+
+
+def test_a_job_for_a_cluster_is_left_as_built():
+    """A collect sink would add state to the job's savepoints: a later version that takes
+    ``errors_datastream()`` could not restore them; the TaskManagers' logs hold the rows."""
+    from types import SimpleNamespace
+
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    from flink_agents_py.flink._unread_errors import unread_error_streams
+    from flink_agents_py.flink._workers import _env_config
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    untaken = SimpleNamespace(_errors_read=False, _errors="side output", _result=None)
+    _env_config(env).setString("execution.target", "remote")  # as `flink run` submits it
+    try:
+        assert unread_error_streams(env, [untaken]) == []
+    finally:
+        _env_config(env).setString("execution.target", "local")

@@ -255,11 +255,12 @@ class UnreadErrorsError(AgentsError):
     """Records went to the agent's error output and the program never read it.
 
     Raised by ``execute()`` of a ``flink_agents_py.compat`` environment when the run ends,
-    after every other record ran: Apache Flink Agents fails the job at a failed action, so a
-    program written for it expects ``execute()`` to fail rather than end quietly without those
-    records' outputs. Each such record was also logged at WARNING as it came. A program that
-    reads the error output (``errors_datastream()`` on Flink) handles them itself and never
-    gets this error.
+    after every other record ran (on the local runner, and on Flink when the job runs on a
+    local MiniCluster: a cluster's job is left as built, its error rows in the TaskManagers'
+    logs): Apache Flink Agents fails the job at a failed action, so a program written for it
+    expects ``execute()`` to fail rather than end quietly without those records' outputs.
+    Each such record was also logged at WARNING as it came. A program that reads the error
+    output (``errors_datastream()`` on Flink) handles them itself and never gets this error.
 
     Attributes:
         count: how many error records went unread.

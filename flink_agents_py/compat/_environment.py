@@ -20,8 +20,9 @@ What a Flink Agents program does with its environment, and what it does here:
 - Error rows (an action that raised, a record without a value, a key with no encoding): a
   Flink Agents program has no way to read them, and Flink Agents fails the run at the
   first; here each is logged at WARNING as it comes, the other records run, and
-  ``execute()`` raises ``UnreadErrorsError`` naming them at the end (on Flink, unless the
-  program took ``errors_datastream()``, ours).
+  ``execute()`` raises ``UnreadErrorsError`` naming them at the end (on Flink: on a local
+  MiniCluster, unless the program took ``errors_datastream()``, ours; a cluster's job logs
+  them in its TaskManagers' logs).
 """
 
 from __future__ import annotations
@@ -407,9 +408,10 @@ class FlinkAgentsEnvironment(_Environment):
             Flink's ``JobExecutionResult``.
 
         Raises:
-            UnreadErrorsError: when the job ended and records went to an error output the
-                program never took (``errors_datastream()``): Flink Agents fails the job at
-                the first; here the others ran. Each was logged at WARNING as it came.
+            UnreadErrorsError: when the job, run on a local MiniCluster, ended and records
+                went to an error output the program never took (``errors_datastream()``):
+                Flink Agents fails the job at the first; here the others ran. Each was logged
+                at WARNING as it came.
         """
         return self.flink.execute(job_name, fail_on_unread_errors=True)
 

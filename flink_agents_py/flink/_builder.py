@@ -305,8 +305,9 @@ class FlinkAgentBuilder:
         """Failed actions and rejected records, as dicts with ``key`` (the side output).
 
         Each row is an ``ErrorRecord``'s JSON form: ``key`` is the key's JSON form
-        (``runtime.key_from_json`` gives the key back). Not taking it: ``execute()`` reads
-        them into the program's process and logs each at WARNING (they never mix with the
+        (``runtime.key_from_json`` gives the key back). Not taking it: on a local
+        MiniCluster ``execute()`` reads them into the program's process and logs each at
+        WARNING; on a cluster they are in the TaskManagers' logs (never mixed with the
         outputs).
 
         Returns:
@@ -541,15 +542,17 @@ class FlinkExecutionEnvironment:
                 fail_on_unread_errors: bool = False) -> Any:
         """Run the job (blocking), with a progress bar when ``progress`` is on.
 
-        The error output of an agent whose ``errors_datastream()`` the program never took is
-        read back here: each row is logged at WARNING (logger ``flink_agents_py.errors``) in
-        this process as it arrives, so no record is lost quietly.
+        On a local MiniCluster, the error output of an agent whose ``errors_datastream()``
+        the program never took is read back here: each row is logged at WARNING (logger
+        ``flink_agents_py.errors``) in this process as it arrives, so no record is lost
+        quietly (on a cluster they are in the TaskManagers' logs; the job is left as built).
 
         Args:
             job_name: the job's name.
             total: how many input records the job reads, when known (for the bar).
             fail_on_unread_errors: raise ``UnreadErrorsError`` when the job ends if any such
-                row came (what ``compat``'s ``execute`` does: Flink Agents fails the job).
+                row came back (what ``compat``'s ``execute`` does: Flink Agents fails the
+                job).
 
         Returns:
             Flink's ``JobExecutionResult``.

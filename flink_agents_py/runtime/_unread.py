@@ -8,20 +8,27 @@ with neither its output nor an error. A host that knows nobody reads it (the loc
 ``errors_datastream()`` was never taken) hands each such record to ``UnreadErrors``, which
 logs one bounded WARNING line for it (its key, its position, its error), on the logger
 ``flink_agents_py.errors``, and keeps the first few for ``raise_if_any``.
+
+Where the runtime makes an error record it logs it too, whoever reads the error output (a
+Flink job's TaskManager log holds them all): a failed action (``_failures``), a rejected
+key, a run given up, a damaged one where they are made; an input with no JSON form and an
+outside event for no waiter through ``logged``.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
 from ..api import UnreadErrorsError
 from ..api.internal import clip, key_from_json, shown_key
 from ._terminal import log_text
 
-__all__ = ["UnreadErrors", "error_line"]
+__all__ = ["UnreadErrors", "error_line", "logged"]
 
 log = logging.getLogger("flink_agents_py.errors")
+runtime_log = logging.getLogger("flink_agents_py.runtime")
+_Error = TypeVar("_Error")
 
 KEPT = 5
 """How many unread error records ``UnreadErrors`` keeps (and its error quotes)."""
@@ -59,6 +66,16 @@ def error_line(error: Any) -> str:
     message = log_text(clip(str(_field(error, "message")), MESSAGE_CHARS))
     return (f"key {shown_key(key, KEY_CHARS)}, {log_text(clip(place, 200))}: "
             f"{_field(error, 'error_type')}: {message}")
+
+
+def logged(error: _Error) -> _Error:
+    """``error`` (an ``ErrorRecord``), logged at WARNING on ``flink_agents_py.runtime``.
+
+    Returns:
+        ``error``.
+    """
+    runtime_log.warning("to the error output: %s", error_line(error))
+    return error
 
 
 class UnreadErrors:

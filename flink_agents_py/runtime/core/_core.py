@@ -34,6 +34,7 @@ from .._builtins import BUILTIN_NAMES
 from .._failures import FailureLog, never_awaited
 from .._resources import ResourceEnvironment, check_resources
 from .._serde import event_json
+from .._unread import logged
 from ..context._action_context import ActionContext
 from ..context._calls import DurableCall
 from ..context._long_term_memory import begin_lineage, commit_long_term_memory
@@ -168,9 +169,9 @@ class AgentCore(UnfinishedCore):
             stored = input_form(record, key, self._key_value)
         except SerializationError as e:
             res = self.advance(key, state)
-            res.errors.append(ErrorRecord(key=self._key_value(key), seq=-1, action="<input>",
-                                          execution_id=where, error_type=type(e).__name__,
-                                          message=str(e), input=shown_input(record)))
+            res.errors.append(logged(ErrorRecord(
+                key=self._key_value(key), seq=-1, action="<input>", execution_id=where,
+                error_type=type(e).__name__, message=str(e), input=shown_input(record))))
             return res
         unreadable = self._read_run(key, state)  # before the queue is found from the run
         state.push_input(stored)  # its JSON form, as keyed state holds it (see ``input_event``)

@@ -33,6 +33,7 @@ from ...api import (
 )
 from ...api.internal import key_json, shown_key
 from .._serde import to_json_value
+from .._unread import logged
 from ..recorder._ledger import CallLedger
 from ..recorder._outcomes import store_outcome
 from ..recorder._state import CallKind, CallRecord, KeyState, RunState, WaitRecord
@@ -235,11 +236,11 @@ class WaitsCore:
         # a parked run stays parked: nothing of it is loaded for an event it does not take
         res = StepResult(parked=True) if run is not None and run.parked \
             else self.advance(key, state)
-        res.errors.append(ErrorRecord(
+        res.errors.append(logged(ErrorRecord(
             key=self._key_value(key), seq=run.seq if run is not None else -1,
             action="<outside>",
             execution_id=where, error_type=type(error).__name__, message=str(error),
-            input=record if isinstance(record, dict) else shown_input(record)))
+            input=record if isinstance(record, dict) else shown_input(record))))
         return res
 
     def _hold_early(self, key: Any, state: KeyState, run: RunState, cid: str, payload: Any,
@@ -269,11 +270,11 @@ class WaitsCore:
             f"outside event with correlation id {cid!r} arrived for no waiter: the run of key "
             f"{self._key_value(key)!r} (input {run.seq}) has no wait for it: it was held "
             f"for its wait to open, and {why}{_waited_for(run)}")
-        return ErrorRecord(key=self._key_value(key), seq=run.seq, action="<outside>",
-                           execution_id=wait.caller or "outside event", error_type=type(
-                               error).__name__, message=str(error),
-                           input={"key": key_json(self._key_value(key)), "correlation_id": cid,
-                                  "payload": wait.payload})
+        return logged(ErrorRecord(
+            key=self._key_value(key), seq=run.seq, action="<outside>",
+            execution_id=wait.caller or "outside event", error_type=type(error).__name__,
+            message=str(error), input={"key": key_json(self._key_value(key)),
+                                       "correlation_id": cid, "payload": wait.payload}))
 
     def _give_up_early(self, key: Any, run: RunState, now_ms: int | None,
                        end_of_input: bool = False) -> list[ErrorRecord]:
