@@ -28,6 +28,8 @@ from typing import Any
 
 from pyflink.datastream import OutputTag
 
+from ..runtime.internal import key_from_json
+
 __all__ = ["OutputContract", "OutputTypeError", "TypedOutputs", "contract_of"]
 
 log = logging.getLogger("flink_agents_py.flink")
@@ -283,7 +285,12 @@ class TypedOutputs:
 def _log_unrouted(where: str, record: Any) -> None:
     """Log an error record that reached the main output (the job has no error output)."""
     if isinstance(record, dict):
-        about = (f"key {_shown(record.get('key'), 100)} (input {record.get('seq')}, action "
+        key = record.get("key")
+        try:
+            key = key_from_json(key)  # the row holds the key's JSON form: a UUID as a UUID
+        except ValueError:
+            pass
+        about = (f"key {_shown(key, 100)} (input {record.get('seq')}, action "
                  f"{record.get('action')!r}): {record.get('error_type')}: "
                  f"{str(record.get('message'))[:500]}")
     else:
