@@ -25,11 +25,16 @@ from flink_agents_py.api import (
     Agent,
     ChatMessage,
     ChatModelSetup,
+    InputEvent,
+    InternalSubagent,
     MessageRole,
+    OutputEvent,
     PlanError,
     ResourceDescriptor,
     ResourceType,
+    RunnerContext,
     ToolCall,
+    action,
     qualified_name,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
@@ -274,3 +279,39 @@ def test_server_needs_exactly_one_transport():
         McpServer()
     with pytest.raises(ValueError, match="exactly one of"):
         McpServer(command=["x"], url="http://h")
+
+
+class AsksItsChild(Agent):
+    """Hands each input to its internal sub-agent ``child`` and outputs what it answered."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        sub = await (await ctx.submit_subagent("child", event.input))
+        ctx.send_event(OutputEvent(output={"kind": "sub", "sub": sub.model_dump()}))
+
+
+def test_an_internal_subagent_names_a_tool_its_parents_mcp_server_lists():
+    # as with a parent's connection (Flink Agents' ResourceCache parent chain): the child's
+    # setup names "add", which only the parent's server lists; plan build listed the server
+    # after compiling the child, so the child's plan refused the name as not declared
+    _PLANS["child-mcp"] = [calls(("c1", "add", {"a": 2, "b": 40})), "forty-two"]
+    _SEEN.pop("child-mcp", None)
+    child = ChatProbe()
+    child.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", tools=["add"]))
+    parent = AsksItsChild()
+    parent.add_resource("calc", ResourceType.MCP_SERVER, ResourceDescriptor(McpServer,
+                                                                             command=STDIO))
+    parent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
+        ScriptedChatModel, function=qualified_name(planned)))
+    parent.add_resource("child", ResourceType.AGENT,
+                        ResourceDescriptor(InternalSubagent, agent=child))
+    res = run(parent, {"key": "k", "q": "child-mcp"})
+    assert res.errors == []
+    [out] = res.outputs
+    assert out["sub"]["success"] is True, out
+    by_kind = {o["kind"]: o for o in out["sub"]["result"]}
+    assert by_kind["results"]["results"]["c1"]["content"] == 42
+    assert by_kind["answer"]["content"] == "forty-two"
+    assert [t.name for t in _SEEN["child-mcp"][0].tools] == ["add"]

@@ -184,7 +184,6 @@ class AgentPlan(BaseModel):
         warn_of_setup_fields(type(agent).__name__, agent.config)
         subagents: dict[str, AgentPlan] = {}
         resources = _compile_resources(agent, problems, subagents)
-        _list_mcp_servers(resources, problems)
         # declared but refused above: a name pointing at one is not "not declared" as well
         broken = {(t, n) for t, n, _ in agent.declared_resources()
                   if n not in resources.get(t, {})}
@@ -429,6 +428,7 @@ def _compile_resources(agent: Agent, problems: list[str], subagents: dict[str, A
         plan = ResourcePlan(name=name, type=rtype, descriptor=descriptor)
         plan._instance = instance
         bucket[name] = plan
+    _list_mcp_servers(out, problems)  # before its sub-agents: they may name what is listed
     with passing_down(out):  # a sub-agent may name these (and what this agent may name)
         for name, value in deferred.items():
             compiled = _compile_subagent(name, value, problems, subagents)
