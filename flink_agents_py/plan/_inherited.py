@@ -2,10 +2,11 @@
 
 As in Flink Agents, a sub-agent's chat model setup (or tool list, prompt, vector store...)
 may name a resource its parent declares (a tool or prompt its parent's MCP server lists
-too), or its parent's parent, up to the agent; its own resource of that type and name wins. Its plan is compiled inside its parent's
-(``AgentPlan.from_agent``), so the parent passes down what the sub-agent may see: its own
-resources over those it sees itself. Sub-agents (``AGENT`` resources) are not passed down:
-a sub-agent is invoked by a name of the plan it runs in.
+too), or its parent's parent, up to the agent; its own resource of that type and name wins.
+Its plan is compiled inside its parent's (``AgentPlan.from_agent``), so the parent passes
+down what the sub-agent may see: its own resources over those it sees itself. Sub-agents
+(``AGENT`` resources) are not passed down: a sub-agent is invoked by a name of the plan it
+runs in.
 
 At run time the sub-agent's resource environment falls back to its parent's the same way
 (``runtime._resources.ResourceEnvironment``).
