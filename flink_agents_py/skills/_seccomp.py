@@ -1,4 +1,4 @@
-"""A seccomp filter for skill commands: no setuid/setgid bit is ever set on a file.
+"""A seccomp filter for skill commands: no setuid/setgid bit set, no host kernel state read.
 
 A writable skill's folder is the host's own folder, bound read-write into the sandbox.
 bubblewrap mounts it ``nosuid`` inside the sandbox, but the host's mount is not: a file a
@@ -12,10 +12,20 @@ is in a struct a filter cannot read) and ``io_uring_setup`` (whose requests bypa
 filters) fail with ``ENOSYS``, so callers fall back to ``openat``. Syscalls of another ABI
 (x32, 32-bit compat) fail with ``EPERM``.
 
+The kernel's keyrings and its log are no namespace's: a command inherits the session keyring
+of the process that started it (the operator's, holding whatever the job user's session
+keeps there: Kerberos tickets, ``keyctl`` secrets, file system keys), found by
+``keyctl(KEYCTL_SEARCH, KEY_SPEC_SESSION_KEYRING, ...)`` and read whole, in any user
+namespace whose uid maps to the key's owner; ``request_key`` can even make the host run
+``/sbin/request-key`` outside the sandbox; ``syslog`` reads the host's kernel log where
+``kernel.dmesg_restrict`` is 0. ``add_key``, ``request_key``, ``keyctl`` and ``syslog``
+fail with ``ENOSYS``, as on a kernel built without them (Docker's default profile refuses
+them too).
+
 The filter is a classic BPF program in the binary form ``bwrap --seccomp FD`` loads (the
 form libseccomp's ``seccomp_export_bpf`` writes), built here for x86_64 and aarch64;
-elsewhere ``seccomp_program`` returns ``None`` (and the setuid bits are cleared when the
-command ends only).
+elsewhere ``seccomp_program`` returns ``None`` (the setuid bits are then cleared when the
+command ends only, and the keyrings stay within a command's reach).
 """
 
 from __future__ import annotations
@@ -27,11 +37,14 @@ import struct
 
 __all__ = ["seccomp_program"]
 
-# (audit arch, {syscall: index of its mode argument, or None to refuse it outright})
+# (audit arch, {syscall: index of its mode argument, or None to refuse it outright});
+# refused outright: openat2, io_uring_setup, add_key, request_key, keyctl, syslog
 _ARCHES: dict[str, tuple[int, dict[int, int | None]]] = {
     "x86_64": (0xC000003E, {2: 2, 85: 1, 90: 1, 91: 1, 133: 1, 257: 3, 259: 2, 268: 2,
-                            452: 2, 437: None, 425: None}),
-    "aarch64": (0xC00000B7, {56: 3, 33: 2, 52: 1, 53: 2, 452: 2, 437: None, 425: None}),
+                            452: 2, 437: None, 425: None,
+                            248: None, 249: None, 250: None, 103: None}),
+    "aarch64": (0xC00000B7, {56: 3, 33: 2, 52: 1, 53: 2, 452: 2, 437: None, 425: None,
+                             217: None, 218: None, 219: None, 116: None}),
 }
 _X32_BIT = 0x40000000
 _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
