@@ -40,12 +40,14 @@ import signal
 import stat
 import subprocess
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..api import AgentsError
 from ._cgroup import open_command_cgroup
 from ._seccomp import seccomp_program
+from ._walk import walk_beneath
 
 __all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
            "bubblewrap_installed", "bubblewrap_problem", "resolve_program", "run_pipeline"]
@@ -397,14 +399,17 @@ def _clear_set_id_bits(folder: int, shown: Path) -> None:
     A command may ``chmod u+s`` a file it wrote there: on the host that file would run with
     the job user's rights (root's, for a job run as root) for anyone who can reach it. Run
     once the command's processes are gone; folders and files are opened relative to their
-    parent's fd without following symlinks (``os.fwalk``), so a folder swapped for a symlink
-    by a command still running on the same skill never leads outside it.
+    parent's fd without following symlinks (``walk_beneath``: no recursion, a bounded number
+    of fds, however deep the folder), so a folder swapped for a symlink by a command still
+    running on the same skill never leads outside it.
     """
-    for root, _, names, root_fd in os.fwalk(".", dir_fd=folder):
-        for name in names:
+    with closing(walk_beneath(folder)) as entries:
+        for parts, dir_fd, name, is_dir in entries:
+            if is_dir:
+                continue
             try:
                 fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                             dir_fd=root_fd)
+                             dir_fd=dir_fd)
             except OSError:
                 continue  # a symlink, or gone
             try:
@@ -413,7 +418,7 @@ def _clear_set_id_bits(folder: int, shown: Path) -> None:
                     os.fchmod(fd, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
             except OSError:
                 _log.warning("could not clear the setuid/setgid bits of %s in a writable "
-                             "skill's folder", shown / root / name)
+                             "skill's folder", shown.joinpath(*parts, name))
             finally:
                 os.close(fd)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,6 +21,7 @@ from typing import Any, ClassVar
 from pydantic import PrivateAttr, model_validator
 
 from ..api import AgentsError, Resource, ResourceType, ToolMetadata, UsageError
+from ._walk import walk_beneath
 
 __all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_BYTES",
            "MAX_FILE_CHARS", "MAX_LISTED_FILES", "MAX_DESCRIPTION_CHARS", "MAX_SKILLS",
@@ -104,25 +106,23 @@ class Skill:
         walked = 0
         folder = self.open_folder()
         try:  # walked through fds from the loaded folder down, following no symlink
-            for top, dirs, names, top_fd in os.fwalk(".", dir_fd=folder):
-                for name in [*dirs, *names]:
+            with closing(walk_beneath(folder)) as entries:
+                for parts, dir_fd, name, is_dir in entries:
                     if walked == MAX_WALKED_ENTRIES:
                         return [*sorted(found), f"[... the listing stops after "
                                                 f"{MAX_WALKED_ENTRIES} entries of the folder]"]
                     walked += 1
-                    if name in dirs or (top == "." and name == SKILL_FILE):
+                    if is_dir or (not parts and name == SKILL_FILE):
                         continue
                     try:
-                        mode = os.stat(name, dir_fd=top_fd, follow_symlinks=False).st_mode
+                        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
                     except OSError:
                         continue  # gone since it was listed
                     if stat.S_ISREG(mode):
                         if len(found) == MAX_LISTED_FILES:
                             return [*sorted(found), f"[... more files: the listing stops "
                                                     f"at {MAX_LISTED_FILES}]"]
-                        found.append(os.path.normpath(os.path.join(top, name)))
-        except OSError:  # a folder gone while listed (a writable skill's command at work)
-            pass
+                        found.append("/".join((*parts, name)))
         finally:
             os.close(folder)
         return sorted(found)

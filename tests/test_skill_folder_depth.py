@@ -1,0 +1,132 @@
+"""A skill folder nested thousands of folders deep is walked without recursion or fd piles.
+
+A skill's folder is untrusted, and a writable skill's command shapes it at will: one
+``mkdir -p a/a/a/...`` makes a chain 1,500 folders deep. ``os.fwalk`` recursed once per
+level: ``load_skill`` failed with ``RecursionError``, and so did every later command of the
+writable skill, for every key (its setuid bits are cleared after each command by a walk of
+its folder), while holding one fd per level of the chain open in the operator's process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import uuid
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from support.sandbox import require_bubblewrap
+
+from flink_agents_py.skills import LoadSkillTool, RunSkillCommandTool
+from flink_agents_py.skills._sandbox import _clear_set_id_bits
+from flink_agents_py.skills._walk import MAX_HELD_FDS, walk_beneath
+
+SKILL_MD = "---\nname: deep\ndescription: A skill folder nested very deep.\n---\nDig.\n"
+
+
+@pytest.fixture()
+def deep_tmp(tmp_path: Path) -> Iterator[Path]:
+    """``tmp_path``, flattened when the test ends: ``shutil.rmtree`` recurses once per
+    level, and pytest's clean-up of old temporary folders (every session's, on this
+    machine) would fail on a chain thousands deep."""
+    yield tmp_path
+    queue = [tmp_path]
+    while queue:  # every folder below tmp_path's children is moved up to tmp_path
+        folder = queue.pop()
+        for entry in os.scandir(folder):
+            if entry.is_dir(follow_symlinks=False):
+                moved = Path(entry.path)
+                if folder != tmp_path:
+                    moved = tmp_path / f"hoisted-{uuid.uuid4().hex}"
+                    os.rename(entry.path, moved)
+                queue.append(moved)
+
+
+def skill_folder(tmp_path: Path) -> Path:
+    """A skill folder ``skills/deep`` holding its ``SKILL.md`` only."""
+    skill = tmp_path / "skills" / "deep"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(SKILL_MD)
+    return skill
+
+
+def chain(top: Path, depth: int) -> list[str]:
+    """Make ``top/d/d/.../d``, ``depth`` folders deep, through fds (no path grows long).
+
+    Returns:
+        The chain's path below ``top``, as names.
+    """
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        os.close(os.open("bottom.txt", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    return ["d"] * depth
+
+
+def test_load_skill_lists_a_file_at_the_bottom_of_a_chain_thousands_deep(deep_tmp):
+    skill = skill_folder(deep_tmp)
+    names = chain(skill, 1500)
+    listed = asyncio.run(LoadSkillTool(paths=[str(skill.parent)]).acall("deep"))["files"]
+    assert listed == ["/".join([*names, "bottom.txt"])]
+
+
+def test_a_writable_skills_command_making_a_deep_chain_leaves_its_later_commands_working(
+        deep_tmp):
+    require_bubblewrap()
+    skill = skill_folder(deep_tmp)
+    tool = RunSkillCommandTool(paths=[str(skill.parent)], allowed_commands=["mkdir", "echo"],
+                               writable_skills=["deep"])
+    made = tool.run("deep", "mkdir -p " + "a/" * 1500)
+    assert made == {"exit_code": 0, "output": ""}
+    assert tool.run("deep", "echo still-here") == {"exit_code": 0, "output": "still-here\n"}
+    listed = asyncio.run(LoadSkillTool(paths=[str(skill.parent)]).acall("deep"))
+    assert listed["files"] == []
+
+
+def test_setuid_bits_are_cleared_below_the_fds_the_walk_holds_and_in_the_branches_after(
+        tmp_path):
+    """Deeper than the walk keeps fds for, folders are opened again from the nearest one
+    it holds: a setuid file at the bottom of a deep chain, and one in a branch next to the
+    chain's top walked after it, are both found (a host without the seccomp filter relies
+    on this clearing)."""
+    skill = skill_folder(tmp_path)
+    deep = Path(skill, *chain(skill, 3 * MAX_HELD_FDS), "bottom.txt")
+    (skill / "e").mkdir()
+    late = skill / "e" / "late.txt"
+    late.write_text("x")
+    for f in (deep, late):
+        f.chmod(0o6755)
+    fd = os.open(skill, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        _clear_set_id_bits(fd, skill)
+    finally:
+        os.close(fd)
+    for f in (deep, late):
+        assert stat.S_IMODE(f.stat().st_mode) == 0o755, f
+
+
+def test_a_walk_holds_a_bounded_number_of_fds_however_deep_the_folder(deep_tmp):
+    skill = skill_folder(deep_tmp)
+    chain(skill, 500)
+    open_fds = Path("/proc/self/fd")
+    before = len(list(open_fds.iterdir()))
+    most = 0
+    fd = os.open(skill, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with closing(walk_beneath(fd)) as entries:
+            for parts, _, _, _ in entries:
+                if len(parts) % 50 == 0:
+                    most = max(most, len(list(open_fds.iterdir())) - before)
+    finally:
+        os.close(fd)
+    assert 0 < most <= MAX_HELD_FDS + 4, most  # the held ones, the listed one, scandir's
+    assert len(list(open_fds.iterdir())) == before
