@@ -1,17 +1,24 @@
-"""A skill folder nested thousands of folders deep is walked without recursion or fd piles.
+"""A skill folder thousands of folders deep, or wide, never piles up fds or recursion.
 
 A skill's folder is untrusted, and a writable skill's command shapes it at will: one
 ``mkdir -p a/a/a/...`` makes a chain 1,500 folders deep. ``os.fwalk`` recursed once per
 level: ``load_skill`` failed with ``RecursionError``, and so did every later command of the
 writable skill, for every key (its setuid bits are cleared after each command by a walk of
 its folder), while holding one fd per level of the chain open in the operator's process.
+
+A read-only skill's folder is shown to a command entry by entry, each bound by an fd: a
+folder of thousands of files at its top opened as many fds at once, for every command, and
+the operator's other threads (its sockets, its state) got ``EMFILE`` meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import closing
@@ -24,6 +31,9 @@ from flink_agents_py.skills import LoadSkillTool, RunSkillCommandTool
 from flink_agents_py.skills._sandbox import _clear_set_id_bits
 from flink_agents_py.skills._walk import MAX_HELD_FDS, walk_beneath
 
+ROOT = Path(__file__).resolve().parents[1]
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+PYTHON = str(VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable))
 SKILL_MD = "---\nname: deep\ndescription: A skill folder nested very deep.\n---\nDig.\n"
 
 
@@ -130,3 +140,48 @@ def test_a_walk_holds_a_bounded_number_of_fds_however_deep_the_folder(deep_tmp):
         os.close(fd)
     assert 0 < most <= MAX_HELD_FDS + 4, most  # the held ones, the listed one, scandir's
     assert len(list(open_fds.iterdir())) == before
+
+
+WIDE = """
+import json, os, resource, sys, threading, warnings
+from flink_agents_py.skills import RunSkillCommandTool
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+warnings.simplefilter("ignore")
+tool = RunSkillCommandTool(paths=[sys.argv[1]], allowed_commands=["ls", "wc", "touch"])
+failed, done = [], threading.Event()
+
+def neighbour():  # another thread of the operator, opening files while the commands run
+    while not done.is_set():
+        try:
+            os.close(os.open("/dev/null", os.O_RDONLY))
+        except OSError as e:
+            failed.append(e.strerror)
+
+thread = threading.Thread(target=neighbour)
+thread.start()
+try:
+    results = [tool.run("deep", "ls | wc -l"), tool.run("deep", "touch f0")]
+finally:
+    done.set()
+    thread.join()
+print(json.dumps({"results": results, "failed": sorted(set(failed))}))
+"""
+
+
+def test_a_folder_of_thousands_of_files_starves_no_thread_of_fds(tmp_path):
+    """With the fd limit at 256 (1,024 is common), a skill of 1,000 files at its top: each
+    command sees all of them, read-only, and another thread's opens never fail."""
+    require_bubblewrap()
+    skill = skill_folder(tmp_path)
+    for i in range(1000):
+        (skill / f"f{i}").write_text("x")
+    (tmp_path / "wide.py").write_text(WIDE)
+    done = subprocess.run([PYTHON, "wide.py", str(skill.parent)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})  # this tree's code
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["failed"] == [], report
+    listed, touched = report["results"]
+    assert listed == {"exit_code": 0, "output": "1001\n"}, listed  # the files and SKILL.md
+    assert touched["exit_code"] != 0 and "Read-only file system" in touched["output"], touched

@@ -31,6 +31,7 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import os
 import selectors
@@ -58,6 +59,9 @@ SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/s
 _ROOT_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_KEPT = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
 _WORKDIR = "/skill"
+MAX_BOUND_ENTRIES = 64
+"""The most entries at the top of a read-only skill's folder bound one by one (each by an
+fd, over a private scratch); a folder with more is bound whole, read-only."""
 _PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger")
 _log = logging.getLogger(__name__)
 _INSTALL_HINT = ("install bubblewrap, on Linux (Debian/Ubuntu: apt-get install bubblewrap; "
@@ -244,7 +248,9 @@ def _workdir_args(skill_dir: Path, folder: int, writable: bool, scratch_mb: int,
     The folder is the one loaded (``folder``, its fd), whatever ``skill_dir`` shows now.
     Each entry is opened from it without following a symlink and bound by its fd where
     bubblewrap can: an entry swapped for a symlink after it was looked at is never followed
-    on the host.
+    on the host. A folder with more than ``MAX_BOUND_ENTRIES`` entries at its top is
+    bound whole instead, read-only, by the folder's fd (no scratch: a command writes in
+    ``/tmp``).
 
     Returns:
         bwrap's arguments.
@@ -254,6 +260,14 @@ def _workdir_args(skill_dir: Path, folder: int, writable: bool, scratch_mb: int,
         return ["--bind-fd", str(fds[-1]), _WORKDIR]
     if writable:
         return ["--bind", str(skill_dir), _WORKDIR]
+    with os.scandir(_pinned(folder)) as listing:
+        if len(list(itertools.islice(listing, MAX_BOUND_ENTRIES + 1))) > MAX_BOUND_ENTRIES:
+            # one fd, not one per entry: a folder of thousands of files would fill this
+            # process's fd table (every thread's open failing) and the command's arguments
+            if features.bind_fd:
+                fds.append(os.dup(folder))
+                return ["--ro-bind-fd", str(fds[-1]), _WORKDIR]
+            return ["--ro-bind", str(skill_dir), _WORKDIR]
     args = (["--size", str(scratch_mb << 20)] if features.size else []) + ["--tmpfs", _WORKDIR]
     for entry in sorted(_pinned(folder).iterdir()):
         inside = f"{_WORKDIR}/{entry.name}"
