@@ -246,13 +246,13 @@ class IOExecutor:
                 if self._waiting < self._wake_below:  # the host's wait is over: wake it once
                     self._wake_below = 0
                     self._started_cond.notify_all()
+            # the function's own code, and an awaitable a plain callable gives back (a
+            # lambda calling an async function, an object with an async ``__call__``), run
+            # inside the durable call: a durable call made there is part of it (``_nested``)
+            inside = DURABLE_FUNCTION.set(call.name)
             try:
                 if inspect.iscoroutinefunction(fn):
-                    inside = DURABLE_FUNCTION.set(call.name)
-                    try:
-                        result = await fn(*args, **kwargs)
-                    finally:
-                        DURABLE_FUNCTION.reset(inside)
+                    result = await fn(*args, **kwargs)
                 else:
                     result = await self._loop.run_in_executor(
                         None, functools.partial(_in_thread, call.name, fn, args, kwargs)
@@ -265,6 +265,7 @@ class IOExecutor:
                 ok, value = (False, result.error) if isinstance(result, _Raised) \
                     else (True, result)
             finally:
+                DURABLE_FUNCTION.reset(inside)
                 with self._lock:
                     self.in_flight -= 1
                     self._running.pop(call, None)
