@@ -7,6 +7,7 @@ same exception type with the same ``args`` and JSON-form attributes.
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 from collections.abc import Callable, Mapping
@@ -311,6 +312,37 @@ def _refuse_generator(value: Any, where: str, target: str | None) -> NoReturn:
         "'[x async for x in ...]' in an async function)")
 
 
+_LITERAL_TEXT = 10_000
+"""The longest message ``_args_as_raised`` reads back as a Python literal."""
+
+
+def _args_as_raised(args: list[Any], message: str | None) -> list[Any] | None:
+    """The ``args`` an exception was raised with, tuples in them kept, read from its text.
+
+    A tuple's JSON form is a list: a failure whose ``args`` hold one (``KeyError(("apple",
+    "eu"))``, a dict's tuple key not found; ``ValueError("bad", (1, 2))``) was rebuilt with a
+    list there, so its text was not what the live path raised. Such an exception's text is
+    the ``repr`` of its one argument, or of its ``args``: read back as a literal
+    (``ast.literal_eval``, literals only), it gives them as raised, when their JSON form is
+    the one recorded.
+
+    Returns:
+        The arguments, or ``None`` when the text does not give them.
+    """
+    if not message or len(message) > _LITERAL_TEXT or not message.startswith(("(", "[")):
+        return None
+    try:
+        found = ast.literal_eval(message)
+    except Exception:  # noqa: BLE001 - not a literal: a message of its own
+        return None
+    made = [found] if len(args) == 1 else list(found) if isinstance(found, tuple) else None
+    try:
+        same = made is not None and to_json_value(made, "args") == to_json_value(args, "args")
+    except Exception:  # noqa: BLE001 - no JSON form: not the recorded values
+        return None
+    return made if same else None
+
+
 def rebuild_exception(rec: CallRecord) -> BaseException:
     """The exception a failed record holds, rebuilt for a replay.
 
@@ -365,12 +397,15 @@ def _rebuilt(type_path: str | None, message: str | None, recorded_args: list[Any
                     pass
             if recorded_args is None or error_text(exc) == message:
                 return exc
-            try:
-                exc.args = tuple(args)
-            except Exception:  # noqa: BLE001 - args it will not take: its message decides
-                pass
-            if error_text(exc) == message:
-                return exc
+            for candidate in (args, _args_as_raised(args, message)):
+                if candidate is None:
+                    continue
+                try:
+                    exc.args = tuple(candidate)
+                except Exception:  # noqa: BLE001 - args it will not take: its message decides
+                    break
+                if error_text(exc) == message:
+                    return exc
             try:  # a __str__ that is not built from args: keep the recorded message
                 return cls(message)
             except Exception:  # noqa: BLE001
