@@ -10,18 +10,27 @@
 - A recorded failure whose ``args`` hold a tuple (``KeyError(("apple", "eu"))``: a dict's
   tuple key not found) was rebuilt with a list there, then from its message: after a
   restore ``e.args[0]`` was the text ``"('apple', 'eu')"`` and ``str(e)`` quoted it again.
+- How a call's arguments bind to its parameters counted its enum members' classes in the
+  order its keywords (or a dict's entries) were written, so the same call written in
+  another order had "the recorded values bound to other parameters" and diverged.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import json
+import logging
 from typing import Any
 
 import pytest
+from support.harness import KEY, call_of, drive_until, new_core, resume, snapshot_of
+from support.probes import count, gate
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, UsageError, action
+from flink_agents_py.plan import AgentPlan
+from flink_agents_py.runtime import InMemoryKeyState
 from flink_agents_py.runtime.recorder._outcomes import rebuild_exception, store_outcome
 from flink_agents_py.runtime.recorder._state import CallRecord
 from flink_agents_py.testing import CallCounter, check_replay_safety
@@ -152,3 +161,91 @@ def test_a_failure_holding_a_tuple_is_the_same_live_and_at_every_crash_point():
          "('no price', ('fig', ['eu', ('us', 2)]))"]]
     report = check_replay_safety(Lookups(), RECORDS, other_process=False)
     assert report.ok, report.table
+
+
+# -- keywords given in another order, with enum members -----------------------------------------
+class Coin(enum.Enum):
+    EUR = 1
+
+
+class Unit(enum.Enum):
+    CENT = 1
+
+
+def quote(spec: Any = None, base: Any = None, unit: Any = None) -> str:
+    count(f"quote:{spec}:{base}:{unit}")
+    return f"quoted {spec or ''}{base or ''}{unit or ''}"
+
+
+def slow(tag: str) -> str:
+    assert gate().wait(10), "gate never opened"
+    return tag
+
+
+def _quote_call(form: str, ctx: RunnerContext) -> Any:
+    if form == "keywords":
+        return ctx.durable_execute_async(quote, base=Coin.EUR, unit=Unit.CENT)
+    if form == "keywords_reordered":
+        return ctx.durable_execute_async(quote, unit=Unit.CENT, base=Coin.EUR)
+    if form == "dict":
+        return ctx.durable_execute_async(quote, {"base": Coin.EUR, "unit": Unit.CENT})
+    if form == "dict_reordered":
+        return ctx.durable_execute_async(quote, {"unit": Unit.CENT, "base": Coin.EUR})
+    assert form == "keywords_swapped"
+    return ctx.durable_execute_async(quote, base=Unit.CENT, unit=Coin.EUR)
+
+
+class Quotes(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        got = await _quote_call(QUOTED["form"], ctx)
+        await ctx.durable_execute_async(slow, "end")
+        ctx.send_event(OutputEvent(output=got))
+
+
+class StrictQuotes(Quotes):
+    replay = "strict"
+
+
+QUOTED: dict[str, str] = {"form": "keywords"}
+
+
+def _resumed(agent: Agent, recorded: str, redeployed: str) -> tuple[list[Any], list[Any]]:
+    plan = AgentPlan.from_agent(agent)
+    QUOTED["form"] = recorded
+    core = new_core(plan)
+    try:
+        state = InMemoryKeyState()
+        core.on_input(KEY, {"key": KEY}, state)
+        drive_until(core, state, quiet=True, done=lambda s: (
+            (c := call_of(s, "go", 1)) is not None and not c.done))
+        snap = snapshot_of(state, "json")
+    finally:
+        gate().set()
+        core.close()
+    QUOTED["form"] = redeployed
+    outputs, errors, _core = resume(plan, snap)
+    return outputs, errors
+
+
+@pytest.mark.parametrize("agent", [Quotes, StrictQuotes], ids=["lenient", "strict"])
+@pytest.mark.parametrize(("recorded", "redeployed"), [
+    ("keywords", "keywords_reordered"), ("keywords_reordered", "keywords"),
+    ("dict", "dict_reordered"), ("dict_reordered", "dict")])
+def test_enum_arguments_given_in_another_order_replay_quietly(
+        agent, recorded, redeployed, probes, caplog):
+    # the binding of a call's arguments counted its enum members' classes in the order the
+    # keywords (or a dict's entries) were written: the same call, written otherwise, had the
+    # recorded values "bound to other parameters" and diverged, even in lenient mode
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        outputs, errors = _resumed(agent(), recorded, redeployed)
+    assert errors == [] and len(outputs) == 1
+    assert not [r for r in caplog.records if "arguments changed" in r.getMessage()]
+
+
+def test_enum_arguments_swapped_between_keywords_still_diverge(probes):
+    outputs, errors = _resumed(Quotes(), "keywords", "keywords_swapped")
+    assert outputs == []
+    [err] = errors
+    assert err.error_type == "ReplayDivergenceError" and "bound to other parameters" in err.message

@@ -129,7 +129,7 @@ _ENUM_DEPTH = 32
 """How deep ``enum_classes`` looks into nested lists, tuples and dicts."""
 
 
-def enum_classes(value: Any, depth: int = 0) -> list[str]:
+def enum_classes(value: Any, depth: int = 0, *, sort_dicts: bool = False) -> list[str]:
     """The classes of the enum members in ``value``, its lists, tuples and dicts, in order.
 
     An enum member's JSON form is its value alone (``Color.RED`` and ``Size.SMALL`` with the
@@ -140,6 +140,10 @@ def enum_classes(value: Any, depth: int = 0) -> list[str]:
     Args:
         value: a call's arguments (or a value a callable binds).
         depth: how deep ``value`` is (past ``_ENUM_DEPTH`` nothing more is found).
+        sort_dicts: walk each dict's entries in the order of their keys, not as they were
+            inserted (a dict's JSON form, and so a call's arguments, do not depend on the
+            order its entries were made in: ``f(a=..., b=...)`` is ``f(b=..., a=...)``).
+            Call digests keep the insertion order (they were recorded so).
 
     Returns:
         ``module:qualname`` of each member's class, in walk order (dict keys and values);
@@ -154,13 +158,15 @@ def enum_classes(value: Any, depth: int = 0) -> list[str]:
     if kind is list or kind is tuple:
         for v in value:
             if type(v) not in _SCALARS:
-                found += enum_classes(v, depth + 1)
+                found += enum_classes(v, depth + 1, sort_dicts=sort_dicts)
     elif kind is dict:
-        for k, v in value.items():
+        items = sorted(value.items(), key=lambda kv: repr(kv[0])) if sort_dicts \
+            else value.items()
+        for k, v in items:
             if type(k) not in _SCALARS:
-                found += enum_classes(k, depth + 1)
+                found += enum_classes(k, depth + 1, sort_dicts=sort_dicts)
             if type(v) not in _SCALARS:
-                found += enum_classes(v, depth + 1)
+                found += enum_classes(v, depth + 1, sort_dicts=sort_dicts)
     return found
 
 

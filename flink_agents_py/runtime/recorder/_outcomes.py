@@ -87,8 +87,10 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
     ``f(1, 2)`` bind alike, and so do ``f(a, b)`` and, once the parameters were swapped in
     ``f``'s definition, ``f(b, a)``), and the digest of the values alone, sorted (a
     ``f("USD", "EUR")`` made ``f("EUR", "USD")`` has the same values, bound otherwise). Both
-    include what ``fn`` binds (``_identity.bound_state``). A replay uses them where the call
-    digest differs from the recorded one (``_versioning.check_arguments``).
+    include what ``fn`` binds (``_identity.bound_state``). The classes of enum members count
+    in the first by parameter, in the order of dict keys: keywords or a dict's entries given
+    in another order are the same binding. A replay uses them where the call digest differs
+    from the recorded one (``_versioning.check_arguments``).
 
     Returns:
         The two digests, or ``None`` when ``fn`` has no signature the arguments bind to.
@@ -107,7 +109,8 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
             else:
                 values.append(value)
         bound = bound_state(fn)
-        return (f"{digest([named, bound, enum_classes(args) + enum_classes(kwargs)])}/"
+        classes = enum_classes(dict(binding), sort_dicts=True)  # not the keywords' order
+        return (f"{digest([named, bound, classes])}/"
                 f"{digest([sorted(dumps(v).decode() for v in values), bound])}")
     except Exception:  # noqa: BLE001 - no signature, or one the arguments do not fit
         return None
