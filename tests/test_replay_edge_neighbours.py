@@ -249,3 +249,30 @@ def test_enum_arguments_swapped_between_keywords_still_diverge(probes):
     assert outputs == []
     [err] = errors
     assert err.error_type == "ReplayDivergenceError" and "bound to other parameters" in err.message
+
+
+def grade_all(grades: dict[str, Any], item: str) -> str:
+    count(f"grade_all:{item}")
+    return f"graded {item}"
+
+
+class BoundGrades(Agent):
+    replay = "strict"
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        grades = {"coin": Coin.EUR, "unit": Unit.CENT}
+        if QUOTED["form"] == "dict_reordered":  # built in another order (a set's, elsewhere)
+            grades = {"unit": Unit.CENT, "coin": Coin.EUR}
+        got = await ctx.durable_execute_async(functools.partial(grade_all, grades), "apple")
+        await ctx.durable_execute_async(slow, "end")
+        ctx.send_event(OutputEvent(output=got))
+
+
+def test_a_bound_dict_of_enum_members_built_in_another_order_replays_in_strict_mode(probes):
+    # a dict a partial binds counted its enum members' classes in insertion order: the
+    # same call, its dict built in another order, was a strict divergence
+    outputs, errors = _resumed(BoundGrades(), "dict", "dict_reordered")
+    assert errors == [] and outputs == ["graded apple"]
+    assert probes["grade_all:apple"] == 1

@@ -143,7 +143,7 @@ def enum_classes(value: Any, depth: int = 0, *, sort_dicts: bool = False) -> lis
         sort_dicts: walk each dict's entries in the order of their keys, not as they were
             inserted (a dict's JSON form, and so a call's arguments, do not depend on the
             order its entries were made in: ``f(a=..., b=...)`` is ``f(b=..., a=...)``).
-            Call digests keep the insertion order (they were recorded so).
+            The digest of a call's own arguments keeps the insertion order (recorded so).
 
     Returns:
         ``module:qualname`` of each member's class, in walk order (dict keys and values);
@@ -311,7 +311,8 @@ def stable_form(value: Any, depth: int = 0, active: set[int] | None = None,
     except Exception:  # noqa: BLE001, S110 - no JSON form: described below
         pass
     else:
-        enums = enum_classes(value)  # a member's JSON form is its value alone
+        # a member's JSON form is its value alone; a dict's insertion order does not count
+        enums = enum_classes(value, sort_dicts=True)
         return {"$json": form, "$enums": enums} if enums else form
     active.add(id(value))
     try:
