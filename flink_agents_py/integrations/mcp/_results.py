@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import ValidationError
 
-from ...api import AgentsError, mask_secrets
+from ...api import AgentsError, ChatMessage, MessageRole, mask_secrets
+from ...api.internal import mask_known, mask_known_value
 from ._session import wire
 
 if TYPE_CHECKING:
@@ -133,3 +134,39 @@ def _tool_items(result: Any) -> list[Any]:
         texts = [i for i in items if isinstance(i, str)]
         raise McpToolError(_clip("\n".join(texts)) or "the MCP tool failed without saying why")
     return items
+
+
+def _listed_masked(spec: dict[str, Any]) -> dict[str, Any]:
+    """A listed tool or prompt with the known secrets masked in all but its name.
+
+    Its description, input schema and arguments go to the model (as a tool's metadata, or
+    with a prompt): a server quoting a secret it was given there (``secret_env``,
+    ``secret_headers``) must not hand it on, as its tool results and stderr do not. The name
+    is how the server is called, kept as it is.
+
+    Returns:
+        ``spec`` itself when no secret is known, else a masked copy.
+    """
+    masked: dict[str, Any] = mask_known_value(spec)
+    if masked is not spec:
+        masked["name"] = spec.get("name")
+    return masked
+
+
+def _prompt_messages(result: dict[str, Any]) -> list[ChatMessage]:
+    """The messages of a ``prompts/get`` answer, the known secrets in their text masked.
+
+    A server quoting a secret it was given in a prompt would otherwise hand it to the model.
+    A block that is not text is its wire JSON.
+
+    Returns:
+        The messages (an ``assistant`` message keeps its role, any other is the user's).
+    """
+    messages = []
+    for m in result.get("messages") or []:
+        content = m.get("content") or {}
+        text = (content.get("text", "") if content.get("type") == "text"
+                else orjson.dumps(content).decode())
+        role = MessageRole.ASSISTANT if m.get("role") == "assistant" else MessageRole.USER
+        messages.append(ChatMessage(role=role, content=mask_known(text)))
+    return messages

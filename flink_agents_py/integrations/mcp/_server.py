@@ -44,7 +44,9 @@ from ._results import (
     McpToolError,
     _bounded,
     _clip,
+    _listed_masked,
     _not_mcp,
+    _prompt_messages,
     _short,
     _tool_items,
     _tool_value,
@@ -203,7 +205,8 @@ class McpServer(FreshOnUnpickle, Resource):
         prompts: list[dict[str, Any]] = []
         if (conn.init.get("capabilities") or {}).get("prompts") is not None:
             prompts = self._listed(conn, "prompts", timeout)
-        return {t["name"]: t for t in tools}, {p["name"]: p for p in prompts}
+        return ({t["name"]: _listed_masked(t) for t in tools},
+                {p["name"]: _listed_masked(p) for p in prompts})
 
     def _listed(self, conn: Connection, key: str, timeout: float) -> list[dict[str, Any]]:
         """Every item of ``tools/list`` (``key="tools"``) or ``prompts/list``.
@@ -406,7 +409,8 @@ class McpServer(FreshOnUnpickle, Resource):
             arguments: values of its arguments.
 
         Returns:
-            The prompt's messages.
+            The prompt's messages, the known secrets in their text masked (a server quoting
+            one it was given would hand it to the model).
 
         Raises:
             ResourceError: when the server has no such prompt, or a required argument is
@@ -428,16 +432,8 @@ class McpServer(FreshOnUnpickle, Resource):
             elif a.get("required"):
                 raise ResourceError(f"prompt {prompt!r} of MCP server {self.where} needs "
                                     f"the argument {name!r}")
-        result = wire(self._connection().call(
-            lambda s: s.get_prompt(prompt, args or None), self.timeout_s))
-        messages = []
-        for m in result.get("messages") or []:
-            content = m.get("content") or {}
-            text = (content.get("text", "") if content.get("type") == "text"
-                    else orjson.dumps(content).decode())
-            role = MessageRole.ASSISTANT if m.get("role") == "assistant" else MessageRole.USER
-            messages.append(ChatMessage(role=role, content=text))
-        return messages
+        return _prompt_messages(wire(self._connection().call(
+            lambda s: s.get_prompt(prompt, args or None), self.timeout_s)))
 
     # -- plan build ---------------------------------------------------------------------
     def plan_listing(self, name: str
