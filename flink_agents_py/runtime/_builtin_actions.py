@@ -16,6 +16,7 @@ The conversation of an open chat lives in the run's sensory memory under ``_chat
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -48,9 +49,9 @@ from ._model_calls import MAX_ANSWER_DEPTH, deeper_than
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
 from ._serde import to_plain_json
-from ._spend import merged_spend, spend_key, stored_spend
+from ._spend import MEMORY_PREFIX, merged_spend, spend_key, stored_spend
 from ._tool_results import delegation_result, refused, tool_message
-from .context._memory import read_path
+from .context._memory import apply_merges, read_path
 from .recorder._state import CallKind
 from .recorder._versioning import recorded_to_missing
 from .recorder._wait_calls import wait_call
@@ -292,6 +293,23 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
 
     spend_entry = entry_of(chat["model"])
 
+    def spends() -> dict[str, Any]:
+        """The key's memory as a model call reads its spends (this action's calls counted).
+
+        The spend of a call made earlier in this action (a structured answer asked again)
+        is merged into the key's entry when the action ends; the next call is checked
+        against it now, or it would go as if the earlier call had spent nothing.
+
+        Returns:
+            The key's short-term memory, with this action's merges applied to a copy.
+        """
+        memory = ctx.key_memory()
+        if not ctx.key_merges:
+            return memory
+        tree = {**memory, MEMORY_PREFIX: copy.deepcopy(memory.get(MEMORY_PREFIX))}
+        apply_merges(tree, ctx.key_merges)
+        return tree
+
     def fail(error: str, traceback: str | None = None) -> None:
         if stored:
             mem.delete(f"{_CHATS}.{chat_id}")
@@ -304,11 +322,12 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         first = None
         try:
             args: tuple[Any, ...] = (messages, schema)
-            others = fallback_spends(setup, resolve, ctx.key_memory(), ctx.key, entry_of) \
+            memory = spends() if setup.fallbacks or setup.budget is not None else {}
+            others = fallback_spends(setup, resolve, memory, ctx.key, entry_of) \
                 if setup.fallbacks or setup.budget is not None else None
             if setup.budget is not None or others:  # the spends go in; the call's come out
                 args = (messages, schema, None if setup.budget is None else stored_spend(
-                    read_path(ctx.key_memory(), spend_entry), chat["model"], ctx.key,
+                    read_path(memory, spend_entry), chat["model"], ctx.key,
                     spend_entry), *((others,) if others else ()))
             response: ChatResponse = await ctx.execute_as(
                 CallKind.MODEL, chat["model"], call_model, args)
