@@ -387,3 +387,46 @@ def test_a_users_script_against_a_provider_saying_retry_after_0(tmp_path):
         "throttled the call "), report
     assert "(the provider asked for 0 s; a longer backoff after throttled answers in a " \
            "row)" in report["error"], report
+
+
+# -- failures are no answers: they do not raise the concurrency limit ----------------------
+def test_failed_calls_neither_raise_the_limit_nor_end_a_throttled_streak():
+    now = [100.0]
+    flow = FlowController(FlowControl(initial_concurrency=4), clock=lambda: now[0])
+
+    async def scenario() -> None:
+        tickets = [await flow.admit() for _ in range(4)]
+        for t in tickets:  # 5xx, timeouts, dropped connections: the provider is in trouble
+            flow.settle(t, throttled=False, answered=False)
+        assert flow.limit == 4.0  # before: 8, one more per failure (slow start)
+        gate = flow.settle(await flow.admit(), throttled=True)
+        assert gate is not None
+        now[0] += gate
+        flow.settle(await flow.admit(), throttled=False, answered=False)  # a timeout
+        assert flow.limit == 1.0  # halved from 1 in flight, not grown back by the failure
+        now[0] += 0.01
+        again = flow.settle(await flow.admit(), throttled=True)
+        assert again is not None and again >= 0.5  # the streak goes on: the 2nd backoff
+
+    asyncio.run(scenario())
+
+
+class Unavailable(ChatModelConnection):
+    """Fails every call with a 503 that names no time to wait."""
+
+    label: str = "unavailable"
+
+    def chat(self, messages, **kwargs) -> ChatResponse:
+        count(self.label)
+        raise ProviderError("upstream down", status_code=503, retryable=True)
+
+
+def test_a_provider_that_fails_every_call_does_not_get_more_calls_at_once(probes):
+    agent = asker({"conn": ResourceDescriptor(
+        Unavailable, label="down", flow_control=FlowControl(initial_concurrency=2))},
+        {"model": {"connection": "conn", "error_policy": "retry", "retry_max_attempts": 2,
+                   "retry_initial_backoff_s": 0.01, "retry_max_backoff_s": 0.01}})
+    res = run(agent, [{"key": f"k{i}", "q": i} for i in range(6)])
+    assert all(o["error"] and "upstream down" in o["error"] for o in res.outputs)
+    assert probes["down"] == 12
+    assert res.metrics["flow_concurrency_limit"] == {"model": 2}  # before: 14

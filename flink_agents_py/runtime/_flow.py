@@ -360,7 +360,8 @@ class FlowController:
         return self._tickets
 
     def settle(self, ticket: int, *, throttled: bool, info: RateLimitInfo | None = None,
-               tokens: int | None = None, status: int | None = None) -> float | None:
+               tokens: int | None = None, status: int | None = None,
+               answered: bool = True) -> float | None:
         """Count a call as answered and learn from its answer.
 
         A throttled answer closes the connection's gate for the wait the provider asked for
@@ -380,6 +381,10 @@ class FlowController:
             tokens: the tokens the call used (input + output), when reported.
             status: the answer's HTTP status, when it had one (kept for the messages of
                 calls that may not wait so long).
+            answered: whether the provider answered the call (``False``: it failed, with a
+                5xx, a timeout or a dropped connection, or was cancelled). Only an answer
+                ends a streak of throttled answers and adds to the concurrency limit: a
+                provider that fails or times out is not sent more calls at once for it.
 
         Returns:
             For a throttled call, how long it should wait before it is sent again, in
@@ -410,7 +415,7 @@ class FlowController:
                     self._streak_ticket = self._tickets
                 self._last_status = status
                 wait = self._throttled(info, now)
-            else:
+            elif answered:
                 if ticket > self._streak_ticket:
                     self._streak = 0  # the provider took a call sent after the gate
                 if self.options.adaptive and not math.isinf(self._limit):

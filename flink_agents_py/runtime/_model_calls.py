@@ -216,7 +216,7 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
         except Exception as e:  # noqa: BLE001 - classified, then held, retried or raised
             gate = flow.settle(ticket, throttled=_throttling(e),
                                info=getattr(e, "rate_limit", None),
-                               status=getattr(e, "status_code", None))
+                               status=getattr(e, "status_code", None), answered=False)
             settled = True
             now = time.monotonic()
             failed: BaseException = e  # what the call fails with: named when flow control ends it
@@ -255,7 +255,8 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
             if not settled:  # answered, or cancelled
                 usage = getattr(response, "usage", None)
                 flow.settle(ticket, throttled=False, info=infos[-1] if infos else None,
-                            tokens=(usage.input_tokens + usage.output_tokens) if usage else None)
+                            tokens=(usage.input_tokens + usage.output_tokens) if usage else None,
+                            answered=response is not None)
         break
     if not isinstance(response, ChatResponse):
         raise TypeError(f"chat model {setup.resource_name!r} returned "
