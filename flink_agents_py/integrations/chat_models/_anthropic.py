@@ -59,6 +59,7 @@ from ._common import (
     FreshOnUnpickle,
     LoopBoundClient,
     LoopBoundSdkConnection,
+    answer_error,
     header_number,
     header_retry_after,
     import_sdk,
@@ -327,6 +328,10 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         if inspect.isawaitable(message):  # the SDK's async raw response
             message = await message
         body = message.model_dump() if hasattr(message, "model_dump") else dict(message)
+        failed = None if body.get("content") else answer_error(
+            body, "anthropic messages call failed", anthropic_rate_limit(raw.headers))
+        if failed is not None:  # a 200 whose body is an error (a gateway's, a proxy's)
+            raise failed
         return names.restore(self._from_anthropic(
             body, names.wire(output_name) if output_schema is not None else None, wrapped))
 

@@ -34,7 +34,7 @@ from ...api.internal import (
     scrub_exception,
 )
 
-__all__ = ["HTTP_FLOW_CONTROL", "import_sdk", "FreshOnUnpickle", "LoopBoundClient",
+__all__ = ["HTTP_FLOW_CONTROL", "answer_error", "import_sdk", "FreshOnUnpickle", "LoopBoundClient",
            "LoopBoundSdkConnection",
            "header_number", "header_retry_after", "is_local_url", "provider_error",
            "require_api_key", "retry_after_s", "retryable_status", "run_sync",
@@ -272,7 +272,8 @@ async def _then_close_clients(coro: Any) -> Any:
 
 
 def provider_error(message: str, status: int | None, cause: BaseException | None = None,
-                   rate_limit: RateLimitInfo | None = None) -> ProviderError:
+                   rate_limit: RateLimitInfo | None = None,
+                   answered: bool = False) -> ProviderError:
     """A ``ProviderError`` whose ``retryable`` follows the HTTP status.
 
     Args:
@@ -280,14 +281,65 @@ def provider_error(message: str, status: int | None, cause: BaseException | None
         status: the HTTP status; ``None`` for timeouts and connection failures (retryable).
         cause: unused; the caller raises the error ``from`` its cause.
         rate_limit: what the answer's headers said about the provider's limits.
+        answered: whether the provider answered (then no status is no timeout: not
+            retryable).
 
     Returns:
         The error, to raise.
     """
     return ProviderError(message, status_code=status,
-                         retryable=status is None or retryable_status(status),
+                         retryable=(status is None and not answered) or retryable_status(status),
                          rate_limit=None if rate_limit is None or rate_limit.is_empty()
                          else rate_limit)
+
+
+_ERROR_TYPES = {"rate_limit_error": 429, "rate_limit_exceeded": 429, "overloaded_error": 529,
+                "api_error": 500, "server_error": 500, "timeout_error": 504,
+                "invalid_request_error": 400, "authentication_error": 401,
+                "permission_error": 403, "not_found_error": 404, "request_too_large": 413}
+"""The HTTP status an error body's ``type`` (or textual ``code``) stands for (Anthropic's and
+OpenAI's error types)."""
+
+
+def answer_error(body: Any, what: str,
+                 rate_limit: RateLimitInfo | None = None) -> ProviderError | None:
+    """The error a provider put in the body of a successful (200) answer, if it did.
+
+    Gateways and compatible servers (OpenRouter, LiteLLM proxies, a load balancer in front
+    of vLLM) answer 200 with ``{"error": {"message", "code", "type"}}`` (Anthropic's form:
+    ``{"type": "error", "error": {...}}``; vLLM's: ``{"object": "error", "message", "code"}``)
+    when the model failed after the answer began. Its status is the error's numeric
+    ``code`` (a 4xx or 5xx), else what its ``type`` stands for (``rate_limit_error``: 429,
+    ``overloaded_error``: 529...); one naming neither has no status and is not retried.
+
+    Args:
+        body: the answer's body, decoded.
+        what: what failed, for the message (``"chat completion failed"``).
+        rate_limit: what the answer's headers said about the provider's limits.
+
+    Returns:
+        The error, to raise (``None``: the body holds no error).
+    """
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error")
+    if not error and body.get("type") != "error" and body.get("object") != "error":
+        return None
+    detail = error if isinstance(error, dict) else {"message": error}
+    status: int | None = None
+    for code in (detail.get("code"), body.get("code"), detail.get("status")):
+        text = str(code).strip() if isinstance(code, (int, str)) else ""
+        if text.isdigit() and 400 <= int(text) <= 599:
+            status = int(text)
+            break
+    if status is None:
+        for kind in (detail.get("type"), detail.get("code")):
+            if isinstance(kind, str) and kind in _ERROR_TYPES:
+                status = _ERROR_TYPES[kind]
+                break
+    message = detail.get("message") or body.get("message") or detail.get("type") or error
+    return provider_error(f"{what}: the provider answered with an error: {str(message)[:500]}",
+                          status, rate_limit=rate_limit, answered=True)
 
 
 def retry_after_s(value: str | None, now: float | None = None) -> float | None:

@@ -42,6 +42,7 @@ from ._common import (
     HTTP_FLOW_CONTROL,
     FreshOnUnpickle,
     LoopBoundClient,
+    answer_error,
     header_number,
     header_retry_after,
     import_sdk,
@@ -241,7 +242,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         if output_schema is not None:
             kwargs["response_format"] = self._response_format(output_schema)
         try:
-            completion = await self._create(client, kwargs, output_schema)
+            completion, headers = await self._create(client, kwargs, output_schema)
         except openai.APIStatusError as e:
             headers = getattr(getattr(e, "response", None), "headers", None)
             error = provider_error(f"chat completion failed: {e.message}", e.status_code,
@@ -252,6 +253,10 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             raise error from scrub_exception(e)
         body = (completion.model_dump(warnings=False) if hasattr(completion, "model_dump")
                 else dict(completion))  # (a server's content as parts is no str: no warning)
+        failed = None if body.get("choices") else answer_error(
+            body, "chat completion failed", openai_rate_limit(headers))
+        if failed is not None:  # a 200 whose body is an error (a gateway's, a proxy's)
+            raise failed
         try:
             return names.restore(from_openai_choice(body))
         except ProviderError:
@@ -262,7 +267,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
 
     async def _create(
         self, client: Any, kwargs: dict[str, Any], output_schema: dict[str, Any] | None
-    ) -> Any:
+    ) -> tuple[Any, Any]:
         """Send the request; once more with a JSON object format if the JSON Schema is refused.
 
         Args:
@@ -274,7 +279,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         control paces the next calls by them).
 
         Returns:
-            The SDK's completion object.
+            The SDK's completion object, and the answer's headers.
 
         Raises:
             openai.APIStatusError: for an HTTP error (other than a refused JSON Schema).
@@ -292,7 +297,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             raw = await create(**with_extra_body(create, kwargs))
         report_rate_limit(openai_rate_limit(raw.headers))  # paces the next calls
         parsed = raw.parse()
-        return await parsed if inspect.isawaitable(parsed) else parsed
+        return (await parsed if inspect.isawaitable(parsed) else parsed), raw.headers
 
     def _rejects_json_schema(self, error: Any, kwargs: dict[str, Any]) -> bool:
         """Whether ``error`` is a server refusing ``response_format.type = json_schema``."""
