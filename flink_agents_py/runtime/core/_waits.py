@@ -318,6 +318,13 @@ class WaitsCore:
         """Open the wait ``command`` describes (see the module docstring)."""
         run, call = step.run, command.call
         held = run.waits.get(command.correlation_id)
+        problem = None if held is None or held.status != "early" else _answer_problem(
+            command.call.kind, held.payload)
+        if held is not None and problem is not None:  # refused as after the wait opened
+            step.res.errors.append(self._unread_answer(step, command.correlation_id, held,
+                                                       problem))
+            del run.waits[command.correlation_id]
+            held = None
         if held is not None and held.status == "early":  # it came before: claimed now
             ctx.record_started(command)
             run.waits[command.correlation_id] = WaitRecord(
@@ -344,6 +351,17 @@ class WaitsCore:
             res.outputs.append(command.announce)
         if under_cancelled(run, ctx.scope) and command.call.kind is not CallKind.SLEEP:
             self._cancel_wait(step, command.correlation_id, run.waits[command.correlation_id])
+
+    def _unread_answer(self, step: Step, cid: str, held: WaitRecord,
+                       problem: str) -> ErrorRecord:
+        """The error record of an early approval answer its wait cannot read."""
+        where = held.caller or "outside event"
+        key = self._key_value(step.identity)
+        return logged(ErrorRecord(
+            key=key, seq=step.run.seq, action="<outside>", execution_id=where,
+            error_type=ExternalEventError.__name__,
+            message=f"{where}: the answer to approval {cid!r} {problem}",
+            input={"key": key_json(key), "correlation_id": cid, "payload": held.payload}))
 
     def _end_cancelled(self, step: Step) -> None:
         """After sub-agent calls were cancelled: end their waits, then check each call.
@@ -474,7 +492,16 @@ def _approval_problem(run: RunState, wait: WaitRecord, payload: Any) -> str | No
     """
     action = run.inflight.get(wait.caller)
     rec = action.calls.get(str(wait.ordinal)) if action is not None else None
-    if rec is None or rec.kind is not CallKind.APPROVAL or isinstance(payload, bool):
+    return None if rec is None else _answer_problem(rec.kind, payload)
+
+
+def _answer_problem(kind: CallKind | None, payload: Any) -> str | None:
+    """Why ``payload`` is no answer to a wait of call ``kind`` (``None``: it is one).
+
+    Returns:
+        The reason (see ``_approval_problem``); ``None`` for any wait but an approval's.
+    """
+    if kind is not CallKind.APPROVAL or isinstance(payload, bool):
         return None  # (a wait of ``ctx.wait_for`` takes any payload)
     if isinstance(payload, dict) and isinstance(payload.get("approved"), bool):
         return None
