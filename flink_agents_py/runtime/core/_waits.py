@@ -131,6 +131,12 @@ class WaitsCore:
         if run is not None and wait is None \
                 and sum(w.status == "early" for w in run.waits.values()) < EARLY_MAX:
             return self._hold_early(key, state, run, cid, event.payload, where)
+        if run is not None and wait is not None and wait.status == "open" \
+                and wait.deadline_ms is not None \
+                and wait.deadline_ms <= self.clock_ms():
+            # its deadline passed before it came (the job was down, or its timer is late):
+            # the wait times out first, whichever the host happens to process first
+            self._fire_due(key, run, [(cid, wait)], self.clock_ms())
         if run is None or wait is None or wait.status != "open":
             shown = self._key_value(key)
             why = (f"no run of key {shown_key(shown)} is in flight{_typed_key_hint(shown)}"
@@ -196,6 +202,14 @@ class WaitsCore:
                 state.flush()
             res.errors.extend(given_up)
             return res
+        self._fire_due(key, run, due, now_ms, end_of_input)
+        res = self.advance(key, state)
+        res.errors[:0] = given_up
+        return res
+
+    def _fire_due(self, key: Any, run: RunState, due: list[tuple[str, WaitRecord]],
+                  now_ms: int, end_of_input: bool = False) -> None:
+        """End the ``due`` waits: a sleep is over, a wait fails with ``WaitTimeoutError``."""
         for cid, wait in due:
             if cid.startswith(SLEEP_PREFIX):
                 wait.status = "delivered"
@@ -211,9 +225,6 @@ class WaitsCore:
                 f"no outside event with correlation id {cid!r} arrived for key "
                 f"{self._key_value(key)!r} {why}",
                 cid, wait.timeout_s))
-        res = self.advance(key, state)
-        res.errors[:0] = given_up
-        return res
 
     def waiting_changed(self, delta: int) -> None:
         """Move the ``runs_waiting`` gauge: parked runs (``RunState.parked``) in this process.
