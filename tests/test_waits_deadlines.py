@@ -70,3 +70,41 @@ def test_an_event_at_the_deadline_is_late_and_one_before_it_is_delivered():
             assert (res.outputs == [{"quick": "ok"}]) is delivered
         finally:
             core.close()
+
+
+class _FirstThenSecond(wa.Agent):
+    @wa.action(wa.InputEvent)
+    @staticmethod
+    async def on_input(event, ctx) -> None:
+        first = await ctx.wait_for("first")
+        try:
+            second = await ctx.wait_for("second", timeout_s=60)
+        except wa.WaitTimeoutError:
+            second = "timeout"
+        ctx.send_event(wa.OutputEvent(output={"first": first, "second": second}))
+
+
+def test_an_early_event_held_past_its_hold_time_is_not_claimed_though_its_timer_is_late():
+    from flink_agents_py.runtime.core._waits import EARLY_HOLD_S
+
+    now = [0]
+    core = AgentCore(AgentPlan.from_agent(_FirstThenSecond()))
+    core.clock_ms = lambda: now[0]
+    core.open()
+    try:
+        state = InMemoryKeyState()
+        core.on_input("k", {"key": "k"}, state)
+        res = core.on_outside_event("k", {"key": "k", "correlation_id": "second",
+                                          "payload": 2}, state)
+        assert res.timers == [EARLY_HOLD_S * 1000]  # held for its wait to open
+        now[0] = EARLY_HOLD_S * 1000 + 1  # its hold ended; its timer has not fired yet
+        res = core.on_outside_event("k", {"key": "k", "correlation_id": "first",
+                                          "payload": 1}, state)
+        [error] = res.errors
+        assert error.error_type == "UnmatchedEventError"
+        assert f"none opened within {EARLY_HOLD_S} s" in error.message
+        assert res.parked and res.outputs == []  # the second wait is open, not given 2
+        res = core.on_timers("k", now[0] + 60_000, state)
+        assert res is not None and res.outputs == [{"first": 1, "second": "timeout"}]
+    finally:
+        core.close()

@@ -328,14 +328,19 @@ class WaitsCore:
     def _start_wait(self, step: Step, ctx: ActionExecution, command: StartWait) -> None:
         """Open the wait ``command`` describes (see the module docstring)."""
         run, call = step.run, command.call
-        held = run.waits.get(command.correlation_id)
-        problem = None if held is None or held.status != "early" else _answer_problem(
-            command.call.kind, held.payload)
-        if held is not None and problem is not None:  # refused as after the wait opened
-            step.res.errors.append(self._unread_answer(step, command.correlation_id, held,
-                                                       problem))
-            del run.waits[command.correlation_id]
-            held = None
+        cid = command.correlation_id
+        held = run.waits.get(cid)
+        if held is not None and held.status == "early":
+            problem = _answer_problem(command.call.kind, held.payload)
+            error = (self._unread_answer(step, cid, held, problem) if problem is not None
+                     else self._early_error(step.identity, run, cid, held,
+                                            f"none opened within {EARLY_HOLD_S} s")
+                     if held.deadline_ms is not None and held.deadline_ms <= self.clock_ms()
+                     else None)  # (given up as its timer would have: the timer is late)
+            if error is not None:  # refused as after the wait opened, or given up
+                step.res.errors.append(error)
+                del run.waits[cid]
+                held = None
         if held is not None and held.status == "early":  # it came before: claimed now
             ctx.record_started(command)
             run.waits[command.correlation_id] = WaitRecord(
