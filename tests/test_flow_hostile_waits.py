@@ -155,3 +155,25 @@ def test_a_wait_within_the_bound_is_still_honoured(probes):
     res = _run_bounded(agent, [{"key": "a", "q": "1"}, {"key": "b", "q": "2"}])
     assert [o["error"] for o in res.outputs] == [None, None]
     assert probes["hostile-fits"] == 3
+
+
+@pytest.mark.parametrize("said", [float("nan"), float("inf")])
+def test_a_5xx_whose_adapter_says_no_number_to_wait_is_retried_as_if_it_said_none(said, probes):
+    agent = asker({"conn": ResourceDescriptor(Throttles, label=f"nan-{said}", throttle_first=1,
+                                              status=503, retry_after=said)},
+                  {"model": {"connection": "conn", "error_policy": "retry",
+                             "retry_initial_backoff_s": 0.01, "retry_max_backoff_s": 0.01}})
+    [out] = run(agent, [{"key": "a", "q": "hi"}]).outputs
+    # before: "was not retried: its provider asked to wait nan s, past max_throttle_wait_s"
+    assert out["error"] is None and out["content"] == "ok: hi"
+    assert out["metadata"]["retries"] == 1 and probes[f"nan-{said}"] == 2
+
+
+@pytest.mark.parametrize("said", [float("nan"), float("inf")])
+def test_a_429_given_up_names_no_wait_its_adapter_said_no_number_for(said, probes):
+    agent = asker({"conn": ResourceDescriptor(
+        Throttles, label=f"nan429-{said}", throttle_first=100, retry_after=said,
+        flow_control=FlowControl(max_throttle_wait_s=0.2))}, {"model": {"connection": "conn"}})
+    [out] = run(agent, [{"key": "a", "q": "hi"}]).outputs
+    assert "the provider named no time to wait: a backoff" in out["error"]
+    assert "nan" not in out["error"] and "inf" not in out["error"]

@@ -18,6 +18,7 @@ an error class the setup's ``fallback_on`` names, the next setup of ``fallbacks`
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -45,19 +46,28 @@ def _retryable(error: BaseException) -> bool:
     return isinstance(error, (TimeoutError, asyncio.TimeoutError))
 
 
+def _told(error: BaseException | None) -> float | None:
+    """The ``Retry-After`` of a failed call, as flow control acts on it.
+
+    Returns:
+        The seconds (``None``: none said, or no number to act on: NaN or infinite, as an
+        adapter of one's own may say; ignored as the controller ignores it).
+    """
+    told = error.retry_after_s if isinstance(error, ProviderError) else None
+    return told if isinstance(told, (int, float)) and math.isfinite(told) else None
+
+
 def _backoff(setup: ChatModelSetup, retry: int, error: BaseException | None = None) -> float:
     """Exponential backoff with jitter (in ``[b/2, b]``), never shorter than ``Retry-After``."""
     cap = min(setup.retry_max_backoff_s, setup.retry_initial_backoff_s * (2 ** retry))
     drawn = float(cap / 2 + random.random() * cap / 2)
-    told = error.retry_after_s if isinstance(error, ProviderError) else None
-    return max(drawn, told or 0.0)
+    return max(drawn, _told(error) or 0.0)
 
 
 def _throttling(error: BaseException) -> bool:
     """Whether the provider said it is overloaded: 429/529, or 5xx naming a ``Retry-After``."""
     kind = error_class(error)
-    return kind == "throttled" or (kind == "unavailable" and isinstance(error, ProviderError)
-                                   and error.retry_after_s is not None)
+    return kind == "throttled" or (kind == "unavailable" and _told(error) is not None)
 
 
 def _s(seconds: float) -> str:
@@ -135,7 +145,7 @@ def _gave_up(setup: ChatModelSetup, connection: ChatModelConnection, error: Prov
     Returns:
         The error, to raise from ``error``.
     """
-    asked = error.retry_after_s
+    asked = _told(error)
     if asked is None:
         said = "the provider named no time to wait: a backoff"
     elif asked + 0.001 >= wait_s:
@@ -168,7 +178,7 @@ def _not_retried(setup: ChatModelSetup, connection: ChatModelConnection,
     """
     named = ProviderError(
         f"{_named(setup, connection)} was not retried: its provider asked to wait "
-        f"{_s(error.retry_after_s or 0.0)}, past max_throttle_wait_s "
+        f"{_s(_told(error) or 0.0)}, past max_throttle_wait_s "
         f"({_s(options.max_throttle_wait_s)}); its last answer: {error}",
         retryable=error.retryable, rate_limit=error.rate_limit)
     named.status_code = error.status_code
@@ -229,8 +239,8 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
                     continue
                 failed = _gave_up(setup, connection, e, throttles + 1, now - first_throttle,
                                   gate or 0.0, options)
-            told = e.retry_after_s if isinstance(e, ProviderError) else None
-            too_long = told is not None and not told <= options.max_throttle_wait_s
+            told = _told(e)
+            too_long = told is not None and told > options.max_throttle_wait_s
             retry = attempt + 1 < attempts and _retryable(e)
             if retry and too_long and failed is e and isinstance(e, ProviderError):
                 failed = _not_retried(setup, connection, e, options)
