@@ -1,8 +1,9 @@
-"""The approval page's "Test it locally" recipe (docs/how-to/wait-for-approval.md), run as written.
+"""The approval page's "Test it locally" recipes (docs/how-to/wait-for-approval.md), run as written.
 
-Its answer generator must answer every request, including the one of a key's second record,
-which comes out only once the first record's request is answered: a request no one answers
-times out silently (the model reads "not approved"), so the test asserts none did.
+Each answer generator (the plain one, and the interleaved one placing answers between the
+records) must answer every request, including the one of a key's second record, which comes
+out only once the first record's request is answered: a request no one answers times out
+silently (the model reads "not approved"), so the tests assert none did.
 """
 
 from __future__ import annotations
@@ -19,18 +20,26 @@ pytestmark = pytest.mark.timeout(120)
 PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "how-to" / "wait-for-approval.md"
 
 
-def _recipe() -> str:
-    section = PAGE.read_text().split("### Test it locally", 1)[1]
-    return re.findall(r"^```python\n(.*?)^```$", section, re.S | re.M)[0]
+RECORDS = [{"key": "k1", "to": "a@ok.org"}, {"key": "k1", "to": "b@bad.org"},
+           {"key": "k1", "to": "c@ok.org"}, {"key": "k2", "to": "d@ok.org"}]
+
+
+def _recipes() -> list[str]:
+    section = PAGE.read_text().split("### Test it locally", 1)[1].split("### On Flink", 1)[0]
+    return re.findall(r"^```python\n(.*?)^```$", section, re.S | re.M)
+
+
+def _run(*blocks: str) -> Any:
+    """Run the page's blocks one after the other, as one script, and return its ``result``."""
+    namespace: dict[str, Any] = {"requests": RECORDS, "Support": wa.make_mailer}
+    for block in blocks:
+        exec(compile(block, f"{PAGE.name} Test it locally", "exec"), namespace)  # noqa: S102
+    return namespace["result"]
 
 
 def test_the_local_approval_recipe_answers_every_request_a_key_makes(tmp_path, monkeypatch):
     monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
-    records = [{"key": "k1", "to": "a@ok.org"}, {"key": "k1", "to": "b@bad.org"},
-               {"key": "k1", "to": "c@ok.org"}, {"key": "k2", "to": "d@ok.org"}]
-    namespace: dict[str, Any] = {"requests": records, "Support": wa.make_mailer}
-    exec(compile(_recipe(), f"{PAGE.name} Test it locally", "exec"), namespace)  # noqa: S102
-    result = namespace["result"]
+    result = _run(_recipes()[0])
     assert result.errors == []
     answers = [(o["key"], o["answer"]) for o in result.outputs if "answer" in o]
     assert not [a for a in answers if "not approved" in a[1]], answers  # none timed out
@@ -40,3 +49,18 @@ def test_the_local_approval_recipe_answers_every_request_a_key_makes(tmp_path, m
     assert [answer for key, answer in answers if key == "k2" and "sent to d@ok.org" in answer]
     sent = (tmp_path / "calls.log").read_text().split()
     assert sorted(sent[1::2]) == ["a@ok.org", "c@ok.org", "d@ok.org"]  # approved ones ran
+
+
+def test_the_interleaved_recipe_answers_every_request_between_the_records(tmp_path, monkeypatch):
+    # it answered only the requests out after the first record: the others timed out
+    monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
+    plain, interleaved = _recipes()
+    assert "interleaved=True" in interleaved and "AfterRecords" in interleaved
+    result = _run(plain, interleaved)  # the page's second block uses the first's job
+    assert result.errors == []
+    answers = [(o["key"], o["answer"]) for o in result.outputs if "answer" in o]
+    assert len(answers) == 4 and not [a for a in answers if "not approved" in a[1]], answers
+    assert all("sent to" in answer for _, answer in answers), answers  # it approves all
+    sent = (tmp_path / "calls.log").read_text().split()
+    assert sorted(sent[1::2]) == ["a@ok.org", "a@ok.org", "b@bad.org", "c@ok.org",
+                                  "c@ok.org", "d@ok.org", "d@ok.org"]
