@@ -1,0 +1,121 @@
+"""The how-to pages' local-runner examples run as a user who copies them runs them.
+
+Each case assembles one program from a page's Python blocks (in page order, as the page
+says to put them together: later blocks use the agent of earlier ones), with at most a few
+lines around them standing for what the page leaves to the user (its records, its agent),
+writes it into a directory outside the repository and runs it with the venv's interpreter.
+The examples assert what the pages say they give; a case checks the printed lines the page
+shows too. Pages tested on their own: the README (test_docs.py), the tutorial
+(test_docs_tutorial.py), the ReAct page (test_docs_react.py), the approval page
+(test_docs_approval.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+PYTHON = VENV_PY if VENV_PY.exists() else Path(sys.executable)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def blocks(page: str) -> list[str]:
+    """The ```python blocks of ``docs/<page>``, in order."""
+    return re.findall(r"^```python[^\n]*\n(.*?)^```$", (DOCS / page).read_text(), re.S | re.M)
+
+
+def run(tmp_path: Path, *parts: str, timeout_s: float = 150) -> subprocess.CompletedProcess[str]:
+    """Run ``parts`` (page blocks, or dedented glue) as one script in ``tmp_path``."""
+    assert ROOT not in tmp_path.resolve().parents, "the program must be outside the repository"
+    (tmp_path / "example.py").write_text("\n".join(textwrap.dedent(p) for p in parts))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([str(PYTHON), "example.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=timeout_s)
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-6000:]}"
+    return proc
+
+
+def test_testing_page_blocks_run_in_order(tmp_path):
+    # the agent, model_from_turns, model_from_function, rules, budgets, snapshot and restore
+    assert len(blocks("how-to/testing.md")) == 6
+    run(tmp_path, *blocks("how-to/testing.md"))
+
+
+def test_replay_safety_page_checks_the_testing_pages_agent(tmp_path):
+    # run as a script, the agent is in __main__: the page says the other process is skipped
+    page = blocks("how-to/replay-safety.md")
+    check, journal, upgrade = page[0], page[1], page[3]
+    assert "check_replay_safety(shop(fresh_model())" in check
+    assert "check_upgrade_safety" in upgrade
+    proc = run(tmp_path, *blocks("how-to/testing.md"), check, journal, upgrade)
+    assert "result                      ok" in proc.stdout
+    assert "in another process          skipped:" in proc.stdout
+
+
+def test_override_resources_page_blocks_run_in_order(tmp_path):
+    page = blocks("how-to/override-resources.md")
+    assert len(page) == 4
+    proc = run(tmp_path, *page[:3], "print(outputs)", *page[3:], """
+        print(AgentsExecutionEnvironment.local()
+              .from_list([{"key": "a", "question": "q"}]).apply(TestShop()).collect())
+    """)
+    assert proc.stdout.splitlines() == ["['ok']", "['ok']"]
+
+
+def test_debugging_page_prints_the_traceback_it_shows(tmp_path):
+    page = (DOCS / "how-to" / "debugging.md").read_text()
+    shown = re.search(r"^prints\n\n```\n(.*?)^```$", page, re.S | re.M).group(1).splitlines()
+    proc = run(tmp_path, blocks("how-to/debugging.md")[0])
+    printed = proc.stdout.splitlines()
+    assert len(printed) == len(shown), proc.stdout
+    for got, want in zip(printed, shown, strict=True):
+        if want.lstrip().startswith('File "'):  # the user's own path
+            want = re.sub(r'"[^"]+"', f'"{tmp_path.resolve() / "example.py"}"', want)
+        assert got == want
+
+
+def test_flow_control_page_tests_against_the_throttling_provider(tmp_path):
+    # the page's agent and records: a chat per record, through the setup "smart" on "gpt"
+    setup = """
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent,
+                                         OutputEvent, ResourceDescriptor, ResourceType, action)
+        from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+        class Asker(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def ask(event, ctx):
+                answer = await ctx.chat("smart", [ChatMessage(content=str(event.input["n"]))])
+                ctx.send_event(OutputEvent(output=answer.message.content))
+
+        agent = Asker()
+        agent.add_resource("smart", ResourceType.CHAT_MODEL, ResourceDescriptor(
+            ChatModelSetup, connection="gpt", model="gpt-4o"))
+        env = AgentsExecutionEnvironment.local()
+        records = [{"key": f"k{n % 10}", "n": n} for n in range(60)]
+    """
+    throttling = [b for b in blocks("how-to/flow-control.md") if "ThrottlingProvider(" in b]
+    assert len(throttling) == 1
+    proc = run(tmp_path, setup, throttling[0])
+    assert re.fullmatch(r"\d+ of \d+ requests answered 429\n", proc.stdout), proc.stdout
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(400)
+def test_run_on_flink_table_example_prints_the_row_it_shows(tmp_path):
+    pytest.importorskip("pyflink")
+    [table] = [b for b in blocks("how-to/run-on-flink.md") if "from_table(" in b]
+    shown = [ln[2:] for ln in table.splitlines() if ln.startswith("# <Row")]
+    proc = run(tmp_path, table, timeout_s=360)
+    assert [ln for ln in proc.stdout.splitlines() if ln.startswith("<Row")] == shown
