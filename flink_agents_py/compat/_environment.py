@@ -40,6 +40,7 @@ from ..api.internal import import_qualified
 from ..observability import ApacheEventLog
 from ..observability.internal import APACHE_KEYS
 from ._options import AgentExecutionOptions, Configuration
+from ._outputs import json_form_outputs
 
 log = logging.getLogger(__name__)
 
@@ -427,7 +428,11 @@ class _FlinkBuilder:
         return self
 
     def to_datastream(self, output_type: Any = None) -> Any:
-        return self._builder.to_datastream(output_type)
+        outputs = self._builder.to_datastream(output_type)
+        if output_type is not None:
+            return outputs
+        # A pydantic model output as Flink Agents gives it: its JSON form (see _outputs).
+        return outputs.map(json_form_outputs)
 
     def errors_datastream(self) -> Any:
         return self._builder.errors_datastream()
