@@ -8,7 +8,7 @@ passed to; keeping it past that is unsupported.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -84,6 +84,18 @@ class RunnerContext(ABC):
             NotImplementedError: when the hosting runtime offers no long-term memory.
         """
         raise NotImplementedError(f"{type(self).__name__} has no long-term memory")
+
+    def get_short_term_memory(self) -> Memory:
+        """``short_term_memory`` (Apache Flink Agents 0.1's name, its first examples')."""
+        return self.short_term_memory
+
+    def get_sensory_memory(self) -> Memory:
+        """``sensory_memory`` (Apache Flink Agents 0.1's name)."""
+        return self.sensory_memory
+
+    def get_long_term_memory(self) -> BaseLongTermMemory:
+        """``long_term_memory`` (Apache Flink Agents 0.1's name)."""
+        return self.long_term_memory
 
     @property
     def config(self) -> AgentConfig:
@@ -272,6 +284,27 @@ class RunnerContext(ABC):
         Returns:
             An awaitable of what ``fn`` returns (or, on replay, returned the first time).
         """
+
+    def execute_async(self, fn: Callable[..., Any], *args: Any, **kwargs: Any
+                      ) -> Generator[Any, None, Any]:
+        """``durable_execute_async`` for an action written as a generator (Flink Agents 0.1).
+
+        ``result = yield from ctx.execute_async(fn, *args)`` in a plain ``def`` action is
+        ``result = await ctx.durable_execute_async(fn, *args)`` in an ``async def`` one; the
+        runtime steps such an action as it steps a coroutine.
+
+        Args:
+            fn: the function, plain or ``async``.
+            *args: positional arguments of ``fn``.
+            **kwargs: keyword arguments of ``fn`` (and ``durable_execute_async``'s own).
+
+        Yields:
+            The call, to the runtime stepping the action.
+
+        Returns:
+            What ``fn`` returns (or, on replay, returned the first time).
+        """
+        return (yield from self.durable_execute_async(fn, *args, **kwargs).__await__())
 
     def patched(self, change_id: str) -> bool:
         """Whether this action execution takes the new branch of change ``change_id``.

@@ -40,6 +40,7 @@ from ..api.internal import (
     import_qualified,
     untag,
 )
+from ._typed_fields import TYPED_KEY, typed_fields
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
            "digest", "dumps", "loads_record",
@@ -105,10 +106,16 @@ def event_json(event: BaseModel, where: str) -> dict[str, Any]:
             restore rebuilds the event as, and a restore would import what it names.
     """
     converted: dict[str, Any] = _convert(event, where, tag_models=False)
-    if EVENT_CLASS_KEY in converted:
-        raise SerializationError(
-            f"{where}: the event has a field named {EVENT_CLASS_KEY!r}, the name the runtime "
-            "keeps for the event's class; rename the field")
+    for reserved in (EVENT_CLASS_KEY, TYPED_KEY):
+        if reserved in converted:
+            raise SerializationError(
+                f"{where}: the event has a field named {reserved!r}, a name the runtime "
+                "keeps for itself; rename the field")
+    typed = typed_fields(event)
+    if typed:  # models in fields typed Any: kept with their class (see ``_typed_fields``)
+        for name in typed:
+            converted[name] = _convert(getattr(event, name), where, tag_models=True)
+        converted[TYPED_KEY] = typed
     tag = event_class_tag(event) if isinstance(event, Event) else None
     if tag is not None:  # another class has its type name: name its own
         converted[EVENT_CLASS_KEY] = tag

@@ -21,10 +21,9 @@ action: the failure becomes an ``ErrorRecord`` output and the run goes on.
 from __future__ import annotations
 
 import collections
-import inspect
 import logging
 from collections.abc import Callable
-from types import CoroutineType
+from types import CoroutineType, GeneratorType
 from typing import Any
 
 from ...api import Event, OutputEvent, SerializationError, UnsupportedAwaitError
@@ -442,8 +441,9 @@ class AgentCore(UnfinishedCore):
                         self._fns[name] = fn
                 # the user's action gets its context; a built-in one, the execution itself
                 out = fn(task.event, ctx if name in BUILTIN_NAMES else ActionContext(ctx))
-                # keep: an async action, nothing to carry out yet
-                keep = type(out) is CoroutineType and not ctx.commands and not self._cancelled
+                # keep: an async action (or a generator: ``yield from ctx.execute_async``)
+                resumable = type(out) is CoroutineType or type(out) is GeneratorType
+                keep = resumable and not ctx.commands and not self._cancelled
             except Exception as e:  # noqa: BLE001 - a failing action is an outcome
                 self._drain(step, task, None)
                 self._end(step, task, e)
@@ -453,11 +453,11 @@ class AgentCore(UnfinishedCore):
                     EVENT_ID_SOURCE.reset(token)
             if not keep:
                 token = None
-                misuse = None if inspect.iscoroutine(out) else never_awaited(name, ctx.calls)
+                misuse = None if resumable else never_awaited(name, ctx.calls)
                 if misuse is not None:  # a plain action's waits: nothing will answer them
                     ctx.commands = [c for c in ctx.commands if not isinstance(c, StartWait)]
                 self._drain(step, task, None)
-                if not inspect.iscoroutine(out):
+                if not resumable:
                     warn_if_returned(task.action, out)
                     self._end(step, task, misuse)
                     return

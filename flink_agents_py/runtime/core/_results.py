@@ -25,6 +25,7 @@ from ...api.internal import (
 from .._failures import clip
 from .._serde import from_json_value, is_tagged_model, to_json_value
 from .._terminal import log_text
+from .._typed_fields import TYPED_KEY
 
 __all__ = ["ErrorRecord", "StepResult", "input_event", "input_record", "event_of",
            "RejectedKey", "select_key", "rejected_record", "shown_input", "input_form"]
@@ -212,6 +213,12 @@ def event_of(data: dict[str, Any]) -> Event:
         value = data["input"]
         return _construct_input(data["id"], dict(data["attributes"]),
                                 value if type(value) in _PLAIN else _rebuilt(value))
+    typed = data.get(TYPED_KEY)
+    if typed is not None:  # fields typed Any holding models, stored tagged (``_typed_fields``)
+        data = {k: v for k, v in data.items() if k != TYPED_KEY}
+        for name in typed:
+            if name in data:
+                data[name] = _rebuilt(data[name])
     return event_from_json(data)
 
 

@@ -1,0 +1,76 @@
+"""Pydantic models in an event's untyped fields keep their class through the stored JSON form.
+
+An event is stored as JSON between the action that sends it and the actions it triggers, and
+rebuilt by validating its class against that form. A field its class types (``messages:
+list[ChatMessage]``) validates back to its type; a field typed ``Any`` (``value: Any`` in an
+event class of a program's own, ``OutputEvent.output``, a value in ``attributes``) cannot
+say what a model in it was, and the triggered action got a dict (``'dict' object has no
+attribute 'info'``) where the sender sent a model, as Apache Flink Agents' programs written
+with event classes of their own expect (it pickled its events).
+
+Such a field's value is stored with its models tagged (``_serde``'s ``$model`` form) and the
+event's JSON form lists it under ``TYPED_KEY``; ``rebuilt_fields`` rebuilds those models
+before the event is validated. An event holding no model in such a field has the JSON form
+it always had.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping, Sequence
+from typing import Any, Union, get_args, get_origin
+
+from pydantic import BaseModel
+
+__all__ = ["TYPED_KEY", "typed_fields"]
+
+TYPED_KEY = "$typed"
+"""The key of an event's JSON form listing its untyped fields stored with models tagged."""
+
+_LOOSE: dict[type[BaseModel], tuple[str, ...]] = {}
+"""Per event class: its fields typed ``Any`` (or containers of ``Any``), without an alias."""
+
+_CONTAINERS = (dict, list, tuple, set, frozenset, Mapping, Sequence)
+
+
+def _is_loose(annotation: Any) -> bool:
+    """Whether a field of this annotation may hold a model that validation would not rebuild."""
+    if annotation is Any or annotation is object:
+        return True
+    origin = get_origin(annotation)
+    if origin is Union or origin is types.UnionType:
+        return any(_is_loose(a) for a in get_args(annotation) if a is not type(None))
+    if origin in _CONTAINERS or annotation in _CONTAINERS:
+        args = get_args(annotation)
+        return not args or any(_is_loose(a) for a in args if a is not Ellipsis)
+    return False
+
+
+def _loose_fields(cls: type[BaseModel]) -> tuple[str, ...]:
+    found = _LOOSE.get(cls)
+    if found is None:
+        found = _LOOSE[cls] = tuple(
+            name for name, f in cls.model_fields.items()
+            if f.alias is None and _is_loose(f.annotation))
+    return found
+
+
+def _holds_model(value: Any) -> bool:
+    if isinstance(value, BaseModel):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_model(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_model(v) for v in value)
+    return False
+
+
+def typed_fields(event: BaseModel) -> list[str]:
+    """The untyped fields of ``event`` whose value holds a pydantic model.
+
+    Returns:
+        Their names (none for most events).
+    """
+    values = event.__dict__
+    return [name for name in _loose_fields(type(event))
+            if _holds_model(values.get(name))]

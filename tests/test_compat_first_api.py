@@ -1,0 +1,151 @@
+"""Programs written for Apache Flink Agents' first API (0.1) run, with only their imports changed.
+
+Its examples (``examples/agent_example.py``, ``e2e_tests/my_agent.py``) read memory with
+``ctx.get_short_term_memory()``, declare event classes with fields (``class MyEvent(Event):
+value: Any``) that carry pydantic models from one action to the next, and write an action
+as a generator that does ``result = yield from ctx.execute_async(fn, *args)``. Before this
+port found them: ``get_short_term_memory`` was an ``AttributeError``; a model in such a
+field reached the next action as a dict (``'dict' object has no attribute 'info'``: events
+are stored as JSON between actions, and a field typed ``Any`` cannot say what it held); a
+generator action was discarded with a warning, its body never run.
+"""
+
+# Adapted from apache/flink-agents python/flink_agents/examples/agent_example.py and
+# python/flink_agents/e2e_tests/my_agent.py (Apache-2.0): imports changed, tool dropped.
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from flink_agents_py.compat import (
+    Agent,
+    AgentsExecutionEnvironment,
+    Event,
+    InputEvent,
+    OutputEvent,
+    RunnerContext,
+    action,
+)
+from flink_agents_py.testing import CallCounter, check_replay_safety
+
+pytestmark = pytest.mark.timeout(300)
+
+LOGGED = CallCounter()
+
+
+class ItemData(BaseModel):
+    id: int
+    info: str
+    memory_info: dict | None = None
+
+
+class MyEvent(Event):  # noqa: D101
+    value: Any
+
+
+class CounterAgent(Agent):
+    """``examples/agent_example.py``: memory through ``get_short_term_memory()``."""
+
+    @action(InputEvent)
+    @staticmethod
+    def first_action(event: Event, ctx: RunnerContext):  # noqa: ANN205, D102
+        memory = ctx.get_short_term_memory()
+        new_count = (memory.get("counter") or 0) + 1
+        memory.set("counter", new_count)
+        content = event.input + " -> first_action"
+        ctx.send_event(MyEvent(value=content))
+        ctx.send_event(OutputEvent(output={f"(seen {new_count} times)": content}))
+
+    @action(MyEvent)
+    @staticmethod
+    def second_action(event: Event, ctx: RunnerContext):  # noqa: ANN205, D102
+        memory = ctx.get_short_term_memory()
+        new_count = memory.get("counter") + 1
+        memory.set("counter", new_count)
+        content = event.value.split("->")[0].strip() + " -> second_action"
+        ctx.send_event(OutputEvent(output={f"(seen {new_count} times)": content}))
+
+
+def log_item(item: ItemData, total: int) -> bool:
+    """The durable call of ``first_action`` (counted)."""
+    LOGGED.count("log_item")
+    return isinstance(item, ItemData) and total > 0
+
+
+class ModelEventsAgent(Agent):
+    """``e2e_tests/my_agent.py``'s DataStreamAgent: a generator action, models in events."""
+
+    @action(InputEvent)
+    @staticmethod
+    def first_action(event: Event, ctx: RunnerContext):  # noqa: ANN205, D102
+        input_data = event.input
+        stm = ctx.short_term_memory
+        total = (stm.get("status.total_infos") or 0) + 1
+        stm.set("status.total_infos", total)
+
+        log_success = yield from ctx.execute_async(log_item, input_data, total)
+
+        content = copy.deepcopy(input_data)
+        content.info += " first action, log success=" + str(log_success) + ","
+        content.memory_info = {"total_infos": total}
+        data_ref = stm.set(f"processed_items.item_{content.id}", content)
+        ctx.send_event(MyEvent(value=data_ref))
+        ctx.send_event(MyEvent(value=[content, {"copy": content}]))
+
+    @action(MyEvent)
+    @staticmethod
+    def second_action(event: Event, ctx: RunnerContext):  # noqa: ANN205, D102
+        value = event.value
+        if isinstance(value, list):  # models inside containers keep their class too
+            first, nested = value
+            ctx.send_event(OutputEvent(output=(type(first).__name__,
+                                               type(nested["copy"]).__name__)))
+            return
+        content = copy.deepcopy(ctx.short_term_memory.get(value))
+        content.info += " second action"
+        ctx.send_event(OutputEvent(output=content))
+
+
+def test_agent_example_reads_memory_with_get_short_term_memory():
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    records: list[dict[str, Any]] = []
+    outputs = env.from_list(records).apply(CounterAgent()).to_list()
+    records += [{"key": "bob", "value": "The message from bob"},
+                {"k": "john", "v": "The message from john"},
+                {"key": "bob", "value": "Second message from bob"}]
+    env.execute()
+    assert outputs == [
+        {"bob": {"(seen 1 times)": "The message from bob -> first_action"}},
+        {"bob": {"(seen 2 times)": "The message from bob -> second_action"}},
+        {"john": {"(seen 1 times)": "The message from john -> first_action"}},
+        {"john": {"(seen 2 times)": "The message from john -> second_action"}},
+        {"bob": {"(seen 3 times)": "Second message from bob -> first_action"}},
+        {"bob": {"(seen 4 times)": "Second message from bob -> second_action"}},
+    ]
+
+
+def test_a_generator_action_runs_and_models_in_event_fields_keep_their_class():
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    outputs = env.from_list([
+        {"key": 1, "value": ItemData(id=1, info="good")},
+        {"key": 1, "value": ItemData(id=1, info="better")},
+    ]).apply(ModelEventsAgent()).to_list()
+    env.execute()
+    results = [o[1] for o in outputs]
+    assert results.count(("ItemData", "ItemData")) == 2
+    items = [r for r in results if isinstance(r, ItemData)]
+    assert [(i.info, i.memory_info) for i in items] == [
+        ("good first action, log success=True, second action", {"total_infos": 1}),
+        ("better first action, log success=True, second action", {"total_infos": 2}),
+    ]
+
+
+def test_a_generator_action_and_models_in_events_are_replay_safe():
+    records = [ItemData(id=n, info=f"item {n}") for n in range(3)]
+    report = check_replay_safety(ModelEventsAgent(), records, key_selector=lambda r: r.id % 2,
+                                 reset=LOGGED.reset, other_process=False)
+    report.assert_ok()
