@@ -414,7 +414,40 @@ class FlinkAgentsEnvironment(_Environment):
                 Flink Agents fails the job at the first; here the others ran. Each was logged
                 at WARNING as it came.
         """
+        _drop_missing_flink_agents_jars(self.flink.env)
         return self.flink.execute(job_name, fail_on_unread_errors=True)
+
+
+def _drop_missing_flink_agents_jars(env: Any) -> None:
+    """Leave Flink Agents' own jars out of the job when they are not there.
+
+    Its first quickstarts add its runtime, plan and api jars from its build tree
+    (``env.add_jars(".../runtime/target/flink-agents-runtime-0.1-SNAPSHOT.jar")``); this
+    runtime needs none of them, and a missing jar failed the job's submission
+    (``FileNotFoundException`` uploading user jars). A jar of another name, or one that
+    exists, stays.
+    """
+    from pyflink.common import Configuration as FlinkConfiguration  # noqa: PLC0415
+    from pyflink.java_gateway import get_gateway  # noqa: PLC0415
+
+    jvm = get_gateway().jvm
+    key = jvm.org.apache.flink.configuration.PipelineOptions.JARS.key()
+    config = jvm.org.apache.flink.python.util.PythonConfigUtil.getEnvironmentConfig(
+        env._j_stream_execution_environment)
+    jars = FlinkConfiguration.parse_list_value(config.getString(key, None))
+    dropped = [j for j in jars if Path(str(j).rsplit("/", 1)[-1]).name.startswith(
+        "flink-agents-") and not Path(_local_path(str(j))).exists()]
+    if dropped:
+        log.info("left out Flink Agents' own jars, not needed here (and not found): %s",
+                 ", ".join(dropped))
+        config.setString(key, str([j for j in jars if j not in dropped]))
+
+
+def _local_path(url: str) -> str:
+    """The file path of a ``file:`` URL (``file:///a/b.jar``, ``file:/a``), else ``url``."""
+    if url.startswith("file:"):
+        return "/" + url[len("file:"):].lstrip("/")
+    return url
 
 
 class _FlinkBuilder:
