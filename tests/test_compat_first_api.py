@@ -54,6 +54,9 @@ class CounterAgent(Agent):
     @staticmethod
     def first_action(event: Event, ctx: RunnerContext):  # noqa: ANN205, D102
         memory = ctx.get_short_term_memory()
+        ctx.get_sensory_memory().set("seen", event.input)  # 0.1's other memory getters
+        assert ctx.sensory_memory.get("seen") == event.input
+        assert type(ctx.get_long_term_memory()) is type(ctx.long_term_memory)
         new_count = (memory.get("counter") or 0) + 1
         memory.set("counter", new_count)
         content = event.input + " -> first_action"

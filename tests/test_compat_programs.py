@@ -778,9 +778,9 @@ class EveryProviderAgent(Agent):
 
     @chat_model_setup
     @staticmethod
-    def tongyi_model() -> ResourceDescriptor:
-        return ResourceDescriptor(clazz=ResourceName.ChatModel.TONGYI_SETUP,
-                                  connection="tongyi_connection", model="qwen-plus")
+    def azure_model() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.ChatModel.AZURE_OPENAI_SETUP,
+                                  connection="azure_openai_connection", model="gpt-4o")
 
     @action(EventType.InputEvent)
     @staticmethod
@@ -802,11 +802,12 @@ def _echo(request: Any) -> str:
 
 def test_resource_names_of_providers_not_offered_are_declarable_and_say_what_to_use():
     # ResourceName.ChatModel.AZURE_OPENAI_* / TONGYI_* did not exist: declaring every
+    # (Tongyi is offered since: DashScope's OpenAI-compatible mode, test_compat_tongyi)
     # provider (as Flink Agents' chat model e2e agent does) failed the plan, even with the
     # provider used being one offered
     out = _run(EveryProviderAgent(), [
         {"key": 1, "value": {"model": "offline_model", "text": "hi"}},
-        {"key": 2, "value": {"model": "tongyi_model", "text": "hi"}}])
+        {"key": 2, "value": {"model": "azure_model", "text": "hi"}}])
     assert out[0] == {1: "echo: hi"}
     error = out[1][2]
     assert "NotOfferedChatModelSetup: this provider is not offered here" in error

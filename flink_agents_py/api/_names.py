@@ -35,13 +35,13 @@ class ResourceName:
         VLLM_SETUP = _COMPAT + "OpenAIChatModelSetup"
         ANTHROPIC_CONNECTION = _COMPAT + "AnthropicChatModelConnection"
         ANTHROPIC_SETUP = _COMPAT + "AnthropicChatModelSetup"
+        TONGYI_CONNECTION = _COMPAT + "TongyiChatModelConnection"  # DashScope, OpenAI's format
+        TONGYI_SETUP = _COMPAT + "TongyiChatModelSetup"
         LLAMA_CPP_CONNECTION = _CHAT + "LlamaCppChatModel"
         SCRIPTED_CONNECTION = _CHAT + "ScriptedChatModel"
         # not offered: declaring them is fine, building one says what to use instead
         AZURE_OPENAI_CONNECTION = _COMPAT + "NotOfferedChatModelConnection"
         AZURE_OPENAI_SETUP = _COMPAT + "NotOfferedChatModelSetup"
-        TONGYI_CONNECTION = _COMPAT + "NotOfferedChatModelConnection"
-        TONGYI_SETUP = _COMPAT + "NotOfferedChatModelSetup"
         JAVA_WRAPPER_CONNECTION = _COMPAT + "NotOfferedChatModelConnection"
         JAVA_WRAPPER_SETUP = _COMPAT + "NotOfferedChatModelSetup"
 

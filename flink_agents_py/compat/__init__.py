@@ -114,6 +114,8 @@ from ._resources import (
     OpenAIChatModelSetup,
     OpenAIEmbeddingModelConnection,
     OpenAIEmbeddingModelSetup,
+    TongyiChatModelConnection,
+    TongyiChatModelSetup,
 )
 from ._skills import Agent, Skills, skills
 
@@ -193,6 +195,8 @@ __all__ = [
     "OpenAIChatModelSetup",
     "OpenAIEmbeddingModelConnection",
     "OpenAIEmbeddingModelSetup",
+    "TongyiChatModelConnection",
+    "TongyiChatModelSetup",
     "OutputEvent",
     "OutputSchema",
     "PreparedTriple",

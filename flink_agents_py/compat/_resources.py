@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from pydantic import ConfigDict, SecretStr, model_validator
+from pydantic import ConfigDict, Field, SecretStr, model_validator
 
 from ..api import (
     ChatMessage,
@@ -41,6 +41,8 @@ __all__ = [
     "OpenAIChatModelSetup",
     "AnthropicChatModelConnection",
     "AnthropicChatModelSetup",
+    "TongyiChatModelConnection",
+    "TongyiChatModelSetup",
     "OllamaEmbeddingModelConnection",
     "OpenAIEmbeddingModelConnection",
     "OllamaEmbeddingModelSetup",
@@ -199,6 +201,37 @@ class OpenAIChatModelSetup(_CompatSetup):
         "strict": _DROPPED, "think": _DROPPED}
 
 
+DASHSCOPE_COMPATIBLE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
+"""DashScope's OpenAI-compatible endpoint (Tongyi Qianwen models)."""
+
+
+class TongyiChatModelConnection(OpenAIChatModelConnection):
+    """Flink Agents' Tongyi (DashScope) connection, over DashScope's OpenAI-compatible mode.
+
+    Flink Agents calls DashScope's own SDK; the same models answer at
+    ``DASHSCOPE_COMPATIBLE_URL`` in OpenAI's format, so this is our OpenAI connection
+    there: ``api_key`` is the key itself, else ``$DASHSCOPE_API_KEY``'s (as in Flink
+    Agents), ``request_timeout`` is ``timeout_s`` (60 s), the model ``qwen-plus`` unless
+    the setup names one. ``base_url`` (ours) points it elsewhere (a gateway, a test server).
+    """
+
+    base_url: str | None = DASHSCOPE_COMPATIBLE_URL
+    api_key_env: str = "DASHSCOPE_API_KEY"
+    default_model: str = "qwen-plus"
+    timeout_s: float = Field(default=60.0, gt=0)
+
+
+class TongyiChatModelSetup(_CompatSetup):
+    """Flink Agents' Tongyi setup: ``temperature`` goes into ``options``.
+
+    ``additional_kwargs`` (more request parameters) are merged into ``options``.
+    """
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
+        **{k: _OPTIONS for k in ("temperature", "max_tokens", "top_p", "seed", "stop")},
+        "additional_kwargs": _MERGED}
+
+
 class AnthropicChatModelConnection(_LiteralKey, _Renamed, AnthropicChatModel):
     """Flink Agents' Anthropic connection.
 
@@ -305,7 +338,7 @@ class _NotOffered(Resource):
 
 
 class NotOfferedChatModelConnection(_NotOffered):
-    """Azure OpenAI, Tongyi, Bedrock, watsonx or a Java chat model connection."""
+    """Azure OpenAI, Bedrock, watsonx or a Java chat model connection."""
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.CHAT_MODEL_CONNECTION
     INSTEAD: ClassVar[str] = (
