@@ -152,3 +152,13 @@ def test_a_generator_action_and_models_in_events_are_replay_safe():
     report = check_replay_safety(ModelEventsAgent(), records, key_selector=lambda r: r.id % 2,
                                  reset=LOGGED.reset, other_process=False)
     report.assert_ok()
+
+
+def test_a_cycle_in_an_untyped_field_is_still_a_serialization_error():
+    from flink_agents_py.api import SerializationError
+    from flink_agents_py.runtime._serde import event_json
+
+    cycle: list[Any] = [ItemData(id=1, info="x")]
+    cycle.append(cycle)
+    with pytest.raises(SerializationError):
+        event_json(MyEvent(value=cycle), "test")

@@ -72,5 +72,11 @@ def typed_fields(event: BaseModel) -> list[str]:
         Their names (none for most events).
     """
     values = event.__dict__
-    return [name for name in _loose_fields(type(event))
-            if _holds_model(values.get(name))]
+    found = []
+    for name in _loose_fields(type(event)):
+        try:
+            if _holds_model(values.get(name)):
+                found.append(name)
+        except RecursionError:  # nested too deeply: the JSON form's walk says where
+            pass
+    return found
