@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..runtime._typed_fields import holds_model
+
 __all__ = ["ModelOutput", "json_form_outputs"]
 
 
@@ -76,18 +78,9 @@ def json_form_outputs(value: Any) -> Any:
         return ModelOutput(value)
     if type(value) is dict:
         return {k: json_form_outputs(v) for k, v in value.items()} \
-            if any(_holds_model(v) for v in value.values()) else value
+            if any(holds_model(v) for v in value.values()) else value
     if type(value) is list:
-        return [json_form_outputs(v) for v in value] if any(map(_holds_model, value)) \
+        return [json_form_outputs(v) for v in value] if any(map(holds_model, value)) \
             else value
     return value
 
-
-def _holds_model(value: Any) -> bool:
-    if isinstance(value, BaseModel):
-        return True
-    if type(value) is dict:
-        return any(_holds_model(v) for v in value.values())
-    if type(value) is list:
-        return any(_holds_model(v) for v in value)
-    return False

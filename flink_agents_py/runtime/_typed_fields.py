@@ -22,7 +22,7 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-__all__ = ["TYPED_KEY", "typed_fields"]
+__all__ = ["TYPED_KEY", "holds_model", "typed_fields"]
 
 TYPED_KEY = "$typed"
 """The key of an event's JSON form listing its untyped fields stored with models tagged."""
@@ -55,13 +55,21 @@ def _loose_fields(cls: type[BaseModel]) -> tuple[str, ...]:
     return found
 
 
-def _holds_model(value: Any) -> bool:
+def holds_model(value: Any) -> bool:
+    """Whether ``value`` is a pydantic model or holds one in its dicts, lists and tuples.
+
+    Returns:
+        Whether it does.
+
+    Raises:
+        RecursionError: for a value nested too deeply (or a cycle).
+    """
     if isinstance(value, BaseModel):
         return True
     if isinstance(value, dict):
-        return any(_holds_model(v) for v in value.values())
+        return any(holds_model(v) for v in value.values())
     if isinstance(value, (list, tuple)):
-        return any(_holds_model(v) for v in value)
+        return any(holds_model(v) for v in value)
     return False
 
 
@@ -75,7 +83,7 @@ def typed_fields(event: BaseModel) -> list[str]:
     found = []
     for name in _loose_fields(type(event)):
         try:
-            if _holds_model(values.get(name)):
+            if holds_model(values.get(name)):
                 found.append(name)
         except RecursionError:  # nested too deeply: the JSON form's walk says where
             pass
