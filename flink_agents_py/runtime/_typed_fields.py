@@ -31,6 +31,8 @@ _LOOSE: dict[type[BaseModel], tuple[str, ...]] = {}
 """Per event class: its fields typed ``Any`` (or containers of ``Any``), without an alias."""
 
 _CONTAINERS = (dict, list, tuple, set, frozenset, Mapping, Sequence)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_EMPTIABLE = frozenset({dict, list, tuple})
 
 
 def _is_loose(annotation: Any) -> bool:
@@ -64,12 +66,17 @@ def holds_model(value: Any) -> bool:
     Raises:
         RecursionError: for a value nested too deeply (or a cycle).
     """
+    if type(value) in _SCALARS:
+        return False
     if isinstance(value, BaseModel):
         return True
     if isinstance(value, dict):
-        return any(holds_model(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(holds_model(v) for v in value)
+        value = value.values()
+    elif not isinstance(value, (list, tuple)):
+        return False
+    for v in value:  # (a loop, not ``any``: this runs for each event an action sends)
+        if type(v) not in _SCALARS and holds_model(v):
+            return True
     return False
 
 
@@ -82,8 +89,11 @@ def typed_fields(event: BaseModel) -> list[str]:
     values = event.__dict__
     found = []
     for name in _loose_fields(type(event)):
+        value = values.get(name)
+        if type(value) in _SCALARS or (type(value) in _EMPTIABLE and not value):
+            continue
         try:
-            if holds_model(values.get(name)):
+            if holds_model(value):
                 found.append(name)
         except RecursionError:  # nested too deeply: the JSON form's walk says where
             pass
