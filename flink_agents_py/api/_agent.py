@@ -195,12 +195,23 @@ class Agent:
             This agent, for chaining.
 
         Raises:
-            UsageError: when the triggers or the function are missing.
+            UsageError: when the name is not a non-empty string, the triggers or the function
+                are missing, or the triggers are one event type instead of a list of them.
         """
         triggers = triggers if triggers is not None else trigger_conditions
         fn = fn if fn is not None else func
+        _check_name("add_action", name)
         if triggers is None or fn is None:
             raise UsageError(f"add_action({name!r}, ...) needs the triggers and the function")
+        if isinstance(triggers, str) or isinstance(triggers, type):
+            # a string's letters (or a class) are not a list of event types: 'InputEvent'
+            # made triggers 'I', 'n', 'p'..., which nothing sends, and the action never ran
+            shown = triggers if isinstance(triggers, str) else triggers.__name__
+            raise UsageError(
+                f"add_action({name!r}, ...): triggers must be a list of event types, got the "
+                f"{'string' if isinstance(triggers, str) else 'class'} {shown!r} alone: write "
+                f"add_action({name!r}, [{shown if isinstance(triggers, type) else repr(shown)}]"
+                ", fn)")
         spec = ActionSpec(
             triggers=tuple(event_type_of(t) for t in triggers),
             config={**dict(config or {}), **more_config},
@@ -227,11 +238,14 @@ class Agent:
             This agent, for chaining.
 
         Raises:
-            UsageError: when neither or both of ``resource`` and ``instance`` are given.
+            UsageError: when neither or both of ``resource`` and ``instance`` are given, the
+                name is not a non-empty string, or the type names no ``ResourceType``.
         """
+        _check_name("add_resource", name)
         if (resource is None) == (instance is None):
             raise UsageError(f"add_resource({name!r}, ...) needs the resource (or instance=),"
                              f" once")
+        resource_type = _resource_type(name, resource_type)
         self._resources.append((resource_type, name, resource if instance is None else instance))
         return self
 
@@ -414,3 +428,40 @@ def _replay_mode(mode: Any, where: str) -> str:
         raise UsageError(f"{where} must be one of {', '.join(map(repr, REPLAY_MODES))}, "
                          f"got {mode!r}")
     return str(mode)
+
+
+def _check_name(call: str, name: Any) -> None:
+    """Refuse an action or resource name that is not a non-empty string, at the call.
+
+    A plan names actions and resources by text (in state, metrics, messages, ``ctx.chat``):
+    ``add_resource(5, ...)`` failed only when the plan was built, with pydantic's error for
+    a model the user never wrote.
+
+    Raises:
+        UsageError: naming the call and the value.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise UsageError(f"{call}(name, ...): the name must be a non-empty string, got "
+                         f"{name!r} ({type(name).__name__})")
+
+
+def _resource_type(name: str, resource_type: Any) -> ResourceType:
+    """``resource_type`` as a ``ResourceType``; its value (``"tool"``) is taken as that type.
+
+    Returns:
+        The resource type.
+
+    Raises:
+        UsageError: naming the resource and the types when it names none (it failed when
+            the plan was built with ``'str' object has no attribute 'value'``).
+    """
+    if isinstance(resource_type, ResourceType):
+        return resource_type
+    try:
+        return ResourceType(resource_type)
+    except (ValueError, TypeError):
+        pass
+    raise UsageError(
+        f"add_resource({name!r}, resource_type, ...): the resource type must be a "
+        f"ResourceType (e.g. ResourceType.TOOL), got {resource_type!r}; the types: "
+        f"{', '.join(t.name for t in ResourceType)}")

@@ -318,9 +318,13 @@ def event_type_of(trigger: type[Event] | str) -> str:
     ``"_chat_response_event"``...) is that event's type here.
 
     Raises:
-        TypeError: when ``trigger`` is neither an ``Event`` subclass nor a string.
+        TypeError: when ``trigger`` is neither an ``Event`` subclass nor a string, or is a
+            blank string (no event has that type, so the action would never run).
     """
     if isinstance(trigger, str):
+        if not trigger.strip():
+            raise TypeError(f"an action trigger must name an event type, got {trigger!r} "
+                            "(no event has a blank type, so the action would never run)")
         return FLINK_AGENTS_EVENT_TYPES.get(trigger, trigger)
     if isinstance(trigger, type) and issubclass(trigger, Event):
         return trigger.EVENT_TYPE or trigger.__qualname__
