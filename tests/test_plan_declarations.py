@@ -10,12 +10,17 @@ bare ``AssertionError``), a tool whose arguments cannot be described, and a tool
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
+from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (
     Agent,
+    ChatModelSetup,
     InputEvent,
     OutputEvent,
+    PlanError,
     Prompt,
     ResourceDescriptor,
     ResourceType,
@@ -76,3 +81,108 @@ def test_a_resource_type_given_as_its_value_is_that_type_and_a_wrong_one_lists_t
                                          r"resource type must be a ResourceType .*got "
                                          r"'prompts'; the types: CHAT_MODEL_CONNECTION"):
         agent.add_resource("q", "prompts", Prompt.from_text("hi"))
+
+
+@pytest.mark.parametrize(("rtype", "value", "expected"), [
+    (ResourceType.CHAT_MODEL, CONNECTION,
+     "chat_model resource 'c': ScriptedChatModel is a chat_model_connection resource (its "
+     "RESOURCE_TYPE), not a chat_model: declare it as ResourceType.CHAT_MODEL_CONNECTION"),
+    (ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(ChatModelSetup, connection="x"),
+     "chat_model_connection resource 'c': ChatModelSetup is a chat_model resource (its "
+     "RESOURCE_TYPE), not a chat_model_connection: declare it as ResourceType.CHAT_MODEL"),
+    (ResourceType.TOOL, Prompt.from_text("hi"),
+     "tool resource 'c': Prompt is a prompt resource (its RESOURCE_TYPE), not a tool"),
+    (ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(clazz="collections.OrderedDict"),
+     "chat_model_connection resource 'c': collections.OrderedDict is not a Resource "
+     "subclass"),
+])
+def test_a_resource_declared_under_a_type_its_class_is_not_is_a_plan_error(rtype, value,
+                                                                           expected):
+    """It passed the plan, and every chat then failed with ``AssertionError: `` (nothing
+    more) or ``'Prompt' object has no attribute 'metadata'``."""
+    agent = Agent()
+    agent.add_action("go", [InputEvent], go)
+    agent.add_resource("c", rtype, value)
+    with pytest.raises(PlanError) as info:
+        AgentPlan.from_agent(agent)
+    assert [p for p in info.value.problems if p.startswith(expected)], info.value.problems
+
+
+class Opaque:
+    """A class pydantic has no schema for."""
+
+
+def custom_type(thing: Opaque) -> str:
+    """Use a thing.
+
+    Args:
+        thing: the thing.
+    """
+    return "done"
+
+
+def unresolvable(thing: NotDefinedAnywhere) -> str:  # noqa: F821 - the user's mistake
+    """Use a thing.
+
+    Args:
+        thing: the thing.
+    """
+    return "done"
+
+
+def plain(a: int, b: int = 2) -> int:
+    """Add.
+
+    Args:
+        a: one.
+        b: two.
+    """
+    return a + b
+
+
+def _with_tool(tool, offered: bool = True) -> Agent:
+    agent = Agent()
+    agent.add_action("go", [InputEvent], go)
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, CONNECTION)
+    agent.add_resource("t", ResourceType.TOOL, tool)
+    agent.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", tools=["t"] if offered else []))
+    return agent
+
+
+@pytest.mark.parametrize(("fn", "expected"), [
+    (custom_type, f"tool resource 't' ({__name__}:custom_type): its arguments cannot be "
+                  "described to a model as JSON Schema at parameter 'thing' (Opaque) "
+                  "(PydanticSchemaGenerationError"),
+    (unresolvable, f"tool resource 't' ({__name__}:unresolvable): its arguments cannot be "
+                   "described to a model as JSON Schema (NameError: name "
+                   "'NotDefinedAnywhere' is not defined)"),
+])
+def test_a_tool_whose_arguments_cannot_be_described_is_a_plan_error(fn, expected):
+    """It passed the plan; each chat offering it then failed with pydantic's error (or a
+    ``NameError``), naming neither the tool nor the parameter."""
+    for tool in (fn, ResourceDescriptor(clazz="flink_agents_py.api.FunctionTool",
+                                        func=f"{__name__}:{fn.__name__}")):
+        with pytest.raises(PlanError) as info:
+            AgentPlan.from_agent(_with_tool(tool))
+        [problem] = info.value.problems
+        assert problem.startswith(expected), problem
+        assert "give each parameter a type hint pydantic renders" in problem
+    AgentPlan.from_agent(_with_tool(fn, offered=False))  # not offered to a model: no schema
+
+
+def test_a_tool_that_describes_fine_still_runs():
+    records = [{"key": "a", "n": 1}]
+    result = AgentsExecutionEnvironment.local().from_list(records).apply(
+        _with_tool(plain)).run()
+    assert result.errors == [] and result.outputs == [records[0]]
+
+
+@pytest.mark.parametrize("tool", [functools.partial(plain, b=3), type("Adder", (), {
+    "__call__": lambda self, a: a})()])
+def test_a_tool_without_a_qualified_name_names_the_fix_not_an_attribute_error(tool):
+    with pytest.raises(PlanError, match=r"tool resource 't': a tool must be a function \(def "
+                                        r"or async def\), got a \w+ object, which has no "
+                                        r"module:qualname .* wrap it in a function"):
+        AgentPlan.from_agent(_with_tool(tool))
+

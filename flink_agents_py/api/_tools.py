@@ -273,7 +273,22 @@ class FunctionTool(Resource):
 
     @classmethod
     def from_function(cls, fn: Callable[..., Any], name: str | None = None) -> FunctionTool:
-        """Wrap ``fn``; keeps the function object so local (non-importable) functions work."""
+        """Wrap ``fn``; keeps the function object so local (non-importable) functions work.
+
+        Returns:
+            The tool.
+
+        Raises:
+            TypeError: when ``fn`` is a callable without a ``module:qualname`` of its own (a
+                ``functools.partial``, an object with ``__call__``): a plan names code so.
+        """
+        if not all(isinstance(getattr(fn, a, None), str)
+                   for a in ("__module__", "__qualname__", "__name__")):
+            raise TypeError(
+                f"a tool must be a function (def or async def), got a {type(fn).__name__} "
+                f"object, which has no module:qualname for the plan to name it by: wrap it "
+                f"in a function of its own (def my_tool(...): ...) with a docstring and type "
+                f"hints")
         spec: ToolSpec | None = getattr(fn, "__tool_spec__", None)
         summary, _ = _docstring_parts(fn)
         inst = cls(

@@ -48,6 +48,7 @@ from ._knowledge_checks import (
 )
 from ._nesting import one_level_deeper
 from ._reference_checks import check_references
+from ._resource_checks import kind_problem
 from ._setup_values import check_setup_values
 
 __all__ = ["FunctionRef", "ActionPlan", "ResourcePlan", "AgentPlan", "BUILTIN_ACTIONS",
@@ -406,6 +407,10 @@ def _compile_resources(agent: Agent, problems: list[str], subagents: dict[str, A
             descriptor, instance = _descriptor_for(rtype, value)
         except (TypeError, ResourceError) as e:
             problems.append(f"{where}: {e}")
+            continue
+        kind = kind_problem(where, rtype, descriptor, instance)
+        if kind is not None:
+            problems.append(kind)
             continue
         if rtype is ResourceType.TOOL:
             try:  # the name the model is offered (a bare function's own name included)

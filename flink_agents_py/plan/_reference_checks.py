@@ -13,6 +13,7 @@ from ..api import ChatModelSetup, ResourceError, ResourceType, SubagentSetup
 from ..api.internal import import_qualified, subagent_callable
 from ._budget_checks import check_budget_prices
 from ._prompt_checks import check_prompt_name
+from ._resource_checks import tool_schema_problem
 
 __all__ = ["check_references"]
 
@@ -32,6 +33,7 @@ def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
     connections = seen.get(ResourceType.CHAT_MODEL_CONNECTION, {})
     tools = seen.get(ResourceType.TOOL, {})
     setups = seen.get(ResourceType.CHAT_MODEL, {})
+    described: set[str] = set()  # tools whose schema was checked (each reported once)
     for name, rp in resources.get(ResourceType.CHAT_MODEL, {}).items():
         try:
             cls = import_qualified(rp.descriptor.clazz)
@@ -52,7 +54,13 @@ def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
                             f"names, got the string {named!r} (write tools=[{named!r}])")
             named = []
         for t in named:
-            if t not in tools and (ResourceType.TOOL, t) not in broken:
+            if t in tools:
+                if t not in described:
+                    described.add(t)
+                    problem = tool_schema_problem(t, tools[t])
+                    if problem is not None:
+                        problems.append(problem)
+            elif (ResourceType.TOOL, t) not in broken:
                 problems.append(
                     f"chat_model resource {name!r} names tool {t!r}, which is not declared")
         _check_offered_subagents(name, rp, resources.get(ResourceType.AGENT, {}), problems)
