@@ -186,3 +186,14 @@ def test_a_tool_without_a_qualified_name_names_the_fix_not_an_attribute_error(to
                                         r"module:qualname .* wrap it in a function"):
         AgentPlan.from_agent(_with_tool(tool))
 
+
+def test_an_action_naming_an_event_class_is_a_plan_error():
+    """An ``Event`` class takes ``*args``, so it passed the ``(event, ctx)`` check, and every
+    record failed with ``OutputEvent() takes at most 1 positional argument(s)``."""
+    agent = Agent()
+    agent.add_action("x", [InputEvent], OutputEvent)
+    with pytest.raises(PlanError) as info:
+        AgentPlan.from_agent(agent)
+    assert info.value.problems == [
+        "action 'x' names the class OutputEvent, not a function: name the function taking "
+        "(event, ctx) that the action runs"]

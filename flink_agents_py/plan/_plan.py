@@ -261,6 +261,10 @@ def _compile_actions(agent: Agent, problems: list[str]) -> dict[str, ActionPlan]
         if not callable(fn):
             problems.append(f"{where} is not callable")
             continue
+        if isinstance(fn, type):  # an event class takes (*args): it bound (event, ctx)
+            problems.append(f"{where} names the class {fn.__qualname__}, not a function: "
+                            f"name the function taking (event, ctx) that the action runs")
+            continue
         if not _takes_event_and_ctx(fn):
             problems.append(f"{where} must take (event, ctx); is it missing @staticmethod?")
         warn_if_declares_a_result(name, fn)

@@ -124,6 +124,10 @@ def add_actions(report: Report, spec: AgentSpec, loc: Loc, agent: Agent) -> None
                        f"{quoted(action.name)} is the name of a built-in action; rename the action")
             name = None
         fn = _import_function(report, action.function, (*at, "function"))
+        if isinstance(fn, type):  # an Event class takes (*args): it would bind (event, ctx)
+            report.add((*at, "function"), f"{quoted(action.function)} is a class, not a "
+                       "function: name the function taking (event, ctx) that the action runs")
+            fn = None
         if fn is not None and not _takes_event_and_ctx(fn):
             report.add((*at, "function"), f"{quoted(action.function)} must take (event, ctx)")
             fn = None
