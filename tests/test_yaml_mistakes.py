@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flink_agents_py.yaml import YamlError, load_agents
+from flink_agents_py.yaml import YamlError, load_agents, read_yaml
 
 HEAD = """\
 agents:
@@ -12,6 +12,31 @@ agents:
     actions:
       - {name: go, function: "support.yaml_helpers:start", on: [InputEvent]}
 """
+
+
+@pytest.mark.parametrize(("pair", "written", "first", "reads"), [
+    ("{1: x, 01: y}", "01", "1", "1 (int)"),
+    ("{null: x, ~: y}", "~", "null", "nothing"),
+    ("{1: x, true: y}", "true", "1", "True (bool)"),
+    ("{0x10: x, 16: y}", "16", "0x10", "16 (int)"),
+])
+def test_two_keys_written_differently_that_read_as_one_are_a_duplicate(pair, written, first,
+                                                                       reads):
+    """Duplicates were found by the key's text only: ``{1: x, 01: y}`` read as ``{1: 'y'}``
+    and ``x`` was lost without a word."""
+    with pytest.raises(YamlError) as info:
+        read_yaml(f"a:\n  b: {pair}\n", "doc.yaml")
+    assert info.value.problems == [
+        f"doc.yaml:2: a.b.{written}: duplicate key: {written!r} reads as {reads}, as "
+        f"{first!r} at line 2 does, so one value would replace the other; keep one of them"]
+    with pytest.raises(YamlError, match=rf"<string>:5: agents\[0\]\.config\.b\.{written}: "
+                                        r"duplicate key"):
+        load_agents(f"{HEAD}    config: {{b: {pair}}}\n")
+
+
+def test_a_merge_key_overridden_by_the_mapping_is_not_a_duplicate():
+    assert read_yaml("b: &b {x: 1}\na: {<<: *b, x: 2}\n") == {"b": {"x": 1}, "a": {"x": 2}}
+    assert read_yaml("a: {1: x, '2': y, 3.5: z}\n") == {"a": {1: "x", "2": "y", 3.5: "z"}}
 
 
 @pytest.mark.parametrize("cls", ["support.yaml_helpers:ReviewDone",

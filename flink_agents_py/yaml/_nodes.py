@@ -424,6 +424,7 @@ def _prepare(loader: _Loader, root: Node, report: Report, budget: list[int]) -> 
                               int(node.start_mark.line) + 1, loc)
         if isinstance(node, MappingNode):
             first: dict[str, Node] = {}
+            read_as: dict[Any, Node] = {}  # by the key's value: 1 and 01, null and ~
             for k, v in node.value:
                 key = k.value if isinstance(k, ScalarNode) else "?"
                 if isinstance(k, ScalarNode) and k.tag != _MERGE_TAG:
@@ -433,6 +434,7 @@ def _prepare(loader: _Loader, root: Node, report: Report, budget: list[int]) -> 
                                    line=k.start_mark.line + 1)
                     else:
                         first[k.value] = k
+                        _same_value(loader, k, read_as, loc, report)
                 walk(v, (*loc, key))
             if any(isinstance(k, ScalarNode) and k.tag == _MERGE_TAG for k, _ in node.value):
                 budget[0] -= _merged_pairs(node)  # (the merged mappings are flattened already)
@@ -451,6 +453,25 @@ def _prepare(loader: _Loader, root: Node, report: Report, budget: list[int]) -> 
                 walk(item, (*loc, i))
 
     walk(root, ())
+
+
+def _same_value(loader: _Loader, k: ScalarNode, read_as: dict[Any, Node], loc: Loc,
+                report: Report) -> None:
+    """Report key ``k`` when an earlier key of its mapping, written otherwise, reads the same.
+
+    ``1`` and ``01``, ``null`` and ``~``, ``1`` and ``true`` (equal in Python) are one key
+    once read: the later value silently replaced the earlier one.
+    """
+    try:
+        value = loader.construct_object(k, deep=True)
+        other = read_as.setdefault(value, k)
+    except (yaml.YAMLError, TypeError):  # an unreadable or unhashable key: reported later
+        return
+    if other is not k:
+        report.add((*loc, k.value), f"duplicate key: {quoted(k.value)} reads as "
+                   f"{describe(value)}, as {quoted(other.value)} at line "
+                   f"{other.start_mark.line + 1} does, so one value would replace the other; "
+                   "keep one of them", translated=True, line=k.start_mark.line + 1)
 
 
 _UNREADABLE = object()
