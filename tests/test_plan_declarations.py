@@ -197,3 +197,41 @@ def test_an_action_naming_an_event_class_is_a_plan_error():
     assert info.value.problems == [
         "action 'x' names the class OutputEvent, not a function: name the function taking "
         "(event, ctx) that the action runs"]
+
+
+def _setup_agent(**arguments) -> Agent:
+    agent = Agent()
+    agent.add_action("go", [InputEvent], go)
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, CONNECTION)
+    agent.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", **arguments))
+    return agent
+
+
+@pytest.mark.parametrize(("arguments", "expected"), [
+    ({"subagents": "kid"}, ["chat_model resource 'm': subagents must be a list of sub-agent "
+                            "names, got the string 'kid' (write subagents=['kid'])"]),
+    ({"tools": [1, None]}, ["chat_model resource 'm': tools.0: Input should be a valid string "
+                            "(got 1)",
+                            "chat_model resource 'm': tools.1: Input should be a valid string "
+                            "(got None)"]),
+    ({"subagents": [7]}, ["chat_model resource 'm': subagents.0: Input should be a valid "
+                          "string (got 7)"]),
+])
+def test_a_setups_names_of_the_wrong_kind_are_one_problem_each(arguments, expected):
+    """``subagents="kid"`` was read letter by letter (sub-agents 'k', 'i' and 'd' not
+    declared), and a name that is not a string was also reported as "not declared"."""
+    with pytest.raises(PlanError) as info:
+        AgentPlan.from_agent(_setup_agent(**arguments))
+    assert info.value.problems == expected
+
+
+def test_a_connection_that_is_not_a_string_is_one_problem():
+    agent = Agent()
+    agent.add_action("go", [InputEvent], go)
+    agent.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(ChatModelSetup,
+                                                                         connection=5))
+    with pytest.raises(PlanError) as info:
+        AgentPlan.from_agent(agent)
+    assert info.value.problems == [
+        "chat_model resource 'm': connection: Input should be a valid string (got 5)"]

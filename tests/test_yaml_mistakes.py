@@ -50,3 +50,18 @@ def test_an_action_naming_an_event_class_is_refused_at_its_function(cls):
         f"<string>:4: agents[0].actions[0].function: {cls!r} is a class, not a function: name "
         f"the function taking (event, ctx) that the action runs"]
 
+
+
+def test_a_tool_name_that_is_not_a_string_is_one_problem():
+    doc = HEAD + """\
+    chat_model_connections:
+      - {name: c, clazz: flink_agents_py.integrations.chat_models.ScriptedChatModel,
+         function: "support.yaml_helpers:script"}
+    chat_model_setups:
+      - {name: m, connection: c, tools: [1]}
+"""
+    with pytest.raises(YamlError) as info:
+        load_agents(doc)
+    assert info.value.problems == [
+        "<string>:9: agents[0].chat_model_setups[0].tools[0]: Input should be a valid string "
+        "(for chat model setup ChatModelSetup)"]

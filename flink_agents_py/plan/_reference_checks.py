@@ -42,8 +42,8 @@ def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
             continue
         if not (isinstance(cls, type) and issubclass(cls, ChatModelSetup)):
             continue
-        conn = rp.descriptor.arguments.get("connection")
-        if conn is not None and conn not in connections and not cls.has_own_chat() \
+        conn = rp.descriptor.arguments.get("connection")  # (not a string: check_setup_values)
+        if isinstance(conn, str) and conn not in connections and not cls.has_own_chat() \
                 and (ResourceType.CHAT_MODEL_CONNECTION, conn) not in broken:
             problems.append(
                 f"chat_model resource {name!r} names connection {conn!r}, which is not declared"
@@ -54,6 +54,8 @@ def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
                             f"names, got the string {named!r} (write tools=[{named!r}])")
             named = []
         for t in named:
+            if not isinstance(t, str):
+                continue  # its type is reported by check_setup_values
             if t in tools:
                 if t not in described:
                     described.add(t)
@@ -104,8 +106,15 @@ def _check_offered_subagents(name: str, rp: Any, agents: Mapping[str, Any],
     A usable schema is an explicit one, or an input type rendering as a JSON object: the job
     fails at setup, not at its first chat (contract 2).
     """
-    for s in rp.descriptor.arguments.get("subagents", []) or []:
-        agent_rp = agents.get(s) if isinstance(s, str) else None
+    named = rp.descriptor.arguments.get("subagents", []) or []
+    if isinstance(named, str):  # one name: its letters are not sub-agent names
+        problems.append(f"chat_model resource {name!r}: subagents must be a list of sub-agent "
+                        f"names, got the string {named!r} (write subagents=[{named!r}])")
+        return
+    for s in named:
+        if not isinstance(s, str):
+            continue  # its type is reported by check_setup_values
+        agent_rp = agents.get(s)
         if agent_rp is None:
             problems.append(f"chat_model resource {name!r} names sub-agent {s!r}, which is not "
                             "declared as an agent resource")

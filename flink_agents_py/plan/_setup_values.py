@@ -46,8 +46,9 @@ def check_setup_values(resources: Mapping[ResourceType, Mapping[str, Any]],
             args = rp.descriptor.arguments
             if rtype is ResourceType.CHAT_MODEL and issubclass(cls, ChatModelSetup):
                 own = _own_arguments(cls, args)
-                if isinstance(own.get("tools"), str):
-                    del own["tools"]  # one string: the reference checks say how to list it
+                for key in ("tools", "subagents"):
+                    if isinstance(own.get(key), str):
+                        del own[key]  # one string: the reference checks say how to list it
                 _validate(f"{what} resource {name!r}", cls, own, (), problems,
                           keep_missing=not getattr(cls, "ARGUMENT_ALIASES", None))
             elif rtype is ResourceType.CHAT_MODEL_CONNECTION and "flow_control" in args \

@@ -347,7 +347,7 @@ def _check_references(report: Report, at: Loc, args: dict[str, Any], connections
         if not isinstance(names, list):
             continue
         for i, n in enumerate(names):
-            if n not in known:
+            if isinstance(n, str) and n not in known:  # (another value: its type is reported)
                 report.add((*at, key, i),
                            f"names {what} {quoted(n)}, which this agent does not declare "
                            f"({key}: {', '.join(sorted(known)) or 'none'})")
