@@ -173,10 +173,12 @@ class AgentPlan(BaseModel):
                 action or resource names, an action with no trigger, a trigger naming no
                 known event type, an action that does not take ``(event, ctx)``, a tool
                 named with the reserved prefix ``_subagent_`` (a local one, or one an MCP
-                server advertises), a resource that is not a descriptor, a chat model setup
-                naming a connection, tool or prompt that is not declared, and one offering a
-                sub-agent that is not declared or has no usable input schema (contract 2:
-                the job fails at setup).
+                server advertises), a resource that is not a descriptor, a resource whose
+                class is of another type than declared, an action naming a class, a chat
+                model setup naming a connection, tool or prompt that is not declared, a tool
+                it offers whose arguments have no JSON Schema, and one offering a sub-agent
+                that is not declared or has no usable input schema (contract 2: the job
+                fails at setup).
         """
         if not isinstance(agent, Agent):
             raise PlanError([f"expected an Agent instance, got {type(agent).__name__}"])

@@ -72,7 +72,8 @@ Rules:
 - A chat model setup's ``subagents`` is accepted only when its class declares that field,
   and must name sub-agents the agent has.
 - Booleans are ``true``/``false`` only (YAML 1.2): ``on``, ``yes``, ``no``, ``off`` are
-  strings. Anchors, aliases and ``<<`` merge keys work; a duplicate key is an error.
+  strings. Anchors, aliases and ``<<`` merge keys work; a duplicate key is an error, and
+  so are two keys written differently that read as one (``1`` and ``01``, ``null`` and ``~``).
 - A key without a value (``description:``) is the same as leaving an optional key out.
 
 Every problem is collected, with the file, the line and the path of the culprit, into one
