@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..runtime._typed_fields import holds_model
+from ..runtime.internal import holds_model
 
 __all__ = ["ModelOutput", "json_form_outputs"]
 

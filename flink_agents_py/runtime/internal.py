@@ -1,6 +1,6 @@
 """What hosts and tools use of the runtime's private modules, beyond its public names.
 
-The flink, local, io, observability and testing packages import these from here, never
+The flink, local, io, observability, compat and testing packages import these from here, never
 from ``runtime._*`` modules themselves (``tests/test_layers.py`` checks).
 """
 
@@ -11,11 +11,12 @@ from ._gauges import live_gauges
 from ._keys import key_text
 from ._serde import dumps, loads_record
 from ._terminal import escape_controls
+from ._typed_fields import holds_model
 from ._unread import UnreadErrors, error_line
 from .core._commands import CallCommand
 from .core._damaged import stored_run
 from .core._observer import event_parent
 
 __all__ = ["CallCommand", "UnreadErrors", "clip", "dumps", "error_line", "escape_controls",
-           "event_parent", "failure_text", "key_from_json", "key_json", "key_text",
+           "event_parent", "failure_text", "holds_model", "key_from_json", "key_json", "key_text",
            "live_gauges", "loads_record", "spend_adopter", "stored_run"]
