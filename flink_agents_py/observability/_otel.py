@@ -212,7 +212,11 @@ def spans_of(trace: RunTrace, agent_name: str = "agent") -> list[dict[str, Any]]
     out: list[dict[str, Any]] = []
     key = _key_text(trace.key)
 
-    def add(n: TraceNode, parent: int | None) -> int | None:
+    # depth first with a stack, not recursion: a run may nest deeper than Python's
+    # recursion limit (an event chain of up to ``EventChainLimitError.LIMIT`` actions)
+    stack: list[tuple[TraceNode, int | None]] = [(trace.root, None)]
+    while stack:
+        n, parent = stack.pop()
         spec = _span_spec(n, trace, key, agent_name)
         if spec is None:  # an event or output: a span event of the span above it
             if parent is not None:
@@ -223,9 +227,8 @@ def spans_of(trace: RunTrace, agent_name: str = "agent") -> list[dict[str, Any]]
                     attrs["flink_agents.error"] = str(s["error"])
                 out[parent]["events"].append((name, _ns(n.t0) or out[parent]["start"],
                                               attrs))
-            for c in n.children:
-                add(c, parent)
-            return parent
+            stack.extend((c, parent) for c in reversed(n.children))
+            continue
         start = n.t0 if n.t0 is not None else lo
         end = n.t1
         if end is None:
@@ -237,11 +240,7 @@ def spans_of(trace: RunTrace, agent_name: str = "agent") -> list[dict[str, Any]]
             spec["attributes"]["flink_agents.anomalies"] = list(n.flags)
         out.append(spec)
         index = len(out) - 1
-        for c in n.children:
-            add(c, index)
-        return index
-
-    add(trace.root, None)
+        stack.extend((c, index) for c in reversed(n.children))
     return out
 
 

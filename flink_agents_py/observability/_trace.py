@@ -481,26 +481,31 @@ def render_text(traces: list[RunTrace], limit: int | None = None) -> str:
     shown = traces if limit is None or limit <= 0 else traces[:limit]
     out: list[str] = []
 
-    def emit(n: TraceNode, prefix: str, last: bool, top: bool, trace: RunTrace) -> None:
-        text, flags, children = _line(n, trace)
-        marks = "".join(f"  !! {f}" for f in flags)
-        if top:
-            out.append(text + marks)
-            child_prefix = ""
-        else:
-            out.append(prefix + ("└─ " if last else "├─ ") + text + marks)
-            child_prefix = prefix + ("   " if last else "│  ")
-        tb = _shown(n).traceback
-        if tb:
-            bar = child_prefix + ("│  " if children else "   ") + "┆ "
-            # lines end at "\n" only: other breaks (CR, VT, FF, U+2028...) are escaped
-            out.extend(bar + ln.removesuffix("\r")
-                       for ln in tb.rstrip("\r\n").split("\n"))
-        for i, c in enumerate(children):
-            emit(c, child_prefix, i == len(children) - 1, False, trace)
+    def emit(root: TraceNode, trace: RunTrace) -> None:
+        # depth first with a stack, not recursion: a run may nest deeper than Python's
+        # recursion limit (an event chain of up to ``EventChainLimitError.LIMIT`` actions)
+        stack: list[tuple[TraceNode, str, bool, bool]] = [(root, "", True, True)]
+        while stack:
+            n, prefix, last, top = stack.pop()
+            text, flags, children = _line(n, trace)
+            marks = "".join(f"  !! {f}" for f in flags)
+            if top:
+                out.append(text + marks)
+                child_prefix = ""
+            else:
+                out.append(prefix + ("└─ " if last else "├─ ") + text + marks)
+                child_prefix = prefix + ("   " if last else "│  ")
+            tb = _shown(n).traceback
+            if tb:
+                bar = child_prefix + ("│  " if children else "   ") + "┆ "
+                # lines end at "\n" only: other breaks (CR, VT, FF, U+2028...) are escaped
+                out.extend(bar + ln.removesuffix("\r")
+                           for ln in tb.rstrip("\r\n").split("\n"))
+            stack.extend((c, child_prefix, i == len(children) - 1, False)
+                         for i, c in reversed(list(enumerate(children))))
 
     for trace in shown:
-        emit(trace.root, "", True, True, trace)
+        emit(trace.root, trace)
         out.append("")
     if len(shown) < len(traces):
         out.append(f"runs: {len(shown)} shown of {len(traces)} (others: --limit 0, --key, "

@@ -62,6 +62,59 @@ def _bar(n: TraceNode) -> str:
     return n.kind
 
 
+def _row(n: TraceNode, trace: RunTrace, lo: float | None) -> tuple[dict[str, Any],
+                                                                   list[TraceNode]]:
+    """A node's row (without its child rows) and the nodes of its child rows."""
+    text, flags, children = _line(n, trace)
+    shown = _folded(n) or n
+    kind = "action" if shown is not n else n.kind
+    r: dict[str, Any] = {"l": text, "c": kind}
+    if flags:
+        r["f"] = flags
+    if shown is n:
+        r["p"] = _payload(n)
+    else:
+        r["p"] = {"event": _payload(n), kind: _payload(shown)}
+    if shown.traceback:
+        r["tb"] = shown.traceback
+    s, e = _ms(shown.t0, lo), _ms(shown.t1, lo)
+    if s is not None:
+        r["s"] = s
+    if e is not None and shown.kind != "event":
+        r["e"] = e
+    if shown.kind in ("event", "output") or (e is None and shown.start.get("replayed")):
+        r["m"] = 1  # a moment, not a span: a mark on the timeline
+    r["b"] = _bar(shown)
+    status = (shown.end or {}).get("status")
+    if status == "failed" or (shown.end or {}).get("success") is False or \
+            (shown.end or {}).get("tool_error"):
+        r["x"] = 1
+    return r, children
+
+
+def _rows(trace: RunTrace, lo: float | None, paths: dict[int, str]) -> dict[str, Any]:
+    """The run's rows, each node's path put in ``paths``.
+
+    Built with a stack, not recursion: a run may nest deeper than Python's recursion limit
+    (an event chain of up to ``EventChainLimitError.LIMIT`` actions).
+
+    Returns:
+        The root row, its child rows under ``k``.
+    """
+    top: list[Any] = [None]
+    stack: list[tuple[TraceNode, str, list[Any], int]] = [(trace.root, "", top, 0)]
+    while stack:
+        n, path, into, at = stack.pop()
+        r, children = _row(n, trace, lo)
+        paths[id(n)] = paths[id(_folded(n) or n)] = path
+        into[at] = r
+        if children:
+            rows = r["k"] = [None] * len(children)
+            stack.extend((c, f"{path}.{i}" if path else str(i), rows, i)
+                         for i, c in reversed(list(enumerate(children))))
+    return top[0]
+
+
 def page_data(traces: list[RunTrace]) -> dict[str, Any]:
     """The page's JSON: ``{"runs": [...], "anomalies": [[run, node path, text, failed]]}``.
 
@@ -77,47 +130,15 @@ def page_data(traces: list[RunTrace]) -> dict[str, Any]:
         traces: the runs.
 
     Returns:
-        The data, ready for ``orjson.dumps``.
+        The data, ready for ``orjson.dumps`` (``_dumps`` when a run nests deeper than
+        orjson's depth limit).
     """
     runs: list[dict[str, Any]] = []
     anomalies: list[list[Any]] = []
     for ri, trace in enumerate(traces):
         lo, hi = trace.span()
         paths: dict[int, str] = {}
-
-        def row(n: TraceNode, path: str, trace: RunTrace = trace, lo: float | None = lo,
-                paths: dict[int, str] = paths) -> dict[str, Any]:
-            text, flags, children = _line(n, trace)
-            shown = _folded(n) or n
-            paths[id(n)] = paths[id(shown)] = path
-            kind = "action" if shown is not n else n.kind
-            r: dict[str, Any] = {"l": text, "c": kind}
-            if flags:
-                r["f"] = flags
-            if shown is n:
-                r["p"] = _payload(n)
-            else:
-                r["p"] = {"event": _payload(n), kind: _payload(shown)}
-            if shown.traceback:
-                r["tb"] = shown.traceback
-            s, e = _ms(shown.t0, lo), _ms(shown.t1, lo)
-            if s is not None:
-                r["s"] = s
-            if e is not None and shown.kind != "event":
-                r["e"] = e
-            if shown.kind in ("event", "output") or (e is None and shown.start.get("replayed")):
-                r["m"] = 1  # a moment, not a span: a mark on the timeline
-            r["b"] = _bar(shown)
-            status = (shown.end or {}).get("status")
-            if status == "failed" or (shown.end or {}).get("success") is False or \
-                    (shown.end or {}).get("tool_error"):
-                r["x"] = 1
-            if children:
-                r["k"] = [row(c, f"{path}.{i}" if path else str(i))
-                          for i, c in enumerate(children)]
-            return r
-
-        root = row(trace.root, "")
+        root = _rows(trace, lo, paths)
         t = trace.totals()
         end = trace.root.end or {}
         dur = end.get("duration_ms")
@@ -145,7 +166,7 @@ def render_html(traces: list[RunTrace], title: str = "flink-agents-py trace") ->
         The HTML text.
     """
     # "<" occurs only inside JSON strings: escaped, no payload can end or open a script
-    data = orjson.dumps(page_data(traces), default=repr).replace(b"<", b"\\u003c")
+    data = _dumps(page_data(traces)).replace(b"<", b"\\u003c")
     esc = html.escape
     return "".join([
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -156,6 +177,50 @@ def render_html(traces: list[RunTrace], title: str = "flink-agents-py trace") ->
         "<script type='application/json' id='trace-data'>", data.decode(), "</script>",
         f"<script>{_JS}</script></body></html>\n",
     ])
+
+
+class _Raw(bytes):
+    """JSON text to copy as it is (``_dumps``)."""
+
+
+def _dumps(value: Any) -> bytes:
+    """``value`` as JSON, however deeply it nests (orjson stops at 255 levels).
+
+    A run's rows nest two levels per node, so an event chain of a few hundred actions (up
+    to ``EventChainLimitError.LIMIT`` are allowed) is deeper than orjson goes: such a value
+    is written with a stack, its dicts and lists by hand and the rest by orjson.
+
+    Returns:
+        The JSON text.
+    """
+    try:
+        return orjson.dumps(value, default=repr)
+    except TypeError:  # "Recursion limit reached" (else it fails again below, as it did)
+        pass
+    out: list[bytes] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is _Raw:
+            out.append(item)
+        elif isinstance(item, dict):
+            stack.append(_Raw(b"}"))
+            entries = list(item.items())
+            for i in range(len(entries) - 1, -1, -1):
+                k, v = entries[i]
+                stack.append(v)
+                stack.append(_Raw((b"," if i else b"") + orjson.dumps(str(k)) + b":"))
+            stack.append(_Raw(b"{"))
+        elif isinstance(item, (list, tuple)):
+            stack.append(_Raw(b"]"))
+            for i in range(len(item) - 1, -1, -1):
+                stack.append(item[i])
+                if i:
+                    stack.append(_Raw(b","))
+            stack.append(_Raw(b"["))
+        else:
+            out.append(orjson.dumps(item, default=repr))
+    return b"".join(out)
 
 
 _BODY = """
