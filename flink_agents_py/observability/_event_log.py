@@ -270,6 +270,26 @@ def _error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def _utf8(text: str) -> str:
+    r"""Make ``text`` valid UTF-8 text.
+
+    A failure's message may hold a lone surrogate (a file name Python decoded with
+    ``surrogateescape``, as ``os.listdir`` does with bytes that are not UTF-8); it has no
+    UTF-8 form, so the record holding it could not be written (the sink's JSON encoder
+    refuses it) and was lost.
+
+    Returns:
+        ``text``, each lone surrogate written as its escape (``\udce9``).
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 class EventLogObserver(TrackingObserver):
     """Writes the event log records (see the module docstring) to ``sink``.
 
@@ -299,13 +319,14 @@ class EventLogObserver(TrackingObserver):
         return truncate(self.redact(to_loggable(value)), self.max_chars)
 
     def _text(self, value: str) -> str:
-        return truncate(self.redact.text(value), self.max_chars)
+        """An error's text: redacted, written as UTF-8 can hold it, cut to ``max_chars``."""
+        return truncate(_utf8(self.redact.text(value)), self.max_chars)
 
     def _traceback(self, fields: dict[str, Any], text: Any) -> None:
         """Add ``traceback`` (redacted, its end kept) when ``text`` is one."""
         if not isinstance(text, str) or not text:
             return
-        text = self.redact.text(text)
+        text = _utf8(self.redact.text(text))
         limit = self.max_traceback_chars
         if 0 < limit < len(text):
             text = f"[... {len(text) - limit} chars omitted ...]\n{text[len(text) - limit:]}"
