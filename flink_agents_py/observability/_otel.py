@@ -38,6 +38,7 @@ import copy
 import logging
 import re
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import urlparse
@@ -51,6 +52,9 @@ from ._trace import RunTrace, TraceNode, _call_kind, _key_text, _keystr, build_t
 __all__ = ["export_otel", "OtelSink", "OtelExportError", "otlp_exporter", "spans_of"]
 
 _HINT = "pip install 'flink-agents-py[otel]'"
+
+_now = time.monotonic
+"""The clock ``_Delivery`` times exports with (a test replaces it)."""
 
 log = logging.getLogger("flink_agents_py.observability")
 
@@ -76,7 +80,18 @@ class _Delivery:
     The SDK's batch processor drops an export's result; this keeps it. The exporter's own
     warnings (the OTLP exporter logs a refused connection instead of raising) are caught
     as ``reason`` while it runs, so the caller reports one clear line.
+
+    An export that failed after the exporter retried for a while (at least ``SLOW_S``: no
+    receiver listening, timeouts, a receiver answering 503) means the receiver is down: the
+    batches of the next ``COOLDOWN_S`` fail at once, unsent (counted undelivered), instead of
+    each retrying for about 6 s. Else the batch processor's flush when the sink closes (and
+    ``trace --otlp``), which sends every queued batch one after the other and ignores its
+    timeout, held the job's end for minutes (6 s per 512 spans). A failure the exporter
+    reports at once (a refused batch, 400) does not stop the next batches.
     """
+
+    SLOW_S = 1.0
+    COOLDOWN_S = 10.0
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -84,25 +99,35 @@ class _Delivery:
         self.failed = 0
         self.reason = ""
         self._lock = threading.Lock()
+        self._down_until: float | None = None
 
     def export(self, spans: Sequence[Any]) -> Any:
         from opentelemetry.sdk.trace.export import SpanExportResult
 
+        with self._lock:
+            if self._down_until is not None and _now() < self._down_until:
+                self.failed += len(spans)  # the receiver is down: not sent (see above)
+                return SpanExportResult.FAILURE
         catcher = _Complaints()
         otel_log = logging.getLogger("opentelemetry")
         otel_log.addHandler(catcher)
+        started = _now()
         try:
             result = self.inner.export(spans)
         except Exception as e:  # noqa: BLE001 - an exporter that raises delivered nothing
             result, catcher.last = SpanExportResult.FAILURE, f"{type(e).__name__}: {e}"
         finally:
             otel_log.removeHandler(catcher)
+        ended = _now()
         with self._lock:
             if result is SpanExportResult.SUCCESS:
                 self.delivered += len(spans)
+                self._down_until = None
             else:
                 self.failed += len(spans)
                 self.reason = catcher.last or self.reason or f"the exporter returned {result}"
+                if ended - started >= self.SLOW_S:
+                    self._down_until = ended + self.COOLDOWN_S
         return result
 
     def shutdown(self) -> None:
