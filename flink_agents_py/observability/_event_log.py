@@ -112,6 +112,10 @@ def _default(value: Any) -> Any:
 class FileSink(EventLogSink):
     """JSON lines appended to a file; buffered, flushed every ``flush_interval_s`` or 64 KiB.
 
+    A record written to an empty buffer arms a timer (a thread) that flushes it
+    ``flush_interval_s`` later, so the records of an operator that went idle (a stream
+    between records) reach the file without waiting for the next record or the job's end.
+
     On Flink each subtask writes its own file: ``{subtask}`` and ``{attempt}`` in ``path``
     are replaced, and a path without ``{subtask}`` gets ``-<subtask>`` before its suffix
     (``events.jsonl`` -> ``events-0.jsonl``). Attempts of a subtask append to one file.
@@ -127,15 +131,17 @@ class FileSink(EventLogSink):
         self._size = 0
         self._last_flush = 0.0
         self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_file=None, _buf=[], _size=0, _lock=None)
+        state.update(_file=None, _buf=[], _size=0, _lock=None, _timer=None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._timer = None
 
     @staticmethod
     def subtask_path(path: str, subtask: int | None, attempt: int | None) -> str:
@@ -166,6 +172,22 @@ class FileSink(EventLogSink):
             if self._size >= self.buffer_bytes or \
                     time.monotonic() - self._last_flush >= self.flush_interval_s:
                 self._flush_locked()
+            elif self._timer is None and self._file is not None:
+                self._arm()
+
+    def _arm(self) -> None:
+        """Flush what is buffered ``flush_interval_s`` from now (on a timer thread)."""
+        timer = self._timer = threading.Timer(self.flush_interval_s, self._on_timer)
+        timer.daemon = True
+        timer.start()
+
+    def _on_timer(self) -> None:
+        with self._lock:
+            self._timer = None
+            try:
+                self._flush_locked()
+            except Exception:  # noqa: BLE001 - a full disk: the next write or close says so
+                pass
 
     def _flush_locked(self) -> None:
         if self._file is None:
@@ -183,6 +205,9 @@ class FileSink(EventLogSink):
 
     def close(self) -> None:
         with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             self._flush_locked()
             if self._file is not None:
                 self._file.close()
