@@ -168,6 +168,43 @@ def _keystr(key: Any) -> str:
     return orjson.dumps(key, option=orjson.OPT_SORT_KEYS, default=repr).decode()
 
 
+_LISTS = ("tool_calls", "failed_tools")
+
+
+def _int(value: Any) -> bool:
+    return type(value) is int or (type(value) is float and value.is_integer())
+
+
+def _sane(rec: dict[str, Any]) -> dict[str, Any]:
+    """``rec`` with the fields the trace reads by type made of their types (a damaged log).
+
+    A ``parent`` that is not text becomes text; a ``usage`` that is not a map of whole
+    numbers, a ``round`` that is not one, ``tool_calls`` or ``failed_tools`` that are not
+    lists, are left out. The trace of a damaged or hand-edited line shows what it can
+    instead of failing the whole command.
+
+    Returns:
+        ``rec`` itself when it is sound (the usual case), else a fixed copy.
+    """
+    parent, usage, round_ = rec.get("parent"), rec.get("usage"), rec.get("round")
+    lists = [f for f in _LISTS if f in rec and type(rec[f]) is not list]
+    if (parent is None or type(parent) is str) and (round_ is None or _int(round_)) and (
+            usage is None or (type(usage) is dict and all(map(_int, usage.values())))) \
+            and not lists:
+        return rec
+    rec = {k: v for k, v in rec.items() if k not in lists}
+    if parent is not None and type(parent) is not str:
+        rec["parent"] = _json(parent, 1000)
+    if round_ is not None and not _int(round_):
+        del rec["round"]
+    if usage is not None:
+        if type(usage) is dict:
+            rec["usage"] = {k: int(v) for k, v in usage.items() if _int(v)}
+        else:
+            del rec["usage"]
+    return rec
+
+
 def build_traces(records: Iterable[dict[str, Any]]) -> list[RunTrace]:
     """Build one ``RunTrace`` per ``(key, run)`` in the records, in order of first appearance.
 
@@ -203,6 +240,7 @@ def build_traces(records: Iterable[dict[str, Any]]) -> list[RunTrace]:
             continue
         if "id" not in rec:
             continue
+        rec = _sane(rec)
         k = _keystr(rec.get("key"))
         keys.setdefault(k, rec.get("key"))
         ident = str(rec["id"])
