@@ -64,3 +64,16 @@ def test_pinned_versions_agree():
     broker = re.search(r'^KAFKA_VERSION = "([^"]+)"', fixture, re.M).group(1)
     assert f"FLINK_AGENTS_PY_KAFKA_BROKER:-{broker}}}" in fetch
     assert f"apache/kafka:{broker}" in (ROOT / "docker" / "compose.yaml").read_text()
+
+
+def test_json_null_and_a_parse_giving_none_are_error_rows():
+    # thread mode hands a None record to Java as null: the job failed (NullPointerException
+    # in BytePrimitiveArraySerializer.copy) instead of reporting one record
+    tag = object()
+    [(got_tag, err)] = list(_Parse(json_value, tag)(("t", 0, 4, 0, "k", b"null")))
+    assert got_tag is tag and err["offset"] == 4 and err["value"] == "null"
+    assert err["error"] == "the value is JSON null: no record"
+    [(got_tag, err)] = list(_Parse(lambda m: None, tag)(("t", 0, 5, 0, "k", b'{"a": 1}')))
+    assert got_tag is tag and "parse returned None" in err["error"]
+    assert list(_Parse(json_value, tag)(("t", 0, 6, 0, "k", b"0"))) == [0]  # falsy, not None
+

@@ -59,17 +59,21 @@ def json_value(message: KafkaMessage) -> Any:
         The parsed value.
 
     Raises:
-        ValueError: for a tombstone or a value that is not JSON.
+        ValueError: for a tombstone, a value that is not JSON, or JSON ``null`` (no record:
+            a Flink stream of Python values cannot carry ``None``).
 
     """
     if message.value is None:
         raise ValueError("the record has no value")
     try:
-        return loads_record(message.value)
+        record = loads_record(message.value)
     except orjson.JSONDecodeError as e:
         raise ValueError(f"not JSON ({e})") from e
     except SerializationError as e:  # an integer JSON readers would turn into a float
         raise ValueError(str(e)) from None
+    if record is None:
+        raise ValueError("the value is JSON null: no record")
+    return record
 
 
 def _error(message: KafkaMessage, error: str, raw: bytes | str | None = None) -> dict[str, Any]:
@@ -103,10 +107,17 @@ class _Parse:
                 return
             message = KafkaMessage(row[0], row[1], row[2], row[3], row[4], value)
         try:
-            yield self.parse(message)
+            record = self.parse(message)
         except Exception as e:  # noqa: BLE001 - a bad record is reported, never fatal
             text = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
             yield self.error_tag, _error(message, text)
+            return
+        if record is None:  # thread mode hands None to Java as null: the job would fail
+            yield self.error_tag, _error(message, "parse returned None, which a Flink stream "
+                                         "cannot carry: return a record, or raise ValueError "
+                                         "to reject it")
+            return
+        yield record
 
 
 class KafkaInput(NamedTuple):
@@ -170,6 +181,7 @@ def read_json_topic(
         topic: a topic or a list of topics.
         parse: turns a ``KafkaMessage`` into a record; raise (``ValueError`` by convention) to
             send the record to ``errors`` instead (default ``json_value``: the value as JSON).
+            A ``None`` it returns goes to ``errors`` too (no Flink stream carries it).
         starting_offsets: where a job without a checkpoint starts: ``"earliest"`` (default),
             ``"latest"``, ``"committed"`` (the group's committed offsets, else earliest), an
             epoch-ms timestamp, or a ``KafkaOffsetsInitializer``.
