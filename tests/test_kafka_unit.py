@@ -77,3 +77,33 @@ def test_json_null_and_a_parse_giving_none_are_error_rows():
     assert got_tag is tag and "parse returned None" in err["error"]
     assert list(_Parse(json_value, tag)(("t", 0, 6, 0, "k", b"0"))) == [0]  # falsy, not None
 
+
+def test_rows_for_the_sink_take_what_agents_output():
+    # structured output (a pydantic model), Decimal and bytes (key types the runtime keeps):
+    # plain orjson refused them and one such output failed the job at every restart
+    import dataclasses
+    import decimal
+
+    from pydantic import BaseModel, Field
+
+    from flink_agents_py.flink._kafka_sink import _default_key
+
+    class Verdict(BaseModel):
+        key: str
+        score_pct: decimal.Decimal = Field(alias="scorePct")
+
+    @dataclasses.dataclass
+    class Tagged:
+        key: bytes
+        note: str
+
+    to_row = _ToRow("out", _default_key)
+    row = to_row(Verdict(key="P1", scorePct=decimal.Decimal("12.5")))
+    assert (row[1], row[2]) == ("P1", '{"key":"P1","scorePct":"12.5"}')  # key from the model
+    row = to_row({"key": decimal.Decimal("2.50"), "raw": b"\xff\x00", "text": b"ok"})
+    assert (row[1], row[2]) == ('"2.50"', '{"key":"2.50","raw":"/wA=","text":"ok"}')
+    row = to_row({"key": "a", "verdict": Verdict(key="a", scorePct=1)})
+    assert row[2] == '{"key":"a","verdict":{"key":"a","scorePct":"1"}}'
+    assert tuple(to_row(Tagged(b"k", "n"))[1:]) == ('"k"', '{"key":"k","note":"n"}')
+    with pytest.raises(TypeError, match="record for Kafka topic 'out' has no JSON form"):
+        to_row({"key": "a", "what": object()})

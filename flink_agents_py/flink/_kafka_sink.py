@@ -22,10 +22,14 @@ Delivery guarantees of the sink (``delivery_guarantee``):
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 from collections.abc import Callable
 from typing import Any, Literal
 
 import orjson
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
 from ._fresh import shipped
 from ._kafka_jars import SERIALIZER, add_kafka_jars, new_java
@@ -38,14 +42,51 @@ DeliveryGuarantee = Literal["exactly-once", "at-least-once", "none"]
 """What ``kafka_sink`` and ``write_json_topic`` promise (see the module docstring)."""
 
 
+def _json_form(value: Any) -> Any:
+    """What orjson cannot encode itself, in the JSON form an output event's field takes.
+
+    Agent outputs reach the sink as the action made them: a pydantic model (structured
+    output), a ``decimal.Decimal``, ``bytes`` (key types the runtime keeps) become pydantic's
+    JSON form (a model its fields by alias; ``bytes`` that are not UTF-8 base64 text), as
+    they are in the output after a restore.
+
+    Returns:
+        The value's JSON form.
+
+    Raises:
+        TypeError: for a value with no JSON form.
+    """
+    try:
+        return to_jsonable_python(value)
+    except Exception:  # noqa: BLE001 - PydanticSerializationError, UnicodeDecodeError
+        if isinstance(value, (bytes, bytearray)):
+            return base64.b64encode(bytes(value)).decode("ascii")
+        raise TypeError(f"{type(value).__name__} has no JSON form") from None
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value, default=_json_form, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
 def _key_text(key: Any) -> str | None:
     if key is None or isinstance(key, str):
         return key
-    return orjson.dumps(key).decode()
+    return _json_text(key)
 
 
 def _default_key(record: Any) -> Any:
-    return record.get("key") if isinstance(record, dict) else None
+    """The Kafka key of a record when no key selector is given.
+
+    Returns:
+        Its ``"key"`` item (a dict) or ``key`` attribute (a pydantic model, a dataclass), as
+        ``from_datastream`` keys records; ``None`` (no Kafka key) otherwise.
+    """
+    if isinstance(record, dict):
+        return record.get("key")
+    if isinstance(record, BaseModel) or (
+            dataclasses.is_dataclass(record) and not isinstance(record, type)):
+        return getattr(record, "key", None)
+    return None
 
 
 class _ToRow:
@@ -60,8 +101,12 @@ class _ToRow:
         from pyflink.common import Row
 
         topic = self.topic(record) if callable(self.topic) else self.topic
-        return Row(topic, _key_text(self.key_selector(record)),
-                   orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS).decode())
+        try:
+            return Row(topic, _key_text(self.key_selector(record)), _json_text(record))
+        except orjson.JSONEncodeError as e:
+            raise TypeError(f"a {type(record).__name__} record for Kafka topic {topic!r} has "
+                            f"no JSON form ({e}): write JSON data, a pydantic model or a "
+                            "dataclass") from None
 
 
 def to_kafka_rows(ds: Any, topic: str | Callable[[Any], str],
@@ -72,10 +117,12 @@ def to_kafka_rows(ds: Any, topic: str | Callable[[Any], str],
     (one transaction per checkpoint): ``to_kafka_rows(a, "x").union(to_kafka_rows(b, "y"))``.
 
     Args:
-        ds: a ``DataStream`` of JSON-serialisable records.
+        ds: a ``DataStream`` of records with a JSON form: JSON data, pydantic models
+            (by alias), dataclasses; ``Decimal``, ``UUID``, dates and ``bytes`` (UTF-8 text,
+            else base64) as text, as in an agent output after a restore.
         topic: the topic, or a function of the record giving it.
-        key_selector: the record's Kafka key (default: its ``"key"`` field); strings are
-            written as they are, other values as JSON, ``None`` as no key.
+        key_selector: the record's Kafka key (default: its ``"key"`` field or attribute);
+            strings are written as they are, other values as JSON, ``None`` as no key.
         name: the map's name and uid (default ``to-kafka-<topic>``).
 
     Returns:
@@ -160,11 +207,13 @@ def write_json_topic(
     """Write records (an agent's outputs) to a topic as JSON values, keyed by the agent key.
 
     Args:
-        ds: a ``DataStream`` of JSON-serialisable records (e.g. ``builder.to_datastream()``).
+        ds: a ``DataStream`` of records with a JSON form (e.g. ``builder.to_datastream()``,
+            whose outputs may be pydantic models); see ``to_kafka_rows``.
         bootstrap_servers: ``host:port[,host:port...]``.
         topic: the topic.
         key_selector: the Kafka key of a record, normally the agent key (default: the
-            record's ``"key"`` field). Records of one key go to one partition, in order.
+            record's ``"key"`` field or attribute). Records of one key go to one partition,
+            in order.
         delivery_guarantee: ``"exactly-once"`` (default), ``"at-least-once"`` or ``"none"``;
             see the module docstring (exactly-once needs checkpointing).
         transactional_id_prefix: default ``flink-agents-py-<topic>``; see ``kafka_sink``.

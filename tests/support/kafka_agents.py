@@ -9,14 +9,19 @@ agent's resource descriptor or the pickled failpoint, so no process-wide setting
   attempt so the crash finds the stream in the middle.
 - ``CrashMidStream``: logs every recorded durable call with the last completed checkpoint, and
   crashes the job once when enough calls were recorded and two more checkpoints completed.
+- ``StructuredOutput``: an agent whose outputs are pydantic models (``Verdict``).
 """
 
 from __future__ import annotations
 
+import decimal
 import re
 import time
 from typing import Any
 
+from pydantic import BaseModel
+
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from support.crash import CrashOnceBase, append_line, first_attempt, log_lines
 
@@ -95,3 +100,21 @@ class CrashMidStream(CrashOnceBase):
         if self.n >= self.min_calls and ckpt >= self.first_ckpt + 2:
             self.crash(str(ckpt),
                        f"injected crash after {self.n} recorded calls, checkpoint {ckpt}")
+
+
+class Verdict(BaseModel):
+    """A structured output: the record's key and an amount (a ``Decimal``: no plain JSON)."""
+
+    key: str
+    amount: decimal.Decimal
+
+
+class StructuredOutput(Agent):
+    """Outputs a ``Verdict`` (a pydantic model) per record: ``amount = n / 4``."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        """Send the record's verdict."""
+        amount = decimal.Decimal(event.input["n"]) / 4
+        ctx.send_event(OutputEvent(output=Verdict(key=ctx.key, amount=amount)))
