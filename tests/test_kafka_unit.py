@@ -107,3 +107,41 @@ def test_rows_for_the_sink_take_what_agents_output():
     assert tuple(to_row(Tagged(b"k", "n"))[1:]) == ('"k"', '{"key":"k","note":"n"}')
     with pytest.raises(TypeError, match="record for Kafka topic 'out' has no JSON form"):
         to_row({"key": "a", "what": object()})
+
+
+@pytest.mark.flink
+def test_unreachable_servers_fail_a_local_job_at_once_naming_them():
+    # before: the job ran, its source's enumerator timed out after 30 s per attempt with
+    # "Timed out waiting for a node assignment. Call: listNodes" (no server named), and
+    # Kafka's admin client logged ~4,500 "Rebootstrapping" lines a second meanwhile
+    import socket
+    import time
+
+    from pyflink.common import Types
+
+    from flink_agents_py.flink import create_stream_environment, read_json_topic, write_json_topic
+
+    closed = []
+    for _ in range(2):  # ports that were free a moment ago: nothing listens there
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            closed.append(f"127.0.0.1:{s.getsockname()[1]}")
+    servers = ",".join(closed)
+    env = create_stream_environment()
+    t0 = time.monotonic()
+    with pytest.raises(ConnectionError, match=(
+            f"no Kafka broker answers at {servers} \\({closed[0]}: Connection refused; "
+            f"{closed[1]}: Connection refused\\)")):
+        read_json_topic(env, servers, "reviews")
+    ds = env.from_collection([{"key": "a"}], type_info=Types.PICKLED_BYTE_ARRAY())
+    with pytest.raises(ConnectionError, match=f"no Kafka broker answers at {closed[0]} "):
+        write_json_topic(ds, closed[0], "results")
+    assert time.monotonic() - t0 < 5
+    # a job for a cluster is not checked here: the cluster may reach what this machine cannot
+    from flink_agents_py.flink._workers import _env_config
+
+    _env_config(env).setString("execution.target", "remote")  # as `flink run` submits it
+    try:
+        assert read_json_topic(env, servers, "reviews").records is not None
+    finally:
+        _env_config(env).setString("execution.target", "local")

@@ -20,7 +20,13 @@ The code is in three modules: ``_kafka_jars`` (jars, URLs), ``_kafka_source`` (r
 
 from __future__ import annotations
 
-from ._kafka_jars import KAFKA_CONNECTOR_VERSION, add_kafka_jars, kafka_jars, parse_kafka_url
+from ._kafka_jars import (
+    KAFKA_CONNECTOR_VERSION,
+    add_kafka_jars,
+    check_servers,
+    kafka_jars,
+    parse_kafka_url,
+)
 from ._kafka_sink import _ToRow as _ToRow  # used by tests
 from ._kafka_sink import kafka_sink, to_kafka_rows, write_json_topic
 from ._kafka_source import KafkaInput, KafkaMessage, from_kafka, json_value, read_json_topic
@@ -31,6 +37,7 @@ __all__ = [
     "KafkaInput",
     "KafkaMessage",
     "add_kafka_jars",
+    "check_servers",
     "from_kafka",
     "json_value",
     "kafka_jars",

@@ -6,7 +6,8 @@ The connector is the shaded ``org.apache.flink:flink-sql-connector-kafka`` jar
 record's key from a field, so two small schemas (``java/flinkagentspy/kafka/KafkaRows.java``)
 are compiled once with ``javac`` into a helper jar: records travel between Java and Python as
 ``Row(topic, partition, offset, timestamp, key, value)`` and ``Row(topic, key, value)``.
-``add_kafka_jars(env)`` adds both jars to a job.
+``add_kafka_jars(env)`` adds both jars to a job; ``check_servers`` fails a job for the local
+MiniCluster at once when none of its Kafka servers answers.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ import hashlib
 import os
 import pathlib
 import shutil
+import socket
 import subprocess
 import tempfile
 import zipfile
 from typing import Any
 from urllib.parse import urlparse
 
-__all__ = ["KAFKA_CONNECTOR_VERSION", "add_kafka_jars", "kafka_jars", "parse_kafka_url"]
+__all__ = ["KAFKA_CONNECTOR_VERSION", "add_kafka_jars", "check_servers", "kafka_jars",
+           "parse_kafka_url"]
 
 KAFKA_CONNECTOR_VERSION = "5.0.0-2.2"
 """``flink-sql-connector-kafka`` release used: the newest (for Flink 2.2; none exists for 2.3
@@ -171,3 +174,55 @@ def parse_kafka_url(url: str) -> tuple[str, str]:
     if parsed.scheme != "kafka" or not parsed.netloc or not topic or "/" in topic:
         raise ValueError(f"expected kafka://HOST:PORT/topic, got {url!r}")
     return parsed.netloc, topic
+
+
+CHECK_TIMEOUT_S = 3.0
+"""How long ``check_servers`` waits for each bootstrap server to accept a connection."""
+
+
+def _host_port(server: str) -> tuple[str, int] | None:
+    """``host:port`` or ``[v6]:port`` -> ``(host, port)``; ``None`` for another form."""
+    host, sep, port = server.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def check_servers(env: Any, bootstrap_servers: str) -> None:
+    """Fail a job for the local MiniCluster at once when none of its Kafka servers answers.
+
+    On a local MiniCluster (``execution.target`` ``local``) the job runs on this machine. When
+    no bootstrap server accepts a TCP connection there, the Kafka source's enumerator waits
+    30 s, fails with ``Timed out waiting for a node assignment`` (naming no server) and does
+    so again at every restart, while Kafka 4's admin client logs a "Rebootstrapping" line
+    thousands of times a second. A job for a cluster is not checked: the cluster may reach
+    servers this machine cannot. Server lists in a form this check does not read are left to
+    the Kafka client.
+
+    Args:
+        env: the ``StreamExecutionEnvironment`` the job is built on.
+        bootstrap_servers: ``host:port[,host:port...]``.
+
+    Raises:
+        ConnectionError: naming the servers and what each one answered.
+
+    """
+    from ._workers import config_getter
+
+    if (config_getter(env)("execution.target") or "local") != "local":
+        return
+    problems = []
+    for server in (s.strip() for s in bootstrap_servers.split(",")):
+        where = _host_port(server)
+        if where is None:
+            return
+        try:
+            with socket.create_connection(where, timeout=CHECK_TIMEOUT_S):
+                return
+        except OSError as e:
+            problems.append(f"{server}: {e.strerror or e}")
+    raise ConnectionError(
+        f"no Kafka broker answers at {bootstrap_servers} ({'; '.join(problems)}): start the "
+        "broker or correct the bootstrap servers (the job would run on this machine's "
+        "MiniCluster, retry for minutes and fail with 'Timed out waiting for a node "
+        "assignment')")

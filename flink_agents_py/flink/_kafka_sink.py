@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from ._fresh import shipped
-from ._kafka_jars import SERIALIZER, add_kafka_jars, new_java
+from ._kafka_jars import SERIALIZER, add_kafka_jars, check_servers, new_java
 
 __all__ = ["DeliveryGuarantee", "kafka_sink", "to_kafka_rows", "write_json_topic"]
 
@@ -224,8 +224,13 @@ def write_json_topic(
     Returns:
         The ``DataStreamSink``.
 
+    Raises:
+        ConnectionError: on a local MiniCluster, when none of ``bootstrap_servers`` answers
+            (see ``check_servers``).
+
     """
     label = name or f"kafka-sink-{topic}"
+    check_servers(ds.get_execution_environment(), bootstrap_servers)
     add_kafka_jars(ds.get_execution_environment())
     sink = kafka_sink(bootstrap_servers, delivery_guarantee=delivery_guarantee,
                       transactional_id_prefix=transactional_id_prefix or f"flink-agents-py-{topic}",

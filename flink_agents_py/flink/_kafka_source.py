@@ -20,7 +20,7 @@ from ..api import SerializationError
 from ..io import MAX_RECORD_BYTES, decode_record, excerpt
 from ..runtime.internal import loads_record
 from ._fresh import shipped
-from ._kafka_jars import DESERIALIZER, add_kafka_jars, new_java
+from ._kafka_jars import DESERIALIZER, add_kafka_jars, check_servers, new_java
 
 __all__ = ["KafkaInput", "KafkaMessage", "from_kafka", "json_value", "read_json_topic"]
 
@@ -204,11 +204,16 @@ def read_json_topic(
         ``max_record_bytes`` goes to ``errors``, as does one that ``parse`` refuses (with any
         exception).
 
+    Raises:
+        ConnectionError: on a local MiniCluster, when none of ``bootstrap_servers`` answers
+            (see ``check_servers``).
+
     """
     from pyflink.common import Types, WatermarkStrategy
     from pyflink.datastream import OutputTag
     from pyflink.datastream.connectors.kafka import KafkaSource
 
+    check_servers(env, bootstrap_servers)
     add_kafka_jars(env)
     topics = [topic] if isinstance(topic, str) else list(topic)
     label = name or f"kafka-{'-'.join(topics)}"

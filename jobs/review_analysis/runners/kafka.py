@@ -26,6 +26,7 @@ from flink_agents_py.api import Agent
 from flink_agents_py.flink import (
     KafkaMessage,
     add_kafka_jars,
+    check_servers,
     create_stream_environment,
     kafka_sink,
     parse_kafka_url,
@@ -168,6 +169,7 @@ def run_kafka_job(
 
     if kafka_out:
         servers, topic = parse_kafka_url(str(output_spec))
+        check_servers(env, servers)
         rows = to_kafka_rows(outputs, topic, lambda o: o.get("id"), name="results-rows").union(
             to_kafka_rows(errors, f"{topic}-errors", lambda e: e.get("id"), name="errors-rows"))
         sink = kafka_sink(servers, delivery_guarantee=delivery_guarantee,
