@@ -135,7 +135,7 @@ def test_unreachable_servers_fail_a_local_job_at_once_naming_them():
         read_json_topic(env, servers, "reviews")
     ds = env.from_collection([{"key": "a"}], type_info=Types.PICKLED_BYTE_ARRAY())
     with pytest.raises(ConnectionError, match=f"no Kafka broker answers at {closed[0]} "):
-        write_json_topic(ds, closed[0], "results")
+        write_json_topic(ds, closed[0], "results", delivery_guarantee="at-least-once")
     assert time.monotonic() - t0 < 5
     # a job for a cluster is not checked here: the cluster may reach what this machine cannot
     from flink_agents_py.flink._workers import _env_config
@@ -145,3 +145,38 @@ def test_unreachable_servers_fail_a_local_job_at_once_naming_them():
         assert read_json_topic(env, servers, "reviews").records is not None
     finally:
         _env_config(env).setString("execution.target", "local")
+
+
+@pytest.mark.flink
+def test_exactly_once_output_of_a_local_job_without_checkpoints_is_refused(capsys):
+    # before: an unbounded job wrote its outputs in transactions no checkpoint ever committed:
+    # read_committed consumers saw nothing (measured: 5 written, 0 committed), until Kafka
+    # aborted them after transaction.timeout.ms
+    import socket
+
+    from pyflink.common import Types
+
+    from flink_agents_py.flink import create_stream_environment, write_json_topic
+    from jobs.review_analysis import main
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"127.0.0.1:{s.getsockname()[1]}"  # nothing listens: the next check's error
+    env = create_stream_environment()  # checkpointing off
+    ds = env.from_collection([{"key": "a"}], type_info=Types.PICKLED_BYTE_ARRAY())
+    with pytest.raises(ValueError, match="exactly-once output to Kafka topic 'out' is committed "
+                                         "at checkpoints, and this job takes none"):
+        write_json_topic(ds, closed, "out")
+    with pytest.raises(ConnectionError):  # past the checkpointing check
+        write_json_topic(ds, closed, "out", delivery_guarantee="at-least-once")
+    env = create_stream_environment(checkpoint_interval_ms=1000)
+    ds = env.from_collection([{"key": "a"}], type_info=Types.PICKLED_BYTE_ARRAY())
+    with pytest.raises(ConnectionError):
+        write_json_topic(ds, closed, "out")
+    # the review job: its own sink, the same rule; no broker: a usage error naming it
+    for args, said in ((["--checkpoint-interval-ms", "0"], "committed at checkpoints"),
+                       ([], f"no Kafka broker answers at {closed}")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["--runner", "flink", "--model", "scripted", "--no-progress",
+                  "--output", f"kafka://{closed}/results", *args])
+        assert exit_.value.code == 2 and said in capsys.readouterr().err

@@ -89,6 +89,30 @@ def _default_key(record: Any) -> Any:
     return None
 
 
+def _check_checkpointing(env: Any, topic: str) -> None:
+    """Refuse exactly-once output from a local job that takes no checkpoints.
+
+    Its transactions are committed at checkpoints: without them an unbounded job's output is
+    written but never committed (``read_committed`` consumers see nothing, and Kafka aborts
+    the transaction after ``transaction.timeout.ms``). A job for a cluster is not checked
+    here (the cluster's configuration may enable checkpointing).
+
+    Raises:
+        ValueError: naming the topic and the two ways out.
+    """
+    from ._workers import config_getter
+
+    if (config_getter(env)("execution.target") or "local") != "local" \
+            or env.get_checkpoint_config().is_checkpointing_enabled():
+        return
+    raise ValueError(
+        f"exactly-once output to Kafka topic {topic!r} is committed at checkpoints, and this "
+        "job takes none: an unbounded job's output would never become visible to "
+        "read_committed consumers (Kafka aborts it after transaction_timeout_ms). Enable "
+        "checkpointing (create_stream_environment(checkpoint_interval_ms=10_000)) or pass "
+        "delivery_guarantee='at-least-once'")
+
+
 class _ToRow:
     """A record -> ``Row(topic, key, value)`` (JSON value) for the helper serializer."""
 
@@ -215,7 +239,8 @@ def write_json_topic(
             record's ``"key"`` field or attribute). Records of one key go to one partition,
             in order.
         delivery_guarantee: ``"exactly-once"`` (default), ``"at-least-once"`` or ``"none"``;
-            see the module docstring (exactly-once needs checkpointing).
+            see the module docstring (exactly-once needs checkpointing: on a local
+            MiniCluster a job without it is refused).
         transactional_id_prefix: default ``flink-agents-py-<topic>``; see ``kafka_sink``.
         transaction_timeout_ms: see ``kafka_sink``.
         properties: more Kafka producer properties.
@@ -227,11 +252,16 @@ def write_json_topic(
     Raises:
         ConnectionError: on a local MiniCluster, when none of ``bootstrap_servers`` answers
             (see ``check_servers``).
+        ValueError: for exactly-once output from a local job without checkpointing (its
+            output would never be committed).
 
     """
     label = name or f"kafka-sink-{topic}"
-    check_servers(ds.get_execution_environment(), bootstrap_servers)
-    add_kafka_jars(ds.get_execution_environment())
+    env = ds.get_execution_environment()
+    if delivery_guarantee == "exactly-once":
+        _check_checkpointing(env, topic)
+    check_servers(env, bootstrap_servers)
+    add_kafka_jars(env)
     sink = kafka_sink(bootstrap_servers, delivery_guarantee=delivery_guarantee,
                       transactional_id_prefix=transactional_id_prefix or f"flink-agents-py-{topic}",
                       transaction_timeout_ms=transaction_timeout_ms, properties=properties)

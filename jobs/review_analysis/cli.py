@@ -226,7 +226,7 @@ def _main_kafka(args: argparse.Namespace, p: argparse.ArgumentParser, rating: st
                                delivery_guarantee=args.delivery_guarantee,
                                max_record_bytes=args.max_record_bytes,
                                event_log=args.event_log)
-    except ValueError as e:
+    except (ValueError, ConnectionError) as e:  # bad usage, or no broker where it names
         p.error(str(e))
     elapsed = time.monotonic() - started
     if result is None:

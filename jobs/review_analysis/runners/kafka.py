@@ -132,14 +132,17 @@ def run_kafka_job(
         ``(outputs, errors)`` when the output is a file, else ``None``.
 
     Raises:
-        ValueError: for Kafka input that is unbounded while the output is a file, or a
-            ``limit`` with Kafka input.
+        ValueError: for Kafka input that is unbounded while the output is a file, a
+            ``limit`` with Kafka input, or exactly-once Kafka output without checkpoints.
     """
     kafka_in, kafka_out = is_kafka(input_spec), is_kafka(output_spec)
     if kafka_in and not kafka_out and not bounded:
         raise ValueError("Kafka input with file output needs --bounded (the job must end)")
     if kafka_in and limit is not None:
         raise ValueError("--limit applies to file input only")
+    if kafka_out and delivery_guarantee == "exactly-once" and not checkpoint_interval_ms:
+        raise ValueError("exactly-once Kafka output is committed at checkpoints: give "
+                         "--checkpoint-interval-ms, or --delivery-guarantee at-least-once")
     env = create_stream_environment(parallelism=parallelism,
                                     checkpoint_interval_ms=checkpoint_interval_ms,
                                     restart_attempts=restart_attempts, extra_config=extra_config)
