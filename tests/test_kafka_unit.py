@@ -5,6 +5,7 @@ from __future__ import annotations
 import pathlib
 import re
 
+import orjson
 import pytest
 
 pytest.importorskip("pyflink")
@@ -180,3 +181,21 @@ def test_exactly_once_output_of_a_local_job_without_checkpoints_is_refused(capsy
             main(["--runner", "flink", "--model", "scripted", "--no-progress",
                   "--output", f"kafka://{closed}/results", *args])
         assert exit_.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_a_record_too_large_for_the_producer_is_an_error_row_in_its_place(caplog):
+    # sent as it was, the producer refused it (RecordTooLargeException): the job failed at
+    # every restart and no other output of the checkpoint was committed
+    to_row = _ToRow("out", lambda r: r["key"], max_request_bytes=300)
+    row = to_row({"key": "k", "text": "x" * 150})  # 166 bytes + key + 128: fits
+    assert orjson.loads(row[2]) == {"key": "k", "text": "x" * 150}
+    with caplog.at_level("WARNING", logger="flink_agents_py.flink._kafka_sink"):
+        row = to_row({"key": "k", "text": "x" * 2000})
+    err = orjson.loads(row[2])
+    assert (row[0], row[1]) == ("out", "k")
+    assert (err["kind"], err["topic"], err["key"]) == ("error", "out", "k")
+    assert err["error"].startswith("a record of 2,022 bytes for Kafka topic 'out' is over the "
+                                   "producer's max.request.size of 300 bytes")
+    assert err["value"].startswith('{"key":"k","text":"xxx') and err["value"].endswith(
+        "... (2,021 bytes)")
+    assert "key k: a record of 2,022 bytes" in caplog.text

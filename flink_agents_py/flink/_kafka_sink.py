@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ import orjson
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
+from ..io import excerpt
 from ._fresh import shipped
 from ._kafka_jars import SERIALIZER, add_kafka_jars, check_servers, new_java
 
@@ -40,6 +42,13 @@ _SINK_FIELDS = ["topic", "key", "value"]
 
 DeliveryGuarantee = Literal["exactly-once", "at-least-once", "none"]
 """What ``kafka_sink`` and ``write_json_topic`` promise (see the module docstring)."""
+
+MAX_REQUEST_BYTES = 1_048_576
+"""The Kafka producer's default ``max.request.size``: no record may be larger."""
+_RECORD_OVERHEAD = 128
+"""Bytes a record takes beyond its key and value in the producer's size check (at most ~90)."""
+
+log = logging.getLogger(__name__)
 
 
 def _json_form(value: Any) -> Any:
@@ -64,14 +73,10 @@ def _json_form(value: Any) -> Any:
         raise TypeError(f"{type(value).__name__} has no JSON form") from None
 
 
-def _json_text(value: Any) -> str:
-    return orjson.dumps(value, default=_json_form, option=orjson.OPT_NON_STR_KEYS).decode()
-
-
 def _key_text(key: Any) -> str | None:
     if key is None or isinstance(key, str):
         return key
-    return _json_text(key)
+    return orjson.dumps(key, default=_json_form, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _default_key(record: Any) -> Any:
@@ -114,27 +119,47 @@ def _check_checkpointing(env: Any, topic: str) -> None:
 
 
 class _ToRow:
-    """A record -> ``Row(topic, key, value)`` (JSON value) for the helper serializer."""
+    """A record -> ``Row(topic, key, value)`` (JSON value) for the helper serializer.
+
+    A record too large for the producer (``max_request_bytes``, its ``max.request.size``) would
+    fail the sink, the job and every restart of it (the same output comes again), and no other
+    output of the checkpoint would be committed; it is written as an error row in its place
+    (and logged at WARNING).
+    """
 
     def __init__(self, topic: str | Callable[[Any], str],
-                 key_selector: Callable[[Any], Any]) -> None:
+                 key_selector: Callable[[Any], Any],
+                 max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
         self.topic = topic
         self.key_selector = key_selector
+        self.max_request_bytes = max_request_bytes
 
     def __call__(self, record: Any) -> Any:
         from pyflink.common import Row
 
         topic = self.topic(record) if callable(self.topic) else self.topic
         try:
-            return Row(topic, _key_text(self.key_selector(record)), _json_text(record))
+            key = _key_text(self.key_selector(record))
+            value = orjson.dumps(record, default=_json_form, option=orjson.OPT_NON_STR_KEYS)
         except orjson.JSONEncodeError as e:
             raise TypeError(f"a {type(record).__name__} record for Kafka topic {topic!r} has "
                             f"no JSON form ({e}): write JSON data, a pydantic model or a "
                             "dataclass") from None
+        size = len(value) + len(key.encode("utf-8", "surrogatepass") if key else b"")
+        if size + _RECORD_OVERHEAD > self.max_request_bytes:
+            error = (f"a record of {size:,} bytes for Kafka topic {topic!r} is over the "
+                     f"producer's max.request.size of {self.max_request_bytes:,} bytes: this "
+                     "error row was written in its place (raise max.request.size, and the "
+                     "topic's max.message.bytes, to write such records)")
+            log.warning("key %s: %s", key, error)
+            value = orjson.dumps({"kind": "error", "topic": topic, "key": key, "error": error,
+                                  "value": excerpt(value, 1000)})
+        return Row(topic, key, value.decode())
 
 
 def to_kafka_rows(ds: Any, topic: str | Callable[[Any], str],
-                  key_selector: Callable[[Any], Any] | None = None, name: str | None = None) -> Any:
+                  key_selector: Callable[[Any], Any] | None = None, name: str | None = None,
+                  max_request_bytes: int = MAX_REQUEST_BYTES) -> Any:
     """Map records to the ``Row(topic, key, value)`` elements ``kafka_sink`` writes.
 
     Use it to send several streams (results, errors) to different topics through one sink
@@ -148,6 +173,10 @@ def to_kafka_rows(ds: Any, topic: str | Callable[[Any], str],
         key_selector: the record's Kafka key (default: its ``"key"`` field or attribute);
             strings are written as they are, other values as JSON, ``None`` as no key.
         name: the map's name and uid (default ``to-kafka-<topic>``).
+        max_request_bytes: the sink producer's ``max.request.size``. A record too large for
+            it is written as an error row in its place, ``{"kind": "error", "topic", "key",
+            "error", "value"}`` (an excerpt), and logged at WARNING: sent as it is, it would
+            fail the job at every restart.
 
     Returns:
         A ``DataStream`` of ``Row(topic, key, value)``.
@@ -157,8 +186,8 @@ def to_kafka_rows(ds: Any, topic: str | Callable[[Any], str],
 
     label = name or f"to-kafka-{topic if isinstance(topic, str) else 'rows'}"
     row_type = Types.ROW_NAMED(_SINK_FIELDS, [Types.STRING(), Types.STRING(), Types.STRING()])
-    return (ds.map(shipped(_ToRow(topic, key_selector or _default_key)), output_type=row_type)
-            .name(label).uid(label))
+    to_row = _ToRow(topic, key_selector or _default_key, max_request_bytes)
+    return ds.map(shipped(to_row), output_type=row_type).name(label).uid(label)
 
 
 def kafka_sink(
@@ -243,7 +272,9 @@ def write_json_topic(
             MiniCluster a job without it is refused).
         transactional_id_prefix: default ``flink-agents-py-<topic>``; see ``kafka_sink``.
         transaction_timeout_ms: see ``kafka_sink``.
-        properties: more Kafka producer properties.
+        properties: more Kafka producer properties; ``max.request.size`` (default 1,048,576)
+            is also the size over which a record is written as an error row in its place
+            (see ``to_kafka_rows``).
         name: the sink's name and uid (default ``kafka-sink-<topic>``).
 
     Returns:
@@ -265,5 +296,7 @@ def write_json_topic(
     sink = kafka_sink(bootstrap_servers, delivery_guarantee=delivery_guarantee,
                       transactional_id_prefix=transactional_id_prefix or f"flink-agents-py-{topic}",
                       transaction_timeout_ms=transaction_timeout_ms, properties=properties)
-    rows = to_kafka_rows(ds, topic, key_selector, name=f"{label}-rows")
+    max_request = int((properties or {}).get("max.request.size", MAX_REQUEST_BYTES))
+    rows = to_kafka_rows(ds, topic, key_selector, name=f"{label}-rows",
+                         max_request_bytes=max_request)
     return rows.sink_to(sink).name(label).uid(label)

@@ -107,14 +107,17 @@ class Verdict(BaseModel):
 
     key: str
     amount: decimal.Decimal
+    note: str = ""
 
 
 class StructuredOutput(Agent):
-    """Outputs a ``Verdict`` (a pydantic model) per record: ``amount = n / 4``."""
+    """Outputs a ``Verdict`` (a pydantic model) per record: ``amount = n / 4``, ``note`` of
+    ``"note"`` characters (a large output)."""
 
     @action(InputEvent)
     @staticmethod
     async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
         """Send the record's verdict."""
         amount = decimal.Decimal(event.input["n"]) / 4
-        ctx.send_event(OutputEvent(output=Verdict(key=ctx.key, amount=amount)))
+        note = "x" * event.input.get("note", 0)
+        ctx.send_event(OutputEvent(output=Verdict(key=ctx.key, amount=amount, note=note)))
