@@ -114,7 +114,8 @@ def _check_checkpointing(env: Any, topic: str) -> None:
         f"exactly-once output to Kafka topic {topic!r} is committed at checkpoints, and this "
         "job takes none: an unbounded job's output would never become visible to "
         "read_committed consumers (Kafka aborts it after transaction_timeout_ms). Enable "
-        "checkpointing (create_stream_environment(checkpoint_interval_ms=10_000)) or pass "
+        "checkpointing before adding the sink (create_stream_environment("
+        "checkpoint_interval_ms=10_000), or env.enable_checkpointing(10_000)), or pass "
         "delivery_guarantee='at-least-once'")
 
 
