@@ -95,28 +95,26 @@ def _default_key(record: Any) -> Any:
 
 
 def _check_checkpointing(env: Any, topic: str) -> None:
-    """Refuse exactly-once output from a local job that takes no checkpoints.
+    """Warn of exactly-once output from a local job that takes no checkpoints.
 
-    Its transactions are committed at checkpoints: without them an unbounded job's output is
-    written but never committed (``read_committed`` consumers see nothing, and Kafka aborts
-    the transaction after ``transaction.timeout.ms``). A job for a cluster is not checked
-    here (the cluster's configuration may enable checkpointing).
-
-    Raises:
-        ValueError: naming the topic and the two ways out.
+    Its transactions are committed at checkpoints: without them a bounded job's output is
+    committed at its end only, and an unbounded job's never (``read_committed`` consumers see
+    nothing, and Kafka aborts it after ``transaction.timeout.ms``). A warning, not a refusal:
+    a bounded job without checkpoints is a common, working program. A job for a cluster is
+    not checked here (the cluster's configuration may enable checkpointing).
     """
     from ._workers import config_getter
 
     if (config_getter(env)("execution.target") or "local") != "local" \
             or env.get_checkpoint_config().is_checkpointing_enabled():
         return
-    raise ValueError(
-        f"exactly-once output to Kafka topic {topic!r} is committed at checkpoints, and this "
-        "job takes none: an unbounded job's output would never become visible to "
-        "read_committed consumers (Kafka aborts it after transaction_timeout_ms). Enable "
-        "checkpointing before adding the sink (create_stream_environment("
-        "checkpoint_interval_ms=10_000), or env.enable_checkpointing(10_000)), or pass "
-        "delivery_guarantee='at-least-once'")
+    log.warning(
+        "exactly-once output to Kafka topic %r is committed at checkpoints, and this job "
+        "takes none: a bounded job's output becomes visible to read_committed consumers at "
+        "its end only, an unbounded job's never (Kafka aborts it after "
+        "transaction_timeout_ms). Enable checkpointing before adding the sink "
+        "(create_stream_environment(checkpoint_interval_ms=10_000), or "
+        "env.enable_checkpointing(10_000)), or pass delivery_guarantee='at-least-once'", topic)
 
 
 class _ToRow:
@@ -283,9 +281,9 @@ def write_json_topic(
 
     Raises:
         ConnectionError: on a local MiniCluster, when none of ``bootstrap_servers`` answers
-            (see ``check_servers``).
-        ValueError: for exactly-once output from a local job without checkpointing (its
-            output would never be committed).
+            (see ``check_servers``). Exactly-once output from a local job without
+            checkpointing is logged as a warning (a bounded job's output is committed at its
+            end only, an unbounded job's never).
 
     """
     label = name or f"kafka-sink-{topic}"
