@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Awaitable, Generator
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,7 @@ class DurableCall:
     """
 
     __slots__ = ("call_id", "ordinal", "done", "ok", "value", "replayed", "start", "digest",
-                 "kind", "target", "site", "running", "used", "callees", "shape")
+                 "kind", "target", "site", "running", "used", "callees", "shape", "stop")
 
     def __init__(self, call_id: str, ordinal: int, digest: str = "",
                  kind: CallKind = CallKind.FUNCTION, target: str = "") -> None:
@@ -101,6 +102,7 @@ class DurableCall:
         self.used = False  # its outcome was asked for (awaited, or ``result()``)
         self.callees: list[str] | None = None  # what its callable calls (``CallRecord``)
         self.shape: str | None = None  # how its arguments bind (``CallRecord``)
+        self.stop: threading.Event | None = None  # set: end a running poll (its call cancelled)
 
     def arm(self, command: Command) -> None:
         """Make this a lazy call: ``command`` starts it on its first await (see ``start``).

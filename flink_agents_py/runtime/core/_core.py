@@ -78,6 +78,7 @@ from ._subgraph import (
     open_invocation,
     plan_at,
     poll_result,
+    polling,
     route_at_root,
     route_in_scope,
 )
@@ -113,8 +114,7 @@ class AgentCore(UnfinishedCore):
         *,
         max_in_flight: int = 32,
         notify: Callable[[Any], None] | None = None,
-        journal: Journal | None = None,
-        failpoint: Failpoint | None = None,
+        journal: Journal | None = None, failpoint: Failpoint | None = None,
         observer: Observer | None = None, key_value: Callable[[Any], Any] | None = None,
         lineage: str | None = None, output_check: Callable[[Any], Any] | None = None,
     ) -> None:
@@ -557,8 +557,7 @@ class AgentCore(UnfinishedCore):
         elif isinstance(command, Poll):
             ctx.record_started(command)
             self.counters["subagent_calls"] += 1
-            self._submit(step.identity, ctx, call, poll_result,
-                         (command.setup, command.session_id, call.call_id, command.name), {})
+            self._submit(step.identity, ctx, call, poll_result, polling(step.run, ctx, command), {})
         elif isinstance(command, StartWait):
             self._start_wait(step, ctx, command)
         # Attach: the invocation is in state already (after a restore); only wait for it

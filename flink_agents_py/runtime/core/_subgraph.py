@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...api import (
@@ -51,14 +52,16 @@ from .._failures import with_original
 from .._serde import event_json, to_plain_json
 from ..recorder._outcomes import store_outcome
 from ..recorder._state import CallKind, CallRecord, Invocation, RunState
-from ._commands import StartChat, StartSubagent
+from ._commands import Poll, StartChat, StartSubagent
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
+    from ._tasks import Task
 
 __all__ = ["plan_at", "route_at_root", "route_in_scope", "open_invocation", "invocation_result",
            "record_for_caller", "cancel_invocation", "under_cancelled",
-           "check_result", "checked_result", "poll_result", "resolve_subagent"]
+           "check_result", "checked_result", "polling", "poll_result", "resolve_subagent",
+           "stop_cancelled_polls"]
 
 
 log = logging.getLogger("flink_agents_py.runtime")
@@ -232,10 +235,45 @@ def checked_result(fn: Any, name: str) -> SubagentResult:
     return check_result(fn(), name)
 
 
-async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str,
-                      name: str) -> SubagentResult:
-    """Poll a remote run until it ends (on the I/O executor), then fetch its result."""
+def polling(run: RunState, ctx: ActionExecution, command: Poll) -> tuple[Any, ...]:
+    """The arguments of ``poll_result`` for ``command``, made by action ``ctx``.
+
+    The stop flag becomes the call's ``stop``, set when the sub-agent call the action runs
+    in is cancelled (``_waits``); set at once when it already is.
+
+    Returns:
+        ``(setup, session_id, call_id, name, stop)``.
+    """
+    stop = command.call.stop = threading.Event()
+    if under_cancelled(run, ctx.scope):
+        stop.set()
+    return command.setup, command.session_id, command.call.call_id, command.name, stop
+
+
+def stop_cancelled_polls(run: RunState, live: Iterable[Task]) -> None:
+    """Stop the async sub-agent polls of the live actions that run in a cancelled call."""
+    for task in live:
+        if under_cancelled(run, task.ctx.scope):
+            for call in task.ctx.calls.values():
+                if call.stop is not None:
+                    call.stop.set()
+
+
+async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, name: str,
+                      stop: threading.Event | None = None) -> SubagentResult:
+    """Poll a remote run until it ends (on the I/O executor), then fetch its result.
+
+    Once ``stop`` is set (the sub-agent call the caller runs in was cancelled), the next
+    round sends the run's cancel request instead and ends as cancelled: a run that goes on
+    for ever would otherwise keep the cancelled call from completing.
+
+    Returns:
+        The fetched result (checked), a failed one for a failed run, or a cancelled one.
+    """
     while True:
+        if stop is not None and stop.is_set():
+            await asyncio.to_thread(setup.call_cancel_request, session_id, call_id)
+            return SubagentResult.cancelled_call(name)
         status = await asyncio.to_thread(setup.call_query_status, session_id, call_id)
         if status.state == "completed":
             fetched = await asyncio.to_thread(setup.call_fetch_result, session_id, call_id)

@@ -42,7 +42,7 @@ from ._commands import StartWait
 from ._inbox import Inbox
 from ._invocation_end import check_invocation
 from ._results import ErrorRecord, StepResult, shown_input
-from ._subgraph import under_cancelled
+from ._subgraph import stop_cancelled_polls, under_cancelled
 from ._tasks import Delivery, Step, Task
 
 if TYPE_CHECKING:
@@ -385,7 +385,8 @@ class WaitsCore:
         A wait for an outside event (a ``wait_for``, a held tool call) of an action in a
         cancelled call ends at once with ``WaitTimeoutError`` (status ``"cancelled"``): its
         event could come days later, or never, and the call completes only once its actions
-        have. A sleep runs to its end, as any call in flight does.
+        have. An async sub-agent's poll there sends the run's cancel request and ends as
+        cancelled, at its next round. A sleep runs to its end, as any call in flight does.
         """
         run = step.run
         for cid, wait in list(run.waits.items()):
@@ -393,6 +394,7 @@ class WaitsCore:
             if wait.status == "open" and not cid.startswith(SLEEP_PREFIX) \
                     and action is not None and under_cancelled(run, action.scope):
                 self._cancel_wait(step, cid, wait)
+        stop_cancelled_polls(run, step.live.values())  # a remote run's poll ends so too
         while self._cancelled:
             check_invocation(step, self._cancelled.pop(0), self.ledger)
 

@@ -1,0 +1,40 @@
+"""Sub-agent calls at their edges: a cancelled call whose child polls a remote run.
+
+A cancelled internal call ends its child's waits for outside events at once; a child awaiting
+an async remote run waited for that run to end instead, polling it all the while (a remote
+run that never ends: a call that never completes, and a poll that holds an I/O slot for
+ever), and the remote was never asked to cancel. Now the poll of an async sub-agent inside a
+cancelled call sends the run's cancel request and ends as cancelled, at its next probe; a
+poll started inside an already cancelled call ends so at once.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.subagent_neighbour_agents import LINGER_POLLS, cancelling_parent
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.testing import check_replay_safety
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.mark.parametrize("when", ["while", "before"])
+def test_cancelling_a_call_whose_child_polls_a_remote_run_ends_the_poll(when, probes):
+    records = [{"key": "a", "cancel": when}]
+    result = (AgentsExecutionEnvironment.local().from_list(records)
+              .apply(cancelling_parent()).run())
+    assert result.errors == [], [(e.action, e.message) for e in result.errors]
+    [out] = result.outputs
+    assert out["success"] is False and out["cancelled"] is True, out
+    assert out["error_message"] == "sub-agent 'kid' call was cancelled"
+    assert probes["submit"] == 1
+    assert probes["cancel"] == 1  # the remote was asked to cancel its run, once
+    assert probes["fetch"] == 0
+    assert probes["status"] < LINGER_POLLS  # the polling ended with the call
+
+
+def test_a_cancelled_poll_replays_at_every_crash_point():
+    report = check_replay_safety(cancelling_parent(), [{"key": "a", "cancel": "while"}],
+                                 other_process=False)
+    report.assert_ok()
