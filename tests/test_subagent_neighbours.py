@@ -1,4 +1,5 @@
-"""Sub-agent calls at their edges: a cancelled call whose child polls a remote run.
+"""Sub-agent calls at their edges: a cancelled call whose child polls a remote run, and a
+handle awaited outside the action execution that submitted it.
 
 A cancelled internal call ends its child's waits for outside events at once; a child awaiting
 an async remote run waited for that run to end instead, polling it all the while (a remote
@@ -6,12 +7,18 @@ run that never ends: a call that never completes, and a poll that holds an I/O s
 ever), and the remote was never asked to cancel. Now the poll of an async sub-agent inside a
 cancelled call sends the run's cancel request and ends as cancelled, at its next probe; a
 poll started inside an already cancelled call ends so at once.
+
+A handle (as any call's future) is valid only within the action execution that made it.
+Awaited in another action (its own ended, or another key's), the other waited for a call
+nobody would complete: at the end of all input an ``UnfinishedRunError`` blaming the wrong
+action, and on a job that runs for ever a key stuck for good. Now the await raises
+``NotInActionContextError`` saying so.
 """
 
 from __future__ import annotations
 
 import pytest
-from support.subagent_neighbour_agents import LINGER_POLLS, cancelling_parent
+from support.subagent_neighbour_agents import LINGER_POLLS, cancelling_parent, handing_parent
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.testing import check_replay_safety
@@ -38,3 +45,22 @@ def test_a_cancelled_poll_replays_at_every_crash_point():
     report = check_replay_safety(cancelling_parent(), [{"key": "a", "cancel": "while"}],
                                  other_process=False)
     report.assert_ok()
+
+
+@pytest.mark.parametrize(("what", "finish"), [("kid", True), ("kid", False), ("call", False)],
+                         ids=["its-action-ended", "another-key", "a-durable-call"])
+def test_a_handle_awaited_outside_its_action_is_refused(what, finish, probes):
+    records = [{"key": "a", "role": "give", "what": what, "finish": finish},
+               {"key": "b", "role": "take"}]
+    result = (AgentsExecutionEnvironment.local().from_list(records)
+              .apply(handing_parent()).run())
+    assert result.errors == [], [(e.action, e.message) for e in result.errors]
+    taken = next(o for o in result.outputs if "given" not in o)
+    assert taken["error"] == "NotInActionContextError", taken
+    made = "the handle of sub-agent 'kid'" if what == "kid" else "durable call r0/on_input/c0"
+    assert taken["message"].startswith(f"{made} was awaited ")
+    assert "action execution r0/on_input that made it" in taken["message"]
+    if not finish:  # the action that made it still gets its outcome
+        [given] = [o["given"] for o in result.outputs if "given" in o]
+        assert given == ("call" if what == "call" else
+                         {**given, "success": True, "result": [{"gated": True}]})

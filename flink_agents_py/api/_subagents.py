@@ -186,7 +186,8 @@ class SubagentFuture(Awaitable[SubagentResult]):
     """The handle of one sub-agent call; ``await`` it for the ``SubagentResult``.
 
     Awaiting it again returns the same result. Valid only within the action execution that
-    submitted the call.
+    submitted the call: awaiting it in another (or after its own ended) raises
+    ``NotInActionContextError``.
     """
 
     @abstractmethod

@@ -21,7 +21,6 @@ from flink_agents_py.api import (
     ResourceType,
     RunnerContext,
     RunStatus,
-    SubagentFuture,
     SubagentResult,
     action,
 )
@@ -134,6 +133,10 @@ class EchoChild(Agent):
         ctx.send_event(OutputEvent(output=event.input))
 
 
+def _plain(value: Any) -> Any:
+    return value.model_dump() if isinstance(value, SubagentResult) else value
+
+
 def stored() -> bool:
     """Wait until the giving action stashed its handle."""
     deadline = time.monotonic() + QUICK_S
@@ -148,7 +151,8 @@ def taken() -> bool:
 
 
 class HandingParent(Agent):
-    """Key ``give`` submits to its child and stashes the handle; key ``take`` awaits it.
+    """Key ``give`` submits to its child (or, with ``input["what"] == "call"``, makes a
+    durable call) and stashes the handle (the call); key ``take`` awaits it.
 
     The giver either returns at once (``input["finish"]``: its call still pending), or waits
     until the taker tried and then awaits its handle itself.
@@ -158,18 +162,20 @@ class HandingParent(Agent):
     @staticmethod
     async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
         if event.input["role"] == "give":
-            h = await ctx.submit_subagent("kid", {"gated": True})
+            h: Any = (await ctx.submit_subagent("kid", {"gated": True})
+                      if event.input.get("what", "kid") == "kid"
+                      else ctx.durable_execute_async(gated, "call"))
             store("handles", dict)["h"] = h
             if event.input.get("finish"):
                 return
             await ctx.durable_execute_async(taken)
             gate("child").set()
-            ctx.send_event(OutputEvent(output={"given": (await h).model_dump()}))
+            ctx.send_event(OutputEvent(output={"given": _plain(await h)}))
             return
         await ctx.durable_execute_async(stored)
-        h: SubagentFuture = store("handles", dict)["h"]
+        h = store("handles", dict)["h"]
         try:
-            out: dict[str, Any] = {"result": (await h).model_dump()}
+            out: dict[str, Any] = {"result": _plain(await h)}
         except Exception as e:  # noqa: BLE001 - what the test looks at
             out = {"error": type(e).__name__, "message": str(e)}
         finally:

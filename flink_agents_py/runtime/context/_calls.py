@@ -22,6 +22,7 @@ from ...api import (
     ChatResponse,
     ChatResponseError,
     DurableExecutionError,
+    NotInActionContextError,
     SubagentFuture,
     SubagentResult,
     SubagentSetup,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
 
 __all__ = ["DurableCall", "ChatFuture", "SubagentHandle", "chat_request", "creation_site",
-           "put_unawaited", "unawaited", "unawaited_effect"]
+           "not_its_call", "put_unawaited", "unawaited", "unawaited_effect"]
 
 
 def chat_request(model: str, messages: Any, prompt_args: dict[str, Any] | None,
@@ -270,6 +271,33 @@ def put_unawaited(value: Any) -> str:
             f"gives instead")
 
 
+def not_its_call(call: DurableCall, by: str | None) -> NotInActionContextError:
+    """The error of awaiting ``call`` outside the action execution that made it.
+
+    A call's future or handle is valid only within the action execution that made it: the
+    outcome goes to that execution alone, so another that awaited it would wait for ever.
+
+    Args:
+        call: the call awaited.
+        by: the action execution that awaited it (``None``: after its own had finished).
+
+    Returns:
+        The error, naming the call and the execution it belongs to.
+    """
+    if call.kind is CallKind.CHAT:
+        what = f"ctx.chat({call.target!r}, ...)"
+    elif call.kind.value.startswith("subagent"):
+        what = f"the handle of sub-agent {call.target!r}"
+    else:
+        what = f"durable call {call.call_id}"
+    owner = call.call_id.rsplit("/", 1)[0]
+    where = (f"by action execution {by}, not by action execution {owner} that made it"
+             if by is not None else f"after action execution {owner} that made it finished")
+    return NotInActionContextError(
+        f"{what} was awaited {where}: a call's future or handle is valid only within the "
+        "action execution that made it (pass on its result instead)")
+
+
 def _not_awaited(what: str, name: str, call_id: str | None) -> str:
     if name.startswith("_"):
         return f"{what!r} object has no attribute {name!r}"
@@ -342,6 +370,8 @@ class SubagentHandle(SubagentFuture):
             f"{name!r}: await it first (result = await handle) to get its SubagentResult{where}")
 
     def __await__(self) -> Generator[Any, None, SubagentResult]:
+        if self._ctx is not None and self._call is not None and self._ctx.finished:
+            raise not_its_call(self._call, None)
         if self._call is None:
             assert self._failed is not None
             return self._failed

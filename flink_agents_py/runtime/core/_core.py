@@ -35,7 +35,7 @@ from .._resources import ResourceEnvironment, check_resources
 from .._serde import event_json
 from .._unread import logged
 from ..context._action_context import ActionContext
-from ..context._calls import DurableCall
+from ..context._calls import DurableCall, not_its_call
 from ..context._long_term_memory import begin_lineage, commit_long_term_memory
 from ..context._memory import MemoryLoader
 from ..recorder._execution import ActionExecution
@@ -514,6 +514,8 @@ class AgentCore(UnfinishedCore):
             self._carry_out(step, task.ctx, command)
         if self._cancelled:  # their waits end, then each call is checked (``_waits``)
             self._end_cancelled(step)
+        if awaited is not None and task.ctx.calls.get(awaited.ordinal) is not awaited:
+            return not_its_call(awaited, task.ctx.execution_id)  # its outcome goes elsewhere
         if awaited is not None and not awaited.done and awaited.start is not None:
             try:
                 self._carry_out(step, task.ctx, awaited.start)
