@@ -6,7 +6,9 @@ an async remote run waited for that run to end instead, polling it all the while
 run that never ends: a call that never completes, and a poll that holds an I/O slot for
 ever), and the remote was never asked to cancel. Now the poll of an async sub-agent inside a
 cancelled call sends the run's cancel request and ends as cancelled, at its next probe; a
-poll started inside an already cancelled call ends so at once.
+poll started inside an already cancelled call ends so at once. A deferred call started inside
+a cancelled call issued its request (an internal one there is cancelled at once); now it is
+cancelled before ``prepare``, as one cancelled before its first await.
 
 A handle (as any call's future) is valid only within the action execution that made it.
 Awaited in another action (its own ended, or another key's), the other waited for a call
@@ -39,6 +41,18 @@ def test_cancelling_a_call_whose_child_polls_a_remote_run_ends_the_poll(when, pr
     assert probes["cancel"] == 1  # the remote was asked to cancel its run, once
     assert probes["fetch"] == 0
     assert probes["status"] < LINGER_POLLS  # the polling ended with the call
+
+
+def test_a_deferred_call_started_inside_a_cancelled_call_never_issues_its_request(probes):
+    records = [{"key": "a", "cancel": "deferred"}]
+    result = (AgentsExecutionEnvironment.local().from_list(records)
+              .apply(cancelling_parent()).run())
+    assert result.errors == [], [(e.action, e.message) for e in result.errors]
+    [out] = result.outputs
+    assert out["cancelled"] is True and out["error_message"] == "sub-agent 'kid' call was cancelled"
+    assert (probes["prepare"], probes["request"]) == (0, 0)  # as a call cancelled before it ran
+    report = check_replay_safety(cancelling_parent(), records, other_process=False)
+    report.assert_ok()
 
 
 def test_a_cancelled_poll_replays_at_every_crash_point():

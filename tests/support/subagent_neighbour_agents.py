@@ -14,9 +14,11 @@ from typing import Any
 from flink_agents_py.api import (
     Agent,
     AsyncSubagentSetup,
+    DeferredSubagentSetup,
     InputEvent,
     InternalSubagent,
     OutputEvent,
+    PreparedCall,
     ResourceDescriptor,
     ResourceType,
     RunnerContext,
@@ -50,6 +52,20 @@ class Lingering(AsyncSubagentSetup):
         count("cancel")
 
 
+class CountingRemote(DeferredSubagentSetup):
+    """A deferred remote that counts its prepares and requests."""
+
+    def prepare(self, ctx: RunnerContext, input: Any, session_id: str, call_id: str
+                ) -> PreparedCall:
+        count("prepare")
+
+        def call() -> SubagentResult:
+            count("request")
+            return SubagentResult.ok("answered")
+
+        return f"{session_id}#{call_id}", call, None
+
+
 def polled(n: int) -> bool:
     """Wait until the remote's status was probed ``n`` times."""
     deadline = time.monotonic() + QUICK_S
@@ -71,14 +87,16 @@ def child_started() -> bool:
 
 
 class PollingChild(Agent):
-    """Submits to the async remote (after a gated call, with ``input["gated"]``), awaits it."""
+    """Submits to a remote (after a gated call, with ``input["gated"]``), awaits it: the
+    async one, or the deferred one with ``input["deferred"]``."""
 
     @action(InputEvent)
     @staticmethod
     async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
         if event.input.get("gated"):
             await ctx.durable_execute_async(gated, "first")
-        result = await (await ctx.submit_subagent("remote", {"q": 1}))
+        name = "deferred" if event.input.get("deferred") else "remote"
+        result = await (await ctx.submit_subagent(name, {"q": 1}))
         ctx.send_event(OutputEvent(output=result.model_dump()))
 
 
@@ -86,24 +104,26 @@ def polling_child() -> Agent:
     child = PollingChild()
     child.add_resource("remote", ResourceType.AGENT, ResourceDescriptor(
         Lingering, status_poll_interval_millis=5))
+    child.add_resource("deferred", ResourceType.AGENT, ResourceDescriptor(CountingRemote))
     return child
 
 
 class CancellingParent(Agent):
     """Calls the polling child and cancels the call while the child polls (``"while"``) or
-    before the child submits (``"before"``)."""
+    before the child submits (``"before"``; to the deferred remote with ``"deferred"``)."""
 
     @action(InputEvent)
     @staticmethod
     async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
         when = event.input["cancel"]
-        h = await ctx.submit_subagent("kid", {"gated": when == "before"})
+        h = await ctx.submit_subagent("kid", {"gated": when != "while",
+                                              "deferred": when == "deferred"})
         if when == "while":
             await ctx.durable_execute_async(polled, 3)
         else:
             await ctx.durable_execute_async(child_started)
         await h.cancel()
-        if when == "before":
+        if when != "while":
             gate("child").set()  # the child goes on to submit inside the cancelled call
         result = await h
         ctx.send_event(OutputEvent(output=result.model_dump()))

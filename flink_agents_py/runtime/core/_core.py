@@ -71,7 +71,7 @@ from ._invocation_end import check_invocation, env_of
 from ._observer import Observer, probe_of
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_form, shown_input
 from ._siblings import new_siblings
-from ._stepper import enter_stepping, leave_stepping, not_stepping
+from ._stepper import enter_stepping, leave_stepping
 from ._subgraph import (
     cancel_invocation,
     checked_result,
@@ -79,6 +79,7 @@ from ._subgraph import (
     plan_at,
     poll_result,
     polling,
+    prepare_deferred,
     route_at_root,
     route_in_scope,
 )
@@ -542,20 +543,10 @@ class AgentCore(UnfinishedCore):
                           else "subagent_calls"] += 1
             self._dispatch(step, bootstrap, inv_id)
         elif isinstance(command, RunDeferred):
-            rec = ctx.record_of(call)
-            started_before = rec is not None and not rec.done
-            try:
-                with not_stepping():  # the setup's own code, as outside an action step
-                    _key, fn, reconciler = command.setup.prepare(
-                        ActionContext(ctx), command.input, command.session_id, call.call_id)
-            except Exception as e:  # noqa: BLE001 - the call's outcome: raised at the await,
-                ctx.record_started(command)  # and again on replay
-                ctx.record_outcome(call, False, e)
-                return
-            ctx.record_started(command)
-            self.counters["subagent_calls"] += 1
-            runner = reconciler if (started_before and reconciler is not None) else fn
-            self._submit(step.identity, ctx, call, checked_result, (runner, command.name), {})
+            runner = prepare_deferred(step.run, ctx, command)
+            if runner is not None:  # (else its outcome is recorded: raised, or cancelled)
+                self.counters["subagent_calls"] += 1
+                self._submit(step.identity, ctx, call, checked_result, (runner, command.name), {})
         elif isinstance(command, Poll):
             ctx.record_started(command)
             self.counters["subagent_calls"] += 1

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...api import (
@@ -50,9 +50,11 @@ from ...plan import ActionPlan, AgentPlan
 from .._builtins import CHAT_ROUTES
 from .._failures import with_original
 from .._serde import event_json, to_plain_json
+from ..context._action_context import ActionContext
 from ..recorder._outcomes import store_outcome
 from ..recorder._state import CallKind, CallRecord, Invocation, RunState
-from ._commands import Poll, StartChat, StartSubagent
+from ._commands import Poll, RunDeferred, StartChat, StartSubagent
+from ._stepper import not_stepping
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
@@ -60,8 +62,8 @@ if TYPE_CHECKING:
 
 __all__ = ["plan_at", "route_at_root", "route_in_scope", "open_invocation", "invocation_result",
            "record_for_caller", "cancel_invocation", "under_cancelled",
-           "check_result", "checked_result", "polling", "poll_result", "resolve_subagent",
-           "stop_cancelled_polls"]
+           "check_result", "checked_result", "polling", "poll_result", "prepare_deferred",
+           "resolve_subagent", "stop_cancelled_polls"]
 
 
 log = logging.getLogger("flink_agents_py.runtime")
@@ -233,6 +235,38 @@ def check_result(result: Any, name: str) -> SubagentResult:
 def checked_result(fn: Any, name: str) -> SubagentResult:
     """Run a deferred sub-agent's ``call`` (or reconciler) and check what it returned."""
     return check_result(fn(), name)
+
+
+def prepare_deferred(run: RunState, ctx: ActionExecution, command: RunDeferred
+                     ) -> Callable[[], Any] | None:
+    """Prepare the deferred sub-agent call ``command`` of action ``ctx``: what to run.
+
+    A call that starts inside a sub-agent call that was cancelled is cancelled too: its
+    request is never issued, as for a deferred call cancelled before its first await (one
+    that had started before a restore runs as usual: its request may be out).
+
+    Returns:
+        The setup's call (its reconciler, when the call had started before a restore), or
+        ``None`` when the call's outcome is recorded already: cancelled, or what ``prepare``
+        raised (raised at the await, and again on replay).
+    """
+    call = command.call
+    rec = ctx.record_of(call)
+    started_before = rec is not None and not rec.done
+    if not started_before and under_cancelled(run, ctx.scope):
+        ctx.settle_unstarted(call, f"cancel:{command.name}",
+                             SubagentResult.cancelled_call(command.name))
+        return None
+    try:
+        with not_stepping():  # the setup's own code, as outside an action step
+            _key, fn, reconciler = command.setup.prepare(
+                ActionContext(ctx), command.input, command.session_id, call.call_id)
+    except Exception as e:  # noqa: BLE001 - the call's outcome
+        ctx.record_started(command)
+        ctx.record_outcome(call, False, e)
+        return None
+    ctx.record_started(command)
+    return reconciler if (started_before and reconciler is not None) else fn
 
 
 def polling(run: RunState, ctx: ActionExecution, command: Poll) -> tuple[Any, ...]:
