@@ -15,12 +15,22 @@ Awaited in another action (its own ended, or another key's), the other waited fo
 nobody would complete: at the end of all input an ``UnfinishedRunError`` blaming the wrong
 action, and on a job that runs for ever a key stuck for good. Now the await raises
 ``NotInActionContextError`` saying so.
+
+A setup returning the wrong type (a status probe answering text, ``prepare`` forgetting the
+reconciler) failed its caller with ``'str' object has no attribute 'state'`` or ``not enough
+values to unpack``, naming no sub-agent; now a ``TypeError`` names the sub-agent and what was
+expected, as a fetch returning no ``SubagentResult`` does.
 """
 
 from __future__ import annotations
 
 import pytest
-from support.subagent_neighbour_agents import LINGER_POLLS, cancelling_parent, handing_parent
+from support.subagent_neighbour_agents import (
+    LINGER_POLLS,
+    caller,
+    cancelling_parent,
+    handing_parent,
+)
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.testing import check_replay_safety
@@ -78,3 +88,16 @@ def test_a_handle_awaited_outside_its_action_is_refused(what, finish, probes):
         [given] = [o["given"] for o in result.outputs if "given" in o]
         assert given == ("call" if what == "call" else
                          {**given, "success": True, "result": [{"gated": True}]})
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("text_status", "call_query_status of sub-agent 'text_status' returned str, not a RunStatus"),
+    ("pair_prepare", "prepare of sub-agent 'pair_prepare' returned a tuple of 2, not (key, call, "
+                     "reconciler_or_None) with call and reconciler callables"),
+])
+def test_a_setup_returning_the_wrong_type_fails_the_call_naming_it(name, message):
+    result = (AgentsExecutionEnvironment.local().from_list([{"key": "a", "name": name}])
+              .apply(caller()).run())
+    assert result.outputs == []
+    [err] = result.errors  # a fault of the setup, as what it raises is: fails the caller
+    assert (err.action, err.error_type, err.message) == ("on_input", "TypeError", message)

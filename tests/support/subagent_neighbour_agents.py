@@ -210,3 +210,43 @@ def handing_parent() -> Agent:
         InternalSubagent, agent=EchoChild, description="echoes",
         input_schema='{"type":"object"}'))
     return parent
+
+
+# --------------------------------------------------------------------------- setups' returns
+
+
+class TextStatus(AsyncSubagentSetup):
+    """Answers its status probe with text instead of a ``RunStatus``."""
+
+    def call_submit_request(self, session_id: str, call_id: str, input: Any) -> None:
+        count("submit")
+
+    def call_query_status(self, session_id: str, call_id: str) -> Any:
+        return "completed"
+
+    def call_fetch_result(self, session_id: str, call_id: str) -> SubagentResult:
+        return SubagentResult.ok("never")
+
+
+class PairPrepare(DeferredSubagentSetup):
+    """``prepare`` returns ``(key, call)``, forgetting the reconciler."""
+
+    def prepare(self, ctx: RunnerContext, input: Any, session_id: str, call_id: str) -> Any:
+        return call_id, lambda: SubagentResult.ok("never")
+
+
+class Caller(Agent):
+    """Calls the sub-agent ``input["name"]`` and outputs its result."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        result = await (await ctx.submit_subagent(event.input["name"], {}))
+        ctx.send_event(OutputEvent(output=result.model_dump()))
+
+
+def caller() -> Agent:
+    agent = Caller()
+    agent.add_resource("text_status", ResourceType.AGENT, ResourceDescriptor(TextStatus))
+    agent.add_resource("pair_prepare", ResourceType.AGENT, ResourceDescriptor(PairPrepare))
+    return agent

@@ -42,6 +42,7 @@ from ...api import (
     OutputEvent,
     ResourceNotFoundError,
     ResourceType,
+    RunStatus,
     SerializationError,
     SubagentResult,
     SubagentSetup,
@@ -259,14 +260,33 @@ def prepare_deferred(run: RunState, ctx: ActionExecution, command: RunDeferred
         return None
     try:
         with not_stepping():  # the setup's own code, as outside an action step
-            _key, fn, reconciler = command.setup.prepare(
+            prepared = command.setup.prepare(
                 ActionContext(ctx), command.input, command.session_id, call.call_id)
+        _key, fn, reconciler = _prepared(prepared, command.name)
     except Exception as e:  # noqa: BLE001 - the call's outcome
         ctx.record_started(command)
         ctx.record_outcome(call, False, e)
         return None
     ctx.record_started(command)
     return reconciler if (started_before and reconciler is not None) else fn
+
+
+def _prepared(prepared: Any, name: str) -> tuple[Any, Callable[[], Any], Any]:
+    """``prepare``'s ``(key, call, reconciler_or_None)``, checked.
+
+    Returns:
+        ``prepared`` itself.
+
+    Raises:
+        TypeError: naming the sub-agent, when it is not such a triple.
+    """
+    if (isinstance(prepared, tuple) and len(prepared) == 3 and callable(prepared[1])
+            and (prepared[2] is None or callable(prepared[2]))):
+        return prepared
+    got = (f"a tuple of {len(prepared)}" if isinstance(prepared, tuple)
+           else type(prepared).__name__)
+    raise TypeError(f"prepare of sub-agent {name!r} returned {got}, not (key, call, "
+                    "reconciler_or_None) with call and reconciler callables")
 
 
 def polling(run: RunState, ctx: ActionExecution, command: Poll) -> tuple[Any, ...]:
@@ -303,12 +323,19 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, 
 
     Returns:
         The fetched result (checked), a failed one for a failed run, or a cancelled one.
+
+    Raises:
+        TypeError: when the status probe returns no ``RunStatus``, or the fetch no
+            ``SubagentResult`` (a fault of the setup, as what they raise is).
     """
     while True:
         if stop is not None and stop.is_set():
             await asyncio.to_thread(setup.call_cancel_request, session_id, call_id)
             return SubagentResult.cancelled_call(name)
         status = await asyncio.to_thread(setup.call_query_status, session_id, call_id)
+        if not isinstance(status, RunStatus):
+            raise TypeError(f"call_query_status of sub-agent {name!r} returned "
+                            f"{type(status).__name__}, not a RunStatus")
         if status.state == "completed":
             fetched = await asyncio.to_thread(setup.call_fetch_result, session_id, call_id)
             return check_result(fetched, name)
