@@ -20,9 +20,15 @@ A setup returning the wrong type (a status probe answering text, ``prepare`` for
 reconciler) failed its caller with ``'str' object has no attribute 'state'`` or ``not enough
 values to unpack``, naming no sub-agent; now a ``TypeError`` names the sub-agent and what was
 expected, as a fetch returning no ``SubagentResult`` does.
+
+An async sub-agent's handle never awaited was warned about as a lazy call that "never ran",
+though its remote run had been submitted and was left going; the warning now says so.
 """
 
 from __future__ import annotations
+
+import inspect
+import logging
 
 import pytest
 from support.subagent_neighbour_agents import (
@@ -101,3 +107,27 @@ def test_a_setup_returning_the_wrong_type_fails_the_call_naming_it(name, message
     assert result.outputs == []
     [err] = result.errors  # a fault of the setup, as what it raises is: fails the caller
     assert (err.action, err.error_type, err.message) == ("on_input", "TypeError", message)
+
+
+@pytest.mark.parametrize("name", ["lingering", "deferred"], ids=["async", "deferred"])
+def test_a_handle_never_awaited_is_warned_about_as_what_it_left(name, probes, caplog):
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        result = (AgentsExecutionEnvironment.local()
+                  .from_list([{"key": "a", "name": name, "abandon": True}])
+                  .apply(caller()).run())
+    assert result.errors == [] and result.outputs == ["went on"]
+    [warned] = [r.getMessage() for r in caplog.records if "never awaited" in r.getMessage()]
+    assert f"subagent_neighbour_agents.py:{_line_of('# ABANDONED')}" in warned
+    if name == "lingering":  # its remote run was submitted: it did run, and runs on
+        assert probes["submit"] == 1 and probes["status"] == 0
+        assert "never ran" not in warned
+        assert "its remote run, started at submit, was left going" in warned
+    else:  # a deferred call starts on its first await
+        assert probes["prepare"] == 0 and "so it never ran" in warned
+
+
+def _line_of(marker: str) -> int:
+    path = inspect.getsourcefile(caller)
+    assert path is not None
+    with open(path) as f:
+        return next(i for i, line in enumerate(f, 1) if marker in line)

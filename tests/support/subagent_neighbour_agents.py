@@ -236,11 +236,16 @@ class PairPrepare(DeferredSubagentSetup):
 
 
 class Caller(Agent):
-    """Calls the sub-agent ``input["name"]`` and outputs its result."""
+    """Calls the sub-agent ``input["name"]`` and outputs its result (with ``input["abandon"]``,
+    submits and outputs ``"went on"`` without awaiting the handle)."""
 
     @action(InputEvent)
     @staticmethod
     async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        if event.input.get("abandon"):
+            await ctx.submit_subagent(event.input["name"], {})  # ABANDONED
+            ctx.send_event(OutputEvent(output="went on"))
+            return
         result = await (await ctx.submit_subagent(event.input["name"], {}))
         ctx.send_event(OutputEvent(output=result.model_dump()))
 
@@ -249,4 +254,6 @@ def caller() -> Agent:
     agent = Caller()
     agent.add_resource("text_status", ResourceType.AGENT, ResourceDescriptor(TextStatus))
     agent.add_resource("pair_prepare", ResourceType.AGENT, ResourceDescriptor(PairPrepare))
+    agent.add_resource("lingering", ResourceType.AGENT, ResourceDescriptor(Lingering))
+    agent.add_resource("deferred", ResourceType.AGENT, ResourceDescriptor(CountingRemote))
     return agent

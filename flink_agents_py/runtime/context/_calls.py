@@ -202,14 +202,19 @@ _AWAITED_FOR_EFFECT = {CallKind.WAIT: "ctx.wait_for(...)", CallKind.SLEEP: "ctx.
 """The calls that open eagerly but give the action anything only when awaited (by kind)."""
 
 
+_ASYNC_RUN = "an async sub-agent call"
+"""What ``unawaited`` says of an async sub-agent's handle: its run started at submit."""
+
+
 def unawaited(call: DurableCall) -> str:
     """How the action made ``call`` (``ctx.sleep(...)``...) if it needed an await it never got.
 
     A lazy call (``ctx.chat``, a deferred sub-agent call) starts only on its first await; a
-    wait or a sleep makes the action wait only when awaited. (A ``durable_execute_async``
-    call runs awaited or not: the action completes once its outcome is recorded.) This is
-    the one test behind the never-awaited warning of an async action and the ``UsageError``
-    of a plain one.
+    wait or a sleep makes the action wait only when awaited; an async sub-agent's run starts
+    at submit, but is polled and fetched only when its handle is awaited. (A
+    ``durable_execute_async`` call runs awaited or not: the action completes once its
+    outcome is recorded.) This is the one test behind the never-awaited warning of an async
+    action and the ``UsageError`` of a plain one.
 
     Args:
         call: a call the action made.
@@ -222,6 +227,8 @@ def unawaited(call: DurableCall) -> str:
     if call.kind in _AWAITED_FOR_EFFECT:
         return _AWAITED_FOR_EFFECT[call.kind]
     if not call.done and call.start is not None:
+        if call.kind is CallKind.SUBAGENT_RESULT:
+            return _ASYNC_RUN
         return "ctx.chat(...)" if call.kind is CallKind.CHAT else f"a lazy {call.kind.value} call"
     return ""
 
@@ -235,6 +242,9 @@ def unawaited_effect(made: str) -> str:
     if made in _AWAITED_FOR_EFFECT.values():
         return ("so the action did not wait for it (a wait or a sleep waits, and gives its "
                 "outcome, only when awaited)")
+    if made == _ASYNC_RUN:
+        return ("so its remote run, started at submit, was left going: never polled, fetched "
+                "or cancelled (await the handle, or cancel it)")
     return "so it never ran (a lazy call such as ctx.chat(...) starts on its first await)"
 
 
