@@ -282,8 +282,10 @@ class FunctionTool(Resource):
             TypeError: when ``fn`` is a callable without a ``module:qualname`` of its own (a
                 ``functools.partial``, an object with ``__call__``): a plan names code so.
         """
-        if not all(isinstance(getattr(fn, a, None), str)
-                   for a in ("__module__", "__qualname__", "__name__")):
+        # (a function made by exec in a namespace with no __name__ has __module__ None: kept,
+        # as the function object itself is what a local run calls)
+        if not all(isinstance(getattr(fn, a, None), str) for a in ("__qualname__", "__name__")) \
+                or not isinstance(getattr(fn, "__module__", None), (str, type(None))):
             raise TypeError(
                 f"a tool must be a function (def or async def), got a {type(fn).__name__} "
                 f"object, which has no module:qualname for the plan to name it by: wrap it "
