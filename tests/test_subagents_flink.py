@@ -10,6 +10,7 @@ are the requests each fake received, attempts cut short by the crash included.
 from __future__ import annotations
 
 import pathlib
+import re
 
 import pytest
 
@@ -43,10 +44,23 @@ def run_job(d: pathlib.Path) -> list[dict]:
         return list(results)
 
 
-def expected_output(key: str) -> dict:
+def expected_output(key: str, idempotency_key: str) -> dict:
     return {"key": key, "answer": f'{{"looked_up":"L({key})"}}',
             "child": [{"a": f"child_a({key})", "b": f"child_b({key})"}], "child_ok": True,
-            "deferred": {"remote": key, "idempotency_key": f'"{key}"/r0#r0/go/c1'}}
+            "deferred": {"remote": key, "idempotency_key": idempotency_key}}
+
+
+def session_keys(outputs: list[dict]) -> dict[str, str]:
+    """Each output's deferred idempotency key (``session_id#call_id``), by record key.
+
+    A Flink job has a lineage token: a session id is ``<key>/<session epoch>/r<seq>``, the
+    epoch kept in the key's state and, for a key the checkpoint does not hold, drawn from
+    the job's lineage again (the same across the failover).
+    """
+    found = {o["key"]: o["deferred"]["idempotency_key"] for o in outputs}
+    for key, said in found.items():
+        assert re.fullmatch(rf'"{key}"/[0-9a-f]{{16}}/r0#r0/go/c1', said), said
+    return found
 
 
 def test_crash_after_chat_round_1_and_subagents_replays_their_recorded_calls(tmp_path):
@@ -55,7 +69,9 @@ def test_crash_after_chat_round_1_and_subagents_replays_their_recorded_calls(tmp
 
     assert (d / "crashed").exists(), "the failpoint never fired: the scenario did not play out"
     # one output per input, once, at the exactly-once collect sink
-    assert sorted(outputs, key=lambda o: o["key"]) == [expected_output("k0"), expected_output("k1")]
+    ids = session_keys(outputs)
+    assert sorted(outputs, key=lambda o: o["key"]) == [expected_output("k0", ids["k0"]),
+                                                       expected_output("k1", ids["k1"])]
     counts = sa.read_counts(str(d))
     k0 = {who: n for (who, key), n in counts.items() if key == "k0"}
     assert k0 == {

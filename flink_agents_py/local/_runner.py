@@ -15,6 +15,7 @@ import functools
 import itertools
 import math
 import queue
+import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,8 +79,7 @@ class LocalRunResult:
 
     Attributes:
         outputs: ``OutputEvent.output`` values in emission order (per key, in input order).
-            After a ``restore``, only what was emitted after the snapshot (what came before it
-            was emitted by the run the snapshot was taken from).
+            After a ``restore``, only those emitted after the snapshot.
         errors: failed actions and rejected records, with their keys.
         counters: runtime counters (runs, actions, durable calls executed and replayed).
         metrics: the metrics snapshot (``AgentMetrics.snapshot()``; ``{}`` with
@@ -145,14 +145,14 @@ class LocalAgentJob:
         self._plan: AgentPlan | None = None
         self._restore_from: dict[str, Any] | None = None
         self._states: dict[Any, _KeyState] | None = None
-        self._position = 0
-        self._steps = 0
+        self._position = self._steps = 0
         self.result: LocalRunResult | None = None
         self._outside: Iterable[Any] = ()
         self._outside_key: Callable[[Any], Any] = ExternalEvent.key_of
         self._outside_position = 0
         self._interleaved = False
         self._timers = VirtualTimers()
+        self._lineage: str | None = None
 
     def __getattr__(self, name: str) -> Any:
         raise _no_attribute(self, name)
@@ -233,8 +233,8 @@ class LocalAgentJob:
         state; live objects (coroutines, I/O in flight) are not part of it.
 
         Returns:
-            ``{"format", "position" (records the source delivered), "keys": [{"key", "run",
-            "memory", "queue", "next_seq"}, ...]}``.
+            ``{"format", "lineage" (the job's token, a restore keeps it), "position" (records
+            the source delivered), "keys": [{"key", "run", "memory", "queue", "next_seq"}]}``.
 
         Raises:
             RuntimeError: when the job has not run.
@@ -254,8 +254,9 @@ class LocalAgentJob:
                 "queue": _json_tree(state.queue(), f"the queued inputs of key {key!r}"),
                 "next_seq": state.popped(),
             })
-        return {"format": SNAPSHOT_FORMAT, "position": self._position, "keys": keys,
-                "outside_position": self._outside_position, "clock_ms": self._timers.now_ms}
+        return {"format": SNAPSHOT_FORMAT, "lineage": self._lineage, "position": self._position,
+                "keys": keys, "outside_position": self._outside_position,
+                "clock_ms": self._timers.now_ms}
 
     @property
     def steps(self) -> int:
@@ -312,11 +313,13 @@ class LocalAgentJob:
         obs = HostObservability(metrics=opts.metrics, event_log=opts.event_log,
                                 observer=opts.observer, host="local", agent=self._plan.name,
                                 apache_event_log=opts.apache_event_log)
+        snap = self._restore_from or {}  # lineage: the snapshot's, the options', else new
+        self._lineage = snap.get("lineage") or opts.lineage or secrets.token_hex(8)
         # keys as Flink's default key encoding has them (``runtime.KeyEncoding``): ``1``,
         # ``True`` and ``1.0`` are three keys; the core sees each key's encoded identity
         core = AgentCore(self._plan, max_in_flight=opts.max_in_flight, notify=wake.put,
                          journal=opts.journal, failpoint=opts.failpoint, observer=obs.observer,
-                         key_value=decode_key, lineage=opts.lineage)
+                         key_value=decode_key, lineage=self._lineage)
         obs.watch(core.resources)  # live gauges: flow limits, agent budgets left
         timers = self._timers = VirtualTimers()
         core.clock_ms = timers.clock

@@ -56,6 +56,7 @@ from ...api import (
     VectorStoreError,
 )
 from ...api.internal import check_texts, key_json, shown_key
+from .._keys import key_text
 from .._knowledge import durable_target
 from .._memory_items import RESERVED, Horizon, MemoryStore, exec_tag
 from .._serde import digest, to_json_value
@@ -64,10 +65,12 @@ if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
 
 __all__ = ["ActionLongTermMemory", "ActionMemorySet", "begin_lineage", "commit_long_term_memory",
-           "renamed"]
+           "renamed", "session_id"]
 
 _EPOCH_PATH = "_flink_agents_py.long_term_memory_epoch"
 """Where the key's short-term memory keeps its memory epoch (see ``Horizon``)."""
+SESSION_EPOCH_PATH = "_flink_agents_py.session_epoch"
+"""Where the key's short-term memory keeps its session epoch (``session_id``)."""
 _COMPACT = ("Summarize these memory items into one short note that keeps every distinct "
             "fact, one fact per line. Answer with the note only.")
 _SCALARS = (str, int, float, bool)
@@ -75,15 +78,17 @@ _SECRET_ID = "fa-ltm-secret"
 
 
 def begin_lineage(plan: Any, state: Any, lineage: str | None, key: Any) -> None:
-    """Draw the key's memory epoch as its run starts, unless the key has one (see ``Horizon``).
+    """Draw the key's epochs as its run starts, unless the key has them (see ``Horizon``).
 
-    Only for plans with a vector store. Kept in the key's state with the run from the
-    host callback that starts it, so every checkpoint that holds the key holds its epoch:
-    a restore to a point before the key's first memory access (or first vector-store write)
-    still leaves out what its crashed attempt wrote. With the job's ``lineage``
-    (``HostOptions.lineage``) the epoch is a digest of it, the agent and the key, so a key
-    absent from the checkpoint (its first record came after it) draws the epoch its crashed
-    attempt had; without one it is random (the key starts anew, as in a new job).
+    The memory epoch, for plans with a vector store; the session epoch (``session_id``),
+    for plans with sub-agents run by a job with a lineage token. Kept in the key's state
+    with the run from the host callback that starts it, so every checkpoint that holds the
+    key holds them: a restore to a point before the key's first memory access (or first
+    vector-store write) still leaves out what its crashed attempt wrote. With the job's
+    ``lineage`` (``HostOptions.lineage``) an epoch is a digest of it, the agent and the key,
+    so a key absent from the checkpoint (its first record came after it) draws the epoch its
+    crashed attempt had; without one the memory epoch is random (the key starts anew, as in
+    a new job) and no session epoch is drawn.
 
     Args:
         plan: the agent's plan.
@@ -91,16 +96,48 @@ def begin_lineage(plan: Any, state: Any, lineage: str | None, key: Any) -> None:
         lineage: the job's lineage token, or ``None``.
         key: the key's value.
     """
-    if not plan.resources.get(ResourceType.VECTOR_STORE):
+    paths = [_EPOCH_PATH] if plan.resources.get(ResourceType.VECTOR_STORE) else []
+    if lineage is not None and plan.resources.get(ResourceType.AGENT):
+        paths.append(SESSION_EPOCH_PATH)
+    if not paths:
         return
     memory = state.memory
-    ns, _, leaf = _EPOCH_PATH.partition(".")
+    ns = _EPOCH_PATH.partition(".")[0]
     tree = memory.get(ns)
-    if isinstance(tree, dict) and isinstance(tree.get(leaf), str):
-        return
-    epoch = secrets.token_hex(8) if lineage is None else digest(
-        [lineage, plan.agent, to_json_value(key_json(key), "the key")])[:16]
-    state.memory = {**memory, ns: {**(tree if isinstance(tree, dict) else {}), leaf: epoch}}
+    tree = dict(tree) if isinstance(tree, dict) else {}
+    drawn = False
+    for path in paths:
+        leaf = path.partition(".")[2]
+        if not isinstance(tree.get(leaf), str):
+            tree[leaf] = secrets.token_hex(8) if lineage is None else digest(
+                [lineage, plan.agent, to_json_value(key_json(key), "the key")])[:16]
+            drawn = True
+    if drawn:
+        state.memory = {**memory, ns: tree}
+
+
+def session_id(key: Any, seq: int, key_memory: dict[str, Any]) -> str:
+    """The session id of run ``seq`` of ``key``, as external sub-agents are given it.
+
+    ``<key>/<session epoch>/r<seq>`` when the key has a session epoch (``begin_lineage``):
+    a new job (not restored from a savepoint of this one) draws new epochs, so a remote
+    service keeping its results by ``session_id#call_id`` never hands one job's result to
+    another job's call; failover attempts and restores of one job keep the key's epoch.
+    ``<key>/r<seq>`` for a key with none (a core built without a lineage token; both hosts
+    give one, and runs started before session epochs existed: their calls keep their ids).
+
+    Args:
+        key: the key's value.
+        seq: the run's input position.
+        key_memory: the key's short-term memory.
+
+    Returns:
+        The id.
+    """
+    tree = key_memory.get(SESSION_EPOCH_PATH.partition(".")[0])
+    epoch = tree.get(SESSION_EPOCH_PATH.partition(".")[2]) if isinstance(tree, dict) else None
+    return f"{key_text(key)}/{epoch}/r{seq}" if isinstance(epoch, str) else \
+        f"{key_text(key)}/r{seq}"
 
 
 _SECRETS: dict[tuple[int, str], tuple[weakref.ref[VectorStore], bytes]] = {}

@@ -35,11 +35,11 @@ from ...api import (
     SubagentResult,
 )
 from .._budgets import count_replayed
-from .._keys import key_text
 from .._knowledge import durable_view
 from .._serde import event_is_plain, event_json
 from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
 from ..context._long_term_memory import ActionLongTermMemory
+from ..context._long_term_memory import session_id as session_of
 from ..context._memory import ActionMemory, KeyMerge, MemoryClock, MemoryLoader
 from ..context._nested import inside_durable_function, run_nested, run_nested_async
 from ..core._commands import (
@@ -411,7 +411,7 @@ class ActionExecution:
                 self.record_started(Settle(call, f"refused:{name}"))
                 self.record_outcome(call, True, SubagentResult.failed(refusal))
             return SubagentHandle(self, call, name, CallKind.SUBAGENT_REFUSED)
-        session_id = f"{key_text(self._key)}/r{self.run.seq}"
+        session_id = session_of(self._key, self.run.seq, self.key_memory())
         if isinstance(setup, InternalSubagent):
             self._replay_or_prepare(call, rec, StartSubagent(call, name, input))
             self.start_soon(call)  # submitted now, so several calls overlap
