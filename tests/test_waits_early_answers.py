@@ -92,3 +92,15 @@ def test_an_early_answer_that_can_be_read_is_taken_as_the_wait_opens(
     [answer] = [o["answer"] for o in result.outputs if "answer" in o]
     assert "rejected by its reviewer: no" in answer
     assert read_counts(str(tmp_path)) == {}
+
+
+def test_an_answer_s_details_cannot_decide_it_in_the_method_s_place():
+    req = ApprovalRequest(approval_id="a1", key="k", tool="send_email", arguments={},
+                          tool_call_id="t1")
+    with pytest.raises(TypeError, match=r"reject\(\) decides 'approved' itself"):
+        req.reject("spam", approved=True)  # before: an answer approving the call
+    with pytest.raises(TypeError, match=r"approve\(\) decides 'approved' itself"):
+        req.approve(approved=False)
+    assert req.reject("spam", by="ann")["payload"] == {"approved": False, "reason": "spam",
+                                                       "by": "ann"}
+    assert req.approve(by="ann")["payload"] == {"approved": True, "by": "ann"}

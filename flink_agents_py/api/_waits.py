@@ -202,8 +202,11 @@ class ApprovalRequest(BaseModel):
 
         Returns:
             ``{"key", "correlation_id", "payload": {"approved": True, ...}}``.
+
+        Raises:
+            TypeError: when ``details`` has an ``approved`` field (the method decides it).
         """
-        return self._answer({"approved": True, **details})
+        return self._answer({"approved": True, **_extra(details, "approve")})
 
     def reject(self, reason: str = "rejected", **details: Any) -> dict[str, Any]:
         """The answer that refuses the held call; the model reads ``reason`` as its result.
@@ -214,8 +217,21 @@ class ApprovalRequest(BaseModel):
 
         Returns:
             ``{"key", "correlation_id", "payload": {"approved": False, "reason", ...}}``.
+
+        Raises:
+            TypeError: when ``details`` has an ``approved`` field (``reject(approved=True)``
+                approved the call before: use ``approve``).
         """
-        return self._answer({"approved": False, "reason": reason, **details})
+        return self._answer({"approved": False, "reason": reason,
+                             **_extra(details, "reject")})
 
     def _answer(self, payload: dict[str, Any]) -> dict[str, Any]:
         return {"key": self.key, "correlation_id": self.approval_id, "payload": payload}
+
+
+def _extra(details: dict[str, Any], method: str) -> dict[str, Any]:
+    """``details``, refused when it would decide the answer in ``method``'s place."""
+    if "approved" in details:
+        raise TypeError(f"ApprovalRequest.{method}() decides 'approved' itself; "
+                        "call approve() to release the call and reject() to refuse it")
+    return details
