@@ -50,3 +50,37 @@ def test_negative_usage_from_a_provider_does_not_lower_the_spend(scope, probes):
     assert [o["error"] is None for o in res.outputs] == [True, True, True, False, False]
     assert res.outputs[3]["error"].startswith("BudgetExceededError")
     assert probes[f"neg-{scope}"] == 3
+
+
+class NoUsage(ChatModelConnection):
+    """Answers 400 characters and reports no usage (``"usage": null`` on the wire)."""
+
+    label: str
+
+    def chat(self, messages, **kwargs) -> ChatResponse:
+        count(self.label)
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content="x" * 400))
+
+
+@pytest.mark.parametrize("scope", ["key", "agent"])
+def test_an_answer_without_usage_spends_its_estimated_tokens(scope, probes):
+    # before: it spent nothing, and the budget was never reached
+    agent = asker({"conn": ResourceDescriptor(NoUsage, label=f"none-{scope}")},
+                  {"model": {"connection": "conn",
+                             "budget": Budget(max_tokens=300, scope=scope)}})
+    res = run(agent, [{"key": "a", "q": "q" * 40} for _ in range(5)], max_in_flight=1)
+    first = res.outputs[0]["metadata"]
+    assert first["usage_estimated"] is True
+    assert (first["budget"]["spent"]["input"], first["budget"]["spent"]["output"]) == (10, 100)
+    # 110 tokens a call: 0, 110 and 220 are under 300; the fourth finds the budget spent
+    assert [o["error"] is None for o in res.outputs] == [True, True, True, False, False]
+    assert res.outputs[3]["error"].startswith("BudgetExceededError")
+    assert probes[f"none-{scope}"] == 3
+
+
+def test_without_a_budget_an_answer_without_usage_is_left_as_the_provider_gave_it(probes):
+    agent = asker({"conn": ResourceDescriptor(NoUsage, label="none-free")},
+                  {"model": {"connection": "conn"}})
+    res = run(agent, [{"key": "a", "q": "hi"}])
+    [out] = res.outputs
+    assert out["error"] is None and "usage_estimated" not in out["metadata"]

@@ -270,7 +270,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
 
         def ask(asked: ChatModelSetup) -> Awaitable[ChatResponse]:
             return _model_call(asked, messages, output_schema, resolve, chat.get("prompt_args"),
-                               guard)
+                               guard, estimate=setup.budget is not None or guard is not None)
 
         if setup.budget is None:
             return await ask(setup)

@@ -36,6 +36,7 @@ from ..api import (
 from ..api.internal import collect_rate_limits, refuse_truncated_calls
 from ._flow import ToldToWaitTooLong, flow_controller
 from ._own_chat import pacing_connection
+from ._spend import estimated_usage
 
 __all__ = ["MAX_ANSWER_DEPTH", "call_model", "deeper_than"]
 
@@ -342,8 +343,8 @@ async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
                      output_schema: dict[str, Any] | None,
                      resolve: Callable[[str], ChatModelSetup],
                      prompt_args: dict[str, Any] | None = None,
-                     guard: Callable[..., Awaitable[ChatResponse]] | None = None
-                     ) -> ChatResponse:
+                     guard: Callable[..., Awaitable[ChatResponse]] | None = None,
+                     estimate: bool = False) -> ChatResponse:
     """One model call of a chat, trying the setup's fallbacks (run as ONE durable call).
 
     Args:
@@ -355,6 +356,8 @@ async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
             fills its prompt at each call); others have the prompt in ``messages``.
         guard: asks each setup tried as ``guard(setup, ask)`` (``_budgets.fallback_guard``:
             a fallback through its own budget); ``None``: asked directly.
+        estimate: give an answer without usage an estimated one (``_spend.estimated_usage``:
+            a budget counts it).
 
     Returns:
         The response; when a fallback answered, ``metadata["model_setup"]`` names it and
@@ -363,8 +366,9 @@ async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
     Raises:
         ChatCallFailed: when the last setup tried failed after retries.
     """  # noqa: DOC501, DOC502 - raised by _ask; the AssertionError marks unreachable code
-    def ask(asked: ChatModelSetup) -> Awaitable[ChatResponse]:
-        return _ask(asked, messages, output_schema, prompt_args)
+    async def ask(asked: ChatModelSetup) -> ChatResponse:
+        response = await _ask(asked, messages, output_schema, prompt_args)
+        return estimated_usage(messages, response) if estimate else response
 
     names = [setup.resource_name, *setup.fallbacks]
     passed: list[str] = []

@@ -13,11 +13,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..api import Budget, BudgetStateError, TokenUsage
+import orjson
+
+from ..api import Budget, BudgetStateError, ChatMessage, ChatResponse, TokenUsage
 
 __all__ = ["MEMORY_PREFIX", "SPEND_CAP", "add_spend", "call_cost", "counted_usage",
-           "merged_spend", "spend_key", "stored_spend", "counted", "rolled", "spend_problem",
-           "window_end"]
+           "estimated_usage", "merged_spend", "spend_key", "stored_spend", "counted", "rolled",
+           "spend_problem", "window_end"]
 
 MEMORY_PREFIX = "_budget"
 """Short-term memory entries ``_budget.<setup>`` hold each key's spend per setup."""
@@ -198,6 +200,42 @@ def counted_usage(usage: TokenUsage | None) -> TokenUsage | None:
         return usage
     return TokenUsage(input_tokens=max(0, usage.input_tokens),
                       output_tokens=max(0, usage.output_tokens))
+
+
+CHARS_PER_TOKEN = 4
+"""Characters a token is counted as when a provider reports no usage (OpenAI's rule of
+thumb for English text; code and other scripts take more tokens, so it undercounts)."""
+
+
+def estimated_usage(messages: Sequence[ChatMessage], response: ChatResponse) -> ChatResponse:
+    """``response`` with a usage estimated from the text, when its provider reported none.
+
+    A budget counts what the provider reports; an answer without usage (a server that
+    leaves it out, ``"usage": null``) would spend nothing, and the budget never be
+    reached. Its tokens are estimated instead: the characters of the messages sent (their
+    text and tool calls) and of the answer, ``CHARS_PER_TOKEN`` a token, rounded up, at
+    least one output token. The tools' schemas are not counted, so the estimate is low.
+    ``metadata["usage_estimated"]`` is ``True`` on such an answer.
+
+    Args:
+        messages: the messages the call sent.
+        response: the provider's answer.
+
+    Returns:
+        ``response`` as it is when it has a usage, else a copy with the estimate.
+    """
+    if response.usage is not None:
+        return response
+
+    def tokens(sent: Sequence[ChatMessage]) -> int:
+        chars = sum(len(m.content) + sum(len(c.name) + len(orjson.dumps(c.arguments, default=str))
+                                         for c in m.tool_calls) for m in sent)
+        return -(-chars // CHARS_PER_TOKEN)
+
+    usage = TokenUsage(input_tokens=tokens(messages),
+                       output_tokens=max(1, tokens([response.message])))
+    return response.model_copy(update={"usage": usage, "metadata": {
+        **response.metadata, "usage_estimated": True}})
 
 
 def rolled(budget: Budget, spent: dict[str, Any] | None, now: float) -> dict[str, Any]:
