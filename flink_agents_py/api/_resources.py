@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_
 
 from ._errors import ResourceError
 from ._secret_scrub import mask_credentials, mask_validation_error, scrub_exception
+from ._secret_urls import register_plan_credentials
 
 if TYPE_CHECKING:
     from ._metric_groups import MetricGroup
@@ -172,6 +173,9 @@ class ResourceDescriptor(BaseModel):
         arguments.update(kwargs)
         if isinstance(clazz, type):
             clazz = f"{clazz.__module__}.{clazz.__qualname__}"
+        # a credential in a URL or a command line (``url=".../mcp?token=..."``) is a secret
+        # from now on, in every process that makes the descriptor (``_secret_urls``)
+        register_plan_credentials(arguments, f"the arguments of {clazz}")
         super().__init__(clazz=clazz, arguments=arguments)
 
     def __repr_args__(self) -> Any:
@@ -232,10 +236,14 @@ class Resource(BaseModel):
     def __init__(self, /, **data: Any) -> None:
         """Validate ``data`` into the fields; a rejected credential is not quoted.
 
+        A credential in a URL or a command line among ``data`` (``url=".../mcp?token=..."``)
+        is registered as a secret first (``api._secret_urls``).
+
         Raises:
             ValidationError: pydantic's, with the inputs it quotes masked (an ``api_key``
                 given where the class takes none: ``api.internal.mask_validation_error``).
         """
+        register_plan_credentials(data, f"a {type(self).__name__}")  # see ResourceDescriptor
         try:
             super().__init__(**data)
             return

@@ -1,0 +1,101 @@
+"""Credentials written into a resource's arguments: in URLs and in command lines.
+
+A secret belongs in an environment variable (``api_key_env``, ``secret_headers``,
+``secret_env``), but some services take it in the URL (``https://user:<password>@host``,
+``https://<token>@host``, ``...?api_key=<key>``, an MCP endpoint ``...?token=<token>``) or
+on a command line (``--api-key <key>``, ``--token=<token>``), and a program may put it
+there. Such a value is part of the plan (as a plain ``Authorization`` header is): it is
+registered as a secret when the descriptor or the resource holding it is made, in every
+process that makes one, so a URL or a command line quoted in a warning, an error record, a
+log line or a ``repr`` shows ``[REDACTED]`` in its place.
+
+What counts: the password of a URL's user part (its user name when it has no password: a
+token used as the user, as GitHub and Sentry URLs do), the values of query and fragment
+parameters under credential names (``key``, ``api_key``, ``api-key``, ``token``,
+``access_token``, ``password``, ``secret``, ``sig``, ``signature``, ``auth``...), and the
+value of a command-line option with such a name (``--api-key X``, ``--token=X``). Values
+shorter than ``MIN_SECRET_CHARS`` are not registered, as ever.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from ._secrets import is_credential_name, register_secret
+
+__all__ = ["plan_credentials", "register_plan_credentials"]
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+_QUERY_CREDENTIAL = re.compile(r"(?:^|[-_.])(?:sig|signature|auth|credential)$", re.IGNORECASE)
+_MAX_DEPTH = 8
+
+
+def _query_credential(name: str) -> bool:
+    return is_credential_name(name) or bool(_QUERY_CREDENTIAL.search(name))
+
+
+def _url_credentials(text: str) -> Iterator[str]:
+    for match in _URL.finditer(text):
+        try:
+            parts = urlsplit(match.group(0))
+        except ValueError:  # a malformed URL (a bad port, brackets): nothing to read
+            continue
+        if "@" in parts.netloc:
+            user, colon, password = parts.netloc.rpartition("@")[0].partition(":")
+            yield unquote(password if colon else user)
+        for piece in (parts.query, parts.fragment):
+            for name, value in parse_qsl(piece):
+                if _query_credential(name):
+                    yield value
+
+
+def _option_credentials(args: list[str]) -> Iterator[str]:
+    for i, arg in enumerate(args):
+        if not arg.startswith("-"):
+            continue
+        name, eq, value = arg.lstrip("-").partition("=")
+        if not is_credential_name(name):
+            continue
+        if eq:
+            yield value
+        elif i + 1 < len(args) and not args[i + 1].startswith("-"):
+            yield args[i + 1]
+
+
+def plan_credentials(value: Any, depth: int = 0) -> Iterator[str]:
+    """The credentials a resource argument carries in URLs and command-line options.
+
+    Texts are searched for URLs; lists and tuples (a command line) for options with a
+    credential name too; dicts' values, lists' and tuples' items are walked (8 levels).
+
+    Args:
+        value: the argument's value.
+        depth: how deep the walk is (callers leave it at 0).
+
+    Yields:
+        Each credential found (possibly shorter than a secret may be).
+    """
+    if isinstance(value, str):
+        if "://" in value:
+            yield from _url_credentials(value)
+    elif isinstance(value, (list, tuple)) and depth < _MAX_DEPTH:
+        yield from _option_credentials([v for v in value if isinstance(v, str)])
+        for item in value:
+            yield from plan_credentials(item, depth + 1)
+    elif isinstance(value, dict) and depth < _MAX_DEPTH:
+        for item in value.values():
+            yield from plan_credentials(item, depth + 1)
+
+
+def register_plan_credentials(arguments: Any, source: str) -> None:
+    """Register the credentials in a resource's arguments (``plan_credentials``) as secrets.
+
+    Args:
+        arguments: the arguments or fields, by name.
+        source: whose they are, for the DEBUG log line (the values are never logged).
+    """
+    for credential in plan_credentials(arguments):
+        register_secret(credential, f"a credential in {source}")
