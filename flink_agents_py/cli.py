@@ -35,10 +35,15 @@ __all__ = ["main"]
 
 
 def _say(text: str) -> None:
-    """Print one line to stderr, its control and bidi characters escaped."""
+    """Print one line to stderr, secrets masked, control and bidi characters escaped.
+
+    A line may quote the command's arguments: the ``--otlp`` URL (a token in its query), an
+    ``--otlp-header`` written wrongly (``Authorization: Bearer ...``).
+    """
+    from .api import mask_secrets
     from .observability import escape_controls
 
-    print(escape_controls(text), file=sys.stderr)
+    print(escape_controls(mask_secrets(text)), file=sys.stderr)
 
 
 def _trace(args: argparse.Namespace) -> int:

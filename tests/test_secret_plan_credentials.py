@@ -11,6 +11,7 @@ descriptor or the resource is made, in the process that makes it.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -131,3 +132,32 @@ def test_a_users_mcp_servers_with_credentials_in_url_and_command_line_never_show
     assert "--api-key [REDACTED]" in seen
     for secret in (password, token, key):
         assert secret not in seen
+
+
+def test_the_trace_command_never_prints_a_token_of_its_otlp_url_or_a_misspelt_header(
+        tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    from support import trace_agents
+
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.observability import EventLog
+
+    log = tmp_path / "events.jsonl"
+    (AgentsExecutionEnvironment.local(event_log=EventLog(str(log)))
+     .from_list([{"key": "a", "n": 1, "sku": "s"}]).apply(trace_agents.shop()).run())
+    exe = Path(sys.executable).with_name("flink-agents-py")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
+           "PYTHONPATH": str(REPO)}
+    token = f"tok-{uuid.uuid4().hex}"
+    url = f"http://127.0.0.1:{_closed_port()}/v1/traces?api_key={token}"
+    proc = subprocess.run([str(exe), "trace", str(log), "--otlp", url], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path, env=env)
+    assert proc.returncode == 3, proc.stderr
+    assert "delivered 0 of" in proc.stderr and "api_key=[REDACTED]" in proc.stderr
+    assert token not in proc.stdout + proc.stderr
+    # a header written with ':' instead of '=' is quoted back: its bearer token is masked
+    proc = subprocess.run([str(exe), "trace", str(log), "--otlp", "http://127.0.0.1:9",
+                           "--otlp-header", f"Authorization: Bearer {token}"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert proc.returncode == 2 and "expected NAME=VALUE" in proc.stderr
+    assert token not in proc.stdout + proc.stderr

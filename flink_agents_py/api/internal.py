@@ -30,6 +30,7 @@ from ._messages import refuse_truncated_calls
 from ._metric_groups import agent_metric_group
 from ._resources import import_qualified, resource_type_argument
 from ._secret_scrub import group_types, scrub_exception
+from ._secret_urls import register_plan_credentials
 from ._secrets import (
     MESSAGE_MAX_CHARS,
     SECRET_VALUE_PATTERNS,
@@ -90,6 +91,7 @@ __all__ = [
     "memory_ref_of",
     "offered_tool_name",
     "register_header_secret",
+    "register_plan_credentials",
     "register_resource_secrets",
     "registered_secret_count",
     "scrub_exception",

@@ -44,7 +44,12 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..api import AgentsError
-from ..api.internal import mask_secrets, mask_value, register_header_secret
+from ..api.internal import (
+    mask_secrets,
+    mask_value,
+    register_header_secret,
+    register_plan_credentials,
+)
 from ._event_log import EventLogSink
 from ._ids import run_of
 from ._trace import RunTrace, TraceNode, _call_kind, _key_text, _keystr, build_traces
@@ -200,6 +205,9 @@ def otlp_exporter(endpoint: str, headers: dict[str, str] | None = None) -> Any:
 
 
 def _traces_url(endpoint: str) -> str:
+    # a token in the URL (``?api_key=...``, ``user:<password>@``) is a secret: the warning
+    # about undelivered spans and the exporter's errors name the endpoint
+    register_plan_credentials(endpoint, "the OTLP endpoint")
     url = urlparse(endpoint)
     if url.scheme not in ("http", "https") or not url.netloc:
         raise ValueError(f"OTLP endpoint must be an http(s) URL, not {endpoint!r}")
