@@ -155,10 +155,12 @@ class ReplayDivergenceError(DurableExecutionError):
                              self.detail))
 
 
-class SerializationError(DurableExecutionError):
+class SerializationError(DurableExecutionError, TypeError):
     """A value that must be stored (event, memory, durable argument or result) has no JSON form.
 
-    The message names the value's place (``where``) and the offending type.
+    The message names the value's place (``where``) and the offending type. It is a
+    ``TypeError`` too, as ``json.dumps`` raises for such a value and as Flink Agents' memory
+    refuses one (``except TypeError`` around ``memory.set`` catches it).
     """
 
 

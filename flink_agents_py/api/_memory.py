@@ -148,10 +148,21 @@ class Memory(ABC):
         return {name: self.get(name) for name in self.get_field_names()}
 
     def __contains__(self, path: object) -> bool:
-        return isinstance(path, str) and self.get(path, _MISSING) is not _MISSING
+        if not isinstance(path, str):
+            return False
+        try:
+            return self.get(path, _MISSING) is not _MISSING
+        except ValueError:  # a path nothing can be stored at ('', 'a..b'): not there
+            return False
 
     def is_exist(self, path: str) -> bool:
-        """Whether something is stored at ``path`` (Flink Agents' name for ``path in memory``)."""
+        """Whether something is stored at ``path`` (Flink Agents' name for ``path in memory``).
+
+        Returns:
+            Whether a value or an object is there; ``False`` for a path nothing can be
+            stored at (``""``, ``"a..b"``), as in Flink Agents (``get``, ``set`` and
+            ``delete`` refuse it: ``ValueError``).
+        """
         return path in self
 
     def __iter__(self) -> Iterator[str]:

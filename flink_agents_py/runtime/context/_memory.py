@@ -203,9 +203,8 @@ def apply_merges(tree: dict[str, Any], merges: list[KeyMerge]) -> None:
                                           f"short_term_memory value at {path!r}"))
 
 
-_RUNTIME_ROOT = "_flink_agents_py"
 RESERVED_ROOTS = {"_budget": "the spend of each budgeted chat model setup",
-                  _RUNTIME_ROOT: "the runtime's own entries (the key's epochs)"}
+                  "_flink_agents_py": "the runtime's own entries (the key's epochs)"}
 """Top-level short-term memory entries the runtime writes, never an action (read: allowed;
 ``_budget`` may also be deleted, to start the key's spend from nothing)."""
 
@@ -330,10 +329,12 @@ class ActionMemory(Memory):
     def to_dict(self) -> dict[str, Any]:
         """Return a copy of the whole tree as this action sees it.
 
-        Short-term memory's ``_flink_agents_py`` entry (the runtime's own: a key's epochs)
-        is left out, as from ``get_field_names``; ``get`` of its path still reads it.
+        The runtime's own entries of short-term memory (``RESERVED_ROOTS``) are left out, and
+        so out of ``get_field_names``, ``get_fields`` and iteration: an agent that lists its
+        memory sees its own fields only, as in Flink Agents (``get("_budget")`` reads them).
         """
-        tree: dict[str, Any] = _copy(self._tree())
-        if self._name == "short_term_memory":
-            tree.pop(_RUNTIME_ROOT, None)
-        return tree
+        tree = self._tree()
+        if self._name == "short_term_memory" and not RESERVED_ROOTS.keys().isdisjoint(tree):
+            tree = {k: v for k, v in tree.items() if k not in RESERVED_ROOTS}
+        copied: dict[str, Any] = _copy(tree)
+        return copied
