@@ -28,6 +28,7 @@ from ...api import (
 )
 from ...api.internal import agent_metric_group, event_to_send, resource_type_argument
 from ._nested import refuse_nested
+from ._owner import refuse_foreign
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
@@ -55,16 +56,19 @@ class ActionContext(RunnerContext):
     @property
     def sensory_memory(self) -> Memory:
         """Memory of the current run: cleared when the run ends."""
+        refuse_foreign(self._execution, "ctx.sensory_memory")
         return self._execution.sensory
 
     @property
     def short_term_memory(self) -> Memory:
         """Memory of the current key: survives runs, kept in keyed state."""
+        refuse_foreign(self._execution, "ctx.short_term_memory")
         return self._execution.short_term
 
     @property
     def long_term_memory(self) -> BaseLongTermMemory:
         """Memory sets searched by meaning, kept in a vector store."""
+        refuse_foreign(self._execution, "ctx.long_term_memory")
         return self._execution.long_term_memory
 
     @property
@@ -92,6 +96,7 @@ class ActionContext(RunnerContext):
                    **attributes: Any) -> Event:
         """See ``RunnerContext.send_event``."""
         refuse_nested("ctx.send_event")
+        refuse_foreign(self._execution, "ctx.send_event")
         return self._execution.send_event(event_to_send(event, identifier, attributes))
 
     def get_resource(self, name: str, resource_type: ResourceType | None = None,

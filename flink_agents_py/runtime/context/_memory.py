@@ -9,6 +9,7 @@ from typing import Any, cast
 from ...api import Memory, MemoryRef
 from ...api.internal import MemoryObject, memory_ref_of
 from .._serde import MODEL_TAG, from_json_value, is_tagged_model, to_json_value
+from ._owner import refuse_foreign
 
 __all__ = ["ActionMemory", "RESERVED_ROOTS", "apply_writes", "apply_merges", "priors",
            "read_path", "Clock", "MemoryClock", "KeyMerge", "MemoryLoader"]
@@ -156,6 +157,7 @@ class MemoryClock:
         self.ops = 0
 
     def __call__(self, memory: str) -> list[list[Any]]:
+        refuse_foreign(None, memory, self)  # a memory kept and used by another action
         n = self.ops
         self.ops = n + 1
         record = self.record

@@ -42,6 +42,7 @@ from ..context._long_term_memory import ActionLongTermMemory
 from ..context._long_term_memory import session_id as session_of
 from ..context._memory import ActionMemory, KeyMerge, MemoryClock, MemoryLoader
 from ..context._nested import inside_durable_function, run_nested, run_nested_async
+from ..context._owner import refuse_foreign
 from ..core._commands import (
     Attach,
     CallCommand,
@@ -468,16 +469,17 @@ class ActionExecution:
             self._sensory.rebase(sensory)
 
     def check_live(self, what: str) -> None:
-        """Refuse ``what`` once the execution has finished.
+        """Refuse ``what`` once the execution has finished, or while another is stepped.
 
         Raises:
-            NotInActionContextError: when the action execution has finished.
+            NotInActionContextError: when it has finished, or from ``refuse_foreign``.
         """
         if self.finished:
             raise NotInActionContextError(
                 f"{what} called after action execution {self.execution_id} finished; "
                 "a RunnerContext is valid only during the action it was passed to"
             )
+        refuse_foreign(self, what)
 
     def _allocate(self, kind: CallKind, target: str, digest_of: Callable[[str], str], *,
                   check: bool = True) -> tuple[int, str, str, CallRecord | None]:

@@ -1,0 +1,55 @@
+"""A context used by another action than its own: refused.
+
+A ``RunnerContext``, the memories and memory sets taken from it, and the vector-store views
+it hands out speak for one action execution: its key, its run, its record of durable calls.
+An action that keeps one (in a module global, on its agent: a memory set fetched once and
+reused, as Flink Agents warns against) and uses it in a later action would read and write
+the first action's key's memory, send events as it and record calls in its record, while
+that action is still running (awaiting a call; keys run concurrently). The core steps one
+action at a time and marks which (``EVENT_ID_SOURCE``, set to the stepped execution's event
+id source): what is used while another execution is stepped is refused here. Used after
+its execution finished, it is refused already (``ActionExecution.check_live``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...api import NotInActionContextError
+from ...api.internal import EVENT_ID_SOURCE
+
+__all__ = ["refuse_foreign", "stepped_execution"]
+
+
+def stepped_execution() -> Any:
+    """The action execution the core is stepping now (``None`` outside one).
+
+    Returns:
+        The ``ActionExecution``, or ``None`` (also inside a durable call's function).
+    """
+    return getattr(EVENT_ID_SOURCE.get(), "__self__", None)
+
+
+def refuse_foreign(owner: Any, what: str, clock: Any = None) -> None:
+    """Refuse ``what`` of ``owner``'s context while another action execution is stepped.
+
+    Args:
+        owner: the ``ActionExecution`` the context belongs to (``None``: given by ``clock``).
+        what: what was used, for the message (``"ctx.send_event"``).
+        clock: the ``MemoryClock`` of the execution a memory belongs to (a memory holds its
+            clock, not its execution).
+
+    Raises:
+        NotInActionContextError: naming the execution running (never the owner's key: the
+            running action may be another key's).
+    """
+    running = stepped_execution()
+    if running is None or running is owner or (
+            clock is not None and getattr(running, "_clock", None) is clock):
+        return
+    raise NotInActionContextError(
+        f"{what} of another action execution's context was used by action execution "
+        f"{getattr(running, 'execution_id', '?')}: a RunnerContext, the memories and memory "
+        "sets taken from it and the resources it returned are valid only in the action they "
+        "were passed to (they speak for its key and its run); take them from the ctx of the "
+        "action that uses them, each time, instead of keeping them between actions")
