@@ -8,7 +8,8 @@ the hidden workflow instance).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -20,6 +21,7 @@ from ...api import (
     ChatResponse,
     Event,
     Memory,
+    MemoryObject,
     MetricGroup,
     Resource,
     ResourceType,
@@ -27,6 +29,8 @@ from ...api import (
     SubagentFuture,
 )
 from ...api.internal import agent_metric_group, event_to_send, resource_type_argument
+from ._long_term_memory import ActionLongTermMemory, ActionMemorySet
+from ._memory import ActionMemory
 from ._nested import refuse_nested
 from ._owner import refuse_foreign
 
@@ -109,7 +113,9 @@ class ActionContext(RunnerContext):
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
         strict: bool | None = None, **kwargs: Any,
     ) -> Any:
-        """See ``RunnerContext.durable_execute``."""
+        """See ``RunnerContext.durable_execute`` (a memory operation: called as it is)."""
+        if _is_memory_operation(fn):
+            return fn(*args, **kwargs)
         return self._execution.durable_execute(fn, *args, reconciler=reconciler, strict=strict,
                                                **kwargs)
 
@@ -117,7 +123,9 @@ class ActionContext(RunnerContext):
         self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
         strict: bool | None = None, **kwargs: Any,
     ) -> Awaitable[Any]:
-        """See ``RunnerContext.durable_execute_async``."""
+        """See ``RunnerContext.durable_execute_async`` (a memory operation: called now)."""
+        if _is_memory_operation(fn):
+            return _Called(fn, args, kwargs)
         return self._execution.durable_execute_async(fn, *args, reconciler=reconciler,
                                                      strict=strict, **kwargs)
 
@@ -155,3 +163,48 @@ class ActionContext(RunnerContext):
         """See ``RunnerContext.sleep``."""
         refuse_nested("ctx.sleep")
         return self._execution.sleep(seconds)
+
+
+_MEMORY_TYPES = (ActionMemory, MemoryObject, ActionLongTermMemory, ActionMemorySet)
+
+
+def _is_memory_operation(fn: Any) -> bool:
+    """Whether ``fn`` is a method of a memory or a memory set (``memory_set.add``).
+
+    Flink Agents' programs run memory operations as durable calls (its long-term memory
+    example: ``await ctx.durable_execute_async(memory_set.add, items=...)``). They are
+    durable already (a read is a durable call of its own; a write is applied with the
+    action's other writes as it completes), and inside a durable call's function a write
+    would be lost on a replay, which does not run the function again (it is refused there).
+    So they are called in the action, as they are.
+
+    Returns:
+        Whether it is one.
+    """
+    return isinstance(getattr(fn, "__self__", None), _MEMORY_TYPES)
+
+
+class _Called:
+    """``durable_execute_async`` of a memory operation, called now.
+
+    ``await`` gives its result, or raises what it raised.
+    """
+
+    __slots__ = ("_error", "_value")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        try:
+            self._value = fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - raised where it is awaited, as a call's is
+            self._error = e
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        if self._error is not None:
+            raise self._error
+        value = self._value
+        if inspect.isawaitable(value):  # ``memory_set.asearch``: its own durable call
+            value = yield from value.__await__()
+        return value

@@ -60,6 +60,7 @@ from .._keys import key_text
 from .._knowledge import durable_target
 from .._memory_items import RESERVED, Horizon, MemoryStore, exec_tag
 from .._serde import digest, to_json_value
+from ._nested import refuse_nested
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
@@ -457,8 +458,9 @@ class ActionLongTermMemory(BaseLongTermMemory):
         return run
 
     def log(self, write: dict[str, Any]) -> None:
-        """Log a write (checked for a JSON form now)."""
+        """Log a write (checked for a JSON form now; refused in a durable call's function)."""
         self._ctx.check_live("long-term memory")
+        refuse_nested(f"long-term memory {write['op']}")  # a replay would not log it again
         self.writes.append(to_json_value(write, "a long-term memory write"))
 
     def call(self, label: str, fn: Any, *args: Any) -> Any:

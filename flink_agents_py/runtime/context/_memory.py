@@ -9,6 +9,7 @@ from typing import Any, cast
 from ...api import Memory, MemoryRef
 from ...api.internal import MemoryObject, memory_ref_of
 from .._serde import MODEL_TAG, from_json_value, is_tagged_model, to_json_value
+from ._nested import refuse_nested
 from ._owner import refuse_foreign
 
 __all__ = ["ActionMemory", "RESERVED_ROOTS", "apply_writes", "apply_merges", "priors",
@@ -303,7 +304,10 @@ class ActionMemory(Memory):
         Raises:
             ValueError: for a path under a reserved entry of short-term memory
                 (``RESERVED_ROOTS``; the runtime writes those with ``_set_reserved``).
+            UsageError: inside a durable call's function (``refuse_nested``): a replay
+                returns the call's result without running it, so the write would be lost.
         """
+        refuse_nested(f"{self._name}.set")  # a replay would not make the write again
         parts = _split(path)
         if self._name == "short_term_memory":
             _refuse_reserved(parts, path, False)
@@ -322,6 +326,7 @@ class ActionMemory(Memory):
 
     def delete(self, path: str) -> None:
         """Log a deletion of ``path`` (see ``set`` for the reserved entries)."""
+        refuse_nested(f"{self._name}.delete")
         parts = _split(path)
         if self._name == "short_term_memory":
             _refuse_reserved(parts, path, True)
