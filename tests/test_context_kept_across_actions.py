@@ -4,7 +4,8 @@ An agent that keeps what its ``ctx`` gave it (a memory set fetched once, the ``c
 itself, its short-term memory) in a module global and uses it in another key's action,
 while the first key's action still runs (it awaits a call; keys run concurrently), read the
 first key's long-term memory, wrote into it and into its short-term memory, and sent events
-as it. Each use now raises ``NotInActionContextError`` in the action that made it, and
+as it; so did a durable call's function of the other key's action (a helper, a tool).
+Each use now raises ``NotInActionContextError`` in the action that made it, and
 nothing reaches the first key. (Used after the first action finished, it was refused
 already.) Flink Agents documents the same rule for its memory sets: obtain one per action.
 """
@@ -56,7 +57,9 @@ class Notes(Agent):
             KEPT.update(ctx=ctx, notes=notes, stm=ctx.short_term_memory,
                         kb=ctx.get_resource("kb", ResourceType.VECTOR_STORE))
             await ctx.durable_execute_async(until_the_other_key_ran)
-            ctx.send_event(OutputEvent(output={"key": ctx.key, "done": True}))
+            # its own durable functions still read its own memory
+            own = await ctx.durable_execute_async(lambda: ctx.short_term_memory.get("owner"))
+            ctx.send_event(OutputEvent(output={"key": ctx.key, "done": True, "own": own}))
         elif event.input["op"] == "reuse":
             tried = {
                 "read_notes": attempt(lambda: KEPT["notes"].get()),
@@ -69,6 +72,16 @@ class Notes(Agent):
                 "send_event": attempt(lambda: KEPT["ctx"].send_event(OutputEvent(output="forged"))),
                 "durable_call": attempt(lambda: KEPT["ctx"].durable_execute(len, "x")),
                 "store_get": attempt(lambda: KEPT["kb"].get(limit=5)),
+                # inside this action's own durable calls' functions (not stepped: no
+                # action runs there), in its thread and on the I/O executor
+                "stm_in_call": ctx.durable_execute(
+                    lambda: attempt(lambda: KEPT["stm"].get("owner"))),
+                "notes_in_call": ctx.durable_execute(
+                    lambda: attempt(lambda: KEPT["notes"].get())),
+                "stm_in_async_call": await ctx.durable_execute_async(
+                    lambda: attempt(lambda: KEPT["stm"].get("owner"))),
+                "notes_in_async_call": await ctx.durable_execute_async(
+                    lambda: attempt(lambda: KEPT["notes"].get())),
             }
             USED.set()
             ctx.send_event(OutputEvent(output={"key": ctx.key, "tried": tried}))
@@ -111,6 +124,6 @@ def test_what_one_keys_action_kept_cannot_be_used_by_another_keys_action(tmp_pat
     [reuse] = by_key["mallory"]
     assert set(reuse["tried"].values()) == {"NotInActionContextError"}, reuse["tried"]
     first, check = by_key["alice"]
-    assert first == {"key": "alice", "done": True}
+    assert first == {"key": "alice", "done": True, "own": "alice"}
     # alice's memory is as alice left it: her note, her short-term memory
     assert check == {"key": "alice", "notes": ["alice's private note"], "owner": "alice"}

@@ -149,12 +149,14 @@ class MemoryClock:
 
     Args:
         record: the execution's in-flight record (``rebind`` it when the host hands a new one).
+        key: the key it belongs to (to tell another key's use of the memory: ``_owner``).
     """
 
-    __slots__ = ("record", "ops")
+    __slots__ = ("record", "ops", "key")
 
-    def __init__(self, record: Any) -> None:
+    def __init__(self, record: Any, key: Any = None) -> None:
         self.record = record
+        self.key = key
         self.ops = 0
 
     def __call__(self, memory: str) -> list[list[Any]]:

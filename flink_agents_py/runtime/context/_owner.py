@@ -17,6 +17,8 @@ from typing import Any
 
 from ...api import NotInActionContextError
 from ...api.internal import EVENT_ID_SOURCE
+from .._keys import key_text
+from ..core._stepper import DURABLE_OWNER
 
 __all__ = ["refuse_foreign", "stepped_execution"]
 
@@ -44,8 +46,12 @@ def refuse_foreign(owner: Any, what: str, clock: Any = None) -> None:
             running action may be another key's).
     """
     running = stepped_execution()
-    if running is None or running is owner or (
-            clock is not None and getattr(running, "_clock", None) is clock):
+    if running is None:  # in a durable call's function: another key's context is refused
+        durable = DURABLE_OWNER.get()
+        if durable is None or _same_key(durable, owner, clock):
+            return
+        running = durable
+    elif running is owner or (clock is not None and getattr(running, "_clock", None) is clock):
         return
     raise NotInActionContextError(
         f"{what} of another action execution's context was used by action execution "
@@ -53,3 +59,24 @@ def refuse_foreign(owner: Any, what: str, clock: Any = None) -> None:
         "sets taken from it and the resources it returned are valid only in the action they "
         "were passed to (they speak for its key and its run); take them from the ctx of the "
         "action that uses them, each time, instead of keeping them between actions")
+
+
+def _same_key(durable: Any, owner: Any, clock: Any) -> bool:
+    """Whether the execution whose durable function runs has ``owner``'s key.
+
+    A function reaching a context of its own key (a tool given the calling action's memory)
+    is left as it was; one of another key's is refused. Keys are told apart as keyed state
+    tells them (``1``, ``True`` and ``"1"`` are three keys).
+
+    Returns:
+        Whether both have one key.
+    """
+    theirs = owner.key if owner is not None else getattr(clock, "key", None)
+    return bool(_identity(durable.key) == _identity(theirs))
+
+
+def _identity(key: Any) -> Any:
+    try:
+        return key_text(key)
+    except Exception:  # noqa: BLE001 - a key only the pickle encoding takes
+        return (type(key).__qualname__, repr(key))

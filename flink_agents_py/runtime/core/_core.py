@@ -298,7 +298,7 @@ class AgentCore(UnfinishedCore):
             self._inbox.put(key, _Delivery(ctx, call, ok, value))
             self._notify(key)
 
-        self.executor.submit(fn, args, kwargs, on_done, key=key)
+        self.executor.submit(fn, args, kwargs, on_done, key=key, owner=ctx)
 
     def _memories(self, state: KeyState, run: RunState, env: str | None
                   ) -> tuple[MemoryLoader, dict[str, Any], MemoryLoader]:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...api.internal import close_loop_clients
-from ._stepper import DURABLE_FUNCTION
+from ._stepper import DURABLE_FUNCTION, DURABLE_OWNER
 
 __all__ = ["IOExecutor"]
 
@@ -57,12 +57,13 @@ is a record key like any other (``AgentsExecutionEnvironment`` keys records by a
 class _Call:
     """One submitted call: its key, what it runs, its place in line, when it started."""
 
-    __slots__ = ("key", "name", "order", "started")
+    __slots__ = ("key", "name", "order", "owner", "started")
 
-    def __init__(self, key: Any, name: str, order: int) -> None:
+    def __init__(self, key: Any, name: str, order: int, owner: Any = None) -> None:
         self.key = key
         self.name = name
         self.order = order
+        self.owner = owner  # the action execution that made it (``DURABLE_OWNER``)
         self.started: float | None = None
 
 
@@ -76,11 +77,11 @@ class _Raised:
 
 
 def _in_thread(name: str, fn: Callable[..., Any], args: tuple[Any, ...],
-               kwargs: dict[str, Any]) -> Any:
+               kwargs: dict[str, Any], owner: Any = None) -> Any:
     """Run a plain function in a worker thread, handing a ``StopIteration`` back as ``_Raised``.
 
     ``DURABLE_FUNCTION`` says ``name`` meanwhile (a durable call made by the function is part
-    of its call).
+    of its call), and ``DURABLE_OWNER`` the action execution that made the call.
 
     asyncio cannot set ``StopIteration`` on a future (it would end the generator awaiting
     it): copied from the thread's future, it raised a ``TypeError`` in a loop callback
@@ -91,11 +92,13 @@ def _in_thread(name: str, fn: Callable[..., Any], args: tuple[Any, ...],
         What ``fn`` returned, or ``_Raised`` holding the ``StopIteration`` it raised.
     """
     inside = DURABLE_FUNCTION.set(name)
+    owned = DURABLE_OWNER.set(owner)
     try:
         return fn(*args, **kwargs)
     except StopIteration as e:
         return _Raised(e)
     finally:
+        DURABLE_OWNER.reset(owned)
         DURABLE_FUNCTION.reset(inside)
 
 
@@ -187,6 +190,7 @@ class IOExecutor:
         on_done: Callable[[bool, Any], None],
         *,
         key: Any = _UNTRACKED,
+        owner: Any = None,
     ) -> None:
         """Run ``fn(*args, **kwargs)``; then call ``on_done(ok, result_or_exception)``.
 
@@ -200,6 +204,7 @@ class IOExecutor:
             key: the record key the call belongs to (for ``has_calls`` and
                 ``next_completion_s``; any value, ``None`` included); omitted: not tracked
                 by key.
+            owner: the action execution making the call (``DURABLE_OWNER`` while it runs).
         """
         if self._loop is None:
             self.start()
@@ -207,7 +212,7 @@ class IOExecutor:
         with self._lock:
             self._pending += 1
             self._waiting += 1
-            call = _Call(key, _name_of(fn), self._submitted)
+            call = _Call(key, _name_of(fn), self._submitted, owner)
             self._submitted += 1
             if key is not _UNTRACKED:
                 self._by_key.setdefault(key, []).append(call)
@@ -250,12 +255,14 @@ class IOExecutor:
             # lambda calling an async function, an object with an async ``__call__``), run
             # inside the durable call: a durable call made there is part of it (``_nested``)
             inside = DURABLE_FUNCTION.set(call.name)
+            owned = DURABLE_OWNER.set(call.owner)
             try:
                 if inspect.iscoroutinefunction(fn):
                     result = await fn(*args, **kwargs)
                 else:
                     result = await self._loop.run_in_executor(
-                        None, functools.partial(_in_thread, call.name, fn, args, kwargs)
+                        None, functools.partial(_in_thread, call.name, fn, args, kwargs,
+                                                call.owner)
                     )
                     if inspect.isawaitable(result):
                         result = await result
@@ -265,6 +272,7 @@ class IOExecutor:
                 ok, value = (False, result.error) if isinstance(result, _Raised) \
                     else (True, result)
             finally:
+                DURABLE_OWNER.reset(owned)
                 DURABLE_FUNCTION.reset(inside)
                 with self._lock:
                     self.in_flight -= 1

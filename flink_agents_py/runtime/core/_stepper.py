@@ -18,7 +18,8 @@ from typing import Any, NoReturn
 from ...api import UnsupportedAwaitError
 from ...api.internal import EVENT_ID_SOURCE
 
-__all__ = ["DURABLE_FUNCTION", "not_stepping", "enter_stepping", "leave_stepping", "run_inline"]
+__all__ = ["DURABLE_FUNCTION", "DURABLE_OWNER", "not_stepping", "enter_stepping",
+           "leave_stepping", "run_inline"]
 
 DURABLE_FUNCTION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "flink_agents_py_durable_function", default=None)
@@ -28,6 +29,12 @@ Set while ``run_inline`` runs a ``ctx.durable_execute`` function and while the I
 runs a function (in its worker thread, or in the task of an ``async`` one): a durable call
 made from there is part of that call, whose one result is recorded (see
 ``context._nested``)."""
+
+DURABLE_OWNER: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "flink_agents_py_durable_owner", default=None)
+"""The action execution whose durable call's function runs in this context (``None``
+outside one, or when the runner did not say): what it reaches of another key's context is
+refused (``context._owner``)."""
 
 _HINT = (
     "actions are stepped by the operator, not by an asyncio event loop: await only the "
@@ -100,7 +107,7 @@ def not_stepping() -> Iterator[None]:
         asyncio.events._set_running_loop(previous)
 
 
-def run_inline(name: str, call: Callable[[], Any]) -> Any:
+def run_inline(name: str, call: Callable[[], Any], owner: Any = None) -> Any:
     """Run a synchronous durable call's function (or its reconciler) in the action's thread.
 
     It takes no event ids (nothing it builds is replayed) and runs with the stand-in loop
@@ -109,6 +116,7 @@ def run_inline(name: str, call: Callable[[], Any]) -> Any:
     Args:
         name: the function's ``module:qualname``, for the error.
         call: runs the function with its arguments.
+        owner: the action execution making the call (``DURABLE_OWNER`` meanwhile).
 
     Returns:
         What it returned.
@@ -121,10 +129,12 @@ def run_inline(name: str, call: Callable[[], Any]) -> Any:
     """
     token = EVENT_ID_SOURCE.set(None)
     inside = DURABLE_FUNCTION.set(name)
+    owned = DURABLE_OWNER.set(owner)
     try:
         with not_stepping():
             value = call()
     finally:
+        DURABLE_OWNER.reset(owned)
         DURABLE_FUNCTION.reset(inside)
         EVENT_ID_SOURCE.reset(token)
     if inspect.iscoroutine(value):

@@ -140,7 +140,7 @@ class ActionExecution:
         self._owner = _get_ident()  # the operator thread (see ``event_id_source``)
         self.used_long_term_memory = False  # its writes are committed when the action ends
         self.ltm: ActionLongTermMemory | None = None  # made on first use
-        self._clock = MemoryClock(record)  # counts its memory operations (no cycle to self)
+        self._clock = MemoryClock(record, key)  # counts memory operations (no cycle to self)
         self.key_memory = key_memory or short_term
         self.key_merges: list[KeyMerge] = []
 
@@ -289,7 +289,7 @@ class ActionExecution:
             self.record_started(InlineCall(call, name))
             runner = reconciler if (started is not None and reconciler is not None) else None
             try:
-                value = run_inline(name, runner or (lambda: fn(*args, **kwargs)))
+                value = run_inline(name, runner or (lambda: fn(*args, **kwargs)), self)
             except Exception as e:  # noqa: BLE001 - recorded, then re-raised
                 self.record_outcome(call, False, e)
             else:
