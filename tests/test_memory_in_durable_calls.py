@@ -112,11 +112,11 @@ class PortedNotes(Agent):
                                            "notes": sorted(i.value for i in items)}))
 
 
-def _ported_notes(path: str) -> Agent:
+def _ported_notes(path: str, agent: Agent | None = None) -> Agent:
     from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel
     from flink_agents_py.integrations.vector_stores import ChromaVectorStore
 
-    agent = PortedNotes()
+    agent = agent if agent is not None else PortedNotes()
     agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
                        ResourceDescriptor(HashingEmbeddingModel, dimension=8))
     agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
@@ -144,3 +144,33 @@ def test_memory_operations_run_as_durable_calls_survive_every_crash_point(tmp_pa
     report = check_replay_safety(_ported_notes(str(tmp_path / "db")), inputs,
                                  other_process=False)
     report.assert_ok()
+
+
+class Searching(Agent):
+    """An async memory operation given to the durable calls."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def look(event: InputEvent, ctx: RunnerContext) -> None:
+        notes = ctx.long_term_memory.get_memory_set("notes")
+        if event.input.get("text"):
+            notes.add(event.input["text"])
+            return
+        found = await ctx.durable_execute_async(notes.asearch, "tea", 2)
+        try:
+            ctx.durable_execute(notes.asearch, "tea", 2)
+            sync = "ran"
+        except TypeError as e:
+            sync = str(e)
+        ctx.send_event(OutputEvent(output={"found": [i.value for i in found], "sync": sync}))
+
+
+def test_an_async_memory_operation_is_awaited_through_durable_execute_async(tmp_path):
+    pytest.importorskip("chromadb")
+    searching = _ported_notes(str(tmp_path / "db"), Searching())
+    records = [{"key": "a", "text": "likes tea"}, {"key": "a"}]
+    result = AgentsExecutionEnvironment.local().from_list(records).apply(searching).run()
+    assert result.errors == []
+    [out] = result.outputs
+    assert out["found"] == ["likes tea"]
+    assert out["sync"].startswith("ctx.durable_execute(ActionMemorySet.asearch) got a coroutine")

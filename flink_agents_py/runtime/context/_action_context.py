@@ -115,7 +115,12 @@ class ActionContext(RunnerContext):
     ) -> Any:
         """See ``RunnerContext.durable_execute`` (a memory operation: called as it is)."""
         if _is_memory_operation(fn):
-            return fn(*args, **kwargs)
+            value = fn(*args, **kwargs)
+            if inspect.iscoroutine(value):  # ``memory_set.asearch``: awaited, not run here
+                value.close()
+                raise TypeError(f"ctx.durable_execute({fn.__qualname__}) got a coroutine: "
+                                "await ctx.durable_execute_async(...) in an async action")
+            return value
         return self._execution.durable_execute(fn, *args, reconciler=reconciler, strict=strict,
                                                **kwargs)
 
