@@ -470,9 +470,13 @@ def _kind(value: Any) -> str:
 def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
     """A provider's tool call arguments as the JSON object they must be.
 
+    No arguments may come as ``""``, ``null`` (JSON text or ``None``): a tool called
+    without arguments (its missing required ones are then the call's error, told to the
+    model). Arguments encoded twice (a JSON string holding the object's JSON text, as some
+    servers' tool parsers send them) are the object.
+
     Args:
-        raw: the arguments as the provider sent them: JSON text (``""``: none), or a
-            decoded value.
+        raw: the arguments as the provider sent them: JSON text, or a decoded value.
         index: the call's position in the message.
         name: the tool's name, as the model wrote it.
 
@@ -481,18 +485,37 @@ def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
 
     Raises:
         ProviderError: naming the call and the tool, when they are not JSON, or are JSON of
-            something else than an object (a list, a number, a string, ``null``).
+            something else than an object (a list, a number, a string).
     """
-    import orjson
-
     value = raw
     if isinstance(raw, str):
         try:
-            value = orjson.loads(raw) if raw.strip() else {}
-        except orjson.JSONDecodeError as e:
+            value = _json_value(raw) if raw.strip() else None
+        except ValueError as e:
             raise ProviderError(f"tool call {index} ({str(name)[:100]!r}) has arguments that "
                                 f"are not JSON: {raw[:200]!r}") from scrub_exception(e)
+    if isinstance(value, str) and (value.lstrip().startswith("{") or value.strip() == "null"):
+        try:  # encoded twice: the JSON text of the object's JSON text
+            value = _json_value(value)
+        except ValueError:
+            pass  # a string that is no JSON text: refused below
+    if value is None:
+        return {}
     if not isinstance(value, dict):
         raise ProviderError(f"tool call {index} ({str(name)[:100]!r}) has arguments that are "
                             f"not a JSON object but {_kind(value)}: {str(raw)[:200]!r}")
     return value
+
+
+def _json_value(text: str) -> Any:
+    """Decode JSON text.
+
+    Returns:
+        The value.
+
+    Raises:
+        ValueError: when ``text`` is not JSON.
+    """
+    import orjson
+
+    return orjson.loads(text)

@@ -113,6 +113,7 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         client = self._client()
         import httpx
         import ollama
+        import pydantic
 
         request: dict[str, Any] = {k: options.pop(k) for k in _REQUEST_FIELDS if k in options}
         if "max_tokens" in options:
@@ -140,7 +141,16 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         except (httpx.TimeoutException, ConnectionError, httpx.TransportError) as e:
             error = provider_error(f"ollama chat failed: {type(e).__name__}: {e}", None)
             raise error from scrub_exception(e)
+        except pydantic.ValidationError as e:  # a body the client's models refuse
+            raise ProviderError(f"ollama chat failed: the server's answer is not of Ollama's "
+                                f"form: {e.error_count()} problem(s), first at "
+                                f"{_where(e)}: {e.errors()[0]['msg']}") from scrub_exception(e)
         return _from_ollama(resp)
+
+
+def _where(error: Any) -> str:
+    """Where the first problem of a pydantic ``ValidationError`` is (``message.tool_calls.0``)."""
+    return ".".join(str(p) for p in error.errors()[0]["loc"]) or "the top"
 
 
 def _from_ollama(resp: Any) -> ChatResponse:

@@ -1,0 +1,137 @@
+"""Provider answers of shapes seen in the field, against local servers speaking each format.
+
+Each test comes from a public report of a similar system:
+
+- Tool call arguments of a call without arguments sent as ``"null"`` (jcode #225,
+  OpenDeepWiki #392; LangChain #34242 for ``None``): the chat failed ('not a JSON object
+  but null'); they are no arguments now, as ``""`` and a missing field already were.
+- Tool call arguments encoded twice, a JSON string holding the object's JSON text (Qwen2.5
+  and Granite 4 through vLLM's tool parsers: OpenManus #989, vLLM #54964; Nova Sonic:
+  livekit agents #5409; quarkus-langchain4j #2642): the chat failed ('not a JSON object but
+  a str'); the object is the arguments now.
+- An Ollama-compatible server's answer the ``ollama`` client refuses (arguments as text or
+  ``null``): the chat failed with the client's bare pydantic ``ValidationError``; it is a
+  ``ProviderError`` saying the answer is not of Ollama's form, and where.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from support.providers import (
+    WireServer,
+    ollama_reply,
+    openai_reply,
+    outputs_of,
+    probe_agent,
+    run_probe,
+)
+
+from flink_agents_py.api import ChatMessage, ProviderError, ResourceDescriptor
+from flink_agents_py.integrations.chat_models import OllamaChatModel, OpenAIChatModel
+from flink_agents_py.testing import CallCounter
+
+pytest.importorskip("ollama")
+pytest.importorskip("openai")
+
+pytestmark = pytest.mark.timeout(60)
+
+COUNTER = CallCounter()
+
+
+def now() -> str:
+    """The time."""
+    COUNTER.count("now")
+    return "12:00"
+
+
+def book(city: str, nights: int = 1) -> dict:
+    """Book a room.
+
+    Args:
+        city: where.
+        nights: how many nights.
+    """
+    COUNTER.count("book")
+    return {"city": city, "nights": nights}
+
+
+def _openai(srv: WireServer) -> ResourceDescriptor:
+    return ResourceDescriptor(OpenAIChatModel, base_url=f"{srv.url}/v1",
+                              api_key_env="FAP_TEST_OPENAI_KEY", default_model="gpt-test")
+
+
+@pytest.fixture(autouse=True)
+def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAP_TEST_OPENAI_KEY", "sk-test")
+    COUNTER.reset()
+
+
+def _calling(name: str, raw_arguments: str):
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        if req["n"] > 0:
+            return 200, openai_reply("done")
+        body = openai_reply(None, [("call_1", name, {})])
+        body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = raw_arguments
+        return 200, body
+    return answer
+
+
+def _chat(answer, tools) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    with WireServer(answer) as srv:
+        res = run_probe(probe_agent(_openai(srv), tools=[t.__name__ for t in tools],
+                                    tool_fns=tools), [{"key": "k", "q": "go"}])
+        bodies = srv.bodies("/chat/completions")
+    assert res.errors == []
+    [ans] = outputs_of(res, "answer")
+    return ans, bodies
+
+
+@pytest.mark.parametrize("raw", ["null", " null ", '"null"'])
+def test_null_arguments_are_a_call_without_arguments(raw):
+    ans, bodies = _chat(_calling("now", raw), [now])
+    assert ans["error"] is None and ans["content"] == "done"
+    assert COUNTER.total == 1
+    [tool_message] = [m for m in bodies[1]["messages"] if m["role"] == "tool"]
+    assert tool_message["content"] == "12:00"
+    [call] = bodies[1]["messages"][1]["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {}
+
+
+def test_null_arguments_of_a_tool_with_required_ones_go_back_to_the_model_as_its_error():
+    ans, bodies = _chat(_calling("book", "null"), [book])
+    assert ans["error"] is None and ans["content"] == "done" and COUNTER.total == 0
+    [tool_message] = [m for m in bodies[1]["messages"] if m["role"] == "tool"]
+    assert tool_message["content"].startswith("Error: ") and "city" in tool_message["content"]
+
+
+def test_arguments_encoded_twice_are_the_object():
+    raw = json.dumps(json.dumps({"city": "Oslo", "nights": 2}))
+    ans, bodies = _chat(_calling("book", raw), [book])
+    assert ans["error"] is None and COUNTER.total == 1
+    [tool_message] = [m for m in bodies[1]["messages"] if m["role"] == "tool"]
+    assert json.loads(tool_message["content"]) == {"city": "Oslo", "nights": 2}
+
+
+@pytest.mark.parametrize(("raw", "kind"), [('"Oslo"', "a str"), ('"{not json"', "a str"),
+                                           ('"[1, 2]"', "a str"), ("[1, 2]", "a list"),
+                                           (json.dumps(json.dumps('"{}"')), "a str")])
+def test_a_string_that_holds_no_object_is_still_refused_by_name(raw, kind):
+    ans, _ = _chat(_calling("book", raw), [book])
+    assert f"tool call 0 ('book') has arguments that are not a JSON object but {kind}" \
+        in ans["error"]
+    assert COUNTER.total == 0
+
+
+@pytest.mark.parametrize("arguments", ['{"city": "Oslo"}', None])
+def test_an_answer_the_ollama_client_refuses_is_a_provider_error_saying_where(arguments):
+    body = ollama_reply(tool_calls=[("book", {})])
+    body["message"]["tool_calls"][0]["function"]["arguments"] = arguments
+    with WireServer(lambda req: (200, body)) as srv:
+        with pytest.raises(ProviderError) as e:
+            OllamaChatModel(host=srv.url).chat([ChatMessage(content="book it")])
+    assert "not of Ollama's form" in str(e.value)
+    assert "message.tool_calls.0.function.arguments" in str(e.value)
+    assert e.value.retryable is False
