@@ -9,6 +9,13 @@ Each test comes from a public report of a similar system:
   and Granite 4 through vLLM's tool parsers: OpenManus #989, vLLM #54964; Nova Sonic:
   livekit agents #5409; quarkus-langchain4j #2642): the chat failed ('not a JSON object but
   a str'); the object is the arguments now.
+- Half of a character in a provider's JSON (``"\\ud83d"``: an emoji cut at the token limit,
+  a tokenizer's stray piece; aider #3693, inspect_ai #3802, agent-zero #1773, ragflow
+  #9246): the decoded text has no UTF-8 form, so the chat failed ('holds a lone surrogate
+  ... has no JSON form') whatever the answer, and tool arguments holding one were 'not
+  JSON' (orjson refuses the escape). Each lone surrogate is U+FFFD now, as a UTF-8 decoder
+  replaces what it cannot decode, in every connection's answers (text, reasoning, tool
+  calls).
 - An Ollama-compatible server's answer the ``ollama`` client refuses (arguments as text or
   ``null``): the chat failed with the client's bare pydantic ``ValidationError``; it is a
   ``ProviderError`` saying the answer is not of Ollama's form, and where.
@@ -22,6 +29,7 @@ from typing import Any
 import pytest
 from support.providers import (
     WireServer,
+    anthropic_reply,
     ollama_reply,
     openai_reply,
     outputs_of,
@@ -30,9 +38,14 @@ from support.providers import (
 )
 
 from flink_agents_py.api import ChatMessage, ProviderError, ResourceDescriptor
-from flink_agents_py.integrations.chat_models import OllamaChatModel, OpenAIChatModel
+from flink_agents_py.integrations.chat_models import (
+    AnthropicChatModel,
+    OllamaChatModel,
+    OpenAIChatModel,
+)
 from flink_agents_py.testing import CallCounter
 
+pytest.importorskip("anthropic")
 pytest.importorskip("ollama")
 pytest.importorskip("openai")
 
@@ -66,6 +79,7 @@ def _openai(srv: WireServer) -> ResourceDescriptor:
 @pytest.fixture(autouse=True)
 def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAP_TEST_OPENAI_KEY", "sk-test")
+    monkeypatch.setenv("FAP_TEST_ANTHROPIC_KEY", "sk-ant-test")
     COUNTER.reset()
 
 
@@ -135,3 +149,75 @@ def test_an_answer_the_ollama_client_refuses_is_a_provider_error_saying_where(ar
     assert "not of Ollama's form" in str(e.value)
     assert "message.tool_calls.0.function.arguments" in str(e.value)
     assert e.value.retryable is False
+
+
+# ------------------------------------------------------------------------ lone surrogates
+HALF = "Oslo \ud83d"  # the JSON server writes it as the escape "\\ud83d", alone
+WHOLE = "Oslo \N{GRINNING FACE}"  # written as the escaped pair: one character
+
+
+def _anthropic(srv: WireServer) -> ResourceDescriptor:
+    return ResourceDescriptor(AnthropicChatModel, base_url=srv.url,
+                              api_key_env="FAP_TEST_ANTHROPIC_KEY", default_model="claude-test")
+
+
+def _ollama(srv: WireServer) -> ResourceDescriptor:
+    return ResourceDescriptor(OllamaChatModel, host=srv.url, default_model="llama-test")
+
+
+def _openai_half(n: int) -> dict[str, Any]:
+    if n:
+        body = openai_reply(f"booked {HALF} and {WHOLE}")
+        body["choices"][0]["message"]["reasoning_content"] = f"thought {HALF}"
+        return body
+    body = openai_reply(None, [("call_1", "book", {})])
+    body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = (
+        '{"city": "Oslo \\ud83d"}')  # the escape as a server writes it
+    return body
+
+
+def _anthropic_half(n: int) -> dict[str, Any]:
+    if n:
+        return anthropic_reply([{"type": "text", "text": f"booked {HALF} and {WHOLE}"}])
+    return anthropic_reply([{"type": "text", "text": f"booking {HALF}"},
+                            {"type": "tool_use", "id": "toolu_1", "name": "book",
+                             "input": {"city": HALF}}], stop_reason="tool_use")
+
+
+def _ollama_half(n: int) -> dict[str, Any]:
+    if n:
+        return ollama_reply(f"booked {HALF} and {WHOLE}")
+    return ollama_reply(tool_calls=[("book", {"city": HALF})])
+
+
+@pytest.mark.parametrize(("conn", "reply", "path"), [
+    (_openai, _openai_half, "/chat/completions"),
+    (_anthropic, _anthropic_half, "/v1/messages"),
+    (_ollama, _ollama_half, "/api/chat")], ids=["openai", "anthropic", "ollama"])
+def test_half_a_character_in_an_answer_is_the_replacement_character(conn, reply, path):
+    with WireServer(lambda req: (200, reply(req["n"]))) as srv:
+        res = run_probe(probe_agent(conn(srv), tools=["book"], tool_fns=[book]),
+                        [{"key": "k", "q": "book Oslo"}])
+        second = srv.bodies(path)[1]
+    assert res.errors == []
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None, ans["error"]
+    assert ans["content"] == "booked Oslo \ufffd and Oslo \N{GRINNING FACE}"
+    [results] = outputs_of(res, "results")
+    [result] = results["results"].values()
+    assert result["ok"] and result["content"] == {"city": "Oslo \ufffd", "nights": 1}
+    assert COUNTER.total == 1
+    # the next request carries the call's arguments as valid text (it could not be encoded)
+    assert "Oslo \ufffd" in json.dumps(second, ensure_ascii=False)
+
+
+def test_an_answer_nested_deeply_is_walked_without_recursion():
+    from flink_agents_py.integrations.chat_models._common import valid_text
+
+    deep: Any = {"\ud83d key": HALF}
+    for _ in range(20_000):
+        deep = {"a": [deep]}
+    valid_text(deep)
+    for _ in range(20_000):
+        deep = deep["a"][0]
+    assert deep == {"\ufffd key": "Oslo \ufffd"}

@@ -66,6 +66,7 @@ from ._common import (
     provider_error,
     require_api_key,
     tool_arguments,
+    valid_text,
     with_extra_body,
 )
 from ._wire import WireNames, anthropic_tool_choice, wire_call_id
@@ -327,7 +328,8 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         message = raw.parse()
         if inspect.isawaitable(message):  # the SDK's async raw response
             message = await message
-        body = message.model_dump() if hasattr(message, "model_dump") else dict(message)
+        body = valid_text(message.model_dump() if hasattr(message, "model_dump")
+                          else dict(message))
         failed = None if body.get("content") else answer_error(
             body, "anthropic messages call failed", anthropic_rate_limit(raw.headers))
         if failed is not None:  # a 200 whose body is an error (a gateway's, a proxy's)

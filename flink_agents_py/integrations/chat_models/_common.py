@@ -9,6 +9,7 @@ import email.utils
 import importlib
 import inspect
 import ipaddress
+import json
 import math
 import os
 import threading
@@ -38,7 +39,7 @@ __all__ = ["HTTP_FLOW_CONTROL", "answer_error", "import_sdk", "FreshOnUnpickle",
            "LoopBoundSdkConnection",
            "header_number", "header_retry_after", "is_local_url", "provider_error",
            "require_api_key", "retry_after_s", "retryable_status", "run_sync",
-           "secret_env_values", "tool_arguments", "with_extra_body"]
+           "secret_env_values", "tool_arguments", "valid_text", "with_extra_body"]
 
 _RETRYABLE_STATUS = frozenset({408, 429})
 
@@ -490,13 +491,13 @@ def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
     value = raw
     if isinstance(raw, str):
         try:
-            value = _json_value(raw) if raw.strip() else None
+            value = valid_text(_json_value(raw)) if raw.strip() else None
         except ValueError as e:
             raise ProviderError(f"tool call {index} ({str(name)[:100]!r}) has arguments that "
                                 f"are not JSON: {raw[:200]!r}") from scrub_exception(e)
     if isinstance(value, str) and (value.lstrip().startswith("{") or value.strip() == "null"):
         try:  # encoded twice: the JSON text of the object's JSON text
-            value = _json_value(value)
+            value = valid_text(_json_value(value))
         except ValueError:
             pass  # a string that is no JSON text: refused below
     if value is None:
@@ -508,14 +509,67 @@ def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
 
 
 def _json_value(text: str) -> Any:
-    """Decode JSON text.
+    """Decode JSON text (with the standard library's decoder what orjson refuses).
 
     Returns:
-        The value.
+        The value; a string of it may hold a lone surrogate (``valid_text`` replaces it).
 
     Raises:
         ValueError: when ``text`` is not JSON.
     """
     import orjson
 
-    return orjson.loads(text)
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)  # takes an escaped lone surrogate, which orjson refuses
+
+
+def _valid(text: str) -> str:
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate; a pair split in two becomes its character
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def valid_text(value: Any) -> Any:
+    r"""``value`` with every lone surrogate of its strings replaced by U+FFFD, in place.
+
+    A provider's JSON may escape half of a character (``"\ud83d"``: an emoji cut at the
+    token limit, a tokenizer's stray piece); decoded, such a string has no UTF-8 form, so
+    the answer could not be recorded, nor sent back in the next request. A UTF-8 decoder
+    replaces bytes it cannot decode with U+FFFD; so does this, for what the JSON decoder let
+    through. Walked without recursion (a tool's input may nest deeply).
+
+    Args:
+        value: a decoded JSON value (its dicts and lists are changed in place).
+
+    Returns:
+        The value (a string: a new one when it was replaced).
+    """
+    if isinstance(value, str):
+        return _valid(value)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key in list(item):
+                child = item[key]
+                if isinstance(key, str) and _valid(key) is not key:
+                    del item[key]
+                    key = _valid(key)
+                if isinstance(child, str):
+                    item[key] = _valid(child)
+                else:
+                    item[key] = child
+                    stack.append(child)
+        elif isinstance(item, list):
+            for i, child in enumerate(item):
+                if isinstance(child, str):
+                    item[i] = _valid(child)
+                else:
+                    stack.append(child)
+    return value

@@ -39,7 +39,7 @@ from ...api import (
     ToolMetadata,
 )
 from ...api.internal import refuse_truncated_calls
-from ._common import tool_arguments
+from ._common import tool_arguments, valid_text
 from ._gguf import find_gguf_model
 from ._grammar_sampling import make_grammar_first_llama
 from ._wire import OPENAI_ID_CHARS, reasoning_of, reasoning_text, wire_call_id
@@ -118,7 +118,7 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
     """Map an OpenAI-shaped chat-completion response dict to a ``ChatResponse``.
 
     Args:
-        body: the response body.
+        body: the response body (its lone surrogates are replaced in place: ``valid_text``).
 
     Returns:
         The answer of the first choice. A refusal (``message.refusal``: the model declined,
@@ -129,6 +129,7 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
         ProviderError: when the body has no choice, a tool call's arguments are not a JSON
             object, or the answer was cut at the token limit while writing tool calls.
     """
+    body = valid_text(body)
     choices = body.get("choices") or []
     if not choices:
         raise ProviderError("the chat completion has no choices")

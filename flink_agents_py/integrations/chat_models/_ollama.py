@@ -44,6 +44,7 @@ from ._common import (
     import_sdk,
     provider_error,
     tool_arguments,
+    valid_text,
 )
 from ._wire import reasoning_of, reasoning_text
 
@@ -154,7 +155,7 @@ def _where(error: Any) -> str:
 
 
 def _from_ollama(resp: Any) -> ChatResponse:
-    body = resp.model_dump() if hasattr(resp, "model_dump") else dict(resp)
+    body = valid_text(resp.model_dump() if hasattr(resp, "model_dump") else dict(resp))
     msg = body.get("message") or {}
     raw_calls = msg.get("tool_calls") or []
     refuse_truncated_calls(body.get("done_reason"),
