@@ -16,6 +16,11 @@ Each test comes from a public report of a similar system:
   JSON' (orjson refuses the escape). Each lone surrogate is U+FFFD now, as a UTF-8 decoder
   replaces what it cannot decode, in every connection's answers (text, reasoning, tool
   calls).
+- A request of system messages only sent to Anthropic, whose API takes them apart
+  (``messages: at least one message is required``: LangChain #30764, braintrust-proxy
+  #250, Helicone #5257, arthur-engine #1302): a setup whose prompt holds the whole request
+  with an empty user message, as Flink Agents' programs write it, failed every chat with a
+  400. The prompt goes as the one user turn now.
 - An Ollama-compatible server's answer the ``ollama`` client refuses (arguments as text or
   ``null``): the chat failed with the client's bare pydantic ``ValidationError``; it is a
   ``ProviderError`` saying the answer is not of Ollama's form, and where.
@@ -221,3 +226,37 @@ def test_an_answer_nested_deeply_is_walked_without_recursion():
     for _ in range(20_000):
         deep = deep["a"][0]
     assert deep == {"\ufffd key": "Oslo \ufffd"}
+
+
+# ------------------------------------------------------------- Anthropic: system text only
+def _anthropic_strict(req: dict[str, Any]) -> tuple[int, Any]:
+    """Answers as the Messages API does: a request without turns is a 400."""
+    if not req["body"]["messages"]:
+        return 400, {"type": "error", "error": {
+            "type": "invalid_request_error",
+            "message": "messages: at least one message is required"}}
+    return 200, anthropic_reply([{"type": "text", "text": "positive"}])
+
+
+@pytest.mark.parametrize("question", ["", "  "])
+def test_a_prompt_holding_the_whole_request_reaches_anthropic_as_a_user_turn(question):
+    with WireServer(_anthropic_strict) as srv:
+        agent = probe_agent(_anthropic(srv), prompt="Classify this review: {review}")
+        res = run_probe(agent, [{"key": "k", "q": question, "args": {"review": "great tea"}}])
+        [body] = srv.bodies("/v1/messages")
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["content"] == "positive"
+    assert body["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "Classify this review: great tea"}]}]
+    assert "system" not in body
+
+
+def test_a_prompt_beside_a_question_stays_anthropics_system_text():
+    with WireServer(_anthropic_strict) as srv:
+        agent = probe_agent(_anthropic(srv), prompt="You classify reviews.")
+        res = run_probe(agent, [{"key": "k", "q": "great tea"}])
+        [body] = srv.bodies("/v1/messages")
+    assert outputs_of(res, "answer")[0]["content"] == "positive"
+    assert body["system"] == "You classify reviews."
+    assert body["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "great tea"}]}]

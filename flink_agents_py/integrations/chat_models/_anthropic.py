@@ -2,7 +2,8 @@
 
 Needs the ``anthropic`` extra (``pip install 'flink-agents-py[anthropic]'``). Mapping:
 
-- system messages (wherever they are) are joined into the top-level ``system`` field;
+- system messages (wherever they are) are joined into the top-level ``system`` field (a
+  conversation of system messages only goes as one user turn: the API needs one);
 - user text, assistant text and tool calls become content blocks (``text``, ``tool_use``
   with the call's id, name and ``input``); tool results become ``tool_result`` blocks
   (``tool_use_id``, ``content``, ``is_error`` for a failed tool) in a user turn; adjacent
@@ -141,7 +142,9 @@ def to_anthropic_messages(
     message's thinking blocks go back first in its turn, unchanged (with extended thinking
     on, the API refuses a tool round whose assistant turn lost them). Text of whitespace
     only (a model's blank lines before its tool calls) is left out, and a final assistant
-    turn (a prefill) ends without trailing whitespace: the API refuses both.
+    turn (a prefill) ends without trailing whitespace: the API refuses both. A conversation
+    of system messages only (a setup's prompt holding the whole request, its user message
+    left empty) goes as one user turn: the API refuses a request without turns.
 
     Args:
         messages: the conversation.
@@ -185,6 +188,9 @@ def to_anthropic_messages(
     last = out[-1]["content"][-1] if out and out[-1]["role"] == "assistant" else None
     if last is not None and last["type"] == "text":  # "cannot end with trailing whitespace"
         last["text"] = last["text"].rstrip()
+    if not out and system:  # the API needs a turn: the prompt is the request
+        return None, [{"role": "user", "content": [{"type": "text",
+                                                    "text": "\n\n".join(system)}]}]
     return ("\n\n".join(system) or None), out
 
 
