@@ -21,6 +21,11 @@ Each test comes from a public report of a similar system:
   #250, Helicone #5257, arthur-engine #1302): a setup whose prompt holds the whole request
   with an empty user message, as Flink Agents' programs write it, failed every chat with a
   400. The prompt goes as the one user turn now.
+- Reasoning that an OpenAI-compatible server names ``reasoning`` (vLLM since its rename,
+  vllm #27752 and #27755, the old ``reasoning_content`` removed; OpenRouter, Groq): it was
+  dropped, so interleaved thinking across tool rounds broke (vllm-project/router #115 with
+  Kimi K2.5; llama_index #21075, #21753; dify-official-plugins #2740). It is kept now and
+  goes back in the field it came in.
 - An Ollama-compatible server's answer the ``ollama`` client refuses (arguments as text or
   ``null``): the chat failed with the client's bare pydantic ``ValidationError``; it is a
   ``ProviderError`` saying the answer is not of Ollama's form, and where.
@@ -260,3 +265,39 @@ def test_a_prompt_beside_a_question_stays_anthropics_system_text():
     assert body["system"] == "You classify reviews."
     assert body["messages"] == [{"role": "user", "content": [
         {"type": "text", "text": "great tea"}]}]
+
+
+# --------------------------------------------------------- reasoning named "reasoning"
+def _vllm_reasoning(field: str):
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        if req["n"] == 0:
+            body = openai_reply(None, [("call_1", "book", {"city": "Oslo"})])
+            body["choices"][0]["message"][field] = "Oslo first."
+            return 200, body
+        [turn] = [m for m in req["body"]["messages"] if m.get("tool_calls")]
+        others = {"reasoning", "reasoning_content"} - {field}
+        if turn.get(field) != "Oslo first." or any(k in turn for k in others):
+            return 400, {"error": {"message": f"the assistant turn lost its {field}: {turn}"}}
+        return 200, openai_reply("booked")
+    return answer
+
+
+@pytest.mark.parametrize("field", ["reasoning", "reasoning_content"])
+def test_reasoning_goes_back_in_the_field_the_server_named_it(field):
+    ans, bodies = _chat(_vllm_reasoning(field), [book])
+    assert ans["error"] is None and ans["content"] == "booked", ans
+    assert len(bodies) == 2
+
+
+def test_a_message_carries_which_field_its_reasoning_came_in():
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        body = openai_reply("fine")
+        body["choices"][0]["message"]["reasoning"] = "thought"
+        return 200, body
+
+    with WireServer(answer) as srv:
+        conn = OpenAIChatModel(base_url=f"{srv.url}/v1", api_key_env="FAP_TEST_OPENAI_KEY")
+        got = conn.chat([ChatMessage(content="hi")])
+    assert got.message.reasoning == [{"type": "reasoning", "text": "thought",
+                                      "field": "reasoning"}]
+    assert got.message.reasoning_text == "thought"

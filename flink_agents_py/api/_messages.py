@@ -98,7 +98,8 @@ class ChatMessage(BaseModel):
             kept so that it goes back with the message: Anthropic's ``thinking`` and
             ``redacted_thinking`` blocks (signatures included), or ``{"type": "reasoning",
             "text": ...}`` for the ``reasoning_content`` of OpenAI-compatible servers
-            (DeepSeek, Kimi, vLLM...) and Ollama's ``thinking``. Providers that reason while
+            (DeepSeek, Kimi...; ``"field": "reasoning"`` added when it came as
+            ``reasoning``: vLLM, OpenRouter) and Ollama's ``thinking``. Providers that reason while
             calling tools refuse a tool round whose assistant message lost it. Not part of
             ``content``; each provider sends back only its own kind. Left out of the
             message's dict and JSON when empty.

@@ -42,7 +42,13 @@ from ...api.internal import refuse_truncated_calls
 from ._common import tool_arguments, valid_text
 from ._gguf import find_gguf_model
 from ._grammar_sampling import make_grammar_first_llama
-from ._wire import OPENAI_ID_CHARS, reasoning_of, reasoning_text, wire_call_id
+from ._wire import (
+    OPENAI_ID_CHARS,
+    openai_reasoning,
+    reasoning_field,
+    reasoning_text,
+    wire_call_id,
+)
 
 __all__ = ["LlamaCppChatModel", "to_openai_messages", "from_openai_choice"]
 
@@ -54,8 +60,8 @@ def to_openai_messages(messages: Sequence[ChatMessage],
     A tool call id OpenAI would refuse (longer than 40 characters: another provider's or a
     gateway's) goes as a stable stand-in, the same for the call and its result
     (``wire_call_id``). An assistant message's reasoning from an OpenAI-compatible server
-    goes back as its ``reasoning_content`` (DeepSeek's and Kimi's thinking modes refuse a
-    tool round without it).
+    goes back in the field it came in, ``reasoning_content`` or ``reasoning`` (DeepSeek's
+    and Kimi's thinking modes refuse a tool round without it; vLLM reads ``reasoning``).
 
     Args:
         messages: the conversation.
@@ -77,8 +83,8 @@ def to_openai_messages(messages: Sequence[ChatMessage],
         if m.tool_call_id is not None:
             d["tool_call_id"] = wire_call_id(m.tool_call_id, OPENAI_ID_CHARS)
         thought = reasoning_text(m.reasoning) if m.role == MessageRole.ASSISTANT else None
-        if thought is not None:  # the server's own reasoning_content, back with its message
-            d["reasoning_content"] = thought
+        if thought is not None:  # the server's own reasoning, back in the field it came in
+            d[reasoning_field(m.reasoning)] = thought
         out.append(d)
     return out
 
@@ -149,7 +155,7 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
         message=ChatMessage(role=MessageRole.ASSISTANT,
                             content=_text_of(msg.get("content")) or refusal or "",
                             tool_calls=calls,
-                            reasoning=reasoning_of(msg.get("reasoning_content"))),
+                            reasoning=openai_reasoning(msg)),
         metadata={"refusal": refusal} if refusal else {},
         model=body.get("model"),
         response_id=body.get("id"),

@@ -24,8 +24,9 @@ from typing import Any
 
 from ...api import ChatResponse
 
-__all__ = ["OPENAI_ID_CHARS", "WireNames", "anthropic_tool_choice", "openai_tool_choice",
-           "reasoning_of", "reasoning_text", "wire_call_id"]
+__all__ = ["OPENAI_ID_CHARS", "WireNames", "anthropic_tool_choice", "openai_reasoning",
+           "openai_tool_choice", "reasoning_field", "reasoning_of", "reasoning_text",
+           "wire_call_id"]
 
 OPENAI_ID_CHARS = 40
 """The longest tool call id OpenAI's chat completions take."""
@@ -125,17 +126,39 @@ class WireNames:
             "message": response.message.model_copy(update={"tool_calls": fixed})})
 
 
-def reasoning_of(text: Any) -> list[dict[str, Any]]:
+def reasoning_of(text: Any, field: str | None = None) -> list[dict[str, Any]]:
     """A server's reasoning text as a message's ``reasoning`` (``[]`` when there is none).
 
     Args:
-        text: what the server gave (OpenAI-compatible ``reasoning_content``, Ollama's
-            ``thinking``); anything but a non-empty string is none.
+        text: what the server gave (OpenAI-compatible ``reasoning_content`` or
+            ``reasoning``, Ollama's ``thinking``); anything but a non-empty string is none.
+        field: the OpenAI-compatible message field it came in, kept to send it back in the
+            same one, when it is not ``reasoning_content`` (``None``: that field, or
+            Ollama's).
 
     Returns:
-        ``[{"type": "reasoning", "text": text}]``, or ``[]``.
+        ``[{"type": "reasoning", "text": text}]`` (with ``"field"`` when given), or ``[]``.
     """
-    return [{"type": "reasoning", "text": text}] if isinstance(text, str) and text else []
+    if not isinstance(text, str) or not text:
+        return []
+    return [{"type": "reasoning", "text": text, **({"field": field} if field else {})}]
+
+
+def openai_reasoning(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The reasoning of an OpenAI-compatible answer's message, as a message's ``reasoning``.
+
+    DeepSeek, Kimi, DashScope and older vLLM name it ``reasoning_content``; vLLM since its
+    rename (0.11; the old name removed in 2026), OpenRouter, Groq and Ollama's ``/v1``
+    name it ``reasoning``.
+
+    Args:
+        message: the answer's ``message``.
+
+    Returns:
+        What ``reasoning_of`` makes of it, the field named when it is ``reasoning``.
+    """
+    found = reasoning_of(message.get("reasoning_content"))
+    return found or reasoning_of(message.get("reasoning"), "reasoning")
 
 
 def reasoning_text(reasoning: list[dict[str, Any]]) -> str | None:
@@ -150,6 +173,19 @@ def reasoning_text(reasoning: list[dict[str, Any]]) -> str | None:
     texts = [r["text"] for r in reasoning
              if r.get("type") == "reasoning" and isinstance(r.get("text"), str)]
     return "".join(texts) if texts else None
+
+
+def reasoning_field(reasoning: list[dict[str, Any]]) -> str:
+    """The OpenAI-compatible field a message's reasoning goes back in: the one it came in.
+
+    Args:
+        reasoning: the message's ``reasoning``.
+
+    Returns:
+        ``"reasoning"`` when the server sent it so, else ``"reasoning_content"``.
+    """
+    came = {r.get("field") for r in reasoning if r.get("type") == "reasoning"}
+    return "reasoning" if came == {"reasoning"} else "reasoning_content"
 
 
 def _chosen_name(choice: Any) -> str | None:
