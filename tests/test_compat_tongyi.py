@@ -4,6 +4,10 @@ Flink Agents' chat model example imports ``TongyiChatModelConnection`` /
 ``TongyiChatModelSetup`` by module and declares them beside its Ollama and OpenAI ones,
 running whichever has a key; the import failed here (``ImportError``), so not even the Ollama
 run started, and ``ResourceName.ChatModel.TONGYI_*`` was a resource refusing to be built.
+
+``extract_reasoning=True`` puts a thinking model's ``reasoning_content`` (QwQ, Qwen3 with
+``enable_thinking``) into ``extra_args["reasoning"]``, as Flink Agents' Tongyi setup does;
+only a ``<think>`` block in the text was taken before, so it was never there.
 """
 
 from __future__ import annotations
@@ -104,3 +108,51 @@ def test_tongyi_defaults_are_dashscope_and_resource_names_point_at_them():
     assert connection.api_key_env == "DASHSCOPE_API_KEY" and connection.timeout_s == 30.0
     assert ResourceName.ChatModel.TONGYI_CONNECTION.endswith(".TongyiChatModelConnection")
     assert ResourceName.ChatModel.TONGYI_SETUP.endswith(".TongyiChatModelSetup")
+
+
+class ThinkingTongyiAgent(Agent):
+    """A Tongyi setup with ``extract_reasoning=True``; outputs the answer and its reasoning."""
+
+    @chat_model_connection
+    @staticmethod
+    def tongyi_connection() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=TongyiChatModelConnection, base_url=BASE_URL)
+
+    @chat_model_setup
+    @staticmethod
+    def qwq() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=TongyiChatModelSetup, connection="tongyi_connection",
+                                  model="qwq-plus", extract_reasoning=True,
+                                  additional_kwargs={"enable_thinking": True})
+
+    @action(InputEvent)
+    @staticmethod
+    def process_input(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(ChatRequestEvent(model="qwq", messages=[
+            ChatMessage(role=MessageRole.USER, content=event.input)]))
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def process_chat_response(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+        response = event.response
+        ctx.send_event(OutputEvent(output={"content": response.content,
+                                           "reasoning": response.extra_args.get("reasoning")}))
+
+
+def _thinking_answer(request: dict) -> tuple[int, dict]:
+    body = openai_reply("3", model="qwq-plus")
+    body["choices"][0]["message"]["reasoning_content"] = "1 plus 2 is 3."
+    return 200, body
+
+
+def test_tongyi_extract_reasoning_takes_dashscopes_reasoning_content(monkeypatch):
+    global BASE_URL
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-dashscope-test")
+    with WireServer(_thinking_answer) as srv:
+        BASE_URL = srv.url + "/compatible-mode/v1"
+        env = AgentsExecutionEnvironment.get_execution_environment()
+        out = env.from_list([{"key": "0001", "value": "1 + 2?"}]
+                            ).apply(ThinkingTongyiAgent()).to_list()
+        env.execute()
+    assert out == [{"0001": {"content": "3", "reasoning": "1 plus 2 is 3."}}]
+    assert srv.requests[0]["body"]["enable_thinking"] is True

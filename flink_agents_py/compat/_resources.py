@@ -127,7 +127,10 @@ class _CompatSetup(_Renamed, ChatModelSetup):
 
     Attributes:
         extract_reasoning: move a leading ``<think>...</think>`` block of the answer out of
-            its text into ``metadata["reasoning"]`` (``extra_args["reasoning"]``).
+            its text into ``metadata["reasoning"]`` (``extra_args["reasoning"]``); without
+            one, the reasoning the provider gave apart (DashScope's and other
+            OpenAI-compatible servers' ``reasoning_content``, Ollama's ``thinking``) is
+            put there, as Flink Agents' Tongyi setup puts its ``reasoning_content``.
     """
 
     extract_reasoning: bool = False
@@ -137,7 +140,11 @@ class _CompatSetup(_Renamed, ChatModelSetup):
         response = await super().achat(messages, **kwargs)
         m = _THINK.match(response.message.content) if self.extract_reasoning else None
         if m is None:
-            return response
+            given = response.message.reasoning_text if self.extract_reasoning else ""
+            if not given.strip():
+                return response
+            return response.model_copy(update={
+                "metadata": {**response.metadata, "reasoning": given.strip()}})
         text = response.message.content[m.end():]
         message = response.message.model_copy(update={"content": text})
         return response.model_copy(update={
