@@ -26,6 +26,12 @@ Each test comes from a public report of a similar system:
   dropped, so interleaved thinking across tool rounds broke (vllm-project/router #115 with
   Kimi K2.5; llama_index #21075, #21753; dify-official-plugins #2740). It is kept now and
   goes back in the field it came in.
+- ``max_tokens`` sent to OpenAI's reasoning models (o-series, GPT-5), which refuse it
+  (``Unsupported parameter: 'max_tokens' is not supported with this model. Use
+  'max_completion_tokens' instead.``: gollm #33, ComfyUI-Griptape #312, opencode #37964,
+  overleaf-copilot #43): a setup's ``max_tokens`` (the option Anthropic requires and Ollama
+  takes) failed every call. It is sent as ``max_completion_tokens`` after that refusal,
+  and from then on for that model.
 - An Ollama-compatible server's answer the ``ollama`` client refuses (arguments as text or
   ``null``): the chat failed with the client's bare pydantic ``ValidationError``; it is a
   ``ProviderError`` saying the answer is not of Ollama's form, and where.
@@ -38,6 +44,7 @@ from typing import Any
 
 import pytest
 from support.providers import (
+    ChatProbe,
     WireServer,
     anthropic_reply,
     ollama_reply,
@@ -47,7 +54,13 @@ from support.providers import (
     run_probe,
 )
 
-from flink_agents_py.api import ChatMessage, ProviderError, ResourceDescriptor
+from flink_agents_py.api import (
+    ChatMessage,
+    ChatModelSetup,
+    ProviderError,
+    ResourceDescriptor,
+    ResourceType,
+)
 from flink_agents_py.integrations.chat_models import (
     AnthropicChatModel,
     OllamaChatModel,
@@ -301,3 +314,38 @@ def test_a_message_carries_which_field_its_reasoning_came_in():
     assert got.message.reasoning == [{"type": "reasoning", "text": "thought",
                                       "field": "reasoning"}]
     assert got.message.reasoning_text == "thought"
+
+
+# ------------------------------------------------- max_tokens refused by reasoning models
+def _reasoning_models(req: dict[str, Any]) -> tuple[int, Any]:
+    body = req["body"]
+    if body["model"].startswith("o4") and "max_tokens" in body:
+        return 400, {"error": {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this "
+                       "model. Use 'max_completion_tokens' instead.",
+            "type": "invalid_request_error", "param": "max_tokens",
+            "code": "unsupported_parameter"}}
+    return 200, openai_reply(f"{body['model']} answered")
+
+
+def test_max_tokens_reaches_a_reasoning_model_as_max_completion_tokens():
+    with WireServer(_reasoning_models) as srv:
+        agent = ChatProbe()
+        agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, _openai(srv))
+        for name, model in (("o4", "o4-mini"), ("gpt", "gpt-4o")):
+            agent.add_resource(name, ResourceType.CHAT_MODEL, ResourceDescriptor(
+                ChatModelSetup, connection="conn", model=model,
+                options={"max_tokens": 300, "temperature": 0}))
+        records = [{"key": k, "q": "hi", "model": m}  # one key's records: one at a time
+                   for k, m in (("a", "o4"), ("a", "o4"), ("b", "gpt"))]
+        res = run_probe(agent, records)
+        bodies = srv.bodies("/chat/completions")
+    assert res.errors == []
+    assert sorted(a["content"] for a in outputs_of(res, "answer")) == [
+        "gpt-4o answered", "o4-mini answered", "o4-mini answered"]
+    sent = [(b["model"], b.get("max_tokens"), b.get("max_completion_tokens"),
+             b["temperature"]) for b in bodies]
+    # refused once, then sent as the model takes it; another model keeps max_tokens
+    assert sent.count(("o4-mini", 300, None, 0)) == 1
+    assert sent.count(("o4-mini", None, 300, 0)) == 2
+    assert sent.count(("gpt-4o", 300, None, 0)) == 1 and len(sent) == 4

@@ -105,6 +105,21 @@ def openai_rate_limit(headers: Any) -> RateLimitInfo:
     )
 
 
+def _rejects_max_tokens(error: Any, kwargs: dict[str, Any]) -> bool:
+    """Whether ``error`` is a model refusing ``max_tokens`` for ``max_completion_tokens``."""
+    if "max_tokens" not in kwargs or error.status_code != 400:
+        return False
+    text = f"{error.message} {getattr(error, 'body', '')}"
+    return "max_completion_tokens" in text and "max_tokens" in text
+
+
+def _to_completion_tokens(kwargs: dict[str, Any]) -> None:
+    """Send the request's ``max_tokens`` as ``max_completion_tokens`` (in place)."""
+    if "max_tokens" in kwargs:
+        value = kwargs.pop("max_tokens")
+        kwargs.setdefault("max_completion_tokens", value)
+
+
 class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     """A chat-completions endpoint.
 
@@ -151,6 +166,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
 
     _clients: LoopBoundClient | None = PrivateAttr(default=None)
     _json_object_fallback: bool = PrivateAttr(default=False)
+    _completion_tokens_models: set[str] = PrivateAttr(default_factory=set)
 
     def _key_required(self) -> bool:
         if self.api_key_required is not None:
@@ -224,7 +240,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         Raises:
             ProviderError: with the HTTP status, ``retryable`` for timeouts, connection
                 failures, 408/429 and 5xx (a 400 that rejects a JSON Schema
-                ``response_format`` is retried once with a JSON object format first).
+                ``response_format`` is retried once with a JSON object format first, and
+                one that rejects ``max_tokens`` with ``max_completion_tokens``).
             ImportError: naming the ``openai`` extra when the SDK is not installed.
         """
         client = self._client()
@@ -268,7 +285,12 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     async def _create(
         self, client: Any, kwargs: dict[str, Any], output_schema: dict[str, Any] | None
     ) -> tuple[Any, Any]:
-        """Send the request; once more with a JSON object format if the JSON Schema is refused.
+        """Send the request; again when the server refuses a field it has another form of.
+
+        A JSON Schema ``response_format`` the server refuses is sent as a JSON object
+        format; ``max_tokens``, which OpenAI's reasoning models (o-series, GPT-5) refuse
+        (``Use 'max_completion_tokens' instead``), as ``max_completion_tokens``, and so from
+        then on for that model.
 
         Args:
             client: the SDK's async client.
@@ -287,14 +309,21 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         import openai
 
         create = client.chat.completions.with_raw_response.create
-        try:
-            raw = await create(**with_extra_body(create, kwargs))
-        except openai.APIStatusError as e:
-            if not self._rejects_json_schema(e, kwargs):
-                raise
-            self._json_object_fallback = True
-            kwargs["response_format"] = self._response_format(output_schema or {})
-            raw = await create(**with_extra_body(create, kwargs))
+        if str(kwargs.get("model")) in self._completion_tokens_models:
+            _to_completion_tokens(kwargs)
+        while True:  # each refusal handled here changes the request: at most three sends
+            try:
+                raw = await create(**with_extra_body(create, kwargs))
+                break
+            except openai.APIStatusError as e:
+                if _rejects_max_tokens(e, kwargs):  # remembered for the model
+                    self._completion_tokens_models.add(str(kwargs.get("model")))
+                    _to_completion_tokens(kwargs)
+                elif self._rejects_json_schema(e, kwargs):
+                    self._json_object_fallback = True
+                    kwargs["response_format"] = self._response_format(output_schema or {})
+                else:
+                    raise
         report_rate_limit(openai_rate_limit(raw.headers))  # paces the next calls
         parsed = raw.parse()
         return (await parsed if inspect.isawaitable(parsed) else parsed), raw.headers
