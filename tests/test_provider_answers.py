@@ -26,6 +26,10 @@ Each test comes from a public report of a similar system:
   dropped, so interleaved thinking across tool rounds broke (vllm-project/router #115 with
   Kimi K2.5; llama_index #21075, #21753; dify-official-plugins #2740). It is kept now and
   goes back in the field it came in.
+- A tool returning empty text (a write-only tool, a command with no output), sent to
+  Anthropic as an empty ``tool_result`` content, which it refuses (zed #27130, opencode
+  #15371, trae-agent #230): every later call of the chat was a 400. The result goes
+  without ``content`` now (the API's optional field).
 - ``max_tokens`` sent to OpenAI's reasoning models (o-series, GPT-5), which refuse it
   (``Unsupported parameter: 'max_tokens' is not supported with this model. Use
   'max_completion_tokens' instead.``: gollm #33, ComfyUI-Griptape #312, opencode #37964,
@@ -349,3 +353,45 @@ def test_max_tokens_reaches_a_reasoning_model_as_max_completion_tokens():
     assert sent.count(("o4-mini", 300, None, 0)) == 1
     assert sent.count(("o4-mini", None, 300, 0)) == 2
     assert sent.count(("gpt-4o", 300, None, 0)) == 1 and len(sent) == 4
+
+
+# ------------------------------------------------------- Anthropic: a tool's empty result
+def touch(path: str) -> str:
+    """Touch a file; says nothing.
+
+    Args:
+        path: the file.
+    """
+    COUNTER.count("touch")
+    return "" if path == "a" else "  \n"
+
+
+def _anthropic_empty_results(req: dict[str, Any]) -> tuple[int, Any]:
+    for i, m in enumerate(req["body"]["messages"]):
+        for block in m["content"]:
+            if block["type"] == "tool_result" and "content" in block \
+                    and not str(block["content"]).strip():
+                return 400, {"type": "error", "error": {
+                    "type": "invalid_request_error",
+                    "message": f"The content field in the Message object at messages.{i} is "
+                               "empty. Add a ContentBlock object to the content field and "
+                               "try again."}}
+    if req["n"] == 0:
+        return 200, anthropic_reply([
+            {"type": "tool_use", "id": "toolu_1", "name": "touch", "input": {"path": "a"}},
+            {"type": "tool_use", "id": "toolu_2", "name": "touch", "input": {"path": "b"}}],
+            stop_reason="tool_use")
+    return 200, anthropic_reply([{"type": "text", "text": "touched both"}])
+
+
+def test_a_tools_empty_result_reaches_anthropic_without_content():
+    with WireServer(_anthropic_empty_results) as srv:
+        res = run_probe(probe_agent(_anthropic(srv), tools=["touch"], tool_fns=[touch]),
+                        [{"key": "k", "q": "touch a and b"}])
+        second = srv.bodies("/v1/messages")[1]
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["content"] == "touched both"
+    assert COUNTER.total == 2
+    assert second["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_1"},
+        {"type": "tool_result", "tool_use_id": "toolu_2"}]

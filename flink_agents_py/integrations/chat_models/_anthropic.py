@@ -142,7 +142,8 @@ def to_anthropic_messages(
     message's thinking blocks go back first in its turn, unchanged (with extended thinking
     on, the API refuses a tool round whose assistant turn lost them). Text of whitespace
     only (a model's blank lines before its tool calls) is left out, and a final assistant
-    turn (a prefill) ends without trailing whitespace: the API refuses both. A conversation
+    turn (a prefill) ends without trailing whitespace: the API refuses both; so is the
+    text of a tool's empty result (its ``tool_result`` goes without ``content``). A conversation
     of system messages only (a setup's prompt holding the whole request, its user message
     left empty) goes as one user turn: the API refuses a request without turns.
 
@@ -164,8 +165,9 @@ def to_anthropic_messages(
         if m.role == MessageRole.TOOL:
             role = "user"
             block: dict[str, Any] = {"type": "tool_result",
-                                     "tool_use_id": wire_call_id(m.tool_call_id),
-                                     "content": m.content}
+                                     "tool_use_id": wire_call_id(m.tool_call_id)}
+            if m.content.strip():  # the API refuses an empty result's text: it goes without
+                block["content"] = m.content
             if m.content.startswith(_ERROR_PREFIX):  # a tool that returned is JSON, never this
                 block["is_error"] = True
             blocks.append(block)
