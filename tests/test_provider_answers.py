@@ -239,7 +239,7 @@ def test_half_a_character_in_an_answer_is_the_replacement_character(conn, reply,
 
 
 def test_an_answer_nested_deeply_is_walked_without_recursion():
-    from flink_agents_py.integrations.chat_models._common import valid_text
+    from flink_agents_py.integrations.chat_models._answers import valid_text
 
     deep: Any = {"\ud83d key": HALF}
     for _ in range(20_000):

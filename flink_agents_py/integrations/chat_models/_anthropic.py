@@ -55,6 +55,7 @@ from ...api import (
     secret_from_env,
 )
 from ...api.internal import refuse_truncated_calls, scrub_exception
+from ._answers import tool_arguments, valid_text
 from ._common import (
     HTTP_FLOW_CONTROL,
     FreshOnUnpickle,
@@ -66,8 +67,6 @@ from ._common import (
     import_sdk,
     provider_error,
     require_api_key,
-    tool_arguments,
-    valid_text,
     with_extra_body,
 )
 from ._wire import WireNames, anthropic_tool_choice, wire_call_id

@@ -9,7 +9,6 @@ import email.utils
 import importlib
 import inspect
 import ipaddress
-import json
 import math
 import os
 import threading
@@ -39,7 +38,7 @@ __all__ = ["HTTP_FLOW_CONTROL", "answer_error", "import_sdk", "FreshOnUnpickle",
            "LoopBoundSdkConnection",
            "header_number", "header_retry_after", "is_local_url", "provider_error",
            "require_api_key", "retry_after_s", "retryable_status", "run_sync",
-           "secret_env_values", "tool_arguments", "valid_text", "with_extra_body"]
+           "secret_env_values", "with_extra_body"]
 
 _RETRYABLE_STATUS = frozenset({408, 429})
 
@@ -459,117 +458,3 @@ class FreshOnUnpickle:
                         else copy.deepcopy(attr.default))
                  for name, attr in type(self).__private_attributes__.items()}  # type: ignore[attr-defined]
         object.__setattr__(self, "__pydantic_private__", fresh)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    name = type(value).__name__
-    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
-
-
-def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
-    """A provider's tool call arguments as the JSON object they must be.
-
-    No arguments may come as ``""``, ``null`` (JSON text or ``None``): a tool called
-    without arguments (its missing required ones are then the call's error, told to the
-    model). Arguments encoded twice (a JSON string holding the object's JSON text, as some
-    servers' tool parsers send them) are the object.
-
-    Args:
-        raw: the arguments as the provider sent them: JSON text, or a decoded value.
-        index: the call's position in the message.
-        name: the tool's name, as the model wrote it.
-
-    Returns:
-        The arguments.
-
-    Raises:
-        ProviderError: naming the call and the tool, when they are not JSON, or are JSON of
-            something else than an object (a list, a number, a string).
-    """
-    value = raw
-    if isinstance(raw, str):
-        try:
-            value = valid_text(_json_value(raw)) if raw.strip() else None
-        except ValueError as e:
-            raise ProviderError(f"tool call {index} ({str(name)[:100]!r}) has arguments that "
-                                f"are not JSON: {raw[:200]!r}") from scrub_exception(e)
-    if isinstance(value, str) and (value.lstrip().startswith("{") or value.strip() == "null"):
-        try:  # encoded twice: the JSON text of the object's JSON text
-            value = valid_text(_json_value(value))
-        except ValueError:
-            pass  # a string that is no JSON text: refused below
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ProviderError(f"tool call {index} ({str(name)[:100]!r}) has arguments that are "
-                            f"not a JSON object but {_kind(value)}: {str(raw)[:200]!r}")
-    return value
-
-
-def _json_value(text: str) -> Any:
-    """Decode JSON text (with the standard library's decoder what orjson refuses).
-
-    Returns:
-        The value; a string of it may hold a lone surrogate (``valid_text`` replaces it).
-
-    Raises:
-        ValueError: when ``text`` is not JSON.
-    """
-    import orjson
-
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return json.loads(text)  # takes an escaped lone surrogate, which orjson refuses
-
-
-def _valid(text: str) -> str:
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate; a pair split in two becomes its character
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
-
-
-def valid_text(value: Any) -> Any:
-    r"""``value`` with every lone surrogate of its strings replaced by U+FFFD, in place.
-
-    A provider's JSON may escape half of a character (``"\ud83d"``: an emoji cut at the
-    token limit, a tokenizer's stray piece); decoded, such a string has no UTF-8 form, so
-    the answer could not be recorded, nor sent back in the next request. A UTF-8 decoder
-    replaces bytes it cannot decode with U+FFFD; so does this, for what the JSON decoder let
-    through. Walked without recursion (a tool's input may nest deeply).
-
-    Args:
-        value: a decoded JSON value (its dicts and lists are changed in place).
-
-    Returns:
-        The value (a string: a new one when it was replaced).
-    """
-    if isinstance(value, str):
-        return _valid(value)
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            for key in list(item):
-                child = item[key]
-                if isinstance(key, str) and _valid(key) is not key:
-                    del item[key]
-                    key = _valid(key)
-                if isinstance(child, str):
-                    item[key] = _valid(child)
-                else:
-                    item[key] = child
-                    stack.append(child)
-        elif isinstance(item, list):
-            for i, child in enumerate(item):
-                if isinstance(child, str):
-                    item[i] = _valid(child)
-                else:
-                    stack.append(child)
-    return value

@@ -39,7 +39,7 @@ from ...api import (
     ToolMetadata,
 )
 from ...api.internal import refuse_truncated_calls
-from ._common import tool_arguments, valid_text
+from ._answers import tool_arguments, valid_text
 from ._gguf import find_gguf_model
 from ._grammar_sampling import make_grammar_first_llama
 from ._wire import (

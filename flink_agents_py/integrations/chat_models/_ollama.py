@@ -37,14 +37,13 @@ from ...api import (
     ToolMetadata,
 )
 from ...api.internal import refuse_truncated_calls, scrub_exception
+from ._answers import tool_arguments, valid_text
 from ._common import (
     FreshOnUnpickle,
     LoopBoundClient,
     LoopBoundSdkConnection,
     import_sdk,
     provider_error,
-    tool_arguments,
-    valid_text,
 )
 from ._wire import reasoning_of, reasoning_text
 
