@@ -36,6 +36,10 @@ Each test comes from a public report of a similar system:
   overleaf-copilot #43): a setup's ``max_tokens`` (the option Anthropic requires and Ollama
   takes) failed every call. It is sent as ``max_completion_tokens`` after that refusal,
   and from then on for that model.
+- A base URL of the wrong depth, the usual first-run mistake: an OpenAI-compatible
+  server's without ``/v1`` (vLLM, LM Studio), Anthropic's or Ollama's with a path their
+  clients add themselves (``.../v1``, an Ollama ``/v1`` URL given as ``host``). The error
+  said ``Error code: 404`` and nothing else; it names the URL posted to and the likely fix.
 - An Ollama-compatible server's answer the ``ollama`` client refuses (arguments as text or
   ``null``): the chat failed with the client's bare pydantic ``ValidationError``; it is a
   ``ProviderError`` saying the answer is not of Ollama's form, and where.
@@ -395,3 +399,45 @@ def test_a_tools_empty_result_reaches_anthropic_without_content():
     assert second["messages"][2]["content"] == [
         {"type": "tool_result", "tool_use_id": "toolu_1"},
         {"type": "tool_result", "tool_use_id": "toolu_2"}]
+
+
+# ------------------------------------------------------------ a base URL of the wrong depth
+def _served(req: dict[str, Any]) -> tuple[int, Any]:
+    if req["path"] == "/v1/chat/completions":
+        if req["body"]["model"] == "missing":
+            return 404, {"error": {"message": "The model `missing` does not exist",
+                                   "type": "invalid_request_error", "code": "model_not_found"}}
+        return 200, openai_reply("ok")
+    if req["path"] == "/api/chat":
+        return 404, {"error": f"model '{req['body']['model']}' not found"}
+    return 404, {"detail": "Not Found"}
+
+
+@pytest.mark.parametrize(("make", "says"), [
+    (lambda url: OpenAIChatModel(base_url=url, api_key_env="FAP_TEST_OPENAI_KEY"),
+     "/chat/completions; an OpenAI-compatible server's base_url usually ends in /v1)"),
+    (lambda url: AnthropicChatModel(base_url=f"{url}/v1", api_key_env="FAP_TEST_ANTHROPIC_KEY"),
+     "/v1/v1/messages; base_url is the server's root, without /v1"),
+    (lambda url: OllamaChatModel(host=f"{url}/v1"),
+     "/v1/api/chat; host is the server's root, without /api or /v1"),
+    (lambda url: OllamaChatModel(host=f"{url}/api/"),
+     "/api/api/chat; host is the server's root"),
+], ids=["openai_without_v1", "anthropic_with_v1", "ollama_v1", "ollama_api"])
+def test_a_404_names_the_url_and_a_base_url_of_the_wrong_depth(make, says):
+    with WireServer(_served) as srv:
+        with pytest.raises(ProviderError) as e:
+            make(srv.url).chat([ChatMessage(content="hi")])
+    assert e.value.status_code == 404 and not e.value.retryable
+    assert f"(POST {srv.url}{says}" in str(e.value), str(e.value)
+
+
+def test_a_404_at_the_right_url_only_names_it():
+    with WireServer(_served) as srv:
+        with pytest.raises(ProviderError) as e:
+            OpenAIChatModel(base_url=f"{srv.url}/v1", api_key_env="FAP_TEST_OPENAI_KEY",
+                            ).chat([ChatMessage(content="hi")], model="missing")
+        with pytest.raises(ProviderError) as o:
+            OllamaChatModel(host=srv.url).chat([ChatMessage(content="hi")], model="gone")
+    assert str(e.value).endswith(f"does not exist (POST {srv.url}/v1/chat/completions) "
+                                 "(status 404)"), str(e.value)
+    assert f"model 'gone' not found (POST {srv.url}/api/chat)" in str(o.value)

@@ -65,8 +65,10 @@ from ._common import (
     header_number,
     header_retry_after,
     import_sdk,
+    not_found_hint,
     provider_error,
     require_api_key,
+    url_path,
     with_extra_body,
 )
 from ._wire import WireNames, anthropic_tool_choice, wire_call_id
@@ -324,7 +326,11 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             raw = await create(**with_extra_body(create, request))
         except anthropic.APIStatusError as e:
             headers = getattr(getattr(e, "response", None), "headers", None)
-            error = provider_error(f"anthropic messages call failed: {e.message}",
+            url = getattr(getattr(e, "request", None), "url", None)
+            hint = not_found_hint(e.status_code, url, "base_url is the server's root, without "
+                                  "/v1: the client adds /v1/messages"
+                                  if "/v1/v1/" in url_path(url) else "")
+            error = provider_error(f"anthropic messages call failed: {e.message}{hint}",
                                    e.status_code, rate_limit=anthropic_rate_limit(headers))
             raise error from scrub_exception(e)
         except (anthropic.APITimeoutError, anthropic.APIConnectionError) as e:

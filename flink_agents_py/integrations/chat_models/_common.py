@@ -37,8 +37,8 @@ from ...api.internal import (
 __all__ = ["HTTP_FLOW_CONTROL", "answer_error", "import_sdk", "FreshOnUnpickle", "LoopBoundClient",
            "LoopBoundSdkConnection",
            "header_number", "header_retry_after", "is_local_url", "provider_error",
-           "require_api_key", "retry_after_s", "retryable_status", "run_sync",
-           "secret_env_values", "with_extra_body"]
+           "not_found_hint", "require_api_key", "retry_after_s", "retryable_status", "run_sync",
+           "secret_env_values", "url_path", "with_extra_body"]
 
 _RETRYABLE_STATUS = frozenset({408, 429})
 
@@ -158,6 +158,33 @@ def secret_env_values(owner: Any, names: Mapping[str, str] | None, what: str) ->
                 "Flink worker)", env_var=env_var, resource=resource)
         out[name] = value
     return out
+
+
+def not_found_hint(status: int | None, url: Any, advice: str = "") -> str:
+    """What to add to a 404's message: where the request went, and what may be wrong.
+
+    A base URL of the wrong depth is the usual 404 (an OpenAI-compatible server's without
+    ``/v1``; Anthropic's or Ollama's with a path their clients add themselves).
+
+    Args:
+        status: the answer's HTTP status (nothing is added unless it is 404).
+        url: the URL the request went to (``None``: unknown).
+        advice: what the adapter makes of the URL (``""``: nothing).
+
+    Returns:
+        The text to append (``""``: none).
+    """
+    if status != 404 or url is None:
+        return ""
+    return f" (POST {url}{'; ' + advice if advice else ''})"
+
+
+def url_path(url: Any) -> str:
+    """The path of ``url`` (``""`` for none, or a URL that cannot be read)."""
+    try:
+        return urlsplit(str(url or "")).path
+    except ValueError:
+        return ""
 
 
 def retryable_status(status: int | None) -> bool:

@@ -43,7 +43,9 @@ from ._common import (
     LoopBoundClient,
     LoopBoundSdkConnection,
     import_sdk,
+    not_found_hint,
     provider_error,
+    url_path,
 )
 from ._wire import reasoning_of, reasoning_text
 
@@ -133,7 +135,8 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         except ollama.ResponseError as e:
             if e.status_code is None or e.status_code <= 0:  # an error in a 200 body
                 raise ProviderError(f"ollama chat failed: {e.error}") from scrub_exception(e)
-            error = provider_error(f"ollama chat failed: {e.error}", e.status_code)
+            error = provider_error(f"ollama chat failed: {e.error}{self._not_found(e)}",
+                                   e.status_code)
             raise error from scrub_exception(e)
         except ollama.RequestError as e:
             raise ProviderError(
@@ -146,6 +149,19 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
                                 f"form: {e.error_count()} problem(s), first at "
                                 f"{_where(e)}: {e.errors()[0]['msg']}") from scrub_exception(e)
         return _from_ollama(resp)
+
+
+    def _not_found(self, error: Any) -> str:
+        """Where a 404's request went, and whether ``host`` names a path the client adds."""
+        base = getattr(getattr(self._client(), "_client", None), "base_url", None)  # httpx's
+        if base is None:
+            return ""
+        url = f"{str(base).rstrip('/')}/api/chat"
+        deep = url_path(url).rstrip("/").endswith(("/api/api/chat", "/v1/api/chat"))
+        return not_found_hint(error.status_code, url, (
+            "host is the server's root, without /api or /v1: the client adds /api/chat (a "
+            "/v1 URL is Ollama's OpenAI-compatible API: OpenAIChatModel's base_url)")
+            if deep else "")
 
 
 def _where(error: Any) -> str:

@@ -47,10 +47,12 @@ from ._common import (
     header_retry_after,
     import_sdk,
     is_local_url,
+    not_found_hint,
     provider_error,
     require_api_key,
     run_sync,
     secret_env_values,
+    url_path,
     with_extra_body,
 )
 from ._llama import from_openai_choice, to_openai_messages
@@ -262,7 +264,10 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             completion, headers = await self._create(client, kwargs, output_schema)
         except openai.APIStatusError as e:
             headers = getattr(getattr(e, "response", None), "headers", None)
-            error = provider_error(f"chat completion failed: {e.message}", e.status_code,
+            url = getattr(getattr(e, "request", None), "url", None)
+            hint = not_found_hint(e.status_code, url, "" if "/v1/" in url_path(url) else
+                                  "an OpenAI-compatible server's base_url usually ends in /v1")
+            error = provider_error(f"chat completion failed: {e.message}{hint}", e.status_code,
                                    rate_limit=openai_rate_limit(headers))
             raise error from scrub_exception(e)
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
