@@ -40,6 +40,8 @@ Each test comes from a public report of a similar system:
   server's without ``/v1`` (vLLM, LM Studio), Anthropic's or Ollama's with a path their
   clients add themselves (``.../v1``, an Ollama ``/v1`` URL given as ``host``). The error
   said ``Error code: 404`` and nothing else; it names the URL posted to and the likely fix.
+- As a user runs it: an agent module of their own, in a temporary folder, against a local
+  server that calls a tool with ``null`` arguments and answers with half a character.
 - An Ollama-compatible server's answer the ``ollama`` client refuses (arguments as text or
   ``null``): the chat failed with the client's bare pydantic ``ValidationError``; it is a
   ``ProviderError`` saying the answer is not of Ollama's form, and where.
@@ -441,3 +443,97 @@ def test_a_404_at_the_right_url_only_names_it():
     assert str(e.value).endswith(f"does not exist (POST {srv.url}/v1/chat/completions) "
                                  "(status 404)"), str(e.value)
     assert f"model 'gone' not found (POST {srv.url}/api/chat)" in str(o.value)
+
+
+# ------------------------------------------------------------- as a user runs it
+USER_SCRIPT = r'''
+import json, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import flink_agents_py
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent, MessageRole,
+                                 OutputEvent, ResourceDescriptor, RunnerContext, action,
+                                 chat_model_connection, chat_model_setup, tool)
+from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+SEEN = []
+
+
+class Server(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        SEEN.append(body)
+        message = {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_1", "type": "function",
+            "function": {"name": "clock", "arguments": "null"}}]}
+        if any(m["role"] == "tool" for m in body["messages"]):
+            message = {"role": "assistant", "content": "It is noon \ud83d"}
+        data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                           "choices": [{"index": 0, "message": message,
+                                        "finish_reason": "stop"}]}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Server)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+URL = f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+@tool
+def clock() -> str:
+    """The time."""
+    return "12:00"
+
+
+class TimeAgent(Agent):
+    @chat_model_connection
+    @staticmethod
+    def local_server() -> ResourceDescriptor:
+        return ResourceDescriptor(OpenAIChatModel, base_url=URL)
+
+    @chat_model_setup
+    @staticmethod
+    def assistant() -> ResourceDescriptor:
+        return ResourceDescriptor(ChatModelSetup, connection="local_server", tools=["clock"])
+
+    clock = staticmethod(clock)
+
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        answer = await ctx.chat("assistant", [ChatMessage(role=MessageRole.USER,
+                                                          content=event.input["q"])])
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "answer": answer.message.content}))
+
+
+out = AgentsExecutionEnvironment.local().from_list(
+    [{"key": "a", "q": "What time is it?"}]).apply(TimeAgent()).collect()
+tool_messages = [m["content"] for m in SEEN[-1]["messages"] if m["role"] == "tool"]
+print(json.dumps({"package": flink_agents_py.__file__, "out": out, "tool": tool_messages}))
+'''
+
+
+def test_a_users_agent_gets_its_answer_from_a_server_answering_so(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "time_agent.py").write_text(USER_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "time_agent.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["package"].startswith(str(root))
+    assert got["out"] == [{"key": "a", "answer": "It is noon \ufffd"}]
+    assert got["tool"] == ["12:00"]
