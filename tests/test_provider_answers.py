@@ -26,6 +26,11 @@ Each test comes from a public report of a similar system:
   dropped, so interleaved thinking across tool rounds broke (vllm-project/router #115 with
   Kimi K2.5; llama_index #21075, #21753; dify-official-plugins #2740). It is kept now and
   goes back in the field it came in.
+- A setup's stop sequences and token limit under another provider's names: OpenAI's
+  ``stop`` and ``max_completion_tokens`` sent to Anthropic (``stop: Extra inputs are not
+  permitted``), Anthropic's ``stop_sequences`` to OpenAI or Ollama; an empty stop sequence
+  to Anthropic (``each stop sequence must be non-empty``: mcp-web-ui #5). Each connection
+  takes them in its own names now, as it already took ``tool_choice``.
 - A tool returning empty text (a write-only tool, a command with no output), sent to
   Anthropic as an empty ``tool_result`` content, which it refuses (zed #27130, opencode
   #15371, trae-agent #230): every later call of the chat was a 400. The result goes
@@ -537,3 +542,35 @@ def test_a_users_agent_gets_its_answer_from_a_server_answering_so(tmp_path):
     assert got["package"].startswith(str(root))
     assert got["out"] == [{"key": "a", "answer": "It is noon \ufffd"}]
     assert got["tool"] == ["12:00"]
+
+
+# ------------------------------------------------------- options in another provider's names
+@pytest.mark.parametrize(("conn", "path", "options", "sent"), [
+    (_anthropic, "/v1/messages", {"stop": "\n\n", "max_completion_tokens": 50,
+                                  "temperature": 0},
+     {"stop_sequences": ["\n\n"], "max_tokens": 50, "temperature": 0}),
+    (_anthropic, "/v1/messages", {"stop_sequences": ["", "END"], "stop": ["x"]},
+     {"stop_sequences": ["END"], "max_tokens": 1024}),
+    (_anthropic, "/v1/messages", {"stop": [""]}, {"max_tokens": 1024}),
+    (_openai, "/chat/completions", {"stop_sequences": ["END"], "max_tokens": 5},
+     {"stop": ["END"], "max_tokens": 5}),
+    (_ollama, "/api/chat", {"stop_sequences": ["END"], "max_completion_tokens": 9,
+                            "temperature": 0},
+     {"options": {"stop": ["END"], "num_predict": 9, "temperature": 0}}),
+], ids=["anthropic_openai_names", "anthropic_empty_stop", "anthropic_only_empty",
+        "openai_anthropic_names", "ollama_other_names"])
+def test_options_in_another_providers_names_reach_each_in_its_own(conn, path, options, sent):
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        if path == "/v1/messages":
+            return 200, anthropic_reply([{"type": "text", "text": "ok"}])
+        if path == "/api/chat":
+            return 200, ollama_reply("ok")
+        return 200, openai_reply("ok")
+
+    with WireServer(answer) as srv:
+        res = run_probe(probe_agent(conn(srv), options=options), [{"key": "k", "q": "hi"}])
+        [body] = srv.bodies(path)
+    assert outputs_of(res, "answer")[0]["content"] == "ok"
+    names = {"stop", "stop_sequences", "max_tokens", "max_completion_tokens", "num_predict",
+             "temperature", "options"}
+    assert {k: v for k, v in body.items() if k in names} == sent

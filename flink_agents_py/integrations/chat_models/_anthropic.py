@@ -23,7 +23,8 @@ Needs the ``anthropic`` extra (``pip install 'flink-agents-py[anthropic]'``). Ma
 - extended thinking (``thinking`` in the setup's options): the answer's ``thinking`` and
   ``redacted_thinking`` blocks are kept as the message's ``reasoning`` and sent back first in
   its turn, unchanged, as the API requires during tool use;
-- ``max_tokens`` (required by the API) defaults to the connection's ``max_tokens``;
+- ``max_tokens`` (required by the API) defaults to the connection's ``max_tokens``; OpenAI's
+  ``stop`` and ``max_completion_tokens`` are ``stop_sequences`` and ``max_tokens``;
 - usage: input tokens are ``usage.input_tokens`` plus the prompt cache's
   ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` (the API counts those apart;
   each is in ``metadata`` when not 0), output tokens ``usage.output_tokens``; ``stop_reason``
@@ -71,7 +72,7 @@ from ._common import (
     url_path,
     with_extra_body,
 )
-from ._wire import WireNames, anthropic_tool_choice, wire_call_id
+from ._wire import WireNames, anthropic_tool_choice, named_as, wire_call_id
 
 __all__ = ["AnthropicChatModel", "anthropic_rate_limit", "to_anthropic_messages"]
 
@@ -299,6 +300,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         client = self._client()
         import anthropic
 
+        options = named_as("anthropic", options)  # OpenAI's stop, max_completion_tokens...
         output_name = self.output_tool_name
         names = WireNames([*(t.name for t in tools), output_name])  # the API's rule for names
         system, wire = to_anthropic_messages(messages, names.wire)

@@ -15,7 +15,8 @@ Needs the ``ollama`` extra (``pip install 'flink-agents-py[ollama]'``). Mapping:
 - structured output: the JSON Schema as ``format``.
 - options: ``keep_alive``, ``think``, ``logprobs`` and ``top_logprobs`` are request fields;
   anything else (``temperature``, ``seed``, ``num_ctx``...) goes into ``options``, with
-  ``max_tokens`` renamed ``num_predict``.
+  ``max_tokens`` (and OpenAI's ``max_completion_tokens``) renamed ``num_predict``,
+  Anthropic's ``stop_sequences`` ``stop``.
 - usage from ``prompt_eval_count`` / ``eval_count``; ``done_reason`` as the finish reason.
 """
 
@@ -47,7 +48,7 @@ from ._common import (
     provider_error,
     url_path,
 )
-from ._wire import reasoning_of, reasoning_text
+from ._wire import named_as, reasoning_of, reasoning_text
 
 __all__ = ["OllamaChatModel", "to_ollama_messages"]
 
@@ -117,9 +118,8 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         import ollama
         import pydantic
 
+        options = named_as("ollama", options)  # max_tokens is num_predict...
         request: dict[str, Any] = {k: options.pop(k) for k in _REQUEST_FIELDS if k in options}
-        if "max_tokens" in options:
-            options["num_predict"] = options.pop("max_tokens")
         if self.keep_alive is not None:
             request.setdefault("keep_alive", self.keep_alive)
         if tools:

@@ -56,7 +56,7 @@ from ._common import (
     with_extra_body,
 )
 from ._llama import from_openai_choice, to_openai_messages
-from ._wire import WireNames, openai_tool_choice
+from ._wire import WireNames, named_as, openai_tool_choice
 
 __all__ = ["OpenAIChatModel", "openai_rate_limit"]
 
@@ -252,7 +252,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         names = WireNames(t.name for t in tools)  # OpenAI's rule for tool names
         kwargs: dict[str, Any] = {"model": model or self.default_model,
                                   "messages": to_openai_messages(messages, names.wire),
-                                  **options}
+                                  **named_as("openai", options)}  # Anthropic's stop_sequences
         if tools:
             kwargs["tools"] = [{"type": "function", "function": {
                 "name": names.wire(t.name), "description": t.description,

@@ -24,7 +24,7 @@ from typing import Any
 
 from ...api import ChatResponse
 
-__all__ = ["OPENAI_ID_CHARS", "WireNames", "anthropic_tool_choice", "openai_reasoning",
+__all__ = ["OPENAI_ID_CHARS", "WireNames", "anthropic_tool_choice", "named_as", "openai_reasoning",
            "openai_tool_choice", "reasoning_field", "reasoning_of", "reasoning_text",
            "wire_call_id"]
 
@@ -258,3 +258,42 @@ def anthropic_tool_choice(request: dict[str, Any], names: WireNames) -> None:
             choice["disable_parallel_tool_use"] = True
     if choice is not None:
         request["tool_choice"] = choice
+
+
+_OPTION_NAMES = {
+    "openai": {"stop_sequences": "stop"},
+    "anthropic": {"stop": "stop_sequences", "max_completion_tokens": "max_tokens"},
+    "ollama": {"stop_sequences": "stop", "max_tokens": "num_predict",
+               "max_completion_tokens": "num_predict"},
+}
+"""The generation options each provider names otherwise (a setup's options, in another's
+names, go to any connection)."""
+
+
+def named_as(provider: str, options: dict[str, Any]) -> dict[str, Any]:
+    """A setup's generation options under the names ``provider`` takes.
+
+    ``stop`` and ``stop_sequences``, ``max_tokens``, ``max_completion_tokens`` and
+    ``num_predict`` are one option each under other names; a name the provider takes wins
+    over another's. Anthropic takes stop sequences as a list of non-empty texts ("each stop
+    sequence must be non-empty"); one text becomes a list of it.
+
+    Args:
+        provider: ``"openai"``, ``"anthropic"`` or ``"ollama"``.
+        options: the options (not changed).
+
+    Returns:
+        The options, renamed.
+    """
+    out = dict(options)
+    for theirs, ours in _OPTION_NAMES[provider].items():
+        if theirs in out:
+            value = out.pop(theirs)
+            out.setdefault(ours, value)
+    stops = out.get("stop_sequences")
+    if provider == "anthropic" and stops is not None:
+        stops = [stops] if isinstance(stops, str) else list(stops)
+        out["stop_sequences"] = [t for t in stops if isinstance(t, str) and t]
+        if not out["stop_sequences"]:
+            del out["stop_sequences"]
+    return out
