@@ -31,6 +31,11 @@ Each test comes from a public report of a similar system:
   permitted``), Anthropic's ``stop_sequences`` to OpenAI or Ollama; an empty stop sequence
   to Anthropic (``each stop sequence must be non-empty``: mcp-web-ui #5). Each connection
   takes them in its own names now, as it already took ``tool_choice``.
+- ``stream=True`` in a setup's options: the OpenAI and Anthropic SDKs handed back a stream,
+  and the chat failed after the request was sent (and paid for) with a bare ``TypeError:
+  'AsyncStream' object is not iterable``; Ollama's went into its model options. It is
+  refused before anything is sent, saying streaming is not offered; ``stream=False`` is
+  left out.
 - A tool returning empty text (a write-only tool, a command with no output), sent to
   Anthropic as an empty ``tool_result`` content, which it refuses (zed #27130, opencode
   #15371, trae-agent #230): every later call of the chat was a 400. The result goes
@@ -574,3 +579,26 @@ def test_options_in_another_providers_names_reach_each_in_its_own(conn, path, op
     names = {"stop", "stop_sequences", "max_tokens", "max_completion_tokens", "num_predict",
              "temperature", "options"}
     assert {k: v for k, v in body.items() if k in names} == sent
+
+
+@pytest.mark.parametrize(("conn", "path"), [(_openai, "/chat/completions"),
+                                            (_anthropic, "/v1/messages"),
+                                            (_ollama, "/api/chat")],
+                         ids=["openai", "anthropic", "ollama"])
+def test_stream_true_is_refused_before_sending_and_false_left_out(conn, path):
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        if path == "/v1/messages":
+            return 200, anthropic_reply([{"type": "text", "text": "ok"}])
+        return 200, ollama_reply("ok") if path == "/api/chat" else openai_reply("ok")
+
+    with WireServer(answer) as srv:
+        res = run_probe(probe_agent(conn(srv), options={"stream": True}),
+                        [{"key": "k", "q": "hi"}])
+        assert srv.requests == []
+        [ans] = outputs_of(res, "answer")
+        assert "stream=True is not offered" in ans["error"]
+        res = run_probe(probe_agent(conn(srv), options={"stream": False, "temperature": 0}),
+                        [{"key": "k", "q": "hi"}])
+        [body] = srv.bodies(path)
+    assert outputs_of(res, "answer")[0]["content"] == "ok"
+    assert body.get("stream") in (None, False) and "stream" not in body.get("options", {})

@@ -278,14 +278,23 @@ def named_as(provider: str, options: dict[str, Any]) -> dict[str, Any]:
     over another's. Anthropic takes stop sequences as a list of non-empty texts ("each stop
     sequence must be non-empty"); one text becomes a list of it.
 
+    Answers are read whole: ``stream`` (false) is left out; true, it is refused before
+    anything is sent (the SDKs would hand back a stream, read as no answer).
+
     Args:
         provider: ``"openai"``, ``"anthropic"`` or ``"ollama"``.
         options: the options (not changed).
 
     Returns:
         The options, renamed.
+
+    Raises:
+        ValueError: for ``stream=True``.
     """
     out = dict(options)
+    if out.pop("stream", None):
+        raise ValueError("the option stream=True is not offered: a chat reads each answer "
+                         "whole (leave stream out of the setup's options)")
     for theirs, ours in _OPTION_NAMES[provider].items():
         if theirs in out:
             value = out.pop(theirs)
