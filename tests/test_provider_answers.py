@@ -52,6 +52,10 @@ Each test comes from a public report of a similar system:
   said ``Error code: 404`` and nothing else; it names the URL posted to and the likely fix.
 - As a user runs it: an agent module of their own, in a temporary folder, against a local
   server that calls a tool with ``null`` arguments and answers with half a character.
+- An Anthropic-compatible gateway's body of another shape (``content`` as plain text, a
+  ``null`` block, usage counts as text): the chat failed with a bare ``AttributeError`` or
+  ``TypeError`` naming nothing; it is a ``ProviderError`` saying the body was unexpected,
+  as the OpenAI-compatible connection's already was.
 - An Ollama-compatible server's answer the ``ollama`` client refuses (arguments as text or
   ``null``): the chat failed with the client's bare pydantic ``ValidationError``; it is a
   ``ProviderError`` saying the answer is not of Ollama's form, and where.
@@ -60,6 +64,7 @@ Each test comes from a public report of a similar system:
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 import pytest
@@ -602,3 +607,18 @@ def test_stream_true_is_refused_before_sending_and_false_left_out(conn, path):
         [body] = srv.bodies(path)
     assert outputs_of(res, "answer")[0]["content"] == "ok"
     assert body.get("stream") in (None, False) and "stream" not in body.get("options", {})
+
+
+@pytest.mark.parametrize("change", [{"content": "plain text"},
+                                    {"content": [None, {"type": "text", "text": "x"}]},
+                                    {"usage": {"input_tokens": "12"}}],
+                         ids=["content_text", "null_block", "usage_text"])
+def test_an_anthropic_body_of_another_shape_is_a_provider_error_saying_so(change):
+    body = {**anthropic_reply([{"type": "text", "text": "x"}]), **change}
+    with WireServer(lambda req: (200, body)) as srv, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the SDK's serializer warns about such a body
+        with pytest.raises(ProviderError) as e:
+            AnthropicChatModel(base_url=srv.url, api_key_env="FAP_TEST_ANTHROPIC_KEY",
+                               ).chat([ChatMessage(content="hi")])
+    assert str(e.value).startswith("unexpected anthropic messages body: ")
+    assert e.value.retryable is False

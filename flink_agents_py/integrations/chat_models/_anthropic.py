@@ -48,6 +48,7 @@ from ...api import (
     ChatResponse,
     FlowControl,
     MessageRole,
+    ProviderError,
     RateLimitInfo,
     TokenUsage,
     ToolCall,
@@ -349,8 +350,14 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             body, "anthropic messages call failed", anthropic_rate_limit(raw.headers))
         if failed is not None:  # a 200 whose body is an error (a gateway's, a proxy's)
             raise failed
-        return names.restore(self._from_anthropic(
-            body, names.wire(output_name) if output_schema is not None else None, wrapped))
+        try:
+            return names.restore(self._from_anthropic(
+                body, names.wire(output_name) if output_schema is not None else None, wrapped))
+        except ProviderError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a body of an unexpected shape (a gateway's)
+            raise ProviderError(f"unexpected anthropic messages body: {type(e).__name__}: "
+                                f"{e}") from scrub_exception(e)
 
     def _from_anthropic(self, body: dict[str, Any], output_name: str | None,
                         wrapped: bool) -> ChatResponse:
