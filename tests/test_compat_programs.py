@@ -778,9 +778,9 @@ class EveryProviderAgent(Agent):
 
     @chat_model_setup
     @staticmethod
-    def azure_model() -> ResourceDescriptor:
-        return ResourceDescriptor(clazz=ResourceName.ChatModel.AZURE_OPENAI_SETUP,
-                                  connection="azure_openai_connection", model="gpt-4o")
+    def java_model() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.ChatModel.JAVA_WRAPPER_SETUP,
+                                  connection="offline_connection")
 
     @action(EventType.InputEvent)
     @staticmethod
@@ -802,12 +802,13 @@ def _echo(request: Any) -> str:
 
 def test_resource_names_of_providers_not_offered_are_declarable_and_say_what_to_use():
     # ResourceName.ChatModel.AZURE_OPENAI_* / TONGYI_* did not exist: declaring every
-    # (Tongyi is offered since: DashScope's OpenAI-compatible mode, test_compat_tongyi)
-    # provider (as Flink Agents' chat model e2e agent does) failed the plan, even with the
-    # provider used being one offered
+    # (Tongyi and Azure are offered since: test_compat_tongyi, test_compat_azure)
+    # provider (as Flink Agents' chat model e2e agent does, each connection's settings from
+    # os.environ.get: None here) failed the plan, even with the provider used being one
+    # offered; a provider still not offered (a Java model) says what to use instead
     out = _run(EveryProviderAgent(), [
         {"key": 1, "value": {"model": "offline_model", "text": "hi"}},
-        {"key": 2, "value": {"model": "azure_model", "text": "hi"}}])
+        {"key": 2, "value": {"model": "java_model", "text": "hi"}}])
     assert out[0] == {1: "echo: hi"}
     error = out[1][2]
     assert "NotOfferedChatModelSetup: this provider is not offered here" in error

@@ -39,9 +39,9 @@ class ResourceName:
         TONGYI_SETUP = _COMPAT + "TongyiChatModelSetup"
         LLAMA_CPP_CONNECTION = _CHAT + "LlamaCppChatModel"
         SCRIPTED_CONNECTION = _CHAT + "ScriptedChatModel"
+        AZURE_OPENAI_CONNECTION = _COMPAT + "AzureOpenAIChatModelConnection"
+        AZURE_OPENAI_SETUP = _COMPAT + "AzureOpenAIChatModelSetup"
         # not offered: declaring them is fine, building one says what to use instead
-        AZURE_OPENAI_CONNECTION = _COMPAT + "NotOfferedChatModelConnection"
-        AZURE_OPENAI_SETUP = _COMPAT + "NotOfferedChatModelSetup"
         JAVA_WRAPPER_CONNECTION = _COMPAT + "NotOfferedChatModelConnection"
         JAVA_WRAPPER_SETUP = _COMPAT + "NotOfferedChatModelSetup"
 

@@ -101,6 +101,8 @@ from ._options import (
 from ._resources import (
     AnthropicChatModelConnection,
     AnthropicChatModelSetup,
+    AzureOpenAIChatModelConnection,
+    AzureOpenAIChatModelSetup,
     McpServer,
     NotOfferedChatModelConnection,
     NotOfferedChatModelSetup,
@@ -138,6 +140,8 @@ __all__ = [
     "AgentsExecutionEnvironment",
     "AnthropicChatModelConnection",
     "AnthropicChatModelSetup",
+    "AzureOpenAIChatModelConnection",
+    "AzureOpenAIChatModelSetup",
     "AsyncSubagentSetup",
     "BaseAsyncSubagentSetup",
     "BaseChatModelConnection",

@@ -14,6 +14,7 @@ setup) is taken here too and dropped with a warning naming it and the class.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -35,6 +36,8 @@ from ..integrations.embedding_models import OllamaEmbeddingModel, OpenAIEmbeddin
 from ..integrations.mcp import McpServer as _McpServer
 
 __all__ = [
+    "AzureOpenAIChatModelConnection",
+    "AzureOpenAIChatModelSetup",
     "OllamaChatModelConnection",
     "OllamaChatModelSetup",
     "OpenAIChatModelConnection",
@@ -239,6 +242,80 @@ class TongyiChatModelSetup(_CompatSetup):
         "additional_kwargs": _MERGED}
 
 
+class AzureOpenAIChatModelConnection(OpenAIChatModelConnection):
+    """Flink Agents' Azure OpenAI connection: our OpenAI connection with the SDK's Azure client.
+
+    ``azure_endpoint`` (``https://<resource>.openai.azure.com``; else
+    ``$AZURE_OPENAI_ENDPOINT``) and ``api_version`` (else ``$OPENAI_API_VERSION``) as Flink
+    Agents takes them; the key is ``api_key``, else ``$AZURE_OPENAI_API_KEY``'s (sent as
+    Azure's ``api-key`` header). Requests go to the deployment the setup names
+    (``AzureOpenAIChatModelSetup.azure_deployment``).
+    """
+
+    api_key_env: str = "AZURE_OPENAI_API_KEY"
+    azure_endpoint: str | None = None
+    api_version: str | None = None
+
+    def _server_url(self) -> str | None:
+        return self.azure_endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT") or None
+
+    def check(self) -> None:
+        """Check the endpoint and API version, then the key as the OpenAI connection does.
+
+        Raises:
+            ResourceError: naming what is missing (``azure_endpoint``, ``api_version``).
+        """
+        missing = [what for what, given in (
+            ("azure_endpoint (or $AZURE_OPENAI_ENDPOINT)", self._server_url()),
+            ("api_version (or $OPENAI_API_VERSION)",
+             self.api_version or os.environ.get("OPENAI_API_VERSION"))) if not given]
+        if missing:
+            raise ResourceError(f"{type(self).__name__} {self.resource_name or ''!r} needs "
+                                f"{' and '.join(missing)}")
+        super().check()
+
+    def _sdk_client(self, openai: Any, headers: dict[str, str] | None) -> Any:
+        return openai.AsyncAzureOpenAI(
+            azure_endpoint=self._server_url(), api_version=self.api_version,
+            api_key=self._api_key() or "unused", timeout=self.timeout_s,
+            max_retries=self.max_retries, default_headers=headers)
+
+
+class AzureOpenAIChatModelSetup(_CompatSetup):
+    """Flink Agents' Azure OpenAI setup.
+
+    ``azure_deployment`` is the model each request names (Azure routes by deployment);
+    ``model``, the underlying model's name (Flink Agents counts tokens by it), is not sent
+    then; without a deployment, ``model`` is (a deployment named after its model, as Flink
+    Agents' chat model e2e agent declares it). ``temperature``, ``max_tokens`` and
+    ``logprobs`` go into ``options``, ``additional_kwargs`` are merged into them.
+
+    Attributes:
+        azure_deployment: the Azure OpenAI deployment to ask (``None``: ``model``).
+    """
+
+    ARGUMENT_ALIASES: ClassVar[dict[str, str]] = {
+        **{k: _OPTIONS for k in ("temperature", "max_tokens", "logprobs")},
+        "additional_kwargs": _MERGED}
+
+    azure_deployment: str | None = None
+
+    def _call_options(self, **given: Any) -> dict[str, Any]:
+        """The connection call's keywords, the deployment as the model.
+
+        Returns:
+            The keywords.
+
+        Raises:
+            ResourceError: when neither ``azure_deployment`` nor ``model`` is given.
+        """
+        deployment = self.azure_deployment or self.model
+        if not deployment:
+            raise ResourceError(f"{type(self).__name__} {self.resource_name or ''!r} needs "
+                                "azure_deployment: the Azure OpenAI deployment to ask")
+        return {**super()._call_options(**given), "model": deployment}
+
+
 class AnthropicChatModelConnection(_LiteralKey, _Renamed, AnthropicChatModel):
     """Flink Agents' Anthropic connection.
 
@@ -345,12 +422,12 @@ class _NotOffered(Resource):
 
 
 class NotOfferedChatModelConnection(_NotOffered):
-    """Azure OpenAI, Bedrock, watsonx or a Java chat model connection."""
+    """A Bedrock, watsonx or Java chat model connection."""
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.CHAT_MODEL_CONNECTION
     INSTEAD: ClassVar[str] = (
         "ResourceName.ChatModel.OPENAI_COMPLETIONS_CONNECTION with base_url= for an "
-        "OpenAI-compatible endpoint (Azure OpenAI's /openai/v1, DashScope's compatible mode), "
+        "OpenAI-compatible endpoint (DashScope's compatible mode, a gateway), "
         "or OLLAMA_CONNECTION / ANTHROPIC_CONNECTION")
 
 

@@ -173,7 +173,11 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     def _key_required(self) -> bool:
         if self.api_key_required is not None:
             return self.api_key_required
-        return not is_local_url(self.base_url or os.environ.get("OPENAI_BASE_URL"))
+        return not is_local_url(self._server_url())
+
+    def _server_url(self) -> str | None:
+        """The server the requests go to (whether it is local decides if a key is needed)."""
+        return self.base_url or os.environ.get("OPENAI_BASE_URL")
 
     def check(self) -> None:
         """Check the API key (when one is required) and the ``secret_headers`` variables.
@@ -198,12 +202,22 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             self.check()
             headers = {**(self.headers or {}),
                        **secret_env_values(self, self.secret_headers, "header")}
-            self._clients = LoopBoundClient(lambda: openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self._api_key() or "unused",
-                timeout=self.timeout_s, max_retries=self.max_retries,
-                default_headers=headers or None,
-            ))
+            self._clients = LoopBoundClient(lambda: self._sdk_client(openai, headers or None))
         return self._clients.get()
+
+    def _sdk_client(self, openai: Any, headers: dict[str, str] | None) -> Any:
+        """One SDK client (``openai.AsyncOpenAI``; a subclass may make another kind).
+
+        Args:
+            openai: the ``openai`` module.
+            headers: the extra headers of every request (``None``: none).
+
+        Returns:
+            The client.
+        """
+        return openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key() or "unused",
+                                  timeout=self.timeout_s, max_retries=self.max_retries,
+                                  default_headers=headers)
 
     def close(self) -> None:
         """Drop the clients."""
