@@ -52,6 +52,7 @@ SCRIPT = textwrap.dedent('''
     CALLS = {
         "coerced": {"item": {"name": "pen", "qty": "2"}, "count": "3", "note": 7},
         "wrong": {"item": {"name": "pen"}, "count": "many", "colour": "red"},
+        "encoded": {"item": '{"name": "pen", "qty": 2}', "count": 3, "note": "[1]"},
     }
 
 
@@ -87,9 +88,12 @@ def test_tool_arguments_are_converted_to_the_declared_types_and_misfits_told_to_
     proc = subprocess.run([str(PYTHON), "shop.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=150, env={"PYTHONPATH": str(ROOT), "PATH": ""})
     assert proc.returncode == 0, proc.stderr
-    coerced, wrong = json.loads(proc.stdout.strip().splitlines()[-1])
+    coerced, encoded, wrong = json.loads(proc.stdout.strip().splitlines()[-1])
     # the pydantic parameter got an Item, "3" became 3, the number 7 became the text "7"
     assert json.loads(coerced["answer"]) == {"item": "Item", "total": 6, "note": "7"}
+    # an object sent as its JSON text (providers encoding nested values twice: kimi-cli
+    # #2513, #2572) is the object; JSON text for a str parameter stays text
+    assert json.loads(encoded["answer"]) == {"item": "Item", "total": 6, "note": "[1]"}
     # what does not fit is the tool's error, naming the tool and each argument, for the model
     answer = wrong["answer"]
     assert answer.startswith("Error: ValueError: tool 'order' was called with arguments")

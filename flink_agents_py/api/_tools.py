@@ -224,6 +224,38 @@ def _cached_arguments_model(fn: Callable[..., Any]) -> type[BaseModel] | None:
         return _arguments_model(fn)
 
 
+def _decoded_texts(arguments: dict[str, Any], error: ValidationError) -> dict[str, Any] | None:
+    """``arguments`` with each failed one that is an array's or object's JSON text decoded.
+
+    Returns:
+        The arguments (``None``: no failed argument is such text).
+    """
+    import json
+
+    decoded = dict(arguments)
+    for item in error.errors():
+        loc = item.get("loc") or ()
+        name = loc[0] if loc and isinstance(loc[0], str) else None
+        text = arguments.get(name) if name is not None else None
+        if name is None or not isinstance(text, str) or text.lstrip()[:1] not in ("[", "{"):
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(value, (list, dict)):
+            decoded[name] = value
+    return decoded if decoded != arguments else None
+
+
+def _validated(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel | None:
+    """``arguments`` validated by ``model`` (``None``: they do not fit)."""
+    try:
+        return model.model_validate(arguments)
+    except ValidationError:
+        return None
+
+
 def _problems(error: ValidationError) -> str:
     """Each failed argument of ``error`` as ``path: message (got value)``, ``;``-separated."""
     parts = []
@@ -358,7 +390,9 @@ class FunctionTool(Resource):
         Each argument is validated against its parameter's type hint, as pydantic does in lax
         mode: ``"3"`` becomes ``3`` for an ``int``, an object becomes the pydantic model a
         parameter is annotated with, a number becomes text for a ``str``. Arguments the model
-        left out keep the function's defaults.
+        left out keep the function's defaults. An argument that does not fit because it
+        came as the JSON text of an array or object (some providers encode nested values
+        twice) is that array or object, when it fits so.
 
         Args:
             arguments: the arguments the model gave.
@@ -376,8 +410,12 @@ class FunctionTool(Resource):
         try:
             checked = model.model_validate(arguments)
         except ValidationError as e:
-            raise ValueError(f"tool {self.tool_name!r} was called with arguments that do not "
-                             f"fit its parameters: {_problems(e)}") from None
+            decoded = _decoded_texts(arguments, e)
+            found = None if decoded is None else _validated(model, decoded)
+            if found is None:
+                raise ValueError(f"tool {self.tool_name!r} was called with arguments that do "
+                                 f"not fit its parameters: {_problems(e)}") from None
+            checked = found
         values = {name: checked.__dict__[name] for name in checked.model_fields_set}
         values.update(checked.model_extra or {})
         return values
