@@ -36,6 +36,9 @@ Each test comes from a public report of a similar system:
   'AsyncStream' object is not iterable``; Ollama's went into its model options. It is
   refused before anything is sent, saying streaming is not offered; ``stream=False`` is
   left out.
+- Ollama's JSON mode asked for in a setup's options (``format: "json"``, a request field
+  of ``/api/chat``): it went into the model options, which Ollama ignores, so the answer
+  was free text. It is the request's ``format`` now (an ``output_schema`` wins).
 - A tool returning empty text (a write-only tool, a command with no output), sent to
   Anthropic as an empty ``tool_result`` content, which it refuses (zed #27130, opencode
   #15371, trae-agent #230): every later call of the chat was a 400. The result goes
@@ -622,3 +625,13 @@ def test_an_anthropic_body_of_another_shape_is_a_provider_error_saying_so(change
                                ).chat([ChatMessage(content="hi")])
     assert str(e.value).startswith("unexpected anthropic messages body: ")
     assert e.value.retryable is False
+
+
+@pytest.mark.parametrize("schema", [None, {"type": "object"}])
+def test_ollamas_json_mode_in_a_setups_options_is_the_requests_format(schema):
+    with WireServer(lambda req: (200, ollama_reply('{"ok": true}'))) as srv:
+        res = run_probe(probe_agent(_ollama(srv), options={"format": "json", "temperature": 0}),
+                        [{"key": "k", "q": "hi", "schema": schema}])
+        [body] = srv.bodies("/api/chat")
+    assert outputs_of(res, "answer")[0]["content"] == '{"ok": true}'
+    assert body["format"] == (schema or "json") and body["options"] == {"temperature": 0}

@@ -13,7 +13,8 @@ Needs the ``ollama`` extra (``pip install 'flink-agents-py[ollama]'``). Mapping:
   ``description``, ``enum``, ``items`` and ``required`` of each property and drops other
   JSON Schema keywords (``anyOf``, ``default``...).
 - structured output: the JSON Schema as ``format``.
-- options: ``keep_alive``, ``think``, ``logprobs`` and ``top_logprobs`` are request fields;
+- options: ``keep_alive``, ``think``, ``logprobs``, ``top_logprobs`` and ``format``
+  (``"json"``: JSON mode; an ``output_schema`` is the format instead) are request fields;
   anything else (``temperature``, ``seed``, ``num_ctx``...) goes into ``options``, with
   ``max_tokens`` (and OpenAI's ``max_completion_tokens``) renamed ``num_predict``,
   Anthropic's ``stop_sequences`` ``stop``.
@@ -52,7 +53,7 @@ from ._wire import named_as, reasoning_of, reasoning_text
 
 __all__ = ["OllamaChatModel", "to_ollama_messages"]
 
-_REQUEST_FIELDS = ("keep_alive", "think", "logprobs", "top_logprobs")
+_REQUEST_FIELDS = ("keep_alive", "think", "logprobs", "top_logprobs", "format")
 
 
 def to_ollama_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
