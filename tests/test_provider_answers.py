@@ -165,6 +165,15 @@ def test_null_arguments_are_a_call_without_arguments(raw):
     assert json.loads(call["function"]["arguments"]) == {}
 
 
+def test_a_tool_call_in_flink_agents_form_with_null_arguments_has_none():
+    from flink_agents_py.api import ToolCall
+
+    for raw in ("null", "", None, "{}"):
+        call = ToolCall.model_validate({"id": "c1", "type": "function",
+                                        "function": {"name": "now", "arguments": raw}})
+        assert (call.name, call.arguments) == ("now", {})
+
+
 def test_null_arguments_of_a_tool_with_required_ones_go_back_to_the_model_as_its_error():
     ans, bodies = _chat(_calling("book", "null"), [book])
     assert ans["error"] is None and ans["content"] == "done" and COUNTER.total == 0

@@ -62,8 +62,8 @@ class ToolCall(BaseModel):
         if not isinstance(function, dict):
             return data
         arguments = function.get("arguments") or {}
-        if isinstance(arguments, str):
-            arguments = json.loads(arguments) if arguments.strip() else {}
+        if isinstance(arguments, str):  # "" and "null": a call without arguments
+            arguments = (json.loads(arguments) if arguments.strip() else None) or {}
         given = data.get("id")
         return {"id": str(given) if given is not None else "", "name": function.get("name"),
                 "arguments": arguments}
