@@ -113,8 +113,12 @@ class Recorder(Observer):
         self.targets[call_key] = str(command)
         call = getattr(command, "call", None)
         shape = getattr(call, "shape", None)  # the values by parameter: what the runtime checks
-        self.digests[call_key] = shape.partition("/")[0] if shape else \
-            getattr(call, "digest", "")
+        if shape:  # and what a lambda's code does with them (a third part, when it has one)
+            binding, _, rest = shape.partition("/")
+            code = rest.partition("/")[2]
+            self.digests[call_key] = f"{binding}/{code}" if code else binding
+        else:
+            self.digests[call_key] = getattr(call, "digest", "")
 
     def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
         self.recorded.append((self.step + 1, (KeyId(key), call_id)))

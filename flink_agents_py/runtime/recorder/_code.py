@@ -1,14 +1,15 @@
-"""What a function's code holds and names: part of what a function made at run time binds."""
+"""What a function's code holds, names and does: part of what a function made at run time binds."""
 
 from __future__ import annotations
 
+import dis
 import math
 import types
 from typing import Any
 
 from .._serde import dumps
 
-__all__ = ["code_constants", "code_names"]
+__all__ = ["code_constants", "code_names", "code_steps"]
 
 
 def code_constants(code: types.CodeType) -> list[Any]:
@@ -56,3 +57,46 @@ def _literal(const: Any) -> Any:
     if type(const) is float and not math.isfinite(const):
         return {"$float": repr(const)}
     return const
+
+
+_SKIPPED = frozenset({"NOP", "CACHE", "EXTENDED_ARG", "RESUME", "COPY_FREE_VARS", "MAKE_CELL"})
+"""Instructions that say nothing of what code does (line events, interpreter set-up)."""
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+
+
+def code_steps(code: types.CodeType, depth: int = 0) -> list[Any]:
+    """What ``code`` does, in order: each instruction with the name or value it works on.
+
+    ``code_names`` and ``code_constants`` say what code refers to, not in which order nor
+    what it does with it: ``lambda: convert(src, dst)`` and ``lambda: convert(dst, src)``,
+    or ``lambda: price(a + b)`` and ``lambda: price(a - b)``, name the same. Their steps
+    differ. Steps hold no line numbers or jump offsets (moving or re-wrapping code changes
+    nothing), and constants in their JSON form (a ``frozenset`` sorted: the same in every
+    process whatever its hash seed); nested code (a comprehension, an inner lambda) is its
+    own steps. Bytecode is the interpreter's: compare steps made by one Python version only.
+
+    Args:
+        code: the code.
+        depth: how deep ``code`` is nested (past 8 levels, nested code is its name).
+
+    Returns:
+        ``[opname, operand]`` pairs (``[opname]`` for a jump or an instruction with none).
+    """
+    steps: list[Any] = []
+    for ins in dis.get_instructions(code):
+        if ins.opname in _SKIPPED:
+            continue
+        value = ins.argval
+        if ins.opcode in _JUMPS or ins.arg is None:
+            steps.append([ins.opname])
+        elif isinstance(value, types.CodeType):
+            inner = code_steps(value, depth + 1) if depth < 8 else []
+            steps.append([ins.opname, {"$code": value.co_name, "steps": inner}])
+        elif ins.opcode in dis.hasconst:
+            steps.append([ins.opname, _literal(value) if isinstance(
+                value, (str, int, bytes, tuple, frozenset, float)) else repr(value)])
+        elif isinstance(value, (str, int)):
+            steps.append([ins.opname, value])
+        else:
+            steps.append([ins.opname, ins.argrepr])
+    return steps

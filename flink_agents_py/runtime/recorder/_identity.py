@@ -92,7 +92,8 @@ from .._serde import digest, dumps, to_json_value
 from ._code import code_constants, code_names
 from ._hidden_state import class_state, pickled_state, pickles_itself
 
-__all__ = ["bound_state", "callees", "enum_classes", "stable_form", "MAX_CALLEES", "MAX_DEPTH"]
+__all__ = ["bound_state", "callees", "enum_classes", "run_time_functions", "stable_form",
+           "MAX_CALLEES", "MAX_DEPTH"]
 
 MAX_DEPTH = 4
 """How many levels of nested objects ``stable_form`` walks before it keeps a type name only."""
@@ -472,7 +473,7 @@ def callees(fn: Callable[..., Any]) -> list[str] | None:
         owner = getattr(fn, "__self__", None)
         if isinstance(fn, types.MethodType) and not isinstance(owner, type):
             found.add(_qualified(type(owner)))  # which class's overrides its method calls
-        for code_fn in _run_time_functions(fn, 0, set()):
+        for code_fn in run_time_functions(fn, 0, set()):
             _resolved_names(code_fn, found)
     except (Exception, RecursionError):  # noqa: BLE001 - identity never fails the call
         return None
@@ -492,7 +493,7 @@ def _named_in(form: Any, found: set[str], depth: int) -> None:
             _named_in(value, found, depth + 1)
 
 
-def _run_time_functions(fn: Any, depth: int, seen: set[int]) -> list[types.FunctionType]:
+def run_time_functions(fn: Any, depth: int, seen: set[int]) -> list[types.FunctionType]:
     """The functions made at run time in ``fn`` and in what it binds (to ``MAX_DEPTH``)."""
     if depth > MAX_DEPTH or id(fn) in seen:
         return []
@@ -509,7 +510,7 @@ def _run_time_functions(fn: Any, depth: int, seen: set[int]) -> list[types.Funct
         found = [fn]
         for value in inner:
             if callable(value):
-                found += _run_time_functions(value, depth + 1, seen)
+                found += run_time_functions(value, depth + 1, seen)
         return found
     elif callable(fn) and not isinstance(fn, (type, *_FUNCTIONS)) \
             and not _is_stdlib(type(fn)):  # a wrapper object: the callables it holds
@@ -517,7 +518,7 @@ def _run_time_functions(fn: Any, depth: int, seen: set[int]) -> list[types.Funct
     found = []
     for value in inner:
         if callable(value):
-            found += _run_time_functions(value, depth + 1, seen)
+            found += run_time_functions(value, depth + 1, seen)
     return found
 
 

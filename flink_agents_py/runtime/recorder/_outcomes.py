@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
@@ -24,11 +25,15 @@ from ...api.internal import (
 )
 from .._failures import error_text, failure_text
 from .._serde import digest, dumps, from_json_value, to_json_value
-from ._identity import bound_state, enum_classes
+from ._code import code_steps
+from ._identity import bound_state, enum_classes, run_time_functions
 from ._state import CallRecord
 
-__all__ = ["fn_name", "call_digest", "argument_shape", "store_outcome", "rebuild_exception",
-           "reordered_call"]
+__all__ = ["fn_name", "call_digest", "argument_shape", "code_changed", "code_of", "shape_parts",
+           "store_outcome", "rebuild_exception", "reordered_call", "CODE_VERSION"]
+
+CODE_VERSION = f"py{sys.version_info[0]}.{sys.version_info[1]}"
+"""The interpreter version a call's code digest is for (``code_of``: bytecode differs)."""
 
 
 def fn_name(fn: Callable[..., Any]) -> str:
@@ -90,10 +95,13 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
     include what ``fn`` binds (``_identity.bound_state``). The classes of enum members count
     in the first by parameter, in the order of dict keys: keywords or a dict's entries given
     in another order are the same binding. A replay uses them where the call digest differs
-    from the recorded one (``_versioning.check_arguments``).
+    from the recorded one (``_versioning.check_arguments``). When ``fn`` holds code made at
+    run time (a lambda, a nested function), a third part is ``code_of(fn)``: what that code
+    does, which the call digest does not say.
 
     Returns:
-        The two digests, or ``None`` when ``fn`` has no signature the arguments bind to.
+        The two digests (and the code's), or ``None`` when ``fn`` has no signature the
+        arguments bind to.
     """
     try:
         sig = inspect.signature(fn)
@@ -110,9 +118,61 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
                 values.append(value)
         bound = bound_state(fn)
         classes = enum_classes(dict(binding), sort_dicts=True)  # not the keywords' order
+        code = code_of(fn)
         return (f"{digest([named, bound, classes])}/"
-                f"{digest([sorted(dumps(v).decode() for v in values), bound])}")
+                f"{digest([sorted(dumps(v).decode() for v in values), bound])}"
+                + (f"/{code}" if code else ""))
     except Exception:  # noqa: BLE001 - no signature, or one the arguments do not fit
+        return None
+
+
+def shape_parts(shape: str | None) -> tuple[str, str, str]:
+    """An ``argument_shape``'s binding, values and code digests (``""`` for a missing one).
+
+    Returns:
+        The three parts (records written before the code was kept have two).
+    """
+    binding, _, rest = (shape or "").partition("/")
+    values, _, code = rest.partition("/")
+    return binding, values, code
+
+
+def code_changed(was: str | None, now: str | None) -> bool:
+    """Whether two shapes' code digests, both kept by one interpreter version, differ.
+
+    Returns:
+        ``False`` when either has none (a module-level function; a record written before
+        the code was kept) or they were made by other interpreter versions.
+    """
+    old, new = shape_parts(was)[2], shape_parts(now)[2]
+    return bool(old and new) and old.partition(":")[0] == new.partition(":")[0] and old != new
+
+
+def code_of(fn: Callable[..., Any]) -> str | None:
+    """What the code made at run time in ``fn`` does, as ``<interpreter>:<digest>``.
+
+    The call digest has a lambda's or nested function's name, what it binds and the names
+    and constants its code uses (``_identity.bound_state``), not what the code does with
+    them: ``lambda: convert(src, dst)`` and ``lambda: convert(dst, src)`` of one action have
+    one digest, and so do ``lambda: price(a + b)`` and ``lambda: price(a - b)``. This is the
+    digest of their code's steps (``_code.code_steps``), in ``fn`` and in the functions made
+    at run time it binds (a closure in a decorator's wrapper, a partial of a lambda).
+    Bytecode is the interpreter's, so the version is named (``py3.11:...``) and steps of
+    two versions are never compared.
+
+    Args:
+        fn: the callable a durable call runs.
+
+    Returns:
+        The version and digest, or ``None`` when ``fn`` holds no code made at run time (a
+        module-level function, a builtin, a class) or cannot be walked.
+    """
+    try:
+        found = run_time_functions(fn, 0, set())
+        if not found:
+            return None
+        return f"{CODE_VERSION}:{digest([code_steps(f.__code__) for f in found])}"
+    except (Exception, RecursionError):  # noqa: BLE001 - identity never fails the call
         return None
 
 
@@ -137,7 +197,8 @@ def reordered_call(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
     """
     for ordinal, other in calls.items():
         if other is not rec and other.digest == call.digest and other.kind is rec.kind \
-                and other.target == rec.target and ordinal != str(call.ordinal):
+                and other.target == rec.target and ordinal != str(call.ordinal) \
+                and not code_changed(other.shape, call.shape):
             return ReplayDivergenceError(
                 call.call_id, action, (rec.kind.value if rec.kind else "", rec.target or ""),
                 (call.kind.value, call.target),

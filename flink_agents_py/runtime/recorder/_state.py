@@ -201,7 +201,8 @@ class CallRecord(_Record, kw_only=True, repr_omit_defaults=True):
             function, a framework call, a record written before callees were kept).
         shape: for a function call, how its argument values bind to the function's
             parameters (``_outcomes.argument_shape``): the same values bound otherwise (two
-            arguments swapped) diverge on replay. ``None``: not kept.
+            arguments swapped) diverge on replay; for a lambda or nested function, what
+            its code does too (a third part, ``_outcomes.code_of``). ``None``: not kept.
     A journal keeps a ``_journaled.JournaledCall``: the record and which run attempt made it.
     """
 

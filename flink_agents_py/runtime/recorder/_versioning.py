@@ -32,7 +32,7 @@ from ...api.internal import EVENT_CLASS_KEY, shown_key
 from ...plan import ActionPlan, AgentPlan, FunctionRef
 from .._failures import with_original
 from .._serde import from_json_value
-from ._outcomes import rebuild_exception, reordered_call
+from ._outcomes import code_changed, rebuild_exception, reordered_call, shape_parts
 from ._state import CallKind, CallRecord
 
 if TYPE_CHECKING:
@@ -149,7 +149,8 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
     Raises:
         ReplayDivergenceError: as said.
     """
-    changed = bool(rec.digest) and rec.digest != call.digest
+    recoded = code_changed(rec.shape, call.shape)  # a lambda's code: not in its digest
+    changed = bool(rec.digest) and rec.digest != call.digest or recoded
     if changed:
         record = ctx._record
         err = reordered_call(call, rec, record.calls, ctx.execution_id, record.action)
@@ -157,9 +158,9 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
             ctx._diverge(err)
     if rec.callees is not None and call.callees is not None and rec.callees != call.callees:
         changed_callees(ctx, call, rec)
-    if changed and rec.shape and call.shape:
-        (was_bound, was_values), (now_bound, now_values) = (
-            rec.shape.partition("/")[::2], call.shape.partition("/")[::2])
+    if changed and rec.shape and call.shape and not recoded:
+        (was_bound, was_values, _), (now_bound, now_values, _) = (
+            shape_parts(rec.shape), shape_parts(call.shape))
         if was_bound == now_bound:
             return  # the same values for the same parameters (keyword form, parameters moved)
         if was_values == now_values:  # the recorded values, bound to other parameters
@@ -171,7 +172,8 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
                        "values recorded, bound to other parameters of the function (e.g. two "
                        "arguments swapped): the recorded outcome is another call's"))
     if changed:
-        changed_arguments(ctx, call, rec, is_strict(ctx, strict), started=reruns)
+        changed_arguments(ctx, call, rec, is_strict(ctx, strict), started=reruns,
+                          recoded=recoded and rec.digest == call.digest)
 
 
 def changed_callees(ctx: ActionExecution, call: DurableCall, rec: CallRecord) -> NoReturn:
@@ -201,7 +203,7 @@ def _listed(names: list[str] | None) -> str:
 
 
 def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
-                      strict: bool, *, started: bool = False) -> None:
+                      strict: bool, *, started: bool = False, recoded: bool = False) -> None:
     """A call replayed with other arguments than recorded: warn, or (strict) diverge.
 
     Args:
@@ -211,19 +213,27 @@ def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
         strict: whether the call replays strictly.
         started: the record holds no outcome, only that the call had started before the
             restore (with the recorded arguments): the call runs again with its new ones.
+        recoded: the arguments and what the callable binds are those recorded, but its
+            code (a lambda's, a nested function's) does something else with them.
 
     Raises:
         ReplayDivergenceError: when ``strict``.
     """
     kind, target = rec.kind.value if rec.kind else "", rec.target or ""
+    what = (f"the same arguments and bound values as recorded, but its code changed (code "
+            f"{shape_parts(call.shape)[2]}, recorded {shape_parts(rec.shape)[2]})"
+            if recoded else f"other arguments than recorded (digest {call.digest}, recorded "
+            f"{rec.digest})")
     if strict:
         ctx._diverge(ReplayDivergenceError(
             call.call_id, ctx._record.action, (kind, target), (call.kind.value, call.target),
             detail=f"strict replay: the {call.kind.value} call {call.target!r} is made with "
-                   f"other arguments than recorded (digest {call.digest}, recorded "
-                   f"{rec.digest}); branch with ctx.patched(...) to change a call for new "
-                   "runs only"))
-    if started:
+                   f"{what}; branch with ctx.patched(...) to change a call for new runs only"))
+    if recoded:
+        message = (f"durable call {call.call_id} ({call.target}) is made with {what}: "
+                   + ("it had started before the restore and runs again with its new code"
+                      if started else "it replays the outcome recorded for the old code"))
+    elif started:
         message = (f"durable call {call.call_id} had started with other arguments before the "
                    f"restore (digest {rec.digest}) and runs again with its new ones (digest "
                    f"{call.digest}); what the started attempt did is not reconciled with them")
