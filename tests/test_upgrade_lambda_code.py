@@ -12,6 +12,7 @@ in another process under another hash seed too.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ from support.probes import count, gate
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import InMemoryKeyState
+from flink_agents_py.runtime.recorder._outcomes import code_of
 from flink_agents_py.testing import check_upgrade_safety
 
 pytestmark = pytest.mark.timeout(120)
@@ -187,6 +189,20 @@ def test_a_record_without_code_or_of_another_python_replays_as_before(stored, pr
     assert not _changed_code_lines(caplog)
 
 
+@functools.singledispatch
+def priced(item: object) -> str:
+    return f"priced {item}"
+
+
+def test_a_library_wrapper_s_own_code_does_not_count():
+    """What a library's wrapper (here the standard library's ``singledispatch``) does is the
+    library's: it changes with its releases, not with the user's code, so it is left out;
+    the user's code it holds counts."""
+    assert code_of(priced) is None and code_of(convert) is None
+    src = "USD"
+    assert code_of(lambda: priced(src)) != code_of(lambda: priced(src) or src)
+
+
 def test_check_upgrade_safety_reports_the_swap_and_the_rewrite():
     gate().set()
     inputs = [{"key": "k", "form": "lambda"}]
@@ -264,6 +280,7 @@ class Exchange(Agent):
 
 MAIN = '''
 """Usage: main.py snapshot OUT | restore SNAPSHOT"""
+import functools
 import json
 import sys
 

@@ -92,8 +92,8 @@ from .._serde import digest, dumps, to_json_value
 from ._code import code_constants, code_names
 from ._hidden_state import class_state, pickled_state, pickles_itself
 
-__all__ = ["bound_state", "callees", "enum_classes", "run_time_functions", "stable_form",
-           "MAX_CALLEES", "MAX_DEPTH"]
+__all__ = ["bound_state", "callees", "enum_classes", "library_code", "run_time_functions",
+           "stable_form", "MAX_CALLEES", "MAX_DEPTH"]
 
 MAX_DEPTH = 4
 """How many levels of nested objects ``stable_form`` walks before it keeps a type name only."""
@@ -530,7 +530,7 @@ def _filled(cell: Any) -> bool:
     return True
 
 
-def _library_code(fn: types.FunctionType) -> bool:
+def library_code(fn: types.FunctionType) -> bool:
     """Whether ``fn``'s code is a library's (standard library or installed package)."""
     return fn.__code__.co_filename.startswith(_LIBRARY_DIRS)
 
@@ -546,7 +546,7 @@ def _resolved_names(fn: types.FunctionType, found: set[str]) -> None:
     and only callees outside the standard library (a wrapper that starts logging, sleeping
     between attempts or timing its call still calls the same function).
     """
-    if _library_code(fn):
+    if library_code(fn):
         return
     names = code_names(fn.__code__)
     scope = fn.__globals__

@@ -26,7 +26,7 @@ from ...api.internal import (
 from .._failures import error_text, failure_text
 from .._serde import digest, dumps, from_json_value, to_json_value
 from ._code import code_steps
-from ._identity import bound_state, enum_classes, run_time_functions
+from ._identity import bound_state, enum_classes, library_code, run_time_functions
 from ._state import CallRecord
 
 __all__ = ["fn_name", "call_digest", "argument_shape", "code_changed", "code_of", "shape_parts",
@@ -156,7 +156,9 @@ def code_of(fn: Callable[..., Any]) -> str | None:
     them: ``lambda: convert(src, dst)`` and ``lambda: convert(dst, src)`` of one action have
     one digest, and so do ``lambda: price(a + b)`` and ``lambda: price(a - b)``. This is the
     digest of their code's steps (``_code.code_steps``), in ``fn`` and in the functions made
-    at run time it binds (a closure in a decorator's wrapper, a partial of a lambda).
+    at run time it binds (a closure in a decorator's wrapper, a partial of a lambda); the
+    code of the standard library and installed packages is left out (it changes with
+    their releases, not with the user's code).
     Bytecode is the interpreter's, so the version is named (``py3.11:...``) and steps of
     two versions are never compared.
 
@@ -168,7 +170,7 @@ def code_of(fn: Callable[..., Any]) -> str | None:
         module-level function, a builtin, a class) or cannot be walked.
     """
     try:
-        found = run_time_functions(fn, 0, set())
+        found = [f for f in run_time_functions(fn, 0, set()) if not library_code(f)]
         if not found:
             return None
         return f"{CODE_VERSION}:{digest([code_steps(f.__code__) for f in found])}"
