@@ -1,13 +1,13 @@
-"""An upgrade that changes what a lambda's (or a nested function's) code does with the names
-and values it binds, not which ones: ``lambda: convert(src, dst)`` and ``lambda:
-convert(dst, src)`` of one action have one name, bind the same values and name the same
-functions. Before, their digests were equal: made in the other order after a restore, each
-was silently handed the other's recorded outcome, and one rewritten so replayed the old
-code's outcome without a word. Now the record keeps a digest of the code's steps (in the
-call's argument shape): the other order diverges naming the call whose outcome it would get,
-a rewritten lambda is the lenient ``arguments changed`` warning (a finding for
-``check_upgrade_safety``), or in strict mode a divergence; the same code replays quietly,
-in another process under another hash seed too.
+"""An upgrade that changes what the code of a lambda (a nested function, the methods of a
+class made in a function) does with the names and values it binds, not which ones: ``lambda:
+convert(src, dst)`` and ``lambda: convert(dst, src)`` of one action have one name, bind the
+same values and name the same functions. Before, their digests were equal: made in the
+other order after a restore, each was silently handed the other's recorded outcome, and one
+rewritten so replayed the old code's outcome without a word. Now the record keeps a digest
+of the code's steps (in the call's argument shape): the other order diverges naming the call
+whose outcome it would get, a rewritten one is the lenient ``arguments changed`` warning (a
+finding for ``check_upgrade_safety``), or in strict mode a divergence; the same code replays
+quietly, in another process under another hash seed too.
 """
 
 from __future__ import annotations
@@ -79,10 +79,37 @@ def _versions(form: str, src: str, dst: str) -> tuple[Any, Any, Any]:
         def forward() -> str:  # noqa: F811
             return convert(dst, src) or convert(src, dst)
         return found[0], found[1], forward
+    if form in ("callable_object", "bound_method"):  # a class made in a function
+        class Convert:
+            def __call__(self) -> str:
+                return convert(src, dst)
+
+            def ask(self) -> str:
+                return self()
+        made = [Convert()]
+
+        class Convert:  # type: ignore[no-redef]  # noqa: F811
+            def __call__(self) -> str:
+                return convert(dst, src)
+
+            def ask(self) -> str:
+                return self()
+        made.append(Convert())
+
+        class Convert:  # type: ignore[no-redef]  # noqa: F811
+            def __call__(self) -> str:
+                return convert(dst, src) or convert(src, dst)
+
+            def ask(self) -> str:
+                return self()
+        made.append(Convert())
+        if form == "bound_method":  # the same code; what it runs through self is not
+            return made[0].ask, made[1].ask, made[2].ask
+        return made[0], made[1], made[2]
     raise AssertionError(form)
 
 
-FORMS = ["lambda", "operator", "nested_function"]
+FORMS = ["lambda", "operator", "nested_function", "callable_object", "bound_method"]
 
 
 class Exchange(Agent):

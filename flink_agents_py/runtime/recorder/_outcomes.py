@@ -11,6 +11,7 @@ import ast
 import functools
 import inspect
 import sys
+import types
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
@@ -26,6 +27,7 @@ from ...api.internal import (
 from .._failures import error_text, failure_text
 from .._serde import digest, dumps, from_json_value, to_json_value
 from ._code import code_steps
+from ._hidden_state import made_in_function
 from ._identity import bound_state, enum_classes, library_code, run_time_functions
 from ._state import CallRecord
 
@@ -148,6 +150,24 @@ def code_changed(was: str | None, now: str | None) -> bool:
     return bool(old and new) and old.partition(":")[0] == new.partition(":")[0] and old != new
 
 
+def _class_code(fn: Any) -> list[types.FunctionType]:
+    """The methods of the classes made in a function that ``fn`` (or its object) is of."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    owner = fn.__self__ if isinstance(fn, types.MethodType) else fn
+    if isinstance(owner, (type, types.FunctionType, types.BuiltinFunctionType)):
+        return []
+    found: list[types.FunctionType] = []
+    for cls in type(owner).__mro__:
+        if cls is object or not made_in_function(cls):
+            continue
+        for _, attr in sorted(vars(cls).items()):
+            inner = attr.__func__ if isinstance(attr, (staticmethod, classmethod)) else attr
+            if isinstance(inner, types.FunctionType):
+                found.append(inner)
+    return found
+
+
 def code_of(fn: Callable[..., Any]) -> str | None:
     """What the code made at run time in ``fn`` does, as ``<interpreter>:<digest>``.
 
@@ -156,7 +176,9 @@ def code_of(fn: Callable[..., Any]) -> str | None:
     them: ``lambda: convert(src, dst)`` and ``lambda: convert(dst, src)`` of one action have
     one digest, and so do ``lambda: price(a + b)`` and ``lambda: price(a - b)``. This is the
     digest of their code's steps (``_code.code_steps``), in ``fn`` and in the functions made
-    at run time it binds (a closure in a decorator's wrapper, a partial of a lambda); the
+    at run time it binds (a closure in a decorator's wrapper, a partial of a lambda), and
+    the methods of the classes made in a function that a callable object or a bound
+    method's object is an instance of (its ``__call__``, what ``self.other()`` runs); the
     code of the standard library and installed packages is left out (it changes with
     their releases, not with the user's code).
     Bytecode is the interpreter's, so the version is named (``py3.11:...``) and steps of
@@ -170,7 +192,8 @@ def code_of(fn: Callable[..., Any]) -> str | None:
         module-level function, a builtin, a class) or cannot be walked.
     """
     try:
-        found = [f for f in run_time_functions(fn, 0, set()) if not library_code(f)]
+        found = [f for f in run_time_functions(fn, 0, set()) + _class_code(fn)
+                 if not library_code(f)]
         if not found:
             return None
         return f"{CODE_VERSION}:{digest([code_steps(f.__code__) for f in found])}"
