@@ -1,4 +1,4 @@
-"""Issue 28 on a MiniCluster: partial identity and ``ctx.patched`` across a restore.
+"""Issue 28 on a MiniCluster: partial and lambda identity and ``ctx.patched`` across a restore.
 
 One job (``replay_upgrade_agents``): two runs record their first calls, a checkpoint covers
 them, the job is crashed and restores with the "new code": the run whose ``functools.partial``
@@ -30,7 +30,7 @@ def run_job(d: pathlib.Path) -> tuple[list, list]:
 
     env = crash_environment(d, interval_ms=200, restart_attempts=2)
     base = str(d)
-    kinds = {0: "swap", 1: "patch"}
+    kinds = {0: "swap", 1: "patch", 2: "lambdas"}
     pickled = Types.PICKLED_BYTE_ARRAY()
     records = (env.from_source(NumberSequenceSource(0, rua.LAST),
                                WatermarkStrategy.no_watermarks(), "seq")
@@ -52,10 +52,12 @@ def test_partial_identity_and_patched_across_a_minicluster_restore(tmp_path: pat
     outputs, errors = run_job(d)
     assert (d / "crashed").exists(), "the failpoint never fired: the scenario did not play out"
 
-    # the swapped partials: a divergence, not PRICE(apple) handed to pear
-    [err] = errors
-    assert err["key"] == "swap" and err["error_type"] == "ReplayDivergenceError"
-    assert "r0/go/c0" in err["message"] and "recorded for r0/go/c1" in err["message"]
+    # the swapped partials, and the swapped lambdas whose code alone tells them apart: a
+    # divergence each, not PRICE(apple) handed to pear, nor USD/EUR to the EUR/USD quote
+    assert sorted(e["key"] for e in errors) == ["lambdas", "swap"]
+    for err in errors:
+        assert err["error_type"] == "ReplayDivergenceError"
+        assert "r0/go/c0" in err["message"] and "recorded for r0/go/c1" in err["message"]
     # the run recorded before the patch keeps its old branch, replayed; a new run takes the new
     assert sorted(outputs, key=lambda o: o["key"]) == [
         {"key": "new", "got": ["V2(fig)"], "patched": True},
@@ -63,4 +65,5 @@ def test_partial_identity_and_patched_across_a_minicluster_restore(tmp_path: pat
     ]
     calls = collections.Counter(tuple(line) for line in log_lines(str(d), "calls.log"))
     assert calls == {("price", "apple"): 1, ("price", "pear"): 1, ("price", "fig"): 1,
-                     ("price", "kiwi"): 1, ("price_v2", "fig"): 1}
+                     ("price", "kiwi"): 1, ("price_v2", "fig"): 1, ("quote", "USD", "EUR"): 1,
+                     ("quote", "EUR", "USD"): 1}

@@ -4,7 +4,9 @@ Imported by the Flink workers by reference (``tests/`` is on ``sys.path``). On t
 attempt the agent runs the old code; once the job was crashed (the ``crashed`` marker exists,
 see ``support.crash``) it runs the new code: key ``swap`` makes its two ``functools.partial``
 calls in the other order, key ``patch`` branches with ``ctx.patched("v2")``, and key ``new``
-(a record that arrives only after the restore) runs the new branch.
+(a record that arrives only after the restore) runs the new branch; key ``lambdas`` makes its
+two lambdas, ``lambda: quote(d, a, b)`` and ``lambda: quote(d, b, a)`` (one name, the same
+bound values and functions: only their code tells them apart), in the other order.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ def price_v2(d: str, item: str) -> str:
     return f"V2({item})"
 
 
+def quote(d: str, base: str, other: str) -> str:
+    append_line(d, "calls.log", f"quote {base} {other}")
+    return f"{base}/{other}"
+
+
 class Upgraded(Agent):
     @action(InputEvent)
     @staticmethod
@@ -42,6 +49,11 @@ class Upgraded(Agent):
             order = ("pear", "apple") if upgraded else ("apple", "pear")
             got = [await ctx.durable_execute_async(functools.partial(price, d, item))
                    for item in order]
+        elif kind == "lambdas":
+            a, b = "USD", "EUR"
+            there, back = (lambda: quote(d, a, b)), (lambda: quote(d, b, a))
+            got = [await ctx.durable_execute_async(fn)
+                   for fn in ((back, there) if upgraded else (there, back))]
         else:
             new_branch = upgraded and ctx.patched("v2")
             if new_branch:
@@ -54,25 +66,25 @@ class Upgraded(Agent):
 
 
 class Pick:
-    """The records of the scenario from the paced numbers: ``swap`` and ``patch`` at once,
-    ``new`` as the last number, only after the restore."""
+    """The records of the scenario from the paced numbers: ``swap``, ``patch`` and
+    ``lambdas`` at once, ``new`` as the last number, only after the restore."""
 
     def __init__(self, d: str) -> None:
         self.d = d
 
     def __call__(self, n: int) -> bool:
-        return n in (0, 1) or (n == LAST and not first_attempt(self.d))
+        return n in (0, 1, 2) or (n == LAST and not first_attempt(self.d))
 
 
 class CrashWhenHeld(CrashOnceBase):
-    """Crash once both runs have recorded their call ``c1`` under a completed checkpoint (their
-    ``hold`` call is then in flight)."""
+    """Crash once the three runs have recorded their call ``c1`` under a completed checkpoint
+    (their ``hold`` call is then in flight)."""
 
     def __call__(self, point: str, key: Any, info: dict[str, Any]) -> None:
         if not self.first_attempt():
             return
         if point == "call_recorded" and info["call_id"] == "r0/go/c1":
             self.note(str(key))
-        elif point == "timer" and {"swap", "patch"} <= set(self.seen) and all(
-                self.checkpointed_since(self.seen[k]) for k in ("swap", "patch")):
-            self.crash("swap+patch", "injected crash: both runs mid-way, checkpointed")
+        elif point == "timer" and {"swap", "patch", "lambdas"} <= set(self.seen) and all(
+                self.checkpointed_since(self.seen[k]) for k in ("swap", "patch", "lambdas")):
+            self.crash("swap+patch", "injected crash: the runs mid-way, checkpointed")
