@@ -190,7 +190,8 @@ class DurableVectorStore(_View):
         ltm: Any = self._ctx.long_term_memory  # the action's (``ActionLongTermMemory``)
         # an add's documents carry its call ordinal: a later read of the execution sees them
         extra = {**ltm.tags(), "call": self._ctx._next_ordinal} \
-            if op in ("add", "update", "delete") else ltm.horizon()
+            if op in ("add", "update", "delete") \
+            else ltm.horizon(f"{_MODULE}:{self._kind}[{self._name}].")
 
         def bounded(*a: Any) -> Any:
             return fn(*a, extra)

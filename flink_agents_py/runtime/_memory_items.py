@@ -80,6 +80,8 @@ class Horizon:
     as an action that had not started at the checkpoint), were written by an attempt that
     crashed after the checkpoint this run was restored from: left out. ``done`` is ``None``
     for a run stored by an earlier version: then only the ``hidden`` ones are left out.
+    ``writes``: the reader's own store writes made (or replayed) in this attempt, by call
+    ordinal (``None``: not known, ``before`` alone decides).
     """
 
     owner: str
@@ -89,13 +91,17 @@ class Horizon:
     own: str = ""
     before: int = -1
     done: frozenset[str] | None = None
+    writes: frozenset[int] | None = None
 
     def shows(self, doc: Document) -> bool:
         """Whether the reading execution may see ``doc``.
 
         A document the reading execution itself wrote in a durable call (``fa_call``, a
-        vector-store add) before the read (``before``, the read's call ordinal) is shown:
-        the replay made that call again, or replayed it, before this read.
+        vector-store add) before the read (``before``, the read's call ordinal) is shown
+        when this attempt made that call again, or replayed it, before the read: its call
+        at that ordinal is a write of the store too (``writes``). New code restored from a
+        checkpoint may make another call there (one inserted before the add): the crashed
+        attempt's document is then one the reader has not written yet.
 
         Returns:
             Whether it is shown.
@@ -113,7 +119,8 @@ class Horizon:
         if exe not in self.hidden:
             return self.done is None or exe in self.done
         call = meta.get(_CALL)
-        return exe == self.own and isinstance(call, int) and call < self.before
+        return exe == self.own and isinstance(call, int) and call < self.before and (
+            self.writes is None or call in self.writes)
 
 
 _CALL = "fa_call"

@@ -414,8 +414,13 @@ class ActionLongTermMemory(BaseLongTermMemory):
         return {"owner": self.key_scope, "epoch": self._epoch(), "run": self._ctx.run.seq,
                 "exec": exec_tag(self._ctx.execution_id)}
 
-    def horizon(self) -> Horizon:
+    def horizon(self, store_writes: str | None = None) -> Horizon:
         """What a read made now may see of this key's own writes (see ``Horizon``).
+
+        Args:
+            store_writes: the target prefix of the read store's writes (``<module>:
+                vector_store[<name>].``): the reader's own documents show only where this
+                attempt made such a write at their call ordinal.
 
         Returns:
             The horizon.
@@ -425,8 +430,11 @@ class ActionLongTermMemory(BaseLongTermMemory):
         own = exec_tag(self._ctx.execution_id)
         hidden.add(own)
         done = frozenset(run.ltm_done) if run.ltm_done is not None else None
+        writes = None if store_writes is None else frozenset(
+            n for n, c in self._ctx.calls.items() if c.target.startswith(store_writes)
+            and c.target.rsplit(".", 1)[-1] in ("add", "update", "delete"))
         return Horizon(self.key_scope, self._epoch(), run.seq, frozenset(hidden), own,
-                       self._ctx._next_ordinal, done)
+                       self._ctx._next_ordinal, done, writes)
 
     def read(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
         """One durable read named ``label``, run now on this thread, bounded by ``horizon``.
