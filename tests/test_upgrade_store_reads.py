@@ -4,7 +4,8 @@ must not see that add's document (the "a re-made read sees the future" defect, a
 upgrade). Before, a read of the execution showed its own documents by call position alone
 (written at a position before the read's), which the inserted call shifts: the read saw a
 document the restored run had not written yet. Now it shows them only where this attempt
-made (or replayed) a write of the store at that position.
+made (or replayed) the same write of the store at that position (its digest: not another
+add that the new code makes first).
 """
 
 from __future__ import annotations
@@ -98,3 +99,33 @@ def test_the_same_code_reads_after_its_own_add_as_before(tmp_path, probes):
     _store_with_one_ticket(plan)
     snapshot, crashed = _crash_at_the_gate(plan, {"x": 0})
     assert _restored(plan, snapshot) == crashed
+
+
+async def _two_adds(event: InputEvent, ctx: Any) -> None:
+    """Old code: gate, add ticket 8, add ticket 9, read. New code: ticket 9 first, read,
+    then ticket 8."""
+    kb = ctx.get_resource("kb", ResourceType.VECTOR_STORE)
+    await ctx.durable_execute_async(_wait_gate, True)
+    first, second = ("t9", "t8") if DEPLOYED["version"] == 2 else ("t8", "t9")
+    kb.add(Document(id=first, content=f"ticket {first[1]}"), "docs")
+    if DEPLOYED["version"] == 2:
+        before = _seen(kb)
+        kb.add(Document(id=second, content=f"ticket {second[1]}"), "docs")
+    else:
+        kb.add(Document(id=second, content=f"ticket {second[1]}"), "docs")
+        before = _seen(kb)
+    ctx.send_event(OutputEvent(output=before))
+
+
+def test_another_add_at_the_crashed_attempts_position_does_not_show_its_document(
+        tmp_path, probes):
+    """The new code's first add is another one (ticket 9, not 8): at the position where the
+    crashed attempt added ticket 8, so the position alone would show ticket 8 too."""
+    plan = _gated_plan(tmp_path, _two_adds)
+    _store_with_one_ticket(plan)
+    snapshot, crashed = _crash_at_the_gate(plan, {"x": 0})
+    assert crashed == [{"got": ["ticket 0", "ticket 8", "ticket 9"], "size": 3,
+                        "hits": ["ticket 0", "ticket 8", "ticket 9"]}]
+    DEPLOYED["version"] = 2
+    assert _restored(plan, snapshot) == [
+        {"got": ["ticket 0", "ticket 9"], "size": 2, "hits": ["ticket 0", "ticket 9"]}]

@@ -51,6 +51,20 @@ def durable_target(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return target
 
 
+def _write_digest(label: str, args: tuple[Any, ...], ordinal: int) -> str | None:
+    """The digest the durable call of a store write gets (``DurableCall.digest``).
+
+    Returns:
+        The digest, or ``None`` when the arguments have no JSON form (the call fails so).
+    """
+    from .recorder._outcomes import call_digest
+
+    try:
+        return call_digest(f"{_MODULE}:{label}", args, {}, f"c{ordinal}")
+    except Exception:  # noqa: BLE001 - the durable call reports it
+        return None
+
+
 class _View:
     """Common part of the durable views: the action context, the name, the resource."""
 
@@ -188,15 +202,20 @@ class DurableVectorStore(_View):
             ``(target, args)`` for ``durable_execute``.
         """
         ltm: Any = self._ctx.long_term_memory  # the action's (``ActionLongTermMemory``)
-        # an add's documents carry its call ordinal: a later read of the execution sees them
-        extra = {**ltm.tags(), "call": self._ctx._next_ordinal} \
-            if op in ("add", "update", "delete") \
-            else ltm.horizon(f"{_MODULE}:{self._kind}[{self._name}].")
+        label = f"{self._kind}[{self._name}].{op}"
+        extra: Any
+        if op in ("add", "update", "delete"):
+            # an add's documents carry its call ordinal and digest: a later read of the
+            # execution sees them where this attempt made (or replayed) that very call
+            extra = {**ltm.tags(), "call": self._ctx._next_ordinal,
+                     "digest": _write_digest(label, args, self._ctx._next_ordinal)}
+        else:
+            extra = ltm.horizon(f"{_MODULE}:{self._kind}[{self._name}].")
 
         def bounded(*a: Any) -> Any:
             return fn(*a, extra)
 
-        return durable_target(f"{self._kind}[{self._name}].{op}", bounded), args
+        return durable_target(label, bounded), args
 
     def _run_add(self, docs: list[Document], collection: str | None,
                  kwargs: dict[str, Any], tags: dict[str, Any]) -> list[str]:

@@ -80,8 +80,8 @@ class Horizon:
     as an action that had not started at the checkpoint), were written by an attempt that
     crashed after the checkpoint this run was restored from: left out. ``done`` is ``None``
     for a run stored by an earlier version: then only the ``hidden`` ones are left out.
-    ``writes``: the reader's own store writes made (or replayed) in this attempt, by call
-    ordinal (``None``: not known, ``before`` alone decides).
+    ``writes``: the reader's own store writes made (or replayed) in this attempt, as
+    ``(call ordinal, call digest)`` pairs (``None``: not known, ``before`` alone decides).
     """
 
     owner: str
@@ -91,7 +91,7 @@ class Horizon:
     own: str = ""
     before: int = -1
     done: frozenset[str] | None = None
-    writes: frozenset[int] | None = None
+    writes: frozenset[tuple[int, str]] | None = None
 
     def shows(self, doc: Document) -> bool:
         """Whether the reading execution may see ``doc``.
@@ -99,8 +99,9 @@ class Horizon:
         A document the reading execution itself wrote in a durable call (``fa_call``, a
         vector-store add) before the read (``before``, the read's call ordinal) is shown
         when this attempt made that call again, or replayed it, before the read: its call
-        at that ordinal is a write of the store too (``writes``). New code restored from a
-        checkpoint may make another call there (one inserted before the add): the crashed
+        at that ordinal is the same write of the store (``writes``; its digest, ``fa_digest``,
+        when the document has one). New code restored from a checkpoint may make another
+        call there (one inserted before the add, or another add first): the crashed
         attempt's document is then one the reader has not written yet.
 
         Returns:
@@ -119,19 +120,27 @@ class Horizon:
         if exe not in self.hidden:
             return self.done is None or exe in self.done
         call = meta.get(_CALL)
-        return exe == self.own and isinstance(call, int) and call < self.before and (
-            self.writes is None or call in self.writes)
+        if exe != self.own or not isinstance(call, int) or call >= self.before:
+            return False
+        if self.writes is None:
+            return True
+        made = meta.get(_DIGEST)
+        return any(n == call and (made is None or made == d) for n, d in self.writes)
 
 
 _CALL = "fa_call"
 """The call ordinal of the vector-store add that wrote a document (see ``Horizon``)."""
-_TAGS = (_OWNER, _EPOCH, _RUN, _EXEC, _CALL)
+_DIGEST = "fa_digest"
+"""The digest of that call (its arguments): which write of the ordinal it was."""
+_TAGS = (_OWNER, _EPOCH, _RUN, _EXEC, _CALL, _DIGEST)
 
 
 def tagged(docs: list[Document], tags: dict[str, Any]) -> list[Document]:
     """``docs`` with the writer's tags (``ActionLongTermMemory.tags``) in their metadata."""
     marks = {_OWNER: tags["owner"], _EPOCH: tags["epoch"], _RUN: tags["run"],
              _EXEC: tags["exec"], _CALL: tags["call"]}
+    if tags.get("digest"):
+        marks[_DIGEST] = tags["digest"]
     return [d.model_copy(update={"metadata": {**d.metadata, **marks}}) for d in docs]
 
 

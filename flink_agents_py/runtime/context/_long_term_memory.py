@@ -431,7 +431,8 @@ class ActionLongTermMemory(BaseLongTermMemory):
         hidden.add(own)
         done = frozenset(run.ltm_done) if run.ltm_done is not None else None
         writes = None if store_writes is None else frozenset(
-            n for n, c in self._ctx.calls.items() if c.target.startswith(store_writes)
+            (n, c.digest) for n, c in self._ctx.calls.items()
+            if c.target.startswith(store_writes)
             and c.target.rsplit(".", 1)[-1] in ("add", "update", "delete"))
         return Horizon(self.key_scope, self._epoch(), run.seq, frozenset(hidden), own,
                        self._ctx._next_ordinal, done, writes)
