@@ -13,6 +13,7 @@ quietly, in another process under another hash seed too.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
 import os
@@ -28,7 +29,7 @@ from support.probes import count, gate
 
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 from flink_agents_py.plan import AgentPlan
-from flink_agents_py.runtime import InMemoryKeyState
+from flink_agents_py.runtime import InMemoryKeyState, SqliteJournal
 from flink_agents_py.runtime.recorder._outcomes import code_of
 from flink_agents_py.testing import check_upgrade_safety
 
@@ -243,6 +244,22 @@ def test_check_upgrade_safety_reports_the_swap_and_the_rewrite():
     check_upgrade_safety(Exchange(), Exchange(), inputs, other_process=False).assert_ok()
 
 
+def test_through_a_journal_the_first_swapped_call_diverges_before_any_outcome_is_handed(
+        tmp_path):
+    """Outcomes the crashed attempt journaled after the checkpoint: the first call, made
+    with the code of the second, diverges there (the journal's later records of the same
+    attempt are read to tell a reorder), rather than getting the first call's outcome with a
+    warning and diverging only at the second."""
+    gate().set()
+    n = itertools.count()
+    report = check_upgrade_safety(
+        Exchange(), _Swapped(), [{"key": "k", "form": "lambda"}], other_process=False,
+        journal_factory=lambda: SqliteJournal(str(tmp_path / f"j{next(n)}.db")))
+    divergences = [m for p in report.points for m in p.divergences]
+    assert divergences and all("durable call r0/go/c0" in m for m in divergences)
+    assert not [m for p in report.points for m in p.problems]
+
+
 class _Swapped(Agent):
     """``Exchange`` of version 2, as a class of its own (``check_upgrade_safety`` runs both)."""
 
@@ -308,6 +325,7 @@ class Exchange(Agent):
 MAIN = '''
 """Usage: main.py snapshot OUT | restore SNAPSHOT"""
 import functools
+import itertools
 import json
 import sys
 

@@ -110,11 +110,13 @@ def journaled(ctx: ActionExecution, ordinal: int, call_id: str, digest: str,
     if found is None or not found.done:
         return None
     calls = ctx._record.calls
-    if found.digest == digest:
-        kept = calls[str(ordinal)] = _in_state(found)
-        return kept
     origin = getattr(found, "origin", None)  # (a record journaled without one: ``None``)
     now = ledger.origin(ctx.run, ctx._record.event) if origin is not None else None
+    if found.digest == digest:
+        kept = calls[str(ordinal)] = _in_state(found)
+        if origin is not None and origin == now:  # its later records, to tell a reorder
+            _take_later(ctx, ordinal, now)  # (a lambda's other code, same digest)
+        return kept
     if origin is None or now is None:
         return None
     (was_run, _, was_event), (now_run, _, now_event) = origin.partition("."), \
@@ -133,16 +135,22 @@ def journaled(ctx: ActionExecution, ordinal: int, call_id: str, digest: str,
                    "other contents): the outcome is not this call's, and running the call "
                    "again would repeat its effect"))
     kept = calls[str(ordinal)] = _in_state(found)
+    _take_later(ctx, ordinal, now)
+    return kept
+
+
+def _take_later(ctx: ActionExecution, ordinal: int, now: str | None) -> None:
+    """Enter the execution's records journaled after ``ordinal`` by this run's attempt."""
+    calls = ctx._record.calls
     for n in range(ordinal + 1, ordinal + 1 + _MAX_TAKEN):  # the execution's later records
         later = calls.get(str(n))
         if later is not None and later.done:
             continue
-        rec = ledger.lookup(key, f"{ctx.execution_id}/c{n}")
+        rec = ctx.ledger.lookup(ctx.key, f"{ctx.execution_id}/c{n}")
         if rec is None:
             break
         if rec.done and getattr(rec, "origin", None) == now:
             calls[str(n)] = _in_state(rec)
-    return kept
 
 
 def _in_state(rec: CallRecord) -> CallRecord:
