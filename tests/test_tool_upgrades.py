@@ -165,3 +165,53 @@ def test_the_same_tool_replays_its_recorded_call():
     result = _restore(snap, shop("price_of", price_of))
     assert result.errors == [] and result.outputs == fault_free
     assert RAN.as_dict() == {"stock_of": 1}
+
+
+# -- the same tool name, its parameters changed ---------------------------------------------
+def price_by_sku(sku: str) -> dict:
+    """The price of an item, by its SKU (the parameter ``item`` renamed).
+
+    Args:
+        sku: the item's SKU.
+    """
+    RAN.count("price_by_sku")
+    return {"sku": sku, "price": 99}
+
+
+def price_in(item: str, currency: str = "EUR") -> dict:
+    """The price of an item (a new optional parameter: a compatible change).
+
+    Args:
+        item: the item's name.
+        currency: the currency.
+    """
+    RAN.count("price_in")
+    return {"item": item, "price": len(item), "currency": currency}
+
+
+@pytest.mark.parametrize("last", [True, False], ids=["alone", "before_another_tool"])
+def test_a_started_call_whose_tool_now_refuses_its_arguments_diverges(last):
+    """The recorded model turn asked ``price_of(item=...)``; the call had started before the
+    restore; the new code's ``price_of`` takes ``sku``. Running it again would only tell the
+    model the arguments do not fit, and drop the started call (it may have had effects):
+    the round diverges naming the call, the tool and what it refuses, and runs nothing."""
+    snap, _ = _snapshot(done=False, last=last)
+    result = _restore(snap, shop("price_of", price_by_sku, last=last))
+    assert result.outputs == []
+    [div] = [e for e in result.errors if e.error_type == "ReplayDivergenceError"]
+    assert f"_tool_call_action/c{int(last)}" in div.message and "'price_of'" in div.message
+    assert "had started before the restore" in div.message and "sku" in div.message
+    assert RAN["price_by_sku"] == 0
+
+
+def test_a_started_or_recorded_call_whose_tool_still_takes_its_arguments_replays():
+    """A compatible change (a new optional parameter): a recorded call replays its outcome,
+    a started one runs again with the recorded arguments; a recorded call of a tool that
+    refuses them now replays too (it is not made again)."""
+    snap, fault_free = _snapshot(done=True)
+    result = _restore(snap, shop("price_of", price_by_sku))
+    assert result.errors == [] and result.outputs == fault_free
+    snap, _ = _snapshot(done=False)
+    result = _restore(snap, shop("price_of", price_in))
+    assert result.errors == [] and RAN["price_in"] == 1
+    assert '"currency":"EUR"' in result.outputs[0]

@@ -53,7 +53,7 @@ from ._spend import MEMORY_PREFIX, merged_spend, spend_key, stored_spend
 from ._tool_results import delegation_result, refused, tool_message
 from .context._memory import apply_merges, read_path
 from .recorder._state import CallKind
-from .recorder._versioning import recorded_to_missing
+from .recorder._versioning import recorded_to_missing, started_tool_unfit
 from .recorder._wait_calls import wait_call
 
 if TYPE_CHECKING:
@@ -530,6 +530,7 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
         if held:  # held until approved (``_waits``)
             slots.append((call, _hold(ctx, tool, call, timeout_s), None))
             continue
+        started_tool_unfit(ctx, tool, call.name, call.arguments)  # its started call: kept
         fut = ctx.execute_as(CallKind.TOOL, call.name, _run_tool, (tool, call), lazy=True)
         if not serial:
             ctx.start_soon(fut)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ._execution import ActionExecution
 
 __all__ = ["PATCH_PREFIX", "is_strict", "patched", "check_arguments", "changed_arguments",
-           "changed_callees", "recorded_to_missing",
+           "changed_callees", "recorded_to_missing", "started_tool_unfit",
            "unreached_calls", "check_unreached", "removed_action", "action_or_removed",
            "restored_event", "stand_in_event", "missing_subagent", "replayed_outcome",
            "unrebuildable_outcome"]
@@ -547,3 +547,43 @@ def recorded_to_missing(ctx: ActionExecution, names: set[str], missing: str) -> 
         detail=f"recorded {rec.kind.value} {rec.target!r}, now calling none: the call {state}, "
                f"and the new code has {missing}. Keep {rec.target!r} registered under that "
                "name until no run in flight uses it"))
+
+
+def started_tool_unfit(ctx: ActionExecution, tool: Any, name: str,
+                       arguments: dict[str, Any]) -> None:
+    """Fail a tool round whose call had started, when the new tool refuses its arguments.
+
+    A chat's tool round re-entered after a restore follows the model turn the old code
+    recorded, with the arguments it gave for the old tool's parameters. When the call at the
+    next identity had started before the restore (its outcome recorded nowhere) and the new
+    code's tool of that name no longer accepts them (a parameter renamed, retyped, made
+    required), running it again only tells the model they do not fit: the started call,
+    and whatever it did, would be dropped with a warning, as for a renamed tool.
+
+    Args:
+        ctx: the tool round's execution.
+        tool: the new code's tool (``FunctionTool``).
+        name: the tool's name in the model turn.
+        arguments: the arguments the recorded model turn gave.
+
+    Raises:
+        ReplayDivergenceError: when the record at the next identity is a started call of
+            this tool and ``tool.checked_arguments(arguments)`` refuses them.
+    """
+    nxt = ctx._next_ordinal
+    call_id = f"{ctx.execution_id}/c{nxt}"
+    rec = ctx._record.calls.get(str(nxt)) or ctx.ledger.lookup(ctx.key, call_id)
+    checked = getattr(tool, "checked_arguments", None)
+    if rec is None or rec.done or rec.kind is not CallKind.TOOL or rec.target != name \
+            or checked is None:
+        return
+    try:
+        checked(arguments)
+    except ValueError as e:
+        ctx._diverge(ReplayDivergenceError(
+            call_id, ctx._record.action, (rec.kind.value, name), (CallKind.TOOL.value, name),
+            detail=f"the call of tool {name!r} had started before the restore (its outcome "
+                   f"was recorded nowhere) with arguments the new code's tool refuses "
+                   f"({_one_line(e)}): "
+                   "running it again would drop the started call. Keep the tool's old "
+                   "parameters (add new ones as optional) until no run in flight uses them"))
