@@ -129,3 +129,31 @@ def test_another_add_at_the_crashed_attempts_position_does_not_show_its_document
     DEPLOYED["version"] = 2
     assert _restored(plan, snapshot) == [
         {"got": ["ticket 0", "ticket 9"], "size": 2, "hits": ["ticket 0", "ticket 9"]}]
+
+
+async def _delete_then_read(event: InputEvent, ctx: Any) -> None:
+    """Old code: gate, delete ticket 0, read. New code: an audit call inserted first, read
+    before the delete."""
+    kb = ctx.get_resource("kb", ResourceType.VECTOR_STORE)
+    await ctx.durable_execute_async(_wait_gate, True)
+    if DEPLOYED["version"] == 2:
+        await ctx.durable_execute_async(audit, "inserted")
+        before = _seen(kb)
+        kb.delete(ids=["t0"], collection_name="docs")
+    else:
+        kb.delete(ids=["t0"], collection_name="docs")
+        before = _seen(kb)
+    ctx.send_event(OutputEvent(output=before))
+
+
+def test_a_read_before_the_re_made_delete_still_sees_the_document(tmp_path, probes):
+    """The crashed attempt deleted ticket 0 after the checkpoint, at the position where the
+    new code makes its inserted call: the new code's read, before its own delete, sees
+    ticket 0 as the checkpoint had it (its kept prior), not the crashed attempt's delete."""
+    plan = _gated_plan(tmp_path, _delete_then_read)
+    _store_with_one_ticket(plan)
+    snapshot, crashed = _crash_at_the_gate(plan, {"x": 0})
+    assert crashed == [{"got": [], "size": 0, "hits": []}]
+    DEPLOYED["version"] = 2
+    assert _restored(plan, snapshot) == [
+        {"got": ["ticket 0"], "size": 1, "hits": ["ticket 0"]}]
