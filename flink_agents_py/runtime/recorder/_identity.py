@@ -28,7 +28,8 @@ makes are named by their label).
 The stable form of a bound value (``stable_form``):
 
 - JSON-form data (``str``, numbers, lists, dicts, pydantic models, dataclasses, enums...) is
-  its JSON form, as durable call arguments are stored;
+  its JSON form, as durable call arguments are stored (a pydantic model's private attributes,
+  which it leaves out, as instance attributes: ``_hidden_state.private_state``);
 - functions are their ``module:qualname`` (a bound method: that and its ``__self__``), a
   ``functools.partial`` its function and bound arguments, classes their qualified name,
   modules their name; a function made at run time (a closure a decorator such as
@@ -90,7 +91,7 @@ from typing import Any
 from ...api import RunnerContext
 from .._serde import digest, dumps, to_json_value
 from ._code import code_constants, code_names
-from ._hidden_state import class_state, pickled_state, pickles_itself
+from ._hidden_state import class_state, pickled_state, pickles_itself, private_state
 
 __all__ = ["bound_state", "callees", "enum_classes", "library_code", "run_time_functions",
            "stable_form", "MAX_CALLEES", "MAX_DEPTH"]
@@ -313,8 +314,10 @@ def stable_form(value: Any, depth: int = 0, active: set[int] | None = None,
         pass
     else:
         # a member's JSON form is its value alone; a dict's insertion order does not count
-        enums = enum_classes(value, sort_dicts=True)
-        return {"$json": form, "$enums": enums} if enums else form
+        extra: dict[str, Any] = {"$enums": enum_classes(value, sort_dicts=True)}
+        extra["$private"] = private_state(value, lambda v: stable_form(v, depth + 1, active, True))
+        extra = {k: v for k, v in extra.items() if v}  # (none: the form it had before)
+        return {"$json": form, **extra} if extra else form
     active.add(id(value))
     try:
         return _structure(value, kind, depth, active, inside)
