@@ -168,6 +168,19 @@ def _class_code(fn: Any) -> list[types.FunctionType]:
     return found
 
 
+@functools.lru_cache(maxsize=1024)
+def _steps_digest(code: types.CodeType) -> str:
+    """The digest of ``code``'s steps (``_code.code_steps``), kept per code object.
+
+    A lambda's code is made once, with its enclosing function, so its bytecode is walked
+    once, not at every call.
+
+    Returns:
+        The digest.
+    """
+    return digest(code_steps(code))
+
+
 def code_of(fn: Callable[..., Any]) -> str | None:
     """What the code made at run time in ``fn`` does, as ``<interpreter>:<digest>``.
 
@@ -196,7 +209,7 @@ def code_of(fn: Callable[..., Any]) -> str | None:
                  if not library_code(f)]
         if not found:
             return None
-        return f"{CODE_VERSION}:{digest([code_steps(f.__code__) for f in found])}"
+        return f"{CODE_VERSION}:{digest([_steps_digest(f.__code__) for f in found])}"
     except (Exception, RecursionError):  # noqa: BLE001 - identity never fails the call
         return None
 
