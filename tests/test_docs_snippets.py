@@ -119,3 +119,34 @@ def test_run_on_flink_table_example_prints_the_row_it_shows(tmp_path):
     shown = [ln[2:] for ln in table.splitlines() if ln.startswith("# <Row")]
     proc = run(tmp_path, table, timeout_s=360)
     assert [ln for ln in proc.stdout.splitlines() if ln.startswith("<Row")] == shown
+
+
+def test_resources_page_mcp_server_and_its_tool_run_as_copied(tmp_path):
+    # the page's server file and its declaration; a scripted model calls the server's tool.
+    # Before, the page named a server it never showed and started it with a bare "python"
+    server, declare = [b for b in blocks("concepts/resources.md") if "MCPServer" in b
+                       or "McpServer" in b]
+    (tmp_path / "calc_server.py").write_text(textwrap.dedent(server))
+    agent = """
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import Agent, ChatMessage, InputEvent, OutputEvent, action
+        from flink_agents_py.testing import model_from_turns, tool_call
+
+        class Calc(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def ask(event, ctx):
+                reply = await ctx.chat("model", [ChatMessage(content=event.input["q"])])
+                ctx.send_event(OutputEvent(output=reply.message.content))
+
+        agent = Calc()
+        agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                           model_from_turns([tool_call("add", a=2, b=3), "five"]))
+    """
+    pytest.importorskip("mcp")
+    proc = run(tmp_path, "from flink_agents_py.api import ResourceType", agent, declare, """
+        result = AgentsExecutionEnvironment.local().from_list([{"key": "a", "q": "2+3?"}]) \\
+            .apply(agent).run()
+        print(result.outputs, result.errors, result.metrics["tool_calls"])
+    """, timeout_s=120)
+    assert proc.stdout.strip() == "['five'] [] {'add': 1}", proc.stdout + proc.stderr

@@ -227,8 +227,11 @@ def test_an_unreachable_server_is_not_a_plan_problem(caplog):
     # a setup naming a tool the server would have offered is then an undeclared tool
     bad = agent_with(ResourceDescriptor(McpServer, url=url, plan_timeout_s=10), ["add"], [],
                      "down2")
-    with pytest.raises(PlanError, match="names tool 'add', which is not declared"):
+    with pytest.raises(PlanError, match="names tool 'add', which is not declared") as e:
         AgentPlan.from_agent(bad)
+    # the problem says where the tool went: the server registered none, and what to do
+    assert "MCP server 'calc' registered no tools: one that could not be listed" in str(e.value)
+    assert "McpTool', server='calc', tool='add')" in str(e.value)
 
 
 # ------------------------------------------------------------------------ stdio

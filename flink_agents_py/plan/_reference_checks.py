@@ -63,13 +63,34 @@ def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
                     if problem is not None:
                         problems.append(problem)
             elif (ResourceType.TOOL, t) not in broken:
-                problems.append(
-                    f"chat_model resource {name!r} names tool {t!r}, which is not declared")
+                problems.append(f"chat_model resource {name!r} names tool {t!r}, which is not "
+                                f"declared{_tool_hint(t, tools, seen)}")
         _check_offered_subagents(name, rp, resources.get(ResourceType.AGENT, {}), problems)
         _check_fallbacks(name, rp, setups, problems)
         check_budget_prices(name, rp.descriptor.arguments, setups, problems)
         check_prompt_name(name, rp.descriptor.arguments, seen.get(ResourceType.PROMPT, {}),
                           bool(seen.get(ResourceType.MCP_SERVER)), problems)
+
+
+def _tool_hint(tool: str, tools: Mapping[str, Any],
+               seen: Mapping[ResourceType, Mapping[str, Any]]) -> str:
+    """What the agent declares instead, and which MCP servers registered no tool.
+
+    Returns:
+        Text to append to the problem (starting with a space).
+    """
+    hint = f" (tools: {', '.join(sorted(tools)) or 'none'})"
+    listed = {rp.descriptor.arguments.get("server") for rp in tools.values()
+              if rp.descriptor.clazz.endswith(".McpTool")}
+    silent = [s for s in sorted(seen.get(ResourceType.MCP_SERVER, {})) if s not in listed]
+    if silent:
+        names = ", ".join(repr(s) for s in silent)
+        hint += (f"; MCP server {names} registered no tools: one that could not be listed "
+                 "when the plan was built registers none (its warning on the logger "
+                 "'flink_agents_py.mcp' says why, e.g. a command not found); fix the "
+                 "server, or declare the tool: ResourceDescriptor(clazz='flink_agents_py."
+                 f"integrations.mcp.McpTool', server={silent[0]!r}, tool={tool!r})")
+    return hint
 
 
 def _check_fallbacks(name: str, rp: Any, setups: Mapping[str, Any],

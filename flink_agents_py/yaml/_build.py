@@ -306,8 +306,12 @@ def _is_resource_of(cls: type, base: type[Resource], rtype: ResourceType) -> boo
 
 
 def add_setups(report: Report, spec: AgentSpec, loc: Loc, agent: Agent, connections: set[str],
-               tools: set[str], subagents: set[str]) -> None:
-    """Add each chat model setup, checking the connection, tools and sub-agents it names."""
+               tools: set[str] | None, subagents: set[str]) -> None:
+    """Add each chat model setup, checking the connection, tools and sub-agents it names.
+
+    ``tools`` is ``None`` when the agent has MCP servers: the tools they offer are known
+    when the plan is built (``AgentPlan.from_agent`` lists them), which checks the names.
+    """
     seen: dict[str, Loc] = {}
     for i, setup in enumerate(spec.chat_model_setups):
         at = (*loc, "chat_model_setups", i)
@@ -334,7 +338,7 @@ def add_setups(report: Report, spec: AgentSpec, loc: Loc, agent: Agent, connecti
 
 
 def _check_references(report: Report, at: Loc, args: dict[str, Any], connections: set[str],
-                      tools: set[str], subagents: set[str]) -> bool:
+                      tools: set[str] | None, subagents: set[str]) -> bool:
     ok = True
     conn = args.get("connection")
     if isinstance(conn, str) and conn not in connections:
@@ -344,7 +348,7 @@ def _check_references(report: Report, at: Loc, args: dict[str, Any], connections
         ok = False
     for key, known, what in (("tools", tools, "tool"), ("subagents", subagents, "sub-agent")):
         names = args.get(key)
-        if not isinstance(names, list):
+        if not isinstance(names, list) or known is None:
             continue
         for i, n in enumerate(names):
             if isinstance(n, str) and n not in known:  # (another value: its type is reported)

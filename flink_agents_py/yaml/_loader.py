@@ -202,10 +202,12 @@ def _build_agent(report: Report, info: _AgentInfo, shared: list[Subagent],
         report, spec.chat_model_connections, (*loc, "chat_model_connections"), agent,
         "chat model connection", ResourceType.CHAT_MODEL_CONNECTION, ChatModelConnection,
     ) | declared("chat_model_connections")
-    add_classed(report, spec.mcp_servers, (*loc, "mcp_servers"), agent, "MCP server",
-                ResourceType.MCP_SERVER, Resource)
+    servers = add_classed(report, spec.mcp_servers, (*loc, "mcp_servers"), agent,
+                          "MCP server", ResourceType.MCP_SERVER, Resource)
     own = read_subagents(report, spec.subagents, (*loc, "subagents"), agents)
     subagents, info.children, _ = add_subagents(agent, info.name, own, shared, agents)
     subagents |= declared("subagents") | dropped.get(("subagents",), set())
-    add_setups(report, spec, loc, agent, connections, tools, subagents)
+    # a tool an MCP server offers is known only when the plan lists the server: leave the
+    # tool names a setup gives to the plan build then, which reports the unknown ones
+    add_setups(report, spec, loc, agent, connections, None if servers else tools, subagents)
     add_react(report, spec, loc, agent)

@@ -464,7 +464,9 @@ class McpServer(FreshOnUnpickle, Resource):
             raise
         except Exception as e:  # noqa: BLE001 - optional: checked again at open
             log.warning("MCP server %r (%s) could not be listed when the plan was built "
-                        "(%s: %s); its tools are checked when it opens", name,
+                        "(%s: %s), so it registers no tools or prompts: a setup naming one "
+                        "fails to compile unless it is declared as an McpTool (or McpPrompt) "
+                        "resource, whose server is checked when it opens", name,
                         " ".join(self.command) if self.command else self.url,
                         type(e).__name__, e)
             return None
