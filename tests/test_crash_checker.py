@@ -378,6 +378,40 @@ def test_checker_catches_a_side_effect_outside_durable_calls():
     assert "crash points tried" in str(info.value)
 
 
+RECEIPTS = itertools.count()
+
+
+def issue_receipt(key: str) -> dict[str, Any]:
+    """A durable call's function whose result differs each time it runs (a real payment's)."""
+    return {"key": key, "receipt": next(RECEIPTS)}
+
+
+class ReceiptTaker(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def pay(event: InputEvent, ctx: RunnerContext) -> None:
+        receipt = await ctx.durable_execute_async(issue_receipt, ctx.key)
+        ctx.send_event(OutputEvent(output=receipt))
+
+
+def test_a_mismatch_names_the_in_flight_call_that_returned_another_result():
+    # before, the finding said only "outputs mismatch: key 'a' #0: got ..., fault-free ...":
+    # nothing said that the agent is fine and its durable call's function is not repeatable
+    report = check_replay_safety(ReceiptTaker(), [{"key": "a"}], other_process=False)
+    assert not report.ok
+    mismatches = [f for f in report.findings if "outputs mismatch: key 'a'" in f]
+    assert mismatches, report.findings
+    assert all("call r0/pay/c0 (test_crash_checker:issue_receipt) was in flight at the point, "
+               "ran again after the restore" in f for f in mismatches), mismatches
+    assert all("return the same result for the same arguments" in f for f in mismatches)
+
+
+def test_a_mismatch_of_code_outside_durable_calls_names_no_call():
+    report = check_replay_safety(NonDurableSideEffect(), [{"key": "a"}], other_process=False)
+    mismatches = [f for f in report.findings if "outputs mismatch" in f]
+    assert mismatches and not any("in flight at the point" in f for f in mismatches)
+
+
 def test_checker_catches_a_call_order_that_changes_on_replay():
     SEEN.clear()
     report = check_replay_safety(ChangesCallOrder(), [{"key": "a"}],

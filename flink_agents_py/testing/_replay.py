@@ -273,6 +273,7 @@ def _judge(ff: _Baseline, point: int, mark: tuple[int, int], rec: Observed, seed
     known = len(res.problems)
     _compare("error records", _by_key(_errors(base.errors)), got_err, ff.ordered,
              res.problems)
+    _explain_new_results(base, rec, point, res.problems)
     for message in res.problems[known:]:  # where the key's first new error was raised
         for e, tb in zip(rec.errors, rec.error_tracebacks, strict=False):
             if tb and e not in base.errors and "Divergence" not in e[1][3] \
@@ -323,6 +324,36 @@ def _judge(ff: _Baseline, point: int, mark: tuple[int, int], rec: Observed, seed
             res.details[message] = where
     repeated_effects(ff.run, point, rec, res)
     return res
+
+
+def _explain_new_results(base: Observed, rec: Observed, point: int, problems: list[str]) -> None:
+    """Say which calls gave the mismatched outputs of a key other results when run again.
+
+    A call in flight at the point (started, its outcome not recorded) runs again after the
+    restore, as it may (at least once); when it then returns another result than in the
+    fault-free run (a fake that draws a random number, reads the clock or counts its calls)
+    the outputs built from it differ, and the mismatch alone does not say why.
+    """
+    recorded = {c for step, c in base.recorded if step <= point}
+    changed: dict[KeyId, list[str]] = collections.defaultdict(list)
+    for _, call in rec.executed:
+        was, now = base.results.get(call), rec.results.get(call)
+        if call not in recorded and was and now and was != now:
+            changed[call[0]].append(f"{call[1]} ({rec.targets.get(call, '?')})")
+    if not changed:
+        return
+    for i, message in enumerate(problems):
+        for key, calls in changed.items():
+            if message.startswith((f"outputs mismatch: key {key!r}",
+                                   f"error records mismatch: key {key!r}")):
+                one = len(calls) == 1
+                problems[i] = (
+                    f"{message}; {'call' if one else 'calls'} {', '.join(calls[:3])} "
+                    f"{'was' if one else 'were'} in flight at the point, ran again after the "
+                    "restore (as a call without a recorded outcome may) and returned another "
+                    "result than in the fault-free run: in the test, make what it calls "
+                    "return the same result for the same arguments (a fake, a fixed seed)")
+                break
 
 
 def repeated_effects(base: Observed, point: int, rec: Observed, res: PointResult) -> None:

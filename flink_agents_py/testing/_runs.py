@@ -9,6 +9,7 @@ this process can judge it against the fault-free run (``_replay``).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import inspect
 import json
 import logging
@@ -103,6 +104,7 @@ class Recorder(Observer):
         self.recorded: list[tuple[int, CallKey]] = []
         self.targets: dict[CallKey, str] = {}
         self.digests: dict[CallKey, str] = {}  # the digest of each call's arguments
+        self.results: dict[CallKey, str] = {}  # the digest of each call's recorded outcome
         self.outputs: list[tuple[KeyId, Any]] = []
         self.divergences: list[tuple[str, str]] = []  # (message, where in the user's code)
         self.finished: dict[tuple[KeyId, str], int] = {}  # (key, execution id) -> callback
@@ -122,6 +124,12 @@ class Recorder(Observer):
 
     def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
         self.recorded.append((self.step + 1, (KeyId(key), call_id)))
+        try:
+            text = repr((ok, portable(shape(result))))
+        except Exception:  # noqa: BLE001 - an outcome without a shape: not compared
+            return
+        self.results[(KeyId(key), call_id)] = hashlib.blake2b(
+            text.encode(), digest_size=8).hexdigest()
 
     def output_emitted(self, key: Any, output: Any, parent: str) -> None:
         self.outputs.append((KeyId(key), output))
@@ -220,6 +228,7 @@ class Observed:
         recorded: the same, per outcome recorded.
         targets: what each call called (``module:qualname``, ``chat:<setup>``...).
         digests: the digest of each call's arguments (the call's, not its record's).
+        results: the digest of each outcome recorded (its shape, equal in every process).
         outputs: ``(key, portable shape, short repr)`` per output, in order (every key here
             a ``KeyId``: keys told apart as the runtime tells them apart).
         errors: ``(key, (seq, action, execution id, type, message))`` per error record.
@@ -236,6 +245,7 @@ class Observed:
     recorded: list[tuple[int, CallKey]] = field(default_factory=list)
     targets: dict[CallKey, str] = field(default_factory=dict)
     digests: dict[CallKey, str] = field(default_factory=dict)
+    results: dict[CallKey, str] = field(default_factory=dict)
     outputs: list[tuple[Any, Any, str]] = field(default_factory=list)
     errors: list[tuple[Any, Any]] = field(default_factory=list)
     error_tracebacks: list[str] = field(default_factory=list)
@@ -317,7 +327,7 @@ def changed_arguments(base: Observed, rec: Observed) -> list[str]:
 def _observe(rec: Recorder, result: Any, seen: list[tuple[int, Sighting]]) -> Observed:
     return Observed(
         executed=rec.executed, replayed=rec.replayed, recorded=rec.recorded,
-        targets=rec.targets, digests=rec.digests,
+        targets=rec.targets, digests=rec.digests, results=rec.results,
         outputs=[(k, portable(shape(v)), short(v)) for k, v in rec.outputs],
         errors=[_error_view(e) for e in result.errors] if result is not None else [],
         error_tracebacks=[e.traceback or "" for e in result.errors] if result is not None
