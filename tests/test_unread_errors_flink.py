@@ -5,8 +5,9 @@ TaskManager's log (a MiniCluster's under PyFlink's ``log`` folder): a failed rec
 no trace where the user looks. ``execute()`` now collects such error outputs back to the
 program's process and logs each row at WARNING there (key, position, error; bounded), when
 the job runs on a local MiniCluster. An agent whose ``errors_datastream()`` was taken is the
-program's to handle; an agent of a job that already ran (``execute_and_collect``) is not
-read again (that would run it again); a job submitted to a cluster is left as built.
+program's to handle; the outputs' ``execute_and_collect`` reads them the same way (and a
+later ``execute`` does not read them again: that would run the job again); a job submitted
+to a cluster is left as built.
 """
 
 from __future__ import annotations
@@ -42,11 +43,17 @@ def test_execute_logs_the_rows_of_error_outputs_nobody_took(caplog):
     def source(values):
         return env.from_collection(values, type_info=pickled)
 
-    # a job run by execute_and_collect: its agent's error output is not read by a later execute
-    first = agents.from_datastream(source(["bad c"]), key_selector=lambda r: uuid.uuid4())
-    with first.apply(kt.FailsOnBad(), name="first").to_datastream().execute_and_collect(
-            "first") as rows:
-        assert list(rows) == []
+    # a job run by the outputs' execute_and_collect (the tutorial's way) reads its agent's
+    # untaken error output itself (before, its failed records left no trace); a later
+    # execute does not read it again
+    first = agents.from_datastream(source(["bad c", "ok c"]), key_selector=lambda r: r)
+    with caplog.at_level(logging.WARNING), first.apply(
+            kt.FailsOnBad(), name="first").to_datastream().execute_and_collect("first") as rows:
+        assert len(list(rows)) == 1
+    [line] = _unread(caplog)
+    assert line.startswith("unread error record (read them with errors_datastream()): key "
+                           "'bad c', input 0, r0/on_input: ValueError: cannot handle bad c")
+    caplog.clear()
     # one job, two agents: the errors of one are taken, the other's nobody reads
     taken = agents.from_datastream(source(["ok a", "bad a"]), key_selector=lambda r: r[-1])
     taken.apply(kt.FailsOnBad(), name="taken")

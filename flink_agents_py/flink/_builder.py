@@ -32,7 +32,7 @@ from ._second_input import envelope_key, wrap_outside
 from ._typed_outputs import TypedOutputs, contract_of
 from ._typed_outputs import _field_kinds as _field_kinds  # used by tests
 from ._typed_outputs import _output_as_row as _output_as_row  # used by tests
-from ._unread_errors import execute_reading_errors, unread_error_streams
+from ._unread_errors import AgentOutputs, execute_reading_errors, unread_error_streams
 from ._workers import WorkerSetupError, config_getter, configure_workers
 
 __all__ = ["FlinkExecutionEnvironment", "FlinkAgentBuilder"]
@@ -292,14 +292,16 @@ class FlinkAgentBuilder:
                 ``to_table`` does.
 
         Returns:
-            The outputs' ``DataStream``.
+            The outputs' ``DataStream``. On a local MiniCluster its ``execute_and_collect``
+            also logs, at WARNING in this process, each error record of an agent whose
+            ``errors_datastream()`` was not taken (as ``execute()`` does).
         """
         self._applied()
         contract = contract_of(output_type, where="to_datastream")
         result = self._outputs_checked(contract)
-        if contract is None:
-            return result
-        return result.flat_map(shipped(TypedOutputs(contract)), output_type=output_type)
+        if contract is not None:
+            result = result.flat_map(shipped(TypedOutputs(contract)), output_type=output_type)
+        return AgentOutputs(result, self._env)  # its execute_and_collect reads unread errors
 
     def errors_datastream(self) -> Any:
         """Failed actions and rejected records, as dicts with ``key`` (the side output).

@@ -10,6 +10,10 @@ to the program (Flink's collect sink, beside the job's own sinks, in the same jo
 each row to ``runtime.internal.UnreadErrors``, which logs it at WARNING in the program's own
 process as it arrives.
 
+``to_datastream()`` gives a ``DataStream`` whose ``execute_and_collect`` does the same
+(``AgentOutputs``): the tutorial's way to run a job on a MiniCluster, where a failed record
+otherwise left no trace at all.
+
 A job submitted to a cluster (any other ``execution.target``) is left as the program built
 it: a collect sink keeps state in the job's savepoints (a later version that takes
 ``errors_datastream()`` could not restore them without ignoring that state), the client may
@@ -18,11 +22,16 @@ be detached, and the TaskManagers' logs are where a cluster's failures are read.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+from pyflink.datastream import DataStream
+from pyflink.datastream.data_stream import CloseableIterator
+
+from ..runtime.internal import UnreadErrors
 from ._workers import config_getter
 
-__all__ = ["execute_reading_errors", "unread_error_streams"]
+__all__ = ["AgentOutputs", "execute_reading_errors", "unread_error_streams"]
 
 
 def unread_error_streams(env: Any, applied: list[Any]) -> list[Any]:
@@ -67,8 +76,6 @@ def execute_reading_errors(env: Any, job_name: str, streams: list[Any], unread: 
     Raises:
         Exception: what the job failed with (from Flink, as ``env.execute`` raises it).
     """
-    from pyflink.datastream.data_stream import CloseableIterator
-
     errors = streams[0] if len(streams) == 1 else streams[0].union(*streams[1:])
     # registered with the environment: the job submitted next feeds it (Flink's collect sink)
     results = CloseableIterator(errors._j_data_stream.collectAsync(), errors.get_type())
@@ -81,3 +88,79 @@ def execute_reading_errors(env: Any, job_name: str, streams: list[Any], unread: 
         client.get_job_execution_result().result()  # the job's own failure, when it failed
         raise
     return client.get_job_execution_result().result()
+
+
+class AgentOutputs(DataStream):
+    """An agent's outputs whose ``execute_and_collect`` also reads unread error outputs.
+
+    On a local MiniCluster, ``execute_and_collect(job_name)`` (without ``limit``) collects
+    the error outputs of the agents applied for this job whose ``errors_datastream()`` the
+    program never took, in the same job, and logs each row at WARNING in this process
+    (logger ``flink_agents_py.errors``) as it arrives, as ``agents.execute()`` does. Every
+    other method is PyFlink's ``DataStream``'s.
+
+    Args:
+        outputs: the agent's output stream.
+        agents: the ``FlinkExecutionEnvironment`` the agent was applied in.
+    """
+
+    def __init__(self, outputs: DataStream, agents: Any) -> None:
+        super().__init__(outputs._j_data_stream)
+        self._agents = agents
+
+    def execute_and_collect(self, job_execution_name: str | None = None,
+                            limit: int | None = None) -> Any:
+        """Run the job and iterate over this stream's elements (PyFlink's method).
+
+        Args:
+            job_execution_name: the job's name.
+            limit: collect at most this many elements, as a list (error outputs are then
+                left as PyFlink leaves them).
+
+        Returns:
+            A ``CloseableIterator`` over the outputs (close it, or use ``with``), or a list
+            with ``limit``.
+        """
+        agents = self._agents
+        streams = unread_error_streams(agents.env, agents._applied) if limit is None else []
+        if not streams:
+            return super().execute_and_collect(job_execution_name, limit)
+        agents._applied = []  # the job takes the environment's transformations with it
+        errors = streams[0] if len(streams) == 1 else streams[0].union(*streams[1:])
+        rows = CloseableIterator(errors._j_data_stream.collectAsync(), errors.get_type())
+        outputs = CloseableIterator(self._j_data_stream.collectAsync(), self.get_type())
+        agents.env.execute_async(job_execution_name or "DataStream Collect")
+        reader = threading.Thread(target=_log_rows, args=(rows, UnreadErrors(
+            "errors_datastream()")), name="flink-agents-py-unread-errors", daemon=True)
+        reader.start()
+        return _Collected(outputs, rows, reader)
+
+
+def _log_rows(rows: Any, unread: Any) -> None:
+    # not closed here: closing one collect iterator before the whole job has ended cancels
+    # the job (its error sink can finish before the outputs' one); ``_Collected`` closes it
+    try:
+        for row in rows:
+            unread.add(row)
+    except Exception:  # noqa: BLE001 - the job was cancelled or failed: the outputs say so
+        return
+
+
+class _Collected(CloseableIterator):
+    """The outputs' iterator; at their end (or ``close``) the error rows are read to the end."""
+
+    def __init__(self, outputs: Any, rows: Any, reader: threading.Thread) -> None:
+        super().__init__(outputs._j_closeable_iterator, outputs._type_info)
+        self._rows, self._reader = rows, reader
+
+    def next(self) -> Any:
+        try:
+            return super().next()
+        except StopIteration:
+            self._reader.join(60)  # the job ended: its last error rows are on their way
+            raise
+
+    def close(self) -> None:
+        super().close()  # before the job's end, this cancels it (as PyFlink's iterator does)
+        self._reader.join(5)
+        self._rows.close()
