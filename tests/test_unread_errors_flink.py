@@ -88,3 +88,29 @@ def test_a_job_for_a_cluster_is_left_as_built():
         assert unread_error_streams(env, [untaken]) == []
     finally:
         _env_config(env).setString("execution.target", "local")
+
+
+def _fails(record):
+    raise ZeroDivisionError(f"the source broke at {record}")
+
+
+@pytest.mark.timeout(600)
+def test_a_failed_job_read_with_execute_and_collect_says_why_it_failed():
+    """Collecting the outputs and the untaken error output, a job that restarted and then
+    failed raised only ``RuntimeException: Job restarted`` (from the outputs' collect
+    iterator): now it raises the job's own failure, which names the cause."""
+    from pyflink.common import Types
+
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.flink import create_stream_environment
+
+    env = create_stream_environment(execution_mode="thread", restart_attempts=1,
+                                    restart_delay_s=0.1)
+    agents = AgentsExecutionEnvironment.flink(env, metrics=False)
+    records = env.from_collection(["bad d"], type_info=Types.PICKLED_BYTE_ARRAY()) \
+        .map(_fails, output_type=Types.PICKLED_BYTE_ARRAY())
+    job = agents.from_datastream(records, key_selector=lambda r: r).apply(kt.FailsOnBad())
+    with pytest.raises(Exception) as failed:  # noqa: PT011 - py4j's error, naming Flink's
+        with job.to_datastream().execute_and_collect("fails") as rows:
+            list(rows)
+    assert "the source broke at bad d" in str(failed.value)

@@ -129,11 +129,11 @@ class AgentOutputs(DataStream):
         errors = streams[0] if len(streams) == 1 else streams[0].union(*streams[1:])
         rows = CloseableIterator(errors._j_data_stream.collectAsync(), errors.get_type())
         outputs = CloseableIterator(self._j_data_stream.collectAsync(), self.get_type())
-        agents.env.execute_async(job_execution_name or "DataStream Collect")
+        client = agents.env.execute_async(job_execution_name or "DataStream Collect")
         reader = threading.Thread(target=_log_rows, args=(rows, UnreadErrors(
             "errors_datastream()")), name="flink-agents-py-unread-errors", daemon=True)
         reader.start()
-        return _Collected(outputs, rows, reader)
+        return _Collected(outputs, rows, reader, client)
 
 
 def _log_rows(rows: Any, unread: Any) -> None:
@@ -149,15 +149,20 @@ def _log_rows(rows: Any, unread: Any) -> None:
 class _Collected(CloseableIterator):
     """The outputs' iterator; at their end (or ``close``) the error rows are read to the end."""
 
-    def __init__(self, outputs: Any, rows: Any, reader: threading.Thread) -> None:
+    def __init__(self, outputs: Any, rows: Any, reader: threading.Thread, client: Any) -> None:
         super().__init__(outputs._j_closeable_iterator, outputs._type_info)
-        self._rows, self._reader = rows, reader
+        self._rows, self._reader, self._client = rows, reader, client
 
     def next(self) -> Any:
         try:
             return super().next()
         except StopIteration:
             self._reader.join(60)  # the job ended: its last error rows are on their way
+            raise
+        except Exception:
+            # with two collect sinks, a restart fails the iterator with "Job restarted":
+            # raise the job's own failure instead, when it failed (it says why)
+            self._client.get_job_execution_result().result()
             raise
 
     def close(self) -> None:
