@@ -129,8 +129,11 @@ class Event(BaseModel):
             # event, a restore) from its fields, which that ``__init__`` does not take.
             cls.__pydantic_custom_init__ = False
             cls.model_rebuild(force=True)
+        name = f"{cls.__module__}:{cls.__qualname__}"
+        if _is_skeleton_of(cls, _BY_CLASS.get(name)):
+            return  # cloudpickle's throw-away copy of a loaded class (see event_class_tag)
         _REGISTRY[cls.EVENT_TYPE or cls.__qualname__] = cls
-        _BY_CLASS[f"{cls.__module__}:{cls.__qualname__}"] = cls
+        _BY_CLASS[name] = cls
 
     @model_validator(mode="before")
     @classmethod
@@ -332,6 +335,22 @@ def event_type_of(trigger: type[Event] | str) -> str:
         f"an action trigger must be an Event subclass or a type string, got {trigger!r}")
 
 
+def _is_skeleton_of(cls: type[Event], known: type[Event] | None) -> bool:
+    """Whether ``cls`` is an empty copy of ``known``, made as cloudpickle loads it again.
+
+    cloudpickle builds a class it loads as an empty skeleton (no annotations of its own,
+    so only the inherited fields), then fills the class it loaded first, if any, and throws
+    the skeleton away. A class statement redefining a class with fields of its own is not
+    one; one redefining it with none of its own is taken for one (it validates the same
+    data), until an event of it is sent (``event_class_tag`` registers it then).
+
+    Returns:
+        True for such a skeleton of ``known``.
+    """
+    return known is not None and known is not cls and not cls.__dict__.get("__annotations__") \
+        and set(cls.model_fields) <= set(known.model_fields)
+
+
 def event_class_for(event_type: str) -> type[Event]:
     """Return the class registered for ``event_type``, or ``Event`` for ad-hoc types."""
     return _REGISTRY.get(event_type, Event)
@@ -351,7 +370,16 @@ def event_class_tag(event: Event) -> str | None:
     registered = _REGISTRY.get(event.type)
     if registered is cls or (registered is None and cls is Event):  # rebuilt as it is
         return None
-    return f"{cls.__module__}:{cls.__qualname__}"
+    name = f"{cls.__module__}:{cls.__qualname__}"
+    if registered is not None and _BY_CLASS.get(name) is registered \
+            and f"{registered.__module__}:{registered.__qualname__}" == name:
+        # A copy of this very class registered after it: cloudpickle, loading a class of
+        # ``__main__`` again (a Flink job's plan in its second subtask), builds a skeleton,
+        # registered here as it is made, then throws it away for the class it loaded
+        # first, which the actions use. The class sent is the live one: register it again.
+        _REGISTRY[event.type] = _BY_CLASS[name] = cls
+        return None
+    return name
 
 
 def event_from_json(data: dict[str, Any]) -> Event:
