@@ -150,3 +150,23 @@ def test_resources_page_mcp_server_and_its_tool_run_as_copied(tmp_path):
         print(result.outputs, result.errors, result.metrics["tool_calls"])
     """, timeout_s=120)
     assert proc.stdout.strip() == "['five'] [] {'add': 1}", proc.stdout + proc.stderr
+
+
+def test_durability_page_reconciler_example_is_replay_safe(tmp_path):
+    # the page had no example of a durable call with a reconciler (what it takes, when it
+    # runs) nor of checking one: its block runs as copied, and the check passes
+    [block] = blocks("concepts/durability.md")
+    proc = run(tmp_path, block, """
+        looked_up = []
+        page_find_charge = find_charge
+
+        def find_charge(order):  # the reconciler's lambda finds this one: it says it ran
+            looked_up.append(order)
+            return page_find_charge(order)
+
+        check_replay_safety(Payer(), [{"key": "a", "order": "o1", "amount": 12.5}],
+                            other_process=False).assert_ok()
+        print("looked up", looked_up)
+    """)
+    assert re.search(r"^  result +ok$", proc.stdout, re.M), proc.stdout
+    assert "looked up ['o1']" in proc.stdout  # at the point where the charge was in flight

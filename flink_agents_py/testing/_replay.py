@@ -350,9 +350,10 @@ def _explain_new_results(base: Observed, rec: Observed, point: int, problems: li
                 problems[i] = (
                     f"{message}; {'call' if one else 'calls'} {', '.join(calls[:3])} "
                     f"{'was' if one else 'were'} in flight at the point, ran again after the "
-                    "restore (as a call without a recorded outcome may) and returned another "
-                    "result than in the fault-free run: in the test, make what it calls "
-                    "return the same result for the same arguments (a fake, a fixed seed)")
+                    "restore (or its reconciler did; as a call without a recorded outcome "
+                    "may) and returned another result than in the fault-free run: in the "
+                    "test, make what it calls (and its reconciler) return the same result "
+                    "for the same arguments (a fake, a fixed seed)")
                 break
 
 
