@@ -373,10 +373,8 @@ def event_class_tag(event: Event) -> str | None:
     name = f"{cls.__module__}:{cls.__qualname__}"
     if registered is not None and _BY_CLASS.get(name) is registered \
             and f"{registered.__module__}:{registered.__qualname__}" == name:
-        # A copy of this very class registered after it: cloudpickle, loading a class of
-        # ``__main__`` again (a Flink job's plan in its second subtask), builds a skeleton,
-        # registered here as it is made, then throws it away for the class it loaded
-        # first, which the actions use. The class sent is the live one: register it again.
+        # a copy of this very class registered after it (``_is_skeleton_of``): the class
+        # sent is the live one, register it again
         _REGISTRY[event.type] = _BY_CLASS[name] = cls
         return None
     return name
