@@ -23,6 +23,7 @@ be detached, and the TaskManagers' logs are where a cluster's failures are read.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from pyflink.datastream import DataStream
@@ -161,8 +162,14 @@ class _Collected(CloseableIterator):
             raise
         except Exception:
             # with two collect sinks, a restart fails the iterator with "Job restarted":
-            # raise the job's own failure instead, when it failed (it says why)
-            self._client.get_job_execution_result().result()
+            # raise the job's own failure instead, when it fails (it says why); a job that
+            # keeps running (it recovered) is not waited for past a minute
+            ended = self._client.get_job_execution_result()
+            deadline = time.monotonic() + 60
+            while not ended.done() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if ended.done():
+                ended.result()
             raise
 
     def close(self) -> None:
