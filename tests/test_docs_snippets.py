@@ -170,3 +170,28 @@ def test_durability_page_reconciler_example_is_replay_safe(tmp_path):
     """)
     assert re.search(r"^  result +ok$", proc.stdout, re.M), proc.stdout
     assert "looked up ['o1']" in proc.stdout  # at the point where the charge was in flight
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(400)
+def test_input_errors_page_flink_example_shows_bad_lines_and_failed_records(tmp_path):
+    # before, the page's Flink example read the file and never took the line errors: a
+    # bad line vanished; now it collects them with the outputs and the failed records
+    pytest.importorskip("pyflink")
+    (tmp_path / "reviews.jsonl").write_text(
+        '{"key": "a", "text": "good"}\nnot json\n{"key": "b", "txt": "typo"}\n')
+    agent = """
+        from flink_agents_py.api import Agent, InputEvent, OutputEvent, action
+
+        class MyAgent(Agent):
+            @action(InputEvent)
+            @staticmethod
+            def on_input(event, ctx):
+                ctx.send_event(OutputEvent(output=event.input["text"]))
+    """
+    proc = run(tmp_path, agent, blocks("how-to/input-errors.md")[1], timeout_s=360)
+    printed = proc.stdout.splitlines()
+    assert "good" in printed, proc.stdout
+    assert any("'kind': 'error'" in line and "'line': 1" in line and "not JSON" in line
+               for line in printed), proc.stdout
+    assert any("'key': 'b'" in line and "KeyError" in line for line in printed), proc.stdout
