@@ -309,3 +309,73 @@ def test_a_react_agent_made_for_a_subagent(tmp_path):
                          "CASE True True False ['parent_json answer']"], proc.stderr[-3000:]
     assert cases[3].startswith("CASE False False True [\"failed:")
     assert "only a string 'prompt'" in cases[3]
+
+
+# sensory_and_short_term_memory.md, "Read & Write", "Nested Object" and "Memory Reference":
+# a reference returned by ``ctx.sensory_memory.set`` sent in an event, read back with
+# ``ctx.sensory_memory.get(ref)`` or ``ref.resolve(ctx)``. ``resolve`` read the short-term
+# memory only, so it gave None for the page's sensory reference.
+MEMORY_PAGE = """
+    from typing import Any, List
+    from pydantic import BaseModel
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, Event, InputEvent, MemoryObject, OutputEvent,
+        Prompt, RunnerContext, action)
+
+
+    class ProcessedData(BaseModel):
+        text: str
+
+
+    class MyEvent(Event):
+        value: Any
+
+
+    class MemoryAgent(Agent):
+        @action(InputEvent.EVENT_TYPE)
+        @staticmethod
+        def first_action(event: Event, ctx: RunnerContext):
+            memory: MemoryObject = ctx.sensory_memory
+            memory.set("primitive", 123)
+            memory.set("collection", [1, 2, 3])
+            memory.set("object", Prompt.from_text("the test {content}"))
+            obj1: MemoryObject = memory.new_object("obj1")
+            obj1.set("field1", "foo")
+            value3: Prompt = memory.get("object")
+            value4: MemoryObject = memory.get("obj1")
+            stm = ctx.short_term_memory
+            user: MemoryObject = stm.new_object("user", overwrite=True)
+            user.set("name", "john")
+            stm.set("user.age", 13)
+            stm.set("kept", "short-term")
+            data_ref = memory.set("data.item", ProcessedData(
+                text=f"{InputEvent.from_event(event).input} {value3.format_string(content='x')}"
+                     f" {value4.get('field1')} {memory.get('collection')}"))
+            ctx.send_event(MyEvent(value=data_ref))
+            ctx.send_event(MyEvent(value=stm.set("user.name", "jhon")))
+
+        @action(MyEvent)
+        @staticmethod
+        def second_action(event: Event, ctx: RunnerContext):
+            my_event = MyEvent.from_event(event)
+            ctx.send_event(OutputEvent(output=[
+                repr(ctx.sensory_memory.get(my_event.value)), repr(my_event.value.resolve(ctx)),
+                ctx.short_term_memory.get("user.age")]))
+
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "k", "value": "hi"}]).apply(MemoryAgent()).to_list()
+    env.execute()
+    for record in out:
+        print("OUT", record["k"])
+"""
+
+
+def test_a_sensory_memory_reference_resolves(tmp_path):
+    proc = _run(tmp_path, MEMORY_PAGE)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    outs = sorted(line for line in proc.stdout.splitlines() if line.startswith("OUT"))
+    assert outs == [
+        "OUT [\"ProcessedData(text='hi the test x foo [1, 2, 3]')\", "
+        "\"ProcessedData(text='hi the test x foo [1, 2, 3]')\", 13]",
+        "OUT ['None', \"'jhon'\", 13]"], proc.stdout  # short-term: not in the sensory memory

@@ -43,8 +43,18 @@ class MemoryRef(BaseModel):
         return MemoryRef(path=path, type_name=type_name)
 
     def resolve(self, ctx: RunnerContext) -> Any:
-        """The value referred to, read from ``ctx.short_term_memory``."""
-        return ctx.short_term_memory.get(self)
+        """The value referred to: in ``ctx.short_term_memory``, else in ``ctx.sensory_memory``.
+
+        A reference does not say which memory made it; the sensory memory is read when the
+        short-term memory has nothing at its path (Flink Agents' memory page resolves a
+        sensory memory's reference this way).
+
+        Returns:
+            The value, or ``None`` when neither memory has one at its path.
+        """
+        missing = object()
+        value = ctx.short_term_memory.get(self, missing)  # one read on a hit, as before
+        return ctx.sensory_memory.get(self) if value is missing else value
 
 
 _REF_KEYS = frozenset(("path", "type_name"))
