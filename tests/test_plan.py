@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 from flink_agents_py import AgentsExecutionEnvironment
@@ -27,6 +29,7 @@ from flink_agents_py.api import (
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.plan import BUILTIN_ACTIONS, AgentPlan
+from flink_agents_py.plan._action_checks import TriggerNameWarning
 
 
 class Scored(Event):
@@ -250,6 +253,29 @@ def test_trigger_misspelling_a_known_event_type():
 
     problems = _problems(A())
     _single(problems, "'on_nothing'", "InputEvnt", "'InputEvent'")
+
+
+def test_trigger_near_a_programs_own_event_type_is_a_warning():
+    # Flink Agents takes any string: "order_shipped" may be a type of the program's own,
+    # sent as Event(type=...), beside a class of type "order_shipped2"
+    class Shipped(Event):
+        EVENT_TYPE: ClassVar[str] = "order_shipped2"
+
+    class A(Agent):
+        @action("order_shipped")
+        @staticmethod
+        def on_adhoc(event, ctx):
+            pass
+
+        @action(Shipped)
+        @staticmethod
+        def on_class(event, ctx):
+            pass
+
+    with pytest.warns(TriggerNameWarning, match="'order_shipped', which names no event class "
+                                                "but is close to 'order_shipped2'"):
+        plan = AgentPlan.from_agent(A())
+    assert plan.actions["on_adhoc"].triggers == ("order_shipped",)
 
 
 def test_action_not_taking_event_and_ctx():

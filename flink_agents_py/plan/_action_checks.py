@@ -9,7 +9,8 @@ from typing import Any
 
 from ..api.internal import Event, warn_at_user
 
-__all__ = ["ActionReturnWarning", "warn_if_declares_a_result", "warn_if_returned"]
+__all__ = ["ActionReturnWarning", "TriggerNameWarning", "warn_if_declares_a_result",
+           "warn_if_returned"]
 
 _RETURNED: set[Any] = set()
 """The action functions already warned about for a value they returned (once each)."""
@@ -20,6 +21,15 @@ _NOTHING = {"None", "NoReturn", "Never", "typing.NoReturn", "typing.Never", "Non
 
 class ActionReturnWarning(UserWarning):
     """An action declares a return type: what an action returns is discarded."""
+
+
+class TriggerNameWarning(UserWarning):
+    """An action's trigger names no event class but one of a program's own, nearly.
+
+    It may be a type of the program's own sent as ``Event(type=...)`` (``"my_event"`` beside
+    a class of type ``"my_event2"``; Flink Agents takes it), or a misspelling, whose action
+    never runs. A name near a built-in event type is refused instead.
+    """
 
 
 def _says_nothing(annotation: Any) -> bool:

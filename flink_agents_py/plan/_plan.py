@@ -37,8 +37,9 @@ from ..api.internal import (
     event_class_for,
     import_qualified,
     offered_tool_name,
+    warn_at_user,
 )
-from ._action_checks import warn_if_declares_a_result
+from ._action_checks import TriggerNameWarning, warn_if_declares_a_result
 from ._config_checks import warn_of_setup_fields
 from ._inherited import passing_down, visible
 from ._knowledge_checks import (
@@ -274,12 +275,16 @@ def _compile_actions(agent: Agent, problems: list[str]) -> dict[str, ActionPlan]
             problems.append(f"{where} has no trigger event type")
         for t in spec.triggers:
             near = _near_known_type(t)
-            if near is not None:
-                problems.append(
-                    f"{where} is triggered by {t!r}, which names no known event type but "
-                    f"is close to {near!r}: fix the name (a type of your own sent as "
-                    f"Event(type=...) must not look like a declared one)"
-                )
+            if near is None:
+                continue
+            said = f"{where} is triggered by {t!r}, which names no event class but is close to " \
+                f"{near!r}"
+            if event_class_for(near).__module__.startswith("flink_agents_py."):  # built-in
+                problems.append(f"{said}: fix the name")
+            else:  # maybe a type of the program's own, as Flink Agents takes it
+                warn_at_user(TriggerNameWarning(
+                    f"{said}: if it is misspelt, its action never runs (a type of your own, "
+                    f"sent as Event(type={t!r}), is fine)"))
         actions[name] = ActionPlan(
             name=name, function=FunctionRef.of(fn), triggers=spec.triggers, config=spec.config
         )
