@@ -430,3 +430,56 @@ def test_yaml_bare_action_naming_no_file_level_action_is_reported(tmp_path):
             "document does not declare at its top level (actions: process_chat_response)"
             ) in proc.stderr, proc.stderr
     assert "not 'on' and 'trigger_conditions'" in proc.stderr
+
+
+# Flink Agents' skills e2e agent (agent_skills_test.py) reads a dataclass input as the dict
+# of its fields: ``if isinstance(input, dict): Operation(**input)``, its job fed with
+# ``env.from_collection([Operation(a=2, b=3)])``. Every such record was refused here
+# (SerializationError: Operation at $ has no JSON form), going to the error output.
+DATACLASS_INPUT = """
+    from dataclasses import dataclass
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, Event, EventType, InputEvent, OutputEvent,
+        RunnerContext, action)
+
+
+    @dataclass
+    class Operation:
+        a: int
+        b: int
+
+
+    @dataclass
+    class Batch:
+        name: str
+        ops: list
+
+
+    class SkillTestAgent(Agent):
+        @action(EventType.InputEvent)
+        @staticmethod
+        def process_input(event: Event, ctx: RunnerContext) -> None:
+            input_event = InputEvent.from_event(event)
+            if isinstance(input_event.input, dict) and "a" in input_event.input:
+                input: Operation = Operation(**input_event.input)
+                ctx.send_event(OutputEvent(output=f"({input.a} ^ {input.b})"))
+            else:
+                ctx.send_event(OutputEvent(output=repr(input_event.input)))
+
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "k1", "value": Operation(a=2, b=3)},
+                         {"key": "k2", "value": Batch("b", [Operation(1, 2), (3, 4)])}]
+                        ).apply(SkillTestAgent()).to_list()
+    env.execute()
+    for record in out:
+        print("OUT", record)
+"""
+
+
+def test_a_dataclass_input_reaches_the_action_as_the_dict_of_its_fields(tmp_path):
+    proc = _run(tmp_path, DATACLASS_INPUT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [line for line in proc.stdout.splitlines() if line.startswith("OUT")] == [
+        "OUT {'k1': '(2 ^ 3)'}",
+        "OUT {'k2': \"{'name': 'b', 'ops': [{'a': 1, 'b': 2}, [3, 4]]}\"}"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Annotated, Any, NamedTuple
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer
@@ -291,8 +291,29 @@ def input_form(record: Any, key: Any, key_value: Callable[[Any], Any]) -> Any:
     """
     try:
         return to_json_value(record, "input record")
-    except SerializationError:  # again, for a message that names the key
-        return to_json_value(record, f"input record of key {shown_key(key_value(key))}")
+    except SerializationError:
+        # Flink Agents hands a dataclass input on as the dict of its fields (its e2e skills
+        # agent reads ``Operation(**event.input)``): so does this
+        record = _dataclasses_as_dicts(record)
+        try:
+            return to_json_value(record, "input record")
+        except SerializationError:  # again, for a message that names the key
+            return to_json_value(record, f"input record of key {shown_key(key_value(key))}")
+
+
+def _dataclasses_as_dicts(value: Any) -> Any:
+    """``value`` with each dataclass instance in it (in dicts, lists, tuples) as its fields' dict.
+
+    Returns:
+        The converted value; ``value`` itself when it holds no dataclass instance.
+    """
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _dataclasses_as_dicts(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, dict):
+        return {k: _dataclasses_as_dicts(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_dataclasses_as_dicts(v) for v in value]
+    return value
 
 
 SHOWN_INPUT_CHARS = 1000
