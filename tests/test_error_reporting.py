@@ -364,3 +364,12 @@ def test_flink_error_records_carry_the_traceback():
     for e in errors:
         assert f'File "{source}", line {line}, in start' in e["traceback"]
         assert e["traceback"].rstrip().endswith(e["message"])
+
+
+def test_printing_an_error_record_gives_one_line_naming_key_position_and_error():
+    result, _ = with_log(Failing(), [{"key": "a", "name": "missing"}])
+    [err] = result.errors
+    # before: pydantic's str, every field on one line, the traceback's text inside it
+    assert str(err) == f"key 'a', input 0, {err.execution_id}: KeyError: 'missing'"
+    assert f"{err}" == str(err) and "\n" not in str(err)
+    assert repr(err).startswith("ErrorRecord(key='a'")  # every field, as before

@@ -72,6 +72,12 @@ class ErrorRecord(BaseModel):
     input: Annotated[Any, AfterValidator(mask_known_value)] = None
     traceback: MaskedStr | None = None
 
+    def __str__(self) -> str:
+        """One line: key, position, error (``print(error)``; ``repr`` has every field)."""
+        from .._unread import error_line
+
+        return error_line(self)
+
 
 @dataclass
 class StepResult:
