@@ -50,7 +50,7 @@ from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look 
 from ._model_calls import call_model as _model_call
 from ._serde import to_plain_json
 from ._spend import MEMORY_PREFIX, merged_spend, spend_key, stored_spend
-from ._tool_results import delegation_result, refused, tool_message
+from ._tool_results import delegation_result, refused, tool_message, valid_texts
 from .context._memory import apply_merges, read_path
 from .recorder._state import CallKind
 from .recorder._versioning import recorded_to_missing, started_tool_unfit
@@ -407,7 +407,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
 async def _run_tool(tool: FunctionTool, call: ToolCall) -> ToolResult:
     # its ``module:qualname`` is in every tool call's recorded digest: keep both
     try:
-        value = await tool.acall(**call.arguments)
+        value = valid_texts(await tool.acall(**call.arguments))
         content = to_plain_json(value, f"result of tool {call.name!r} (call {call.id})")
     except TOOL_FAILURES as e:  # the model is told, so it can correct the call
         unless_cancelled(e)

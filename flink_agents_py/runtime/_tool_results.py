@@ -24,7 +24,7 @@ from ._serde import json_text, to_plain_json
 if TYPE_CHECKING:
     from .recorder._execution import ActionExecution
 
-__all__ = ["delegation_result", "refused", "tool_message"]
+__all__ = ["delegation_result", "refused", "tool_message", "valid_texts"]
 
 
 def tool_message(result: ToolResult, text: bool) -> str:
@@ -97,3 +97,23 @@ def delegation_result(ctx: ActionExecution, call: ToolCall, name: str,
     except SerializationError as e:
         return refused(call, f"delegation to sub-agent {name!r} failed: {e}")
     return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
+
+
+def valid_texts(value: Any, depth: int = 0) -> Any:
+    """``value`` with each lone surrogate of its texts replaced by U+FFFD.
+
+    A tool's result may hold one (a file name ``os.listdir`` decoded with
+    ``surrogateescape``); such text has no JSON form, so the call was the model's error.
+    Strings in lists, tuples and dicts are replaced too (to 64 levels).
+
+    Returns:
+        The value (lists for tuples; other values as they are).
+    """
+    if type(value) is str:
+        return value if value.isascii() else value.encode(
+            "utf-16", "surrogatepass").decode("utf-16", "replace")
+    if depth < 64 and isinstance(value, (list, tuple)):
+        return [valid_texts(v, depth + 1) for v in value]
+    if depth < 64 and isinstance(value, dict):
+        return {valid_texts(k, depth + 1): valid_texts(v, depth + 1) for k, v in value.items()}
+    return value
