@@ -422,9 +422,19 @@ class AsyncSubagentSetup(SubagentSetup):
 
     Attributes:
         status_poll_interval_millis: time between status probes, in ms.
+        timeout_s: the longest a remote run is polled, in s (``None``: no limit). Past it
+            the run is sent ``call_cancel_request`` and the call fails, saying it timed out:
+            a remote run that never ends would otherwise hold its key's later records for
+            ever. Counted from when polling starts, so a restore (which polls again) starts
+            it again.
     """
 
     status_poll_interval_millis: int = Field(default=500, ge=1)
+    timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+    # added after setups were recorded in durable calls' arguments: out of their JSON form
+    # (and so of the calls' digests) while unset (``runtime._serde.OMIT_EMPTY``)
+    __json_omit_empty__: ClassVar[tuple[str, ...]] = ("timeout_s",)
 
     @abstractmethod
     def call_submit_request(self, session_id: str, call_id: str, input: Any) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -319,15 +320,18 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, 
 
     Once ``stop`` is set (the sub-agent call the caller runs in was cancelled), the next
     round sends the run's cancel request instead and ends as cancelled: a run that goes on
-    for ever would otherwise keep the cancelled call from completing.
+    for ever would otherwise keep the cancelled call from completing. Past the setup's
+    ``timeout_s`` the run is sent its cancel request too, and the call fails (timed out).
 
     Returns:
-        The fetched result (checked), a failed one for a failed run, or a cancelled one.
+        The fetched result (checked), a failed one for a failed or timed-out run, or a
+        cancelled one.
 
     Raises:
         TypeError: when the status probe returns no ``RunStatus``, or the fetch no
             ``SubagentResult`` (a fault of the setup, as what they raise is).
     """
+    deadline = None if setup.timeout_s is None else time.monotonic() + setup.timeout_s
     while True:
         if stop is not None and stop.is_set():
             await asyncio.to_thread(setup.call_cancel_request, session_id, call_id)
@@ -342,7 +346,17 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, 
         if status.state == "failed":
             return SubagentResult.failed(
                 f"sub-agent {name!r}: the remote run failed: {status.error}")
-        await asyncio.sleep(setup.status_poll_interval_millis / 1000)
+        wait = setup.status_poll_interval_millis / 1000
+        if deadline is not None:  # the last probe is at the deadline
+            left = deadline - time.monotonic()
+            if left <= 0:
+                await asyncio.to_thread(setup.call_cancel_request, session_id, call_id)
+                return SubagentResult.failed(
+                    f"sub-agent {name!r}: the remote run timed out: it had not ended after "
+                    f"timeout_s={setup.timeout_s:g} s of polling; it was sent its cancel "
+                    "request")
+            wait = min(wait, left)
+        await asyncio.sleep(wait)
 
 
 def invocation_result(inv: Invocation, inv_id: str) -> tuple[bool, Any]:
