@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import pydantic
 import pytest
@@ -25,6 +25,7 @@ from flink_agents_py.api import (
     ChatResponse,
     ChatResponseEvent,
     InputEvent,
+    MemoryRef,
     MessageRole,
     OutputEvent,
     ResourceDescriptor,
@@ -55,6 +56,7 @@ class Color(enum.Enum):
 
 
 class Level(enum.IntEnum):
+    ZERO = 0
     LOW = 1
 
 
@@ -64,6 +66,21 @@ class Aliased(pydantic.BaseModel):
     value: int = pydantic.Field(alias="v")
     color: Color = Color.RED
     nested: list[ChatMessage] = []
+
+
+class Omitting(pydantic.BaseModel):
+    """Fields left out of the JSON form while empty (``OMIT_EMPTY``), of every falsy kind."""
+
+    __json_omit_empty__: ClassVar[tuple[str, ...]] = ("level", "note", "items", "score",
+                                                      "color", "inner")
+    level: Level = Level.ZERO
+    note: str = ""
+    items: list[int] = []
+    score: float = 0.0
+    color: Color | None = None
+    inner: dict[str, Any] = {}
+    kept: Level = Level.ZERO  # not left out: an enum member whose value is falsy
+    anything: Any = None  # an enum member whose value is not plain JSON: its walk's form
 
 
 def _response() -> ChatResponse:
@@ -84,6 +101,12 @@ VALUES: list[Any] = [
     {"x": _response(), "y": [Aliased(v=1, extra_field=(1, 2))], "z": Color.RED},
     Aliased(v=2, nested=[ChatMessage(content="n")], more={"k": [Level.LOW]}),
     (1, "two", [3.5, True, None], {"k": (Color.RED,)}),
+    [ChatMessage(content="a", reasoning=[{"type": "reasoning", "text": "why"}]),
+     ChatMessage(content="a", reasoning=[])],
+    Omitting(),
+    Omitting(level=Level.LOW, note="n", items=[0], score=-0.5, color=Color.RED,
+             inner={"a": Level.ZERO}, kept=Level.LOW, anything=Color.PAIR),
+    {"m": [Omitting(color=Color.RED, inner={"$model": "x", "data": 1})]},
 ]
 
 
@@ -144,12 +167,14 @@ def test_memory_reads_and_writes_are_copies():
     got["b"][1]["c"] = 99
     assert base["a"]["b"][1]["c"] == 2 and mem.get("a.b") == [1, {"c": 2}]
     value = {"list": [1, 2]}
-    mem.set("x", value)
+    ref = mem.set("x", value)  # a reference as Flink Agents' ``MemoryRef.create`` makes it
+    assert ref == MemoryRef.create("x", "dict") and ref.model_fields_set == {"path", "type_name"}
+    assert mem.set("y.z", 2.5).type_name == "float" and mem.get("y.z") == 2.5
     value["list"].append(3)
     assert mem.get("x") == {"list": [1, 2]}
     mem.delete("a.b")
     assert base == {"a": {"b": [1, {"c": 2}]}, "t": 1.5}  # the committed tree is untouched
-    assert mem.to_dict() == {"a": {}, "t": 1.5, "x": {"list": [1, 2]}}
+    assert mem.to_dict() == {"a": {}, "t": 1.5, "x": {"list": [1, 2]}, "y": {"z": 2.5}}
 
 
 class EchoModel(ChatModelConnection):

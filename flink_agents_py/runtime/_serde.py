@@ -43,9 +43,7 @@ from ..api.internal import (
 from ._typed_fields import TYPED_KEY, typed_fields
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
-           "digest", "dumps", "loads_record",
-           "is_tagged_model", "MODEL_TAG",
-           "json_text", "loads"]
+           "digest", "dumps", "loads_record", "is_tagged_model", "MODEL_TAG", "json_text", "loads"]
 
 MODEL_TAG = "$model"
 """The key of a stored pydantic model's class (``{"$model": "module:Class", "data": ...}``)."""
@@ -168,16 +166,23 @@ def _fast_copy(value: Any, tag: bool) -> Any:
     if isinstance(value, BaseModel):
         found = _FIELD_KEYS.get(kind)
         values = value.__dict__
-        if found is None or found[1] is None or found[2] or value.__pydantic_extra__ \
+        omit: tuple[str, ...] = ()  # fields left out here while empty (``OMIT_EMPTY``)
+        if found is None or found[1] is None or value.__pydantic_extra__ \
                 or values.keys() != found[1]:  # else no alias, no extra: the fields as they are
-            values = _model_fields(value)
+            values = _model_fields(value)  # (which leaves the empty ``OMIT_EMPTY`` ones out)
+        else:
+            omit = found[2]
         data: dict[str, Any] = {}
         for k, v in values.items():
+            if omit and k in omit and not v:
+                continue
             kv = type(v)
             if kv in _PLAIN or (kv is float and v - v == 0.0):
                 data[k] = v
             elif (kv is list or kv is dict) and not v:  # empty: no call for it
                 data[k] = kv()
+            elif isinstance(v, enum.Enum) and type(v._value_) in _PLAIN:  # (``ChatMessage.role``)
+                data[k] = v._value_
             else:
                 data[k] = _fast_copy(v, False)
         if not tag:  # inside a model: the outer model validates its fields back
@@ -187,7 +192,7 @@ def _fast_copy(value: Any, tag: bool) -> Any:
             name = _tag_of(kind)
         return {_MODEL_TAG: name, "data": data}
     if isinstance(value, enum.Enum):
-        inner = value.value
+        inner = value._value_  # (``value.value`` without its descriptor's two calls)
         return inner if type(inner) in _PLAIN else _fast_copy(inner, tag)
     raise _NotPlain
 
@@ -210,9 +215,7 @@ def _escaped(out: dict[str, Any]) -> dict[str, Any]:
         ``{"$model": None, "data": out}`` when ``out``'s keys are ``$model`` and ``data``;
         else ``out`` itself.
     """
-    if _MODEL_TAG in out and "data" in out:
-        return {_MODEL_TAG: None, "data": out}
-    return out
+    return {_MODEL_TAG: None, "data": out} if _MODEL_TAG in out and "data" in out else out
 
 
 def _tag_of(cls: type[BaseModel]) -> str:
