@@ -248,8 +248,9 @@ class AgentCore(UnfinishedCore):
                 probe.run_completed(shown, run.seq, token)
             if self.journal is not None:
                 self.journal.run_completed(shown, f"r{run.seq}")
-        res.busy = state.run is not None or state.queued() > 0
-        if res.busy and state.run is not None and state.run.waits:
+        run = state.run
+        res.busy = run is not None or state.queued() > 0
+        if res.busy and run is not None and run.waits:
             self._park(key, state, res)  # only waits: not busy, nothing of it kept live
         if not res.busy:
             self._live.pop(key, None)
@@ -329,7 +330,8 @@ class AgentCore(UnfinishedCore):
                 gone = path
             else:
                 resources = self.resources_at(path)
-        action = action_or_removed(plan.actions if gone is None else {}, rec.action)
+        action = plan.actions.get(rec.action) if gone is None else None
+        action = action or action_or_removed({}, rec.action)  # (a stand-in: no such action)
         short_term, sensory, key_memory = self._memories(step.state, run, env)
         ctx = ActionExecution(self.ledger, step.key, exec_id, rec, run, action.config,
                               short_term, sensory, env, plan, resources, key_memory)
@@ -344,9 +346,10 @@ class AgentCore(UnfinishedCore):
 
     def _reconcile_live(self, step: _Step) -> None:
         run, live = step.run, step.live
-        for exec_id in [e for e in live if e not in run.inflight]:
+        same = live.keys() == run.inflight.keys()  # (the usual: nothing to drop or restore)
+        for exec_id in () if same else [e for e in live if e not in run.inflight]:
             del live[exec_id]
-        restored = [e for e in run.inflight if e not in live]
+        restored = () if same else [e for e in run.inflight if e not in live]
         added = new_siblings(self.plan, run, restored, step.key) if restored else ()
         for exec_id, rec in run.inflight.items():
             task = live.get(exec_id)
@@ -356,7 +359,7 @@ class AgentCore(UnfinishedCore):
                 self.counters["actions_reentered"] += task.reentered
                 step.ready.append(task)
             else:  # the host may hand over fresh objects each callback
-                env = env_of(run, rec.scope)
+                env = env_of(run, rec.scope) if rec.scope is not None else None
                 task.ctx.rebind(rec, run, *self._memories(step.state, run, env))
 
     def _apply_deliveries(self, step: _Step) -> None:
@@ -452,14 +455,16 @@ class AgentCore(UnfinishedCore):
             finally:
                 if not keep:
                     EVENT_ID_SOURCE.reset(token)
-            if not keep:
+            if not keep:  # (each check below skipped when there is nothing to check)
                 token = None
-                misuse = None if resumable else never_awaited(name, ctx.calls)
+                misuse = None if resumable or not ctx.calls else never_awaited(name, ctx.calls)
                 if misuse is not None:  # a plain action's waits: nothing will answer them
                     ctx.commands = [c for c in ctx.commands if not isinstance(c, StartWait)]
-                self._drain(step, task, None)
+                if ctx.commands or self._cancelled:  # (else ``_drain`` has nothing to do)
+                    self._drain(step, task, None)
                 if not resumable:
-                    warn_if_returned(task.action, out)
+                    if out is not None:
+                        warn_if_returned(task.action, out)
                     self._end(step, task, misuse)
                     return
             task.coro = out
@@ -476,7 +481,8 @@ class AgentCore(UnfinishedCore):
                 else:
                     yielded = coro.send(None)
             except StopIteration as stop:
-                warn_if_returned(task.action, stop.value)
+                if stop.value is not None:
+                    warn_if_returned(task.action, stop.value)
                 if ctx.commands or self._cancelled:
                     self._drain(step, task, None)
                 self._end(step, task, None)
@@ -558,14 +564,14 @@ class AgentCore(UnfinishedCore):
     def _end(self, step: _Step, task: _Task, error: BaseException | None) -> None:
         """The action returned or raised: finish it once the calls it started are recorded."""
         task.ending = (error,)
-        if not unfinished_calls(task.ctx):
+        if not task.ctx.calls or not unfinished_calls(task.ctx):
             self._finish(step, task, error)
 
     def _finish(self, step: _Step, task: _Task, error: BaseException | None) -> None:
         ctx = task.ctx
         if ctx.used_long_term_memory:  # its writes: one durable call; later reads see them
             error = commit_long_term_memory(ctx, error)
-        if error is None and ctx.diverged is None:
+        if error is None and ctx.diverged is None and (ctx.calls or task.reentered):
             error = completion_error(ctx, task.reentered, self._warned_sites)
         ctx.finished = True
         if ctx.diverged is not None:  # a replay divergence fails the action, caught or not

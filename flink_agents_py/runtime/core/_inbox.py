@@ -17,7 +17,8 @@ class Inbox:
 
     def __init__(self) -> None:
         self._items: dict[Any, list[Any]] = {}
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()  # ``take`` holds it directly (no Python-level enter)
+        self._cond = threading.Condition(self._lock)
 
     def put(self, key: Any, item: Any) -> None:
         """Add a delivery for ``key`` and wake whoever waits (any thread)."""
@@ -31,7 +32,7 @@ class Inbox:
         Returns:
             The deliveries (empty when none).
         """
-        with self._cond:
+        with self._lock:
             return self._items.pop(key, [])
 
     def has(self, key: Any) -> bool:
