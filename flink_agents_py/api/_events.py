@@ -484,7 +484,8 @@ class ChatResponseEvent(Event):
         data = dict(data)
         if isinstance(data.get("response"), ChatMessage):
             data["response"] = ChatResponse(message=data["response"])
-        counts = {k: data.pop(k) for k in ("retry_count", "total_retry_wait_sec") if k in data}
+        counts = {k: data.pop(k) for k in ("retry_count", "total_retry_wait_sec") if k in data} \
+            if "retry_count" in data or "total_retry_wait_sec" in data else None
         if counts:
             data["attributes"] = {**(data.get("attributes") or {}), **counts}
         return data

@@ -334,7 +334,7 @@ def secret_from_env(env_var: str) -> str | None:
 
 def registered_secret_count() -> int:
     """How many secrets this process has registered (their values are not exposed)."""
-    return len(_REGISTRY)
+    return len(_REGISTRY._values)  # (``len(_REGISTRY)`` without its ``__len__`` call)
 
 
 def mask_secrets(text: str) -> str:

@@ -29,6 +29,7 @@ from ...api import (
     SubagentFuture,
 )
 from ...api.internal import agent_metric_group, event_to_send, resource_type_argument
+from ..core._stepper import DURABLE_FUNCTION
 from ._long_term_memory import ActionLongTermMemory, ActionMemorySet
 from ._memory import ActionMemory
 from ._nested import refuse_nested
@@ -99,9 +100,12 @@ class ActionContext(RunnerContext):
     def send_event(self, event: Event | None = None, *, identifier: str | None = None,
                    **attributes: Any) -> Event:
         """See ``RunnerContext.send_event``."""
-        refuse_nested("ctx.send_event")
+        if DURABLE_FUNCTION.get() is not None:  # (checked inline: once per event sent)
+            refuse_nested("ctx.send_event")
         refuse_foreign(self._execution, "ctx.send_event")
-        return self._execution.send_event(event_to_send(event, identifier, attributes))
+        if identifier is not None or attributes or event is None:  # else it is ``event``
+            event = event_to_send(event, identifier, attributes)
+        return self._execution.send_event(event)
 
     def get_resource(self, name: str, resource_type: ResourceType | None = None,
                      metric_group: MetricGroup | None = None, *,

@@ -103,7 +103,8 @@ class ActionExecution:
             sub-agents); what ``key_merges`` (merged when the action completes) go into.
     """
 
-    __slots__ = ("ledger", "_key", "execution_id", "_record", "run", "env", "plan", "resources",
+    __slots__ = ("ledger", "key", "scope", "execution_id", "_record", "run", "env", "plan",
+                 "resources",
                  "_config", "_short_term_base", "_short_term", "_sensory_base", "_sensory",
                  "emitted", "_event_seq", "_unsent_ids", "calls", "commands", "_next_ordinal",
                  "finished", "diverged", "_owner", "used_long_term_memory", "ltm", "_clock",
@@ -116,7 +117,8 @@ class ActionExecution:
         plan: AgentPlan, resources: ResourceEnvironment, key_memory: MemoryLoader | None = None,
     ) -> None:
         self.ledger = ledger
-        self._key = key
+        self.key = key  # the record key (plain attributes: read on every action's path)
+        self.scope = record.scope  # the invocation it runs in (``None``: the agent's own flow)
         self.execution_id = execution_id
         self._record = record
         self.run = run
@@ -145,16 +147,6 @@ class ActionExecution:
         self.key_merges: list[KeyMerge] = []
 
     # -- what RunnerContext promises (``ActionContext`` delegates here) ------------------
-    @property
-    def key(self) -> Any:
-        """The record key."""
-        return self._key
-
-    @property
-    def scope(self) -> str | None:
-        """The invocation this action runs in (``None``: the agent's own flow)."""
-        return self._record.scope
-
     @property
     def sensory_memory(self) -> Memory:
         """``RunnerContext.sensory_memory``."""
@@ -224,7 +216,7 @@ class ActionExecution:
         limit = EventChainLimitError.LIMIT
         if self.execution_id.count("/") > 2 * limit:  # 2 per action
             types = (str(self._record.event.get("type", "?")), type(event).__name__)
-            raise EventChainLimitError(self.execution_id, limit, key=self._key, event_types=types)
+            raise EventChainLimitError(self.execution_id, limit, key=self.key, event_types=types)
         unsent = self._unsent_ids
         if unsent is not None and event.id in unsent:  # built here: keeps the id it was given
             unsent.discard(event.id)
@@ -234,7 +226,7 @@ class ActionExecution:
         # checked now (a bad event fails the sending action), kept for dispatch; an event
         # that triggers no action of the agent's own flow (an output, usually) is only checked
         data: dict[str, Any] | None = None
-        if self._record.scope is not None or sent.type in self.plan.actions_by_event \
+        if self.scope is not None or sent.type in self.plan.actions_by_event \
                 or not event_is_plain(sent):
             data = event_json(sent, f"event {sent.type} sent by {self.execution_id}")
         self.emitted.append((sent, data))
@@ -249,18 +241,14 @@ class ActionExecution:
         """The id an event built now gets: the next one on the operator thread, else ''.
 
         Returns:
-            The id (see ``Event.id``).
+            The id (see ``Event.id``; replay-stable: the execution builds its events in the
+            same order when it runs again), kept as not sent yet (``send_event``).
         """
-        return self.new_event_id() if _get_ident() == self._owner else ""
-
-    def new_event_id(self) -> str:
-        """The id of an event built while this execution is stepped.
-
-        Returns:
-            The id (replay-stable: the execution builds its events in the same order when
-            it runs again).
-        """
-        event_id = self._next_event_id()
+        if _get_ident() != self._owner:
+            return ""
+        n = self._event_seq  # (``_next_event_id`` inline: one call per event built)
+        self._event_seq = n + 1
+        event_id = f"{self.execution_id}/e{n}"
         if self._unsent_ids is None:
             self._unsent_ids = {event_id}
         else:
@@ -412,7 +400,7 @@ class ActionExecution:
                 self.record_started(Settle(call, f"refused:{name}"))
                 self.record_outcome(call, True, SubagentResult.failed(refusal))
             return SubagentHandle(self, call, name, CallKind.SUBAGENT_REFUSED)
-        session_id = session_of(self._key, self.run.seq, self.key_memory())
+        session_id = session_of(self.key, self.run.seq, self.key_memory())
         if isinstance(setup, InternalSubagent):
             self._replay_or_prepare(call, rec, StartSubagent(call, name, input))
             self.start_soon(call)  # submitted now, so several calls overlap
@@ -459,6 +447,7 @@ class ActionExecution:
                sensory: dict[str, Any], key_memory: MemoryLoader) -> None:
         """Point at the current state objects (a host may deserialize state per callback)."""
         self._record = self._clock.record = record
+        self.scope = record.scope  # (the same execution's: its scope, unchanged)
         self.run = run
         self.key_memory = key_memory
         self._short_term_base = short_term
@@ -539,7 +528,7 @@ class ActionExecution:
         call.complete(rec.ok, outcome)
         if rec.ok and call.kind in (CallKind.CHAT, CallKind.MODEL):  # an agent budget's spend
             count_replayed(self.resources, call.target, outcome)
-        self.ledger.started(self._key, command, replayed=True)
+        self.ledger.started(self.key, command, replayed=True)
 
     def _replay_or_prepare(self, call: DurableCall, rec: CallRecord | None,
                            command: StartChat | StartSubagent | RunDeferred | Poll) -> None:
@@ -586,7 +575,7 @@ class ActionExecution:
         self._record.calls[str(call.ordinal)] = CallRecord(
             digest=call.digest, kind=call.kind, target=call.target, callees=call.callees,
             shape=call.shape)
-        self.ledger.started(self._key, command, replayed=False)
+        self.ledger.started(self.key, command, replayed=False)
 
     def record_outcome(self, call: DurableCall, ok: bool, value: Any) -> None:
         """Record a call's outcome in the execution's state entry, then complete the call."""
@@ -595,4 +584,4 @@ class ActionExecution:
             shape=call.shape))
         ok, value = store_outcome(rec, call.call_id, ok, value)
         call.complete(ok, value)
-        self.ledger.recorded(self._key, call.call_id, rec, self.run, self._record.event)
+        self.ledger.recorded(self.key, call.call_id, rec, self.run, self._record.event)

@@ -37,6 +37,8 @@ __all__ = ["fn_name", "call_digest", "argument_shape", "code_changed", "code_of"
 CODE_VERSION = f"py{sys.version_info[0]}.{sys.version_info[1]}"
 """The interpreter version a call's code digest is for (``code_of``: bytecode differs)."""
 
+_GENERATORS = (types.GeneratorType, types.AsyncGeneratorType)
+
 
 def fn_name(fn: Callable[..., Any]) -> str:
     """``module:qualname`` of a callable, the same in every process (no object addresses).
@@ -76,11 +78,13 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     """
     name = fn if isinstance(fn, str) else fn_name(fn)
     where = f"arguments of durable call {call_id} ({name})"
-    parts = [name, to_json_value(list(args), where), to_json_value(kwargs, where)]
+    # (no arguments: their JSON form and enum classes are empty, known without a walk)
+    parts = [name, to_json_value(list(args), where) if args else [],
+             to_json_value(kwargs, where) if kwargs else {}]
     bound = None if isinstance(fn, str) else bound_state(fn)
     if bound is not None:
         parts.append(bound)
-    enums = enum_classes(args) + enum_classes(kwargs)
+    enums = (enum_classes(args) if args else []) + (enum_classes(kwargs) if kwargs else [])
     if enums:
         parts.append({"$enums": enums})
     return digest(parts)
@@ -323,7 +327,7 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
     if ok:
         where = f"result of durable call {call_id}"
         try:
-            if inspect.isgenerator(value) or inspect.isasyncgen(value):
+            if isinstance(value, _GENERATORS):  # (``inspect.isgenerator``/``isasyncgen``)
                 _refuse_generator(value, where, rec.target)
             stored = to_json_value(value, where)
             if registered_secret_count() and has_known_secret(dumps(stored).decode()):
