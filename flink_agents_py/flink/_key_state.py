@@ -142,13 +142,15 @@ class _FlinkKeyState(KeyState):
 
     def push_input(self, record: Any) -> None:
         """Queue ``record`` (kept in memory until ``flush``)."""
-        self._bounds()
+        if self._tail < 0:  # (``_bounds`` once per callback; checked here, not by a call)
+            self._bounds()
         self._pushed[self._tail] = record
         self._tail += 1
 
     def pop_input(self) -> tuple[int, Any] | None:
         """The oldest queued input as ``(seq, record)``, or ``None``."""
-        self._bounds()
+        if self._tail < 0:
+            self._bounds()
         seq = self._head
         if seq >= self._tail:
             return None
@@ -166,7 +168,8 @@ class _FlinkKeyState(KeyState):
 
     def queued(self) -> int:
         """How many inputs wait behind the in-flight run."""
-        self._bounds()
+        if self._tail < 0:
+            self._bounds()
         return self._tail - self._head
 
     def flush(self) -> None:

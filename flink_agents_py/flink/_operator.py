@@ -292,7 +292,8 @@ class AgentOperator(KeyedProcessFunction):
                 res = core.advance(key, state)
                 yield from self._emit(res)
         res = core.on_input(key, value, state)
-        yield from self._emit(res)
+        if res.outputs or res.errors:  # (else ``_emit`` has nothing to give: no call for it)
+            yield from self._emit(res)
         self._schedule(key, res, ctx, progressed=True)
         executor = core.executor
         waiting_limit = opts.waiting_calls_limit
@@ -301,7 +302,8 @@ class AgentOperator(KeyedProcessFunction):
             if not executor.wait_waiting_below(waiting_limit + 1, opts.drain_poll_s):
                 self.stats["input_wait_timeouts"] += 1
         if switch is not None:
-            yield from switch.pump(ctx)
+            if switch.ready:  # keys whose I/O completed (else the pump has nothing to do)
+                yield from switch.pump(ctx)
             switch.arm_pump(ctx)
         if self._flush_at is None and self.observability.unflushed:
             self._arm_flush(key, ctx)

@@ -310,7 +310,7 @@ class KeyEncoding:
         """The ``RejectedKey`` a rejected record's identity stands for, or ``None``."""
         if type(identity) is RejectedKey:
             return identity
-        if self.stable and type(identity) is str and identity[:1] == _REJECTED:
+        if type(identity) is str and identity[:1] == _REJECTED and self.name == "json":
             return RejectedKey(*json.loads(identity[1:]))
         return None
 
