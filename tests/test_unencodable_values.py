@@ -23,7 +23,8 @@ from flink_agents_py.api import (
     action,
 )
 from flink_agents_py.io import read_json_lines
-from flink_agents_py.runtime._serde import loads_record, to_json_value
+from flink_agents_py.runtime._records import loads_record
+from flink_agents_py.runtime._serde import to_json_value
 from flink_agents_py.testing import check_replay_safety
 
 pytestmark = pytest.mark.timeout(60)

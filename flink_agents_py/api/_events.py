@@ -450,7 +450,7 @@ class ChatRequestEvent(Event):
     @field_validator("output_schema", mode="before")
     @classmethod
     def _schema_of_class(cls, value: Any) -> Any:
-        return json_schema_of(value)
+        return value if value is None or type(value) is dict else json_schema_of(value)
 
 
 class ChatResponseEvent(Event):

@@ -23,7 +23,6 @@ import enum
 import hashlib
 import json
 import math
-import re
 from typing import Any
 
 import orjson
@@ -43,7 +42,7 @@ from ..api.internal import (
 from ._typed_fields import TYPED_KEY, typed_fields
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
-           "digest", "dumps", "loads_record", "is_tagged_model", "MODEL_TAG", "json_text", "loads"]
+           "digest", "dumps", "is_tagged_model", "MODEL_TAG", "json_text", "loads"]
 
 MODEL_TAG = "$model"
 """The key of a stored pydantic model's class (``{"$model": "module:Class", "data": ...}``)."""
@@ -163,8 +162,8 @@ def _fast_copy(value: Any, tag: bool) -> Any:
         return [v if type(v) in _PLAIN else _fast_copy(v, tag) for v in value]
     if kind in _PLAIN or (kind is float and math.isfinite(value)):
         return value
-    if isinstance(value, BaseModel):
-        found = _FIELD_KEYS.get(kind)
+    found = _FIELD_KEYS.get(kind)  # (a class found there is a model's: no isinstance)
+    if found is not None or isinstance(value, BaseModel):
         values = value.__dict__
         omit: tuple[str, ...] = ()  # fields left out here while empty (``OMIT_EMPTY``)
         if found is None or found[1] is None or value.__pydantic_extra__ \
@@ -233,6 +232,10 @@ def _tag_of(cls: type[BaseModel]) -> str:
 
 
 def _convert(value: Any, where: str, tag_models: bool) -> Any:
+    kind = type(value)  # a scalar (a memory value, mostly) whose JSON form is known at a look
+    if (kind is float and value - value == 0.0) or kind is bool or value is None \
+            or (kind is str and value.isascii()) or (kind is int and _INT_MIN <= value <= _INT_MAX):
+        return value
     try:  # the common case first: plain data, events and models whose fields are plain data
         out = _fast_copy(value, tag_models)
     except (_NotPlain, RecursionError):
@@ -562,37 +565,6 @@ def loads(data: bytes | str) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return json.loads(data)
-
-
-_LONG_DIGITS = re.compile(rb"[0-9]{19,}")
-"""A run of digits long enough to be an integer orjson reads as a float (beyond 64 bits)."""
-_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19,}")
-"""The same, for text (so a decoded line is not encoded again to be searched)."""
-
-
-def loads_record(data: bytes | str, where: str = "record") -> Any:
-    """Decode one record's JSON text, refusing integers that would not be read exactly.
-
-    orjson reads an integer beyond 64 bits as a float, silently losing digits; a text with
-    a long run of digits is read again by the standard library (exact integers) and checked
-    like a stored value (``to_json_value``).
-
-    Args:
-        data: the JSON text or UTF-8 bytes.
-        where: what the text is, for the error.
-
-    Returns:
-        The value.
-
-    Raises:
-        orjson.JSONDecodeError: when the text is not JSON (a ``ValueError``).
-        SerializationError: for an integer beyond 64 bits, naming its path.
-    """
-    value = orjson.loads(data)
-    long_digits = _LONG_DIGITS_TEXT if isinstance(data, str) else _LONG_DIGITS
-    if long_digits.search(data) is not None:  # type: ignore[arg-type]
-        to_json_value(json.loads(data), where)  # raises at an integer beyond 64 bits
-    return value
 
 
 def digest(value: Any) -> str:

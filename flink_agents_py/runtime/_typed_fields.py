@@ -88,7 +88,8 @@ def typed_fields(event: BaseModel) -> list[str]:
     """
     values = event.__dict__
     found = []
-    for name in _loose_fields(type(event)):
+    names = _LOOSE.get(type(event))  # (the class's, once known: no call for it)
+    for name in names if names is not None else _loose_fields(type(event)):
         value = values.get(name)
         if type(value) in _SCALARS or (type(value) in _EMPTIABLE and not value):
             continue

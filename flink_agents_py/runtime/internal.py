@@ -9,7 +9,8 @@ from ._budgets import spend_adopter
 from ._failures import clip, failure_text
 from ._gauges import live_gauges
 from ._keys import key_text
-from ._serde import dumps, loads_record
+from ._records import loads_record
+from ._serde import dumps
 from ._terminal import escape_controls
 from ._typed_fields import holds_model
 from ._unread import UnreadErrors, error_line

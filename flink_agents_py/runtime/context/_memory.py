@@ -57,6 +57,8 @@ _PATHS: dict[str, list[str]] = {}
 _CACHED_PATH_CHARS = 256
 """The longest path ``_PATHS`` keeps: a path made from a record (a name it holds) may be any
 length, and the cache outlives the runs that used it."""
+_REFS: dict[tuple[str, str], MemoryRef] = {}
+"""The ``MemoryRef`` a write returns, by path and value type (paths as short as ``_PATHS``'s)."""
 
 
 def _split(path: str) -> list[str]:
@@ -326,9 +328,15 @@ class ActionMemory(Memory):
         stored = to_json_value(value, f"{self._name} value at {path!r}")
         _apply(self._own_view(), parts, stored)
         self.writes.append((parts, stored))
-        # validated (two strings, in pydantic-core): cheaper than ``model_construct``'s
-        # per-field loop in Python (about a third of its time)
-        return MemoryRef(path=path, type_name=type(value).__qualname__)
+        key = (path, type(value).__qualname__)
+        ref = _REFS.get(key)  # a reference is frozen: one per path and type serves every write
+        if ref is None:  # validated (two strings): cheaper than ``model_construct``'s loop
+            ref = MemoryRef(path=path, type_name=key[1])
+            if len(path) <= _CACHED_PATH_CHARS:
+                if len(_REFS) >= 4096:
+                    _REFS.clear()
+                _REFS[key] = ref
+        return ref
 
     def delete(self, path: str) -> None:
         """Log a deletion of ``path`` (see ``set`` for the reserved entries)."""
