@@ -37,7 +37,6 @@ from .._unread import logged
 from ..context._action_context import ActionContext
 from ..context._calls import DurableCall, not_its_call
 from ..context._long_term_memory import begin_lineage, commit_long_term_memory
-from ..context._memory import MemoryLoader
 from ..recorder._execution import ActionExecution
 from ..recorder._ledger import CallLedger, Failpoint, Journal
 from ..recorder._state import InflightAction, KeyState, RunState, StateFormatError
@@ -86,6 +85,7 @@ from ._subgraph import (
 from ._tasks import Delivery as _Delivery
 from ._tasks import Step as _Step
 from ._tasks import Task as _Task
+from ._tasks import memories
 from ._unfinished import UnfinishedCore
 
 __all__ = ["AgentCore", "StepResult", "ErrorRecord"]
@@ -279,7 +279,11 @@ class AgentCore(UnfinishedCore):
 
     # -- internals ---------------------------------------------------------------------
     def _read_run(self, key: Any, state: KeyState) -> ErrorRecord | None:
-        return read_run(state, lambda e: self.unreadable_run(key, e))
+        try:  # (read inline: twice a record; ``read_run`` once a damaged run raised)
+            state.run  # noqa: B018 - read here, so that a damaged run fails nothing else
+        except StateFormatError as e:
+            return read_run(state, lambda err: self.unreadable_run(key, err), e)
+        return None
 
     def resources_at(self, path: tuple[str, ...]) -> ResourceEnvironment:
         """The resources of the plan at the internal sub-agent ``path`` (``()``: the agent's)."""
@@ -300,14 +304,6 @@ class AgentCore(UnfinishedCore):
             self._notify(key)
 
         self.executor.submit(fn, args, kwargs, on_done, key=key, owner=ctx)
-
-    def _memories(self, state: KeyState, run: RunState, env: str | None
-                  ) -> tuple[MemoryLoader, dict[str, Any], MemoryLoader]:
-        """Loaders of ``env``'s short-term memory, its sensory memory, the key's memory."""
-        if env is None:
-            return (lambda: state.memory), run.sensory, (lambda: state.memory)
-        inv = run.invocations[env]
-        return (lambda: inv.memory), inv.sensory, (lambda: state.memory)
 
     def _new_task(self, step: _Step, exec_id: str, rec: InflightAction,
                   event: Event | None = None, restored: bool = False) -> _Task:
@@ -332,7 +328,7 @@ class AgentCore(UnfinishedCore):
                 resources = self.resources_at(path)
         action = plan.actions.get(rec.action) if gone is None else None
         action = action or action_or_removed({}, rec.action)  # (a stand-in: no such action)
-        short_term, sensory, key_memory = self._memories(step.state, run, env)
+        short_term, sensory, key_memory = memories(step.state, run, env)
         ctx = ActionExecution(self.ledger, step.key, exec_id, rec, run, action.config,
                               short_term, sensory, env, plan, resources, key_memory)
         if gone is not None:
@@ -360,7 +356,7 @@ class AgentCore(UnfinishedCore):
                 step.ready.append(task)
             else:  # the host may hand over fresh objects each callback
                 env = env_of(run, rec.scope) if rec.scope is not None else None
-                task.ctx.rebind(rec, run, *self._memories(step.state, run, env))
+                task.ctx.rebind(rec, run, *memories(step.state, run, env))
 
     def _apply_deliveries(self, step: _Step) -> None:
         items: list[_Delivery] = self._inbox.take(step.identity)

@@ -48,13 +48,14 @@ def unreadable_record(shown: Any, error: StateFormatError,
                        error_type=type(error).__name__, message=redact_text(message))
 
 
-def read_run(state: KeyState, report: Callable[[StateFormatError], ErrorRecord]
-             ) -> ErrorRecord | None:
+def read_run(state: KeyState, report: Callable[[StateFormatError], ErrorRecord],
+             error: StateFormatError | None = None) -> ErrorRecord | None:
     """Read a key's run from ``state`` (a host reads keyed state at the first access).
 
     Args:
         state: the key's state.
         report: makes the error record of a damaged run.
+        error: what reading the run raised already, if the caller read it (the core does).
 
     Returns:
         The error record of a damaged run (then dropped from ``state``), or ``None``.
@@ -62,14 +63,17 @@ def read_run(state: KeyState, report: Callable[[StateFormatError], ErrorRecord]
     Raises:
         StateFormatError: when the run is of a later format version.
     """
-    try:
-        state.run  # noqa: B018 - read here, so that a damaged run fails nothing else
-    except StateFormatError as e:
-        if e.written_later:
-            raise
-        state.run = None
-        return report(e)
-    return None
+    if error is None:
+        try:
+            state.run  # noqa: B018 - read here, so that a damaged run fails nothing else
+        except StateFormatError as e:
+            error = e
+        else:
+            return None
+    if error.written_later:
+        raise error
+    state.run = None
+    return report(error)
 
 
 def stored_run(text: Any, report: Callable[[StateFormatError], Any]) -> RunState | None:

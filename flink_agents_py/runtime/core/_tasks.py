@@ -14,11 +14,12 @@ from typing import Any
 from ...api import Event
 from ...plan import ActionPlan
 from ..context._calls import DurableCall
+from ..context._memory import MemoryLoader
 from ..recorder._execution import ActionExecution
 from ..recorder._state import KeyState, RunState
 from ._results import StepResult
 
-__all__ = ["Task", "Step", "Delivery"]
+__all__ = ["Task", "Step", "Delivery", "memories"]
 
 
 @dataclass(slots=True)
@@ -62,3 +63,16 @@ class Delivery:
     call: DurableCall
     ok: bool
     value: Any
+
+
+def memories(state: KeyState, run: RunState, env: str | None
+             ) -> tuple[MemoryLoader, dict[str, Any], MemoryLoader]:
+    """Loaders of ``env``'s short-term memory, its sensory memory, the key's memory.
+
+    Returns:
+        The three (``env`` ``None``: the agent's own memories).
+    """
+    if env is None:
+        return (lambda: state.memory), run.sensory, (lambda: state.memory)
+    inv = run.invocations[env]
+    return (lambda: inv.memory), inv.sensory, (lambda: state.memory)
