@@ -26,7 +26,7 @@ from collections.abc import Callable
 from types import CoroutineType, GeneratorType
 from typing import Any
 
-from ...api import Event, OutputEvent, SerializationError, UnsupportedAwaitError
+from ...api import Event, OutputEvent, ResourceType, SerializationError, UnsupportedAwaitError
 from ...api.internal import EVENT_ID_SOURCE
 from ...plan import ActionPlan, AgentPlan, warn_if_returned
 from .._builtins import BUILTIN_NAMES
@@ -122,6 +122,7 @@ class AgentCore(UnfinishedCore):
         self.plan, self._key_value = plan, key_value or (lambda key: key)  # key -> its value
         self.output_check = output_check  # a host's declared output type (``emit_output``)
         self.lineage = lineage  # the job's (``HostOptions.lineage``): keys' memory epochs
+        self._stores = bool(plan.resources.get(ResourceType.VECTOR_STORE))  # (epochs: then)
         self.probe = probe_of(observer)  # what the core reports to (``Probe``)
         self.failpoint, self.journal = failpoint, journal
         self.resources = ResourceEnvironment(plan)
@@ -210,7 +211,8 @@ class AgentCore(UnfinishedCore):
                 run = RunState(seq=seq, input=record, waits=held or {}, siblings_kept=True,
                                ltm_done=[])
                 state.run = run
-                begin_lineage(self.plan, state, self.lineage, shown)  # the key's memory epoch
+                if self._stores:  # (``begin_lineage`` does nothing for a plan without one)
+                    begin_lineage(self.plan, state, self.lineage, shown)  # the key's epoch
                 counters["runs_started"] += 1
                 if probe is not None:
                     token = probe.run_started(shown, seq)
@@ -583,7 +585,8 @@ class AgentCore(UnfinishedCore):
             report_failure(step, task, error, self._failure_log, self.counters)
         else:
             self.counters["actions_completed"] += 1
-            commit_memory(ctx, step.state, step.run)
+            if ctx.memory_used or ctx.key_merges:  # (else it has nothing to commit)
+                commit_memory(ctx, step.state, step.run)
             # a built-in action's events are fresh objects nothing else holds, built from
             # values rebuilt from their JSON forms: the first action they trigger may have them
             fresh = task.action.name in BUILTIN_NAMES

@@ -108,7 +108,7 @@ class ActionExecution:
                  "_config", "_short_term_base", "_short_term", "_sensory_base", "_sensory",
                  "emitted", "_event_seq", "_unsent_ids", "calls", "commands", "_next_ordinal",
                  "finished", "diverged", "_owner", "used_long_term_memory", "ltm", "_clock",
-                 "key_memory", "key_merges")
+                 "key_memory", "key_merges", "memory_used")
 
     def __init__(
         self, ledger: CallLedger, key: Any, execution_id: str, record: InflightAction,
@@ -145,6 +145,7 @@ class ActionExecution:
         self._clock = MemoryClock(record, key)  # counts memory operations (no cycle to self)
         self.key_memory = key_memory or short_term
         self.key_merges: list[KeyMerge] = []
+        self.memory_used = False  # its short-term or sensory memory was used (it may write)
 
     # -- what RunnerContext promises (``ActionContext`` delegates here) ------------------
     @property
@@ -157,6 +158,7 @@ class ActionExecution:
         """The action's view of its environment's sensory memory (made on first use)."""
         if self._sensory is None:
             self._sensory = ActionMemory(self._sensory_base, "sensory_memory", self._clock)
+            self.memory_used = True
         return self._sensory
 
     def sensory_writes(self) -> list[tuple[list[str], Any]]:
@@ -178,6 +180,7 @@ class ActionExecution:
         if self._short_term is None:
             self._short_term = ActionMemory(self._short_term_base(), "short_term_memory",
                                             self._clock)
+            self.memory_used = True
         return self._short_term
 
     def short_term_writes(self) -> list[tuple[list[str], Any]]:
