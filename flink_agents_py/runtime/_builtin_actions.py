@@ -68,6 +68,8 @@ _BY_TOOL_REQUEST = "_chat.by_tool_request"
 def _with_call_ids(response: ChatResponse, chat_id: str, round_no: int) -> ChatResponse:
     """Give id-less tool calls unique synthetic ids (``<chat>#<round>.<index>``)."""
     calls = response.message.tool_calls
+    if not calls:  # (a final answer: nothing to look at)
+        return response
     ids = [c.id for c in calls]
     if all(ids) and len(set(ids)) == len(ids):
         return response
@@ -348,7 +350,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         if setup.budget is not None and isinstance(spent, dict):  # counted as the action ends
             ctx.key_merges.append((spend_entry, functools.partial(merged_spend, setup.budget,
                                                                   info=spent)))
-        fb = _own_budget(resolve, own)  # an answering fallback's own budget, if any
+        fb = _own_budget(resolve, own) if own is not None else None  # a fallback's own budget
         if fb is not None and isinstance(own, dict):
             ctx.key_merges.append((entry_of(own["setup"]), functools.partial(
                 merged_spend, fb, info=own)))
