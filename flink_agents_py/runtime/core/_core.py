@@ -199,8 +199,8 @@ class AgentCore(UnfinishedCore):
         counters, probe = self.counters, self.probe
         token: Any = None  # the probe's token of a run this callback started
         held = None  # early events the last run did not claim, for the next (``_waits``)
+        run = state.run  # (kept here as ``state.run`` changes: read once a callback)
         while True:
-            run = state.run
             if run is None:
                 if live:
                     live.clear()
@@ -250,7 +250,7 @@ class AgentCore(UnfinishedCore):
                 probe.run_completed(shown, run.seq, token)
             if self.journal is not None:
                 self.journal.run_completed(shown, f"r{run.seq}")
-        run = state.run
+            run = None  # as ``state.run`` is now
         res.busy = run is not None or state.queued() > 0
         if res.busy and run is not None and run.waits:
             self._park(key, state, res)  # only waits: not busy, nothing of it kept live
