@@ -45,7 +45,9 @@ def refuse_foreign(owner: Any, what: str, clock: Any = None) -> None:
         NotInActionContextError: naming the execution running (never the owner's key: the
             running action may be another key's).
     """
-    running = stepped_execution()
+    running = getattr(EVENT_ID_SOURCE.get(), "__self__", None)  # (``stepped_execution``)
+    if running is owner and running is not None:  # the common case first: its own action
+        return
     if running is None:  # in a durable call's function: another key's context is refused
         durable = DURABLE_OWNER.get()
         if durable is None or _same_key(durable, owner, clock):

@@ -122,7 +122,8 @@ class AgentCore(UnfinishedCore):
         self.plan, self._key_value = plan, key_value or (lambda key: key)  # key -> its value
         self.output_check = output_check  # a host's declared output type (``emit_output``)
         self.lineage = lineage  # the job's (``HostOptions.lineage``): keys' memory epochs
-        self._stores = bool(plan.resources.get(ResourceType.VECTOR_STORE))  # (epochs: then)
+        self._epochs = bool(plan.resources.get(ResourceType.VECTOR_STORE)) or (
+            lineage is not None and bool(plan.resources.get(ResourceType.AGENT)))  # (see below)
         self.probe = probe_of(observer)  # what the core reports to (``Probe``)
         self.failpoint, self.journal = failpoint, journal
         self.resources = ResourceEnvironment(plan)
@@ -211,7 +212,7 @@ class AgentCore(UnfinishedCore):
                 run = RunState(seq=seq, input=record, waits=held or {}, siblings_kept=True,
                                ltm_done=[])
                 state.run = run
-                if self._stores:  # (``begin_lineage`` does nothing for a plan without one)
+                if self._epochs:  # (``begin_lineage`` does nothing for other plans)
                     begin_lineage(self.plan, state, self.lineage, shown)  # the key's epoch
                 counters["runs_started"] += 1
                 if probe is not None:
