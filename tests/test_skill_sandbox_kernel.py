@@ -19,6 +19,7 @@ import platform
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,11 @@ if found > 0:
     print("read", buf.raw[:max(n, 0)].decode())
 size = libc.syscall(calls["syslog"], 10, None, 0)  # SYSLOG_ACTION_SIZE_BUFFER
 print("syslog", size, errno.errorcode.get(ctypes.get_errno(), "-"))
+try:  # /proc/keys lists the keys the reader may view, with their descriptions
+    listed = "fa-test" in open("/proc/keys").read()
+except OSError as e:
+    listed = e.strerror
+print("proc-keys", listed)
 """
 
 RUNNER = """
@@ -103,3 +109,96 @@ def test_a_command_reads_neither_the_session_keyring_nor_the_kernel_log(tmp_path
     assert result["exit_code"] == 0, out
     assert SECRET not in out, out
     assert "search -1 ENOSYS" in out and "syslog -1 ENOSYS" in out, out
+
+
+def test_proc_keys_does_not_list_the_jobs_session_keyring_in_a_command(tmp_path):
+    """``/proc/keys`` is readable by anyone and belongs to no namespace: it lists the keys
+    of the session keyring a command inherits from the job, with their descriptions (a
+    Kerberos ticket's principal, a user's name), even with the keyring syscalls refused."""
+    require_bubblewrap()
+    calls = CALLS.get(platform.machine())
+    if calls is None:
+        pytest.skip(f"the seccomp filter is not built for {platform.machine()}")
+    skill = tmp_path / "skills" / "box"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: box\ndescription: Probes the kernel.\n---\n")
+    (skill / "probe.py").write_text(PROBE)
+    (tmp_path / "runner.py").write_text(textwrap.dedent(RUNNER))
+    host = probe(tmp_path, "host", calls)
+    if "proc-keys True" not in str(host["output"]):
+        pytest.skip(f"this kernel has no /proc/keys listing the key: {host['output']}")
+    result = probe(tmp_path, "sandbox", calls)
+    out = str(result["output"])
+    assert result["exit_code"] == 0, out
+    assert "proc-keys True" not in out and "proc-keys" in out, out
+
+
+
+READ_PROC = """
+import os, sys
+for path in ("/" + name for name in sys.argv[1:]):  # an absolute argument is refused
+    try:
+        with open(path, "rb") as f:
+            print(path, "read", len(f.read(4096)))
+    except OSError as e:
+        print(path, "refused", e.strerror)
+"""
+
+
+def test_proc_files_only_root_may_read_stay_closed_to_a_command_of_a_job_run_as_root(
+        tmp_path):
+    """A job run as root is uid 0 in the sandbox's user namespace, the host's root: the
+    ``/proc`` files the kernel guards by their mode only (``kpageflags``, ``slabinfo``,
+    ``vmallocinfo``, ``timer_list``...: physical page and kernel heap layouts) opened for
+    the command as for root on the host."""
+    require_bubblewrap()
+    guarded = sorted(str(p) for p in Path("/proc").iterdir()
+                     if not p.name.isdigit() and p.is_file() and not p.is_symlink()
+                     and not p.stat().st_mode & 0o004 and p.stat().st_mode & 0o400)
+    readable = [p for p in guarded if os.access(p, os.R_OK)]
+    if not readable:
+        pytest.skip("this test does not run as root (the kernel keeps others out of these "
+                    "files by their mode already)")
+    with open(readable[0], "rb") as f:
+        f.read(1)  # the host's root reads them: the check can see a leak
+    skill = tmp_path / "skills" / "box"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: box\ndescription: Reads /proc.\n---\n")
+    (skill / "read.py").write_text(READ_PROC)
+    from flink_agents_py.skills import RunSkillCommandTool, ShellEquivalentCommandWarning
+
+    with warnings.catch_warnings():  # python3 runs programs: warned
+        warnings.simplefilter("ignore", ShellEquivalentCommandWarning)
+        tool = RunSkillCommandTool(paths=[str(tmp_path / "skills")],
+                                   allowed_commands=["python3"])
+    result = tool.run("box", "python3 read.py " + " ".join(p[1:] for p in readable))
+    out = str(result["output"])
+    assert result["exit_code"] == 0, out
+    assert " read " not in out and out.count("refused") == len(readable), out
+
+
+def test_the_proc_entries_hidden_or_made_read_only_are_read_from_the_hosts_modes(tmp_path):
+    """Which files a kernel has varies: the host's ``/proc`` is read, not a list trusted.
+    Here a folder shaped like it: root-only files and folders are hidden, ``keys`` (readable
+    by all) too, a file root may write is read-only, process folders are left alone."""
+    from flink_agents_py.skills._procfs import proc_mask_args
+
+    root = tmp_path / "proc"
+    for path, mode in (("kpageflags", 0o400), ("keys", 0o444), ("cpuinfo", 0o444),
+                       ("mtrr", 0o644), ("tty/driver/serial", 0o444),
+                       ("fs/nfs/exports", 0o444), ("1234/environ", 0o400),
+                       ("sys/kernel/x", 0o600)):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("x")
+        (root / path).chmod(mode)
+    (root / "tty" / "driver").chmod(0o500)
+    (root / "self").symlink_to("1234")
+    args = list(proc_mask_args(str(root)))
+    proc_mask_args.cache_clear()  # the next sandbox reads the real /proc again
+    triples = list(zip(args, args[1:], args[2:], strict=False))
+    assert ("--ro-bind", "/dev/null", "/proc/kpageflags") in triples, args
+    assert ("--ro-bind", "/dev/null", "/proc/keys") in triples, args
+    assert ("--tmpfs", "/proc/tty/driver", "--remount-ro") in triples, args
+    assert ("--ro-bind", "/proc/mtrr", "/proc/mtrr") in triples, args
+    assert not any(p in " ".join(args) for p in ("cpuinfo", "exports", "1234", "sys/")), args
+    (root / "tty" / "driver").chmod(0o700)  # tmp_path is removed by the test run

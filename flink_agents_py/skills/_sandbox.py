@@ -8,8 +8,9 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
   (a loopback of its own), no other process visible, every capability dropped;
 - ``--die-with-parent`` and a PID namespace: killing the sandbox (at the timeout, or when
   this process dies) kills every process the command started;
-- only ``/usr`` (with ``/bin``, ``/lib``... as on the host) read-only, a private ``/proc``,
-  ``/dev`` and ``/tmp``; ``/etc`` holds only what programs need to start (the dynamic
+- only ``/usr`` (with ``/bin``, ``/lib``... as on the host) read-only, a private ``/proc``
+  (its files guarded by their mode only hidden or read-only: ``_procfs``), ``/dev`` and
+  ``/tmp``; ``/etc`` holds only what programs need to start (the dynamic
   linker's cache, ``alternatives``, time zone) and a minimal ``passwd``/``group``: no
   host secrets, no home folders;
 - the working directory ``/skill`` is a fresh, private, size-capped tmpfs showing the
@@ -47,6 +48,7 @@ from pathlib import Path
 
 from ..api import AgentsError
 from ._cgroup import open_command_cgroup
+from ._procfs import proc_mask_args
 from ._seccomp import seccomp_program
 from ._walk import walk_beneath
 
@@ -62,7 +64,7 @@ _WORKDIR = "/skill"
 MAX_BOUND_ENTRIES = 64
 """The most entries at the top of a read-only skill's folder bound one by one (each by an
 fd, over a private scratch); a folder with more is bound whole, read-only."""
-_PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger")
+_PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 _log = logging.getLogger(__name__)
 _INSTALL_HINT = ("install bubblewrap, on Linux (Debian/Ubuntu: apt-get install bubblewrap; "
                  "Fedora: dnf install bubblewrap; Arch: pacman -S bubblewrap), or pass "
@@ -159,6 +161,8 @@ def _system_binds() -> list[str]:
     for path in _PROC_READ_ONLY:
         if os.path.lexists(path):
             args += ["--ro-bind", path, path]
+    # what only its mode guards (root-only files, for a job run as root) hidden or read-only
+    args += proc_mask_args()
     args += ["--dev", "/dev", "--dir", "/etc"]
     for name in _ETC_KEPT:
         if os.path.lexists(f"/etc/{name}"):
