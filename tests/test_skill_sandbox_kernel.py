@@ -202,3 +202,49 @@ def test_the_proc_entries_hidden_or_made_read_only_are_read_from_the_hosts_modes
     assert ("--ro-bind", "/proc/mtrr", "/proc/mtrr") in triples, args
     assert not any(p in " ".join(args) for p in ("cpuinfo", "exports", "1234", "sys/")), args
     (root / "tty" / "driver").chmod(0o700)  # tmp_path is removed by the test run
+
+
+ATTACK_SURFACE = {"x86_64": {"perf_event_open": 298, "bpf": 321, "userfaultfd": 323},
+                  "aarch64": {"perf_event_open": 241, "bpf": 280, "userfaultfd": 282}}
+
+SURFACE_PROBE = """
+import ctypes, errno, json, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+attr = (ctypes.c_uint8 * 128)()  # this process, user space only
+attr[0], attr[4] = 1, 128  # PERF_TYPE_SOFTWARE (config 0: cpu-clock), size
+attr[40] = 1 | 1 << 5 | 1 << 6  # disabled, exclude_kernel, exclude_hv
+args = {"perf_event_open": (attr, 0, -1, -1, 0), "bpf": (0, None, 0),
+        "userfaultfd": (1,)}  # UFFD_USER_MODE_ONLY
+for name, nr in json.loads(sys.argv[1]).items():
+    got = libc.syscall(nr, *args[name])
+    print(name, errno.errorcode.get(ctypes.get_errno(), "-") if got < 0 else "ok")
+"""
+
+
+def test_perf_events_bpf_and_userfaultfd_are_absent_in_a_command(tmp_path):
+    """Kernel code no skill command needs, where local privilege escalations are found (the
+    eBPF verifier, userfaultfd's pauses) or the host's other processes are measured (CPU
+    counters): a command of a job run as root is the host's root, a kernel bug reached is
+    the host's. The calls fail with ``ENOSYS``; this process, outside, gets other answers."""
+    require_bubblewrap()
+    calls = ATTACK_SURFACE.get(platform.machine())
+    if calls is None:
+        pytest.skip(f"the seccomp filter is not built for {platform.machine()}")
+    skill = tmp_path / "skills" / "box"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: box\ndescription: Probes the kernel.\n---\n")
+    (skill / "probe.py").write_text(SURFACE_PROBE)
+    host = subprocess.run([sys.executable, str(skill / "probe.py"), json.dumps(calls)],
+                          capture_output=True, text=True, check=True, timeout=60).stdout
+    assert any(f"{name} ENOSYS" not in host for name in calls), host  # the check can fail
+    from flink_agents_py.skills import RunSkillCommandTool, ShellEquivalentCommandWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShellEquivalentCommandWarning)
+        tool = RunSkillCommandTool(paths=[str(tmp_path / "skills")],
+                                   allowed_commands=["python3"])
+    result = tool.run("box", "python3 probe.py '" + json.dumps(calls) + "'")
+    out = str(result["output"])
+    assert result["exit_code"] == 0, out
+    assert all(f"{name} ENOSYS" in out for name in calls), (host, out)

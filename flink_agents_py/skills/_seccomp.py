@@ -1,4 +1,4 @@
-"""A seccomp filter for skill commands: no setuid/setgid bit set, no host kernel state read.
+"""A seccomp filter for skill commands: no setuid/setgid bit, no kernel state of the host's.
 
 A writable skill's folder is the host's own folder, bound read-write into the sandbox.
 bubblewrap mounts it ``nosuid`` inside the sandbox, but the host's mount is not: a file a
@@ -22,6 +22,14 @@ namespace whose uid maps to the key's owner; ``request_key`` can even make the h
 fail with ``ENOSYS``, as on a kernel built without them (Docker's default profile refuses
 them too).
 
+Three calls no skill command needs open kernel code that local privilege escalations keep
+being found in, and a job run as root runs its commands as the host's root: a kernel bug
+reached from the sandbox is the host's. ``perf_event_open`` (the CPU's counters: a side
+channel on the host's other processes where ``kernel.perf_event_paranoid`` allows it),
+``bpf`` (the eBPF verifier, where ``kernel.unprivileged_bpf_disabled`` is 0) and
+``userfaultfd`` (used to pause the kernel mid-copy and win its races) fail with ``ENOSYS``,
+as Docker's default profile refuses them.
+
 The filter is a classic BPF program in the binary form ``bwrap --seccomp FD`` loads (the
 form libseccomp's ``seccomp_export_bpf`` writes), built here for x86_64 and aarch64;
 elsewhere ``seccomp_program`` returns ``None`` (the setuid bits are then cleared when the
@@ -38,13 +46,16 @@ import struct
 __all__ = ["seccomp_program"]
 
 # (audit arch, {syscall: index of its mode argument, or None to refuse it outright});
-# refused outright: openat2, io_uring_setup, add_key, request_key, keyctl, syslog
+# refused outright: openat2, io_uring_setup, add_key, request_key, keyctl, syslog,
+# perf_event_open, bpf, userfaultfd
 _ARCHES: dict[str, tuple[int, dict[int, int | None]]] = {
     "x86_64": (0xC000003E, {2: 2, 85: 1, 90: 1, 91: 1, 133: 1, 257: 3, 259: 2, 268: 2,
                             452: 2, 437: None, 425: None,
-                            248: None, 249: None, 250: None, 103: None}),
+                            248: None, 249: None, 250: None, 103: None,
+                            298: None, 321: None, 323: None}),
     "aarch64": (0xC00000B7, {56: 3, 33: 2, 52: 1, 53: 2, 452: 2, 437: None, 425: None,
-                             217: None, 218: None, 219: None, 116: None}),
+                             217: None, 218: None, 219: None, 116: None,
+                             241: None, 280: None, 282: None}),
 }
 _X32_BIT = 0x40000000
 _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
