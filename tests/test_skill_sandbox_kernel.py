@@ -248,3 +248,54 @@ def test_perf_events_bpf_and_userfaultfd_are_absent_in_a_command(tmp_path):
     out = str(result["output"])
     assert result["exit_code"] == 0, out
     assert all(f"{name} ENOSYS" in out for name in calls), (host, out)
+
+
+HOLD_PROBE = """
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+chunk = b"x" * (1 << 20)
+try:  # twice the address space the command is allowed, in memfds of 32 MiB
+    fds = [os.memfd_create("m") for _ in range(int(sys.argv[1]) // 32)]
+    for fd in fds:
+        for _ in range(32):
+            os.write(fd, chunk)
+    print("memfd held", len(fds) * 32, "MiB")
+except OSError as e:
+    print("memfd", errno.errorcode[e.errno])
+IPC_PRIVATE, IPC_CREAT, IPC_RMID = 0, 0o1000, 0
+seg = libc.shmget(IPC_PRIVATE, 1 << 20, IPC_CREAT | 0o600)
+print("shmget", "ok" if seg >= 0 else errno.errorcode[ctypes.get_errno()])
+if seg >= 0:
+    libc.shmctl(seg, IPC_RMID, None)
+"""
+
+
+def test_a_command_holds_no_memory_past_its_limits_in_memfds_or_system_v_segments(tmp_path):
+    """A memfd or a System V segment holds memory in no sized tmpfs and, once unmapped, in
+    no process's address space: each process of a command could hold any amount, past
+    ``max_memory_mb``, until the host ran out (a job not run as root has no ``memory``
+    cgroup bounding the command). Both are absent (``ENOSYS``); the test sees them work
+    outside, and ``shm_open`` (a file in the capped ``/dev/shm``) still works inside."""
+    require_bubblewrap()
+    if platform.machine() not in ATTACK_SURFACE:
+        pytest.skip(f"the seccomp filter is not built for {platform.machine()}")
+    skill = tmp_path / "skills" / "box"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: box\ndescription: Holds memory.\n---\n")
+    (skill / "hold.py").write_text(HOLD_PROBE)
+    host = subprocess.run([sys.executable, str(skill / "hold.py"), "64"], capture_output=True,
+                          text=True, check=True, timeout=60).stdout
+    assert "memfd held 64 MiB" in host and "shmget ok" in host, host  # the check can fail
+    from flink_agents_py.skills import RunSkillCommandTool, ShellEquivalentCommandWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShellEquivalentCommandWarning)
+        tool = RunSkillCommandTool(paths=[str(tmp_path / "skills")],
+                                   allowed_commands=["python3"], max_memory_mb=128)
+    result = tool.run("box", "python3 hold.py 256")
+    out = str(result["output"])
+    assert "memfd ENOSYS" in out and "shmget ENOSYS" in out, out
+    shared = tool.run("box", "python3 -c 'from multiprocessing.shared_memory import "
+                             "SharedMemory as S; m = S(create=True, size=4096); "
+                             "print(m.size); m.close(); m.unlink()'")
+    assert shared["exit_code"] == 0 and "4096" in shared["output"], shared

@@ -30,6 +30,14 @@ channel on the host's other processes where ``kernel.perf_event_paranoid`` allow
 ``userfaultfd`` (used to pause the kernel mid-copy and win its races) fail with ``ENOSYS``,
 as Docker's default profile refuses them.
 
+Memory no limit holds: a ``memfd_create`` file or a System V shared memory segment
+(``shmget``) holds memory that is in no tmpfs of a size and, once unmapped, in no process's
+address space (``RLIMIT_AS``). A command limited to 256 MiB per process held 600 MiB in
+memfds; each of its processes could hold any amount, until the host ran out (the OOM killer
+then picks a victim, the TaskManager maybe) where no ``memory`` cgroup bounds the command
+(a job not run as root). Both fail with ``ENOSYS``; ``shm_open`` (a file in the sandbox's
+capped ``/dev/shm``) still works.
+
 The filter is a classic BPF program in the binary form ``bwrap --seccomp FD`` loads (the
 form libseccomp's ``seccomp_export_bpf`` writes), built here for x86_64 and aarch64;
 elsewhere ``seccomp_program`` returns ``None`` (the setuid bits are then cleared when the
@@ -47,15 +55,15 @@ __all__ = ["seccomp_program"]
 
 # (audit arch, {syscall: index of its mode argument, or None to refuse it outright});
 # refused outright: openat2, io_uring_setup, add_key, request_key, keyctl, syslog,
-# perf_event_open, bpf, userfaultfd
+# perf_event_open, bpf, userfaultfd, memfd_create, shmget
 _ARCHES: dict[str, tuple[int, dict[int, int | None]]] = {
     "x86_64": (0xC000003E, {2: 2, 85: 1, 90: 1, 91: 1, 133: 1, 257: 3, 259: 2, 268: 2,
                             452: 2, 437: None, 425: None,
                             248: None, 249: None, 250: None, 103: None,
-                            298: None, 321: None, 323: None}),
+                            298: None, 321: None, 323: None, 319: None, 29: None}),
     "aarch64": (0xC00000B7, {56: 3, 33: 2, 52: 1, 53: 2, 452: 2, 437: None, 425: None,
                              217: None, 218: None, 219: None, 116: None,
-                             241: None, 280: None, 282: None}),
+                             241: None, 280: None, 282: None, 279: None, 194: None}),
 }
 _X32_BIT = 0x40000000
 _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
