@@ -236,6 +236,23 @@ def test_the_hosts_environment_never_reaches_a_command(skills, monkeypatch, sand
     assert "sk-do-not-leak" not in result["output"]
 
 
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
+def test_out_of_memory_the_kernel_kills_a_commands_processes_first(skills, sandbox):
+    """Where no ``memory`` cgroup bounds a command (a job not run as root, or
+    ``sandbox="none"``), its processes together can still take the host's memory; the
+    kernel's OOM killer then picks the process with the highest score, which was the
+    TaskManager's (the biggest). A command's processes, and those they start, score first."""
+    if sandbox == "bubblewrap":
+        require_bubblewrap()
+    if shutil.which("choom") is None:
+        pytest.skip("choom (util-linux 2.33+) is not installed here")
+    t = tool(skills, sandbox=sandbox, allowed_commands=["sh"])
+    result = ask(t, skill="tricky", command="sh -c 'cat /proc/self/oom_score_adj; "
+                                            "sh -c \"cat /proc/self/oom_score_adj\"'")
+    assert result == {"exit_code": 0, "output": "1000\n1000\n"}, result
+    assert Path("/proc/self/oom_score_adj").read_text().strip() != "1000"  # not this process
+
+
 def test_find_exec_runs_id_inside_the_sandbox(skills):
     require_bubblewrap()
     result = ask(tool(skills), skill="tricky", command="find . -exec sh -c 'id' {} +")

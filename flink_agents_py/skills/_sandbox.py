@@ -16,6 +16,8 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
 - the working directory ``/skill`` is a fresh, private, size-capped tmpfs showing the
   skill's files read-only (a symlink in the folder resolves inside the sandbox, never on the
   host); a skill listed as writable gets its real folder bound read-write instead;
+- an ``oom_score_adj`` of 1000 (``choom``): out of memory, the kernel kills the command's
+  processes first, never the worker for them;
 - per-process limits (``prlimit``, inside the sandbox): CPU seconds, address space, file
   size, processes (counted per sandbox on Linux 5.14+), no core files; the kernel does not
   apply the process limit to root, so a job run as root puts each sandbox in a ``pids``
@@ -64,6 +66,9 @@ _WORKDIR = "/skill"
 MAX_BOUND_ENTRIES = 64
 """The most entries at the top of a read-only skill's folder bound one by one (each by an
 fd, over a private scratch); a folder with more is bound whole, read-only."""
+OOM_SCORE_ADJ = 1000
+"""The command's processes' ``oom_score_adj``: when the host runs out of memory, the kernel
+kills them before any other process (the TaskManager's, the job's)."""
 _PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 _log = logging.getLogger(__name__)
 _INSTALL_HINT = ("install bubblewrap, on Linux (Debian/Ubuntu: apt-get install bubblewrap; "
@@ -363,6 +368,9 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, folder: int, writa
         inner = _inner_command(stages)
     else:
         inner = [*_limit_args(prlimit, limits, contained), *_inner_command(stages)]
+    choom = _find("choom")  # util-linux 2.33+: the kernel's OOM killer picks these first
+    if choom is not None:
+        inner = [choom, "-n", str(OOM_SCORE_ADJ), "--", *inner]
     env = {"PATH": os.pathsep.join(SYSTEM_PATH), "LANG": "C.UTF-8"}
     argv: list[str] = inner
     fds: list[int] = []  # passed to bwrap, closed here once it started
