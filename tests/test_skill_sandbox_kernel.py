@@ -180,7 +180,8 @@ def test_proc_files_only_root_may_read_stay_closed_to_a_command_of_a_job_run_as_
 def test_the_proc_entries_hidden_or_made_read_only_are_read_from_the_hosts_modes(tmp_path):
     """Which files a kernel has varies: the host's ``/proc`` is read, not a list trusted.
     Here a folder shaped like it: root-only files and folders are hidden, ``keys`` (readable
-    by all) too, a file root may write is read-only, process folders are left alone."""
+    by all) too, and what the host covers (a container's ``/dev/null`` over ``kcore``); a
+    file root may write is read-only; process folders are left alone."""
     from flink_agents_py.skills._procfs import proc_mask_args
 
     root = tmp_path / "proc"
@@ -193,11 +194,14 @@ def test_the_proc_entries_hidden_or_made_read_only_are_read_from_the_hosts_modes
         (root / path).chmod(mode)
     (root / "tty" / "driver").chmod(0o500)
     (root / "self").symlink_to("1234")
+    os.mkfifo(root / "kcore")  # not a regular file: covered by the host (a container's
+    os.chmod(root / "kcore", 0o666)  # /dev/null), the sandbox's fresh procfs would not be
     args = list(proc_mask_args(str(root)))
     proc_mask_args.cache_clear()  # the next sandbox reads the real /proc again
     triples = list(zip(args, args[1:], args[2:], strict=False))
     assert ("--ro-bind", "/dev/null", "/proc/kpageflags") in triples, args
     assert ("--ro-bind", "/dev/null", "/proc/keys") in triples, args
+    assert ("--ro-bind", "/dev/null", "/proc/kcore") in triples, args
     assert ("--tmpfs", "/proc/tty/driver", "--remount-ro") in triples, args
     assert ("--ro-bind", "/proc/mtrr", "/proc/mtrr") in triples, args
     assert not any(p in " ".join(args) for p in ("cpuinfo", "exports", "1234", "sys/")), args

@@ -11,7 +11,10 @@ by its mode (``mtrr``, the ``pressure`` triggers) takes the command's writes. Wh
 kernel has varies, so the host's ``/proc`` is read (once per process) instead of trusting a
 list: each entry outside the process folders and ``/proc/sys`` whose mode denies others
 reading is hidden (a file by ``/dev/null``, read as "permission denied"; a folder by an
-empty read-only tmpfs), and each file with a write bit is bound read-only.
+empty read-only tmpfs), and each file with a write bit is bound read-only. An entry the
+host covers (a container runtime binds ``/dev/null`` over ``/proc/kcore`` and
+``/proc/timer_list``, a tmpfs over ``/proc/acpi``: another file system, or not a regular
+file) stays hidden: the sandbox's fresh procfs would show what is under it.
 
 ``/proc/keys`` and ``/proc/key-users`` are readable by anyone, but no namespace separates
 them: ``/proc/keys`` lists every key the reader may view, the keys of the session keyring a
@@ -40,6 +43,10 @@ def _scan(root: str) -> tuple[list[str], list[str], list[str]]:
     folders: list[str] = []
     read_only: list[str] = []
     todo, seen = [root], 0
+    try:
+        proc_dev = os.stat(root).st_dev
+    except OSError:
+        return files, folders, read_only
     while todo and seen < _MAX_ENTRIES:
         folder = todo.pop()
         try:
@@ -51,14 +58,18 @@ def _scan(root: str) -> tuple[list[str], list[str], list[str]]:
             if folder == root and (entry.name.isdigit() or entry.name in _SKIPPED):
                 continue
             try:
-                mode = entry.stat(follow_symlinks=False).st_mode
+                st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
+            mode = st.st_mode
             if stat.S_ISLNK(mode):
                 continue
             inside = f"{_PROC}{entry.path[len(root):]}"
-            hidden = not mode & stat.S_IROTH or (folder == root
-                                                 and entry.name in _ALWAYS_HIDDEN)
+            # masked by the host (a container's /dev/null or tmpfs over it): a fresh procfs,
+            # the sandbox's, would show the real entry
+            covered = st.st_dev != proc_dev or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+            hidden = covered or not mode & stat.S_IROTH or (folder == root
+                                                           and entry.name in _ALWAYS_HIDDEN)
             if stat.S_ISDIR(mode) and hidden:
                 folders.append(inside)
             elif stat.S_ISDIR(mode):
