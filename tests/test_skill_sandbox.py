@@ -253,6 +253,19 @@ def test_out_of_memory_the_kernel_kills_a_commands_processes_first(skills, sandb
     assert Path("/proc/self/oom_score_adj").read_text().strip() != "1000"  # not this process
 
 
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
+def test_a_commands_busy_processes_get_only_the_cpu_left_over(skills, sandbox):
+    """A command may start ``max_processes`` processes spinning for ``timeout_s``: at the
+    priority of the TaskManager's threads they took their share of the CPU from it, most of
+    it on a small machine, long enough to miss heartbeats with a long timeout. They run at
+    nice 19 (``nice`` with no argument prints it), their children too."""
+    if sandbox == "bubblewrap":
+        require_bubblewrap()
+    t = tool(skills, sandbox=sandbox, allowed_commands=["sh"])
+    result = ask(t, skill="tricky", command="sh -c 'nice; sh -c nice'")
+    assert result == {"exit_code": 0, "output": "19\n19\n"}, result
+
+
 def test_find_exec_runs_id_inside_the_sandbox(skills):
     require_bubblewrap()
     result = ask(tool(skills), skill="tricky", command="find . -exec sh -c 'id' {} +")

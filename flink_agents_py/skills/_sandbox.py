@@ -17,7 +17,7 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
   skill's files read-only (a symlink in the folder resolves inside the sandbox, never on the
   host); a skill listed as writable gets its real folder bound read-write instead;
 - an ``oom_score_adj`` of 1000 (``choom``): out of memory, the kernel kills the command's
-  processes first, never the worker for them;
+  processes first, never the worker for them; and nice 19: busy, they get the CPU left over;
 - per-process limits (``prlimit``, inside the sandbox): CPU seconds, address space, file
   size, processes (counted per sandbox on Linux 5.14+), no core files; the kernel does not
   apply the process limit to root, so a job run as root puts each sandbox in a ``pids``
@@ -69,6 +69,9 @@ fd, over a private scratch); a folder with more is bound whole, read-only."""
 OOM_SCORE_ADJ = 1000
 """The command's processes' ``oom_score_adj``: when the host runs out of memory, the kernel
 kills them before any other process (the TaskManager's, the job's)."""
+NICENESS = 19
+"""The command's processes' nice value (the lowest priority): 64 processes spinning get
+about the CPU of one normal process, the TaskManager's threads keep theirs."""
 _PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 _log = logging.getLogger(__name__)
 _INSTALL_HINT = ("install bubblewrap, on Linux (Debian/Ubuntu: apt-get install bubblewrap; "
@@ -371,6 +374,9 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, folder: int, writa
     choom = _find("choom")  # util-linux 2.33+: the kernel's OOM killer picks these first
     if choom is not None:
         inner = [choom, "-n", str(OOM_SCORE_ADJ), "--", *inner]
+    nice = _find("nice")  # the lowest CPU priority: busy loops never starve the worker
+    if nice is not None:
+        inner = [nice, "-n", str(NICENESS), *inner]
     env = {"PATH": os.pathsep.join(SYSTEM_PATH), "LANG": "C.UTF-8"}
     argv: list[str] = inner
     fds: list[int] = []  # passed to bwrap, closed here once it started
