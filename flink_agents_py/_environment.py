@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .local import LocalExecutionEnvironment
+if TYPE_CHECKING:
+    from .local import LocalExecutionEnvironment
 
 __all__ = ["AgentsExecutionEnvironment"]
 
@@ -27,6 +28,8 @@ class AgentsExecutionEnvironment:
         Returns:
             The ``LocalExecutionEnvironment``.
         """
+        from .local import LocalExecutionEnvironment  # a Flink job's client never loads it
+
         return LocalExecutionEnvironment(**options)
 
     @staticmethod
