@@ -40,7 +40,7 @@ class ModelPrice(NamesNearestField):
         output_per_million: the price of a million output (completion) tokens, likewise.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     input_per_million: float = Field(default=0.0, ge=0, le=MAX_PRICE, allow_inf_nan=False)
     output_per_million: float = Field(default=0.0, ge=0, le=MAX_PRICE, allow_inf_nan=False)
@@ -76,7 +76,7 @@ class Budget(NamesNearestField):
             windows only (``sliding=False``).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     max_input_tokens: int | None = Field(default=None, ge=0)
     max_output_tokens: int | None = Field(default=None, ge=0)

@@ -43,7 +43,7 @@ class EmbeddingError(AgentsError):
 class EmbeddingTokenUsage(BaseModel):
     """Token usage a provider reported for one embedding request."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     prompt_tokens: int = 0
     total_tokens: int = 0
@@ -62,7 +62,7 @@ class EmbeddingResult(BaseModel):
 
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     embeddings: list[float] | list[list[float]]
     token_usage: EmbeddingTokenUsage | None = None

@@ -427,7 +427,7 @@ class OutputEvent(Event):
     output: Any = None
 
 
-class ChatRequestEvent(Event):
+class ChatRequestEvent(Event, defer_build=True):
     """Asks the chat model setup named ``model`` to answer ``messages``.
 
     Attributes:
@@ -453,7 +453,7 @@ class ChatRequestEvent(Event):
         return value if value is None or type(value) is dict else json_schema_of(value)
 
 
-class ChatResponseEvent(Event):
+class ChatResponseEvent(Event, defer_build=True):
     """The final answer to a ``ChatRequestEvent`` (after any tool rounds).
 
     Attributes:
@@ -503,7 +503,7 @@ class ChatResponseEvent(Event):
         return int(self.attributes.get("total_retry_wait_sec", 0))
 
 
-class ToolRequestEvent(Event):
+class ToolRequestEvent(Event, defer_build=True):
     """Asks the tool call action to run ``tool_calls`` for the chat of model ``model``.
 
     Each call needs an id of its own: the answer, ``ToolResponseEvent.responses``, is keyed
@@ -542,7 +542,7 @@ class ToolRequestEvent(Event):
         return calls
 
 
-class ToolResponseEvent(Event):
+class ToolResponseEvent(Event, defer_build=True):
     """Results of a ``ToolRequestEvent``, one per call id.
 
     Attributes:

@@ -59,7 +59,7 @@ class FlowControl(NamesNearestField):
             it fails with the throttled ``ProviderError`` (and a setup's fallbacks apply).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     adaptive: bool = True
     max_concurrency: int | None = Field(default=None, ge=1)
@@ -85,7 +85,7 @@ class RateLimitInfo(BaseModel):
         reset_tokens_s: seconds until the token window resets.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     retry_after_s: float | None = None
     limit_requests: float | None = None

@@ -54,7 +54,7 @@ class MemorySetItem(BaseModel):
 
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     memory_set_name: str
     id: str

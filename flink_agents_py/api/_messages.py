@@ -44,7 +44,7 @@ class ToolCall(BaseModel):
         arguments: the arguments as a JSON object.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     name: str
@@ -105,7 +105,7 @@ class ChatMessage(BaseModel):
             message's dict and JSON when empty.
     """
 
-    model_config = ConfigDict(frozen=True, use_enum_values=True)
+    model_config = ConfigDict(frozen=True, use_enum_values=True, defer_build=True)
 
     role: MessageRole = MessageRole.USER
     content: str = ""
@@ -174,7 +174,7 @@ class TokenUsage(BaseModel):
     budget counts it as the huge spend it claims instead of failing after the model call.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -201,7 +201,7 @@ class ChatResponse(BaseModel):
         metadata: anything else the provider returned that callers may want.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     message: ChatMessage
     structured: Any = None
@@ -263,7 +263,7 @@ class ToolResult(BaseModel):
     Known secrets in ``error`` and ``traceback`` are masked (``api.mask_secrets``).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     call_id: str
     name: str

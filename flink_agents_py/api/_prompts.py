@@ -57,7 +57,7 @@ def fill_placeholders(template: str, values: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-class Prompt(Resource):
+class Prompt(Resource, defer_build=True):
     """A prompt: either one text or a list of messages, each with ``{placeholders}``.
 
     Attributes:

@@ -90,7 +90,7 @@ class SubagentResult(BaseModel):
     ``SubagentResult.error(reason)`` on the class is ``failed(reason)``.
     """
 
-    model_config = ConfigDict(frozen=True, ignored_types=(_ErrorOrFailed,))
+    model_config = ConfigDict(frozen=True, ignored_types=(_ErrorOrFailed,), defer_build=True)
 
     success: bool
     result: Any = None
@@ -151,7 +151,7 @@ class SubagentResult(BaseModel):
 class RunStatus(BaseModel):
     """The status of a remote run, as ``AsyncSubagentSetup.call_query_status`` reports it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     state: Literal["not_started", "running", "completed", "failed"]
     error: str | None = None

@@ -37,7 +37,7 @@ RESERVED_TOOL_PREFIX = "_subagent_"
 class ToolMetadata(BaseModel):
     """What a chat model is told about a tool (name, description, JSON Schema of arguments)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     description: str = ""
@@ -63,7 +63,7 @@ class ToolSpec(BaseModel):
         approval_timeout_s: how long a held call waits for its answer, in seconds.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     description: str = ""

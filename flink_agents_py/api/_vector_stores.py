@@ -88,7 +88,7 @@ class VectorStoreQuery(BaseModel):
 
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     mode: VectorStoreQueryMode = VectorStoreQueryMode.SEMANTIC
     query_text: str = ""
@@ -112,7 +112,7 @@ class Document(BaseModel):
 
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     content: str
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -128,7 +128,7 @@ class Document(BaseModel):
 class VectorStoreQueryResult(BaseModel):
     """The documents a query found, closest first."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     documents: list[Document] = Field(default_factory=list)
 
@@ -376,13 +376,13 @@ class Collection(BaseModel):
         metadata: the metadata it was created with.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     metadata: dict[str, Any] | None = None
 
 
-class ContextRetrievalRequestEvent(Event):
+class ContextRetrievalRequestEvent(Event, defer_build=True):
     """Asks the built-in context retrieval action to search a vector store.
 
     Attributes:
@@ -403,7 +403,7 @@ class ContextRetrievalRequestEvent(Event):
     filters: dict[str, Any] | None = None
 
 
-class ContextRetrievalResponseEvent(Event):
+class ContextRetrievalResponseEvent(Event, defer_build=True):
     """The answer to a ``ContextRetrievalRequestEvent``.
 
     Attributes:
