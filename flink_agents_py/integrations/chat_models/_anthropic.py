@@ -66,6 +66,7 @@ from ._common import (
     answer_error,
     header_number,
     header_retry_after,
+    header_values,
     import_sdk,
     not_found_hint,
     provider_error,
@@ -79,17 +80,23 @@ __all__ = ["AnthropicChatModel", "anthropic_rate_limit", "to_anthropic_messages"
 
 
 def _reset_s(headers: Any, name: str) -> float | None:
-    """Seconds until an ``anthropic-ratelimit-*-reset`` time (RFC 3339), 0 when past."""
-    value = headers.get(name) if headers is not None else None
-    if not value:
-        return None
-    try:
-        when = datetime.datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    return max(0.0, when.timestamp() - time.time())
+    """Seconds until an ``anthropic-ratelimit-*-reset`` time (RFC 3339), 0 when past.
+
+    Of a header sent twice, the later reset.
+
+    Returns:
+        The seconds, or ``None`` when absent or unreadable.
+    """
+    found = []
+    for text in header_values(headers.get(name) if headers is not None else None):
+        try:
+            when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        found.append(max(0.0, when.timestamp() - time.time()))
+    return max(found) if found else None
 
 
 def anthropic_rate_limit(headers: Any) -> RateLimitInfo:

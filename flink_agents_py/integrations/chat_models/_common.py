@@ -36,7 +36,7 @@ from ...api.internal import (
 
 __all__ = ["HTTP_FLOW_CONTROL", "answer_error", "import_sdk", "FreshOnUnpickle", "LoopBoundClient",
            "LoopBoundSdkConnection",
-           "header_number", "header_retry_after", "is_local_url", "provider_error",
+           "header_number", "header_retry_after", "header_values", "is_local_url", "provider_error",
            "not_found_hint", "require_api_key", "retry_after_s", "retryable_status", "run_sync",
            "secret_env_values", "url_path", "with_extra_body"]
 
@@ -372,6 +372,9 @@ def answer_error(body: Any, what: str,
 def retry_after_s(value: str | None, now: float | None = None) -> float | None:
     """Read an HTTP ``Retry-After`` value: delay seconds, or an HTTP date (RFC 9110).
 
+    A header sent twice (a gateway adding its own) reaches us joined, ``"5, 7"`` or two
+    dates: the longest wait of the values read is taken.
+
     Args:
         value: the header's value (``None``: absent).
         now: the current time as a Unix timestamp (taken when not given).
@@ -381,7 +384,21 @@ def retry_after_s(value: str | None, now: float | None = None) -> float | None:
     """
     if value is None or not value.strip():
         return None
-    text = value.strip()
+    if "," not in value:
+        return _one_retry_after(value.strip(), now)
+    pieces, found, i = value.split(","), [], 0
+    while i < len(pieces):  # an HTTP date has a comma of its own: "Sun, 06 Nov 1994 ..."
+        one = _one_retry_after(pieces[i].strip(), now)
+        if one is None and i + 1 < len(pieces):
+            one = _one_retry_after(f"{pieces[i]},{pieces[i + 1]}".strip(), now)
+            i += one is not None
+        if one is not None:
+            found.append(one)
+        i += 1
+    return max(found) if found else None
+
+
+def _one_retry_after(text: str, now: float | None) -> float | None:
     try:
         seconds = float(text)
     except ValueError:
@@ -392,27 +409,46 @@ def retry_after_s(value: str | None, now: float | None = None) -> float | None:
         if when.tzinfo is None:
             when = when.replace(tzinfo=datetime.timezone.utc)
         seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN, infinities
+    if not math.isfinite(seconds):  # NaN, infinities
         return None
     return max(0.0, seconds)
 
 
-def header_number(headers: Any, name: str) -> float | None:
+def header_values(value: Any) -> list[str]:
+    """A header's values: one, or those of a header sent more than once, joined by commas.
+
+    Args:
+        value: the header's value (``None``: absent).
+
+    Returns:
+        The values, stripped, empty ones left out.
+    """
+    return [] if value is None else [v.strip() for v in str(value).split(",") if v.strip()]
+
+
+def header_number(headers: Any, name: str,
+                  pick: Callable[[list[float]], float] = min) -> float | None:
     """A numeric header's value (``None`` when absent, not a number, NaN or infinite).
 
     Args:
         headers: the response's headers (a mapping, case-insensitive as httpx's).
         name: the header's name.
+        pick: which of a repeated header's values counts (``min``: the most restrictive
+            limit or remaining count; ``max`` for a wait).
 
     Returns:
         The number.
     """
-    value = _header(headers, name)
-    try:
-        number = float(value) if value is not None else None
-    except ValueError:
-        return None
-    return number if number is None or math.isfinite(number) else None  # NaN, infinities
+    numbers = []
+    for text in header_values(_header(headers, name)):
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        if not math.isfinite(number):
+            return None
+        numbers.append(number)
+    return pick(numbers) if numbers else None
 
 
 def _header(headers: Any, name: str) -> str | None:
@@ -434,7 +470,7 @@ def header_retry_after(headers: Any) -> float | None:
     Returns:
         The seconds to wait, or ``None``.
     """
-    ms = header_number(headers, "retry-after-ms")
+    ms = header_number(headers, "retry-after-ms", max)
     if ms is not None and ms >= 0:
         return ms / 1000.0
     return retry_after_s(_header(headers, "retry-after"))

@@ -45,6 +45,7 @@ from ._common import (
     answer_error,
     header_number,
     header_retry_after,
+    header_values,
     import_sdk,
     is_local_url,
     not_found_hint,
@@ -60,15 +61,25 @@ from ._wire import WireNames, named_as, openai_tool_choice
 
 __all__ = ["OpenAIChatModel", "openai_rate_limit"]
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|us|\u00b5s|\u03bcs|ns|h|m|s)")
+_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "\u00b5s": 1e-6,
+           "\u03bcs": 1e-6, "ns": 1e-9}
 
 
 def _duration_s(value: str | None) -> float | None:
-    """An OpenAI reset duration (``1s``, ``6m0s``, ``120ms``, ``1h2m3.5s``, or bare seconds)."""
-    if value is None:
-        return None
-    text = value.strip()
+    """Read an OpenAI reset duration.
+
+    Go's form (``1s``, ``6m0s``, ``120ms``, ``1h2m3.5s``, and below a millisecond
+    ``853\u00b5s`` or ``12ns``), or bare seconds; of a header sent twice, the later reset.
+
+    Returns:
+        The seconds, or ``None`` when absent or unreadable.
+    """
+    found = [_one_duration_s(text) for text in header_values(value)]
+    return None if not found or None in found else max(s for s in found if s is not None)
+
+
+def _one_duration_s(text: str) -> float | None:
     try:
         seconds = float(text)
     except ValueError:
