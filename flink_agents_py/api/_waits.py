@@ -163,7 +163,8 @@ class ApprovalRequest(BaseModel):
 
     Attributes:
         kind: always ``"approval_request"``.
-        approval_id: the correlation id the answer must carry (stable across replays).
+        approval_id: the correlation id the answer must carry (stable across replays;
+            unique across keys: it ends with a tag of the key).
         key: the key of the run that holds the call.
         tool: the tool's name.
         arguments: the model's arguments for it.

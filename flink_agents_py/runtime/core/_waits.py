@@ -37,7 +37,7 @@ from .._unread import logged
 from ..recorder._ledger import CallLedger
 from ..recorder._outcomes import store_outcome
 from ..recorder._state import CallKind, CallRecord, KeyState, RunState, WaitRecord
-from ..recorder._wait_calls import SLEEP_PREFIX
+from ..recorder._wait_calls import SLEEP_PREFIX, approval_for_another_key
 from ._commands import StartWait
 from ._inbox import Inbox
 from ._invocation_end import check_invocation
@@ -125,6 +125,13 @@ class WaitsCore:
             return self._refuse(key, state, ExternalEventError(str(e)), record, where)
         run = state.run
         cid = event.correlation_id
+        if approval_for_another_key(cid, self._key_value(key)):  # never this key's: not held
+            shown = shown_key(self._key_value(key))
+            return self._refuse(key, state, UnmatchedEventError(
+                f"outside event with correlation id {cid!r} arrived for no waiter: it answers "
+                f"an approval requested for another key than {shown}: send the answer with "
+                "the key of its request (ApprovalRequest.key; approve() and reject() do)"),
+                event.model_dump(mode="json"), where)
         wait = run.waits.get(cid) if run is not None else None
         if run is not None and wait is None and cid.startswith("#"):
             wait = WaitRecord(call_id="", caller="", ordinal=-1, status="reserved")

@@ -9,11 +9,14 @@ it is, with its deadline.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...api import UsageError
+from .._keys import encode_key
 from ..context._calls import DurableCall, creation_site
 from ..core._commands import StartWait
 from ._outcomes import call_digest
@@ -22,10 +25,42 @@ from ._state import CallKind, WaitRecord
 if TYPE_CHECKING:
     from ._execution import ActionExecution
 
-__all__ = ["wait_call", "SLEEP_PREFIX", "APPROVAL_PREFIX", "MAX_WAIT_S"]
+__all__ = ["wait_call", "approval_key_tag", "approval_for_another_key", "SLEEP_PREFIX",
+           "APPROVAL_PREFIX", "MAX_WAIT_S"]
 
 APPROVAL_PREFIX = "approval:"
-"""The correlation id of a tool call held for approval: this, then its call id."""
+"""The correlation id of a tool call held for approval: this, its call id, ``@`` and the
+tag of its key (``approval_key_tag``): unique across keys, so an answer sent with another
+key's id (or a reviewer's index by id alone) cannot release another key's call."""
+
+_APPROVAL_ID = re.compile(r"approval:r\d+/.*/c\d+@([0-9a-f]{16})")
+
+
+def approval_key_tag(key: Any) -> str:
+    """The tag of ``key`` that ends its approval ids: 16 hex digits of its stable encoding.
+
+    Args:
+        key: the run's key (its value).
+
+    Returns:
+        The tag.
+    """
+    text = encode_key(key).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(text, digest_size=8).hexdigest()
+
+
+def approval_for_another_key(correlation_id: str, key: Any) -> bool:
+    """Whether ``correlation_id`` is an approval id made for a run of another key than ``key``.
+
+    Args:
+        correlation_id: an outside event's correlation id.
+        key: the key it was sent with (its value).
+
+    Returns:
+        ``True`` when it has an approval id's form and another key's tag.
+    """
+    found = _APPROVAL_ID.fullmatch(correlation_id)
+    return found is not None and found.group(1) != approval_key_tag(key)
 
 SLEEP_PREFIX = "#sleep/"
 """The correlation id of a sleep: this, then its call id (user ids may not start with ``#``)."""
@@ -56,7 +91,7 @@ def wait_call(ctx: ActionExecution, kind: CallKind, target: str, correlation_id:
         kind: what waits.
         target: the record's target (the correlation id, ``""`` for a sleep, the tool).
         correlation_id: what the outside event carries (``None`` for a sleep, and for an
-            approval, whose id is ``approval:<call id>``).
+            approval, whose id is ``approval:<call id>@<key tag>``).
         timeout_s: seconds until the timeout (a sleep's length); ``None``: none.
         announce: gives, from the correlation id, an output emitted when the wait opens
             (an approval request).
@@ -85,8 +120,12 @@ def wait_call(ctx: ActionExecution, kind: CallKind, target: str, correlation_id:
     ordinal, call_id, digest, rec = ctx._allocate(
         kind, target, lambda cid: call_digest(f"{kind.value}:{target}",
                                               (correlation_id, timeout_s), {}, cid))
-    cid = (APPROVAL_PREFIX + call_id if kind is CallKind.APPROVAL
-           else correlation_id if correlation_id is not None else SLEEP_PREFIX + call_id)
+    if kind is CallKind.APPROVAL:  # one opened before (an upgrade: without the tag) keeps its id
+        cid = next((c for c, w in ctx.run.waits.items()
+                    if w.call_id == call_id and w.status != "early"),
+                   f"{APPROVAL_PREFIX}{call_id}@{approval_key_tag(ctx.key)}")
+    else:
+        cid = correlation_id if correlation_id is not None else SLEEP_PREFIX + call_id
     other = ctx.run.waits.get(cid)
     pending = next((c for c in ctx.commands if isinstance(c, StartWait)
                     and c.correlation_id == cid and c.call.call_id != call_id), None)
