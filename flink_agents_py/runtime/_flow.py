@@ -393,6 +393,7 @@ class FlowController:
         info = sane_rate_limit(info)
         with self._lock:
             now = self._clock()
+            in_flight = self.stats.in_flight  # with this call
             self.stats.in_flight -= 1
             estimated = self._estimates.pop(ticket, 0.0)
             if tokens is not None:
@@ -418,7 +419,11 @@ class FlowController:
             elif answered:
                 if ticket > self._streak_ticket:
                     self._streak = 0  # the provider took a call sent after the gate
-                if self.options.adaptive and not math.isinf(self._limit):
+                if self.options.adaptive and not math.isinf(self._limit) \
+                        and in_flight * 2 >= self._limit:
+                    # only while the limit binds (at least half of it in flight): a quiet
+                    # spell of a call or two at a time says nothing about a burst, and
+                    # must not raise the limit to hundreds for it (limit inflation)
                     cap = float(self.options.max_concurrency or math.inf)
                     # slow start (one more per answer) until the first throttle, then additive
                     step = 1.0 if not self._throttled_once else 1.0 / self._limit
