@@ -428,7 +428,7 @@ class AgentOperator(KeyedProcessFunction):
         assert core is not None
         while True:
             yield from self._emit(res)
-            if res.timers or res.parked:
+            if res.timers or res.parked or res.ended_timers is not None:
                 register_waits(self, key, res, ctx)
             if not res.busy or not core.is_stuck(key):
                 return res
@@ -450,7 +450,7 @@ class AgentOperator(KeyedProcessFunction):
         In thread mode busy keys are the pump's (``KeySwitching``): no timers of their own.
         Timers of waits and parked runs: ``_second_input.register_waits``.
         """
-        if res.timers or res.parked:
+        if res.timers or res.parked or res.ended_timers is not None:
             register_waits(self, key, res, ctx)
         switch = self._switch
         if switch is not None:

@@ -95,7 +95,22 @@ def outside_element(op: AgentOperator, key: Any, event: Any, ctx: Any) -> Genera
 
 
 def register_waits(op: AgentOperator, key: Any, res: StepResult, ctx: Any) -> None:
-    """Set the timers an advance asked for; forget a parked run (see the module docstring)."""
+    """Set the timers an advance asked for; forget a parked run (see the module docstring).
+
+    The timers of a run that ended are deleted first: its deadlines that had not fired,
+    and the end-of-input timer, which on an unbounded input would otherwise stay in the
+    timer service for ever, one for every key that ever waited.
+    """
+    ended = res.ended_timers
+    if ended is not None:
+        service = ctx.timer_service()
+        # a timer is its key's and time's: keep the operator's own at the same time
+        own = {op._poll_at.get(key), op._flush_at[1] if op._flush_at is not None
+               and op._flush_at[0] == key else None,
+               op._switch._pump_at if op._switch is not None else None}
+        for deadline in set(ended) - own:
+            service.delete_processing_time_timer(deadline)
+        service.delete_event_time_timer(WAITS_END_TIMESTAMP)
     timers = res.timers
     if timers:
         service = ctx.timer_service()

@@ -93,6 +93,10 @@ class StepResult:
             for an outside event or a timer, and the host keeps nothing of it in memory.
         timers: deadlines of waits opened, in the host clock's milliseconds: the host calls
             ``AgentCore.on_timers`` for the key at (or after) each; ``None``: none.
+        ended_timers: set when a run of the key that had waits ended: the deadlines of its
+            waits that had not fired (of no use any more). The host deletes those timers
+            and the key's end-of-input timer, then registers ``timers`` (and the end-of-input
+            timer again when ``parked``); ``None``: no such run ended.
     """
 
     outputs: list[Any] = field(default_factory=list)
@@ -100,6 +104,7 @@ class StepResult:
     busy: bool = False
     parked: bool = False
     timers: list[int] | None = None
+    ended_timers: list[int] | None = None
 
 
 def input_record(stored: Any) -> Any:

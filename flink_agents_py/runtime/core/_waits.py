@@ -327,10 +327,17 @@ class WaitsCore:
         """
         if not run.waits:
             return None
-        if next_queued:
-            return {cid: w for cid, w in run.waits.items() if w.status == "early"} or None
-        res.errors.extend(self._give_up_early(key, run, None))
-        return None
+        carried = ({cid: w for cid, w in run.waits.items() if w.status == "early"} or None
+                   if next_queued else None)
+        kept = {w.deadline_ms for w in (carried or {}).values()}
+        ended = res.ended_timers if res.ended_timers is not None else []
+        ended.extend(w.deadline_ms for cid, w in run.waits.items()
+                     if w.deadline_ms is not None and w.status != "timed_out"
+                     and w.deadline_ms not in kept)  # (a timer is its key's and time's)
+        res.ended_timers = ended  # the host deletes them: they would fire for nothing
+        if not next_queued:
+            res.errors.extend(self._give_up_early(key, run, None))
+        return carried
 
     def _start_wait(self, step: Step, ctx: ActionExecution, command: StartWait) -> None:
         """Open the wait ``command`` describes (see the module docstring)."""
