@@ -134,3 +134,91 @@ def test_calls_held_before_the_upgrade_keep_their_approval_ids(tmp_path, monkeyp
     assert [o for o in result.outputs if ApprovalRequest.of(o)] == []  # none asked again
     assert _answers(result) == {"k": "sent to 1@x.org | sent to 2@x.org"}
     assert read_counts(str(tmp_path)) == {("email", "1@x.org"): 1, ("email", "2@x.org"): 1}
+
+
+USER_MODULE = '''
+from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent, MessageRole,
+                                 OutputEvent, ResourceDescriptor, ResourceType, RunnerContext,
+                                 ToolCall, action, tool)
+from flink_agents_py.integrations.chat_models import ScriptedChatModel
+
+
+@tool(requires_approval=True, approval_timeout_s=3600)
+def refund(order: str, amount: int) -> str:
+    """Refund an order."""
+    return f"refunded {amount} on {order}"
+
+
+def script(request):
+    if not request.tool_results:
+        order = request.messages[-1].content
+        return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[
+            ToolCall(id="r1", name="refund", arguments={"order": order, "amount": 10})])
+    return " | ".join(str(m.content) for m in request.tool_results)
+
+
+class Desk(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        r = await ctx.chat("m", [ChatMessage(content=event.input["order"])])
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "answer": r.message.content}))
+
+
+def make() -> Desk:
+    agent = Desk()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                       ResourceDescriptor(ScriptedChatModel, function=f"{__name__}:script"))
+    agent.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", tools=["refund"]))
+    agent.add_resource("refund", ResourceType.TOOL, refund)
+    return agent
+'''
+
+USER_SCRIPT = '''
+import json
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import ApprovalRequest
+from desk import make
+
+job = AgentsExecutionEnvironment.local().from_list(
+    [{"key": "ann", "order": "o-1"}, {"key": "bob", "order": "o-2"}])
+by_id = {}  # a reviewer's index by approval id alone
+
+
+def answers():
+    for out in list(job.result.outputs):
+        if (req := ApprovalRequest.of(out)) is not None:
+            by_id[req.approval_id] = req
+    yield {**by_id[next(iter(by_id))].approve(), "key": "bob"}  # ann's answer, keyed bob
+    for req in by_id.values():
+        yield req.approve()
+
+
+result = job.connect(answers()).apply(make()).run()
+print(json.dumps({"ids": len(by_id),
+                  "outputs": sorted([o["key"], o["answer"]] for o in result.outputs
+                                    if "answer" in o),
+                  "errors": [[e.key, e.error_type, e.message] for e in result.errors]}))
+'''
+
+
+def test_a_reviewers_index_by_id_alone_answers_each_key_from_a_users_module(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "desk.py").write_text(USER_MODULE)
+    (tmp_path / "main.py").write_text(USER_SCRIPT)
+    root = pathlib.Path(__file__).resolve().parents[1]
+    python = root / ".venv" / "bin" / "python"
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run([str(python if python.exists() else sys.executable), "main.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["ids"] == 2  # before: 1 (both keys' requests had one id; bob's overwrote ann's)
+    assert got["outputs"] == [["ann", "refunded 10 on o-1"], ["bob", "refunded 10 on o-2"]]
+    [(key, kind, message)] = got["errors"]
+    assert (key, kind) == ("bob", "UnmatchedEventError")
+    assert "an approval requested for another key than 'bob'" in message
