@@ -20,16 +20,7 @@ from ...api.internal import EVENT_ID_SOURCE
 from .._keys import key_text
 from ..core._stepper import DURABLE_OWNER
 
-__all__ = ["refuse_foreign", "stepped_execution"]
-
-
-def stepped_execution() -> Any:
-    """The action execution the core is stepping now (``None`` outside one).
-
-    Returns:
-        The ``ActionExecution``, or ``None`` (also inside a durable call's function).
-    """
-    return getattr(EVENT_ID_SOURCE.get(), "__self__", None)
+__all__ = ["refuse_foreign"]
 
 
 def refuse_foreign(owner: Any, what: str, clock: Any = None) -> None:
@@ -45,7 +36,7 @@ def refuse_foreign(owner: Any, what: str, clock: Any = None) -> None:
         NotInActionContextError: naming the execution running (never the owner's key: the
             running action may be another key's).
     """
-    running = getattr(EVENT_ID_SOURCE.get(), "__self__", None)  # (``stepped_execution``)
+    running = getattr(EVENT_ID_SOURCE.get(), "__self__", None)  # the stepped execution
     if running is owner and running is not None:  # the common case first: its own action
         return
     if running is None:  # in a durable call's function: another key's context is refused
