@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import time
 from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -99,6 +100,10 @@ def import_qualified(path: str) -> Any:
         try:
             obj = getattr(obj, part)
         except AttributeError as e:
+            found = _once_defined(obj, part)
+            if found is not _UNDEFINED:
+                obj = found
+                continue
             starting = getattr(getattr(obj, "__spec__", None), "_initializing", False)
             raise ResourceError(
                 f"{module_name!r} has no attribute path {qual!r}" + (
@@ -106,6 +111,35 @@ def import_qualified(path: str) -> Any:
                     "time?); put the job under `if __name__ == \"__main__\":`"
                     if starting else "")) from e
     return obj
+
+
+_UNDEFINED = object()
+IMPORT_WAIT_S = 5.0
+"""How long ``import_qualified`` waits for a module another thread is importing to define
+what it looks up, in s."""
+
+
+def _once_defined(module: Any, name: str) -> Any:
+    """``module.name`` once the module, still being imported, defines it (``_UNDEFINED``).
+
+    ``_loaded_module`` hands back a module that is still being imported, and another thread
+    may be importing it right now (two chats of one worker resolving ``"offline_model:answer"``
+    at once: the second found the module half run, without ``answer`` yet, and failed). So
+    while the module is still being imported, ``name`` is looked for again until it is
+    there, the import has ended, or ``IMPORT_WAIT_S`` has passed (a script that runs its job
+    at import time and defines ``name`` after it: it never comes).
+
+    Returns:
+        The attribute, or ``_UNDEFINED``.
+    """
+    deadline = time.monotonic() + IMPORT_WAIT_S
+    while getattr(getattr(module, "__spec__", None), "_initializing", False) \
+            and time.monotonic() < deadline:
+        time.sleep(0.005)
+        found = getattr(module, name, _UNDEFINED)
+        if found is not _UNDEFINED:
+            return found
+    return getattr(module, name, _UNDEFINED)
 
 
 def _loaded_module(name: str) -> Any:
