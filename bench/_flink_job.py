@@ -6,7 +6,9 @@ the agent metrics in the operator's metric group), ``unbounded`` (default false:
 are unioned with a source that never ends, a continuously monitored empty directory, so there
 is no end of input and no end-of-input drain; the job is cancelled after ``records`` outputs)
 and ``cpu`` (default true: sample the JVM's threads from ``/proc``, see ``bench._threads``),
-``key_encoding`` (default ``"json"``: Flink ``STRING`` keys; ``"pickle"``: pickled keys).
+``key_encoding`` (default ``"json"``: Flink ``STRING`` keys; ``"pickle"``: pickled keys),
+``java_calls`` (default false; chat: count and time the operator's calls into Java,
+``bench._java_calls``).
 
 Job shape: ``NumberSequenceSource -> map to {"key", "n", "t"} -> key_by -> process ->
 map to (t_in, t_out) -> execute_and_collect``. ``t`` is the wall clock when the source map
@@ -110,7 +112,12 @@ def main(argv: list[str]) -> dict[str, Any]:
         out = agents.from_datastream(ds, key_selector=key_of).apply(agent).to_datastream()
 
     if kind == "chat":
-        stamped = out.map(_StampChat(), output_type=pickled)
+        stamp: Any = _StampChat()
+        if spec.get("java_calls"):  # wrap the operator's calls into Java (debug figures)
+            from bench._java_calls import Counted
+
+            stamp = Counted(stamp)
+        stamped = out.map(stamp, output_type=pickled)
         if not spec.get("stamp_chained", True):
             stamped = stamped.start_new_chain()
     else:
