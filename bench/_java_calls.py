@@ -1,6 +1,7 @@
 """The agent operator's calls into Java per chat, counted and timed in a real TaskManager.
 
     python -m bench._java_calls [--chats 10000] [--keys 1000] [--max-in-flight 256]
+                                [--json FILE]
 
 Runs ``bench._flink_job``'s chat job (thread mode, parallelism 1, unbounded, the 200 ms
 model) with this module loaded in the TaskManager's interpreter: it is imported there when
@@ -43,6 +44,10 @@ __all__ = ["Counted", "install", "main"]
 
 OUT_ENV = "BENCH_JAVA_CALLS_OUT"
 """The environment variable naming the JSON file the TaskManager writes the figures to."""
+
+OUTPUTS_ENV = "BENCH_JAVA_CALLS_OUTPUTS"
+"""How many outputs the job makes: the figures are written at the last (and every 500
+callbacks before)."""
 
 _COUNTS: collections.Counter[str] = collections.Counter()
 _CPU_NS: collections.Counter[str] = collections.Counter()
@@ -250,7 +255,11 @@ class Counted:
         self.fn = fn
 
     def __call__(self, value: Any) -> Any:
-        return self.fn(value)
+        out = self.fn(value)
+        _COUNTS["outputs"] += 1
+        if str(_COUNTS["outputs"]) == os.environ.get(OUTPUTS_ENV):  # the job's last output
+            _dump()
+        return out
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -268,6 +277,8 @@ def _table(data: dict[str, Any], job: dict[str, Any]) -> str:
     java = 0.0
     for label in sorted(counts, key=lambda k: -cpu.get(k, 0)):
         n = counts[label]
+        if label == "outputs":
+            continue
         us = cpu.get(label, 0) / 1000
         if not label.startswith("callback."):
             java += us / chats
@@ -293,23 +304,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chats", type=int, default=10_000)
     ap.add_argument("--keys", type=int, default=1000)
     ap.add_argument("--max-in-flight", type=int, default=256)
+    ap.add_argument("--json", help="also write the figures (and the job's) to this file")
     args = ap.parse_args(argv)
     from .__main__ import run_flink_job
 
     with tempfile.TemporaryDirectory(prefix="bench-java-calls-") as tmp:
         out = Path(tmp) / "calls.json"
-        os.environ[OUT_ENV] = str(out)
+        os.environ[OUT_ENV], os.environ[OUTPUTS_ENV] = str(out), str(args.chats)
         try:
             job = run_flink_job({"kind": "chat", "mode": "thread", "parallelism": 1,
                                  "records": args.chats, "keys": args.keys,
                                  "max_in_flight": args.max_in_flight, "unbounded": True,
                                  "java_calls": True})
         finally:
-            del os.environ[OUT_ENV]
+            del os.environ[OUT_ENV], os.environ[OUTPUTS_ENV]
         if "error" in job or not out.exists():
             print(f"job failed: {job.get('error', 'no figures written')[-2000:]}")
             return 1
-        print(_table(json.loads(out.read_text()), job))
+        data = json.loads(out.read_text())
+        print(_table(data, job))
+        if args.json:
+            Path(args.json).write_text(json.dumps({**data, "job": job}))
     return 0
 
 
