@@ -16,10 +16,11 @@ an operator share it): ``admit`` holds the call until the provider may take it, 
   still in flight when a window resets count against the new one's requests);
 - fixed request and token rates (token buckets), when the connection's options set them.
 
-A held call keeps its I/O executor slot, so the executor's waiting calls grow and the
-operator stops taking input (backpressure, ``docs/how-to/limits.md``): records wait, nothing
-fails. The controller runs inside a durable call and reads the wall clock only for pacing:
-what a replay sees is the recorded outcome, never the controller.
+A held call gives its I/O executor slot up while it waits (``io_slot``): calls to other
+connections, and tool calls, run meanwhile. It still counts as a waiting call, so when many
+are held the operator stops taking input (backpressure, ``docs/how-to/limits.md``): records
+wait, nothing fails. The controller runs inside a durable call and reads the wall clock
+only for pacing: what a replay sees is the recorded outcome, never the controller.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..api import ChatModelConnection, FlowControl, RateLimitInfo
+from .core._executor import IOSlot, io_slot
 
 __all__ = ["FlowController", "FlowStats", "ToldToWaitTooLong", "flow_controller",
            "sane_rate_limit"]
@@ -311,39 +313,53 @@ class FlowController:
         loop = asyncio.get_running_loop()
         start = self._clock()
         held = False
-        while True:
-            fut: asyncio.Future[None] | None = None
-            with self._lock:
-                now = self._clock()
-                if max_told_wait_s is not None:
-                    told = self._told_delay(now)
-                    if told > 0 and now + told > start + max_told_wait_s:
-                        raise ToldToWaitTooLong(
-                            told, window=told > self._gate_until - now,
-                            status=self._last_status, asked_s=self._last_asked_s)
-                delay = self._delay(now)
-                if delay <= 0:
-                    if held:
-                        self.stats.held += 1
-                        self.stats.wait_s += now - start
-                    return self._take(), (now - start) if held else 0.0
-                held = True
-                if math.isinf(delay):
-                    fut = loop.create_future()
-                    self._waiters.append((loop, fut))
-            if fut is None:
-                await asyncio.sleep(min(delay, _BACKOFF_MAX_S))
-                continue
-            try:
-                await asyncio.wait_for(asyncio.shield(fut), _SAFETY_WAKE_S)
-            except asyncio.TimeoutError:
-                pass
-            finally:
+        slot: IOSlot | None = None  # the I/O executor slot, given up while the call is held
+        try:
+            while True:
+                fut: asyncio.Future[None] | None = None
                 with self._lock:
-                    try:
-                        self._waiters.remove((loop, fut))
-                    except ValueError:
-                        pass
+                    now = self._clock()
+                    if max_told_wait_s is not None:
+                        told = self._told_delay(now)
+                        if told > 0 and now + told > start + max_told_wait_s:
+                            raise ToldToWaitTooLong(
+                                told, window=told > self._gate_until - now,
+                                status=self._last_status, asked_s=self._last_asked_s)
+                    delay = self._delay(now)
+                    if delay <= 0 and (slot is None or not slot.given_up):
+                        if held:
+                            self.stats.held += 1
+                            self.stats.wait_s += now - start
+                        return self._take(), (now - start) if held else 0.0
+                    if delay > 0:
+                        held = True
+                        if math.isinf(delay):
+                            fut = loop.create_future()
+                            self._waiters.append((loop, fut))
+                if delay <= 0:  # it may go: first its slot back, then look again
+                    assert slot is not None
+                    await slot.take_back()
+                    continue
+                if slot is None:
+                    slot = io_slot()
+                if slot is not None:
+                    slot.give_up()  # other calls (other connections') run meanwhile
+                if fut is None:
+                    await asyncio.sleep(min(delay, _BACKOFF_MAX_S))
+                    continue
+                try:
+                    await asyncio.wait_for(asyncio.shield(fut), _SAFETY_WAKE_S)
+                except asyncio.TimeoutError:
+                    pass
+                finally:
+                    with self._lock:
+                        try:
+                            self._waiters.remove((loop, fut))
+                        except ValueError:
+                            pass
+        finally:
+            if slot is not None and slot.given_up:  # not sent (too long, cancelled)
+                await slot.take_back()
 
     def _take(self) -> int:
         self._tickets += 1

@@ -10,12 +10,18 @@ wait for a slot, and how long calls of each function took (a moving average): fr
 ``next_completion_s`` estimates when a key's next call will complete, so a host that must
 poll a key (Flink's timers) polls it about then, not every millisecond. For backpressure,
 ``wait_waiting_below`` blocks the host until fewer calls wait for a slot.
+
+A call that waits inside for something other than its own work (flow control holding a
+throttled model call) gives its slot up meanwhile (``io_slot``), so one provider that
+throttles does not keep every other call waiting; it still counts as waiting, so the host's
+backpressure sees it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import functools
 import inspect
 import threading
@@ -26,7 +32,7 @@ from typing import Any
 from ...api.internal import close_loop_clients
 from ._stepper import DURABLE_FUNCTION, DURABLE_OWNER
 
-__all__ = ["IOExecutor"]
+__all__ = ["IOExecutor", "IOSlot", "io_slot"]
 
 _EWMA_WEIGHT = 0.2
 """Weight of the newest call duration in the moving averages."""
@@ -57,7 +63,7 @@ is a record key like any other (``AgentsExecutionEnvironment`` keys records by a
 class _Call:
     """One submitted call: its key, what it runs, its place in line, when it started."""
 
-    __slots__ = ("key", "name", "order", "owner", "started")
+    __slots__ = ("given_up", "key", "name", "order", "owner", "started", "task")
 
     def __init__(self, key: Any, name: str, order: int, owner: Any = None) -> None:
         self.key = key
@@ -65,6 +71,55 @@ class _Call:
         self.order = order
         self.owner = owner  # the action execution that made it (``DURABLE_OWNER``)
         self.started: float | None = None
+        self.task: asyncio.Task[Any] | None = None  # the task running it, once started
+        self.given_up = False  # its slot is given up (``IOSlot``)
+
+
+_SLOT: contextvars.ContextVar[tuple[IOExecutor, _Call] | None] = contextvars.ContextVar(
+    "flink_agents_io_slot", default=None)
+"""The executor and call whose slot the running async function holds."""
+
+
+class IOSlot:
+    """The I/O executor slot of the call running now, which it may give up while it waits.
+
+    Valid only in the task that runs the call (``io_slot``), on the executor's loop.
+    """
+
+    def __init__(self, executor: IOExecutor, call: _Call) -> None:
+        self._executor = executor
+        self._call = call
+
+    @property
+    def given_up(self) -> bool:
+        """Whether the slot is given up (``give_up`` without ``take_back`` since)."""
+        return self._call.given_up
+
+    def give_up(self) -> None:
+        """Free the slot for other calls; the call counts as waiting until ``take_back``."""
+        if not self._call.given_up:
+            self._executor._give_up(self._call)
+
+    async def take_back(self) -> None:
+        """Wait for a slot again (behind calls already waiting for one)."""
+        if self._call.given_up:
+            await self._executor._take_back(self._call)
+
+
+def io_slot() -> IOSlot | None:
+    """The slot of the executor call running in this task, to give up while it waits.
+
+    Returns:
+        The slot, or ``None`` outside an async call of an ``IOExecutor`` (a test's own
+        loop, a thread, a task the call started).
+    """
+    found = _SLOT.get()
+    if found is None:
+        return None
+    executor, call = found
+    if call.task is None or asyncio.current_task() is not call.task:
+        return None
+    return IOSlot(executor, call)
 
 
 class _Raised:
@@ -132,6 +187,7 @@ class IOExecutor:
         self.in_flight = 0
         self._pending = 0
         self._waiting = 0
+        self._held = 0  # calls that gave their slot up and have not taken one back
         self._submitted = 0
         self._n_started = 0
         self._by_key: dict[Any, list[_Call]] = {}
@@ -150,8 +206,8 @@ class IOExecutor:
 
     @property
     def waiting(self) -> int:
-        """Calls submitted that wait for a slot (not running yet)."""
-        return self._waiting
+        """Calls submitted that wait for a slot: not started yet, or gave their slot up."""
+        return self._waiting + self._held
 
     def start(self) -> None:
         """Start the loop thread (idempotent)."""
@@ -241,21 +297,22 @@ class IOExecutor:
         on_done: Callable[[bool, Any], None], call: _Call,
     ) -> None:
         assert self._sem is not None and self._loop is not None
-        async with self._sem:
+        await self._sem.acquire()
+        try:
             with self._lock:
                 self.in_flight += 1
                 self._waiting -= 1
                 self._n_started += 1
                 call.started = time.monotonic()
                 self._running[call] = None
-                if self._waiting < self._wake_below:  # the host's wait is over: wake it once
-                    self._wake_below = 0
-                    self._started_cond.notify_all()
+                self._wake_host()
             # the function's own code, and an awaitable a plain callable gives back (a
             # lambda calling an async function, an object with an async ``__call__``), run
             # inside the durable call: a durable call made there is part of it (``_nested``)
             inside = DURABLE_FUNCTION.set(call.name)
             owned = DURABLE_OWNER.set(call.owner)
+            slot = _SLOT.set((self, call))
+            call.task = asyncio.current_task()
             try:
                 if inspect.iscoroutinefunction(fn):
                     result = await fn(*args, **kwargs)
@@ -272,17 +329,24 @@ class IOExecutor:
                 ok, value = (False, result.error) if isinstance(result, _Raised) \
                     else (True, result)
             finally:
+                _SLOT.reset(slot)
                 DURABLE_OWNER.reset(owned)
                 DURABLE_FUNCTION.reset(inside)
                 with self._lock:
-                    self.in_flight -= 1
-                    self._running.pop(call, None)
+                    if call.given_up:  # cancelled while taking a slot back: holds none
+                        self._held -= 1
+                    else:
+                        self.in_flight -= 1
+                        self._running.pop(call, None)
                     took = time.monotonic() - call.started
                     prev = self._avg_s.get(call.name)
                     self._avg_s[call.name] = took if prev is None else (
                         prev + _EWMA_WEIGHT * (took - prev))
                     avg = self._avg_all_s
                     self._avg_all_s = took if avg is None else avg + _EWMA_WEIGHT * (took - avg)
+        finally:
+            if not call.given_up:
+                self._sem.release()
         try:
             on_done(ok, value)
         finally:
@@ -294,6 +358,33 @@ class IOExecutor:
                         calls.remove(call)
                         if not calls:
                             del self._by_key[call.key]
+
+    def _wake_host(self) -> None:
+        """Wake the host's ``wait_waiting_below`` once its bound is met (under the lock)."""
+        if self._waiting + self._held < self._wake_below:
+            self._wake_below = 0
+            self._started_cond.notify_all()
+
+    def _give_up(self, call: _Call) -> None:
+        """``IOSlot.give_up``: the call's slot goes to the next call waiting for one."""
+        assert self._sem is not None
+        with self._lock:
+            call.given_up = True
+            self.in_flight -= 1
+            self._held += 1
+            self._running.pop(call, None)
+        self._sem.release()
+
+    async def _take_back(self, call: _Call) -> None:
+        """``IOSlot.take_back``: wait for a slot, then count the call as running again."""
+        assert self._sem is not None
+        await self._sem.acquire()
+        with self._lock:
+            call.given_up = False
+            self.in_flight += 1
+            self._held -= 1
+            self._running[call] = None
+            self._wake_host()
 
     def has_calls(self, key: Any) -> bool:
         """Whether calls of ``key`` were submitted whose ``on_done`` has not returned (O(1)).
@@ -377,12 +468,12 @@ class IOExecutor:
             Whether fewer than ``limit`` calls wait now.
         """
         with self._started_cond:
-            if self._waiting < limit:
+            if self._waiting + self._held < limit:
                 return True
             self._wake_below = limit
             try:
-                return self._started_cond.wait_for(lambda: self._waiting < limit,
-                                                   timeout=timeout_s)
+                return self._started_cond.wait_for(
+                    lambda: self._waiting + self._held < limit, timeout=timeout_s)
             finally:
                 self._wake_below = 0
 
