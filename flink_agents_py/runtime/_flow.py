@@ -50,6 +50,10 @@ _BACKOFF_MAX_S = 30.0
 most the last (drawn in ``[b/2, b]``). It is the gate when the provider names no positive
 wait, and the least gate from the second throttled answer in a row on."""
 
+_UNKNOWN_RESET_S = 1.0
+"""How long a window an answer says is spent (``x-ratelimit-remaining-requests: 0``) holds
+calls when no answer said when it resets, in seconds: then one call goes to ask again."""
+
 
 class FlowStats:
     """Counters of one controller (read by metrics and tests; updated under its lock).
@@ -169,6 +173,14 @@ class _Window:
                unanswered: int, now: float, stale: bool, ticket: int = 0) -> None:
         if limit is not None:
             self.limit = limit
+        if remaining is not None and reset_s is None:
+            # no reset said (a header left out, or unreadable): the window the answers
+            # already named, else a short one when nothing is left (a spent window must
+            # hold calls, not be ignored); with something left there is nothing to hold
+            if self.remaining is not None and now < self.reset_at:
+                reset_s = self.reset_at - now
+            elif remaining - unanswered < 1:
+                reset_s = _UNKNOWN_RESET_S
         if remaining is not None and reset_s is not None:
             # requests sent after this one are not counted in its answer yet
             left = remaining - unanswered
