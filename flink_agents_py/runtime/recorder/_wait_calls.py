@@ -82,6 +82,26 @@ def _checked_seconds(value: Any, what: str, execution_id: str) -> float:
     return float(value)
 
 
+def _opened_with(ctx: ActionExecution, kind: CallKind, call_id: str,
+                 correlation_id: str | None, timeout_s: Any) -> Any:
+    """The timeout a wait opened with, when it did; else ``timeout_s``.
+
+    A wait's deadline is fixed when it opens: on re-entry its length is not read again,
+    so a length computed anew (``ctx.sleep(deadline - time.time())``) is no other argument
+    (before, each wake-up logged the call's arguments as changed).
+
+    Returns:
+        The recorded timeout of the open (or ended) wait of ``call_id``, or ``timeout_s``.
+    """
+    cid = SLEEP_PREFIX + call_id if kind is CallKind.SLEEP else correlation_id
+    wait = ctx.run.waits.get(cid) if cid is not None else None
+    if wait is None and kind is CallKind.APPROVAL:
+        wait = next((w for w in ctx.run.waits.values() if w.call_id == call_id), None)
+    if wait is None or wait.call_id != call_id or wait.status == "early":
+        return timeout_s
+    return wait.timeout_s
+
+
 def wait_call(ctx: ActionExecution, kind: CallKind, target: str, correlation_id: str | None,
               timeout_s: Any, announce: Callable[[str], Any] | None = None) -> DurableCall:
     """Make the durable call of a wait: ``kind`` ``WAIT``, ``SLEEP`` or ``APPROVAL``.
@@ -118,8 +138,9 @@ def wait_call(ctx: ActionExecution, kind: CallKind, target: str, correlation_id:
         if timeout_s is not None:
             timeout_s = _checked_seconds(timeout_s, "timeout_s", where)
     ordinal, call_id, digest, rec = ctx._allocate(
-        kind, target, lambda cid: call_digest(f"{kind.value}:{target}",
-                                              (correlation_id, timeout_s), {}, cid))
+        kind, target, lambda cid: call_digest(
+            f"{kind.value}:{target}",
+            (correlation_id, _opened_with(ctx, kind, cid, correlation_id, timeout_s)), {}, cid))
     if kind is CallKind.APPROVAL:  # one opened before (an upgrade: without the tag) keeps its id
         cid = next((c for c, w in ctx.run.waits.items()
                     if w.call_id == call_id and w.status != "early"),
