@@ -56,3 +56,26 @@ def test_a_strict_agent_computing_its_sleep_anew_does_not_diverge(probes):
                      {"key": "b", "correlation_id": "go-b", "payload": 2}], interleaved=True)
            .apply(StrictComputes()).run())
     assert res.errors == [] and res.outputs == [{"key": "b", "got": 2}]
+
+
+class Sleeps(Agent):
+    """Sleeps an hour, then says when it woke (the host's clock, virtual locally)."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        await ctx.sleep(3600)
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "woke": True}))
+
+
+def test_an_outside_event_with_a_sleeps_own_id_does_not_end_the_sleep(probes):
+    # ids starting with '#' are the runtime's own: before, an event carrying a sleep's id
+    # ('#sleep/<call id>') was delivered to the sleep and ended it early
+    res = (AgentsExecutionEnvironment.local().from_list([{"key": "a"}])
+           .connect([AfterRecords(1),
+                     {"key": "a", "correlation_id": "#sleep/r0/on_input/c0", "payload": 1}],
+                    interleaved=True).apply(Sleeps()).run())
+    [err] = res.errors
+    assert err.error_type == "UnmatchedEventError" and "reserved correlation id" in err.message
+    assert res.outputs == [{"key": "a", "woke": True}]
+    assert res.counters.get("waits_timed_out", 0) == 0

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -54,7 +55,7 @@ from .._failures import with_original
 from .._serde import event_json, to_plain_json
 from ..context._action_context import ActionContext
 from ..recorder._outcomes import store_outcome
-from ..recorder._state import CallKind, CallRecord, Invocation, RunState
+from ..recorder._state import CallKind, CallRecord, Invocation, RunState, WaitRecord
 from ._commands import Poll, RunDeferred, StartChat, StartSubagent
 from ._stepper import not_stepping
 
@@ -62,11 +63,13 @@ if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
     from ._tasks import Task
 
-__all__ = ["plan_at", "route_at_root", "route_in_scope", "open_invocation", "invocation_result",
-           "record_for_caller", "cancel_invocation", "under_cancelled",
+__all__ = ["POLL_PREFIX", "plan_at", "route_at_root", "route_in_scope", "open_invocation",
+           "invocation_result", "record_for_caller", "cancel_invocation", "under_cancelled",
            "check_result", "checked_result", "polling", "poll_result", "prepare_deferred",
            "resolve_subagent", "stop_cancelled_polls"]
 
+POLL_PREFIX = "#poll/"
+"""The id in ``RunState.waits`` of an async sub-agent poll's deadline: this, then its call id."""
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -296,13 +299,28 @@ def polling(run: RunState, ctx: ActionExecution, command: Poll) -> tuple[Any, ..
     The stop flag becomes the call's ``stop``, set when the sub-agent call the action runs
     in is cancelled (``_waits``); set at once when it already is.
 
+    The deadline of the setup's ``timeout_s`` is recorded in the run's waits (``#poll/<call
+    id>``, status ``"polling"``, wall-clock milliseconds) when the poll first starts: a poll
+    started again after a restore keeps it, so the timeout counts from the first start, not
+    anew from each restore.
+
     Returns:
-        ``(setup, session_id, call_id, name, stop)``.
+        ``(setup, session_id, call_id, name, stop, deadline_ms)``.
     """
     stop = command.call.stop = threading.Event()
     if under_cancelled(run, ctx.scope):
         stop.set()
-    return command.setup, command.session_id, command.call.call_id, command.name, stop
+    call, setup = command.call, command.setup
+    cid = POLL_PREFIX + call.call_id
+    opened = run.waits.get(cid)
+    if opened is None and setup.timeout_s is not None:
+        opened = run.waits[cid] = WaitRecord(
+            call_id=call.call_id, caller=ctx.execution_id, ordinal=call.ordinal,
+            deadline_ms=time.time_ns() // 1_000_000 + math.ceil(setup.timeout_s * 1000),
+            timeout_s=setup.timeout_s, status="polling")
+    deadline_ms = opened.deadline_ms if opened is not None and setup.timeout_s is not None \
+        else None
+    return setup, command.session_id, call.call_id, command.name, stop, deadline_ms
 
 
 def stop_cancelled_polls(run: RunState, live: Iterable[Task]) -> None:
@@ -315,13 +333,23 @@ def stop_cancelled_polls(run: RunState, live: Iterable[Task]) -> None:
 
 
 async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, name: str,
-                      stop: threading.Event | None = None) -> SubagentResult:
+                      stop: threading.Event | None = None,
+                      deadline_ms: int | None = None) -> SubagentResult:
     """Poll a remote run until it ends (on the I/O executor), then fetch its result.
 
     Once ``stop`` is set (the sub-agent call the caller runs in was cancelled), the next
     round sends the run's cancel request instead and ends as cancelled: a run that goes on
     for ever would otherwise keep the cancelled call from completing. Past the setup's
     ``timeout_s`` the run is sent its cancel request too, and the call fails (timed out).
+
+    Args:
+        setup: the sub-agent's setup.
+        session_id: the run's session id.
+        call_id: the caller's durable call (the remote run's id).
+        name: the sub-agent's registered name.
+        stop: set when the sub-agent call the caller runs in is cancelled.
+        deadline_ms: when ``timeout_s`` ends, in wall-clock milliseconds (``polling``
+            recorded it when the poll first started); ``None``: ``timeout_s`` from now.
 
     Returns:
         The fetched result (checked), a failed one for a failed or timed-out run, or a
@@ -331,7 +359,11 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, 
         TypeError: when the status probe returns no ``RunStatus``, or the fetch no
             ``SubagentResult`` (a fault of the setup, as what they raise is).
     """
-    deadline = None if setup.timeout_s is None else time.monotonic() + setup.timeout_s
+    deadline: float | None = None  # on the monotonic clock
+    if deadline_ms is not None:
+        deadline = time.monotonic() + (deadline_ms - time.time_ns() / 1e6) / 1000
+    elif setup.timeout_s is not None:
+        deadline = time.monotonic() + setup.timeout_s
     while True:
         if stop is not None and stop.is_set():
             await asyncio.to_thread(setup.call_cancel_request, session_id, call_id)
@@ -353,8 +385,8 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, 
                 await asyncio.to_thread(setup.call_cancel_request, session_id, call_id)
                 return SubagentResult.failed(
                     f"sub-agent {name!r}: the remote run timed out: it had not ended after "
-                    f"timeout_s={setup.timeout_s:g} s of polling; it was sent its cancel "
-                    "request")
+                    f"timeout_s={setup.timeout_s or 0:g} s of polling (counted from its first "
+                    "poll, across restores); it was sent its cancel request")
             wait = min(wait, left)
         await asyncio.sleep(wait)
 

@@ -133,7 +133,7 @@ class WaitsCore:
                 "the key of its request (ApprovalRequest.key; approve() and reject() do)"),
                 event.model_dump(mode="json"), where)
         wait = run.waits.get(cid) if run is not None else None
-        if run is not None and wait is None and cid.startswith("#"):
+        if run is not None and cid.startswith("#"):  # the runtime's own: never an event's
             wait = WaitRecord(call_id="", caller="", ordinal=-1, status="reserved")
         if run is not None and wait is None \
                 and sum(w.status == "early" for w in run.waits.values()) < EARLY_MAX:
@@ -332,7 +332,7 @@ class WaitsCore:
         kept = {w.deadline_ms for w in (carried or {}).values()}
         ended = res.ended_timers if res.ended_timers is not None else []
         ended.extend(w.deadline_ms for cid, w in run.waits.items()
-                     if w.deadline_ms is not None and w.status != "timed_out"
+                     if w.deadline_ms is not None and w.status not in ("timed_out", "polling")
                      and w.deadline_ms not in kept)  # (a timer is its key's and time's)
         res.ended_timers = ended  # the host deletes them: they would fire for nothing
         if not next_queued:
@@ -475,8 +475,8 @@ class WaitsCore:
 
 def _waited_for(run: RunState, most: int = 5) -> str:
     """`` (the run waited for: 'a', 'b')``: the ids of the run's waits, to show a typo by."""
-    ids = [cid for cid, w in run.waits.items() if w.status not in ("early", "reserved")
-           and not cid.startswith(SLEEP_PREFIX)]
+    ids = [cid for cid, w in run.waits.items() if not cid.startswith("#")
+           and w.status != "early"]
     if not ids:
         return ""
     more = f" and {len(ids) - most} more" if len(ids) > most else ""

@@ -355,7 +355,9 @@ class WaitRecord(_Record, kw_only=True, repr_omit_defaults=True):
         status: ``"open"``, ``"delivered"``, ``"timed_out"`` or ``"cancelled"`` (its
             sub-agent call was cancelled); ``"early"``: not a wait but
             an outside event that arrived before its wait opened, held for it (``call_id``
-            empty, ``caller`` where it arrived, ``deadline_ms`` when it is given up).
+            empty, ``caller`` where it arrived, ``deadline_ms`` when it is given up);
+            ``"polling"``: not a wait but the deadline of an async sub-agent's
+            ``timeout_s`` (``#poll/<call id>``, wall-clock ms), kept across restores.
         payload: an ``"early"`` event's payload (``None`` otherwise).
     """
 
