@@ -127,3 +127,32 @@ def test_outside_an_executor_call_there_is_no_slot_to_give_up():
         return io_slot()
 
     assert asyncio.run(own_loop()) is None
+
+
+class UnavailableUntilOpened(ChatModelConnection):
+    """Says 503 to every call until the test's gate ``label`` opens."""
+
+    label: str
+
+    def chat(self, messages, **kwargs) -> ChatResponse:
+        count(self.label)
+        if not gate(self.label).is_set():
+            raise ProviderError("overloaded", status_code=503, retryable=True)
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT,
+                                                content=f"a: {messages[-1].content}"))
+
+
+def test_calls_waiting_out_a_503_backoff_leave_slots_to_another_provider(probes):
+    # the error policy's backoff before a retry kept the slot too: the healthy call waited
+    # behind the retries, which ran out first
+    agent = asker(
+        {"down": ResourceDescriptor(UnavailableUntilOpened, label="down"),
+         "fine": ResourceDescriptor(OpensTheOther, opens="down")},
+        {"a": {"connection": "down", "error_policy": "retry", "retry_max_attempts": 3,
+               "retry_initial_backoff_s": 1.0, "retry_max_backoff_s": 1.0},
+         "b": {"connection": "fine"}})
+    records = [{"key": f"k{i}", "q": str(i), "model": "a"} for i in range(4)]
+    records.append({"key": "other", "q": "4", "model": "b"})
+    res = run(agent, records, max_in_flight=2)
+    assert [o["error"] for o in res.outputs] == [None] * 5, res.outputs
+    assert probes["healthy"] == 1

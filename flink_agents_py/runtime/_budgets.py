@@ -47,6 +47,7 @@ from ._spend import rolled as _rolled
 from ._spend import spend_problem as _spend_problem
 from ._spend import window_end as _window_end
 from .context._memory import read_path
+from .core._executor import IOSlot, io_slot, sleep_without_slot
 
 __all__ = ["AgentSpend", "agent_spend", "budgeted_call", "count_replayed", "fallback_guard",
            "fallback_spends", "spend_adopter"]
@@ -132,18 +133,32 @@ class AgentSpend:
             flight: ``settle`` must follow), or the spend and the limit reached (nothing
             counted: the policy decides).
         """
-        while True:
-            with self._lock:
-                state = self.state = _rolled(self.share, self.state, clock())
-                reached = self.share.exceeded_by(state)
-                if reached is not None:
-                    return state, reached
-                if self.in_flight == 0 or (
+        slot: IOSlot | None = None  # the I/O executor slot, given up while the call waits
+        try:
+            while True:
+                with self._lock:
+                    state = self.state = _rolled(self.share, self.state, clock())
+                    reached = self.share.exceeded_by(state)
+                    if reached is not None:
+                        return state, reached
+                    fits = self.in_flight == 0 or (
                         self._answered and self.share.exceeded_by(
-                            self._projected(state, self.in_flight)) is None):
-                    self.in_flight += 1
-                    return dict(state), None
-            await asyncio.sleep(_PENDING_POLL_S)  # what is in flight decides
+                            self._projected(state, self.in_flight)) is None)
+                    if fits and (slot is None or not slot.given_up):
+                        self.in_flight += 1
+                        return dict(state), None
+                if fits:  # it may go: first its slot back, then look again
+                    assert slot is not None
+                    await slot.take_back()
+                    continue
+                if slot is None:
+                    slot = io_slot()
+                if slot is not None:
+                    slot.give_up()  # other calls run meanwhile
+                await asyncio.sleep(_PENDING_POLL_S)  # what is in flight decides
+        finally:
+            if slot is not None and slot.given_up:
+                await slot.take_back()
 
     def settle(self, now: float, spent: tuple[int, int, float] | None,
                counted: bool = True) -> dict[str, Any]:
@@ -332,7 +347,7 @@ async def _agent_call(
             break
         now = clock()  # hold until the window ends
         wait = max(0.0, _window_end(budget, state, now) - now)
-        await asyncio.sleep(wait + 0.001)
+        await sleep_without_slot(wait + 0.001)
         held_s += wait
         decision = "held"
         state, reached = await ledger.admit(clock)
@@ -489,7 +504,7 @@ async def budgeted_call(
         else:  # hold the key's run until the window ends
             while reached is not None:
                 wait = max(0.0, _window_end(budget, state, now) - now)
-                await asyncio.sleep(wait + 0.001)
+                await sleep_without_slot(wait + 0.001)  # its slot runs other calls
                 held_s += wait
                 now = clock()
                 state = _rolled(budget, state, now)

@@ -37,6 +37,7 @@ from ..api.internal import collect_rate_limits, refuse_truncated_calls
 from ._flow import ToldToWaitTooLong, flow_controller
 from ._own_chat import pacing_connection
 from ._spend import estimated_usage
+from .core._executor import sleep_without_slot
 
 __all__ = ["MAX_ANSWER_DEPTH", "call_model", "deeper_than"]
 
@@ -249,7 +250,7 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
                 failed.__cause__ = e
             errors.append(f"{type(failed).__name__}: {failed}")
             if retry and not too_long:
-                await asyncio.sleep(_backoff(setup, attempt, e))
+                await sleep_without_slot(_backoff(setup, attempt, e))  # others use its slot
                 attempt += 1
                 continue
             if attempt == 0:

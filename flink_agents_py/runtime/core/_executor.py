@@ -32,7 +32,7 @@ from typing import Any
 from ...api.internal import close_loop_clients
 from ._stepper import DURABLE_FUNCTION, DURABLE_OWNER
 
-__all__ = ["IOExecutor", "IOSlot", "io_slot"]
+__all__ = ["IOExecutor", "IOSlot", "io_slot", "sleep_without_slot"]
 
 _EWMA_WEIGHT = 0.2
 """Weight of the newest call duration in the moving averages."""
@@ -120,6 +120,26 @@ def io_slot() -> IOSlot | None:
     if call.task is None or asyncio.current_task() is not call.task:
         return None
     return IOSlot(executor, call)
+
+
+async def sleep_without_slot(seconds: float) -> None:
+    """``asyncio.sleep``, the running executor call's slot given up meanwhile (``io_slot``).
+
+    For a call that waits for time to pass (a backoff, a budget's window): other calls run
+    in its slot meanwhile, and it counts as waiting (backpressure).
+
+    Args:
+        seconds: how long to sleep.
+    """
+    slot = io_slot()
+    if slot is None:
+        await asyncio.sleep(seconds)
+        return
+    slot.give_up()
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        await slot.take_back()
 
 
 class _Raised:
