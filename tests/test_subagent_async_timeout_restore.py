@@ -9,11 +9,12 @@ after a restore keeps it.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 from support.harness import KEY, new_core, poll_until, resume, run_to_end, snapshot_of
-from support.probes import count
+from support.probes import count, gate
 
 from flink_agents_py.api import (
     Agent,
@@ -112,3 +113,45 @@ def test_the_fault_free_run_times_out_the_same(probes):
     assert errors == [] and [o["ok"] for o in outputs] == [False]
     assert "the remote run timed out" in outputs[0]["error"] and probes["cancelled"] == 1
     assert state.run is None  # the run ended: its poll's deadline went with it
+
+
+class UntilOpened(AsyncSubagentSetup):
+    """A remote run that ends once the test's gate ``remote`` opens."""
+
+    def call_submit_request(self, session_id, call_id, input):
+        pass
+
+    def call_query_status(self, session_id, call_id):
+        return RunStatus.completed() if gate("remote").is_set() else RunStatus.running()
+
+    def call_fetch_result(self, session_id, call_id):
+        return SubagentResult.ok("done")
+
+
+def test_a_poll_between_its_probes_leaves_its_slot_to_other_calls(probes):
+    # the remote run ends only once another call ran: before, the poll kept the one I/O
+    # slot between its probes, the other call never started and the poll timed out
+    from flink_agents_py.runtime import IOExecutor
+    from flink_agents_py.runtime.core._subgraph import poll_result
+
+    setup = UntilOpened(description="A remote.", input_schema='{"type":"string"}',
+                        status_poll_interval_millis=20, timeout_s=5)
+    executor = IOExecutor(max_in_flight=1)
+    outcomes: dict[str, object] = {}
+    done = threading.Event()
+
+    def on_done(name: str):
+        def record(ok: bool, value: object) -> None:
+            outcomes[name] = value
+            if len(outcomes) == 2:
+                done.set()
+        return record
+
+    try:
+        executor.submit(poll_result, (setup, "s", "c", "remote"), {}, on_done("poll"))
+        executor.submit(lambda: gate("remote").set(), (), {}, on_done("other"))
+        assert done.wait(20)
+    finally:
+        executor.stop()
+    result = outcomes["poll"]
+    assert isinstance(result, SubagentResult) and result.success, result

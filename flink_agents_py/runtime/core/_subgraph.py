@@ -57,6 +57,7 @@ from ..context._action_context import ActionContext
 from ..recorder._outcomes import store_outcome
 from ..recorder._state import CallKind, CallRecord, Invocation, RunState, WaitRecord
 from ._commands import Poll, RunDeferred, StartChat, StartSubagent
+from ._executor import sleep_without_slot
 from ._stepper import not_stepping
 
 if TYPE_CHECKING:
@@ -388,7 +389,7 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, 
                     f"timeout_s={setup.timeout_s or 0:g} s of polling (counted from its first "
                     "poll, across restores); it was sent its cancel request")
             wait = min(wait, left)
-        await asyncio.sleep(wait)
+        await sleep_without_slot(wait)  # its I/O slot runs other calls between polls
 
 
 def invocation_result(inv: Invocation, inv_id: str) -> tuple[bool, Any]:
