@@ -156,3 +156,66 @@ def test_calls_waiting_out_a_503_backoff_leave_slots_to_another_provider(probes)
     res = run(agent, records, max_in_flight=2)
     assert [o["error"] for o in res.outputs] == [None] * 5, res.outputs
     assert probes["healthy"] == 1
+
+
+USER_MODULE = '''
+import json, threading, time
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, ChatMessage, ChatModelConnection, ChatModelSetup,
+                                 ChatResponse, FlowControl, InputEvent, MessageRole,
+                                 OutputEvent, ProviderError, RateLimitInfo, ResourceDescriptor,
+                                 ResourceType, RunnerContext, action)
+
+RECOVERED = threading.Event()  # the busy provider recovers once the other one answered
+
+
+class Busy(ChatModelConnection):
+    def chat(self, messages, **kwargs):
+        if not RECOVERED.is_set():
+            raise ProviderError("slow down", status_code=429, retryable=True,
+                                rate_limit=RateLimitInfo(retry_after_s=0.2))
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content="busy"))
+
+
+class Healthy(ChatModelConnection):
+    def chat(self, messages, **kwargs):
+        RECOVERED.set()
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content="healthy"))
+
+
+class Router(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        answer = await ctx.chat(event.input["model"], [ChatMessage(content="hi")])
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "answer": answer.message.content}))
+
+
+agent = Router()
+for name, conn in (("busy", Busy), ("healthy", Healthy)):
+    agent.add_resource(name + "_conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
+        conn, flow_control=FlowControl(max_throttle_wait_s=30)))
+    agent.add_resource(name, ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection=name + "_conn"))
+records = [{"key": f"k{i}", "model": "busy"} for i in range(8)]
+records.append({"key": "h", "model": "healthy"})
+t0 = time.monotonic()
+outs = AgentsExecutionEnvironment.local(max_in_flight=4).from_list(records).apply(agent).collect()
+print(json.dumps({"answers": sorted(o["answer"] for o in outs), "took": time.monotonic() - t0}))
+'''
+
+
+def test_as_a_user_runs_it_a_throttling_provider_does_not_hold_up_another(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "router.py").write_text(USER_MODULE)
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "router.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=100, env={"PYTHONPATH": str(root), "PATH": ""})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert found["answers"] == ["busy"] * 8 + ["healthy"]
+    assert found["took"] < 20  # before: held until max_throttle_wait_s, then 8 failures
