@@ -102,3 +102,25 @@ def test_on_the_wire_an_openai_answer_with_no_requests_left_and_no_reset_is_hono
         throttled = [o["metadata"].get("throttled", 0) for o in res.outputs]
         assert sum(throttled) == 0, f"calls were sent into the spent window: {throttled}"
         assert len(srv.requests) == 3
+
+
+def test_a_429_naming_its_wait_is_not_held_longer_for_a_reset_it_did_not_name():
+    async def scenario() -> float | None:
+        flow = FlowController(FlowControl())
+        return flow.settle(await flow.admit(), throttled=True, info=RateLimitInfo(
+            retry_after_s=0.3, remaining_requests=0))
+
+    assert asyncio.run(scenario()) == pytest.approx(0.3, abs=0.05)
+
+
+def test_a_named_reset_ends_the_guess():
+    async def scenario() -> float:
+        flow = FlowController(FlowControl())
+        for info in (RateLimitInfo(remaining_requests=0),
+                     RateLimitInfo(remaining_requests=0, reset_requests_s=0.2)):
+            flow.settle(await flow.admit(), throttled=False, info=info)
+        t0 = time.monotonic()
+        flow.settle(await flow.admit(), throttled=False)
+        return time.monotonic() - t0
+
+    assert asyncio.run(scenario()) < 0.9  # the reset said (0.2 s), not the guess (1 s)

@@ -168,6 +168,7 @@ class _Window:
         self.reset_at = 0.0
         self.period = 0.0  # the longest reset the provider named: about its window, in s
         self.rolled_at_ticket = 0  # the last call admitted before a new window was assumed
+        self.guessed = False  # the reset is ``_UNKNOWN_RESET_S`` after an answer, not said
 
     def update(self, limit: float | None, remaining: float | None, reset_s: float | None,
                unanswered: int, now: float, stale: bool, ticket: int = 0) -> None:
@@ -181,6 +182,10 @@ class _Window:
                 reset_s = self.reset_at - now
             elif remaining - unanswered < 1:
                 reset_s = _UNKNOWN_RESET_S
+                self.guessed = True
+        elif reset_s is not None:
+            self.guessed = False
+        said = reset_s if reset_s is not None and not self.guessed else 0.0  # (a guess: no period)
         if remaining is not None and reset_s is not None:
             # requests sent after this one are not counted in its answer yet
             left = remaining - unanswered
@@ -198,7 +203,7 @@ class _Window:
                     at = min(at, self.reset_at)
             self.remaining = left
             self.reset_at = at
-            self.period = max(self.period, reset_s)
+            self.period = max(self.period, said)
 
     def delay(self, amount: float, now: float, tickets: int = 0, in_flight: float = 0.0
               ) -> float:
@@ -480,6 +485,9 @@ class FlowController:
                 # rounded up, and the window resets sooner (a 429 near a window's end would
                 # otherwise lose the whole next window)
                 told = max(own)
+            for window in (self._requests, self._tokens):
+                if window.guessed and told is not None and told > 0:
+                    window.reset_at = now + told  # its reset was not said: the answer's wait
             resets = [window.reset_at - now for window in (self._requests, self._tokens)
                       if window.remaining is not None and window.remaining < 1]
             if resets:
