@@ -425,8 +425,8 @@ class AsyncSubagentSetup(SubagentSetup):
         timeout_s: the longest a remote run is polled, in s (``None``: no limit). Past it
             the run is sent ``call_cancel_request`` and the call fails, saying it timed out:
             a remote run that never ends would otherwise hold its key's later records for
-            ever. Counted from when polling starts, so a restore (which polls again) starts
-            it again.
+            ever. Counted from the first poll, in wall-clock time: the deadline is kept in
+            keyed state, so a restore (which polls again) does not start it again.
     """
 
     status_poll_interval_millis: int = Field(default=500, ge=1)
