@@ -124,3 +124,22 @@ def test_a_named_reset_ends_the_guess():
         return time.monotonic() - t0
 
     assert asyncio.run(scenario()) < 0.9  # the reset said (0.2 s), not the guess (1 s)
+
+
+def test_a_reset_sent_as_a_unix_time_is_the_seconds_until_then():
+    # read as a duration it was decades: every call failed at once, "told to wait too long"
+    from flink_agents_py.runtime._flow import sane_rate_limit
+
+    at = time.time() + 0.5
+    info = sane_rate_limit(RateLimitInfo(remaining_requests=0, reset_requests_s=at,
+                                         reset_tokens_s=time.time() - 5))
+    assert 0.3 <= info.reset_requests_s <= 0.5 and info.reset_tokens_s == 0.0
+
+    async def scenario() -> float:
+        flow = FlowController(FlowControl())
+        flow.settle(await flow.admit(), throttled=False, info=RateLimitInfo(
+            remaining_requests=0, reset_requests_s=time.time() + 0.3))
+        _, held = await flow.admit_held(max_told_wait_s=60)
+        return held
+
+    assert 0.1 <= asyncio.run(scenario()) < 1

@@ -108,6 +108,11 @@ class ToldToWaitTooLong(Exception):
         super().__init__(f"the connection is closed for {wait_s:g} s more")
 
 
+_EPOCH_FROM, _EPOCH_TO = 1e9, 1e10
+"""A reset in this range (2001 to 2286 as a Unix time; 31 to 317 years as a duration) is a
+Unix time."""
+
+
 def _finite(value: float | None, low: float | None = 0.0) -> float | None:
     """A number a provider said, or ``None`` when it is no number to act on (NaN, infinite).
 
@@ -127,7 +132,9 @@ def sane_rate_limit(info: RateLimitInfo | None) -> RateLimitInfo | None:
     """What an answer said about the provider's limits, without what cannot be acted on.
 
     A NaN or infinite value is dropped (an infinite ``Retry-After`` or reset would close
-    the connection for good); a negative one is 0.
+    the connection for good); a negative one is 0. A reset that is a Unix time in seconds
+    (some gateways send ``x-ratelimit-reset-requests: 1767225600``: read as a duration it is
+    56 years, and every call failed as told to wait too long) is the seconds until then.
 
     Args:
         info: what the answer said (``None``: nothing).
@@ -139,6 +146,10 @@ def sane_rate_limit(info: RateLimitInfo | None) -> RateLimitInfo | None:
         return None
     values = info.model_dump()
     clean = {name: _finite(value) for name, value in values.items()}
+    for name in ("reset_requests_s", "reset_tokens_s"):
+        reset = clean.get(name)
+        if reset is not None and _EPOCH_FROM <= reset < _EPOCH_TO:
+            clean[name] = max(0.0, reset - time.time())
     return info if clean == values else RateLimitInfo(**clean)
 
 
