@@ -12,9 +12,10 @@ poll a key (Flink's timers) polls it about then, not every millisecond. For back
 ``wait_waiting_below`` blocks the host until fewer calls wait for a slot.
 
 A call that waits inside for something other than its own work (flow control holding a
-throttled model call) gives its slot up meanwhile (``io_slot``), so one provider that
-throttles does not keep every other call waiting; it still counts as waiting, so the host's
-backpressure sees it.
+throttled model call, a retry's backoff, a budget's hold, an async sub-agent's poll between
+probes) gives its slot up meanwhile (``io_slot``, ``sleep_without_slot``), so one provider
+that throttles does not keep every other call waiting; it still counts as waiting, so the
+host's backpressure sees it.
 """
 
 from __future__ import annotations
@@ -350,6 +351,7 @@ class IOExecutor:
                     else (True, result)
             finally:
                 _SLOT.reset(slot)
+                call.task = None  # (no cycle through the task left behind)
                 DURABLE_OWNER.reset(owned)
                 DURABLE_FUNCTION.reset(inside)
                 with self._lock:
