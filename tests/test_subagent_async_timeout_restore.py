@@ -155,3 +155,28 @@ def test_a_poll_between_its_probes_leaves_its_slot_to_other_calls(probes):
         executor.stop()
     result = outcomes["poll"]
     assert isinstance(result, SubagentResult) and result.success, result
+
+
+class Done(AsyncSubagentSetup):
+    """A remote run that has ended by its first probe."""
+
+    def call_submit_request(self, session_id, call_id, input):
+        pass
+
+    def call_query_status(self, session_id, call_id):
+        return RunStatus.completed()
+
+    def call_fetch_result(self, session_id, call_id):
+        return SubagentResult.ok("done")
+
+
+def test_a_poll_with_a_timeout_is_replay_safe_at_every_crash_point():
+    from flink_agents_py.testing import check_replay_safety
+
+    agent = Caller()
+    agent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor(
+        Done, description="A remote.", input_schema='{"type":"string"}',
+        status_poll_interval_millis=20, timeout_s=30))
+    report = check_replay_safety(agent, [{"key": k, "q": 1} for k in "abc"])
+    report.assert_ok()
+    assert report.outputs == 3 and report.points_total >= 6
