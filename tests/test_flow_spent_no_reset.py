@@ -143,3 +143,15 @@ def test_a_reset_sent_as_a_unix_time_is_the_seconds_until_then():
         return held
 
     assert 0.1 <= asyncio.run(scenario()) < 1
+
+
+def test_a_limit_of_zero_is_no_window_to_hold_calls_for():
+    # a gateway with no limit set says limit 0, remaining 0 on answers it served
+    async def scenario() -> float:
+        flow = FlowController(FlowControl())
+        flow.settle(await flow.admit(), throttled=False, info=RateLimitInfo(
+            limit_requests=0, remaining_requests=0))
+        _, held = await flow.admit_held(max_told_wait_s=0.0)
+        return held
+
+    assert asyncio.run(scenario()) == 0.0

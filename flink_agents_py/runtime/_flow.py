@@ -183,6 +183,8 @@ class _Window:
 
     def update(self, limit: float | None, remaining: float | None, reset_s: float | None,
                unanswered: int, now: float, stale: bool, ticket: int = 0) -> None:
+        if limit is not None and limit < 1:
+            return  # a limit of 0 would serve nothing: a gateway's "none set", not a window
         if limit is not None:
             self.limit = limit
         if remaining is not None and reset_s is None:
