@@ -303,3 +303,44 @@ def test_a_command_holds_no_memory_past_its_limits_in_memfds_or_system_v_segment
                              "SharedMemory as S; m = S(create=True, size=4096); "
                              "print(m.size); m.close(); m.unlink()'")
     assert shared["exit_code"] == 0 and "4096" in shared["output"], shared
+
+
+STOP_INIT = """
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = libc.syscall.restype = ctypes.c_long
+PTRACE_ATTACH = 16  # sends init a SIGSTOP, which outlives this tracer
+attached = libc.ptrace(PTRACE_ATTACH, 1, None, None)
+print("ptrace", errno.errorcode.get(ctypes.get_errno(), "-") if attached < 0 else "ok")
+buf = ctypes.create_string_buffer(64)
+local = (ctypes.c_void_p * 2)(ctypes.cast(buf, ctypes.c_void_p), 64)
+remote = (ctypes.c_void_p * 2)(0x400000, 64)
+got = libc.process_vm_readv(1, local, 1, remote, 1, 0)
+print("process_vm_readv", errno.errorcode.get(ctypes.get_errno(), "-") if got < 0 else "ok")
+"""
+
+
+def test_a_command_that_stops_the_sandboxs_init_ends_when_it_ends(tmp_path):
+    """bubblewrap's init (pid 1 of the sandbox) runs as the command's user and ends the
+    sandbox when the command ends. A command attached to it with ``ptrace`` and stopped it,
+    then exited: the sandbox, and whatever the command left running in it, lived on until
+    the timeout, holding the tool call all that time. ``ptrace`` and ``process_vm_readv``
+    (reading another process's memory) are absent (``ENOSYS``), so the call ends with the
+    command, long before its timeout."""
+    require_bubblewrap()
+    if platform.machine() not in ATTACK_SURFACE:
+        pytest.skip(f"the seccomp filter is not built for {platform.machine()}")
+    skill = tmp_path / "skills" / "box"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: box\ndescription: Stops its init.\n---\n")
+    (skill / "stop.py").write_text(STOP_INIT)
+    from flink_agents_py.skills import RunSkillCommandTool, ShellEquivalentCommandWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShellEquivalentCommandWarning)
+        tool = RunSkillCommandTool(paths=[str(tmp_path / "skills")],
+                                   allowed_commands=["python3"], timeout_s=30)
+    result = tool.run("box", "python3 stop.py")  # raises, past 30 s, when init is stopped
+    out = str(result["output"])
+    assert result["exit_code"] == 0, out
+    assert "ptrace ENOSYS" in out and "process_vm_readv ENOSYS" in out, out

@@ -38,6 +38,13 @@ then picks a victim, the TaskManager maybe) where no ``memory`` cgroup bounds th
 (a job not run as root). Both fail with ``ENOSYS``; ``shm_open`` (a file in the sandbox's
 capped ``/dev/shm``) still works.
 
+No process of the sandbox is traced or read by another: ``ptrace``, ``process_vm_readv``,
+``process_vm_writev`` and ``pidfd_getfd`` fail with ``ENOSYS``. bubblewrap's init (pid 1
+of the sandbox, which ends the sandbox when the command ends) runs as the command's user: a
+command that attached to it and stopped it, then exited, kept the sandbox and everything it
+left behind running until the timeout (every command, for its whole timeout, holding its
+tool call and its processes).
+
 The filter is a classic BPF program in the binary form ``bwrap --seccomp FD`` loads (the
 form libseccomp's ``seccomp_export_bpf`` writes), built here for x86_64 and aarch64;
 elsewhere ``seccomp_program`` returns ``None`` (the setuid bits are then cleared when the
@@ -55,15 +62,18 @@ __all__ = ["seccomp_program"]
 
 # (audit arch, {syscall: index of its mode argument, or None to refuse it outright});
 # refused outright: openat2, io_uring_setup, add_key, request_key, keyctl, syslog,
-# perf_event_open, bpf, userfaultfd, memfd_create, shmget
+# perf_event_open, bpf, userfaultfd, memfd_create, shmget, ptrace, process_vm_readv,
+# process_vm_writev, pidfd_getfd
 _ARCHES: dict[str, tuple[int, dict[int, int | None]]] = {
     "x86_64": (0xC000003E, {2: 2, 85: 1, 90: 1, 91: 1, 133: 1, 257: 3, 259: 2, 268: 2,
                             452: 2, 437: None, 425: None,
                             248: None, 249: None, 250: None, 103: None,
-                            298: None, 321: None, 323: None, 319: None, 29: None}),
+                            298: None, 321: None, 323: None, 319: None, 29: None,
+                            101: None, 310: None, 311: None, 438: None}),
     "aarch64": (0xC00000B7, {56: 3, 33: 2, 52: 1, 53: 2, 452: 2, 437: None, 425: None,
                              217: None, 218: None, 219: None, 116: None,
-                             241: None, 280: None, 282: None, 279: None, 194: None}),
+                             241: None, 280: None, 282: None, 279: None, 194: None,
+                             117: None, 270: None, 271: None, 438: None}),
 }
 _X32_BIT = 0x40000000
 _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
