@@ -9,6 +9,10 @@ its folder), while holding one fd per level of the chain open in the operator's 
 A read-only skill's folder is shown to a command entry by entry, each bound by an fd: a
 folder of thousands of files at its top opened as many fds at once, for every command, and
 the operator's other threads (its sockets, its state) got ``EMFILE`` meanwhile.
+
+A writable skill's folder filled with files (one ``seq 1000000 | xargs touch``) was walked
+after every command to clear setuid bits the seccomp filter had already refused: 200,000
+empty files took 1.9 s per command, out of its timeout, millions tens of seconds.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ import pytest
 from support.sandbox import require_bubblewrap
 
 from flink_agents_py.skills import LoadSkillTool, RunSkillCommandTool
+from flink_agents_py.skills import _sandbox
 from flink_agents_py.skills._sandbox import _clear_set_id_bits
+from flink_agents_py.skills._seccomp import seccomp_program
 from flink_agents_py.skills._walk import MAX_HELD_FDS, walk_beneath
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -185,3 +191,66 @@ def test_a_folder_of_thousands_of_files_starves_no_thread_of_fds(tmp_path):
     listed, touched = report["results"]
     assert listed == {"exit_code": 0, "output": "1001\n"}, listed  # the files and SKILL.md
     assert touched["exit_code"] != 0 and "Read-only file system" in touched["output"], touched
+
+
+def counting_walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The entries each set-id clean-up walk looked at, one count per walk."""
+    counts: list[int] = []
+
+    def counted(folder: int, *args: int) -> Iterator[tuple[tuple[str, ...], int, str, bool]]:
+        counts.append(0)
+        for entry in walk_beneath(folder, *args):
+            counts[-1] += 1
+            yield entry
+
+    monkeypatch.setattr(_sandbox, "walk_beneath", counted)
+    return counts
+
+
+def many_files(skill: Path, count: int) -> None:
+    """``count`` empty files in ``skill/many``."""
+    (skill / "many").mkdir()
+    fd = os.open(skill / "many", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i in range(count):
+            os.close(os.open(str(i), os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+
+
+def test_a_writable_skill_full_of_files_is_not_walked_after_each_command(tmp_path,
+                                                                         monkeypatch):
+    """Where the seccomp filter makes the kernel refuse setuid/setgid bits, nothing is left
+    to clear: no command pays for the number of files in the folder."""
+    require_bubblewrap()
+    if seccomp_program() is None:
+        pytest.skip("no seccomp filter is built for this architecture")
+    skill = skill_folder(tmp_path)
+    many_files(skill, 5_000)
+    counts = counting_walks(monkeypatch)
+    tool = RunSkillCommandTool(paths=[str(skill.parent)], allowed_commands=["chmod", "echo"],
+                               writable_skills=["deep"])
+    assert tool.run("deep", "echo ok") == {"exit_code": 0, "output": "ok\n"}
+    refused = tool.run("deep", "chmod u+s many/1")
+    assert refused["exit_code"] != 0 and "not permitted" in refused["output"], refused
+    assert counts == []
+    assert not (skill / "many" / "1").stat().st_mode & stat.S_ISUID
+
+
+def test_without_the_seccomp_filter_the_clean_up_walk_stops_at_its_bound_and_says_so(
+        tmp_path, monkeypatch, caplog):
+    """On an architecture the filter is not built for, the bits are cleared after the
+    command, looking at ``MAX_SET_ID_WALK`` entries at most (a warning names the folder)."""
+    require_bubblewrap()
+    skill = skill_folder(tmp_path)
+    many_files(skill, 300)
+    made = skill / "made-setuid"
+    made.write_text("x")
+    monkeypatch.setattr(_sandbox, "seccomp_program", lambda: None)
+    monkeypatch.setattr(_sandbox, "MAX_SET_ID_WALK", 100)
+    counts = counting_walks(monkeypatch)
+    tool = RunSkillCommandTool(paths=[str(skill.parent)], allowed_commands=["chmod"],
+                               writable_skills=["deep"])
+    assert tool.run("deep", "chmod u+s made-setuid")["exit_code"] == 0
+    assert len(counts) == 1 and counts[0] <= 101, counts
+    assert "more than 100 entries" in caplog.text and str(skill) in caplog.text
