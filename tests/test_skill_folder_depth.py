@@ -31,10 +31,9 @@ from pathlib import Path
 import pytest
 from support.sandbox import require_bubblewrap
 
-from flink_agents_py.skills import LoadSkillTool, RunSkillCommandTool
-from flink_agents_py.skills import _sandbox
-from flink_agents_py.skills._sandbox import _clear_set_id_bits
+from flink_agents_py.skills import LoadSkillTool, RunSkillCommandTool, _sandbox, _setid
 from flink_agents_py.skills._seccomp import seccomp_program
+from flink_agents_py.skills._setid import clear_set_id_bits
 from flink_agents_py.skills._walk import MAX_HELD_FDS, walk_beneath
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +122,7 @@ def test_setuid_bits_are_cleared_below_the_fds_the_walk_holds_and_in_the_branche
         f.chmod(0o6755)
     fd = os.open(skill, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        _clear_set_id_bits(fd, skill)
+        clear_set_id_bits(fd, skill)
     finally:
         os.close(fd)
     for f in (deep, late):
@@ -203,7 +202,7 @@ def counting_walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             counts[-1] += 1
             yield entry
 
-    monkeypatch.setattr(_sandbox, "walk_beneath", counted)
+    monkeypatch.setattr(_setid, "walk_beneath", counted)
     return counts
 
 
@@ -247,7 +246,7 @@ def test_without_the_seccomp_filter_the_clean_up_walk_stops_at_its_bound_and_say
     made = skill / "made-setuid"
     made.write_text("x")
     monkeypatch.setattr(_sandbox, "seccomp_program", lambda: None)
-    monkeypatch.setattr(_sandbox, "MAX_SET_ID_WALK", 100)
+    monkeypatch.setattr(_setid, "MAX_SET_ID_WALK", 100)
     counts = counting_walks(monkeypatch)
     tool = RunSkillCommandTool(paths=[str(skill.parent)], allowed_commands=["chmod"],
                                writable_skills=["deep"])

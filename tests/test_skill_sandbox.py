@@ -1053,7 +1053,8 @@ def test_proc_files_root_could_write_are_bound_read_only_where_the_host_has_them
 def test_a_command_cannot_make_user_namespaces_of_its_own(skills):
     """A nested user namespace gives a command every capability inside it: mounts, netfilter
     and the other kernel code behind them, where local privilege escalations are found.
-    The sandbox allows none (bubblewrap's ``--disable-userns``, 0.8+)."""
+    The sandbox allows none (the seccomp filter refuses ``CLONE_NEWUSER``; without it,
+    bubblewrap's ``--disable-userns``, 0.8+)."""
     require_bubblewrap()
     from flink_agents_py.skills import _sandbox
 

@@ -271,6 +271,14 @@ seg = libc.shmget(IPC_PRIVATE, 1 << 20, IPC_CREAT | 0o600)
 print("shmget", "ok" if seg >= 0 else errno.errorcode[ctypes.get_errno()])
 if seg >= 0:
     libc.shmctl(seg, IPC_RMID, None)
+queue = libc.msgget(IPC_PRIVATE, IPC_CREAT | 0o600)  # 16 KiB of messages each, 32,000 of them
+print("msgget", "ok" if queue >= 0 else errno.errorcode[ctypes.get_errno()])
+if queue >= 0:
+    libc.msgctl(queue, IPC_RMID, None)
+sems = libc.semget(IPC_PRIVATE, 1000, IPC_CREAT | 0o600)
+print("semget", "ok" if sems >= 0 else errno.errorcode[ctypes.get_errno()])
+if sems >= 0:
+    libc.semctl(sems, 0, IPC_RMID)
 """
 
 
@@ -278,8 +286,10 @@ def test_a_command_holds_no_memory_past_its_limits_in_memfds_or_system_v_segment
     """A memfd or a System V segment holds memory in no sized tmpfs and, once unmapped, in
     no process's address space: each process of a command could hold any amount, past
     ``max_memory_mb``, until the host ran out (a job not run as root has no ``memory``
-    cgroup bounding the command). Both are absent (``ENOSYS``); the test sees them work
-    outside, and ``shm_open`` (a file in the capped ``/dev/shm``) still works inside."""
+    cgroup bounding the command). System V message queues and semaphore sets are kernel
+    memory no rlimit bounds (about 500 MB of messages per IPC namespace by default). All
+    are absent (``ENOSYS``); the test sees them work outside, and ``shm_open`` (a file in
+    the capped ``/dev/shm``) still works inside."""
     require_bubblewrap()
     if platform.machine() not in ATTACK_SURFACE:
         pytest.skip(f"the seccomp filter is not built for {platform.machine()}")
@@ -289,7 +299,8 @@ def test_a_command_holds_no_memory_past_its_limits_in_memfds_or_system_v_segment
     (skill / "hold.py").write_text(HOLD_PROBE)
     host = subprocess.run([sys.executable, str(skill / "hold.py"), "64"], capture_output=True,
                           text=True, check=True, timeout=60).stdout
-    assert "memfd held 64 MiB" in host and "shmget ok" in host, host  # the check can fail
+    assert all(f"{call} ok" in host for call in ("shmget", "msgget", "semget")), host
+    assert "memfd held 64 MiB" in host, host  # the check can fail
     from flink_agents_py.skills import RunSkillCommandTool, ShellEquivalentCommandWarning
 
     with warnings.catch_warnings():
@@ -298,7 +309,7 @@ def test_a_command_holds_no_memory_past_its_limits_in_memfds_or_system_v_segment
                                    allowed_commands=["python3"], max_memory_mb=128)
     result = tool.run("box", "python3 hold.py 256")
     out = str(result["output"])
-    assert "memfd ENOSYS" in out and "shmget ENOSYS" in out, out
+    assert all(f"{call} ENOSYS" in out for call in ("memfd", "shmget", "msgget", "semget")), out
     shared = tool.run("box", "python3 -c 'from multiprocessing.shared_memory import "
                              "SharedMemory as S; m = S(create=True, size=4096); "
                              "print(m.size); m.close(); m.unlink()'")

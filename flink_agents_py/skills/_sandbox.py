@@ -5,7 +5,8 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
 (a whole pipeline) runs in one bubblewrap (``bwrap``) sandbox:
 
 - new user, PID, network, IPC, UTS and cgroup namespaces (``--unshare-all``): no network
-  (a loopback of its own), no other process visible, every capability dropped;
+  (a loopback of its own), no other process visible, every capability dropped (kept by
+  ``_tmpfs``'s script only, to bound the tmpfs in files, until it runs the command);
 - ``--die-with-parent`` and a PID namespace: killing the sandbox (at the timeout, or when
   this process dies) kills every process the command started;
 - only ``/usr`` (with ``/bin``, ``/lib``... as on the host) read-only, a private ``/proc``
@@ -13,15 +14,15 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
   ``/tmp``; ``/etc`` holds only what programs need to start (the dynamic
   linker's cache, ``alternatives``, time zone) and a minimal ``passwd``/``group``: no
   host secrets, no home folders;
-- the working directory ``/skill`` is a fresh, private, size-capped tmpfs showing the
+- the working directory ``/skill`` is a fresh, private tmpfs capped in size and files showing the
   skill's files read-only (a symlink in the folder resolves inside the sandbox, never on the
   host); a skill listed as writable gets its real folder bound read-write instead;
 - an ``oom_score_adj`` of 1000 (``choom``): out of memory, the kernel kills the command's
   processes first, never the worker for them; and nice 19: busy, they get the CPU left over;
 - per-process limits (``prlimit``, inside the sandbox): CPU seconds, address space, file
-  size, processes (counted per sandbox on Linux 5.14+), no core files; the kernel does not
-  apply the process limit to root, so a job run as root puts each sandbox in a ``pids``
-  cgroup of its own instead, and a ``memory`` cgroup bounds the whole command's memory
+  size, open files, processes (counted per sandbox on Linux 5.14+), no core files; the
+  kernel does not apply the process limit to root, so a job run as root puts each sandbox
+  in a ``pids`` cgroup of its own instead, and a ``memory`` cgroup bounds the whole command's memory
   (``_cgroup``), where the host lets it make them;
 - ``PATH`` is the system directories only, and every program the model names is resolved to
   an absolute path there before the sandbox starts;
@@ -44,7 +45,6 @@ import signal
 import stat
 import subprocess
 import time
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +52,8 @@ from ..api import AgentsError
 from ._cgroup import open_command_cgroup
 from ._procfs import proc_mask_args
 from ._seccomp import seccomp_program
-from ._walk import walk_beneath
+from ._setid import clear_set_id_bits
+from ._tmpfs import bounded_tmpfs, remount_probe
 
 __all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
            "bubblewrap_installed", "bubblewrap_problem", "resolve_program", "run_pipeline"]
@@ -66,9 +67,10 @@ _WORKDIR = "/skill"
 MAX_BOUND_ENTRIES = 64
 """The most entries at the top of a read-only skill's folder bound one by one (each by an
 fd, over a private scratch); a folder with more is bound whole, read-only."""
-MAX_SET_ID_WALK = 100_000
-"""The most entries of a writable skill's folder looked at for setuid/setgid bits after a
-command, where no seccomp filter refuses them (200,000 empty files took 1.9 s)."""
+OPEN_FILES = 256
+"""The most files a process of a command holds open (``RLIMIT_NOFILE``). Each open socket or
+pipe holds up to about 200 KiB of buffered data in kernel memory no other limit counts (the
+job's own limit, inherited before, was 20,000 here: 4 GB per process)."""
 OOM_SCORE_ADJ = 1000
 """The command's processes' ``oom_score_adj``: when the host runs out of memory, the kernel
 kills them before any other process (the TaskManager's, the job's)."""
@@ -193,6 +195,7 @@ class _Features:
     size: bool = False  # --size for a tmpfs (0.8)
     bind_fd: bool = False  # --ro-bind-fd (0.5)
     disable_userns: bool = False  # --disable-userns (0.8)
+    remount: bool = False  # a tmpfs can be bounded in files in the sandbox (_tmpfs)
 
 
 @functools.lru_cache(maxsize=1)
@@ -217,8 +220,15 @@ def _bubblewrap_status() -> tuple[str | None, _Features]:
                 f"kernel.apparmor_restrict_unprivileged_userns=0; in a container, a "
                 f"seccomp profile that allows them), or pass sandbox=\"none\" to trust "
                 f"the model like a shell user"), _Features()
+    bounding = remount_probe()
+    remount = bounding is not None and subprocess.run(
+        [*_base_args(bwrap), *bounding], capture_output=True, timeout=30,
+        check=False).returncode == 0
+    if bounding is not None and not remount:
+        _log.warning("this host refuses a remount in the skill sandbox: its /tmp, /skill "
+                     "and /dev/shm are bounded in size only, not in files")
     return None, _Features(size=b"--size" in helptext, bind_fd=b"--ro-bind-fd" in helptext,
-                           disable_userns=b"--disable-userns" in helptext)
+                           disable_userns=b"--disable-userns" in helptext, remount=remount)
 
 
 def bubblewrap_installed() -> bool:
@@ -309,7 +319,7 @@ def _workdir_args(skill_dir: Path, folder: int, writable: bool, scratch_mb: int,
 def _limit_args(prlimit: str, limits: Limits, contained: bool) -> list[str]:
     args = [prlimit, f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}",  # SIGXCPU, then SIGKILL
             f"--as={limits.memory_mb << 20}",
-            f"--fsize={limits.file_mb << 20}", "--core=0"]
+            f"--fsize={limits.file_mb << 20}", "--core=0", f"--nofile={OPEN_FILES}"]
     if contained:  # outside a user namespace the kernel counts all of the user's processes
         args.append(f"--nproc={limits.processes}")
     return [*args, "--"]
@@ -421,73 +431,44 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, folder: int, writa
         if cgroup is not None:
             cgroup.close()
         if writable and contained and seccomp_program() is None:  # the kernel did not refuse
-            _clear_set_id_bits(folder, skill_dir)
+            clear_set_id_bits(folder, skill_dir)
     if not finished:
         raise CommandRefusedError(f"the command ran past {timeout_s} s and was stopped "
                                   f"(every process it started was killed)")
     return proc.returncode, _render(out, err, proc.returncode, max_output_chars, limits)
 
 
-def _clear_set_id_bits(folder: int, shown: Path) -> None:
-    """Clear the setuid/setgid bits of the files in a writable skill's folder.
-
-    A command may ``chmod u+s`` a file it wrote there: on the host that file would run with
-    the job user's rights (root's, for a job run as root) for anyone who can reach it. Only
-    where no seccomp filter makes the kernel refuse the bits (an architecture it is not built
-    for): walking a folder a command filled with millions of files took seconds after every
-    command, so at most ``MAX_SET_ID_WALK`` entries are looked at. Run
-    once the command's processes are gone; folders and files are opened relative to their
-    parent's fd without following symlinks (``walk_beneath``: no recursion, a bounded number
-    of fds, however deep the folder), so a folder swapped for a symlink by a command still
-    running on the same skill never leads outside it.
-    """
-    with closing(walk_beneath(folder)) as entries:
-        for parts, dir_fd, name, is_dir in itertools.islice(entries, MAX_SET_ID_WALK):
-            if is_dir:
-                continue
-            try:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                             dir_fd=dir_fd)
-            except OSError:
-                continue  # a symlink, or gone
-            try:
-                mode = os.fstat(fd).st_mode
-                if stat.S_ISREG(mode) and mode & (stat.S_ISUID | stat.S_ISGID):
-                    os.fchmod(fd, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
-            except OSError:
-                _log.warning("could not clear the setuid/setgid bits of %s in a writable "
-                             "skill's folder", shown.joinpath(*parts, name))
-            finally:
-                os.close(fd)
-        if next(entries, None) is not None:
-            _log.warning("a writable skill's folder %s has more than %d entries: the "
-                         "setuid/setgid bits of the rest were not looked at", shown,
-                         MAX_SET_ID_WALK)
-
-
 def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, folder: int,
                   writable: bool, limits: Limits, features: _Features, fds: list[int]) -> list[str]:
     """The ``bwrap`` command line running ``inner``; the fds it needs are added to ``fds``."""
-    uid, gid = os.getuid(), os.getgid()
+    workdir = _workdir_args(skill_dir, folder, writable, limits.scratch_mb, features, fds)
+    program = seccomp_program()  # no setuid/setgid bit set on any file, by the kernel
+    caps: list[str] = []
+    # each writable tmpfs bounded in files too (kernel memory its size does not count), then
+    # every capability dropped; the filter refuses new user namespaces (--disable-userns
+    # would nest one, where no remount is allowed)
+    if program is not None and features.remount:
+        tmpfs = ["/tmp", *([_WORKDIR] if "--tmpfs" in workdir else []),
+                 *(["/dev/shm"] if features.size else [])]
+        caps, inner = bounded_tmpfs(inner, tmpfs, limits.scratch_mb)
+    uid, gid = (0, 0) if caps else (os.getuid(), os.getgid())  # the sandbox's user
     passwd = _data_fd("root:x:0:0:root:/tmp:/usr/sbin/nologin\n" + (
         f"sandbox:x:{uid}:{gid}:sandbox:/tmp:/usr/sbin/nologin\n" if uid else ""))
     fds.append(passwd)
     group = _data_fd("root:x:0:\n" + (f"sandbox:x:{gid}:\n" if gid else ""))
     fds.append(group)
-    program = seccomp_program()  # no setuid/setgid bit set on any file, by the kernel
     seccomp: list[str] = []
     if program is not None:
         fds.append(_data_fd(program))
         seccomp = ["--seccomp", str(fds[-1])]
     # no user namespace of its own: every capability inside one, and the kernel code behind
-    nested = ["--disable-userns"] if features.disable_userns else []
-    return [*_base_args(_find("bwrap") or "bwrap"), *seccomp, *nested,
+    nested = ["--disable-userns"] if features.disable_userns and not caps else []
+    return [*_base_args(_find("bwrap") or "bwrap"), *caps, *seccomp, *nested,
             *(["--size", str(limits.scratch_mb << 20)] if features.size else []),
             "--tmpfs", "/tmp",
             "--ro-bind-data", str(passwd), "/etc/passwd",
             "--ro-bind-data", str(group), "/etc/group",
-            *_workdir_args(skill_dir, folder, writable, limits.scratch_mb, features, fds),
-            *_read_only_root(limits, features),
+            *workdir, *_read_only_root(limits, features),
             "--chdir", _WORKDIR, "--clearenv", "--setenv", "HOME", "/tmp",
             *[a for k, v in env.items() for a in ("--setenv", k, v)], "--", *inner]
 

@@ -38,6 +38,18 @@ then picks a victim, the TaskManager maybe) where no ``memory`` cgroup bounds th
 (a job not run as root). Both fail with ``ENOSYS``; ``shm_open`` (a file in the sandbox's
 capped ``/dev/shm``) still works.
 
+No user namespace is made in the sandbox: ``clone`` and ``unshare`` with ``CLONE_NEWUSER``
+fail with ``EPERM`` and ``clone3`` (whose flags are in a struct) with ``ENOSYS`` (the C
+library falls back to ``clone``). A nested user namespace gives a command every capability
+inside it and the kernel code behind them (mounts, netfilter), where local privilege
+escalations are found; bubblewrap's ``--disable-userns`` would refuse them too, but puts the
+command in a nested user namespace of its own, where the sandbox's tmpfs cannot be bounded
+in files (``_tmpfs``).
+
+System V message queues and semaphore sets (``msgget``, ``semget``) fail with ``ENOSYS``
+like ``shmget``: each IPC namespace's defaults let one command hold about 500 MB of queued
+messages and far more in semaphore arrays, kernel memory no rlimit bounds.
+
 No process of the sandbox is traced or read by another: ``ptrace``, ``process_vm_readv``,
 ``process_vm_writev`` and ``pidfd_getfd`` fail with ``ENOSYS``. bubblewrap's init (pid 1
 of the sandbox, which ends the sandbox when the command ends) runs as the command's user: a
@@ -60,20 +72,28 @@ import struct
 
 __all__ = ["seccomp_program"]
 
-# (audit arch, {syscall: index of its mode argument, or None to refuse it outright});
+_CLONE_NEWUSER = 0x10000000
+_NEWUSER = (0, _CLONE_NEWUSER)  # clone's and unshare's flags: their first argument
+# (audit arch, {syscall: index of its mode argument, (index, bits) of an argument refused
+# with any of those bits, or None to refuse it outright}); with a mode or flags: chmod,
+# fchmod, fchmodat, fchmodat2, open, openat, creat, mknod, mknodat; clone, unshare;
 # refused outright: openat2, io_uring_setup, add_key, request_key, keyctl, syslog,
 # perf_event_open, bpf, userfaultfd, memfd_create, shmget, ptrace, process_vm_readv,
-# process_vm_writev, pidfd_getfd
-_ARCHES: dict[str, tuple[int, dict[int, int | None]]] = {
+# process_vm_writev, pidfd_getfd, clone3, msgget, semget
+_Rule = int | tuple[int, int] | None
+_ARCHES: dict[str, tuple[int, dict[int, _Rule]]] = {
     "x86_64": (0xC000003E, {2: 2, 85: 1, 90: 1, 91: 1, 133: 1, 257: 3, 259: 2, 268: 2,
-                            452: 2, 437: None, 425: None,
+                            452: 2, 56: _NEWUSER, 272: _NEWUSER, 437: None, 425: None,
                             248: None, 249: None, 250: None, 103: None,
                             298: None, 321: None, 323: None, 319: None, 29: None,
-                            101: None, 310: None, 311: None, 438: None}),
-    "aarch64": (0xC00000B7, {56: 3, 33: 2, 52: 1, 53: 2, 452: 2, 437: None, 425: None,
+                            101: None, 310: None, 311: None, 438: None, 435: None,
+                            68: None, 64: None}),
+    "aarch64": (0xC00000B7, {56: 3, 33: 2, 52: 1, 53: 2, 452: 2, 220: _NEWUSER,
+                             97: _NEWUSER, 437: None, 425: None,
                              217: None, 218: None, 219: None, 116: None,
                              241: None, 280: None, 282: None, 279: None, 194: None,
-                             117: None, 270: None, 271: None, 438: None}),
+                             117: None, 270: None, 271: None, 438: None, 435: None,
+                             186: None, 190: None}),
 }
 _X32_BIT = 0x40000000
 _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
@@ -111,13 +131,14 @@ def seccomp_program(machine: str | None = None) -> bytes | None:
     body.append((_JEQ, 0, -2, audit_arch))
     body.append((_LD_ABS, 0, 0, 0))  # nr
     body.append((_JGE, -2, 0, _X32_BIT))
-    for nr, mode_arg in calls.items():
-        if mode_arg is None:
+    for nr, rule in calls.items():
+        if rule is None:
             body.append((_JEQ, -3, 0, nr))  # -3: to NOSYS
             continue
+        index, bits = (rule, _SET_ID) if isinstance(rule, int) else rule
         body.append((_JEQ, 0, 2, nr))
-        body.append((_LD_ABS, 0, 0, _arg_offset(mode_arg)))
-        body.append((_JSET, -2, -1, _SET_ID))
+        body.append((_LD_ABS, 0, 0, _arg_offset(index)))
+        body.append((_JSET, -2, -1, bits))
     allow, deny, nosys = len(body), len(body) + 1, len(body) + 2
     out = bytearray()
     for i, (code, jt, jf, k) in enumerate(body):
