@@ -559,3 +559,13 @@ def test_a_skill_md_starting_with_a_utf8_byte_order_mark_loads(tmp_path):
     (tmp_path / "s" / "SKILL.md").write_bytes(
         "\ufeff---\r\nname: bom\r\ndescription: d\r\n---\r\nbody\r\n".encode())
     assert load_skills([str(tmp_path)])["bom"].instructions == "body"
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "0b" + "1" * 20_000, "2001-13-01"])
+def test_a_front_matter_value_python_cannot_read_is_a_skill_error(tmp_path, value):
+    """An integer Python will not read or write, or a date of month 13, as the name: a
+    ``SkillError`` naming the file, not a ``ValueError`` from the reader or its message."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "SKILL.md").write_text(f"---\nname: {value}\ndescription: d\n---\n")
+    with pytest.raises(SkillError, match=r"SKILL.md: the front matter is not YAML within its"):
+        load_skills([str(tmp_path)])

@@ -269,3 +269,24 @@ def test_a_users_script_outside_the_repository_gets_yaml_errors(tmp_path):
     lines = proc.stdout.splitlines()
     assert "bad.yaml:2: byte 18 (column 11: 0xff) is not UTF-8" in lines[0]
     assert int(lines[1].split()[0]) < 5000 and "<string>:2: agents[0].name" in lines[1]
+
+
+@pytest.mark.parametrize("scalar, why", [
+    ("9" * 5000, "4300 digits"),  # Python's int refuses to read it
+    ("0b" + "1" * 100_000, "more than 4096 bits"),  # read, but no message could quote it
+    ("0x" + "f" * 30_000, "more than 4096 bits"),
+    ("2001-13-01", "month must be in 1..12"),  # datetime refuses it
+])
+@pytest.mark.parametrize("as_key", [False, True])
+def test_a_scalar_python_cannot_read_or_write_is_a_yaml_error_naming_its_line(scalar, why,
+                                                                              as_key):
+    """A value Python's ``int`` or ``datetime`` refuses, or an integer so long that quoting
+    it in any message fails (``ValueError`` from ``repr``), was a ``ValueError`` out of the
+    reader (a skill folder's front matter made ``load_skills`` fail with it, not with a
+    ``SkillError`` naming the folder)."""
+    text = f"ok: 1\n? {scalar}\n: 1\n" if as_key else f"ok: 1\nx: {scalar}\n"  # ? : a
+    # key longer than the 1,024 characters of a plain one
+    with pytest.raises(YamlError) as err:
+        read_yaml(text, source="hostile.yaml")
+    assert err.value.problems[0].startswith("hostile.yaml:2:"), err.value.problems
+    assert why in str(err.value)

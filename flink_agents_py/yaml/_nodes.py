@@ -465,7 +465,8 @@ def _same_value(loader: _Loader, k: ScalarNode, read_as: dict[Any, Node], loc: L
     try:
         value = loader.construct_object(k, deep=True)
         other = read_as.setdefault(value, k)
-    except (yaml.YAMLError, TypeError):  # an unreadable or unhashable key: reported later
+    except (yaml.YAMLError, TypeError, ValueError):  # unreadable or unhashable: reported later
+        loader.recursive_objects.pop(k, None)  # PyYAML keeps a node it failed on marked
         return
     if other is not k:
         report.add((*loc, k.value), f"duplicate key: {quoted(k.value)} reads as "
@@ -475,6 +476,8 @@ def _same_value(loader: _Loader, k: ScalarNode, read_as: dict[Any, Node], loc: L
 
 
 _UNREADABLE = object()
+_MAX_INT_BITS = 4096
+"""The largest integer read, in bits (about 1,233 decimal digits)."""
 
 _PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 """The tags of an untagged mapping and list (what the composer resolves them to)."""
@@ -528,8 +531,14 @@ def _construct(loader: _Loader, node: Node, loc: Loc, report: Report, unreadable
 
 def _scalar(loader: _Loader, node: Node, loc: Loc, report: Report, unreadable: set[Loc]) -> Any:
     try:
-        return loader.construct_object(node, deep=True)
-    except yaml.YAMLError as e:
+        value = loader.construct_object(node, deep=True)
+        if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
+            raise ValueError(f"an integer of more than {_MAX_INT_BITS} bits (any message "
+                             f"quoting it would fail: Python writes at most 4,300 digits)")
+        return value
+    except (yaml.YAMLError, ValueError) as e:  # ValueError: an integer of more than 4,300
+        # digits, a date of month 13 (read by Python's int and datetime)
+        loader.recursive_objects.pop(node, None)  # PyYAML keeps a node it failed on marked
         report.add(loc, f"cannot read the value: {getattr(e, 'problem', e)}", translated=True,
                    line=node.start_mark.line + 1)
         unreadable.add(loc)
