@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from flink_agents_py.api import ResourceError
-from flink_agents_py.integrations.mcp import McpMessageTooLarge, McpServer, McpToolError
+from flink_agents_py.integrations.mcp import (
+    McpMessageTooDeep,
+    McpMessageTooLarge,
+    McpServer,
+    McpToolError,
+)
 
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.timeout(300)
@@ -246,3 +251,27 @@ def test_an_http_servers_answer_that_never_ends_is_cut_at_the_message_bound():
     assert "'endless'" in text and "an HTTP response" in text, text
     assert "max_message_bytes=8,388,608" in text
     assert time.monotonic() - started < 50  # not the request's timeout_s
+
+
+@pytest.mark.parametrize(("mode", "error", "said"), [
+    ("deep", McpMessageTooDeep, "nested too deeply to be read; its session was ended"),
+    # the SDK's error, as for a server answering a JSON-RPC error
+    ("deep-300", Exception, "answered with a message that is not MCP"),
+    ("result-number", Exception, "answered with a message that is not MCP"),
+])
+def test_an_answer_the_sdk_cannot_read_fails_its_call_at_once_naming_the_server(mode, error,
+                                                                                said):
+    """The SDK reported such an answer and dropped it: the call waited its whole
+    ``timeout_s`` and failed as a server that "did not answer". Now it fails when the
+    answer comes; a message nested deeper than this process's JSON reader goes ends the
+    session (as one over ``max_message_bytes`` does), and the next call starts the server
+    again."""
+    server = _server(mode)
+    try:
+        server.open()
+        with pytest.raises(error) as err:
+            server.call_tool("probe", {"x": "1"})
+        assert said in str(err.value) and "hostile" in str(err.value), err.value
+        assert "did not answer" not in str(err.value)
+    finally:
+        server.close()

@@ -13,7 +13,10 @@ It answers ``initialize`` (tools capability) and then, by mode:
 
 Each ``tools/call`` of ``probe`` answers by mode too: ``huge`` with 3 MB of text,
 ``huge-image`` with a 3 MB image, ``endless-line`` by writing one line that never ends (1 MiB
-at a time, until its stdout is closed), others ``ok`` and the arguments.
+at a time, until its stdout is closed), ``deep`` with a result nested 100,000 levels deep
+(deeper than any JSON reader of the client goes), ``deep-300`` nested 300 levels (deeper than
+the SDK's reader goes, about 200), ``result-number`` with ``5`` for a result (not an object),
+others ``ok`` and the arguments.
 """
 
 from __future__ import annotations
@@ -58,6 +61,15 @@ def _call(mode: str, params: dict) -> dict:
     return {"content": [{"type": "text", "text": "ok " + json.dumps(params.get("arguments"))}]}
 
 
+_RAW_ANSWERS = {  # written as text: json.dumps cannot write what is nested this deep
+    "deep": '{"jsonrpc": "2.0", "id": ID, "result": {"content": [], "structuredContent": '
+            '{"a": ' + "[" * 100_000 + "]" * 100_000 + '}}}',
+    "deep-300": '{"jsonrpc": "2.0", "id": ID, "result": {"content": [], "structuredContent": '
+                '{"a": ' + "[" * 300 + "]" * 300 + '}}}',
+    "result-number": '{"jsonrpc": "2.0", "id": ID, "result": 5}',
+}
+
+
 def main() -> None:
     mode = sys.argv[1]
     for line in sys.stdin:
@@ -83,6 +95,9 @@ def main() -> None:
                     chunk = "E" * (1 << 20)
             except (BrokenPipeError, OSError):
                 return
+        elif method == "tools/call" and mode in _RAW_ANSWERS:
+            sys.stdout.write(_RAW_ANSWERS[mode].replace("ID", json.dumps(rid)) + "\n")
+            sys.stdout.flush()
         elif method == "tools/call":
             _send({"jsonrpc": "2.0", "id": rid, "result": _call(mode, msg["params"])})
         elif rid is not None:

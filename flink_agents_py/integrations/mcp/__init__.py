@@ -5,8 +5,8 @@
 plan is built, or declared). Needs the ``mcp`` extra; importing this package does not.
 """
 
-from ._bounded import McpMessageTooLarge, McpServerExited
+from ._bounded import McpMessageTooDeep, McpMessageTooLarge, McpServerExited
 from ._server import McpPrompt, McpServer, McpTool, McpToolError
 
-__all__ = ["McpMessageTooLarge", "McpPrompt", "McpServer", "McpServerExited", "McpTool",
-           "McpToolError"]
+__all__ = ["McpMessageTooDeep", "McpMessageTooLarge", "McpPrompt", "McpServer",
+           "McpServerExited", "McpTool", "McpToolError"]

@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import sys
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
-__all__ = ["McpMessageTooLarge", "McpServerExited", "PROCESS_EXIT_S", "bound_http_client",
-           "bounded_stdio_client"]
+__all__ = ["McpMessageTooDeep", "McpMessageTooLarge", "McpServerExited", "PROCESS_EXIT_S",
+           "bound_http_client", "bounded_stdio_client"]
 
+_NOT_MCP = -32600  # JSON-RPC's "invalid request": the error a request answered so gets
 PROCESS_EXIT_S = 2.0
 """How long a server may take to exit once its stdin is closed, in seconds (as the SDK)."""
 
@@ -45,6 +47,16 @@ class McpMessageTooLarge(ConnectionError):
 
 class McpServerExited(ConnectionError):
     """A stdio MCP server exited (or closed its stdout) while its session was open."""
+
+
+class McpMessageTooDeep(ConnectionError):
+    """An MCP server sent a message nested too deeply for a JSON reader of this process."""
+
+
+def too_deep(where: str) -> McpMessageTooDeep:
+    """The error of a server's message nested deeper than Python's JSON reader goes."""
+    return McpMessageTooDeep(f"MCP server {where} sent a message nested too deeply to be "
+                             f"read; its session was ended")
 
 
 def too_large(where: str, max_bytes: int, what: str) -> McpMessageTooLarge:
@@ -96,8 +108,38 @@ async def bounded_stdio_client(command: list[str], env: dict[str, str] | None,
     def parsed(line: bytes) -> Any:
         try:
             return SessionMessage(messages.validate_json(line))
-        except ValueError as e:  # not JSON-RPC: the session reports it
-            return e
+        except ValueError as e:  # not JSON-RPC: an answer is failed, anything else reported
+            return unreadable(line, e)
+
+    def unreadable(line: bytes, error: ValueError) -> Any:
+        """A line the SDK cannot read: an error answer to the request it answers, if any.
+
+        The SDK reported such a line and dropped it: the request it answered waited for its
+        whole timeout, named as a server that "did not answer" (an answer nested deeper than
+        the SDK's JSON reader goes, about 200 levels; a ``result`` that is no object).
+
+        Returns:
+            A JSON-RPC error answering the line's request (naming the server and the
+            problem), or ``error`` when the line answers none (the session reports it).
+
+        Raises:
+            McpMessageTooDeep: when even this process's JSON reader refuses its nesting.
+        """
+        try:
+            message = json.loads(line)
+        except RecursionError:
+            error_deep = too_deep(where)
+            raise error_deep from None
+        except ValueError:  # not JSON at all (a server printing to stdout): reported
+            return error
+        rid = message.get("id") if isinstance(message, dict) else None
+        if (isinstance(rid, bool) or not isinstance(rid, (int, str))
+                or not ("result" in message or "error" in message)):
+            return error
+        problem = " ".join(str(error).splitlines()[1:3])[:300]  # pydantic's first error
+        return SessionMessage(messages.validate_python({
+            "jsonrpc": "2.0", "id": rid, "error": {"code": _NOT_MCP, "message": (
+                f"MCP server {where} answered with a message that is not MCP ({problem})")}}))
 
     stopping = False  # set when the session ends the server (its exit is then expected)
 
@@ -133,7 +175,7 @@ async def bounded_stdio_client(command: list[str], env: dict[str, str] | None,
                             await read_in.send(parsed(bytes(held)))
                         held.clear()
                 await exited()  # before ``read_in`` closes: a waiting call sees the reason
-        except McpMessageTooLarge as e:
+        except (McpMessageTooLarge, McpMessageTooDeep) as e:
             if on_failure is not None:
                 on_failure(e)
             raise
