@@ -161,3 +161,38 @@ def test_where_the_host_refuses_the_remount_commands_run_bounded_in_size_only(
     out = str(result["output"])
     assert result["exit_code"] == 0 and "caps [0]" in out, out
     assert "bounded in size only" in caplog.text
+
+
+FAMILIES = """
+import socket
+a, b = socket.socketpair()
+a.sendall(b"x")
+print("unix", b.recv(1).decode())
+for family in ("AF_INET", "AF_INET6", "AF_NETLINK", "AF_PACKET"):
+    kind = socket.SOCK_RAW if family == "AF_NETLINK" else socket.SOCK_DGRAM
+    try:
+        socket.socket(getattr(socket, family), kind).close()
+        print(family, "made")
+    except OSError as e:
+        print(family, e.strerror)
+"""
+
+
+def test_a_command_makes_unix_sockets_only(tmp_path):
+    """TCP and UDP buffers count against the host's ``tcp_mem``/``udp_mem``, which every
+    network namespace shares: a command filling its own loopback's sockets (256 open files
+    of a few MB each, per process) pushed the host's TCP, the TaskManager's connections
+    included, into memory pressure. The sandbox has no network: only Unix sockets are made,
+    other families fail as on a kernel without them (netlink and packet sockets too)."""
+    require_bubblewrap()
+    if seccomp_program() is None:
+        pytest.skip("no seccomp filter is built for this architecture")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShellEquivalentCommandWarning)
+        tool = RunSkillCommandTool(paths=[str(skill(tmp_path, "families.py", FAMILIES))],
+                                   allowed_commands=["python3"])
+    result = tool.run("box", "python3 families.py")
+    out = str(result["output"])
+    assert result["exit_code"] == 0 and "unix x" in out, out
+    for family in ("AF_INET", "AF_INET6", "AF_NETLINK", "AF_PACKET"):
+        assert f"{family} Address family not supported by protocol" in out, out

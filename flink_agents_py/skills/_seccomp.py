@@ -50,6 +50,13 @@ System V message queues and semaphore sets (``msgget``, ``semget``) fail with ``
 like ``shmget``: each IPC namespace's defaults let one command hold about 500 MB of queued
 messages and far more in semaphore arrays, kernel memory no rlimit bounds.
 
+Only Unix sockets are made (``socket`` and ``socketpair`` of another domain fail with
+``EAFNOSUPPORT``, as on a kernel built without that family): the sandbox has no network, and
+TCP and UDP buffers are counted against the host's ``tcp_mem``/``udp_mem``, shared by every
+network namespace: a command filling its own loopback's buffers pushed the host's TCP, the
+TaskManager's connections included, into memory pressure. Netlink and packet sockets, kernel
+code no command needs, go with them.
+
 No process of the sandbox is traced or read by another: ``ptrace``, ``process_vm_readv``,
 ``process_vm_writev`` and ``pidfd_getfd`` fail with ``ENOSYS``. bubblewrap's init (pid 1
 of the sandbox, which ends the sandbox when the command ends) runs as the command's user: a
@@ -67,6 +74,7 @@ from __future__ import annotations
 
 import errno
 import platform
+import socket
 import stat
 import struct
 
@@ -77,19 +85,23 @@ _NEWUSER = (0, _CLONE_NEWUSER)  # clone's and unshare's flags: their first argum
 # (audit arch, {syscall: index of its mode argument, (index, bits) of an argument refused
 # with any of those bits, or None to refuse it outright}); with a mode or flags: chmod,
 # fchmod, fchmodat, fchmodat2, open, openat, creat, mknod, mknodat; clone, unshare;
+# socket and socketpair of a domain other than AF_UNIX (EAFNOSUPPORT);
 # refused outright: openat2, io_uring_setup, add_key, request_key, keyctl, syslog,
 # perf_event_open, bpf, userfaultfd, memfd_create, shmget, ptrace, process_vm_readv,
 # process_vm_writev, pidfd_getfd, clone3, msgget, semget
-_Rule = int | tuple[int, int] | None
+_UNIX_ONLY = "unix"  # socket's and socketpair's domain: AF_UNIX only
+_Rule = int | tuple[int, int] | str | None
 _ARCHES: dict[str, tuple[int, dict[int, _Rule]]] = {
     "x86_64": (0xC000003E, {2: 2, 85: 1, 90: 1, 91: 1, 133: 1, 257: 3, 259: 2, 268: 2,
-                            452: 2, 56: _NEWUSER, 272: _NEWUSER, 437: None, 425: None,
+                            452: 2, 56: _NEWUSER, 272: _NEWUSER, 41: _UNIX_ONLY,
+                            53: _UNIX_ONLY, 437: None, 425: None,
                             248: None, 249: None, 250: None, 103: None,
                             298: None, 321: None, 323: None, 319: None, 29: None,
                             101: None, 310: None, 311: None, 438: None, 435: None,
                             68: None, 64: None}),
     "aarch64": (0xC00000B7, {56: 3, 33: 2, 52: 1, 53: 2, 452: 2, 220: _NEWUSER,
-                             97: _NEWUSER, 437: None, 425: None,
+                             97: _NEWUSER, 198: _UNIX_ONLY, 199: _UNIX_ONLY, 437: None,
+                             425: None,
                              217: None, 218: None, 219: None, 116: None,
                              241: None, 280: None, 282: None, 279: None, 194: None,
                              117: None, 270: None, 271: None, 438: None, 435: None,
@@ -135,18 +147,24 @@ def seccomp_program(machine: str | None = None) -> bytes | None:
         if rule is None:
             body.append((_JEQ, -3, 0, nr))  # -3: to NOSYS
             continue
+        if rule == _UNIX_ONLY:  # -4: to EAFNOSUPPORT
+            body += [(_JEQ, 0, 2, nr), (_LD_ABS, 0, 0, _arg_offset(0)),
+                     (_JEQ, -1, -4, socket.AF_UNIX)]
+            continue
+        assert not isinstance(rule, str)
         index, bits = (rule, _SET_ID) if isinstance(rule, int) else rule
         body.append((_JEQ, 0, 2, nr))
         body.append((_LD_ABS, 0, 0, _arg_offset(index)))
         body.append((_JSET, -2, -1, bits))
-    allow, deny, nosys = len(body), len(body) + 1, len(body) + 2
+    allow, deny, nosys, no_family = len(body), len(body) + 1, len(body) + 2, len(body) + 3
     out = bytearray()
     for i, (code, jt, jf, k) in enumerate(body):
-        targets = {-1: allow, -2: deny, -3: nosys}
+        targets = {-1: allow, -2: deny, -3: nosys, -4: no_family}
         jt = targets[jt] - i - 1 if jt < 0 else jt
         jf = targets[jf] - i - 1 if jf < 0 else jf
         out += struct.pack("=HBBI", code, jt, jf, k)
     out += struct.pack("=HBBI", _RET, 0, 0, _ALLOW)
     out += struct.pack("=HBBI", _RET, 0, 0, _ERRNO | errno.EPERM)
     out += struct.pack("=HBBI", _RET, 0, 0, _ERRNO | errno.ENOSYS)
+    out += struct.pack("=HBBI", _RET, 0, 0, _ERRNO | errno.EAFNOSUPPORT)
     return bytes(out)
