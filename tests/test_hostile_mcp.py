@@ -275,3 +275,24 @@ def test_an_answer_the_sdk_cannot_read_fails_its_call_at_once_naming_the_server(
         assert "did not answer" not in str(err.value)
     finally:
         server.close()
+
+
+def test_a_listing_of_small_pages_that_holds_too_much_in_all_is_refused(monkeypatch):
+    """Each page is under ``max_message_bytes``, but the items of all pages are kept while
+    the server is open: 1,000 pages of one tool with a 60 MB description each would have
+    been 60 GB. A listing over ``MAX_LISTED_BYTES`` in all is refused, naming the server
+    (here 1 MB pages, the page bound lowered to 100 so that the test stays small either
+    way)."""
+    from flink_agents_py.integrations.mcp import _session
+
+    monkeypatch.setattr(_session, "MAX_LIST_PAGES", 100)
+    monkeypatch.setattr(_session, "MAX_LISTED_BYTES", 16 << 20)
+    server = _server("fat-pages")
+    try:
+        with pytest.raises(ResourceError) as e:
+            server.open()
+    finally:
+        server.close()
+    text = str(e.value)
+    assert "'hostile'" in text and "tools/list" in text, text
+    assert "holds more than 16,777,216 bytes (after 16 pages" in text, text

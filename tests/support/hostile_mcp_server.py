@@ -7,6 +7,8 @@ It answers ``initialize`` (tools capability) and then, by mode:
   never end;
 - ``pager-new``: every page holds one tool and a new ``nextCursor``: its pages never end;
 - ``many-pages``: 30 pages of 10 tools, then the end (a long listing that ends);
+- ``fat-pages``: every page holds one tool with a description of 1 MB, and a new
+  ``nextCursor``: each page is far under the message bound, the listing grows without one;
 - ``bad-schema``: one tool whose input schema's ``properties`` is a number;
 - ``list-error``: ``tools/list`` answers a JSON-RPC error with a 100 KB message;
 - ``ok``: one tool, ``probe``, whose call answers ``ok``.
@@ -41,6 +43,9 @@ def _page(mode: str, cursor: str | None) -> dict:
     n = int(cursor or 0)
     if mode == "pager-new":
         return {"tools": [_tool(f"t{n}")], "nextCursor": str(n + 1)}
+    if mode == "fat-pages":
+        return {"tools": [{**_tool(f"t{n}"), "description": "D" * (1 << 20)}],
+                "nextCursor": str(n + 1)}
     if mode == "many-pages":
         page: dict = {"tools": [_tool(f"t{n}_{i}") for i in range(10)]}
         if n < 29:

@@ -30,6 +30,8 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from ...api import ResourceError, mask_secrets
 from ..chat_models._common import import_sdk
 from ._bounded import bound_http_client, bounded_stdio_client
@@ -37,7 +39,8 @@ from ._bounded import bound_http_client, bounded_stdio_client
 if TYPE_CHECKING:
     from ._server import McpServer
 
-__all__ = ["Connection", "MAX_LISTED", "MAX_LIST_PAGES", "list_all", "wire"]
+__all__ = ["Connection", "MAX_LISTED", "MAX_LISTED_BYTES", "MAX_LIST_PAGES", "list_all",
+           "wire"]
 
 log = logging.getLogger("flink_agents_py.mcp")
 
@@ -344,13 +347,19 @@ MAX_LIST_PAGES = 1_000
 MAX_LISTED = 10_000
 """The most tools (or prompts) one server may advertise."""
 
+MAX_LISTED_BYTES = 64 << 20
+"""The most bytes (JSON) all pages of one ``tools/list`` or ``prompts/list`` together may
+hold: the items are kept (descriptions, input schemas) for as long as the server is open,
+and 1,000 pages each near ``max_message_bytes`` (64 MiB) would be 64 GB."""
+
 
 async def list_all(session: Any, method: str, key: str, where: str = "") -> list[dict[str, Any]]:
     """Every page of ``tools/list`` or ``prompts/list`` as wire dicts.
 
     The pages are bounded: a server answering with a cursor it gave before, more than
     ``MAX_LIST_PAGES`` pages or more than ``MAX_LISTED`` items (a listing that never ends) is
-    refused at once, rather than listed until the request's timeout.
+    refused at once, rather than listed until the request's timeout; so is a listing of
+    more than ``MAX_LISTED_BYTES`` in all, however it ends.
 
     Args:
         session: the SDK's client session.
@@ -368,7 +377,7 @@ async def list_all(session: Any, method: str, key: str, where: str = "") -> list
     cursor: str | None = None
     seen: set[str] = set()
     request = f"{key}/list"
-    pages = 0
+    pages = size = 0
     while True:
         pages += 1
         fn = getattr(session, method)
@@ -382,6 +391,11 @@ async def list_all(session: Any, method: str, key: str, where: str = "") -> list
             except TypeError:  # older SDKs take the cursor directly
                 page = wire(await fn(cursor=cursor))
         items.extend(page.get(key) or [])
+        size += len(orjson.dumps(page.get(key) or []))
+        if size > MAX_LISTED_BYTES:  # ended or not: no more is kept
+            raise ResourceError(f"the {request} of MCP server {where} holds more than "
+                                f"{MAX_LISTED_BYTES:,} bytes (after {pages} pages, "
+                                f"{len(items)} {key}): refused")
         cursor = page.get("nextCursor")
         if not cursor:
             return items
