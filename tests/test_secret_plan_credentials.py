@@ -42,6 +42,12 @@ REPO = Path(__file__).resolve().parents[1]
      ["k4-gggggggg", "t3-hhhhhhhh"]),
     (["srv", "--token", "--verbose"], []),
     ({"nested": ["a", {"url": "https://u:pw-iiiiiiii@h/"}]}, ["pw-iiiiiiii"]),
+    # texts under credential names, at any depth; not a field named just ``key``
+    ({"password": "pw-jjjjjjjj", "dsn": "db", "db": {"api_key": "k5-kkkkkkkk"}},
+     ["pw-jjjjjjjj", "k5-kkkkkkkk"]),
+    ({"secret": ["s2-llllllll"], "key": "documents", "api_key_env": "MY_KEY",
+      "secret_headers": {"x-api-key": "GATEWAY_KEY"}, "secret_env": {"TOKEN": "MY_TOKEN"}},
+     ["s2-llllllll"]),
 ])
 def test_the_credentials_a_url_or_a_command_line_carries(value, found):
     assert list(plan_credentials(value)) == found
@@ -161,3 +167,61 @@ def test_the_trace_command_never_prints_a_token_of_its_otlp_url_or_a_misspelt_he
                           capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert proc.returncode == 2 and "expected NAME=VALUE" in proc.stderr
     assert token not in proc.stdout + proc.stderr
+
+
+LITERAL_SCRIPT = '''
+import json, logging, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, InputEvent, Resource, ResourceDescriptor,
+    ResourceType, action)
+
+
+class Warehouse(Resource):
+    RESOURCE_TYPE = ResourceType.TOOL
+    dsn: str = ""
+    password: str = ""
+    options: dict = {}
+
+    def connect(self):
+        raise ConnectionError(f"login to {self.dsn} refused for password {self.password!r} "
+                              f"(token {self.options['auth_token']})")
+
+
+class Loader(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def load(event, ctx):
+        store = ctx.get_resource("warehouse", ResourceType.TOOL)
+        try:
+            store.connect()
+        except ConnectionError as e:
+            logging.getLogger("my_agent").warning("cannot load: %s", e)
+            raise RuntimeError("load failed") from e
+
+
+agent = Loader()
+agent.add_resource("warehouse", ResourceType.TOOL, ResourceDescriptor(
+    Warehouse, dsn="db.internal", password=sys.argv[1], options={"auth_token": sys.argv[2]}))
+result = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(agent).run()
+print(json.dumps([e.model_dump(mode="json") for e in result.errors]))
+'''
+
+
+def test_a_password_field_of_a_users_resource_never_leaves_in_logs_or_error_records(
+        tmp_path: Path) -> None:
+    # a literal ``password=`` / ``auth_token`` of a resource was masked in its repr only:
+    # an exception quoting it reached the log line, the error record and its traceback
+    password, token = (f"{what}-{uuid.uuid4().hex}" for what in ("pw", "tok"))
+    script = tmp_path / "my_agent.py"
+    script.write_text(textwrap.dedent(LITERAL_SCRIPT))
+    done = subprocess.run([sys.executable, str(script), password, token], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=180,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    errors = json.loads(done.stdout.splitlines()[-1])
+    assert len(errors) == 1 and "load failed" in errors[0]["message"]
+    seen = done.stdout + done.stderr
+    assert "refused for password '[REDACTED]' (token [REDACTED])" in seen
+    assert "db.internal" in seen  # ordinary fields are shown
+    assert password not in seen and token not in seen

@@ -13,8 +13,14 @@ What counts: the password of a URL's user part (its user name when it has no pas
 token used as the user, as GitHub and Sentry URLs do), the values of query and fragment
 parameters under credential names (``key``, ``api_key``, ``api-key``, ``token``,
 ``access_token``, ``password``, ``secret``, ``sig``, ``signature``, ``auth``...), and the
-value of a command-line option with such a name (``--api-key X``, ``--token=X``). Values
-shorter than ``MIN_SECRET_CHARS`` are not registered, as ever.
+value of a command-line option with such a name (``--api-key X``, ``--token=X``), and a text
+given under a credential name (``password="..."``, ``api_key="..."``, ``{"db": {"secret":
+"..."}}``: a field or an entry of a dict, at any depth), which the ``repr`` of a resource or
+a descriptor masked already but an error, a log line or a provider's echo of it did not. A
+field named just ``key`` is not one (``key="documents"`` names a thing far more often than
+it holds a credential, and masking the word everywhere would blank out ordinary text); in a
+URL's query ``?key=`` is. Values shorter than ``MIN_SECRET_CHARS`` are not registered, as
+ever.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from ._secrets import is_credential_name, register_secret
+from ._secrets import is_credential_name, register_header_secret
 
 __all__ = ["plan_credentials", "register_plan_credentials"]
 
@@ -65,29 +71,43 @@ def _option_credentials(args: list[str]) -> Iterator[str]:
             yield args[i + 1]
 
 
-def plan_credentials(value: Any, depth: int = 0) -> Iterator[str]:
-    """The credentials a resource argument carries in URLs and command-line options.
+_ENV_NAME_MAPS = ("secret_env", "secret_headers")
+"""Fields mapping names to environment variables (``api._secrets``): values are names."""
 
-    Texts are searched for URLs; lists and tuples (a command line) for options with a
-    credential name too; dicts' values, lists' and tuples' items are walked (8 levels).
+
+def _named_credential(name: Any) -> bool:
+    return is_credential_name(name) and str(name).lower() != "key"
+
+
+def plan_credentials(value: Any, depth: int = 0, name: Any = "") -> Iterator[str]:
+    """The credentials a resource argument carries: named so, in URLs, in command lines.
+
+    A text under a credential name (``_named_credential``) is one whole; other texts are
+    searched for URLs; lists and tuples (a command line) for options with a credential
+    name too; dicts' values (named by their keys), lists' and tuples' items (named as the
+    list) are walked (8 levels).
 
     Args:
         value: the argument's value.
         depth: how deep the walk is (callers leave it at 0).
+        name: the name ``value`` is given under (a field's, a dict key), or ``""``.
 
     Yields:
         Each credential found (possibly shorter than a secret may be).
     """
     if isinstance(value, str):
-        if "://" in value:
+        if value and _named_credential(name):
+            yield value
+        elif "://" in value:
             yield from _url_credentials(value)
     elif isinstance(value, (list, tuple)) and depth < _MAX_DEPTH:
         yield from _option_credentials([v for v in value if isinstance(v, str)])
         for item in value:
-            yield from plan_credentials(item, depth + 1)
+            yield from plan_credentials(item, depth + 1, name)
     elif isinstance(value, dict) and depth < _MAX_DEPTH:
-        for item in value.values():
-            yield from plan_credentials(item, depth + 1)
+        names = name not in _ENV_NAME_MAPS  # ``{"x-api-key": "MY_VAR"}``: not a credential
+        for key, item in value.items():
+            yield from plan_credentials(item, depth + 1, key if names else "")
 
 
 def register_plan_credentials(arguments: Any, source: str) -> None:
@@ -98,4 +118,5 @@ def register_plan_credentials(arguments: Any, source: str) -> None:
         source: whose they are, for the DEBUG log line (the values are never logged).
     """
     for credential in plan_credentials(arguments):
-        register_secret(credential, f"a credential in {source}")
+        # (a header-like value ``Bearer <token>``: the token alone too)
+        register_header_secret(credential, f"a credential in {source}")
