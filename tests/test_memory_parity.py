@@ -123,3 +123,52 @@ def test_a_value_memory_cannot_keep_is_a_type_error_naming_its_path():
         assert (path in memory) is False
     with pytest.raises(ValueError, match="dotted names"):
         memory.get("a..b")
+
+
+SENSORY_LISTING = '''
+import json
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, InputEvent, OutputEvent, ResourceType, RunnerContext,
+                                 action)
+
+
+class Child(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def look(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.sensory_memory.set("mine", 1)
+        ctx.send_event(OutputEvent(output={
+            "names": ctx.sensory_memory.get_field_names(),
+            "listed": list(ctx.sensory_memory), "dict": ctx.sensory_memory.to_dict()}))
+
+
+class Parent(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        result = await (await ctx.submit_subagent("child", {"text": "hi"}))
+        ctx.send_event(OutputEvent(output=result.result))
+
+
+parent = Parent()
+parent.add_resource("child", ResourceType.AGENT, Child())
+out = AgentsExecutionEnvironment.local().from_list([{"key": "k"}]).apply(parent).collect()
+print(json.dumps(out))
+'''
+
+
+def test_sensory_memory_listings_leave_out_the_runtimes_entries(tmp_path):
+    # a sub-agent listing its sensory memory saw the runtime's '_subagent' entry (and an
+    # agent driving a chat its '_chat' entry); short-term listings hid the runtime's already
+    script = tmp_path / "my_agent.py"
+    script.write_text(textwrap.dedent(SENSORY_LISTING))
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=180,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    [[child]] = json.loads(done.stdout.splitlines()[-1])  # the parent's one output
+    assert child == {"names": ["mine"], "listed": ["mine"], "dict": {"mine": 1}}
+    sensory = ActionMemory({"_chat": {"chats": {}}, "_subagent": {"input": 1}, "x": 2},
+                           "sensory_memory")
+    assert sensory.get_field_names() == ["x"]
+    assert sensory.get("_subagent.input") == 1  # read by path, as the runtime does

@@ -215,6 +215,9 @@ RESERVED_ROOTS = {"_budget": "the spend of each budgeted chat model setup",
 """Top-level short-term memory entries the runtime writes, never an action (read: allowed;
 ``_budget`` may also be deleted, to start the key's spend from nothing)."""
 
+SENSORY_RUNTIME_ROOTS = {"_chat": "the open chats", "_subagent": "a sub-agent call's input"}
+"""Top-level sensory memory entries the runtime keeps (read by path; not listed)."""
+
 
 def _refuse_reserved(parts: list[str], path: str, deleting: bool) -> None:
     """Refuse an action's write under a reserved entry (see ``RESERVED_ROOTS``).
@@ -350,12 +353,14 @@ class ActionMemory(Memory):
     def to_dict(self) -> dict[str, Any]:
         """Return a copy of the whole tree as this action sees it.
 
-        The runtime's own entries of short-term memory (``RESERVED_ROOTS``) are left out, and
-        so out of ``get_field_names``, ``get_fields`` and iteration: an agent that lists its
-        memory sees its own fields only, as in Flink Agents (``get("_budget")`` reads them).
+        The runtime's own entries (``RESERVED_ROOTS``; in sensory memory the open chats and a
+        sub-agent call's input, ``SENSORY_RUNTIME_ROOTS``) are left out, and so out of
+        ``get_field_names``, ``get_fields`` and iteration: an agent that lists its memory sees
+        its own fields only, as in Flink Agents (``get("_budget")`` reads them).
         """
         tree = self._tree()
-        if self._name == "short_term_memory" and not RESERVED_ROOTS.keys().isdisjoint(tree):
-            tree = {k: v for k, v in tree.items() if k not in RESERVED_ROOTS}
+        hidden = RESERVED_ROOTS if self._name == "short_term_memory" else SENSORY_RUNTIME_ROOTS
+        if not hidden.keys().isdisjoint(tree):
+            tree = {k: v for k, v in tree.items() if k not in hidden}
         copied: dict[str, Any] = _copy(tree)
         return copied
