@@ -452,3 +452,51 @@ def test_a_pickled_otel_sink_sends_from_its_worker(tmp_path, receiver):
     assert sorted(n for _, _, n in got) == sorted(SHOP_SPANS + ["invoke_agent shop"])
     assert {svc for _, svc, _ in got} == {"live-svc"}
     assert len(build_traces(read_event_log([tmp_path / "e.jsonl"]))) == 1
+
+
+def test_a_run_sent_again_after_a_restore_keeps_its_trace_and_span_ids():
+    # a run that completed after the checkpoint runs again on the restored job (its recorded
+    # calls replay) and the live sink sends it again: that was a second trace with new
+    # random ids, a duplicate; now the ids derive from the run, and the run span says so
+    import json
+    import pickle
+
+    class Kept(InMemorySpanExporter):
+        def shutdown(self) -> None:  # one exporter for both attempts
+            pass
+
+    exporter = Kept()
+    sink = OtelSink(exporter=exporter)
+    assert pickle.loads(pickle.dumps(sink)).job_id == sink.job_id  # every Flink attempt's
+    records = [{"key": "a", "n": 1, "sku": "s-1"}]
+    snapshots: list[Any] = []
+
+    def checkpoint(job: Any) -> None:
+        snap = job.snapshot()
+        if any(k["run"] for k in snap["keys"]):  # the run in flight
+            snapshots.append(json.loads(json.dumps(snap)))
+
+    def job() -> Any:
+        return (AgentsExecutionEnvironment.local(event_log=EventLog(sink=sink))
+                .from_list(records).apply(trace_agents.shop()))
+
+    assert len(job().run(on_step=checkpoint).outputs) == 1
+    first = exporter.get_finished_spans()
+    exporter.clear()
+    for snapshot in (snapshots[0], snapshots[-1]):
+        assert len(job().restore(snapshot).run().outputs) == 1
+        again = exporter.get_finished_spans()
+        exporter.clear()
+        ids = {(s.attributes["flink_agents.id"], s.context.trace_id, s.context.span_id)
+               for s in first}
+        assert len(_by_trace(first)) == len(_by_trace(again)) == 1
+        assert {(s.attributes["flink_agents.id"], s.context.trace_id, s.context.span_id)
+                for s in again} <= ids
+        [root] = [s for s in again if s.parent is None]
+        assert root.attributes["flink_agents.replayed"] is True
+    assert "flink_agents.replayed" not in next(s for s in first if s.parent is None).attributes
+    # another job (a new sink) has other trace ids for the same key and run
+    other = Kept()
+    (AgentsExecutionEnvironment.local(event_log=EventLog(sink=OtelSink(exporter=other)))
+     .from_list(records).apply(trace_agents.shop()).run())
+    assert _by_trace(other.get_finished_spans()).keys().isdisjoint(_by_trace(first).keys())

@@ -29,7 +29,10 @@ to ``ERROR`` with ``error.type`` and an ``exception`` event (``exception.stacktr
 log's traceback); a run with failures has status ``ERROR`` too. Every text a span carries is
 masked (``api.mask_secrets``: known secrets, secret-looking values) on top of the event
 log's own masking, for logs written before a secret was known. Anomalies are in
-``flink_agents.anomalies``. Times are the log's ``ts``.
+``flink_agents.anomalies``; a run with replayed calls or re-entered actions (it ran again
+after a restore) has ``flink_agents.replayed``. Times are the log's ``ts``. ``OtelSink``
+derives each run's trace id and span ids from the run (``_span_ids``): a run sent again
+after a restore keeps them.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from __future__ import annotations
 import copy
 import logging
 import re
+import secrets
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -52,6 +56,7 @@ from ..api.internal import (
 )
 from ._event_log import EventLogSink
 from ._ids import run_of
+from ._span_ids import RunIds, node_span_id, run_trace_id
 from ._trace import RunTrace, TraceNode, _call_kind, _key_text, _keystr, build_traces
 
 __all__ = ["export_otel", "OtelSink", "OtelExportError", "otlp_exporter", "spans_of"]
@@ -291,6 +296,8 @@ def _span_spec(n: TraceNode, trace: RunTrace, key: str, agent: str) -> dict[str,
                       "flink_agents.outputs": t["outputs"]})
         if trace.failures:
             error = f"{trace.failures} failure(s) in the run"
+        if any(x.start.get("replayed") or x.start.get("reentered") for x in trace.walk()):
+            attrs["flink_agents.replayed"] = True
     elif n.kind == "action":
         action = s.get("action") or e.get("action") or n.id
         name = f"action {action}"
@@ -405,17 +412,23 @@ class _Emitter:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+        self.ids = RunIds()
         self.provider = sdk_trace.TracerProvider(
-            resource=Resource.create({"service.name": service_name}))
+            resource=Resource.create({"service.name": service_name}), id_generator=self.ids)
         self.provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=queue))
         self.tracer = self.provider.get_tracer("flink_agents_py.observability")
 
-    def emit(self, spans: list[dict[str, Any]]) -> None:
+    def emit(self, spans: list[dict[str, Any]], run: str | None = None) -> None:
+        """Start and end ``spans`` (ids derived from ``run``, the run's identity, if given)."""
         from opentelemetry import trace as api
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
         live: list[Any] = []
+        trace_id = run_trace_id(run) if run is not None else None
         for spec in spans:
+            if trace_id is not None:
+                node = spec["node"]
+                self.ids.next(trace_id, node_span_id(trace_id, node.kind, node.id))
             parent = spec["parent"]
             ctx = api.set_span_in_context(live[parent]) if parent is not None else None
             span = self.tracer.start_span(
@@ -464,6 +477,11 @@ class OtelSink(EventLogSink):
         headers: extra HTTP headers for the OTLP endpoint.
         max_queue_size: spans waiting to be sent, at most; more are dropped (the SDK's
             batch processor, which sends every 5 s or 512 spans).
+        job_id: names the job in the trace and span ids, derived from it, the agent, the
+            key, the run and each span's node: a run sent again after a restore (it ran
+            again) keeps its trace and span ids. Default: a random token drawn here, which
+            every Flink attempt of the job shares (the sink is pickled with it); give one
+            (e.g. the local snapshot's ``lineage``) to keep ids across processes.
 
     Delivery is counted (``delivered``, ``undelivered``); spans that did not reach the
     endpoint (no receiver, refused, timed out, dropped from a full queue) are reported in
@@ -476,7 +494,8 @@ class OtelSink(EventLogSink):
     def __init__(self, endpoint: str | None = None, *, exporter: Any = None,
                  service_name: str = "flink-agents-py", agent_name: str | None = None,
                  forward: EventLogSink | None = None,
-                 headers: dict[str, str] | None = None, max_queue_size: int = 65536) -> None:
+                 headers: dict[str, str] | None = None, max_queue_size: int = 65536,
+                 job_id: str | None = None) -> None:
         if (endpoint is None) == (exporter is None):
             raise ValueError("give OtelSink an endpoint or an exporter (one of them)")
         if endpoint is not None:
@@ -488,6 +507,7 @@ class OtelSink(EventLogSink):
         self.forward = forward
         self.headers = headers
         self.max_queue_size = max_queue_size
+        self.job_id = job_id if job_id is not None else secrets.token_hex(8)
         self._runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._emitter: _Emitter | None = None
         self._lock: threading.Lock | None = None
@@ -549,9 +569,10 @@ class OtelSink(EventLogSink):
     def _send(self, records: list[dict[str, Any]]) -> None:
         assert self._emitter is not None
         for trace in build_traces(records):
-            spans = spans_of(trace, self.agent_name or self._agent or "agent")
+            agent = self.agent_name or self._agent or "agent"
+            spans = spans_of(trace, agent)
             self._built += len(spans)
-            self._emitter.emit(spans)
+            self._emitter.emit(spans, f"{self.job_id}|{agent}|{_keystr(trace.key)}|{trace.run}")
 
     def flush(self) -> None:
         """Flush the forwarded sink and send the spans waiting in the batch processor."""
