@@ -193,3 +193,44 @@ def test_a_collection_chromadbs_persistent_client_filled_is_shared_by_path(tmp_p
     assert [(d.id, d.content) for d in found] == [("a", "hello")]
     store.add([Document(content="mine", embedding=[0.0, 1.0])])
     assert client.get_collection("facts").count() == 2  # one instance: chromadb sees it
+
+
+def test_two_keys_whose_old_64_bit_scopes_collide_share_nothing(tmp_path, monkeypatch):
+    # a key's items were placed by a 64-bit digest of the agent and the key: two keys with
+    # the same digest (chance, or a key made to collide) read, listed and deleted each
+    # other's items. Every key collides here; the full digest keeps them apart
+    from flink_agents_py.runtime.context import _long_term_memory as ltm
+
+    real = ltm.digest
+
+    def colliding(value: Any) -> str:  # every [agent, key]: one digest (not the epochs)
+        return "0" * 16 if isinstance(value, list) and len(value) == 2 else real(value)
+
+    monkeypatch.setattr(ltm, "digest", colliding)
+    agent = ka.NotesAgent(str(tmp_path / "db"))
+    [added] = _run(agent, {"key": "alice", "op": "add", "texts": NOTES})
+    [attack] = _run(agent, _attack(added["ids"]))
+    _assert_found_nothing(attack)
+    _assert_intact(agent, added["ids"])
+
+
+def test_items_written_under_a_keys_old_scope_are_still_its_own(tmp_path, monkeypatch):
+    # items an older version wrote (under the key's 64-bit scope) are read, searched,
+    # counted and deleted by their key, and by no other
+    from flink_agents_py.runtime.context import _long_term_memory as ltm
+
+    agent = ka.NotesAgent(str(tmp_path / "db"))
+    scopes = ltm.key_scopes
+    with monkeypatch.context() as old_version:
+        old_version.setattr(ltm, "key_scopes", lambda a, k: (scopes(a, k)[1],) * 2)
+        [added] = _run(agent, {"key": "alice", "op": "add", "texts": NOTES[:2]})
+    [more] = _run(agent, {"key": "alice", "op": "add", "texts": NOTES[2:]})
+    ids = added["ids"] + more["ids"]
+    _assert_intact(agent, ids)  # both scopes' items, by id, listed, searched, counted
+    [attack] = _run(agent, _attack(ids))
+    _assert_found_nothing(attack)
+    _assert_intact(agent, ids)
+    [own] = _run(agent, {"key": "alice", "op": "attack", "ids": ids[:1], "query": "alice"})
+    assert own["had"] is True and own["size"] == 3 and sorted(own["listed"]) == sorted(NOTES)
+    [read] = _run(agent, {"key": "alice", "op": "read", "ids": ids, "query": "alice note"})
+    assert read["values"] == read["by_id"] == read["found"] == [] and read["size"] == 0

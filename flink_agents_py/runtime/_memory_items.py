@@ -58,6 +58,16 @@ def _placed(filters: dict[str, Any] | None, set_name: str, scope: str) -> dict[s
     return {**(filters or {}), _SET: set_name, _SCOPE: scope}
 
 
+def _scopes(scope: str | list[str]) -> list[str]:
+    """The scopes a read looks in (a key's memory: its scope and its older one)."""
+    return [scope] if isinstance(scope, str) else list(scope)
+
+
+def _by_score(docs: list[Document]) -> list[Document]:
+    """``docs`` closest first (a smaller score is closer; unscored last, in their order)."""
+    return sorted(docs, key=lambda d: (d.score is None, d.score or 0.0))
+
+
 def _empty_on_unplaced(e: UnknownFilterFieldError) -> bool:
     """Whether the store has never held a memory item (its reserved fields are unknown)."""
     return _SET in str(e) or _SCOPE in str(e) or _OWNER in str(e)
@@ -225,22 +235,28 @@ class MemoryStore:
         """Up to ``limit`` documents ``fetch(n)`` finds that ``horizon`` shows."""
         return visible(fetch, limit, horizon, lambda docs: self.deleted(docs, horizon))
 
-    def get(self, set_name: str, scope: str, ids: list[str] | None,
+    def _getter(self, placed: dict[str, Any]) -> Callable[[int | None], list[Document]]:
+        def fetch(n: int | None) -> list[Document]:
+            return self.store.get(None, self.collection, placed, n)
+        return fetch
+
+    def get(self, set_name: str, scope: str | list[str], ids: list[str] | None,
             filters: dict[str, Any] | None, limit: int | None,
             horizon: Horizon) -> list[MemorySetItem]:
+        scopes = _scopes(scope)
         try:
             if ids is not None:
                 docs = [d for d in (self.store.get(ids, self.collection) if ids else [])
-                        if d.metadata.get(_SET) == set_name and d.metadata.get(_SCOPE) == scope
+                        if d.metadata.get(_SET) == set_name and d.metadata.get(_SCOPE) in scopes
                         and horizon.shows(d)]
                 gone = self.deleted(docs, horizon)
                 docs = [d for d in docs if d.id not in gone]
             else:
-                placed = _placed(filters, set_name, scope)
                 # every match, then the oldest ``limit``: a store returns a limited get in
                 # its own order (a re-executed commit's upsert can move an item to its end)
-                docs = self._visible(
-                    lambda n: self.store.get(None, self.collection, placed, n), None, horizon)
+                docs = []
+                for placed in (_placed(filters, set_name, s) for s in scopes):
+                    docs += self._visible(self._getter(placed), None, horizon)
                 docs.sort(key=lambda d: (str(d.metadata.get(_CREATED, "")),
                                          d.metadata.get(_SEQ, 0)))  # oldest first
                 docs = docs if limit is None else docs[:limit]
@@ -250,11 +266,15 @@ class MemoryStore:
             raise
         return [_item(d, set_name) for d in docs]
 
-    def count(self, set_name: str, scope: str, ids: list[str], horizon: Horizon) -> int:
+    def count(self, set_name: str, scope: str | list[str], ids: list[str],
+              horizon: Horizon) -> int:
         """Stored items of the set the reader may see; with ``ids``: how many of those."""
+        if ids:
+            return len(self.get(set_name, scope, ids, None, None, horizon))
+        return sum(self._count(set_name, s, horizon) for s in _scopes(scope))
+
+    def _count(self, set_name: str, scope: str, horizon: Horizon) -> int:
         try:
-            if ids:
-                return len(self.get(set_name, scope, ids, None, None, horizon))
             placed = _placed(None, set_name, scope)
             total = self.store.count(self.collection, placed)
             if not total:
@@ -277,22 +297,27 @@ class MemoryStore:
                 return 0
             raise
 
-    def search(self, set_name: str, scope: str, vector: list[float], limit: int,
+    def search(self, set_name: str, scope: str | list[str], vector: list[float], limit: int,
                filters: dict[str, Any] | None, kwargs: dict[str, Any],
                horizon: Horizon) -> list[MemorySetItem]:
-        placed = _placed(filters, set_name, scope)
+        def fetcher(placed: dict[str, Any]) -> Callable[[int | None], list[Document]]:
+            def fetch(n: int | None) -> list[Document]:
+                return self.store.query(VectorStoreQuery(
+                    query_embedding=vector, limit=n or 0, collection_name=self.collection,
+                    filters=placed, extra_args=kwargs)).documents
+            return fetch
 
-        def fetch(n: int | None) -> list[Document]:
-            return self.store.query(VectorStoreQuery(
-                query_embedding=vector, limit=n or 0, collection_name=self.collection,
-                filters=placed, extra_args=kwargs)).documents
-
+        scopes = _scopes(scope)
         try:
-            docs = self._visible(fetch, limit, horizon)
+            docs: list[Document] = []
+            for s in scopes:
+                docs += self._visible(fetcher(_placed(filters, set_name, s)), limit, horizon)
         except UnknownFilterFieldError as e:
             if _empty_on_unplaced(e):
                 return []
             raise
+        if len(scopes) > 1:  # the closest of both scopes' closest
+            docs = _by_score(docs)[:limit]
         return [_item(d, set_name) for d in docs]
 
     def embed(self, query: str) -> list[float]:
@@ -307,6 +332,7 @@ class MemoryStore:
         added = deleted = 0
         for w in writes:
             placed = {_SET: w["set"], _SCOPE: w["scope"]}
+            scopes = [w["scope"], *([w["legacy"]] if w.get("legacy") else [])]
             if w["op"] == "add":
                 tags = {_OWNER: w["owner"], _EPOCH: w["epoch"], _RUN: w["run"],
                         _EXEC: w["exec"]}
@@ -318,28 +344,32 @@ class MemoryStore:
                 added += len(docs)
             elif w["op"] == "delete":
                 # only ids of this set and scope: another key's ids delete nothing
-                ids = [d.id for d in (self.store.get(w["ids"], self.collection)
-                                      if w["ids"] else [])
-                       if d.id is not None and d.metadata.get(_SET) == w["set"]
-                       and d.metadata.get(_SCOPE) == w["scope"]]
-                self._bury(ids, w, now)
-                deleted += len(ids)
-            else:  # clear
-                try:
-                    ids = [d.id for d in self.store.get(None, self.collection, placed, None)
-                           if d.id is not None]
-                except UnknownFilterFieldError as e:
-                    if not _empty_on_unplaced(e):
-                        raise
-                    ids = []
-                self._bury(ids, w, now)
+                found = [d for d in (self.store.get(w["ids"], self.collection)
+                                     if w["ids"] else [])
+                         if d.id is not None and d.metadata.get(_SET) == w["set"]]
+                for s in scopes:
+                    ids = [str(d.id) for d in found if d.metadata.get(_SCOPE) == s]
+                    self._bury(ids, w, now, s)
+                    deleted += len(ids)
+            else:  # clear (the key's items under its older scope too)
+                for s in scopes:
+                    try:
+                        ids = [str(d.id) for d in self.store.get(
+                            None, self.collection, {**placed, _SCOPE: s}, None)
+                            if d.id is not None]
+                    except UnknownFilterFieldError as e:
+                        if not _empty_on_unplaced(e):
+                            raise
+                        ids = []
+                    self._bury(ids, w, now, s)
                 deleted += 1
-        for set_name, scope in {(w["set"], w["scope"]) for w in writes if w["op"] != "add"}:
+        for set_name, scope in {(w["set"], s) for w in writes if w["op"] != "add"
+                                for s in (w["scope"], w.get("legacy")) if s}:
             self._purge(set_name, scope)
         return {"added": added, "deleted": deleted}
 
-    def _bury(self, ids: list[str], write: dict[str, Any], now: str) -> None:
-        """Mark ``ids`` deleted by ``write`` (see ``deleted``).
+    def _bury(self, ids: list[str], write: dict[str, Any], now: str, scope: str) -> None:
+        """Mark ``ids``, items of ``scope``, deleted by ``write`` (see ``deleted``).
 
         A write without tags (logged by an older version) deletes them at once.
         """
@@ -348,7 +378,7 @@ class MemoryStore:
         if "owner" not in write:
             self.store.delete(ids, self.collection)
             return
-        tags = {_SET: write["set"], _SCOPE: write["scope"], _OWNER: write["owner"],
+        tags = {_SET: write["set"], _SCOPE: scope, _OWNER: write["owner"],
                 _EPOCH: write["epoch"], _RUN: write["run"], _EXEC: write["exec"],
                 _CREATED: now}
         self.store.add([Document(id=i, content=i, embedding=[1.0], metadata=tags)

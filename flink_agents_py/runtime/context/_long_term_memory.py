@@ -2,8 +2,8 @@
 
 Items live in the vector store the agent configures (``LongTermMemoryOptions.VECTOR_STORE``),
 one document per item, in one collection; reserved metadata fields place each item:
-``fa_set`` (the set's name), ``fa_scope`` (``key:<digest>`` of the agent and the key, or
-``shared:<digest>`` of the agent), ``fa_created_at`` (ISO 8601, UTC) and ``fa_seq`` (the
+``fa_set`` (the set's name), ``fa_scope`` (``key:<digest>`` of the agent and the key, 256
+bits, or ``shared:<digest>`` of the agent), ``fa_created_at`` (ISO 8601, UTC) and ``fa_seq`` (the
 item's place in its write), which order ``get`` oldest first, and ``fa_owner``, ``fa_run``,
 ``fa_exec``: the key scope, run and action execution that wrote it (see *replay* below).
 
@@ -14,6 +14,10 @@ item's place in its write), which order ``get`` oldest first, and ``fa_owner``, 
   kept in the store (in the collection ``<collection>-keys``), so they are stable on a
   replay, cannot be computed from another key, and a new job (a new epoch) never reuses an
   old job's ids.
+- **Key scopes.** Items written before the key scope was a full digest have a 64-bit one
+  (``key:<16 hex digits>``: two keys of one agent could share it, and a key made to collide
+  with another would read its items): a key's reads find its items under both scopes, its
+  deletes and clears reach both, and its writes go to the full one (``key_scopes``).
 - ``add``/``delete`` are logged in the action. When the action completes, the core calls
   ``commit_long_term_memory``: one durable call (``long_term_memory.commit``) embeds the
   added items and applies the log in order. Its outcome is recorded like any durable call,
@@ -59,14 +63,14 @@ from ...api.internal import check_texts, key_json, shown_key
 from .._keys import key_text
 from .._knowledge import durable_target
 from .._memory_items import RESERVED, Horizon, MemoryStore, exec_tag
-from .._serde import digest, to_json_value
+from .._serde import digest, dumps, to_json_value
 from ._nested import refuse_nested
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
 
 __all__ = ["ActionLongTermMemory", "ActionMemorySet", "begin_lineage", "commit_long_term_memory",
-           "renamed", "session_id"]
+           "key_scopes", "renamed", "session_id"]
 
 _EPOCH_PATH = "_flink_agents_py.long_term_memory_epoch"
 """Where the key's short-term memory keeps its memory epoch (see ``Horizon``)."""
@@ -141,6 +145,24 @@ def session_id(key: Any, seq: int, key_memory: dict[str, Any]) -> str:
         f"{key_text(key)}/r{seq}"
 
 
+def key_scopes(agent: str, key: Any) -> tuple[str, str]:
+    """The scope of a key's memory items, and the one items written by older versions have.
+
+    ``key:`` and a 256-bit digest of the agent and the key's JSON form (no two keys share
+    it); the older one has 64 bits of the same (``digest``), which two keys may share.
+
+    Args:
+        agent: the agent's identity (``AgentPlan.agent``).
+        key: the key's value.
+
+    Returns:
+        ``(scope, legacy scope)``.
+    """
+    ident = [agent, to_json_value(key_json(key), "the key")]
+    full = hashlib.blake2b(dumps(ident), digest_size=32).hexdigest()
+    return f"key:{full}", f"key:{digest(ident)}"
+
+
 _SECRETS: dict[tuple[int, str], tuple[weakref.ref[VectorStore], bytes]] = {}
 _SECRETS_LOCK = threading.Lock()
 
@@ -183,6 +205,9 @@ class ActionMemorySet(MemorySet):
         self.name = name
         self.shared = shared
         self.scope = ltm.shared_scope if shared else ltm.key_scope
+        # where reads find the set's items: the key's old 64-bit scope too (``key_scopes``)
+        self.scopes = [self.scope] if shared or ltm.legacy_scope == self.scope else \
+            [self.scope, ltm.legacy_scope]
 
     def __repr__(self) -> str:
         return f"MemorySet({self.name!r}, shared={self.shared})"
@@ -241,7 +266,7 @@ class ActionMemorySet(MemorySet):
         added, deleted, cleared = self._pending()
         fetch = None if id_list is not None else limit + len(deleted)
         stored = self._ltm.read(self._label("get"), self._ltm.backend().get, self.name,
-                                self.scope, id_list, filters, fetch)
+                                self.scopes, id_list, filters, fetch)
         keep = [] if cleared else [s for s in stored if s.id not in deleted]
         if id_list is not None:
             by_id = {s.id: s for s in keep}
@@ -270,7 +295,7 @@ class ActionMemorySet(MemorySet):
     def _search(self, vector: list[float], limit: int, filters: dict[str, Any] | None,
                 kwargs: dict[str, Any]) -> list[MemorySetItem]:
         found = self._ltm.read(self._label("search"), self._ltm.backend().search, self.name,
-                               self.scope, vector, limit, filters, kwargs)
+                               self.scopes, vector, limit, filters, kwargs)
         return self._without_deleted(found)
 
     def _without_deleted(self, found: list[MemorySetItem]) -> list[MemorySetItem]:
@@ -279,12 +304,13 @@ class ActionMemorySet(MemorySet):
 
     def delete(self, ids: str | list[str] | None = None) -> None:
         """Log a delete of ``ids`` (``None``: the whole set), applied when the action completes."""
+        also = {"legacy": self.scopes[1]} if len(self.scopes) > 1 else {}
         if ids is None:
-            self._ltm.log({"op": "clear", "set": self.name, "scope": self.scope,
+            self._ltm.log({"op": "clear", "set": self.name, "scope": self.scope, **also,
                            **self._ltm.tags()})
         else:
             id_list = [ids] if isinstance(ids, str) else [str(i) for i in ids]
-            self._ltm.log({"op": "delete", "set": self.name, "scope": self.scope,
+            self._ltm.log({"op": "delete", "set": self.name, "scope": self.scope, **also,
                            "ids": id_list, **self._ltm.tags()})
 
     async def acompact(self, chat_model: str, *, instructions: str | None = None,
@@ -310,8 +336,8 @@ class ActionMemorySet(MemorySet):
         if cleared:
             return len(added)
         label, count = self._label("count"), self._ltm.backend().count
-        stored = self._ltm.read(label, count, self.name, self.scope, [])
-        gone = (self._ltm.read(label, count, self.name, self.scope, sorted(deleted))
+        stored = self._ltm.read(label, count, self.name, self.scopes, [])
+        gone = (self._ltm.read(label, count, self.name, self.scopes, sorted(deleted))
                 if deleted else 0)
         return int(stored) - int(gone) + len(added)
 
@@ -325,8 +351,7 @@ class ActionLongTermMemory(BaseLongTermMemory):
         self._n = 0
         self._backend: MemoryStore | None = None
         agent = ctx.plan.agent
-        self.key_scope = "key:" + digest([agent, to_json_value(key_json(ctx.key),
-                                                               "the key")])
+        self.key_scope, self.legacy_scope = key_scopes(agent, ctx.key)
         self.shared_scope = "shared:" + digest(agent)
 
     def backend(self) -> MemoryStore:
