@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from support import subagent_tool_agents as sa
 from support import trace_agents
 
 from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, action
 from flink_agents_py.observability import (
     EventLog,
     FileSink,
@@ -500,3 +502,28 @@ def test_a_run_sent_again_after_a_restore_keeps_its_trace_and_span_ids():
     (AgentsExecutionEnvironment.local(event_log=EventLog(sink=OtelSink(exporter=other)))
      .from_list(records).apply(trace_agents.shop()).run())
     assert _by_trace(other.get_finished_spans()).keys().isdisjoint(_by_trace(first).keys())
+
+
+def test_the_trace_text_and_page_mask_a_secret_the_log_was_written_before_knowing():
+    # the spans masked a secret registered after its log was written; the trace text and
+    # the HTML page built from the same log showed it
+    from flink_agents_py.api import register_secret
+    from flink_agents_py.observability import render_html, render_text
+
+    secret = f"late-{uuid.uuid4().hex}"
+
+    class Leaky(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def go(event: InputEvent, ctx: Any) -> None:
+            ctx.send_event(OutputEvent(output=f"token {event.input['t']}"))
+            raise RuntimeError(f"refused token {event.input['t']}")
+
+    sink = MemorySink()
+    _run(Leaky(), [{"key": "a", "t": secret}], EventLog(sink=sink, level="verbose"))
+    traces = build_traces(sink.records)
+    assert secret in render_text(traces) and secret in render_html(traces)  # not known yet
+    register_secret(secret, "a test")
+    text, page = render_text(traces), render_html(traces)
+    assert secret not in text and secret not in page
+    assert "refused token [REDACTED]" in text and "refused token [REDACTED]" in page

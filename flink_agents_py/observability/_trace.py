@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from ..api import mask_secrets
 from ..runtime.internal import escape_controls
 from ._ids import run_of
 
@@ -502,9 +503,10 @@ def _n(count: int, one: str, many: str | None = None) -> str:
 def render_text(traces: list[RunTrace], limit: int | None = None) -> str:
     r"""The first ``limit`` traces (all: ``None``) as indented trees, then the anomalies.
 
-    Every line is terminal-safe: control characters (ESC, BEL, CR, other C0 and C1),
-    bidirectional overrides and other format characters in keys, outputs, errors and
-    tracebacks are written as visible escapes (``\x1b``, ``\u202e``; ``escape_controls``).
+    Known secrets are masked (``api.mask_secrets``). Every line is terminal-safe: control
+    characters (ESC, BEL, CR, other C0 and C1), bidirectional overrides and other format
+    characters in keys, outputs, errors and tracebacks are written as visible escapes
+    (``\x1b``, ``\u202e``; ``escape_controls``).
     Anomalies are listed for every trace, shown or not (at most ``ANOMALY_LINES`` lines,
     with the total), each with the run's position (``#84``) in ``traces``. A failing
     node's traceback is printed under it.
@@ -562,5 +564,7 @@ def render_text(traces: list[RunTrace], limit: int | None = None) -> str:
     else:
         out.append("anomalies: none")
     # Keys, outputs, errors and tracebacks come from records and models: every line is
-    # written with its control and bidi characters escaped (no terminal escape sequences).
-    return "\n".join(map(escape_controls, out)) + "\n"
+    # written with its control and bidi characters escaped (no terminal escape sequences);
+    # known secrets masked on top of the log's own masking (a log written before a secret
+    # was known), as the OpenTelemetry spans are
+    return "\n".join(escape_controls(mask_secrets(ln)) for ln in out) + "\n"

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from ..api import mask_secrets
 from ._trace import (
     RunTrace,
     TraceNode,
@@ -165,8 +166,9 @@ def render_html(traces: list[RunTrace], title: str = "flink-agents-py trace") ->
     Returns:
         The HTML text.
     """
-    # "<" occurs only inside JSON strings: escaped, no payload can end or open a script
-    data = _dumps(page_data(traces)).replace(b"<", b"\\u003c")
+    # "<" occurs only inside JSON strings: escaped, no payload can end or open a script;
+    # known secrets masked on top of the log's own masking (as in the spans and the text)
+    data = mask_secrets(_dumps(page_data(traces)).decode()).replace("<", "\\u003c")
     esc = html.escape
     return "".join([
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -174,7 +176,7 @@ def render_html(traces: list[RunTrace], title: str = "flink-agents-py trace") ->
         f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
         f"<header><h1>{esc(title)}</h1><p id='summary' class='meta'></p></header>",
         _BODY,
-        "<script type='application/json' id='trace-data'>", data.decode(), "</script>",
+        "<script type='application/json' id='trace-data'>", data, "</script>",
         f"<script>{_JS}</script></body></html>\n",
     ])
 
