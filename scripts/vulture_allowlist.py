@@ -145,3 +145,7 @@ Event.__init__.__pydantic_base_init__  # pydantic reads it: the events' own __in
 RunnerContext.get_resource.metric_group  # Flink Agents' argument: taken, not used here
 Event.get_attachment  # Flink Agents' event attachments: public API a ported program calls
 Event.set_attachment
+# the OpenTelemetry SDK calls these on its id generator (observability/_span_ids.py)
+flink_agents_py.observability._span_ids.RunIds.generate_trace_id
+flink_agents_py.observability._span_ids.RunIds.generate_span_id
+flink_agents_py.observability._span_ids.RunIds.is_trace_id_random
