@@ -46,8 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
     ({"password": "pw-jjjjjjjj", "dsn": "db", "db": {"api_key": "k5-kkkkkkkk"}},
      ["pw-jjjjjjjj", "k5-kkkkkkkk"]),
     ({"secret": ["s2-llllllll"], "key": "documents", "api_key_env": "MY_KEY",
+      "eos_token": "<|im_end|>", "auth_token": "t4-mmmmmmmm",
       "secret_headers": {"x-api-key": "GATEWAY_KEY"}, "secret_env": {"TOKEN": "MY_TOKEN"}},
-     ["s2-llllllll"]),
+     ["s2-llllllll", "t4-mmmmmmmm"]),
 ])
 def test_the_credentials_a_url_or_a_command_line_carries(value, found):
     assert list(plan_credentials(value)) == found

@@ -18,9 +18,9 @@ given under a credential name (``password="..."``, ``api_key="..."``, ``{"db": {
 "..."}}``: a field or an entry of a dict, at any depth), which the ``repr`` of a resource or
 a descriptor masked already but an error, a log line or a provider's echo of it did not. A
 field named just ``key`` is not one (``key="documents"`` names a thing far more often than
-it holds a credential, and masking the word everywhere would blank out ordinary text); in a
-URL's query ``?key=`` is. Values shorter than ``MIN_SECRET_CHARS`` are not registered, as
-ever.
+it holds a credential, and masking the word everywhere would blank out ordinary text; in a
+URL's query ``?key=`` is), nor is a tokenizer's special token (``eos_token="<|im_end|>"``).
+Values shorter than ``MIN_SECRET_CHARS`` are not registered, as ever.
 """
 
 from __future__ import annotations
@@ -75,8 +75,13 @@ _ENV_NAME_MAPS = ("secret_env", "secret_headers")
 """Fields mapping names to environment variables (``api._secrets``): values are names."""
 
 
+_NOT_CREDENTIALS = re.compile(r"^key$|^(?:eos|bos|pad|sep|unk|cls|mask|stop|start|end)_token$",
+                              re.IGNORECASE)
+"""Names like a credential's that are not: ``key`` alone, a tokenizer's special tokens."""
+
+
 def _named_credential(name: Any) -> bool:
-    return is_credential_name(name) and str(name).lower() != "key"
+    return is_credential_name(name) and not _NOT_CREDENTIALS.search(str(name))
 
 
 def plan_credentials(value: Any, depth: int = 0, name: Any = "") -> Iterator[str]:
