@@ -24,9 +24,12 @@ from flink_agents_py.api import (  # noqa: E402
     ContextRetrievalResponseEvent,
     EmbeddingModelSetup,
     InputEvent,
+    LongTermMemoryOptions,
     OutputEvent,
     ResourceDescriptor,
     ResourceType,
+    VectorStoreError,
+    action,
 )
 from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel  # noqa: E402
 from flink_agents_py.integrations.vector_stores import ChromaVectorStore  # noqa: E402
@@ -234,3 +237,61 @@ def test_items_written_under_a_keys_old_scope_are_still_its_own(tmp_path, monkey
     assert own["had"] is True and own["size"] == 3 and sorted(own["listed"]) == sorted(NOTES)
     [read] = _run(agent, {"key": "alice", "op": "read", "ids": ids, "query": "alice note"})
     assert read["values"] == read["by_id"] == read["found"] == [] and read["size"] == 0
+
+
+class _Peeker(Agent):
+    """A sub-agent naming its parent's memory collections through the inherited store."""
+
+    @action(InputEvent)
+    @staticmethod
+    def peek(event: InputEvent, ctx: Any) -> None:
+        kb = ctx.get_resource("kb", ResourceType.VECTOR_STORE)
+        seen = {}
+        for name in ("parent_mem", "parent_mem-keys", "Parent_Mem-deleted"):
+            try:
+                seen[name] = sorted(d.content for d in kb.get(collection_name=name))
+            except VectorStoreError as e:
+                seen[name] = "refused" if "kept by long-term memory" in str(e) else str(e)
+        ctx.send_event(OutputEvent(output=seen))
+
+
+class _Parent(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: Any) -> None:
+        if event.input["op"] == "add":
+            ctx.long_term_memory.get_memory_set("notes").add(f"note of {ctx.key}")
+            ctx.send_event(OutputEvent(output="added"))
+        elif event.input["op"] == "peek":
+            result = await (await ctx.submit_subagent("child", {"x": 1}))
+            ctx.send_event(OutputEvent(output=result.result))
+        else:  # the parent naming its sub-agent's memory collection
+            kb = ctx.get_resource("kb", ResourceType.VECTOR_STORE)
+            try:
+                ctx.send_event(OutputEvent(output=len(kb.get(collection_name="child_mem"))))
+            except VectorStoreError as e:
+                ctx.send_event(OutputEvent(output="refused" if "kept by long-term memory"
+                                           in str(e) else str(e)))
+
+
+def test_a_sub_agent_cannot_read_its_parents_memory_collection_through_a_shared_store(
+        tmp_path):
+    # an internal sub-agent uses its parent's store: its actions were refused only the
+    # collections of its own memory configuration, so naming the parent's custom memory
+    # collection read every key's items (and the ids' secret)
+    child = _Peeker()
+    child.set_config(**{LongTermMemoryOptions.COLLECTION: "child_mem"})
+    parent = _Parent()
+    parent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                        ResourceDescriptor(HashingEmbeddingModel, dimension=32))
+    parent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                        ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+    parent.add_resource("kb", ResourceType.VECTOR_STORE, ResourceDescriptor(
+        ChromaVectorStore, embedding_model="emb", persist_directory=str(tmp_path / "db")))
+    parent.add_resource("child", ResourceType.AGENT, child)
+    parent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb",
+                         LongTermMemoryOptions.COLLECTION: "parent_mem"})
+    outputs = _run(parent, {"key": "alice", "op": "add"}, {"key": "mallory", "op": "peek"},
+                   {"key": "mallory", "op": "other"})
+    assert outputs == ["added", [{"parent_mem": "refused", "parent_mem-keys": "refused",
+                                  "Parent_Mem-deleted": "refused"}], "refused"]

@@ -151,6 +151,41 @@ def _docs(documents: Document | Sequence[Document]) -> list[Document]:
     return [documents] if isinstance(documents, Document) else list(documents)
 
 
+def _kept_by_memory(ctx: ActionExecution) -> frozenset[str]:
+    """The collections long-term memory keeps for any agent of ``ctx``'s agent tree, folded.
+
+    The agent's own, its ancestors' and every sub-agent's (``memory_collections``): an
+    internal sub-agent uses its ancestors' stores, so one naming its parent's memory
+    collection would otherwise read every key's memory items (and the parent naming a
+    sub-agent's likewise).
+
+    Returns:
+        The names, ``casefold``-ed.
+    """
+    env = ctx.resources
+    while env.parent is not None:
+        env = env.parent
+    root = env._plan  # noqa: SLF001 - the root environment's plan: the whole tree
+    hit = _KEPT.get(id(root))
+    if hit is not None and hit[0] is root:
+        return hit[1]
+    names = set(memory_collections(None))
+    plans = [root]
+    while plans:
+        plan = plans.pop()
+        names |= memory_collections(plan.config.get(LongTermMemoryOptions.COLLECTION) or None)
+        plans.extend(plan.subagents.values())
+    kept = frozenset(n.casefold() for n in names)
+    if len(_KEPT) >= 64:
+        _KEPT.clear()
+    _KEPT[id(root)] = (root, kept)
+    return kept
+
+
+_KEPT: dict[int, tuple[Any, frozenset[str]]] = {}
+"""``_kept_by_memory`` of each root plan (by identity; the plan is kept with it)."""
+
+
 class DurableVectorStore(_View):
     """A ``VectorStore`` whose calls are durable calls of the current action.
 
@@ -181,10 +216,7 @@ class DurableVectorStore(_View):
         name = collection or getattr(self._resource, "collection", None)
         if not isinstance(name, str):
             return
-        config = self._ctx.plan.config
-        reserved = memory_collections(None) | memory_collections(
-            config.get(LongTermMemoryOptions.COLLECTION) or None)
-        if name.strip().casefold() in {n.casefold() for n in reserved}:
+        if name.strip().casefold() in _kept_by_memory(self._ctx):
             raise VectorStoreError(
                 f"vector store {self._name!r}: collection {name!r} is kept by long-term "
                 "memory (every key's items, ids and deletion marks), and an action's store "
