@@ -58,11 +58,6 @@ def _placed(filters: dict[str, Any] | None, set_name: str, scope: str) -> dict[s
     return {**(filters or {}), _SET: set_name, _SCOPE: scope}
 
 
-def _scopes(scope: str | list[str]) -> list[str]:
-    """The scopes a read looks in (a key's memory: its scope and its older one)."""
-    return [scope] if isinstance(scope, str) else list(scope)
-
-
 def _by_score(docs: list[Document]) -> list[Document]:
     """``docs`` closest first (a smaller score is closer; unscored last, in their order)."""
     return sorted(docs, key=lambda d: (d.score is None, d.score or 0.0))
@@ -204,6 +199,12 @@ class MemoryStore:
     def __init__(self, store: VectorStore, collection: str | None) -> None:
         self.store = store
         self.collection = collection
+        self.wider: dict[str, list[str]] = {}
+        """The scopes a read naming a key's old scope looks in: the key's scope, then it."""
+
+    def _scopes(self, scope: str | list[str]) -> list[str]:
+        """The scopes a read of ``scope`` looks in (``wider``)."""
+        return self.wider.get(scope, [scope]) if isinstance(scope, str) else list(scope)
 
     @property
     def _graves(self) -> str:
@@ -243,7 +244,7 @@ class MemoryStore:
     def get(self, set_name: str, scope: str | list[str], ids: list[str] | None,
             filters: dict[str, Any] | None, limit: int | None,
             horizon: Horizon) -> list[MemorySetItem]:
-        scopes = _scopes(scope)
+        scopes = self._scopes(scope)
         try:
             if ids is not None:
                 docs = [d for d in (self.store.get(ids, self.collection) if ids else [])
@@ -271,7 +272,7 @@ class MemoryStore:
         """Stored items of the set the reader may see; with ``ids``: how many of those."""
         if ids:
             return len(self.get(set_name, scope, ids, None, None, horizon))
-        return sum(self._count(set_name, s, horizon) for s in _scopes(scope))
+        return sum(self._count(set_name, s, horizon) for s in self._scopes(scope))
 
     def _count(self, set_name: str, scope: str, horizon: Horizon) -> int:
         try:
@@ -307,7 +308,7 @@ class MemoryStore:
                     filters=placed, extra_args=kwargs)).documents
             return fetch
 
-        scopes = _scopes(scope)
+        scopes = self._scopes(scope)
         try:
             docs: list[Document] = []
             for s in scopes:

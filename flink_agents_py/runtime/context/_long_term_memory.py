@@ -17,7 +17,9 @@ item's place in its write), which order ``get`` oldest first, and ``fa_owner``, 
 - **Key scopes.** Items written before the key scope was a full digest have a 64-bit one
   (``key:<16 hex digits>``: two keys of one agent could share it, and a key made to collide
   with another would read its items): a key's reads find its items under both scopes, its
-  deletes and clears reach both, and its writes go to the full one (``key_scopes``).
+  deletes and clears reach both, and its writes go to the full one (``key_scopes``). A read
+  names the old scope in its durable call (``MemoryStore.wider`` maps it to both), as older
+  versions recorded it: a restore of their checkpoint replays its reads as recorded.
 - ``add``/``delete`` are logged in the action. When the action completes, the core calls
   ``commit_long_term_memory``: one durable call (``long_term_memory.commit``) embeds the
   added items and applies the log in order. Its outcome is recorded like any durable call,
@@ -208,6 +210,9 @@ class ActionMemorySet(MemorySet):
         # where reads find the set's items: the key's old 64-bit scope too (``key_scopes``)
         self.scopes = [self.scope] if shared or ltm.legacy_scope == self.scope else \
             [self.scope, ltm.legacy_scope]
+        # what a read names: the scope older versions named, so a read they recorded
+        # replays with the same arguments (``MemoryStore.wider`` reads both scopes)
+        self.read_as = self.scopes[-1]
 
     def __repr__(self) -> str:
         return f"MemorySet({self.name!r}, shared={self.shared})"
@@ -266,7 +271,7 @@ class ActionMemorySet(MemorySet):
         added, deleted, cleared = self._pending()
         fetch = None if id_list is not None else limit + len(deleted)
         stored = self._ltm.read(self._label("get"), self._ltm.backend().get, self.name,
-                                self.scopes, id_list, filters, fetch)
+                                self.read_as, id_list, filters, fetch)
         keep = [] if cleared else [s for s in stored if s.id not in deleted]
         if id_list is not None:
             by_id = {s.id: s for s in keep}
@@ -295,7 +300,7 @@ class ActionMemorySet(MemorySet):
     def _search(self, vector: list[float], limit: int, filters: dict[str, Any] | None,
                 kwargs: dict[str, Any]) -> list[MemorySetItem]:
         found = self._ltm.read(self._label("search"), self._ltm.backend().search, self.name,
-                               self.scopes, vector, limit, filters, kwargs)
+                               self.read_as, vector, limit, filters, kwargs)
         return self._without_deleted(found)
 
     def _without_deleted(self, found: list[MemorySetItem]) -> list[MemorySetItem]:
@@ -336,8 +341,8 @@ class ActionMemorySet(MemorySet):
         if cleared:
             return len(added)
         label, count = self._label("count"), self._ltm.backend().count
-        stored = self._ltm.read(label, count, self.name, self.scopes, [])
-        gone = (self._ltm.read(label, count, self.name, self.scopes, sorted(deleted))
+        stored = self._ltm.read(label, count, self.name, self.read_as, [])
+        gone = (self._ltm.read(label, count, self.name, self.read_as, sorted(deleted))
                 if deleted else 0)
         return int(stored) - int(gone) + len(added)
 
@@ -377,6 +382,8 @@ class ActionLongTermMemory(BaseLongTermMemory):
                 raise ResourceError(f"long-term memory store {name!r} is not a VectorStore")
             self._backend = MemoryStore(store, config.get(LongTermMemoryOptions.COLLECTION,
                                                     "long_term_memory"))
+            if self.legacy_scope != self.key_scope:
+                self._backend.wider[self.legacy_scope] = [self.key_scope, self.legacy_scope]
         return self._backend
 
     def get_memory_set(self, name: str, shared: bool = False) -> ActionMemorySet:
