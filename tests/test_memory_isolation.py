@@ -302,14 +302,17 @@ def _pause(x: int) -> int:
 
 
 class _Reader(Agent):
-    """Reads its notes (get, search, size), then makes one more durable call."""
+    """Adds a note (then makes one more durable call), or reads its notes (get, search,
+    size), then makes one more durable call."""
 
     @action(InputEvent)
     @staticmethod
     async def go(event: InputEvent, ctx: Any) -> None:
         notes = ctx.long_term_memory.get_memory_set("notes")
-        if event.input["op"] == "add":
+        if event.input["op"] in ("add", "add_then_pause"):
             notes.add(event.input["text"])
+            if event.input["op"] == "add_then_pause":
+                await ctx.durable_execute_async(_pause, 1)
             ctx.send_event(OutputEvent(output="added"))
             return
         seen = {"get": [i.value for i in notes.get()], "size": notes.size(),
@@ -361,3 +364,36 @@ def test_a_read_recorded_before_the_full_key_scope_replays_with_its_arguments(
                 .restore(snapshots[0]).run())
     assert restored.errors == [] and restored.outputs == [seen]
     assert "arguments changed" not in caplog.text
+
+
+def test_an_add_the_old_scheme_made_after_the_checkpoint_is_not_made_twice(
+        tmp_path, monkeypatch):
+    # an action in flight at a checkpoint of the older version added an item after it (the
+    # crashed attempt); restored into this one, the action runs again: its add must be the
+    # same item (its id), not a second one beside the crashed attempt's
+    import json
+
+    from flink_agents_py.runtime.context import _long_term_memory as ltm
+
+    path = str(tmp_path / "db")
+    snapshots: list[Any] = []
+
+    def checkpoint(job: Any) -> None:
+        snap = job.snapshot()
+        if "_pause" in json.dumps([k["run"] for k in snap["keys"]]):
+            snapshots.append(json.loads(json.dumps(snap)))
+
+    def writer() -> Agent:
+        return _reader(path)
+
+    records = [{"key": "alice", "op": "add_then_pause", "text": "alice note"}]
+    scopes = ltm.key_scopes
+    with monkeypatch.context() as old_version:
+        old_version.setattr(ltm, "key_scopes", lambda a, k: (scopes(a, k)[1],) * 2)
+        assert (AgentsExecutionEnvironment.local().from_list(records).apply(writer())
+                .run(on_step=checkpoint).outputs) == ["added"]
+    restored = (AgentsExecutionEnvironment.local().from_list(records).apply(writer())
+                .restore(snapshots[0]).run())
+    assert restored.errors == [] and restored.outputs == ["added"]
+    [read] = _run(_reader(path), {"key": "alice", "op": "read"})
+    assert read == {"get": ["alice note"], "size": 1, "search": ["alice note"]}

@@ -19,7 +19,10 @@ item's place in its write), which order ``get`` oldest first, and ``fa_owner``, 
   with another would read its items): a key's reads find its items under both scopes, its
   deletes and clears reach both, and its writes go to the full one (``key_scopes``). A read
   names the old scope in its durable call (``MemoryStore.wider`` maps it to both), as older
-  versions recorded it: a restore of their checkpoint replays its reads as recorded.
+  versions recorded it: a restore of their checkpoint replays its reads as recorded. The
+  writer's tag (``fa_owner``, see *replay*) and the item ids keep the old scope too, so an
+  action re-executed after such a restore rewrites the items its crashed attempt wrote; they
+  tell a key's own writes apart within its epoch, never one key's items from another's.
 - ``add``/``delete`` are logged in the action. When the action completes, the core calls
   ``commit_long_term_memory``: one durable call (``long_term_memory.commit``) embeds the
   added items and applies the log in order. Its outcome is recorded like any durable call,
@@ -237,7 +240,7 @@ class ActionMemorySet(MemorySet):
                     raise VectorStoreError(
                         f"memory set {self.name!r}: item {i} metadata {k!r} must be a JSON "
                         f"scalar under a non-reserved name (reserved: {list(RESERVED)})")
-        ids = [self._ltm.next_id(self.name, self.scope) for _ in texts]
+        ids = [self._ltm.next_id(self.name, self.read_as) for _ in texts]
         self._ltm.log({"op": "add", "set": self.name, "scope": self.scope, "ids": ids,
                        "values": texts, "metadatas": metas, **self._ltm.tags()})
         return ids
@@ -414,8 +417,10 @@ class ActionLongTermMemory(BaseLongTermMemory):
         backend = self.backend()
         # the key's scope too: execution ids are per key, a shared set is not; its epoch
         # too: a new job (no state) numbers its executions from the start again, and must
-        # add to what an old job wrote, never overwrite it
-        raw = (f"{self.key_scope}|{self._epoch()}|{scope}|{set_name}|"
+        # add to what an old job wrote, never overwrite it. The old 64-bit scopes, as older
+        # versions made ids: an action re-executed after a restore of their checkpoint adds
+        # the items its crashed attempt added (two keys sharing one differ by their epochs)
+        raw = (f"{self.legacy_scope}|{self._epoch()}|{scope}|{set_name}|"
                f"{self._ctx.execution_id}|{n}").encode()
         mac = hmac.new(_secret(backend.store, backend.collection), raw, hashlib.sha256)
         return "ltm-" + mac.hexdigest()[:32]
@@ -443,7 +448,7 @@ class ActionLongTermMemory(BaseLongTermMemory):
         Returns:
             The tags of the write-log entry.
         """
-        return {"owner": self.key_scope, "epoch": self._epoch(), "run": self._ctx.run.seq,
+        return {"owner": self.legacy_scope, "epoch": self._epoch(), "run": self._ctx.run.seq,
                 "exec": exec_tag(self._ctx.execution_id)}
 
     def horizon(self, store_writes: str | None = None) -> Horizon:
@@ -466,7 +471,7 @@ class ActionLongTermMemory(BaseLongTermMemory):
             (n, c.digest) for n, c in self._ctx.calls.items()
             if c.target.startswith(store_writes)
             and c.target.rsplit(".", 1)[-1] in ("add", "update", "delete"))
-        return Horizon(self.key_scope, self._epoch(), run.seq, frozenset(hidden), own,
+        return Horizon(self.legacy_scope, self._epoch(), run.seq, frozenset(hidden), own,
                        self._ctx._next_ordinal, done, writes)
 
     def read(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
