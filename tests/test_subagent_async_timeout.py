@@ -97,3 +97,103 @@ class _Remote(AsyncSubagentSetup):
 def test_a_timeout_that_cannot_work_is_refused_when_declared(bad):
     with pytest.raises(ValidationError, match="timeout_s"):
         _Remote(timeout_s=bad)
+
+
+DOWN_SCRIPT = textwrap.dedent('''
+    import json
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.api import (Agent, AsyncSubagentSetup, InputEvent, OutputEvent,
+                                     ResourceDescriptor, ResourceType, RunStatus,
+                                     SubagentResult, action)
+
+    class Remote(AsyncSubagentSetup):
+        def call_submit_request(self, session_id, call_id, input):
+            pass
+
+        def call_query_status(self, session_id, call_id):
+            return RunStatus.running()
+
+        def call_fetch_result(self, session_id, call_id):
+            return SubagentResult.ok("done")
+
+        def call_cancel_request(self, session_id, call_id):
+            raise ConnectionError("cancel endpoint down")
+
+    class Caller(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def go(event, ctx):
+            result = await (await ctx.submit_subagent("remote", event.input))
+            ctx.send_event(OutputEvent(output={"q": event.input["q"], "ok": result.success,
+                                               "error": result.error_message}))
+
+    agent = Caller()
+    agent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor(
+        Remote, description="A remote.", input_schema='{"type":"object"}',
+        status_poll_interval_millis=20, timeout_s=0.2))
+    res = AgentsExecutionEnvironment.local().from_list(
+        [{"key": "k", "q": 1}, {"key": "k", "q": 2}]).apply(agent).run()
+    print(json.dumps({"outputs": res.outputs, "errors": [str(e) for e in res.errors]}))
+''')
+
+
+def test_a_timed_out_run_whose_cancel_request_fails_still_fails_as_timed_out(tmp_path):
+    # before: the cancel request's ConnectionError replaced the time-out at the caller's
+    # await (the action failed with the cancel's error, the time-out unsaid)
+    (tmp_path / "caller.py").write_text(DOWN_SCRIPT)
+    proc = subprocess.run([sys.executable, "caller.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=100, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert found["errors"] == []
+    assert [o["q"] for o in found["outputs"]] == [1, 2]
+    for out in found["outputs"]:
+        assert out["ok"] is False
+        assert "the remote run timed out" in out["error"]
+        assert "its cancel request failed (ConnectionError: cancel endpoint down)" in out["error"]
+    assert "the cancel request of remote run" in proc.stderr  # and logged
+
+
+class _Stuck(AsyncSubagentSetup):
+    failing_cancel: bool = True
+    reason: str | None = None
+
+    def call_submit_request(self, session_id, call_id, input):
+        pass
+
+    def call_query_status(self, session_id, call_id):
+        return RunStatus(state="failed", error=self.reason) if self.reason is not None \
+            else RunStatus.running()
+
+    def call_fetch_result(self, session_id, call_id):
+        return SubagentResult.ok("done")
+
+    def call_cancel_request(self, session_id, call_id):
+        if self.failing_cancel:
+            raise ConnectionError("cancel endpoint down")
+
+
+def test_a_cancelled_poll_whose_cancel_request_fails_ends_cancelled():
+    import asyncio
+    import threading
+
+    from flink_agents_py.runtime.core._subgraph import poll_result
+
+    stop = threading.Event()
+    stop.set()  # the sub-agent call the caller runs in was cancelled
+    result = asyncio.run(poll_result(_Stuck(), "s", "c", "remote", stop))
+    assert result.cancelled is True
+
+
+@pytest.mark.parametrize(("reason", "said"), [
+    ("", "the remote run failed (its status gave no reason)"),
+    ("quota", "the remote run failed: quota"),
+])
+def test_a_failed_status_without_a_reason_says_so_not_none(reason, said):
+    import asyncio
+
+    from flink_agents_py.runtime.core._subgraph import poll_result
+
+    result = asyncio.run(poll_result(_Stuck(reason=reason), "s", "c", "remote"))
+    assert result.success is False
+    assert result.error_message == f"sub-agent 'remote': {said}"

@@ -51,7 +51,7 @@ from ...api import (
 )
 from ...plan import ActionPlan, AgentPlan
 from .._builtins import CHAT_ROUTES
-from .._failures import with_original
+from .._failures import clip, with_original
 from .._serde import event_json, to_plain_json
 from ..context._action_context import ActionContext
 from ..recorder._outcomes import store_outcome
@@ -341,7 +341,9 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, 
     Once ``stop`` is set (the sub-agent call the caller runs in was cancelled), the next
     round sends the run's cancel request instead and ends as cancelled: a run that goes on
     for ever would otherwise keep the cancelled call from completing. Past the setup's
-    ``timeout_s`` the run is sent its cancel request too, and the call fails (timed out).
+    ``timeout_s`` the run is sent its cancel request too, and the call fails (timed out). A
+    cancel request that raises (the remote is down) is logged and named in the failure's
+    message; the call still ends cancelled, or timed out, as it would have.
 
     Args:
         setup: the sub-agent's setup.
@@ -367,7 +369,7 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, 
         deadline = time.monotonic() + setup.timeout_s
     while True:
         if stop is not None and stop.is_set():
-            await asyncio.to_thread(setup.call_cancel_request, session_id, call_id)
+            await _cancel_remote(setup, session_id, call_id, name)
             return SubagentResult.cancelled_call(name)
         status = await asyncio.to_thread(setup.call_query_status, session_id, call_id)
         if not isinstance(status, RunStatus):
@@ -377,19 +379,38 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, 
             fetched = await asyncio.to_thread(setup.call_fetch_result, session_id, call_id)
             return check_result(fetched, name)
         if status.state == "failed":
-            return SubagentResult.failed(
-                f"sub-agent {name!r}: the remote run failed: {status.error}")
+            why = f": {status.error}" if status.error else " (its status gave no reason)"
+            return SubagentResult.failed(f"sub-agent {name!r}: the remote run failed{why}")
         wait = setup.status_poll_interval_millis / 1000
         if deadline is not None:  # the last probe is at the deadline
             left = deadline - time.monotonic()
             if left <= 0:
-                await asyncio.to_thread(setup.call_cancel_request, session_id, call_id)
+                unsent = await _cancel_remote(setup, session_id, call_id, name)
                 return SubagentResult.failed(
                     f"sub-agent {name!r}: the remote run timed out: it had not ended after "
                     f"timeout_s={setup.timeout_s or 0:g} s of polling (counted from its first "
-                    "poll, across restores); it was sent its cancel request")
+                    "poll, across restores); "
+                    + (f"its cancel request failed ({unsent})" if unsent
+                       else "it was sent its cancel request"))
             wait = min(wait, left)
         await sleep_without_slot(wait)  # its I/O slot runs other calls between polls
+
+
+async def _cancel_remote(setup: AsyncSubagentSetup, session_id: str, call_id: str,
+                         name: str) -> str:
+    """Send the run's cancel request (on the I/O executor); a failure is logged, not raised.
+
+    Returns:
+        ``""`` when it was sent, else what it raised (type and message, clipped).
+    """
+    try:
+        await asyncio.to_thread(setup.call_cancel_request, session_id, call_id)
+    except Exception as e:  # noqa: BLE001 - best effort: the call ends either way
+        why = clip(f"{type(e).__name__}: {e}", 500)
+        log.warning("sub-agent %r: the cancel request of remote run %s#%s failed: %s",
+                    name, session_id, call_id, why)
+        return why
+    return ""
 
 
 def invocation_result(inv: Invocation, inv_id: str) -> tuple[bool, Any]:
