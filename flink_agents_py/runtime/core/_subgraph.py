@@ -52,7 +52,7 @@ from ...api import (
 from ...plan import ActionPlan, AgentPlan
 from .._builtins import CHAT_ROUTES
 from .._failures import clip, with_original
-from .._serde import event_json, to_plain_json
+from .._serde import event_json, to_json_value, to_plain_json
 from ..context._action_context import ActionContext
 from ..recorder._outcomes import store_outcome
 from ..recorder._state import CallKind, CallRecord, Invocation, RunState, WaitRecord
@@ -204,7 +204,8 @@ def open_invocation(run: RunState, command: StartChat | StartSubagent, caller: s
         inv = Invocation(kind=CallKind.SUBAGENT, name=command.name, caller=caller,
                          caller_scope=caller_scope, ordinal=call.ordinal, env=inv_id,
                          plan_path=[*base_path, command.name],
-                         sensory={"_subagent": {"input": command.input}})
+                         sensory={"_subagent": {"input": to_json_value(
+                             command.input, f"input of sub-agent {command.name!r}")}})
         bootstrap = InputEvent(id=f"{inv_id}/b", input=command.input)
     inv.cancelled = under_cancelled(run, caller_scope)
     run.invocations[inv_id] = inv

@@ -1,0 +1,96 @@
+"""An internal sub-agent called with a pydantic model as its input (its ``input_type``).
+
+Before, the call kept that model as it was in the invocation's sensory memory
+(``_subagent.input``), which has no JSON form: while the child ran, the key's run state
+could not be stored (a local snapshot, a checkpoint of keyed state) and failed with
+``TypeError: Object of type Task is not JSON serializable``. Run as a user runs it: their
+module, from a directory outside the repository, snapshotted at every crash point.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(180)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+MODULE = textwrap.dedent('''
+    from pydantic import BaseModel
+    from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent,
+                                     InternalSubagent, MessageRole, OutputEvent, Prompt,
+                                     ResourceDescriptor, ResourceType, action)
+    from flink_agents_py.testing import model_from_function
+
+    class Task(BaseModel):
+        review: str
+        stars: int
+
+    def echo(request):
+        return " | ".join(m.content for m in request.messages)
+
+    class Rater(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def rate(event, ctx):
+            answer = await ctx.chat("rater", [ChatMessage(role=MessageRole.USER, content="go")])
+            ctx.send_event(OutputEvent(output=answer.content))
+
+    class Caller(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def go(event, ctx):
+            task = Task(review=event.input["text"], stars=event.input["stars"])
+            as_model = await (await ctx.submit_subagent("rater", task))
+            as_dict = await (await ctx.submit_subagent("rater", task.model_dump()))
+            ctx.send_event(OutputEvent(output={"model": as_model.result,
+                                               "dict": as_dict.result}))
+
+    def build():
+        rater = Rater()
+        rater.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(echo))
+        rater.add_resource("ask", ResourceType.PROMPT,
+                           Prompt.from_text("Rate '{review}' ({stars} stars)"))
+        rater.add_resource("rater", ResourceType.CHAT_MODEL, ResourceDescriptor(
+            ChatModelSetup, connection="conn", prompt="ask"))
+        caller = Caller()
+        caller.add_resource("rater", ResourceType.AGENT, ResourceDescriptor(
+            InternalSubagent, agent=rater, description="Rates a review.",
+            input_type="raters:Task"))
+        return caller
+''')
+
+MAIN = textwrap.dedent('''
+    import json
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.testing import check_replay_safety
+    import raters
+
+    records = [{"key": "a", "text": "fits well", "stars": 5}]
+    outs = AgentsExecutionEnvironment.local().from_list(records).apply(raters.build()).collect()
+    report = check_replay_safety(raters.build(), records, other_process=False)
+    print(json.dumps({"outputs": outs, "safe": report.ok, "report": str(report)}))
+''')
+
+
+@pytest.fixture(scope="module")
+def user_run(tmp_path_factory):
+    """The user's program run once: its outputs and its replay-safety report."""
+    where = tmp_path_factory.mktemp("raters")
+    (where / "raters.py").write_text(MODULE)
+    (where / "main.py").write_text(MAIN)
+    proc = subprocess.run([sys.executable, "main.py"], cwd=where, capture_output=True,
+                          text=True, timeout=170, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_run_whose_child_got_a_pydantic_input_is_stored_and_restored(user_run):
+    assert user_run["safe"], user_run["report"]  # snapshotted and restored at every point
+    assert len(user_run["outputs"]) == 1
