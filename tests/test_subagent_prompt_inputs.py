@@ -3,8 +3,10 @@
 Before, the call kept that model as it was in the invocation's sensory memory
 (``_subagent.input``), which has no JSON form: while the child ran, the key's run state
 could not be stored (a local snapshot, a checkpoint of keyed state) and failed with
-``TypeError: Object of type Task is not JSON serializable``. Run as a user runs it: their
-module, from a directory outside the repository, snapshotted at every crash point.
+``TypeError: Object of type Task is not JSON serializable``. And its chat prompts'
+placeholders were left as literal text (``{review}``): only a ``dict`` input filled them,
+though an object input's fields are documented to. Run as a user runs it: their module,
+from a directory outside the repository, snapshotted at every crash point.
 """
 
 from __future__ import annotations
@@ -94,3 +96,36 @@ def user_run(tmp_path_factory):
 def test_a_run_whose_child_got_a_pydantic_input_is_stored_and_restored(user_run):
     assert user_run["safe"], user_run["report"]  # snapshotted and restored at every point
     assert len(user_run["outputs"]) == 1
+
+
+def test_a_pydantic_input_fills_the_childs_prompt_as_a_dict_does(user_run):
+    # before: "Rate '{review}' ({stars} stars)" reached the model for the model input
+    filled = ["Rate 'fits well' (5 stars) | go"]
+    assert user_run["outputs"] == [{"model": filled, "dict": filled}]
+
+
+def test_prompt_values_of_each_kind_of_input():
+    import dataclasses
+
+    from pydantic import BaseModel
+
+    from flink_agents_py.api.internal import subagent_prompt_values
+
+    class Inner(BaseModel):
+        sku: str
+
+    class Task(BaseModel):
+        review: str
+        item: Inner
+
+    @dataclasses.dataclass
+    class Plain:
+        review: str
+
+    assert subagent_prompt_values({"review": "x"}) == {"review": "x"}
+    assert subagent_prompt_values(Task(review="x", item=Inner(sku="s"))) == {
+        "review": "x", "item": {"sku": "s"}}  # nested as the same input given as a dict
+    assert subagent_prompt_values(Plain(review="x")) == {"review": "x"}
+    assert subagent_prompt_values(Plain) is None  # a class is no input
+    assert subagent_prompt_values("text") is None
+    assert subagent_prompt_values([1, 2]) is None

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SUBAGENT_DESCRIPTION_MARKER",
     "subagent_callable",
+    "subagent_prompt_values",
     "SubagentResult",
     "RunStatus",
     "SubagentFuture",
@@ -360,6 +361,33 @@ def subagent_callable(name: str, setup: SubagentSetup) -> dict[str, Any]:
     text = (setup.description or _GENERIC_DESCRIPTION.format(name=name)).rstrip()
     return {"name": f"{RESERVED_TOOL_PREFIX}{name}",
             "description": f"{text} {SUBAGENT_DESCRIPTION_MARKER}", "parameters": schema}
+
+
+def subagent_prompt_values(input: Any) -> dict[str, Any] | None:
+    """The values an internal sub-agent's prompt placeholders take from the call's input.
+
+    An object input fills them with its fields: a ``dict`` as it is, a pydantic model or a
+    dataclass by its fields in their JSON form (as the same input given as a ``dict``, or
+    by a chat model calling the sub-agent, would fill them).
+
+    Returns:
+        The values, or ``None`` for an input that is no object (its prompts stay as written).
+    """
+    import dataclasses
+
+    from pydantic import BaseModel
+
+    if isinstance(input, dict):
+        return input
+    try:
+        if isinstance(input, BaseModel):
+            values: dict[str, Any] = input.model_dump(mode="json")
+            return values
+        if dataclasses.is_dataclass(input) and not isinstance(input, type):
+            return {f.name: getattr(input, f.name) for f in dataclasses.fields(input)}
+    except Exception:  # noqa: BLE001 - a model that cannot dump: its prompts stay as written
+        return None
+    return None
 
 
 class InternalSubagent(SubagentSetup):

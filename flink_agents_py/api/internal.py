@@ -45,7 +45,7 @@ from ._secrets import (
     register_resource_secrets,
     registered_secret_count,
 )
-from ._subagents import subagent_callable
+from ._subagents import subagent_callable, subagent_prompt_values
 from ._tools import RESERVED_TOOL_PREFIX, offered_tool_name
 from ._warnings import warn_at_user
 
@@ -96,5 +96,6 @@ __all__ = [
     "registered_secret_count",
     "scrub_exception",
     "subagent_callable",
+    "subagent_prompt_values",
     "warn_at_user",
 ]

@@ -43,6 +43,7 @@ from ..api import (
     ToolResult,
     WaitTimeoutError,
 )
+from ..api.internal import subagent_prompt_values
 from ._budgets import budgeted_call, fallback_guard, fallback_spends
 from ._failures import TOOL_FAILURES, clip, error_text, failure_text, unless_cancelled
 from ._model_calls import MAX_ANSWER_DEPTH, deeper_than
@@ -206,8 +207,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             found = setup
             prompt_args = event.prompt_args
             if prompt_args is None:  # inside an internal sub-agent: the call's input fields
-                given = mem.get("_subagent.input")
-                prompt_args = given if isinstance(given, dict) else None
+                prompt_args = subagent_prompt_values(mem.get("_subagent.input"))
             messages = setup.build_messages(event.messages, prompt_args)
         except Exception as e:  # noqa: BLE001 - a bad request fails the chat, not the job
             ctx.send_event(ChatResponseEvent(request_id=chat_id,
