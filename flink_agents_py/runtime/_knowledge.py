@@ -29,7 +29,7 @@ from ..api import (
     VectorStoreQuery,
     VectorStoreQueryResult,
 )
-from ._memory_items import memory_collections
+from ._memory_items import WRITER_TAGS, memory_collections
 
 if TYPE_CHECKING:
     from .recorder._execution import ActionExecution
@@ -224,6 +224,29 @@ class DurableVectorStore(_View):
                 "ctx.long_term_memory (name the store's other collections, or give long-term "
                 "memory its own with LongTermMemoryOptions.COLLECTION)")
 
+    def _unreserved(self, docs: Sequence[Document] = (),
+                    filters: dict[str, Any] | None = None) -> None:
+        """Refuse a document's metadata field or a filter field that tags writers.
+
+        A write through this view tags its documents with their writer (``WRITER_TAGS``)
+        and a read removes those fields: a user's own field of such a name was overwritten
+        on write and dropped on read (lost without a word), and a filter on one matched the
+        tags, not the user's value.
+
+        Raises:
+            VectorStoreError: naming the field (and the document), before the store is called.
+        """
+        why = (f"is reserved: documents written through an action's store calls carry their "
+               f"writer in the fields {', '.join(WRITER_TAGS)}, which reads remove; rename it")
+        for doc in docs:
+            for k in doc.metadata:
+                if k in WRITER_TAGS:
+                    raise VectorStoreError(f"vector store {self._name!r}: metadata field "
+                                           f"{k!r} of document {doc.id!r} {why}")
+        for k in filters or {}:
+            if k in WRITER_TAGS:
+                raise VectorStoreError(f"vector store {self._name!r}: filter field {k!r} {why}")
+
     def _bounded(self, op: str, fn: Callable[..., Any], *args: Any) -> Any:
         """The durable target of ``op`` running ``fn(*args, context)``, and ``args``.
 
@@ -307,8 +330,9 @@ class DurableVectorStore(_View):
             **kwargs: Any) -> list[str]:
         """Embed and upsert documents (one durable call); returns their ids."""
         self._checked(collection_name)
-        target, args = self._bounded("add", self._run_add, _docs(documents), collection_name,
-                                     kwargs)
+        docs = _docs(documents)
+        self._unreserved(docs)
+        target, args = self._bounded("add", self._run_add, docs, collection_name, kwargs)
         result: list[str] = self._ctx.durable_execute(target, *args)
         return result
 
@@ -316,8 +340,9 @@ class DurableVectorStore(_View):
                    collection_name: str | None = None, **kwargs: Any) -> list[str]:
         """Async ``add``."""
         self._checked(collection_name)
-        target, args = self._bounded("add", self._run_add, _docs(documents), collection_name,
-                                     kwargs)
+        docs = _docs(documents)
+        self._unreserved(docs)
+        target, args = self._bounded("add", self._run_add, docs, collection_name, kwargs)
         result: list[str] = await self._ctx.durable_execute_async(target, *args)
         return result
 
@@ -325,13 +350,15 @@ class DurableVectorStore(_View):
                collection_name: str | None = None, **kwargs: Any) -> None:
         """Replace documents by id (one durable call; their old versions are kept a while)."""
         self._checked(collection_name)
-        target, args = self._bounded("update", self._run_update, _docs(documents),
-                                     collection_name, kwargs)
+        docs = _docs(documents)
+        self._unreserved(docs)
+        target, args = self._bounded("update", self._run_update, docs, collection_name, kwargs)
         self._ctx.durable_execute(target, *args)
 
     def query(self, query: VectorStoreQuery) -> VectorStoreQueryResult:
         """Similarity search (one durable call)."""
         self._checked(query.collection_name)
+        self._unreserved(filters=query.filters)
         target, args = self._bounded("query", self._run_query, query)
         result: VectorStoreQueryResult = self._ctx.durable_execute(target, *args)
         return result
@@ -345,6 +372,7 @@ class DurableVectorStore(_View):
             **kwargs: Any) -> list[Document]:
         """Documents by id or filter (one durable call)."""
         self._checked(collection_name)
+        self._unreserved(filters=filters)
         target, args = self._bounded("get", self._run_get, ids, collection_name, filters, limit,
                                      kwargs)
         result: list[Document] = self._ctx.durable_execute(target, *args)
@@ -360,6 +388,7 @@ class DurableVectorStore(_View):
                filters: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """Delete by ids or filter (one durable call; the documents are kept a while)."""
         self._checked(collection_name)
+        self._unreserved(filters=filters)
         target, args = self._bounded("delete", self._run_delete, ids, collection_name, filters,
                                      kwargs)
         self._ctx.durable_execute(target, *args)
@@ -377,6 +406,7 @@ class DurableVectorStore(_View):
               filters: dict[str, Any] | None = None) -> int:
         """The store's ``count`` (not a durable call)."""
         self._checked(collection_name)
+        self._unreserved(filters=filters)
         return self._resource.count(collection_name, filters)
 
     def get_or_create_collection(self, name: str, metadata: dict[str, Any] | None = None

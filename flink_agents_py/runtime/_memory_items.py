@@ -28,7 +28,8 @@ from ..api import (
 from ._serde import digest
 
 __all__ = ["DELETED_RETENTION_S", "Horizon", "MemoryStore", "exec_tag", "hidden_count",
-           "tagged", "visible", "RESERVED", "DEFAULT_COLLECTION", "memory_collections"]
+           "tagged", "visible", "RESERVED", "WRITER_TAGS", "DEFAULT_COLLECTION",
+           "memory_collections"]
 
 _SET, _SCOPE, _CREATED, _SEQ = "fa_set", "fa_scope", "fa_created_at", "fa_seq"
 _OWNER, _EPOCH, _RUN, _EXEC = "fa_owner", "fa_epoch", "fa_run", "fa_exec"
@@ -402,6 +403,10 @@ class MemoryStore:
 
 RESERVED = _RESERVED
 """The metadata fields memory items reserve (a user's filter or metadata may not name one)."""
+
+WRITER_TAGS = _TAGS
+"""The metadata fields that tag a document written through an action's store view with its
+writer (``tagged``; reads remove them): a document's metadata or a filter may not name one."""
 
 DEFAULT_COLLECTION = "long_term_memory"
 """The collection of memory items when ``LongTermMemoryOptions.COLLECTION`` names none."""
