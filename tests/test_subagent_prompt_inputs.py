@@ -129,3 +129,38 @@ def test_prompt_values_of_each_kind_of_input():
     assert subagent_prompt_values(Plain) is None  # a class is no input
     assert subagent_prompt_values("text") is None
     assert subagent_prompt_values([1, 2]) is None
+
+
+FLINK_MAIN = textwrap.dedent('''
+    import json
+    from pyflink.common import Types
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.flink import create_stream_environment
+    import raters
+
+    env = create_stream_environment(parallelism=1)
+    records = [{"key": f"k{i}", "text": f"t{i}", "stars": i} for i in range(3)]
+    stream = env.from_collection([json.dumps(r) for r in records], type_info=Types.STRING()
+                                 ).map(json.loads, output_type=Types.PICKLED_BYTE_ARRAY())
+    job = AgentsExecutionEnvironment.flink(env).from_datastream(
+        stream, key_selector=lambda r: r["key"])
+    job.apply(raters.build())
+    with job.to_datastream().execute_and_collect("raters") as outputs:
+        print(json.dumps(sorted((o for o in outputs), key=json.dumps)))
+''')
+
+
+@pytest.mark.flink
+def test_on_a_minicluster_a_pydantic_input_neither_fails_the_job_nor_its_prompt(tmp_path):
+    # before: the job failed as the key's state was written (Task is not JSON serializable)
+    pytest.importorskip("pyflink")
+    import os
+
+    (tmp_path / "raters.py").write_text(MODULE)
+    (tmp_path / "main.py").write_text(FLINK_MAIN)
+    proc = subprocess.run([sys.executable, "main.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=170, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    outputs = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert outputs == [{"model": [f"Rate 't{i}' ({i} stars) | go"],
+                        "dict": [f"Rate 't{i}' ({i} stars) | go"]} for i in range(3)]
