@@ -4,8 +4,9 @@ Documents written through ``ctx.get_resource(..., VECTOR_STORE)`` carry their wr
 ``fa_owner``, ``fa_epoch``, ``fa_run``, ``fa_exec``, ``fa_call`` and ``fa_digest``, and its
 reads remove those fields. Before, a user's own metadata of such a name was overwritten on
 write and dropped on read (the document came back without it, no word said), and a filter on
-one matched the writer's tags instead (found nothing). Now each is a ``VectorStoreError``
-naming the field, before the store is called.
+one matched the writer's tags instead (found nothing). Long-term memory items reserved all
+of them but ``fa_call`` and ``fa_digest``, which were lost the same way. Now each is a
+``VectorStoreError`` naming the field, before the store is called.
 """
 
 from __future__ import annotations
@@ -99,3 +100,39 @@ def test_writer_tag_fields_are_refused_by_name_and_other_fields_kept():
             f"VectorStoreError: vector store 'kb': filter field '{field}' is reserved"), label
     [retrieval] = [o["retrieval"] for o in result.outputs if "retrieval" in o]
     assert "filter field 'fa_digest' is reserved" in retrieval
+
+
+class Notes(Library):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event, ctx):
+        notes = ctx.long_term_memory.get_memory_set("notes")
+        seen = {}
+        for field in ("fa_call", "fa_digest"):
+            try:
+                notes.add(f"with {field}", {field: 1, "lang": "en"})
+                seen[f"add {field}"] = "added"
+            except Exception as e:  # noqa: BLE001 - what the user sees
+                seen[f"add {field}"] = f"{type(e).__name__}: {e}"
+            try:
+                seen[f"filter {field}"] = notes.get(filters={field: 1})
+            except Exception as e:  # noqa: BLE001
+                seen[f"filter {field}"] = f"{type(e).__name__}: {e}"
+        ctx.send_event(OutputEvent(output=seen))
+
+
+def test_memory_items_refuse_the_writer_tag_fields_too():
+    # before: fa_call and fa_digest were accepted, stored, and missing from the items read
+    from flink_agents_py.api import LongTermMemoryOptions
+
+    agent = Notes()
+    agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+    result = AgentsExecutionEnvironment.local().from_list([{"key": "k"}]).apply(agent).run()
+    assert result.errors == []
+    [seen] = result.outputs
+    for field in ("fa_call", "fa_digest"):
+        assert seen[f"add {field}"].startswith(
+            f"VectorStoreError: memory set 'notes': item 0 metadata {field!r}"), seen
+        assert "reserved" in seen[f"add {field}"]
+        assert seen[f"filter {field}"].startswith("VectorStoreError: ")
+        assert seen[f"filter {field}"].endswith(f"filter field {field!r} is reserved")

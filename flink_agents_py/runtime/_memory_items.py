@@ -33,7 +33,12 @@ __all__ = ["DELETED_RETENTION_S", "Horizon", "MemoryStore", "exec_tag", "hidden_
 
 _SET, _SCOPE, _CREATED, _SEQ = "fa_set", "fa_scope", "fa_created_at", "fa_seq"
 _OWNER, _EPOCH, _RUN, _EXEC = "fa_owner", "fa_epoch", "fa_run", "fa_exec"
-_RESERVED = (_SET, _SCOPE, _CREATED, _SEQ, _OWNER, _EPOCH, _RUN, _EXEC)
+_CALL = "fa_call"
+"""The call ordinal of the vector-store add that wrote a document (see ``Horizon``)."""
+_DIGEST = "fa_digest"
+"""The digest of that call (its arguments): which write of the ordinal it was."""
+# every field a read removes (``_untagged``): an item's own metadata of such a name was lost
+_RESERVED = (_SET, _SCOPE, _CREATED, _SEQ, _OWNER, _EPOCH, _RUN, _EXEC, _CALL, _DIGEST)
 
 DELETED_RETENTION_S = 7 * 24 * 3600
 """How long a deleted memory item is kept (marked deleted) before a later delete or clear
@@ -134,10 +139,6 @@ class Horizon:
         return any(n == call and (made is None or made == d) for n, d in self.writes)
 
 
-_CALL = "fa_call"
-"""The call ordinal of the vector-store add that wrote a document (see ``Horizon``)."""
-_DIGEST = "fa_digest"
-"""The digest of that call (its arguments): which write of the ordinal it was."""
 _TAGS = (_OWNER, _EPOCH, _RUN, _EXEC, _CALL, _DIGEST)
 
 
