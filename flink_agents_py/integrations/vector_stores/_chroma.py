@@ -271,11 +271,16 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
                         raise VectorStoreError(f"document {d.id!r}: metadata {k!r} is a "
                                                f"{type(v).__name__}, not a JSON scalar")
             ids = [str(d.id) for d in documents]
-            for s in range(0, len(documents), self.batch_size):
-                part = documents[s: s + self.batch_size]
+            # an id given twice (the same text and metadata, so the same derived id): the
+            # last one is stored, as upserting one after the other would (Chroma refuses
+            # duplicates within one upsert)
+            last = {doc_id: i for i, doc_id in enumerate(ids)}
+            kept = [i for i, doc_id in enumerate(ids) if last[doc_id] == i]
+            for s in range(0, len(kept), self.batch_size):
+                part = [documents[i] for i in kept[s: s + self.batch_size]]
                 try:
-                    col.upsert(ids=ids[s: s + self.batch_size],
-                               embeddings=vectors[s: s + self.batch_size],
+                    col.upsert(ids=[str(d.id) for d in part],
+                               embeddings=[vectors[i] for i in kept[s: s + self.batch_size]],
                                documents=[d.content for d in part],
                                metadatas=[d.metadata or None for d in part], **kwargs)
                 except Exception as e:  # noqa: BLE001
