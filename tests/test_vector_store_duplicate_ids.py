@@ -4,7 +4,9 @@ A document without an id gets one derived from its text and metadata, so two rev
 the same text (and metadata) in one ``add`` share an id. Before, Chroma refused the whole
 upsert (``Expected IDs to be unique``), so one repeated review failed the batch (and the
 action calling it); ids repeated across the store's internal batches were upserted one after
-the other, last wins. Now every call is that: the last document of an id is stored.
+the other, last wins. Now every call is that: the last document of an id is stored. The
+neighbours: ``get`` and ``delete`` given an id twice failed the same way; they now take it
+once.
 """
 
 from __future__ import annotations
@@ -56,9 +58,12 @@ class Reviews(Agent):
                           Document(content="true to size", metadata={"p": "A"})])
         given = await store.aadd([Document(content="first", id="r1"),
                                   Document(content="second", id="r1")])
+        twice = [d.content for d in store.get(["r1", "r1"])]
+        size = store.size()
+        store.delete(["r1", "r1"])
         ctx.send_event(OutputEvent(output={
-            "same": same, "given": given, "size": store.size(),
-            "r1": [d.content for d in store.get(["r1"])]}))
+            "same": same, "given": given, "size": size, "r1": twice,
+            "after_delete": [d.id for d in store.get(["r1"])], "left": store.size()}))
 
 
 def test_an_id_twice_in_one_add_is_stored_once_the_last():
@@ -67,5 +72,6 @@ def test_an_id_twice_in_one_add_is_stored_once_the_last():
     [out] = result.outputs
     assert len(out["same"]) == 3 and out["same"][0] == out["same"][1] != out["same"][2]
     assert out["given"] == ["r1", "r1"]
-    assert out["r1"] == ["second"]
+    assert out["r1"] == ["second"]  # asked twice, found once
     assert out["size"] == 3
+    assert out["after_delete"] == [] and out["left"] == 2  # deleted, asked twice

@@ -96,6 +96,17 @@ def _in_process_settings(chromadb: Any, path: str | None) -> Any:
     return chromadb.Settings() if system is None else system.settings
 
 
+def _distinct(ids: str | list[str] | None) -> list[str] | None:
+    """The ids asked for, each once, in the order first asked (Chroma refuses repeats).
+
+    Returns:
+        The list, or ``None`` when no ids were given.
+    """
+    if ids is None:
+        return None
+    return [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
+
+
 def _is_not_found(e: Exception) -> bool:
     return "NotFound" in type(e).__name__ or "does not exist" in str(e)
 
@@ -316,8 +327,9 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
         """Documents by id, or up to ``limit`` documents matching ``filters``.
 
         Args:
-            ids: one id or a list (the order asked is kept, missing ids are skipped); when
-                given, ``filters`` and ``limit`` are ignored.
+            ids: one id or a list (the order asked is kept, missing ids are skipped, an id
+                asked twice is found once); when given, ``filters`` and ``limit`` are
+                ignored.
             collection_name: the collection (default: the store's).
             filters: field values the documents must have.
             limit: the most documents to return (``None``: all).
@@ -335,7 +347,7 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
         col = self._collection(name, create=False)
         if col is None:
             return []
-        id_list = [ids] if isinstance(ids, str) else (list(ids) if ids is not None else None)
+        id_list = _distinct(ids)
         if id_list is None:
             self._check_filters(name, filters)
         try:
@@ -354,6 +366,8 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
                filters: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """Delete by ids, or by filter, or (neither) every document of the collection.
 
+        An id given twice is deleted once.
+
         Raises:
             VectorStoreError: as ``get``.
 
@@ -362,7 +376,7 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
         col = self._collection(name, create=False)
         if col is None:
             return
-        id_list = [ids] if isinstance(ids, str) else (list(ids) if ids is not None else None)
+        id_list = _distinct(ids)
         try:
             if id_list is not None:
                 if id_list:
