@@ -92,7 +92,7 @@ def test_internal_child_result_is_a_list_even_with_one_output():
     out = one({"do": "call", "name": "echo", "input": {"n": 1}})
     r = out["result"]
     assert r == SubagentResult.ok([
-        {"input": {"n": 1}, "stm_before": {}, "sensory_keys": ["_subagent"]}]).model_dump()
+        {"input": {"n": 1}, "stm_before": {}, "sensory_keys": []}]).model_dump()
 
 
 def test_internal_child_result_holds_outputs_of_actions_triggered_after_an_output(probes):
@@ -118,7 +118,7 @@ def test_internal_child_memory_is_isolated_per_call(probes):
         [child] = out[which]["result"]
         assert child["input"] == {"n": n}
         assert child["stm_before"] == {}            # a fresh short-term memory per call
-        assert child["sensory_keys"] == ["_subagent"]  # the parent's sensory memory is not shared
+        assert child["sensory_keys"] == []  # the parent's sensory memory is not shared
     assert out["parent_stm"] == {"p": 1}
     assert out["parent_sensory"] == {"ps": 1}
     assert state.memory == {"p": 1}  # the children's writes never reached the parent's memory
@@ -343,7 +343,7 @@ def test_internal_child_completed_before_the_checkpoint_is_not_run_again(probes)
         outputs, new = resume(snapshot)
         [out] = outputs
         assert out["result"]["result"] == [
-            {"input": {"n": 7}, "stm_before": {}, "sensory_keys": ["_subagent"]}]
+            {"input": {"n": 7}, "stm_before": {}, "sensory_keys": []}]
         assert probes["echo_runs"] == 1
         assert new.counters["subagent_calls"] == 0
     finally:
@@ -352,7 +352,7 @@ def test_internal_child_completed_before_the_checkpoint_is_not_run_again(probes)
 
 
 @pytest.mark.parametrize(("name", "given", "expected"), [
-    ("echo", {"n": 3}, [{"input": {"n": 3}, "stm_before": {}, "sensory_keys": ["_subagent"]}]),
+    ("echo", {"n": 3}, [{"input": {"n": 3}, "stm_before": {}, "sensory_keys": []}]),
     ("remote", {"mode": "ok"}, None),
     ("pubsub", {"n": 3}, {"async": {"n": 3}}),
 ], ids=["internal", "deferred", "async"])

@@ -207,7 +207,9 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             found = setup
             prompt_args = event.prompt_args
             if prompt_args is None:  # inside an internal sub-agent: the call's input fields
-                prompt_args = subagent_prompt_values(mem.get("_subagent.input"))
+                given = mem.get("_subagent.input")  # (None or a dict: as it is, no call)
+                prompt_args = given if given is None or type(given) is dict \
+                    else subagent_prompt_values(given)
             messages = setup.build_messages(event.messages, prompt_args)
         except Exception as e:  # noqa: BLE001 - a bad request fails the chat, not the job
             ctx.send_event(ChatResponseEvent(request_id=chat_id,
