@@ -117,7 +117,29 @@ class ResourceEnvironment:
         return self
 
     def _not_found(self, name: str, resource_type: ResourceType) -> str:
-        """Why ``name`` of ``resource_type`` is not found: what each plan looked in declares."""
+        """Why ``name`` of ``resource_type`` is not found.
+
+        Returns:
+            What each plan looked in declares, and the other types ``name`` is declared as
+            (``ctx.chat`` naming a connection, which that message used to leave out).
+        """
+        return self._looked_in(name, resource_type) + self._declared_as(name, resource_type)
+
+    def _declared_as(self, name: str, resource_type: ResourceType) -> str:
+        env: ResourceEnvironment | None = self
+        kinds: list[str] = []
+        while env is not None:
+            kinds += [t.value for t, found in env._plan.resources.items()
+                      if name in found and t is not resource_type and t.value not in kinds]
+            env = env.parent
+        if not kinds:
+            return ""
+        hint = (": ctx.chat and ChatRequestEvent name a chat model setup (ChatModelSetup), "
+                "which names its connection" if resource_type is ResourceType.CHAT_MODEL
+                and ResourceType.CHAT_MODEL_CONNECTION.value in kinds else "")
+        return f"; {name!r} is declared as a {' and a '.join(kinds)} resource{hint}"
+
+    def _looked_in(self, name: str, resource_type: ResourceType) -> str:
         if self.parent is None or resource_type is ResourceType.AGENT:
             known = ", ".join(sorted(self._plan.resources.get(resource_type, {}))) or "none"
             return f"no {resource_type.value} resource named {name!r} (declared: {known})"

@@ -1,0 +1,74 @@
+"""Mistakes a newcomer makes in a first agent, each run the way they run it: their own
+module, in a directory of their own, with the venv's Python.
+
+Each test is one place where a first hour got stuck on a message that did not say what was
+wrong or where (found by writing agents from the README and the docs alone).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+_HEAD = '''
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import *
+from flink_agents_py.integrations.chat_models import ScriptedChatModel
+
+
+def script(request):
+    return "ok"
+'''
+
+
+def _run(tmp_path: Path, body: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Write ``my_agent.py`` (the imports, a scripted model's function, ``body``) into
+    ``tmp_path`` and run it there, as a user runs their script."""
+    (tmp_path / "my_agent.py").write_text(_HEAD + textwrap.dedent(body))
+    return subprocess.run([sys.executable, "my_agent.py", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=100)
+
+
+def test_ctx_chat_naming_the_connection_says_it_takes_the_setups_name(tmp_path):
+    # before: "no chat_model resource named 'conn' (declared: llm)", while 'conn' was
+    # plainly declared, one decorator above
+    proc = _run(tmp_path, '''
+        class A(Agent):
+            @chat_model_connection
+            @staticmethod
+            def conn():
+                return ResourceDescriptor(ScriptedChatModel, function="my_agent:script")
+
+            @chat_model_setup
+            @staticmethod
+            def llm():
+                return ResourceDescriptor(ChatModelSetup, connection="conn")
+
+            @action(InputEvent)
+            @staticmethod
+            async def go(event, ctx):
+                reply = await ctx.chat("conn", [ChatMessage(content="hi")])
+                ctx.send_event(OutputEvent(output=reply.message.content))
+
+            @action(InputEvent)
+            @staticmethod
+            def look(event, ctx):
+                ctx.get_resource("llm", ResourceType.CHAT_MODEL_CONNECTION)
+
+        result = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(A()).run()
+        for e in sorted(result.errors, key=lambda e: e.action):
+            print(e.action, "|", e.message)
+    ''')
+    assert proc.returncode == 0, proc.stderr
+    go, look = proc.stdout.strip().splitlines()
+    assert go.startswith("go | ") and "'conn' is declared as a chat_model_connection" in go, go
+    assert "ctx.chat and ChatRequestEvent name a chat model setup" in go, go
+    assert "(declared: llm)" in go, go
+    assert "'llm' is declared as a chat_model resource" in look, look
+    assert "ctx.chat" not in look, look  # the hint is for the setup-for-connection mix-up only
