@@ -72,3 +72,52 @@ def test_ctx_chat_naming_the_connection_says_it_takes_the_setups_name(tmp_path):
     assert "(declared: llm)" in go, go
     assert "'llm' is declared as a chat_model resource" in look, look
     assert "ctx.chat" not in look, look  # the hint is for the setup-for-connection mix-up only
+
+
+@pytest.mark.parametrize(("field", "said"), [
+    ("id: int", "name yours otherwise (e.g. 'ticket_id')"),
+    ("attributes: list", "name yours otherwise (e.g. 'ticket_attributes')"),
+    ("type: str = 'ticket'", "write EVENT_TYPE = 'x' (a class constant)"),
+    ("attachments: dict", "name yours otherwise"),
+])
+def test_an_event_declaring_a_field_every_event_has_is_refused_at_its_class(
+        tmp_path, field, said):
+    # before: the class was taken; the job then failed when the event was sent, deep in
+    # the runtime ("unable to parse string as an integer" from pydantic for 'id: int', a
+    # whole local run raising; "'list' object has no attribute 'items'" for 'attributes'),
+    # and 'type: str = ...' was silently not the routing type
+    proc = _run(tmp_path, f'''
+        class Ticket(Event):
+            {field}
+            text: str = ""
+    ''')
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("flink_agents_py.api._errors.UsageError: Ticket declares a field "
+                           f"{field.split(':')[0]!r}, which every Event has"), last
+    assert said in last, last
+    assert 'my_agent.py", line 10, in <module>' in proc.stderr, proc.stderr  # the class line
+
+
+def test_an_event_with_its_own_fields_and_event_type_still_routes(tmp_path):
+    proc = _run(tmp_path, '''
+        class Ticket(Event):
+            EVENT_TYPE = "ticket"
+            ticket_id: int
+            tags: list[str] = []
+
+        class A(Agent):
+            @action(InputEvent)
+            @staticmethod
+            def go(event, ctx):
+                ctx.send_event(Ticket(ticket_id=3, tags=["x"]))
+
+            @action("ticket")
+            @staticmethod
+            def got(event, ctx):
+                ctx.send_event(OutputEvent(output=[event.type, event.ticket_id, event.tags]))
+
+        print(AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(A()).collect())
+    ''')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[['ticket', 3, ['x']]]"

@@ -22,24 +22,14 @@ from pydantic import (
     model_validator,
 )
 
-from ._field_hints import frozen_event_error
+from ._field_hints import frozen_event_error, reserved_event_field_error
 from ._memory import memory_ref_of
 from ._messages import ChatMessage, ChatResponse, ToolCall, ToolResult
 from ._secrets import MaskedStr
 
-__all__ = [
-    "Event",
-    "InputEvent",
-    "OutputEvent",
-    "ChatRequestEvent",
-    "ChatResponseEvent",
-    "ToolRequestEvent",
-    "ToolResponseEvent",
-    "event_type_of",
-    "event_class_for",
-    "event_class_tag",
-    "event_from_json",
-]
+__all__ = ["Event", "InputEvent", "OutputEvent", "ChatRequestEvent", "ChatResponseEvent",
+           "ToolRequestEvent", "ToolResponseEvent", "event_type_of", "event_class_for",
+           "event_class_tag", "event_from_json"]
 
 _REGISTRY: dict[str, type[Event]] = {}
 """The class of each event type: the last ``Event`` subclass defined with that type."""
@@ -115,6 +105,10 @@ class Event(BaseModel):
             raise frozen_event_error(self, name, value) from None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        if (reserved := reserved_event_field_error(cls)) is not None:
+            from ._errors import UsageError
+
+            raise UsageError(reserved)
         super().__init_subclass__(**kwargs)
         if "EVENT_TYPE" not in cls.__dict__ or cls.__dict__["EVENT_TYPE"] is None:
             cls.EVENT_TYPE = cls.__qualname__

@@ -9,6 +9,7 @@ for a field set on a built event (``frozen_event_error``), instead of "Instance 
 from __future__ import annotations
 
 import difflib
+import inspect
 import types
 import typing
 from typing import Any
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 __all__ = ["NamesNearestField", "field_names", "frozen_event_error", "model_at", "nearest_field",
-           "unknown_key_message"]
+           "reserved_event_field_error", "unknown_key_message"]
 
 
 def field_names(cls: type[BaseModel]) -> list[str]:
@@ -166,3 +167,33 @@ def frozen_event_error(event: BaseModel, name: str, value: Any) -> ValidationErr
     return ValidationError.from_exception_data(cls, [{
         "type": PydanticCustomError("frozen_instance", message),
         "loc": (name,), "input": value}])
+
+
+_EVENT_OWN_FIELDS = ("id", "type", "attributes", "attachments")
+
+
+def reserved_event_field_error(cls: type[BaseModel]) -> str | None:
+    """Why an ``Event`` subclass may not declare a field every event has, or ``None``.
+
+    A subclass declaring ``id``, ``type``, ``attributes`` or ``attachments`` replaces the
+    field the runtime sets and reads (an event's id, its routing type): before, such a class
+    failed only when an event was sent, deep inside the runtime (``id: int`` with "unable to
+    parse string as an integer", ``attributes: list`` with "'list' object has no attribute
+    'items'"), and ``type: str = "x"`` was silently not the routing type.
+
+    Args:
+        cls: the new ``Event`` subclass.
+
+    Returns:
+        The message naming the field and what to write instead, or ``None`` when the class
+        declares none of those.
+    """
+    declared = [n for n in inspect.get_annotations(cls) if n in _EVENT_OWN_FIELDS]
+    if not declared:
+        return None
+    name = declared[0]
+    instead = (f"to set its routing type, write EVENT_TYPE = 'x' (a class constant) "
+               f"instead of a '{name}' field" if name == "type" else
+               f"name yours otherwise (e.g. '{cls.__name__.lower()}_{name}')")
+    return (f"{cls.__qualname__} declares a field {name!r}, which every Event has and the "
+            f"runtime sets and reads ({', '.join(_EVENT_OWN_FIELDS)}): {instead}")
