@@ -220,3 +220,23 @@ def test_a_renamed_or_failing_tool_is_named_not_a_json_error(tmp_path):
         "scripted_model calls get_weather, but the chat offers ['get_forecast']" in line
         for line in failed), res.stderr[-3000:]
     assert "JSONDecodeError" not in res.stderr
+
+
+def test_python_dash_m_flink_agents_py_is_the_command(tmp_path):
+    # the docs say to run the venv's python instead of activating it; before, that way had
+    # no command: "No module named flink_agents_py.__main__; 'flink_agents_py' is a package
+    # and cannot be directly executed"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's (the venv's is editable)
+
+    def command(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PYTHON, "-m", "flink_agents_py", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+
+    res = command("--help")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("usage: flink-agents-py") and "{trace,new}" in res.stdout
+    res = command("new", "weather")
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "weather" / "my_agent.py").is_file()
+    res = command()
+    assert res.returncode == 2 and "required: command" in res.stderr, res.stderr
