@@ -32,7 +32,7 @@ def _run(tmp_path: Path, body: str, *args: str) -> subprocess.CompletedProcess[s
     ``tmp_path`` and run it there, as a user runs their script."""
     (tmp_path / "my_agent.py").write_text(_HEAD + textwrap.dedent(body))
     return subprocess.run([sys.executable, "my_agent.py", *args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=100)
+                          capture_output=True, text=True, timeout=280)
 
 
 def test_ctx_chat_naming_the_connection_says_it_takes_the_setups_name(tmp_path):
@@ -121,3 +121,78 @@ def test_an_event_with_its_own_fields_and_event_type_still_routes(tmp_path):
     ''')
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[['ticket', 3, ['x']]]"
+
+
+def test_a_scripted_model_given_its_function_itself_answers_by_it(tmp_path):
+    # before: every chat failed with "ResourceError: cannot build ...ScriptedChatModel from
+    # its descriptor: 1 validation error ... function  Input should be a valid string"
+    proc = _run(tmp_path, '''
+        def answer(request):
+            return "re: " + request.last_user_text
+
+        class A(Agent):
+            @chat_model_connection
+            @staticmethod
+            def conn():
+                return ResourceDescriptor(ScriptedChatModel, function=answer)
+
+            @chat_model_setup
+            @staticmethod
+            def llm():
+                return ResourceDescriptor(ChatModelSetup, connection="conn")
+
+            @action(InputEvent)
+            @staticmethod
+            async def go(event, ctx):
+                reply = await ctx.chat("llm", [ChatMessage(content=event.input["text"])])
+                ctx.send_event(OutputEvent(output=reply.message.content))
+
+        result = AgentsExecutionEnvironment.local().from_list(
+            [{"key": "a", "text": "hi"}]).apply(A()).run()
+        print(result.outputs, [e.message for e in result.errors])
+        print(ScriptedChatModel(function=answer).function,
+              ScriptedChatModel(function=lambda r: "x").calls)
+    ''')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["['re: hi'] []", "__main__:answer 0"]
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(300)
+def test_a_scripted_model_given_its_function_itself_answers_on_a_minicluster(tmp_path):
+    # the function, defined in the user's script (__main__), reaches the Flink workers
+    proc = _run(tmp_path, '''
+        from pyflink.common import Types
+        from flink_agents_py.flink import create_stream_environment
+
+        def answer(request):
+            return "re: " + request.last_user_text
+
+        class A(Agent):
+            @chat_model_connection
+            @staticmethod
+            def conn():
+                return ResourceDescriptor(ScriptedChatModel, function=answer)
+
+            @chat_model_setup
+            @staticmethod
+            def llm():
+                return ResourceDescriptor(ChatModelSetup, connection="conn")
+
+            @action(InputEvent)
+            @staticmethod
+            async def go(event, ctx):
+                reply = await ctx.chat("llm", [ChatMessage(content=event.input["text"])])
+                ctx.send_event(OutputEvent(output=reply.message.content))
+
+        if __name__ == "__main__":
+            env = create_stream_environment(parallelism=1)
+            ds = env.from_collection([{"key": "a", "text": "hi"}],
+                                     type_info=Types.PICKLED_BYTE_ARRAY())
+            agents = AgentsExecutionEnvironment.flink(env)
+            job = agents.from_datastream(ds).apply(A())
+            with job.to_datastream().execute_and_collect("scripted") as outputs:
+                print(list(outputs))
+    ''')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "['re: hi']", proc.stdout

@@ -100,9 +100,11 @@ class ScriptedChatModel(ChatModelConnection):
 
     Attributes:
         rules: the rules, tried in order.
-        function: ``module:qualname`` of ``fn(request: ScriptedRequest)``, answering what
-            ``script_answer`` accepts (``ANSWER_TYPES``). Used when given, instead of
-            ``rules`` (``from_function`` takes the callable itself).
+        function: ``fn(request: ScriptedRequest)``, answering what ``script_answer``
+            accepts (``ANSWER_TYPES``), named ``module:qualname``, or the function itself
+            (``ResourceDescriptor(ScriptedChatModel, function=answer)``: kept as it is, as
+            ``from_function`` keeps it, and shown by its name). Used when given, instead of
+            ``rules``.
         default_reply: the answer when no rule matches.
     """
 
@@ -115,6 +117,20 @@ class ScriptedChatModel(ChatModelConnection):
     _calls: int = PrivateAttr(default=0)
     _requests: collections.deque[ScriptedRequest] = PrivateAttr(
         default_factory=lambda: collections.deque(maxlen=REQUESTS_KEPT))
+
+    def __init__(self, /, **data: Any) -> None:
+        """Build the connection; a callable ``function`` is kept as ``from_function`` keeps it.
+
+        Before, ``function=answer`` (the function, not its name) failed every chat with
+        pydantic's "Input should be a valid string", once the resource was first built.
+        """
+        fn = data.get("function")
+        if fn is not None and not isinstance(fn, str) and callable(fn):
+            data["function"] = (f"{getattr(fn, '__module__', '?')}:"
+                                f"{getattr(fn, '__qualname__', type(fn).__qualname__)}")
+        super().__init__(**data)
+        if fn is not None and not isinstance(fn, str) and callable(fn):
+            self._fn = fn
 
     @classmethod
     def from_function(cls, fn: Callable[[ScriptedRequest], Any],
