@@ -196,3 +196,45 @@ def test_a_scripted_model_given_its_function_itself_answers_on_a_minicluster(tmp
     ''')
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "['re: hi']", proc.stdout
+
+
+def test_a_setup_offering_a_function_put_on_the_class_without_tool_says_to_decorate_it(
+        tmp_path):
+    # before: "names tool 'lookup', which is not declared (tools: none)", with the function
+    # right there on the class (as the tutorial puts check_stock, which has @tool)
+    proc = _run(tmp_path, '''
+        def lookup(order_id: str) -> str:
+            """Look an order up.
+
+            Args:
+                order_id: the order.
+            """
+            return "shipped"
+
+        class A(Agent):
+            @chat_model_connection
+            @staticmethod
+            def conn():
+                return ResourceDescriptor(ScriptedChatModel, function="my_agent:script")
+
+            @chat_model_setup
+            @staticmethod
+            def llm():
+                return ResourceDescriptor(ChatModelSetup, connection="conn",
+                                          tools=["lookup", "missing"])
+
+            lookup = staticmethod(lookup)
+
+            @action(InputEvent)
+            @staticmethod
+            def go(event, ctx):
+                pass
+
+        AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(A())
+    ''')
+    assert proc.returncode == 1
+    assert ("names tool 'lookup', which is not declared (tools: none); 'lookup' is a "
+            "function on the agent class, but not a tool: decorate it with @tool"
+            in proc.stderr), proc.stderr
+    missing = next(line for line in proc.stderr.splitlines() if "'missing'" in line)
+    assert "decorate" not in missing and "go" not in missing, missing

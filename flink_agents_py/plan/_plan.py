@@ -48,7 +48,7 @@ from ._knowledge_checks import (
     name_default_collections,
 )
 from ._nesting import one_level_deeper
-from ._reference_checks import check_references
+from ._reference_checks import check_references, plain_functions
 from ._resource_checks import kind_problem
 from ._setup_values import check_setup_values
 
@@ -192,7 +192,7 @@ class AgentPlan(BaseModel):
         broken = {(t, n) for t, n, _ in agent.declared_resources()
                   if n not in resources.get(t, {})}
         seen = visible(resources)  # its own resources over its ancestors' (a sub-agent's)
-        check_references(resources, seen, problems, broken)
+        check_references(resources, seen, problems, broken, plain_functions(agent))
         check_setup_values(resources, problems)
         check_knowledge_references(seen, agent.config, problems, broken, own=resources)
         if problems:

@@ -6,6 +6,7 @@ its ancestors declare (``_inherited.visible``); a sub-agent it offers must be it
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,12 +16,37 @@ from ._budget_checks import check_budget_prices
 from ._prompt_checks import check_prompt_name
 from ._resource_checks import tool_schema_problem
 
-__all__ = ["check_references"]
+__all__ = ["check_references", "plain_functions"]
+
+
+def plain_functions(agent: object) -> frozenset[str]:
+    """Names of functions on ``agent``'s class that are neither actions nor resources.
+
+    A setup's tool named after one was put on the class without ``@tool`` (``t =
+    staticmethod(t)``): its "not declared" problem says so, instead of leaving the reader
+    to wonder why a function plainly on the class is not there.
+
+    Args:
+        agent: the agent being compiled.
+
+    Returns:
+        The attribute names.
+    """
+    found: set[str] = set()
+    for klass in type(agent).__mro__:
+        for attr, value in vars(klass).items():
+            fn = value.__func__ if isinstance(value, staticmethod) else value
+            if inspect.isfunction(fn) and not any(
+                    hasattr(fn, s) for s in ("__action_spec__", "__resource_spec__",
+                                             "__tool_spec__")):
+                found.add(attr)
+    return frozenset(found)
 
 
 def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
                      seen: Mapping[ResourceType, Mapping[str, Any]], problems: list[str],
-                     broken: set[tuple[ResourceType, str]]) -> None:
+                     broken: set[tuple[ResourceType, str]],
+                     undecorated: frozenset[str] = frozenset()) -> None:
     """Add a problem for each name a chat model setup of ``resources`` gives that is wrong.
 
     Args:
@@ -29,6 +55,8 @@ def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
         problems: where each problem is added.
         broken: ``(type, name)`` of resources declared but refused (their own problem is
             listed already): a name pointing at one is not reported again.
+        undecorated: functions on the agent's class that are no resource
+            (``plain_functions``): a tool named after one was meant to be it.
     """
     connections = seen.get(ResourceType.CHAT_MODEL_CONNECTION, {})
     tools = seen.get(ResourceType.TOOL, {})
@@ -64,7 +92,10 @@ def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
                         problems.append(problem)
             elif (ResourceType.TOOL, t) not in broken:
                 problems.append(f"chat_model resource {name!r} names tool {t!r}, which is not "
-                                f"declared{_tool_hint(t, tools, seen)}")
+                                f"declared{_tool_hint(t, tools, seen)}" + (
+                                    f"; {t!r} is a function on the agent class, but not a "
+                                    f"tool: decorate it with @tool" if t in undecorated
+                                    else ""))
         _check_offered_subagents(name, rp, resources.get(ResourceType.AGENT, {}), problems)
         _check_fallbacks(name, rp, setups, problems)
         check_budget_prices(name, rp.descriptor.arguments, setups, problems)
