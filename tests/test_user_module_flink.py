@@ -313,3 +313,37 @@ def test_flink_run_with_the_user_module_shipped_by_pyfs_twice_on_one_taskmanager
         # the TaskManager imported the shipped copy of the user's module (python.files)
         assert all("python-files" in r["module"] for r in rows), rows
     assert [j["state"] for j in jobs] == ["FINISHED", "FINISHED"]
+
+
+@pytest.mark.flink
+@pytest.mark.cluster
+def test_flink_run_on_a_taskmanager_started_without_pythonpath(tmp_path):
+    """The cluster as the docs start it (``start-cluster.sh``: no ``PYTHONPATH``), the job
+    submitted with ``flink run -pym main -pyfs DIR -pyexec <the venv's python>``.
+
+    Before: thread mode embeds the venv's *base* CPython in the TaskManager, which saw no
+    venv ``site-packages``: every task failed with "No module named 'pemja'", and the job
+    with it. Now the job puts this venv's ``site-packages`` on ``python.pythonpath``.
+    """
+    from flink_cluster import FlinkCluster
+
+    class PlainCluster(FlinkCluster):
+        def env(self) -> dict[str, str]:
+            env = super().env()
+            env.pop("PYTHONPATH")  # the TaskManager's shell, as start-cluster.sh has it
+            return env
+
+    user = write_user_project(tmp_path / "user")
+    cluster = PlainCluster(tmp_path / "cluster").start()
+    try:
+        # the client: this checkout's library (what the venv's editable install points at)
+        client = {**cluster.env(), "PYTHONPATH": str(ROOT)}
+        res = cluster.flink(
+            "run", "-pym", "main", "-pyfs", str(user), "-pyclientexec", PYTHON, "-pyexec",
+            PYTHON, "thread", "create", cwd=tmp_path, env=client)
+        out, _ = res.communicate(timeout=300)
+    finally:
+        cluster.stop()
+    assert res.returncode == 0, out[-4000:]
+    assert_shouts([orjson.loads(line[4:]) for line in out.splitlines()
+                   if line.startswith("OUT ")], None)

@@ -69,7 +69,8 @@ class WorkerSetup:
             ``flink run``).
         python_executable: the workers' interpreter (``python.executable``), or ``None`` when
             the cluster's configuration decides.
-        python_path: what is on ``python.pythonpath`` (local target).
+        python_path: what is on ``python.pythonpath`` (local target; on a cluster in thread
+            mode with this venv's interpreter, its site-packages).
         shipped: files and archives added with ``add_python_file`` (cluster target).
     """
 
@@ -325,7 +326,31 @@ def configure_workers(env: Any, modules: Iterable[str] = ()) -> WorkerSetup:
         _configure_local(env, cfg, get, setup, loaded, stdlib, sites, modules)
     else:
         _configure_cluster(env, get, setup, loaded, stdlib, sites)
+        _venv_for_embedded_workers(cfg, get, setup)
     return setup
+
+
+def _venv_for_embedded_workers(cfg: Any, get: Any, setup: WorkerSetup) -> None:
+    """On a cluster in thread mode with this venv's interpreter: its site-packages on the path.
+
+    Thread mode embeds the *base* CPython of ``python.executable`` in the TaskManager, which
+    sees no venv's ``site-packages``: a TaskManager started as the cluster page starts it
+    (``start-cluster.sh``, no ``PYTHONPATH``) failed every task with "No module named
+    'pemja'" (and every restart after it with pemja's ``loadedLibraryNames``). When the
+    workers run this very interpreter (``flink run -pyexec`` of this venv, on this machine or
+    one laid out alike), its ``site-packages`` go on ``python.pythonpath``, after what is
+    there; a directory missing on a TaskManager's machine is skipped by Python.
+    """
+    exe = setup.python_executable
+    if (setup.execution_mode != "thread" or sys.prefix == sys.base_prefix or exe is None
+            or not _same_interpreter(exe)):
+        return
+    paths = sysconfig.get_paths()
+    venv = [d for d in (paths.get("purelib"), paths.get("platlib")) if d]
+    existing = [p for p in (get(_PYTHON_PATH) or "").split(os.pathsep) if p]
+    path = list(dict.fromkeys([*existing, *venv]))
+    cfg.setString(_PYTHON_PATH, os.pathsep.join(path))
+    setup.python_path = path
 
 
 def _configure_local(env: Any, cfg: Any, get: Any, setup: WorkerSetup, loaded: list[_Module],
