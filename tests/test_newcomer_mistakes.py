@@ -238,3 +238,36 @@ def test_a_setup_offering_a_function_put_on_the_class_without_tool_says_to_decor
             in proc.stderr), proc.stderr
     missing = next(line for line in proc.stderr.splitlines() if "'missing'" in line)
     assert "decorate" not in missing and "go" not in missing, missing
+
+
+def test_a_durable_call_used_before_it_is_awaited_says_to_await_it(tmp_path):
+    # before: "'DurableCall' object is not subscriptable", and an output printed as
+    # "<flink_agents_py.runtime.context._calls.DurableCall object at 0x7f...>"
+    proc = _run(tmp_path, '''
+        def lookup(order_id):
+            return {"status": "shipped"}
+
+        class A(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def go(event, ctx):
+                call = ctx.durable_execute_async(lookup, "o1")
+                ctx.send_event(OutputEvent(output=str(call)))
+                ctx.send_event(OutputEvent(output=call["status"]))
+
+        result = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(A()).run()
+        print(result.outputs)
+        print([e.message for e in result.errors])
+    ''')
+    assert proc.returncode == 0, proc.stderr
+    outputs, errors = proc.stdout.strip().splitlines()
+    assert outputs == "[]", outputs  # the failed action sent nothing
+    assert "DurableCall is not subscriptable: it is ctx.durable_execute_async(lookup, ...), " \
+           "not awaited; await it first" in errors, errors
+    assert repr_of_a_call() == "<DurableCall r0/go/c0 of m:f: not done>"
+
+
+def repr_of_a_call() -> str:
+    from flink_agents_py.runtime.context._calls import DurableCall
+
+    return repr(DurableCall("r0/go/c0", 0, target="m:f"))

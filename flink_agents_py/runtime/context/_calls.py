@@ -144,6 +144,17 @@ class DurableCall:
         # only reached for a missing attribute: most likely the future was not awaited
         raise AttributeError(_not_awaited(type(self).__name__, name, self.call_id))
 
+    def __getitem__(self, key: Any) -> Any:
+        # ``ctx.durable_execute_async(f)["a"]``: the value was meant (before: Python's bare
+        # "'DurableCall' object is not subscriptable")
+        raise TypeError(f"{type(self).__name__} is not subscriptable"
+                        f"{put_unawaited(self)}")
+
+    def __repr__(self) -> str:
+        """``<DurableCall r0/go/c0 of ...>``: what made it, and whether it is done."""
+        state = "done" if self.done else "not done"
+        return f"<{type(self).__name__} {self.call_id} of {self.target or '?'}: {state}>"
+
 
 class ChatFuture(DurableCall):
     """The lazy durable future ``ctx.chat`` returns; ``structured`` typed on await."""
