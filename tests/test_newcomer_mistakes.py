@@ -271,3 +271,49 @@ def repr_of_a_call() -> str:
     from flink_agents_py.runtime.context._calls import DurableCall
 
     return repr(DurableCall("r0/go/c0", 0, target="m:f"))
+
+
+def test_a_prompt_placeholder_no_value_fills_is_warned_of_once(tmp_path):
+    # before: "You triage tickets about {product}." reached the model as written, without a
+    # word, when ctx.chat gave no prompt_args or misspelt the name
+    proc = _run(tmp_path, '''
+        def echo(request):
+            return request.messages[0].content
+
+        class A(Agent):
+            @chat_model_connection
+            @staticmethod
+            def conn():
+                return ResourceDescriptor(ScriptedChatModel, function="my_agent:echo")
+
+            @chat_model_setup
+            @staticmethod
+            def llm():
+                return ResourceDescriptor(ChatModelSetup, connection="conn",
+                                          prompt="About {product} for {{literal}}; {tone}.")
+
+            @action(InputEvent)
+            @staticmethod
+            async def go(event, ctx):
+                reply = await ctx.chat("llm", [ChatMessage(content="hi")],
+                                       prompt_args=event.input["args"])
+                ctx.send_event(OutputEvent(output=reply.message.content))
+
+        records = [{"key": "a", "args": {}}, {"key": "b", "args": {}},
+                   {"key": "c", "args": {"prodcut": "tea", "tone": "calm"}},
+                   {"key": "d", "args": {"product": "tea", "tone": "calm"}}]
+        job = AgentsExecutionEnvironment.local(max_in_flight=1).from_list(records)
+        for out in job.apply(A()).collect():
+            print(out)
+    ''')
+    assert proc.returncode == 0, proc.stderr
+    assert "About tea for {literal}; calm." in proc.stdout  # filled: no warning for it
+    warnings = [line for line in proc.stderr.splitlines() if "no value for the prompt" in line]
+    assert warnings == [
+        "chat model setup 'llm': no value for the prompt's placeholder(s) {product}, {tone} "
+        "(values given: none); they go to the model as written. Pass them: ctx.chat('llm', "
+        "messages, prompt_args={'product': ...}), or a sub-agent's input field 'product'",
+        "chat model setup 'llm': no value for the prompt's placeholder(s) {product} (values "
+        "given: prodcut, tone); they go to the model as written. Pass them: ctx.chat('llm', "
+        "messages, prompt_args={'product': ...}), or a sub-agent's input field 'product'",
+    ], proc.stderr  # once per setup and missing names (keys a and b: one line)

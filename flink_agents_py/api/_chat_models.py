@@ -18,7 +18,7 @@ from ._budgets import Budget
 from ._errors import ResourceError
 from ._flow import ErrorClass, FlowControl
 from ._messages import ChatMessage, ChatResponse, MessageRole
-from ._prompts import Prompt
+from ._prompts import Prompt, warn_unfilled
 from ._resources import Resource, ResourceType
 from ._tools import FunctionTool, ToolMetadata
 
@@ -350,6 +350,9 @@ class ChatModelSetup(Resource):
         for m in messages:
             values.update(m.extra_args)
         values.update(prompt_args or {})
+        missing = prompt.unfilled(values)
+        if missing:
+            warn_unfilled(self.resource_name or "?", missing, values)
         return [*prompt.format_messages(**values), *kept]
 
     async def achat(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -10,7 +11,7 @@ from ._errors import UsageError
 from ._messages import ChatMessage, MessageRole
 from ._resources import Resource, ResourceType
 
-__all__ = ["Prompt", "fill_placeholders"]
+__all__ = ["Prompt", "fill_placeholders", "warn_unfilled"]
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # a template's brace tokens, in order: doubled braces, a placeholder, a lone brace
@@ -55,6 +56,33 @@ def fill_placeholders(template: str, values: Mapping[str, Any]) -> str:
         end = m.end()
     out.append(template[end:])
     return "".join(out)
+
+
+_log = logging.getLogger("flink_agents_py.prompts")
+_WARNED: set[tuple[str, tuple[str, ...]]] = set()
+
+
+def warn_unfilled(setup: str, missing: Sequence[str], given: Mapping[str, Any]) -> None:
+    """Log once per setup and names that a prompt's placeholders went to the model unfilled.
+
+    A chat naming a setup whose prompt has ``{product}`` sent the text ``{product}`` to the
+    model when the request gave no ``prompt_args`` (or misspelt the name), without a word.
+
+    Args:
+        setup: the chat model setup's name.
+        missing: the placeholders no value filled.
+        given: the values the request gave.
+    """
+    key = (setup, tuple(missing))
+    if key in _WARNED or len(_WARNED) > 1000:
+        return
+    _WARNED.add(key)
+    names = ", ".join("{" + n + "}" for n in missing)
+    _log.warning("chat model setup %r: no value for the prompt's placeholder(s) %s (values "
+                 "given: %s); they go to the model as written. Pass them: ctx.chat(%r, "
+                 "messages, prompt_args={%r: ...}), or a sub-agent's input field %r",
+                 setup, names, ", ".join(sorted(given)) or "none", setup, missing[0],
+                 missing[0])
 
 
 class Prompt(Resource, defer_build=True):
@@ -123,6 +151,26 @@ class Prompt(Resource, defer_build=True):
             f"{getattr(m.role, 'value', m.role)}: {fill_placeholders(m.content, values)}"
             + (f"{m.extra_args}" if m.extra_args else "")
             for m in self.messages or [])
+
+    def unfilled(self, values: Mapping[str, Any]) -> list[str]:
+        """The placeholders of this prompt that ``values`` does not fill, in order, once each.
+
+        Args:
+            values: the values by placeholder name.
+
+        Returns:
+            Their names (a format-style template's ``{{name}}`` is literal text, not one).
+        """
+        texts = [self.template] if self.template is not None else [
+            m.content for m in self.messages or []]
+        found: dict[str, None] = {}
+        for text in texts:
+            tokens = list(_BRACES.finditer(text))
+            raw = any(len(m.group(0)) == 1 for m in tokens)
+            for m in (_PLACEHOLDER.finditer(text) if raw else tokens):
+                if m.group(1) is not None and m.group(1) not in values:
+                    found[m.group(1)] = None
+        return list(found)
 
     def format_messages(self, role: MessageRole | str | None = None,
                         **values: Any) -> list[ChatMessage]:
