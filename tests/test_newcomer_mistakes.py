@@ -317,3 +317,75 @@ def test_a_prompt_placeholder_no_value_fills_is_warned_of_once(tmp_path):
         "given: prodcut, tone); they go to the model as written. Pass them: ctx.chat('llm', "
         "messages, prompt_args={'product': ...}), or a sub-agent's input field 'product'",
     ], proc.stderr  # once per setup and missing names (keys a and b: one line)
+
+
+def _refused_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # bound, then closed: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_chat_whose_server_does_not_answer_names_the_url_it_posted_to(tmp_path):
+    # before: "ProviderError: chat completion failed: APIConnectionError: Connection error."
+    # naming no server, so a wrong port or host in base_url could not be seen
+    port = _refused_port()
+    proc = _run(tmp_path, f'''
+        from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+        class A(Agent):
+            @chat_model_connection
+            @staticmethod
+            def conn():
+                return ResourceDescriptor(OpenAIChatModel, default_model="m",
+                                          base_url="http://127.0.0.1:{port}/v1")
+
+            @chat_model_setup
+            @staticmethod
+            def llm():
+                return ResourceDescriptor(ChatModelSetup, connection="conn")
+
+            @action(InputEvent)
+            @staticmethod
+            async def go(event, ctx):
+                reply = await ctx.chat("llm", [ChatMessage(content="hi")])
+                ctx.send_event(OutputEvent(output=reply.message.content))
+
+        result = AgentsExecutionEnvironment.local().from_list([{{"key": "a"}}]).apply(A()).run()
+        print([e.message for e in result.errors])
+    ''')
+    assert proc.returncode == 0, proc.stderr
+    assert f"Connection error. (POST http://127.0.0.1:{port}/v1/chat/completions)" \
+        in proc.stdout, proc.stdout
+
+
+def test_the_other_providers_name_the_url_too_when_nothing_answers(monkeypatch):
+    pytest.importorskip("anthropic")
+    pytest.importorskip("ollama")
+    from flink_agents_py.api import ChatMessage, ProviderError
+    from flink_agents_py.integrations.chat_models import AnthropicChatModel, OllamaChatModel
+    from flink_agents_py.integrations.embedding_models import (
+        OllamaEmbeddingModel,
+        OpenAIEmbeddingModel,
+    )
+
+    monkeypatch.setenv("NEWCOMER_KEY", "k")
+    port = _refused_port()
+    root = f"http://127.0.0.1:{port}"
+    cases = [
+        (AnthropicChatModel(base_url=root, default_model="m", api_key_env="NEWCOMER_KEY",
+                            max_retries=0), f"(POST {root}/v1/messages)"),
+        (OllamaChatModel(host=root, default_model="m"), f"(POST {root}/api/chat)"),
+    ]
+    for conn, said in cases:
+        with pytest.raises(ProviderError) as e:
+            conn.chat([ChatMessage(content="hi")])
+        assert str(e.value).endswith(said), str(e.value)
+    for embed, said in [
+        (OpenAIEmbeddingModel(base_url=f"{root}/v1", api_key_env="NEWCOMER_KEY"),
+         f"(POST {root}/v1/embeddings)"),
+        (OllamaEmbeddingModel(base_url=root), f"(POST {root}/api/embed)")]:
+        with pytest.raises(ProviderError) as e:
+            embed.embed_texts(["hi"])
+        assert str(e.value).endswith(said), str(e.value)

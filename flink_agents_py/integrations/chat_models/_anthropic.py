@@ -71,6 +71,7 @@ from ._common import (
     not_found_hint,
     provider_error,
     require_api_key,
+    unanswered_hint,
     url_path,
     with_extra_body,
 )
@@ -344,8 +345,8 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
                                    e.status_code, rate_limit=anthropic_rate_limit(headers))
             raise error from scrub_exception(e)
         except (anthropic.APITimeoutError, anthropic.APIConnectionError) as e:
-            error = provider_error(f"anthropic messages call failed: {type(e).__name__}: {e}",
-                                   None)
+            error = provider_error(f"anthropic messages call failed: {type(e).__name__}: {e}"
+                                   f"{unanswered_hint(e, self.base_url)}", None)
             raise error from scrub_exception(e)
         report_rate_limit(anthropic_rate_limit(raw.headers))  # paces the next calls
         message = raw.parse()

@@ -179,6 +179,26 @@ def not_found_hint(status: int | None, url: Any, advice: str = "") -> str:
     return f" (POST {url}{'; ' + advice if advice else ''})"
 
 
+def unanswered_hint(error: BaseException, url: Any = None) -> str:
+    """Where a request that got no answer (refused, timed out) went: `` (POST <url>)``.
+
+    Before, such a chat failed with the SDK's words alone ("APIConnectionError: Connection
+    error."), which name no server: the reader could not tell which base URL was wrong.
+
+    Args:
+        error: the SDK's or httpx's error (its ``request.url``, when it has one).
+        url: the URL to name when the error holds none (the connection's base URL).
+
+    Returns:
+        The text to append (``""``: no URL known).
+    """
+    try:
+        url = error.request.url  # type: ignore[attr-defined]  # (httpx raises when unset)
+    except Exception:  # noqa: BLE001, S110 - no request on the error: keep the given URL
+        pass
+    return f" (POST {url})" if url else ""
+
+
 def url_path(url: Any) -> str:
     """The path of ``url`` (``""`` for none, or a URL that cannot be read)."""
     try:

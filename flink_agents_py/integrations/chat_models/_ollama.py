@@ -47,6 +47,7 @@ from ._common import (
     import_sdk,
     not_found_hint,
     provider_error,
+    unanswered_hint,
     url_path,
 )
 from ._wire import named_as, reasoning_of, reasoning_text
@@ -143,7 +144,8 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
             raise ProviderError(
                 f"ollama chat request is invalid: {e.error}") from scrub_exception(e)
         except (httpx.TimeoutException, ConnectionError, httpx.TransportError) as e:
-            error = provider_error(f"ollama chat failed: {type(e).__name__}: {e}", None)
+            error = provider_error(f"ollama chat failed: {type(e).__name__}: {e}"
+                                   f"{unanswered_hint(e, self._chat_url())}", None)
             raise error from scrub_exception(e)
         except pydantic.ValidationError as e:  # a body the client's models refuse
             raise ProviderError(f"ollama chat failed: the server's answer is not of Ollama's "
@@ -151,6 +153,10 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
                                 f"{_where(e)}: {e.errors()[0]['msg']}") from scrub_exception(e)
         return _from_ollama(resp)
 
+
+    def _chat_url(self) -> str | None:
+        """Where the chat is posted, when ``host`` names it (the client adds ``/api/chat``)."""
+        return f"{self.host.rstrip('/')}/api/chat" if self.host else None
 
     def _not_found(self, error: Any) -> str:
         """Where a 404's request went, and whether ``host`` names a path the client adds."""

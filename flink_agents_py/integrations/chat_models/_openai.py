@@ -53,6 +53,7 @@ from ._common import (
     require_api_key,
     run_sync,
     secret_env_values,
+    unanswered_hint,
     url_path,
     with_extra_body,
 )
@@ -296,7 +297,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
                                    rate_limit=openai_rate_limit(headers))
             raise error from scrub_exception(e)
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
-            error = provider_error(f"chat completion failed: {type(e).__name__}: {e}", None)
+            error = provider_error(f"chat completion failed: {type(e).__name__}: {e}"
+                                   f"{unanswered_hint(e, self.base_url)}", None)
             raise error from scrub_exception(e)
         body = (completion.model_dump(warnings=False) if hasattr(completion, "model_dump")
                 else dict(completion))  # (a server's content as parts is no str: no warning)

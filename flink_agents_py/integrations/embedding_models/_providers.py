@@ -19,7 +19,12 @@ from ...api import (
     secret_from_env,
 )
 from ...api.internal import scrub_exception
-from ..chat_models._common import FreshOnUnpickle, import_sdk, provider_error
+from ..chat_models._common import (
+    FreshOnUnpickle,
+    import_sdk,
+    provider_error,
+    unanswered_hint,
+)
 
 __all__ = ["OpenAIEmbeddingModel", "OllamaEmbeddingModel"]
 
@@ -101,7 +106,8 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                     f"embeddings {name!r}: HTTP {e.status_code}: {e.message}", e.status_code)
                 raise error from scrub_exception(e)
             except (openai.APITimeoutError, openai.APIConnectionError) as e:
-                error = provider_error(f"embeddings {name!r}: {type(e).__name__}: {e}", None)
+                error = provider_error(f"embeddings {name!r}: {type(e).__name__}: {e}"
+                                       f"{unanswered_hint(e)}", None)
                 raise error from scrub_exception(e)
             data = sorted(resp.data, key=lambda d: d.index)
             if len(data) != len(batch):
@@ -154,6 +160,10 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
         """Drop the client."""
         self._client = None
 
+    def _embed_url(self) -> str | None:
+        """Where the texts are posted, when ``base_url`` names it (+ ``/api/embed``)."""
+        return f"{self.base_url.rstrip('/')}/api/embed" if self.base_url else None
+
     def embed_texts(self, texts: list[str], *, model: str | None = None,
                     **options: Any) -> EmbeddingResult:
         """Embed ``texts`` in batches of ``batch_size``.
@@ -190,7 +200,8 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                 if not isinstance(e, (ConnectionError, TimeoutError, OSError)) and not type(
                         e).__module__.startswith("httpx"):
                     raise
-                error = provider_error(f"ollama embed {name!r}: {type(e).__name__}: {e}", None)
+                error = provider_error(f"ollama embed {name!r}: {type(e).__name__}: {e}"
+                                       f"{unanswered_hint(e, self._embed_url())}", None)
                 raise error from scrub_exception(e)
             got = list(resp.embeddings)
             if len(got) != len(batch):
