@@ -389,3 +389,30 @@ def test_the_other_providers_name_the_url_too_when_nothing_answers(monkeypatch):
         with pytest.raises(ProviderError) as e:
             embed.embed_texts(["hi"])
         assert str(e.value).endswith(said), str(e.value)
+
+
+def test_applying_the_agent_class_instead_of_an_instance_says_to_call_it(tmp_path):
+    # before: "expected an Agent instance, got type", which names neither the class nor
+    # the fix
+    proc = _run(tmp_path, '''
+        from flink_agents_py.testing import check_replay_safety
+
+        class Triage(Agent):
+            @action(InputEvent)
+            @staticmethod
+            def go(event, ctx):
+                pass
+
+        for attempt in (lambda: AgentsExecutionEnvironment.local().from_list([]).apply(Triage),
+                        lambda: check_replay_safety(Triage, [{"key": "a"}]),
+                        lambda: AgentsExecutionEnvironment.local().from_list([]).apply(3)):
+            try:
+                attempt()
+            except PlanError as e:
+                print(e.problems[0])
+    ''')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "expected an Agent instance, got the class Triage itself: pass an instance, Triage()",
+        "expected an Agent instance, got the class Triage itself: pass an instance, Triage()",
+        "expected an Agent instance, got int"]

@@ -182,7 +182,10 @@ class AgentPlan(BaseModel):
                 fails at setup).
         """
         if not isinstance(agent, Agent):
-            raise PlanError([f"expected an Agent instance, got {type(agent).__name__}"])
+            got = (f"the class {agent.__name__} itself: pass an instance, {agent.__name__}()"
+                   if isinstance(agent, type) and issubclass(agent, Agent)
+                   else type(agent).__name__)
+            raise PlanError([f"expected an Agent instance, got {got}"])
         problems: list[str] = []
         actions = _compile_actions(agent, problems)
         warn_of_setup_fields(type(agent).__name__, agent.config)
