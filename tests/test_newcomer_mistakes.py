@@ -416,3 +416,37 @@ def test_applying_the_agent_class_instead_of_an_instance_says_to_call_it(tmp_pat
         "expected an Agent instance, got the class Triage itself: pass an instance, Triage()",
         "expected an Agent instance, got the class Triage itself: pass an instance, Triage()",
         "expected an Agent instance, got int"]
+
+
+def test_a_misspelt_yaml_key_is_named_with_the_key_it_likely_meant(tmp_path):
+    # before: "unknown key 'promt' for chat model setup ChatModelSetup; allowed keys: " and
+    # 21 names to search for the one meant
+    (tmp_path / "agents.yaml").write_text(textwrap.dedent('''\
+        agents:
+          - name: triage
+            actoins:
+              - {name: start, function: my_agent:script, on: [InputEvent]}
+            chat_model_connections:
+              - name: conn
+                clazz: flink_agents_py.integrations.chat_models.ScriptedChatModel
+                function: my_agent:script
+            chat_model_setups:
+              - name: llm
+                connection: conn
+                promt: "Review {product}"
+                colour: blue
+        '''))
+    proc = _run(tmp_path, '''
+        from flink_agents_py.yaml import YamlError, load_agent
+
+        try:
+            load_agent("agents.yaml")
+        except YamlError as e:
+            for p in e.details:
+                print(p.message.split("; allowed")[0])
+    ''')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "unknown key 'actoins' (did you mean 'actions'?) in an agent entry",
+        "unknown key 'promt' (did you mean 'prompt'?) for chat model setup ChatModelSetup",
+        "unknown key 'colour' for chat model setup ChatModelSetup"]

@@ -38,7 +38,7 @@ from ..api.internal import (
     unknown_key_message,
 )
 from ..plan import BUILTIN_ACTIONS
-from ._errors import Loc, quoted
+from ._errors import Loc, quoted, unknown_key
 from ._nodes import Report
 from ._specs import (
     CLASS_PATH,
@@ -386,9 +386,9 @@ def resource_arguments(report: Report, entry: ChatModelSetupSpec | ResourceSpec 
         if key in skip:
             continue
         if forbid and key not in fields:
-            allowed = ", ".join([*own, *sorted(fields - set(own))])
-            report.add((*at, key), f"unknown key {quoted(key)} for {what} {cls.__name__}; allowed "
-                                   f"keys: {allowed}", at_key=True)
+            names = [*own, *sorted(fields - set(own))]
+            report.add((*at, key), f"{unknown_key(key, names)} for {what} {cls.__name__}; "
+                                   f"allowed keys: {', '.join(names)}", at_key=True)
             ok = False
             continue
         args[key] = value

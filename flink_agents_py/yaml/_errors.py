@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,7 +10,7 @@ from ..api import AgentsError
 from ..api.internal import MESSAGE_MAX_CHARS, clip
 
 __all__ = ["MESSAGE_MAX_CHARS", "VALUE_MAX_CHARS", "Loc", "YamlError", "YamlProblem",
-           "loc_path", "quoted"]
+           "loc_path", "quoted", "unknown_key"]
 
 VALUE_MAX_CHARS = 200
 """The most characters of a value a message quotes (``quoted``); a longer one is cut."""
@@ -94,3 +95,21 @@ class YamlError(AgentsError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.source, self.details))
+
+
+def unknown_key(key: Any, allowed: list[str]) -> str:
+    """``unknown key 'promt'`` and, when one allowed key is close, ``; did you mean 'prompt'?``.
+
+    Before, a misspelt key was followed by the whole list of allowed keys alone (21 for a chat
+    model setup), for the reader to find the one meant.
+
+    Args:
+        key: the unknown key.
+        allowed: the keys its place takes.
+
+    Returns:
+        The start of the message.
+    """
+    near = difflib.get_close_matches(key, allowed, n=1, cutoff=0.7) if isinstance(
+        key, str) else []
+    return f"unknown key {quoted(key)}" + (f" (did you mean {quoted(near[0])}?)" if near else "")

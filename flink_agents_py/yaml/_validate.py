@@ -24,7 +24,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, Discriminator, Tag, ValidationError
 
-from ._errors import Loc, loc_path, quoted
+from ._errors import Loc, loc_path, quoted, unknown_key
 from ._nodes import Parsed, Report, Tracked, describe, original_loc
 from ._specs import DocumentSpec, field_keys
 
@@ -153,9 +153,9 @@ def _report(step: _Step, e: Any, data: Any, parsed: Parsed, report: Report) -> N
         key = step.loc[-1]
         report.add(step.loc[: step.entry], f"{step.what} needs {quoted(key)}")
     elif kind == "extra_forbidden" and step.model is not None:
-        allowed = ", ".join(info.alias or name for name, info in step.model.model_fields.items())
-        report.add(step.loc, f"unknown key {quoted(step.loc[-1])} in {step.what}; allowed keys: "
-                             f"{allowed}", at_key=True)
+        names = [info.alias or name for name, info in step.model.model_fields.items()]
+        report.add(step.loc, f"{unknown_key(step.loc[-1], names)} in {step.what}; allowed keys: "
+                             f"{', '.join(names)}", at_key=True)
     elif step.field is None and kind in ("model_type", "model_attributes_type", "dict_type"):
         report.add(step.loc, f"{step.what} must be a mapping, got {describe(got)}")
     elif kind == "invalid_key":
