@@ -450,3 +450,39 @@ def test_a_misspelt_yaml_key_is_named_with_the_key_it_likely_meant(tmp_path):
         "unknown key 'actoins' (did you mean 'actions'?) in an agent entry",
         "unknown key 'promt' (did you mean 'prompt'?) for chat model setup ChatModelSetup",
         "unknown key 'colour' for chat model setup ChatModelSetup"]
+
+
+def test_a_misspelt_descriptor_argument_names_the_argument_it_likely_meant(tmp_path):
+    # before: "... takes no argument 'base_ulr' (it takes: api_key_env, ...)" and the list
+    proc = _run(tmp_path, '''
+        from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+        class A(Agent):
+            @chat_model_connection
+            @staticmethod
+            def conn():
+                return ResourceDescriptor(OpenAIChatModel, base_ulr="http://127.0.0.1:1/v1")
+
+            @chat_model_setup
+            @staticmethod
+            def llm():
+                return ResourceDescriptor(ChatModelSetup, connection="conn", promt="Hi",
+                                          colour="blue")
+
+            @action(InputEvent)
+            @staticmethod
+            def go(event, ctx):
+                pass
+
+        try:
+            AgentsExecutionEnvironment.local().from_list([]).apply(A())
+        except PlanError as e:
+            for p in sorted(e.problems):
+                print(p.split(" (it takes")[0])
+    ''')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "chat_model resource 'llm': flink_agents_py.api._chat_models.ChatModelSetup takes no "
+        "argument 'colour', 'promt' (did you mean 'prompt'?)",
+        "chat_model_connection resource 'conn': flink_agents_py.integrations.chat_models."
+        "_openai.OpenAIChatModel takes no argument 'base_ulr' (did you mean 'base_url'?)"]

@@ -484,8 +484,10 @@ def _unknown_arguments(descriptor: ResourceDescriptor) -> str | None:
     unknown = sorted(set(descriptor.arguments) - accepted)
     if not unknown:
         return None
+    near = [m[0] for u in unknown if (m := difflib.get_close_matches(u, accepted, 1, 0.7))]
     return (f"{descriptor.clazz} takes no argument {', '.join(map(repr, unknown))} "
-            f"(it takes: {', '.join(sorted(fields))})")
+            + (f"(did you mean {', '.join(map(repr, near))}?) " if near else "")
+            + f"(it takes: {', '.join(sorted(fields))})")
 
 
 def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
