@@ -486,3 +486,27 @@ def test_a_misspelt_descriptor_argument_names_the_argument_it_likely_meant(tmp_p
         "argument 'colour', 'promt' (did you mean 'prompt'?)",
         "chat_model_connection resource 'conn': flink_agents_py.integrations.chat_models."
         "_openai.OpenAIChatModel takes no argument 'base_ulr' (did you mean 'base_url'?)"]
+
+
+def test_an_unread_error_line_says_where_the_action_raised(tmp_path):
+    # before: "unread error record (...): key 'a', input 1, r1/go: ValueError: bad n", the
+    # only line a Flink job's console shows for it, with no file or line to open
+    proc = _run(tmp_path, '''
+        class A(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def go(event, ctx):
+                if event.input["n"] == 2:
+                    raise ValueError("bad n")
+                ctx.send_event({"not": "an event"} if event.input["n"] == 3 else
+                               OutputEvent(output=event.input["n"]))
+
+        records = [{"key": "a", "n": 1}, {"key": "a", "n": 2}, {"key": "a", "n": 3}]
+        print(AgentsExecutionEnvironment.local().from_list(records).apply(A()).collect())
+    ''')
+    assert proc.returncode == 0, proc.stderr
+    unread = [line for line in proc.stderr.splitlines() if line.startswith("unread error")]
+    here = tmp_path / "my_agent.py"
+    assert unread[0].endswith(f"r1/go: ValueError: bad n (at {here}:15, in go)"), unread
+    # raised inside the library (send_event refusing a dict): the user's line that called it
+    assert unread[1].endswith(f"(at {here}:16, in go)"), unread

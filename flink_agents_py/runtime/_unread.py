@@ -18,6 +18,8 @@ outside event for no waiter through ``logged``.
 from __future__ import annotations
 
 import logging
+import os
+import re
 from typing import Any, TypeVar
 
 from ..api import UnreadErrorsError
@@ -65,7 +67,34 @@ def error_line(error: Any) -> str:
         place = f"{place} ({action})"
     message = log_text(clip(str(_field(error, "message")), MESSAGE_CHARS))
     return (f"key {shown_key(key, KEY_CHARS)}, {log_text(clip(place, 200))}: "
-            f"{_field(error, 'error_type')}: {message}")
+            f"{_field(error, 'error_type')}: {message}{_raised_at(_field(error, 'traceback'))}")
+
+
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$', re.MULTILINE)
+_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package's folder
+
+
+def _raised_at(traceback: Any) -> str:
+    """`` (at FILE:LINE, in FUNCTION)``: the last frame of ``traceback`` outside this package.
+
+    A Flink job's console line said what was raised but not where (the traceback is in the
+    record, which the program did not read): the user's own line is the one to open.
+
+    Args:
+        traceback: an error record's traceback text (``None``: none kept).
+
+    Returns:
+        The text to append (``""``: no frame outside the package).
+    """
+    if not isinstance(traceback, str):
+        return ""
+    frames = [m for m in _FRAME.finditer(traceback)  # (a cluster's shipped copy: by name)
+              if not os.path.abspath(m.group(1)).startswith(_OWN + os.sep)
+              and f"{os.sep}flink_agents_py{os.sep}" not in m.group(1)]
+    if not frames:
+        return ""
+    path, line, fn = frames[-1].groups()
+    return f" (at {log_text(clip(path, 200))}:{line}, in {log_text(clip(fn, 100))})"
 
 
 def logged(error: _Error) -> _Error:
