@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -281,3 +282,20 @@ def test_a_user_module_and_document_from_outside_the_repository(tmp_path):
                             env=env, capture_output=True, text=True, timeout=90)
     assert schema.returncode == 0 and schema.stderr == "", schema.stderr
     assert schema.stdout == SCHEMA_PATH.read_text()
+
+
+def test_the_schema_command_answers_help_and_refuses_unknown_arguments(tmp_path):
+    # before: every argument was ignored, so --help printed the whole schema
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1])}
+
+    def command(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "flink_agents_py.yaml.schema", *args],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90)
+
+    helped = command("--help")
+    assert helped.returncode == 0 and helped.stdout.startswith(
+        "usage: python -m flink_agents_py.yaml.schema"), helped.stdout[:300]
+    assert "JSON Schema of agents YAML documents" in helped.stdout
+    wrong = command("out.json")
+    assert wrong.returncode == 2 and "unrecognized arguments: out.json" in wrong.stderr
+    assert command().stdout == SCHEMA_PATH.read_text()

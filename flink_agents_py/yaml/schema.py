@@ -40,4 +40,12 @@ def render() -> str:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    # ``--help`` says what this prints (before, any argument was ignored: --help printed the
+    # whole schema)
+    argparse.ArgumentParser(
+        prog="python -m flink_agents_py.yaml.schema",
+        description="Print the JSON Schema of agents YAML documents (draft-07), for an "
+                    "editor's YAML language server.").parse_args()
     sys.stdout.write(render())
