@@ -356,7 +356,7 @@ def test_a_message_carries_which_field_its_reasoning_came_in():
 # ------------------------------------------------- max_tokens refused by reasoning models
 def _reasoning_models(req: dict[str, Any]) -> tuple[int, Any]:
     body = req["body"]
-    if body["model"].startswith("o4") and "max_tokens" in body:
+    if body["model"].startswith("reasoner") and "max_tokens" in body:
         return 400, {"error": {
             "message": "Unsupported parameter: 'max_tokens' is not supported with this "
                        "model. Use 'max_completion_tokens' instead.",
@@ -369,7 +369,7 @@ def test_max_tokens_reaches_a_reasoning_model_as_max_completion_tokens():
     with WireServer(_reasoning_models) as srv:
         agent = ChatProbe()
         agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, _openai(srv))
-        for name, model in (("o4", "o4-mini"), ("gpt", "gpt-4o")):
+        for name, model in (("o4", "reasoner-deploy"), ("gpt", "gpt-4o")):
             agent.add_resource(name, ResourceType.CHAT_MODEL, ResourceDescriptor(
                 ChatModelSetup, connection="conn", model=model,
                 options={"max_tokens": 300, "temperature": 0}))
@@ -379,12 +379,13 @@ def test_max_tokens_reaches_a_reasoning_model_as_max_completion_tokens():
         bodies = srv.bodies("/chat/completions")
     assert res.errors == []
     assert sorted(a["content"] for a in outputs_of(res, "answer")) == [
-        "gpt-4o answered", "o4-mini answered", "o4-mini answered"]
+        "gpt-4o answered", "reasoner-deploy answered", "reasoner-deploy answered"]
     sent = [(b["model"], b.get("max_tokens"), b.get("max_completion_tokens"),
              b["temperature"]) for b in bodies]
     # refused once, then sent as the model takes it; another model keeps max_tokens
-    assert sent.count(("o4-mini", 300, None, 0)) == 1
-    assert sent.count(("o4-mini", None, 300, 0)) == 2
+    # (a deployment named freely: a model named o4-mini gets it so from the first request)
+    assert sent.count(("reasoner-deploy", 300, None, 0)) == 1
+    assert sent.count(("reasoner-deploy", None, 300, 0)) == 2
     assert sent.count(("gpt-4o", 300, None, 0)) == 1 and len(sent) == 4
 
 

@@ -17,7 +17,7 @@ import logging
 import os
 import re
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, SecretStr, model_validator
 
@@ -223,12 +223,15 @@ class TongyiChatModelConnection(OpenAIChatModelConnection):
     there: ``api_key`` is the key itself, else ``$DASHSCOPE_API_KEY``'s (as in Flink
     Agents), ``request_timeout`` is ``timeout_s`` (60 s), the model ``qwen-plus`` unless
     the setup names one. ``base_url`` (ours) points it elsewhere (a gateway, a test server).
+    An assistant message holding tool calls only goes with ``content: ""``, the form
+    DashScope's function-calling guide sends back.
     """
 
     base_url: str | None = DASHSCOPE_COMPATIBLE_URL
     api_key_env: str = "DASHSCOPE_API_KEY"
     default_model: str = "qwen-plus"
     timeout_s: float = Field(default=60.0, gt=0)
+    calls_only_content: Literal["auto", "null", "empty"] = "empty"
 
 
 class TongyiChatModelSetup(_CompatSetup):

@@ -54,7 +54,8 @@ __all__ = ["LlamaCppChatModel", "to_openai_messages", "from_openai_choice"]
 
 
 def to_openai_messages(messages: Sequence[ChatMessage],
-                       tool_name: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
+                       tool_name: Callable[[str], str] | None = None,
+                       calls_only_content: str | None = "") -> list[dict[str, Any]]:
     """Map our messages to OpenAI chat-completions message dicts.
 
     A tool call id OpenAI would refuse (longer than 40 characters: another provider's or a
@@ -66,6 +67,10 @@ def to_openai_messages(messages: Sequence[ChatMessage],
     Args:
         messages: the conversation.
         tool_name: the name a called tool goes under (``WireNames.wire``; ``None``: its own).
+        calls_only_content: the ``content`` of an assistant message holding tool calls and
+            no text: ``None`` (OpenAI's documented form, ``null``) or ``""`` (what servers
+            refusing ``null`` take: Ollama's ``/v1``, older llama.cpp; and chat templates,
+            which would write ``None`` out as text).
 
     Returns:
         The message dicts.
@@ -73,6 +78,8 @@ def to_openai_messages(messages: Sequence[ChatMessage],
     out: list[dict[str, Any]] = []
     for m in messages:
         d: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.tool_calls and not m.content:
+            d["content"] = calls_only_content
         if m.tool_calls:
             d["tool_calls"] = [
                 {"id": wire_call_id(c.id, OPENAI_ID_CHARS), "type": "function",

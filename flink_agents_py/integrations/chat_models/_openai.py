@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Sequence
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr
 
@@ -58,6 +59,14 @@ from ._common import (
     with_extra_body,
 )
 from ._llama import from_openai_choice, to_openai_messages
+from ._openai_refusals import (
+    REASONING_UNSUPPORTED,
+    calls_content_refused,
+    is_reasoning_model,
+    refused_option,
+    with_empty_calls_content,
+    without_options,
+)
 from ._wire import WireNames, named_as, openai_tool_choice
 
 __all__ = ["OpenAIChatModel", "openai_rate_limit"]
@@ -119,21 +128,6 @@ def openai_rate_limit(headers: Any) -> RateLimitInfo:
     )
 
 
-def _rejects_max_tokens(error: Any, kwargs: dict[str, Any]) -> bool:
-    """Whether ``error`` is a model refusing ``max_tokens`` for ``max_completion_tokens``."""
-    if "max_tokens" not in kwargs or error.status_code != 400:
-        return False
-    text = f"{error.message} {getattr(error, 'body', '')}"
-    return "max_completion_tokens" in text and "max_tokens" in text
-
-
-def _to_completion_tokens(kwargs: dict[str, Any]) -> None:
-    """Send the request's ``max_tokens`` as ``max_completion_tokens`` (in place)."""
-    if "max_tokens" in kwargs:
-        value = kwargs.pop("max_tokens")
-        kwargs.setdefault("max_completion_tokens", value)
-
-
 class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     """A chat-completions endpoint.
 
@@ -164,6 +158,10 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             from 8 calls in flight (``HTTP_FLOW_CONTROL``).
         structured_output: how an ``output_schema`` is sent (see the module docstring).
         schema_name: the ``json_schema.name`` sent with a schema.
+        calls_only_content: the ``content`` of an assistant message holding tool calls and
+            no text: ``"null"`` (OpenAI's documented form), ``"empty"`` (``""``), or
+            ``"auto"`` (default): ``null``, and ``""`` from the first time the server
+            refuses ``null`` there (``_openai_refusals``).
     """
 
     base_url: str | None = None
@@ -177,10 +175,12 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     flow_control: FlowControl = HTTP_FLOW_CONTROL
     structured_output: Literal["auto", "json_schema", "json_object"] = "auto"
     schema_name: str = "output"
+    calls_only_content: Literal["auto", "null", "empty"] = "auto"
 
     _clients: LoopBoundClient | None = PrivateAttr(default=None)
     _json_object_fallback: bool = PrivateAttr(default=False)
-    _completion_tokens_models: set[str] = PrivateAttr(default_factory=set)
+    _empty_calls_content: bool = PrivateAttr(default=False)
+    _refused_options: dict[str, set[str]] = PrivateAttr(default_factory=dict)
 
     def _key_required(self) -> bool:
         if self.api_key_required is not None:
@@ -268,16 +268,22 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         Raises:
             ProviderError: with the HTTP status, ``retryable`` for timeouts, connection
                 failures, 408/429 and 5xx (a 400 that rejects a JSON Schema
-                ``response_format`` is retried once with a JSON object format first, and
-                one that rejects ``max_tokens`` with ``max_completion_tokens``).
+                ``response_format`` is retried once with a JSON object format first, one
+                that rejects ``max_tokens`` with ``max_completion_tokens``, one naming an
+                unsupported parameter without it, one refusing a ``null`` content with
+                ``""``). The message names the connection, the server's host, the model
+                and the status.
             ImportError: naming the ``openai`` extra when the SDK is not installed.
         """
         client = self._client()
         import openai
 
         names = WireNames(t.name for t in tools)  # OpenAI's rule for tool names
+        empty = self.calls_only_content == "empty" or (
+            self.calls_only_content == "auto" and self._empty_calls_content)
         kwargs: dict[str, Any] = {"model": model or self.default_model,
-                                  "messages": to_openai_messages(messages, names.wire),
+                                  "messages": to_openai_messages(messages, names.wire,
+                                                                 "" if empty else None),
                                   **named_as("openai", options)}  # Anthropic's stop_sequences
         if tools:
             kwargs["tools"] = [{"type": "function", "function": {
@@ -287,18 +293,21 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         if output_schema is not None:
             kwargs["response_format"] = self._response_format(output_schema)
         try:
-            completion, headers = await self._create(client, kwargs, output_schema)
+            completion, headers, omitted = await self._create(client, kwargs, output_schema)
         except openai.APIStatusError as e:
             headers = getattr(getattr(e, "response", None), "headers", None)
             url = getattr(getattr(e, "request", None), "url", None)
             hint = not_found_hint(e.status_code, url, "" if "/v1/" in url_path(url) else
                                   "an OpenAI-compatible server's base_url usually ends in /v1")
-            error = provider_error(f"chat completion failed: {e.message}{hint}", e.status_code,
-                                   rate_limit=openai_rate_limit(headers))
+            error = provider_error(
+                f"chat completion failed ({self._provider()}, model {kwargs['model']!r}, HTTP "
+                f"{e.status_code}): {e.message}{hint}", e.status_code,
+                rate_limit=openai_rate_limit(headers))
             raise error from scrub_exception(e)
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
-            error = provider_error(f"chat completion failed: {type(e).__name__}: {e}"
-                                   f"{unanswered_hint(e, self.base_url)}", None)
+            error = provider_error(
+                f"chat completion failed ({self._provider()}, model {kwargs['model']!r}): "
+                f"{type(e).__name__}: {e}{unanswered_hint(e, self.base_url)}", None)
             raise error from scrub_exception(e)
         body = (completion.model_dump(warnings=False) if hasattr(completion, "model_dump")
                 else dict(completion))  # (a server's content as parts is no str: no warning)
@@ -307,22 +316,36 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         if failed is not None:  # a 200 whose body is an error (a gateway's, a proxy's)
             raise failed
         try:
-            return names.restore(from_openai_choice(body))
+            response = names.restore(from_openai_choice(body))
         except ProviderError:
             raise
         except Exception as e:  # noqa: BLE001 - a body of an unexpected shape
             raise ProviderError(
                 f"unexpected chat completion body: {type(e).__name__}: {e}") from scrub_exception(e)
+        if omitted:  # said with the answer: the setup asked for them
+            response = response.model_copy(update={"metadata": {
+                **response.metadata, "omitted_options": omitted}})
+        return response
+
+    def _provider(self) -> str:
+        """The provider's name for messages: the connection's class and its server's host."""
+        try:
+            host = urlsplit(self._server_url() or "https://api.openai.com").hostname
+        except ValueError:
+            host = None
+        return f"{type(self).__name__} at {host or 'an unreadable base_url'}"
 
     async def _create(
         self, client: Any, kwargs: dict[str, Any], output_schema: dict[str, Any] | None
-    ) -> tuple[Any, Any]:
+    ) -> tuple[Any, Any, list[str]]:
         """Send the request; again when the server refuses a field it has another form of.
 
         A JSON Schema ``response_format`` the server refuses is sent as a JSON object
         format; ``max_tokens``, which OpenAI's reasoning models (o-series, GPT-5) refuse
-        (``Use 'max_completion_tokens' instead``), as ``max_completion_tokens``, and so from
-        then on for that model.
+        (``Use 'max_completion_tokens' instead``), as ``max_completion_tokens``, and a
+        parameter such a model refuses (``temperature``...) is left out, and so from then on
+        for that model (a model named as one of them: from the first request); a ``null``
+        content refused goes as ``""`` (``_openai_refusals``).
 
         Args:
             client: the SDK's async client.
@@ -333,7 +356,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         control paces the next calls by them).
 
         Returns:
-            The SDK's completion object, and the answer's headers.
+            The SDK's completion object, the answer's headers, and the options left out.
 
         Raises:
             openai.APIStatusError: for an HTTP error (other than a refused JSON Schema).
@@ -341,16 +364,23 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         import openai
 
         create = client.chat.completions.with_raw_response.create
-        if str(kwargs.get("model")) in self._completion_tokens_models:
-            _to_completion_tokens(kwargs)
-        while True:  # each refusal handled here changes the request: at most three sends
+        model = str(kwargs.get("model"))
+        refused = self._refused_options.setdefault(model, set())
+        if is_reasoning_model(model):
+            refused.update(("max_tokens", *REASONING_UNSUPPORTED))
+        omitted = without_options(kwargs, refused)
+        while True:  # each refusal handled here changes the request: finitely many sends
             try:
                 raw = await create(**with_extra_body(create, kwargs))
                 break
             except openai.APIStatusError as e:
-                if _rejects_max_tokens(e, kwargs):  # remembered for the model
-                    self._completion_tokens_models.add(str(kwargs.get("model")))
-                    _to_completion_tokens(kwargs)
+                option = refused_option(e, kwargs)
+                if option is not None:  # remembered for the model
+                    refused.add(option)
+                    omitted += without_options(kwargs, {option})
+                elif self.calls_only_content == "auto" and calls_content_refused(e, kwargs):
+                    self._empty_calls_content = True
+                    with_empty_calls_content(kwargs)
                 elif self._rejects_json_schema(e, kwargs):
                     self._json_object_fallback = True
                     kwargs["response_format"] = self._response_format(output_schema or {})
@@ -358,7 +388,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
                     raise
         report_rate_limit(openai_rate_limit(raw.headers))  # paces the next calls
         parsed = raw.parse()
-        return (await parsed if inspect.isawaitable(parsed) else parsed), raw.headers
+        return (await parsed if inspect.isawaitable(parsed) else parsed), raw.headers, omitted
 
     def _rejects_json_schema(self, error: Any, kwargs: dict[str, Any]) -> bool:
         """Whether ``error`` is a server refusing ``response_format.type = json_schema``."""

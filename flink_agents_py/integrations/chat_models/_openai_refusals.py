@@ -1,0 +1,128 @@
+"""Requests OpenAI-compatible servers refuse, and the form each is sent again in.
+
+- OpenAI's reasoning models (o1, o3, o4-mini, the GPT-5 family) refuse ``max_tokens``
+  (``Unsupported parameter: 'max_tokens' ... Use 'max_completion_tokens' instead``) and
+  sampling parameters (``Unsupported value: 'temperature' does not support 0.2 with this
+  model``; ``top_p``, penalties, ``logprobs``...). For a model named so, ``max_tokens`` goes
+  as ``max_completion_tokens`` and those parameters are left out from the first request;
+  for any other (an Azure deployment named freely, a gateway's alias), a 400 naming one
+  such parameter sends the request again without it, and the connection leaves it out
+  for that model from then on.
+- An assistant message holding tool calls and no text goes with ``content: null``, as
+  OpenAI documents; a server that refuses ``null`` there (Ollama's ``/v1``: ``invalid
+  message content type: <nil>``; older llama.cpp servers; Mistral's validator) gets it
+  again with ``""``, and so from then on.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["REASONING_UNSUPPORTED", "calls_content_refused", "is_reasoning_model",
+           "refused_option", "with_empty_calls_content", "without_options"]
+
+_REASONING = re.compile(r"^(?:[\w.-]+/)?(?:o[1-9]|gpt-5)(?:$|[-.:_@])", re.IGNORECASE)
+
+REASONING_UNSUPPORTED = ("temperature", "top_p", "presence_penalty", "frequency_penalty",
+                         "logprobs", "top_logprobs", "logit_bias")
+"""The parameters OpenAI's reasoning models refuse (besides ``max_tokens``)."""
+
+_KEPT = frozenset({"model", "messages", "tools", "response_format", "extra_body",
+                   "extra_headers", "extra_query"})
+"""Fields never left out on a refusal: without them the request would mean another thing."""
+
+_NAMED = re.compile(r"unsupported (?:parameter|value)s?:?\s*'([A-Za-z_][\w.]*)'", re.IGNORECASE)
+_NULL_REFUSED = re.compile(r"content\b.*\b(?:null|nil|none|string|empty|missing|required)\b"
+                           r"|\b(?:null|nil|none)\b.*\bcontent\b", re.IGNORECASE | re.DOTALL)
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether ``model`` names one of OpenAI's reasoning models (``o3-mini``, ``gpt-5.1``...).
+
+    Args:
+        model: the model the request names (a gateway's ``openai/o3`` counts too).
+
+    Returns:
+        Whether the request should take that family's parameters.
+    """
+    return bool(_REASONING.match(model.strip()))
+
+
+def _error_text(error: Any) -> str:
+    return f"{getattr(error, 'message', '')} {getattr(error, 'body', '')}"
+
+
+def refused_option(error: Any, request: dict[str, Any]) -> str | None:
+    """The request's option a 400 refuses as unsupported by the model, if that is what it is.
+
+    Read from the error's ``param`` (with ``code`` ``unsupported_parameter`` or
+    ``unsupported_value``), else from the message (``Unsupported parameter: 'top_p'``).
+
+    Args:
+        error: the SDK's ``APIStatusError``.
+        request: the request's fields.
+
+    Returns:
+        The option's name, when the request holds it and it may be left out (``None``: the
+        refusal is of something else).
+    """
+    if getattr(error, "status_code", None) not in (400, 422):
+        return None
+    param, code = getattr(error, "param", None), str(getattr(error, "code", "") or "")
+    name = param if isinstance(param, str) and code.startswith("unsupported") else None
+    if name is None:
+        found = _NAMED.search(_error_text(error))
+        name = found.group(1) if found else None
+    if name is None or name in _KEPT or name not in request:
+        return None
+    return name
+
+
+def without_options(request: dict[str, Any], names: set[str]) -> list[str]:
+    """Leave ``names`` out of ``request`` (``max_tokens`` goes as ``max_completion_tokens``).
+
+    Args:
+        request: the request's fields (changed in place).
+        names: the options the model refuses.
+
+    Returns:
+        The options left out (a renamed ``max_tokens`` is not one), in the request's order.
+    """
+    dropped = []
+    for name in [n for n in request if n in names]:
+        value = request.pop(name)
+        if name == "max_tokens":
+            request.setdefault("max_completion_tokens", value)
+        else:
+            dropped.append(name)
+    return dropped
+
+
+def calls_content_refused(error: Any, request: dict[str, Any]) -> bool:
+    """Whether a 400 refuses the ``null`` content of a tool-calls-only assistant message.
+
+    Args:
+        error: the SDK's ``APIStatusError``.
+        request: the request's fields.
+
+    Returns:
+        Whether the request holds such a message and the error is about a message's content.
+    """
+    if getattr(error, "status_code", None) not in (400, 422):
+        return False
+    if not any(m.get("content") is None and m.get("tool_calls")
+               for m in request.get("messages") or ()):
+        return False
+    text = _error_text(error)
+    return "content_filter" not in text and bool(_NULL_REFUSED.search(text))
+
+
+def with_empty_calls_content(request: dict[str, Any]) -> None:
+    """Give every tool-calls-only assistant message of ``request`` ``content: ""`` (in place).
+
+    Args:
+        request: the request's fields.
+    """
+    request["messages"] = [{**m, "content": ""} if m.get("content") is None
+                           and m.get("tool_calls") else m for m in request["messages"]]

@@ -1,0 +1,232 @@
+"""Tool rounds and request parameters against local servers speaking each provider's format.
+
+Each test comes from a public report of a similar system:
+
+- An assistant message holding tool calls only: OpenAI documents ``content`` as nullable
+  then; servers differ. Ollama's ``/v1`` refuses ``null`` (``invalid message content type:
+  <nil>``: cheetahclaws #71), older llama.cpp servers and Mistral's validator too
+  (mistral-common #324); Bedrock refuses an empty text block (Portkey gateway #995).
+  OpenAI now gets ``null``; a server refusing it gets ``""`` on the same call and after;
+  DashScope (Tongyi) gets ``""``, its guide's form; Anthropic gets no text block.
+- OpenAI's reasoning models refuse ``max_tokens`` and sampling parameters (``Unsupported
+  value: 'temperature' does not support 0.2 with this model``: LangChain #31500, litellm
+  #8228, llama_index #17616): every call of such a setup failed. A model named as one of
+  them gets ``max_completion_tokens`` and no such parameter from the first request; any
+  other (an Azure deployment's own name) gets the request again without the parameter the
+  400 names, and without it from then on. The answer's metadata says what was left out.
+- An HTTP error named neither the provider nor the model (one job with several
+  connections could not tell which failed); it names both, and the status, never the key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.providers import (
+    WireServer,
+    anthropic_reply,
+    openai_reply,
+    outputs_of,
+    probe_agent,
+    run_probe,
+)
+
+from flink_agents_py.api import ChatMessage, MessageRole, ResourceDescriptor, ToolCall
+from flink_agents_py.compat import TongyiChatModelConnection
+from flink_agents_py.integrations.chat_models import AnthropicChatModel, OpenAIChatModel
+from flink_agents_py.integrations.chat_models._llama import to_openai_messages
+from flink_agents_py.testing import CallCounter
+
+pytest.importorskip("openai")
+pytest.importorskip("anthropic")
+
+pytestmark = pytest.mark.timeout(60)
+
+COUNTER = CallCounter()
+KEY = "sk-test-4f9a8b7c6d5e"
+
+
+def lookup(city: str) -> str:
+    """Look a city up.
+
+    Args:
+        city: the city.
+    """
+    COUNTER.count("lookup")
+    return f"{city}: sunny"
+
+
+@pytest.fixture(autouse=True)
+def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAP_TEST_OPENAI_KEY", KEY)
+    monkeypatch.setenv("FAP_TEST_ANTHROPIC_KEY", "sk-ant-test")
+    COUNTER.reset()
+
+
+def _openai(srv: WireServer, **kw: Any) -> ResourceDescriptor:
+    return ResourceDescriptor(OpenAIChatModel, base_url=f"{srv.url}/v1",
+                              api_key_env="FAP_TEST_OPENAI_KEY", default_model="gpt-test", **kw)
+
+
+def _tool_round(refuse_null: bool = False):
+    """A server calling ``lookup`` on a first turn, answering after its result."""
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        messages = req["body"]["messages"]
+        calls_only = [m for m in messages if m["role"] == "assistant" and m.get("tool_calls")]
+        if refuse_null and any(m.get("content") is None for m in calls_only):
+            return 400, {"error": {"message": "invalid message content type: <nil>",
+                                   "type": "invalid_request_error", "param": None,
+                                   "code": None}}
+        if messages[-1]["role"] == "tool":
+            return 200, openai_reply(f"done: {messages[-1]['content']}")
+        return 200, openai_reply(None, [("call_1", "lookup", {"city": "Oslo"})])
+    return answer
+
+
+def _calls_only_contents(srv: WireServer) -> list[Any]:
+    return [m.get("content", "<absent>") for b in srv.bodies("/chat/completions")
+            for m in b["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+
+
+def test_a_tool_calls_only_message_goes_to_openai_with_null_content():
+    with WireServer(_tool_round()) as srv:
+        res = run_probe(probe_agent(_openai(srv), tools=["lookup"], tool_fns=[lookup]),
+                        [{"key": "k", "q": "weather in Oslo?"}])
+        contents = _calls_only_contents(srv)
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and "Oslo: sunny" in ans["content"]
+    assert contents == [None]  # OpenAI's documented form, not ""
+
+
+def test_a_server_refusing_null_content_gets_empty_text_on_the_same_call_and_after():
+    with WireServer(_tool_round(refuse_null=True)) as srv:
+        res = run_probe(probe_agent(_openai(srv), tools=["lookup"], tool_fns=[lookup]),
+                        [{"key": "a", "q": "weather?"}, {"key": "a", "q": "and now?"}])
+        contents = _calls_only_contents(srv)
+        n = len(srv.requests)
+    answers = outputs_of(res, "answer")
+    assert [a["error"] for a in answers] == [None, None], answers
+    assert all("Oslo: sunny" in a["content"] for a in answers)
+    # refused once (null), then "" for this call and the next chat's: 2 + 1 + 2 requests
+    assert contents == [None, "", ""] and n == 5 and COUNTER.total == 2
+
+
+def test_tongyi_sends_a_tool_calls_only_message_with_empty_text():
+    with WireServer(_tool_round()) as srv:
+        conn = ResourceDescriptor(TongyiChatModelConnection, base_url=f"{srv.url}/v1",
+                                  api_key="dashscope-test")
+        res = run_probe(probe_agent(conn, tools=["lookup"], tool_fns=[lookup]),
+                        [{"key": "k", "q": "weather?"}])
+        contents = _calls_only_contents(srv)
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and contents == [""]
+
+
+def test_the_in_process_model_gets_empty_text_not_none_for_its_chat_template():
+    msgs = [ChatMessage(role=MessageRole.ASSISTANT,
+                        tool_calls=[ToolCall(id="c", name="lookup", arguments={"city": "x"})])]
+    assert to_openai_messages(msgs)[0]["content"] == ""  # a template would write "None"
+
+
+def test_anthropic_gets_no_text_block_for_a_tool_calls_only_message():
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        last = req["body"]["messages"][-1]["content"]
+        if isinstance(last, list) and last[0].get("type") == "tool_result":
+            return 200, anthropic_reply([{"type": "text", "text": "done"}])
+        return 200, anthropic_reply([{"type": "tool_use", "id": "toolu_1", "name": "lookup",
+                                      "input": {"city": "Oslo"}}], stop_reason="tool_use")
+    with WireServer(answer) as srv:
+        conn = ResourceDescriptor(AnthropicChatModel, base_url=srv.url,
+                                  api_key_env="FAP_TEST_ANTHROPIC_KEY", default_model="claude-t")
+        res = run_probe(probe_agent(conn, tools=["lookup"], tool_fns=[lookup]),
+                        [{"key": "k", "q": "weather?"}])
+        second = srv.bodies("/v1/messages")[1]
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None
+    [assistant] = [m for m in second["messages"] if m["role"] == "assistant"]
+    assert [b["type"] for b in assistant["content"]] == ["tool_use"]
+
+
+# ------------------------------------------------------------------ reasoning models
+def _openai_reasoning_rules(req: dict[str, Any]) -> tuple[int, Any]:
+    """OpenAI's refusals for its reasoning models, as its API words them."""
+    body = req["body"]
+    if body["model"] in ("o3-mini", "prod-reasoner", "gpt-5.1"):
+        if "max_tokens" in body:
+            return 400, {"error": {
+                "message": "Unsupported parameter: 'max_tokens' is not supported with this "
+                           "model. Use 'max_completion_tokens' instead.",
+                "type": "invalid_request_error", "param": "max_tokens",
+                "code": "unsupported_parameter"}}
+        if body.get("temperature", 1) != 1:
+            return 400, {"error": {
+                "message": f"Unsupported value: 'temperature' does not support "
+                           f"{body['temperature']} with this model. Only the default (1) "
+                           "value is supported.",
+                "type": "invalid_request_error", "param": "temperature",
+                "code": "unsupported_value"}}
+        if "top_p" in body:
+            return 400, {"error": {
+                "message": "Unsupported parameter: 'top_p' is not supported with this model.",
+                "type": "invalid_request_error", "param": "top_p",
+                "code": "unsupported_parameter"}}
+    return 200, openai_reply(f"{body['model']} answered")
+
+
+@pytest.mark.parametrize("model", ["o3-mini", "gpt-5.1"])
+def test_a_model_named_as_a_reasoning_model_gets_its_parameters_from_the_first_request(model):
+    with WireServer(_openai_reasoning_rules) as srv:
+        res = run_probe(probe_agent(_openai(srv), model=model, options={
+            "temperature": 0.2, "top_p": 0.9, "max_tokens": 300, "seed": 7}),
+            [{"key": "k", "q": "hi"}])
+        bodies = srv.bodies("/chat/completions")
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["content"] == f"{model} answered"
+    [sent] = bodies  # no refusal to learn from
+    assert sent["max_completion_tokens"] == 300 and sent["seed"] == 7
+    assert not {"max_tokens", "temperature", "top_p"} & set(sent)
+    assert ans["metadata"]["omitted_options"] == ["temperature", "top_p"]
+
+
+def test_a_deployment_refusing_parameters_gets_the_request_without_them_and_after():
+    with WireServer(_openai_reasoning_rules) as srv:
+        res = run_probe(probe_agent(_openai(srv), model="prod-reasoner", options={
+            "temperature": 0.2, "top_p": 0.9, "max_tokens": 300}),
+            [{"key": "a", "q": "hi"}, {"key": "a", "q": "again"}])
+        bodies = srv.bodies("/chat/completions")
+    answers = outputs_of(res, "answer")
+    assert [a["error"] for a in answers] == [None, None], answers
+    assert [a["content"] for a in answers] == ["prod-reasoner answered"] * 2
+    assert [a["metadata"]["omitted_options"] for a in answers] == [["temperature", "top_p"]] * 2
+    # one refusal per parameter, then the second chat's request is right at once
+    assert len(bodies) == 5
+    assert not {"max_tokens", "temperature", "top_p"} & set(bodies[-1])
+
+
+def test_another_models_parameters_are_kept():
+    with WireServer(_openai_reasoning_rules) as srv:
+        res = run_probe(probe_agent(_openai(srv), model="gpt-4o", options={
+            "temperature": 0.2, "max_tokens": 300}), [{"key": "k", "q": "hi"}])
+        [sent] = srv.bodies("/chat/completions")
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and "omitted_options" not in ans["metadata"]
+    assert sent["temperature"] == 0.2 and sent["max_tokens"] == 300
+
+
+def test_an_http_error_names_provider_model_and_status_and_not_the_key():
+    def refuse(req: dict[str, Any]) -> tuple[int, Any]:
+        return 400, {"error": {"message": "Invalid value for 'messages[0].role'.",
+                               "type": "invalid_request_error", "param": "messages",
+                               "code": None}}
+    with WireServer(refuse) as srv:
+        res = run_probe(probe_agent(_openai(srv), model="gpt-4o-mini",
+                                    options={"temperature": 0.2}),
+                        [{"key": "k", "q": "hi"}])
+        n = len(srv.requests)
+    [ans] = outputs_of(res, "answer")
+    error = ans["error"]
+    assert n == 1  # no parameter named as unsupported: not sent again
+    assert "OpenAIChatModel at 127.0.0.1" in error and "'gpt-4o-mini'" in error, error
+    assert "HTTP 400" in error and "Invalid value for 'messages[0].role'" in error
+    assert KEY not in error and KEY not in repr(res.outputs)
