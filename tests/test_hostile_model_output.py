@@ -281,7 +281,7 @@ def test_a_huge_tool_result_reaches_the_model_cut_saying_so_and_the_bound_is_the
 
 @pytest.mark.parametrize(("raw", "kind"), [("[1, 2]", "a list"), ("5", "an int"),
                                            ('"x"', "a str")])
-def test_tool_call_arguments_that_are_not_a_json_object_fail_the_chat_by_name(
+def test_tool_call_arguments_that_are_not_a_json_object_are_the_calls_error_by_name(
         monkeypatch, raw, kind):
     pytest.importorskip("openai")
     from support.providers import WireServer, openai_reply
@@ -314,9 +314,14 @@ def test_tool_call_arguments_that_are_not_a_json_object_fail_the_chat_by_name(
             ChatModelSetup, connection="conn", tools=["echo"]))
         agent.add_resource("echo", ResourceType.TOOL, echo)
         res = _run(agent, [{"key": "a", "q": "go"}])
+        told = [m["content"] for m in srv.bodies("/chat/completions")[-1]["messages"]
+                if m["role"] == "tool"]
     assert res.errors == []
+    # the model is told, by the tool's name, each time it calls so (until max_tool_rounds)
     error = _by_key(res)["a"]["error"]
-    assert f"tool call 0 ('echo') has arguments that are not a JSON object but {kind}" in error
+    assert "max_tool_rounds" in error, error
+    assert f"tool 'echo' was called with arguments that are not a JSON object but {kind}" \
+        in told[-1]
     assert counter.total == 0
 
 

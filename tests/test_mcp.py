@@ -318,3 +318,16 @@ def test_an_internal_subagent_names_a_tool_its_parents_mcp_server_lists():
     assert by_kind["results"]["results"]["c1"]["content"] == 42
     assert by_kind["answer"]["content"] == "forty-two"
     assert [t.name for t in _SEEN["child-mcp"][0].tools] == ["add"]
+
+
+def test_a_call_whose_arguments_the_connection_could_not_read_is_told_not_sent(http_url):
+    from flink_agents_py.api.internal import UNREADABLE_ARGUMENTS
+
+    unreadable = {UNREADABLE_ARGUMENTS: "are not JSON: '```{\"a\": 2, \"b\": '"}
+    agent = agent_with(ResourceDescriptor(McpServer, url=http_url), ["add"], [
+        calls(("c1", "add", unreadable)), "done"], "http-unreadable")
+    res = run(agent, {"key": "k", "q": "http-unreadable"})
+    assert only_answer(res)["content"] == "done"
+    got = results_by_call(res)["c1"]
+    assert not got["ok"] and got["error"].startswith(
+        "ValueError: tool 'add' was called with arguments that are not JSON"), got

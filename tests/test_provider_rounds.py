@@ -14,12 +14,18 @@ Each test comes from a public report of a similar system:
   them gets ``max_completion_tokens`` and no such parameter from the first request; any
   other (an Azure deployment's own name) gets the request again without the parameter the
   400 names, and without it from then on. The answer's metadata says what was left out.
+- Tool call arguments a model wraps in a markdown fence (```json ... ```) or follows with a
+  sentence (LangChain #21047, litellm #6212, llama_index #13014; small models through
+  llama.cpp and Ollama): the chat failed ('not JSON'). One JSON object with text around it
+  is the arguments now; arguments that are not one object (cut short, two objects, a list)
+  are the call's error, told to the model by the tool's name, and the chat goes on.
 - An HTTP error named neither the provider nor the model (one job with several
   connections could not tell which failed); it names both, and the status, never the key.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -146,6 +152,59 @@ def test_anthropic_gets_no_text_block_for_a_tool_calls_only_message():
     assert ans["error"] is None
     [assistant] = [m for m in second["messages"] if m["role"] == "assistant"]
     assert [b["type"] for b in assistant["content"]] == ["tool_use"]
+
+
+# ------------------------------------------------------------ arguments with text around
+def _calling_with(*raws: str):
+    """A server calling ``lookup`` with each of ``raws`` in turn, then answering."""
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        n = req["n"]
+        if n >= len(raws):
+            told = [m["content"] for m in req["body"]["messages"] if m["role"] == "tool"]
+            return 200, openai_reply(" | ".join(told))
+        body = openai_reply(None, [(f"call_{n}", "lookup", {})])
+        body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = raws[n]
+        return 200, body
+    return answer
+
+
+@pytest.mark.parametrize("raw", [
+    '```json\n{"city": "Oslo"}\n```',
+    '```\n{"city": "Oslo"}\n```\n',
+    '{"city": "Oslo"}\n\nI will look up the weather now.',
+    'Arguments: {"city": "Oslo"}',
+    json.dumps('```json\n{"city": "Oslo"}\n```'),
+])
+def test_one_json_object_with_text_around_it_is_the_arguments(raw):
+    with WireServer(_calling_with(raw)) as srv:
+        res = run_probe(probe_agent(_openai(srv), tools=["lookup"], tool_fns=[lookup]),
+                        [{"key": "k", "q": "weather?"}])
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["content"] == "Oslo: sunny"
+    assert COUNTER.total == 1
+
+
+@pytest.mark.parametrize(("raw", "problem"), [
+    ('{"city": "Oslo"', "are not JSON"),  # cut short
+    ('{"city": "Oslo"}{"city": "Bergen"}', "more than one JSON object"),
+    ("Oslo", "are not JSON"),
+    ('["Oslo"]', "not a JSON object but a list"),
+])
+def test_arguments_that_are_not_one_object_are_told_to_the_model_which_calls_again(
+        raw, problem):
+    with WireServer(_calling_with(raw, '{"city": "Oslo"}')) as srv:
+        res = run_probe(probe_agent(_openai(srv), tools=["lookup"], tool_fns=[lookup]),
+                        [{"key": "k", "q": "weather?"}])
+        second = srv.bodies("/chat/completions")[1]
+    [ans] = outputs_of(res, "answer")
+    assert res.errors == [] and ans["error"] is None, ans
+    first_told, then = ans["content"].split(" | ")
+    assert first_told.startswith("Error: ") and "tool 'lookup' was called" in first_told
+    assert problem in first_told and "one JSON object" in first_told
+    assert then == "Oslo: sunny" and COUNTER.total == 1
+    # the refused call went back to the model as a call with an object for arguments
+    [refused] = [m for m in second["messages"] if m.get("tool_calls")]
+    assert isinstance(json.loads(refused["tool_calls"][0]["function"]["arguments"]), dict)
 
 
 # ------------------------------------------------------------------ reasoning models

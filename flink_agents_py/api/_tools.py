@@ -28,10 +28,32 @@ from pydantic import (
 from ._resources import Resource, ResourceType, import_qualified, qualified_name
 
 __all__ = ["ToolMetadata", "ToolSpec", "FunctionTool", "tool", "RESERVED_TOOL_PREFIX",
-           "offered_tool_name"]
+           "UNREADABLE_ARGUMENTS", "offered_tool_name", "refuse_unreadable_arguments"]
 
 RESERVED_TOOL_PREFIX = "_subagent_"
 """Callable names with this prefix delegate to sub-agents; no tool may carry it."""
+
+UNREADABLE_ARGUMENTS = "__unreadable_arguments__"
+"""The one key of the arguments a connection gives a tool call whose arguments it could not
+read as one JSON object; its value says what was wrong. The tool refuses the call, telling
+the model why, so the model can call it again (the chat goes on)."""
+
+
+def refuse_unreadable_arguments(tool_name: str, arguments: dict[str, Any]) -> None:
+    """Refuse a call whose arguments the connection could not read (``UNREADABLE_ARGUMENTS``).
+
+    Args:
+        tool_name: the tool's name, for the message.
+        arguments: the call's arguments.
+
+    Raises:
+        ValueError: worded for the model, when ``arguments`` are the unreadable ones.
+    """
+    problem = arguments.get(UNREADABLE_ARGUMENTS) if len(arguments) == 1 else None
+    if isinstance(problem, str):
+        raise ValueError(f"tool {tool_name!r} was called with arguments that {problem}; call "
+                         "it again with its arguments as one JSON object (no markdown fences, "
+                         "no text around it)")
 
 
 class ToolMetadata(BaseModel):
@@ -404,6 +426,7 @@ class FunctionTool(Resource):
             ValueError: naming the tool and each argument that does not fit (a missing one, a
                 wrong type, one the function does not take), so the model can correct it.
         """
+        refuse_unreadable_arguments(self.tool_name, arguments)
         model = _cached_arguments_model(self.function)
         if model is None:
             return arguments

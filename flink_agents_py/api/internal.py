@@ -46,7 +46,12 @@ from ._secrets import (
     registered_secret_count,
 )
 from ._subagents import subagent_callable, subagent_prompt_values
-from ._tools import RESERVED_TOOL_PREFIX, offered_tool_name
+from ._tools import (
+    RESERVED_TOOL_PREFIX,
+    UNREADABLE_ARGUMENTS,
+    offered_tool_name,
+    refuse_unreadable_arguments,
+)
 from ._warnings import warn_at_user
 
 __all__ = [
@@ -69,7 +74,9 @@ __all__ = [
     "agent_metric_group",
     "MESSAGE_MAX_CHARS",
     "RESERVED_TOOL_PREFIX",
+    "UNREADABLE_ARGUMENTS",
     "refuse_truncated_calls",
+    "refuse_unreadable_arguments",
     "SECRET_VALUE_PATTERNS",
     "check_texts",
     "clip",

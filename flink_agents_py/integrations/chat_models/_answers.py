@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 from typing import Any
 
-from ...api import ProviderError
-from ...api.internal import scrub_exception
+from ...api.internal import UNREADABLE_ARGUMENTS
 
 __all__ = ["tool_arguments", "valid_text"]
+
+logger = logging.getLogger(__name__)
 
 
 def _kind(value: Any) -> str:
@@ -24,7 +27,13 @@ def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
     No arguments may come as ``""``, ``null`` (JSON text or ``None``): a tool called
     without arguments (its missing required ones are then the call's error, told to the
     model). Arguments encoded twice (a JSON string holding the object's JSON text, as some
-    servers' tool parsers send them) are the object.
+    servers' tool parsers send them) are the object. Text holding one JSON object and
+    something around it (a model wrapping it in a markdown fence, ```json ... ```, or
+    writing a sentence after it) is that object.
+
+    Arguments that are none of these (no JSON, an object cut short, two objects, a list, a
+    number) do not fail the chat: they are ``{UNREADABLE_ARGUMENTS: what was wrong}``, which
+    the tool refuses, telling the model why, so it can call it again.
 
     Args:
         raw: the arguments as the provider sent them: JSON text, or a decoded value.
@@ -33,29 +42,61 @@ def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
 
     Returns:
         The arguments.
-
-    Raises:
-        ProviderError: naming the call and the tool, when they are not JSON, or are JSON of
-            something else than an object (a list, a number, a string).
     """
     value = raw
     if isinstance(raw, str):
         try:
             value = valid_text(_json_value(raw)) if raw.strip() else None
-        except ValueError as e:
-            raise ProviderError(f"tool call {index} ({str(name)[:100]!r}) has arguments that "
-                                f"are not JSON: {raw[:200]!r}") from scrub_exception(e)
+        except ValueError:
+            found = _one_object(raw)
+            if found is None:
+                return _unreadable(raw, "are not JSON (or hold more than one JSON object)",
+                                   index, name)
+            value = found
     if isinstance(value, str) and (value.lstrip().startswith("{") or value.strip() == "null"):
         try:  # encoded twice: the JSON text of the object's JSON text
             value = valid_text(_json_value(value))
         except ValueError:
-            pass  # a string that is no JSON text: refused below
+            value = _one_object(value) or value  # a string that is no JSON text: refused below
+    elif isinstance(value, str) and "{" in value:
+        value = _one_object(value) or value  # a fenced object, encoded as a string
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ProviderError(f"tool call {index} ({str(name)[:100]!r}) has arguments that are "
-                            f"not a JSON object but {_kind(value)}: {str(raw)[:200]!r}")
+        return _unreadable(raw, f"are not a JSON object but {_kind(value)}", index, name)
     return value
+
+
+def _unreadable(raw: Any, problem: str, index: int, name: Any) -> dict[str, Any]:
+    """The arguments of a call whose arguments could not be read: what was wrong."""
+    logger.warning("tool call %d (%r) has arguments that %s", index, str(name)[:100], problem)
+    return {UNREADABLE_ARGUMENTS: f"{problem}: {str(raw)[:300]!r}"}
+
+
+_FENCE = re.compile(r"^\s*```[\w-]*\s*|\s*```\s*$")
+
+
+def _one_object(text: str) -> dict[str, Any] | None:
+    """The one JSON object ``text`` holds, with other text around it (``None``: not so).
+
+    The object starts at the text's first ``{``, which must open a whole object, and no
+    ``{`` follows it (else which one was meant is not sure: the first one cut short, two
+    objects). A markdown fence's backticks around it go.
+
+    Returns:
+        The object.
+    """
+    text = _FENCE.sub("", text)
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or "{" in text[end:]:
+        return None
+    return dict(valid_text(value))
 
 
 def _json_value(text: str) -> Any:

@@ -38,6 +38,7 @@ from ...api import (
     ResourceType,
     ToolMetadata,
 )
+from ...api import internal as _api
 from ...api.internal import RESERVED_TOOL_PREFIX, mask_known_value, scrub_exception
 from ..chat_models._common import FreshOnUnpickle, secret_env_values
 from ._results import (
@@ -553,8 +554,9 @@ class McpTool(FreshOnUnpickle, Resource):
             The tool's value.
 
         Raises:
-            McpToolError: when the tool reports an error (the model is told).
+            McpToolError, ValueError: the tool's error, or unreadable arguments (told).
         """
+        _api.refuse_unreadable_arguments(self.name, arguments)
         return await self._server().acall_tool(self.tool or self.name, arguments)
 
 
