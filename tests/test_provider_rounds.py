@@ -289,3 +289,92 @@ def test_an_http_error_names_provider_model_and_status_and_not_the_key():
     assert "OpenAIChatModel at 127.0.0.1" in error and "'gpt-4o-mini'" in error, error
     assert "HTTP 400" in error and "Invalid value for 'messages[0].role'" in error
     assert KEY not in error and KEY not in repr(res.outputs)
+
+
+# ------------------------------------------- a user's own connection, run as a user runs it
+USER_AGENT = '''
+from typing import Any, Dict, Sequence
+
+from flink_agents_py.compat import (
+    Agent, BaseChatModelSetup, ChatMessage, ChatRequestEvent, ChatResponseEvent, Event,
+    InputEvent, MessageRole, OutputEvent, ResourceDescriptor, RunnerContext, ToolType,
+    action, chat_model_setup, tool)
+
+
+class FencedSetup(BaseChatModelSetup):
+    """A small model's habits: its tool arguments come as text in a markdown fence."""
+
+    def open(self) -> None:
+        pass
+
+    @property
+    def model_kwargs(self) -> Dict[str, Any]:
+        return {}
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+        if messages[-1].role == MessageRole.TOOL:
+            return ChatMessage(role=MessageRole.ASSISTANT, content=messages[-1].content)
+        call = {"id": "c1", "type": ToolType.FUNCTION,
+                "function": {"name": "add", "arguments": messages[-1].content}}
+        return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+
+
+class FencedAgent(Agent):
+    @chat_model_setup
+    @staticmethod
+    def fenced() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=f"{FencedSetup.__module__}.{FencedSetup.__name__}",
+                                  connection="none", tools=["add"])
+
+    @tool
+    @staticmethod
+    def add(a: int, b: int) -> int:
+        """Calculate the sum of a and b."""
+        return a + b
+
+    @action(InputEvent.EVENT_TYPE)
+    @staticmethod
+    def process_input(event: Event, ctx: RunnerContext) -> None:
+        text = InputEvent.from_event(event).input
+        ctx.send_event(ChatRequestEvent(
+            model="fenced", messages=[ChatMessage(role=MessageRole.USER, content=text)]))
+
+    @action(ChatResponseEvent.EVENT_TYPE)
+    @staticmethod
+    def process_chat_response(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output=ChatResponseEvent.from_event(event).response.content))
+'''
+
+USER_PROGRAM = '''
+import json
+from flink_agents_py.compat import AgentsExecutionEnvironment
+from fenced_agent import FencedAgent
+
+env = AgentsExecutionEnvironment.get_execution_environment()
+records = [{"key": "a", "value": "```json\\n{\\"a\\": 1, \\"b\\": 2}\\n```"},
+           {"key": "b", "value": "{\\"a\\": 1, \\"b\\": 2} -- adding them"},
+           {"key": "c", "value": "a=1, b=2"}]
+out = env.from_list(records).apply(FencedAgent()).to_list()
+env.execute()
+print(json.dumps(sorted(out, key=lambda row: list(row))))
+'''
+
+
+def test_a_users_own_connection_giving_fenced_argument_text_runs_its_tool(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "fenced_agent.py").write_text(USER_AGENT)
+    (tmp_path / "prog.py").write_text(USER_PROGRAM)
+    proc = subprocess.run([sys.executable, "prog.py"], cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(root)},
+                          capture_output=True, text=True, timeout=50)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rows[:2] == [{"a": "3"}, {"b": "3"}], rows
+    [told] = rows[2].values()  # the model is told, and answers: the chat did not fail
+    assert told.startswith("Error: ValueError: tool 'add' was called with arguments that are "
+                           "not JSON"), told

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from enum import Enum
 from typing import Any, ClassVar
@@ -19,6 +20,7 @@ from pydantic import (
 
 from ._errors import ProviderError
 from ._secrets import MaskedStr
+from ._tools import UNREADABLE_ARGUMENTS
 
 __all__ = [
     "MessageRole", "ToolCall", "ChatMessage", "TokenUsage", "ChatResponse", "ChatResult",
@@ -63,7 +65,7 @@ class ToolCall(BaseModel):
             return data
         arguments = function.get("arguments") or {}
         if isinstance(arguments, str):  # "" and "null": a call without arguments
-            arguments = (json.loads(arguments) if arguments.strip() else None) or {}
+            arguments = _text_arguments(arguments)
         given = data.get("id")
         return {"id": str(given) if given is not None else "", "name": function.get("name"),
                 "arguments": arguments}
@@ -79,6 +81,56 @@ class ToolCall(BaseModel):
     def get(self, key: str, default: Any = None) -> Any:
         """``dict.get`` over the same form as ``call[key]``."""
         return self._wire().get(key, default)
+
+
+def _text_arguments(text: str) -> dict[str, Any]:
+    """Tool call arguments given as text, as the JSON object they must be.
+
+    Returns:
+        The object (``{}`` for none: ``""`` or ``null``); for text that is not one JSON
+        object (nor one with text around it: ``one_json_object``), ``{UNREADABLE_ARGUMENTS:
+        what was wrong}``, which the tool refuses, telling the model.
+    """
+    try:
+        value = (json.loads(text) if text.strip() else None) or {}
+    except ValueError:
+        value = one_json_object(text)
+        if value is None:
+            return {UNREADABLE_ARGUMENTS: f"are not JSON (or hold more than one JSON object): "
+                                          f"{text[:300]!r}"}
+    if not isinstance(value, dict):
+        return {UNREADABLE_ARGUMENTS: f"are not a JSON object: {text[:300]!r}"}
+    return value
+
+
+_FENCE = re.compile(r"^\s*```[\w-]*\s*|\s*```\s*$")
+
+
+def one_json_object(text: str) -> dict[str, Any] | None:
+    """The one JSON object ``text`` holds, with other text around it (``None``: not so).
+
+    Models wrap tool call arguments in a markdown fence (```json ... ```) or write a
+    sentence after them. The object starts at the text's first ``{``, which must open a
+    whole object, and no ``{`` follows it (else which one was meant is not sure: the first
+    one cut short, two objects). A markdown fence's backticks around it go.
+
+    Args:
+        text: the arguments' text.
+
+    Returns:
+        The object.
+    """
+    text = _FENCE.sub("", text)
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or "{" in text[end:]:
+        return None
+    return value
 
 
 class ChatMessage(BaseModel):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from typing import Any
 
-from ...api.internal import UNREADABLE_ARGUMENTS
+from ...api.internal import UNREADABLE_ARGUMENTS, one_json_object
 
 __all__ = ["tool_arguments", "valid_text"]
 
@@ -73,30 +72,10 @@ def _unreadable(raw: Any, problem: str, index: int, name: Any) -> dict[str, Any]
     return {UNREADABLE_ARGUMENTS: f"{problem}: {str(raw)[:300]!r}"}
 
 
-_FENCE = re.compile(r"^\s*```[\w-]*\s*|\s*```\s*$")
-
-
 def _one_object(text: str) -> dict[str, Any] | None:
-    """The one JSON object ``text`` holds, with other text around it (``None``: not so).
-
-    The object starts at the text's first ``{``, which must open a whole object, and no
-    ``{`` follows it (else which one was meant is not sure: the first one cut short, two
-    objects). A markdown fence's backticks around it go.
-
-    Returns:
-        The object.
-    """
-    text = _FENCE.sub("", text)
-    start = text.find("{")
-    if start < 0:
-        return None
-    try:
-        value, end = json.JSONDecoder().raw_decode(text, start)
-    except ValueError:
-        return None
-    if not isinstance(value, dict) or "{" in text[end:]:
-        return None
-    return dict(valid_text(value))
+    """The one JSON object ``text`` holds, with text around it (``api``'s rule)."""
+    value = one_json_object(text)
+    return None if value is None else dict(valid_text(value))
 
 
 def _json_value(text: str) -> Any:
