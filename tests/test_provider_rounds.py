@@ -19,6 +19,13 @@ Each test comes from a public report of a similar system:
   llama.cpp and Ollama): the chat failed ('not JSON'). One JSON object with text around it
   is the arguments now; arguments that are not one object (cut short, two objects, a list)
   are the call's error, told to the model by the tool's name, and the chat goes on.
+- A reasoning model spending its whole output limit thinking answers no text with
+  ``finish_reason: "length"`` (openai-python #2546, LangChain #32574, litellm #13405: "gpt-5
+  returns empty content"); a filter's stop is no text with ``content_filter`` (Azure). Both
+  read as an empty answer. They are errors now saying why (and the reasoning tokens spent);
+  a filter's stop after some text is still the answer, its finish reason saying so.
+- Token usage details (cached prompt tokens, reasoning tokens) were dropped; they are the
+  answer's ``metadata["cached_tokens"]`` and ``metadata["reasoning_tokens"]``.
 - An HTTP error named neither the provider nor the model (one job with several
   connections could not tell which failed); it names both, and the status, never the key.
 """
@@ -32,6 +39,7 @@ import pytest
 from support.providers import (
     WireServer,
     anthropic_reply,
+    ollama_reply,
     openai_reply,
     outputs_of,
     probe_agent,
@@ -40,12 +48,17 @@ from support.providers import (
 
 from flink_agents_py.api import ChatMessage, MessageRole, ResourceDescriptor, ToolCall
 from flink_agents_py.compat import TongyiChatModelConnection
-from flink_agents_py.integrations.chat_models import AnthropicChatModel, OpenAIChatModel
+from flink_agents_py.integrations.chat_models import (
+    AnthropicChatModel,
+    OllamaChatModel,
+    OpenAIChatModel,
+)
 from flink_agents_py.integrations.chat_models._llama import to_openai_messages
 from flink_agents_py.testing import CallCounter
 
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
+pytest.importorskip("ollama")
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -205,6 +218,77 @@ def test_arguments_that_are_not_one_object_are_told_to_the_model_which_calls_aga
     # the refused call went back to the model as a call with an object for arguments
     [refused] = [m for m in second["messages"] if m.get("tool_calls")]
     assert isinstance(json.loads(refused["tool_calls"][0]["function"]["arguments"]), dict)
+
+
+# ------------------------------------------------------- stopped before saying anything
+def _openai_stopped(reason: str, content: str | None = None) -> dict[str, Any]:
+    body = openai_reply(content)
+    body["choices"][0]["finish_reason"] = reason
+    body["usage"] = {"prompt_tokens": 20, "completion_tokens": 256, "total_tokens": 276,
+                     "prompt_tokens_details": {"cached_tokens": 0},
+                     "completion_tokens_details": {"reasoning_tokens": 256}}
+    return body
+
+
+_STOPPED: dict[str, Any] = {
+    "openai_length": (lambda s: _openai(s), lambda: _openai_stopped("length", ""),
+                      "output token limit (finish reason 'length')"),
+    "openai_filter": (lambda s: _openai(s), lambda: _openai_stopped("content_filter", None),
+                      "content filter stopped the answer (finish reason 'content_filter')"),
+    "anthropic_thinking_only": (
+        lambda s: ResourceDescriptor(AnthropicChatModel, base_url=s.url,
+                                     api_key_env="FAP_TEST_ANTHROPIC_KEY",
+                                     default_model="claude-t"),
+        lambda: anthropic_reply([{"type": "thinking", "thinking": "Let me think...",
+                                  "signature": "sig"}], stop_reason="max_tokens"),
+        "output token limit (finish reason 'max_tokens')"),
+    "anthropic_refusal": (
+        lambda s: ResourceDescriptor(AnthropicChatModel, base_url=s.url,
+                                     api_key_env="FAP_TEST_ANTHROPIC_KEY",
+                                     default_model="claude-t"),
+        lambda: anthropic_reply([], stop_reason="refusal"),
+        "content filter stopped the answer (finish reason 'refusal')"),
+    "ollama_length": (
+        lambda s: ResourceDescriptor(OllamaChatModel, host=s.url, default_model="qwen3"),
+        lambda: {**ollama_reply(""), "done_reason": "length"},
+        "output token limit (finish reason 'length')"),
+}
+
+
+@pytest.mark.parametrize("case", list(_STOPPED))
+def test_an_answer_stopped_before_any_text_is_an_error_saying_why(case):
+    conn, body, said = _STOPPED[case]
+    with WireServer(lambda req: (200, body())) as srv:
+        res = run_probe(probe_agent(conn(srv)), [{"key": "k", "q": "think hard"}])
+        n = len(srv.requests)
+    [ans] = outputs_of(res, "answer")
+    assert ans["content"] is None and said in ans["error"], ans["error"]
+    assert n == 1  # not retried: the same request stops the same way
+    if case == "openai_length":
+        assert "256 output tokens reasoning" in ans["error"]
+        assert "max_completion_tokens" in ans["error"]
+
+
+def test_a_filters_stop_after_some_text_is_the_answer_with_its_reason():
+    with WireServer(lambda req: (200, _openai_stopped("content_filter", "Here is"))) as srv:
+        res = run_probe(probe_agent(_openai(srv)), [{"key": "k", "q": "go"}])
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["content"] == "Here is"
+    assert ans["finish_reason"] == "content_filter"
+
+
+def test_cached_and_reasoning_tokens_are_in_the_answers_metadata():
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        body = openai_reply("fine")
+        body["usage"] = {"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
+                         "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0},
+                         "completion_tokens_details": {"reasoning_tokens": 192}}
+        return 200, body
+    with WireServer(answer) as srv:
+        res = run_probe(probe_agent(_openai(srv)), [{"key": "k", "q": "go"}])
+    [ans] = outputs_of(res, "answer")
+    assert ans["usage"] == {"input_tokens": 2006, "output_tokens": 300}
+    assert ans["metadata"] == {"cached_tokens": 1920, "reasoning_tokens": 192}
 
 
 # ------------------------------------------------------------------ reasoning models

@@ -357,3 +357,42 @@ def refuse_truncated_calls(reason: Any, names: Sequence[Any]) -> None:
         f"while it was writing tool call(s) {shown}{more}: their arguments may be "
         "incomplete, so none was run; raise max_tokens in the chat model setup's options "
         "(or ask for less in one call)")
+
+
+FILTERED_REASONS = frozenset({"content_filter", "refusal", "safety", "prohibited_content"})
+"""Finish reasons saying a provider's filter stopped an answer (OpenAI's and Azure's
+``content_filter``, Anthropic's ``refusal``, Gemini's ``safety`` through gateways)."""
+
+
+def refuse_empty_answer(reason: Any, answered: bool, reasoning_tokens: Any = None) -> None:
+    """Refuse an answer stopped at a token limit or by a filter before it said anything.
+
+    A reasoning model (OpenAI's o-series and GPT-5, Claude with extended thinking) can
+    spend its whole output limit thinking: the answer is then no text and no tool call,
+    with ``finish_reason: "length"``; a filter's stop is no text with ``content_filter``.
+    Read as an empty answer, a chat went on with nothing, or a structured-output chat asked
+    again saying ``''`` is not JSON, and the same would happen again.
+
+    Args:
+        reason: the answer's finish (stop) reason as the provider gave it.
+        answered: whether the answer holds text or a tool call.
+        reasoning_tokens: the output tokens the model spent reasoning, when reported.
+
+    Raises:
+        ProviderError: not retryable, naming the reason and what to do, when the answer
+            holds nothing and ``reason`` is one of ``TRUNCATED_REASONS`` or
+            ``FILTERED_REASONS``.
+    """
+    if answered:
+        return
+    if reason in TRUNCATED_REASONS:
+        spent = (f" (it spent {reasoning_tokens} output tokens reasoning)"
+                 if isinstance(reasoning_tokens, int) and reasoning_tokens > 0 else "")
+        raise ProviderError(
+            f"the model reached its output token limit (finish reason {reason!r}) before it "
+            f"wrote any answer{spent}; raise max_tokens (max_completion_tokens) in the chat "
+            "model setup's options, or lower its reasoning effort")
+    if reason in FILTERED_REASONS:
+        raise ProviderError(
+            f"the provider's content filter stopped the answer (finish reason {reason!r}) "
+            "before it wrote any text; the same request is stopped the same way")

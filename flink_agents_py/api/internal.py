@@ -26,7 +26,7 @@ from ._key_forms import key_from_json, key_json, tagged_json, untag
 from ._lazy import lazy_exports
 from ._loops import close_loop_clients, register_loop_owner
 from ._memory import MemoryObject, memory_ref_of
-from ._messages import one_json_object, refuse_truncated_calls
+from ._messages import one_json_object, refuse_empty_answer, refuse_truncated_calls
 from ._metric_groups import agent_metric_group
 from ._resources import import_qualified, resource_type_argument
 from ._secret_scrub import group_types, scrub_exception
@@ -76,6 +76,7 @@ __all__ = [
     "RESERVED_TOOL_PREFIX",
     "UNREADABLE_ARGUMENTS",
     "refuse_truncated_calls",
+    "refuse_empty_answer",
     "one_json_object",
     "refuse_unreadable_arguments",
     "SECRET_VALUE_PATTERNS",

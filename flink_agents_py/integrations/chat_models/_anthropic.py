@@ -56,7 +56,7 @@ from ...api import (
     report_rate_limit,
     secret_from_env,
 )
-from ...api.internal import refuse_truncated_calls, scrub_exception
+from ...api.internal import refuse_empty_answer, refuse_truncated_calls, scrub_exception
 from ._answers import tool_arguments, valid_text
 from ._common import (
     HTTP_FLOW_CONTROL,
@@ -396,6 +396,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
                                       arguments=tool_arguments(args, len(calls),
                                                                block.get("name"))))
         content = "".join(texts)
+        refuse_empty_answer(body.get("stop_reason"), bool(content.strip() or calls or answered))
         if answered and not calls:
             content = orjson.dumps(structured).decode()
         else:

@@ -38,7 +38,7 @@ from ...api import (
     ToolCall,
     ToolMetadata,
 )
-from ...api.internal import refuse_truncated_calls
+from ...api.internal import refuse_empty_answer, refuse_truncated_calls
 from ._answers import tool_arguments, valid_text
 from ._gguf import find_gguf_model
 from ._grammar_sampling import make_grammar_first_llama
@@ -158,18 +158,41 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
         calls.append(ToolCall(id=c.get("id") or "", name=fn.get("name", ""), arguments=args))
     usage = body.get("usage") or {}
     refusal = _refusal_of(msg)
+    content = _text_of(msg.get("content")) or refusal or ""
+    details = _usage_details(usage)
+    refuse_empty_answer(choice.get("finish_reason"), bool(content or calls),
+                        details.get("reasoning_tokens"))
     return ChatResponse(
-        message=ChatMessage(role=MessageRole.ASSISTANT,
-                            content=_text_of(msg.get("content")) or refusal or "",
-                            tool_calls=calls,
+        message=ChatMessage(role=MessageRole.ASSISTANT, content=content, tool_calls=calls,
                             reasoning=openai_reasoning(msg)),
-        metadata={"refusal": refusal} if refusal else {},
+        metadata={**details, **({"refusal": refusal} if refusal else {})},
         model=body.get("model"),
         response_id=body.get("id"),
         usage=TokenUsage(input_tokens=usage.get("prompt_tokens", 0) or 0,
                          output_tokens=usage.get("completion_tokens", 0) or 0),
         finish_reason=choice.get("finish_reason"),
     )
+
+
+def _usage_details(usage: dict[str, Any]) -> dict[str, int]:
+    """The parts of an OpenAI-compatible answer's token counts it names.
+
+    OpenAI nests them (``prompt_tokens_details``, ``completion_tokens_details``); some
+    servers do not.
+
+    Returns:
+        ``cached_tokens``: input tokens read from the prompt cache (part of the input);
+        ``reasoning_tokens``: output tokens spent reasoning (part of the output); each
+        only when above 0 (``{}``: none).
+    """
+    found: dict[str, int] = {}
+    for key, nested in (("cached_tokens", "prompt_tokens_details"),
+                        ("reasoning_tokens", "completion_tokens_details")):
+        inner = usage.get(nested)
+        value = inner.get(key) if isinstance(inner, dict) else usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            found[key] = value
+    return found
 
 
 class _LoadedModel:

@@ -38,7 +38,7 @@ from ...api import (
     ToolCall,
     ToolMetadata,
 )
-from ...api.internal import refuse_truncated_calls, scrub_exception
+from ...api.internal import refuse_empty_answer, refuse_truncated_calls, scrub_exception
 from ._answers import tool_arguments, valid_text
 from ._common import (
     FreshOnUnpickle,
@@ -189,6 +189,7 @@ def _from_ollama(resp: Any) -> ChatResponse:
                               arguments=tool_arguments(fn.get("arguments") or {}, i,
                                                        fn.get("name"))))
     finish = body.get("done_reason")
+    refuse_empty_answer(finish, bool(msg.get("content") or calls))
     return ChatResponse(
         message=ChatMessage(role=MessageRole.ASSISTANT, content=msg.get("content") or "",
                             tool_calls=calls, reasoning=reasoning_of(msg.get("thinking"))),
