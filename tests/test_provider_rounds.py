@@ -462,3 +462,28 @@ def test_a_users_own_connection_giving_fenced_argument_text_runs_its_tool(tmp_pa
     [told] = rows[2].values()  # the model is told, and answers: the chat did not fail
     assert told.startswith("Error: ValueError: tool 'add' was called with arguments that are "
                            "not JSON"), told
+
+
+_REFUSALS: dict[str, Any] = {
+    "anthropic": (
+        lambda s: ResourceDescriptor(AnthropicChatModel, base_url=s.url,
+                                     api_key_env="FAP_TEST_ANTHROPIC_KEY",
+                                     default_model="claude-sonnet-t"),
+        {"type": "error", "error": {"type": "invalid_request_error",
+                                    "message": "bad key sk-ant-test in request"}},
+        "AnthropicChatModel, model 'claude-sonnet-t', HTTP 400"),
+    "ollama": (
+        lambda s: ResourceDescriptor(OllamaChatModel, host=s.url, default_model="qwen3:8b"),
+        {"error": "model requires more system memory"},
+        "model 'qwen3:8b', HTTP 400"),
+}
+
+
+@pytest.mark.parametrize("case", list(_REFUSALS))
+def test_other_providers_errors_name_model_and_status_and_not_the_key(case):
+    conn, body, said = _REFUSALS[case]
+    with WireServer(lambda req: (400, body)) as srv:
+        res = run_probe(probe_agent(conn(srv)), [{"key": "k", "q": "hi"}])
+    [ans] = outputs_of(res, "answer")
+    assert said in ans["error"], ans["error"]
+    assert "sk-ant-test" not in repr(res.outputs)

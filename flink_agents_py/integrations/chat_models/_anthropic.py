@@ -341,12 +341,16 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             hint = not_found_hint(e.status_code, url, "base_url is the server's root, without "
                                   "/v1: the client adds /v1/messages"
                                   if "/v1/v1/" in url_path(url) else "")
-            error = provider_error(f"anthropic messages call failed: {e.message}{hint}",
-                                   e.status_code, rate_limit=anthropic_rate_limit(headers))
+            error = provider_error(
+                f"anthropic messages call failed ({type(self).__name__}, model "
+                f"{request['model']!r}, HTTP {e.status_code}): {e.message}{hint}",
+                e.status_code, rate_limit=anthropic_rate_limit(headers))
             raise error from scrub_exception(e)
         except (anthropic.APITimeoutError, anthropic.APIConnectionError) as e:
-            error = provider_error(f"anthropic messages call failed: {type(e).__name__}: {e}"
-                                   f"{unanswered_hint(e, self.base_url)}", None)
+            error = provider_error(
+                f"anthropic messages call failed ({type(self).__name__}, model "
+                f"{request['model']!r}): {type(e).__name__}: {e}"
+                f"{unanswered_hint(e, self.base_url)}", None)
             raise error from scrub_exception(e)
         report_rate_limit(anthropic_rate_limit(raw.headers))  # paces the next calls
         message = raw.parse()

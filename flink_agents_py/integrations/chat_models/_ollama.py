@@ -130,22 +130,23 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
                 for t in tools]
         if output_schema is not None:
             request["format"] = output_schema
+        model = model or self.default_model
         try:
-            resp = await client.chat(model=model or self.default_model,
+            resp = await client.chat(model=model,
                                      messages=to_ollama_messages(messages),
                                      options=options or None, stream=False, **request)
         except ollama.ResponseError as e:
             if e.status_code is None or e.status_code <= 0:  # an error in a 200 body
                 raise ProviderError(f"ollama chat failed: {e.error}") from scrub_exception(e)
-            error = provider_error(f"ollama chat failed: {e.error}{self._not_found(e)}",
-                                   e.status_code)
+            error = provider_error(f"ollama chat failed (model {model!r}, HTTP {e.status_code}): "
+                                   f"{e.error}{self._not_found(e)}", e.status_code)
             raise error from scrub_exception(e)
         except ollama.RequestError as e:
             raise ProviderError(
                 f"ollama chat request is invalid: {e.error}") from scrub_exception(e)
         except (httpx.TimeoutException, ConnectionError, httpx.TransportError) as e:
-            error = provider_error(f"ollama chat failed: {type(e).__name__}: {e}"
-                                   f"{unanswered_hint(e, self._chat_url())}", None)
+            error = provider_error(f"ollama chat failed (model {model!r}): {type(e).__name__}: "
+                                   f"{e}{unanswered_hint(e, self._chat_url())}", None)
             raise error from scrub_exception(e)
         except pydantic.ValidationError as e:  # a body the client's models refuse
             raise ProviderError(f"ollama chat failed: the server's answer is not of Ollama's "
