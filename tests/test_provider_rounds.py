@@ -371,7 +371,7 @@ def test_an_http_error_names_provider_model_and_status_and_not_the_key():
     error = ans["error"]
     assert n == 1  # no parameter named as unsupported: not sent again
     assert "OpenAIChatModel at 127.0.0.1" in error and "'gpt-4o-mini'" in error, error
-    assert "HTTP 400" in error and "Invalid value for 'messages[0].role'" in error
+    assert error.endswith("(status 400)") and "Invalid value for 'messages[0].role'" in error
     assert KEY not in error and KEY not in repr(res.outputs)
 
 
@@ -471,11 +471,11 @@ _REFUSALS: dict[str, Any] = {
                                      default_model="claude-sonnet-t"),
         {"type": "error", "error": {"type": "invalid_request_error",
                                     "message": "bad key sk-ant-test in request"}},
-        "AnthropicChatModel, model 'claude-sonnet-t', HTTP 400"),
+        "(AnthropicChatModel, model 'claude-sonnet-t')"),
     "ollama": (
         lambda s: ResourceDescriptor(OllamaChatModel, host=s.url, default_model="qwen3:8b"),
         {"error": "model requires more system memory"},
-        "model 'qwen3:8b', HTTP 400"),
+        "(model 'qwen3:8b')"),
 }
 
 
@@ -485,5 +485,35 @@ def test_other_providers_errors_name_model_and_status_and_not_the_key(case):
     with WireServer(lambda req: (400, body)) as srv:
         res = run_probe(probe_agent(conn(srv)), [{"key": "k", "q": "hi"}])
     [ans] = outputs_of(res, "answer")
-    assert said in ans["error"], ans["error"]
+    assert said in ans["error"] and ans["error"].endswith("(status 400)"), ans["error"]
     assert "sk-ant-test" not in repr(res.outputs)
+
+
+def test_a_used_up_quota_429_is_not_retried_and_says_so():
+    calls = {"quota": 0, "rate": 0}
+
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        if req["body"]["model"] == "quota-model":
+            calls["quota"] += 1
+            return 429, {"error": {
+                "message": "You exceeded your current quota, please check your plan and "
+                           "billing details.", "type": "insufficient_quota", "param": None,
+                "code": "insufficient_quota"}}
+        calls["rate"] += 1
+        if calls["rate"] == 1:  # a rate limit: worth the wait
+            return 429, {"error": {"message": "Rate limit reached", "type": "requests",
+                                   "code": "rate_limit_exceeded"}}, {"retry-after-ms": "10"}
+        return 200, openai_reply("fine")
+    with WireServer(answer) as srv:
+        res = run_probe(probe_agent(_openai(srv), model="quota-model", error_policy="retry",
+                                    retry_initial_backoff_s=0.01),
+                        [{"key": "a", "q": "hi"}])
+        other = run_probe(probe_agent(_openai(srv), model="gpt-4o", error_policy="retry",
+                                      retry_initial_backoff_s=0.01),
+                          [{"key": "b", "q": "hi"}])
+    [ans] = outputs_of(res, "answer")
+    assert calls["quota"] == 1, calls  # one try: waiting does not refill a quota
+    assert "insufficient_quota" in ans["error"] and "not retried" in ans["error"]
+    assert ans["error"].endswith("(status 429)")
+    [fine] = outputs_of(other, "answer")
+    assert fine["content"] == "fine" and calls["rate"] == 2  # a rate limit still is

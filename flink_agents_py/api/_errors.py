@@ -80,13 +80,17 @@ class ProviderError(AgentsError):
         retryable: whether a retry may succeed (timeouts, 408, 429, 5xx).
         rate_limit: what the provider's answer said about its limits (a ``RateLimitInfo``:
             ``Retry-After``, the rate-limit headers), when it said anything.
+        quota_exhausted: a 429 saying the account's quota is used up (OpenAI's
+            ``insufficient_quota``): no throttle to wait out, so neither held by flow
+            control nor retried.
     """
 
     def __init__(self, message: str, *, status_code: int | None = None, retryable: bool = False,
-                 rate_limit: Any = None):
+                 rate_limit: Any = None, quota_exhausted: bool = False):
         self.status_code = status_code
-        self.retryable = retryable
+        self.retryable = retryable and not quota_exhausted
         self.rate_limit = rate_limit
+        self.quota_exhausted = quota_exhausted
         super().__init__(message if status_code is None else f"{message} (status {status_code})")
 
     @property

@@ -136,7 +136,8 @@ def collect_rate_limits() -> Iterator[list[RateLimitInfo]]:
 def error_class(error: BaseException) -> ErrorClass:
     """Classify a failed model call.
 
-    ``throttled``: 429 or 529 (overloaded); ``unavailable``: 503 and other 5xx;
+    ``throttled``: 429 or 529 (overloaded), but for a used-up quota (``rejected``);
+    ``unavailable``: 503 and other 5xx;
     ``timeout``: a timeout or connection failure (a ``ProviderError`` without a status, a
     ``TimeoutError``) or 408; ``rejected``: any other 4xx (the request itself is wrong:
     not retryable); ``error``: anything else.
@@ -150,7 +151,7 @@ def error_class(error: BaseException) -> ErrorClass:
     if isinstance(error, ProviderError):
         status = error.status_code
         if status in _THROTTLED_STATUS:
-            return "throttled"
+            return "rejected" if error.quota_exhausted else "throttled"
         if status is None:
             return "timeout" if error.retryable else "error"
         if status == 408:

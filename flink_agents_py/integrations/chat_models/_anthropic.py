@@ -343,7 +343,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
                                   if "/v1/v1/" in url_path(url) else "")
             error = provider_error(
                 f"anthropic messages call failed ({type(self).__name__}, model "
-                f"{request['model']!r}, HTTP {e.status_code}): {e.message}{hint}",
+                f"{request['model']!r}): {e.message}{hint}",
                 e.status_code, rate_limit=anthropic_rate_limit(headers))
             raise error from scrub_exception(e)
         except (anthropic.APITimeoutError, anthropic.APIConnectionError) as e:

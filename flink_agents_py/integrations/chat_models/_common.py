@@ -320,7 +320,7 @@ async def _then_close_clients(coro: Any) -> Any:
 
 def provider_error(message: str, status: int | None, cause: BaseException | None = None,
                    rate_limit: RateLimitInfo | None = None,
-                   answered: bool = False) -> ProviderError:
+                   answered: bool = False, quota_exhausted: bool = False) -> ProviderError:
     """A ``ProviderError`` whose ``retryable`` follows the HTTP status.
 
     Args:
@@ -330,6 +330,7 @@ def provider_error(message: str, status: int | None, cause: BaseException | None
         rate_limit: what the answer's headers said about the provider's limits.
         answered: whether the provider answered (then no status is no timeout: not
             retryable).
+        quota_exhausted: a 429 saying the account's quota is used up (not retryable).
 
     Returns:
         The error, to raise.
@@ -337,7 +338,7 @@ def provider_error(message: str, status: int | None, cause: BaseException | None
     return ProviderError(message, status_code=status,
                          retryable=(status is None and not answered) or retryable_status(status),
                          rate_limit=None if rate_limit is None or rate_limit.is_empty()
-                         else rate_limit)
+                         else rate_limit, quota_exhausted=quota_exhausted)
 
 
 _ERROR_TYPES = {"rate_limit_error": 429, "rate_limit_exceeded": 429, "overloaded_error": 529,

@@ -138,8 +138,8 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         except ollama.ResponseError as e:
             if e.status_code is None or e.status_code <= 0:  # an error in a 200 body
                 raise ProviderError(f"ollama chat failed: {e.error}") from scrub_exception(e)
-            error = provider_error(f"ollama chat failed (model {model!r}, HTTP {e.status_code}): "
-                                   f"{e.error}{self._not_found(e)}", e.status_code)
+            error = provider_error(f"ollama chat failed (model {model!r}): {e.error}"
+                                   f"{self._not_found(e)}", e.status_code)
             raise error from scrub_exception(e)
         except ollama.RequestError as e:
             raise ProviderError(

@@ -128,6 +128,10 @@ def openai_rate_limit(headers: Any) -> RateLimitInfo:
     )
 
 
+_QUOTA = ("; the account's quota is used up (insufficient_quota: its plan and billing), "
+          "which waiting does not change: not retried")
+
+
 class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     """A chat-completions endpoint.
 
@@ -299,10 +303,12 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             url = getattr(getattr(e, "request", None), "url", None)
             hint = not_found_hint(e.status_code, url, "" if "/v1/" in url_path(url) else
                                   "an OpenAI-compatible server's base_url usually ends in /v1")
+            quota = e.status_code == 429 and "insufficient_quota" in (
+                str(getattr(e, "code", "")), str(getattr(e, "type", "")))
             error = provider_error(
-                f"chat completion failed ({self._provider()}, model {kwargs['model']!r}, HTTP "
-                f"{e.status_code}): {e.message}{hint}", e.status_code,
-                rate_limit=openai_rate_limit(headers))
+                f"chat completion failed ({self._provider()}, model {kwargs['model']!r}): "
+                f"{e.message}{hint}{_QUOTA if quota else ''}", e.status_code,
+                rate_limit=openai_rate_limit(headers), quota_exhausted=quota)
             raise error from scrub_exception(e)
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
             error = provider_error(
