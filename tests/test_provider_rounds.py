@@ -26,6 +26,11 @@ Each test comes from a public report of a similar system:
   a filter's stop after some text is still the answer, its finish reason saying so.
 - Token usage details (cached prompt tokens, reasoning tokens) were dropped; they are the
   answer's ``metadata["cached_tokens"]`` and ``metadata["reasoning_tokens"]``.
+- Claude Opus 4.1, Sonnet and Haiku 4.5 refuse ``temperature`` with ``top_p``
+  ("cannot both be specified for this model": litellm #15097, open-webui #17922, gptme
+  #1110), extended thinking a ``temperature`` other than 1: every call of a setup written
+  for older models failed. The request goes again without ``top_p`` (or the parameter
+  thinking refuses), and so from then on for the model.
 - An HTTP error named neither the provider nor the model (one job with several
   connections could not tell which failed); it names both, and the status, never the key.
 """
@@ -517,3 +522,39 @@ def test_a_used_up_quota_429_is_not_retried_and_says_so():
     assert ans["error"].endswith("(status 429)")
     [fine] = outputs_of(other, "answer")
     assert fine["content"] == "fine" and calls["rate"] == 2  # a rate limit still is
+
+
+def _claude_rules(req: dict[str, Any]) -> tuple[int, Any]:
+    body = req["body"]
+    if "temperature" in body and "top_p" in body:
+        return 400, {"type": "error", "error": {
+            "type": "invalid_request_error",
+            "message": "`temperature` and `top_p` cannot both be specified for this model. "
+                       "Please use only one."}}
+    if body.get("thinking") and body.get("temperature", 1) != 1:
+        return 400, {"type": "error", "error": {
+            "type": "invalid_request_error",
+            "message": "`temperature` may only be set to 1 when thinking is enabled. Please "
+                       "consult our documentation at https://docs.claude.com/en/docs/build-"
+                       "with-claude/extended-thinking#feature-compatibility"}}
+    return 200, anthropic_reply([{"type": "text", "text": "fine"}])
+
+
+@pytest.mark.parametrize(("options", "left_out"), [
+    ({"temperature": 0.2, "top_p": 0.9}, ["top_p"]),
+    ({"temperature": 0.2, "thinking": {"type": "enabled", "budget_tokens": 1024}},
+     ["temperature"]),
+])
+def test_claude_refusing_a_sampling_parameter_gets_the_request_without_it(options, left_out):
+    with WireServer(_claude_rules) as srv:
+        conn = ResourceDescriptor(AnthropicChatModel, base_url=srv.url,
+                                  api_key_env="FAP_TEST_ANTHROPIC_KEY",
+                                  default_model="claude-sonnet-4-5")
+        res = run_probe(probe_agent(conn, options=options),
+                        [{"key": "a", "q": "hi"}, {"key": "a", "q": "again"}])
+        bodies = srv.bodies("/v1/messages")
+    answers = outputs_of(res, "answer")
+    assert [a["error"] for a in answers] == [None, None], answers
+    assert [a["metadata"]["omitted_options"] for a in answers] == [left_out] * 2
+    assert len(bodies) == 3  # refused once; the next chat's request is right at once
+    assert not set(left_out) & set(bodies[-1])

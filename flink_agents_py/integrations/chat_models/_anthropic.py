@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import datetime
 import inspect
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -207,6 +208,62 @@ def to_anthropic_messages(
     return ("\n\n".join(system) or None), out
 
 
+_SAMPLING = ("top_p", "top_k", "temperature")
+
+
+def _refused_sampling(error: Any, request: dict[str, Any]) -> str | None:
+    """The sampling parameter a 400 says the model does not take with the others, if so.
+
+    Claude Opus 4.1, Sonnet and Haiku 4.5 on refuse ``temperature`` with ``top_p`` ("cannot
+    both be specified for this model. Please use only one."): ``top_p`` is left out (a
+    setup written for other models keeps its ``temperature``). Extended thinking refuses a
+    ``temperature`` other than 1 and ``top_k`` ("may only be set to 1 when thinking is
+    enabled"): the one named is left out.
+
+    Returns:
+        The parameter to leave out (``None``: the refusal is of something else).
+    """
+    if getattr(error, "status_code", None) != 400:
+        return None
+    text = f"{getattr(error, 'message', '')} {getattr(error, 'body', '')}"
+    if "cannot both be specified" in text and {"temperature", "top_p"} <= set(request):
+        return "top_p"
+    if "thinking" not in text:
+        return None
+    named = [p for p in _SAMPLING if p in request and re.search(rf"`?\b{p}\b`?", text)]
+    return named[0] if len(named) == 1 else None
+
+
+async def _send(create: Any, request: dict[str, Any], refused: set[str],
+                omitted: list[str]) -> Any:
+    """Send the request; again without a sampling parameter the model refuses with others.
+
+    Args:
+        create: the SDK's ``messages.with_raw_response.create``.
+        request: the request's fields (a refused parameter is taken out).
+        refused: the parameters the model refused (one refused here is added).
+        omitted: the parameters left out of this request (one refused here is added).
+
+    Returns:
+        The SDK's raw response.
+
+    Raises:
+        anthropic.APIStatusError: for an HTTP error (other than a refusal handled here).
+    """
+    import anthropic
+
+    while True:  # each refusal handled leaves one parameter out: finitely many sends
+        try:
+            return await create(**with_extra_body(create, request))
+        except anthropic.APIStatusError as e:
+            name = _refused_sampling(e, request)
+            if name is None:
+                raise
+            refused.add(name)  # remembered for the model
+            omitted.append(name)
+            del request[name]
+
+
 def _thinking(options: dict[str, Any]) -> bool:
     """Whether the request's options turn extended thinking on (``enabled``, ``adaptive``)."""
     thinking = options.get("thinking")
@@ -259,6 +316,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
     api_key_required: bool = True
 
     _clients: LoopBoundClient | None = PrivateAttr(default=None)
+    _refused_options: dict[str, set[str]] = PrivateAttr(default_factory=dict)
 
     def check(self) -> None:
         """Check that the API key is in ``$api_key_env`` (when ``api_key_required``).
@@ -333,8 +391,12 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         request.update(options)
         anthropic_tool_choice(request, names)
         create = client.messages.with_raw_response.create
+        refused = self._refused_options.setdefault(str(request["model"]), set())
+        omitted = [k for k in request if k in refused]
+        for name in omitted:
+            del request[name]
         try:
-            raw = await create(**with_extra_body(create, request))
+            raw = await _send(create, request, refused, omitted)
         except anthropic.APIStatusError as e:
             headers = getattr(getattr(e, "response", None), "headers", None)
             url = getattr(getattr(e, "request", None), "url", None)
@@ -363,13 +425,17 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         if failed is not None:  # a 200 whose body is an error (a gateway's, a proxy's)
             raise failed
         try:
-            return names.restore(self._from_anthropic(
+            response = names.restore(self._from_anthropic(
                 body, names.wire(output_name) if output_schema is not None else None, wrapped))
         except ProviderError:
             raise
         except Exception as e:  # noqa: BLE001 - a body of an unexpected shape (a gateway's)
             raise ProviderError(f"unexpected anthropic messages body: {type(e).__name__}: "
                                 f"{e}") from scrub_exception(e)
+        if omitted:  # said with the answer: the setup asked for them
+            response = response.model_copy(update={"metadata": {
+                **response.metadata, "omitted_options": omitted}})
+        return response
 
     def _from_anthropic(self, body: dict[str, Any], output_name: str | None,
                         wrapped: bool) -> ChatResponse:
