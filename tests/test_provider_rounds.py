@@ -31,6 +31,9 @@ Each test comes from a public report of a similar system:
   #1110), extended thinking a ``temperature`` other than 1: every call of a setup written
   for older models failed. The request goes again without ``top_p`` (or the parameter
   thinking refuses), and so from then on for the model.
+- Ollama refuses ``think`` for a model that does not think (``"gemma3" does not support
+  thinking``: ollama #10961, open-webui #14565): a setup shared by several models failed for
+  some. The request goes again without it, and so from then on for the model.
 - An HTTP error named neither the provider nor the model (one job with several
   connections could not tell which failed); it names both, and the status, never the key.
 """
@@ -558,3 +561,20 @@ def test_claude_refusing_a_sampling_parameter_gets_the_request_without_it(option
     assert [a["metadata"]["omitted_options"] for a in answers] == [left_out] * 2
     assert len(bodies) == 3  # refused once; the next chat's request is right at once
     assert not set(left_out) & set(bodies[-1])
+
+
+def test_ollama_asks_a_model_that_does_not_think_again_without_think():
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        body = req["body"]
+        if body["model"] == "gemma3" and body.get("think"):
+            return 400, {"error": '"gemma3" does not support thinking'}
+        return 200, ollama_reply(f"{body['model']} answered")
+    with WireServer(answer) as srv:
+        conn = ResourceDescriptor(OllamaChatModel, host=srv.url, default_model="gemma3")
+        res = run_probe(probe_agent(conn, options={"think": True}),
+                        [{"key": "a", "q": "hi"}, {"key": "a", "q": "again"}])
+        thinks = [b.get("think") for b in srv.bodies("/api/chat")]
+    answers = outputs_of(res, "answer")
+    assert [a["content"] for a in answers] == ["gemma3 answered"] * 2, answers
+    assert [a["metadata"]["omitted_options"] for a in answers] == [["think"]] * 2
+    assert thinks == [True, None, None]

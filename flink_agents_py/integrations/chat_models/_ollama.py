@@ -91,6 +91,7 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
     keep_alive: str | float | None = None
 
     _clients: LoopBoundClient | None = PrivateAttr(default=None)
+    _no_thinking: set[str] = PrivateAttr(default_factory=set)
 
     def _client_factory(self) -> Callable[[], Any]:
         ollama = import_sdk("ollama", "ollama", "the Ollama chat model")
@@ -106,6 +107,10 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         **options: Any,
     ) -> ChatResponse:
         """Send one ``/api/chat`` request (not streamed); see ``ChatModelConnection.chat``.
+
+        A model that does not think refuses ``think`` ("does not support thinking"): the
+        request goes again without it, and so from then on for that model (the answer's
+        ``metadata["omitted_options"]`` says so).
 
         Returns:
             The model's answer.
@@ -131,10 +136,10 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         if output_schema is not None:
             request["format"] = output_schema
         model = model or self.default_model
+        omitted = ["think"] if model in self._no_thinking and request.pop("think", None) else []
         try:
-            resp = await client.chat(model=model,
-                                     messages=to_ollama_messages(messages),
-                                     options=options or None, stream=False, **request)
+            resp = await self._send(client, model, to_ollama_messages(messages), options,
+                                    request, omitted)
         except ollama.ResponseError as e:
             if e.status_code is None or e.status_code <= 0:  # an error in a 200 body
                 raise ProviderError(f"ollama chat failed: {e.error}") from scrub_exception(e)
@@ -152,12 +157,46 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
             raise ProviderError(f"ollama chat failed: the server's answer is not of Ollama's "
                                 f"form: {e.error_count()} problem(s), first at "
                                 f"{_where(e)}: {e.errors()[0]['msg']}") from scrub_exception(e)
-        return _from_ollama(resp)
-
+        response = _from_ollama(resp)
+        if omitted:  # said with the answer: the setup asked for it
+            response = response.model_copy(update={"metadata": {
+                **response.metadata, "omitted_options": omitted}})
+        return response
 
     def _chat_url(self) -> str | None:
         """Where the chat is posted, when ``host`` names it (the client adds ``/api/chat``)."""
         return f"{self.host.rstrip('/')}/api/chat" if self.host else None
+
+    async def _send(self, client: Any, model: str, messages: list[dict[str, Any]],
+                    options: dict[str, Any], request: dict[str, Any], omitted: list[str]) -> Any:
+        """Send the request; again without ``think`` when the model does not think.
+
+        Args:
+            client: the ``ollama.AsyncClient``.
+            model: the model.
+            messages: the messages, in Ollama's form.
+            options: the model options.
+            request: the request's other fields (``think`` is taken out on a refusal).
+            omitted: the fields left out (``think`` is added on a refusal).
+
+        Returns:
+            The client's answer.
+
+        Raises:
+            ollama.ResponseError: for an HTTP error (other than the refusal handled here).
+        """
+        import ollama
+
+        while True:  # a model that does not think is asked again without think, once
+            try:
+                return await client.chat(model=model, messages=messages,
+                                         options=options or None, stream=False, **request)
+            except ollama.ResponseError as e:
+                if e.status_code != 400 or "does not support thinking" not in str(e.error) \
+                        or not request.pop("think", None):
+                    raise
+                self._no_thinking.add(model)  # remembered for the model
+                omitted.append("think")
 
     def _not_found(self, error: Any) -> str:
         """Where a 404's request went, and whether ``host`` names a path the client adds."""
