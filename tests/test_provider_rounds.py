@@ -34,6 +34,10 @@ Each test comes from a public report of a similar system:
 - Ollama refuses ``think`` for a model that does not think (``"gemma3" does not support
   thinking``: ollama #10961, open-webui #14565): a setup shared by several models failed for
   some. The request goes again without it, and so from then on for the model.
+- Qwen3 models on DashScope think by default and refuse to in a request not streamed
+  (``parameter.enable_thinking must be set to false for non-streaming calls``: ragflow
+  #8972, langchain4j #3974, MemOS #218): every call of a Tongyi setup naming one failed.
+  The request goes again with ``enable_thinking: false``, and so from then on.
 - An HTTP error named neither the provider nor the model (one job with several
   connections could not tell which failed); it names both, and the status, never the key.
 """
@@ -578,3 +582,25 @@ def test_ollama_asks_a_model_that_does_not_think_again_without_think():
     assert [a["content"] for a in answers] == ["gemma3 answered"] * 2, answers
     assert [a["metadata"]["omitted_options"] for a in answers] == [["think"]] * 2
     assert thinks == [True, None, None]
+
+
+def test_tongyi_turns_thinking_off_for_a_qwen3_model_that_thinks_only_streamed():
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        body = req["body"]
+        if body["model"].startswith("qwen3") and body.get("enable_thinking") is not False:
+            return 400, {"error": {
+                "code": "invalid_parameter_error", "param": None,
+                "message": "parameter.enable_thinking must be set to false for non-streaming "
+                           "calls", "type": "invalid_request_error"},
+                "id": "chatcmpl-1", "request_id": "1"}
+        return 200, openai_reply(f"{body['model']} answered")
+    with WireServer(answer) as srv:
+        conn = ResourceDescriptor(TongyiChatModelConnection, base_url=f"{srv.url}/v1",
+                                  api_key="dashscope-test")
+        res = run_probe(probe_agent(conn, model="qwen3-32b"),
+                        [{"key": "a", "q": "hi"}, {"key": "a", "q": "again"}])
+        sent = [b.get("enable_thinking") for b in srv.bodies("/chat/completions")]
+    answers = outputs_of(res, "answer")
+    assert [a["content"] for a in answers] == ["qwen3-32b answered"] * 2, answers
+    assert [a["metadata"]["omitted_options"] for a in answers] == [["enable_thinking"]] * 2
+    assert sent == [None, False, False]

@@ -64,6 +64,7 @@ from ._openai_refusals import (
     calls_content_refused,
     is_reasoning_model,
     refused_option,
+    thinking_refused,
     with_empty_calls_content,
     without_options,
 )
@@ -185,6 +186,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     _json_object_fallback: bool = PrivateAttr(default=False)
     _empty_calls_content: bool = PrivateAttr(default=False)
     _refused_options: dict[str, set[str]] = PrivateAttr(default_factory=dict)
+    _streamed_thinking: set[str] = PrivateAttr(default_factory=set)
 
     def _key_required(self) -> bool:
         if self.api_key_required is not None:
@@ -375,6 +377,9 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         if is_reasoning_model(model):
             refused.update(("max_tokens", *REASONING_UNSUPPORTED))
         omitted = without_options(kwargs, refused)
+        if model in self._streamed_thinking:  # said as left out: its thinking is off
+            kwargs["enable_thinking"] = False
+            omitted.append("enable_thinking")
         while True:  # each refusal handled here changes the request: finitely many sends
             try:
                 raw = await create(**with_extra_body(create, kwargs))
@@ -384,6 +389,10 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
                 if option is not None:  # remembered for the model
                     refused.add(option)
                     omitted += without_options(kwargs, {option})
+                elif thinking_refused(e, kwargs):  # remembered for the model
+                    self._streamed_thinking.add(model)
+                    kwargs["enable_thinking"] = False
+                    omitted.append("enable_thinking")
                 elif self.calls_only_content == "auto" and calls_content_refused(e, kwargs):
                     self._empty_calls_content = True
                     with_empty_calls_content(kwargs)

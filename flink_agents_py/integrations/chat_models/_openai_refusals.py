@@ -8,6 +8,10 @@
   for any other (an Azure deployment named freely, a gateway's alias), a 400 naming one
   such parameter sends the request again without it, and the connection leaves it out
   for that model from then on.
+- DashScope's and ModelScope's Qwen3 models think by default, and refuse to in a request
+  that is not streamed (``parameter.enable_thinking must be set to false for non-streaming
+  calls``): the request goes again with ``enable_thinking: false``, and so from then on for
+  that model.
 - An assistant message holding tool calls and no text goes with ``content: null``, as
   OpenAI documents; a server that refuses ``null`` there (Ollama's ``/v1``: ``invalid
   message content type: <nil>``; older llama.cpp servers; Mistral's validator) gets it
@@ -20,7 +24,7 @@ import re
 from typing import Any
 
 __all__ = ["REASONING_UNSUPPORTED", "calls_content_refused", "is_reasoning_model",
-           "refused_option", "with_empty_calls_content", "without_options"]
+           "refused_option", "thinking_refused", "with_empty_calls_content", "without_options"]
 
 _REASONING = re.compile(r"^(?:[\w.-]+/)?(?:o[1-9]|gpt-5)(?:$|[-.:_@])", re.IGNORECASE)
 
@@ -97,6 +101,25 @@ def without_options(request: dict[str, Any], names: set[str]) -> list[str]:
         else:
             dropped.append(name)
     return dropped
+
+
+_THINKING_REFUSED = re.compile(r"enable_thinking must be set to false|enable thinking can not "
+                               r"be support", re.IGNORECASE)
+
+
+def thinking_refused(error: Any, request: dict[str, Any]) -> bool:
+    """Whether a 400 says the model thinks only in streamed requests (Qwen3 on DashScope).
+
+    Args:
+        error: the SDK's ``APIStatusError``.
+        request: the request's fields.
+
+    Returns:
+        Whether the request may go again with ``enable_thinking: false``.
+    """
+    return (getattr(error, "status_code", None) in (400, 422)
+            and request.get("enable_thinking") is not False
+            and bool(_THINKING_REFUSED.search(_error_text(error))))
 
 
 def calls_content_refused(error: Any, request: dict[str, Any]) -> bool:
