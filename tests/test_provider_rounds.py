@@ -604,3 +604,23 @@ def test_tongyi_turns_thinking_off_for_a_qwen3_model_that_thinks_only_streamed()
     assert [a["content"] for a in answers] == ["qwen3-32b answered"] * 2, answers
     assert [a["metadata"]["omitted_options"] for a in answers] == [["enable_thinking"]] * 2
     assert sent == [None, False, False]
+
+
+def test_a_server_refusing_max_completion_tokens_gets_the_limit_as_max_tokens():
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:  # Azure's older API versions
+        if "max_completion_tokens" in req["body"]:
+            return 400, {"error": {"message": "Unrecognized request argument supplied: "
+                                              "max_completion_tokens",
+                                   "type": "invalid_request_error", "param": None,
+                                   "code": None}}
+        return 200, openai_reply("fine")
+    with WireServer(answer) as srv:
+        res = run_probe(probe_agent(_openai(srv), model="gpt-4o",
+                                    options={"max_completion_tokens": 100}),
+                        [{"key": "a", "q": "hi"}, {"key": "a", "q": "again"}])
+        sent = [(b.get("max_tokens"), b.get("max_completion_tokens"))
+                for b in srv.bodies("/chat/completions")]
+    answers = outputs_of(res, "answer")
+    assert [a["content"] for a in answers] == ["fine"] * 2, answers
+    assert sent == [(None, 100), (100, None), (100, None)]
+    assert all("omitted_options" not in a["metadata"] for a in answers)  # renamed, kept

@@ -7,7 +7,8 @@
   as ``max_completion_tokens`` and those parameters are left out from the first request;
   for any other (an Azure deployment named freely, a gateway's alias), a 400 naming one
   such parameter sends the request again without it, and the connection leaves it out
-  for that model from then on.
+  for that model from then on (Azure's older API versions word it ``Unrecognized request
+  argument supplied: max_completion_tokens``: the limit goes as ``max_tokens`` then).
 - DashScope's and ModelScope's Qwen3 models think by default, and refuse to in a request
   that is not streamed (``parameter.enable_thinking must be set to false for non-streaming
   calls``): the request goes again with ``enable_thinking: false``, and so from then on for
@@ -36,7 +37,9 @@ _KEPT = frozenset({"model", "messages", "tools", "response_format", "extra_body"
                    "extra_headers", "extra_query"})
 """Fields never left out on a refusal: without them the request would mean another thing."""
 
-_NAMED = re.compile(r"unsupported (?:parameter|value)s?:?\s*'([A-Za-z_][\w.]*)'", re.IGNORECASE)
+_NAMED = re.compile(r"unsupported (?:parameter|value)s?:?\s*'([A-Za-z_][\w.]*)'"
+                    r"|unrecognized request argument supplied:\s*'?([A-Za-z_]\w*)",
+                    re.IGNORECASE)
 _NULL_REFUSED = re.compile(r"content\b.*\b(?:null|nil|none|string|empty|missing|required)\b"
                            r"|\b(?:null|nil|none)\b.*\bcontent\b", re.IGNORECASE | re.DOTALL)
 
@@ -77,14 +80,21 @@ def refused_option(error: Any, request: dict[str, Any]) -> str | None:
     name = param if isinstance(param, str) and code.startswith("unsupported") else None
     if name is None:
         found = _NAMED.search(_error_text(error))
-        name = found.group(1) if found else None
+        name = (found.group(1) or found.group(2)) if found else None
     if name is None or name in _KEPT or name not in request:
         return None
     return name
 
 
+_TOKEN_LIMITS = {"max_tokens": "max_completion_tokens", "max_completion_tokens": "max_tokens"}
+
+
 def without_options(request: dict[str, Any], names: set[str]) -> list[str]:
-    """Leave ``names`` out of ``request`` (``max_tokens`` goes as ``max_completion_tokens``).
+    """Leave ``names`` out of ``request``; a token limit goes under its other name.
+
+    ``max_tokens`` goes as ``max_completion_tokens`` and the other way round (a server
+    refusing ``max_completion_tokens``: Azure's older API versions, ``Unrecognized request
+    argument supplied``), unless both are refused.
 
     Args:
         request: the request's fields (changed in place).
@@ -96,8 +106,9 @@ def without_options(request: dict[str, Any], names: set[str]) -> list[str]:
     dropped = []
     for name in [n for n in request if n in names]:
         value = request.pop(name)
-        if name == "max_tokens":
-            request.setdefault("max_completion_tokens", value)
+        other = _TOKEN_LIMITS.get(name)
+        if other is not None and other not in names:  # the limit under its other name
+            request.setdefault(other, value)
         else:
             dropped.append(name)
     return dropped
