@@ -100,15 +100,25 @@ def _openai(srv: WireServer, **kw: Any) -> ResourceDescriptor:
                               api_key_env="FAP_TEST_OPENAI_KEY", default_model="gpt-test", **kw)
 
 
-def _tool_round(refuse_null: bool = False):
+_NULL_REFUSALS = {
+    "ollama_v1": (400, {"error": {"message": "invalid message content type: <nil>",
+                                  "type": "invalid_request_error", "param": None,
+                                  "code": None}}),
+    "llama_cpp_python": (500, {"error": {  # its server's validator, quoted in a 500
+        "message": "1 validation errors:\n  {'type': 'string_type', 'loc': ('body', "
+                   "'messages', 1, 'ChatCompletionRequestAssistantMessage', 'content'), "
+                   "'msg': 'Input should be a valid string', 'input': None}",
+        "type": "internal_server_error", "param": None, "code": None}}),
+}
+
+
+def _tool_round(refuse_null: str = ""):
     """A server calling ``lookup`` on a first turn, answering after its result."""
     def answer(req: dict[str, Any]) -> tuple[int, Any]:
         messages = req["body"]["messages"]
         calls_only = [m for m in messages if m["role"] == "assistant" and m.get("tool_calls")]
         if refuse_null and any(m.get("content") is None for m in calls_only):
-            return 400, {"error": {"message": "invalid message content type: <nil>",
-                                   "type": "invalid_request_error", "param": None,
-                                   "code": None}}
+            return _NULL_REFUSALS[refuse_null]
         if messages[-1]["role"] == "tool":
             return 200, openai_reply(f"done: {messages[-1]['content']}")
         return 200, openai_reply(None, [("call_1", "lookup", {"city": "Oslo"})])
@@ -130,8 +140,9 @@ def test_a_tool_calls_only_message_goes_to_openai_with_null_content():
     assert contents == [None]  # OpenAI's documented form, not ""
 
 
-def test_a_server_refusing_null_content_gets_empty_text_on_the_same_call_and_after():
-    with WireServer(_tool_round(refuse_null=True)) as srv:
+@pytest.mark.parametrize("server", list(_NULL_REFUSALS))
+def test_a_server_refusing_null_content_gets_empty_text_on_the_same_call_and_after(server):
+    with WireServer(_tool_round(refuse_null=server)) as srv:
         res = run_probe(probe_agent(_openai(srv), tools=["lookup"], tool_fns=[lookup]),
                         [{"key": "a", "q": "weather?"}, {"key": "a", "q": "and now?"}])
         contents = _calls_only_contents(srv)

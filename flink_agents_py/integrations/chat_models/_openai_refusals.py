@@ -15,8 +15,9 @@
   that model.
 - An assistant message holding tool calls and no text goes with ``content: null``, as
   OpenAI documents; a server that refuses ``null`` there (Ollama's ``/v1``: ``invalid
-  message content type: <nil>``; older llama.cpp servers; Mistral's validator) gets it
-  again with ``""``, and so from then on.
+  message content type: <nil>``; llama-cpp-python's server, with a 500 quoting its
+  validator's ``Input should be a valid string``; older llama.cpp servers; Mistral's
+  validator) gets it again with ``""``, and so from then on.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def calls_content_refused(error: Any, request: dict[str, Any]) -> bool:
     Returns:
         Whether the request holds such a message and the error is about a message's content.
     """
-    if getattr(error, "status_code", None) not in (400, 422):
+    if getattr(error, "status_code", None) not in (400, 422, 500):  # llama-cpp-python: 500
         return False
     if not any(m.get("content") is None and m.get("tool_calls")
                for m in request.get("messages") or ()):
