@@ -635,3 +635,15 @@ def test_a_server_refusing_max_completion_tokens_gets_the_limit_as_max_tokens():
     assert [a["content"] for a in answers] == ["fine"] * 2, answers
     assert sent == [(None, 100), (100, None), (100, None)]
     assert all("omitted_options" not in a["metadata"] for a in answers)  # renamed, kept
+
+
+@pytest.mark.parametrize("choices", [[], None])
+def test_an_answer_without_choices_names_the_provider_and_model(choices):
+    body = {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-mini",
+            "choices": choices, "usage": {"prompt_tokens": 5, "completion_tokens": 0}}
+    with WireServer(lambda req: (200, body)) as srv:
+        res = run_probe(probe_agent(_openai(srv), model="gpt-4o-mini"),
+                        [{"key": "k", "q": "hi"}])
+    [ans] = outputs_of(res, "answer")
+    assert "has no choices" in ans["error"], ans["error"]
+    assert "OpenAIChatModel at 127.0.0.1, model 'gpt-4o-mini'" in ans["error"]

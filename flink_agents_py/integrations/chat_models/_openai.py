@@ -323,13 +323,15 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             body, "chat completion failed", openai_rate_limit(headers))
         if failed is not None:  # a 200 whose body is an error (a gateway's, a proxy's)
             raise failed
+        named = f"({self._provider()}, model {kwargs['model']!r})"
         try:
             response = names.restore(from_openai_choice(body))
-        except ProviderError:
-            raise
+        except ProviderError as e:  # the answer's own fault: named as the HTTP errors are
+            raise ProviderError(f"chat completion {named}: {e}", retryable=e.retryable
+                                ) from scrub_exception(e)
         except Exception as e:  # noqa: BLE001 - a body of an unexpected shape
-            raise ProviderError(
-                f"unexpected chat completion body: {type(e).__name__}: {e}") from scrub_exception(e)
+            raise ProviderError(f"unexpected chat completion body {named}: "
+                                f"{type(e).__name__}: {e}") from scrub_exception(e)
         if omitted:  # said with the answer: the setup asked for them
             response = response.model_copy(update={"metadata": {
                 **response.metadata, "omitted_options": omitted}})
