@@ -381,8 +381,9 @@ def test_another_models_parameters_are_kept():
 
 
 def test_an_http_error_names_provider_model_and_status_and_not_the_key():
-    def refuse(req: dict[str, Any]) -> tuple[int, Any]:
-        return 400, {"error": {"message": "Invalid value for 'messages[0].role'.",
+    def refuse(req: dict[str, Any]) -> tuple[int, Any]:  # a gateway echoing the key
+        return 400, {"error": {"message": "Invalid value for 'messages[0].role'. (key "
+                                          f"{req['headers']['authorization'][7:]})",
                                "type": "invalid_request_error", "param": "messages",
                                "code": None}}
     with WireServer(refuse) as srv:
