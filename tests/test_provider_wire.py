@@ -465,7 +465,8 @@ def test_anthropic_input_tokens_count_what_the_prompt_cache_read_and_wrote():
     [ans] = outputs_of(res, "answer")
     assert ans["usage"] == {"input_tokens": 9407, "output_tokens": 12}
     assert ans["metadata"] == {"cache_read_input_tokens": 9000,
-                               "cache_creation_input_tokens": 400}
+                               "cache_creation_input_tokens": 400,
+                               "cached_tokens": 9000}  # OpenAI's name, as its answers give
 
 
 # ------------------------------------------------------------------ content as parts

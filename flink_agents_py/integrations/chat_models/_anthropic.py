@@ -484,5 +484,6 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             usage=TokenUsage(input_tokens=(usage.get("input_tokens") or 0) + sum(cache.values()),
                              output_tokens=usage.get("output_tokens") or 0),
             finish_reason="tool_calls" if calls else body.get("stop_reason"),
-            metadata=cache,
+            metadata={**cache, **({"cached_tokens": cache["cache_read_input_tokens"]}
+                                   if "cache_read_input_tokens" in cache else {})},
         )
