@@ -648,3 +648,70 @@ def test_an_answer_without_choices_names_the_provider_and_model(choices):
     [ans] = outputs_of(res, "answer")
     assert "has no choices" in ans["error"], ans["error"]
     assert "OpenAIChatModel at 127.0.0.1, model 'gpt-4o-mini'" in ans["error"]
+
+
+USER_REASONING_AGENT = '''
+import os
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent, OutputEvent,
+                                 ResourceDescriptor, ResourceType, RunnerContext, action)
+from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+
+def lookup(city: str) -> str:
+    """The weather in a city.
+
+    Args:
+        city: the city.
+    """
+    return f"{city}: sunny"
+
+
+class Asker(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        r = await ctx.chat("model", [ChatMessage.user(event.input["q"])])
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "text": r.content,
+                                           "omitted": r.metadata.get("omitted_options")}))
+
+
+agent = Asker()
+agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
+    OpenAIChatModel, base_url=os.environ["MY_LLM_URL"], api_key_env="MY_LLM_KEY"))
+agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+    ChatModelSetup, connection="conn", model="o4-mini", tools=["lookup"],
+    options={"temperature": 0.3, "max_tokens": 500}))
+agent.add_resource("lookup", ResourceType.TOOL, lookup)
+res = AgentsExecutionEnvironment.local().from_list([{"key": "a", "q": "Oslo?"}]).apply(
+    agent).run()
+print(res.outputs, res.errors)
+'''
+
+
+def test_a_users_reasoning_model_setup_runs_a_tool_round_from_its_own_directory(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def strict(req: dict[str, Any]) -> tuple[int, Any]:  # OpenAI's o4-mini, Ollama's null
+        code, body = _openai_reasoning_rules({**req, "body": {
+            **req["body"], "model": "o3-mini"}})
+        if code != 200:
+            return code, body
+        return _tool_round(refuse_null="ollama_v1")(req)
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "my_agent.py").write_text(USER_REASONING_AGENT)
+    with WireServer(strict) as srv:
+        proc = subprocess.run([sys.executable, "my_agent.py"], cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": str(root),
+                                   "MY_LLM_URL": f"{srv.url}/v1", "MY_LLM_KEY": "k-1"},
+                              capture_output=True, text=True, timeout=50)
+        bodies = srv.bodies("/chat/completions")
+    assert proc.returncode == 0, proc.stderr
+    assert "'text': 'done: Oslo: sunny'" in proc.stdout, proc.stdout
+    assert "'omitted': ['temperature']" in proc.stdout and proc.stdout.rstrip().endswith("[]")
+    assert bodies[0]["max_completion_tokens"] == 500 and "temperature" not in bodies[0]
