@@ -810,3 +810,26 @@ def test_contract_9_refusal_is_the_same_after_restore(case, probes):
     assert probes["deferred:bad"] == 1  # replayed, not re-run
     content = json.loads(outputs[0]["answer"])["1"]
     assert content.startswith("Error:") and path in content, content
+
+
+def test_contract_10_arguments_the_connection_could_not_read_are_told_not_delegated():
+    from flink_agents_py.api.internal import UNREADABLE_ARGUMENTS
+
+    def script(req):
+        if not req.tool_results:  # what a connection makes of '```{"review": "nice'
+            return sa.calls(("1", "_subagent_r", {
+                UNREADABLE_ARGUMENTS: "are not JSON: '```{\"review\": \"nice'"}))
+        [msg] = req.tool_results
+        if msg.content.startswith("Error:"):  # the model calls again, readably
+            return sa.calls(("2", "_subagent_r", {"review": "nice shoe"}))
+        return f"final: {msg.content}"
+
+    sa.SCRIPTS["orch"] = script
+    out = only_answer(run(sa.orchestrator(subagents=["r"], r=sa.internal(
+        sa.Echo, input_schema=sa.OBJECT_SCHEMA))))
+    _, turn2, _ = sa.requests()["orch"]
+    [failed] = turn2.tool_results
+    assert failed.content.startswith("Error:") and "'r' was called with arguments that are " \
+        "not JSON" in failed.content, failed.content
+    assert sa.inputs()["child:echo"] == [{"review": "nice shoe"}]  # only the readable one
+    assert out["answer"].startswith("final: ")

@@ -43,7 +43,7 @@ from ..api import (
     ToolResult,
     WaitTimeoutError,
 )
-from ..api.internal import subagent_prompt_values
+from ..api.internal import refuse_unreadable_arguments, subagent_prompt_values
 from ._budgets import budgeted_call, fallback_guard, fallback_spends
 from ._failures import TOOL_FAILURES, clip, error_text, failure_text, unless_cancelled
 from ._model_calls import MAX_ANSWER_DEPTH, deeper_than
@@ -514,7 +514,8 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
                     f"no sub-agent named {name!r} is offered to this model; offered: "
                     f"{', '.join(setup.subagents) or 'none'}")), None))
                 continue
-            try:  # the model's arguments go to the sub-agent unchanged
+            try:  # the model's arguments go to the sub-agent unchanged (if read)
+                refuse_unreadable_arguments(name, call.arguments)
                 slots.append((call, await ctx.submit_subagent(name, call.arguments), name))
             except ReplayDivergenceError:
                 raise
