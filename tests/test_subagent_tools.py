@@ -829,7 +829,7 @@ def test_contract_10_arguments_the_connection_could_not_read_are_told_not_delega
         sa.Echo, input_schema=sa.OBJECT_SCHEMA))))
     _, turn2, _ = sa.requests()["orch"]
     [failed] = turn2.tool_results
-    assert failed.content.startswith("Error:") and "'r' was called with arguments that are " \
-        "not JSON" in failed.content, failed.content
+    assert failed.content.startswith("Error:") and "'_subagent_r' was called with arguments " \
+        "that are not JSON" in failed.content, failed.content
     assert sa.inputs()["child:echo"] == [{"review": "nice shoe"}]  # only the readable one
     assert out["answer"].startswith("final: ")

@@ -315,6 +315,19 @@ def test_a_tool_call_is_held_until_approved_and_a_refusal_is_the_tools_result(
 
 
 
+def test_a_call_whose_arguments_could_not_be_read_asks_no_approval(tmp_path, monkeypatch):
+    from flink_agents_py.api import ApprovalRequest
+
+    monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
+    result = (AgentsExecutionEnvironment.local().from_list([{"key": "g", "to": "garbled"}])
+              .apply(wa.make_mailer(timeout_s=600)).run())
+    assert [o for o in result.outputs if ApprovalRequest.of(o)] == []  # no one is asked
+    [answer] = [o["answer"] for o in result.outputs if "answer" in o]
+    assert answer.startswith("Error: ValueError: tool 'send_email' was called with arguments "
+                             "that are not JSON"), answer
+    assert result.errors == [] and read_counts(str(tmp_path)) == {}
+
+
 @pytest.mark.parametrize("payload", [{"approved": "true"}, {"approved": 1}, "yes", None, 1,
                                      {"reason": "ok"}])
 def test_an_approval_answer_that_cannot_be_read_is_refused_and_the_call_stays_held(

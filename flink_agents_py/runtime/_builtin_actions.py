@@ -43,7 +43,7 @@ from ..api import (
     ToolResult,
     WaitTimeoutError,
 )
-from ..api.internal import refuse_unreadable_arguments, subagent_prompt_values
+from ..api.internal import subagent_prompt_values
 from ._budgets import budgeted_call, fallback_guard, fallback_spends
 from ._failures import TOOL_FAILURES, clip, error_text, failure_text, unless_cancelled
 from ._model_calls import MAX_ANSWER_DEPTH, deeper_than
@@ -51,7 +51,7 @@ from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look 
 from ._model_calls import call_model as _model_call
 from ._serde import to_plain_json
 from ._spend import MEMORY_PREFIX, merged_spend, spend_key, stored_spend
-from ._tool_results import delegation_result, refused, tool_message, valid_texts
+from ._tool_results import delegation_result, refused, tool_message, unreadable_refusal, valid_texts
 from .context._memory import apply_merges, read_path
 from .recorder._state import CallKind
 from .recorder._versioning import recorded_to_missing, started_tool_unfit
@@ -506,6 +506,10 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
     slots: list[tuple[ToolCall, Any, str | None]] = []
     unknown: set[str] = set()  # refused names (renamed or removed since a recorded call?)
     for call in event.tool_calls:
+        unreadable = unreadable_refusal(call)  # arguments the connection could not read
+        if unreadable is not None:
+            slots.append((call, unreadable, None))
+            continue
         if call.name.startswith(RESERVED_TOOL_PREFIX):
             name = call.name[len(RESERVED_TOOL_PREFIX):]
             if name not in setup.subagents:
@@ -514,8 +518,7 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
                     f"no sub-agent named {name!r} is offered to this model; offered: "
                     f"{', '.join(setup.subagents) or 'none'}")), None))
                 continue
-            try:  # the model's arguments go to the sub-agent unchanged (if read)
-                refuse_unreadable_arguments(name, call.arguments)
+            try:  # the model's arguments go to the sub-agent unchanged
                 slots.append((call, await ctx.submit_subagent(name, call.arguments), name))
             except ReplayDivergenceError:
                 raise

@@ -18,6 +18,7 @@ from ..api import (
     ToolCall,
     ToolResult,
 )
+from ..api.internal import refuse_unreadable_arguments
 from ._failures import clip
 from ._serde import json_text, to_plain_json
 
@@ -49,6 +50,26 @@ def tool_message(result: ToolResult, text: bool) -> str:
 def refused(call: ToolCall, reason: str, traceback: str | None = None) -> ToolResult:
     return ToolResult(call_id=call.id, name=call.name, ok=False, error=clip(reason),
                       traceback=traceback)
+
+
+def unreadable_refusal(call: ToolCall) -> ToolResult | None:
+    """The refusal of a call whose arguments its connection could not read, if it is one.
+
+    Such a call (``api.UNREADABLE_ARGUMENTS``: arguments that were not JSON, cut short, two
+    objects) runs no tool, asks no approval and delegates to no sub-agent: the model is told
+    why, and may call again.
+
+    Args:
+        call: the model's call.
+
+    Returns:
+        The failed result the model reads (``None``: the arguments were read).
+    """
+    try:
+        refuse_unreadable_arguments(call.name, call.arguments)
+    except ValueError as e:
+        return refused(call, f"ValueError: {e}")
+    return None
 
 
 def delegation_result(ctx: ActionExecution, call: ToolCall, name: str,

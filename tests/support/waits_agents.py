@@ -209,8 +209,10 @@ def email_script(request: Any) -> Any:
     results = request.tool_results
     if not results:
         to = request.messages[-1].content
+        arguments = ({"__unreadable_arguments__": "are not JSON: '{\"to\": '"}  # as read
+                     if to == "garbled" else {"to": to, "body": "hello"})
         return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[
-            ToolCall(id="t1", name="send_email", arguments={"to": to, "body": "hello"})])
+            ToolCall(id="t1", name="send_email", arguments=arguments)])
     return " | ".join(str(m.content) for m in results)
 
 
