@@ -496,6 +496,11 @@ class ChatResponseEvent(Event, defer_build=True):
         """Flink Agents' total wait between retries; 0 unless given (backoff is ours)."""
         return int(self.attributes.get("total_retry_wait_sec", 0))
 
+    @property
+    def is_success(self) -> bool:
+        """Whether the chat succeeded (``error`` unset; Flink Agents' name)."""
+        return self.error is None
+
 
 class ToolRequestEvent(Event, defer_build=True):
     """Asks the tool call action to run ``tool_calls`` for the chat of model ``model``.
