@@ -97,6 +97,9 @@ class Event(BaseModel):
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name == "id":  # a Flink Agents typed copy's ``result.id = event.id`` (``from_event``);
+            self.__dict__["id"] = str(value)  # sending it gives it an id of its own
+            return
         try:  # only an assignment pays: building an event sets no attribute
             super().__setattr__(name, value)
         except ValidationError as e:
