@@ -30,12 +30,14 @@ from flink_agents_py.compat import (
     AgentConfigOptions,
     Configuration,
     ErrorHandlingStrategy,
+    InjectedArg,
     LongTermMemoryBackend,
     LongTermMemoryOptions,
     NotOfferedVectorStore,
     OpenAIChatModelConnection,
     ShortTermMemoryTtlUpdate,
     ShortTermMemoryTtlVisibility,
+    ToolParameterSource,
 )
 from flink_agents_py.compat import RunStatus as CompatRunStatus
 from flink_agents_py.observability import Distribution
@@ -149,3 +151,6 @@ Event.set_attachment
 flink_agents_py.observability._span_ids.RunIds.generate_trace_id
 flink_agents_py.observability._span_ids.RunIds.generate_span_id
 flink_agents_py.observability._span_ids.RunIds.is_trace_id_random
+InjectedArg.from_sensory_memory  # Flink Agents' injected tool arguments: public API
+InjectedArg.from_short_term_memory
+ToolParameterSource._missing_  # enum's hook: a source named in any case

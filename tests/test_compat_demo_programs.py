@@ -271,8 +271,8 @@ JOB_OPS_AGENT = """
                 assert typed.id == event.id and typed.diagnoses_result == event.diagnoses_result
                 ctx.sensory_memory.set("diagnosis", typed.diagnoses_result)
                 job = ctx.sensory_memory.get("job")
-                msg = ChatMessage(role=MessageRole.USER,
-                                  extra_args={"job_id": job.job_id, "diagnosis": typed.diagnoses_result})
+                msg = ChatMessage(role=MessageRole.USER, extra_args={
+                    "job_id": job.job_id, "diagnosis": typed.diagnoses_result})
                 ctx.send_event(ChatRequestEvent(model="remedy_model", messages=[msg]))
             elif ctx.sensory_memory.get("diagnosis") is not None:
                 ctx.send_event(OutputEvent(output={"remedy": event.response.content,

@@ -501,13 +501,16 @@ def _add(a: int, b: int) -> int:
     return a + b
 
 
-def test_tool_from_callable_takes_func_by_keyword_and_refuses_injected_args():
+def test_tool_from_callable_takes_func_by_keyword_and_injected_args():
     _takes(Tool.from_callable, ["func", "injected_args"])
     add = Tool.from_callable(func=_add)
     assert (add.name, add.call(1, b=2)) == ("_add", 3)
     assert add.metadata.get_parameters_dict()["required"] == ["a", "b"]
-    with pytest.raises(NotImplementedError, match="injected tool arguments"):
-        Tool.from_callable(_add, injected_args={"b": {"value": 1}})
+    hidden = Tool.from_callable(_add, injected_args={"b": {"source": "CONFIG"}})
+    assert hidden.metadata.get_parameters_dict()["required"] == ["a"]
+    assert hidden.injected_args == {"b": {"source": "config", "key": "b"}}
+    with pytest.raises(ValueError, match="'c' is not a parameter"):
+        Tool.from_callable(_add, injected_args={"c": {"source": "config"}})
 
 
 # -- Flink Agents' type strings of the built-in events ----------------------------------------

@@ -298,6 +298,10 @@ class FunctionTool(Resource):
         requires_approval: hold each call for approval (see ``tool``).
         approval_timeout_s: how long a held call waits for its answer, in seconds
             (``None``: until answered, or all input ends).
+        injected_args: parameters the runtime fills, not the model (Apache Flink Agents'
+            ``InjectedArg``): name -> ``{"source": "config" | "sensory_memory" |
+            "short_term_memory", "key": ...}``; left out of the schema the model is given.
+            Added to the function's own (``__injected_args__``, set by ``compat.tool``).
     """
 
     RESOURCE_TYPE: ClassVar[ResourceType] = ResourceType.TOOL
@@ -307,6 +311,11 @@ class FunctionTool(Resource):
     description: str = ""
     requires_approval: bool = False
     approval_timeout_s: float | None = Field(default=None, gt=0, le=1e9)
+    injected_args: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+    # added after tools were recorded in durable calls' arguments: out of their JSON form
+    # (and so of the calls' digests) while empty (``runtime._serde.OMIT_EMPTY``)
+    __json_omit_empty__: ClassVar[tuple[str, ...]] = ("injected_args",)
 
     _fn: Callable[..., Any] | None = PrivateAttr(default=None)
 
@@ -375,8 +384,13 @@ class FunctionTool(Resource):
         return ToolMetadata(
             name=self.tool_name,
             description=self.description,
-            parameters=schema_for_function(self.function),
+            parameters=schema_for_function(self.function, skip=tuple(self.injections())),
         )
+
+    def injections(self) -> dict[str, dict[str, str]]:
+        """The parameters the runtime fills: the function's own, then ``injected_args``."""
+        return {**(getattr(self.function, "__injected_args__", None) or {}),
+                **self.injected_args}
 
     def approval(self) -> tuple[bool, float | None]:
         """Whether each call is held for approval, and how long it waits (seconds).

@@ -64,7 +64,7 @@ from ..api import (
 )
 from ..integrations.vector_stores import ChromaVectorStore
 from ._environment import AgentsExecutionEnvironment
-from ._injected import InjectedArg, tool
+from ._injected import InjectedArg, ToolParameterSource, tool
 from ._knowledge import (
     BaseEmbeddingModelConnection,
     BaseEmbeddingModelSetup,
@@ -174,6 +174,7 @@ __all__ = [
     "EventType",
     "FunctionTool",
     "InjectedArg",
+    "ToolParameterSource",
     "InputEvent",
     "InternalSubagent",
     "InternalSubagentResourceDescriptorBuilder",

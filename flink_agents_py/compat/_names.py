@@ -18,7 +18,7 @@ from ..api import (
     ResourceDescriptor,
 )
 from ..api import RunStatus as _RunStatus
-from ._injected import not_offered
+from ._injected import injected_specs
 
 __all__ = [
     "OutputSchema",
@@ -87,18 +87,15 @@ class Tool:
         Args:
             func: the function; its signature and docstring (Google or NumPy style) give the
                 schema.
-            injected_args: Flink Agents' arguments filled by the runtime instead of the
-                model: not offered (``None`` or empty only).
+            injected_args: parameters the runtime fills instead of the model
+                (``InjectedArg``), left out of the schema.
 
         Returns:
             The tool.
-
-        Raises:
-            NotImplementedError: for ``injected_args``.
         """
-        if injected_args:
-            not_offered("Tool.from_callable(injected_args=...)")
-        return FunctionTool.from_function(func)
+        made = FunctionTool.from_function(func)
+        specs = injected_specs(func, injected_args)
+        return made.model_copy(update={"injected_args": specs}) if specs else made
 
 
 class RunState(str, Enum):

@@ -51,7 +51,14 @@ from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look 
 from ._model_calls import call_model as _model_call
 from ._serde import to_plain_json
 from ._spend import MEMORY_PREFIX, merged_spend, spend_key, stored_spend
-from ._tool_results import delegation_result, refused, tool_message, unreadable_refusal, valid_texts
+from ._tool_results import (
+    delegation_result,
+    injected_call,
+    refused,
+    tool_message,
+    unreadable_refusal,
+    valid_texts,
+)
 from .context._memory import apply_merges, read_path
 from .recorder._state import CallKind
 from .recorder._versioning import recorded_to_missing, started_tool_unfit
@@ -534,6 +541,10 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
                 None))
             continue
         tool = ctx.get_resource(resource, ResourceType.TOOL)
+        call, refusal = injected_call(ctx, tool, call)  # Flink Agents' InjectedArg values
+        if refusal is not None:
+            slots.append((call, refusal, None))
+            continue
         held, timeout_s = _approval(tool)
         if held:  # held until approved (``_waits``)
             slots.append((call, _hold(ctx, tool, call, timeout_s), None))

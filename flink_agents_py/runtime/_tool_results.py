@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter, ValidationError
 
 from ..api import (
+    MemoryObject,
     ResourceType,
     SerializationError,
     SubagentResult,
@@ -25,7 +26,8 @@ from ._serde import json_text, to_plain_json
 if TYPE_CHECKING:
     from .recorder._execution import ActionExecution
 
-__all__ = ["delegation_result", "refused", "tool_message", "valid_texts"]
+__all__ = ["delegation_result", "injected_call", "refused", "tool_message", "unreadable_refusal",
+           "valid_texts"]
 
 
 def tool_message(result: ToolResult, text: bool) -> str:
@@ -138,3 +140,43 @@ def valid_texts(value: Any, depth: int = 0) -> Any:
     if depth < 64 and isinstance(value, dict):
         return {valid_texts(k, depth + 1): valid_texts(v, depth + 1) for k, v in value.items()}
     return value
+
+
+def injected_call(ctx: ActionExecution, tool: Any,
+                  call: ToolCall) -> tuple[ToolCall, ToolResult | None]:
+    """``call`` with the arguments its tool has the runtime fill (Flink Agents' ``InjectedArg``).
+
+    Each comes from the agent's configuration, or the key's sensory or short-term memory
+    (a value, not an object), read in the tool round's action (so a replay reads it again),
+    and wins over one the model gave.
+
+    Args:
+        ctx: the tool round's execution.
+        tool: the tool resource (only a ``FunctionTool`` declares injected arguments).
+        call: the model's call.
+
+    Returns:
+        ``(call with the values, None)``, or ``(call, refusal)`` naming what is missing.
+    """
+    injections = getattr(tool, "injections", None)
+    wanted = injections() if callable(injections) else {}
+    if not wanted:
+        return call, None
+    values: dict[str, Any] = {}
+    for param, spec in wanted.items():
+        source, key = spec.get("source", "sensory_memory"), spec.get("key") or param
+        if source == "config":
+            found = key in ctx.plan.config
+            value = ctx.plan.config.get(key)
+        else:
+            memory = ctx.short_term_memory if source == "short_term_memory" else ctx.sensory_memory
+            found = memory.is_exist(key)
+            value = memory.get(key) if found else None
+            if isinstance(value, MemoryObject):
+                return call, refused(call, f"{source} path {key!r} injected into {param!r} of "
+                                           f"tool {call.name!r} holds an object, not a value")
+        if not found:
+            return call, refused(call, f"no {source} value {key!r} to inject into {param!r} "
+                                       f"of tool {call.name!r}")
+        values[param] = value
+    return call.model_copy(update={"arguments": {**call.arguments, **values}}), None

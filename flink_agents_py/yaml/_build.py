@@ -255,8 +255,23 @@ def add_tools(report: Report, spec: AgentSpec, loc: Loc, agent: Agent) -> set[st
             agent.add_resource(tool.name, ResourceType.TOOL, ResourceDescriptor(
                 FunctionTool, func=tool.function, name=tool.name, description=description,
                 requires_approval=tool.requires_approval,
-                approval_timeout_s=tool.approval_timeout_s))
+                approval_timeout_s=tool.approval_timeout_s,
+                injected_args=_injected(report, tool, fn, at)))
     return set(seen)
+
+
+def _injected(report: Report, tool: ToolSpec, fn: Callable[..., Any],
+              at: Loc) -> dict[str, dict[str, str]]:
+    """A tool's ``injected_args`` as ``FunctionTool`` takes them; a name ``fn`` lacks reported."""
+    params = inspect.signature(fn).parameters
+    open_ended = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    for name in tool.injected_args:
+        if name not in params and not open_ended:
+            report.add((*at, "injected_args", name),
+                       f"{quoted(name)} is not a parameter of {quoted(tool.function)}; "
+                       f"its parameters: {', '.join(params) or 'none'}")
+    return {name: {"source": arg.source, "key": arg.key or name}
+            for name, arg in tool.injected_args.items()}
 
 
 def _tool_description(report: Report, tool: ToolSpec, fn: Callable[..., Any],

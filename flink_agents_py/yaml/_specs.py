@@ -37,6 +37,7 @@ from pydantic import (
     Tag,
     ValidationInfo,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -49,7 +50,8 @@ __all__ = [
     "CLASS_PATH", "FUNCTION_PATH", "MAX_NAME_CHARS", "SCHEMA_PATH", "SUBAGENT_KINDS",
     "ActionSpec", "AgentSpec",
     "ChatModelSetupSpec", "ConnectionSpec", "DocumentSpec", "ExternalSubagentSpec",
-    "InternalSubagentSpec", "McpServerSpec", "PromptMessageSpec", "PromptSpec", "ReactSpec",
+    "InjectedArgSpec", "InternalSubagentSpec", "McpServerSpec", "PromptMessageSpec",
+    "PromptSpec", "ReactSpec",
     "ResourceSpec",
     "SubagentEntry", "ToolSpec", "field_keys",
 ]
@@ -341,6 +343,19 @@ class PromptSpec(_Spec):
         return self
 
 
+class InjectedArgSpec(_Spec):
+    """Where the runtime reads a tool parameter it fills (Flink Agents' ``injected_args``)."""
+
+    WHAT: ClassVar[str] = "an injected argument"
+    source: Literal["config", "sensory_memory", "short_term_memory"] = "sensory_memory"
+    key: Text | None = Field(default=None, description="Defaults to the parameter's name.")
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+
 class ToolSpec(_Spec):
     """A function tool (its argument schema comes from the signature)."""
 
@@ -355,6 +370,9 @@ class ToolSpec(_Spec):
     approval_timeout_s: float | None = Field(
         default=None, gt=0, le=1e9, description="How long a held call waits for its answer, in "
                                         "seconds (default: until answered).")
+    injected_args: dict[str, InjectedArgSpec] = Field(
+        default_factory=dict, description="Parameters the runtime fills from the configuration "
+                                          "or memory, hidden from the model.")
 
 
 class ResourceSpec(_Spec):
