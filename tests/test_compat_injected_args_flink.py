@@ -11,8 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from tests.test_compat_injected_args import AGENT, PYTHON, ROOT
+from test_compat_injected_args import AGENT, PYTHON, ROOT
 
 pytestmark = [pytest.mark.flink, pytest.mark.timeout(300)]
 
