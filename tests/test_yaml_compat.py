@@ -125,3 +125,42 @@ def test_on_and_listen_to_together_are_rejected(tmp_path):
                                           "        on: [InputEvent]")
     with pytest.raises(YamlError, match="not 'on' and 'listen_to'"):
         _load(tmp_path, body)
+
+
+def test_load_yaml_takes_a_list_of_paths(tmp_path):
+    # Flink Agents' env.load_yaml(paths): a path or a list of them
+    (tmp_path / "shout.py").write_text(textwrap.dedent("""\
+        from flink_agents_py.compat import InputEvent, OutputEvent
+
+        def shout(event, ctx):
+            ctx.send_event(OutputEvent(output=str(event.input).upper()))
+
+        def whisper(event, ctx):
+            ctx.send_event(OutputEvent(output=str(event.input).lower()))
+        """))
+    for name in ("shout", "whisper"):
+        (tmp_path / f"{name}.yaml").write_text(textwrap.dedent(f"""\
+            agents:
+              - name: {name}er
+                actions:
+                  - name: {name}
+                    function: "shout:{name}"
+                    listen_to: [input]
+            """))
+    (tmp_path / "run.py").write_text(textwrap.dedent("""\
+        import json
+        from flink_agents_py.compat import AgentsExecutionEnvironment
+
+        env = AgentsExecutionEnvironment.get_execution_environment()
+        env.load_yaml(paths=["shout.yaml", "whisper.yaml"])
+        outs = []
+        for agent in ("shouter", "whisperer"):
+            outs.append(env.from_list([{"key": "k", "value": "Hi"}]).apply(agent).to_list())
+        env.execute()
+        print(json.dumps(outs))
+        """))
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=50, env={"PYTHONPATH": str(root), "PATH": ""})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [[{"k": "HI"}], [{"k": "hi"}]]

@@ -150,11 +150,12 @@ class _Environment:
         self._resources.append((resource_type, name, instance))
         return self
 
-    def load_yaml(self, path: Any) -> _Environment:
-        """Load the agents declared in a YAML document; ``apply("name")`` picks one.
+    def load_yaml(self, paths: Any) -> _Environment:
+        """Load the agents declared in YAML documents; ``apply("name")`` picks one.
 
         Args:
-            path: the YAML file.
+            paths: the YAML file, or a list of them (Flink Agents' ``paths``; a list was
+                taken for one path before).
 
         Returns:
             This environment, for chaining.
@@ -164,7 +165,8 @@ class _Environment:
         """
         from ..yaml import load_agents
 
-        self._agents.update(load_agents(path))
+        for path in paths if isinstance(paths, (list, tuple)) else [paths]:
+            self._agents.update(load_agents(path))
         return self
 
     def _agent(self, agent: Agent | str) -> Agent:
