@@ -68,6 +68,24 @@ def test_primitive_input_without_prompt_is_the_user_message_and_text_is_the_answ
     assert errors == [] and outputs == ["echo:hello", "echo:7"]
 
 
+def test_a_text_prompt_is_the_users_message_as_in_flink_agents():
+    # Flink Agents' start_action: prompt.format_messages(role=MessageRole.USER, ...); a model
+    # given only a system message (Anthropic refuses that) got the question as one before
+    from flink_agents_py.api import Prompt
+
+    def roles(r: ScriptedRequest) -> str:
+        return " ".join(f"{m.role}:{m.content}" for m in r.messages)
+
+    for prompt, value in [(Prompt.from_text("Q: {input}"), 42),
+                          (Prompt.from_text("{a}-{b}"), {"key": "k", "a": 1, "b": "x"})]:
+        agent = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"),
+                           prompt=prompt)
+        agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                           model_from_function(roles))
+        outputs, errors = _run(agent, [value])
+        assert errors == [] and outputs == ["user:Q: 42" if value == 42 else "user:1-x"]
+
+
 def test_an_object_input_without_prompt_is_a_named_error():
     agent = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="conn"))
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,

@@ -334,7 +334,7 @@ def _user_messages(value: Any, prompt: Prompt | None) -> list[ChatMessage]:
         text = "" if value is None else str(value)
         if prompt is None:
             return [ChatMessage(role=MessageRole.USER, content=text)]
-        return prompt.format_messages(input=text)
+        return prompt.format_messages(role=MessageRole.USER, input=text)  # a text prompt
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
     if not isinstance(value, dict):
@@ -347,7 +347,8 @@ def _user_messages(value: Any, prompt: Prompt | None) -> list[ChatMessage]:
             f"the ReAct agent got an object input (fields {sorted(value)}) and has no prompt "
             f"to turn it into a message: pass prompt=... with {{field}} placeholders, or send "
             f"{{'input': text}}")
-    return prompt.format_messages(**{k: v if isinstance(v, str) else json.dumps(v)
+    return prompt.format_messages(role=MessageRole.USER,  # a text prompt: the user's message
+                                  **{k: v if isinstance(v, str) else json.dumps(v)
                                      for k, v in value.items()})
 
 
