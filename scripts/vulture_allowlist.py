@@ -33,6 +33,7 @@ from flink_agents_py.compat import (
     InjectedArg,
     LongTermMemoryBackend,
     LongTermMemoryOptions,
+    MemoryEventOptions,
     NotOfferedVectorStore,
     OpenAIChatModelConnection,
     ShortTermMemoryTtlUpdate,
@@ -116,6 +117,23 @@ AgentConfigOptions.PRETTY_PRINT
 AgentConfigOptions.ACTION_STATE_STORE_BACKEND
 AgentConfigOptions.KAFKA_BOOTSTRAP_SERVERS
 AgentConfigOptions.KAFKA_ACTION_STATE_TOPIC
+AgentConfigOptions.KAFKA_ACTION_STATE_TOPIC_NUM_PARTITIONS
+AgentConfigOptions.KAFKA_ACTION_STATE_TOPIC_REPLICATION_FACTOR
+AgentConfigOptions.FLUSS_BOOTSTRAP_SERVERS
+AgentConfigOptions.FLUSS_ACTION_STATE_DATABASE
+AgentConfigOptions.FLUSS_ACTION_STATE_TABLE_BUCKETS
+AgentConfigOptions.FLUSS_SECURITY_PROTOCOL
+AgentConfigOptions.FLUSS_SASL_MECHANISM
+AgentConfigOptions.FLUSS_SASL_JAAS_CONFIG
+AgentConfigOptions.FLUSS_SASL_USERNAME
+AgentConfigOptions.FLUSS_SASL_PASSWORD
+MemoryEventOptions.MEMORY_GENERATE_EVENT
+MemoryEventOptions.SHORT_TERM_WRITE
+MemoryEventOptions.SENSORY_WRITE
+MemoryEventOptions.SENSORY_READ
+MemoryEventOptions.LONG_TERM_UPDATE
+MemoryEventOptions.LONG_TERM_GET
+MemoryEventOptions.LONG_TERM_SEARCH
 ErrorHandlingStrategy.RETRY
 ErrorHandlingStrategy.IGNORE
 LongTermMemoryBackend.EXTERNAL_VECTOR_STORE

@@ -312,3 +312,78 @@ def test_only_an_events_id_can_be_assigned():
     assert event.id == "copied"
     with pytest.raises(pydantic.ValidationError, match="immutable"):
         event.type = "other"  # type: ignore[misc]
+
+
+def test_newer_flink_agents_options_are_taken_and_tool_call_parallel_is_the_dispatch():
+    # Flink Agents' newer options (its memory event switches, the Fluss action store, tool
+    # call parallelism...) were AttributeErrors stopping the program that set them
+    import threading
+
+    from flink_agents_py.compat import (
+        Agent,
+        AgentConfigOptions,
+        AgentExecutionOptions,
+        AgentsExecutionEnvironment,
+        ChatRequestEvent,
+        ChatResponseEvent,
+        ConditionEvaluationFailureStrategy,
+        InputEvent,
+        MemoryEventOptions,
+        OutputEvent,
+        ResourceDescriptor,
+        ResourceName,
+        ResourceType,
+        Tool,
+        action,
+    )
+    from flink_agents_py.testing import model_from_function, tool_call, tool_calls
+
+    def run(parallel: bool) -> list[dict[str, str]]:
+        other_started = threading.Event()
+
+        def first(n: int) -> str:
+            """Wait for the second call to start (it can, when calls run at once)."""
+            return "together" if other_started.wait(timeout=2) else "alone"
+
+        def second(n: int) -> str:
+            """Start."""
+            other_started.set()
+            return "second"
+
+        def script(request):
+            if request.tool_results:
+                return " ".join(str(r.content) for r in request.tool_results)
+            return tool_calls(tool_call("first", "c1", n=1), tool_call("second", "c2", n=2))
+
+        class Parallel(Agent):
+            @action(InputEvent)
+            @staticmethod
+            def ask(event, ctx):
+                ctx.send_event(ChatRequestEvent(model="m", messages=[]))
+
+            @action(ChatResponseEvent)
+            @staticmethod
+            def answer(event, ctx):
+                ctx.send_event(OutputEvent(output=event.response.content))
+
+        env = AgentsExecutionEnvironment.get_execution_environment()
+        config = env.get_config()
+        config.set(AgentExecutionOptions.TOOL_CALL_PARALLEL, parallel)
+        config.set(AgentExecutionOptions.TOOL_CALL_NUM_ASYNC_THREADS, 4)
+        config.set(AgentExecutionOptions.AGENT_RUN_BEGIN_EVENT, True)
+        config.set(MemoryEventOptions.SHORT_TERM_READ, True)
+        config.set(AgentConfigOptions.FLUSS_ACTION_STATE_TABLE, "state")
+        config.set(AgentConfigOptions.CONDITION_EVALUATION_FAILURE_STRATEGY,
+                   ConditionEvaluationFailureStrategy.FAIL)
+        env.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(script))
+        env.add_resource("first", ResourceType.TOOL, Tool.from_callable(first))
+        env.add_resource("second", ResourceType.TOOL, Tool.from_callable(second))
+        agent = Parallel().add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
+            clazz=ResourceName.ChatModel.OLLAMA_SETUP, connection="conn", model="q",
+            tools=["first", "second"]))
+        out = env.from_list([{"key": "k", "value": 1}]).apply(agent).to_list()
+        env.execute()
+        return out
+
+    assert run(parallel=True) == [{"k": "together second"}]
+    assert run(parallel=False) == [{"k": "alone second"}]

@@ -88,6 +88,7 @@ from ._names import (
 from ._options import (
     AgentConfigOptions,
     AgentExecutionOptions,
+    ConditionEvaluationFailureStrategy,
     ConfigOption,
     Configuration,
     ErrorHandlingStrategy,
@@ -95,6 +96,7 @@ from ._options import (
     LoggerType,
     LongTermMemoryBackend,
     LongTermMemoryOptions,
+    MemoryEventOptions,
     ShortTermMemoryTtlUpdate,
     ShortTermMemoryTtlVisibility,
 )
@@ -174,6 +176,8 @@ __all__ = [
     "EventType",
     "FunctionTool",
     "InjectedArg",
+    "ConditionEvaluationFailureStrategy",
+    "MemoryEventOptions",
     "ToolParameterSource",
     "InputEvent",
     "InternalSubagent",

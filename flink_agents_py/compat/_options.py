@@ -33,7 +33,8 @@ from ..observability.internal import APACHE_KEYS
 log = logging.getLogger(__name__)
 
 __all__ = ["ConfigOption", "Configuration", "AgentExecutionOptions", "AgentConfigOptions",
-           "ErrorHandlingStrategy", "EventLogLevel", "LoggerType", "LongTermMemoryBackend",
+           "ConditionEvaluationFailureStrategy", "MemoryEventOptions", "ErrorHandlingStrategy",
+           "EventLogLevel", "LoggerType", "LongTermMemoryBackend",
            "LongTermMemoryOptions", "ShortTermMemoryTtlUpdate", "ShortTermMemoryTtlVisibility"]
 
 
@@ -113,6 +114,12 @@ class AgentExecutionOptions:
         "short-term-memory.state-ttl.visibility", ShortTermMemoryTtlVisibility,
         ShortTermMemoryTtlVisibility.NEVER_RETURN_EXPIRED)
     """Consulted by Flink Agents only with a TTL: no effect here."""
+    TOOL_CALL_PARALLEL = ConfigOption("tool-call.parallel", bool, True)
+    """``False``: a round's tool calls run one after another (the setups' ``tool_dispatch``
+    ``"serial"``, for those that do not set their own)."""
+    AGENT_RUN_BEGIN_EVENT = ConfigOption("agent-run.begin-event", bool, False)
+    TOOL_CALL_NUM_ASYNC_THREADS = ConfigOption("tool-call.num-async-threads", int, 32)
+    TOOL_CALL_BATCH_TIMEOUT = ConfigOption("tool-call.batch.timeout", int, -1)
 
 
 class LoggerType(Enum):
@@ -128,6 +135,13 @@ class EventLogLevel(Enum):
     OFF = "OFF"
     STANDARD = "STANDARD"
     VERBOSE = "VERBOSE"
+
+
+class ConditionEvaluationFailureStrategy(Enum):
+    """Flink Agents' choice when an action's trigger condition fails to evaluate (no effect)."""
+
+    WARN_AND_SKIP = "WARN_AND_SKIP"
+    FAIL = "FAIL"
 
 
 class AgentConfigOptions:
@@ -151,6 +165,38 @@ class AgentConfigOptions:
     ACTION_STATE_STORE_BACKEND = ConfigOption("actionStateStoreBackend", str, None)
     KAFKA_BOOTSTRAP_SERVERS = ConfigOption("kafkaBootstrapServers", str, "localhost:9092")
     KAFKA_ACTION_STATE_TOPIC = ConfigOption("kafkaActionStateTopic", str, None)
+    KAFKA_ACTION_STATE_TOPIC_NUM_PARTITIONS = ConfigOption(
+        "kafkaActionStateTopicNumPartitions", int, 64)
+    KAFKA_ACTION_STATE_TOPIC_REPLICATION_FACTOR = ConfigOption(
+        "kafkaActionStateTopicReplicationFactor", int, 1)
+    FLUSS_BOOTSTRAP_SERVERS = ConfigOption("flussBootstrapServers", str, "localhost:9123")
+    FLUSS_ACTION_STATE_DATABASE = ConfigOption("flussActionStateDatabase", str, "flink_agents")
+    FLUSS_ACTION_STATE_TABLE = ConfigOption("flussActionStateTable", str, None)
+    FLUSS_ACTION_STATE_TABLE_BUCKETS = ConfigOption("flussActionStateTableBuckets", int, 64)
+    FLUSS_SECURITY_PROTOCOL = ConfigOption("flussSecurityProtocol", str, "PLAINTEXT")
+    FLUSS_SASL_MECHANISM = ConfigOption("flussSaslMechanism", str, "PLAIN")
+    FLUSS_SASL_JAAS_CONFIG = ConfigOption("flussSaslJaasConfig", str, None)
+    FLUSS_SASL_USERNAME = ConfigOption("flussSaslUsername", str, None)
+    FLUSS_SASL_PASSWORD = ConfigOption("flussSaslPassword", str, None)
+    CONDITION_EVALUATION_FAILURE_STRATEGY = ConfigOption(
+        "action.trigger-condition.evaluate-failure-strategy", ConditionEvaluationFailureStrategy,
+        ConditionEvaluationFailureStrategy.WARN_AND_SKIP)
+    EVENT_LOG_TRACE_ENABLED = ConfigOption("event-log.trace.enabled", bool, False)
+    """Flink Agents' trace records in its event log: not written here (no effect)."""
+    EVENT_LISTENERS = ConfigOption("event-listeners", list, None)
+
+
+class MemoryEventOptions:
+    """Flink Agents' memory observation events: no effect (memory operations are no events)."""
+
+    MEMORY_GENERATE_EVENT = ConfigOption("memory.generate-event", bool, None)
+    SHORT_TERM_WRITE = ConfigOption("memory.generate-event.short-term-write", bool, None)
+    SHORT_TERM_READ = ConfigOption("memory.generate-event.short-term-read", bool, None)
+    SENSORY_WRITE = ConfigOption("memory.generate-event.sensory-write", bool, None)
+    SENSORY_READ = ConfigOption("memory.generate-event.sensory-read", bool, None)
+    LONG_TERM_UPDATE = ConfigOption("memory.generate-event.long-term-update", bool, None)
+    LONG_TERM_GET = ConfigOption("memory.generate-event.long-term-get", bool, None)
+    LONG_TERM_SEARCH = ConfigOption("memory.generate-event.long-term-search", bool, None)
 
 
 class _Mem0:
@@ -180,11 +226,17 @@ class LongTermMemoryOptions(_OurLongTermMemoryOptions):
 HOST_KEYS = frozenset({AgentExecutionOptions.NUM_ASYNC_THREADS.key})
 """Keys the environment itself takes (not given to agents)."""
 CHAT_KEYS = frozenset({AgentExecutionOptions.ERROR_HANDLING_STRATEGY.key,
-                       AgentExecutionOptions.MAX_RETRIES.key})
+                       AgentExecutionOptions.MAX_RETRIES.key,
+                       AgentExecutionOptions.TOOL_CALL_PARALLEL.key})
 """Keys that set the chat model setups' defaults (not given to agents)."""
 _NO_EFFECT = frozenset({
     *(o.key for o in vars(AgentConfigOptions).values() if isinstance(o, ConfigOption)
       if not o.key.startswith(APACHE_KEYS)),
+    *(o.key for o in vars(MemoryEventOptions).values() if isinstance(o, ConfigOption)),
+    AgentConfigOptions.EVENT_LOG_TRACE_ENABLED.key, AgentConfigOptions.EVENT_LISTENERS.key,
+    AgentExecutionOptions.AGENT_RUN_BEGIN_EVENT.key,
+    AgentExecutionOptions.TOOL_CALL_NUM_ASYNC_THREADS.key,
+    AgentExecutionOptions.TOOL_CALL_BATCH_TIMEOUT.key,
     AgentExecutionOptions.RETRY_WAIT_INTERVAL.key, AgentExecutionOptions.CHAT_ASYNC.key,
     AgentExecutionOptions.TOOL_CALL_ASYNC.key, AgentExecutionOptions.RAG_ASYNC.key,
     AgentExecutionOptions.SHORT_TERM_MEMORY_STATE_TTL_UPDATE_TYPE.key,
@@ -192,6 +244,11 @@ _NO_EFFECT = frozenset({
     LongTermMemoryOptions.BACKEND.key, LongTermMemoryOptions.ASYNC_COMPACTION.key,
     _Mem0.CHAT_MODEL_SETUP.key, _Mem0.EMBEDDING_MODEL_SETUP.key,
 })
+
+
+def _truthy(value: Any) -> bool:
+    return value.strip().lower() not in ("false", "0", "no", "off") \
+        if isinstance(value, str) else bool(value)
 
 
 def _plain(value: Any) -> Any:
@@ -256,7 +313,7 @@ class Configuration:
         return {k: v for k, v in self._values.items() if k not in HOST_KEYS | CHAT_KEYS}
 
     def chat_defaults(self) -> dict[str, Any]:
-        """The chat model setups' defaults set here: ``error_policy``, ``retry_max_attempts``."""
+        """The chat model setups' defaults set here (``error_policy``, ``tool_dispatch``...)."""
         out: dict[str, Any] = {}
         strategy = self._values.get(AgentExecutionOptions.ERROR_HANDLING_STRATEGY.key)
         if strategy is not None:
@@ -264,6 +321,9 @@ class Configuration:
         retries = self._values.get(AgentExecutionOptions.MAX_RETRIES.key)
         if retries is not None:
             out["retry_max_attempts"] = int(retries) + 1
+        parallel = self._values.get(AgentExecutionOptions.TOOL_CALL_PARALLEL.key)
+        if parallel is not None:
+            out["tool_dispatch"] = "concurrent" if _truthy(parallel) else "serial"
         return out
 
     def load_yaml(self, path: str | Path) -> None:
