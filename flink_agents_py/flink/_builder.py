@@ -26,6 +26,7 @@ from ..runtime import (
 from ..runtime.internal import UnreadErrors
 from ._collections import accept_pickled_collections
 from ._fresh import shipped
+from ._keyed_input import is_keyed_stream, with_its_key
 from ._operator import ERROR_TAG, AgentOperator
 from ._progress import JobProgress, progress_enabled, rest_urls
 from ._second_input import envelope_key, wrap_outside
@@ -483,6 +484,8 @@ class FlinkExecutionEnvironment:
                    "env.from_collection(records), a stream of the records as Python objects")
             raise UsageError(f"from_datastream takes a PyFlink DataStream, got a "
                              f"{type(ds).__name__}: pass {fix}")
+        if key_selector is None and is_keyed_stream(ds):  # Flink Agents: its own key
+            ds, key_selector = with_its_key(ds)
         return FlinkAgentBuilder(self, ds, _key_function(key_selector) or default_key_selector)
 
     def from_table(self, table: Any, key_selector: Callable[[Any], Any] | None = None

@@ -85,6 +85,7 @@ from ..runtime import (
 from ._fresh import fresh_reduce
 from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
+from ._keyed_input import CarriedKey
 from ._process_drain import drain_all, python_state_backend
 from ._second_input import OutsideEnvelope, outside_element, register_waits, wait_timer
 from ._switching import _MAX_EXPECTED_WAIT_MS, DRAIN_TIMESTAMP, KeySwitching
@@ -259,6 +260,8 @@ class AgentOperator(KeyedProcessFunction):
         core = self.core
         assert core is not None
         key = self._key = ctx.get_current_key()  # its identity (``KeyEncoding``)
+        if type(value) is CarriedKey:  # a record of a KeyedStream, with its key (keyed by it)
+            value = value.record
         rejected = self.keys.rejected(key)
         if rejected is not None:  # its key selector failed, or its key has no encoding
             outside = type(value) is OutsideEnvelope

@@ -1,0 +1,60 @@
+"""A ``KeyedStream`` given to ``from_datastream`` without a key selector keeps its own key.
+
+Flink Agents takes an already keyed stream as it is (``from_datastream(ds.key_by(f))``), its
+records keyed by ``f``. PyFlink does not keep ``f`` on the ``KeyedStream``, so a keyed step
+reads each record's key (``ctx.get_current_key()``) and carries it beside the record
+(``CarriedKey``); the agent's operator is keyed by that key and gets the record alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pyflink.common.typeinfo import Types
+from pyflink.datastream import KeyedProcessFunction, KeyedStream
+
+__all__ = ["CarriedKey", "is_keyed_stream", "with_its_key"]
+
+
+class CarriedKey:
+    """A record of a ``KeyedStream`` with the key the stream gave it.
+
+    Args:
+        key: the key.
+        record: the record.
+    """
+
+    __slots__ = ("key", "record")
+
+    def __init__(self, key: Any, record: Any) -> None:
+        self.key = key
+        self.record = record
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return CarriedKey, (self.key, self.record)
+
+
+class _CarryKey(KeyedProcessFunction):
+    """Each record with its current key."""
+
+    def process_element(self, value: Any, ctx: Any) -> Iterator[CarriedKey]:
+        yield CarriedKey(ctx.get_current_key(), value)
+
+
+def _carried_key(carried: Any) -> Any:
+    return carried.key
+
+
+def is_keyed_stream(ds: Any) -> bool:
+    """Whether ``ds`` is a PyFlink ``KeyedStream`` (made by ``key_by``)."""
+    return isinstance(ds, KeyedStream)
+
+
+def with_its_key(ds: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """``ds``'s records as ``CarriedKey``s, and the key selector reading their key.
+
+    Returns:
+        The stream of ``CarriedKey``s and the selector of their ``key``.
+    """
+    return ds.process(_CarryKey(), output_type=Types.PICKLED_BYTE_ARRAY()), _carried_key
