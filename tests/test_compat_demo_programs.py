@@ -387,3 +387,38 @@ def test_newer_flink_agents_options_are_taken_and_tool_call_parallel_is_the_disp
 
     assert run(parallel=True) == [{"k": "together second"}]
     assert run(parallel=False) == [{"k": "alone second"}]
+
+
+def test_an_action_reads_every_option_the_program_set():
+    # ctx.config is the whole configuration in Flink Agents; here the options that set the
+    # host (NUM_ASYNC_THREADS) or the chat defaults (MAX_RETRIES...) were left out of it,
+    # reading their defaults, and an enum option read back as its text
+    from flink_agents_py.compat import (
+        Agent,
+        AgentExecutionOptions,
+        AgentsExecutionEnvironment,
+        ErrorHandlingStrategy,
+        InputEvent,
+        OutputEvent,
+        action,
+    )
+
+    class Reader(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def go(event, ctx):
+            ctx.send_event(OutputEvent(output=[
+                ctx.config.get(AgentExecutionOptions.MAX_RETRIES),
+                ctx.config.get_int(AgentExecutionOptions.NUM_ASYNC_THREADS.get_key()),
+                ctx.config.get(AgentExecutionOptions.ERROR_HANDLING_STRATEGY),
+                ctx.config.get(AgentExecutionOptions.TOOL_CALL_PARALLEL)]))
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    config = env.get_config()
+    config.set(AgentExecutionOptions.MAX_RETRIES, 5)
+    config.set(AgentExecutionOptions.NUM_ASYNC_THREADS, 7)
+    config.set(AgentExecutionOptions.ERROR_HANDLING_STRATEGY, ErrorHandlingStrategy.RETRY)
+    out = env.from_list([{"key": "k", "value": 1}]).apply(Reader()).to_list()
+    env.execute()
+    assert out == [{"k": [5, 7, ErrorHandlingStrategy.RETRY, True]}]
+    assert config.get(AgentExecutionOptions.ERROR_HANDLING_STRATEGY) is ErrorHandlingStrategy.RETRY

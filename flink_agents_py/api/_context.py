@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Generator, Sequence
+from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -43,11 +44,23 @@ class AgentConfig:
         self._values = values
 
     def get(self, option: Any, default: Any = None) -> Any:
-        """The value of ``option`` (a key, or an option with ``key`` and ``default``)."""
+        """The value of ``option`` (a key, or an option with ``key`` and ``default``).
+
+        An option whose ``config_type`` is an enum gives its member (Flink Agents' typed
+        options: ``ctx.config.get(AgentExecutionOptions.ERROR_HANDLING_STRATEGY)``).
+
+        Returns:
+            The value set, else ``default``, else the option's default.
+        """
         key = getattr(option, "key", option)
         if default is None:
             default = getattr(option, "default", None)
-        return self._values.get(str(key), default)
+        value = self._values.get(str(key), default)
+        kind = getattr(option, "config_type", None)
+        if isinstance(kind, type) and issubclass(kind, Enum) and not isinstance(value, kind):
+            found = [m for m in kind if value in (m.value, m.name)]
+            return found[0] if found else value
+        return value
 
     def get_str(self, option: Any, default: Any = None) -> Any:
         """The value of ``option`` (Flink Agents' typed getters are all this one here)."""

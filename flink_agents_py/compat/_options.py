@@ -7,7 +7,7 @@ Here:
 - ``NUM_ASYNC_THREADS`` is the environment's ``max_in_flight``;
 - ``ERROR_HANDLING_STRATEGY`` / ``MAX_RETRIES`` are the ``error_policy`` /
   ``retry_max_attempts`` (retries + 1) of every chat model setup that does not set its own;
-- every other key (long-term memory's, a program's own) goes into the configuration of each
+- every key (these too, long-term memory's, a program's own) goes into the configuration of each
   agent applied afterwards (``Agent.set_config``), an agent's own value winning;
 - the file event log's options (``baseLogDir``, ``eventLoggerType``, ``prettyPrint``,
   ``event-log.*``) write Flink Agents' event log files (``observability.ApacheEventLog``);
@@ -26,8 +26,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from ..api import AgentConfig, UsageError
 from ..api import LongTermMemoryOptions as _OurLongTermMemoryOptions
-from ..api import UsageError
 from ..observability.internal import APACHE_KEYS
 
 log = logging.getLogger(__name__)
@@ -223,12 +223,6 @@ class LongTermMemoryOptions(_OurLongTermMemoryOptions):
     ASYNC_COMPACTION = ConfigOption("long-term-memory.async-compaction", bool, False)
 
 
-HOST_KEYS = frozenset({AgentExecutionOptions.NUM_ASYNC_THREADS.key})
-"""Keys the environment itself takes (not given to agents)."""
-CHAT_KEYS = frozenset({AgentExecutionOptions.ERROR_HANDLING_STRATEGY.key,
-                       AgentExecutionOptions.MAX_RETRIES.key,
-                       AgentExecutionOptions.TOOL_CALL_PARALLEL.key})
-"""Keys that set the chat model setups' defaults (not given to agents)."""
 _NO_EFFECT = frozenset({
     *(o.key for o in vars(AgentConfigOptions).values() if isinstance(o, ConfigOption)
       if not o.key.startswith(APACHE_KEYS)),
@@ -287,9 +281,9 @@ class Configuration:
         return self
 
     def get(self, option: ConfigOption | str, default: Any = None) -> Any:
-        """The value of ``option`` (its default when unset)."""
-        if isinstance(option, ConfigOption):
-            return self._values.get(option.key, option.default if default is None else default)
+        """The value of ``option`` (its default when unset; an enum option's as its member)."""
+        if isinstance(option, ConfigOption):  # read as an action reads it (``ctx.config``)
+            return AgentConfig(self._values).get(option, default)
         return self._values.get(str(option), default)
 
     def set_str(self, key: str, value: str) -> Configuration:
@@ -309,8 +303,12 @@ class Configuration:
         return dict(self._values)
 
     def agent_config(self) -> dict[str, Any]:
-        """What goes into each agent's configuration (every key but the host's and chat's)."""
-        return {k: v for k, v in self._values.items() if k not in HOST_KEYS | CHAT_KEYS}
+        """Each agent's configuration (``ctx.config``): every key, as in Flink Agents.
+
+        Returns:
+            The keys and values set here, the host's and the chat defaults' included.
+        """
+        return dict(self._values)
 
     def chat_defaults(self) -> dict[str, Any]:
         """The chat model setups' defaults set here (``error_policy``, ``tool_dispatch``...)."""
