@@ -162,3 +162,99 @@ def test_a_cycle_in_an_untyped_field_is_still_a_serialization_error():
     cycle.append(cycle)
     with pytest.raises(SerializationError):
         event_json(MyEvent(value=cycle), "test")
+
+
+# Flink Agents' chat_tongyi_example (before 0.1's names): resources declared with
+# @chat_model_server / @chat_model, each method returning (class, {"name": ..., ...}).
+# Both names were an ImportError, and a (class, dict) value was refused by the plan.
+TUPLE_FORM = """
+    from typing import Any, Dict, Tuple, Type
+    from flink_agents_py.compat import Agent, ChatMessage, MessageRole
+    from flink_agents_py.compat import BaseChatModelConnection, BaseChatModelSetup
+    from flink_agents_py.compat import action, chat_model, chat_model_server, tool
+    from flink_agents_py.compat import ChatRequestEvent, ChatResponseEvent, InputEvent, OutputEvent
+    from flink_agents_py.compat import AgentsExecutionEnvironment, RunnerContext
+    from flink_agents_py.testing import ScriptedChatModel, tool_call, tool_calls
+
+
+    def answer(request):
+        if "add" in {t.name for t in request.tools} and not request.tool_results:
+            return tool_calls(tool_call("add", "c1", a=1, b=2))
+        if request.tool_results:
+            return f"sum {request.tool_results[0].content}"
+        return "joke: " + request.messages[-1].content
+
+
+    class MyTongyiAgent(Agent):
+        @chat_model_server
+        @staticmethod
+        def tongyi_server() -> Tuple[Type[BaseChatModelConnection], Dict[str, Any]]:
+            return ScriptedChatModel, {"name": "tongyi_server", "function": "prog:answer"}
+
+        @chat_model
+        @staticmethod
+        def math_chat_model() -> Tuple[Type[BaseChatModelSetup], Dict[str, Any]]:
+            return BaseChatModelSetup, {"name": "math_chat_model", "connection": "tongyi_server",
+                                        "tools": ["add"]}
+
+        @chat_model
+        @staticmethod
+        def creative_chat_model() -> Tuple[Type[BaseChatModelSetup], Dict[str, Any]]:
+            return BaseChatModelSetup, {"name": "creative_chat_model",
+                                        "connection": "tongyi_server"}
+
+        @tool
+        @staticmethod
+        def add(a: int, b: int) -> int:
+            \"\"\"Calculate the sum of a and b.
+
+            Parameters
+            ----------
+            a : int
+                The first operand
+            b : int
+                The second operand
+            \"\"\"
+            return a + b
+
+        @action(InputEvent)
+        @staticmethod
+        def process_input(event: InputEvent, ctx: RunnerContext) -> None:
+            text = event.input.lower()
+            model = "math_chat_model" if "sum" in text else "creative_chat_model"
+            ctx.send_event(ChatRequestEvent(
+                model=model, messages=[ChatMessage(role=MessageRole.USER, content=text)]))
+
+        @action(ChatResponseEvent)
+        @staticmethod
+        def process_chat_response(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+            if event.response and event.response.content:
+                ctx.send_event(OutputEvent(output=event.response.content))
+
+
+    if __name__ == "__main__":
+        env = AgentsExecutionEnvironment.get_execution_environment()
+        input_list = []
+        output_list = env.from_list(input_list).apply(MyTongyiAgent()).to_list()
+        input_list.append({"key": "0001", "value": "calculate the sum of 1 and 2."})
+        input_list.append({"key": "0002", "value": "Can you tell a joke."})
+        env.execute()
+        for output in output_list:
+            for key, value in output.items():
+                print(f"{key}: {value}")
+"""
+
+
+def test_resources_declared_as_class_and_arguments_tuples(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "prog.py").write_text(textwrap.dedent(TUPLE_FORM))
+    proc = subprocess.run([sys.executable, "prog.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == ["0001: sum 3", "0002: joke: can you tell a joke."]

@@ -111,6 +111,21 @@ embedding_model_setup = _resource_decorator(ResourceType.EMBEDDING_MODEL)
 vector_store = _resource_decorator(ResourceType.VECTOR_STORE)
 
 
+def _declared(value: Any) -> Any:
+    """A resource method's value, Flink Agents' first form made a descriptor.
+
+    That form is ``(class, {arguments})`` (its ``chat_model_server`` examples); its
+    ``"name"`` argument is the method's name, so it is left out.
+
+    Returns:
+        The descriptor of that form, else ``value`` itself.
+    """
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], type) \
+            and isinstance(value[1], dict):
+        return ResourceDescriptor(value[0], **{k: v for k, v in value[1].items() if k != "name"})
+    return value
+
+
 class AgentNotInitializedError(UsageError, AttributeError):
     """An ``Agent`` whose ``__init__`` did not run (``super().__init__()`` forgotten).
 
@@ -381,7 +396,7 @@ class Agent:
                 fn = _unwrap(value)
                 rspec = getattr(fn, "__resource_spec__", None)
                 if isinstance(rspec, ResourceSpec):
-                    entry = (rspec.resource_type, attr, fn())
+                    entry = (rspec.resource_type, attr, _declared(fn()))
                 elif callable(fn) and getattr(fn, "__tool_spec__", None) is not None:
                     entry = (ResourceType.TOOL, fn.__tool_spec__.name, fn)
                 elif attr in seen:  # redefined as something else: the base's is gone

@@ -133,6 +133,11 @@ MCPServer = McpServer
 """Flink Agents' MCP server class (``integrations.mcp.mcp.MCPServer``, its tool use page's
 ``MCPServer(endpoint=...)``): the ``ResourceName.MCP_SERVER`` class."""
 
+chat_model_server = chat_model_connection
+"""Flink Agents' first name of ``chat_model_connection`` (its ``chat_tongyi_example``)."""
+chat_model = chat_model_setup
+"""Flink Agents' first name of ``chat_model_setup``."""
+
 __all__ = [
     "Agent",
     "EventLogLevel",
@@ -237,6 +242,8 @@ __all__ = [
     "action",
     "chat_model_connection",
     "chat_model_setup",
+    "chat_model_server",
+    "chat_model",
     "embedding_model_connection",
     "embedding_model_setup",
     "mcp_server",
