@@ -258,3 +258,46 @@ def test_resources_declared_as_class_and_arguments_tuples(tmp_path):
                           text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(root)})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == ["0001: sum 3", "0002: joke: can you tell a joke."]
+
+
+def test_new_object_on_an_object_keeps_its_fields():
+    # its my_agent.py: status = stm.new_object("status", overwrite=True) on every record,
+    # then a counter below it; Flink Agents' memory returns the existing object (fields
+    # kept), so the count grows; here the object was emptied and the count stayed at 1
+    class StatusAgent(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def first_action(event: Event, ctx: RunnerContext) -> None:
+            stm = ctx.get_short_term_memory()
+            status = stm.new_object("status", overwrite=True)
+            total = status.get("total_reviews") if stm.is_exist("status.total_reviews") else 0
+            status.set("total_reviews", total + 1)
+            seen = stm.new_object("seen")
+            seen.set(str(event.input), True)
+            ctx.send_event(OutputEvent(output=[stm.get("status.total_reviews"),
+                                               sorted(stm.get("seen").get_field_names())]))
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "k", "value": n} for n in range(3)]).apply(
+        StatusAgent()).to_list()
+    env.execute()
+    assert out == [{"k": [1, ["0"]]}, {"k": [2, ["0", "1"]]}, {"k": [3, ["0", "1", "2"]]}]
+
+
+def test_new_object_on_a_value_needs_overwrite():
+    class ValueAgent(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def go(event: Event, ctx: RunnerContext) -> None:
+            ctx.short_term_memory.set("v", 1)
+            try:
+                ctx.short_term_memory.new_object("v")
+            except ValueError as e:
+                refused = "not an object" in str(e)
+            made = ctx.short_term_memory.new_object("v", overwrite=True)
+            ctx.send_event(OutputEvent(output=[refused, made.get_field_names()]))
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "k", "value": 1}]).apply(ValueAgent()).to_list()
+    env.execute()
+    assert out == [{"k": [True, []]}]

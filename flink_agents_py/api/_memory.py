@@ -128,14 +128,17 @@ class Memory(ABC):
         """Return a deep copy of the whole tree as this action sees it."""
 
     def new_object(self, path: str, *, overwrite: bool = False) -> MemoryObject:
-        """Store an empty object at ``path`` and return it (Flink Agents' ``new_object``).
+        """The object at ``path``, made empty there when missing (Flink Agents' ``new_object``).
+
+        An object already at ``path`` is returned as it is, its fields kept, ``overwrite`` or
+        not, as Flink Agents' memory does (it was emptied before this port found it).
 
         Args:
             path: a dotted path.
             overwrite: replace a value that is not an object (else that is an error).
 
         Returns:
-            The new object, reading and writing below ``path``.
+            The object, reading and writing below ``path``.
 
         Raises:
             ValueError: when a value that is not an object is there and not ``overwrite``.
@@ -144,7 +147,8 @@ class Memory(ABC):
         if found is not _MISSING and not isinstance(found, dict) and not overwrite:
             raise ValueError(f"memory field {path!r} exists but is not an object "
                              "(new_object(..., overwrite=True) replaces it)")
-        self.set(path, {})
+        if not isinstance(found, dict):
+            self.set(path, {})
         made = self.get(path)
         assert isinstance(made, MemoryObject)
         return made
@@ -229,7 +233,7 @@ class MemoryObject(dict[str, Any], Memory):
             dict.pop(node, leaf, None)
 
     def new_object(self, path: str, *, overwrite: bool = False) -> MemoryObject:
-        """Store an empty object at ``path`` below this object and return it."""
+        """The object at ``path`` below this object, made empty there when missing."""
         made = self._root.new_object(self._full(path), overwrite=overwrite)
         self._put(path, made)
         return made
