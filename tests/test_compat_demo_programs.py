@@ -422,3 +422,55 @@ def test_an_action_reads_every_option_the_program_set():
     env.execute()
     assert out == [{"k": [5, 7, ErrorHandlingStrategy.RETRY, True]}]
     assert config.get(AgentExecutionOptions.ERROR_HANDLING_STRATEGY) is ErrorHandlingStrategy.RETRY
+
+
+def test_an_output_schema_of_a_row_type_info_gives_the_answer_by_field_name():
+    # Flink Agents' OutputSchema takes a PyFlink RowTypeInfo; here it was a ValidationError
+    from pyflink.common.typeinfo import BasicTypeInfo, RowTypeInfo
+
+    from flink_agents_py.compat import (
+        STRUCTURED_OUTPUT,
+        Agent,
+        AgentsExecutionEnvironment,
+        ChatMessage,
+        ChatRequestEvent,
+        ChatResponseEvent,
+        InputEvent,
+        MessageRole,
+        OutputEvent,
+        OutputSchema,
+        ResourceDescriptor,
+        ResourceName,
+        ResourceType,
+        action,
+    )
+    from flink_agents_py.testing import model_from_function
+
+    row = RowTypeInfo([BasicTypeInfo.INT_TYPE_INFO(), BasicTypeInfo.STRING_TYPE_INFO()],
+                      ["result", "why"])
+
+    class RowAgent(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def ask(event, ctx):
+            ctx.send_event(ChatRequestEvent(
+                model="m", messages=[ChatMessage(role=MessageRole.USER, content="1+2")],
+                output_schema=OutputSchema(output_schema=row)))
+
+        @action(ChatResponseEvent)
+        @staticmethod
+        def answer(event, ctx):
+            structured = event.response.extra_args[STRUCTURED_OUTPUT]
+            ctx.send_event(OutputEvent(output=dict(structured)))
+
+    def script(request):
+        assert request.output_schema["required"] == ["result", "why"]
+        return {"result": 3, "why": "sum"}
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(script))
+    agent = RowAgent().add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        clazz=ResourceName.ChatModel.OLLAMA_SETUP, connection="conn", model="q"))
+    out = env.from_list([{"key": "k", "value": 1}]).apply(agent).to_list()
+    env.execute()
+    assert out == [{"k": {"result": 3, "why": "sum"}}]

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, create_model, field_validator
 
+from ..agents.react import _row_schema
 from ..api import (
     RESERVED_TOOL_PREFIX,
     AsyncSubagentSetup,
@@ -60,6 +61,20 @@ class OutputSchema(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
     output_schema: type[BaseModel]
+
+    @field_validator("output_schema", mode="before")
+    @classmethod
+    def _row_as_model(cls, value: Any) -> Any:
+        # a PyFlink RowTypeInfo (Flink Agents takes one): a model of its fields' basic
+        # types, defined here, so the answer is a dict by field name (it was refused before)
+        if type(value).__name__ != "RowTypeInfo" or not hasattr(value, "get_field_names"):
+            return value
+        kinds: dict[str, Any] = {"integer": int, "number": float, "boolean": bool,
+                                 "string": str}
+        schema = _row_schema(value)["properties"]
+        fields: dict[str, Any] = {
+            name: (kinds.get(schema[name].get("type", ""), Any), ...) for name in schema}
+        return create_model("RowOutput", **fields)
 
 
 class ToolType(Enum):
