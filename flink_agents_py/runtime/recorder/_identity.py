@@ -8,22 +8,17 @@ more. ``bound_state(fn)`` describes that part, the same in every process:
 - ``functools.partial`` (nested ones too): its positional arguments and keywords;
 - a bound method: a stable form of its ``__self__`` (never its ``id()``), then its function;
 - a builtin bound method (``"apple".upper``, ``session.get``): its ``__self__`` likewise;
-- a function made at run time (a lambda, a nested function or closure): the contents of its
-  closure cells by free variable name, its defaults and keyword defaults, the constants in
-  its code (``lambda: price("apple")`` binds ``"apple"`` there) and the global and
-  attribute names its code uses (``lambda: fetch_weather()`` is not ``lambda:
-  fetch_stock()``, nor ``lambda: feeds.weather()`` ``lambda: feeds.stock()``: lambdas of one
-  function share their qualified name);
+- a function made at run time (a lambda, a nested function or closure): its closure cells
+  by free variable name, its defaults, the constants in its code and the global and
+  attribute names its code uses (lambdas of one function share their qualified name);
 - a callable object (an instance with ``__call__``): its state, as for a bound method's
   ``__self__`` (for a class made in a function, with what the class holds: see below);
 - a ``staticmethod`` or ``classmethod`` object, or a standard-library wrapper that keeps the
   function it wraps in ``__wrapped__`` (``functools.lru_cache``, ``functools.cache``): what
   the function inside binds.
 
-A module-level function binds nothing (its name is its identity), so digests of plain calls
-are what they were before bound state was kept. Neither do the framework's own calls (model,
-tool and sub-agent calls are digested by their name and arguments; wrappers the framework
-makes are named by their label).
+A module-level function binds nothing (its name is its identity), nor do the framework's own
+calls (digested by their name and arguments).
 
 The stable form of a bound value (``stable_form``):
 
@@ -53,7 +48,8 @@ The stable form of a bound value (``stable_form``):
   (``__dict__`` and ``__slots__`` entries, dunder names left out but ``__wrapped__``: what
   a class-based decorator made with ``functools.update_wrapper`` calls); an object found inside
   those attributes that has no JSON form counts by its type name only (a client's session,
-  connection pool or cache is not walked: its state changes as it is used). An object of a
+  connection pool or cache: its state changes as calls use it; ``bound_and_nested`` also
+  digests the state of the user's objects found there, for replay's order check). An object of a
   class made in a function (not importable by ``module:qualname``) adds what its class
   holds: plain-data class attributes, and what its methods (``__call__``...) close over or
   default to (``_hidden_state.class_state``);
@@ -71,18 +67,18 @@ from __future__ import annotations
 
 import array
 import collections
+import contextvars
 import datetime
 import decimal
-import enum
 import fractions
 import functools
 import ipaddress
+import itertools
 import math
 import operator
 import pathlib
 import re
 import sys
-import sysconfig
 import types
 import uuid
 from collections.abc import Callable, Mapping
@@ -92,9 +88,10 @@ from ...api import RunnerContext
 from .._serde import digest, dumps, to_json_value
 from ._code import code_constants, code_names
 from ._hidden_state import class_state, pickled_state, pickles_itself, private_state
+from ._value_classes import library_class, library_code, value_classes
 
-__all__ = ["bound_state", "callees", "enum_classes", "library_code", "run_time_functions",
-           "stable_form", "MAX_CALLEES", "MAX_DEPTH"]
+__all__ = ["bound_and_nested", "bound_state", "callees", "run_time_functions", "stable_form",
+           "MAX_CALLEES", "MAX_DEPTH"]
 
 MAX_DEPTH = 4
 """How many levels of nested objects ``stable_form`` walks before it keeps a type name only."""
@@ -125,51 +122,6 @@ def _qualified(obj: Any) -> str:
 
 def _type_only(value: Any) -> dict[str, str]:
     return {"$type": _qualified(type(value))}
-
-
-_ENUM_DEPTH = 32
-"""How deep ``enum_classes`` looks into nested lists, tuples and dicts."""
-
-
-def enum_classes(value: Any, depth: int = 0, *, sort_dicts: bool = False) -> list[str]:
-    """The classes of the enum members in ``value``, its lists, tuples and dicts, in order.
-
-    An enum member's JSON form is its value alone (``Color.RED`` and ``Size.SMALL`` with the
-    value ``1`` are both ``1``, as is ``1``): a call's identity adds their classes, so such
-    calls differ. Pydantic models are not looked into (their class is in their JSON form,
-    and their fields' types say which enum a value is).
-
-    Args:
-        value: a call's arguments (or a value a callable binds).
-        depth: how deep ``value`` is (past ``_ENUM_DEPTH`` nothing more is found).
-        sort_dicts: walk each dict's entries in the order of their keys, not as they were
-            inserted (a dict's JSON form, and so a call's arguments, do not depend on the
-            order its entries were made in: ``f(a=..., b=...)`` is ``f(b=..., a=...)``).
-            The digest of a call's own arguments keeps the insertion order (recorded so).
-
-    Returns:
-        ``module:qualname`` of each member's class, in walk order (dict keys and values);
-        empty when there is none, so an identity without enums is what it was before.
-    """
-    kind = type(value)
-    if kind in _SCALARS or kind is float or depth > _ENUM_DEPTH:
-        return []
-    if isinstance(value, enum.Enum):
-        return [_qualified(kind)]
-    found: list[str] = []
-    if kind is list or kind is tuple:
-        for v in value:
-            if type(v) not in _SCALARS:
-                found += enum_classes(v, depth + 1, sort_dicts=sort_dicts)
-    elif kind is dict:
-        items = sorted(value.items(), key=lambda kv: repr(kv[0])) if sort_dicts \
-            else value.items()
-        for k, v in items:
-            if type(k) not in _SCALARS:
-                found += enum_classes(k, depth + 1, sort_dicts=sort_dicts)
-            if type(v) not in _SCALARS:
-                found += enum_classes(v, depth + 1, sort_dicts=sort_dicts)
-    return found
 
 
 def _made_at_run_time(fn: types.FunctionType) -> bool:
@@ -238,6 +190,45 @@ def _binds(fn: Any, depth: int, active: set[int]) -> list[Any]:
     if wrapped is not None and _is_stdlib(type(fn)):  # lru_cache & co: the function inside
         return [{"$type": _qualified(type(fn))}, *_binds(wrapped, depth + 1, active)]
     return [{"object": stable_form(fn, depth, active)}]  # a callable object: its state
+
+
+_NESTED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
+    "flink_agents_py_nested_state", default=None)
+"""While ``bound_and_nested`` walks: ``[walk objects inside, one was left at its type]``."""
+
+
+def _walk_nested() -> bool:
+    """Whether an object of the user's class inside another is walked (and note it was met)."""
+    mode = _NESTED.get()
+    if mode is None:
+        return False
+    mode[1] = True
+    return mode[0]
+
+
+def bound_and_nested(fn: Callable[..., Any]) -> tuple[list[Any] | None, str | None]:
+    """``bound_state(fn)``, and the digest of what it binds with nested objects' state too.
+
+    ``bound_state`` counts an object of the user's class found inside a bound object by its
+    type only (its state may change as calls use it, and a replay does not run them), so
+    ``Shop(Item("apple")).get`` and ``Shop(Item("pear")).get`` bind alike. The second
+    digest walks such objects as a bound object is walked: a replay compares it only with
+    the records of later calls (``_outcomes.reordered_by_nested``), where calls made in
+    another order show, and a state that lags behind the live run's does not.
+
+    Returns:
+        The bound state, and the digest (``None`` when no such object was found).
+    """
+    mode = [False, False]
+    token = _NESTED.set(mode)
+    try:
+        bound = bound_state(fn)
+        if not mode[1]:
+            return bound, None
+        mode[0] = True
+        return bound, digest(bound_state(fn))
+    finally:
+        _NESTED.reset(token)
 
 
 def _held(fn: types.FunctionType, depth: int, active: set[int],
@@ -314,7 +305,7 @@ def stable_form(value: Any, depth: int = 0, active: set[int] | None = None,
         pass
     else:
         # a member's JSON form is its value alone; a dict's insertion order does not count
-        extra: dict[str, Any] = {"$enums": enum_classes(value, sort_dicts=True)}
+        extra: dict[str, Any] = {"$enums": value_classes(value, sort_dicts=True)}
         extra["$private"] = private_state(value, lambda v: stable_form(v, depth + 1, active, True))
         extra = {k: v for k, v in extra.items() if v}  # (none: the form it had before)
         return {"$json": form, **extra} if extra else form
@@ -379,8 +370,8 @@ def _structure(value: Any, kind: type, depth: int, active: set[int], inside: boo
         pickled = pickled_state(value, lambda v: stable_form(v, depth + 1, active, True))
         if pickled is not None:
             return {"$type": _qualified(kind), "pickled": pickled}
-    if inside:  # a plain object inside another: its type (a client's pool changes)
-        return _type_only(value)
+    if inside and (library_class(kind) or not _walk_nested()):  # its type only: its state
+        return _type_only(value)  # may change as it is used (a client's session, a cache)
     state: dict[str, Any] = {}
     for name, attr in _attributes(value):
         state[name] = stable_form(attr, depth + 1, active, inside=True)
@@ -437,11 +428,9 @@ MAX_CALLEES = 16
 def callees(fn: Callable[..., Any]) -> list[str] | None:
     """The functions a callable whose own name does not say what it runs calls.
 
-    A lambda, a nested function, a decorator's wrapper made without ``functools.wraps``
-    (``retry.<locals>.wrapper``) or a wrapper object (``Retrying(fetch)``) has one name
-    whatever it calls: ``lambda: fetch_weather(city)`` and ``lambda: fetch_stock(city)`` of
-    one action are both ``Agent.go.<locals>.<lambda>``. What identifies the function such a
-    call runs is what it calls:
+    A lambda, a nested function, a decorator's wrapper made without ``functools.wraps`` or a
+    wrapper object (``Retrying(fetch)``) has one name whatever it calls. What identifies
+    the function such a call runs is what it calls:
 
     - every function and class among what it binds (``bound_state``: closure cells, a
       partial's arguments, a wrapper object's attributes, ``__wrapped__``...), and the class
@@ -452,11 +441,8 @@ def callees(fn: Callable[..., Any]) -> list[str] | None:
       (``fetch_weather``), and each attribute name its code uses that is a function of a
       module, class or object it refers to by a global or closure name (``feeds.weather``).
 
-    Builtins and other standard-library functions and classes (``str``, ``time.sleep``,
-    ``logging.info``, ``functools`` internals) are left out: a wrapper that starts logging
-    or sleeping between attempts still calls the same function, and a Python upgrade does
-    not change the identity; the code of installed libraries is not read (their internals
-    may change in any release).
+    Standard-library functions and classes are left out (a wrapper that starts logging or
+    sleeping still calls the same function); installed libraries' code is not read.
 
     Args:
         fn: the callable a durable call runs.
@@ -496,14 +482,32 @@ def _named_in(form: Any, found: set[str], depth: int) -> None:
             _named_in(value, found, depth + 1)
 
 
-def run_time_functions(fn: Any, depth: int, seen: set[int]) -> list[types.FunctionType]:
-    """The functions made at run time in ``fn`` and in what it binds (to ``MAX_DEPTH``)."""
+def run_time_functions(fn: Any, depth: int, seen: set[int], *,
+                       held: bool = False) -> list[types.FunctionType]:
+    """The functions made at run time in ``fn`` and in what it binds (to ``MAX_DEPTH``).
+
+    Args:
+        fn: a callable.
+        depth: how deep ``fn`` is.
+        seen: ids of the callables already walked.
+        held: also those in the lists, tuples and dict values it binds, and in the
+            attributes of a bound method's object (a table of lambdas a lambda looks up).
+            ``callees`` leaves them out: what it names was recorded without them.
+
+    Returns:
+        The functions, ``fn`` first, in walk order.
+    """
     if depth > MAX_DEPTH or id(fn) in seen:
         return []
     seen.add(id(fn))
     inner: list[Any] = []
+    found: list[types.FunctionType] = []
     if isinstance(fn, (staticmethod, classmethod, types.MethodType)):
         inner = [fn.__func__]
+        owner = getattr(fn, "__self__", None)
+        if held and owner is not None and not isinstance(owner, type) \
+                and not library_class(type(owner)):
+            inner += [v for _, v in _attributes(owner)]
     elif isinstance(fn, functools.partial):
         inner = [fn.func, *fn.args, *fn.keywords.values()]
     elif isinstance(fn, types.FunctionType):
@@ -511,18 +515,28 @@ def run_time_functions(fn: Any, depth: int, seen: set[int]) -> list[types.Functi
             return []
         inner = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
         found = [fn]
-        for value in inner:
-            if callable(value):
-                found += run_time_functions(value, depth + 1, seen)
-        return found
     elif callable(fn) and not isinstance(fn, (type, *_FUNCTIONS)) \
             and not _is_stdlib(type(fn)):  # a wrapper object: the callables it holds
         inner = [v for _, v in _attributes(fn)]
-    found = []
-    for value in inner:
-        if callable(value):
-            found += run_time_functions(value, depth + 1, seen)
+    for value in _callables(inner, depth, held):
+        found += run_time_functions(value, depth + 1, seen, held=held)
     return found
+
+
+_HELD_ITEMS = 64
+"""How many items of a list, tuple or dict ``run_time_functions`` looks at for functions."""
+
+
+def _callables(values: Any, depth: int, held: bool) -> list[Any]:
+    """The callables among ``values`` (and, ``held``, in their lists, tuples and dicts)."""
+    out: list[Any] = []
+    for value in values:
+        if callable(value):
+            out.append(value)
+        elif held and depth <= MAX_DEPTH and type(value) in (list, tuple, dict):
+            items = value.values() if type(value) is dict else value
+            out += _callables(itertools.islice(items, _HELD_ITEMS), depth + 1, held)
+    return out
 
 
 def _filled(cell: Any) -> bool:
@@ -531,15 +545,6 @@ def _filled(cell: Any) -> bool:
     except ValueError:
         return False
     return True
-
-
-def library_code(fn: types.FunctionType) -> bool:
-    """Whether ``fn``'s code is a library's (standard library or installed package)."""
-    return fn.__code__.co_filename.startswith(_LIBRARY_DIRS)
-
-
-_LIBRARY_DIRS = tuple(sorted({path for name in ("stdlib", "platstdlib", "purelib", "platlib")
-                              if (path := sysconfig.get_paths().get(name))}))
 
 
 def _resolved_names(fn: types.FunctionType, found: set[str]) -> None:

@@ -28,11 +28,13 @@ from .._failures import error_text, failure_text
 from .._serde import digest, dumps, from_json_value, to_json_value
 from ._code import code_steps
 from ._hidden_state import made_in_function
-from ._identity import bound_state, enum_classes, library_code, run_time_functions
+from ._identity import bound_and_nested, bound_state, run_time_functions
 from ._state import CallRecord
+from ._value_classes import library_code, value_classes
 
 __all__ = ["fn_name", "call_digest", "argument_shape", "code_changed", "code_of", "shape_parts",
-           "store_outcome", "rebuild_exception", "reordered_call", "CODE_VERSION"]
+           "store_outcome", "rebuild_exception", "reordered_by_nested", "reordered_call",
+           "CODE_VERSION"]
 
 CODE_VERSION = f"py{sys.version_info[0]}.{sys.version_info[1]}"
 """The interpreter version a call's code digest is for (``code_of``: bytecode differs)."""
@@ -67,7 +69,7 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     binds counts as arguments too (``_identity.bound_state``), so two calls that differ only
     there have different digests; a module-level function binds nothing, and a ``str`` name
     (a framework call's) neither. The classes of enum members in the arguments count too
-    (``_identity.enum_classes``: their JSON form is their value alone); arguments without
+    (``_identity.value_classes``: their JSON form is their value alone); arguments without
     any keep the digest they had before.
 
     Returns:
@@ -84,7 +86,7 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     bound = None if isinstance(fn, str) else bound_state(fn)
     if bound is not None:
         parts.append(bound)
-    enums = (enum_classes(args) if args else []) + (enum_classes(kwargs) if kwargs else [])
+    enums = (value_classes(args) if args else []) + (value_classes(kwargs) if kwargs else [])
     if enums:
         parts.append({"$enums": enums})
     return digest(parts)
@@ -122,25 +124,28 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
                 values += value.values()
             else:
                 values.append(value)
-        bound = bound_state(fn)
-        classes = enum_classes(dict(binding), sort_dicts=True)  # not the keywords' order
+        bound, nested = bound_and_nested(fn)
+        classes = value_classes(dict(binding), sort_dicts=True)  # not the keywords' order
         code = code_of(fn)
         return (f"{digest([named, bound, classes])}/"
                 f"{digest([sorted(dumps(v).decode() for v in values), bound])}"
-                + (f"/{code}" if code else ""))
+                + (f"/{code or ''}" if code or nested else "")
+                + (f"/{nested}" if nested else ""))
     except Exception:  # noqa: BLE001 - no signature, or one the arguments do not fit
         return None
 
 
-def shape_parts(shape: str | None) -> tuple[str, str, str]:
-    """An ``argument_shape``'s binding, values and code digests (``""`` for a missing one).
+def shape_parts(shape: str | None) -> tuple[str, str, str, str]:
+    """An ``argument_shape``'s binding, values, code and nested state digests.
 
     Returns:
-        The three parts (records written before the code was kept have two).
+        The four parts, ``""`` for a missing one (records written before the code, or the
+        nested objects' state, was kept have fewer).
     """
     binding, _, rest = (shape or "").partition("/")
-    values, _, code = rest.partition("/")
-    return binding, values, code
+    values, _, rest = rest.partition("/")
+    code, _, nested = rest.partition("/")
+    return binding, values, code, nested
 
 
 def code_changed(was: str | None, now: str | None) -> bool:
@@ -209,7 +214,7 @@ def code_of(fn: Callable[..., Any]) -> str | None:
         module-level function, a builtin, a class) or cannot be walked.
     """
     try:
-        found = [f for f in run_time_functions(fn, 0, set()) + _class_code(fn)
+        found = [f for f in run_time_functions(fn, 0, set(), held=True) + _class_code(fn)
                  if not library_code(f)]
         if not found:
             return None
@@ -241,14 +246,54 @@ def reordered_call(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
         if other is not rec and other.digest == call.digest and other.kind is rec.kind \
                 and other.target == rec.target and ordinal != str(call.ordinal) \
                 and not code_changed(other.shape, call.shape):
-            return ReplayDivergenceError(
-                call.call_id, action, (rec.kind.value if rec.kind else "", rec.target or ""),
-                (call.kind.value, call.target),
-                detail=f"its arguments are those recorded for {execution_id}/c{ordinal}: the "
-                       "action makes its durable calls in another order than when they were "
-                       "recorded (e.g. it iterates over a set, whose order can change between "
-                       "processes); make the order deterministic (sorted(...))")
+            return _reordered(call, rec, f"{execution_id}/c{ordinal}", action)
     return None
+
+
+def reordered_by_nested(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
+                        execution_id: str, action: str) -> ReplayDivergenceError | None:
+    """The divergence of a call whose nested objects' state is a later recorded call's.
+
+    The digest counts an object of the user's class inside a bound object by its type only
+    (``_identity.bound_and_nested``): ``Shop(Item("apple")).get`` and
+    ``Shop(Item("pear")).get`` have one digest, their shapes' last parts differ. Made in
+    another order, the first call out of place has the state recorded for a later call of
+    the same digest, and for no earlier one. The state of an object that calls change as
+    they use it lags on a replay (the replayed calls do not run) behind the live run's: a
+    state recorded for an earlier call too (a flag a call set and a later one cleared) is
+    not taken for a reordering.
+
+    Args:
+        call: the call being made (same digest as ``rec``).
+        rec: the record at its identity.
+        calls: the execution's records, by ordinal.
+        execution_id: the execution's identity.
+        action: its action's name.
+
+    Returns:
+        The error to fail the action with, or ``None``.
+    """
+    now, was = shape_parts(call.shape)[3], shape_parts(rec.shape)[3]
+    if not now or not was or now == was:
+        return None
+    later = ""
+    for ordinal, other in calls.items():
+        if ordinal.isdigit() and other.digest == call.digest and other.kind is rec.kind \
+                and other.target == rec.target and shape_parts(other.shape)[3] == now:
+            if int(ordinal) <= call.ordinal:
+                return None  # an earlier call's state: a lagging one, or a repeated call
+            later = later or ordinal
+    return _reordered(call, rec, f"{execution_id}/c{later}", action) if later else None
+
+
+def _reordered(call: Any, rec: CallRecord, other: str, action: str) -> ReplayDivergenceError:
+    return ReplayDivergenceError(
+        call.call_id, action, (rec.kind.value if rec.kind else "", rec.target or ""),
+        (call.kind.value, call.target),
+        detail=f"its arguments are those recorded for {other}: the action makes its durable "
+               "calls in another order than when they were recorded (e.g. it iterates over a "
+               "set, whose order can change between processes); make the order deterministic "
+               "(sorted(...))")
 
 
 def _json_or_none(value: Any) -> Any:

@@ -32,7 +32,13 @@ from ...api.internal import EVENT_CLASS_KEY, shown_key
 from ...plan import ActionPlan, AgentPlan, FunctionRef
 from .._failures import with_original
 from .._serde import from_json_value
-from ._outcomes import code_changed, rebuild_exception, reordered_call, shape_parts
+from ._outcomes import (
+    code_changed,
+    rebuild_exception,
+    reordered_by_nested,
+    reordered_call,
+    shape_parts,
+)
 from ._state import CallKind, CallRecord
 
 if TYPE_CHECKING:
@@ -151,15 +157,15 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
     """
     recoded = code_changed(rec.shape, call.shape)  # a lambda's code: not in its digest
     changed = bool(rec.digest) and rec.digest != call.digest or recoded
-    if changed:
-        record = ctx._record
-        err = reordered_call(call, rec, record.calls, ctx.execution_id, record.action)
-        if err is not None:  # not a harmless change: another call's outcome
-            ctx._diverge(err)
+    record = ctx._record
+    err = (reordered_call if changed else reordered_by_nested)(
+        call, rec, record.calls, ctx.execution_id, record.action)
+    if err is not None:  # not a harmless change: another call's outcome
+        ctx._diverge(err)
     if rec.callees is not None and call.callees is not None and rec.callees != call.callees:
         changed_callees(ctx, call, rec)
     if changed and rec.shape and call.shape and not recoded:
-        (was_bound, was_values, _), (now_bound, now_values, _) = (
+        (was_bound, was_values, *_), (now_bound, now_values, *_) = (
             shape_parts(rec.shape), shape_parts(call.shape))
         if was_bound == now_bound:
             return  # the same values for the same parameters (keyword form, parameters moved)
