@@ -12,10 +12,10 @@ import functools
 import inspect
 import sys
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, NoReturn
 
-from ...api import DurableExecutionError, ReplayDivergenceError, SerializationError, mask_secrets
+from ...api import DurableExecutionError, SerializationError, mask_secrets
 from ...api.internal import (
     group_types,
     has_known_secret,
@@ -33,8 +33,7 @@ from ._state import CallRecord
 from ._value_classes import library_code, value_classes
 
 __all__ = ["fn_name", "call_digest", "argument_shape", "code_changed", "code_of", "shape_parts",
-           "store_outcome", "rebuild_exception", "reordered_by_nested", "reordered_call",
-           "CODE_VERSION"]
+           "store_outcome", "rebuild_exception", "CODE_VERSION"]
 
 CODE_VERSION = f"py{sys.version_info[0]}.{sys.version_info[1]}"
 """The interpreter version a call's code digest is for (``code_of``: bytecode differs)."""
@@ -221,79 +220,6 @@ def code_of(fn: Callable[..., Any]) -> str | None:
         return f"{CODE_VERSION}:{digest([_steps_digest(f.__code__) for f in found])}"
     except (Exception, RecursionError):  # noqa: BLE001 - identity never fails the call
         return None
-
-
-def reordered_call(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
-                   execution_id: str, action: str) -> ReplayDivergenceError | None:
-    """The divergence of handing ``rec``'s outcome to ``call`` when their arguments differ.
-
-    Other arguments alone replay (with a warning: they may have changed harmlessly); but
-    when ``call`` has the arguments recorded for another call of the same kind and target in
-    the execution, the calls came in another order, and the outcome is that other call's.
-
-    Args:
-        call: the call being made (``DurableCall``: ``call_id``, ``ordinal``, ``digest``,
-            ``kind``, ``target``).
-        rec: the record at its identity (another digest).
-        calls: the execution's records, by ordinal.
-        execution_id: the execution's identity.
-        action: its action's name.
-
-    Returns:
-        The error to fail the action with, or ``None``.
-    """
-    for ordinal, other in calls.items():
-        if other is not rec and other.digest == call.digest and other.kind is rec.kind \
-                and other.target == rec.target and ordinal != str(call.ordinal) \
-                and not code_changed(other.shape, call.shape):
-            return _reordered(call, rec, f"{execution_id}/c{ordinal}", action)
-    return None
-
-
-def reordered_by_nested(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
-                        execution_id: str, action: str) -> ReplayDivergenceError | None:
-    """The divergence of a call whose nested objects' state is a later recorded call's.
-
-    The digest counts an object of the user's class inside a bound object by its type only
-    (``_identity.bound_and_nested``): ``Shop(Item("apple")).get`` and
-    ``Shop(Item("pear")).get`` have one digest, their shapes' last parts differ. Made in
-    another order, the first call out of place has the state recorded for a later call of
-    the same digest, and for no earlier one. The state of an object that calls change as
-    they use it lags on a replay (the replayed calls do not run) behind the live run's: a
-    state recorded for an earlier call too (a flag a call set and a later one cleared) is
-    not taken for a reordering.
-
-    Args:
-        call: the call being made (same digest as ``rec``).
-        rec: the record at its identity.
-        calls: the execution's records, by ordinal.
-        execution_id: the execution's identity.
-        action: its action's name.
-
-    Returns:
-        The error to fail the action with, or ``None``.
-    """
-    now, was = shape_parts(call.shape)[3], shape_parts(rec.shape)[3]
-    if not now or not was or now == was:
-        return None
-    later = ""
-    for ordinal, other in calls.items():
-        if ordinal.isdigit() and other.digest == call.digest and other.kind is rec.kind \
-                and other.target == rec.target and shape_parts(other.shape)[3] == now:
-            if int(ordinal) <= call.ordinal:
-                return None  # an earlier call's state: a lagging one, or a repeated call
-            later = later or ordinal
-    return _reordered(call, rec, f"{execution_id}/c{later}", action) if later else None
-
-
-def _reordered(call: Any, rec: CallRecord, other: str, action: str) -> ReplayDivergenceError:
-    return ReplayDivergenceError(
-        call.call_id, action, (rec.kind.value if rec.kind else "", rec.target or ""),
-        (call.kind.value, call.target),
-        detail=f"its arguments are those recorded for {other}: the action makes its durable "
-               "calls in another order than when they were recorded (e.g. it iterates over a "
-               "set, whose order can change between processes); make the order deterministic "
-               "(sorted(...))")
 
 
 def _json_or_none(value: Any) -> Any:

@@ -267,6 +267,8 @@ class InflightAction(_Record, kw_only=True, repr_omit_defaults=True, omit_defaul
             (``context._memory.ActionMemory``).
         siblings: the actions its event triggered, when there were several (``None``: only
             this one); a restore starts those the new code adds (``core._siblings``).
+        diverged: why its replay diverges, found by a sibling's (the new code runs another
+            action's code under its name: ``_order.moved_call``); ``None``: nothing found.
     """
 
     action: str
@@ -276,6 +278,7 @@ class InflightAction(_Record, kw_only=True, repr_omit_defaults=True, omit_defaul
     memory_ops: int = 0
     memory_undo: list[list[Any]] = []
     siblings: list[str] | None = None
+    diverged: str | None = None
 
     def to_builtins(self) -> dict[str, Any]:
         """The record as plain JSON-form data."""
@@ -288,6 +291,8 @@ class InflightAction(_Record, kw_only=True, repr_omit_defaults=True, omit_defaul
             data["memory_undo"] = self.memory_undo
         if self.siblings is not None:
             data["siblings"] = self.siblings
+        if self.diverged is not None:
+            data["diverged"] = self.diverged
         return data
 
 

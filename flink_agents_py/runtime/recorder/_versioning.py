@@ -32,13 +32,8 @@ from ...api.internal import EVENT_CLASS_KEY, shown_key
 from ...plan import ActionPlan, AgentPlan, FunctionRef
 from .._failures import with_original
 from .._serde import from_json_value
-from ._outcomes import (
-    code_changed,
-    rebuild_exception,
-    reordered_by_nested,
-    reordered_call,
-    shape_parts,
-)
+from ._order import moved_call, reordered_by_nested, reordered_call
+from ._outcomes import code_changed, rebuild_exception, shape_parts
 from ._state import CallKind, CallRecord
 
 if TYPE_CHECKING:
@@ -155,11 +150,18 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
     Raises:
         ReplayDivergenceError: as said.
     """
+    record = ctx._record
+    if record.diverged:  # a sibling's replay found this execution runs another's code
+        ctx._diverge(ReplayDivergenceError(call.call_id, record.action, (
+            rec.kind.value if rec.kind else "", rec.target or ""), (call.kind.value,
+                                                                     call.target),
+            detail=record.diverged))
     recoded = code_changed(rec.shape, call.shape)  # a lambda's code: not in its digest
     changed = bool(rec.digest) and rec.digest != call.digest or recoded
-    record = ctx._record
     err = (reordered_call if changed else reordered_by_nested)(
         call, rec, record.calls, ctx.execution_id, record.action)
+    if err is None and changed and ctx.run is not None:  # another action's recorded call
+        err = moved_call(call, rec, ctx.run.inflight, ctx.execution_id)
     if err is not None:  # not a harmless change: another call's outcome
         ctx._diverge(err)
     if rec.callees is not None and call.callees is not None and rec.callees != call.callees:

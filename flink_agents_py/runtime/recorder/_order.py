@@ -1,0 +1,145 @@
+"""Replay's order checks: a call handed the outcome recorded for another call diverges.
+
+A replay answers a call from the record at its identity (its execution and position). When
+the call's arguments are not those recorded there, they may have changed harmlessly, or the
+call is another one, made out of place: these say when it is another recorded call's.
+
+- ``reordered_call``: the arguments of another call of the same execution (calls made in
+  another order);
+- ``reordered_by_nested``: the same digest, with the nested objects' state recorded for a
+  later call (``_identity.bound_and_nested``);
+- ``moved_call``: the arguments of a call of a sibling execution, triggered by the same
+  event (two actions' names swapped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...api import ReplayDivergenceError
+from ._outcomes import code_changed, shape_parts
+from ._state import CallRecord, InflightAction
+
+__all__ = ["moved_call", "reordered_by_nested", "reordered_call"]
+
+
+def reordered_call(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
+                   execution_id: str, action: str) -> ReplayDivergenceError | None:
+    """The divergence of handing ``rec``'s outcome to ``call`` when their arguments differ.
+
+    Other arguments alone replay (with a warning: they may have changed harmlessly); but
+    when ``call`` has the arguments recorded for another call of the same kind and target in
+    the execution, the calls came in another order, and the outcome is that other call's.
+
+    Args:
+        call: the call being made (``DurableCall``: ``call_id``, ``ordinal``, ``digest``,
+            ``kind``, ``target``).
+        rec: the record at its identity (another digest).
+        calls: the execution's records, by ordinal.
+        execution_id: the execution's identity.
+        action: its action's name.
+
+    Returns:
+        The error to fail the action with, or ``None``.
+    """
+    for ordinal, other in calls.items():
+        if other is not rec and other.digest == call.digest and other.kind is rec.kind \
+                and other.target == rec.target and ordinal != str(call.ordinal) \
+                and not code_changed(other.shape, call.shape):
+            return _reordered(call, rec, f"{execution_id}/c{ordinal}", action)
+    return None
+
+
+def reordered_by_nested(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
+                        execution_id: str, action: str) -> ReplayDivergenceError | None:
+    """The divergence of a call whose nested objects' state is a later recorded call's.
+
+    The digest counts an object of the user's class inside a bound object by its type only
+    (``_identity.bound_and_nested``): ``Shop(Item("apple")).get`` and
+    ``Shop(Item("pear")).get`` have one digest, their shapes' last parts differ. Made in
+    another order, the first call out of place has the state recorded for a later call of
+    the same digest, and for no earlier one. The state of an object that calls change as
+    they use it lags on a replay (the replayed calls do not run) behind the live run's: a
+    state recorded for an earlier call too (a flag a call set and a later one cleared) is
+    not taken for a reordering.
+
+    Args:
+        call: the call being made (same digest as ``rec``).
+        rec: the record at its identity.
+        calls: the execution's records, by ordinal.
+        execution_id: the execution's identity.
+        action: its action's name.
+
+    Returns:
+        The error to fail the action with, or ``None``.
+    """
+    now, was = shape_parts(call.shape)[3], shape_parts(rec.shape)[3]
+    if not now or not was or now == was:
+        return None
+    later = ""
+    for ordinal, other in calls.items():
+        if ordinal.isdigit() and other.digest == call.digest and other.kind is rec.kind \
+                and other.target == rec.target and shape_parts(other.shape)[3] == now:
+            if int(ordinal) <= call.ordinal:
+                return None  # an earlier call's state: a lagging one, or a repeated call
+            later = later or ordinal
+    return _reordered(call, rec, f"{execution_id}/c{later}", action) if later else None
+
+
+def moved_call(call: Any, rec: CallRecord, inflight: Mapping[str, InflightAction],
+               execution_id: str) -> ReplayDivergenceError | None:
+    """The divergence of a call whose arguments are those recorded by a sibling execution.
+
+    Two actions triggered by one event, both in flight at the checkpoint, whose code the new
+    version swapped between their names (or one renamed to the other's name) make, under
+    each name, the other's calls: their arguments are those the other execution recorded,
+    and its outcome is another call's. Only a call whose arguments changed is looked at.
+
+    The other execution is marked (``InflightAction.diverged``): its replay fails too, even
+    once this one's failure has dropped the records it would be compared with.
+
+    Args:
+        call: the call being made (another digest than ``rec``).
+        rec: the record at its identity.
+        inflight: the run's in-flight executions (``RunState.inflight``).
+        execution_id: the call's execution.
+
+    Returns:
+        The error to fail the action with, or ``None``.
+    """
+    mine = inflight.get(execution_id)
+    if mine is None:
+        return None
+    for other_id, other in inflight.items():
+        if other_id == execution_id or other.scope != mine.scope or other.event != mine.event:
+            continue
+        for ordinal, done in other.calls.items():
+            if done.digest == call.digest and done.kind is rec.kind \
+                    and done.target == rec.target and not code_changed(done.shape, call.shape):
+                other.diverged = (f"the new code made {call.call_id}, a call of action "
+                                  f"{mine.action!r}, with the arguments recorded for "
+                                  f"{other_id}/c{ordinal}: {_MOVED}")
+                return ReplayDivergenceError(
+                    call.call_id, mine.action, (rec.kind.value if rec.kind else "",
+                                                rec.target or ""),
+                    (call.kind.value, call.target),
+                    detail=f"its arguments are those recorded for {other_id}/c{ordinal}, a "
+                           f"call of action {other.action!r}, triggered by the same event: "
+                           f"{_MOVED}")
+    return None
+
+
+_MOVED = ("the new code runs another action's code under this action's name (two actions' "
+          "names swapped, or one renamed to another's); drain in-flight runs before such a "
+          "change")
+
+
+def _reordered(call: Any, rec: CallRecord, other: str, action: str) -> ReplayDivergenceError:
+    return ReplayDivergenceError(
+        call.call_id, action, (rec.kind.value if rec.kind else "", rec.target or ""),
+        (call.kind.value, call.target),
+        detail=f"its arguments are those recorded for {other}: the action makes its durable "
+               "calls in another order than when they were recorded (e.g. it iterates over a "
+               "set, whose order can change between processes); make the order deterministic "
+               "(sorted(...))")
