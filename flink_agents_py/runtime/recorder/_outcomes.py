@@ -340,11 +340,28 @@ def _as_replayed(exc: Exception, form: dict[str, Any]) -> BaseException:
     the live path hands that over too (``exc`` its ``__cause__``), so an action's ``except``
     clauses match the same on both paths, rather than only until a restore.
 
+    An exception with public attributes that have no JSON form (an HTTP error's
+    ``response``) is recorded without them, so a replay rebuilds it without them: the live
+    path hands over that rebuilt exception too (``exc`` its ``__cause__``, a note naming
+    them), so ``e.response`` fails in the first run, not only after a restore.
+
     Returns:
         The exception the caller gets.
     """
     again = _rebuilt(form["type"], form["message"], form["args"], form["attrs"])
-    if type(again) is type(exc) or not isinstance(again, DurableExecutionError):
+    unkept = sorted(k for k, v in getattr(exc, "__dict__", {}).items() if v is not None
+                    and not k.startswith("_") and k not in (form["attrs"] or {}))
+    if type(again) is type(exc) and unkept:
+        notes = [*getattr(exc, "__notes__", ()), (
+            f"flink-agents-py: attributes with no JSON form left out ({', '.join(unkept)}): "
+            "a durable call's failure is recorded without them, so a replay could not "
+            "restore them; read what you need inside the durable call (the original "
+            "exception is the __cause__)")]
+        try:
+            again.__notes__ = notes  # (``add_note`` is Python 3.11+)
+        except Exception:  # noqa: BLE001, S110 - an exception that takes no attributes
+            pass
+    elif type(again) is type(exc) or not isinstance(again, DurableExecutionError):
         return exc
     again.__cause__ = exc
     return again
