@@ -358,7 +358,7 @@ def _as_replayed(exc: Exception, form: dict[str, Any]) -> BaseException:
             "restore them; read what you need inside the durable call (the original "
             "exception is the __cause__)")]
         try:
-            again.__notes__ = notes  # (``add_note`` is Python 3.11+)
+            setattr(again, "__notes__", notes)  # noqa: B010 - (``add_note``: Python 3.11+)
         except Exception:  # noqa: BLE001, S110 - an exception that takes no attributes
             pass
     elif type(again) is type(exc) or not isinstance(again, DurableExecutionError):
