@@ -103,3 +103,48 @@ def test_the_first_run_hands_over_what_a_replay_rebuilds():
     assert http.__cause__ is original and original.response.status == 503  # type: ignore[attr-defined]
     assert any("response" in note for note in http.__notes__)
     assert caught["plain"] is RAISED[1]  # all its attributes recorded: handed over as raised
+
+
+# -- an explicit cause (``raise ... from e``) ---------------------------------------------------
+def chained() -> str:
+    try:
+        {}["sku"]
+    except KeyError as e:
+        raise ValueError("no price") from e
+    return "unreachable"
+
+
+class Chained(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        try:
+            await ctx.durable_execute_async(chained)
+        except ValueError as e:
+            cause = e.__cause__
+            seen = [str(e), type(cause).__name__, str(cause), isinstance(cause, KeyError)]
+        await ctx.durable_execute_async(len, "after")  # a point after the failure is recorded
+        ctx.send_event(OutputEvent(output=seen))
+
+
+def test_a_crash_never_changes_the_cause_an_action_sees():
+    report = check_replay_safety(Chained(), [{"key": "a"}], other_process=False)
+    report.assert_ok()  # before: the replayed cause was OriginalFailure, not KeyError
+
+
+def test_a_replayed_cause_is_rebuilt_and_the_original_traceback_ends_its_chain():
+    from flink_agents_py.runtime._failures import OriginalFailure, with_original
+    from flink_agents_py.runtime.recorder._outcomes import rebuild_exception, store_outcome
+    from flink_agents_py.runtime.recorder._state import CallRecord
+
+    try:
+        chained()
+    except ValueError as e:
+        raised = e
+    rec = CallRecord(digest="d")
+    store_outcome(rec, "r0/go/c0", False, raised)
+    again = with_original(rebuild_exception(rec), rec.traceback)
+    assert type(again) is ValueError and str(again) == "no price"
+    cause = again.__cause__
+    assert type(cause) is KeyError and cause.args == ("sku",)
+    assert isinstance(cause.__cause__, OriginalFailure) and "chained" in str(cause.__cause__)

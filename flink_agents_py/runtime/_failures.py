@@ -107,13 +107,19 @@ class OriginalFailure(Exception):
 
 
 def with_original(error: BaseException, text: str | None) -> BaseException:
-    """Attach ``text`` (an original failure's traceback) to ``error`` as its cause.
+    """Attach ``text`` (an original failure's traceback) to ``error``'s cause chain.
+
+    A rebuilt failure may have a rebuilt cause (``raise ... from e``): the text goes at the
+    end of that chain, so ``error.__cause__`` stays what the live path had.
 
     Returns:
-        ``error`` (unchanged when ``text`` is empty or it has a cause already).
+        ``error`` (unchanged when ``text`` is empty or its chain ends in one already).
     """
-    if text and error.__cause__ is None:
-        error.__cause__ = OriginalFailure(text)
+    last, depth = error, 0
+    while last.__cause__ is not None and depth < 8:
+        last, depth = last.__cause__, depth + 1
+    if text and last.__cause__ is None and not isinstance(last, OriginalFailure):
+        last.__cause__ = OriginalFailure(text)
     return error
 
 

@@ -245,13 +245,23 @@ was rebuilt from the message, its ``errno`` gone (``None``). ``ImportError(msg, 
 likewise. Records of other exceptions are unchanged."""
 
 
-def _exception_form(exc: BaseException) -> dict[str, Any]:
+_CAUSE = "__cause__"
+"""The key of an explicit cause's form (``raise ... from e``) among a recorded failure's
+attributes (a version before causes were kept skips it: ``__cause__`` takes no dict)."""
+_CAUSE_DEPTH = 4
+
+
+def _exception_form(exc: BaseException, depth: int = 0) -> dict[str, Any]:
     """What a record keeps of an exception: its type, message, args and attributes, masked.
 
     An exception group's ``args`` are its message and ``{"$exceptions": [...]}``, the
     forms of its sub-exceptions (groups nested in it too), so a replay rebuilds the group
     an ``except*`` clause matches as it did (before, a replayed group was a
     ``DurableExecutionError``).
+
+    An explicit cause (``raise ValueError(...) from KeyError(...)``) is kept as its own form
+    under ``attrs["__cause__"]`` (to 4 levels), so a replay rebuilds ``e.__cause__`` with
+    its type and message as the live path has it.
 
     Returns:
         ``type`` (``module:qualname``), ``message``, ``args`` (``None``: no JSON form) and
@@ -270,6 +280,8 @@ def _exception_form(exc: BaseException) -> dict[str, Any]:
         if isinstance(exc, base):
             attrs.update((n, v) for n in names if (v := getattr(exc, n, None)) is not None)
     kept = {k: j for k, v in attrs.items() if (j := _json_or_none(v)) is not None or v is None}
+    if isinstance(exc.__cause__, Exception) and depth < _CAUSE_DEPTH:  # ``except`` reads it
+        kept[_CAUSE] = _exception_form(exc.__cause__, depth + 1)
     return {"type": f"{cls.__module__}:{cls.__qualname__}",
             "message": mask_secrets(error_text(exc)), "args": args,
             "attrs": mask_value(kept) or None}
@@ -486,6 +498,10 @@ def _rebuilt(type_path: str | None, message: str | None, recorded_args: list[Any
         if exc is not None:
             for k, v in (recorded_attrs or {}).items():
                 try:
+                    if k == _CAUSE and isinstance(v, dict):
+                        exc.__cause__ = _rebuilt(v.get("type"), v.get("message"),
+                                                 v.get("args"), v.get("attrs"))
+                        continue
                     setattr(exc, k, from_json_value(v))
                 except Exception:  # noqa: BLE001 - a read-only attribute: skipped
                     pass
