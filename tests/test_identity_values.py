@@ -215,6 +215,9 @@ CASES: dict[str, Callable[[], Labelled]] = {
         ("there", looked_up(False, lambda f: [f])), ("back", looked_up(True, lambda f: [f]))],
     "lambdas whose code differs, held by a bound method's object": lambda: [
         ("there", routed(False)), ("back", routed(True))],
+    "lambdas whose code differs, held by an object a lambda closes over": lambda: [
+        ("there", (lambda r: lambda: r.run())(Router(routed(False).__self__.routes["convert"]))),
+        ("back", (lambda r: lambda: r.run())(Router(routed(True).__self__.routes["convert"])))],
 
     "partial binding a numpy int64": lambda: [
         ("one", functools.partial(price, "x", numpy().int64(1))),

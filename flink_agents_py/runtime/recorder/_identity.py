@@ -486,13 +486,9 @@ def run_time_functions(fn: Any, depth: int, seen: set[int], *,
                        held: bool = False) -> list[types.FunctionType]:
     """The functions made at run time in ``fn`` and in what it binds (to ``MAX_DEPTH``).
 
-    Args:
-        fn: a callable.
-        depth: how deep ``fn`` is.
-        seen: ids of the callables already walked.
-        held: also those in the lists, tuples and dict values it binds, and in the
-            attributes of a bound method's object (a table of lambdas a lambda looks up).
-            ``callees`` leaves them out: what it names was recorded without them.
+    With ``held``, also those in the lists, dicts and objects it binds and in a bound
+    method's object (a table of lambdas a lambda looks up: ``code_of``); ``callees`` leaves
+    them out (what it names was recorded without them).
 
     Returns:
         The functions, ``fn`` first, in walk order.
@@ -528,14 +524,18 @@ _HELD_ITEMS = 64
 
 
 def _callables(values: Any, depth: int, held: bool) -> list[Any]:
-    """The callables among ``values`` (and, ``held``, in their lists, tuples and dicts)."""
+    """The callables among ``values`` (``held``: in their lists, dicts and objects too)."""
     out: list[Any] = []
     for value in values:
         if callable(value):
             out.append(value)
-        elif held and depth <= MAX_DEPTH and type(value) in (list, tuple, dict):
+        elif not held or depth > MAX_DEPTH or type(value) in (*_SCALARS, float):
+            continue
+        elif type(value) in (list, tuple, dict):
             items = value.values() if type(value) is dict else value
             out += _callables(itertools.islice(items, _HELD_ITEMS), depth + 1, held)
+        elif not isinstance(value, types.ModuleType) and not library_class(type(value)):
+            out += _callables([v for _, v in _attributes(value)[:_HELD_ITEMS]], depth + 1, held)
     return out
 
 
