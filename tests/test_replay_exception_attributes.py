@@ -148,3 +148,42 @@ def test_a_replayed_cause_is_rebuilt_and_the_original_traceback_ends_its_chain()
     cause = again.__cause__
     assert type(cause) is KeyError and cause.args == ("sku",)
     assert isinstance(cause.__cause__, OriginalFailure) and "chained" in str(cause.__cause__)
+
+
+# -- both: a cause, and attributes with no JSON form at either level ----------------------------
+def wrapped(status: int) -> str:
+    try:
+        fetch(status)
+    except HttpError as e:
+        raise PlainError("lookup failed", status) from e
+    return "unreachable"
+
+
+def with_response_from_cause() -> str:
+    try:
+        {}["sku"]
+    except KeyError as e:
+        raise HttpError("no sku", Response(404), 404) from e
+    return "unreachable"
+
+
+class Both(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        seen: list[Any] = []
+        for fn in (wrapped, with_response_from_cause):
+            try:
+                await ctx.durable_execute_async(fn, *((404,) if fn is wrapped else ()))
+            except (PlainError, HttpError) as e:
+                cause = e.__cause__
+                seen.append([type(e).__name__, str(e), type(cause).__name__, str(cause),
+                             getattr(e, "response", None) is None,
+                             getattr(cause, "response", None) is None])
+        await ctx.durable_execute_async(len, "after")
+        ctx.send_event(OutputEvent(output=seen))
+
+
+def test_a_cause_and_attributes_without_json_form_read_the_same_after_a_crash():
+    report = check_replay_safety(Both(), [{"key": "a"}], other_process=False)
+    report.assert_ok()

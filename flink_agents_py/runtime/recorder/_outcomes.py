@@ -353,29 +353,42 @@ def _as_replayed(exc: Exception, form: dict[str, Any]) -> BaseException:
     clauses match the same on both paths, rather than only until a restore.
 
     An exception with public attributes that have no JSON form (an HTTP error's
-    ``response``) is recorded without them, so a replay rebuilds it without them: the live
-    path hands over that rebuilt exception too (``exc`` its ``__cause__``, a note naming
-    them), so ``e.response`` fails in the first run, not only after a restore.
+    ``response``), itself or a cause it was raised from, is recorded without them, so a
+    replay rebuilds it without them: the live path hands over that rebuilt exception too
+    (a note naming them, the raised ``exc`` at the end of its cause chain, where a replay
+    has the recorded traceback), so ``e.response`` fails in the first run, not only after
+    a restore.
 
     Returns:
         The exception the caller gets.
     """
     again = _rebuilt(form["type"], form["message"], form["args"], form["attrs"])
-    unkept = sorted(k for k, v in getattr(exc, "__dict__", {}).items() if v is not None
-                    and not k.startswith("_") and k not in (form["attrs"] or {}))
+    unkept: list[str] = []
+    level: Any = form
+    where: BaseException | None = exc
+    depth = 0
+    while isinstance(where, Exception) and isinstance(level, dict) and depth <= _CAUSE_DEPTH:
+        kept = level.get("attrs") or {}
+        unkept += sorted("__cause__." * depth + k for k, v in getattr(where, "__dict__", {})
+                         .items() if v is not None and not k.startswith("_") and k not in kept)
+        level, where, depth = kept.get(_CAUSE), where.__cause__, depth + 1
     if type(again) is type(exc) and unkept:
         notes = [*getattr(exc, "__notes__", ()), (
             f"flink-agents-py: attributes with no JSON form left out ({', '.join(unkept)}): "
             "a durable call's failure is recorded without them, so a replay could not "
-            "restore them; read what you need inside the durable call (the original "
-            "exception is the __cause__)")]
+            "restore them; read what you need inside the durable call (the exception as "
+            "raised ends the __cause__ chain)")]
         try:
             setattr(again, "__notes__", notes)  # noqa: B010 - (``add_note``: Python 3.11+)
         except Exception:  # noqa: BLE001, S110 - an exception that takes no attributes
             pass
     elif type(again) is type(exc) or not isinstance(again, DurableExecutionError):
         return exc
-    again.__cause__ = exc
+    last: BaseException = again
+    depth = 0
+    while last.__cause__ is not None and depth < 8:  # (a rebuilt cause stays the cause)
+        last, depth = last.__cause__, depth + 1
+    last.__cause__ = exc
     return again
 
 
