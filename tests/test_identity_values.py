@@ -6,9 +6,9 @@ made them in the other order each got the other's recorded result. Each case her
 two calls, a checkpoint is taken while a third is in flight, and the restored run makes the
 two in the other order: it must fail with ``ReplayDivergenceError`` or replay right, never
 swap; in the recorded order it replays both results without an ``arguments changed``
-warning. Plain objects found inside a bound object still count by their type only (a
-documented limitation), and the digests of the common cases are those of the previous
-release.
+warning. Plain objects found inside a bound object count in the digest by their type only
+(their state is checked for order only: calls that change it replay quietly), and the
+digests of the common cases are those of the previous release.
 """
 
 from __future__ import annotations
