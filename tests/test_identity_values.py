@@ -318,6 +318,32 @@ def test_calls_that_change_a_held_objects_state_replay_after_a_crash(case, caplo
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
+class Client:
+    """A client that keeps on itself what its first call fetched (the bound object's own
+    state, in the digest itself, unlike an object inside it)."""
+
+    def __init__(self) -> None:
+        self.token: str | None = None
+
+    def login(self) -> str:
+        self.token = self.token or "t0k3n"
+        return f"token={self.token}"
+
+
+def test_a_client_that_keeps_state_its_calls_set_replays_after_a_crash():
+    """Before: the replayed calls did not run, so the second call had the state of the first
+    (no token), matched the first's record and failed the run as a reordering, though the
+    code had not changed."""
+    PLAN["recorded"] = 3
+    try:
+        first, rest = crash_and_restore(
+            lambda: (client := Client()) and [(n, client.login) for n in "abc"], swap=False)
+    finally:
+        PLAN.pop("recorded")
+    assert first.errors == [] and rest.errors == []
+    assert rest.outputs == first.outputs  # each call its own recorded outcome
+
+
 # -- the forms ---------------------------------------------------------------------------------
 def test_value_forms_are_deterministic_bounded_and_hold_no_address():
     np = numpy()

@@ -46,9 +46,28 @@ def reordered_call(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
     for ordinal, other in calls.items():
         if other is not rec and other.digest == call.digest and other.kind is rec.kind \
                 and other.target == rec.target and ordinal != str(call.ordinal) \
-                and not code_changed(other.shape, call.shape):
+                and not code_changed(other.shape, call.shape) \
+                and not _lagging(call, rec, other, ordinal):
             return _reordered(call, rec, f"{execution_id}/c{ordinal}", action)
     return None
+
+
+def _lagging(call: Any, rec: CallRecord, earlier: CallRecord, ordinal: str) -> bool:
+    """Whether ``call`` matching the record of an earlier call is its callable's state lagging.
+
+    A bound method whose calls change its object (a client that logs in on its first call
+    and keeps the token) makes, live, a first call with no token and later ones with it; a
+    replay does not run the recorded calls, so each of them has the state of the first.
+    When the passed arguments of the call, of its own record and of the earlier record are
+    the same, they differ only in the callable's state: not a reordering (in the first call
+    out of place of a reordering, the state is a later call's).
+
+    Returns:
+        Whether it is (records written before the passed arguments were kept never are).
+    """
+    passed = shape_parts(call.shape)[4]
+    return ordinal.isdigit() and int(ordinal) < call.ordinal and bool(passed) \
+        and passed == shape_parts(rec.shape)[4] == shape_parts(earlier.shape)[4]
 
 
 def reordered_by_nested(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],

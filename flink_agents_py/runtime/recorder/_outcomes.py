@@ -126,25 +126,29 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
         bound, nested = bound_and_nested(fn)
         classes = value_classes(dict(binding), sort_dicts=True)  # not the keywords' order
         code = code_of(fn)
-        return (f"{digest([named, bound, classes])}/"
-                f"{digest([sorted(dumps(v).decode() for v in values), bound])}"
-                + (f"/{code or ''}" if code or nested else "")
-                + (f"/{nested}" if nested else ""))
+        parts = [digest([named, bound, classes]),
+                 digest([sorted(dumps(v).decode() for v in values), bound]), code or "",
+                 nested or "", digest([named, classes]) if bound is not None else ""]
+        while not parts[-1]:
+            parts.pop()
+        return "/".join(parts)
     except Exception:  # noqa: BLE001 - no signature, or one the arguments do not fit
         return None
 
 
-def shape_parts(shape: str | None) -> tuple[str, str, str, str]:
-    """An ``argument_shape``'s binding, values, code and nested state digests.
+def shape_parts(shape: str | None) -> tuple[str, str, str, str, str]:
+    """An ``argument_shape``'s binding, values, code, nested state and passed digests.
+
+    The last is the digest of the arguments passed alone, without what the callable binds
+    (kept when it binds something): two calls that differ only in their callable's state.
 
     Returns:
-        The four parts, ``""`` for a missing one (records written before the code, or the
-        nested objects' state, was kept have fewer).
+        The five parts, ``""`` for a missing one (records written before the code, the
+        nested objects' state or the passed arguments were kept have fewer).
     """
-    binding, _, rest = (shape or "").partition("/")
-    values, _, rest = rest.partition("/")
-    code, _, nested = rest.partition("/")
-    return binding, values, code, nested
+    parts = (shape or "").split("/", 4)
+    binding, values, code, nested, passed = parts + [""] * (5 - len(parts))
+    return binding, values, code, nested, passed
 
 
 def code_changed(was: str | None, now: str | None) -> bool:
