@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from ._field_hints import frozen_event_error, reserved_event_field_error
+from ._field_hints import frozen_event_error, refuse_reserved_event_fields
 from ._memory import memory_ref_of
 from ._messages import ChatMessage, ChatResponse, ToolCall, ToolResult
 from ._secrets import MaskedStr
@@ -108,10 +108,7 @@ class Event(BaseModel):
             raise frozen_event_error(self, name, value) from None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        if (reserved := reserved_event_field_error(cls)) is not None:
-            from ._errors import UsageError
-
-            raise UsageError(reserved)
+        refuse_reserved_event_fields(cls)
         super().__init_subclass__(**kwargs)
         if "EVENT_TYPE" not in cls.__dict__ or cls.__dict__["EVENT_TYPE"] is None:
             cls.EVENT_TYPE = cls.__qualname__

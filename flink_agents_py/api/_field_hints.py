@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 __all__ = ["NamesNearestField", "field_names", "frozen_event_error", "model_at", "nearest_field",
-           "reserved_event_field_error", "unknown_key_message"]
+           "refuse_reserved_event_fields", "unknown_key_message"]
 
 
 def field_names(cls: type[BaseModel]) -> list[str]:
@@ -172,8 +172,8 @@ def frozen_event_error(event: BaseModel, name: str, value: Any) -> ValidationErr
 _EVENT_OWN_FIELDS = ("id", "type", "attributes", "attachments")
 
 
-def reserved_event_field_error(cls: type[BaseModel]) -> str | None:
-    """Why an ``Event`` subclass may not declare a field every event has, or ``None``.
+def refuse_reserved_event_fields(cls: type[BaseModel]) -> None:
+    """Refuse an ``Event`` subclass that declares a field every event has.
 
     A subclass declaring ``id``, ``type``, ``attributes`` or ``attachments`` replaces the
     field the runtime sets and reads (an event's id, its routing type): before, such a class
@@ -184,16 +184,18 @@ def reserved_event_field_error(cls: type[BaseModel]) -> str | None:
     Args:
         cls: the new ``Event`` subclass.
 
-    Returns:
-        The message naming the field and what to write instead, or ``None`` when the class
-        declares none of those.
+    Raises:
+        UsageError: naming the field and what to write instead.
     """
     declared = [n for n in inspect.get_annotations(cls) if n in _EVENT_OWN_FIELDS]
     if not declared:
-        return None
+        return
     name = declared[0]
     instead = (f"to set its routing type, write EVENT_TYPE = 'x' (a class constant) "
                f"instead of a '{name}' field" if name == "type" else
                f"name yours otherwise (e.g. '{cls.__name__.lower()}_{name}')")
-    return (f"{cls.__qualname__} declares a field {name!r}, which every Event has and the "
-            f"runtime sets and reads ({', '.join(_EVENT_OWN_FIELDS)}): {instead}")
+    from ._errors import UsageError
+
+    raise UsageError(f"{cls.__qualname__} declares a field {name!r}, which every Event has "
+                     f"and the runtime sets and reads ({', '.join(_EVENT_OWN_FIELDS)}): "
+                     f"{instead}")
