@@ -430,3 +430,16 @@ def test_a_provider_that_fails_every_call_does_not_get_more_calls_at_once(probes
     assert all(o["error"] and "upstream down" in o["error"] for o in res.outputs)
     assert probes["down"] == 12
     assert res.metrics["flow_concurrency_limit"] == {"model": 2}  # before: 14
+
+
+@pytest.mark.parametrize("field", ["max_throttle_wait_s", "requests_per_minute",
+                                   "tokens_per_minute"])
+def test_an_infinite_bound_is_refused_where_it_is_set(field):
+    # before: FlowControl(max_throttle_wait_s=inf) was taken, so a provider answering 429
+    # for ever held its calls (and their keys' later records) for ever
+    import pydantic
+
+    with pytest.raises(pydantic.ValidationError, match=f"{field}[\\s\\S]*finite number"):
+        FlowControl(**{field: float("inf")})
+    with pytest.raises(pydantic.ValidationError, match="retry_max_backoff_s"):
+        ChatModelSetup(connection="c", retry_max_backoff_s=float("inf"))

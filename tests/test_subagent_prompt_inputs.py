@@ -164,3 +164,28 @@ def test_on_a_minicluster_a_pydantic_input_neither_fails_the_job_nor_its_prompt(
     outputs = json.loads(proc.stdout.strip().splitlines()[-1])
     assert outputs == [{"model": [f"Rate 't{i}' ({i} stars) | go"],
                         "dict": [f"Rate 't{i}' ({i} stars) | go"]} for i in range(3)]
+
+
+DATACLASS_MODULE = MODULE.replace(
+    "from pydantic import BaseModel\n",
+    "import dataclasses\nfrom pydantic import BaseModel\n\n"
+    "@dataclasses.dataclass\nclass Plain:\n    review: str\n    stars: int\n",
+).replace(
+    "as_dict = await (await ctx.submit_subagent(\"rater\", task.model_dump()))",
+    "as_dict = await (await ctx.submit_subagent(\"rater\", Plain(task.review, task.stars)))",
+)
+
+
+def test_a_dataclass_input_goes_as_its_fields_and_is_replay_safe(tmp_path):
+    # before: submitting a dataclass instance (a type the docs take as input_type) failed the
+    # call with "Plain ... has no JSON form (use a pydantic model)"
+    assert "Plain(task.review" in DATACLASS_MODULE
+    (tmp_path / "raters.py").write_text(DATACLASS_MODULE)
+    (tmp_path / "main.py").write_text(MAIN)
+    proc = subprocess.run([sys.executable, "main.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=170, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert run["safe"], run["report"]
+    filled = ["Rate 'fits well' (5 stars) | go"]
+    assert run["outputs"] == [{"model": filled, "dict": filled}]

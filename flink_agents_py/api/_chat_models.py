@@ -195,8 +195,8 @@ class ChatModelSetup(Resource):
     options: dict[str, Any] = Field(default_factory=dict)
     error_policy: Literal["fail", "retry", "ignore"] = "fail"
     retry_max_attempts: int = Field(default=3, ge=1)
-    retry_initial_backoff_s: float = Field(default=0.5, ge=0)
-    retry_max_backoff_s: float = Field(default=8.0, ge=0)
+    retry_initial_backoff_s: float = Field(default=0.5, ge=0, allow_inf_nan=False)
+    retry_max_backoff_s: float = Field(default=8.0, ge=0, allow_inf_nan=False)
     output_retries: int = Field(default=1, ge=0)
     fallbacks: list[str] = Field(default_factory=list)
     fallback_on: list[ErrorClass] = Field(default_factory=_default_fallback_on)

@@ -57,6 +57,8 @@ class FlowControl(NamesNearestField):
             of the setup's ``error_policy``; ``False``: it fails like other errors.
         max_throttle_wait_s: the longest one call is held in all because of throttling; then
             it fails with the throttled ``ProviderError`` (and a setup's fallbacks apply).
+            Finite: a provider answering 429 for ever would hold its calls, and their keys'
+            later records, for ever (``inf`` is refused).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -66,10 +68,10 @@ class FlowControl(NamesNearestField):
     initial_concurrency: int | None = Field(default=None, ge=1)
     min_concurrency: int = Field(default=1, ge=1)
     decrease_factor: float = Field(default=0.5, gt=0, lt=1)
-    requests_per_minute: float | None = Field(default=None, gt=0)
-    tokens_per_minute: float | None = Field(default=None, gt=0)
+    requests_per_minute: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    tokens_per_minute: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     hold_throttled: bool = True
-    max_throttle_wait_s: float = Field(default=300.0, ge=0)
+    max_throttle_wait_s: float = Field(default=300.0, ge=0, allow_inf_nan=False)
 
 
 class RateLimitInfo(BaseModel):

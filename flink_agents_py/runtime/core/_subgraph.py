@@ -25,6 +25,7 @@ invocation (by call id) instead of bootstrapping it again.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import threading
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["POLL_PREFIX", "plan_at", "route_at_root", "route_in_scope", "open_invocation",
            "invocation_result", "record_for_caller", "cancel_invocation", "under_cancelled",
            "check_result", "checked_result", "polling", "poll_result", "prepare_deferred",
-           "resolve_subagent", "stop_cancelled_polls"]
+           "resolve_subagent", "stop_cancelled_polls", "subagent_input"]
 
 POLL_PREFIX = "#poll/"
 """The id in ``RunState.waits`` of an async sub-agent poll's deadline: this, then its call id."""
@@ -458,6 +459,21 @@ def record_for_caller(run: RunState, inv: Invocation, inv_id: str, ok: bool, val
         target=inv.name))
     store_outcome(crec, inv_id, ok, value)
     return crec
+
+
+def subagent_input(name: str, input: Any) -> Any:
+    """A sub-agent call's input as the call takes it: a dataclass instance as its fields.
+
+    A dataclass has no stored form the runtime can rebuild it from (a pydantic model has:
+    its class is recorded with it), so it goes on as the ``dict`` of its fields in their JSON
+    form, as a chat model calling the sub-agent would give it; other inputs as they are.
+
+    Raises:
+        SerializationError: naming the sub-agent and the path, for a field with no JSON form.
+    """
+    if dataclasses.is_dataclass(input) and not isinstance(input, type):
+        return to_plain_json(input, f"input of sub-agent {name!r}")
+    return input
 
 
 def resolve_subagent(ctx: ActionExecution, name: str

@@ -57,7 +57,7 @@ from ..core._commands import (
     StartSubagent,
 )
 from ..core._stepper import run_inline
-from ..core._subgraph import resolve_subagent
+from ..core._subgraph import resolve_subagent, subagent_input
 from ._identity import callees
 from ._journaled import journaled
 from ._ledger import CallLedger
@@ -384,6 +384,7 @@ class ActionExecution:
     async def submit_subagent(self, name: str, input: Any) -> SubagentHandle:
         """``RunnerContext.submit_subagent``."""
         self.check_live("submit_subagent")
+        input = subagent_input(name, input)  # (a dataclass: as its fields)
         setup, kind, refusal = resolve_subagent(self, name)
         # a refusal is recorded too, so a submit takes its identity on every path
         ordinal, call_id, dig, rec = self._allocate(
