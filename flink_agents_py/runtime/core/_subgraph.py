@@ -468,6 +468,9 @@ def subagent_input(name: str, input: Any) -> Any:
     its class is recorded with it), so it goes on as the ``dict`` of its fields in their JSON
     form, as a chat model calling the sub-agent would give it; other inputs as they are.
 
+    Returns:
+        The input the call takes.
+
     Raises:
         SerializationError: naming the sub-agent and the path, for a field with no JSON form.
     """
