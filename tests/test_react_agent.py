@@ -216,3 +216,25 @@ def test_an_agent_given_directly_as_an_agent_resource_is_an_internal_sub_agent()
     outputs, errors = _run(parent, ["go"])
     assert errors == [] and outputs == ['["echo hi"]']
     assert seen["tools"]["_subagent_child"].startswith("Echoes.")
+
+
+def test_an_object_input_fills_the_prompt_with_each_value_as_str_gives_it():
+    # Flink Agents fills a ReAct prompt from an object's fields with str(value); before,
+    # non-strings went as JSON text (true, null, {"a": 1}), so a ported program's model was
+    # asked other words than it was there
+    from pydantic import BaseModel
+
+    from flink_agents_py.agents.react import _user_messages
+    from flink_agents_py.api import Prompt
+
+    class Order(BaseModel):
+        urgent: bool
+        note: str | None
+        items: dict
+
+    prompt = Prompt.from_text("urgent={urgent} note={note} items={items} n={n}")
+    [msg] = _user_messages({"urgent": True, "note": None, "items": {"a": 1}, "n": 2}, prompt)
+    assert msg.content == "urgent=True note=None items={'a': 1} n=2"
+    [msg] = _user_messages(Order(urgent=False, note="x", items={"b": 2}),
+                           Prompt.from_text("urgent={urgent} note={note} items={items}"))
+    assert msg.content == "urgent=False note=x items={'b': 2}"

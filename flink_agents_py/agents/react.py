@@ -335,8 +335,8 @@ def _user_messages(value: Any, prompt: Prompt | None) -> list[ChatMessage]:
         if prompt is None:
             return [ChatMessage(role=MessageRole.USER, content=text)]
         return prompt.format_messages(role=MessageRole.USER, input=text)  # a text prompt
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
+    if isinstance(value, BaseModel):  # its fields as they are, as Flink Agents reads an object
+        value = dict(value.__dict__)
     if not isinstance(value, dict):
         raise ReActAgentError(f"the ReAct agent takes a primitive, a dict or a pydantic model "
                               f"as input, got {type(value).__name__}")
@@ -347,9 +347,9 @@ def _user_messages(value: Any, prompt: Prompt | None) -> list[ChatMessage]:
             f"the ReAct agent got an object input (fields {sorted(value)}) and has no prompt "
             f"to turn it into a message: pass prompt=... with {{field}} placeholders, or send "
             f"{{'input': text}}")
-    return prompt.format_messages(role=MessageRole.USER,  # a text prompt: the user's message
-                                  **{k: v if isinstance(v, str) else json.dumps(v)
-                                     for k, v in value.items()})
+    # a text prompt, the user's message: each field's value as ``str`` gives it (``True``,
+    # ``None``), as Flink Agents fills it, so a ported program asks its model the same
+    return prompt.format_messages(role=MessageRole.USER, **{k: str(v) for k, v in value.items()})
 
 
 def _with_schema_instruction(messages: list[ChatMessage],
