@@ -7,6 +7,7 @@ loopback port.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import pickle
@@ -38,7 +39,7 @@ from flink_agents_py.api import (
     qualified_name,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
-from flink_agents_py.integrations.mcp import McpPrompt, McpServer, McpTool
+from flink_agents_py.integrations.mcp import McpPrompt, McpServer, McpTool, McpToolError
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.testing import ScriptedRequest
 
@@ -53,6 +54,13 @@ _PLANS: dict[str, list[Any]] = {}
 
 @pytest.fixture(scope="module")
 def http_url():
+    with http_server() as url:
+        yield url
+
+
+@contextlib.contextmanager
+def http_server():
+    """The fixture server over streamable HTTP on a free port: its URL, until the block ends."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, SERVER_SCRIPT, "http", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -331,3 +339,17 @@ def test_a_call_whose_arguments_the_connection_could_not_read_is_told_not_sent(h
     got = results_by_call(res)["c1"]
     assert not got["ok"] and got["error"].startswith(
         "ValueError: tool 'add' was called with arguments that are not JSON"), got
+
+
+def test_a_call_to_an_http_server_that_went_away_names_the_tool_and_the_server():
+    # before: the SDK's bare "MCPError: Connection closed", naming neither, so with several
+    # servers a user could not tell which one was down
+    with http_server() as url:
+        server = McpServer(url=url, timeout_s=20)
+        assert server.call_tool("add", {"a": 1, "b": 1}) == 2
+    try:  # the server process is gone now
+        with pytest.raises(McpToolError) as raised:
+            server.call_tool("add", {"a": 1, "b": 2})
+    finally:
+        server.close()
+    assert "'add'" in str(raised.value) and url in str(raised.value)

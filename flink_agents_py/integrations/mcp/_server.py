@@ -1,8 +1,7 @@
 """MCP servers as resources: their tools for chat models, their prompts for setups.
 
-Needs the ``mcp`` extra (``pip install 'flink-agents-py[mcp]'``); the official ``mcp`` SDK's
-``ClientSession`` over its stdio and streamable-HTTP transports (the calls used here are the
-same in the SDK's 1.x and 2.x lines).
+Needs the ``mcp`` extra (``pip install 'flink-agents-py[mcp]'``): the official ``mcp`` SDK's
+``ClientSession`` over stdio and streamable HTTP (the same calls in its 1.x and 2.x lines).
 
 - ``McpServer`` (``MCP_SERVER``): one server, started as a subprocess (``command=[...]``,
   stdio) or reached at ``url=`` (streamable HTTP). It keeps one session open on a thread of
@@ -326,7 +325,6 @@ class McpServer(FreshOnUnpickle, Resource):
 
         Raises:
             McpToolError: when the tool reports an error, or its result is longer than
-                ``max_result_chars``.
                 ``max_result_chars``, or with a result that is not MCP (naming what is wrong).
             TimeoutError: when it takes longer than ``timeout_s``.
             McpMessageTooLarge: when the server sent a message over ``max_message_bytes``
@@ -351,9 +349,9 @@ class McpServer(FreshOnUnpickle, Resource):
         """Name the tool and the server in what a ``tools/call`` raises.
 
         Raises:
-            McpToolError: when the SDK refused the server's answer (what is wrong, clipped).
-            ConnectionError: why the transport ended the session (an ``McpServerExited``,
-                an ``McpMessageTooLarge``), when it did.
+            McpToolError: naming the tool and server, when the SDK refused the server's
+                answer (what is wrong, clipped) or raised its own error ("Connection closed").
+            ConnectionError: why the transport ended the session, when it did (``McpServerExited``).
             TimeoutError: as it came (it names the server already).
         """
         try:
@@ -363,9 +361,12 @@ class McpServer(FreshOnUnpickle, Resource):
                                f"result that is not MCP: {_not_mcp(e)}") from scrub_exception(e)
         except TimeoutError:
             raise
-        except Exception:
+        except Exception as e:
             conn.raise_failure(f"MCP tool {tool[:100]!r} failed: ")  # the session ended: say why
-            raise
+            if type(e).__name__ not in ("McpError", "MCPError"):  # (the SDK's, 1.x and 2.x)
+                raise
+            raise McpToolError(f"MCP tool {tool[:100]!r} of {self.where} failed: {_short(str(e))}"
+                               ) from scrub_exception(e)
 
     def _output_schema(self, tool: str) -> dict[str, Any] | None:
         return ((self._tools or {}).get(tool) or {}).get("outputSchema")
