@@ -70,8 +70,15 @@ ACTIONS = EventChainLimitError.LIMIT + 1
 """The actions of the run stopped at the limit (the last one failed sending one more)."""
 
 
-def test_the_run_stopped_at_the_event_chain_limit_prints_as_a_tree():
-    records = _records(-1)
+@pytest.fixture(scope="module")
+def at_limit() -> list[dict[str, Any]]:
+    """The event log's records of the run stopped at the limit: made once, read by each test
+    (each builds its own traces from them)."""
+    return _records(-1)
+
+
+def test_the_run_stopped_at_the_event_chain_limit_prints_as_a_tree(at_limit):
+    records = at_limit
     assert sum(r["kind"] == "action_started" for r in records) == ACTIONS
     [trace] = build_traces(records)
     text = render_text([trace])
@@ -86,8 +93,8 @@ def test_the_run_stopped_at_the_event_chain_limit_prints_as_a_tree():
     assert "anomalies (1): 1 anomaly in 1 of 1 run, 1 run failed" in text
 
 
-def test_its_spans_nest_one_per_action_under_the_run():
-    [trace] = build_traces(_records(-1))
+def test_its_spans_nest_one_per_action_under_the_run(at_limit):
+    [trace] = build_traces(at_limit)
     spans = spans_of(trace, "Chain")
     assert spans[0]["name"] == "invoke_agent Chain" and spans[0]["parent"] is None
     assert [s["name"] for s in spans[1:]] == ["action hop"] * ACTIONS
@@ -95,12 +102,12 @@ def test_its_spans_nest_one_per_action_under_the_run():
     assert spans[-1]["error"][0] == "EventChainLimitError"
 
 
-def test_they_are_exported_each_under_its_parent():
+def test_they_are_exported_each_under_its_parent(at_limit):
     pytest.importorskip("opentelemetry.sdk")
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     exporter = InMemorySpanExporter()
-    assert export_otel(build_traces(_records(-1)), exporter) == ACTIONS + 1
+    assert export_otel(build_traces(at_limit), exporter) == ACTIONS + 1
     spans = exporter.get_finished_spans()
     by_id = {s.context.span_id: s for s in spans}
     [deepest] = [s for s in spans if s.status.status_code.name == "ERROR"
@@ -127,8 +134,8 @@ def test_a_chain_of_150_actions_makes_a_trace_page_with_every_row():
     assert row["l"] == 'OutputEvent e0 -> output: {"hops":150}'
 
 
-def test_the_page_of_the_run_stopped_at_the_limit_is_written():
-    [trace] = build_traces(_records(-1))
+def test_the_page_of_the_run_stopped_at_the_limit_is_written(at_limit):
+    [trace] = build_traces(at_limit)
     page = render_html([trace])
     assert page.count('"l":"Hop ') == ACTIONS - 1  # the first action's event: the input
     assert "failed action: EventChainLimitError" in page
