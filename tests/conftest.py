@@ -32,6 +32,32 @@ def _environment_as_it_was() -> Iterator[None]:
         os.environ.update(saved)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _known_secrets_as_they_were() -> Iterator[None]:
+    """Each test module ends with the process's known secrets it started with.
+
+    ``register_secret`` (and every resource or key a test makes with an ``api_key``) adds to
+    one registry for the process, and once it holds any secret every text written to a
+    record or a log is masked against all of them: a secret a module left behind made every
+    later module's failures, traces and logs slower (the deep-chain traces of
+    ``test_trace_deep`` took 30-42 s each late in a CI run, under 1 s alone). A test that
+    needs a secret registers it itself; those registered while test modules were imported
+    stay (they are known before the first module starts).
+    """
+    from flink_agents_py.api import _secrets
+
+    registry = _secrets._REGISTRY
+    with registry._lock:
+        saved = (set(registry._values), set(registry._forms), set(registry._patterns),
+                 set(registry._hidden), registry.regexes)
+    yield
+    with registry._lock:
+        values, forms, patterns, hidden, regexes = saved
+        registry._values, registry._forms = set(values), set(forms)
+        registry._patterns, registry._hidden = set(patterns), set(hidden)
+        registry.regexes = regexes
+
+
 @pytest.fixture(autouse=True)
 def probes() -> Iterator[_probes.Probes]:
     """This test's call counts and gates (``support.probes``): new for every test, every gate
