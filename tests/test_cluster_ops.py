@@ -23,11 +23,16 @@ exactly one committed output (read ``read_committed``); no model call whose outc
 recorded before a savepoint ran again (the fake model counts its executions in a file outside
 the job; an observer logs when outcomes are recorded); the outputs of each key come in input
 order, with the key's memory carried across both restores.
+
+The same cluster then runs the review job submitted the way the getting-started page says
+(``flink run -pym jobs.review_analysis``, scripted model, 50 reviews), waited for through
+the REST API; it runs last, so the agent metrics scraped above are the scenario's only.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import pathlib
 import re
 import shutil
@@ -40,10 +45,10 @@ from typing import Any
 import orjson
 import pytest
 
-pytestmark = [pytest.mark.flink, pytest.mark.cluster, pytest.mark.kafka]
+pytestmark = [pytest.mark.flink, pytest.mark.cluster]
+kafka = pytest.mark.kafka  # the scenario's tests (the review job's needs no broker)
 
 pytest.importorskip("pyflink")
-pytest.importorskip("confluent_kafka")
 
 from flink_cluster import FlinkCluster  # noqa: E402
 from kafka_fixture import KAFKA_TRANSIENT as KAFKA  # noqa: E402
@@ -145,8 +150,24 @@ def _savepoint_trigger_s(cluster: FlinkCluster, job_id: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def ops(kafka_broker, tmp_path_factory) -> Any:
+def cluster(tmp_path_factory) -> Any:
+    """The module's cluster (one start for the scenario and the review job), stopped by PID
+    when the module ends."""
+    c = FlinkCluster(tmp_path_factory.mktemp("cluster") / "cluster", slots=2,
+                     prometheus=True).start()
+    print(f"\n[cluster] JobManager pid {c.procs['jobmanager'].pid}, TaskManager pid "
+          f"{c.procs['taskmanager'].pid}, REST {c.rest_url}, ready in {c.started_in_s:.1f} s",
+          file=sys.stderr)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def ops(kafka_broker, cluster, tmp_path_factory) -> Any:
     """Run the scenario of the module docstring once; yield what it left behind."""
+    pytest.importorskip("confluent_kafka")
     work = tmp_path_factory.mktemp("cluster-ops")
     assert ROOT not in work.resolve().parents
     user, logs = work / "user", work / "logs"
@@ -159,7 +180,6 @@ def ops(kafka_broker, tmp_path_factory) -> Any:
     produce(kafka_broker.bootstrap, source,
             [(k, orjson.dumps({"key": k, "seq": s})) for s in range(PER_KEY) for k in KEYS])
 
-    cluster = FlinkCluster(work / "cluster", slots=2, prometheus=True).start()
     client_env = cluster.env()
     client_env.pop("PYTHONPATH", None)  # the client is a user's shell: nothing of the repository
     t0 = time.monotonic()
@@ -234,7 +254,6 @@ def ops(kafka_broker, tmp_path_factory) -> Any:
         tm_pid = cluster.procs["taskmanager"].pid
     finally:
         hold.unlink(missing_ok=True)
-        cluster.stop()
     recorded: dict[str, float] = {}
     for tag, when, *_ in _read_log(logs / "recorded.log"):
         recorded[tag] = min(float(when), recorded.get(tag, float("inf")))
@@ -253,6 +272,7 @@ def _in_flight_at(ops: Scenario, t: float) -> list[str]:
                    if start < t and ops.recorded.get(tag, float("inf")) >= t})
 
 
+@kafka
 def test_three_thread_mode_jobs_in_a_row_on_one_taskmanager(ops):
     assert [s.job["state"] for s in ops.segments] == ["FINISHED"] * 3
     agent_vertex = [[v["parallelism"] for v in s.job["vertices"] if v["name"].startswith("ops")]
@@ -266,6 +286,7 @@ def test_three_thread_mode_jobs_in_a_row_on_one_taskmanager(ops):
     assert len(ops.modules) == 3 and all("python-files" in m for m in ops.modules), ops.modules
 
 
+@kafka
 def test_prometheus_endpoint_shows_the_agent_metrics_with_their_labels(ops):
     found = agent_metrics(ops.metrics)
     for name in ("runs_started", "runs_completed", "events_processed"):
@@ -283,6 +304,7 @@ def test_prometheus_endpoint_shows_the_agent_metrics_with_their_labels(ops):
     assert labels[0]["subtask_index"] == "0" and labels[0]["tm_id"] == "taskmanager"
 
 
+@kafka
 def test_every_input_has_exactly_one_committed_output(ops):
     rows = [orjson.loads(m.value()) for m in ops.outputs]
     assert sorted((r["key"], r["seq"]) for r in rows) == sorted(
@@ -294,6 +316,7 @@ def test_every_input_has_exactly_one_committed_output(ops):
     assert 0 < first <= second < len(KEYS) * PER_KEY
 
 
+@kafka
 def test_queued_inputs_keep_their_order_per_key_across_both_restores(ops):
     by_key: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
     for m in ops.outputs:  # in (partition, offset) order: a key's outputs in the order written
@@ -305,6 +328,7 @@ def test_queued_inputs_keep_their_order_per_key_across_both_restores(ops):
         k: [(s, s + 1) for s in range(PER_KEY)] for k in KEYS}
 
 
+@kafka
 def test_no_recorded_model_call_runs_again_after_a_savepoint(ops):
     tags = {f"{k}/{s}/{kind}" for k in KEYS for s in range(PER_KEY) for kind in KINDS}
     runs = collections.Counter(tag for tag, *_ in ops.executions)
@@ -323,6 +347,7 @@ def test_no_recorded_model_call_runs_again_after_a_savepoint(ops):
           f"{len(repeated)} re-run after being cut short by a stop", file=sys.stderr)
 
 
+@kafka
 def test_each_stop_caught_runs_mid_call_with_inputs_queued_behind_them(ops):
     for seg in ops.segments[:2]:
         flying = _in_flight_at(ops, seg.stop_trigger_s)
@@ -333,3 +358,45 @@ def test_each_stop_caught_runs_mid_call_with_inputs_queued_behind_them(ops):
                   f"{tag.split('/')[0]}/{int(tag.split('/')[1]) + 1}/main" not in started
                   and int(tag.split("/")[1]) + 1 < PER_KEY]
         assert queued, f"no input queued behind a run at the stop: {flying}"
+
+
+def test_flink_run_review_job_on_a_standalone_cluster(cluster, tmp_path):
+    out = tmp_path / "out.jsonl"
+    t0 = time.monotonic()
+    client = cluster.flink(
+        "run", "-pym", "jobs.review_analysis", "-pyclientexec", sys.executable,
+        "-pyexec", sys.executable,
+        "--model", "scripted", "--limit", "50", "--output", str(out), "--no-progress")
+    # wait for the job to show up and finish, through the REST API (a busy JobManager's late
+    # answer is "not yet"); stop waiting when the client failed. The scenario's jobs ran on
+    # this cluster before: the review job is the one of its name.
+    seen: list[Any] = [None]
+
+    def review() -> dict[str, Any] | None:
+        jobs = cluster.rest("/jobs/overview").get("jobs", [])
+        return next((j for j in jobs if j["name"] == "review-analysis"), None)
+
+    def ended() -> bool:
+        job = review()
+        seen[0] = job["state"] if job else None
+        return seen[0] in ("FINISHED", "FAILED", "CANCELED")
+
+    def client_failed() -> str | None:
+        code = client.poll()
+        return None if code in (None, 0) else f"the flink client exited with {code}"
+
+    with contextlib.suppress(AssertionError):  # the asserts below say what went wrong
+        wait_until("the job FINISHED", ended, SLOW_S, interval_s=0.5, abort=client_failed)
+    state = seen[0]
+    client_output, _ = client.communicate(timeout=SLOW_S)
+    elapsed = time.monotonic() - t0
+    assert state == "FINISHED", f"job state {state}\n{client_output[-4000:]}\n{cluster.logs_tail()}"
+    assert client.returncode == 0, client_output[-4000:]
+    [job] = [j for j in cluster.rest_retried("/jobs/overview")["jobs"]
+             if j["name"] == "review-analysis"]
+    rows = [orjson.loads(x) for x in out.read_text().splitlines()]
+    reviews = [r for r in rows if r["kind"] == "review"]
+    assert sorted(r["line"] for r in reviews) == list(range(50))
+    assert all(1 <= r["score"] <= 5 for r in reviews)
+    print(f"[cluster] submitted and finished in {elapsed:.1f} s "
+          f"(job {job['duration'] / 1000:.1f} s on the cluster)", file=sys.stderr)
