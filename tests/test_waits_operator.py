@@ -26,6 +26,17 @@ from flink_agents_py.runtime import PARKED_SUFFIX  # noqa: E402
 KEYS = 50
 
 
+@pytest.fixture(autouse=True)
+def _group_poll_in_tens_of_ms(monkeypatch):
+    """The key-group fallback timer every 50 ms instead of 2 s: the fakes fire processing-time
+    timers when they fall due (sleeping until then), and each set of runs worked off until
+    they wait ended with one 2 s group timer. What these tests check (parked runs, their
+    timers, what wakes them) does not depend on how often that fallback comes."""
+    from flink_agents_py.flink import _switching
+
+    monkeypatch.setattr(_switching, "GROUP_POLL_MS", 50)
+
+
 @pytest.fixture
 def parked():
     """``KEYS`` runs of ``Approver`` (no timeout) fed and worked off until they all wait."""
