@@ -138,6 +138,17 @@ def by_key(out: list[dict[str, Any]]) -> dict[str, list[int]]:
     return dict(got)
 
 
+@pytest.fixture
+def fast_group_timers(monkeypatch):
+    """The key-group timer every 50 ms instead of 2 s (``GROUP_POLL_MS``), for the tests
+    that neither count timer callbacks nor bound them: the fakes sleep until a
+    processing-time timer is due, and such a test's last (or, after a restore, its first)
+    callback is a group timer, so each waited 2 s for it."""
+    from flink_agents_py.flink import _switching
+
+    monkeypatch.setattr(_switching, "GROUP_POLL_MS", 50)
+
+
 def test_one_callback_applies_the_completions_of_many_keys(pump_harness):
     keys = 40
     h = pump_harness(Slow(), max_in_flight=keys)
@@ -158,6 +169,7 @@ def test_one_callback_applies_the_completions_of_many_keys(pump_harness):
     assert not h.op._switch.jkeys and not h.op._runs
 
 
+@pytest.mark.usefixtures("fast_group_timers")
 def test_queued_inputs_of_a_key_run_in_order_through_the_pump(pump_harness):
     h = pump_harness(Slow(), max_in_flight=4)
     for n in range(12):
@@ -168,6 +180,7 @@ def test_queued_inputs_of_a_key_run_in_order_through_the_pump(pump_harness):
     assert not h.op._run_state.data
 
 
+@pytest.mark.usefixtures("fast_group_timers")
 def test_inputs_arriving_while_calls_complete_are_applied_by_the_element_callback(pump_harness):
     h = pump_harness(Slow(), max_in_flight=8)
     for n in range(8):
@@ -187,6 +200,7 @@ def test_end_of_input_drains_every_busy_key(pump_harness):
     assert by_key(h.out) == {f"k{i}": [n for n in range(12) if n % 4 == i] for i in range(4)}
 
 
+@pytest.mark.usefixtures("fast_group_timers")
 def test_a_restored_operator_resumes_busy_keys_from_keyed_state_and_their_timers(pump_harness):
     # a checkpoint holds runs in flight and their keys' timers; a new operator (after a
     # failure) has nothing in memory: each key's own poll timer resumes it from keyed state
@@ -207,6 +221,7 @@ def test_a_restored_operator_resumes_busy_keys_from_keyed_state_and_their_timers
     assert h.op.stats["swept"] == 6  # found in keyed state by the first callback
 
 
+@pytest.mark.usefixtures("fast_group_timers")
 @pytest.mark.parametrize("old_head", [False, True])
 def test_a_restored_operator_runs_the_inputs_queued_behind_a_run_in_order(pump_harness,
                                                                           old_head):
@@ -291,6 +306,7 @@ def test_keys_waiting_on_calls_that_do_not_complete_cost_no_timers_of_their_own(
     assert h.op.stats["timer_callbacks"] <= pumps + 3 * GROUPS + 5, dict(h.op.stats)
 
 
+@pytest.mark.usefixtures("fast_group_timers")
 @pytest.mark.parametrize("wake", ["group timers", "end of input"])
 def test_a_restore_at_another_parallelism_resumes_every_run_in_each_subtask(pump_harness,
                                                                             wake):
@@ -331,6 +347,7 @@ def test_a_restore_at_another_parallelism_resumes_every_run_in_each_subtask(pump
     assert by_key(out) == {k: [n] for n, k in enumerate(keys)}
 
 
+@pytest.mark.usefixtures("fast_group_timers")
 def test_a_backend_that_cannot_list_its_keys_is_reported_and_the_job_goes_on(pump_harness,
                                                                             caplog):
     h = pump_harness(Slow(), max_in_flight=8)
