@@ -61,11 +61,16 @@ from ._common import (
 from ._llama import from_openai_choice, to_openai_messages
 from ._openai_refusals import (
     REASONING_UNSUPPORTED,
+    call_ids_refused,
     calls_content_refused,
     is_reasoning_model,
     refused_option,
+    refuses_system,
+    system_refused,
     thinking_refused,
     with_empty_calls_content,
+    with_nine_char_ids,
+    with_system_as_user,
     without_options,
 )
 from ._wire import WireNames, named_as, openai_tool_choice
@@ -187,6 +192,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     _empty_calls_content: bool = PrivateAttr(default=False)
     _refused_options: dict[str, set[str]] = PrivateAttr(default_factory=dict)
     _streamed_thinking: set[str] = PrivateAttr(default_factory=set)
+    _system_as_user: set[str] = PrivateAttr(default_factory=set)
+    _nine_char_ids: set[str] = PrivateAttr(default_factory=set)
 
     def _key_required(self) -> bool:
         if self.api_key_required is not None:
@@ -277,8 +284,9 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
                 ``response_format`` is retried once with a JSON object format first, one
                 that rejects ``max_tokens`` with ``max_completion_tokens``, one naming an
                 unsupported parameter without it, one refusing a ``null`` content with
-                ``""``). The message names the connection, the server's host, the model
-                and the status.
+                ``""``, one refusing the ``system`` role with ``user`` messages, one
+                refusing tool call ids not of 9 letters and digits with such ids). The
+                message names the connection, the server's host, the model and the status.
             ImportError: naming the ``openai`` extra when the SDK is not installed.
         """
         client = self._client()
@@ -339,11 +347,14 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
 
     def _provider(self) -> str:
         """The provider's name for messages: the connection's class and its server's host."""
+        return f"{type(self).__name__} at {self._host() or 'an unreadable base_url'}"
+
+    def _host(self) -> str:
+        """The host of the server the requests go to (``""``: unreadable)."""
         try:
-            host = urlsplit(self._server_url() or "https://api.openai.com").hostname
+            return urlsplit(self._server_url() or "https://api.openai.com").hostname or ""
         except ValueError:
-            host = None
-        return f"{type(self).__name__} at {host or 'an unreadable base_url'}"
+            return ""
 
     async def _create(
         self, client: Any, kwargs: dict[str, Any], output_schema: dict[str, Any] | None
@@ -355,7 +366,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         (``Use 'max_completion_tokens' instead``), as ``max_completion_tokens``, and a
         parameter such a model refuses (``temperature``...) is left out, and so from then on
         for that model (a model named as one of them: from the first request); a ``null``
-        content refused goes as ``""`` (``_openai_refusals``).
+        content refused goes as ``""``, a refused ``system`` role as ``user``, tool call ids
+        refused as Mistral refuses them as 9-character stand-ins (``_openai_refusals``).
 
         Args:
             client: the SDK's async client.
@@ -382,6 +394,10 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         if model in self._streamed_thinking:  # said as left out: its thinking is off
             kwargs["enable_thinking"] = False
             omitted.append("enable_thinking")
+        if model in self._system_as_user or refuses_system(model):
+            with_system_as_user(kwargs)
+        if model in self._nine_char_ids or self._host().endswith("mistral.ai"):
+            with_nine_char_ids(kwargs)
         while True:  # each refusal handled here changes the request: finitely many sends
             try:
                 raw = await create(**with_extra_body(create, kwargs))
@@ -395,6 +411,12 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
                     self._streamed_thinking.add(model)
                     kwargs["enable_thinking"] = False
                     omitted.append("enable_thinking")
+                elif system_refused(e, kwargs):  # remembered for the model
+                    self._system_as_user.add(model)
+                    with_system_as_user(kwargs)
+                elif call_ids_refused(e, kwargs):
+                    self._nine_char_ids.add(model)  # remembered for the model
+                    with_nine_char_ids(kwargs)
                 elif self.calls_only_content == "auto" and calls_content_refused(e, kwargs):
                     self._empty_calls_content = True
                     with_empty_calls_content(kwargs)

@@ -18,6 +18,17 @@
   message content type: <nil>``; llama-cpp-python's server, with a 500 quoting its
   validator's ``Input should be a valid string``; older llama.cpp servers; Mistral's
   validator) gets it again with ``""``, and so from then on.
+- ``o1-mini`` and ``o1-preview`` refuse ``system`` messages (``Unsupported value:
+  'messages[0].role' does not support 'system' with this model``): a model named so gets
+  them as ``user`` messages from the first request; any other model (an Azure deployment
+  of one, a gateway's alias) whose 400 says so gets the request again that way, and so from
+  then on. (Later reasoning models take ``system``: OpenAI reads it as ``developer``.)
+- Mistral takes tool call ids of exactly 9 letters and digits only (``Tool call id was ...
+  but must be a-z, A-Z, 0-9, with a length of 9``; its API and vLLM serving its models with
+  ``mistral_common``), where OpenAI's are ``call_...``: a connection to ``api.mistral.ai``
+  sends every id as a 9-character stand-in from the first request (``_wire.nine_char_id``:
+  made from the id alone, so a call and its result keep one stand-in); a server whose 400
+  says so gets the request again that way, and so from then on for the model.
 """
 
 from __future__ import annotations
@@ -25,9 +36,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["REASONING_UNSUPPORTED", "calls_content_refused", "is_reasoning_model",
-           "refused_option", "thinking_refused", "with_empty_calls_content", "without_options"]
+from ._wire import nine_char_id
 
+__all__ = ["REASONING_UNSUPPORTED", "call_ids_refused", "calls_content_refused",
+           "is_reasoning_model", "refused_option", "refuses_system", "system_refused",
+           "thinking_refused", "with_empty_calls_content", "with_nine_char_ids",
+           "with_system_as_user", "without_options"]
+
+_NO_SYSTEM = re.compile(r"^(?:[\w.-]+/)?o1-(?:mini|preview)(?:$|[-.:_@])", re.IGNORECASE)
+_SYSTEM_REFUSED = re.compile(r"role\W*\s*does not support '(?:system|developer)'"
+                             r"|'?(?:system|developer)'? (?:role|messages?) (?:is|are) not "
+                             r"supported", re.IGNORECASE)
+_IDS_REFUSED = re.compile(r"tool call id\b.*\blength of 9|tool call id\b.*\bof length 9",
+                          re.IGNORECASE | re.DOTALL)
 _REASONING = re.compile(r"^(?:[\w.-]+/)?(?:o[1-9]|gpt-5)(?:$|[-.:_@])", re.IGNORECASE)
 
 REASONING_UNSUPPORTED = ("temperature", "top_p", "presence_penalty", "frequency_penalty",
@@ -161,3 +182,80 @@ def with_empty_calls_content(request: dict[str, Any]) -> None:
     """
     request["messages"] = [{**m, "content": ""} if m.get("content") is None
                            and m.get("tool_calls") else m for m in request["messages"]]
+
+
+def refuses_system(model: str) -> bool:
+    """Whether ``model`` names one of OpenAI's models refusing ``system`` messages.
+
+    Args:
+        model: the model the request names (``o1-mini``, ``o1-preview-2024-09-12``...).
+
+    Returns:
+        Whether its system messages should go as ``user`` messages from the first request.
+    """
+    return bool(_NO_SYSTEM.match(model.strip()))
+
+
+def system_refused(error: Any, request: dict[str, Any]) -> bool:
+    """Whether a 400 refuses the role of the request's ``system`` (or ``developer``) messages.
+
+    Args:
+        error: the SDK's ``APIStatusError``.
+        request: the request's fields.
+
+    Returns:
+        Whether the request holds such a message and the error says its role is refused.
+    """
+    if getattr(error, "status_code", None) not in (400, 422):
+        return False
+    if not any(m.get("role") in ("system", "developer") for m in request.get("messages") or ()):
+        return False
+    return bool(_SYSTEM_REFUSED.search(_error_text(error)))
+
+
+def with_system_as_user(request: dict[str, Any]) -> None:
+    """Send every ``system`` (and ``developer``) message of ``request`` as a ``user`` one.
+
+    Args:
+        request: the request's fields (changed in place).
+    """
+    request["messages"] = [{**m, "role": "user"} if m.get("role") in ("system", "developer")
+                           else m for m in request["messages"]]
+
+
+def call_ids_refused(error: Any, request: dict[str, Any]) -> bool:
+    """Whether a 400 refuses the request's tool call ids for not being 9 letters and digits.
+
+    Args:
+        error: the SDK's ``APIStatusError``.
+        request: the request's fields.
+
+    Returns:
+        Whether the request holds a tool call id of another form and the error names
+        Mistral's rule.
+    """
+    if getattr(error, "status_code", None) not in (400, 422):
+        return False
+    ids = [i for m in request.get("messages") or ()
+           for i in [m.get("tool_call_id"), *(c.get("id") for c in m.get("tool_calls") or ())]
+           if i is not None]
+    if all(nine_char_id(i) == i for i in ids):  # none, or all of Mistral's form already
+        return False
+    return bool(_IDS_REFUSED.search(_error_text(error)))
+
+
+def with_nine_char_ids(request: dict[str, Any]) -> None:
+    """Send every tool call id of ``request`` as 9 letters and digits (in place).
+
+    Args:
+        request: the request's fields (changed in place).
+    """
+    out = []
+    for m in request["messages"]:
+        m = dict(m)
+        if m.get("tool_calls"):
+            m["tool_calls"] = [{**c, "id": nine_char_id(c.get("id"))} for c in m["tool_calls"]]
+        if m.get("tool_call_id") is not None:
+            m["tool_call_id"] = nine_char_id(m["tool_call_id"])
+        out.append(m)
+    request["messages"] = out

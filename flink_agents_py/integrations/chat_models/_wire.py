@@ -12,7 +12,8 @@ and ``.``), or a gateway's long ones, when a fallback setup of another provider 
 chat, or a history is sent on. Anthropic refuses an id that does not match
 ``^[a-zA-Z0-9_-]+$``, OpenAI one longer than 40 characters (400 either way, on every call of
 the chat). Such an id is sent as a stable stand-in: made from the id alone, so a call and
-its result always get the same one; an id the provider takes goes as it is.
+its result always get the same one; an id the provider takes goes as it is. Mistral takes
+only ids of exactly 9 letters and digits (``nine_char_id``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from typing import Any
 
 from ...api import ChatResponse
 
-__all__ = ["OPENAI_ID_CHARS", "WireNames", "anthropic_tool_choice", "named_as", "openai_reasoning",
-           "openai_tool_choice", "reasoning_field", "reasoning_of", "reasoning_text",
-           "wire_call_id"]
+__all__ = ["OPENAI_ID_CHARS", "WireNames", "anthropic_tool_choice", "named_as", "nine_char_id",
+           "openai_reasoning", "openai_tool_choice", "reasoning_field", "reasoning_of",
+           "reasoning_text", "wire_call_id"]
 
 OPENAI_ID_CHARS = 40
 """The longest tool call id OpenAI's chat completions take."""
@@ -52,6 +53,23 @@ def wire_call_id(call_id: str | None, max_chars: int = 64) -> str:
     tag = _digest(text)
     safe = _UNSAFE.sub("_", text)[:max(0, max_chars - len(tag) - 1)]
     return f"{safe or 'call'}_{tag}"[-max_chars:]
+
+
+_NINE = re.compile(r"[A-Za-z0-9]{9}")
+
+
+def nine_char_id(call_id: str | None) -> str:
+    """A tool call id as Mistral takes it: exactly 9 letters and digits.
+
+    Args:
+        call_id: the id the conversation holds (``None`` or ``""``: none).
+
+    Returns:
+        ``call_id`` when it is such an id; else 9 characters of a digest of it (the same
+        for the same id: a call and its result keep one stand-in).
+    """
+    text = call_id or ""
+    return text if _NINE.fullmatch(text) else _digest(text)[:9]
 
 
 def _digest(text: str) -> str:
