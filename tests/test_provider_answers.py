@@ -59,9 +59,14 @@ Each test comes from a public report of a similar system:
   ``null`` block, usage counts as text): the chat failed with a bare ``AttributeError`` or
   ``TypeError`` naming nothing; it is a ``ProviderError`` saying the body was unexpected,
   as the OpenAI-compatible connection's already was.
-- An Ollama-compatible server's answer the ``ollama`` client refuses (arguments as text or
-  ``null``): the chat failed with the client's bare pydantic ``ValidationError``; it is a
-  ``ProviderError`` saying the answer is not of Ollama's form, and where.
+- An Ollama-compatible server's answer the ``ollama`` client refuses (arguments ``null``):
+  the chat failed with the client's bare pydantic ``ValidationError``; it is a
+  ``ProviderError`` saying the answer is not of Ollama's form, where, what the server sent
+  there, and to use ``OpenAIChatModel`` against a server speaking OpenAI's API.
+- Ollama-compatible servers and proxies sending tool call arguments as JSON text, OpenAI's
+  form (LiteLLM's and LocalAI's Ollama routes: ollama-python #427, open-webui #8526): the
+  ``ollama`` client refused every such answer. The text is read as OpenAI's arguments are
+  (an object; text around it; unreadable text told to the model by the tool's name).
 """
 
 from __future__ import annotations
@@ -201,16 +206,51 @@ def test_a_string_that_holds_no_object_is_still_refused_by_name(raw, kind):
         in tool_message["content"]
 
 
-@pytest.mark.parametrize("arguments", ['{"city": "Oslo"}', None])
-def test_an_answer_the_ollama_client_refuses_is_a_provider_error_saying_where(arguments):
+def test_an_answer_the_ollama_client_refuses_is_a_provider_error_saying_where_and_what():
     body = ollama_reply(tool_calls=[("book", {})])
-    body["message"]["tool_calls"][0]["function"]["arguments"] = arguments
+    body["message"]["tool_calls"][0]["function"]["arguments"] = None
     with WireServer(lambda req: (200, body)) as srv:
         with pytest.raises(ProviderError) as e:
             OllamaChatModel(host=srv.url).chat([ChatMessage(content="book it")])
     assert "not of Ollama's form" in str(e.value)
     assert "message.tool_calls.0.function.arguments" in str(e.value)
+    assert "(it sent null)" in str(e.value) and "OpenAIChatModel" in str(e.value)
     assert e.value.retryable is False
+
+
+def _ollama_calling(*raws: str):
+    """An Ollama-compatible server calling ``book`` with each of ``raws`` as JSON text."""
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        if req["n"] > 0:
+            told = [m["content"] for m in req["body"]["messages"] if m["role"] == "tool"]
+            return 200, ollama_reply(" | ".join(told))
+        body = ollama_reply(tool_calls=[("book", {}) for _ in raws])
+        for call, raw in zip(body["message"]["tool_calls"], raws, strict=True):
+            call["function"]["arguments"] = raw
+        return 200, body
+    return answer
+
+
+def test_ollama_compatible_arguments_sent_as_json_text_are_the_call_s_arguments():
+    raws = ['{"city": "Oslo", "nights": 2}', '```json\n{"city": "Rome"}\n```']
+    with WireServer(_ollama_calling(*raws)) as srv:
+        res = run_probe(probe_agent(ResourceDescriptor(OllamaChatModel, host=srv.url),
+                                    tools=["book"], tool_fns=[book]),
+                        [{"key": "k", "q": "book Oslo and Rome"}])
+    assert res.errors == []
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and COUNTER.total == 2
+    assert ans["content"] == '{"city":"Oslo","nights":2} | {"city":"Rome","nights":1}'
+
+
+def test_ollama_compatible_arguments_text_holding_no_object_is_told_to_the_model():
+    with WireServer(_ollama_calling('{"city": "Os')) as srv:
+        res = run_probe(probe_agent(ResourceDescriptor(OllamaChatModel, host=srv.url),
+                                    tools=["book"], tool_fns=[book]),
+                        [{"key": "k", "q": "book Oslo"}])
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and COUNTER.total == 0
+    assert "tool 'book' was called with arguments that are not" in ans["content"]
 
 
 # ------------------------------------------------------------------------ lone surrogates
@@ -647,3 +687,17 @@ def test_ollamas_json_mode_in_a_setups_options_is_the_requests_format(schema):
         [body] = srv.bodies("/api/chat")
     assert outputs_of(res, "answer")[0]["content"] == '{"ok": true}'
     assert body["format"] == (schema or "json") and body["options"] == {"temperature": 0}
+
+
+def test_an_ollama_server_behind_the_environment_s_proxy_is_still_reached_through_it(
+        monkeypatch: pytest.MonkeyPatch):
+    # the local server is the HTTP proxy the requests to a remote Ollama go through
+    with WireServer(lambda req: (200, ollama_reply("hi"))) as srv:
+        for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", srv.url)
+        answer = OllamaChatModel(host="http://ollama.example:11434").chat(
+            [ChatMessage(content="hello")])
+        [request] = srv.requests
+    assert answer.message.content == "hi"
+    assert request["path"] == "http://ollama.example:11434/api/chat"

@@ -19,6 +19,10 @@ Needs the ``ollama`` extra (``pip install 'flink-agents-py[ollama]'``). Mapping:
   ``max_tokens`` (and OpenAI's ``max_completion_tokens``) renamed ``num_predict``,
   Anthropic's ``stop_sequences`` ``stop``.
 - usage from ``prompt_eval_count`` / ``eval_count``; ``done_reason`` as the finish reason.
+- tool call ``arguments`` sent as JSON text (servers imitating Ollama's API, proxies
+  translating OpenAI's form) are read as OpenAI's are (``_answers.tool_arguments``) before
+  the ``ollama`` client, which takes only an object there, reads the answer
+  (``_ollama_transport.ArgumentsAsObjects``, the client's HTTP transport).
 """
 
 from __future__ import annotations
@@ -95,7 +99,10 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
 
     def _client_factory(self) -> Callable[[], Any]:
         ollama = import_sdk("ollama", "ollama", "the Ollama chat model")
-        return lambda: ollama.AsyncClient(host=self.host, timeout=self.timeout_s)
+        from ._ollama_transport import ArgumentsAsObjects  # httpx: with the client
+
+        return lambda: ollama.AsyncClient(host=self.host, timeout=self.timeout_s,
+                                          transport=ArgumentsAsObjects(self.host))
 
     async def achat(
         self,
@@ -154,9 +161,12 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
                                    f"{e}{unanswered_hint(e, self._chat_url())}", None)
             raise error from scrub_exception(e)
         except pydantic.ValidationError as e:  # a body the client's models refuse
-            raise ProviderError(f"ollama chat failed: the server's answer is not of Ollama's "
-                                f"form: {e.error_count()} problem(s), first at "
-                                f"{_where(e)}: {e.errors()[0]['msg']}") from scrub_exception(e)
+            sent = e.errors()[0].get("input")
+            raise ProviderError(
+                f"ollama chat failed: the server's answer is not of Ollama's form: "
+                f"{e.error_count()} problem(s), first at {_where(e)}: {e.errors()[0]['msg']} "
+                f"(it sent {_kind(sent)}); a server speaking OpenAI's API: OpenAIChatModel "
+                f"with its /v1 URL as base_url") from scrub_exception(e)
         response = _from_ollama(resp)
         if omitted:  # said with the answer: the setup asked for it
             response = response.model_copy(update={"metadata": {
@@ -209,6 +219,13 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
             "host is the server's root, without /api or /v1: the client adds /api/chat (a "
             "/v1 URL is Ollama's OpenAI-compatible API: OpenAIChatModel's base_url)")
             if deep else "")
+
+
+def _kind(value: Any) -> str:
+    """What kind of JSON value ``value`` is, for a message (never the value: it may be long)."""
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
 
 
 def _where(error: Any) -> str:
