@@ -13,6 +13,8 @@ Each test comes from a public report of a similar system:
   ``call_...``, the chat action's synthetic ``<chat>#<round>.<index>`` for Ollama's calls)
   failed on every call. A connection to ``api.mistral.ai`` sends 9-character stand-ins from
   the first request; another server whose 400 names the rule gets the request again so.
+- As a user runs it: an agent module of their own, in a temporary folder, handing a tool
+  round an OpenAI model had on to a local server keeping Mistral's rule.
 """
 
 from __future__ import annotations
@@ -164,3 +166,105 @@ def test_other_servers_keep_the_ids_openai_takes():
         _openai(srv).chat(_history("call_Xk2b7TqLwP0aZ9e"))
         [body] = srv.bodies("/chat/completions")
     assert _sent_ids(body) == (["call_Xk2b7TqLwP0aZ9e"], ["call_Xk2b7TqLwP0aZ9e"])
+
+
+# ------------------------------------------------------------------- as a user runs it
+USER_SCRIPT = r'''
+import json, re, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import flink_agents_py
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent, MessageRole,
+                                 OutputEvent, ResourceDescriptor, RunnerContext, ToolCall,
+                                 action, chat_model_connection, chat_model_setup)
+from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+SEEN = []
+
+
+class Mistral(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        SEEN.append(body)
+        ids = [i for m in body["messages"] for i in
+               [m.get("tool_call_id"), *(c["id"] for c in m.get("tool_calls") or ())] if i]
+        if any(not re.fullmatch(r"[A-Za-z0-9]{9}", i) for i in ids):
+            status, answer = 400, {"object": "error", "message": "Tool call id was "
+                                   f"{ids[0]} but must be a-z, A-Z, 0-9, with a length of 9.",
+                                   "type": "invalid_request_message_error", "code": "3280"}
+        else:
+            status, answer = 200, {"id": "x", "object": "chat.completion", "created": 0,
+                                   "model": "m", "choices": [{"index": 0, "finish_reason":
+                                   "stop", "message": {"role": "assistant",
+                                                       "content": "Il fait beau."}}]}
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Mistral)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+URL = f"http://127.0.0.1:{server.server_address[1]}/v1"
+EARLIER = [  # a tool round an OpenAI model had, handed on to a Mistral model
+    ChatMessage(role=MessageRole.SYSTEM, content="Answer in French."),
+    ChatMessage(role=MessageRole.USER, content="Weather in Oslo?"),
+    ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[ToolCall(
+        id="call_Xk2b7TqLwP0aZ9e", name="weather", arguments={"city": "Oslo"})]),
+    ChatMessage(role=MessageRole.TOOL, content="sunny", tool_call_id="call_Xk2b7TqLwP0aZ9e",
+                name="weather"),
+]
+
+
+class Handover(Agent):
+    @chat_model_connection
+    @staticmethod
+    def mistral() -> ResourceDescriptor:
+        return ResourceDescriptor(OpenAIChatModel, base_url=URL,
+                                  default_model="mistral-small-latest")
+
+    @chat_model_setup
+    @staticmethod
+    def assistant() -> ResourceDescriptor:
+        return ResourceDescriptor(ChatModelSetup, connection="mistral")
+
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        answer = await ctx.chat("assistant", EARLIER)
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "answer": answer.message.content}))
+
+
+out = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(Handover()).collect()
+sent = [[(m.get("tool_call_id"), [c["id"] for c in m.get("tool_calls") or ()])
+         for m in b["messages"] if m["role"] in ("assistant", "tool")] for b in SEEN]
+print(json.dumps({"package": flink_agents_py.__file__, "out": out, "sent": sent}))
+'''
+
+
+def test_a_users_agent_hands_a_tool_round_on_to_a_mistral_server(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "handover.py").write_text(USER_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "handover.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["package"].startswith(str(root))
+    assert got["out"] == [{"key": "a", "answer": "Il fait beau."}]
+    [refused, accepted] = got["sent"]
+    assert refused == [[None, ["call_Xk2b7TqLwP0aZ9e"]], ["call_Xk2b7TqLwP0aZ9e", []]]
+    [[_, [stand_in]], [result_id, _]] = accepted
+    assert _NINE.fullmatch(stand_in) and result_id == stand_in
