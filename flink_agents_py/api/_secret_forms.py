@@ -21,11 +21,12 @@ from __future__ import annotations
 import html
 import re
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from urllib.parse import unquote
 
-__all__ = ["canonical", "mask_hidden"]
+__all__ = ["ANCHOR_MIN_CHARS", "anchored", "anchors_of", "canonical", "is_canonical",
+           "mask_hidden"]
 
 _REFERENCE = re.compile(
     r"&(?:\#[0-9]{1,7};?|\#[xX][0-9a-fA-F]{1,6};?|[A-Za-z][A-Za-z0-9]{1,31};)"  # HTML / XML
@@ -93,6 +94,26 @@ _ROUND: tuple[_Step, ...] = ((_REFERENCE, _decode_match), (_SOFT_BREAK, _drop), 
 """One round: references and escapes decoded, then separators removed. A second round runs
 when the first decoded something (a text escaped twice: ``&amp;#103;``, a JSON string inside
 a JSON string's ``\\n``)."""
+
+
+_UNDONE = re.compile(rf"[&\\%\s{_INVISIBLE}]")
+r"""A character ``canonical`` may decode, remove or start an escape with: ``_REFERENCE``
+starts with ``&``, ``\`` or ``%``, ``_SOFT_BREAK`` holds a line break, ``_SPACE`` is
+whitespace and ``_INVISIBLE``."""
+
+
+_ASCII_UNDONE = "&\\%" + "".join(ch for ch in map(chr, range(128)) if ch.isspace())
+
+
+def is_canonical(text: str) -> bool:
+    r"""Whether ``canonical(text)`` is ``text`` for sure (it holds nothing ``canonical`` undoes).
+
+    Returns:
+        ``True`` when ``text`` has no ``&``, ``\``, ``%``, whitespace or invisible character.
+    """
+    if text.isascii():  # a flag of the string: no scan; then one memchr-like search each
+        return not any(ch in text for ch in _ASCII_UNDONE)
+    return _UNDONE.search(text) is None
 
 
 def canonical(text: str) -> str:
@@ -202,3 +223,44 @@ def mask_hidden(text: str, regex: re.Pattern[str], mask: str) -> str:
         copied = end
     out.append(text[copied:])
     return "".join(out)
+
+
+ANCHOR_MIN_CHARS = 4
+"""The shortest run of letters and digits of a value used as its anchor (``anchors_of``)."""
+
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
+
+
+def anchors_of(escaped: Iterable[str], literals: Iterable[str]) -> tuple[str, ...] | None:
+    """Literals one of which every match of a registry's regexes contains (``_secrets``).
+
+    A match of a value's escape pattern (each character other than an ASCII letter or digit
+    as itself or escaped) holds the value's ASCII letters and digits as they are, so it
+    contains the value's longest run of them; a match of an exact form, or of a canonical
+    form in a canonical text, is that literal. A text holding none of the anchors holds no
+    known secret where it stands, nor in ``canonical(text)`` when that holds none either.
+
+    Args:
+        escaped: the values matched by an escape pattern.
+        literals: every exact form and every canonical form.
+
+    Returns:
+        The anchors (each literal contains one of them); ``None`` when a value of
+        ``escaped`` has no run of ``ANCHOR_MIN_CHARS`` letters and digits (no sure anchor:
+        every text is then searched in full).
+    """
+    anchors: list[str] = []
+    for value in sorted(escaped):
+        run = max(_ALNUM_RUN.findall(value), key=len, default="")
+        if len(run) < ANCHOR_MIN_CHARS:
+            return None
+        anchors.append(run)
+    for literal in sorted(literals, key=lambda f: (len(f), f)):  # short ones cover long ones
+        if not any(a in literal for a in anchors):
+            anchors.append(literal)
+    return tuple(anchors)
+
+
+def anchored(text: str, anchors: tuple[str, ...]) -> bool:
+    """Whether ``text`` holds one of ``anchors`` (plain ``str`` searches, no regex)."""
+    return any(anchor in text for anchor in anchors)

@@ -24,7 +24,10 @@ percent-encoded UTF-8 byte, hex digits in either case): the value is masked whic
 its characters an encoder escaped. A second search finds a value hidden by what a text
 went through (line breaks and whitespace anywhere inside it, HTML character references,
 escapes of every character, quoted-printable soft line breaks, a text escaped twice), in
-the text's canonical form: ``_secret_forms``.
+the text's canonical form: ``_secret_forms``. Both regexes run only over a text holding
+one of the secrets' anchors (``anchors_of``: literals every match contains, found by plain
+``str`` searches), so a text holding no secret (the runtime's ids, long in a long event
+chain) costs about what it costs with no secret registered.
 
 Values shorter than ``MIN_SECRET_CHARS`` characters are not registered: masking a short
 string would blank out ordinary words and numbers everywhere (and a key that short is a
@@ -52,7 +55,7 @@ from urllib.parse import quote, quote_plus
 
 from pydantic import AfterValidator
 
-from ._secret_forms import canonical, mask_hidden
+from ._secret_forms import anchored, anchors_of, canonical, is_canonical, mask_hidden
 
 __all__ = ["MASK", "MESSAGE_MAX_CHARS", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "MaskedStr",
            "clip", "has_known_secret",
@@ -165,8 +168,10 @@ class _Registry:
         self._forms: set[str] = set()
         self._patterns: set[str] = set()
         self._hidden: set[str] = set()
-        self.regexes: tuple[re.Pattern[str], re.Pattern[str]] | None = None
-        """The regex of the forms, and the one of their canonical forms (``canonical``)."""
+        self.regexes: tuple[re.Pattern[str], re.Pattern[str], tuple[str, ...] | None] | None
+        self.regexes = None
+        """The regex of the forms, the one of their canonical forms (``canonical``), and
+        the anchors (``anchors_of``): one value, replaced whole (read without a lock)."""
 
     def add(self, value: str) -> bool:
         with self._lock:
@@ -185,7 +190,9 @@ class _Registry:
             # then the exact forms, longest first
             alternatives = [*sorted(self._patterns), *map(re.escape, _longest_first(self._forms))]
             self.regexes = (re.compile("|".join(alternatives)),
-                            re.compile("|".join(map(re.escape, _longest_first(self._hidden)))))
+                            re.compile("|".join(map(re.escape, _longest_first(self._hidden)))),
+                            anchors_of([v for v in self._values if _escape_pattern(v)],
+                                       self._forms | self._hidden))
             return True
 
     def __len__(self) -> int:
@@ -395,8 +402,16 @@ def has_known_secret(text: str) -> bool:
     regexes = _REGISTRY.regexes
     if regexes is None or not text:
         return False
-    forms, hidden = regexes
+    forms, hidden, anchors = regexes
+    if anchors is not None and not anchored(text, anchors):
+        if is_canonical(text):
+            return False
+        text = canonical(text)  # no form where it stands: only a hidden one can be there
+        if not anchored(text, anchors):
+            return False
+        return hidden.search(text) is not None
     return forms.search(text) is not None or hidden.search(canonical(text)) is not None
+
 
 
 def mask_known(text: str) -> str:
@@ -411,7 +426,11 @@ def mask_known(text: str) -> str:
     regexes = _REGISTRY.regexes
     if regexes is None or not text:
         return text
-    forms, hidden = regexes
+    forms, hidden, anchors = regexes
+    if anchors is not None and not anchored(text, anchors):
+        if is_canonical(text) or not anchored(canonical(text), anchors):
+            return text
+        return mask_hidden(text, hidden, MASK)  # no form where it stands
     return mask_hidden(forms.sub(MASK, text), hidden, MASK)
 
 
