@@ -458,7 +458,8 @@ PUBLIC_API = {
     # errors
     "AgentsError", "ActionError", "ChatResponseError", "DurableExecutionError",
     "EventChainLimitError",
-    "MissingApiKeyError", "NotInActionContextError", "PlanError", "ProviderError",
+    "MissingApiKeyError", "NotInActionContextError", "PlanError", "DuplicateNameError",
+    "ProviderError",
     "ReplayDivergenceError", "ResourceError", "ResourceNotFoundError", "SerializationError",
     "UnsupportedAwaitError", "UsageError", "AgentNotInitializedError", "UnkeyedRecordError",
     "UnfinishedRunError",

@@ -11,6 +11,7 @@ from flink_agents_py.api import (
     Agent,
     ChatModelSetup,
     ChatRequestEvent,
+    DuplicateNameError,
     Event,
     InputEvent,
     OutputEvent,
@@ -199,9 +200,10 @@ def test_duplicate_action_name_class_and_add_action():
 
 
 def test_duplicate_action_name_via_add_action_twice():
-    problems = _problems(
-        Agent().add_action("x", [InputEvent], _ok).add_action("x", [InputEvent], _ok))
-    _single(problems, "'x'", "more than once")
+    agent = Agent().add_action("x", [InputEvent], _ok)
+    with pytest.raises(DuplicateNameError, match="Action 'x' already defined"):
+        agent.add_action("x", [InputEvent], _ok)
+    assert [name for name, _, _ in agent.declared_actions()] == ["x"]
 
 
 def test_action_named_like_a_builtin():
@@ -210,11 +212,11 @@ def test_action_named_like_a_builtin():
 
 
 def test_duplicate_resource_name():
-    agent = (
-        _acting()
-        .add_resource("p", ResourceType.PROMPT, Prompt.from_text("a"))
-        .add_resource("p", ResourceType.PROMPT, Prompt.from_text("b"))
-    )
+    agent = _acting().add_resource("p", ResourceType.PROMPT, Prompt.from_text("a"))
+    with pytest.raises(DuplicateNameError, match=r"prompt 'p' already defined.*override"):
+        agent.add_resource("p", ResourceType.PROMPT, Prompt.from_text("b"))
+    # a plan built another way (the instance's list filled directly) still lists it
+    agent._resources.append((ResourceType.PROMPT, "p", Prompt.from_text("b")))
     problems = _problems(agent)
     assert len(problems) == 1
     _single(problems, "'p'", "more than once")
@@ -403,10 +405,14 @@ def test_every_problem_is_collected_into_one_plan_error():
         def t1(q: str) -> str:
             return q
 
+        @prompt
+        @staticmethod
+        def p() -> Prompt:
+            return Prompt.from_text("a")
+
     agent = (
         Broken()
         .add_action("dup", [InputEvent], _ok)
-        .add_resource("p", ResourceType.PROMPT, Prompt.from_text("a"))
         .add_resource("p", ResourceType.PROMPT, Prompt.from_text("b"))
         .add_resource("_subagent_t2", ResourceType.TOOL, lookup_price)
         .add_resource("m", ResourceType.CHAT_MODEL,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._errors import ResourceError, UsageError
+from ._errors import DuplicateNameError, ResourceError, UsageError
 from ._events import Event, event_type_of
 from ._resources import Resource, ResourceDescriptor, ResourceType
 
@@ -212,10 +212,16 @@ class Agent:
         Raises:
             UsageError: when the name is not a non-empty string, the triggers or the function
                 are missing, or the triggers are one event type instead of a list of them.
+            DuplicateNameError: (a ``ValueError``, as in Flink Agents) when an action of
+                this name was added already.
         """
         triggers = triggers if triggers is not None else trigger_conditions
         fn = fn if fn is not None else func
         _check_name("add_action", name)
+        if any(added == name for added, _, _ in self._actions):
+            raise DuplicateNameError(
+                f"Action {name!r} already defined on this {type(self).__name__}: give each "
+                "action a name of its own")
         if triggers is None or fn is None:
             raise UsageError(f"add_action({name!r}, ...) needs the triggers and the function")
         if isinstance(triggers, str) or isinstance(triggers, type):
@@ -240,8 +246,9 @@ class Agent:
     ) -> Agent:
         """Add a resource: a ``ResourceDescriptor``, a ``Prompt``, or a function (``TOOL``).
 
-        A name declared twice for one type is a plan error; to replace a declared resource
-        (a test double), use ``override_resource``.
+        A name added twice for one type is refused at the second call (as in Flink Agents),
+        one both added and declared by a decorator when the plan is built; to replace a
+        declared resource (a test double), use ``override_resource``.
 
         Args:
             name: the resource's name, unique within its type.
@@ -255,12 +262,19 @@ class Agent:
         Raises:
             UsageError: when neither or both of ``resource`` and ``instance`` are given, the
                 name is not a non-empty string, or the type names no ``ResourceType``.
+            DuplicateNameError: (a ``ValueError``, as in Flink Agents) when a resource of
+                this type and name was added already.
         """
         _check_name("add_resource", name)
         if (resource is None) == (instance is None):
             raise UsageError(f"add_resource({name!r}, ...) needs the resource (or instance=),"
                              f" once")
         resource_type = _resource_type(name, resource_type)
+        if any(t is resource_type and n == name for t, n, _ in self._resources):
+            raise DuplicateNameError(
+                f"{resource_type.value} {name!r} already defined on this "
+                f"{type(self).__name__}: to replace it (e.g. with a test double), use "
+                f"agent.override_resource({name!r}, ...)")
         self._resources.append((resource_type, name, resource if instance is None else instance))
         return self
 

@@ -9,6 +9,7 @@ from ._secrets import mask_secrets
 __all__ = [
     "AgentsError",
     "PlanError",
+    "DuplicateNameError",
     "ActionError",
     "ResourceNotFoundError",
     "ResourceError",
@@ -48,6 +49,23 @@ class PlanError(AgentsError):
         self.problems = list(problems)
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"invalid agent plan ({len(self.problems)} problem(s)):\n{lines}")
+
+
+class DuplicateNameError(PlanError, ValueError):
+    """An agent was given a second action, or a second resource of one type, under one name.
+
+    Raised by ``Agent.add_action`` / ``add_resource`` at the call, as Apache Flink Agents
+    raises its ``ValueError`` there; a ``PlanError`` too, so code catching plan errors
+    still catches it. A name clash between a decorated method and an added one is found
+    when the plan is built (a ``PlanError`` listing it).
+
+    Args:
+        problem: the sentence naming the name and what to do.
+    """
+
+    def __init__(self, problem: str) -> None:
+        self.problems = [problem]
+        AgentsError.__init__(self, problem)
 
 
 class ActionError(AgentsError):
