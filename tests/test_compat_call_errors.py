@@ -71,3 +71,54 @@ def test_adding_an_action_or_resource_twice_raises_value_error_at_the_call(tmp_p
     assert "override_resource('p', ...)" in out
     # the first of each stays, and the agent runs
     assert "outputs: [{'k': 1}]" in out
+
+
+EXTRA_FIELDS = '''
+import json
+
+from flink_agents_py.compat import (
+    Agent, AgentsExecutionEnvironment, Event, InputEvent, OutputEvent, action,
+)
+
+
+class Scoring(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def score(event, ctx):
+        scored = Event(type="Scored", review=event.input, score=len(event.input))
+        scored.checked = True          # set as a field, as Flink Agents' events allow
+        ctx.send_event(scored)
+
+    @action("Scored")
+    @staticmethod
+    def report(event, ctx):
+        ctx.send_event(OutputEvent(output=[event.review, event.score, event.checked,
+                                           event.get_attr("score")]))
+
+
+e = Event(type="Scored", a=1, attributes={"b": 2})
+again = Event.from_json(json.dumps(e.to_json()))
+print("json:", again.a, again.b, again.attributes)
+try:
+    Event(type="Scored", a=1, attributes={"a": 2})
+except TypeError as err:
+    print("twice:", err)
+try:
+    InputEvent(input=1, inptu=2)   # a typed event still refuses a typo
+except ValueError:
+    print("typed: refused")
+
+env = AgentsExecutionEnvironment.get_execution_environment()
+out = env.from_list([{"key": "k", "value": "great"}]).apply(Scoring()).to_list()
+env.execute()
+print("outputs:", out)
+'''
+
+
+def test_an_ad_hoc_event_takes_extra_keyword_fields_as_attributes(tmp_path):
+    out = run_program(tmp_path, EXTRA_FIELDS)
+    assert "json: 1 2 {'b': 2, 'a': 1}" in out
+    assert "twice: Event() got 'a' as a keyword and in attributes" in out
+    assert "typed: refused" in out
+    # built in one action, read as fields in the next (through the event's JSON form)
+    assert "outputs: [{'k': ['great', 5, True, 5]}]" in out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextvars
 import json
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -53,7 +53,10 @@ class Event(BaseModel):
     """Base of all events.
 
     Use it directly for ad-hoc events, ``Event(type="ReviewScored", attributes={...})``, or
-    subclass it with an ``EVENT_TYPE`` constant and typed fields.
+    subclass it with an ``EVENT_TYPE`` constant and typed fields. An ad-hoc event also takes
+    its attributes as keywords, read and set as fields, as Apache Flink Agents' events do
+    (``Event(type="ReviewScored", score=3)``, ``event.score``; kept in ``attributes``); a
+    subclass refuses a keyword that is not one of its fields (a typo stays an error).
 
     Attributes:
         id: identity of this occurrence, derived from the path that produced it (replay-stable
@@ -92,13 +95,29 @@ class Event(BaseModel):
                     raise TypeError(
                         f"{type(self).__name__}() got {name!r} by position and by keyword")
                 data[name] = value
+        if type(self) is Event and not data.keys() <= _OWN_FIELDS:
+            data = _extra_as_attributes(data)
         super().__init__(**data)
 
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
+    if not TYPE_CHECKING:  # (at run time only: type checkers keep flagging unknown names)
+        def __getattr__(self, name: str) -> Any:
+            """An ad-hoc event's attribute read as a field (``event.a``), as Flink Agents."""
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                found = object.__getattribute__(self, "__dict__").get("attributes")
+                if type(self) is Event and found and name in found:
+                    return found[name]
+                raise
+
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "id":  # a Flink Agents typed copy's ``result.id = event.id`` (``from_event``);
             self.__dict__["id"] = str(value)  # sending it gives it an id of its own
+            return
+        if type(self) is Event and name not in _OWN_FIELDS:  # Flink Agents' ``event.a = 2``
+            self.attributes[name] = value
             return
         try:  # only an assignment pays: building an event sets no attribute
             super().__setattr__(name, value)
@@ -241,6 +260,30 @@ class Event(BaseModel):
             The event as an instance of this class.
         """
         return event if isinstance(event, cls) else cls.model_validate(event.to_json())
+
+
+_OWN_FIELDS = frozenset(Event.model_fields)
+
+
+def _extra_as_attributes(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with its keywords that are not ``Event`` fields moved into ``attributes``.
+
+    Returns:
+        A new dict: ``Event``'s own fields, and ``attributes`` holding the others too.
+
+    Raises:
+        TypeError: when such a keyword names an entry ``attributes`` gives too.
+    """
+    attributes = dict(data.get("attributes") or {})
+    out = {k: v for k, v in data.items() if k in _OWN_FIELDS}
+    for k, v in data.items():
+        if k in _OWN_FIELDS:
+            continue
+        if k in attributes:
+            raise TypeError(f"Event() got {k!r} as a keyword and in attributes: give it once")
+        attributes[k] = v
+    out["attributes"] = attributes
+    return out
 
 
 def event_to_send(event: Event | None, identifier: str | None,
