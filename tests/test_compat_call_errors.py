@@ -58,6 +58,11 @@ except ValueError as e:
 agent.add_resource(name="p", resource_type=ResourceType.TOOL, instance=lambda x: x)
 
 env = AgentsExecutionEnvironment.get_execution_environment()
+env.add_resource("shared", ResourceType.PROMPT, Prompt.from_text("one"))
+try:
+    env.add_resource("shared", ResourceType.PROMPT, Prompt.from_text("two"))
+except ValueError as e:
+    print("environment:", e)
 out = env.from_list([{"key": "k", "value": 1}]).apply(agent).to_list()
 env.execute()
 print("outputs:", out)
@@ -69,6 +74,7 @@ def test_adding_an_action_or_resource_twice_raises_value_error_at_the_call(tmp_p
     assert "action: Action 'echo' already defined" in out
     assert "resource: prompt 'p' already defined" in out
     assert "override_resource('p', ...)" in out
+    assert "environment: prompt 'shared' already defined on this environment" in out
     # the first of each stays, and the agent runs
     assert "outputs: [{'k': 1}]" in out
 

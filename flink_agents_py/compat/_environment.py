@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..api import Agent, ResourceDescriptor, ResourceType, UsageError
+from ..api import Agent, DuplicateNameError, ResourceDescriptor, ResourceType, UsageError
 from ..api.internal import import_qualified
 from ..observability import ApacheEventLog
 from ..observability.internal import APACHE_KEYS
@@ -142,11 +142,19 @@ class _Environment:
 
         Returns:
             This environment, for chaining.
+
+        Raises:
+            DuplicateNameError: (a ``ValueError``, as in Flink Agents) when a resource of
+                this type and name was given already.
         """
         if instance is None:
             resource_type, instance = _type_of(resource_type), resource_type
         else:
             resource_type = _declared_type(name, resource_type, instance)
+        if any(t is resource_type and n == name for t, n, _ in self._resources):
+            raise DuplicateNameError(
+                f"{resource_type.value} {name!r} already defined on this environment: give "
+                "each resource of a type a name of its own")
         self._resources.append((resource_type, name, instance))
         return self
 
