@@ -370,6 +370,7 @@ def test_printing_an_error_record_gives_one_line_naming_key_position_and_error()
     result, _ = with_log(Failing(), [{"key": "a", "name": "missing"}])
     [err] = result.errors
     # before: pydantic's str, every field on one line, the traceback's text inside it
-    assert str(err) == f"key 'a', input 0, {err.execution_id}: KeyError: 'missing'"
+    assert str(err) == (f"key 'a', input 0, {err.execution_id}: KeyError: 'missing' "
+                        f"(at {HERE}:{_line_of(lookup, 'raise')}, in lookup)")  # the user's line
     assert f"{err}" == str(err) and "\n" not in str(err)
     assert repr(err).startswith("ErrorRecord(key='a'")  # every field, as before
