@@ -47,7 +47,7 @@ from ._spend import rolled as _rolled
 from ._spend import spend_problem as _spend_problem
 from ._spend import window_end as _window_end
 from .context._memory import read_path
-from .core._executor import IOSlot, io_slot, sleep_without_slot
+from .core._executor import IOSlot, given_up_slot, sleep_without_slot
 
 __all__ = ["AgentSpend", "agent_spend", "budgeted_call", "count_replayed", "fallback_guard",
            "fallback_spends", "spend_adopter"]
@@ -151,10 +151,7 @@ class AgentSpend:
                     assert slot is not None
                     await slot.take_back()
                     continue
-                if slot is None:
-                    slot = io_slot()
-                if slot is not None:
-                    slot.give_up()  # other calls run meanwhile
+                slot = given_up_slot(slot)  # other calls run meanwhile
                 await asyncio.sleep(_PENDING_POLL_S)  # what is in flight decides
         finally:
             if slot is not None and slot.given_up:

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..api import ChatModelConnection, FlowControl, RateLimitInfo
-from .core._executor import IOSlot, io_slot
+from .core._executor import IOSlot, given_up_slot
 
 __all__ = ["FlowController", "FlowStats", "ToldToWaitTooLong", "flow_controller",
            "sane_rate_limit"]
@@ -370,10 +370,7 @@ class FlowController:
                     assert slot is not None
                     await slot.take_back()
                     continue
-                if slot is None:
-                    slot = io_slot()
-                if slot is not None:
-                    slot.give_up()  # other calls (other connections') run meanwhile
+                slot = given_up_slot(slot)  # other calls (other connections') run meanwhile
                 if fut is None:
                     await asyncio.sleep(min(delay, _BACKOFF_MAX_S))
                     continue

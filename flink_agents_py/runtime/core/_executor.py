@@ -33,7 +33,7 @@ from typing import Any
 from ...api.internal import close_loop_clients
 from ._stepper import DURABLE_FUNCTION, DURABLE_OWNER
 
-__all__ = ["IOExecutor", "IOSlot", "io_slot", "sleep_without_slot"]
+__all__ = ["IOExecutor", "IOSlot", "given_up_slot", "io_slot", "sleep_without_slot"]
 
 _EWMA_WEIGHT = 0.2
 """Weight of the newest call duration in the moving averages."""
@@ -121,6 +121,21 @@ def io_slot() -> IOSlot | None:
     if call.task is None or asyncio.current_task() is not call.task:
         return None
     return IOSlot(executor, call)
+
+
+def given_up_slot(slot: IOSlot | None) -> IOSlot | None:
+    """Give up the running call's slot (``slot``, or ``io_slot()`` when not found yet).
+
+    For a call about to wait for something other than its own work (a held throttled call,
+    a budget waiting for calls in flight): other calls run in its slot meanwhile.
+
+    Returns:
+        The slot, to take back before the call goes on (``None``: outside an executor call).
+    """
+    slot = slot if slot is not None else io_slot()
+    if slot is not None:
+        slot.give_up()
+    return slot
 
 
 async def sleep_without_slot(seconds: float) -> None:
