@@ -7,6 +7,10 @@ from typing import ClassVar
 import pytest
 
 from flink_agents_py import AgentsExecutionEnvironment
+
+# the runtime hands the plan its built-in actions when it is imported (a job imports it);
+# imported here so this file passes run alone, not only after a file that ran a job
+from flink_agents_py import runtime as _registers_builtins  # noqa: F401
 from flink_agents_py.api import (
     Agent,
     ChatModelSetup,
