@@ -434,3 +434,35 @@ def test_runs_that_finish_are_not_given_up_at_the_end_of_input(pump_harness):
     assert errors == []
     assert by_key(outputs) == {"k0": [3, 23, 43, 63], "k1": [13, 33, 53, 73]}
     assert h.op.stats["runs_abandoned"] == 0 and not h.op._run_state.data
+
+
+def test_input_ending_with_runs_in_flight_logs_that_no_savepoint_completes_until_they_end(
+        pump_harness, caplog):
+    # A deployer's bounded job (NumberSequenceSource, a FileSource read once) whose input has
+    # all been read runs its last runs inside the final watermark: a `flink stop
+    # --savepointPath` then waits, its CLI times out and a second one fails the job over
+    # ("tasks not ready"). The TaskManager log says so (INFO), once per subtask, with the
+    # way out.
+    h = pump_harness(Slow())
+    for n in range(8):
+        h.feed(f"k{n % 4}", {"n": n})
+    with caplog.at_level("INFO", logger="flink_agents_py.flink"):
+        h.end()
+    assert by_key(h.out) == {f"k{i}": [i, i + 4] for i in range(4)}
+    warned = [r.getMessage() for r in caplog.records if "input ended" in r.getMessage()]
+    assert len(warned) == 1, warned
+    assert "4 key(s) having runs in flight" in warned[0]
+    assert "no checkpoint or savepoint completes" in warned[0]
+    assert "flink stop --savepointPath" in warned[0] and "unbounded input" in warned[0]
+
+
+@pytest.mark.usefixtures("fast_group_timers")
+def test_input_ending_with_every_run_finished_logs_nothing_of_it(pump_harness, caplog):
+    h = pump_harness(Slow())
+    for n in range(4):
+        h.feed(f"k{n}", {"n": n})
+    h.run_timers()  # every run completes before the input ends
+    assert len(h.out) == 4
+    with caplog.at_level("INFO", logger="flink_agents_py.flink"):
+        h.end()
+    assert not [r for r in caplog.records if "input ended" in r.getMessage()]

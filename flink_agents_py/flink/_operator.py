@@ -88,7 +88,7 @@ from ._key_state import _FlinkKeyState
 from ._keyed_input import CarriedKey
 from ._process_drain import drain_all, python_state_backend
 from ._second_input import OutsideEnvelope, outside_element, register_waits, wait_timer
-from ._switching import _MAX_EXPECTED_WAIT_MS, DRAIN_TIMESTAMP, KeySwitching
+from ._switching import _MAX_EXPECTED_WAIT_MS, DRAIN_TIMESTAMP, KeySwitching, note_final_drain
 from ._task_context import (
     _job_names,
     _parallelism,
@@ -393,6 +393,8 @@ class AgentOperator(KeyedProcessFunction):
         core = self.core
         assert core is not None
         self.stats["drain_rounds"] += 1
+        if self.stats["drain_rounds"] == 1:  # a drain timer is set only while a key is busy
+            note_final_drain(self.plan.name, 1 + len(self._drain_at), key)
         self._drain_at.pop(key, None)  # this timer fired
         state = _FlinkKeyState(self, self._runs)
         res = yield from self._drain_step(key, state, core.advance(key, state), ctx)

@@ -46,6 +46,28 @@ __all__ = ["KeySwitching", "DRAIN_TIMESTAMP", "GROUP_POLL_MS", "RUN_STATE"]
 
 log = logging.getLogger(__name__)
 
+def note_final_drain(agent: str, runs: int, key: Any) -> None:
+    """Log, once per subtask, that bounded input ended with runs in flight.
+
+    They finish inside Flink's handling of the final watermark, where no checkpoint or
+    savepoint completes: the line tells a deployer whose ``flink stop --savepointPath`` waits
+    (and whose CLI then times out) why, and what to do instead.
+
+    Args:
+        agent: the agent's name.
+        runs: how many keys have a run in flight.
+        key: one of them.
+    """
+    log.info(
+        "agent %r: the input ended with %d key(s) having runs in flight (%r among them): they "
+        "finish inside Flink's final watermark, and no checkpoint or savepoint completes "
+        "until they do (a 'flink stop --savepointPath' waits for them, its CLI times out, "
+        "and a second one is declined with 'tasks not ready' and fails the job over); to "
+        "stop and upgrade a job with savepoints, read unbounded input (Kafka, a FileSource "
+        "with monitor_continuously); see "
+        "docs/how-to/limits.md#checkpoints-until-the-end-of-a-bounded-job", agent, runs, key)
+
+
 DRAIN_TIMESTAMP = 2**63 - 2**40
 """The event-time timer that fires at the end of bounded input (the final watermark).
 
@@ -394,6 +416,8 @@ class KeySwitching:
         core = op.core
         assert core is not None
         op.stats["drain_rounds"] += 1
+        if op.stats["drain_rounds"] == 1 and self.jkeys:
+            note_final_drain(op.plan.name, len(self.jkeys), next(iter(self.jkeys)))
         while True:
             yield from self.pump(ctx)
             if not self.jkeys:
