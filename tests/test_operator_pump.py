@@ -456,6 +456,23 @@ def test_input_ending_with_runs_in_flight_logs_that_no_savepoint_completes_until
     assert "flink stop --savepointPath" in warned[0] and "unbounded input" in warned[0]
 
 
+@pytest.mark.parametrize("python_backend", [False, True], ids=["no-switching", "process"])
+def test_the_drain_without_key_switching_logs_the_same_once(python_backend, caplog):
+    # the per-key drain (no switchable Java backend; process mode's drain_all) says it too
+    h = Harness(Slow(), python_backend)
+    try:
+        for n in range(8):
+            h.feed(f"k{n % 4}", {"n": n})
+        with caplog.at_level("INFO", logger="flink_agents_py.flink"):
+            h.end()
+        assert by_key(h.out) == {f"k{i}": [i, i + 4] for i in range(4)}
+        noted = [r.getMessage() for r in caplog.records if "input ended" in r.getMessage()]
+        assert len(noted) == 1, noted
+        assert "4 key(s) having runs in flight" in noted[0] and "savepoint" in noted[0]
+    finally:
+        h.close()
+
+
 @pytest.mark.usefixtures("fast_group_timers")
 def test_input_ending_with_every_run_finished_logs_nothing_of_it(pump_harness, caplog):
     h = pump_harness(Slow())

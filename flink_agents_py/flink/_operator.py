@@ -394,7 +394,7 @@ class AgentOperator(KeyedProcessFunction):
         assert core is not None
         self.stats["drain_rounds"] += 1
         if self.stats["drain_rounds"] == 1:  # a drain timer is set only while a key is busy
-            note_final_drain(self.plan.name, 1 + len(self._drain_at), key)
+            note_final_drain(self.plan.name, len({*self._drain_at, key}), key)
         self._drain_at.pop(key, None)  # this timer fired
         state = _FlinkKeyState(self, self._runs)
         res = yield from self._drain_step(key, state, core.advance(key, state), ctx)
