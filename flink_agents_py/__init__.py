@@ -30,3 +30,11 @@ def __getattr__(name: str) -> Any:
 
         return AgentsExecutionEnvironment
     raise AttributeError(f"module 'flink_agents_py' has no attribute {name!r}")
+
+
+def _load_builtin_actions() -> None:
+    """Import the runtime, which hands the plan its built-in actions (the plan's first read).
+
+    The plan names no runtime module (``plan.BUILTIN_ACTIONS`` calls this when empty).
+    """
+    from . import runtime  # noqa: F401 - it registers them on import

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from flink_agents_py import AgentsExecutionEnvironment
-
-# the runtime hands the plan its built-in actions when it is imported (a job imports it);
-# imported here so this file passes run alone, not only after a file that ran a job
-from flink_agents_py import runtime as _registers_builtins  # noqa: F401
 from flink_agents_py.api import (
     Agent,
     ChatModelSetup,
@@ -473,3 +475,34 @@ def test_a_reference_to_a_declared_but_refused_resource_is_one_problem_not_two()
     assert not any("'conn', which is not declared" in p for p in problems), problems
     assert any("'nowhere', which is not declared" in p for p in problems)
     assert len(problems) == 2, problems
+
+
+def test_a_plan_compiled_before_the_runtime_is_imported_carries_the_builtin_actions(tmp_path):
+    """``AgentPlan.from_agent`` first thing in a fresh process (as Flink Agents' plan tests do).
+
+    The runtime registers the built-in actions when imported; a plan compiled in a process
+    that had not imported it yet carried none, so a ``ChatRequestEvent`` triggered nothing.
+    """
+    (tmp_path / "my_agent.py").write_text(textwrap.dedent("""
+        import json, sys
+        from flink_agents_py.plan import AgentPlan
+        from flink_agents_py.api import Agent, ChatRequestEvent, InputEvent, action
+
+        class Mine(Agent):
+            @action(InputEvent)
+            @staticmethod
+            def start(event, ctx):
+                pass
+
+        plan = AgentPlan.from_json(AgentPlan.from_agent(Mine()).to_json())
+        print(json.dumps({
+            "actions": sorted(plan.actions),
+            "chat": [a.name for a in plan.actions_for(ChatRequestEvent.EVENT_TYPE)]}))
+    """))
+    proc = subprocess.run([sys.executable, "my_agent.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"actions": sorted([*BUILTIN_ACTIONS, "start"]),
+                   "chat": ["_chat_model_action"]}

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -63,10 +62,43 @@ class BuiltinAction(NamedTuple):
 
 
 _BUILTINS: dict[str, BuiltinAction] = {}
-BUILTIN_ACTIONS: Mapping[str, BuiltinAction] = MappingProxyType(_BUILTINS)
+class _BuiltinActions(Mapping[str, BuiltinAction]):
+    """The registry, read through: the first read imports the runtime's registry if empty.
+
+    A plan compiled in a process that never imported the runtime (``AgentPlan.from_agent``
+    right after ``from flink_agents_py.plan import AgentPlan``, as Flink Agents' own plan
+    tests do) carries the built-in actions all the same. The plan names no runtime module
+    (``tests/test_layers.py``): the package root, which wires the layers, imports it.
+    """
+
+    def _loaded(self) -> dict[str, BuiltinAction]:
+        if not _BUILTINS:
+            from .. import _load_builtin_actions
+
+            _load_builtin_actions()  # (the runtime registers them on import)
+        return _BUILTINS
+
+    def __getitem__(self, name: str) -> BuiltinAction:
+        return self._loaded()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._loaded()
+
+    def __repr__(self) -> str:
+        return f"BUILTIN_ACTIONS({sorted(self._loaded())})"
+
+
+BUILTIN_ACTIONS: Mapping[str, BuiltinAction] = _BuiltinActions()
 """Actions every plan carries (the chat model, tool call and context retrieval actions), by
-name, as the runtime registered them with ``register_builtin_actions`` when it was
-imported: the plan names no runtime module (the runtime hands its registry down)."""
+name, as the runtime registered them with ``register_builtin_actions`` (imported on first
+read when it was not yet): the plan names no runtime module (the runtime hands its registry
+down)."""
 
 
 def register_builtin_actions(actions: Mapping[str, BuiltinAction]) -> None:
