@@ -45,6 +45,10 @@ __all__ = ["Counted", "install", "main"]
 OUT_ENV = "BENCH_JAVA_CALLS_OUT"
 """The environment variable naming the JSON file the TaskManager writes the figures to."""
 
+PROFILE_ENV = "BENCH_JAVA_CALLS_PROFILE"
+"""When set, a file the TaskManager writes a ``cProfile`` of the operator's callbacks to
+(``pstats`` format; the profiler costs the callbacks about 2x, so only the shares mean much)."""
+
 OUTPUTS_ENV = "BENCH_JAVA_CALLS_OUTPUTS"
 """How many outputs the job makes: the figures are written at the last (and every 500
 callbacks before)."""
@@ -102,13 +106,22 @@ def _wrap_callback(cls: type, name: str) -> None:
             yield from original(self, *args)  # not a keyed process function (a map)
             return
         _COUNTS[f"callback.{name}"] += 1
+        prof = _SEEN.get("profile")
         t0, spent = _clock(), 0
         try:
+            if prof is not None:
+                prof.enable()
             for item in original(self, *args):
                 spent += _clock() - t0
+                if prof is not None:
+                    prof.disable()
                 yield item
+                if prof is not None:
+                    prof.enable()
                 t0 = _clock()
         finally:
+            if prof is not None:
+                prof.disable()
             spent += _clock() - t0
             _CPU_NS[f"callback.{name}"] += spent
         if "micro" not in _SEEN and name == "process_element" and "ctx" in _SEEN:
@@ -154,6 +167,10 @@ def install() -> None:
     if _SEEN.get("installed"):
         return
     _SEEN["installed"] = True
+    if os.environ.get(PROFILE_ENV):
+        import cProfile
+
+        _SEEN["profile"] = cProfile.Profile()
     t0 = _clock()
     for _ in range(1000):
         _clock()
@@ -242,6 +259,9 @@ def _dump() -> None:
     tmp = path + ".tmp"
     Path(tmp).write_text(json.dumps(data))
     os.replace(tmp, path)
+    prof, where = _SEEN.get("profile"), os.environ.get(PROFILE_ENV)
+    if prof is not None and where:
+        prof.dump_stats(where)
 
 
 class Counted:
