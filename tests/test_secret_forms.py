@@ -144,6 +144,40 @@ def test_a_key_with_punctuation_hidden_and_escaped_is_masked():
         assert mask_secrets(f"<{text}>") == "<[REDACTED]>", text
 
 
+@pytest.mark.parametrize("encode", [
+    lambda k: quopri.encodestring(f"the key: {k}".encode()).decode(),  # '=' as '=3D'
+    lambda k: quopri.encodestring(("x" * 50 + k).encode()).decode(),  # and a soft break
+    lambda k: quopri.encodestring(k.encode(), header=True).decode(),  # '_' as '=5F'
+    lambda k: quopri.encodestring(f"{k}\u00e9".encode(), quotetabs=True).decode(),
+], ids=["body", "soft break", "header", "next to non-ascii"])
+def test_a_key_with_equals_signs_quoted_printable_is_masked(encode):
+    """An Azure-style key (``==`` padding, ``_``) in a quoted-printable mail or dump."""
+    key = f"az_{uuid.uuid4().hex[:20]}/Q+{uuid.uuid4().hex[:6]}=="
+    register_secret(key)
+    text = encode(key)
+    assert key not in text and ("=3D" in text or "=5F" in text)  # really encoded
+    masked = mask_secrets(f"<{text}>")
+    assert "[REDACTED]" in masked
+    assert key not in quopri.decodestring(masked.encode()).decode("utf-8", "replace")
+    for part in (key[3:15], key[-14:-2]):
+        assert part not in masked
+
+
+def test_a_key_read_with_surrounding_whitespace_is_masked_as_a_client_sends_it(monkeypatch):
+    """A key file's trailing newline is in ``$VAR``; a client strips it, then encodes it."""
+    key = f"kf{uuid.uuid4().hex[:24]}"
+    monkeypatch.setenv("KEY_FROM_FILE", f" {key}\n")
+    from flink_agents_py.api._secrets import secret_from_env
+
+    secret_from_env("KEY_FROM_FILE")
+    for prefix in ("", "u:", "us:"):  # every base64 alignment of a Basic header
+        basic = base64.b64encode(f"{prefix}{key}".encode()).decode()
+        masked = mask_secrets(f"Authorization: Basic {basic}")
+        assert "[REDACTED]" in masked
+        assert_no_key(key, masked, "a Basic header")
+    assert mask_secrets(key.encode().hex()) == "[REDACTED]"
+
+
 def test_values_too_short_and_text_without_a_key_are_left_as_they_are():
     short = "a1b2c3d"[: MIN_SECRET_CHARS - 1]
     assert not register_secret(short)

@@ -15,19 +15,19 @@ they are Python's own).
 Exceptions handed on, validation errors and reprs: ``_secret_scrub``.
 
 A value is also masked in the forms it commonly takes in text: JSON- and ``repr``-escaped,
-percent-encoded, hex-encoded (either case), and base64-encoded at any alignment (so an
-``Authorization: Basic ...`` header built from it is masked too, whatever comes before it in
-the encoded text). Encoders differ in which characters they escape (PHP writes ``\/``, .NET
-``\u002B`` and ``%2b``, ``quote`` keeps ``/``), so each character other than a letter or a
-digit is matched as itself or in any of its escapes (a JSON ``\uXXXX`` or ``\/``, a
-percent-encoded UTF-8 byte, hex digits in either case): the value is masked whichever of
-its characters an encoder escaped. A second search finds a value hidden by what a text
-went through (line breaks and whitespace anywhere inside it, HTML character references,
-escapes of every character, quoted-printable soft line breaks, a text escaped twice), in
-the text's canonical form: ``_secret_forms``. Both regexes run only over a text holding
-one of the secrets' anchors (``anchors_of``: literals every match contains, found by plain
-``str`` searches), so a text holding no secret (the runtime's ids, long in a long event
-chain) costs about what it costs with no secret registered.
+percent-encoded, quoted-printable, hex-encoded (either case), base64-encoded at any
+alignment (so an ``Authorization: Basic ...`` header built from it is masked too, whatever
+comes before it in the encoded text). Encoders differ in which characters they escape (PHP
+writes ``\/``, .NET ``\u002B`` and ``%2b``, ``quote`` keeps ``/``), so each character other
+than a letter or a digit is matched as itself or in any of its escapes (a JSON ``\uXXXX`` or
+``\/``, a percent-encoded or quoted-printable UTF-8 byte, hex digits in either case): the
+value is masked whichever of its characters an encoder escaped. A second search finds a
+value hidden by what a text went through (line breaks and whitespace anywhere inside it,
+HTML character references, escapes of every character, quoted-printable soft line breaks, a
+text escaped twice), in the text's canonical form: ``_secret_forms``. Both regexes run only
+over a text holding one of the secrets' anchors (``anchors_of``: literals every match
+contains, found by plain ``str`` searches), so a text holding no secret (the runtime's ids,
+long in a long event chain) costs about what it costs with no secret registered.
 
 Values shorter than ``MIN_SECRET_CHARS`` characters are not registered: masking a short
 string would blank out ordinary words and numbers everywhere (and a key that short is a
@@ -44,6 +44,7 @@ import base64
 import json
 import logging
 import os
+import quopri
 import re
 import sys
 import threading
@@ -110,7 +111,8 @@ def _base64_cores(raw: bytes) -> set[str]:
 def _forms(value: str) -> set[str]:
     """``value`` and the forms it takes when escaped or encoded into other text."""
     forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
-             repr(value)[1:-1], quote(value, safe=""), quote_plus(value, safe="")}
+             repr(value)[1:-1], quote(value, safe=""), quote_plus(value, safe=""),
+             quopri.encodestring(value.encode("utf-8"), quotetabs=True).decode("ascii")}
     raw = value.encode("utf-8")
     forms |= _base64_cores(raw) | {raw.hex(), raw.hex().upper()}
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
@@ -125,8 +127,8 @@ def _char_escapes(ch: str) -> str:
 
     Returns:
         The regex: ``ch``, a JSON ``\uXXXX`` (each UTF-16 unit) or ``\/`` / ``\"`` /
-        ``\\``, its UTF-8 bytes percent-encoded (hex digits in either case), and ``+`` for
-        a space.
+        ``\\``, its UTF-8 bytes percent-encoded or quoted-printable (``=3D``, hex digits
+        in either case), and ``+`` (or ``_``, quoted-printable headers) for a space.
     """
     alternatives = [re.escape(ch)]
     units = ch.encode("utf-16-be")
@@ -134,9 +136,10 @@ def _char_escapes(ch: str) -> str:
                                 for i in range(0, len(units), 2)))
     if ch in "/\"\\":
         alternatives.append(re.escape("\\" + ch))
-    alternatives.append("".join("%" + _hex_any_case(f"{b:02x}") for b in ch.encode()))
+    for escape in ("%", "="):  # percent-encoded, quoted-printable
+        alternatives.append("".join(escape + _hex_any_case(f"{b:02x}") for b in ch.encode()))
     if ch == " ":
-        alternatives.append(re.escape("+"))
+        alternatives.append("[+_]")
     return "(?:" + "|".join(alternatives) + ")"
 
 
@@ -211,8 +214,10 @@ def register_secret(value: str | None, source: str = "") -> bool:
     the log masking (see the module docstring).
 
     Args:
-        value: the secret. ``None``, empty and values shorter than ``MIN_SECRET_CHARS``
-            characters are ignored (masking them would blank out ordinary text).
+        value: the secret (and, when whitespace surrounds it, also the value without it:
+            what a client strips and sends). ``None``, empty and values shorter than
+            ``MIN_SECRET_CHARS`` characters are ignored (masking them would blank out
+            ordinary text).
         source: where it comes from (e.g. ``"$OPENAI_API_KEY"``), for the DEBUG log line
             (the value is never logged).
 
@@ -225,6 +230,9 @@ def register_secret(value: str | None, source: str = "") -> bool:
                       MIN_SECRET_CHARS)
         return False
     added = _REGISTRY.add(value)
+    stripped = value.strip()  # a key file's newline: a client sends it without
+    if stripped != value and len(stripped) >= MIN_SECRET_CHARS:
+        added = _REGISTRY.add(stripped) or added
     if added:
         _install_masking()
         log.debug("secret %s registered for masking", source or "(unnamed)")
