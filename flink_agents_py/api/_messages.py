@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from ._errors import ProviderError
-from ._secrets import MaskedStr
+from ._secrets import MaskedStr, mask_secrets
 from ._tools import UNREADABLE_ARGUMENTS
 
 __all__ = [
@@ -97,9 +97,9 @@ def _text_arguments(text: str) -> dict[str, Any]:
         value = one_json_object(text)
         if value is None:
             return {UNREADABLE_ARGUMENTS: f"are not JSON (or hold more than one JSON object): "
-                                          f"{text[:300]!r}"}
+                                          f"{mask_secrets(text)[:300]!r}"}
     if not isinstance(value, dict):
-        return {UNREADABLE_ARGUMENTS: f"are not a JSON object: {text[:300]!r}"}
+        return {UNREADABLE_ARGUMENTS: f"are not a JSON object: {mask_secrets(text)[:300]!r}"}
     return value
 
 

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from ._resources import Resource, ResourceType, import_qualified, qualified_name
+from ._secrets import mask_secrets
 
 __all__ = ["ToolMetadata", "ToolSpec", "FunctionTool", "tool", "RESERVED_TOOL_PREFIX",
            "UNREADABLE_ARGUMENTS", "offered_tool_name", "refuse_unreadable_arguments"]
@@ -283,7 +284,8 @@ def _problems(error: ValidationError) -> str:
     parts = []
     for item in error.errors()[:10]:
         path = ".".join(str(p) for p in item.get("loc", ())) or "(arguments)"
-        got = "" if item.get("type") == "missing" else f" (got {item.get('input')!r:.80})"
+        shown = mask_secrets(repr(item.get("input")))[:80]  # masked whole, then cut
+        got = "" if item.get("type") == "missing" else f" (got {shown})"
         parts.append(f"{path}: {item.get('msg')}{got}")
     return "; ".join(parts)
 

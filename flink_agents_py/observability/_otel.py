@@ -170,7 +170,7 @@ _OS_ERROR = re.compile(r"\[Errno -?\d+\] ([^\"')]+)")
 def _reason(message: str) -> str:
     """The OS's words for a failed connection when ``message`` holds them, else it, bounded."""
     found = _OS_ERROR.search(message)
-    text = found.group(1).strip() if found else message.strip()
+    text = mask_secrets(found.group(1).strip() if found else message.strip())  # then cut
     return text if len(text) <= 300 else text[:297] + "..."
 
 

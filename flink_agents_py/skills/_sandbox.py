@@ -48,7 +48,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..api import AgentsError
+from ..api import AgentsError, mask_secrets
 from ._cgroup import open_command_cgroup
 from ._procfs import proc_mask_args
 from ._seccomp import seccomp_program
@@ -545,8 +545,8 @@ def _render(out: _Stream, err: _Stream, code: int, max_chars: int, limits: Limit
     if errors:
         text += ("\n" if text else "") + errors
     cut = out.total > len(out.head) or err.total > len(err.head) or len(text) > max_chars
-    if len(text) > max_chars:
-        text = text[:max_chars]
+    if len(text) > max_chars:  # masked whole, then cut: no part of a known secret kept
+        text = mask_secrets(text)[:max_chars]
     if cut:
         text += (f"\n[... output cut at {max_chars} characters: the command wrote "
                  f"{out.total + err.total} bytes]")

@@ -6,7 +6,7 @@ import json
 import logging
 from typing import Any
 
-from ...api.internal import UNREADABLE_ARGUMENTS, one_json_object
+from ...api.internal import UNREADABLE_ARGUMENTS, mask_secrets, one_json_object
 
 __all__ = ["tool_arguments", "valid_text"]
 
@@ -69,7 +69,7 @@ def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
 def _unreadable(raw: Any, problem: str, index: int, name: Any) -> dict[str, Any]:
     """The arguments of a call whose arguments could not be read: what was wrong."""
     logger.warning("tool call %d (%r) has arguments that %s", index, str(name)[:100], problem)
-    return {UNREADABLE_ARGUMENTS: f"{problem}: {str(raw)[:300]!r}"}
+    return {UNREADABLE_ARGUMENTS: f"{problem}: {mask_secrets(str(raw))[:300]!r}"}
 
 
 def _one_object(text: str) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ from ...api import (
     MissingApiKeyError,
     ProviderError,
     RateLimitInfo,
+    mask_secrets,
     secret_from_env,
 )
 from ...api.internal import (
@@ -386,7 +387,8 @@ def answer_error(body: Any, what: str,
                 status = _ERROR_TYPES[kind]
                 break
     message = detail.get("message") or body.get("message") or detail.get("type") or error
-    return provider_error(f"{what}: the provider answered with an error: {str(message)[:500]}",
+    return provider_error(f"{what}: the provider answered with an error: "
+                          f"{mask_secrets(str(message))[:500]}",
                           status, rate_limit=rate_limit, answered=True)
 
 

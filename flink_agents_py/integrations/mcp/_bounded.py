@@ -33,6 +33,8 @@ import sys
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
+from ...api import mask_secrets
+
 __all__ = ["McpMessageTooDeep", "McpMessageTooLarge", "McpServerExited", "PROCESS_EXIT_S",
            "bound_http_client", "bounded_stdio_client"]
 
@@ -136,7 +138,7 @@ async def bounded_stdio_client(command: list[str], env: dict[str, str] | None,
         if (isinstance(rid, bool) or not isinstance(rid, (int, str))
                 or not ("result" in message or "error" in message)):
             return error
-        problem = " ".join(str(error).splitlines()[1:3])[:300]  # pydantic's first error
+        problem = mask_secrets(" ".join(str(error).splitlines()[1:3]))[:300]  # its first error
         return SessionMessage(messages.validate_python({
             "jsonrpc": "2.0", "id": rid, "error": {"code": _NOT_MCP, "message": (
                 f"MCP server {where} answered with a message that is not MCP ({problem})")}}))

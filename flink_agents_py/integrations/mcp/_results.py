@@ -48,7 +48,7 @@ def _clip(text: str, limit: int | None = None) -> str:
 def _not_mcp(error: ValidationError) -> str:
     """What a server's answer the SDK refused got wrong: each field and why (no URLs)."""
     problems = [f"{'.'.join(map(str, e['loc'])) or 'result'}: {e['msg']}"
-                f" (got {str(e.get('input'))[:100]!r})"
+                f" (got {mask_secrets(str(e.get('input')))[:100]!r})"
                 for e in error.errors(include_url=False)[:5]]
     return _clip("; ".join(problems), 1_000)
 

@@ -28,7 +28,7 @@ import logging
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...api import ChatResponse, Event, ReplayDivergenceError, UsageError
-from ...api.internal import EVENT_CLASS_KEY, shown_key
+from ...api.internal import EVENT_CLASS_KEY, mask_secrets, shown_key
 from ...plan import ActionPlan, AgentPlan, FunctionRef
 from .._failures import with_original
 from .._serde import from_json_value
@@ -387,7 +387,7 @@ _REMOVED = FunctionRef.of(removed_action).path
 def _one_line(error: BaseException, limit: int = 600) -> str:
     lines = [ln for ln in str(error).splitlines()
              if not ln.strip().startswith("For further information visit")]  # pydantic's
-    text = " ".join(" ".join(lines).split())
+    text = mask_secrets(" ".join(" ".join(lines).split()))  # masked whole, then cut
     return text if len(text) <= limit else f"{text[:limit]}..."
 
 

@@ -1,0 +1,113 @@
+"""A known key cut in two by a bounded message leaves no part of itself behind.
+
+Texts from outside (a provider's error body, a model's tool call arguments, an OTLP
+collector's refusal, a skill command's output, an MCP server's answer) are cut to a bound
+before they go into a message. Cut first and masked after, a key standing across the cut
+left its first half unmasked (no longer the whole key, so no longer found). Each is now
+masked whole, then cut.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from flink_agents_py.api import register_secret
+
+
+def _key() -> str:
+    key = f"Kc{uuid.uuid4().hex}"
+    register_secret(key)
+    return key
+
+
+def assert_no_piece(key: str, text: str) -> None:
+    """No 8 characters in a row of ``key`` are in ``text``."""
+    for i in range(len(key) - 7):
+        assert key[i:i + 8] not in text, (key[i:i + 8], text[-200:])
+
+
+def _answer_error(pad: str) -> str:
+    from flink_agents_py.integrations.chat_models._common import answer_error
+
+    return str(answer_error({"error": {"message": pad}}, "chat failed"))
+
+
+def _tool_arguments(pad: str) -> str:
+    from flink_agents_py.api import ToolCall
+
+    return str(ToolCall.model_validate({"id": "c1", "type": "function", "function": {
+        "name": "t", "arguments": pad + "{"}}).arguments)
+
+
+def _unreadable(pad: str) -> str:
+    from flink_agents_py.integrations.chat_models._answers import _unreadable
+
+    return str(_unreadable(pad, "are not JSON", 0, "t"))
+
+
+def _otlp_reason(pad: str) -> str:
+    from flink_agents_py.observability._otel import _reason
+
+    return _reason(pad)
+
+
+def _tool_problems(pad: str) -> str:
+    from flink_agents_py.api._tools import _problems
+
+    class Args(BaseModel):
+        n: int
+
+    try:
+        Args.model_validate({"n": pad})
+    except ValidationError as e:
+        return _problems(e)
+    raise AssertionError("validated")
+
+
+def _mcp_not_mcp(pad: str) -> str:
+    from flink_agents_py.integrations.mcp._results import _not_mcp
+
+    try:
+        TypeAdapter(dict).validate_python(pad)
+    except ValidationError as e:
+        return _not_mcp(e)
+    raise AssertionError("validated")
+
+
+def _skill_output(pad: str) -> str:
+    from flink_agents_py.skills._sandbox import Limits, _render, _Stream
+
+    out = _Stream(bytearray(pad.encode()), total=len(pad))
+    return _render(out, _Stream(bytearray()), 0, len(pad) - 20, Limits(1, 1, 1, 1, 1))
+
+
+def _upgrade_problem(pad: str) -> str:
+    from flink_agents_py.runtime.recorder._versioning import _one_line
+
+    return _one_line(RuntimeError(pad))
+
+
+SITES = {  # each: (what makes the message, the bound it cuts at)
+    "a provider's error body": (_answer_error, 500),
+    "a tool call's arguments that are not JSON": (_tool_arguments, 300),
+    "arguments a provider's wire could not read": (_unreadable, 300),
+    "an OTLP collector's refusal": (_otlp_reason, 297),
+    "a tool argument that failed its check": (_tool_problems, 80),
+    "an MCP answer that is not MCP": (_mcp_not_mcp, 100),
+    "a skill command's output": (_skill_output, None),
+    "an error quoted in a replay's upgrade message": (_upgrade_problem, 600),
+}
+
+
+@pytest.mark.parametrize("site", sorted(SITES))
+def test_a_key_standing_across_a_cut_leaves_no_half_behind(site):
+    make, bound = SITES[site]
+    key = _key()
+    for before in ({bound - 10, bound - 16, bound - 24} if bound else {40}):
+        pad = "x" * before + key + "y" * 400
+        text = make(pad)
+        assert "x" * 20 in text  # the text around the key is kept
+        assert_no_piece(key, text)
