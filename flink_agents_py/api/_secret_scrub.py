@@ -13,8 +13,12 @@ import builtins
 import copy
 import dataclasses
 import sys
-from types import GetSetDescriptorType, MemberDescriptorType, SimpleNamespace
+import threading
+import traceback
+from types import GetSetDescriptorType, MemberDescriptorType, SimpleNamespace, TracebackType
 from typing import Any
+
+from pydantic import ValidationError
 
 from ._secrets import (
     MASK,
@@ -26,7 +30,9 @@ from ._secrets import (
     registered_secret_count,
 )
 
-__all__ = ["group_types", "mask_credentials", "mask_validation_error", "scrub_exception"]
+__all__ = ["group_types", "mask_credentials", "mask_validation_error", "masked_excepthook",
+           "masked_thread_excepthook", "quoted_inputs_masked", "scrub_exception",
+           "validation_masked"]
 
 
 def _holds_secret(text: str) -> bool:
@@ -128,6 +134,7 @@ class _Walk:
         return result
 
     def _object(self, value: Any, depth: int) -> Any:
+        value = validation_masked(value)  # a ValidationError's text cuts what it quotes
         if isinstance(value, BaseException):
             return self.exception(value, depth)
         if isinstance(value, (dict, list)):
@@ -490,3 +497,76 @@ def mask_validation_error(error: Any) -> Any:
     except Exception:  # noqa: BLE001 - a custom error type: its message, masked, as a custom one
         pass
     return ValidationError.from_exception_data(error.title, custom)
+
+
+def validation_masked(error: BaseException) -> BaseException:
+    """A pydantic ``ValidationError`` rebuilt with its quoted inputs masked, linked as it was.
+
+    ``mask_validation_error``; its cause, context and traceback are carried. Any other
+    exception is returned as it is.
+
+    pydantic cuts a long input it quotes to its first and last 24 characters: masked after
+    that, a key at either end of a long input left 24 of its characters.
+
+    Returns:
+        The rebuilt error; ``error`` when it quotes no known secret (or is no
+        ``ValidationError``).
+    """
+    if not isinstance(error, ValidationError) or not registered_secret_count():
+        return error
+    masked: ValidationError = mask_validation_error(error)
+    if masked is not error:
+        _carry(error, masked)
+    return masked
+
+
+def _has_validation_error(exc: BaseException | None) -> bool:
+    """Whether ``exc`` or an exception of its cause/context chain is a ``ValidationError``."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, ValidationError):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+_ExcInfo = tuple[Any, Any, Any]
+
+
+def quoted_inputs_masked(exc_info: _ExcInfo) -> _ExcInfo:
+    """``exc_info`` to format: a chain holding a pydantic ``ValidationError`` scrubbed first.
+
+    Masking the formatted text is not enough there: pydantic quotes a long input cut to its
+    ends, so a known key at one end shows in part (``scrub_exception`` rebuilds the error
+    from its whole inputs, masked).
+
+    Returns:
+        ``exc_info``, or the scrubbed exception's.
+    """
+    exc = exc_info[1]
+    if not registered_secret_count() or not _has_validation_error(exc):
+        return exc_info
+    masked = scrub_exception(exc)
+    return type(masked), masked, exc_info[2]
+
+
+def _print_masked(lines: list[str]) -> None:
+    if sys.stderr is not None:
+        sys.stderr.write(mask_secrets("".join(lines)))
+        sys.stderr.flush()
+
+
+def masked_excepthook(exc_type: type[BaseException], exc: BaseException,
+                      tb: TracebackType | None) -> None:
+    """``sys.excepthook`` that prints Python's traceback, masked."""
+    _print_masked(traceback.format_exception(*quoted_inputs_masked((exc_type, exc, tb))))
+
+
+def masked_thread_excepthook(args: threading.ExceptHookArgs) -> None:
+    """``threading.excepthook`` that prints Python's report, masked."""
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else threading.get_ident()
+    exc_info = quoted_inputs_masked((args.exc_type, args.exc_value, args.exc_traceback))
+    _print_masked([f"Exception in thread {name}:\n", *traceback.format_exception(*exc_info)])

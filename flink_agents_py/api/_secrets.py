@@ -48,9 +48,7 @@ import quopri
 import re
 import sys
 import threading
-import traceback
 from collections.abc import Callable
-from types import TracebackType
 from typing import Annotated, Any
 from urllib.parse import quote, quote_plus
 
@@ -520,34 +518,14 @@ def _mask_record(record: logging.LogRecord) -> None:
     if masked != message:
         record.msg, record.args = masked, None
     if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
-        text = _formatter.formatException(record.exc_info)
+        from ._secret_scrub import quoted_inputs_masked  # (it imports this module)
+
+        text = _formatter.formatException(quoted_inputs_masked(record.exc_info))
         masked = mask_secrets(text)
         if masked != text:
             record.exc_text = masked  # what Formatter.format prints instead of formatting
     if record.stack_info:
         record.stack_info = mask_secrets(record.stack_info)
-
-
-def _print_masked(lines: list[str]) -> None:
-    if sys.stderr is not None:
-        sys.stderr.write(mask_secrets("".join(lines)))
-        sys.stderr.flush()
-
-
-def _masked_excepthook(exc_type: type[BaseException], exc: BaseException,
-                       tb: TracebackType | None) -> None:
-    """``sys.excepthook`` that prints Python's traceback, masked."""
-    _print_masked(traceback.format_exception(exc_type, exc, tb))
-
-
-def _masked_thread_excepthook(args: threading.ExceptHookArgs) -> None:
-    """``threading.excepthook`` that prints Python's report, masked."""
-    if args.exc_type is SystemExit:
-        return
-    name = args.thread.name if args.thread is not None else threading.get_ident()
-    _print_masked([f"Exception in thread {name}:\n",
-                   *traceback.format_exception(args.exc_type, args.exc_value,
-                                               args.exc_traceback)])
 
 
 def _install_masking() -> None:
@@ -581,10 +559,12 @@ def _install_masking() -> None:
 
             masking_make_record._masks_extra = True  # type: ignore[attr-defined]
             logging.Logger.makeRecord = masking_make_record  # type: ignore[method-assign]
+        from ._secret_scrub import masked_excepthook, masked_thread_excepthook
+
         if sys.excepthook is sys.__excepthook__:
-            sys.excepthook = _masked_excepthook
+            sys.excepthook = masked_excepthook
         if threading.excepthook is threading.__excepthook__:
-            threading.excepthook = _masked_thread_excepthook
+            threading.excepthook = masked_thread_excepthook
         _installed = True
 
 

@@ -23,7 +23,7 @@ import traceback
 from typing import Any
 
 from ..api import UsageError, mask_secrets
-from ..api.internal import clip, shown_key
+from ..api.internal import clip, shown_key, validation_masked
 from ._terminal import log_text
 
 __all__ = ["FailureLog", "FailureMessage", "OriginalFailure", "TOOL_FAILURES",
@@ -170,6 +170,7 @@ def _stack(error: BaseException, max_frames: int) -> str:
 
 
 def _only(error: BaseException) -> str:
+    error = validation_masked(error)  # what pydantic quotes, masked before it cuts it
     return "".join(traceback.format_exception_only(type(error), error))
 
 
@@ -231,7 +232,7 @@ def error_text(error: BaseException) -> str:
         The text, or ``<str() of the exception failed: TYPE>``.
     """
     try:
-        return str(error)
+        return str(validation_masked(error))  # what pydantic quotes, masked before it cuts it
     except Exception as e:  # noqa: BLE001 - whatever its __str__ raised
         return f"<str() of the exception failed: {type(e).__name__}>"
 

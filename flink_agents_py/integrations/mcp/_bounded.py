@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator
 from typing import IO, Any
 
 from ...api import mask_secrets
+from ...api.internal import validation_masked
 
 __all__ = ["McpMessageTooDeep", "McpMessageTooLarge", "McpServerExited", "PROCESS_EXIT_S",
            "bound_http_client", "bounded_stdio_client"]
@@ -138,7 +139,8 @@ async def bounded_stdio_client(command: list[str], env: dict[str, str] | None,
         if (isinstance(rid, bool) or not isinstance(rid, (int, str))
                 or not ("result" in message or "error" in message)):
             return error
-        problem = mask_secrets(" ".join(str(error).splitlines()[1:3]))[:300]  # its first error
+        shown = str(validation_masked(error))  # what it quotes masked before it is cut
+        problem = mask_secrets(" ".join(shown.splitlines()[1:3]))[:300]  # its first error
         return SessionMessage(messages.validate_python({
             "jsonrpc": "2.0", "id": rid, "error": {"code": _NOT_MCP, "message": (
                 f"MCP server {where} answered with a message that is not MCP ({problem})")}}))
