@@ -264,11 +264,13 @@ def register_header_secret(value: str | None, source: str = "") -> bool:
 
 
 _CREDENTIAL_NAME = re.compile(
-    r"(?:^|[-_.])(?:authorization|cookie|key|apikey|token|secret|password|passwd|credentials?)$",
-    re.IGNORECASE)
+    r"(?:^|[-_.]|(?-i:(?<=[a-z0-9])(?=[A-Z])))(?:authorization|cookie|key|apikey|token|secret|password|"
+    r"passwd|passphrase|credentials?)$", re.IGNORECASE)
 """Names of headers and environment variables that carry a credential: ``Authorization``,
 ``Proxy-Authorization``, ``Cookie``, ``x-api-key``, ``X-Auth-Token``, ``GITHUB_TOKEN``,
-``DB_PASSWORD`` (not ``x-team``, nor ``MONKEY``: the word must stand apart)."""
+``DB_PASSWORD``, and in camelCase ``accessToken``, ``clientSecret``, ``privateKey`` (not
+``x-team``, nor ``MONKEY``: the word must stand apart, after a separator or a lower-case
+letter or digit followed by its capital)."""
 
 
 def _register_credential_entries(entries: dict[Any, Any], what: str) -> None:
@@ -285,7 +287,7 @@ def _register_credential_entries(entries: dict[Any, Any], what: str) -> None:
         what: what a name is, for the DEBUG log line (``"header"``).
     """
     for name, value in entries.items():
-        if isinstance(name, str) and isinstance(value, str) and _CREDENTIAL_NAME.search(name):
+        if isinstance(value, str) and is_credential_name(name):
             register_header_secret(value, f"{what} {name}")
 
 
