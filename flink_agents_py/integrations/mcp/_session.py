@@ -23,6 +23,7 @@ import concurrent.futures
 import contextlib
 import logging
 import os
+import select
 import sys
 import threading
 import time
@@ -54,6 +55,9 @@ def wire(obj: Any) -> dict[str, Any]:
 
 _MAX_LINE = 1 << 20
 """The most bytes of one stderr line a server's relay holds before it writes them out."""
+HOLD_LAST_LINE_S = 0.2
+"""How long a server's relay holds its last stderr line for the next one, to mask both
+together (a secret written across two lines); then the line is written out alone."""
 
 
 class _MaskedStderr:
@@ -61,9 +65,10 @@ class _MaskedStderr:
 
     ``file`` (the pipe's write end) is what the server process gets as its stderr; a daemon
     thread reads the other end and writes each line to ``sys.stderr`` with the known secrets
-    masked (a line is masked whole: a secret the server wrote in several pieces is found
-    too). The thread ends when every holder of the write end (the server, its children, and
-    this object until ``close``) has closed it.
+    masked (a line is masked whole, and with the line after it: a secret the server wrote
+    in several pieces, or wrapped over two lines, is found too; the last line waits
+    ``HOLD_LAST_LINE_S`` for a next one). The thread ends when every holder of the write
+    end (the server, its children, and this object until ``close``) has closed it.
 
     Args:
         label: names the thread.
@@ -90,26 +95,36 @@ class _MaskedStderr:
 
     @staticmethod
     def _relay(fd: int) -> None:
-        pending = b""
+        pending = b""  # read, after the last line break
+        held = ""  # the last line, masked as far as it alone shows: written with the next
         with os.fdopen(fd, "rb", buffering=0) as pipe:
-            while chunk := pipe.read(1 << 16):
+            while True:
+                if held and not select.select([pipe], [], [], HOLD_LAST_LINE_S)[0]:
+                    _write(held)  # no next line came
+                    held = ""
+                    continue
+                chunk = pipe.read(1 << 16)
+                if not chunk:
+                    break
                 pending += chunk
                 end = pending.rfind(b"\n") + 1
                 if not end and len(pending) > _MAX_LINE:
                     end = len(pending)
                 if end:
-                    _write_masked(pending[:end])
+                    text = mask_secrets(held + pending[:end].decode(errors="replace"))
                     pending = pending[end:]
-        if pending:
-            _write_masked(pending)
+                    cut = text.rfind("\n", 0, len(text) - 1) + 1  # the start of its last line
+                    _write(text[:cut])
+                    held = text[cut:]
+        _write(mask_secrets(held + pending.decode(errors="replace")))
 
 
-def _write_masked(data: bytes) -> None:
+def _write(text: str) -> None:
     out = sys.stderr
-    if out is None:
+    if out is None or not text:
         return
     try:
-        out.write(mask_secrets(data.decode(errors="replace")))
+        out.write(text)
         out.flush()
     except (OSError, ValueError):  # our stderr is closed: the server's lines are dropped
         pass
