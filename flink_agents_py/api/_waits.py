@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, ValidationError
 
 from ._errors import AgentsError
 from ._key_forms import key_json, untag
@@ -165,7 +165,9 @@ class ApprovalRequest(BaseModel):
         kind: always ``"approval_request"``.
         approval_id: the correlation id the answer must carry (stable across replays;
             unique across keys: it ends with a tag of the key).
-        key: the key of the run that holds the call.
+        key: the key of the run that holds the call, in its own type (a tuple, a UUID...):
+            its JSON form (``key_json``: an array, ``{"uuid": "..."}``) in the output, read
+            back as the key by ``of``.
         tool: the tool's name.
         arguments: the model's arguments for it.
         tool_call_id: the model's id of the call.
@@ -176,7 +178,9 @@ class ApprovalRequest(BaseModel):
 
     kind: str = APPROVAL_REQUEST_KIND
     approval_id: str
-    key: Any
+    # the keys' JSON form out, the key back in (before: pydantic's defaults dumped a UUID or
+    # a date key as bare text, so an answer went to a string key and never released the call)
+    key: Annotated[Any, BeforeValidator(_tuple_key), PlainSerializer(key_json, when_used="json")]
     tool: str
     arguments: dict[str, Any]
     tool_call_id: str
@@ -202,7 +206,8 @@ class ApprovalRequest(BaseModel):
             **details: extra fields kept in the payload (who approved...).
 
         Returns:
-            ``{"key", "correlation_id", "payload": {"approved": True, ...}}``.
+            ``{"key", "correlation_id", "payload": {"approved": True, ...}}``, the key in
+            its JSON form (a record ready to write to a topic).
 
         Raises:
             TypeError: when ``details`` has an ``approved`` field (the method decides it).
@@ -217,7 +222,8 @@ class ApprovalRequest(BaseModel):
             **details: extra fields kept in the payload.
 
         Returns:
-            ``{"key", "correlation_id", "payload": {"approved": False, "reason", ...}}``.
+            ``{"key", "correlation_id", "payload": {"approved": False, "reason", ...}}``,
+            the key in its JSON form.
 
         Raises:
             TypeError: when ``details`` has an ``approved`` field (``reject(approved=True)``
@@ -227,7 +233,10 @@ class ApprovalRequest(BaseModel):
                              **_extra(details, "reject")})
 
     def _answer(self, payload: dict[str, Any]) -> dict[str, Any]:
-        return {"key": self.key, "correlation_id": self.approval_id, "payload": payload}
+        # the key's JSON form: the answer can be written to a topic as it is, and is read
+        # back as the key (``ExternalEvent.key_of``)
+        return {"key": key_json(self.key), "correlation_id": self.approval_id,
+                "payload": payload}
 
 
 def _extra(details: dict[str, Any], method: str) -> dict[str, Any]:

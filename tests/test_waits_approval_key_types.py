@@ -1,0 +1,73 @@
+"""An approval request carries its run's key as the key itself, whatever the key's type.
+
+Before: ``ApprovalRequest.key`` was a plain ``Any`` field dumped by pydantic's defaults.
+For a run keyed by a UUID, a date, a datetime or a ``Decimal`` the request said the key as
+bare text (``"0000...-0007"``), so ``request.approve()`` sent the answer with a string
+key: it was refused as an answer "for another key", and the held call timed out as not
+approved, however often the reviewer approved it. For a tuple key the request read back
+with ``ApprovalRequest.of`` had a list, so the docs' recipe (a set of ``(req.key,
+req.approval_id)``) failed with ``TypeError: unhashable type: 'list'``, and ``req.key`` was
+not equal to the run's key. Now the request dumps its key in the keys' JSON form (as
+``ExternalEvent`` does: a tuple as an array, a tagged type as ``{tag: text}``) and reads
+that form back as the key.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import uuid
+from typing import Any
+
+import pytest
+from support import waits_agents as wa
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import ApprovalRequest, ExternalEvent
+
+pytestmark = pytest.mark.timeout(120)
+
+KEYS = [("cust", 7), ("a", ("b", 1)), uuid.UUID(int=7), datetime.date(2026, 1, 2),
+        datetime.datetime(2026, 1, 2, 3, 4, 5), decimal.Decimal("1.50")]
+
+
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: type(k).__name__)
+def test_an_approval_of_a_run_keyed_by_any_key_type_is_released_by_approve(
+        key: Any, tmp_path, monkeypatch):
+    monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
+    job = AgentsExecutionEnvironment.local().from_list([{"key": key, "to": "x@ok.org"}])
+    seen: list[ApprovalRequest] = []
+
+    def answers():  # the how-to's recipe: requests answered by (key, id)
+        answered = set()
+        while True:
+            new = [req for out in list(job.result.outputs)
+                   if (req := ApprovalRequest.of(out)) is not None
+                   and (req.key, req.approval_id) not in answered]
+            if not new:
+                return
+            for req in new:
+                seen.append(req)
+                answered.add((req.key, req.approval_id))
+                yield req.approve(by="ann")
+
+    result = job.connect(answers()).apply(wa.make_mailer()).run()
+    assert result.errors == []
+    [req] = seen
+    assert req.key == key and type(req.key) is type(key)
+    [answer] = [o["answer"] for o in result.outputs if "answer" in o]
+    assert answer == "sent to x@ok.org"  # approved, not timed out
+
+
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: type(k).__name__)
+def test_a_request_read_back_from_json_has_the_key_and_its_answer_is_json(key: Any):
+    # a reviewer's service reads the requests from a topic and writes the answers to one
+    request = ApprovalRequest(approval_id="approval:r0/x/c0@0123456789abcdef", key=key,
+                              tool="t", arguments={}, tool_call_id="c")
+    back = ApprovalRequest.of(json.loads(json.dumps(request.model_dump(mode="json"))))
+    assert back is not None and back.key == key and hash((back.key, back.approval_id))
+    for answer in (back.approve(by="ann"), back.reject("no")):
+        sent = json.loads(json.dumps(answer))  # JSON as it is: no default= needed
+        assert ExternalEvent.key_of(sent) == key
+        assert ExternalEvent.of(sent).correlation_id == request.approval_id
