@@ -225,3 +225,17 @@ def test_a_users_budget_stops_a_provider_that_reports_absurd_usage(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
         "outputs": ["answered", "refused", "refused"], "calls": 1}
+
+
+@pytest.mark.parametrize("scope", ["key", "agent"])
+@pytest.mark.parametrize("field", ["max_input_tokens", "max_output_tokens", "max_tokens",
+                                   "max_cost"])
+def test_a_zero_limit_under_hold_is_refused_where_it_is_declared(field, scope):
+    # a limit of 0 is spent before any call and stays spent in every new window: under
+    # "hold" each chat through the setup was held window after window, for ever, with
+    # nothing said (the key's later records queued behind it); "fail" and "fallback" with
+    # 0 are meaningful (never call this model, always the fallback) and stay allowed
+    with pytest.raises(ValidationError, match=f"{field}=0.*hold"):
+        Budget(**{field: 0}, window_s=1, on_exceeded="hold", scope=scope)
+    Budget(**{field: 0}, on_exceeded="fail", scope=scope)
+    Budget(**{field: 0}, on_exceeded="fallback", fallback="small", scope=scope)

@@ -95,6 +95,13 @@ class Budget(NamesNearestField):
             raise ValueError("budget: on_exceeded='fallback' needs fallback=<chat model setup>")
         if self.on_exceeded == "hold" and self.window_s is None:
             raise ValueError("budget: on_exceeded='hold' needs window_s (a window that ends)")
+        if self.on_exceeded == "hold":
+            for field in ("max_input_tokens", "max_output_tokens", "max_tokens", "max_cost"):
+                if getattr(self, field) == 0:  # spent before any call, in every window
+                    raise ValueError(
+                        f"budget: {field}=0 with on_exceeded='hold' would hold every chat "
+                        "for ever (a limit of 0 is spent in each new window before any "
+                        "call); use on_exceeded='fail' or 'fallback', or a positive limit")
         if self.scope == "agent" and self.sliding:
             raise ValueError("budget: scope='agent' takes fixed windows (sliding=False)")
         return self
