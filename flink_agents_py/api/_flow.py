@@ -16,7 +16,7 @@ import contextvars
 from collections.abc import Callable, Iterator
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._errors import ProviderError
 from ._field_hints import NamesNearestField
@@ -72,6 +72,15 @@ class FlowControl(NamesNearestField):
     tokens_per_minute: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     hold_throttled: bool = True
     max_throttle_wait_s: float = Field(default=300.0, ge=0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> FlowControl:
+        if self.max_concurrency is not None and self.min_concurrency > self.max_concurrency:
+            # the adaptive limit could not keep both: after a throttle it went to the floor,
+            # past the fixed bound
+            raise ValueError(f"flow control: min_concurrency ({self.min_concurrency}) is above "
+                             f"max_concurrency ({self.max_concurrency})")
+        return self
 
 
 class RateLimitInfo(BaseModel):

@@ -252,8 +252,11 @@ class FlowController:
         self._lock = threading.Lock()
         self.stats = FlowStats()
         start = options.initial_concurrency or options.max_concurrency
-        self._limit: float = float(min(start, options.max_concurrency or start)
-                                   if start else math.inf)
+        # within [min_concurrency, max_concurrency]: a start below the floor would be raised
+        # to it by the first throttle (the answer meant to slow down sped the calls up)
+        self._limit: float = (min(float(max(start, options.min_concurrency)),
+                                  float(options.max_concurrency or math.inf))
+                              if start else math.inf)
         self._throttled_once = False
         self._tickets = 0
         self._estimates: dict[int, float] = {}  # tokens taken at admission, by ticket
@@ -521,7 +524,8 @@ class FlowController:
         if self.options.adaptive and now >= self._decrease_until:
             base = min(self._limit, float(self.stats.in_flight + 1))
             floor = float(self.options.min_concurrency)
-            self._limit = max(floor, base * self.options.decrease_factor)
+            # a decrease: never above the limit it decreases (nor, so, past max_concurrency)
+            self._limit = min(self._limit, max(floor, base * self.options.decrease_factor))
             self._decrease_until = self._gate_until  # one decrease per gate
         return max(0.0, self._gate_until - now)
 
