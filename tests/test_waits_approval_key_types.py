@@ -71,3 +71,20 @@ def test_a_request_read_back_from_json_has_the_key_and_its_answer_is_json(key: A
         sent = json.loads(json.dumps(answer))  # JSON as it is: no default= needed
         assert ExternalEvent.key_of(sent) == key
         assert ExternalEvent.of(sent).correlation_id == request.approval_id
+
+
+@pytest.mark.parametrize("key", [uuid.UUID(int=7), datetime.date(2026, 1, 2),
+                                 datetime.datetime(2026, 1, 2, 3, 4, 5)],
+                         ids=lambda k: type(k).__name__)
+def test_an_event_keyed_by_a_tagged_keys_text_says_keys_are_typed(key: Any):
+    # an answer a reviewer's own service built from the key as text (str(key)): it is for
+    # the string key, which has no run; the error says how to send the key
+    text = str(key) if not isinstance(key, (datetime.date, datetime.datetime)) \
+        else key.isoformat()
+    result = (AgentsExecutionEnvironment.local().from_list([{"key": key, "timeout_s": 60}])
+              .connect([{"key": text, "correlation_id": f"go-{key}", "payload": 1}])
+              .apply(wa.Approver()).run())
+    [err] = [e for e in result.errors if e.action == "<outside>"]
+    assert "is in flight" in err.message and "keys are typed" in err.message, err.message
+    tag = {uuid.UUID: "uuid", datetime.date: "date", datetime.datetime: "datetime"}[type(key)]
+    assert f"its JSON form {{'{tag}': '{text}'}}" in err.message, err.message

@@ -31,7 +31,7 @@ from ...api import (
     UnmatchedEventError,
     WaitTimeoutError,
 )
-from ...api.internal import key_json, shown_key
+from ...api.internal import key_from_json, key_json, shown_key
 from .._serde import to_json_value
 from .._unread import logged
 from ..recorder._ledger import CallLedger
@@ -493,6 +493,11 @@ def _typed_key_hint(key: Any) -> str:
         The hint, with its leading space; ``""`` for a key no other key's form is like.
     """
     if isinstance(key, str):
+        tagged = _tagged_text(key)
+        if tagged is not None:  # a UUID or a date as text: its key's JSON form is tagged
+            return (f" (keys are typed: if the records' key is the {tagged} {key!r}, send the "
+                    f"event with that key, or its JSON form {{{tagged!r}: {key!r}}}, not the "
+                    "string)")
         try:
             number: float = int(key)
         except ValueError:
@@ -508,6 +513,17 @@ def _typed_key_hint(key: Any) -> str:
         return (f" (keys are typed: if the records' key is the string {str(key)!r}, send the "
                 f"event with that string as its key, not the number {key!r})")
     return ""
+
+
+def _tagged_text(text: str) -> str | None:
+    """The tag of the key type whose canonical text ``text`` is (``"uuid"``...), if any."""
+    for tag in ("uuid", "date", "datetime"):
+        try:
+            if key_json(key_from_json({tag: text})) == {tag: text}:
+                return tag
+        except ValueError:
+            continue
+    return None
 
 
 def _approval_problem(run: RunState, wait: WaitRecord, payload: Any) -> str | None:
