@@ -6,9 +6,10 @@ import json
 import logging
 from typing import Any
 
+from ...api import TokenUsage
 from ...api.internal import UNREADABLE_ARGUMENTS, mask_secrets, one_json_object
 
-__all__ = ["tool_arguments", "valid_text"]
+__all__ = ["reported_usage", "tool_arguments", "valid_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -143,3 +144,23 @@ def valid_text(value: Any) -> Any:
                 else:
                     stack.append(child)
     return value
+
+
+def reported_usage(input_tokens: Any, output_tokens: Any) -> TokenUsage | None:
+    """The usage an answer reported, or ``None`` when it reported no token count at all.
+
+    A server that leaves usage out (``"usage": null``, no field, no counts) reported
+    nothing, which is not ``0`` tokens: a budget estimates such an answer's tokens
+    (``runtime._spend.estimated_usage``) instead of counting it as free, which would never
+    reach its limit. A count that is said is kept as said; one left out of two is ``0``.
+
+    Args:
+        input_tokens: the input (prompt) count the answer said (``None``: not said).
+        output_tokens: the output (completion) count (``None``: not said).
+
+    Returns:
+        The usage, or ``None``.
+    """
+    if input_tokens is None and output_tokens is None:
+        return None
+    return TokenUsage(input_tokens=input_tokens or 0, output_tokens=output_tokens or 0)

@@ -51,14 +51,13 @@ from ...api import (
     MessageRole,
     ProviderError,
     RateLimitInfo,
-    TokenUsage,
     ToolCall,
     ToolMetadata,
     report_rate_limit,
     secret_from_env,
 )
 from ...api.internal import refuse_empty_answer, refuse_truncated_calls, scrub_exception
-from ._answers import tool_arguments, valid_text
+from ._answers import reported_usage, tool_arguments, valid_text
 from ._common import (
     HTTP_FLOW_CONTROL,
     FreshOnUnpickle,
@@ -481,8 +480,10 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             structured=structured,
             model=body.get("model"),
             response_id=body.get("id"),
-            usage=TokenUsage(input_tokens=(usage.get("input_tokens") or 0) + sum(cache.values()),
-                             output_tokens=usage.get("output_tokens") or 0),
+            usage=reported_usage(
+                None if usage.get("input_tokens") is None and not cache
+                else (usage.get("input_tokens") or 0) + sum(cache.values()),
+                usage.get("output_tokens")),
             finish_reason="tool_calls" if calls else body.get("stop_reason"),
             metadata={**cache, **({"cached_tokens": cache["cache_read_input_tokens"]}
                                    if "cache_read_input_tokens" in cache else {})},

@@ -34,12 +34,11 @@ from ...api import (
     ChatResponse,
     MessageRole,
     ProviderError,
-    TokenUsage,
     ToolCall,
     ToolMetadata,
 )
 from ...api.internal import refuse_empty_answer, refuse_truncated_calls
-from ._answers import tool_arguments, valid_text
+from ._answers import reported_usage, tool_arguments, valid_text
 from ._gguf import find_gguf_model
 from ._grammar_sampling import make_grammar_first_llama
 from ._wire import (
@@ -168,8 +167,7 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
         metadata={**details, **({"refusal": refusal} if refusal else {})},
         model=body.get("model"),
         response_id=body.get("id"),
-        usage=TokenUsage(input_tokens=usage.get("prompt_tokens", 0) or 0,
-                         output_tokens=usage.get("completion_tokens", 0) or 0),
+        usage=reported_usage(usage.get("prompt_tokens"), usage.get("completion_tokens")),
         finish_reason=choice.get("finish_reason"),
     )
 

@@ -38,12 +38,11 @@ from ...api import (
     ChatResponse,
     MessageRole,
     ProviderError,
-    TokenUsage,
     ToolCall,
     ToolMetadata,
 )
 from ...api.internal import refuse_empty_answer, refuse_truncated_calls, scrub_exception
-from ._answers import tool_arguments, valid_text
+from ._answers import reported_usage, tool_arguments, valid_text
 from ._common import (
     FreshOnUnpickle,
     LoopBoundClient,
@@ -251,8 +250,7 @@ def _from_ollama(resp: Any) -> ChatResponse:
         message=ChatMessage(role=MessageRole.ASSISTANT, content=msg.get("content") or "",
                             tool_calls=calls, reasoning=reasoning_of(msg.get("thinking"))),
         model=body.get("model"),
-        usage=TokenUsage(input_tokens=body.get("prompt_eval_count") or 0,
-                         output_tokens=body.get("eval_count") or 0),
+        usage=reported_usage(body.get("prompt_eval_count"), body.get("eval_count")),
         finish_reason="tool_calls" if calls else finish,
         metadata={k: body[k] for k in ("created_at", "total_duration") if body.get(k)},
     )
