@@ -71,6 +71,7 @@ from ._common import (
     not_found_hint,
     provider_error,
     require_api_key,
+    server_now,
     unanswered_hint,
     url_path,
     with_extra_body,
@@ -83,11 +84,14 @@ __all__ = ["AnthropicChatModel", "anthropic_rate_limit", "to_anthropic_messages"
 def _reset_s(headers: Any, name: str) -> float | None:
     """Seconds until an ``anthropic-ratelimit-*-reset`` time (RFC 3339), 0 when past.
 
-    Of a header sent twice, the later reset.
+    Of a header sent twice, the later reset. Counted on the provider's clock when the
+    answer's ``Date`` says it is not ours (``server_now``).
 
     Returns:
         The seconds, or ``None`` when absent or unreadable.
     """
+    now = server_now(headers)
+    now = time.time() if now is None else now
     found = []
     for text in header_values(headers.get(name) if headers is not None else None):
         try:
@@ -96,7 +100,7 @@ def _reset_s(headers: Any, name: str) -> float | None:
             return None
         if when.tzinfo is None:
             when = when.replace(tzinfo=datetime.timezone.utc)
-        found.append(max(0.0, when.timestamp() - time.time()))
+        found.append(max(0.0, when.timestamp() - now))
     return max(found) if found else None
 
 

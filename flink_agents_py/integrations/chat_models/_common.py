@@ -38,6 +38,7 @@ from ...api.internal import (
 __all__ = ["HTTP_FLOW_CONTROL", "answer_error", "import_sdk", "FreshOnUnpickle", "LoopBoundClient",
            "LoopBoundSdkConnection",
            "header_number", "header_retry_after", "header_values", "is_local_url", "provider_error",
+           "server_now",
            "not_found_hint", "require_api_key", "retry_after_s", "retryable_status", "run_sync",
            "secret_env_values", "url_path", "with_extra_body"]
 
@@ -496,7 +497,40 @@ def header_retry_after(headers: Any) -> float | None:
     ms = header_number(headers, "retry-after-ms", max)
     if ms is not None and ms >= 0:
         return ms / 1000.0
-    return retry_after_s(_header(headers, "retry-after"))
+    return retry_after_s(_header(headers, "retry-after"), server_now(headers))
+
+
+_DATE_RESOLUTION_S = 2.0
+"""How far an answer's ``Date`` may be from our clock and still be read as the same clock
+(it counts whole seconds, and the answer took time to arrive)."""
+
+
+def server_now(headers: Any) -> float | None:
+    """The provider's clock, from the answer's ``Date`` header, when it is not ours.
+
+    A time the provider sends (an HTTP-date ``Retry-After``, Anthropic's reset times) is
+    on its clock: read on ours, a provider whose clock runs an hour ahead asks for an hour
+    when it means a second. When the answer's ``Date`` differs from our clock by more than
+    its resolution, such a time is counted from that ``Date`` instead.
+
+    Args:
+        headers: the response's headers.
+
+    Returns:
+        The ``Date`` as a Unix time, or ``None`` (no readable ``Date``, or one that agrees
+        with our clock: counted from ours, to the sub-second).
+    """
+    text = _header(headers, "date")
+    if text is None:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(text.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    said = when.timestamp()
+    return said if abs(said - time.time()) > _DATE_RESOLUTION_S else None
 
 
 def with_extra_body(method: Callable[..., Any], request: dict[str, Any]) -> dict[str, Any]:
