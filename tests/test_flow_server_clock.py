@@ -123,3 +123,15 @@ def test_a_throttled_call_to_a_provider_whose_clock_is_ahead_is_held_and_answere
     assert out["error"] is None, out["error"]  # before: gave up, told to wait 3601 s
     assert out["content"] == "ok" and out["metadata"]["throttled"] == 1
     assert server.requests == 2
+
+
+@pytest.mark.parametrize("skew_s", [3600.0, -3600.0])
+def test_a_unix_time_reset_is_counted_from_the_answers_date(skew_s):
+    from flink_agents_py.integrations.chat_models._openai import openai_rate_limit
+    from flink_agents_py.runtime._flow import sane_rate_limit
+
+    server_now = time.time() + skew_s
+    info = sane_rate_limit(openai_rate_limit(httpx.Headers({
+        "date": _date(server_now), "x-ratelimit-reset-requests": str(int(server_now) + 20),
+        "x-ratelimit-remaining-requests": "0", "x-ratelimit-limit-requests": "50"})))
+    assert info is not None and info.reset_requests_s == pytest.approx(20, abs=1.01)

@@ -54,6 +54,7 @@ from ._common import (
     require_api_key,
     run_sync,
     secret_env_values,
+    server_now,
     unanswered_hint,
     url_path,
     with_extra_body,
@@ -125,13 +126,33 @@ def openai_rate_limit(headers: Any) -> RateLimitInfo:
         retry_after_s=header_retry_after(headers),
         limit_requests=header_number(headers, "x-ratelimit-limit-requests"),
         remaining_requests=header_number(headers, "x-ratelimit-remaining-requests"),
-        reset_requests_s=_duration_s(headers.get("x-ratelimit-reset-requests")
-                                     if headers is not None else None),
+        reset_requests_s=_reset_s(headers, "x-ratelimit-reset-requests"),
         limit_tokens=header_number(headers, "x-ratelimit-limit-tokens"),
         remaining_tokens=header_number(headers, "x-ratelimit-remaining-tokens"),
-        reset_tokens_s=_duration_s(headers.get("x-ratelimit-reset-tokens")
-                                   if headers is not None else None),
+        reset_tokens_s=_reset_s(headers, "x-ratelimit-reset-tokens"),
     )
+
+
+def _reset_s(headers: Any, name: str) -> float | None:
+    """A reset header's seconds; a Unix time (some gateways') on the provider's clock.
+
+    A reset in the Unix-time range is left for flow control to read on our clock
+    (``runtime._flow.sane_rate_limit``), unless the answer's ``Date`` says the provider's
+    clock is not ours (``server_now``): then it is the seconds from that ``Date``.
+
+    Returns:
+        The seconds (or the Unix time), or ``None`` when absent or unreadable.
+    """
+    reset = _duration_s(headers.get(name) if headers is not None else None)
+    if reset is not None and _EPOCH_FROM <= reset < _EPOCH_TO:
+        now = server_now(headers)
+        if now is not None:
+            return max(0.0, reset - now)
+    return reset
+
+
+_EPOCH_FROM, _EPOCH_TO = 1e9, 1e10
+"""A reset in this range is a Unix time (2001 to 2286), as flow control reads it."""
 
 
 _QUOTA = ("; the account's quota is used up (insufficient_quota: its plan and billing), "
