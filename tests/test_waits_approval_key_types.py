@@ -17,6 +17,11 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
 import uuid
 from typing import Any
 
@@ -88,3 +93,67 @@ def test_an_event_keyed_by_a_tagged_keys_text_says_keys_are_typed(key: Any):
     assert "is in flight" in err.message and "keys are typed" in err.message, err.message
     tag = {uuid.UUID: "uuid", datetime.date: "date", datetime.datetime: "datetime"}[type(key)]
     assert f"its JSON form {{'{tag}': '{text}'}}" in err.message, err.message
+
+
+def test_a_users_own_module_keyed_by_uuids_gets_its_approvals_through(tmp_path):
+    # as a user runs it: their agent module in their own directory, records keyed by UUID
+    (tmp_path / "refunds.py").write_text(textwrap.dedent('''
+        import uuid
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import (Agent, ApprovalRequest, ChatMessage, InputEvent,
+            MessageRole, OutputEvent, ResourceDescriptor, ResourceType, ToolCall, action, tool)
+        from flink_agents_py.api import ChatModelSetup
+        from flink_agents_py.integrations.chat_models import ScriptedChatModel
+
+        @tool(requires_approval=True, approval_timeout_s=3600)
+        def refund(order: str) -> str:
+            """Refund an order."""
+            return f"refunded {order}"
+
+        def script(request):
+            if not request.tool_results:
+                return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[ToolCall(
+                    id="c1", name="refund", arguments={"order": request.messages[-1].content})])
+            return request.tool_results[-1].content
+
+        class Refunds(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def on_input(event, ctx):
+                r = await ctx.chat("m", [ChatMessage(content=event.input["order"])])
+                ctx.send_event(OutputEvent(output={"order": event.input["order"],
+                                                   "answer": r.message.content}))
+
+        agent = Refunds()
+        agent.add_resource("refund", ResourceType.TOOL, refund)
+        agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                           ResourceDescriptor(ScriptedChatModel, function="refunds:script"))
+        agent.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
+            ChatModelSetup, connection="conn", tools=["refund"]))
+        records = [{"key": uuid.UUID(int=n), "order": f"o{n}"} for n in (1, 2)]
+        job = AgentsExecutionEnvironment.local().from_list(records)
+
+        def answers():
+            answered = set()
+            while True:
+                new = [q for o in list(job.result.outputs)
+                       if (q := ApprovalRequest.of(o)) and (q.key, q.approval_id) not in answered]
+                if not new:
+                    return
+                for q in new:
+                    answered.add((q.key, q.approval_id))
+                    yield q.approve(by="ann")
+
+        result = job.connect(answers()).apply(agent).run()
+        for o in result.outputs:
+            if "answer" in o:
+                print("OUT", o["order"], o["answer"])
+        for e in result.errors:
+            print("ERROR", e.message)
+        '''))
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1])}
+    proc = subprocess.run([sys.executable, "refunds.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(proc.stdout.splitlines()) == ["OUT o1 refunded o1", "OUT o2 refunded o2"], \
+        proc.stdout
