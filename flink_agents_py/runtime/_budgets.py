@@ -52,8 +52,9 @@ from .core._executor import IOSlot, given_up_slot, sleep_without_slot
 __all__ = ["AgentSpend", "agent_spend", "budgeted_call", "count_replayed", "fallback_guard",
            "fallback_spends", "spend_adopter"]
 
-_PENDING_POLL_S = 0.02
-"""A call waiting for the calls in flight of an agent budget to settle looks this often."""
+_SAFETY_WAKE_S = 5.0
+"""The longest a call waiting for an agent budget's calls in flight sleeps without looking
+again (it is woken when one is answered, or when the window ends)."""
 
 class AgentSpend:
     """What one subtask spent of an agent budget, shared by its keys (thread-safe).
@@ -78,6 +79,14 @@ class AgentSpend:
         self._answered = 0
         self._mean = (0.0, 0.0, 0.0)  # input, output, cost of an answered call
         self._lock = threading.Lock()
+        # calls waiting for the calls in flight: woken by ``settle`` and ``adopt``
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def _wake(self) -> None:
+        """Wake every waiting call, to look again (called under the lock)."""
+        for loop, fut in self._waiters:
+            loop.call_soon_threadsafe(_resolve, fut)
+        self._waiters.clear()
 
     def adopt(self, recorded: dict[str, Any] | None, now: float) -> None:
         """Start from what a key recorded, when it is more than what is counted here.
@@ -96,6 +105,7 @@ class AgentSpend:
             if (theirs["input"] + theirs["output"], theirs["cost"]) > (
                     mine["input"] + mine["output"], mine["cost"]):
                 self.state = theirs
+                self._wake()  # a waiting call may find the share spent now
 
     def remaining(self) -> dict[str, float]:
         """What is left of the share in the current window, by limit (for metrics).
@@ -134,10 +144,12 @@ class AgentSpend:
             counted: the policy decides).
         """
         slot: IOSlot | None = None  # the I/O executor slot, given up while the call waits
+        loop = asyncio.get_running_loop()
         try:
             while True:
                 with self._lock:
-                    state = self.state = _rolled(self.share, self.state, clock())
+                    now = clock()
+                    state = self.state = _rolled(self.share, self.state, now)
                     reached = self.share.exceeded_by(state)
                     if reached is not None:
                         return state, reached
@@ -147,12 +159,24 @@ class AgentSpend:
                     if fits and (slot is None or not slot.given_up):
                         self.in_flight += 1
                         return dict(state), None
+                    if not fits:  # woken when a call is answered (or at the window's end)
+                        fut: asyncio.Future[None] = loop.create_future()
+                        self._waiters.append((loop, fut))
+                        sleep = _SAFETY_WAKE_S if self.share.window_s is None else min(
+                            _SAFETY_WAKE_S, max(0.001, _window_end(self.share, state, now) - now))
                 if fits:  # it may go: first its slot back, then look again
                     assert slot is not None
                     await slot.take_back()
                     continue
                 slot = given_up_slot(slot)  # other calls run meanwhile
-                await asyncio.sleep(_PENDING_POLL_S)  # what is in flight decides
+                try:  # what is in flight decides (before: a look every 20 ms)
+                    await asyncio.wait_for(asyncio.shield(fut), sleep)
+                except asyncio.TimeoutError:
+                    pass
+                finally:
+                    with self._lock:
+                        if (loop, fut) in self._waiters:
+                            self._waiters.remove((loop, fut))
         finally:
             if slot is not None and slot.given_up:
                 await slot.take_back()
@@ -182,7 +206,13 @@ class AgentSpend:
                 mi, mo, mc = self._mean
                 self._mean = (mi + (inp - mi) / n, mo + (out - mo) / n, mc + (cost - mc) / n)
             self.state = state
+            self._wake()
             return dict(state)
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 _LEDGERS: dict[int, tuple[weakref.ref[Any], AgentSpend]] = {}
