@@ -6,11 +6,17 @@ first use, so ``import flink_agents_py.api`` loads no runtime).
 
 from typing import TYPE_CHECKING, Any
 
+from ._beam_logging import quiet_optional_filesystems
+
 if TYPE_CHECKING:
     from ._environment import AgentsExecutionEnvironment
 
 __version__ = "0.1.0"
 __all__ = ["AgentsExecutionEnvironment", "__version__"]
+
+# before PyFlink starts apache-beam: a program that builds its own StreamExecutionEnvironment
+# (Flink Agents' programs do) would print beam's "Failed to import GCSFileSystem" otherwise
+quiet_optional_filesystems()
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,7 @@ client, the Kafka connector or the worker checks.
 from typing import TYPE_CHECKING
 
 from ..api.internal import lazy_exports
-from . import _quiet  # noqa: F401 - quiets apache-beam's optional filesystems, before pyflink
+from . import _quiet  # noqa: F401 - (the package's root quiets beam's optional filesystems)
 
 if TYPE_CHECKING:
     from ._builder import FlinkAgentBuilder, FlinkExecutionEnvironment

@@ -19,7 +19,6 @@ import sys
 from typing import Any, Literal
 
 from ._collections import accept_pickled_collections
-from ._quiet import quiet_optional_filesystems
 from ._workers import configure_workers
 
 __all__ = ["create_stream_environment", "python_path_for_workers"]
@@ -107,7 +106,6 @@ def create_stream_environment(
         ImportError: when apache-flink is not installed (``pip install .[flink]``).
         WorkerSetupError: when the workers' interpreter cannot import what they need.
     """
-    quiet_optional_filesystems()  # (apache-beam starts with the environment)
     from pyflink.common import Configuration
     from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
 

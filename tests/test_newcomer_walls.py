@@ -1,0 +1,72 @@
+"""Walls a newcomer who knows Apache Flink Agents' Python API met in their first two hours.
+
+Each test runs a user's own program from a temporary directory outside the repository, with
+the venv's interpreter and the repository on ``PYTHONPATH`` (as a user of a source checkout
+runs it), and checks what the user sees.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+PYTHON = str(VENV_PY if VENV_PY.exists() else Path(sys.executable))
+
+
+def run_user_program(
+    tmp_path: Path, code: str, timeout_s: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` as ``main.py`` in ``tmp_path`` (outside the repository)."""
+    assert ROOT not in tmp_path.resolve().parents, "the program must be outside the repository"
+    (tmp_path / "main.py").write_text(textwrap.dedent(code))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([PYTHON, "main.py"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=timeout_s, check=False)
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    return proc
+
+
+# -- apache-beam's "Failed to import GCSFileSystem" in a Flink Agents program ----------------
+
+def test_importing_compat_quiets_beams_optional_filesystems(tmp_path):
+    # what beam logs when PyFlink starts it; the filter must be in place by then, and a
+    # Flink Agents program imports flink_agents_py.compat, never flink_agents_py.flink
+    proc = run_user_program(tmp_path, """
+        import logging
+        import sys
+        from flink_agents_py.compat import Agent  # noqa: F401
+        assert "flink_agents_py.flink" not in sys.modules
+        beam = logging.getLogger("apache_beam.io.filesystems")
+        beam.warning("Failed to import GCSFileSystem; loading of this filesystem will be "
+                     "skipped. Error details: cannot import name 'storage' from 'google.cloud'")
+        beam.warning("Failed to import LocalFileSystem")  # a broken install still shows
+        print("done")
+    """)
+    assert "GCSFileSystem" not in proc.stderr
+    assert "Failed to import LocalFileSystem" in proc.stderr
+
+
+@pytest.mark.flink
+def test_a_flink_agents_program_building_a_plain_environment_prints_no_beam_warning(tmp_path):
+    pytest.importorskip("pyflink")
+    # Flink Agents' quickstarts: pyflink and the agents' names imported, then a plain
+    # environment (which starts apache-beam in this process); no job is run
+    proc = run_user_program(tmp_path, """
+        import sys
+        from pyflink.datastream import StreamExecutionEnvironment
+        from flink_agents_py.compat import AgentsExecutionEnvironment
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        assert "apache_beam.io.filesystems" in sys.modules  # beam has started
+        AgentsExecutionEnvironment.get_execution_environment(env)
+        print("done")
+    """)
+    assert proc.stdout.strip().endswith("done")
+    assert "Failed to import" not in proc.stderr and "GCSFileSystem" not in proc.stderr
