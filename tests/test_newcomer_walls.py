@@ -70,3 +70,54 @@ def test_a_flink_agents_program_building_a_plain_environment_prints_no_beam_warn
     """)
     assert proc.stdout.strip().endswith("done")
     assert "Failed to import" not in proc.stderr and "GCSFileSystem" not in proc.stderr
+
+
+# -- Flink Agents configuration: a typo in a key, a value an option cannot take -------------
+
+AGENT = """
+    from flink_agents_py.compat import (Agent, AgentsExecutionEnvironment, InputEvent,
+                                        OutputEvent, RunnerContext, action)
+
+    class Echo(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def echo(event, ctx: RunnerContext):
+            ctx.send_event(OutputEvent(output={"in": event.input,
+                                               "mine": ctx.config.get("num-async-thread")}))
+"""
+
+
+def test_a_config_key_one_letter_off_an_option_is_named_with_the_option(tmp_path):
+    proc = run_user_program(tmp_path, AGENT + """
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.get_config().set_int("num-async-thread", 4)   # the option is num-async-threads
+    env.get_config().set_str("my-app.region", "eu")   # a program's own key: no word
+    out = env.from_list([{"key": "k", "value": 1}]).apply(Echo()).to_list()
+    env.execute()
+    print(out)
+    """)
+    [warning] = [line for line in proc.stderr.splitlines() if "num-async-thread" in line]
+    assert "did you mean 'num-async-threads'?" in warning
+    assert "my-app.region" not in proc.stderr
+    # still the program's own key, as Flink Agents keeps it
+    assert proc.stdout.strip().splitlines()[-1] == "[{'k': {'in': 1, 'mine': 4}}]"
+
+
+def test_a_value_an_option_cannot_take_is_refused_naming_the_key():
+    from flink_agents_py.api import UsageError
+    from flink_agents_py.compat import AgentExecutionOptions, AgentsExecutionEnvironment
+
+    config = AgentsExecutionEnvironment.get_execution_environment().get_config()
+    # before: taken, then every agent applied failed its plan with "chat_model resource
+    # 'x': error_policy: Input should be 'fail', 'retry' or 'ignore'", a field never written
+    with pytest.raises(UsageError, match=r"'error-handling-strategy': 'rety' is not one of "
+                                         r"retry, fail, ignore"):
+        config.set_str("error-handling-strategy", "rety")
+    with pytest.raises(UsageError, match=r"'max-retries': 'three' is not an int"):
+        config.set_str(AgentExecutionOptions.MAX_RETRIES.key, "three")
+    with pytest.raises(UsageError, match=r"'num-async-threads': 'many' is not an int"):
+        config.set(AgentExecutionOptions.NUM_ASYNC_THREADS, "many")
+    # what Flink Agents' programs write is taken
+    config.set_str("error-handling-strategy", "RETRY").set_int("max-retries", 5)
+    config.set(AgentExecutionOptions.NUM_ASYNC_THREADS, "8")
+    assert config.chat_defaults() == {"error_policy": "retry", "retry_max_attempts": 6}

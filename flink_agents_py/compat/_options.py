@@ -19,6 +19,7 @@ Here:
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -240,6 +241,48 @@ _NO_EFFECT = frozenset({
 })
 
 
+def _options_by_key() -> dict[str, ConfigOption]:
+    classes = (AgentExecutionOptions, AgentConfigOptions, MemoryEventOptions, _Mem0,
+               LongTermMemoryOptions)
+    found = {o.key: o for c in classes for o in vars(c).values() if isinstance(o, ConfigOption)}
+    for name, key in vars(_OurLongTermMemoryOptions).items():
+        if name.isupper() and isinstance(key, str):
+            found.setdefault(key, ConfigOption(key, str, None))
+    return found
+
+
+_OPTIONS = _options_by_key()
+"""Every key an option of Flink Agents' or ours names, with its option."""
+
+
+def _near_miss(key: str) -> str | None:
+    """The known key ``key`` looks like a typo of (``num-async-thread``), else ``None``."""
+    if key in _OPTIONS or key.startswith("event-log.type."):
+        return None
+    close = difflib.get_close_matches(key.lower(), list(_OPTIONS), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def _checked(option: ConfigOption, value: Any) -> None:
+    """Raise ``UsageError`` when ``value`` cannot be ``option``'s (an enum's or a number's).
+
+    Raises:
+        UsageError: naming the key, the value and what it takes.
+    """
+    kind = option.config_type
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        allowed = [str(m.value) for m in kind]
+        if str(value).lower() not in {a.lower() for a in allowed}:
+            raise UsageError(f"configuration {option.key!r}: {value!r} is not one of "
+                             f"{', '.join(allowed)} ({kind.__name__})")
+    elif kind in (int, float) and not isinstance(value, bool):
+        try:
+            kind(value)
+        except (TypeError, ValueError):
+            raise UsageError(f"configuration {option.key!r}: {value!r} is not "
+                             f"{'an int' if kind is int else 'a number'}") from None
+
+
 def _truthy(value: Any) -> bool:
     return value.strip().lower() not in ("false", "0", "no", "off") \
         if isinstance(value, str) else bool(value)
@@ -262,8 +305,13 @@ class Configuration:
         Returns:
             ``self``, for chaining.
 
+        A key within a letter or two of an option's key (``num-async-thread``) is kept as
+        the program's own and logged as a WARNING naming the option it resembles.
+
         Raises:
-            UsageError: for ``SHORT_TERM_MEMORY_STATE_TTL_MS`` above 0 (not offered).
+            UsageError: for ``SHORT_TERM_MEMORY_STATE_TTL_MS`` above 0 (not offered), and for
+                a value an option cannot take (``error-handling-strategy`` ``"rety"``, a
+                ``max-retries`` that is no number), naming the key and what it takes.
         """
         key = option.key if isinstance(option, ConfigOption) else str(option)
         value = _plain(value)
@@ -273,6 +321,12 @@ class Configuration:
                 "is not offered: short-term memory is kept until an action deletes it "
                 "(ctx.short_term_memory.delete(path)); keep a timestamp beside what should "
                 "expire and delete it when read past its age")
+        if key in _OPTIONS:
+            _checked(_OPTIONS[key], value)
+        elif (near := _near_miss(key)) is not None:
+            log.warning("configuration %r is no option of Flink Agents' or flink-agents-py's; "
+                        "did you mean %r? (kept as the program's own key, which ctx.config "
+                        "reads)", key, near)
         if key in _NO_EFFECT:
             log.info("configuration %r: Flink Agents' option has no effect here (see "
                      "docs/reference/flink-agents-names.md)", key)
