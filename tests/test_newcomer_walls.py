@@ -8,6 +8,7 @@ runs it), and checks what the user sees.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -121,3 +122,41 @@ def test_a_value_an_option_cannot_take_is_refused_naming_the_key():
     config.set_str("error-handling-strategy", "RETRY").set_int("max-retries", 5)
     config.set(AgentExecutionOptions.NUM_ASYNC_THREADS, "8")
     assert config.chat_defaults() == {"error_policy": "retry", "retry_max_attempts": 6}
+
+
+# -- the sub-agents page's async (pub/sub) setup, as a user copies it ------------------------
+
+def test_the_async_subagent_example_of_the_page_runs_in_a_users_module(tmp_path):
+    # before, its methods were '...' and nothing said how to make a RunStatus: a newcomer's
+    # guess (RunStatus(state="SUCCEEDED")) failed each call with a pydantic ValidationError
+    page = (ROOT / "docs" / "concepts" / "subagents.md").read_text()
+    [block] = [b for b in re.findall(r"^```python\n(.*?)^```$", page, re.S | re.M)
+               if "class RemoteRunSetup(AsyncSubagentSetup)" in b]
+    (tmp_path / "my_app").mkdir()
+    (tmp_path / "my_app" / "__init__.py").write_text("")
+    (tmp_path / "my_app" / "remote.py").write_text(block)
+    proc = run_user_program(tmp_path, """
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import (Agent, InputEvent, OutputEvent, ResourceDescriptor,
+                                         ResourceType, action)
+
+        class Caller(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def go(event, ctx):
+                result = await (await ctx.submit_subagent("remote_run", {"text": event.input["t"]}))
+                ctx.send_event(OutputEvent(output={"ok": result.success, "value": result.result,
+                                                   "error": result.error}))
+
+        agent = Caller()
+        agent.add_resource("remote_run", ResourceType.AGENT, ResourceDescriptor(
+            clazz="my_app.remote.RemoteRunSetup", endpoint="http://runs:8080",
+            description="Summarises a text remotely.", input_schema='{"type":"object"}',
+            status_poll_interval_millis=20))
+        result = AgentsExecutionEnvironment.local().from_list([{"key": "a", "t": "hi"}]).apply(
+            agent).run()
+        from my_app.remote import RUNS
+        print(result.errors, result.outputs, [run["polls"] for run in RUNS.values()])
+    """)
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last == "[] [{'ok': True, 'value': {'summary': \"{'text': 'hi'}\"}, 'error': None}] [2]"
