@@ -160,3 +160,40 @@ def test_the_async_subagent_example_of_the_page_runs_in_a_users_module(tmp_path)
     """)
     last = proc.stdout.strip().splitlines()[-1]
     assert last == "[] [{'ok': True, 'value': {'summary': \"{'text': 'hi'}\"}, 'error': None}] [2]"
+
+
+# -- a durable call whose result has no JSON form ------------------------------------------
+
+def test_a_durable_results_refusal_names_the_function_and_what_to_return(tmp_path):
+    # before: "result of durable call r0/fetch/c0: Receipt at $ has no JSON form": neither
+    # which function returned it nor what it may return instead
+    (tmp_path / "shop.py").write_text(textwrap.dedent("""
+        class Receipt:
+            def __init__(self, total):
+                self.total = total
+
+        def charge(amount):
+            return Receipt(amount)
+    """))
+    proc = run_user_program(tmp_path, """
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import Agent, InputEvent, OutputEvent, action
+        from shop import charge
+
+        class Till(Agent):
+            @action(InputEvent)
+            @staticmethod
+            def fetch(event, ctx):
+                receipt = ctx.durable_execute(charge, 3)
+                ctx.send_event(OutputEvent(output=receipt.total))
+
+        result = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(
+            Till()).run()
+        [error] = result.errors
+        print(error.error_type, "|", error.message)
+    """)
+    kind, message = proc.stdout.strip().splitlines()[-1].split(" | ")
+    assert kind == "SerializationError"
+    assert message.startswith("result of durable call r0/fetch/c0 (shop:charge): Receipt at $ "
+                              "has no JSON form; a durable call's result is recorded as JSON: ")
+    assert "pydantic model defined at module level" in message

@@ -316,7 +316,11 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
         try:
             if isinstance(value, _GENERATORS):  # (``inspect.isgenerator``/``isasyncgen``)
                 _refuse_generator(value, where, rec.target)
-            stored = to_json_value(value, where)
+            try:
+                stored = to_json_value(value, f"{where} ({rec.target or 'the function'})")
+            except SerializationError as e:  # name what to return instead
+                raise SerializationError(f"{e}; a durable call's result is recorded as JSON: "
+                                         f"{_RETURNABLE}") from None
             if registered_secret_count() and has_known_secret(dumps(stored).decode()):
                 stored = mask_value(stored)
             try:
@@ -412,6 +416,12 @@ def _not_an_exception(exc: BaseException, form: dict[str, Any]) -> DurableExecut
     error = DurableExecutionError(f"recorded failure {form['type']}: {form['message']}")
     error.__cause__ = exc
     return error
+
+
+_RETURNABLE = ("return JSON data (dicts, lists, text, numbers, bools, None), bytes, date, "
+               "datetime, Decimal, UUID or a pydantic model defined at module level (convert other "
+               "objects, e.g. to a dict of their fields)")
+"""What a durable call may return, for the message refusing a result with no JSON form."""
 
 
 def _refuse_generator(value: Any, where: str, target: str | None) -> NoReturn:
