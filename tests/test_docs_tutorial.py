@@ -135,6 +135,23 @@ def test_step_test(workdir):
     assert re.search(r"\b2 passed\b", printed), printed
 
 
+def test_what_the_page_says_of_the_replay_check_is_what_it_does(workdir):
+    # the page said the check ran "in well under a second": it restores every point in two
+    # fresh Python processes too (the default), about 3 s on the project's machine
+    (workdir / "report.py").write_text(_files()["test_shop.py"] + (
+        "\nprint(check_replay_safety(ShopAssistant(), QUESTIONS, key_selector=by_customer))\n"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    report = subprocess.run([PYTHON, "report.py"], cwd=workdir, env=env, capture_output=True,
+                            text=True, timeout=300, check=True).stdout
+    points = re.search(r"crash points tried\s+(\d+) of \1", report)
+    assert points, report
+    again = re.search(r"in another process\s+(\d+) points restored again", report)
+    assert again and again.group(1) == points.group(1), report
+    text = " ".join(PAGE.read_text().split())
+    assert f"every crash point of these three questions ({points.group(1)} here)" in text
+    assert "then restores each again in two fresh Python processes" in text
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
