@@ -197,3 +197,59 @@ def test_a_durable_results_refusal_names_the_function_and_what_to_return(tmp_pat
     assert message.startswith("result of durable call r0/fetch/c0 (shop:charge): Receipt at $ "
                               "has no JSON form; a durable call's result is recorded as JSON: ")
     assert "pydantic model defined at module level" in message
+
+
+# -- a typo in a ScriptedChatModel's function name ------------------------------------------
+
+def test_a_scripted_models_misspelt_function_stops_the_run_naming_the_connection(tmp_path):
+    # before: every record's chat failed, each with "ResourceError: 'shop' has no attribute
+    # path 'answr'", naming neither the connection nor its field
+    (tmp_path / "shop.py").write_text(textwrap.dedent("""
+        from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent,
+                                         OutputEvent, ResourceDescriptor, action,
+                                         chat_model_connection, chat_model_setup)
+        from flink_agents_py.integrations.chat_models import ScriptedChatModel
+
+        def answer(request):
+            return "fine"
+
+        class Shop(Agent):
+            @chat_model_connection
+            @staticmethod
+            def conn() -> ResourceDescriptor:
+                return ResourceDescriptor(ScriptedChatModel, function="shop:answr")
+
+            @chat_model_setup
+            @staticmethod
+            def model() -> ResourceDescriptor:
+                return ResourceDescriptor(ChatModelSetup, connection="conn")
+
+            @action(InputEvent)
+            @staticmethod
+            async def ask(event, ctx):
+                reply = await ctx.chat("model", [ChatMessage(content="hi")])
+                ctx.send_event(OutputEvent(output=reply.message.content))
+    """))
+    proc = run_user_program(tmp_path, """
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import ResourceError
+        from shop import Shop
+
+        try:
+            AgentsExecutionEnvironment.local().from_list(
+                [{"key": "a"}, {"key": "b"}]).apply(Shop()).run()
+        except ResourceError as e:
+            print("refused:", e)
+    """)
+    assert proc.stdout.strip().splitlines()[-1] == (
+        "refused: chat model connection 'conn' (ScriptedChatModel): function='shop:answr': "
+        "'shop' has no attribute path 'answr'")
+
+
+def test_a_bare_function_name_is_told_the_form_it_needs():
+    from flink_agents_py.api import ResourceError
+    from flink_agents_py.integrations.chat_models import ScriptedChatModel
+
+    with pytest.raises(ResourceError, match=r"function='answer': 'answer' is not a "
+                                            r"fully-qualified name like 'pkg.module:function'"):
+        ScriptedChatModel(function="answer").check()

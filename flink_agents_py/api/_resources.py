@@ -86,7 +86,8 @@ def import_qualified(path: str) -> Any:
     else:
         module_name, _, qual = path.rpartition(".")
     if not module_name or not qual:
-        raise ResourceError(f"{path!r} is not a fully-qualified name like 'pkg.module.Class'")
+        raise ResourceError(f"{path!r} is not a fully-qualified name like 'pkg.module:function' "
+                            "or 'pkg.module.Class'")
     obj: Any = _loaded_module(module_name)
     if obj is None:
         try:

@@ -20,6 +20,7 @@ from ...api import (
     ChatModelConnection,
     ChatResponse,
     MessageRole,
+    ResourceError,
     TokenUsage,
     ToolCall,
     ToolMetadata,
@@ -180,6 +181,23 @@ class ScriptedChatModel(ChatModelConnection):
         super().__setstate__(state)
         self._lock = threading.Lock()
 
+    def check(self) -> None:
+        """Import ``function`` now, so a wrong name stops the job before its first record.
+
+        Before, a typo (``shop_agent:shop_modl``) failed every chat of every record with a
+        ``ResourceError`` naming neither this connection nor its ``function``.
+
+        Raises:
+            ResourceError: naming this connection, its ``function`` and what went wrong.
+        """
+        if self._fn is None and self.function is not None:
+            try:
+                self._fn = import_qualified(self.function)
+            except ResourceError as e:
+                name = f" {self.resource_name!r}" if self.resource_name else ""
+                raise ResourceError(f"chat model connection{name} (ScriptedChatModel): "
+                                    f"function={self.function!r}: {e}") from e
+
     def reset(self) -> None:
         """Forget the requests answered so far (``calls`` starts from 0 again)."""
         with self._lock:
@@ -201,8 +219,7 @@ class ScriptedChatModel(ChatModelConnection):
         with self._lock:
             self._calls += 1
             self._requests.append(request)
-        if self._fn is None and self.function is not None:
-            self._fn = import_qualified(self.function)
+        self.check()
         if self._fn is not None:
             return _as_response(script_answer(self._fn(request), self._fn), model)
         has_results = bool(request.tool_results)
