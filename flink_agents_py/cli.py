@@ -14,7 +14,8 @@ all of them). ``--html`` also writes one self-contained page of every selected r
 filters, anomalies, trees, timelines); ``--otlp`` sends the runs as OpenTelemetry spans to an
 OTLP/HTTP endpoint (needs the ``otel`` extra) and checks they were delivered. Every line
 printed has its control and bidi characters escaped (keys, outputs and errors come from
-records and models). Exit status: 0, 1 when no run matches, 2 on bad input, 3 when spans
+records and models). Exit status: 0, 1 when no run matches, 2 on bad input (a file
+that is no event log of ours: Apache Flink Agents' included, said so), 3 when spans
 were not delivered to ``--otlp`` (no receiver listening, refused, timed out).
 
 ``new`` writes the starter (an agent with a tool and a chat, its tests with the crash
@@ -61,8 +62,12 @@ def _trace(args: argparse.Namespace) -> int:
         _say(f"flink-agents-py trace: no such file: {', '.join(missing)}")
         return 2
     status = "failed" if args.failed else "anomalous" if args.anomalous else None
-    traces = select_traces(build_traces(read_event_log(args.event_log)), key=args.key,
-                           run=args.run, status=status)
+    records = read_event_log(args.event_log)
+    every = build_traces(records)
+    if not every and (records or any(Path(p).stat().st_size for p in args.event_log)):
+        _say(_not_our_event_log(args.event_log, records))
+        return 2
+    traces = select_traces(every, key=args.key, run=args.run, status=status)
     if not traces:
         what = " and ".join(f"{n} {v}" for n, v in (("key", args.key), ("run", args.run))
                             if v)
@@ -111,6 +116,25 @@ def _trace(args: argparse.Namespace) -> int:
 
 STARTER_SUFFIXES = (".py", ".jsonl")
 """The starter's files, by suffix (``flink_agents_py/starter/``; pyproject's package-data)."""
+
+
+def _not_our_event_log(paths: Sequence[str], records: list[dict[str, object]]) -> str:
+    """Why JSON lines that make no run are not an event log ``trace`` reads.
+
+    Returns:
+        One line naming the files, what they look like (Apache Flink Agents' event log files,
+        or other JSON) and which file to give instead.
+    """
+    files = ", ".join(paths)
+    ours = ("give the file a job's event_log= writes (AgentsExecutionEnvironment.local("
+            "event_log='out/events.jsonl'), .flink(env, event_log=...)): "
+            "docs/how-to/observability.md")
+    if records and all("eventType" in r and "event" in r for r in records):
+        return (f"no run in {files}: it is Apache Flink Agents' event log (one line per event, "
+                f"written for baseLogDir / eventLoggerType), which holds no runs' tree; {ours}")
+    what = (f"none of its {len(records)} JSON record(s) is of an event log" if records
+            else "no line of it is a JSON record")
+    return f"no run in {files}: {what}; {ours}"
 
 
 def _new(args: argparse.Namespace) -> int:

@@ -253,3 +253,32 @@ def test_a_bare_function_name_is_told_the_form_it_needs():
     with pytest.raises(ResourceError, match=r"function='answer': 'answer' is not a "
                                             r"fully-qualified name like 'pkg.module:function'"):
         ScriptedChatModel(function="answer").check()
+
+
+# -- flink-agents-py trace given a file that is not our event log -----------------------------
+
+def test_trace_of_flink_agents_event_log_files_says_which_file_it_reads(tmp_path):
+    # before: "no run in events-....log" (exit 1), as if the job had run nothing
+    run_user_program(tmp_path, AGENT + """
+    from flink_agents_py.compat import AgentConfigOptions
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.get_config().set(AgentConfigOptions.BASE_LOG_DIR, "apache-log")
+    out = env.from_list([{"key": "k", "value": 1}]).apply(Echo()).to_list()
+    env.execute()
+    """)
+    [apache_log] = (tmp_path / "apache-log").iterdir()
+    (tmp_path / "notes.txt").write_text("not an event log\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def trace(path: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PYTHON, "-m", "flink_agents_py", "trace", str(path)],
+                              cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=60, check=False)
+
+    proc = trace(apache_log)
+    assert proc.returncode == 2, proc.stderr
+    assert "it is Apache Flink Agents' event log" in proc.stderr
+    assert "give the file a job's event_log= writes" in proc.stderr
+    proc = trace(tmp_path / "notes.txt")
+    assert proc.returncode == 2
+    assert "notes.txt: no line of it is a JSON record; give the file" in proc.stderr
