@@ -282,3 +282,22 @@ def test_trace_of_flink_agents_event_log_files_says_which_file_it_reads(tmp_path
     proc = trace(tmp_path / "notes.txt")
     assert proc.returncode == 2
     assert "notes.txt: no line of it is a JSON record; give the file" in proc.stderr
+
+
+# -- create_stream_environment: extra_config keys a parameter overrides -----------------------
+
+def test_extra_config_setting_what_a_parameter_overrides_is_refused():
+    pytest.importorskip("pyflink")
+    from flink_agents_py.api import UsageError
+    from flink_agents_py.flink import create_stream_environment
+
+    # before: a job of parallelism 1, the "4" dropped without a word (set_parallelism runs
+    # after the configuration is read), and likewise the interval
+    with pytest.raises(UsageError, match=r"extra_config sets 'parallelism.default' \('4'\), "
+                                         r"which parallelism= \(default 1\) overrides: pass "
+                                         r"parallelism=4 instead"):
+        create_stream_environment(extra_config={"parallelism.default": "4"})
+    with pytest.raises(UsageError, match=r"'execution.checkpointing.interval' \('5 s'\) and "
+                                         r"checkpoint_interval_ms=1000 overrides it"):
+        create_stream_environment(checkpoint_interval_ms=1000,
+                                  extra_config={"execution.checkpointing.interval": "5 s"})

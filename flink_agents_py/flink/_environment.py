@@ -97,15 +97,21 @@ def create_stream_environment(
         restart_delay_s: delay between restarts, in seconds.
         bundle_size: process mode's records per bundle.
         bundle_time_ms: process mode's bundle time, in ms.
-        extra_config: more Flink configuration (``key -> value`` strings).
+        extra_config: more Flink configuration (``key -> value`` strings). Its keys win over
+            the settings above, except the two this function sets on the environment itself
+            after: ``parallelism.default`` (``parallelism``) and, when
+            ``checkpoint_interval_ms`` is given, ``execution.checkpointing.interval``; giving
+            one of those is a ``UsageError`` saying which parameter to pass instead.
 
     Returns:
         A ``pyflink.datastream.StreamExecutionEnvironment``.
 
     Raises:
         ImportError: when apache-flink is not installed (``pip install .[flink]``).
+        UsageError: when ``extra_config`` sets what a parameter sets (it would be ignored).
         WorkerSetupError: when the workers' interpreter cannot import what they need.
     """
+    _refuse_overridden(extra_config or {}, checkpoint_interval_ms)
     from pyflink.common import Configuration
     from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
 
@@ -133,3 +139,26 @@ def create_stream_environment(
     configure_workers(env)
     accept_pickled_collections(env)
     return env
+
+
+def _refuse_overridden(extra_config: dict[str, str], checkpoint_interval_ms: int | None) -> None:
+    """Refuse ``extra_config`` keys that ``create_stream_environment`` would silently override.
+
+    Before, ``extra_config={"parallelism.default": "4"}`` gave a job of parallelism 1 without
+    a word (``set_parallelism`` runs after the configuration is read).
+
+    Raises:
+        UsageError: naming the key and the parameter to pass instead.
+    """
+    from ..api import UsageError
+
+    if "parallelism.default" in extra_config:
+        raise UsageError(
+            f"create_stream_environment: extra_config sets 'parallelism.default' "
+            f"({extra_config['parallelism.default']!r}), which parallelism= (default 1) "
+            f"overrides: pass parallelism={extra_config['parallelism.default']} instead")
+    if checkpoint_interval_ms and "execution.checkpointing.interval" in extra_config:
+        raise UsageError(
+            "create_stream_environment: extra_config sets 'execution.checkpointing.interval' "
+            f"({extra_config['execution.checkpointing.interval']!r}) and checkpoint_interval_ms="
+            f"{checkpoint_interval_ms} overrides it: give one of them")
