@@ -301,3 +301,6 @@ def test_extra_config_setting_what_a_parameter_overrides_is_refused():
                                          r"checkpoint_interval_ms=1000 overrides it"):
         create_stream_environment(checkpoint_interval_ms=1000,
                                   extra_config={"execution.checkpointing.interval": "5 s"})
+    with pytest.raises(UsageError, match=r"'execution.runtime-mode' \('BATCH'\), which it "
+                                         r"overrides: an agent job runs in STREAMING mode"):
+        create_stream_environment(extra_config={"execution.runtime-mode": "BATCH"})

@@ -98,10 +98,11 @@ def create_stream_environment(
         bundle_size: process mode's records per bundle.
         bundle_time_ms: process mode's bundle time, in ms.
         extra_config: more Flink configuration (``key -> value`` strings). Its keys win over
-            the settings above, except the two this function sets on the environment itself
-            after: ``parallelism.default`` (``parallelism``) and, when
-            ``checkpoint_interval_ms`` is given, ``execution.checkpointing.interval``; giving
-            one of those is a ``UsageError`` saying which parameter to pass instead.
+            the settings above, except those this function sets on the environment itself
+            after: ``parallelism.default`` (``parallelism``), ``execution.runtime-mode``
+            (always ``STREAMING``) and, when ``checkpoint_interval_ms`` is given,
+            ``execution.checkpointing.interval``; giving one of those is a ``UsageError``
+            saying what to do instead.
 
     Returns:
         A ``pyflink.datastream.StreamExecutionEnvironment``.
@@ -157,6 +158,12 @@ def _refuse_overridden(extra_config: dict[str, str], checkpoint_interval_ms: int
             f"create_stream_environment: extra_config sets 'parallelism.default' "
             f"({extra_config['parallelism.default']!r}), which parallelism= (default 1) "
             f"overrides: pass parallelism={extra_config['parallelism.default']} instead")
+    mode = extra_config.get("execution.runtime-mode")
+    if mode is not None and str(mode).upper() != "STREAMING":
+        raise UsageError(
+            f"create_stream_environment: extra_config sets 'execution.runtime-mode' ({mode!r}), "
+            "which it overrides: an agent job runs in STREAMING mode (its timers and state "
+            "need it); leave the key out")
     if checkpoint_interval_ms and "execution.checkpointing.interval" in extra_config:
         raise UsageError(
             "create_stream_environment: extra_config sets 'execution.checkpointing.interval' "
