@@ -304,3 +304,24 @@ def test_extra_config_setting_what_a_parameter_overrides_is_refused():
     with pytest.raises(UsageError, match=r"'execution.runtime-mode' \('BATCH'\), which it "
                                          r"overrides: an agent job runs in STREAMING mode"):
         create_stream_environment(extra_config={"execution.runtime-mode": "BATCH"})
+
+
+# -- how a local (MiniCluster) job restarts from its last checkpoint ------------------------
+
+def test_the_run_on_flink_page_restarts_a_local_job_the_way_the_tested_example_does():
+    # before: no page said how to start `python main.py` again from a kept checkpoint (only
+    # `flink run -s` on a cluster); examples/approvals_kafka.py does it, and
+    # tests/test_waits_kafka.py kills it and restores it from its last chk-N
+    page = (ROOT / "docs" / "how-to" / "run-on-flink.md").read_text()
+    section = page.split("### Restart a local job from its last checkpoint", 1)[1]
+    section = section.split("\n### ", 1)[0]
+    example = (ROOT / "examples" / "approvals_kafka.py").read_text()
+    keys = {"execution.checkpointing.dir",
+            "execution.checkpointing.externalized-checkpoint-retention",
+            "execution.state-recovery.path"}
+    assert keys <= set(re.findall(r'"(execution\.[a-z.-]+)"', example))
+    for key in keys:
+        assert f'"{key}"' in section, key
+    assert '"RETAIN_ON_CANCELLATION"' in section and "RETAIN_ON_CANCELLATION" in example
+    assert "_metadata" in section and "_metadata" in (ROOT / "tests" / "test_waits_kafka.py"
+                                                       ).read_text()
