@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -30,6 +32,7 @@ class AgentsExecutionEnvironment:
         """
         from .local import LocalExecutionEnvironment  # a Flink job's client never loads it
 
+        _refuse_unknown(LocalExecutionEnvironment, options, "AgentsExecutionEnvironment.local()")
         return LocalExecutionEnvironment(**options)
 
     @staticmethod
@@ -59,6 +62,7 @@ class AgentsExecutionEnvironment:
             raise ImportError(
                 "the Flink host needs apache-flink: pip install 'flink-agents-py[flink]'"
             ) from e
+        _refuse_unknown(FlinkExecutionEnvironment, options, "AgentsExecutionEnvironment.flink(env)")
         return FlinkExecutionEnvironment(env, **options)
 
     @staticmethod
@@ -78,3 +82,25 @@ class AgentsExecutionEnvironment:
         if env is None:
             return AgentsExecutionEnvironment.local(**options)
         return AgentsExecutionEnvironment.flink(env, **options)
+
+
+def _refuse_unknown(target: type, options: dict[str, Any], call: str) -> None:
+    """Refuse an option ``target`` does not take, naming the one it looks like.
+
+    Before, ``local(max_inflight=4)`` raised Python's bare ``TypeError: __init__() got an
+    unexpected keyword argument 'max_inflight'``.
+
+    Raises:
+        TypeError: naming the option, the one meant (when one is close) and every option.
+    """
+    params = inspect.signature(target).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    known = [p.name for p in params if p.name != "env"
+             and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            meant = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"{call} takes no option {name!r}{meant}; its options: "
+                            f"{', '.join(known)}")

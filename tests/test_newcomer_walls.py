@@ -325,3 +325,29 @@ def test_the_run_on_flink_page_restarts_a_local_job_the_way_the_tested_example_d
     assert '"RETAIN_ON_CANCELLATION"' in section and "RETAIN_ON_CANCELLATION" in example
     assert "_metadata" in section and "_metadata" in (ROOT / "tests" / "test_waits_kafka.py"
                                                        ).read_text()
+
+
+# -- an environment option misspelt ----------------------------------------------------------
+
+def test_a_misspelt_environment_option_names_the_one_meant(tmp_path):
+    # before: "TypeError: LocalExecutionEnvironment.__init__() got an unexpected keyword
+    # argument 'max_inflight'", naming a class the user never wrote and nothing to use
+    proc = run_user_program(tmp_path, """
+        from flink_agents_py import AgentsExecutionEnvironment
+        try:
+            AgentsExecutionEnvironment.local(max_inflight=4)
+        except TypeError as e:
+            print(e)
+    """)
+    line = proc.stdout.strip().splitlines()[-1]
+    assert line.startswith("AgentsExecutionEnvironment.local() takes no option 'max_inflight' "
+                           "(did you mean 'max_in_flight'?); its options: max_in_flight, ")
+
+
+def test_a_misspelt_flink_environment_option_is_refused_before_the_environment_is_read():
+    pytest.importorskip("pyflink")
+    from flink_agents_py import AgentsExecutionEnvironment
+
+    with pytest.raises(TypeError, match=r"AgentsExecutionEnvironment.flink\(env\) takes no "
+                                        r"option 'progres' \(did you mean 'progress'\?\)"):
+        AgentsExecutionEnvironment.flink(object(), progres=True)
