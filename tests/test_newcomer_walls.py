@@ -351,3 +351,11 @@ def test_a_misspelt_flink_environment_option_is_refused_before_the_environment_i
     with pytest.raises(TypeError, match=r"AgentsExecutionEnvironment.flink\(env\) takes no "
                                         r"option 'progres' \(did you mean 'progress'\?\)"):
         AgentsExecutionEnvironment.flink(object(), progres=True)
+
+
+def test_the_compat_environment_names_a_misspelt_option_too():
+    from flink_agents_py.compat import AgentsExecutionEnvironment
+
+    with pytest.raises(TypeError, match=r"takes no option 'max_inflight' \(did you mean "
+                                        r"'max_in_flight'\?\)"):
+        AgentsExecutionEnvironment.get_execution_environment(max_inflight=3)

@@ -227,10 +227,10 @@ class LocalAgentsEnvironment(_Environment):
     """The local runner with Flink Agents' ``from_list`` / ``to_list`` / ``execute``."""
 
     def __init__(self, **options: Any) -> None:
-        from ..local import LocalExecutionEnvironment
+        from .. import AgentsExecutionEnvironment as _Ours  # (a misspelt option named)
 
         super().__init__()
-        self.local = LocalExecutionEnvironment(**options)
+        self.local = _Ours.local(**options)
         self._pending: list[tuple[Any, Agent, list[Any]]] = []
 
     @property
