@@ -283,11 +283,6 @@ class ChatModelSetup(Resource):
         """
         return {"model": self.model, **self.model_kwargs, **given}
 
-    @property
-    def resource_context(self) -> ChatModelSetup:
-        """What Flink Agents' setups call ``get_resource`` on: the setup itself."""
-        return self
-
     def chat(self, messages: Sequence[ChatMessage],
              prompt_args: dict[str, Any] | None = None, **kwargs: Any) -> ChatResponse:
         """One model call, blocking (Flink Agents' ``BaseChatModelSetup.chat``).

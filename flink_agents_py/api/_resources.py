@@ -267,23 +267,32 @@ class Resource(BaseModel):
     _resolver: Callable[[str, ResourceType], Resource] | None = PrivateAttr(default=None)
     _resource_name: str = PrivateAttr(default="")
     _metric_group: MetricGroup | None = PrivateAttr(default=None)
+    _context: Any = PrivateAttr(default=None)
 
     def __init__(self, /, **data: Any) -> None:
         """Validate ``data`` into the fields; a rejected credential is not quoted.
 
         A credential in a URL or a command line among ``data`` (``url=".../mcp?token=..."``)
-        is registered as a secret first (``api._secret_urls``).
+        is registered as a secret first (``api._secret_urls``). ``resource_context=`` (an
+        object with ``get_resource(name, type)``) is Apache Flink Agents' way to build a
+        resource outside an agent, as its own tests build a setup with a mocked context:
+        the resource then finds the resources it names there (see ``resource_context``).
 
         Raises:
             ValidationError: pydantic's, with the inputs it quotes masked (an ``api_key``
                 given where the class takes none: ``api.internal.mask_validation_error``).
         """
+        context = data.pop("resource_context", None)
         register_plan_credentials(data, f"a {type(self).__name__}")  # see ResourceDescriptor
         try:
             super().__init__(**data)
-            return
         except ValidationError as e:
             masked = mask_validation_error(e)
+        else:
+            if context is not None:
+                self._context = context
+                self._resolver = lambda name, kind: context.get_resource(name, kind)
+            return
         raise masked  # outside the except block: the unmasked error is not its context
 
     def __repr_args__(self) -> Any:
@@ -349,6 +358,19 @@ class Resource(BaseModel):
     def resource_name(self) -> str:
         """The name the resource is registered under ('' until the runtime binds it)."""
         return self._resource_name
+
+    @property
+    def resource_context(self) -> Any:
+        """What Apache Flink Agents' resources call ``get_resource`` on.
+
+        Its resources find the resources they name with
+        ``self.resource_context.get_resource(name, type)`` (``api/resource.py``, 0.3.1: every
+        ``Resource`` has one; a custom embedding setup or vector store written that way
+        failed here with an ``AttributeError`` before this port found it, only chat model
+        setups had it). It is the ``resource_context=`` the resource was built with, else
+        the resource itself (whose ``get_resource`` looks in its agent's environment).
+        """
+        return self if self._context is None else self._context
 
     def get_resource(self, name: str, resource_type: ResourceType | None = None, *,
                      type: ResourceType | None = None) -> Resource:  # noqa: A002 - theirs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from enum import Enum
 from typing import Any, ClassVar
@@ -17,6 +18,7 @@ from ..api import (
     InternalSubagent,
     PreparedCall,
     ResourceDescriptor,
+    ResourceType,
 )
 from ..api import RunStatus as _RunStatus
 from ._injected import injected_specs
@@ -32,6 +34,7 @@ __all__ = [
     "PreparedTriple",
     "RunStatus",
     "InternalSubagentResourceDescriptorBuilder",
+    "ResourceContext",
 ]
 
 STRUCTURED_OUTPUT = "structured_output"
@@ -169,3 +172,16 @@ class InternalSubagentResourceDescriptorBuilder:
             if key not in self._arguments and callable(fn) and fn() is not None:
                 defaults[key] = fn()
         return ResourceDescriptor(InternalSubagent, **{**defaults, **self._arguments})
+
+
+class ResourceContext(ABC):
+    """What a resource finds the other resources of its agent through (Flink Agents' ABC).
+
+    A resource built outside an agent with ``resource_context=`` a ``ResourceContext`` (or
+    anything with its ``get_resource``, e.g. ``MagicMock(spec=ResourceContext)``, as Flink
+    Agents' own tests build a setup) looks there for the resources it names.
+    """
+
+    @abstractmethod
+    def get_resource(self, name: str, resource_type: ResourceType) -> Any:
+        """Return the resource of type ``resource_type`` named ``name``."""

@@ -85,6 +85,11 @@ class _Renamed:
         key = data.get("api_key")  # masked before anything can quote it (a validation error)
         if isinstance(key, str):
             register_secret(key, f"the api_key of a {cls.__name__}")
+        if "name" in data and "name" not in cls.model_fields:  # type: ignore[attr-defined]
+            # Flink Agents 0.1's resources had a ``name`` field; its tests still pass one
+            # (``OllamaChatModelConnection(name="ollama", ...)``), which its pydantic models
+            # now ignore. The resource's name is the one it is registered under.
+            log.debug("%s: argument 'name' (%r) dropped", cls.__name__, data.pop("name"))
         for theirs, ours in cls.ARGUMENT_ALIASES.items():
             if theirs not in data:
                 continue
