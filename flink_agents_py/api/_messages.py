@@ -213,6 +213,17 @@ class ChatMessage(BaseModel):
         return "\n\n".join(str(r.get("text") or r.get("thinking") or "")
                            for r in self.reasoning if r.get("text") or r.get("thinking"))
 
+    def __str__(self) -> str:
+        """The message as Apache Flink Agents prints one (its ``ChatMessage.__str__``).
+
+        Programs join messages into a transcript with ``str``, as Flink Agents' own prompts
+        do (``api/chat_message.py``, 0.3.1); ``repr`` still shows every field.
+
+        Returns:
+            ``"role: content"`` (``"user: hi"``).
+        """
+        return f"{getattr(self.role, 'value', self.role)}: {self.content}"
+
 
 MAX_TOKEN_COUNT = 2**53
 """The largest token count a ``TokenUsage`` keeps (what a JSON number holds exactly)."""
@@ -294,6 +305,16 @@ class ChatResponse(BaseModel):
         if self.structured is not None:
             extra["structured_output"] = self.structured
         return extra
+
+    def __str__(self) -> str:
+        """The message's text form (``ChatMessage.__str__``), as Flink Agents prints it.
+
+        Flink Agents' ``ChatResponseEvent.response`` is the message, so this prints as it.
+
+        Returns:
+            ``"assistant: ..."``.
+        """
+        return str(self.message)
 
 
 ChatResult = ChatResponse
