@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from ._event_attributes import PayloadAttributes
 from ._field_hints import frozen_event_error, refuse_reserved_event_fields
 from ._memory import memory_ref_of
 from ._messages import ChatMessage, ChatResponse
@@ -147,6 +148,10 @@ class Event(BaseModel):
             return  # cloudpickle's throw-away copy of a loaded class (see event_class_tag)
         _REGISTRY[cls.EVENT_TYPE or cls.__qualname__] = cls
         _BY_CLASS[name] = cls
+        if cls.POSITIONAL:  # a built-in event: ``attributes`` shows its payload too
+            fields = [n for n in cls.model_fields if n not in _OWN_FIELDS]
+            cls.attributes = PayloadAttributes(  # type: ignore[assignment]
+                tuple(sorted(fields, key=lambda n: (n not in cls.POSITIONAL, n))))
 
     @model_validator(mode="before")
     @classmethod

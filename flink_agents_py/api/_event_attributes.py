@@ -1,0 +1,64 @@
+"""A built-in event's ``attributes`` as Apache Flink Agents shows them: its payload too.
+
+Flink Agents' built-in events (``InputEvent``, ``OutputEvent``, ``ChatRequestEvent``...)
+keep their payload in ``attributes`` (``api/events/event.py``, 0.3.1: ``InputEvent(x)`` is
+``Event(type="_input_event", attributes={"input": x})``), and its documentation says every
+event carries its payload in that map, so programs read ``event.attributes["input"]``.
+Ours keep the payload in typed fields; ``event.attributes`` of a built-in event is a dict of
+those fields and its free attributes, read as Flink Agents reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["PayloadAttributes"]
+
+
+class _AttributesView(dict[str, Any]):
+    """The payload fields and free attributes of one event; a write goes to the event.
+
+    A new free attribute set through it (``event.attributes["note"] = 1``) is the event's, as
+    ``set_attr`` sets one; a payload field cannot be set (built events are immutable).
+    """
+
+    def __init__(self, own: dict[str, Any], fields: Iterable[tuple[str, Any]]) -> None:
+        super().__init__(fields)
+        self._fields = frozenset(self)
+        self.update(own)
+        self._own = own
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        if name in self._fields:
+            from ._errors import UsageError
+
+            raise UsageError(f"{name!r} is a field of this event, which is immutable: build "
+                             f"the event with it instead of setting it in its attributes")
+        self._own[name] = value
+        super().__setitem__(name, value)
+
+    def __delitem__(self, name: str) -> None:
+        del self._own[name]
+        super().__delitem__(name)
+
+
+class PayloadAttributes:
+    """The ``attributes`` of a built-in event class (a data descriptor over the field).
+
+    Args:
+        payload: the names of the class's payload fields, in Flink Agents' order.
+    """
+
+    def __init__(self, payload: tuple[str, ...]) -> None:
+        self._payload = payload
+
+    def __get__(self, event: Any, owner: type | None = None) -> Any:
+        if event is None:
+            return self
+        values = event.__dict__
+        return _AttributesView(values["attributes"],
+                               ((name, values[name]) for name in self._payload))
+
+    def __set__(self, event: Any, value: Any) -> None:
+        event.__dict__["attributes"] = dict(value)
