@@ -33,6 +33,7 @@ from flink_agents_py.compat import (
     InjectedArg,
     LongTermMemoryBackend,
     LongTermMemoryOptions,
+    MemoryEvent,
     MemoryEventOptions,
     NotOfferedVectorStore,
     OpenAIChatModelConnection,
@@ -172,3 +173,4 @@ flink_agents_py.observability._span_ids.RunIds.is_trace_id_random
 InjectedArg.from_sensory_memory  # Flink Agents' injected tool arguments: public API
 InjectedArg.from_short_term_memory
 ToolParameterSource._missing_  # enum's hook: a source named in any case
+MemoryEvent.is_memory_type  # Flink Agents' memory events (compat): public API

@@ -188,7 +188,12 @@ class AgentConfigOptions:
 
 
 class MemoryEventOptions:
-    """Flink Agents' memory observation events: no effect (memory operations are no events)."""
+    """Flink Agents' memory observation events (``compat.ShortTermWriteEvent``...).
+
+    ``MEMORY_GENERATE_EVENT``, ``SHORT_TERM_WRITE`` and ``SENSORY_WRITE`` turn off the write
+    events an agent listening to them gets (on by default, as in Flink Agents); the others
+    have no effect (reads and long-term operations send no events here).
+    """
 
     MEMORY_GENERATE_EVENT = ConfigOption("memory.generate-event", bool, None)
     SHORT_TERM_WRITE = ConfigOption("memory.generate-event.short-term-write", bool, None)
@@ -198,6 +203,7 @@ class MemoryEventOptions:
     LONG_TERM_UPDATE = ConfigOption("memory.generate-event.long-term-update", bool, None)
     LONG_TERM_GET = ConfigOption("memory.generate-event.long-term-get", bool, None)
     LONG_TERM_SEARCH = ConfigOption("memory.generate-event.long-term-search", bool, None)
+    AGENT_RUN_BEGIN_EVENT = AgentExecutionOptions.AGENT_RUN_BEGIN_EVENT
 
 
 class _Mem0:
@@ -224,10 +230,16 @@ class LongTermMemoryOptions(_OurLongTermMemoryOptions):
     ASYNC_COMPACTION = ConfigOption("long-term-memory.async-compaction", bool, False)
 
 
+_SENT_MEMORY_EVENTS = frozenset({MemoryEventOptions.MEMORY_GENERATE_EVENT.key,
+                                 MemoryEventOptions.SHORT_TERM_WRITE.key,
+                                 MemoryEventOptions.SENSORY_WRITE.key})
+"""The memory event options that take effect (``runtime._memory_events``)."""
+
 _NO_EFFECT = frozenset({
     *(o.key for o in vars(AgentConfigOptions).values() if isinstance(o, ConfigOption)
       if not o.key.startswith(APACHE_KEYS)),
-    *(o.key for o in vars(MemoryEventOptions).values() if isinstance(o, ConfigOption)),
+    *(o.key for o in vars(MemoryEventOptions).values() if isinstance(o, ConfigOption)
+      if o.key not in _SENT_MEMORY_EVENTS),
     AgentConfigOptions.EVENT_LOG_TRACE_ENABLED.key, AgentConfigOptions.EVENT_LISTENERS.key,
     AgentExecutionOptions.AGENT_RUN_BEGIN_EVENT.key,
     AgentExecutionOptions.TOOL_CALL_NUM_ASYNC_THREADS.key,

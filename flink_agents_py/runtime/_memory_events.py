@@ -1,0 +1,59 @@
+"""Apache Flink Agents' memory write events, sent when an action that wrote memory completes.
+
+Flink Agents (newer than 0.3; its ``api/events/memory_event.py`` and ``MemoryEventOptions``)
+sends, at the end of an action that wrote short-term or sensory memory, a
+``_short_term_write_event`` / ``_sensory_write_event`` whose attributes are ``key`` (the
+record's key as text) and ``value`` (each path written and its last value). Writes are on
+by default (``memory.generate-event`` and ``memory.generate-event.short-term-write`` /
+``.sensory-write`` turn them off). Here such an event is sent only when an action of the
+agent listens to its type, so an agent that does not costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..api.internal import event_class_for
+
+if TYPE_CHECKING:
+    from .recorder._execution import ActionExecution
+
+__all__ = ["send_memory_events"]
+
+_WRITE_EVENTS = (("_short_term_write_event", "short-term-write", "short_term_writes"),
+                 ("_sensory_write_event", "sensory-write", "sensory_writes"))
+_SWITCH = "memory.generate-event"
+
+
+def _enabled(config: dict[str, Any], operation: str) -> bool:
+    """Flink Agents' resolution: the operation's own key, else the master switch, else on."""
+    for key in (f"{_SWITCH}.{operation}", _SWITCH):
+        value = config.get(key)
+        if value is not None:
+            return value is True or str(value).strip().lower() == "true"
+    return True
+
+
+def send_memory_events(ctx: ActionExecution) -> BaseException | None:
+    """Send the memory write events of a completed action that the agent listens to.
+
+    Args:
+        ctx: the action's execution, before it is marked finished.
+
+    Returns:
+        What sending raised (the event chain limit), which fails the action; else ``None``.
+    """
+    listened = ctx.plan.actions_by_event
+    for event_type, operation, writes_of in _WRITE_EVENTS:
+        if event_type not in listened:
+            continue
+        writes = getattr(ctx, writes_of)()
+        if not writes or not _enabled(ctx.plan.config, operation):
+            continue
+        folded = {".".join(w[0]): (w[1] if len(w) > 1 else None) for w in writes}
+        try:
+            ctx.send_event(event_class_for(event_type).model_validate(
+                {"type": event_type, "attributes": {"key": str(ctx.key), "value": folded}}))
+        except Exception as e:  # noqa: BLE001 - it fails the action, as any send_event
+            return e
+    return None
