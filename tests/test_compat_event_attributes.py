@@ -46,6 +46,20 @@ def test_built_in_events_show_their_payload_in_attributes():
     assert Event(type="x", attributes={"k": 1}).attributes == {"k": 1}
 
 
+class Flagged(OutputEvent):
+    """A program's own subclass of a built-in event: its field stays a field."""
+
+    flag: bool = False
+
+
+def test_a_subclass_of_a_built_in_event_keeps_its_attributes():
+    event = Flagged(output=1, flag=True, attributes={"k": 2})
+    assert event.attributes == {"output": 1, "k": 2}
+    assert event.flag is True
+    assert event.to_json()["attributes"] == {"k": 2}
+    assert Flagged(output=2).to_json()["attributes"] == {}
+
+
 def test_a_free_attribute_set_through_attributes_is_the_events():
     event = OutputEvent(output=1)
     event.attributes["note"] = "n"

@@ -53,9 +53,9 @@ class PayloadAttributes:
     def __init__(self, payload: tuple[str, ...]) -> None:
         self._payload = payload
 
-    def __get__(self, event: Any, owner: type | None = None) -> Any:
-        if event is None:
-            return self
+    def __get__(self, event: Any, owner: Any = None) -> Any:
+        if event is None:  # the field's definition: what pydantic finds building a subclass
+            return owner.model_fields["attributes"] if owner is not None else self
         values = event.__dict__
         return _AttributesView(values["attributes"],
                                ((name, values[name]) for name in self._payload))

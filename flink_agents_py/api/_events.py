@@ -148,7 +148,7 @@ class Event(BaseModel):
             return  # cloudpickle's throw-away copy of a loaded class (see event_class_tag)
         _REGISTRY[cls.EVENT_TYPE or cls.__qualname__] = cls
         _BY_CLASS[name] = cls
-        if cls.POSITIONAL:  # a built-in event: ``attributes`` shows its payload too
+        if "POSITIONAL" in cls.__dict__:  # a built-in event: ``attributes`` shows its payload
             fields = [n for n in cls.model_fields if n not in _OWN_FIELDS]
             cls.attributes = PayloadAttributes(  # type: ignore[assignment]
                 tuple(sorted(fields, key=lambda n: (n not in cls.POSITIONAL, n))))
