@@ -30,6 +30,7 @@ from flink_agents_py.compat import (
     AgentConfigOptions,
     Configuration,
     ErrorHandlingStrategy,
+    EventContext,
     InjectedArg,
     LongTermMemoryBackend,
     LongTermMemoryOptions,
@@ -174,3 +175,4 @@ InjectedArg.from_sensory_memory  # Flink Agents' injected tool arguments: public
 InjectedArg.from_short_term_memory
 ToolParameterSource._missing_  # enum's hook: a source named in any case
 MemoryEvent.is_memory_type  # Flink Agents' memory events (compat): public API
+EventContext.eventType  # Flink Agents' listener context (compat): read by listeners

@@ -72,6 +72,7 @@ from ._knowledge import (
     MemoryObject,
     SubagentMetadataProvider,
 )
+from ._listeners import EventContext, EventListener
 from ._memory_events import (
     EventType,
     LongTermGetEvent,
@@ -190,6 +191,8 @@ __all__ = [
     "ErrorHandlingStrategy",
     "Event",
     "EventType",
+    "EventContext",
+    "EventListener",
     "ShortTermWriteEvent",
     "ShortTermReadEvent",
     "SensoryWriteEvent",

@@ -39,7 +39,8 @@ from ..api import Agent, DuplicateNameError, ResourceDescriptor, ResourceType, U
 from ..api.internal import import_qualified
 from ..observability import ApacheEventLog
 from ..observability.internal import APACHE_KEYS
-from ._options import AgentExecutionOptions, Configuration
+from ._listeners import ListenersObserver
+from ._options import AgentConfigOptions, AgentExecutionOptions, Configuration
 from ._outputs import json_form_outputs
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,10 @@ class _Environment:
     def _configured(self, key: str, value: Any) -> None:
         if key == AgentExecutionOptions.NUM_ASYNC_THREADS.key:
             self._target.max_in_flight = int(value)
+        elif key == AgentConfigOptions.EVENT_LISTENERS.key:  # Flink Agents' event listeners
+            target = self._target
+            target.options = target.options.replace(
+                observer=ListenersObserver(value) if value else None)
         elif key.startswith(APACHE_KEYS):  # Apache's file event log (``ApacheEventLog``)
             target = self._target
             target.options = target.options.replace(

@@ -185,6 +185,8 @@ class AgentConfigOptions:
     EVENT_LOG_TRACE_ENABLED = ConfigOption("event-log.trace.enabled", bool, False)
     """Flink Agents' trace records in its event log: not written here (no effect)."""
     EVENT_LISTENERS = ConfigOption("event-listeners", list, None)
+    """Flink Agents' event listeners (``compat.EventListener`` classes, or their text),
+    called for every event the agent processes (``compat._listeners``)."""
 
 
 class MemoryEventOptions:
@@ -237,10 +239,10 @@ _SENT_MEMORY_EVENTS = frozenset({MemoryEventOptions.MEMORY_GENERATE_EVENT.key,
 
 _NO_EFFECT = frozenset({
     *(o.key for o in vars(AgentConfigOptions).values() if isinstance(o, ConfigOption)
-      if not o.key.startswith(APACHE_KEYS)),
+      if not o.key.startswith(APACHE_KEYS) and o.key != "event-listeners"),
     *(o.key for o in vars(MemoryEventOptions).values() if isinstance(o, ConfigOption)
       if o.key not in _SENT_MEMORY_EVENTS),
-    AgentConfigOptions.EVENT_LOG_TRACE_ENABLED.key, AgentConfigOptions.EVENT_LISTENERS.key,
+    AgentConfigOptions.EVENT_LOG_TRACE_ENABLED.key,
     AgentExecutionOptions.AGENT_RUN_BEGIN_EVENT.key,
     AgentExecutionOptions.TOOL_CALL_NUM_ASYNC_THREADS.key,
     AgentExecutionOptions.TOOL_CALL_BATCH_TIMEOUT.key,
