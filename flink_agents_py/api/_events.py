@@ -32,6 +32,9 @@ __all__ = ["Event", "InputEvent", "OutputEvent", "ChatRequestEvent", "ChatRespon
            "ToolRequestEvent", "ToolResponseEvent", "event_type_of", "event_class_for",
            "event_class_tag", "event_from_json"]
 
+_NAMED_BY_CLASS: set[type] = set()
+"""The event classes with no ``EVENT_TYPE`` of their own (their type is their name), whose
+events may be given another ``type`` (Flink Agents 0.3's events all name theirs)."""
 _REGISTRY: dict[str, type[Event]] = {}
 """The class of each event type: the last ``Event`` subclass defined with that type."""
 _BY_CLASS: dict[str, type[Event]] = {}
@@ -132,6 +135,7 @@ class Event(BaseModel):
         super().__init_subclass__(**kwargs)
         if "EVENT_TYPE" not in cls.__dict__ or cls.__dict__["EVENT_TYPE"] is None:
             cls.EVENT_TYPE = cls.__qualname__
+            _NAMED_BY_CLASS.add(cls)
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -159,6 +163,8 @@ class Event(BaseModel):
         if isinstance(data, dict) and cls.EVENT_TYPE is not None:
             given = data.get("type")
             if given and given != cls.EVENT_TYPE:
+                if cls in _NAMED_BY_CLASS:  # no EVENT_TYPE of its own: Flink Agents 0.3's
+                    return data  # ``MyEvent(type="my_event", value=...)`` routes by ``type``
                 raise ValueError(
                     f"{cls.__name__} has type {cls.EVENT_TYPE!r}, not {given!r}"
                 )
@@ -250,6 +256,8 @@ class Event(BaseModel):
         data = json.loads(text)
         if not isinstance(data, dict) or not data.get("type"):
             raise ValueError("Event.from_json needs a JSON object with a non-empty 'type'")
+        if EVENT_CLASS_KEY not in data and event_class_for(str(data["type"])) is Event:
+            return Event(**data)  # an ad-hoc type: its other keys are attributes, as there
         return event_from_json(data)
 
     @classmethod
