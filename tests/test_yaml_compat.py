@@ -99,11 +99,12 @@ def test_short_provider_names_map_to_their_adapters(tmp_path):
 
 def test_unknown_event_name_and_argument_are_named_with_their_line(tmp_path):
     with pytest.raises(YamlError) as err:
-        _load(tmp_path, AGENT.format(events="[chat_nonsense]",
+        _load(tmp_path, AGENT.format(events="[chat_respnose]",
                                      conn="flink_agents_py.testing.ScriptedChatModel",
                                      extra="temprature: 0.1"))
     text = str(err.value)
-    assert "'chat_nonsense' names no known event type" in text
+    assert "'chat_respnose' names no known event type" in text
+    assert "close to 'chat_response'" in text
     assert "unknown key 'temprature'" in text and "agents.yaml:17:" in text
     assert "listen_to[0]" in text and "agents.yaml:7:" in text
 
@@ -164,3 +165,51 @@ def test_load_yaml_takes_a_list_of_paths(tmp_path):
                           text=True, timeout=50, env={"PYTHONPATH": str(root), "PATH": ""})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [[{"k": "HI"}], [{"k": "hi"}]]
+
+
+USER_TYPE_MODULE = """\
+from flink_agents_py.compat import Event, OutputEvent
+
+
+def start(event, ctx):
+    ctx.send_event(Event(type="order_paid", attributes={"order": event.input["order"]}))
+
+
+def paid(event, ctx):
+    ctx.send_event(OutputEvent(output={"paid": event.attributes["order"]}))
+"""
+
+USER_TYPE_YAML = """\
+agents:
+  - name: shop
+    actions:
+      - name: start
+        function: shop_actions:start
+        trigger_conditions: [input]
+      - name: paid
+        function: shop_actions:paid
+        trigger_conditions: [order_paid]
+"""
+
+USER_TYPE_RUN = """\
+import json
+from flink_agents_py.compat import AgentsExecutionEnvironment
+
+env = AgentsExecutionEnvironment.get_execution_environment()
+env.load_yaml("shop.yaml")
+out = env.from_list([{"key": "k1", "value": {"order": 7}}]).apply("shop").to_list()
+env.execute()
+print(json.dumps(out))
+"""
+
+
+def test_a_trigger_naming_a_type_of_the_programs_own_runs_its_action(tmp_path):
+    # Flink Agents' loader passes an unknown trigger_conditions entry through as the event
+    # type (aliases.resolve_event_type); ours refused 'order_paid' as "no known event type"
+    (tmp_path / "shop_actions.py").write_text(USER_TYPE_MODULE)
+    (tmp_path / "shop.yaml").write_text(USER_TYPE_YAML)
+    (tmp_path / "run.py").write_text(USER_TYPE_RUN)
+    done = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=50, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [{"k1": {"paid": 7}}]

@@ -164,14 +164,14 @@ def test_places_stay_right_after_bad_entries_are_dropped():
         actions:
           - {name: x, on: InputEvent}
           - {name: y, function: "support.yaml_helpers:nope", on: InputEvent}
-          - {name: z, function: "support.yaml_helpers:echo", on: [Nope]}
+          - {name: z, function: "support.yaml_helpers:echo", on: [InputEvnt]}
     """)
     assert found[0] == ("<string>:2: agents[0]: an agent entry must be a mapping, "
                         "got 'not a mapping'")
     assert found[1] == "<string>:5: agents[1].actions[0]: an action entry needs 'function'"
     assert found[2].startswith("<string>:6: agents[1].actions[1].function: cannot import "
                                "'support.yaml_helpers:nope'")
-    assert found[3].startswith("<string>:7: agents[1].actions[2].on[0]: 'Nope' names no known "
+    assert found[3].startswith("<string>:7: agents[1].actions[2].on[0]: 'InputEvnt' names no known "
                                "event type")
     assert len(found) == 4
 

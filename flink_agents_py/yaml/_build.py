@@ -7,6 +7,7 @@ agent. Locations are those of the validated (possibly pruned) data.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import re
 from collections.abc import Callable, Sequence
@@ -32,6 +33,7 @@ from ..api import (
     ToolResponseEvent,
 )
 from ..api.internal import (
+    EVENT_TYPES,
     RESERVED_TOOL_PREFIX,
     event_class_for,
     import_qualified,
@@ -157,14 +159,43 @@ def _triggers(report: Report, names: Sequence[str], loc: Loc) -> list[str] | Non
     for i, name in enumerate(names):
         t = _event_type(name)
         if t is None:
+            near = _near_event_name(name)
+            if near is None and not CLASS_PATH.fullmatch(name) \
+                    and not FUNCTION_PATH.fullmatch(name):
+                out.append(name)  # a type of the program's own, sent as Event(type=name)
+                continue
             builtins = ", ".join(c.EVENT_TYPE or "" for c in _BUILTIN_EVENTS)
+            said = f"close to {quoted(near)}; fix the name, or use" if near else "use"
             report.add((*loc, i),
-                       f"{quoted(name)} names no known event type; use a built-in ({builtins}), "
-                       "the EVENT_TYPE of an Event subclass imported by an action's module, or "
-                       "an Event subclass's dotted class path")
+                       f"{quoted(name)} names no known event type; {said} a built-in "
+                       f"({builtins}), the EVENT_TYPE of an Event subclass imported by an "
+                       "action's module, an Event subclass's dotted class path, or a type "
+                       "of your own sent as Event(type=...) (not a dotted path)")
             continue
         out.append(t)
     return out if len(out) == len(names) else None
+
+
+def _near_event_name(name: str) -> str | None:
+    """The known event name ``name`` is likely a misspelling of, if any.
+
+    A name that is no known event type is a type of the program's own (Apache Flink Agents'
+    YAML loader passes an unknown ``trigger_conditions`` entry through as the type), unless
+    it is within a letter or two of a registered type or of a built-in's short name
+    (``chat_respons``, ``InputEvnt``): that is taken for a typo.
+
+    Returns:
+        The name it is close to, or ``None``.
+    """
+    known = {form: t for t in EVENT_TYPES for form in (t, t.removesuffix("Event"))}
+    known.update((_snake(c.EVENT_TYPE or ""), c.EVENT_TYPE or "") for c in _BUILTIN_EVENTS)
+    near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.85)
+    return near[0] if near else None
+
+
+def _snake(event_type: str) -> str:
+    """``ChatResponseEvent`` -> ``chat_response`` (Flink Agents' short YAML names)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", event_type.removesuffix("Event")).lower()
 
 
 def _event_type(name: str) -> str | None:
