@@ -41,6 +41,7 @@ from ...api.internal import refuse_empty_answer, refuse_truncated_calls
 from ._answers import reported_usage, tool_arguments, valid_text
 from ._gguf import find_gguf_model
 from ._grammar_sampling import make_grammar_first_llama
+from ._text_calls import calls_from_text
 from ._wire import (
     OPENAI_ID_CHARS,
     openai_reasoning,
@@ -426,7 +427,7 @@ class LlamaCppChatModel(ChatModelConnection):
         if cache_key is not None:
             cached = loaded.cached_or_claim(cache_key)
             if cached is not None:
-                response = from_openai_choice(cached)
+                response = self._answer(cached, kwargs)
                 return response.model_copy(update={"metadata": {**response.metadata,
                                                                 "cached": True}})
         first = kwargs["messages"][0].get("content") if kwargs["messages"] else None
@@ -443,4 +444,20 @@ class LlamaCppChatModel(ChatModelConnection):
         finally:
             if cache_key is not None:
                 loaded.release(cache_key)
-        return from_openai_choice(body)
+        return self._answer(body, kwargs)
+
+    def _answer(self, body: dict[str, Any], request: dict[str, Any]) -> ChatResponse:
+        """The answer of ``body``; tool calls the model wrote as text read as its calls.
+
+        llama-cpp-python's chat templates do not parse tool calls: a model's come back as
+        its text (SmolLM2's and Qwen's ``<tool_call>``, Llama's, Mistral's forms).
+
+        Returns:
+            The answer (``_text_calls.calls_from_text`` when tools were offered).
+        """
+        response = from_openai_choice(body)
+        tools = request.get("tools") or ()
+        if not tools or request.get("tool_choice") == "none":
+            return response
+        return calls_from_text(response, [t["function"]["name"] for t in tools],
+                               bare="response_format" not in request)

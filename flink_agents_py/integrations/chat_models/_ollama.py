@@ -23,6 +23,9 @@ Needs the ``ollama`` extra (``pip install 'flink-agents-py[ollama]'``). Mapping:
   translating OpenAI's form) are read as OpenAI's are (``_answers.tool_arguments``) before
   the ``ollama`` client, which takes only an object there, reads the answer
   (``_ollama_transport.ArgumentsAsObjects``, the client's HTTP transport).
+- tool calls the model wrote as text (a template Ollama cannot parse, a parse that failed:
+  ``<tool_call>...</tool_call>``, ``[TOOL_CALLS]``, a bare JSON object naming an offered
+  tool) are read as its calls (``_text_calls``).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from ._common import (
     unanswered_hint,
     url_path,
 )
+from ._text_calls import calls_from_text
 from ._wire import named_as, reasoning_of, reasoning_text
 
 __all__ = ["OllamaChatModel", "to_ollama_messages"]
@@ -167,6 +171,9 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
                 f"(it sent {_kind(sent)}); a server speaking OpenAI's API: OpenAIChatModel "
                 f"with its /v1 URL as base_url") from scrub_exception(e)
         response = _from_ollama(resp)
+        if tools:  # written as text: a model whose template Ollama cannot parse
+            response = calls_from_text(response, [t.name for t in tools],
+                                       bare="format" not in request)  # JSON asked for
         if omitted:  # said with the answer: the setup asked for it
             response = response.model_copy(update={"metadata": {
                 **response.metadata, "omitted_options": omitted}})

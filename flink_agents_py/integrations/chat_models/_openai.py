@@ -74,6 +74,7 @@ from ._openai_refusals import (
     with_system_as_user,
     without_options,
 )
+from ._text_calls import calls_from_text
 from ._wire import WireNames, named_as, openai_tool_choice
 
 __all__ = ["OpenAIChatModel", "openai_rate_limit"]
@@ -193,6 +194,13 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             no text: ``"null"`` (OpenAI's documented form), ``"empty"`` (``""``), or
             ``"auto"`` (default): ``null``, and ``""`` from the first time the server
             refuses ``null`` there (``_openai_refusals``).
+        text_tool_calls: whether tool calls the model wrote as text in its answer
+            (``<tool_call>...</tool_call>``, ``[TOOL_CALLS]``, ``<|python_tag|>``, a bare
+            JSON object naming an offered tool) are read as its calls (``_text_calls``): a
+            server whose tool parser is off (vLLM, llama.cpp, LM Studio, Ollama's ``/v1``)
+            answers so. ``None`` (default): read, unless the server is OpenAI's own API
+            (``api.openai.com``, ``*.openai.azure.com``), whose models answer calls only
+            as structured ``tool_calls`` (text there is the model's text).
     """
 
     base_url: str | None = None
@@ -207,6 +215,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     structured_output: Literal["auto", "json_schema", "json_object"] = "auto"
     schema_name: str = "output"
     calls_only_content: Literal["auto", "null", "empty"] = "auto"
+    text_tool_calls: bool | None = None
 
     _clients: LoopBoundClient | None = PrivateAttr(default=None)
     _json_object_fallback: bool = PrivateAttr(default=False)
@@ -354,7 +363,12 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             raise failed
         named = f"({self._provider()}, model {kwargs['model']!r})"
         try:
-            response = names.restore(from_openai_choice(body))
+            response = from_openai_choice(body)
+            if self._reads_text_calls() and kwargs.get("tool_choice") != "none":
+                response = calls_from_text(response, [t["function"]["name"] for t in
+                                                      kwargs.get("tools") or ()],
+                                           bare=output_schema is None)
+            response = names.restore(response)
         except ProviderError as e:  # the answer's own fault: named as the HTTP errors are
             raise ProviderError(f"chat completion {named}: {e}", retryable=e.retryable
                                 ) from scrub_exception(e)
@@ -365,6 +379,13 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             response = response.model_copy(update={"metadata": {
                 **response.metadata, "omitted_options": omitted}})
         return response
+
+    def _reads_text_calls(self) -> bool:
+        """Whether tool calls written as text are read (``text_tool_calls``)."""
+        if self.text_tool_calls is not None:
+            return self.text_tool_calls
+        host = self._host()
+        return host != "api.openai.com" and not host.endswith(".openai.azure.com")
 
     def _provider(self) -> str:
         """The provider's name for messages: the connection's class and its server's host."""

@@ -1,0 +1,214 @@
+"""Tool calls a model wrote as text in its answer's content, read as the calls they are.
+
+A server turns a model's tool calls into structured ``tool_calls`` only when its parser
+knows the model's format: vLLM without ``--enable-auto-tool-choice --tool-call-parser``
+(vllm #17161), llama.cpp without ``--jinja``, LM Studio for Mistral models
+(lmstudio-bug-tracker #797), Ollama's ``/v1`` and a model whose template Ollama cannot
+parse (ollama #17274; NousResearch/hermes-agent #87900), the in-process llama.cpp with a
+GGUF chat template. The call then comes back as the answer's text, with ``finish_reason:
+"stop"``, and the chat ended with that text as its answer: no tool ran. The forms read:
+
+- Hermes / Qwen / SmolLM: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
+  (one object or a list of them; the closing tag may be missing at the end);
+- Mistral: ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` (tokenizer v3), and
+  ``[TOOL_CALLS]name[ARGS]{...}`` (v11 on; ``[CALL_ID]id`` may come before ``[ARGS]``);
+- Llama 3.1: ``<|python_tag|>{"name": ..., "parameters": {...}}`` (several separated by
+  ``;``), Llama 4's ``<|python_start|>...<|python_end|>``, and ``<function=name>{...}
+  </function>``;
+- a bare JSON object (or several, or a list, in a markdown fence or not) that is the whole
+  answer: Llama 3.2's ``{"name": ..., "parameters": {...}}``, Qwen 2.5 through Ollama's
+  ``{"name": ..., "arguments": {...}}`` (Rapid-MLX #700, mistral-common #73), OpenAI's own
+  ``{"type": "function", "function": {...}}``. Every key must be one of a call's (``name``,
+  ``arguments``/``parameters``, ``type``, ``id``, ``function``), so prose holding
+  ``{"name": "Alice"}`` stays text unless a tool is named ``Alice``.
+
+A call is read only when it names a tool offered in the request; anything else (a name not
+offered, the text around the calls) stays the answer's text as it was. A tagged call whose
+JSON cannot be read but that names an offered tool is a call with unreadable arguments: the
+tool refuses it, telling the model why (``_answers.tool_arguments``). Text inside
+``<think>...</think>`` (a reasoning model's, its server's reasoning parser off) is never
+read as calls. Calls read from text carry no ids (the chat action gives them unique ones)
+unless the text names one; the answer's finish reason is ``tool_calls`` and its
+``metadata["text_tool_calls"]`` says how many were read so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+from typing import Any
+
+from ...api import ChatResponse, ToolCall
+from ...api.internal import UNREADABLE_ARGUMENTS, refuse_truncated_calls
+from ._answers import tool_arguments
+
+__all__ = ["calls_from_text"]
+
+_CALL_KEYS = frozenset({"name", "arguments", "parameters", "type", "id", "function"})
+_TAGGED = re.compile(
+    r"<tool_call>(?P<hermes>.*?)(?:</tool_call>|\Z)"
+    r"|<\|python_start\|>(?P<llama4>.*?)(?:<\|python_end\|>|\Z)"
+    r"|<\|python_tag\|>(?P<llama3>.*?)(?:<\|eom_id\|>|<\|eot_id\|>|\Z)"
+    r"|<function=(?P<fname>[^>\s]+)>(?P<fargs>.*?)(?:</function>|\Z)"
+    r"|\[TOOL_CALLS\](?P<mistral>.*?)(?=\[TOOL_CALLS\]|</s>|\Z)",
+    re.S)
+_MISTRAL_NAMED = re.compile(
+    r"\s*(?P<name>[^\s\[\]{}]+)\s*(?:\[CALL_ID\]\s*(?P<id>[^\s\[]+)\s*)?\[ARGS\](?P<args>.*)",
+    re.S)
+_NAME = re.compile(r'"name"\s*:\s*"([^"\\]+)"')
+_FENCE = re.compile(r"\A\s*```[A-Za-z]*\s*\n?(.*?)\n?\s*```\s*\Z", re.S)
+_DECODER = json.JSONDecoder()
+
+
+def calls_from_text(response: ChatResponse, offered: Collection[str], *,
+                    bare: bool = True) -> ChatResponse:
+    """``response`` with the tool calls its text holds as its tool calls.
+
+    Args:
+        response: the provider's answer, read as it came.
+        offered: the names of the tools offered in the request, as the model saw them.
+        bare: whether a whole answer of bare JSON naming a tool is read as calls (``False``
+            when the request asked for structured output: such an answer may be it).
+
+    Returns:
+        ``response`` as it was when it holds structured calls already, no tool was offered,
+        or its text holds no call of an offered tool; else with those calls, the text they
+        were written in taken out of its content.
+
+    Raises:
+        ProviderError: when the answer was cut at its token limit (its calls' arguments
+            may be incomplete; none may run), as for structured calls.
+    """
+    message = response.message
+    if message.tool_calls or not offered or not message.content:
+        return response
+    names = set(offered)
+    content = message.content
+    think_end = content.rfind("</think>")
+    start = think_end + len("</think>") if think_end >= 0 else 0
+    calls, rest = _tagged_calls(content, start, names)
+    if not calls and bare:
+        calls = _bare_calls(content[start:], names)
+        rest = content[:start] if calls else content
+    if not calls:
+        return response
+    refuse_truncated_calls(response.finish_reason, [c.name for c in calls])
+    fixed = message.model_copy(update={"content": rest.strip(), "tool_calls": calls})
+    return response.model_copy(update={
+        "message": fixed, "finish_reason": "tool_calls",
+        "metadata": {**response.metadata, "text_tool_calls": len(calls)}})
+
+
+def _tagged_calls(content: str, start: int, names: set[str]) -> tuple[list[ToolCall], str]:
+    """The calls of the tagged segments after ``start``, and the text without them."""
+    calls: list[ToolCall] = []
+    kept: list[str] = [content[:start]]
+    at = start
+    for match in _TAGGED.finditer(content, start):
+        found = _segment_calls(match, names, len(calls))
+        kept.append(content[at:match.start()] if found else content[at:match.end()])
+        at = match.end()
+        calls.extend(found)
+    kept.append(content[at:])
+    return calls, "".join(kept)
+
+
+def _segment_calls(match: re.Match[str], names: set[str], first: int) -> list[ToolCall]:
+    """The calls of one tagged segment that name an offered tool."""
+    if match.group("fname") is not None:
+        name = match.group("fname")
+        if name not in names:
+            return []
+        return [_call(name, match.group("fargs").strip() or None, None, first)]
+    text = next(t for t in (match.group("hermes"), match.group("llama4"),
+                            match.group("llama3"), match.group("mistral")) if t is not None)
+    if match.group("mistral") is not None:
+        named = _MISTRAL_NAMED.match(text)
+        if named is not None and not text.lstrip().startswith(("[", "{")):
+            name = named.group("name")
+            if name not in names:
+                return []
+            return [_call(name, named.group("args").strip() or None, named.group("id"), first)]
+    objects, readable = _json_values(text)
+    calls = [c for c in (_object_call(o, names, first + i, strict=False)
+                         for i, o in enumerate(objects)) if c is not None]
+    if not readable and not calls:  # JSON cut short or broken: a call if it names a tool
+        named_tool = next((n for n in _NAME.findall(text) if n in names), None)
+        if named_tool is not None:
+            return [ToolCall(id="", name=named_tool, arguments={
+                UNREADABLE_ARGUMENTS: f"the call written as text is not JSON: "
+                                      f"{text.strip()[:300]!r}"})]
+    return calls
+
+
+def _bare_calls(text: str, names: set[str]) -> list[ToolCall]:
+    """The calls of an answer that is nothing but call objects (all naming offered tools)."""
+    fenced = _FENCE.match(text)
+    body = (fenced.group(1) if fenced else text).strip()
+    if not body.startswith(("{", "[")):
+        return []
+    objects, readable = _json_values(body)
+    if not readable or not objects:
+        return []
+    calls = [_object_call(o, names, i, strict=True) for i, o in enumerate(objects)]
+    return [c for c in calls if c is not None] if all(calls) else []
+
+
+def _json_values(text: str) -> tuple[list[Any], bool]:
+    """The JSON values ``text`` holds one after another (a list's items each one).
+
+    Values may be separated by whitespace, ``;`` or ``,``.
+
+    Returns:
+        The values, and whether all of ``text`` was read.
+    """
+    values: list[Any] = []
+    at, end = 0, len(text)
+    while True:
+        while at < end and (text[at].isspace() or text[at] in ";,"):
+            at += 1
+        if at >= end:
+            return values, True
+        try:
+            value, at = _DECODER.raw_decode(text, at)
+        except ValueError:
+            return values, False
+        values.extend(value if isinstance(value, list) else [value])
+
+
+def _object_call(obj: Any, names: set[str], index: int, *, strict: bool) -> ToolCall | None:
+    """The call a decoded object stands for, if it names an offered tool.
+
+    Args:
+        obj: the object.
+        names: the offered tools' names.
+        index: the call's position in the answer.
+        strict: whether every key must be one of a call's (a bare answer's objects).
+
+    Returns:
+        The call (``None``: the object is no call of an offered tool).
+    """
+    if not isinstance(obj, dict) or (strict and not set(obj) <= _CALL_KEYS):
+        return None
+    if strict and obj.get("type", "function") != "function":
+        return None
+    inner = obj.get("function")
+    if isinstance(inner, dict):  # OpenAI's form: {"type": "function", "function": {...}}
+        call_id = obj.get("id")
+        obj = inner
+        if strict and not set(obj) <= _CALL_KEYS:
+            return None
+    else:
+        call_id = obj.get("id")
+    name = obj.get("name")
+    if not isinstance(name, str) or name not in names:
+        return None
+    raw = obj["arguments"] if "arguments" in obj else obj.get("parameters")
+    return _call(name, raw, call_id, index)
+
+
+def _call(name: str, raw: Any, call_id: Any, index: int) -> ToolCall:
+    """A call of ``name`` with arguments ``raw`` (JSON text, an object, ``None``)."""
+    return ToolCall(id=call_id if isinstance(call_id, str) else "", name=name,
+                    arguments=tool_arguments(raw, index, name))
