@@ -7,7 +7,9 @@ Needs the ``anthropic`` extra (``pip install 'flink-agents-py[anthropic]'``). Ma
 - user text, assistant text and tool calls become content blocks (``text``, ``tool_use``
   with the call's id, name and ``input``); tool results become ``tool_result`` blocks
   (``tool_use_id``, ``content``, ``is_error`` for a failed tool) in a user turn; adjacent
-  messages of one role are merged into one turn, as the API wants turns to alternate;
+  messages of one role are merged into one turn, as the API wants turns to alternate (a
+  user turn's ``tool_result`` blocks first, as it wants them); a tool call id used again in
+  a later turn goes under a stand-in (the API wants ids unique in a request);
 - tools as ``{"name", "description", "input_schema"}``; a name the API refuses (it takes
   ``^[a-zA-Z0-9_-]{1,64}$``: an MCP tool's ``github.create_issue``) goes under a stand-in,
   and the model's calls of it come back under the tool's own name (``_wire.WireNames``);
@@ -171,6 +173,7 @@ def to_anthropic_messages(
     """
     system: list[str] = []
     out: list[dict[str, Any]] = []
+    ids = _UniqueIds()
     for m in messages:
         if m.role == MessageRole.SYSTEM:
             if m.content.strip():
@@ -180,7 +183,7 @@ def to_anthropic_messages(
         if m.role == MessageRole.TOOL:
             role = "user"
             block: dict[str, Any] = {"type": "tool_result",
-                                     "tool_use_id": wire_call_id(m.tool_call_id)}
+                                     "tool_use_id": ids.result(wire_call_id(m.tool_call_id))}
             if m.content.strip():  # the API refuses an empty result's text: it goes without
                 block["content"] = m.content
             if m.content.startswith(_ERROR_PREFIX):  # a tool that returned is JSON, never this
@@ -190,10 +193,12 @@ def to_anthropic_messages(
             role = "assistant" if m.role == MessageRole.ASSISTANT else "user"
             if role == "assistant":
                 blocks.extend(_thinking_blocks(m.reasoning))
+                if not out or out[-1]["role"] != "assistant":
+                    ids.next_turn()
             if m.content.strip():  # the API refuses a text block of whitespace only
                 blocks.append({"type": "text", "text": m.content})
             for c in m.tool_calls:
-                blocks.append({"type": "tool_use", "id": wire_call_id(c.id),
+                blocks.append({"type": "tool_use", "id": ids.call(wire_call_id(c.id)),
                                "name": tool_name(c.name) if tool_name else c.name,
                                "input": dict(c.arguments)})
         if not blocks:
@@ -202,6 +207,9 @@ def to_anthropic_messages(
             out[-1]["content"].extend(blocks)
         else:
             out.append({"role": role, "content": blocks})
+    for turn in out:  # "tool_result blocks must come FIRST": any text after them
+        if turn["role"] == "user":
+            turn["content"].sort(key=lambda b: b["type"] != "tool_result")
     last = out[-1]["content"][-1] if out and out[-1]["role"] == "assistant" else None
     if last is not None and last["type"] == "text":  # "cannot end with trailing whitespace"
         last["text"] = last["text"].rstrip()
@@ -209,6 +217,45 @@ def to_anthropic_messages(
         return None, [{"role": "user", "content": [{"type": "text",
                                                     "text": "\n\n".join(system)}]}]
     return ("\n\n".join(system) or None), out
+
+
+class _UniqueIds:
+    """Tool call ids made unique over a conversation, as the Messages API wants them.
+
+    The API refuses a request in which two ``tool_use`` blocks share an id (``tool_use ids
+    must be unique``: anthropics/claude-code #28515, ducks/claux #40); a conversation may hold
+    such ids: a server that numbers each round's calls from ``call_0``, a model writing the
+    same id into every call it writes as text. A repeated id gets a stand-in made from it
+    and its turn, and the results after that turn name the stand-in (a result whose id
+    is used twice in one turn names them in turn).
+    """
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._turn = 0
+        self._this_turn: dict[str, list[str]] = {}
+
+    def next_turn(self) -> None:
+        """An assistant turn begins: the results that follow answer its calls."""
+        self._turn += 1
+        self._this_turn = {}
+
+    def call(self, call_id: str) -> str:
+        """The id a ``tool_use`` block goes with (``call_id`` unless already used)."""
+        unique, n = call_id, 0
+        while unique in self._seen:
+            n += 1
+            unique = wire_call_id(f"{call_id}#{self._turn}.{n}")
+        self._seen.add(unique)
+        self._this_turn.setdefault(call_id, []).append(unique)
+        return unique
+
+    def result(self, call_id: str) -> str:
+        """The id a ``tool_result`` block goes with: its call's."""
+        given = self._this_turn.get(call_id)
+        if not given:
+            return call_id
+        return given.pop(0) if len(given) > 1 else given[0]
 
 
 _SAMPLING = ("top_p", "top_k", "temperature")

@@ -1,0 +1,136 @@
+"""Tool rounds as the Messages API wants them, against a local server checking its rules.
+
+Anthropic's Messages API (``POST /v1/messages``) refuses, with a 400:
+
+- two ``tool_use`` blocks sharing an id anywhere in the request (``tool_use ids must be
+  unique``: anthropics/claude-code #28515, litellm #23510, ducks/claux #40). A conversation
+  holds such ids when the server numbers each round's calls from ``call_0`` (an
+  Anthropic-compatible gateway in front of a local model), or a model writes the same id into
+  every call it writes as text; every later call of the chat failed. A repeated id goes
+  under a stand-in now, its results with it;
+- a user turn whose ``tool_result`` blocks do not come first (``Did not find 1
+  `tool_result` block(s) at the beginning of this message``: QwenLM/qwen-code #8161,
+  Zoo-Code #1705): a history with a user message between a tool call and its result
+  (merged into one turn) failed. Results go first in the turn now, the text after them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.providers import (
+    WireServer,
+    anthropic_reply,
+    outputs_of,
+    probe_agent,
+    run_probe,
+)
+
+from flink_agents_py.api import ChatMessage, MessageRole, ResourceDescriptor, ToolCall
+from flink_agents_py.integrations.chat_models import AnthropicChatModel
+from flink_agents_py.testing import CallCounter
+
+pytest.importorskip("anthropic")
+
+pytestmark = pytest.mark.timeout(60)
+
+COUNTER = CallCounter()
+
+
+def lookup(city: str) -> str:
+    """Look a city up.
+
+    Args:
+        city: the city.
+    """
+    COUNTER.count("lookup")
+    return f"{city}: sunny"
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAP_TEST_ANTHROPIC_KEY", "sk-ant-test")
+    COUNTER.reset()
+
+
+def _refusal(message: str) -> tuple[int, Any]:
+    return 400, {"type": "error", "error": {"type": "invalid_request_error",
+                                            "message": message}}
+
+
+def _messages_api_rules(body: dict[str, Any]) -> tuple[int, Any] | None:
+    """The 400 the Messages API answers a request breaking its tool rules with, if any."""
+    seen: set[str] = set()
+    turns = body["messages"]
+    for i, turn in enumerate(turns):
+        blocks = turn["content"]
+        for j, block in enumerate(blocks):
+            if block["type"] == "tool_use":
+                if block["id"] in seen:
+                    return _refusal(f"messages.{i}.content.{j}: `tool_use` ids must be unique")
+                seen.add(block["id"])
+        uses = [b["id"] for b in blocks if b["type"] == "tool_use"]
+        if uses:
+            after = turns[i + 1]["content"] if i + 1 < len(turns) else []
+            firsts = [b.get("tool_use_id") for b in after[:len(uses)]]
+            if sorted(firsts, key=str) != sorted(uses):
+                return _refusal(f"messages.{i + 1}: Did not find {len(uses)} `tool_result` "
+                                "block(s) at the beginning of this message. Messages "
+                                "following `tool_use` blocks must begin with a matching "
+                                "number of `tool_result` blocks.")
+    return None
+
+
+def _anthropic(srv: WireServer) -> ResourceDescriptor:
+    return ResourceDescriptor(AnthropicChatModel, base_url=srv.url,
+                              api_key_env="FAP_TEST_ANTHROPIC_KEY", default_model="claude-test")
+
+
+def test_a_gateway_reusing_tool_call_ids_each_round_still_gets_its_tool_rounds():
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        refused = _messages_api_rules(req["body"])
+        if refused is not None:
+            return refused
+        results = [b for t in req["body"]["messages"] for b in t["content"]
+                   if b["type"] == "tool_result"]
+        if len(results) < 2:  # each round's call numbered from 0, as the gateway does
+            city = ["Oslo", "Rome"][len(results)]
+            return 200, anthropic_reply([{"type": "tool_use", "id": "call_0", "name": "lookup",
+                                          "input": {"city": city}}], stop_reason="tool_use")
+        return 200, anthropic_reply([{"type": "text", "text": " / ".join(
+            b["content"] for b in results)}])
+
+    with WireServer(answer) as srv:
+        res = run_probe(probe_agent(_anthropic(srv), tools=["lookup"], tool_fns=[lookup]),
+                        [{"key": "k", "q": "weather in Oslo, then Rome?"}])
+        last = srv.bodies("/v1/messages")[-1]
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None, ans["error"]
+    assert ans["content"] == "Oslo: sunny / Rome: sunny"
+    assert COUNTER["lookup"] == 2
+    uses = [b["id"] for t in last["messages"] for b in t["content"] if b["type"] == "tool_use"]
+    results = [b["tool_use_id"] for t in last["messages"] for b in t["content"]
+               if b["type"] == "tool_result"]
+    assert len(set(uses)) == 2 and results == uses
+
+
+def test_a_user_message_between_a_call_and_its_result_goes_after_the_result():
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        return _messages_api_rules(req["body"]) or (
+            200, anthropic_reply([{"type": "text", "text": "ok"}]))
+
+    history = [
+        ChatMessage(content="weather in Oslo?"),
+        ChatMessage(role=MessageRole.ASSISTANT, content="",
+                    tool_calls=[ToolCall(id="toolu_1", name="lookup",
+                                         arguments={"city": "Oslo"})]),
+        ChatMessage(content="(and be brief)"),
+        ChatMessage(role=MessageRole.TOOL, content="Oslo: sunny", tool_call_id="toolu_1",
+                    name="lookup"),
+    ]
+    with WireServer(answer) as srv:
+        conn = AnthropicChatModel(base_url=srv.url, api_key_env="FAP_TEST_ANTHROPIC_KEY")
+        assert conn.chat(history).message.content == "ok"
+        [body] = srv.bodies("/v1/messages")
+    assert [b["type"] for b in body["messages"][2]["content"]] == ["tool_result", "text"]
