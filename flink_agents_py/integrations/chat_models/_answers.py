@@ -67,6 +67,27 @@ def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
     return value
 
 
+def reported_usage(input_tokens: Any, output_tokens: Any) -> TokenUsage | None:
+    """The token usage an answer reports, or ``None`` when it reports none.
+
+    Servers leave usage out (``"usage": null``, no ``usage``, Ollama's counts missing:
+    gateways, some OpenAI-compatible and Ollama-compatible servers). Read as 0 and 0, such
+    an answer spent nothing, so a budget was never reached; ``None`` has the chat action
+    estimate it instead (``runtime._spend.estimated_usage``). A count the answer does give
+    is kept, the other as 0.
+
+    Args:
+        input_tokens: the answer's input (prompt) token count (``None``: not given).
+        output_tokens: the answer's output (completion) token count (``None``: not given).
+
+    Returns:
+        The usage, or ``None`` when neither count is given.
+    """
+    if input_tokens is None and output_tokens is None:
+        return None
+    return TokenUsage(input_tokens=input_tokens or 0, output_tokens=output_tokens or 0)
+
+
 def _unreadable(raw: Any, problem: str, index: int, name: Any) -> dict[str, Any]:
     """The arguments of a call whose arguments could not be read: what was wrong."""
     logger.warning("tool call %d (%r) has arguments that %s", index, str(name)[:100], problem)

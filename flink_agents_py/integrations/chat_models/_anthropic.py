@@ -468,8 +468,8 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         message = raw.parse()
         if inspect.isawaitable(message):  # the SDK's async raw response
             message = await message
-        body = valid_text(message.model_dump() if hasattr(message, "model_dump")
-                          else dict(message))
+        body = valid_text(message.model_dump(warnings=False) if hasattr(message, "model_dump")
+                          else dict(message))  # (a block type the SDK does not know: no warning)
         failed = None if body.get("content") else answer_error(
             body, "anthropic messages call failed", anthropic_rate_limit(raw.headers))
         if failed is not None:  # a 200 whose body is an error (a gateway's, a proxy's)
@@ -521,7 +521,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             content = orjson.dumps(structured).decode()
         else:
             structured = None
-        usage = body.get("usage") or {}
+        usage: dict[str, Any] = body["usage"] if isinstance(body.get("usage"), dict) else {}
         # input_tokens counts only what was neither read from nor written to the prompt cache
         cache = {k: usage[k] for k in ("cache_read_input_tokens", "cache_creation_input_tokens")
                  if isinstance(usage.get(k), int) and usage[k] > 0}

@@ -156,7 +156,7 @@ def from_openai_choice(body: dict[str, Any]) -> ChatResponse:
         fn = c.get("function") or {}
         args = tool_arguments(fn.get("arguments") or "", i, fn.get("name", ""))
         calls.append(ToolCall(id=c.get("id") or "", name=fn.get("name", ""), arguments=args))
-    usage = body.get("usage") or {}
+    usage: dict[str, Any] = body["usage"] if isinstance(body.get("usage"), dict) else {}
     refusal = _refusal_of(msg)
     content = _text_of(msg.get("content")) or refusal or ""
     details = _usage_details(usage)
