@@ -65,12 +65,14 @@ from ._openai_refusals import (
     call_ids_refused,
     calls_content_refused,
     is_reasoning_model,
+    later_systems_refused,
     refused_option,
     refuses_system,
     system_refused,
     thinking_refused,
     with_empty_calls_content,
     with_nine_char_ids,
+    with_one_system,
     with_system_as_user,
     without_options,
 )
@@ -224,6 +226,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     _streamed_thinking: set[str] = PrivateAttr(default_factory=set)
     _system_as_user: set[str] = PrivateAttr(default_factory=set)
     _nine_char_ids: set[str] = PrivateAttr(default_factory=set)
+    _one_system: set[str] = PrivateAttr(default_factory=set)
 
     def _key_required(self) -> bool:
         if self.api_key_required is not None:
@@ -315,7 +318,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
                 that rejects ``max_tokens`` with ``max_completion_tokens``, one naming an
                 unsupported parameter without it, one refusing a ``null`` content with
                 ``""``, one refusing the ``system`` role with ``user`` messages, one
-                refusing tool call ids not of 9 letters and digits with such ids). The
+                refusing tool call ids not of 9 letters and digits with such ids, one
+                refusing system messages after the first with them joined into one). The
                 message names the connection, the server's host, the model and the status.
             ImportError: naming the ``openai`` extra when the SDK is not installed.
         """
@@ -440,6 +444,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             with_system_as_user(kwargs)
         if model in self._nine_char_ids or self._host().endswith("mistral.ai"):
             with_nine_char_ids(kwargs)
+        if model in self._one_system:
+            with_one_system(kwargs)
         while True:  # each refusal handled here changes the request: finitely many sends
             try:
                 raw = await create(**with_extra_body(create, kwargs))
@@ -456,6 +462,9 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
                 elif system_refused(e, kwargs):  # remembered for the model
                     self._system_as_user.add(model)
                     with_system_as_user(kwargs)
+                elif later_systems_refused(e, kwargs):  # remembered for the model
+                    self._one_system.add(model)
+                    with_one_system(kwargs)
                 elif call_ids_refused(e, kwargs):
                     self._nine_char_ids.add(model)  # remembered for the model
                     with_nine_char_ids(kwargs)

@@ -29,6 +29,12 @@
   sends every id as a 9-character stand-in from the first request (``_wire.nine_char_id``:
   made from the id alone, so a call and its result keep one stand-in); a server whose 400
   says so gets the request again that way, and so from then on for the model.
+- Qwen's chat templates (Qwen2.5 on, through vLLM, llama.cpp's ``--jinja``, LM Studio)
+  take one ``system`` message, the first, and refuse any other (``System message must be
+  at the beginning.``: vllm #41114, llama.cpp #20733 and #27367, a 400 or a 500): a setup's
+  prompt beside a system message of the chat's own, or one in the middle of a conversation,
+  failed every call. The request goes again with its system messages joined, in order,
+  into one at the start (as Anthropic's ``system`` takes them), and so from then on.
 """
 
 from __future__ import annotations
@@ -41,12 +47,15 @@ from ._wire import nine_char_id
 __all__ = ["REASONING_UNSUPPORTED", "call_ids_refused", "calls_content_refused",
            "is_reasoning_model", "refused_option", "refuses_system", "system_refused",
            "thinking_refused", "with_empty_calls_content", "with_nine_char_ids",
-           "with_system_as_user", "without_options"]
+           "with_system_as_user", "without_options", "later_systems_refused",
+           "with_one_system"]
 
 _NO_SYSTEM = re.compile(r"^(?:[\w.-]+/)?o1-(?:mini|preview)(?:$|[-.:_@])", re.IGNORECASE)
 _SYSTEM_REFUSED = re.compile(r"role\W*\s*does not support '(?:system|developer)'"
                              r"|'?(?:system|developer)'? (?:role|messages?) (?:is|are) not "
                              r"supported", re.IGNORECASE)
+_LATER_SYSTEMS_REFUSED = re.compile(r"system message (?:must|should) be at the beginning"
+                                   r"|system message must be (?:the )?first", re.IGNORECASE)
 _IDS_REFUSED = re.compile(r"tool call id\b.*\blength of 9|tool call id\b.*\bof length 9",
                           re.IGNORECASE | re.DOTALL)
 _REASONING = re.compile(r"^(?:[\w.-]+/)?(?:o[1-9]|gpt-5)(?:$|[-.:_@])", re.IGNORECASE)
@@ -221,6 +230,40 @@ def with_system_as_user(request: dict[str, Any]) -> None:
     """
     request["messages"] = [{**m, "role": "user"} if m.get("role") in ("system", "developer")
                            else m for m in request["messages"]]
+
+
+def later_systems_refused(error: Any, request: dict[str, Any]) -> bool:
+    """Whether a chat template refuses the request's system messages after the first.
+
+    Args:
+        error: the SDK's ``APIStatusError``.
+        request: the request's fields.
+
+    Returns:
+        Whether the request holds a system message past the first place, or two, and the
+        error says only one at the beginning is taken.
+    """
+    if getattr(error, "status_code", None) not in (400, 422, 500):
+        return False
+    roles = [m.get("role") for m in request.get("messages") or ()]
+    if "system" not in roles[1:]:
+        return False
+    return bool(_LATER_SYSTEMS_REFUSED.search(_error_text(error)))
+
+
+def with_one_system(request: dict[str, Any]) -> None:
+    """Join the request's ``system`` messages, in order, into one at the start, in place.
+
+    Args:
+        request: the request's fields (changed in place).
+    """
+    messages = request["messages"]
+    texts = [str(m.get("content") or "") for m in messages if m.get("role") == "system"]
+    if len(texts) < 2 and (not messages or messages[0].get("role") == "system"):
+        return
+    rest = [m for m in messages if m.get("role") != "system"]
+    joined = "\n\n".join(t for t in texts if t.strip())
+    request["messages"] = [{"role": "system", "content": joined}, *rest]
 
 
 def call_ids_refused(error: Any, request: dict[str, Any]) -> bool:

@@ -1,0 +1,130 @@
+"""System messages past the first, sent to servers whose chat template takes one only.
+
+Qwen's chat templates (Qwen2.5 on) take one ``system`` message, the first, and raise
+``System message must be at the beginning.`` for any other: vLLM answers a 400 (vllm
+#41114, intuitem/ciso-assistant-community #4679: "fails after tool execution"), llama.cpp's
+``--jinja`` server a 400 or a 500 (llama.cpp #20733, #27367). A setup's prompt beside a
+system message of the chat's own, or a system message in the middle of a conversation,
+failed every call. The request goes again with its system messages joined, in order, into
+one at the start, and so from then on for that model; OpenAI's API, which takes them where
+they are, still gets them where they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.providers import WireServer, openai_reply, run_probe
+
+from flink_agents_py.api import (
+    Agent,
+    ChatMessage,
+    ChatModelSetup,
+    InputEvent,
+    MessageRole,
+    OutputEvent,
+    ProviderError,
+    ResourceDescriptor,
+    ResourceType,
+    RunnerContext,
+    action,
+)
+from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+pytest.importorskip("openai")
+
+pytestmark = pytest.mark.timeout(60)
+
+_REFUSALS = {
+    "vllm": (400, {"object": "error", "message": "System message must be at the beginning.",
+                   "type": "BadRequestError", "param": None, "code": 400}),
+    "llama_cpp": (500, {"error": {"code": 500, "type": "server_error", "message":
+                                  "Jinja Exception: System message must be at the beginning."}}),
+}
+
+
+def _qwen_template(server: str):
+    """A server applying Qwen's template: a system message past the first is refused."""
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        roles = [m["role"] for m in req["body"]["messages"]]
+        if "system" in roles[1:]:
+            return _REFUSALS[server]
+        return 200, openai_reply(f"ok after {roles}")
+    return answer
+
+
+CONVERSATION = [
+    ChatMessage(role=MessageRole.SYSTEM, content="You are terse."),
+    ChatMessage(content="Hi."),
+    ChatMessage(role=MessageRole.ASSISTANT, content="Hello."),
+    ChatMessage(role=MessageRole.SYSTEM, content="Answer in French from now on."),
+    ChatMessage(content="How are you?"),
+]
+
+
+@pytest.mark.parametrize("server", list(_REFUSALS))
+def test_a_system_message_mid_conversation_is_joined_into_the_first_and_after(server):
+    with WireServer(_qwen_template(server)) as srv:
+        conn = OpenAIChatModel(base_url=f"{srv.url}/v1", default_model="Qwen/Qwen3-8B")
+        first = conn.chat(CONVERSATION)
+        second = conn.chat(CONVERSATION)
+        bodies = srv.bodies("/chat/completions")
+    assert first.message.content == second.message.content == (
+        "ok after ['system', 'user', 'assistant', 'user']")
+    assert len(bodies) == 3  # refused once; the joined form from then on
+    assert bodies[1]["messages"][0] == {
+        "role": "system", "content": "You are terse.\n\nAnswer in French from now on."}
+    assert [m["content"] for m in bodies[1]["messages"][1:]] == ["Hi.", "Hello.", "How are you?"]
+    assert bodies[2]["messages"] == bodies[1]["messages"]
+
+
+class _OwnSystem(Agent):
+    """Asks with a system message of its own, beside its setup's prompt."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        answer = await ctx.chat("model", [
+            ChatMessage(role=MessageRole.SYSTEM, content="Use metric units."),
+            ChatMessage(content=event.input["q"])])
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "answer": answer.message.content}))
+
+
+def test_a_setups_prompt_beside_the_chats_own_system_message_reaches_the_model():
+    with WireServer(_qwen_template("vllm")) as srv:
+        agent = _OwnSystem()
+        agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(
+            OpenAIChatModel, base_url=f"{srv.url}/v1"))
+        agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+            ChatModelSetup, connection="conn", prompt="You are a weather bot."))
+        res = run_probe(agent, [{"key": "k", "q": "hi"}])
+        first = srv.bodies("/chat/completions")[0]["messages"]
+        sent = srv.bodies("/chat/completions")[-1]["messages"]
+    assert res.errors == [] and res.outputs == [
+        {"key": "k", "answer": "ok after ['system', 'user']"}]
+    assert [m["role"] for m in first] == ["system", "system", "user"]  # as the chat has it
+    assert sent[0]["content"] == "You are a weather bot.\n\nUse metric units."
+
+
+def test_openai_keeps_a_system_message_where_it_is():
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        return 200, openai_reply("fine")
+
+    with WireServer(answer) as srv:
+        OpenAIChatModel(base_url=f"{srv.url}/v1").chat(CONVERSATION)
+        [body] = srv.bodies("/chat/completions")
+    assert [m["role"] for m in body["messages"]] == [
+        "system", "user", "assistant", "system", "user"]
+
+
+def test_another_refusal_is_still_the_error():
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        return 400, {"object": "error", "message": "Conversation roles must alternate "
+                     "user/assistant/user/assistant/...", "type": "BadRequestError",
+                     "code": 400}
+
+    with WireServer(answer) as srv:
+        with pytest.raises(ProviderError, match="roles must alternate"):
+            OpenAIChatModel(base_url=f"{srv.url}/v1").chat(CONVERSATION)
+        assert len(srv.requests) == 1
