@@ -232,6 +232,23 @@ def test_a_call_written_as_broken_json_is_told_to_the_model_which_calls_again():
     assert SEEN == ["Oslo"]
 
 
+def test_of_two_calls_in_one_block_the_whole_one_runs_and_the_broken_one_is_told():
+    both = ('<tool_call>\n{"name": "lookup", "arguments": {"city": "Oslo"}}\n'
+            '{"name": "lookup", "arguments": {"city": "Ro\n</tool_call>')
+
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        told = [m["content"] for m in req["body"]["messages"] if m["role"] == "tool"]
+        return 200, openai_reply(" | ".join(told) if told else both)
+
+    with WireServer(answer) as srv:
+        res = run_probe(probe_agent(_openai(srv), tools=["lookup"], tool_fns=[lookup]),
+                        [{"key": "k", "q": "weather?"}])
+    [ans] = outputs_of(res, "answer")
+    assert SEEN == ["Oslo"]
+    ran, told = ans["content"].split(" | ")
+    assert ran == "Oslo: sunny" and told.startswith("Error:") and "not JSON" in told
+
+
 class _MockedOpenAI(OpenAIChatModel):
     """An OpenAI connection whose client answers from an ``httpx.MockTransport``."""
 

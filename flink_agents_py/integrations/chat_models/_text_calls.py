@@ -130,15 +130,15 @@ def _segment_calls(match: re.Match[str], names: set[str], first: int) -> list[To
             if name not in names:
                 return []
             return [_call(name, named.group("args").strip() or None, named.group("id"), first)]
-    objects, readable = _json_values(text)
+    objects, stop = _json_values(text)
     calls = [c for c in (_object_call(o, names, first + i, strict=False)
                          for i, o in enumerate(objects)) if c is not None]
-    if not readable and not calls:  # JSON cut short or broken: a call if it names a tool
-        named_tool = next((n for n in _NAME.findall(text) if n in names), None)
-        if named_tool is not None:
-            return [ToolCall(id="", name=named_tool, arguments={
-                UNREADABLE_ARGUMENTS: f"the call written as text is not JSON: "
-                                      f"{text.strip()[:300]!r}"})]
+    broken = text[stop:]
+    named_tool = next((n for n in _NAME.findall(broken) if n in names), None)
+    if named_tool is not None:  # JSON cut short or broken that names a tool: told the model
+        calls.append(ToolCall(id="", name=named_tool, arguments={
+            UNREADABLE_ARGUMENTS: f"the call written as text is not JSON: "
+                                  f"{broken.strip()[:300]!r}"}))
     return calls
 
 
@@ -148,20 +148,20 @@ def _bare_calls(text: str, names: set[str]) -> list[ToolCall]:
     body = (fenced.group(1) if fenced else text).strip()
     if not body.startswith(("{", "[")):
         return []
-    objects, readable = _json_values(body)
-    if not readable or not objects:
+    objects, stop = _json_values(body)
+    if stop < len(body) or not objects:
         return []
     calls = [_object_call(o, names, i, strict=True) for i, o in enumerate(objects)]
     return [c for c in calls if c is not None] if all(calls) else []
 
 
-def _json_values(text: str) -> tuple[list[Any], bool]:
+def _json_values(text: str) -> tuple[list[Any], int]:
     """The JSON values ``text`` holds one after another (a list's items each one).
 
     Values may be separated by whitespace, ``;`` or ``,``.
 
     Returns:
-        The values, and whether all of ``text`` was read.
+        The values, and where reading stopped (``len(text)``: all of it was read).
     """
     values: list[Any] = []
     at, end = 0, len(text)
@@ -169,11 +169,12 @@ def _json_values(text: str) -> tuple[list[Any], bool]:
         while at < end and (text[at].isspace() or text[at] in ";,"):
             at += 1
         if at >= end:
-            return values, True
+            return values, end
         try:
-            value, at = _DECODER.raw_decode(text, at)
+            value, after = _DECODER.raw_decode(text, at)
         except ValueError:
-            return values, False
+            return values, at
+        at = after
         values.extend(value if isinstance(value, list) else [value])
 
 
