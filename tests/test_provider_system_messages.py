@@ -8,14 +8,21 @@ system message of the chat's own, or a system message in the middle of a convers
 failed every call. The request goes again with its system messages joined, in order, into
 one at the start, and so from then on for that model; OpenAI's API, which takes them where
 they are, still gets them where they are.
+
+Gemini's OpenAI-compatible API wants the tool's ``name`` on each ``tool`` message (OpenAI
+documents none there): ``function_response.name: Name cannot be empty`` (NousResearch/
+hermes-agent #19728, vectorize-io/hindsight #187, ollama #14214) failed every tool round.
+A connection to ``*.googleapis.com`` names them from the first request; another server
+whose 400 asks for them gets the request again so, and so from then on for the model.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from support.providers import WireServer, openai_reply, run_probe
+from support.providers import WireServer, openai_reply, outputs_of, probe_agent, run_probe
 
 from flink_agents_py.api import (
     Agent,
@@ -28,6 +35,7 @@ from flink_agents_py.api import (
     ResourceDescriptor,
     ResourceType,
     RunnerContext,
+    ToolCall,
     action,
 )
 from flink_agents_py.integrations.chat_models import OpenAIChatModel
@@ -128,3 +136,82 @@ def test_another_refusal_is_still_the_error():
         with pytest.raises(ProviderError, match="roles must alternate"):
             OpenAIChatModel(base_url=f"{srv.url}/v1").chat(CONVERSATION)
         assert len(srv.requests) == 1
+
+
+# ---------------------------------------------------------- tool messages named (Gemini)
+def _gemini_compat(list_body: bool):
+    """Gemini's OpenAI-compatible API: a ``tool`` message without ``name`` is a 400."""
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        messages = req["body"]["messages"]
+        nameless = [i for i, m in enumerate(messages) if m["role"] == "tool" and not m.get("name")]
+        if nameless:
+            error = {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message":
+                               f"* GenerateContentRequest.contents[{nameless[0]}].parts[0]"
+                               ".function_response.name: Name cannot be empty.\n"}}
+            return 400, [error] if list_body else error
+        if messages[-1]["role"] == "tool":
+            return 200, openai_reply(f"done: {messages[-1]['content']}")
+        return 200, openai_reply(None, [("call_a", "lookup", {"city": "Oslo"})])
+    return answer
+
+
+def lookup(city: str) -> str:
+    """Look a city up.
+
+    Args:
+        city: the city.
+    """
+    return f"{city}: sunny"
+
+
+@pytest.mark.parametrize("list_body", [False, True], ids=["object", "list"])
+def test_a_server_wanting_tool_messages_named_gets_them_named_on_the_same_call_and_after(
+        list_body):
+    with WireServer(_gemini_compat(list_body)) as srv:
+        agent = probe_agent(ResourceDescriptor(OpenAIChatModel, base_url=f"{srv.url}/v1",
+                                               default_model="gemini-2.5-flash"),
+                            tools=["lookup"], tool_fns=[lookup])
+        res = run_probe(agent, [{"key": "a", "q": "weather?"}, {"key": "a", "q": "again?"}])
+        bodies = srv.bodies("/chat/completions")
+    answers = outputs_of(res, "answer")
+    assert [a["error"] for a in answers] == [None, None]
+    assert [a["content"] for a in answers] == ["done: Oslo: sunny"] * 2
+    tool_rounds = [b for b in bodies if b["messages"][-1]["role"] == "tool"]
+    assert len(tool_rounds) == 3  # the first refused once; named from then on
+    assert [m for m in tool_rounds[-1]["messages"] if m["role"] == "tool"][0]["name"] == "lookup"
+
+
+def test_a_connection_to_googleapis_names_tool_messages_from_the_first_request():
+    import httpx
+
+    sent: list[dict[str, Any]] = []
+
+    class Gemini(OpenAIChatModel):
+        def _sdk_client(self, openai: Any, headers: Any) -> Any:
+            def answer(request: httpx.Request) -> httpx.Response:
+                sent.append(json.loads(request.content))
+                return httpx.Response(200, json=openai_reply("fine"))
+            return openai.AsyncOpenAI(base_url=self.base_url, api_key="k", http_client=(
+                httpx.AsyncClient(transport=httpx.MockTransport(answer))))
+
+    history = [ChatMessage(content="weather?"),
+               ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[
+                   ToolCall(id="call_a", name="lookup", arguments={"city": "Oslo"})]),
+               ChatMessage(role=MessageRole.TOOL, content="Oslo: sunny", tool_call_id="call_a")]
+    Gemini(base_url="https://generativelanguage.googleapis.com/v1beta/openai/",
+           api_key_required=False).chat(history)
+    [body] = sent
+    assert body["messages"][2] == {"role": "tool", "content": "Oslo: sunny",
+                                   "tool_call_id": "call_a", "name": "lookup"}
+
+
+def test_an_error_answered_as_a_list_says_what_the_server_said():
+    """Gemini's OpenAI-compatible API answers errors as ``[{"error": {...}}]``: the
+    SDK's message was ``Error code: 400`` alone, naming no cause."""
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        return 400, [{"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                "message": "API key not valid. Please pass a valid API key."}}]
+
+    with WireServer(answer) as srv:
+        with pytest.raises(ProviderError, match="API key not valid"):
+            OpenAIChatModel(base_url=f"{srv.url}/v1").chat([ChatMessage(content="hi")])

@@ -70,10 +70,12 @@ from ._openai_refusals import (
     refuses_system,
     system_refused,
     thinking_refused,
+    tool_names_refused,
     with_empty_calls_content,
     with_nine_char_ids,
     with_one_system,
     with_system_as_user,
+    with_tool_names,
     without_options,
 )
 from ._text_calls import calls_from_text
@@ -162,6 +164,25 @@ _QUOTA = ("; the account's quota is used up (insufficient_quota: its plan and bi
           "which waiting does not change: not retried")
 
 
+def _status_message(error: Any) -> str:
+    """The SDK's message of an HTTP error, with the server's words when it missed them.
+
+    Gemini's OpenAI-compatible API answers errors as a list, ``[{"error": {"message":
+    ...}}]``, which the SDK does not read: its message was ``Error code: 400`` alone.
+
+    Returns:
+        The message.
+    """
+    message = str(getattr(error, "message", "") or error)
+    body = getattr(error, "body", None)
+    first = body[0] if isinstance(body, list) and body and isinstance(body[0], dict) else None
+    detail = first.get("error") if first is not None else None
+    said = detail.get("message") if isinstance(detail, dict) else None
+    if isinstance(said, str) and said.strip() and said.strip() not in message:
+        return f"{message} - {said.strip()}"
+    return message
+
+
 class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     """A chat-completions endpoint.
 
@@ -227,6 +248,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     _system_as_user: set[str] = PrivateAttr(default_factory=set)
     _nine_char_ids: set[str] = PrivateAttr(default_factory=set)
     _one_system: set[str] = PrivateAttr(default_factory=set)
+    _tool_names: set[str] = PrivateAttr(default_factory=set)
 
     def _key_required(self) -> bool:
         if self.api_key_required is not None:
@@ -319,7 +341,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
                 unsupported parameter without it, one refusing a ``null`` content with
                 ``""``, one refusing the ``system`` role with ``user`` messages, one
                 refusing tool call ids not of 9 letters and digits with such ids, one
-                refusing system messages after the first with them joined into one). The
+                refusing system messages after the first with them joined into one, one
+                wanting tool messages named with their tools' names). The
                 message names the connection, the server's host, the model and the status.
             ImportError: naming the ``openai`` extra when the SDK is not installed.
         """
@@ -351,7 +374,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
                 str(getattr(e, "code", "")), str(getattr(e, "type", "")))
             error = provider_error(
                 f"chat completion failed ({self._provider()}, model {kwargs['model']!r}): "
-                f"{e.message}{hint}{_QUOTA if quota else ''}", e.status_code,
+                f"{_status_message(e)}{hint}{_QUOTA if quota else ''}", e.status_code,
                 rate_limit=openai_rate_limit(headers), quota_exhausted=quota)
             raise error from scrub_exception(e)
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
@@ -446,6 +469,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             with_nine_char_ids(kwargs)
         if model in self._one_system:
             with_one_system(kwargs)
+        if model in self._tool_names or self._host().endswith("googleapis.com"):
+            with_tool_names(kwargs)
         while True:  # each refusal handled here changes the request: finitely many sends
             try:
                 raw = await create(**with_extra_body(create, kwargs))
@@ -465,6 +490,9 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
                 elif later_systems_refused(e, kwargs):  # remembered for the model
                     self._one_system.add(model)
                     with_one_system(kwargs)
+                elif tool_names_refused(e, kwargs):  # remembered for the model
+                    self._tool_names.add(model)
+                    with_tool_names(kwargs)
                 elif call_ids_refused(e, kwargs):
                     self._nine_char_ids.add(model)  # remembered for the model
                     with_nine_char_ids(kwargs)

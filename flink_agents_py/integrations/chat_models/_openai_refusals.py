@@ -35,6 +35,11 @@
   prompt beside a system message of the chat's own, or one in the middle of a conversation,
   failed every call. The request goes again with its system messages joined, in order,
   into one at the start (as Anthropic's ``system`` takes them), and so from then on.
+- Gemini's OpenAI-compatible API wants the tool's ``name`` on each ``tool`` message, which
+  OpenAI documents no such field for (``function_response.name: Name cannot be empty``:
+  NousResearch/hermes-agent #19728, vectorize-io/hindsight #187, ollama #14214): every tool
+  round failed. A connection to ``*.googleapis.com`` names them from the first request;
+  another server whose 400 says so gets the request again that way, and so from then on.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ __all__ = ["REASONING_UNSUPPORTED", "call_ids_refused", "calls_content_refused",
            "is_reasoning_model", "refused_option", "refuses_system", "system_refused",
            "thinking_refused", "with_empty_calls_content", "with_nine_char_ids",
            "with_system_as_user", "without_options", "later_systems_refused",
-           "with_one_system"]
+           "with_one_system", "tool_names_refused", "with_tool_names"]
 
 _NO_SYSTEM = re.compile(r"^(?:[\w.-]+/)?o1-(?:mini|preview)(?:$|[-.:_@])", re.IGNORECASE)
 _SYSTEM_REFUSED = re.compile(r"role\W*\s*does not support '(?:system|developer)'"
@@ -56,6 +61,8 @@ _SYSTEM_REFUSED = re.compile(r"role\W*\s*does not support '(?:system|developer)'
                              r"supported", re.IGNORECASE)
 _LATER_SYSTEMS_REFUSED = re.compile(r"system message (?:must|should) be at the beginning"
                                    r"|system message must be (?:the )?first", re.IGNORECASE)
+_NAMES_WANTED = re.compile(r"function_response\.name|tool message must have a .?name",
+                           re.IGNORECASE)
 _IDS_REFUSED = re.compile(r"tool call id\b.*\blength of 9|tool call id\b.*\bof length 9",
                           re.IGNORECASE | re.DOTALL)
 _REASONING = re.compile(r"^(?:[\w.-]+/)?(?:o[1-9]|gpt-5)(?:$|[-.:_@])", re.IGNORECASE)
@@ -264,6 +271,44 @@ def with_one_system(request: dict[str, Any]) -> None:
     rest = [m for m in messages if m.get("role") != "system"]
     joined = "\n\n".join(t for t in texts if t.strip())
     request["messages"] = [{"role": "system", "content": joined}, *rest]
+
+
+def tool_names_refused(error: Any, request: dict[str, Any]) -> bool:
+    """Whether a 400 wants the tool's name on the request's ``tool`` messages (Gemini).
+
+    Args:
+        error: the SDK's ``APIStatusError``.
+        request: the request's fields.
+
+    Returns:
+        Whether the request holds a ``tool`` message without ``name`` and the error asks for
+        one.
+    """
+    if getattr(error, "status_code", None) not in (400, 422):
+        return False
+    if all(m.get("name") for m in request.get("messages") or () if m.get("role") == "tool"):
+        return False
+    return bool(_NAMES_WANTED.search(_error_text(error)))
+
+
+def with_tool_names(request: dict[str, Any]) -> None:
+    """Name each ``tool`` message of ``request`` by the call it answers, in place.
+
+    The name is the one the assistant's call has in the request (a stand-in, when the tool
+    goes under one); a result whose call is not in the request keeps no name.
+
+    Args:
+        request: the request's fields (changed in place).
+    """
+    called: dict[Any, str] = {}
+    out = []
+    for m in request["messages"]:
+        for c in m.get("tool_calls") or ():
+            called[c.get("id")] = (c.get("function") or {}).get("name") or ""
+        if m.get("role") == "tool" and not m.get("name") and called.get(m.get("tool_call_id")):
+            m = {**m, "name": called[m.get("tool_call_id")]}
+        out.append(m)
+    request["messages"] = out
 
 
 def call_ids_refused(error: Any, request: dict[str, Any]) -> bool:
