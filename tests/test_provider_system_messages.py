@@ -215,3 +215,91 @@ def test_an_error_answered_as_a_list_says_what_the_server_said():
     with WireServer(answer) as srv:
         with pytest.raises(ProviderError, match="API key not valid"):
             OpenAIChatModel(base_url=f"{srv.url}/v1").chat([ChatMessage(content="hi")])
+
+
+USER_SCRIPT = r'''
+import json, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import flink_agents_py
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent, MessageRole,
+                                 OutputEvent, ResourceDescriptor, RunnerContext, action,
+                                 chat_model_connection, chat_model_setup)
+from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+ROLES = []
+
+
+class QwenOnVllm(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        roles = [m["role"] for m in body["messages"]]
+        ROLES.append(roles)
+        if "system" in roles[1:]:
+            status, answer = 400, {"object": "error", "code": 400, "type": "BadRequestError",
+                                   "message": "System message must be at the beginning."}
+        else:
+            status, answer = 200, {"id": "x", "object": "chat.completion", "created": 0,
+                                   "model": "qwen", "choices": [{
+                                       "index": 0, "finish_reason": "stop", "message": {
+                                           "role": "assistant",
+                                           "content": body["messages"][0]["content"]}}]}
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), QwenOnVllm)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+URL = f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+class Translator(Agent):
+    @chat_model_connection
+    @staticmethod
+    def vllm() -> ResourceDescriptor:
+        return ResourceDescriptor(OpenAIChatModel, base_url=URL, default_model="Qwen/Qwen3-8B")
+
+    @chat_model_setup
+    @staticmethod
+    def model() -> ResourceDescriptor:
+        return ResourceDescriptor(ChatModelSetup, connection="vllm", prompt="Be terse.")
+
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        answer = await ctx.chat("model", [
+            ChatMessage(role=MessageRole.SYSTEM, content="Answer in French."),
+            ChatMessage(content=event.input["q"])])
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "answer": answer.message.content}))
+
+
+out = (AgentsExecutionEnvironment.local().from_list([{"key": "a", "q": "Hi"}])
+       .apply(Translator()).collect())
+print(json.dumps({"package": flink_agents_py.__file__, "out": out, "roles": ROLES}))
+'''
+
+
+def test_a_users_agent_with_its_own_system_message_runs_against_qwen_on_vllm(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "translator.py").write_text(USER_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "translator.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["package"].startswith(str(root))
+    assert got["out"] == [{"key": "a", "answer": "Be terse.\n\nAnswer in French."}]
+    assert got["roles"] == [["system", "system", "user"], ["system", "user"]]

@@ -134,3 +134,111 @@ def test_a_user_message_between_a_call_and_its_result_goes_after_the_result():
         assert conn.chat(history).message.content == "ok"
         [body] = srv.bodies("/v1/messages")
     assert [b["type"] for b in body["messages"][2]["content"]] == ["tool_result", "text"]
+
+
+USER_SCRIPT = r'''
+import json, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import flink_agents_py
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent, OutputEvent,
+                                 ResourceDescriptor, RunnerContext, action,
+                                 chat_model_connection, chat_model_setup, tool)
+from flink_agents_py.integrations.chat_models import AnthropicChatModel
+
+STATUSES = []
+
+
+class Gateway(BaseHTTPRequestHandler):
+    """An Anthropic-compatible gateway numbering each round's calls from toolu_0."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        uses = [b["id"] for t in body["messages"] for b in t["content"]
+                if b["type"] == "tool_use"]
+        results = [b["content"] for t in body["messages"] for b in t["content"]
+                   if b["type"] == "tool_result"]
+        if len(set(uses)) != len(uses):
+            status, answer = 400, {"type": "error", "error": {
+                "type": "invalid_request_error", "message": "tool_use ids must be unique"}}
+        elif len(results) < 2:
+            status, answer = 200, {"content": [{"type": "tool_use", "id": "toolu_0",
+                                                "name": "roll", "input": {"n": len(results)}}],
+                                   "stop_reason": "tool_use"}
+        else:
+            status, answer = 200, {"content": [{"type": "text", "text": " ".join(results)}],
+                                   "stop_reason": "end_turn"}
+        if status == 200:
+            answer.update({"id": "m", "type": "message", "role": "assistant", "model": "c",
+                           "usage": {"input_tokens": 1, "output_tokens": 1}})
+        STATUSES.append(status)
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+
+
+@tool
+def roll(n: int) -> str:
+    """Roll a die.
+
+    Args:
+        n: which roll.
+    """
+    return f"roll{n}=4"
+
+
+class Dice(Agent):
+    @chat_model_connection
+    @staticmethod
+    def gateway() -> ResourceDescriptor:
+        return ResourceDescriptor(AnthropicChatModel, api_key_required=False,
+                                  base_url=f"http://127.0.0.1:{server.server_address[1]}")
+
+    @chat_model_setup
+    @staticmethod
+    def model() -> ResourceDescriptor:
+        return ResourceDescriptor(ChatModelSetup, connection="gateway", tools=["roll"])
+
+    roll = staticmethod(roll)
+
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        answer = await ctx.chat("model", [ChatMessage(content=event.input["q"])])
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "answer": answer.message.content}))
+
+
+out = (AgentsExecutionEnvironment.local().from_list([{"key": "a", "q": "roll twice"}])
+       .apply(Dice()).collect())
+print(json.dumps({"package": flink_agents_py.__file__, "out": out, "statuses": STATUSES}))
+'''
+
+
+def test_a_users_agent_gets_two_tool_rounds_through_a_gateway_reusing_ids(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "dice.py").write_text(USER_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "dice.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["package"].startswith(str(root))
+    assert got["out"] == [{"key": "a", "answer": "roll0=4 roll1=4"}]
+    assert got["statuses"] == [200, 200, 200]
