@@ -12,6 +12,7 @@ answer, no tool run. Each form comes from a public report:
   (lmstudio-bug-tracker #797);
 - Llama 3.1 ``<|python_tag|>{"name", "parameters"}`` and Llama 3.2's bare
   ``{"name", "parameters"}`` (Rapid-MLX #700, vllm #16214);
+- Qwen3-Coder's ``<function=name><parameter=key>value</parameter></function>``;
 - a bare ``{"name", "arguments"}`` object, several whitespace-separated, a zero-argument
   call without ``arguments``: Qwen 2.5 through Ollama's ``/v1`` (NousResearch/hermes-agent
   #87900, #107125), mistral-common #73.
@@ -247,6 +248,38 @@ def test_of_two_calls_in_one_block_the_whole_one_runs_and_the_broken_one_is_told
     assert SEEN == ["Oslo"]
     ran, told = ans["content"].split(" | ")
     assert ran == "Oslo: sunny" and told.startswith("Error:") and "not JSON" in told
+
+
+def forecast(city: str, days: int, hourly: bool = False) -> str:
+    """A city's forecast.
+
+    Args:
+        city: the city (a postcode, written as digits, is a city too).
+        days: how many days.
+        hourly: whether hour by hour.
+    """
+    SEEN.append(f"{city}/{days}/{hourly}")
+    return f"{city}: rain for {days} days"
+
+
+QWEN3_CODER = ("I'll check.\n<tool_call>\n<function=forecast>\n<parameter=city>\n0150\n"
+               "</parameter>\n<parameter=days>\n3\n</parameter>\n<parameter=hourly>\ntrue\n"
+               "</parameter>\n</function>\n</tool_call>")
+
+
+@pytest.mark.parametrize("kind", ["openai", "ollama"])
+def test_qwen3_coders_xml_call_runs_with_each_value_of_its_parameters_type(kind):
+    """Qwen3-Coder and Qwen 3.5 on write ``<function=...><parameter=...>`` (vLLM's
+    ``qwen3_coder`` parser; vllm #41114's Qwen3.6 users): left as text when the parser is
+    off. Values are read by the tool's schema: ``0150`` stays the text a ``str`` wants."""
+    reply = openai_reply if kind == "openai" else ollama_reply
+    conn = _openai if kind == "openai" else _ollama
+    with WireServer(_as_text(QWEN3_CODER, reply=reply)) as srv:
+        res = run_probe(probe_agent(conn(srv), tools=["forecast"], tool_fns=[forecast]),
+                        [{"key": "k", "q": "weather at 0150?"}])
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["content"] == "done: 0150: rain for 3 days"
+    assert SEEN == ["0150/3/True"]
 
 
 class _MockedOpenAI(OpenAIChatModel):

@@ -459,5 +459,6 @@ class LlamaCppChatModel(ChatModelConnection):
         tools = request.get("tools") or ()
         if not tools or request.get("tool_choice") == "none":
             return response
-        return calls_from_text(response, [t["function"]["name"] for t in tools],
+        return calls_from_text(response, {t["function"]["name"]: t["function"].get("parameters")
+                                          for t in tools},
                                bare="response_format" not in request)

@@ -172,7 +172,7 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
                 f"with its /v1 URL as base_url") from scrub_exception(e)
         response = _from_ollama(resp)
         if tools:  # written as text: a model whose template Ollama cannot parse
-            response = calls_from_text(response, [t.name for t in tools],
+            response = calls_from_text(response, {t.name: t.parameters for t in tools},
                                        bare="format" not in request)  # JSON asked for
         if omitted:  # said with the answer: the setup asked for it
             response = response.model_copy(update={"metadata": {

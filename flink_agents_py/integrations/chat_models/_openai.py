@@ -392,9 +392,9 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         try:
             response = from_openai_choice(body)
             if self._reads_text_calls() and kwargs.get("tool_choice") != "none":
-                response = calls_from_text(response, [t["function"]["name"] for t in
-                                                      kwargs.get("tools") or ()],
-                                           bare=output_schema is None)
+                response = calls_from_text(response, {
+                    t["function"]["name"]: t["function"].get("parameters")
+                    for t in kwargs.get("tools") or ()}, bare=output_schema is None)
             response = names.restore(response)
         except ProviderError as e:  # the answer's own fault: named as the HTTP errors are
             raise ProviderError(f"chat completion {named}: {e}", retryable=e.retryable

@@ -10,6 +10,9 @@ GGUF chat template. The call then comes back as the answer's text, with ``finish
 
 - Hermes / Qwen / SmolLM: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
   (one object or a list of them; the closing tag may be missing at the end);
+- Qwen3-Coder and Qwen 3.5 on: ``<tool_call><function=name><parameter=key>value
+  </parameter>...</function></tool_call>`` (vLLM's ``qwen3_coder`` parser's form; each
+  value is read by the type the tool's schema gives its parameter: text stays text);
 - Mistral: ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` (tokenizer v3), and
   ``[TOOL_CALLS]name[ARGS]{...}`` (v11 on; ``[CALL_ID]id`` may come before ``[ARGS]``);
 - Llama 3.1: ``<|python_tag|>{"name": ..., "parameters": {...}}`` (several separated by
@@ -36,7 +39,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Mapping
 from typing import Any
 
 from ...api import ChatResponse, ToolCall
@@ -56,18 +59,24 @@ _TAGGED = re.compile(
 _MISTRAL_NAMED = re.compile(
     r"\s*(?P<name>[^\s\[\]{}]+)\s*(?:\[CALL_ID\]\s*(?P<id>[^\s\[]+)\s*)?\[ARGS\](?P<args>.*)",
     re.S)
+_FUNCTION = re.compile(r"<function=([^>\s]+)>(.*?)(?:</function>|\Z)", re.S)
+_PARAMETER = re.compile(r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
+_JSON_KINDS: dict[str, tuple[type, ...]] = {
+    "integer": (int,), "number": (int, float), "boolean": (bool,), "object": (dict,),
+    "array": (list,), "null": (type(None),)}
 _NAME = re.compile(r'"name"\s*:\s*"([^"\\]+)"')
 _FENCE = re.compile(r"\A\s*```[A-Za-z]*\s*\n?(.*?)\n?\s*```\s*\Z", re.S)
 _DECODER = json.JSONDecoder()
 
 
-def calls_from_text(response: ChatResponse, offered: Collection[str], *,
+def calls_from_text(response: ChatResponse, offered: Mapping[str, Any], *,
                     bare: bool = True) -> ChatResponse:
     """``response`` with the tool calls its text holds as its tool calls.
 
     Args:
         response: the provider's answer, read as it came.
-        offered: the names of the tools offered in the request, as the model saw them.
+        offered: the tools offered in the request, by the names the model saw: each one's
+            parameters' JSON Schema (to read a parameter written as XML text by its type).
         bare: whether a whole answer of bare JSON naming a tool is read as calls (``False``
             when the request asked for structured output: such an answer may be it).
 
@@ -83,7 +92,7 @@ def calls_from_text(response: ChatResponse, offered: Collection[str], *,
     message = response.message
     if message.tool_calls or not offered or not message.content:
         return response
-    names = set(offered)
+    names = dict(offered)
     content = message.content
     think_end = content.rfind("</think>")
     start = think_end + len("</think>") if think_end >= 0 else 0
@@ -100,7 +109,8 @@ def calls_from_text(response: ChatResponse, offered: Collection[str], *,
         "metadata": {**response.metadata, "text_tool_calls": len(calls)}})
 
 
-def _tagged_calls(content: str, start: int, names: set[str]) -> tuple[list[ToolCall], str]:
+def _tagged_calls(content: str, start: int,
+                  names: dict[str, Any]) -> tuple[list[ToolCall], str]:
     """The calls of the tagged segments after ``start``, and the text without them."""
     calls: list[ToolCall] = []
     kept: list[str] = [content[:start]]
@@ -114,15 +124,20 @@ def _tagged_calls(content: str, start: int, names: set[str]) -> tuple[list[ToolC
     return calls, "".join(kept)
 
 
-def _segment_calls(match: re.Match[str], names: set[str], first: int) -> list[ToolCall]:
+def _segment_calls(match: re.Match[str], names: dict[str, Any], first: int) -> list[ToolCall]:
     """The calls of one tagged segment that name an offered tool."""
     if match.group("fname") is not None:
-        name = match.group("fname")
+        name, body = match.group("fname"), match.group("fargs")
         if name not in names:
             return []
-        return [_call(name, match.group("fargs").strip() or None, None, first)]
+        if body.lstrip().startswith("<parameter="):
+            return [_xml_call(name, body, names[name])]
+        return [_call(name, body.strip() or None, None, first)]
     text = next(t for t in (match.group("hermes"), match.group("llama4"),
                             match.group("llama3"), match.group("mistral")) if t is not None)
+    if text.lstrip().startswith("<function="):  # Qwen3-Coder's XML form
+        return [_xml_call(m.group(1), m.group(2), names[m.group(1)])
+                for m in _FUNCTION.finditer(text) if m.group(1) in names]
     if match.group("mistral") is not None:
         named = _MISTRAL_NAMED.match(text)
         if named is not None and not text.lstrip().startswith(("[", "{")):
@@ -142,7 +157,7 @@ def _segment_calls(match: re.Match[str], names: set[str], first: int) -> list[To
     return calls
 
 
-def _bare_calls(text: str, names: set[str]) -> list[ToolCall]:
+def _bare_calls(text: str, names: dict[str, Any]) -> list[ToolCall]:
     """The calls of an answer that is nothing but call objects (all naming offered tools)."""
     fenced = _FENCE.match(text)
     body = (fenced.group(1) if fenced else text).strip()
@@ -178,7 +193,8 @@ def _json_values(text: str) -> tuple[list[Any], int]:
         values.extend(value if isinstance(value, list) else [value])
 
 
-def _object_call(obj: Any, names: set[str], index: int, *, strict: bool) -> ToolCall | None:
+def _object_call(obj: Any, names: dict[str, Any], index: int, *,
+                 strict: bool) -> ToolCall | None:
     """The call a decoded object stands for, if it names an offered tool.
 
     Args:
@@ -207,6 +223,41 @@ def _object_call(obj: Any, names: set[str], index: int, *, strict: bool) -> Tool
         return None
     raw = obj["arguments"] if "arguments" in obj else obj.get("parameters")
     return _call(name, raw, call_id, index)
+
+
+def _xml_call(name: str, body: str, schema: Any) -> ToolCall:
+    """A call written as ``<parameter=key>value</parameter>`` items (Qwen3-Coder's form).
+
+    A value loses the one line break around it; a parameter the tool's schema types as
+    ``string`` (or does not name) keeps its text; another is its JSON value when the text
+    is one of that type, else its text (which the tool then refuses, telling the model).
+
+    Returns:
+        The call.
+    """
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    arguments: dict[str, Any] = {}
+    for key, raw in _PARAMETER.findall(body):
+        text = raw[1:] if raw.startswith("\n") else raw
+        text = text[:-1] if text.endswith("\n") else text
+        spec = props.get(key) if isinstance(props, dict) else None
+        arguments[key] = _typed(text, spec.get("type") if isinstance(spec, dict) else None)
+    return ToolCall(id="", name=name, arguments=arguments)
+
+
+def _typed(text: str, kind: Any) -> Any:
+    """``text`` as the JSON Schema type ``kind`` (one name or a list of names) reads it."""
+    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
+    wanted = tuple(t for k in kinds if k != "string" for t in _JSON_KINDS.get(k, ()))
+    if not wanted:
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(value, bool) and bool not in wanted:
+        return text
+    return value if isinstance(value, wanted) else text
 
 
 def _call(name: str, raw: Any, call_id: Any, index: int) -> ToolCall:
