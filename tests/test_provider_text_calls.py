@@ -12,7 +12,8 @@ answer, no tool run. Each form comes from a public report:
   (lmstudio-bug-tracker #797);
 - Llama 3.1 ``<|python_tag|>{"name", "parameters"}`` and Llama 3.2's bare
   ``{"name", "parameters"}`` (Rapid-MLX #700, vllm #16214);
-- Qwen3-Coder's ``<function=name><parameter=key>value</parameter></function>``;
+- Qwen3-Coder's ``<function=name><parameter=key>value</parameter></function>``, wrapped in
+  ``<tool_call>`` or not (ollama #12751, mlx-lm #1616);
 - a bare ``{"name", "arguments"}`` object, several whitespace-separated, a zero-argument
   call without ``arguments``: Qwen 2.5 through Ollama's ``/v1`` (NousResearch/hermes-agent
   #87900, #107125), mistral-common #73.
@@ -270,8 +271,9 @@ QWEN3_CODER = ("I'll check.\n<tool_call>\n<function=forecast>\n<parameter=city>\
 @pytest.mark.parametrize("kind", ["openai", "ollama"])
 def test_qwen3_coders_xml_call_runs_with_each_value_of_its_parameters_type(kind):
     """Qwen3-Coder and Qwen 3.5 on write ``<function=...><parameter=...>`` (vLLM's
-    ``qwen3_coder`` parser; vllm #41114's Qwen3.6 users): left as text when the parser is
-    off. Values are read by the tool's schema: ``0150`` stays the text a ``str`` wants."""
+    ``qwen3_coder`` parser): left as text when the server cannot parse it (ollama #12751,
+    mlx-lm #1616, llama.cpp #15012). Values are read by the tool's schema: ``0150`` stays
+    the text a ``str`` wants."""
     reply = openai_reply if kind == "openai" else ollama_reply
     conn = _openai if kind == "openai" else _ollama
     with WireServer(_as_text(QWEN3_CODER, reply=reply)) as srv:

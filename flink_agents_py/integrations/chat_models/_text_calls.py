@@ -11,8 +11,9 @@ GGUF chat template. The call then comes back as the answer's text, with ``finish
 - Hermes / Qwen / SmolLM: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
   (one object or a list of them; the closing tag may be missing at the end);
 - Qwen3-Coder and Qwen 3.5 on: ``<tool_call><function=name><parameter=key>value
-  </parameter>...</function></tool_call>`` (vLLM's ``qwen3_coder`` parser's form; each
-  value is read by the type the tool's schema gives its parameter: text stays text);
+  </parameter>...</function></tool_call>``, the wrapper tags sometimes left out (vLLM's
+  ``qwen3_coder`` parser's form; ollama #12751, mlx-lm #1616); each value is read by the
+  type the tool's schema gives its parameter: text stays text;
 - Mistral: ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` (tokenizer v3), and
   ``[TOOL_CALLS]name[ARGS]{...}`` (v11 on; ``[CALL_ID]id`` may come before ``[ARGS]``);
 - Llama 3.1: ``<|python_tag|>{"name": ..., "parameters": {...}}`` (several separated by
