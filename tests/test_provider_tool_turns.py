@@ -8,6 +8,10 @@ Anthropic's Messages API (``POST /v1/messages``) refuses, with a 400:
   Anthropic-compatible gateway in front of a local model), or a model writes the same id into
   every call it writes as text; every later call of the chat failed. A repeated id goes
   under a stand-in now, its results with it;
+- (OpenAI's chat completions likewise: ``Invalid parameter: Duplicate value for
+  'tool_call_id'``, agno #5116; Mistral's ``Not the same number of function calls and
+  responses``, NousResearch/hermes-agent #11722, when its small models repeat their own
+  9-character ids; Kimi and MiMo repeat ids too, can1357/oh-my-pi #2055);
 - a user turn whose ``tool_result`` blocks do not come first (``Did not find 1
   `tool_result` block(s) at the beginning of this message``: QwenLM/qwen-code #8161,
   Zoo-Code #1705): a history with a user message between a tool call and its result
@@ -22,13 +26,15 @@ import pytest
 from support.providers import (
     WireServer,
     anthropic_reply,
+    openai_reply,
     outputs_of,
     probe_agent,
     run_probe,
 )
 
 from flink_agents_py.api import ChatMessage, MessageRole, ResourceDescriptor, ToolCall
-from flink_agents_py.integrations.chat_models import AnthropicChatModel
+from flink_agents_py.integrations.chat_models import AnthropicChatModel, OpenAIChatModel
+from flink_agents_py.integrations.chat_models._wire import wire_call_id
 from flink_agents_py.testing import CallCounter
 
 pytest.importorskip("anthropic")
@@ -115,6 +121,48 @@ def test_a_gateway_reusing_tool_call_ids_each_round_still_gets_its_tool_rounds()
     assert len(set(uses)) == 2 and results == uses
 
 
+def _openai_rules(body: dict[str, Any]) -> tuple[int, Any] | None:
+    """The 400 OpenAI answers a request whose tool messages answer one id twice with."""
+    where: dict[str, int] = {}
+    for i, m in enumerate(body["messages"]):
+        if m["role"] == "tool":
+            if m["tool_call_id"] in where:
+                return 400, {"error": {
+                    "message": f"Invalid parameter: Duplicate value for 'tool_call_id' of "
+                               f"'{m['tool_call_id']}', in messages[{where[m['tool_call_id']]}]"
+                               f" and messages[{i}].", "type": "invalid_request_error",
+                    "param": f"messages.[{i}].tool_call_id", "code": None}}
+            where[m["tool_call_id"]] = i
+    return None
+
+
+@pytest.mark.parametrize("call_id", ["b9mgIC84m", "functions.lookup:0"])
+def test_a_model_repeating_its_tool_call_id_each_round_still_gets_its_rounds_on_openai(call_id):
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        refused = _openai_rules(req["body"])
+        if refused is not None:
+            return refused
+        results = [m["content"] for m in req["body"]["messages"] if m["role"] == "tool"]
+        if len(results) < 2:
+            city = ["Oslo", "Rome"][len(results)]
+            return 200, openai_reply(None, [(call_id, "lookup", {"city": city})])
+        return 200, openai_reply(" / ".join(results))
+
+    with WireServer(answer) as srv:
+        conn = ResourceDescriptor(OpenAIChatModel, base_url=f"{srv.url}/v1",
+                                  default_model="mistral-small-latest")
+        res = run_probe(probe_agent(conn, tools=["lookup"], tool_fns=[lookup]),
+                        [{"key": "k", "q": "weather in Oslo, then Rome?"}])
+        last = srv.bodies("/chat/completions")[-1]["messages"]
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None, ans["error"]
+    assert ans["content"] == "Oslo: sunny / Rome: sunny" and COUNTER["lookup"] == 2
+    calls = [c["id"] for m in last if m["role"] == "assistant" for c in m["tool_calls"]]
+    results = [m["tool_call_id"] for m in last if m["role"] == "tool"]
+    assert len(set(calls)) == 2 and results == calls
+    assert calls[0] == wire_call_id(call_id, 40)  # the first keeps its (wire) id
+
+
 def test_a_user_message_between_a_call_and_its_result_goes_after_the_result():
     def answer(req: dict[str, Any]) -> tuple[int, Any]:
         return _messages_api_rules(req["body"]) or (
@@ -145,7 +193,8 @@ from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent, OutputEvent,
                                  ResourceDescriptor, RunnerContext, action,
                                  chat_model_connection, chat_model_setup, tool)
-from flink_agents_py.integrations.chat_models import AnthropicChatModel
+from flink_agents_py.integrations.chat_models import AnthropicChatModel, OpenAIChatModel
+from flink_agents_py.integrations.chat_models._wire import wire_call_id
 
 STATUSES = []
 

@@ -78,7 +78,7 @@ from ._common import (
     url_path,
     with_extra_body,
 )
-from ._wire import WireNames, anthropic_tool_choice, named_as, wire_call_id
+from ._wire import UniqueCallIds, WireNames, anthropic_tool_choice, named_as, wire_call_id
 
 __all__ = ["AnthropicChatModel", "anthropic_rate_limit", "to_anthropic_messages"]
 
@@ -173,7 +173,7 @@ def to_anthropic_messages(
     """
     system: list[str] = []
     out: list[dict[str, Any]] = []
-    ids = _UniqueIds()
+    ids = UniqueCallIds()
     for m in messages:
         if m.role == MessageRole.SYSTEM:
             if m.content.strip():
@@ -217,45 +217,6 @@ def to_anthropic_messages(
         return None, [{"role": "user", "content": [{"type": "text",
                                                     "text": "\n\n".join(system)}]}]
     return ("\n\n".join(system) or None), out
-
-
-class _UniqueIds:
-    """Tool call ids made unique over a conversation, as the Messages API wants them.
-
-    The API refuses a request in which two ``tool_use`` blocks share an id (``tool_use ids
-    must be unique``: anthropics/claude-code #28515, ducks/claux #40); a conversation may hold
-    such ids: a server that numbers each round's calls from ``call_0``, a model writing the
-    same id into every call it writes as text. A repeated id gets a stand-in made from it
-    and its turn, and the results after that turn name the stand-in (a result whose id
-    is used twice in one turn names them in turn).
-    """
-
-    def __init__(self) -> None:
-        self._seen: set[str] = set()
-        self._turn = 0
-        self._this_turn: dict[str, list[str]] = {}
-
-    def next_turn(self) -> None:
-        """An assistant turn begins: the results that follow answer its calls."""
-        self._turn += 1
-        self._this_turn = {}
-
-    def call(self, call_id: str) -> str:
-        """The id a ``tool_use`` block goes with (``call_id`` unless already used)."""
-        unique, n = call_id, 0
-        while unique in self._seen:
-            n += 1
-            unique = wire_call_id(f"{call_id}#{self._turn}.{n}")
-        self._seen.add(unique)
-        self._this_turn.setdefault(call_id, []).append(unique)
-        return unique
-
-    def result(self, call_id: str) -> str:
-        """The id a ``tool_result`` block goes with: its call's."""
-        given = self._this_turn.get(call_id)
-        if not given:
-            return call_id
-        return given.pop(0) if len(given) > 1 else given[0]
 
 
 _SAMPLING = ("top_p", "top_k", "temperature")

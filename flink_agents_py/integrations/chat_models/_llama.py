@@ -44,6 +44,7 @@ from ._grammar_sampling import make_grammar_first_llama
 from ._text_calls import calls_from_text
 from ._wire import (
     OPENAI_ID_CHARS,
+    UniqueCallIds,
     openai_reasoning,
     reasoning_field,
     reasoning_text,
@@ -60,7 +61,8 @@ def to_openai_messages(messages: Sequence[ChatMessage],
 
     A tool call id OpenAI would refuse (longer than 40 characters: another provider's or a
     gateway's) goes as a stable stand-in, the same for the call and its result
-    (``wire_call_id``). An assistant message's reasoning from an OpenAI-compatible server
+    (``wire_call_id``); one used again in a later round goes under a stand-in
+    (``UniqueCallIds``). An assistant message's reasoning from an OpenAI-compatible server
     goes back in the field it came in, ``reasoning_content`` or ``reasoning`` (DeepSeek's
     and Kimi's thinking modes refuse a tool round without it; vLLM reads ``reasoning``).
 
@@ -76,19 +78,21 @@ def to_openai_messages(messages: Sequence[ChatMessage],
         The message dicts.
     """
     out: list[dict[str, Any]] = []
+    ids = UniqueCallIds(OPENAI_ID_CHARS)
     for m in messages:
         d: dict[str, Any] = {"role": m.role, "content": m.content}
         if m.tool_calls and not m.content:
             d["content"] = calls_only_content
         if m.tool_calls:
+            ids.next_turn()
             d["tool_calls"] = [
-                {"id": wire_call_id(c.id, OPENAI_ID_CHARS), "type": "function",
+                {"id": ids.call(wire_call_id(c.id, OPENAI_ID_CHARS)), "type": "function",
                  "function": {"name": tool_name(c.name) if tool_name else c.name,
                               "arguments": orjson.dumps(c.arguments).decode()}}
                 for c in m.tool_calls
             ]
         if m.tool_call_id is not None:
-            d["tool_call_id"] = wire_call_id(m.tool_call_id, OPENAI_ID_CHARS)
+            d["tool_call_id"] = ids.result(wire_call_id(m.tool_call_id, OPENAI_ID_CHARS))
         thought = reasoning_text(m.reasoning) if m.role == MessageRole.ASSISTANT else None
         if thought is not None:  # the server's own reasoning, back in the field it came in
             d[reasoning_field(m.reasoning)] = thought

@@ -25,9 +25,9 @@ from typing import Any
 
 from ...api import ChatResponse
 
-__all__ = ["OPENAI_ID_CHARS", "WireNames", "anthropic_tool_choice", "named_as", "nine_char_id",
-           "openai_reasoning", "openai_tool_choice", "reasoning_field", "reasoning_of",
-           "reasoning_text", "wire_call_id"]
+__all__ = ["OPENAI_ID_CHARS", "UniqueCallIds", "WireNames", "anthropic_tool_choice", "named_as",
+           "nine_char_id", "openai_reasoning", "openai_tool_choice", "reasoning_field",
+           "reasoning_of", "reasoning_text", "wire_call_id"]
 
 OPENAI_ID_CHARS = 40
 """The longest tool call id OpenAI's chat completions take."""
@@ -142,6 +142,67 @@ class WireNames:
         fixed = [c.model_copy(update={"name": self.ours(c.name)}) for c in calls]
         return response.model_copy(update={
             "message": response.message.model_copy(update={"tool_calls": fixed})})
+
+
+class UniqueCallIds:
+    """Tool call ids made unique over a conversation, as strict providers want them.
+
+    Anthropic refuses a request in which two ``tool_use`` blocks share an id (``tool_use
+    ids must be unique``: anthropics/claude-code #28515, ducks/claux #40), OpenAI one in
+    which two tool messages answer one id (``Duplicate value for 'tool_call_id'``: agno
+    #5116), Mistral counts calls and results (``Not the same number of function calls and
+    responses``: NousResearch/hermes-agent #11722). A conversation holds such ids when a
+    server numbers each round's calls from ``call_0``, a model repeats its own short ids
+    (Mistral's small models, Kimi: can1357/oh-my-pi #2055), or writes the same id into every
+    call it writes as text. A repeated id gets a stand-in made from it and its turn, and the
+    results after that turn name the stand-in (a result whose id is used twice in one turn
+    names them in turn). One ``UniqueCallIds`` serves one request.
+
+    Args:
+        max_chars: the longest id the provider takes.
+    """
+
+    def __init__(self, max_chars: int = 64) -> None:
+        self._max = max_chars
+        self._seen: set[str] = set()
+        self._turn = 0
+        self._this_turn: dict[str, list[str]] = {}
+
+    def next_turn(self) -> None:
+        """An assistant turn begins: the results that follow answer its calls."""
+        self._turn += 1
+        self._this_turn = {}
+
+    def call(self, call_id: str) -> str:
+        """The id a call goes with (``call_id`` unless already used in the request).
+
+        Args:
+            call_id: the call's id, as the provider takes it (``wire_call_id``).
+
+        Returns:
+            The id to send.
+        """
+        unique, n = call_id, 0
+        while unique in self._seen:
+            n += 1
+            unique = wire_call_id(f"{call_id}#{self._turn}.{n}", self._max)
+        self._seen.add(unique)
+        self._this_turn.setdefault(call_id, []).append(unique)
+        return unique
+
+    def result(self, call_id: str) -> str:
+        """The id a result goes with: its call's.
+
+        Args:
+            call_id: the id the result names, as the provider takes it (``wire_call_id``).
+
+        Returns:
+            The id to send.
+        """
+        given = self._this_turn.get(call_id)
+        if not given:
+            return call_id
+        return given.pop(0) if len(given) > 1 else given[0]
 
 
 def reasoning_of(text: Any, field: str | None = None) -> list[dict[str, Any]]:
