@@ -11,7 +11,8 @@ without usage never applied. The
 answer has no usage now (``None``), and the chat spends its estimated tokens
 (``metadata["usage_estimated"]``); a count an answer does give is kept.
 
-Also here: an Anthropic answer holding a block type the installed SDK does not know.
+Also here: an Anthropic answer holding a block type the installed SDK does not know, and
+a setup's ``tool_choice`` sent to Ollama, which has no such field.
 """
 
 from __future__ import annotations
@@ -135,3 +136,20 @@ def test_an_anthropic_answer_with_a_block_type_the_sdk_does_not_know_warns_nothi
         got = AnthropicChatModel(base_url=srv.url, api_key_env="FAP_TEST_ANTHROPIC_KEY").chat(
             [ChatMessage(content="hi")])
     assert got.message.content == "ok" and got.message.tool_calls == []
+
+
+def test_tool_choice_is_not_sent_to_ollama_as_a_model_option_and_the_answer_says_so():
+    """Ollama's ``/api/chat`` has no ``tool_choice`` (nor ``parallel_tool_calls``): a
+    setup's, shared with an OpenAI or Anthropic connection, went into the model options,
+    which Ollama ignores with a warning in its own log, so nothing told the user the model
+    was not made to call a tool."""
+    with WireServer(lambda req: (200, ollama_reply("ok"))) as srv:
+        agent = probe_agent(ResourceDescriptor(OllamaChatModel, host=srv.url),
+                            options={"tool_choice": "required", "parallel_tool_calls": False,
+                                     "temperature": 0})
+        res = run_probe(agent, [{"key": "k", "q": "hi"}])
+        [body] = srv.bodies("/api/chat")
+    [ans] = outputs_of(res, "answer")
+    assert ans["content"] == "ok"
+    assert body["options"] == {"temperature": 0}
+    assert ans["metadata"]["omitted_options"] == ["tool_choice", "parallel_tool_calls"]

@@ -17,7 +17,8 @@ Needs the ``ollama`` extra (``pip install 'flink-agents-py[ollama]'``). Mapping:
   (``"json"``: JSON mode; an ``output_schema`` is the format instead) are request fields;
   anything else (``temperature``, ``seed``, ``num_ctx``...) goes into ``options``, with
   ``max_tokens`` (and OpenAI's ``max_completion_tokens``) renamed ``num_predict``,
-  Anthropic's ``stop_sequences`` ``stop``.
+  Anthropic's ``stop_sequences`` ``stop``; ``tool_choice`` and ``parallel_tool_calls``, which
+  Ollama does not take, are left out and named in ``metadata["omitted_options"]``.
 - usage from ``prompt_eval_count`` / ``eval_count``; ``done_reason`` as the finish reason.
 - tool call ``arguments`` sent as JSON text (servers imitating Ollama's API, proxies
   translating OpenAI's form) are read as OpenAI's are (``_answers.tool_arguments``) before
@@ -62,6 +63,10 @@ from ._wire import named_as, reasoning_of, reasoning_text
 __all__ = ["OllamaChatModel", "to_ollama_messages"]
 
 _REQUEST_FIELDS = ("keep_alive", "think", "logprobs", "top_logprobs", "format")
+_NOT_TAKEN = ("tool_choice", "parallel_tool_calls")
+"""Options of other providers that ``/api/chat`` has no field for: left out, and said so
+(``metadata["omitted_options"]``); a setup's ``tool_choice: "required"`` went into the model
+options, which Ollama ignores, so the model was not made to call a tool and nothing said so."""
 
 
 def to_ollama_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
@@ -147,6 +152,9 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
             request["format"] = output_schema
         model = model or self.default_model
         omitted = ["think"] if model in self._no_thinking and request.pop("think", None) else []
+        for name in _NOT_TAKEN:  # Ollama has no such field: as a model option, ignored
+            if options.pop(name, None) is not None:
+                omitted.append(name)
         try:
             resp = await self._send(client, model, to_ollama_messages(messages), options,
                                     request, omitted)
