@@ -165,23 +165,3 @@ def valid_text(value: Any) -> Any:
                 else:
                     stack.append(child)
     return value
-
-
-def reported_usage(input_tokens: Any, output_tokens: Any) -> TokenUsage | None:
-    """The usage an answer reported, or ``None`` when it reported no token count at all.
-
-    A server that leaves usage out (``"usage": null``, no field, no counts) reported
-    nothing, which is not ``0`` tokens: a budget estimates such an answer's tokens
-    (``runtime._spend.estimated_usage``) instead of counting it as free, which would never
-    reach its limit. A count that is said is kept as said; one left out of two is ``0``.
-
-    Args:
-        input_tokens: the input (prompt) count the answer said (``None``: not said).
-        output_tokens: the output (completion) count (``None``: not said).
-
-    Returns:
-        The usage, or ``None``.
-    """
-    if input_tokens is None and output_tokens is None:
-        return None
-    return TokenUsage(input_tokens=input_tokens or 0, output_tokens=output_tokens or 0)
