@@ -127,26 +127,72 @@ def _rebuilt(value: Any) -> Any:
     Returns:
         The copy (plain data is copied, so an action may change it freely).
     """
+    try:
+        return _rebuilt_walk(value)
+    except RecursionError:  # nested deeper than the stack has room for here
+        return _rebuilt_deep(value)
+
+
+def _rebuilt_walk(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
         if len(value) == 2 and "$model" in value and "data" in value:  # is_tagged_model
             inner = value["data"]
             if value["$model"] is None and type(inner) is dict:  # an escaped plain dict
-                return {k: v if type(v) in _PLAIN else _rebuilt(v) for k, v in inner.items()}
-            try:
-                return from_json_value(value)
-            except Exception as e:  # noqa: BLE001 - the fields still reach the action
-                tag = str(value["$model"])
-                if tag not in _UNREBUILT:
-                    _UNREBUILT.add(tag)
-                    log.warning("an input of model class %s reaches its action as a dict: "
-                                "the class cannot be rebuilt here (%s: %s); define it in a "
-                                "module the workers can import", tag, type(e).__name__, e)
-                return _rebuilt(value["data"])
-        return {k: v if type(v) in _PLAIN else _rebuilt(v) for k, v in value.items()}
+                return {k: v if type(v) in _PLAIN else _rebuilt_walk(v) for k, v in inner.items()}
+            model = _model_or_none(value)
+            return _rebuilt_walk(value["data"]) if model is None else model[0]
+        return {k: v if type(v) in _PLAIN else _rebuilt_walk(v) for k, v in value.items()}
     if kind is list:
-        return [v if type(v) in _PLAIN else _rebuilt(v) for v in value]
+        return [v if type(v) in _PLAIN else _rebuilt_walk(v) for v in value]
     return value
+
+
+def _model_or_none(tagged: dict[str, Any]) -> tuple[Any] | None:
+    """``(model,)`` rebuilt from a tagged model's stored form, or ``None`` (warned once)."""
+    try:
+        return (from_json_value(tagged),)
+    except Exception as e:  # noqa: BLE001 - the fields still reach the action
+        tag = str(tagged["$model"])
+        if tag not in _UNREBUILT:
+            _UNREBUILT.add(tag)
+            log.warning("an input of model class %s reaches its action as a dict: "
+                        "the class cannot be rebuilt here (%s: %s); define it in a "
+                        "module the workers can import", tag, type(e).__name__, e)
+        return None
+
+
+def _rebuilt_deep(value: Any) -> Any:
+    """``_rebuilt`` without recursion, for a value nested deeper than the stack has room for.
+
+    Returns:
+        The copy.
+    """
+    root: list[Any] = [None]
+    todo: list[tuple[Any, Any, Any]] = [(root, 0, value)]  # (container, slot, stored value)
+    while todo:
+        target, slot, item = todo.pop()
+        if type(item) is dict and len(item) == 2 and "$model" in item and "data" in item:
+            inner = item["data"]
+            if item["$model"] is None and type(inner) is dict:  # an escaped plain dict
+                item = inner
+            else:
+                model = _model_or_none(item)
+                if model is None:
+                    todo.append((target, slot, inner))
+                else:
+                    target[slot] = model[0]
+                continue
+        if type(item) is dict:
+            copy: Any = dict(item)
+            todo.extend((copy, k, v) for k, v in item.items() if type(v) not in _PLAIN)
+        elif type(item) is list:
+            copy = list(item)
+            todo.extend((copy, i, v) for i, v in enumerate(item) if type(v) not in _PLAIN)
+        else:
+            copy = item
+        target[slot] = copy
+    return root[0]
 
 
 _UNREBUILT: set[str] = set()
@@ -303,13 +349,17 @@ def input_form(record: Any, key: Any, key_value: Callable[[Any], Any]) -> Any:
     try:
         return to_json_value(record, "input record")
     except SerializationError:
+        where = f"input record of key {shown_key(key_value(key))}"
         # Flink Agents hands a dataclass input on as the dict of its fields (its e2e skills
         # agent reads ``Operation(**event.input)``): so does this
-        record = _dataclasses_as_dicts(record)
+        try:
+            record = _dataclasses_as_dicts(record)
+        except RecursionError:  # nested deeper than the stack: the walk says so, by path
+            return to_json_value(record, where)
         try:
             return to_json_value(record, "input record")
         except SerializationError:  # again, for a message that names the key
-            return to_json_value(record, f"input record of key {shown_key(key_value(key))}")
+            return to_json_value(record, where)
 
 
 def _dataclasses_as_dicts(value: Any) -> Any:
