@@ -106,8 +106,46 @@ def test_rows_for_the_sink_take_what_agents_output():
     row = to_row({"key": "a", "verdict": Verdict(key="a", scorePct=1)})
     assert row[2] == '{"key":"a","verdict":{"key":"a","scorePct":"1"}}'
     assert tuple(to_row(Tagged(b"k", "n"))[1:]) == ('"k"', '{"key":"k","note":"n"}')
-    with pytest.raises(TypeError, match="record for Kafka topic 'out' has no JSON form"):
-        to_row({"key": "a", "what": object()})
+    err = orjson.loads(to_row({"key": "a", "what": object()})[2])  # an error row, see below
+    assert "a dict record has no JSON form" in err["error"]
+
+
+def _deep(levels: int) -> dict:
+    record: dict = {"leaf": 1}
+    for _ in range(levels - 1):
+        record = {"a": record}
+    return record
+
+
+def test_a_record_the_sink_cannot_write_is_an_error_row_in_its_place(caplog):
+    # raised, it failed the sink at every restart (the same output comes again) and held
+    # back every other output of the checkpoint: an output nested deeper than orjson writes
+    # (255 levels; the agent keeps it), an object of no JSON form, a key selector that raises
+    def key_of(r):
+        if r.get("bad_key"):
+            raise LookupError("no key here")
+        return r["key"]
+
+    to_row = _ToRow("out", key_of)
+    with caplog.at_level("WARNING", logger="flink_agents_py.flink._kafka_sink"):
+        rows = [to_row(r) for r in (
+            {"key": "k1", "n": 1}, {"key": "deep", "d": _deep(300)},
+            {"key": "obj", "o": object()}, {"key": "sur", "s": "a\ud800"},
+            {"bad_key": 1}, {"key": "k2", "n": 2})]
+    assert all(type(r[2]) is str for r in rows)  # the sink takes text
+    assert [orjson.loads(r[2]) for r in (rows[0], rows[5])] == [{"key": "k1", "n": 1},
+                                                                  {"key": "k2", "n": 2}]
+    errors = [orjson.loads(r[2]) for r in rows[1:5]]
+    assert [(r[0], r[1]) for r in rows[1:5]] == [("out", "deep"), ("out", "obj"),
+                                                  ("out", "sur"), ("out", None)]
+    assert [e["key"] for e in errors] == ["deep", "obj", "sur", None]
+    assert all(e["kind"] == "error" and e["topic"] == "out" for e in errors)
+    assert "has no JSON form (Recursion limit reached)" in errors[0]["error"]
+    assert "has no JSON form" in errors[1]["error"] and "object" in errors[1]["value"]
+    assert "surrogates not allowed" in errors[2]["error"]
+    assert "its Kafka key could not be made (LookupError: no key here)" in errors[3]["error"]
+    assert all(len(e["value"]) < 1100 for e in errors)  # an excerpt, not the record
+    assert caplog.text.count("this error row was written in its place") == 4
 
 
 @pytest.mark.flink

@@ -120,10 +120,12 @@ def _check_checkpointing(env: Any, topic: str) -> None:
 class _ToRow:
     """A record -> ``Row(topic, key, value)`` (JSON value) for the helper serializer.
 
-    A record too large for the producer (``max_request_bytes``, its ``max.request.size``) would
-    fail the sink, the job and every restart of it (the same output comes again), and no other
-    output of the checkpoint would be committed; it is written as an error row in its place
-    (and logged at WARNING).
+    A record that cannot be written would fail the sink, the job and every restart of it
+    (the same output comes again), and no other output of the checkpoint would be committed:
+    one too large for the producer (``max_request_bytes``, its ``max.request.size``), one with
+    no JSON form (an object of no JSON type, nesting deeper than orjson writes: 255 levels)
+    or whose key selector raises. Such a record is written as an error row in its place (and
+    logged at WARNING).
     """
 
     def __init__(self, topic: str | Callable[[Any], str],
@@ -137,23 +139,47 @@ class _ToRow:
         from pyflink.common import Row
 
         topic = self.topic(record) if callable(self.topic) else self.topic
+        key = None
         try:
             key = _key_text(self.key_selector(record))
+        except Exception as e:  # noqa: BLE001 - one record's failure, not the job's
+            return Row(topic, None, self._error_row(
+                topic, None, f"its Kafka key could not be made ({type(e).__name__}: {e})",
+                _shown(record)).decode())
+        try:
             value = orjson.dumps(record, default=_json_form, option=orjson.OPT_NON_STR_KEYS)
-        except orjson.JSONEncodeError as e:
-            raise TypeError(f"a {type(record).__name__} record for Kafka topic {topic!r} has "
-                            f"no JSON form ({e}): write JSON data, a pydantic model or a "
-                            "dataclass") from None
+        except TypeError as e:  # orjson.JSONEncodeError, or a value's own failure
+            return Row(topic, key, self._error_row(
+                topic, key, f"a {type(record).__name__} record has no JSON form ({e}): write "
+                "JSON data, a pydantic model or a dataclass", _shown(record)).decode())
         size = len(value) + len(key.encode("utf-8", "surrogatepass") if key else b"")
         if size + _RECORD_OVERHEAD > self.max_request_bytes:
-            error = (f"a record of {size:,} bytes for Kafka topic {topic!r} is over the "
-                     f"producer's max.request.size of {self.max_request_bytes:,} bytes: this "
-                     "error row was written in its place (raise max.request.size, and the "
-                     "topic's max.message.bytes, to write such records)")
-            log.warning("key %s: %s", key, error)
-            value = orjson.dumps({"kind": "error", "topic": topic, "key": key, "error": error,
-                                  "value": excerpt(value, 1000)})
+            value = self._error_row(
+                topic, key, f"a record of {size:,} bytes for Kafka topic {topic!r} is over the "
+                f"producer's max.request.size of {self.max_request_bytes:,} bytes: this "
+                "error row was written in its place (raise max.request.size, and the "
+                "topic's max.message.bytes, to write such records)", value)
         return Row(topic, key, value.decode())
+
+    @staticmethod
+    def _error_row(topic: str, key: str | None, error: str, value: bytes | str) -> bytes:
+        if not error.startswith("a record of "):
+            error = (f"a record for Kafka topic {topic!r} could not be written: {error}; this "
+                     "error row was written in its place")
+        if key is not None:  # a lone surrogate has no UTF-8 (it is written escaped)
+            key = key.encode("utf-8", "backslashreplace").decode("utf-8")
+        log.warning("key %s: %s", key, error)
+        return orjson.dumps({"kind": "error", "topic": topic, "key": key, "error": error,
+                             "value": excerpt(value, 1000)})
+
+
+def _shown(record: Any) -> str:
+    """A record's printable ``repr`` (for an error row), whatever its ``repr`` does."""
+    try:
+        text = repr(record)
+    except Exception as e:  # noqa: BLE001 - RecursionError, a repr of its own that raises
+        text = f"<{type(record).__name__}: repr failed: {type(e).__name__}>"
+    return text[:2000].encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def to_kafka_rows(ds: Any, topic: str | Callable[[Any], str],
