@@ -10,6 +10,7 @@ through ``KafkaInput.errors`` with its topic, partition and offset, and the job 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -21,6 +22,7 @@ from ..io import MAX_RECORD_BYTES, decode_record, excerpt
 from ..runtime.internal import loads_record
 from ._fresh import shipped
 from ._kafka_jars import DESERIALIZER, add_kafka_jars, check_servers, new_java
+from ._keyed_input import Positioned, positioned_key
 
 __all__ = ["KafkaInput", "KafkaMessage", "from_kafka", "json_value", "read_json_topic"]
 
@@ -89,10 +91,12 @@ class _Parse:
     """
 
     def __init__(self, parse: Callable[[KafkaMessage], Any], error_tag: Any,
-                 max_record_bytes: int | None = MAX_RECORD_BYTES) -> None:
+                 max_record_bytes: int | None = MAX_RECORD_BYTES,
+                 positioned: bool = False) -> None:
         self.parse = parse
         self.error_tag = error_tag
         self.max_record_bytes = max_record_bytes
+        self.positioned = positioned
 
     def __call__(self, row: Any) -> Iterator[Any]:
         raw = row[5]
@@ -116,6 +120,10 @@ class _Parse:
             yield self.error_tag, _error(message, "parse returned None, which a Flink stream "
                                          "cannot carry: return a record, or raise ValueError "
                                          "to reject it")
+            return
+        if self.positioned:  # for the agent operator's error rows (``from_kafka``)
+            yield Positioned(f"topic {message.topic} partition {message.partition} offset "
+                             f"{message.offset}", record)
             return
         yield record
 
@@ -209,6 +217,18 @@ def read_json_topic(
             (see ``check_servers``).
 
     """
+    return _read(env, bootstrap_servers, topic, parse=parse, starting_offsets=starting_offsets,
+                 bounded=bounded, watermark_strategy=watermark_strategy, group_id=group_id,
+                 properties=properties, name=name, max_record_bytes=max_record_bytes)
+
+
+def _read(env: Any, bootstrap_servers: str, topic: str | list[str], *,
+          parse: Callable[[KafkaMessage], Any] | None = None, starting_offsets: Any = "earliest",
+          bounded: bool | Any = False, watermark_strategy: Any = None,
+          group_id: str | None = None, properties: dict[str, str] | None = None,
+          name: str | None = None, max_record_bytes: int | None = MAX_RECORD_BYTES,
+          positioned: bool = False) -> KafkaInput:
+    """``read_json_topic``; ``positioned``: its records as ``Positioned`` (``from_kafka``)."""
     from pyflink.common import Types, WatermarkStrategy
     from pyflink.datastream import OutputTag
     from pyflink.datastream.connectors.kafka import KafkaSource
@@ -233,7 +253,8 @@ def read_json_topic(
     raw = env.from_source(builder.build(), watermark_strategy or WatermarkStrategy.no_watermarks(),
                           label).uid(f"{label}-source")
     error_tag = OutputTag(f"{label}-errors", Types.PICKLED_BYTE_ARRAY())
-    parsed = (raw.flat_map(shipped(_Parse(parse or json_value, error_tag, max_record_bytes)),
+    parsed = (raw.flat_map(shipped(_Parse(parse or json_value, error_tag, max_record_bytes,
+                                          positioned)),
                            output_type=Types.PICKLED_BYTE_ARRAY())
               .name(f"{label}-parse").uid(f"{label}-parse"))
     return KafkaInput(parsed, parsed.get_side_output(error_tag))
@@ -267,8 +288,18 @@ def from_kafka(
 
     Returns:
         ``(builder, errors)``: a ``FlinkAgentBuilder`` to ``apply`` an agent to, and the
-        ``DataStream`` of records that failed to parse.
+        ``DataStream`` of records that failed to parse. A record the agent does not run (its
+        key selector fails, it has no JSON form) reaches the agent's ``errors_datastream()``
+        with ``execution_id`` naming where it was read (``"topic T partition P offset O"``).
 
     """
-    records, errors = read_json_topic(agents_env.env, bootstrap_servers, topic, **options)
-    return agents_env.from_datastream(records, key_selector=key_selector), errors
+    from ..local import default_key_selector
+    from ._builder import _key_function
+
+    # each record carries where it was read, so that the error row of one the agent does not
+    # run (its key selector fails, it has no JSON form) names its topic, partition and offset
+    records, errors = _read(agents_env.env, bootstrap_servers, topic, positioned=True,
+                            **options)
+    selector = functools.partial(positioned_key,
+                                 _key_function(key_selector) or default_key_selector)
+    return agents_env.from_datastream(records, key_selector=selector), errors

@@ -1,9 +1,13 @@
-"""A ``KeyedStream`` given to ``from_datastream`` without a key selector keeps its own key.
+"""Records that travel to the agent operator with something beside them, which it takes off.
 
+A ``KeyedStream`` given to ``from_datastream`` without a key selector keeps its own key.
 Flink Agents takes an already keyed stream as it is (``from_datastream(ds.key_by(f))``), its
 records keyed by ``f``. PyFlink does not keep ``f`` on the ``KeyedStream``, so a keyed step
 reads each record's key (``ctx.get_current_key()``) and carries it beside the record
 (``CarriedKey``); the agent's operator is keyed by that key and gets the record alone.
+
+A record read by ``from_kafka`` carries where it was read (``Positioned``: topic, partition,
+offset), so that an error row of a record the operator does not run names that place.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from typing import Any
 from pyflink.common.typeinfo import Types
 from pyflink.datastream import KeyedProcessFunction, KeyedStream
 
-__all__ = ["CarriedKey", "is_keyed_stream", "with_its_key"]
+__all__ = ["CarriedKey", "Positioned", "is_keyed_stream", "positioned_key",
+           "with_its_key"]
 
 
 class CarriedKey:
@@ -33,6 +38,33 @@ class CarriedKey:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return CarriedKey, (self.key, self.record)
+
+
+class Positioned:
+    """A record with the place it was read from (e.g. ``topic t partition 0 offset 7``).
+
+    Args:
+        where: the place, as error rows name it (their ``execution_id``).
+        record: the record.
+    """
+
+    __slots__ = ("record", "where")
+
+    def __init__(self, where: str, record: Any) -> None:
+        self.where = where
+        self.record = record
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Positioned, (self.where, self.record)
+
+
+def positioned_key(key_selector: Callable[[Any], Any], positioned: Positioned) -> Any:
+    """``key_selector`` of the record a ``Positioned`` carries.
+
+    Returns:
+        The record's key.
+    """
+    return key_selector(positioned.record)
 
 
 class _CarryKey(KeyedProcessFunction):

@@ -85,7 +85,7 @@ from ..runtime import (
 from ._fresh import fresh_reduce
 from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
-from ._keyed_input import CarriedKey
+from ._keyed_input import CarriedKey, Positioned
 from ._process_drain import drain_all, python_state_backend
 from ._second_input import OutsideEnvelope, outside_element, register_waits, wait_timer
 from ._switching import _MAX_EXPECTED_WAIT_MS, DRAIN_TIMESTAMP, KeySwitching, note_final_drain
@@ -262,11 +262,14 @@ class AgentOperator(KeyedProcessFunction):
         key = self._key = ctx.get_current_key()  # its identity (``KeyEncoding``)
         if type(value) is CarriedKey:  # a record of a KeyedStream, with its key (keyed by it)
             value = value.record
+        where = ""
+        if type(value) is Positioned:  # a record of from_kafka, with where it was read
+            where, value = value.where, value.record
         rejected = self.keys.rejected(key)
         if rejected is not None:  # its key selector failed, or its key has no encoding
             outside = type(value) is OutsideEnvelope
             yield ERROR_TAG, rejected_record(rejected, value.event if outside else value,
-                                             "outside event" if outside else "record"
+                                             "outside event" if outside else where or "record"
                                              ).model_dump(mode="json")
             return
         if type(value) is OutsideEnvelope:  # the second input (``_second_input``)
@@ -294,7 +297,7 @@ class AgentOperator(KeyedProcessFunction):
                     core.wait_for(key, left)
                 res = core.advance(key, state)
                 yield from self._emit(res)
-        res = core.on_input(key, value, state)
+        res = core.on_input(key, value, state, where)
         if res.outputs or res.errors:  # (else ``_emit`` has nothing to give: no call for it)
             yield from self._emit(res)
         self._schedule(key, res, ctx, progressed=True)
