@@ -270,7 +270,7 @@ class AgentOperator(KeyedProcessFunction):
             outside = type(value) is OutsideEnvelope
             yield ERROR_TAG, rejected_record(rejected, value.event if outside else value,
                                              "outside event" if outside else where or "record"
-                                             ).model_dump(mode="json")
+                                             ).json_row()
             return
         if type(value) is OutsideEnvelope:  # the second input (``_second_input``)
             yield from outside_element(self, key, value.event, ctx)
@@ -446,7 +446,7 @@ class AgentOperator(KeyedProcessFunction):
     def _emit(self, res: StepResult) -> Iterator[Any]:
         yield from res.outputs
         for err in res.errors:
-            yield ERROR_TAG, err.model_dump(mode="json")
+            yield ERROR_TAG, err.json_row()
         failpoint = self.options.failpoint
         if failpoint is not None and res.outputs:
             failpoint("outputs_emitted", None, {"outputs": res.outputs})

@@ -72,6 +72,21 @@ class ErrorRecord(BaseModel):
     input: Annotated[Any, AfterValidator(mask_known_value)] = None
     traceback: MaskedStr | None = None
 
+    def json_row(self) -> dict[str, Any]:
+        """Its JSON form, as the Flink error output carries it.
+
+        An input pydantic cannot write (nested deeper than its 255 levels) is shown by its
+        bounded ``repr`` (``shown_input``), so that the row, and the job, go on.
+
+        Returns:
+            ``model_dump(mode="json")``.
+        """
+        try:
+            return self.model_dump(mode="json")
+        except (ValueError, RecursionError):  # PydanticSerializationError is a ValueError
+            return self.model_copy(update={"input": shown_input(self.input)}).model_dump(
+                mode="json")
+
     def __str__(self) -> str:
         """One line: key, position, error (``print(error)``; ``repr`` has every field)."""
         from .._unread import error_line
