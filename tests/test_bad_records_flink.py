@@ -3,8 +3,8 @@
 A record nested 300 levels deep whose action fails: its error row could not be written
 (pydantic writes at most 255 levels), which failed the operator, and with it every restart
 (the same input comes again). Good records around it, a deep record that runs, and records
-the key selector refuses (the default ``"key"`` field missing, a dict key) must all be
-accounted for exactly once.
+the key selector refuses (the default ``"key"`` field missing, a dict key) and a record with
+no JSON form (a NaN) must all be accounted for exactly once.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ def rows() -> dict[str, list[Any]]:
 
     records = [{"key": "g", "n": 0}, {"key": "deep-boom", "boom": True, "d": bra.deep(300)},
                {"key": "g", "n": 1}, {"key": "deep-ok", "n": 2, "d": bra.deep(300)},
-               {"id": "no key field"}, {"key": {"a": 1}}, {"key": "g", "n": 3}]
+               {"id": "no key field"}, {"key": {"a": 1}}, {"key": "nan", "x": float("nan")},
+               {"key": "g", "n": 3}]
     env = create_stream_environment(execution_mode="thread", restart_attempts=0)
     pickled = Types.PICKLED_BYTE_ARRAY()
     agents = AgentsExecutionEnvironment.flink(env, metrics=False)
@@ -64,4 +65,12 @@ def test_records_the_key_selector_refuses_are_error_rows(rows):
     assert sorted(rejected, key=str) == sorted(
         [("UnkeyedRecordError", {"id": "no key field"}), ("TypeError", {"key": {"a": 1}})],
         key=str)
-    assert len(rows["err"]) == 3
+    assert len(rows["err"]) == 4
+
+
+def test_a_record_with_no_json_form_is_an_error_row_naming_it(rows):
+    # its execution_id was empty; rows of records not run say "record" on Flink
+    [row] = [e for e in rows["err"] if e["action"] == "<input>"]
+    assert (row["key"], row["execution_id"], row["error_type"]) == (
+        "nan", "record", "SerializationError")
+    assert "nan at $.x has no JSON form" in row["message"]

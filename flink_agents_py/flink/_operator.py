@@ -262,14 +262,14 @@ class AgentOperator(KeyedProcessFunction):
         key = self._key = ctx.get_current_key()  # its identity (``KeyEncoding``)
         if type(value) is CarriedKey:  # a record of a KeyedStream, with its key (keyed by it)
             value = value.record
-        where = ""
+        where = "record"  # as error rows of records not run name it: ``topic T ...`` below
         if type(value) is Positioned:  # a record of from_kafka, with where it was read
             where, value = value.where, value.record
         rejected = self.keys.rejected(key)
         if rejected is not None:  # its key selector failed, or its key has no encoding
             outside = type(value) is OutsideEnvelope
             yield ERROR_TAG, rejected_record(rejected, value.event if outside else value,
-                                             "outside event" if outside else where or "record"
+                                             "outside event" if outside else where
                                              ).json_row()
             return
         if type(value) is OutsideEnvelope:  # the second input (``_second_input``)
