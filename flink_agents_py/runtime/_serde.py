@@ -369,20 +369,22 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
         return _walk(value.value, where, path, active, tag_models, in_model)
     if value is None or isinstance(value, bool):
         return value
+    # a subclass of str, int or float is stored as its plain value, and a restore reads that
+    # back: the first run must get the plain value too (``str.__str__`` etc. copy it exactly)
     if isinstance(value, str):
         _check_text(value, where, path)
-        return value
+        return value if type(value) is str else str.__str__(value)
     if isinstance(value, int):
         if not _INT_MIN <= value <= _INT_MAX:
             raise SerializationError(
                 f"{where}: the integer {value} at {path} is beyond 64 bits: JSON readers "
                 "(and a restore) would turn it into a float, so it has no exact JSON form "
                 "here (pass it as a string)")
-        return value
+        return value if type(value) is int else int.__int__(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise SerializationError(f"{where}: {value!r} at {path} has no JSON form")
-        return value
+        return value if type(value) is float else float.__float__(value)
     plain = _row_form(value)
     if plain is not value:
         return _walk(plain, where, path, active, tag_models, in_model)

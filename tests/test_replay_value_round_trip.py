@@ -1,0 +1,80 @@
+"""Values an action gets live are the values a restore gives it back.
+
+Each scenario is a user's module run in its own process from a temporary directory: the
+agent runs fault-free and restored at every point a checkpoint could be taken
+(``check_replay_safety``), and the script prints what the action saw.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def run_script(tmp_path: pathlib.Path, body: str) -> dict:
+    """Run ``body`` as ``tmp_path/user_job.py``; its last stdout line is JSON."""
+    script = tmp_path / "user_job.py"
+    script.write_text(textwrap.dedent(body))
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={"PYTHONPATH": str(ROOT),
+                                                        "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_str_int_and_float_subclasses_come_back_as_plain_values_on_both_paths(tmp_path):
+    # a durable call returning a str subclass (a `Sku(str)`, an `int` flag type) handed the
+    # caller the subclass on the first run, and the plain value after a restore (the state's
+    # JSON form keeps no class): an `isinstance(x, Sku)` branch changed course on replay
+    out = run_script(tmp_path, """
+        import json
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+        from flink_agents_py.testing import check_replay_safety
+
+        class Sku(str):
+            pass
+
+        class Cents(int):
+            pass
+
+        class Ratio(float):
+            pass
+
+        def lookup() -> Sku:
+            return Sku("apple")
+
+        def price() -> dict:
+            return {"cents": Cents(120), "tax": [Ratio(0.2)]}
+
+        def kinds(*values):
+            return [type(v).__name__ for v in values]
+
+        class Shop(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+                sku = await ctx.durable_execute_async(lookup)
+                got = ctx.durable_execute(price)
+                ctx.short_term_memory.set("sku", Sku("pear"))
+                kept = ctx.short_term_memory.get("sku")
+                ctx.send_event(OutputEvent(output={
+                    "key": ctx.key,
+                    "kinds": kinds(sku, got["cents"], got["tax"][0], kept)}))
+
+        live = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(
+            Shop()).collect()
+        report = check_replay_safety(Shop(), [{"key": "a"}])
+        print(json.dumps({"live": live, "ok": report.ok, "table": report.table}))
+    """)
+    assert out["live"] == [{"key": "a", "kinds": ["str", "int", "float", "str"]}]
+    assert out["ok"], out["table"]
