@@ -78,3 +78,62 @@ def test_str_int_and_float_subclasses_come_back_as_plain_values_on_both_paths(tm
     """)
     assert out["live"] == [{"key": "a", "kinds": ["str", "int", "float", "str"]}]
     assert out["ok"], out["table"]
+
+
+def test_a_result_model_whose_validator_is_not_idempotent_fails_its_call_when_made(tmp_path):
+    # the result is handed over as rebuilt from its stored fields, which runs the model's
+    # validators a second time: `Order(qty=2)` with a doubling validator (qty 4) came back
+    # as qty 8, on the first run and after a restore alike, and nothing said so
+    out = run_script(tmp_path, """
+        import json
+        import pydantic
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+        from flink_agents_py.testing import check_replay_safety
+
+        class Order(pydantic.BaseModel):
+            qty: int
+
+            @pydantic.field_validator("qty")
+            @classmethod
+            def in_pairs(cls, qty: int) -> int:
+                return qty * 2
+
+        class Label(pydantic.BaseModel):   # a validator that normalises: rebuilds as stored
+            name: str
+
+            @pydantic.field_validator("name")
+            @classmethod
+            def tidy(cls, name: str) -> str:
+                return name.strip().lower()
+
+        def order() -> dict:
+            return {"orders": [Order(qty=2)]}
+
+        def label() -> Label:
+            return Label(name="  Apple ")
+
+        class Shop(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+                try:
+                    got = await ctx.durable_execute_async(order)
+                    seen = got["orders"][0].qty
+                except Exception as e:
+                    seen = f"{type(e).__name__}: {e}"
+                tag = ctx.durable_execute(label)
+                ctx.send_event(OutputEvent(output={"key": ctx.key, "seen": seen,
+                                                   "label": tag.name}))
+
+        live = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(
+            Shop()).collect()
+        report = check_replay_safety(Shop(), [{"key": "a"}])
+        print(json.dumps({"live": live, "ok": report.ok, "table": report.table}))
+    """)
+    (row,) = out["live"]
+    assert row["label"] == "apple"
+    assert row["seen"].startswith("SerializationError: result of durable call r0/on_input/c0: "
+                                  "its stored form rebuilds to another value at $.orders[0] "
+                                  "(Order: stored {'qty': 4}, rebuilt {'qty': 8})"), row
+    assert out["ok"], out["table"]

@@ -1,0 +1,72 @@
+"""Whether a stored value rebuilds to what was stored: models whose validators change it.
+
+A durable call's result is stored as its JSON form and handed over as rebuilt from it (the
+first run and a replay alike). Rebuilding a pydantic model runs its validators on the stored
+fields, which that model's validators already ran on once: a validator that is not
+idempotent (``return v * 2``, a ``mode="before"`` one that wraps its input) rebuilds another
+value than the function returned, on both paths, and nobody sees it. ``changed_by_rebuild``
+finds such a model, so the call can fail when it is made, as one whose stored form does not
+rebuild at all does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from .._serde import to_json_value
+
+__all__ = ["changed_by_rebuild"]
+
+_OWN = "flink_agents_py."
+"""Models of the framework itself (chat responses, messages): tested to rebuild as stored."""
+
+
+def changed_by_rebuild(stored: Any, rebuilt: Any, path: str = "$") -> str | None:
+    """Where a model rebuilt from ``stored`` no longer has the JSON form it was stored as.
+
+    Walks ``stored`` (a ``to_json_value`` form) beside ``rebuilt`` (its ``from_json_value``)
+    through dicts and lists, and compares each rebuilt model's JSON form with its stored one.
+
+    Args:
+        stored: the stored JSON form.
+        rebuilt: what was rebuilt from it.
+        path: where ``stored`` is, for the answer (``$``, ``$.a[2]``).
+
+    Returns:
+        ``"<path> (<Class>: stored <fields>, rebuilt <fields>)"`` for the first model that
+        changed, or ``None``.
+    """
+    if type(stored) is dict:
+        if isinstance(rebuilt, BaseModel):
+            cls = type(rebuilt)
+            if cls.__module__.startswith(_OWN):
+                return None
+            again = to_json_value(rebuilt, "a rebuilt result")
+            if again == stored:
+                return None
+            return (f"{path} ({cls.__qualname__}: stored {_short(stored.get('data'))}, "
+                    f"rebuilt {_short(again.get('data') if type(again) is dict else again)})")
+        if type(rebuilt) is not dict:
+            return None  # bytes, a UUID, a date... (rebuilt by their type, not validated)
+        inner = stored.get("data") if stored.get("$model", 0) is None else stored
+        if type(inner) is not dict:
+            return None
+        for k, v in inner.items():
+            if type(v) in (dict, list):
+                found = changed_by_rebuild(v, rebuilt.get(k), f"{path}.{k}")
+                if found:
+                    return found
+    elif type(stored) is list and type(rebuilt) is list:
+        for i, (v, r) in enumerate(zip(stored, rebuilt, strict=False)):
+            if type(v) in (dict, list):
+                found = changed_by_rebuild(v, r, f"{path}[{i}]")
+                if found:
+                    return found
+    return None
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
