@@ -61,6 +61,7 @@ from ..core._subgraph import resolve_subagent, subagent_input
 from ._identity import callees
 from ._journaled import journaled
 from ._ledger import CallLedger
+from ._order import check_displaced
 from ._outcomes import argument_shape, call_digest, fn_name, store_outcome
 from ._state import CallKind, CallRecord, InflightAction, RunState
 from ._versioning import check_arguments, is_strict, patched, replayed_outcome
@@ -108,7 +109,7 @@ class ActionExecution:
                  "_config", "_short_term_base", "_short_term", "_sensory_base", "_sensory",
                  "emitted", "_event_seq", "_unsent_ids", "calls", "commands", "_next_ordinal",
                  "finished", "diverged", "_owner", "used_long_term_memory", "ltm", "_clock",
-                 "key_memory", "key_merges", "memory_used")
+                 "key_memory", "key_merges", "memory_used", "displaced")
 
     def __init__(
         self, ledger: CallLedger, key: Any, execution_id: str, record: InflightAction,
@@ -146,6 +147,7 @@ class ActionExecution:
         self.key_memory = key_memory or short_term
         self.key_merges: list[KeyMerge] = []
         self.memory_used = False  # its short-term or sensory memory was used (it may write)
+        self.displaced: dict[str, str] | None = None  # records replayed to other arguments
 
     # -- what RunnerContext promises (``ActionContext`` delegates here) ------------------
     @property
@@ -566,6 +568,8 @@ class ActionExecution:
         if digest_name is None and kind is CallKind.FUNCTION:  # what it calls, how it binds
             call.callees, call.shape = callees(fn), argument_shape(fn, args, kwargs)
         self.calls[ordinal] = call
+        if rec is None and self.displaced:  # its record may have gone to an earlier call
+            check_displaced(self, call)
         if rec is not None and rec.done:
             self._replay(call, rec, command(call), strict)
             return call, None

@@ -9,7 +9,10 @@ call is another one, made out of place: these say when it is another recorded ca
 - ``reordered_by_nested``: the same digest, with the nested objects' state recorded for a
   later call (``_identity.bound_and_nested``);
 - ``moved_call``: the arguments of a call of a sibling execution, triggered by the same
-  event (two actions' names swapped).
+  event (two actions' names swapped);
+- ``_displaced_call``: the arguments recorded at an earlier position whose outcome the
+  replay handed to a call of other arguments (``_note_displaced``): a call added before a
+  recorded one, or calls in another order whose first out of place was never recorded.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from ...api import ReplayDivergenceError
 from ._outcomes import code_changed, shape_parts
 from ._state import CallRecord, InflightAction
 
-__all__ = ["moved_call", "reordered_by_nested", "reordered_call"]
+__all__ = ["check_displaced", "moved_call", "reordered_by_nested", "reordered_call",
+           "replayed_elsewhere"]
 
 
 def reordered_call(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
@@ -162,3 +166,109 @@ def _reordered(call: Any, rec: CallRecord, other: str, action: str) -> ReplayDiv
                "calls in another order than when they were recorded (e.g. it iterates over a "
                "set, whose order can change between processes); make the order deterministic "
                "(sorted(...))")
+
+
+def _note_displaced(displaced: dict[str, str] | None, call: Any, rec: CallRecord,
+                   calls: Mapping[str, CallRecord]) -> dict[str, str] | None:
+    """Remember that ``rec``'s outcome goes to ``call``, whose arguments no record has.
+
+    Such a call replays its position's record with the ``arguments changed`` warning: its
+    arguments may have changed harmlessly. When a later call of the execution then has the
+    arguments recorded there, that record was this later call's (``_displaced_call``). A
+    call whose arguments another record has is not noted: those are the lagging state of
+    its callable (``_lagging``), or a reordering already refused.
+
+    Args:
+        displaced: the execution's noted records, by digest (``None``: none yet).
+        call: the call being replayed (another digest than ``rec``).
+        rec: the record at its position.
+        calls: the execution's records, by ordinal.
+
+    Returns:
+        ``displaced``, with ``rec`` noted when it is.
+    """
+    if not rec.digest or any(other.digest == call.digest for other in calls.values()):
+        return displaced
+    displaced = displaced if displaced is not None else {}
+    displaced.setdefault(rec.digest, str(call.ordinal))
+    return displaced
+
+
+def _displaced_call(call: Any, displaced: dict[str, str], calls: Mapping[str, CallRecord],
+                   execution_id: str, action: str) -> ReplayDivergenceError | None:
+    """The divergence of a call whose recorded outcome a replay gave to another call.
+
+    A replay hands a call the record at its position; when its arguments match no record,
+    that is taken for a harmless change (``_note_displaced``). A later call with the
+    arguments recorded there shows it was not: a call was added before the recorded one
+    (``f("new")`` inserted before ``f("old")``), or the calls came in another order, and the
+    earlier call got this one's outcome. The action fails rather than go on with it.
+
+    Args:
+        call: the call being made (at a position with another record, or with none).
+        displaced: the execution's noted records, by digest.
+        calls: the execution's records, by ordinal.
+        execution_id: the execution's identity.
+        action: its action's name.
+
+    Returns:
+        The error to fail the action with, or ``None``.
+    """
+    ordinal = displaced.get(call.digest)
+    rec = calls.get(ordinal) if ordinal is not None else None
+    if rec is None or rec.kind is not call.kind or rec.target != call.target \
+            or code_changed(rec.shape, call.shape) or ordinal == str(call.ordinal):
+        return None
+    kind = rec.kind.value if rec.kind else ""
+    return ReplayDivergenceError(
+        call.call_id, action, (kind, rec.target or ""), (kind, call.target),
+        detail=f"its arguments are those recorded for {execution_id}/c{ordinal}, whose "
+               f"recorded outcome the replay already handed to {execution_id}/c{ordinal} "
+               "made with other arguments: a call was added before the recorded one, or the "
+               "calls come in another order, and that call got this one's outcome; branch "
+               "with ctx.patched(...) to add a call for new runs only, and make the order "
+               "deterministic (sorted(...))")
+
+
+def check_displaced(ctx: Any, call: Any) -> None:
+    """Fail ``ctx``'s execution when ``call``, made past its records, is a displaced one.
+
+    ``_displaced_call`` for a call the execution has no record for at its position (the
+    recorded calls were all handed out, one of them to a call of other arguments).
+
+    Args:
+        ctx: the action's execution (``ActionExecution``; it has noted displaced records).
+        call: the call being made.
+
+    Raises:
+        ReplayDivergenceError: as ``_displaced_call`` says.
+    """
+    record = ctx._record
+    err = _displaced_call(call, ctx.displaced, record.calls, ctx.execution_id, record.action)
+    if err is not None:
+        ctx._diverge(err)
+
+
+def replayed_elsewhere(ctx: Any, call: Any, rec: CallRecord, reruns: bool
+                       ) -> ReplayDivergenceError | None:
+    """Check a call replayed with another digest than its record's; note it when it is new.
+
+    Args:
+        ctx: the action's execution (``ActionExecution``).
+        call: the call being made, at ``rec``'s position.
+        rec: the record there (another digest).
+        reruns: ``rec`` holds no outcome and the call runs again (nothing is handed over).
+
+    Returns:
+        The error to fail the action with when ``call`` has the arguments of a record
+        handed to an earlier call (``_displaced_call``), or ``None``.
+    """
+    record = ctx._record
+    if ctx.displaced:
+        err = _displaced_call(call, ctx.displaced, record.calls, ctx.execution_id,
+                              record.action)
+        if err is not None:
+            return err
+    if not reruns:
+        ctx.displaced = _note_displaced(ctx.displaced, call, rec, record.calls)
+    return None

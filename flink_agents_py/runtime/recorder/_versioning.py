@@ -32,7 +32,7 @@ from ...api.internal import EVENT_CLASS_KEY, mask_secrets, shown_key
 from ...plan import ActionPlan, AgentPlan, FunctionRef
 from .._failures import with_original
 from .._serde import from_json_value
-from ._order import moved_call, reordered_by_nested, reordered_call
+from ._order import moved_call, reordered_by_nested, reordered_call, replayed_elsewhere
 from ._outcomes import code_changed, rebuild_exception, shape_parts
 from ._state import CallKind, CallRecord
 
@@ -158,7 +158,9 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
             detail=record.diverged))
     recoded = code_changed(rec.shape, call.shape)  # a lambda's code: not in its digest
     changed = bool(rec.digest) and rec.digest != call.digest or recoded
-    err = (reordered_call if changed else reordered_by_nested)(
+    err = replayed_elsewhere(ctx, call, rec, reruns) if changed and rec.digest != call.digest \
+        else None
+    err = err or (reordered_call if changed else reordered_by_nested)(
         call, rec, record.calls, ctx.execution_id, record.action)
     if err is None and changed and ctx.run is not None:  # another action's recorded call
         err = moved_call(call, rec, ctx.run.inflight, ctx.execution_id)
