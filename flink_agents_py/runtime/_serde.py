@@ -427,6 +427,9 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
             raise _TooDeep(path) from None
         finally:
             active.discard(ident)
+    if isinstance(value, (set, frozenset)) and in_model:  # a field: validated back as a set
+        return sorted((_walk(v, where, f"{path}[]", active, tag_models, in_model) for v in value),
+                      key=dumps)  # (in an order that is the same whatever the hash seed)
     if isinstance(value, (set, frozenset)):
         raise SerializationError(f"{where}: a {type(value).__name__} at {path} has no JSON "
                                  "form (use a list)")
