@@ -201,3 +201,41 @@ def test_pydantic_models_and_events_with_set_fields_are_stored_and_replay(tmp_pa
     # "arguments changed" finding: the stored form is the same whatever the seed
     assert "points restored again (PYTHONHASHSEED=" in out["table"], out["table"]
     assert out["ok"], out["table"]
+
+
+def test_str_subclass_and_str_enum_map_keys_come_back_as_plain_strings(tmp_path):
+    # a dict key of a str subclass (or a `str` enum member) stayed itself on the first run
+    # and came back a plain string after a restore, as the values did
+    out = run_script(tmp_path, """
+        import json
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.testing import check_replay_safety
+        from stock import Stock
+
+        live = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(
+            Stock()).collect()
+        report = check_replay_safety(Stock(), [{"key": "a"}])
+        print(json.dumps({"live": live, "ok": report.ok, "table": report.table}))
+    """, stock="""
+        import enum
+        from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+
+        class Sku(str):
+            pass
+
+        class Fruit(str, enum.Enum):
+            APPLE = "apple"
+
+        def levels() -> dict:
+            return {Sku("s1"): 3, Fruit.APPLE: 5}
+
+        class Stock(Agent):
+            @action(InputEvent)
+            @staticmethod
+            async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+                got = await ctx.durable_execute_async(levels)
+                ctx.send_event(OutputEvent(output={
+                    "keys": sorted(f"{k}:{type(k).__name__}" for k in got)}))
+    """)
+    assert out["live"] == [{"keys": ["apple:str", "s1:str"]}]
+    assert out["ok"], out["table"]

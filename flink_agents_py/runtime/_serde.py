@@ -411,6 +411,8 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
                             f"{where}: map key {k!r} ({type(k).__name__}) at {path} is not a string"
                         )
                     _check_text(k, where, f"{path} (a map key)")
+                    if type(k) is not str:  # (a str subclass's, a StrEnum member's: as a value)
+                        k = str.__str__(k)
                     out[k] = v if type(v) in _UNCHECKED else _walk(
                         v, where, f"{path}.{k}", active, tag_models, in_model)
                 return _escaped(out) if tag_models and not in_model and len(out) == 2 else out
