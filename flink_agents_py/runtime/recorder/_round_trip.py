@@ -13,14 +13,35 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from pydantic import BaseModel
 
 from .._serde import to_json_value
 
-__all__ = ["changed_by_rebuild"]
+__all__ = ["changed_by_rebuild", "holds_models"]
 
 _OWN = "flink_agents_py."
 """Models of the framework itself (chat responses, messages): tested to rebuild as stored."""
+
+
+def holds_models(stored: Any) -> bool:
+    """Whether a stored JSON form may hold a tagged model (cheap: one encoding, no walk).
+
+    Returns:
+        ``False`` for plain data (no model to compare), else ``True``.
+    """
+    if type(stored) is not dict and type(stored) is not list:
+        return False
+    if type(stored) is dict and type(stored.get("$model")) is str:  # a model (or a value type)
+        return True
+    try:
+        return _TAG in orjson.dumps(stored)
+    except orjson.JSONEncodeError:  # nested past orjson's depth: the walk decides
+        return True
+
+
+_TAG = b'"$model":"'
+"""How a tag naming a class (or a value type) starts in a stored form's JSON text."""
 
 
 def changed_by_rebuild(stored: Any, rebuilt: Any, path: str = "$") -> str | None:
