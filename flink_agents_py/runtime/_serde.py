@@ -39,7 +39,7 @@ from ..api.internal import (
     import_qualified,
     untag,
 )
-from ._typed_fields import TYPED_KEY, typed_fields
+from ._typed_fields import TYPED_KEY, set_fields, typed_fields
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
            "digest", "dumps", "is_tagged_model", "MODEL_TAG", "json_text", "loads"]
@@ -363,8 +363,12 @@ def _row_form(value: Any) -> Any:
     return dict(zip(names, values, strict=True)) if names else values
 
 
+_SET_FIELD = 2
+"""``_walk``'s ``in_model`` in a model field typed as a set (``_typed_fields.set_fields``)."""
+
+
 def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
-          in_model: bool) -> Any:
+          in_model: int) -> Any:
     if isinstance(value, enum.Enum):
         return _walk(value.value, where, path, active, tag_models, in_model)
     if value is None or isinstance(value, bool):
@@ -396,8 +400,10 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
         active.add(ident)
         try:
             if isinstance(value, BaseModel):
+                sets = set_fields(type(value))  # (fields typed as sets: stored as lists)
                 data = {k: v if type(v) in _UNCHECKED else
-                        _walk(v, where, f"{path}.{k}", active, tag_models, True)
+                        _walk(v, where, f"{path}.{k}", active, tag_models,
+                              _SET_FIELD if k in sets else True)
                         for k, v in _model_fields(value).items()}
                 if not tag_models or in_model:  # the outer model validates its fields back
                     return data
@@ -429,7 +435,7 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
             raise _TooDeep(path) from None
         finally:
             active.discard(ident)
-    if isinstance(value, (set, frozenset)) and in_model:  # a field: validated back as a set
+    if isinstance(value, (set, frozenset)) and in_model == _SET_FIELD:  # validated back a set
         return sorted((_walk(v, where, f"{path}[]", active, tag_models, in_model) for v in value),
                       key=dumps)  # (in an order that is the same whatever the hash seed)
     if isinstance(value, (set, frozenset)):

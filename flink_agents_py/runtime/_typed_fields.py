@@ -17,12 +17,13 @@ it always had.
 from __future__ import annotations
 
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableSet, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-__all__ = ["TYPED_KEY", "holds_model", "typed_fields"]
+__all__ = ["TYPED_KEY", "holds_model", "set_fields", "typed_fields"]
 
 TYPED_KEY = "$typed"
 """The key of an event's JSON form listing its untyped fields stored with models tagged."""
@@ -99,3 +100,31 @@ def typed_fields(event: BaseModel) -> list[str]:
         except RecursionError:  # nested too deeply: the JSON form's walk says where
             pass
     return found
+
+
+_SETS: dict[type[BaseModel], frozenset[str]] = {}
+"""Per model class: the JSON keys (alias or name) of its fields typed as sets."""
+_SET_TYPES = (set, frozenset, AbstractSet, MutableSet)
+
+
+def set_fields(cls: type[BaseModel]) -> frozenset[str]:
+    """The JSON keys of ``cls``'s fields typed ``set[...]``, ``frozenset[...]`` (or optional).
+
+    Such a field's value is stored as a list: its type validates the list back into a set.
+    A set in a field typed otherwise (``Any``, a ``dict`` of ``Any``) has no JSON form.
+
+    Returns:
+        The keys (alias or name), kept per class.
+    """
+    found = _SETS.get(cls)
+    if found is None:
+        found = _SETS[cls] = frozenset(f.alias or name for name, f in cls.model_fields.items()
+                                       if _set_like(f.annotation))
+    return found
+
+
+def _set_like(annotation: Any) -> bool:
+    if annotation in _SET_TYPES or get_origin(annotation) in _SET_TYPES:
+        return True
+    return get_origin(annotation) in (Union, types.UnionType) \
+        and any(_set_like(a) for a in get_args(annotation))
