@@ -250,3 +250,44 @@ def test_str_subclass_and_str_enum_map_keys_come_back_as_plain_strings(tmp_path)
     """)
     assert out["live"] == [{"keys": ["apple:str", "s1:str"]}]
     assert out["ok"], out["table"]
+
+
+def test_a_memory_write_of_a_model_whose_validator_is_not_idempotent_is_refused(tmp_path):
+    # memory keeps a model's stored form and a read rebuilds it, running its validators
+    # again: `Order(qty=2)` (qty 4 once validated) was read back as qty 8, every time
+    out = run_script(tmp_path, """
+        import json
+        import pydantic
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+
+        class Order(pydantic.BaseModel):
+            qty: int
+
+            @pydantic.field_validator("qty")
+            @classmethod
+            def in_pairs(cls, qty: int) -> int:
+                return qty * 2
+
+        class Basket(Agent):
+            @action(InputEvent)
+            @staticmethod
+            def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+                try:
+                    ctx.short_term_memory.set("orders", {"first": Order(qty=2)})
+                    seen = ctx.short_term_memory.get("orders")["first"].qty
+                except TypeError as e:
+                    seen = f"{type(e).__name__}: {e}"
+                ctx.short_term_memory.set("plain", {"first": {"qty": 2}})
+                ctx.send_event(OutputEvent(output={
+                    "seen": seen, "plain": ctx.short_term_memory.get("plain")}))
+
+        live = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(
+            Basket()).collect()
+        print(json.dumps({"live": live}))
+    """)
+    (row,) = out["live"]
+    assert row["plain"] == {"first": {"qty": 2}}
+    assert row["seen"].startswith(
+        "SerializationError: short_term_memory value at 'orders': its stored form rebuilds to "
+        "another value at $.first (Order: stored {'qty': 4}, rebuilt {'qty': 8})"), row

@@ -9,6 +9,7 @@ from typing import Any, cast
 from ...api import Memory, MemoryRef
 from ...api.internal import MemoryObject, memory_ref_of
 from .._serde import MODEL_TAG, from_json_value, is_tagged_model, to_json_value
+from ..recorder._round_trip import check_round_trip
 from ._nested import refuse_nested
 from ._owner import refuse_foreign
 
@@ -329,6 +330,8 @@ class ActionMemory(Memory):
 
     def _write(self, parts: list[str], path: str, value: Any) -> MemoryRef:
         stored = to_json_value(value, f"{self._name} value at {path!r}")
+        if type(stored) is dict or type(stored) is list:  # a model's validators: a read runs them
+            check_round_trip(stored, f"{self._name} value at {path!r}")
         _apply(self._own_view(), parts, stored)
         self.writes.append((parts, stored))
         key = (path, type(value).__qualname__)

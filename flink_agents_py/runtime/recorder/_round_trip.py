@@ -16,9 +16,10 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from .._serde import to_json_value
+from ...api import SerializationError
+from .._serde import from_json_value, to_json_value
 
-__all__ = ["changed_by_rebuild", "holds_models"]
+__all__ = ["changed_by_rebuild", "check_round_trip", "holds_models"]
 
 _OWN = "flink_agents_py."
 """Models of the framework itself (chat responses, messages): tested to rebuild as stored."""
@@ -86,6 +87,28 @@ def changed_by_rebuild(stored: Any, rebuilt: Any, path: str = "$") -> str | None
                 if found:
                     return found
     return None
+
+
+def check_round_trip(stored: Any, where: str) -> None:
+    """Refuse a stored form whose models rebuild to another value (a memory write's).
+
+    Args:
+        stored: the value's stored JSON form.
+        where: what is stored, for the error (``short_term_memory value at 'order'``).
+
+    Raises:
+        SerializationError: naming ``where``, the path, the model and both forms.
+    """
+    if holds_models(stored):
+        try:
+            changed = changed_by_rebuild(stored, from_json_value(stored))
+        except Exception:  # noqa: BLE001 - one that does not rebuild at all: read's to say
+            return
+        if changed:
+            raise SerializationError(
+                f"{where}: its stored form rebuilds to another value at {changed}: a "
+                "validator of the model changes what it is given (one that is not "
+                "idempotent), so a read would not give back the value written")
 
 
 def _short(value: Any, limit: int = 120) -> str:
