@@ -18,11 +18,14 @@ from ..api.internal import event_class_for
 if TYPE_CHECKING:
     from .recorder._execution import ActionExecution
 
-__all__ = ["send_memory_events"]
+__all__ = ["WRITE_TYPES", "send_memory_events"]
 
 _WRITE_EVENTS = (("_short_term_write_event", "short-term-write", "short_term_writes"),
                  ("_sensory_write_event", "sensory-write", "sensory_writes"))
 _SWITCH = "memory.generate-event"
+WRITE_TYPES = tuple(t for t, _, _ in _WRITE_EVENTS)
+"""The write event types: the core looks them up in ``plan.actions_by_event`` inline, so an
+action that used memory in an agent not listening costs no call (``tests/test_call_budget``)."""
 
 
 def _enabled(config: dict[str, Any], operation: str) -> bool:

@@ -31,7 +31,7 @@ from ...api.internal import EVENT_ID_SOURCE
 from ...plan import ActionPlan, AgentPlan, warn_if_returned
 from .._builtins import BUILTIN_NAMES
 from .._failures import FailureLog, never_awaited
-from .._memory_events import send_memory_events
+from .._memory_events import WRITE_TYPES, send_memory_events
 from .._resources import ResourceEnvironment, check_resources
 from .._serde import event_json
 from .._unread import logged
@@ -111,10 +111,7 @@ class AgentCore(UnfinishedCore):
     """
 
     def __init__(
-        self,
-        plan: AgentPlan,
-        *,
-        max_in_flight: int = 32,
+        self, plan: AgentPlan, *, max_in_flight: int = 32,
         notify: Callable[[Any], None] | None = None,
         journal: Journal | None = None, failpoint: Failpoint | None = None,
         observer: Observer | None = None, key_value: Callable[[Any], Any] | None = None,
@@ -573,7 +570,8 @@ class AgentCore(UnfinishedCore):
             error = commit_long_term_memory(ctx, error)
         if error is None and ctx.diverged is None and (ctx.calls or task.reentered):
             error = completion_error(ctx, task.reentered, self._warned_sites)
-        if error is None and ctx.memory_used:  # Flink Agents' memory write events
+        if error is None and ctx.memory_used and (  # Flink Agents' memory write events
+                WRITE_TYPES[0] in (by := ctx.plan.actions_by_event) or WRITE_TYPES[1] in by):
             error = send_memory_events(ctx)
         ctx.finished = True
         if ctx.diverged is not None:  # a replay divergence fails the action, caught or not

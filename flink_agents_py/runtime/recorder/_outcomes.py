@@ -29,7 +29,7 @@ from .._serde import digest, dumps, from_json_value, to_json_value
 from ._code import code_steps
 from ._hidden_state import made_in_function
 from ._identity import bound_and_nested, bound_state, run_time_functions
-from ._round_trip import changed_by_rebuild, holds_models
+from ._round_trip import REBUILD_AS_STORED, changed_by_rebuild, holds_models
 from ._state import CallRecord
 from ._value_classes import library_code, value_classes
 
@@ -332,7 +332,8 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
                 raise SerializationError(
                     f"{where}: its stored form does not rebuild ({type(e).__name__}: {e}), so "
                     f"a replay could not return it{hint}") from e
-            changed = changed_by_rebuild(stored, rebuilt) if holds_models(stored) else None
+            changed = None if type(rebuilt) in REBUILD_AS_STORED or not holds_models(stored) \
+                else changed_by_rebuild(stored, rebuilt)
             if changed:
                 raise SerializationError(
                     f"{where}: its stored form rebuilds to another value at {changed}: a "

@@ -19,10 +19,14 @@ from pydantic import BaseModel
 from ...api import SerializationError
 from .._serde import from_json_value, to_json_value
 
-__all__ = ["changed_by_rebuild", "check_round_trip", "holds_models"]
+__all__ = ["REBUILD_AS_STORED", "changed_by_rebuild", "check_round_trip", "holds_models"]
 
 _OWN = "flink_agents_py."
 """Models of the framework itself (chat responses, messages): tested to rebuild as stored."""
+
+REBUILD_AS_STORED: set[type] = set()
+"""The framework's model classes met as a whole result: a caller skips the check for them
+(``type(rebuilt) in REBUILD_AS_STORED``, no call: a chat's answer costs nothing here)."""
 
 
 def holds_models(stored: Any) -> bool:
@@ -64,6 +68,8 @@ def changed_by_rebuild(stored: Any, rebuilt: Any, path: str = "$") -> str | None
         if isinstance(rebuilt, BaseModel):
             cls = type(rebuilt)
             if cls.__module__.startswith(_OWN):
+                if path == "$":
+                    REBUILD_AS_STORED.add(cls)
                 return None
             again = to_json_value(rebuilt, "a rebuilt result")
             if again == stored:
