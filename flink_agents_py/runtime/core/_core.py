@@ -579,6 +579,8 @@ class AgentCore(UnfinishedCore):
         scope = ctx.scope
         step.live.pop(ctx.execution_id, None)
         step.run.inflight.pop(ctx.execution_id, None)
+        if step.run.invocations:  # sub-agent calls it left open: cancelled (``_waits``)
+            self._cancel_left_behind(step, ctx)
         if task.coro is not None:
             task.coro.close()
         if (probe := self.probe) is not None:

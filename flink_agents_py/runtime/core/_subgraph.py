@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 
 __all__ = ["POLL_PREFIX", "plan_at", "route_at_root", "route_in_scope", "open_invocation",
            "invocation_result", "record_for_caller", "cancel_invocation", "under_cancelled",
+           "cancel_left_behind",
            "check_result", "checked_result", "polling", "poll_result", "prepare_deferred",
            "resolve_subagent", "stop_cancelled_polls", "subagent_input"]
 
@@ -114,6 +115,36 @@ def cancel_invocation(run: RunState, inv_id: str) -> list[str]:
     for i in hit:
         run.invocations[i].cancelled = True
     return hit
+
+
+def cancel_left_behind(run: RunState, ctx: ActionExecution, warned: set[str]) -> list[str]:
+    """Cancel the sub-agent calls action execution ``ctx``, which has ended, left open.
+
+    A handle is valid only within the execution that submitted it, so once that execution
+    returned or raised, nobody can read such a call's result: as a task group's children
+    (or Temporal's child workflows when their parent closes), the call does not outlive it.
+    It is cancelled as ``handle.cancel()`` would (no further dispatch, its waits end, its
+    polls send their runs' cancel requests), instead of holding the key's later records
+    while it runs, or waits, for nobody. A WARNING names the line that submitted it (once
+    per line, in ``warned``).
+
+    Returns:
+        The ids of the invocations cancelled (those nested in them included).
+    """
+    cancelled: list[str] = []
+    for inv_id, inv in list(run.invocations.items()):
+        if inv.caller != ctx.execution_id or inv.cancelled:
+            continue
+        cancelled.extend(cancel_invocation(run, inv_id))
+        call = ctx.calls.get(inv.ordinal)
+        site = call.site if call is not None else ""
+        if site not in warned:
+            warned.add(site)
+            log.warning("the call %s of sub-agent %r%s was never awaited by action execution "
+                        "%s, which ended, so it was cancelled (nobody could read its result); "
+                        "await its handle, or cancel it", inv_id, inv.name,
+                        f" made at {site}" if site else "", ctx.execution_id)
+    return cancelled
 
 
 def under_cancelled_by(run: RunState, scope: str, ancestor: str) -> bool:

@@ -42,7 +42,7 @@ from ._commands import StartWait
 from ._inbox import Inbox
 from ._invocation_end import check_invocation
 from ._results import ErrorRecord, StepResult, shown_input
-from ._subgraph import stop_cancelled_polls, under_cancelled
+from ._subgraph import cancel_left_behind, stop_cancelled_polls, under_cancelled
 from ._tasks import Delivery, Step, Task
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ class WaitsCore:
     _key_value: Callable[[Any], Any]  # a key's value from the host's key (``KeyEncoding``)
     _inbox: Inbox
     _cancelled: list[str]  # sub-agent calls cancelled in the current step, to check
+    _warned_sites: set[str]  # the lines warned about once (a call never awaited...)
     ledger: CallLedger
 
     if TYPE_CHECKING:
@@ -392,6 +393,16 @@ class WaitsCore:
             error_type=ExternalEventError.__name__,
             message=f"{where}: the answer to approval {cid!r} {problem}",
             input={"key": key_json(key), "correlation_id": cid, "payload": held.payload}))
+
+    def _cancel_left_behind(self, step: Step, ctx: ActionExecution) -> None:
+        """Cancel the sub-agent calls the ended action ``ctx`` never awaited; end their waits.
+
+        See ``_subgraph.cancel_left_behind``; their polls end at their next round.
+        """
+        left = cancel_left_behind(step.run, ctx, self._warned_sites)
+        if left:
+            self._cancelled.extend(left)
+            self._end_cancelled(step)
 
     def _end_cancelled(self, step: Step) -> None:
         """After sub-agent calls were cancelled: end their waits, then check each call.

@@ -1,0 +1,80 @@
+"""A sub-agent call its action never awaited, when that action ends (raises or returns).
+
+A handle is valid only within the action execution that submitted it, so once that execution
+has ended nobody can ever read the call's result. Yet the child went on: an internal
+sub-agent kept dispatching, polled its remote runs to their end (never asking the remote to
+cancel) and waited for outside events that might never come, and the key's later records
+waited for all of it (a wait with no timeout: held for good), silently. As structured
+concurrency has it (a task group, Temporal's parent-close policy), a child does not outlive
+the action that made it: such a call is now cancelled when its action ends, as
+``handle.cancel()`` would (its polls send the cancel request, its waits end), and a WARNING
+names the line that submitted it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+
+import pytest
+from support.harness import KEY, new_core, run_to_end
+from support.subagent_neighbour_agents import LINGER_POLLS
+from support.subagent_orphan_agents import leaving
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.plan import AgentPlan
+from flink_agents_py.runtime import InMemoryKeyState
+from flink_agents_py.testing import check_replay_safety
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _run(records):
+    return AgentsExecutionEnvironment.local().from_list(records).apply(leaving()).run()
+
+
+@pytest.mark.parametrize("end", ["raise", "return"])
+def test_a_remote_run_polled_by_a_child_left_behind_is_cancelled(end, probes, caplog):
+    records = [{"key": "a", "end": end, "kid": "polling"}, {"key": "a", "end": "next"}]
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        result = _run(records)
+    assert result.outputs == (["next"] if end == "raise" else ["returned", "next"])
+    assert [(e.action, e.message) for e in result.errors] == (
+        [("on_input", "the parent failed")] if end == "raise" else [])
+    assert probes["submit"] == 1
+    assert probes["cancel"] == 1  # the remote was asked to cancel its run
+    assert probes["fetch"] == 0
+    assert probes["status"] < LINGER_POLLS  # the polling ended with the action
+    [warned] = [r.getMessage() for r in caplog.records if "never awaited" in r.getMessage()]
+    assert "sub-agent 'polling'" in warned and "was cancelled" in warned
+    assert f"subagent_orphan_agents.py:{_line_of('# LEFT')}" in warned
+
+
+@pytest.mark.parametrize("end", ["raise", "return"])
+def test_a_wait_of_a_child_left_behind_ends_and_frees_the_key(end, probes):
+    state = InMemoryKeyState()
+    core = new_core(AgentPlan.from_agent(leaving()))
+    try:
+        first = core.on_input(KEY, {"key": KEY, "end": end, "kid": "waiting"}, state)
+        outputs, errors = run_to_end(core, state)
+    finally:
+        core.close()
+    assert probes["waiting"] >= 1
+    assert [*first.outputs, *outputs] == ([] if end == "raise" else ["returned"])
+    assert [e.message for e in [*first.errors, *errors]] == (
+        ["the parent failed"] if end == "raise" else [])
+    # the run is over: the key takes its next record (before, the child's wait held it)
+    assert state.run is None or not state.run.inflight, state.run.inflight
+
+
+def test_a_call_left_behind_replays_at_every_crash_point():
+    report = check_replay_safety(leaving(), [{"key": "a", "end": "raise", "kid": "waiting"},
+                                             {"key": "a", "end": "next"}], other_process=False)
+    report.assert_ok()
+
+
+def _line_of(marker: str) -> int:
+    import support.subagent_orphan_agents as agents
+
+    lines = inspect.getsource(agents).splitlines()
+    return next(i for i, line in enumerate(lines, 1) if marker in line)
