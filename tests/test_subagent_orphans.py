@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from support.harness import KEY, new_core, run_to_end
@@ -27,6 +31,8 @@ from flink_agents_py.runtime import InMemoryKeyState
 from flink_agents_py.testing import check_replay_safety
 
 pytestmark = pytest.mark.timeout(120)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(records):
@@ -78,3 +84,50 @@ def _line_of(marker: str) -> int:
 
     lines = inspect.getsource(agents).splitlines()
     return next(i for i, line in enumerate(lines, 1) if marker in line)
+
+
+USER_SCRIPT = '''\
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, InputEvent, InternalSubagent, OutputEvent,
+    ResourceDescriptor, ResourceType, action)
+
+
+class Researcher(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def research(event, ctx):
+        answer = await ctx.wait_for("human-" + event.input["topic"])
+        ctx.send_event(OutputEvent(output=answer))
+
+
+class Lead(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def plan(event, ctx):
+        if event.input.get("topic"):
+            await ctx.submit_subagent("researcher", {"topic": event.input["topic"]})
+            raise ValueError("no budget left")
+        ctx.send_event(OutputEvent(output="next record"))
+
+
+lead = Lead()
+lead.add_resource("researcher", ResourceType.AGENT, ResourceDescriptor(
+    InternalSubagent, agent=Researcher, input_schema='{"type": "object"}'))
+result = AgentsExecutionEnvironment.local().from_list(
+    [{"key": "k", "topic": "tides"}, {"key": "k"}]).apply(lead).run()
+print(result.outputs, [e.message for e in result.errors])
+'''
+
+
+def test_a_user_module_is_told_which_line_left_a_call_behind(tmp_path):
+    (tmp_path / "lead.py").write_text(USER_SCRIPT)
+    proc = subprocess.run([sys.executable, "lead.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=150,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "['next record'] ['no budget left']"
+    line = USER_SCRIPT.splitlines().index(
+        '            await ctx.submit_subagent("researcher", {"topic": event.input["topic"]})')
+    [warned] = [w for w in proc.stderr.splitlines() if "was never awaited" in w]
+    assert "sub-agent 'researcher'" in warned and f"lead.py:{line + 1}" in warned, warned
+    assert "so it was cancelled" in warned
