@@ -257,8 +257,11 @@ class RunnerContext(ABC):
         """
 
     @abstractmethod
-    async def submit_subagent(self, name: str, input: Any) -> SubagentFuture:
-        """Submit ``input`` to the ``AGENT`` resource ``name``; return the call's handle.
+    def submit_subagent(self, name: str, input: Any) -> Awaitable[SubagentFuture]:
+        """Submit ``input`` to the ``AGENT`` resource ``name``; await this for the call's handle.
+
+        ``handle = await ctx.submit_subagent(name, input)``: nothing is submitted until this
+        is awaited (one never awaited is logged as a WARNING naming its line).
 
         An unknown or non-``AGENT`` name gives a handle whose result is a failed
         ``SubagentResult`` naming the problem. ``result = await handle`` gives the

@@ -248,9 +248,9 @@ class SubagentSetup(Resource):
         """The name the sub-agent is registered under."""
         return self.resource_name
 
-    async def submit(self, ctx: RunnerContext, input: Any) -> SubagentFuture:
-        """Submit ``input`` and return the call's handle (see the module docstring)."""
-        return await ctx.submit_subagent(self.name, input)
+    def submit(self, ctx: RunnerContext, input: Any) -> Awaitable[SubagentFuture]:
+        """Submit ``input``; await this for the call's handle (see the module docstring)."""
+        return ctx.submit_subagent(self.name, input)
 
     def result_type(self) -> type | None:
         """The declared type of a successful result (narrows what a chat model sees)."""

@@ -30,6 +30,7 @@ from ...api import (
 )
 from ...api.internal import agent_metric_group, event_to_send, resource_type_argument
 from ..core._stepper import DURABLE_FUNCTION
+from ._calls import Submission
 from ._long_term_memory import ActionLongTermMemory, ActionMemorySet
 from ._memory import ActionMemory
 from ._nested import refuse_nested
@@ -148,10 +149,10 @@ class ActionContext(RunnerContext):
         return self._execution.chat(model, messages, prompt_args=prompt_args,
                                     output_schema=output_schema)
 
-    async def submit_subagent(self, name: str, input: Any) -> SubagentFuture:
+    def submit_subagent(self, name: str, input: Any) -> Awaitable[SubagentFuture]:
         """See ``RunnerContext.submit_subagent``."""
         refuse_nested("ctx.submit_subagent")
-        return await self._execution.submit_subagent(name, input)
+        return Submission(self._execution.submit_subagent(name, input), name)
 
     def patched(self, change_id: str) -> bool:
         """See ``RunnerContext.patched``."""

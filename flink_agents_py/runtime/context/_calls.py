@@ -8,10 +8,12 @@ recorded.
 
 from __future__ import annotations
 
+import inspect
+import logging
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -35,8 +37,10 @@ if TYPE_CHECKING:
     from ..core._commands import Command
     from ..recorder._execution import ActionExecution
 
-__all__ = ["DurableCall", "ChatFuture", "SubagentHandle", "chat_request", "creation_site",
-           "not_its_call", "put_unawaited", "unawaited", "unawaited_effect"]
+__all__ = ["DurableCall", "ChatFuture", "SubagentHandle", "Submission", "chat_request",
+           "creation_site", "not_its_call", "put_unawaited", "unawaited", "unawaited_effect"]
+
+log = logging.getLogger("flink_agents_py.runtime")
 
 
 def chat_request(model: str, messages: Any, prompt_args: dict[str, Any] | None,
@@ -325,6 +329,42 @@ def _not_awaited(what: str, name: str, call_id: str | None) -> str:
     where = f", in action execution {call_id.rsplit('/', 1)[0]}" if call_id else ""
     hint = "response = await ctx.chat(...)" if what == "ChatFuture" else "value = await call"
     return f"{what} has no attribute {name!r}: await it first ({hint}){where}"
+
+
+class Submission(Awaitable[Any]):
+    """What ``ctx.submit_subagent(...)`` returns: ``handle = await`` it.
+
+    Nothing is submitted until it is awaited. One dropped without being awaited (in a plain
+    action, which cannot await, or by a slip) submits nothing: a WARNING names the line that
+    made it (once per line), instead of Python's bare ``RuntimeWarning`` about a coroutine,
+    which points into the runtime.
+    """
+
+    __slots__ = ("_coro", "_name", "_site")
+    _warned: set[str] = set()  # the lines warned about, in this process
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        self._coro: Coroutine[Any, Any, Any] | None = coro
+        self._name, self._site = name, creation_site()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        coro, self._coro = self._coro, None  # (this object may go before the coroutine runs)
+        if coro is None:
+            raise RuntimeError(f"the submission to sub-agent {self._name!r} was awaited "
+                               "already: await the handle it gave instead")
+        return coro.__await__()
+
+    def __del__(self) -> None:
+        coro = self._coro
+        if coro is None or inspect.getcoroutinestate(coro) != inspect.CORO_CREATED:
+            return
+        coro.close()  # (else Python warns of it, at a line of the runtime)
+        if self._site not in Submission._warned:
+            Submission._warned.add(self._site)
+            log.warning("ctx.submit_subagent(%r, ...)%s was never awaited, so sub-agent %r was "
+                        "never called; submit with 'handle = await ctx.submit_subagent(...)' "
+                        "(in an async action), then 'result = await handle'", self._name,
+                        f" at {self._site}" if self._site else "", self._name)
 
 
 class _Settled:
