@@ -332,6 +332,43 @@ def test_compaction_summarizes_a_set_through_a_chat_model(tmp_path):
     assert chat.calls == 1
 
 
+def test_a_compaction_never_awaited_is_warned_about_naming_its_line(tmp_path, caplog):
+    """``m.acompact(...)`` without ``await`` compacted nothing, silently (Python's coroutine
+    warning pointed into the runtime); now a WARNING says so, naming the line."""
+    import logging
+
+    from flink_agents_py.api import ChatModelSetup
+    from flink_agents_py.integrations.chat_models import ScriptedChatModel
+    from flink_agents_py.runtime.context._calls import MustAwait
+
+    chat = ScriptedChatModel.from_function(lambda req: "SUMMARY")
+
+    async def act(event, ctx):
+        m = ctx.long_term_memory.get_memory_set("prefs")
+        if event.input["op"] == "add":
+            m.add(event.input["items"])
+        else:
+            m.acompact("summarizer")  # FORGOT-AWAIT
+        ctx.send_event(OutputEvent(output={"size": m.size()}))
+
+    agent = Editor(str(tmp_path / "db"))
+    agent._actions.clear()
+    agent.add_resource("scripted", ResourceType.CHAT_MODEL_CONNECTION, chat)
+    agent.add_resource("summarizer", ResourceType.CHAT_MODEL,
+                       ResourceDescriptor(ChatModelSetup, connection="scripted"))
+    agent.add_action("act", [InputEvent], act)
+    MustAwait._warned.clear()
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        outs = _run(agent, {"op": "add", "items": ["likes red", "size 9"]}, {"op": "compact"})
+    assert outs == [{"size": 2}, {"size": 2}] and chat.calls == 0
+    [warned] = [r.getMessage() for r in caplog.records if "never awaited" in r.getMessage()]
+    with open(__file__, encoding="utf-8") as f:
+        line = next(i for i, text in enumerate(f, 1) if text.rstrip().endswith("# FORGOT-AWAIT"))
+    assert f"test_long_term_memory.py:{line}" in warned, warned
+    assert "memory set 'prefs'.acompact('summarizer')" in warned
+    assert "never compacted" in warned and "await memory_set.acompact(" in warned
+
+
 def test_a_failing_commit_fails_the_action_and_applies_nothing(tmp_path):
     agent = Editor(str(tmp_path / "db"))
     store = ResourceEnvironment(AgentPlan.from_agent(agent)).get("kb", ResourceType.VECTOR_STORE)

@@ -35,9 +35,9 @@ pytestmark = pytest.mark.timeout(60)
 @pytest.fixture(autouse=True)
 def _warn_afresh():
     """Each line is warned about once per process: forget the lines warned about before."""
-    from flink_agents_py.runtime.context._calls import Submission
+    from flink_agents_py.runtime.context._calls import MustAwait
 
-    Submission._warned.clear()
+    MustAwait._warned.clear()
 
 RAN: list[Any] = []
 

@@ -30,7 +30,7 @@ from ...api import (
 )
 from ...api.internal import agent_metric_group, event_to_send, resource_type_argument
 from ..core._stepper import DURABLE_FUNCTION
-from ._calls import Submission
+from ._calls import submission
 from ._long_term_memory import ActionLongTermMemory, ActionMemorySet
 from ._memory import ActionMemory
 from ._nested import refuse_nested
@@ -152,7 +152,7 @@ class ActionContext(RunnerContext):
     def submit_subagent(self, name: str, input: Any) -> Awaitable[SubagentFuture]:
         """See ``RunnerContext.submit_subagent``."""
         refuse_nested("ctx.submit_subagent")
-        return Submission(self._execution.submit_subagent(name, input), name)
+        return submission(self._execution.submit_subagent(name, input), name)
 
     def patched(self, change_id: str) -> bool:
         """See ``RunnerContext.patched``."""

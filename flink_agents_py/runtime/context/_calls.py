@@ -37,8 +37,9 @@ if TYPE_CHECKING:
     from ..core._commands import Command
     from ..recorder._execution import ActionExecution
 
-__all__ = ["DurableCall", "ChatFuture", "SubagentHandle", "Submission", "chat_request",
-           "creation_site", "not_its_call", "put_unawaited", "unawaited", "unawaited_effect"]
+__all__ = ["DurableCall", "ChatFuture", "MustAwait", "SubagentHandle", "chat_request",
+           "creation_site", "not_its_call", "put_unawaited", "submission", "unawaited",
+           "unawaited_effect"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -331,27 +332,28 @@ def _not_awaited(what: str, name: str, call_id: str | None) -> str:
     return f"{what} has no attribute {name!r}: await it first ({hint}){where}"
 
 
-class Submission(Awaitable[Any]):
-    """What ``ctx.submit_subagent(...)`` returns: ``handle = await`` it.
+class MustAwait(Awaitable[Any]):
+    """An awaitable of the action's context that does nothing until it is awaited.
 
-    Nothing is submitted until it is awaited. One dropped without being awaited (in a plain
-    action, which cannot await, or by a slip) submits nothing: a WARNING names the line that
-    made it (once per line), instead of Python's bare ``RuntimeWarning`` about a coroutine,
-    which points into the runtime.
+    What ``ctx.submit_subagent(...)`` and ``memory_set.acompact(...)`` return. One dropped
+    without being awaited (in a plain action, which cannot await, or by a slip) does
+    nothing: a WARNING says what was not done, names the line that made it and the fix
+    (once per line), instead of Python's bare ``RuntimeWarning`` about a coroutine, which
+    points into the runtime.
     """
 
-    __slots__ = ("_coro", "_name", "_site")
+    __slots__ = ("_coro", "_what", "_effect", "_fix", "_site")
     _warned: set[str] = set()  # the lines warned about, in this process
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+    def __init__(self, coro: Coroutine[Any, Any, Any], what: str, effect: str, fix: str
+                 ) -> None:
         self._coro: Coroutine[Any, Any, Any] | None = coro
-        self._name, self._site = name, creation_site()
+        self._what, self._effect, self._fix, self._site = what, effect, fix, creation_site()
 
     def __await__(self) -> Generator[Any, None, Any]:
         coro, self._coro = self._coro, None  # (this object may go before the coroutine runs)
         if coro is None:
-            raise RuntimeError(f"the submission to sub-agent {self._name!r} was awaited "
-                               "already: await the handle it gave instead")
+            raise RuntimeError(f"{self._what} was awaited already: await it once")
         return coro.__await__()
 
     def __del__(self) -> None:
@@ -359,12 +361,22 @@ class Submission(Awaitable[Any]):
         if coro is None or inspect.getcoroutinestate(coro) != inspect.CORO_CREATED:
             return
         coro.close()  # (else Python warns of it, at a line of the runtime)
-        if self._site not in Submission._warned:
-            Submission._warned.add(self._site)
-            log.warning("ctx.submit_subagent(%r, ...)%s was never awaited, so sub-agent %r was "
-                        "never called; submit with 'handle = await ctx.submit_subagent(...)' "
-                        "(in an async action), then 'result = await handle'", self._name,
-                        f" at {self._site}" if self._site else "", self._name)
+        if self._site not in MustAwait._warned:
+            MustAwait._warned.add(self._site)
+            log.warning("%s%s was never awaited, %s; %s", self._what,
+                        f" at {self._site}" if self._site else "", self._effect, self._fix)
+
+
+def submission(coro: Coroutine[Any, Any, Any], name: str) -> MustAwait:
+    """What ``ctx.submit_subagent(name, ...)`` returns: ``handle = await`` it.
+
+    Returns:
+        The awaitable of the call's handle (nothing is submitted until it is awaited).
+    """
+    return MustAwait(coro, f"ctx.submit_subagent({name!r}, ...)",
+                     f"so sub-agent {name!r} was never called",
+                     "submit with 'handle = await ctx.submit_subagent(...)' (in an async "
+                     "action), then 'result = await handle'")
 
 
 class _Settled:

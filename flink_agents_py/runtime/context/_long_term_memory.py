@@ -47,7 +47,7 @@ import hmac
 import secrets
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ...api import (
@@ -69,6 +69,7 @@ from .._keys import key_text
 from .._knowledge import durable_target
 from .._memory_items import RESERVED, Horizon, MemoryStore, exec_tag
 from .._serde import digest, dumps, to_json_value
+from ._calls import MustAwait
 from ._nested import refuse_nested
 
 if TYPE_CHECKING:
@@ -321,9 +322,16 @@ class ActionMemorySet(MemorySet):
             self._ltm.log({"op": "delete", "set": self.name, "scope": self.scope, **also,
                            "ids": id_list, **self._ltm.tags()})
 
-    async def acompact(self, chat_model: str, *, instructions: str | None = None,
-                       max_items: int = 200) -> str | None:
+    def acompact(self, chat_model: str, *, instructions: str | None = None,
+                 max_items: int = 200) -> Awaitable[str | None]:
         """Summarize up to ``max_items`` items into one (see ``MemorySet.acompact``)."""
+        return MustAwait(self._acompact(chat_model, instructions, max_items),
+                         f"memory set {self.name!r}.acompact({chat_model!r})",
+                         "so the set was never compacted",
+                         "write 'await memory_set.acompact(...)' (in an async action)")
+
+    async def _acompact(self, chat_model: str, instructions: str | None, max_items: int
+                        ) -> str | None:
         items = self.get(limit=max_items)  # oldest first, then this action's own adds
         if len(items) < 2:
             return None
