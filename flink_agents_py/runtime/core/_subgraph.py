@@ -203,7 +203,29 @@ def route_in_scope(root: AgentPlan, run: RunState, scope: str, event: Event
         except SerializationError:  # a leaf only pydantic renders (a UUID...): its form
             output = event_json(event, f"event {event.id}")["output"]
         inv.outputs.append(output)
-    return plan.actions_for(event.type)
+        return plan.actions_for(event.type)
+    actions = plan.actions_for(event.type)
+    if not actions:
+        _unheard(plan, inv.name, event.type)
+    return actions
+
+
+_UNHEARD: set[tuple[str, str]] = set()
+"""The ``(child agent, event type)`` pairs ``_unheard`` warned about, in this process."""
+
+
+def _unheard(plan: AgentPlan, name: str, event_type: str) -> None:
+    """Warn that an event of a sub-agent's flow triggers no action of it (it is dropped).
+
+    Once per child agent and event type, as ``route_at_root`` warns of the agent's own flow.
+    """
+    if (plan.agent, event_type) in _UNHEARD:
+        return
+    _UNHEARD.add((plan.agent, event_type))
+    log.warning("events of type %r trigger no action of sub-agent %r (agent %s; its actions: "
+                "%s) and are dropped: is an @action(%s) missing?", event_type, name,
+                plan.agent or "?", ", ".join(n for n in plan.actions if not n.startswith("_"))
+                or "none", event_type)
 
 
 def open_invocation(run: RunState, command: StartChat | StartSubagent, caller: str,
