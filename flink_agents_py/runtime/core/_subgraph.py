@@ -71,6 +71,9 @@ __all__ = ["POLL_PREFIX", "plan_at", "route_at_root", "route_in_scope", "open_in
            "check_result", "checked_result", "polling", "poll_result", "prepare_deferred",
            "resolve_subagent", "stop_cancelled_polls", "subagent_input"]
 
+NOT_STARTED_WARN_S = 60.0
+"""How long a polled run may say ``not_started`` (after its submit) before a WARNING says so."""
+
 POLL_PREFIX = "#poll/"
 """The id in ``RunState.waits`` of an async sub-agent poll's deadline: this, then its call id."""
 
@@ -418,6 +421,7 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, 
             ``SubagentResult`` (a fault of the setup, as what they raise is).
     """
     deadline: float | None = None  # on the monotonic clock
+    unknown_since: float | None = None  # since when the remote says it has no such run
     if deadline_ms is not None:
         deadline = time.monotonic() + (deadline_ms - time.time_ns() / 1e6) / 1000
     elif setup.timeout_s is not None:
@@ -436,6 +440,7 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, 
         if status.state == "failed":
             why = f": {status.error}" if status.error else " (its status gave no reason)"
             return SubagentResult.failed(f"sub-agent {name!r}: the remote run failed{why}")
+        unknown_since = _still_unknown(status, unknown_since, setup, session_id, call_id, name)
         wait = setup.status_poll_interval_millis / 1000
         if deadline is not None:  # the last probe is at the deadline
             left = deadline - time.monotonic()
@@ -449,6 +454,34 @@ async def poll_result(setup: AsyncSubagentSetup, session_id: str, call_id: str, 
                        else "it was sent its cancel request"))
             wait = min(wait, left)
         await sleep_without_slot(wait)  # its I/O slot runs other calls between polls
+
+
+def _still_unknown(status: RunStatus, since: float | None, setup: AsyncSubagentSetup,
+                   session_id: str, call_id: str, name: str) -> float | None:
+    """Track a polled run the remote says it never started; warn once it has said so long.
+
+    Its submit request was sent and recorded, so a remote that keeps answering
+    ``not_started`` has lost the run, or never got it (an unknown call id): polling goes on
+    (a queued run may answer so for a while) until ``timeout_s``, or for ever without one,
+    and a WARNING after ``NOT_STARTED_WARN_S`` says which run and why the key waits.
+
+    Returns:
+        Since when (monotonic) it has answered ``not_started`` without a break (``None``:
+        its last answer was another; ``-1.0``: warned already).
+    """
+    if status.state != "not_started":
+        return None
+    now = time.monotonic()
+    if since is None or since < 0:
+        return now if since is None else since
+    if now - since < NOT_STARTED_WARN_S:
+        return since
+    log.warning("sub-agent %r: for %.0f s the remote has answered that run %s#%s was never "
+                "started, though its submit request was sent and recorded (a lost run, or an "
+                "id it does not know?); still polling it, %s", name, now - since, session_id,
+                call_id, f"up to timeout_s={setup.timeout_s:g} s" if setup.timeout_s
+                else "for ever: no timeout_s is set")
+    return -1.0
 
 
 async def _cancel_remote(setup: AsyncSubagentSetup, session_id: str, call_id: str,
