@@ -136,10 +136,10 @@ def cancel_left_behind(run: RunState, ctx: ActionExecution, warned: set[str]) ->
     """
     cancelled: list[str] = []
     for inv_id, inv in list(run.invocations.items()):
-        if inv.caller != ctx.execution_id or inv.cancelled:
-            continue
-        cancelled.extend(cancel_invocation(run, inv_id))
         call = ctx.calls.get(inv.ordinal)
+        if inv.caller != ctx.execution_id or inv.cancelled or (call is not None and call.used):
+            continue  # (awaited: answered from the journal after a restore, its child goes on)
+        cancelled.extend(cancel_invocation(run, inv_id))
         site = call.site if call is not None else ""
         if site not in warned:
             warned.add(site)
