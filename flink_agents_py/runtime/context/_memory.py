@@ -85,8 +85,8 @@ def _split(path: str) -> list[str]:
 
 def _get(tree: dict[str, Any], parts: list[str], default: Any) -> Any:
     node: Any = tree
-    for p in parts:
-        if not isinstance(node, dict) or p not in node:
+    for p in parts:  # a stored model is a value: its tagged form has no fields to read
+        if not isinstance(node, dict) or p not in node or (p == "data" and MODEL_TAG in node):
             return default
         node = node[p]
     return node
@@ -96,7 +96,7 @@ def _apply(tree: dict[str, Any], parts: list[str], value: Any) -> None:
     node = tree
     for p in parts[:-1]:
         nxt = node.get(p)
-        if not isinstance(nxt, dict):
+        if not isinstance(nxt, dict) or MODEL_TAG in nxt:  # a value, a stored model too
             if value is _DELETE:
                 return
             nxt = node[p] = {}
@@ -126,7 +126,7 @@ def priors(tree: dict[str, Any], writes: list[tuple[list[str], Any]]) -> list[li
     for parts, _ in writes:
         node: Any = tree
         for j, p in enumerate(parts):
-            if not isinstance(node, dict):  # a value where the write makes a branch
+            if not isinstance(node, dict) or MODEL_TAG in node:  # a value: the write made a branch
                 out.append([parts[:j], _copy(node)])
                 break
             if p not in node:
@@ -365,5 +365,5 @@ class ActionMemory(Memory):
         hidden = RESERVED_ROOTS if self._name == "short_term_memory" else SENSORY_RUNTIME_ROOTS
         if not hidden.keys().isdisjoint(tree):
             tree = {k: v for k, v in tree.items() if k not in hidden}
-        copied: dict[str, Any] = _copy(tree)
+        copied: dict[str, Any] = _read(tree)  # its models rebuilt, as ``get`` reads them
         return copied
