@@ -91,7 +91,7 @@ class MemorySet(ABC):
 
     @abstractmethod
     def get(self, ids: str | list[str] | None = None, filters: dict[str, Any] | None = None,
-            limit: int = 100) -> list[MemorySetItem]:
+            limit: int | None = 100) -> list[MemorySetItem]:
         """Items by id, or up to ``limit`` items matching ``filters``.
 
         The action's own pending adds and deletes are applied.
@@ -99,10 +99,13 @@ class MemorySet(ABC):
         Args:
             ids: one id or a list of ids; when given, ``filters`` and ``limit`` are ignored.
             filters: metadata field values the items must have.
-            limit: the most items to return.
+            limit: the most items to return (a whole number >= 0); ``None``: every item.
 
         Returns:
             The items found.
+
+        Raises:
+            ValueError: for another ``limit`` (before anything is read).
         """
 
     @abstractmethod
@@ -112,12 +115,15 @@ class MemorySet(ABC):
 
         Args:
             query: the text to search for.
-            limit: the most items to return.
+            limit: the most items to return (a whole number >= 0).
             filters: metadata field values the items must have.
             **kwargs: arguments of the vector store's query.
 
         Returns:
             The items, closest first.
+
+        Raises:
+            ValueError: for another ``limit`` (before anything is read).
         """
 
     @abstractmethod
@@ -207,7 +213,8 @@ class BaseLongTermMemory(ABC):
         return self._set(memory_set).add(memory_items, metadatas)
 
     def get(self, memory_set: MemorySet | str, ids: str | list[str] | None = None,
-            filters: dict[str, Any] | None = None, limit: int = 100) -> list[MemorySetItem]:
+            filters: dict[str, Any] | None = None, limit: int | None = 100
+            ) -> list[MemorySetItem]:
         """``memory_set.get(ids, filters, limit)`` (Flink Agents' form).
 
         Returns:

@@ -203,6 +203,16 @@ def _secret(store: VectorStore, collection: str | None) -> bytes:
     return secret
 
 
+def _check_limit(limit: Any, what: str, hint: str = "") -> None:
+    """Refuse a count that is not a whole number >= 0 (``True`` is not one either).
+
+    Raises:
+        ValueError: naming ``what`` and the value (before anything is read).
+    """
+    if type(limit) is not int or limit < 0:
+        raise ValueError(f"{what}: limit must be a whole number >= 0, got {limit!r}{hint}")
+
+
 class ActionMemorySet(MemorySet):
     """One memory set of one action (see the module docstring)."""
 
@@ -269,11 +279,14 @@ class ActionMemorySet(MemorySet):
         return list(added.values()), deleted, cleared
 
     def get(self, ids: str | list[str] | None = None, filters: dict[str, Any] | None = None,
-            limit: int = 100) -> list[MemorySetItem]:
+            limit: int | None = 100) -> list[MemorySetItem]:
         """Items by id, or up to ``limit`` matching ``filters`` (one durable call)."""
         id_list = [ids] if isinstance(ids, str) else (list(ids) if ids is not None else None)
+        if id_list is None and limit is not None:
+            _check_limit(limit, f"memory set {self.name!r} get",
+                         " (get(limit=None) reads every item)")
         added, deleted, cleared = self._pending()
-        fetch = None if id_list is not None else limit + len(deleted)
+        fetch = None if id_list is not None or limit is None else limit + len(deleted)
         stored = self._ltm.read(self._label("get"), self._ltm.backend().get, self.name,
                                 self.read_as, id_list, filters, fetch)
         keep = [] if cleared else [s for s in stored if s.id not in deleted]
@@ -289,12 +302,14 @@ class ActionMemorySet(MemorySet):
     def search(self, query: str, limit: int, filters: dict[str, Any] | None = None,
                **kwargs: Any) -> list[MemorySetItem]:
         """The ``limit`` stored items closest to ``query`` (two durable calls: embed, search)."""
+        _check_limit(limit, f"memory set {self.name!r} search")
         vector = self._ltm.call(self._label("embed"), self._embed(), query)
         return self._search(vector, limit, filters, kwargs)
 
     async def asearch(self, query: str, limit: int, filters: dict[str, Any] | None = None,
                       **kwargs: Any) -> list[MemorySetItem]:
         """Async ``search``: the query is embedded on the I/O executor, then searched."""
+        _check_limit(limit, f"memory set {self.name!r} search")
         vector = await self._ltm.acall(self._label("embed"), self._embed(), query)
         return self._search(vector, limit, filters, kwargs)
 
@@ -325,6 +340,7 @@ class ActionMemorySet(MemorySet):
     def acompact(self, chat_model: str, *, instructions: str | None = None,
                  max_items: int = 200) -> Awaitable[str | None]:
         """Summarize up to ``max_items`` items into one (see ``MemorySet.acompact``)."""
+        _check_limit(max_items, f"memory set {self.name!r} compaction's max_items")
         return MustAwait(self._acompact(chat_model, instructions, max_items),
                          f"memory set {self.name!r}.acompact({chat_model!r})",
                          "so the set was never compacted",

@@ -1,0 +1,88 @@
+"""A memory set's ``limit`` is a whole number >= 0, or ``None`` for every item of ``get``.
+
+Failed before its fix: ``get(limit=None)`` (every item, as ``VectorStore.get`` reads it)
+raised ``TypeError: unsupported operand type(s) for +: 'NoneType' and 'int'`` from inside the
+runtime; ``get(limit=-1)`` gave every item but the last, silently; ``search(query, None)``
+gave no item, silently; ``search(query, -1)`` failed in the store's recorded call.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("chromadb")
+
+REPO = Path(__file__).resolve().parents[1]
+
+PROGRAM = '''
+import json, sys
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, EmbeddingModelSetup, InputEvent, LongTermMemoryOptions,
+    OutputEvent, ResourceDescriptor, ResourceType)
+from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel
+from flink_agents_py.integrations.vector_stores import ChromaVectorStore
+
+
+class Notes(Agent):
+    def __init__(self, path):
+        super().__init__()
+        self.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                          HashingEmbeddingModel(dimension=16))
+        self.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                          ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+        self.add_resource("kb", ResourceType.VECTOR_STORE,
+                          ResourceDescriptor(ChromaVectorStore, embedding_model="emb",
+                                             persist_directory=path))
+        self.add_action("note", [InputEvent], Notes.note)
+        self.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+
+    @staticmethod
+    def note(event, ctx):
+        notes = ctx.long_term_memory.get_memory_set("notes")
+        if event.input["step"] == 1:
+            notes.add(["likes red", "size 9", "lives in Oslo"])
+            ctx.send_event(OutputEvent(output={}))
+            return
+        out = {"all": [i.value for i in notes.get(limit=None)],
+               "two": len(notes.get(limit=2)),
+               "compat_all": len(ctx.long_term_memory.get(notes, limit=None))}
+        for name, call in (("get_-1", lambda: notes.get(limit=-1)),
+                           ("get_true", lambda: notes.get(limit=True)),
+                           ("search_none", lambda: notes.search("size", None)),
+                           ("search_-1", lambda: notes.search("size", -1))):
+            try:
+                out[name] = len(call())
+            except ValueError as e:
+                out[name] = str(e)
+        ctx.send_event(OutputEvent(output=out))
+
+
+records = [{"key": "u", "step": 1}, {"key": "u", "step": 2}]
+result = AgentsExecutionEnvironment.local().from_list(records).apply(Notes(sys.argv[1])).run()
+assert not result.errors, result.errors
+print(json.dumps(result.outputs))
+'''
+
+
+def test_a_users_program_reads_every_item_and_is_told_of_a_bad_limit(tmp_path):
+    script = tmp_path / "notes.py"
+    script.write_text(textwrap.dedent(PROGRAM))
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "db")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=180,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    _, read = json.loads(done.stdout.splitlines()[-1])
+    assert read["all"] == ["likes red", "size 9", "lives in Oslo"]  # oldest first
+    assert read["two"] == 2 and read["compat_all"] == 3
+    assert read["get_-1"] == ("memory set 'notes' get: limit must be a whole number >= 0, "
+                              "got -1 (get(limit=None) reads every item)")
+    assert "got True" in read["get_true"]
+    assert read["search_none"] == ("memory set 'notes' search: limit must be a whole number "
+                                   ">= 0, got None")
+    assert "got -1" in read["search_-1"]
