@@ -118,3 +118,65 @@ def test_write_events_reach_the_actions_listening_to_them(tmp_path):
                       {"u1": ["u1", {"visits": 2, "user.tier": "gold"}]},
                       {"u1": {"scratch": 8}}])
     assert off == str([{"u1": {"scratch": 7}}, {"u1": {"scratch": 8}}])
+
+
+DELETING = """
+    from pydantic import BaseModel
+    from flink_agents_py.compat import (Agent, AgentsExecutionEnvironment, Event, InputEvent,
+        OutputEvent, RunnerContext, SensoryWriteEvent, ShortTermWriteEvent, action)
+
+
+    class Cart(BaseModel):
+        items: list[str]
+
+
+    class Checkout(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def pay(event: Event, ctx: RunnerContext) -> None:
+            stm = ctx.short_term_memory
+            stm.set("cart", Cart(items=["pen"]))
+            stm.set("receipt", b"%PDF")
+            stm.delete("cart")  # paid: the cart goes
+            stm.delete("never.there")
+            ctx.sensory_memory.set("tmp", 1)
+            ctx.sensory_memory.delete("tmp")
+
+        @action(ShortTermWriteEvent)
+        @staticmethod
+        def audit(event: Event, ctx: RunnerContext) -> None:
+            value = ShortTermWriteEvent.from_event(event).value
+            ctx.send_event(OutputEvent(output={k: repr(v) for k, v in value.items()}))
+
+        @action(SensoryWriteEvent)
+        @staticmethod
+        def sensed(event: Event, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent(output=event.attributes["value"]))
+
+        @action(InputEvent)
+        @staticmethod
+        def keep(event: Event, ctx: RunnerContext) -> None:
+            ctx.short_term_memory.set("last", Cart(items=[str(event.input)]))
+
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "u1", "value": 7}]).apply(Checkout()).to_list()
+    env.execute()
+    print(sorted(map(repr, out)))
+"""
+
+
+def test_write_events_name_deleted_paths_and_carry_values_as_read(tmp_path):
+    """A delete failed the action that made it (``SerializationError``: the runtime's marker
+    of a deleted path has no JSON form) and a stored model or ``bytes`` came in the runtime's
+    stored form (``{"$model": ..., "data": ...}``); now a deleted path is ``None`` and a value
+    is plain JSON, as Flink Agents' event holds it (a model's fields, bytes as base64)."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent(DELETING))
+    done = subprocess.run([sys.executable, "prog.py"], cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == str(sorted(map(repr, [
+        {"u1": {"cart": "None", "receipt": repr("JVBERg=="), "never.there": "None"}},
+        {"u1": {"last": repr({"items": ["7"]})}},
+        {"u1": {"tmp": None}}])))

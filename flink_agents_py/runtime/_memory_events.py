@@ -11,9 +11,15 @@ agent listens to its type, so an agent that does not costs nothing.
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_jsonable_python
+
 from ..api.internal import event_class_for
+from ._serde import from_json_value
+from .context._memory import _DELETE
 
 if TYPE_CHECKING:
     from .recorder._execution import ActionExecution
@@ -37,6 +43,24 @@ def _enabled(config: dict[str, Any], operation: str) -> bool:
     return True
 
 
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):  # as Flink Agents' Jackson writes a byte[]
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return to_jsonable_python(value)  # a model's fields, a UUID's or a date's text
+
+
+def _as_json(stored: Any) -> Any:
+    """A written value as a write event's JSON map holds it (Flink Agents': plain JSON).
+
+    The value ``get`` reads (its models, bytes, UUIDs rebuilt from the stored form), in JSON:
+    a model as its fields, ``bytes`` as base64 text, as ``ShortTermWriteEvent`` takes them.
+
+    Returns:
+        The JSON value.
+    """
+    return json.loads(json.dumps(from_json_value(stored), default=_json_default))
+
+
 def send_memory_events(ctx: ActionExecution) -> BaseException | None:
     """Send the memory write events of a completed action that the agent listens to.
 
@@ -53,7 +77,7 @@ def send_memory_events(ctx: ActionExecution) -> BaseException | None:
         writes = getattr(ctx, writes_of)()
         if not writes or not _enabled(ctx.plan.config, operation):
             continue
-        folded = {".".join(w[0]): (w[1] if len(w) > 1 else None) for w in writes}
+        folded = {".".join(w[0]): None if w[1] is _DELETE else _as_json(w[1]) for w in writes}
         try:
             ctx.send_event(event_class_for(event_type).model_validate(
                 {"type": event_type, "attributes": {"key": str(ctx.key), "value": folded}}))
