@@ -4,6 +4,10 @@ Failed before its fix: ``get(limit=None)`` (every item, as ``VectorStore.get`` r
 raised ``TypeError: unsupported operand type(s) for +: 'NoneType' and 'int'`` from inside the
 runtime; ``get(limit=-1)`` gave every item but the last, silently; ``search(query, None)``
 gave no item, silently; ``search(query, -1)`` failed in the store's recorded call.
+
+Also failed before its fix: after an action deleted an item, its ``search(query, n)`` asked
+the store for ``n`` items and left the deleted one out, so it gave fewer than ``n`` (none,
+when it had deleted the closest) while the set held more.
 """
 
 from __future__ import annotations
@@ -43,11 +47,19 @@ class Notes(Agent):
         self.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
 
     @staticmethod
-    def note(event, ctx):
+    async def note(event, ctx):
         notes = ctx.long_term_memory.get_memory_set("notes")
         if event.input["step"] == 1:
             notes.add(["likes red", "size 9", "lives in Oslo"])
             ctx.send_event(OutputEvent(output={}))
+            return
+        if event.input["step"] == 3:  # forget the closest, then search again
+            [closest] = notes.search("size 9", 1)
+            notes.delete(closest.id)
+            ctx.send_event(OutputEvent(output={
+                "closest": closest.value,
+                "next": [i.value for i in notes.search("size 9", 1)],
+                "next_two": [i.value for i in await notes.asearch("size 9", 2)]}))
             return
         out = {"all": [i.value for i in notes.get(limit=None)],
                "two": len(notes.get(limit=2)),
@@ -63,7 +75,7 @@ class Notes(Agent):
         ctx.send_event(OutputEvent(output=out))
 
 
-records = [{"key": "u", "step": 1}, {"key": "u", "step": 2}]
+records = [{"key": "u", "step": n} for n in (1, 2, 3)]
 result = AgentsExecutionEnvironment.local().from_list(records).apply(Notes(sys.argv[1])).run()
 assert not result.errors, result.errors
 print(json.dumps(result.outputs))
@@ -77,7 +89,7 @@ def test_a_users_program_reads_every_item_and_is_told_of_a_bad_limit(tmp_path):
                           capture_output=True, text=True, timeout=180,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr[-3000:]
-    _, read = json.loads(done.stdout.splitlines()[-1])
+    _, read, forgot = json.loads(done.stdout.splitlines()[-1])
     assert read["all"] == ["likes red", "size 9", "lives in Oslo"]  # oldest first
     assert read["two"] == 2 and read["compat_all"] == 3
     assert read["get_-1"] == ("memory set 'notes' get: limit must be a whole number >= 0, "
@@ -86,3 +98,7 @@ def test_a_users_program_reads_every_item_and_is_told_of_a_bad_limit(tmp_path):
     assert read["search_none"] == ("memory set 'notes' search: limit must be a whole number "
                                    ">= 0, got None")
     assert "got -1" in read["search_-1"]
+    # the action's own delete: the next closest items, as many as asked
+    assert forgot["closest"] == "size 9"
+    assert len(forgot["next"]) == 1 and forgot["next"][0] != "size 9"
+    assert sorted(forgot["next_two"]) == ["likes red", "lives in Oslo"]

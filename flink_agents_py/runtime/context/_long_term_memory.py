@@ -318,13 +318,11 @@ class ActionMemorySet(MemorySet):
 
     def _search(self, vector: list[float], limit: int, filters: dict[str, Any] | None,
                 kwargs: dict[str, Any]) -> list[MemorySetItem]:
-        found = self._ltm.read(self._label("search"), self._ltm.backend().search, self.name,
-                               self.read_as, vector, limit, filters, kwargs)
-        return self._without_deleted(found)
-
-    def _without_deleted(self, found: list[MemorySetItem]) -> list[MemorySetItem]:
         _, deleted, cleared = self._pending()
-        return [] if cleared else [f for f in found if f.id not in deleted]
+        # the closest ``limit`` the action has not deleted: as many more as it deleted
+        found = self._ltm.read(self._label("search"), self._ltm.backend().search, self.name,
+                               self.read_as, vector, limit + len(deleted), filters, kwargs)
+        return [] if cleared else [f for f in found if f.id not in deleted][:limit]
 
     def delete(self, ids: str | list[str] | None = None) -> None:
         """Log a delete of ``ids`` (``None``: the whole set), applied when the action completes."""
