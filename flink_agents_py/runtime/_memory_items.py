@@ -29,7 +29,7 @@ from ._serde import digest
 
 __all__ = ["DELETED_RETENTION_S", "Horizon", "MemoryStore", "exec_tag", "hidden_count",
            "tagged", "visible", "RESERVED", "WRITER_TAGS", "DEFAULT_COLLECTION",
-           "memory_collections"]
+           "memory_collections", "MISSING", "matches", "check_limit"]
 
 _SET, _SCOPE, _CREATED, _SEQ = "fa_set", "fa_scope", "fa_created_at", "fa_seq"
 _OWNER, _EPOCH, _RUN, _EXEC = "fa_owner", "fa_epoch", "fa_run", "fa_exec"
@@ -44,6 +44,34 @@ DELETED_RETENTION_S = 7 * 24 * 3600
 """How long a deleted memory item is kept (marked deleted) before a later delete or clear
 of its set removes it: a restore from a checkpoint taken up to this long before a delete
 sees the item again in a read it makes again."""
+
+
+MISSING = object()
+"""What a pending item's metadata holds for a field it has not (``matches``)."""
+
+
+def matches(value: Any, wanted: Any) -> bool:
+    """Whether a pending item's metadata ``value`` matches a filter's, as the store matches.
+
+    A stored item is matched by the vector store, where ``True`` is no number: ``1``
+    (or ``1.0``) does not find it, nor ``True`` a ``1``. An action's own adds are matched
+    the same way, so a filter finds them before and after they are stored.
+
+    Returns:
+        Whether it matches.
+    """
+    return value is not MISSING and isinstance(value, bool) == isinstance(wanted, bool) \
+        and value == wanted
+
+
+def check_limit(limit: Any, what: str, hint: str = "") -> None:
+    """Refuse a count that is not a whole number >= 0 (``True`` is not one either).
+
+    Raises:
+        ValueError: naming ``what`` and the value (before anything is read).
+    """
+    if type(limit) is not int or limit < 0:
+        raise ValueError(f"{what}: limit must be a whole number >= 0, got {limit!r}{hint}")
 
 
 def _item(doc: Document, set_name: str) -> MemorySetItem:

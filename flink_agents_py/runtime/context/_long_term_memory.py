@@ -67,7 +67,15 @@ from ...api import (
 from ...api.internal import check_texts, key_json, shown_key
 from .._keys import key_text
 from .._knowledge import durable_target
-from .._memory_items import RESERVED, Horizon, MemoryStore, exec_tag
+from .._memory_items import (
+    MISSING,
+    RESERVED,
+    Horizon,
+    MemoryStore,
+    check_limit,
+    exec_tag,
+    matches,
+)
 from .._serde import digest, dumps, to_json_value
 from ._calls import MustAwait
 from ._nested import refuse_nested
@@ -203,16 +211,6 @@ def _secret(store: VectorStore, collection: str | None) -> bytes:
     return secret
 
 
-def _check_limit(limit: Any, what: str, hint: str = "") -> None:
-    """Refuse a count that is not a whole number >= 0 (``True`` is not one either).
-
-    Raises:
-        ValueError: naming ``what`` and the value (before anything is read).
-    """
-    if type(limit) is not int or limit < 0:
-        raise ValueError(f"{what}: limit must be a whole number >= 0, got {limit!r}{hint}")
-
-
 class ActionMemorySet(MemorySet):
     """One memory set of one action (see the module docstring)."""
 
@@ -283,7 +281,7 @@ class ActionMemorySet(MemorySet):
         """Items by id, or up to ``limit`` matching ``filters`` (one durable call)."""
         id_list = [ids] if isinstance(ids, str) else (list(ids) if ids is not None else None)
         if id_list is None and limit is not None:
-            _check_limit(limit, f"memory set {self.name!r} get",
+            check_limit(limit, f"memory set {self.name!r} get",
                          " (get(limit=None) reads every item)")
         added, deleted, cleared = self._pending()
         fetch = None if id_list is not None or limit is None else limit + len(deleted)
@@ -294,7 +292,7 @@ class ActionMemorySet(MemorySet):
             by_id = {s.id: s for s in keep}
             by_id.update({a.id: a for a in added})
             return [by_id[i] for i in id_list if i in by_id]
-        mine = [a for a in added if all((a.additional_metadata or {}).get(k) == v
+        mine = [a for a in added if all(matches((a.additional_metadata or {}).get(k, MISSING), v)
                                         for k, v in (filters or {}).items())]
         seen = {a.id for a in mine}
         return ([s for s in keep if s.id not in seen] + mine)[:limit]
@@ -302,14 +300,14 @@ class ActionMemorySet(MemorySet):
     def search(self, query: str, limit: int, filters: dict[str, Any] | None = None,
                **kwargs: Any) -> list[MemorySetItem]:
         """The ``limit`` stored items closest to ``query`` (two durable calls: embed, search)."""
-        _check_limit(limit, f"memory set {self.name!r} search")
+        check_limit(limit, f"memory set {self.name!r} search")
         vector = self._ltm.call(self._label("embed"), self._embed(), query)
         return self._search(vector, limit, filters, kwargs)
 
     async def asearch(self, query: str, limit: int, filters: dict[str, Any] | None = None,
                       **kwargs: Any) -> list[MemorySetItem]:
         """Async ``search``: the query is embedded on the I/O executor, then searched."""
-        _check_limit(limit, f"memory set {self.name!r} search")
+        check_limit(limit, f"memory set {self.name!r} search")
         vector = await self._ltm.acall(self._label("embed"), self._embed(), query)
         return self._search(vector, limit, filters, kwargs)
 
@@ -338,7 +336,7 @@ class ActionMemorySet(MemorySet):
     def acompact(self, chat_model: str, *, instructions: str | None = None,
                  max_items: int = 200) -> Awaitable[str | None]:
         """Summarize up to ``max_items`` items into one (see ``MemorySet.acompact``)."""
-        _check_limit(max_items, f"memory set {self.name!r} compaction's max_items")
+        check_limit(max_items, f"memory set {self.name!r} compaction's max_items")
         return MustAwait(self._acompact(chat_model, instructions, max_items),
                          f"memory set {self.name!r}.acompact({chat_model!r})",
                          "so the set was never compacted",
