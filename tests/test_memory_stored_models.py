@@ -101,3 +101,16 @@ def test_a_write_below_a_stored_model_is_undone_to_the_model():
     deleting = ActionMemory(tree, "short_term_memory")
     deleting.delete("item.qty.more")  # nothing there: the object is kept as it is
     assert deleting.get("item") == {"qty": 2}
+
+
+def test_check_replay_safety_passes_writes_below_a_stored_model():
+    """At every crash point: ``read`` reads a stored model before and after a call while
+    ``upgrade`` (the same input) replaces it or writes a field below it."""
+    from support.memory_replay_agents import ModelFields
+
+    from flink_agents_py.testing import check_replay_safety
+
+    records = [{"key": "a", "n": n} for n in range(4)]
+    report = check_replay_safety(ModelFields(), records, other_process=False)
+    report.assert_ok()
+    assert report.points_total > 5

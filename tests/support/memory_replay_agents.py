@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from pydantic import BaseModel
+
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 
 
@@ -118,3 +120,33 @@ class ChatPair(Agent):
     @staticmethod
     def count_too(event: InputEvent, ctx: RunnerContext) -> None:
         ctx.short_term_memory.set("counted", ctx.short_term_memory.get("counted", 0) + 1)
+
+
+class ModelFields(Agent):
+    """``read`` reads a stored model, awaits a call and reads it again; ``upgrade`` (the
+    same input, meanwhile) writes a field below it, which makes it an object."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def read(event: InputEvent, ctx: RunnerContext) -> None:
+        memory = ctx.short_term_memory
+        first = repr(memory.get("user"))
+        await ctx.durable_execute_async(slow, str(event.input["n"]), 0.01)
+        ctx.send_event(OutputEvent(output={"n": event.input["n"], "first": first,
+                                           "then": repr(memory.get("user")),
+                                           "names": sorted(memory.to_dict())}))
+
+    @action(InputEvent)
+    @staticmethod
+    def upgrade(event: InputEvent, ctx: RunnerContext) -> None:
+        memory = ctx.short_term_memory
+        if event.input["n"] % 2 == 0:
+            memory.set("user", Tier(name=f"u{event.input['n']}"))
+        else:
+            memory.set("user.tier", "gold")
+
+
+class Tier(BaseModel):
+    """A stored model (``ModelFields``)."""
+
+    name: str
