@@ -2,18 +2,17 @@
 
 The schema comes from ``inspect.signature`` and type hints through pydantic's public
 ``create_model``/``model_json_schema``; argument descriptions come from a Google-style
-docstring's ``Args:`` section or a NumPy-style ``Parameters`` section (a header underlined
-with dashes, as Apache Flink Agents' examples write them).
+docstring's ``Args:`` section, a NumPy-style ``Parameters`` section (a header underlined
+with dashes, as Apache Flink Agents' examples write them) or reST ``:param name:`` fields.
 """
 
 from __future__ import annotations
 
 import inspect
-import re
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any, ClassVar, get_type_hints
+from typing import Annotated, Any, ClassVar, get_args, get_origin, get_type_hints
 
 from pydantic import (
     BaseModel,
@@ -24,9 +23,11 @@ from pydantic import (
     create_model,
     field_validator,
 )
+from pydantic.fields import FieldInfo
 
 from ._resources import Resource, ResourceType, import_qualified, qualified_name
 from ._secrets import mask_secrets
+from ._tool_docs import docstring_parts as _docstring_parts
 
 __all__ = ["ToolMetadata", "ToolSpec", "FunctionTool", "tool", "RESERVED_TOOL_PREFIX",
            "UNREADABLE_ARGUMENTS", "offered_tool_name", "refuse_unreadable_arguments"]
@@ -94,80 +95,60 @@ class ToolSpec(BaseModel):
     approval_timeout_s: float | None = None
 
 
-_NUMPY_SECTION = re.compile(r"(Parameters|Args|Arguments|Returns|Raises|Yields|Examples?|"
-                            r"Notes|See Also|Attributes|Other Parameters)")
-_NUMPY_ARGS = ("Parameters", "Args", "Arguments", "Other Parameters")
+def _annotated_description(annotation: Any) -> str | None:
+    """The text of ``Annotated[T, "text"]`` (Flink Agents' form of an argument description)."""
+    if get_origin(annotation) is Annotated:
+        return next((m for m in get_args(annotation)[1:] if isinstance(m, str)), None)
+    return None
 
 
-def _numpy_parts(lines: list[str]) -> tuple[str, dict[str, str]] | None:
-    """Summary and argument docs of a NumPy-style docstring (``Parameters`` then dashes).
+def _parameter_fields(fn: Callable[..., Any], skip: tuple[str, ...] = ()
+                      ) -> tuple[dict[str, Any], dict[str, str]]:
+    """Pydantic fields of ``fn``'s named parameters, and each field's parameter name.
+
+    A parameter's type hint keeps its ``Annotated`` metadata (a ``Field``'s description and
+    constraints, or a plain text description); a default that is a ``Field(...)`` is that
+    field; else a description comes from the docstring. A parameter named as pydantic takes
+    no field (``_private``, ``model_config``, ``schema``) is a field under another name with
+    the parameter's name as its alias, so the schema and the arguments use the parameter's.
 
     Args:
-        lines: the docstring's lines.
+        fn: the function.
+        skip: parameter names to leave out.
 
     Returns:
-        ``(summary, {argument: description})``, or ``None`` when ``lines`` has no NumPy
-        section header.
+        ``(fields for create_model, {field name: parameter name})``.
     """
-    headers = [i for i in range(len(lines) - 1)
-               if _NUMPY_SECTION.fullmatch(lines[i].strip())
-               and re.fullmatch(r"-{3,}", lines[i + 1].strip())]
-    if not headers:
-        return None
-    summary = " ".join(x.strip() for x in lines[:headers[0]] if x.strip())
-    args: dict[str, str] = {}
-    for h in headers:
-        if lines[h].strip() not in _NUMPY_ARGS:
+    _, arg_docs = _docstring_parts(fn)
+    hints = get_type_hints(fn, include_extras=True)
+    params = inspect.signature(fn).parameters
+    fields: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    for index, (name, param) in enumerate(params.items()):
+        if name in skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        indent: int | None = None
-        current: str | None = None
-        for line in lines[h + 2:]:
-            if not line.strip():
-                continue
-            if _NUMPY_SECTION.fullmatch(line.strip()):
-                break
-            width = len(line) - len(line.lstrip())
-            if indent is None:
-                indent = width
-            if width <= indent:
-                if width < indent:
-                    break
-                m = re.match(r"^\*{0,2}(\w+)\s*(?::.*)?$", line.strip())
-                current = m.group(1) if m else None
-                if current is not None:
-                    args[current] = ""
-            elif current is not None:
-                args[current] = f"{args[current]} {line.strip()}".strip()
-    return summary, args
-
-
-def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
-    doc = inspect.getdoc(fn) or ""
-    numpy = _numpy_parts(doc.splitlines())
-    if numpy is not None:
-        return numpy
-    summary_lines: list[str] = []
-    args: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    for line in doc.splitlines():
-        stripped = line.strip()
-        header = re.fullmatch(
-            r"(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?):", stripped)
-        if header:
-            section = header.group(1)
-            current = None
-            continue
-        if section is None:
-            summary_lines.append(stripped)
-        elif section in ("Args", "Arguments", "Parameters"):
-            m = re.match(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", stripped)
-            if m and line.startswith((" ", "\t")) and not line.startswith(("        ", "\t\t")):
-                current = m.group(1).lstrip("*")
-                args[current] = m.group(2)
-            elif current and stripped:
-                args[current] = f"{args[current]} {stripped}".strip()
-    return " ".join(s for s in summary_lines if s).strip(), args
+        annotation = hints.get(name, Any)
+        doc = _annotated_description(annotation) or arg_docs.get(name)
+        field_name = name
+        if name.startswith("_") or hasattr(BaseModel, name):
+            field_name = f"p{index}_"
+            while field_name in params:
+                field_name += "_"
+        alias = None if field_name == name else name
+        if isinstance(param.default, FieldInfo):
+            info = param.default
+            if alias is not None or (doc and not info.description):
+                info = FieldInfo.merge_field_infos(
+                    info, **({"alias": alias} if alias else {}),
+                    **({"description": doc} if doc and not info.description else {}))
+        else:
+            default = ... if param.default is param.empty else param.default
+            given: dict[str, Any] = {"description": doc, "alias": alias}
+            info = Field(default, **{k: v for k, v in given.items()
+                                     if v is not None})  # (None would hide Annotated's)
+        fields[field_name] = (annotation, info)
+        names[field_name] = name
+    return fields, names
 
 
 def schema_for_function(fn: Callable[..., Any], skip: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -180,15 +161,7 @@ def schema_for_function(fn: Callable[..., Any], skip: tuple[str, ...] = ()) -> d
     Returns:
         ``{"type": "object", "properties": {...}, "required": [...]}`` as pydantic renders it.
     """
-    _, arg_docs = _docstring_parts(fn)
-    hints = get_type_hints(fn)
-    fields: dict[str, Any] = {}
-    for name, param in inspect.signature(fn).parameters.items():
-        if name in skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        annotation = hints.get(name, Any)
-        default = ... if param.default is param.empty else param.default
-        fields[name] = (annotation, Field(default, description=arg_docs.get(name)))
+    fields, _ = _parameter_fields(fn, skip)
     model = create_model(f"{fn.__name__}_args", **fields)
     schema = model.model_json_schema()
     schema.pop("title", None)
@@ -212,21 +185,19 @@ def _arguments_model(fn: Callable[..., Any]) -> type[BaseModel] | None:
         then go to the function as they are).
     """
     try:
-        hints = get_type_hints(fn)
+        fields, names = _parameter_fields(fn)
         params = inspect.signature(fn).parameters
-        fields: dict[str, Any] = {}
-        for name, param in params.items():
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                continue
-            default = ... if param.default is param.empty else param.default
-            fields[name] = (hints.get(name, Any), default)
         open_ended = any(p.kind is p.VAR_KEYWORD for p in params.values())
         config = ConfigDict(extra="allow" if open_ended else "forbid",
                             arbitrary_types_allowed=True, coerce_numbers_to_str=True)
         with warnings.catch_warnings():  # a parameter named like a BaseModel attribute
             warnings.simplefilter("ignore")
-            return create_model(f"{getattr(fn, '__name__', 'tool')}_arguments",
-                                __config__=config, **fields)
+            model = create_model(f"{getattr(fn, '__name__', 'tool')}_arguments",
+                                 __config__=config, **fields)
+        model.__tool_parameters__ = names  # type: ignore[attr-defined]
+        model.__tool_field_defaults__ = [  # type: ignore[attr-defined]
+            f for f, p in names.items() if isinstance(params[p].default, FieldInfo)]
+        return model
     except Exception:  # noqa: BLE001 - an unusual callable: its arguments are passed as given
         return None
 
@@ -455,7 +426,13 @@ class FunctionTool(Resource):
                 raise ValueError(f"tool {self.tool_name!r} was called with arguments that do "
                                  f"not fit its parameters: {_problems(e)}") from None
             checked = found
-        values = {name: checked.__dict__[name] for name in checked.model_fields_set}
+        # (the fields set include the extra arguments a ``**kwargs`` function takes)
+        parameters: dict[str, str] = model.__tool_parameters__  # type: ignore[attr-defined]
+        values = {parameters[name]: checked.__dict__[name]
+                  for name in checked.model_fields_set if name in parameters}
+        for name in model.__tool_field_defaults__:  # type: ignore[attr-defined]
+            if name not in checked.model_fields_set:  # the value of ``= Field(...)``, not it
+                values[parameters[name]] = checked.__dict__[name]
         values.update(checked.model_extra or {})
         return values
 
