@@ -439,7 +439,9 @@ class FunctionTool(Resource):
     async def acall(self, **arguments: Any) -> Any:
         """Call the tool with ``arguments`` checked by ``checked_arguments``.
 
-        Sync functions run in a worker thread.
+        Sync functions run in a worker thread; what one returns that is awaitable (a
+        decorator hid an ``async def``) is awaited. Positional-only parameters (``def f(a,
+        /)``) are passed by position.
 
         Returns:
             What the function returns.
@@ -448,9 +450,32 @@ class FunctionTool(Resource):
 
         arguments = self.checked_arguments(arguments)
         fn = self.function
+        positional = _positional_only(fn, arguments)
         if inspect.iscoroutinefunction(fn):
-            return await fn(**arguments)
-        return await asyncio.to_thread(fn, **arguments)
+            return await fn(*positional, **arguments)
+        result = await asyncio.to_thread(fn, *positional, **arguments)
+        return await result if inspect.isawaitable(result) else result
+
+
+def _positional_only(fn: Callable[..., Any], arguments: dict[str, Any]) -> list[Any]:
+    """The values of ``fn``'s positional-only parameters, taken out of ``arguments``.
+
+    A model names every argument; ``def f(a, /)`` takes ``a`` only by position. One left
+    out before a given one gets its default.
+
+    Returns:
+        The values in order (empty when ``fn`` has no such parameter, or no signature).
+    """
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind is p.POSITIONAL_ONLY]
+    except (TypeError, ValueError):  # no signature to read
+        return []
+    given = [i for i, p in enumerate(params) if p.name in arguments]
+    values: list[Any] = []
+    for p in params[:given[-1] + 1] if given else []:
+        values.append(arguments.pop(p.name) if p.name in arguments else p.default)
+    return values
 
 
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,

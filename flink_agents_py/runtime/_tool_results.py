@@ -138,7 +138,8 @@ def valid_texts(value: Any, depth: int = 0) -> Any:
     if depth < 64 and isinstance(value, (list, tuple)):
         return [valid_texts(v, depth + 1) for v in value]
     if depth < 64 and isinstance(value, dict):
-        return {valid_texts(k, depth + 1): valid_texts(v, depth + 1) for k, v in value.items()}
+        return {valid_texts(k, depth + 1) if type(k) is str else k: valid_texts(v, depth + 1)
+                for k, v in value.items()}  # (a tuple key stays a tuple: a list is no key)
     return value
 
 
