@@ -8,8 +8,10 @@ lost their descriptions, and a call leaving such an ``x`` out ran the function w
 ``FieldInfo`` object as ``x``; a ``**kwargs`` tool given an extra argument failed with
 ``KeyError``; a parameter named ``_token`` or ``model_config`` made the schema fail (and
 every call be refused); a reST docstring's ``:param x:`` fields were not read, and became
-part of the description. Similar reports: LangChain's ``Annotated`` and ``Field`` argument
-descriptions, pydantic-ai's docstring formats (Google, NumPy, Sphinx), Flink Agents'
+part of the description; a Google docstring's ``Note:`` or ``Keyword Args:`` section after
+``Args:`` was read as more of the last argument's description. Similar reports:
+LangChain's ``Annotated`` and ``Field`` argument descriptions, pydantic-ai's docstring
+formats (Google, NumPy, Sphinx), Flink Agents'
 ``create_schema_from_function`` (``Annotated`` text and ``Field`` defaults).
 """
 
@@ -76,7 +78,27 @@ SCRIPT = textwrap.dedent('''
         return f"{a}{b}"
 
 
+    def scale(a: int, b: int = 0, **opts: int) -> int:
+        """Scale a sum.
+
+        Args:
+            a: the first term.
+            b: the second term.
+
+        Note:
+            Slow on big numbers.
+
+        Keyword Args:
+            factor: what to multiply by.
+
+        Warning:
+            Never on Sundays.
+        """
+        return (a + b) * opts.get("factor", 1)
+
+
     CALLS = {
+        "scale": ("scale", {"a": 1, "b": 2, "factor": 3}),
         "bound": ("search", {"query": "pen", "limit": 0}),
         "search": ("search", {"query": "pen"}),
         "count": ("count", {}),
@@ -109,7 +131,7 @@ SCRIPT = textwrap.dedent('''
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(script))
     agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
         ChatModelSetup, connection="conn", tools=list({n for n, _ in CALLS.values()})))
-    for fn in (search, count, tag, secret, rest):
+    for fn in (search, count, tag, secret, rest, scale):
         agent.add_resource(fn.__name__, ResourceType.TOOL, fn)
     outs = AgentsExecutionEnvironment.local().from_list(
         [{"key": c, "case": c} for c in CALLS]).apply(agent).collect()
@@ -164,3 +186,11 @@ def test_rest_docstring_fields_describe_the_arguments(run: dict) -> None:
     assert props["a"]["description"] == "the first value"
     assert props["b"]["description"] == "the second value, on two lines"
     assert run["answers"]["rest"] == "1x"
+
+
+def test_google_sections_after_args_end_the_last_description(run: dict) -> None:
+    props = run["offered"]["scale"]["parameters"]["properties"]
+    assert props["a"]["description"] == "the first term."
+    assert props["b"]["description"] == "the second term."
+    assert run["offered"]["scale"]["description"] == "Scale a sum."
+    assert run["answers"]["scale"] == "9"

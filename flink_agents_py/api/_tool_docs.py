@@ -100,6 +100,15 @@ def _rest_parts(lines: list[str]) -> tuple[str, dict[str, str]] | None:
     return " ".join(summary), args
 
 
+_GOOGLE_SECTION = re.compile(
+    r"(Args|Arguments|Parameters|Keyword Args|Keyword Arguments|Kwargs|Other Parameters|"
+    r"Returns?|Raises?|Yields?|Warns|Examples?|Notes?|Warnings?|Attention|Caution|Danger|"
+    r"Error|Hint|Important|Tip|Todo|See Also|References|Attributes|Methods):")
+"""The section headers of a Google-style docstring (those Sphinx's napoleon reads)."""
+_GOOGLE_ARGS = ("Args", "Arguments", "Parameters", "Keyword Args", "Keyword Arguments",
+                "Kwargs", "Other Parameters")
+
+
 def docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     """The summary of ``fn``'s docstring and its arguments' descriptions.
 
@@ -119,15 +128,14 @@ def docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     current: str | None = None
     for line in doc.splitlines():
         stripped = line.strip()
-        header = re.fullmatch(
-            r"(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?):", stripped)
-        if header:
+        header = _GOOGLE_SECTION.fullmatch(stripped)
+        if header and not line[:1].isspace():  # every section ends the one before
             section = header.group(1)
             current = None
             continue
         if section is None:
             summary_lines.append(stripped)
-        elif section in ("Args", "Arguments", "Parameters"):
+        elif section in _GOOGLE_ARGS:
             m = re.match(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", stripped)
             if m and line.startswith((" ", "\t")) and not line.startswith(("        ", "\t\t")):
                 current = m.group(1).lstrip("*")
