@@ -9,7 +9,10 @@ lost their descriptions, and a call leaving such an ``x`` out ran the function w
 ``KeyError``; a parameter named ``_token`` or ``model_config`` made the schema fail (and
 every call be refused); a reST docstring's ``:param x:`` fields were not read, and became
 part of the description; a Google docstring's ``Note:`` or ``Keyword Args:`` section after
-``Args:`` was read as more of the last argument's description. Similar reports:
+``Args:`` was read as more of the last argument's description; with ``from __future__
+import annotations``, a static method tool's hint naming a model of its own class body
+(``q: Query``) failed the plan (``NameError``), as it does not without the import. Similar
+reports:
 LangChain's ``Annotated`` and ``Field`` argument descriptions, pydantic-ai's docstring
 formats (Google, NumPy, Sphinx), Flink Agents'
 ``create_schema_from_function`` (``Annotated`` text and ``Field`` defaults).
@@ -37,11 +40,12 @@ SCRIPT = textwrap.dedent('''
     import json
     from typing import Annotated
 
-    from pydantic import Field
+    from pydantic import BaseModel, Field
 
     from flink_agents_py import AgentsExecutionEnvironment
     from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent,
-                                     OutputEvent, ResourceDescriptor, ResourceType, action)
+                                     OutputEvent, ResourceDescriptor, ResourceType, action,
+                                     tool)
     from flink_agents_py.testing import model_from_function, tool_call, tool_calls
 
 
@@ -99,6 +103,7 @@ SCRIPT = textwrap.dedent('''
 
     CALLS = {
         "scale": ("scale", {"a": 1, "b": 2, "factor": 3}),
+        "find": ("find", {"q": {"text": "tea", "limit": "2"}}),
         "bound": ("search", {"query": "pen", "limit": 0}),
         "search": ("search", {"query": "pen"}),
         "count": ("count", {}),
@@ -119,6 +124,16 @@ SCRIPT = textwrap.dedent('''
 
 
     class Shop(Agent):
+        class Query(BaseModel):
+            text: str
+            limit: int = 1
+
+        @tool
+        @staticmethod
+        def find(q: Query) -> str:
+            """Find by a query the class body defines."""
+            return f"{type(q).__name__}:{q.text}:{q.limit}"
+
         @action(InputEvent)
         @staticmethod
         async def ask(event, ctx):
@@ -194,3 +209,9 @@ def test_google_sections_after_args_end_the_last_description(run: dict) -> None:
     assert props["b"]["description"] == "the second term."
     assert run["offered"]["scale"]["description"] == "Scale a sum."
     assert run["answers"]["scale"] == "9"
+
+
+def test_a_hint_naming_a_model_of_the_agents_class_body_resolves(run: dict) -> None:
+    props = run["offered"]["find"]["parameters"]
+    assert props["properties"]["q"] == {"$ref": "#/$defs/Query"}
+    assert run["answers"]["find"] == "Query:tea:2"

@@ -9,6 +9,7 @@ with dashes, as Apache Flink Agents' examples write them) or reST ``:param name:
 from __future__ import annotations
 
 import inspect
+import sys
 import warnings
 import weakref
 from collections.abc import Callable
@@ -102,6 +103,35 @@ def _annotated_description(annotation: Any) -> str | None:
     return None
 
 
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """``fn``'s type hints, ``Annotated`` kept, names of its enclosing classes in scope.
+
+    A string hint (``from __future__ import annotations``) of a static method naming a
+    model defined in the same class body (``q: Query``) resolves as it does without the
+    import: in the class's namespace, then the module's.
+
+    Returns:
+        Parameter name -> hint.
+
+    Raises:
+        NameError: a hint names what neither scope has.
+    """
+    try:
+        return get_type_hints(fn, include_extras=True)
+    except NameError:
+        owners = getattr(fn, "__qualname__", "").split(".")[:-1]
+        scope: Any = sys.modules.get(getattr(fn, "__module__", None) or "")
+        localns: dict[str, Any] = {}
+        for part in owners if "<locals>" not in owners else ():
+            scope = getattr(scope, part, None)
+            if not isinstance(scope, type):
+                break
+            localns.update(vars(scope))  # an inner class's names shadow an outer one's
+        if not localns:
+            raise
+        return get_type_hints(fn, localns=localns, include_extras=True)
+
+
 def _parameter_fields(fn: Callable[..., Any], skip: tuple[str, ...] = ()
                       ) -> tuple[dict[str, Any], dict[str, str]]:
     """Pydantic fields of ``fn``'s named parameters, and each field's parameter name.
@@ -120,7 +150,7 @@ def _parameter_fields(fn: Callable[..., Any], skip: tuple[str, ...] = ()
         ``(fields for create_model, {field name: parameter name})``.
     """
     _, arg_docs = _docstring_parts(fn)
-    hints = get_type_hints(fn, include_extras=True)
+    hints = _type_hints(fn)
     params = inspect.signature(fn).parameters
     fields: dict[str, Any] = {}
     names: dict[str, str] = {}
