@@ -12,7 +12,7 @@ import inspect
 import sys
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, ClassVar, get_args, get_origin, get_type_hints
 
 from pydantic import (
@@ -227,6 +227,8 @@ def _arguments_model(fn: Callable[..., Any]) -> type[BaseModel] | None:
         model.__tool_parameters__ = names  # type: ignore[attr-defined]
         model.__tool_field_defaults__ = [  # type: ignore[attr-defined]
             f for f, p in names.items() if isinstance(params[p].default, FieldInfo)]
+        model.__tool_positional__ = [  # type: ignore[attr-defined]
+            p for p in params.values() if p.kind is p.POSITIONAL_ONLY]
         return model
     except Exception:  # noqa: BLE001 - an unusual callable: its arguments are passed as given
         return None
@@ -480,27 +482,28 @@ class FunctionTool(Resource):
 
         arguments = self.checked_arguments(arguments)
         fn = self.function
-        positional = _positional_only(fn, arguments)
+        model = _cached_arguments_model(fn)  # (its signature read once)
+        positional = _positional_only(getattr(model, "__tool_positional__", ()), arguments)
         if inspect.iscoroutinefunction(fn):
             return await fn(*positional, **arguments)
         result = await asyncio.to_thread(fn, *positional, **arguments)
         return await result if inspect.isawaitable(result) else result
 
 
-def _positional_only(fn: Callable[..., Any], arguments: dict[str, Any]) -> list[Any]:
-    """The values of ``fn``'s positional-only parameters, taken out of ``arguments``.
+def _positional_only(params: Sequence[inspect.Parameter],
+                     arguments: dict[str, Any]) -> list[Any]:
+    """The values of a tool's positional-only parameters, taken out of ``arguments``.
 
     A model names every argument; ``def f(a, /)`` takes ``a`` only by position. One left
     out before a given one gets its default.
 
+    Args:
+        params: the function's positional-only parameters, in order.
+        arguments: the checked arguments (those passed by position are removed).
+
     Returns:
-        The values in order (empty when ``fn`` has no such parameter, or no signature).
+        The values in order.
     """
-    try:
-        params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind is p.POSITIONAL_ONLY]
-    except (TypeError, ValueError):  # no signature to read
-        return []
     given = [i for i, p in enumerate(params) if p.name in arguments]
     values: list[Any] = []
     for p in params[:given[-1] + 1] if given else []:
