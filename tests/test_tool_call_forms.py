@@ -5,8 +5,9 @@ call (``TypeError: got some positional-only arguments passed as keyword argument
 model names every argument); an ``async def`` behind a plain decorator (``functools.wraps``
 in a sync wrapper) returned its coroutine, never run, and the model read that it had no
 JSON form; a result with a tuple key (``{(1, 2): 3}``) failed with ``TypeError: unhashable
-type: 'list'`` instead of naming the key. Similar reports: LangChain's and the OpenAI
-Agents SDK's decorated async tools, pydantic-ai's positional-only tool parameters.
+type: 'list'`` instead of naming the key; a tool raising an exception whose ``__str__``
+fails failed the whole chat instead of telling the model. Similar reports: LangChain's and
+the OpenAI Agents SDK's decorated async tools, pydantic-ai's positional-only parameters.
 """
 
 from __future__ import annotations
@@ -61,7 +62,18 @@ SCRIPT = textwrap.dedent('''
         return {(1, 2): 3}
 
 
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no text")
+
+
+    def flaky() -> str:
+        """Fails with an exception that has no text."""
+        raise Unprintable()
+
+
     CALLS = {
+        "flaky": ("flaky", {}),
         "area": ("area", {"w": 3, "h": 4, "unit": "cm"}),
         "area_default": ("area", {"w": 3}),
         "lookup": ("lookup", {"code": "x1"}),
@@ -88,8 +100,8 @@ SCRIPT = textwrap.dedent('''
     agent = Calc()
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(script))
     agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
-        ChatModelSetup, connection="conn", tools=["area", "lookup", "pairs"]))
-    for fn in (area, lookup, pairs):
+        ChatModelSetup, connection="conn", tools=["area", "lookup", "pairs", "flaky"]))
+    for fn in (area, lookup, pairs, flaky):
         agent.add_resource(fn.__name__, ResourceType.TOOL, fn)
     outs = AgentsExecutionEnvironment.local().from_list(
         [{"key": c, "case": c} for c in CALLS]).apply(agent).collect()
@@ -125,3 +137,8 @@ def test_a_result_with_a_tuple_key_is_refused_naming_the_key(run: dict) -> None:
     answer = run["answers"]["pairs"]
     assert answer.startswith("Error: SerializationError: result of tool 'pairs'"), answer
     assert "(1, 2)" in answer and "not a string" in answer
+
+
+def test_a_tool_error_without_text_is_still_told_to_the_model(run: dict) -> None:
+    assert run["answers"]["flaky"] == ("Error: Unprintable: <str() of the exception failed: "
+                                       "RuntimeError>")

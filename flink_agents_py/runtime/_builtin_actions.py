@@ -422,8 +422,8 @@ async def _run_tool(tool: FunctionTool, call: ToolCall) -> ToolResult:
         content = to_plain_json(value, f"result of tool {call.name!r} (call {call.id})")
     except TOOL_FAILURES as e:  # the model is told, so it can correct the call
         unless_cancelled(e)
-        return ToolResult(call_id=call.id, name=call.name, ok=False,
-                          error=clip(f"{type(e).__name__}: {e}"), traceback=failure_text(e))
+        return ToolResult(call_id=call.id, name=call.name, ok=False, traceback=failure_text(e),
+                          error=clip(f"{type(e).__name__}: {error_text(e)}"))
     return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
 
 
