@@ -11,7 +11,8 @@ every call be refused); a reST docstring's ``:param x:`` fields were not read, a
 part of the description; a Google docstring's ``Note:`` or ``Keyword Args:`` section after
 ``Args:`` was read as more of the last argument's description; with ``from __future__
 import annotations``, a static method tool's hint naming a model of its own class body
-(``q: Query``) failed the plan (``NameError``), as it does not without the import. Similar
+(``q: Query``) failed the plan (``NameError``), as it does not without the import; a NumPy
+``w, h : int`` line described neither parameter. Similar
 reports:
 LangChain's ``Annotated`` and ``Field`` argument descriptions, pydantic-ai's docstring
 formats (Google, NumPy, Sphinx), Flink Agents'
@@ -101,7 +102,21 @@ SCRIPT = textwrap.dedent('''
         return (a + b) * opts.get("factor", 1)
 
 
+    def box(w: int, h: int, label: str = "") -> str:
+        """Draw a box.
+
+        Parameters
+        ----------
+        w, h : int
+            The width and the height.
+        label : str, optional
+            What to write in it.
+        """
+        return f"{w}x{h}{label}"
+
+
     CALLS = {
+        "box": ("box", {"w": 2, "h": 3}),
         "scale": ("scale", {"a": 1, "b": 2, "factor": 3}),
         "find": ("find", {"q": {"text": "tea", "limit": "2"}}),
         "bound": ("search", {"query": "pen", "limit": 0}),
@@ -146,7 +161,7 @@ SCRIPT = textwrap.dedent('''
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(script))
     agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
         ChatModelSetup, connection="conn", tools=list({n for n, _ in CALLS.values()})))
-    for fn in (search, count, tag, secret, rest, scale):
+    for fn in (search, count, tag, secret, rest, scale, box):
         agent.add_resource(fn.__name__, ResourceType.TOOL, fn)
     outs = AgentsExecutionEnvironment.local().from_list(
         [{"key": c, "case": c} for c in CALLS]).apply(agent).collect()
@@ -215,3 +230,10 @@ def test_a_hint_naming_a_model_of_the_agents_class_body_resolves(run: dict) -> N
     props = run["offered"]["find"]["parameters"]
     assert props["properties"]["q"] == {"$ref": "#/$defs/Query"}
     assert run["answers"]["find"] == "Query:tea:2"
+
+
+def test_numpy_lines_naming_several_parameters_describe_each(run: dict) -> None:
+    props = run["offered"]["box"]["parameters"]["properties"]
+    assert props["w"]["description"] == props["h"]["description"] == "The width and the height."
+    assert props["label"]["description"] == "What to write in it."
+    assert run["answers"]["box"] == "2x3"

@@ -40,7 +40,7 @@ def _numpy_parts(lines: list[str]) -> tuple[str, dict[str, str]] | None:
         if lines[h].strip() not in _NUMPY_ARGS:
             continue
         indent: int | None = None
-        current: str | None = None
+        current: list[str] = []  # (``x, y : int`` documents two parameters)
         for line in lines[h + 2:]:
             if not line.strip():
                 continue
@@ -52,12 +52,14 @@ def _numpy_parts(lines: list[str]) -> tuple[str, dict[str, str]] | None:
             if width <= indent:
                 if width < indent:
                     break
-                m = re.match(r"^\*{0,2}(\w+)\s*(?::.*)?$", line.strip())
-                current = m.group(1) if m else None
-                if current is not None:
-                    args[current] = ""
-            elif current is not None:
-                args[current] = f"{args[current]} {line.strip()}".strip()
+                m = re.match(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$",
+                             line.strip())
+                current = [n.strip().lstrip("*") for n in m.group(1).split(",")] if m else []
+                for name in current:
+                    args[name] = ""
+            else:
+                for name in current:
+                    args[name] = f"{args[name]} {line.strip()}".strip()
     return summary, args
 
 
