@@ -98,7 +98,7 @@ def _tool_value(result: Any, output_schema: dict[str, Any] | None = None) -> Any
     blocks = data.get("content") or []
     texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
     if data.get("isError"):
-        raise McpToolError(_clip("\n".join(texts)) or "the MCP tool failed without saying why")
+        raise McpToolError(_error_text(data))
     structured = data.get("structuredContent")
     if structured is not None:
         props = (output_schema or {}).get("properties")
@@ -128,12 +128,30 @@ def _tool_items(result: Any) -> list[Any]:
     Raises:
         McpToolError: when the result has ``isError`` set (its text is the message).
     """
-    blocks = wire(result).get("content") or []
-    items = [b.get("text", "") if b.get("type") == "text" else b for b in blocks]
-    if wire(result).get("isError"):
-        texts = [i for i in items if isinstance(i, str)]
-        raise McpToolError(_clip("\n".join(texts)) or "the MCP tool failed without saying why")
-    return items
+    data = wire(result)
+    if data.get("isError"):
+        raise McpToolError(_error_text(data))
+    return [b.get("text", "") if b.get("type") == "text" else b
+            for b in data.get("content") or []]
+
+
+def _error_text(data: dict[str, Any]) -> str:
+    """What an ``isError`` result says, for the model, clipped.
+
+    Its text blocks; else its ``structuredContent`` (a server may put the only error
+    payload there, with no content block), else its other blocks (a resource, an image), as
+    JSON.
+
+    Returns:
+        The text (a fixed sentence when the result says nothing at all).
+    """
+    blocks = data.get("content") or []
+    text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    if not text.strip() and data.get("structuredContent") is not None:
+        text = orjson.dumps(data["structuredContent"]).decode()
+    elif not text.strip() and blocks:
+        text = orjson.dumps(blocks).decode()
+    return _clip(text) if text.strip() else "the MCP tool failed without saying why"
 
 
 def _listed_masked(spec: dict[str, Any]) -> dict[str, Any]:
