@@ -148,3 +148,48 @@ def test_a_filter_finds_the_actions_own_adds_as_it_finds_them_once_stored(tmp_pa
     pending, stored = result.outputs
     assert stored == [found for _, found in FILTERS]  # the store's matching
     assert pending == stored
+
+
+def test_ids_given_as_numbers_read_and_delete_as_their_text(tmp_path):
+    """Failed before its fix: ``get(ids=[1])`` failed inside the store ("Expected ID to be a
+    str") while ``delete(ids=[1])`` took the id as its text, and ``delete(5)`` (one id, not
+    text) failed with ``TypeError: 'int' object is not iterable``."""
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.api import (
+        Agent,
+        EmbeddingModelSetup,
+        InputEvent,
+        LongTermMemoryOptions,
+        OutputEvent,
+        ResourceDescriptor,
+        ResourceType,
+    )
+    from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel
+    from flink_agents_py.integrations.vector_stores import ChromaVectorStore
+
+    def use(event, ctx):
+        facts = ctx.long_term_memory.get_memory_set("facts")
+        if event.input["step"] == 1:
+            ctx.short_term_memory.set("ids", facts.add(["a", "b"]))
+            ctx.send_event(OutputEvent(output=None))
+            return
+        ids = ctx.short_term_memory.get("ids")
+        facts.delete(12345)  # no such item: nothing to delete, no error
+        ctx.send_event(OutputEvent(output={
+            "by_number": [i.value for i in facts.get(ids=[12345, ids[1]])],
+            "one": [i.value for i in facts.get(ids=ids[0])]}))
+
+    agent = Agent()
+    agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
+                       HashingEmbeddingModel(dimension=8))
+    agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
+                       ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
+    agent.add_resource("kb", ResourceType.VECTOR_STORE,
+                       ResourceDescriptor(ChromaVectorStore, embedding_model="emb",
+                                          persist_directory=str(tmp_path / "db")))
+    agent.add_action("use", [InputEvent], use)
+    agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
+    records = [{"key": "u", "step": 1}, {"key": "u", "step": 2}]
+    result = AgentsExecutionEnvironment.local().from_list(records).apply(agent).run()
+    assert not result.errors, result.errors
+    assert result.outputs[1] == {"by_number": ["b"], "one": ["a"]}

@@ -29,7 +29,7 @@ from ._serde import digest
 
 __all__ = ["DELETED_RETENTION_S", "Horizon", "MemoryStore", "exec_tag", "hidden_count",
            "tagged", "visible", "RESERVED", "WRITER_TAGS", "DEFAULT_COLLECTION",
-           "memory_collections", "MISSING", "matches", "check_limit"]
+           "memory_collections", "MISSING", "matches", "check_limit", "id_list"]
 
 _SET, _SCOPE, _CREATED, _SEQ = "fa_set", "fa_scope", "fa_created_at", "fa_seq"
 _OWNER, _EPOCH, _RUN, _EXEC = "fa_owner", "fa_epoch", "fa_run", "fa_exec"
@@ -72,6 +72,21 @@ def check_limit(limit: Any, what: str, hint: str = "") -> None:
     """
     if type(limit) is not int or limit < 0:
         raise ValueError(f"{what}: limit must be a whole number >= 0, got {limit!r}{hint}")
+
+
+def id_list(ids: Any) -> list[str]:
+    """A memory set's ``ids`` argument as the store's list of text ids.
+
+    An item's id is text (``MemorySetItem.id``; Chroma refuses other ids with "Expected ID to
+    be a str"): one id, or an iterable of them, each given as text or as a value whose text
+    it is (``get(ids=[1])`` finds the item ``"1"``, as ``delete(ids=[1])`` deletes it).
+
+    Returns:
+        The ids, as text, in the order given.
+    """
+    if isinstance(ids, (str, int)):
+        return [str(ids)]
+    return [i if isinstance(i, str) else str(i) for i in ids]
 
 
 def _item(doc: Document, set_name: str) -> MemorySetItem:

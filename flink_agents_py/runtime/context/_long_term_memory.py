@@ -74,6 +74,7 @@ from .._memory_items import (
     MemoryStore,
     check_limit,
     exec_tag,
+    id_list,
     matches,
 )
 from .._serde import digest, dumps, to_json_value
@@ -279,19 +280,19 @@ class ActionMemorySet(MemorySet):
     def get(self, ids: str | list[str] | None = None, filters: dict[str, Any] | None = None,
             limit: int | None = 100) -> list[MemorySetItem]:
         """Items by id, or up to ``limit`` matching ``filters`` (one durable call)."""
-        id_list = [ids] if isinstance(ids, str) else (list(ids) if ids is not None else None)
-        if id_list is None and limit is not None:
+        wanted = id_list(ids) if ids is not None else None
+        if wanted is None and limit is not None:
             check_limit(limit, f"memory set {self.name!r} get",
                          " (get(limit=None) reads every item)")
         added, deleted, cleared = self._pending()
-        fetch = None if id_list is not None or limit is None else limit + len(deleted)
+        fetch = None if wanted is not None or limit is None else limit + len(deleted)
         stored = self._ltm.read(self._label("get"), self._ltm.backend().get, self.name,
-                                self.read_as, id_list, filters, fetch)
+                                self.read_as, wanted, filters, fetch)
         keep = [] if cleared else [s for s in stored if s.id not in deleted]
-        if id_list is not None:
+        if wanted is not None:
             by_id = {s.id: s for s in keep}
             by_id.update({a.id: a for a in added})
-            return [by_id[i] for i in id_list if i in by_id]
+            return [by_id[i] for i in wanted if i in by_id]
         mine = [a for a in added if all(matches((a.additional_metadata or {}).get(k, MISSING), v)
                                         for k, v in (filters or {}).items())]
         seen = {a.id for a in mine}
@@ -329,9 +330,8 @@ class ActionMemorySet(MemorySet):
             self._ltm.log({"op": "clear", "set": self.name, "scope": self.scope, **also,
                            **self._ltm.tags()})
         else:
-            id_list = [ids] if isinstance(ids, str) else [str(i) for i in ids]
             self._ltm.log({"op": "delete", "set": self.name, "scope": self.scope, **also,
-                           "ids": id_list, **self._ltm.tags()})
+                           "ids": id_list(ids), **self._ltm.tags()})
 
     def acompact(self, chat_model: str, *, instructions: str | None = None,
                  max_items: int = 200) -> Awaitable[str | None]:
