@@ -30,7 +30,8 @@ from ._secrets import (
     registered_secret_count,
 )
 
-__all__ = ["group_types", "mask_credentials", "mask_validation_error", "masked_excepthook",
+__all__ = ["described", "error_text", "group_types", "mask_credentials", "mask_validation_error",
+           "masked_excepthook",
            "masked_thread_excepthook", "quoted_inputs_masked", "scrub_exception",
            "validation_masked"]
 
@@ -570,3 +571,29 @@ def masked_thread_excepthook(args: threading.ExceptHookArgs) -> None:
     name = args.thread.name if args.thread is not None else threading.get_ident()
     exc_info = quoted_inputs_masked((args.exc_type, args.exc_value, args.exc_traceback))
     _print_masked([f"Exception in thread {name}:\n", *traceback.format_exception(*exc_info)])
+
+
+def error_text(error: BaseException) -> str:
+    """``str(error)``, or what it is when its ``__str__`` raises.
+
+    An exception whose ``__str__`` fails (a library's exception class, a user's) would
+    otherwise fail the reporting of the failure, and with it the job; Python's own tracebacks
+    write ``<exception str() failed>`` there. A pydantic ``ValidationError`` is masked before
+    its text is made (``validation_masked``).
+
+    Returns:
+        The text, or ``<str() of the exception failed: TYPE>``.
+    """
+    try:
+        return str(validation_masked(error))
+    except Exception as e:  # noqa: BLE001 - whatever its __str__ raised
+        return f"<str() of the exception failed: {type(e).__name__}>"
+
+
+def described(error: BaseException) -> str:
+    """``"TYPE: text"`` of an exception a user's code (or a library) raised (``error_text``).
+
+    Returns:
+        The type's name and the text.
+    """
+    return f"{type(error).__name__}: {error_text(error)}"

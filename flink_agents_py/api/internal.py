@@ -29,7 +29,7 @@ from ._memory import MemoryObject, memory_ref_of
 from ._messages import one_json_object, refuse_empty_answer, refuse_truncated_calls
 from ._metric_groups import agent_metric_group
 from ._resources import import_qualified, resource_type_argument
-from ._secret_scrub import group_types, scrub_exception, validation_masked
+from ._secret_scrub import described, error_text, group_types, scrub_exception, validation_masked
 from ._secret_urls import register_plan_credentials
 from ._secrets import (
     MESSAGE_MAX_CHARS,
@@ -104,6 +104,8 @@ __all__ = [
     "register_resource_secrets",
     "registered_secret_count",
     "scrub_exception",
+    "described",
+    "error_text",
     "subagent_callable",
     "subagent_prompt_values",
     "validation_masked",

@@ -32,6 +32,7 @@ import orjson
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
+from ..api.internal import described
 from ..io import excerpt
 from ._fresh import shipped
 from ._kafka_jars import SERIALIZER, add_kafka_jars, check_servers, new_java
@@ -144,7 +145,7 @@ class _ToRow:
             key = _key_text(self.key_selector(record))
         except Exception as e:  # noqa: BLE001 - one record's failure, not the job's
             return Row(topic, None, self._error_row(
-                topic, None, f"its Kafka key could not be made ({type(e).__name__}: {e})",
+                topic, None, f"its Kafka key could not be made ({described(e)})",
                 _shown(record)).decode())
         try:
             value = orjson.dumps(record, default=_json_form, option=orjson.OPT_NON_STR_KEYS)

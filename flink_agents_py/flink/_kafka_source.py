@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..api import SerializationError
+from ..api.internal import described, error_text
 from ..io import MAX_RECORD_BYTES, decode_record, excerpt
 from ..runtime.internal import loads_record
 from ._fresh import shipped
@@ -113,7 +114,7 @@ class _Parse:
         try:
             record = self.parse(message)
         except Exception as e:  # noqa: BLE001 - a bad record is reported, never fatal
-            text = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+            text = error_text(e) if isinstance(e, ValueError) else described(e)
             yield self.error_tag, _error(message, text)
             return
         if record is None:  # thread mode hands None to Java as null: the job would fail

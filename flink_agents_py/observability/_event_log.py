@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ..api.internal import has_known_secret, mask_value, registered_secret_count
+from ..api.internal import described, has_known_secret, mask_value, registered_secret_count
 from ..runtime.internal import failure_text, key_json
 from ._ids import chat_response_of, parse_result
 from ._payload import Redactor, to_loggable, truncate
@@ -292,7 +292,7 @@ def _holds_secret(record: dict[str, Any]) -> bool:
 
 
 def _error_text(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
+    return described(error)
 
 
 def _utf8(text: str) -> str:

@@ -33,6 +33,7 @@ from ..api import (
 from ..api.internal import (
     RESERVED_TOOL_PREFIX,
     Event,
+    described,
     event_class_for,
     import_qualified,
     offered_tool_name,
@@ -537,7 +538,7 @@ def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
                 continue  # a server class that offers no listing
             offered = rp.build().plan_listing(name)  # type: ignore[attr-defined]
         except Exception as e:  # noqa: BLE001 - a server that cannot even be built
-            problems.append(f"mcp_server resource {name!r}: {type(e).__name__}: {e}")
+            problems.append(f"mcp_server resource {name!r}: {described(e)}")
             continue
         for rtype, advertised, descriptor in offered or ():
             if rtype is ResourceType.TOOL and advertised.startswith(RESERVED_TOOL_PREFIX):

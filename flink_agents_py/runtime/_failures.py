@@ -23,7 +23,7 @@ import traceback
 from typing import Any
 
 from ..api import UsageError, mask_secrets
-from ..api.internal import clip, shown_key, validation_masked
+from ..api.internal import clip, error_text, shown_key, validation_masked
 from ._terminal import log_text
 
 __all__ = ["FailureLog", "FailureMessage", "OriginalFailure", "TOOL_FAILURES",
@@ -219,22 +219,6 @@ def format_failure(error: BaseException, *, max_frames: int = TRACEBACK_MAX_FRAM
         marker = f"[... {len(text) - keep} chars omitted ...]\n"
         text = marker + text[len(text) - keep:]
     return text
-
-
-def error_text(error: BaseException) -> str:
-    """``str(error)``, or what it is when its ``__str__`` raises.
-
-    An exception whose ``__str__`` fails (a library's exception class, a user's) would
-    otherwise fail the reporting of the failure, and with it the job; Python's own tracebacks
-    write ``<exception str() failed>`` there.
-
-    Returns:
-        The text, or ``<str() of the exception failed: TYPE>``.
-    """
-    try:
-        return str(validation_masked(error))  # what pydantic quotes, masked before it cuts it
-    except Exception as e:  # noqa: BLE001 - whatever its __str__ raised
-        return f"<str() of the exception failed: {type(e).__name__}>"
 
 
 def failure_text(error: BaseException) -> str:

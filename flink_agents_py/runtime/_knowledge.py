@@ -29,6 +29,7 @@ from ..api import (
     VectorStoreQuery,
     VectorStoreQueryResult,
 )
+from ..api.internal import described
 from ._memory_items import WRITER_TAGS, memory_collections
 
 if TYPE_CHECKING:
@@ -459,6 +460,6 @@ async def context_retrieval_action(event: ContextRetrievalRequestEvent,
         else:
             error = f"TypeError: resource {event.vector_store!r} is not a VectorStore"
     except Exception as e:  # noqa: BLE001 - reported to the requester
-        docs, error = [], f"{type(e).__name__}: {e}"
+        docs, error = [], described(e)
     ctx.send_event(ContextRetrievalResponseEvent(request_id=event.id, query=event.query,
                                                  documents=docs, error=error))

@@ -33,7 +33,7 @@ from ..api import (
     RateLimitInfo,
     error_class,
 )
-from ..api.internal import collect_rate_limits, refuse_truncated_calls
+from ..api.internal import collect_rate_limits, described, refuse_truncated_calls
 from ._flow import ToldToWaitTooLong, flow_controller
 from ._own_chat import pacing_connection
 from ._spend import estimated_usage
@@ -380,7 +380,7 @@ async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
             response = await (ask(current) if guard is None else guard(current, ask))
         except Exception as e:  # noqa: BLE001 - the fallbacks decide
             if i + 1 < len(names) and error_class(_cause(e)) in setup.fallback_on:
-                passed.append(f"{name}: {type(e).__name__}: {e}")
+                passed.append(f"{name}: {described(e)}")
                 continue
             raise
         if i == 0:

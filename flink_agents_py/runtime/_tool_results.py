@@ -19,7 +19,7 @@ from ..api import (
     ToolCall,
     ToolResult,
 )
-from ..api.internal import refuse_unreadable_arguments
+from ..api.internal import described, refuse_unreadable_arguments
 from ._failures import clip
 from ._serde import json_text, to_plain_json
 
@@ -95,14 +95,14 @@ def delegation_result(ctx: ActionExecution, call: ToolCall, name: str,
         declared = setup.result_type() if isinstance(setup, SubagentSetup) else None
     except Exception as e:  # noqa: BLE001
         return refused(call, f"delegation to sub-agent {name!r} failed: cannot read its "
-                             f"result type: {type(e).__name__}: {e}")
+                             f"result type: {described(e)}")
     if declared is not None:
         type_name = getattr(declared, "__name__", repr(declared))
         try:
             adapter: TypeAdapter[Any] = TypeAdapter(declared)
         except Exception as e:  # noqa: BLE001 - a type pydantic cannot build
             return refused(call, f"delegation to sub-agent {name!r} failed: its result type "
-                                 f"{type_name} cannot be used: {type(e).__name__}: {e}")
+                                 f"{type_name} cannot be used: {described(e)}")
         try:
             narrowed = adapter.validate_python(value)
         except ValidationError as e:
@@ -110,7 +110,7 @@ def delegation_result(ctx: ActionExecution, call: ToolCall, name: str,
                                  f"{type_name}: {e}")
         except (Exception, RecursionError) as e:  # noqa: BLE001 - e.g. nested too deep
             return refused(call, f"delegation to sub-agent {name!r} failed: its result "
-                                 f"cannot be read as a {type_name}: {type(e).__name__}: {e}")
+                                 f"cannot be read as a {type_name}: {described(e)}")
         try:
             value = adapter.dump_python(narrowed, mode="json")
         except (Exception, RecursionError):  # noqa: BLE001 - deeper than pydantic's serializer

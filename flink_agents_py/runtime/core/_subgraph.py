@@ -50,6 +50,7 @@ from ...api import (
     SubagentResult,
     SubagentSetup,
 )
+from ...api.internal import described
 from ...plan import ActionPlan, AgentPlan
 from .._builtins import CHAT_ROUTES
 from .._failures import clip, with_original
@@ -494,7 +495,7 @@ async def _cancel_remote(setup: AsyncSubagentSetup, session_id: str, call_id: st
     try:
         await asyncio.to_thread(setup.call_cancel_request, session_id, call_id)
     except Exception as e:  # noqa: BLE001 - best effort: the call ends either way
-        why = clip(f"{type(e).__name__}: {e}", 500)
+        why = clip(described(e), 500)
         log.warning("sub-agent %r: the cancel request of remote run %s#%s failed: %s",
                     name, session_id, call_id, why)
         return why
@@ -585,7 +586,7 @@ def resolve_subagent(ctx: ActionExecution, name: str
     except ResourceNotFoundError as e:
         return None, refused, f"sub-agent {name!r}: {e}"
     except Exception as e:  # noqa: BLE001 - a setup that cannot be built
-        return None, refused, f"sub-agent {name!r} cannot be built: {type(e).__name__}: {e}"
+        return None, refused, f"sub-agent {name!r} cannot be built: {described(e)}"
     if not isinstance(setup, SubagentSetup):
         return None, refused, (f"resource {name!r} is a {type(setup).__name__}, not a "
                                "sub-agent setup")
