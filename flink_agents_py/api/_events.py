@@ -341,7 +341,7 @@ def json_schema_of(value: Any) -> Any:
         value = inner
     if isinstance(value, type) and issubclass(value, BaseModel):
         try:
-            return value.model_json_schema()
+            schema = value.model_json_schema()
         except PydanticUserError as e:
             from ._errors import UsageError
 
@@ -351,7 +351,31 @@ def json_schema_of(value: Any) -> Any:
                 f"to give the model ({reason}): give its fields JSON types (str, int, float, "
                 f"bool, lists, dicts, other pydantic models), or pass a JSON Schema dict"
             ) from None
+        _OUTPUT_CLASSES.pop(value, None)  # the latest last (``output_classes_of``)
+        _OUTPUT_CLASSES[value] = schema
+        if len(_OUTPUT_CLASSES) > 256:
+            del _OUTPUT_CLASSES[next(iter(_OUTPUT_CLASSES))]
+        return schema
     return value
+
+
+_OUTPUT_CLASSES: dict[type[BaseModel], dict[str, Any]] = {}
+"""The pydantic classes given as output schemas in this process, with their JSON Schemas."""
+
+
+def output_classes_of(schema: Any) -> list[type[BaseModel]]:
+    """The pydantic classes given as output schemas (``json_schema_of``) whose schema is this.
+
+    A class's validators and types say more than its JSON Schema (a ``field_validator``, a
+    ``date`` field's format): the chat action checks a structured answer with them too.
+
+    Args:
+        schema: a JSON Schema.
+
+    Returns:
+        The classes, the one given last first (none for a schema no class was given for).
+    """
+    return [cls for cls, own in reversed(_OUTPUT_CLASSES.items()) if own == schema]
 
 
 FLINK_AGENTS_EVENT_TYPES: dict[str, str] = {

@@ -17,6 +17,7 @@ from ._events import (
     event_from_json,
     event_to_send,
     json_schema_of,
+    output_classes_of,
 )
 from ._field_hints import unknown_key_message
 from ._flow import collect_rate_limits
@@ -55,6 +56,7 @@ from ._tools import (
 from ._warnings import warn_at_user
 
 __all__ = [
+    "output_classes_of",
     "unknown_key_message",
     "KEY_TAGS",
     "KEY_TYPES",

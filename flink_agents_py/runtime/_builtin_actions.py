@@ -46,7 +46,7 @@ from ..api import (
 from ..api.internal import subagent_prompt_values
 from ._budgets import budgeted_call, fallback_guard, fallback_spends
 from ._failures import TOOL_FAILURES, clip, error_text, failure_text, unless_cancelled
-from ._model_calls import MAX_ANSWER_DEPTH, deeper_than
+from ._model_calls import MAX_ANSWER_DEPTH, class_problem, deeper_than
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
 from ._serde import to_plain_json
@@ -167,7 +167,7 @@ def _structured(response: ChatResponse, schema: dict[str, Any]) -> tuple[ChatRes
             return response, f"the answer is not JSON ({clip(str(e), 300)})"
     if deeper_than(value, MAX_ANSWER_DEPTH):  # checked deterministically, never to the stack
         return response, f"the answer is nested deeper than {MAX_ANSWER_DEPTH} levels"
-    problem = _schema_problem(value, schema)
+    problem = _schema_problem(value, schema) or class_problem(value, schema)
     if problem is not None:
         return response, problem
     return response.model_copy(update={"structured": value}), None

@@ -33,7 +33,13 @@ from ..api import (
     RateLimitInfo,
     error_class,
 )
-from ..api.internal import collect_rate_limits, described, refuse_truncated_calls
+from ..api.internal import (
+    clip,
+    collect_rate_limits,
+    described,
+    output_classes_of,
+    refuse_truncated_calls,
+)
 from ._flow import ToldToWaitTooLong, flow_controller
 from ._own_chat import pacing_connection
 from ._spend import estimated_usage
@@ -315,6 +321,37 @@ def deeper_than(value: Any, limit: int) -> bool:
                     return True
                 level.append((child, depth + 1))
     return False
+
+
+def class_problem(value: Any, schema: dict[str, Any]) -> str | None:
+    """Why a structured answer that follows ``schema`` is refused by its pydantic class.
+
+    A class given as the output schema (``ctx.chat(..., output_schema=Rating)``, a
+    ``ReActAgent``'s) validates more than its JSON Schema says: its validators, a ``date``
+    or ``UUID`` field's format. An answer it refuses is told to the model as a schema
+    violation is, instead of failing the caller's await with no second chance.
+
+    Args:
+        value: the answer's JSON value (it follows ``schema``).
+        schema: the chat's output JSON Schema.
+
+    Returns:
+        The reason (the first three errors, each bounded), or ``None`` when no class given
+        for ``schema`` in this process refuses it.
+    """
+    from pydantic import ValidationError
+
+    for cls in output_classes_of(schema)[:1]:  # the class given last for this schema
+        try:
+            cls.model_validate(value)
+        except ValidationError as e:
+            errors = e.errors(include_url=False)
+            shown = "; ".join(
+                "at $" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+                + f": {clip(str(err['msg']), 300)}" for err in errors[:3])
+            more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+            return f"the answer does not fit {cls.__name__}: {shown}{more}"
+    return None
 
 
 def _checked(response: ChatResponse) -> ChatResponse:
