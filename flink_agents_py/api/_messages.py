@@ -92,7 +92,7 @@ def _text_arguments(text: str) -> dict[str, Any]:
         what was wrong}``, which the tool refuses, telling the model.
     """
     try:
-        value = (json.loads(text) if text.strip() else None) or {}
+        value = (strict_json(text) if text.strip() else None) or {}
     except ValueError:
         value = one_json_object(text)
         if value is None:
@@ -104,6 +104,32 @@ def _text_arguments(text: str) -> dict[str, Any]:
 
 
 _FENCE = re.compile(r"^\s*```[\w-]*\s*|\s*```\s*$")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_STRICT_JSON = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def strict_json(text: str) -> Any:
+    """Decode JSON text with the standard library, refusing ``NaN`` and ``Infinity``.
+
+    Python's decoder takes them, but they are not JSON: a model's answer or tool call
+    arguments holding one had no stored form, and failed the chat when recorded instead of
+    being refused as unreadable.
+
+    Args:
+        text: the JSON text.
+
+    Returns:
+        The value.
+
+    Raises:
+        ValueError: when ``text`` is not JSON.
+    """
+    return _STRICT_JSON.decode(text)
 
 
 def one_json_object(text: str) -> dict[str, Any] | None:
@@ -125,8 +151,8 @@ def one_json_object(text: str) -> dict[str, Any] | None:
     if start < 0:
         return None
     try:
-        value, end = json.JSONDecoder().raw_decode(text, start)
-    except ValueError:
+        value, end = _STRICT_JSON.raw_decode(text, start)
+    except ValueError:  # (NaN and Infinity too: not JSON, they have no stored form)
         return None
     if not isinstance(value, dict) or "{" in text[end:]:
         return None

@@ -27,7 +27,12 @@ from ._key_forms import key_from_json, key_json, tagged_json, untag
 from ._lazy import lazy_exports
 from ._loops import close_loop_clients, register_loop_owner
 from ._memory import MemoryObject, memory_ref_of
-from ._messages import one_json_object, refuse_empty_answer, refuse_truncated_calls
+from ._messages import (
+    one_json_object,
+    refuse_empty_answer,
+    refuse_truncated_calls,
+    strict_json,
+)
 from ._metric_groups import agent_metric_group
 from ._resources import import_qualified, resource_type_argument
 from ._secret_scrub import described, error_text, group_types, scrub_exception, validation_masked
@@ -56,6 +61,7 @@ from ._tools import (
 from ._warnings import warn_at_user
 
 __all__ = [
+    "strict_json",
     "output_classes_of",
     "unknown_key_message",
     "KEY_TAGS",

@@ -43,7 +43,7 @@ from ..api import (
     ToolResult,
     WaitTimeoutError,
 )
-from ..api.internal import subagent_prompt_values
+from ..api.internal import one_json_object, subagent_prompt_values
 from ._budgets import budgeted_call, fallback_guard, fallback_spends
 from ._failures import TOOL_FAILURES, clip, error_text, failure_text, unless_cancelled
 from ._model_calls import MAX_ANSWER_DEPTH, class_problem, deeper_than
@@ -164,7 +164,9 @@ def _structured(response: ChatResponse, schema: dict[str, Any]) -> tuple[ChatRes
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError as e:
-            return response, f"the answer is not JSON ({clip(str(e), 300)})"
+            value = one_json_object(text)  # one object with text around it (a fence, a note)
+            if value is None:
+                return response, f"the answer is not JSON ({clip(str(e), 300)})"
     if deeper_than(value, MAX_ANSWER_DEPTH):  # checked deterministically, never to the stack
         return response, f"the answer is nested deeper than {MAX_ANSWER_DEPTH} levels"
     problem = _schema_problem(value, schema) or class_problem(value, schema)

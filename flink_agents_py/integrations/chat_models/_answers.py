@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from ...api import TokenUsage
-from ...api.internal import UNREADABLE_ARGUMENTS, mask_secrets, one_json_object
+from ...api.internal import UNREADABLE_ARGUMENTS, mask_secrets, one_json_object, strict_json
 
 __all__ = ["reported_usage", "tool_arguments", "valid_text"]
 
@@ -114,7 +113,7 @@ def _json_value(text: str) -> Any:
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
-        return json.loads(text)  # takes an escaped lone surrogate, which orjson refuses
+        return strict_json(text)  # takes an escaped lone surrogate, which orjson refuses
 
 
 def _valid(text: str) -> str:
