@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ._errors import UsageError
@@ -13,13 +13,36 @@ from ._resources import Resource, ResourceType
 
 __all__ = ["Prompt", "fill_placeholders", "warn_unfilled"]
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# ``{name}``, with Python's conversion and format spec: ``{price:.2f}``, ``{name!r}``
+_FIELD = r"\{([A-Za-z_][A-Za-z0-9_]*)(![rsa])?(:[^{}\s\"']*)?\}"
+_PLACEHOLDER = re.compile(_FIELD)
 # a template's brace tokens, in order: doubled braces, a placeholder, a lone brace
-_BRACES = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
+_BRACES = re.compile(r"\{\{|\}\}|" + _FIELD + r"|[{}]")
+_CONVERSIONS: dict[str, Callable[[Any], str]] = {"!r": repr, "!s": str, "!a": ascii}
+
+
+def _filled(m: re.Match[str], values: Mapping[str, Any]) -> str:
+    """The text of placeholder ``m``: its value converted and formatted, or ``m`` itself."""
+    name, conversion, spec = m.group(1), m.group(2), m.group(3)
+    if name not in values:
+        return m.group(0)
+    value = values[name]
+    if conversion is None and spec is None:
+        return str(value)
+    if conversion is not None:
+        value = _CONVERSIONS[conversion](value)
+    try:
+        return format(value, spec[1:] if spec else "")
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"prompt placeholder {m.group(0)} cannot format the "
+                         f"{type(value).__name__} given for {name!r}: {e}") from None
 
 
 def fill_placeholders(template: str, values: Mapping[str, Any]) -> str:
     """Replace each ``{name}`` in ``template`` with ``str(values[name])``.
+
+    A placeholder may carry Python's conversion and format spec, as ``str.format`` (and so
+    Apache Flink Agents' prompts) reads them: ``{price:.2f}``, ``{name!r}``, ``{n:>4}``.
 
     A placeholder no value fills stays as literal text, and values the template does not use
     are ignored (so a prompt and an input schema may drift apart without an error). Only
@@ -35,24 +58,20 @@ def fill_placeholders(template: str, values: Mapping[str, Any]) -> str:
 
     Returns:
         The filled text.
+
+    Raises:
+        UsageError: when a placeholder's format spec does not fit its value (``{n:.2f}``
+            given a text), naming the placeholder.
     """
     tokens = list(_BRACES.finditer(template))
     if any(len(m.group(0)) == 1 for m in tokens):  # a lone brace: raw JSON, not format style
 
-        def sub(m: re.Match[str]) -> str:
-            name = m.group(1)
-            return str(values[name]) if name in values else m.group(0)
-
-        return _PLACEHOLDER.sub(sub, template)
+        return _PLACEHOLDER.sub(lambda m: _filled(m, values), template)
     out: list[str] = []
     end = 0
     for m in tokens:
         out.append(template[end:m.start()])
-        name = m.group(1)
-        if name is None:
-            out.append(m.group(0)[0])
-        else:
-            out.append(str(values[name]) if name in values else m.group(0))
+        out.append(m.group(0)[0] if m.group(1) is None else _filled(m, values))
         end = m.end()
     out.append(template[end:])
     return "".join(out)
