@@ -1,5 +1,7 @@
 """A structured answer written inside other text is read; NaN and Infinity never are.
 
+(And a reasoning model's ``<think>...</think>`` before the answer, braces in it, is skipped.)
+
 Models (small local ones above all) write "Sure! Here is the rating: ```json {...} ```
 Hope it helps." or a note after the object. The chat action took only a bare answer or one
 wrapped in nothing but a fence: both answers were refused, the model asked again with
@@ -47,6 +49,7 @@ MODULE = textwrap.dedent('''
         "note after": '{"score": 3} (3 because the battery is weak)',
         "two objects": 'Either {"score": 3} or {"score": 4}',
         "nan": 'Here: {"score": NaN}',
+        "thought first": '<think>They want {score}; maybe {"score": 5}?</think>\\n{"score": 4}',
     }
 
 
@@ -92,6 +95,8 @@ def test_one_json_object_among_text_is_the_structured_answer(tmp_path: Path) -> 
     out = {o.pop("case"): o for o in json.loads(proc.stdout.strip().splitlines()[-1])}
     assert out["fenced in prose"] == {"score": 3, "output_retries": 0}
     assert out["note after"] == {"score": 3, "output_retries": 0}
+    # a reasoning model's thoughts (its server's parser off) are not the answer
+    assert out["thought first"] == {"score": 4, "output_retries": 0}
     # which object was meant is not sure, and NaN is no JSON: the model is asked again
     assert out["two objects"] == {"score": 2, "output_retries": 1}
     assert out["nan"] == {"score": 2, "output_retries": 1}, out["nan"]

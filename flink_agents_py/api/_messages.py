@@ -138,7 +138,9 @@ def one_json_object(text: str) -> dict[str, Any] | None:
     Models wrap tool call arguments in a markdown fence (```json ... ```) or write a
     sentence after them. The object starts at the text's first ``{``, which must open a
     whole object, and no ``{`` follows it (else which one was meant is not sure: the first
-    one cut short, two objects). A markdown fence's backticks around it go.
+    one cut short, two objects). A markdown fence's backticks around it go, and so does a
+    reasoning model's ``<think>...</think>`` before it (its server's reasoning parser off),
+    whose braces are thoughts, not the answer.
 
     Args:
         text: the arguments' text.
@@ -146,7 +148,8 @@ def one_json_object(text: str) -> dict[str, Any] | None:
     Returns:
         The object.
     """
-    text = _FENCE.sub("", text)
+    think_end = text.rfind("</think>")
+    text = _FENCE.sub("", text[think_end + 8:] if think_end >= 0 else text)
     start = text.find("{")
     if start < 0:
         return None
