@@ -95,7 +95,10 @@ class ProviderError(AgentsError):
     Args:
         message: what failed.
         status_code: the provider's HTTP status code when there was one.
-        retryable: whether a retry may succeed (timeouts, 408, 429, 5xx).
+        retryable: whether a retry may succeed (timeouts, 408, 429, 5xx); by default, what
+            ``status_code`` says (408, 429 and 5xx: yes), as the failure is classified for
+            fallbacks (``error_class``): ``error_policy="retry"`` then retries a 5xx raised
+            by a connection of one's own, as it does a built-in connection's.
         rate_limit: what the provider's answer said about its limits (a ``RateLimitInfo``:
             ``Retry-After``, the rate-limit headers), when it said anything.
         quota_exhausted: a 429 saying the account's quota is used up (OpenAI's
@@ -103,9 +106,13 @@ class ProviderError(AgentsError):
             control nor retried.
     """
 
-    def __init__(self, message: str, *, status_code: int | None = None, retryable: bool = False,
-                 rate_limit: Any = None, quota_exhausted: bool = False):
+    def __init__(self, message: str, *, status_code: int | None = None,
+                 retryable: bool | None = None, rate_limit: Any = None,
+                 quota_exhausted: bool = False):
         self.status_code = status_code
+        if retryable is None:
+            retryable = status_code is not None and (status_code in (408, 429)
+                                                     or status_code >= 500)
         self.retryable = retryable and not quota_exhausted
         self.rate_limit = rate_limit
         self.quota_exhausted = quota_exhausted
