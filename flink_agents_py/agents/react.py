@@ -39,7 +39,7 @@ from ..api import (
     UsageError,
     qualified_name,
 )
-from ..api.internal import import_qualified, json_schema_of
+from ..api.internal import import_qualified, json_schema_of, warn_unfilled_in
 
 __all__ = ["ReActAgent", "ReActAgentError", "DEFAULT_CHAT_MODEL", "react_action_config"]
 
@@ -334,7 +334,7 @@ def _user_messages(value: Any, prompt: Prompt | None) -> list[ChatMessage]:
         text = "" if value is None else str(value)
         if prompt is None:
             return [ChatMessage(role=MessageRole.USER, content=text)]
-        return prompt.format_messages(role=MessageRole.USER, input=text)  # a text prompt
+        return _filled(prompt, {"input": text})  # a text prompt
     if isinstance(value, BaseModel):  # its fields as they are, as Flink Agents reads an object
         value = dict(value.__dict__)
     if not isinstance(value, dict):
@@ -349,7 +349,24 @@ def _user_messages(value: Any, prompt: Prompt | None) -> list[ChatMessage]:
             f"{{'input': text}}")
     # a text prompt, the user's message: each field's value as ``str`` gives it (``True``,
     # ``None``), as Flink Agents fills it, so a ported program asks its model the same
-    return prompt.format_messages(role=MessageRole.USER, **{k: str(v) for k, v in value.items()})
+    return _filled(prompt, {k: str(v) for k, v in value.items()})
+
+
+def _filled(prompt: Prompt, values: dict[str, str]) -> list[ChatMessage]:
+    """The prompt's messages filled from the input's values; unfilled placeholders logged.
+
+    A record without a field the prompt names sent ``{field}`` to the model without a word,
+    where a chat model setup's prompt says so (``warn_unfilled``).
+
+    Returns:
+        The messages.
+    """
+    missing = prompt.unfilled(values)
+    if missing:
+        warn_unfilled_in("ReActAgent prompt", missing, values,
+                         f"Give the input a field {missing[0]!r} (or take the placeholder out "
+                         f"of the prompt)")
+    return prompt.format_messages(role=MessageRole.USER, **values)
 
 
 def _with_schema_instruction(messages: list[ChatMessage],

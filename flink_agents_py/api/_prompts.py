@@ -11,7 +11,7 @@ from ._errors import UsageError
 from ._messages import ChatMessage, MessageRole
 from ._resources import Resource, ResourceType
 
-__all__ = ["Prompt", "fill_placeholders", "warn_unfilled"]
+__all__ = ["Prompt", "fill_placeholders", "warn_unfilled", "warn_unfilled_in"]
 
 # ``{name}``, with Python's conversion and format spec: ``{price:.2f}``, ``{name!r}``
 _FIELD = r"\{([A-Za-z_][A-Za-z0-9_]*)(![rsa])?(:[^{}\s\"']*)?\}"
@@ -92,16 +92,29 @@ def warn_unfilled(setup: str, missing: Sequence[str], given: Mapping[str, Any]) 
         missing: the placeholders no value filled.
         given: the values the request gave.
     """
-    key = (setup, tuple(missing))
+    warn_unfilled_in(f"chat model setup {setup!r}", missing, given,
+                     f"Pass them: ctx.chat({setup!r}, messages, prompt_args={{{missing[0]!r}: "
+                     f"...}}), or a sub-agent's input field {missing[0]!r}")
+
+
+def warn_unfilled_in(owner: str, missing: Sequence[str], given: Mapping[str, Any],
+                     fix: str) -> None:
+    """Log once per ``owner`` and names that its prompt's placeholders went unfilled.
+
+    Args:
+        owner: what holds the prompt (``chat model setup 'm'``, ``ReActAgent 'r'``).
+        missing: the placeholders no value filled.
+        given: the values given.
+        fix: how to give them.
+    """
+    key = (owner, tuple(missing))
     if key in _WARNED or len(_WARNED) > 1000:
         return
     _WARNED.add(key)
     names = ", ".join("{" + n + "}" for n in missing)
-    _log.warning("chat model setup %r: no value for the prompt's placeholder(s) %s (values "
-                 "given: %s); they go to the model as written. Pass them: ctx.chat(%r, "
-                 "messages, prompt_args={%r: ...}), or a sub-agent's input field %r",
-                 setup, names, ", ".join(sorted(given)) or "none", setup, missing[0],
-                 missing[0])
+    _log.warning("%s: no value for the prompt's placeholder(s) %s (values given: %s); they go "
+                 "to the model as written. %s", owner, names, ", ".join(sorted(given)) or "none",
+                 fix)
 
 
 class Prompt(Resource, defer_build=True):

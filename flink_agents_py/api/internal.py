@@ -34,6 +34,7 @@ from ._messages import (
     strict_json,
 )
 from ._metric_groups import agent_metric_group
+from ._prompts import warn_unfilled_in
 from ._resources import import_qualified, resource_type_argument
 from ._secret_scrub import described, error_text, group_types, scrub_exception, validation_masked
 from ._secret_urls import register_plan_credentials
@@ -61,6 +62,7 @@ from ._tools import (
 from ._warnings import warn_at_user
 
 __all__ = [
+    "warn_unfilled_in",
     "strict_json",
     "output_classes_of",
     "unknown_key_message",
