@@ -80,3 +80,52 @@ def test_a_kafka_parse_or_key_selector_raising_one_gives_an_error_row():
     assert got_tag is tag and err["error"] == f"Broken: {SAID}"
     row = _ToRow("out", _raise)({"id": 1})
     assert f"its Kafka key could not be made (Broken: {SAID})" in row[2]
+
+
+CHAT_PROGRAM = '''
+import json
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, ChatMessage, ChatModelSetup, InputEvent, OutputEvent,
+    ResourceDescriptor, ResourceType, action)
+from flink_agents_py.integrations.chat_models import ScriptedChatModel
+
+
+class Broken(Exception):
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+def model(request):
+    raise Broken()
+
+
+class Asker(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event, ctx):
+        try:
+            await ctx.chat("m", [ChatMessage(role="user", content="hello")])
+        except Exception as e:
+            ctx.send_event(OutputEvent(output={"caught": type(e).__name__, "text": str(e)}))
+
+
+agent = Asker()
+agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                   ResourceDescriptor(ScriptedChatModel, function="asker:model"))
+agent.add_resource("m", ResourceType.CHAT_MODEL,
+                   ResourceDescriptor(ChatModelSetup, connection="conn"))
+result = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(agent).run()
+print(json.dumps({"outputs": result.outputs, "errors": [e.message for e in result.errors]}))
+'''
+
+
+def test_a_chat_whose_model_raises_one_fails_the_chat_not_the_chat_action(tmp_path):
+    (tmp_path / "asker.py").write_text(textwrap.dedent(CHAT_PROGRAM))
+    done = subprocess.run([sys.executable, "asker.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["errors"] == []
+    [caught] = out["outputs"]
+    assert f"Broken: {SAID}" in caught["text"], caught  # the caller is told what failed

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._resources import Resource, ResourceType
+from ._secret_scrub import described
 from ._secrets import MaskedStr
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ class SubagentResult(BaseModel):
             The failed result.
         """
         if isinstance(reason, BaseException):
-            reason = f"{type(reason).__name__}: {reason}"
+            reason = described(reason)
         return cls(success=False, error_message=str(reason), traceback=traceback)
 
     def result_as(self, type_: Any) -> Any:

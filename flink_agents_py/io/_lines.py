@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..api import SerializationError
+from ..api.internal import error_text
 from ..runtime.internal import loads_record
 
 __all__ = [
@@ -167,7 +168,7 @@ def json_line(line_no: int, text: str) -> Any:
 
 
 def _problem(e: BaseException) -> str:
-    text = str(e) or type(e).__name__
+    text = error_text(e) or type(e).__name__
     return text if isinstance(e, ValueError) else f"{type(e).__name__}: {text}"
 
 

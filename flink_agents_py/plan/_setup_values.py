@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..api import ChatModelSetup, FlowControl, ResourceError, ResourceType
-from ..api.internal import import_qualified, unknown_key_message
+from ..api.internal import described, import_qualified, unknown_key_message
 
 __all__ = ["check_setup_values"]
 
@@ -86,7 +86,7 @@ def _validate(where: str, cls: type[BaseModel], value: Any, prefix: tuple[str, .
             else:
                 problems.append(f"{where}: {shown}: {d['msg']} (got {_short(d['input'])})")
     except Exception as err:  # noqa: BLE001 - a class refusing its arguments otherwise
-        problems.append(f"{where}: cannot build {cls.__name__}: {type(err).__name__}: {err}")
+        problems.append(f"{where}: cannot build {cls.__name__}: {described(err)}")
 
 
 def _short(value: Any) -> str:

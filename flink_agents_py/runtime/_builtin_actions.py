@@ -43,7 +43,7 @@ from ..api import (
     ToolResult,
     WaitTimeoutError,
 )
-from ..api.internal import one_json_object, subagent_prompt_values
+from ..api.internal import described, one_json_object, subagent_prompt_values
 from ._budgets import budgeted_call, fallback_guard, fallback_spends
 from ._failures import TOOL_FAILURES, clip, error_text, failure_text, unless_cancelled
 from ._model_calls import MAX_ANSWER_DEPTH, class_problem, deeper_than
@@ -222,7 +222,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             messages = setup.build_messages(event.messages, prompt_args)
         except Exception as e:  # noqa: BLE001 - a bad request fails the chat, not the job
             ctx.send_event(ChatResponseEvent(request_id=chat_id,
-                                             error=clip(f"{type(e).__name__}: {e}"),
+                                             error=clip(described(e)),
                                              traceback=failure_text(e)))
             return
         chat: dict[str, Any] = {
@@ -384,7 +384,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             if not calls and schema is not None:
                 response, problem = _structured(response, schema)
         except Exception as e:  # noqa: BLE001
-            fail(f"{type(e).__name__}: {e}", failure_text(e))
+            fail(described(e), failure_text(e))
             return
         if calls:
             history().append(response.message.model_dump(mode="json"))
@@ -425,7 +425,7 @@ async def _run_tool(tool: FunctionTool, call: ToolCall) -> ToolResult:
     except TOOL_FAILURES as e:  # the model is told, so it can correct the call
         unless_cancelled(e)
         return ToolResult(call_id=call.id, name=call.name, ok=False, traceback=failure_text(e),
-                          error=clip(f"{type(e).__name__}: {error_text(e)}"))
+                          error=clip(described(e)))
     return ToolResult(call_id=call.id, name=call.name, ok=True, content=content)
 
 
@@ -533,7 +533,7 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
                 raise
             except Exception as e:  # noqa: BLE001
                 slots.append((call, refused(call, f"delegation to sub-agent {name!r} "
-                                                  f"failed: {type(e).__name__}: {e}"), None))
+                                                  f"failed: {described(e)}"), None))
             continue
         resource = _tool_resource(ctx, setup, call.name)
         if resource is None:
@@ -575,7 +575,7 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
                 raise
             except Exception as e:  # noqa: BLE001 - e.g. a result with no JSON form
                 responses[call.id] = refused(call, f"delegation to sub-agent {subagent!r} "
-                                                   f"failed: {type(e).__name__}: {e}")
+                                                   f"failed: {described(e)}")
                 continue
             if result.cancelled:
                 for _, other, other_name in slots[i + 1:]:

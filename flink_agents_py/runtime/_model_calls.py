@@ -254,7 +254,7 @@ async def _ask(setup: ChatModelSetup, messages: list[ChatMessage],
                 failed = _not_retried(setup, connection, e, options)
             if failed is not e:
                 failed.__cause__ = e
-            errors.append(f"{type(failed).__name__}: {failed}")
+            errors.append(described(failed))
             if retry and not too_long:
                 await sleep_without_slot(_backoff(setup, attempt, e))  # others use its slot
                 attempt += 1

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..api.internal import described
 from ..local import LocalExecutionEnvironment
 from ..plan import AgentPlan
 from ..runtime import (
@@ -448,7 +449,7 @@ def run_recovery(setup: Setup, snapshot: str | None) -> Observed:
         try:
             result = job.run()
         except Exception as e:  # noqa: BLE001 - a recovery that cannot finish is a finding
-            failure = f"{type(e).__name__}: {e}\n" + "".join(
+            failure = f"{described(e)}\n" + "".join(
                 traceback.format_exception(e)).rstrip()
     out = _observe(rec, result, seen)
     out.failure, out.completed = failure, not failure

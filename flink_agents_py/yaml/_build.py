@@ -35,6 +35,7 @@ from ..api import (
 from ..api.internal import (
     EVENT_TYPES,
     RESERVED_TOOL_PREFIX,
+    described,
     event_class_for,
     import_qualified,
     unknown_key_message,
@@ -83,7 +84,7 @@ def import_object(report: Report, path: str, loc: Loc) -> Any:
     except AgentsError as err:
         report.add(loc, f"cannot import {quoted(path)}: {err}")
     except Exception as err:  # noqa: BLE001 - a module failing at import time
-        report.add(loc, f"importing {quoted(path)} failed: {type(err).__name__}: {err}")
+        report.add(loc, f"importing {quoted(path)} failed: {described(err)}")
     return None
 
 
@@ -312,7 +313,7 @@ def _tool_description(report: Report, tool: ToolSpec, fn: Callable[..., Any],
         _ = inst.metadata  # the argument schema, built from the signature
     except Exception as err:  # noqa: BLE001 - a signature pydantic cannot describe
         report.add((*at, "function"), f"cannot describe {quoted(tool.function)} as a tool: "
-                                      f"{type(err).__name__}: {err}")
+                                      f"{described(err)}")
         return None
     return tool.description if tool.description is not None else inst.description
 
@@ -452,7 +453,7 @@ def resource_arguments(report: Report, entry: ChatModelSetupSpec | ResourceSpec 
             report.add((*at, *d["loc"]), f"{msg} (for {what} {cls.__name__})")
         return args, False
     except Exception as err:  # noqa: BLE001 - a class rejecting its arguments otherwise
-        report.add(at, f"cannot build {cls.__name__}: {type(err).__name__}: {err}")
+        report.add(at, f"cannot build {cls.__name__}: {described(err)}")
         return args, False
     return args, ok
 
