@@ -7,6 +7,7 @@ first use, so ``import flink_agents_py.api`` loads no runtime).
 from typing import TYPE_CHECKING, Any
 
 from ._beam_logging import quiet_optional_filesystems
+from ._logging import install_fallback_handler
 
 if TYPE_CHECKING:
     from ._environment import AgentsExecutionEnvironment
@@ -17,6 +18,8 @@ __all__ = ["AgentsExecutionEnvironment", "__version__"]
 # before PyFlink starts apache-beam: a program that builds its own StreamExecutionEnvironment
 # (Flink Agents' programs do) would print beam's "Failed to import GCSFileSystem" otherwise
 quiet_optional_filesystems()
+# this package's warnings carry their level and logger name when logging is unconfigured
+install_fallback_handler()
 
 
 def __getattr__(name: str) -> Any:
