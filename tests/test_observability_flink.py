@@ -339,6 +339,8 @@ def test_minicluster_job_writes_an_event_log_per_subtask_with_metrics_on(tmp_pat
     for i, f in enumerate(files):
         header = read_event_log([f])[0]
         assert (header["kind"], header["host"], header["subtask"]) == ("log_opened", "flink", i)
+    # the subtasks (and any attempt) name one job: its runs are one job's in a trace
+    assert len({read_event_log([f])[0]["lineage"] for f in files}) == 1
     assert kinds["run_completed"] == len(items)
     tools = [r["tool"] for r in records if r["kind"] == "call_finished" and r.get("tool")]
     assert sorted(set(tools)) == ["price_of", "stock_of"] and len(tools) == 2 * len(items)

@@ -469,7 +469,7 @@ def test_a_run_sent_again_after_a_restore_keeps_its_trace_and_span_ids():
 
     exporter = Kept()
     sink = OtelSink(exporter=exporter)
-    assert pickle.loads(pickle.dumps(sink)).job_id == sink.job_id  # every Flink attempt's
+    assert pickle.loads(pickle.dumps(sink))._lineage == sink._lineage  # every attempt's
     records = [{"key": "a", "n": 1, "sku": "s-1"}]
     snapshots: list[Any] = []
 

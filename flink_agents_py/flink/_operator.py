@@ -233,7 +233,8 @@ class AgentOperator(KeyedProcessFunction):
             metrics=opts.metrics, event_log=opts.event_log, observer=opts.observer,
             host="flink", subtask=subtask, attempt=attempt, flink_group=group,
             actions=list(self.plan.actions), agent=self.plan.name,
-            apache_event_log=opts.apache_event_log, job=_job_names(runtime_context, opts))
+            apache_event_log=opts.apache_event_log, job=_job_names(runtime_context, opts),
+            lineage=opts.lineage or "")
 
     def close(self) -> None:
         """Stop the executor and close resources (and the event log)."""

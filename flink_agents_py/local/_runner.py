@@ -310,11 +310,11 @@ class LocalAgentJob:
 
         wake: queue.SimpleQueue[Any] = queue.SimpleQueue()
         opts = self._env.options
-        obs = HostObservability(metrics=opts.metrics, event_log=opts.event_log,
-                                observer=opts.observer, host="local", agent=self._plan.name,
-                                apache_event_log=opts.apache_event_log)
         snap = self._restore_from or {}  # lineage: the snapshot's, the options', else new
         self._lineage = snap.get("lineage") or opts.lineage or secrets.token_hex(8)
+        obs = HostObservability(metrics=opts.metrics, event_log=opts.event_log,
+                                observer=opts.observer, host="local", agent=self._plan.name,
+                                apache_event_log=opts.apache_event_log, lineage=self._lineage)
         # keys as Flink's default key encoding has them (``runtime.KeyEncoding``): ``1``,
         # ``True`` and ``1.0`` are three keys; the core sees each key's encoded identity
         core = AgentCore(self._plan, max_in_flight=opts.max_in_flight, notify=wake.put,

@@ -6,8 +6,9 @@ header, ``id`` and ``parent`` (the identity one level up, so a run reads as a tr
 input event -> action -> durable call (chat, model call, tool, sub-agent) -> events -> ...
 -> output):
 
-- ``log_opened``: ``host``, ``level``, ``pid``, ``agent`` (its class name), and on Flink
-  ``subtask`` and ``attempt``
+- ``log_opened``: ``host``, ``level``, ``pid``, ``agent`` (its class name), ``lineage``
+  (the job's token, shared by its attempts and restores), and on Flink ``subtask`` and
+  ``attempt``
   (a restarted job appends to the same file; a new header marks each attempt).
 - ``run_started`` / ``run_completed``: ``id`` ``r<seq>``, ``seq``, (``duration_ms``).
 - ``event``: ``type``, ``parent`` (the execution that sent it, the call that bootstrapped
@@ -254,7 +255,8 @@ class EventLog:
         return cls(value)
 
     def open(self, host: str = "local", subtask: int | None = None,
-             attempt: int | None = None, agent: str = "") -> EventLogObserver | None:
+             attempt: int | None = None, agent: str = "",
+             lineage: str = "") -> EventLogObserver | None:
         """Open the sink and return the observer writing to it (``None`` when ``off``).
 
         Args:
@@ -262,6 +264,9 @@ class EventLog:
             subtask: the Flink subtask index.
             attempt: the Flink attempt number.
             agent: the agent's name, written in the header (traces name runs by it).
+            lineage: the job's token (``""``: none), written in the header: every attempt
+                of a job shares it and another job has another, so a trace keeps the runs
+                of two jobs appending to one file apart and derives stable span ids.
 
         Returns:
             The observer, or ``None`` at level ``off``.
@@ -276,6 +281,8 @@ class EventLog:
                                   "level": self.level, "pid": os.getpid()}
         if agent:
             header["agent"] = agent
+        if lineage:
+            header["lineage"] = lineage
         if subtask is not None:
             header.update(subtask=subtask, attempt=attempt)
         sink.write(header)

@@ -67,6 +67,7 @@ class HostObservability:
             ``None``; its file is named by ``job`` and ``subtask``.
         job: the job's id (Flink's ``JobID``; ``""``: a new one, as locally) and the task's
             name (``""``: the agent's).
+        lineage: the job's token, shared by its attempts (written in the event log's header).
 
     The observer is the single one itself when there is one (no fan-out in the call path).
     """
@@ -78,13 +79,14 @@ class HostObservability:
                  flush_every: int = FLUSH_EVERY,
                  flush_interval_s: float = FLUSH_INTERVAL_S, agent: str = "",
                  apache_event_log: ApacheEventLog | None = None,
-                 job: tuple[str, str] = ("", "")) -> None:
+                 job: tuple[str, str] = ("", ""), lineage: str = "") -> None:
         self.metrics = AgentMetrics(
             flink_group=flink_group, actions=actions, flush_every=flush_every,
             flush_interval_s=flush_interval_s) if metrics else None
         spec = EventLog.of(event_log)
         self.event_log: EventLogObserver | None = (
-            spec.open(host=host, subtask=subtask, attempt=attempt, agent=agent)
+            spec.open(host=host, subtask=subtask, attempt=attempt, agent=agent,
+                      lineage=lineage)
             if spec is not None else None)
         self.apache_log: ApacheEventLogObserver | None = (
             apache_event_log.open(job_id=job[0] or new_job_id(), task_name=job[1] or agent,

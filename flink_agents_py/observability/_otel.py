@@ -9,30 +9,23 @@ OTLP/HTTP exporter). Two ways:
   on the local runner and on Flink (``event_log=EventLog(sink=OtelSink(endpoint=...))``).
 
 One trace per run. Spans follow the GenAI semantic conventions (Development status, as of
-semantic-conventions 1.3x) where they apply:
-
-- the run: ``invoke_agent {agent}`` (``gen_ai.operation.name=invoke_agent``,
-  ``gen_ai.agent.name``), with ``flink_agents.key``/``.run``/``.status``;
-- each action execution: ``action {name}`` (``flink_agents.action``);
-- each model call (one chat round): ``chat {model}``, kind ``CLIENT``
-  (``gen_ai.operation.name=chat``, ``gen_ai.request.model``, ``gen_ai.response.model``,
-  ``gen_ai.usage.input_tokens``/``output_tokens``, ``gen_ai.response.finish_reasons``,
-  ``gen_ai.conversation.id`` = the chat);
-- each tool call: ``execute_tool {tool}`` (``gen_ai.tool.name``, ``gen_ai.tool.type``);
-- each sub-agent call: ``invoke_agent {sub-agent}``; a ``ctx.chat`` chat: ``ctx.chat {model
-  setup}`` (its rounds are ``chat`` spans under it); another durable call: ``call {name}``.
+semantic-conventions 1.3x) where they apply: the run is ``invoke_agent {agent}``, an action
+execution ``action {name}``, a model call (one chat round) ``chat {model}`` (kind
+``CLIENT``, ``gen_ai.request.model``, ``gen_ai.usage.*``, ...), a tool call ``execute_tool
+{tool}``, a sub-agent call ``invoke_agent {sub-agent}``, a ``ctx.chat`` chat ``ctx.chat
+{model setup}``, another durable call ``call {name}`` (the table in
+``docs/how-to/observability.md`` lists the attributes).
 
 Spans nest as the trace's tree: an action triggered by an event is a child of the action
 (or call) that sent the event, and may end after it (asynchronous work). Events and outputs
 become span events of the span above them. Failures set the span status
 to ``ERROR`` with ``error.type`` and an ``exception`` event (``exception.stacktrace``: the
 log's traceback); a run with failures has status ``ERROR`` too. Every text a span carries is
-masked (``api.mask_secrets``: known secrets, secret-looking values) on top of the event
-log's own masking, for logs written before a secret was known. Anomalies are in
-``flink_agents.anomalies``; a run with replayed calls or re-entered actions (it ran again
-after a restore) has ``flink_agents.replayed``. Times are the log's ``ts``. ``OtelSink``
-derives each run's trace id and span ids from the run (``_span_ids``): a run sent again
-after a restore keeps them.
+masked (``api.mask_secrets``) on top of the event log's own masking. Anomalies are in
+``flink_agents.anomalies``; a run that ran again after a restore has
+``flink_agents.replayed``. Times are the log's ``ts``. Trace and span ids derive from the
+job's lineage (the log's header), the agent, the key and the run (``_span_ids``): a run
+sent again, live after a restore or by sending its log again, keeps them.
 """
 
 from __future__ import annotations
@@ -390,13 +383,14 @@ def export_otel(traces: Iterable[RunTrace], exporter: Any, *,
             many, and the exporter's reason).
     """
     traces = list(traces)
-    specs = [spans_of(t, agent_name or t.agent or "agent") for t in traces]
+    agents = [agent_name or t.agent or "agent" for t in traces]
+    specs = [spans_of(t, a) for t, a in zip(traces, agents, strict=True)]
     total = sum(len(s) for s in specs)
     delivery = _Delivery(exporter)
     emitter = _Emitter(delivery, service_name, queue=max(2048, total))
     try:
-        for spans in specs:
-            emitter.emit(spans)
+        for t, a, spans in zip(traces, agents, specs, strict=True):
+            emitter.emit(spans, _identity(t.lineage, a, t) if t.lineage else None)
     finally:
         emitter.close()
     if delivery.delivered < total:
@@ -457,6 +451,11 @@ class _Emitter:
         self.provider.shutdown()
 
 
+def _identity(job: str, agent: str, trace: RunTrace) -> str:
+    """What a run's trace and span ids derive from: the job, the agent, the key, the run."""
+    return f"{job}|{agent}|{_keystr(trace.key)}|{trace.run}"
+
+
 class OtelSink(EventLogSink):
     """An event log sink that sends each run as OpenTelemetry spans when it completes.
 
@@ -477,11 +476,10 @@ class OtelSink(EventLogSink):
         headers: extra HTTP headers for the OTLP endpoint.
         max_queue_size: spans waiting to be sent, at most; more are dropped (the SDK's
             batch processor, which sends every 5 s or 512 spans).
-        job_id: names the job in the trace and span ids, derived from it, the agent, the
-            key, the run and each span's node: a run sent again after a restore (it ran
-            again) keeps its trace and span ids. Default: a random token drawn here, which
-            every Flink attempt of the job shares (the sink is pickled with it); give one
-            (e.g. the local snapshot's ``lineage``) to keep ids across processes.
+        job_id: the job in the trace and span ids (which derive from it, the agent, the
+            key, the run and the span's node, so a run sent again after a restore keeps
+            them). Default: the job's lineage from the log's header, which its attempts
+            and restores share (a token drawn here for a host that writes none).
 
     Delivery is counted (``delivered``, ``undelivered``); spans that did not reach the
     endpoint (no receiver, refused, timed out, dropped from a full queue) are reported in
@@ -507,7 +505,8 @@ class OtelSink(EventLogSink):
         self.forward = forward
         self.headers = headers
         self.max_queue_size = max_queue_size
-        self.job_id = job_id if job_id is not None else secrets.token_hex(8)
+        self.job_id = job_id
+        self._lineage = secrets.token_hex(8)  # the job's own, from the log's header, once read
         self._runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._emitter: _Emitter | None = None
         self._lock: threading.Lock | None = None
@@ -556,6 +555,7 @@ class OtelSink(EventLogSink):
             raise RuntimeError("OtelSink.write before open()")
         if record.get("kind") == "log_opened":
             self._agent = str(record.get("agent") or "")
+            self._lineage = str(record.get("lineage") or "")
             return
         if "id" not in record:
             return
@@ -572,7 +572,7 @@ class OtelSink(EventLogSink):
             agent = self.agent_name or self._agent or "agent"
             spans = spans_of(trace, agent)
             self._built += len(spans)
-            self._emitter.emit(spans, f"{self.job_id}|{agent}|{_keystr(trace.key)}|{trace.run}")
+            self._emitter.emit(spans, _identity(self.job_id or self._lineage, agent, trace))
 
     def flush(self) -> None:
         """Flush the forwarded sink and send the spans waiting in the batch processor."""

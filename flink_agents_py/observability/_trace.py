@@ -110,6 +110,7 @@ class RunTrace:
     anomalies: list[tuple[TraceNode, str]] = field(default_factory=list)
     failures: int = 0             # how many of the anomalies are errors
     agent: str = ""               # the agent's name, from its log's header ("" if none)
+    lineage: str = ""             # the job's token, from its log's header ("" if none)
 
     @property
     def status(self) -> str:
@@ -209,7 +210,9 @@ def _sane(rec: dict[str, Any]) -> dict[str, Any]:
 def build_traces(records: Iterable[dict[str, Any]]) -> list[RunTrace]:
     """Build one ``RunTrace`` per ``(key, run)`` in the records, in order of first appearance.
 
-    A run's ``agent`` is the one named by the ``log_opened`` header read before it.
+    A run's ``agent`` and ``lineage`` are those of the ``log_opened`` header read before it.
+    Runs of different lineages (two jobs appending to one file) are different runs, however
+    alike their keys and run ids; the attempts of one job (a restore) share its lineage.
 
     Returns:
         The traces.
@@ -232,18 +235,20 @@ def build_traces(records: Iterable[dict[str, Any]]) -> list[RunTrace]:
             n = runs[(k, run)] = TraceNode("run", run, None)
         return n
 
-    agent = ""  # the agent named by the header of the log being read
+    agent = lineage = ""  # the agent and the job named by the header of the log being read
     agents: dict[tuple[str, str], str] = {}
+    lineages: dict[str, str] = {}
     for rec in records:
         kind = rec.get("kind")
         if kind == "log_opened":
-            agent = str(rec.get("agent") or "")
+            agent, lineage = str(rec.get("agent") or ""), str(rec.get("lineage") or "")
             continue
         if "id" not in rec:
             continue
         rec = _sane(rec)
-        k = _keystr(rec.get("key"))
-        keys.setdefault(k, rec.get("key"))
+        k = f"{lineage}\x00{_keystr(rec.get('key'))}" if lineage else _keystr(rec.get("key"))
+        if k not in keys:
+            keys[k], lineages[k] = rec.get("key"), lineage
         ident = str(rec["id"])
         parent = rec.get("parent")
         if kind == "run_started":
@@ -301,7 +306,7 @@ def build_traces(records: Iterable[dict[str, Any]]) -> list[RunTrace]:
     traces: list[RunTrace] = []
     for (k, run_id), root in runs.items():
         trace = RunTrace(key=keys.get(k), run=run_id, root=root,
-                         agent=agents.get((k, run_id), agent))
+                         agent=agents.get((k, run_id), agent), lineage=lineages.get(k, ""))
         _flag(trace)
         traces.append(trace)
     return traces
@@ -507,6 +512,7 @@ def render_text(traces: list[RunTrace], limit: int | None = None) -> str:
     characters (ESC, BEL, CR, other C0 and C1), bidirectional overrides and other format
     characters in keys, outputs, errors and tracebacks are written as visible escapes
     (``\x1b``, ``\u202e``; ``escape_controls``).
+    A run's line names its job (``job <lineage>``) when ``traces`` hold runs of several jobs.
     Anomalies are listed for every trace, shown or not (at most ``ANOMALY_LINES`` lines,
     with the total), each with the run's position (``#84``) in ``traces``. A failing
     node's traceback is printed under it.
@@ -520,6 +526,7 @@ def render_text(traces: list[RunTrace], limit: int | None = None) -> str:
     """
     shown = traces if limit is None or limit <= 0 else traces[:limit]
     out: list[str] = []
+    jobs = len({t.lineage for t in traces}) > 1  # jobs appended to one file: say whose run
 
     def emit(root: TraceNode, trace: RunTrace) -> None:
         # depth first with a stack, not recursion: a run may nest deeper than Python's
@@ -530,7 +537,8 @@ def render_text(traces: list[RunTrace], limit: int | None = None) -> str:
             text, flags, children = _line(n, trace)
             marks = "".join(f"  !! {f}" for f in flags)
             if top:
-                out.append(text + marks)
+                job = f"job {escape_controls(trace.lineage)}  " if jobs else ""
+                out.append(job + text + marks)
                 child_prefix = ""
             else:
                 out.append(prefix + ("└─ " if last else "├─ ") + text + marks)
