@@ -57,6 +57,11 @@ def _trace(args: argparse.Namespace) -> int:
         select_traces,
     )
 
+    folders = [p for p in args.event_log if Path(p).is_dir()]
+    if folders:  # a Flink job's folder of per-subtask files, most likely
+        _say(f"flink-agents-py trace: {', '.join(folders)} is a folder: give its files "
+             f"(e.g. {Path(folders[0]) / '*.jsonl'})")
+        return 2
     missing = [p for p in args.event_log if not Path(p).is_file()]
     if missing:
         _say(f"flink-agents-py trace: no such file: {', '.join(missing)}")

@@ -49,6 +49,7 @@ from typing import Any
 
 from ..api.internal import has_known_secret, mask_value, registered_secret_count
 from ..runtime import Observer
+from ._event_log import open_log_file
 from ._payload import Redactor, to_loggable
 
 __all__ = ["ApacheEventLog", "ApacheEventLogObserver", "APACHE_EVENT_TYPES", "APACHE_KEYS"]
@@ -149,9 +150,7 @@ class ApacheEventLog:
         """
         if self.level == "OFF" and all(level == "OFF" for _, level in self.type_levels):
             return None
-        path = self.file_path(job_id, task_name, subtask)
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return ApacheEventLogObserver(self, path)
+        return ApacheEventLogObserver(self, self.file_path(job_id, task_name, subtask))
 
 
 def _tool_call(call: Any) -> Any:
@@ -247,7 +246,7 @@ class ApacheEventLogObserver(Observer):
         self.redact = Redactor()
         self.truncator = _Truncator(spec)
         self.levels = dict(spec.type_levels)
-        self._file: Any = open(path, "a", encoding="utf-8")  # noqa: SIM115 - close()
+        self._file: Any = open_log_file(path, "a", "the Flink Agents event log")  # close()
         self._lock = threading.Lock()
 
     def record(self, event: Any) -> dict[str, Any] | None:

@@ -159,8 +159,7 @@ class FileSink(EventLogSink):
     def open(self, subtask: int | None = None, attempt: int | None = None) -> FileSink:
         sink = FileSink(self.subtask_path(self.path, subtask, attempt), self.flush_interval_s,
                         self.buffer_bytes)
-        Path(sink.path).parent.mkdir(parents=True, exist_ok=True)
-        sink._file = open(sink.path, "ab")  # noqa: SIM115 - closed by close()
+        sink._file = open_log_file(sink.path, "ab")  # closed by close()
         sink._last_flush = time.monotonic()
         return sink
 
@@ -287,6 +286,31 @@ class EventLog:
             header.update(subtask=subtask, attempt=attempt)
         sink.write(header)
         return obs
+
+
+def open_log_file(path: str, mode: str, what: str = "the event log") -> Any:
+    """Open ``path`` (its folder created) or raise the error saying which log it is for.
+
+    Args:
+        path: the file.
+        mode: ``"ab"`` or ``"a"`` (text, UTF-8).
+        what: the log, as the error names it.
+
+    Returns:
+        The open file.
+
+    Raises:
+        OSError: of the same type and errno, naming ``what`` and ``path`` (a folder that is
+            a file, a file that is a folder, no permission).
+    """
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return open(path, mode, encoding=None if "b" in mode else "utf-8")  # noqa: SIM115
+    except OSError as e:
+        reason = e.strerror or str(e)
+        if isinstance(e, FileExistsError):
+            reason = "a file is where its folder should be"
+        raise type(e)(e.errno, f"cannot write {what} at {path}: {reason}", e.filename) from e
 
 
 def _holds_secret(record: dict[str, Any]) -> bool:
