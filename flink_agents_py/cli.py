@@ -67,7 +67,8 @@ def _trace(args: argparse.Namespace) -> int:
         _say(f"flink-agents-py trace: no such file: {', '.join(missing)}")
         return 2
     status = "failed" if args.failed else "anomalous" if args.anomalous else None
-    records = read_event_log(args.event_log)
+    skipped: list[tuple[str, int]] = []
+    records = read_event_log(args.event_log, skipped)
     every = build_traces(records)
     if not every and (records or any(Path(p).stat().st_size for p in args.event_log)):
         _say(_not_our_event_log(args.event_log, records))
@@ -97,6 +98,12 @@ def _trace(args: argparse.Namespace) -> int:
             return 2
     sys.stdout.write(render_text(traces, limit=args.limit))
     sys.stdout.flush()
+    if skipped:  # what the trace could not read: it may miss runs or parts of them
+        where = ", ".join(f"{p}:{n}" for p, n in skipped[:5])
+        more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        _say(f"flink-agents-py trace: skipped {len(skipped)} line{'s' if len(skipped) > 1 else ''}"
+             f" that {'are' if len(skipped) > 1 else 'is'} no JSON record (cut short or "
+             f"damaged): {where}{more}")
     if args.html:
         out = Path(args.html)
         out.parent.mkdir(parents=True, exist_ok=True)

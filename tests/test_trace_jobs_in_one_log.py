@@ -141,3 +141,18 @@ def test_a_run_sent_live_and_later_from_its_file_has_the_same_ids(tmp_path):
     later = InMemorySpanExporter()
     export_otel(build_traces(read_event_log([path])), later)
     assert _ids(live.get_finished_spans()) == _ids(later.get_finished_spans())
+
+
+def test_trace_says_which_lines_of_a_damaged_log_it_skipped(tmp_path):
+    (tmp_path / "echo_job.py").write_text(PROGRAM)
+    assert _python(tmp_path, "echo_job.py", "hi").returncode == 0
+    log = tmp_path / "out" / "events.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    lines[3] = b"\x00\x00\x00 damaged\n"  # a block lost in a crash
+    log.write_bytes(b"".join(lines) + b'{"ts":1.0,"kind":"run_sta')  # a job still writing
+    traced = _python(tmp_path, "-m", "flink_agents_py", "trace", "out/events.jsonl")
+    assert traced.returncode == 0
+    assert "run r0  key b" in traced.stdout
+    assert traced.stderr.strip() == (
+        "flink-agents-py trace: skipped 2 lines that are no JSON record (cut short or "
+        f"damaged): out/events.jsonl:4, out/events.jsonl:{len(lines) + 1}")

@@ -518,21 +518,33 @@ class EventLogObserver(TrackingObserver):
                     output=self._payload(output))
 
 
-def read_event_log(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """Every record of the given event log files, in file order (bad lines are skipped)."""
+def read_event_log(paths: Iterable[str | os.PathLike[str]],
+                   skipped: list[tuple[str, int]] | None = None) -> list[dict[str, Any]]:
+    """Every record of the given event log files, in file order (bad lines are skipped).
+
+    Args:
+        paths: the files.
+        skipped: when given, gets ``(path, line number)`` of every line skipped: not JSON
+            (cut short by a crash or a job still writing, damaged) or not a JSON object.
+
+    Returns:
+        The records.
+    """
     records: list[dict[str, Any]] = []
     for path in paths:
         with open(path, "rb") as f:
-            for line in f:
+            for number, line in enumerate(f, 1):
                 line = line.strip()
                 if not line:
                     continue
                 try:
                     rec = orjson.loads(line)
                 except orjson.JSONDecodeError:
-                    continue
+                    rec = None
                 if isinstance(rec, dict):
                     records.append(rec)
+                elif skipped is not None:
+                    skipped.append((str(path), number))
     return records
 
 
