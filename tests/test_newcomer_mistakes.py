@@ -310,9 +310,11 @@ def test_a_prompt_placeholder_no_value_fills_is_warned_of_once(tmp_path):
     assert "About tea for {literal}; calm." in proc.stdout  # filled: no warning for it
     warnings = [line for line in proc.stderr.splitlines() if "no value for the prompt" in line]
     assert warnings == [
+        "WARNING flink_agents_py.prompts: "
         "chat model setup 'llm': no value for the prompt's placeholder(s) {product}, {tone} "
         "(values given: none); they go to the model as written. Pass them: ctx.chat('llm', "
         "messages, prompt_args={'product': ...}), or a sub-agent's input field 'product'",
+        "WARNING flink_agents_py.prompts: "
         "chat model setup 'llm': no value for the prompt's placeholder(s) {product} (values "
         "given: prodcut, tone); they go to the model as written. Pass them: ctx.chat('llm', "
         "messages, prompt_args={'product': ...}), or a sub-agent's input field 'product'",
@@ -505,7 +507,8 @@ def test_an_unread_error_line_says_where_the_action_raised(tmp_path):
         print(AgentsExecutionEnvironment.local().from_list(records).apply(A()).collect())
     ''')
     assert proc.returncode == 0, proc.stderr
-    unread = [line for line in proc.stderr.splitlines() if line.startswith("unread error")]
+    unread = [line for line in proc.stderr.splitlines()
+              if line.startswith("WARNING flink_agents_py.errors: unread error")]
     here = tmp_path / "my_agent.py"
     assert unread[0].endswith(f"r1/go: ValueError: bad n (at {here}:15, in go)"), unread
     # raised inside the library (send_event refusing a dict): the user's line that called it
