@@ -423,9 +423,14 @@ class EventLogObserver(TrackingObserver):
             fields["tool_calls"] = [c.name for c in getattr(event, "tool_calls", [])]
         elif etype == "ToolResponseEvent":
             fields["request_id"] = getattr(event, "request_id", None)
-            failed = [r.name for r in getattr(event, "responses", {}).values() if not r.ok]
+            failed = [r for r in getattr(event, "responses", {}).values() if not r.ok]
             if failed:
-                fields["failed_tools"] = failed
+                fields["failed_tools"] = [r.name for r in failed]
+                # refused before any call ran (no such tool, its injected arguments): no call
+                # record says so, this does
+                refused = [f"{r.name}: {r.error}" for r in failed if not r.traceback]
+                if refused:
+                    fields["refused_tools"] = [self._text(t) for t in refused]
         elif etype == "ChatResponseEvent":
             fields["request_id"] = getattr(event, "request_id", None)
             error = getattr(event, "error", None)

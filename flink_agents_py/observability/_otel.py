@@ -222,9 +222,7 @@ def _error_type(text: str) -> str:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, (str, bool, int, float)):
-        return value
-    return str(value)
+    return value if isinstance(value, (str, bool, int, float)) else str(value)
 
 
 def spans_of(trace: RunTrace, agent_name: str = "agent") -> list[dict[str, Any]]:
@@ -253,9 +251,11 @@ def spans_of(trace: RunTrace, agent_name: str = "agent") -> list[dict[str, Any]]
             if parent is not None:
                 s = n.start
                 name = "output" if n.kind == "output" else str(s.get("type", "event"))
-                attrs = {"flink_agents.id": n.id}
+                attrs: dict[str, Any] = {"flink_agents.id": n.id}
                 if s.get("error"):
                     attrs["flink_agents.error"] = str(s["error"])
+                if n.flags:  # a refused tool call has no span of its own: its event says so
+                    attrs["flink_agents.anomalies"] = list(n.flags)
                 out[parent]["events"].append((name, _ns(n.t0) or out[parent]["start"],
                                               attrs))
             stack.extend((c, parent) for c in reversed(n.children))

@@ -170,7 +170,7 @@ def _keystr(key: Any) -> str:
     return orjson.dumps(key, option=orjson.OPT_SORT_KEYS, default=repr).decode()
 
 
-_LISTS = ("tool_calls", "failed_tools")
+_LISTS = ("tool_calls", "failed_tools", "refused_tools")
 
 
 def _int(value: Any) -> bool:
@@ -346,6 +346,9 @@ def _flag(trace: RunTrace) -> None:
                 n.flag("unfinished call")
         elif n.kind == "event" and n.start.get("error"):
             n.flag(f"failed chat: {n.start['error']}", error=True)
+        elif n.kind == "event" and n.start.get("refused_tools"):
+            for refused in n.start["refused_tools"]:
+                n.flag(f"refused tool call: {refused}", error=True)
         for f in n.flags:
             trace.anomalies.append((n, f))
         trace.failures += len(n.errors)
