@@ -206,3 +206,26 @@ def test_a_flink_environment_reads_the_agent_section_of_flink_conf_dir(tmp_path,
     (tmp_path / "config.yaml").write_text("taskmanager:\n  numberOfTaskSlots: 1\n")
     assert AgentsExecutionEnvironment.get_execution_environment(
         object()).flink.options.apache_event_log is None
+
+
+def test_a_dotted_event_type_takes_its_nearest_parents_level(tmp_path):
+    # Apache resolves ``event-log.type.<TYPE>.level`` as Log4j does loggers: a ported
+    # program silencing ``shop`` (its own ``shop.*`` event types) had them all logged here
+    spec = ApacheEventLog.from_config({
+        "baseLogDir": str(tmp_path), "event-log.type.shop.level": "OFF",
+        "event-log.type.shop.refund.level": "VERBOSE"})
+    assert spec is not None
+    log = spec.open(job_id="j", task_name="t")
+    assert log is not None
+
+    def level(etype: str) -> str | None:
+        record = log.record(Event(type=etype, attributes={"a": 1}))
+        return None if record is None else record["logLevel"]
+
+    assert level("shop.order_placed") is None
+    assert level("shop.refund.asked") == "VERBOSE"
+    assert level("shop.refund") == "VERBOSE"
+    assert level("shopping.cart") == "STANDARD"  # not a dotted child of "shop"
+    assert level("Scored") == "STANDARD"
+    assert level("shop.order_placed") is None  # (resolved once, then kept)
+    log.close()

@@ -22,7 +22,9 @@ Apache Flink Agents 0.3.1: ``FileEventLogger``, ``EventLogRecordJsonSerializer``
   fields in ``attributes`` as Apache's events hold them (``attributes["input"]``; a tool
   call as ``{"id", "type": "function", "function": {"name", "arguments"}}``); another
   event keeps its type and attributes.
-- ``event-log.level`` (``OFF``, ``STANDARD``, ``VERBOSE``), ``event-log.type.<TYPE>.level``,
+- ``event-log.level`` (``OFF``, ``STANDARD``, ``VERBOSE``), ``event-log.type.<TYPE>.level``
+  (a dotted type without its own level takes its nearest parent's: ``shop`` for
+  ``shop.order_placed``, as Apache's ``EventLogLevelResolver``),
   and at ``STANDARD`` the truncation of ``event-log.standard.max-string-length`` (2000),
   ``max-array-elements`` (20) and ``max-depth`` (5) as Apache's ``JsonTruncator`` does it
   (``{"truncatedString": ..., "omittedChars": n}``...; the event's ``eventType``, ``id`` and
@@ -246,8 +248,24 @@ class ApacheEventLogObserver(Observer):
         self.redact = Redactor()
         self.truncator = _Truncator(spec)
         self.levels = dict(spec.type_levels)
+        self._resolved: dict[str, str] = {}
         self._file: Any = open_log_file(path, "a", "the Flink Agents event log")  # close()
         self._lock = threading.Lock()
+
+    def _level_of(self, etype: str) -> str:
+        """The level of ``etype``: its own, else its nearest dotted parent's, else the log's.
+
+        As Apache's ``EventLogLevelResolver``: ``event-log.type.shop.level`` sets the level
+        of ``shop.order_placed`` and ``shop.refund.asked`` too.
+        """
+        name, level = etype, self.levels.get(etype)
+        while level is None and name.rfind(".") > 0:
+            name = name[:name.rfind(".")]
+            level = self.levels.get(name)
+        level = level or self.spec.level
+        if len(self._resolved) < 4096:  # types are few; a bound all the same
+            self._resolved[etype] = level
+        return level
 
     def record(self, event: Any) -> dict[str, Any] | None:
         """The record of ``event`` (``None`` when its level is ``OFF``).
@@ -256,7 +274,7 @@ class ApacheEventLogObserver(Observer):
             The record, redacted and masked, truncated at ``STANDARD``.
         """
         etype, node = apache_event(event)
-        level = self.levels.get(etype, self.spec.level)
+        level = self._resolved.get(etype) or self._level_of(etype)
         if level == "OFF":
             return None
         node = self.redact(node)
