@@ -257,6 +257,9 @@ class ApacheEventLogObserver(Observer):
 
         As Apache's ``EventLogLevelResolver``: ``event-log.type.shop.level`` sets the level
         of ``shop.order_placed`` and ``shop.refund.asked`` too.
+
+        Returns:
+            ``"OFF"``, ``"STANDARD"`` or ``"VERBOSE"``.
         """
         name, level = etype, self.levels.get(etype)
         while level is None and name.rfind(".") > 0:
