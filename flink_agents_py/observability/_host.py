@@ -149,9 +149,11 @@ class HostObservability:
                 self.metrics.flush()
             except Exception:  # noqa: BLE001 - closing must go on (the event log)
                 log.exception("pushing the last metrics to Flink failed")
-        if self.event_log is not None:
-            self.event_log.close()
-            self.event_log = None
-        if self.apache_log is not None:
-            self.apache_log.close()
-            self.apache_log = None
+        event_log, apache_log, self.event_log, self.apache_log = \
+            self.event_log, self.apache_log, None, None
+        try:  # one log failing to close (a full disk) still closes the other; then raises
+            if event_log is not None:
+                event_log.close()
+        finally:
+            if apache_log is not None:
+                apache_log.close()

@@ -582,19 +582,18 @@ class OtelSink(EventLogSink):
             self._emitter.provider.force_flush()
 
     def close(self) -> None:
-        """Send the runs still open (unfinished), then shut the provider and exporter down."""
-        if self.forward is not None:
+        """Send the open runs (unfinished), close the provider, then ``forward``."""
+        if self._emitter is not None and self._lock is not None:
+            with self._lock:
+                left, self._runs = list(self._runs.values()), {}
+            for records in left:
+                self._send(records)
+            self._emitter.close()
+            self._emitter = None
+            if self.undelivered:
+                reason = self._delivery.reason if self._delivery is not None else ""
+                log.warning("OtelSink: %d of %d spans were not delivered to %s%s",
+                            self.undelivered, self._built, self.endpoint or "the exporter",
+                            f": {reason}" if reason else "")
+        if self.forward is not None:  # last: failing to close (a full disk), it loses no span
             self.forward.close()
-        if self._emitter is None or self._lock is None:
-            return
-        with self._lock:
-            left, self._runs = list(self._runs.values()), {}
-        for records in left:
-            self._send(records)
-        self._emitter.close()
-        self._emitter = None
-        if self.undelivered:
-            reason = self._delivery.reason if self._delivery is not None else ""
-            log.warning("OtelSink: %d of %d spans were not delivered to %s%s",
-                        self.undelivered, self._built, self.endpoint or "the exporter",
-                        f": {reason}" if reason else "")
