@@ -104,33 +104,20 @@ def test_a_users_program_reads_every_item_and_is_told_of_a_bad_limit(tmp_path):
     assert sorted(forgot["next_two"]) == ["likes red", "lives in Oslo"]
 
 
-FILTERS = (({"ok": 1}, []), ({"ok": True}, ["a"]), ({"n": 1}, ["b", "c"]),
-           ({"n": 1.0}, ["b", "c"]), ({"n": True}, []), ({"gone": 1}, []))
-
-
-def test_a_filter_finds_the_actions_own_adds_as_it_finds_them_once_stored(tmp_path):
-    """Failed before its fix: the action's own adds were matched with Python's ``==``, where
-    ``True == 1``: ``get(filters={"ok": 1})`` found an item added with ``{"ok": True}``
-    until the action completed, and never again (the store tells a bool from a number)."""
+def run_two_steps(tmp_path, action):
+    """Run ``action`` (on InputEvent) for records ``step`` 1 and 2 of one key, long-term
+    memory in a Chroma store under ``tmp_path``; the local runner's result."""
     from flink_agents_py import AgentsExecutionEnvironment
     from flink_agents_py.api import (
         Agent,
         EmbeddingModelSetup,
         InputEvent,
         LongTermMemoryOptions,
-        OutputEvent,
         ResourceDescriptor,
         ResourceType,
     )
     from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel
     from flink_agents_py.integrations.vector_stores import ChromaVectorStore
-
-    def tag(event, ctx):
-        facts = ctx.long_term_memory.get_memory_set("facts")
-        if event.input["step"] == 1:
-            facts.add(["a", "b", "c"], [{"ok": True}, {"n": 1}, {"n": 1.0}])
-        ctx.send_event(OutputEvent(output=[sorted(i.value for i in facts.get(filters=f))
-                                           for f, _ in FILTERS]))
 
     agent = Agent()
     agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
@@ -140,10 +127,30 @@ def test_a_filter_finds_the_actions_own_adds_as_it_finds_them_once_stored(tmp_pa
     agent.add_resource("kb", ResourceType.VECTOR_STORE,
                        ResourceDescriptor(ChromaVectorStore, embedding_model="emb",
                                           persist_directory=str(tmp_path / "db")))
-    agent.add_action("tag", [InputEvent], tag)
+    agent.add_action(action.__name__, [InputEvent], action)
     agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
     records = [{"key": "u", "step": 1}, {"key": "u", "step": 2}]
-    result = AgentsExecutionEnvironment.local().from_list(records).apply(agent).run()
+    return AgentsExecutionEnvironment.local().from_list(records).apply(agent).run()
+
+
+FILTERS = (({"ok": 1}, []), ({"ok": True}, ["a"]), ({"n": 1}, ["b", "c"]),
+           ({"n": 1.0}, ["b", "c"]), ({"n": True}, []), ({"gone": 1}, []))
+
+
+def test_a_filter_finds_the_actions_own_adds_as_it_finds_them_once_stored(tmp_path):
+    """Failed before its fix: the action's own adds were matched with Python's ``==``, where
+    ``True == 1``: ``get(filters={"ok": 1})`` found an item added with ``{"ok": True}``
+    until the action completed, and never again (the store tells a bool from a number)."""
+    from flink_agents_py.api import OutputEvent
+
+    def tag(event, ctx):
+        facts = ctx.long_term_memory.get_memory_set("facts")
+        if event.input["step"] == 1:
+            facts.add(["a", "b", "c"], [{"ok": True}, {"n": 1}, {"n": 1.0}])
+        ctx.send_event(OutputEvent(output=[sorted(i.value for i in facts.get(filters=f))
+                                           for f, _ in FILTERS]))
+
+    result = run_two_steps(tmp_path, tag)
     assert not result.errors
     pending, stored = result.outputs
     assert stored == [found for _, found in FILTERS]  # the store's matching
@@ -154,18 +161,7 @@ def test_ids_given_as_numbers_read_and_delete_as_their_text(tmp_path):
     """Failed before its fix: ``get(ids=[1])`` failed inside the store ("Expected ID to be a
     str") while ``delete(ids=[1])`` took the id as its text, and ``delete(5)`` (one id, not
     text) failed with ``TypeError: 'int' object is not iterable``."""
-    from flink_agents_py import AgentsExecutionEnvironment
-    from flink_agents_py.api import (
-        Agent,
-        EmbeddingModelSetup,
-        InputEvent,
-        LongTermMemoryOptions,
-        OutputEvent,
-        ResourceDescriptor,
-        ResourceType,
-    )
-    from flink_agents_py.integrations.embedding_models import HashingEmbeddingModel
-    from flink_agents_py.integrations.vector_stores import ChromaVectorStore
+    from flink_agents_py.api import OutputEvent
 
     def use(event, ctx):
         facts = ctx.long_term_memory.get_memory_set("facts")
@@ -179,17 +175,6 @@ def test_ids_given_as_numbers_read_and_delete_as_their_text(tmp_path):
             "by_number": [i.value for i in facts.get(ids=[12345, ids[1]])],
             "one": [i.value for i in facts.get(ids=ids[0])]}))
 
-    agent = Agent()
-    agent.add_resource("hashing", ResourceType.EMBEDDING_MODEL_CONNECTION,
-                       HashingEmbeddingModel(dimension=8))
-    agent.add_resource("emb", ResourceType.EMBEDDING_MODEL,
-                       ResourceDescriptor(EmbeddingModelSetup, connection="hashing"))
-    agent.add_resource("kb", ResourceType.VECTOR_STORE,
-                       ResourceDescriptor(ChromaVectorStore, embedding_model="emb",
-                                          persist_directory=str(tmp_path / "db")))
-    agent.add_action("use", [InputEvent], use)
-    agent.set_config(**{LongTermMemoryOptions.VECTOR_STORE: "kb"})
-    records = [{"key": "u", "step": 1}, {"key": "u", "step": 2}]
-    result = AgentsExecutionEnvironment.local().from_list(records).apply(agent).run()
+    result = run_two_steps(tmp_path, use)
     assert not result.errors, result.errors
     assert result.outputs[1] == {"by_number": ["b"], "one": ["a"]}

@@ -188,9 +188,9 @@ def _near_event_name(name: str) -> str | None:
     Returns:
         The name it is close to, or ``None``.
     """
-    known = {form: t for t in EVENT_TYPES for form in (t, t.removesuffix("Event"))}
-    known.update((_snake(c.EVENT_TYPE or ""), c.EVENT_TYPE or "") for c in _BUILTIN_EVENTS)
-    near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.85)
+    known = {form for t in EVENT_TYPES for form in (t, t.removesuffix("Event"))}
+    known.update(_snake(c.EVENT_TYPE or "") for c in _BUILTIN_EVENTS)
+    near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.85)
     return near[0] if near else None
 
 
