@@ -66,7 +66,7 @@ from ._completion import (
 )
 from ._damaged import read_run, unreadable_record
 from ._executor import IOExecutor
-from ._inbox import Inbox
+from ._inbox import Inbox, InboxQueries
 from ._invocation_end import check_invocation, env_of
 from ._observer import Observer, probe_of
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_form, shown_input
@@ -94,7 +94,7 @@ __all__ = ["AgentCore", "StepResult", "ErrorRecord"]
 log = logging.getLogger("flink_agents_py.runtime")
 
 
-class AgentCore(UnfinishedCore):
+class AgentCore(UnfinishedCore, InboxQueries):
     """Runs an ``AgentPlan`` for many keys; hosts call it from a single thread.
 
     Args:
@@ -239,7 +239,8 @@ class AgentCore(UnfinishedCore):
                 break
             if self.failpoint is not None:
                 self.failpoint("run_completed", shown, {"seq": run.seq})
-            held = self._run_ended(key, run, res, state.queued() > 0)
+            more = state.queued() > 0  # (else no input to pop: the loop ends below)
+            held = self._run_ended(key, run, res, more) if run.waits else None
             state.run = None
             live.clear()
             counters["runs_completed"] += 1
@@ -250,25 +251,15 @@ class AgentCore(UnfinishedCore):
             if self.journal is not None:
                 self.journal.run_completed(shown, f"r{run.seq}")
             run = None  # as ``state.run`` is now
-        res.busy = run is not None or state.queued() > 0
-        if res.busy and run is not None and run.waits:
+            if not more:
+                break
+        res.busy = run is not None  # (the loop ends idle only with nothing queued)
+        if run is not None and run.waits:
             self._park(key, state, res)  # only waits: not busy, nothing of it kept live
         if not res.busy:
             self._live.pop(key, None)
         state.flush()
         return res
-
-    def has_deliveries(self, key: Any) -> bool:
-        """Whether completed I/O of ``key`` waits to be applied by ``advance``."""
-        return self._inbox.has(key)
-
-    def wait_for(self, key: Any, timeout_s: float) -> bool:
-        """Block until completed I/O of ``key`` waits or ``timeout_s`` passes; whether it does."""
-        return self._inbox.wait_for(key, timeout_s)
-
-    def wait_any(self, timeout_s: float) -> bool:
-        """Block until completed I/O of any key waits or ``timeout_s`` passes; whether it does."""
-        return self._inbox.wait_any(timeout_s)
 
     def is_live(self, key: Any) -> bool:
         """Whether ``key`` has live action executions in this process (O(1))."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-__all__ = ["Inbox"]
+__all__ = ["Inbox", "InboxQueries"]
 
 
 class Inbox:
@@ -63,3 +63,21 @@ class Inbox:
         """
         with self._cond:
             return self._cond.wait_for(lambda: any(self._items.values()), timeout=timeout_s)
+
+
+class InboxQueries:
+    """``AgentCore``'s questions to its inbox of completed I/O (a host's wake-up checks)."""
+
+    _inbox: Inbox
+
+    def has_deliveries(self, key: Any) -> bool:
+        """Whether completed I/O of ``key`` waits to be applied by ``advance``."""
+        return self._inbox.has(key)
+
+    def wait_for(self, key: Any, timeout_s: float) -> bool:
+        """Block until completed I/O of ``key`` waits or ``timeout_s`` passes; whether it does."""
+        return self._inbox.wait_for(key, timeout_s)
+
+    def wait_any(self, timeout_s: float) -> bool:
+        """Block until completed I/O of any key waits or ``timeout_s`` passes; whether it does."""
+        return self._inbox.wait_any(timeout_s)
