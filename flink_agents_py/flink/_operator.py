@@ -82,6 +82,7 @@ from ..runtime import (
     rejected_record,
     warm_up,
 )
+from ..runtime.internal import REJECTED_MARK
 from ._fresh import fresh_reduce
 from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
@@ -163,6 +164,7 @@ class AgentOperator(KeyedProcessFunction):
         self._synchronous: bool | None = None
         self._flush_at: tuple[Any, int] | None = None  # (key, time) of the metrics flush timer
         self._is_live: Callable[[Any], bool] = lambda key: True
+        self._waiting_limit = self.options.waiting_calls_limit
         self._switch: KeySwitching | None = None  # thread mode: keys can be switched
         self._python_backend: Any = None  # process mode: PyFlink's (``_process_drain``)
         # busy key -> (run text, run, queue head, queue tail) as in keyed state (_FlinkKeyState)
@@ -214,6 +216,7 @@ class AgentOperator(KeyedProcessFunction):
         core.open()
         hold_gc_settings(self)
         self._is_live = core.is_live
+        self._waiting_limit = opts.waiting_calls_limit  # (read per record)
         self._backoff, self._poll_at, self._drain_at = {}, {}, {}
         self._flush_at = None
         self.stats.clear()
@@ -266,7 +269,8 @@ class AgentOperator(KeyedProcessFunction):
         where = "record"  # as error rows of records not run name it: ``topic T ...`` below
         if type(value) is Positioned:  # a record of from_kafka, with where it was read
             where, value = value.where, value.record
-        rejected = self.keys.rejected(key)
+        rejected = self.keys.rejected(key) if type(key) is not str \
+            or key[:1] == REJECTED_MARK else None  # (no call for a usual key)
         if rejected is not None:  # its key selector failed, or its key has no encoding
             outside = type(value) is OutsideEnvelope
             yield ERROR_TAG, rejected_record(rejected, value.event if outside else value,
@@ -301,17 +305,21 @@ class AgentOperator(KeyedProcessFunction):
         res = core.on_input(key, value, state, where)
         if res.outputs or res.errors:  # (else ``_emit`` has nothing to give: no call for it)
             yield from self._emit(res)
-        self._schedule(key, res, ctx, progressed=True)
+        if switch is None or res.busy or res.timers or res.parked \
+                or res.ended_timers is not None:
+            self._schedule(key, res, ctx, progressed=True)
+        elif key in switch.jkeys:  # ``_schedule``'s thread-mode idle case, inline
+            switch.idle(key)
         executor = core.executor
-        waiting_limit = opts.waiting_calls_limit
-        if executor.waiting > waiting_limit:
+        if executor.waiting > self._waiting_limit:
             self.stats["input_waits"] += 1
-            if not executor.wait_waiting_below(waiting_limit + 1, opts.drain_poll_s):
+            if not executor.wait_waiting_below(self._waiting_limit + 1, opts.drain_poll_s):
                 self.stats["input_wait_timeouts"] += 1
         if switch is not None:
             if switch.ready:  # keys whose I/O completed (else the pump has nothing to do)
                 yield from switch.pump(ctx)
-            switch.arm_pump(ctx)
+            if executor.pending or switch.ready:  # (else ``arm_pump`` has nothing to set)
+                switch.arm_pump(ctx)
         if self._flush_at is None and self.observability.unflushed:
             self._arm_flush(key, ctx)
 

@@ -51,6 +51,9 @@ _JSON = "\x1f"
 """First character of an encoded key that is not a plain string: JSON text follows."""
 _REJECTED = "\x1e"
 """First character of the key of a record its key selector failed on (``RejectedKey``)."""
+REJECTED_MARK = _REJECTED
+"""``_REJECTED``, for a host that looks at a key's first character before asking
+``KeyEncoding.rejected`` (a ``str`` key not starting with it is never rejected)."""
 _SCALARS = (int, float, bool, type(None))
 _CONSTANTS = {True: _JSON + "true", False: _JSON + "false", None: _JSON + "null"}
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=tagged_json)

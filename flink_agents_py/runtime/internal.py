@@ -8,7 +8,7 @@ from ..api.internal import key_from_json, key_json
 from ._budgets import spend_adopter
 from ._failures import clip, failure_text
 from ._gauges import live_gauges
-from ._keys import key_text
+from ._keys import REJECTED_MARK, key_text
 from ._records import loads_record
 from ._serde import dumps
 from ._terminal import escape_controls
@@ -18,6 +18,6 @@ from .core._commands import CallCommand
 from .core._damaged import stored_run
 from .core._observer import event_parent
 
-__all__ = ["CallCommand", "UnreadErrors", "clip", "dumps", "error_line", "escape_controls",
-           "event_parent", "failure_text", "holds_model", "key_from_json", "key_json", "key_text",
-           "live_gauges", "loads_record", "spend_adopter", "stored_run"]
+__all__ = ["REJECTED_MARK", "CallCommand", "UnreadErrors", "clip", "dumps", "error_line",
+           "escape_controls", "event_parent", "failure_text", "holds_model", "key_from_json",
+           "key_json", "key_text", "live_gauges", "loads_record", "spend_adopter", "stored_run"]
