@@ -111,15 +111,20 @@ class MetricsProbe(Probe):
         counters["runs_completed"] += 1
         if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
             counters["runs_in_flight"] -= 1
+        now = None
         if token is not None:
             d = self.run_latency
             values = d.values
-            values.append((self.clock() - token) * 1000.0)
+            now = self.clock()
+            values.append((now - token) * 1000.0)
             if len(values) >= d.limit:
                 d.fold()
         if m.flink is not None:
-            try:
-                m._maybe_flush(1)
+            try:  # ``m._maybe_flush(1)`` inline, with the clock read above
+                n = m._unflushed_runs = m._unflushed_runs + 1
+                if n >= m.flush_every or (self.clock() if now is None else now) \
+                        - m._flushed_at >= m.flush_interval_s:
+                    m.flush()
             except Exception:  # noqa: BLE001
                 self.on_failure("run_completed")
 
