@@ -44,14 +44,15 @@ from flink_agents_py.runtime.recorder._state import InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(60)
 
-CHAT_CALLS = 534
+CHAT_CALLS = 533
 """Python calls per chat on the host's thread, at most (487 when set, 605 the day before;
 535 once each use of a context, memory or memory set checks that it is its own action's:
 ``runtime/context/_owner.py``, 13 checks a chat; 530 once a run's end no longer asks its
-queue twice whether it is empty)."""
-ECHO_CALLS = 111
+queue twice whether it is empty; 529 once a new input's run is read once)."""
+ECHO_CALLS = 110
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
-109 once a run's end no longer asks its queue twice whether it is empty)."""
+109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new
+input's run is read once)."""
 
 
 class InstantModel(ChatModelConnection):

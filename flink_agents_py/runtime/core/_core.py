@@ -175,23 +175,23 @@ class AgentCore(UnfinishedCore, InboxQueries):
             return res
         unreadable = self._read_run(key, state)  # before the queue is found from the run
         state.push_input(stored)  # its JSON form, as keyed state holds it (see ``input_event``)
-        res = self.advance(key, state)
+        res = self.advance(key, state, _run_read=True)  # (a damaged run is reported above)
         if unreadable is not None:
             res.errors.insert(0, unreadable)
         return res
 
-    def advance(self, key: Any, state: KeyState) -> StepResult:
+    def advance(self, key: Any, state: KeyState, *, _run_read: bool = False) -> StepResult:
         """Run everything of ``key`` that can run now, then flush its state.
 
         Starts the next queued input when the key is idle, rebuilds action executions that
         are in state but not live (after a restore), applies completed I/O, and steps actions
-        until each has completed or waits for I/O.
+        until each has completed or waits for I/O. ``_run_read``: ``on_input`` read the run.
 
         Returns:
             The outputs and errors produced, and whether the key is still busy.
         """
         res = StepResult()
-        if (unreadable := self._read_run(key, state)) is not None:
+        if not _run_read and (unreadable := self._read_run(key, state)) is not None:
             res.errors.append(unreadable)
         shown = self._key_value(key)  # the key's value; ``key`` keys the core's own tables
         live = self._live.get(key) or self._live.setdefault(key, {})
