@@ -1,8 +1,10 @@
 """Progress on the Flink runner: a bar fed by the agent metrics of the job's REST API.
 
 Unit tests check when a bar is shown and how the REST answers are read (a fake REST API); the
-Flink tests run a user's slow agent from a temporary directory and the main job, with
-``FLINK_AGENTS_PY_PROGRESS=1`` since a captured stderr is not a terminal.
+Flink test runs the main job, with ``FLINK_AGENTS_PY_PROGRESS=1`` since a captured stderr is
+not a terminal. A user's job from a temporary directory showing its records go by is checked
+on the job of ``tests/test_papercuts_flink.py``, and ``--no-progress`` on the main job's full
+Flink run in ``tests/test_review_job.py`` (each job serves several tests).
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import pathlib
 import re
 import subprocess
 import sys
-import textwrap
 import threading
 
 import pytest
@@ -121,65 +122,8 @@ def test_the_bar_sums_the_agent_metrics_of_the_named_running_job_over_its_operat
         server.shutdown()
 
 
-SLOW_AGENT = '''
-import asyncio
-
-from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
-
-
-async def nap(seconds: float) -> float:
-    await asyncio.sleep(seconds)
-    return seconds
-
-
-class Slow(Agent):
-    @action(InputEvent)
-    @staticmethod
-    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
-        await ctx.durable_execute_async(nap, 0.1)
-        ctx.send_event(OutputEvent(output={"key": ctx.key, "n": event.input["n"]}))
-'''
-
-SLOW_MAIN = '''
-from pyflink.common import Types, WatermarkStrategy
-from pyflink.datastream.connectors.number_seq import NumberSequenceSource
-
-from flink_agents_py import AgentsExecutionEnvironment
-from flink_agents_py.flink import create_stream_environment
-from slow_agent import Slow
-
-N = 120
-env = create_stream_environment()
-ds = env.from_source(NumberSequenceSource(0, N - 1), WatermarkStrategy.no_watermarks(), "n").map(
-    lambda i: {"key": "k%d" % (i % 3), "n": i}, output_type=Types.PICKLED_BYTE_ARRAY())
-agents = AgentsExecutionEnvironment.flink(env, progress=True)
-out = agents.from_datastream(ds).apply(Slow()).to_datastream()
-with agents.progress(total=N, job_name="slow") as bar, out.execute_and_collect("slow") as rows:
-    n = sum(1 for _ in rows)
-    bar.finish(outputs=n, errors=0)
-print("collected", n)
-'''
-
-
-@pytest.mark.flink
-def test_a_users_bounded_job_shows_records_done_of_total_while_it_runs(tmp_path):
-    (tmp_path / "slow_agent.py").write_text(textwrap.dedent(SLOW_AGENT))
-    (tmp_path / "main.py").write_text(textwrap.dedent(SLOW_MAIN))
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    res = subprocess.run([PYTHON, "main.py"], cwd=tmp_path, capture_output=True, text=True,
-                         env={**env, "FLINK_AGENTS_PY_PROGRESS": "1"}, timeout=300, check=False)
-    assert res.returncode == 0, res.stderr[-4000:]
-    assert "collected 120" in res.stdout
-    states = bar_lines(res.stderr)
-    assert states, res.stderr[-2000:]
-    assert {total for _, total, _ in states} == {120}
-    # read from the running job: a state between none and all, with its metrics
-    running = [(done, post) for done, _, post in states if 0 < done < 120]
-    assert running, states
-    assert all("outputs=" in post and "in_flight=" in post and "errors=" in post
-               for _, post in running)
-    done, _, postfix = states[-1]
-    assert done == 120 and "outputs=120" in postfix and "in_flight=0" in postfix
+# A user's bounded job showing records done of total while it runs: one test of
+# tests/test_papercuts_flink.py, whose user job (progress forced, as here) serves it.
 
 
 def _main_job(tmp_path: pathlib.Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -191,20 +135,13 @@ def _main_job(tmp_path: pathlib.Path, *extra: str) -> subprocess.CompletedProces
         env={**env, "FLINK_AGENTS_PY_PROGRESS": "1"})
 
 
+# --no-progress silencing a forced bar: tests/test_review_job.py, on its full Flink run
 @pytest.mark.flink
 def test_the_main_job_on_flink_shows_progress(tmp_path):
     res = _main_job(tmp_path)
     assert res.returncode == 0, res.stderr[-4000:]
     states = bar_lines(res.stderr)
     assert states and states[-1][:2] == (20, 20), res.stderr[-3000:]
-
-
-@pytest.mark.flink
-def test_no_progress_silences_the_bar_on_flink(tmp_path):
-    res = _main_job(tmp_path, "--no-progress")
-    assert res.returncode == 0, res.stderr[-4000:]
-    assert (tmp_path / "out.jsonl").read_text().count('"kind":"review"') == 20
-    assert not bar_lines(res.stderr) and "agent (starting)" not in res.stderr
 
 
 def test_a_candidate_url_that_is_not_an_http_server_is_skipped():

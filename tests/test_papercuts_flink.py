@@ -5,7 +5,8 @@ What it shows: a record with no ``"key"`` (and no key selector) reaches the erro
 error row naming it and how to key it, and the other records run; no apache-beam warning
 about optional filesystems (``Failed to import GCSFileSystem``) in the output; a run of a few
 seconds with ``FLINK_AGENTS_PY_PROGRESS=1`` shows its records going by, not a jump from 0
-to the total.
+to the total, with the bar's total, its metrics while running and its final counts (that
+test was ``tests/test_flink_progress.py``'s, with a job of its own; this job serves both).
 """
 
 from __future__ import annotations
@@ -86,18 +87,25 @@ print(json.dumps({"outs": sorted(o["n"] for o in got["out"]),
 ''').substitute(n=N)
 
 
-@pytest.mark.flink
-@pytest.mark.timeout(600)
-def test_a_users_flink_job_second_hour(tmp_path):
-    assert ROOT not in tmp_path.resolve().parents
-    (tmp_path / "my_agent.py").write_text(textwrap.dedent(MY_AGENT))
-    (tmp_path / "main.py").write_text(textwrap.dedent(MAIN))
+@pytest.fixture(scope="module")
+def second_hour(tmp_path_factory) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """The user's job, run once for this module's tests: its process and its printed result."""
+    work = tmp_path_factory.mktemp("second_hour")
+    assert ROOT not in work.resolve().parents
+    (work / "my_agent.py").write_text(textwrap.dedent(MY_AGENT))
+    (work / "main.py").write_text(textwrap.dedent(MAIN))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    res = subprocess.run([PYTHON, "main.py"], cwd=tmp_path, capture_output=True, text=True,
+    res = subprocess.run([PYTHON, "main.py"], cwd=work, capture_output=True, text=True,
                          env={**env, "FLINK_AGENTS_PY_PROGRESS": "1"}, timeout=540,
                          check=False)
     assert res.returncode == 0, res.stderr[-4000:]
-    got = json.loads(res.stdout.strip().splitlines()[-1])
+    return res, json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(600)
+def test_a_users_flink_job_second_hour(second_hour):
+    res, got = second_hour
 
     # the record with no key is an error row; every other record ran
     assert got["outs"] == [i for i in range(N) if i != 7]
@@ -115,3 +123,21 @@ def test_a_users_flink_job_second_hour(tmp_path):
     running = sorted({done for done, _, _ in states if 0 < done < N})
     assert len(running) >= 2, states
     assert states[-1][:2] == (N, N) and "errors=1" in states[-1][2]
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(600)
+def test_a_users_bounded_job_shows_records_done_of_total_while_it_runs(second_hour):
+    # (was tests/test_flink_progress.py's own job: this one serves it)
+    res, got = second_hour
+    states = bar_lines(res.stderr)
+    assert states, res.stderr[-2000:]
+    assert {total for _, total, _ in states} == {N}
+    # read from the running job: a state between none and all, with its metrics
+    running = [(done, post) for done, _, post in states if 0 < done < N]
+    assert running, states
+    assert all("outputs=" in post and "in_flight=" in post and "errors=" in post
+               for _, post in running)
+    done, _, postfix = states[-1]
+    assert len(got["outs"]) == N - 1  # the unkeyed record is the one error
+    assert done == N and f"outputs={N - 1}" in postfix and "in_flight=0" in postfix

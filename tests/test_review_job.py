@@ -51,9 +51,11 @@ def read_jsonl(path: pathlib.Path) -> list[Any]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
-def run_job(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def run_job(*args: str, timeout: float = 600,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run([PYTHON, "-m", "jobs.review_analysis", "--no-progress", *args],
-                          cwd=ROOT, env=CLEAN_ENV, capture_output=True, text=True, timeout=timeout)
+                          cwd=ROOT, env={**CLEAN_ENV, **(env or {})}, capture_output=True,
+                          text=True, timeout=timeout)
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{proc.stderr[-3000:]}"
     return proc
 
@@ -184,9 +186,14 @@ def test_evaluate_with_scripted_model_prints_agreement(tmp_path, capsys):
 # ------------------------------------------------------------------ Flink (MiniCluster, subprocess)
 @pytest.fixture(scope="module")
 def full_runs(tmp_path_factory) -> dict[str, Any]:
-    """The shipped reviews through both runners (one Flink job)."""
+    """The shipped reviews through both runners (one Flink job).
+
+    The Flink run has the bar forced on (``FLINK_AGENTS_PY_PROGRESS=1``, as a terminal
+    would show it) and ``--no-progress`` given, which must silence it.
+    """
     d = tmp_path_factory.mktemp("full")
-    flink = run_job("--model", "scripted", "--output", str(d / "flink.jsonl"))
+    flink = run_job("--model", "scripted", "--output", str(d / "flink.jsonl"),
+                    env={"FLINK_AGENTS_PY_PROGRESS": "1"})
     local = run_job("--model", "scripted", "--runner", "local", "--output", str(d / "local.jsonl"))
     return {"dir": d, "flink_stderr": flink.stderr, "local_stderr": local.stderr}
 
@@ -227,6 +234,16 @@ def test_full_job_flink_and_local_outputs_identical(full_runs):
     assert (d / "flink.jsonl").read_bytes() == (d / "local.jsonl").read_bytes()
     assert (d / "flink.errors.jsonl").read_bytes() == (d / "local.errors.jsonl").read_bytes()
     assert "(local runner, scripted model)" in full_runs["local_stderr"]
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(600)
+def test_no_progress_silences_the_bar_on_flink(full_runs):
+    from test_flink_progress import bar_lines
+
+    stderr = full_runs["flink_stderr"]
+    assert "review results" in stderr  # the run's own summary still comes
+    assert not bar_lines(stderr) and "agent (starting)" not in stderr
 
 
 @pytest.mark.flink
