@@ -115,6 +115,14 @@ FORMS = {
                            '{"name": "lookup", "parameters": {"city": "Rome"}}<|eom_id|>',
                            ["Oslo", "Rome"], ""),
     "llama32_bare": ('{"name": "lookup", "parameters": {"city": "Oslo"}}', ["Oslo"], ""),
+    # the embedded Qwen2.5-Coder-1.5B copies its GGUF template's doubled braces, untagged,
+    # with one or two closing braces too many (seen in the tutorial's agent: no tool ran)
+    "qwen_template_doubled": ('{{"name": "lookup", "arguments": {"city": "Oslo"}}}',
+                              ["Oslo"], ""),
+    "qwen_template_doubled_extra": ('{{"name": "lookup", "arguments": {"city": "Oslo"}}}}',
+                                    ["Oslo"], ""),
+    "qwen_template_doubled_tagged": ('<tool_call>\n{{"name": "lookup", "arguments": '
+                                     '{"city": "Oslo"}}}\n</tool_call>', ["Oslo"], ""),
     "qwen_bare_fenced_two": ('```json\n{"name": "lookup", "arguments": {"city": "Oslo"}}\n'
                              '{"name": "lookup", "arguments": "{\\"city\\": \\"Rome\\"}"}\n```',
                              ["Oslo", "Rome"], ""),
@@ -177,7 +185,11 @@ def test_a_zero_argument_call_written_as_text_without_arguments_runs():
     '<think>I could <tool_call>{"name": "lookup", "arguments": {"city": "Oslo"}}'
     '</tool_call> but no.</think>It is sunny everywhere.',
     'Call it like this: {"name": "lookup", "arguments": {"city": "Oslo"}}',
-], ids=["prose_with_json", "tool_not_offered", "unknown_key", "inside_think", "prose_around"])
+    '{{"name": "delete_everything", "arguments": {}}}',
+    '{{"name": "lookup", "arguments": {"city": "Oslo"}, "note": "an example"}}',
+    'Write {{"name": "lookup", "arguments": {"city": "Oslo"}}} to call it.',
+], ids=["prose_with_json", "tool_not_offered", "unknown_key", "inside_think", "prose_around",
+        "doubled_tool_not_offered", "doubled_unknown_key", "doubled_prose_around"])
 def test_text_that_is_not_a_call_of_an_offered_tool_stays_the_answer(text):
     with WireServer(_as_text(text)) as srv:
         res = run_probe(probe_agent(_openai(srv), tools=["lookup"], tool_fns=[lookup]),
@@ -329,6 +341,12 @@ def test_the_in_process_models_calls_written_as_text_are_its_calls():
     assert [(c.name, c.arguments) for c in answer.message.tool_calls] == [
         ("lookup", {"city": "Oslo"})]
     assert LlamaCppChatModel()._answer(body, {}).message.tool_calls == []
+    # Qwen 2.5's template form, as the default model wrote it for the tutorial's question
+    body = openai_reply('{{"name": "lookup", "arguments": {"city": "kettle"}}}}')
+    answer = LlamaCppChatModel()._answer(body, request)
+    assert [(c.name, c.arguments) for c in answer.message.tool_calls] == [
+        ("lookup", {"city": "kettle"})]
+    assert answer.message.content == "" and answer.finish_reason == "tool_calls"
 
 
 USER_SCRIPT = r'''

@@ -24,7 +24,12 @@ GGUF chat template. The call then comes back as the answer's text, with ``finish
   ``{"name": ..., "arguments": {...}}`` (Rapid-MLX #700, mistral-common #73), OpenAI's own
   ``{"type": "function", "function": {...}}``. Every key must be one of a call's (``name``,
   ``arguments``/``parameters``, ``type``, ``id``, ``function``), so prose holding
-  ``{"name": "Alice"}`` stays text unless a tool is named ``Alice``.
+  ``{"name": "Alice"}`` stays text unless a tool is named ``Alice``;
+- any of the JSON forms above in doubled braces, ``{{"name": ..., "arguments": {...}}}``
+  (one or more extra closing braces), tagged or bare: Qwen 2.5's own GGUF chat template
+  shows its models the call form with doubled braces (they sit in a Jinja string, printed
+  as they are), and the small Qwen 2.5 models copy them, often without the ``<tool_call>``
+  tags (the embedded default model, Qwen2.5-Coder-1.5B, wrote every call so: no tool ran).
 
 A call is read only when it names a tool offered in the request; anything else (a name not
 offered, the text around the calls) stays the answer's text as it was. A tagged call whose
@@ -189,9 +194,36 @@ def _json_values(text: str) -> tuple[list[Any], int]:
         try:
             value, after = _DECODER.raw_decode(text, at)
         except ValueError:
-            return values, at
+            doubled = _doubled_braces(text, at)
+            if doubled is None:
+                return values, at
+            value, after = doubled
         at = after
         values.extend(value if isinstance(value, list) else [value])
+
+
+def _doubled_braces(text: str, at: int) -> tuple[dict[str, Any], int] | None:
+    """The object written in doubled braces at ``at`` (``{{...}}``), and where it ends.
+
+    Qwen 2.5's chat template shows its models the call form as ``{{"name": ...}}``; they
+    write their calls so, with one or more closing braces too many. Only an object is read,
+    and the closing braces after it are taken as part of it.
+
+    Returns:
+        The object and the index after its extra closing braces; ``None`` when ``text``
+        has no doubled opening brace at ``at`` or no JSON object after it.
+    """
+    if not text.startswith("{{", at):
+        return None
+    try:
+        value, after = _DECODER.raw_decode(text, at + 1)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    while after < len(text) and text[after] == "}":
+        after += 1
+    return value, after
 
 
 def _object_call(obj: Any, names: dict[str, Any], index: int, *,
