@@ -5,6 +5,8 @@
 #   make test         full test suite (PYTEST_ARGS=... to pass options)
 #   make test-fast    tests without the flink/model/kafka markers
 #   make bench        quick benchmark
+#   make kafka        a local Kafka broker at 127.0.0.1:9092 for the Kafka examples
+#                     (the jars setup fetched; Ctrl-C stops it; ARGS="--port N --topics a,b")
 #   make lint         the style gates: ruff (Google docstrings), mypy (strict on
 #                     api, plan, runtime) and vulture (unused code:
 #                     scripts/unused_code.py); CI runs it before the tests
@@ -17,7 +19,7 @@ ARGS    ?=
 PYTEST_ARGS ?=
 LINT_PATHS  := flink_agents_py jobs bench examples scripts tests
 
-.PHONY: setup run quick test test-fast bench lint
+.PHONY: setup run quick test test-fast bench kafka lint
 
 setup: $(STAMP)
 
@@ -39,6 +41,9 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench --quick
+
+kafka: $(STAMP)
+	$(PY) scripts/kafka_broker.py $(ARGS)
 
 # every gate runs, so one log shows every finding; fails when any reports one
 lint: $(STAMP)

@@ -7,8 +7,9 @@ The page marks each fenced block with an HTML comment on the line before it:
   with ``export VAR=...`` or ``VAR=value`` prefixes);
 - ``<!-- output: STEP -->``: what the last command of step ``STEP`` prints (compared line by
   line, in any order: keys run concurrently);
-- ``<!-- not run: WHY -->``: the one shell block that only makes a directory and activates the
-  venv (this test does both itself).
+- ``<!-- not run: WHY -->``: the shell block that only makes a directory and activates the
+  venv (this test does both itself), and ``make kafka``, a broker in the foreground (this
+  test starts its own; ``test_kafka_broker_script.py`` runs the script).
 
 The files are written into a temporary directory outside the repository and the commands run
 there with the venv's interpreter, without the repository on ``PYTHONPATH``: the way a user
@@ -110,7 +111,9 @@ def test_every_block_is_marked_and_runs_somewhere():
     assert len(blocks) == len(fences), "a fenced block was not parsed (unbalanced fences?)"
     unmarked = [b["body"][:60] for b in blocks if b["kind"] is None]
     assert not unmarked, f"tutorial blocks without a marker: {unmarked}"
-    assert [b["lang"] for b in blocks if b["kind"] == "not run"] == ["bash"]
+    assert [b["lang"] for b in blocks if b["kind"] == "not run"] == ["bash", "bash"]
+    broker = [b["body"] for b in blocks if b["kind"] == "not run"][1]
+    assert broker.startswith("make kafka "), broker  # the Makefile has it: test_kafka_broker_script
     for b in blocks:
         if b["lang"] == "python":
             assert b["kind"] == "file", f"a python block that is not a file: {b['body'][:60]}"
