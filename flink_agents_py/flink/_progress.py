@@ -26,6 +26,8 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from ..local._progress import bar_size
+
 __all__ = ["JobProgress", "progress_enabled", "rest_urls"]
 
 PROGRESS_ENV = "FLINK_AGENTS_PY_PROGRESS"
@@ -240,7 +242,7 @@ class JobProgress:
         from tqdm import tqdm
 
         self._bar = tqdm(total=self.total, unit="rec", desc="agent (starting)", file=sys.stderr,
-                         mininterval=0.1, dynamic_ncols=True)
+                         mininterval=0.1, **bar_size(sys.stderr))
         self._thread = threading.Thread(target=self._loop, name="flink-agents-progress",
                                         daemon=True)
         self._thread.start()

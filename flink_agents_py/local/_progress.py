@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -9,7 +10,32 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._runner import LocalRunResult, _KeyState
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "bar_size"]
+
+FALLBACK_SIZE = (80, 24)
+"""The bar's columns and rows on a terminal that reports no size."""
+
+
+def bar_size(stream: Any) -> dict[str, Any]:
+    """The size options of a tqdm bar drawn on ``stream``.
+
+    A terminal that reports a size of 0 (a pseudo-terminal nobody sized: ``script``, some CI
+    runners and container consoles) made tqdm hide its bar (0 rows: no line to draw on) for
+    the whole run. Such a terminal gets a fixed size; one that reports its size, and a
+    stream that is no terminal (``FLINK_AGENTS_PY_PROGRESS=1`` into a log), are left to
+    tqdm, which follows a terminal as it is resized.
+
+    Returns:
+        ``{"dynamic_ncols": True}``, or ``{"ncols": ..., "nrows": ...}`` from
+        ``FALLBACK_SIZE`` for what the terminal reports as 0.
+    """
+    try:
+        columns, lines = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return {"dynamic_ncols": True}
+    if columns > 0 and lines > 0:
+        return {"dynamic_ncols": True}
+    return {"ncols": columns or FALLBACK_SIZE[0], "nrows": lines or FALLBACK_SIZE[1]}
 
 
 class Progress:
@@ -26,7 +52,7 @@ class Progress:
         total = (sum(1 for r in records if self.counted(r))
                  if hasattr(records, "__len__") else None)
         self.bar = tqdm(total=total, unit="rec", desc="agent", file=sys.stderr,
-                        mininterval=0.5, dynamic_ncols=True)
+                        mininterval=0.5, **bar_size(sys.stderr))
         self.flags: dict[Any, list[bool]] = {}  # per key: counted flag of each queued record
         self.seen: dict[Any, int] = {}  # per key: how many of its records are done
         self.done = 0
