@@ -192,3 +192,37 @@ def test_step_kafka(workdir, kafka_broker):
     done = _run_step(workdir, "kafka", {DOC_KAFKA: kafka_broker.bootstrap})
     assert "job finished" in done[-2].stdout
     _assert_output("kafka", done[-1].stdout)
+
+
+@pytest.mark.model
+@pytest.mark.timeout(900)
+def test_switch_to_the_embedded_model_runs_the_tool(workdir):
+    # The page's offline choice, made as it says: model_connection returns the descriptor the
+    # page names. Before, the default model (Qwen2.5-Coder-1.5B) wrote each call in its GGUF
+    # template's doubled braces, which were not read as calls: every answer was the call's
+    # text and no tool ran ("tool calls: {}").
+    pytest.importorskip("llama_cpp")
+    from flink_agents_py.integrations.chat_models._gguf import cached_gguf
+
+    if cached_gguf() is None:
+        pytest.skip("the default model is not cached (make setup fetches it)")
+    text = " ".join(PAGE.read_text().split())
+    descriptor = re.search(r"return `(ResourceDescriptor\(LlamaCppChatModel, [^`]*\))`", text)
+    assert descriptor, "the page names the embedded model's descriptor"
+    agent = (workdir / "shop_agent.py").read_text()
+    scripted = 'return ResourceDescriptor(ScriptedChatModel, function="shop_agent:shop_model")'
+    assert scripted in agent
+    agent = agent.replace(scripted, f"return {descriptor.group(1)}").replace(
+        "import OpenAIChatModel, ScriptedChatModel",
+        "import LlamaCppChatModel, OpenAIChatModel, ScriptedChatModel")
+    (workdir / "shop_agent.py").write_text(agent)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "FLINK_AGENTS_PY_GGUF")}
+    proc = subprocess.run([PYTHON, "run_local.py"], cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=880)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    answers = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(answers) == 3 and "errors: []" in proc.stdout, proc.stdout
+    calls = re.search(r"tool calls: \{'check_stock': (\d+)\}", proc.stdout)
+    assert calls and int(calls.group(1)) >= 3, proc.stdout  # at least one per question
+    assert '"name": "check_stock"' not in proc.stdout  # no call left as an answer's text
