@@ -26,7 +26,9 @@ missing; it never overwrites a file unless given ``--force``. Exit status: 0, 2 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import shutil
 import sys
 from collections.abc import Sequence
 from importlib import resources
@@ -177,14 +179,41 @@ def _new(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"flink-agents-py new: cannot write {target}: {e}", file=sys.stderr)
         return 2
+    python = _python_command()
     print(f"wrote the starter to {target}/: my_agent.py (the agent), test_my_agent.py (its "
           "tests), main.py (runs it), questions.jsonl (its input)\n"
           f"next, with this Python ({sys.executable}):\n"
           f"  cd {shlex.quote(str(target))}\n"
-          "  python -m pytest -q       # the tests, crash checker included\n"
-          "  python main.py            # on the local runner\n"
-          "  python main.py flink      # as a Flink job on a MiniCluster")
+          f"  {python} -m pytest -q       # the tests, crash checker included\n"
+          f"  {python} main.py            # on the local runner\n"
+          f"  {python} main.py flink      # as a Flink job on a MiniCluster")
     return 0
+
+
+def _python_command() -> str:
+    """How to run this interpreter from the user's shell: ``python`` when that is it.
+
+    ``python`` on ``PATH`` is this interpreter only with its venv activated; otherwise it is
+    another one (a system or pyenv Python without flink-agents-py), so the commands name
+    this one by its path. Before, they said ``python`` always, and ``python -m pytest`` in
+    the starter failed with ``No module named 'flink_agents_py'`` when the venv was not
+    activated (``flink-agents-py new`` run as ``.venv/bin/flink-agents-py``).
+
+    Returns:
+        ``python``, or this interpreter's path, quoted for a shell.
+    """
+    found = shutil.which("python")
+    if found is not None:
+        here = os.path.abspath(sys.executable)
+        # the same folder (a venv's bin: python, python3) and the same file; a base
+        # interpreter a venv links to is the same file, but not the venv
+        try:
+            if (os.path.dirname(os.path.abspath(found)) == os.path.dirname(here)
+                    and os.path.samefile(found, here)):
+                return "python"
+        except OSError:
+            pass
+    return shlex.quote(sys.executable)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -240,3 +240,34 @@ def test_python_dash_m_flink_agents_py_is_the_command(tmp_path):
     assert (tmp_path / "weather" / "my_agent.py").is_file()
     res = command()
     assert res.returncode == 2 and "required: command" in res.stderr, res.stderr
+
+
+def _new_with_path(tmp_path: Path, path: str) -> list[str]:
+    """``flink-agents-py new`` (the venv's console script) under ``PATH=path``: its commands."""
+    env = {k: v for k, v in os.environ.items() if k != "FLINK_CONF_DIR"}  # PYTHONPATH kept:
+    env["PATH"] = path  # the checkout under test, as the other tests' venv install is
+    res = subprocess.run([PYTHON, "-m", "flink_agents_py.cli", "new", "w"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=120, check=True)
+    return [line.split("#")[0].strip() for line in res.stdout.splitlines()
+            if line.startswith("  ") and ("main.py" in line or "pytest" in line)]
+
+
+def test_new_prints_commands_that_run_when_the_venv_is_not_activated(tmp_path):
+    # `python` on PATH is another interpreter (pyenv's, the system's): the printed commands
+    # said `python -m pytest -q`, which failed with "No module named 'flink_agents_py'"
+    other = tmp_path / "bin"
+    other.mkdir()
+    (other / "python").write_text("#!/bin/sh\necho 'not the venv' >&2\nexit 3\n")
+    (other / "python").chmod(0o755)
+    commands = _new_with_path(tmp_path, f"{other}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    assert commands == [f"{PYTHON} -m pytest -q", f"{PYTHON} main.py", f"{PYTHON} main.py flink"]
+    env = {k: v for k, v in os.environ.items() if k != "FLINK_CONF_DIR"}
+    env["PATH"] = f"{other}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    tests = subprocess.run([*commands[0].split(), "-p", "no:cacheprovider"], cwd=tmp_path / "w",
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert "2 passed" in tests.stdout, tests.stdout + tests.stderr
+
+
+def test_new_prints_plain_python_when_the_venv_is_activated(tmp_path):
+    commands = _new_with_path(tmp_path, f"{Path(PYTHON).parent}{os.pathsep}/usr/bin")
+    assert commands == ["python -m pytest -q", "python main.py", "python main.py flink"]
