@@ -226,3 +226,16 @@ def test_switch_to_the_embedded_model_runs_the_tool(workdir):
     calls = re.search(r"tool calls: \{'check_stock': (\d+)\}", proc.stdout)
     assert calls and int(calls.group(1)) >= 3, proc.stdout  # at least one per question
     assert '"name": "check_stock"' not in proc.stdout  # no call left as an answer's text
+
+
+def test_create_topics_says_at_once_when_no_broker_answers(workdir):
+    # before, the page's script waited 60 s without a word, then failed with "Failed while
+    # waiting for controller: Local: Timed out", naming neither the address nor what to do
+    pytest.importorskip("confluent_kafka")
+    servers = f"127.0.0.1:{_closed_port()}"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([PYTHON, "create_topics.py", servers], cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert f"no Kafka broker answers at {servers}" in proc.stderr, proc.stderr[-2000:]
+    assert "make kafka" in proc.stderr
