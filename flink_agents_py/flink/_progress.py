@@ -26,7 +26,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from ..local._progress import bar_size
+from ..local.internal import bar_size
 
 __all__ = ["JobProgress", "progress_enabled", "rest_urls"]
 
