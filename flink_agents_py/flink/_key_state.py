@@ -186,10 +186,14 @@ class _FlinkKeyState(KeyState):
                     op._run_state.update(text)
                     self._run_raw = text
         if self._memory is not None and (self._memory or self._memory_raw):
-            text = dumps_json(self._memory, sort_keys=False).decode()
-            if text != self._memory_raw:
-                op._memory_state.update(text)
-                self._memory_raw = text
+            if not self._memory:  # all deleted: the key keeps no memory state (not "{}")
+                op._memory_state.clear()
+                self._memory_raw = None
+            else:
+                text = dumps_json(self._memory, sort_keys=False).decode()
+                if text != self._memory_raw:
+                    op._memory_state.update(text)
+                    self._memory_raw = text
         if self._tail >= 0:
             for seq, record in self._pushed.items():
                 op._queue_state.put(seq, dumps_json(record, sort_keys=False).decode())

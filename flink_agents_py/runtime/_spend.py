@@ -10,6 +10,7 @@ action ends, and what a provider's usage counts as.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,9 +18,9 @@ import orjson
 
 from ..api import Budget, BudgetStateError, ChatMessage, ChatResponse, TokenUsage
 
-__all__ = ["MEMORY_PREFIX", "SPEND_CAP", "add_spend", "call_cost", "counted_usage",
-           "estimated_usage", "merged_spend", "spend_key", "stored_spend", "counted", "rolled",
-           "spend_problem", "window_end"]
+__all__ = ["ENDS", "MEMORY_PREFIX", "SPEND_CAP", "add_spend", "call_cost", "counted_usage",
+           "drop_ended_spends", "estimated_usage", "merged_spend", "spend_key", "stored_spend",
+           "counted", "rolled", "spend_problem", "window_end"]
 
 MEMORY_PREFIX = "_budget"
 """Short-term memory entries ``_budget.<setup>`` hold each key's spend per setup."""
@@ -173,14 +174,76 @@ def merged_spend(budget: Budget, committed: Any, info: dict[str, Any]) -> dict[s
     call = info.get("call")
     if info.get("scope") == "agent" or not isinstance(call, list) or len(call) != 4:
         spent = dict(info.get("spent") or {})  # a subtask's spend; a record of older code
-        return spent if before is None else max(before, spent, key=_tally)
+        return _with_end(budget, spent if before is None else max(before, spent, key=_tally))
     now, inp, out, cost = call
     state = add_spend(rolled(budget, before, now), inp, out, cost)
     if budget.window_s is not None and state.get("window_start") is None:
         state["window_start"] = now
     if budget.sliding:
         state["calls"] = sorted([*state["calls"], list(call)])
+    return _with_end(budget, state)
+
+
+ENDS = "ends"
+"""The field of a spend entry saying when it stops counting (wall clock, s; see ``_with_end``)."""
+
+
+def _with_end(budget: Budget, state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with ``ENDS``: when nothing of it counts any more (no window: never).
+
+    A fixed window's spend counts until the window ends, a sliding window's until its newest
+    call drops out; after that the entry holds nothing a budget reads (``rolled`` starts a
+    fresh window), so ``drop_ended_spends`` may delete it.
+
+    Returns:
+        ``state``, changed in place.
+    """
+    state.pop(ENDS, None)
+    if budget.window_s is None:
+        return state  # a spend for ever: the key keeps it as long as it lives
+    calls = state.get("calls") or []
+    start: Any = max(c[0] for c in calls) if budget.sliding and calls else state.get("window_start")
+    if _number(start):
+        state[ENDS] = start + budget.window_s
     return state
+
+
+def _clock() -> float:
+    return time.time()
+
+
+def drop_ended_spends(memory: dict[str, Any]) -> None:
+    """Delete the key's spend entries whose windows have ended, in place.
+
+    Without it a key's ``_budget.<setup>`` entry stayed in keyed state for ever, one per
+    budgeted setup per key ever seen, long after its window had ended and it counted
+    nothing. An entry of a budget without a window is the key's spend for ever and stays,
+    as does one without ``ENDS`` (written by older code, or edited): the window it belongs
+    to is not known here. ``_budget`` itself goes once empty.
+
+    Args:
+        memory: the key's committed short-term memory.
+    """
+    spends = memory.get(MEMORY_PREFIX)
+    if not isinstance(spends, dict):
+        return
+    _drop_ended(spends, _clock())
+    if not spends:
+        del memory[MEMORY_PREFIX]
+
+
+def _drop_ended(level: dict[str, Any], now: float) -> None:
+    for name, entry in list(level.items()):
+        if not isinstance(entry, dict):
+            continue
+        if "input" in entry or ENDS in entry:  # a spend (else a level of a dotted name)
+            ends: Any = entry.get(ENDS)
+            if _number(ends) and ends <= now:
+                del level[name]
+            continue
+        _drop_ended(entry, now)
+        if not entry:
+            del level[name]
 
 
 def counted_usage(usage: TokenUsage | None) -> TokenUsage | None:

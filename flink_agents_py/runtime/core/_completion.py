@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ...api import OutputEvent, ReplayDivergenceError
 from ...api.internal import shown_key
 from .._failures import FailureLog, error_text, failure_text, redact_text, reported_error
+from .._spend import drop_ended_spends
 from .._terminal import log_text
 from ..context._calls import unawaited, unawaited_effect
 from ..context._memory import apply_merges, apply_writes, priors
@@ -115,7 +116,9 @@ def commit_memory(ctx: ActionExecution, state: KeyState, run: RunState) -> None:
         if writes and ctx.env is None:
             _note_undo(readers, "short_term_memory", tree, writes)
             apply_writes(tree, writes)
-        apply_merges(tree, merges)
+        if merges:  # a budget's spend: and the key's spends whose windows ended go
+            apply_merges(tree, merges)
+            drop_ended_spends(tree)
         state.memory = tree
     if sensory_writes:
         tree = run.sensory if ctx.env is None else run.invocations[ctx.env].sensory
