@@ -242,3 +242,20 @@ def test_a_record_too_large_for_the_producer_is_an_error_row_in_its_place(caplog
     assert err["value"].startswith('{"key":"k","text":"xxx') and err["value"].endswith(
         "... (2,021 bytes)")
     assert "key k: a record of 2,022 bytes" in caplog.text
+
+
+def test_record_keys_that_are_not_utf8_stay_distinct_keys():
+    """A key's bytes that are not UTF-8 are kept as bytes, never decoded with U+FFFD.
+
+    Before, the source's Java side decoded keys leniently, so ``b"\\xff"``, ``b"\\xfe"`` and
+    the UTF-8 of U+FFFD itself were one key: an agent keyed by the Kafka key ran them as one,
+    each seeing and changing the others' memory.
+    """
+    keys = []
+    parse = _Parse(lambda m: keys.append(m.key) or {"key": m.key}, object())
+    for offset, key in enumerate([b"\xff", b"\xfe", "\ufffd".encode(), b"1", None, "k"]):
+        assert list(parse(("t", 0, offset, 0, key, b"{}")))  # none is an error row
+    assert keys == [b"\xff", b"\xfe", "\ufffd", "1", None, "k"]
+    assert len({k for k in keys if k is not None}) == 5
+    [(_, err)] = list(_Parse(json_value, "tag")(("t", 3, 8, 0, b"\xff", b"{nope")))
+    assert (err["partition"], err["offset"], err["key"]) == (3, 8, b"\xff")

@@ -37,7 +37,9 @@ class KafkaMessage:
         partition: the partition.
         offset: the offset within the partition.
         timestamp: the record's timestamp (epoch ms).
-        key: the key as UTF-8 text (invalid bytes as U+FFFD), or ``None``.
+        key: the key as text when its bytes are UTF-8, else its bytes as they are (so two
+            distinct keys are never read as one: ``bytes`` is a key an agent takes, and
+            ``b"1"`` is another key than ``"1"``), or ``None`` (a record without a key).
         value: the value as text (strictly decoded UTF-8, byte order mark removed), or
             ``None`` (a tombstone). Values that cannot be decoded never reach ``parse``.
 
@@ -47,7 +49,7 @@ class KafkaMessage:
     partition: int
     offset: int
     timestamp: int
-    key: str | None
+    key: str | bytes | None
     value: str | None
 
     def where(self) -> dict[str, Any]:
@@ -84,6 +86,25 @@ def _error(message: KafkaMessage, error: str, raw: bytes | str | None = None) ->
             "value": excerpt(message.value if raw is None else raw, 1000)}
 
 
+def _key(raw: Any) -> str | bytes | None:
+    r"""A record key as ``KafkaMessage.key`` holds it: text when UTF-8, else its bytes.
+
+    A lenient decode (each invalid byte as U+FFFD) would read ``b"\xff"`` and ``b"\xfe"``
+    as one key, and one key's run would see and change the other's memory; the bytes keep
+    them apart. (Rows of helper jars built before keys came as bytes carry text.)
+
+    Returns:
+        The key: ``str``, ``bytes`` or ``None`` (no key).
+    """
+    if raw is None or isinstance(raw, str):
+        return raw
+    data = bytes(raw)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
 class _Parse:
     """Row from the helper deserializer -> parsed record; failures to the error side output.
 
@@ -100,8 +121,8 @@ class _Parse:
         self.positioned = positioned
 
     def __call__(self, row: Any) -> Iterator[Any]:
-        raw = row[5]
-        message = KafkaMessage(row[0], row[1], row[2], row[3], row[4], None)
+        raw, key = row[5], _key(row[4])
+        message = KafkaMessage(row[0], row[1], row[2], row[3], key, None)
         if raw is not None:
             data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
             try:
@@ -110,7 +131,7 @@ class _Parse:
             except ValueError as e:
                 yield self.error_tag, _error(message, str(e), data)
                 return
-            message = KafkaMessage(row[0], row[1], row[2], row[3], row[4], value)
+            message = KafkaMessage(row[0], row[1], row[2], row[3], key, value)
         try:
             record = self.parse(message)
         except Exception as e:  # noqa: BLE001 - a bad record is reported, never fatal

@@ -8,12 +8,13 @@
  * org.apache.flink.kafka.shaded) and exchange plain Rows with Python:
  *
  *   source: ConsumerRecord -> Row(topic STRING, partition INT, offset BIGINT,
- *                                 timestamp BIGINT, key STRING, value BYTES)
+ *                                 timestamp BIGINT, key BYTES, value BYTES)
  *   sink:   Row(topic STRING, key STRING, value STRING) -> ProducerRecord
  *
- * Source keys are UTF-8 text (invalid bytes become U+FFFD); source values stay bytes, so
- * Python decodes them strictly and reports a value that is not UTF-8 with its partition and
- * offset (a Java decode would hide it as U+FFFD). Nulls pass through. Decoding and parsing
+ * Source keys and values stay bytes, so Python decodes them strictly: a value that is not
+ * UTF-8 is reported with its partition and offset, and a key that is not UTF-8 is kept as
+ * its bytes (a Java decode would turn every invalid byte into U+FFFD, and two distinct keys
+ * into one). Nulls pass through. Decoding and parsing
  * happen in Python, so a malformed value reaches the job instead of failing the source.
  *
  * Compiled by flink_agents_py.flink.kafka_jars() (javac, once, cached by content hash).
@@ -44,11 +45,7 @@ public final class KafkaRows {
     /** The type of the rows the source emits. */
     public static TypeInformation<Row> sourceType() {
         return Types.ROW_NAMED(SOURCE_FIELDS, Types.STRING, Types.INT, Types.LONG, Types.LONG,
-                Types.STRING, Types.PRIMITIVE_ARRAY(Types.BYTE));
-    }
-
-    private static String text(byte[] bytes) {
-        return bytes == null ? null : new String(bytes, StandardCharsets.UTF_8);
+                Types.PRIMITIVE_ARRAY(Types.BYTE), Types.PRIMITIVE_ARRAY(Types.BYTE));
     }
 
     private static byte[] bytes(Object text) {
@@ -62,7 +59,7 @@ public final class KafkaRows {
         @Override
         public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Row> out) {
             out.collect(Row.of(record.topic(), record.partition(), record.offset(),
-                    record.timestamp(), text(record.key()), record.value()));
+                    record.timestamp(), record.key(), record.value()));
         }
 
         @Override
