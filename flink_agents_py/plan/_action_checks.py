@@ -44,12 +44,16 @@ def warn_if_declares_a_result(name: str, fn: Callable[..., Any]) -> None:
 
     The runtime discards what an action returns (actions speak by sending events), so
     ``def act(event, ctx) -> str: return answer`` loses the answer without a word; Apache
-    Flink Agents warns the same way (its issue 834). The action still runs.
+    Flink Agents warns the same way (its issue 834). The action still runs. A generator
+    function (``result = yield from ctx.execute_async(...)``) is not warned of: its
+    annotation (``-> Generator[Any, Any, None]``) types the generator it returns.
 
     Args:
         name: the action's name, for the message.
         fn: its function.
     """
+    if inspect.isgeneratorfunction(fn):  # its annotation types the generator (yield from)
+        return
     try:
         annotation = inspect.signature(fn).return_annotation
     except (TypeError, ValueError):

@@ -306,6 +306,10 @@ def _compile_actions(agent: Agent, problems: list[str]) -> dict[str, ActionPlan]
             continue
         if not _takes_event_and_ctx(fn):
             problems.append(f"{where} must take (event, ctx); is it missing @staticmethod?")
+        if inspect.isasyncgenfunction(fn):  # before: its body never ran, and no error said so
+            problems.append(f"{where} is an async generator function (async def with a yield): "
+                            "its body would never run; drop the yield (an action sends events "
+                            "with ctx.send_event)")
         warn_if_declares_a_result(name, fn)
         if not spec.triggers:
             problems.append(f"{where} has no trigger event type")
