@@ -3,7 +3,9 @@
 Keyed state holds, per key: the in-flight run (``RunState.to_stored()`` text), the short-term
 memory (JSON), and the queue of inputs waiting behind the run (a ``MapState`` by position,
 with a tail counter, the key's next input sequence number; the head is ``run.seq + 1`` of
-the run in flight). See the
+the run in flight). A queued input is its JSON text, or, when the host knows where it was
+read (``from_kafka``), ``SOURCE_MARK``, that place and ``SOURCE_MARK`` again before it (JSON
+text never starts with that character). See the
 operator's module docstring (``_operator``) for what a record costs.
 """
 
@@ -20,6 +22,9 @@ if TYPE_CHECKING:
 __all__ = ["_FlinkKeyState"]
 
 _UNREAD: Any = object()
+
+SOURCE_MARK = "\x1f"
+"""Starts a queued input stored with where it was read (see the module docstring)."""
 
 IDLE_KEYS = 10_000
 """How many idle keys' queue tails the operator remembers (``AgentOperator._idle``)."""
@@ -45,7 +50,8 @@ class _FlinkKeyState(KeyState):
     """
 
     __slots__ = ("_op", "_runs", "_run", "_run_raw", "_memory", "_memory_raw", "_head",
-                 "_tail", "_head_stored", "_tail_stored", "_pushed")
+                 "_tail", "_head_stored", "_tail_stored", "_pushed", "_sources",
+                 "popped_source")
 
     def __init__(self, op: AgentOperator,
                  runs: dict[Any, tuple[Any, RunState, int, int]] | None = None) -> None:
@@ -59,6 +65,8 @@ class _FlinkKeyState(KeyState):
         self._head_stored: int | None = None  # None: unknown (the key had no run)
         self._tail_stored = 0
         self._pushed: dict[int, Any] = {}  # inputs pushed in this callback, not in state yet
+        self._sources: dict[int, str] | None = None  # where pushed ones were read (if known)
+        self.popped_source: str | None = None
 
     def _load_run(self) -> None:
         op = self._op
@@ -140,11 +148,15 @@ class _FlinkKeyState(KeyState):
             assert self._head_stored is not None
             self._head = self._head_stored
 
-    def push_input(self, record: Any) -> None:
-        """Queue ``record`` (kept in memory until ``flush``)."""
+    def push_input(self, record: Any, source: str | None = None) -> None:
+        """Queue ``record`` (kept in memory until ``flush``), with where it was read."""
         if self._tail < 0:  # (``_bounds`` once per callback; checked here, not by a call)
             self._bounds()
         self._pushed[self._tail] = record
+        if source is not None:
+            if self._sources is None:
+                self._sources = {}
+            self._sources[self._tail] = source
         self._tail += 1
 
     def pop_input(self) -> tuple[int, Any] | None:
@@ -156,6 +168,8 @@ class _FlinkKeyState(KeyState):
             return None
         self._head = seq + 1
         if seq in self._pushed:
+            sources = self._sources
+            self.popped_source = sources.pop(seq, None) if sources is not None else None
             return seq, self._pushed.pop(seq)
         queue = self._op._queue_state
         raw = queue.get(seq)
@@ -164,6 +178,9 @@ class _FlinkKeyState(KeyState):
             key = self._op.keys.value(self._op._key)
             raise RuntimeError(f"input {seq} of key {shown_key(key)} is missing from the "
                                f"operator's queue state (head {seq}, tail {self._tail})")
+        self.popped_source = None
+        if raw.startswith(SOURCE_MARK):  # stored with where it was read
+            self.popped_source, raw = raw[1:].split(SOURCE_MARK, 1)
         return seq, loads_json(raw)
 
     def queued(self) -> int:
@@ -195,8 +212,12 @@ class _FlinkKeyState(KeyState):
                     op._memory_state.update(text)
                     self._memory_raw = text
         if self._tail >= 0:
+            sources = self._sources
             for seq, record in self._pushed.items():
-                op._queue_state.put(seq, dumps_json(record, sort_keys=False).decode())
+                text = dumps_json(record, sort_keys=False).decode()
+                if sources is not None and seq in sources:
+                    text = f"{SOURCE_MARK}{sources.pop(seq)}{SOURCE_MARK}{text}"
+                op._queue_state.put(seq, text)
             self._pushed.clear()
             if self._tail != self._tail_stored:
                 op._tail_state.update(self._tail)

@@ -266,16 +266,17 @@ class AgentOperator(KeyedProcessFunction):
         key = self._key = ctx.get_current_key()  # its identity (``KeyEncoding``)
         if type(value) is CarriedKey:  # a record of a KeyedStream, with its key (keyed by it)
             value = value.record
-        where = "record"  # as error rows of records not run name it: ``topic T ...`` below
+        where, source = "record", None  # as error rows of records not run name it
         if type(value) is Positioned:  # a record of from_kafka, with where it was read
-            where, value = value.where, value.record
+            where = source = value.where
+            value = value.record
         rejected = self.keys.rejected(key) if type(key) is not str \
             or key[:1] == REJECTED_MARK else None  # (no call for a usual key)
         if rejected is not None:  # its key selector failed, or its key has no encoding
             outside = type(value) is OutsideEnvelope
             yield ERROR_TAG, rejected_record(rejected, value.event if outside else value,
-                                             "outside event" if outside else where
-                                             ).json_row()
+                                             "outside event" if outside else where,
+                                             source).json_row()
             return
         if type(value) is OutsideEnvelope:  # the second input (``_second_input``)
             yield from outside_element(self, key, value.event, ctx)
@@ -302,7 +303,7 @@ class AgentOperator(KeyedProcessFunction):
                     core.wait_for(key, left)
                 res = core.advance(key, state)
                 yield from self._emit(res)
-        res = core.on_input(key, value, state, where)
+        res = core.on_input(key, value, state, where, source)
         if res.outputs or res.errors:  # (else ``_emit`` has nothing to give: no call for it)
             yield from self._emit(res)
         if switch is None or res.busy or res.timers or res.parked \

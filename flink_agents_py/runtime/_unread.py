@@ -52,7 +52,9 @@ def error_line(error: Any) -> str:
 
     Returns:
         E.g. ``key UUID('0f8f...'), input 0, r0/process_input: ValueError: no price``;
-        ``key None, record 3: KeyEncodingError: ...`` for a record rejected before it ran.
+        ``key None, record 3: KeyEncodingError: ...`` for a record rejected before it ran;
+        a record read by ``from_kafka`` names its place too (``..., topic t partition 0
+        offset 7: ...``).
     """
     key = _field(error, "key")
     if isinstance(error, dict):
@@ -65,6 +67,9 @@ def error_line(error: Any) -> str:
     place = f"input {seq}, {where}" if isinstance(seq, int) and seq >= 0 else f"{where}"
     if action and str(action) not in str(where):
         place = f"{place} ({action})"
+    source = _field(error, "source")
+    if source and str(source) not in str(where):  # a record of from_kafka: where it was read
+        place = f"{place}, {source}"
     message = log_text(clip(str(_field(error, "message")), MESSAGE_CHARS))
     return (f"key {shown_key(key, KEY_CHARS)}, {log_text(clip(place, 200))}: "
             f"{_field(error, 'error_type')}: {message}{_raised_at(_field(error, 'traceback'))}")

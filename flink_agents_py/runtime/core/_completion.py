@@ -169,6 +169,7 @@ def report_failure(step: Step, task: Task, error: BaseException, failure_log: Fa
             key=step.key, seq=step.run.seq, action=task.action.name,
             execution_id=ctx.execution_id, error_type=type(error).__name__,
             message=message, input=input_record(step.run.input), traceback=text,
+            source=step.run.source,
         ))
 
 
@@ -198,7 +199,7 @@ def emit_output(step: Step, event: OutputEvent, check: Callable[[Any], Any] | No
             step.res.errors.append(ErrorRecord(
                 key=step.key, seq=step.run.seq, action=sender.rpartition("/")[2] or "<output>",
                 execution_id=sender, error_type=type(e).__name__, message=message,
-                input=input_record(step.run.input)))
+                input=input_record(step.run.input), source=step.run.source))
             return
     step.res.outputs.append(event.output)
     if probe is not None:

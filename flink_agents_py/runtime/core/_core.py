@@ -69,7 +69,7 @@ from ._executor import IOExecutor
 from ._inbox import Inbox, InboxQueries
 from ._invocation_end import check_invocation, env_of
 from ._observer import Observer, probe_of
-from ._results import ErrorRecord, StepResult, event_of, input_event, input_form, shown_input
+from ._results import ErrorRecord, StepResult, event_of, input_event, input_form, unqueued_record
 from ._siblings import new_siblings
 from ._stepper import enter_stepping, leave_stepping
 from ._subgraph import (
@@ -156,7 +156,8 @@ class AgentCore(UnfinishedCore, InboxQueries):
         for env in self._envs.values():
             env.close()
 
-    def on_input(self, key: Any, record: Any, state: KeyState, where: str = "") -> StepResult:
+    def on_input(self, key: Any, record: Any, state: KeyState, where: str = "",
+                 source: str | None = None) -> StepResult:
         """Queue ``record`` for ``key`` and advance the key.
 
         A record with no JSON form is not queued but becomes an ``ErrorRecord`` (action
@@ -169,12 +170,11 @@ class AgentCore(UnfinishedCore, InboxQueries):
             stored = input_form(record, key, self._key_value)
         except SerializationError as e:
             res = self.advance(key, state)
-            res.errors.append(logged(ErrorRecord(
-                key=self._key_value(key), seq=-1, action="<input>", execution_id=where,
-                error_type=type(e).__name__, message=str(e), input=shown_input(record))))
+            res.errors.append(logged(unqueued_record(self._key_value(key), record, e, where,
+                                                     source)))
             return res
         unreadable = self._read_run(key, state)  # before the queue is found from the run
-        state.push_input(stored)  # its JSON form, as keyed state holds it (see ``input_event``)
+        state.push_input(stored, source)  # its JSON form, as keyed state holds it (``input_event``)
         res = self.advance(key, state, _run_read=True)  # (a damaged run is reported above)
         if unreadable is not None:
             res.errors.insert(0, unreadable)
@@ -208,7 +208,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
                     break
                 seq, record = nxt
                 run = RunState(seq=seq, input=record, waits=held or {}, siblings_kept=True,
-                               ltm_done=[])
+                               ltm_done=[], source=state.popped_source)
                 state.run = run
                 if self._epochs:  # (``begin_lineage`` does nothing for other plans)
                     begin_lineage(self.plan, state, self.lineage, shown)  # the key's epoch

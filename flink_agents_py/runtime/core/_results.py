@@ -28,7 +28,8 @@ from .._terminal import log_text
 from .._typed_fields import TYPED_KEY
 
 __all__ = ["ErrorRecord", "StepResult", "input_event", "input_record", "event_of",
-           "RejectedKey", "select_key", "rejected_record", "shown_input", "input_form"]
+           "RejectedKey", "select_key", "rejected_record", "shown_input", "input_form",
+           "unqueued_record"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -53,6 +54,8 @@ class ErrorRecord(BaseModel):
         traceback: where it failed: the traceback with the user's files and lines, and the
             original failure's when it crossed a boundary (a tool, a chat model call, a
             sub-agent, a restore); bounded and redacted (see ``runtime._failures``).
+        source: where the run's input was read, when its source says so (a record of
+            ``from_kafka``: ``"topic T partition P offset O"``); ``None`` otherwise.
 
     Its JSON form (``model_dump(mode="json")``, the rows of Flink's error output) keeps a
     float NaN or infinity of the input as it was (``NaN`` in JSON text), not ``None``: a
@@ -71,6 +74,7 @@ class ErrorRecord(BaseModel):
     message: MaskedStr
     input: Annotated[Any, AfterValidator(mask_known_value)] = None
     traceback: MaskedStr | None = None
+    source: str | None = None
 
     def json_row(self) -> dict[str, Any]:
         """Its JSON form, as the Flink error output carries it.
@@ -420,7 +424,27 @@ def shown_input(record: Any) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def rejected_record(rejected: RejectedKey, record: Any, where: str) -> ErrorRecord:
+def unqueued_record(key: Any, record: Any, error: Exception, where: str,
+                    source: str | None) -> ErrorRecord:
+    """The error record of an input that has no JSON form, so is not queued.
+
+    Args:
+        key: the key's value.
+        record: the input (shown by ``shown_input``).
+        error: why it has no JSON form.
+        where: its position (``execution_id``), e.g. ``"record 8"``.
+        source: where it was read (``ErrorRecord.source``), when known.
+
+    Returns:
+        The record, action ``"<input>"``.
+    """
+    return ErrorRecord(key=key, seq=-1, action="<input>", execution_id=where,
+                       error_type=type(error).__name__, message=str(error),
+                       input=shown_input(record), source=source)
+
+
+def rejected_record(rejected: RejectedKey, record: Any, where: str,
+                    source: str | None = None) -> ErrorRecord:
     """The error record (logged at WARNING) of an input its key selector failed on.
 
     Args:
@@ -430,6 +454,7 @@ def rejected_record(rejected: RejectedKey, record: Any, where: str) -> ErrorReco
             ``shown_input`` shows it, so that the host can still write the error record out
             (the Flink operator sends its JSON form).
         where: the record's position, e.g. ``"record 3"`` (local) or ``"record"`` (Flink).
+        source: where the record was read (``ErrorRecord.source``), when known.
 
     Returns:
         An ``ErrorRecord`` with ``key=None`` and ``action="<key_selector>"``.
@@ -442,4 +467,4 @@ def rejected_record(rejected: RejectedKey, record: Any, where: str) -> ErrorReco
                 log_text(clip(rejected.message)), log_text(rejected.traceback or ""))
     return ErrorRecord(key=None, seq=-1, action="<key_selector>", execution_id=where,
                        error_type=rejected.error_type, message=rejected.message, input=record,
-                       traceback=rejected.traceback)
+                       traceback=rejected.traceback, source=source)

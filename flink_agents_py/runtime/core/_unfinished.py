@@ -146,5 +146,5 @@ class UnfinishedCore(WaitsCore):
             key=shown, seq=run.seq, action=", ".join(names) or "<run>",
             execution_id=", ".join(run.inflight) or f"r{run.seq}",
             error_type=type(error).__name__, message=str(error),
-            input=input_record(run.input))
+            input=input_record(run.input), source=run.source)
         return record, error

@@ -402,6 +402,8 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
             own earlier ones), not from an execution that ended after the checkpoint this
             run was restored from (``None``: stored by an earlier version, which did not
             keep them).
+        source: where its input was read, when its source says so (``from_kafka``: ``"topic T
+            partition P offset O"``), for its error records; ``None`` otherwise.
         parked: every action in flight waits for an outside event or a timer, and no call
             runs: the host keeps nothing of the run in memory (last field, so a host can
             tell a parked run from its stored text's end without parsing it).
@@ -415,6 +417,7 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
     waits: dict[str, WaitRecord] = {}
     siblings_kept: bool = False
     ltm_done: list[str] | None = None
+    source: str | None = None
     parked: bool = False
 
     def to_builtins(self) -> dict[str, Any]:
@@ -425,7 +428,7 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
                 "sensory": self.sensory,
                 "waits": {k: w.to_builtins() for k, w in self.waits.items()},
                 "siblings_kept": self.siblings_kept, "ltm_done": self.ltm_done,
-                "parked": self.parked}
+                "source": self.source, "parked": self.parked}
 
     def to_stored(self) -> str:
         """The run as the JSON text a host keeps in keyed state (format ``"v"`` included).
@@ -539,8 +542,15 @@ class KeyState(ABC):
     def memory(self, value: dict[str, Any]) -> None: ...
 
     @abstractmethod
-    def push_input(self, record: Any) -> None:
-        """Queue an input record behind the ones already queued for this key."""
+    def push_input(self, record: Any, source: str | None = None) -> None:
+        """Queue an input record behind the ones already queued for this key.
+
+        ``source`` is where it was read (``RunState.source``): a host that keeps it gives it
+        back in ``popped_source`` when the record is popped.
+        """
+
+    popped_source: str | None = None
+    """Where the record the last ``pop_input`` gave was read (``None``: not kept)."""
 
     @abstractmethod
     def pop_input(self) -> tuple[int, Any] | None:
@@ -570,7 +580,7 @@ class InMemoryKeyState(KeyState):
         self._head = 0
         self._next_seq = 0
 
-    def push_input(self, record: Any) -> None:
+    def push_input(self, record: Any, source: str | None = None) -> None:
         self._queue.append(record)
 
     def pop_input(self) -> tuple[int, Any] | None:
