@@ -91,3 +91,70 @@ def test_an_async_generator_action_is_refused_when_compiled():
 def test_a_generator_actions_annotation_is_not_taken_for_a_discarded_result(recwarn):
     AgentsExecutionEnvironment.local().from_list([]).apply(SendsThenFails())
     assert [str(w.message) for w in recwarn if "declares it returns" in str(w.message)] == []
+
+
+USER_AGENT = """
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, action
+
+
+def double(n):
+    return n * 2
+
+
+class Shop(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def place(event, ctx):
+        total = yield from ctx.execute_async(double, event.input["n"])
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "total": total}))
+        if event.input["n"] < 0:
+            raise ValueError("negative order")
+
+
+class Streamed(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def place(event, ctx):
+        ctx.send_event(OutputEvent(output=event.input))
+        yield None
+"""
+
+USER_MAIN = """
+import json
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import PlanError
+from shop import Shop, Streamed
+
+records = [{"key": "a", "n": 2}, {"key": "b", "n": -1}]
+res = AgentsExecutionEnvironment.local().from_list(records).apply(Shop()).run()
+print(json.dumps({"outputs": res.outputs, "errors": [(e.key, e.message) for e in res.errors]}))
+try:
+    AgentsExecutionEnvironment.local().from_list(records).apply(Streamed())
+except PlanError as e:
+    print(json.dumps({"refused": str(e)}))
+"""
+
+
+def test_a_users_own_module_run_from_its_folder(tmp_path):
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    (tmp_path / "shop.py").write_text(USER_AGENT)
+    (tmp_path / "main.py").write_text(USER_MAIN)
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1])}
+    proc = subprocess.run(
+        [sys.executable, "main.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    ran, refused = (json.loads(line) for line in proc.stdout.splitlines()[-2:])
+    assert ran == {"outputs": [{"key": "a", "total": 4}], "errors": [["b", "negative order"]]}
+    assert "action 'place' is an async generator function" in refused["refused"]
