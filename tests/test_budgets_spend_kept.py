@@ -112,9 +112,10 @@ def _run(agent: Agent, records: list[dict[str, Any]]):
 
 
 def test_chats_of_one_key_running_at_once_all_count(probes):
-    # 15 tokens a call against 40: three chats at once each see what was spent when they
-    # started (nothing) and all go; their 45 tokens are all counted, so the next record's
-    # chats are refused, naming the budget and the key
+    # 15 tokens a call against 40: of three chats at once the first goes alone, then each
+    # goes while the key's spend plus the call in flight is below 40 (the third crosses it,
+    # as a call made after the others would); their 45 tokens are all counted, so the next
+    # record's chats are refused, naming the budget and the key
     res = _run(fan_out(Budget(max_tokens=40)),
                [{"key": "a", "q": 1, "n": 3}, {"key": "a", "q": 2, "n": 3}])
     assert res.errors == []

@@ -88,24 +88,34 @@ class AgentSpend:
             loop.call_soon_threadsafe(_resolve, fut)
         self._waiters.clear()
 
-    def adopt(self, recorded: dict[str, Any] | None, now: float) -> None:
+    def adopt(self, recorded: dict[str, Any] | None, now: float, own: bool = False) -> None:
         """Start from what a key recorded, when it is more than what is counted here.
 
         Args:
             recorded: the subtask spend a key's entry holds (``None``: none).
             now: the wall clock, in seconds.
+            own: the ledger is the key's own (``_key_spend``): a spend recorded without a
+                window (before the budget had one) counts in the current window, as the
+                key's entry is read without a ledger.
         """
         if not recorded:
             return
         with self._lock:
             theirs = _rolled(self.share, recorded, now)
             mine = _rolled(self.share, self.state, now)
-            if theirs.get("window_start") is None and self.share.window_s is not None:
+            if theirs.get("window_start") is None and self.share.window_s is not None \
+                    and not own:
                 return  # its window has ended
             if (theirs["input"] + theirs["output"], theirs["cost"]) > (
                     mine["input"] + mine["output"], mine["cost"]):
                 self.state = theirs
                 self._wake()  # a waiting call may find the share spent now
+
+    def restart(self, now: float) -> None:
+        """Start from nothing spent, unless calls are in flight (a key's spend was reset)."""
+        with self._lock:
+            if self.in_flight == 0:
+                self.state = _rolled(self.share, None, now)
 
     def remaining(self) -> dict[str, float]:
         """What is left of the share in the current window, by limit (for metrics).
@@ -359,15 +369,18 @@ async def _agent_call(
     setup: ChatModelSetup, key: Any, spent: dict[str, Any] | None, ledger: AgentSpend,
     call: Callable[[ChatModelSetup], Awaitable[ChatResponse]],
     resolve: Callable[[str], ChatModelSetup], clock: Callable[[], float],
+    scope: str = "agent",
 ) -> ChatResponse:
-    """``budgeted_call`` for an agent budget: the subtask's ``AgentSpend`` decides."""
+    """``budgeted_call`` through a ledger: the subtask's (an agent budget) or the key's."""
     budget = ledger.share
-    ledger.adopt(spent, clock())
+    if spent is None and scope == "key":  # none, or an action deleted it: the key starts
+        ledger.restart(clock())  # afresh (unless calls are in flight)
+    ledger.adopt(spent, clock(), own=scope == "key")
     state, reached = await ledger.admit(clock)
     first, decision, asked, held_s = reached, "within", setup, 0.0
     while reached is not None:
         if budget.on_exceeded == "fail":
-            raise BudgetExceededError(setup.resource_name, key, reached, scope="agent")
+            raise BudgetExceededError(setup.resource_name, key, reached, scope=scope)
         if budget.on_exceeded == "fallback":
             assert budget.fallback is not None
             decision, asked = "fallback", resolve(budget.fallback)
@@ -378,7 +391,7 @@ async def _agent_call(
         held_s += wait
         decision = "held"
         state, reached = await ledger.admit(clock)
-    counted = reached is None
+    counted, admitted = reached is None, clock()
     try:
         response = await call(asked)
     except BaseException:
@@ -392,6 +405,9 @@ async def _agent_call(
     after = ledger.settle(clock(), (inp, out, cost), counted)
     info: dict[str, Any] = {"decision": decision, "scope": "agent", "spent": after,
                             "cost": cost}
+    if scope == "key":  # the call's own spend, added to the key's entry as its action ends
+        del info["scope"]
+        info["call"] = [admitted if budget.window_s is not None else None, inp, out, cost]
     if first is not None:
         info["reached"] = first
     if held_s:
@@ -517,6 +533,11 @@ async def budgeted_call(
     if budget.scope == "agent":
         return await _agent_call(setup, key, spent, agent_spend(setup, parallelism), call,
                                  resolve, clock)
+    if not budget.sliding:  # chats of the key at once reserve before they call
+        from ._key_spend import key_spend
+
+        return await _agent_call(setup, key, spent, key_spend(setup, key), call, resolve,
+                                 clock, scope="key")
     now = clock()
     state = _rolled(budget, spent, now)
     reached = first = budget.exceeded_by(state)
