@@ -40,3 +40,19 @@ def test_keys_python_takes_for_one_keep_budgets_of_their_own(probes):
     # crossing call); had two keys shared a ledger, the later ones would be refused
     assert {k: v.count(None) for k, v in by_key.items()} == {"1": 2, "True": 2, "1.0": 2, "'1'": 2}
     assert probes["big"] == 8
+
+
+def test_the_process_keeps_ledgers_of_the_keys_that_called_last_only(monkeypatch):
+    from flink_agents_py.api import ChatModelSetup
+    from flink_agents_py.runtime import _key_spend
+
+    monkeypatch.setattr(_key_spend, "KEY_LEDGERS", 3)
+    monkeypatch.setattr(_key_spend, "_LEDGERS", type(_key_spend._LEDGERS)())
+    setup = ChatModelSetup.model_construct(budget=Budget(max_tokens=5))
+    busy = _key_spend.key_spend(setup, "busy")
+    busy.in_flight = 1  # a call in flight: its ledger is never dropped
+    for key in range(10):
+        _key_spend.key_spend(setup, key)
+    # the last three keys' ledgers, and the one with a call in flight beside them
+    assert [k for _, k in _key_spend._LEDGERS] == ['"busy"', "7", "8", "9"]
+    assert _key_spend.key_spend(setup, "busy") is busy

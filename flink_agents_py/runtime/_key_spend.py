@@ -15,12 +15,13 @@ calls made one after another, give or take the estimate's error.
 The ledger also counts what the key's answered calls spent before their actions ended and
 merged it into the key's memory; a call reads the larger of that and the memory's spend.
 Ledgers live in this process (a restore starts from the memory), for the keys that called
-last (``KEY_LEDGERS`` of them; one with calls in flight is never dropped).
+last (``KEY_LEDGERS`` of them, and beside them those with calls in flight, never dropped).
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
 import weakref
 from typing import Any
@@ -74,7 +75,8 @@ def key_spend(setup: ChatModelSetup, key: Any) -> AgentSpend:
         ledger = AgentSpend(setup.budget, 1)
         _LEDGERS[ident] = (weakref.ref(setup), ledger)
         if len(_LEDGERS) > KEY_LEDGERS:
-            for old, (ref, spend) in list(_LEDGERS.items())[: len(_LEDGERS) - KEY_LEDGERS]:
+            oldest = list(itertools.islice(_LEDGERS.items(), len(_LEDGERS) - KEY_LEDGERS))
+            for old, (ref, spend) in oldest:
                 if spend.in_flight == 0 or ref() is None:
                     del _LEDGERS[old]
         return ledger
