@@ -146,17 +146,29 @@ class Skill:
             root = self.directory.resolve()
             target = (self.directory / relative).resolve()
             found = root in target.parents and target.is_file()
-        except (OSError, ValueError):  # a NUL byte, a name too long, a loop
-            found = False
+        except (OSError, ValueError, RuntimeError):  # a NUL byte, a name too long, a loop
+            found = False  # (Python < 3.13 raises RuntimeError for a symlink loop)
         if not found:
             shown = relative if len(relative) <= 200 else relative[:200] + "..."
             raise SkillError(f"skill {self.name!r} has no file {shown!r}; its files: "
-                             f"{', '.join(self.files()) or 'none'}")
+                             f"{', '.join(map(_printable, self.files())) or 'none'}")
         # opened from the folder loaded down, one component at a time, never following a
         # symlink: a folder swapped for a symlink after the check (a writable skill's command
         # can do it while this runs) is never followed out of the skill's folder
         return _read_capped(target, _open_beneath(self.open_folder(), root,
                                                   target.relative_to(root).parts))
+
+
+def _printable(name: str) -> str:
+    """A file name as an error shows it: quoted and escaped when it holds a control character.
+
+    A skill's file names are untrusted: a newline would forge a log line, an escape sequence
+    would drive the terminal reading the log.
+
+    Returns:
+        ``name``, or its ``repr`` when it is not printable.
+    """
+    return name if name.isprintable() else repr(name)
 
 
 _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)  # (Linux; elsewhere a read-only open)
