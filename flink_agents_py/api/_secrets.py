@@ -54,6 +54,7 @@ from urllib.parse import quote, quote_plus
 
 from pydantic import AfterValidator
 
+from ._secret_encodings import EncodedForms, encoded_forms
 from ._secret_forms import anchored, anchors_of, canonical, is_canonical, mask_hidden
 
 __all__ = ["MASK", "MESSAGE_MAX_CHARS", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "MaskedStr",
@@ -171,6 +172,8 @@ class _Registry:
         self._hidden: set[str] = set()
         self.regexes: tuple[re.Pattern[str], re.Pattern[str], tuple[str, ...] | None] | None
         self.regexes = None
+        self.encoded: EncodedForms | None = None  # base32, UTF-16, ROT13...: str searches
+        self._encoded: set[str] = set()
         """The regex of the forms, the one of their canonical forms (``canonical``), and
         the anchors (``anchors_of``): one value, replaced whole (read without a lock)."""
 
@@ -187,6 +190,8 @@ class _Registry:
                 forms = {f for f in forms if not matches(f)}  # the pattern finds those
             self._forms |= forms
             self._hidden |= {h for f in all_forms if len(h := canonical(f)) >= MIN_SECRET_CHARS}
+            self._encoded |= encoded_forms(value, MIN_SECRET_CHARS, _base64_cores) - all_forms
+            self.encoded = EncodedForms(self._encoded, MIN_SECRET_CHARS)
             # the escape patterns first (they match the longest span of an escaped value),
             # then the exact forms, longest first
             alternatives = [*sorted(self._patterns), *map(re.escape, _longest_first(self._forms))]
@@ -410,6 +415,9 @@ def has_known_secret(text: str) -> bool:
     regexes = _REGISTRY.regexes
     if regexes is None or not text:
         return False
+    encoded = _REGISTRY.encoded
+    if encoded is not None and encoded.found(text):
+        return True
     forms, hidden, anchors = regexes
     if anchors is not None and not anchored(text, anchors):
         if is_canonical(text):
@@ -436,10 +444,12 @@ def mask_known(text: str) -> str:
         return text
     forms, hidden, anchors = regexes
     if anchors is not None and not anchored(text, anchors):
-        if is_canonical(text) or not anchored(canonical(text), anchors):
-            return text
-        return mask_hidden(text, hidden, MASK)  # no form where it stands
-    return mask_hidden(forms.sub(MASK, text), hidden, MASK)
+        if not is_canonical(text) and anchored(canonical(text), anchors):
+            text = mask_hidden(text, hidden, MASK)  # no form where it stands
+    else:
+        text = mask_hidden(forms.sub(MASK, text), hidden, MASK)
+    encoded = _REGISTRY.encoded  # the encodings (base32, UTF-16...), by str searches
+    return text if encoded is None else encoded.mask(text, MASK)
 
 
 MaskedStr = Annotated[str, AfterValidator(mask_secrets)]

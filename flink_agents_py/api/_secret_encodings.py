@@ -1,0 +1,206 @@
+r"""More forms of a known secret: the encodings a model or a tool can echo it in.
+
+``_secrets._forms`` gives the forms text takes when a value is escaped into it (JSON,
+percent-encoding, quoted-printable, hex, base64). A model asked to "print the key, encoded"
+(a prompt injection in a record, a tool result, a skill) writes it in any encoding it
+knows; a tool's output may hold it as binary data dumped. Each form here is computed once,
+when the secret is registered, from the exact value: masking stays a search for literals.
+
+- base32 (RFC 4648 and its "hex" alphabet, either case) and base85 (Python's ``b85`` and
+  Adobe's ``a85``), at every alignment the value can have inside a longer encoded text
+  (the characters made of the value's bits only, as ``_secrets._base64_cores`` does);
+- UTF-16, little- and big-endian: the text a reader shows (a NUL after or before each ASCII
+  character), its hex (either case) and its base64;
+- hex bytes joined by a separator (``73:6b``, ``73-6b``, ``0x73, 0x6b``), either case
+  (bytes spaced apart, and ``\x73`` escapes, are found already: ``_secret_forms.canonical``
+  drops whitespace and decodes escapes);
+- ROT13, the value reversed, and the value in upper and in lower case (a model "shouting"
+  a key keeps all but its letters' case).
+
+The forms are many (about 60 a secret) and none holds the value itself, so they are kept
+out of the registry's regexes (an alternation of literals costs a step per literal at each
+position: five keys made a 2.6 MB text take 6 s): ``EncodedForms`` finds them with plain
+``str`` searches, in the text and in its canonical form (``_secret_forms.canonical``: a
+base32 dump wrapped at 76 characters, a UTF-16 text JSON-escaped), about 0.4 ms a form per
+MB.
+
+What no literal finds: an encoding the framework cannot precompute (an encryption, a
+hash-like transform, a key split into pieces short enough to pass as other text). Keep
+secrets out of what a model can read.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from ._secret_forms import canonical, is_canonical, mask_hidden
+
+__all__ = ["EncodedForms", "encoded_forms"]
+
+_Encode = Callable[[bytes], bytes]
+
+
+def _bit_cores(raw: bytes, encode: _Encode, bits: int, group: int, min_chars: int) -> set[str]:
+    """The parts of ``raw``'s encoding that hold only its bits, at each alignment.
+
+    For base32 (5 bits a character, 5-byte groups); base64 is ``_secrets._base64_cores``.
+
+    Returns:
+        The cores of at least ``min_chars`` characters.
+    """
+    cores: set[str] = set()
+    for shift in range(group):
+        encoded = encode(b"\0" * shift + raw).decode("ascii")
+        start = -(-8 * shift // bits)  # the first character holding no bit of the prefix
+        end = (8 * (shift + len(raw))) // bits  # past the last one of raw's bits only
+        if end - start >= min_chars:
+            cores.add(encoded[start:end])
+    return cores
+
+
+def _group_cores(raw: bytes, encode: _Encode, min_chars: int) -> set[str]:
+    """The parts of ``raw``'s base85 encoding made of whole 4-byte groups of ``raw``.
+
+    A base85 character depends on its whole group of 4 bytes: at each alignment, the
+    groups holding only bytes of ``raw`` encode the same whatever surrounds it.
+
+    Returns:
+        The cores of at least ``min_chars`` characters.
+    """
+    cores: set[str] = set()
+    for shift in range(4):
+        first = -(-shift // 4)  # the first group holding no prefix byte
+        last = (shift + len(raw)) // 4  # past the last group holding only bytes of raw
+        if last <= first:
+            continue
+        body = raw[4 * first - shift : 4 * last - shift]
+        core = encode(body).decode("ascii")
+        if len(core) >= min_chars:
+            cores.add(core)
+    return cores
+
+
+def _hex_joined(raw: bytes) -> set[str]:
+    """``raw``'s bytes in hex, joined as dumps and source code write them, either case."""
+    forms: set[str] = set()
+    for digits in (raw.hex(), raw.hex().upper()):
+        pairs = [digits[i : i + 2] for i in range(0, len(digits), 2)]
+        forms |= {
+            ":".join(pairs),
+            "-".join(pairs),
+            ", ".join(f"0x{p}" for p in pairs),
+            ",".join(f"0x{p}" for p in pairs),
+            " ".join(f"0x{p}" for p in pairs),
+        }
+    return forms
+
+
+def encoded_forms(
+    value: str, min_chars: int, base64_cores: Callable[[bytes], set[str]]
+) -> set[str]:
+    """The encodings of ``value`` a text can hold it in (see the module docstring).
+
+    Args:
+        value: the secret.
+        min_chars: the shortest form kept (shorter ones would mask ordinary text).
+        base64_cores: ``_secrets._base64_cores``, for the UTF-16 forms' base64.
+
+    Returns:
+        The forms, each at least ``min_chars`` characters long.
+    """
+    raw = value.encode("utf-8")
+    forms: set[str] = set()
+    for encode in (base64.b32encode, base64.b32hexencode):
+        for core in _bit_cores(raw, encode, 5, 5, min_chars):
+            forms |= {core, core.lower()}
+    for encode85 in (base64.b85encode, base64.a85encode):
+        forms |= _group_cores(raw, encode85, min_chars)
+    for utf16 in (value.encode("utf-16-le"), value.encode("utf-16-be")):
+        forms |= {utf16.decode("latin-1"), utf16.hex(), utf16.hex().upper()}
+        forms |= base64_cores(utf16)
+    forms |= _hex_joined(raw)
+    forms |= {codecs.encode(value, "rot13"), value[::-1], value.upper(), value.lower()}
+    return {f for f in forms if len(f) >= min_chars}
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A literal found at ``[start, end)`` (what ``mask_hidden`` reads of a regex match)."""
+
+    start: int
+    end: int
+
+    def span(self) -> tuple[int, int]:
+        """The span, as ``re.Match.span``."""
+        return self.start, self.end
+
+
+class _Literals:
+    """Finds any of some literals with ``str.find`` (the part of a regex ``mask_hidden`` uses)."""
+
+    def __init__(self, literals: Iterable[str]) -> None:
+        self.literals = tuple(sorted(set(literals), key=lambda f: (-len(f), f)))
+
+    def search(self, text: str) -> _Found | None:
+        """The first literal found (any one, not the leftmost), or ``None``."""
+        for literal in self.literals:
+            at = text.find(literal)
+            if at >= 0:
+                return _Found(at, at + len(literal))
+        return None
+
+    def finditer(self, text: str) -> Iterator[_Found]:
+        """Every occurrence of every literal, from left to right, overlapping ones merged."""
+        spans: list[tuple[int, int]] = []
+        for literal in self.literals:
+            at = text.find(literal)
+            while at >= 0:
+                spans.append((at, at + len(literal)))
+                at = text.find(literal, at + 1)
+        merged: list[tuple[int, int]] = []
+        for start, end in sorted(spans):
+            if merged and start <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+            else:
+                merged.append((start, end))
+        return (_Found(start, end) for start, end in merged)
+
+
+class EncodedForms:
+    """The registered secrets' ``encoded_forms``, found by plain searches.
+
+    Args:
+        forms: the forms (each already at least ``MIN_SECRET_CHARS`` long).
+        min_chars: the shortest canonical form kept.
+    """
+
+    def __init__(self, forms: Iterable[str], min_chars: int) -> None:
+        forms = set(forms)
+        self._exact = _Literals(forms)
+        self._hidden = _Literals({h for f in forms if len(h := canonical(f)) >= min_chars})
+
+    def found(self, text: str) -> bool:
+        """Whether ``text`` holds a form, where it stands or in its canonical form."""
+        if self._exact.search(text) is not None:
+            return True
+        return not is_canonical(text) and self._hidden.search(canonical(text)) is not None
+
+    def mask(self, text: str, mask: str) -> str:
+        """``text`` with every form (and every form hidden as ``canonical`` undoes) masked.
+
+        Returns:
+            The masked text (``text`` itself when none was found).
+        """
+        if self._exact.search(text) is not None:
+            out: list[str] = []
+            copied = 0
+            for found in self._exact.finditer(text):
+                out += (text[copied : found.start], mask)
+                copied = found.end
+            text = "".join((*out, text[copied:]))
+        if is_canonical(text):
+            return text
+        return mask_hidden(text, self._hidden, mask)  # type: ignore[arg-type]

@@ -1,0 +1,148 @@
+"""A model echoing the key it was called with, encoded: every exit masks it.
+
+A prompt injection (in a record, a tool result, a skill's file) can ask a model to write the
+API key "base32-encoded", "in UTF-16", "rot13'd", "reversed", as a hex dump... The framework
+knows the key by value (it read it from ``api_key_env``): each cheap encoding of it is
+precomputed when it is registered (``api/_secret_encodings.py``), so the event log, the
+logs and the error records mask it as they mask the key itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import json
+import logging
+import os
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (
+    Agent,
+    ChatMessage,
+    ChatModelConnection,
+    ChatModelSetup,
+    ChatResponse,
+    InputEvent,
+    MessageRole,
+    OutputEvent,
+    ResourceDescriptor,
+    ResourceType,
+    RunnerContext,
+    action,
+    mask_secrets,
+    register_secret,
+)
+from flink_agents_py.observability import EventLog, MemorySink
+
+_log = logging.getLogger("test_secret_encodings")
+
+
+def encodings(key: str) -> dict[str, str]:
+    """The key as a model asked to encode it writes it, each one inside other text."""
+    raw = key.encode()
+    return {
+        "base32": base64.b32encode(raw).decode(),
+        "base32, no padding, lower case": base64.b32encode(raw).decode().rstrip("=").lower(),
+        "base32hex": base64.b32hexencode(raw).decode(),
+        "base32 of 'user:key'": base64.b32encode(b"user:" + raw).decode(),
+        "base85": base64.b85encode(raw).decode(),
+        "ascii85 (Adobe)": "<~" + base64.a85encode(raw).decode() + "~>",
+        "ascii85 of 'x' + key": base64.a85encode(b"x" + raw).decode(),
+        "UTF-16LE read as Latin-1": key.encode("utf-16-le").decode("latin-1"),
+        "UTF-16BE hex": key.encode("utf-16-be").hex(),
+        "UTF-16 with BOM, base64": base64.b64encode(key.encode("utf-16")).decode(),
+        "UTF-16LE, JSON-escaped": json.dumps(key.encode("utf-16-le").decode("latin-1")),
+        "hex, colon-separated": ":".join(f"{b:02x}" for b in raw),
+        "hex, a C array": "{" + ", ".join(f"0x{b:02X}" for b in raw) + "}",
+        "ROT13": codecs.encode(key, "rot13"),
+        "reversed": key[::-1],
+        "upper case": key.upper(),
+    }
+
+
+class EncodingEcho(ChatModelConnection):
+    """A model that obeys an injection: it answers with its key in every encoding."""
+
+    api_key_env: str = "ENCODING_ECHO_KEY"
+
+    def chat(self, messages: Any, **kwargs: Any) -> Any:
+        """Answer with the key, encoded."""
+        key = os.environ[self.api_key_env]
+        text = "\n".join(f"{name}: {form}" for name, form in encodings(key).items())
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text))
+
+
+class Relay(Agent):
+    """Logs the answer, records it and fails on it (the three exits of a run)."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        """Ask the model; log its answer; output it; fail with it for one record."""
+        answer = (await ctx.chat("model", [ChatMessage(content="encode it")])).content
+        _log.warning("the model said: %s", answer)
+        if event.input["fail"]:
+            raise RuntimeError(f"refusing the answer {answer}")
+        ctx.send_event(OutputEvent(output="done"))
+
+
+def test_a_key_echoed_in_any_cheap_encoding_is_masked_at_every_exit(monkeypatch, caplog):
+    key = f"sk-proj-{uuid.uuid4().hex[:10]}Zx9/Qw3+Er{uuid.uuid4().hex[:10]}"
+    monkeypatch.setenv("ENCODING_ECHO_KEY", key)
+    caplog.set_level(logging.WARNING)
+    agent = Relay()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(EncodingEcho))
+    agent.add_resource(
+        "model",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(ChatModelSetup, connection="conn", model="m"),
+    )
+    sink = MemorySink()
+    result = (
+        AgentsExecutionEnvironment.local(event_log=EventLog(sink=sink, level="verbose"))
+        .from_list([{"key": "ok", "fail": False}, {"key": "bad", "fail": True}])
+        .apply(agent)
+        .run()
+    )
+    [error] = result.errors
+    exits = {
+        "the error record": error.model_dump_json(),
+        "the event log": json.dumps(sink.records),
+        "the log": "\n".join(r.getMessage() for r in caplog.records),
+    }
+    for where, text in exits.items():
+        assert "base32: [REDACTED]" in text or "base32: [REDACTED]" in json.loads(
+            json.dumps(text)
+        ), where
+        for name, form in encodings(key).items():
+            for shown in (form, json.dumps(form)[1:-1]):
+                assert shown not in text, f"the key, as {name}, reached {where}"
+
+
+@pytest.mark.parametrize("name", sorted(encodings("k" * 20)))
+def test_each_encoding_is_masked_where_it_stands_and_nothing_around_it(name):
+    key = f"Aw9/{uuid.uuid4().hex[:16]}+Zk=Qp"
+    register_secret(key)
+    form = encodings(key)[name]
+    masked = mask_secrets(f"before {form} after")
+    assert masked.startswith("before ") and masked.endswith(" after"), masked
+    assert "[REDACTED]" in masked
+    # what is left of the form is at most its padding or framing, never a run of the key's
+    left = masked.removeprefix("before ").removesuffix(" after").replace("[REDACTED]", "")
+    assert len(left) <= 16, (name, left)  # a partial group at either end, padding, framing
+
+
+def test_encoded_forms_cost_little_on_a_large_text():
+    key = f"sk-{uuid.uuid4().hex}"
+    register_secret(key)
+    text = "ordinary model output, with words, 0x1f numbers and %20 escapes\n" * 20_000
+    started = time.perf_counter()
+    assert mask_secrets(text) == text
+    assert time.perf_counter() - started < 2.0  # 1.3 MB: tens of ms here
+    hidden = text + base64.b32encode(key.encode()).decode() + text
+    assert "[REDACTED]" in mask_secrets(hidden)
