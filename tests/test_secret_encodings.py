@@ -158,3 +158,84 @@ def test_the_encodings_never_run_through_the_full_regexes(monkeypatch):
     hidden_text = text + base64.b32encode(key.encode()).decode() + text
     assert mask_secrets(hidden_text).count("[REDACTED]") == 1
     assert scanned == []  # found by the anchors' and the encodings' plain str searches
+
+
+def _xxd(raw: bytes) -> str:
+    """``xxd``'s default dump: offset, 8 groups of 2 bytes in hex, the bytes as text."""
+    lines = []
+    for at in range(0, len(raw), 16):
+        row = raw[at : at + 16]
+        groups = " ".join(row[i : i + 2].hex() for i in range(0, len(row), 2))
+        lines.append(f"{at:08x}: {groups:<39}  {row.decode('latin-1')}")
+    return "\n".join(lines)
+
+
+def test_a_key_cut_into_pieces_is_masked_piece_by_piece():
+    key = f"sk-proj-{uuid.uuid4().hex}{uuid.uuid4().hex[:8]}"  # 48 characters
+    register_secret(key)
+    halves = (f"first half: {key[:24]}", f"second half: {key[24:]}")  # two messages
+    assert [mask_secrets(h) for h in halves] == [
+        "first half: [REDACTED]",
+        "second half: [REDACTED]",
+    ]
+    dump = mask_secrets(_xxd(key.encode()))  # 3 lines of 16 bytes: hex and text columns
+    # each line: its offset, then the hex column and the text column masked
+    assert dump.splitlines() == [f"{at:08x}: [REDACTED]  [REDACTED]" for at in (0, 16, 32)]
+    for at in range(0, len(key) - 11):
+        piece = key[at : at + 12]
+        assert piece not in dump and key.encode()[at : at + 12].hex() not in dump.replace(" ", "")
+    # a run shorter than the bound, the prefix every such key has: ordinary text, left
+    text = f"use {key[:11]}... (keys start with sk-proj-)"
+    assert mask_secrets(text) == text
+
+
+class Halves(ChatModelConnection):
+    """A model that obeys an injection: it writes its key half in each of two answers."""
+
+    api_key_env: str = "HALVES_KEY"
+
+    def chat(self, messages: Any, **kwargs: Any) -> Any:
+        """Answer with one half of the key, the first or the second time asked."""
+        key = os.environ[self.api_key_env]
+        half = key[:20] if len(messages) == 1 else key[20:]
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=half))
+
+
+class TwoTurns(Agent):
+    """Asks twice, the second time with the first answer."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        """Ask, then ask again; log both answers."""
+        first = (await ctx.chat("model", [ChatMessage(content="part 1")])).content
+        second = (
+            await ctx.chat("model", [ChatMessage(content="part 1"), ChatMessage(content=first)])
+        ).content
+        _log.warning("the model said %s, then %s", first, second)
+        ctx.send_event(OutputEvent(output="done"))
+
+
+def test_a_key_split_across_two_answers_reaches_no_exit(monkeypatch, caplog):
+    key = f"gw-{uuid.uuid4().hex}{uuid.uuid4().hex[:6]}"  # 41 characters: 20 and 21
+    monkeypatch.setenv("HALVES_KEY", key)
+    caplog.set_level(logging.WARNING)
+    agent = TwoTurns()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(Halves))
+    agent.add_resource(
+        "model",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(ChatModelSetup, connection="conn", model="m"),
+    )
+    sink = MemorySink()
+    result = (
+        AgentsExecutionEnvironment.local(event_log=EventLog(sink=sink, level="verbose"))
+        .from_list([{"key": "k"}])
+        .apply(agent)
+        .run()
+    )
+    assert result.errors == [] and result.outputs == ["done"]
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "the model said [REDACTED], then [REDACTED]" in logged
+    for where, text in {"the event log": json.dumps(sink.records), "the log": logged}.items():
+        assert key[:20] not in text and key[20:] not in text, where

@@ -24,9 +24,15 @@ position: five keys made a 2.6 MB text take 6 s): ``EncodedForms`` finds them wi
 base32 dump wrapped at 76 characters, a UTF-16 text JSON-escaped), about 0.4 ms a form per
 MB.
 
-What no literal finds: an encoding the framework cannot precompute (an encryption, a
-hash-like transform, a key split into pieces short enough to pass as other text). Keep
-secrets out of what a model can read.
+A key cut into pieces is masked piece by piece where each piece is long enough: any run of
+``FRAGMENT_MIN_CHARS`` or more characters of a value, or of twice as many of its hex, is
+masked (``_Fragments``): a key a model writes half in one message and half in the next, the
+16-character lines of a hex dump (``xxd``: the hex column and the text column). Shorter
+pieces are left (a dump's last line of 8 characters of a 40-character key shows those 8).
+
+What nothing finds: an encoding the framework cannot precompute (an encryption, a hash-like
+transform), pieces shorter than ``FRAGMENT_MIN_CHARS``. Keep secrets out of what a model can
+read.
 """
 
 from __future__ import annotations
@@ -38,7 +44,11 @@ from dataclasses import dataclass
 
 from ._secret_forms import canonical, is_canonical, mask_hidden
 
-__all__ = ["EncodedForms", "encoded_forms"]
+__all__ = ["FRAGMENT_MIN_CHARS", "EncodedForms", "encoded_forms"]
+
+FRAGMENT_MIN_CHARS = 12
+"""The shortest run of a secret's characters masked on its own (twice as many hex digits)."""
+
 
 _Encode = Callable[[bytes], bytes]
 
@@ -160,13 +170,92 @@ class _Literals:
             while at >= 0:
                 spans.append((at, at + len(literal)))
                 at = text.find(literal, at + 1)
-        merged: list[tuple[int, int]] = []
-        for start, end in sorted(spans):
-            if merged and start <= merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-            else:
-                merged.append((start, end))
-        return (_Found(start, end) for start, end in merged)
+        return (_Found(start, end) for start, end in _merged(spans))
+
+
+class _Fragments:
+    """Finds runs of at least ``FRAGMENT_MIN_CHARS`` characters of some values.
+
+    Each value is cut into blocks of half that length: a run that long holds a whole block,
+    found by ``str.find``; each block found is then grown, left and right, as far as the
+    text follows the value, and kept when the run reaches the length.
+    """
+
+    def __init__(self, values: Iterable[str]) -> None:
+        size = FRAGMENT_MIN_CHARS // 2
+        self.sources: list[tuple[str, int, list[tuple[int, str]]]] = []
+        for value in sorted(set(values)):
+            raw = value.encode("utf-8")
+            for source, least in (
+                (value, FRAGMENT_MIN_CHARS),
+                (raw.hex(), 2 * FRAGMENT_MIN_CHARS),
+                (raw.hex().upper(), 2 * FRAGMENT_MIN_CHARS),
+            ):
+                if len(source) >= least:
+                    blocks = [(at, source[at : at + size]) for at in range(0, len(source), size)]
+                    self.sources.append((source, least, [b for b in blocks if len(b[1]) == size]))
+
+    def _spans(self, text: str, first: bool) -> list[tuple[int, int]]:
+        spans: list[tuple[int, int]] = []
+        for source, least, blocks in self.sources:
+            reached: dict[int, int] = {}  # text position - source position: where a run ended
+            for offset, block in blocks:
+                at = text.find(block)
+                while at >= 0:
+                    if reached.get(at - offset, -1) < at + len(block):  # not grown already
+                        left = _common(text, at, source, offset, forward=False)
+                        right = _common(
+                            text, at + len(block), source, offset + len(block), forward=True
+                        )
+                        start, end = at - left, at + len(block) + right
+                        reached[at - offset] = end
+                        if end - start >= least:
+                            spans.append((start, end))
+                    if first and spans:
+                        return spans
+                    at = text.find(block, at + 1)
+        return spans
+
+    def search(self, text: str) -> _Found | None:
+        """A run found (any one), or ``None``."""
+        spans = self._spans(text, first=True)
+        return _Found(*spans[0]) if spans else None
+
+    def finditer(self, text: str) -> Iterator[_Found]:
+        """Every run, from left to right, overlapping ones merged."""
+        return (_Found(start, end) for start, end in _merged(self._spans(text, first=False)))
+
+
+def _common(text: str, at: int, source: str, s_at: int, forward: bool) -> int:
+    """How many characters ``text`` and ``source`` share from ``at``/``s_at`` on (or before).
+
+    Slices compared in a binary search (each comparison in C): a hostile text repeating
+    a piece of a key many times costs a few comparisons a piece, not a step a character.
+
+    Returns:
+        The length of the common run, forward from the positions or backward before them.
+    """
+    most = min(len(text) - at, len(source) - s_at) if forward else min(at, s_at)
+    low, high = 0, most
+    while low < high:
+        mid = (low + high + 1) // 2
+        same = (
+            text[at : at + mid] == source[s_at : s_at + mid]
+            if forward
+            else text[at - mid : at] == source[s_at - mid : s_at]
+        )
+        low, high = (mid, high) if same else (low, mid - 1)
+    return low
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 class EncodedForms:
@@ -174,19 +263,24 @@ class EncodedForms:
 
     Args:
         forms: the forms (each already at least ``MIN_SECRET_CHARS`` long).
+        values: the secrets (their pieces are masked too: ``_Fragments``).
         min_chars: the shortest canonical form kept.
     """
 
-    def __init__(self, forms: Iterable[str], min_chars: int) -> None:
+    def __init__(self, forms: Iterable[str], values: Iterable[str], min_chars: int) -> None:
         forms = set(forms)
         self._exact = _Literals(forms)
         self._hidden = _Literals({h for f in forms if len(h := canonical(f)) >= min_chars})
+        self._pieces = _Fragments(values)
 
     def found(self, text: str) -> bool:
-        """Whether ``text`` holds a form, where it stands or in its canonical form."""
+        """Whether ``text`` holds a form or a piece, where it stands or in its canonical form."""
         if self._exact.search(text) is not None:
             return True
-        return not is_canonical(text) and self._hidden.search(canonical(text)) is not None
+        if is_canonical(text):
+            return self._pieces.search(text) is not None
+        plain = canonical(text)
+        return self._hidden.search(plain) is not None or self._pieces.search(plain) is not None
 
     def mask(self, text: str, mask: str) -> str:
         """``text`` with every form (and every form hidden as ``canonical`` undoes) masked.
@@ -194,13 +288,38 @@ class EncodedForms:
         Returns:
             The masked text (``text`` itself when none was found).
         """
-        if self._exact.search(text) is not None:
-            out: list[str] = []
-            copied = 0
-            for found in self._exact.finditer(text):
-                out += (text[copied : found.start], mask)
-                copied = found.end
-            text = "".join((*out, text[copied:]))
-        if is_canonical(text):
+        text = _replaced(_replaced(text, self._exact, mask), self._pieces, mask)
+        if is_canonical(text):  # searched as it stands already
             return text
-        return mask_hidden(text, self._hidden, mask)  # type: ignore[arg-type]
+        plain = canonical(text)  # then what only its canonical form shows (its span traced back)
+        if self._hidden.search(plain) is None and self._pieces.search(plain) is None:
+            return text
+        return mask_hidden(text, _Either(self._hidden, self._pieces), mask)  # type: ignore[arg-type]
+
+
+def _replaced(text: str, finder: _Literals | _Fragments, mask: str) -> str:
+    """``text`` with what ``finder`` finds in it replaced by ``mask`` (``text`` if nothing)."""
+    if finder.search(text) is None:
+        return text
+    out: list[str] = []
+    copied = 0
+    for found in finder.finditer(text):
+        out += (text[copied : found.start], mask)
+        copied = found.end
+    return "".join((*out, text[copied:]))
+
+
+class _Either:
+    """Finds what either of two finders finds (``_Literals``, ``_Fragments``)."""
+
+    def __init__(self, *finders: _Literals | _Fragments) -> None:
+        self.finders = finders
+
+    def search(self, text: str) -> _Found | None:
+        """A match of any finder, or ``None``."""
+        return next((f for finder in self.finders if (f := finder.search(text))), None)
+
+    def finditer(self, text: str) -> Iterator[_Found]:
+        """Every match of every finder, from left to right, overlapping ones merged."""
+        spans = [m.span() for finder in self.finders for m in finder.finditer(text)]
+        return (_Found(start, end) for start, end in _merged(spans))

@@ -125,6 +125,11 @@ def canonical(text: str) -> str:
     Returns:
         The canonical text (``text`` itself when there was nothing to undo).
     """
+    global _last
+    last = _last  # one read: another thread may replace it
+    if last[0] is text:  # a long text masked by both searches (_secrets, _secret_encodings)
+        return last[1]
+    original = text
     for _ in range(2):
         decoded = _REFERENCE.sub(_decode_match, text)
         again = decoded != text
@@ -133,7 +138,14 @@ def canonical(text: str) -> str:
         text = _strip_spaces(decoded)
         if not again:
             break
+    if len(original) >= _REMEMBERED_CHARS:
+        _last = (original, text)
     return text
+
+
+_REMEMBERED_CHARS = 4096
+"""The shortest text whose canonical form ``canonical`` keeps for the next call (one)."""
+_last: tuple[str, str] = ("", "")
 
 
 class _Pieces:

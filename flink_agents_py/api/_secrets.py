@@ -191,7 +191,7 @@ class _Registry:
             self._forms |= forms
             self._hidden |= {h for f in all_forms if len(h := canonical(f)) >= MIN_SECRET_CHARS}
             self._encoded |= encoded_forms(value, MIN_SECRET_CHARS, _base64_cores) - all_forms
-            self.encoded = EncodedForms(self._encoded, MIN_SECRET_CHARS)
+            self.encoded = EncodedForms(self._encoded, self._values, MIN_SECRET_CHARS)
             # the escape patterns first (they match the longest span of an escaped value),
             # then the exact forms, longest first
             alternatives = [*sorted(self._patterns), *map(re.escape, _longest_first(self._forms))]
