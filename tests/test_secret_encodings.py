@@ -239,3 +239,22 @@ def test_a_key_split_across_two_answers_reaches_no_exit(monkeypatch, caplog):
     assert "the model said [REDACTED], then [REDACTED]" in logged
     for where, text in {"the event log": json.dumps(sink.records), "the log": logged}.items():
         assert key[:20] not in text and key[20:] not in text, where
+
+
+def test_an_encoding_in_a_text_whose_lower_case_moves_characters_is_still_masked():
+    key = f"Nq{uuid.uuid4().hex}"
+    register_secret(key)
+    form = base64.b32encode(key.encode()).decode()  # upper case: found in the lowered text
+    text = f"İstanbul İzmir {form} İ"  # 'İ' lowers to two characters
+    assert mask_secrets(text).startswith("İstanbul İzmir [REDACTED]")
+
+
+def test_a_long_secret_is_masked_by_longer_pieces_and_costs_a_bounded_number_of_blocks():
+    key = "-----BEGIN PRIVATE KEY-----\n" + "".join(uuid.uuid4().hex for _ in range(50))
+    register_secret(key)
+    sources = secrets._REGISTRY.encoded._pieces.sources
+    assert all(len(blocks) <= 32 for _, _, _, blocks in sources)
+    body = key[28:]
+    assert mask_secrets(f"<{body[100:400]}>") == "<[REDACTED]>"
+    short = body[500:540]  # shorter than this key's pieces: left
+    assert mask_secrets(f"<{short}>") == f"<{short}>"

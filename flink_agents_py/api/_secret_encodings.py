@@ -49,6 +49,11 @@ __all__ = ["FRAGMENT_MIN_CHARS", "EncodedForms", "encoded_forms"]
 FRAGMENT_MIN_CHARS = 12
 """The shortest run of a secret's characters masked on its own (twice as many hex digits)."""
 
+MAX_BLOCKS = 32
+"""The most blocks a secret (or its hex) is cut into for ``_Fragments``: a secret longer than
+``MAX_BLOCKS * FRAGMENT_MIN_CHARS / 2`` characters (192) has its pieces masked from twice
+its block's length on, less one (a 1,700-character private key: pieces of 107)."""
+
 
 _Encode = Callable[[bytes], bytes]
 
@@ -148,16 +153,48 @@ class _Found:
         return self.start, self.end
 
 
-class _Literals:
-    """Finds any of some literals with ``str.find`` (the part of a regex ``mask_hidden`` uses)."""
+def _folded(text: str) -> str | None:
+    """``text`` in lower case, each character where it was; ``None`` when that cannot be."""
+    low = text.lower()
+    return low if len(low) == len(text) else None  # (a rare letter lowers to two)
 
-    def __init__(self, literals: Iterable[str]) -> None:
-        self.literals = tuple(sorted(set(literals), key=lambda f: (-len(f), f)))
+
+class _Literals:
+    """Finds any of some literals with ``str.find`` (the part of a regex ``mask_hidden`` uses).
+
+    Args:
+        literals: found as they are.
+        folded: lower-case literals, found in any case (searched in the text lowered once:
+            a form and its upper-case twin cost one search).
+    """
+
+    def __init__(self, literals: Iterable[str], folded: Iterable[str] = ()) -> None:
+        # shortest first: a text is searched only for the literals it is long enough to hold
+        self.literals = tuple(sorted(set(literals), key=lambda f: (len(f), f)))
+        self.folded = tuple(sorted(set(folded), key=lambda f: (len(f), f)))
+        self.upper = tuple(f.upper() for f in self.folded)  # (where lowering moves characters)
+        self.shortest = min(map(len, (*self.literals, *self.folded)), default=0)
+
+    def _searches(self, text: str) -> Iterator[tuple[str, str]]:
+        """``(haystack, literal)`` pairs to search, the lowered text computed once."""
+        size = len(text)
+        if not self.shortest or size < self.shortest:
+            return
+        for literal in self.literals:
+            if len(literal) > size:
+                break
+            yield text, literal
+        if self.folded and len(self.folded[0]) <= size:
+            low = _folded(text)
+            pairs = (low, self.folded) if low is not None else (text, (*self.folded, *self.upper))
+            for literal in pairs[1]:
+                if len(literal) <= size:
+                    yield pairs[0], literal
 
     def search(self, text: str) -> _Found | None:
         """The first literal found (any one, not the leftmost), or ``None``."""
-        for literal in self.literals:
-            at = text.find(literal)
+        for haystack, literal in self._searches(text):
+            at = haystack.find(literal)
             if at >= 0:
                 return _Found(at, at + len(literal))
         return None
@@ -165,11 +202,11 @@ class _Literals:
     def finditer(self, text: str) -> Iterator[_Found]:
         """Every occurrence of every literal, from left to right, overlapping ones merged."""
         spans: list[tuple[int, int]] = []
-        for literal in self.literals:
-            at = text.find(literal)
+        for haystack, literal in self._searches(text):
+            at = haystack.find(literal)
             while at >= 0:
                 spans.append((at, at + len(literal)))
-                at = text.find(literal, at + 1)
+                at = haystack.find(literal, at + 1)
         return (_Found(start, end) for start, end in _merged(spans))
 
 
@@ -182,30 +219,41 @@ class _Fragments:
     """
 
     def __init__(self, values: Iterable[str]) -> None:
-        size = FRAGMENT_MIN_CHARS // 2
-        self.sources: list[tuple[str, int, list[tuple[int, str]]]] = []
+        self.sources: list[tuple[str, int, bool, list[tuple[int, str]]]] = []
         for value in sorted(set(values)):
-            raw = value.encode("utf-8")
-            for source, least in (
-                (value, FRAGMENT_MIN_CHARS),
-                (raw.hex(), 2 * FRAGMENT_MIN_CHARS),
-                (raw.hex().upper(), 2 * FRAGMENT_MIN_CHARS),
+            hexed = value.encode("utf-8").hex()  # found in any case (in the lowered text)
+            for source, least, folded in (
+                (value, FRAGMENT_MIN_CHARS, False),
+                (hexed, 2 * FRAGMENT_MIN_CHARS, True),
             ):
+                # a run of 2n - 1 characters holds a whole block of n; a long secret (a
+                # private key) is cut into MAX_BLOCKS blocks at most (each is searched for
+                # in every text), its pieces masked from twice a block's length on
+                size = max((least + 1) // 2, -(-len(source) // MAX_BLOCKS))
+                least = max(least, 2 * size - 1)
                 if len(source) >= least:
                     blocks = [(at, source[at : at + size]) for at in range(0, len(source), size)]
-                    self.sources.append((source, least, [b for b in blocks if len(b[1]) == size]))
+                    self.sources.append(
+                        (source, least, folded, [b for b in blocks if len(b[1]) == size])
+                    )
 
     def _spans(self, text: str, first: bool) -> list[tuple[int, int]]:
         spans: list[tuple[int, int]] = []
-        for source, least, blocks in self.sources:
+        low: str | None = None
+        for source, least, folded, blocks in self.sources:
+            if len(text) < least:
+                continue
+            if folded:
+                low = _folded(text) if low is None else low
+            haystack = text if not folded or low is None else low
             reached: dict[int, int] = {}  # text position - source position: where a run ended
             for offset, block in blocks:
-                at = text.find(block)
+                at = haystack.find(block)
                 while at >= 0:
                     if reached.get(at - offset, -1) < at + len(block):  # not grown already
-                        left = _common(text, at, source, offset, forward=False)
+                        left = _common(haystack, at, source, offset, forward=False)
                         right = _common(
-                            text, at + len(block), source, offset + len(block), forward=True
+                            haystack, at + len(block), source, offset + len(block), forward=True
                         )
                         start, end = at - left, at + len(block) + right
                         reached[at - offset] = end
@@ -213,7 +261,7 @@ class _Fragments:
                             spans.append((start, end))
                     if first and spans:
                         return spans
-                    at = text.find(block, at + 1)
+                    at = haystack.find(block, at + 1)
         return spans
 
     def search(self, text: str) -> _Found | None:
@@ -268,36 +316,39 @@ class EncodedForms:
     """
 
     def __init__(self, forms: Iterable[str], values: Iterable[str], min_chars: int) -> None:
-        forms = set(forms)
-        self._exact = _Literals(forms)
-        self._hidden = _Literals({h for f in forms if len(h := canonical(f)) >= min_chars})
+        plain = {f: canonical(f) for f in set(forms)}
+        hidden = {h for h in plain.values() if len(h) >= min_chars}
+        folded = {h for h in hidden if h.lower() == h and h.upper() in hidden}
+        # found where they stand: the forms canonical() changes (the others are found in a
+        # text's canonical form, which holds them), a text repeating them costs no trace back
+        self._exact = _Literals({f for f, h in plain.items() if h != f})
+        self._hidden = _Literals(hidden - folded - {f.upper() for f in folded}, folded)
         self._pieces = _Fragments(values)
+        self._either = _Either(self._hidden, self._pieces)
 
     def found(self, text: str) -> bool:
         """Whether ``text`` holds a form or a piece, where it stands or in its canonical form."""
         if self._exact.search(text) is not None:
             return True
-        if is_canonical(text):
-            return self._pieces.search(text) is not None
-        plain = canonical(text)
-        return self._hidden.search(plain) is not None or self._pieces.search(plain) is not None
+        plain = text if is_canonical(text) else canonical(text)
+        return self._either.search(plain) is not None
 
     def mask(self, text: str, mask: str) -> str:
-        """``text`` with every form (and every form hidden as ``canonical`` undoes) masked.
+        """``text`` with every form and piece masked, where it stands or hidden (``canonical``).
 
         Returns:
             The masked text (``text`` itself when none was found).
         """
-        text = _replaced(_replaced(text, self._exact, mask), self._pieces, mask)
-        if is_canonical(text):  # searched as it stands already
+        text = _replaced(text, self._exact, mask)
+        if is_canonical(text):
+            return _replaced(text, self._either, mask)
+        if self._either.search(canonical(text)) is None:  # (computed once: see canonical)
             return text
-        plain = canonical(text)  # then what only its canonical form shows (its span traced back)
-        if self._hidden.search(plain) is None and self._pieces.search(plain) is None:
-            return text
-        return mask_hidden(text, _Either(self._hidden, self._pieces), mask)  # type: ignore[arg-type]
+        text = _replaced(text, self._either, mask)  # what stands as it is: cheap to mask
+        return mask_hidden(text, self._either, mask)  # type: ignore[arg-type]
 
 
-def _replaced(text: str, finder: _Literals | _Fragments, mask: str) -> str:
+def _replaced(text: str, finder: _Literals | _Fragments | _Either, mask: str) -> str:
     """``text`` with what ``finder`` finds in it replaced by ``mask`` (``text`` if nothing)."""
     if finder.search(text) is None:
         return text

@@ -138,13 +138,10 @@ def canonical(text: str) -> str:
         text = _strip_spaces(decoded)
         if not again:
             break
-    if len(original) >= _REMEMBERED_CHARS:
-        _last = (original, text)
+    _last = (original, text)
     return text
 
 
-_REMEMBERED_CHARS = 4096
-"""The shortest text whose canonical form ``canonical`` keeps for the next call (one)."""
 _last: tuple[str, str] = ("", "")
 
 
