@@ -193,9 +193,23 @@ class _Literals:
 
     def search(self, text: str) -> _Found | None:
         """The first literal found (any one, not the leftmost), or ``None``."""
-        for haystack, literal in self._searches(text):
-            at = haystack.find(literal)
+        size = len(text)
+        if size < self.shortest or not self.shortest:  # (plain loops: this runs per record)
+            return None
+        for literal in self.literals:
+            if len(literal) > size:
+                break
+            at = text.find(literal)
             if at >= 0:
+                return _Found(at, at + len(literal))
+        if not self.folded or len(self.folded[0]) > size:
+            return None
+        low = _folded(text)
+        haystack, literals = (
+            (low, self.folded) if low is not None else (text, (*self.folded, *self.upper))
+        )
+        for literal in literals:
+            if len(literal) <= size and (at := haystack.find(literal)) >= 0:
                 return _Found(at, at + len(literal))
         return None
 
@@ -220,6 +234,8 @@ class _Fragments:
 
     def __init__(self, values: Iterable[str]) -> None:
         self.sources: list[tuple[str, int, bool, list[tuple[int, str]]]] = []
+        self.blocks: tuple[str, ...]  # each source's blocks, to find none quickly
+        self.folded_blocks: tuple[str, ...]
         for value in sorted(set(values)):
             hexed = value.encode("utf-8").hex()  # found in any case (in the lowered text)
             for source, least, folded in (
@@ -236,6 +252,8 @@ class _Fragments:
                     self.sources.append(
                         (source, least, folded, [b for b in blocks if len(b[1]) == size])
                     )
+        self.blocks = tuple(b for _, _, f, bs in self.sources if not f for _, b in bs)
+        self.folded_blocks = tuple(b for _, _, f, bs in self.sources if f for _, b in bs)
 
     def _spans(self, text: str, first: bool) -> list[tuple[int, int]]:
         spans: list[tuple[int, int]] = []
@@ -266,6 +284,12 @@ class _Fragments:
 
     def search(self, text: str) -> _Found | None:
         """A run found (any one), or ``None``."""
+        if not any(b in text for b in self.blocks) and not (
+            self.folded_blocks
+            and len(text) >= 2 * FRAGMENT_MIN_CHARS - 1
+            and any(b in low for low in (text.lower(),) for b in self.folded_blocks)
+        ):
+            return None  # no block anywhere (the common case, in plain searches)
         spans = self._spans(text, first=True)
         return _Found(*spans[0]) if spans else None
 
@@ -368,7 +392,11 @@ class _Either:
 
     def search(self, text: str) -> _Found | None:
         """A match of any finder, or ``None``."""
-        return next((f for finder in self.finders if (f := finder.search(text))), None)
+        for finder in self.finders:
+            found = finder.search(text)
+            if found is not None:
+                return found
+        return None
 
     def finditer(self, text: str) -> Iterator[_Found]:
         """Every match of every finder, from left to right, overlapping ones merged."""
