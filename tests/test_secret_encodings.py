@@ -14,7 +14,10 @@ import codecs
 import json
 import logging
 import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -258,3 +261,82 @@ def test_a_long_secret_is_masked_by_longer_pieces_and_costs_a_bounded_number_of_
     assert mask_secrets(f"<{body[100:400]}>") == "<[REDACTED]>"
     short = body[500:540]  # shorter than this key's pieces: left
     assert mask_secrets(f"<{short}>") == f"<{short}>"
+
+
+USER_SCRIPT = '''
+"""A user's job: the model (obeying an injection) echoes its key encoded; the key is in $MY_KEY."""
+import base64
+import codecs
+import logging
+import os
+import sys
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, ChatMessage, ChatModelConnection, ChatModelSetup,
+    ChatResponse, InputEvent, MessageRole, OutputEvent, ResourceDescriptor, ResourceType,
+    RunnerContext, action)
+
+
+class Obedient(ChatModelConnection):
+    api_key_env: str = "MY_KEY"
+
+    def chat(self, messages, **kwargs):
+        key = os.environ[self.api_key_env].encode()
+        text = (f"b32 {base64.b32encode(key).decode()} rot13 {codecs.encode(key.decode(), 'rot13')}"
+                f" utf16 {key.decode().encode('utf-16-le').hex()} halves {key[:20].decode()} /"
+                f" {key[20:].decode()}")
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text))
+
+
+class Job(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event, ctx: RunnerContext):
+        answer = (await ctx.chat("model", [ChatMessage(content="hi")])).content
+        logging.getLogger("job").warning("model: %s", answer)
+        raise RuntimeError(f"not accepted: {answer}")
+
+
+if __name__ == "__main__":
+    logging.basicConfig(stream=sys.stderr)
+    agent = Job()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(Obedient))
+    agent.add_resource("model", ResourceType.CHAT_MODEL,
+                       ResourceDescriptor(ChatModelSetup, connection="conn", model="m"))
+    result = (AgentsExecutionEnvironment.local(event_log=sys.argv[1])
+              .from_list([{"key": "k"}]).apply(agent).run())
+    for error in result.errors:
+        print("ERROR", error.message)
+'''
+
+
+def test_a_users_job_outside_the_repository_writes_no_encoded_key(tmp_path):
+    key = f"sk-user-{uuid.uuid4().hex}{uuid.uuid4().hex[:8]}"
+    (tmp_path / "job.py").write_text(USER_SCRIPT)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "MY_KEY": key, "PYTHONPATH": str(root)}
+    proc = subprocess.run(
+        [sys.executable, "job.py", str(tmp_path / "events.jsonl")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ERROR" in proc.stdout and "b32 [REDACTED]" in proc.stdout
+    raw = key.encode()
+    leaks = [
+        base64.b32encode(raw).decode()[:16],
+        codecs.encode(key, "rot13")[:16],
+        key.encode("utf-16-le").hex()[:24],
+        key[:20],
+        key[20:],
+    ]
+    for what, text in (
+        ("stdout", proc.stdout),
+        ("stderr", proc.stderr),
+        ("the event log", (tmp_path / "events.jsonl").read_text()),
+    ):
+        for leak in leaks:
+            assert leak not in text, f"{leak!r} in {what}"
