@@ -340,3 +340,15 @@ def test_a_users_job_outside_the_repository_writes_no_encoded_key(tmp_path):
     ):
         for leak in leaks:
             assert leak not in text, f"{leak!r} in {what}"
+
+
+@pytest.mark.parametrize("odd", ["\udcff", "\ud800"], ids=["env-byte", "lone-surrogate"])
+def test_a_key_with_a_byte_that_is_not_utf8_is_registered_and_masked(odd):
+    """``os.environ`` reads a byte that is not UTF-8 as a lone surrogate: registering raised."""
+    key = f"ab{uuid.uuid4().hex[:10]}{odd}{uuid.uuid4().hex[:10]}"
+    assert register_secret(key, "$ODD_KEY")
+    assert mask_secrets(f"<{key}>") == "<[REDACTED]>"
+    if odd == "\udcff":  # as a client sends it: the byte itself, percent-encoded or in hex
+        raw = key.encode("utf-8", "surrogateescape")
+        assert mask_secrets(f"<{raw.hex()}>") == "<[REDACTED]>"
+        assert mask_secrets("<" + "".join(f"%{b:02X}" for b in raw) + ">") == "<[REDACTED]>"

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from ._secret_forms import canonical, is_canonical, mask_hidden
 
-__all__ = ["FRAGMENT_MIN_CHARS", "EncodedForms", "encoded_forms"]
+__all__ = ["FRAGMENT_MIN_CHARS", "EncodedForms", "encoded_forms", "utf8_bytes"]
 
 FRAGMENT_MIN_CHARS = 12
 """The shortest run of a secret's characters masked on its own (twice as many hex digits)."""
@@ -56,6 +56,22 @@ its block's length on, less one (a 1,700-character private key: pieces of 107)."
 
 
 _Encode = Callable[[bytes], bytes]
+
+
+def utf8_bytes(text: str) -> bytes:
+    """``text`` as UTF-8, whatever lone surrogates it holds (a secret is never refused so).
+
+    ``os.environ`` reads a byte that is not UTF-8 as a surrogate ``surrogateescape`` turns
+    back into that byte (what a client sends); any other lone surrogate is written as
+    ``surrogatepass`` does.
+
+    Returns:
+        The bytes.
+    """
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 def _bit_cores(raw: bytes, encode: _Encode, bits: int, group: int, min_chars: int) -> set[str]:
@@ -126,14 +142,17 @@ def encoded_forms(
     Returns:
         The forms, each at least ``min_chars`` characters long.
     """
-    raw = value.encode("utf-8")
+    raw = utf8_bytes(value)
     forms: set[str] = set()
     for encode in (base64.b32encode, base64.b32hexencode):
         for core in _bit_cores(raw, encode, 5, 5, min_chars):
             forms |= {core, core.lower()}
     for encode85 in (base64.b85encode, base64.a85encode):
         forms |= _group_cores(raw, encode85, min_chars)
-    for utf16 in (value.encode("utf-16-le"), value.encode("utf-16-be")):
+    for utf16 in (
+        value.encode("utf-16-le", "surrogatepass"),
+        value.encode("utf-16-be", "surrogatepass"),
+    ):
         forms |= {utf16.decode("latin-1"), utf16.hex(), utf16.hex().upper()}
         forms |= base64_cores(utf16)
     forms |= _hex_joined(raw)
@@ -237,7 +256,7 @@ class _Fragments:
         self.blocks: tuple[str, ...]  # each source's blocks, to find none quickly
         self.folded_blocks: tuple[str, ...]
         for value in sorted(set(values)):
-            hexed = value.encode("utf-8").hex()  # found in any case (in the lowered text)
+            hexed = utf8_bytes(value).hex()  # found in any case (in the lowered text)
             for source, least, folded in (
                 (value, FRAGMENT_MIN_CHARS, False),
                 (hexed, 2 * FRAGMENT_MIN_CHARS, True),

@@ -54,7 +54,7 @@ from urllib.parse import quote, quote_plus
 
 from pydantic import AfterValidator
 
-from ._secret_encodings import EncodedForms, encoded_forms
+from ._secret_encodings import EncodedForms, encoded_forms, utf8_bytes
 from ._secret_forms import anchored, anchors_of, canonical, is_canonical, mask_hidden
 
 __all__ = ["MASK", "MESSAGE_MAX_CHARS", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "MaskedStr",
@@ -109,10 +109,10 @@ def _base64_cores(raw: bytes) -> set[str]:
 
 def _forms(value: str) -> set[str]:
     """``value`` and the forms it takes when escaped or encoded into other text."""
+    raw = utf8_bytes(value)  # a byte that is not UTF-8 (os.environ's) as itself
     forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
-             repr(value)[1:-1], quote(value, safe=""), quote_plus(value, safe=""),
-             quopri.encodestring(value.encode("utf-8"), quotetabs=True).decode("ascii")}
-    raw = value.encode("utf-8")
+             repr(value)[1:-1], quote(raw, safe=""), quote_plus(raw, safe=""),
+             quopri.encodestring(raw, quotetabs=True).decode("ascii")}
     forms |= _base64_cores(raw) | {raw.hex(), raw.hex().upper()}
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
 
@@ -130,13 +130,13 @@ def _char_escapes(ch: str) -> str:
         in either case), and ``+`` (or ``_``, quoted-printable headers) for a space.
     """
     alternatives = [re.escape(ch)]
-    units = ch.encode("utf-16-be")
+    units = ch.encode("utf-16-be", "surrogatepass")
     alternatives.append("".join("\\\\u" + _hex_any_case(units[i:i + 2].hex())
                                 for i in range(0, len(units), 2)))
     if ch in "/\"\\":
         alternatives.append(re.escape("\\" + ch))
     for escape in ("%", "="):  # percent-encoded, quoted-printable
-        alternatives.append("".join(escape + _hex_any_case(f"{b:02x}") for b in ch.encode()))
+        alternatives.append("".join(escape + _hex_any_case(f"{b:02x}") for b in utf8_bytes(ch)))
     if ch == " ":
         alternatives.append("[+_]")
     return "(?:" + "|".join(alternatives) + ")"
