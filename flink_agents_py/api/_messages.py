@@ -186,7 +186,7 @@ class ChatMessage(BaseModel):
             message's dict and JSON when empty.
     """
 
-    model_config = ConfigDict(frozen=True, use_enum_values=True, defer_build=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     role: MessageRole = MessageRole.USER
     content: str = ""
@@ -231,6 +231,11 @@ class ChatMessage(BaseModel):
         """An assistant message."""
         return cls(role=MessageRole.ASSISTANT, content=content, **fields)
 
+    @classmethod
+    def tool(cls, content: str, **fields: Any) -> ChatMessage:
+        """A tool message (a tool call's result; Flink Agents' ``ChatMessage.tool``)."""
+        return cls(role=MessageRole.TOOL, content=content, **fields)
+
     @property
     def text(self) -> str:
         """The message's text (``content``; Flink Agents' name)."""
@@ -251,7 +256,7 @@ class ChatMessage(BaseModel):
         Returns:
             ``"role: content"`` (``"user: hi"``).
         """
-        return f"{getattr(self.role, 'value', self.role)}: {self.content}"
+        return f"{self.role.value}: {self.content}"
 
 
 MAX_TOKEN_COUNT = 2**53
@@ -315,8 +320,8 @@ class ChatResponse(BaseModel):
         return self.message.content
 
     @property
-    def role(self) -> MessageRole | str:
-        """The message's role (``assistant``)."""
+    def role(self) -> MessageRole:
+        """The message's role (``MessageRole.ASSISTANT``)."""
         return self.message.role
 
     @property

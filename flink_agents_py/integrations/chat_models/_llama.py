@@ -80,7 +80,7 @@ def to_openai_messages(messages: Sequence[ChatMessage],
     out: list[dict[str, Any]] = []
     ids = UniqueCallIds(OPENAI_ID_CHARS)
     for m in messages:
-        d: dict[str, Any] = {"role": m.role, "content": m.content}
+        d: dict[str, Any] = {"role": m.role.value, "content": m.content}
         if m.tool_calls and not m.content:
             d["content"] = calls_only_content
         if m.tool_calls:

@@ -73,7 +73,7 @@ def to_ollama_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     """Map our messages to Ollama ``/api/chat`` message dicts."""
     out: list[dict[str, Any]] = []
     for m in messages:
-        d: dict[str, Any] = {"role": m.role, "content": m.content}
+        d: dict[str, Any] = {"role": m.role.value, "content": m.content}
         if m.tool_calls:
             d["tool_calls"] = [{"function": {"name": c.name, "arguments": dict(c.arguments)}}
                                for c in m.tool_calls]
