@@ -176,3 +176,8 @@ InjectedArg.from_short_term_memory
 ToolParameterSource._missing_  # enum's hook: a source named in any case
 MemoryEvent.is_memory_type  # Flink Agents' memory events (compat): public API
 EventContext.eventType  # Flink Agents' listener context (compat): read by listeners
+# Flink Agents 0.2's long-term memory forms (api/_memory_sets.py): public API ports call
+MemorySetItem.compacted
+MemorySetItem.created_time
+MemorySetItem.last_accessed_time
+flink_agents_py.api.BaseLongTermMemory.get_or_create_memory_set

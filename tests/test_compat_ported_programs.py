@@ -483,3 +483,100 @@ def test_a_dataclass_input_reaches_the_action_as_the_dict_of_its_fields(tmp_path
     assert [line for line in proc.stdout.splitlines() if line.startswith("OUT")] == [
         "OUT {'k1': '(2 ^ 3)'}",
         "OUT {'k2': \"{'name': 'b', 'ops': [{'a': 1, 'b': 2}, [3, 4]]}\"}"]
+
+
+# Flink Agents 0.2's long-term memory page, ported: a ChatMessage set made with
+# get_or_create_memory_set(name, item_type, capacity, compaction_strategy), its size read as
+# a property, one item got by its id, and an add that fills the set summarizing it with the
+# strategy's chat model. get_or_create_memory_set, SummarizationStrategy and the 0.2 item
+# fields were missing (ImportError, then AttributeError) before this port found them.
+LONG_TERM_MEMORY_02 = """
+    import json
+    from flink_agents_py.compat import (
+        Agent, AgentConfigOptions, AgentsExecutionEnvironment, ChatMessage, CompactionConfig,
+        InputEvent, LongTermMemoryBackend, LongTermMemoryOptions, MemorySetItem, MessageRole,
+        OutputEvent, ResourceDescriptor, ResourceName, ResourceType, RunnerContext,
+        SummarizationStrategy, action, chat_model_setup, embedding_model_connection,
+        embedding_model_setup, vector_store)
+    from flink_agents_py.testing import model_from_function
+
+
+    def summarize(request):
+        return "summary of " + str(request.last_user_text.count("- "))
+
+
+    class ConversationAgent(Agent):
+        @chat_model_setup
+        @staticmethod
+        def summarizer() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP,
+                                      connection="scripted", model="m")
+
+        @embedding_model_connection
+        @staticmethod
+        def hashing_connection() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz="flink_agents_py.integrations.embedding_models."
+                                            "HashingEmbeddingModel", dimension=32)
+
+        @embedding_model_setup
+        @staticmethod
+        def hashing() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.EmbeddingModel.OLLAMA_SETUP,
+                                      connection="hashing_connection", model="hashing")
+
+        @vector_store
+        @staticmethod
+        def my_vector_store() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.VectorStore.CHROMA_VECTOR_STORE,
+                                      embedding_model="hashing", persist_directory="chroma")
+
+        @action(InputEvent)
+        @staticmethod
+        def process_event(event: InputEvent, ctx: RunnerContext) -> None:
+            ltm = ctx.long_term_memory
+            memory_set = ltm.get_or_create_memory_set(
+                name="conversations", item_type=ChatMessage, capacity=3,
+                compaction_strategy=SummarizationStrategy(model="summarizer", limit=1))
+            item_id = memory_set.add(ChatMessage(role=MessageRole.USER, content=event.input))[0]
+            item: MemorySetItem = memory_set.get(ids=item_id)
+            notes = ltm.get_or_create_memory_set("notes", str, 10,
+                                                 compaction_config=CompactionConfig(model="x"))
+            notes.add(["a note"], [{"kind": "note"}])
+            everything = memory_set.get()
+            ctx.send_event(OutputEvent(output={
+                "size": memory_set.size, "capacity": memory_set.capacity,
+                "mine": None if item is None else [item.value.role.value, item.value.content,
+                                                   item.compacted],
+                "values": sorted(i.value.content for i in everything),
+                "compacted": sum(i.compacted for i in everything),
+                "notes": ltm.size(notes)}))
+
+
+    agents_env = AgentsExecutionEnvironment.get_execution_environment()
+    config = agents_env.get_config()
+    config.set(AgentConfigOptions.JOB_IDENTIFIER, "my_job_id")
+    config.set(LongTermMemoryOptions.BACKEND, LongTermMemoryBackend.EXTERNAL_VECTOR_STORE)
+    config.set(LongTermMemoryOptions.EXTERNAL_VECTOR_STORE_NAME, "my_vector_store")
+    config.set(LongTermMemoryOptions.ASYNC_COMPACTION, False)
+    agents_env.add_resource("scripted", ResourceType.CHAT_MODEL_CONNECTION,
+                            model_from_function(summarize))
+    out = agents_env.from_list([{"key": "u", "value": t} for t in ("hi", "tea?", "bye", "again")]
+                               ).apply(ConversationAgent()).to_list()
+    agents_env.execute()
+    print(json.dumps(out))
+"""
+
+
+def test_flink_agents_0_2_long_term_memory_program(tmp_path):
+    pytest.importorskip("chromadb")
+    done = _run(tmp_path, LONG_TERM_MEMORY_02)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = [r["u"] for r in json.loads(done.stdout.strip().splitlines()[-1])]
+    assert [(r["size"], r["capacity"], r["notes"]) for r in out] == [
+        (1, 3, 1), (2, 3, 2), (1, 3, 3), (2, 3, 4)]
+    assert out[0]["mine"] == ["user", "hi", False] and out[1]["values"] == ["hi", "tea?"]
+    # the third add filled the set: its three messages became one summary (the added item
+    # went with them, so its id finds nothing)
+    assert out[2]["mine"] is None and out[2]["values"] == ["summary of 3"]
+    assert out[2]["compacted"] == 1
+    assert out[3]["values"] == ["again", "summary of 3"] and out[3]["mine"][1] == "again"

@@ -71,6 +71,14 @@ from ._long_term_memory import (
     MemorySetItem,
 )
 from ._memory import Memory, MemoryObject, MemoryRef
+from ._memory_sets import (
+    CompactionConfig,
+    CompactionStrategy,
+    CompactionStrategyType,
+    DatetimeRange,
+    SummarizationStrategy,
+    VersionedMemorySet,
+)
 from ._messages import (
     ChatMessage,
     ChatResponse,
@@ -194,6 +202,12 @@ __all__ = [
     "Document",
     "format_context",
     "BaseLongTermMemory",
+    "CompactionConfig",
+    "CompactionStrategy",
+    "CompactionStrategyType",
+    "DatetimeRange",
+    "SummarizationStrategy",
+    "VersionedMemorySet",
     "LongTermMemoryOptions",
     "MemorySet",
     "MemorySetItem",

@@ -26,6 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ._errors import UsageError
+from ._memory_sets import CompactionStrategy, VersionedMemorySet, _is_metadata
+
 __all__ = ["MemorySetItem", "MemorySet", "BaseLongTermMemory", "LongTermMemoryOptions"]
 
 
@@ -46,23 +49,40 @@ class MemorySetItem(BaseModel):
         memory_set_name: the set it belongs to.
         id: its id (stable on a replay: a keyed hash of the scope, the set, the action
             execution that added it and its position, under a secret the store keeps).
-        value: the text.
+        value: the text (a ``ChatMessage`` in a set made with ``item_type=ChatMessage``).
         created_at: when it was written (UTC), as recorded by the write.
         updated_at: as ``created_at`` (items are not updated in place).
         additional_metadata: the metadata given on ``add``.
         score: on search results, the distance to the query (smaller is closer).
 
+    ``compacted``, ``created_time`` and ``last_accessed_time`` read it as Flink Agents 0.2
+    names them.
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     memory_set_name: str
     id: str
-    value: str
+    value: Any
     created_at: datetime | None = None
     updated_at: datetime | None = None
     additional_metadata: dict[str, Any] | None = None
     score: float | None = None
+
+    @property
+    def compacted(self) -> bool:
+        """Whether the item is a summary of others (``compact`` made it)."""
+        return "compacted_from" in (self.additional_metadata or {})
+
+    @property
+    def created_time(self) -> datetime | None:
+        """``created_at`` (Flink Agents 0.2's name)."""
+        return self.created_at
+
+    @property
+    def last_accessed_time(self) -> datetime | None:
+        """``updated_at`` (Flink Agents 0.2's name; reads do not touch items here)."""
+        return self.updated_at
 
 
 class MemorySet(ABC):
@@ -199,18 +219,74 @@ class BaseLongTermMemory(ABC):
             Whether the set held items.
         """
 
+    def get_or_create_memory_set(
+        self, name: str, item_type: type = str, capacity: int = 100,
+        compaction_strategy: CompactionStrategy | None = None, *,
+        compaction_config: CompactionStrategy | None = None, shared: bool = False,
+    ) -> VersionedMemorySet:
+        """The set ``name`` in Apache Flink Agents 0.2's form (see ``api._memory_sets``).
+
+        Args:
+            name: the set's name.
+            item_type: ``str`` or ``ChatMessage``.
+            capacity: the size at which an add summarizes the set.
+            compaction_strategy: how (a ``SummarizationStrategy``; ``None``: never).
+            compaction_config: Flink Agents 0.2.1's name of ``compaction_strategy``.
+            shared: the set every key shares, instead of the current key's.
+
+        Returns:
+            The set, as this action sees it.
+        """
+        return VersionedMemorySet(self, self.get_memory_set(name, shared), item_type,
+                                  capacity, compaction_strategy or compaction_config)
+
+    def summarize_set(self, memory_set: MemorySet, chat_model: str,
+                      instructions: str | None) -> str | None:
+        """Summarize the set's items into one with a chat model, in a synchronous action.
+
+        Args:
+            memory_set: the set.
+            chat_model: the name of a ``CHAT_MODEL`` setup.
+            instructions: the system message (default: ours).
+
+        Returns:
+            The summary item's id, or ``None`` when the set has fewer than two items.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot summarize a memory set")
+
     # -- Apache Flink Agents' set-taking forms: each is the set's own method ----------------
-    def _set(self, memory_set: MemorySet | str) -> MemorySet:
+    def _set(self, memory_set: MemorySet | VersionedMemorySet | str) -> Any:
         return self.get_memory_set(memory_set) if isinstance(memory_set, str) else memory_set
 
-    def add(self, memory_set: MemorySet | str, memory_items: str | list[str],
+    def size(self, memory_set: MemorySet | VersionedMemorySet | str) -> int:
+        """How many items the set holds (Flink Agents 0.2's ``ltm.size(memory_set)``).
+
+        Returns:
+            The count.
+        """
+        found = self._set(memory_set)
+        return found.size if isinstance(found, VersionedMemorySet) else found.size()
+
+    def add(self, memory_set: MemorySet | VersionedMemorySet | str, memory_items: Any,
+            ids: Any = None,
             metadatas: dict[str, Any] | list[dict[str, Any]] | None = None) -> list[str]:
-        """``memory_set.add(memory_items, metadatas)`` (Flink Agents' form).
+        """``memory_set.add(...)`` (Flink Agents' form; 0.3's third argument is metadatas).
 
         Returns:
             The ids of the items added.
+
+        Raises:
+            UsageError: for ``ids`` (item ids are made per key here).
         """
-        return self._set(memory_set).add(memory_items, metadatas)
+        found = self._set(memory_set)
+        if isinstance(found, VersionedMemorySet):
+            return found.add(memory_items, ids, metadatas)
+        if ids is not None and metadatas is None and _is_metadata(ids):
+            ids, metadatas = None, ids
+        if ids is not None:
+            raise UsageError(f"memory set {found.name!r}: add(ids=...) is not offered (item "
+                             "ids are made per key): use the ids add returns")
+        return found.add(memory_items, metadatas)  # type: ignore[no-any-return]
 
     def get(self, memory_set: MemorySet | str, ids: str | list[str] | None = None,
             filters: dict[str, Any] | None = None, limit: int | None = 100
@@ -220,7 +296,11 @@ class BaseLongTermMemory(ABC):
         Returns:
             The items found.
         """
-        return self._set(memory_set).get(ids, filters, limit)
+        found = self._set(memory_set)
+        if isinstance(found, VersionedMemorySet):  # 0.2's form: one id gives one item
+            return found.get(ids)  # type: ignore[no-any-return]
+        items: list[MemorySetItem] = found.get(ids, filters, limit)
+        return items
 
     def delete(self, memory_set: MemorySet | str, ids: str | list[str] | None = None) -> None:
         """``memory_set.delete(ids)`` (Flink Agents' form)."""
@@ -233,4 +313,6 @@ class BaseLongTermMemory(ABC):
         Returns:
             The items closest to ``query``.
         """
-        return self._set(memory_set).search(query, limit, filters, **kwargs)
+        found: list[MemorySetItem] = self._set(memory_set).search(query, limit, filters,
+                                                                  **kwargs)
+        return found

@@ -27,6 +27,7 @@ from ...api import (
     ResourceType,
     RunnerContext,
     SubagentFuture,
+    VersionedMemorySet,
 )
 from ...api.internal import agent_metric_group, event_to_send, resource_type_argument
 from ..core._stepper import DURABLE_FUNCTION
@@ -175,7 +176,8 @@ class ActionContext(RunnerContext):
         return self._execution.sleep(seconds)
 
 
-_MEMORY_TYPES = (ActionMemory, MemoryObject, ActionLongTermMemory, ActionMemorySet)
+_MEMORY_TYPES = (ActionMemory, MemoryObject, ActionLongTermMemory, ActionMemorySet,
+                 VersionedMemorySet)
 
 
 def _is_memory_operation(fn: Any) -> bool:

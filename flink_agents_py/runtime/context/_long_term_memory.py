@@ -79,6 +79,7 @@ from .._memory_items import (
 )
 from .._serde import digest, dumps, to_json_value
 from ._calls import MustAwait
+from ._compaction import COMPACT, summarize
 from ._nested import refuse_nested
 
 if TYPE_CHECKING:
@@ -91,8 +92,6 @@ _EPOCH_PATH = "_flink_agents_py.long_term_memory_epoch"
 """Where the key's short-term memory keeps its memory epoch (see ``Horizon``)."""
 SESSION_EPOCH_PATH = "_flink_agents_py.session_epoch"
 """Where the key's short-term memory keeps its session epoch (``session_id``)."""
-_COMPACT = ("Summarize these memory items into one short note that keeps every distinct "
-            "fact, one fact per line. Answer with the note only.")
 _SCALARS = (str, int, float, bool)
 _SECRET_ID = "fa-ltm-secret"
 
@@ -347,7 +346,7 @@ class ActionMemorySet(MemorySet):
         items = self.get(limit=max_items)  # oldest first, then this action's own adds
         if len(items) < 2:
             return None
-        messages = [ChatMessage(role=MessageRole.SYSTEM, content=instructions or _COMPACT),
+        messages = [ChatMessage(role=MessageRole.SYSTEM, content=instructions or COMPACT),
                     ChatMessage(role=MessageRole.USER,
                                 content="\n".join(f"- {i.value}" for i in items))]
         response = await self._ltm._ctx.chat(chat_model, messages)
@@ -422,6 +421,8 @@ class ActionLongTermMemory(BaseLongTermMemory):
         had = bool(mset.get(limit=1))
         mset.delete()
         return had
+
+    summarize_set = summarize  # Flink Agents 0.2's compaction on add (``_compaction``)
 
     def next_id(self, set_name: str, scope: str) -> str:
         """The next item id: stable for this action execution and item ordinal.
