@@ -580,3 +580,96 @@ def test_flink_agents_0_2_long_term_memory_program(tmp_path):
     assert out[2]["mine"] is None and out[2]["values"] == ["summary of 3"]
     assert out[2]["compacted"] == 1
     assert out[3]["values"] == ["again", "summary of 3"] and out[3]["mine"][1] == "again"
+
+
+# A tool whose parameters are typing.TypedDict classes, as Flink Agents' tool pages type
+# them: on Python 3.10 and 3.11 pydantic refuses typing.TypedDict ("Please use
+# typing_extensions.TypedDict"), so the agent's plan failed before this port found it.
+TYPED_DICT_TOOL = """
+    import json
+    from typing import List, Optional, TypedDict
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, ChatMessage, ChatRequestEvent, ChatResponseEvent,
+        InputEvent, MessageRole, OutputEvent, ResourceDescriptor, ResourceName, ResourceType,
+        RunnerContext, Tool, action, chat_model_setup, tool)
+    from flink_agents_py.testing import model_from_function, tool_call
+
+
+    class Address(TypedDict):
+        city: str
+        zip: str
+
+
+    class Line(TypedDict, total=False):
+        sku: str
+        qty: int
+
+
+    class Order(TypedDict):
+        address: Address
+        lines: List[Line]
+
+
+    def answer(request):
+        if request.tool_results:
+            return "shipped: " + request.tool_results[-1].content
+        schema = next(t for t in request.tools if t.name == "ship_order").parameters
+        return tool_call("ship_order", order={
+            "address": {"city": "Oslo", "zip": "0150"},
+            "lines": [{"sku": "tea", "qty": "2"}, {"sku": "cup"}]},
+            note="fast" if "order" in schema["required"] else "schema?")
+
+
+    class ShopAgent(Agent):
+        @chat_model_setup
+        @staticmethod
+        def shop_model() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP,
+                                      connection="scripted", model="m", tools=["ship_order"])
+
+        @tool
+        @staticmethod
+        def ship_order(order: Order, note: Optional[str] = None) -> str:
+            \"\"\"Ship an order.
+
+            Args:
+                order: the order.
+                note: a note for the courier.
+            \"\"\"
+            qty = sum(line.get("qty", 1) for line in order["lines"])
+            return f"{qty} to {order['address']['city']} ({note})"
+
+        @action(InputEvent)
+        @staticmethod
+        def ask(event: InputEvent, ctx: RunnerContext) -> None:
+            ctx.send_event(ChatRequestEvent(model="shop_model", messages=[
+                ChatMessage(role=MessageRole.USER, content=event.input)]))
+
+        @action(ChatResponseEvent)
+        @staticmethod
+        def done(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+
+    def lookup(address: Address) -> str:
+        \"\"\"Look an address up.\"\"\"
+        return address["zip"]
+
+
+    direct = Tool.from_callable(lookup)
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.add_resource("scripted", ResourceType.CHAT_MODEL_CONNECTION,
+                     model_from_function(answer))
+    out = env.from_list([{"key": "k", "value": "ship it"}]).apply(ShopAgent()).to_list()
+    env.execute()
+    print(json.dumps([out, direct.metadata.get_parameters_dict()["required"],
+                      direct.call(address={"city": "x", "zip": "9"})]))
+"""
+
+
+def test_a_tool_with_typed_dict_parameters(tmp_path):
+    done = _run(tmp_path, TYPED_DICT_TOOL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out, required, called = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == [{"k": "shipped: 3 to Oslo (fast)"}]
+    assert required == ["address"] and called == "9"

@@ -29,6 +29,7 @@ from pydantic.fields import FieldInfo
 from ._resources import Resource, ResourceType, import_qualified, qualified_name
 from ._secrets import mask_secrets
 from ._tool_docs import docstring_parts as _docstring_parts
+from ._typed_dicts import pydantic_ready
 
 __all__ = ["ToolMetadata", "ToolSpec", "FunctionTool", "tool", "RESERVED_TOOL_PREFIX",
            "UNREADABLE_ARGUMENTS", "offered_tool_name", "refuse_unreadable_arguments"]
@@ -157,7 +158,7 @@ def _parameter_fields(fn: Callable[..., Any], skip: tuple[str, ...] = ()
     for index, (name, param) in enumerate(params.items()):
         if name in skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        annotation = hints.get(name, Any)
+        annotation = pydantic_ready(hints.get(name, Any))  # a typing.TypedDict on 3.11
         doc = _annotated_description(annotation) or arg_docs.get(name)
         field_name = name
         if name.startswith("_") or hasattr(BaseModel, name):
