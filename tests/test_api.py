@@ -447,6 +447,9 @@ PUBLIC_API = {
     "VectorStoreQueryResult", "Document", "format_context", "VectorStoreError",
     "CollectionNotFoundError", "DimensionMismatchError", "UnknownFilterFieldError",
     "BaseLongTermMemory", "LongTermMemoryOptions", "MemorySet", "MemorySetItem",
+    # Flink Agents 0.2's forms of long-term memory sets
+    "VersionedMemorySet", "CompactionStrategy", "CompactionStrategyType",
+    "SummarizationStrategy", "CompactionConfig", "DatetimeRange",
     # sub-agents
     "InternalSubagent", "SubagentSetup", "AsyncSubagentSetup", "DeferredSubagentSetup",
     "PreparedCall", "SubagentFuture", "SubagentResult", "RunStatus",

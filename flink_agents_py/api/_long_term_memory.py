@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ._errors import UsageError
-from ._memory_sets import CompactionStrategy, VersionedMemorySet, _is_metadata
+from ._memory_sets import CompactionStrategy, VersionedMemorySet
 
 __all__ = ["MemorySetItem", "MemorySet", "BaseLongTermMemory", "LongTermMemoryOptions"]
 
@@ -268,9 +268,11 @@ class BaseLongTermMemory(ABC):
         return found.size if isinstance(found, VersionedMemorySet) else found.size()
 
     def add(self, memory_set: MemorySet | VersionedMemorySet | str, memory_items: Any,
-            ids: Any = None,
-            metadatas: dict[str, Any] | list[dict[str, Any]] | None = None) -> list[str]:
-        """``memory_set.add(...)`` (Flink Agents' form; 0.3's third argument is metadatas).
+            metadatas: Any = None, *, ids: Any = None) -> list[str]:
+        """``memory_set.add(memory_items, metadatas)`` (Flink Agents' form).
+
+        Flink Agents 0.2's third argument is ``ids`` (0.3's: ``metadatas``): a text or a list
+        of texts there is taken as ``ids``.
 
         Returns:
             The ids of the items added.
@@ -278,11 +280,13 @@ class BaseLongTermMemory(ABC):
         Raises:
             UsageError: for ``ids`` (item ids are made per key here).
         """
+        if ids is None and (isinstance(metadatas, str) or (
+                isinstance(metadatas, list) and metadatas
+                and all(isinstance(m, str) for m in metadatas))):
+            ids, metadatas = metadatas, None
         found = self._set(memory_set)
         if isinstance(found, VersionedMemorySet):
             return found.add(memory_items, ids, metadatas)
-        if ids is not None and metadatas is None and _is_metadata(ids):
-            ids, metadatas = None, ids
         if ids is not None:
             raise UsageError(f"memory set {found.name!r}: add(ids=...) is not offered (item "
                              "ids are made per key): use the ids add returns")
