@@ -127,16 +127,27 @@ def test_user_event_subclass_type_and_registry():
     assert event_class_for("NeverDeclared") is Event
 
 
-def test_user_event_rejects_foreign_type_and_unknown_fields():
+def test_user_event_rejects_foreign_type_and_keeps_unknown_fields_as_attributes():
     # a class with an EVENT_TYPE of its own keeps it; one without takes the type it is given
     # (Flink Agents 0.3's events require one: ``MyEvent(type="my_event", value=...)``)
     with pytest.raises(pydantic.ValidationError):
         Renamed(type="SomethingElse", new_name="a")
     assert ReviewScored(type="SomethingElse", score=1).type == "SomethingElse"
+    # Flink Agents' events take keywords they do not declare (``extra="allow"``): kept as
+    # attributes, read and set as fields (they were refused before this port found it)
+    extra = ReviewScored(score=1, source="web")  # type: ignore[call-arg]
+    assert extra.source == "web" and extra.attributes == {"source": "web"}  # type: ignore[attr-defined]
+    extra.seen = True  # type: ignore[attr-defined]
+    assert extra.get_attr("seen") is True
+    assert ReviewScored.model_validate_json(extra.model_dump_json()).source == "web"  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="once"):
+        ReviewScored(score=1, source="a", attributes={"source": "b"})  # type: ignore[call-arg]
     with pytest.raises(pydantic.ValidationError):
-        ReviewScored(score=1, not_a_field=2)  # type: ignore[call-arg]
+        ReviewScored(score="high")  # a declared field keeps its type
     with pytest.raises(pydantic.ValidationError):
         ReviewScored()  # type: ignore[call-arg]  # required field missing
+    with pytest.raises(pydantic.ValidationError):
+        InputEvent(input=1, not_a_field=2)  # type: ignore[call-arg]  # a built-in refuses
 
 
 def test_adhoc_event_needs_a_type():

@@ -673,3 +673,91 @@ def test_a_tool_with_typed_dict_parameters(tmp_path):
     out, required, called = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == [{"k": "shipped: 3 to Oslo (fast)"}]
     assert required == ["address"] and called == "9"
+
+
+# Decorators stacked either way round (``@staticmethod`` above ``@prompt``, ``@tool``,
+# ``@chat_model_setup`` and ``@action``, as some Flink Agents programs write them), the
+# prompt and tool fetched with ctx.get_resource, and an event class of the program's own
+# given keywords it does not declare (Flink Agents' events are ``extra="allow"``: they were
+# refused, "extra inputs are not permitted", before this port found it).
+STACKED_DECORATORS = """
+    import json
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, ChatMessage, ChatRequestEvent, ChatResponseEvent,
+        Event, InputEvent, MessageRole, OutputEvent, Prompt, ResourceDescriptor, ResourceName,
+        ResourceType, RunnerContext, action, chat_model_setup, prompt, tool)
+    from flink_agents_py.testing import model_from_function, tool_call
+
+
+    def answer(request):
+        if request.tool_results:
+            return "sum " + request.tool_results[-1].content
+        return tool_call("add", a=1, b=2)
+
+
+    class Counted(Event):
+        value: int
+
+
+    class StackedAgent(Agent):
+        @staticmethod
+        @prompt
+        def my_prompt() -> Prompt:
+            return Prompt.from_text("Answer: {input}")
+
+        @staticmethod
+        @chat_model_setup
+        def my_model() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP,
+                                      connection="scripted", model="m", tools=["add"],
+                                      prompt="my_prompt")
+
+        @staticmethod
+        @tool
+        def add(a: int, b: int) -> int:
+            \"\"\"Add two numbers.
+
+            Args:
+                a: the first.
+                b: the second.
+            \"\"\"
+            return a + b
+
+        @staticmethod
+        @action(InputEvent)
+        def start(event: InputEvent, ctx: RunnerContext) -> None:
+            total = ctx.get_resource("add", ResourceType.TOOL).call(a=2, b=3)
+            text = ctx.get_resource("my_prompt", ResourceType.PROMPT).format_string(input="x")
+            counted = Counted(value=total, source=event.input, note=text)
+            counted.seen = True
+            ctx.send_event(counted)
+
+        @action(Counted)
+        @staticmethod
+        def middle(event: Counted, ctx: RunnerContext) -> None:
+            ctx.short_term_memory.set("first", [event.value, event.source, event.note,
+                                                event.get_attr("seen")])
+            ctx.send_event(ChatRequestEvent(model="my_model", messages=[
+                ChatMessage(role=MessageRole.USER, content="", extra_args={"input": "q"})]))
+
+        @action(ChatResponseEvent)
+        @staticmethod
+        def end(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent(output=[ctx.short_term_memory.get("first"),
+                                               event.response.content]))
+
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.add_resource("scripted", ResourceType.CHAT_MODEL_CONNECTION,
+                     model_from_function(answer))
+    out = env.from_list([{"key": "k", "value": "web"}]).apply(StackedAgent()).to_list()
+    env.execute()
+    print(json.dumps(out))
+"""
+
+
+def test_stacked_decorators_and_an_event_with_undeclared_fields(tmp_path):
+    done = _run(tmp_path, STACKED_DECORATORS)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [
+        {"k": [[5, "web", "Answer: x", True], "sum 3"]}]

@@ -78,6 +78,9 @@ class Event(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     EVENT_TYPE: ClassVar[str | None] = None
+    __event_fields__: ClassVar[frozenset[str] | None] = None
+    """The fields of an event class whose other keywords are kept as attributes (``Event``
+    and a program's own classes); ``None``: they are refused (the built-in events)."""
     POSITIONAL: ClassVar[tuple[str, ...]] = ()
     """The names of the arguments a built-in event takes by position, in Apache Flink
     Agents' order (``OutputEvent(result)``, ``ChatRequestEvent(model, messages)``)."""
@@ -99,8 +102,9 @@ class Event(BaseModel):
                     raise TypeError(
                         f"{type(self).__name__}() got {name!r} by position and by keyword")
                 data[name] = value
-        if type(self) is Event and not data.keys() <= _OWN_FIELDS:
-            data = _extra_as_attributes(data)
+        known = type(self).__event_fields__
+        if known is not None and not data.keys() <= known:
+            data = _extra_as_attributes(data, known, type(self).__name__)
         super().__init__(**data)
 
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
@@ -112,7 +116,7 @@ class Event(BaseModel):
                 return super().__getattr__(name)
             except AttributeError:
                 found = object.__getattribute__(self, "__dict__").get("attributes")
-                if type(self) is Event and found and name in found:
+                if type(self).__event_fields__ is not None and found and name in found:
                     return found[name]
                 raise
 
@@ -120,7 +124,8 @@ class Event(BaseModel):
         if name == "id":  # a Flink Agents typed copy's ``result.id = event.id`` (``from_event``);
             self.__dict__["id"] = str(value)  # sending it gives it an id of its own
             return
-        if type(self) is Event and name not in _OWN_FIELDS:  # Flink Agents' ``event.a = 2``
+        known = type(self).__event_fields__
+        if known is not None and name not in known:  # Flink Agents' ``event.a = 2``
             self.attributes[name] = value
             return
         try:  # only an assignment pays: building an event sets no attribute
@@ -147,6 +152,10 @@ class Event(BaseModel):
             # event, a restore) from its fields, which that ``__init__`` does not take.
             cls.__pydantic_custom_init__ = False
             cls.model_rebuild(force=True)
+        # a program's own event class keeps the keywords it does not declare as attributes,
+        # as Flink Agents' events (``extra="allow"``) keep them; the built-in ones refuse them
+        cls.__event_fields__ = None if cls.__module__.startswith("flink_agents_py.") \
+            else frozenset(cls.model_fields)
         name = f"{cls.__module__}:{cls.__qualname__}"
         if _is_skeleton_of(cls, _BY_CLASS.get(name)):
             return  # cloudpickle's throw-away copy of a loaded class (see event_class_tag)
@@ -276,24 +285,26 @@ class Event(BaseModel):
 
 
 _OWN_FIELDS = frozenset(Event.model_fields)
+Event.__event_fields__ = _OWN_FIELDS
 
 
-def _extra_as_attributes(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with its keywords that are not ``Event`` fields moved into ``attributes``.
+def _extra_as_attributes(data: dict[str, Any], known: frozenset[str], kind: str
+                         ) -> dict[str, Any]:
+    """``data`` with its keywords that are not fields (``known``) moved into ``attributes``.
 
     Returns:
-        A new dict: ``Event``'s own fields, and ``attributes`` holding the others too.
+        A new dict: the fields, and ``attributes`` holding the others too.
 
     Raises:
         TypeError: when such a keyword names an entry ``attributes`` gives too.
     """
     attributes = dict(data.get("attributes") or {})
-    out = {k: v for k, v in data.items() if k in _OWN_FIELDS}
+    out = {k: v for k, v in data.items() if k in known}
     for k, v in data.items():
-        if k in _OWN_FIELDS:
+        if k in known:
             continue
         if k in attributes:
-            raise TypeError(f"Event() got {k!r} as a keyword and in attributes: give it once")
+            raise TypeError(f"{kind}() got {k!r} as a keyword and in attributes: give it once")
         attributes[k] = v
     out["attributes"] = attributes
     return out
