@@ -164,3 +164,110 @@ def test_model_outputs_reach_json_dumps_and_attribute_readers_missing_jars_left_
         "KEYED 1 25", "KEYED 2 35", "KEYED 3 30"]
     assert sorted(x for x in lines if x.startswith("PRINTED ")) == [
         "PRINTED id=1 result=25", "PRINTED id=2 result=35", "PRINTED id=3 result=30"]
+
+
+ROLE_AGENT = '''
+    from typing import TypedDict
+
+    from flink_agents_py.compat import (
+        Agent, ChatMessage, ChatRequestEvent, ChatResponseEvent, Event, InputEvent,
+        MessageRole, OutputEvent, ResourceDescriptor, ResourceName, RunnerContext, action,
+        chat_model_setup, tool)
+    from flink_agents_py.testing import tool_call
+
+
+    class Shelf(TypedDict):
+        name: str
+
+
+    def answer(request):
+        roles = ",".join(m.role.value for m in request.messages)
+        if request.tool_results:
+            return ChatMessage(role=MessageRole("assistant"), content=roles)
+        return tool_call("count", shelf={"name": request.last_user_text})
+
+
+    class Noted(Event):
+        message: ChatMessage
+
+
+    class RoleAgent(Agent):
+        @chat_model_setup
+        @staticmethod
+        def model() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP,
+                                      connection="scripted", model="m", tools=["count"])
+
+        @tool
+        @staticmethod
+        def count(shelf: Shelf) -> int:
+            """Count a shelf.
+
+            Args:
+                shelf: the shelf.
+            """
+            return len(shelf["name"])
+
+        @action(InputEvent)
+        @staticmethod
+        def ask(event: InputEvent, ctx: RunnerContext) -> None:
+            note = ChatMessage(role=MessageRole.SYSTEM, content="kept")
+            ctx.short_term_memory.set("note", note)
+            ctx.send_event(Noted(message=note, source=event.input))
+
+        @action(Noted)
+        @staticmethod
+        def chat(event: Noted, ctx: RunnerContext) -> None:
+            assert event.message.role is MessageRole.SYSTEM, event.message.role
+            ctx.send_event(ChatRequestEvent(model="model", messages=[
+                event.message, ChatMessage(role=MessageRole.USER, content=event.source)]))
+
+        @action(ChatResponseEvent)
+        @staticmethod
+        def done(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+            kept = ctx.short_term_memory.get("note")
+            ctx.send_event(OutputEvent(output={
+                "roles": event.response.content, "role": event.response.role.value,
+                "kept": [kept.role.value, kept.role is MessageRole.SYSTEM]}))
+'''
+
+ROLE_PROGRAM = '''
+    import json
+
+    from pyflink.common.typeinfo import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    from role_agent import RoleAgent, answer
+    from flink_agents_py.compat import AgentsExecutionEnvironment, ResourceType
+    from flink_agents_py.testing import model_from_function
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    data = env.from_collection(["abc", "hello"])
+    agents_env = AgentsExecutionEnvironment.get_execution_environment(env=env)
+    agents_env.add_resource("scripted", ResourceType.CHAT_MODEL_CONNECTION,
+                            model_from_function(answer))
+    outputs = (agents_env.from_datastream(input=data, key_selector=lambda x: x)
+               .apply(RoleAgent()).to_datastream())
+    outputs.map(lambda x: "OUT " + json.dumps(x), Types.STRING()).print()
+    agents_env.execute()
+'''
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(600)
+def test_message_roles_typed_dict_tools_and_undeclared_event_fields_on_flink(tmp_path):
+    # ChatMessage.role as the MessageRole member through Flink's keyed state (an event
+    # field, short-term memory, the chat's tool round), a typing.TypedDict tool parameter on
+    # Python 3.11 and an event class given a field it does not declare: each failed before
+    (tmp_path / "role_agent.py").write_text(textwrap.dedent(ROLE_AGENT))
+    (tmp_path / "prog.py").write_text(textwrap.dedent(ROLE_PROGRAM))
+    env = {**{k: v for k, v in os.environ.items() if k != "FLINK_CONF_DIR"},
+           "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([str(PYTHON), "prog.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=540)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    lines = [line.split("> ", 1)[-1] for line in proc.stdout.splitlines()]
+    got = [json.loads(x[4:]) for x in lines if x.startswith("OUT ")]
+    assert got == [{"roles": "system,user,assistant,tool", "role": "assistant",
+                    "kept": ["system", True]}] * 2
