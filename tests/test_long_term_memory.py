@@ -845,3 +845,43 @@ def test_a_re_made_read_does_not_see_what_a_later_action_of_its_run_wrote(tmp_pa
     report = check_replay_safety(agent("db1"), inputs, other_process=False)
     report.assert_ok()  # before the fix: mismatches where the first read was not made yet
     assert report.points_total >= 4
+
+
+def test_flink_agents_0_2_sets_compact_on_add_and_replay_at_every_crash_point(tmp_path):
+    """A set made with Flink Agents 0.2's ``get_or_create_memory_set`` summarizes itself when
+    an add fills it (a durable model call in a synchronous action): every restore point
+    reads, summarizes and writes what the fault-free run did, the model called once per
+    compaction."""
+    from flink_agents_py.api import ChatModelSetup, SummarizationStrategy
+    from flink_agents_py.integrations.chat_models import ScriptedChatModel
+    from flink_agents_py.testing import check_replay_safety
+
+    chat = ScriptedChatModel.from_function(
+        lambda req: "SUMMARY: " + "; ".join(
+            line[2:] for line in req.last_user_text.splitlines()))
+
+    def act(event: InputEvent, ctx: Any) -> None:
+        m = ctx.long_term_memory.get_or_create_memory_set(
+            "prefs", str, 3, SummarizationStrategy(model="summarizer"))
+        m.add(event.input["text"])
+        ctx.send_event(OutputEvent(output={"size": m.size, "items": sorted(
+            i.value for i in m.get()), "compacted": [i.compacted for i in m.get()]}))
+
+    def build(db: str) -> Agent:
+        agent = Editor(str(tmp_path / db))
+        agent._actions.clear()
+        agent.add_resource("scripted", ResourceType.CHAT_MODEL_CONNECTION, chat)
+        agent.add_resource("summarizer", ResourceType.CHAT_MODEL,
+                           ResourceDescriptor(ChatModelSetup, connection="scripted"))
+        agent.add_action("act", [InputEvent], act)
+        return agent
+
+    inputs = [{"key": "u1", "text": t} for t in ("likes red", "size 9", "lives in Oslo", "tea")]
+    outs = _run(build("db"), *[{"text": i["text"]} for i in inputs])
+    summary = "SUMMARY: likes red; size 9; lives in Oslo"
+    assert outs[2] == {"size": 1, "items": [summary], "compacted": [True]}
+    assert outs[3] == {"size": 2, "items": [summary, "tea"], "compacted": [True, False]}
+    assert chat.calls == 1
+    report = check_replay_safety(build("db2"), inputs, other_process=False)
+    report.assert_ok()
+    assert report.points_total > 4
