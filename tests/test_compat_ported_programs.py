@@ -685,7 +685,7 @@ STACKED_DECORATORS = """
     from flink_agents_py.compat import (
         Agent, AgentsExecutionEnvironment, ChatMessage, ChatRequestEvent, ChatResponseEvent,
         Event, InputEvent, MessageRole, OutputEvent, Prompt, ResourceDescriptor, ResourceName,
-        ResourceType, RunnerContext, action, chat_model_setup, prompt, tool)
+        ResourceType, RunnerContext, Tool, action, chat_model_setup, prompt, tool)
     from flink_agents_py.testing import model_from_function, tool_call
 
 
@@ -726,7 +726,9 @@ STACKED_DECORATORS = """
         @staticmethod
         @action(InputEvent)
         def start(event: InputEvent, ctx: RunnerContext) -> None:
-            total = ctx.get_resource("add", ResourceType.TOOL).call(a=2, b=3)
+            adder = ctx.get_resource("add", ResourceType.TOOL)
+            assert isinstance(adder, Tool), type(adder)  # (it was not, before this port)
+            total = adder.call(a=2, b=3)
             text = ctx.get_resource("my_prompt", ResourceType.PROMPT).format_string(input="x")
             counted = Counted(value=total, source=event.input, note=text)
             counted.seen = True

@@ -17,6 +17,7 @@ from ..api import (
     FunctionTool,
     InternalSubagent,
     PreparedCall,
+    Resource,
     ResourceDescriptor,
     ResourceType,
 )
@@ -94,8 +95,22 @@ class ToolType(Enum):
     MCP = "mcp"
 
 
-class Tool:
-    """Flink Agents' ``Tool``; here only its constructor from a function."""
+class _ToolKind(type):
+    """``isinstance(x, Tool)`` holds for every tool resource, as for Flink Agents' tools."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        if type.__instancecheck__(cls, instance):
+            return True
+        return cls is Tool and isinstance(instance, Resource) \
+            and getattr(instance, "RESOURCE_TYPE", None) is ResourceType.TOOL
+
+
+class Tool(metaclass=_ToolKind):
+    """Flink Agents' ``Tool``: its constructor from a function, and what every tool is.
+
+    A tool got with ``ctx.get_resource(name, ResourceType.TOOL)`` (a ``FunctionTool``, an
+    MCP server's tool, a skill's) passes ``isinstance(tool, Tool)``, as Flink Agents' do.
+    """
 
     @staticmethod
     def from_callable(func: Callable[..., Any], *,
