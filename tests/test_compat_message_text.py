@@ -103,6 +103,9 @@ def test_a_message_role_is_the_enum_member():
     assert ChatMessage.of(MessageRole.SYSTEM, "s").role.name == "SYSTEM"
     assert ChatMessage.tool("42").role is MessageRole.TOOL
     assert {MessageRole.USER: 1}[message.role] == 1
+    # its text is its value (a transcript or a chat template reads "user")
+    assert f"{message.role}: {message.content}" == "user: hi" == str(message)
+    assert str(message.role) == "user" and f"{message.role:>5}" == " user"
     # its JSON form is the value, and reading it back gives the member again
     dumped = message.model_dump(mode="json")
     assert dumped["role"] == "user" and type(dumped["role"]) is str

@@ -29,12 +29,26 @@ __all__ = [
 
 
 class MessageRole(str, Enum):
-    """The role of a chat message (OpenAI chat-completions roles)."""
+    """The role of a chat message (OpenAI chat-completions roles).
+
+    A ``str`` enum, as Apache Flink Agents' ``MessageRole``: ``role == "user"``,
+    ``role.value`` and ``MessageRole("user")`` all work. Its text (``str(role)``,
+    ``f"{role}"``) is its value, as a ``StrEnum``'s: a role put into a transcript, a log or a
+    chat template reads ``user``, not ``MessageRole.USER``.
+    """
 
     SYSTEM = "system"
     USER = "user"
     ASSISTANT = "assistant"
     TOOL = "tool"
+
+    def __str__(self) -> str:
+        """The role's value (``"user"``)."""
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        """The role's value, formatted (``f"{role:>9}"``)."""
+        return format(self.value, spec)
 
 
 class ToolCall(BaseModel):
