@@ -57,7 +57,7 @@ SCRIPT = textwrap.dedent('''
 
     agent = Caller()
     agent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor(
-        Remote, description="A remote.", input_schema='{"type":"string"}',
+        Remote, description="A remote.", input_schema='{"type":"object"}',
         status_poll_interval_millis=50, timeout_s=0.5))
     records = [{"key": "stuck", "q": 1}, {"key": "stuck", "q": 2}, {"key": "fine", "q": 3}]
     outs = AgentsExecutionEnvironment.local().from_list(

@@ -175,7 +175,7 @@ def test_a_poll_with_a_timeout_is_replay_safe_at_every_crash_point():
 
     agent = Caller()
     agent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor(
-        Done, description="A remote.", input_schema='{"type":"string"}',
+        Done, description="A remote.", input_schema='{"type":"object"}',
         status_poll_interval_millis=20, timeout_s=30))
     report = check_replay_safety(agent, [{"key": k, "q": 1} for k in "abc"])
     report.assert_ok()

@@ -392,7 +392,7 @@ def test_contract_6_prefixed_tool_in_class_body_rejected():
 
 # ---------------------------------------------------------------------------- contract 7
 ARGS = {
-    "review": "Très bien ✓ \"quoted\"",
+    "review": "Très bien ✓ \"quoted\"", "product": "p-1",
     "n": 1, "f": 1.5, "big": 2**53 + 1, "flag": False, "none": None,
     "nested": {"list": [1, None, True, "s"], "empty": {}, "deeper": [{"a": []}]},
     "not_in_schema": "kept as is",
@@ -403,7 +403,7 @@ ARGS = {
 @pytest.mark.parametrize("kind", ["internal", "deferred"])
 def test_contract_7_model_arguments_reach_the_subagent_unchanged(kind):
     sa.SCRIPTS["orch"] = two_turns([("1", "_subagent_r", ARGS)])
-    # declares ReviewTask, which these arguments do not satisfy: nothing validates or coerces
+    # they follow ReviewTask's schema, with fields it does not name: nothing coerces or drops
     decl = (sa.internal(sa.Echo, input_type=REVIEW_TASK) if kind == "internal"
             else sa.deferred(input_type=REVIEW_TASK))
     out = only_answer(run(sa.orchestrator(subagents=["r"], r=decl)))

@@ -316,6 +316,16 @@ class UsageError(AgentsError, TypeError):
     """
 
 
+class SubagentInputError(AgentsError, ValueError):
+    """A sub-agent call's input does not follow the sub-agent's declared input schema.
+
+    Raised by ``ctx.submit_subagent(name, input)`` before anything is submitted (no child run
+    starts with the input); a chat model's ``_subagent_<name>`` call with such arguments gets
+    the message back as the tool call's error, so it can correct them. The message names the
+    sub-agent, each field (as a JSON path) and what is wrong with it.
+    """
+
+
 class UnkeyedRecordError(AgentsError, ValueError):
     """A dict record with no ``"key"`` field, read with no ``key_selector``.
 

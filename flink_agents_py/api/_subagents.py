@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SUBAGENT_DESCRIPTION_MARKER",
     "subagent_callable",
+    "declared_input_schema",
     "subagent_prompt_values",
     "SubagentResult",
     "RunStatus",
@@ -314,6 +315,47 @@ def _refs_cycle(schema: dict[str, Any]) -> bool:
     return any(cyclic(n) for n in graph)
 
 
+def declared_input_schema(name: str, setup: SubagentSetup) -> dict[str, Any] | None:
+    """The JSON Schema sub-agent ``name`` declares for its input, if it declares one.
+
+    Returns:
+        The explicit ``input_schema`` when declared, else the schema pydantic derives from the
+        declared input type (without its title); ``None`` when the sub-agent declares neither.
+
+    Raises:
+        ResourceError: naming the sub-agent, when ``input_schema`` is no JSON, or the input
+            type cannot be rendered as JSON Schema or is self-referential.
+    """
+    import json
+
+    from pydantic import TypeAdapter
+
+    from ._errors import ResourceError
+
+    if setup.input_schema is not None:
+        try:
+            explicit: dict[str, Any] = json.loads(setup.input_schema)
+        except json.JSONDecodeError as e:
+            raise ResourceError(f"sub-agent {name!r}: input_schema is not JSON ({e})") from e
+        return explicit
+    declared = setup.declared_input_type()
+    if declared is None:
+        return None
+    try:
+        schema: dict[str, Any] = TypeAdapter(declared).json_schema()
+    except Exception as e:  # noqa: BLE001 - pydantic cannot render the type
+        raise ResourceError(f"sub-agent {name!r}: input type {declared!r} cannot be "
+                            f"rendered as JSON Schema ({e}); {_REMEDY}") from e
+    if _refs_cycle(schema):
+        raise ResourceError(f"sub-agent {name!r}: input type {declared.__name__} is "
+                            f"self-referential, which chat models cannot take; {_REMEDY}")
+    schema.pop("title", None)
+    return schema
+
+
+_REMEDY = "declare input_schema (JSON Schema text of an object) on the sub-agent"
+
+
 def subagent_callable(name: str, setup: SubagentSetup) -> dict[str, Any]:
     """The callable a chat model is offered for sub-agent ``name``.
 
@@ -328,37 +370,17 @@ def subagent_callable(name: str, setup: SubagentSetup) -> dict[str, Any]:
         ResourceError: naming the sub-agent, when it has neither an explicit schema nor an
             input type that renders as a JSON object, or its type is self-referential.
     """
-    import json
-
-    from pydantic import TypeAdapter
-
     from ._errors import ResourceError
     from ._tools import RESERVED_TOOL_PREFIX
 
-    remedy = "declare input_schema (JSON Schema text of an object) on the sub-agent"
-    if setup.input_schema is not None:
-        try:
-            schema = json.loads(setup.input_schema)
-        except json.JSONDecodeError as e:
-            raise ResourceError(f"sub-agent {name!r}: input_schema is not JSON ({e})") from e
-    else:
-        declared = setup.declared_input_type()
-        if declared is None:
-            raise ResourceError(
-                f"sub-agent {name!r} has neither an input_schema nor an input_type, so it "
-                f"cannot be offered to a chat model: {remedy}")
-        try:
-            schema = TypeAdapter(declared).json_schema()
-        except Exception as e:  # noqa: BLE001 - pydantic cannot render the type
-            raise ResourceError(f"sub-agent {name!r}: input type {declared!r} cannot be "
-                                f"rendered as JSON Schema ({e}); {remedy}") from e
-        if _refs_cycle(schema):
-            raise ResourceError(f"sub-agent {name!r}: input type {declared.__name__} is "
-                                f"self-referential, which chat models cannot take; {remedy}")
-        schema.pop("title", None)
+    schema = declared_input_schema(name, setup)
+    if schema is None:
+        raise ResourceError(
+            f"sub-agent {name!r} has neither an input_schema nor an input_type, so it "
+            f"cannot be offered to a chat model: {_REMEDY}")
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise ResourceError(f"sub-agent {name!r}: its input schema is not a JSON object "
-                            f"schema; {remedy}")
+                            f"schema; {_REMEDY}")
     text = (setup.description or _GENERIC_DESCRIPTION.format(name=name)).rstrip()
     return {"name": f"{RESERVED_TOOL_PREFIX}{name}",
             "description": f"{text} {SUBAGENT_DESCRIPTION_MARKER}", "parameters": schema}

@@ -49,6 +49,7 @@ from ._failures import TOOL_FAILURES, clip, error_text, failure_text, unless_can
 from ._model_calls import MAX_ANSWER_DEPTH, class_problem, deeper_than
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
+from ._schemas import schema_problems
 from ._serde import to_plain_json
 from ._spend import MEMORY_PREFIX, merged_spend, spend_key, stored_spend
 from ._tool_results import (
@@ -109,9 +110,6 @@ def _describe(error: BaseException) -> str:
     return text if isinstance(error, ChatCallFailed) else f"{type(error).__name__}: {text}"
 
 
-_VALIDATORS: dict[bytes, Any] = {}
-
-
 def _schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
     """Why ``value`` does not follow the JSON Schema ``schema``.
 
@@ -121,31 +119,8 @@ def _schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
     Raises:
         jsonschema.SchemaError: when ``schema`` itself is not a valid JSON Schema.
     """
-    import jsonschema
-
-    key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
-    validator = _VALIDATORS.get(key)
-    if validator is None:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
-        validator = cls(schema)
-        if len(_VALIDATORS) >= 128:
-            _VALIDATORS.clear()
-        _VALIDATORS[key] = validator
-    errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
-    if not errors:
-        return None
-
-    def where(e: Any) -> str:
-        path = "$"
-        for part in e.absolute_path:
-            path += f"[{part}]" if isinstance(part, int) else f".{part}"
-        return path
-
-    # a validator's message quotes the value (a model's huge answer): each is cut
-    shown = "; ".join(f"at {clip(where(e), 200)}: {clip(e.message, 300)}" for e in errors[:3])
-    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
-    return f"the answer does not follow the schema: {shown}{more}"
+    problems = schema_problems(value, schema)
+    return None if problems is None else f"the answer does not follow the schema: {problems}"
 
 
 def _json_text(text: str) -> str:

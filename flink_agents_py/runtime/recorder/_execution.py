@@ -36,6 +36,7 @@ from ...api import (
 )
 from .._budgets import count_replayed
 from .._knowledge import durable_view
+from .._schemas import check_subagent_input
 from .._serde import event_is_plain, event_json
 from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
 from ..context._long_term_memory import ActionLongTermMemory
@@ -397,6 +398,8 @@ class ActionExecution:
             kind = CallKind.SUBAGENT_REFUSED  # refused then: refused again, as recorded
         elif rec is not None:
             self._check_same(call_id, rec, kind, name)
+        if rec is None and setup is not None:  # a new call: its input must fit the schema
+            check_subagent_input(name, setup, input)
         call = DurableCall(call_id, ordinal, dig, kind, name)
         self.calls[ordinal] = call
         if kind is CallKind.SUBAGENT_REFUSED:
@@ -416,12 +419,13 @@ class ActionExecution:
             return SubagentHandle(self, call, name, CallKind.SUBAGENT_DEFERRED, session_id,
                                   setup)
         assert isinstance(setup, AsyncSubagentSetup)
-        self._replay_or_prepare(call, rec, Poll(call, name, setup, session_id))
         # submitted once, durably; always awaited, so the call takes its ordinal on replay too
         await self.execute_as(
             CallKind.SUBAGENT_SUBMIT, name, setup.call_submit_request,
             (session_id, call_id, input),
             reconciler=lambda: setup.reconcile_submit_request(session_id, call_id, input))
+        # polled once submitted (a submit that raised leaves no run to poll, nor to cancel)
+        self._replay_or_prepare(call, rec, Poll(call, name, setup, session_id))
         return SubagentHandle(self, call, name, CallKind.SUBAGENT_RESULT, session_id, setup)
 
     # -- runtime side ------------------------------------------------------------------
