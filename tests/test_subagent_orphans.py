@@ -22,10 +22,12 @@ from pathlib import Path
 
 import pytest
 from support.harness import KEY, new_core, run_to_end
-from support.subagent_neighbour_agents import LINGER_POLLS
+from support.probes import count
+from support.subagent_neighbour_agents import LINGER_POLLS, Lingering
 from support.subagent_orphan_agents import leaving
 
 from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent, InputEvent, ResourceDescriptor, ResourceType, action
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import InMemoryKeyState
 from flink_agents_py.testing import check_replay_safety
@@ -36,7 +38,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(records):
-    return AgentsExecutionEnvironment.local().from_list(records).apply(leaving()).run()
+    return _run_agent(leaving(), records)
+
+
+def _run_agent(agent, records):
+    return AgentsExecutionEnvironment.local().from_list(records).apply(agent).run()
 
 
 @pytest.mark.parametrize("end", ["raise", "return"])
@@ -54,6 +60,54 @@ def test_a_remote_run_polled_by_a_child_left_behind_is_cancelled(end, probes, ca
     [warned] = [r.getMessage() for r in caplog.records if "never awaited" in r.getMessage()]
     assert "sub-agent 'polling'" in warned and "was cancelled" in warned
     assert f"subagent_orphan_agents.py:{_line_of('# LEFT')}" in warned
+
+
+@pytest.mark.parametrize("end", ["raise", "return"])
+def test_an_async_run_its_own_action_left_behind_is_sent_its_cancel_request(end, probes, caplog):
+    # before: the run, started at submit, was never polled nor cancelled; raising said nothing
+    records = [{"key": "a", "end": end, "kid": "remote"}, {"key": "a", "end": "next"}]
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        result = _run(records)
+    assert result.outputs == (["next"] if end == "raise" else ["returned", "next"])
+    assert [(e.action, e.message) for e in result.errors] == (
+        [("on_input", "the parent failed")] if end == "raise" else [])
+    assert (probes["submit"], probes["cancel"], probes["status"], probes["fetch"]) == (1, 1, 0, 0)
+    [warned] = [r.getMessage() for r in caplog.records if "never awaited" in r.getMessage()]
+    assert "async sub-agent 'remote'" in warned and "cancel request" in warned
+    assert f"subagent_orphan_agents.py:{_line_of('# LEFT')}" in warned
+
+
+class FailingSubmit(Lingering):
+    """An async remote whose submit request raises: no run starts."""
+
+    def call_submit_request(self, session_id, call_id, input):
+        count("submit")
+        raise ConnectionError("the remote refused the run")
+
+
+class SubmitFails(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event, ctx):
+        await ctx.submit_subagent("remote", {})
+
+
+def test_a_submit_that_raised_leaves_no_run_to_cancel(probes, caplog):
+    agent = SubmitFails()
+    agent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor(FailingSubmit))
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.runtime"):
+        result = _run_agent(agent, [{"key": "a"}])
+    [error] = result.errors
+    assert error.error_type == "ConnectionError"
+    assert (probes["submit"], probes["cancel"]) == (1, 0)
+    assert not [r for r in caplog.records if "never awaited" in r.getMessage()]
+
+
+@pytest.mark.parametrize("end", ["raise", "return"])
+def test_an_async_run_left_behind_replays_at_every_crash_point(end):
+    report = check_replay_safety(leaving(), [{"key": "a", "end": end, "kid": "remote"},
+                                             {"key": "a", "end": "next"}], other_process=False)
+    report.assert_ok()
 
 
 @pytest.mark.parametrize("end", ["raise", "return"])

@@ -19,7 +19,7 @@ from flink_agents_py.api import (
     action,
 )
 from support.probes import count
-from support.subagent_neighbour_agents import polled, polling_child
+from support.subagent_neighbour_agents import Lingering, polled, polling_child
 
 
 class Waiting(Agent):
@@ -36,7 +36,8 @@ class Waiting(Agent):
 class Leaving(Agent):
     """``input["end"]``: ``"raise"`` or ``"return"`` once the child is at work; ``"next"``:
     output ``"next"`` (the key's later record). ``input["kid"]``: ``"polling"`` (an async
-    remote run polled in the child) or ``"waiting"`` (an outside event waited for)."""
+    remote run polled in the child), ``"waiting"`` (an outside event waited for) or
+    ``"remote"`` (an async remote run the action submits itself)."""
 
     @action(InputEvent)
     @staticmethod
@@ -57,6 +58,8 @@ def leaving() -> Agent:
     parent = Leaving()
     parent.add_resource("polling", ResourceType.AGENT, ResourceDescriptor(
         InternalSubagent, agent=polling_child(), input_schema='{"type":"object"}'))
+    parent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor(
+        Lingering, status_poll_interval_millis=5))
     parent.add_resource("waiting", ResourceType.AGENT, ResourceDescriptor(
         InternalSubagent, agent=Waiting, input_schema='{"type":"object"}'))
     return parent

@@ -28,8 +28,9 @@ from .._spend import drop_ended_spends
 from .._terminal import log_text
 from ..context._calls import unawaited, unawaited_effect
 from ..context._memory import apply_merges, apply_writes, priors
-from ..recorder._state import InflightAction, KeyState, RunState
+from ..recorder._state import CallKind, InflightAction, KeyState, RunState
 from ..recorder._versioning import check_unreached
+from ._commands import Poll
 from ._invocation_end import env_of
 from ._results import ErrorRecord, input_record
 
@@ -38,8 +39,8 @@ if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
     from ._tasks import Step, Task
 
-__all__ = ["unfinished_calls", "completion_error", "commit_memory", "report_failure",
-           "emit_output"]
+__all__ = ["unfinished_calls", "cancel_unpolled", "completion_error", "commit_memory",
+           "report_failure", "emit_output"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -51,6 +52,42 @@ def unfinished_calls(ctx: ActionExecution) -> list[DurableCall]:
         the run's own, and a lazy call never awaited never started).
     """
     return [c for c in ctx.calls.values() if c.running]
+
+
+def cancel_unpolled(ctx: ActionExecution, warned: set[str]) -> bool:
+    """Cancel the async sub-agent runs ``ctx``'s action, which ended, submitted and never awaited.
+
+    An async sub-agent's remote run starts at submit; it is polled only when its handle is
+    awaited, and a handle is valid only within the action execution that submitted it. So
+    once the action returned or raised, nobody can read the run's result: as an internal
+    sub-agent's call left behind (``_subgraph.cancel_left_behind``), the run does not outlive
+    the action. It gets its cancel request (one durable call, as ``handle.cancel()`` makes;
+    the action finishes once it is recorded), and a WARNING names the line that submitted it
+    (once per line, in ``warned``). The run's own call stays unstarted, so a re-entered action
+    that ends the same way sends (or replays) the same cancel request.
+
+    Returns:
+        Whether a cancel request was made (its command is queued on ``ctx``).
+    """
+    made = False
+    for call in list(ctx.calls.values()):
+        poll = call.start
+        if call.kind is not CallKind.SUBAGENT_RESULT or call.used or call.done \
+                or not isinstance(poll, Poll):
+            continue
+        call.used = True  # dealt with: not warned about again, nor cancelled twice
+        ctx.execute_as(CallKind.SUBAGENT_CANCEL, poll.name, poll.setup.call_cancel_request,
+                       (poll.session_id, call.call_id),
+                       digest_name=f"{CallKind.SUBAGENT_CANCEL.value}:{poll.name}")
+        made = True
+        if call.site not in warned:
+            warned.add(call.site)
+            log.warning("the call %s of async sub-agent %r made at %s was never awaited by "
+                        "action execution %s, which ended, so its remote run was sent its "
+                        "cancel request (nobody could read its result); await its handle, or "
+                        "cancel it", call.call_id, poll.name, call.site or "?",
+                        ctx.execution_id)
+    return made
 
 
 def completion_error(ctx: ActionExecution, reentered: bool, warned: set[str]

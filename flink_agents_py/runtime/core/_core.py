@@ -62,7 +62,6 @@ from ._completion import (
     completion_error,
     emit_output,
     report_failure,
-    unfinished_calls,
 )
 from ._damaged import read_run, unreadable_record
 from ._executor import IOExecutor
@@ -552,7 +551,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
     def _end(self, step: _Step, task: _Task, error: BaseException | None) -> None:
         """The action returned or raised: finish it once the calls it started are recorded."""
         task.ending = (error,)
-        if not task.ctx.calls or not unfinished_calls(task.ctx):
+        if not task.ctx.calls or self._settled(step, task):
             self._finish(step, task, error)
 
     def _finish(self, step: _Step, task: _Task, error: BaseException | None) -> None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ...api import UnfinishedRunError
 from ..recorder._state import KeyState, RunState
 from ..recorder._wait_calls import SLEEP_PREFIX
-from ._completion import unfinished_calls
+from ._completion import cancel_unpolled, unfinished_calls
 from ._executor import IOExecutor
 from ._results import ErrorRecord, StepResult, input_record
 from ._tasks import Task
@@ -71,6 +71,22 @@ class UnfinishedCore(WaitsCore):
     executor: IOExecutor
     probe: Probe | None
     _run_tokens: dict[Any, Any]
+
+    if TYPE_CHECKING:
+        def _drain(self, step: Any, task: Task, awaited: Any) -> BaseException | None: ...
+
+    def _settled(self, step: Any, task: Task) -> bool:
+        """Whether ``task``'s action, which returned or raised, has no call left running.
+
+        First the async sub-agent runs it submitted and never awaited are sent their cancel
+        requests (``_completion.cancel_unpolled``), which it then waits for too.
+
+        Returns:
+            Whether it can finish now.
+        """
+        if cancel_unpolled(task.ctx, self._warned_sites):
+            self._drain(step, task, None)
+        return not unfinished_calls(task.ctx)
 
     def is_stuck(self, key: Any) -> bool:
         """Whether a busy ``key`` can never move on: no call of it runs, nothing was delivered.
