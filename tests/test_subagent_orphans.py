@@ -185,3 +185,60 @@ def test_a_user_module_is_told_which_line_left_a_call_behind(tmp_path):
     [warned] = [w for w in proc.stderr.splitlines() if "was never awaited" in w]
     assert "sub-agent 'researcher'" in warned and f"lead.py:{line + 1}" in warned, warned
     assert "so it was cancelled" in warned
+
+
+ASYNC_USER_SCRIPT = '''\
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (Agent, AsyncSubagentSetup, InputEvent, OutputEvent,
+    ResourceDescriptor, ResourceType, RunStatus, SubagentResult, action)
+
+SENT = []
+
+
+class Crawl(AsyncSubagentSetup):
+    def call_submit_request(self, session_id, call_id, input):
+        SENT.append("submit")
+
+    def call_query_status(self, session_id, call_id):
+        SENT.append("status")
+        return RunStatus.running()
+
+    def call_fetch_result(self, session_id, call_id):
+        return SubagentResult.ok("never")
+
+    def call_cancel_request(self, session_id, call_id):
+        SENT.append("cancel")
+
+
+class Lead(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def plan(event, ctx):
+        if event.input.get("site"):
+            await ctx.submit_subagent("crawler", {"site": event.input["site"]})
+            raise ValueError("no budget left")
+        ctx.send_event(OutputEvent(output="next record"))
+
+
+lead = Lead()
+lead.add_resource("crawler", ResourceType.AGENT, ResourceDescriptor(
+    Crawl, status_poll_interval_millis=5))
+result = AgentsExecutionEnvironment.local().from_list(
+    [{"key": "k", "site": "a.example"}, {"key": "k"}]).apply(lead).run()
+print(result.outputs, [e.message for e in result.errors], SENT)
+'''
+
+
+def test_a_user_module_is_told_which_line_left_an_async_run_behind(tmp_path):
+    (tmp_path / "lead.py").write_text(ASYNC_USER_SCRIPT)
+    proc = subprocess.run([sys.executable, "lead.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=150,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == (
+        "['next record'] ['no budget left'] ['submit', 'cancel']")
+    line = ASYNC_USER_SCRIPT.splitlines().index(
+        '            await ctx.submit_subagent("crawler", {"site": event.input["site"]})')
+    [warned] = [w for w in proc.stderr.splitlines() if "was never awaited" in w]
+    assert "async sub-agent 'crawler'" in warned and f"lead.py:{line + 1}" in warned, warned
+    assert "cancel request" in warned
