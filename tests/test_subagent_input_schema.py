@@ -28,6 +28,7 @@ from flink_agents_py.api import (
     AsyncSubagentSetup,
     InputEvent,
     OutputEvent,
+    PlanError,
     ResourceDescriptor,
     ResourceType,
     RunnerContext,
@@ -36,6 +37,7 @@ from flink_agents_py.api import (
     SubagentResult,
     action,
 )
+from flink_agents_py.plan import AgentPlan
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -158,13 +160,33 @@ def test_a_sub_agent_that_declares_no_input_takes_any(probes):
     assert res.outputs == [{"ok": True, "result": [{"got": "just text"}]}]
 
 
-def test_a_schema_that_is_no_json_schema_is_named_at_submit(probes):
-    bad = sa.internal(sa.Echo, input_schema='{"type": "object", "required": "diff"}')
-    res = run(submitting(broken=bad), {"key": "k", "to": "broken", "arg": {"diff": "d"}})
-    [error] = res.errors
-    assert error.error_type == "ResourceError"
-    assert "sub-agent 'broken'" in error.message and "not a valid JSON Schema" in error.message
-    assert current()["child:echo"] == 0
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        (
+            '{"type": "object", "required": "diff"}',
+            "is not a valid JSON Schema: 'diff' is not of type 'array'",
+        ),
+        ('{"type": "objekt"}', "is not a valid JSON Schema"),
+        ("{'type': 'object'}", "is not JSON"),
+    ],
+)
+def test_a_schema_that_is_no_json_schema_fails_the_plan_naming_the_sub_agent(schema, why):
+    # every submit is checked by it: it fails when the plan is built, before any record
+    bad = sa.internal(sa.Echo, input_schema=schema)
+    with pytest.raises(PlanError) as err:
+        AgentPlan.from_agent(submitting(broken=bad))
+    assert f"agent resource 'broken': input_schema {why}" in str(err.value)
+
+
+def test_an_offered_schema_that_is_no_json_schema_fails_the_plan_naming_the_setup():
+    agent = sa.orchestrator(subagents=["r"], r=sa.internal(
+        sa.Echo, input_schema='{"type": "object", "properties": {"diff": {"type": "strin"}}}'))
+    with pytest.raises(PlanError) as err:
+        AgentPlan.from_agent(agent)
+    [problem] = err.value.problems
+    assert problem.startswith("chat_model resource 'om' offers sub-agent 'r': its input_schema "
+                              "is not a valid JSON Schema"), problem
 
 
 def test_a_model_breaking_the_schema_is_told_why_and_corrects_the_call(probes):

@@ -62,6 +62,15 @@ def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
     tools = seen.get(ResourceType.TOOL, {})
     setups = seen.get(ResourceType.CHAT_MODEL, {})
     described: set[str] = set()  # tools whose schema was checked (each reported once)
+    offered: set[str] = set()  # sub-agents a chat model offers (checked with its setup)
+    for rp in resources.get(ResourceType.CHAT_MODEL, {}).values():
+        named = rp.descriptor.arguments.get("subagents")
+        if isinstance(named, list):
+            offered.update(n for n in named if isinstance(n, str))
+    for name, rp in resources.get(ResourceType.AGENT, {}).items():
+        problem = _input_schema_problem(rp.descriptor.arguments.get("input_schema"))
+        if problem is not None and name not in offered:
+            problems.append(f"agent resource {name!r}: input_schema {problem}")
     for name, rp in resources.get(ResourceType.CHAT_MODEL, {}).items():
         try:
             cls = import_qualified(rp.descriptor.clazz)
@@ -101,6 +110,31 @@ def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
         check_budget_prices(name, rp.descriptor.arguments, setups, problems)
         check_prompt_name(name, rp.descriptor.arguments, seen.get(ResourceType.PROMPT, {}),
                           bool(seen.get(ResourceType.MCP_SERVER)), problems)
+
+
+def _input_schema_problem(text: Any) -> str | None:
+    """Why a sub-agent's ``input_schema`` text is no JSON Schema (every submit checks by it).
+
+    Returns:
+        The problem, or ``None`` (also for no text: a blank or non-text one is reported by
+        the setup's own validation).
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None
+    import json
+
+    import jsonschema
+
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as e:
+        return f"is not JSON ({e})"
+    try:
+        jsonschema.validators.validator_for(
+            schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+    except jsonschema.SchemaError as e:
+        return f"is not a valid JSON Schema: {e.message}"
+    return None
 
 
 def _tool_hint(tool: str, tools: Mapping[str, Any],
@@ -155,8 +189,8 @@ def _check_offered_subagents(name: str, rp: Any, agents: Mapping[str, Any],
                              problems: list[str]) -> None:
     """Check that a chat model's ``subagents`` are declared and have usable input schemas.
 
-    A usable schema is an explicit one, or an input type rendering as a JSON object: the job
-    fails at setup, not at its first chat (contract 2).
+    A usable schema is an explicit one (valid JSON Schema of an object), or an input type
+    rendering as a JSON object: the job fails at setup, not at its first chat (contract 2).
     """
     named = rp.descriptor.arguments.get("subagents", []) or []
     if isinstance(named, str):  # one name: its letters are not sub-agent names
@@ -170,6 +204,11 @@ def _check_offered_subagents(name: str, rp: Any, agents: Mapping[str, Any],
         if agent_rp is None:
             problems.append(f"chat_model resource {name!r} names sub-agent {s!r}, which is not "
                             "declared as an agent resource")
+            continue
+        problem = _input_schema_problem(agent_rp.descriptor.arguments.get("input_schema"))
+        if problem is not None:
+            problems.append(f"chat_model resource {name!r} offers sub-agent {s!r}: its "
+                            f"input_schema {problem}")
             continue
         try:
             setup = agent_rp.build()
