@@ -19,14 +19,15 @@ from ._failures import clip
 __all__ = ["schema_problems", "check_subagent_input"]
 
 _VALIDATORS: dict[bytes, Any] = {}
+_DECLARED: dict[tuple[str | None, str | None], Any] = {}
+"""The validators of the schemas sub-agents declare, by ``(input_schema, input_type)``."""
 
 
-def schema_problems(value: Any, schema: dict[str, Any]) -> str | None:
-    """Where and how ``value`` breaks the JSON Schema ``schema``.
+def _validator(schema: dict[str, Any]) -> Any:
+    """The (cached) validator of ``schema``, of its own draft (Draft 2020-12 by default).
 
     Returns:
-        ``"at $.path: message; ..."`` (at most three, then how many more), or ``None`` when
-        ``value`` follows the schema.
+        The ``jsonschema`` validator.
 
     Raises:
         jsonschema.SchemaError: when ``schema`` itself is not a valid JSON Schema.
@@ -42,6 +43,11 @@ def schema_problems(value: Any, schema: dict[str, Any]) -> str | None:
         if len(_VALIDATORS) >= 128:
             _VALIDATORS.clear()
         _VALIDATORS[key] = validator
+    return validator
+
+
+def _problems(validator: Any, value: Any) -> str | None:
+    """``"at $.path: message; ..."`` for what ``value`` breaks, or ``None``."""
     errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
     if not errors:
         return None
@@ -55,6 +61,19 @@ def schema_problems(value: Any, schema: dict[str, Any]) -> str | None:
     shown = "; ".join(f"at {clip(where(e), 200)}: {clip(e.message, 300)}" for e in errors[:3])
     more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
     return f"{shown}{more}"
+
+
+def schema_problems(value: Any, schema: dict[str, Any]) -> str | None:
+    """Where and how ``value`` breaks the JSON Schema ``schema``.
+
+    Returns:
+        ``"at $.path: message; ..."`` (at most three, then how many more), or ``None`` when
+        ``value`` follows the schema.
+
+    Raises:
+        jsonschema.SchemaError: when ``schema`` itself is not a valid JSON Schema.
+    """
+    return _problems(_validator(schema), value)
 
 
 def check_subagent_input(name: str, setup: SubagentSetup, input: Any) -> None:
@@ -73,19 +92,27 @@ def check_subagent_input(name: str, setup: SubagentSetup, input: Any) -> None:
         SubagentInputError: naming the sub-agent, each field and what is wrong with it.
         ResourceError: when the declared schema is no JSON, or no valid JSON Schema.
     """
-    import jsonschema
-
-    schema = declared_input_schema(name, setup)
-    if schema is None:
+    declared = (setup.input_schema, setup.input_type)
+    if declared == (None, None):
         return
+    validator = _DECLARED.get(declared)
+    if validator is None:
+        import jsonschema
+
+        schema = declared_input_schema(name, setup)
+        assert schema is not None  # (one of the two is declared)
+        try:
+            validator = _validator(schema)
+        except jsonschema.SchemaError as e:
+            raise ResourceError(
+                f"sub-agent {name!r}: its input_schema is not a valid JSON "
+                f"Schema: {clip(e.message, 300)}"
+            ) from None
+        if len(_DECLARED) >= 128:
+            _DECLARED.clear()
+        _DECLARED[declared] = validator
     value = input.model_dump(mode="json") if isinstance(input, BaseModel) else input
-    try:
-        problems = schema_problems(value, schema)
-    except jsonschema.SchemaError as e:
-        raise ResourceError(
-            f"sub-agent {name!r}: its input_schema is not a valid JSON "
-            f"Schema: {clip(e.message, 300)}"
-        ) from None
+    problems = _problems(validator, value)
     if problems is not None:
         raise SubagentInputError(
             f"the input of sub-agent {name!r} does not follow its input schema: {problems}"
