@@ -155,6 +155,24 @@ def test_the_schema_derived_from_the_input_type_is_checked_too(probes):
     assert ran["ok"] is True and current()["child:echo"] == 1
 
 
+def test_a_react_agent_declaring_no_input_schema_takes_any_input_from_an_action():
+    # its default schema only tells a model to send {"input": text}; a ported program
+    # submits the text itself (before the check, and in Flink Agents)
+    from flink_agents_py.agents import ReActAgent
+    from flink_agents_py.api import ChatModelSetup, InternalSubagent
+    from flink_agents_py.runtime._schemas import check_subagent_input
+
+    react = ReActAgent(chat_model=ResourceDescriptor(ChatModelSetup, connection="c"))
+    setup = InternalSubagent(
+        agent=react, input_schema=react.as_subagent().arguments["input_schema"]
+    )
+    for given in ("investigate", {"diff": "+x"}, {"input": "investigate"}):
+        check_subagent_input("researcher", setup, given)  # refuses none
+    declared = InternalSubagent(agent=react, input_schema=DIFF_SCHEMA)
+    with pytest.raises(SubagentInputError, match="'researcher'"):
+        check_subagent_input("researcher", declared, "investigate")
+
+
 def test_a_sub_agent_that_declares_no_input_takes_any(probes):
     res = run(submitting(), {"key": "k", "to": "free", "arg": "just text"})
     assert res.outputs == [{"ok": True, "result": [{"got": "just text"}]}]
@@ -180,13 +198,18 @@ def test_a_schema_that_is_no_json_schema_fails_the_plan_naming_the_sub_agent(sch
 
 
 def test_an_offered_schema_that_is_no_json_schema_fails_the_plan_naming_the_setup():
-    agent = sa.orchestrator(subagents=["r"], r=sa.internal(
-        sa.Echo, input_schema='{"type": "object", "properties": {"diff": {"type": "strin"}}}'))
+    agent = sa.orchestrator(
+        subagents=["r"],
+        r=sa.internal(
+            sa.Echo, input_schema='{"type": "object", "properties": {"diff": {"type": "strin"}}}'
+        ),
+    )
     with pytest.raises(PlanError) as err:
         AgentPlan.from_agent(agent)
     [problem] = err.value.problems
-    assert problem.startswith("chat_model resource 'om' offers sub-agent 'r': its input_schema "
-                              "is not a valid JSON Schema"), problem
+    assert problem.startswith(
+        "chat_model resource 'om' offers sub-agent 'r': its input_schema is not a valid JSON Schema"
+    ), problem
 
 
 def test_a_model_breaking_the_schema_is_told_why_and_corrects_the_call(probes):

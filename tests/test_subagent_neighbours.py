@@ -118,10 +118,10 @@ def test_a_handle_never_awaited_is_warned_about_as_what_it_left(name, probes, ca
     assert result.errors == [] and result.outputs == ["went on"]
     [warned] = [r.getMessage() for r in caplog.records if "never awaited" in r.getMessage()]
     assert f"subagent_neighbour_agents.py:{_line_of('# ABANDONED')}" in warned
-    if name == "lingering":  # its remote run was submitted: it did run, and runs on
-        assert probes["submit"] == 1 and probes["status"] == 0
+    if name == "lingering":  # its remote run was submitted: it ran, and is sent its cancel
+        assert (probes["submit"], probes["status"], probes["cancel"]) == (1, 0, 1)
         assert "never ran" not in warned
-        assert "its remote run, started at submit, was left going" in warned
+        assert "its remote run was sent its cancel request" in warned
     else:  # a deferred call starts on its first await
         assert probes["prepare"] == 0 and "so it never ran" in warned
 

@@ -39,7 +39,7 @@ from ..api import (
     UsageError,
     qualified_name,
 )
-from ..api.internal import import_qualified, json_schema_of, warn_unfilled_in
+from ..api.internal import TEXT_INPUT_SCHEMA, import_qualified, json_schema_of, warn_unfilled_in
 
 __all__ = ["ReActAgent", "ReActAgentError", "DEFAULT_CHAT_MODEL", "react_action_config"]
 
@@ -48,8 +48,7 @@ DEFAULT_CHAT_MODEL = "_default_chat_model"
 ``ReActAgent`` declares its setup under ``chat_model_name``, a readable name)."""
 _USER_PROMPT = "_default_user_prompt"
 _DEFAULT_DESCRIPTION = "A general-purpose agent that completes a delegated task using its tools."
-_DEFAULT_INPUT_SCHEMA = json.dumps({"type": "object", "properties": {"input": {"type": "string"}},
-                                    "required": ["input"]})
+_DEFAULT_INPUT_SCHEMA = TEXT_INPUT_SCHEMA  # offered to models; submits are not checked by it
 _PROMPT_INPUT_SCHEMA = json.dumps({"type": "object", "properties": {"prompt": {"type": "string"}},
                                    "required": ["prompt"], "additionalProperties": False})
 _PROMPT_ONLY = "prompt_only"  # action config: the input must be {"prompt": text}

@@ -34,6 +34,7 @@ __all__ = [
     "SUBAGENT_DESCRIPTION_MARKER",
     "subagent_callable",
     "declared_input_schema",
+    "TEXT_INPUT_SCHEMA",
     "subagent_prompt_values",
     "SubagentResult",
     "RunStatus",
@@ -313,6 +314,15 @@ def _refs_cycle(schema: dict[str, Any]) -> bool:
         return False
 
     return any(cyclic(n) for n in graph)
+
+
+TEXT_INPUT_SCHEMA = (
+    '{"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}')
+"""The input schema of an agent that declares none as a sub-agent (the ReAct agent's default).
+
+It tells a chat model to send ``{"input": text}``; submits are not checked by it, since such
+an agent takes any input (a text, or an object filling its prompt).
+"""
 
 
 def declared_input_schema(name: str, setup: SubagentSetup) -> dict[str, Any] | None:

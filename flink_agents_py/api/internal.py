@@ -52,7 +52,12 @@ from ._secrets import (
     register_resource_secrets,
     registered_secret_count,
 )
-from ._subagents import declared_input_schema, subagent_callable, subagent_prompt_values
+from ._subagents import (
+    TEXT_INPUT_SCHEMA,
+    declared_input_schema,
+    subagent_callable,
+    subagent_prompt_values,
+)
 from ._tools import (
     RESERVED_TOOL_PREFIX,
     UNREADABLE_ARGUMENTS,
@@ -118,6 +123,7 @@ __all__ = [
     "error_text",
     "subagent_callable",
     "declared_input_schema",
+    "TEXT_INPUT_SCHEMA",
     "subagent_prompt_values",
     "validation_masked",
     "warn_at_user",

@@ -13,7 +13,7 @@ import orjson
 from pydantic import BaseModel
 
 from ..api import ResourceError, SubagentInputError, SubagentSetup
-from ..api.internal import declared_input_schema
+from ..api.internal import TEXT_INPUT_SCHEMA, declared_input_schema
 from ._failures import clip
 
 __all__ = ["schema_problems", "check_subagent_input"]
@@ -81,7 +81,8 @@ def check_subagent_input(name: str, setup: SubagentSetup, input: Any) -> None:
 
     The input is checked against the schema the sub-agent declares (``input_schema``, else
     the one derived from ``input_type``: what a chat model is offered); a sub-agent that
-    declares neither takes any input. A pydantic model is checked in its JSON form.
+    declares neither, or has the default of an agent that declares none
+    (``TEXT_INPUT_SCHEMA``), takes any input. A pydantic model is checked in its JSON form.
 
     Args:
         name: the sub-agent's registered name.
@@ -93,8 +94,8 @@ def check_subagent_input(name: str, setup: SubagentSetup, input: Any) -> None:
         ResourceError: when the declared schema is no JSON, or no valid JSON Schema.
     """
     declared = (setup.input_schema, setup.input_type)
-    if declared == (None, None):
-        return
+    if declared == (None, None) or setup.input_schema == TEXT_INPUT_SCHEMA:
+        return  # (the default of an agent declaring none: it takes any input)
     validator = _DECLARED.get(declared)
     if validator is None:
         import jsonschema
