@@ -1,13 +1,13 @@
-"""A sub-agent's declared input schema is checked before any call starts.
+"""A sub-agent's declared input schema is checked against a chat model's call, not an action's.
 
-Before, ``input_schema`` (or the schema derived from ``input_type``) only told a chat model
-what to send: an action's ``submit_subagent(name, input)`` and a model's ``_subagent_<name>``
-call with arguments breaking it started a child run with that input anyway, which failed
-deep inside the child (or worse, did not). Now such an input is refused at submit: the action
-gets ``SubagentInputError`` naming the sub-agent, the field and what is wrong with it; the
-model gets the same reason as the tool call's error, so it can correct the call. Valid input
-still reaches the sub-agent unchanged (contract 7), and a sub-agent that declares no input
-takes any.
+Before, ``input_schema`` (or the schema derived from ``input_type``) was never checked: a
+model's ``_subagent_<name>`` call with arguments breaking it started a child run with that
+input, which failed deep inside the child (or worse, did not). Now such a call is refused
+before any child run, request or remote run starts, and the model gets the reason (sub-agent,
+field, what is wrong) as the tool call's error, so it can correct the call. An action's own
+submit is not checked, as in Flink Agents (whose sub-agent page submits the text "review the
+diff" to a reviewer whose schema names a ``diff`` field): its input reaches the sub-agent
+unchanged (contract 7), whatever the schema says.
 """
 
 from __future__ import annotations
@@ -109,25 +109,52 @@ def run(agent: Agent, *records: dict[str, Any]):
 CHILD_SAW = {"internal": "child:echo", "deferred": "deferred:deferred", "async": "async:submit"}
 
 
+BREAKING = [
+    ({"diff": 5}, "at $.diff", "5 is not of type 'string'"),
+    ({"lines": 3}, "at $", "'diff' is a required property"),
+    ({"diff": "d", "lines": 0}, "at $.lines", "0 is less than the minimum of 1"),
+    ("review the diff", "at $", "'review the diff' is not of type 'object'"),
+]
+
+
 @pytest.mark.parametrize("kind", ["internal", "deferred", "async"])
-@pytest.mark.parametrize(
-    ("arg", "where", "why"),
-    [
-        ({"diff": 5}, "at $.diff", "5 is not of type 'string'"),
-        ({"lines": 3}, "at $", "'diff' is a required property"),
-        ({"diff": "d", "lines": 0}, "at $.lines", "0 is less than the minimum of 1"),
-        ("review the diff", "at $", "'review the diff' is not of type 'object'"),
-    ],
-)
-def test_an_action_submitting_input_that_breaks_the_schema_is_refused_at_submit(
+@pytest.mark.parametrize(("arg", "where", "why"), BREAKING)
+def test_an_action_submitting_input_the_schema_does_not_describe_is_not_refused(
     kind, arg, where, why, probes
 ):
+    # Flink Agents' own example submits a text to a sub-agent whose schema names fields
     res = run(submitting(), {"key": "k", "to": kind, "arg": arg})
     assert res.errors == []
     [out] = res.outputs
-    message = out["refused"]
-    assert f"sub-agent {kind!r}" in message
-    assert f"{where}: {why}" in message
+    assert out["ok"] is True, out
+    assert sa.inputs()[CHILD_SAW[kind]] == [arg]  # unchanged, and run once
+
+
+def async_remote() -> tuple[ResourceType, ResourceDescriptor]:
+    return ResourceType.AGENT, ResourceDescriptor(
+        CountingRun, input_schema=DIFF_SCHEMA, status_poll_interval_millis=1)
+
+
+@pytest.mark.parametrize("kind", ["internal", "deferred", "async"])
+@pytest.mark.parametrize(("arg", "where", "why"), BREAKING[:3])
+def test_a_model_call_breaking_the_schema_is_refused_before_any_run(
+    kind, arg, where, why, probes
+):
+    def script(req):
+        if not req.tool_results:
+            return sa.calls(("1", "_subagent_r", arg))
+        return f"final: {req.tool_results[0].content}"
+
+    sa.SCRIPTS["orch"] = script
+    resource = {"internal": sa.internal(sa.Echo, input_schema=DIFF_SCHEMA),
+                "deferred": sa.deferred(input_schema=DIFF_SCHEMA),
+                "async": async_remote()}[kind]
+    res = run(sa.orchestrator(subagents=["r"], r=resource), {"key": "k", "ask": "go"})
+    assert res.errors == []
+    [out] = res.outputs
+    assert out["answer"].startswith("final: Error:"), out
+    assert "sub-agent 'r'" in out["answer"]
+    assert f"{where}: {why}" in out["answer"]
     assert current()[CHILD_SAW[kind]] == 0  # no child run, no request, no remote run
 
 
@@ -143,21 +170,23 @@ def test_input_that_follows_the_schema_reaches_the_sub_agent_unchanged(kind, pro
 
 
 def test_the_schema_derived_from_the_input_type_is_checked_too(probes):
-    res = run(
-        submitting(),
-        {"key": "k", "to": "typed", "arg": {"review": "fine"}},
-        {"key": "j", "to": "typed", "arg": {"review": "fine", "product": "p", "attachment": "x"}},
-    )
-    refused, ran = sorted(res.outputs, key=lambda o: "refused" not in o)
-    assert "sub-agent 'typed'" in refused["refused"]
-    assert "'product' is a required property" in refused["refused"]
-    assert "'attachment' is a required property" in refused["refused"]
-    assert ran["ok"] is True and current()["child:echo"] == 1
+    def script(req):
+        if not req.tool_results:
+            return sa.calls(("1", "_subagent_typed", {"review": "fine"}))
+        return f"final: {req.tool_results[0].content}"
+
+    sa.SCRIPTS["orch"] = script
+    typed = sa.internal(sa.Echo, input_type="support.subagent_tool_agents:ReviewTask")
+    res = run(sa.orchestrator(subagents=["typed"], typed=typed), {"key": "k", "ask": "go"})
+    [out] = res.outputs
+    assert "sub-agent 'typed'" in out["answer"]
+    assert "'product' is a required property" in out["answer"]
+    assert "'attachment' is a required property" in out["answer"]
+    assert current()["child:echo"] == 0
 
 
-def test_a_react_agent_declaring_no_input_schema_takes_any_input_from_an_action():
-    # its default schema only tells a model to send {"input": text}; a ported program
-    # submits the text itself (before the check, and in Flink Agents)
+def test_a_react_agent_declaring_no_input_schema_takes_any_arguments():
+    # its default schema only tells a model to send {"input": text}
     from flink_agents_py.agents import ReActAgent
     from flink_agents_py.api import ChatModelSetup, InternalSubagent
     from flink_agents_py.runtime._schemas import check_subagent_input
@@ -190,7 +219,7 @@ def test_a_sub_agent_that_declares_no_input_takes_any(probes):
     ],
 )
 def test_a_schema_that_is_no_json_schema_fails_the_plan_naming_the_sub_agent(schema, why):
-    # every submit is checked by it: it fails when the plan is built, before any record
+    # a model's calls are checked by it: it fails when the plan is built, before any record
     bad = sa.internal(sa.Echo, input_schema=schema)
     with pytest.raises(PlanError) as err:
         AgentPlan.from_agent(submitting(broken=bad))
@@ -240,7 +269,7 @@ def test_a_model_breaking_the_schema_is_told_why_and_corrects_the_call(probes):
 USER_MODULE = """\
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import (Agent, InputEvent, InternalSubagent, OutputEvent,
-    ResourceDescriptor, ResourceType, SubagentInputError, action)
+    ResourceDescriptor, ResourceType, action)
 
 RAN = []
 
@@ -250,19 +279,18 @@ class Reviewer(Agent):
     @staticmethod
     def review(event, ctx):
         RAN.append(event.input)
-        ctx.send_event(OutputEvent(output="reviewed " + event.input["diff"]))
+        ctx.send_event(OutputEvent(output=f"reviewed {event.input!r}"))
 
 
 class Lead(Agent):
     @action(InputEvent)
     @staticmethod
     async def plan(event, ctx):
-        try:
-            handle = await ctx.submit_subagent("reviewer", event.input["task"])
-        except SubagentInputError as e:
-            ctx.send_event(OutputEvent(output="refused: " + str(e)))
-            return
-        ctx.send_event(OutputEvent(output=(await handle).result[0]))
+        reviewer = ctx.get_resource("reviewer", ResourceType.AGENT)
+        future = await reviewer.submit(ctx, event.input["task"])
+        result = await future
+        ctx.send_event(OutputEvent(output=result.result[0] if result.success
+                                   else "failed: " + result.error_message))
 
 
 lead = Lead()
@@ -270,14 +298,16 @@ lead.add_resource("reviewer", ResourceType.AGENT, ResourceDescriptor(
     InternalSubagent, agent=Reviewer,
     input_schema='{"type":"object","properties":{"diff":{"type":"string"}},"required":["diff"]}'))
 result = AgentsExecutionEnvironment.local().from_list(
-    [{"key": "a", "task": {"diff": "+x"}}, {"key": "b", "task": {"patch": "+x"}}]).apply(lead).run()
+    [{"key": "a", "task": {"diff": "+x"}}, {"key": "b", "task": "review the diff"}]
+).apply(lead).run()
 for out in sorted(result.outputs):
     print(out)
-print(RAN, result.errors)
+print(sorted(map(repr, RAN)), result.errors)
 """
 
 
-def test_a_user_module_gets_the_refusal_at_submit(tmp_path):
+def test_a_user_module_submits_as_flink_agents_example_does(tmp_path):
+    # the sub-agent page's action: a text submitted to a reviewer whose schema names "diff"
     (tmp_path / "lead.py").write_text(USER_MODULE)
     proc = subprocess.run(
         [sys.executable, "lead.py"],
@@ -289,8 +319,7 @@ def test_a_user_module_gets_the_refusal_at_submit(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
-        "refused: the input of sub-agent 'reviewer' does not follow its input schema: at $: "
-        "'diff' is a required property",
-        "reviewed +x",
-        "[{'diff': '+x'}] []",
+        "reviewed 'review the diff'",
+        "reviewed {'diff': '+x'}",
+        "[\"'review the diff'\", \"{'diff': '+x'}\"] []",
     ]

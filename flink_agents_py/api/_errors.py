@@ -319,10 +319,11 @@ class UsageError(AgentsError, TypeError):
 class SubagentInputError(AgentsError, ValueError):
     """A sub-agent call's input does not follow the sub-agent's declared input schema.
 
-    Raised by ``ctx.submit_subagent(name, input)`` before anything is submitted (no child run
-    starts with the input); a chat model's ``_subagent_<name>`` call with such arguments gets
-    the message back as the tool call's error, so it can correct them. The message names the
-    sub-agent, each field (as a JSON path) and what is wrong with it.
+    Raised for a chat model's ``_subagent_<name>`` call before anything is submitted (no
+    child run starts with the input); the model gets the message back as the tool call's
+    error, so it can correct its arguments. An action's own ``ctx.submit_subagent`` is not
+    checked (as in Flink Agents: the schema tells a model what to send). The message names
+    the sub-agent, each field (as a JSON path) and what is wrong with it.
     """
 
 

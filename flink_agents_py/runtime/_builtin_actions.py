@@ -503,7 +503,8 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
                     f"{', '.join(setup.subagents) or 'none'}")), None))
                 continue
             try:  # the model's arguments go to the sub-agent unchanged
-                slots.append((call, await ctx.submit_subagent(name, call.arguments), name))
+                slots.append((call, await ctx.submit_subagent(name, call.arguments,
+                                                              check_input=True), name))
             except ReplayDivergenceError:
                 raise
             except Exception as e:  # noqa: BLE001

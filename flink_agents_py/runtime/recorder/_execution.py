@@ -384,8 +384,9 @@ class ActionExecution:
         self._replay_or_prepare(call, rec, StartChat(call, model, request))
         return call
 
-    async def submit_subagent(self, name: str, input: Any) -> SubagentHandle:
-        """``RunnerContext.submit_subagent``."""
+    async def submit_subagent(self, name: str, input: Any, *,
+                              check_input: bool = False) -> SubagentHandle:
+        """``RunnerContext.submit_subagent`` (``check_input``: a model's call, see below)."""
         self.check_live("submit_subagent")
         input = subagent_input(name, input)  # (a dataclass: as its fields)
         setup, kind, refusal = resolve_subagent(self, name)
@@ -398,7 +399,7 @@ class ActionExecution:
             kind = CallKind.SUBAGENT_REFUSED  # refused then: refused again, as recorded
         elif rec is not None:
             self._check_same(call_id, rec, kind, name)
-        if rec is None and setup is not None:  # a new call: its input must fit the schema
+        if check_input and rec is None and setup is not None:  # a model's call (not an action's)
             check_subagent_input(name, setup, input)
         call = DurableCall(call_id, ordinal, dig, kind, name)
         self.calls[ordinal] = call
