@@ -478,7 +478,7 @@ PUBLIC_API = {
     "MissingApiKeyError", "NotInActionContextError", "PlanError", "DuplicateNameError",
     "ProviderError",
     "ReplayDivergenceError", "ResourceError", "ResourceNotFoundError", "SerializationError",
-    "UnsupportedAwaitError", "UsageError", "AgentNotInitializedError", "UnkeyedRecordError",
+    "SubagentInputError", "UnsupportedAwaitError", "UsageError", "AgentNotInitializedError", "UnkeyedRecordError",
     "UnfinishedRunError",
     "UnreadErrorsError",
 }
