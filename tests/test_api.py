@@ -166,9 +166,18 @@ def test_events_are_frozen():
         e.input = 2  # type: ignore[misc]
     e.id = "other"  # Flink Agents' typed copies take the id of what they copy
     assert e.id == "other" and e.input == {"a": 1}
+    # a program's own event, built and not sent, takes a field (Flink Agents' events are
+    # mutable), validated; one with an id it was sent under (or received with) refuses it
     r = ReviewScored(score=1)
+    r.score = 2
+    assert r.score == 2 and r.model_dump()["score"] == 2
     with pytest.raises(pydantic.ValidationError):
-        r.score = 2  # type: ignore[misc]
+        r.score = "many"
+    assert r.score == 2
+    r.id = "r0/start/e0"
+    with pytest.raises(pydantic.ValidationError, match="sent or received"):
+        r.score = 3
+    assert r.score == 2
 
 
 # --------------------------------------------------------------------------- @action

@@ -549,7 +549,10 @@ LONG_TERM_MEMORY_02 = """
                                                    item.compacted],
                 "values": sorted(i.value.content for i in everything),
                 "compacted": sum(i.compacted for i in everything),
-                "notes": ltm.size(notes)}))
+                "notes": ltm.size(notes),
+                # 0.3's form of the same set: its size read as 0.2's property and called
+                "by_name": [ltm.get_memory_set("notes").size,
+                            ltm.get_memory_set("notes").size() + 0]}))
 
 
     agents_env = AgentsExecutionEnvironment.get_execution_environment()
@@ -574,6 +577,7 @@ def test_flink_agents_0_2_long_term_memory_program(tmp_path):
     out = [r["u"] for r in json.loads(done.stdout.strip().splitlines()[-1])]
     assert [(r["size"], r["capacity"], r["notes"]) for r in out] == [
         (1, 3, 1), (2, 3, 2), (1, 3, 3), (2, 3, 4)]
+    assert [r["by_name"] for r in out] == [[1, 1], [2, 2], [3, 3], [4, 4]]
     assert out[0]["mine"] == ["user", "hi", False] and out[1]["values"] == ["hi", "tea?"]
     # the third add filled the set: its three messages became one summary (the added item
     # went with them, so its id finds nothing)
@@ -763,3 +767,82 @@ def test_stacked_decorators_and_an_event_with_undeclared_fields(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [
         {"k": [[5, "web", "Answer: x", True], "sum 3"]}]
+
+
+# Flink Agents' events are mutable: a program builds one, sets its fields, then sends it.
+# Here a program's own event takes that until it is sent; once sent (or received by an
+# action) it is what was recorded, and setting a field says to send a changed copy. A
+# message stays immutable, saying how to get a changed one.
+MUTATED_EVENTS = """
+    import json
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, ChatMessage, Event, InputEvent, OutputEvent,
+        RunnerContext, action)
+    from flink_agents_py.testing import check_replay_safety
+
+
+    class Step(Event):
+        value: int = 0
+        note: str = ""
+
+
+    class MutatingAgent(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def start(event: InputEvent, ctx: RunnerContext) -> None:
+            step = Step()
+            step.value = event.input * 2
+            step.note = "built"
+            step.origin = "start"  # an undeclared field: an attribute, as there
+            ctx.send_event(step)
+            refused = []
+            for name, value in (("value", 99), ("origin", "later")):
+                try:
+                    setattr(step, name, value)
+                except Exception as e:
+                    refused.append([name, "sent or received" in str(e),
+                                    "model_copy(update={'attributes'" in str(e)])
+            ctx.short_term_memory.set("refused", refused)
+
+        @action(Step)
+        @staticmethod
+        def on_step(event: Step, ctx: RunnerContext) -> None:
+            try:
+                event.value = -1
+                received = "set"
+            except Exception as e:
+                received = "sent or received" in str(e)
+            message = ChatMessage(role="user", content="hi")
+            try:
+                message.content = "changed"
+                changed = "set"
+            except Exception as e:
+                changed = "model_copy(update={'content'" in str(e)
+            ctx.send_event(OutputEvent(output=[
+                event.value, event.note, event.origin, received, changed,
+                ctx.short_term_memory.get("refused"),
+                message.model_copy(update={"content": "copy"}).content]))
+
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "k", "value": 3}]).apply(MutatingAgent()).to_list()
+    env.execute()
+    print(json.dumps(out))
+    try:
+        Step().value = "not a number"
+    except Exception as e:
+        print(json.dumps(["invalid", type(e).__name__]))
+    report = check_replay_safety(MutatingAgent(), [{"key": "k", "value": 3}])
+    report.assert_ok()
+    print(json.dumps(["replay", report.ok]))
+"""
+
+
+def test_an_event_s_fields_are_set_until_it_is_sent(tmp_path):
+    done = _run(tmp_path, MUTATED_EVENTS)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.strip().splitlines()[-3:]]
+    assert lines[0] == [{"k": [6, "built", "start", True, True,
+                               [["value", True, False], ["origin", True, True]], "copy"]}]
+    assert lines[1] == ["invalid", "ValidationError"]
+    assert lines[2] == ["replay", True]

@@ -7,9 +7,7 @@ must be JSON-serializable: the Flink host keeps in-flight events in keyed state.
 
 from __future__ import annotations
 
-import contextvars
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import (
@@ -23,6 +21,7 @@ from pydantic import (
 )
 
 from ._event_attributes import PayloadAttributes
+from ._event_ids import assign_unsent_field, is_unsent, new_event_id
 from ._field_hints import frozen_event_error, refuse_reserved_event_fields
 from ._memory import memory_ref_of
 from ._messages import ChatMessage, ChatResponse
@@ -43,14 +42,6 @@ EVENT_CLASS_KEY = "$class"
 """The key of an event's JSON form that names its class (``module:qualname``), written when
 the class registered for its type is another one (``event_class_tag``)."""
 
-EVENT_ID_SOURCE: contextvars.ContextVar[Callable[[], str] | None] = contextvars.ContextVar(
-    "flink_agents_py_event_id_source", default=None)
-"""Set by the runtime while it steps an action: gives an event built there its id at once."""
-
-
-def _new_event_id() -> str:
-    source = EVENT_ID_SOURCE.get()
-    return source() if source is not None else ""
 
 
 class Event(BaseModel):
@@ -85,7 +76,7 @@ class Event(BaseModel):
     """The names of the arguments a built-in event takes by position, in Apache Flink
     Agents' order (``OutputEvent(result)``, ``ChatRequestEvent(model, messages)``)."""
 
-    id: str = Field(default_factory=_new_event_id)
+    id: str = Field(default_factory=new_event_id)
     type: str = ""
     attributes: dict[str, Any] = Field(default_factory=dict)
     attachments: dict[str, Any] = Field(default_factory=dict)
@@ -126,6 +117,8 @@ class Event(BaseModel):
             return
         known = type(self).__event_fields__
         if known is not None and name not in known:  # Flink Agents' ``event.a = 2``
+            if not is_unsent(self.id):
+                raise frozen_event_error(self, name, value, sent=True)
             self.attributes[name] = value
             return
         try:  # only an assignment pays: building an event sets no attribute
@@ -133,7 +126,11 @@ class Event(BaseModel):
         except ValidationError as e:
             if e.errors()[0]["type"] != "frozen_instance":
                 raise
-            raise frozen_event_error(self, name, value) from None
+            if known is None or name in _OWN_FIELDS:
+                raise frozen_event_error(self, name, value) from None
+            if not is_unsent(self.id):  # sent, or received: recorded as it was
+                raise frozen_event_error(self, name, value, sent=True) from None
+            assign_unsent_field(self, name, value)  # Flink Agents' ``event.value = 2``
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         refuse_reserved_event_fields(cls)

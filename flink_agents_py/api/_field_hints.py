@@ -143,13 +143,16 @@ class NamesNearestField(BaseModel):
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
 
-def frozen_event_error(event: BaseModel, name: str, value: Any) -> ValidationError:
+def frozen_event_error(event: BaseModel, name: str, value: Any, *,
+                       sent: bool = False) -> ValidationError:
     """The error for setting ``name`` on a built (frozen) event.
 
     Args:
         event: the event.
         name: the field it was asked to set.
         value: the value given.
+        sent: the event is a program's own, whose fields may be set until it is sent; this
+            one was sent or received.
 
     Returns:
         A ``ValidationError`` (``frozen_instance``) saying events are immutable once built,
@@ -160,7 +163,15 @@ def frozen_event_error(event: BaseModel, name: str, value: Any) -> ValidationErr
                f"built): to change {name!r}, make a changed copy, "
                f"event.model_copy(update={{{name!r}: ...}}), or build it with the value, "
                f"{cls}(..., {name}=...)")
-    if name not in type(event).model_fields:  # no field: a free attribute was meant
+    if sent:
+        field = name in type(event).model_fields
+        update = (f"{{{name!r}: ...}}" if field
+                  else f"{{'attributes': {{**event.attributes, {name!r}: ...}}}}")
+        message = (f"{cls} was sent or received, and is kept as it was then (events are "
+                   f"recorded and replayed as sent): its {'field' if field else 'attribute'} "
+                   f"{name!r} can be set only before it is sent; to change it, send a "
+                   f"changed copy, event.model_copy(update={update})")
+    elif name not in type(event).model_fields:  # no field: a free attribute was meant
         message = (f"{cls} is immutable once built and has no field {name!r}: keep a free "
                    f"value in its attributes, event.set_attr({name!r}, ...) before it is "
                    f"sent, or build it with attributes={{{name!r}: ...}}")

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from ._errors import UsageError
 from ._memory_sets import CompactionStrategy, VersionedMemorySet
 
-__all__ = ["MemorySetItem", "MemorySet", "BaseLongTermMemory", "LongTermMemoryOptions"]
+__all__ = ["MemorySetItem", "MemorySet", "ItemCount", "BaseLongTermMemory", "LongTermMemoryOptions"]
 
 
 class LongTermMemoryOptions:
@@ -181,9 +181,32 @@ class MemorySet(ABC):
 
         """
 
+    @property
+    def size(self) -> ItemCount:
+        """How many items the set holds, counting this action's pending adds and deletes.
+
+        Read as a method (``memory_set.size()``, Flink Agents 0.3's form) or as a property
+        (``memory_set.size``, 0.2's): the count is an ``int`` that also answers a call.
+        """
+        return ItemCount(self.count_items())
+
     @abstractmethod
-    def size(self) -> int:
-        """How many items the set holds, counting this action's pending adds and deletes."""
+    def count_items(self) -> int:
+        """The count ``size`` gives (each read is a durable call)."""
+
+
+class ItemCount(int):
+    """A memory set's item count: an ``int`` that also returns itself when called.
+
+    Flink Agents 0.2 read ``memory_set.size`` as a property, 0.3 calls ``size()``; a program
+    of either compares, adds and formats the value as the number it is.
+    """
+
+    __slots__ = ()
+
+    def __call__(self) -> int:
+        """The count as a plain ``int`` (``memory_set.size()``)."""
+        return int(self)
 
 
 class BaseLongTermMemory(ABC):
@@ -265,7 +288,7 @@ class BaseLongTermMemory(ABC):
             The count.
         """
         found = self._set(memory_set)
-        return found.size if isinstance(found, VersionedMemorySet) else found.size()
+        return int(found.size)
 
     def add(self, memory_set: MemorySet | VersionedMemorySet | str, memory_items: Any,
             metadatas: Any = None, *, ids: Any = None) -> list[str]:

@@ -120,7 +120,7 @@ class VersionedMemorySet:
     @property
     def size(self) -> int:
         """How many items the set holds (a property, as in Flink Agents 0.2)."""
-        return self._set.size()
+        return self._set.size
 
     def _text(self, item: Any) -> str:
         if self.item_type is ChatMessage:

@@ -13,10 +13,12 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationError,
     field_validator,
     model_serializer,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from ._errors import ProviderError
 from ._secrets import MaskedStr, mask_secrets
@@ -224,6 +226,26 @@ class ChatMessage(BaseModel):
         if not self.reasoning:
             data.pop("reasoning", None)
         return data
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Flink Agents' messages are mutable; ours are recorded (a model's answer, a durable
+        # call's arguments) and replayed as they were: say how to get a changed one
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as e:
+            if e.errors()[0]["type"] != "frozen_instance":
+                raise
+            message = (f"ChatMessage is immutable once built (messages are recorded and "
+                       f"replayed as they were): to change {name!r}, make a changed copy, "
+                       f"message.model_copy(update={{{name!r}: ...}}), or build a new "
+                       f"ChatMessage(..., {name}=...)")
+            if name not in type(self).model_fields:
+                message = (f"ChatMessage has no field {name!r} (its fields: "
+                           f"{', '.join(type(self).model_fields)}), and is immutable once "
+                           f"built: pass values for a prompt's placeholders in extra_args")
+            raise ValidationError.from_exception_data(type(self).__name__, [{
+                "type": PydanticCustomError("frozen_instance", message),
+                "loc": (name,), "input": value}]) from None
 
     @classmethod
     def of(cls, role: MessageRole | str, content: str, **fields: Any) -> ChatMessage:

@@ -7,10 +7,10 @@ integrations import these helpers from here, never from ``api._*`` modules thems
 
 from ._embeddings import check_texts
 from ._errors import shown_key
+from ._event_ids import EVENT_ID_SOURCE
 from ._events import _REGISTRY as EVENT_TYPES
 from ._events import (
     EVENT_CLASS_KEY,
-    EVENT_ID_SOURCE,
     Event,
     event_class_for,
     event_class_tag,

@@ -357,7 +357,7 @@ class ActionMemorySet(MemorySet):
         self.delete([i.id for i in items])
         return self.add(summary, {"compacted_from": len(items)})[0]
 
-    def size(self) -> int:
+    def count_items(self) -> int:
         """Items in the set as this action sees it (durable counts; no item is read)."""
         added, deleted, cleared = self._pending()
         if cleared:
