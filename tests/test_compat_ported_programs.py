@@ -846,3 +846,314 @@ def test_an_event_s_fields_are_set_until_it_is_sent(tmp_path):
                                [["value", True, False], ["origin", True, True]], "copy"]}]
     assert lines[1] == ["invalid", "ValidationError"]
     assert lines[2] == ["replay", True]
+
+
+# Flink Agents' e2e agents (e2e_tests_integration/mock_chat_model_agent.py and
+# tool_parameter_injection_agent.py), their imports changed only: chat model connections and
+# setups of the program's own (a setup overriding chat() to format its prompt and fetch its
+# tools through resource_context, a setup with descriptor fields of its own, a connection
+# reading tool.metadata and returning OpenAI-form tool calls with a UUID id and
+# ToolType.FUNCTION), a tool with an argument injected from the configuration. Each output
+# is Flink Agents' ground truth for the record (resources/ground_truth/...).
+MOCK_CHAT_MODEL_AGENTS = r'''import uuid
+from typing import Any, Dict, List, Sequence
+
+from pydantic import BaseModel
+
+from flink_agents_py.compat import (
+    Agent, AgentsExecutionEnvironment, BaseChatModelConnection, BaseChatModelSetup,
+    ChatMessage, ChatRequestEvent, ChatResponseEvent, Event, EventType, InputEvent,
+    MessageRole, OutputEvent, Prompt, ResourceDescriptor, ResourceType, RunnerContext,
+    ToolType, action, chat_model_connection, chat_model_setup, prompt, tool)
+
+
+class MockChatModelInput(BaseModel):
+    id: int
+    content: str
+
+
+class MockChatModelOutput(BaseModel):
+    id: int
+    result: str
+
+
+class MockChatModelConnection(BaseChatModelConnection):
+    def chat(self, messages: Sequence[ChatMessage], tools: List | None = None,
+             **kwargs: Any) -> ChatMessage:
+        if "sum" in messages[-1].content:
+            input = messages[-1].content
+            assert tools[0].name == "add"
+            function = {"name": "add", "arguments": {"a": 1, "b": 2}}
+            tool_call = {"id": uuid.uuid4(), "type": ToolType.FUNCTION, "function": function}
+            return ChatMessage(role=MessageRole.ASSISTANT, content=input, tool_calls=[tool_call])
+        content = "\n".join([message.content for message in messages])
+        return ChatMessage(role=MessageRole.ASSISTANT, content=content)
+
+
+class MockChatModel(BaseChatModelSetup):
+    def open(self) -> None:
+        """Do nothing."""
+
+    @property
+    def model_kwargs(self) -> Dict[str, Any]:
+        return {}
+
+    def chat(self, messages: Sequence[ChatMessage], prompt_args: Dict[str, Any] | None = None,
+             **kwargs: Any) -> ChatMessage:
+        server = self.resource_context.get_resource(
+            self.connection, ResourceType.CHAT_MODEL_CONNECTION)
+        if self.prompt is not None:
+            if isinstance(self.prompt, str):
+                prompt = self.resource_context.get_resource(self.prompt, ResourceType.PROMPT)
+            else:
+                prompt = self.prompt
+            if "sum" in messages[-1].content:
+                str_prompt_args = ({k: str(v) for k, v in prompt_args.items()}
+                                   if prompt_args else {})
+                messages = prompt.format_messages(**str_prompt_args)
+        tools = None
+        if self.tools is not None:
+            tools = [self.resource_context.get_resource(tool_name, ResourceType.TOOL)
+                     for tool_name in self.tools]
+        return server.chat(messages, tools=tools, **kwargs)
+
+
+class BuiltInActionAgent(Agent):
+    @prompt
+    @staticmethod
+    def prompt() -> Prompt:
+        return Prompt.from_text(
+            text="Please call the appropriate tool to do the following task: {task}")
+
+    @chat_model_connection
+    @staticmethod
+    def mock_connection() -> ResourceDescriptor:
+        return ResourceDescriptor(
+            clazz=f"{MockChatModelConnection.__module__}.{MockChatModelConnection.__name__}")
+
+    @chat_model_setup
+    @staticmethod
+    def mock_chat_model() -> ResourceDescriptor:
+        return ResourceDescriptor(
+            clazz=f"{MockChatModel.__module__}.{MockChatModel.__name__}",
+            connection="mock_connection", model="mock-model", prompt="prompt", tools=["add"])
+
+    @tool
+    @staticmethod
+    def add(a: int, b: int) -> int:
+        """Calculate the sum of a and b.
+
+        Parameters
+        ----------
+        a : int
+            The first operand
+        b : int
+            The second operand
+
+        Returns:
+        -------
+        int:
+            The sum of a and b
+        """
+        return a + b
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def process_input(event: Event, ctx: RunnerContext) -> None:
+        input_data = MockChatModelInput.model_validate(InputEvent.from_event(event).input)
+        ctx.short_term_memory.set("input_id", input_data.id)
+        ctx.send_event(ChatRequestEvent(
+            model="mock_chat_model",
+            messages=[ChatMessage(role=MessageRole.USER, content=input_data.content)],
+            prompt_args={"task": input_data.content}))
+
+    @action(EventType.ChatResponseEvent)
+    @staticmethod
+    def process_chat_response(event: Event, ctx: RunnerContext) -> None:
+        response = ChatResponseEvent.from_event(event).response
+        input_id = ctx.short_term_memory.get("input_id")
+        ctx.send_event(OutputEvent(
+            output=MockChatModelOutput(id=input_id, result=response.content)))
+
+
+class GetResourceChatModel(BaseChatModelSetup):
+    host: str
+    desc: str
+
+    def open(self) -> None:
+        """Do nothing."""
+
+    @property
+    def model_kwargs(self) -> Dict[str, Any]:
+        return {}
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+        return ChatMessage(role=MessageRole.ASSISTANT,
+                           content=f"{messages[0].content} {self.host} {self.desc}")
+
+
+class GetResourceAgent(Agent):
+    @chat_model_setup
+    @staticmethod
+    def mock_chat_model() -> ResourceDescriptor:
+        return ResourceDescriptor(
+            clazz=f"{GetResourceChatModel.__module__}.{GetResourceChatModel.__name__}",
+            host="8.8.8.8", desc="mock chat model just for testing.", connection="mock",
+            model="mock-model")
+
+    @action(EventType.InputEvent)
+    @staticmethod
+    def mock_action(event: Event, ctx: RunnerContext) -> None:
+        input_data = MockChatModelInput.model_validate(InputEvent.from_event(event).input)
+        mock_chat_model = ctx.get_resource(name="mock_chat_model", type=ResourceType.CHAT_MODEL)
+        content = mock_chat_model.chat(
+            messages=[ChatMessage(role=MessageRole.USER, content=input_data.content)]).content
+        ctx.send_event(OutputEvent(output=MockChatModelOutput(id=input_data.id, result=content)))
+
+
+if __name__ == "__main__":
+    rows = [MockChatModelInput(id=1, content="calculate the sum of 1 and 2."),
+            MockChatModelInput(id=2, content="hello there")]
+    for agent in (BuiltInActionAgent(), GetResourceAgent()):
+        env = AgentsExecutionEnvironment.get_execution_environment()
+        out = env.from_list([{"key": r.id, "value": r} for r in rows]).apply(agent).to_list()
+        env.execute()
+        print(type(agent).__name__, out)
+'''
+
+TOOL_PARAMETER_INJECTION = r'''from pyflink.datastream import KeySelector
+
+from flink_agents_py.compat import (
+    Agent, AgentsExecutionEnvironment, BaseChatModelConnection, BaseChatModelSetup,
+    ChatMessage, ChatRequestEvent, ChatResponseEvent, Event, InjectedArg, InputEvent,
+    MessageRole, OutputEvent, OutputSchema, ResourceDescriptor, RunnerContext, action,
+    chat_model_connection, chat_model_setup, tool)
+from flink_agents_py.compat import Tool as BaseTool
+
+
+class OrderKeySelector(KeySelector):
+    def get_key(self, value: str) -> str:
+        return value
+
+
+class ToolParameterInjectionAgent(Agent):
+    @chat_model_connection
+    @staticmethod
+    def mock_connection() -> ResourceDescriptor:
+        return ResourceDescriptor(
+            clazz=f"{MockToolChatConnection.__module__}.{MockToolChatConnection.__name__}")
+
+    @chat_model_setup
+    @staticmethod
+    def mock_model() -> ResourceDescriptor:
+        return ResourceDescriptor(
+            clazz=f"{MockToolChatModel.__module__}.{MockToolChatModel.__name__}",
+            connection="mock_connection", model="mock", tools=["query_order"])
+
+    @tool(injected_args={"tenant_id": InjectedArg.from_config("tenant_id")})
+    @staticmethod
+    def query_order(order_id: str, tenant_id: str) -> str:
+        """Query order in the current tenant.
+
+        Parameters
+        ----------
+        order_id : str
+            The order id requested by the model.
+        tenant_id : str
+            The tenant id injected by runtime.
+
+        Returns:
+        -------
+        str:
+            The tenant-scoped order identifier.
+        """
+        return f"checked:{tenant_id}:{order_id}"
+
+    @action(InputEvent.EVENT_TYPE)
+    @staticmethod
+    def request_chat(event: Event, ctx: RunnerContext) -> None:
+        order_id = str(InputEvent.from_event(event).input)
+        ctx.send_event(ChatRequestEvent(
+            model="mock_model", messages=[ChatMessage.of(MessageRole.USER, order_id)]))
+
+    @action(ChatResponseEvent.EVENT_TYPE)
+    @staticmethod
+    def emit_result(event: Event, ctx: RunnerContext) -> None:
+        response_event = ChatResponseEvent.from_event(event)
+        ctx.send_event(OutputEvent(output=response_event.response.text))
+
+
+class MockToolChatConnection(BaseChatModelConnection):
+    def chat(self, messages: list[ChatMessage], tools: list[BaseTool] | None = None,
+             output_schema: OutputSchema | None = None, **kwargs: object) -> ChatMessage:
+        self._reject_unsupported_output_schema(output_schema)
+        last_message = messages[-1]
+        if last_message.role == MessageRole.TOOL:
+            return ChatMessage.of(MessageRole.ASSISTANT, last_message.text)
+        for candidate_tool in tools or []:
+            if "tenant_id" in str(candidate_tool.metadata.get_parameters_dict()):
+                msg = "Injected argument leaked into tool schema."
+                raise RuntimeError(msg)
+        order_id = str(last_message.text)
+        return ChatMessage.of(MessageRole.ASSISTANT, "", tool_calls=[{
+            "id": f"call-{order_id}", "type": "function",
+            "function": {"name": "query_order", "arguments": {"order_id": order_id}}}])
+
+
+class MockToolChatModel(BaseChatModelSetup):
+    @property
+    def model_kwargs(self):
+        return {}
+
+
+if __name__ == "__main__":
+    agents_env = AgentsExecutionEnvironment.get_execution_environment()
+    agents_env.get_config().set_str("tenant_id", "tenant-python")
+    out = agents_env.from_list([{"key": o, "value": o} for o in ("order-1", "order-2")]
+                               ).apply(ToolParameterInjectionAgent()).to_list()
+    agents_env.execute()
+    print(out)
+'''
+
+
+def test_flink_agents_mock_chat_model_e2e_agents(tmp_path):
+    done = _run(tmp_path, MOCK_CHAT_MODEL_AGENTS)
+    assert done.returncode == 0, done.stderr[-3000:]
+    built_in, get_resource = done.stdout.strip().splitlines()[-2:]
+    task = "calculate the sum of 1 and 2."
+    summed = f"{task}\\nPlease call the appropriate tool to do the following task: {task}\\n3"
+    assert built_in == (f"BuiltInActionAgent [{{1: MockChatModelOutput(id=1, result='{summed}')}}, "
+                        "{2: MockChatModelOutput(id=2, result='hello there')}]")
+    suffix = " 8.8.8.8 mock chat model just for testing."
+    assert get_resource == (
+        f"GetResourceAgent [{{1: MockChatModelOutput(id=1, result='{task}{suffix}')}}, "
+        f"{{2: MockChatModelOutput(id=2, result='hello there{suffix}')}}]")
+
+
+def test_flink_agents_tool_parameter_injection_e2e_agent(tmp_path):
+    pytest.importorskip("pyflink")
+    done = _run(tmp_path, TOOL_PARAMETER_INJECTION)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == (
+        "[{'order-1': 'checked:tenant-python:order-1'}, "
+        "{'order-2': 'checked:tenant-python:order-2'}]")
+
+
+# Flink Agents' custom tool, a subclass of its Tool (metadata, tool_type(), call()), has no
+# counterpart here: the class statement itself says how to write the tool instead (it was a
+# plain class before, failing later, when built or called, with no word of what to do).
+def test_subclassing_tool_says_how_to_write_the_tool(tmp_path):
+    done = _run(tmp_path, """
+        from flink_agents_py.compat import Tool, ToolType
+
+        class Upper(Tool):
+            @classmethod
+            def tool_type(cls):
+                return ToolType.FUNCTION
+
+            def call(self, *args, **kwargs):
+                return kwargs["text"].upper()
+    """)
+    assert done.returncode == 1
+    assert "TypeError: Upper subclasses Tool, which a program cannot extend here" in done.stderr
+    assert "@tool, or given as Tool.from_callable(fn)" in done.stderr

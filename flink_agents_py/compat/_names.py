@@ -110,7 +110,24 @@ class Tool(metaclass=_ToolKind):
 
     A tool got with ``ctx.get_resource(name, ResourceType.TOOL)`` (a ``FunctionTool``, an
     MCP server's tool, a skill's) passes ``isinstance(tool, Tool)``, as Flink Agents' do.
+    It cannot be subclassed (Flink Agents' custom ``Tool`` with ``metadata``,
+    ``tool_type()`` and ``call()``): a tool here is a function (``@tool``,
+    ``Tool.from_callable``), whose calls the runtime records and replays.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a subclass at its definition, saying how to write the tool instead.
+
+        Raises:
+            TypeError: always.
+        """
+        raise TypeError(
+            f"{cls.__qualname__} subclasses Tool, which a program cannot extend here "
+            "(Flink Agents' custom Tool, with metadata, tool_type() and call(), has no "
+            "counterpart): write the tool as a function, declared on the agent with "
+            "@tool, or given as Tool.from_callable(fn) to env.add_resource(name, "
+            "ResourceType.TOOL, ...); its signature and docstring give the schema the "
+            "model sees, and its calls are recorded and replayed")
 
     @staticmethod
     def from_callable(func: Callable[..., Any], *,
