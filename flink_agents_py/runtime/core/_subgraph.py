@@ -7,10 +7,9 @@ call id. Its parts, after the design of Apache Flink Agents' shared subgraph run
   tool actions and collects its ``ChatResponseEvent``; an internal sub-agent routes through
   the child's plan and collects its ``OutputEvent`` payloads. Neither reaches the agent's own
   actions.
-- *invocation*: one call: its environment (a chat uses its caller's resources and memory;
-  a sub-agent its own resources and memory isolated to the call), collected outputs, and
-  its actions, which are the in-flight actions of its scope. It completes when none is left,
-  so a result is produced only after every action it scheduled has retired.
+- *invocation*: one call: its environment (a chat uses its caller's resources and memory; a
+  sub-agent its own, isolated to the call), collected outputs, and its actions, the in-flight
+  actions of its scope. It completes when none is left, so after all it scheduled retired.
 - *call manager*: the run's ``invocations`` map; the core's scheduler runs every action.
 
 Only the bootstrap event is released while the caller is suspended: the caller's own events
@@ -68,9 +67,8 @@ if TYPE_CHECKING:
 
 __all__ = ["POLL_PREFIX", "plan_at", "route_at_root", "route_in_scope", "open_invocation",
            "invocation_result", "record_for_caller", "cancel_invocation", "under_cancelled",
-           "cancel_left_behind",
-           "check_result", "checked_result", "polling", "poll_result", "prepare_deferred",
-           "resolve_subagent", "stop_cancelled_polls", "subagent_input"]
+           "cancel_left_behind", "check_result", "checked_result", "polling", "poll_result",
+           "prepare_deferred", "resolve_subagent", "stop_cancelled_polls", "subagent_input"]
 
 NOT_STARTED_WARN_S = 60.0
 """How long a polled run may say ``not_started`` (after its submit) before a WARNING says so."""
@@ -127,10 +125,9 @@ def cancel_left_behind(run: RunState, ctx: ActionExecution, warned: set[str]) ->
     A handle is valid only within the execution that submitted it, so once that execution
     returned or raised, nobody can read such a call's result: as a task group's children
     (or Temporal's child workflows when their parent closes), the call does not outlive it.
-    It is cancelled as ``handle.cancel()`` would (no further dispatch, its waits end, its
-    polls send their runs' cancel requests), instead of holding the key's later records
-    while it runs, or waits, for nobody. A WARNING names the line that submitted it (once
-    per line, in ``warned``).
+    It is cancelled as ``handle.cancel()`` would (no further dispatch, its waits end, its polls
+    send their runs' cancel requests), instead of holding the key's later records while it
+    runs, or waits, for nobody. A WARNING names the line that submitted it (once per line).
 
     Returns:
         The ids of the invocations cancelled (those nested in them included).
@@ -141,13 +138,16 @@ def cancel_left_behind(run: RunState, ctx: ActionExecution, warned: set[str]) ->
         if inv.caller != ctx.execution_id or inv.cancelled or (call is not None and call.used):
             continue  # (awaited: answered from the journal after a restore, its child goes on)
         cancelled.extend(cancel_invocation(run, inv_id))
-        site = call.site if call is not None else ""
-        if site not in warned:
+        what = f"{'chat' if inv.kind is CallKind.CHAT else 'sub-agent'} {inv.name!r}"
+        if ctx.diverged is not None:  # the old code made it; its error says what to do
+            log.warning("the call %s of %s, in flight at the restore, was cancelled: %s failed "
+                        "with a replay divergence", inv_id, what, ctx.execution_id)
+        elif (site := call.site if call is not None else "") not in warned:
             warned.add(site)
-            log.warning("the call %s of sub-agent %r%s was never awaited by action execution "
-                        "%s, which ended, so it was cancelled (nobody could read its result); "
-                        "await its handle, or cancel it", inv_id, inv.name,
-                        f" made at {site}" if site else "", ctx.execution_id)
+            log.warning("the call %s of %s%s was never awaited by action execution %s, which "
+                        "ended, so it was cancelled (nobody could read its result); await its "
+                        "handle, or cancel it", inv_id, what, f" made at {site}" if site else "",
+                        ctx.execution_id)
     return cancelled
 
 
