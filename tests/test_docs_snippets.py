@@ -195,3 +195,38 @@ def test_input_errors_page_flink_example_shows_bad_lines_and_failed_records(tmp_
     assert any("'kind': 'error'" in line and "'line': 1" in line and "not JSON" in line
                for line in printed), proc.stdout
     assert any("'key': 'b'" in line and "KeyError" in line for line in printed), proc.stdout
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(300)
+def test_run_on_flink_upgrade_example_reads_its_folder_on(tmp_path):
+    # before, the page said a job to stop and upgrade reads "a FileSource with
+    # monitor_continuously" and showed none; read_lines_file read one file to its end
+    pytest.importorskip("pyflink")
+    page = blocks("how-to/run-on-flink.md")
+    [main] = [b for b in page if "monitor_interval_s=" in b]
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "a.jsonl").write_text('{"key": "a", "text": "hi"}\nnot json\n')
+    (tmp_path / "my_agents.py").write_text(page[0])
+    (tmp_path / "main.py").write_text(main.replace("/data/inbox", str(inbox)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([str(PYTHON), "-u", "main.py"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line.rstrip("\n"))
+            if "'text': 'HI'" in line:  # the first file's record: put a second file there
+                (inbox / ".b.tmp").write_text('{"key": "b", "text": "later"}\n')
+                (inbox / ".b.tmp").rename(inbox / "b.jsonl")
+            if "'text': 'LATER'" in line:
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    out = "\n".join(seen)
+    assert "OUT> {'key': 'a', 'text': 'HI'}" in out, out[-3000:]
+    assert "ERR> {'kind': 'error', 'line': 1" in out, out[-3000:]
+    assert "OUT> {'key': 'b', 'text': 'LATER'}" in out, out[-3000:]

@@ -20,12 +20,13 @@ source's position (numbering survives a restore).
 
 from __future__ import annotations
 
+import math
 import os
 import pathlib
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from pyflink.common import Types, WatermarkStrategy
+from pyflink.common import Duration, Types, WatermarkStrategy
 from pyflink.datastream import KeyedProcessFunction, OutputTag
 from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
 from pyflink.datastream.state import ValueStateDescriptor
@@ -109,26 +110,43 @@ def read_lines_file(env: Any, path: str | os.PathLike[str], *,
                     parse: Callable[[int, str], Any] = json_line,
                     max_record_bytes: int | None = MAX_RECORD_BYTES,
                     operator: NumberedLines | None = None,
-                    name: str = "lines") -> FileInput:
+                    name: str = "lines",
+                    monitor_interval_s: float | None = None) -> FileInput:
     """Read a line-oriented file (JSON lines by default) into records and error rows.
 
     Args:
         env: the ``StreamExecutionEnvironment``.
-        path: the file.
+        path: the file; with ``monitor_interval_s``, a file or a folder.
         parse: ``parse(line_no, text)`` -> record (default: the line as JSON).
         max_record_bytes: longest line accepted, in bytes.
         operator: a ``NumberedLines`` (subclass) to use instead of
             ``NumberedLines(parse, max_record_bytes=...)``.
         name: the source's name; the numbering operator's name and uid are
             ``<name>-number-and-parse``.
+        monitor_interval_s: when given (seconds, > 0), the input never ends: the path is
+            looked at again at this interval and each new file in it is read once (a job
+            that can be stopped with a savepoint and upgraded); the source's uid is then
+            ``<name>-source``. Line numbers count on across the files, in the order read.
 
     Returns:
         ``FileInput(records, errors)``.
+
+    Raises:
+        ValueError: ``monitor_interval_s`` is not a positive number of seconds.
     """
-    source = FileSource.for_record_stream_format(
-        StreamFormat.text_line_format(_BYTE_PRESERVING_CHARSET),
-        str(pathlib.Path(path).resolve())).build()
-    text = env.from_source(source, WatermarkStrategy.no_watermarks(), name).set_parallelism(1)
+    if monitor_interval_s is not None and (
+            isinstance(monitor_interval_s, bool) or not isinstance(monitor_interval_s, (int, float))
+            or not 0 < monitor_interval_s < math.inf):
+        raise ValueError(f"read_lines_file({name=!r}): monitor_interval_s must be a positive "
+                         f"number of seconds, not {monitor_interval_s!r}")
+    builder = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(_BYTE_PRESERVING_CHARSET), str(pathlib.Path(path).resolve()))
+    if monitor_interval_s is not None:
+        builder.monitor_continuously(Duration.of_millis(max(1, round(monitor_interval_s * 1000))))
+    text = env.from_source(builder.build(), WatermarkStrategy.no_watermarks(), name)
+    if monitor_interval_s is not None:  # (a bounded one keeps the id its savepoints have)
+        text = text.uid(f"{name}-source")
+    text = text.set_parallelism(1)
     op = operator or NumberedLines(parse, max_record_bytes=max_record_bytes)
     label = f"{name}-number-and-parse"
     records = (text.key_by(shipped(_one_key), key_type=Types.INT())
