@@ -64,6 +64,14 @@ SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/s
 _ROOT_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_KEPT = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
 _WORKDIR = "/skill"
+_USR_CONFIG = ("/usr/local/etc",)
+"""Configuration folders inside ``/usr``, hidden by an empty read-only tmpfs: ``/usr/local``'s
+own ``/etc``, where programs installed there keep their host-wide settings and the
+credentials in them (npm's global ``npmrc`` with a registry ``_authToken``, a
+``pip.conf`` with an index's password)."""
+HOSTNAME = "sandbox"
+"""The host name a command sees (``uname -n``): not the host's, which names the machine
+inside its network."""
 MAX_BOUND_ENTRIES = 64
 """The most entries at the top of a read-only skill's folder bound one by one (each by an
 fd, over a private scratch); a folder with more is bound whole, read-only."""
@@ -162,6 +170,9 @@ def resolve_program(name: str, skill_dirs: list[Path], contained: bool) -> str:
 
 def _system_binds() -> list[str]:
     args = ["--ro-bind", "/usr", "/usr"]
+    for path in _USR_CONFIG:  # the host's settings (and secrets) kept under /usr
+        if os.path.isdir(path) and not os.path.islink(path):
+            args += ["--tmpfs", path, "--remount-ro", path]
     for d in _ROOT_DIRS:
         if os.path.islink(d):
             args += ["--symlink", os.readlink(d), d]
@@ -185,7 +196,7 @@ def _system_binds() -> list[str]:
 
 def _base_args(bwrap: str) -> list[str]:
     return [bwrap, "--unshare-all", "--unshare-user", "--cap-drop", "ALL", "--die-with-parent",
-            "--new-session", *_system_binds()]
+            "--new-session", "--hostname", HOSTNAME, *_system_binds()]
 
 
 @dataclass(frozen=True)
