@@ -66,7 +66,21 @@ SHELL_EQUIVALENT_COMMANDS = frozenset({
     "sudo", "su", "chroot", "unshare", "nsenter", "time", "command", "exec", "ionice", "chrt",
     "taskset", "prlimit", "bwrap", "runuser", "doas", "sg", "socat", "nc", "ncat", "netcat",
     "screen", "tmux", "ltrace", "valgrind", "emacs", "nvim", "scp", "java", "jshell", "julia",
-    "Rscript", "pip", "pip3", "npm", "npx", "cargo", "go"})
+    "Rscript", "pip", "pip3", "npm", "npx", "cargo", "go",
+    # run the program named in their arguments (util-linux, coreutils, libcap, the loader...)
+    "setpriv", "choom", "setarch", "linux32", "linux64", "i386", "x86_64", "uname26",
+    "runcon", "capsh", "numactl", "cgexec", "ld.so", "start-stop-daemon", "ssh-agent",
+    "dbus-run-session", "dbus-launch", "systemd-run", "fakeroot", "fakechroot", "eatmydata",
+    "faketime", "unbuffer", "cpulimit", "firejail", "proot", "sshpass", "xvfb-run", "perf",
+    "lldb", "chpst", "daemonize", "torsocks", "proxychains", "proxychains4", "msgfilter",
+    "msgexec", "ip",
+    # with a command or escape of their own (sqlite3's .shell, psql's \!, groff -U, gcc's
+    # -wrapper, cmake -P's execute_process, pandoc's Lua filters...)
+    "sqlite3", "psql", "mysql", "mariadb", "groff", "troff", "gcc", "cc", "g++", "clang",
+    "tcc", "cmake", "ctest", "ninja", "pandoc", "latex", "pdflatex", "lualatex", "xelatex",
+    "tex", "gnuplot", "octave", "R", "wish", "guile", "luajit", "mono", "dotnet", "deno",
+    "bun", "ocaml", "ghci", "racket", "sbcl", "clisp", "swipl", "erl", "elixir", "iex",
+    "pwsh", "toybox"})
 """Programs that can run other programs (``find -exec``, sed's ``e``, awk's ``system()``,
 ``sort --compress-program``...): allowing one is allowing a shell (contained by the
 sandbox all the same). Versioned interpreter names (``python3.12``, ``perl5``) count too."""
