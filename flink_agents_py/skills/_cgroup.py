@@ -183,6 +183,36 @@ def _make(parent: Path, name: str, limits: list[tuple[str, str]], what: str) -> 
     return path
 
 
+def _sweep_stale(parent: Path) -> None:
+    """Remove the empty cgroups of ours left by a process that died mid-command.
+
+    A worker killed while a command ran (``SIGKILL``, the OOM killer) never reached
+    ``close``: its command's processes died with it (``--die-with-parent``), its cgroup
+    folders stayed, one per such death. Each named by a process no longer alive and
+    holding no process is removed (a live one, or one whose number was reused, is left).
+    """
+    try:
+        entries = list(parent.glob(f"{_PREFIX}*"))
+    except OSError:
+        return
+    for path in entries:
+        owner = path.name[len(_PREFIX):].split("-", 1)[0]
+        if not owner.isdigit() or int(owner) == os.getpid():
+            continue
+        try:
+            os.kill(int(owner), 0)
+            continue  # alive (or its number reused): not ours to judge
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            if not (path / "cgroup.procs").read_text().split():
+                path.rmdir()
+        except OSError:
+            pass  # not empty, or gone meanwhile
+
+
 def open_command_cgroup(processes: int, memory_bytes: int) -> CommandCgroup | None:
     """Fresh cgroups allowing ``processes`` tasks and ``memory_bytes``, where root can.
 
@@ -209,6 +239,8 @@ def open_command_cgroup(processes: int, memory_bytes: int) -> CommandCgroup | No
         if parent is None:
             _warn_once(what, f"no cgroup {controller!r} controller is mounted")
             continue
+        if not _moves:  # once per process: what dead workers left
+            _sweep_stale(parent)
         v1 = not (parent / "cgroup.subtree_control").exists()
         path = _make(parent, name, limits or _limit_files(memory_bytes, v1), what)
         if path is not None and path not in made:
