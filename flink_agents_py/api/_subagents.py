@@ -452,7 +452,22 @@ class DeferredSubagentSetup(SubagentSetup):
     call's recorded outcome: raised at the caller's ``await``, and again on replay without
     calling ``prepare``. The caller gets the result's plain JSON form (see
     ``SubagentResult``); a result with no JSON form is a failed result naming where.
+
+    Attributes:
+        timeout_s: the longest the call (or its reconciler) may run, in s (``None``: no
+            limit). Past it the call ends as a failed result saying it timed out, naming
+            the sub-agent and the limit, recorded like any outcome (a replay gives it again
+            without calling); a ``call()`` that never returns would otherwise hold its
+            key's later records for ever. It is left running in a daemon thread of its own
+            (it holds no I/O slot nor the process at exit), and what it returns is
+            ignored. Counted from the call's first start, in wall-clock time: the deadline
+            is kept in keyed state, so a restore does not start it again.
     """
+
+    timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+    # out of the setup's JSON form (and so of recorded calls' digests) while unset
+    __json_omit_empty__: ClassVar[tuple[str, ...]] = ("timeout_s",)
 
     @abstractmethod
     def prepare(

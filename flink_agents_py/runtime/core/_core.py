@@ -64,6 +64,7 @@ from ._completion import (
     report_failure,
 )
 from ._damaged import read_run, unreadable_record
+from ._deferred_timeout import bounded_deferred
 from ._executor import IOExecutor
 from ._inbox import Inbox, InboxQueries
 from ._invocation_end import check_invocation, env_of
@@ -73,7 +74,6 @@ from ._siblings import new_siblings
 from ._stepper import enter_stepping, leave_stepping
 from ._subgraph import (
     cancel_invocation,
-    checked_result,
     open_invocation,
     plan_at,
     poll_result,
@@ -539,7 +539,8 @@ class AgentCore(UnfinishedCore, InboxQueries):
             runner = prepare_deferred(step.run, ctx, command)
             if runner is not None:  # (else its outcome is recorded: raised, or cancelled)
                 self.counters["subagent_calls"] += 1
-                self._submit(step.identity, ctx, call, checked_result, (runner, command.name), {})
+                fn, args = bounded_deferred(step.run, ctx, command, runner)
+                self._submit(step.identity, ctx, call, fn, args, {})
         elif isinstance(command, Poll):
             ctx.record_started(command)
             self.counters["subagent_calls"] += 1
