@@ -129,6 +129,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
         self._live: dict[Any, dict[str, _Task]] = {}
         self._envs: dict[tuple[str, ...], ResourceEnvironment] = {(): self.resources}
         self._cancelled: list[str] = []
+        self._cancelling = []
         self._inbox = Inbox()
         self._fns: dict[str, Callable[..., Any]] = {}
         self._routes: dict[str, tuple[ActionPlan, ...]] = {}  # the root plan's, by event type
@@ -151,6 +152,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
 
     def close(self) -> None:
         """Stop the executor and close the resources."""
+        self.join_cancels()  # (runs given up: their remote runs' cancel requests)
         self.executor.stop()
         for env in self._envs.values():
             env.close()

@@ -13,7 +13,11 @@ waits for), clears it from the key's state and starts the key's next input, if o
 queued: the run is not lost silently, and the inputs behind it still run.
 
 What is cleared: the run (keyed state then holds no run for the key), its live actions
-(their coroutines closed) and anything of it in the inbox. Early outside events it held
+(their coroutines closed) and anything of it in the inbox. An async sub-agent's remote run that
+an action of it submitted and never polled would outlive it, with nobody left to read its
+result: each is sent its cancel request (once, in a thread of its own that the core's
+``close`` waits for; a failure is logged), as when an action ends without awaiting its
+handle, and the error record names them. Early outside events it held
 become ``UnmatchedEventError`` records, as when a run ends. The journal keeps the run's
 recorded calls, as for any run in flight: a restore from a checkpoint taken before the run
 was given up replays them.
@@ -22,11 +26,16 @@ was given up replays them.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from ...api import UnfinishedRunError
-from ..recorder._state import KeyState, RunState
+from ...api.internal import described
+from .._failures import clip
+from ..recorder._state import CallKind, KeyState, RunState
 from ..recorder._wait_calls import SLEEP_PREFIX
+from ._commands import Poll
 from ._completion import cancel_unpolled, unfinished_calls
 from ._executor import IOExecutor
 from ._results import ErrorRecord, StepResult, input_record
@@ -39,6 +48,9 @@ if TYPE_CHECKING:
 __all__ = ["UnfinishedCore"]
 
 log = logging.getLogger("flink_agents_py.runtime")
+
+CANCEL_JOIN_S = 10.0
+"""How long ``close`` waits in all for the cancel requests of runs given up to be sent."""
 
 _HELD_BY_RUN = frozenset({"chat", "subagent"})
 """Kinds of calls the run's own actions answer (an invocation), not the I/O executor."""
@@ -65,11 +77,23 @@ def _waits_for(task: Task | None) -> str:
     return f"{what}, which was never started"
 
 
+def _send_cancels(requests: list[tuple[Any, str, str, str]]) -> None:
+    """Send each ``(setup, name, session id, call id)`` its cancel request; log a failure."""
+    for setup, name, session_id, call_id in requests:
+        try:
+            setup.call_cancel_request(session_id, call_id)
+        except Exception as e:  # noqa: BLE001 - best effort: its caller's run is gone
+            log.warning("sub-agent %r: the cancel request of remote run %s#%s, whose caller's "
+                        "run was given up, failed: %s", name, session_id, call_id,
+                        clip(described(e), 500))
+
+
 class UnfinishedCore(WaitsCore):
     """``AgentCore``'s handling of runs that cannot finish (see the module docstring)."""
 
     executor: IOExecutor
     probe: Probe | None
+    _cancelling: list[threading.Thread]  # sending the cancel requests of runs given up
     _run_tokens: dict[Any, Any]
 
     if TYPE_CHECKING:
@@ -122,7 +146,7 @@ class UnfinishedCore(WaitsCore):
             return self.advance(key, state)
         shown = self._key_value(key)
         live = self._live.pop(key, None) or {}
-        record, error = self._record(shown, run, live, where)
+        record, error = self._record(shown, run, live, where, self._cancel_abandoned(live))
         log.error("%s", record.message)
         errors = [record, *self._give_up_early(key, run, None)]
         self.counters["runs_abandoned"] += 1
@@ -144,8 +168,44 @@ class UnfinishedCore(WaitsCore):
         res.errors[:0] = errors
         return res
 
-    def _record(self, shown: Any, run: RunState, live: dict[str, Task], where: str
-                ) -> tuple[ErrorRecord, UnfinishedRunError]:
+    def _cancel_abandoned(self, live: dict[str, Task]) -> list[str]:
+        """Send their cancel requests to the async sub-agent runs ``live`` never polled.
+
+        Each once (marked used, as ``_completion.cancel_unpolled`` marks it), in a daemon
+        thread of their own (not on the operator thread, and not on the I/O executor, which
+        abandons its calls when the job ends right after): ``close`` waits for them, up to
+        ``CANCEL_JOIN_S``. A cancel request that raises is logged.
+
+        Returns:
+            Each run sent its cancel request, as ``sub-agent 'name' (call id)``.
+        """
+        sent: list[str] = []
+        requests: list[tuple[Any, str, str, str]] = []
+        for task in live.values():
+            for call in task.ctx.calls.values():
+                poll = call.start
+                if call.kind is not CallKind.SUBAGENT_RESULT or call.used or call.done \
+                        or not isinstance(poll, Poll):
+                    continue
+                call.used = True
+                requests.append((poll.setup, poll.name, poll.session_id, call.call_id))
+                sent.append(f"sub-agent {poll.name!r} ({call.call_id})")
+        if requests:
+            thread = threading.Thread(target=_send_cancels, args=(requests,), daemon=True,
+                                      name="flink-agents-cancel-given-up")
+            thread.start()
+            self._cancelling.append(thread)
+        return sent
+
+    def join_cancels(self) -> None:
+        """Wait (up to ``CANCEL_JOIN_S`` in all) for the cancel requests of runs given up."""
+        deadline = time.monotonic() + CANCEL_JOIN_S
+        for thread in self._cancelling:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._cancelling.clear()
+
+    def _record(self, shown: Any, run: RunState, live: dict[str, Task], where: str,
+                cancelled: list[str]) -> tuple[ErrorRecord, UnfinishedRunError]:
         """The error record of a run given up (and its exception, for the probe)."""
         names = list(dict.fromkeys(rec.action for rec in run.inflight.values()))
         waits = [f"action {rec.action!r} (execution {exec_id}) {_waits_for(live.get(exec_id))}"
@@ -157,7 +217,9 @@ class UnfinishedCore(WaitsCore):
             f"the run of key {shown!r:.200} (input {run.seq}) could not finish {where}: "
             f"it stays busy with nothing in flight and nothing delivered, so nothing "
             f"can move it on: {why}. The run is given up (a defect of the runtime: please "
-            "report it with this message); the key's next input, if any, runs")
+            "report it with this message); the key's next input, if any, runs"
+            + (f"; the async sub-agent runs it never polled are sent their cancel requests: "
+               f"{', '.join(cancelled)}" if cancelled else ""))
         record = ErrorRecord(
             key=shown, seq=run.seq, action=", ".join(names) or "<run>",
             execution_id=", ".join(run.inflight) or f"r{run.seq}",
