@@ -28,6 +28,7 @@ from flink_agents_py.api import (
     OutputEvent,
     ResourceDescriptor,
     ResourceType,
+    SubagentResult,
     action,
 )
 from flink_agents_py.plan import AgentPlan
@@ -215,3 +216,29 @@ def test_a_recorded_timeout_replays_without_calling(probes):
     assert errors == [] and [o["ok"] for o in outputs] == [False]
     assert f"timeout_s={TIMEOUT_S:g} s" in outputs[0]["error"]
     assert probes["called"] == 1
+
+
+class Quick(DeferredSubagentSetup):
+    """A deferred call that answers at once (well within its timeout)."""
+
+    def prepare(self, ctx, input, session_id, call_id):
+        def call():
+            return SubagentResult.ok({"echo": input})
+
+        return (f"{session_id}#{call_id}", call, None)
+
+
+def test_a_deferred_call_with_a_timeout_is_replay_safe_at_every_crash_point():
+    # with timeout_s the call runs in a thread of its own: its answer is still the call's
+    # recorded outcome, replayed at every crash point
+    from flink_agents_py.testing import check_replay_safety
+
+    agent = DeferredCaller()
+    agent.add_resource(
+        "remote",
+        ResourceType.AGENT,
+        ResourceDescriptor(Quick, description="A remote.", timeout_s=30),
+    )
+    report = check_replay_safety(agent, [{"key": k, "q": 1} for k in "abc"])
+    report.assert_ok()
+    assert report.outputs == 3 and report.points_total >= 3
