@@ -242,3 +242,36 @@ def test_a_deferred_call_with_a_timeout_is_replay_safe_at_every_crash_point():
     report = check_replay_safety(agent, [{"key": k, "q": 1} for k in "abc"])
     report.assert_ok()
     assert report.outputs == 3 and report.points_total >= 3
+
+
+def test_a_call_returning_after_the_loop_closed_is_ignored_quietly():
+    # an abandoned call that returns once the job (its executor's loop) is gone: its thread
+    # ends without a traceback, and the call timed out as it did
+    import asyncio
+    import threading
+
+    from flink_agents_py.runtime.core._deferred_timeout import _within
+
+    release = threading.Event()
+    ended = threading.Event()
+    raised: list[BaseException] = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: raised.append(args.exc_value)
+
+    def call():
+        release.wait()
+        ended.set()
+        return SubagentResult.ok("late")
+
+    try:
+        deadline_ms = time.time_ns() // 1_000_000 + 100
+        result = asyncio.run(_within(call, "remote", 0.1, deadline_ms))
+        release.set()  # the loop is closed by now
+        assert ended.wait(10)
+        for thread in threading.enumerate():  # its last lines, after the call returned
+            if thread.name == "flink-agents-deferred-remote":
+                thread.join(10)
+    finally:
+        threading.excepthook = hook
+    assert result.success is False and "timeout_s=0.1 s" in result.error_message
+    assert raised == []

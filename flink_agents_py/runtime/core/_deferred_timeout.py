@@ -104,17 +104,23 @@ async def _within(
         else:
             done.set_exception(value)
 
+    def hand_over(ok: bool, value: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:  # the executor's loop is closed (the job ended): nobody waits
+            pass
+
     def run() -> None:
         try:
             value: Any = checked_result(runner, name)
         except StopIteration as e:  # (asyncio cannot carry one into a future)
             err = RuntimeError(f"sub-agent {name!r}: its call raised StopIteration")
             err.__cause__ = e
-            loop.call_soon_threadsafe(settle, False, err)
+            hand_over(False, err)
         except BaseException as e:  # noqa: BLE001 - every failure is the call's outcome
-            loop.call_soon_threadsafe(settle, False, e)
+            hand_over(False, e)
         else:
-            loop.call_soon_threadsafe(settle, True, value)
+            hand_over(True, value)
 
     context = contextvars.copy_context()  # the durable call's own (``DURABLE_OWNER``)
     threading.Thread(
