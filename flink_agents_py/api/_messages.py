@@ -37,7 +37,13 @@ class MessageRole(str, Enum):
     ``role.value`` and ``MessageRole("user")`` all work. Its text (``str(role)``,
     ``f"{role}"``) is its value, as a ``StrEnum``'s: a role put into a transcript, a log or a
     chat template reads ``user``, not ``MessageRole.USER``.
+
+    A durable call's identity counts a member as its text (``__identity_is_value__``):
+    roles were their text before they were this enum, and a run recorded then, whose
+    calls were made with ``message.role``, replays after an upgrade as it was recorded.
     """
+
+    __identity_is_value__: ClassVar[bool] = True  # (a dunder: no member; see ``value_classes``)
 
     SYSTEM = "system"
     USER = "user"
@@ -46,7 +52,7 @@ class MessageRole(str, Enum):
 
     def __str__(self) -> str:
         """The role's value (``"user"``)."""
-        return self.value
+        return str.__str__(self)
 
     def __format__(self, spec: str) -> str:
         """The role's value, formatted (``f"{role:>9}"``)."""

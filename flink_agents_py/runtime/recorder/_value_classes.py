@@ -36,7 +36,10 @@ def value_classes(value: Any, depth: int = 0, *, sort_dicts: bool = False) -> li
     ``1`` are both ``1``; ``Rect(2, 3)`` and ``Box(2, 3)`` are both ``[2, 3]``): a call's
     identity adds them, so such calls differ. Lists, tuples, dicts and a namedtuple's fields
     are looked into; pydantic models are not (their class is in their JSON form, and their
-    fields' types say which enum a value is).
+    fields' types say which enum a value is). An enum class saying
+    ``__identity_is_value__`` is not counted: its members were plain values before it was
+    made (``MessageRole``: a role was its text), and calls recorded then, with the values,
+    must keep their identity.
 
     Args:
         value: a call's arguments (or a value a callable binds).
@@ -55,7 +58,7 @@ def value_classes(value: Any, depth: int = 0, *, sort_dicts: bool = False) -> li
     if kind in _SCALARS or depth > _DEPTH:
         return []
     if isinstance(value, enum.Enum):
-        return [_qualified(kind)]
+        return [] if getattr(kind, "__identity_is_value__", False) else [_qualified(kind)]
     found: list[str] = []
     if kind is list or kind is tuple or (isinstance(value, tuple) and hasattr(kind, "_fields")):
         if kind is not list and kind is not tuple:
