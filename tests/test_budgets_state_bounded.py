@@ -118,3 +118,40 @@ def test_the_entry_says_when_its_window_ends():
         "_budget": {"sub/b": {"input": 1, "ends": 9.0}, "old": {"input": 1}},
         "mine": 1,
     }
+
+
+def _strip_ends(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """``snapshot`` as code before the ``ends`` field wrote it (the field taken out)."""
+    for key in snapshot["keys"]:
+        for entry in (key["memory"] or {}).get("_budget", {}).values():
+            entry.pop("ends", None)
+    return snapshot
+
+
+@pytest.mark.parametrize("model", ["daily", "sliding"])
+def test_an_entry_written_before_ends_existed_still_counts_and_gets_its_end(
+    model, monkeypatch, probes
+):
+    # keyed state of the version before: the key's spend has no ``ends``; restored by today's
+    # code it counts in its window, and the next spend through it says when it ends (so it
+    # is dropped once its window is over)
+    first = [{"key": "k", "q": 0, "model": model}]
+    job = AgentsExecutionEnvironment.local().from_list(first).apply(_agent())
+    assert job.run().errors == []
+    old = _strip_ends(job.snapshot())
+    assert "ends" not in _keys(old)["k"]["memory"]["_budget"][model]
+    again = first + [{"key": "k", "q": 1, "model": model}]
+    job2 = AgentsExecutionEnvironment.local().from_list(again).apply(_agent())
+    job2.restore(old)
+    assert job2.run().errors == []
+    entry = _keys(job2.snapshot())["k"]["memory"]["_budget"][model]
+    assert entry["input"] == 20  # the old spend counted, with the new call's
+    assert entry["ends"] > _spend._clock()
+    # a window later, a chat through another setup drops it
+    ended = entry["ends"] + 1
+    monkeypatch.setattr(_spend, "_clock", lambda: ended)
+    later = again + [{"key": "k", "q": 2, "model": "lifetime"}]
+    job3 = AgentsExecutionEnvironment.local().from_list(later).apply(_agent())
+    job3.restore(job2.snapshot())
+    assert job3.run().errors == []
+    assert set(_keys(job3.snapshot())["k"]["memory"]["_budget"]) == {"lifetime"}
