@@ -16,6 +16,7 @@ few bytes, since a journal names recorded calls by the run's position in its key
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -155,3 +156,42 @@ def test_an_entry_written_before_ends_existed_still_counts_and_gets_its_end(
     job3.restore(job2.snapshot())
     assert job3.run().errors == []
     assert set(_keys(job3.snapshot())["k"]["memory"]["_budget"]) == {"lifetime"}
+
+
+@pytest.mark.parametrize("model", ["daily", "sliding"])
+def test_an_entry_written_before_ends_existed_goes_once_its_window_is_over(
+    model, monkeypatch, probes
+):
+    # keyed state of the version before: the key's spend through ``model`` has no ``ends``,
+    # and the key never chats through ``model`` again. Its window is known from the plan's
+    # budget, so once it is over the entry goes when the key's spends are next written
+    # (before, it stayed for ever: the leak the ``ends`` field was made to end)
+    first = [{"key": "k", "q": 0, "model": model}]
+    job = AgentsExecutionEnvironment.local().from_list(first).apply(_agent())
+    assert job.run().errors == []
+    old = _strip_ends(job.snapshot())
+    within = first + [{"key": "k", "q": 1, "model": "lifetime"}]
+    job2 = AgentsExecutionEnvironment.local().from_list(within).apply(_agent())
+    job2.restore(json.loads(json.dumps(old)))
+    assert job2.run().errors == []
+    kept = _keys(job2.snapshot())["k"]["memory"]["_budget"]
+    assert set(kept) == {model, "lifetime"} and kept[model]["input"] == 10  # still counting
+    ended = _spend._clock() + WINDOW_S + 1
+    monkeypatch.setattr(_spend, "_clock", lambda: ended)
+    later = within + [{"key": "k", "q": 2, "model": "lifetime"}]
+    job3 = AgentsExecutionEnvironment.local().from_list(later).apply(_agent())
+    job3.restore(old)
+    assert job3.run().errors == []
+    assert set(_keys(job3.snapshot())["k"]["memory"]["_budget"]) == {"lifetime"}
+
+
+def test_the_windows_of_a_plans_setups_name_their_entries():
+    from test_budgets_spend_kept import caller
+
+    from flink_agents_py.plan import AgentPlan
+
+    windows = _spend.spend_windows(AgentPlan.from_agent(_agent()))
+    assert set(windows) == {"daily", "sliding"}  # the lifetime budget has no window
+    nested = _spend.spend_windows(AgentPlan.from_agent(caller(Budget(max_tokens=5, window_s=9))))
+    assert [w.window_s for w in nested.values()] == [9]
+    assert all("/" in name for name in nested)  # a sub-agent's setup: ``<sub-agent>/<setup>``

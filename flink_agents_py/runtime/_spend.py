@@ -20,7 +20,7 @@ from ..api import Budget, BudgetStateError, ChatMessage, ChatResponse, TokenUsag
 
 __all__ = ["ENDS", "MEMORY_PREFIX", "SPEND_CAP", "add_spend", "call_cost", "counted_usage",
            "drop_ended_spends", "estimated_usage", "merged_spend", "spend_key", "stored_spend",
-           "counted", "rolled", "spend_problem", "window_end"]
+           "spend_windows", "counted", "rolled", "spend_problem", "window_end"]
 
 MEMORY_PREFIX = "_budget"
 """Short-term memory entries ``_budget.<setup>`` hold each key's spend per setup."""
@@ -212,36 +212,77 @@ def _clock() -> float:
     return time.time()
 
 
-def drop_ended_spends(memory: dict[str, Any]) -> None:
+def spend_windows(plan: Any) -> dict[str, Budget]:
+    """The windowed budgets of a plan's chat model setups, by their spend entry's path.
+
+    The path is the one under ``_budget`` (``spend_key`` without the prefix), the
+    sub-agents' setups included: what ``drop_ended_spends`` reads the window of an entry
+    written before entries said when they end from.
+
+    Args:
+        plan: the root ``AgentPlan``.
+
+    Returns:
+        ``{"<setup>" or "<sub-agent>/<setup>": budget}`` for each budget with a window
+        (one given as its dict form too; one that does not validate is left out).
+    """
+    from ..api import ResourceType  # (the api's enum; kept out of the module's hot imports)
+
+    found: dict[str, Budget] = {}
+
+    def walk(at: Any, path: tuple[str, ...]) -> None:
+        for name, resource in at.resources.get(ResourceType.CHAT_MODEL, {}).items():
+            budget = resource.descriptor.arguments.get("budget")
+            if isinstance(budget, dict):
+                try:
+                    budget = Budget.model_validate(budget)
+                except ValueError:
+                    continue  # (the plan names it; the setup's build fails on it)
+            if isinstance(budget, Budget) and budget.window_s is not None:
+                found[spend_key(name, path).partition(".")[2]] = budget
+        for name, child in at.subagents.items():
+            walk(child, (*path, name))
+
+    walk(plan, ())
+    return found
+
+
+def drop_ended_spends(memory: dict[str, Any], windows: dict[str, Budget] | None = None) -> None:
     """Delete the key's spend entries whose windows have ended, in place.
 
     Without it a key's ``_budget.<setup>`` entry stayed in keyed state for ever, one per
     budgeted setup per key ever seen, long after its window had ended and it counted
-    nothing. An entry of a budget without a window is the key's spend for ever and stays,
-    as does one without ``ENDS`` (written by older code, or edited): the window it belongs
-    to is not known here. ``_budget`` itself goes once empty.
+    nothing. An entry of a budget without a window is the key's spend for ever and stays.
+    One without ``ENDS`` was written by older code (or edited): its end is found from the
+    budget ``windows`` gives for its path (``spend_windows``), else it stays (its window
+    is not known). ``_budget`` itself goes once empty.
 
     Args:
         memory: the key's committed short-term memory.
+        windows: the windowed budgets by entry path (``spend_windows``; ``None``: none).
     """
     spends = memory.get(MEMORY_PREFIX)
     if not isinstance(spends, dict):
         return
-    _drop_ended(spends, _clock())
+    _drop_ended(spends, _clock(), windows or {}, "")
     if not spends:
         del memory[MEMORY_PREFIX]
 
 
-def _drop_ended(level: dict[str, Any], now: float) -> None:
+def _drop_ended(level: dict[str, Any], now: float, windows: dict[str, Budget],
+                prefix: str) -> None:
     for name, entry in list(level.items()):
         if not isinstance(entry, dict):
             continue
+        path = f"{prefix}{name}"
         if "input" in entry or ENDS in entry:  # a spend (else a level of a dotted name)
             ends: Any = entry.get(ENDS)
+            if ENDS not in entry and path in windows and spend_problem(entry) is None:
+                ends = _with_end(windows[path], dict(entry)).get(ENDS)  # written before ENDS
             if _number(ends) and ends <= now:
                 del level[name]
             continue
-        _drop_ended(entry, now)
+        _drop_ended(entry, now, windows, f"{path}.")
         if not entry:
             del level[name]
 

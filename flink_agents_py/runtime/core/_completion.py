@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from ...api import OutputEvent, ReplayDivergenceError
+from ...api import Budget, OutputEvent, ReplayDivergenceError
 from ...api.internal import shown_key
 from .._failures import FailureLog, error_text, failure_text, redact_text, reported_error
 from .._spend import drop_ended_spends
@@ -128,14 +128,16 @@ def completion_error(ctx: ActionExecution, reentered: bool, warned: set[str]
     return None
 
 
-def commit_memory(ctx: ActionExecution, state: KeyState, run: RunState) -> None:
+def commit_memory(ctx: ActionExecution, state: KeyState, run: RunState,
+                  windows: dict[str, Budget] | None = None) -> None:
     """Apply the completed action's short-term and sensory memory writes, in order.
 
     Actions of the same scope still in flight that have used memory get what undoes the
     writes (``InflightAction.memory_undo``): re-executed after a restore, they read what
     they read before these writes, not the writes. Then its merges into the key's short-term
     memory (``ActionExecution.key_merges``: a budget's spend), from the sub-agents' actions
-    too, on what is committed by then.
+    too, on what is committed by then, and the key's spends whose windows ended go
+    (``windows``: the plan's windowed budgets, see ``_spend.spend_windows``).
     """
     writes = ctx.short_term_writes()
     sensory_writes = ctx.sensory_writes()
@@ -155,7 +157,7 @@ def commit_memory(ctx: ActionExecution, state: KeyState, run: RunState) -> None:
             apply_writes(tree, writes)
         if merges:  # a budget's spend: and the key's spends whose windows ended go
             apply_merges(tree, merges)
-            drop_ended_spends(tree)
+            drop_ended_spends(tree, windows)
         state.memory = tree
     if sensory_writes:
         tree = run.sensory if ctx.env is None else run.invocations[ctx.env].sensory

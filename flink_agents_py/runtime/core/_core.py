@@ -34,6 +34,7 @@ from .._failures import FailureLog, never_awaited
 from .._memory_events import WRITE_TYPES, send_memory_events
 from .._resources import ResourceEnvironment, check_resources
 from .._serde import event_json
+from .._spend import spend_windows
 from .._unread import logged
 from ..context._action_context import ActionContext
 from ..context._calls import DurableCall, not_its_call
@@ -124,6 +125,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
         self.probe = probe_of(observer)  # what the core reports to (``Probe``)
         self.failpoint, self.journal = failpoint, journal
         self.resources = ResourceEnvironment(plan)
+        self._windows = spend_windows(plan)  # (an old spend entry's window: ``commit_memory``)
         self.executor = IOExecutor(max_in_flight)
         self._notify = notify or (lambda key: None)
         self._live: dict[Any, dict[str, _Task]] = {}
@@ -583,7 +585,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
         else:
             self.counters["actions_completed"] += 1
             if ctx.memory_used or ctx.key_merges:  # (else it has nothing to commit)
-                commit_memory(ctx, step.state, step.run)
+                commit_memory(ctx, step.state, step.run, self._windows)
             # a built-in action's events are fresh objects nothing else holds, built from
             # values rebuilt from their JSON forms: the first action they trigger may have them
             fresh = task.action.name in BUILTIN_NAMES
