@@ -95,3 +95,80 @@ def test_each_role_member_digests_as_its_text(role):
     )
     assert call_digest(send, (role,), {}, "c0") == call_digest(send, (role.value,), {}, "c0")
     assert argument_shape(send, (role,), {}) == argument_shape(send, (role.value,), {})
+
+
+USER_MODULE = """
+import os, sys
+from flink_agents_py.api import (Agent, ChatMessage, InputEvent, OutputEvent, RunnerContext,
+                                 action)
+
+OLD = sys.argv[1] == "old"  # the version before: a message's role was its text
+
+
+def send(messages):
+    with open("sent.log", "a") as f:
+        f.write(messages[0]["role"] + "\\n")
+    return "sent"
+
+
+def die():
+    os._exit(3)
+
+
+class Wire(Agent):
+    replay = "strict"
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        m = ChatMessage(role="user", content=event.input["text"])
+        role = m.role.value if OLD else m.role
+        sent = await ctx.durable_execute_async(send, [{"role": role, "content": m.content}])
+        if OLD:
+            await ctx.durable_execute_async(die)  # the old process dies here
+        ctx.send_event(OutputEvent(output=sent))
+"""
+
+USER_RUN = """
+import json, sys
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.runtime import SqliteJournal
+from my_wire import Wire
+
+journal = SqliteJournal("journal.db", retention_s=3600)
+env = AgentsExecutionEnvironment.local(journal=journal)
+result = env.from_list([{"key": "a", "text": "hi"}]).apply(Wire()).run()
+print(json.dumps({"outputs": result.outputs, "errors": [e.error_type for e in result.errors]}))
+"""
+
+
+def test_a_users_job_journaled_by_the_old_version_resumes_after_the_upgrade(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "my_wire.py").write_text(USER_MODULE)
+    (tmp_path / "run.py").write_text(USER_RUN)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    import flink_agents_py  # this checkout's package, not the tests' folder
+
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(flink_agents_py.__file__))
+
+    def run(version: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "run.py", version],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    old = run("old")
+    assert old.returncode == 3, old.stderr[-3000:]
+    new = run("new")
+    assert new.returncode == 0, new.stderr[-3000:]
+    got = json.loads(new.stdout.strip().splitlines()[-1])
+    assert got == {"outputs": ["sent"], "errors": []}
+    assert (tmp_path / "sent.log").read_text() == "user\n"  # answered from the journal
