@@ -487,7 +487,8 @@ PUBLIC_API = {
     "MissingApiKeyError", "NotInActionContextError", "PlanError", "DuplicateNameError",
     "ProviderError",
     "ReplayDivergenceError", "ResourceError", "ResourceNotFoundError", "SerializationError",
-    "SubagentInputError", "UnsupportedAwaitError", "UsageError", "AgentNotInitializedError", "UnkeyedRecordError",
+    "SubagentInputError", "UnsupportedAwaitError", "UsageError", "AgentNotInitializedError",
+    "UnkeyedRecordError",
     "UnfinishedRunError",
     "UnreadErrorsError",
 }
