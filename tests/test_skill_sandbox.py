@@ -463,7 +463,9 @@ def test_the_process_limit_stops_a_fork_loop_from_a_user_module(user):
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         assert "started-all-30" not in result["output"]
         assert "Cannot fork" in result["output"] or "unavailable" in result["output"]
-        assert _skill_cgroups() == before, "a skill command's cgroup was left behind"
+        # (a subset: a command's process sweeps the empty cgroups of dead processes)
+        left = _skill_cgroups() - before
+        assert not left, f"a skill command's cgroup was left behind: {left}"
     finally:
         shutil.rmtree(work)
 
