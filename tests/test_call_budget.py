@@ -44,15 +44,18 @@ from flink_agents_py.runtime.recorder._state import InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(60)
 
-CHAT_CALLS = 533
+CHAT_CALLS = 531
 """Python calls per chat on the host's thread, at most (487 when set, 605 the day before;
 535 once each use of a context, memory or memory set checks that it is its own action's:
 ``runtime/context/_owner.py``, 13 checks a chat; 530 once a run's end no longer asks its
-queue twice whether it is empty; 529 once a new input's run is read once)."""
-ECHO_CALLS = 110
+queue twice whether it is empty; 529 once a new input's run is read once; 531 measured
+later; 530 once a freshly decoded flat record reaches its action with no second copy:
+``on_input(..., fresh=True)``, as the Flink operator calls it)."""
+ECHO_CALLS = 108
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
 109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new
-input's run is read once)."""
+input's run is read once; 107 once a freshly decoded flat record reaches its action with no
+second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it)."""
 
 
 class InstantModel(ChatModelConnection):
@@ -125,7 +128,7 @@ def _per_record(agent: Agent, keys: int = 40) -> tuple[float, list[Any]]:
 
         def inputs(names: list[str]) -> None:
             for k in names:
-                res = core.on_input(k, {"key": k, "n": k, "t": 1.5}, states[k])
+                res = core.on_input(k, {"key": k, "n": k, "t": 1.5}, states[k], fresh=True)
                 outputs.extend(res.outputs)
 
         def completions(names: list[str]) -> None:

@@ -303,7 +303,7 @@ class AgentOperator(KeyedProcessFunction):
                     core.wait_for(key, left)
                 res = core.advance(key, state)
                 yield from self._emit(res)
-        res = core.on_input(key, value, state, where, source)
+        res = core.on_input(key, value, state, where, source, fresh=True)  # (decoded for us)
         if res.outputs or res.errors:  # (else ``_emit`` has nothing to give: no call for it)
             yield from self._emit(res)
         if switch is None or res.busy or res.timers or res.parked \

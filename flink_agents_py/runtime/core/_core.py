@@ -160,11 +160,14 @@ class AgentCore(UnfinishedCore, InboxQueries):
             env.close()
 
     def on_input(self, key: Any, record: Any, state: KeyState, where: str = "",
-                 source: str | None = None) -> StepResult:
+                 source: str | None = None, *, fresh: bool = False) -> StepResult:
         """Queue ``record`` for ``key`` and advance the key.
 
         A record with no JSON form is not queued but becomes an ``ErrorRecord`` (action
         ``"<input>"``, execution id ``where`` e.g. ``"record 8"``, input ``shown_input``).
+        ``fresh``: no one else holds ``record`` (the Flink operator's, decoded for this
+        call), so an action starting on it now may get it without a copy
+        (``input_event``).
 
         Returns:
             What the key's advance produced.
@@ -178,17 +181,20 @@ class AgentCore(UnfinishedCore, InboxQueries):
             return res
         unreadable = self._read_run(key, state)  # before the queue is found from the run
         state.push_input(stored, source)  # its JSON form, as keyed state holds it (``input_event``)
-        res = self.advance(key, state, _run_read=True)  # (a damaged run is reported above)
+        res = self.advance(key, state, _run_read=True,  # (a damaged run is reported above)
+                           _fresh=(stored, record) if fresh else None)
         if unreadable is not None:
             res.errors.insert(0, unreadable)
         return res
 
-    def advance(self, key: Any, state: KeyState, *, _run_read: bool = False) -> StepResult:
+    def advance(self, key: Any, state: KeyState, *, _run_read: bool = False,
+                _fresh: tuple[Any, Any] | None = None) -> StepResult:
         """Run everything of ``key`` that can run now, then flush its state.
 
         Starts the next queued input when the key is idle, rebuilds action executions that
         are in state but not live (after a restore), applies completed I/O, and steps actions
-        until each has completed or waits for I/O. ``_run_read``: ``on_input`` read the run.
+        until each has completed or waits for I/O. ``_run_read``: ``on_input`` read the run;
+        ``_fresh``: ``on_input``'s (stored form, fresh record), see ``input_event``.
 
         Returns:
             The outputs and errors produced, and whether the key is still busy.
@@ -219,7 +225,8 @@ class AgentCore(UnfinishedCore, InboxQueries):
                 if probe is not None:
                     token = probe.run_started(shown, seq)
                 step = _Step(shown, state, run, res, live, collections.deque(), key)
-                event, data = input_event(f"r{seq}", record)
+                event, data = input_event(f"r{seq}", record, _fresh[1] if _fresh is not None
+                                          and record is _fresh[0] else None)
                 self._dispatch(step, event, None, data=data, own=True)
             else:
                 if run.parked and not self._inbox.has(key):

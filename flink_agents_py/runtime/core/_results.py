@@ -35,6 +35,7 @@ log = logging.getLogger("flink_agents_py.runtime")
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 _INPUT_KEYS = frozenset({"id", "type", "attributes", "input"})
+_TEXT = frozenset({str})
 
 
 class ErrorRecord(BaseModel):
@@ -218,13 +219,24 @@ _UNREBUILT: set[str] = set()
 """Model tags already warned about by ``_rebuilt``."""
 
 
-def input_event(event_id: str, stored: Any) -> tuple[InputEvent, dict[str, Any]]:
+def input_event(event_id: str, stored: Any,
+                fresh: Any = None) -> tuple[InputEvent, dict[str, Any]]:
     """The ``InputEvent`` of a run and its JSON form, from the input's stored JSON form.
 
     The input was checked when it was queued, so its JSON form is built directly (no second
     walk): it is the stored form, pydantic models tagged with their class, so a replay
     rebuilds the same types. The event's ``input`` is a copy with the models rebuilt (an
     input that was a ``ProductReview`` is one in the action, on every path).
+
+    Args:
+        event_id: the event's id.
+        stored: the input's stored JSON form.
+        fresh: the record ``stored`` was made from, when no one else holds it (the Flink
+            operator's freshly decoded record), else ``None``. A flat ``dict`` of exact
+            ``str`` keys and exact scalar values is what a copy of ``stored`` would be, type
+            for type, so it reaches the action as it is (no second copy); any other record
+            (a ``dict`` subclass, a tuple, a model, a nested value) gets the copy, so that
+            the action sees the same types as after a replay.
 
     Returns:
         The event and its JSON form.
@@ -233,6 +245,9 @@ def input_event(event_id: str, stored: Any) -> tuple[InputEvent, dict[str, Any]]
                             "input": stored}
     if type(stored) in _PLAIN:
         value = stored
+    elif type(fresh) is dict and _PLAIN.issuperset(map(type, fresh.values())) \
+            and _TEXT.issuperset(map(type, fresh)):
+        value = fresh
     else:  # ``_rebuilt`` inline (a Python call fewer per record)
         try:
             value = _rebuilt_walk(stored)
