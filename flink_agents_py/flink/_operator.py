@@ -163,6 +163,7 @@ class AgentOperator(KeyedProcessFunction):
         self._drain_at: dict[Any, int] = {}
         self._synchronous: bool | None = None
         self._flush_at: tuple[Any, int] | None = None  # (key, time) of the metrics flush timer
+        self._pushes_metrics = False  # a Flink metric group takes the metrics (set in open)
         self._is_live: Callable[[Any], bool] = lambda key: True
         self._waiting_limit = self.options.waiting_calls_limit
         self._switch: KeySwitching | None = None  # thread mode: keys can be switched
@@ -217,6 +218,8 @@ class AgentOperator(KeyedProcessFunction):
         hold_gc_settings(self)
         self._is_live = core.is_live
         self._waiting_limit = opts.waiting_calls_limit  # (read per record)
+        # (read per record: without a metric group nothing waits to be pushed, no call asks)
+        self._pushes_metrics = self.observability.flush_interval_ms > 0
         self._backoff, self._poll_at, self._drain_at = {}, {}, {}
         self._flush_at = None
         self.stats.clear()
@@ -321,7 +324,7 @@ class AgentOperator(KeyedProcessFunction):
                 yield from switch.pump(ctx)
             if executor.pending or switch.ready:  # (else ``arm_pump`` has nothing to set)
                 switch.arm_pump(ctx)
-        if self._flush_at is None and self.observability.unflushed:
+        if self._pushes_metrics and self._flush_at is None and self.observability.unflushed:
             self._arm_flush(key, ctx)
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
@@ -354,7 +357,7 @@ class AgentOperator(KeyedProcessFunction):
             yield from self._drain(key, timestamp, ctx)
         else:
             yield from self._poll(key, timestamp, ctx)
-        if self._flush_at is None and self.observability.unflushed:
+        if self._pushes_metrics and self._flush_at is None and self.observability.unflushed:
             self._arm_flush(key, ctx)
 
     def _flush_if_due(self, key: Any, timestamp: int) -> bool:
