@@ -58,12 +58,7 @@ from ._commands import (
     StartSubagent,
     StartWait,
 )
-from ._completion import (
-    commit_memory,
-    completion_error,
-    emit_output,
-    report_failure,
-)
+from ._completion import commit_memory, completion_error, emit_output, report_failure
 from ._damaged import read_run, unreadable_record
 from ._deferred_timeout import bounded_deferred
 from ._executor import IOExecutor
@@ -166,8 +161,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
         A record with no JSON form is not queued but becomes an ``ErrorRecord`` (action
         ``"<input>"``, execution id ``where`` e.g. ``"record 8"``, input ``shown_input``).
         ``fresh``: no one else holds ``record`` (the Flink operator's, decoded for this
-        call), so an action starting on it now may get it without a copy
-        (``input_event``).
+        call), so an action starting on it now may get it without a copy (``input_event``).
 
         Returns:
             What the key's advance produced.
