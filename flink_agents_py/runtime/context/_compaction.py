@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ...api import ChatMessage, MemorySet, MessageRole, ResourceType, VectorStoreError
+from ...api import ChatMessage, ChatResponse, MemorySet, MessageRole, ResourceType, VectorStoreError
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
@@ -39,10 +39,27 @@ def summarize(ltm: ActionLongTermMemory, memory_set: MemorySet, chat_model: str,
         return None
     ctx: ActionExecution = ltm._ctx  # noqa: SLF001 - the execution the memory belongs to
     setup = ctx.get_resource(chat_model, ResourceType.CHAT_MODEL)
-    messages = [ChatMessage(role=MessageRole.SYSTEM, content=instructions or COMPACT),
-                ChatMessage(role=MessageRole.USER,
-                            content="\n".join(f"- {i.value}" for i in items))]
-    response = ctx.durable_execute(setup.chat, messages)  # type: ignore[attr-defined]
+    chat = setup.chat  # type: ignore[attr-defined]
+    response = ctx.durable_execute(chat, compaction_messages(items, instructions))
+    return replace_by_summary(memory_set, chat_model, items, response)
+
+
+def compaction_messages(items: list[Any], instructions: str | None) -> list[ChatMessage]:
+    """The request of a compaction: the instructions, then one line per item's value."""
+    return [ChatMessage(role=MessageRole.SYSTEM, content=instructions or COMPACT),
+            ChatMessage(role=MessageRole.USER, content="\n".join(f"- {i.value}" for i in items))]
+
+
+def replace_by_summary(memory_set: MemorySet, chat_model: str, items: list[Any],
+                       response: ChatResponse) -> str:
+    """Log the deletes of ``items`` and the add of the model's summary (applied at completion).
+
+    Returns:
+        The summary item's id.
+
+    Raises:
+        VectorStoreError: when the model answered with an empty summary.
+    """
     summary = (response.message.content or "").strip()
     if not summary:
         raise VectorStoreError(f"memory set {memory_set.name!r}: chat model {chat_model!r} "

@@ -52,13 +52,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...api import (
     BaseLongTermMemory,
-    ChatMessage,
     DimensionMismatchError,
     Document,
     LongTermMemoryOptions,
     MemorySet,
     MemorySetItem,
-    MessageRole,
     ResourceError,
     ResourceType,
     VectorStore,
@@ -79,7 +77,7 @@ from .._memory_items import (
 )
 from .._serde import digest, dumps, to_json_value
 from ._calls import MustAwait
-from ._compaction import COMPACT, summarize
+from ._compaction import compaction_messages, replace_by_summary, summarize
 from ._nested import refuse_nested
 
 if TYPE_CHECKING:
@@ -346,16 +344,8 @@ class ActionMemorySet(MemorySet):
         items = self.get(limit=max_items)  # oldest first, then this action's own adds
         if len(items) < 2:
             return None
-        messages = [ChatMessage(role=MessageRole.SYSTEM, content=instructions or COMPACT),
-                    ChatMessage(role=MessageRole.USER,
-                                content="\n".join(f"- {i.value}" for i in items))]
-        response = await self._ltm._ctx.chat(chat_model, messages)
-        summary = (response.message.content or "").strip()
-        if not summary:
-            raise VectorStoreError(f"memory set {self.name!r}: chat model {chat_model!r} "
-                                   "answered the compaction with an empty summary")
-        self.delete([i.id for i in items])
-        return self.add(summary, {"compacted_from": len(items)})[0]
+        response = await self._ltm._ctx.chat(chat_model, compaction_messages(items, instructions))
+        return replace_by_summary(self, chat_model, items, response)
 
     def count_items(self) -> int:
         """Items in the set as this action sees it (durable counts; no item is read)."""
