@@ -151,8 +151,9 @@ class Event(BaseModel):
             cls.model_rebuild(force=True)
         # a program's own event class keeps the keywords it does not declare as attributes,
         # as Flink Agents' events (``extra="allow"``) keep them; the built-in ones refuse them
+        # (one that chose its own ``extra`` keeps pydantic's: ``model_extra`` with "allow")
         cls.__event_fields__ = None if cls.__module__.startswith("flink_agents_py.") \
-            else frozenset(cls.model_fields)
+            or cls.model_config.get("extra") != "forbid" else frozenset(cls.model_fields)
         name = f"{cls.__module__}:{cls.__qualname__}"
         if _is_skeleton_of(cls, _BY_CLASS.get(name)):
             return  # cloudpickle's throw-away copy of a loaded class (see event_class_tag)
