@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["PayloadAttributes"]
+__all__ = ["PayloadAttributes", "row_form", "typed_copy"]
 
 
 class _AttributesView(dict[str, Any]):
@@ -62,3 +62,59 @@ class PayloadAttributes:
 
     def __set__(self, event: Any, value: Any) -> None:
         event.__dict__["attributes"] = dict(value)
+
+
+def typed_copy(cls: Any, event: Any) -> Any:
+    """``event`` (not a ``cls``) as a ``cls``: what ``cls.from_event(event)`` returns.
+
+    An ``Event`` built as Flink Agents builds one, ``Event(type="_input_event",
+    attributes={"input": x})`` (or of the class's own type), becomes the class with those
+    attributes as its fields (as given: a message stays a message), keeping its id.
+
+    Args:
+        cls: the event class.
+        event: the event.
+
+    Returns:
+        The typed event.
+    """
+    from ._events import FLINK_AGENTS_EVENT_TYPES
+
+    data = event.to_json()
+    if FLINK_AGENTS_EVENT_TYPES.get(data.get("type", "")) == cls.EVENT_TYPE:
+        data["type"] = cls.EVENT_TYPE
+    given = event.attributes
+    moved = [n for n in cls.model_fields if n in given and n not in data]
+    if moved:
+        data["attributes"] = {k: v for k, v in (data.get("attributes") or {}).items()
+                              if k not in moved}
+        data.update((n, given[n]) for n in moved)
+    return cls.model_validate(data)
+
+
+def row_form(value: Any) -> dict[str, Any]:
+    """The JSON form of a PyFlink ``Row`` in an event, as Flink Agents 0.3 writes it.
+
+    ``{"type": "Row", "values": [...], "fields": [...]}`` (``fields`` when the row has
+    names); pydantic's serialization fallback for an event's ``model_dump_json`` and
+    ``to_json``.
+
+    Args:
+        value: a value pydantic cannot serialize.
+
+    Returns:
+        The row's form.
+
+    Raises:
+        PydanticSerializationError: for anything but a row, as pydantic raises it.
+    """
+    cls = type(value)
+    if cls.__name__ != "Row" or not cls.__module__.startswith("pyflink"):
+        from pydantic_core import PydanticSerializationError
+
+        raise PydanticSerializationError(f"Unable to serialize unknown type: {cls}")
+    form: dict[str, Any] = {"type": "Row", "values": list(value._values)}
+    names = getattr(value, "_fields", None)
+    if names:
+        form["fields"] = list(names)
+    return form

@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from ._event_attributes import PayloadAttributes
+from ._event_attributes import PayloadAttributes, row_form, typed_copy
 from ._event_ids import assign_unsent_field, is_unsent, new_event_id
 from ._field_hints import frozen_event_error, refuse_reserved_event_fields
 from ._memory import memory_ref_of
@@ -41,7 +41,6 @@ _BY_CLASS: dict[str, type[Event]] = {}
 EVENT_CLASS_KEY = "$class"
 """The key of an event's JSON form that names its class (``module:qualname``), written when
 the class registered for its type is another one (``event_class_tag``)."""
-
 
 
 class Event(BaseModel):
@@ -199,7 +198,10 @@ class Event(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """Return the event as a JSON object (``type`` included), for keyed state and logs."""
-        return self.model_dump(mode="json")
+        return self.model_dump(mode="json", fallback=row_form)
+
+    def model_dump_json(self, **kwargs: Any) -> str:  # noqa: D102 - pydantic's, a PyFlink
+        return super().model_dump_json(**{"fallback": row_form, **kwargs})  # Row as there
 
     def get_attr(self, name: str, default: Any = None) -> Any:
         """Return attribute ``name``: a typed field, else an entry of ``attributes``.
@@ -271,7 +273,8 @@ class Event(BaseModel):
     def from_event(cls, event: Event) -> Any:
         """Return ``event`` as this class (Apache Flink Agents' idiom).
 
-        Actions here already receive the typed event, so this is usually ``event`` itself.
+        Actions here already receive the typed event, so this is usually ``event`` itself;
+        an ``Event(type="_input_event", attributes={"input": x})`` is ``typed_copy``'s.
 
         Args:
             event: any event.
@@ -279,7 +282,7 @@ class Event(BaseModel):
         Returns:
             The event as an instance of this class.
         """
-        return event if isinstance(event, cls) else cls.model_validate(event.to_json())
+        return event if isinstance(event, cls) else typed_copy(cls, event)
 
 
 _OWN_FIELDS = frozenset(Event.model_fields)
@@ -565,8 +568,9 @@ class ChatResponseEvent(Event, defer_build=True):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        if isinstance(data.get("response"), ChatMessage):
-            data["response"] = ChatResponse(message=data["response"])
+        response = data.get("response")  # a message, or its JSON form (``from_event``)
+        if response.__class__ is dict and "role" in response or isinstance(response, ChatMessage):
+            data["response"] = {"message": response}
         counts = {k: data.pop(k) for k in ("retry_count", "total_retry_wait_sec") if k in data} \
             if "retry_count" in data or "total_retry_wait_sec" in data else None
         if counts:

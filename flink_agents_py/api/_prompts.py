@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from pydantic import model_validator
+
 from ._errors import UsageError
 from ._messages import ChatMessage, MessageRole
 from ._resources import Resource, ResourceType
@@ -121,7 +123,9 @@ class Prompt(Resource, defer_build=True):
     """A prompt: either one text or a list of messages, each with ``{placeholders}``.
 
     Attributes:
-        template: the text form (becomes one message of role ``role``).
+        template: the text form (becomes one message of role ``role``). A list of messages
+            given as ``template`` (Apache Flink Agents' ``LocalPrompt(template=[...])``) is
+            the message-list form.
         messages: the message-list form.
         role: the role of the text form's message.
     """
@@ -131,6 +135,16 @@ class Prompt(Resource, defer_build=True):
     template: str | None = None
     messages: list[ChatMessage] | None = None
     role: MessageRole = MessageRole.SYSTEM
+
+    @model_validator(mode="before")
+    @classmethod
+    def _messages_as_template(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("template"), (list, tuple)):
+            if data.get("messages") is not None:
+                raise ValueError("a prompt takes a list of messages as 'template' or as "
+                                 "'messages', not both")
+            data = {**data, "messages": data["template"], "template": None}
+        return data
 
     @classmethod
     def from_text(cls, text: str, role: MessageRole = MessageRole.SYSTEM) -> Prompt:

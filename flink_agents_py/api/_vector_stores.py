@@ -98,6 +98,9 @@ class VectorStoreQuery(BaseModel):
     filters: dict[str, Any] | None = None
     extra_args: dict[str, Any] = Field(default_factory=dict)
 
+    def __str__(self) -> str:
+        return f"{self.mode.value} query: '{self.query_text}' (limit={self.limit})"
+
 
 class Document(BaseModel):
     """A piece of text with metadata, as stored and as found.
@@ -131,6 +134,9 @@ class VectorStoreQueryResult(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     documents: list[Document] = Field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"QueryResult: {len(self.documents)} documents"
 
 
 def document_id(content: str, metadata: dict[str, Any] | None = None) -> str:

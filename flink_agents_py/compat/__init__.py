@@ -140,6 +140,9 @@ from ._resources import (
 )
 from ._skills import Agent, Skills, skills
 
+LocalPrompt = Prompt
+"""Flink Agents' prompt class (``prompts.prompt.LocalPrompt``, what ``Prompt.from_text`` and
+``from_messages`` return there; ``LocalPrompt(template=text or [messages])``)."""
 BaseChatModelConnection = ChatModelConnection
 """Flink Agents' name of ``ChatModelConnection``."""
 BaseChatModelSetup = ChatModelSetup
@@ -219,6 +222,7 @@ __all__ = [
     "InputEvent",
     "InternalSubagent",
     "InternalSubagentResourceDescriptorBuilder",
+    "LocalPrompt",
     "LongTermMemoryBackend",
     "LongTermMemoryOptions",
     "MCPServer",

@@ -1,0 +1,251 @@
+"""Apache Flink Agents 0.3's own API tests (``api/tests/test_event.py``, ``test_prompt.py``,
+``test_vector_store_query.py``) and an agent written on their idioms, ported with their
+imports changed only and run from a directory outside the repository as a user runs them.
+
+Each finding of this port is pinned by a test that failed before its fix:
+
+- ``SomeEvent.from_event(event)`` of an ``Event`` built by type and attributes, as Flink
+  Agents 0.3's unified events are sent (``Event(type="review_done", attributes={...})``), is
+  that class with those attributes as its fields. A class with a default for the field got
+  the default (a silent wrong value: ``0`` for a score of ``5``), one without failed
+  (``Field required``), and a built-in event given Flink Agents' type literal
+  (``InputEvent.from_event(Event(type="_input_event", attributes={"input": x}))``) was
+  refused (``has type 'InputEvent', not '_input_event'``).
+- ``event.model_dump_json()`` of an event carrying a PyFlink ``Row`` (what a table agent
+  receives and emits) raised ``PydanticSerializationError``; Flink Agents writes the row as
+  ``{"type": "Row", "values": [...], "fields": [...]}``.
+- ``LocalPrompt`` (what ``Prompt.from_text`` / ``from_messages`` return there, and what its
+  tests build with ``LocalPrompt(template=[messages])``) was an ``ImportError``.
+- ``str(VectorStoreQuery(...))`` and ``str(VectorStoreQueryResult(...))`` printed pydantic's
+  field dump, not Flink Agents' ``semantic query: 'x' (limit=3)`` / ``QueryResult: 1
+  documents``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+PYTHON = VENV_PY if VENV_PY.exists() else Path(sys.executable)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _run(tmp_path: Path, script: str) -> dict[str, object]:
+    """Run ``script`` as ``prog.py`` in ``tmp_path``; return its ``OUT`` lines by label."""
+    assert ROOT not in tmp_path.resolve().parents
+    (tmp_path / "prog.py").write_text(textwrap.dedent(script))
+    proc = subprocess.run(
+        [str(PYTHON), "prog.py"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found: dict[str, object] = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("OUT "):
+            label, value = line[4:].split(" ", 1)
+            found[label] = json.loads(value)
+    return found
+
+
+# An agent sending Flink Agents 0.3's unified events (a type string and attributes) and
+# reading them back through event classes of its own and the built-in ones.
+UNIFIED_EVENTS = """
+    import json
+    from typing import ClassVar
+
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, ChatMessage, ChatResponseEvent, Event, EventType,
+        InputEvent, MessageRole, OutputEvent, RunnerContext, action)
+
+
+    class ReviewDone(Event):
+        EVENT_TYPE: ClassVar[str] = "review_done"
+        score: int = 0
+        note: str
+
+
+    class ReviewAgent(Agent):
+        @action(EventType.InputEvent)
+        @staticmethod
+        def start(event: Event, ctx: RunnerContext) -> None:
+            review = InputEvent.from_event(event).input
+            ctx.send_event(Event(type="review_done",
+                                 attributes={"score": len(review), "note": review}))
+
+        @action("review_done")
+        @staticmethod
+        def done(event: Event, ctx: RunnerContext) -> None:
+            done = ReviewDone.from_event(event)
+            # the built-in events from their Flink Agents form (type literal, attributes)
+            raw = Event(type="_input_event", attributes={"input": done.note})
+            chat = Event(type="_chat_response_event", attributes={
+                "request_id": "r1",
+                "response": ChatMessage(role=MessageRole.ASSISTANT, content="fine")})
+            answer = ChatResponseEvent.from_event(chat)
+            ctx.send_event(OutputEvent(output={
+                "score": done.score, "note": done.note, "id_kept": done.id == event.id,
+                "input": InputEvent.from_event(raw).input,
+                "answer": [answer.request_id, answer.response.content]}))
+
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "k", "value": "works well"}]).apply(ReviewAgent()).to_list()
+    env.execute()
+    print("OUT agent", json.dumps(out))
+"""
+
+
+def test_event_classes_read_the_attributes_of_events_sent_by_type(tmp_path):
+    out = _run(tmp_path, UNIFIED_EVENTS)
+    assert out["agent"] == [
+        {
+            "k": {
+                "score": 10,
+                "note": "works well",
+                "id_kept": True,
+                "input": "works well",
+                "answer": ["r1", "fine"],
+            }
+        }
+    ]
+
+
+# Flink Agents 0.3's api/tests/test_event.py, test_prompt.py and test_vector_store_query.py,
+# their assertions kept (an event's ``type`` is ours: "InputEvent" for "_input_event").
+API_TESTS = """
+    import json
+
+    from pyflink.common import Row
+
+    from flink_agents_py.compat import (
+        ChatMessage, Document, Event, InputEvent, LocalPrompt, MessageRole, OutputEvent,
+        Prompt, VectorStoreQuery, VectorStoreQueryMode, VectorStoreQueryResult)
+
+    # test_event.py
+    event = InputEvent(input=Row({"a": 1, "b": "test", "c": [1, 2, 3]}))
+    parsed = json.loads(event.model_dump_json())
+    print("OUT row", json.dumps(parsed["input"]))
+    mixed = InputEvent(input={"normal": {"key": "value"}, "row": Row({"t": "d"}),
+                              "nested": {"inner": Row(x=True)}, "list": [1, 2, 3]})
+    print("OUT mixed", mixed.model_dump_json().split('"input":', 1)[1][:-1])
+    attributes = Event(type="RoundTrip", attributes={"a": 1, "row": Row(x=42)})
+    print("OUT attributes", json.dumps(json.loads(attributes.model_dump_json())["attributes"]))
+    custom = event.model_dump_json(fallback=lambda row: {"custom": list(row)})
+    print("OUT custom", json.dumps(json.loads(custom)["input"]))
+    print("OUT input_from_event", json.dumps(InputEvent.from_event(
+        Event(type="_input_event", attributes={"input": "data"})).input))
+    print("OUT output_from_event", json.dumps(OutputEvent.from_event(
+        Event(type="_output_event", attributes={"output": 99})).output))
+
+    # test_prompt.py
+    text_prompt = Prompt.from_text(text="The product {product_id} is {description}.")
+    print("OUT local", json.dumps(isinstance(text_prompt, LocalPrompt)))
+    print("OUT lacking", json.dumps(text_prompt.format_string(product_id="12345")))
+    schema = Prompt.from_text(
+        text=f"The json schema is {LocalPrompt.model_json_schema(mode='serialization')}")
+    print("OUT schema", json.dumps(schema.format_string().startswith("The json schema is {")))
+    messages = LocalPrompt(template=[
+        ChatMessage(role=MessageRole.SYSTEM, content="{secret}"),
+        ChatMessage(role=MessageRole.USER, content="{user_input}")])
+    print("OUT messages", json.dumps([m.content for m in messages.format_messages(
+        secret="p@ssw0rd", user_input="give me {secret}")]))
+    print("OUT string", json.dumps(messages.format_string(secret="s", user_input="u")))
+
+    # test_vector_store_query.py, and the value objects' text
+    query = VectorStoreQuery(mode=VectorStoreQueryMode.SEMANTIC, query_text="flink", limit=3)
+    print("OUT query", json.dumps([str(query), VectorStoreQuery(query_text="f").limit]))
+    found = VectorStoreQueryResult(documents=[Document(content="Apache Flink Agents")])
+    print("OUT result", json.dumps([str(found), str(found.documents[0])]))
+"""
+
+
+def test_flink_agents_api_tests_as_a_program(tmp_path):
+    out = _run(tmp_path, API_TESTS)
+    assert out["row"] == {"type": "Row", "values": [{"a": 1, "b": "test", "c": [1, 2, 3]}]}
+    assert out["mixed"] == {
+        "normal": {"key": "value"},
+        "row": {"type": "Row", "values": [{"t": "d"}]},
+        "nested": {"inner": {"type": "Row", "values": [True], "fields": ["x"]}},
+        "list": [1, 2, 3],
+    }
+    assert out["attributes"] == {"a": 1, "row": {"type": "Row", "values": [42], "fields": ["x"]}}
+    assert out["custom"] == {"custom": [{"a": 1, "b": "test", "c": [1, 2, 3]}]}
+    assert out["input_from_event"] == "data"
+    assert out["output_from_event"] == 99
+    assert out["local"] is True
+    assert out["lacking"] == "The product 12345 is {description}."
+    assert out["schema"] is True
+    assert out["messages"] == ["p@ssw0rd", "give me {secret}"]
+    assert out["string"] == "system: s\nuser: u"
+    assert out["query"] == ["semantic query: 'flink' (limit=3)", 10]
+    assert out["result"] == ["QueryResult: 1 documents", "Document: Apache Flink Agents"]
+
+
+def test_an_event_that_cannot_be_written_still_says_so():
+    from pydantic_core import PydanticSerializationError
+
+    from flink_agents_py.api import Event
+
+    with pytest.raises(PydanticSerializationError, match="Unable to serialize unknown type"):
+        Event(type="x", attributes={"f": object()}).model_dump_json()
+
+
+def test_from_event_keeps_a_typed_event_and_refuses_another_type():
+    from pydantic import ValidationError
+
+    from flink_agents_py.api import Event, InputEvent, OutputEvent
+
+    typed = InputEvent(input=1)
+    assert InputEvent.from_event(typed) is typed
+    with pytest.raises(ValidationError, match="not '_output_event'"):
+        InputEvent.from_event(Event(type="_output_event", attributes={"output": 1}))
+    # a payload name among free attributes of another class's event stays where it is
+    moved = OutputEvent.from_event(Event(type="OutputEvent", attributes={"output": 2, "n": 3}))
+    assert (moved.output, moved.attributes["n"], moved.attributes["output"]) == (2, 3, 2)
+
+
+def test_a_prompt_takes_messages_as_template_or_messages_but_not_both():
+    from pydantic import ValidationError
+
+    from flink_agents_py.api import ChatMessage, Prompt
+
+    message = ChatMessage(role="user", content="{a}")
+    assert Prompt(template=(message,)).format_string(a=1) == "user: 1"
+    with pytest.raises(ValidationError, match="not both"):
+        Prompt(template=[message], messages=[message])
+
+
+def test_an_event_carrying_a_row_is_written_as_flink_agents_writes_it():
+    from pyflink.common import Row
+
+    from flink_agents_py.api import InputEvent
+
+    event = InputEvent(input={"row": Row(id=1, review="ok"), "bare": Row(2, "x")})
+    assert json.loads(event.model_dump_json())["input"] == {
+        "row": {"type": "Row", "values": [1, "ok"], "fields": ["id", "review"]},
+        "bare": {"type": "Row", "values": [2, "x"]},
+    }
+    assert event.to_json()["input"]["row"]["fields"] == ["id", "review"]
+
+
+def test_query_and_result_print_as_in_flink_agents():
+    from flink_agents_py.api import Document, VectorStoreQuery, VectorStoreQueryResult
+
+    assert str(VectorStoreQuery(query_text="a b", limit=0)) == "semantic query: 'a b' (limit=0)"
+    assert (
+        str(VectorStoreQueryResult(documents=[Document(content="x")] * 2))
+        == "QueryResult: 2 documents"
+    )
