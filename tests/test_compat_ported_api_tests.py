@@ -249,3 +249,87 @@ def test_query_and_result_print_as_in_flink_agents():
         str(VectorStoreQueryResult(documents=[Document(content="x")] * 2))
         == "QueryResult: 2 documents"
     )
+
+
+# Flink Agents' runtime/tests/test_local_execution_environment.py as a program: records
+# appended after from_list, an async action awaiting ``ctx.execute_async`` (its first name of
+# durable_execute_async), and a second agent applied to the same input refused at the call
+# with a RuntimeError. ``await ctx.execute_async(...)`` failed every record ("object
+# generator can't be used in 'await' expression"), and the chained apply ran both agents on
+# the same records, mixing their outputs in one list ([{'bob': 2}, {'bob': 0}]).
+LOCAL_ENVIRONMENT = """
+    import json
+    import time
+
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, Event, InputEvent, OutputEvent, RunnerContext,
+        action)
+
+
+    class Agent1(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def increment(event: Event, ctx: RunnerContext):
+            ctx.send_event(OutputEvent(output=event.input + 1))
+
+
+    class Agent1WithAsync(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def increment(event: Event, ctx: RunnerContext):
+            def my_func(value: int) -> int:
+                time.sleep(0.01)
+                return value + 1
+
+            value = await ctx.execute_async(my_func, event.input)
+            ctx.send_event(OutputEvent(output=value))
+
+
+    class Agent1AsGenerator(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def increment(event: Event, ctx: RunnerContext):
+            value = yield from ctx.execute_async(lambda v: v + 1, event.input)
+            ctx.send_event(OutputEvent(output=value))
+
+
+    class Agent2(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def decrease(event: Event, ctx: RunnerContext):
+            ctx.send_event(OutputEvent(output=event.input - 1))
+
+
+    for agent in (Agent1(), Agent1WithAsync(), Agent1AsGenerator()):
+        env = AgentsExecutionEnvironment.get_execution_environment()
+        input_list = []
+        output_list = env.from_list(input_list).apply(agent).to_list()
+        input_list.append({"key": "bob", "value": 1})
+        input_list.append({"k": "john", "v": 2})
+        env.execute()
+        print("OUT", type(agent).__name__, json.dumps(output_list))
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    try:
+        env.from_list([{"key": "bob", "value": 1}]).apply(Agent1()).apply(Agent2()).to_list()
+        print("OUT chained", json.dumps("applied"))
+    except RuntimeError as e:
+        print("OUT chained", json.dumps(type(e).__name__))
+"""
+
+
+def test_flink_agents_local_environment_tests_as_a_program(tmp_path):
+    out = _run(tmp_path, LOCAL_ENVIRONMENT)
+    for name in ("Agent1", "Agent1WithAsync", "Agent1AsGenerator"):
+        assert out[name] == [{"bob": 2}, {"john": 3}], name
+    assert out["chained"] == "_ChainedApplyError"
+
+
+def test_a_chained_apply_is_also_a_usage_error_naming_the_way_on():
+    from flink_agents_py.api import UsageError
+    from flink_agents_py.compat import Agent, AgentsExecutionEnvironment
+
+    builder = AgentsExecutionEnvironment.get_execution_environment().from_list([])
+    builder.apply(Agent())
+    with pytest.raises(UsageError, match="its own from_list"):
+        builder.apply(Agent())

@@ -69,6 +69,20 @@ class AgentConfig:
     get_int = get_float = get_bool = get_str
 
 
+class _AwaitOrYieldFrom:
+    """A durable call that an ``async`` action awaits and a generator action yields from."""
+
+    __slots__ = ("_call",)
+
+    def __init__(self, call: Awaitable[Any]) -> None:
+        self._call = call
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._call.__await__()
+
+    __iter__ = __await__
+
+
 class RunnerContext(ABC):
     """The context an action receives; its methods delegate to the hosting runtime."""
 
@@ -302,25 +316,25 @@ class RunnerContext(ABC):
         """
 
     def execute_async(self, fn: Callable[..., Any], *args: Any, **kwargs: Any
-                      ) -> Generator[Any, None, Any]:
-        """``durable_execute_async`` for an action written as a generator (Flink Agents 0.1).
+                      ) -> _AwaitOrYieldFrom:
+        """``durable_execute_async`` by Flink Agents' first name (0.1 and 0.2).
 
-        ``result = yield from ctx.execute_async(fn, *args)`` in a plain ``def`` action is
-        ``result = await ctx.durable_execute_async(fn, *args)`` in an ``async def`` one; the
-        runtime steps such an action as it steps a coroutine.
+        ``result = yield from ctx.execute_async(fn, *args)`` in a plain ``def`` action (a
+        generator, which the runtime steps as it steps a coroutine), or ``result = await
+        ctx.execute_async(fn, *args)`` in an ``async def`` one (as Flink Agents' local
+        environment tests write it; it was a ``TypeError``, a generator being no awaitable,
+        before the port of those tests found it).
 
         Args:
             fn: the function, plain or ``async``.
             *args: positional arguments of ``fn``.
             **kwargs: keyword arguments of ``fn`` (and ``durable_execute_async``'s own).
 
-        Yields:
-            The call, to the runtime stepping the action.
-
         Returns:
-            What ``fn`` returns (or, on replay, returned the first time).
+            The call, to ``await`` or ``yield from``: either gives what ``fn`` returns (or,
+            on replay, returned the first time).
         """
-        return (yield from self.durable_execute_async(fn, *args, **kwargs).__await__())
+        return _AwaitOrYieldFrom(self.durable_execute_async(fn, *args, **kwargs))
 
     def patched(self, change_id: str) -> bool:
         """Whether this action execution takes the new branch of change ``change_id``.

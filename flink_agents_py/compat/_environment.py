@@ -349,13 +349,25 @@ def _compat_value(record: Any) -> Any:
                      f'{{"key": k, "value": v}} dicts (e.g. {{"key": 1, "value": record}})')
 
 
+class _ChainedApplyError(UsageError, RuntimeError):
+    """A second ``apply`` on one local input (a ``RuntimeError`` there, as in Flink Agents)."""
+
+
 class _LocalBuilder:
     def __init__(self, env: LocalAgentsEnvironment, records: list[dict[str, Any]]) -> None:
         self._env = env
         self._records = records  # read when the environment executes, as Flink Agents does
         self._out: list[Any] = []
+        self._applied = False
 
     def apply(self, agent: Agent | str) -> _LocalBuilder:
+        if self._applied:  # Flink Agents refuses a second agent (RuntimeError) at the call
+            raise _ChainedApplyError(
+                "apply() was already called on this input: Flink Agents' local environment "
+                "runs one agent per from_list (a second one neither reads the first's outputs "
+                "nor runs after it). Give each agent its own from_list(...).apply(...), or "
+                "execute() and pass the first agent's outputs to from_list for the second")
+        self._applied = True
         self._env._pending.append((self._records, self._env._agent(agent), self._out))
         return self
 
