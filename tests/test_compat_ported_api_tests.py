@@ -333,3 +333,14 @@ def test_a_chained_apply_is_also_a_usage_error_naming_the_way_on():
     builder.apply(Agent())
     with pytest.raises(UsageError, match="its own from_list"):
         builder.apply(Agent())
+
+
+def test_applying_an_agent_name_never_loaded_is_a_value_error_naming_it():
+    # Flink Agents' test_remote_execution_environment.py: ``pytest.raises(ValueError,
+    # match="ghost")``; it was a KeyError only (still one, for programs catching that)
+    from flink_agents_py.compat import AgentsExecutionEnvironment
+
+    builder = AgentsExecutionEnvironment.get_execution_environment().from_list([])
+    with pytest.raises(ValueError, match="ghost") as raised:
+        builder.apply("ghost")
+    assert isinstance(raised.value, KeyError)

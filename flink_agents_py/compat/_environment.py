@@ -186,8 +186,8 @@ class _Environment:
         """``agent`` (or the YAML agent so named) with the environment's resources."""
         if isinstance(agent, str):
             if agent not in self._agents:
-                raise KeyError(f"no agent named {agent!r} was loaded (load_yaml first); "
-                               f"loaded: {sorted(self._agents) or 'none'}")
+                raise _UnknownAgentError(f"no agent named {agent!r} was loaded (load_yaml "
+                                         f"first); loaded: {sorted(self._agents) or 'none'}")
             agent = self._agents[agent]
         config, chat = self._config.agent_config(), self._config.chat_defaults()
         if not (self._resources or config or chat):
@@ -347,6 +347,10 @@ def _compat_value(record: Any) -> Any:
                          f"InputEvent.input")
     raise UsageError(f"the record is a {type(record).__name__}, not a dict: from_list takes "
                      f'{{"key": k, "value": v}} dicts (e.g. {{"key": 1, "value": record}})')
+
+
+class _UnknownAgentError(KeyError, ValueError):
+    """``apply("name")`` of no loaded agent (a ``ValueError`` there, as in Flink Agents)."""
 
 
 class _ChainedApplyError(UsageError, RuntimeError):
