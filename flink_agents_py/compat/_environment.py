@@ -175,11 +175,22 @@ class _Environment:
 
         Raises:
             YamlError: naming every problem of the document.
+            DuplicateNameError: (a ``ValueError``, as in Flink Agents) naming an agent a
+                document declares when one of that name was loaded already (the same file
+                loaded twice, or two files declaring one name): the second replaced the
+                first without a word before the port of Flink Agents' loader tests found it.
         """
         from ..yaml import load_agents
 
         for path in paths if isinstance(paths, (list, tuple)) else [paths]:
-            self._agents.update(load_agents(path))
+            loaded = load_agents(path)
+            again = sorted(set(loaded) & set(self._agents))
+            if again:
+                raise DuplicateNameError(
+                    f"agent(s) {', '.join(map(repr, again))} of {str(path)!r} already loaded on "
+                    "this environment: give each agent a name of its own, or load each file "
+                    "once")
+            self._agents.update(loaded)
         return self
 
     def _agent(self, agent: Agent | str) -> Agent:
