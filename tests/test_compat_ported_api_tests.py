@@ -468,3 +468,39 @@ def test_flink_agents_yaml_loader_tests_as_a_program(tmp_path):
         "file_b_agent": [{"file_b_agent": 0}],
     }
     assert "'file_b_agent'" in out["again"] and "already loaded" in out["again"]
+
+
+def test_every_built_in_event_is_rebuilt_from_its_flink_agents_form():
+    from flink_agents_py.compat import (
+        ChatMessage,
+        ChatRequestEvent,
+        ContextRetrievalRequestEvent,
+        Event,
+        MessageRole,
+        ToolRequestEvent,
+        ToolResponseEvent,
+    )
+
+    def form(kind: str, **attributes: object) -> Event:
+        return Event(type=f"_{kind}_event", attributes=attributes)
+
+    call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": {"a": 1}}}
+    request = ToolRequestEvent.from_event(form("tool_request", model="m", tool_calls=[call]))
+    assert [(c.id, c.name, c.arguments) for c in request.tool_calls] == [("c1", "add", {"a": 1})]
+    answered = ToolResponseEvent.from_event(
+        form("tool_response", request_id="r", responses={"c1": 3})
+    )
+    assert answered.responses["c1"].content == 3
+    query = ContextRetrievalRequestEvent.from_event(
+        form("context_retrieval_request", query="q", vector_store="vs", max_results=2)
+    )
+    assert (query.query, query.vector_store, query.max_results) == ("q", "vs", 2)
+    chat = ChatRequestEvent.from_event(
+        form(
+            "chat_request",
+            model="m",
+            prompt_args={"a": 1},
+            messages=[ChatMessage(role=MessageRole.USER, content="hi")],
+        )
+    )
+    assert (chat.model, chat.messages[0].content, chat.prompt_args) == ("m", "hi", {"a": 1})
