@@ -504,3 +504,11 @@ def test_every_built_in_event_is_rebuilt_from_its_flink_agents_form():
         )
     )
     assert (chat.model, chat.messages[0].content, chat.prompt_args) == ("m", "hi", {"a": 1})
+
+
+def test_memory_type_is_importable_with_flink_agents_members():
+    # Flink Agents' memory tests import it beside MemoryObject (an ImportError before)
+    from flink_agents_py.compat import MemoryObject, MemoryType
+
+    assert [m.name for m in MemoryType] == ["SENSORY", "SHORT_TERM"]
+    assert MemoryType("short_term") is MemoryType.SHORT_TERM and MemoryObject is not None

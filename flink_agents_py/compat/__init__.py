@@ -75,6 +75,7 @@ from ._knowledge import (
     BaseVectorStore,
     CollectionManageableVectorStore,
     MemoryObject,
+    MemoryType,
     SubagentMetadataProvider,
 )
 from ._listeners import EventContext, EventListener
@@ -229,6 +230,7 @@ __all__ = [
     "McpServer",
     "Memory",
     "MemoryObject",
+    "MemoryType",
     "MemoryRef",
     "MemorySet",
     "MemorySetItem",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Protocol, runtime_checkable
 
 from ..api import (
@@ -17,6 +18,7 @@ __all__ = [
     "BaseVectorStore",
     "CollectionManageableVectorStore",
     "MemoryObject",
+    "MemoryType",
     "SubagentMetadataProvider",
 ]
 
@@ -32,6 +34,18 @@ its collection per call; ``ChromaVectorStore`` creates missing ones on write
 (``create_collection_if_not_exists``) and drops them with ``delete_collection``."""
 MemoryObject = Memory
 """Flink Agents' name of the short-term and sensory memory an action sees (``Memory``)."""
+
+
+class MemoryType(Enum):
+    """The two memories an action sees (Flink Agents' ``memory_object.MemoryType``).
+
+    ``SENSORY`` is ``ctx.sensory_memory``, ``SHORT_TERM`` ``ctx.short_term_memory``; a
+    ``MemoryRef`` does not say which memory made it here (``resolve`` reads the short-term
+    memory, else the sensory one).
+    """
+
+    SENSORY = "sensory"
+    SHORT_TERM = "short_term"
 
 
 @runtime_checkable
