@@ -36,6 +36,7 @@ from flink_agents_py.compat import (
     LongTermMemoryOptions,
     MemoryEvent,
     MemoryEventOptions,
+    MemoryType,
     NotOfferedVectorStore,
     OpenAIChatModelConnection,
     ShortTermMemoryTtlUpdate,
@@ -141,6 +142,7 @@ ErrorHandlingStrategy.IGNORE
 LongTermMemoryBackend.EXTERNAL_VECTOR_STORE
 ShortTermMemoryTtlUpdate.ON_CREATE_AND_WRITE
 ShortTermMemoryTtlVisibility.RETURN_EXPIRED_IF_NOT_CLEANED_UP
+MemoryType.SENSORY  # Flink Agents' memory_object.MemoryType (compat): public API
 LongTermMemoryOptions.Mem0
 LongTermMemoryOptions.EXTERNAL_VECTOR_STORE_NAME
 Configuration.get_int
