@@ -163,15 +163,28 @@ def test_flink_agents_datastream_to_table_program(tmp_path: Path) -> None:
     (tmp_path / "prog.py").write_text(textwrap.dedent(PROGRAM))
     inputs = tmp_path / "resources" / "input"
     inputs.mkdir(parents=True)
-    (inputs / "reviews.txt").write_text("".join(
-        json.dumps({"id": i, "review": r, "review_score": s}) + "\n" for i, r, s in REVIEWS))
-    env = {**{k: v for k, v in os.environ.items() if k != "FLINK_CONF_DIR"},
-           "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([str(PYTHON), "prog.py"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=540)
+    (inputs / "reviews.txt").write_text(
+        "".join(json.dumps({"id": i, "review": r, "review_score": s}) + "\n" for i, r, s in REVIEWS)
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "FLINK_CONF_DIR"},
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.run(
+        [str(PYTHON), "prog.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=540
+    )
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
-    rows = [json.loads(line) for part in (tmp_path / "results").rglob("*") if part.is_file()
-            for line in part.read_text().splitlines() if line.strip()]
+    rows = [
+        json.loads(line)
+        for part in (tmp_path / "results").rglob("*")
+        if part.is_file()
+        for line in part.read_text().splitlines()
+        if line.strip()
+    ]
     assert sorted(rows, key=lambda r: (r["id"], r["review"])) == sorted(
-        ({"id": i, "review": f"{r} first action second action", "review_score": s}
-         for i, r, s in REVIEWS), key=lambda r: (r["id"], r["review"]))
+        (
+            {"id": i, "review": f"{r} first action second action", "review_score": s}
+            for i, r, s in REVIEWS
+        ),
+        key=lambda r: (r["id"], r["review"]),
+    )
