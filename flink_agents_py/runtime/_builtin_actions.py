@@ -167,6 +167,21 @@ def _own_budget(resolve: Callable[[str], ChatModelSetup], info: Any) -> Budget |
         return None
 
 
+def _fills_prompt(setup: ChatModelSetup) -> bool:
+    """Whether a chat through ``setup`` reads its request's prompt arguments at all.
+
+    Only a prompt (``build_messages``, a subclass's own included) or a setup's own ``chat``
+    fills placeholders: for any other the chat reads no memory for them, so its action uses
+    no memory view (nothing to commit) and counts no memory operation (not in flight as a
+    reader other actions' writes must be undone for, ``commit_memory``).
+
+    Returns:
+        Whether it may read them (a sub-agent's input is then read from sensory memory).
+    """
+    return bool(setup.prompt) or setup.has_own_chat() \
+        or type(setup).build_messages is not ChatModelSetup.build_messages
+
+
 async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     """Drive one chat: model call, tool rounds, structured output, final ``ChatResponseEvent``.
 
@@ -179,7 +194,6 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         ReplayDivergenceError: when a replay of the chat diverges from its records.
         RuntimeError: when the chat's state is missing from sensory memory.
     """
-    mem = ctx.sensory_memory
     first: list[ChatMessage] | None = None  # the first call's messages, validated already
     found: ChatModelSetup | None = None  # the chat's setup, when looked up already
     requested: Sequence[ChatMessage] = ()  # a request's messages (``history``)
@@ -190,8 +204,8 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             assert isinstance(setup, ChatModelSetup)
             found = setup
             prompt_args = event.prompt_args
-            if prompt_args is None:  # inside an internal sub-agent: the call's input fields
-                given = mem.get("_subagent.input")  # (None or a dict: as it is, no call)
+            if prompt_args is None and _fills_prompt(setup):  # in an internal sub-agent:
+                given = ctx.sensory.get("_subagent.input")  # its input's fields (a dict: as is)
                 prompt_args = given if given is None or type(given) is dict \
                     else subagent_prompt_values(given)
             messages = setup.build_messages(event.messages, prompt_args)
@@ -215,11 +229,11 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         if all(type(m) is ChatMessage for m in messages):
             first = messages
     elif isinstance(event, ToolResponseEvent):
-        chat_id = mem.get(f"{_BY_TOOL_REQUEST}.{event.request_id}")
+        chat_id = ctx.sensory.get(f"{_BY_TOOL_REQUEST}.{event.request_id}")
         if chat_id is None:
             return  # a tool response of a chat this action does not drive
-        mem.delete(f"{_BY_TOOL_REQUEST}.{event.request_id}")
-        chat = mem.get(f"{_CHATS}.{chat_id}")
+        ctx.sensory.delete(f"{_BY_TOOL_REQUEST}.{event.request_id}")
+        chat = ctx.sensory.get(f"{_CHATS}.{chat_id}")
         model = ctx.get_resource(chat["model"], ResourceType.CHAT_MODEL)
         found = model if isinstance(model, ChatModelSetup) else None
         limit = found.max_tool_result_chars if found is not None else None
@@ -279,7 +293,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     def entry_of(name: str) -> str:
         return spend_key(name, ctx.resources.owner(name, ResourceType.CHAT_MODEL).path)
 
-    spend_entry = entry_of(chat["model"])
+    spend_entry = entry_of(chat["model"]) if setup.budget is not None else ""  # (read only then)
 
     def spends() -> dict[str, Any]:
         """The key's memory as a model call reads its spends (this action's calls counted).
@@ -300,7 +314,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
 
     def fail(error: str, traceback: str | None = None) -> None:
         if stored:
-            mem.delete(f"{_CHATS}.{chat_id}")
+            ctx.sensory.delete(f"{_CHATS}.{chat_id}")
         ctx.send_event(ChatResponseEvent(request_id=chat_id, error=clip(error),
                                          traceback=traceback))
 
@@ -327,7 +341,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                      failure_text(e))
                 return
             if stored:
-                mem.delete(f"{_CHATS}.{chat_id}")
+                ctx.sensory.delete(f"{_CHATS}.{chat_id}")
             ctx.send_event(ChatResponseEvent(request_id=chat_id, response=ChatResponse(
                 message=ChatMessage(role=MessageRole.ASSISTANT, content=""),
                 metadata={"error_policy": "ignore", "ignored_error": clip(_describe(e))})))
@@ -363,9 +377,9 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             return
         if calls:
             history().append(response.message.model_dump(mode="json"))
-            mem.set(f"{_CHATS}.{chat_id}", chat)
+            ctx.sensory.set(f"{_CHATS}.{chat_id}", chat)
             sent = ctx.send_event(ToolRequestEvent(model=chat["model"], tool_calls=list(calls)))
-            mem.set(f"{_BY_TOOL_REQUEST}.{sent.id}", chat_id)
+            ctx.sensory.set(f"{_BY_TOOL_REQUEST}.{sent.id}", chat_id)
             return
         if problem is None:
             metadata = dict(response.metadata)
@@ -376,7 +390,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             if metadata != response.metadata:
                 response = response.model_copy(update={"metadata": metadata})
             if stored:
-                mem.delete(f"{_CHATS}.{chat_id}")
+                ctx.sensory.delete(f"{_CHATS}.{chat_id}")
             ctx.send_event(ChatResponseEvent(request_id=chat_id, response=response))
             return
         answer = response.message.content
