@@ -44,7 +44,7 @@ from flink_agents_py.runtime.recorder._state import InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(60)
 
-CHAT_CALLS = 510
+CHAT_CALLS = 509
 """Python calls per chat on the host's thread, at most (487 when set, 605 the day before;
 535 once each use of a context, memory or memory set checks that it is its own action's:
 ``runtime/context/_owner.py``, 13 checks a chat; 530 once a run's end no longer asks its
@@ -52,7 +52,8 @@ queue twice whether it is empty; 529 once a new input's run is read once; 531 me
 later; 530 once a freshly decoded flat record reaches its action with no second copy:
 ``on_input(..., fresh=True)``, as the Flink operator calls it; 510 once the built-in chat
 action reads no memory for a setup that fills no prompt and looks its spend entry up only
-for a budget: ``_builtin_actions._fills_prompt``)."""
+for a budget: ``_builtin_actions._fills_prompt``; 509 once its answer event is stored
+from the model call's recorded result, not copied again: ``event_json(..., known)``)."""
 ECHO_CALLS = 108
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
 109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new

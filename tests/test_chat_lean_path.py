@@ -40,7 +40,9 @@ from flink_agents_py.api import (
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore
 from flink_agents_py.runtime._builtins import CHAT_ROUTES
-from flink_agents_py.runtime.recorder._state import InMemoryKeyState
+from flink_agents_py.runtime._serde import event_json
+from flink_agents_py.runtime.core._results import event_of
+from flink_agents_py.runtime.recorder._state import InMemoryKeyState, RunState
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -177,3 +179,57 @@ def test_a_setups_own_build_messages_still_gets_a_subagents_input_as_prompt_args
     assert run["safe"], run["report"]
     assert run["outputs"] == [["about shoes | go"]]
 
+
+async def _slow_note(text: str) -> str:
+    return text.upper()
+
+
+class AnswerThatWaits(ChatBesideWrites):
+    """The answer's action makes a durable call, so it waits in state with its event."""
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    async def answer(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+        assert event.response is not None
+        note = await ctx.durable_execute_async(_slow_note, event.response.content)
+        ctx.send_event(OutputEvent(output={"text": note}))
+
+
+def test_the_answer_event_is_stored_as_its_json_form_and_rebuilds_after_a_restore():
+    # the chat's answer event is stored from the model call's recorded result (no second
+    # copy): the stored form is the event's JSON form, and a restored run replays from it
+    plan = AgentPlan.from_agent(AnswerThatWaits())
+    core = AgentCore(plan)
+    core.open()
+    try:
+        state = InMemoryKeyState()
+        core.on_input("k", {"q": 1}, state)
+        while state.run is not None and not any(
+                r.event.get("type") == "ChatResponseEvent" for r in state.run.inflight.values()):
+            core.wait_for("k", 5.0)
+            core.advance("k", state)
+        assert state.run is not None
+        (rec,) = [r for r in state.run.inflight.values()
+                  if r.event.get("type") == "ChatResponseEvent"]
+        stored = json.loads(json.dumps(rec.event))
+        assert stored["response"] == {
+            "message": {"role": "assistant", "content": "re: hi", "tool_calls": [],
+                        "tool_call_id": None, "name": None, "extra_args": {}},
+            "structured": None, "model": None, "response_id": None, "usage": None,
+            "finish_reason": None, "metadata": {}}
+        assert event_json(event_of(rec.event), "the answer") == rec.event
+    finally:
+        core.close()
+    restored = InMemoryKeyState()  # a restore: the run as the host stored it
+    restored.run = RunState.from_stored(state.run.to_stored())
+    restored.memory = json.loads(json.dumps(state.memory))
+    again = AgentCore(plan)
+    again.open()
+    try:
+        outputs = list(again.advance("k", restored).outputs)
+        while restored.run is not None:
+            again.wait_for("k", 5.0)
+            outputs += again.advance("k", restored).outputs
+    finally:
+        again.close()
+    assert outputs == [{"text": "RE: HI"}]

@@ -50,7 +50,7 @@ from ._model_calls import MAX_ANSWER_DEPTH, class_problem, deeper_than
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
 from ._schemas import schema_problems
-from ._serde import to_plain_json
+from ._serde import is_tagged_model, to_plain_json
 from ._spend import MEMORY_PREFIX, merged_spend, spend_key, stored_spend
 from ._tool_results import (
     delegation_result,
@@ -66,6 +66,7 @@ from .recorder._versioning import recorded_to_missing, started_tool_unfit
 from .recorder._wait_calls import wait_call
 
 if TYPE_CHECKING:
+    from .context._calls import DurableCall
     from .recorder._execution import ActionExecution
 
 __all__ = ["ChatCallFailed", "chat_model_action", "tool_call_action"]
@@ -165,6 +166,21 @@ def _own_budget(resolve: Callable[[str], ChatModelSetup], info: Any) -> Budget |
         return resolve(info["setup"]).budget if isinstance(info, dict) else None
     except Exception:  # noqa: BLE001 - gone since the answer was recorded: nothing to count
         return None
+
+
+def _recorded(ctx: ActionExecution, call: DurableCall) -> dict[str, Any] | None:
+    """The chat answer's JSON form as its model call just recorded it (``event_json``'s known).
+
+    The answer unchanged is that record rebuilt (``store_outcome``), so the record is its JSON
+    form too, and the answer's event is stored without a second copy of it.
+
+    Returns:
+        ``{"response": <its JSON form>}``; ``None`` on a replay (a record written by older
+        code may lack fields the class has now) or when there is no such record.
+    """
+    rec = None if call.replayed else ctx.record_of(call)
+    stored: Any = rec.value if rec is not None and rec.done and rec.ok else None
+    return {"response": stored["data"]} if is_tagged_model(stored) else None
 
 
 def _fills_prompt(setup: ChatModelSetup) -> bool:
@@ -331,8 +347,9 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                 args = (messages, schema, None if setup.budget is None else stored_spend(
                     read_path(memory, spend_entry), chat["model"], ctx.key,
                     spend_entry), *((others,) if others else ()))
-            response: ChatResponse = await ctx.execute_as(
-                CallKind.MODEL, chat["model"], call_model, args)
+            call = ctx.execute_as(CallKind.MODEL, chat["model"], call_model, args)
+            outcome: ChatResponse = await call
+            response = outcome
         except ReplayDivergenceError:
             raise
         except Exception as e:  # noqa: BLE001 - the model call failed: the policy decides
@@ -391,7 +408,8 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                 response = response.model_copy(update={"metadata": metadata})
             if stored:
                 ctx.sensory.delete(f"{_CHATS}.{chat_id}")
-            ctx.send_event(ChatResponseEvent(request_id=chat_id, response=response))
+            ctx.send_event(ChatResponseEvent(request_id=chat_id, response=response),
+                           known=_recorded(ctx, call) if response is outcome else None)
             return
         answer = response.message.content
         invalid.append({"answer": answer, "problem": problem})

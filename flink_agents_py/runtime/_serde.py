@@ -86,12 +86,16 @@ def to_plain_json(value: Any, where: str) -> Any:
     return _convert(value, where, tag_models=False)
 
 
-def event_json(event: BaseModel, where: str) -> dict[str, Any]:
+def event_json(event: BaseModel, where: str, known: dict[str, Any] | None = None
+               ) -> dict[str, Any]:
     """The stored JSON form of an event (its fields; no depth cap; strict like the rest).
 
     Args:
         event: the event.
         where: what is being stored, for errors.
+        known: the JSON forms of some of its fields (by JSON key; each one of its fields),
+            made already and taken as they are: a durable call's stored result the event
+            carries (a chat's answer), which ``to_json_value`` made of the value it holds.
 
     Returns:
         The JSON form.
@@ -102,7 +106,8 @@ def event_json(event: BaseModel, where: str) -> dict[str, Any]:
             them, filled from a record): that name is the runtime's own, naming the class a
             restore rebuilds the event as, and a restore would import what it names.
     """
-    converted: dict[str, Any] = _convert(event, where, tag_models=False)
+    converted: dict[str, Any] = _convert(event, where, tag_models=False) if known is None \
+        else _with_known(event, where, known)
     for reserved in (EVENT_CLASS_KEY, TYPED_KEY):
         if reserved in converted:
             raise SerializationError(
@@ -116,6 +121,15 @@ def event_json(event: BaseModel, where: str) -> dict[str, Any]:
     tag = event_class_tag(event) if isinstance(event, Event) else None
     if tag is not None:  # another class has its type name: name its own
         converted[EVENT_CLASS_KEY] = tag
+    return converted
+
+
+def _with_known(event: BaseModel, where: str, known: dict[str, Any]) -> dict[str, Any]:
+    """``_convert(event)`` with the ``known`` fields' JSON forms taken as given (in order)."""
+    fields = _model_fields(event)  # (a fresh dict: the known ones hold None while converted)
+    fields.update(dict.fromkeys(known))
+    converted: dict[str, Any] = _convert(fields, where, False)
+    converted.update(known)
     return converted
 
 
@@ -156,7 +170,8 @@ def _fast_copy(value: Any, tag: bool) -> Any:
             if type(k) is not str:
                 raise _NotPlain
             kv = type(v)  # a finite float inline (``v - v`` is NaN for inf and NaN)
-            out[k] = v if kv in _PLAIN or (kv is float and v - v == 0.0) else _fast_copy(v, tag)
+            out[k] = v if kv in _PLAIN or (kv is float and v - v == 0.0) else kv() \
+                if (kv is dict or kv is list) and not v else _fast_copy(v, tag)  # ({}: no call)
         return _escaped(out) if tag and len(out) == 2 else out
     if kind is list or kind is tuple:
         return [v if type(v) in _PLAIN else _fast_copy(v, tag) for v in value]

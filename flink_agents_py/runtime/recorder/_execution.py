@@ -213,8 +213,8 @@ class ActionExecution:
         """``RunnerContext.action_config`` (a copy)."""
         return dict(self._config)
 
-    def send_event(self, event: Event) -> Event:
-        """``RunnerContext.send_event``."""
+    def send_event(self, event: Event, known: dict[str, Any] | None = None) -> Event:
+        """``RunnerContext.send_event`` (``known``: fields' JSON forms, see ``event_json``)."""
         if self.finished:
             self.check_live("send_event")
         if not isinstance(event, Event):
@@ -234,7 +234,7 @@ class ActionExecution:
         data: dict[str, Any] | None = None
         if self.scope is not None or sent.type in self.plan.actions_by_event \
                 or not event_is_plain(sent):
-            data = event_json(sent, f"event {sent.type} sent by {self.execution_id}")
+            data = event_json(sent, f"event {sent.type} sent by {self.execution_id}", known)
         self.emitted.append((sent, data))
         return sent
 
