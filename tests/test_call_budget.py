@@ -53,12 +53,14 @@ later; 530 once a freshly decoded flat record reaches its action with no second 
 ``on_input(..., fresh=True)``, as the Flink operator calls it; 510 once the built-in chat
 action reads no memory for a setup that fills no prompt and looks its spend entry up only
 for a budget: ``_builtin_actions._fills_prompt``; 509 once its answer event is stored
-from the model call's recorded result, not copied again: ``event_json(..., known)``)."""
-ECHO_CALLS = 108
+from the model call's recorded result, not copied again: ``event_json(..., known)``; 504 once ``OutputEvent(output=x)`` is built without pydantic's
+validation round trip: ``api/_event_build.py``)."""
+ECHO_CALLS = 103
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
 109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new
 input's run is read once; 107 once a freshly decoded flat record reaches its action with no
-second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it)."""
+second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 103 once
+``OutputEvent(output=x)`` is built without pydantic's validation round trip)."""
 
 
 class InstantModel(ChatModelConnection):

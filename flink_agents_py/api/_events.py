@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from ._event_attributes import PayloadAttributes, row_form, typed_copy
+from ._event_build import SLOT_SETTERS, bare_fields, extra_as_attributes
 from ._event_ids import assign_unsent_field, is_unsent, new_event_id
 from ._field_hints import frozen_event_error, refuse_reserved_event_fields
 from ._memory import memory_ref_of
@@ -81,20 +82,29 @@ class Event(BaseModel):
     attachments: dict[str, Any] = Field(default_factory=dict)
 
     def __init__(self, /, *args: Any, **data: Any) -> None:
+        cls = type(self)
         if args:
-            names = type(self).POSITIONAL
+            names = cls.POSITIONAL
             if len(args) > len(names):
                 raise TypeError(
-                    f"{type(self).__name__}() takes at most {len(names)} positional "
+                    f"{cls.__name__}() takes at most {len(names)} positional "
                     f"argument(s) ({', '.join(names) or 'none'}), {len(args)} given")
             for name, value in zip(names, args, strict=False):
                 if name in data:
-                    raise TypeError(
-                        f"{type(self).__name__}() got {name!r} by position and by keyword")
+                    raise TypeError(f"{cls.__name__}() got {name!r} by position and by keyword")
                 data[name] = value
-        known = type(self).__event_fields__
+        if cls in _BARE and len(data) == 1 and _BARE[cls] in data:  # ``OutputEvent(output=x)``
+            set_dict, set_fields, set_extra, set_private = SLOT_SETTERS  # type: ignore[misc]
+            field = _BARE[cls]  # what validation makes of it, without its round trip
+            set_dict(self, {"id": new_event_id(), "type": cls.EVENT_TYPE, "attributes": {},
+                            "attachments": {}, field: data[field]})
+            set_fields(self, {"type", field})
+            set_extra(self, None)
+            set_private(self, None)
+            return
+        known = cls.__event_fields__
         if known is not None and not data.keys() <= known:
-            data = _extra_as_attributes(data, known, type(self).__name__)
+            data = extra_as_attributes(data, known, type(self).__name__)
         super().__init__(**data)
 
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
@@ -287,28 +297,9 @@ class Event(BaseModel):
 
 _OWN_FIELDS = frozenset(Event.model_fields)
 Event.__event_fields__ = _OWN_FIELDS
-
-
-def _extra_as_attributes(data: dict[str, Any], known: frozenset[str], kind: str
-                         ) -> dict[str, Any]:
-    """``data`` with its keywords that are not fields (``known``) moved into ``attributes``.
-
-    Returns:
-        A new dict: the fields, and ``attributes`` holding the others too.
-
-    Raises:
-        TypeError: when such a keyword names an entry ``attributes`` gives too.
-    """
-    attributes = dict(data.get("attributes") or {})
-    out = {k: v for k, v in data.items() if k in known}
-    for k, v in data.items():
-        if k in known:
-            continue
-        if k in attributes:
-            raise TypeError(f"{kind}() got {k!r} as a keyword and in attributes: give it once")
-        attributes[k] = v
-    out["attributes"] = attributes
-    return out
+_BARE: dict[type[BaseModel], str] = {}
+"""The event classes built without pydantic's validation when given their one field only
+(``bare_fields``: ``InputEvent``, ``OutputEvent``), by that field."""
 
 
 def event_to_send(event: Event | None, identifier: str | None,
@@ -511,6 +502,9 @@ class OutputEvent(Event):
     EVENT_TYPE: ClassVar[str] = "OutputEvent"
     POSITIONAL: ClassVar[tuple[str, ...]] = ("output",)
     output: Any = None
+
+
+_BARE.update(bare_fields(Event, _OWN_FIELDS, InputEvent, OutputEvent))
 
 
 class ChatRequestEvent(Event, defer_build=True):
