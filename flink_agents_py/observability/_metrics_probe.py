@@ -144,7 +144,10 @@ class MetricsProbe(Probe):
         etype = event.type
         self.counters["events_processed"] += 1
         by = self.events_by_type
-        by[etype] = by.get(etype, 0) + 1
+        try:  # (a type seen before, the usual case: no call)
+            by[etype] += 1
+        except KeyError:
+            by[etype] = 1
         if etype not in self.hooked_types:
             return
         try:
@@ -195,6 +198,21 @@ class MetricsProbe(Probe):
         """Count an output that left the agent."""
         self.counters["outputs_emitted"] += 1
 
+    def output_dispatched(self, key: Any, event: Any) -> None:
+        """Count an ``OutputEvent`` and its output (``event_dispatched``, ``output_emitted``)."""
+        etype = event.type
+        counters = self.counters
+        if etype in self.hooked_types:  # (a chat event's type: its bookkeeping too)
+            self.event_dispatched(key, event)
+        else:
+            counters["events_processed"] += 1
+            by = self.events_by_type
+            try:
+                by[etype] += 1
+            except KeyError:
+                by[etype] = 1
+        counters["outputs_emitted"] += 1
+
     def action_started(self, key: Any, execution_id: str, action: str, reentered: bool) -> Any:
         """Count a re-entered execution; the token is the clock's reading."""
         if reentered:
@@ -216,9 +234,14 @@ class MetricsProbe(Probe):
                 self.on_failure("action_finished")
             return
         by = self.actions_executed  # the usual case, inline (nothing of it to abandon)
-        by[action] = by.get(action, 0) + 1
-        d = self.action_latency.get(action) or self.metrics._distribution(
-            self.action_latency, action)
+        try:  # (an action seen before: no call)
+            by[action] += 1
+        except KeyError:
+            by[action] = 1
+        try:
+            d = self.action_latency[action]
+        except KeyError:
+            d = self.metrics._distribution(self.action_latency, action)
         values = d.values
         values.append((self.clock() - token) * 1000.0)
         if len(values) >= d.limit:

@@ -377,21 +377,23 @@ class AgentCore(UnfinishedCore, InboxQueries):
         after a restore).
         """
         self.counters["events"] += 1
-        probe = self.probe
+        probe = self.probe  # an output let through as it is: one hook for it and its event
+        output = scope is None and isinstance(event, OutputEvent)
+        out = output and self.output_check is None
         if probe is not None:
-            probe.event_dispatched(step.key, event)
+            if out:
+                probe.output_dispatched(step.key, event)
+            else:
+                probe.event_dispatched(step.key, event)
         if scope is None:
             etype = event.type
             actions = self._routes.get(etype)
             if actions is None:
                 actions = self._routes[etype] = route_at_root(self.plan, etype)
-            if isinstance(event, OutputEvent):
-                if self.output_check is not None:  # an error record if its type refuses it
-                    emit_output(step, event, self.output_check, probe)
-                else:
-                    step.res.outputs.append(event.output)
-                    if probe is not None:
-                        probe.output_emitted(step.key, event.output, event.id)
+            if out:
+                step.res.outputs.append(event.output)  # type: ignore[attr-defined]
+            elif output:  # an error record if its type refuses it
+                emit_output(step, event, self.output_check, probe)  # type: ignore[arg-type]
         else:
             actions = route_in_scope(self.plan, step.run, scope, event)
         if actions and data is None:

@@ -62,6 +62,15 @@ class Probe:
     def output_emitted(self, key: Any, output: Any, event_id: str) -> None:
         """An ``OutputEvent``'s output left the agent."""
 
+    def output_dispatched(self, key: Any, event: Any) -> None:
+        """``event_dispatched`` then ``output_emitted`` of an ``OutputEvent``, in one call.
+
+        The core calls it for an output it lets through as it is (no declared output type to
+        check it against); a probe may count both at once.
+        """
+        self.event_dispatched(key, event)
+        self.output_emitted(key, event.output, event.id)
+
     def action_started(self, key: Any, execution_id: str, action: str, reentered: bool) -> Any:
         """An action execution started (``reentered``: rebuilt after a restore); its token."""
         return None
