@@ -55,11 +55,11 @@ action reads no memory for a setup that fills no prompt and looks its spend entr
 for a budget: ``_builtin_actions._fills_prompt``; 509 once its answer event is stored
 from the model call's recorded result, not copied again: ``event_json(..., known)``; 504 once ``OutputEvent(output=x)`` is built without pydantic's
 validation round trip: ``api/_event_build.py``)."""
-ECHO_CALLS = 103
+ECHO_CALLS = 102
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
 109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new
 input's run is read once; 107 once a freshly decoded flat record reaches its action with no
-second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 103 once
+second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 102 once
 ``OutputEvent(output=x)`` is built without pydantic's validation round trip)."""
 
 

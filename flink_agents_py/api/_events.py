@@ -22,7 +22,7 @@ from pydantic import (
 
 from ._event_attributes import PayloadAttributes, row_form, typed_copy
 from ._event_build import SLOT_SETTERS, bare_fields, extra_as_attributes
-from ._event_ids import assign_unsent_field, is_unsent, new_event_id
+from ._event_ids import EVENT_ID_SOURCE, assign_unsent_field, is_unsent, new_event_id
 from ._field_hints import frozen_event_error, refuse_reserved_event_fields
 from ._memory import memory_ref_of
 from ._messages import ChatMessage, ChatResponse
@@ -96,8 +96,9 @@ class Event(BaseModel):
         if cls in _BARE and len(data) == 1 and _BARE[cls] in data:  # ``OutputEvent(output=x)``
             set_dict, set_fields, set_extra, set_private = SLOT_SETTERS  # type: ignore[misc]
             field = _BARE[cls]  # what validation makes of it, without its round trip
-            set_dict(self, {"id": new_event_id(), "type": cls.EVENT_TYPE, "attributes": {},
-                            "attachments": {}, field: data[field]})
+            source = EVENT_ID_SOURCE.get()  # (``new_event_id`` inline)
+            set_dict(self, {"id": source() if source is not None else "", "type": cls.EVENT_TYPE,
+                            "attributes": {}, "attachments": {}, field: data[field]})
             set_fields(self, {"type", field})
             set_extra(self, None)
             set_private(self, None)
