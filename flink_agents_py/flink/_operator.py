@@ -307,8 +307,10 @@ class AgentOperator(KeyedProcessFunction):
                 res = core.advance(key, state)
                 yield from self._emit(res)
         res = core.on_input(key, value, state, where, source, fresh=True)  # (decoded for us)
-        if res.outputs or res.errors:  # (else ``_emit`` has nothing to give: no call for it)
+        if res.errors or opts.failpoint is not None:
             yield from self._emit(res)
+        elif res.outputs:  # ``_emit`` inline: outputs only, no failpoint (no generator for it)
+            yield from res.outputs
         if switch is None or res.busy or res.timers or res.parked \
                 or res.ended_timers is not None:
             self._schedule(key, res, ctx, progressed=True)
