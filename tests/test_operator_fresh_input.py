@@ -54,3 +54,23 @@ def test_no_metric_group_no_question_about_unflushed_metrics_per_record(harness,
     for i in range(3):
         h.feed(f"k{i}", {"n": i})
     assert len(h.out) == 3 and asked == []
+
+
+def test_no_call_pending_no_question_about_waiting_calls_per_record(harness, monkeypatch):  # noqa: F811
+    """``executor.pending`` is a plain count; ``waiting`` is asked only when calls are pending."""
+    from flink_agents_py.runtime.core._executor import IOExecutor
+
+    asked = []
+    real = IOExecutor.waiting
+
+    def counted(self: IOExecutor) -> int:
+        asked.append(1)
+        return real.fget(self)  # type: ignore[no-any-return,attr-defined]
+
+    monkeypatch.setattr(IOExecutor, "waiting", property(counted))
+    h = harness(Keeps())
+    out = []
+    for i in range(3):  # (``h.feed`` reads ``waiting`` itself: the operator is driven here)
+        h.backend.key = f"k{i}"
+        out.extend(h.op.process_element({"n": i}, h.ctx))
+    assert len(out) == 3 and asked == [] and h.op.core.executor.pending == 0

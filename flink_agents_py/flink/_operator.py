@@ -316,8 +316,8 @@ class AgentOperator(KeyedProcessFunction):
             self._schedule(key, res, ctx, progressed=True)
         elif key in switch.jkeys:  # ``_schedule``'s thread-mode idle case, inline
             switch.idle(key)
-        executor = core.executor
-        if executor.waiting > self._waiting_limit:
+        executor = core.executor  # (no call pending: none waits for a slot, no call for it)
+        if executor.pending and executor.waiting > self._waiting_limit:
             self.stats["input_waits"] += 1
             if not executor.wait_waiting_below(self._waiting_limit + 1, opts.drain_poll_s):
                 self.stats["input_wait_timeouts"] += 1

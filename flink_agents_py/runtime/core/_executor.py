@@ -221,7 +221,9 @@ class IOExecutor:
         self._lock = threading.Lock()
         self._started_cond = threading.Condition(self._lock)
         self.in_flight = 0
-        self._pending = 0
+        self.pending = 0
+        """Calls submitted whose ``on_done`` has not returned yet (running or waiting): read
+        once or twice per record by a host, so a plain attribute (set under the lock)."""
         self._waiting = 0
         self._held = 0  # calls that gave their slot up and have not taken one back
         self._submitted = 0
@@ -234,11 +236,6 @@ class IOExecutor:
         self._polling = False  # the loop looks for submissions every _SUBMIT_POLL_S
         self._idle_looks = 0  # looks in a row that found no submission
         self._wake_below = 0  # a host waits in ``wait_waiting_below`` for fewer waiting calls
-
-    @property
-    def pending(self) -> int:
-        """Calls submitted whose ``on_done`` has not returned yet (running or waiting)."""
-        return self._pending
 
     @property
     def waiting(self) -> int:
@@ -302,7 +299,7 @@ class IOExecutor:
             self.start()
         assert self._loop is not None
         with self._lock:
-            self._pending += 1
+            self.pending += 1
             self._waiting += 1
             call = _Call(key, _name_of(fn), self._submitted, owner)
             self._submitted += 1
@@ -388,7 +385,7 @@ class IOExecutor:
             on_done(ok, value)
         finally:
             with self._lock:
-                self._pending -= 1
+                self.pending -= 1
                 if call.key is not _UNTRACKED:  # after on_done: the outcome is in the inbox by now
                     calls = self._by_key.get(call.key)
                     if calls is not None:
