@@ -10,7 +10,8 @@ import orjson
 
 from ..api.internal import SECRET_VALUE_PATTERNS, mask_known
 
-__all__ = ["Redactor", "REDACTED", "truncate", "to_loggable", "SECRET_KEY_PATTERN"]
+__all__ = ["Redactor", "REDACTED", "MAX_DEPTH", "NESTED_TOO_DEEP", "truncate", "to_loggable",
+           "SECRET_KEY_PATTERN"]
 
 REDACTED = "[REDACTED]"
 
@@ -91,24 +92,46 @@ class Redactor:
         return value
 
 
-def to_loggable(value: Any) -> Any:
-    """A JSON-like form of ``value``: runtime-tagged models unwrapped, objects as text."""
+MAX_DEPTH = 64
+"""The deepest a payload is written to a log: a value nested deeper (a record, a model's
+answer or a tool's result can nest hundreds of levels) is replaced there by a text saying
+so, as the JSON writers of the logs (orjson: 255 levels; the interpreter's stack) could not
+write its record at all."""
+
+NESTED_TOO_DEEP = f"[... nested deeper than {MAX_DEPTH} levels: not logged]"
+"""What stands for a value nested deeper than ``MAX_DEPTH`` in a log."""
+
+
+def to_loggable(value: Any, depth: int = 0) -> Any:
+    """A JSON-like form of ``value``: runtime-tagged models unwrapped, objects as text.
+
+    Args:
+        value: any value.
+        depth: how deep ``value`` is in what is being logged (``0``: the top).
+
+    Returns:
+        Its form; what lies deeper than ``MAX_DEPTH`` levels is ``NESTED_TOO_DEEP``.
+    """
     if isinstance(value, dict):
+        if depth >= MAX_DEPTH:
+            return NESTED_TOO_DEEP
         if len(value) == 2 and "$model" in value and "data" in value:
             inner = value["data"]
             if isinstance(value["$model"], str):  # a tagged model: its fields
-                return to_loggable(inner)
+                return to_loggable(inner, depth)
             if value["$model"] is None and isinstance(inner, dict):  # an escaped plain dict
-                return {str(k): to_loggable(v) for k, v in inner.items()}
-        return {str(k): to_loggable(v) for k, v in value.items()}
+                return {str(k): to_loggable(v, depth + 1) for k, v in inner.items()}
+        return {str(k): to_loggable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [to_loggable(v) for v in value]
+        if depth >= MAX_DEPTH:
+            return NESTED_TOO_DEEP
+        return [to_loggable(v, depth + 1) for v in value]
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         try:
-            return to_loggable(dump(mode="json"))
+            return to_loggable(dump(mode="json"), depth)
         except Exception:  # noqa: BLE001 - fall back to the text form
             pass
     return repr(value)
