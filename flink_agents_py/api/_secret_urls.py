@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from ._secret_fields import revealed_secrets
 from ._secrets import is_credential_name, register_header_secret
 
 __all__ = ["plan_credentials", "register_plan_credentials"]
@@ -105,6 +106,8 @@ def plan_credentials(value: Any, depth: int = 0, name: Any = "") -> Iterator[str
             yield value
         elif "://" in value:
             yield from _url_credentials(value)
+    elif not isinstance(value, (list, tuple, dict)):  # a SecretStr, whatever its name
+        yield from revealed_secrets(value)
     elif isinstance(value, (list, tuple)) and depth < _MAX_DEPTH:
         yield from _option_credentials([v for v in value if isinstance(v, str)])
         for item in value:

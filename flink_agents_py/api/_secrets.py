@@ -60,7 +60,7 @@ from ._secret_forms import anchored, anchors_of, canonical, is_canonical, mask_h
 __all__ = ["MASK", "MESSAGE_MAX_CHARS", "MIN_SECRET_CHARS", "SECRET_VALUE_PATTERNS", "MaskedStr",
            "clip", "has_known_secret",
            "is_credential_name", "mask_known", "mask_known_value", "mask_secrets", "mask_value",
-           "register_header_secret", "register_resource_secrets", "register_secret",
+           "register_header_secret", "register_secret",
            "registered_secret_count", "secret_from_env"]
 
 MASK = "[REDACTED]"
@@ -276,65 +276,6 @@ _CREDENTIAL_NAME = re.compile(
 ``DB_PASSWORD``, and in camelCase ``accessToken``, ``clientSecret``, ``privateKey`` (not
 ``x-team``, nor ``MONKEY``: the word must stand apart, after a separator or a lower-case
 letter or digit followed by its capital)."""
-
-
-def _register_credential_entries(entries: dict[Any, Any], what: str) -> None:
-    """Register the values of ``entries`` whose names say they carry a credential.
-
-    For the plain (not ``secret_``) headers and environment entries of a resource: they are
-    part of the plan, so a secret belongs in ``secret_headers``/``secret_env``; one put there
-    anyway (``headers={"Authorization": "Bearer ..."}``) is still masked wherever text
-    leaves the process, like a header marked secret (``register_header_secret``: the whole
-    value and its credential without the scheme).
-
-    Args:
-        entries: ``{name: value}`` (headers, or a server's environment).
-        what: what a name is, for the DEBUG log line (``"header"``).
-    """
-    for name, value in entries.items():
-        if isinstance(value, str) and is_credential_name(name):
-            register_header_secret(value, f"{what} {name}")
-
-
-RESOURCE_SECRET_ENV_FIELDS = ("api_key_env", "token_env", "secret_env_var")
-"""Fields of a resource naming an environment variable that holds a secret."""
-
-RESOURCE_SECRET_MAP_FIELDS = ("secret_env", "secret_headers")
-"""Fields of a resource mapping names to environment variables that hold secrets."""
-
-RESOURCE_PLAIN_MAP_FIELDS = ("headers", "env")
-"""Fields of a resource mapping names to values in the plan; an entry whose name says it
-carries a credential (``Authorization``, ``x-api-key``, ``GITHUB_TOKEN``) is a secret too."""
-
-
-def register_resource_secrets(resource: Any) -> None:
-    """Register the secrets a resource declares by the conventions of this package.
-
-    The value of the variable named by a field ``api_key_env`` (or ``token_env``), of the
-    variables a ``secret_env`` or ``secret_headers`` mapping names, and the values of the
-    entries of a plain ``headers`` or ``env`` mapping whose names say they carry a
-    credential (``Authorization``, ``Cookie``, ``x-api-key``, ``GITHUB_TOKEN``: a secret
-    put in the plan anyway), whatever the resource's class (one of yours, a vector store,
-    a connection, an MCP server): the runtime calls this for every resource it builds, on
-    the worker that builds it, before the resource reads them.
-
-    Args:
-        resource: any object; fields it does not have are skipped.
-    """
-    for name in RESOURCE_SECRET_ENV_FIELDS:
-        env_var = getattr(resource, name, None)
-        if isinstance(env_var, str) and env_var:
-            secret_from_env(env_var)
-    for name in RESOURCE_SECRET_MAP_FIELDS:
-        mapping = getattr(resource, name, None)
-        if isinstance(mapping, dict):
-            for env_var in mapping.values():
-                if isinstance(env_var, str) and env_var:
-                    register_header_secret(os.environ.get(env_var), f"${env_var}")
-    for name in RESOURCE_PLAIN_MAP_FIELDS:
-        mapping = getattr(resource, name, None)
-        if isinstance(mapping, dict):
-            _register_credential_entries(mapping, name)
 
 
 def secret_from_env(env_var: str) -> str | None:

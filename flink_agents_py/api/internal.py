@@ -36,6 +36,7 @@ from ._messages import (
 from ._metric_groups import agent_metric_group
 from ._prompts import warn_unfilled_in
 from ._resources import import_qualified, resource_type_argument
+from ._secret_fields import register_resource_secrets
 from ._secret_scrub import described, error_text, group_types, scrub_exception, validation_masked
 from ._secret_urls import register_plan_credentials
 from ._secrets import (
@@ -49,7 +50,6 @@ from ._secrets import (
     mask_secrets,
     mask_value,
     register_header_secret,
-    register_resource_secrets,
     registered_secret_count,
 )
 from ._subagents import (

@@ -55,7 +55,7 @@ class ResourceEnvironment:
         """Return the resource, building and opening it on first use.
 
         The secrets it declares (``api_key_env``, ``secret_env``, ``secret_headers``: see
-        ``api._secrets.register_resource_secrets``) are registered when it is built, so they
+        ``api._secret_fields.register_resource_secrets``) are registered when it is built, so they
         are masked whatever its class does with them.
 
         A resource whose ``open`` raises is closed (best effort) before the error goes on,
