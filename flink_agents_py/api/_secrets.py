@@ -8,9 +8,10 @@ secret. Each is registered here when it is resolved (``secret_from_env``,
 and tracebacks, the event log (and so the trace HTML, the trace text and the OpenTelemetry
 spans built from it), failure texts carried by events and results, log records (a
 ``logging`` record factory installed with the first secret masks the message, the formatted
-traceback and the stack of every record, whichever logger made it) and the traceback Python
-prints for an exception nobody caught (``sys.excepthook`` and ``threading.excepthook``, when
-they are Python's own).
+traceback and the stack of every record, whichever logger made it), the text of every
+warning (``warnings.formatwarning``, which Python prints to stderr and
+``logging.captureWarnings`` logs) and the traceback Python prints for an exception nobody
+caught (``sys.excepthook`` and ``threading.excepthook``, when they are Python's own).
 
 Exceptions handed on, validation errors and reprs: ``_secret_scrub``.
 
@@ -48,6 +49,7 @@ import quopri
 import re
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import quote, quote_plus
@@ -482,10 +484,12 @@ def _mask_record(record: logging.LogRecord) -> None:
 
 
 def _install_masking() -> None:
-    """Mask log records when they are made, and uncaught exceptions' tracebacks.
+    """Mask log records when they are made, warnings' texts, uncaught exceptions' tracebacks.
 
     The logging record factory is wrapped (whatever it is), and ``Logger.makeRecord`` (which
-    sets the ``extra=`` fields after the factory); the exception hooks are replaced
+    sets the ``extra=`` fields after the factory), and ``warnings.formatwarning`` (the text
+    Python prints to stderr for a warning, and ``logging.captureWarnings`` logs); the
+    exception hooks are replaced
     only when they are Python's own (a hook someone installed prints what it prints).
     """
     global _installed
@@ -512,6 +516,15 @@ def _install_masking() -> None:
 
             masking_make_record._masks_extra = True  # type: ignore[attr-defined]
             logging.Logger.makeRecord = masking_make_record  # type: ignore[method-assign]
+        format_warning = warnings.formatwarning  # what stderr and logging show of a warning
+        if not getattr(format_warning, "_masks", False):
+            def masking_formatwarning(message: Warning | str, category: type[Warning],
+                                      filename: str, lineno: int,
+                                      line: str | None = None) -> str:
+                return mask_secrets(format_warning(message, category, filename, lineno, line))
+
+            masking_formatwarning._masks = True  # type: ignore[attr-defined]
+            warnings.formatwarning = masking_formatwarning
         from ._secret_scrub import masked_excepthook, masked_thread_excepthook
 
         if sys.excepthook is sys.__excepthook__:
