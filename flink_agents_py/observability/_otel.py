@@ -38,23 +38,17 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
-from urllib.parse import urlparse
 
 from ..api import AgentsError
-from ..api.internal import (
-    mask_secrets,
-    mask_value,
-    register_header_secret,
-    register_plan_credentials,
-)
+from ..api.internal import mask_secrets, mask_value
 from ._event_log import EventLogSink
 from ._ids import run_of
+from ._otlp import OTEL_HINT as _HINT
+from ._otlp import otlp_exporter, traces_url
 from ._span_ids import RunIds, node_span_id, run_trace_id
 from ._trace import RunTrace, TraceNode, _call_kind, _key_text, _keystr, build_traces
 
 __all__ = ["export_otel", "OtelSink", "OtelExportError", "otlp_exporter", "spans_of"]
-
-_HINT = "pip install 'flink-agents-py[otel]'"
 
 _now = time.monotonic
 """The clock ``_Delivery`` times exports with (a test replaces it)."""
@@ -173,43 +167,6 @@ def _sdk() -> Any:
     except ImportError as e:
         raise ImportError(f"the OpenTelemetry export needs opentelemetry-sdk: {_HINT}") from e
     return sdk_trace
-
-
-def otlp_exporter(endpoint: str, headers: dict[str, str] | None = None) -> Any:
-    """An OTLP/HTTP (protobuf) span exporter sending to ``endpoint``.
-
-    Args:
-        endpoint: the collector's URL; ``/v1/traces`` is added when it has no path
-            (``http://localhost:4318`` -> ``http://localhost:4318/v1/traces``).
-        headers: extra HTTP headers (e.g. an authorization header for a hosted backend);
-            their values are registered as secrets (masked in errors and logs).
-
-    Returns:
-        An ``OTLPSpanExporter``.
-
-    Raises:
-        ImportError: when the OTLP exporter is not installed (names the extra).
-        ValueError: when ``endpoint`` is not an http(s) URL.
-    """
-    endpoint = _traces_url(endpoint)
-    for name, value in (headers or {}).items():
-        register_header_secret(value, f"OTLP header {name}")
-    try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    except ImportError as e:
-        raise ImportError("--otlp needs opentelemetry-exporter-otlp-proto-http: "
-                          f"{_HINT}") from e
-    return OTLPSpanExporter(endpoint=endpoint, headers=headers)
-
-
-def _traces_url(endpoint: str) -> str:
-    # a token in the URL (``?api_key=...``, ``user:<password>@``) is a secret: the warning
-    # about undelivered spans and the exporter's errors name the endpoint
-    register_plan_credentials(endpoint, "the OTLP endpoint")
-    url = urlparse(endpoint)
-    if url.scheme not in ("http", "https") or not url.netloc:
-        raise ValueError(f"OTLP endpoint must be an http(s) URL, not {endpoint!r}")
-    return endpoint.rstrip("/") + "/v1/traces" if url.path in ("", "/") else endpoint
 
 
 def _ns(t: float | None) -> int | None:
@@ -497,7 +454,7 @@ class OtelSink(EventLogSink):
         if (endpoint is None) == (exporter is None):
             raise ValueError("give OtelSink an endpoint or an exporter (one of them)")
         if endpoint is not None:
-            _traces_url(endpoint)
+            traces_url(endpoint)
         self.endpoint = endpoint
         self.exporter = exporter
         self.service_name = service_name
