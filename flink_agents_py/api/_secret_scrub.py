@@ -13,9 +13,7 @@ import builtins
 import copy
 import dataclasses
 import sys
-import threading
-import traceback
-from types import GetSetDescriptorType, MemberDescriptorType, SimpleNamespace, TracebackType
+from types import GetSetDescriptorType, MemberDescriptorType, SimpleNamespace
 from typing import Any
 
 from pydantic import ValidationError
@@ -31,9 +29,7 @@ from ._secrets import (
 )
 
 __all__ = ["described", "error_text", "group_types", "mask_credentials", "mask_validation_error",
-           "masked_excepthook",
-           "masked_thread_excepthook", "quoted_inputs_masked", "scrub_exception",
-           "validation_masked"]
+           "quoted_inputs_masked", "scrub_exception", "validation_masked"]
 
 
 def _holds_secret(text: str) -> bool:
@@ -550,27 +546,6 @@ def quoted_inputs_masked(exc_info: _ExcInfo) -> _ExcInfo:
         return exc_info
     masked = scrub_exception(exc)
     return type(masked), masked, exc_info[2]
-
-
-def _print_masked(lines: list[str]) -> None:
-    if sys.stderr is not None:
-        sys.stderr.write(mask_secrets("".join(lines)))
-        sys.stderr.flush()
-
-
-def masked_excepthook(exc_type: type[BaseException], exc: BaseException,
-                      tb: TracebackType | None) -> None:
-    """``sys.excepthook`` that prints Python's traceback, masked."""
-    _print_masked(traceback.format_exception(*quoted_inputs_masked((exc_type, exc, tb))))
-
-
-def masked_thread_excepthook(args: threading.ExceptHookArgs) -> None:
-    """``threading.excepthook`` that prints Python's report, masked."""
-    if args.exc_type is SystemExit:
-        return
-    name = args.thread.name if args.thread is not None else threading.get_ident()
-    exc_info = quoted_inputs_masked((args.exc_type, args.exc_value, args.exc_traceback))
-    _print_masked([f"Exception in thread {name}:\n", *traceback.format_exception(*exc_info)])
 
 
 def error_text(error: BaseException) -> str:

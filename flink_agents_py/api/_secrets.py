@@ -10,8 +10,9 @@ spans built from it), failure texts carried by events and results, log records (
 ``logging`` record factory installed with the first secret masks the message, the formatted
 traceback and the stack of every record, whichever logger made it), the text of every
 warning (``warnings.formatwarning``, which Python prints to stderr and
-``logging.captureWarnings`` logs) and the traceback Python prints for an exception nobody
-caught (``sys.excepthook`` and ``threading.excepthook``, when they are Python's own).
+``logging.captureWarnings`` logs) and the reports Python prints itself for an exception
+nobody caught or could raise (``sys.excepthook``, ``threading.excepthook``,
+``sys.unraisablehook``, when they are Python's own: ``_secret_hooks``).
 
 Exceptions handed on, validation errors and reprs: ``_secret_scrub``.
 
@@ -489,7 +490,7 @@ def _install_masking() -> None:
     The logging record factory is wrapped (whatever it is), and ``Logger.makeRecord`` (which
     sets the ``extra=`` fields after the factory), and ``warnings.formatwarning`` (the text
     Python prints to stderr for a warning, and ``logging.captureWarnings`` logs); the
-    exception hooks are replaced
+    exception hooks (``sys.unraisablehook`` too) are replaced
     only when they are Python's own (a hook someone installed prints what it prints).
     """
     global _installed
@@ -525,12 +526,18 @@ def _install_masking() -> None:
 
             masking_formatwarning._masks = True  # type: ignore[attr-defined]
             warnings.formatwarning = masking_formatwarning
-        from ._secret_scrub import masked_excepthook, masked_thread_excepthook
+        from ._secret_hooks import (
+            masked_excepthook,
+            masked_thread_excepthook,
+            masked_unraisablehook,
+        )
 
         if sys.excepthook is sys.__excepthook__:
             sys.excepthook = masked_excepthook
         if threading.excepthook is threading.__excepthook__:
             threading.excepthook = masked_thread_excepthook
+        if sys.unraisablehook is sys.__unraisablehook__:
+            sys.unraisablehook = masked_unraisablehook
         _installed = True
 
 
