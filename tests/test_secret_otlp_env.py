@@ -86,3 +86,22 @@ def test_a_collector_echoing_a_header_from_the_environment_shows_it_masked(
     assert _Echoes.seen and _Echoes.seen[0] == key  # the header was sent
     assert "401, reason: unknown team key [REDACTED]" in done.stderr, done.stderr
     assert key not in done.stderr and key not in done.stdout
+
+
+def test_spans_sent_through_the_users_own_exporter_register_the_environments_headers(monkeypatch):
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from flink_agents_py.api import mask_secrets
+    from flink_agents_py.observability import MemorySink, build_traces, export_otel
+
+    key = f"grpc{uuid.uuid4().hex}"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"api-key={key},x-team=blue")
+    sink = MemorySink()
+    AgentsExecutionEnvironment.local(event_log=EventLog(sink=sink)).from_list(
+        [{"key": "a", "n": 1, "sku": "s"}]
+    ).apply(trace_agents.shop()).run()
+    assert export_otel(build_traces(sink.records), InMemorySpanExporter()) > 0
+    assert (
+        mask_secrets(f"StatusCode.UNAUTHENTICATED: bad key {key}")
+        == "StatusCode.UNAUTHENTICATED: bad key [REDACTED]"
+    )

@@ -44,7 +44,7 @@ from ..api.internal import mask_secrets, mask_value
 from ._event_log import EventLogSink
 from ._ids import run_of
 from ._otlp import OTEL_HINT as _HINT
-from ._otlp import otlp_exporter, traces_url
+from ._otlp import otlp_exporter, register_environment_headers, traces_url
 from ._span_ids import RunIds, node_span_id, run_trace_id
 from ._trace import RunTrace, TraceNode, _call_kind, _key_text, _keystr, build_traces
 
@@ -91,6 +91,7 @@ class _Delivery:
     COOLDOWN_S = 10.0
 
     def __init__(self, inner: Any) -> None:
+        register_environment_headers()  # whatever the exporter: OTLP ones send them
         self.inner = inner
         self.delivered = 0
         self.failed = 0

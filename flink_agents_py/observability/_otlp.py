@@ -6,7 +6,8 @@ SDK merges them in whatever it is given), and a collector or a proxy may quote o
 its status line, which the exporter logs and the ``trace`` command reports). Each value is
 registered (``api.register_header_secret``: the whole value and its credential after
 ``Bearer``/``Basic``) before the exporter is made, whichever way it was configured, and so
-is a credential in the endpoint's URL.
+is a credential in the endpoint's URL; the variables' headers are registered too when spans
+go through an exporter of the user's (OpenTelemetry's gRPC exporter reads them as well).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from urllib.parse import unquote, urlparse
 
 from ..api.internal import register_header_secret, register_plan_credentials
 
-__all__ = ["OTEL_HINT", "OTLP_HEADER_VARIABLES", "otlp_exporter", "traces_url"]
+__all__ = ["OTEL_HINT", "OTLP_HEADER_VARIABLES", "otlp_exporter", "register_environment_headers",
+           "traces_url"]
 
 OTEL_HINT = "pip install 'flink-agents-py[otel]'"
 
@@ -34,6 +36,17 @@ def _env_headers(text: str) -> dict[str, str]:
         if eq and name.strip():
             found[unquote(name.strip())] = unquote(value.strip())
     return found
+
+
+def register_environment_headers() -> None:
+    """Register the values of the headers ``OTLP_HEADER_VARIABLES`` set, as secrets.
+
+    Called wherever spans are exported (``otlp_exporter``, and for any exporter given to
+    ``export_otel`` or ``OtelSink``: OpenTelemetry's OTLP exporters, gRPC's too, read them).
+    """
+    for variable in OTLP_HEADER_VARIABLES:
+        for name, value in _env_headers(os.environ.get(variable, "")).items():
+            register_header_secret(value, f"${variable} header {name}")
 
 
 def otlp_exporter(endpoint: str, headers: dict[str, str] | None = None) -> Any:
@@ -56,9 +69,7 @@ def otlp_exporter(endpoint: str, headers: dict[str, str] | None = None) -> Any:
     endpoint = traces_url(endpoint)
     for name, value in (headers or {}).items():
         register_header_secret(value, f"OTLP header {name}")
-    for variable in OTLP_HEADER_VARIABLES:
-        for name, value in _env_headers(os.environ.get(variable, "")).items():
-            register_header_secret(value, f"${variable} header {name}")
+    register_environment_headers()
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError as e:
