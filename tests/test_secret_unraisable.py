@@ -118,3 +118,27 @@ def test_an_unraisable_report_holding_no_secret_reads_as_pythons(tmp_path):
         '  File "<string>", line 7, in __del__',
         "ValueError: plain",
     ]
+
+
+def test_an_atexit_callback_failing_with_a_key_shows_it_masked(tmp_path):
+    """A clean-up at exit (an SDK closing its pool) failing with the key in its message."""
+    key = f"ax{uuid.uuid4().hex}"
+    code = textwrap.dedent("""
+        import atexit, os
+        from flink_agents_py.api import secret_from_env
+        secret_from_env("POOL_KEY")
+        def close_pool():
+            raise RuntimeError("pool " + os.environ["POOL_KEY"] + " did not close")
+        atexit.register(close_pool)
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO), "POOL_KEY": key},
+    )
+    assert "Exception ignored in atexit callback" in done.stderr, done.stderr
+    assert "RuntimeError: pool [REDACTED] did not close" in done.stderr, done.stderr
+    assert key not in done.stderr
