@@ -90,8 +90,8 @@ from ._code import code_constants, code_names
 from ._hidden_state import class_state, pickled_state, pickles_itself, private_state
 from ._value_classes import library_class, library_code, value_classes
 
-__all__ = ["bound_and_nested", "bound_state", "callees", "run_time_functions", "stable_form",
-           "MAX_CALLEES", "MAX_DEPTH"]
+__all__ = ["bound_and_nested", "bound_state", "callees", "made_at_run_time",
+           "run_time_functions", "stable_form", "MAX_CALLEES", "MAX_DEPTH"]
 
 MAX_DEPTH = 4
 """How many levels of nested objects ``stable_form`` walks before it keeps a type name only."""
@@ -124,7 +124,7 @@ def _type_only(value: Any) -> dict[str, str]:
     return {"$type": _qualified(type(value))}
 
 
-def _made_at_run_time(fn: types.FunctionType) -> bool:
+def made_at_run_time(fn: types.FunctionType) -> bool:
     """Whether ``fn`` is a lambda or a nested function (what it binds was decided at run time).
 
     Returns:
@@ -146,7 +146,7 @@ def bound_state(fn: Callable[..., Any]) -> list[Any] | None:
         A list describing the bound values (see the module docstring), or ``None`` when
         ``fn`` binds nothing (a module-level function, a class, a builtin function).
     """
-    if type(fn) is types.FunctionType and not _made_at_run_time(fn):
+    if type(fn) is types.FunctionType and not made_at_run_time(fn):
         return None  # the common case, kept cheap: a module-level function
     try:
         parts = _binds(fn, 0, set())
@@ -168,7 +168,7 @@ def _binds(fn: Any, depth: int, active: set[int]) -> list[Any]:
         return [{"self": stable_form(fn.__self__, depth + 1, active)},
                 *_binds(fn.__func__, depth, active)]
     if isinstance(fn, types.FunctionType):
-        if not _made_at_run_time(fn):
+        if not made_at_run_time(fn):
             return []
         code = fn.__code__
         part = _held(fn, depth, active)
@@ -278,7 +278,7 @@ def stable_form(value: Any, depth: int = 0, active: set[int] | None = None,
         return value if math.isfinite(value) else {"$float": repr(value)}
     if isinstance(value, RunnerContext):
         return {"$type": "RunnerContext"}
-    if isinstance(value, types.FunctionType) and _made_at_run_time(value):
+    if isinstance(value, types.FunctionType) and made_at_run_time(value):
         return _function_form(value, value, depth, active)
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
         return {"$fn": _qualified(value)}
@@ -507,7 +507,7 @@ def run_time_functions(fn: Any, depth: int, seen: set[int], *,
     elif isinstance(fn, functools.partial):
         inner = [fn.func, *fn.args, *fn.keywords.values()]
     elif isinstance(fn, types.FunctionType):
-        if not _made_at_run_time(fn):
+        if not made_at_run_time(fn):
             return []
         inner = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
         found = [fn]

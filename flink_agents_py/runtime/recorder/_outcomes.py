@@ -26,9 +26,10 @@ from ...api.internal import (
 )
 from .._failures import error_text, failure_text
 from .._serde import digest, dumps, from_json_value, to_json_value
+from ._binding import bound_arguments
 from ._code import code_steps
 from ._hidden_state import made_in_function
-from ._identity import bound_and_nested, bound_state, run_time_functions
+from ._identity import bound_and_nested, bound_state, made_at_run_time, run_time_functions
 from ._round_trip import REBUILD_AS_STORED, changed_by_rebuild, holds_models
 from ._state import CallRecord
 from ._value_classes import library_code, value_classes
@@ -112,21 +113,26 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
         arguments bind to.
     """
     try:
-        sig = inspect.signature(fn)
-        binding = sig.bind(*args, **kwargs).arguments
-        named = to_json_value(dict(binding), "arguments")
+        binding, sig = bound_arguments(fn, args, kwargs)
+        named = to_json_value(binding, "arguments")  # (a fresh dict: not changed)
         values: list[Any] = []
-        for name, value in named.items():
-            kind = sig.parameters[name].kind
-            if kind is inspect.Parameter.VAR_POSITIONAL:
-                values += value
-            elif kind is inspect.Parameter.VAR_KEYWORD:
-                values += value.values()
-            else:
-                values.append(value)
-        bound, nested = bound_and_nested(fn)
-        classes = value_classes(dict(binding), sort_dicts=True)  # not the keywords' order
-        code = code_of(fn)
+        if sig is None:  # each argument bound to a positional parameter of its own
+            values += named.values()
+        else:
+            for name, value in named.items():
+                kind = sig.parameters[name].kind
+                if kind is inspect.Parameter.VAR_POSITIONAL:
+                    values += value
+                elif kind is inspect.Parameter.VAR_KEYWORD:
+                    values += value.values()
+                else:
+                    values.append(value)
+        if type(fn) is types.FunctionType and not made_at_run_time(fn):
+            bound = nested = code = None  # a module-level function: binds nothing, no code
+        else:  # (what ``bound_and_nested`` and ``code_of`` find for one, without the walk)
+            bound, nested = bound_and_nested(fn)
+            code = code_of(fn)
+        classes = value_classes(binding, sort_dicts=True)  # not the keywords' order
         parts = [digest([named, bound, classes]),
                  digest([sorted(dumps(v).decode() for v in values), bound]), code or "",
                  nested or "", digest([named, classes]) if bound is not None else ""]

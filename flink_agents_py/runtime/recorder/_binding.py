@@ -1,0 +1,97 @@
+"""How a durable call's arguments bind to its function's parameters, kept per code object.
+
+``_outcomes.argument_shape`` binds every ``durable_execute(_async)`` call's arguments to its
+function's parameters (``inspect.Signature.bind``). Building the signature costs more than
+the rest of the shape; for a plain function it depends only on the function's code object,
+how many positional defaults it has and which keyword-only parameters have one, so it is
+built once for each and kept (the default values themselves are never read by a binding).
+A function with attributes of its own (``functools.wraps``'s ``__wrapped__``, a
+``__signature__``, a ``partialmethod``'s marker), and every other callable (a partial, a
+bound method, a callable object), gets ``inspect.signature`` as before.
+
+A call of positional arguments that fill the positional parameters without extra ones, to a
+function whose keyword-only parameters all have defaults, binds without ``Signature.bind``:
+its arguments are exactly the first ``len(args)`` positional parameters in order, as
+``bind`` makes them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["bound_arguments"]
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+_KEPT = 1024
+"""How many code objects' signatures are kept (all are dropped when it is full)."""
+
+
+class _Binder:
+    """A signature, with what binding positional arguments alone needs from it."""
+
+    __slots__ = ("code", "defaults", "kwdefaults", "signature", "names", "required", "fast")
+
+    def __init__(
+        self, code: Any, defaults: int, kwdefaults: tuple[str, ...], signature: inspect.Signature
+    ) -> None:
+        self.code, self.defaults, self.kwdefaults = code, defaults, kwdefaults
+        self.signature = signature
+        params = list(signature.parameters.values())
+        positional = [p for p in params if p.kind in _POSITIONAL]
+        self.names = tuple(p.name for p in positional)
+        self.required = sum(p.default is p.empty for p in positional)
+        # keyword-only parameters without a default must be passed: ``bind`` says so
+        self.fast = all(
+            p.default is not p.empty for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY
+        )
+
+
+_BINDERS: dict[int, _Binder] = {}
+"""By ``id`` of the code object (the binder holds it, so the id is not reused meanwhile)."""
+
+
+def _binder(fn: types.FunctionType) -> _Binder:
+    code = fn.__code__
+    defaults = len(fn.__defaults__ or ())
+    kwdefaults = tuple(fn.__kwdefaults__ or ())
+    found = _BINDERS.get(id(code))
+    if (
+        found is not None
+        and found.code is code
+        and found.defaults == defaults
+        and found.kwdefaults == kwdefaults
+    ):
+        return found
+    made = _Binder(code, defaults, kwdefaults, inspect.signature(fn))
+    if len(_BINDERS) >= _KEPT:
+        _BINDERS.clear()
+    _BINDERS[id(code)] = made
+    return made
+
+
+def bound_arguments(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[dict[str, Any], inspect.Signature | None]:
+    """The arguments of ``fn(*args, **kwargs)`` by parameter name, as ``Signature.bind`` has them.
+
+    Returns:
+        The arguments (in ``BoundArguments.arguments``' order) and the signature whose
+        parameters' kinds say how each was bound; ``None`` in its place when every argument
+        is bound to a positional parameter of its own (no ``*args`` or ``**kwargs``).
+
+    Raises:
+        TypeError: when the arguments do not fit the parameters (as ``bind`` raises it).
+        ValueError: when ``fn`` has no signature (as ``inspect.signature`` raises it).
+    """
+    if type(fn) is not types.FunctionType or fn.__dict__:
+        sig = inspect.signature(fn)
+        return sig.bind(*args, **kwargs).arguments, sig
+    binder = _binder(fn)
+    if not kwargs and binder.fast and binder.required <= len(args) <= len(binder.names):
+        return dict(zip(binder.names, args, strict=False)), None  # (the first len(args))
+    sig = binder.signature
+    return sig.bind(*args, **kwargs).arguments, sig
