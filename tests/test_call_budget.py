@@ -55,6 +55,11 @@ action reads no memory for a setup that fills no prompt and looks its spend entr
 for a budget: ``_builtin_actions._fills_prompt``; 509 once its answer event is stored
 from the model call's recorded result, not copied again: ``event_json(..., known)``; 504 once ``OutputEvent(output=x)`` is built without pydantic's
 validation round trip: ``api/_event_build.py``)."""
+WAIT_CALLS = 300
+"""Python calls per record of a run that waits once for a ``durable_execute_async`` call on
+the host's thread, at most (396 before the call's argument shape kept its function's
+signature, its name and what it binds were found once a call, and the run's end stopped
+looking for sub-agent handles and never-awaited calls one call at a time)."""
 ECHO_CALLS = 102
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
 109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new
@@ -97,6 +102,24 @@ class Chat(Agent):
             "key": ctx.key, "t": ctx.sensory_memory.get("t"), "error": event.error,
             "n": ctx.sensory_memory.get("n"),
             "text": event.response.content if event.response else None}))
+
+
+async def lookup(n: Any) -> str:
+    """A durable call's function on the I/O executor (a module-level async function)."""
+    return f"re: {n}"
+
+
+class Wait(Agent):
+    """One action that waits once: a durable call of a module-level function, then output."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.sensory_memory.set("t", event.input.get("t"))
+        answer = await ctx.durable_execute_async(lookup, event.input.get("n"))
+        ctx.send_event(OutputEvent(output={
+            "key": ctx.key, "t": ctx.sensory_memory.get("t"), "n": event.input.get("n"),
+            "text": answer}))
 
 
 class Echo(Agent):
@@ -179,6 +202,9 @@ def test_the_measured_agents_answer_every_record():
     assert len(outputs) == 42 and all(o["error"] is None and o["text"] == f"re: {o['n']}"
                                       and o["t"] == 1.5 for o in outputs)
     assert len(_per_record(Echo())[1]) == 42
+    per_wait, outputs = _per_record(Wait())
+    assert len(outputs) == 42 and all(o["text"] == f"re: {o['n']}" and o["t"] == 1.5
+                                      for o in outputs)
 
 
 def test_a_chat_costs_the_host_thread_at_most_its_budget_of_python_calls():
@@ -191,3 +217,9 @@ def test_an_echo_record_costs_the_host_thread_at_most_its_budget_of_python_calls
     per_record, outputs = _measured("Echo")
     assert outputs == 42
     assert per_record <= ECHO_CALLS, f"{per_record:.0f} Python calls per echo record"
+
+
+def test_a_run_that_waits_once_costs_the_host_thread_at_most_its_budget_of_python_calls():
+    per_record, outputs = _measured("Wait")
+    assert outputs == 42
+    assert per_record <= WAIT_CALLS, f"{per_record:.0f} Python calls per record"

@@ -303,10 +303,10 @@ class KeySwitching:
         ready, core = self.ready, self.op.core
         assert core is not None
         todo = []
-        while ready:
+        while ready:  # (whether deliveries wait: ``_advance_each`` asks, once a key)
             key = ready.popleft()
             entry = self.jkeys.get(key)
-            if entry is not None and core.has_deliveries(key):
+            if entry is not None:
                 todo.append((key, entry[0]))
         if todo:
             yield from self._advance_each(todo, ctx, restored=False)
@@ -354,8 +354,12 @@ class KeySwitching:
                     continue  # waits in keyed state for its event or timer (``_second_input``)
                 op.stats["pumped"] += 1
                 res = core.advance(key, _FlinkKeyState(op, op._runs))
-                yield from op._emit(res)
-                op._schedule(key, res, ctx, progressed=True)
+                if res.outputs or res.errors:  # (else ``_emit`` has nothing to give)
+                    yield from op._emit(res)
+                if res.busy or res.timers or res.parked or res.ended_timers is not None:
+                    op._schedule(key, res, ctx, progressed=True)
+                else:  # ``_schedule``'s thread-mode idle case, inline
+                    self.idle(key)
         finally:
             if current != own:
                 backend.setCurrentKey(own_jkey)

@@ -193,7 +193,8 @@ def _is_memory_operation(fn: Any) -> bool:
     Returns:
         Whether it is one.
     """
-    return isinstance(getattr(fn, "__self__", None), _MEMORY_TYPES)
+    owner = getattr(fn, "__self__", None)  # (a plain function has none: no ABC checks)
+    return owner is not None and isinstance(owner, _MEMORY_TYPES)
 
 
 class _Called:

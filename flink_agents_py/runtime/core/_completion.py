@@ -109,6 +109,8 @@ def completion_error(ctx: ActionExecution, reentered: bool, warned: set[str]
         ``None``.
     """
     for call in ctx.calls.values():
+        if call.used:  # awaited (or its result asked for): nothing to warn about
+            continue
         made = unawaited(call)
         if made and call.site:
             if call.site not in warned:

@@ -108,9 +108,17 @@ class UnfinishedCore(WaitsCore):
         Returns:
             Whether it can finish now.
         """
-        if cancel_unpolled(task.ctx, self._warned_sites):
+        ctx = task.ctx
+        running = False
+        for call in ctx.calls.values():  # the usual: no sub-agent handle, one look a call
+            if call.kind is CallKind.SUBAGENT_RESULT:
+                break
+            running = running or call.running
+        else:
+            return not running
+        if cancel_unpolled(ctx, self._warned_sites):
             self._drain(step, task, None)
-        return not unfinished_calls(task.ctx)
+        return not unfinished_calls(ctx)
 
     def is_stuck(self, key: Any) -> bool:
         """Whether a busy ``key`` can never move on: no call of it runs, nothing was delivered.

@@ -21,26 +21,20 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pydantic import BaseModel
 
 from ...api import (
-    AsyncSubagentSetup,
     ChatMessage,
-    DeferredSubagentSetup,
     Event,
     EventChainLimitError,
-    InternalSubagent,
     Memory,
     NotInActionContextError,
     ReplayDivergenceError,
     Resource,
     ResourceType,
-    SubagentResult,
 )
 from .._budgets import count_replayed
 from .._knowledge import durable_view
-from .._schemas import check_subagent_input
 from .._serde import event_is_plain, event_json
 from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
 from ..context._long_term_memory import ActionLongTermMemory
-from ..context._long_term_memory import session_id as session_of
 from ..context._memory import ActionMemory, KeyMerge, MemoryClock, MemoryLoader
 from ..context._nested import inside_durable_function, run_nested, run_nested_async
 from ..context._owner import refuse_foreign
@@ -58,13 +52,13 @@ from ..core._commands import (
     StartSubagent,
 )
 from ..core._stepper import run_inline
-from ..core._subgraph import resolve_subagent, subagent_input
-from ._identity import callees
+from ._identity import bound_state, callees
 from ._journaled import journaled
 from ._ledger import CallLedger
 from ._order import check_displaced
 from ._outcomes import argument_shape, call_digest, fn_name, store_outcome
 from ._state import CallKind, CallRecord, InflightAction, RunState
+from ._subagent_calls import submit_subagent
 from ._versioning import check_arguments, is_strict, patched, replayed_outcome
 from ._wait_calls import wait_call
 
@@ -278,7 +272,7 @@ class ActionExecution:
             return run_nested(fn, args, kwargs)
         name = _fn_name(fn)
         call, started = self._open_call(fn, args, kwargs, CallKind.FUNCTION, name,
-                                        lambda c: InlineCall(c, name), strict=strict)
+                                        lambda c: InlineCall(c, name), strict=strict, name=name)
         if not call.done:
             self.record_started(InlineCall(call, name))
             runner = reconciler if (started is not None and reconciler is not None) else None
@@ -298,8 +292,9 @@ class ActionExecution:
         kwargs.pop("durable_id", None)  # Flink Agents' call identity: ours is the call ordinal
         if inside_durable_function() is not None:
             return run_nested_async(fn, args, kwargs)
-        return self.execute_as(CallKind.FUNCTION, _fn_name(fn), fn, args, kwargs,
-                               reconciler=reconciler, strict=strict)
+        name = _fn_name(fn)
+        return self.execute_as(CallKind.FUNCTION, name, fn, args, kwargs,
+                               reconciler=reconciler, strict=strict, name=name)
 
     def patched(self, change_id: str) -> bool:
         """``RunnerContext.patched``."""
@@ -321,6 +316,7 @@ class ActionExecution:
         self, kind: CallKind, target: str, fn: Callable[..., Any], args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None, *, reconciler: Callable[[], Any] | None = None,
         lazy: bool = False, digest_name: str | None = None, strict: bool | None = None,
+        name: str | None = None,
     ) -> DurableCall:
         """Make a durable call of ``fn(*args, **kwargs)`` recorded as ``kind``/``target``.
 
@@ -339,6 +335,7 @@ class ActionExecution:
             digest_name: the name the argument digest uses instead of ``fn``'s (for a call
                 whose function depends on something a replay cannot see).
             strict: replay strictly (``None``: as the agent does; see ``_versioning``).
+            name: ``fn``'s ``module:qualname`` (``fn_name``), when the caller has it already.
 
         Returns:
             The call (already ``done`` when replayed).
@@ -348,12 +345,13 @@ class ActionExecution:
                 call of another kind or target.
         """
         kwargs = kwargs or {}
-        name = _fn_name(fn)
+        if name is None:
+            name = _fn_name(fn)
         if digest_name is None and kind is not CallKind.FUNCTION:
             digest_name = name  # the framework's calls: what their function binds is its own
         call, started = self._open_call(fn, args, kwargs, kind, target,
                                         lambda c: RunFunction(c, fn, args, kwargs, name),
-                                        digest_name, strict)
+                                        digest_name, strict, name)
         if call.done:
             return call
         if lazy:
@@ -387,47 +385,7 @@ class ActionExecution:
     async def submit_subagent(self, name: str, input: Any, *,
                               check_input: bool = False) -> SubagentHandle:
         """``RunnerContext.submit_subagent`` (``check_input``: a model's call, see below)."""
-        self.check_live("submit_subagent")
-        input = subagent_input(name, input)  # (a dataclass: as its fields)
-        setup, kind, refusal = resolve_subagent(self, name)
-        # a refusal is recorded too, so a submit takes its identity on every path
-        ordinal, call_id, dig, rec = self._allocate(
-            kind, name, lambda cid: call_digest(f"subagent:{name}", (input,), {}, cid),
-            check=False)
-        if rec is not None and rec.kind is CallKind.SUBAGENT_REFUSED and rec.target == name \
-                and rec.done:
-            kind = CallKind.SUBAGENT_REFUSED  # refused then: refused again, as recorded
-        elif rec is not None:
-            self._check_same(call_id, rec, kind, name)
-        if check_input and rec is None and setup is not None:  # a model's call (not an action's)
-            check_subagent_input(name, setup, input)
-        call = DurableCall(call_id, ordinal, dig, kind, name)
-        self.calls[ordinal] = call
-        if kind is CallKind.SUBAGENT_REFUSED:
-            if rec is not None and rec.done:
-                self._replay(call, rec, Settle(call, f"refused:{name}"))
-            else:
-                self.record_started(Settle(call, f"refused:{name}"))
-                self.record_outcome(call, True, SubagentResult.failed(refusal))
-            return SubagentHandle(self, call, name, CallKind.SUBAGENT_REFUSED)
-        session_id = session_of(self.key, self.run.seq, self.key_memory())
-        if isinstance(setup, InternalSubagent):
-            self._replay_or_prepare(call, rec, StartSubagent(call, name, input))
-            self.start_soon(call)  # submitted now, so several calls overlap
-            return SubagentHandle(self, call, name, CallKind.SUBAGENT)
-        if isinstance(setup, DeferredSubagentSetup):
-            self._replay_or_prepare(call, rec, RunDeferred(call, name, setup, input, session_id))
-            return SubagentHandle(self, call, name, CallKind.SUBAGENT_DEFERRED, session_id,
-                                  setup)
-        assert isinstance(setup, AsyncSubagentSetup)
-        # submitted once, durably; always awaited, so the call takes its ordinal on replay too
-        await self.execute_as(
-            CallKind.SUBAGENT_SUBMIT, name, setup.call_submit_request,
-            (session_id, call_id, input),
-            reconciler=lambda: setup.reconcile_submit_request(session_id, call_id, input))
-        # polled once submitted (a submit that raised leaves no run to poll, nor to cancel)
-        self._replay_or_prepare(call, rec, Poll(call, name, setup, session_id))
-        return SubagentHandle(self, call, name, CallKind.SUBAGENT_RESULT, session_id, setup)
+        return await submit_subagent(self, name, input, check_input=check_input)
 
     # -- runtime side ------------------------------------------------------------------
     def take_commands(self) -> list[Command]:
@@ -557,9 +515,12 @@ class ActionExecution:
     def _open_call(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
         kind: CallKind, target: str, command: Callable[[DurableCall], CallCommand],
-        digest_name: str | None = None, strict: bool | None = None,
+        digest_name: str | None = None, strict: bool | None = None, name: str | None = None,
     ) -> tuple[DurableCall, CallRecord | None]:
         """Allocate the next call and replay its record when there is one.
+
+        ``digest_name``: what the digest names instead of ``fn`` (its name, and no state it
+        binds); ``name``: ``fn``'s ``module:qualname`` when the caller has it already.
 
         Returns:
             The call (already ``done`` when replayed) and, when the call had started before
@@ -567,11 +528,19 @@ class ActionExecution:
         """
         if strict is not None:
             is_strict(self, strict)  # a bad value is refused on every path, replay or not
-        ordinal, call_id, dig, rec = self._allocate(
-            kind, target, lambda cid: call_digest(digest_name or fn, args, kwargs, cid))
+        if not digest_name:  # the function's name and what it binds, found once
+            named, bound = name or _fn_name(fn), bound_state(fn)
+            ordinal, call_id, dig, rec = self._allocate(
+                kind, target, lambda cid: call_digest(named, args, kwargs, cid, bound))
+        else:
+            bound = None
+            ordinal, call_id, dig, rec = self._allocate(
+                kind, target, lambda cid: call_digest(digest_name, args, kwargs, cid))
         call = DurableCall(call_id, ordinal, dig, kind, target)
         if digest_name is None and kind is CallKind.FUNCTION:  # what it calls, how it binds
-            call.callees, call.shape = callees(fn), argument_shape(fn, args, kwargs)
+            # (``callees`` is ``None`` for a callable that binds nothing: its name says it)
+            call.callees = callees(fn) if bound is not None else None
+            call.shape = argument_shape(fn, args, kwargs)
         self.calls[ordinal] = call
         if rec is None and self.displaced:  # its record may have gone to an earlier call
             check_displaced(self, call)
@@ -592,9 +561,12 @@ class ActionExecution:
 
     def record_outcome(self, call: DurableCall, ok: bool, value: Any) -> None:
         """Record a call's outcome in the execution's state entry, then complete the call."""
-        rec = self._record.calls.setdefault(str(call.ordinal), CallRecord(
-            digest=call.digest, kind=call.kind, target=call.target, callees=call.callees,
-            shape=call.shape))
+        calls, ordinal = self._record.calls, str(call.ordinal)
+        rec = calls.get(ordinal)  # (``record_started`` made it, for a call that ran)
+        if rec is None:
+            rec = calls[ordinal] = CallRecord(
+                digest=call.digest, kind=call.kind, target=call.target, callees=call.callees,
+                shape=call.shape)
         ok, value = store_outcome(rec, call.call_id, ok, value)
         call.complete(ok, value)
         self.ledger.recorded(self.key, call.call_id, rec, self.run, self._record.event)

@@ -63,7 +63,7 @@ def fn_name(fn: Callable[..., Any]) -> str:
 
 
 def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dict[str, Any],
-                call_id: str) -> str:
+                call_id: str, bound: list[Any] | None = None) -> str:
     """Digest of a call's function name and arguments, and of what the function binds.
 
     What a ``functools.partial``, a lambda or closure, a bound method or a callable object
@@ -71,7 +71,8 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     there have different digests; a module-level function binds nothing, and a ``str`` name
     (a framework call's) neither. The classes of enum members in the arguments count too
     (``_identity.value_classes``: their JSON form is their value alone); arguments without
-    any keep the digest they had before.
+    any keep the digest they had before. ``bound``: for ``fn`` given as its name, what the
+    function binds (``bound_state``) when the caller found it already.
 
     Returns:
         16 hex digits.
@@ -84,7 +85,8 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     # (no arguments: their JSON form and enum classes are empty, known without a walk)
     parts = [name, to_json_value(list(args), where) if args else [],
              to_json_value(kwargs, where) if kwargs else {}]
-    bound = None if isinstance(fn, str) else bound_state(fn)
+    if not isinstance(fn, str):
+        bound = bound_state(fn)
     if bound is not None:
         parts.append(bound)
     enums = (value_classes(args) if args else []) + (value_classes(kwargs) if kwargs else [])
@@ -134,7 +136,7 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
             code = code_of(fn)
         classes = value_classes(binding, sort_dicts=True)  # not the keywords' order
         parts = [digest([named, bound, classes]),
-                 digest([sorted(dumps(v).decode() for v in values), bound]), code or "",
+                 digest([sorted([dumps(v).decode() for v in values]), bound]), code or "",
                  nested or "", digest([named, classes]) if bound is not None else ""]
         while not parts[-1]:
             parts.pop()

@@ -67,8 +67,8 @@ def value_classes(value: Any, depth: int = 0, *, sort_dicts: bool = False) -> li
             if type(v) not in _SCALARS:
                 found += value_classes(v, depth + 1, sort_dicts=sort_dicts)
     elif kind is dict:
-        items = sorted(value.items(), key=lambda kv: repr(kv[0])) if sort_dicts \
-            else value.items()
+        items = sorted(value.items(), key=lambda kv: repr(kv[0])) \
+            if sort_dicts and len(value) > 1 else value.items()
         for k, v in items:
             if type(k) not in _SCALARS:
                 found += value_classes(k, depth + 1, sort_dicts=sort_dicts)
