@@ -264,6 +264,41 @@ attributes (a version before causes were kept skips it: ``__cause__`` takes no d
 _CAUSE_DEPTH = 4
 
 
+def exception_state(exc: BaseException) -> list[tuple[str, Any]]:
+    """An exception's own state: its instance attributes, private ones and slots too.
+
+    A replay rebuilds the exception from its ``args`` and sets these back, so what a
+    constructor keeps in ``self._retry`` (read through a property) or in a ``__slots__``
+    entry is what the live path had; before, only public ``__dict__`` entries were kept, and
+    a replayed exception had the constructor's default there, or no attribute at all.
+    Dunder names (``__notes__``, a cause) are not part of it, nor the runtime's own marks
+    (``_agents_failure_text``: ``_failures.failure_text``'s cache).
+
+    Returns:
+        ``(name, value)`` pairs, ``__dict__`` entries first.
+    """
+    found = {k: v for k, v in getattr(exc, "__dict__", {}).items()
+             if not _is_dunder(k) and not k.startswith(_OWN_MARKS)}
+    for cls in type(exc).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name in found or _is_dunder(name) or not isinstance(name, str):
+                continue
+            try:
+                found[name] = getattr(exc, name)
+            except AttributeError:  # a slot never set
+                continue
+    return list(found.items())
+
+
+_OWN_MARKS = "_agents_"
+"""The prefix of the attributes the runtime sets on an exception it handles."""
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
 def _exception_form(exc: BaseException, depth: int = 0) -> dict[str, Any]:
     """What a record keeps of an exception: its type, message, args and attributes, masked.
 
@@ -287,8 +322,7 @@ def _exception_form(exc: BaseException, depth: int = 0) -> dict[str, Any]:
                      {_GROUP: [_exception_form(e) for e in group.exceptions]}]
     else:
         args = mask_value(_json_or_none(list(exc.args)))
-    attrs = {k: v for k, v in vars(exc).items() if not k.startswith("_")} \
-        if hasattr(exc, "__dict__") else {}
+    attrs = dict(exception_state(exc))
     for base, names in _SLOTS_OUTSIDE_ARGS:
         if isinstance(exc, base):
             attrs.update((n, v) for n in names if (v := getattr(exc, n, None)) is not None)
@@ -393,8 +427,8 @@ def _as_replayed(exc: Exception, form: dict[str, Any]) -> BaseException:
     depth = 0
     while isinstance(where, Exception) and isinstance(level, dict) and depth <= _CAUSE_DEPTH:
         kept = level.get("attrs") or {}
-        unkept += sorted("__cause__." * depth + k for k, v in getattr(where, "__dict__", {})
-                         .items() if v is not None and not k.startswith("_") and k not in kept)
+        unkept += sorted("__cause__." * depth + k for k, v in exception_state(where)
+                         if v is not None and k not in kept)
         level, where, depth = kept.get(_CAUSE), where.__cause__, depth + 1
     if type(again) is type(exc) and unkept:
         notes = [*getattr(exc, "__notes__", ()), (
