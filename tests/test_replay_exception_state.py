@@ -71,9 +71,14 @@ def done(tag: str) -> str:
 
 
 def _seen(e: Exception) -> list[Any]:
-    return [type(e).__name__, str(e), getattr(e, "retry_after", None),
-            getattr(e, "code", "missing"), getattr(e, "_token", "missing"),
-            hasattr(e, "_handle")]
+    return [
+        type(e).__name__,
+        str(e),
+        getattr(e, "retry_after", None),
+        getattr(e, "code", "missing"),
+        getattr(e, "_token", "missing"),
+        hasattr(e, "_handle"),
+    ]
 
 
 class Catches(Agent):
@@ -90,9 +95,11 @@ class Catches(Agent):
         ctx.send_event(OutputEvent(output=seen))
 
 
-EXPECTED = [["Throttled", "slow down", 9, "missing", "missing", False],
-            ["Slotted", "bad input", None, 5, "missing", False],
-            ["Required", "denied", None, "missing", "t-1", False]]
+EXPECTED = [
+    ["Throttled", "slow down", 9, "missing", "missing", False],
+    ["Slotted", "bad input", None, 5, "missing", False],
+    ["Required", "denied", None, "missing", "t-1", False],
+]
 
 
 def test_the_first_run_reads_the_state_the_exception_was_raised_with():

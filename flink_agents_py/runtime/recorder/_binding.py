@@ -2,9 +2,9 @@
 
 ``_outcomes.argument_shape`` binds every ``durable_execute(_async)`` call's arguments to its
 function's parameters (``inspect.Signature.bind``). Building the signature costs more than
-the rest of the shape; for a plain function it depends only on the function's code object,
-how many positional defaults it has and which keyword-only parameters have one, so it is
-built once for each and kept (the default values themselves are never read by a binding).
+the rest of the shape; for a plain function it depends only on the function's code object
+and its default values (``_call_changes.defaults_taken`` reads them from it), so it is
+built once for each and kept.
 A function with attributes of its own (``functools.wraps``'s ``__wrapped__``, a
 ``__signature__``, a ``partialmethod``'s marker), and every other callable (a partial, a
 bound method, a callable object), gets ``inspect.signature`` as before.
@@ -33,13 +33,15 @@ _KEPT = 1024
 class _Binder:
     """A signature, with what binding positional arguments alone needs from it."""
 
-    __slots__ = ("code", "defaults", "kwdefaults", "signature", "names", "required", "fast")
+    __slots__ = ("code", "defaults", "kwdefaults", "kwvalues", "signature", "names", "required",
+                 "fast")
 
-    def __init__(
-        self, code: Any, defaults: int, kwdefaults: tuple[str, ...], signature: inspect.Signature
-    ) -> None:
-        self.code, self.defaults, self.kwdefaults = code, defaults, kwdefaults
-        self.signature = signature
+    def __init__(self, fn: types.FunctionType) -> None:
+        # the default values themselves: ``_call_changes.defaults_taken`` reads them from the
+        # signature, so a function of this code with other defaults must not get this one
+        self.code, self.defaults, self.kwdefaults = fn.__code__, fn.__defaults__, fn.__kwdefaults__
+        self.kwvalues = tuple(self.kwdefaults.values()) if self.kwdefaults else ()
+        self.signature = signature = inspect.signature(fn)
         params = list(signature.parameters.values())
         positional = [p for p in params if p.kind in _POSITIONAL]
         self.names = tuple(p.name for p in positional)
@@ -49,39 +51,40 @@ class _Binder:
             p.default is not p.empty for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY
         )
 
+    def serves(self, fn: types.FunctionType) -> bool:
+        """Whether this is ``fn``'s signature: its code, and the very same default values."""
+        kw = fn.__kwdefaults__
+        return (self.code is fn.__code__ and self.defaults is fn.__defaults__
+                and self.kwdefaults is kw
+                and (not kw or all(a is b for a, b in zip(self.kwvalues, kw.values(),
+                                                           strict=False))
+                     and len(kw) == len(self.kwvalues)))
+
 
 _BINDERS: dict[int, _Binder] = {}
 """By ``id`` of the code object (the binder holds it, so the id is not reused meanwhile)."""
 
 
 def _binder(fn: types.FunctionType) -> _Binder:
-    code = fn.__code__
-    defaults = len(fn.__defaults__ or ())
-    kwdefaults = tuple(fn.__kwdefaults__ or ())
-    found = _BINDERS.get(id(code))
-    if (
-        found is not None
-        and found.code is code
-        and found.defaults == defaults
-        and found.kwdefaults == kwdefaults
-    ):
+    found = _BINDERS.get(id(fn.__code__))
+    if found is not None and found.serves(fn):
         return found
-    made = _Binder(code, defaults, kwdefaults, inspect.signature(fn))
+    made = _Binder(fn)
     if len(_BINDERS) >= _KEPT:
         _BINDERS.clear()
-    _BINDERS[id(code)] = made
+    _BINDERS[id(fn.__code__)] = made
     return made
 
 
 def bound_arguments(
     fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[dict[str, Any], inspect.Signature | None]:
+) -> tuple[dict[str, Any], inspect.Signature, bool]:
     """The arguments of ``fn(*args, **kwargs)`` by parameter name, as ``Signature.bind`` has them.
 
     Returns:
-        The arguments (in ``BoundArguments.arguments``' order) and the signature whose
-        parameters' kinds say how each was bound; ``None`` in its place when every argument
-        is bound to a positional parameter of its own (no ``*args`` or ``**kwargs``).
+        The arguments (in ``BoundArguments.arguments``' order), the signature whose
+        parameters' kinds say how each was bound, and whether every argument is bound to a
+        positional parameter of its own (no ``*args`` or ``**kwargs``).
 
     Raises:
         TypeError: when the arguments do not fit the parameters (as ``bind`` raises it).
@@ -89,9 +92,9 @@ def bound_arguments(
     """
     if type(fn) is not types.FunctionType or fn.__dict__:
         sig = inspect.signature(fn)
-        return sig.bind(*args, **kwargs).arguments, sig
+        return sig.bind(*args, **kwargs).arguments, sig, False
     binder = _binder(fn)
     if not kwargs and binder.fast and binder.required <= len(args) <= len(binder.names):
-        return dict(zip(binder.names, args, strict=False)), None  # (the first len(args))
+        return dict(zip(binder.names, args, strict=False)), binder.signature, True  # (in order)
     sig = binder.signature
-    return sig.bind(*args, **kwargs).arguments, sig
+    return sig.bind(*args, **kwargs).arguments, sig, False

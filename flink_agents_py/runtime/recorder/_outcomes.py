@@ -27,6 +27,7 @@ from ...api.internal import (
 from .._failures import error_text, failure_text
 from .._serde import digest, dumps, from_json_value, to_json_value
 from ._binding import bound_arguments
+from ._call_changes import defaults_taken
 from ._code import code_steps
 from ._hidden_state import made_in_function
 from ._identity import bound_and_nested, bound_state, made_at_run_time, run_time_functions
@@ -108,17 +109,18 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
     in another order are the same binding. A replay uses them where the call digest differs
     from the recorded one (``_versioning.check_arguments``). When ``fn`` holds code made at
     run time (a lambda, a nested function), a third part is ``code_of(fn)``: what that code
-    does, which the call digest does not say.
+    does, which the call digest does not say. The sixth is the defaults the call left its
+    parameters to (``_defaults.defaults_taken``: the digest leaves them out).
 
     Returns:
         The two digests (and the code's), or ``None`` when ``fn`` has no signature the
         arguments bind to.
     """
     try:
-        binding, sig = bound_arguments(fn, args, kwargs)
+        binding, sig, simple = bound_arguments(fn, args, kwargs)
         named = to_json_value(binding, "arguments")  # (a fresh dict: not changed)
         values: list[Any] = []
-        if sig is None:  # each argument bound to a positional parameter of its own
+        if simple:  # each argument bound to a positional parameter of its own
             values += named.values()
         else:
             for name, value in named.items():
@@ -136,8 +138,9 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
             code = code_of(fn)
         classes = value_classes(binding, sort_dicts=True)  # not the keywords' order
         parts = [digest([named, bound, classes]),
-                 digest([sorted([dumps(v).decode() for v in values]), bound]), code or "",
-                 nested or "", digest([named, classes]) if bound is not None else ""]
+                 digest([sorted(dumps(v).decode() for v in values), bound]), code or "",
+                 nested or "", digest([named, classes]) if bound is not None else "",
+                 defaults_taken(sig, binding)]
         while not parts[-1]:
             parts.pop()
         return "/".join(parts)
@@ -145,19 +148,19 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
         return None
 
 
-def shape_parts(shape: str | None) -> tuple[str, str, str, str, str]:
-    """An ``argument_shape``'s binding, values, code, nested state and passed digests.
+def shape_parts(shape: str | None) -> tuple[str, str, str, str, str, str]:
+    """An ``argument_shape``'s binding, values, code, nested state, passed and defaults.
 
     The last is the digest of the arguments passed alone, without what the callable binds
     (kept when it binds something): two calls that differ only in their callable's state.
 
     Returns:
-        The five parts, ``""`` for a missing one (records written before the code, the
-        nested objects' state or the passed arguments were kept have fewer).
+        The six parts, ``""`` for a missing one (records written before the code, the
+        nested objects' state, the passed arguments or the defaults were kept have fewer).
     """
-    parts = (shape or "").split("/", 4)
-    binding, values, code, nested, passed = parts + [""] * (5 - len(parts))
-    return binding, values, code, nested, passed
+    parts = (shape or "").split("/", 5)
+    binding, values, code, nested, passed, defaults = parts + [""] * (6 - len(parts))
+    return binding, values, code, nested, passed, defaults
 
 
 def code_changed(was: str | None, now: str | None) -> bool:

@@ -32,6 +32,7 @@ from ...api.internal import EVENT_CLASS_KEY, mask_secrets, shown_key
 from ...plan import ActionPlan, AgentPlan, FunctionRef
 from .._failures import with_original
 from .._serde import from_json_value
+from ._call_changes import changed_callees, changed_defaults, default_text
 from ._order import moved_call, reordered_by_nested, reordered_call, replayed_elsewhere
 from ._outcomes import code_changed, rebuild_exception, shape_parts
 from ._state import CallKind, CallRecord
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from ._execution import ActionExecution
 
 __all__ = ["PATCH_PREFIX", "is_strict", "patched", "check_arguments", "changed_arguments",
-           "changed_callees", "recorded_to_missing", "started_tool_unfit",
+           "recorded_to_missing", "started_tool_unfit",
            "unreached_calls", "check_unreached", "removed_action", "action_or_removed",
            "restored_event", "stand_in_event", "missing_subagent", "replayed_outcome",
            "unrebuildable_outcome"]
@@ -157,6 +158,7 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
                                                                      call.target),
             detail=record.diverged))
     recoded = code_changed(rec.shape, call.shape)  # a lambda's code: not in its digest
+    defaults = changed_defaults(shape_parts(rec.shape)[5], shape_parts(call.shape)[5])
     changed = bool(rec.digest) and rec.digest != call.digest or recoded
     err = replayed_elsewhere(ctx, call, rec, reruns) if changed and rec.digest != call.digest \
         else None
@@ -171,9 +173,9 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
     if changed and rec.shape and call.shape and not recoded:
         (was_bound, was_values, *_), (now_bound, now_values, *_) = (
             shape_parts(rec.shape), shape_parts(call.shape))
-        if was_bound == now_bound:
+        if was_bound == now_bound and not defaults:
             return  # the same values for the same parameters (keyword form, parameters moved)
-        if was_values == now_values:  # the recorded values, bound to other parameters
+        if was_values == now_values and was_bound != now_bound:  # bound to other parameters
             ctx._diverge(ReplayDivergenceError(
                 call.call_id, ctx._record.action, (rec.kind.value if rec.kind else "",
                                                    rec.target or ""),
@@ -181,39 +183,14 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
                 detail=f"the {call.kind.value} call {call.target!r} is made with the argument "
                        "values recorded, bound to other parameters of the function (e.g. two "
                        "arguments swapped): the recorded outcome is another call's"))
-    if changed:
+    if changed or defaults:
         changed_arguments(ctx, call, rec, is_strict(ctx, strict), started=reruns,
-                          recoded=recoded and rec.digest == call.digest)
-
-
-def changed_callees(ctx: ActionExecution, call: DurableCall, rec: CallRecord) -> NoReturn:
-    """A call whose callable now calls other functions than recorded: a divergence.
-
-    The callable of a lambda, a nested function, a decorator's wrapper or a wrapper object
-    has one name whatever it calls, so its record keeps the functions it calls
-    (``CallRecord.callees``); when they changed, the call runs another function than the
-    recorded one, as a plain ``fetch_weather`` turned ``fetch_stock`` does, and the recorded
-    outcome (or started attempt) is not its own.
-
-    Raises:
-        ReplayDivergenceError: always, naming the call, its callable and both sets of
-            functions.
-    """
-    kind, target = rec.kind.value if rec.kind else call.kind.value, rec.target or call.target
-    was, now = _listed(rec.callees), _listed(call.callees)
-    ctx._diverge(ReplayDivergenceError(
-        call.call_id, ctx._record.action, (kind, target), (call.kind.value, call.target),
-        detail=f"the {kind} call {target!r} now calls {now} where the recorded one called "
-               f"{was}: another function than the recorded call's (its name cannot say so: "
-               "a lambda, a nested function or a wrapper has one name whatever it calls)"))
-
-
-def _listed(names: list[str] | None) -> str:
-    return ", ".join(repr(n) for n in names) if names else "no function of its own"
+                          recoded=recoded and rec.digest == call.digest, defaults=defaults)
 
 
 def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
-                      strict: bool, *, started: bool = False, recoded: bool = False) -> None:
+                      strict: bool, *, started: bool = False, recoded: bool = False,
+                      defaults: list[str] | None = None) -> None:
     """A call replayed with other arguments than recorded: warn, or (strict) diverge.
 
     Args:
@@ -225,6 +202,7 @@ def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
             restore (with the recorded arguments): the call runs again with its new ones.
         recoded: the arguments and what the callable binds are those recorded, but its
             code (a lambda's, a nested function's) does something else with them.
+        defaults: the parameters the call leaves to their default whose default changed.
 
     Raises:
         ReplayDivergenceError: when ``strict``.
@@ -234,6 +212,8 @@ def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
             f"{shape_parts(call.shape)[2]}, recorded {shape_parts(rec.shape)[2]})"
             if recoded else f"other arguments than recorded (digest {call.digest}, recorded "
             f"{rec.digest})")
+    if defaults and rec.digest == call.digest and not recoded:
+        recoded, what = True, default_text(defaults)
     if strict:
         ctx._diverge(ReplayDivergenceError(
             call.call_id, ctx._record.action, (kind, target), (call.kind.value, call.target),
