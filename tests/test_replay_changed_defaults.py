@@ -13,6 +13,7 @@ The same from a user's own module in a temporary directory, a process per step.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -50,7 +51,53 @@ def cached(item: str, seen: dict[str, int] = {}) -> str:  # noqa: B006 - the cas
     return f"{item}:{len(seen)}"
 
 
-FUNCTIONS = {"price": price, "quote": quote, "cached": cached}
+def _passthrough(fn: Any) -> Any:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_passthrough
+def wrapped(item: str, currency: str = "USD") -> str:
+    CALLS.count(item)
+    return f"{item}:{currency}"
+
+
+class Shop:
+    def __init__(self, region: str) -> None:
+        self.region = region
+
+    def price(self, item: str, currency: str = "USD") -> str:
+        CALLS.count(item)
+        return f"{self.region}:{item}:{currency}"
+
+    def __call__(self, item: str, currency: str = "USD") -> str:
+        CALLS.count(item)
+        return f"{self.region}()/{item}:{currency}"
+
+
+def total(item: str, currency: str = "USD", qty: int = 1) -> str:
+    CALLS.count(item)
+    return f"{qty}x{item}:{currency}"
+
+
+FUNCTIONS: dict[str, Any] = {
+    "price": price,
+    "quote": quote,
+    "cached": cached,
+    "wrapped": wrapped,
+    "method": Shop("eu").price,
+    "object": Shop("us"),
+    "partial": functools.partial(total, qty=2),
+}
+OWNERS = {
+    "wrapped": wrapped.__wrapped__,
+    "method": Shop.price,
+    "object": Shop.__call__,
+    "partial": total,
+}
 
 
 class Prices(Agent):
@@ -68,12 +115,13 @@ class StrictPrices(Prices):
 
 @pytest.fixture(autouse=True)
 def _defaults() -> Iterator[None]:
-    saved = {name: (f.__defaults__, f.__kwdefaults__) for name, f in FUNCTIONS.items()}
+    owners = {**{n: f for n, f in FUNCTIONS.items() if n not in OWNERS}, **OWNERS}
+    saved = {name: (f.__defaults__, f.__kwdefaults__) for name, f in owners.items()}
     global CALLS
     CALLS = CallCounter()
     yield
     for name, (defaults, kwdefaults) in saved.items():
-        FUNCTIONS[name].__defaults__, FUNCTIONS[name].__kwdefaults__ = defaults, kwdefaults
+        owners[name].__defaults__, owners[name].__kwdefaults__ = defaults, kwdefaults
 
 
 def _after_first_call(agent: Agent, fn: str) -> dict[str, Any]:
@@ -108,6 +156,18 @@ def test_a_changed_default_is_a_changed_call_and_not_handed_over_silently(caplog
     assert warned and "r0/go/c0" in warned[0] and "'currency'" in warned[0], caplog.text
     assert result.errors == [] and result.outputs == [["apple:USD", "pear:EUR"]]
     assert CALLS["apple"] == 1  # replayed (the warning says what), not run again
+
+
+@pytest.mark.parametrize("fn", ["wrapped", "method", "object", "partial"])
+def test_a_changed_default_behind_a_wrapper_method_object_or_partial_diverges(fn, caplog):
+    snap = _after_first_call(StrictPrices(), fn)
+    OWNERS[fn].__defaults__ = ("EUR", *OWNERS[fn].__defaults__[1:])
+    result = _restore(StrictPrices(), fn, snap, caplog)
+    assert result.outputs == []
+    [error] = result.errors
+    assert error.error_type == "ReplayDivergenceError"
+    assert "default value of its parameter 'currency'" in error.message
+    assert CALLS["apple"] == 1
 
 
 def test_a_changed_keyword_only_default_diverges_in_strict_mode(caplog):
@@ -172,6 +232,7 @@ class Checkout(Agent):
 """
 
 MAIN = """
+import functools
 import json
 import logging
 import sys
