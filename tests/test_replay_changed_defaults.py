@@ -113,13 +113,29 @@ class StrictPrices(Prices):
     replay = "strict"
 
 
+PASSED: dict[str, Any] = {}
+"""What ``Passes`` passes to ``price`` besides the item (the code before or after a deploy)."""
+
+
+class Passes(Agent):
+    replay = "strict"
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        got = [await ctx.durable_execute_async(price, item, **PASSED) for item in ("apple", "pear")]
+        ctx.send_event(OutputEvent(output=got))
+
+
 @pytest.fixture(autouse=True)
 def _defaults() -> Iterator[None]:
     owners = {**{n: f for n, f in FUNCTIONS.items() if n not in OWNERS}, **OWNERS}
     saved = {name: (f.__defaults__, f.__kwdefaults__) for name, f in owners.items()}
     global CALLS
     CALLS = CallCounter()
+    PASSED.clear()
     yield
+    PASSED.clear()
     for name, (defaults, kwdefaults) in saved.items():
         owners[name].__defaults__, owners[name].__kwdefaults__ = defaults, kwdefaults
 
@@ -301,3 +317,31 @@ def test_a_users_module_redeployed_with_another_default(tmp_path, mode):
             "r0/go/c0 (shop:convert) is made with the arguments recorded, but the default "
             "value of its parameter 'currency' changed" in proc.stderr
         )
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), [({}, {"currency": "USD"}), ({"currency": "USD"}, {})]
+)
+def test_a_default_now_passed_as_it_was_or_the_reverse_is_the_same_call(before, after, caplog):
+    PASSED.update(before)
+    snap = _after_first_call(Passes(), "price")
+    PASSED.clear()
+    PASSED.update(after)
+    result = _restore(Passes(), "price", snap, caplog)
+    assert result.errors == [] and result.outputs == [["apple:USD", "pear:USD"]]
+    assert "arguments changed" not in caplog.text and "default value" not in caplog.text
+    assert CALLS["apple"] == 1
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), [({}, {"currency": "EUR"}), ({"currency": "EUR"}, {})]
+)
+def test_a_default_now_passed_with_another_value_or_the_reverse_diverges(before, after, caplog):
+    PASSED.update(before)
+    snap = _after_first_call(Passes(), "price")
+    PASSED.clear()
+    PASSED.update(after)
+    result = _restore(Passes(), "price", snap, caplog)
+    [error] = result.errors
+    assert error.error_type == "ReplayDivergenceError" and "r0/go/c0" in error.message
+    assert CALLS["apple"] == 1

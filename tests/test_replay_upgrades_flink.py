@@ -4,7 +4,8 @@ One job (``replay_upgrade_agents``): two runs record their first calls, a checkp
 them, the job is crashed and restores with the "new code": the run whose ``functools.partial``
 calls now come in the other order fails with ``ReplayDivergenceError`` (nobody gets another
 call's price), the run recorded before ``ctx.patched("v2")`` keeps its old branch with its
-recorded calls, and a run started after the restore takes the new branch.
+recorded calls, a run started after the restore takes the new branch, and a strict call whose
+parameter default the new code changed fails with ``ReplayDivergenceError`` naming it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def run_job(d: pathlib.Path) -> tuple[list, list]:
 
     env = crash_environment(d, interval_ms=200, restart_attempts=2)
     base = str(d)
-    kinds = {0: "swap", 1: "patch", 2: "lambdas"}
+    kinds = dict(enumerate(rua.KINDS))
     pickled = Types.PICKLED_BYTE_ARRAY()
     records = (env.from_source(NumberSequenceSource(0, rua.LAST),
                                WatermarkStrategy.no_watermarks(), "seq")
@@ -54,9 +55,13 @@ def test_partial_identity_and_patched_across_a_minicluster_restore(tmp_path: pat
 
     # the swapped partials, and the swapped lambdas whose code alone tells them apart: a
     # divergence each, not PRICE(apple) handed to pear, nor USD/EUR to the EUR/USD quote
-    assert sorted(e["key"] for e in errors) == ["lambdas", "swap"]
+    assert sorted(e["key"] for e in errors) == ["default", "lambdas", "swap"]
     for err in errors:
         assert err["error_type"] == "ReplayDivergenceError"
+        if err["key"] == "default":  # the recorded USD amount is not handed to the EUR call
+            assert "r0/go/c0" in err["message"] and "strict replay" in err["message"]
+            assert "default value of its parameter 'currency'" in err["message"]
+            continue
         assert "r0/go/c0" in err["message"] and "recorded for r0/go/c1" in err["message"]
     # the run recorded before the patch keeps its old branch, replayed; a new run takes the new
     assert sorted(outputs, key=lambda o: o["key"]) == [
@@ -66,4 +71,4 @@ def test_partial_identity_and_patched_across_a_minicluster_restore(tmp_path: pat
     calls = collections.Counter(tuple(line) for line in log_lines(str(d), "calls.log"))
     assert calls == {("price", "apple"): 1, ("price", "pear"): 1, ("price", "fig"): 1,
                      ("price", "kiwi"): 1, ("price_v2", "fig"): 1, ("quote", "USD", "EUR"): 1,
-                     ("quote", "EUR", "USD"): 1}
+                     ("quote", "EUR", "USD"): 1, ("convert", "1"): 1, ("convert", "2"): 1}

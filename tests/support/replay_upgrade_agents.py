@@ -6,7 +6,9 @@ see ``support.crash``) it runs the new code: key ``swap`` makes its two ``functo
 calls in the other order, key ``patch`` branches with ``ctx.patched("v2")``, and key ``new``
 (a record that arrives only after the restore) runs the new branch; key ``lambdas`` makes its
 two lambdas, ``lambda: quote(d, a, b)`` and ``lambda: quote(d, b, a)`` (one name, the same
-bound values and functions: only their code tells them apart), in the other order.
+bound values and functions: only their code tells them apart), in the other order; key
+``default`` calls ``convert(d, 1)`` strictly, whose ``currency`` default the new code changed
+from USD to EUR (the arguments passed are those recorded).
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, a
 from support.crash import CrashOnceBase, append_line, first_attempt, hold, pace
 
 __all__ = ["Upgraded", "CrashWhenHeld", "Pick", "pace", "LAST"]
+
+KINDS = ("swap", "patch", "lambdas", "default")
+"""The runs in flight at the crash (records 0-3)."""
 
 LAST = 60
 """The last number of the paced source: the ``new`` record (~3 s of open input)."""
@@ -31,6 +36,11 @@ def price(d: str, item: str) -> str:
 def price_v2(d: str, item: str) -> str:
     append_line(d, "calls.log", f"price_v2 {item}")
     return f"V2({item})"
+
+
+def convert(d: str, amount: int, currency: str = "USD") -> str:
+    append_line(d, "calls.log", f"convert {amount}")
+    return f"{amount} {currency}"
 
 
 def quote(d: str, base: str, other: str) -> str:
@@ -49,6 +59,9 @@ class Upgraded(Agent):
             order = ("pear", "apple") if upgraded else ("apple", "pear")
             got = [await ctx.durable_execute_async(functools.partial(price, d, item))
                    for item in order]
+        elif kind == "default":
+            convert.__defaults__ = ("EUR",) if upgraded else ("USD",)  # the redeployed default
+            got = [await ctx.durable_execute_async(convert, d, n, strict=True) for n in (1, 2)]
         elif kind == "lambdas":
             a, b = "USD", "EUR"
             there, back = (lambda: quote(d, a, b)), (lambda: quote(d, b, a))
@@ -66,18 +79,18 @@ class Upgraded(Agent):
 
 
 class Pick:
-    """The records of the scenario from the paced numbers: ``swap``, ``patch`` and
-    ``lambdas`` at once, ``new`` as the last number, only after the restore."""
+    """The records of the scenario from the paced numbers: ``swap``, ``patch``, ``lambdas``
+    and ``default`` at once, ``new`` as the last number, only after the restore."""
 
     def __init__(self, d: str) -> None:
         self.d = d
 
     def __call__(self, n: int) -> bool:
-        return n in (0, 1, 2) or (n == LAST and not first_attempt(self.d))
+        return n in (0, 1, 2, 3) or (n == LAST and not first_attempt(self.d))
 
 
 class CrashWhenHeld(CrashOnceBase):
-    """Crash once the three runs have recorded their call ``c1`` under a completed checkpoint
+    """Crash once the four runs have recorded their call ``c1`` under a completed checkpoint
     (their ``hold`` call is then in flight)."""
 
     def __call__(self, point: str, key: Any, info: dict[str, Any]) -> None:
@@ -85,6 +98,6 @@ class CrashWhenHeld(CrashOnceBase):
             return
         if point == "call_recorded" and info["call_id"] == "r0/go/c1":
             self.note(str(key))
-        elif point == "timer" and {"swap", "patch", "lambdas"} <= set(self.seen) and all(
-                self.checkpointed_since(self.seen[k]) for k in ("swap", "patch", "lambdas")):
+        elif point == "timer" and set(KINDS) <= set(self.seen) and all(
+                self.checkpointed_since(self.seen[k]) for k in KINDS):
             self.crash("swap+patch", "injected crash: the runs mid-way, checkpointed")

@@ -1,6 +1,6 @@
 """What changed in a replayed function call that its digest does not say: defaults, callees.
 
-Defaults (``defaults_taken``, ``changed_defaults``):
+Defaults (``defaults_taken``, ``effective``, ``changed_defaults``):
 
 ``price("apple")`` of ``def price(item, currency="USD")`` is a call with ``currency="USD"``;
 redeployed with ``currency="EUR"`` as the default, the same ``price("apple")`` asks for
@@ -14,7 +14,10 @@ warning, a divergence in strict mode (``_versioning.changed_arguments``).
 A parameter added or removed with its default is not compared (the function changed, as
 its body may: what it was recorded doing is its outcome). A default that is a mutable
 value or an object (a ``cache={}`` the function fills, a client) counts by its type only:
-its state changes as calls use it, and a replayed call does not run.
+its state changes as calls use it, and a replayed call does not run. The values a call ran
+with, defaults included (``effective``, ``argument_shape``'s seventh part), tell a default
+now passed as it was (``price("apple", currency="USD")``), or the reverse, from a change:
+the same call, replayed without a warning.
 
 Callees (``changed_callees``): a lambda, a nested function or a wrapper has one name
 whatever it calls; a replay whose callable now calls other functions diverges.
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
     from ._execution import ActionExecution
     from ._state import CallRecord
 
-__all__ = ["defaults_taken", "changed_defaults", "default_text", "changed_callees"]
+__all__ = ["defaults_taken", "effective", "changed_defaults", "default_text", "changed_callees"]
 
 _VALUES = (
     str,
@@ -65,7 +68,7 @@ def _form(value: Any) -> Any:
     return {"$type": f"{kind.__module__}:{kind.__qualname__}"}
 
 
-def defaults_taken(sig: inspect.Signature, bound: Mapping[str, Any]) -> str:
+def defaults_taken(sig: inspect.Signature, bound: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """The parameters a call left to their defaults, each with its default's digest.
 
     Args:
@@ -74,14 +77,37 @@ def defaults_taken(sig: inspect.Signature, bound: Mapping[str, Any]) -> str:
 
     Returns:
         ``name=digest`` entries joined by ``,`` (8 hex digits each), in the signature's
-        order; ``""`` when the call passed every parameter that has a default.
+        order (``""`` when the call passed every parameter that has a default), and the
+        defaults' forms by name (for ``effective``).
     """
-    taken = []
+    taken, forms = [], {}
     for name, param in sig.parameters.items():
         if name in bound or param.default is param.empty or param.kind in _SKIPPED:
             continue
-        taken.append(f"{name}={digest(_form(param.default))[:8]}")
-    return ",".join(taken)
+        forms[name] = _form(param.default)
+        taken.append(f"{name}={digest(forms[name])[:8]}")
+    return ",".join(taken), forms
+
+
+def effective(
+    sig: inspect.Signature, named: Mapping[str, Any], forms: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The values a call runs with, by parameter: those passed, and the defaults it took.
+
+    ``price("apple")`` and ``price("apple", currency="USD")`` of ``def price(item,
+    currency="USD")`` have one: a replay of one recorded as the other is the same call.
+
+    Args:
+        sig: the function's signature.
+        named: the passed arguments' JSON forms, by parameter name.
+        forms: the defaults' forms (``defaults_taken``).
+
+    Returns:
+        The values, in the signature's order.
+    """
+    return {
+        n: named[n] if n in named else forms[n] for n in sig.parameters if n in named or n in forms
+    }
 
 
 def _entries(part: str) -> dict[str, str]:

@@ -27,7 +27,7 @@ from ...api.internal import (
 from .._failures import error_text, failure_text
 from .._serde import digest, dumps, from_json_value, to_json_value
 from ._binding import bound_arguments
-from ._call_changes import defaults_taken
+from ._call_changes import defaults_taken, effective
 from ._code import code_steps
 from ._hidden_state import made_in_function
 from ._identity import bound_and_nested, bound_state, made_at_run_time, run_time_functions
@@ -110,7 +110,9 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
     from the recorded one (``_versioning.check_arguments``). When ``fn`` holds code made at
     run time (a lambda, a nested function), a third part is ``code_of(fn)``: what that code
     does, which the call digest does not say. The sixth is the defaults the call left its
-    parameters to (``_defaults.defaults_taken``: the digest leaves them out).
+    parameters to (``_call_changes.defaults_taken``: the digest leaves them out), the
+    seventh the first's digest of the values it runs with, defaults taken included
+    (``_call_changes.effective``; the first when it took none).
 
     Returns:
         The two digests (and the code's), or ``None`` when ``fn`` has no signature the
@@ -137,10 +139,11 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
             bound, nested = bound_and_nested(fn)
             code = code_of(fn)
         classes = value_classes(binding, sort_dicts=True)  # not the keywords' order
+        taken, forms = defaults_taken(sig, binding)
         parts = [digest([named, bound, classes]),
                  digest([sorted(dumps(v).decode() for v in values), bound]), code or "",
-                 nested or "", digest([named, classes]) if bound is not None else "",
-                 defaults_taken(sig, binding)]
+                 nested or "", digest([named, classes]) if bound is not None else "", taken,
+                 digest([effective(sig, named, forms), bound, classes]) if forms else ""]
         while not parts[-1]:
             parts.pop()
         return "/".join(parts)
@@ -148,19 +151,20 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
         return None
 
 
-def shape_parts(shape: str | None) -> tuple[str, str, str, str, str, str]:
-    """An ``argument_shape``'s binding, values, code, nested state, passed and defaults.
+def shape_parts(shape: str | None) -> tuple[str, str, str, str, str, str, str]:
+    """An ``argument_shape``'s binding, values, code, nested state, passed, defaults, effective.
 
-    The last is the digest of the arguments passed alone, without what the callable binds
+    The fifth is the digest of the arguments passed alone, without what the callable binds
     (kept when it binds something): two calls that differ only in their callable's state.
+    The last is the binding's digest with the defaults taken (the binding's when none was).
 
     Returns:
-        The six parts, ``""`` for a missing one (records written before the code, the
+        The seven parts, ``""`` for a missing one (records written before the code, the
         nested objects' state, the passed arguments or the defaults were kept have fewer).
     """
-    parts = (shape or "").split("/", 5)
-    binding, values, code, nested, passed, defaults = parts + [""] * (6 - len(parts))
-    return binding, values, code, nested, passed, defaults
+    parts = (shape or "").split("/", 6)
+    binding, values, code, nested, passed, defaults, full = parts + [""] * (7 - len(parts))
+    return binding, values, code, nested, passed, defaults, full or binding
 
 
 def code_changed(was: str | None, now: str | None) -> bool:

@@ -171,10 +171,10 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
     if rec.callees is not None and call.callees is not None and rec.callees != call.callees:
         changed_callees(ctx, call, rec)
     if changed and rec.shape and call.shape and not recoded:
-        (was_bound, was_values, *_), (now_bound, now_values, *_) = (
+        (was_bound, was_values, *_, was_all), (now_bound, now_values, *_, now_all) = (
             shape_parts(rec.shape), shape_parts(call.shape))
-        if was_bound == now_bound and not defaults:
-            return  # the same values for the same parameters (keyword form, parameters moved)
+        if was_bound == now_bound and not defaults or was_all == now_all:  # (or a default
+            return  # passed as it was) the same values for the same parameters (keyword form...)
         if was_values == now_values and was_bound != now_bound:  # bound to other parameters
             ctx._diverge(ReplayDivergenceError(
                 call.call_id, ctx._record.action, (rec.kind.value if rec.kind else "",
