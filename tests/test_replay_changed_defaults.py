@@ -345,3 +345,33 @@ def test_a_default_now_passed_with_another_value_or_the_reverse_diverges(before,
     [error] = result.errors
     assert error.error_type == "ReplayDivergenceError" and "r0/go/c0" in error.message
     assert CALLS["apple"] == 1
+
+
+def price_in_euros(item: str, currency: str = "EUR") -> str:
+    """``price`` as the new code defines it: only its default changed."""
+    CALLS.count(item)
+    return f"{item}:{currency}"
+
+
+price_in_euros.__name__ = price_in_euros.__qualname__ = "price"
+
+
+class NewPrices(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        got = [await ctx.durable_execute_async(price_in_euros, i) for i in ("apple", "pear")]
+        ctx.send_event(OutputEvent(output=got))
+
+
+def test_check_upgrade_safety_reports_a_changed_default_before_the_deploy():
+    from flink_agents_py.testing import check_upgrade_safety
+
+    report = check_upgrade_safety(
+        Prices(), NewPrices(), [{"key": "k", "fn": "price"}], other_process=False
+    )
+    assert not report.ok
+    assert any("other arguments" in f.message and "c0" in f.message for f in report.distinct)
+    check_upgrade_safety(
+        Prices(), Prices(), [{"key": "k", "fn": "price"}], other_process=False
+    ).assert_ok()  # not vacuous: the same code is safe
