@@ -1,4 +1,5 @@
-"""A recorded failure keeps the exception's private attributes and ``__slots__`` entries.
+"""A recorded failure keeps the exception's private attributes and ``__slots__`` entries,
+and the first run reads its attributes as a replay rebuilds them.
 
 Before: the record kept an exception's public ``__dict__`` entries only. An exception that
 keeps its state in ``self._retry_after`` (read through a property) or in a ``__slots__``
@@ -7,7 +8,9 @@ entry was rebuilt by a replay from its ``args`` alone: the constructor's default
 ``AttributeError`` after a restore, where the first run read 5). Silent: the action went on
 with another value. Now both are recorded and set back, so a replay hands over what the
 first run got; one with no JSON form is left out on both paths (with the note the public
-attributes get).
+attributes get). An attribute whose JSON form rebuilds as another type (a tuple, a list)
+was a tuple in the first run and a list after a restore (``e.where == ("eu", 1)`` held only
+until a crash); the first run's exception now gets it as rebuilt, its cause's too.
 """
 
 from __future__ import annotations
@@ -54,6 +57,22 @@ class Required(Exception):
         self._handle = object()  # no JSON form: left out, on both paths
 
 
+class Located(Exception):
+    """Keeps tuples in its attributes (their JSON form is a list), its cause too."""
+
+    def __init__(self, message: str, where: tuple[str, int]) -> None:
+        super().__init__(message)
+        self.where = where
+        self.by_region = {"eu": (1, 2)}
+
+
+def located() -> str:
+    try:
+        raise Located("inner", ("us", 2))
+    except Located as e:
+        raise Located("outer", ("eu", 1)) from e
+
+
 def throttled() -> str:
     raise Throttled("slow down", retry_after=9)
 
@@ -91,6 +110,18 @@ class Catches(Agent):
                 await ctx.durable_execute_async(fn)
             except Exception as e:  # noqa: BLE001 - what the action reads of it
                 seen.append(_seen(e))
+        try:
+            await ctx.durable_execute_async(located)
+        except Located as e:
+            cause: Any = e.__cause__
+            seen.append(
+                [
+                    e.where == ("eu", 1),
+                    type(e.where).__name__,
+                    type(e.by_region["eu"]).__name__,
+                    type(cause.where).__name__,
+                ]
+            )
         await ctx.durable_execute_async(done, "end")  # a crash point after the failures
         ctx.send_event(OutputEvent(output=seen))
 
@@ -99,6 +130,7 @@ EXPECTED = [
     ["Throttled", "slow down", 9, "missing", "missing", False],
     ["Slotted", "bad input", None, 5, "missing", False],
     ["Required", "denied", None, "missing", "t-1", False],
+    [False, "list", "list", "list"],  # as a replay rebuilds them, in the first run too
 ]
 
 

@@ -31,7 +31,7 @@ from ._call_changes import defaults_taken, effective
 from ._code import code_steps
 from ._hidden_state import made_in_function
 from ._identity import bound_and_nested, bound_state, made_at_run_time, run_time_functions
-from ._round_trip import REBUILD_AS_STORED, changed_by_rebuild, holds_models
+from ._round_trip import REBUILD_AS_STORED, changed_by_rebuild, holds_models, settle_attributes
 from ._state import CallRecord
 from ._value_classes import library_code, value_classes
 
@@ -401,6 +401,7 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
         exc = scrub_exception(exc)
         rec.done, rec.ok = True, False
         form = _exception_form(exc)  # keyed state and journals leave the process: masked
+        settle_attributes(exc, form["attrs"])  # (a tuple attribute a list, as replayed)
         rec.error_type, rec.error_message = form["type"], form["message"]
         rec.error_args, rec.error_attrs = form["args"], form["attrs"]
         rec.traceback = failure_text(exc)

@@ -19,7 +19,8 @@ from pydantic import BaseModel
 from ...api import SerializationError
 from .._serde import from_json_value, to_json_value
 
-__all__ = ["REBUILD_AS_STORED", "changed_by_rebuild", "check_round_trip", "holds_models"]
+__all__ = ["REBUILD_AS_STORED", "changed_by_rebuild", "check_round_trip", "holds_models",
+           "settle_attributes"]
 
 _OWN = "flink_agents_py."
 """Models of the framework itself (chat responses, messages): tested to rebuild as stored."""
@@ -93,6 +94,49 @@ def changed_by_rebuild(stored: Any, rebuilt: Any, path: str = "$") -> str | None
                 if found:
                     return found
     return None
+
+
+def settle_attributes(exc: BaseException, attrs: dict[str, Any] | None, depth: int = 0) -> None:
+    """Give a live exception its recorded attributes as a replay rebuilds them.
+
+    A failure's attributes are recorded as their JSON form, and a replay sets them back
+    rebuilt from it: a tuple comes back a list (``e.where == ("eu", 1)`` held in the first run
+    and not after a restore). The first run's exception gets each such attribute as rebuilt
+    (in place, as its secrets are masked), so both paths read the same; so does its explicit
+    cause (``attrs["__cause__"]``), to 4 levels. An attribute that will not be set (a
+    read-only property) is left as it is.
+
+    Args:
+        exc: the exception the caller is handed.
+        attrs: its recorded attributes (``None``: none).
+        depth: how deep in the cause chain ``exc`` is.
+    """
+    for name, stored in (attrs or {}).items():
+        if name == "__cause__":
+            if isinstance(exc.__cause__, BaseException) and isinstance(stored, dict) \
+                    and depth < 4:
+                settle_attributes(exc.__cause__, stored.get("attrs"), depth + 1)
+            continue
+        try:
+            again = from_json_value(stored)
+            if not _same(getattr(exc, name), again):
+                setattr(exc, name, again)
+        except Exception:  # noqa: BLE001, S112 - not settable: left as raised
+            continue
+
+
+def _same(live: Any, again: Any) -> bool:
+    """Whether two values are equal with the same type at every level."""
+    if type(live) is not type(again):
+        return False
+    if type(live) in (list, tuple):
+        return len(live) == len(again) and all(map(_same, live, again))
+    if type(live) is dict:
+        return live.keys() == again.keys() and all(_same(v, again[k]) for k, v in live.items())
+    try:
+        return bool(live == again)
+    except Exception:  # noqa: BLE001 - an __eq__ that fails: not the same
+        return False
 
 
 def check_round_trip(stored: Any, where: str) -> None:
