@@ -20,6 +20,7 @@ import pytest
 
 from flink_agents_py.runtime._serde import digest, dumps, to_json_value
 from flink_agents_py.runtime.recorder._binding import bound_arguments
+from flink_agents_py.runtime.recorder._call_changes import defaults_taken, effective
 from flink_agents_py.runtime.recorder._identity import bound_and_nested
 from flink_agents_py.runtime.recorder._outcomes import argument_shape, code_of
 from flink_agents_py.runtime.recorder._value_classes import value_classes
@@ -43,12 +44,15 @@ def _former_shape(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str
         bound, nested = bound_and_nested(fn)
         classes = value_classes(dict(binding), sort_dicts=True)
         code = code_of(fn)
+        taken, forms = defaults_taken(sig, binding)  # from this very function's signature
         parts = [
             digest([named, bound, classes]),
             digest([sorted(dumps(v).decode() for v in values), bound]),
             code or "",
             nested or "",
             digest([named, classes]) if bound is not None else "",
+            taken,
+            digest([effective(sig, named, forms), bound, classes]) if forms else "",
         ]
         while not parts[-1]:
             parts.pop()
@@ -205,6 +209,8 @@ def test_a_function_whose_defaults_change_binds_by_its_new_ones():
     assert _former_shape(source, (1,), {}) is None
     source.__defaults__ = (1,)
     assert argument_shape(source, (1,), {}) == _former_shape(source, (1,), {})
+    source.__defaults__ = (2,)  # the same count of defaults, another value
+    assert argument_shape(source, (1,), {}) == _former_shape(source, (1,), {})
     source.__kwdefaults__ = None
     source.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter("z", inspect.Parameter.KEYWORD_ONLY)]
@@ -216,6 +222,8 @@ def test_a_function_whose_defaults_change_binds_by_its_new_ones():
 def test_lambdas_of_one_code_with_other_defaults_bind_by_their_own():
     one, two = [lambda a, b=i: (a, b) for i in range(2)]
     assert one.__code__ is two.__code__
+    argument_shape(one, (1,), {})  # its signature kept: ``two``'s default is another
+    assert argument_shape(two, (1,), {}) != argument_shape(one, (1,), {})  # (the defaults part)
     assert argument_shape(one, (1,), {}) == _former_shape(one, (1,), {})
     assert argument_shape(two, (1,), {}) == _former_shape(two, (1,), {})
     three = type(one)(one.__code__, one.__globals__, None, None, one.__closure__)  # no default

@@ -56,12 +56,14 @@ built-in chat action reads no memory for a setup that fills no prompt
 recorded result (``event_json(..., known)``), ``OutputEvent(output=x)`` is built without
 pydantic's validation round trip (``api/_event_build.py``) and a call's outcome is recorded
 without a second record)."""
-WAIT_CALLS = 294
+WAIT_CALLS = 297
 """Python calls per record of a run that waits once for a ``durable_execute_async`` call on
 the host's thread, at most (396 before the call's argument shape kept its function's
 signature, its name and what it binds were found once a call, and the run's end stopped
 looking for sub-agent handles and never-awaited calls one call at a time; 293.15 measured
-once ``OutputEvent(output=x)`` skipped validation too)."""
+once ``OutputEvent(output=x)`` skipped validation too; 296.15 once a call record keeps the
+defaults the call took: ``_call_changes.defaults_taken``, skipped for a function without
+defaults)."""
 ECHO_CALLS = 102
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
 109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new

@@ -1,4 +1,6 @@
-"""How a durable call's arguments bind to its function's parameters, kept per code object.
+"""How a durable call's arguments bind to its function's parameters; a shape's parts.
+
+``shape_parts`` and ``code_changed`` read the argument shape a call record keeps.
 
 ``_outcomes.argument_shape`` binds every ``durable_execute(_async)`` call's arguments to its
 function's parameters (``inspect.Signature.bind``). Building the signature costs more than
@@ -22,7 +24,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["bound_arguments"]
+__all__ = ["bound_arguments", "code_changed", "shape_parts"]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
@@ -98,3 +100,30 @@ def bound_arguments(
         return dict(zip(binder.names, args, strict=False)), binder.signature, True  # (in order)
     sig = binder.signature
     return sig.bind(*args, **kwargs).arguments, sig, False
+
+
+def shape_parts(shape: str | None) -> tuple[str, str, str, str, str, str, str]:
+    """An ``argument_shape``'s binding, values, code, nested state, passed, defaults, effective.
+
+    The fifth is the digest of the arguments passed alone, without what the callable binds
+    (kept when it binds something): two calls that differ only in their callable's state.
+    The last is the binding's digest with the defaults taken (the binding's when none was).
+
+    Returns:
+        The seven parts, ``""`` for a missing one (records written before the code, the
+        nested objects' state, the passed arguments or the defaults were kept have fewer).
+    """
+    parts = (shape or "").split("/", 6)
+    binding, values, code, nested, passed, defaults, full = parts + [""] * (7 - len(parts))
+    return binding, values, code, nested, passed, defaults, full or binding
+
+
+def code_changed(was: str | None, now: str | None) -> bool:
+    """Whether two shapes' code digests, both kept by one interpreter version, differ.
+
+    Returns:
+        ``False`` when either has none (a module-level function; a record written before
+        the code was kept) or they were made by other interpreter versions.
+    """
+    old, new = shape_parts(was)[2], shape_parts(now)[2]
+    return bool(old and new) and old.partition(":")[0] == new.partition(":")[0] and old != new

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...api import ReplayDivergenceError
-from ._outcomes import code_changed, shape_parts
+from ._binding import code_changed, shape_parts
 from ._state import CallRecord, InflightAction
 
 __all__ = ["check_displaced", "moved_call", "reordered_by_nested", "reordered_call",

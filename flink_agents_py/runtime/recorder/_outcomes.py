@@ -35,8 +35,8 @@ from ._round_trip import REBUILD_AS_STORED, changed_by_rebuild, holds_models, se
 from ._state import CallRecord
 from ._value_classes import library_code, value_classes
 
-__all__ = ["fn_name", "call_digest", "argument_shape", "code_changed", "code_of", "shape_parts",
-           "store_outcome", "rebuild_exception", "CODE_VERSION"]
+__all__ = ["fn_name", "call_digest", "argument_shape", "code_of", "store_outcome",
+           "rebuild_exception", "CODE_VERSION"]
 
 CODE_VERSION = f"py{sys.version_info[0]}.{sys.version_info[1]}"
 """The interpreter version a call's code digest is for (``code_of``: bytecode differs)."""
@@ -139,7 +139,11 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
             bound, nested = bound_and_nested(fn)
             code = code_of(fn)
         classes = value_classes(binding, sort_dicts=True)  # not the keywords' order
-        taken, forms = defaults_taken(sig, binding)
+        if type(fn) is types.FunctionType and not (fn.__defaults__ or fn.__kwdefaults__
+                                                    or fn.__dict__):
+            taken, forms = "", {}  # no defaults to take (its own signature, were it wrapped)
+        else:
+            taken, forms = defaults_taken(sig, binding)
         parts = [digest([named, bound, classes]),
                  digest([sorted(dumps(v).decode() for v in values), bound]), code or "",
                  nested or "", digest([named, classes]) if bound is not None else "", taken,
@@ -149,33 +153,6 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
         return "/".join(parts)
     except Exception:  # noqa: BLE001 - no signature, or one the arguments do not fit
         return None
-
-
-def shape_parts(shape: str | None) -> tuple[str, str, str, str, str, str, str]:
-    """An ``argument_shape``'s binding, values, code, nested state, passed, defaults, effective.
-
-    The fifth is the digest of the arguments passed alone, without what the callable binds
-    (kept when it binds something): two calls that differ only in their callable's state.
-    The last is the binding's digest with the defaults taken (the binding's when none was).
-
-    Returns:
-        The seven parts, ``""`` for a missing one (records written before the code, the
-        nested objects' state, the passed arguments or the defaults were kept have fewer).
-    """
-    parts = (shape or "").split("/", 6)
-    binding, values, code, nested, passed, defaults, full = parts + [""] * (7 - len(parts))
-    return binding, values, code, nested, passed, defaults, full or binding
-
-
-def code_changed(was: str | None, now: str | None) -> bool:
-    """Whether two shapes' code digests, both kept by one interpreter version, differ.
-
-    Returns:
-        ``False`` when either has none (a module-level function; a record written before
-        the code was kept) or they were made by other interpreter versions.
-    """
-    old, new = shape_parts(was)[2], shape_parts(now)[2]
-    return bool(old and new) and old.partition(":")[0] == new.partition(":")[0] and old != new
 
 
 def _class_code(fn: Any) -> list[types.FunctionType]:

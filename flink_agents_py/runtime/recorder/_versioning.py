@@ -32,9 +32,10 @@ from ...api.internal import EVENT_CLASS_KEY, mask_secrets, shown_key
 from ...plan import ActionPlan, AgentPlan, FunctionRef
 from .._failures import with_original
 from .._serde import from_json_value
+from ._binding import code_changed, shape_parts
 from ._call_changes import changed_callees, changed_defaults, default_text
 from ._order import moved_call, reordered_by_nested, reordered_call, replayed_elsewhere
-from ._outcomes import code_changed, rebuild_exception, shape_parts
+from ._outcomes import rebuild_exception
 from ._state import CallKind, CallRecord
 
 if TYPE_CHECKING:
