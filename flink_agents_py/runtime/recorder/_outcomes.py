@@ -141,7 +141,7 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
         classes = value_classes(binding, sort_dicts=True)  # not the keywords' order
         if type(fn) is types.FunctionType and not (fn.__defaults__ or fn.__kwdefaults__
                                                     or fn.__dict__):
-            taken, forms = "", {}  # no defaults to take (its own signature, were it wrapped)
+            taken, forms = "", dict[str, Any]()  # no defaults to take (nor a wrapped one)
         else:
             taken, forms = defaults_taken(sig, binding)
         parts = [digest([named, bound, classes]),
