@@ -577,24 +577,22 @@ class InMemoryKeyState(KeyState):
         self.run = None
         self.memory = {}
         self._queue: list[Any] = []
-        self._head = 0
-        self._next_seq = 0
+        self._head = self._next_seq = 0
 
     def push_input(self, record: Any, source: str | None = None) -> None:
         self._queue.append(record)
 
     def pop_input(self) -> tuple[int, Any] | None:
-        if self._head >= len(self._queue):
+        queue, head, n = self._queue, self._head, len(self._queue)
+        if head >= n:
             return None
-        record = self._queue[self._head]
-        self._queue[self._head] = None
-        self._head += 1
-        if self._head > 1024 and self._head * 2 > len(self._queue):
-            del self._queue[: self._head]
+        record, queue[head] = queue[head], None
+        self._head = head = head + 1
+        if head == n or head > 1024 and head * 2 > n:  # drop the popped slots: a key gone
+            del queue[:head]  # idle keeps none (only ``_next_seq``)
             self._head = 0
-        seq = self._next_seq
         self._next_seq += 1
-        return seq, record
+        return self._next_seq - 1, record
 
     def queued(self) -> int:
         return len(self._queue) - self._head
