@@ -54,7 +54,7 @@ def test_the_local_approval_recipe_answers_every_request_a_key_makes(tmp_path, m
 def test_the_interleaved_recipe_answers_every_request_between_the_records(tmp_path, monkeypatch):
     # it answered only the requests out after the first record: the others timed out
     monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
-    plain, interleaved = _recipes()
+    plain, interleaved = _recipes()[:2]
     assert "interleaved=True" in interleaved and "AfterRecords" in interleaved
     result = _run(plain, interleaved)  # the page's second block uses the first's job
     assert result.errors == []
@@ -64,3 +64,26 @@ def test_the_interleaved_recipe_answers_every_request_between_the_records(tmp_pa
     sent = (tmp_path / "calls.log").read_text().split()
     assert sorted(sent[1::2]) == ["a@ok.org", "a@ok.org", "b@bad.org", "c@ok.org",
                                   "c@ok.org", "d@ok.org", "d@ok.org"]
+
+
+@pytest.mark.parametrize("crash_at", [1, 3, 5, 8, 12])
+def test_the_restore_recipe_answers_the_requests_out_before_the_crash(
+        tmp_path, monkeypatch, crash_at):
+    # the page said only that a snapshot restores waits; the recipe above, restored with its
+    # generator reading the new job's outputs, left the requests out before the crash
+    # unanswered (they timed out: "not approved") and its first answers were skipped
+    monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
+    crash = _recipes()[2]
+    assert "max_steps=5" in crash and "before=cut.outputs" in crash
+    namespace: dict[str, Any] = {"requests": RECORDS, "Support": wa.make_mailer}
+    exec(compile(_recipes()[0], PAGE.name, "exec"), namespace)  # noqa: S102
+    exec(compile(crash.replace("max_steps=5", f"max_steps={crash_at}"),  # noqa: S102
+                 PAGE.name, "exec"), namespace)
+    cut, result = namespace["cut"], namespace["result"]
+    assert not cut.completed and cut.errors == [] and result.errors == []
+    answers = [(o["key"], o["answer"]) for o in cut.outputs + result.outputs if "answer" in o]
+    assert not [a for a in answers if "not approved" in a[1]], answers  # none timed out
+    assert sorted(key for key, _ in answers) == ["k1", "k1", "k1", "k2"], answers
+    assert len([a for a in answers if "rejected by its reviewer: no" in a[1]]) == 1
+    sent = set((tmp_path / "calls.log").read_text().split()[1::2])
+    assert sent == {"a@ok.org", "c@ok.org", "d@ok.org"}  # the approved ones ran
