@@ -20,8 +20,12 @@ pytestmark = pytest.mark.timeout(120)
 PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "how-to" / "wait-for-approval.md"
 
 
-RECORDS = [{"key": "k1", "to": "a@ok.org"}, {"key": "k1", "to": "b@bad.org"},
-           {"key": "k1", "to": "c@ok.org"}, {"key": "k2", "to": "d@ok.org"}]
+RECORDS = [
+    {"key": "k1", "to": "a@ok.org"},
+    {"key": "k1", "to": "b@bad.org"},
+    {"key": "k1", "to": "c@ok.org"},
+    {"key": "k2", "to": "d@ok.org"},
+]
 
 
 def _recipes() -> list[str]:
@@ -62,13 +66,21 @@ def test_the_interleaved_recipe_answers_every_request_between_the_records(tmp_pa
     assert len(answers) == 4 and not [a for a in answers if "not approved" in a[1]], answers
     assert all("sent to" in answer for _, answer in answers), answers  # it approves all
     sent = (tmp_path / "calls.log").read_text().split()
-    assert sorted(sent[1::2]) == ["a@ok.org", "a@ok.org", "b@bad.org", "c@ok.org",
-                                  "c@ok.org", "d@ok.org", "d@ok.org"]
+    assert sorted(sent[1::2]) == [
+        "a@ok.org",
+        "a@ok.org",
+        "b@bad.org",
+        "c@ok.org",
+        "c@ok.org",
+        "d@ok.org",
+        "d@ok.org",
+    ]
 
 
 @pytest.mark.parametrize("crash_at", [1, 3, 5, 8, 12])
 def test_the_restore_recipe_answers_the_requests_out_before_the_crash(
-        tmp_path, monkeypatch, crash_at):
+    tmp_path, monkeypatch, crash_at
+):
     # the page said only that a snapshot restores waits; the recipe above, restored with its
     # generator reading the new job's outputs, left the requests out before the crash
     # unanswered (they timed out: "not approved") and its first answers were skipped
@@ -77,8 +89,14 @@ def test_the_restore_recipe_answers_the_requests_out_before_the_crash(
     assert "max_steps=5" in crash and "before=cut.outputs" in crash
     namespace: dict[str, Any] = {"requests": RECORDS, "Support": wa.make_mailer}
     exec(compile(_recipes()[0], PAGE.name, "exec"), namespace)  # noqa: S102
-    exec(compile(crash.replace("max_steps=5", f"max_steps={crash_at}"),  # noqa: S102
-                 PAGE.name, "exec"), namespace)
+    exec(
+        compile(
+            crash.replace("max_steps=5", f"max_steps={crash_at}"),  # noqa: S102
+            PAGE.name,
+            "exec",
+        ),
+        namespace,
+    )
     cut, result = namespace["cut"], namespace["result"]
     assert not cut.completed and cut.errors == [] and result.errors == []
     answers = [(o["key"], o["answer"]) for o in cut.outputs + result.outputs if "answer" in o]
