@@ -105,3 +105,16 @@ def test_the_restore_recipe_answers_the_requests_out_before_the_crash(
     assert len([a for a in answers if "rejected by its reviewer: no" in a[1]]) == 1
     sent = set((tmp_path / "calls.log").read_text().split()[1::2])
     assert sent == {"a@ok.org", "c@ok.org", "d@ok.org"}  # the approved ones ran
+
+
+def test_the_refusal_the_page_quotes_is_what_the_model_reads(tmp_path, monkeypatch):
+    # the page quoted the refusal without the "Error: " a failed tool's result starts with,
+    # so a script matching the quoted text (startswith) never matched
+    monkeypatch.setenv("WAITS_TEST_DIR", str(tmp_path))
+    page = " ".join(PAGE.read_text().split())
+    quoted = re.search(r"the model reads `(Error: [^`]*?reviewer: )not this customer`", page)
+    assert quoted is not None, "the page no longer quotes the refusal the model reads"
+    result = _run(_recipes()[0])
+    answers = [o["answer"] for o in result.outputs if o.get("key") == "k1" and "answer" in o]
+    assert answers[1] == quoted.group(1) + "no"  # the recipe rejects with "no"
+    assert "(or `Error: the call of tool 'send_email' was not approved:" in page
