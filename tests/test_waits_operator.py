@@ -49,8 +49,9 @@ def parked():
 
 
 def _answer(h: PumpHarness, key: str, payload: Any = "ok", cid: str | None = None) -> None:
-    h.feed(key, OutsideEnvelope({"key": key, "correlation_id": cid or f"go-{key}",
-                                 "payload": payload}))
+    h.feed(
+        key, OutsideEnvelope({"key": key, "correlation_id": cid or f"go-{key}", "payload": payload})
+    )
     h.run_timers(timeout_s=30)
 
 
@@ -80,8 +81,10 @@ def test_an_outside_event_wakes_only_its_run(parked):
 
 def test_a_restored_operator_leaves_parked_runs_in_keyed_state(parked):
     h = parked
-    saved = {name: dict(getattr(h.op, name).data) for name in
-             ("_run_state", "_memory_state", "_head_state", "_tail_state")}
+    saved = {
+        name: dict(getattr(h.op, name).data)
+        for name in ("_run_state", "_memory_state", "_head_state", "_tail_state")
+    }
     h.op.close()  # the crash
     h.op = AgentOperator(AgentPlan.from_agent(wa.Approver()), metrics=False)
     h.op.open(h.rc)
@@ -155,5 +158,46 @@ def test_a_wait_ended_by_the_end_of_input_says_so_not_that_its_timeout_passed():
         [(_tag, err)] = [o for o in h.out if isinstance(o, tuple)]
         assert "none opened within" not in err["message"], err["message"]
         assert "the end of input came before its wait opened" in err["message"], err["message"]
+    finally:
+        h.close()
+
+
+def _pump_until(h: PumpHarness, done: Any, what: str) -> None:
+    """Fire the processing-time timers that fall due (I/O polls) until ``done()``."""
+    deadline = time.monotonic() + 30
+    while not done():
+        assert time.monotonic() < deadline, what
+        for t, key in [tk for tk in h.timers.processing if tk[0] <= time.time() * 1000 + 50]:
+            h.timers.processing.discard((t, key))
+            h.fire(t, key)
+        time.sleep(0.01)
+
+
+def test_an_event_held_for_a_queued_record_outlives_the_end_of_input():
+    # a bounded job: the answer to a key's second record came while its first record's run
+    # waited (held as early, for the run queued behind); at the end of input it was given up
+    # ("the end of input came before its wait opened") and the second run's wait timed out,
+    # though its answer had arrived: the local runner, given the same input, delivered it
+    h = PumpHarness(wa.PerRecordApprover())
+    try:
+        h.feed("a", {"n": 1, "timeout_s": 3600})
+        _pump_until(
+            h,
+            lambda: h.op._run_state.data.get("a", "").endswith(PARKED_SUFFIX),
+            "the first run never parked",
+        )
+        h.feed("a", {"n": 2, "timeout_s": 3600})  # queued behind the waiting run
+        h.feed("a", OutsideEnvelope({"key": "a", "correlation_id": "go-2", "payload": "yes"}))
+        assert '"status":"early"' in h.op._run_state.data["a"]  # held for the queued run
+        h.end()
+        _pump_until(
+            h,
+            lambda: len([o for o in h.out if isinstance(o, dict)]) == 2,
+            "the second record's run never completed",
+        )
+        first, second = [o for o in h.out if isinstance(o, dict)]
+        assert "before the end of input" in first["timed_out"], first
+        assert second["n"] == 2 and second.get("approved") == "yes", second
+        assert [o for o in h.out if isinstance(o, tuple)] == []  # nothing given up
     finally:
         h.close()

@@ -57,8 +57,9 @@ class Approver(Agent):
         except WaitTimeoutError as e:
             outcome = {"timed_out": str(e), "correlation_id": e.correlation_id}
         await ctx.durable_execute_async(mark_done, d, str(ctx.key), str(sorted(outcome)))
-        ctx.send_event(OutputEvent(output={"key": ctx.key, "n": rec.get("n"), "noted": noted,
-                                           **outcome}))
+        ctx.send_event(
+            OutputEvent(output={"key": ctx.key, "n": rec.get("n"), "noted": noted, **outcome})
+        )
 
 
 class Sleeper(Agent):
@@ -122,10 +123,12 @@ class GatedEvents:
 
     TIMED_KEYS = ("b", "e")  # b's wait times out after 3 s, e sleeps 4 s
 
-    EVENTS = ({"key": "a", "correlation_id": "go-a", "payload": "yes"},
-              {"key": "d", "correlation_id": "go-d", "payload": {"ok": 1}},
-              {"key": "zz", "correlation_id": "go-zz", "payload": None},
-              {"key": "a", "correlation_id": "go-a", "payload": "again"})
+    EVENTS = (
+        {"key": "a", "correlation_id": "go-a", "payload": "yes"},
+        {"key": "d", "correlation_id": "go-d", "payload": {"ok": 1}},
+        {"key": "zz", "correlation_id": "go-zz", "payload": None},
+        {"key": "a", "correlation_id": "go-a", "payload": "again"},
+    )
 
     def __init__(self, d: str, last: int, after_crash: bool = True) -> None:
         self.d = d
@@ -148,7 +151,7 @@ class GatedEvents:
             deadline = time.monotonic() + 120
             while not (self._open() and self._timers_fired()) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            rest, self.sent = list(self.EVENTS[self.sent:]), len(self.EVENTS)
+            rest, self.sent = list(self.EVENTS[self.sent :]), len(self.EVENTS)
             return rest
         if self.sent >= len(self.EVENTS) or not self._open():
             return []
@@ -209,10 +212,15 @@ def email_script(request: Any) -> Any:
     results = request.tool_results
     if not results:
         to = request.messages[-1].content
-        arguments = ({"__unreadable_arguments__": "are not JSON: '{\"to\": '"}  # as read
-                     if to == "garbled" else {"to": to, "body": "hello"})
-        return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[
-            ToolCall(id="t1", name="send_email", arguments=arguments)])
+        arguments = (
+            {"__unreadable_arguments__": "are not JSON: '{\"to\": '"}  # as read
+            if to == "garbled"
+            else {"to": to, "body": "hello"}
+        )
+        return ChatMessage(
+            role=MessageRole.ASSISTANT,
+            tool_calls=[ToolCall(id="t1", name="send_email", arguments=arguments)],
+        )
     return " | ".join(str(m.content) for m in results)
 
 
@@ -226,17 +234,31 @@ def make_mailer(timeout_s: float | None = 600) -> Agent:
         @staticmethod
         async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
             response = await ctx.chat("m", [ChatMessage(content=event.input["to"])])
-            ctx.send_event(OutputEvent(output={"key": ctx.key,
-                                               "answer": response.message.content}))
+            ctx.send_event(OutputEvent(output={"key": ctx.key, "answer": response.message.content}))
 
     agent = Mailer()
-    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
-                       ResourceDescriptor(ScriptedChatModel, function=f"{__name__}:email_script"))
-    agent.add_resource("m", ResourceType.CHAT_MODEL, ResourceDescriptor(
-        "flink_agents_py.api:ChatModelSetup", connection="conn", tools=["send_email"]))
-    agent.add_resource("send_email", ResourceType.TOOL, ResourceDescriptor(
-        FunctionTool, func=f"{__name__}:send_email", requires_approval=True,
-        approval_timeout_s=timeout_s))
+    agent.add_resource(
+        "conn",
+        ResourceType.CHAT_MODEL_CONNECTION,
+        ResourceDescriptor(ScriptedChatModel, function=f"{__name__}:email_script"),
+    )
+    agent.add_resource(
+        "m",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(
+            "flink_agents_py.api:ChatModelSetup", connection="conn", tools=["send_email"]
+        ),
+    )
+    agent.add_resource(
+        "send_email",
+        ResourceType.TOOL,
+        ResourceDescriptor(
+            FunctionTool,
+            func=f"{__name__}:send_email",
+            requires_approval=True,
+            approval_timeout_s=timeout_s,
+        ),
+    )
     return agent
 
 
@@ -253,9 +275,11 @@ def make_decorated_mailer() -> Agent:
     from flink_agents_py.api import FunctionTool, ResourceDescriptor, ResourceType
 
     agent = make_mailer()
-    agent.override_resource("send_email", ResourceDescriptor(
-        FunctionTool, func=f"{__name__}:_held_send_email", name="send_email"),
-        ResourceType.TOOL)
+    agent.override_resource(
+        "send_email",
+        ResourceDescriptor(FunctionTool, func=f"{__name__}:_held_send_email", name="send_email"),
+        ResourceType.TOOL,
+    )
     return agent
 
 
@@ -275,8 +299,9 @@ class TwoSteps(Agent):
         got: dict[str, Any] = {}
         for name, waiter in (("first", first), ("second", None)):
             try:
-                got[name] = await (waiter or ctx.wait_for(f"second-{ctx.key}",
-                                                          timeout_s=rec.get("timeout_s")))
+                got[name] = await (
+                    waiter or ctx.wait_for(f"second-{ctx.key}", timeout_s=rec.get("timeout_s"))
+                )
             except WaitTimeoutError:
                 got[name] = "timeout"
         ctx.send_event(OutputEvent(output={"key": ctx.key, **got}))
@@ -292,9 +317,11 @@ class EarlyEvents:
     number, after waiting for that), its second event, one it never waits for, and its first,
     in that order."""
 
-    EVENTS = ({"key": "x", "correlation_id": "second-x", "payload": 2},
-              {"key": "x", "correlation_id": "stray-x", "payload": None},
-              {"key": "x", "correlation_id": "first-x", "payload": 1})
+    EVENTS = (
+        {"key": "x", "correlation_id": "second-x", "payload": 2},
+        {"key": "x", "correlation_id": "stray-x", "payload": None},
+        {"key": "x", "correlation_id": "first-x", "payload": 1},
+    )
 
     def __init__(self, d: str, last: int) -> None:
         self.d = d
@@ -313,3 +340,21 @@ class EarlyEvents:
             return []
         self.sent = True
         return list(self.EVENTS)
+
+
+class PerRecordApprover(Agent):
+    """Waits for ``go-<n>`` (the record's ``n``: one id per record), outputs what came."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        rec: dict[str, Any] = event.input
+        waiter = ctx.wait_for(f"go-{rec['n']}", timeout_s=rec.get("timeout_s"))
+        noted = await ctx.durable_execute_async(note, rec.get("dir", ""), str(ctx.key))
+        try:
+            outcome = {"approved": await waiter}
+        except WaitTimeoutError as e:
+            outcome = {"timed_out": str(e)}
+        ctx.send_event(
+            OutputEvent(output={"key": ctx.key, "n": rec["n"], "noted": noted, **outcome})
+        )

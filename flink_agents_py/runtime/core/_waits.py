@@ -199,7 +199,12 @@ class WaitsCore:
         run = state.run
         if run is None or not run.waits:
             return None
-        given_up = self._give_up_early(key, run, now_ms, end_of_input)
+        # at the end of input an early event is given up only when no wait can open for it
+        # any more: a run still working, or a record of the key queued behind it, may claim
+        # it (it has arrived; their waits open later and take it, within its hold time: the
+        # end-of-input timer's timestamp is no clock to measure that by)
+        given_up = [] if end_of_input and (not run.parked or state.queued() > 0) \
+            else self._give_up_early(key, run, now_ms, end_of_input)
         due = [(cid, w) for cid, w in run.waits.items() if w.status == "open" and (
             end_of_input or (w.deadline_ms is not None and w.deadline_ms <= now_ms))]
         if not due:
@@ -299,7 +304,8 @@ class WaitsCore:
                        end_of_input: bool = False) -> list[ErrorRecord]:
         """Drop the run's early events held past their time (all, for ``None``: run ended).
 
-        With ``end_of_input`` all of them go: no wait opens for them any more.
+        With ``end_of_input`` all of them go: the caller passes it only when no wait opens
+        for them any more (the run is parked and no record of its key is queued).
 
         Returns:
             An ``UnmatchedEventError`` record naming each.
