@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ._tasks import Step, Task
 
 __all__ = ["unfinished_calls", "cancel_unpolled", "completion_error", "commit_memory",
-           "report_failure", "emit_output"]
+           "commit_spend", "report_failure", "emit_output"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -165,6 +165,36 @@ def commit_memory(ctx: ActionExecution, state: KeyState, run: RunState,
         tree = run.sensory if ctx.env is None else run.invocations[ctx.env].sensory
         _note_undo(readers, "sensory_memory", tree, sensory_writes)
         apply_writes(tree, sensory_writes)
+
+
+def commit_spend(ctx: ActionExecution, state: KeyState,
+                 windows: dict[str, Budget] | None = None) -> None:
+    """Merge the spend of the model calls ``ctx``'s action had answered into the key's memory.
+
+    For an action that did not complete: it failed (it raised after its model call was
+    answered, its event was refused by the chain limit, a replay diverged) or its run was
+    given up. Its memory writes are dropped, but the money its answered calls spent was
+    spent: before, the spend reached the key's budget entry only through ``commit_memory``
+    (on success), so a restore, or the in-process ledger dropping the key, forgot it, and an
+    input that made each chat's action fail after its call spent without limit. Each call's
+    spend is merged once: it is in ``ctx.key_merges`` once for the execution that received
+    its answer, the execution is finished here for good (a failure is not retried), and a
+    restore from a snapshot taken before this point re-executes the action, whose replayed
+    call adds its spend to that execution's merges instead.
+
+    Args:
+        ctx: the action's context (its ``key_merges``).
+        state: the key's state (its memory gets the merges).
+        windows: the plan's windowed budgets (``_spend.spend_windows``).
+    """
+    merges = ctx.key_merges
+    if not merges:
+        return
+    tree = state.memory
+    apply_merges(tree, merges)
+    drop_ended_spends(tree, windows)
+    state.memory = tree
+    ctx.key_merges = []  # counted: not merged again by whoever else finishes the execution
 
 
 def _note_undo(readers: list[InflightAction], memory: str, tree: dict[str, Any],

@@ -58,7 +58,7 @@ from ._commands import (
     StartSubagent,
     StartWait,
 )
-from ._completion import commit_memory, completion_error, emit_output, report_failure
+from ._completion import commit_memory, commit_spend, completion_error, emit_output, report_failure
 from ._damaged import read_run, unreadable_record
 from ._deferred_timeout import bounded_deferred
 from ._executor import IOExecutor
@@ -585,6 +585,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
             probe.action_finished(step.key, ctx.execution_id, task.action.name, error, task.token)
         if error is not None:
             report_failure(step, task, error, self._failure_log, self.counters)
+            commit_spend(ctx, step.state, self._windows)  # its answered calls' spend counts
         else:
             self.counters["actions_completed"] += 1
             if ctx.memory_used or ctx.key_merges:  # (else it has nothing to commit)

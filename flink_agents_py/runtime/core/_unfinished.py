@@ -13,11 +13,12 @@ waits for), clears it from the key's state and starts the key's next input, if o
 queued: the run is not lost silently, and the inputs behind it still run.
 
 What is cleared: the run (keyed state then holds no run for the key), its live actions
-(their coroutines closed) and anything of it in the inbox. An async sub-agent's remote run that
-an action of it submitted and never polled would outlive it, with nobody left to read its
-result: each is sent its cancel request (once, in a thread of its own that the core's
-``close`` waits for; a failure is logged), as when an action ends without awaiting its
-handle, and the error record names them. Early outside events it held
+(their coroutines closed; the spend of the model calls they had answered is merged into the
+key's budget entries first, ``commit_spend``) and anything of it in the inbox. An async
+sub-agent's remote run that an action of it submitted and never polled would outlive it,
+with nobody left to read its result: each is sent its cancel request (once, in a thread of
+its own that the core's ``close`` waits for; a failure is logged), as when an action ends
+without awaiting its handle, and the error record names them. Early outside events it held
 become ``UnmatchedEventError`` records, as when a run ends. The journal keeps the run's
 recorded calls, as for any run in flight: a restore from a checkpoint taken before the run
 was given up replays them.
@@ -30,13 +31,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...api import UnfinishedRunError
+from ...api import Budget, UnfinishedRunError
 from ...api.internal import described
 from .._failures import clip
 from ..recorder._state import CallKind, KeyState, RunState
 from ..recorder._wait_calls import SLEEP_PREFIX
 from ._commands import Poll
-from ._completion import cancel_unpolled, unfinished_calls
+from ._completion import cancel_unpolled, commit_spend, unfinished_calls
 from ._executor import IOExecutor
 from ._results import ErrorRecord, StepResult, input_record
 from ._tasks import Task
@@ -95,6 +96,7 @@ class UnfinishedCore(WaitsCore):
     probe: Probe | None
     _cancelling: list[threading.Thread]  # sending the cancel requests of runs given up
     _run_tokens: dict[Any, Any]
+    _windows: dict[str, Budget] | None  # the plan's windowed budgets (``commit_spend``)
 
     if TYPE_CHECKING:
         def _drain(self, step: Any, task: Task, awaited: Any) -> BaseException | None: ...
@@ -160,6 +162,7 @@ class UnfinishedCore(WaitsCore):
         self.counters["runs_abandoned"] += 1
         probe = self.probe
         for exec_id, task in live.items():
+            commit_spend(task.ctx, state, self._windows)  # its answered calls' spend counts
             if task.coro is not None:
                 task.coro.close()
             if probe is not None and task.started:
