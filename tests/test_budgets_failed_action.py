@@ -216,3 +216,68 @@ def test_as_a_user_runs_it_a_new_process_refuses_what_failed_chats_spent(tmp_pat
     }
     # before: answered (the spend of the two failed chats was only in the dead process)
     assert run("restore") == {"got": ["BudgetExceededError"], "calls": 0, "errors": []}
+
+
+CUT_AGENT = """
+from flink_agents_py.api import (Agent, Budget, ChatMessage, ChatModelConnection, ChatModelSetup,
+                                 ChatResponse, InputEvent, MessageRole, OutputEvent,
+                                 ResourceDescriptor, ResourceType, RunnerContext, TokenUsage,
+                                 ToolCall, action)
+
+CALLS = []
+
+
+class Cut(ChatModelConnection):
+    \"\"\"Answers with a tool call cut at the output token limit: refused, but paid for.\"\"\"
+
+    def chat(self, messages, **kwargs):
+        CALLS.append(1)
+        return ChatResponse(
+            message=ChatMessage(role=MessageRole.ASSISTANT, content="",
+                                tool_calls=[ToolCall(id="t", name="f", arguments={})]),
+            finish_reason="length", usage=TokenUsage(input_tokens=10, output_tokens=5))
+
+
+class Asker(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event, ctx: RunnerContext) -> None:
+        try:
+            await ctx.chat("model", [ChatMessage(content=str(event.input["q"]))])
+            out = "answered"
+        except Exception as e:
+            out = str(e).split(":")[0]
+        ctx.send_event(OutputEvent(output=out))
+
+
+def asker(policy="fail"):
+    agent = Asker()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(Cut))
+    agent.add_resource("model", ResourceType.CHAT_MODEL, ResourceDescriptor(
+        ChatModelSetup, connection="conn", error_policy=policy, budget=Budget(max_tokens=30)))
+    return agent
+"""
+
+
+@pytest.mark.parametrize("policy", ["fail", "ignore"])
+def test_a_refused_answer_is_paid_for_and_counts_against_the_budget(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, policy: str
+):
+    # the provider answers, then the answer is refused (a tool call cut at the token limit):
+    # before, the refusal was raised inside the budgeted call, nothing counted it, and all
+    # five chats called the model against a budget of two calls
+    (tmp_path / "my_cut_model.py").write_text(CUT_AGENT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("my_cut_model", None)
+    import my_cut_model  # type: ignore[import-not-found]
+
+    records = [{"key": "a", "q": i} for i in range(5)]
+    job = AgentsExecutionEnvironment.local().from_list(records).apply(my_cut_model.asker(policy))
+    res = job.run()
+    if policy == "fail":  # ("ignore" makes each failure, the refusals too, an empty answer)
+        assert res.outputs == ["ProviderError"] * 2 + ["BudgetExceededError"] * 3
+    assert len(my_cut_model.CALLS) == 2
+    assert _entry(job, "a")["input"] == 20
+    report = check_replay_safety(my_cut_model.asker(policy), records)
+    report.assert_ok()
+    sys.modules.pop("my_cut_model", None)

@@ -46,7 +46,7 @@ from ..api import (
 from ..api.internal import described, one_json_object, subagent_prompt_values
 from ._budgets import budgeted_call, fallback_guard, fallback_spends
 from ._failures import TOOL_FAILURES, clip, error_text, failure_text, unless_cancelled
-from ._model_calls import MAX_ANSWER_DEPTH, class_problem, deeper_than
+from ._model_calls import MAX_ANSWER_DEPTH, class_problem, deeper_than, paid_answer
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
 from ._schemas import schema_problems
@@ -290,9 +290,9 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             return _model_call(asked, messages, output_schema, resolve, chat.get("prompt_args"),
                                guard, estimate=setup.budget is not None or guard is not None)
 
-        if setup.budget is None:
-            return await ask(setup)
-        return await budgeted_call(setup, ctx.key, spent, ask, resolve, parallelism=n)
+        if setup.budget is None:  # the answer is checked once its spend is counted
+            return paid_answer(await ask(setup))
+        return paid_answer(await budgeted_call(setup, ctx.key, spent, ask, resolve, parallelism=n))
 
     def resolve(name: str) -> ChatModelSetup:
         fallback = ctx.get_resource(name, ResourceType.CHAT_MODEL)
@@ -328,6 +328,17 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         apply_merges(tree, ctx.key_merges)
         return tree
 
+    def count(metadata: dict[str, Any]) -> None:
+        """Add a call's spend (its ``budget`` metadata) to the key's entries as the action ends."""
+        spent, own = metadata.get("budget"), metadata.get("fallback_budget")
+        if setup.budget is not None and isinstance(spent, dict):  # counted as the action ends
+            ctx.key_merges.append((spend_entry, functools.partial(merged_spend, setup.budget,
+                                                                  info=spent)))
+        fb = _own_budget(resolve, own) if own is not None else None  # a fallback's own budget
+        if fb is not None and isinstance(own, dict):
+            ctx.key_merges.append((entry_of(own["setup"]), functools.partial(
+                merged_spend, fb, info=own)))
+
     def fail(error: str, traceback: str | None = None) -> None:
         if stored:
             ctx.sensory.delete(f"{_CHATS}.{chat_id}")
@@ -353,6 +364,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         except ReplayDivergenceError:
             raise
         except Exception as e:  # noqa: BLE001 - the model call failed: the policy decides
+            count(getattr(e, "spend_metadata", None) or {})  # answered, then refused: paid
             if setup.error_policy != "ignore":
                 fail(_describe(e) + (f" (asking again after {_quote(invalid)})" if invalid else ""),
                      failure_text(e))
@@ -363,14 +375,8 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                 message=ChatMessage(role=MessageRole.ASSISTANT, content=""),
                 metadata={"error_policy": "ignore", "ignored_error": clip(_describe(e))})))
             return
-        spent, own = response.metadata.get("budget"), response.metadata.get("fallback_budget")
-        if setup.budget is not None and isinstance(spent, dict):  # counted as the action ends
-            ctx.key_merges.append((spend_entry, functools.partial(merged_spend, setup.budget,
-                                                                  info=spent)))
-        fb = _own_budget(resolve, own) if own is not None else None  # a fallback's own budget
-        if fb is not None and isinstance(own, dict):
-            ctx.key_merges.append((entry_of(own["setup"]), functools.partial(
-                merged_spend, fb, info=own)))
+        if setup.budget is not None or setup.fallbacks:  # (a call only where spend is)
+            count(response.metadata)
         chat["retries"] = chat.get("retries", 0) + int(response.metadata.get("retries", 0) or 0)
         problem: str | None = None
         try:

@@ -45,7 +45,7 @@ from ._own_chat import pacing_connection
 from ._spend import estimated_usage
 from .core._executor import sleep_without_slot
 
-__all__ = ["MAX_ANSWER_DEPTH", "call_model", "deeper_than"]
+__all__ = ["MAX_ANSWER_DEPTH", "call_model", "paid_answer", "deeper_than"]
 
 def _retryable(error: BaseException) -> bool:
     """Whether a failed model call may succeed when tried again."""
@@ -354,29 +354,6 @@ def class_problem(value: Any, schema: dict[str, Any]) -> str | None:
     return None
 
 
-def _checked(response: ChatResponse) -> ChatResponse:
-    """``response``, when its tool calls may run: whole, nested at most ``MAX_ANSWER_DEPTH``.
-
-    Checked inside the durable call, so the refusal is what is recorded (a response nested
-    deeper could not be recorded, or handled, within the interpreter's stack).
-
-    Returns:
-        The response.
-
-    Raises:
-        ValueError: naming the call and the tool, when one nests deeper.
-        ProviderError: when the answer was cut at the token limit while writing its tool
-            calls (``refuse_truncated_calls``), whichever connection gave it.
-    """
-    calls = response.message.tool_calls
-    refuse_truncated_calls(response.finish_reason, [c.name for c in calls])
-    for i, c in enumerate(calls):
-        if deeper_than(c.arguments, MAX_ANSWER_DEPTH):
-            raise ValueError(f"tool call {i} ({c.name[:100]!r}) has arguments nested deeper "
-                             f"than {MAX_ANSWER_DEPTH} levels; none was run")
-    return response
-
-
 async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
                      output_schema: dict[str, Any] | None,
                      resolve: Callable[[str], ChatModelSetup],
@@ -421,10 +398,11 @@ async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
                 continue
             raise
         if i == 0:
-            return _checked(response)
+            return response
         metadata = {**response.metadata, "model_setup": name, "fallback_errors": passed}
-        return _checked(response.model_copy(update={"metadata": metadata}))
+        return response.model_copy(update={"metadata": metadata})
     raise AssertionError("unreachable")  # pragma: no cover
+
 
 
 def _cause(error: BaseException) -> BaseException:
@@ -434,3 +412,36 @@ def _cause(error: BaseException) -> BaseException:
     if isinstance(error, ChatCallFailed) and error.__cause__ is not None:
         return error.__cause__
     return error
+
+def paid_answer(response: ChatResponse) -> ChatResponse:
+    """``response``, when its tool calls may run: whole, nested at most ``MAX_ANSWER_DEPTH``.
+
+    Checked inside the durable call, so the refusal is what is recorded (a response nested
+    deeper could not be recorded, or handled, within the interpreter's stack), and after its
+    budgets counted what it spent (``call_model``'s caller checks it): the call was answered,
+    so it was paid for, also when its answer is refused. The refusal carries the answer's
+    budget metadata (``spend_metadata``: ``budget`` and ``fallback_budget``, JSON, recorded
+    and replayed with it), which the chat's action adds to the key's entries as for an answer
+    it takes. Before, ``call_model`` refused it inside the budgeted call: no budget counted
+    it, and a model whose answers were refused was called without limit.
+
+    Returns:
+        The response.
+
+    Raises:
+        ValueError: naming the call and the tool, when one nests deeper.
+        ProviderError: when the answer was cut at the token limit while writing its tool
+            calls (``refuse_truncated_calls``), whichever connection gave it.
+    """
+    calls = response.message.tool_calls
+    try:  # (no call of its own: it is on every chat's path)
+        refuse_truncated_calls(response.finish_reason, [c.name for c in calls])
+        for i, c in enumerate(calls):
+            if deeper_than(c.arguments, MAX_ANSWER_DEPTH):
+                raise ValueError(f"tool call {i} ({c.name[:100]!r}) has arguments nested "
+                                 f"deeper than {MAX_ANSWER_DEPTH} levels; none was run")
+    except Exception as e:
+        e.spend_metadata = {k: response.metadata[k]  # type: ignore[attr-defined]
+                            for k in ("budget", "fallback_budget") if k in response.metadata}
+        raise
+    return response
