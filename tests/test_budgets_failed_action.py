@@ -89,6 +89,24 @@ class Spender(Agent):
         ctx.send_event(OutputEvent(output={"key": ctx.key, "got": out}))
 
 
+class Caller(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event, ctx: RunnerContext) -> None:
+        result = await (await ctx.submit_subagent("kid", event.input))
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "ok": result.success}))
+
+
+def caller(max_tokens=1000):
+    from flink_agents_py.api import InternalSubagent
+
+    agent = Caller()
+    agent.add_resource("kid", ResourceType.AGENT, ResourceDescriptor(
+        InternalSubagent, agent=spender(max_tokens), description="spends",
+        input_schema='{"type":"object"}'))
+    return agent
+
+
 def spender(max_tokens=1000):
     agent = Spender()
     agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, ResourceDescriptor(Metered))
@@ -281,3 +299,19 @@ def test_a_refused_answer_is_paid_for_and_counts_against_the_budget(
     report = check_replay_safety(my_cut_model.asker(policy), records)
     report.assert_ok()
     sys.modules.pop("my_cut_model", None)
+
+
+def test_a_subagents_failed_chat_counts_in_the_callers_key_across_a_restore(user, monkeypatch):
+    # the sub-agent's chat action fails as it sends its answer (the chain is one action
+    # deeper under the caller): the call's spend is the caller's key's, in keyed state
+    records = [{"key": "a", "q": i, "hops": 1} for i in range(2)]
+    job = AgentsExecutionEnvironment.local().from_list(records).apply(user.caller(30))
+    assert job.run().outputs == [{"key": "a", "ok": False}] * 2
+    [state] = job.snapshot()["keys"]
+    assert state["memory"]["_budget"]["kid/model"]["input"] == 20
+    snapshot = json.loads(json.dumps(job.snapshot()))
+    _forget_ledgers(monkeypatch)
+    again = AgentsExecutionEnvironment.local().from_list([*records, {"key": "a", "q": 9}])
+    res = again.apply(user.caller(30)).restore(snapshot).run()
+    assert res.outputs == [{"key": "a", "ok": False}]
+    assert len(user.CALLS) == 2  # refused by the budget: the model is not called again
