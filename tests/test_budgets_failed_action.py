@@ -315,3 +315,52 @@ def test_a_subagents_failed_chat_counts_in_the_callers_key_across_a_restore(user
     res = again.apply(user.caller(30)).restore(snapshot).run()
     assert res.outputs == [{"key": "a", "ok": False}]
     assert len(user.CALLS) == 2  # refused by the budget: the model is not called again
+
+
+GIVEN_UP = """
+import json, sys
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.runtime.core._inbox import Inbox
+from my_failing_spender import CALLS, spender
+
+# a broken invariant, as the runtime's own tests make it: the outcome of key "lost"'s second
+# model call never reaches the core, so its run can never finish and is given up
+put, SEEN = Inbox.put, []
+
+
+def dropping(self, key, item):
+    if key == "lost":
+        SEEN.append(item)
+        if len(SEEN) == 2:
+            return
+    put(self, key, item)
+
+
+Inbox.put = dropping
+records = [{"key": "lost", "q": 1, "schema": 1}]
+job = AgentsExecutionEnvironment.local().from_list(records).apply(spender())
+res = job.run()
+[state] = job.snapshot()["keys"]
+print(json.dumps({"errors": [e.error_type for e in res.errors], "calls": len(CALLS),
+                  "entry": state["memory"].get("_budget", {}).get("model")}))
+"""
+
+
+def test_a_given_up_runs_answered_calls_count_in_the_keys_entry(tmp_path: pathlib.Path):
+    # the structured chat's first call was answered (its answer not valid: asked again),
+    # the second's outcome is lost: the run is given up, the first call's spend stays
+    (tmp_path / "my_failing_spender.py").write_text(USER_AGENT)
+    (tmp_path / "given_up.py").write_text(GIVEN_UP)
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [sys.executable, "given_up.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["errors"] == ["UnfinishedRunError"] and got["calls"] == 2
+    assert (got["entry"]["input"], got["entry"]["output"]) == (10, 5)
