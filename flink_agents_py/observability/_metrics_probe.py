@@ -88,6 +88,26 @@ class MetricsProbe(Probe):
             self.tracked.pop(key, None)
         return self.clock()
 
+    def input_dispatched(self, key: Any, seq: int, event: Any) -> Any:
+        """``run_started`` and ``event_dispatched`` of its ``InputEvent``, counted at once."""
+        now = self.clock()  # the token: the run's start
+        counters = self.counters
+        counters["runs_started"] += 1
+        counters["runs_in_flight"] += 1
+        if self.tracked:
+            self.tracked.pop(key, None)
+        etype = event.type
+        if etype in self.hooked_types:  # (a chat or tool event's type: its bookkeeping too)
+            self.event_dispatched(key, event)
+        else:
+            counters["events_processed"] += 1
+            by = self.events_by_type
+            try:
+                by[etype] += 1
+            except KeyError:
+                by[etype] = 1
+        return now
+
     def run_completed(self, key: Any, seq: int, token: Any) -> None:
         """Count a completed run (``token``: the clock at its start, or ``None``)."""
         m = self.metrics

@@ -87,6 +87,7 @@ from ._unfinished import UnfinishedCore
 __all__ = ["AgentCore", "StepResult", "ErrorRecord"]
 
 log = logging.getLogger("flink_agents_py.runtime")
+_UNREAD: Any = object()  # ``advance``'s run not read by ``on_input``
 
 
 class AgentCore(UnfinishedCore, InboxQueries):
@@ -173,35 +174,38 @@ class AgentCore(UnfinishedCore, InboxQueries):
             res.errors.append(logged(unqueued_record(self._key_value(key), record, e, where,
                                                      source)))
             return res
-        unreadable = self._read_run(key, state)  # before the queue is found from the run
+        unreadable = None  # the run, read once (before the queue is found from it)
+        try:
+            run = state.run
+        except StateFormatError as e:  # damaged: reported here, dropped (``run`` None)
+            unreadable, run = read_run(state, lambda err: self.unreadable_run(key, err), e), None
         state.push_input(stored, source)  # its JSON form, as keyed state holds it (``input_event``)
-        res = self.advance(key, state, _run_read=True,  # (a damaged run is reported above)
-                           _fresh=(stored, record) if fresh else None)
+        res = self.advance(key, state, _run=run, _fresh=(stored, record) if fresh else None)
         if unreadable is not None:
             res.errors.insert(0, unreadable)
         return res
 
-    def advance(self, key: Any, state: KeyState, *, _run_read: bool = False,
+    def advance(self, key: Any, state: KeyState, *, _run: Any = _UNREAD,
                 _fresh: tuple[Any, Any] | None = None) -> StepResult:
         """Run everything of ``key`` that can run now, then flush its state.
 
         Starts the next queued input when the key is idle, rebuilds action executions that
         are in state but not live (after a restore), applies completed I/O, and steps actions
-        until each has completed or waits for I/O. ``_run_read``: ``on_input`` read the run;
+        until each has completed or waits for I/O. ``_run``: the run ``on_input`` read;
         ``_fresh``: ``on_input``'s (stored form, fresh record), see ``input_event``.
 
         Returns:
             The outputs and errors produced, and whether the key is still busy.
         """
         res = StepResult()
-        if not _run_read and (unreadable := self._read_run(key, state)) is not None:
+        if _run is _UNREAD and (unreadable := self._read_run(key, state)) is not None:
             res.errors.append(unreadable)
         shown = self._key_value(key)  # the key's value; ``key`` keys the core's own tables
         live = self._live.get(key) or self._live.setdefault(key, {})
         counters, probe = self.counters, self.probe
         token: Any = None  # the probe's token of a run this callback started
         held = None  # early events the last run did not claim, for the next (``_waits``)
-        run = state.run  # (kept here as ``state.run`` changes: read once a callback)
+        run = state.run if _run is _UNREAD else _run  # (kept: read once a callback)
         while True:
             if run is None:
                 if live:
@@ -216,12 +220,12 @@ class AgentCore(UnfinishedCore, InboxQueries):
                 if self._epochs:  # (``begin_lineage`` does nothing for other plans)
                     begin_lineage(self.plan, state, self.lineage, shown)  # the key's epoch
                 counters["runs_started"] += 1
-                if probe is not None:
-                    token = probe.run_started(shown, seq)
                 step = _Step(shown, state, run, res, live, collections.deque(), key)
                 event, data = input_event(f"r{seq}", record, _fresh[1] if _fresh is not None
                                           and record is _fresh[0] else None)
-                self._dispatch(step, event, None, data=data, own=True)
+                if probe is not None:  # the run's start and its event's dispatch: one hook
+                    token = probe.input_dispatched(shown, seq, event)
+                self._dispatch(step, event, None, data=data, own=True, reported=True)
             else:
                 if run.parked and not self._inbox.has(key):
                     break  # only its outside event or timer moves it on (``_waits``)
@@ -264,10 +268,6 @@ class AgentCore(UnfinishedCore, InboxQueries):
             self._live.pop(key, None)
         state.flush()
         return res
-
-    def is_live(self, key: Any) -> bool:
-        """Whether ``key`` has live action executions in this process (O(1))."""
-        return bool(self._live.get(key))
 
     def unreadable_run(self, key: Any, error: StateFormatError) -> ErrorRecord:
         """The error record (returned) of ``key``'s damaged stored run, dropped."""
@@ -366,7 +366,8 @@ class AgentCore(UnfinishedCore, InboxQueries):
                 step.ready.append(task)
 
     def _dispatch(self, step: _Step, event: Event, scope: str | None, check: bool = True,
-                  data: dict[str, Any] | None = None, own: bool = False) -> None:
+                  data: dict[str, Any] | None = None, own: bool = False,
+                  reported: bool = False) -> None:
         """Route ``event`` in ``scope`` and queue the actions it triggers.
 
         ``check``: see whether the invocation ``scope`` completed (off while a finishing
@@ -374,13 +375,13 @@ class AgentCore(UnfinishedCore, InboxQueries):
         ``data``: the event's JSON form when already made. ``own``: ``event`` was built from
         ``data`` for this dispatch, or is a fresh object no code holds (what a built-in action
         sent), so the first action triggered may have it (the others get their own copy, as
-        after a restore).
+        after a restore). ``reported``: the probe has it (a run's input event, ``advance``).
         """
         self.counters["events"] += 1
         probe = self.probe  # an output let through as it is: one hook for it and its event
         output = scope is None and isinstance(event, OutputEvent)
         out = output and self.output_check is None
-        if probe is not None:
+        if probe is not None and not reported:
             if out:
                 probe.output_dispatched(step.key, event)
             else:

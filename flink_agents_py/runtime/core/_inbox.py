@@ -69,6 +69,11 @@ class InboxQueries:
     """``AgentCore``'s questions to its inbox of completed I/O (a host's wake-up checks)."""
 
     _inbox: Inbox
+    _live: dict[Any, dict[str, Any]]  # live action executions by key (``AgentCore``)
+
+    def is_live(self, key: Any) -> bool:
+        """Whether ``key`` has live action executions in this process (O(1))."""
+        return bool(self._live.get(key))
 
     def has_deliveries(self, key: Any) -> bool:
         """Whether completed I/O of ``key`` waits to be applied by ``advance``."""

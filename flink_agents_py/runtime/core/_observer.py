@@ -53,6 +53,19 @@ class Probe:
         """A run started for ``key`` (input number ``seq``); returns its token."""
         return None
 
+    def input_dispatched(self, key: Any, seq: int, event: Any) -> Any:
+        """``run_started`` then ``event_dispatched`` of the run's ``InputEvent``, in one call.
+
+        The core calls it when a run starts from a queued input (a run restored from state
+        reports neither); a probe may do both at once.
+
+        Returns:
+            ``run_started``'s token.
+        """
+        token = self.run_started(key, seq)
+        self.event_dispatched(key, event)
+        return token
+
     def run_completed(self, key: Any, seq: int, token: Any) -> None:
         """The run ``seq`` of ``key`` completed (``token``: ``run_started``'s, or ``None``)."""
 
