@@ -57,12 +57,17 @@ PLAIN = [
     {"key": "k", "echo": {"n": 1, "t": 1.5, "s": "x"}},
     [1, [2, [3, (4, 5)]], {"a": [None, True, False]}],
     {"a": ""},
+    {"a": 2.5, "b": [], "c": {}, "d": -0.0},
     _deep(200),
     [{"i": i} for i in range(1000)],
 ]
 NOT_PLAIN = [
     float("nan"),
     {"a": [float("inf")]},
+    {"a": float("nan")},
+    {"a": 1, "b": float("-inf")},
+    {"a": Mapping(b=1)},
+    {"a": (1, b"x")},
     (float("-inf"),),
     {1: "x"},
     {"a": {2: "x"}},

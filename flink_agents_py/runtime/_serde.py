@@ -20,8 +20,6 @@ import base64
 import dataclasses
 import datetime
 import enum
-import hashlib
-import json
 import math
 from typing import Any
 
@@ -39,6 +37,7 @@ from ..api.internal import (
     import_qualified,
     untag,
 )
+from ._json_codec import digest, dumps, json_text, loads
 from ._typed_fields import TYPED_KEY, set_fields, typed_fields
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
@@ -333,7 +332,15 @@ def event_is_plain(event: BaseModel) -> bool:
     try:
         for v in values.values():
             kind = type(v)
-            if kind not in _PLAIN and not (kind is dict and not v) and not _is_plain(v):
+            if kind in _PLAIN or (kind is dict and not v):
+                continue
+            if kind is dict:  # (an output's dict: ``_is_plain`` of it inline, a call fewer)
+                for k, w in v.items():
+                    kw = type(w)
+                    if type(k) is not str or (kw not in _PLAIN and not (
+                            kw is float and w - w == 0.0) and not _is_plain(w)):
+                        return False
+            elif not _is_plain(v):
                 return False
         orjson.dumps(values)  # strings UTF-8, integers within 64 bits (as ``event_json``)
     except (RecursionError, orjson.JSONEncodeError):
@@ -560,41 +567,3 @@ def from_json_value(data: Any) -> Any:
 def is_tagged_model(data: Any) -> bool:
     """Whether ``data`` is a pydantic model in its ``to_json_value`` form."""
     return type(data) is dict and len(data) == 2 and _MODEL_TAG in data and "data" in data
-
-
-def dumps(data: Any, *, sort_keys: bool = True) -> bytes:
-    """Encode JSON-form data (as returned by ``to_json_value``) to bytes.
-
-    orjson, except for values nested deeper than its limit (255 levels), which the standard
-    library encodes (it goes as deep as the interpreter's stack).
-
-    Args:
-        data: JSON-form data.
-        sort_keys: sort object keys (a stable form).
-
-    Returns:
-        The JSON text, UTF-8.
-    """
-    try:
-        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
-    except orjson.JSONEncodeError:
-        return json.dumps(data, sort_keys=sort_keys, ensure_ascii=False,
-                          separators=(",", ":")).encode()
-
-
-def json_text(data: Any) -> str:
-    """``dumps`` as text, keys in their order (for messages to a model)."""
-    return dumps(data, sort_keys=False).decode()
-
-
-def loads(data: bytes | str) -> Any:
-    """Decode JSON text or bytes (orjson, or the standard library past orjson's depth limit)."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
-
-
-def digest(value: Any) -> str:
-    """A short, stable digest of a JSON-form value (16 hex digits of BLAKE2b)."""
-    return hashlib.blake2b(dumps(value), digest_size=8).hexdigest()

@@ -29,7 +29,12 @@ from ...api import (
     SubagentFuture,
     VersionedMemorySet,
 )
-from ...api.internal import agent_metric_group, event_to_send, resource_type_argument
+from ...api.internal import (
+    EVENT_ID_SOURCE,
+    agent_metric_group,
+    event_to_send,
+    resource_type_argument,
+)
 from ..core._stepper import DURABLE_FUNCTION
 from ._calls import submission
 from ._long_term_memory import ActionLongTermMemory, ActionMemorySet
@@ -104,10 +109,12 @@ class ActionContext(RunnerContext):
         """See ``RunnerContext.send_event``."""
         if DURABLE_FUNCTION.get() is not None:  # (checked inline: once per event sent)
             refuse_nested("ctx.send_event")
-        refuse_foreign(self._execution, "ctx.send_event")
+        execution = self._execution  # ``refuse_foreign``'s usual case inline: its own action
+        if getattr(EVENT_ID_SOURCE.get(), "__self__", None) is not execution:
+            refuse_foreign(execution, "ctx.send_event")
         if identifier is not None or attributes or event is None:  # else it is ``event``
             event = event_to_send(event, identifier, attributes)
-        return self._execution.send_event(event)
+        return execution.send_event(event)
 
     def get_resource(self, name: str, resource_type: ResourceType | None = None,
                      metric_group: MetricGroup | None = None, *,
