@@ -138,7 +138,7 @@ class ActionExecution:
         self._owner = _get_ident()  # the operator thread (see ``event_id_source``)
         self.used_long_term_memory = False  # its writes are committed when the action ends
         self.ltm: ActionLongTermMemory | None = None  # made on first use
-        self._clock = MemoryClock(record, key)  # counts memory operations (no cycle to self)
+        self._clock: MemoryClock | None = None  # counts memory operations (made on first use)
         self.key_memory = key_memory or short_term
         self.key_merges: list[KeyMerge] = []
         self.memory_used = False  # its short-term or sensory memory was used (it may write)
@@ -154,7 +154,10 @@ class ActionExecution:
     def sensory(self) -> ActionMemory:
         """The action's view of its environment's sensory memory (made on first use)."""
         if self._sensory is None:
-            self._sensory = ActionMemory(self._sensory_base, "sensory_memory", self._clock)
+            clock = self._clock  # made with the first memory, shared (no cycle to self)
+            if clock is None:
+                clock = self._clock = MemoryClock(self._record, self.key)
+            self._sensory = ActionMemory(self._sensory_base, "sensory_memory", clock)
             self.memory_used = True
         return self._sensory
 
@@ -175,8 +178,11 @@ class ActionExecution:
     def short_term(self) -> ActionMemory:
         """The action's view of its environment's short-term memory (loaded on first use)."""
         if self._short_term is None:
+            clock = self._clock  # made with the first memory, shared (no cycle to self)
+            if clock is None:
+                clock = self._clock = MemoryClock(self._record, self.key)
             self._short_term = ActionMemory(self._short_term_base(), "short_term_memory",
-                                            self._clock)
+                                            clock)
             self.memory_used = True
         return self._short_term
 
@@ -415,7 +421,9 @@ class ActionExecution:
     def rebind(self, record: InflightAction, run: RunState, short_term: MemoryLoader,
                sensory: dict[str, Any], key_memory: MemoryLoader) -> None:
         """Point at the current state objects (a host may deserialize state per callback)."""
-        self._record = self._clock.record = record
+        self._record = record
+        if self._clock is not None:
+            self._clock.record = record
         self.scope = record.scope  # (the same execution's: its scope, unchanged)
         self.run = run
         self.key_memory = key_memory
