@@ -67,7 +67,7 @@ from ._invocation_end import check_invocation, env_of
 from ._observer import Observer, probe_of
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_form, unqueued_record
 from ._siblings import new_siblings
-from ._stepper import enter_stepping, leave_stepping
+from ._stepper import STEPPING_LOOP, leave_stepping, running_loop, set_running_loop
 from ._subgraph import (
     cancel_invocation,
     open_invocation,
@@ -235,7 +235,8 @@ class AgentCore(UnfinishedCore, InboxQueries):
                 self._apply_deliveries(step)
             ready = step.ready
             if ready:
-                loop = enter_stepping()  # once per callback, for every action stepped in it
+                loop = running_loop()  # the stand-in loop: once per callback
+                set_running_loop(STEPPING_LOOP)
                 try:
                     while ready:
                         self._step(step, ready.popleft())
@@ -289,17 +290,6 @@ class AgentCore(UnfinishedCore, InboxQueries):
                 plan_at(self.plan, path), self.resources.parallelism,
                 parent=self.resources_at(path[:-1]), path=path)
         return found
-
-    def _submit(self, key: Any, ctx: ActionExecution, call: DurableCall,
-                fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Run ``fn`` on the I/O executor for ``ctx``'s action; deliver to its key's inbox."""
-        call.running = True  # the action finishes only once its outcome is recorded
-
-        def on_done(ok: bool, value: Any) -> None:
-            self._inbox.put(key, _Delivery(ctx, call, ok, value))
-            self._notify(key)
-
-        self.executor.submit(fn, args, kwargs, on_done, key=key, owner=ctx)
 
     def _new_task(self, step: _Step, exec_id: str, rec: InflightAction,
                   event: Event | None = None, restored: bool = False) -> _Task:
@@ -480,7 +470,9 @@ class AgentCore(UnfinishedCore, InboxQueries):
                     warn_if_returned(task.action, stop.value)
                 if ctx.commands or self._cancelled:
                     self._drain(step, task, None)
-                self._end(step, task, None)
+                task.ending = (None,)  # ``_end`` inline
+                if not ctx.calls or self._settled(step, task):
+                    self._finish(step, task, None)
                 return
             except Exception as e:  # noqa: BLE001
                 self._drain(step, task, None)

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ._tasks import Delivery
+
+if TYPE_CHECKING:
+    from ..context._calls import DurableCall
+    from ..recorder._execution import ActionExecution
+    from ._executor import IOExecutor
 
 __all__ = ["Inbox", "InboxQueries"]
 
@@ -66,10 +74,26 @@ class Inbox:
 
 
 class InboxQueries:
-    """``AgentCore``'s questions to its inbox of completed I/O (a host's wake-up checks)."""
+    """``AgentCore``'s questions to its inbox of completed I/O (a host's wake-up checks).
+
+    And the I/O it submits, whose outcomes the inbox receives (``_submit``).
+    """
 
     _inbox: Inbox
     _live: dict[Any, dict[str, Any]]  # live action executions by key (``AgentCore``)
+    _notify: Callable[[Any], None]
+    executor: IOExecutor
+
+    def _submit(self, key: Any, ctx: ActionExecution, call: DurableCall,
+                fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Run ``fn`` on the I/O executor for ``ctx``'s action; deliver to its key's inbox."""
+        call.running = True  # the action finishes only once its outcome is recorded
+
+        def on_done(ok: bool, value: Any) -> None:
+            self._inbox.put(key, Delivery(ctx, call, ok, value))
+            self._notify(key)
+
+        self.executor.submit(fn, args, kwargs, on_done, key=key, owner=ctx)
 
     def is_live(self, key: Any) -> bool:
         """Whether ``key`` has live action executions in this process (O(1))."""

@@ -18,8 +18,8 @@ from typing import Any, NoReturn
 from ...api import UnsupportedAwaitError
 from ...api.internal import EVENT_ID_SOURCE
 
-__all__ = ["DURABLE_FUNCTION", "DURABLE_OWNER", "not_stepping", "enter_stepping",
-           "leave_stepping", "run_inline"]
+__all__ = ["DURABLE_FUNCTION", "DURABLE_OWNER", "not_stepping", "STEPPING_LOOP",
+           "leave_stepping", "running_loop", "set_running_loop", "run_inline"]
 
 DURABLE_FUNCTION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "flink_agents_py_durable_function", default=None)
@@ -79,21 +79,17 @@ class _StepperLoop(asyncio.AbstractEventLoop):
 _LOOP = _StepperLoop()  # type: ignore[abstract]  # only what actions reach is defined
 _get_running = asyncio.events._get_running_loop  # bound once: called twice per host callback
 _set_running = asyncio.events._set_running_loop
-
-
-def enter_stepping() -> asyncio.AbstractEventLoop | None:
-    """Make the stand-in loop the running loop (until ``leave_stepping``).
-
-    Returns:
-        The loop that was running before (``None`` for none), for ``leave_stepping``.
-    """
-    previous = _get_running()
-    _set_running(_LOOP)
-    return previous
+STEPPING_LOOP: asyncio.AbstractEventLoop = _LOOP
+"""The stand-in loop: the running loop while the core steps actions (``AgentCore.advance``
+sets it, once per callback, and gives back the one that ran before: ``leave_stepping``)."""
+running_loop: Callable[[], asyncio.AbstractEventLoop | None] = _get_running
+"""The running loop, if any (``asyncio.events._get_running_loop``)."""
+set_running_loop: Callable[[asyncio.AbstractEventLoop | None], None] = _set_running
+"""Make a loop the running one (``asyncio.events._set_running_loop``)."""
 
 
 leave_stepping: Callable[[asyncio.AbstractEventLoop | None], None] = _set_running
-"""Make ``previous`` (what ``enter_stepping`` returned) the running loop again."""
+"""Make ``previous`` (the running loop before ``STEPPING_LOOP`` was set) the running loop again."""
 
 
 @contextlib.contextmanager
