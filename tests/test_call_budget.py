@@ -44,7 +44,7 @@ from flink_agents_py.runtime.recorder._state import InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(60)
 
-CHAT_CALLS = 490
+CHAT_CALLS = 488
 """Python calls per chat on the host's thread, at most (487 when set, 605 the day before;
 535 once each use of a context, memory or memory set checks that it is its own action's:
 ``runtime/context/_owner.py``, 13 checks a chat; 530 once a run's end no longer asks its
@@ -55,26 +55,25 @@ built-in chat action reads no memory for a setup that fills no prompt
 (``_builtin_actions._fills_prompt``), its answer event is stored from the model call's
 recorded result (``event_json(..., known)``), ``OutputEvent(output=x)`` is built without
 pydantic's validation round trip (``api/_event_build.py``) and a call's outcome is recorded
-without a second record)."""
-WAIT_CALLS = 297
+without a second record; 487 once a new input's run is read once inline, a run's start and
+its input's dispatch are one probe hook, ``send_event`` checks its own context inline, an
+execution's memory clock is made with its first memory and an action returning at its
+first step skips ``_end``)."""
+WAIT_CALLS = 291
 """Python calls per record of a run that waits once for a ``durable_execute_async`` call on
 the host's thread, at most (396 before the call's argument shape kept its function's
 signature, its name and what it binds were found once a call, and the run's end stopped
-looking for sub-agent handles and never-awaited calls one call at a time; 293.15 measured
-once ``OutputEvent(output=x)`` skipped validation too; 296.15 once a call record keeps the
-defaults the call took: ``_call_changes.defaults_taken``, skipped for a function without
-defaults)."""
-ECHO_CALLS = 102
+looking for sub-agent handles and never-awaited calls one call at a time; 293 with
+``OutputEvent(output=x)`` built without validation; 296 once a call record keeps the
+defaults the call took, ``_call_changes.defaults_taken``, skipped for a function without
+defaults; 290 with the echo path's cuts of 2026-12-06 listed under ``CHAT_CALLS``)."""
+ECHO_CALLS = 96
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
 109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new
 input's run is read once; 107 once a freshly decoded flat record reaches its action with no
-second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 102 once
-``OutputEvent(output=x)`` is built without pydantic's validation round trip; 101.15 measured;
-100.15 once ``on_input`` reads the run inline, handing it to ``advance``; 98.15 once
-``ctx.send_event`` checks inline that its context is the stepped action's and
-``event_is_plain`` walks an output's dict inline; 97.15 once an action that takes no memory
-builds no memory clock; 95.15 once an async action's return ends it without ``_end`` and the
-stand-in loop is set inline)."""
+second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 101 once
+``OutputEvent(output=x)`` is built without pydantic's validation round trip; 95 with the
+cuts of 2026-12-06 listed under ``CHAT_CALLS``)."""
 
 
 class InstantModel(ChatModelConnection):
