@@ -404,7 +404,6 @@ async def call_model(setup: ChatModelSetup, messages: list[ChatMessage],
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-
 def _cause(error: BaseException) -> BaseException:
     """The provider's error behind a ``ChatCallFailed`` (what failed last)."""
     from ._builtin_actions import ChatCallFailed
@@ -412,6 +411,7 @@ def _cause(error: BaseException) -> BaseException:
     if isinstance(error, ChatCallFailed) and error.__cause__ is not None:
         return error.__cause__
     return error
+
 
 def paid_answer(response: ChatResponse) -> ChatResponse:
     """``response``, when its tool calls may run: whole, nested at most ``MAX_ANSWER_DEPTH``.
