@@ -371,6 +371,8 @@ class FlinkExecutionEnvironment:
             a plain one; either way what the Python workers need to import the agent is set
             on it here and by ``apply`` (see ``configure_workers``).
         max_in_flight: the most I/O calls running at once per operator instance.
+        max_in_flight_per_key: the most of them one key's calls hold at once (``None``: three
+            quarters of ``max_in_flight``); freed slots go to waiting keys in turn.
         max_poll_interval_ms: the longest wait between checks of a key whose I/O has run past
             its expected duration, in ms.
         max_queued_per_key: the most input records queued behind one key's run; more wait
@@ -423,7 +425,8 @@ class FlinkExecutionEnvironment:
                  t_env: Any = None, max_queued_per_key: int | None = 10_000,
                  max_waiting_calls: int | None = None,
                  key_encoding: str | KeyEncoding = "json",
-                 apache_event_log: Any = None) -> None:
+                 apache_event_log: Any = None,
+                 max_in_flight_per_key: int | None = None) -> None:
         from ..observability import EventLog
 
         self.key_encoding = _encoding(key_encoding)
@@ -439,7 +442,7 @@ class FlinkExecutionEnvironment:
             journal=journal, failpoint=failpoint, metrics=metrics,
             event_log=EventLog.of(event_log),  # a path is made absolute here, on the client
             observer=observer,  # what every operator applied from here on runs with
-            apache_event_log=apache_event_log)
+            apache_event_log=apache_event_log, max_in_flight_per_key=max_in_flight_per_key)
         self.t_env = t_env
         self._applied: list[FlinkAgentBuilder] = []  # agents applied since the last execute
 

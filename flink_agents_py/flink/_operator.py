@@ -208,7 +208,8 @@ class AgentOperator(KeyedProcessFunction):
             failpoint=opts.failpoint, observer=self.observability.observer,
             notify=switch.ready.append if switch is not None else None,
             key_value=self.keys.value_function(), lineage=opts.lineage,
-            output_check=self.output_check)
+            output_check=self.output_check,
+            max_in_flight_per_key=opts.max_in_flight_per_key)
         core.resources.parallelism = _parallelism(runtime_context)  # agent budgets' shares
         self.observability.watch(core.resources)  # live gauges: flow limits, budgets left
         if self.observability.metrics is not None:

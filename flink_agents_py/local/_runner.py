@@ -315,11 +315,11 @@ class LocalAgentJob:
         obs = HostObservability(metrics=opts.metrics, event_log=opts.event_log,
                                 observer=opts.observer, host="local", agent=self._plan.name,
                                 apache_event_log=opts.apache_event_log, lineage=self._lineage)
-        # keys as Flink's default key encoding has them (``runtime.KeyEncoding``): ``1``,
-        # ``True`` and ``1.0`` are three keys; the core sees each key's encoded identity
+        # keys encoded as Flink's default encoding has them (``1``, ``True``, ``1.0``: three)
         core = AgentCore(self._plan, max_in_flight=opts.max_in_flight, notify=wake.put,
                          journal=opts.journal, failpoint=opts.failpoint, observer=obs.observer,
-                         key_value=decode_key, lineage=self._lineage)
+                         key_value=decode_key, lineage=self._lineage,
+                         max_in_flight_per_key=opts.max_in_flight_per_key)
         obs.watch(core.resources)  # live gauges: flow limits, agent budgets left
         timers = self._timers = VirtualTimers()
         core.clock_ms = timers.clock

@@ -21,12 +21,17 @@ __all__ = ["HostOptions"]
 class HostOptions:
     """How a host runs an agent plan: limits, wake-ups, and what it records.
 
-    The local runner reads ``max_in_flight``, ``metrics``, the event logs, ``journal``,
+    The local runner reads ``max_in_flight(_per_key)``, ``metrics``, the event logs, ``journal``,
     ``failpoint`` and ``observer``; the limits and timings below them are the Flink operator's.
 
     Attributes:
         max_in_flight: the most I/O calls (model, tool, durable functions) running at once
             in one operator instance (one subtask), >= 1.
+        max_in_flight_per_key: the most of those slots one key's calls hold at once (a
+            record's calls with its chats' tools and sub-agents'), >= 1; freed slots go to
+            the keys whose calls wait in turn, so one key that starts many calls does not
+            hold up other keys' calls. ``None``: three quarters of ``max_in_flight``
+            (rounded up; all of them for 1 to 3); more than ``max_in_flight``: all of them.
         max_waiting_calls: the most calls waiting for one of the ``max_in_flight`` slots
             before the operator stops taking input (backpressure): while more wait, each
             input record waits inside the operator until calls complete. ``None``: as many
@@ -74,6 +79,7 @@ class HostOptions:
     failpoint: Failpoint | None = None
     observer: Observer | None = None
     lineage: str | None = None
+    max_in_flight_per_key: int | None = None
 
     def __post_init__(self) -> None:
         """Check the limits (a clear error naming the option instead of a stuck job)."""
@@ -81,7 +87,7 @@ class HostOptions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"HostOptions.{name} must be an int >= 1, got {value!r}")
-        for name in ("max_waiting_calls", "max_queued_per_key"):
+        for name in ("max_in_flight_per_key", "max_waiting_calls", "max_queued_per_key"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < 1):

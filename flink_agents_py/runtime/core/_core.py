@@ -96,6 +96,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
     Args:
         plan: the compiled agent.
         max_in_flight: the most I/O calls running at once across all keys.
+        max_in_flight_per_key: the most of them one key runs at once (``IOExecutor``).
         notify: called with a key (from an executor thread) when I/O of that key completed;
             the host must then call ``advance`` for it on its own thread.
         journal: an optional write-ahead journal of durable call outcomes.
@@ -112,6 +113,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
         journal: Journal | None = None, failpoint: Failpoint | None = None,
         observer: Observer | None = None, key_value: Callable[[Any], Any] | None = None,
         lineage: str | None = None, output_check: Callable[[Any], Any] | None = None,
+        max_in_flight_per_key: int | None = None,
     ) -> None:
         self.plan, self._key_value = plan, key_value or (lambda key: key)  # key -> its value
         self.output_check = output_check  # a host's declared output type (``emit_output``)
@@ -122,7 +124,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
         self.failpoint, self.journal = failpoint, journal
         self.resources = ResourceEnvironment(plan)
         self._windows = spend_windows(plan)  # (an old spend entry's window: ``commit_memory``)
-        self.executor = IOExecutor(max_in_flight)
+        self.executor = IOExecutor(max_in_flight, max_in_flight_per_key=max_in_flight_per_key)
         self._notify = notify or (lambda key: None)
         self._live: dict[Any, dict[str, _Task]] = {}
         self._envs: dict[tuple[str, ...], ResourceEnvironment] = {(): self.resources}

@@ -1,7 +1,13 @@
 """The I/O executor: slow model and tool calls of all keys in flight at once.
 
 A background thread runs an asyncio event loop. Async functions run on that loop; plain ones
-in a thread pool. At most ``max_in_flight`` calls run at a time; more wait in submission order.
+in a thread pool. At most ``max_in_flight`` calls run at a time; more wait for a slot.
+
+Slots are shared between keys (``_slots.KeyShares``): one key holds at most
+``max_in_flight_per_key`` of them (three quarters of ``max_in_flight`` unless set), and a
+freed slot goes to the keys whose calls wait in turn, so a hot or hostile key's backlog does
+not queue other keys' calls behind it. A key's own calls start in submission order.
+
 When a call ends, ``on_done`` is called on the executor's thread: it must only hand the
 outcome over (the core queues it for the operator thread), never touch operator state.
 
@@ -31,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...api.internal import close_loop_clients
+from ._slots import KeyShares
 from ._stepper import DURABLE_FUNCTION, DURABLE_OWNER
 
 __all__ = ["IOExecutor", "IOSlot", "given_up_slot", "io_slot", "sleep_without_slot"]
@@ -204,20 +211,26 @@ class IOExecutor:
     Args:
         max_in_flight: the most calls running at once (>= 1).
         name: a name for the thread (shown in thread dumps).
+        max_in_flight_per_key: the most calls of one key running at once (``None``: three
+            quarters of ``max_in_flight``; see ``_slots.per_key_slots``).
 
     Raises:
-        ValueError: when ``max_in_flight`` is below 1.
+        ValueError: when ``max_in_flight`` or ``max_in_flight_per_key`` is below 1.
     """
 
-    def __init__(self, max_in_flight: int = 32, name: str = "flink-agents-io") -> None:
+    def __init__(self, max_in_flight: int = 32, name: str = "flink-agents-io",
+                 max_in_flight_per_key: int | None = None) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
+        if max_in_flight_per_key is not None and max_in_flight_per_key < 1:
+            raise ValueError(f"max_in_flight_per_key must be >= 1, got {max_in_flight_per_key}")
         self.max_in_flight = max_in_flight
         self._name = name
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._sem: asyncio.Semaphore | None = None
+        self.slots = KeyShares(max_in_flight, max_in_flight_per_key)
+        """The slots and how keys share them (used under the lock, on the loop)."""
         self._lock = threading.Lock()
         self._started_cond = threading.Condition(self._lock)
         self.in_flight = 0
@@ -257,7 +270,6 @@ class IOExecutor:
                 asyncio.set_event_loop(loop)
                 loop.set_default_executor(pool)
                 self._loop = loop
-                self._sem = asyncio.Semaphore(self.max_in_flight)
                 ready.set()
                 loop.run_forever()
                 pending = asyncio.all_tasks(loop)
@@ -329,58 +341,58 @@ class IOExecutor:
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
         on_done: Callable[[bool, Any], None], call: _Call,
     ) -> None:
-        assert self._sem is not None and self._loop is not None
-        await self._sem.acquire()
+        assert self._loop is not None
+        with self._lock:
+            turn = self.slots.take(call.key, call, self._loop)
+        if turn is not None:
+            await self.slots.wait_turn(call.key, call, turn, self._lock)
+        with self._lock:
+            self.in_flight += 1
+            self._waiting -= 1
+            self._n_started += 1
+            call.started = time.monotonic()
+            self._running[call] = None
+            self._wake_host()
+        # the function's own code, and an awaitable a plain callable gives back (a
+        # lambda calling an async function, an object with an async ``__call__``), run
+        # inside the durable call: a durable call made there is part of it (``_nested``)
+        inside = DURABLE_FUNCTION.set(call.name)
+        owned = DURABLE_OWNER.set(call.owner)
+        slot = _SLOT.set((self, call))
+        call.task = asyncio.current_task()
         try:
-            with self._lock:
-                self.in_flight += 1
-                self._waiting -= 1
-                self._n_started += 1
-                call.started = time.monotonic()
-                self._running[call] = None
-                self._wake_host()
-            # the function's own code, and an awaitable a plain callable gives back (a
-            # lambda calling an async function, an object with an async ``__call__``), run
-            # inside the durable call: a durable call made there is part of it (``_nested``)
-            inside = DURABLE_FUNCTION.set(call.name)
-            owned = DURABLE_OWNER.set(call.owner)
-            slot = _SLOT.set((self, call))
-            call.task = asyncio.current_task()
-            try:
-                if inspect.iscoroutinefunction(fn):
-                    result = await fn(*args, **kwargs)
-                else:
-                    result = await self._loop.run_in_executor(
-                        None, functools.partial(_in_thread, call.name, fn, args, kwargs,
-                                                call.owner)
-                    )
-                    if inspect.isawaitable(result):
-                        result = await result
-            except BaseException as e:  # noqa: BLE001 - every failure is an outcome
-                ok, value = False, e
+            if inspect.iscoroutinefunction(fn):
+                result = await fn(*args, **kwargs)
             else:
-                ok, value = (False, result.error) if isinstance(result, _Raised) \
-                    else (True, result)
-            finally:
-                _SLOT.reset(slot)
-                call.task = None  # (no cycle through the task left behind)
-                DURABLE_OWNER.reset(owned)
-                DURABLE_FUNCTION.reset(inside)
-                with self._lock:
-                    if call.given_up:  # cancelled while taking a slot back: holds none
-                        self._held -= 1
-                    else:
-                        self.in_flight -= 1
-                        self._running.pop(call, None)
-                    took = time.monotonic() - call.started
-                    prev = self._avg_s.get(call.name)
-                    self._avg_s[call.name] = took if prev is None else (
-                        prev + _EWMA_WEIGHT * (took - prev))
-                    avg = self._avg_all_s
-                    self._avg_all_s = took if avg is None else avg + _EWMA_WEIGHT * (took - avg)
+                result = await self._loop.run_in_executor(
+                    None, functools.partial(_in_thread, call.name, fn, args, kwargs,
+                                            call.owner)
+                )
+                if inspect.isawaitable(result):
+                    result = await result
+        except BaseException as e:  # noqa: BLE001 - every failure is an outcome
+            ok, value = False, e
+        else:
+            ok, value = (False, result.error) if isinstance(result, _Raised) \
+                else (True, result)
         finally:
-            if not call.given_up:
-                self._sem.release()
+            _SLOT.reset(slot)
+            call.task = None  # (no cycle through the task left behind)
+            DURABLE_OWNER.reset(owned)
+            DURABLE_FUNCTION.reset(inside)
+            with self._lock:
+                if call.given_up:  # cancelled while taking a slot back: holds none
+                    self._held -= 1
+                else:
+                    self.in_flight -= 1
+                    self._running.pop(call, None)
+                    self.slots.free(call.key)
+                took = time.monotonic() - call.started
+                prev = self._avg_s.get(call.name)
+                self._avg_s[call.name] = took if prev is None else (
+                    prev + _EWMA_WEIGHT * (took - prev))
+                avg = self._avg_all_s
+                self._avg_all_s = took if avg is None else avg + _EWMA_WEIGHT * (took - avg)
         try:
             on_done(ok, value)
         finally:
@@ -401,18 +413,23 @@ class IOExecutor:
 
     def _give_up(self, call: _Call) -> None:
         """``IOSlot.give_up``: the call's slot goes to the next call waiting for one."""
-        assert self._sem is not None
         with self._lock:
             call.given_up = True
             self.in_flight -= 1
             self._held += 1
             self._running.pop(call, None)
-        self._sem.release()
+            self.slots.free(call.key)
 
     async def _take_back(self, call: _Call) -> None:
-        """``IOSlot.take_back``: wait for a slot, then count the call as running again."""
-        assert self._sem is not None
-        await self._sem.acquire()
+        """``IOSlot.take_back``: wait for a slot again, then count the call as running again.
+
+        It waits behind its key's waiting calls, in turn with other keys (``KeyShares``).
+        """
+        assert self._loop is not None
+        with self._lock:
+            turn = self.slots.take(call.key, call, self._loop)
+        if turn is not None:
+            await self.slots.wait_turn(call.key, call, turn, self._lock)
         with self._lock:
             call.given_up = False
             self.in_flight += 1
@@ -436,8 +453,9 @@ class IOExecutor:
 
         A running call is expected to take as long as recent calls of the same function
         (a moving average); a waiting call to start once the calls ahead of it have freed
-        slots at that rate, then to take as long. ``0.0`` when a call has run past its
-        expected duration.
+        slots at that rate, then to take as long: the calls submitted before it, or, when
+        fewer, a call of each key waiting for each of its own key's calls up to it (slots
+        go to keys in turn). ``0.0`` when a call has run past its expected duration.
 
         Args:
             key: a key given to ``submit``.
@@ -454,12 +472,15 @@ class IOExecutor:
                 return None
             best: float | None = None
             free = self.max_in_flight - self.in_flight
+            keys = max(1, self.slots.keys_waiting)  # keys served in turn as slots free
+            mine = 0  # calls of this key waiting ahead of ``c``
             for c in calls:
                 avg = self._avg_s.get(c.name, self._avg_all_s)
                 if c.started is not None:
                     eta = max(0.0, c.started + avg - now)
                 else:  # starts once the calls ahead of it took the free slots and more
-                    ahead = max(0, c.order - self._n_started)
+                    ahead = max(0, min(c.order - self._n_started, (mine + 1) * keys - 1))
+                    mine += 1
                     freed = ahead - free + 1  # running calls that must end first
                     # a little early rather than late: the next look re-estimates
                     eta = avg + 0.9 * max(0, freed) * self._avg_all_s / self.max_in_flight

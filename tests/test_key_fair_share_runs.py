@@ -1,0 +1,139 @@
+"""A hot key's fan-out does not starve another key's call, on the local runner, on Flink and
+in a user's own program; and no run shape stalls a key against its own share of slots.
+
+The hot key's record starts 12 calls that each wait for a file only the other key's call
+writes (``support.fair_share_agents``); before, at ``max_in_flight=4`` the hot key held every
+slot, the other call waited behind the backlog and each hot call waited out its gate
+(``"starved"``). The shapes below make several calls of one key at once with the fewest
+slots (one, or one per key): a call holding a slot while it waits for another call of its own
+key to start would never complete there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.fair_share_agents import FanOut, shapes
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.runtime import HostOptions
+
+pytestmark = pytest.mark.timeout(180)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _records(gate: Path) -> list[dict[str, Any]]:
+    return [{"key": "hot", "n": 12, "gate": str(gate)}, {"key": "cool", "n": 0, "gate": str(gate)}]
+
+
+def _check(outputs: list[dict[str, Any]]) -> None:
+    by_key = {o["key"]: o["got"] for o in outputs}
+    assert by_key == {"hot": [f"hot{i}" for i in range(12)], "cool": ["cool"]}  # none starved
+
+
+def test_a_hot_keys_fan_out_leaves_a_slot_to_another_keys_call(tmp_path: Path):
+    res = (
+        AgentsExecutionEnvironment.local(max_in_flight=4)
+        .from_list(_records(tmp_path / "gate"))
+        .apply(FanOut())
+        .run()
+    )
+    assert res.errors == []
+    _check(res.outputs)
+
+
+@pytest.mark.parametrize("do", ["nested", "chat", "subagents", "deferred"])
+@pytest.mark.parametrize("slots", [(1, None), (2, 1)])
+def test_calls_of_one_key_that_wait_on_each_other_complete_with_the_fewest_slots(do, slots):
+    max_in_flight, per_key = slots
+    opts = HostOptions(max_in_flight=max_in_flight, max_in_flight_per_key=per_key)
+    res = (
+        AgentsExecutionEnvironment.local(options=opts)
+        .from_list([{"key": "a", "do": do}, {"key": "b", "do": do}])
+        .apply(shapes())
+        .run()
+    )
+    assert res.errors == [], [(e.action, e.message) for e in res.errors]
+    outs = {json.dumps(o["out"]) for o in res.outputs}
+    assert len(res.outputs) == 2 and len(outs) == 1  # both keys, the same answer
+    expected = {
+        "nested": ["outer(leaf-0)", "outer(leaf-1)", "outer(leaf-2)"],
+        "chat": json.dumps([f"leaf-t{i}" for i in range(3)]),
+        "subagents": [[[f"leaf-{i}-a", f"leaf-{i}-b"]] for i in range(3)],
+        "deferred": [{"echo": i} for i in range(3)],
+    }[do]
+    assert res.outputs[0]["out"] == expected
+
+
+USER_PROGRAM = """
+import json, os, sys, time
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+
+GATE = sys.argv[1]
+
+def slow_tool(i):
+    deadline = time.monotonic() + 30
+    while not os.path.exists(GATE):
+        if time.monotonic() > deadline:
+            return "starved"
+        time.sleep(0.005)
+    return i
+
+def quick_tool():
+    open(GATE, "w").close()
+    return "quick"
+
+class Mine(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        if event.input["fan"]:
+            calls = [ctx.durable_execute_async(slow_tool, i) for i in range(20)]
+            got = [await c for c in calls]
+        else:
+            got = [await ctx.durable_execute_async(quick_tool)]
+        ctx.send_event(OutputEvent(output={"key": event.input["key"], "got": got}))
+
+records = [{"key": "hot", "fan": True}, {"key": "other", "fan": False}]
+env = AgentsExecutionEnvironment.local(max_in_flight=8)
+print(json.dumps(env.from_list(records).apply(Mine()).collect()))
+"""
+
+
+def test_a_users_own_program_outside_the_repository(tmp_path: Path):
+    (tmp_path / "mine.py").write_text(textwrap.dedent(USER_PROGRAM))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "mine.py", str(tmp_path / "gate")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    outputs = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {o["key"]: o["got"] for o in outputs} == {"hot": list(range(20)), "other": ["quick"]}
+
+
+@pytest.mark.flink
+def test_on_a_minicluster_a_hot_keys_fan_out_leaves_a_slot_to_another_key(tmp_path: Path):
+    from pyflink.common import Types
+
+    from flink_agents_py.flink import create_stream_environment
+
+    env = create_stream_environment(parallelism=1)
+    agents = AgentsExecutionEnvironment.flink(env, max_in_flight=4)
+    records = env.from_collection(_records(tmp_path / "gate"), Types.PICKLED_BYTE_ARRAY())
+    out = agents.from_datastream(records).apply(FanOut()).to_datastream()
+    with out.execute_and_collect("fair-share") as results:
+        _check(list(results))
