@@ -112,7 +112,7 @@ def test_a_freed_slot_goes_to_a_waiting_key_before_the_hot_keys_next_call():
         assert log.wait_started(2)
         executor.submit(lambda: log.start("cool"), (), {}, log.on_done("cool"), key="cool")
         # the cool key waits its turn (the hot one, at its cap, is not in the round)
-        wait_until("the cool call waits for a slot", lambda: executor.slots.keys_waiting == 1)
+        wait_until("the cool call waits for a slot", lambda: len(executor.slots._round) == 1)
         gates[0].set()
         assert log.wait_started(3)
         assert log.started[:3] == ["hot0", "hot1", "cool"]

@@ -472,7 +472,7 @@ class IOExecutor:
                 return None
             best: float | None = None
             free = self.max_in_flight - self.in_flight
-            keys = max(1, self.slots.keys_waiting)  # keys served in turn as slots free
+            keys = len(self._by_key)  # at most this many keys are served in turn before it
             mine = 0  # calls of this key waiting ahead of ``c``
             for c in calls:
                 avg = self._avg_s.get(c.name, self._avg_all_s)

@@ -76,11 +76,6 @@ class KeyShares:
         self._shares: dict[Any, _Share] = {}
         self._round: collections.deque[_Share] = collections.deque()
 
-    @property
-    def keys_waiting(self) -> int:
-        """How many keys are served in turn as slots free (an estimate's input)."""
-        return len(self._round)
-
     def take(
         self, key: Any, call: Any, loop: asyncio.AbstractEventLoop
     ) -> asyncio.Future[None] | None:
