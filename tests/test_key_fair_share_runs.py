@@ -20,10 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.fair_share_agents import FanOut, shapes
+from support.fair_share_agents import FanOut, Queued, shapes
+from support.harness import KEY, new_core, resume, snapshot_of
+from support.waiting import wait_until
 
 from flink_agents_py import AgentsExecutionEnvironment
-from flink_agents_py.runtime import HostOptions
+from flink_agents_py.plan import AgentPlan
+from flink_agents_py.runtime import HostOptions, InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -137,3 +140,25 @@ def test_on_a_minicluster_a_hot_keys_fan_out_leaves_a_slot_to_another_key(tmp_pa
     out = agents.from_datastream(records).apply(FanOut()).to_datastream()
     with out.execute_and_collect("fair-share") as results:
         _check(list(results))
+
+
+def test_calls_queued_for_a_slot_at_a_snapshot_run_after_a_restore(probes):
+    # one slot per key: at the snapshot call 0 runs and calls 1-5 wait for its slot; they are
+    # in-flight calls of the run's state like call 0, so the restored run starts them all
+    # (none recorded a result) and outputs what an uninterrupted run would
+    plan = AgentPlan.from_agent(Queued())
+    core = new_core(plan, max_in_flight=2, max_in_flight_per_key=1)
+    state = InMemoryKeyState()
+    try:
+        res = core.on_input(KEY, {"go": 1}, state)
+        assert res.errors == [] and res.outputs == []
+        wait_until("call 0 runs", lambda: probes["call0"] == 1)
+        assert core.executor.in_flight == 1 and core.executor.waiting == 5
+        snapshot = snapshot_of(state, "json")
+    finally:
+        core.close()  # the crash: call 0 abandoned at its gate, calls 1-5 never started
+    assert [probes[f"call{i}"] for i in range(6)] == [1, 0, 0, 0, 0, 0]
+    probes.open("slot")
+    outputs, errors, _ = resume(plan, snapshot, max_in_flight=2, max_in_flight_per_key=1)
+    assert errors == [] and outputs == [[0, 1, 2, 3, 4, 5]]
+    assert [probes[f"call{i}"] for i in range(6)] == [2, 1, 1, 1, 1, 1]

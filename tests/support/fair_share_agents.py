@@ -140,3 +140,25 @@ def shapes() -> Shapes:
     )
     agent.add_resource("remote", ResourceType.AGENT, ResourceDescriptor(Remote))
     return agent
+
+
+# ----------------------------------------------------------------- calls queued at a snapshot
+
+
+def counted(i: int) -> int:
+    """Counts its runs (``call<i>``) in the test's probes; waits for the gate ``slot``."""
+    from support.probes import count, gate  # the test's probes (only the core tests use it)
+
+    count(f"call{i}")
+    assert gate("slot").wait(30), "the slot gate never opened"
+    return i
+
+
+class Queued(Agent):
+    """Starts six calls at once; with one slot per key, five wait for one."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        calls = [ctx.durable_execute_async(counted, i) for i in range(6)]
+        ctx.send_event(OutputEvent(output=[await c for c in calls]))
