@@ -483,7 +483,7 @@ PUBLIC_API = {
     "ApprovalRequest", "APPROVAL_REQUEST_KIND",
     # errors
     "AgentsError", "ActionError", "ChatResponseError", "DurableExecutionError",
-    "EventChainLimitError",
+    "EventChainLimitError", "CallLimitError",
     "MissingApiKeyError", "NotInActionContextError", "PlanError", "DuplicateNameError",
     "ProviderError",
     "ReplayDivergenceError", "ResourceError", "ResourceNotFoundError", "SerializationError",

@@ -25,6 +25,7 @@ from support.harness import KEY, new_core, resume, snapshot_of
 from support.waiting import wait_until
 
 from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import CallLimitError
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import HostOptions, InMemoryKeyState
 
@@ -79,6 +80,7 @@ def test_calls_of_one_key_that_wait_on_each_other_complete_with_the_fewest_slots
 USER_PROGRAM = """
 import json, os, sys, time
 from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import CallLimitError
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 
 GATE = sys.argv[1]
@@ -142,7 +144,7 @@ def test_on_a_minicluster_a_hot_keys_fan_out_leaves_a_slot_to_another_key(tmp_pa
         _check(list(results))
 
 
-def test_calls_queued_for_a_slot_at_a_snapshot_run_after_a_restore(probes):
+def test_calls_queued_for_a_slot_at_a_snapshot_run_after_a_restore(probes, monkeypatch):
     # one slot per key: at the snapshot call 0 runs and calls 1-5 wait for its slot; they are
     # in-flight calls of the run's state like call 0, so the restored run starts them all
     # (none recorded a result) and outputs what an uninterrupted run would
@@ -155,10 +157,50 @@ def test_calls_queued_for_a_slot_at_a_snapshot_run_after_a_restore(probes):
         wait_until("call 0 runs", lambda: probes["call0"] == 1)
         assert core.executor.in_flight == 1 and core.executor.waiting == 5
         snapshot = snapshot_of(state, "json")
+        assert snapshot.run is not None and snapshot.run.calls_started == 6
     finally:
         core.close()  # the crash: call 0 abandoned at its gate, calls 1-5 never started
     assert [probes[f"call{i}"] for i in range(6)] == [1, 0, 0, 0, 0, 0]
     probes.open("slot")
+    monkeypatch.setattr(CallLimitError, "LIMIT", 6)  # started ones are not counted again
     outputs, errors, _ = resume(plan, snapshot, max_in_flight=2, max_in_flight_per_key=1)
     assert errors == [] and outputs == [[0, 1, 2, 3, 4, 5]]
     assert [probes[f"call{i}"] for i in range(6)] == [2, 1, 1, 1, 1, 1]
+
+
+def test_a_run_starting_more_calls_than_the_limit_fails_and_its_key_goes_on(
+    tmp_path: Path, monkeypatch
+):
+    # a record whose run starts 12 calls past a limit of 10: its action fails with the key
+    # and the limit named, on the error output; the key's next record and another key run
+    monkeypatch.setattr(CallLimitError, "LIMIT", 10)
+    gate = tmp_path / "gate"
+    gate.write_text("open")
+    records = [
+        {"key": "hot", "n": 12, "gate": str(gate)},
+        {"key": "hot", "n": 0, "gate": str(gate)},
+        {"key": "other", "n": 10, "gate": str(gate)},
+    ]
+    res = AgentsExecutionEnvironment.local().from_list(records).apply(FanOut()).run()
+    [error] = res.errors
+    assert (error.key, error.error_type) == ("hot", "CallLimitError")
+    assert "for key 'hot'" in error.message and "more than 10 durable calls" in error.message
+    assert sorted(res.outputs, key=str) == sorted(
+        [{"key": "hot", "got": ["cool"]}, {"key": "other", "got": [f"hot{i}" for i in range(10)]}],
+        key=str,
+    )
+
+
+def test_the_call_limit_counts_the_calls_of_a_runs_sub_agents(monkeypatch):
+    # the parent starts 3 sub-agent calls, each child 2 calls: 9 in the run tree. Past the
+    # limit the third child's second call fails its action: its sub-agent call fails, naming
+    # the limit, and the calls past it never start
+    monkeypatch.setattr(CallLimitError, "LIMIT", 8)
+    env = AgentsExecutionEnvironment.local()
+    res = env.from_list([{"key": "a", "do": "subagents"}]).apply(shapes()).run()
+    [out] = res.outputs
+    assert out["out"][:2] == [[["leaf-0-a", "leaf-0-b"]], [["leaf-1-a", "leaf-1-b"]]]
+    assert "CallLimitError" in out["out"][2] and "more than 8 durable calls" in out["out"][2]
+    monkeypatch.setattr(CallLimitError, "LIMIT", 9)
+    res = env.from_list([{"key": "a", "do": "subagents"}]).apply(shapes()).run()
+    assert res.errors == [] and res.outputs[0]["out"][2] == [["leaf-2-a", "leaf-2-b"]]

@@ -36,6 +36,7 @@ from ._embeddings import (
 from ._errors import (
     ActionError,
     AgentsError,
+    CallLimitError,
     ChatResponseError,
     DuplicateNameError,
     DurableExecutionError,
@@ -257,6 +258,7 @@ __all__ = [
     "SubagentInputError",
     "UnsupportedAwaitError",
     "EventChainLimitError",
+    "CallLimitError",
     "UnkeyedRecordError",
     "UnfinishedRunError",
     "UnreadErrorsError",

@@ -268,6 +268,47 @@ def _chain_limit_error(execution_id: str, limit: int, key: Any,
     return EventChainLimitError(execution_id, limit, key=key, event_types=event_types)
 
 
+class CallLimitError(AgentsError):
+    """A record's run started more than ``limit`` durable calls (its sub-agents' included).
+
+    One record can start work that multiplies: a model asking for many tool calls, an
+    action starting many calls, sub-agents whose runs start calls and sub-agents of their
+    own. Every durable call the run tree starts counts (model and tool calls, sub-agent,
+    chat and wait calls; replayed ones are not started again and do not count), kept in the
+    run's state so a restore goes on counting. The action starting the call past the limit
+    fails with this error, as does every later call of the run: the record ends on the error
+    output, naming its key and the limit, and the key's next record runs.
+
+    Args:
+        limit: the most calls a run starts.
+        key: the run's key, when known.
+        execution_id: the action execution that started the call past the limit.
+
+    Attributes:
+        limit: the most calls a run starts (``LIMIT`` by default).
+        key: the run's key.
+    """
+
+    LIMIT = 10_000
+    """The most durable calls one record's run tree starts.
+
+    Read when a call starts: set it (``CallLimitError.LIMIT = 50_000``) in the module that
+    defines the agent, so that Flink's Python workers, which import that module, set it too."""
+
+    def __init__(self, limit: int = LIMIT, key: Any = None, execution_id: str = "") -> None:
+        self.limit, self.key, self.execution_id = limit, key, execution_id
+        where = f" for key {key!r:.80}" if key is not None else ""
+        super().__init__(
+            f"the run of one input record{where} started more than {limit} durable calls "
+            f"(model, tool, sub-agent calls of the run and of its sub-agents' runs; "
+            f"{execution_id or 'an action'} was starting one more). A model or an action "
+            f"fanning out without end? For larger runs raise the limit: "
+            f"CallLimitError.LIMIT = {limit * 5} in the agent's module")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable, like the other errors
+        return (CallLimitError, (self.limit, self.key, self.execution_id))
+
+
 class UnfinishedRunError(AgentsError):
     """A run that could not finish at the end of input, given up with an error record.
 

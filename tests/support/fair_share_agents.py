@@ -118,7 +118,8 @@ class Shapes(Agent):
             out = reply.message.content
         elif do == "subagents":
             handles = [await ctx.submit_subagent("child", str(i)) for i in range(3)]
-            out = [(await h).result for h in handles]
+            results = [await h for h in handles]
+            out = [r.result if r.success else str(r.error_message) for r in results]
         else:  # "deferred"
             handles = [await ctx.submit_subagent("remote", i) for i in range(3)]
             out = [(await h).result for h in handles]

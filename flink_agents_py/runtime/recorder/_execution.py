@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pydantic import BaseModel
 
 from ...api import (
+    CallLimitError,
     ChatMessage,
     Event,
     EventChainLimitError,
@@ -461,6 +462,8 @@ class ActionExecution:
             ReplayDivergenceError: (with ``check``) when the record was made by a call of
                 another kind or target; also for every later call of an execution that
                 diverged (so an action cannot catch the error and go on).
+            CallLimitError: when the call is new and the run tree has started
+                ``CallLimitError.LIMIT`` calls already (and for every later new call).
         """
         self.check_live("a durable call")
         if self.diverged is not None:
@@ -472,7 +475,12 @@ class ActionExecution:
         rec = self._record.calls.get(str(ordinal))
         if (rec is None or not rec.done) and self.ledger.journal is not None:
             rec = journaled(self, ordinal, call_id, digest, (kind, target)) or rec
-        if check and rec is not None:
+        if rec is None:  # a call the run starts now (a replayed one has its record)
+            run = self.run
+            run.calls_started += 1
+            if run.calls_started > CallLimitError.LIMIT:  # the run tree's, sub-agents' too
+                raise CallLimitError(CallLimitError.LIMIT, self.key, self.execution_id)
+        elif check:
             self._check_same(call_id, rec, kind, target)
         return ordinal, call_id, digest, rec
 

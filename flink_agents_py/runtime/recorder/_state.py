@@ -18,10 +18,9 @@ import msgspec
 
 from ...api import AgentsError
 
-__all__ = ["CallKind", "CallRecord", "InflightAction", "Invocation", "WaitRecord",
-           "RunState", "KeyState",
-           "InMemoryKeyState", "StateFormatError", "PARKED_SUFFIX", "STATE_FORMAT_VERSION",
-           "SUPPORTED_STATE_FORMATS"]
+__all__ = ["CallKind", "CallRecord", "InflightAction", "Invocation", "WaitRecord", "RunState",
+           "KeyState", "InMemoryKeyState", "StateFormatError", "PARKED_SUFFIX",
+           "STATE_FORMAT_VERSION", "SUPPORTED_STATE_FORMATS"]
 
 _R = TypeVar("_R", bound="_Record")
 
@@ -404,6 +403,7 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
             keep them).
         source: where its input was read, when its source says so (``from_kafka``: ``"topic T
             partition P offset O"``), for its error records; ``None`` otherwise.
+        calls_started: how many durable calls its run tree started (``CallLimitError``).
         parked: every action in flight waits for an outside event or a timer, and no call
             runs: the host keeps nothing of the run in memory (last field, so a host can
             tell a parked run from its stored text's end without parsing it).
@@ -418,6 +418,7 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
     siblings_kept: bool = False
     ltm_done: list[str] | None = None
     source: str | None = None
+    calls_started: int = 0
     parked: bool = False
 
     def to_builtins(self) -> dict[str, Any]:
@@ -428,7 +429,8 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
                 "sensory": self.sensory,
                 "waits": {k: w.to_builtins() for k, w in self.waits.items()},
                 "siblings_kept": self.siblings_kept, "ltm_done": self.ltm_done,
-                "source": self.source, "parked": self.parked}
+                "source": self.source, "calls_started": self.calls_started,
+                "parked": self.parked}
 
     def to_stored(self) -> str:
         """The run as the JSON text a host keeps in keyed state (format ``"v"`` included).
