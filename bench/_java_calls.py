@@ -35,12 +35,13 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Counted", "install", "main"]
+__all__ = ["FAST_INPUT", "Counted", "install", "main"]
 
 OUT_ENV = "BENCH_JAVA_CALLS_OUT"
 """The environment variable naming the JSON file the TaskManager writes the figures to."""
@@ -59,6 +60,11 @@ _SEEN: dict[str, Any] = {}  # the operator, a context, from the first wrapped ca
 _clock = time.thread_time_ns
 _CLOCK_NS = 0  # what two reads of the clock cost (subtracted from each call)
 _DUMP_EVERY = 500  # callbacks
+_STAMP = "bench.stamping map (chained, in the callbacks)"
+FAST_INPUT = "pyflink.input record conversion (_fast_input)"
+"""The agent operator's input converter's label (PyFlink's ``Row`` converter's otherwise)."""
+_ITEMS = "callback items (returns to Java)"
+_NOT_JAVA = ("callback.", "pyflink.", "bench.")  # the table's labels that are no Java call
 
 
 def _timed(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -106,6 +112,7 @@ def _wrap_callback(cls: type, name: str) -> None:
             yield from original(self, *args)  # not a keyed process function (a map)
             return
         _COUNTS[f"callback.{name}"] += 1
+        _SEEN["thread"] = threading.get_ident()  # the operator's (``_wrap_convert``)
         prof = _SEEN.get("profile")
         t0, spent = _clock(), 0
         try:
@@ -115,6 +122,7 @@ def _wrap_callback(cls: type, name: str) -> None:
                 spent += _clock() - t0
                 if prof is not None:
                     prof.disable()
+                _COUNTS[_ITEMS] += 1
                 yield item
                 if prof is not None:
                     prof.enable()
@@ -126,7 +134,7 @@ def _wrap_callback(cls: type, name: str) -> None:
             _CPU_NS[f"callback.{name}"] += spent
         if "micro" not in _SEEN and name == "process_element" and "ctx" in _SEEN:
             counts, cpu = _COUNTS.copy(), _CPU_NS.copy()  # the micro-benchmark's calls
-            _SEEN["micro"] = _micro()                       # are left out of the counts
+            _SEEN["micro"] = _micro()  # are left out of the counts
             _COUNTS.clear(), _CPU_NS.clear()
             _COUNTS.update(counts), _CPU_NS.update(cpu)
         done = _COUNTS["callback.process_element"] + _COUNTS["callback.on_timer"]
@@ -134,6 +142,27 @@ def _wrap_callback(cls: type, name: str) -> None:
             _dump()
 
     setattr(cls, name, callback)
+
+
+def _wrap_convert(cls: type, name: str, label: str) -> None:
+    """Time PyFlink's converter ``cls.name`` when the agent operator's thread calls it.
+
+    The upstream tasks' converters run on threads of their own (their calls are not
+    counted); the agent operator's thread converts its input row and its outputs.
+    """
+    original = getattr(cls, name)
+
+    def method(self: Any, value: Any) -> Any:
+        if threading.get_ident() != _SEEN.get("thread"):
+            return original(self, value)
+        t0 = _clock()
+        try:
+            return original(self, value)
+        finally:
+            _CPU_NS[label] += _clock() - t0 - _CLOCK_NS
+            _COUNTS[label] += 1
+
+    setattr(cls, name, method)
 
 
 def _state_label(state: Any) -> str:
@@ -177,20 +206,26 @@ def install() -> None:
     _CLOCK_NS = (_clock() - t0) // 1000 * 2
     from pyflink.fn_execution.datastream.embedded import process_function, state_impl
     from pyflink.fn_execution.datastream.embedded.timerservice_impl import TimerServiceImpl
-    from pyflink.fn_execution.embedded import operations
+    from pyflink.fn_execution.embedded import converters, operations
 
-    from flink_agents_py.flink import _switching
+    from flink_agents_py.flink import _fast_input, _switching
 
     for name in ("value", "update"):
         _wrap_state_method(state_impl.ValueStateImpl, name)
     _wrap_state_method(state_impl.StateImpl, "clear")
     for name in ("get", "put", "remove", "contains"):
         _wrap_state_method(state_impl.MapStateImpl, name)
-    for name in ("register_processing_time_timer", "register_event_time_timer",
-                 "delete_processing_time_timer", "delete_event_time_timer"):
+    for name in (
+        "register_processing_time_timer",
+        "register_event_time_timer",
+        "delete_processing_time_timer",
+        "delete_event_time_timer",
+    ):
         _wrap_method(TimerServiceImpl, name, f"timers.{name}")
-    for cls in (process_function.InternalKeyedProcessFunctionContext,
-                process_function.InternalKeyedProcessFunctionOnTimerContext):
+    for cls in (
+        process_function.InternalKeyedProcessFunctionContext,
+        process_function.InternalKeyedProcessFunctionOnTimerContext,
+    ):
         original = cls.get_current_key
 
         def get_current_key(self: Any, _original: Any = original) -> Any:
@@ -199,6 +234,13 @@ def install() -> None:
 
         cls.get_current_key = get_current_key
         _wrap_method(cls, "get_current_key", "ctx.get_current_key")
+    _wrap_convert(converters.RowDataConverter, "to_internal", "pyflink.input row conversion")
+    _wrap_convert(_fast_input.RecordOfKeyedRow, "to_internal", FAST_INPUT)
+    _wrap_convert(
+        converters.PickleDataConverter,
+        "to_external",
+        "pyflink.output pickling (the stamping map's)",
+    )
     _wrap_callback(operations.OneInputFunctionOperation, "process_element")
     _wrap_callback(operations.FunctionOperation, "on_timer")
     init = _switching.KeySwitching.__init__
@@ -254,8 +296,13 @@ def _dump() -> None:
     if not path:
         return
     op = _SEEN.get("operator")
-    data = {"counts": dict(_COUNTS), "cpu_ns": dict(_CPU_NS), "clock_ns": _CLOCK_NS,
-            "stats": dict(op.stats) if op is not None else {}, "micro": _SEEN.get("micro")}
+    data = {
+        "counts": dict(_COUNTS),
+        "cpu_ns": dict(_CPU_NS),
+        "clock_ns": _CLOCK_NS,
+        "stats": dict(op.stats) if op is not None else {},
+        "micro": _SEEN.get("micro"),
+    }
     tmp = path + ".tmp"
     Path(tmp).write_text(json.dumps(data))
     os.replace(tmp, path)
@@ -275,7 +322,10 @@ class Counted:
         self.fn = fn
 
     def __call__(self, value: Any) -> Any:
+        t0 = _clock()
         out = self.fn(value)
+        _CPU_NS[_STAMP] += _clock() - t0 - _CLOCK_NS
+        _COUNTS[_STAMP] += 1
         _COUNTS["outputs"] += 1
         if str(_COUNTS["outputs"]) == os.environ.get(OUTPUTS_ENV):  # the job's last output
             _dump()
@@ -292,23 +342,35 @@ def _table(data: dict[str, Any], job: dict[str, Any]) -> str:
     chats = counts.get("callback.process_element", 0)
     if not chats:
         return "no callbacks counted"
-    lines = [f"{chats:,} chats (process_element callbacks); operator stats {data['stats']}",
-             f"{'call':44s} {'per chat':>9s} {'us each':>8s} {'us/chat':>8s}"]
-    java = 0.0
+    lines = [
+        f"{chats:,} chats (process_element callbacks); operator stats {data['stats']}",
+        f"{'call':44s} {'per chat':>9s} {'us each':>8s} {'us/chat':>8s}",
+    ]
+    java = other = 0.0
     for label in sorted(counts, key=lambda k: -cpu.get(k, 0)):
         n = counts[label]
-        if label == "outputs":
+        if label in ("outputs", _ITEMS):
             continue
         us = cpu.get(label, 0) / 1000
-        if not label.startswith("callback."):
+        if not label.startswith(_NOT_JAVA):
             java += us / chats
+        elif not label.startswith("callback."):
+            other += us / chats
         lines.append(f"{label:44s} {n / chats:9.3f} {us / n:8.2f} {us / chats:8.1f}")
+    lines.append(f"{_ITEMS:44s} {counts.get(_ITEMS, 0) / chats:9.3f}")
     op = (job.get("cpu_op") or {}).get("thread_us_per_out")
     lines.append(f"{'calls into Java, together':44s} {'':9s} {'':8s} {java:8.1f}")
+    callbacks = sum(cpu.get(k, 0) for k in cpu if k.startswith("callback.")) / 1000 / chats
+    lines.append(
+        f"{'callbacks less Java, conversions, stamping':44s} {'':9s} {'':8s} "
+        f"{callbacks - java - other:8.1f}"
+    )
     if op:
         lines.append(f"{'operator thread (bench._threads, cpu_op)':44s} {'':9s} {'':8s} {op:8.1f}")
-    lines.append(f"(each timed call includes a wrapper; {data['clock_ns']} ns of clock reads "
-                 "subtracted per call)")
+    lines.append(
+        f"(each timed call includes a wrapper; {data['clock_ns']} ns of clock reads "
+        "subtracted per call)"
+    )
     for label, us in (data.get("micro") or {}).items():
         lines.append(f"micro, one call: {label:40s} {us:6.2f} us")
     return "\n".join(lines)
@@ -332,10 +394,18 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(tmp) / "calls.json"
         os.environ[OUT_ENV], os.environ[OUTPUTS_ENV] = str(out), str(args.chats)
         try:
-            job = run_flink_job({"kind": "chat", "mode": "thread", "parallelism": 1,
-                                 "records": args.chats, "keys": args.keys,
-                                 "max_in_flight": args.max_in_flight, "unbounded": True,
-                                 "java_calls": True})
+            job = run_flink_job(
+                {
+                    "kind": "chat",
+                    "mode": "thread",
+                    "parallelism": 1,
+                    "records": args.chats,
+                    "keys": args.keys,
+                    "max_in_flight": args.max_in_flight,
+                    "unbounded": True,
+                    "java_calls": True,
+                }
+            )
         finally:
             del os.environ[OUT_ENV], os.environ[OUTPUTS_ENV]
         if "error" in job or not out.exists():

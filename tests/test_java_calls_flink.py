@@ -3,7 +3,8 @@
 The figures are what the operator's cost on the Flink side is judged by (issue 31), so they
 must count the agent operator's callbacks only (the job's maps are Python functions too, on
 the same PyFlink classes) and the keyed-state writes a chat makes: its run written when the
-chat starts and cleared when it ends, the key's queue tail written once.
+chat starts and cleared when it ends, the key's queue tail written once; and that each input
+record is converted without PyFlink's ``Row`` (``flink._fast_input``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import pytest
 
 pytest.importorskip("pyflink")
 
+from bench._java_calls import FAST_INPUT  # noqa: E402
+
 pytestmark = pytest.mark.flink
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -25,12 +28,28 @@ CHATS, KEYS = 400, 100
 
 
 def test_java_calls_counts_the_operators_callbacks_and_a_chats_state_writes(
-        tmp_path: pathlib.Path) -> None:
+    tmp_path: pathlib.Path,
+) -> None:
     out = tmp_path / "calls.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "bench._java_calls", "--chats", str(CHATS), "--keys", str(KEYS),
-         "--json", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
+        [
+            sys.executable,
+            "-m",
+            "bench._java_calls",
+            "--chats",
+            str(CHATS),
+            "--keys",
+            str(KEYS),
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     data = json.loads(out.read_text())
     counts = data["counts"]
@@ -44,5 +63,8 @@ def test_java_calls_counts_the_operators_callbacks_and_a_chats_state_writes(
     assert KEYS <= counts["run.clear"] <= CHATS
     assert counts.get("queue.put", 0) == counts.get("queue.remove", 0)
     assert counts["ctx.get_current_key"] >= CHATS
+    # each input's record converted without PyFlink's Row (``_fast_input``), in the operator
+    assert counts[FAST_INPUT] == CHATS
+    assert "pyflink.input row conversion" not in counts
     assert data["micro"]["run update (760 chars)"] > 0
     assert "calls into Java, together" in proc.stdout

@@ -83,6 +83,7 @@ from ..runtime import (
     warm_up,
 )
 from ..runtime.internal import REJECTED_MARK
+from ._fast_input import adopt_record_input
 from ._fresh import fresh_reduce
 from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
@@ -200,6 +201,8 @@ class AgentOperator(KeyedProcessFunction):
             ValueStateDescriptor("agent-queue-tail", Types.LONG()))
         self.observability = self._open_observability(runtime_context)
         backend = _switchable_backend(runtime_context)
+        if backend is not None:  # thread mode: its records without PyFlink's Row (_fast_input)
+            adopt_record_input(self)
         switch = self._switch = KeySwitching(self, backend) if backend is not None else None
         self._python_backend = python_state_backend(runtime_context) if switch is None else None
         self._runs, self._idle = {}, collections.OrderedDict()

@@ -1,0 +1,123 @@
+"""The keyed input's conversion in a thread-mode TaskManager, without PyFlink's ``Row``.
+
+A keyed stream's element reaches PyFlink's embedded operation as its Java form of ``Row(key,
+record)``, and the operation's input converter (``RowDataConverter``) builds a PyFlink
+``Row`` of it for every record (a ``Row()``, six ``Row.__setattr__`` calls, its field names
+and kind) of which the keyed function's wrapper then passes on only the record
+(``process_element(value[1], ctx)``): the key is the keyed state backend's current key,
+read through the context. In the TaskManager that ``Row`` cost 11 us of a chat's operator
+thread (2026-12-06, ``bench._java_calls``), as much as the chat's run written to keyed
+state. ``adopt_record_input`` gives the agent operator's own operation a converter that
+converts the record field alone, as the ``Row``'s converter would have, and hands it on as
+``(None, record)``: the same record object reaches ``process_element``.
+
+Only the one operation whose main function is the calling operator is changed, only when it
+is PyFlink's one-input operation with a two-field row converter (a keyed stream's), and only
+in thread mode (process mode runs its functions through Beam, another code path); anything
+else leaves PyFlink's converter in place.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import sys
+from types import FrameType
+from typing import Any
+
+__all__ = ["RecordOfKeyedRow", "adopt_record_input"]
+
+log = logging.getLogger(__name__)
+
+_FRAMES = 8
+"""How many callers of ``open`` to look through for PyFlink's operation (it is 3 up)."""
+
+
+class RecordOfKeyedRow:
+    """An input converter: a keyed stream's ``Row(key, record)`` to ``(None, record)``.
+
+    Only ``to_internal``: PyFlink converts an operation's input with nothing else.
+
+    Args:
+        field: PyFlink's converter of the record field (the row converter's second).
+    """
+
+    __slots__ = ("_field", "_pickled")
+
+    def __init__(self, field: Any) -> None:
+        self._field = field
+        from pyflink.fn_execution.embedded.converters import PickleDataConverter
+
+        self._pickled = type(field) is PickleDataConverter  # (its ``to_internal``, inline)
+
+    def to_internal(self, value: Any) -> Any:
+        """The record of a row as the ``Row`` converter reads it: ``(kind, [key, record])``.
+
+        Returns:
+            ``(None, record)``: the keyed function's wrapper reads index 1 only.
+        """
+        if value is None:
+            return None
+        record = value[1][1]
+        if self._pickled:
+            return None, (pickle.loads(record) if record is not None else None)
+        return None, self._field.to_internal(record)
+
+
+def adopt_record_input(function: Any) -> bool:
+    """Give ``function``'s PyFlink operation the record-only input converter, when it is one.
+
+    Call from the function's ``open`` (PyFlink's operation opens it, three frames up).
+
+    Args:
+        function: the keyed process function being opened.
+
+    Returns:
+        Whether the converter was replaced.
+    """
+    try:
+        from pyflink.fn_execution.embedded.converters import RowDataConverter
+        from pyflink.fn_execution.embedded.operations import OneInputFunctionOperation
+    except ImportError:  # not in a thread-mode TaskManager (no ``pemja``)
+        return False
+    operation = _opening_operation(function, OneInputFunctionOperation)
+    if operation is None:
+        return False
+    converter = getattr(operation, "_input_data_converter", None)
+    fields = getattr(converter, "_field_data_converters", None)
+    if type(converter) is not RowDataConverter or fields is None or len(fields) != 2:
+        return False
+    operation._input_data_converter = RecordOfKeyedRow(fields[1])
+    log.debug("agent operator: the keyed input's records are converted without a Row")
+    return True
+
+
+def _opening_operation(function: Any, kind: type) -> Any:
+    """The PyFlink operation of type ``kind`` up the stack whose main function is ``function``.
+
+    Returns:
+        The operation, or ``None``.
+    """
+    frame: FrameType | None = sys._getframe(2)
+    for _ in range(_FRAMES):
+        if frame is None:
+            return None
+        candidate = frame.f_locals.get("self")
+        if type(candidate) is kind and _opens(candidate, function):
+            return candidate
+        frame = frame.f_back
+    return None
+
+
+def _opens(operation: Any, function: Any) -> bool:
+    """Whether ``operation``'s main operation opens ``function`` (its ``open_func``'s closure)."""
+    main = getattr(operation, "_main_operation", None)
+    opener = getattr(main, "_open_func", None)
+    cells = getattr(opener, "__closure__", None) or ()
+    for cell in cells:
+        try:
+            if cell.cell_contents is function:
+                return True
+        except ValueError:  # an empty cell
+            continue
+    return False
