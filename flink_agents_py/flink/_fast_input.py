@@ -102,9 +102,10 @@ def _opening_operation(function: Any, kind: type) -> Any:
     for _ in range(_FRAMES):
         if frame is None:
             return None
-        candidate = frame.f_locals.get("self")
-        if type(candidate) is kind and _opens(candidate, function):
-            return candidate
+        if frame.f_code.co_name == "open":  # (other frames' locals are not looked at)
+            candidate = frame.f_locals.get("self")
+            if type(candidate) is kind and _opens(candidate, function):
+                return candidate
         frame = frame.f_back
     return None
 
