@@ -54,11 +54,12 @@ _PROMPT_INPUT_SCHEMA = json.dumps({"type": "object", "properties": {"prompt": {"
 _PROMPT_ONLY = "prompt_only"  # action config: the input must be {"prompt": text}
 
 
-class ReActAgentError(AgentsError):
+class ReActAgentError(AgentsError, RuntimeError):
     """A ``ReActAgent`` run ended without an answer.
 
     The input was bad, or the chat failed: e.g. the model still called tools when the
-    ``max_iterations`` bound was reached.
+    ``max_iterations`` bound was reached. Also a ``RuntimeError``, what Apache Flink Agents'
+    ReAct agent raises for an input it cannot turn into a message.
     """
 
 
@@ -330,7 +331,7 @@ def _check_prompt_input(value: Any) -> None:
 
 def _user_messages(value: Any, prompt: Prompt | None) -> list[ChatMessage]:
     if isinstance(value, (bool, str, int, float)) or value is None:
-        text = "" if value is None else str(value)
+        text = str(value)  # None is "None", as Flink Agents sends it
         if prompt is None:
             return [ChatMessage(role=MessageRole.USER, content=text)]
         return _filled(prompt, {"input": text})  # a text prompt

@@ -152,6 +152,11 @@ class AgentConfigOptions:
     """
 
     JOB_IDENTIFIER = ConfigOption("job-identifier", str, None)
+    ERROR_HANDLING_STRATEGY = AgentExecutionOptions.ERROR_HANDLING_STRATEGY
+    """Flink Agents 0.2's place of ``AgentExecutionOptions.ERROR_HANDLING_STRATEGY`` (the same
+    option: its programs set ``AgentConfigOptions.ERROR_HANDLING_STRATEGY``)."""
+    MAX_RETRIES = AgentExecutionOptions.MAX_RETRIES
+    """Flink Agents 0.2's place of ``AgentExecutionOptions.MAX_RETRIES`` (the same option)."""
     BASE_LOG_DIR = ConfigOption("baseLogDir", str, None)
     """Where Flink Agents' file event log is written (``events-{job}-{task}-{subtask}.log``)."""
     EVENT_LOGGER_TYPE = ConfigOption("eventLoggerType", LoggerType, LoggerType.SLF4J)

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import inspect
+import re
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 from ..api.internal import Event, warn_at_user
 
-__all__ = ["ActionReturnWarning", "TriggerNameWarning", "warn_if_declares_a_result",
-           "warn_if_returned"]
+__all__ = ["ActionReturnWarning", "TriggerNameWarning", "condition_expression_problem",
+           "warn_if_declares_a_result", "warn_if_returned"]
 
 _RETURNED: set[Any] = set()
 """The action functions already warned about for a value they returned (once each)."""
+
+_CONDITION = re.compile(r"\s|[=<>!&|()\[\]\"'+*/%?,]")
+"""What no event type name holds and a condition expression does (an operator, a space)."""
 
 _NOTHING = {"None", "NoReturn", "Never", "typing.NoReturn", "typing.Never", "NoneType"}
 """Return annotations (as written, or as a type's name) saying the action returns nothing."""
@@ -102,3 +106,26 @@ def warn_if_returned(action: Any, value: Any) -> None:
                             f"returned {article} {what}, which is discarded: {fix}"),
         ActionReturnWarning, getattr(code, "co_filename", "<action>"),
         getattr(code, "co_firstlineno", 0))
+
+
+def condition_expression_problem(where: str, trigger: Any) -> str | None:
+    """The problem to report when ``trigger`` is a condition expression, not an event type.
+
+    Apache Flink Agents' main branch (0.4, unreleased) takes a CEL expression as a trigger
+    (``@action(EventType.InputEvent, "attributes.ready == true")``); this runtime does not
+    evaluate conditions, and such a string taken as an event type would name none, so its
+    action would never run without a word.
+
+    Args:
+        where: the action, for the message (``action 'x'``).
+        trigger: one of its triggers.
+
+    Returns:
+        The problem's text, or ``None`` for an event type name.
+    """
+    if not isinstance(trigger, str) or not _CONDITION.search(trigger.strip()):
+        return None
+    return (f"{where} is triggered by {trigger!r}, a condition expression (Apache Flink "
+            f"Agents' CEL trigger conditions, newer than 0.3), which this runtime does not "
+            f"evaluate: trigger the action by the event type alone and test the condition "
+            f"in the action (e.g. if event.get_attr('ready'): ...)")

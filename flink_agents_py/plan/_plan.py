@@ -39,7 +39,11 @@ from ..api.internal import (
     offered_tool_name,
     warn_at_user,
 )
-from ._action_checks import TriggerNameWarning, warn_if_declares_a_result
+from ._action_checks import (
+    TriggerNameWarning,
+    condition_expression_problem,
+    warn_if_declares_a_result,
+)
 from ._config_checks import warn_of_setup_fields
 from ._inherited import passing_down, visible
 from ._knowledge_checks import (
@@ -314,6 +318,9 @@ def _compile_actions(agent: Agent, problems: list[str]) -> dict[str, ActionPlan]
         if not spec.triggers:
             problems.append(f"{where} has no trigger event type")
         for t in spec.triggers:
+            if (condition := condition_expression_problem(where, t)) is not None:
+                problems.append(condition)
+                continue
             near = _near_known_type(t)
             if near is None:
                 continue
