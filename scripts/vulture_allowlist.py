@@ -32,6 +32,7 @@ from flink_agents_py.compat import (
     ErrorHandlingStrategy,
     EventContext,
     InjectedArg,
+    JavaFunction,
     LongTermMemoryBackend,
     LongTermMemoryOptions,
     MemoryEvent,
@@ -183,3 +184,6 @@ MemorySetItem.compacted
 MemorySetItem.created_time
 MemorySetItem.last_accessed_time
 flink_agents_py.api.BaseLongTermMemory.get_or_create_memory_set
+# Flink Agents 0.3's function descriptors (compat/_functions.py): public API ports call
+JavaFunction.for_action
+JavaFunction.parameter_types

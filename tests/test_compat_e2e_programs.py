@@ -435,3 +435,131 @@ def test_react_agent_sends_str_of_a_primitive_and_raises_a_runtime_error() -> No
     assert SENT == ["None", "True"]  # None was sent as an empty message
     assert out == [{"a": "ok"}, {"b": "ok"}]
     assert issubclass(ReActAgentError, RuntimeError)
+
+
+# Flink Agents 0.3's api/tests/test_agent_add_action.py as a program (its imports changed),
+# then an agent whose actions are named by PythonFunction descriptors, run on the local runner
+# from the user's own module. PythonFunction and JavaFunction were an ImportError before this
+# port found them; a JavaFunction action is refused when the plan is built, naming it.
+HANDLERS = """
+from flink_agents_py.compat import Event, OutputEvent
+
+
+class Handlers:
+    @staticmethod
+    def handle(event, ctx):
+        ctx.send_event(Event(type="Scaled", attributes={"v": event.input * 10}))
+
+
+def done(event, ctx):
+    ctx.send_event(OutputEvent(output=event.get_attr("v")))
+"""
+
+ADD_ACTION = """
+    import pytest
+
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, Event, InputEvent, JavaFunction, PythonFunction,
+        RunnerContext)
+    import handlers
+
+
+    def _dummy_action(event: Event, ctx: RunnerContext) -> None:
+        pass
+
+
+    def _make_java_function() -> JavaFunction:
+        return JavaFunction.for_action("com.example.Handlers", "handle")
+
+
+    jf = JavaFunction.for_action("com.example.Handlers", "handle")
+    assert jf.parameter_types == [
+        "org.apache.flink.agents.api.Event",
+        "org.apache.flink.agents.api.context.RunnerContext",
+    ]
+
+    agent = Agent()
+    pf = PythonFunction(module="pkg.mod", qualname="MyClass.method")
+    agent.add_action(name="act", trigger_conditions=[InputEvent.EVENT_TYPE], func=pf)
+    trigger_conditions, stored, config = agent.actions["act"]
+    assert trigger_conditions == [InputEvent.EVENT_TYPE]
+    assert stored is pf, "PythonFunction descriptor should not be re-wrapped."
+    assert config is None
+
+    agent = Agent()
+    jf = _make_java_function()
+    agent.add_action(name="act", trigger_conditions=[InputEvent.EVENT_TYPE], func=jf)
+    trigger_conditions, stored, _ = agent.actions["act"]
+    assert stored is jf and isinstance(stored, JavaFunction)
+
+    for make in (lambda: _dummy_action, _make_java_function):
+        agent = Agent()
+        agent.add_action(name="act", trigger_conditions=[InputEvent.EVENT_TYPE], func=make())
+        with pytest.raises(ValueError, match="act"):
+            agent.add_action(name="act", trigger_conditions=[InputEvent.EVENT_TYPE],
+                             func=make())
+
+    agent = Agent()
+    agent.add_action(name="act", trigger_conditions=[InputEvent.EVENT_TYPE],
+                     func=_dummy_action, retry=3, timeout_sec=10)
+    assert agent.actions["act"][2] == {"retry": 3, "timeout_sec": 10}
+    agent = Agent()
+    result = agent.add_action(name="act", trigger_conditions=[InputEvent.EVENT_TYPE],
+                              func=_dummy_action)
+    assert result is agent and agent.actions["act"][2] is None
+    agent = Agent()
+    agent.add_action(name="multi", trigger_conditions=["evt_a", "evt_b", "evt_c"],
+                     func=_make_java_function())
+    assert agent.actions["multi"][0] == ["evt_a", "evt_b", "evt_c"]
+
+    # an agent of PythonFunction actions runs the functions they name
+    agent = (
+        Agent()
+        .add_action(name="scale", trigger_conditions=[InputEvent.EVENT_TYPE],
+                    func=PythonFunction(module="handlers", qualname="Handlers.handle"))
+        .add_action(name="done", trigger_conditions=["Scaled"],
+                    func=PythonFunction.from_callable(handlers.done))
+    )
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "a", "value": 2}, {"key": "b", "value": 5}]).apply(agent).to_list()
+    env.execute()
+    print("OUT", out)
+
+    java = Agent().add_action(name="j", trigger_conditions=[InputEvent.EVENT_TYPE],
+                              func=_make_java_function())
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    try:
+        env.from_list([{"key": "a", "value": 1}]).apply(java)
+        env.execute()
+    except Exception as err:
+        print("JAVA", type(err).__name__, err)
+"""
+
+
+def test_flink_agents_add_action_tests_and_python_function_actions(tmp_path: Path) -> None:
+    (tmp_path / "handlers.py").write_text(HANDLERS)
+    proc = _run(tmp_path, ADD_ACTION)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "OUT [{'a': 20}, {'b': 50}]" in proc.stdout
+    assert "JAVA PlanError" in proc.stdout
+    assert "action 'j' is the Java method com.example.Handlers.handle (JavaFunction)" in (
+        proc.stdout
+    )
+    assert "write the action as a Python function taking (event, ctx)" in proc.stdout
+
+
+def test_a_python_function_naming_nothing_is_a_plan_error_naming_it() -> None:
+    from flink_agents_py.compat import PythonFunction
+
+    agent = Agent().add_action(
+        name="p",
+        trigger_conditions=[EventType.InputEvent],
+        func=PythonFunction(module="tests.test_compat_e2e_programs", qualname="nope"),
+    )
+    with pytest.raises(
+        PlanError,
+        match=r"action 'p' is PythonFunction\(module='tests.test_"
+        r"compat_e2e_programs', qualname='nope'\), which "
+        r"names no function: AttributeError",
+    ):
+        _outputs(agent, [{"key": "a", "value": 1}])

@@ -68,6 +68,7 @@ from ..api import (
 )
 from ..integrations.vector_stores import ChromaVectorStore
 from ._environment import AgentsExecutionEnvironment
+from ._functions import Function, JavaFunction, PythonFunction
 from ._injected import InjectedArg, ToolParameterSource, tool
 from ._knowledge import (
     BaseEmbeddingModelConnection,
@@ -161,6 +162,9 @@ chat_model = chat_model_setup
 
 __all__ = [
     "Agent",
+    "Function",
+    "JavaFunction",
+    "PythonFunction",
     "EventLogLevel",
     "LoggerType",
     "AgentConfigOptions",

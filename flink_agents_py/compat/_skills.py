@@ -14,11 +14,13 @@ adds both to the setup's ``tools``.
 from __future__ import annotations
 
 import importlib.resources
+from collections.abc import Callable
 from typing import Any
 
+from ..api import ActionSpec, ResourceDescriptor, ResourceSpec, ResourceType
 from ..api import Agent as _Agent
-from ..api import ResourceDescriptor, ResourceSpec, ResourceType
 from ..skills import LoadSkillTool, RunSkillCommandTool
+from ._functions import resolve_action_function
 
 __all__ = ["Agent", "Skills", "skills"]
 
@@ -76,7 +78,23 @@ def _with_skill_tools(declared: list[tuple[ResourceType, str, Any]]
 
 
 class Agent(_Agent):
-    """Our ``Agent``, with Flink Agents' skills wiring (see the module docstring)."""
+    """Our ``Agent``, with Flink Agents' skills wiring (see the module docstring).
+
+    An action added with a ``PythonFunction`` (``add_action(func=PythonFunction(...))``, Flink
+    Agents 0.3's function descriptor) runs the function it names; ``actions`` shows the
+    descriptor as it was given.
+    """
+
+    def declared_actions(self) -> list[tuple[str, Callable[..., Any], ActionSpec]]:
+        """As ``api.Agent.declared_actions``, each function descriptor made its function."""
+        return [(name, resolve_action_function(name, fn), spec)
+                for name, fn, spec in super().declared_actions()]
+
+    @property
+    def actions(self) -> dict[str, tuple[list[str], Any, dict[str, Any] | None]]:
+        """Flink Agents' view of the actions, a function descriptor kept as it was given."""
+        return {name: (list(spec.triggers), fn, dict(spec.config) or None)
+                for name, fn, spec in super().declared_actions()}
 
     def declared_resources(self) -> list[tuple[ResourceType, str, Any]]:
         """As ``api.Agent.declared_resources``, with the skill tools of setups naming skills."""
