@@ -25,6 +25,7 @@ from flink_agents_py.api import (
     RunnerContext,
     RunStatus,
     TokenUsage,
+    ToolMetadata,
 )
 from flink_agents_py.compat import (
     AgentConfigOptions,
@@ -187,3 +188,5 @@ flink_agents_py.api.BaseLongTermMemory.get_or_create_memory_set
 # Flink Agents 0.3's function descriptors (compat/_functions.py): public API ports call
 JavaFunction.for_action
 JavaFunction.parameter_types
+# Flink Agents' ToolMetadata.args_schema (api/_tool_metadata.py): read by ported connections
+ToolMetadata.args_schema

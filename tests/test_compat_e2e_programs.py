@@ -563,3 +563,104 @@ def test_a_python_function_naming_nothing_is_a_plan_error_naming_it() -> None:
         r"names no function: AttributeError",
     ):
         _outputs(agent, [{"key": "a", "value": 1}])
+
+
+# Flink Agents' ToolMetadata (api/tools/tool.py, 0.3): built with args_schema (a pydantic
+# class), read back through args_schema.model_json_schema(), as a connection written for it
+# builds its provider's tool list. ToolMetadata was an ImportError and args_schema an
+# AttributeError (ours kept only parameters) before this port found them.
+TOOL_METADATA = """
+    from typing import Any, List, Sequence
+
+    from pydantic import BaseModel, Field
+
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, BaseChatModelConnection, BaseChatModelSetup,
+        ChatMessage, ChatRequestEvent, ChatResponseEvent, EventType, InputEvent, MessageRole,
+        OutputEvent, ResourceDescriptor, RunnerContext, ToolMetadata, action,
+        chat_model_connection, chat_model_setup, tool)
+
+
+    def to_provider_tool(metadata: ToolMetadata) -> dict:
+        return {"type": "function", "function": {
+            "name": metadata.name, "description": metadata.description,
+            "parameters": metadata.args_schema.model_json_schema()}}
+
+
+    class ToolListingConnection(BaseChatModelConnection):
+        def chat(self, messages: Sequence[ChatMessage], tools: List[Any] | None = None,
+                 **kwargs: Any) -> ChatMessage:
+            specs = [to_provider_tool(t.metadata) for t in tools or []]
+            return ChatMessage(role=MessageRole.ASSISTANT, content=repr(specs))
+
+
+    class Setup(BaseChatModelSetup):
+        @property
+        def model_kwargs(self) -> dict:
+            return {}
+
+
+    class ListingAgent(Agent):
+        @chat_model_connection
+        @staticmethod
+        def conn() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ToolListingConnection)
+
+        @chat_model_setup
+        @staticmethod
+        def model() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=Setup, connection="conn", tools=["add"])
+
+        @tool
+        @staticmethod
+        def add(a: int, b: int) -> int:
+            \"\"\"Calculate the sum of a and b.\"\"\"
+            return a + b
+
+        @action(EventType.InputEvent)
+        @staticmethod
+        def ask(event, ctx: RunnerContext) -> None:
+            ctx.send_event(ChatRequestEvent(model="model", messages=[
+                ChatMessage(role=MessageRole.USER, content=InputEvent.from_event(event).input)]))
+
+        @action(EventType.ChatResponseEvent)
+        @staticmethod
+        def answer(event, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent(output=ChatResponseEvent.from_event(event).response.content))
+
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "k", "value": "hi"}]).apply(ListingAgent()).to_list()
+    env.execute()
+    print("LISTED", out[0]["k"])
+
+
+    class AddArgs(BaseModel):
+        a: int = Field(description="The first operand")
+        b: int = Field(description="The second operand")
+
+
+    metadata = ToolMetadata(name="add", description="Add two numbers.", args_schema=AddArgs)
+    direct = ToolListingConnection().chat([ChatMessage(role=MessageRole.USER, content="x")],
+                                          tools=[metadata])
+    print("DIRECT", direct.content)
+    assert metadata.get_parameters_dict()["required"] == ["a", "b"]
+    assert metadata.args_schema(a=1, b=2).a == 1
+"""
+
+
+def test_tool_metadata_args_schema_as_flink_agents_reads_it(tmp_path: Path) -> None:
+    proc = _run(tmp_path, TOOL_METADATA)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    listed = next(x for x in proc.stdout.splitlines() if x.startswith("LISTED "))
+    assert "'name': 'add', 'description': 'Calculate the sum of a and b.'" in listed
+    assert "'required': ['a', 'b']" in listed and "'a': {'type': 'integer'}" in listed
+    direct = next(x for x in proc.stdout.splitlines() if x.startswith("DIRECT "))
+    assert "'a': {'description': 'The first operand', 'title': 'A', 'type': 'integer'}" in direct
+
+
+def test_tool_metadata_refuses_args_schema_of_another_kind() -> None:
+    from flink_agents_py.compat import ToolMetadata
+
+    with pytest.raises(TypeError, match="args_schema must be a pydantic model class or a "):
+        ToolMetadata(name="t", description="d", args_schema=42)

@@ -29,6 +29,7 @@ from pydantic.fields import FieldInfo
 from ._resources import Resource, ResourceType, import_qualified, qualified_name
 from ._secrets import mask_secrets
 from ._tool_docs import docstring_parts as _docstring_parts
+from ._tool_metadata import ToolMetadata
 from ._typed_dicts import pydantic_ready
 
 __all__ = ["ToolMetadata", "ToolSpec", "FunctionTool", "tool", "RESERVED_TOOL_PREFIX",
@@ -58,25 +59,6 @@ def refuse_unreadable_arguments(tool_name: str, arguments: dict[str, Any]) -> No
         raise ValueError(f"tool {tool_name!r} was called with arguments that {problem}; call "
                          "it again with its arguments as one JSON object (no markdown fences, "
                          "no text around it)")
-
-
-class ToolMetadata(BaseModel):
-    """What a chat model is told about a tool (name, description, JSON Schema of arguments)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    name: str
-    description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-
-    @property
-    def metadata(self) -> ToolMetadata:
-        """Itself: a chat model connection written for Flink Agents reads ``tool.metadata``."""
-        return self
-
-    def get_parameters_dict(self) -> dict[str, Any]:
-        """The JSON Schema of the arguments (Flink Agents' ``ToolMetadata`` method)."""
-        return dict(self.parameters)
 
 
 class ToolSpec(BaseModel):
