@@ -26,6 +26,7 @@ from flink_agents_py.api import (
     RunStatus,
     TokenUsage,
     ToolMetadata,
+    ToolResponse,
 )
 from flink_agents_py.compat import (
     AgentConfigOptions,
@@ -190,3 +191,4 @@ JavaFunction.for_action
 JavaFunction.parameter_types
 # Flink Agents' ToolMetadata.args_schema (api/_tool_metadata.py): read by ported connections
 ToolMetadata.args_schema
+ToolResponse.is_error  # Flink Agents' ToolResponse (api/_tool_response.py): public API

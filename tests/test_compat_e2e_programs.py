@@ -25,6 +25,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -664,3 +666,106 @@ def test_tool_metadata_refuses_args_schema_of_another_kind() -> None:
 
     with pytest.raises(TypeError, match="args_schema must be a pydantic model class or a "):
         ToolMetadata(name="t", description="d", args_schema=42)
+
+
+# Flink Agents' ToolResponse (api/tools/tool_response.py, its main branch): a tool returning
+# ToolResponse.failure(...) tells the model the operation failed, ToolResponse.success(x)
+# gives it x; its own API test's assertions kept. ToolResponse was an ImportError, and a tool
+# returning one sent the model the object's fields as a success, before this port found it.
+TOOL_RESPONSE = """
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, ChatMessage, ChatRequestEvent, ChatResponseEvent,
+        EventType, InputEvent, MessageRole, OutputEvent, ResourceDescriptor, ResourceName,
+        RunnerContext, ToolResponse, action, chat_model_connection, chat_model_setup, tool)
+
+    response = ToolResponse.success({"answer": 42}, tool_name="calculator")
+    assert response.is_success() and not response.is_error()
+    assert response.result == {"answer": 42} and str(response) == "{'answer': 42}"
+    response = ToolResponse.failure("not found", tool_name="lookup")
+    assert response.is_error() and not response.is_success()
+    assert response.error == "not found" and str(response) == "not found"
+
+    STOCK = {"pen": 3}
+
+
+    class Inventory(Agent):
+        @chat_model_connection
+        @staticmethod
+        def ollama() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_CONNECTION)
+
+        @chat_model_setup
+        @staticmethod
+        def model() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP,
+                                      connection="ollama", model="qwen3:1.7b", tools=["lookup"])
+
+        @tool
+        @staticmethod
+        def lookup(item: str) -> ToolResponse:
+            \"\"\"Look an item up in the stock.\"\"\"
+            if item not in STOCK:
+                return ToolResponse.failure(f"{item} not found", tool_name="lookup")
+            return ToolResponse.success(STOCK[item], tool_name="lookup")
+
+        @action(EventType.InputEvent)
+        @staticmethod
+        def ask(event, ctx: RunnerContext) -> None:
+            ctx.send_event(ChatRequestEvent(model="model", messages=[
+                ChatMessage(role=MessageRole.USER, content=InputEvent.from_event(event).input)]))
+
+        @action(EventType.ChatResponseEvent)
+        @staticmethod
+        def answer(event, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent(output=ChatResponseEvent.from_event(event).response.content))
+
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = env.from_list([{"key": "a", "value": "pen"}, {"key": "b", "value": "ink"}]).apply(
+        Inventory()).to_list()
+    env.execute()
+    print("OUT", out)
+    print("DIRECT", repr(Inventory.lookup("ink")))
+"""
+
+
+class _LookupOllama(BaseHTTPRequestHandler):
+    """Calls ``lookup`` with the user's word, then answers with the tool's message."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        messages = body["messages"]
+        tool_messages = [m["content"] for m in messages if m.get("role") == "tool"]
+        if tool_messages:
+            message = {"role": "assistant", "content": f"tool said: {tool_messages[-1]}"}
+        else:
+            call = {"name": "lookup", "arguments": {"item": messages[-1]["content"]}}
+            message = {"role": "assistant", "content": "", "tool_calls": [{"function": call}]}
+        data = json.dumps({"model": "m", "message": message, "done": True}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_a_tool_returning_a_tool_response(tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _LookupOllama)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        proc = _run(tmp_path, TOOL_RESPONSE, OLLAMA_HOST=url)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = next(x for x in proc.stdout.splitlines() if x.startswith("OUT "))
+    # the success's result, and the failure as a failed tool result naming its error
+    assert "{'a': 'tool said: 3'}" in out
+    assert "'b': 'tool said: " in out and "ink not found" in out and "ToolFailure" in out
+    # called directly, the tool returns the ToolResponse itself, as there
+    assert "DIRECT ToolResponse(result=None, error='ink not found'" in proc.stdout

@@ -105,6 +105,7 @@ from ._subagents import (
     SubagentResult,
     SubagentSetup,
 )
+from ._tool_response import ToolFailure, ToolResponse
 from ._tools import RESERVED_TOOL_PREFIX, FunctionTool, ToolMetadata, ToolSpec, tool
 from ._vector_stores import (
     Collection,
@@ -178,7 +179,9 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "FunctionTool",
+    "ToolFailure",
     "ToolMetadata",
+    "ToolResponse",
     "ToolSpec",
     "RESERVED_TOOL_PREFIX",
     "Prompt",

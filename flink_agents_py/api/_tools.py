@@ -30,6 +30,7 @@ from ._resources import Resource, ResourceType, import_qualified, qualified_name
 from ._secrets import mask_secrets
 from ._tool_docs import docstring_parts as _docstring_parts
 from ._tool_metadata import ToolMetadata
+from ._tool_response import ToolResponse
 from ._typed_dicts import pydantic_ready
 
 __all__ = ["ToolMetadata", "ToolSpec", "FunctionTool", "tool", "RESERVED_TOOL_PREFIX",
@@ -459,7 +460,10 @@ class FunctionTool(Resource):
         /)``) are passed by position.
 
         Returns:
-            What the function returns.
+            What the function returns (a ``ToolResponse``'s ``result``).
+
+        Raises:
+            ToolFailure: the function returned ``ToolResponse.failure(...)``.
         """
         import asyncio
 
@@ -468,9 +472,12 @@ class FunctionTool(Resource):
         model = _cached_arguments_model(fn)  # (its signature read once)
         positional = _positional_only(getattr(model, "__tool_positional__", ()), arguments)
         if inspect.iscoroutinefunction(fn):
-            return await fn(*positional, **arguments)
-        result = await asyncio.to_thread(fn, *positional, **arguments)
-        return await result if inspect.isawaitable(result) else result
+            result = await fn(*positional, **arguments)
+        else:
+            result = await asyncio.to_thread(fn, *positional, **arguments)
+            result = await result if inspect.isawaitable(result) else result
+        # Flink Agents' ToolResponse: its result, or its failure raised (the model is told)
+        return result.unwrapped() if isinstance(result, ToolResponse) else result
 
 
 def _positional_only(params: Sequence[inspect.Parameter],
