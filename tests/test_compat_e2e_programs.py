@@ -769,3 +769,83 @@ def test_a_tool_returning_a_tool_response(tmp_path: Path) -> None:
     assert "'b': 'tool said: " in out and "ink not found" in out and "ToolFailure" in out
     # called directly, the tool returns the ToolResponse itself, as there
     assert "DIRECT ToolResponse(result=None, error='ink not found'" in proc.stdout
+
+
+# Flink Agents' ReActAgent: "User can extend this class and overwrite the start_action and
+# stop_action to define their own logic to handle input and output" (its docstring; its
+# stop_action reads STRUCTURED_OUTPUT from the response's extra_args, else its text). Both
+# overrides were ignored before this port found it: the base's answer came out.
+REACT_SUBCLASS = """
+    from pydantic import BaseModel
+
+    from flink_agents_py.compat import (
+        STRUCTURED_OUTPUT, AgentsExecutionEnvironment, BaseChatModelConnection,
+        BaseChatModelSetup, ChatMessage, ChatRequestEvent, ChatResponseEvent, Event, EventType,
+        InputEvent, MessageRole, OutputEvent, ReActAgent, ResourceDescriptor, ResourceType,
+        RunnerContext, action)
+
+
+    class Scripted(BaseChatModelConnection):
+        def chat(self, messages, tools=None, **kwargs):
+            if kwargs.get("output_schema") is not None:
+                return ChatMessage(role=MessageRole.ASSISTANT, content='{"result": 7}')
+            return ChatMessage(role=MessageRole.ASSISTANT,
+                               content="answer to " + messages[-1].content)
+
+
+    class Setup(BaseChatModelSetup):
+        @property
+        def model_kwargs(self) -> dict:
+            return {}
+
+
+    class OutputData(BaseModel):
+        result: int
+
+
+    class CheckedReAct(ReActAgent):
+        @action(EventType.ChatResponseEvent)
+        @staticmethod
+        def stop_action(event: Event, ctx: RunnerContext) -> None:
+            response = ChatResponseEvent.from_event(event).response
+            if STRUCTURED_OUTPUT in response.extra_args:
+                output = response.extra_args[STRUCTURED_OUTPUT]
+            else:
+                output = response.text
+            ctx.send_event(OutputEvent(output={"checked": True, "answer": output}))
+
+
+    class OwnInput(ReActAgent):
+        @staticmethod
+        def start_action(event: Event, ctx: RunnerContext) -> None:
+            text = str(InputEvent.from_event(event).input).upper()
+            ctx.send_event(ChatRequestEvent(
+                model="_default_chat_model",
+                messages=[ChatMessage(role=MessageRole.USER, content=text)]))
+
+
+    def run(agent):
+        env = AgentsExecutionEnvironment.get_execution_environment()
+        env.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION,
+                         ResourceDescriptor(clazz=Scripted))
+        out = env.from_list([{"key": "a", "value": "hi"}]).apply(agent).to_list()
+        env.execute()
+        return out[0]["a"]
+
+
+    model = ResourceDescriptor(clazz=Setup, connection="conn")
+    print("STOP", run(CheckedReAct(chat_model=model)))
+    structured = run(CheckedReAct(chat_model=model, output_schema=OutputData))
+    print("STRUCTURED", structured["checked"], dict(structured["answer"]))
+    print("START", run(OwnInput(chat_model=model)))
+    print("PLAIN", run(ReActAgent(chat_model=model)))
+"""
+
+
+def test_a_react_agent_subclass_overrides_start_and_stop_action(tmp_path: Path) -> None:
+    proc = _run(tmp_path, REACT_SUBCLASS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "STOP {'checked': True, 'answer': 'answer to hi'}" in proc.stdout
+    assert "STRUCTURED True {'result': 7}" in proc.stdout
+    assert "START answer to HI" in proc.stdout  # its own input handling, the base's output
+    assert "PLAIN answer to hi" in proc.stdout

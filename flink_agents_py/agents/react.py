@@ -24,7 +24,9 @@ from ..api import (
     Agent,
     AgentsError,
     ChatMessage,
+    ChatRequestEvent,
     ChatResponseError,
+    ChatResponseEvent,
     FunctionTool,
     InputEvent,
     InternalSubagent,
@@ -52,6 +54,7 @@ _DEFAULT_INPUT_SCHEMA = TEXT_INPUT_SCHEMA  # offered to models; submits are not 
 _PROMPT_INPUT_SCHEMA = json.dumps({"type": "object", "properties": {"prompt": {"type": "string"}},
                                    "required": ["prompt"], "additionalProperties": False})
 _PROMPT_ONLY = "prompt_only"  # action config: the input must be {"prompt": text}
+_HAND_OVER = "stop_action"  # action config: the chat's response goes to a subclass's stop_action
 
 
 class ReActAgentError(AgentsError, RuntimeError):
@@ -152,16 +155,24 @@ class ReActAgent(Agent):
             arguments["subagents"] = sub_names
         if max_iterations is not None:
             arguments["max_tool_rounds"] = max_iterations
-        setup_name = chat_model_name or _setup_name(chat_model.arguments)
+        stop, start = type(self).stop_action, type(self).start_action
+        overridden = stop is not ReActAgent.stop_action or start is not ReActAgent.start_action
+        # a start_action of a subclass names the setup as Flink Agents' does
+        setup_name = chat_model_name or (DEFAULT_CHAT_MODEL if start is not ReActAgent.start_action
+                                         else _setup_name(chat_model.arguments))
         self.add_resource(setup_name, ResourceType.CHAT_MODEL,
                           ResourceDescriptor(chat_model.clazz, **arguments))
         if prompt is not None:
             self.add_resource(_USER_PROMPT, ResourceType.PROMPT,
                               Prompt.from_text(prompt, role=MessageRole.USER)
                               if isinstance(prompt, str) else prompt)
-        self.add_action("start_action", [InputEvent], ReActAgent.start_action,
-                        config=react_action_config(output_schema, max_iterations,
-                                                   chat_model=setup_name))
+        # a subclass's start_action / stop_action replace ours, as Flink Agents' do
+        config = react_action_config(output_schema, max_iterations, chat_model=setup_name)
+        if overridden:
+            config[_HAND_OVER] = True  # (a start_action of its own may send a ChatRequestEvent)
+            if getattr(stop, "__action_spec__", None) is None:  # not declared by @action
+                self.add_action("stop_action", [ChatResponseEvent], stop)
+        self.add_action("start_action", [InputEvent], type(self).start_action, config=config)
 
     def as_subagent(self, description: str | None = None,
                     input_schema: str | None = None) -> ResourceDescriptor:
@@ -238,6 +249,11 @@ class ReActAgent(Agent):
             messages = _with_schema_instruction(messages, schema)
         output_type = ctx.action_config.get("output_type")
         wanted = import_qualified(output_type) if output_type else schema
+        if ctx.action_config.get(_HAND_OVER):  # a subclass's stop_action takes the response
+            ctx.send_event(ChatRequestEvent(
+                model=ctx.action_config.get("chat_model", DEFAULT_CHAT_MODEL), messages=messages,
+                output_schema=wanted))
+            return
         try:
             response = await ctx.chat(ctx.action_config.get("chat_model", DEFAULT_CHAT_MODEL),
                                       messages, output_schema=wanted)
@@ -249,6 +265,24 @@ class ReActAgent(Agent):
                 f"): {e.reason}") from e
         output = response.structured if schema is not None else response.message.content
         ctx.send_event(OutputEvent(output=output))
+
+    @staticmethod
+    def stop_action(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+        """Emit a chat response's answer: its structured output, else its text.
+
+        Apache Flink Agents' ReAct agent ends in this action; here ``start_action`` emits
+        the answer itself, unless a subclass overrides ``stop_action`` (with or without
+        ``@action(ChatResponseEvent)``): then the chat's ``ChatResponseEvent`` goes to the
+        override, which may call this one.
+
+        Raises:
+            ReActAgentError: the chat failed (the response carries its error).
+        """
+        if event.response is None:
+            raise ReActAgentError(f"the ReAct agent ended without an answer: {event.error}")
+        structured = event.response.structured
+        ctx.send_event(OutputEvent(
+            output=structured if structured is not None else event.response.message.content))
 
 
 def _setup_name(arguments: Mapping[str, Any]) -> str:
