@@ -457,7 +457,8 @@ PUBLIC_API = {
     # chat models, messages, prompts, tools
     "ChatModelConnection", "ChatModelSetup", "ChatMessage", "ChatResponse",
     "ChatResult", "MessageRole", "TokenUsage", "ToolCall", "ToolResult", "Prompt",
-    "FunctionTool", "ToolMetadata", "ToolSpec", "RESERVED_TOOL_PREFIX",
+    "FunctionTool", "ToolMetadata", "ToolResponse", "ToolFailure", "ToolSpec",
+    "RESERVED_TOOL_PREFIX",
     # resources
     "Resource", "ResourceDescriptor", "ResourceType", "ResourceName", "qualified_name",
     # embeddings, vector stores, long-term memory
