@@ -208,8 +208,13 @@ class Event(BaseModel):
         return self
 
     def to_json(self) -> dict[str, Any]:
-        """Return the event as a JSON object (``type`` included), for keyed state and logs."""
-        return self.model_dump(mode="json", fallback=row_form)
+        """Return the event as a JSON object (``type`` included), for keyed state and logs.
+
+        When another class took its type name over, the object also names its class
+        (``EVENT_CLASS_KEY``), so ``event_from_json`` and ``from_json`` rebuild this class.
+        """
+        data, tag = self.model_dump(mode="json", fallback=row_form), event_class_tag(self)
+        return data if tag is None else {**data, EVENT_CLASS_KEY: tag}
 
     def model_dump_json(self, **kwargs: Any) -> str:  # noqa: D102 - pydantic's, a PyFlink
         return super().model_dump_json(**{"fallback": row_form, **kwargs})  # Row as there
