@@ -5,7 +5,8 @@ them, the job is crashed and restores with the "new code": the run whose ``funct
 calls now come in the other order fails with ``ReplayDivergenceError`` (nobody gets another
 call's price), the run recorded before ``ctx.patched("v2")`` keeps its old branch with its
 recorded calls, a run started after the restore takes the new branch, and a strict call whose
-parameter default the new code changed fails with ``ReplayDivergenceError`` naming it.
+parameter default the new code changed fails with ``ReplayDivergenceError`` naming it, and so
+does one whose function the new code gave a parameter with a default.
 """
 
 from __future__ import annotations
@@ -55,9 +56,14 @@ def test_partial_identity_and_patched_across_a_minicluster_restore(tmp_path: pat
 
     # the swapped partials, and the swapped lambdas whose code alone tells them apart: a
     # divergence each, not PRICE(apple) handed to pear, nor USD/EUR to the EUR/USD quote
-    assert sorted(e["key"] for e in errors) == ["default", "lambdas", "swap"]
+    assert sorted(e["key"] for e in errors) == ["added", "default", "lambdas", "swap"]
     for err in errors:
         assert err["error_type"] == "ReplayDivergenceError"
+        if err["key"] == "added":  # the recorded call did not run with the new default
+            assert "r0/go/c0" in err["message"] and "strict replay" in err["message"]
+            assert "'unit' added with a default" in err["message"]
+            assert "replay_upgrade_agents:weigh" in err["message"]
+            continue
         if err["key"] == "default":  # the recorded USD amount is not handed to the EUR call
             assert "r0/go/c0" in err["message"] and "strict replay" in err["message"]
             assert "default value of its parameter 'currency'" in err["message"]
@@ -71,4 +77,5 @@ def test_partial_identity_and_patched_across_a_minicluster_restore(tmp_path: pat
     calls = collections.Counter(tuple(line) for line in log_lines(str(d), "calls.log"))
     assert calls == {("price", "apple"): 1, ("price", "pear"): 1, ("price", "fig"): 1,
                      ("price", "kiwi"): 1, ("price_v2", "fig"): 1, ("quote", "USD", "EUR"): 1,
-                     ("quote", "EUR", "USD"): 1, ("convert", "1"): 1, ("convert", "2"): 1}
+                     ("quote", "EUR", "USD"): 1, ("convert", "1"): 1, ("convert", "2"): 1,
+                     ("weigh", "1"): 1, ("weigh", "2"): 1}

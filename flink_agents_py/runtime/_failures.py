@@ -26,10 +26,10 @@ from ..api import UsageError, mask_secrets
 from ..api.internal import clip, error_text, shown_key, validation_masked
 from ._terminal import log_text
 
-__all__ = ["FailureLog", "FailureMessage", "OriginalFailure", "TOOL_FAILURES",
+__all__ = ["FailureLog", "FailureMessage", "OriginalFailure", "OWN_NOTE", "TOOL_FAILURES",
            "TRACEBACK_MAX_CHARS", "TRACEBACK_MAX_FRAMES", "clip", "error_text", "failure_text",
            "format_failure", "never_awaited", "redact_text", "reported_error",
-           "unless_cancelled", "with_original"]
+           "unless_cancelled", "with_original", "with_recorded"]
 
 TRACEBACK_MAX_FRAMES = 40
 """Frames kept per exception of a chain (the first 3 and the deepest ones)."""
@@ -123,6 +123,37 @@ def with_original(error: BaseException, text: str | None) -> BaseException:
     return error
 
 
+OWN_NOTE = "flink-agents-py:"
+"""How the notes the runtime adds to an exception start (they are not recorded with it)."""
+_RECORDED_NOTE = f"{OWN_NOTE} where it failed, as recorded before this replay:\n"
+
+
+def with_recorded(error: BaseException, text: str | None) -> BaseException:
+    """Keep a replayed failure's recorded traceback beside its chain, not in it.
+
+    A replayed exception has the ``__cause__`` and ``__context__`` the live run's had
+    (rebuilt from its record); the traceback text recorded where it was raised is kept
+    apart, so ``e.__cause__`` is not an ``OriginalFailure`` where the live run had none: as
+    a note (``e.__notes__``, shown by Python's formatting after the message), and for the
+    failure's text (``format_failure``: as if it were the cause).
+
+    Args:
+        error: the exception rebuilt from a record.
+        text: the recorded traceback (``None`` or ``""``: none).
+
+    Returns:
+        ``error``.
+    """
+    if text:
+        try:
+            error._agents_recorded = text  # type: ignore[attr-defined]
+            notes = [*(getattr(error, "__notes__", None) or ()), _RECORDED_NOTE + text]
+            setattr(error, "__notes__", notes)  # noqa: B010 - (``add_note``: Python 3.11+)
+        except Exception:  # noqa: BLE001 - an exception that takes no attributes
+            return with_original(error, text)
+    return error
+
+
 def _internal_dirs() -> tuple[str, ...]:
     here = os.path.dirname(os.path.abspath(__file__))
     return tuple(os.path.join(os.path.dirname(os.path.abspath(m.__file__ or "")), "")
@@ -170,8 +201,11 @@ def _stack(error: BaseException, max_frames: int) -> str:
 
 
 def _only(error: BaseException) -> str:
+    recorded = getattr(error, "_agents_recorded", None)  # (``with_recorded``: shown apart)
     error = validation_masked(error)  # what pydantic quotes, masked before it cuts it
-    return "".join(traceback.format_exception_only(type(error), error))
+    text = "".join(traceback.format_exception_only(type(error), error))
+    return text.replace(_RECORDED_NOTE + recorded + "\n", "") if isinstance(recorded, str) \
+        else text
 
 
 def format_failure(error: BaseException, *, max_frames: int = TRACEBACK_MAX_FRAMES,
@@ -198,6 +232,10 @@ def format_failure(error: BaseException, *, max_frames: int = TRACEBACK_MAX_FRAM
     while exc is not None and id(exc) not in seen and len(chain) < _MAX_CHAIN:
         seen.add(id(exc))
         chain.append((exc, link))
+        recorded = getattr(exc, "_agents_recorded", None)
+        if isinstance(recorded, str):  # a replayed failure: its chain is in the recorded text
+            chain.append((OriginalFailure(recorded), _CAUSE))
+            break
         if exc.__cause__ is not None:
             exc, link = exc.__cause__, _CAUSE
         elif exc.__context__ is not None and not exc.__suppress_context__:

@@ -33,6 +33,7 @@ from ..runtime import (
     Observer,
     encode_key,
 )
+from ..runtime.internal import shape_parts
 from ._report import shape, short
 from ._sentinel import Sighting, watching
 
@@ -109,6 +110,7 @@ class Recorder(Observer):
         self.outputs: list[tuple[KeyId, Any]] = []
         self.divergences: list[tuple[str, str]] = []  # (message, where in the user's code)
         self.finished: dict[tuple[KeyId, str], int] = {}  # (key, execution id) -> callback
+        self.changes: dict[tuple[KeyId, str], str] = {}  # (key, execution id) -> warning
 
     def call_started(self, key: Any, call_id: str, command: CallCommand, replayed: bool) -> None:
         call_key = (KeyId(key), call_id)
@@ -117,11 +119,17 @@ class Recorder(Observer):
         call = getattr(command, "call", None)
         shape = getattr(call, "shape", None)  # the values by parameter: what the runtime checks
         if shape:  # and what a lambda's code does with them (a third part, when it has one)
-            binding, _, rest = shape.partition("/")
-            code = rest.partition("/")[2]
-            self.digests[call_key] = f"{binding}/{code}" if code else binding
+            binding, _, code, _, _, taken, full = shape_parts(shape)
+            # the values run with, defaults taken included; a tool's or a sub-agent's shape
+            # keeps only the defaults taken (its digest binds its arguments by name)
+            base = full if binding else f"{getattr(call, 'digest', '')}/{taken}"
+            self.digests[call_key] = f"{base}/{code}" if code else base
         else:
             self.digests[call_key] = getattr(call, "digest", "")
+
+    def replay_finding(self, key: Any, execution_id: str, kind: str, message: str) -> None:
+        if kind == "arguments_changed":  # what changed, as the runtime's warning says it
+            self.changes.setdefault((KeyId(key), execution_id), message)
 
     def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
         self.recorded.append((self.step + 1, (KeyId(key), call_id)))
@@ -236,6 +244,7 @@ class Observed:
         error_tracebacks: each error record's traceback ('' when none), in order.
         divergences: ``(message, user line)`` per action failed with a divergence.
         finished: ``(key, execution id) -> callback`` of each completed action execution.
+        changes: ``(key, execution id) -> the runtime's first "arguments changed" warning``.
         sightings: ``(callback, Sighting)`` per side effect or read outside durable calls.
         failure: why the run could not finish (with its traceback), or ''.
         completed: whether the run completed.
@@ -251,6 +260,7 @@ class Observed:
     errors: list[tuple[Any, Any]] = field(default_factory=list)
     error_tracebacks: list[str] = field(default_factory=list)
     divergences: list[tuple[str, str]] = field(default_factory=list)
+    changes: dict[tuple[Any, str], str] = field(default_factory=dict)
     finished: dict[tuple[KeyId, str], int] = field(default_factory=dict)
     sightings: list[tuple[int, Sighting]] = field(default_factory=list)
     failure: str = ""
@@ -320,8 +330,9 @@ def changed_arguments(base: Observed, rec: Observed) -> list[str]:
     out = []
     for (key, execution), calls in by_execution.items():
         shown = ", ".join(calls[:4]) + (f" and {len(calls) - 4} more" if len(calls) > 4 else "")
+        said = rec.changes.get((key, execution))
         out.append(f"key {key!r}: {execution}: recorded outcomes handed to calls with other "
-                   f"arguments: {shown}")
+                   f"arguments: {shown}" + (f" ({said})" if said else ""))
     return out
 
 
@@ -333,7 +344,7 @@ def _observe(rec: Recorder, result: Any, seen: list[tuple[int, Sighting]]) -> Ob
         errors=[_error_view(e) for e in result.errors] if result is not None else [],
         error_tracebacks=[e.traceback or "" for e in result.errors] if result is not None
         else [],
-        divergences=rec.divergences, finished=rec.finished,
+        divergences=rec.divergences, finished=rec.finished, changes=rec.changes,
         sightings=list(seen))
 
 

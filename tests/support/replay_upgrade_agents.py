@@ -8,7 +8,8 @@ calls in the other order, key ``patch`` branches with ``ctx.patched("v2")``, and
 two lambdas, ``lambda: quote(d, a, b)`` and ``lambda: quote(d, b, a)`` (one name, the same
 bound values and functions: only their code tells them apart), in the other order; key
 ``default`` calls ``convert(d, 1)`` strictly, whose ``currency`` default the new code changed
-from USD to EUR (the arguments passed are those recorded).
+from USD to EUR (the arguments passed are those recorded); key ``added`` calls ``weigh(d, n)``
+strictly, to which the new code added a parameter with a default (``unit="kg"``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from support.crash import CrashOnceBase, append_line, first_attempt, hold, pace
 
 __all__ = ["Upgraded", "CrashWhenHeld", "Pick", "pace", "LAST"]
 
-KINDS = ("swap", "patch", "lambdas", "default")
-"""The runs in flight at the crash (records 0-3)."""
+KINDS = ("swap", "patch", "lambdas", "default", "added")
+"""The runs in flight at the crash (records 0-4)."""
 
 LAST = 60
 """The last number of the paced source: the ``new`` record (~3 s of open input)."""
@@ -41,6 +42,19 @@ def price_v2(d: str, item: str) -> str:
 def convert(d: str, amount: int, currency: str = "USD") -> str:
     append_line(d, "calls.log", f"convert {amount}")
     return f"{amount} {currency}"
+
+
+def weigh(d: str, amount: int) -> str:
+    append_line(d, "calls.log", f"weigh {amount}")
+    return f"{amount}"
+
+
+def weigh_in(d: str, amount: int, unit: str = "kg") -> str:  # the new code's ``weigh``
+    append_line(d, "calls.log", f"weigh {amount} {unit}")
+    return f"{amount} {unit}"
+
+
+weigh_in.__name__ = weigh_in.__qualname__ = "weigh"
 
 
 def quote(d: str, base: str, other: str) -> str:
@@ -62,6 +76,9 @@ class Upgraded(Agent):
         elif kind == "default":
             convert.__defaults__ = ("EUR",) if upgraded else ("USD",)  # the redeployed default
             got = [await ctx.durable_execute_async(convert, d, n, strict=True) for n in (1, 2)]
+        elif kind == "added":
+            fn = weigh_in if upgraded else weigh
+            got = [await ctx.durable_execute_async(fn, d, n, strict=True) for n in (1, 2)]
         elif kind == "lambdas":
             a, b = "USD", "EUR"
             there, back = (lambda: quote(d, a, b)), (lambda: quote(d, b, a))
@@ -79,18 +96,18 @@ class Upgraded(Agent):
 
 
 class Pick:
-    """The records of the scenario from the paced numbers: ``swap``, ``patch``, ``lambdas``
-    and ``default`` at once, ``new`` as the last number, only after the restore."""
+    """The records of the scenario from the paced numbers: ``swap``, ``patch``, ``lambdas``,
+    ``default`` and ``added`` at once, ``new`` as the last number, only after the restore."""
 
     def __init__(self, d: str) -> None:
         self.d = d
 
     def __call__(self, n: int) -> bool:
-        return n in (0, 1, 2, 3) or (n == LAST and not first_attempt(self.d))
+        return n in range(len(KINDS)) or (n == LAST and not first_attempt(self.d))
 
 
 class CrashWhenHeld(CrashOnceBase):
-    """Crash once the four runs have recorded their call ``c1`` under a completed checkpoint
+    """Crash once the five runs have recorded their call ``c1`` under a completed checkpoint
     (their ``hold`` call is then in flight)."""
 
     def __call__(self, point: str, key: Any, info: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["bound_arguments", "code_changed", "shape_parts"]
+__all__ = ["bound_arguments", "code_changed", "shape_parts", "signature_of"]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
@@ -76,6 +76,21 @@ def _binder(fn: types.FunctionType) -> _Binder:
         _BINDERS.clear()
     _BINDERS[id(fn.__code__)] = made
     return made
+
+
+def signature_of(fn: Callable[..., Any]) -> inspect.Signature:
+    """``inspect.signature(fn)``, kept per code object for a plain function (``_binder``).
+
+    Returns:
+        The signature.
+
+    Raises:
+        ValueError: when ``fn`` has no signature (as ``inspect.signature`` raises it).
+        TypeError: when ``fn`` is not callable.
+    """
+    if type(fn) is not types.FunctionType or fn.__dict__:
+        return inspect.signature(fn)
+    return _binder(fn).signature
 
 
 def bound_arguments(

@@ -11,8 +11,12 @@ parameter the call left to its default, a short digest of that default
 default for one of those parameters changed is a changed call: the ``arguments changed``
 warning, a divergence in strict mode (``_versioning.changed_arguments``).
 
-A parameter added or removed with its default is not compared (the function changed, as
-its body may: what it was recorded doing is its outcome). A default that is a mutable
+A parameter added with a default (the call now runs with it, the recorded one did not) or
+removed while the recorded call left it to its default is a changed call too: so is it for
+every kind of recorded call with parameters, not only functions (``tool_shape``: a tool's
+Python function, or an MCP tool's schema; ``subagent_shape``: a sub-agent's input schema).
+A call that left no parameter to its default keeps ``NO_DEFAULTS`` (records written before
+it was kept have nothing there, and are not compared). A default that is a mutable
 value or an object (a ``cache={}`` the function fills, a client) counts by its type only:
 its state changes as calls use it, and a replayed call does not run. The values a call ran
 with, defaults included (``effective``, ``argument_shape``'s seventh part), tell a default
@@ -32,8 +36,10 @@ import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ...api import ReplayDivergenceError
+from ...api import FunctionTool, ReplayDivergenceError
+from ...api.internal import declared_input_schema
 from .._serde import digest
+from ._binding import signature_of
 from ._identity import stable_form
 
 if TYPE_CHECKING:
@@ -41,7 +47,19 @@ if TYPE_CHECKING:
     from ._execution import ActionExecution
     from ._state import CallRecord
 
-__all__ = ["defaults_taken", "effective", "changed_defaults", "default_text", "changed_callees"]
+__all__ = [
+    "NO_DEFAULTS",
+    "defaults_taken",
+    "effective",
+    "changed_defaults",
+    "default_text",
+    "changed_callees",
+    "tool_shape",
+    "subagent_shape",
+]
+
+NO_DEFAULTS = "."
+"""``defaults_taken`` of a call that left no parameter to its default (``""``: not kept)."""
 
 _VALUES = (
     str,
@@ -77,8 +95,8 @@ def defaults_taken(sig: inspect.Signature, bound: Mapping[str, Any]) -> tuple[st
 
     Returns:
         ``name=digest`` entries joined by ``,`` (8 hex digits each), in the signature's
-        order (``""`` when the call passed every parameter that has a default), and the
-        defaults' forms by name (for ``effective``).
+        order (``NO_DEFAULTS`` when the call passed every parameter that has a default), and
+        the defaults' forms by name (for ``effective``).
     """
     taken, forms = [], {}
     for name, param in sig.parameters.items():
@@ -86,7 +104,7 @@ def defaults_taken(sig: inspect.Signature, bound: Mapping[str, Any]) -> tuple[st
             continue
         forms[name] = _form(param.default)
         taken.append(f"{name}={digest(forms[name])[:8]}")
-    return ",".join(taken), forms
+    return ",".join(taken) or NO_DEFAULTS, forms
 
 
 def effective(
@@ -111,37 +129,149 @@ def effective(
 
 
 def _entries(part: str) -> dict[str, str]:
-    return dict(e.partition("=")[::2] for e in part.split(",")) if part else {}
+    if not part or part == NO_DEFAULTS:
+        return {}
+    return dict(e.partition("=")[::2] for e in part.split(","))
 
 
-def changed_defaults(was: str, now: str) -> list[str]:
-    """The parameters both calls left to their default, whose default changed.
+def changed_defaults(was: str, now: str) -> list[tuple[str, str]]:
+    """The parameters whose default the replayed call runs with otherwise than recorded.
 
     Args:
         was: the recorded call's ``defaults_taken`` (``""`` for a record written before it
             was kept: nothing is compared).
-        now: the replayed call's.
+        now: the replayed call's (``""``: not known, nothing is compared).
 
     Returns:
-        Their names, in the replayed function's order.
+        ``(name, how)`` for each: ``"changed"`` (both calls left it to its default, which
+        changed), ``"added"`` (the new code's call leaves it to a default, the recorded one
+        had no such parameter), ``"removed"`` (the recorded call left it to its default, the
+        new code's call has no such parameter); in the replayed function's order, then the
+        removed ones in the recorded order.
     """
     if not was or not now or was == now:
         return []
-    old = _entries(was)
-    return [n for n, d in _entries(now).items() if n in old and old[n] != d]
+    old, new = _entries(was), _entries(now)
+    found = [
+        (n, "changed" if old[n] != d else "") if n in old else (n, "added") for n, d in new.items()
+    ]
+    return [f for f in found if f[1]] + [(n, "removed") for n in old if n not in new]
 
 
-def default_text(names: list[str]) -> str:
-    """What a call whose defaults changed is made with, for the warning or divergence.
+def default_text(changes: list[tuple[str, str]]) -> str:
+    """What changed in the defaults a call runs with, for the warning or divergence.
+
+    Args:
+        changes: ``changed_defaults``' findings.
 
     Returns:
-        The text, naming the parameters.
+        The text, naming the parameters and what changed for each.
     """
-    listed, many = ", ".join(repr(n) for n in names), len(names) > 1
-    return (
-        f"the arguments recorded, but the default value of its parameter{'s' * many} "
-        f"{listed} changed (the call leaves {'them' if many else 'it'} to the default)"
-    )
+    parts = []
+    for how, what in (
+        (
+            "changed",
+            "the default value of its parameter{s} {names} changed (the call leaves "
+            "{them} to the default)",
+        ),
+        (
+            "added",
+            "its parameter{s} {names} added with a default, which the call now runs "
+            "with (the recorded call had no such parameter)",
+        ),
+        (
+            "removed",
+            "its parameter{s} {names}, which the recorded call left to {its} default, removed",
+        ),
+    ):
+        names = [n for n, h in changes if h == how]
+        if names:
+            many = len(names) > 1
+            parts.append(
+                what.format(
+                    s="s" * many,
+                    names=", ".join(repr(n) for n in names),
+                    them="them" if many else "it",
+                    its="their" if many else "its",
+                )
+            )
+    return "; ".join(parts)
+
+
+def _shape_of(taken: str) -> str | None:
+    """A shape that keeps only ``taken``, its sixth part (``None`` for ``""``).
+
+    For a call whose digest binds its arguments by name already (a tool's, a sub-agent's: a
+    JSON object).
+
+    Returns:
+        The shape.
+    """
+    return "/" * 5 + taken if taken else None
+
+
+def _schema_taken(schema: Any, arguments: Any) -> str:
+    """``defaults_taken`` of a call given the properties of a JSON Schema object.
+
+    Returns:
+        The entries, ``NO_DEFAULTS``, or ``""`` when there is nothing to compare (no object
+        schema, or arguments that are not an object).
+    """
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict) or not isinstance(arguments, Mapping):
+        return ""
+    taken = [
+        f"{n}={digest(stable_form(p['default']))[:8]}"
+        for n, p in props.items()
+        if isinstance(p, dict) and "default" in p and n not in arguments
+    ]
+    return ",".join(taken) or NO_DEFAULTS
+
+
+def tool_shape(tool: Any, call: Any) -> str | None:
+    """The shape of a tool call: the defaults it leaves the tool's parameters to.
+
+    A tool backed by a Python function (``FunctionTool``) is read from its signature, as a
+    durable function's call is; another tool (an MCP tool) from the JSON Schema of its
+    parameters (``metadata.parameters``: its properties' ``default`` values).
+
+    Args:
+        tool: the tool resource.
+        call: the ``ToolCall``: its ``arguments`` are those the model gave (and those the
+            runtime injects).
+
+    Returns:
+        The shape (``CallRecord.shape``), or ``None`` when there is nothing to compare.
+    """
+    arguments = getattr(call, "arguments", None)
+    try:
+        if isinstance(tool, FunctionTool):
+            if not isinstance(arguments, Mapping):
+                return None
+            return _shape_of(defaults_taken(signature_of(tool.function), arguments)[0])
+        return _shape_of(_schema_taken(tool.metadata.parameters, arguments))
+    except Exception:  # noqa: BLE001 - no signature or schema: nothing to compare
+        return None
+
+
+def subagent_shape(name: str, setup: Any, value: Any) -> str | None:
+    """The shape of a sub-agent call: the defaults its input leaves to the input schema's.
+
+    Args:
+        name: the sub-agent's name.
+        setup: its setup (``SubagentSetup``), or ``None`` (refused).
+        value: the input it is given.
+
+    Returns:
+        The shape (``CallRecord.shape``), or ``None`` when there is nothing to compare (no
+        declared or derived input schema, an input that is not an object).
+    """
+    if setup is None or not isinstance(value, Mapping):
+        return None
+    try:
+        return _shape_of(_schema_taken(declared_input_schema(name, setup), value))
+    except Exception:  # noqa: BLE001 - a schema that cannot be read: nothing to compare
+        return None
 
 
 def changed_callees(ctx: ActionExecution, call: DurableCall, rec: CallRecord) -> NoReturn:

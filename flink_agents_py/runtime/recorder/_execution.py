@@ -53,6 +53,7 @@ from ..core._commands import (
     StartSubagent,
 )
 from ..core._stepper import run_inline
+from ._call_changes import tool_shape
 from ._identity import bound_state, callees
 from ._journaled import journaled
 from ._ledger import CallLedger
@@ -557,6 +558,8 @@ class ActionExecution:
             # (``callees`` is ``None`` for a callable that binds nothing: its name says it)
             call.callees = callees(fn) if bound is not None else None
             call.shape = argument_shape(fn, args, kwargs)
+        elif kind is CallKind.TOOL:  # ``(tool, ToolCall)``: the defaults the call leaves
+            call.shape = tool_shape(*args)
         self.calls[ordinal] = call
         if rec is None and self.displaced:  # its record may have gone to an earlier call
             check_displaced(self, call)

@@ -16,6 +16,7 @@ from ..context._calls import DurableCall, SubagentHandle
 from ..context._long_term_memory import session_id as session_of
 from ..core._commands import Poll, RunDeferred, Settle, StartSubagent
 from ..core._subgraph import resolve_subagent, subagent_input
+from ._call_changes import subagent_shape
 from ._outcomes import call_digest
 from ._state import CallKind
 
@@ -59,6 +60,7 @@ async def submit_subagent(
     if check_input and rec is None and setup is not None:  # a model's call (not an action's)
         check_subagent_input(name, setup, value)
     call = DurableCall(call_id, ordinal, dig, kind, name)
+    call.shape = subagent_shape(name, setup, value)  # the defaults its input leaves
     ctx.calls[ordinal] = call
     if kind is CallKind.SUBAGENT_REFUSED:
         if rec is not None and rec.done:

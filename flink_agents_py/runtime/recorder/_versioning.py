@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ...api import ChatResponse, Event, ReplayDivergenceError, UsageError
 from ...api.internal import EVENT_CLASS_KEY, mask_secrets, shown_key
 from ...plan import ActionPlan, AgentPlan, FunctionRef
-from .._failures import with_original
+from .._failures import with_recorded
 from .._serde import from_json_value
 from ._binding import code_changed, shape_parts
 from ._call_changes import changed_callees, changed_defaults, default_text
@@ -171,7 +171,7 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
         ctx._diverge(err)
     if rec.callees is not None and call.callees is not None and rec.callees != call.callees:
         changed_callees(ctx, call, rec)
-    if changed and rec.shape and call.shape and not recoded:
+    if changed and shape_parts(rec.shape)[0] and shape_parts(call.shape)[0] and not recoded:
         (was_bound, was_values, *_, was_all), (now_bound, now_values, *_, now_all) = (
             shape_parts(rec.shape), shape_parts(call.shape))
         if was_bound == now_bound and not defaults or was_all == now_all:  # (or a default
@@ -191,7 +191,7 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
 
 def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
                       strict: bool, *, started: bool = False, recoded: bool = False,
-                      defaults: list[str] | None = None) -> None:
+                      defaults: list[tuple[str, str]] | None = None) -> None:
     """A call replayed with other arguments than recorded: warn, or (strict) diverge.
 
     Args:
@@ -203,7 +203,8 @@ def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
             restore (with the recorded arguments): the call runs again with its new ones.
         recoded: the arguments and what the callable binds are those recorded, but its
             code (a lambda's, a nested function's) does something else with them.
-        defaults: the parameters the call leaves to their default whose default changed.
+        defaults: the parameters whose default the call runs with otherwise than recorded
+            (``_call_changes.changed_defaults``: changed, added or removed).
 
     Raises:
         ReplayDivergenceError: when ``strict``.
@@ -213,8 +214,12 @@ def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
             f"{shape_parts(call.shape)[2]}, recorded {shape_parts(rec.shape)[2]})"
             if recoded else f"other arguments than recorded (digest {call.digest}, recorded "
             f"{rec.digest})")
+    also = ""
     if defaults and rec.digest == call.digest and not recoded:
-        recoded, what = True, default_text(defaults)
+        recoded, what = True, f"the arguments recorded, but {default_text(defaults)}"
+    elif defaults:
+        also = f", and {default_text(defaults)}"
+        what += also
     if strict:
         ctx._diverge(ReplayDivergenceError(
             call.call_id, ctx._record.action, (kind, target), (call.kind.value, call.target),
@@ -229,9 +234,10 @@ def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
                    f"restore (digest {rec.digest}) and runs again with its new ones (digest "
                    f"{call.digest}); what the started attempt did is not reconciled with them")
     else:
-        message = (f"durable call {call.call_id} replays a recorded outcome but its arguments "
-                   f"changed (digest {call.digest}, recorded {rec.digest}); replay goes by "
-                   "identity")
+        message = (f"durable call {call.call_id} ({call.kind.value} {call.target}) replays a "
+                   f"recorded outcome but its arguments changed (digest {call.digest}, recorded "
+                   f"{rec.digest}){also}; replay goes by identity")
+    message += f" [key {shown_key(ctx.key)}, action {ctx._record.action!r}]"
     log.warning("%s", message)
     ctx.ledger.finding(ctx.key, ctx.execution_id, "arguments_changed", message)
 
@@ -456,7 +462,7 @@ def replayed_outcome(ctx: ActionExecution, call: DurableCall, rec: CallRecord) -
     """
     try:  # a stored model the new code cannot rebuild (its class changed): a divergence
         outcome = from_json_value(rec.value) if rec.ok else \
-            with_original(rebuild_exception(rec), rec.traceback)
+            with_recorded(rebuild_exception(rec), rec.traceback)
     except Exception as e:  # noqa: BLE001 - the recorded value no longer fits the code
         unrebuildable_outcome(ctx, call, rec, e)
     schema = getattr(call, "schema_cls", None)  # a ``ChatFuture``'s output schema class
