@@ -524,3 +524,62 @@ def test_a_users_tool_redeployed_with_another_default(tmp_path, mode):
     else:
         assert result["errors"] == [] and '"currency":"USD"' in result["outputs"][0]
         assert "the default value of its parameter 'currency' changed" in said
+
+
+# -- ctx.chat: its chat model setup's configuration ----------------------------------------
+def polite(request: Any) -> str:
+    return f"answer to {request.messages[0].content}"
+
+
+class Asks(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        reply = await ctx.chat("model", [ChatMessage(content="price of apple?")])
+        ctx.send_event(
+            OutputEvent(output=[reply.message.content, await ctx.durable_execute_async(hold)])
+        )
+
+
+class StrictAsks(Asks):
+    replay = "strict"
+
+
+def asks(strict: bool, **setup: Any) -> Agent:
+    agent = StrictAsks() if strict else Asks()
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(polite))
+    agent.add_resource(
+        "model",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(ChatModelSetup, connection="conn", **setup),
+    )
+    return agent
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"options": {"temperature": 0.9}}, {"prompt": "Answer in French."}],
+    ids=["options", "prompt"],
+)
+@pytest.mark.parametrize("strict", [False, True], ids=["lenient", "strict"])
+def test_a_chat_whose_setup_changed_is_a_changed_call(change, strict, caplog):
+    snap = _snapshot(asks(strict), "chat")
+    result = _restore(asks(strict, **change), snap, caplog)
+    said = "the configuration of the chat model setup it asks changed"
+    if strict:
+        assert result.outputs == []
+        [error] = [e for e in result.errors if e.error_type == "ReplayDivergenceError"]
+        assert "r0/go/c0" in error.message and "chat call 'model'" in error.message
+        assert said in error.message
+    else:
+        assert result.errors == []
+        assert result.outputs == [["answer to price of apple?", "held"]]
+        [warned] = [r.getMessage() for r in caplog.records if said in r.getMessage()]
+        assert "r0/go/c0" in warned and "key 'k'" in warned
+
+
+def test_a_chat_whose_setup_changed_only_in_its_retries_replays_quietly(caplog):
+    snap = _snapshot(asks(True), "chat")
+    result = _restore(asks(True, retry_max_attempts=5, error_policy="retry"), snap, caplog)
+    assert result.errors == [] and len(result.outputs) == 1
+    assert "arguments" not in caplog.text

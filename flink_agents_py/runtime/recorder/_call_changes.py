@@ -146,14 +146,19 @@ def changed_defaults(was: str, now: str) -> list[tuple[str, str]]:
         ``(name, how)`` for each: ``"changed"`` (both calls left it to its default, which
         changed), ``"added"`` (the new code's call leaves it to a default, the recorded one
         had no such parameter), ``"removed"`` (the recorded call left it to its default, the
-        new code's call has no such parameter); in the replayed function's order, then the
-        removed ones in the recorded order.
+        new code's call has no such parameter), ``"configured"`` (an entry that is no
+        parameter, ``$``-named: the configuration of the resource the call asks changed,
+        ``_setup_shapes``); in the replayed function's order, then the removed ones in the
+        recorded order.
     """
     if not was or not now or was == now:
         return []
     old, new = _entries(was), _entries(now)
     found = [
-        (n, "changed" if old[n] != d else "") if n in old else (n, "added") for n, d in new.items()
+        (n, "" if old[n] == d else "configured" if n.startswith("$") else "changed")
+        if n in old
+        else (n, "added")
+        for n, d in new.items()
     ]
     return [f for f in found if f[1]] + [(n, "removed") for n in old if n not in new]
 
@@ -168,6 +173,11 @@ def default_text(changes: list[tuple[str, str]]) -> str:
         The text, naming the parameters and what changed for each.
     """
     parts = []
+    if any(h == "configured" for _, h in changes):
+        parts.append(
+            "the configuration of the chat model setup it asks changed since the call was "
+            "recorded (its model, prompt, tools, options, or its connection's or prompt's)"
+        )
     for how, what in (
         (
             "changed",

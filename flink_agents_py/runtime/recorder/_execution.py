@@ -59,6 +59,7 @@ from ._journaled import journaled
 from ._ledger import CallLedger
 from ._order import check_displaced
 from ._outcomes import argument_shape, call_digest, fn_name, store_outcome
+from ._setup_shapes import setup_shape
 from ._state import CallKind, CallRecord, InflightAction, RunState
 from ._subagent_calls import submit_subagent
 from ._versioning import check_arguments, is_strict, patched, replayed_outcome
@@ -386,6 +387,7 @@ class ActionExecution:
         ordinal, call_id, dig, rec = self._allocate(
             CallKind.CHAT, model, lambda cid: call_digest("chat", (request,), {}, cid))
         call = ChatFuture(call_id, ordinal, dig, schema_cls, model)
+        call.shape = setup_shape(self.resources, model)  # the setup's configuration
         self.calls[ordinal] = call
         self._replay_or_prepare(call, rec, StartChat(call, model, request))
         return call

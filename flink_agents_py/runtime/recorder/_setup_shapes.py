@@ -1,0 +1,87 @@
+"""What a ``ctx.chat`` call's record keeps of the chat model setup it was answered by.
+
+A chat's arguments are what the action passes (the setup's name, the messages,
+``prompt_args``, ``output_schema``), not the setup: a run whose chat was recorded before a
+deploy that changed the setup (its ``prompt=``, its tools, its model, its options, its
+connection's model or temperature, the prompt it names) replayed the old answer without a
+word. The record keeps the digest of the setup's configuration as declared in the plan
+(``SETUP``, an entry of ``argument_shape``'s sixth part), and a replay whose setup's
+configuration changed is a changed call (``_call_changes.changed_defaults``: ``"configured"``):
+the ``arguments changed`` warning naming the setup, a ``ReplayDivergenceError`` in strict
+mode, a finding of ``check_upgrade_safety``. What does not change the answer (retries,
+backoff, a budget, the error policy) is left out.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...api import ResourceType
+from .._serde import digest, to_json_value
+
+if TYPE_CHECKING:
+    from .._resources import ResourceEnvironment
+
+__all__ = ["SETUP", "setup_shape"]
+
+SETUP = "$setup"
+"""The name of a chat's setup digest among the entries of its shape's sixth part."""
+
+_NOT_ANSWERING = frozenset(
+    {
+        "retry_max_attempts",
+        "retry_initial_backoff_s",
+        "retry_max_backoff_s",
+        "budget",
+        "error_policy",
+    }
+)
+"""Setup arguments that do not change a chat's answer: left out of its digest."""
+
+_KEPT: dict[tuple[int, str], tuple[Any, str | None]] = {}
+"""``setup_shape`` per resource environment (held, so its id is not reused) and setup name."""
+
+
+def _declared(env: ResourceEnvironment, name: str, rtype: ResourceType) -> Any:
+    """The descriptor of ``name`` in the plan that declares it (``None``: none)."""
+    found = env.owner(name, rtype)._plan.resources.get(rtype, {}).get(name)
+    return None if found is None else found.descriptor
+
+
+def _configuration(env: ResourceEnvironment, model: str) -> Any:
+    setup = _declared(env, model, ResourceType.CHAT_MODEL)
+    if setup is None:
+        return None
+    args = {k: v for k, v in setup.arguments.items() if k not in _NOT_ANSWERING}
+    parts: list[Any] = [setup.clazz, args]
+    for rtype, ref in (
+        (ResourceType.CHAT_MODEL_CONNECTION, args.get("connection")),
+        (ResourceType.PROMPT, args.get("prompt")),
+    ):
+        if isinstance(ref, str) and ref:
+            parts.append(_declared(env, ref, rtype))
+    return to_json_value(parts, f"the configuration of chat model setup {model!r}")
+
+
+def setup_shape(env: ResourceEnvironment, model: str) -> str | None:
+    """The shape of a ``ctx.chat`` call of setup ``model``: its configuration's digest.
+
+    Args:
+        env: the calling action's resources.
+        model: the chat model setup's name.
+
+    Returns:
+        The shape (``CallRecord.shape``), or ``None`` when the setup is not declared or its
+        configuration has no JSON form (nothing to compare).
+    """
+    kept = _KEPT.get((id(env), model))
+    if kept is not None and kept[0] is env:
+        return kept[1]
+    try:
+        shape: str | None = "/" * 5 + f"{SETUP}={digest(_configuration(env, model))[:8]}"
+    except Exception:  # noqa: BLE001 - no plan entry, no JSON form: nothing to compare
+        shape = None
+    if len(_KEPT) >= 1024:
+        _KEPT.clear()
+    _KEPT[(id(env), model)] = (env, shape)
+    return shape
