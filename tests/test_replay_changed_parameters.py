@@ -583,3 +583,14 @@ def test_a_chat_whose_setup_changed_only_in_its_retries_replays_quietly(caplog):
     result = _restore(asks(True, retry_max_attempts=5, error_policy="retry"), snap, caplog)
     assert result.errors == [] and len(result.outputs) == 1
     assert "arguments" not in caplog.text
+
+
+def test_check_upgrade_safety_reports_a_chat_setups_changed_prompt():
+    GATE.set()
+    report = check_upgrade_safety(
+        asks(False), asks(False, prompt="Answer in French."), [{"key": "k"}], other_process=False
+    )
+    assert any(
+        "the configuration of the chat model setup it asks changed" in f for f in report.findings
+    ), report.findings
+    check_upgrade_safety(asks(False), asks(False), [{"key": "k"}], other_process=False).assert_ok()
