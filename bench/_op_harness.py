@@ -10,6 +10,11 @@ service whose processing-time timers fire in order on the wall clock, and a cont
 records go in one after another (each key's ``process_element``), timers fire as they fall
 due, until every output has come out.
 
+With ``--metrics`` the agent metrics are pushed to a fake Flink metric group
+(``FakeMetricGroup``: counters, meters and distributions kept in Python, a distribution
+taking its last value only, as thread mode's), so the figure includes the batched push; the
+run fails when a scalar the group holds after ``close()`` differs from the operator's own.
+
 Printed: the CPU time of the calling thread (``time.thread_time``: the operator's work, not
 the I/O executor's) per record, for ``open()`` and for the records; with ``--profile``, the
 Python calls per record and the top of a ``cProfile`` of the callbacks. The same code costs
@@ -33,7 +38,7 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["FakeHost", "main"]
+__all__ = ["FakeHost", "FakeMetricGroup", "main"]
 
 
 class _Backend:
@@ -151,6 +156,113 @@ class _Timers:
         pass
 
 
+class _Counter:
+    """A PyFlink ``Counter``: ``inc``/``dec``/``get_count``."""
+
+    def __init__(self, root: FakeMetricGroup) -> None:
+        self.root, self.count = root, 0
+
+    def inc(self, n: int = 1) -> None:
+        self.root.calls += 1
+        self.count += n
+
+    def dec(self, n: int = 1) -> None:
+        self.count -= n
+
+    def get_count(self) -> int:
+        return self.count
+
+
+class _Meter:
+    """A PyFlink ``Meter``: ``mark_event``/``get_count``."""
+
+    def __init__(self, root: FakeMetricGroup) -> None:
+        self.root, self.count = root, 0
+
+    def mark_event(self, value: int = 1) -> None:
+        self.root.calls += 1
+        self.count += value
+
+    def get_count(self) -> int:
+        return self.count
+
+
+class _Distribution:
+    """A PyFlink ``Distribution`` as thread mode's: only the last value is kept."""
+
+    def __init__(self, root: FakeMetricGroup) -> None:
+        self.root, self.updates = root, 0
+        self.last: Any = None
+
+    def update(self, value: Any) -> None:
+        self.root.calls += 1
+        self.updates += 1
+        self.last = value
+
+
+# The mirror tells thread mode (a distribution keeps its last value only) by the module of
+# PyFlink's distribution class: this one is pushed to as thread mode's is.
+_Distribution.__module__ = "pyflink.fn_execution.metrics.embedded.fake"
+
+
+class FakeMetricGroup:
+    """A PyFlink ``MetricGroup`` (``add_group``, ``counter``, ``gauge``, ``meter``,
+    ``distribution``) keeping its metrics in Python, so ``--metrics`` runs the push to Flink.
+
+    Attributes:
+        metrics: every metric registered, by its scope (group names, then the metric's).
+        calls: how many metric updates were made (each a call into Java on Flink).
+    """
+
+    def __init__(self, scope: tuple[str, ...] = (), root: FakeMetricGroup | None = None) -> None:
+        self.scope = scope
+        self.root = root or self
+        self.metrics: dict[tuple[str, ...], Any] = {}
+        self.calls = 0
+
+    def add_group(self, name: str, extra: str | None = None) -> FakeMetricGroup:
+        return FakeMetricGroup((*self.scope, name) + ((extra,) if extra is not None else ()),
+                               self.root)
+
+    def _register(self, name: str, metric: Any) -> Any:
+        self.root.metrics[(*self.scope, name)] = metric
+        return metric
+
+    def counter(self, name: str) -> Any:
+        return self._register(name, _Counter(self.root))
+
+    def gauge(self, name: str, obj: Any) -> None:
+        self._register(name, obj)
+
+    def meter(self, name: str, time_span_in_seconds: int = 60) -> Any:
+        return self._register(name, _Meter(self.root))
+
+    def distribution(self, name: str) -> Any:
+        return self._register(name, _Distribution(self.root))
+
+    def value(self, *scope: str) -> Any:
+        """A registered metric's count (a distribution's number of updates)."""
+        m = self.root.metrics[scope]
+        return m.updates if isinstance(m, _Distribution) else m.count
+
+
+def pushed_mismatches(op: Any, group: FakeMetricGroup) -> list[str]:
+    """The scalar agent metrics whose value in ``group`` differs from the operator's own.
+
+    Returns:
+        ``name: pushed != counted`` lines (none after the operator's close pushed the last).
+    """
+    snapshot = op.observability.snapshot()
+    from flink_agents_py.observability._flink_mirror import _GAUGES, _SCALAR_COUNTERS
+
+    out = []
+    for name in (*_SCALAR_COUNTERS, *_GAUGES):
+        pushed = group.value("flink_agents", name)
+        if pushed != snapshot[name]:
+            out.append(f"{name}: pushed {pushed} != counted {snapshot[name]}")
+    return out
+
+
 class FakeHost:
     """Flink's side of an ``AgentOperator`` in thread mode: runtime context, context, timers.
 
@@ -169,6 +281,7 @@ class FakeHost:
         self._keyed_state_backend = type("KSB", (), {})()
         self._keyed_state_backend._keyed_state_backend = self.backend
         self._key_converter = type("Conv", (), {"to_internal": staticmethod(lambda x: x)})()
+        self.metric_group = FakeMetricGroup()
 
     # the RuntimeContext
     def get_state(self, descriptor: Any) -> Any:
@@ -178,7 +291,7 @@ class FakeHost:
         return self.states.setdefault(descriptor.name, _Map(self))
 
     def get_metrics_group(self) -> Any:
-        raise RuntimeError("no Flink metric group here: metrics stay in Python")
+        return self.metric_group
 
     def get_index_of_this_subtask(self) -> int:
         return 0
@@ -266,15 +379,19 @@ def main(argv: list[str] | None = None) -> int:
         op.close()
     n = args.records
     metrics = "on" if args.metrics else "off"
+    wrong = pushed_mismatches(op, host.metric_group) if args.metrics else []
     print(f"{args.kind}: {n:,} records over {keys:,} keys, metrics {metrics}:"
           f" {len(outs):,} outputs in {time.time() - w0:.2f} s; operator thread CPU"
-          f" {cpu / n * 1e6:.1f} us per record, open() {open_ms:.1f} ms; {dict(op.stats)}")
+          f" {cpu / n * 1e6:.1f} us per record, open() {open_ms:.1f} ms; {dict(op.stats)}"
+          + (f"; {host.metric_group.calls:,} metric updates pushed" if args.metrics else ""))
     if prof is not None:
         stats = pstats.Stats(prof, stream=sys.stdout)
         calls = sum(v[1] for v in stats.stats.values())  # type: ignore[attr-defined]
         print(f"Python calls per record (profiled): {calls / n:.0f}")
         stats.sort_stats("tottime").print_stats(args.top)
-    return 0 if len(outs) >= n else 1
+    for line in wrong:
+        print(f"Flink metric group: {line}")
+    return 0 if len(outs) >= n and not wrong else 1
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from flink_agents_py.api import (
     chat_model_connection,
     chat_model_setup,
 )
+from flink_agents_py.observability import AgentMetrics
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore
 from flink_agents_py.runtime.recorder._state import InMemoryKeyState
@@ -74,6 +75,10 @@ input's run is read once; 107 once a freshly decoded flat record reaches its act
 second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 101 once
 ``OutputEvent(output=x)`` is built without pydantic's validation round trip; 95 with the
 cuts of 2026-12-06 listed under ``CHAT_CALLS``)."""
+
+ECHO_METRICS_CALLS = 109
+"""... with ``AgentMetrics`` as the core's observer, pushing to a metric group in batches
+(108 when set, 2026-12-06: five probe hooks a record, ``MetricsProbe``, and the push)."""
 
 
 class InstantModel(ChatModelConnection):
@@ -154,9 +159,18 @@ def _calls(fn: Callable[[], Any]) -> int:
     return n
 
 
-def _per_record(agent: Agent, keys: int = 40) -> tuple[float, list[Any]]:
-    """Calls per record of ``agent`` on the host's thread (after a warm-up), and the outputs."""
-    core = AgentCore(AgentPlan.from_agent(agent), max_in_flight=64)
+def _per_record(agent: Agent, keys: int = 40, metrics: bool = False) -> tuple[float, list[Any]]:
+    """Calls per record of ``agent`` on the host's thread (after a warm-up), and the outputs.
+
+    ``metrics``: with ``AgentMetrics`` as the core's observer, pushing to a metric group
+    (``bench._op_harness.FakeMetricGroup``) in batches of 1,000 runs.
+    """
+    observer = None
+    if metrics:
+        from bench._op_harness import FakeMetricGroup
+
+        observer = AgentMetrics(FakeMetricGroup(), flush_interval_s=3600)  # (by runs only)
+    core = AgentCore(AgentPlan.from_agent(agent), max_in_flight=64, observer=observer)
     core.open()
     try:
         states: dict[str, InMemoryKeyState] = {}
@@ -187,7 +201,7 @@ def _per_record(agent: Agent, keys: int = 40) -> tuple[float, list[Any]]:
         core.close()
 
 
-def _measured(kind: str) -> tuple[float, int]:
+def _measured(kind: str, metrics: bool = False) -> tuple[float, int]:
     """Calls per record of ``kind`` and the outputs made, measured in a process of its own.
 
     The count depends on the process's state (a secret registered by an earlier test adds
@@ -196,7 +210,7 @@ def _measured(kind: str) -> tuple[float, int]:
     root = Path(flink_agents_py.__file__).parents[1]  # the package this process tests
     code = (f"import sys; sys.path[:0] = [{str(root)!r}, {str(Path(__file__).parent)!r}]; "
             "import test_call_budget as m; "
-            f"per, outs = m._per_record(m.{kind}()); print(per, len(outs))")
+            f"per, outs = m._per_record(m.{kind}(), metrics={metrics}); print(per, len(outs))")
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN"))}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, env=env)
@@ -225,6 +239,13 @@ def test_an_echo_record_costs_the_host_thread_at_most_its_budget_of_python_calls
     per_record, outputs = _measured("Echo")
     assert outputs == 42
     assert per_record <= ECHO_CALLS, f"{per_record:.0f} Python calls per echo record"
+
+
+def test_an_echo_record_with_the_agent_metrics_on_costs_at_most_its_budget_of_python_calls():
+    # the metrics' hooks (the core's probe) and their batched push to a metric group
+    per_record, outputs = _measured("Echo", metrics=True)
+    assert outputs == 42
+    assert per_record <= ECHO_METRICS_CALLS, f"{per_record:.0f} Python calls per echo record"
 
 
 def test_a_run_that_waits_once_costs_the_host_thread_at_most_its_budget_of_python_calls():

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._distribution import Distribution
 from ._flink_mirror import FlinkMetricsMirror
 from ._payload import to_loggable
 from ._tracking import CallInfo, TrackingObserver
+
+if TYPE_CHECKING:
+    from ._metrics_probe import MetricsProbe
 
 __all__ = ["MetricCounts"]
 
@@ -62,7 +65,7 @@ class MetricCounts(TrackingObserver):
     """Counters, labelled counters and distributions, with their callbacks and Flink push.
 
     Attributes:
-        counters: scalar counters and gauges, by metric name.
+        counters: scalar counters and gauges, by metric name (a property).
         labelled: ``{label: count}`` by metric name.
         latency: ``{label: Distribution}`` by metric name (label ``None`` when unlabelled).
         flink: the Flink mirror, or ``None`` (in-process only).
@@ -70,20 +73,34 @@ class MetricCounts(TrackingObserver):
         flush_interval_s: ... or this many seconds since the last push.
     """
 
-    counters: dict[str, int]
+    _counts: dict[str, int]  # ``counters`` as the hooks keep them (two worked out on reading)
     labelled: dict[str, dict[str, int]]
     latency: dict[str, dict[str | None, Distribution]]
     flink: FlinkMetricsMirror | None
     flush_every: int
     flush_interval_s: float
-    _unflushed_runs: int
     _push_failures: int
-    _flushed_at: float
+    _tally: MetricsProbe  # keeps when the next push is due (``push_runs``, ``push_due``)
     _clock: Callable[[], float]  # ``clock`` (``AgentMetrics.clock`` sets it)
     _chat_calls: dict[str, int]
     _chat_call_latency: dict[str | None, Distribution]
     gauges: dict[str, dict[str, int]]
     gauge_source: Callable[[], dict[str, dict[str, int]]] | None
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """Scalar counters and gauges by name (the same dict for the observer's life).
+
+        Two are worked out when read instead of being counted per event and run:
+        ``events_processed`` is the sum of ``events_processed{type}``, and ``runs_in_flight``
+        is ``runs_started`` less the runs completed that were counted as started (each
+        timed: ``run_latency_ms``'s count; a run restored from a checkpoint was neither).
+        """
+        counts = self._counts
+        counts["events_processed"] = sum(self.labelled["events_processed_by_type"].values())
+        runs = self.latency["run_latency_ms"].get(None)
+        counts["runs_in_flight"] = counts["runs_started"] - (runs.count if runs else 0)
+        return counts
 
     # -- pushing to Flink ----------------------------------------------------------------
     def flush(self) -> None:
@@ -92,8 +109,9 @@ class MetricCounts(TrackingObserver):
         Without a metric group this does nothing.
         """
         if self.flink is not None:
-            self._unflushed_runs = 0
-            self._flushed_at = self._clock()
+            tally = self._tally
+            tally.push_runs = self._counts["runs_completed"] + self.flush_every
+            tally.push_due = self._clock() + self.flush_interval_s
             try:
                 self.read_gauges()
                 self.flink.push(self.counters, self.labelled, self.latency, self.gauges)
@@ -121,17 +139,18 @@ class MetricCounts(TrackingObserver):
             return False
         return self.flink.behind(self.counters)
 
-    def _maybe_flush(self, runs: int = 0) -> None:
+    def _maybe_flush(self) -> None:
+        """Push if ``flush_every`` runs completed or ``flush_interval_s`` passed since the last."""
         if self.flink is None:
             return
-        n = self._unflushed_runs = self._unflushed_runs + runs
-        if n >= self.flush_every or self._clock() - self._flushed_at >= self.flush_interval_s:
+        tally = self._tally
+        if self._counts["runs_completed"] >= tally.push_runs or self._clock() >= tally.push_due:
             self.flush()
 
     # -- updates -----------------------------------------------------------------------
     def _inc(self, name: str, n: int = 1, label: str | None = None) -> None:
         if label is None:
-            self.counters[name] += n
+            self._counts[name] += n
         else:
             by = self.labelled[name]
             by[label] = by.get(label, 0) + n
@@ -154,24 +173,18 @@ class MetricCounts(TrackingObserver):
 
     # -- callbacks ----------------------------------------------------------------------
     def on_run_started(self, key: Any, run: str, seq: int) -> None:
-        counters = self.counters
-        counters["runs_started"] += 1
-        counters["runs_in_flight"] += 1
+        self._counts["runs_started"] += 1
         self._maybe_flush()
 
     def on_run_completed(self, key: Any, run: str, seq: int, duration_ms: float | None) -> None:
-        counters = self.counters
-        counters["runs_completed"] += 1
-        if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
-            counters["runs_in_flight"] -= 1
+        self._counts["runs_completed"] += 1  # (``runs_in_flight``: worked out, ``counters``)
         self._observe("run_latency_ms", duration_ms)
-        self._maybe_flush(1)
+        self._maybe_flush()
 
     def on_event(self, key: Any, event: Any, parent: str | None, chat: str | None,
                  model: str | None) -> None:
         etype = getattr(event, "type", "?")
-        self.counters["events_processed"] += 1
-        by = self.labelled["events_processed_by_type"]
+        by = self.labelled["events_processed_by_type"]  # (their sum: ``events_processed``)
         by[etype] = by.get(etype, 0) + 1
         if etype == "ChatRequestEvent":
             self._inc("chats", 1, model or "?")
@@ -281,8 +294,7 @@ class MetricCounts(TrackingObserver):
             if not ok or (isinstance(data, dict) and data.get("success") is False):
                 self._inc("subagent_calls_failed", 1, name)
             self._observe("subagent_latency_ms", duration_ms, name)
-        if self.flink is not None:
-            self._maybe_flush()
+        self._maybe_flush()
 
     def on_output(self, key: Any, output: Any, parent: str) -> None:
         self._inc("outputs_emitted")

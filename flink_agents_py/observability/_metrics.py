@@ -147,7 +147,7 @@ class AgentMetrics(MetricCounts):
         if flush_every < 1 or flush_interval_s < 0:
             raise ValueError(f"AgentMetrics: flush_every must be >= 1 and flush_interval_s >= 0, "
                              f"got {flush_every} and {flush_interval_s}")
-        self.counters: dict[str, int] = dict.fromkeys((*_SCALAR_COUNTERS, *_GAUGES), 0)
+        self._counts: dict[str, int] = dict.fromkeys((*_SCALAR_COUNTERS, *_GAUGES), 0)
         self.labelled: dict[str, dict[str, int]] = {name: {} for name in _LABELLED}
         self.gauges: dict[str, dict[str, int]] = {name: {} for name in _LABELLED_GAUGES}
         self.gauge_source: Callable[[], dict[str, dict[str, int]]] | None = None
@@ -157,9 +157,7 @@ class AgentMetrics(MetricCounts):
         batched = self.flink is not None and self.flink.batched
         self.flush_every = flush_every if batched else 1
         self.flush_interval_s = flush_interval_s if batched else 0.0
-        self._unflushed_runs = 0
         self._push_failures = 0
-        self._flushed_at = self._clock()
         self._spare: list[_KeyTrack] = []  # tracks of completed runs, clean, for reuse
         self._run_start: dict[Any, float] = {}  # by key, for the runs started here
         self._events_by_type = self.labelled["events_processed_by_type"]
@@ -175,7 +173,11 @@ class AgentMetrics(MetricCounts):
         if any(getattr(cls, name) is not getattr(AgentMetrics, name) for name in _CORE_HOOKS):
             self.hooks_never_raise = False  # a subclass's own hook may raise
         self._tally = MetricsProbe(self, _CHAT_EVENTS, _hook_failed)
-        """What the direct hooks count with (the core's probe: both paths count alike)."""
+        """What the direct hooks count with (the core's probe: both paths count alike); it
+        keeps when the next push to Flink is due."""
+        if self.flink is not None:  # the first push: ``flush_every`` runs or the interval on
+            self._tally.push_runs = self.flush_every
+            self._tally.push_due = self._clock() + self.flush_interval_s
         if self._direct and self.hooks_never_raise:  # the core reports to it directly
             self.probe: MetricsProbe | None = self._tally
 
@@ -191,9 +193,7 @@ class AgentMetrics(MetricCounts):
             if keys:  # a key's track (calls, chats) is made when its first is seen
                 keys.pop(key, None)
             self._run_start[key] = self._clock()
-            counters = self.counters
-            counters["runs_started"] += 1
-            counters["runs_in_flight"] += 1
+            self._counts["runs_started"] += 1
             if self.flink is not None:
                 self._maybe_flush()
         except Exception:  # noqa: BLE001 - metrics never fail the agent
@@ -243,8 +243,7 @@ class AgentMetrics(MetricCounts):
             if hasattr(event, "type"):
                 self._tally.event_dispatched(key, event, parent)
             else:  # not an agent event: counted as type ``?``
-                self.counters["events_processed"] += 1
-                by = self._events_by_type
+                by = self._events_by_type  # (their sum: ``events_processed``)
                 by["?"] = by.get("?", 0) + 1
         except Exception:  # noqa: BLE001
             _hook_failed("event_dispatched")
@@ -326,7 +325,7 @@ class AgentMetrics(MetricCounts):
     def _abandon_open(self, t: _KeyTrack, call_id: str) -> None:
         """Count an executed call whose action or run ended first as abandoned."""
         start, kind, name = t.open.pop(call_id)
-        self.counters["calls_in_flight"] -= 1
+        self._counts["calls_in_flight"] -= 1
         self._count_call(kind, name, "abandoned", None, (self._clock() - start) * 1000.0)
 
     def output_emitted(self, key: Any, output: Any, parent: str) -> None:
@@ -334,7 +333,7 @@ class AgentMetrics(MetricCounts):
             if not self._direct:
                 super().output_emitted(key, output, parent)
                 return
-            self.counters["outputs_emitted"] += 1
+            self._counts["outputs_emitted"] += 1
         except Exception:  # noqa: BLE001
             _hook_failed("output_emitted")
 

@@ -13,6 +13,7 @@ through the metrics' own bookkeeping.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -59,13 +60,15 @@ class MetricsProbe(Probe):
     """
 
     __slots__ = ("metrics", "counters", "events_by_type", "hooked_types", "clock", "tracked",
-                 "actions_executed", "action_latency", "run_latency", "on_failure",
-                 "chats_started", "chat_latency", "spare")
+                 "actions_executed", "action_latency", "run_latency", "run_values",
+                 "run_limit", "on_failure", "chats_started", "chat_latency", "spare",
+                 "push_runs", "push_due")
 
     def __init__(self, metrics: AgentMetrics, hooked_types: frozenset[str],
                  on_failure: Callable[[str], None]) -> None:
         self.metrics = metrics
-        self.counters = metrics.counters
+        self.counters = metrics._counts  # (``events_processed``, ``runs_in_flight``: worked
+        # out when ``metrics.counters`` is read, not counted here)
         self.events_by_type = metrics.labelled["events_processed_by_type"]
         self.hooked_types = hooked_types
         self.clock: Callable[[], float] = metrics.clock  # kept in step by ``AgentMetrics.clock``
@@ -77,13 +80,17 @@ class MetricsProbe(Probe):
         self.chat_latency = metrics.latency["chat_latency_ms"]
         runs = metrics.latency["run_latency_ms"]
         self.run_latency = runs.get(None) or metrics._distribution(runs, None)
+        self.run_values = self.run_latency.values  # (the same list for its life)
+        self.run_limit = self.run_latency.limit
         self.on_failure = on_failure
+        self.push_runs: float = math.inf
+        """The next push is due when ``runs_completed`` reaches this..."""
+        self.push_due = math.inf
+        """... or the clock this, whichever comes first (set at each push)."""
 
     def run_started(self, key: Any, seq: int) -> Any:
         """Count a run that started; its token is the clock's reading."""
-        counters = self.counters
-        counters["runs_started"] += 1
-        counters["runs_in_flight"] += 1
+        self.counters["runs_started"] += 1
         if self.tracked:
             self.tracked.pop(key, None)
         return self.clock()
@@ -91,16 +98,13 @@ class MetricsProbe(Probe):
     def input_dispatched(self, key: Any, seq: int, event: Any) -> Any:
         """``run_started`` and ``event_dispatched`` of its ``InputEvent``, counted at once."""
         now = self.clock()  # the token: the run's start
-        counters = self.counters
-        counters["runs_started"] += 1
-        counters["runs_in_flight"] += 1
+        self.counters["runs_started"] += 1
         if self.tracked:
             self.tracked.pop(key, None)
         etype = event.type
         if etype in self.hooked_types:  # (a chat or tool event's type: its bookkeeping too)
             self.event_dispatched(key, event)
         else:
-            counters["events_processed"] += 1
             by = self.events_by_type
             try:
                 by[etype] += 1
@@ -109,8 +113,11 @@ class MetricsProbe(Probe):
         return now
 
     def run_completed(self, key: Any, seq: int, token: Any) -> None:
-        """Count a completed run (``token``: the clock at its start, or ``None``)."""
-        m = self.metrics
+        """Count a completed run (``token``: the clock at its start, or ``None``).
+
+        Pushes to Flink when ``push_runs`` runs have completed or the clock passed
+        ``push_due`` (``AgentMetrics.flush`` sets both; infinite without a metric group).
+        """
         tracked = self.tracked
         if tracked:
             t = tracked.pop(key, None)
@@ -118,7 +125,7 @@ class MetricsProbe(Probe):
                 c = t._chats
                 if t.calls or t.open or t.actions or c is None or c.chat_rounds:
                     try:
-                        m._retire(key, t)
+                        self.metrics._retire(key, t)
                     except Exception:  # noqa: BLE001 - metrics never fail the agent
                         self.on_failure("run_completed")
                         return
@@ -127,26 +134,23 @@ class MetricsProbe(Probe):
                     if c.chat_started:  # a chat never answered
                         c.chat_started.clear()
                     self.spare.append(t)
-        counters = self.counters
-        counters["runs_completed"] += 1
-        if counters["runs_in_flight"] > 0:  # a restored run was not counted as started
-            counters["runs_in_flight"] -= 1
-        now = None
+        counters = self.counters  # (``runs_in_flight``: started less timed, ``counters``)
+        n = counters["runs_completed"] + 1
+        counters["runs_completed"] = n
         if token is not None:
-            d = self.run_latency
-            values = d.values
             now = self.clock()
+            values = self.run_values
             values.append((now - token) * 1000.0)
-            if len(values) >= d.limit:
-                d.fold()
-        if m.flink is not None:
-            try:  # ``m._maybe_flush(1)`` inline, with the clock read above
-                n = m._unflushed_runs = m._unflushed_runs + 1
-                if n >= m.flush_every or (self.clock() if now is None else now) \
-                        - m._flushed_at >= m.flush_interval_s:
-                    m.flush()
-            except Exception:  # noqa: BLE001
-                self.on_failure("run_completed")
+            if len(values) >= self.run_limit:
+                self.run_latency.fold()
+            if n < self.push_runs and now < self.push_due:
+                return
+        elif n < self.push_runs and self.clock() < self.push_due:  # (not timed: restored)
+            return
+        try:  # ``AgentMetrics._maybe_flush`` inline, with the clock read above
+            self.metrics.flush()
+        except Exception:  # noqa: BLE001
+            self.on_failure("run_completed")
 
     def event_dispatched(self, key: Any, event: Any, parent: str | None = None) -> None:
         """Count ``event`` by type; keep the chat bookkeeping of chat events.
@@ -162,8 +166,7 @@ class MetricsProbe(Probe):
             parent: the execution that sent it (``None``: ``event_parent(event.id)``).
         """
         etype = event.type
-        self.counters["events_processed"] += 1
-        by = self.events_by_type
+        by = self.events_by_type  # (their sum: ``events_processed``)
         try:  # (a type seen before, the usual case: no call)
             by[etype] += 1
         except KeyError:
@@ -221,17 +224,15 @@ class MetricsProbe(Probe):
     def output_dispatched(self, key: Any, event: Any) -> None:
         """Count an ``OutputEvent`` and its output (``event_dispatched``, ``output_emitted``)."""
         etype = event.type
-        counters = self.counters
         if etype in self.hooked_types:  # (a chat event's type: its bookkeeping too)
             self.event_dispatched(key, event)
         else:
-            counters["events_processed"] += 1
             by = self.events_by_type
             try:
                 by[etype] += 1
             except KeyError:
                 by[etype] = 1
-        counters["outputs_emitted"] += 1
+        self.counters["outputs_emitted"] += 1
 
     def action_started(self, key: Any, execution_id: str, action: str, reentered: bool) -> Any:
         """Count a re-entered execution; the token is the clock's reading."""
@@ -245,14 +246,14 @@ class MetricsProbe(Probe):
     def action_finished(self, key: Any, execution_id: str, action: str,
                         error: BaseException | None, token: Any) -> None:
         """Count a completed execution and its time (``token``: the clock at its start)."""
-        tracked = self.tracked
-        t = tracked.get(key) if tracked else None
-        if error is not None or (t is not None and (t.calls or t.open)):
-            try:  # a failed action, or one of a key with calls in flight
-                self.metrics._action_ended(key, t, execution_id, action, error, token)
-            except Exception:  # noqa: BLE001
-                self.on_failure("action_finished")
-            return
+        if error is not None or self.tracked:
+            t = self.tracked.get(key)
+            if error is not None or (t is not None and (t.calls or t.open)):
+                try:  # a failed action, or one of a key with calls in flight
+                    self.metrics._action_ended(key, t, execution_id, action, error, token)
+                except Exception:  # noqa: BLE001
+                    self.on_failure("action_finished")
+                return
         by = self.actions_executed  # the usual case, inline (nothing of it to abandon)
         try:  # (an action seen before: no call)
             by[action] += 1
