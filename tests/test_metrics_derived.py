@@ -18,7 +18,7 @@ import pytest
 
 from flink_agents_py import AgentsExecutionEnvironment
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
-from flink_agents_py.observability import AgentMetrics
+from flink_agents_py.observability import AgentMetrics, Distribution
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -34,12 +34,14 @@ class Clock:
 class Group:
     """A PyFlink metric group's shape (``bench._op_harness.FakeMetricGroup`` is the same)."""
 
-    def __init__(self, registry: dict[str, Any], scope: str = "") -> None:
-        self.registry, self.scope = registry, scope
+    def __init__(
+        self, registry: dict[str, Any], thread_mode: bool = False, scope: str = ""
+    ) -> None:
+        self.registry, self.thread_mode, self.scope = registry, thread_mode, scope
 
     def add_group(self, name: str, extra: str | None = None) -> Group:
         full = ".".join(p for p in (self.scope, name, extra) if p)
-        return Group(self.registry, full)
+        return Group(self.registry, self.thread_mode, full)
 
     def _add(self, name: str, metric: Any) -> Any:
         self.registry[f"{self.scope}.{name}"] = metric
@@ -52,7 +54,7 @@ class Group:
         return self._add(name, Counter())
 
     def distribution(self, name: str) -> Any:
-        return self._add(name, Counter())
+        return self._add(name, ThreadModeDistribution() if self.thread_mode else Counter())
 
 
 class Counter:
@@ -67,6 +69,13 @@ class Counter:
 
     def update(self, value: int) -> None:
         self.count += 1
+
+
+class ThreadModeDistribution(Counter):
+    """Looks like PyFlink's thread-mode distribution (which reports its last value only)."""
+
+
+ThreadModeDistribution.__module__ = "pyflink.fn_execution.metrics.embedded.distribution_impl"
 
 
 class Echo(Agent):
@@ -184,3 +193,63 @@ def test_a_users_module_reads_the_worked_out_metrics(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split(None, 3) == ["10", "0", "5", "{'InputEvent': 5, 'OutputEvent': 5}\n"]
+
+
+def test_a_fold_of_values_already_pushed_does_not_push_again():
+    pushes: list[int] = []
+    d = Distribution(window=4)
+    d.before_fold = lambda: pushes.append(d.count)
+    for v in range(8):  # the 8th update folds the 4 oldest, none pushed yet: a push first
+        d.update(float(v))
+    assert pushes == [8] and d.count == 8
+    d.pushed = 8  # (what a push records)
+    for v in range(8, 12):  # folds 4 more, all pushed: no push
+        d.update(float(v))
+    assert pushes == [8]
+    for v in range(12, 16):  # folds values 8..11, not pushed: a push first
+        d.update(float(v))
+    assert pushes == [8, 16]
+    assert d.count == 16 and d.total == sum(range(16)) and (d.min, d.max) == (0, 15)
+
+
+@pytest.mark.parametrize("thread_mode", [True, False], ids=["thread-mode", "every-value"])
+def test_flink_gets_one_push_per_batch_of_runs_and_every_value_in_its_totals(thread_mode):
+    registry: dict[str, Any] = {}
+    m = AgentMetrics(Group(registry, thread_mode), flush_every=1000, flush_interval_s=3600)
+    pushes = 0
+    flush = m.flush
+
+    def counted() -> None:
+        nonlocal pushes
+        pushes += 1
+        flush()
+
+    m.flush = counted  # type: ignore[method-assign]
+    for d in m.latency["run_latency_ms"].values():
+        d.before_fold = counted
+    probe = m.probe
+    assert probe is not None
+    clock = Clock()
+    m.clock = clock
+    for i in range(5000):  # a distribution folds every 2,048 values: pushed already
+        token = probe.input_dispatched("k", i, _input())
+        clock.now += 0.0014 + (i % 5) * 0.0002  # 1.4-2.2 ms
+        probe.run_completed("k", i, token)
+    assert pushes == 5
+    m.flush()
+    runs = m.latency["run_latency_ms"][None]
+    # thread mode: the last value of each push; else every value, none lost to a fold
+    assert registry["flink_agents.run_latency_ms"].count == (5 if thread_mode else 5000)
+    want = sum(round((0.0014 + (i % 5) * 0.0002) * 1000) for i in range(5000))
+    assert registry["flink_agents.run_latency_ms_total"].count == want  # each value rounded
+    assert runs.count == 5000
+
+
+@pytest.mark.parametrize("n", [3, 63, 64, 1000])
+def test_whole_sum_rounds_each_value_half_to_even_as_round_does(n):
+    from flink_agents_py.observability._flink_mirror import whole_sum
+
+    ties = [0.5, 1.5, 2.5, -0.5, -1.5, 0.49999999999999994, 2.675, 1e-9, 7.0]
+    values = [ties[i % len(ties)] + (i // len(ties)) * 0.25 for i in range(n)]
+    assert whole_sum(values) == sum(map(round, values))
+    assert whole_sum([]) == 0

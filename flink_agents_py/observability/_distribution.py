@@ -12,8 +12,8 @@ class Distribution:
     """Count, sum, min, max, and percentiles over the most recent ``window`` values.
 
     An update appends to a list; every ``window`` updates the oldest values are folded into
-    the count, sum, min and max (calling ``before_fold`` first, so that a Flink push can read
-    every value since the previous one).
+    the count, sum, min and max (calling ``before_fold`` first when some of them were not
+    pushed yet, so that a Flink push can read every value since the previous one).
 
     Args:
         window: how many recent values the percentiles are taken over.
@@ -25,14 +25,17 @@ class Distribution:
         limit: see ``values``.
     """
 
-    __slots__ = ("window", "before_fold", "values", "limit", "_count", "_total", "_min",
-                 "_max")
+    __slots__ = ("window", "before_fold", "values", "limit", "pushed", "_count", "_total",
+                 "_min", "_max")
 
     def __init__(self, window: int = 2048) -> None:
         self.window = window
         self.before_fold: Callable[[], None] | None = None
         self.values: list[float] = []  # the newest values (window..2*window after a fold)
         self.limit = 2 * window
+        self.pushed = 0
+        """How many of the first values a push has read (``FlinkMetricsMirror``): a fold of
+        none but those calls no ``before_fold``."""
         self._count = 0  # of the values folded away
         self._total = 0.0
         self._min = math.inf
@@ -46,10 +49,14 @@ class Distribution:
             self.fold()
 
     def fold(self) -> None:
-        """Fold the oldest values (all but the newest ``window``) into count, sum, min, max."""
-        if self.before_fold is not None:
-            self.before_fold()
+        """Fold the oldest values (all but the newest ``window``) into count, sum, min, max.
+
+        ``before_fold`` is called first unless every value folded was pushed already.
+        """
         values = self.values
+        if self.before_fold is not None and \
+                self.pushed < self._count + len(values) - self.window:
+            self.before_fold()
         old = values[: len(values) - self.window]
         self._count += len(old)
         self._total += sum(old)

@@ -44,6 +44,29 @@ _PROCESS = "pyflink.fn_execution.metrics.process"
 """Process-mode metric classes: Beam cells in Python, sent with each bundle."""
 
 
+try:  # (PyFlink's dependency: there wherever a Flink metric group is)
+    import numpy as _np
+except ImportError:  # pragma: no cover - a fake metric group without numpy
+    _np = None  # type: ignore[assignment]
+
+
+def whole_sum(values: list[float]) -> int:
+    """``sum(map(round, values))``: each value rounded half to even, then added up.
+
+    Many values are rounded by numpy's ``rint`` (half to even, as ``round``; a whole float
+    sum is exact below 2**53), about four times as fast as a ``round`` call per value.
+
+    Args:
+        values: latencies in milliseconds.
+
+    Returns:
+        The sum of the values rounded to whole numbers.
+    """
+    if _np is not None and len(values) >= 64:
+        return int(_np.rint(_np.array(values, dtype=float)).sum())
+    return sum(map(round, values))
+
+
 class FlinkMetricsMirror:
     """Pushes ``AgentMetrics`` values to a PyFlink ``MetricGroup`` (duck-typed), in batches.
 
@@ -173,10 +196,10 @@ class FlinkMetricsMirror:
                 d, total = self._distribution(dist, _DISTRIBUTIONS[dist], dist_label)
                 if self.last_value_only:
                     d.update(round(values[-1]))
-                    total.inc(sum(map(round, values)))
+                    total.inc(whole_sum(values))
                 else:
                     whole = list(map(round, values))
                     for v in whole:
                         d.update(v)
                     total.inc(sum(whole))
-                pushed[(dist, dist_label)] = count
+                pushed[(dist, dist_label)] = local.pushed = count

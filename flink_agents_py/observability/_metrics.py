@@ -13,7 +13,8 @@ events_processed                counter      events dispatched (inputs, sent, bo
 events_processed{type}          counter      ... by event type
 outputs_emitted                 counter      ``OutputEvent`` outputs that left the agent
 runs_started / runs_completed   counter      runs (one per input record)
-runs_in_flight                  gauge        started, not completed
+runs_in_flight                  gauge        started here, not completed (a restored run
+                                             was never counted as started)
 actions_executed{action}        counter      action executions completed (ok or failed)
 actions_failed{action}          counter      ... that raised
 actions_reentered{action}       counter      executions rebuilt after a restore
