@@ -45,7 +45,7 @@ from flink_agents_py.runtime.recorder._state import InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(60)
 
-CHAT_CALLS = 488
+CHAT_CALLS = 482
 """Python calls per chat on the host's thread, at most (487 when set, 605 the day before;
 535 once each use of a context, memory or memory set checks that it is its own action's:
 ``runtime/context/_owner.py``, 13 checks a chat; 530 once a run's end no longer asks its
@@ -59,22 +59,26 @@ pydantic's validation round trip (``api/_event_build.py``) and a call's outcome 
 without a second record; 487 once a new input's run is read once inline, a run's start and
 its input's dispatch are one probe hook, ``send_event`` checks its own context inline, an
 execution's memory clock is made with its first memory and an action returning at its
-first step skips ``_end``)."""
-WAIT_CALLS = 291
+first step skips ``_end``; 481 once a run whose input triggers one action of the agent's own
+starts it in one frame, ``runtime/core/_at_once.py``, handing over to the general code where
+its action leaves the simple case)."""
+WAIT_CALLS = 282
 """Python calls per record of a run that waits once for a ``durable_execute_async`` call on
 the host's thread, at most (396 before the call's argument shape kept its function's
 signature, its name and what it binds were found once a call, and the run's end stopped
 looking for sub-agent handles and never-awaited calls one call at a time; 293 with
 ``OutputEvent(output=x)`` built without validation; 296 once a call record keeps the
 defaults the call took, ``_call_changes.defaults_taken``, skipped for a function without
-defaults; 290 with the echo path's cuts of 2026-12-06 listed under ``CHAT_CALLS``)."""
-ECHO_CALLS = 96
+defaults; 290 with the echo path's cuts of 2026-12-06 listed under ``CHAT_CALLS``; 281
+with the one-action run's straight line, ``_at_once``)."""
+ECHO_CALLS = 80
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
 109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new
 input's run is read once; 107 once a freshly decoded flat record reaches its action with no
 second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 101 once
 ``OutputEvent(output=x)`` is built without pydantic's validation round trip; 95 with the
-cuts of 2026-12-06 listed under ``CHAT_CALLS``)."""
+cuts of 2026-12-06 listed under ``CHAT_CALLS``; 79 once a one-action run that returns at once
+is dispatched, stepped and finished in one straight line, ``runtime/core/_at_once.py``)."""
 
 ECHO_METRICS_CALLS = 109
 """... with ``AgentMetrics`` as the core's observer, pushing to a metric group in batches

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from types import CoroutineType, GeneratorType
 from typing import Any
 
-from ...api import Event, OutputEvent, ResourceType, SerializationError, UnsupportedAwaitError
+from ...api import Event, OutputEvent, ResourceType, SerializationError
 from ...api.internal import EVENT_ID_SOURCE
 from ...plan import ActionPlan, AgentPlan, warn_if_returned
 from .._builtins import BUILTIN_NAMES
@@ -48,6 +48,7 @@ from ..recorder._versioning import (
     restored_event,
     stand_in_event,
 )
+from ._at_once import single_input_action, start_at_once, unsupported_await
 from ._commands import (
     CancelInvocation,
     Command,
@@ -138,6 +139,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
         self.ledger = CallLedger(self.counters, self.probe, journal, failpoint)
         self._failure_log = FailureLog(log)
         self._warned_sites: set[str] = set()  # lazy calls never awaited, warned once a line
+        self._single: Any = _UNREAD  # ``single_input_action``, found at the first run
 
     # -- host interface ------------------------------------------------------------------
     def open(self) -> None:
@@ -222,12 +224,19 @@ class AgentCore(UnfinishedCore, InboxQueries):
                 if self._epochs:  # (``begin_lineage`` does nothing for other plans)
                     begin_lineage(self.plan, state, self.lineage, shown)  # the key's epoch
                 counters["runs_started"] += 1
-                step = _Step(shown, state, run, res, live, collections.deque(), key)
                 event, data = input_event(f"r{seq}", record, _fresh[1] if _fresh is not None
                                           and record is _fresh[0] else None)
                 if probe is not None:  # the run's start and its event's dispatch: one hook
                     token = probe.input_dispatched(shown, seq, event)
-                self._dispatch(step, event, None, data=data, own=True, reported=True)
+                # the straight line of a one-action run (``_at_once``; decided once)
+                if (single := self._single) is _UNREAD:
+                    single = self._single = single_input_action(self)
+                if single is not None:  # (``None``: its action finished, as did the run)
+                    step = start_at_once(self, single, shown, state, run, res, live, key,
+                                         event, data)
+                else:  # (the general path)
+                    step = _Step(shown, state, run, res, live, collections.deque(), key)
+                    self._dispatch(step, event, None, data=data, own=True, reported=True)
             else:
                 if run.parked and not self._inbox.has(key):
                     break  # only its outside event or timer moves it on (``_waits``)
@@ -235,8 +244,8 @@ class AgentCore(UnfinishedCore, InboxQueries):
                 step = _Step(shown, state, run, res, live, collections.deque(), key)
                 self._reconcile_live(step)
                 self._apply_deliveries(step)
-            ready = step.ready
-            if ready:
+            if step is not None and step.ready:
+                ready = step.ready
                 loop = running_loop()  # the stand-in loop: once per callback
                 set_running_loop(STEPPING_LOOP)
                 try:
@@ -404,8 +413,11 @@ class AgentCore(UnfinishedCore, InboxQueries):
         if scope is not None and check:
             check_invocation(step, scope, self.ledger)
 
-    def _step(self, step: _Step, task: _Task) -> None:
-        """Run ``task``'s action until it completes or waits for a call's outcome."""
+    def _step(self, step: _Step, task: _Task, thrown: BaseException | None = None) -> None:
+        """Run ``task``'s action until it completes or waits for a call's outcome.
+
+        ``thrown``: what to throw into a started action first (``_at_once`` hands over).
+        """
         ctx = task.ctx
         if task.ending is not None:  # returned; waits for the calls it started (``_end``)
             if not ctx.finished:
@@ -457,7 +469,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
             task.coro = out
         coro = task.coro
         assert coro is not None
-        error: BaseException | None = None
+        error = thrown
         while True:
             if token is None:
                 token = EVENT_ID_SOURCE.set(ctx.event_id_source)
@@ -490,12 +502,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
                 task.waiting = yielded
                 return
             self._drain(step, task, None)
-            error = UnsupportedAwaitError(
-                f"action {task.action.name!r} awaited {type(yielded).__name__}, which the "
-                "runtime cannot make durable: actions are stepped by the operator, not by an "
-                "asyncio loop. Await only futures a RunnerContext returns, and run other "
-                "async code through ctx.durable_execute_async(...)"
-            )
+            error = unsupported_await(task.action.name, yielded)
 
     def _drain(self, step: _Step, task: _Task, awaited: DurableCall | None
                ) -> BaseException | None:

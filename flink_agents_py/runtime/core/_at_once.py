@@ -1,0 +1,366 @@
+"""A run that starts and ends in one callback, without the general machinery.
+
+Most runs are one action: the agent's only action on ``InputEvent`` takes the input, sends
+its ``OutputEvent`` (or nothing) and returns at once, without a durable call, memory, or
+an await. For such a run the core's general path dispatches the input event (routing,
+sibling lists, a copy of the event for each action), builds the task through the code that
+also rebuilds restored executions, queues it, steps it through the loop that resumes
+awaiting coroutines, finishes it through the checks of every kind of completion, and
+dispatches each output the same way: a few dozen Python calls per record spent on cases the
+run does not have (issue 31, part 4).
+
+``start_at_once`` runs the first step of such a run in one straight line. Whether the plan
+allows it is decided once per core (``single_input_action``: exactly one action of the
+agent's own, not a built-in one, is triggered by ``InputEvent``); whether the action keeps
+to the simple case is seen as it goes, and at the first thing it does that the simple case
+does not cover (a durable call, a memory, an await, an event that triggers an action, an
+output its host checks, an exception) the step is handed to the general code at the very
+point the general path would have reached, with the same objects in the same state, so what
+follows is the general path's own. What the straight line does is what the general path
+does for the simple case, in the same order: the same counters, probe hooks (metrics, event
+log, traces), keyed state, outputs and event ids. ``tests/test_at_once.py`` runs programs
+with it and without it and compares everything observable.
+"""
+
+from __future__ import annotations
+
+import collections
+from types import CoroutineType, GeneratorType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ...api import Event, OutputEvent, UnsupportedAwaitError
+from ...api.internal import EVENT_ID_SOURCE
+from ...plan import ActionPlan, warn_if_returned
+from .._builtins import BUILTIN_NAMES
+from .._failures import never_awaited
+from ..context._action_context import ActionContext
+from ..context._calls import DurableCall
+from ..recorder._execution import ActionExecution
+from ..recorder._state import InflightAction, KeyState, RunState
+from ._commands import StartWait
+from ._results import StepResult
+from ._stepper import STEPPING_LOOP, leave_stepping, running_loop, set_running_loop
+from ._subgraph import route_at_root
+from ._tasks import Step, Task
+
+if TYPE_CHECKING:
+    import collections.abc
+
+    from ...plan import AgentPlan
+    from .._resources import ResourceEnvironment
+    from ..recorder._ledger import CallLedger
+    from ._observer import Probe
+
+
+class CoreParts(Protocol):
+    """What of ``_core.AgentCore`` the straight line uses (the core imports this module)."""
+
+    plan: AgentPlan
+    resources: ResourceEnvironment
+    ledger: CallLedger
+    probe: Probe | None
+    counters: collections.Counter[str]
+    output_check: collections.abc.Callable[[Any], Any] | None
+    _routes: dict[str, tuple[ActionPlan, ...]]
+    _fns: dict[str, collections.abc.Callable[..., Any]]
+    _cancelled: list[str]
+
+    def _dispatch(
+        self,
+        step: Step,
+        event: Event,
+        scope: str | None,
+        check: bool = True,
+        data: dict[str, Any] | None = None,
+        own: bool = False,
+        reported: bool = False,
+    ) -> None: ...
+
+    def _step(self, step: Step, task: Task, thrown: BaseException | None = None) -> None: ...
+
+    def _drain(
+        self, step: Step, task: Task, awaited: DurableCall | None
+    ) -> BaseException | None: ...
+
+    def _end(self, step: Step, task: Task, error: BaseException | None) -> None: ...
+
+    def _finish(self, step: Step, task: Task, error: BaseException | None) -> None: ...
+
+    def _settled(self, step: Any, task: Task) -> bool: ...
+
+
+__all__ = ["AT_ONCE", "single_input_action", "start_at_once", "unsupported_await"]
+
+AT_ONCE = True
+"""Whether cores made from now on take the straight line for the runs it covers (tests turn
+it off to compare both paths: ``single_input_action``)."""
+
+
+def single_input_action(core: CoreParts) -> ActionPlan | None:
+    """The action ``start_at_once`` may run for ``core``'s plan (asked once per core).
+
+    Returns:
+        The agent's own action when it is the only one ``InputEvent`` triggers at the
+        agent's root (a built-in action gets the execution itself, not a context: it takes
+        the general path), else ``None``.
+    """
+    routes = core._routes
+    actions = routes.get("InputEvent")
+    if actions is None:  # found as ``_dispatch`` finds it (and logs what it logs, once)
+        actions = routes["InputEvent"] = route_at_root(core.plan, "InputEvent")
+    if not AT_ONCE or len(actions) != 1 or actions[0].name in BUILTIN_NAMES:
+        return None
+    return actions[0]
+
+
+def unsupported_await(name: str, awaited: Any) -> UnsupportedAwaitError:
+    """The error thrown into action ``name``, which awaited ``awaited`` (not a durable call).
+
+    Returns:
+        The error (it says what to await instead).
+    """
+    return UnsupportedAwaitError(
+        f"action {name!r} awaited {type(awaited).__name__}, which the runtime cannot make "
+        "durable: actions are stepped by the operator, not by an asyncio loop. Await only "
+        "futures a RunnerContext returns, and run other async code through "
+        "ctx.durable_execute_async(...)"
+    )
+
+
+def start_at_once(
+    core: CoreParts,
+    action: ActionPlan,
+    key: Any,
+    state: KeyState,
+    run: RunState,
+    res: StepResult,
+    live: dict[str, Task],
+    identity: Any,
+    event: Event,
+    data: dict[str, Any],
+) -> Step | None:
+    """Dispatch a new run's input ``event`` to ``action`` and run its first step.
+
+    As ``AgentCore._dispatch`` (the input event, reported already) and then ``_step`` would,
+    in one frame: the execution is recorded in the run, started, and, when it returns at
+    once having sent only events that trigger nothing (outputs, usually) and used nothing
+    that needs the general completion, finished here. Anything else is handed over where
+    the general path would be at that moment (see the module docstring).
+
+    Args:
+        core: the core.
+        action: ``single_input_action(core)``.
+        key: the key's value.
+        state: the key's state.
+        run: the run just started (``state.run``).
+        res: the callback's result.
+        live: the key's live executions.
+        identity: the key as the host keys it.
+        event: the run's input event (the action gets it as it is: ``own``).
+        data: its JSON form.
+
+    Returns:
+        ``None`` when the action finished here (its run has nothing in flight), else the
+        step the general path goes on with (its ready queue as the general path left it).
+    """
+    core.counters["events"] += 1  # (``_dispatch``'s, for the input event)
+    name = action.name
+    exec_id = f"{event.id}/{name}"
+    rec = InflightAction(action=name, scope=None, event=data, siblings=None)
+    run.inflight[exec_id] = rec
+    ctx = ActionExecution(
+        core.ledger,
+        key,
+        exec_id,
+        rec,
+        run,
+        action.config,
+        lambda: state.memory,
+        run.sensory,
+        None,
+        core.plan,
+        core.resources,
+    )
+    # its ``Task`` (live) and the ``Step`` are made when the general code is handed them:
+    # nothing reads the key's live executions while its first step runs
+    loop = running_loop()  # (``advance``'s stepping, for this one task)
+    set_running_loop(STEPPING_LOOP)
+    try:  # ``_step``'s first step, its general cases handed over as they arise
+        counters = core.counters
+        counters["actions_started"] += 1
+        started = None  # the probe's token of the execution's start
+        if (probe := core.probe) is not None:
+            started = probe.action_started(key, exec_id, name, False)
+        token = EVENT_ID_SOURCE.set(ctx.event_id_source)
+        keep = False
+        out: Any = None
+        try:
+            fn = core._fns.get(name)
+            if fn is None:
+                fn = core._fns[name] = action.function.resolve()
+            out = fn(event, ActionContext(ctx))
+            resumable = type(out) is CoroutineType or type(out) is GeneratorType
+            keep = resumable and not ctx.commands and not core._cancelled
+        except Exception as e:  # noqa: BLE001 - a failing action is an outcome
+            step, task = _handed(
+                action, event, ctx, started, None, key, state, run, res, live, identity
+            )
+            core._drain(step, task, None)
+            core._end(step, task, e)
+            return step
+        finally:
+            if not keep:
+                EVENT_ID_SOURCE.reset(token)
+        if not keep:  # a plain action (or a coroutine with something to carry out first)
+            if (
+                not resumable
+                and out is None
+                and not ctx.calls
+                and not ctx.commands
+                and not core._cancelled
+            ):  # ``_end`` and ``_finish``: the simple case
+                return _finished(
+                    core, action, event, ctx, started, key, state, run, res, live, identity
+                )
+            step, task = _handed(
+                action, event, ctx, started, None, key, state, run, res, live, identity
+            )
+            misuse = None if resumable or not ctx.calls else never_awaited(name, ctx.calls)
+            if misuse is not None:  # a plain action's waits: nothing will answer them
+                ctx.commands = [c for c in ctx.commands if not isinstance(c, StartWait)]
+            if ctx.commands or core._cancelled:
+                core._drain(step, task, None)
+            if not resumable:
+                if out is not None:
+                    warn_if_returned(action, out)
+                core._end(step, task, misuse)
+                return step
+            task.coro = out
+            core._step(step, task)  # its loop, from the first send
+            return step
+        try:  # the first send, the event id source still the action's (as in ``_step``)
+            yielded = out.send(None)
+        except StopIteration as stop:
+            if stop.value is None and not ctx.commands and not core._cancelled and not ctx.calls:
+                return _finished(
+                    core, action, event, ctx, started, key, state, run, res, live, identity
+                )
+            step, task = _handed(
+                action, event, ctx, started, out, key, state, run, res, live, identity
+            )
+            if stop.value is not None:
+                warn_if_returned(action, stop.value)
+            if ctx.commands or core._cancelled:
+                core._drain(step, task, None)
+            task.ending = (None,)
+            if not ctx.calls or core._settled(step, task):
+                core._finish(step, task, None)
+            return step
+        except Exception as e:  # noqa: BLE001
+            step, task = _handed(
+                action, event, ctx, started, out, key, state, run, res, live, identity
+            )
+            core._drain(step, task, None)
+            core._end(step, task, e)
+            return step
+        finally:
+            EVENT_ID_SOURCE.reset(token)
+        # it awaited something: the rest of the first step, then ``_step``'s loop goes on
+        task = live[exec_id] = Task(action, event, ctx, out, True, token=started)  # (_handed)
+        step = Step(key, state, run, res, live, collections.deque(), identity)
+        if isinstance(yielded, DurableCall):
+            error = core._drain(step, task, yielded)
+            if error is None and not yielded.done:
+                task.waiting = yielded
+                return step
+        else:
+            core._drain(step, task, None)
+            error = unsupported_await(name, yielded)
+        core._step(step, task, error)
+        return step
+    finally:
+        leave_stepping(loop)
+
+
+def _handed(
+    action: ActionPlan,
+    event: Event,
+    ctx: ActionExecution,
+    started: Any,
+    coro: Any,
+    key: Any,
+    state: KeyState,
+    run: RunState,
+    res: StepResult,
+    live: dict[str, Task],
+    identity: Any,
+) -> tuple[Step, Task]:
+    """The step and the live task of an execution the general code takes over, started.
+
+    Returns:
+        The step (its ready queue empty) and the task (``started``: its probe token;
+        ``coro``: its coroutine, once sent), in ``live`` as ``_dispatch`` puts it.
+    """
+    task = live[ctx.execution_id] = Task(action, event, ctx, coro, True, token=started)
+    return Step(key, state, run, res, live, collections.deque(), identity), task
+
+
+def _finished(
+    core: CoreParts,
+    action: ActionPlan,
+    event: Event,
+    ctx: ActionExecution,
+    started: Any,
+    key: Any,
+    state: KeyState,
+    run: RunState,
+    res: StepResult,
+    live: dict[str, Task],
+    identity: Any,
+) -> Step | None:
+    """Finish the execution, which returned at once having made no call (``_finish`` inline).
+
+    Returns:
+        ``None`` when it finished here, else the step the general code finished it with.
+    """
+    if (
+        ctx.used_long_term_memory
+        or ctx.memory_used
+        or ctx.key_merges
+        or ctx.diverged
+        or run.invocations
+    ):  # what the general completion checks and applies
+        task = live[ctx.execution_id] = Task(
+            action, event, ctx, None, True, token=started, ending=(None,)
+        )  # (``_handed`` inline)
+        fallback = Step(key, state, run, res, live, collections.deque(), identity)
+        core._finish(fallback, task, None)
+        return fallback
+    ctx.finished = True
+    exec_id = ctx.execution_id
+    del run.inflight[exec_id]  # (never in ``live``)
+    probe = core.probe
+    if probe is not None:
+        probe.action_finished(key, exec_id, action.name, None, started)
+    counters = core.counters
+    counters["actions_completed"] += 1
+    step: Step | None = None
+    routes = core._routes
+    for event, data in ctx.emitted:  # ``_dispatch`` at the root, for an event nothing takes
+        if (
+            step is None
+            and routes.get(event.type) == ()
+            and (core.output_check is None or not isinstance(event, OutputEvent))
+        ):
+            counters["events"] += 1
+            if isinstance(event, OutputEvent):
+                if probe is not None:
+                    probe.output_dispatched(key, event)
+                res.outputs.append(event.output)
+            elif probe is not None:
+                probe.event_dispatched(key, event)
+            continue
+        if step is None:  # the rest in order through the general dispatch
+            step = Step(key, state, run, res, live, collections.deque(), identity)
+        core._dispatch(step, event, None, check=False, data=data, own=False)
+    return step
