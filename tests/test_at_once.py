@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import subprocess
 import sys
 import textwrap
@@ -231,6 +232,17 @@ class Hooks(Observer):
         self.seen.append(("output", key, json.dumps(output, sort_keys=True), parent))
 
 
+class _Logged(logging.Handler):
+    """The package's log lines at WARNING and above, as plain data."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: list[tuple[str, str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append((record.name, record.levelname, record.getMessage()))
+
+
 def _refuse_bad(output: Any) -> None:
     if isinstance(output, dict) and output.get("bad"):
         raise TypeError("the host's type has no field 'bad'")
@@ -259,7 +271,8 @@ def _drive(
     agent: Agent, records: list[dict[str, Any]], *, at_once: bool, output_check: Any = None
 ) -> dict[str, Any]:
     """Run ``records`` through a core; everything observable, in order."""
-    hooks, metrics = Hooks(), AgentMetrics()
+    hooks, metrics, logged = Hooks(), AgentMetrics(), _Logged()
+    logging.getLogger("flink_agents_py").addHandler(logged)
     core = AgentCore(
         AgentPlan.from_agent(agent),
         observer=CompositeObserver(hooks, metrics),
@@ -288,7 +301,9 @@ def _drive(
         taken = core._single is not None
     finally:
         core.close()
+        logging.getLogger("flink_agents_py").removeHandler(logged)
     return {
+        "logged": logged.seen,
         "seen": seen,
         "hooks": hooks.seen,
         "counters": dict(core.counters),
@@ -314,6 +329,7 @@ def test_the_straight_line_and_the_general_path_are_seen_the_same(agent, dos, ch
     general = _drive(agent(), records, at_once=False, output_check=check)
     assert fast["taken"] is taken
     assert fast["seen"] == general["seen"]
+    assert fast["logged"] == general["logged"]
     assert fast["hooks"] == general["hooks"]
     assert fast["counters"] == general["counters"]
     assert fast["metrics"] == general["metrics"]
@@ -340,6 +356,8 @@ def test_the_programs_do_what_each_input_asks():
     last_state = [s for k, *s in out["seen"] if k == "state"][-1]
     assert json.loads(last_state[1][1]) == {"count": 4}  # four "short" inputs, all kept
     assert out["counters"]["actions_failed"] == 2 * 4
+    assert any("'Unheard' trigger no action" in m for *_, m in out["logged"])
+    assert any("refused 1" in m for *_, m in out["logged"])  # the failure's log line
 
 
 def test_a_restored_key_goes_on_the_same_on_either_path():
@@ -423,3 +441,40 @@ def test_a_users_module_run_from_elsewhere_gives_the_same_on_either_path(tmp_pat
         outs.append(proc.stdout)
     assert outs[0] == outs[1]
     assert "'n': 7" in outs[0] and "('k0', 2, 'echo', 'ValueError', 'four')" in outs[0]
+
+
+class Exiting(Agent):
+    """An action that ends the process (``SystemExit`` is not an action's failure)."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event: InputEvent, ctx: RunnerContext) -> None:
+        if event.input["do"] == "await_exit":
+            await ctx.durable_execute_async(alookup, 1)
+        raise SystemExit(3)
+
+
+@pytest.mark.parametrize("do", ["exit", "await_exit"])
+def test_an_action_that_ends_the_process_leaves_the_same_run_behind(do):
+    """``SystemExit`` leaves ``advance`` on either path, with the same run and live task."""
+    left = []
+    for at_once in (True, False):
+        core = AgentCore(AgentPlan.from_agent(Exiting()))
+        if not at_once:
+            core._single = None
+        core.open()
+        try:
+            state = InMemoryKeyState()
+            try:
+                core.on_input("k", {"key": "k", "do": do}, state)
+                core.wait_for("k", 5.0)
+                core.advance("k", state)
+            except SystemExit as e:
+                assert e.code == 3
+            else:
+                pytest.fail("SystemExit did not leave the core")
+            task = core._live["k"]["r0/on_input"]
+            left.append((_stored(state), task.started, task.coro is not None, dict(core.counters)))
+        finally:
+            core.close()
+    assert left[0] == left[1]

@@ -183,12 +183,13 @@ def start_at_once(
     )
     # its ``Task`` (live) and the ``Step`` are made when the general code is handed them:
     # nothing reads the key's live executions while its first step runs
+    started: Any = None  # the probe's token of the execution's start
+    coro: Any = None  # its coroutine, once the general path would have kept it
     loop = running_loop()  # (``advance``'s stepping, for this one task)
     set_running_loop(STEPPING_LOOP)
     try:  # ``_step``'s first step, its general cases handed over as they arise
         counters = core.counters
         counters["actions_started"] += 1
-        started = None  # the probe's token of the execution's start
         if (probe := core.probe) is not None:
             started = probe.action_started(key, exec_id, name, False)
         token = EVENT_ID_SOURCE.set(ctx.event_id_source)
@@ -238,6 +239,7 @@ def start_at_once(
             task.coro = out
             core._step(step, task)  # its loop, from the first send
             return step
+        coro = out
         try:  # the first send, the event id source still the action's (as in ``_step``)
             yielded = out.send(None)
         except StopIteration as stop:
@@ -278,6 +280,10 @@ def start_at_once(
             error = unsupported_await(name, yielded)
         core._step(step, task, error)
         return step
+    except BaseException:  # (SystemExit...) leaves ``advance`` with its task live, as there
+        if exec_id in run.inflight and exec_id not in live:
+            _handed(action, event, ctx, started, coro, key, state, run, res, live, identity)
+        raise
     finally:
         leave_stepping(loop)
 
