@@ -414,10 +414,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
             check_invocation(step, scope, self.ledger)
 
     def _step(self, step: _Step, task: _Task, thrown: BaseException | None = None) -> None:
-        """Run ``task``'s action until it completes or waits for a call's outcome.
-
-        ``thrown``: what to throw into a started action first (``_at_once`` hands over).
-        """
+        """Run ``task``'s action until it completes or waits (``thrown`` first: ``_at_once``)."""
         ctx = task.ctx
         if task.ending is not None:  # returned; waits for the calls it started (``_end``)
             if not ctx.finished:
