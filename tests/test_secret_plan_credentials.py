@@ -49,6 +49,18 @@ REPO = Path(__file__).resolve().parents[1]
       "eos_token": "<|im_end|>", "auth_token": "t4-mmmmmmmm",
       "secret_headers": {"x-api-key": "GATEWAY_KEY"}, "secret_env": {"TOKEN": "MY_TOKEN"}},
      ["s2-llllllll", "t4-mmmmmmmm"]),
+    # connection strings: libpq's, ADO.NET's and ODBC's, Azure's, a JDBC URL's parameters
+    ("host=db.example user=app password=pw-nnnnnnnn dbname=x", ["pw-nnnnnnnn"]),
+    ("host=db password='pw o\\'pppppp' port=5432", ["pw o'pppppp"]),
+    ("Server=tcp:db;Database=x;User Id=app;Pwd={pw;q}}qqqqq};", ["pw;q}qqqqq"]),
+    ("DefaultEndpointsProtocol=https;AccountName=a;AccountKey=ak+r/rrrr==;",
+     ["ak+r/rrrr=="]),
+    ("jdbc:sqlserver://db:1433;user=app;password=pw-ssssssss;database=x", ["pw-ssssssss"]),
+    ("https://host/v1;api_key=k6-tttttttt/x", ["k6-tttttttt/x"]),
+    ("sort=key=name filter=status=open", []),
+    # one header line (curl's -H argument), alone or in a command line
+    (["curl", "-H", "X-Api-Key: k7-uuuuuuuu", "-H", "Accept: text/plain"], ["k7-uuuuuuuu"]),
+    ("Authorization: Bearer t5-vvvvvvvv", ["Bearer t5-vvvvvvvv"]),
 ])
 def test_the_credentials_a_url_or_a_command_line_carries(value, found):
     assert list(plan_credentials(value)) == found
@@ -61,6 +73,19 @@ def test_a_descriptor_made_with_a_url_credential_masks_it_everywhere():
     assert mask_secrets(f"GET https://db.example/?api_key={key} failed") == \
         "GET https://db.example/?api_key=[REDACTED] failed"
     assert descriptor.arguments["url"].endswith(key)  # the value itself is unchanged
+
+
+@pytest.mark.parametrize("form", [
+    "host=db.example user=app password={pw} dbname=app",
+    "Server=tcp:db;Database=app;User Id=app;Password={pw};",
+    "jdbc:sqlserver://db:1433;user=app;password={pw};database=app",
+    "DefaultEndpointsProtocol=https;AccountName=app;AccountKey={pw};"])
+def test_a_connection_string_credential_is_masked_in_the_repr_and_in_errors(form):
+    pw = f"pw-{uuid.uuid4().hex}"
+    descriptor = ResourceDescriptor("my.module.Database", dsn=form.format(pw=pw))
+    assert pw not in repr(descriptor)
+    assert pw not in mask_secrets(f"could not connect: {form.format(pw=pw)}")
+    assert descriptor.arguments["dsn"] == form.format(pw=pw)  # unchanged
 
 
 def _closed_port() -> int:
@@ -203,7 +228,8 @@ class Loader(Agent):
 
 agent = Loader()
 agent.add_resource("warehouse", ResourceType.TOOL, ResourceDescriptor(
-    Warehouse, dsn="db.internal", password=sys.argv[1], options={"auth_token": sys.argv[2]}))
+    Warehouse, dsn="host=db.internal user=app password=" + sys.argv[3], password=sys.argv[1],
+    options={"auth_token": sys.argv[2]}))
 result = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(agent).run()
 print(json.dumps([e.model_dump(mode="json") for e in result.errors]))
 '''
@@ -212,11 +238,12 @@ print(json.dumps([e.model_dump(mode="json") for e in result.errors]))
 def test_a_password_field_of_a_users_resource_never_leaves_in_logs_or_error_records(
         tmp_path: Path) -> None:
     # a literal ``password=`` / ``auth_token`` of a resource was masked in its repr only:
-    # an exception quoting it reached the log line, the error record and its traceback
-    password, token = (f"{what}-{uuid.uuid4().hex}" for what in ("pw", "tok"))
+    # an exception quoting it reached the log line, the error record and its traceback; so
+    # did the password of a connection string (libpq's ``password=...``) in a plain field
+    password, token, dsn_pw = (f"{what}-{uuid.uuid4().hex}" for what in ("pw", "tok", "dsn"))
     script = tmp_path / "my_agent.py"
     script.write_text(textwrap.dedent(LITERAL_SCRIPT))
-    done = subprocess.run([sys.executable, str(script), password, token], cwd=tmp_path,
+    done = subprocess.run([sys.executable, str(script), password, token, dsn_pw], cwd=tmp_path,
                           capture_output=True, text=True, timeout=180,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr[-3000:]
@@ -225,4 +252,5 @@ def test_a_password_field_of_a_users_resource_never_leaves_in_logs_or_error_reco
     seen = done.stdout + done.stderr
     assert "refused for password '[REDACTED]' (token [REDACTED])" in seen
     assert "db.internal" in seen  # ordinary fields are shown
-    assert password not in seen and token not in seen
+    assert "user=app password=[REDACTED]" in seen
+    assert password not in seen and token not in seen and dsn_pw not in seen

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
 from ._secret_fields import revealed_secrets
 from ._secrets import is_credential_name, register_header_secret
@@ -72,6 +72,54 @@ def _option_credentials(args: list[str]) -> Iterator[str]:
             yield args[i + 1]
 
 
+_PAIR = re.compile(
+    r"(?:^|(?<=[\s;&?#,]))([A-Za-z_][\w.-]*)[ \t]*=[ \t]*"
+    r"(?:'((?:[^'\\]|\\.)*)'|\"([^\"]*)\"|\{((?:[^}]|\}\})*)\}|([^\s;&'\"{][^\s;&]*))")
+"""A ``name=value`` pair of a connection string: libpq's (``password='...'``, separated by
+spaces, ``\\`` escapes), ADO.NET's and ODBC's (``Pwd={...};``, ``}}`` for ``}``), Azure's
+(``AccountKey=...;``), a JDBC URL's (``;password=...``) and a URL's path parameters."""
+_PAIR_NAMES = re.compile(r"^pwd$", re.IGNORECASE)
+"""Credential names of connection strings besides ``is_credential_name``'s (ODBC's ``PWD``)."""
+_HEADER_LINE = re.compile(r"^[ \t]*([A-Za-z][\w-]*)[ \t]*:[ \t]*(\S[^\r\n]*?)[ \t]*$")
+"""A text that is one HTTP header line, ``X-Api-Key: <key>`` (curl's ``-H`` argument)."""
+
+
+def _pair_credentials(text: str, found: set[str]) -> Iterator[str]:
+    """The values of ``text``'s ``name=value`` pairs under credential names (``_PAIR``).
+
+    Yields:
+        Each value, unquoted and unescaped; one already in ``found`` (a URL's query
+        parameter, decoded) is not yielded again.
+    """
+    for m in _PAIR.finditer(text):
+        name = m.group(1)
+        if not (_named_credential(name) or _PAIR_NAMES.search(name)):
+            continue
+        quoted, double, braced, plain = m.group(2, 3, 4, 5)
+        if quoted is not None:
+            value = re.sub(r"\\(.)", r"\1", quoted)
+        elif braced is not None:
+            value = braced.replace("}}", "}")
+        else:
+            value = double if double is not None else plain
+        if value and not {value, unquote(value), unquote_plus(value)} & found:
+            yield value
+
+
+def _text_credentials(text: str) -> Iterator[str]:
+    """The credentials a text carries: in URLs, ``name=value`` pairs and a header line."""
+    found: set[str] = set()
+    if "://" in text:
+        for credential in _url_credentials(text):
+            found.add(credential)
+            yield credential
+    if "=" in text:
+        yield from _pair_credentials(text, found)
+    header = _HEADER_LINE.match(text) if ":" in text else None
+    if header is not None and _named_credential(header.group(1)):
+        yield header.group(2)
+
+
 _ENV_NAME_MAPS = ("secret_env", "secret_headers")
 """Fields mapping names to environment variables (``api._secrets``): values are names."""
 
@@ -104,8 +152,8 @@ def plan_credentials(value: Any, depth: int = 0, name: Any = "") -> Iterator[str
     if isinstance(value, str):
         if value and _named_credential(name):
             yield value
-        elif "://" in value:
-            yield from _url_credentials(value)
+        else:
+            yield from _text_credentials(value)
     elif not isinstance(value, (list, tuple, dict)):  # a SecretStr, whatever its name
         yield from revealed_secrets(value)
     elif isinstance(value, (list, tuple)) and depth < _MAX_DEPTH:
