@@ -15,17 +15,20 @@ At run time the sub-agent's resource environment falls back to its parent's the 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Set
 from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any
 
 from ..api import ResourceType
 
-__all__ = ["passing_down", "visible"]
+__all__ = ["declared_above", "passing_down", "visible"]
 
 _SEEN: ContextVar[Mapping[ResourceType, Mapping[str, Any]]] = ContextVar(
     "flink_agents_py_inherited_resources", default=MappingProxyType({}))
+_LISTED: ContextVar[frozenset[tuple[ResourceType, str]]] = ContextVar(
+    "flink_agents_py_inherited_listed", default=frozenset())
+"""Which of ``_SEEN`` an MCP server's listing registered (not declared)."""
 
 
 def visible(own: Mapping[ResourceType, Mapping[str, Any]]
@@ -44,18 +47,42 @@ def visible(own: Mapping[ResourceType, Mapping[str, Any]]
 
 
 @contextlib.contextmanager
-def passing_down(own: Mapping[ResourceType, Mapping[str, Any]]) -> Iterator[None]:
+def passing_down(own: Mapping[ResourceType, Mapping[str, Any]],
+                 listed: Set[tuple[ResourceType, str]] = frozenset()) -> Iterator[None]:
     """Compile the agent's internal sub-agents inside this block: they see ``own`` too.
 
     Args:
         own: the agent's compiled resources (but its sub-agents), by type and name.
+        listed: the ``(type, name)`` of those of ``own`` registered from an MCP server's
+            listing (not declared).
 
     Yields:
         Nothing.
     """
+    above = {k for k in _LISTED.get() if k[1] not in own.get(k[0], {})}
     token = _SEEN.set({t: dict(b) for t, b in visible(own).items()
                        if t is not ResourceType.AGENT})
+    listed_token = _LISTED.set(frozenset(above | set(listed)))
     try:
         yield
     finally:
+        _LISTED.reset(listed_token)
         _SEEN.reset(token)
+
+
+def declared_above(rtype: ResourceType, name: str) -> bool:
+    """Whether an ancestor of the agent being compiled declares resource ``name``.
+
+    Declared, not registered from an MCP server's listing: a name a server chose never
+    displaces a resource an agent declared under it, the agent's own or an ancestor's (a
+    sub-agent's server advertising ``add`` would otherwise take the calls, with the model's
+    arguments, its setup meant for the parent's ``add``, or write the prompt it names).
+
+    Args:
+        rtype: the resource's type.
+        name: its name.
+
+    Returns:
+        ``True`` when an ancestor declares it.
+    """
+    return name in _SEEN.get().get(rtype, {}) and (rtype, name) not in _LISTED.get()

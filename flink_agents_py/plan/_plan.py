@@ -45,7 +45,7 @@ from ._action_checks import (
     warn_if_declares_a_result,
 )
 from ._config_checks import warn_of_setup_fields
-from ._inherited import passing_down, visible
+from ._inherited import declared_above, passing_down, visible
 from ._knowledge_checks import (
     agent_identity,
     check_knowledge_references,
@@ -491,8 +491,8 @@ def _compile_resources(agent: Agent, problems: list[str], subagents: dict[str, A
         plan = ResourcePlan(name=name, type=rtype, descriptor=descriptor)
         plan._instance = instance
         bucket[name] = plan
-    _list_mcp_servers(out, problems)  # before its sub-agents: they may name what is listed
-    with passing_down(out):  # a sub-agent may name these (and what this agent may name)
+    listed = _list_mcp_servers(out, problems)  # before its sub-agents: they may name these
+    with passing_down(out, listed):  # a sub-agent may name these (and what this agent may name)
         for name, value in deferred.items():
             compiled = _compile_subagent(name, value, problems, subagents)
             if compiled is not None:
@@ -535,12 +535,16 @@ def _unknown_arguments(descriptor: ResourceDescriptor) -> str | None:
 
 
 def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
-                      problems: list[str]) -> None:
+                      problems: list[str]) -> set[tuple[ResourceType, str]]:
     """List each ``MCP_SERVER`` that can be listed (``plan_listing``).
 
     Reject advertised tool names with the reserved prefix, register the tools and prompts it
-    offers that no declared resource names (the declared one wins). A server that cannot be
-    reached lists nothing.
+    offers that no declared resource names (the declared one wins, the agent's own or one an
+    ancestor of an internal sub-agent declares). A server that cannot be reached lists
+    nothing.
+
+    Returns:
+        The ``(type, name)`` of each resource registered so.
     """
     offered_by: dict[tuple[ResourceType, str], str] = {}
     for name, rp in list(resources.get(ResourceType.MCP_SERVER, {}).items()):
@@ -562,6 +566,8 @@ def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
             if descriptor is None or (
                     advertised in bucket and (rtype, advertised) not in offered_by):
                 continue  # not to register, or declared by the agent
+            if declared_above(rtype, advertised):
+                continue  # an ancestor declares it: a listed name never displaces that
             other = offered_by.get((rtype, advertised))
             if other is not None:
                 problems.append(
@@ -570,6 +576,7 @@ def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
                 continue
             offered_by[(rtype, advertised)] = name
             bucket[advertised] = ResourcePlan(name=advertised, type=rtype, descriptor=descriptor)
+    return set(offered_by)
 
 
 AgentPlan.model_rebuild()
