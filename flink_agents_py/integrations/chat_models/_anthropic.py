@@ -348,7 +348,8 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         key = self._api_key() or "unused"
         return lambda: anthropic.AsyncAnthropic(
             api_key=key, base_url=self.base_url, timeout=self.timeout_s,
-            max_retries=self.max_retries)
+            max_retries=self.max_retries, http_client=anthropic.DefaultAsyncHttpxClient(
+                event_hooks=_bounds(self.timeout_s)))
 
     async def achat(
         self,
@@ -423,7 +424,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             error = provider_error(
                 f"anthropic messages call failed ({type(self).__name__}, model "
                 f"{request['model']!r}): {type(e).__name__}: {e}"
-                f"{unanswered_hint(e, self.base_url)}", None)
+                f"{unanswered_hint(e, self.base_url)}{_bound_reason(e)}", None)
             raise error from scrub_exception(e)
         report_rate_limit(anthropic_rate_limit(raw.headers))  # paces the next calls
         message = raw.parse()
@@ -500,3 +501,17 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             metadata={**cache, **({"cached_tokens": cache["cache_read_input_tokens"]}
                                    if "cache_read_input_tokens" in cache else {})},
         )
+
+
+def _bounds(timeout_s: float) -> dict[str, Any]:
+    """``_bounded_http.answer_bounds`` (httpx imported with the SDK, not before)."""
+    from ._bounded_http import answer_bounds
+
+    return answer_bounds(timeout_s)
+
+
+def _bound_reason(error: BaseException) -> str:
+    """``_bounded_http.bound_reason`` (httpx imported with the SDK, not before)."""
+    from ._bounded_http import bound_reason
+
+    return bound_reason(error)

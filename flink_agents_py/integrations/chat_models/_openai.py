@@ -297,7 +297,9 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         """
         return openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key() or "unused",
                                   timeout=self.timeout_s, max_retries=self.max_retries,
-                                  default_headers=headers)
+                                  default_headers=headers,
+                                  http_client=openai.DefaultAsyncHttpxClient(
+                                      event_hooks=_bounds(self.timeout_s)))
 
     def close(self) -> None:
         """Drop the clients."""
@@ -380,7 +382,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
             error = provider_error(
                 f"chat completion failed ({self._provider()}, model {kwargs['model']!r}): "
-                f"{type(e).__name__}: {e}{unanswered_hint(e, self.base_url)}", None)
+                f"{type(e).__name__}: {e}{unanswered_hint(e, self.base_url)}"
+                f"{_bound_reason(e)}", None)
             raise error from scrub_exception(e)
         body = (completion.model_dump(warnings=False) if hasattr(completion, "model_dump")
                 else dict(completion))  # (a server's content as parts is no str: no warning)
@@ -517,3 +520,17 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             return False
         text = f"{error.message} {getattr(error, 'body', '')}"
         return "json_schema" in text or "response_format" in text
+
+
+def _bounds(timeout_s: float) -> dict[str, Any]:
+    """``_bounded_http.answer_bounds`` (httpx imported with the SDK, not before)."""
+    from ._bounded_http import answer_bounds
+
+    return answer_bounds(timeout_s)
+
+
+def _bound_reason(error: BaseException) -> str:
+    """``_bounded_http.bound_reason`` (httpx imported with the SDK, not before)."""
+    from ._bounded_http import bound_reason
+
+    return bound_reason(error)

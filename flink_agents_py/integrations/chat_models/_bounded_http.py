@@ -1,0 +1,152 @@
+"""What a provider's HTTP answer may cost this process: its size and its time.
+
+The SDKs (``openai``, ``anthropic``) read a whole answer into memory before they look at it,
+and their ``timeout`` bounds each wait for bytes, not the answer: a server (hostile, broken,
+or a proxy looping) that sends an endless body a little at a time kept a chat reading for
+ever while this process grew by the body's size (1.2 GB in 20 s on 127.0.0.1, a
+``timeout_s`` of 3), until the worker ran out of memory and every key's calls failed with
+it. The clients here read each answer through ``answer_bounds``' hooks (the HTTP library's own,
+so every transport and proxy the client mounts is covered):
+
+- at most ``MAX_ANSWER_BYTES`` of body; past it the read stops, the connection is closed,
+  and the call fails naming the bound and the URL;
+- the body must have come whole ``timeout_s`` after its headers did, or the read stops as
+  a timeout (retryable, as an unanswered request is);
+- answers are asked for unencoded (``Accept-Encoding: identity``): a compressed body, whose
+  decoded size no count of its bytes bounds (a few MB of gzip decode to gigabytes), is
+  refused when a server sends one anyway.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["AnswerBoundError", "AnswerTimeoutError", "AnswerTooLargeError", "MAX_ANSWER_BYTES",
+           "answer_bounds", "bound_reason"]
+
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+"""The most bytes of one HTTP answer of a chat model's provider that are read (64 MiB: an
+answer of ``max_tokens`` tokens is a few MB at most)."""
+
+
+class AnswerBoundError(Exception):
+    """A provider's answer broke a bound of ``answer_bounds``.
+
+    Raised as the HTTP library's own error too (its ``ReadError`` or ``ReadTimeout``), so
+    the SDK reports it as it reports a connection error or a timeout.
+    """
+
+
+class AnswerTooLargeError(AnswerBoundError):
+    """A provider's answer longer than ``MAX_ANSWER_BYTES``, or compressed."""
+
+
+class AnswerTimeoutError(AnswerBoundError):
+    """A provider's answer still coming ``timeout_s`` after its headers."""
+
+
+@dataclass(frozen=True)
+class _Library:
+    """The classes of one HTTP library (httpx, or the SDKs' httpx2) the bounds use."""
+
+    body: type
+    too_large: type[AnswerTooLargeError]
+    too_slow: type[AnswerTimeoutError]
+
+
+class _BoundedBody:
+    """A response body read at most ``MAX_ANSWER_BYTES`` long, and ``timeout_s`` only."""
+
+    def __init__(self, inner: Any, request: Any, timeout_s: float, library: _Library) -> None:
+        self._inner = inner
+        self._request = request
+        self._timeout_s = timeout_s
+        self._deadline = time.monotonic() + timeout_s
+        self._library = library
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        total = 0
+        async for chunk in self._inner:
+            total += len(chunk)
+            if total > MAX_ANSWER_BYTES:
+                raise self._library.too_large(  # type: ignore[call-arg]
+                    f"the answer from {self._request.url} is longer than "
+                    f"{MAX_ANSWER_BYTES:,} bytes (MAX_ANSWER_BYTES): reading stopped there",
+                    request=self._request)
+            if time.monotonic() > self._deadline:
+                raise self._library.too_slow(  # type: ignore[call-arg]
+                    f"the answer from {self._request.url} was still coming "
+                    f"{self._timeout_s} s after it started ({total:,} bytes so far): "
+                    f"reading stopped there", request=self._request)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@functools.lru_cache(maxsize=4)
+def _library(name: str) -> _Library:
+    """The bounds' classes as those of HTTP library ``name``.
+
+    Its ``Response`` takes only a stream of its own, and the SDK turns only its errors into
+    its connection and timeout errors.
+
+    Returns:
+        The classes.
+    """
+    lib = importlib.import_module(name)
+    return _Library(
+        body=type("BoundedBody", (_BoundedBody, lib.AsyncByteStream), {}),
+        too_large=type("AnswerTooLargeError", (AnswerTooLargeError, lib.ReadError), {}),
+        too_slow=type("AnswerTimeoutError", (AnswerTimeoutError, lib.ReadTimeout), {}))
+
+
+def answer_bounds(timeout_s: float) -> dict[str, list[Callable[[Any], Awaitable[None]]]]:
+    """The httpx ``event_hooks`` bounding each answer (see the module docstring).
+
+    Args:
+        timeout_s: how long an answer's body may take once its headers came, in seconds.
+
+    Returns:
+        The hooks, for the client's ``event_hooks=``.
+    """
+
+    async def unencoded(request: Any) -> None:
+        request.headers["Accept-Encoding"] = "identity"
+
+    async def bounded(response: Any) -> None:
+        request = response.request
+        library = _library(type(response).__module__.partition(".")[0])
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        if encoding not in ("", "identity"):
+            raise library.too_large(  # type: ignore[call-arg]
+                f"the answer from {request.url} is {encoding}-encoded though it was asked "
+                f"for unencoded (Accept-Encoding: identity): its decoded size could not be "
+                f"bounded, so it was not read", request=request)
+        response.stream = library.body(response.stream, request, timeout_s, library)
+
+    return {"request": [unencoded], "response": [bounded]}
+
+
+def bound_reason(error: BaseException) -> str:
+    """Why an answer's reading was stopped by ``answer_bounds``, from an SDK's error.
+
+    Args:
+        error: the SDK's connection or timeout error (its ``__cause__`` chain is read).
+
+    Returns:
+        ``": <the reason>"``, or ``""`` when no bound stopped it.
+    """
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, AnswerBoundError):
+            return f": {seen}"
+        seen = seen.__cause__ or seen.__context__
+    return ""
