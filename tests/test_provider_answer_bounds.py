@@ -169,3 +169,39 @@ def test_a_users_job_gets_the_chat_error_and_its_other_keys_go_on(server, tmp_pa
     assert report["outputs"] == [{"key": "b", "content": "fine"}]
     [(key, message)] = report["errors"]  # the record of key a, with the reason
     assert key == "a" and "was still coming 2.0 s after it started" in message
+
+
+class _OllamaEndless(BaseHTTPRequestHandler):
+    """Ollama's ``/api/chat``: an endless body, 10 bytes every 0.05 s."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            while True:
+                self.wfile.write(b"a\r\n{\"pad\": 1}\r\n")
+                self.wfile.flush()
+                time.sleep(0.05)
+        except OSError:
+            pass
+
+
+def test_an_ollama_answer_is_read_within_the_same_bounds():
+    pytest.importorskip("ollama")
+    from flink_agents_py.integrations.chat_models import OllamaChatModel
+
+    with LocalHTTPServer(_OllamaEndless) as srv:
+        conn = OllamaChatModel(host=srv.url, timeout_s=1.5)
+        started = time.monotonic()
+        with pytest.raises(ProviderError, match="was still coming 1.5 s after it started"):
+            asyncio.run(asyncio.wait_for(conn.achat([ChatMessage(content="hi")], model="m"),
+                                         60))
+        assert time.monotonic() - started < 20

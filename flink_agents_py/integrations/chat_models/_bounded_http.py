@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["AnswerBoundError", "AnswerTimeoutError", "AnswerTooLargeError", "MAX_ANSWER_BYTES",
-           "answer_bounds", "bound_reason"]
+           "answer_bounds", "bound_reason", "bound_response"]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """The most bytes of one HTTP answer of a chat model's provider that are read (64 MiB: an
@@ -120,17 +120,32 @@ def answer_bounds(timeout_s: float) -> dict[str, list[Callable[[Any], Awaitable[
         request.headers["Accept-Encoding"] = "identity"
 
     async def bounded(response: Any) -> None:
-        request = response.request
-        library = _library(type(response).__module__.partition(".")[0])
-        encoding = response.headers.get("content-encoding", "").strip().lower()
-        if encoding not in ("", "identity"):
-            raise library.too_large(  # type: ignore[call-arg]
-                f"the answer from {request.url} is {encoding}-encoded though it was asked "
-                f"for unencoded (Accept-Encoding: identity): its decoded size could not be "
-                f"bounded, so it was not read", request=request)
-        response.stream = library.body(response.stream, request, timeout_s, library)
+        bound_response(response, response.request, timeout_s)
 
     return {"request": [unencoded], "response": [bounded]}
+
+
+def bound_response(response: Any, request: Any, timeout_s: float) -> None:
+    """Bound the body of ``response`` to ``request`` in place (see the module docstring).
+
+    For a transport that reads an answer itself, before the client's hooks run.
+
+    Args:
+        response: the response, its body not read yet.
+        request: its request (named in the errors).
+        timeout_s: how long its body may take from now, in seconds.
+
+    Raises:
+        AnswerTooLargeError: (as the library's ``ReadError``) for a compressed body.
+    """
+    library = _library(type(response).__module__.partition(".")[0])
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise library.too_large(  # type: ignore[call-arg]
+            f"the answer from {request.url} is {encoding}-encoded though it was asked for "
+            f"unencoded (Accept-Encoding: identity): its decoded size could not be bounded, "
+            f"so it was not read", request=request)
+    response.stream = library.body(response.stream, request, timeout_s, library)
 
 
 def bound_reason(error: BaseException) -> str:

@@ -110,7 +110,7 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         from ._ollama_transport import ArgumentsAsObjects  # httpx: with the client
 
         return lambda: ollama.AsyncClient(host=self.host, timeout=self.timeout_s,
-                                          transport=ArgumentsAsObjects(self.host))
+                                          transport=ArgumentsAsObjects(self.host, self.timeout_s))
 
     async def achat(
         self,

@@ -15,6 +15,7 @@ import urllib.request
 import httpx
 
 from ._answers import tool_arguments
+from ._bounded_http import bound_response
 
 __all__ = ["ArgumentsAsObjects"]
 
@@ -30,12 +31,17 @@ class ArgumentsAsObjects(httpx.AsyncBaseTransport):
     transport, over the proxy the environment names for ``host`` (``HTTP(S)_PROXY``,
     ``NO_PROXY``), as the client's would.
 
+    Every answer is read within the bounds of ``_bounded_http`` (its size, ``timeout_s``
+    from its headers, unencoded).
+
     Args:
         host: the Ollama server (``None``: ``OLLAMA_HOST``, else Ollama's default, local).
+        timeout_s: how long an answer's body may take once its headers came, in seconds.
     """
 
-    def __init__(self, host: str | None) -> None:
+    def __init__(self, host: str | None, timeout_s: float = 120.0) -> None:
         self._inner = httpx.AsyncHTTPTransport(proxy=_env_proxy(host))
+        self._timeout_s = timeout_s
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request``; an ``/api/chat`` answer's string arguments as objects.
@@ -46,7 +52,13 @@ class ArgumentsAsObjects(httpx.AsyncBaseTransport):
         Returns:
             The server's response (an ``/api/chat`` answer's body read whole, decoded).
         """
+        request.headers["Accept-Encoding"] = "identity"
         response = await self._inner.handle_async_request(request)
+        try:  # read within bounds (``_bounded_http``): its size, its time, its encoding
+            bound_response(response, request, self._timeout_s)
+        except BaseException:
+            await response.aclose()
+            raise
         if response.status_code != 200 or not request.url.path.endswith("/api/chat"):
             return response
         content = _with_objects(await response.aread())
