@@ -205,3 +205,21 @@ def test_an_ollama_answer_is_read_within_the_same_bounds():
             asyncio.run(asyncio.wait_for(conn.achat([ChatMessage(content="hi")], model="m"),
                                          60))
         assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize("kind", ["openai", "ollama"])
+def test_an_embedding_models_answer_is_read_within_the_same_bounds(server, kind):
+    if kind == "openai":
+        from flink_agents_py.integrations.embedding_models import OpenAIEmbeddingModel
+
+        model = OpenAIEmbeddingModel(base_url=server + "/slow/v1",
+                                     timeout_s=1.5, max_retries=0)
+    else:
+        pytest.importorskip("ollama")
+        from flink_agents_py.integrations.embedding_models import OllamaEmbeddingModel
+
+        model = OllamaEmbeddingModel(base_url=server + "/slow", timeout_s=1.5)
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match="was still coming 1.5 s after it started"):
+        model.embed(["hi"])
+    assert time.monotonic() - started < 20

@@ -22,12 +22,12 @@ from __future__ import annotations
 import functools
 import importlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["AnswerBoundError", "AnswerTimeoutError", "AnswerTooLargeError", "MAX_ANSWER_BYTES",
-           "answer_bounds", "bound_reason", "bound_response"]
+           "answer_bounds", "blocking_answer_bounds", "bound_reason", "bound_response"]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """The most bytes of one HTTP answer of a chat model's provider that are read (64 MiB: an
@@ -55,6 +55,7 @@ class _Library:
     """The classes of one HTTP library (httpx, or the SDKs' httpx2) the bounds use."""
 
     body: type
+    sync_body: type
     too_large: type[AnswerTooLargeError]
     too_slow: type[AnswerTimeoutError]
 
@@ -73,20 +74,37 @@ class _BoundedBody:
         total = 0
         async for chunk in self._inner:
             total += len(chunk)
-            if total > MAX_ANSWER_BYTES:
-                raise self._library.too_large(  # type: ignore[call-arg]
-                    f"the answer from {self._request.url} is longer than "
-                    f"{MAX_ANSWER_BYTES:,} bytes (MAX_ANSWER_BYTES): reading stopped there",
-                    request=self._request)
-            if time.monotonic() > self._deadline:
-                raise self._library.too_slow(  # type: ignore[call-arg]
-                    f"the answer from {self._request.url} was still coming "
-                    f"{self._timeout_s} s after it started ({total:,} bytes so far): "
-                    f"reading stopped there", request=self._request)
+            self._check(total)
             yield chunk
+
+    def _check(self, total: int) -> None:
+        """Raise when ``total`` bytes read break a bound."""
+        if total > MAX_ANSWER_BYTES:
+            raise self._library.too_large(  # type: ignore[call-arg]
+                f"the answer from {self._request.url} is longer than {MAX_ANSWER_BYTES:,} "
+                f"bytes (MAX_ANSWER_BYTES): reading stopped there", request=self._request)
+        if time.monotonic() > self._deadline:
+            raise self._library.too_slow(  # type: ignore[call-arg]
+                f"the answer from {self._request.url} was still coming {self._timeout_s} s "
+                f"after it started ({total:,} bytes so far): reading stopped there",
+                request=self._request)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+class _SyncBoundedBody(_BoundedBody):
+    """``_BoundedBody`` for a blocking client (an embedding model's)."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        total = 0
+        for chunk in self._inner:
+            total += len(chunk)
+            self._check(total)
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 @functools.lru_cache(maxsize=4)
@@ -102,6 +120,7 @@ def _library(name: str) -> _Library:
     lib = importlib.import_module(name)
     return _Library(
         body=type("BoundedBody", (_BoundedBody, lib.AsyncByteStream), {}),
+        sync_body=type("SyncBoundedBody", (_SyncBoundedBody, lib.SyncByteStream), {}),
         too_large=type("AnswerTooLargeError", (AnswerTooLargeError, lib.ReadError), {}),
         too_slow=type("AnswerTimeoutError", (AnswerTimeoutError, lib.ReadTimeout), {}))
 
@@ -125,7 +144,27 @@ def answer_bounds(timeout_s: float) -> dict[str, list[Callable[[Any], Awaitable[
     return {"request": [unencoded], "response": [bounded]}
 
 
-def bound_response(response: Any, request: Any, timeout_s: float) -> None:
+def blocking_answer_bounds(timeout_s: float) -> dict[str, list[Callable[[Any], None]]]:
+    """``answer_bounds`` for a blocking client (``httpx.Client``: an embedding model's).
+
+    Args:
+        timeout_s: how long an answer's body may take once its headers came, in seconds.
+
+    Returns:
+        The hooks, for the client's ``event_hooks=``.
+    """
+
+    def unencoded(request: Any) -> None:
+        request.headers["Accept-Encoding"] = "identity"
+
+    def bounded(response: Any) -> None:
+        bound_response(response, response.request, timeout_s, blocking=True)
+
+    return {"request": [unencoded], "response": [bounded]}
+
+
+def bound_response(response: Any, request: Any, timeout_s: float,
+                   blocking: bool = False) -> None:
     """Bound the body of ``response`` to ``request`` in place (see the module docstring).
 
     For a transport that reads an answer itself, before the client's hooks run.
@@ -134,6 +173,7 @@ def bound_response(response: Any, request: Any, timeout_s: float) -> None:
         response: the response, its body not read yet.
         request: its request (named in the errors).
         timeout_s: how long its body may take from now, in seconds.
+        blocking: whether a blocking client reads it (``httpx.Client``), not an async one.
 
     Raises:
         AnswerTooLargeError: (as the library's ``ReadError``) for a compressed body.
@@ -145,7 +185,8 @@ def bound_response(response: Any, request: Any, timeout_s: float) -> None:
             f"the answer from {request.url} is {encoding}-encoded though it was asked for "
             f"unencoded (Accept-Encoding: identity): its decoded size could not be bounded, "
             f"so it was not read", request=request)
-    response.stream = library.body(response.stream, request, timeout_s, library)
+    body = library.sync_body if blocking else library.body
+    response.stream = body(response.stream, request, timeout_s, library)
 
 
 def bound_reason(error: BaseException) -> str:

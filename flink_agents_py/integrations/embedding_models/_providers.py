@@ -66,7 +66,9 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                 openai = import_sdk("openai", "openai", "the OpenAI-compatible embedding model")
                 self._client = openai.OpenAI(
                     base_url=self.base_url, api_key=self._api_key() or "unused",
-                    timeout=self.timeout_s, max_retries=self.max_retries)
+                    timeout=self.timeout_s, max_retries=self.max_retries,
+                    http_client=openai.DefaultHttpxClient(
+                        event_hooks=_answer_bounds(self.timeout_s)))
             return self._client
 
     def _api_key(self) -> str | None:
@@ -107,7 +109,7 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                 raise error from scrub_exception(e)
             except (openai.APITimeoutError, openai.APIConnectionError) as e:
                 error = provider_error(f"embeddings {name!r}: {type(e).__name__}: {e}"
-                                       f"{unanswered_hint(e)}", None)
+                                       f"{unanswered_hint(e)}{_bound_reason(e)}", None)
                 raise error from scrub_exception(e)
             data = sorted(resp.data, key=lambda d: d.index)
             if len(data) != len(batch):
@@ -153,7 +155,8 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
         with self._lock:
             if self._client is None:
                 ollama = import_sdk("ollama", "ollama", "the Ollama embedding model")
-                self._client = ollama.Client(host=self.base_url, timeout=self.timeout_s)
+                self._client = ollama.Client(host=self.base_url, timeout=self.timeout_s,
+                                             event_hooks=_answer_bounds(self.timeout_s))
             return self._client
 
     def close(self) -> None:
@@ -198,7 +201,7 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                 raise error from scrub_exception(e)
             except Exception as e:  # noqa: BLE001 - httpx errors surface as their own types
                 if not isinstance(e, (ConnectionError, TimeoutError, OSError)) and not type(
-                        e).__module__.startswith("httpx"):
+                        e).__module__.startswith("httpx") and not _bound_reason(e):
                     raise
                 error = provider_error(f"ollama embed {name!r}: {type(e).__name__}: {e}"
                                        f"{unanswered_hint(e, self._embed_url())}", None)
@@ -212,3 +215,24 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
         return EmbeddingResult(embeddings=vectors, model=name,
                                token_usage=EmbeddingTokenUsage(prompt_tokens=tokens,
                                                                total_tokens=tokens))
+
+
+def _answer_bounds(timeout_s: float) -> dict[str, Any]:
+    """The hooks reading a provider's answer within bounds (size, time, encoding).
+
+    ``chat_models._bounded_http``: an endless answer kept an embedding call reading for ever
+    while the process grew by it. Imported with the SDK (httpx), not before.
+
+    Returns:
+        The blocking client's ``event_hooks``.
+    """
+    from ..chat_models._bounded_http import blocking_answer_bounds
+
+    return blocking_answer_bounds(timeout_s)
+
+
+def _bound_reason(error: BaseException) -> str:
+    """``chat_models._bounded_http.bound_reason`` (imported with the SDK, not before)."""
+    from ..chat_models._bounded_http import bound_reason
+
+    return bound_reason(error)
