@@ -77,6 +77,12 @@ def server():
 
 
 def _connection(kind: str, url: str, timeout_s: float):
+    if kind == "azure":  # a ported Flink Agents program's (its own SDK client)
+        from flink_agents_py.compat import AzureOpenAIChatModelConnection
+
+        return AzureOpenAIChatModelConnection(api_key="test-key-not-secret", azure_endpoint=url,
+                                              api_version="2024-06-01", timeout_s=timeout_s,
+                                              max_retries=0)
     if kind == "openai":
         from flink_agents_py.integrations.chat_models import OpenAIChatModel
 
@@ -100,7 +106,7 @@ def _ask(kind: str, url: str, timeout_s: float = 30) -> tuple[BaseException | st
         return e, time.monotonic() - started
 
 
-@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "azure"])
 def test_an_endless_answer_stops_at_the_size_bound_naming_it(server, kind, monkeypatch):
     monkeypatch.setattr(_bounded_http, "MAX_ANSWER_BYTES", 4 << 20)
     error, took = _ask(kind, server + "/fast")

@@ -283,10 +283,14 @@ class AzureOpenAIChatModelConnection(OpenAIChatModelConnection):
         super().check()
 
     def _sdk_client(self, openai: Any, headers: dict[str, str] | None) -> Any:
+        from ..integrations.internal import answer_bounds
+
         return openai.AsyncAzureOpenAI(
             azure_endpoint=self._server_url(), api_version=self.api_version,
             api_key=self._api_key() or "unused", timeout=self.timeout_s,
-            max_retries=self.max_retries, default_headers=headers)
+            max_retries=self.max_retries, default_headers=headers,
+            http_client=openai.DefaultAsyncHttpxClient(  # an answer read within bounds
+                event_hooks=answer_bounds(self.timeout_s)))
 
 
 class AzureOpenAIChatModelSetup(_CompatSetup):
