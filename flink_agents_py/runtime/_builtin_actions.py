@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from ..api import (
     RESERVED_TOOL_PREFIX,
     AgentsError,
     ApprovalRequest,
-    Budget,
     ChatMessage,
     ChatModelSetup,
     ChatRequestEvent,
@@ -43,14 +40,22 @@ from ..api import (
     ToolResult,
     WaitTimeoutError,
 )
-from ..api.internal import described, one_json_object, subagent_prompt_values
+from ..api.internal import described, subagent_prompt_values
 from ._budgets import budgeted_call, fallback_guard, fallback_spends
+from ._chat_steps import (
+    CORRECTION,
+    fills_prompt,
+    own_budget,
+    quote,
+    recorded,
+    structured,
+    with_call_ids,
+)
 from ._failures import TOOL_FAILURES, clip, error_text, failure_text, unless_cancelled
-from ._model_calls import MAX_ANSWER_DEPTH, class_problem, deeper_than, paid_answer
 from ._model_calls import _backoff as _backoff  # noqa: F401 - where tests look for it
 from ._model_calls import call_model as _model_call
-from ._schemas import schema_problems
-from ._serde import is_tagged_model, to_plain_json
+from ._model_calls import paid_answer
+from ._serde import to_plain_json
 from ._spend import MEMORY_PREFIX, merged_spend, spend_key, stored_spend
 from ._tool_results import (
     delegation_result,
@@ -66,37 +71,12 @@ from .recorder._versioning import recorded_to_missing, started_tool_unfit
 from .recorder._wait_calls import wait_call
 
 if TYPE_CHECKING:
-    from .context._calls import DurableCall
     from .recorder._execution import ActionExecution
 
 __all__ = ["ChatCallFailed", "chat_model_action", "tool_call_action"]
 
 _CHATS = "_chat.chats"
 _BY_TOOL_REQUEST = "_chat.by_tool_request"
-
-
-def _with_call_ids(response: ChatResponse, chat_id: str, round_no: int) -> ChatResponse:
-    """Give id-less tool calls unique synthetic ids (``<chat>#<round>.<index>``)."""
-    calls = response.message.tool_calls
-    if not calls:  # (a final answer: nothing to look at)
-        return response
-    ids = [c.id for c in calls]
-    if all(ids) and len(set(ids)) == len(ids):
-        return response
-    keep = {i for i in ids if i and ids.count(i) == 1}
-    fixed = []
-    for i, c in enumerate(calls):
-        if c.id in keep:
-            fixed.append(c)
-            continue
-        synthetic, n = f"{chat_id}#{round_no}.{i}", 0
-        while synthetic in keep:
-            n += 1
-            synthetic = f"{chat_id}#{round_no}.{i}.{n}"
-        keep.add(synthetic)
-        fixed.append(ToolCall(id=synthetic, name=c.name, arguments=c.arguments))
-    message = response.message.model_copy(update={"tool_calls": fixed})
-    return response.model_copy(update={"message": message})
 
 
 class ChatCallFailed(AgentsError):
@@ -109,93 +89,6 @@ class ChatCallFailed(AgentsError):
 def _describe(error: BaseException) -> str:
     text = error_text(error)
     return text if isinstance(error, ChatCallFailed) else f"{type(error).__name__}: {text}"
-
-
-def _schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
-    """Why ``value`` does not follow the JSON Schema ``schema``.
-
-    Returns:
-        The reason, or ``None`` when it does follow it.
-
-    Raises:
-        jsonschema.SchemaError: when ``schema`` itself is not a valid JSON Schema.
-    """
-    problems = schema_problems(value, schema)
-    return None if problems is None else f"the answer does not follow the schema: {problems}"
-
-
-def _json_text(text: str) -> str:
-    """The answer's text without a Markdown code fence around it, if it has one."""
-    stripped = text.strip()
-    if stripped.startswith("```") and stripped.endswith("```") and stripped.count("\n") >= 1:
-        return stripped[stripped.index("\n") + 1:-3].strip()
-    return stripped
-
-
-def _structured(response: ChatResponse, schema: dict[str, Any]) -> tuple[ChatResponse, str | None]:
-    """Validate a final answer against ``schema``: the response carrying the value, or why not."""
-    value = response.structured
-    if value is None:
-        text = _json_text(response.message.content)
-        try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError as e:
-            value = one_json_object(text)  # one object with text around it (a fence, a note)
-            if value is None:
-                return response, f"the answer is not JSON ({clip(str(e), 300)})"
-    if deeper_than(value, MAX_ANSWER_DEPTH):  # checked deterministically, never to the stack
-        return response, f"the answer is nested deeper than {MAX_ANSWER_DEPTH} levels"
-    problem = _schema_problem(value, schema) or class_problem(value, schema)
-    if problem is not None:
-        return response, problem
-    return response.model_copy(update={"structured": value}), None
-
-
-def _quote(invalid: list[dict[str, str]]) -> str:
-    return "; ".join(f"answer {i + 1}: {a['answer'][:500]!r} ({a['problem']})"
-                     for i, a in enumerate(invalid))
-
-
-_CORRECTION = ("Your answer cannot be used: {problem}. Answer again with only a JSON value that "
-               "follows the required JSON Schema.")
-
-
-def _own_budget(resolve: Callable[[str], ChatModelSetup], info: Any) -> Budget | None:
-    """The budget of the fallback whose ``metadata["fallback_budget"]`` is ``info``."""
-    try:
-        return resolve(info["setup"]).budget if isinstance(info, dict) else None
-    except Exception:  # noqa: BLE001 - gone since the answer was recorded: nothing to count
-        return None
-
-
-def _recorded(ctx: ActionExecution, call: DurableCall) -> dict[str, Any] | None:
-    """The chat answer's JSON form as its model call just recorded it (``event_json``'s known).
-
-    The answer unchanged is that record rebuilt (``store_outcome``), so the record is its JSON
-    form too, and the answer's event is stored without a second copy of it.
-
-    Returns:
-        ``{"response": <its JSON form>}``; ``None`` on a replay (a record written by older
-        code may lack fields the class has now) or when there is no such record.
-    """
-    rec = None if call.replayed else ctx.record_of(call)
-    stored: Any = rec.value if rec is not None and rec.done and rec.ok else None
-    return {"response": stored["data"]} if is_tagged_model(stored) else None
-
-
-def _fills_prompt(setup: ChatModelSetup) -> bool:
-    """Whether a chat through ``setup`` reads its request's prompt arguments at all.
-
-    Only a prompt (``build_messages``, a subclass's own included) or a setup's own ``chat``
-    fills placeholders: for any other the chat reads no memory for them, so its action uses
-    no memory view (nothing to commit) and counts no memory operation (not in flight as a
-    reader other actions' writes must be undone for, ``commit_memory``).
-
-    Returns:
-        Whether it may read them (a sub-agent's input is then read from sensory memory).
-    """
-    return bool(setup.prompt) or setup.has_own_chat() \
-        or type(setup).build_messages is not ChatModelSetup.build_messages
 
 
 async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
@@ -220,7 +113,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             assert isinstance(setup, ChatModelSetup)
             found = setup
             prompt_args = event.prompt_args
-            if prompt_args is None and _fills_prompt(setup):  # in an internal sub-agent:
+            if prompt_args is None and fills_prompt(setup):  # in an internal sub-agent:
                 given = ctx.sensory.get("_subagent.input")  # its input's fields (a dict: as is)
                 prompt_args = given if given is None or type(given) is dict \
                     else subagent_prompt_values(given)
@@ -334,7 +227,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         if setup.budget is not None and isinstance(spent, dict):  # counted as the action ends
             ctx.key_merges.append((spend_entry, functools.partial(merged_spend, setup.budget,
                                                                   info=spent)))
-        fb = _own_budget(resolve, own) if own is not None else None  # a fallback's own budget
+        fb = own_budget(resolve, own) if own is not None else None  # a fallback's own budget
         if fb is not None and isinstance(own, dict):
             ctx.key_merges.append((entry_of(own["setup"]), functools.partial(
                 merged_spend, fb, info=own)))
@@ -366,7 +259,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         except Exception as e:  # noqa: BLE001 - the model call failed: the policy decides
             count(getattr(e, "spend_metadata", None) or {})  # answered, then refused: paid
             if setup.error_policy != "ignore":
-                fail(_describe(e) + (f" (asking again after {_quote(invalid)})" if invalid else ""),
+                fail(_describe(e) + (f" (asking again after {quote(invalid)})" if invalid else ""),
                      failure_text(e))
                 return
             if stored:
@@ -386,7 +279,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                     f"chat {chat_id}: the model asked for {asked} tool calls in one message, "
                     f"more than max_tool_calls={setup.max_tool_calls} of chat model "
                     f"{chat['model']!r}; none was run")
-            response = _with_call_ids(response, chat_id, chat["rounds"])
+            response = with_call_ids(response, chat_id, chat["rounds"])
             calls = response.message.tool_calls
             if calls and chat["rounds"] >= setup.max_tool_rounds:
                 raise RuntimeError(
@@ -394,7 +287,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                     f"model {chat['model']!r} and the model still asks for tools"
                 )
             if not calls and schema is not None:
-                response, problem = _structured(response, schema)
+                response, problem = structured(response, schema)
         except Exception as e:  # noqa: BLE001
             fail(described(e), failure_text(e))
             return
@@ -415,18 +308,18 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             if stored:
                 ctx.sensory.delete(f"{_CHATS}.{chat_id}")
             ctx.send_event(ChatResponseEvent(request_id=chat_id, response=response),
-                           known=_recorded(ctx, call) if response is outcome else None)
+                           known=recorded(ctx, call) if response is outcome else None)
             return
         answer = response.message.content
         invalid.append({"answer": answer, "problem": problem})
         if len(invalid) > setup.output_retries:
             fail(f"StructuredOutputError: the model's answer does not follow the output schema "
                  f"after {len(invalid) - 1} retr{'y' if len(invalid) == 2 else 'ies'}: "
-                 f"{_quote(invalid)}")
+                 f"{quote(invalid)}")
             return
         history().append(ChatMessage(role=MessageRole.ASSISTANT,
                                      content=answer).model_dump(mode="json"))
-        history().append(ChatMessage(role=MessageRole.USER, content=_CORRECTION.format(
+        history().append(ChatMessage(role=MessageRole.USER, content=CORRECTION.format(
             problem=problem)).model_dump(mode="json"))
 
 

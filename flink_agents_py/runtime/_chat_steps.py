@@ -1,0 +1,150 @@
+"""Parts of a chat's built-in action (``_builtin_actions.chat_model_action``).
+
+Tool call ids, structured answers, the answer's stored form, and the JSON form of a model
+call's arguments that its digest is made of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..api import Budget, ChatModelSetup, ChatResponse, ToolCall
+from ..api.internal import one_json_object
+from ._failures import clip
+from ._model_calls import MAX_ANSWER_DEPTH, class_problem, deeper_than
+from ._schemas import schema_problems
+from ._serde import is_tagged_model
+
+if TYPE_CHECKING:
+    from .context._calls import DurableCall
+    from .recorder._execution import ActionExecution
+
+__all__ = [
+    "CORRECTION",
+    "fills_prompt",
+    "own_budget",
+    "quote",
+    "recorded",
+    "structured",
+    "with_call_ids",
+]
+
+
+def with_call_ids(response: ChatResponse, chat_id: str, round_no: int) -> ChatResponse:
+    """Give id-less tool calls unique synthetic ids (``<chat>#<round>.<index>``)."""
+    calls = response.message.tool_calls
+    if not calls:  # (a final answer: nothing to look at)
+        return response
+    ids = [c.id for c in calls]
+    if all(ids) and len(set(ids)) == len(ids):
+        return response
+    keep = {i for i in ids if i and ids.count(i) == 1}
+    fixed = []
+    for i, c in enumerate(calls):
+        if c.id in keep:
+            fixed.append(c)
+            continue
+        synthetic, n = f"{chat_id}#{round_no}.{i}", 0
+        while synthetic in keep:
+            n += 1
+            synthetic = f"{chat_id}#{round_no}.{i}.{n}"
+        keep.add(synthetic)
+        fixed.append(ToolCall(id=synthetic, name=c.name, arguments=c.arguments))
+    message = response.message.model_copy(update={"tool_calls": fixed})
+    return response.model_copy(update={"message": message})
+
+
+def _schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
+    """Why ``value`` does not follow the JSON Schema ``schema``.
+
+    Returns:
+        The reason, or ``None`` when it does follow it.
+
+    Raises:
+        jsonschema.SchemaError: when ``schema`` itself is not a valid JSON Schema.
+    """
+    problems = schema_problems(value, schema)
+    return None if problems is None else f"the answer does not follow the schema: {problems}"
+
+
+def _answer_text(text: str) -> str:
+    """The answer's text without a Markdown code fence around it, if it has one."""
+    stripped = text.strip()
+    if stripped.startswith("```") and stripped.endswith("```") and stripped.count("\n") >= 1:
+        return stripped[stripped.index("\n") + 1 : -3].strip()
+    return stripped
+
+
+def structured(response: ChatResponse, schema: dict[str, Any]) -> tuple[ChatResponse, str | None]:
+    """Validate a final answer against ``schema``: the response carrying the value, or why not."""
+    value = response.structured
+    if value is None:
+        text = _answer_text(response.message.content)
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError as e:
+            value = one_json_object(text)  # one object with text around it (a fence, a note)
+            if value is None:
+                return response, f"the answer is not JSON ({clip(str(e), 300)})"
+    if deeper_than(value, MAX_ANSWER_DEPTH):  # checked deterministically, never to the stack
+        return response, f"the answer is nested deeper than {MAX_ANSWER_DEPTH} levels"
+    problem = _schema_problem(value, schema) or class_problem(value, schema)
+    if problem is not None:
+        return response, problem
+    return response.model_copy(update={"structured": value}), None
+
+
+def quote(invalid: list[dict[str, str]]) -> str:
+    return "; ".join(
+        f"answer {i + 1}: {a['answer'][:500]!r} ({a['problem']})" for i, a in enumerate(invalid)
+    )
+
+
+CORRECTION = (
+    "Your answer cannot be used: {problem}. Answer again with only a JSON value that "
+    "follows the required JSON Schema."
+)
+
+
+def own_budget(resolve: Callable[[str], ChatModelSetup], info: Any) -> Budget | None:
+    """The budget of the fallback whose ``metadata["fallback_budget"]`` is ``info``."""
+    try:
+        return resolve(info["setup"]).budget if isinstance(info, dict) else None
+    except Exception:  # noqa: BLE001 - gone since the answer was recorded: nothing to count
+        return None
+
+
+def recorded(ctx: ActionExecution, call: DurableCall) -> dict[str, Any] | None:
+    """The chat answer's JSON form as its model call just recorded it (``event_json``'s known).
+
+    The answer unchanged is that record rebuilt (``store_outcome``), so the record is its JSON
+    form too, and the answer's event is stored without a second copy of it.
+
+    Returns:
+        ``{"response": <its JSON form>}``; ``None`` on a replay (a record written by older
+        code may lack fields the class has now) or when there is no such record.
+    """
+    rec = None if call.replayed else ctx.record_of(call)
+    stored: Any = rec.value if rec is not None and rec.done and rec.ok else None
+    return {"response": stored["data"]} if is_tagged_model(stored) else None
+
+
+def fills_prompt(setup: ChatModelSetup) -> bool:
+    """Whether a chat through ``setup`` reads its request's prompt arguments at all.
+
+    Only a prompt (``build_messages``, a subclass's own included) or a setup's own ``chat``
+    fills placeholders: for any other the chat reads no memory for them, so its action uses
+    no memory view (nothing to commit) and counts no memory operation (not in flight as a
+    reader other actions' writes must be undone for, ``commit_memory``).
+
+    Returns:
+        Whether it may read them (a sub-agent's input is then read from sensory memory).
+    """
+    return (
+        bool(setup.prompt)
+        or setup.has_own_chat()
+        or type(setup).build_messages is not ChatModelSetup.build_messages
+    )
