@@ -45,6 +45,7 @@ from ._budgets import budgeted_call, fallback_guard, fallback_spends
 from ._chat_steps import (
     CORRECTION,
     fills_prompt,
+    model_call_json,
     own_budget,
     quote,
     recorded,
@@ -66,6 +67,8 @@ from ._tool_results import (
     valid_texts,
 )
 from .context._memory import apply_merges, read_path
+from .recorder._outcomes import fn_name
+from .recorder._prestored import Prestored, prestore
 from .recorder._state import CallKind
 from .recorder._versioning import recorded_to_missing, started_tool_unfit
 from .recorder._wait_calls import wait_call
@@ -84,6 +87,10 @@ class ChatCallFailed(AgentsError):
 
     (Raised by ``_model_calls``; defined here, where recorded failures name it.)
     """
+
+
+_CALL_MODEL: list[str] = []
+"""``fn_name`` of a chat's ``call_model``, once found (the same for every chat)."""
 
 
 def _describe(error: BaseException) -> str:
@@ -132,11 +139,14 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             "invalid": [],
             "tool_text": True,  # a tool's text result goes as its text (``tool_message``)
         }
-        if setup.has_own_chat() and prompt_args:  # its chat fills its prompt at each call
+        if prompt_args and setup.has_own_chat():  # its chat fills its prompt at each call
             chat["prompt_args"] = prompt_args
         requested = messages
-        if all(type(m) is ChatMessage for m in messages):
-            first = messages
+        first = messages
+        for m in messages:  # (inline: no call)
+            if type(m) is not ChatMessage:
+                first = None
+                break
     elif isinstance(event, ToolResponseEvent):
         chat_id = ctx.sensory.get(f"{_BY_TOOL_REQUEST}.{event.request_id}")
         if chat_id is None:
@@ -174,7 +184,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
 
     async def call_model(messages: list[ChatMessage], output_schema: dict[str, Any] | None,
                          spent: dict[str, Any] | None = None,
-                         others: dict[str, Any] | None = None) -> ChatResponse:
+                         others: dict[str, Any] | None = None) -> ChatResponse | Prestored:
         n = ctx.resources.parallelism
         guard = None if others is None else fallback_guard(chat["model"], ctx.key, others,
                                                            resolve, n)
@@ -184,8 +194,9 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                                guard, estimate=setup.budget is not None or guard is not None)
 
         if setup.budget is None:  # the answer is checked once its spend is counted
-            return paid_answer(await ask(setup))
-        return paid_answer(await budgeted_call(setup, ctx.key, spent, ask, resolve, parallelism=n))
+            return prestore(paid_answer(await ask(setup)))  # (its stored form made here)
+        return prestore(paid_answer(await budgeted_call(setup, ctx.key, spent, ask, resolve,
+                                                        parallelism=n)))
 
     def resolve(name: str) -> ChatModelSetup:
         fallback = ctx.get_resource(name, ResourceType.CHAT_MODEL)
@@ -251,7 +262,11 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                 args = (messages, schema, None if setup.budget is None else stored_spend(
                     read_path(memory, spend_entry), chat["model"], ctx.key,
                     spend_entry), *((others,) if others else ()))
-            call = ctx.execute_as(CallKind.MODEL, chat["model"], call_model, args)
+            if not _CALL_MODEL:
+                _CALL_MODEL.append(fn_name(call_model))
+            call = ctx.execute_as(  # (its digest from the JSON form made here, the same)
+                CallKind.MODEL, chat["model"], call_model, args, name=_CALL_MODEL[0],
+                args_json=model_call_json(messages, schema) if len(args) == 2 else None)
             outcome: ChatResponse = await call
             response = outcome
         except ReplayDivergenceError:
@@ -279,7 +294,8 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                     f"chat {chat_id}: the model asked for {asked} tool calls in one message, "
                     f"more than max_tool_calls={setup.max_tool_calls} of chat model "
                     f"{chat['model']!r}; none was run")
-            response = with_call_ids(response, chat_id, chat["rounds"])
+            if asked:  # (tool calls: each with an id of its own)
+                response = with_call_ids(response, chat_id, chat["rounds"])
             calls = response.message.tool_calls
             if calls and chat["rounds"] >= setup.max_tool_rounds:
                 raise RuntimeError(
@@ -298,13 +314,14 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             ctx.sensory.set(f"{_BY_TOOL_REQUEST}.{sent.id}", chat_id)
             return
         if problem is None:
-            metadata = dict(response.metadata)
-            if setup.error_policy == "retry":
-                metadata["retries"] = chat["retries"]  # over every model call of the chat
-            if invalid:
-                metadata["output_retries"] = len(invalid)
-            if metadata != response.metadata:
-                response = response.model_copy(update={"metadata": metadata})
+            if setup.error_policy == "retry" or invalid:  # (else nothing to add)
+                metadata = dict(response.metadata)
+                if setup.error_policy == "retry":
+                    metadata["retries"] = chat["retries"]  # over every model call of the chat
+                if invalid:
+                    metadata["output_retries"] = len(invalid)
+                if metadata != response.metadata:
+                    response = response.model_copy(update={"metadata": metadata})
             if stored:
                 ctx.sensory.delete(f"{_CHATS}.{chat_id}")
             ctx.send_event(ChatResponseEvent(request_id=chat_id, response=response),

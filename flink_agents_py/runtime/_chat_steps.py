@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..api import Budget, ChatModelSetup, ChatResponse, ToolCall
+from ..api import Budget, ChatMessage, ChatModelSetup, ChatResponse, SerializationError, ToolCall
 from ..api.internal import one_json_object
 from ._failures import clip
 from ._model_calls import MAX_ANSWER_DEPTH, class_problem, deeper_than
 from ._schemas import schema_problems
-from ._serde import is_tagged_model
+from ._serde import MODEL_TAG, is_tagged_model, to_json_value
+from .recorder._value_classes import value_classes
 
 if TYPE_CHECKING:
     from .context._calls import DurableCall
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CORRECTION",
     "fills_prompt",
+    "model_call_json",
     "own_budget",
     "quote",
     "recorded",
@@ -148,3 +150,67 @@ def fills_prompt(setup: ChatModelSetup) -> bool:
         or setup.has_own_chat()
         or type(setup).build_messages is not ChatModelSetup.build_messages
     )
+
+
+_MESSAGE_TAG = f"{ChatMessage.__module__}:{ChatMessage.__qualname__}"
+"""The ``$model`` tag ``to_json_value`` gives a ``ChatMessage``."""
+_TEXT_OR_NONE = (str, type(None))
+_WHERE = "arguments of a model call"
+
+
+def model_call_json(messages: list[ChatMessage], schema: dict[str, Any] | None) -> list[Any] | None:
+    """``to_json_value([messages, schema])``, made without the general walk where it can be.
+
+    The digest of a chat's model call is made of its arguments' JSON form
+    (``_outcomes.call_digest``). A message with no tool calls, no ``extra_args`` and no
+    ``reasoning`` (a request's usual message) has a JSON form known from four of its fields,
+    so it is written directly; any other message (and the schema) takes ``to_json_value``'s.
+    The result is the same either way: a digest recorded by one path is found by the other
+    (a replay after a restore, older code's records).
+
+    Args:
+        messages: the call's messages.
+        schema: its output JSON Schema, if any.
+
+    Returns:
+        The JSON form; ``None`` when its text is not valid UTF-8 JSON (a lone surrogate):
+        ``to_json_value`` then says what and where.
+
+        ``None`` too when a message or the schema has no JSON form (``call_digest`` then
+        says so, naming the call), or when the schema holds an enum member or a namedtuple
+        (``value_classes``: the digest names their classes; it does not look into models).
+    """
+    forms: list[Any] = []
+    for m in messages:
+        values = m.__dict__
+        if (
+            type(m) is ChatMessage
+            and not values["tool_calls"]
+            and not values["extra_args"]
+            and not values["reasoning"]
+            and type(values["content"]) is str
+            and type(values["tool_call_id"]) in _TEXT_OR_NONE
+            and type(values["name"]) in _TEXT_OR_NONE
+        ):  # its fields as ``_serde._fast_copy`` writes them (``reasoning`` left out empty)
+            data = {
+                "role": values["role"]._value_,  # (``.value`` without its descriptor)
+                "content": values["content"],
+                "tool_calls": [],
+                "tool_call_id": values["tool_call_id"],
+                "name": values["name"],
+                "extra_args": {},
+            }
+            forms.append({MODEL_TAG: _MESSAGE_TAG, "data": data})
+        else:
+            try:
+                forms.append(to_json_value(m, _WHERE))
+            except SerializationError:
+                return None
+    if schema is not None and value_classes(schema):
+        return None
+    try:
+        out = [forms, None if schema is None else to_json_value(schema, _WHERE)]
+        orjson.dumps(out)  # what keyed state can hold (``to_json_value`` checks it as well)
+    except (SerializationError, orjson.JSONEncodeError):
+        return None
+    return out

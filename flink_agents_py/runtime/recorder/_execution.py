@@ -325,7 +325,7 @@ class ActionExecution:
         self, kind: CallKind, target: str, fn: Callable[..., Any], args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None, *, reconciler: Callable[[], Any] | None = None,
         lazy: bool = False, digest_name: str | None = None, strict: bool | None = None,
-        name: str | None = None,
+        name: str | None = None, args_json: list[Any] | None = None,
     ) -> DurableCall:
         """Make a durable call of ``fn(*args, **kwargs)`` recorded as ``kind``/``target``.
 
@@ -345,6 +345,8 @@ class ActionExecution:
                 whose function depends on something a replay cannot see).
             strict: replay strictly (``None``: as the agent does; see ``_versioning``).
             name: ``fn``'s ``module:qualname`` (``fn_name``), when the caller has it already.
+            args_json: ``args``' JSON form for the digest, when the caller made it already
+                (see ``call_digest``).
 
         Returns:
             The call (already ``done`` when replayed).
@@ -360,7 +362,7 @@ class ActionExecution:
             digest_name = name  # the framework's calls: what their function binds is its own
         call, started = self._open_call(fn, args, kwargs, kind, target,
                                         lambda c: RunFunction(c, fn, args, kwargs, name),
-                                        digest_name, strict, name)
+                                        digest_name, strict, name, args_json)
         if call.done:
             return call
         if lazy:
@@ -535,11 +537,13 @@ class ActionExecution:
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
         kind: CallKind, target: str, command: Callable[[DurableCall], CallCommand],
         digest_name: str | None = None, strict: bool | None = None, name: str | None = None,
+        args_json: list[Any] | None = None,
     ) -> tuple[DurableCall, CallRecord | None]:
         """Allocate the next call and replay its record when there is one.
 
         ``digest_name``: what the digest names instead of ``fn`` (its name, and no state it
-        binds); ``name``: ``fn``'s ``module:qualname`` when the caller has it already.
+        binds); ``name``: ``fn``'s ``module:qualname`` when the caller has it already;
+        ``args_json``: the arguments' JSON form, made already (with ``digest_name``).
 
         Returns:
             The call (already ``done`` when replayed) and, when the call had started before
@@ -554,7 +558,8 @@ class ActionExecution:
         else:
             bound = None
             ordinal, call_id, dig, rec = self._allocate(
-                kind, target, lambda cid: call_digest(digest_name, args, kwargs, cid))
+                kind, target, lambda cid: call_digest(digest_name, args, kwargs, cid,
+                                                      args_json=args_json))
         call = DurableCall(call_id, ordinal, dig, kind, target)
         if digest_name is None and kind is CallKind.FUNCTION:  # what it calls, how it binds
             # (``callees`` is ``None`` for a callable that binds nothing: its name says it)

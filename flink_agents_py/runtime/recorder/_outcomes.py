@@ -36,6 +36,7 @@ from ._exception_forms import (
 )
 from ._hidden_state import made_in_function
 from ._identity import bound_and_nested, bound_state, made_at_run_time, run_time_functions
+from ._prestored import Prestored
 from ._round_trip import REBUILD_AS_STORED, changed_by_rebuild, holds_models, settle_attributes
 from ._state import CallRecord
 from ._value_classes import library_code, value_classes
@@ -69,7 +70,8 @@ def fn_name(fn: Callable[..., Any]) -> str:
 
 
 def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dict[str, Any],
-                call_id: str, bound: list[Any] | None = None) -> str:
+                call_id: str, bound: list[Any] | None = None,
+                args_json: list[Any] | None = None) -> str:
     """Digest of a call's function name and arguments, and of what the function binds.
 
     What a ``functools.partial``, a lambda or closure, a bound method or a callable object
@@ -78,7 +80,9 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     (a framework call's) neither. The classes of enum members in the arguments count too
     (``_identity.value_classes``: their JSON form is their value alone); arguments without
     any keep the digest they had before. ``bound``: for ``fn`` given as its name, what the
-    function binds (``bound_state``) when the caller found it already.
+    function binds (``bound_state``) when the caller found it already. ``args_json``: the
+    arguments' JSON form (``to_json_value(list(args))``) when the caller made it already,
+    holding no enum member or namedtuple (``_chat_steps.model_call_json``).
 
     Returns:
         16 hex digits.
@@ -89,13 +93,14 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     name = fn if isinstance(fn, str) else fn_name(fn)
     where = f"arguments of durable call {call_id} ({name})"
     # (no arguments: their JSON form and enum classes are empty, known without a walk)
-    parts = [name, to_json_value(list(args), where) if args else [],
-             to_json_value(kwargs, where) if kwargs else {}]
+    parts = [name, args_json if args_json is not None else to_json_value(list(args), where)
+             if args else [], to_json_value(kwargs, where) if kwargs else {}]
     if not isinstance(fn, str):
         bound = bound_state(fn)
     if bound is not None:
         parts.append(bound)
-    enums = (value_classes(args) if args else []) + (value_classes(kwargs) if kwargs else [])
+    enums = (value_classes(args) if args and args_json is None else []) \
+        + (value_classes(kwargs) if kwargs else [])
     if enums:
         parts.append({"$enums": enums})
     return digest(parts)
@@ -244,6 +249,9 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
     Returns:
         The outcome as the caller will see it: ``(ok, value or exception)``.
     """  # noqa: DOC501
+    if ok and type(value) is Prestored:  # made where the call ran, as below (``_prestored``)
+        rec.done, rec.ok, rec.value = True, True, value.stored
+        return True, value.rebuilt
     if ok:
         where = f"result of durable call {call_id}"
         try:
