@@ -7,6 +7,7 @@ integrations import these helpers from here, never from ``api._*`` modules thems
 
 from ._embeddings import check_texts
 from ._errors import shown_key
+from ._event_build import SLOT_SETTERS
 from ._event_ids import EVENT_ID_SOURCE
 from ._events import _REGISTRY as EVENT_TYPES
 from ._events import (
@@ -82,6 +83,7 @@ __all__ = [
     "register_loop_owner",
     "EVENT_CLASS_KEY",
     "EVENT_ID_SOURCE",
+    "SLOT_SETTERS",
     "EVENT_TYPES",
     "Event",
     "MaskedStr",

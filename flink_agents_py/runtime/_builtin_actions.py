@@ -44,6 +44,7 @@ from ..api.internal import described, subagent_prompt_values
 from ._budgets import budgeted_call, fallback_guard, fallback_spends
 from ._chat_steps import (
     CORRECTION,
+    answer_event,
     fills_prompt,
     model_call_json,
     own_budget,
@@ -120,11 +121,14 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             assert isinstance(setup, ChatModelSetup)
             found = setup
             prompt_args = event.prompt_args
-            if prompt_args is None and fills_prompt(setup):  # in an internal sub-agent:
-                given = ctx.sensory.get("_subagent.input")  # its input's fields (a dict: as is)
-                prompt_args = given if given is None or type(given) is dict \
-                    else subagent_prompt_values(given)
-            messages = setup.build_messages(event.messages, prompt_args)
+            if prompt_args is None and not fills_prompt(setup):  # (its ``build_messages``)
+                messages = list(event.messages)
+            else:
+                if prompt_args is None:  # in an internal sub-agent: its input's fields
+                    given = ctx.sensory.get("_subagent.input")  # (a dict: as is)
+                    prompt_args = given if given is None or type(given) is dict \
+                        else subagent_prompt_values(given)
+                messages = setup.build_messages(event.messages, prompt_args)
         except Exception as e:  # noqa: BLE001 - a bad request fails the chat, not the job
             ctx.send_event(ChatResponseEvent(request_id=chat_id,
                                              error=clip(described(e)),
@@ -324,7 +328,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                     response = response.model_copy(update={"metadata": metadata})
             if stored:
                 ctx.sensory.delete(f"{_CHATS}.{chat_id}")
-            ctx.send_event(ChatResponseEvent(request_id=chat_id, response=response),
+            ctx.send_event(answer_event(chat_id, response),
                            known=recorded(ctx, call) if response is outcome else None)
             return
         answer = response.message.content

@@ -11,12 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..api import Budget, ChatMessage, ChatModelSetup, ChatResponse, SerializationError, ToolCall
-from ..api.internal import one_json_object
+from ..api import (
+    Budget,
+    ChatMessage,
+    ChatModelSetup,
+    ChatResponse,
+    ChatResponseEvent,
+    SerializationError,
+    ToolCall,
+)
+from ..api.internal import EVENT_ID_SOURCE, SLOT_SETTERS, one_json_object
 from ._failures import clip
 from ._model_calls import MAX_ANSWER_DEPTH, class_problem, deeper_than
 from ._schemas import schema_problems
-from ._serde import MODEL_TAG, is_tagged_model, to_json_value
+from ._serde import MODEL_TAG, to_json_value
 from .recorder._value_classes import value_classes
 
 if TYPE_CHECKING:
@@ -25,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CORRECTION",
+    "answer_event",
     "fills_prompt",
     "model_call_json",
     "own_budget",
@@ -131,7 +140,9 @@ def recorded(ctx: ActionExecution, call: DurableCall) -> dict[str, Any] | None:
     """
     rec = None if call.replayed else ctx.record_of(call)
     stored: Any = rec.value if rec is not None and rec.done and rec.ok else None
-    return {"response": stored["data"]} if is_tagged_model(stored) else None
+    if type(stored) is dict and len(stored) == 2 and MODEL_TAG in stored and "data" in stored:
+        return {"response": stored["data"]}  # (``is_tagged_model`` inline: no call)
+    return None
 
 
 def fills_prompt(setup: ChatModelSetup) -> bool:
@@ -140,7 +151,8 @@ def fills_prompt(setup: ChatModelSetup) -> bool:
     Only a prompt (``build_messages``, a subclass's own included) or a setup's own ``chat``
     fills placeholders: for any other the chat reads no memory for them, so its action uses
     no memory view (nothing to commit) and counts no memory operation (not in flight as a
-    reader other actions' writes must be undone for, ``commit_memory``).
+    reader other actions' writes must be undone for, ``commit_memory``), and its
+    ``build_messages`` (``ChatModelSetup``'s own) hands back the messages as they are.
 
     Returns:
         Whether it may read them (a sub-agent's input is then read from sensory memory).
@@ -214,3 +226,62 @@ def model_call_json(messages: list[ChatMessage], schema: dict[str, Any] | None) 
     except (SerializationError, orjson.JSONEncodeError):
         return None
     return out
+
+
+_ANSWER_FIELDS = (
+    "id",
+    "type",
+    "attributes",
+    "attachments",
+    "request_id",
+    "response",
+    "error",
+    "traceback",
+)
+_FAST_ANSWER = (
+    SLOT_SETTERS is not None
+    and tuple(ChatResponseEvent.model_fields) == _ANSWER_FIELDS
+    and not ChatResponseEvent.__private_attributes__
+    and ChatResponseEvent.__pydantic_post_init__ is None
+)
+"""Whether ``answer_event`` may build the event itself (pydantic lays it out as it knows)."""
+
+
+def answer_event(request_id: str, response: ChatResponse) -> ChatResponseEvent:
+    """``ChatResponseEvent(request_id=request_id, response=response)``, without validation.
+
+    A chat's answer event is built once per chat, from values validation would keep as they
+    are (a text id, a ``ChatResponse`` instance, which pydantic does not validate again): it
+    is built as validation builds it (``Event.__init__``'s one-field path does so for an
+    ``OutputEvent``; ``tests/test_chat_answer_event.py`` compares both, object for object).
+
+    Args:
+        request_id: the chat's request id.
+        response: the chat's answer.
+
+    Returns:
+        The event (its id from the running action, as validation gives it).
+    """
+    if not _FAST_ANSWER or type(request_id) is not str or type(response) is not ChatResponse:
+        return ChatResponseEvent(request_id=request_id, response=response)
+    assert SLOT_SETTERS is not None
+    set_dict, set_fields, set_extra, set_private = SLOT_SETTERS
+    event = ChatResponseEvent.__new__(ChatResponseEvent)
+    source = EVENT_ID_SOURCE.get()  # (``new_event_id`` inline)
+    set_dict(
+        event,
+        {
+            "id": source() if source is not None else "",
+            "type": "ChatResponseEvent",
+            "attributes": {},
+            "attachments": {},
+            "request_id": request_id,
+            "response": response,
+            "error": None,
+            "traceback": None,
+        },
+    )
+    set_fields(event, {"request_id", "response", "type"})
+    set_extra(event, None)
+    set_private(event, None)
+    return event

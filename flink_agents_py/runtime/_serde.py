@@ -126,6 +126,17 @@ def event_json(event: BaseModel, where: str, known: dict[str, Any] | None = None
 def _with_known(event: BaseModel, where: str, known: dict[str, Any]) -> dict[str, Any]:
     """``_convert(event)`` with the ``known`` fields' JSON forms taken as given (in order)."""
     fields = _model_fields(event)  # (a fresh dict: the known ones hold None while converted)
+    for k, v in fields.items():  # the others all their own JSON form (a chat's answer): as is
+        kind = type(v)
+        if v is None or (kind is str and v.isascii()) or k in known:
+            continue
+        if (kind is dict or kind is list) and not v:
+            fields[k] = kind()  # (a value replaced while iterating: the keys stay)
+            continue
+        break
+    else:
+        fields.update(known)
+        return fields
     fields.update(dict.fromkeys(known))
     converted: dict[str, Any] = _convert(fields, where, False)
     converted.update(known)

@@ -22,6 +22,7 @@ from ...api.internal import (
     mask_known_value,
     shown_key,
 )
+from .._chat_request import request_event
 from .._failures import clip
 from .._serde import from_json_value, is_tagged_model, to_json_value
 from .._terminal import log_text
@@ -310,6 +311,10 @@ def event_of(data: dict[str, Any]) -> Event:
         value = data["input"]
         return _construct_input(data["id"], dict(data["attributes"]),
                                 value if type(value) in _PLAIN else _rebuilt(value))
+    if data.get("type") == "ChatRequestEvent":  # its usual form built as validated
+        request = request_event(data)  # (``_chat_request``; else validated below)
+        if request is not None:
+            return request
     typed = data.get(TYPED_KEY)
     if typed is not None:  # fields typed Any holding models, stored tagged (``_typed_fields``)
         data = {k: v for k, v in data.items() if k != TYPED_KEY}
