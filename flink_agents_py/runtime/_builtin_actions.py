@@ -117,7 +117,9 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     if isinstance(event, ChatRequestEvent):
         chat_id = event.id
         try:
-            setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
+            setup = ctx.resources.get(event.model, ResourceType.CHAT_MODEL)  # (a setup: as is)
+            if type(setup) is not ChatModelSetup:  # (else its view, ``get_resource``)
+                setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
             assert isinstance(setup, ChatModelSetup)
             found = setup
             prompt_args = event.prompt_args
