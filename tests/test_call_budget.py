@@ -45,7 +45,7 @@ from flink_agents_py.runtime.recorder._state import InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(60)
 
-CHAT_CALLS = 482
+CHAT_CALLS = 407
 """Python calls per chat on the host's thread, at most (487 when set, 605 the day before;
 535 once each use of a context, memory or memory set checks that it is its own action's:
 ``runtime/context/_owner.py``, 13 checks a chat; 530 once a run's end no longer asks its
@@ -61,8 +61,11 @@ its input's dispatch are one probe hook, ``send_event`` checks its own context i
 execution's memory clock is made with its first memory and an action returning at its
 first step skips ``_end``; 481 once a run whose input triggers one action of the agent's own
 starts it in one frame, ``runtime/core/_at_once.py``, handing over to the general code where
-its action leaves the simple case)."""
-WAIT_CALLS = 282
+its action leaves the simple case; 406 with the chat path's cuts: the model call's digest
+written from its messages directly and its answer's stored form made on the I/O thread,
+``_chat_steps`` and ``recorder/_prestored.py``, the answer and request events built as
+validation builds them)."""
+WAIT_CALLS = 278
 """Python calls per record of a run that waits once for a ``durable_execute_async`` call on
 the host's thread, at most (396 before the call's argument shape kept its function's
 signature, its name and what it binds were found once a call, and the run's end stopped
@@ -70,7 +73,7 @@ looking for sub-agent handles and never-awaited calls one call at a time; 293 wi
 ``OutputEvent(output=x)`` built without validation; 296 once a call record keeps the
 defaults the call took, ``_call_changes.defaults_taken``, skipped for a function without
 defaults; 290 with the echo path's cuts of 2026-12-06 listed under ``CHAT_CALLS``; 281
-with the one-action run's straight line, ``_at_once``)."""
+with the one-action run's straight line, ``_at_once``; 277 with the chat path's cuts)."""
 ECHO_CALLS = 80
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
 109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new
@@ -80,9 +83,10 @@ second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 101 
 cuts of 2026-12-06 listed under ``CHAT_CALLS``; 79 once a one-action run that returns at once
 is dispatched, stepped and finished in one straight line, ``runtime/core/_at_once.py``)."""
 
-ECHO_METRICS_CALLS = 109
+ECHO_METRICS_CALLS = 93
 """... with ``AgentMetrics`` as the core's observer, pushing to a metric group in batches
-(108 when set, 2026-12-06: five probe hooks a record, ``MetricsProbe``, and the push)."""
+(108 when set, 2026-12-06: five probe hooks a record, ``MetricsProbe``, and the push; 92
+with the one-action run's straight line)."""
 
 
 class InstantModel(ChatModelConnection):
