@@ -69,3 +69,18 @@ def test_the_usual_json_form_is_unchanged():
         assert EVENT_CLASS_KEY not in data
         assert set(data) >= {"id", "type", "attributes"}
         assert type(Event.from_json(json.dumps(data))) is type(event)
+
+
+def test_a_base_event_of_a_typed_class_s_type_reads_as_that_class_and_logs_without_the_tag(
+        taken_over):
+    """``Event(type=T, attributes=...)`` (Flink Agents' unified events) whose type a class
+    owns: its JSON form names ``Event``, yet ``T.from_event`` reads it as ``T`` (the tag was
+    an extra field that failed validation) and the Apache event log writes no ``$class``."""
+    from flink_agents_py.observability._apache_event_log import apache_event
+
+    sent = Event(type="ChatRequestEvent", attributes={"topic": "rates"})
+    assert EVENT_CLASS_KEY in sent.to_json()  # (rebuilt as the base class it is)
+    typed = taken_over.from_event(sent)
+    assert type(typed) is taken_over and typed.topic == "rates" and typed.id == sent.id
+    _, logged = apache_event(sent)
+    assert EVENT_CLASS_KEY not in json.dumps(logged)

@@ -78,9 +78,10 @@ def typed_copy(cls: Any, event: Any) -> Any:
     Returns:
         The typed event.
     """
-    from ._events import FLINK_AGENTS_EVENT_TYPES
+    from ._events import EVENT_CLASS_KEY, FLINK_AGENTS_EVENT_TYPES
 
     data = event.to_json()
+    data.pop(EVENT_CLASS_KEY, None)  # (named when ``cls`` took the event's type over)
     if FLINK_AGENTS_EVENT_TYPES.get(data.get("type", "")) == cls.EVENT_TYPE:
         data["type"] = cls.EVENT_TYPE
     given = event.attributes

@@ -49,7 +49,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..api.internal import has_known_secret, mask_value, registered_secret_count
+from ..api.internal import (
+    EVENT_CLASS_KEY,
+    has_known_secret,
+    mask_value,
+    registered_secret_count,
+)
 from ..runtime import Observer
 from ._event_log import open_log_file
 from ._payload import Redactor, to_loggable
@@ -174,6 +179,7 @@ def apache_event(event: Any) -> tuple[str, dict[str, Any]]:
     except Exception:  # noqa: BLE001 - a log must not fail the run
         data = {"type": getattr(event, "type", "?"), "id": getattr(event, "id", ""),
                 "attributes": {"repr": repr(event)}}
+    data.pop(EVENT_CLASS_KEY, None)  # our class tag, not a field Flink Agents writes
     ours = str(data.pop("type", getattr(event, "type", "?")))
     etype = APACHE_EVENT_TYPES.get(ours, ours)
     event_id = data.pop("id", "")
