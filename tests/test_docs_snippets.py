@@ -230,3 +230,19 @@ def test_run_on_flink_upgrade_example_reads_its_folder_on(tmp_path):
     assert "OUT> {'key': 'a', 'text': 'HI'}" in out, out[-3000:]
     assert "ERR> {'kind': 'error', 'line': 1" in out, out[-3000:]
     assert "OUT> {'key': 'b', 'text': 'LATER'}" in out, out[-3000:]
+
+
+def test_limits_page_fan_out_runs_with_the_local_per_key_keyword_it_names(tmp_path):
+    # the page's fan-out agent, on the local runner with the keywords the page names for it
+    fan_out = [b for b in blocks("how-to/limits.md") if "class FanOut" in b]
+    assert len(fan_out) == 1
+    page = (DOCS / "how-to/limits.md").read_text()
+    local_call = "AgentsExecutionEnvironment.local(max_in_flight=8, max_in_flight_per_key=2)"
+    assert local_call in page
+    glue = f"""
+        from flink_agents_py import AgentsExecutionEnvironment
+        env = {local_call}
+        print(env.from_list([{{"key": "hot"}}, {{"key": "cold"}}]).apply(FanOut()).collect())
+    """
+    proc = run(tmp_path, fan_out[0], glue)
+    assert proc.stdout.strip() == str([sum(i * i for i in range(64))] * 2)

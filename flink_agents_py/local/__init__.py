@@ -10,8 +10,9 @@ from ..api.internal import lazy_exports
 
 if TYPE_CHECKING:
     from ._clock import AdvanceTime, AfterRecords
+    from ._environment import LocalExecutionEnvironment
     from ._records import default_key_selector
-    from ._runner import LocalAgentJob, LocalExecutionEnvironment, LocalRunResult
+    from ._runner import LocalAgentJob, LocalRunResult
 
 __all__ = ["AdvanceTime", "AfterRecords", "LocalAgentJob", "LocalExecutionEnvironment",
            "LocalRunResult", "default_key_selector"]
@@ -21,7 +22,7 @@ _HOMES: dict[str, str] = {
     "AfterRecords": "_clock",
     "default_key_selector": "_records",
     "LocalAgentJob": "_runner",
-    "LocalExecutionEnvironment": "_runner",
+    "LocalExecutionEnvironment": "_environment",
     "LocalRunResult": "_runner",
 }
 """Each public name's module in this package."""

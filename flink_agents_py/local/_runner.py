@@ -18,7 +18,7 @@ import queue
 import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api import Agent, ExternalEvent
 from ..plan import AgentPlan
@@ -26,10 +26,7 @@ from ..runtime import (
     JSON_KEYS,
     AgentCore,
     ErrorRecord,
-    HostOptions,
     InMemoryKeyState,
-    Journal,
-    Observer,
     RejectedKey,
     RunState,
     StateFormatError,
@@ -44,9 +41,12 @@ from ..runtime import (
 from ..runtime.internal import UnreadErrors, key_from_json, key_json, spend_adopter, stored_run
 from ._clock import AdvanceTime, AfterRecords, VirtualTimers
 from ._progress import Progress
-from ._records import check_records, check_snapshot, default_key_selector
+from ._records import check_records, check_snapshot
 
-__all__ = ["LocalExecutionEnvironment", "LocalAgentJob", "LocalRunResult", "SNAPSHOT_FORMAT"]
+if TYPE_CHECKING:
+    from ._environment import LocalExecutionEnvironment
+
+__all__ = ["LocalAgentJob", "LocalRunResult", "SNAPSHOT_FORMAT"]
 
 SNAPSHOT_FORMAT = "flink-agents-py/local-snapshot/1"
 """The ``format`` field of a local runner snapshot."""
@@ -520,81 +520,3 @@ class LocalAgentJob:
                 sum(flags[bar.seen[k]:]) for k, flags in bar.flags.items())
             bar.bar.update(bar.done - bar.bar.n)
         return self._position
-
-
-class LocalExecutionEnvironment:
-    """Runs agents in-process over bounded input.
-
-    Args:
-        max_in_flight: the most I/O calls (model, tool) running at once across keys.
-        progress: show a progress bar on stderr: input records done of total, outputs,
-            errors, calls in flight, rate and time left.
-        journal: an optional write-ahead journal of durable call outcomes.
-        metrics: keep metrics (``LocalRunResult.metrics``).
-        event_log: write the event log: an ``observability.EventLog``, a path (JSON lines,
-            appended to) or an ``EventLogSink``.
-        observer: an extra ``runtime.Observer`` of the core.
-        apache_event_log: Apache Flink Agents' file event log (``observability.ApacheEventLog``).
-        options: all of the above but ``progress`` as one ``runtime.HostOptions``, instead
-            of those keyword arguments.
-
-    Raises:
-        ValueError: when an option is out of range (names it).
-        TypeError: when ``options`` is given together with one of the keyword arguments it
-            replaces.
-    """
-
-    def __init__(self, max_in_flight: int = 32, progress: bool = False,
-                 journal: Journal | None = None, *, metrics: bool = True,
-                 event_log: Any = None, observer: Observer | None = None,
-                 options: HostOptions | None = None, apache_event_log: Any = None) -> None:
-        self.progress = progress
-        given = HostOptions(max_in_flight=max_in_flight, journal=journal, metrics=metrics,
-                            event_log=event_log, observer=observer,
-                            apache_event_log=apache_event_log)
-        if options is not None and given != HostOptions():
-            raise TypeError("LocalExecutionEnvironment: pass either options= or the keyword "
-                            "arguments it replaces (max_in_flight, journal, metrics, event_log, "
-                            "observer, apache_event_log), not both")
-        self.options = options if options is not None else given
-
-    def __getattr__(self, name: str) -> Any:
-        raise _no_attribute(self, name)
-
-    @property
-    def max_in_flight(self) -> int:
-        """The most I/O calls running at once (settable)."""
-        return self.options.max_in_flight
-
-    @max_in_flight.setter
-    def max_in_flight(self, value: int) -> None:
-        self.options = self.options.replace(max_in_flight=value)
-
-    def from_list(self, records: Iterable[Any], key_selector: Callable[[Any], Any] | None = None,
-                  *, counted: Callable[[Any], bool] | None = None,
-                  value_selector: Callable[[Any], Any] | None = None) -> LocalAgentJob:
-        """Start a job over ``records``, keyed by ``key_selector`` (default: ``record["key"]``).
-
-        Args:
-            records: the input records (a list, to ``restore`` a snapshot of the job).
-            key_selector: the record's key (default ``default_key_selector``): a ``str``,
-                ``int``, ``float``, ``bool``, ``None`` or a tuple of those, keyed as Flink's
-                default key encoding keys it (``runtime.KeyEncoding``: ``1``, ``True`` and
-                ``1.0`` are three keys). A record it (or ``value_selector``) raises on, or
-                gives another key for, goes to the run's errors as ``record <index>``,
-                logged with its traceback.
-            counted: which records the progress bar counts as input records (default: all);
-                leave out control records, such as end-of-input markers.
-            value_selector: what of a record the agent gets as ``InputEvent.input`` (default:
-                the whole record), e.g. ``lambda r: r["value"]``.
-
-        Returns:
-            The job; ``apply`` an agent, then ``run`` (or ``restore`` a snapshot first).
-
-        Raises:
-            UsageError: when ``records`` is one value (a dict, a string, one record), not a
-                list of records; the message says what to pass.
-        """
-        check_records(records, "from_list")
-        return LocalAgentJob(self, records, key_selector or default_key_selector, counted,
-                             value_selector)
