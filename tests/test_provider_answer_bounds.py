@@ -112,6 +112,7 @@ def test_an_endless_answer_stops_at_the_size_bound_naming_it(server, kind, monke
     error, took = _ask(kind, server + "/fast")
     assert isinstance(error, ProviderError), error
     assert "is longer than 4,194,304 bytes (MAX_ANSWER_BYTES)" in str(error)
+    assert "check that the connection's URL is the model server's" in str(error)
     assert "/fast/" in str(error) and took < 30  # long before the wait_for
 
 
@@ -128,6 +129,8 @@ def test_a_compressed_answer_whose_decoded_size_no_count_bounds_is_refused(serve
     error, _ = _ask("openai", server + "/gzip")
     assert isinstance(error, ProviderError), error
     assert "is gzip-encoded though it was asked for unencoded" in str(error)
+    # and says what to do about it (a newcomer's server compressed: the error named no fix)
+    assert "turn response compression off on that server" in str(error)
 
 
 def test_an_ordinary_answer_is_read(server):

@@ -82,7 +82,9 @@ class _BoundedBody:
         if total > MAX_ANSWER_BYTES:
             raise self._library.too_large(  # type: ignore[call-arg]
                 f"the answer from {self._request.url} is longer than {MAX_ANSWER_BYTES:,} "
-                f"bytes (MAX_ANSWER_BYTES): reading stopped there", request=self._request)
+                f"bytes (MAX_ANSWER_BYTES): reading stopped there; a model's answer is a few MB "
+                f"at most, so check that the connection's URL is the model server's",
+                request=self._request)
         if time.monotonic() > self._deadline:
             raise self._library.too_slow(  # type: ignore[call-arg]
                 f"the answer from {self._request.url} was still coming {self._timeout_s} s "
@@ -184,7 +186,8 @@ def bound_response(response: Any, request: Any, timeout_s: float,
         raise library.too_large(  # type: ignore[call-arg]
             f"the answer from {request.url} is {encoding}-encoded though it was asked for "
             f"unencoded (Accept-Encoding: identity): its decoded size could not be bounded, "
-            f"so it was not read", request=request)
+            f"so it was not read; turn response compression off on that server, or on the "
+            f"proxy in front of it, for requests that ask for identity", request=request)
     body = library.sync_body if blocking else library.body
     response.stream = body(response.stream, request, timeout_s, library)
 
