@@ -246,3 +246,19 @@ def test_limits_page_fan_out_runs_with_the_local_per_key_keyword_it_names(tmp_pa
     """
     proc = run(tmp_path, fan_out[0], glue)
     assert proc.stdout.strip() == str([sum(i * i for i in range(64))] * 2)
+
+
+def test_replay_safety_page_side_by_side_upgrade_names_the_changed_default(tmp_path):
+    # Found by a newcomer: v2 written as a copy of v1's module made check_upgrade_safety
+    # report a divergence by name at every call (a deploy keeps the module's name), hiding
+    # the changed default; the page now shows how to check old and new code side by side.
+    page = {b.splitlines()[0]: b for b in blocks("how-to/replay-safety.md")}
+    v1 = page["# weather_v1.py, the code in production"]
+    v2 = page["# weather_v2.py, the code to deploy: only the default unit changed"]
+    (tmp_path / "weather_v1.py").write_text(v1)
+    (tmp_path / "weather_v2.py").write_text(v2)
+    [check] = [b for b in page.values() if "check_upgrade_safety(weather_v1" in b]
+    proc = run(tmp_path, check, "print(report)")
+    assert proc.stdout.startswith("False\n"), proc.stdout
+    assert "the default value of its parameter 'unit' changed" in proc.stdout
+    assert "divergences                 0" in proc.stdout
