@@ -26,6 +26,7 @@ missing; it never overwrites a file unless given ``--force``. Exit status: 0, 2 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import shlex
 import shutil
@@ -216,6 +217,15 @@ def _python_command() -> str:
     return shlex.quote(sys.executable)
 
 
+def _refuse_unknown(command: argparse.ArgumentParser, unknown: list[str]) -> None:
+    """Exit with argparse's usage error for ``unknown``, naming the options meant."""
+    options = [o for action in command._actions for o in action.option_strings]
+    meant = [f"{u.split('=')[0]}: did you mean {close[0]}?" for u in unknown if u.startswith("-")
+             for close in [difflib.get_close_matches(u.split("=")[0], options, n=1)] if close]
+    hint = f" ({'; '.join(meant)})" if meant else ""
+    command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="flink-agents-py", description="flink-agents-py tools")
@@ -254,7 +264,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      "model), its tests and a local/Flink entry point into DIR.")
     new.add_argument("dir", metavar="DIR", help="the folder (made if missing)")
     new.add_argument("--force", action="store_true", help="overwrite files of the same names")
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _refuse_unknown({"trace": trace, "new": new}[args.command], unknown)
     if args.command == "new":
         return _new(args)
     if args.command == "trace":
