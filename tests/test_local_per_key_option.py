@@ -13,11 +13,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 
 from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 from flink_agents_py.local import LocalExecutionEnvironment
 from flink_agents_py.runtime import HostOptions
 
@@ -28,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 USER_PROGRAM = """
 import json, threading, time
 from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
 
 LOCK = threading.Condition()
@@ -81,3 +84,33 @@ def test_the_keyword_lands_in_the_options_and_refuses_options_beside_it():
         LocalExecutionEnvironment(max_in_flight_per_key=3, options=HostOptions())
     with pytest.raises(ValueError, match="max_in_flight_per_key"):
         AgentsExecutionEnvironment.local(max_in_flight_per_key=0)
+
+
+BARRIER = threading.Barrier(8, timeout=20)
+"""Eight calls of one key that meet: they complete only when all eight run at once."""
+
+
+def _meet(i: int) -> int:
+    BARRIER.wait()
+    return i
+
+
+class _FanOut(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        calls = [ctx.durable_execute_async(_meet, i) for i in range(8)]
+        ctx.send_event(OutputEvent(output=[await c for c in calls]))
+
+
+def test_a_ported_program_gives_one_key_every_async_thread_as_the_names_page_says():
+    from flink_agents_py.compat import AgentExecutionOptions
+    from flink_agents_py.compat import AgentsExecutionEnvironment as FlinkAgentsEnvironment
+
+    page = (ROOT / "docs" / "reference" / "flink-agents-names.md").read_text()
+    assert "get_execution_environment(max_in_flight_per_key=8)" in page
+    env = FlinkAgentsEnvironment.get_execution_environment(max_in_flight_per_key=8)
+    env.get_config().set(AgentExecutionOptions.NUM_ASYNC_THREADS, 8)
+    outputs = env.from_list([{"key": "k", "value": 1}]).apply(_FanOut()).to_list()
+    env.execute()
+    assert outputs == [{"k": list(range(8))}]  # 6 slots (the default share) break the barrier
