@@ -26,6 +26,7 @@ only for pacing: what a replay sees is the recorded outcome, never the controlle
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import random
 import threading
@@ -36,6 +37,10 @@ from typing import Any
 
 from ..api import ChatModelConnection, FlowControl, RateLimitInfo
 from .core._executor import IOSlot, given_up_slot
+
+log = logging.getLogger(__name__)
+
+_WARN_EVERY_S = 60.0  # the least time between two warnings that a provider throttles
 
 __all__ = ["FlowController", "FlowStats", "ToldToWaitTooLong", "flow_controller",
            "sane_rate_limit"]
@@ -243,12 +248,15 @@ class FlowController:
     Args:
         options: the connection's ``FlowControl``.
         clock: the monotonic clock, in seconds (injected by tests).
+        name: the connection, as its warnings name it.
     """
 
     def __init__(self, options: FlowControl,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, name: str = "a connection") -> None:
         self.options = options
         self._clock = clock
+        self._name = name
+        self._warned_at: float | None = None
         self._lock = threading.Lock()
         self.stats = FlowStats()
         start = options.initial_concurrency or options.max_concurrency
@@ -462,6 +470,10 @@ class FlowController:
                     self._streak_ticket = self._tickets
                 self._last_status = status
                 wait = self._throttled(info, now)
+                if self._streak == 1 and (self._warned_at is None
+                                          or now - self._warned_at >= _WARN_EVERY_S):
+                    self._warned_at = now
+                    self._warn_throttled(status, wait)
             elif answered:
                 if ticket > self._streak_ticket:
                     self._streak = 0  # the provider took a call sent after the gate
@@ -477,6 +489,16 @@ class FlowController:
             self._sync_stats()
             self._wake(now)
             return wait
+
+    def _warn_throttled(self, status: int | None, wait: float) -> None:
+        """Say that the provider throttles and what the calls do meanwhile (else silent)."""
+        opts = self.options
+        then = (f"the call is held and sent again when the provider allows, up to "
+                f"max_throttle_wait_s ({opts.max_throttle_wait_s:g} s) in all, then fails"
+                if opts.hold_throttled else "hold_throttled is off: the error policy decides")
+        log.warning("the provider of %s throttled a call (status %s; next call in %.1f s): %s "
+                    "(FlowControl, docs/how-to/flow-control.md; said at most once a minute)",
+                    self._name, status if status is not None else "unknown", wait, then)
 
     def _learn_tokens(self, tokens: int, estimated: float) -> None:
         avg = self._avg_tokens
@@ -565,7 +587,8 @@ def flow_controller(connection: ChatModelConnection) -> FlowController:
         entry = _CONTROLLERS.get(key)
         if entry is not None and entry[0]() is connection:
             return entry[1]
-        controller = FlowController(connection.flow_control)
+        controller = FlowController(connection.flow_control,
+                                    name=f"connection {type(connection).__name__}")
 
         def forget(_: Any, key: int = key) -> None:
             with _REGISTRY_LOCK:
