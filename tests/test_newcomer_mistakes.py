@@ -513,3 +513,40 @@ def test_an_unread_error_line_says_where_the_action_raised(tmp_path):
     assert unread[0].endswith(f"r1/go: ValueError: bad n (at {here}:15, in go)"), unread
     # raised inside the library (send_event refusing a dict): the user's line that called it
     assert unread[1].endswith(f"(at {here}:16, in go)"), unread
+
+
+def test_a_sampling_option_given_to_a_connection_or_setup_says_where_it_goes(tmp_path):
+    # before: "... takes no argument 'temperature' (it takes: ...)", naming no place for it
+    proc = _run(tmp_path, '''
+        from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+        class A(Agent):
+            @chat_model_connection
+            @staticmethod
+            def conn():
+                return ResourceDescriptor(OpenAIChatModel, base_url="http://127.0.0.1:1/v1",
+                                          temperatur=0.2)
+
+            @chat_model_setup
+            @staticmethod
+            def llm():
+                return ResourceDescriptor(ChatModelSetup, connection="conn", max_tokens=300)
+
+            @action(InputEvent)
+            @staticmethod
+            def go(event, ctx):
+                pass
+
+        try:
+            AgentsExecutionEnvironment.local().from_list([]).apply(A())
+        except PlanError as e:
+            for p in sorted(e.problems):
+                print(p.split(" (it takes")[0])
+    ''')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "chat_model resource 'llm': flink_agents_py.api._chat_models.ChatModelSetup takes no "
+        "argument 'max_tokens' (max_tokens: a model option, given in its options={...})",
+        "chat_model_connection resource 'conn': flink_agents_py.integrations.chat_models."
+        "_openai.OpenAIChatModel takes no argument 'temperatur' (temperature: a model option, "
+        "given in the chat model setup's options={...})"]

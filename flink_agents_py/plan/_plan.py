@@ -529,9 +529,19 @@ def _unknown_arguments(descriptor: ResourceDescriptor) -> str | None:
     if not unknown:
         return None
     near = [m[0] for u in unknown if (m := difflib.get_close_matches(u, accepted, 1, 0.7))]
+    sampling = [m[0] for u in unknown if not difflib.get_close_matches(u, accepted, 1, 0.7)
+                and (m := difflib.get_close_matches(u, _MODEL_OPTIONS, 1, 0.8))]
+    where = "in its options={...}" if "options" in accepted else \
+        "in the chat model setup's options={...}"
     return (f"{descriptor.clazz} takes no argument {', '.join(map(repr, unknown))} "
             + (f"(did you mean {', '.join(map(repr, near))}?) " if near else "")
+            + (f"({', '.join(sampling)}: a model option, given {where}) " if sampling else "")
             + f"(it takes: {', '.join(sorted(fields))})")
+
+
+_MODEL_OPTIONS = frozenset({"temperature", "max_tokens", "top_p", "top_k", "seed", "stop",
+                            "frequency_penalty", "presence_penalty", "num_ctx"})
+"""Sampling options of a model call, which a setup's ``options`` carries."""
 
 
 def _list_mcp_servers(resources: dict[ResourceType, dict[str, ResourcePlan]],
