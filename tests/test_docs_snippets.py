@@ -262,3 +262,33 @@ def test_replay_safety_page_side_by_side_upgrade_names_the_changed_default(tmp_p
     assert proc.stdout.startswith("False\n"), proc.stdout
     assert "the default value of its parameter 'unit' changed" in proc.stdout
     assert "divergences                 0" in proc.stdout
+
+
+def test_input_errors_page_says_truly_that_the_trace_does_not_show_a_record_with_no_json_form(
+    tmp_path,
+):
+    # Found by a newcomer: the trace said "anomalies: none" for a run with two error rows
+    # (records with no JSON form, never run); the page now says where to read them.
+    page = (DOCS / "how-to/input-errors.md").read_text()
+    assert "`flink-agents-py trace` neither shows nor counts it" in page
+    proc = run(tmp_path, """
+        from flink_agents_py import AgentsExecutionEnvironment
+        from flink_agents_py.api import Agent, InputEvent, OutputEvent, action
+
+        class Echo(Agent):
+            @action(InputEvent)
+            @staticmethod
+            def go(event, ctx):
+                ctx.send_event(OutputEvent(output=event.input["n"]))
+
+        records = [{"key": "a", "n": 1}, {"key": "b", "n": {1, 2}}]
+        result = AgentsExecutionEnvironment.local(event_log="events.jsonl").from_list(
+            records).apply(Echo()).run()
+        print(result.outputs, [e.error_type for e in result.errors])
+    """)
+    assert proc.stdout.strip() == "[1] ['SerializationError']"
+    trace = subprocess.run([str(PYTHON), "-m", "flink_agents_py", "trace", "events.jsonl"],
+                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                           capture_output=True, text=True, timeout=60)
+    assert "runs: 1 shown of 1" in trace.stdout and "anomalies: none" in trace.stdout
+    assert "key b" not in trace.stdout and '"b"' not in trace.stdout
