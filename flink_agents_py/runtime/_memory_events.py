@@ -22,12 +22,15 @@ from ._serde import from_json_value
 from .context._memory import _DELETE
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .recorder._execution import ActionExecution
 
 __all__ = ["WRITE_TYPES", "send_memory_events"]
 
-_WRITE_EVENTS = (("_short_term_write_event", "short-term-write", "short_term_writes"),
-                 ("_sensory_write_event", "sensory-write", "sensory_writes"))
+_WRITE_EVENTS: tuple[tuple[str, str, Callable[[ActionExecution], list[Any]]], ...] = (
+    ("_short_term_write_event", "short-term-write", lambda ctx: ctx.short_term_writes()),
+    ("_sensory_write_event", "sensory-write", lambda ctx: ctx.sensory_writes()))
 _SWITCH = "memory.generate-event"
 WRITE_TYPES = tuple(t for t, _, _ in _WRITE_EVENTS)
 """The write event types: the core looks them up in ``plan.actions_by_event`` inline, so an
@@ -74,7 +77,7 @@ def send_memory_events(ctx: ActionExecution) -> BaseException | None:
     for event_type, operation, writes_of in _WRITE_EVENTS:
         if event_type not in listened:
             continue
-        writes = getattr(ctx, writes_of)()
+        writes = writes_of(ctx)
         if not writes or not _enabled(ctx.plan.config, operation):
             continue
         folded = {".".join(w[0]): None if w[1] is _DELETE else _as_json(w[1]) for w in writes}

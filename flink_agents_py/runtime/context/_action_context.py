@@ -68,14 +68,20 @@ class ActionContext(RunnerContext):
     @property
     def sensory_memory(self) -> Memory:
         """Memory of the current run: cleared when the run ends."""
-        refuse_foreign(self._execution, "ctx.sensory_memory")
-        return self._execution.sensory
+        execution = self._execution  # ``refuse_foreign``'s usual case inline: its own action
+        if getattr(EVENT_ID_SOURCE.get(), "__self__", None) is not execution:
+            refuse_foreign(execution, "ctx.sensory_memory")
+        memory = execution.sensory_view  # made at its first use (``ActionExecution.sensory``)
+        return memory if memory is not None else execution.sensory
 
     @property
     def short_term_memory(self) -> Memory:
         """Memory of the current key: survives runs, kept in keyed state."""
-        refuse_foreign(self._execution, "ctx.short_term_memory")
-        return self._execution.short_term
+        execution = self._execution  # (as ``sensory_memory``)
+        if getattr(EVENT_ID_SOURCE.get(), "__self__", None) is not execution:
+            refuse_foreign(execution, "ctx.short_term_memory")
+        memory = execution.short_term_view
+        return memory if memory is not None else execution.short_term
 
     @property
     def long_term_memory(self) -> BaseLongTermMemory:

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ...api import Memory, MemoryRef
-from ...api.internal import MemoryObject, memory_ref_of
-from .._serde import MODEL_TAG, from_json_value, is_tagged_model, to_json_value
+from ...api.internal import EVENT_ID_SOURCE, MemoryObject, memory_ref_of
+from .._serde import _INT_MAX, _INT_MIN, MODEL_TAG, from_json_value, is_tagged_model, to_json_value
+from ..core._stepper import DURABLE_FUNCTION
 from ..recorder._round_trip import check_round_trip
 from ._nested import refuse_nested
 from ._owner import refuse_foreign
@@ -163,7 +164,12 @@ class MemoryClock:
         self.ops = 0
 
     def __call__(self, memory: str) -> list[list[Any]]:
-        refuse_foreign(None, memory, self)  # a memory kept and used by another action
+        try:  # ``refuse_foreign``'s usual case inline: the stepped execution is the clock's
+            mine = EVENT_ID_SOURCE.get().__self__._clock is self  # type: ignore[union-attr]
+        except AttributeError:  # none stepped (a durable call's function), or not one
+            mine = False
+        if not mine:
+            refuse_foreign(None, memory, self)  # a memory kept and used by another action
         n = self.ops
         self.ops = n + 1
         record = self.record
@@ -290,9 +296,13 @@ class ActionMemory(Memory):
         else:
             ref = memory_ref_of(path)
             text = ref.path if ref is not None else cast(str, path)
-        value = _get(self._tree(), _split(text), _DELETE)
-        if value is _DELETE:
-            return default
+        value: Any = self._tree()  # counted first: a refused path is an operation too
+        parts = _PATHS.get(text) if type(text) is str else None  # (``_split``'s cache inline)
+        for p in parts if parts is not None else _split(text):  # (``_get`` inline)
+            if not isinstance(value, dict) or p not in value \
+                    or (p == "data" and MODEL_TAG in value):
+                return default
+            value = value[p]
         kind = type(value)
         if kind in _ATOMIC:  # (what ``_read`` gives back as it is)
             return value
@@ -301,10 +311,12 @@ class ActionMemory(Memory):
         return _read(value)
 
     def _own_view(self) -> dict[str, Any]:
+        """The tree the action's writes go to (counted by the clock): its own copy."""
         tree = self._tree()
-        if self._view is None:
-            self._view = tree if tree is not self._base else _copy(tree)
-        return self._view
+        view = self._view
+        if view is None:
+            view = self._view = tree if tree is not self._base else _copy(tree)
+        return view
 
     def set(self, path: str, value: Any) -> MemoryRef:
         """Log a write of ``value`` at ``path`` (JSON form checked now).
@@ -318,9 +330,12 @@ class ActionMemory(Memory):
             UsageError: inside a durable call's function (``refuse_nested``): a replay
                 returns the call's result without running it, so the write would be lost.
         """
-        refuse_nested(f"{self._name}.set")  # a replay would not make the write again
-        parts = _split(path)
-        if self._name == "short_term_memory":
+        if DURABLE_FUNCTION.get() is not None:  # (``refuse_nested``'s check inline)
+            refuse_nested(f"{self._name}.set")  # a replay would not make the write again
+        parts = _PATHS.get(path) if type(path) is str else None  # (``_split``'s cache inline)
+        if parts is None:
+            parts = _split(path)
+        if parts[0] in RESERVED_ROOTS and self._name == "short_term_memory":
             _refuse_reserved(parts, path, False)
         return self._write(parts, path, value)
 
@@ -329,12 +344,26 @@ class ActionMemory(Memory):
         return self._write(_split(path), path, value)
 
     def _write(self, parts: list[str], path: str, value: Any) -> MemoryRef:
-        stored = to_json_value(value, f"{self._name} value at {path!r}")
-        if type(stored) is dict or type(stored) is list:  # a model's validators: a read runs them
-            check_round_trip(stored, f"{self._name} value at {path!r}")
-        _apply(self._own_view(), parts, stored)
+        kind = type(value)  # a scalar that is its JSON form: ``_serde._convert``'s first test
+        if (kind is str and value.isascii()) or kind is bool or value is None \
+                or (kind is int and _INT_MIN <= value <= _INT_MAX) \
+                or (kind is float and value - value == 0.0):
+            stored, scalar = value, True
+        else:
+            scalar = False
+            stored = to_json_value(value, f"{self._name} value at {path!r}")
+            if type(stored) is dict or type(stored) is list:  # a model's validators run on read
+                check_round_trip(stored, f"{self._name} value at {path!r}")
+        tree = self._tree()  # (``_own_view`` inline)
+        view = self._view
+        if view is None:
+            view = self._view = tree if tree is not self._base else _copy(tree) if tree else {}
+        if scalar and len(parts) == 1:  # (what ``_apply`` does for it)
+            view[parts[0]] = stored
+        else:
+            _apply(view, parts, stored)
         self.writes.append((parts, stored))
-        key = (path, type(value).__qualname__)
+        key = (path, kind.__qualname__)
         ref = _REFS.get(key)  # a reference is frozen: one per path and type serves every write
         if ref is None:  # validated (two strings): cheaper than ``model_construct``'s loop
             ref = MemoryRef(path=path, type_name=key[1])

@@ -141,21 +141,26 @@ def commit_memory(ctx: ActionExecution, state: KeyState, run: RunState,
     too, on what is committed by then, and the key's spends whose windows ended go
     (``windows``: the plan's windowed budgets, see ``_spend.spend_windows``).
     """
-    writes = ctx.short_term_writes()
-    sensory_writes = ctx.sensory_writes()
+    view = ctx.short_term_view  # (``short_term_writes`` and ``sensory_writes`` inline)
+    writes = view.writes if view is not None else None
+    view = ctx.sensory_view
+    sensory_writes = view.writes if view is not None else None
     merges = ctx.key_merges
     if not writes and not sensory_writes and not merges:
         return
-    readers = [r for r in run.inflight.values()
-               if r.memory_ops and env_of(run, r.scope) == ctx.env]
+    inflight = run.inflight
+    readers = [r for r in inflight.values()
+               if r.memory_ops and env_of(run, r.scope) == ctx.env] if inflight else []
     if writes and ctx.env is not None:
         tree = run.invocations[ctx.env].memory
-        _note_undo(readers, "short_term_memory", tree, writes)
+        if readers:
+            _note_undo(readers, "short_term_memory", tree, writes)
         apply_writes(tree, writes)
     if (writes and ctx.env is None) or merges:
         tree = state.memory  # the key's memory: given back, so a host sees the change
         if writes and ctx.env is None:
-            _note_undo(readers, "short_term_memory", tree, writes)
+            if readers:
+                _note_undo(readers, "short_term_memory", tree, writes)
             apply_writes(tree, writes)
         if merges:  # a budget's spend: and the key's spends whose windows ended go
             apply_merges(tree, merges)
@@ -163,7 +168,8 @@ def commit_memory(ctx: ActionExecution, state: KeyState, run: RunState,
         state.memory = tree
     if sensory_writes:
         tree = run.sensory if ctx.env is None else run.invocations[ctx.env].sensory
-        _note_undo(readers, "sensory_memory", tree, sensory_writes)
+        if readers:
+            _note_undo(readers, "sensory_memory", tree, sensory_writes)
         apply_writes(tree, sensory_writes)
 
 
@@ -200,8 +206,6 @@ def commit_spend(ctx: ActionExecution, state: KeyState,
 def _note_undo(readers: list[InflightAction], memory: str, tree: dict[str, Any],
                writes: list[tuple[list[str], Any]]) -> None:
     """Give each in-flight reader what undoes ``writes`` on ``tree`` (see ``commit_memory``)."""
-    if not readers:
-        return
     undo = priors(tree, writes)
     for rec in readers:
         rec.memory_undo = [*rec.memory_undo,

@@ -104,7 +104,8 @@ class ActionExecution:
 
     __slots__ = ("ledger", "key", "scope", "execution_id", "_record", "run", "env", "plan",
                  "resources",
-                 "_config", "_short_term_base", "_short_term", "_sensory_base", "_sensory",
+                 "_config", "_short_term_base", "short_term_view", "_sensory_base",
+                 "sensory_view",
                  "emitted", "_event_seq", "_unsent_ids", "calls", "commands", "_next_ordinal",
                  "finished", "diverged", "_owner", "used_long_term_memory", "ltm", "_clock",
                  "key_memory", "key_merges", "memory_used", "displaced")
@@ -126,9 +127,9 @@ class ActionExecution:
         self.resources = resources
         self._config = action_config
         self._short_term_base = short_term
-        self._short_term: ActionMemory | None = None
+        self.short_term_view: ActionMemory | None = None  # made on first use (``short_term``)
         self._sensory_base = sensory
-        self._sensory: ActionMemory | None = None  # made on first use
+        self.sensory_view: ActionMemory | None = None  # made on first use (``sensory``)
         # events sent, with their JSON form (None: no action takes it, so it is never stored)
         self.emitted: list[tuple[Event, dict[str, Any] | None]] = []
         self._event_seq = 0  # ids given to events built or sent by this execution
@@ -156,13 +157,13 @@ class ActionExecution:
     @property
     def sensory(self) -> ActionMemory:
         """The action's view of its environment's sensory memory (made on first use)."""
-        if self._sensory is None:
+        if self.sensory_view is None:
             clock = self._clock  # made with the first memory, shared (no cycle to self)
             if clock is None:
                 clock = self._clock = MemoryClock(self._record, self.key)
-            self._sensory = ActionMemory(self._sensory_base, "sensory_memory", clock)
+            self.sensory_view = ActionMemory(self._sensory_base, "sensory_memory", clock)
             self.memory_used = True
-        return self._sensory
+        return self.sensory_view
 
     def sensory_writes(self) -> list[tuple[list[str], Any]]:
         """The sensory memory writes the action logged (none when it never used it).
@@ -170,7 +171,7 @@ class ActionExecution:
         Returns:
             The write log, in order.
         """
-        return self._sensory.writes if self._sensory is not None else []
+        return self.sensory_view.writes if self.sensory_view is not None else []
 
     @property
     def short_term_memory(self) -> Memory:
@@ -180,14 +181,14 @@ class ActionExecution:
     @property
     def short_term(self) -> ActionMemory:
         """The action's view of its environment's short-term memory (loaded on first use)."""
-        if self._short_term is None:
+        if self.short_term_view is None:
             clock = self._clock  # made with the first memory, shared (no cycle to self)
             if clock is None:
                 clock = self._clock = MemoryClock(self._record, self.key)
-            self._short_term = ActionMemory(self._short_term_base(), "short_term_memory",
-                                            clock)
+            self.short_term_view = ActionMemory(self._short_term_base(), "short_term_memory",
+                                                clock)
             self.memory_used = True
-        return self._short_term
+        return self.short_term_view
 
     def short_term_writes(self) -> list[tuple[list[str], Any]]:
         """The short-term memory writes the action logged (none when it never used it).
@@ -195,7 +196,7 @@ class ActionExecution:
         Returns:
             The write log, in order.
         """
-        return self._short_term.writes if self._short_term is not None else []
+        return self.short_term_view.writes if self.short_term_view is not None else []
 
     @property
     def long_term_memory(self) -> ActionLongTermMemory:
@@ -434,11 +435,11 @@ class ActionExecution:
         self.run = run
         self.key_memory = key_memory
         self._short_term_base = short_term
-        if self._short_term is not None:
-            self._short_term.rebase(short_term())
+        if self.short_term_view is not None:
+            self.short_term_view.rebase(short_term())
         self._sensory_base = sensory
-        if self._sensory is not None:
-            self._sensory.rebase(sensory)
+        if self.sensory_view is not None:
+            self.sensory_view.rebase(sensory)
 
     def check_live(self, what: str) -> None:
         """Refuse ``what`` once the execution has finished, or while another is stepped.
