@@ -45,7 +45,7 @@ from flink_agents_py.runtime.recorder._state import InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(60)
 
-CHAT_CALLS = 365
+CHAT_CALLS = 361
 """Python calls per chat on the host's thread, at most (487 when set, 605 the day before;
 535 once each use of a context, memory or memory set checks that it is its own action's:
 ``runtime/context/_owner.py``, 13 checks a chat; 530 once a run's end no longer asks its
@@ -64,11 +64,11 @@ starts it in one frame, ``runtime/core/_at_once.py``, handing over to the genera
 its action leaves the simple case; 406 with the chat path's cuts: the model call's digest
 written from its messages directly and its answer's stored form made on the I/O thread,
 ``_chat_steps`` and ``recorder/_prestored.py``, the answer and request events built as
-validation builds them; 2026-12-06: 364 once a memory operation's ownership check, its
-cached path, a scalar's JSON form and its one-name write run inline, ``ctx.sensory_memory``
-hands over a memory it made already without a call, and a commit skips the undo entries
+validation builds them; 2026-12-06: 360 once a memory operation's ownership check, its
+view, its cached path, a scalar's JSON form and its one-name write run inline,
+``ctx.sensory_memory`` hands over a memory it made already without a call, and a commit skips the undo entries
 when no other action reads: ``runtime/context/_memory.py``, ``core/_completion.py``)."""
-WAIT_CALLS = 254
+WAIT_CALLS = 252
 """Python calls per record of a run that waits once for a ``durable_execute_async`` call on
 the host's thread, at most (396 before the call's argument shape kept its function's
 signature, its name and what it binds were found once a call, and the run's end stopped
@@ -76,7 +76,7 @@ looking for sub-agent handles and never-awaited calls one call at a time; 293 wi
 ``OutputEvent(output=x)`` built without validation; 296 once a call record keeps the
 defaults the call took, ``_call_changes.defaults_taken``, skipped for a function without
 defaults; 290 with the echo path's cuts of 2026-12-06 listed under ``CHAT_CALLS``; 281
-with the one-action run's straight line, ``_at_once``; 277 with the chat path's cuts; 253
+with the one-action run's straight line, ``_at_once``; 277 with the chat path's cuts; 251
 with the memory cuts of 2026-12-06 listed under ``CHAT_CALLS``)."""
 ECHO_CALLS = 80
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;

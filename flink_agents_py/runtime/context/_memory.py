@@ -274,12 +274,14 @@ class ActionMemory(Memory):
         self._base = base
 
     def _tree(self) -> dict[str, Any]:
-        """The tree one operation sees (counted by the clock)."""
+        """The tree one operation sees (counted by the clock; inline in ``get`` and ``_write``)."""
         undo = self._clock(self._name) if self._clock is not None else None
         if self._view is not None:
             return self._view
-        if not undo:
-            return self._base
+        return self._undone(undo) if undo else self._base
+
+    def _undone(self, undo: list[list[Any]]) -> dict[str, Any]:
+        """A copy of the committed tree with ``undo`` applied (see ``Clock``)."""
         tree: dict[str, Any] = _copy(self._base)
         for entry in undo:
             _apply(tree, entry[0], entry[1] if len(entry) > 1 else _DELETE)
@@ -296,7 +298,11 @@ class ActionMemory(Memory):
         else:
             ref = memory_ref_of(path)
             text = ref.path if ref is not None else cast(str, path)
-        value: Any = self._tree()  # counted first: a refused path is an operation too
+        clock = self._clock  # (``_tree`` inline) counted first: a refused path is counted too
+        undo = clock(self._name) if clock is not None else None
+        value: Any = self._view
+        if value is None:
+            value = self._undone(undo) if undo else self._base
         parts = _PATHS.get(text) if type(text) is str else None  # (``_split``'s cache inline)
         for p in parts if parts is not None else _split(text):  # (``_get`` inline)
             if not isinstance(value, dict) or p not in value \
@@ -354,10 +360,12 @@ class ActionMemory(Memory):
             stored = to_json_value(value, f"{self._name} value at {path!r}")
             if type(stored) is dict or type(stored) is list:  # a model's validators run on read
                 check_round_trip(stored, f"{self._name} value at {path!r}")
-        tree = self._tree()  # (``_own_view`` inline)
+        clock = self._clock  # (``_own_view`` and ``_tree`` inline)
+        undo = clock(self._name) if clock is not None else None
         view = self._view
         if view is None:
-            view = self._view = tree if tree is not self._base else _copy(tree) if tree else {}
+            base = self._base
+            view = self._view = self._undone(undo) if undo else _copy(base) if base else {}
         if scalar and len(parts) == 1:  # (what ``_apply`` does for it)
             view[parts[0]] = stored
         else:
