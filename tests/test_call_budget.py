@@ -66,8 +66,9 @@ written from its messages directly and its answer's stored form made on the I/O 
 ``_chat_steps`` and ``recorder/_prestored.py``, the answer and request events built as
 validation builds them; 2026-12-06: 360 once a memory operation's ownership check, its
 view, its cached path, a scalar's JSON form and its one-name write run inline,
-``ctx.sensory_memory`` hands over a memory it made already without a call, and a commit skips the undo entries
-when no other action reads: ``runtime/context/_memory.py``, ``core/_completion.py``)."""
+``ctx.sensory_memory`` hands over a memory it made already without a call, and a commit
+skips the undo entries when no other action reads: ``runtime/context/_memory.py``,
+``core/_completion.py``)."""
 WAIT_CALLS = 252
 """Python calls per record of a run that waits once for a ``durable_execute_async`` call on
 the host's thread, at most (396 before the call's argument shape kept its function's
