@@ -111,7 +111,10 @@ def _apply(tree: dict[str, Any], parts: list[str], value: Any) -> None:
 def apply_writes(tree: dict[str, Any], writes: list[tuple[list[str], Any]]) -> None:
     """Apply an action's write log to a committed tree, in order (in place)."""
     for parts, value in writes:
-        _apply(tree, parts, value)
+        if len(parts) == 1 and type(value) in _ATOMIC:  # (what ``_apply`` does for it)
+            tree[parts[0]] = value
+        else:
+            _apply(tree, parts, value)
 
 
 def priors(tree: dict[str, Any], writes: list[tuple[list[str], Any]]) -> list[list[Any]]:
