@@ -262,3 +262,64 @@ def test_a_commit_while_another_action_reads_gives_it_what_undoes_the_write():
         core.close()
     assert undo == [[[1, "sensory_memory", ["x"]]]]  # read once; "x" was absent before
     assert outputs == [{"before": "unset", "after": "written"}]
+
+
+USER_SCRIPT = """
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+
+KEPT = []
+
+
+class Counter(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def count(event: InputEvent, ctx: RunnerContext) -> None:
+        stm = ctx.short_term_memory
+        seen = stm.get("count", 0)
+        stm.set("count", seen + 1)
+        stm.set("last", event.input["text"])
+        try:
+            stm.set("ratio", float("nan"))
+            refused = "stored"
+        except Exception as e:
+            refused = type(e).__name__
+        kept = "none"
+        if KEPT:
+            try:
+                KEPT[0].get("count")
+                kept = "allowed"
+            except Exception as e:
+                kept = type(e).__name__
+        KEPT[:] = [stm]
+        ctx.send_event(OutputEvent(output=[seen, stm.get("count"), stm.get("last"),
+                                           refused, kept]))
+
+
+records = [{"key": "a", "text": "héllo"}, {"key": "a", "text": "again"}]
+for out in AgentsExecutionEnvironment.local().from_list(records).apply(Counter()).collect():
+    print(out)
+"""
+
+
+def test_a_users_counter_in_short_term_memory_runs_from_their_own_module(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    venv = root / ".venv" / "bin" / "python"
+    (tmp_path / "counter.py").write_text(USER_SCRIPT)
+    proc = subprocess.run(
+        [str(venv if venv.exists() else sys.executable), "counter.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        env={"PYTHONPATH": str(root), "PATH": ""},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines() == [
+        "[0, 1, 'héllo', 'SerializationError', 'none']",
+        "[1, 2, 'again', 'SerializationError', 'NotInActionContextError']",
+    ]
