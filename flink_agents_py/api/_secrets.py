@@ -177,6 +177,7 @@ class _Registry:
         self.regexes = None
         self.encoded: EncodedForms | None = None  # base32, UTF-16, ROT13...: str searches
         self._encoded: set[str] = set()
+        self.added = 0  # registrations so far: what was made with none known compares it
         """The regex of the forms, the one of their canonical forms (``canonical``), and
         the anchors (``anchors_of``): one value, replaced whole (read without a lock)."""
 
@@ -185,6 +186,7 @@ class _Registry:
             if value in self._values:
                 return False
             self._values.add(value)
+            self.added += 1
             forms = all_forms = _forms(value)
             pattern = _escape_pattern(value)
             if pattern is not None:
@@ -209,6 +211,9 @@ class _Registry:
 
 
 _REGISTRY = _Registry()
+SECRETS = _REGISTRY
+"""The registry itself, for a check without a call: ``SECRETS.added`` counts registrations
+(``recorder/_prestored``: a result made ready while none was known, recorded only if still so)."""
 
 
 def register_secret(value: str | None, source: str = "") -> bool:

@@ -43,6 +43,7 @@ from ._secret_urls import register_plan_credentials
 from ._secrets import (
     MESSAGE_MAX_CHARS,
     SECRET_VALUE_PATTERNS,
+    SECRETS,
     MaskedStr,
     clip,
     has_known_secret,
@@ -120,6 +121,7 @@ __all__ = [
     "register_plan_credentials",
     "register_resource_secrets",
     "registered_secret_count",
+    "SECRETS",
     "scrub_exception",
     "described",
     "error_text",

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from ...api import DurableExecutionError, SerializationError
 from ...api.internal import (
+    SECRETS,
     has_known_secret,
     mask_value,
     registered_secret_count,
@@ -250,8 +251,10 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
         The outcome as the caller will see it: ``(ok, value or exception)``.
     """  # noqa: DOC501
     if ok and type(value) is Prestored:  # made where the call ran, as below (``_prestored``)
-        rec.done, rec.ok, rec.value = True, True, value.stored
-        return True, value.rebuilt
+        if value.added == SECRETS.added:  # no secret registered since: nothing to mask
+            rec.done, rec.ok, rec.value = True, True, value.stored
+            return True, value.rebuilt
+        value = value.rebuilt  # (stored as it is rebuilt): looked at as any result below
     if ok:
         where = f"result of durable call {call_id}"
         try:
