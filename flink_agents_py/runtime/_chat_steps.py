@@ -17,6 +17,7 @@ from ..api import (
     ChatModelSetup,
     ChatResponse,
     ChatResponseEvent,
+    MessageRole,
     SerializationError,
     ToolCall,
 )
@@ -176,7 +177,9 @@ def model_call_json(messages: list[ChatMessage], schema: dict[str, Any] | None) 
     The digest of a chat's model call is made of its arguments' JSON form
     (``_outcomes.call_digest``). A message with no tool calls, no ``extra_args`` and no
     ``reasoning`` (a request's usual message) has a JSON form known from four of its fields,
-    so it is written directly; any other message (and the schema) takes ``to_json_value``'s.
+    so it is written directly; any other message (and the schema) takes ``to_json_value``'s,
+    as does one whose fields are not of the types validation gives them (a message built
+    with ``ChatMessage.model_construct``: its role as text, say).
     The result is the same either way: a digest recorded by one path is found by the other
     (a replay after a restore, older code's records).
 
@@ -197,8 +200,11 @@ def model_call_json(messages: list[ChatMessage], schema: dict[str, Any] | None) 
         values = m.__dict__
         if (
             type(m) is ChatMessage
-            and not values["tool_calls"]
-            and not values["extra_args"]
+            and values["role"].__class__ is MessageRole  # (``model_construct``: any value)
+            and (calls := values["tool_calls"]).__class__ is list
+            and not calls
+            and (extra := values["extra_args"]).__class__ is dict
+            and not extra
             and not values["reasoning"]
             and type(values["content"]) is str
             and type(values["tool_call_id"]) in _TEXT_OR_NONE
