@@ -6,7 +6,8 @@ sent (``core/_results.event_of``): a fresh object, the same on a first run and o
 validation of that form is one of the costliest steps of a chat on the operator thread, and
 for the usual request (text messages without tool calls or reasoning, no attributes) it
 has nothing to check that is not checked here: ``request_event`` builds the request and its
-messages as validation builds them (the values, the fields set), and leaves any other form
+messages as validation builds them (the values, the fields set; its dicts copies sharing no
+list or dict with the stored form, ``unshared``), and leaves any other form
 to validation (``tests/test_chat_request_event.py`` compares both, object for object).
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..api import ChatMessage, ChatRequestEvent, MessageRole
 from ..api.internal import EVENT_TYPES, SLOT_SETTERS
+from ._json_codec import unshared
 
 __all__ = ["request_event"]
 
@@ -64,7 +66,7 @@ def _message(data: Any) -> ChatMessage | None:
             "tool_calls": [],
             "tool_call_id": data["tool_call_id"],
             "name": data["name"],
-            "extra_args": dict(extra),
+            "extra_args": unshared(extra) if extra else {},
             "reasoning": [],
         },
     )
@@ -127,8 +129,8 @@ def request_event(data: dict[str, Any]) -> ChatRequestEvent | None:
             "attachments": {},
             "model": model,
             "messages": messages,
-            "prompt_args": None if args is None else dict(args),
-            "output_schema": None if schema is None else dict(schema),
+            "prompt_args": None if args is None else unshared(args),
+            "output_schema": None if schema is None else unshared(schema),
         },
     )
     set_fields(event, set(_REQUEST_KEYS))

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["dumps", "json_text", "loads", "digest"]
+__all__ = ["dumps", "json_text", "loads", "digest", "unshared"]
 
 
 def dumps(data: Any, *, sort_keys: bool = True) -> bytes:
@@ -51,3 +51,21 @@ def loads(data: bytes | str) -> Any:
 def digest(value: Any) -> str:
     """A short, stable digest of a JSON-form value (16 hex digits of BLAKE2b)."""
     return hashlib.blake2b(dumps(value), digest_size=8).hexdigest()
+
+
+def unshared(data: Any) -> Any:
+    """A copy of JSON-form data sharing none of its lists and dicts (a deep copy, fast).
+
+    What an action is handed is rebuilt from a stored form (a durable call's recorded result,
+    an event's form kept in the run's state), and pydantic keeps a field typed ``Any`` (or
+    ``dict[str, Any]``'s values) as it is given: rebuilt from the stored form itself, the
+    action would hold the stored lists and dicts, so a change it makes in place (an
+    ``append``, a ``sort``) would change what a restore replays to it.
+
+    Returns:
+        The copy.
+    """
+    try:
+        return orjson.loads(orjson.dumps(data))
+    except orjson.JSONEncodeError:  # nested deeper than orjson's limit
+        return json.loads(json.dumps(data))

@@ -37,11 +37,12 @@ from ..api.internal import (
     import_qualified,
     untag,
 )
-from ._json_codec import digest, dumps, json_text, loads
+from ._json_codec import digest, dumps, json_text, loads, unshared
 from ._typed_fields import TYPED_KEY, set_fields, typed_fields
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
-           "digest", "dumps", "is_tagged_model", "MODEL_TAG", "json_text", "loads"]
+           "digest", "dumps", "is_tagged_model", "MODEL_TAG", "json_text", "loads",
+           "unshared"]
 
 MODEL_TAG = "$model"
 """The key of a stored pydantic model's class (``{"$model": "module:Class", "data": ...}``)."""
@@ -568,7 +569,7 @@ def from_json_value(data: Any) -> Any:
                                              "names something that is not a pydantic model "
                                              "class: it is not rebuilt (nor called)")
                 cls = _CLASSES[tag] = found
-            return cls.model_validate(inner)
+            return cls.model_validate(unshared(inner))  # (none of the stored form's lists)
         return {k: from_json_value(v) for k, v in data.items()}
     if isinstance(data, list):
         return [from_json_value(v) for v in data]

@@ -24,7 +24,7 @@ from ...api.internal import (
 )
 from .._chat_request import request_event
 from .._failures import clip
-from .._serde import from_json_value, is_tagged_model, to_json_value
+from .._serde import from_json_value, is_tagged_model, to_json_value, unshared
 from .._terminal import log_text
 from .._typed_fields import TYPED_KEY
 
@@ -305,7 +305,8 @@ def event_of(data: dict[str, Any]) -> Event:
 
     Returns:
         The event (an ``InputEvent`` is built without validating again: its JSON form is
-        the runtime's own).
+        the runtime's own), sharing no list or dict with ``data``: a change the action makes
+        to its event in place is not in the form a restore rebuilds it from.
     """
     if data.get("type") == "InputEvent" and data.keys() == _INPUT_KEYS:
         value = data["input"]
@@ -315,6 +316,7 @@ def event_of(data: dict[str, Any]) -> Event:
         request = request_event(data)  # (``_chat_request``; else validated below)
         if request is not None:
             return request
+    data = unshared(data)  # (validation keeps a value typed ``Any`` as given: not the stored)
     typed = data.get(TYPED_KEY)
     if typed is not None:  # fields typed Any holding models, stored tagged (``_typed_fields``)
         data = {k: v for k, v in data.items() if k != TYPED_KEY}
