@@ -88,10 +88,12 @@ second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 101 
 cuts of 2026-12-06 listed under ``CHAT_CALLS``; 79 once a one-action run that returns at once
 is dispatched, stepped and finished in one straight line, ``runtime/core/_at_once.py``)."""
 
-ECHO_METRICS_CALLS = 93
+ECHO_METRICS_CALLS = 91
 """... with ``AgentMetrics`` as the core's observer, pushing to a metric group in batches
 (108 when set, 2026-12-06: five probe hooks a record, ``MetricsProbe``, and the push; 92
-with the one-action run's straight line)."""
+with the one-action run's straight line; 2026-12-06: 90.15 once such a run's action end,
+outputs and run end reach the metrics in one hook, ``Probe.run_at_once``, with the clock
+read twice a record instead of four times)."""
 
 
 class InstantModel(ChatModelConnection):

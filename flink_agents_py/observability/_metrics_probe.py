@@ -268,6 +268,70 @@ class MetricsProbe(Probe):
         if len(values) >= d.limit:
             d.fold()
 
+    def run_at_once(self, key: Any, seq: int, event: Any, execution_id: str, action: str,
+                    outputs: list[Any], token: Any) -> None:
+        """Count a run whose one action returned at once, and time it, with one clock read.
+
+        What ``action_finished``, ``output_dispatched`` of each output and ``run_completed``
+        count, in one call: the action and its run both started at ``token`` (the core
+        starts the action right after reporting the run's start, with no clock read of its
+        own: ``Probe.run_at_once``) and ended at one reading, so ``action_latency_ms`` and
+        ``run_latency_ms`` get the same measured value for such a run.
+        """
+        if token is None:  # (not timed: each hook)
+            Probe.run_at_once(self, key, seq, event, execution_id, action, outputs, token)
+            return
+        tracked = self.tracked
+        if tracked and key in tracked:  # (its input's chat bookkeeping: each hook but the start)
+            self.action_finished(key, execution_id, action, None, token)
+            for output in outputs:
+                self.output_dispatched(key, output)
+            self.run_completed(key, seq, token)
+            return
+        now = self.clock()
+        ms = (now - token) * 1000.0
+        by = self.actions_executed  # ``action_finished``'s usual case
+        try:
+            by[action] += 1
+        except KeyError:
+            by[action] = 1
+        try:
+            d = self.action_latency[action]
+        except KeyError:
+            d = self.metrics._distribution(self.action_latency, action)
+        values = d.values
+        values.append(ms)
+        if len(values) >= d.limit:
+            d.fold()
+        by = self.events_by_type  # ``output_dispatched``'s
+        hooked = self.hooked_types
+        for output in outputs:
+            etype = output.type
+            if etype in hooked:
+                self.event_dispatched(key, output)
+            else:
+                try:
+                    by[etype] += 1
+                except KeyError:
+                    by[etype] = 1
+        counters = self.counters
+        counters["outputs_emitted"] += len(outputs)
+        if tracked and key in tracked:  # an output's chat bookkeeping: its general end
+            self.run_completed(key, seq, token)
+            return
+        n = counters["runs_completed"] + 1  # ``run_completed``'s, with the reading above
+        counters["runs_completed"] = n
+        values = self.run_values
+        values.append(ms)
+        if len(values) >= self.run_limit:
+            self.run_latency.fold()
+        if n < self.push_runs and now < self.push_due:
+            return
+        try:
+            self.metrics.flush()
+        except Exception:  # noqa: BLE001
+            self.on_failure("run_completed")
+
     def call_started(self, key: Any, call_id: str, command: Any, replayed: bool) -> None:
         """Count a durable call; an executed one is kept open on its key's track.
 

@@ -38,6 +38,7 @@ from ..context._calls import DurableCall
 from ..recorder._execution import ActionExecution
 from ..recorder._state import InflightAction, KeyState, RunState
 from ._commands import StartWait
+from ._observer import Probe
 from ._results import StepResult
 from ._stepper import STEPPING_LOOP, leave_stepping, running_loop, set_running_loop
 from ._subgraph import route_at_root
@@ -48,8 +49,7 @@ if TYPE_CHECKING:
 
     from ...plan import AgentPlan
     from .._resources import ResourceEnvironment
-    from ..recorder._ledger import CallLedger
-    from ._observer import Probe
+    from ..recorder._ledger import CallLedger, Failpoint
 
 
 class CoreParts(Protocol):
@@ -61,6 +61,7 @@ class CoreParts(Protocol):
     probe: Probe | None
     counters: collections.Counter[str]
     output_check: collections.abc.Callable[[Any], Any] | None
+    failpoint: Failpoint | None
     _routes: dict[str, tuple[ActionPlan, ...]]
     _fns: dict[str, collections.abc.Callable[..., Any]]
     _cancelled: list[str]
@@ -89,11 +90,20 @@ class CoreParts(Protocol):
     def _settled(self, step: Any, task: Task) -> bool: ...
 
 
-__all__ = ["AT_ONCE", "single_input_action", "start_at_once", "unsupported_await"]
+__all__ = ["AT_ONCE", "REPORTED", "single_input_action", "start_at_once", "unsupported_await"]
 
 AT_ONCE = True
 """Whether cores made from now on take the straight line for the runs it covers (tests turn
 it off to compare both paths: ``single_input_action``)."""
+
+
+REPORTED = Step(None, None, None, None, {}, collections.deque(), None)  # type: ignore[arg-type]
+"""What ``start_at_once`` returns for a run it finished and reported whole to a probe that
+takes such runs in one hook (``Probe.run_at_once``): the core does not report its end again
+(nothing is ready in it)."""
+
+_EACH_HOOK = Probe.run_at_once
+"""The default ``run_at_once`` (each hook in turn): the core calls the hooks at their sites."""
 
 
 def single_input_action(core: CoreParts) -> ActionPlan | None:
@@ -138,6 +148,7 @@ def start_at_once(
     identity: Any,
     event: Event,
     data: dict[str, Any],
+    token: Any,
 ) -> Step | None:
     """Dispatch a new run's input ``event`` to ``action`` and run its first step.
 
@@ -158,9 +169,11 @@ def start_at_once(
         identity: the key as the host keys it.
         event: the run's input event (the action gets it as it is: ``own``).
         data: its JSON form.
+        token: the probe's token of the run (``input_dispatched``'s; ``None`` without one).
 
     Returns:
-        ``None`` when the action finished here (its run has nothing in flight), else the
+        ``None`` when the action finished here (its run has nothing in flight),
+        ``REPORTED`` when its run's end was reported too (``Probe.run_at_once``), else the
         step the general path goes on with (its ready queue as the general path left it).
     """
     core.counters["events"] += 1  # (``_dispatch``'s, for the input event)
@@ -190,8 +203,12 @@ def start_at_once(
     try:  # ``_step``'s first step, its general cases handed over as they arise
         counters = core.counters
         counters["actions_started"] += 1
-        if (probe := core.probe) is not None:
-            started = probe.action_started(key, exec_id, name, False)
+        if (probe := core.probe) is not None:  # (one that takes the run whole: the run's)
+            started = (
+                token
+                if type(probe).run_at_once is not _EACH_HOOK
+                else probe.action_started(key, exec_id, name, False)
+            )
         token = EVENT_ID_SOURCE.set(ctx.event_id_source)
         keep = False
         out: Any = None
@@ -346,12 +363,33 @@ def _finished(
     exec_id = ctx.execution_id
     del run.inflight[exec_id]  # (never in ``live``)
     probe = core.probe
+    counters = core.counters
+    routes = core._routes
+    if (
+        probe is not None
+        and type(probe).run_at_once is not _EACH_HOOK
+        and core.output_check is None
+        and not run.waits
+        and core.failpoint is None
+    ):  # a probe that takes the run whole, when it sent only outputs nothing takes: the
+        # core's run end (``REPORTED``) as the probe's (``Probe.run_at_once``), in one hook
+        outputs: list[OutputEvent] = []
+        for sent, _ in ctx.emitted:
+            if not isinstance(sent, OutputEvent) or routes.get(sent.type) != ():
+                break  # (the loop below, as for any other probe)
+            outputs.append(sent)
+        else:
+            counters["actions_completed"] += 1
+            counters["events"] += len(outputs)
+            emitted = res.outputs
+            for sent in outputs:
+                emitted.append(sent.output)
+            probe.run_at_once(key, run.seq, event, exec_id, action.name, outputs, started)
+            return REPORTED
     if probe is not None:
         probe.action_finished(key, exec_id, action.name, None, started)
-    counters = core.counters
     counters["actions_completed"] += 1
     step: Step | None = None
-    routes = core._routes
     for event, data in ctx.emitted:  # ``_dispatch`` at the root, for an event nothing takes
         if (
             step is None

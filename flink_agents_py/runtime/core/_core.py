@@ -48,7 +48,7 @@ from ..recorder._versioning import (
     restored_event,
     stand_in_event,
 )
-from ._at_once import single_input_action, start_at_once, unsupported_await
+from ._at_once import REPORTED, single_input_action, start_at_once, unsupported_await
 from ._commands import (
     CancelInvocation,
     Command,
@@ -231,9 +231,9 @@ class AgentCore(UnfinishedCore, InboxQueries):
                 # the straight line of a one-action run (``_at_once``; decided once)
                 if (single := self._single) is _UNREAD:
                     single = self._single = single_input_action(self)
-                if single is not None:  # (``None``: its action finished, as did the run)
+                if single is not None:  # (``None``, ``REPORTED``: its action finished, as did
                     step = start_at_once(self, single, shown, state, run, res, live, key,
-                                         event, data)
+                                         event, data, token)  # its run: ``_at_once``)
                 else:  # (the general path)
                     step = _Step(shown, state, run, res, live, collections.deque(), key)
                     self._dispatch(step, event, None, data=data, own=True, reported=True)
@@ -264,7 +264,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
             state.run = None
             live.clear()
             counters["runs_completed"] += 1
-            if probe is not None:
+            if probe is not None and step is not REPORTED:  # (else reported with its action)
                 if token is None and self._run_tokens:
                     token = self._run_tokens.pop(key, None)
                 probe.run_completed(shown, run.seq, token)

@@ -92,6 +92,36 @@ class Probe:
                         error: BaseException | None, token: Any) -> None:
         """An action execution completed (``error`` set when it failed)."""
 
+    def run_at_once(self, key: Any, seq: int, event: Any, execution_id: str, action: str,
+                    outputs: list[Any], token: Any) -> None:
+        """A run whose one action returned at once and sent only outputs, reported whole.
+
+        Stands for what the core reports of such a run after ``input_dispatched``:
+        ``action_started`` (not re-entered), ``action_finished`` (no error), then
+        ``output_dispatched`` of each output, then ``run_completed`` with ``token``; this
+        default calls exactly those, in that order. The core calls it (in place of them)
+        only on a probe that overrides it, for a run its straight line finished
+        (``runtime/core/_at_once.py``); an override promises that the action of such a run
+        starts with its run: the core then does not call ``action_started`` for it, and
+        hands ``token`` (``input_dispatched``'s) as the action's token to ``action_finished``
+        when the action leaves the simple case and the general code finishes it.
+
+        Args:
+            key: the run's key.
+            seq: its input number.
+            event: its ``InputEvent`` (already reported by ``input_dispatched``).
+            execution_id: the action's execution id.
+            action: the action's name.
+            outputs: the ``OutputEvent`` s the action sent, in order (each let through
+                as it is).
+            token: ``input_dispatched``'s token.
+        """
+        started = self.action_started(key, execution_id, action, False)
+        self.action_finished(key, execution_id, action, None, started)
+        for output in outputs:
+            self.output_dispatched(key, output)
+        self.run_completed(key, seq, token)
+
     def call_started(self, key: Any, call_id: str, command: CallCommand, replayed: bool) -> None:
         """A durable call was made (see ``Observer.call_started``)."""
 
