@@ -22,7 +22,15 @@ import pytest
 from support.metric_counts import metric_counts
 
 import flink_agents_py
-from flink_agents_py.api import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
+from flink_agents_py.api import (
+    Agent,
+    ChatRequestEvent,
+    Event,
+    InputEvent,
+    OutputEvent,
+    RunnerContext,
+    action,
+)
 from flink_agents_py.observability import AgentMetrics
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore, InMemoryKeyState, Observer, Probe
@@ -314,3 +322,45 @@ def test_a_users_echo_module_counts_its_runs_with_two_clock_reads(tmp_path: Path
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["[0,", "1,", "2,", "3,", "4]", "5", "5", "5", "1.0", "1.0", "8"]
+
+
+def _counted(whole: bool, outputs: list[Any], tracked_input: bool) -> dict[str, Any]:
+    """A run reported through ``MetricsProbe.run_at_once`` (``whole``) or each hook."""
+    metrics = AgentMetrics()
+    metrics.clock = _Ticks()
+    probe = metrics.probe
+    assert probe is not None
+    token = probe.input_dispatched("k", 0, InputEvent(input=1, id="r0"))
+    if tracked_input:  # the key has a track when its run ends (a chat event's bookkeeping)
+        probe.event_dispatched("k", ChatRequestEvent(id="r0/x", model="m", messages=[]))
+    assert ("k" in metrics._keys) is tracked_input
+    if whole:
+        probe.run_at_once("k", 0, InputEvent(input=1), "r0/a", "a", outputs, token)
+    else:
+        started = token  # (the action starts with its run)
+        probe.action_finished("k", "r0/a", "a", None, started)
+        for output in outputs:
+            probe.output_dispatched("k", output)
+        probe.run_completed("k", 0, token)
+    return metric_counts(metrics)
+
+
+@pytest.mark.parametrize("tracked_input", [False, True])
+def test_the_metrics_one_hook_keeps_a_chat_typed_outputs_and_a_tracked_keys_bookkeeping(
+    monkeypatch, tracked_input
+):
+    """An ``OutputEvent`` typed as a chat event, a key with a track: counted as each hook."""
+    from flink_agents_py.api import _events
+
+    registry = _events._REGISTRY  # the class below takes the type over: given back after
+    monkeypatch.setitem(registry, "ChatRequestEvent", registry["ChatRequestEvent"])
+
+    class Odd(OutputEvent):
+        EVENT_TYPE = "ChatRequestEvent"
+
+    outputs = [OutputEvent(output=1, id="r0/a/e0"), Odd(output=2, id="r0/a/e1")]
+    got = _counted(True, outputs, tracked_input)
+    assert got == _counted(False, outputs, tracked_input)
+    assert got["chats"] == ({"?": 1, "m": 1} if tracked_input else {"?": 1})
+    assert got["outputs_emitted"] == 2 and got["runs_completed"] == 1
+    assert got["latency_counts"]["run"] == 1 and got["latency_counts"]["action"] == {"a": 1}
