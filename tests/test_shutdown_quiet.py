@@ -69,4 +69,8 @@ def test_check_replay_safety_with_an_sdk_provider_prints_nothing_on_stderr(tmp_p
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "ok"
     assert "never retrieved" not in proc.stderr and "Event loop is closed" not in proc.stderr
-    assert proc.stderr == "", proc.stderr[-3000:]
+    # the fake provider throttles (3 calls/s): flow control's once-a-minute warning that a
+    # provider throttles is news a user wants; anything else on stderr is shutdown noise
+    noise = [line for line in proc.stderr.splitlines()
+             if "flink_agents_py.runtime._flow: the provider of" not in line]
+    assert noise == [], proc.stderr[-3000:]
