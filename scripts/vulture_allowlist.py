@@ -24,6 +24,7 @@ from flink_agents_py.api import (
     ResourceName,
     RunnerContext,
     RunStatus,
+    SubagentSetup,
     TokenUsage,
     ToolMetadata,
     ToolResponse,
@@ -192,3 +193,4 @@ JavaFunction.parameter_types
 # Flink Agents' ToolMetadata.args_schema (api/_tool_metadata.py): read by ported connections
 ToolMetadata.args_schema
 ToolResponse.is_error  # Flink Agents' ToolResponse (api/_tool_response.py): public API
+SubagentSetup.subagent_name  # Flink Agents' name of a setup's resource name: read by ported setups

@@ -30,6 +30,7 @@ from flink_agents_py.api import (
     ResourceDescriptor,
     ResourceType,
     SubagentResult,
+    qualified_name,
 )
 from flink_agents_py.plan import AgentPlan
 from flink_agents_py.runtime import AgentCore, InMemoryKeyState
@@ -244,17 +245,16 @@ def test_async_submits_once_and_polling_does_not_block_other_keys(probes):
 # --------------------------------------------------------------------------- plan checks
 
 
-def test_external_setup_instance_is_refused_with_how_to_register():
+def test_external_setup_instance_stands_for_its_descriptor():
+    """An instance is taken as Apache Flink Agents takes one (it was a PlanError here)."""
     p = Parent()
     p.add_resource("remote", ResourceType.AGENT, Remote(endpoint="http://x"))
     p.add_resource("pubsub", ResourceType.AGENT, Pubsub())
-    with pytest.raises(PlanError) as ei:
-        AgentPlan.from_agent(p)
-    problems = ei.value.problems
-    assert len(problems) == 2
-    assert "'remote'" in problems[0] and "by descriptor" in problems[0]
-    assert f"ResourceDescriptor(clazz='{Remote.__module__}.Remote'" in problems[0]
-    assert f"ResourceDescriptor(clazz='{Pubsub.__module__}.Pubsub'" in problems[1]
+    agents = AgentPlan.from_agent(p).resources[ResourceType.AGENT]
+    remote, pubsub = agents["remote"].descriptor, agents["pubsub"].descriptor
+    assert remote.clazz in (Remote, f"{Remote.__module__}.Remote", qualified_name(Remote))
+    assert remote.arguments["endpoint"] == "http://x"
+    assert pubsub.clazz in (Pubsub, f"{Pubsub.__module__}.Pubsub", qualified_name(Pubsub))
 
 
 @pytest.mark.parametrize("schema", ["", "   ", "\n\t"])

@@ -428,3 +428,36 @@ class RunnerContext(ABC):
             NotImplementedError: when the hosting runtime has no timers.
         """
         raise NotImplementedError(f"{type(self).__name__} has no durable timers")
+
+    def next_session_id(self) -> str:
+        """A new sub-agent session id, stable across replays (Apache Flink Agents' name).
+
+        Each call gives the next id of this action execution: a replay of the execution,
+        calling in the same order, gets the same ids, so an external sub-agent may use them
+        as idempotency keys. An id is unique among the executions of the key's runs.
+
+        Returns:
+            The session id.
+
+        Raises:
+            NotImplementedError: when the hosting runtime assigns no ids.
+        """
+        raise NotImplementedError(f"{type(self).__name__} assigns no sub-agent session ids")
+
+    def next_call_id(self, session_id: str) -> str:
+        """The next call id within ``session_id`` (Apache Flink Agents' name).
+
+        ``"<session_id>-1"``, then ``-2``..., counted per session within this action
+        execution, so a replay calling in the same order gets the same ids.
+
+        Args:
+            session_id: the session (one ``next_session_id`` gave, or the program's own).
+
+        Returns:
+            The call id.
+
+        Raises:
+            UsageError: when ``session_id`` is not a non-empty string.
+            NotImplementedError: when the hosting runtime assigns no ids.
+        """
+        raise NotImplementedError(f"{type(self).__name__} assigns no sub-agent call ids")

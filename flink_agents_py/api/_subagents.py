@@ -251,6 +251,11 @@ class SubagentSetup(Resource):
         """The name the sub-agent is registered under."""
         return self.resource_name
 
+    @property
+    def subagent_name(self) -> str:
+        """The name the sub-agent is registered under (Apache Flink Agents' name of ``name``)."""
+        return self.resource_name
+
     def submit(self, ctx: RunnerContext, input: Any) -> Awaitable[SubagentFuture]:
         """Submit ``input``; await this for the call's handle (see the module docstring)."""
         return ctx.submit_subagent(self.name, input)

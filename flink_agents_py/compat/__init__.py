@@ -49,7 +49,6 @@ from ..api import (
     RunnerContext,
     SubagentFuture,
     SubagentResult,
-    SubagentSetup,
     SummarizationStrategy,
     ToolMetadata,
     ToolRequestEvent,
@@ -143,6 +142,13 @@ from ._resources import (
     TongyiChatModelSetup,
 )
 from ._skills import Agent, Skills, skills
+from ._subagent_calls import (
+    BaseSubagentCallable,
+    DurableCallable,
+    Result,
+    Subagent,
+    SubagentSetup,
+)
 
 LocalPrompt = Prompt
 """Flink Agents' prompt class (``prompts.prompt.LocalPrompt``, what ``Prompt.from_text`` and
@@ -164,6 +170,10 @@ chat_model = chat_model_setup
 
 __all__ = [
     "Agent",
+    "BaseSubagentCallable",
+    "DurableCallable",
+    "Result",
+    "Subagent",
     "Function",
     "JavaFunction",
     "PythonFunction",

@@ -386,14 +386,8 @@ def _compile_subagent(name: str, value: Any, problems: list[str],
                       subagents: dict[str, AgentPlan]) -> ResourceDescriptor | None:
     """Check an ``AGENT`` resource; compile an internal one's child plan into ``subagents``."""
     where = f"agent resource {name!r}"
-    if isinstance(value, SubagentSetup) and not isinstance(value, InternalSubagent):
-        problems.append(
-            f"{where}: an external sub-agent setup must be registered by descriptor, not as "
-            "an instance: ResourceDescriptor(clazz="
-            f"{qualified_name(type(value)).replace(':', '.')!r}, ...configuration...)")
-        return None
-    if isinstance(value, InternalSubagent):
-        value = ResourceDescriptor(InternalSubagent, **{
+    if isinstance(value, SubagentSetup):  # an instance (Flink Agents' form): its fields
+        value = ResourceDescriptor(type(value), **{
             k: getattr(value, k) for k in type(value).model_fields})
     if isinstance(value, Agent):  # an agent given directly (Flink Agents' form)
         meta = {k: getattr(value, g)() for k, g in (

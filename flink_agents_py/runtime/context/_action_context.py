@@ -27,6 +27,7 @@ from ...api import (
     ResourceType,
     RunnerContext,
     SubagentFuture,
+    UsageError,
     VersionedMemorySet,
 )
 from ...api.internal import (
@@ -55,7 +56,10 @@ class ActionContext(RunnerContext):
         execution: the execution it speaks for.
     """
 
-    __slots__ = ("_execution",)
+    # ``_subagent_ids``: (sessions given, calls given per session), set at the first
+    # ``next_session_id`` / ``next_call_id`` (unset on most executions: no cost)
+    __slots__ = ("_execution", "_subagent_ids")
+    _subagent_ids: tuple[dict[str, int], dict[str, int]]
 
     def __init__(self, execution: ActionExecution) -> None:
         self._execution = execution
@@ -167,6 +171,32 @@ class ActionContext(RunnerContext):
         """See ``RunnerContext.submit_subagent``."""
         refuse_nested("ctx.submit_subagent")
         return submission(self._execution.submit_subagent(name, input), name)
+
+    def next_session_id(self) -> str:
+        """See ``RunnerContext.next_session_id``."""
+        counts = self._id_counts()
+        n = counts[0].get("", 0)
+        counts[0][""] = n + 1
+        return f"{self._execution.execution_id}/s{n}"
+
+    def next_call_id(self, session_id: str) -> str:
+        """See ``RunnerContext.next_call_id``."""
+        if not isinstance(session_id, str) or not session_id:
+            raise UsageError(f"ctx.next_call_id takes the session id as a non-empty string, "
+                             f"got {type(session_id).__name__} {session_id!r:.80}")
+        calls = self._id_counts()[1]
+        n = calls.get(session_id, 0) + 1
+        calls[session_id] = n
+        return f"{session_id}-{n}"
+
+    def _id_counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """The sub-agent ids this execution gave: sessions (under ``""``), calls by session."""
+        counts: tuple[dict[str, int], dict[str, int]] | None = getattr(
+            self, "_subagent_ids", None)
+        if counts is None:
+            counts = ({}, {})
+            self._subagent_ids = counts
+        return counts
 
     def patched(self, change_id: str) -> bool:
         """See ``RunnerContext.patched``."""
