@@ -82,6 +82,7 @@ from ._knowledge import (
 )
 from ._listeners import EventContext, EventListener
 from ._memory_events import (
+    AgentRunBeginEvent,
     EventType,
     LongTermGetEvent,
     LongTermSearchEvent,
@@ -170,6 +171,7 @@ chat_model = chat_model_setup
 
 __all__ = [
     "Agent",
+    "AgentRunBeginEvent",
     "BaseSubagentCallable",
     "DurableCallable",
     "Result",

@@ -35,12 +35,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..api import Agent, DuplicateNameError, ResourceDescriptor, ResourceType, UsageError
+from ..api import (
+    Agent,
+    DuplicateNameError,
+    InputEvent,
+    ResourceDescriptor,
+    ResourceType,
+    UsageError,
+)
 from ..api.internal import import_qualified
 from ..observability import ApacheEventLog
 from ..observability.internal import APACHE_KEYS
+from ..plan import OBSERVED_EVENTS, RUNS_FIRST
 from ._listeners import ListenersObserver
-from ._options import AgentConfigOptions, AgentExecutionOptions, Configuration
+from ._memory_events import (
+    AgentRunBeginEvent,
+    SensoryWriteEvent,
+    ShortTermWriteEvent,
+    send_run_begin,
+)
+from ._options import AgentConfigOptions, AgentExecutionOptions, Configuration, _truthy
 from ._outputs import json_form_outputs
 
 log = logging.getLogger(__name__)
@@ -203,8 +217,19 @@ class _Environment:
         config, chat = self._config.agent_config(), self._config.chat_defaults()
         if not (self._resources or config or chat):
             return agent
+        # events Flink Agents sends whether an action takes them or not (for its event log
+        # and listeners): routed here, to no action when none takes them
+        observed = [ShortTermWriteEvent.EVENT_TYPE, SensoryWriteEvent.EVENT_TYPE] \
+            if self._target.options.apache_event_log or self._target.options.observer else []
+        begin = _truthy(config.get(AgentExecutionOptions.AGENT_RUN_BEGIN_EVENT.key))
+        if observed or begin:
+            config[OBSERVED_EVENTS] = observed + [AgentRunBeginEvent.EVENT_TYPE] * begin
         declared = {(t, n) for t, n, _ in agent.declared_resources()}
         merged = copy.copy(agent)
+        merged._actions = list(getattr(agent, "_actions", []))
+        if begin:  # an action of ours sends it, before the agent's own actions
+            merged.add_action("_agent_run_begin_event", [InputEvent], send_run_begin,
+                              {RUNS_FIRST: True})
         merged._resources = list(getattr(agent, "_resources", [])) + [
             r for r in self._resources if (r[0], r[1]) not in declared]
         merged._config = {**config, **getattr(agent, "_config", {})}

@@ -6,7 +6,10 @@ operation did (for a short-term write, ``{"user.tier": "gold"}``: each path writ
 last value). An action may listen to one (``@action(ShortTermWriteEvent)``). Here
 ``ShortTermWriteEvent`` and ``SensoryWriteEvent`` are sent when an action that wrote that
 memory completes (``runtime/_memory_events.py``); the other kinds exist so that programs
-naming them import and build them, and none is sent.
+naming them import and build them, and none is sent. The write events are also sent, to
+the event logs and listeners, when Flink Agents' file event log or an event listener is
+configured; ``AgentRunBeginEvent`` (opt-in, ``agent-run.begin-event``) is sent by an action
+the environment adds (``send_run_begin``), which runs before the agent's own on each input.
 """
 
 from __future__ import annotations
@@ -15,12 +18,15 @@ import base64
 import json
 from typing import Any, ClassVar
 
-from ..api import Event
+from pydantic_core import to_jsonable_python
+
+from ..api import Event, RunnerContext
 from ..api import EventType as _EventType
+from ..observability.internal import APACHE_EVENT_TYPES
 
 __all__ = ["MemoryEvent", "ShortTermWriteEvent", "ShortTermReadEvent", "SensoryWriteEvent",
            "SensoryReadEvent", "LongTermUpdateEvent", "LongTermGetEvent",
-           "LongTermSearchEvent", "EventType"]
+           "LongTermSearchEvent", "EventType", "AgentRunBeginEvent", "send_run_begin"]
 
 
 def _json_bytes(value: Any) -> Any:
@@ -170,8 +176,101 @@ _BY_TYPE: dict[str | None, type[MemoryEvent]] = {c.EVENT_TYPE: c for c in (
     LongTermUpdateEvent, LongTermGetEvent, LongTermSearchEvent)}
 
 
+class AgentRunBeginEvent(Event):
+    """The begin of a run: the key's short-term memory values (Flink Agents' run event).
+
+    Sent when ``agent-run.begin-event`` is on, before the run's actions run: ``value`` maps
+    each short-term memory path holding a value (dotted, ``"user.tier"``) to its JSON form;
+    objects themselves, and values with no JSON form, are left out. Not a ``MemoryEvent``.
+
+    Args:
+        key: the record's key, as text.
+        value: the snapshot.
+
+    Raises:
+        TypeError: when the key is not text or the value not a dict.
+    """
+
+    EVENT_TYPE: ClassVar[str | None] = "_agent_run_begin_event"
+
+    def __init__(self, *, key: str, value: dict[str, Any]) -> None:
+        super().__init__(type=AgentRunBeginEvent.EVENT_TYPE, attributes=_observation(key, value))
+
+    @property
+    def key(self) -> str:
+        """The record's key, as text."""
+        return str(self.attributes["key"])
+
+    @property
+    def value(self) -> dict[str, Any]:
+        """The short-term memory values, by dotted path."""
+        found: dict[str, Any] = self.attributes["value"]
+        return found
+
+
+def _values(fields: dict[str, Any], prefix: str, out: dict[str, Any]) -> dict[str, Any]:
+    """The JSON values of ``fields`` by dotted path (objects walked; others left out)."""
+    for name, value in fields.items():
+        if isinstance(value, dict):  # an object (a ``MemoryObject``: a dict of its fields)
+            _values(value, f"{prefix}{name}.", out)
+            continue
+        try:
+            out[prefix + name] = json.loads(json.dumps(
+                value, allow_nan=False, default=lambda v: _json_bytes(v)
+                if isinstance(v, (bytes, bytearray)) else to_jsonable_python(v)))
+        except (TypeError, ValueError):
+            continue  # no JSON form: left out, as Flink Agents omits it
+    return out
+
+
+def send_run_begin(event: Event, ctx: RunnerContext) -> None:
+    """Send the run's ``AgentRunBeginEvent`` (the action the environment adds, run first).
+
+    Args:
+        event: the run's input event.
+        ctx: the action's context.
+    """
+    ctx.send_event(AgentRunBeginEvent(key=str(ctx.key),
+                                      value=_values(ctx.short_term_memory.get_fields(), "", {})))
+
+
+class _TypeName(str):
+    """A built-in event type: our name (``"InputEvent"``), equal to Flink Agents' too.
+
+    ``@action(EventType.InputEvent)`` routes by ours, what ``event.type`` holds, while a
+    ported program compares Flink Agents' names with it: an event log record's
+    ``eventType`` or a listener's ``context.eventType`` (``"_input_event"``). Its hash is
+    ours: a dict or set finds it by our name only.
+    """
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return str.__eq__(self, other) is True or (
+            isinstance(other, str) and other == APACHE_EVENT_TYPES.get(str(self)))
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = str.__hash__
+
+
 class EventType(_EventType):
-    """The built-in events' routing types, with Flink Agents' memory event types."""
+    """The built-in events' routing types, with Flink Agents' memory event types.
+
+    Each built-in type equals Flink Agents' name of it as well (``EventType.InputEvent ==
+    "_input_event"``, as there), so a program comparing event log records or a listener's
+    ``context.eventType`` with these works; it was unequal before this port found it.
+    """
+
+    InputEvent = _TypeName(_EventType.InputEvent)
+    OutputEvent = _TypeName(_EventType.OutputEvent)
+    ChatRequestEvent = _TypeName(_EventType.ChatRequestEvent)
+    ChatResponseEvent = _TypeName(_EventType.ChatResponseEvent)
+    ToolRequestEvent = _TypeName(_EventType.ToolRequestEvent)
+    ToolResponseEvent = _TypeName(_EventType.ToolResponseEvent)
+    ContextRetrievalRequestEvent = _TypeName(_EventType.ContextRetrievalRequestEvent)
+    ContextRetrievalResponseEvent = _TypeName(_EventType.ContextRetrievalResponseEvent)
 
     ShortTermWriteEvent = "_short_term_write_event"
     ShortTermReadEvent = "_short_term_read_event"
@@ -180,3 +279,4 @@ class EventType(_EventType):
     LongTermUpdateEvent = "_long_term_update_event"
     LongTermGetEvent = "_long_term_get_event"
     LongTermSearchEvent = "_long_term_search_event"
+    AgentRunBeginEvent = "_agent_run_begin_event"

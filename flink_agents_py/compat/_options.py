@@ -248,7 +248,6 @@ _NO_EFFECT = frozenset({
     *(o.key for o in vars(MemoryEventOptions).values() if isinstance(o, ConfigOption)
       if o.key not in _SENT_MEMORY_EVENTS),
     AgentConfigOptions.EVENT_LOG_TRACE_ENABLED.key,
-    AgentExecutionOptions.AGENT_RUN_BEGIN_EVENT.key,
     AgentExecutionOptions.TOOL_CALL_NUM_ASYNC_THREADS.key,
     AgentExecutionOptions.TOOL_CALL_BATCH_TIMEOUT.key,
     AgentExecutionOptions.RETRY_WAIT_INTERVAL.key, AgentExecutionOptions.CHAT_ASYNC.key,

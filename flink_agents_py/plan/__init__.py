@@ -3,6 +3,8 @@
 from ._action_checks import warn_if_returned
 from ._plan import (
     BUILTIN_ACTIONS,
+    OBSERVED_EVENTS,
+    RUNS_FIRST,
     ActionPlan,
     AgentPlan,
     BuiltinAction,
@@ -12,5 +14,5 @@ from ._plan import (
 )
 
 __all__ = ["ActionPlan", "AgentPlan", "BUILTIN_ACTIONS", "BuiltinAction", "FunctionRef",
-           "ResourcePlan",
+           "OBSERVED_EVENTS", "ResourcePlan", "RUNS_FIRST",
            "register_builtin_actions", "warn_if_returned"]

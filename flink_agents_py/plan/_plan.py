@@ -57,7 +57,13 @@ from ._resource_checks import kind_problem
 from ._setup_values import check_setup_values
 
 __all__ = ["FunctionRef", "ActionPlan", "ResourcePlan", "AgentPlan", "BUILTIN_ACTIONS",
-           "BuiltinAction", "register_builtin_actions"]
+           "BuiltinAction", "register_builtin_actions", "OBSERVED_EVENTS", "RUNS_FIRST"]
+
+RUNS_FIRST = "_flink_agents_py.runs_first"
+"""An action's configuration key: ``True`` puts it before the others its event triggers."""
+OBSERVED_EVENTS = "_flink_agents_py.observed_events"
+"""An agent's configuration key: event types routed even when no action takes them, so the
+runtime sends those it sends only when routed (memory write events) for observers to see."""
 
 class BuiltinAction(NamedTuple):
     """An action every plan carries: implemented by the runtime, which registers it."""
@@ -239,10 +245,12 @@ class AgentPlan(BaseModel):
             raise PlanError(problems)
         identity = agent_identity(agent)
         resources = name_default_collections(resources, identity)
-        by_event: dict[str, list[str]] = {}
-        for a in actions.values():
+        by_event: dict[str, list[str]] = {}  # an action marked ``RUNS_FIRST`` runs first
+        for a in sorted(actions.values(), key=lambda a: a.config.get(RUNS_FIRST) is not True):
             for t in a.triggers:
                 by_event.setdefault(t, []).append(a.name)
+        for t in agent.config.get(OBSERVED_EVENTS) or ():  # routed to no action: observed
+            by_event.setdefault(t, [])
         return cls(
             actions=actions,
             actions_by_event={t: tuple(names) for t, names in by_event.items()},

@@ -168,15 +168,15 @@ def under_cancelled_by(run: RunState, scope: str, ancestor: str) -> bool:
 def route_at_root(plan: AgentPlan, event_type: str) -> tuple[ActionPlan, ...]:
     """The actions an event of the agent's own flow triggers (the core asks once per type).
 
-    An event type that triggers no action is dropped when sent: logged once (per core) at
-    WARNING, since a forgotten ``@action(MyEvent)`` otherwise shows only as a job that
-    outputs nothing. ``OutputEvent`` is the runtime's to handle.
+    A type that triggers no action is dropped when sent: logged once (per core) at WARNING,
+    since a forgotten ``@action(MyEvent)`` otherwise shows only as a job that outputs nothing
+    (not ``OutputEvent``, nor a type routed to no action on purpose: ``plan.OBSERVED_EVENTS``).
 
     Returns:
         The actions, in declaration order.
     """
     actions = plan.actions_for(event_type)
-    if not actions and event_type != "OutputEvent":
+    if not actions and event_type != "OutputEvent" and event_type not in plan.actions_by_event:
         log.warning("events of type %r trigger no action of the agent (its actions: %s) and "
                     "are dropped: is an @action(%s) missing?", event_type,
                     ", ".join(n for n in plan.actions if not n.startswith("_")) or "none",
