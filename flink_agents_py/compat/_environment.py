@@ -227,8 +227,8 @@ class _Environment:
         declared = {(t, n) for t, n, _ in agent.declared_resources()}
         merged = copy.copy(agent)
         merged._actions = list(getattr(agent, "_actions", []))
-        if begin:  # an action of ours sends it, before the agent's own actions
-            merged.add_action("_agent_run_begin_event", [InputEvent], send_run_begin,
+        if begin:  # an action of ours (Flink Agents' name of it) sends it, before the agent's own
+            merged.add_action("agent_run_begin_action", [InputEvent], send_run_begin,
                               {RUNS_FIRST: True})
         merged._resources = list(getattr(agent, "_resources", [])) + [
             r for r in self._resources if (r[0], r[1]) not in declared]
