@@ -192,6 +192,19 @@ class AgentConfigOptions:
     EVENT_LISTENERS = ConfigOption("event-listeners", list, None)
     """Flink Agents' event listeners (``compat.EventListener`` classes, or their text),
     called for every event the agent processes (``compat._listeners``)."""
+    TRACE_LOG_OUTPUT_BASE_DIR = ConfigOption("trace-log.base-dir", str, None)
+    """Where Flink Agents' file Trace Log is written (``traces-{job}-{task}-{subtask}.log``;
+    ``observability._apache_trace_log``)."""
+    TRACE_LOG_OUTPUT_TYPE = ConfigOption("trace-log.output-type", LoggerType, None)
+    TRACE_LOG_OUTPUT_PRETTY_PRINT = ConfigOption("trace-log.pretty-print", bool, False)
+    TRACE_LOG_TARGETS = ConfigOption("trace-log.targets", list, None)
+    """What the Trace Log records: ``[{"scope": "EVENT_ONLY" | "ALL" | {"entityType", "entityName"},
+    "detail": "OFF" | "STANDARD" | "VERBOSE"}]`` (the default: events at ``STANDARD``)."""
+    TRACE_LOG_MAX_STRING_LENGTH = ConfigOption("trace-log.standard.max-string-length", int,
+                                               2000)
+    TRACE_LOG_MAX_ARRAY_ELEMENTS = ConfigOption("trace-log.standard.max-array-elements", int,
+                                                20)
+    TRACE_LOG_MAX_DEPTH = ConfigOption("trace-log.standard.max-depth", int, 5)
 
 
 class MemoryEventOptions:

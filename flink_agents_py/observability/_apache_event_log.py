@@ -56,6 +56,7 @@ from ..api.internal import (
     registered_secret_count,
 )
 from ..runtime import Observer
+from ._apache_trace_log import TraceSpec, event_metadata, run_of, trace_detail
 from ._event_log import open_log_file
 from ._payload import Redactor, to_loggable
 
@@ -70,7 +71,7 @@ APACHE_EVENT_TYPES = {
 }
 """Our built-in event types and Apache Flink Agents' names of them."""
 
-APACHE_KEYS = ("baseLogDir", "eventLoggerType", "prettyPrint", "event-log.")
+APACHE_KEYS = ("baseLogDir", "eventLoggerType", "prettyPrint", "event-log.", "trace-log.")
 """The configuration keys (or key prefixes) of Apache's event log."""
 
 _LEVELS = ("OFF", "STANDARD", "VERBOSE")
@@ -97,15 +98,18 @@ class ApacheEventLog:
         max_array_elements: at ``STANDARD``, the most elements of a list kept (``0``: any).
         max_depth: at ``STANDARD``, the deepest object kept whole (``0``: any).
         pretty_print: write each record indented over several lines.
+        trace: Flink Agents' file Trace Log (``trace-log.*``), written beside it or alone
+            (``base_dir`` ``None``: no event log).
     """
 
-    base_dir: str
+    base_dir: str | None
     level: str = "STANDARD"
     type_levels: tuple[tuple[str, str], ...] = ()
     max_string_length: int = 2000
     max_array_elements: int = 20
     max_depth: int = 5
     pretty_print: bool = False
+    trace: TraceSpec | None = None
 
     @classmethod
     def from_config(cls, values: Mapping[str, Any]) -> ApacheEventLog | None:
@@ -123,11 +127,12 @@ class ApacheEventLog:
         Raises:
             ValueError: for a level that is not ``OFF``, ``STANDARD`` or ``VERBOSE``.
         """
+        trace = TraceSpec.from_config(values)
         base = values.get("baseLogDir")
         kind = str(getattr(values.get("eventLoggerType"), "value",
                            values.get("eventLoggerType") or "")).lower()
         if base in (None, "") and kind != "file":
-            return None
+            return None if trace is None else cls(base_dir=None, level="OFF", trace=trace)
         base = str(base) if base not in (None, "") else \
             os.path.join(tempfile.gettempdir(), "flink-agents")
         prefix, suffix = "event-log.type.", ".level"
@@ -141,23 +146,37 @@ class ApacheEventLog:
             max_string_length=int(values.get("event-log.standard.max-string-length", 2000)),
             max_array_elements=int(values.get("event-log.standard.max-array-elements", 20)),
             max_depth=int(values.get("event-log.standard.max-depth", 5)),
-            pretty_print=str(values.get("prettyPrint", False)).lower() == "true")
+            pretty_print=str(values.get("prettyPrint", False)).lower() == "true",
+            trace=trace)
 
-    def file_path(self, job_id: str, task_name: str, subtask: int) -> str:
-        """The file of one subtask: ``{base_dir}/events-{jobId}-{taskName}-{subtaskId}.log``."""
-        name = f"events-{job_id}-{_TASK_NAME_UNSAFE.sub('_', task_name)}-{subtask}.log"
-        return os.path.join(self.base_dir, name)
+    def file_path(self, job_id: str, task_name: str, subtask: int,
+                  prefix: str = "events") -> str:
+        """The file of one subtask: ``{base_dir}/events-{jobId}-{taskName}-{subtaskId}.log``.
 
-    def open(self, *, job_id: str, task_name: str, subtask: int = 0
-             ) -> ApacheEventLogObserver | None:
-        """Open the subtask's file (appended to) and return the observer writing it.
+        ``prefix`` ``"traces"``: the Trace Log's, in its own folder.
 
         Returns:
-            The observer; ``None`` when every level is ``OFF``.
+            The path.
         """
-        if self.level == "OFF" and all(level == "OFF" for _, level in self.type_levels):
+        name = f"{prefix}-{job_id}-{_TASK_NAME_UNSAFE.sub('_', task_name)}-{subtask}.log"
+        base = self.trace.base_dir if prefix == "traces" and self.trace else self.base_dir
+        return os.path.join(base or ".", name)
+
+    def open(self, *, job_id: str, task_name: str, subtask: int = 0, agent: str = ""
+             ) -> ApacheEventLogObserver | None:
+        """Open the subtask's files (appended to) and return the observer writing them.
+
+        Returns:
+            The observer; ``None`` when every level is ``OFF`` and there is no Trace Log.
+        """
+        events = self.base_dir is not None and not (
+            self.level == "OFF" and all(level == "OFF" for _, level in self.type_levels))
+        if not events and self.trace is None:
             return None
-        return ApacheEventLogObserver(self, self.file_path(job_id, task_name, subtask))
+        return ApacheEventLogObserver(
+            self, self.file_path(job_id, task_name, subtask) if events else None,
+            None if self.trace is None else
+            self.file_path(job_id, task_name, subtask, "traces"), agent or task_name)
 
 
 def _tool_call(call: Any) -> Any:
@@ -199,7 +218,7 @@ def apache_event(event: Any) -> tuple[str, dict[str, Any]]:
 class _Truncator:
     """Apache's ``JsonTruncator``: strings, lists and depth cut at ``STANDARD``."""
 
-    def __init__(self, spec: ApacheEventLog) -> None:
+    def __init__(self, spec: ApacheEventLog | TraceSpec) -> None:
         self.strings = spec.max_string_length
         self.items = spec.max_array_elements
         self.depth = spec.max_depth
@@ -243,20 +262,31 @@ class _Truncator:
 class ApacheEventLogObserver(Observer):
     """Writes one record per dispatched event to one subtask's file (see the module doc).
 
+    Also writes Flink Agents' Trace Log (``_apache_trace_log``) when its spec has one.
+
     Args:
         spec: the log's options.
-        path: the file (appended to).
+        path: the event log's file (appended to), or ``None`` (the Trace Log only).
+        trace_path: the Trace Log's file, or ``None``.
+        agent: the agent's name (the Trace Log's ``agentName``).
     """
 
-    def __init__(self, spec: ApacheEventLog, path: str) -> None:
+    def __init__(self, spec: ApacheEventLog, path: str | None, trace_path: str | None = None,
+                 agent: str = "") -> None:
         self.spec = spec
         self.path = path
         self.redact = Redactor()
         self.truncator = _Truncator(spec)
         self.levels = dict(spec.type_levels)
         self._resolved: dict[str, str] = {}
-        self._file: Any = open_log_file(path, "a", "the Flink Agents event log")  # close()
+        self._file: Any = None if path is None else \
+            open_log_file(path, "a", "the Flink Agents event log")  # close()
         self._lock = threading.Lock()
+        self.agent = agent
+        self._trace: Any = None if trace_path is None or spec.trace is None else \
+            open_log_file(trace_path, "a", "the Flink Agents trace log")
+        self._trace_cut = _Truncator(spec.trace) if spec.trace is not None else None
+        self._details: dict[tuple[str, str], str] = {}
 
     def _level_of(self, etype: str) -> str:
         """The level of ``etype``: its own, else its nearest dotted parent's, else the log's.
@@ -298,6 +328,10 @@ class ApacheEventLogObserver(Observer):
 
     def event_dispatched(self, key: Any, event: Any, parent: str | None) -> None:
         """Write the event's record (flushed at once: Apache's readers read while it runs)."""
+        if self._trace is not None:
+            self._trace_event(key, event, parent)
+        if self._file is None:
+            return
         record = self.record(event)
         if record is None:
             return
@@ -308,12 +342,75 @@ class ApacheEventLogObserver(Observer):
                 self._file.write(text + "\n")
                 self._file.flush()
 
-    def close(self) -> None:
-        """Close the file."""
+    def _detail(self, entity_type: str, name: str) -> str:
+        found = self._details.get((entity_type, name))
+        if found is None:
+            assert self.spec.trace is not None
+            found = trace_detail(self.spec.trace, entity_type, name)
+            if len(self._details) < 4096:  # names are few; a bound all the same
+                self._details[(entity_type, name)] = found
+        return found
+
+    def _trace_write(self, key: Any, run_event: str, entity_type: str, name: str,
+                     detail: str, fields: dict[str, Any]) -> None:
+        """Write one Trace Log record (``attributes`` redacted, truncated at ``STANDARD``)."""
+        now = datetime.datetime.now(datetime.timezone.utc)
+        record: dict[str, Any] = {
+            "timestamp": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "detail": detail, "inputRunId": run_of(str(key), run_event),
+            "businessKey": str(key), "agentName": self.agent, "entityType": entity_type,
+            "entityName": name, **fields}
+        attributes = self.redact(record.get("attributes", {}))
+        if detail == "STANDARD" and self._trace_cut is not None:
+            attributes = self._trace_cut.obj(attributes, 1, top=False)
+        record["attributes"] = attributes
+        if registered_secret_count() and has_known_secret(json.dumps(record, default=str)):
+            record = mask_value(record)
+        assert self.spec.trace is not None
+        text = json.dumps(record, ensure_ascii=False, default=str,
+                          indent=2 if self.spec.trace.pretty_print else None)
         with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+            if self._trace is not None:
+                self._trace.write(text + "\n")
+                self._trace.flush()
+
+    def _trace_event(self, key: Any, event: Any, parent: str | None) -> None:
+        etype, node = apache_event(event)
+        detail = self._detail("event", etype)
+        if detail != "OFF":
+            event_id = str(node.get("id", ""))
+            self._trace_write(key, event_id, "event", etype, detail, {
+                "entityMetadata": event_metadata(str(key), event_id, parent),
+                "attributes": node.get("attributes", {})})
+
+    def _trace_action(self, key: Any, execution_id: str, action: str, status: str) -> None:
+        detail = self._detail("action", action)
+        if detail != "OFF":
+            text = str(key)  # ids after the key's text, as ``event_metadata`` writes them
+            self._trace_write(key, execution_id, "action", action, detail, {
+                "executionId": f"{text}:{execution_id}",
+                "entityMetadata": {"triggerEventId": f"{text}:{execution_id.rpartition('/')[0]}"},
+                "status": status, "attributes": {}})
+
+    def action_started(self, key: Any, execution_id: str, action: str, reentered: bool) -> None:
+        """Write the Trace Log's record of an action execution starting (when selected)."""
+        if self._trace is not None:
+            self._trace_action(key, execution_id, action, "started")
+
+    def action_finished(self, key: Any, execution_id: str, action: str,
+                        error: BaseException | None) -> None:
+        """Write the Trace Log's record of an action execution's outcome (when selected)."""
+        if self._trace is not None:
+            self._trace_action(key, execution_id, action,
+                               "success" if error is None else "failed")
+
+    def close(self) -> None:
+        """Close the files."""
+        with self._lock:
+            for name in ("_file", "_trace"):
+                if getattr(self, name) is not None:
+                    getattr(self, name).close()
+                    setattr(self, name, None)
 
 
 def new_job_id() -> str:

@@ -90,7 +90,7 @@ class HostObservability:
             if spec is not None else None)
         self.apache_log: ApacheEventLogObserver | None = (
             apache_event_log.open(job_id=job[0] or new_job_id(), task_name=job[1] or agent,
-                                  subtask=subtask or 0)
+                                  subtask=subtask or 0, agent=agent)
             if apache_event_log is not None else None)
         parts = [o for o in (self.metrics, self.event_log, self.apache_log, observer)
                  if o is not None]
