@@ -253,3 +253,72 @@ def test_the_most_specific_target_decides():
     with pytest.raises(ValueError, match="must be one of"):
         spec({"scope": "ALL", "detail": "LOUD"})
     assert ApacheEventLog.from_config({"trace-log.output-type": "FILE"}) is not None
+
+
+CHAT = """
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from flink_agents_py.compat import (
+        Agent, AgentsExecutionEnvironment, ChatMessage, ChatRequestEvent, ChatResponseEvent,
+        EventType, InputEvent, MessageRole, OutputEvent, ResourceDescriptor, ResourceName,
+        RunnerContext, action, chat_model_connection, chat_model_setup)
+
+
+    def answer(request):
+        return "ok " + request.messages[-1].content
+
+
+    class Asker(Agent):
+        @chat_model_connection
+        @staticmethod
+        def scripted() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.SCRIPTED_CONNECTION,
+                                      function=f"{__name__}:answer")
+
+        @chat_model_setup
+        @staticmethod
+        def model() -> ResourceDescriptor:
+            return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP,
+                                      connection="scripted", model="m")
+
+        @action(EventType.InputEvent)
+        @staticmethod
+        def ask(event: InputEvent, ctx: RunnerContext) -> None:
+            ctx.send_event(ChatRequestEvent(model="model", messages=[
+                ChatMessage(role=MessageRole.USER, content=str(event.input))]))
+
+        @action(EventType.ChatResponseEvent)
+        @staticmethod
+        def done(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+
+    trace_log_dir = Path(tempfile.mkdtemp(dir=".")) / "trace_log"
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.get_config().set_str("trace-log.base-dir", str(trace_log_dir))
+    env.from_list([{"key": "a", "value": "x"}, {"key": "b", "value": "y"}]).apply(
+        Asker()).to_list()
+    env.execute()
+    [log] = trace_log_dir.glob("traces-*.log")
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    requests = {r["entityMetadata"]["eventId"]: r for r in records
+                if r["entityName"] == "_chat_request_event"}
+    responses = [r for r in records if r["entityName"] == "_chat_response_event"]
+    print("IDS", len({r["entityMetadata"]["eventId"] for r in records}), len(records))
+    for response in responses:
+        request = requests[response["attributes"]["request_id"]]
+        print("PAIR", request["businessKey"], response["businessKey"])
+"""
+
+
+def test_event_ids_are_unique_in_the_log_and_a_response_names_its_request(tmp_path):
+    # our event ids are per key (each key's first input is r0): the log writes them after
+    # the key's text, a response's request_id too, so records of two keys do not collide
+    proc = run(tmp_path, textwrap.dedent(CHAT))
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    lines = proc.stdout.splitlines()
+    ids = next(line for line in lines if line.startswith("IDS")).split()
+    assert ids[1] == ids[2] == "8"  # input, request, response, output for each of 2 keys
+    assert sorted(line for line in lines if line.startswith("PAIR")) == ["PAIR a a", "PAIR b b"]

@@ -379,9 +379,12 @@ class ApacheEventLogObserver(Observer):
         detail = self._detail("event", etype)
         if detail != "OFF":
             event_id = str(node.get("id", ""))
+            attributes = node.get("attributes", {})
+            if isinstance(attributes.get("request_id"), str):  # an event id: as eventId
+                attributes = {**attributes, "request_id": f"{key}:{attributes['request_id']}"}
             self._trace_write(key, event_id, "event", etype, detail, {
                 "entityMetadata": event_metadata(str(key), event_id, parent),
-                "attributes": node.get("attributes", {})})
+                "attributes": attributes})
 
     def _trace_action(self, key: Any, execution_id: str, action: str, status: str) -> None:
         detail = self._detail("action", action)
