@@ -364,3 +364,75 @@ def test_next_call_id_refuses_a_session_that_is_no_text():
     out = _run_local(Bad(), [{"key": "k", "value": 1}])
     assert len(out.errors) == 1
     assert "next_call_id takes the session id as a non-empty string" in out.errors[0].message
+
+
+class _RecordingContext:
+    """Flink Agents' fake context of its sub-agent API tests (``api/tests/
+    subagent_test.py``): records the ids it hands out and the durable calls."""
+
+    def __init__(self, session_id: str = "gen-session") -> None:
+        self._session_id = session_id
+        self.next_session_id_called = False
+        self.next_call_id_calls: list[str] = []
+        self.durable_execute_calls: list[tuple[Any, ...]] = []
+
+    def next_session_id(self) -> str:
+        self.next_session_id_called = True
+        return self._session_id
+
+    def next_call_id(self, session_id: str) -> str:
+        self.next_call_id_calls.append(session_id)
+        return f"{session_id}-{len(self.next_call_id_calls)}"
+
+    def durable_execute(self, func: Any, *args: Any, reconciler: Any = None, **kwargs: Any) -> Any:
+        self.durable_execute_calls.append((func, args, reconciler))
+        return func(*args)
+
+
+class EchoSetup(SubagentSetup):
+    """Answers ``[prompt]``; assigns the ids it is not given, as Flink Agents' doubles do."""
+
+    endpoint_url: str | None = None
+
+    def as_async_callable(
+        self,
+        ctx: RunnerContext,
+        prompt: Any,
+        session_id: str | None = None,
+        call_id: str | None = None,
+    ) -> DurableCallable[Result]:
+        if session_id is None:
+            session_id = ctx.next_session_id()
+        if call_id is None:
+            call_id = ctx.next_call_id(session_id)
+
+        class _Echo(BaseSubagentCallable):
+            def call_internal(self) -> Any:
+                return [prompt]
+
+        return _Echo(session_id, call_id)
+
+
+def test_the_contract_flink_agents_api_tests_pin():
+    # adapted from apache/flink-agents python/flink_agents/api/tests/subagent_test.py
+    # (Apache-2.0): registration, the ids ``call`` assigns, one durable call per ``call``
+    agent = Agent()
+    setup = EchoSetup()
+    agent.add_resource("reviewer", ResourceType.AGENT, setup)
+    assert agent.resources[ResourceType.AGENT]["reviewer"] is setup
+    assert setup.resource_type() == ResourceType.AGENT
+
+    ctx = _RecordingContext()
+    result = setup.call(ctx, "hello", "explicit-sid")  # type: ignore[arg-type]
+    assert ctx.next_session_id_called is False
+    assert ctx.next_call_id_calls == ["explicit-sid"]
+    assert len(ctx.durable_execute_calls) == 1
+    assert result == Result(success=True, result=["hello"])
+
+    ctx = _RecordingContext(session_id="minted")
+    assert setup.call(ctx, "hi").result == ["hi"]  # type: ignore[arg-type]
+    assert ctx.next_session_id_called is True and ctx.next_call_id_calls == ["minted"]
+
+    callable_ = setup.as_async_callable(_RecordingContext(), "ping", "sid-1")  # type: ignore[arg-type]
+    assert callable_.id == "sid-1#sid-1-1"
+    assert callable_.call().result == ["ping"]
