@@ -83,5 +83,8 @@ def test_a_throttling_provider_is_warned_of_once_naming_what_the_calls_do(tmp_pa
     assert done.stdout.split() == ["0", "3"]  # every chat gave up after max_throttle_wait_s
     warnings = [line for line in done.stderr.splitlines() if "throttled a call" in line]
     assert len(warnings) == 1, done.stderr[-3000:]  # once a minute per connection, not per call
-    assert "connection OpenAIChatModel" in warnings[0] and "status 429" in warnings[0]
+    # the connection by its resource name, not only its class: two OpenAI connections (two
+    # providers, or two keys' tiers) were told apart by nothing (found by a newcomer)
+    assert "connection 'conn' (OpenAIChatModel)" in warnings[0], warnings[0]
+    assert "status 429" in warnings[0]
     assert "max_throttle_wait_s (2.5 s)" in warnings[0]

@@ -49,8 +49,7 @@ _SAFETY_WAKE_S = 0.5
 """A call waiting for a free slot looks again at least this often (a missed wake-up costs no
 more than this)."""
 
-_BACKOFF_FIRST_S = 0.5
-_BACKOFF_MAX_S = 30.0
+_BACKOFF_FIRST_S, _BACKOFF_MAX_S = 0.5, 30.0
 """The backoff after throttled answers in a row, in seconds: doubling from the first, at
 most the last (drawn in ``[b/2, b]``). It is the gate when the provider names no positive
 wait, and the least gate from the second throttled answer in a row on."""
@@ -573,8 +572,8 @@ _REGISTRY_LOCK = threading.Lock()
 def flow_controller(connection: ChatModelConnection) -> FlowController:
     """The flow controller of ``connection`` (made on first use, dropped with it).
 
-    One per connection object: an operator builds its own resources, so this is one per
-    connection per operator instance (per subtask), shared by all its keys.
+    One per connection object: an operator builds its own resources, so one per connection
+    per subtask, shared by its keys; its warnings name the connection's resource and class.
 
     Args:
         connection: the chat model connection.
@@ -587,8 +586,9 @@ def flow_controller(connection: ChatModelConnection) -> FlowController:
         entry = _CONTROLLERS.get(key)
         if entry is not None and entry[0]() is connection:
             return entry[1]
-        controller = FlowController(connection.flow_control,
-                                    name=f"connection {type(connection).__name__}")
+        cls, name = type(connection).__name__, connection.resource_name  # two of a class
+        controller = FlowController(connection.flow_control, name=f"connection {name!r} ({cls})"
+                                    if name else f"connection {cls}")
 
         def forget(_: Any, key: int = key) -> None:
             with _REGISTRY_LOCK:
