@@ -16,6 +16,7 @@ from ..api import (
     VectorStore,
 )
 from ..api.internal import import_qualified
+from ._declared import declared_hint
 
 __all__ = ["agent_identity", "check_knowledge_references", "default_collection",
            "name_default_collections"]
@@ -61,20 +62,22 @@ def check_knowledge_references(resources: dict[ResourceType, dict[str, Any]],
         if cls is not None and issubclass(cls, EmbeddingModelSetup) and conn is not None \
                 and conn not in connections \
                 and (ResourceType.EMBEDDING_MODEL_CONNECTION, conn) not in broken:
-            problems.append(f"{where} names connection {conn!r}, which is not declared "
-                            "(an embedding_model_connection)")
+            problems.append(f"{where} names connection {conn!r}, which is not declared"
+                            + declared_hint(str(conn), connections,
+                                            "embedding_model_connection"))
     for name, rp in own.get(ResourceType.VECTOR_STORE, {}).items():
         where = f"vector_store resource {name!r}"
         cls = _class_of(rp, where, problems)
         model = rp.descriptor.arguments.get("embedding_model")
         if cls is not None and issubclass(cls, VectorStore) and model is not None \
                 and model not in setups and (ResourceType.EMBEDDING_MODEL, model) not in broken:
-            problems.append(f"{where} names embedding model {model!r}, which is not declared "
-                            "(an embedding_model_setup)")
+            problems.append(f"{where} names embedding model {model!r}, which is not declared"
+                            + declared_hint(str(model), setups, "embedding_model"))
     ltm = config.get(LongTermMemoryOptions.VECTOR_STORE)
     if ltm is not None and ltm not in stores and (ResourceType.VECTOR_STORE, ltm) not in broken:
         problems.append(f"configuration {LongTermMemoryOptions.VECTOR_STORE!r} names vector "
-                        f"store {ltm!r}, which is not declared")
+                        f"store {ltm!r}, which is not declared"
+                        + declared_hint(str(ltm), stores, "vector_store"))
 
 
 def agent_identity(agent: Any) -> str:

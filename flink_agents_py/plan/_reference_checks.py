@@ -13,6 +13,7 @@ from typing import Any
 from ..api import ChatModelSetup, ResourceError, ResourceType, SubagentSetup
 from ..api.internal import import_qualified, subagent_callable
 from ._budget_checks import check_budget_prices
+from ._declared import declared_hint
 from ._prompt_checks import check_prompt_name
 from ._resource_checks import tool_schema_problem
 
@@ -84,7 +85,7 @@ def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
                 and (ResourceType.CHAT_MODEL_CONNECTION, conn) not in broken:
             problems.append(
                 f"chat_model resource {name!r} names connection {conn!r}, which is not declared"
-            )
+                + declared_hint(conn, connections, "chat_model_connection"))
         named = rp.descriptor.arguments.get("tools", []) or []
         if isinstance(named, str):  # one name: its letters are not tool names
             problems.append(f"chat_model resource {name!r}: tools must be a list of tool "
@@ -203,7 +204,7 @@ def _check_offered_subagents(name: str, rp: Any, agents: Mapping[str, Any],
         agent_rp = agents.get(s)
         if agent_rp is None:
             problems.append(f"chat_model resource {name!r} names sub-agent {s!r}, which is not "
-                            "declared as an agent resource")
+                            "declared as an agent resource" + declared_hint(s, agents, "agent"))
             continue
         problem = _input_schema_problem(agent_rp.descriptor.arguments.get("input_schema"))
         if problem is not None:

@@ -1,0 +1,31 @@
+"""What a plan problem about a name that is not declared adds: what is, and the near name."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = ["declared_hint"]
+
+
+def declared_hint(name: str, declared: Iterable[str], kind: str) -> str:
+    """Name the resources of ``kind`` that are declared, and the one ``name`` is close to.
+
+    A problem saying only that ``'con'`` is not declared leaves the reader to look up what
+    is; with the declared names (and ``did you mean 'conn'?`` for a near one) the fix is in
+    the message.
+
+    Args:
+        name: the name that points nowhere.
+        declared: the names of the resources of that kind the name may point at.
+        kind: the resources' type as the problem names them (``chat_model_connection``).
+
+    Returns:
+        The text to append to the problem, starting with a space:
+        `` (declared chat_model_connection resources: 'conn'; did you mean 'conn'?)``.
+    """
+    names = sorted(declared)
+    listed = ", ".join(repr(n) for n in names) or "none"
+    near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    meant = f"; did you mean {near[0]!r}?" if near else ""
+    return f" (declared {kind} resources: {listed}{meant})"
