@@ -1,5 +1,6 @@
 """The ``flink-agents-py`` command.
 
+    flink-agents-py --version
     flink-agents-py new DIR [--force]
     flink-agents-py trace EVENT_LOG [EVENT_LOG ...] [--key K] [--run rN] [--failed |
                           --anomalous] [--limit N] [--html OUT.html]
@@ -228,8 +229,13 @@ def _refuse_unknown(command: argparse.ArgumentParser, unknown: list[str]) -> Non
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="flink-agents-py", description="flink-agents-py tools")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    # not required=True: argparse would say only "the following arguments are required:
+    # command"; with none given, the help (the commands and what each does) is printed
+    sub = parser.add_subparsers(dest="command", title="commands")
     trace = sub.add_parser("trace", help="print runs of an event log as trees",
                            description="Print runs of an event log as trees, with timings, "
                                        "token counts and anomalies.")
@@ -265,6 +271,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     new.add_argument("dir", metavar="DIR", help="the folder (made if missing)")
     new.add_argument("--force", action="store_true", help="overwrite files of the same names")
     args, unknown = parser.parse_known_args(argv)
+    if args.command is None:
+        if unknown:  # e.g. --verison
+            _refuse_unknown(parser, unknown)
+        parser.print_help(sys.stderr)
+        return 2
     if unknown:
         _refuse_unknown({"trace": trace, "new": new}[args.command], unknown)
     if args.command == "new":
