@@ -123,3 +123,22 @@ def test_the_runtime_logs_an_input_with_no_json_form_where_it_is_made(caplog):
     [line] = [r.getMessage() for r in caplog.records if r.name == "flink_agents_py.runtime"]
     assert line.startswith("to the error output: key 'a', record 0 (<input>): "
                            "SerializationError: input record of key 'a': a set at $.v")
+
+
+def test_a_readers_bad_input_row_is_logged_by_its_place_and_not_counted(caplog):
+    # the rows read_lines_file and read_json_topic make for input they could not read: read
+    # back on a MiniCluster when the program never takes them (before: dropped by Flink)
+    unread = UnreadErrors("errors_datastream()")
+    with caplog.at_level(logging.WARNING, logger="flink_agents_py.errors"):
+        unread.add({"kind": "error", "topic": "wq", "partition": 0, "offset": 2, "key": "z",
+                    "error": "not JSON (invalid literal)", "value": "not json\x1b[31m"})
+        unread.add({"kind": "error", "line": 4, "error": "line 4: not JSON (...)",
+                    "value": "{"})
+    lines = [r.getMessage() for r in caplog.records if r.name == "flink_agents_py.errors"]
+    assert lines == [
+        "unread bad input (take the error stream read_json_topic/from_kafka returns): topic wq "
+        "partition 0 offset 2: not JSON (invalid literal) (value 'not json\\x1b[31m')",
+        "unread bad input (take the error stream read_lines_file returns): line 4: not JSON "
+        "(...) (value '{')"]
+    assert unread.count == 0  # no record reached an agent: compat's execute does not raise
+    unread.raise_if_any()

@@ -33,6 +33,7 @@ from pyflink.datastream.state import ValueStateDescriptor
 
 from ..io import MAX_RECORD_BYTES, is_blank, json_line, parse_line_bytes
 from ._fresh import fresh_reduce, shipped
+from ._unread_errors import note_input_errors
 
 __all__ = ["LINE_ERRORS", "FileInput", "NumberedLines", "read_lines_file"]
 
@@ -152,4 +153,6 @@ def read_lines_file(env: Any, path: str | os.PathLike[str], *,
     records = (text.key_by(shipped(_one_key), key_type=Types.INT())
                .process(op, output_type=Types.PICKLED_BYTE_ARRAY())
                .name(label).uid(label).set_parallelism(1))
-    return FileInput(records, records.get_side_output(LINE_ERRORS))
+    errors = records.get_side_output(LINE_ERRORS)
+    note_input_errors(env, errors)  # read back and logged when the program never takes it
+    return FileInput(records, errors)

@@ -24,6 +24,7 @@ from ..runtime.internal import loads_record
 from ._fresh import shipped
 from ._kafka_jars import DESERIALIZER, add_kafka_jars, check_servers, new_java
 from ._keyed_input import Positioned, positioned_key
+from ._unread_errors import note_input_errors
 
 __all__ = ["KafkaInput", "KafkaMessage", "from_kafka", "json_value", "read_json_topic"]
 
@@ -279,7 +280,9 @@ def _read(env: Any, bootstrap_servers: str, topic: str | list[str], *,
                                           positioned)),
                            output_type=Types.PICKLED_BYTE_ARRAY())
               .name(f"{label}-parse").uid(f"{label}-parse"))
-    return KafkaInput(parsed, parsed.get_side_output(error_tag))
+    errors = parsed.get_side_output(error_tag)
+    note_input_errors(env, errors)  # read back and logged when the program never takes it
+    return KafkaInput(parsed, errors)
 
 
 def from_kafka(

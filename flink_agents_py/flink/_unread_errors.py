@@ -32,16 +32,39 @@ from pyflink.datastream.data_stream import CloseableIterator
 from ..runtime.internal import UnreadErrors
 from ._workers import config_getter
 
-__all__ = ["AgentOutputs", "execute_reading_errors", "unread_error_streams"]
+__all__ = ["AgentOutputs", "execute_reading_errors", "note_input_errors",
+           "unread_error_streams"]
+
+_INPUT_ERRORS = "_flink_agents_py_input_errors"
+"""The attribute of an environment listing the bad-input streams its readers made."""
+
+
+def note_input_errors(env: Any, errors: Any) -> None:
+    """Remember ``errors``, the bad-input rows a reader made (``read_lines_file``, Kafka).
+
+    A program that unpacks ``records, errors = read_lines_file(...)`` and never uses
+    ``errors`` lost every bad line without a word (Flink drops a side output nobody
+    consumes): ``unread_error_streams`` reads such a stream back on a local MiniCluster.
+
+    Args:
+        env: the PyFlink ``StreamExecutionEnvironment`` the reader was built in.
+        errors: the reader's error side output (``DataStream``).
+    """
+    noted = getattr(env, _INPUT_ERRORS, None)
+    if noted is None:
+        noted = []
+        setattr(env, _INPUT_ERRORS, noted)
+    noted.append(errors)
 
 
 def unread_error_streams(env: Any, applied: list[Any]) -> list[Any]:
-    """The error outputs of ``applied`` agents that are in the job and nobody took.
+    """The error outputs in the job that nobody took: agents' and input readers'.
 
     None on a cluster (see the module docstring). An agent applied for a job that already
     ran (``execute_and_collect``, PyFlink's own ``env.execute``: its transformations left the
     environment with it) is not: reading its error output would run its whole pipeline
-    again.
+    again. So is a reader's bad-input stream (``note_input_errors``) whose reader is not in
+    the job, or that a transformation of the job consumes (a sink, a union, a map).
 
     Args:
         env: the PyFlink ``StreamExecutionEnvironment``.
@@ -49,17 +72,31 @@ def unread_error_streams(env: Any, applied: list[Any]) -> list[Any]:
 
     Returns:
         Their error side outputs (``DataStream``), those ``errors_datastream()`` was not
-        called for.
+        called for, and the bad-input streams nobody consumes.
     """
     pending = [b for b in applied if not b._errors_read]
-    if not pending or (config_getter(env)("execution.target") or "local") != "local":
+    inputs = getattr(env, _INPUT_ERRORS, None) or []
+    if not (pending or inputs) \
+            or (config_getter(env)("execution.target") or "local") != "local":
         return []
     try:
-        live = {t.getId() for t in env._j_stream_execution_environment.getTransformations()}
+        job = list(env._j_stream_execution_environment.getTransformations())
     except Exception:  # noqa: BLE001 - not an environment Flink can list (a unit test's)
         return []
+    live = {t.getId() for t in job}
+    setattr(env, _INPUT_ERRORS, [])  # the job takes them with it, read or not
+    # what some transformation of the job reads from (a union or a side output too, which
+    # are no transformations of the job's list themselves)
+    consumed = {p.getId() for t in job for p in t.getTransitivePredecessors()
+                if p.getId() != t.getId()}
     return [b._errors for b in pending
-            if b._result._j_data_stream.getTransformation().getId() in live]
+            if b._result._j_data_stream.getTransformation().getId() in live] + [
+        e for e in inputs if _stream_id(e) in live and _stream_id(e) not in consumed]
+
+
+def _stream_id(stream: Any) -> Any:
+    """The id of ``stream``'s transformation (PyFlink's side output: the map it adds)."""
+    return stream._j_data_stream.getTransformation().getId()
 
 
 def execute_reading_errors(env: Any, job_name: str, streams: list[Any], unread: Any) -> Any:

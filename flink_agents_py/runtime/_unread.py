@@ -26,7 +26,7 @@ from ..api import UnreadErrorsError
 from ..api.internal import clip, key_from_json, shown_key
 from ._terminal import log_text
 
-__all__ = ["UnreadErrors", "error_line", "logged"]
+__all__ = ["UnreadErrors", "error_line", "input_row_line", "logged"]
 
 log = logging.getLogger("flink_agents_py.errors")
 runtime_log = logging.getLogger("flink_agents_py.runtime")
@@ -73,6 +73,25 @@ def error_line(error: Any) -> str:
     message = log_text(clip(str(_field(error, "message")), MESSAGE_CHARS))
     return (f"key {shown_key(key, KEY_CHARS)}, {log_text(clip(place, 200))}: "
             f"{_field(error, 'error_type')}: {message}{_raised_at(_field(error, 'traceback'))}")
+
+
+def input_row_line(row: Any) -> str | None:
+    """One bounded line for a reader's bad-input row; ``None`` for an agent's error record.
+
+    Args:
+        row: a row of an error stream.
+
+    Returns:
+        E.g. ``line 1: not JSON (...) (value 'not json')``, ``topic t partition 0 offset 7:
+        not JSON (...)``; ``None`` when ``row`` is no such row.
+    """
+    if not (isinstance(row, dict) and row.get("kind") == "error" and "execution_id" not in row):
+        return None
+    place = (f"topic {row.get('topic')} partition {row.get('partition')} offset "
+             f"{row.get('offset')}: " if "topic" in row else "")
+    value = row.get("value")
+    shown = f" (value {clip(repr(value), 200)})" if value is not None else ""
+    return log_text(f"{place}{clip(str(row.get('error')), MESSAGE_CHARS)}{shown}")
 
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$', re.MULTILINE)
@@ -126,7 +145,18 @@ class UnreadErrors:
         self.kept: list[Any] = []
 
     def add(self, error: Any) -> None:
-        """Log ``error`` (an ``ErrorRecord`` or its JSON form) at WARNING and count it."""
+        """Log ``error`` (an ``ErrorRecord`` or its JSON form) at WARNING and count it.
+
+        A reader's bad-input row (``{"kind": "error", "line" or "topic", ...}``: a line of
+        ``read_lines_file``, a Kafka record ``read_json_topic`` could not parse) is logged
+        naming the stream to take instead, and not counted: it never reached an agent.
+        """
+        line = input_row_line(error)
+        if line is not None:
+            log.warning("unread bad input (take the error stream %s returns): %s",
+                        "read_lines_file" if "topic" not in error else "read_json_topic/from_kafka",
+                        line)
+            return
         self.count += 1
         if len(self.kept) < KEPT:
             self.kept.append(error)
