@@ -158,6 +158,7 @@ class AgentOperator(KeyedProcessFunction):
         self.output_check: Callable[[Any], Any] | None = None  # see ``_typed_outputs``
         self.core: AgentCore | None = None
         self.stats: collections.Counter[str] = collections.Counter()
+        self._rejections_logged: set[tuple[str, str]] = set()  # tracebacks logged once
         self._key: Any = None
         self._backoff: dict[Any, int] = {}
         self._poll_at: dict[Any, int] = {}
@@ -283,7 +284,7 @@ class AgentOperator(KeyedProcessFunction):
             outside = type(value) is OutsideEnvelope
             yield ERROR_TAG, rejected_record(rejected, value.event if outside else value,
                                              "outside event" if outside else where,
-                                             source).json_row()
+                                             source, self._rejections_logged).json_row()
             return
         if type(value) is OutsideEnvelope:  # the second input (``_second_input``)
             yield from outside_element(self, key, value.event, ctx)

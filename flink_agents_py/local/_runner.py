@@ -329,6 +329,7 @@ class LocalAgentJob:
         states: dict[Any, _KeyState] = {}
         self._states, self._position, self._steps = states, 0, 0
         busy: dict[Any, None] = {}  # keys with work left, in the order they got it
+        logged: set[tuple[str, str]] = set()  # rejections whose traceback was logged
         result = LocalRunResult()
         self.result = result
         bar = Progress(self._records, self._counted) if self._env.progress else None
@@ -403,7 +404,7 @@ class LocalAgentJob:
                 rejected = JSON_KEYS.rejected(key)
                 if rejected is not None:
                     result.errors.append(rejected_record(rejected, item,
-                                                         f"outside event {index}"))
+                                                         f"outside event {index}", seen=logged))
                     continue
                 state = states.get(key)
                 if state is None:
@@ -438,7 +439,8 @@ class LocalAgentJob:
                     except Exception as e:  # noqa: BLE001 - a bad record is reported
                         rejected = RejectedKey.of(e)
                 if rejected is not None:  # reported (and logged), not fatal
-                    result.errors.append(rejected_record(rejected, record, f"record {index}"))
+                    result.errors.append(rejected_record(rejected, record, f"record {index}",
+                                                         seen=logged))
                     if bar is not None:
                         bar.rejected(record)
                     continue

@@ -6,6 +6,7 @@ The run's input event, error records, and the result of one host callback.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Annotated, Any, NamedTuple
@@ -465,8 +466,13 @@ def unqueued_record(key: Any, record: Any, error: Exception, where: str,
                        input=shown_input(record), source=source)
 
 
+_REJECTION_KINDS = 1024
+"""How many ``(error type, place)`` of rejected records get their traceback at WARNING."""
+
+
 def rejected_record(rejected: RejectedKey, record: Any, where: str,
-                    source: str | None = None) -> ErrorRecord:
+                    source: str | None = None,
+                    seen: set[tuple[str, str]] | None = None) -> ErrorRecord:
     """The error record (logged at WARNING) of an input its key selector failed on.
 
     Args:
@@ -477,6 +483,10 @@ def rejected_record(rejected: RejectedKey, record: Any, where: str,
             (the Flink operator sends its JSON form).
         where: the record's position, e.g. ``"record 3"`` (local) or ``"record"`` (Flink).
         source: where the record was read (``ErrorRecord.source``), when known.
+        seen: the ``(error type, place raised)`` whose traceback the run (or operator) has
+            logged: a later rejection of the same kind logs one line, its traceback at
+            DEBUG (a thousand records without a ``"key"`` wrote a thousand identical
+            tracebacks, as failed actions no longer do); ``None``: every traceback.
 
     Returns:
         An ``ErrorRecord`` with ``key=None`` and ``action="<key_selector>"``.
@@ -485,8 +495,19 @@ def rejected_record(rejected: RejectedKey, record: Any, where: str,
         to_jsonable_python(record)
     except Exception:  # noqa: BLE001 - PydanticSerializationError, or a value's own failure
         record = shown_input(record)
-    log.warning("%s rejected before it ran: %s: %s\n%s", where, rejected.error_type,
-                log_text(clip(rejected.message)), log_text(rejected.traceback or ""))
+    text, message = log_text(rejected.traceback or ""), log_text(clip(rejected.message))
+    places = re.findall(r'File "[^"]*", line \d+', text)
+    kind = (rejected.error_type, places[-1] if places else "")
+    if seen is None or not text or (kind not in seen and len(seen) < _REJECTION_KINDS):
+        if seen is not None and text:
+            seen.add(kind)
+        log.warning("%s rejected before it ran: %s: %s\n%s", where, rejected.error_type,
+                    message, text)
+    else:
+        log.warning("%s rejected before it ran: %s: %s (traceback: in the error record, at "
+                    "the first such rejection, and at DEBUG)", where, rejected.error_type,
+                    message)
+        log.debug("traceback of the rejection of %s:\n%s", where, text)
     return ErrorRecord(key=None, seq=-1, action="<key_selector>", execution_id=where,
                        error_type=rejected.error_type, message=rejected.message, input=record,
                        traceback=rejected.traceback, source=source)
