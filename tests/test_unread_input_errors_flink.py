@@ -90,3 +90,23 @@ def test_bad_lines_nobody_takes_are_logged_and_taken_ones_are_the_programs(tmp_p
     assert taken.returncode == 0, taken.stderr[-3000:]
     assert "'line': 1" in taken.stdout  # the program reads the row itself
     assert "unread bad input" not in taken.stderr, taken.stderr
+
+
+@pytest.mark.timeout(300)
+def test_a_readers_pair_given_as_the_stream_says_to_take_its_records(tmp_path):
+    # ``from_datastream(read_lines_file(env, path))``: the pair, not its records; it said to
+    # pass ``env.from_collection(records)``, which is not what the program has in hand
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.api import UsageError
+    from flink_agents_py.flink import create_stream_environment, read_lines_file
+
+    (tmp_path / "in.jsonl").write_text('{"key": "a", "text": "hi"}\n')
+    env = create_stream_environment(parallelism=1)
+    agents = AgentsExecutionEnvironment.flink(env)
+    with pytest.raises(
+        UsageError,
+        match=r"got a FileInput: pass its records stream, "
+        r"from_datastream\(input.records\) \(and take "
+        r"input.errors, its bad input rows\)",
+    ):
+        agents.from_datastream(read_lines_file(env, str(tmp_path / "in.jsonl")))

@@ -483,7 +483,10 @@ class FlinkExecutionEnvironment:
                 ``KeySelector``.
         """
         if not hasattr(ds, "key_by"):
+            reader = hasattr(getattr(ds, "records", None), "key_by")  # FileInput, KafkaInput
             fix = ("from_table(table)" if hasattr(ds, "get_schema") else
+                   "its records stream, from_datastream(input.records) (and take "
+                   "input.errors, its bad input rows)" if reader else
                    "env.from_collection(records), a stream of the records as Python objects")
             raise UsageError(f"from_datastream takes a PyFlink DataStream, got a "
                              f"{type(ds).__name__}: pass {fix}")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..api import Agent, ExternalEvent
+from ..io import LineResult
 from ..plan import AgentPlan
 from ..runtime import (
     JSON_KEYS,
@@ -38,7 +39,14 @@ from ..runtime import (
     rejected_record,
     warm_up,
 )
-from ..runtime.internal import UnreadErrors, key_from_json, key_json, spend_adopter, stored_run
+from ..runtime.internal import (
+    UnreadErrors,
+    bad_line,
+    key_from_json,
+    key_json,
+    spend_adopter,
+    stored_run,
+)
 from ._clock import AdvanceTime, AfterRecords, VirtualTimers
 from ._progress import Progress
 from ._records import check_records, check_snapshot
@@ -115,8 +123,25 @@ def _json_tree(value: Any, what: str) -> Any:
 class _KeyState(InMemoryKeyState):
     """In-memory key state that counts the inputs it handed out; rebuilt from snapshots.
 
-    The count serves the progress bar and snapshots.
+    The count serves the progress bar and snapshots. Where a queued record was read (a
+    ``LineResult``'s line) is kept for its run's error rows (``RunState.source``), in this
+    process only: a snapshot does not carry it.
     """
+
+    _sources: dict[int, str] | None = None  # by the seq its record will run as
+
+    def push_input(self, record: Any, source: str | None = None) -> None:
+        self._queue.append(record)
+        if source is not None:
+            if self._sources is None:
+                self._sources = {}
+            self._sources[self._next_seq + len(self._queue) - self._head - 1] = source
+
+    @property
+    def popped_source(self) -> str | None:  # type: ignore[override]
+        """Where the record ``pop_input`` last gave (seq ``_next_seq - 1``) was read."""
+        sources = self._sources
+        return None if sources is None else sources.pop(self._next_seq - 1, None)
 
     def popped(self) -> int:
         return self._next_seq
@@ -431,6 +456,15 @@ class LocalAgentJob:
                 if self._interleaved:
                     deliver(index)
                 self._position = index + 1
+                source = None
+                if type(record) is LineResult:  # from read_json_lines: its line is its place
+                    source = f"line {record.line}"
+                    if record.error is not None:  # the line could not be read: an error row
+                        result.errors.append(bad_line(record, f"record {index}"))
+                        if bar is not None:
+                            bar.rejected(record)
+                        continue
+                    record = record.record
                 key, value = JSON_KEYS.flink_key(key_selector, record), record
                 rejected = JSON_KEYS.rejected(key)
                 if value_selector is not None and rejected is None:
@@ -440,7 +474,7 @@ class LocalAgentJob:
                         rejected = RejectedKey.of(e)
                 if rejected is not None:  # reported (and logged), not fatal
                     result.errors.append(rejected_record(rejected, record, f"record {index}",
-                                                         seen=logged))
+                                                         source, seen=logged))
                     if bar is not None:
                         bar.rejected(record)
                     continue
@@ -448,7 +482,7 @@ class LocalAgentJob:
                 if state is None:
                     state = states[key] = _KeyState()
                 before = state.queued() + state.popped() if bar is not None else 0
-                res = core.on_input(key, value, state, f"record {index}")
+                res = core.on_input(key, value, state, f"record {index}", source)
                 if bar is not None:
                     if state.queued() + state.popped() > before:
                         bar.queued(key, record)

@@ -511,3 +511,26 @@ def rejected_record(rejected: RejectedKey, record: Any, where: str,
     return ErrorRecord(key=None, seq=-1, action="<key_selector>", execution_id=where,
                        error_type=rejected.error_type, message=rejected.message, input=record,
                        traceback=rejected.traceback, source=source)
+
+
+def bad_line(line: Any, where: str) -> ErrorRecord:
+    """The error record (logged at WARNING) of a line ``read_json_lines`` could not read.
+
+    A ``LineResult`` given to the local runner as a record (``from_list(read_json_lines(
+    path))``) runs its ``record``; one whose line is bad is this row instead: before, each
+    ran as a record itself (a tuple, under the key ``None``) and failed in the action.
+
+    Args:
+        line: the ``LineResult``, its ``error`` set.
+        where: its position among the records, e.g. ``"record 3"``.
+
+    Returns:
+        An ``ErrorRecord`` with ``action="<input>"``, ``source`` the line (``"line 1"``).
+    """
+    row = line.error
+    error = ErrorRecord(key=None, seq=-1, action="<input>", execution_id=where,
+                        error_type="BadRecordError", message=str(row.get("error")),
+                        input=row.get("value"), source=f"line {line.line}")
+    log.warning("%s (line %d) rejected before it ran: BadRecordError: %s", where, line.line,
+                log_text(clip(error.message)))
+    return error
