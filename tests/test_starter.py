@@ -238,8 +238,8 @@ def test_python_dash_m_flink_agents_py_is_the_command(tmp_path):
     res = command("new", "weather")
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "weather" / "my_agent.py").is_file()
-    res = command()
-    assert res.returncode == 2 and "required: command" in res.stderr, res.stderr
+    res = command()  # no command: the commands, with what each does (test_cli_version_and_help)
+    assert res.returncode == 2 and "write a starter agent project" in res.stderr, res.stderr
 
 
 def _new_with_path(tmp_path: Path, path: str) -> list[str]:
