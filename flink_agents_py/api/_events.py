@@ -273,17 +273,20 @@ class Event(BaseModel):
             text: JSON of an object with a non-empty ``type`` (``json.dumps(e.to_json())``).
 
         Returns:
-            The event, as the class registered for its type (``Event`` for an ad-hoc type).
+            The event, as the class registered for its type (``Event`` for an ad-hoc type),
+            or as the class its ``$class`` tag names: only an ``Event`` subclass defined in
+            this process is named so (nothing is imported for a tag: ``event_from_json``).
 
         Raises:
-            ValueError: when the text is not a JSON object with a ``type``.
+            ValueError: when the text is not a JSON object with a ``type``, or its tag names
+                no event class of this process.
         """
         data = json.loads(text)
         if not isinstance(data, dict) or not data.get("type"):
             raise ValueError("Event.from_json needs a JSON object with a non-empty 'type'")
         if EVENT_CLASS_KEY not in data and event_class_for(str(data["type"])) is Event:
             return Event(**data)  # an ad-hoc type: its other keys are attributes, as there
-        return event_from_json(data)
+        return event_from_json(data, "Event.from_json's text")
 
     @classmethod
     def from_event(cls, event: Event) -> Any:
@@ -463,33 +466,6 @@ def event_class_tag(event: Event) -> str | None:
     return name
 
 
-def event_from_json(data: dict[str, Any]) -> Event:
-    """Rebuild an event from its JSON form (``Event.to_json``, or the runtime's stored form).
-
-    As the class its ``EVENT_CLASS_KEY`` names, when it has one and that class is defined in
-    this process or can be imported; else as the class registered for its type.
-
-    Returns:
-        The event.
-    """
-    if EVENT_CLASS_KEY in data:
-        data = dict(data)
-        tag = str(data.pop(EVENT_CLASS_KEY))
-        cls = _BY_CLASS.get(tag)
-        if cls is None:
-            from ._resources import import_qualified  # (not at import: _resources is heavier)
-
-            try:
-                found = import_qualified(tag)
-            except Exception:  # noqa: BLE001 - rebuilt as its type's class instead
-                found = None
-            if isinstance(found, type) and issubclass(found, Event):
-                cls = found
-        if cls is not None:
-            return cls.model_validate(data)
-    return event_class_for(str(data.get("type", ""))).model_validate(data)
-
-
 class InputEvent(Event):
     """Starts a run: carries one input record.
 
@@ -597,4 +573,5 @@ class ChatResponseEvent(Event, defer_build=True):
 
 # the tool events live in their own module; imported here so importing this one registers
 # every built-in event type (an event class registers its type when it is defined)
+from ._event_json import event_from_json  # noqa: E402,F401 - its home before it moved out
 from ._tool_events import ToolRequestEvent, ToolResponseEvent  # noqa: E402

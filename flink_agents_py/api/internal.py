@@ -9,13 +9,13 @@ from ._embeddings import check_texts
 from ._errors import shown_key
 from ._event_build import SLOT_SETTERS
 from ._event_ids import EVENT_ID_SOURCE
+from ._event_json import event_from_json, stored_event_from_json
 from ._events import _REGISTRY as EVENT_TYPES
 from ._events import (
     EVENT_CLASS_KEY,
     Event,
     event_class_for,
     event_class_tag,
-    event_from_json,
     event_to_send,
     json_schema_of,
     output_classes_of,
@@ -105,6 +105,7 @@ __all__ = [
     "event_class_for",
     "event_class_tag",
     "event_from_json",
+    "stored_event_from_json",
     "event_to_send",
     "group_types",
     "has_known_secret",

@@ -18,10 +18,10 @@ from ...api import Event, InputEvent, SerializationError
 from ...api.internal import (
     KEY_TYPES,
     MaskedStr,
-    event_from_json,
     key_json,
     mask_known_value,
     shown_key,
+    stored_event_from_json,
 )
 from .._chat_request import request_event
 from .._failures import clip
@@ -324,7 +324,7 @@ def event_of(data: dict[str, Any]) -> Event:
         for name in typed:
             if name in data:
                 data[name] = _rebuilt(data[name])
-    return event_from_json(data)
+    return stored_event_from_json(data)  # (keyed state: the runtime's own form)
 
 
 class RejectedKey(NamedTuple):
