@@ -290,7 +290,7 @@ class AzureOpenAIChatModelConnection(OpenAIChatModelConnection):
             api_key=self._api_key() or "unused", timeout=self.timeout_s,
             max_retries=self.max_retries, default_headers=headers,
             http_client=openai.DefaultAsyncHttpxClient(  # an answer read within bounds
-                event_hooks=answer_bounds(self.timeout_s)))
+                event_hooks=answer_bounds(self.timeout_s, self.max_answer_bytes)))
 
 
 class AzureOpenAIChatModelSetup(_CompatSetup):

@@ -305,7 +305,10 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             made; never part of the plan).
         default_model: the model when the setup names none.
         max_tokens: the ``max_tokens`` sent when the setup's options give none.
-        timeout_s: request timeout in seconds (a timeout is a retryable ``ProviderError``).
+        timeout_s: request timeout in seconds (a timeout is a retryable ``ProviderError``);
+            an answer's body must also come whole within it of its headers.
+        max_answer_bytes: the most bytes of one HTTP answer read (``None``: 64 MiB,
+            ``MAX_ANSWER_BYTES``); a longer answer fails the call naming the bound and the URL.
         max_retries: the SDK's own silent retries; 0 by default so the setup's
             ``error_policy="retry"`` is the one place retries happen (and are counted).
         flow_control: how the operator paces calls (``FlowControl``); here a slow start
@@ -322,6 +325,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
     max_tokens: int = Field(default=1024, ge=1)
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=0, ge=0)
+    max_answer_bytes: int | None = Field(default=None, ge=1)
     flow_control: FlowControl = HTTP_FLOW_CONTROL
     output_tool_name: str = "structured_output"
     api_key_required: bool = True
@@ -349,7 +353,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         return lambda: anthropic.AsyncAnthropic(
             api_key=key, base_url=self.base_url, timeout=self.timeout_s,
             max_retries=self.max_retries, http_client=anthropic.DefaultAsyncHttpxClient(
-                event_hooks=_bounds(self.timeout_s)))
+                event_hooks=_bounds(self.timeout_s, self.max_answer_bytes)))
 
     async def achat(
         self,
@@ -503,11 +507,11 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         )
 
 
-def _bounds(timeout_s: float) -> dict[str, Any]:
+def _bounds(timeout_s: float, max_bytes: int | None) -> dict[str, Any]:
     """``_bounded_http.answer_bounds`` (httpx imported with the SDK, not before)."""
     from ._bounded_http import answer_bounds
 
-    return answer_bounds(timeout_s)
+    return answer_bounds(timeout_s, max_bytes)
 
 
 def _bound_reason(error: BaseException) -> str:

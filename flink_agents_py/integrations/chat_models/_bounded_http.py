@@ -8,8 +8,9 @@ ever while this process grew by the body's size (1.2 GB in 20 s on 127.0.0.1, a
 it. The clients here read each answer through ``answer_bounds``' hooks (the HTTP library's own,
 so every transport and proxy the client mounts is covered):
 
-- at most ``MAX_ANSWER_BYTES`` of body; past it the read stops, the connection is closed,
-  and the call fails naming the bound and the URL;
+- at most ``MAX_ANSWER_BYTES`` of body (64 MiB), or the connection's own
+  ``max_answer_bytes``; past it the read stops, the connection is closed, and the call fails
+  naming the bound and the URL;
 - the body must have come whole ``timeout_s`` after its headers did, or the read stops as
   a timeout (retryable, as an unanswered request is);
 - answers are asked for unencoded (``Accept-Encoding: identity``): a compressed body, whose
@@ -31,7 +32,9 @@ __all__ = ["AnswerBoundError", "AnswerTimeoutError", "AnswerTooLargeError", "MAX
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """The most bytes of one HTTP answer of a chat model's provider that are read (64 MiB: an
-answer of ``max_tokens`` tokens is a few MB at most)."""
+answer of ``max_tokens`` tokens is a few MB at most), unless the connection sets its own
+(``max_answer_bytes``, a field of every HTTP connection)."""
+
 
 
 class AnswerBoundError(Exception):
@@ -63,12 +66,14 @@ class _Library:
 class _BoundedBody:
     """A response body read at most ``MAX_ANSWER_BYTES`` long, and ``timeout_s`` only."""
 
-    def __init__(self, inner: Any, request: Any, timeout_s: float, library: _Library) -> None:
+    def __init__(self, inner: Any, request: Any, timeout_s: float, library: _Library,
+                 max_bytes: int | None = None) -> None:
         self._inner = inner
         self._request = request
         self._timeout_s = timeout_s
         self._deadline = time.monotonic() + timeout_s
         self._library = library
+        self._max_bytes = max_bytes
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         total = 0
@@ -79,10 +84,13 @@ class _BoundedBody:
 
     def _check(self, total: int) -> None:
         """Raise when ``total`` bytes read break a bound."""
-        if total > MAX_ANSWER_BYTES:
+        limit = MAX_ANSWER_BYTES if self._max_bytes is None else self._max_bytes
+        if total > limit:
+            named = "MAX_ANSWER_BYTES" if self._max_bytes is None else \
+                "the connection's max_answer_bytes"
             raise self._library.too_large(  # type: ignore[call-arg]
-                f"the answer from {self._request.url} is longer than {MAX_ANSWER_BYTES:,} "
-                f"bytes (MAX_ANSWER_BYTES): reading stopped there; a model's answer is a few MB "
+                f"the answer from {self._request.url} is longer than {limit:,} "
+                f"bytes ({named}): reading stopped there; a model's answer is a few MB "
                 f"at most, so check that the connection's URL is the model server's",
                 request=self._request)
         if time.monotonic() > self._deadline:
@@ -127,11 +135,13 @@ def _library(name: str) -> _Library:
         too_slow=type("AnswerTimeoutError", (AnswerTimeoutError, lib.ReadTimeout), {}))
 
 
-def answer_bounds(timeout_s: float) -> dict[str, list[Callable[[Any], Awaitable[None]]]]:
+def answer_bounds(timeout_s: float, max_bytes: int | None = None
+                  ) -> dict[str, list[Callable[[Any], Awaitable[None]]]]:
     """The httpx ``event_hooks`` bounding each answer (see the module docstring).
 
     Args:
         timeout_s: how long an answer's body may take once its headers came, in seconds.
+        max_bytes: the most bytes of body read (``None``: ``MAX_ANSWER_BYTES``).
 
     Returns:
         The hooks, for the client's ``event_hooks=``.
@@ -141,16 +151,18 @@ def answer_bounds(timeout_s: float) -> dict[str, list[Callable[[Any], Awaitable[
         request.headers["Accept-Encoding"] = "identity"
 
     async def bounded(response: Any) -> None:
-        bound_response(response, response.request, timeout_s)
+        bound_response(response, response.request, timeout_s, max_bytes=max_bytes)
 
     return {"request": [unencoded], "response": [bounded]}
 
 
-def blocking_answer_bounds(timeout_s: float) -> dict[str, list[Callable[[Any], None]]]:
+def blocking_answer_bounds(timeout_s: float, max_bytes: int | None = None
+                           ) -> dict[str, list[Callable[[Any], None]]]:
     """``answer_bounds`` for a blocking client (``httpx.Client``: an embedding model's).
 
     Args:
         timeout_s: how long an answer's body may take once its headers came, in seconds.
+        max_bytes: the most bytes of body read (``None``: ``MAX_ANSWER_BYTES``).
 
     Returns:
         The hooks, for the client's ``event_hooks=``.
@@ -160,13 +172,14 @@ def blocking_answer_bounds(timeout_s: float) -> dict[str, list[Callable[[Any], N
         request.headers["Accept-Encoding"] = "identity"
 
     def bounded(response: Any) -> None:
-        bound_response(response, response.request, timeout_s, blocking=True)
+        bound_response(response, response.request, timeout_s, blocking=True,
+                       max_bytes=max_bytes)
 
     return {"request": [unencoded], "response": [bounded]}
 
 
 def bound_response(response: Any, request: Any, timeout_s: float,
-                   blocking: bool = False) -> None:
+                   blocking: bool = False, max_bytes: int | None = None) -> None:
     """Bound the body of ``response`` to ``request`` in place (see the module docstring).
 
     For a transport that reads an answer itself, before the client's hooks run.
@@ -176,6 +189,7 @@ def bound_response(response: Any, request: Any, timeout_s: float,
         request: its request (named in the errors).
         timeout_s: how long its body may take from now, in seconds.
         blocking: whether a blocking client reads it (``httpx.Client``), not an async one.
+        max_bytes: the most bytes of body read (``None``: ``MAX_ANSWER_BYTES``).
 
     Raises:
         AnswerTooLargeError: (as the library's ``ReadError``) for a compressed body.
@@ -189,7 +203,7 @@ def bound_response(response: Any, request: Any, timeout_s: float,
             f"so it was not read; turn response compression off on that server, or on the "
             f"proxy in front of it, for requests that ask for identity", request=request)
     body = library.sync_body if blocking else library.body
-    response.stream = body(response.stream, request, timeout_s, library)
+    response.stream = body(response.stream, request, timeout_s, library, max_bytes)
 
 
 def bound_reason(error: BaseException) -> str:

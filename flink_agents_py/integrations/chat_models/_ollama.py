@@ -93,13 +93,17 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         host: the server, e.g. ``http://127.0.0.1:11434`` (``None``: ``OLLAMA_HOST``, else
             Ollama's default).
         default_model: the model when the setup names none.
-        timeout_s: request timeout in seconds (a timeout is a retryable ``ProviderError``).
+        timeout_s: request timeout in seconds (a timeout is a retryable ``ProviderError``);
+            an answer's body must also come whole within it of its headers.
+        max_answer_bytes: the most bytes of one HTTP answer read (``None``: 64 MiB,
+            ``MAX_ANSWER_BYTES``); a longer answer fails the call naming the bound and the URL.
         keep_alive: how long the server keeps the model loaded (Ollama's ``keep_alive``).
     """
 
     host: str | None = None
     default_model: str = "llama3.2"
     timeout_s: float = Field(default=120.0, gt=0)
+    max_answer_bytes: int | None = Field(default=None, ge=1)
     keep_alive: str | float | None = None
 
     _clients: LoopBoundClient | None = PrivateAttr(default=None)
@@ -110,7 +114,8 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         from ._ollama_transport import ArgumentsAsObjects  # httpx: with the client
 
         return lambda: ollama.AsyncClient(host=self.host, timeout=self.timeout_s,
-                                          transport=ArgumentsAsObjects(self.host, self.timeout_s))
+                                          transport=ArgumentsAsObjects(
+                                              self.host, self.timeout_s, self.max_answer_bytes))
 
     async def achat(
         self,

@@ -37,11 +37,14 @@ class ArgumentsAsObjects(httpx.AsyncBaseTransport):
     Args:
         host: the Ollama server (``None``: ``OLLAMA_HOST``, else Ollama's default, local).
         timeout_s: how long an answer's body may take once its headers came, in seconds.
+        max_bytes: the most bytes of an answer's body read (``None``: ``MAX_ANSWER_BYTES``).
     """
 
-    def __init__(self, host: str | None, timeout_s: float = 120.0) -> None:
+    def __init__(self, host: str | None, timeout_s: float = 120.0,
+                 max_bytes: int | None = None) -> None:
         self._inner = httpx.AsyncHTTPTransport(proxy=_env_proxy(host))
         self._timeout_s = timeout_s
+        self._max_bytes = max_bytes
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request``; an ``/api/chat`` answer's string arguments as objects.
@@ -55,7 +58,7 @@ class ArgumentsAsObjects(httpx.AsyncBaseTransport):
         request.headers["Accept-Encoding"] = "identity"
         response = await self._inner.handle_async_request(request)
         try:  # read within bounds (``_bounded_http``): its size, its time, its encoding
-            bound_response(response, request, self._timeout_s)
+            bound_response(response, request, self._timeout_s, max_bytes=self._max_bytes)
         except BaseException:
             await response.aclose()
             raise

@@ -198,7 +198,10 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             required unless ``base_url`` (or ``OPENAI_BASE_URL``) is local (``localhost``,
             a loopback or private address, a single-label host name: see ``is_local_url``).
         default_model: the model when the setup names none.
-        timeout_s: request timeout in seconds (a timeout is a retryable ``ProviderError``).
+        timeout_s: request timeout in seconds (a timeout is a retryable ``ProviderError``);
+            an answer's body must also come whole within it of its headers.
+        max_answer_bytes: the most bytes of one HTTP answer read (``None``: 64 MiB,
+            ``MAX_ANSWER_BYTES``); a longer answer fails the call naming the bound and the URL.
         max_retries: the SDK's own silent retries; 0 by default so the setup's
             ``error_policy="retry"`` is the one place retries happen (and are counted).
         headers: extra HTTP headers sent with every request (part of the plan: put secrets in
@@ -232,6 +235,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
     default_model: str = "default"
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=0, ge=0)
+    max_answer_bytes: int | None = Field(default=None, ge=1)
     headers: dict[str, str] | None = None
     secret_headers: dict[str, str] | None = None
     flow_control: FlowControl = HTTP_FLOW_CONTROL
@@ -299,7 +303,8 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
                                   timeout=self.timeout_s, max_retries=self.max_retries,
                                   default_headers=headers,
                                   http_client=openai.DefaultAsyncHttpxClient(
-                                      event_hooks=_bounds(self.timeout_s)))
+                                      event_hooks=_bounds(self.timeout_s,
+                                                          self.max_answer_bytes)))
 
     def close(self) -> None:
         """Drop the clients."""
@@ -522,11 +527,11 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
         return "json_schema" in text or "response_format" in text
 
 
-def _bounds(timeout_s: float) -> dict[str, Any]:
+def _bounds(timeout_s: float, max_bytes: int | None) -> dict[str, Any]:
     """``_bounded_http.answer_bounds`` (httpx imported with the SDK, not before)."""
     from ._bounded_http import answer_bounds
 
-    return answer_bounds(timeout_s)
+    return answer_bounds(timeout_s, max_bytes)
 
 
 def _bound_reason(error: BaseException) -> str:

@@ -44,7 +44,10 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
         dimensions: ask for vectors of this size (models that support it, e.g.
             ``text-embedding-3-*``); ``None``: the model's own.
         batch_size: texts per request.
-        timeout_s: request timeout in seconds.
+        timeout_s: request timeout in seconds; an answer's body must also come whole
+            within it of its headers.
+        max_answer_bytes: the most bytes of one HTTP answer read (``None``: 64 MiB,
+            ``MAX_ANSWER_BYTES``); a longer answer fails the call naming the bound and the URL.
         max_retries: the SDK's own retries (0: failures reach the caller at once).
 
     """
@@ -55,6 +58,7 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
     dimensions: int | None = Field(default=None, ge=1)
     batch_size: int = Field(default=256, ge=1, le=2048)
     timeout_s: float = Field(default=60.0, gt=0)
+    max_answer_bytes: int | None = Field(default=None, ge=1)
     max_retries: int = Field(default=0, ge=0)
 
     _client: Any = PrivateAttr(default=None)
@@ -68,7 +72,7 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                     base_url=self.base_url, api_key=self._api_key() or "unused",
                     timeout=self.timeout_s, max_retries=self.max_retries,
                     http_client=openai.DefaultHttpxClient(
-                        event_hooks=_answer_bounds(self.timeout_s)))
+                        event_hooks=_answer_bounds(self.timeout_s, self.max_answer_bytes)))
             return self._client
 
     def _api_key(self) -> str | None:
@@ -136,7 +140,10 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
         dimensions: ask for vectors of this size (models that support it).
         keep_alive: how long the server keeps the model loaded (``"5m"``...).
         batch_size: texts per request.
-        timeout_s: request timeout in seconds.
+        timeout_s: request timeout in seconds; an answer's body must also come whole
+            within it of its headers.
+        max_answer_bytes: the most bytes of one HTTP answer read (``None``: 64 MiB,
+            ``MAX_ANSWER_BYTES``); a longer answer fails the call naming the bound and the URL.
 
     """
 
@@ -147,6 +154,7 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
     keep_alive: str | None = None
     batch_size: int = Field(default=64, ge=1)
     timeout_s: float = Field(default=60.0, gt=0)
+    max_answer_bytes: int | None = Field(default=None, ge=1)
 
     _client: Any = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -156,7 +164,8 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
             if self._client is None:
                 ollama = import_sdk("ollama", "ollama", "the Ollama embedding model")
                 self._client = ollama.Client(host=self.base_url, timeout=self.timeout_s,
-                                             event_hooks=_answer_bounds(self.timeout_s))
+                                             event_hooks=_answer_bounds(
+                                                 self.timeout_s, self.max_answer_bytes))
             return self._client
 
     def close(self) -> None:
@@ -217,7 +226,7 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                                                                total_tokens=tokens))
 
 
-def _answer_bounds(timeout_s: float) -> dict[str, Any]:
+def _answer_bounds(timeout_s: float, max_bytes: int | None) -> dict[str, Any]:
     """The hooks reading a provider's answer within bounds (size, time, encoding).
 
     ``chat_models._bounded_http``: an endless answer kept an embedding call reading for ever
@@ -228,7 +237,7 @@ def _answer_bounds(timeout_s: float) -> dict[str, Any]:
     """
     from ..chat_models._bounded_http import blocking_answer_bounds
 
-    return blocking_answer_bounds(timeout_s)
+    return blocking_answer_bounds(timeout_s, max_bytes)
 
 
 def _bound_reason(error: BaseException) -> str:

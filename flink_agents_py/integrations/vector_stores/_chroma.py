@@ -4,7 +4,8 @@ Needs the ``knowledge`` extra (``chromadb``). Three modes, by the fields set:
 
 - ``persist_directory="..."``: ``chromadb.PersistentClient``, in-process, persisting there
   (the embedded default);
-- ``host=...`` (and ``port``): ``chromadb.HttpClient`` against ``chroma run --path DIR --port N``;
+- ``host=...`` (and ``port``): ``chromadb.HttpClient`` against ``chroma run --path DIR --port N``,
+  its answers read within bounds (``timeout_s``, ``max_answer_bytes``: ``_chroma_http``);
 - neither: ``chromadb.EphemeralClient``, in memory (tests).
 
 Chroma never embeds here: every collection is created without an embedding function and
@@ -36,6 +37,7 @@ from ...api import (
 )
 from ...api.internal import scrub_exception
 from ..chat_models._common import FreshOnUnpickle, import_sdk
+from ._chroma_http import bounded_http_client
 
 __all__ = ["ChromaVectorStore", "chroma_where"]
 
@@ -121,6 +123,11 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
         ssl: talk HTTPS to the server.
         api_key_env: environment variable holding the server's token (sent as
             ``x-chroma-token``); the token itself never enters the plan.
+        timeout_s: server mode: each wait for the server, and the longest an answer's body
+            may take once its headers came, in seconds (chromadb's own client waits for
+            ever); past it the call fails with a ``VectorStoreError``.
+        max_answer_bytes: server mode: the most bytes of one answer read (``None``: 64 MiB,
+            ``MAX_ANSWER_BYTES``); a longer answer fails the call naming the bound and the URL.
         tenant: the Chroma tenant.
         database: the Chroma database.
         collection: the default collection. Left out, the plan names it after the agent and
@@ -139,6 +146,8 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
     port: int = Field(default=8000, ge=1, le=65535)
     ssl: bool = False
     api_key_env: str | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_answer_bytes: int | None = Field(default=None, ge=1)
     tenant: str = "default_tenant"
     database: str = "default_database"
     collection: str | None = None
@@ -162,9 +171,15 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
                     headers = {}
                     if self.api_key_env and os.environ.get(self.api_key_env):
                         headers["x-chroma-token"] = os.environ[self.api_key_env]
-                    self._client = chromadb.HttpClient(
-                        host=self.host, port=self.port, ssl=self.ssl, headers=headers,
-                        settings=chromadb.Settings(anonymized_telemetry=False), **common)
+                    try:
+                        self._client = bounded_http_client(
+                            chromadb, self.timeout_s, self.max_answer_bytes, host=self.host,
+                            port=self.port, ssl=self.ssl, headers=headers,
+                            settings=chromadb.Settings(anonymized_telemetry=False), **common)
+                    except Exception as e:  # noqa: BLE001 - chromadb's, httpx's, a bound's
+                        raise VectorStoreError(
+                            f"vector store {self.resource_name!r}: cannot open the Chroma "
+                            f"server {self.host}:{self.port}: {e}") from scrub_exception(e)
                 elif self.persist_directory is not None:
                     os.makedirs(self.persist_directory, exist_ok=True)
                     self._client = chromadb.PersistentClient(
