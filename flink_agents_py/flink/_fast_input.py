@@ -15,6 +15,12 @@ Only the one operation whose main function is the calling operator is changed, o
 is PyFlink's one-input operation with a two-field row converter (a keyed stream's), and only
 in thread mode (process mode runs its functions through Beam, another code path); anything
 else leaves PyFlink's converter in place.
+
+A record that fails to convert (its pickle raises as it loads: a class whose ``__reduce__``
+or ``__setstate__`` fails here) failed the task with PyFlink's converter, and so the job, at
+every restart, for ever. Here it is handed on as an ``UnreadableRecord`` saying what it was
+and what loading raised: the operator sends it to the error output under its key (not run,
+``SerializationError``), and the key goes on with its next record.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import pickle
 import sys
 from types import FrameType
 from typing import Any
+
+from ..runtime.internal import UnreadableRecord
 
 __all__ = ["RecordOfKeyedRow", "adopt_record_input"]
 
@@ -59,9 +67,35 @@ class RecordOfKeyedRow:
         if value is None:
             return None
         record = value[1][1]
-        if self._pickled:
-            return None, (pickle.loads(record) if record is not None else None)
-        return None, self._field.to_internal(record)
+        try:
+            if self._pickled:
+                return None, (pickle.loads(record) if record is not None else None)
+            return None, self._field.to_internal(record)
+        except Exception as e:  # noqa: BLE001 - the record's own failure, not the task's
+            return None, _unreadable(record, e, self._pickled)
+
+
+_EXCERPT_BYTES = 64
+"""How many of an unreadable record's first bytes its error record shows."""
+
+
+def _unreadable(record: Any, error: Exception, pickled: bool) -> UnreadableRecord:
+    """The stand-in of a record that failed to convert (see the module docstring).
+
+    Returns:
+        The stand-in, naming the record's size and what converting it raised.
+    """
+    size = len(record) if isinstance(record, (bytes, bytearray)) else None
+    what = f"{'pickled ' if pickled else ''}record" + (f" of {size:,} bytes" if size else "")
+    text = str(error)
+    why = f"{type(error).__name__}: {text[:500]}" + ("..." if len(text) > 500 else "")
+    if isinstance(record, (bytes, bytearray)):
+        excerpt = repr(bytes(record[:_EXCERPT_BYTES])) + ("..." if size and size > _EXCERPT_BYTES
+                                                          else "")
+    else:
+        excerpt = f"a {type(record).__name__}"
+    log.debug("agent operator: a keyed input record could not be converted: %s", why)
+    return UnreadableRecord(what, why, excerpt)
 
 
 def adopt_record_input(function: Any) -> bool:

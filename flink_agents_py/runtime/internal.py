@@ -17,10 +17,11 @@ from ._unread import UnreadErrors, error_line
 from .core._commands import CallCommand
 from .core._damaged import stored_run
 from .core._observer import event_parent
-from .core._results import bad_line
+from .core._results import UnreadableRecord, bad_line
 from .recorder._binding import shape_parts
 
-__all__ = ["REJECTED_MARK", "CallCommand", "UnreadErrors", "bad_line", "clip", "dumps",
-           "error_line", "escape_controls", "event_parent", "failure_text", "holds_model",
+__all__ = ["REJECTED_MARK", "CallCommand", "UnreadErrors", "UnreadableRecord", "bad_line",
+           "clip", "dumps", "error_line", "escape_controls", "event_parent", "failure_text",
+           "holds_model",
            "key_from_json", "key_json", "key_text", "live_gauges", "loads_record", "shape_parts",
            "spend_adopter", "stored_run"]

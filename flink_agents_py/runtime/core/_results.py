@@ -31,7 +31,7 @@ from .._typed_fields import TYPED_KEY
 
 __all__ = ["ErrorRecord", "StepResult", "input_event", "input_record", "event_of",
            "RejectedKey", "select_key", "rejected_record", "shown_input", "input_form",
-           "unqueued_record"]
+           "unqueued_record", "UnreadableRecord"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 
@@ -398,6 +398,10 @@ def input_form(record: Any, key: Any, key_value: Callable[[Any], Any]) -> Any:
         return to_json_value(record, "input record")
     except SerializationError:
         where = f"input record of key {shown_key(key_value(key))}"
+        if type(record) is UnreadableRecord:  # the host could not decode it: say so
+            raise SerializationError(
+                f"{where}: the {record.what} could not be decoded ({record.error}); it is not "
+                "run, and the key goes on with its next record") from None
         # Flink Agents hands a dataclass input on as the dict of its fields (its e2e skills
         # agent reads ``Operation(**event.input)``): so does this
         try:
@@ -423,6 +427,29 @@ def _dataclasses_as_dicts(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_dataclasses_as_dicts(v) for v in value]
     return value
+
+
+class UnreadableRecord:
+    """An input record its host could not decode, handed on in the record's place.
+
+    The Flink operator's input converter makes one for a keyed row whose record fails to
+    unpickle (``flink._fast_input``), instead of failing the task: ``AgentCore.on_input``
+    then gives the error record of an input with no JSON form, naming the key and why, and
+    the key goes on with its next record.
+
+    Args:
+        what: what the record was (``"pickled record of 812 bytes"``).
+        error: what decoding raised, as ``Type: message`` (bounded).
+        excerpt: the record's first bytes, printable.
+    """
+
+    __slots__ = ("what", "error", "excerpt")
+
+    def __init__(self, what: str, error: str, excerpt: str) -> None:
+        self.what, self.error, self.excerpt = what, error, excerpt
+
+    def __repr__(self) -> str:
+        return f"<{self.what} that could not be decoded ({self.error}): {self.excerpt}>"
 
 
 SHOWN_INPUT_CHARS = 1000
