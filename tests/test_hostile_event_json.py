@@ -122,3 +122,19 @@ def test_a_users_script_reading_a_hostile_record_imports_nothing(tmp_path):
     assert "refused: Event.from_json's text: its '$class' tag 'evil_mod:Bad'" in proc.stdout
     assert proc.stdout.strip().endswith("not imported"), proc.stdout
     assert not mark.exists()
+
+
+def test_a_base_event_of_a_type_a_class_owns_round_trips_by_its_tag(evil_module):
+    """``Event(type=T)`` where class ``T`` owns the type: its form names ``Event`` itself."""
+    name, _mark = evil_module
+    module = __import__(name)
+    base = Event(type="Bad", attributes={"n": 1})
+    data = base.to_json()
+    assert data["$class"] == "flink_agents_py.api._events:Event"
+    for back in (
+        event_from_json(data),
+        stored_event_from_json(data),
+        Event.from_json(json.dumps(data)),
+    ):
+        assert type(back) is Event and back.attributes == {"n": 1}
+    assert type(event_from_json({k: v for k, v in data.items() if k != "$class"})) is module.Bad

@@ -16,6 +16,16 @@ from ._events import _BY_CLASS, EVENT_CLASS_KEY, Event, event_class_for
 
 __all__ = ["event_from_json", "stored_event_from_json"]
 
+_BASE_TAG = f"{Event.__module__}:{Event.__qualname__}"
+"""The tag of ``Event`` itself (an ad-hoc event of a type a class owns), never imported."""
+
+
+def _defined(tag: Any) -> type[Event] | None:
+    """The event class ``tag`` names among those defined in this process, or ``None``."""
+    if type(tag) is not str:
+        return None
+    return Event if tag == _BASE_TAG else _BY_CLASS.get(tag)
+
 
 def event_from_json(data: dict[str, Any], where: str = "an event's JSON form") -> Event:
     """Rebuild an event from its JSON form, of any origin (``Event.to_json``'s form).
@@ -40,7 +50,7 @@ def event_from_json(data: dict[str, Any], where: str = "an event's JSON form") -
         return event_class_for(str(data.get("type", ""))).model_validate(data)
     data = dict(data)
     tag = data.pop(EVENT_CLASS_KEY)
-    cls = _BY_CLASS.get(tag) if type(tag) is str else None
+    cls = _defined(tag)
     if cls is None:
         raise ValueError(
             f"{where}: its {EVENT_CLASS_KEY!r} tag {str(tag)[:200]!r} names no Event subclass "
@@ -64,14 +74,14 @@ def stored_event_from_json(data: dict[str, Any]) -> Event:
         The event.
     """
     tag = data.get(EVENT_CLASS_KEY)
-    if type(tag) is str and tag not in _BY_CLASS:
+    if type(tag) is str and _defined(tag) is None:
         from ._resources import import_qualified  # (not at import: _resources is heavier)
 
         try:
             import_qualified(tag)  # its class registers itself in ``_BY_CLASS`` when defined
         except Exception:  # noqa: BLE001 - rebuilt as its type's class instead
             pass
-    if type(tag) is str and tag in _BY_CLASS:
+    if _defined(tag) is not None:
         return event_from_json(data)
     return event_class_for(str(data.get("type", ""))).model_validate(
         {k: v for k, v in data.items() if k != EVENT_CLASS_KEY}

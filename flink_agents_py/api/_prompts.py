@@ -21,6 +21,13 @@ _PLACEHOLDER = re.compile(_FIELD)
 # a template's brace tokens, in order: doubled braces, a placeholder, a lone brace
 _BRACES = re.compile(r"\{\{|\}\}|" + _FIELD + r"|[{}]")
 _CONVERSIONS: dict[str, Callable[[Any], str]] = {"!r": repr, "!s": str, "!a": ascii}
+MAX_SPEC_NUMBER = 10_000
+"""The largest width or precision a placeholder's format spec may ask for (``{x:>10000}``).
+
+A template written from a record (``Prompt.from_text(record["template"])``) is data: a spec
+of ``{x:>300000000}`` made a 300-million-character prompt (572 MiB at its peak), and a
+larger one more, before any bound on what is sent to a model could apply."""
+_SPEC_NUMBER = re.compile(r"\d+")
 
 
 def _filled(m: re.Match[str], values: Mapping[str, Any]) -> str:
@@ -33,6 +40,10 @@ def _filled(m: re.Match[str], values: Mapping[str, Any]) -> str:
         return str(value)
     if conversion is not None:
         value = _CONVERSIONS[conversion](value)
+    if spec and any(len(n) > 5 or int(n) > MAX_SPEC_NUMBER for n in _SPEC_NUMBER.findall(spec)):
+        raise UsageError(f"prompt placeholder {m.group(0)[:80]} asks for a width or precision "
+                         f"over {MAX_SPEC_NUMBER:,} (MAX_SPEC_NUMBER): it is not filled, "
+                         f"since its text alone could exhaust the memory")
     try:
         return format(value, spec[1:] if spec else "")
     except (TypeError, ValueError) as e:
@@ -62,7 +73,8 @@ def fill_placeholders(template: str, values: Mapping[str, Any]) -> str:
         The filled text.
 
     Raises:
-        UsageError: when a placeholder's format spec does not fit its value (``{n:.2f}``
+        UsageError: when a placeholder's format spec asks for a width or precision over
+            ``MAX_SPEC_NUMBER`` (10,000), or does not fit its value (``{n:.2f}``
             given a text), naming the placeholder.
     """
     tokens = list(_BRACES.finditer(template))
