@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, PrivateAttr, field_validator
 
 from ._budgets import Budget
-from ._errors import ResourceError
+from ._errors import ProviderError, ResourceError
 from ._flow import ErrorClass, FlowControl
 from ._messages import ChatMessage, ChatResponse, MessageRole
 from ._prompts import Prompt, warn_unfilled
@@ -299,11 +299,18 @@ class ChatModelSetup(Resource):
 
         Returns:
             The response (read as the assistant message: ``.content``, ``.tool_calls``).
+
+        Raises:
+            ProviderError: the connection's; also for an answer nested deeper than a JSON
+                reader's stack (``too_deep``).
         """
         connection = self.get_resource(self.connection, ResourceType.CHAT_MODEL_CONNECTION)
         assert isinstance(connection, ChatModelConnection)
-        answer = connection.chat(self.build_messages(messages, prompt_args),
-                                 **self._call_options(tools=self.callables(), **kwargs))
+        try:
+            answer = connection.chat(self.build_messages(messages, prompt_args),
+                                     **self._call_options(tools=self.callables(), **kwargs))
+        except RecursionError as e:
+            raise ProviderError(too_deep(connection, e)) from e
         return as_chat_response(answer, connection)
 
     def tool_resources(self) -> list[FunctionTool]:
@@ -368,6 +375,10 @@ class ChatModelSetup(Resource):
 
         Returns:
             The connection's response.
+
+        Raises:
+            ProviderError: the connection's; also for an answer nested deeper than a JSON
+                reader's stack (``too_deep``).
         """
         if self.has_own_chat():  # a Flink Agents setup: its chat does the call
             extra = {} if output_schema is None else {"output_schema": output_schema}
@@ -377,9 +388,27 @@ class ChatModelSetup(Resource):
         connection = self.get_resource(self.connection, ResourceType.CHAT_MODEL_CONNECTION)
         assert isinstance(connection, ChatModelConnection)
         full = self.build_messages(messages, prompt_args) if with_prompt else list(messages)
-        answer = await connection.achat(
-            full, **self._call_options(tools=self.callables(), output_schema=output_schema))
+        try:
+            answer = await connection.achat(
+                full, **self._call_options(tools=self.callables(), output_schema=output_schema))
+        except RecursionError as e:
+            raise ProviderError(too_deep(connection, e)) from e
         return as_chat_response(answer, connection)
+
+
+def too_deep(connection: Resource, error: RecursionError) -> str:
+    """The error of a chat whose connection ran out of stack reading the server's answer.
+
+    A body nested deeper than a JSON reader's stack (``[[[[...`` 100,000 levels, within the
+    answer size bound) made the SDKs' JSON readers raise ``RecursionError``, which left the
+    chat as no provider's error does.
+
+    Returns:
+        The message of the ``ProviderError`` (not retryable) raised, naming the connection.
+    """
+    return (f"{type(connection).__name__} {connection.resource_name!r}: the server's answer "
+            f"is nested too deeply for a JSON reader (RecursionError: {str(error)[:200]}): it "
+            "was not read")
 
 
 def as_chat_response(answer: Any, source: Resource) -> ChatResponse:

@@ -151,7 +151,11 @@ def strict_json(text: str) -> Any:
     Raises:
         ValueError: when ``text`` is not JSON.
     """
-    return _STRICT_JSON.decode(text)
+    try:
+        return _STRICT_JSON.decode(text)
+    except RecursionError:  # nested deeper than the stack: not readable JSON here either
+        raise ValueError("the JSON is nested too deeply to read (deeper than the "
+                         "interpreter's stack)") from None
 
 
 def one_json_object(text: str) -> dict[str, Any] | None:
@@ -177,7 +181,7 @@ def one_json_object(text: str) -> dict[str, Any] | None:
         return None
     try:
         value, end = _STRICT_JSON.raw_decode(text, start)
-    except ValueError:  # (NaN and Infinity too: not JSON, they have no stored form)
+    except (ValueError, RecursionError):  # (NaN and Infinity too; nested beyond the stack)
         return None
     if not isinstance(value, dict) or "{" in text[end:]:
         return None

@@ -91,8 +91,8 @@ def _with_objects(content: bytes) -> bytes:
         calls = body["message"]["tool_calls"]
         texts = [(i, c["function"]) for i, c in enumerate(calls)
                  if isinstance(c["function"].get("arguments"), str)]
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return content  # no JSON, a stream's lines, no calls, calls of another shape
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return content  # no JSON, a stream's lines, no calls, calls of another shape, too deep
     if not texts:
         return content
     for i, fn in texts:
