@@ -412,14 +412,18 @@ class Configuration:
     def load_yaml(self, path: str | Path) -> None:
         """Set every option of the ``agent:`` section of a Flink configuration file.
 
-        Nested keys are joined with dots (``chat: {async: true}`` is ``chat.async``).
+        Nested keys are joined with dots (``chat: {async: true}`` is ``chat.async``). The
+        file is read within the YAML loader's budget (``yaml.read_yaml``: at most 20,000
+        nodes once aliases are expanded, 64 levels deep): a few lines of aliases ("billion
+        laughs") kept ``yaml.safe_load`` and the walk of the section going for ever.
 
         Raises:
             UsageError: when the file has no ``agent:`` mapping.
+            YamlError: when the file is over the budget or not YAML, naming it and the line.
         """
-        import yaml
+        from ..yaml import read_yaml
 
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        data = read_yaml(Path(path).read_text(encoding="utf-8"), source=str(path)) or {}
         section = data.get("agent") if isinstance(data, dict) else None
         if not isinstance(section, dict):
             raise UsageError(f"{path}: no 'agent:' section (Flink Agents' options are "
