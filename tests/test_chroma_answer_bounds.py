@@ -200,3 +200,59 @@ def test_a_users_script_against_an_endless_chroma_server_fails_and_ends(tmp_path
     assert "longer than 2,000,000 bytes (the connection's max_answer_bytes)" in proc.stdout, (
         proc.stdout + proc.stderr[-2000:]
     )
+
+
+class _EchoesToken(BaseHTTPRequestHandler):
+    """A Chroma server refusing the token it was sent, quoting it back (a 401 body)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _refuse(self) -> None:
+        if self.command == "POST":
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        token = self.headers.get("x-chroma-token", "")
+        body = ('{"error": "AuthError", "message": "bad token ' + token + '"}').encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _refuse
+
+
+TOKEN_SCRIPT = """
+import sys, traceback
+from flink_agents_py.api import VectorStoreError
+from flink_agents_py.integrations.vector_stores import ChromaVectorStore
+
+store = ChromaVectorStore(host="127.0.0.1", port=int(sys.argv[1]), api_key_env="MY_CHROMA_TOKEN",
+                          collection="docs")
+try:
+    store.get(ids=["a"])  # a script loading documents before its job: no plan built
+except VectorStoreError as e:
+    print("failed:", e)
+    traceback.print_exception(e)
+"""
+
+
+def test_a_chroma_token_quoted_back_by_the_server_is_masked(tmp_path):
+    """The store read its ``api_key_env`` without registering it: only a job's plan did."""
+    assert ROOT not in tmp_path.resolve().parents
+    (tmp_path / "load.py").write_text(TOKEN_SCRIPT)
+    token = "chroma-tok-5d4c3b2a1908f7e6"
+    with LocalHTTPServer(_EchoesToken) as srv:
+        proc = subprocess.run(
+            [sys.executable, "load.py", str(srv.port)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=100,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "MY_CHROMA_TOKEN": token},
+        )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "failed:" in proc.stdout and "bad token [REDACTED]" in proc.stdout, proc.stdout
+    assert token not in proc.stdout + proc.stderr

@@ -34,6 +34,7 @@ from ...api import (
     UnknownFilterFieldError,
     VectorStore,
     VectorStoreError,
+    secret_from_env,
 )
 from ...api.internal import scrub_exception
 from ..chat_models._common import FreshOnUnpickle, import_sdk
@@ -169,8 +170,11 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
                 common = {"tenant": self.tenant, "database": self.database}
                 if self.host is not None:
                     headers = {}
-                    if self.api_key_env and os.environ.get(self.api_key_env):
-                        headers["x-chroma-token"] = os.environ[self.api_key_env]
+                    # registered as a secret, as a connection's key is: a server quoting the
+                    # token back (a 401 body) reached errors, tracebacks and logs in clear
+                    token = secret_from_env(self.api_key_env) if self.api_key_env else None
+                    if token:
+                        headers["x-chroma-token"] = token
                     try:
                         self._client = bounded_http_client(
                             chromadb, self.timeout_s, self.max_answer_bytes, host=self.host,
