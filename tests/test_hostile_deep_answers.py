@@ -140,3 +140,35 @@ def test_a_users_agent_gets_a_failed_chat_from_a_too_deep_answer(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "nested too deeply for a JSON reader" in proc.stdout, proc.stdout
     assert "ERR []" in proc.stdout, proc.stdout
+
+
+class _DeepEmbeddings(BaseHTTPRequestHandler):
+    """An Ollama ``/api/embed`` answer whose vectors are nested 100,000 deep."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = ('{"model": "m", "embeddings": [' + DEEP + "]}").encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_an_embedding_answer_nested_beyond_the_stack_is_a_provider_error():
+    pytest.importorskip("ollama")
+    from flink_agents_py.integrations.embedding_models import OllamaEmbeddingModel
+
+    with LocalHTTPServer(_DeepEmbeddings) as srv:
+        connection = OllamaEmbeddingModel(base_url=srv.url, timeout_s=30)
+        with pytest.raises(
+            ProviderError,
+            match=r"OllamaEmbeddingModel '[^']*': the server's "
+            r"answer is nested too deeply",
+        ):
+            connection.embed("hello")

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, PrivateAttr, field_validator
 
 from ._budgets import Budget
-from ._errors import ProviderError, ResourceError
+from ._errors import ProviderError, ResourceError, too_deep
 from ._flow import ErrorClass, FlowControl
 from ._messages import ChatMessage, ChatResponse, MessageRole
 from ._prompts import Prompt, warn_unfilled
@@ -395,20 +395,6 @@ class ChatModelSetup(Resource):
             raise ProviderError(too_deep(connection, e)) from e
         return as_chat_response(answer, connection)
 
-
-def too_deep(connection: Resource, error: RecursionError) -> str:
-    """The error of a chat whose connection ran out of stack reading the server's answer.
-
-    A body nested deeper than a JSON reader's stack (``[[[[...`` 100,000 levels, within the
-    answer size bound) made the SDKs' JSON readers raise ``RecursionError``, which left the
-    chat as no provider's error does.
-
-    Returns:
-        The message of the ``ProviderError`` (not retryable) raised, naming the connection.
-    """
-    return (f"{type(connection).__name__} {connection.resource_name!r}: the server's answer "
-            f"is nested too deeply for a JSON reader (RecursionError: {str(error)[:200]}): it "
-            "was not read")
 
 
 def as_chat_response(answer: Any, source: Resource) -> ChatResponse:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._errors import AgentsError, ResourceError
+from ._errors import AgentsError, ProviderError, ResourceError, too_deep
 from ._resources import Resource, ResourceType
 
 __all__ = [
@@ -149,9 +149,14 @@ class EmbeddingModelConnection(Resource):
 
         Raises:
             EmbeddingError: for empty or non-string input.
+            ProviderError: the connection's; also for an answer nested deeper than a JSON
+                reader's stack.
         """
         texts, single = check_texts(text, f"embedding connection {self.resource_name!r}")
-        result = self.embed_texts(texts, **kwargs)
+        try:
+            result = self.embed_texts(texts, **kwargs)
+        except RecursionError as e:
+            raise ProviderError(too_deep(self, e)) from e
         if single:
             vectors = result.embeddings
             result = result.model_copy(update={"embeddings": vectors[0]})

@@ -416,3 +416,18 @@ def shown_key(key: Any, limit: int = 200) -> str:
     except Exception as e:  # noqa: BLE001 - a key whose repr fails is still reported
         return f"<{type(key).__name__}: repr failed: {type(e).__name__}>"
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} chars)"
+
+
+def too_deep(connection: Any, error: RecursionError) -> str:
+    """The error of a call whose connection ran out of stack reading the server's answer.
+
+    A body nested deeper than a JSON reader's stack (``[[[[...`` 100,000 levels, within the
+    answer size bound) made the SDKs' JSON readers raise ``RecursionError``, which left the
+    call (a chat, an embedding) as no provider's error does.
+
+    Returns:
+        The message of the ``ProviderError`` (not retryable) raised, naming the connection.
+    """
+    return (f"{type(connection).__name__} {connection.resource_name!r}: the server's answer "
+            f"is nested too deeply for a JSON reader (RecursionError: {str(error)[:200]}): it "
+            "was not read")
