@@ -37,9 +37,23 @@ _PREVIEW = 100
 def _json(value: Any, limit: int = _PREVIEW) -> str:
     try:
         text = orjson.dumps(value, default=repr).decode()
-    except Exception:  # noqa: BLE001
-        text = repr(value)
+    except Exception:  # noqa: BLE001 - e.g. nested deeper than orjson writes (255 levels)
+        try:  # a log's record nested deeper than the stack failed ``repr`` too (the command
+            text = orjson.dumps(_cut(value), default=repr).decode()  # ended on it)
+        except Exception:  # noqa: BLE001
+            text = f"<{type(value).__name__} that cannot be shown>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _cut(value: Any, depth: int = 0) -> Any:
+    """``value`` with what lies below 32 levels replaced by ``"..."`` (a preview's form)."""
+    if depth >= 32:
+        return "..."
+    if isinstance(value, dict):
+        return {str(k): _cut(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_cut(v, depth + 1) for v in value]
+    return value
 
 
 def _key_text(key: Any) -> str:
