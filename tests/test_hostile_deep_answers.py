@@ -172,3 +172,42 @@ def test_an_embedding_answer_nested_beyond_the_stack_is_a_provider_error():
             r"answer is nested too deeply",
         ):
             connection.embed("hello")
+
+
+class _DeepAnthropic(BaseHTTPRequestHandler):
+    """An Anthropic Messages answer whose tool input is nested 100,000 deep."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = (
+            '{"id":"m1","type":"message","role":"assistant","model":"m","stop_reason":'
+            '"tool_use","usage":{"input_tokens":1,"output_tokens":1},"content":[{"type":'
+            '"tool_use","id":"t1","name":"t","input":{"a":' + DEEP + "}}]}"
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize("kind", ["ollama", "anthropic"])
+def test_a_connection_called_directly_raises_a_provider_error_too(kind, monkeypatch):
+    pytest.importorskip(kind)
+    if kind == "ollama":
+        from flink_agents_py.integrations.chat_models import OllamaChatModel
+
+        handler, make = _Deep, lambda url: OllamaChatModel(host=url, timeout_s=30)
+    else:
+        from flink_agents_py.integrations.chat_models import AnthropicChatModel
+
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+        handler, make = _DeepAnthropic, lambda url: AnthropicChatModel(base_url=url)
+    with LocalHTTPServer(handler) as srv:
+        with pytest.raises(ProviderError, match="nested too deeply for a JSON reader"):
+            asyncio.run(make(srv.url).achat([ChatMessage(content="hi")], model="m"))

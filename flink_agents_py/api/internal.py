@@ -6,7 +6,7 @@ integrations import these helpers from here, never from ``api._*`` modules thems
 """
 
 from ._embeddings import check_texts
-from ._errors import shown_key
+from ._errors import shown_key, too_deep
 from ._event_build import SLOT_SETTERS
 from ._event_ids import EVENT_ID_SOURCE
 from ._event_json import event_from_json, stored_event_from_json
@@ -106,6 +106,7 @@ __all__ = [
     "event_class_tag",
     "event_from_json",
     "stored_event_from_json",
+    "too_deep",
     "event_to_send",
     "group_types",
     "has_known_secret",

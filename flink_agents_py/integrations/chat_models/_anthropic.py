@@ -58,7 +58,12 @@ from ...api import (
     report_rate_limit,
     secret_from_env,
 )
-from ...api.internal import refuse_empty_answer, refuse_truncated_calls, scrub_exception
+from ...api.internal import (
+    refuse_empty_answer,
+    refuse_truncated_calls,
+    scrub_exception,
+    too_deep,
+)
 from ._answers import reported_usage, tool_arguments, valid_text
 from ._common import (
     HTTP_FLOW_CONTROL,
@@ -431,9 +436,12 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
                 f"{unanswered_hint(e, self.base_url)}{_bound_reason(e)}", None)
             raise error from scrub_exception(e)
         report_rate_limit(anthropic_rate_limit(raw.headers))  # paces the next calls
-        message = raw.parse()
-        if inspect.isawaitable(message):  # the SDK's async raw response
-            message = await message
+        try:
+            message = raw.parse()
+            if inspect.isawaitable(message):  # the SDK's async raw response
+                message = await message
+        except RecursionError as e:  # a body nested deeper than the SDK's JSON reader goes
+            raise ProviderError(too_deep(self, e)) from e
         body = valid_text(message.model_dump(warnings=False) if hasattr(message, "model_dump")
                           else dict(message))  # (a block type the SDK does not know: no warning)
         failed = None if body.get("content") else answer_error(

@@ -45,7 +45,12 @@ from ...api import (
     ToolCall,
     ToolMetadata,
 )
-from ...api.internal import refuse_empty_answer, refuse_truncated_calls, scrub_exception
+from ...api.internal import (
+    refuse_empty_answer,
+    refuse_truncated_calls,
+    scrub_exception,
+    too_deep,
+)
 from ._answers import reported_usage, tool_arguments, valid_text
 from ._common import (
     FreshOnUnpickle,
@@ -176,6 +181,8 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
             error = provider_error(f"ollama chat failed (model {model!r}): {type(e).__name__}: "
                                    f"{e}{unanswered_hint(e, self._chat_url())}", None)
             raise error from scrub_exception(e)
+        except RecursionError as e:  # a body nested deeper than the client's JSON reader goes
+            raise ProviderError(too_deep(self, e)) from e
         except pydantic.ValidationError as e:  # a body the client's models refuse
             sent = e.errors()[0].get("input")
             raise ProviderError(
