@@ -1,4 +1,4 @@
-"""A chat request rebuilt from its stored JSON form for the built-in chat action, fast.
+"""A chat's request and answer events in and out of their stored JSON form, fast.
 
 The chat action gets the request it answers rebuilt from the JSON form stored when it was
 sent (``core/_results.event_of``): a fresh object, the same on a first run and on a replay
@@ -9,17 +9,27 @@ has nothing to check that is not checked here: ``request_event`` builds the requ
 messages as validation builds them (the values, the fields set; its dicts copies sharing no
 list or dict with the stored form, ``unshared``), and leaves any other form
 to validation (``tests/test_chat_request_event.py`` compares both, object for object).
+
+The other way, a request's stored form is made as it is sent (``_serde.event_json``), and a
+chat's answer event's as its action sends it: the general walk visits each field and
+message, looks for models in the fields typed ``Any`` and for another class of the event's
+type name, then checks the result encodes. For the usual request and the answer as the chat
+action builds it, ``request_json`` and ``answer_json`` write that same form directly (key
+for key, in the same order) and leave any other to the walk
+(``tests/test_chat_event_forms.py`` compares both).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..api import ChatMessage, ChatRequestEvent, MessageRole
+import orjson
+
+from ..api import ChatMessage, ChatRequestEvent, ChatResponseEvent, MessageRole
 from ..api.internal import EVENT_TYPES, SLOT_SETTERS
 from ._json_codec import unshared
 
-__all__ = ["request_event"]
+__all__ = ["answer_json", "request_event", "request_json"]
 
 _REQUEST_KEYS = frozenset(
     {"id", "type", "attributes", "attachments", "model", "messages", "prompt_args", "output_schema"}
@@ -137,3 +147,163 @@ def request_event(data: dict[str, Any]) -> ChatRequestEvent | None:
     set_extra(event, None)
     set_private(event, None)
     return event
+
+
+_REQUEST_ORDER = tuple(ChatRequestEvent.model_fields)
+_MESSAGE_ORDER = tuple(ChatMessage.model_fields)
+_ANSWER_ORDER = tuple(ChatResponseEvent.model_fields)
+_FORMS = (
+    _REQUEST_ORDER
+    == (
+        "id",
+        "type",
+        "attributes",
+        "attachments",
+        "model",
+        "messages",
+        "prompt_args",
+        "output_schema",
+    )
+    and _MESSAGE_ORDER
+    == ("role", "content", "tool_calls", "tool_call_id", "name", "extra_args", "reasoning")
+    and _ANSWER_ORDER
+    == ("id", "type", "attributes", "attachments", "request_id", "response", "error", "traceback")
+    and not any(f.alias for f in ChatRequestEvent.model_fields.values())
+    and not any(f.alias for f in ChatMessage.model_fields.values())
+    and not any(f.alias for f in ChatResponseEvent.model_fields.values())
+    and getattr(ChatMessage, "__json_omit_empty__", ()) == ("reasoning",)
+    and not getattr(ChatRequestEvent, "__json_omit_empty__", ())
+    and not getattr(ChatResponseEvent, "__json_omit_empty__", ())
+)
+"""Whether the classes are laid out as ``request_json`` and ``answer_json`` know them."""
+
+
+def request_json(event: ChatRequestEvent) -> dict[str, Any] | None:
+    """``event_json(event)`` for a request of the usual form, written directly.
+
+    The usual form: the class registered for its type, no extra fields, no attributes or
+    attachments, no prompt arguments or output schema, and messages of text only (no tool
+    calls, ``extra_args`` or reasoning) whose values are of the types validation gives them.
+    Its JSON form has no model to tag, no field typed ``Any`` holding a model and no class
+    to name, so it is its fields' values, each message's fields with its role's value and
+    its empty ``reasoning`` left out (``_serde.OMIT_EMPTY``).
+
+    Args:
+        event: a ``ChatRequestEvent`` (its exact class).
+
+    Returns:
+        The JSON form; ``None`` for any other form, and for text that is not valid UTF-8
+        (``event_json``'s walk then makes it, or says what and where).
+    """
+    values = event.__dict__
+    if (
+        not _FORMS
+        or tuple(values) != _REQUEST_ORDER
+        or event.__pydantic_extra__
+        or values["type"] != "ChatRequestEvent"
+        or EVENT_TYPES.get("ChatRequestEvent") is not ChatRequestEvent
+        or type(values["id"]) is not str
+        or type(values["model"]) is not str
+        or values["prompt_args"] is not None
+        or values["output_schema"] is not None
+        or (attributes := values["attributes"]).__class__ is not dict
+        or attributes
+        or (attachments := values["attachments"]).__class__ is not dict
+        or attachments
+        or (messages := values["messages"]).__class__ is not list
+    ):
+        return None
+    forms = []
+    for m in messages:
+        fields = m.__dict__
+        if (
+            type(m) is not ChatMessage
+            or tuple(fields) != _MESSAGE_ORDER
+            or m.__pydantic_extra__
+            or fields["role"].__class__ is not MessageRole
+            or type(fields["content"]) is not str
+            or (calls := fields["tool_calls"]).__class__ is not list
+            or calls
+            or type(fields["tool_call_id"]) not in _TEXT_OR_NONE
+            or type(fields["name"]) not in _TEXT_OR_NONE
+            or (extra := fields["extra_args"]).__class__ is not dict
+            or extra
+            or fields["reasoning"]
+        ):
+            return None
+        forms.append(
+            {
+                "role": fields["role"]._value_,  # (``.value`` without its descriptor)
+                "content": fields["content"],
+                "tool_calls": [],
+                "tool_call_id": fields["tool_call_id"],
+                "name": fields["name"],
+                "extra_args": {},
+            }
+        )
+    data: dict[str, Any] = {
+        "id": values["id"],
+        "type": "ChatRequestEvent",
+        "attributes": {},
+        "attachments": {},
+        "model": values["model"],
+        "messages": forms,
+        "prompt_args": None,
+        "output_schema": None,
+    }
+    try:
+        orjson.dumps(data)  # what keyed state can hold: UTF-8 text (as the walk checks)
+    except orjson.JSONEncodeError:
+        return None
+    return data
+
+
+def answer_json(event: ChatResponseEvent, known: dict[str, Any]) -> dict[str, Any] | None:
+    """``event_json(event, known=known)`` for a chat's answer as its action sends it.
+
+    That answer (``_chat_steps.answer_event``) holds its request's id, the response whose
+    JSON form ``known`` gives (its model call's record), no error, attributes or
+    attachments, and is of the class registered for its type: its JSON form is those
+    values, the response's taken as given.
+
+    Args:
+        event: a ``ChatResponseEvent`` (its exact class).
+        known: the JSON forms of some of its fields (``event_json``'s).
+
+    Returns:
+        The JSON form; ``None`` for any other event (the walk makes it), and for text that
+        is not ASCII (the walk checks it).
+    """
+    values = event.__dict__
+    if (
+        not _FORMS
+        or known.keys() != _RESPONSE_ONLY
+        or tuple(values) != _ANSWER_ORDER
+        or event.__pydantic_extra__
+        or values["type"] != "ChatResponseEvent"
+        or EVENT_TYPES.get("ChatResponseEvent") is not ChatResponseEvent
+        or type(event_id := values["id"]) is not str
+        or not event_id.isascii()
+        or type(request_id := values["request_id"]) is not str
+        or not request_id.isascii()
+        or values["error"] is not None
+        or values["traceback"] is not None
+        or (attributes := values["attributes"]).__class__ is not dict
+        or attributes
+        or (attachments := values["attachments"]).__class__ is not dict
+        or attachments
+    ):
+        return None
+    return {
+        "id": event_id,
+        "type": "ChatResponseEvent",
+        "attributes": {},
+        "attachments": {},
+        "request_id": request_id,
+        "response": known["response"],
+        "error": None,
+        "traceback": None,
+    }
+
+
+_RESPONSE_ONLY = frozenset({"response"})

@@ -27,7 +27,7 @@ import orjson
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from ..api import SerializationError
+from ..api import ChatRequestEvent, ChatResponseEvent, SerializationError
 from ..api.internal import (
     EVENT_CLASS_KEY,
     KEY_TAGS,
@@ -37,6 +37,7 @@ from ..api.internal import (
     import_qualified,
     untag,
 )
+from ._chat_request import answer_json, request_json
 from ._json_codec import digest, dumps, json_text, loads, unshared
 from ._typed_fields import TYPED_KEY, set_fields, typed_fields
 
@@ -47,6 +48,7 @@ __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "fr
 MODEL_TAG = "$model"
 """The key of a stored pydantic model's class (``{"$model": "module:Class", "data": ...}``)."""
 _MODEL_TAG = MODEL_TAG
+_REQUEST, _ANSWER = ChatRequestEvent, ChatResponseEvent  # (``request_json``, ``answer_json``)
 _PLAIN = frozenset({str, int, bool, type(None)})  # exact types that are their own JSON form
 
 
@@ -106,6 +108,15 @@ def event_json(event: BaseModel, where: str, known: dict[str, Any] | None = None
             them, filled from a record): that name is the runtime's own, naming the class a
             restore rebuilds the event as, and a restore would import what it names.
     """
+    kind = type(event)  # a chat's request and answer: their usual forms written directly
+    if kind is _REQUEST and known is None:
+        direct = request_json(event)  # type: ignore[arg-type]
+        if direct is not None:
+            return direct
+    elif kind is _ANSWER and known is not None:
+        direct = answer_json(event, known)  # type: ignore[arg-type]
+        if direct is not None:
+            return direct
     converted: dict[str, Any] = _convert(event, where, tag_models=False) if known is None \
         else _with_known(event, where, known)
     for reserved in (EVENT_CLASS_KEY, TYPED_KEY):
