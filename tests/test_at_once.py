@@ -16,11 +16,13 @@ take: several actions on ``InputEvent``, a listener on ``OutputEvent``, built-in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -267,10 +269,29 @@ def _latency_counts(snapshot: dict[str, Any]) -> Any:
     return {k: (counts(v) if k == "latency_ms" else v) for k, v in snapshot.items()}
 
 
+@contextlib.contextmanager
+def _general_path(general: bool = True) -> Iterator[None]:
+    """The straight lines off (``_at_once.AT_ONCE``) for the block, when ``general``."""
+    saved = _at_once.AT_ONCE
+    if general:
+        _at_once.AT_ONCE = False
+    try:
+        yield
+    finally:
+        _at_once.AT_ONCE = saved
+
+
 def _drive(
     agent: Agent, records: list[dict[str, Any]], *, at_once: bool, output_check: Any = None
 ) -> dict[str, Any]:
     """Run ``records`` through a core; everything observable, in order."""
+    with _general_path(not at_once):
+        return _driven(agent, records, at_once=at_once, output_check=output_check)
+
+
+def _driven(
+    agent: Agent, records: list[dict[str, Any]], *, at_once: bool, output_check: Any = None
+) -> dict[str, Any]:
     hooks, metrics, logged = Hooks(), AgentMetrics(), _Logged()
     logging.getLogger("flink_agents_py").addHandler(logged)
     core = AgentCore(
@@ -290,6 +311,7 @@ def _drive(
             res = core.on_input(key, dict(record), state, where=f"record {i}", fresh=True)
             results = [res]
             while state.run is not None:  # an awaited call on the I/O executor
+                seen.append(("waiting", key, _stored(state)))  # (a checkpoint could be here)
                 if not core.has_deliveries(key):
                     core.wait_for(key, 5.0)
                 assert core.has_deliveries(key), f"the run of record {i} never ends"
@@ -368,28 +390,34 @@ def test_a_restored_key_goes_on_the_same_on_either_path():
     ]
     results = []
     for at_once in (True, False):
-        first = _drive(MixedAsync(), records[:3], at_once=at_once)
-        stored = [s for k, *s in first["seen"] if k == "state"][-1][1]
-        core = AgentCore(AgentPlan.from_agent(MixedAsync()))
-        if not at_once:
-            core._single = None
-        core.open()
-        try:
-            state = InMemoryKeyState()
-            state.memory = json.loads(stored[1])
-            outs = []
-            for r in records[3:]:
-                res = core.on_input("k", dict(r), state)
-                while state.run is not None:
-                    core.wait_for("k", 5.0)
-                    assert core.has_deliveries("k"), "the run never ends"
-                    res.outputs.extend(core.advance("k", state).outputs)
-                outs.append((res.outputs, [e.error_type for e in res.errors], state.memory))
-        finally:
-            core.close()
-        results.append(outs)
+        with _general_path(not at_once):
+            results.append(_restored_outputs(records, at_once))
     assert results[0] == results[1]
     assert results[0][-1][2] == {"count": 3}
+
+
+def _restored_outputs(records: list[dict[str, Any]], at_once: bool) -> list[Any]:
+    """The outputs, errors and memory of ``records[3:]`` after a restore from the third's."""
+    first = _driven(MixedAsync(), records[:3], at_once=at_once)
+    stored = [s for k, *s in first["seen"] if k == "state"][-1][1]
+    core = AgentCore(AgentPlan.from_agent(MixedAsync()))
+    if not at_once:
+        core._single = None
+    core.open()
+    try:
+        state = InMemoryKeyState()
+        state.memory = json.loads(stored[1])
+        outs = []
+        for r in records[3:]:
+            res = core.on_input("k", dict(r), state)
+            while state.run is not None:
+                core.wait_for("k", 5.0)
+                assert core.has_deliveries("k"), "the run never ends"
+                res.outputs.extend(core.advance("k", state).outputs)
+            outs.append((res.outputs, [e.error_type for e in res.errors], state.memory))
+    finally:
+        core.close()
+    return outs
 
 
 def test_a_plan_the_straight_line_cannot_take_is_never_given_to_it(monkeypatch):
@@ -459,22 +487,28 @@ def test_an_action_that_ends_the_process_leaves_the_same_run_behind(do):
     """``SystemExit`` leaves ``advance`` on either path, with the same run and live task."""
     left = []
     for at_once in (True, False):
-        core = AgentCore(AgentPlan.from_agent(Exiting()))
-        if not at_once:
-            core._single = None
-        core.open()
-        try:
-            state = InMemoryKeyState()
-            try:
-                core.on_input("k", {"key": "k", "do": do}, state)
-                core.wait_for("k", 5.0)
-                core.advance("k", state)
-            except SystemExit as e:
-                assert e.code == 3
-            else:
-                pytest.fail("SystemExit did not leave the core")
-            task = core._live["k"]["r0/on_input"]
-            left.append((_stored(state), task.started, task.coro is not None, dict(core.counters)))
-        finally:
-            core.close()
+        with _general_path(not at_once):
+            left.append(_left_behind(do, at_once))
     assert left[0] == left[1]
+
+
+def _left_behind(do: str, at_once: bool) -> Any:
+    """What ``Exiting`` leaves behind: the key's state, its live task and the counters."""
+    core = AgentCore(AgentPlan.from_agent(Exiting()))
+    if not at_once:
+        core._single = None
+    core.open()
+    try:
+        state = InMemoryKeyState()
+        try:
+            core.on_input("k", {"key": "k", "do": do}, state)
+            core.wait_for("k", 5.0)
+            core.advance("k", state)
+        except SystemExit as e:
+            assert e.code == 3
+        else:
+            pytest.fail("SystemExit did not leave the core")
+        task = core._live["k"]["r0/on_input"]
+        return (_stored(state), task.started, task.coro is not None, dict(core.counters))
+    finally:
+        core.close()

@@ -33,11 +33,13 @@ from ...api.internal import EVENT_ID_SOURCE
 from ...plan import ActionPlan, warn_if_returned
 from .._builtins import BUILTIN_NAMES
 from .._failures import never_awaited
+from .._memory_events import WRITE_TYPES
 from ..context._action_context import ActionContext
 from ..context._calls import DurableCall
 from ..recorder._execution import ActionExecution
 from ..recorder._state import InflightAction, KeyState, RunState
 from ._commands import StartWait
+from ._completion import commit_memory
 from ._observer import Probe
 from ._results import StepResult
 from ._stepper import STEPPING_LOOP, leave_stepping, running_loop, set_running_loop
@@ -47,6 +49,7 @@ from ._tasks import Step, Task
 if TYPE_CHECKING:
     import collections.abc
 
+    from ...api import Budget
     from ...plan import AgentPlan
     from .._resources import ResourceEnvironment
     from ..recorder._ledger import CallLedger, Failpoint
@@ -62,6 +65,7 @@ class CoreParts(Protocol):
     counters: collections.Counter[str]
     output_check: collections.abc.Callable[[Any], Any] | None
     failpoint: Failpoint | None
+    _windows: dict[str, Budget] | None
     _routes: dict[str, tuple[ActionPlan, ...]]
     _fns: dict[str, collections.abc.Callable[..., Any]]
     _cancelled: list[str]
@@ -343,15 +347,24 @@ def _finished(
 ) -> Step | None:
     """Finish the execution, which returned at once having made no call (``_finish`` inline).
 
+    Its short-term and sensory memory writes are committed here too, where ``_finish``
+    commits them (after its end is reported, before its events are dispatched), unless the
+    agent takes memory write events (the general completion sends them first).
+
     Returns:
-        ``None`` when it finished here, else the step the general code finished it with.
+        ``None`` when it finished here, else the step the general code finished it with
+        (or that its events go on in).
     """
+    memory = ctx.memory_used
     if (
         ctx.used_long_term_memory
-        or ctx.memory_used
         or ctx.key_merges
         or ctx.diverged
         or run.invocations
+        or (
+            memory
+            and (WRITE_TYPES[0] in (by := core.plan.actions_by_event) or WRITE_TYPES[1] in by)
+        )
     ):  # what the general completion checks and applies
         task = live[ctx.execution_id] = Task(
             action, event, ctx, None, True, token=started, ending=(None,)
@@ -367,6 +380,7 @@ def _finished(
     routes = core._routes
     if (
         probe is not None
+        and not memory  # (committed between the end's hook and the outputs' ones)
         and type(probe).run_at_once is not _EACH_HOOK
         and core.output_check is None
         and not run.waits
@@ -389,6 +403,8 @@ def _finished(
     if probe is not None:
         probe.action_finished(key, exec_id, action.name, None, started)
     counters["actions_completed"] += 1
+    if memory:  # (as ``_finish``: the run's other actions in flight get their undo entries)
+        commit_memory(ctx, state, run, core._windows)
     step: Step | None = None
     for event, data in ctx.emitted:  # ``_dispatch`` at the root, for an event nothing takes
         if (
