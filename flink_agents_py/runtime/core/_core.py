@@ -49,19 +49,10 @@ from ..recorder._versioning import (
     stand_in_event,
 )
 from ._at_once import REPORTED, single_input_action, start_at_once, unsupported_await
-from ._commands import (
-    CancelInvocation,
-    Command,
-    Poll,
-    RunDeferred,
-    RunFunction,
-    StartChat,
-    StartSubagent,
-    StartWait,
-)
+from ._carry_out import carry_out
+from ._commands import StartWait
 from ._completion import commit_memory, commit_spend, completion_error, emit_output, report_failure
 from ._damaged import read_run, unreadable_record
-from ._deferred_timeout import bounded_deferred
 from ._executor import IOExecutor
 from ._inbox import Inbox, InboxQueries
 from ._invocation_end import check_invocation, env_of
@@ -69,16 +60,7 @@ from ._observer import Observer, probe_of
 from ._results import ErrorRecord, StepResult, event_of, input_event, input_form, unqueued_record
 from ._siblings import new_siblings
 from ._stepper import STEPPING_LOOP, leave_stepping, running_loop, set_running_loop
-from ._subgraph import (
-    cancel_invocation,
-    open_invocation,
-    plan_at,
-    poll_result,
-    polling,
-    prepare_deferred,
-    route_at_root,
-    route_in_scope,
-)
+from ._subgraph import plan_at, route_at_root, route_in_scope
 from ._tasks import Delivery as _Delivery
 from ._tasks import Step as _Step
 from ._tasks import Task as _Task
@@ -511,49 +493,17 @@ class AgentCore(UnfinishedCore, InboxQueries):
             What starting the awaited call raised (thrown into the action), or ``None``.
         """
         for command in task.ctx.take_commands():
-            self._carry_out(step, task.ctx, command)
+            carry_out(self, step, task.ctx, command)
         if self._cancelled:  # their waits end, then each call is checked (``_waits``)
             self._end_cancelled(step)
         if awaited is not None and task.ctx.calls.get(awaited.ordinal) is not awaited:
             return not_its_call(awaited, task.ctx.execution_id)  # its outcome goes elsewhere
         if awaited is not None and not awaited.done and awaited.start is not None:
             try:
-                self._carry_out(step, task.ctx, awaited.start)
+                carry_out(self, step, task.ctx, awaited.start)
             except Exception as e:  # noqa: BLE001 - e.g. an event with no JSON form
                 return e
         return None
-
-    def _carry_out(self, step: _Step, ctx: ActionExecution, command: Command) -> None:
-        """Carry out one command of ``ctx``'s action (see ``_commands``)."""
-        if isinstance(command, CancelInvocation):
-            self._cancelled.extend(cancel_invocation(step.run, command.invocation_id))
-            return
-        call = command.call
-        if call.start is command:  # a lazy call's command: issued now, once
-            call.start = None
-        if isinstance(command, RunFunction):
-            ctx.record_started(command)
-            self._submit(step.identity, ctx, call, command.fn, command.args, command.kwargs)
-        elif isinstance(command, (StartChat, StartSubagent)):
-            ctx.record_started(command)
-            inv_id, bootstrap = open_invocation(step.run, command, ctx.execution_id, ctx.scope,
-                                                ctx.env)
-            self.counters["chat_calls" if isinstance(command, StartChat)
-                          else "subagent_calls"] += 1
-            self._dispatch(step, bootstrap, inv_id)
-        elif isinstance(command, RunDeferred):
-            runner = prepare_deferred(step.run, ctx, command)
-            if runner is not None:  # (else its outcome is recorded: raised, or cancelled)
-                self.counters["subagent_calls"] += 1
-                fn, args = bounded_deferred(step.run, ctx, command, runner)
-                self._submit(step.identity, ctx, call, fn, args, {})
-        elif isinstance(command, Poll):
-            ctx.record_started(command)
-            self.counters["subagent_calls"] += 1
-            self._submit(step.identity, ctx, call, poll_result, polling(step.run, ctx, command), {})
-        elif isinstance(command, StartWait):
-            self._start_wait(step, ctx, command)
-        # Attach: the invocation is in state already (after a restore); only wait for it
 
     def _end(self, step: _Step, task: _Task, error: BaseException | None) -> None:
         """The action returned or raised: finish it once the calls it started are recorded."""
