@@ -25,6 +25,7 @@ with it and without it and compares everything observable.
 from __future__ import annotations
 
 import collections
+from sys import exc_info
 from types import CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,7 +42,7 @@ from ..recorder._state import InflightAction, KeyState, RunState
 from ._commands import StartWait
 from ._completion import commit_memory
 from ._observer import Probe
-from ._results import StepResult
+from ._results import StepResult, event_of
 from ._stepper import STEPPING_LOOP, leave_stepping, running_loop, set_running_loop
 from ._subgraph import route_at_root
 from ._tasks import Step, Task
@@ -94,7 +95,14 @@ class CoreParts(Protocol):
     def _settled(self, step: Any, task: Task) -> bool: ...
 
 
-__all__ = ["AT_ONCE", "REPORTED", "single_input_action", "start_at_once", "unsupported_await"]
+__all__ = [
+    "AT_ONCE",
+    "REPORTED",
+    "dispatch_emitted",
+    "single_input_action",
+    "start_at_once",
+    "unsupported_await",
+]
 
 AT_ONCE = True
 """Whether cores made from now on take the straight line for the runs it covers (tests turn
@@ -127,6 +135,52 @@ def single_input_action(core: CoreParts) -> ActionPlan | None:
     return actions[0]
 
 
+def dispatch_emitted(
+    core: CoreParts, step: Step, emitted: list[tuple[Event, dict[str, Any] | None]], fresh: bool
+) -> None:
+    """Dispatch a completed action's events at the root, in order (``_finish``'s).
+
+    Each goes through ``_dispatch``, except the last when it triggers one action of the
+    agent's own and nothing is ready in ``step``: the general path would queue that action
+    and step it next, so it is dispatched and stepped here (``start_at_once``, with the
+    dispatch's probe hook and the execution's own start and end hooks), and finished in the
+    same frame when it keeps to the simple case (a chat's answer: its action reads its
+    memory and sends its output). Only routes found already qualify (the first look-up of a
+    type may log that nothing takes it, where ``_dispatch`` logs it), no output (its host's
+    check, its listener: ``_dispatch``'s), and not while an exception is being handled (what
+    the action raised would be chained to it: ``_step`` finishes a coroutine outside its
+    ``StopIteration`` handler).
+
+    Args:
+        core: the core.
+        step: the finishing action's step.
+        emitted: its events with their JSON forms (``ActionExecution.emitted``; the last one
+            with its form: it triggers an action).
+        fresh: a built-in action's events, fresh objects nothing else holds, built from
+            values rebuilt from their JSON forms: the first action they trigger may have them.
+    """
+    for event, data in emitted[:-1]:
+        core._dispatch(step, event, None, check=False, data=data, own=fresh)
+    event, data = emitted[-1]
+    if AT_ONCE and data is not None and not step.ready and exc_info()[1] is None:
+        actions = core._routes.get(event.type)
+        if (
+            actions is not None
+            and len(actions) == 1
+            and (action := actions[0]).name not in BUILTIN_NAMES
+            and not isinstance(event, OutputEvent)
+        ):
+            if (probe := core.probe) is not None:  # (``_dispatch``'s)
+                probe.event_dispatched(step.key, event)
+            own = event if fresh else event_of(data)
+            start_at_once(
+                core, action, step.key, step.state, step.run, step.res, step.live,
+                step.identity, own, data, None, step,
+            )  # fmt: skip
+            return
+    core._dispatch(step, event, None, check=False, data=data, own=fresh)
+
+
 def unsupported_await(name: str, awaited: Any) -> UnsupportedAwaitError:
     """The error thrown into action ``name``, which awaited ``awaited`` (not a durable call).
 
@@ -153,6 +207,7 @@ def start_at_once(
     event: Event,
     data: dict[str, Any],
     token: Any,
+    step: Step | None = None,
 ) -> Step | None:
     """Dispatch a new run's input ``event`` to ``action`` and run its first step.
 
@@ -174,6 +229,9 @@ def start_at_once(
         event: the run's input event (the action gets it as it is: ``own``).
         data: its JSON form.
         token: the probe's token of the run (``input_dispatched``'s; ``None`` without one).
+        step: the step an event a finishing action sent is dispatched in (``dispatch_emitted``:
+            the probe has the event, and the execution's start and end are its own hooks),
+            else ``None`` (the run's input).
 
     Returns:
         ``None`` when the action finished here (its run has nothing in flight),
@@ -210,7 +268,7 @@ def start_at_once(
         if (probe := core.probe) is not None:  # (one that takes the run whole: the run's)
             started = (
                 token
-                if type(probe).run_at_once is not _EACH_HOOK
+                if step is None and type(probe).run_at_once is not _EACH_HOOK
                 else probe.action_started(key, exec_id, name, False)
             )
         token = EVENT_ID_SOURCE.set(ctx.event_id_source)
@@ -225,7 +283,7 @@ def start_at_once(
             keep = resumable and not ctx.commands and not core._cancelled
         except Exception as e:  # noqa: BLE001 - a failing action is an outcome
             step, task = _handed(
-                action, event, ctx, started, None, key, state, run, res, live, identity
+                action, event, ctx, started, None, key, state, run, res, live, identity, step
             )
             core._drain(step, task, None)
             core._end(step, task, e)
@@ -242,10 +300,10 @@ def start_at_once(
                 and not core._cancelled
             ):  # ``_end`` and ``_finish``: the simple case
                 return _finished(
-                    core, action, event, ctx, started, key, state, run, res, live, identity
+                    core, action, event, ctx, started, key, state, run, res, live, identity, step
                 )
             step, task = _handed(
-                action, event, ctx, started, None, key, state, run, res, live, identity
+                action, event, ctx, started, None, key, state, run, res, live, identity, step
             )
             misuse = None if resumable or not ctx.calls else never_awaited(name, ctx.calls)
             if misuse is not None:  # a plain action's waits: nothing will answer them
@@ -266,10 +324,10 @@ def start_at_once(
         except StopIteration as stop:
             if stop.value is None and not ctx.commands and not core._cancelled and not ctx.calls:
                 return _finished(
-                    core, action, event, ctx, started, key, state, run, res, live, identity
+                    core, action, event, ctx, started, key, state, run, res, live, identity, step
                 )
             step, task = _handed(
-                action, event, ctx, started, out, key, state, run, res, live, identity
+                action, event, ctx, started, out, key, state, run, res, live, identity, step
             )
             if stop.value is not None:
                 warn_if_returned(action, stop.value)
@@ -281,7 +339,7 @@ def start_at_once(
             return step
         except Exception as e:  # noqa: BLE001
             step, task = _handed(
-                action, event, ctx, started, out, key, state, run, res, live, identity
+                action, event, ctx, started, out, key, state, run, res, live, identity, step
             )
             core._drain(step, task, None)
             core._end(step, task, e)
@@ -290,7 +348,8 @@ def start_at_once(
             EVENT_ID_SOURCE.reset(token)
         # it awaited something: the rest of the first step, then ``_step``'s loop goes on
         task = live[exec_id] = Task(action, event, ctx, out, True, token=started)  # (_handed)
-        step = Step(key, state, run, res, live, collections.deque(), identity)
+        if step is None:
+            step = Step(key, state, run, res, live, collections.deque(), identity)
         if isinstance(yielded, DurableCall):
             error = core._drain(step, task, yielded)
             if error is None and not yielded.done:
@@ -303,7 +362,7 @@ def start_at_once(
         return step
     except BaseException:  # (SystemExit...) leaves ``advance`` with its task live, as there
         if exec_id in run.inflight and exec_id not in live:
-            _handed(action, event, ctx, started, coro, key, state, run, res, live, identity)
+            _handed(action, event, ctx, started, coro, key, state, run, res, live, identity, step)
         raise
     finally:
         leave_stepping(loop)
@@ -321,15 +380,19 @@ def _handed(
     res: StepResult,
     live: dict[str, Task],
     identity: Any,
+    step: Step | None,
 ) -> tuple[Step, Task]:
     """The step and the live task of an execution the general code takes over, started.
 
     Returns:
-        The step (its ready queue empty) and the task (``started``: its probe token;
-        ``coro``: its coroutine, once sent), in ``live`` as ``_dispatch`` puts it.
+        The step (``step``, else a new one, its ready queue empty) and the task
+        (``started``: its probe token; ``coro``: its coroutine, once sent), in ``live`` as
+        ``_dispatch`` puts it.
     """
     task = live[ctx.execution_id] = Task(action, event, ctx, coro, True, token=started)
-    return Step(key, state, run, res, live, collections.deque(), identity), task
+    if step is None:
+        step = Step(key, state, run, res, live, collections.deque(), identity)
+    return step, task
 
 
 def _finished(
@@ -344,6 +407,7 @@ def _finished(
     res: StepResult,
     live: dict[str, Task],
     identity: Any,
+    given: Step | None,
 ) -> Step | None:
     """Finish the execution, which returned at once having made no call (``_finish`` inline).
 
@@ -352,8 +416,8 @@ def _finished(
     agent takes memory write events (the general completion sends them first).
 
     Returns:
-        ``None`` when it finished here, else the step the general code finished it with
-        (or that its events go on in).
+        ``None`` when it finished here (or ``given``, the dispatching step, when the rest
+        went to it), else the step the general code finished it with.
     """
     memory = ctx.memory_used
     if (
@@ -369,7 +433,7 @@ def _finished(
         task = live[ctx.execution_id] = Task(
             action, event, ctx, None, True, token=started, ending=(None,)
         )  # (``_handed`` inline)
-        fallback = Step(key, state, run, res, live, collections.deque(), identity)
+        fallback = given or Step(key, state, run, res, live, collections.deque(), identity)
         core._finish(fallback, task, None)
         return fallback
     ctx.finished = True
@@ -380,6 +444,7 @@ def _finished(
     routes = core._routes
     if (
         probe is not None
+        and given is None  # (the run's input action: its run ends with it)
         and not memory  # (committed between the end's hook and the outputs' ones)
         and type(probe).run_at_once is not _EACH_HOOK
         and core.output_check is None
@@ -403,12 +468,13 @@ def _finished(
     if probe is not None:
         probe.action_finished(key, exec_id, action.name, None, started)
     counters["actions_completed"] += 1
-    if memory:  # (as ``_finish``: the run's other actions in flight get their undo entries)
+    if memory:  # (its writes, as ``_finish`` commits them: after its end, before its events)
         commit_memory(ctx, state, run, core._windows)
-    step: Step | None = None
+    step: Step | None = given
+    general = False  # the rest in order through the general dispatch
     for event, data in ctx.emitted:  # ``_dispatch`` at the root, for an event nothing takes
         if (
-            step is None
+            not general
             and routes.get(event.type) == ()
             and (core.output_check is None or not isinstance(event, OutputEvent))
         ):
@@ -420,7 +486,8 @@ def _finished(
             elif probe is not None:
                 probe.event_dispatched(key, event)
             continue
-        if step is None:  # the rest in order through the general dispatch
+        if step is None:
             step = Step(key, state, run, res, live, collections.deque(), identity)
+        general = True
         core._dispatch(step, event, None, check=False, data=data, own=False)
-    return step
+    return step if general else None

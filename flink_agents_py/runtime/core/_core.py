@@ -48,7 +48,13 @@ from ..recorder._versioning import (
     restored_event,
     stand_in_event,
 )
-from ._at_once import REPORTED, single_input_action, start_at_once, unsupported_await
+from ._at_once import (
+    REPORTED,
+    dispatch_emitted,
+    single_input_action,
+    start_at_once,
+    unsupported_await,
+)
 from ._carry_out import carry_out
 from ._commands import StartWait
 from ._completion import commit_memory, commit_spend, completion_error, emit_output, report_failure
@@ -71,6 +77,7 @@ __all__ = ["AgentCore", "StepResult", "ErrorRecord"]
 
 log = logging.getLogger("flink_agents_py.runtime")
 _UNREAD: Any = object()  # ``advance``'s run not read by ``on_input``
+_RUNNING: Any = object()  # ``_step``: the coroutine has not returned
 
 
 class AgentCore(UnfinishedCore, InboxQueries):
@@ -449,6 +456,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
         coro = task.coro
         assert coro is not None
         error = thrown
+        returned: Any = _RUNNING  # what the coroutine returned, once it has
         while True:
             if token is None:
                 token = EVENT_ID_SOURCE.set(ctx.event_id_source)
@@ -459,14 +467,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
                 else:
                     yielded = coro.send(None)
             except StopIteration as stop:
-                if stop.value is not None:
-                    warn_if_returned(task.action, stop.value)
-                if ctx.commands or self._cancelled:
-                    self._drain(step, task, None)
-                task.ending = (None,)  # ``_end`` inline
-                if not ctx.calls or self._settled(step, task):
-                    self._finish(step, task, None)
-                return
+                returned = stop.value  # finished below: outside this handler (as a plain one)
             except Exception as e:  # noqa: BLE001
                 self._drain(step, task, None)
                 self._end(step, task, e)
@@ -474,6 +475,15 @@ class AgentCore(UnfinishedCore, InboxQueries):
             finally:
                 EVENT_ID_SOURCE.reset(token)
                 token = None
+            if returned is not _RUNNING:  # (what the next action dispatched runs in: ``_at_once``)
+                if returned is not None:
+                    warn_if_returned(task.action, returned)
+                if ctx.commands or self._cancelled:
+                    self._drain(step, task, None)
+                task.ending = (None,)  # ``_end`` inline
+                if not ctx.calls or self._settled(step, task):
+                    self._finish(step, task, None)
+                return
             if isinstance(yielded, DurableCall):
                 error = self._drain(step, task, yielded)
                 if error is not None or yielded.done:
@@ -542,7 +552,11 @@ class AgentCore(UnfinishedCore, InboxQueries):
             # a built-in action's events are fresh objects nothing else holds, built from
             # values rebuilt from their JSON forms: the first action they trigger may have them
             fresh = task.action.name in BUILTIN_NAMES
-            for event, data in ctx.emitted:
-                self._dispatch(step, event, scope, check=False, data=data, own=fresh)
+            emitted = ctx.emitted
+            if scope is None and emitted and emitted[-1][1] is not None:  # (it triggers one)
+                dispatch_emitted(self, step, emitted, fresh)  # (maybe at once: ``_at_once``)
+            else:
+                for event, data in emitted:
+                    self._dispatch(step, event, scope, check=False, data=data, own=fresh)
         if scope is not None:
             check_invocation(step, scope, self.ledger)
