@@ -24,7 +24,7 @@ import cloudpickle  # noqa: E402 - PyFlink's pickler, installed with it
 
 from flink_agents_py.flink._fresh import fresh_reduce, shipped  # noqa: E402
 
-MODULE = '''
+MODULE = """
 from flink_agents_py.flink._fresh import fresh_reduce
 
 VERSION = {version}
@@ -39,7 +39,7 @@ class Operator:
 
     def version(self):
         return VERSION
-'''
+"""
 
 
 def _ship(root, job: str, version: int):
@@ -97,7 +97,7 @@ class _Holder:
         return fresh_reduce(self)
 
 
-SUBMODULE = '''
+SUBMODULE = """
 from flink_agents_py.flink._fresh import fresh_reduce
 
 VERSION = {version}
@@ -115,7 +115,7 @@ class Reader:  # a function class PyFlink type-checks (as the file reader is)
 
     def version(self):
         return VERSION
-'''
+"""
 
 
 def _ship_package(root, job: str, version: int):
@@ -132,8 +132,7 @@ def _forget(prefix: str) -> None:
         del sys.modules[name]
 
 
-def test_a_later_job_unpickles_functions_of_a_submodule_the_finished_job_never_imported(
-        tmp_path):
+def test_a_later_job_unpickles_functions_of_a_submodule_the_finished_job_never_imported(tmp_path):
     # job 1 imported the package but not its submodule; job 2's functions live in that
     # submodule: unpickled, each forgets the stale package first, then imports job 2's copy
     job1, job2 = _ship_package(tmp_path, "job1", 1), _ship_package(tmp_path, "job2", 2)
@@ -174,7 +173,7 @@ def test_forgetting_survives_modules_imported_while_it_runs(tmp_path):
     import gc
     import types
 
-    from flink_agents_py.flink._fresh import FORGET_STALE_MODULES
+    from flink_agents_py.flink._fresh import FORGET_STALE_MODULES, UNFREEZE_AFTER_IMPORTS
 
     added: list[str] = []
 
@@ -190,8 +189,10 @@ def test_forgetting_survives_modules_imported_while_it_runs(tmp_path):
         for _ in range(3):
             held = [(i, i) for i in range(5000)]  # pairs come from the allocator, not a free list
             gc.set_threshold(1)
-            exec(FORGET_STALE_MODULES, {})  # as the unpickler runs it
+            namespace: dict = {}
+            exec(FORGET_STALE_MODULES, namespace)  # as the unpickler runs it
             gc.set_threshold(*threshold)
+            exec(UNFREEZE_AFTER_IMPORTS, namespace)
             del held
     finally:
         gc.set_threshold(*threshold)
@@ -199,3 +200,103 @@ def test_forgetting_survives_modules_imported_while_it_runs(tmp_path):
         for name in added:
             sys.modules.pop(name, None)
     assert added, "the collector never ran while the stale modules were forgotten"
+
+
+FROZEN_PROBE = """
+import gc
+
+FROZEN_AT_IMPORT = gc.get_freeze_count()
+
+
+def echo(x):
+    return x
+"""
+
+
+def _probe_payload(tmp_path, name: str) -> bytes:
+    """A shipped function of a user's module in ``tmp_path``, pickled; the module forgotten."""
+    (tmp_path / f"{name}.py").write_text(FROZEN_PROBE)
+    sys.path.insert(0, str(tmp_path))
+    mod = importlib.import_module(name)
+    payload = cloudpickle.dumps(shipped(mod.echo))
+    del sys.modules[name]
+    return payload
+
+
+@pytest.fixture
+def unfrozen_heap():
+    import gc
+
+    gc.unfreeze()  # (nothing else in this process holds it frozen)
+    yield gc
+    gc.unfreeze()
+    gc.enable()
+
+
+def test_a_function_s_module_is_imported_with_the_heap_frozen_then_unfrozen(
+    tmp_path, unfrozen_heap
+):
+    """What a worker imports while it unpickles runs with the heap frozen, so the collections
+    it causes skip PyFlink's objects (a full one took 70-110 ms of a job's start); after the
+    load every object is collectable again."""
+    gc = unfrozen_heap
+    payload = _probe_payload(tmp_path, "fresh_gc_probe_a")
+    try:
+        fn = pickle.loads(payload)
+        assert fn(3) == 3
+        assert sys.modules["fresh_gc_probe_a"].FROZEN_AT_IMPORT > 0
+        assert gc.get_freeze_count() == 0
+        cycle: list = []
+        cycle.append(cycle)
+        del cycle
+        assert gc.collect() > 0  # the collector works as before
+    finally:
+        sys.modules.pop("fresh_gc_probe_a", None)
+        sys.path.remove(str(tmp_path))
+
+
+def test_a_heap_frozen_by_the_process_stays_frozen(tmp_path, unfrozen_heap):
+    gc = unfrozen_heap
+    payload = _probe_payload(tmp_path, "fresh_gc_probe_b")
+    try:
+        gc.freeze()  # e.g. a process that freezes before it forks
+        frozen = gc.get_freeze_count()
+        pickle.loads(payload)
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        sys.modules.pop("fresh_gc_probe_b", None)
+        sys.path.remove(str(tmp_path))
+
+
+def test_an_operator_holding_the_gc_settings_keeps_the_heap_frozen(tmp_path, unfrozen_heap):
+    """A job's functions unpickled while another agent operator of the interpreter runs
+    (thread mode: one interpreter per TaskManager) do not undo that operator's freeze."""
+    from flink_agents_py.flink._gc import hold_gc_settings, release_gc_settings
+
+    gc = unfrozen_heap
+    holder = object()
+    payload = _probe_payload(tmp_path, "fresh_gc_probe_c")
+    hold_gc_settings(holder)
+    try:
+        pickle.loads(payload)
+        assert sys.modules["fresh_gc_probe_c"].FROZEN_AT_IMPORT > 0
+        assert gc.get_freeze_count() > 0
+    finally:
+        release_gc_settings(holder)
+        sys.modules.pop("fresh_gc_probe_c", None)
+        sys.path.remove(str(tmp_path))
+    assert gc.get_freeze_count() == 0  # the operator's release unfroze it
+
+
+def test_nothing_is_frozen_while_the_collector_is_disabled(tmp_path, unfrozen_heap):
+    gc = unfrozen_heap
+    payload = _probe_payload(tmp_path, "fresh_gc_probe_d")
+    gc.disable()
+    try:
+        pickle.loads(payload)
+        assert sys.modules["fresh_gc_probe_d"].FROZEN_AT_IMPORT == 0
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
+        sys.modules.pop("fresh_gc_probe_d", None)
+        sys.path.remove(str(tmp_path))
