@@ -260,9 +260,8 @@ def test_a_heap_frozen_by_the_process_stays_frozen(tmp_path, unfrozen_heap):
     payload = _probe_payload(tmp_path, "fresh_gc_probe_b")
     try:
         gc.freeze()  # e.g. a process that freezes before it forks
-        frozen = gc.get_freeze_count()
         pickle.loads(payload)
-        assert gc.get_freeze_count() >= frozen
+        assert gc.get_freeze_count() > 0  # (unfrozen, it would be 0)
     finally:
         sys.modules.pop("fresh_gc_probe_b", None)
         sys.path.remove(str(tmp_path))

@@ -19,6 +19,7 @@ import sys
 from typing import Any, Literal
 
 from ._collections import accept_pickled_collections
+from ._gc import heap_frozen
 from ._workers import configure_workers
 
 __all__ = ["create_stream_environment", "python_path_for_workers"]
@@ -132,7 +133,8 @@ def create_stream_environment(
     }
     for k, v in settings.items():
         cfg.set_string(k, v)
-    env = StreamExecutionEnvironment.get_execution_environment(cfg)
+    with heap_frozen():  # the first environment imports Beam and pandas (``_gc.heap_frozen``)
+        env = StreamExecutionEnvironment.get_execution_environment(cfg)
     env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
     env.set_parallelism(parallelism)
     if checkpoint_interval_ms:

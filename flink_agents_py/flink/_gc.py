@@ -7,10 +7,12 @@ the last one's ``close`` (see ``docs/how-to/limits.md``).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
+from collections.abc import Iterator
 
-__all__ = ["hold_gc_settings", "release_gc_settings"]
+__all__ = ["heap_frozen", "hold_gc_settings", "release_gc_settings"]
 
 _GC_YOUNG_THRESHOLD = 50_000
 """CPython's generation-0 collection threshold while an operator runs (default 700): the
@@ -78,3 +80,31 @@ def release_gc_settings(holder: object) -> None:
             old = _gc_saved.pop()
             if gc.get_threshold()[0] == max(old[0], _GC_YOUNG_THRESHOLD):
                 gc.set_threshold(*old)
+
+
+@contextlib.contextmanager
+def heap_frozen() -> Iterator[None]:
+    """Run the block with the objects alive now frozen (``gc.freeze``), unfrozen after it.
+
+    For a block that imports many modules into a process already holding many objects: each
+    full collection it causes then looks at the block's new objects only, not again at every
+    object the process held before. Creating the first PyFlink environment imports Beam and
+    pandas (1,268 modules) into a client that holds this package's classes: three full
+    collections there took 148 ms of CPU against 66 ms for a program of PyFlink alone
+    (2026-12-06). After the block every object is collectable as before; what was garbage
+    at its start is collected by the next collection after it.
+
+    Nothing is frozen when the collector is disabled or the heap is frozen already (by the
+    process itself, or by an agent operator holding the GC settings), and nothing is
+    unfrozen while an agent operator of this interpreter holds them (its release unfreezes).
+    """
+    froze = gc.isenabled() and not gc.get_freeze_count()
+    if froze:
+        gc.freeze()
+    try:
+        yield
+    finally:
+        if froze:
+            with _gc_lock:
+                if not _gc_holders:
+                    gc.unfreeze()
