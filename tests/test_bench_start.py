@@ -1,8 +1,8 @@
 """The minutes a user waits, as the benchmarks print them (issue 31).
 
-``python -m bench --quick --only start``: two one-record Flink jobs (ours and a bare PyFlink
-job), each in a process of its own; ``bench.default_run``: the main job's memory with its
-targets, and where its wall time went (from its event log).
+``python -m bench --quick --only start``: one-record Flink jobs (ours and a bare PyFlink
+job, three of each, interleaved), each in a process of its own; ``bench.default_run``: the
+main job's memory with its targets, and where its wall time went (from its event log).
 """
 
 from __future__ import annotations
@@ -35,7 +35,12 @@ def test_start_row_compares_one_record_jobs_with_target(tmp_path: pathlib.Path) 
     bare, ours = data["start"]["rows"]
     assert (bare["kind"], ours["kind"]) == ("bare", "agent")
     for row in (bare, ours):
-        assert row["runs"] == 1 and row["failed"] == 0, data["start"]["runs"]
+        # three of each even in the quick suite: one job's wall time moves by 5-15 % from
+        # run to run, as much as the difference measured
+        assert row["runs"] == 3 and row["failed"] == 0, data["start"]["runs"]
+        fastest, slowest = (float(x) for x in row["spread_s"].split("-"))
+        assert fastest <= row["wall_s"] <= slowest, row
+        assert 0 < row["client_cpu_s"] < row["cpu_s"], row  # the client is part of the tree
         # the phases happen in order, inside the process's wall time
         phases = [row[k] for k in ("imported_s", "env_s", "graph_s", "first_out_s",
                                    "job_end_s", "wall_s")]
@@ -44,13 +49,18 @@ def test_start_row_compares_one_record_jobs_with_target(tmp_path: pathlib.Path) 
         assert row["cpu_s"] > 1, row  # a JVM was started and ran the job
     # each job collected exactly its one record (checked by the benchmark: a wrong output
     # is a failed run)
+    runs = data["start"]["runs"]
     for kind in ("bare", "agent"):
-        [run] = data["start"]["runs"][kind]
-        assert run["outputs"] == [0], run
+        assert [run["outputs"] for run in runs[kind]] == [[0]] * 3, runs[kind]
     # the bare job is PyFlink alone: it never imported flink_agents_py
-    assert data["start"]["runs"]["bare"][0]["imported_ours"] is False
-    assert data["start"]["runs"]["agent"][0]["imported_ours"] is True
+    assert {run["imported_ours"] for run in runs["bare"]} == {False}
+    assert {run["imported_ours"] for run in runs["agent"]} == {True}
     assert data["start"]["ratio"] == pytest.approx(ours["wall_s"] / bare["wall_s"])
+    # each round's two jobs ran next to each other, and its ratio is theirs
+    assert ours["pairs"] == [
+        pytest.approx(a["process_wall_s"] / b["process_wall_s"], abs=1e-3)
+        for b, a in zip(runs["bare"], runs["agent"], strict=True)]
+    assert "ours/bare by round" in proc.stdout
     assert ours["cpu_ratio"] == pytest.approx(ours["cpu_s"] / bare["cpu_s"])
     assert ours["target"] == "<= 1.1x" and ours["met"] in ("yes", "NO")
 
