@@ -27,6 +27,7 @@ from ..api.internal import clip, error_text, shown_key, validation_masked
 from ._terminal import log_text
 
 __all__ = ["FailureLog", "FailureMessage", "OriginalFailure", "OWN_NOTE", "TOOL_FAILURES",
+           "unless_stopping",
            "TRACEBACK_MAX_CHARS", "TRACEBACK_MAX_FRAMES", "clip", "error_text", "failure_text",
            "format_failure", "never_awaited", "redact_text", "reported_error",
            "unless_cancelled", "with_original", "with_recorded"]
@@ -49,6 +50,32 @@ TOOL_FAILURES: tuple[type[BaseException], ...] = (Exception, SystemExit, asyncio
 ``SystemExit`` (a wrapped command-line tool's ``sys.exit``) and a ``CancelledError`` of the
 tool's own (``unless_cancelled``); ``KeyboardInterrupt`` and the call's own cancellation go
 on."""
+
+
+PROCESS_STOPS: tuple[type[BaseException], ...] = (KeyboardInterrupt, SystemExit)
+"""What an action raises that stops the process instead of failing the action."""
+
+
+def unless_stopping(error: BaseException) -> None:
+    """Raise ``error`` again when it stops the process rather than failing an action.
+
+    An action that raises any other ``BaseException`` (an ``asyncio.CancelledError`` or a
+    ``GeneratorExit`` of its own, a ``BaseException`` subclass of the user's) fails that
+    action alone: its error record names the key and the event, and the key goes on. Before,
+    such an error left the operator's callback with the action still live, so a Flink job
+    restored into the same action and raised again, without end. The core steps an action's
+    coroutine itself (it awaits no asyncio task), so no such error is the runtime cancelling
+    it; only ``KeyboardInterrupt`` and ``SystemExit`` (``PROCESS_STOPS``) end the process.
+
+    Args:
+        error: what the action raised.
+
+    Raises:
+        KeyboardInterrupt: ``error``, when it is one.
+        SystemExit: ``error``, when it is one.
+    """
+    if isinstance(error, PROCESS_STOPS):
+        raise error
 
 
 def unless_cancelled(error: BaseException) -> None:

@@ -33,7 +33,7 @@ from ...api import Event, OutputEvent, UnsupportedAwaitError
 from ...api.internal import EVENT_ID_SOURCE
 from ...plan import ActionPlan, warn_if_returned
 from .._builtins import BUILTIN_NAMES
-from .._failures import never_awaited
+from .._failures import never_awaited, unless_stopping
 from .._memory_events import WRITE_TYPES
 from ..context._action_context import ActionContext
 from ..context._calls import DurableCall
@@ -281,7 +281,8 @@ def start_at_once(
             out = fn(event, ActionContext(ctx))
             resumable = type(out) is CoroutineType or type(out) is GeneratorType
             keep = resumable and not ctx.commands and not core._cancelled
-        except Exception as e:  # noqa: BLE001 - a failing action is an outcome
+        except BaseException as e:  # noqa: BLE001 - a failing action is an outcome
+            unless_stopping(e)  # (``_core._step``)
             step, task = _handed(
                 action, event, ctx, started, None, key, state, run, res, live, identity, step
             )
@@ -337,7 +338,8 @@ def start_at_once(
             if not ctx.calls or core._settled(step, task):
                 core._finish(step, task, None)
             return step
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001
+            unless_stopping(e)
             step, task = _handed(
                 action, event, ctx, started, out, key, state, run, res, live, identity, step
             )

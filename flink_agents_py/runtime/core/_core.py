@@ -30,7 +30,7 @@ from ...api import Event, OutputEvent, ResourceType, SerializationError
 from ...api.internal import EVENT_ID_SOURCE
 from ...plan import ActionPlan, AgentPlan, warn_if_returned
 from .._builtins import BUILTIN_NAMES
-from .._failures import FailureLog, never_awaited
+from .._failures import FailureLog, never_awaited, unless_stopping
 from .._memory_events import WRITE_TYPES, send_memory_events
 from .._resources import ResourceEnvironment, check_resources
 from .._serde import event_json
@@ -433,7 +433,8 @@ class AgentCore(UnfinishedCore, InboxQueries):
                 # keep: an async action (or a generator: ``yield from ctx.execute_async``)
                 resumable = type(out) is CoroutineType or type(out) is GeneratorType
                 keep = resumable and not ctx.commands and not self._cancelled
-            except Exception as e:  # noqa: BLE001 - a failing action is an outcome
+            except BaseException as e:  # noqa: BLE001 - a failing action is an outcome
+                unless_stopping(e)  # (KeyboardInterrupt, SystemExit: the process ends)
                 self._drain(step, task, None)
                 self._end(step, task, e)
                 return
@@ -468,7 +469,8 @@ class AgentCore(UnfinishedCore, InboxQueries):
                     yielded = coro.send(None)
             except StopIteration as stop:
                 returned = stop.value  # finished below: outside this handler (as a plain one)
-            except Exception as e:  # noqa: BLE001
+            except BaseException as e:  # noqa: BLE001 - a CancelledError of its own too
+                unless_stopping(e)
                 self._drain(step, task, None)
                 self._end(step, task, e)
                 return
