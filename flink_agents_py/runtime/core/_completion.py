@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from ...api import Budget, OutputEvent, ReplayDivergenceError
+from ...api import Budget, CallLimitError, EventChainLimitError, OutputEvent, ReplayDivergenceError
 from ...api.internal import shown_key
 from .._failures import FailureLog, error_text, failure_text, redact_text, reported_error
 from .._spend import drop_ended_spends
@@ -212,13 +212,23 @@ def _note_undo(readers: list[InflightAction], memory: str, tree: dict[str, Any],
                            *([rec.memory_ops, memory, *entry] for entry in undo)]
 
 
+RUN_ERRORS = (ReplayDivergenceError, CallLimitError, EventChainLimitError)
+"""Failures of the whole record's run, reported as its error record wherever they happen.
+
+An action of a chat or of an internal sub-agent that fails otherwise is its invocation's
+failure, which its caller sees and may handle. These are not the caller's to handle: a
+replay divergence, or a run past its limits (durable calls, chained events), which the
+caller's next call would meet again only if it made one. So a parent that caught its
+sub-agent's failure and returned ended the record with no error output."""
+
+
 def report_failure(step: Step, task: Task, error: BaseException, failure_log: FailureLog,
                    counters: MutableMapping[str, int]) -> None:
     """Report a failed action execution: its log line, its invocation, its error record.
 
     The message is masked (``redact_text``). A failure inside an invocation (a chat's or a
     sub-agent's) is captured by it, and its caller sees it; any other failure, and every
-    replay divergence, becomes an error record of the run.
+    replay divergence or run limit (``RUN_ERRORS``), becomes an error record of the run.
 
     Args:
         step: the key's step (its run and results).
@@ -239,7 +249,7 @@ def report_failure(step: Step, task: Task, error: BaseException, failure_log: Fa
         if not inv.failed:
             inv.failed = f"action {task.action.name!r} raised {type(error).__name__}: {message}"
             inv.failed_traceback = text
-    if inv is None or isinstance(error, ReplayDivergenceError):  # always reported
+    if inv is None or isinstance(error, RUN_ERRORS):  # always reported
         step.res.errors.append(ErrorRecord(
             key=step.key, seq=step.run.seq, action=task.action.name,
             execution_id=ctx.execution_id, error_type=type(error).__name__,
