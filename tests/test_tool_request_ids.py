@@ -78,9 +78,12 @@ def test_a_request_with_a_repeated_call_id_fails_its_action_naming_the_id_and_ot
 
 
 def test_the_event_refuses_repeated_ids_where_it_is_built_and_keeps_distinct_ones():
-    with pytest.raises(ValidationError, match="share the id ''"):
-        ToolRequestEvent(model="m", tool_calls=[ToolCall(id="", name="t"),
-                                                ToolCall(id="", name="u")])
+    with pytest.raises(ValidationError, match="share the id 'a'"):
+        ToolRequestEvent(model="m", tool_calls=[ToolCall(id="a", name="t"),
+                                                ToolCall(id="a", name="u")])
+    idless = ToolRequestEvent(model="m", tool_calls=[ToolCall(id="", name="t"),
+                                                     ToolCall(id="", name="u")])
+    assert [c.id for c in idless.tool_calls] == ["call#0", "call#1"]  # (test_tool_call_ids)
     event = ToolRequestEvent(model="m", tool_calls=[ToolCall(id="a", name="t"),
                                                     ToolCall(id="b", name="t")])
     assert [c.id for c in event.tool_calls] == ["a", "b"]

@@ -63,14 +63,18 @@ class ToolCall(BaseModel):
     """One tool call the model asked for.
 
     Attributes:
-        id: the provider's call id, or a synthetic unique one when the provider gave none.
+        id: the provider's call id; empty when none was given (``ToolCall(name=...,
+            arguments=...)``), and then the runtime gives the call a synthetic one, the
+            same when a replay builds it again: a model's tool call ``<chat event
+            id>#<round>.<position>`` (the chat action), a call of a ``ToolRequestEvent`` an
+            action builds ``<its event id>#<position>``.
         name: the tool's name.
         arguments: the arguments as a JSON object.
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
-    id: str
+    id: str = ""
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ._events import Event
 from ._messages import ToolCall, ToolResult
@@ -16,7 +16,11 @@ class ToolRequestEvent(Event, defer_build=True):
     """Asks the tool call action to run ``tool_calls`` for the chat of model ``model``.
 
     Each call needs an id of its own: the answer, ``ToolResponseEvent.responses``, is keyed
-    by it. A request whose calls repeat an id is refused where it is built (pydantic's
+    by it. A call built without one (``ToolCall(name=..., arguments=...)``) gets a synthetic
+    id here, ``<the request's event id>#<its position>`` (``call#<position>`` for a request
+    built outside an action, which has no event id yet), so the same request built again by
+    a replayed action gets the same ids; read them from ``request.tool_calls[i].id``. A
+    request whose calls repeat an id is refused where it is built (pydantic's
     ``ValidationError``, a ``ValueError``, naming the id and the calls' positions); a model's
     answer never repeats one (the chat action gives its tool calls unique ids).
     """
@@ -28,19 +32,22 @@ class ToolRequestEvent(Event, defer_build=True):
 
     @field_validator("tool_calls")
     @classmethod
-    def _ids_unique(cls, calls: list[ToolCall]) -> list[ToolCall]:
-        """Refuse two calls with one id (one result would replace the other's).
+    def _ids_unique(cls, calls: list[ToolCall], info: ValidationInfo) -> list[ToolCall]:
+        """Give id-less calls synthetic ids; refuse two calls with one id.
 
         The answer, ``ToolResponseEvent.responses``, is keyed by call id. A model's answer
         never gets here so: the chat action gives id-less and repeated ids of a model's tool
         calls unique ones before it sends the request.
 
         Returns:
-            ``calls``, unchanged.
+            ``calls``, an id-less one with its synthetic id (``<event id>#<position>``, with
+            ``.<n>`` added should one of the others hold it already).
 
         Raises:
             ValueError: naming the id and the positions of the calls that share it.
         """
+        if any(not call.id for call in calls):
+            calls = _with_synthetic_ids(calls, str(info.data.get("id") or "call"))
         first: dict[str, int] = {}
         for i, call in enumerate(calls):
             j = first.setdefault(call.id, i)
@@ -49,6 +56,22 @@ class ToolRequestEvent(Event, defer_build=True):
                     f"tool_calls[{j}] and tool_calls[{i}] share the id {call.id!r}: each call "
                     "needs its own id, since ToolResponseEvent.responses is keyed by it")
         return calls
+
+
+def _with_synthetic_ids(calls: list[ToolCall], base: str) -> list[ToolCall]:
+    """``calls``, each id-less one given ``<base>#<position>`` (an id no other call holds)."""
+    taken = {call.id for call in calls if call.id}
+    fixed = []
+    for i, call in enumerate(calls):
+        if not call.id:
+            made, n = f"{base}#{i}", 0
+            while made in taken:
+                n += 1
+                made = f"{base}#{i}.{n}"
+            taken.add(made)
+            call = call.model_copy(update={"id": made})
+        fixed.append(call)
+    return fixed
 
 
 class ToolResponseEvent(Event, defer_build=True):
