@@ -121,9 +121,11 @@ def test_an_actions_request_of_id_less_calls_gets_each_result_under_a_stable_id(
 
 
 def _model(request: Any) -> Any:
-    if request.messages[-1].role.value == "tool":
-        return f"done: {request.messages[-1].content}"
-    return tool_calls(ToolCall(name="doubled", arguments={"a": 4}))
+    if request.tool_results:
+        return "done: " + ", ".join(r.content for r in request.tool_results)
+    return tool_calls(  # two id-less calls in one turn (the scripted model refused them)
+        ToolCall(name="doubled", arguments={"a": 4}), ToolCall(name="doubled", arguments={"a": 1})
+    )
 
 
 class Chats(Agent):
@@ -150,7 +152,7 @@ def test_a_connections_id_less_tool_call_runs_in_a_chat_and_replays():
     records = [{"key": "a"}, {"key": "b"}]
     res = AgentsExecutionEnvironment.local().from_list(records).apply(_chats()).run()
     assert res.errors == []
-    assert sorted(o["answer"] for o in res.outputs) == ["done: 8", "done: 8"]
+    assert sorted(o["answer"] for o in res.outputs) == ["done: 8, 2", "done: 8, 2"]
     report = check_replay_safety(_chats(), records, reset=CALLS.reset, other_process=False)
     assert report.ok, report.table
 

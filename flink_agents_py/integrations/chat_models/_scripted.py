@@ -306,9 +306,10 @@ def tool_call_message(calls: Sequence[ToolCall]) -> ChatMessage:
         The message.
 
     Raises:
-        ValueError: when two calls share an id.
+        ValueError: when two calls share an id (id-less calls share none: the chat action
+            gives each its synthetic id).
     """
-    ids = [c.id for c in calls]
+    ids = [c.id for c in calls if c.id]
     if len(set(ids)) != len(ids):
         raise ValueError(f"tool call ids must differ within a turn, got {ids}")
     return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=list(calls))
