@@ -311,7 +311,10 @@ def changed_arguments(base: Observed, rec: Observed) -> list[str]:
 
     The runtime replays such a call by identity (with a warning); the checker compares the
     digest of the arguments each replayed call was made with to the digest of the call the
-    fault-free run made at that identity.
+    fault-free run made at that identity. Every other ``arguments changed`` warning of the
+    runtime is a finding too: a ``ctx.chat`` still open at the point, which the re-entered
+    action re-attaches to (no call is replayed) although its setup's configuration changed,
+    went unreported before.
 
     Args:
         base: the fault-free run (of the old agent, for an upgrade).
@@ -333,6 +336,9 @@ def changed_arguments(base: Observed, rec: Observed) -> list[str]:
         said = rec.changes.get((key, execution))
         out.append(f"key {key!r}: {execution}: recorded outcomes handed to calls with other "
                    f"arguments: {shown}" + (f" ({said})" if said else ""))
+    for (key, execution), said in rec.changes.items():  # no replayed call showed it: a
+        if (key, execution) not in by_execution:  # chat still open re-attached to, say
+            out.append(f"key {key!r}: {execution}: the runtime warned: {said}")
     return out
 
 
