@@ -156,3 +156,76 @@ def test_a_users_upgrade_check_from_their_own_modules(tmp_path):
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert not out["ok"] and any(SAID in f for f in out["findings"]), out
 
+
+# -- what a setup offers its model: its tools' and sub-agents' own declarations ------------
+class Rater(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def rate(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output={"stars": 4}))
+
+
+def _delegating_model(request: Any) -> Any:
+    if not request.tool_results:
+        return tool_calls(ToolCall(name="_subagent_rater", arguments={"text": "ok tea"}))
+    return f"rated: {request.tool_results[0].content}"
+
+
+SCHEMA = '{"type": "object", "properties": {"text": {"type": "string"}}}'
+
+
+def delegating(
+    description: str = "Rates a review.", schema: str = SCHEMA, tool_doc: str | None = None
+) -> Shop:
+    from flink_agents_py.api import FunctionTool, InternalSubagent, qualified_name
+
+    agent = Shop()
+    agent.add_resource(
+        "conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(_delegating_model)
+    )
+    agent.add_resource(
+        "model",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(ChatModelSetup, connection="conn", tools=["stock"], subagents=["rater"]),
+    )
+    agent.add_resource(
+        "rater",
+        ResourceType.AGENT,
+        ResourceDescriptor(
+            InternalSubagent, agent=Rater, description=description, input_schema=schema
+        ),
+    )
+    tool = (
+        stock
+        if tool_doc is None
+        else FunctionTool(func=qualified_name(stock), description=tool_doc)
+    )
+    agent.add_resource("stock", ResourceType.TOOL, tool)
+    return agent
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"description": "Rates a review harshly."},
+        {"schema": '{"type": "object", "properties": {"text": {"type": "integer"}}}'},
+        {"tool_doc": "Units in stock, by warehouse."},
+    ],
+    ids=["subagent_description", "subagent_schema", "tool_description"],
+)
+def test_a_chats_offered_tools_and_sub_agents_changed_is_a_finding(change):
+    # the model is offered each sub-agent's description and input schema and each tool's
+    # description: a recorded answer was made for what the old code offered
+    report = check_upgrade_safety(delegating(), delegating(**change), RECORDS, other_process=False)
+    assert any(SAID in f for f in report.findings), report.findings
+    check_upgrade_safety(delegating(), delegating(), RECORDS, other_process=False).assert_ok()
+
+
+def test_a_record_written_before_the_offered_digest_is_not_compared():
+    from flink_agents_py.runtime.recorder._call_changes import changed_defaults
+
+    before, now = "$setup=aaaaaaaa", "$setup=aaaaaaaa,$offered=bbbbbbbb"
+    assert changed_defaults(before, now) == []  # (a library upgrade warns about nothing)
+    assert changed_defaults(now, "$setup=aaaaaaaa,$offered=cccccccc") == [
+        ("$offered", "configured")
+    ]

@@ -157,10 +157,12 @@ def changed_defaults(was: str, now: str) -> list[tuple[str, str]]:
     found = [
         (n, "" if old[n] == d else "configured" if n.startswith("$") else "changed")
         if n in old
-        else (n, "added")
+        else (n, "" if n.startswith("$") else "added")  # ($: a record written before it)
         for n, d in new.items()
     ]
-    return [f for f in found if f[1]] + [(n, "removed") for n in old if n not in new]
+    return [f for f in found if f[1]] + [
+        (n, "configured" if n.startswith("$") else "removed") for n in old if n not in new
+    ]
 
 
 def default_text(changes: list[tuple[str, str]]) -> str:
@@ -176,7 +178,8 @@ def default_text(changes: list[tuple[str, str]]) -> str:
     if any(h == "configured" for _, h in changes):
         parts.append(
             "the configuration of the chat model setup it asks changed since the call was "
-            "recorded (its model, prompt, tools, options, or its connection's or prompt's)"
+            "recorded (its model, prompt, tools, options, or its connection's or prompt's, "
+            "or the tools and sub-agents it offers)"
         )
     for how, what in (
         (

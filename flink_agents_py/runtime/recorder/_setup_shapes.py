@@ -22,7 +22,7 @@ from .._serde import digest, to_json_value
 if TYPE_CHECKING:
     from .._resources import ResourceEnvironment
 
-__all__ = ["SETUP", "setup_shape"]
+__all__ = ["OFFERED", "SETUP", "setup_shape"]
 
 SETUP = "$setup"
 """The name of a chat's setup digest among the entries of its shape's sixth part."""
@@ -63,6 +63,51 @@ def _configuration(env: ResourceEnvironment, model: str) -> Any:
     return to_json_value(parts, f"the configuration of chat model setup {model!r}")
 
 
+OFFERED = "$offered"
+"""The name of the digest of what a chat's setup offers its model (its tools and sub-agents
+as declared), an entry of the shape's sixth part next to ``SETUP``."""
+
+_NOT_OFFERED = frozenset({"status_poll_interval_millis", "approval_timeout_s"})
+"""Tool and sub-agent arguments that do not change what the model is offered."""
+
+
+def _offered(env: ResourceEnvironment, model: str) -> str:
+    """The ``OFFERED`` entry of setup ``model``'s shape: ``""`` when it offers nothing.
+
+    The setup's ``tools`` and ``subagents`` are names; the model is offered each one's
+    description and parameters, which their own descriptors declare (a sub-agent's
+    ``description`` and ``input_schema``, a tool's function and description, an external
+    sub-agent's class and fields). A chat recorded before a deploy that changed one of them
+    replayed the old answer without a word, as a changed ``prompt=`` did before ``SETUP``.
+    Kept apart from ``SETUP``, so the records of setups that offer nothing, and those written
+    before this entry, keep their digests (``changed_defaults`` skips a ``$`` entry the
+    record does not have).
+
+    Returns:
+        ``",$offered=<digest>"``, or ``""`` (nothing offered, or no JSON form).
+    """
+    setup = _declared(env, model, ResourceType.CHAT_MODEL)
+    if setup is None:
+        return ""
+    parts: list[Any] = []
+    for key, rtype in (("tools", ResourceType.TOOL), ("subagents", ResourceType.AGENT)):
+        for name in setup.arguments.get(key) or ():
+            try:
+                found = _declared(env, name, rtype) if isinstance(name, str) else None
+            except Exception:  # noqa: BLE001 - an MCP server's tool: no descriptor of its own
+                found = None
+            if found is not None:
+                args = {k: v for k, v in found.arguments.items() if k not in _NOT_OFFERED}
+                parts.append([key, name, found.clazz, args])
+    if not parts:
+        return ""
+    try:
+        made = to_json_value(parts, f"what chat model setup {model!r} offers")
+    except Exception:  # noqa: BLE001 - no JSON form: nothing to compare
+        return ""
+    return f",{OFFERED}={digest(made)[:8]}"
+
+
 def setup_shape(env: ResourceEnvironment, model: str) -> str | None:
     """The shape of a ``ctx.chat`` call of setup ``model``: its configuration's digest.
 
@@ -77,10 +122,13 @@ def setup_shape(env: ResourceEnvironment, model: str) -> str | None:
     kept = _KEPT.get((id(env), model))
     if kept is not None and kept[0] is env:
         return kept[1]
+    shape: str | None
     try:
-        shape: str | None = "/" * 5 + f"{SETUP}={digest(_configuration(env, model))[:8]}"
+        made = "/" * 5 + f"{SETUP}={digest(_configuration(env, model))[:8]}"
     except Exception:  # noqa: BLE001 - no plan entry, no JSON form: nothing to compare
         shape = None
+    else:
+        shape = made + _offered(env, model)
     if len(_KEPT) >= 1024:
         _KEPT.clear()
     _KEPT[(id(env), model)] = (env, shape)
