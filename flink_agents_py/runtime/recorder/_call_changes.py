@@ -36,7 +36,7 @@ import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ...api import FunctionTool, ReplayDivergenceError
+from ...api import FunctionTool, InternalSubagent, ReplayDivergenceError
 from ...api.internal import declared_input_schema
 from .._serde import digest
 from ._binding import signature_of
@@ -175,11 +175,16 @@ def default_text(changes: list[tuple[str, str]]) -> str:
         The text, naming the parameters and what changed for each.
     """
     parts = []
-    if any(h == "configured" for _, h in changes):
+    if any(h == "configured" and n != "$agent" for n, h in changes):
         parts.append(
             "the configuration of the chat model setup it asks changed since the call was "
             "recorded (its model, prompt, tools, options, or its connection's or prompt's, "
             "or the tools and sub-agents it offers)"
+        )
+    if ("$agent", "configured") in changes:
+        parts.append(
+            "the configuration of the sub-agent setup it calls changed since the call was "
+            "recorded (its class or fields, e.g. an endpoint)"
         )
     for how, what in (
         (
@@ -279,12 +284,46 @@ def subagent_shape(name: str, setup: Any, value: Any) -> str | None:
         The shape (``CallRecord.shape``), or ``None`` when there is nothing to compare (no
         declared or derived input schema, an input that is not an object).
     """
-    if setup is None or not isinstance(value, Mapping):
+    if setup is None:
         return None
+    taken = ""
+    if isinstance(value, Mapping):
+        try:
+            taken = _schema_taken(declared_input_schema(name, setup), value)
+        except Exception:  # noqa: BLE001 - a schema that cannot be read: nothing to compare
+            taken = ""
+    agent = _agent_entry(setup)
+    if agent:
+        taken = agent if taken in ("", NO_DEFAULTS) else f"{taken},{agent}"
+    return _shape_of(taken)
+
+
+_NOT_CALLING = frozenset(
+    {"description", "input_schema", "input_type", "timeout_s", "status_poll_interval_millis"}
+)
+"""Fields of an external sub-agent's setup that do not change what its call asks for."""
+
+
+def _agent_entry(setup: Any) -> str:
+    """``$agent=<digest>`` of an external sub-agent's setup: its class and fields.
+
+    A deferred or async sub-agent's call runs what its setup's fields say (an endpoint, a
+    queue, a model): a recorded outcome replayed after a deploy that changed them was
+    another service's answer, handed over without a word. So the record keeps their digest
+    (an entry ``changed_defaults`` skips for a record written before it was kept), and a
+    change is the ``arguments changed`` warning, a divergence in strict mode. An internal
+    sub-agent's actions replay their own calls: nothing here.
+
+    Returns:
+        The entry, or ``""`` (an internal sub-agent, or fields with no JSON form).
+    """
+    if isinstance(setup, InternalSubagent):
+        return ""
     try:
-        return _shape_of(_schema_taken(declared_input_schema(name, setup), value))
-    except Exception:  # noqa: BLE001 - a schema that cannot be read: nothing to compare
-        return None
+        fields = {k: v for k, v in setup.model_dump(mode="json").items() if k not in _NOT_CALLING}
+        return f"$agent={digest(stable_form([type(setup).__qualname__, fields]))[:8]}"
+    except Exception:  # noqa: BLE001 - a field with no JSON form: nothing to compare
+        return ""
 
 
 def changed_callees(ctx: ActionExecution, call: DurableCall, rec: CallRecord) -> NoReturn:
