@@ -18,11 +18,30 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
-from support.base_exception_agents import FAILED, GOOD, RECORDS, PlainRaiseBase, RaiseBase
+from support.base_exception_agents import (
+    FAILED,
+    GOOD,
+    RECORDS,
+    Abort,
+    PlainRaiseBase,
+    RaiseBase,
+    key_or_cancelled,
+)
 
 from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (
+    Agent,
+    DeferredSubagentSetup,
+    InputEvent,
+    OutputEvent,
+    ResourceDescriptor,
+    ResourceType,
+    RunnerContext,
+    action,
+)
 from flink_agents_py.testing import check_replay_safety
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -95,3 +114,61 @@ def test_a_users_script_with_its_own_base_exception(tmp_path):
     assert out["outputs"] == ["fine", "ok"]
     assert [e[:3] for e in out["errors"]] == [["a", 0, "CancelledError"], ["b", 0, "Stop"]]
     assert out["errors"][0][3].startswith("gave up") and out["errors"][1][3].startswith("halt")
+
+
+# -- the neighbours: other code of the user's that runs on the operator's thread -----------
+def test_a_key_selector_raising_a_cancelled_error_rejects_that_record_alone():
+    records = [{"key": "a", "n": 0}, {"key": "a", "n": 1, "cancel": True}, {"key": "a", "n": 2}]
+    result = (
+        AgentsExecutionEnvironment.local()
+        .from_list(records, key_selector=key_or_cancelled)
+        .apply(RaiseBase())
+        .run()
+    )
+    assert [o["n"] for o in result.outputs] == [0, 2]
+    [error] = result.errors
+    assert (error.action, error.error_type, error.message) == (
+        "<key_selector>",
+        "CancelledError",
+        "no key for 1",
+    )
+
+
+class Refusing(DeferredSubagentSetup):
+    """A deferred sub-agent whose ``prepare`` raises a user's ``BaseException``."""
+
+    def prepare(self, ctx: Any, input: Any, session_id: str, call_id: str) -> Any:
+        raise Abort(f"refused {input['n']}")
+
+
+class Delegates(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        n = event.input["n"]
+        if n % 2:
+            await (await ctx.submit_subagent("remote", {"n": n}))
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "n": n}))
+
+
+def _delegates() -> Agent:
+    agent = Delegates()
+    agent.add_resource(
+        "remote",
+        ResourceType.AGENT,
+        ResourceDescriptor(clazz=f"{__name__}.Refusing", description="refuses"),
+    )
+    return agent
+
+
+def test_a_deferred_setups_prepare_raising_a_base_exception_fails_its_caller_alone():
+    records = [{"key": "a", "n": i} for i in range(4)]
+    result = AgentsExecutionEnvironment.local().from_list(records).apply(_delegates()).run()
+    assert [o["n"] for o in result.outputs] == [0, 2]
+    assert [(e.seq, e.error_type) for e in result.errors] == [
+        (1, "DurableExecutionError"),
+        (3, "DurableExecutionError"),
+    ]
+    assert "Abort: refused 1" in result.errors[0].message
+    report = check_replay_safety(_delegates(), records, other_process=False)
+    assert report.ok, report.table

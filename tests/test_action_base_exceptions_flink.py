@@ -3,7 +3,8 @@
 A ``CancelledError`` or ``GeneratorExit`` of the action's own, or a user's ``BaseException``
 subclass, left the operator's callback with the action live: with restarts the job
 restored into the same action and raised again for ever; with none (as here) the job failed.
-Now each is an error row with its key and position, and every other record runs.
+Now each is an error row with its key and position, and every other record runs; so is a
+record whose key selector raises a ``CancelledError`` of its own (a ``<key_selector>`` row).
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ def test_each_failing_record_is_an_error_row_and_the_job_goes_on():
     applied = (
         AgentsExecutionEnvironment.flink(env, metrics=False)
         .from_datastream(
-            env.from_collection(be.RECORDS, type_info=pickled), key_selector=lambda r: r["key"]
+            env.from_collection(
+                [*be.RECORDS, {"key": "a", "n": 8, "cancel": True}], type_info=pickled
+            ),
+            key_selector=be.key_or_cancelled,
         )
         .apply(be.RaiseBase())
     )
@@ -45,6 +49,12 @@ def test_each_failing_record_is_an_error_row_and_the_job_goes_on():
         for kind, value in results:
             got[kind].append(value)
     assert sorted(got["out"], key=lambda o: o["n"]) == be.GOOD
+    rejected = [e for e in got["err"] if e["action"] == "<key_selector>"]
+    assert [(e["error_type"], e["message"]) for e in rejected] == [
+        ("CancelledError", "no key for 8")
+    ]
     assert sorted(
-        (e["key"], e["seq"], e["error_type"], e["message"].split(" (at ")[0]) for e in got["err"]
+        (e["key"], e["seq"], e["error_type"], e["message"].split(" (at ")[0])
+        for e in got["err"]
+        if e not in rejected
     ) == sorted(be.FAILED)

@@ -78,3 +78,10 @@ FAILED = [
     ("a", 4, "Abort", "abort 6"),
 ]
 """(key, position of the record within its key, error type, message) per failed record."""
+
+
+def key_or_cancelled(record: dict[str, Any]) -> Any:
+    """A key selector raising a ``CancelledError`` of its own for a record with ``"cancel"``."""
+    if record.get("cancel"):
+        raise asyncio.CancelledError(f"no key for {record['n']}")
+    return record["key"]

@@ -24,7 +24,7 @@ from ...api.internal import (
     stored_event_from_json,
 )
 from .._chat_request import request_event
-from .._failures import clip
+from .._failures import clip, unless_stopping
 from .._serde import from_json_value, is_tagged_model, to_json_value, unshared
 from .._terminal import log_text
 from .._typed_fields import TYPED_KEY
@@ -366,7 +366,8 @@ def select_key(key_selector: Callable[[Any], Any], record: Any) -> Any:
     """
     try:
         key = key_selector(record)
-    except Exception as e:  # noqa: BLE001 - a bad record is reported, not fatal
+    except BaseException as e:  # noqa: BLE001 - a bad record is reported, not fatal
+        unless_stopping(e)  # (a CancelledError of its own too: ``_failures``)
         return RejectedKey.of(e)
     try:
         hash(key)

@@ -52,7 +52,7 @@ from ...api import (
 from ...api.internal import described
 from ...plan import ActionPlan, AgentPlan
 from .._builtins import CHAT_ROUTES
-from .._failures import clip, with_original
+from .._failures import clip, unless_stopping, with_original
 from .._serde import event_json, to_json_value, to_plain_json
 from ..context._action_context import ActionContext
 from ..recorder._outcomes import store_outcome
@@ -311,9 +311,8 @@ def prepare_deferred(run: RunState, ctx: ActionExecution, command: RunDeferred
     that had started before a restore runs as usual: its request may be out).
 
     Returns:
-        The setup's call (its reconciler, when the call had started before a restore), or
-        ``None`` when the call's outcome is recorded already: cancelled, or what ``prepare``
-        raised (raised at the await, and again on replay).
+        The setup's call (its reconciler, when it had started before a restore), or ``None``
+        when its outcome is recorded: cancelled, or what ``prepare`` raised (at the await).
     """
     call = command.call
     rec = ctx.record_of(call)
@@ -327,7 +326,8 @@ def prepare_deferred(run: RunState, ctx: ActionExecution, command: RunDeferred
             prepared = command.setup.prepare(
                 ActionContext(ctx), command.input, command.session_id, call.call_id)
         _key, fn, reconciler = _prepared(prepared, command.name)
-    except Exception as e:  # noqa: BLE001 - the call's outcome
+    except BaseException as e:  # noqa: BLE001 - the call's outcome
+        unless_stopping(e)  # (a CancelledError of its own too: ``_failures``)
         ctx.record_started(command)
         ctx.record_outcome(call, False, e)
         return None
