@@ -44,6 +44,7 @@ class Caller(Agent):
     async def go(event: InputEvent, ctx: RunnerContext) -> None:
         first = await (await ctx.submit_subagent("remote", {"text": "a"}))
         second = await (await ctx.submit_subagent("queue", {"text": "b"}))
+        await ctx.durable_execute_async(str, "after")  # (so both answers are replayed)
         ctx.send_event(OutputEvent(output={"key": ctx.key, "got": [first.result, second.result]}))
 
 

@@ -128,7 +128,9 @@ class Recorder(Observer):
             self.digests[call_key] = getattr(call, "digest", "")
 
     def replay_finding(self, key: Any, execution_id: str, kind: str, message: str) -> None:
-        if kind == "arguments_changed":  # what changed, as the runtime's warning says it
+        # what changed, as the runtime's warning says it, for a recorded outcome handed over
+        # (not a call that had started and runs again: no recorded outcome is handed over)
+        if kind == "arguments_changed" and "replays" in message:
             self.changes.setdefault((KeyId(key), execution_id), message)
 
     def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
@@ -312,9 +314,10 @@ def changed_arguments(base: Observed, rec: Observed) -> list[str]:
     The runtime replays such a call by identity (with a warning); the checker compares the
     digest of the arguments each replayed call was made with to the digest of the call the
     fault-free run made at that identity. Every other ``arguments changed`` warning of the
-    runtime is a finding too: a ``ctx.chat`` still open at the point, which the re-entered
-    action re-attaches to (no call is replayed) although its setup's configuration changed,
-    went unreported before.
+    runtime that hands a recorded outcome over is a finding too: a ``ctx.chat`` still open
+    at the point, which the re-entered action re-attaches to (no call is replayed) although
+    its setup's configuration changed, went unreported before. (A call that had started
+    and runs again with its new arguments hands nothing over: not a finding.)
 
     Args:
         base: the fault-free run (of the old agent, for an upgrade).
