@@ -248,7 +248,7 @@ def spend_windows(plan: Any) -> dict[str, Budget]:
 
 
 def drop_ended_spends(memory: dict[str, Any], windows: dict[str, Budget] | None = None) -> None:
-    """Delete the key's spend entries whose windows have ended, in place.
+    """Delete the key's spend entries whose windows have ended.
 
     Without it a key's ``_budget.<setup>`` entry stayed in keyed state for ever, one per
     budgeted setup per key ever seen, long after its window had ended and it counted
@@ -257,6 +257,10 @@ def drop_ended_spends(memory: dict[str, Any], windows: dict[str, Budget] | None 
     budget ``windows`` gives for its path (``spend_windows``), else it stays (its window
     is not known). ``_budget`` itself goes once empty.
 
+    Only ``memory``'s root is changed in place: a level that loses entries is replaced by a
+    new one, as a commit replaces the nodes it writes (``context._memory._apply``), since the
+    actions in flight share the committed nodes.
+
     Args:
         memory: the key's committed short-term memory.
         windows: the windowed budgets by entry path (``spend_windows``; ``None``: none).
@@ -264,14 +268,18 @@ def drop_ended_spends(memory: dict[str, Any], windows: dict[str, Budget] | None 
     spends = memory.get(MEMORY_PREFIX)
     if not isinstance(spends, dict):
         return
-    _drop_ended(spends, _clock(), windows or {}, "")
-    if not spends:
+    kept = _drop_ended(spends, _clock(), windows or {}, "")
+    if not kept:
         del memory[MEMORY_PREFIX]
+    elif kept is not spends:
+        memory[MEMORY_PREFIX] = kept
 
 
 def _drop_ended(level: dict[str, Any], now: float, windows: dict[str, Budget],
-                prefix: str) -> None:
-    for name, entry in list(level.items()):
+                prefix: str) -> dict[str, Any]:
+    """``level`` without its ended entries: itself when none ended, else a new dict."""
+    out = level
+    for name, entry in level.items():
         if not isinstance(entry, dict):
             continue
         path = f"{prefix}{name}"
@@ -279,12 +287,20 @@ def _drop_ended(level: dict[str, Any], now: float, windows: dict[str, Budget],
             ends: Any = entry.get(ENDS)
             if ENDS not in entry and path in windows and spend_problem(entry) is None:
                 ends = _with_end(windows[path], dict(entry)).get(ENDS)  # written before ENDS
-            if _number(ends) and ends <= now:
-                del level[name]
-            continue
-        _drop_ended(entry, now, windows, f"{path}.")
-        if not entry:
-            del level[name]
+            if not (_number(ends) and ends <= now):
+                continue
+            kept = None
+        else:
+            kept = _drop_ended(entry, now, windows, f"{path}.")
+            if kept is entry and entry:  # (an empty level goes too)
+                continue
+        if out is level:
+            out = dict(level)
+        if kept:
+            out[name] = kept
+        else:
+            del out[name]
+    return out
 
 
 def counted_usage(usage: TokenUsage | None) -> TokenUsage | None:

@@ -6,6 +6,8 @@ import copy
 from collections.abc import Callable
 from typing import Any, cast
 
+import orjson
+
 from ...api import Memory, MemoryRef
 from ...api.internal import EVENT_ID_SOURCE, MemoryObject, memory_ref_of
 from .._serde import _INT_MAX, _INT_MIN, MODEL_TAG, from_json_value, is_tagged_model, to_json_value
@@ -42,15 +44,40 @@ def _copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+_TAG_TEXT = f'"{MODEL_TAG}"'.encode()
+"""How a stored model's tag (or an escaped dict's) shows in a stored value's JSON text."""
+
+
 def _read(value: Any) -> Any:
-    """A copy of a stored value as an action reads it: its pydantic models rebuilt."""
+    """A copy of a stored value as an action reads it: its pydantic models rebuilt.
+
+    A value holding no model (no ``$model`` in its JSON text) is copied through its JSON
+    text, in C: a history of messages read costs what orjson does, not a walk in Python.
+
+    Returns:
+        The copy (exact: orjson writes and reads back every stored value, floats included).
+    """
+    kind = type(value)
+    if kind is dict or kind is list:
+        try:
+            text = orjson.dumps(value)
+        except orjson.JSONEncodeError:  # nested past orjson's depth: the walk copies it
+            return _rebuilt(value)
+        if _TAG_TEXT not in text:
+            return orjson.loads(text)
+        return _rebuilt(value)
+    return _copy(value)
+
+
+def _rebuilt(value: Any) -> Any:
+    """``_read``'s walk in Python, rebuilding each tagged model it meets."""
     kind = type(value)
     if kind is dict:
         if is_tagged_model(value):
             return from_json_value(value)
-        return {k: v if type(v) in _ATOMIC else _read(v) for k, v in value.items()}
+        return {k: v if type(v) in _ATOMIC else _rebuilt(v) for k, v in value.items()}
     if kind is list:
-        return [v if type(v) in _ATOMIC else _read(v) for v in value]
+        return [v if type(v) in _ATOMIC else _rebuilt(v) for v in value]
     return _copy(value)
 
 
@@ -93,7 +120,20 @@ def _get(tree: dict[str, Any], parts: list[str], default: Any) -> Any:
     return node
 
 
-def _apply(tree: dict[str, Any], parts: list[str], value: Any) -> None:
+def _apply(tree: dict[str, Any], parts: list[str], value: Any,
+           owned: dict[int, Any] | None = None) -> None:
+    """Apply one write to ``tree`` (in place), copying each node on its path it does not own.
+
+    Nodes below a tree's root are shared: an action's view shares what it has not written
+    with the committed tree, and a committed node with the views made from it and with the
+    undo entries of readers (``priors``). So no node below a root is changed in place: a
+    write replaces each node along its path with a copy of it (one level, made in C), unless
+    ``owned`` (by ``id``, holding the node) says this tree made it; the copies are added to
+    ``owned``. The value is stored as it is: the caller hands a value nobody else changes
+    (``to_json_value``'s fresh form, a stored value).
+    """
+    if owned is None:
+        owned = {}
     node = tree
     for p in parts[:-1]:
         nxt = node.get(p)
@@ -101,20 +141,29 @@ def _apply(tree: dict[str, Any], parts: list[str], value: Any) -> None:
             if value is _DELETE:
                 return
             nxt = node[p] = {}
+            owned[id(nxt)] = nxt
+        elif id(nxt) not in owned:
+            nxt = node[p] = dict(nxt)
+            owned[id(nxt)] = nxt
         node = nxt
     if value is _DELETE:
         node.pop(parts[-1], None)
     else:
-        node[parts[-1]] = value if type(value) in _ATOMIC else _copy(value)
+        node[parts[-1]] = value
 
 
 def apply_writes(tree: dict[str, Any], writes: list[tuple[list[str], Any]]) -> None:
-    """Apply an action's write log to a committed tree, in order (in place)."""
+    """Apply an action's write log to a committed tree, in order.
+
+    The root is changed in place; every node below it on a written path is replaced, not
+    changed (see ``_apply``): the actions in flight share the others.
+    """
+    owned: dict[int, Any] = {}  # nodes these writes made: theirs alone until they return
     for parts, value in writes:
         if len(parts) == 1 and type(value) in _ATOMIC:  # (what ``_apply`` does for it)
             tree[parts[0]] = value
         else:
-            _apply(tree, parts, value)
+            _apply(tree, parts, value, owned)
 
 
 def priors(tree: dict[str, Any], writes: list[tuple[list[str], Any]]) -> list[list[Any]]:
@@ -124,21 +173,22 @@ def priors(tree: dict[str, Any], writes: list[tuple[list[str], Any]]) -> list[li
     back the value the first write under its path replaced.
 
     Returns:
-        One entry per write, copies of the old values.
+        One entry per write, holding the old values themselves: a committed node below the
+        root is never changed in place (``_apply``), so they stay as they were.
     """
     out: list[list[Any]] = []
     for parts, _ in writes:
         node: Any = tree
         for j, p in enumerate(parts):
             if not isinstance(node, dict) or MODEL_TAG in node:  # a value: the write made a branch
-                out.append([parts[:j], _copy(node)])
+                out.append([parts[:j], node])
                 break
             if p not in node:
                 out.append([parts[:j + 1]])
                 break
             node = node[p]
         else:
-            out.append([list(parts), _copy(node)])
+            out.append([list(parts), node])
     return out
 
 
@@ -214,10 +264,11 @@ def apply_merges(tree: dict[str, Any], merges: list[KeyMerge]) -> None:
         tree: the key's committed short-term memory.
         merges: the paths and merge functions.
     """
+    owned: dict[int, Any] = {}
     for path, merge in merges:
-        parts = _split(path)
-        _apply(tree, parts, to_json_value(merge(_get(tree, parts, None)),
-                                          f"short_term_memory value at {path!r}"))
+        parts = _split(path)  # the merge gets a copy: the committed value is shared
+        _apply(tree, parts, to_json_value(merge(_copy(_get(tree, parts, None))),
+                                          f"short_term_memory value at {path!r}"), owned)
 
 
 RESERVED_ROOTS = {"_budget": "the spend of each budgeted chat model setup",
@@ -252,7 +303,9 @@ def _refuse_reserved(parts: list[str], path: str, deleting: bool) -> None:
 class ActionMemory(Memory):
     """One action's view of a memory tree.
 
-    Reads see the committed tree as of the action's first write plus the action's own writes;
+    Reads see the committed tree as of the action's first write plus the action's own writes
+    (the view: a root of its own over the committed tree's nodes, each node on a written path
+    copied, so a first write costs what its path holds, not what the tree holds);
     writes are logged and applied to the committed tree when the action completes
     (``apply_writes``), so an action that fails or is re-executed after a restore leaves no
     partial writes behind. A read before the first write sees the committed tree as it was
@@ -270,6 +323,7 @@ class ActionMemory(Memory):
         self._name = name
         self._clock = clock
         self._view: dict[str, Any] | None = None
+        self._owned: dict[int, Any] = {}  # the view's nodes it made (see ``_apply``)
         self.writes: list[tuple[list[str], Any]] = []
 
     def rebase(self, base: dict[str, Any]) -> None:
@@ -283,11 +337,19 @@ class ActionMemory(Memory):
             return self._view
         return self._undone(undo) if undo else self._base
 
-    def _undone(self, undo: list[list[Any]]) -> dict[str, Any]:
-        """A copy of the committed tree with ``undo`` applied (see ``Clock``)."""
-        tree: dict[str, Any] = _copy(self._base)
+    def _undone(self, undo: list[list[Any]], owned: dict[int, Any] | None = None
+                ) -> dict[str, Any]:
+        """The committed tree with ``undo`` applied (see ``Clock``), sharing what it keeps.
+
+        Returns:
+            A new root, over new nodes on each undone path (added to ``owned``) and the
+            committed tree's nodes elsewhere.
+        """
+        tree = dict(self._base)
+        if owned is None:
+            owned = {}
         for entry in undo:
-            _apply(tree, entry[0], entry[1] if len(entry) > 1 else _DELETE)
+            _apply(tree, entry[0], entry[1] if len(entry) > 1 else _DELETE, owned)
         return tree
 
     def get(self, path: str | MemoryRef, default: Any = None) -> Any:
@@ -320,11 +382,18 @@ class ActionMemory(Memory):
         return _read(value)
 
     def _own_view(self) -> dict[str, Any]:
-        """The tree the action's writes go to (counted by the clock): its own copy."""
-        tree = self._tree()
+        """The tree the action's writes go to (counted by the clock; made by its first write).
+
+        Returns:
+            The view: a new root over the committed tree's nodes (with what the clock says
+            to undo), not a copy of the tree; a write copies the nodes on its path
+            (``_apply``, ``_owned``).
+        """
+        clock = self._clock
+        undo = clock(self._name) if clock is not None else None
         view = self._view
         if view is None:
-            view = self._view = tree if tree is not self._base else _copy(tree)
+            view = self._view = self._undone(undo, self._owned) if undo else dict(self._base)
         return view
 
     def set(self, path: str, value: Any) -> MemoryRef:
@@ -367,12 +436,11 @@ class ActionMemory(Memory):
         undo = clock(self._name) if clock is not None else None
         view = self._view
         if view is None:
-            base = self._base
-            view = self._view = self._undone(undo) if undo else _copy(base) if base else {}
+            view = self._view = self._undone(undo, self._owned) if undo else dict(self._base)
         if scalar and len(parts) == 1:  # (what ``_apply`` does for it)
             view[parts[0]] = stored
-        else:
-            _apply(view, parts, stored)
+        else:  # ``stored`` is a fresh form, shared with the write log: changed by no one
+            _apply(view, parts, stored, self._owned)
         self.writes.append((parts, stored))
         key = (path, kind.__qualname__)
         ref = _REFS.get(key)  # a reference is frozen: one per path and type serves every write
@@ -390,7 +458,7 @@ class ActionMemory(Memory):
         parts = _split(path)
         if self._name == "short_term_memory":
             _refuse_reserved(parts, path, True)
-        _apply(self._own_view(), parts, _DELETE)
+        _apply(self._own_view(), parts, _DELETE, self._owned)
         self.writes.append((parts, _DELETE))
 
     def to_dict(self) -> dict[str, Any]:
