@@ -24,6 +24,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+from flink_agents_py.plan import AgentPlan
+from flink_agents_py.runtime import AgentCore
 from flink_agents_py.runtime._spend import drop_ended_spends
 from flink_agents_py.runtime.context._memory import (
     ActionMemory,
@@ -31,6 +34,7 @@ from flink_agents_py.runtime.context._memory import (
     apply_writes,
     priors,
 )
+from flink_agents_py.runtime.recorder._state import InMemoryKeyState, RunState
 
 REPO = Path(__file__).resolve().parents[1]
 STM = "short_term_memory"
@@ -281,3 +285,87 @@ def test_a_users_chat_history_is_kept_as_written(tmp_path):
         assert last[key]["seen"] == [
             {"role": "user", "content": f"{key}{n}", "meta": {"seen": [1]}} for n in range(3)
         ]
+
+
+async def _pause() -> None:
+    return None
+
+
+class Parallel(Agent):
+    """Two actions of one input: ``write`` commits below ``user`` while ``read`` awaits."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def read(event: InputEvent, ctx: RunnerContext) -> None:
+        memory = ctx.short_term_memory
+        before = memory.get("user.profile", "unset")
+        await ctx.durable_execute_async(_pause)
+        memory.set("hist", [*(memory.get("hist") or []), {"r": "a", "deep": {"x": [1]}}])
+        ctx.send_event(OutputEvent(output={"before": before, "after": memory.get("user")}))
+
+    @action(InputEvent)
+    @staticmethod
+    def write(event: InputEvent, ctx: RunnerContext) -> None:
+        memory = ctx.short_term_memory
+        memory.set("user.profile.name", event.input["n"])
+        memory.delete("user.profile.old")
+        memory.set("user.tags", ["t", {"u": [event.input["n"]]}])
+
+
+MEMORY = {"user": {"profile": {"name": "ann", "old": 1}}, "hist": [{"r": "s"}]}
+
+
+def _stored_mid_run() -> tuple[str, str]:
+    """The run (``read`` awaiting, with its undo entries) and the memory, as stored."""
+    core = AgentCore(AgentPlan.from_agent(Parallel()))
+    core.open()
+    try:
+        state = InMemoryKeyState()
+        state.memory = copy.deepcopy(MEMORY)
+        core.on_input("k", {"n": "bob"}, state)
+        assert state.run is not None
+        return state.run.to_stored(), json.dumps(state.memory)
+    finally:
+        core.close()
+
+
+# ``_stored_mid_run()`` as main's code (9f442dc, before the sharing) wrote it
+MAIN_RUN = (
+    '{"seq":0,"input":{"n":"bob"},"inflight":{"r0/read":{"action":"read","event":{"id":"r'
+    '0","type":"InputEvent","attributes":{},"input":{"n":"bob"}},"calls":{"0":{"digest":"'
+    '1f31fffe95f3ba90","kind":"function","target":"test_memory_shared_nodes:_pause","done'
+    '":false,"ok":true,"value":null,"error_type":null,"error_message":null,"error_args":n'
+    'ull,"error_attrs":null,"traceback":null,"callees":null,"shape":"4bb09a9dc3b3efe1/de8'
+    'a4edc6913573b////."}},"memory_ops":1,"memory_undo":[[1,"short_term_memory",["user","'
+    'profile","name"],"ann"],[1,"short_term_memory",["user","profile","old"],1],[1,"short'
+    '_term_memory",["user","tags"]]],"siblings":["read","write"]}},"invocations":{},"sens'
+    'ory":{},"waits":{},"siblings_kept":true,"ltm_done":[],"source":null,"calls_started":'
+    '1,"parked":false,"v":1}'
+)
+MAIN_MEMORY = (
+    '{"user": {"profile": {"name": "bob"}, "tags": ["t", {"u": ["bob"]}]}, "hist": [{"r": "s"}]}'
+)
+
+
+def _restored(run: str, memory: str) -> tuple[list[Any], dict[str, Any]]:
+    core = AgentCore(AgentPlan.from_agent(Parallel()))
+    core.open()
+    try:
+        state = InMemoryKeyState()
+        state.run = RunState.from_stored(run)
+        state.memory = json.loads(memory)
+        outputs = list(core.advance("k", state).outputs)
+        while state.run is not None:
+            core.wait_for("k", 5.0)
+            outputs += core.advance("k", state).outputs
+        return outputs, state.memory
+    finally:
+        core.close()
+
+
+def test_state_written_mid_run_by_the_code_before_restores_as_it_ran():
+    assert _stored_mid_run() == (MAIN_RUN, MAIN_MEMORY)  # the stored format is unchanged
+    outputs, memory = _restored(MAIN_RUN, MAIN_MEMORY)
+    user = {"profile": {"name": "bob"}, "tags": ["t", {"u": ["bob"]}]}
+    assert outputs == [{"before": {"name": "ann", "old": 1}, "after": user}]  # read as then
+    assert memory == {"user": user, "hist": [{"r": "s"}, {"r": "a", "deep": {"x": [1]}}]}
