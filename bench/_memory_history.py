@@ -20,6 +20,9 @@ Shapes (how the action appends):
 - ``small``: only the counter's ``get`` and ``set``, beside the history of N messages.
 - ``none``: no memory used (the floor: the operator's own cost per record).
 
+With ``--host core`` the runtime's core runs it on in-memory key state (the local runner's),
+so the keyed state's JSON is neither read nor written: memory's own cost.
+
 Printed: the operator thread's CPU (``time.thread_time``) per record, least of ``--repeats``
 runs, and the same less the ``none`` row (the memory's share). Nothing is asserted.
 """
@@ -79,6 +82,38 @@ def _stored(shape: str, size: int) -> str:
     return dumps_json(tree, sort_keys=False).decode()
 
 
+def run_core(shape: str, size: int, records: int, keys: int) -> float:
+    """``run_once`` on the runtime's core with in-memory key state (the local runner's).
+
+    The keyed state's JSON is neither read nor written: what is left is memory's own cost.
+
+    Returns:
+        The CPU per record, in microseconds.
+    """
+    from flink_agents_py.plan import AgentPlan
+    from flink_agents_py.runtime import AgentCore, loads_json
+    from flink_agents_py.runtime.recorder._state import InMemoryKeyState
+
+    core = AgentCore(AgentPlan.from_agent(HistoryAgent()))
+    core.open()
+    states = {}
+    stored = _stored(shape, size)
+    for i in range(keys):
+        states[f"k{i}"] = state = InMemoryKeyState()
+        state.memory = loads_json(stored)
+    outs = 0
+    t0 = time.thread_time()
+    for i in range(records):
+        name = f"k{i % keys}"
+        record = {"n": size + i, "keep": size, "shape": shape}
+        outs += len(core.on_input(name, record, states[name]).outputs)
+    cpu = time.thread_time() - t0
+    core.close()
+    if outs != records:
+        raise RuntimeError(f"{shape}/{size}: {outs} outputs for {records} records")
+    return cpu / records * 1e6
+
+
 def run_once(shape: str, size: int, records: int, keys: int) -> float:
     """One run of ``records`` records over ``keys`` keys.
 
@@ -129,16 +164,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records", type=int, default=600)
     ap.add_argument("--keys", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--host",
+        choices=("operator", "core"),
+        default="operator",
+        help="operator: AgentOperator on the fake TaskManager (keyed state as JSON text); "
+        "core: the runtime's core on in-memory state (no JSON read or written)",
+    )
     args = ap.parse_args(argv)
+    run = run_once if args.host == "operator" else run_core
     sizes = [int(s) for s in args.sizes.split(",")]
     shapes = args.shapes.split(",")
     floor = None
     if "none" in shapes:
-        floor = min(run_once("none", 0, args.records, args.keys) for _ in range(args.repeats))
+        floor = min(run("none", 0, args.records, args.keys) for _ in range(args.repeats))
         print(f"none: {floor:8.1f} us per record (the operator's own)")
     for shape in (s for s in shapes if s != "none"):
         for size in sizes:
-            best = min(run_once(shape, size, args.records, args.keys) for _ in range(args.repeats))
+            best = min(run(shape, size, args.records, args.keys) for _ in range(args.repeats))
             extra = f", memory {best - floor:8.1f} us" if floor is not None else ""
             print(f"{shape:>6} N={size:<5}: {best:8.1f} us per record{extra}", flush=True)
     return 0
