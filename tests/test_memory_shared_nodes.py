@@ -369,3 +369,31 @@ def test_state_written_mid_run_by_the_code_before_restores_as_it_ran():
     user = {"profile": {"name": "bob"}, "tags": ["t", {"u": ["bob"]}]}
     assert outputs == [{"before": {"name": "ann", "old": 1}, "after": user}]  # read as then
     assert memory == {"user": user, "hist": [{"r": "s"}, {"r": "a", "deep": {"x": [1]}}]}
+
+
+def _listing(tree: dict[str, Any]) -> None:
+    memory = ActionMemory(tree, STM)
+    assert "history" in memory and memory.is_exist("user.profile.name")
+    assert "history.0" not in memory and "a..b" not in memory and 3 not in memory
+    assert memory.get_field_names() == ["count", "history", "user"]
+    assert list(memory) == ["history", "count", "user"]
+
+
+def test_asking_what_memory_holds_copies_none_of_it():
+    assert _action_cost(2000, _listing) == _action_cost(10, _listing)
+
+
+def test_asking_what_memory_holds_is_counted_once_each_and_hides_the_runtimes_entries():
+    counted: list[str] = []
+
+    def clock(name: str) -> list[list[Any]]:
+        counted.append(name)
+        return []
+
+    tree = {"_budget": {"s": {"input": 1}}, "_flink_agents_py": {"epoch": 1}, "n": 1}
+    memory = ActionMemory(tree, STM, clock)
+    assert "_budget.s" in memory and "nothing" not in memory and "" not in memory
+    assert memory.get_field_names() == ["n"] and list(memory) == ["n"]
+    assert counted == [STM] * 5  # as ``get`` and ``to_dict`` count them
+    sensory = ActionMemory({"_chat": {}, "_subagent": {}, "x": 1}, "sensory_memory")
+    assert sensory.get_field_names() == ["x"] and "_chat" in sensory

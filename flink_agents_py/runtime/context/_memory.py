@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import orjson
@@ -475,3 +475,27 @@ class ActionMemory(Memory):
             tree = {k: v for k, v in tree.items() if k not in hidden}
         copied: dict[str, Any] = _read(tree)  # its models rebuilt, as ``get`` reads them
         return copied
+
+    def _names(self) -> list[str]:
+        """The top-level fields ``to_dict`` would hold, in its order (one counted operation)."""
+        tree = self._tree()
+        hidden = RESERVED_ROOTS if self._name == "short_term_memory" else SENSORY_RUNTIME_ROOTS
+        return [k for k in tree if k not in hidden]
+
+    def get_field_names(self) -> list[str]:
+        """The names of the top-level fields, sorted (``to_dict``'s, without copying it)."""
+        return sorted(self._names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __contains__(self, path: object) -> bool:
+        """Whether something is stored at ``path`` (``get``'s answer, without copying it)."""
+        if not isinstance(path, str):
+            return False
+        tree = self._tree()  # counted first, as ``get`` counts a path it refuses
+        try:
+            parts = _split(path)
+        except ValueError:  # a path nothing can be stored at ('', 'a..b'): not there
+            return False
+        return _get(tree, parts, _DELETE) is not _DELETE
