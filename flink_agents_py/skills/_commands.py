@@ -80,12 +80,17 @@ SHELL_EQUIVALENT_COMMANDS = frozenset({
     "tcc", "cmake", "ctest", "ninja", "pandoc", "latex", "pdflatex", "lualatex", "xelatex",
     "tex", "gnuplot", "octave", "R", "wish", "guile", "luajit", "mono", "dotnet", "deno",
     "bun", "ocaml", "ghci", "racket", "sbcl", "clisp", "swipl", "erl", "elixir", "iex",
-    "pwsh", "toybox"})
+    "pwsh", "toybox",
+    # run a program or script the model names, found past the lists above: run-parts runs
+    # every program of a folder with --arg words, logsave and --strip-program/--diff-program
+    # name a program, pdb/pydoc/prove/rename run Python or Perl code, rbash is a shell
+    "run-parts", "logsave", "install", "sdiff", "diff3", "pdb", "pydoc", "prove", "rename",
+    "file-rename", "prename", "rbash", "scriptlive", "ash", "mksh", "posh", "yash"})
 """Programs that can run other programs (``find -exec``, sed's ``e``, awk's ``system()``,
 ``sort --compress-program``...): allowing one is allowing a shell (contained by the
 sandbox all the same). Versioned interpreter names (``python3.12``, ``perl5``) count too."""
 
-_VERSIONED = re.compile(r"(python|perl|ruby|node|php|lua|tclsh)[0-9.]*")
+_VERSIONED = re.compile(r"(python|perl|ruby|node|php|lua|tclsh|wish|pdb|pydoc|ksh)[0-9.]*")
 
 
 def _shown(text: str, limit: int = 200) -> str:

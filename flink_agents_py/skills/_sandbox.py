@@ -53,7 +53,7 @@ from ._cgroup import open_command_cgroup
 from ._procfs import proc_mask_args
 from ._seccomp import seccomp_program
 from ._setid import clear_set_id_bits
-from ._tmpfs import bounded_tmpfs, remount_probe
+from ._tmpfs import atime_option, bounded_tmpfs, remount_probe
 
 __all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
            "bubblewrap_installed", "bubblewrap_problem", "resolve_program", "run_pipeline"]
@@ -237,7 +237,8 @@ def _bubblewrap_status() -> tuple[str | None, _Features]:
         check=False).returncode == 0
     if bounding is not None and not remount:
         _log.warning("this host refuses a remount in the skill sandbox: its /tmp, /skill "
-                     "and /dev/shm are bounded in size only, not in files")
+                     "and /dev/shm are bounded in size only, not in files, and a file there "
+                     "can be run (not noexec)")
     return None, _Features(size=b"--size" in helptext, bind_fd=b"--ro-bind-fd" in helptext,
                            disable_userns=b"--disable-userns" in helptext, remount=remount)
 
@@ -461,7 +462,9 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, folder
     if program is not None and features.remount:
         tmpfs = ["/tmp", *([_WORKDIR] if "--tmpfs" in workdir else []),
                  *(["/dev/shm"] if features.size else [])]
-        caps, inner = bounded_tmpfs(inner, tmpfs, limits.scratch_mb)
+        flags = os.fstatvfs(folder).f_flag  # the host mount's flags, locked in the sandbox
+        binds = [(point, rw and not flags & os.ST_RDONLY) for point, rw in _bind_points(workdir)]
+        caps, inner = bounded_tmpfs(inner, tmpfs, limits.scratch_mb, binds, atime_option(flags))
     uid, gid = (0, 0) if caps else (os.getuid(), os.getgid())  # the sandbox's user
     passwd = _data_fd("root:x:0:0:root:/tmp:/usr/sbin/nologin\n" + (
         f"sandbox:x:{uid}:{gid}:sandbox:/tmp:/usr/sbin/nologin\n" if uid else ""))
@@ -482,6 +485,12 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, folder
             *workdir, *_read_only_root(limits, features),
             "--chdir", _WORKDIR, "--clearenv", "--setenv", "HOME", "/tmp",
             *[a for k, v in env.items() for a in ("--setenv", k, v)], "--", *inner]
+
+
+def _bind_points(workdir: list[str]) -> list[tuple[str, bool]]:
+    """Where ``_workdir_args`` binds the skill's folder or its entries, and whether read-write."""
+    return [(workdir[i + 2], arg in ("--bind", "--bind-fd")) for i, arg in enumerate(workdir)
+            if arg in ("--bind", "--bind-fd", "--ro-bind", "--ro-bind-fd")]
 
 
 def _read_only_root(limits: Limits, features: _Features) -> list[str]:

@@ -10,7 +10,9 @@ cgroup to bound it.
 So the first program in the sandbox is a short shell script of ours, the only one run with
 two capabilities in the sandbox's user namespace (``CAP_SYS_ADMIN`` to remount,
 ``CAP_SETPCAP`` to give them up): it remounts each writable tmpfs with ``nr_inodes`` (and
-its size again, for a bubblewrap older than 0.8), then ``setpriv`` drops every capability,
+its size again, for a bubblewrap older than 0.8) and ``noexec``, remounts each bind of the
+skill's folder or its entries ``noexec`` (no file a skill ships or a command writes is run,
+whichever allowed program would run it), then ``setpriv`` drops every capability,
 from the bounding set too, before the command is run (``exec``): the command has none, as
 with ``--cap-drop ALL``. The sandbox's user is then uid 0 for every job (as it was for a
 job run as root): for another uid, bubblewrap nests a second user namespace, from which
@@ -23,10 +25,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import shlex
 import shutil
+from collections.abc import Sequence
 
-__all__ = ["FILES_PER_MB", "bounded_tmpfs", "remount_probe"]
+__all__ = ["FILES_PER_MB", "atime_option", "bounded_tmpfs", "remount_probe"]
 
 FILES_PER_MB = 256
 """Files (inodes: folders, links and mount points too) a writable tmpfs of the sandbox may
@@ -43,17 +47,39 @@ def _tools() -> tuple[str, str, str] | None:
     if None in found:
         _log.warning("mount or setpriv (util-linux) is not installed: the skill sandbox's "
                      "/tmp, /skill and /dev/shm are bounded in size only, not in files "
-                     "(each file costs kernel memory their size does not count)")
+                     "(each file costs kernel memory their size does not count), and a file "
+                     "there or in the skill's folder can be run (not noexec)")
         return None
     return found  # type: ignore[return-value]
 
 
 def _remount(mount: str, point: str, size_mb: int) -> list[str]:
     # the options given only (the ones bubblewrap mounted with name the job's uid, which
-    # the sandbox's user namespace does not map), nosuid and nodev kept
+    # the sandbox's user namespace does not map), nosuid and nodev kept, noexec added
     return [mount, "--options-source=disable", "-o",
-            f"remount,nosuid,nodev,size={size_mb << 20},nr_inodes={size_mb * FILES_PER_MB}",
-            point]
+            f"remount,nosuid,nodev,noexec,size={size_mb << 20},"
+            f"nr_inodes={size_mb * FILES_PER_MB}", point]
+
+
+def _remount_bind(mount: str, point: str, writable: bool, atime: str) -> list[str]:
+    # a bind's read-only and atime flags are locked in the sandbox's user namespace: given
+    # as they are (a remount naming none would change them and fail); noexec is added
+    return [mount, "--options-source=disable", "-o",
+            f"remount,bind,{'rw' if writable else 'ro'},nosuid,nodev,noexec,{atime}", point]
+
+
+def atime_option(flags: int) -> str:
+    """The ``mount`` option keeping a mount's access-time behaviour (from ``statvfs``).
+
+    Args:
+        flags: ``os.statvfs(...).f_flag`` of the folder bound.
+
+    Returns:
+        ``noatime``, ``relatime`` or ``strictatime``, with ``,nodiratime`` where set.
+    """
+    option = ("noatime" if flags & os.ST_NOATIME else
+              "relatime" if flags & os.ST_RELATIME else "strictatime")
+    return option + (",nodiratime" if flags & os.ST_NODIRATIME else "")
 
 
 def remount_probe() -> list[str] | None:
@@ -71,14 +97,24 @@ def remount_probe() -> list[str] | None:
             *_remount(tools[1], "/tmp", 1)]
 
 
-def bounded_tmpfs(inner: list[str], mount_points: list[str],
-                  size_mb: int) -> tuple[list[str], list[str]]:
+def bounded_tmpfs(inner: list[str], mount_points: list[str], size_mb: int,
+                  binds: Sequence[tuple[str, bool]] = (),
+                  atime: str = "relatime") -> tuple[list[str], list[str]]:
     """The extra bubblewrap arguments and the command line bounding ``mount_points`` first.
+
+    Every mount a command can write or a skill's files show (the tmpfs, and ``binds``) is
+    made ``noexec`` by the same script: no file of a skill's folder, and none a command
+    writes, is run (``execve`` fails with ``EACCES``, the dynamic loader cannot map it),
+    whichever allowed program would run it (``run-parts``, ``logsave``, a
+    ``--diff-program`` or ``--strip-program`` option).
 
     Args:
         inner: the command line to run once the tmpfs are bounded (no capability left).
         mount_points: the sandbox's writable tmpfs.
         size_mb: the size of each, in MiB.
+        binds: the skill's folder or entries bound under ``/skill`` (where bound, whether
+            read-write), remounted ``noexec`` too.
+        atime: the access-time option of the skill folder's mount (``atime_option``).
 
     Returns:
         (arguments for bubblewrap, given after ``--cap-drop ALL``: the command runs as uid
@@ -92,8 +128,11 @@ def bounded_tmpfs(inner: list[str], mount_points: list[str],
         return [], inner
     sh, mount, setpriv = tools
     failed = shlex.quote("the sandbox could not bound the files of its tmpfs")
+    failed_bind = shlex.quote("the sandbox could not make the skill's files not executable")
     script = "".join(f"{shlex.join(_remount(mount, p, size_mb))} || {{ echo {failed} >&2; "
                      f"exit 125; }}\n" for p in mount_points)
+    script += "".join(f"{shlex.join(_remount_bind(mount, p, rw, atime))} || {{ echo "
+                      f"{failed_bind} >&2; exit 125; }}\n" for p, rw in binds)
     script += (f"exec {setpriv} --bounding-set=-all --inh-caps=-all --ambient-caps=-all "
                f"--no-new-privs -- \"$@\"\n")
     return ([*_SANDBOX_ROOT, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"],
