@@ -188,3 +188,25 @@ def test_versioned_interpreter_names_warn(name, tmp_path, monkeypatch):
         warnings.simplefilter("always")
         RunSkillCommandTool(paths=[str(tmp_path / "skills")], allowed_commands=[name])
     assert any(issubclass(w.category, ShellEquivalentCommandWarning) for w in seen)
+
+
+def test_a_skill_folder_bound_whole_is_not_executable_either(tmp_path):
+    """A folder with more entries than ``MAX_BOUND_ENTRIES`` is bound whole (one mount, no
+    scratch): its script does not run either."""
+    _contained_fully()
+    from flink_agents_py.skills._sandbox import MAX_BOUND_ENTRIES
+
+    if shutil.which("logsave", path="/usr/sbin:/usr/bin:/sbin:/bin") is None:
+        pytest.skip("logsave is not installed")
+    skill = _skill(tmp_path)
+    for i in range(MAX_BOUND_ENTRIES + 1):
+        (skill / f"f{i}").write_text(f"{i}\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShellEquivalentCommandWarning)
+        tool = RunSkillCommandTool(
+            paths=[str(tmp_path / "skills")], allowed_commands=["logsave", "cat"]
+        )
+    result = tool.run("box", "logsave -a out.log ./x.sh")
+    assert "skill-script-ran" not in result["output"], result
+    assert "Permission denied" in result["output"], result
+    assert tool.run("box", f"cat f{MAX_BOUND_ENTRIES}")["output"] == f"{MAX_BOUND_ENTRIES}\n"
