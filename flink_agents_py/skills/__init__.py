@@ -31,8 +31,10 @@ from ._skills import (
     SkillError,
     load_skills,
 )
+from ._special import MAX_CHECKED_ENTRIES
 
-__all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_DESCRIPTION_CHARS", "MAX_FILE_BYTES",
+__all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_CHECKED_ENTRIES",
+           "MAX_DESCRIPTION_CHARS", "MAX_FILE_BYTES",
            "MAX_FILE_CHARS",
            "MAX_LISTED_FILES", "MAX_SKILLS", "MAX_WALKED_ENTRIES", "RunSkillCommandTool",
            "SHELL_EQUIVALENT_COMMANDS", "SandboxUnavailableError",

@@ -53,6 +53,7 @@ from ._cgroup import open_command_cgroup
 from ._procfs import proc_mask_args
 from ._seccomp import seccomp_program
 from ._setid import clear_set_id_bits
+from ._special import TooManyEntriesError, special_file_covers
 from ._tmpfs import atime_option, bounded_tmpfs, remount_probe
 
 __all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
@@ -454,6 +455,10 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, folder
                   writable: bool, limits: Limits, features: _Features, fds: list[int]) -> list[str]:
     """The ``bwrap`` command line running ``inner``; the fds it needs are added to ``fds``."""
     workdir = _workdir_args(skill_dir, folder, writable, limits.scratch_mb, features, fds)
+    try:  # a socket or FIFO of the tree would reach the host process at its other end
+        covers = special_file_covers(folder, _WORKDIR, "--tmpfs" not in workdir)
+    except TooManyEntriesError as e:
+        raise CommandRefusedError(str(e)) from e
     program = seccomp_program()  # no setuid/setgid bit set on any file, by the kernel
     caps: list[str] = []
     # each writable tmpfs bounded in files too (kernel memory its size does not count), then
@@ -482,7 +487,7 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, folder
             "--tmpfs", "/tmp",
             "--ro-bind-data", str(passwd), "/etc/passwd",
             "--ro-bind-data", str(group), "/etc/group",
-            *workdir, *_read_only_root(limits, features),
+            *workdir, *covers, *_read_only_root(limits, features),
             "--chdir", _WORKDIR, "--clearenv", "--setenv", "HOME", "/tmp",
             *[a for k, v in env.items() for a in ("--setenv", k, v)], "--", *inner]
 
