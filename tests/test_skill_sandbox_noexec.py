@@ -117,6 +117,8 @@ cp /usr/bin/true ./t && ./t; echo skill=$?
 for l in /lib64/ld-linux-x86-64.so.2 /lib/ld-linux-aarch64.so.1; do [ -e $l ] && ld=$l; done
 cp /usr/bin/true /tmp/l && $ld /tmp/l; echo loader=$?
 /usr/bin/true; echo system=$?
+for l in /usr/lib/*/libm.so.6 /lib64/libm.so.6; do [ -e $l ] && cp $l /tmp/p.so; done
+LD_PRELOAD=/tmp/p.so /usr/bin/true
 """
 
 
@@ -124,7 +126,8 @@ cp /usr/bin/true /tmp/l && $ld /tmp/l; echo loader=$?
 def test_a_program_a_command_writes_never_runs(tmp_path, writable):
     """A command that can copy a file and run one (``sh``) writes a program to ``/tmp``,
     ``/dev/shm`` and ``/skill`` (a writable skill's real folder, too): none runs, not even
-    through the dynamic loader; a program of ``/usr`` still does."""
+    through the dynamic loader, and a library copied to ``/tmp`` is not preloaded
+    (``LD_PRELOAD``); a program of ``/usr`` still does."""
     _contained_fully()
     skill = _skill(tmp_path)
     (skill / "run.sh").write_text(WRITES_AND_RUNS)
@@ -145,6 +148,8 @@ def test_a_program_a_command_writes_never_runs(tmp_path, writable):
     for place in ("tmp", "shm", "skill"):
         assert codes.get(place) == "126", (place, result)  # found, not executable
     assert codes.get("loader") != "0" and "failed to map" in result["output"], result
+    # a library a command wrote is not loaded either (LD_PRELOAD given by env or a shell)
+    assert "'/tmp/p.so' from LD_PRELOAD cannot be preloaded" in result["output"], result
 
 
 NEW_RUNNERS = {  # program: a command running sh (or the skill's script text) through it
