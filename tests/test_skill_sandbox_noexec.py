@@ -184,9 +184,14 @@ def test_programs_that_run_a_program_they_are_given_warn_and_do_run_it(
     assert result["output"].startswith("ran-sh\n"), result
 
 
-@pytest.mark.parametrize("name", ["pdb3", "pydoc3", "python3.12", "wish8.6", "ksh93"])
+@pytest.mark.parametrize(
+    "name",
+    ["pdb3", "pydoc3", "python3.12", "wish8.6", "ksh93", "convert", "gs", "exiftool", "view"],
+)
 def test_versioned_interpreter_names_warn(name, tmp_path, monkeypatch):
-    """``pdb3 x.py`` and ``pydoc3 ./x.py`` run Python code; versioned names count."""
+    """``pdb3 x.py`` and ``pydoc3 ./x.py`` run Python code, versioned names count;
+    ImageMagick reads ``'|cmd'`` as a command, Ghostscript ``%pipe%``, exiftool's ``-if``
+    is Perl, ``view`` is vim."""
     _skill(tmp_path)
     monkeypatch.setattr(_commands, "_warned", set())
     with warnings.catch_warnings(record=True) as seen:

@@ -85,7 +85,16 @@ SHELL_EQUIVALENT_COMMANDS = frozenset({
     # every program of a folder with --arg words, logsave and --strip-program/--diff-program
     # name a program, pdb/pydoc/prove/rename run Python or Perl code, rbash is a shell
     "run-parts", "logsave", "install", "sdiff", "diff3", "pdb", "pydoc", "prove", "rename",
-    "file-rename", "prename", "rbash", "scriptlive", "ash", "mksh", "posh", "yash"})
+    "file-rename", "prename", "rbash", "scriptlive", "ash", "mksh", "posh", "yash",
+    # a file name or option that is a command (ImageMagick's '|cmd' and delegates,
+    # Ghostscript's %pipe%, exiftool's Perl -if, erb's Ruby), or an editor or pager by its
+    # other names (each has '!'), or a tool running a project's own scripts
+    "convert", "magick", "mogrify", "identify", "composite", "montage", "conjure", "gs",
+    "ghostscript", "exiftool", "erb", "irb", "perldoc", "view", "rview", "rvim", "vimdiff",
+    "editor", "pager", "sensible-editor", "sensible-pager", "info", "w3m", "lynx", "gem",
+    "bundle", "rake", "yarn", "pnpm", "uv", "uvx", "pipx", "mvn", "gradle", "ant", "scons",
+    "meson", "ghc", "runghc", "scala", "groovy", "kotlin", "apt-get", "apt", "dpkg", "rpm",
+    "docker", "podman", "kubectl", "crontab", "at", "batch", "pkexec"})
 """Programs that can run other programs (``find -exec``, sed's ``e``, awk's ``system()``,
 ``sort --compress-program``...): allowing one is allowing a shell (contained by the
 sandbox all the same). Versioned interpreter names (``python3.12``, ``perl5``) count too."""
