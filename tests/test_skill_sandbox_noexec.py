@@ -220,3 +220,27 @@ def test_a_skill_folder_bound_whole_is_not_executable_either(tmp_path):
     assert "skill-script-ran" not in result["output"], result
     assert "Permission denied" in result["output"], result
     assert tool.run("box", f"cat f{MAX_BOUND_ENTRIES}")["output"] == f"{MAX_BOUND_ENTRIES}\n"
+
+
+def test_an_entry_that_is_a_mount_of_its_own_keeps_its_flags_and_runs(tmp_path):
+    """The remount adding ``noexec`` must name a bind's locked flags as its host mount has
+    them: an entry that is a mount point of its own (``noatime``, the folder's mount is not)
+    still shows, and the command runs."""
+    _contained_fully()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    skill = _skill(tmp_path)
+    (skill / "own").mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "noatime,size=1m", "tmpfs", str(skill / "own")],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr!r}")
+    try:
+        (skill / "own" / "f").write_text("on its own mount\n")
+        tool = RunSkillCommandTool(paths=[str(tmp_path / "skills")], allowed_commands=["cat"])
+        assert tool.run("box", "cat own/f") == {"exit_code": 0, "output": "on its own mount\n"}
+    finally:
+        subprocess.run(["umount", str(skill / "own")], check=False)

@@ -54,7 +54,7 @@ from ._procfs import proc_mask_args
 from ._seccomp import seccomp_program
 from ._setid import clear_set_id_bits
 from ._special import TooManyEntriesError, special_file_covers
-from ._tmpfs import atime_option, bounded_tmpfs, remount_probe
+from ._tmpfs import bounded_tmpfs, remount_probe
 
 __all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
            "bubblewrap_installed", "bubblewrap_problem", "resolve_program", "run_pipeline"]
@@ -467,9 +467,7 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, folder
     if program is not None and features.remount:
         tmpfs = ["/tmp", *([_WORKDIR] if "--tmpfs" in workdir else []),
                  *(["/dev/shm"] if features.size else [])]
-        flags = os.fstatvfs(folder).f_flag  # the host mount's flags, locked in the sandbox
-        binds = [(point, rw and not flags & os.ST_RDONLY) for point, rw in _bind_points(workdir)]
-        caps, inner = bounded_tmpfs(inner, tmpfs, limits.scratch_mb, binds, atime_option(flags))
+        caps, inner = bounded_tmpfs(inner, tmpfs, limits.scratch_mb, _bind_points(workdir))
     uid, gid = (0, 0) if caps else (os.getuid(), os.getgid())  # the sandbox's user
     passwd = _data_fd("root:x:0:0:root:/tmp:/usr/sbin/nologin\n" + (
         f"sandbox:x:{uid}:{gid}:sandbox:/tmp:/usr/sbin/nologin\n" if uid else ""))
@@ -492,10 +490,18 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, folder
             *[a for k, v in env.items() for a in ("--setenv", k, v)], "--", *inner]
 
 
-def _bind_points(workdir: list[str]) -> list[tuple[str, bool]]:
-    """Where ``_workdir_args`` binds the skill's folder or its entries, and whether read-write."""
-    return [(workdir[i + 2], arg in ("--bind", "--bind-fd")) for i, arg in enumerate(workdir)
-            if arg in ("--bind", "--bind-fd", "--ro-bind", "--ro-bind-fd")]
+def _bind_points(workdir: list[str]) -> list[tuple[str, bool, int]]:
+    """Each bind of ``_workdir_args``: where, whether read-write, its host mount's flags."""
+    binds = []  # flags of each fd or path bound: an entry may be a host mount of its own
+    for i, arg in enumerate(workdir):
+        if arg in ("--bind-fd", "--ro-bind-fd"):
+            flags = os.fstatvfs(int(workdir[i + 1])).f_flag
+        elif arg in ("--bind", "--ro-bind"):
+            flags = os.statvfs(workdir[i + 1]).f_flag
+        else:
+            continue
+        binds.append((workdir[i + 2], arg in ("--bind", "--bind-fd"), flags))
+    return binds
 
 
 def _read_only_root(limits: Limits, features: _Features) -> list[str]:

@@ -61,11 +61,13 @@ def _remount(mount: str, point: str, size_mb: int) -> list[str]:
             f"nr_inodes={size_mb * FILES_PER_MB}", point]
 
 
-def _remount_bind(mount: str, point: str, writable: bool, atime: str) -> list[str]:
+def _remount_bind(mount: str, point: str, writable: bool, flags: int) -> list[str]:
     # a bind's read-only and atime flags are locked in the sandbox's user namespace: given
-    # as they are (a remount naming none would change them and fail); noexec is added
+    # as the host's mount has them (a remount naming none would change them and fail);
+    # noexec is added
+    rw = "rw" if writable and not flags & os.ST_RDONLY else "ro"
     return [mount, "--options-source=disable", "-o",
-            f"remount,bind,{'rw' if writable else 'ro'},nosuid,nodev,noexec,{atime}", point]
+            f"remount,bind,{rw},nosuid,nodev,noexec,{atime_option(flags)}", point]
 
 
 def atime_option(flags: int) -> str:
@@ -98,8 +100,7 @@ def remount_probe() -> list[str] | None:
 
 
 def bounded_tmpfs(inner: list[str], mount_points: list[str], size_mb: int,
-                  binds: Sequence[tuple[str, bool]] = (),
-                  atime: str = "relatime") -> tuple[list[str], list[str]]:
+                  binds: Sequence[tuple[str, bool, int]] = ()) -> tuple[list[str], list[str]]:
     """The extra bubblewrap arguments and the command line bounding ``mount_points`` first.
 
     Every mount a command can write or a skill's files show (the tmpfs, and ``binds``) is
@@ -113,8 +114,8 @@ def bounded_tmpfs(inner: list[str], mount_points: list[str], size_mb: int,
         mount_points: the sandbox's writable tmpfs.
         size_mb: the size of each, in MiB.
         binds: the skill's folder or entries bound under ``/skill`` (where bound, whether
-            read-write), remounted ``noexec`` too.
-        atime: the access-time option of the skill folder's mount (``atime_option``).
+            read-write, the ``statvfs`` flags of the host mount bound), remounted
+            ``noexec`` too.
 
     Returns:
         (arguments for bubblewrap, given after ``--cap-drop ALL``: the command runs as uid
@@ -131,8 +132,8 @@ def bounded_tmpfs(inner: list[str], mount_points: list[str], size_mb: int,
     failed_bind = shlex.quote("the sandbox could not make the skill's files not executable")
     script = "".join(f"{shlex.join(_remount(mount, p, size_mb))} || {{ echo {failed} >&2; "
                      f"exit 125; }}\n" for p in mount_points)
-    script += "".join(f"{shlex.join(_remount_bind(mount, p, rw, atime))} || {{ echo "
-                      f"{failed_bind} >&2; exit 125; }}\n" for p, rw in binds)
+    script += "".join(f"{shlex.join(_remount_bind(mount, *bind))} || {{ echo "
+                      f"{failed_bind} >&2; exit 125; }}\n" for bind in binds)
     script += (f"exec {setpriv} --bounding-set=-all --inh-caps=-all --ambient-caps=-all "
                f"--no-new-privs -- \"$@\"\n")
     return ([*_SANDBOX_ROOT, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"],
