@@ -16,7 +16,9 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
   host secrets, no home folders;
 - the working directory ``/skill`` is a fresh, private tmpfs capped in size and files showing the
   skill's files read-only (a symlink in the folder resolves inside the sandbox, never on the
-  host); a skill listed as writable gets its real folder bound read-write instead;
+  host); a skill listed as writable gets its real folder bound read-write instead; nothing
+  there, in ``/tmp`` or ``/dev/shm`` runs (``noexec``, ``_tmpfs``), and every socket, FIFO
+  and device node of the folder's tree is covered (``_special``);
 - an ``oom_score_adj`` of 1000 (``choom``): out of memory, the kernel kills the command's
   processes first, never the worker for them; and nice 19: busy, they get the CPU left over;
 - per-process limits (``prlimit``, inside the sandbox): CPU seconds, address space, file
