@@ -244,3 +244,27 @@ def test_an_entry_that_is_a_mount_of_its_own_keeps_its_flags_and_runs(tmp_path):
         assert tool.run("box", "cat own/f") == {"exit_code": 0, "output": "on its own mount\n"}
     finally:
         subprocess.run(["umount", str(skill / "own")], check=False)
+
+
+@pytest.mark.parametrize("names", ["odd", "long"])
+def test_entries_of_any_name_are_remounted_in_one_go(tmp_path, names):
+    """The binds are remounted from one fstab, where a name is escaped as libmount reads it
+    back: spaces, tabs, newlines, backslashes, ``#``; and 63 names of 255 bytes (an fstab
+    over a pipe's 64 KiB, given by a memfd: a pipe's write would block with no reader)."""
+    _contained_fully()
+    skill = _skill(tmp_path)
+    if names == "odd":
+        chosen = ["a b", "tab\there", "new\nline", "back\\slash", "#hash", "e\\040f"]
+    else:
+        chosen = [f"{i:02d}" + " " * 253 for i in range(63)]
+    for name in chosen:
+        (skill / name).write_text("#!/bin/sh\necho skill-script-ran\n")
+        (skill / name).chmod(0o755)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShellEquivalentCommandWarning)
+        tool = RunSkillCommandTool(paths=[str(tmp_path / "skills")], allowed_commands=["sh"])
+    (skill / "all.sh").write_text('for f in ./*; do "$f"; done 2>&1 | sort | uniq -c\n')
+    result = tool.run("box", "sh all.sh")
+    assert result["exit_code"] == 0 and "skill-script-ran" not in result["output"], result
+    # each script and d/ refused: Permission denied, one line each
+    assert "Permission denied" in result["output"], result

@@ -56,7 +56,7 @@ from ._procfs import proc_mask_args
 from ._seccomp import seccomp_program
 from ._setid import clear_set_id_bits
 from ._special import TooManyEntriesError, special_file_covers
-from ._tmpfs import bounded_tmpfs, remount_probe
+from ._tmpfs import BINDS_FSTAB, binds_fstab, bounded_tmpfs, remount_probe
 
 __all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
            "bubblewrap_installed", "bubblewrap_problem", "resolve_program", "run_pipeline"]
@@ -275,10 +275,14 @@ def _warn_no_limits() -> None:
 
 
 def _data_fd(data: str | bytes) -> int:
-    read, write = os.pipe()
-    os.write(write, data.encode() if isinstance(data, str) else data)  # fits the buffer
-    os.close(write)
-    return read
+    # a memfd, not a pipe: a pipe's buffer (64 KiB) would block the write of a longer text
+    # (the binds' fstab of 64 long names) with no reader yet
+    raw = memoryview(data.encode() if isinstance(data, str) else data)
+    fd = os.memfd_create("skill-sandbox-data", os.MFD_CLOEXEC)
+    while raw:
+        raw = raw[os.write(fd, raw):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _workdir_args(skill_dir: Path, folder: int, writable: bool, scratch_mb: int,
@@ -469,7 +473,11 @@ def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, folder
     if program is not None and features.remount:
         tmpfs = ["/tmp", *([_WORKDIR] if "--tmpfs" in workdir else []),
                  *(["/dev/shm"] if features.size else [])]
-        caps, inner = bounded_tmpfs(inner, tmpfs, limits.scratch_mb, _bind_points(workdir))
+        binds = _bind_points(workdir)
+        caps, inner = bounded_tmpfs(inner, tmpfs, limits.scratch_mb, bool(binds))
+        if caps and binds:  # the binds the script remounts noexec, in one mount -a
+            fds.append(_data_fd(binds_fstab(binds)))
+            caps += ["--ro-bind-data", str(fds[-1]), BINDS_FSTAB]
     uid, gid = (0, 0) if caps else (os.getuid(), os.getgid())  # the sandbox's user
     passwd = _data_fd("root:x:0:0:root:/tmp:/usr/sbin/nologin\n" + (
         f"sandbox:x:{uid}:{gid}:sandbox:/tmp:/usr/sbin/nologin\n" if uid else ""))
