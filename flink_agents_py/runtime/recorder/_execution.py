@@ -103,12 +103,10 @@ class ActionExecution:
     """
 
     __slots__ = ("ledger", "key", "scope", "execution_id", "_record", "run", "env", "plan",
-                 "resources",
-                 "_config", "_short_term_base", "short_term_view", "_sensory_base",
-                 "sensory_view",
-                 "emitted", "_event_seq", "_unsent_ids", "calls", "commands", "_next_ordinal",
-                 "finished", "diverged", "_owner", "used_long_term_memory", "ltm", "_clock",
-                 "key_memory", "key_merges", "memory_used", "displaced")
+                 "resources", "_config", "_short_term_base", "short_term_view", "_sensory_base",
+                 "sensory_view", "emitted", "_event_seq", "_unsent_ids", "calls", "commands",
+                 "_next_ordinal", "finished", "diverged", "_owner", "used_long_term_memory",
+                 "ltm", "_clock", "key_memory", "key_merges", "memory_used", "displaced")
 
     def __init__(
         self, ledger: CallLedger, key: Any, execution_id: str, record: InflightAction,
@@ -568,6 +566,9 @@ class ActionExecution:
             call.shape = argument_shape(fn, args, kwargs)
         elif kind is CallKind.TOOL:  # ``(tool, ToolCall)``: the defaults the call leaves
             call.shape = tool_shape(*args)
+        elif kind is CallKind.MODEL and (self.scope is None or getattr(self.run.invocations.get(
+                self.scope), "kind", None) is not CallKind.CHAT):  # a chat event's: its setup
+            call.shape = setup_shape(self.resources, target)  # (a ctx.chat's call has it)
         self.calls[ordinal] = call
         if rec is None and self.displaced:  # its record may have gone to an earlier call
             check_displaced(self, call)

@@ -1,4 +1,8 @@
-"""What a ``ctx.chat`` call's record keeps of the chat model setup it was answered by.
+"""What a chat's record keeps of the chat model setup it was answered by.
+
+A ``ctx.chat`` call keeps it, and so does each model call of the built-in chat action for a
+chat started by sending a ``ChatRequestEvent`` (``ActionExecution._open_call``; not the
+model calls of a ``ctx.chat``'s own invocation: its call says it once).
 
 A chat's arguments are what the action passes (the setup's name, the messages,
 ``prompt_args``, ``output_schema``), not the setup: a run whose chat was recorded before a
@@ -38,8 +42,12 @@ _NOT_ANSWERING = frozenset(
 )
 """Setup arguments that do not change a chat's answer: left out of its digest."""
 
-_KEPT: dict[tuple[int, str], tuple[Any, str | None]] = {}
-"""``setup_shape`` per resource environment (held, so its id is not reused) and setup name."""
+_KEPT: dict[tuple[ResourceEnvironment, str], str | None] = {}
+"""``setup_shape`` per resource environment (hashed by identity) and setup name.
+
+A key holds its environment, so an environment's entry is never taken for another's; looked
+up with no call (a chat's model call asks it on the hot path).
+"""
 
 
 def _declared(env: ResourceEnvironment, name: str, rtype: ResourceType) -> Any:
@@ -109,7 +117,10 @@ def _offered(env: ResourceEnvironment, model: str) -> str:
 
 
 def setup_shape(env: ResourceEnvironment, model: str) -> str | None:
-    """The shape of a ``ctx.chat`` call of setup ``model``: its configuration's digest.
+    """The shape of a chat of setup ``model`` (its configuration's digest, what it offers).
+
+    A ``ctx.chat`` call's, and a chat action's model call's; cached per environment and
+    name (one call when cached: the chat path asks it once per model call).
 
     Args:
         env: the calling action's resources.
@@ -119,9 +130,9 @@ def setup_shape(env: ResourceEnvironment, model: str) -> str | None:
         The shape (``CallRecord.shape``), or ``None`` when the setup is not declared or its
         configuration has no JSON form (nothing to compare).
     """
-    kept = _KEPT.get((id(env), model))
-    if kept is not None and kept[0] is env:
-        return kept[1]
+    key = (env, model)
+    if key in _KEPT:
+        return _KEPT[key]
     shape: str | None
     try:
         made = "/" * 5 + f"{SETUP}={digest(_configuration(env, model))[:8]}"
@@ -131,5 +142,5 @@ def setup_shape(env: ResourceEnvironment, model: str) -> str | None:
         shape = made + _offered(env, model)
     if len(_KEPT) >= 1024:
         _KEPT.clear()
-    _KEPT[(id(env), model)] = (env, shape)
+    _KEPT[key] = shape
     return shape
