@@ -325,3 +325,53 @@ def test_a_users_program_from_their_own_directory(tmp_path):
     assert not out["0.7"]["ok"] and any(
         SAID in f and "(llm)" in f for f in out["0.7"]["findings"]
     ), out
+
+
+# -- a fallback's answer: the fallback setups' configurations are in the digest too --------
+def _down(request: Any) -> str:
+    raise ConnectionError("the primary model is down")
+
+
+def _backup(request: Any) -> str:
+    return "from the backup"
+
+
+def with_backup(cls: type[Agent] = Shop, **backup: Any) -> Agent:
+    agent = cls()
+    agent.add_resource("down", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(_down))
+    agent.add_resource("up", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(_backup))
+    agent.add_resource(
+        "model",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(ChatModelSetup, connection="down", fallbacks=["backup"]),
+    )
+    agent.add_resource(
+        "backup",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(ChatModelSetup, connection="up", **backup),
+    )
+    return agent
+
+
+@pytest.mark.parametrize("cls", [Shop, ChatShop], ids=["chat_event", "ctx_chat"])
+def test_a_changed_fallback_that_answered_is_a_finding(cls, journals):
+    report = check_upgrade_safety(
+        with_backup(cls),
+        with_backup(cls, options={"temperature": 0.9}),
+        RECORDS,
+        journal_factory=journals,
+        other_process=False,
+    )
+    assert any(SAID in f and "fallbacks" in f for f in report.findings), report.findings
+    check_upgrade_safety(
+        with_backup(cls), with_backup(cls), RECORDS, journal_factory=journals, other_process=False
+    ).assert_ok()
+
+
+def test_a_record_written_before_the_fallbacks_digest_is_not_compared():
+    from flink_agents_py.runtime.recorder._call_changes import changed_defaults
+
+    assert changed_defaults("$setup=aaaaaaaa", "$setup=aaaaaaaa,$fallbacks=bbbbbbbb") == []
+    assert changed_defaults(
+        "$setup=aaaaaaaa,$fallbacks=bbbbbbbb", "$setup=aaaaaaaa,$fallbacks=cccccccc"
+    ) == [("$fallbacks", "configured")]

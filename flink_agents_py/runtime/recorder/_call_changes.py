@@ -179,7 +179,7 @@ def default_text(changes: list[tuple[str, str]]) -> str:
         parts.append(
             "the configuration of the chat model setup it asks changed since the call was "
             "recorded (its model, prompt, tools, options, or its connection's or prompt's, "
-            "or the tools and sub-agents it offers)"
+            "or the tools and sub-agents it offers, or its fallbacks')"
         )
     if ("$agent", "configured") in changes:
         parts.append(

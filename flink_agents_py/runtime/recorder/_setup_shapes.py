@@ -26,7 +26,7 @@ from .._serde import digest, to_json_value
 if TYPE_CHECKING:
     from .._resources import ResourceEnvironment
 
-__all__ = ["OFFERED", "SETUP", "setup_shape"]
+__all__ = ["FALLBACKS", "OFFERED", "SETUP", "setup_shape"]
 
 SETUP = "$setup"
 """The name of a chat's setup digest among the entries of its shape's sixth part."""
@@ -116,6 +116,32 @@ def _offered(env: ResourceEnvironment, model: str) -> str:
     return f",{OFFERED}={digest(made)[:8]}"
 
 
+FALLBACKS = "$fallbacks"
+"""The name of the digest of a chat's setup's fallbacks' configurations (next to ``SETUP``)."""
+
+
+def _fallbacks(env: ResourceEnvironment, model: str) -> str:
+    """The ``FALLBACKS`` entry of setup ``model``'s shape: ``""`` when it names none.
+
+    A chat's answer may be a fallback setup's (``fallbacks=``: tried in order when a model
+    call fails); ``SETUP`` keeps only their names, so a deploy that changed a fallback's
+    model or options replayed the answer it gave without a word. Kept apart from ``SETUP``
+    (as ``OFFERED``), so records written before this entry keep their digests.
+
+    Returns:
+        ``",$fallbacks=<digest>"``, or ``""`` (no fallbacks, or no JSON form).
+    """
+    setup = _declared(env, model, ResourceType.CHAT_MODEL)
+    names = setup.arguments.get("fallbacks") if setup is not None else None
+    if not names:
+        return ""
+    try:
+        made = [[n, _configuration(env, n)] for n in names if isinstance(n, str)]
+    except Exception:  # noqa: BLE001 - undeclared, or no JSON form: nothing to compare
+        return ""
+    return f",{FALLBACKS}={digest(made)[:8]}"
+
+
 def setup_shape(env: ResourceEnvironment, model: str) -> str | None:
     """The shape of a chat of setup ``model`` (its configuration's digest, what it offers).
 
@@ -139,7 +165,7 @@ def setup_shape(env: ResourceEnvironment, model: str) -> str | None:
     except Exception:  # noqa: BLE001 - no plan entry, no JSON form: nothing to compare
         shape = None
     else:
-        shape = made + _offered(env, model)
+        shape = made + _offered(env, model) + _fallbacks(env, model)
     if len(_KEPT) >= 1024:
         _KEPT.clear()
     _KEPT[key] = shape
