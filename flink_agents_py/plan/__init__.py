@@ -1,6 +1,6 @@
 """The agent plan: an agent compiled to validated, serializable data."""
 
-from ._action_checks import warn_if_returned
+from ._action_checks import signature_problem, warn_if_returned
 from ._plan import (
     BUILTIN_ACTIONS,
     OBSERVED_EVENTS,
@@ -15,4 +15,4 @@ from ._plan import (
 
 __all__ = ["ActionPlan", "AgentPlan", "BUILTIN_ACTIONS", "BuiltinAction", "FunctionRef",
            "OBSERVED_EVENTS", "ResourcePlan", "RUNS_FIRST",
-           "register_builtin_actions", "warn_if_returned"]
+           "register_builtin_actions", "signature_problem", "warn_if_returned"]

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import inspect
 import re
+import typing
 import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ..api import RunnerContext
 from ..api.internal import Event, warn_at_user
 
 __all__ = ["ActionReturnWarning", "TriggerNameWarning", "condition_expression_problem",
-           "warn_if_declares_a_result", "warn_if_returned"]
+           "function_place", "signature_problem", "warn_if_declares_a_result",
+           "warn_if_returned"]
 
 _RETURNED: set[Any] = set()
 """The action functions already warned about for a value they returned (once each)."""
@@ -41,6 +44,91 @@ def _says_nothing(annotation: Any) -> bool:
         return True
     text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
     return str(text).strip().strip("'\"") in _NOTHING or repr(annotation) in _NOTHING
+
+
+def function_place(fn: Any) -> str:
+    """Where a function is defined, for a problem about it: ``Shop.on_input, my_agent.py:14``.
+
+    Args:
+        fn: the function (a decorated one is unwrapped).
+
+    Returns:
+        Its qualified name and ``file:line``, or the qualified name alone when its code has
+        no file.
+    """
+    inner = inspect.unwrap(fn) if callable(fn) else fn
+    name = getattr(inner, "__qualname__", None) or repr(inner)
+    code = getattr(inner, "__code__", None)
+    if code is None:
+        return name
+    return f"{name}, {code.co_filename}:{code.co_firstlineno}"
+
+
+def _bare(sig: inspect.Signature) -> str:
+    """``sig`` without annotations and return type: ``(event, ctx, extra=1)``."""
+    return str(sig.replace(return_annotation=inspect.Signature.empty, parameters=[
+        p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]))
+
+
+_CONTEXT_NAMES = {"ctx", "context", "runner_context"}
+"""Parameter names that say a parameter is the ``RunnerContext``."""
+
+
+def _is_context(fn: Any, param: inspect.Parameter) -> bool:
+    """Whether ``param`` of ``fn`` is annotated (or, unannotated, named) as the context."""
+    annotation = param.annotation
+    if isinstance(annotation, str):
+        text = annotation
+        try:
+            annotation = typing.get_type_hints(fn).get(param.name, text)
+        except Exception:  # noqa: BLE001 - a hint naming nothing: judged by its text
+            return text.rsplit(".", 1)[-1] == "RunnerContext"
+    if annotation is inspect.Parameter.empty:
+        return param.name in _CONTEXT_NAMES
+    return isinstance(annotation, type) and issubclass(annotation, RunnerContext)
+
+
+def signature_problem(fn: Callable[..., Any]) -> str | None:
+    """Why ``fn`` cannot run as an action, which is called as ``fn(event, ctx)``.
+
+    Before, every such function got ``must take (event, ctx); is it missing
+    @staticmethod?``, also a static method taking ``(event)`` or ``(event, ctx, extra)``,
+    and one taking ``(ctx, event)`` compiled, then failed each record with ``'InputEvent'
+    object has no attribute 'send_event'``.
+
+    Args:
+        fn: the action's function.
+
+    Returns:
+        What is wrong, to follow ``must take (event, ctx)`` (``but takes (self, event,
+        ctx): is it missing @staticmethod?``), or ``None`` when it takes them.
+    """
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return "but its signature cannot be read"
+    params = list(sig.parameters.values())
+    try:
+        sig.bind(object(), object())
+    except TypeError:
+        said = f"but takes {_bare(sig)}"
+        if params and params[0].name in ("self", "cls"):
+            return f"{said}: is it missing @staticmethod?"
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                      p.POSITIONAL_OR_KEYWORD)]
+        if len(positional) < 2 and not any(p.kind is p.VAR_POSITIONAL for p in params):
+            return f"{said}: add the parameter it lacks (the event comes first, then ctx)"
+        extra = [p.name for p in params[2:] if p.default is p.empty
+                 and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if extra:
+            return f"{said}: give {', '.join(extra)} a default, or remove it"
+        return said
+    first, second = (params + [None, None])[:2]
+    if isinstance(first, inspect.Parameter) and first.kind is not first.VAR_POSITIONAL \
+            and _is_context(fn, first) and not (
+                isinstance(second, inspect.Parameter) and _is_context(fn, second)):
+        return f"but takes {_bare(sig)}, the context first: swap them"
+    return None
 
 
 def warn_if_declares_a_result(name: str, fn: Callable[..., Any]) -> None:

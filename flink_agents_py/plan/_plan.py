@@ -42,6 +42,8 @@ from ..api.internal import (
 from ._action_checks import (
     TriggerNameWarning,
     condition_expression_problem,
+    function_place,
+    signature_problem,
     warn_if_declares_a_result,
 )
 from ._config_checks import warn_of_setup_fields
@@ -287,18 +289,6 @@ class AgentPlan(BaseModel):
         return cls.model_validate_json(text)
 
 
-def _takes_event_and_ctx(fn: Callable[..., Any]) -> bool:
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return False
-    try:
-        sig.bind(object(), object())
-    except TypeError:
-        return False
-    return True
-
-
 def _compile_actions(agent: Agent, problems: list[str]) -> dict[str, ActionPlan]:
     actions: dict[str, ActionPlan] = {}
     for name, fn, spec in agent.declared_actions():
@@ -316,15 +306,16 @@ def _compile_actions(agent: Agent, problems: list[str]) -> dict[str, ActionPlan]
             problems.append(f"{where} names the class {fn.__qualname__}, not a function: "
                             f"name the function taking (event, ctx) that the action runs")
             continue
-        if not _takes_event_and_ctx(fn):
-            problems.append(f"{where} must take (event, ctx); is it missing @staticmethod?")
+        if (wrong := signature_problem(fn)) is not None:
+            problems.append(f"{where} ({function_place(fn)}) must take (event, ctx), {wrong}")
         if inspect.isasyncgenfunction(fn):  # before: its body never ran, and no error said so
             problems.append(f"{where} is an async generator function (async def with a yield): "
                             "its body would never run; drop the yield (an action sends events "
                             "with ctx.send_event)")
         warn_if_declares_a_result(name, fn)
         if not spec.triggers:
-            problems.append(f"{where} has no trigger event type")
+            problems.append(f"{where} has no trigger event type: name one, "
+                            f"e.g. @action(InputEvent)")
         for t in spec.triggers:
             if (condition := condition_expression_problem(where, t)) is not None:
                 problems.append(condition)

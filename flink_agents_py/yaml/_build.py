@@ -40,7 +40,7 @@ from ..api.internal import (
     import_qualified,
     unknown_key_message,
 )
-from ..plan import BUILTIN_ACTIONS
+from ..plan import BUILTIN_ACTIONS, signature_problem
 from ._errors import Loc, quoted, unknown_key
 from ._nodes import Report
 from ._specs import (
@@ -131,8 +131,9 @@ def add_actions(report: Report, spec: AgentSpec, loc: Loc, agent: Agent) -> None
             report.add((*at, "function"), f"{quoted(action.function)} is a class, not a "
                        "function: name the function taking (event, ctx) that the action runs")
             fn = None
-        if fn is not None and not _takes_event_and_ctx(fn):
-            report.add((*at, "function"), f"{quoted(action.function)} must take (event, ctx)")
+        if fn is not None and (wrong := signature_problem(fn)) is not None:
+            report.add((*at, "function"),
+                       f"{quoted(action.function)} must take (event, ctx), {wrong}")
             fn = None
         parsed.append((action, at, name, fn))
     for action, at, name, fn in parsed:
@@ -145,14 +146,6 @@ def _used_key(report: Report, at: Loc, field: str) -> str:
     """The key the action entry at ``at`` spells ``field`` with (``on`` or ``listen_to``)."""
     keys = field_keys(field, ActionSpec.model_fields[field])
     return next((k for k in keys if report.translate((*at, k)) in report.index.values), field)
-
-
-def _takes_event_and_ctx(fn: Callable[..., Any]) -> bool:
-    try:
-        inspect.signature(fn).bind(object(), object())
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def _triggers(report: Report, names: Sequence[str], loc: Loc) -> list[str] | None:
