@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["declared_hint"]
+__all__ = ["declared_hint", "near_name"]
 
 
 def declared_hint(name: str, declared: Iterable[str], kind: str) -> str:
@@ -26,6 +26,21 @@ def declared_hint(name: str, declared: Iterable[str], kind: str) -> str:
     """
     names = sorted(declared)
     listed = ", ".join(repr(n) for n in names) or "none"
-    near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-    meant = f"; did you mean {near[0]!r}?" if near else ""
-    return f" (declared {kind} resources: {listed}{meant})"
+    return f" (declared {kind} resources: {listed}{near_name(name, names)})"
+
+
+def near_name(name: str, declared: Iterable[str]) -> str:
+    """``; did you mean 'x'?`` for the declared name ``name`` is closest to, if one is near.
+
+    Every message about a name that points nowhere offers the near one, whatever it names
+    (a connection, a tool, a fallback setup, a resource an action asks for at run time).
+
+    Args:
+        name: the name that points nowhere.
+        declared: the names it may have meant.
+
+    Returns:
+        The text to append (``""``: no name is near).
+    """
+    near = difflib.get_close_matches(name, sorted(declared), n=1, cutoff=0.6)
+    return f"; did you mean {near[0]!r}?" if near else ""

@@ -13,7 +13,7 @@ from typing import Any
 from ..api import ChatModelSetup, ResourceError, ResourceType, SubagentSetup
 from ..api.internal import import_qualified, subagent_callable
 from ._budget_checks import check_budget_prices
-from ._declared import declared_hint
+from ._declared import declared_hint, near_name
 from ._prompt_checks import check_prompt_name
 from ._resource_checks import tool_schema_problem
 
@@ -145,7 +145,7 @@ def _tool_hint(tool: str, tools: Mapping[str, Any],
     Returns:
         Text to append to the problem (starting with a space).
     """
-    hint = f" (tools: {', '.join(sorted(tools)) or 'none'})"
+    hint = f" (tools: {', '.join(sorted(tools)) or 'none'}{near_name(tool, tools)})"
     listed = {rp.descriptor.arguments.get("server") for rp in tools.values()
               if rp.descriptor.clazz.endswith(".McpTool")}
     silent = [s for s in sorted(seen.get(ResourceType.MCP_SERVER, {})) if s not in listed]
@@ -183,7 +183,7 @@ def _check_fallbacks(name: str, rp: Any, setups: Mapping[str, Any],
         elif other not in setups:
             problems.append(f"chat_model resource {name!r} names {other!r} {where}, which is "
                             f"not a declared chat_model resource (declared: "
-                            f"{', '.join(sorted(setups))})")
+                            f"{', '.join(sorted(setups))}{near_name(other, setups)})")
 
 
 def _check_offered_subagents(name: str, rp: Any, agents: Mapping[str, Any],

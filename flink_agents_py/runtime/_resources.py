@@ -123,7 +123,20 @@ class ResourceEnvironment:
             What each plan looked in declares, and the other types ``name`` is declared as
             (``ctx.chat`` naming a connection, which that message used to leave out).
         """
-        return self._looked_in(name, resource_type) + self._declared_as(name, resource_type)
+        return (self._looked_in(name, resource_type) + self._near(name, resource_type)
+                + self._declared_as(name, resource_type))
+
+    def _near(self, name: str, resource_type: ResourceType) -> str:
+        """``; did you mean 'llm'?`` for a declared name of the type close to ``name``."""
+        import difflib  # (an error's path only)
+
+        env: ResourceEnvironment | None = self
+        known: set[str] = set()
+        while env is not None:
+            known.update(env._plan.resources.get(resource_type, {}))
+            env = None if resource_type is ResourceType.AGENT else env.parent
+        near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        return f"; did you mean {near[0]!r}?" if near else ""
 
     def _declared_as(self, name: str, resource_type: ResourceType) -> str:
         env: ResourceEnvironment | None = self
