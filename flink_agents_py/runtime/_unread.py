@@ -96,13 +96,21 @@ def input_row_line(row: Any) -> str | None:
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$', re.MULTILINE)
 _OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package's folder
+_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages)[/\\]"
+                      r"|[/\\]lib(?:64)?[/\\]python\d+(?:\.\d+)?[/\\]|^<")
+"""A frame of an installed library or of Python's own (``json/decoder.py``, pydantic,
+``<frozen ...>``), on whichever machine the traceback was made: not the user's line."""
 
 
 def _raised_at(traceback: Any) -> str:
-    """`` (at FILE:LINE, in FUNCTION)``: the last frame of ``traceback`` outside this package.
+    """`` (at FILE:LINE, in FUNCTION)``: the user's last frame in ``traceback``.
 
     A Flink job's console line said what was raised but not where (the traceback is in the
-    record, which the program did not read): the user's own line is the one to open.
+    record, which the program did not read): the user's own line is the one to open. That
+    is the last frame outside this package, Python's standard library and installed
+    libraries (before, ``json.loads`` failing in an action pointed at
+    ``json/decoder.py``, and an event of the user's own refused by pydantic at
+    ``pydantic/main.py``); the last frame outside this package when none is the user's.
 
     Args:
         traceback: an error record's traceback text (``None``: none kept).
@@ -117,7 +125,8 @@ def _raised_at(traceback: Any) -> str:
               and f"{os.sep}flink_agents_py{os.sep}" not in m.group(1)]
     if not frames:
         return ""
-    path, line, fn = frames[-1].groups()
+    own = [m for m in frames if not _LIBRARY.search(m.group(1))]
+    path, line, fn = (own or frames)[-1].groups()
     return f" (at {log_text(clip(path, 200))}:{line}, in {log_text(clip(fn, 100))})"
 
 
