@@ -26,6 +26,7 @@ from flink_agents_py.api import (
     ResourceType,
     RunnerContext,
     action,
+    tool,
 )
 from flink_agents_py.integrations.chat_models import ScriptedChatModel
 from flink_agents_py.plan import AgentPlan
@@ -301,3 +302,73 @@ def test_a_traceback_only_in_libraries_still_names_the_last_frame_outside_the_pa
     assert error_line(only_libraries).endswith(
         "(at /usr/lib/python3.11/json/__init__.py:346, in loads)"
     )
+
+
+# -- a tool written as a method ------------------------------------------------------------
+class _Chats(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def on_input(event, ctx) -> None:  # noqa: ANN001
+        from flink_agents_py.api import ChatMessage
+
+        reply = await ctx.chat("llm", [ChatMessage(content="x")])
+        ctx.send_event(OutputEvent(output=reply.message.content))
+
+
+def _with_model(agent: Agent) -> Agent:
+    from flink_agents_py.testing import model_from_function, tool_call
+
+    def script(request):  # noqa: ANN001, ANN202
+        if not request.tool_results:
+            return tool_call("lookup", item="x")
+        return "saw " + request.tool_results[0].content
+
+    agent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_function(script))
+    agent.add_resource(
+        "llm",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(ChatModelSetup, connection="conn", tools=["lookup"]),
+    )
+    return agent
+
+
+def test_a_tool_taking_self_is_refused_when_the_plan_is_built():
+    # before: the plan compiled, the model was offered a 'self' argument, and every call
+    # failed with "self: Field required" inside the chat, the action's output saying so
+    class Methods(_Chats):
+        @tool
+        def lookup(self, item: str) -> str:  # noqa: ANN001
+            """Look an item up.
+
+            Args:
+                item: the item.
+            """
+            return item.upper()
+
+    text = _problem(_with_model(Methods()))
+    assert (
+        "tool resource 'lookup' (" in text
+        and "Methods.lookup): its first parameter is 'self'" in text
+    )
+    assert "declare it with @staticmethod and drop 'self'" in text
+
+
+def test_a_static_tool_on_the_class_still_runs():
+    class Static(_Chats):
+        @tool
+        @staticmethod
+        def lookup(item: str) -> str:
+            """Look an item up.
+
+            Args:
+                item: the item.
+            """
+            return item.upper()
+
+    result = (
+        AgentsExecutionEnvironment.local()
+        .from_list([{"key": "a"}])
+        .apply(_with_model(Static()))
+        .run()
+    )
+    assert result.outputs == ["saw X"] and result.errors == []

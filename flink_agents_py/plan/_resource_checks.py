@@ -82,6 +82,13 @@ def tool_schema_problem(name: str, resource: Any) -> str | None:
         except Exception:  # noqa: BLE001 - a tool that cannot be built: reported elsewhere
             return None
     fn = tool.function
+    first = next(iter(_parameters(fn)), None)
+    if first in ("self", "cls") and "." in getattr(fn, "__qualname__", ""):
+        return (f"tool resource {name!r} ({tool.func}): its first parameter is {first!r}, "
+                f"but a tool is called as a plain function with the model's arguments alone "
+                f"(the model would be asked for {first!r}, and every call would fail): "
+                f"declare it with @staticmethod and drop {first!r}, or define it outside "
+                f"the class")
     try:
         tool.metadata  # noqa: B018 - builds the JSON Schema the model would be offered
     except Exception as e:  # noqa: BLE001 - whatever rendering the hints raised
@@ -92,6 +99,14 @@ def tool_schema_problem(name: str, resource: Any) -> str | None:
                 "int, float, bool, list, dict, a pydantic model or dataclass) that can be "
                 "resolved where the function is defined")
     return None
+
+
+def _parameters(fn: Any) -> list[str]:
+    """The names of ``fn``'s parameters (none when its signature cannot be read)."""
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
 
 
 def _culprit(fn: Any) -> str:
