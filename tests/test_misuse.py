@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -93,8 +94,15 @@ def test_wait_or_sleep_in_a_non_async_action_fails_the_action_clearly():
     errs = {e.key: e for e in result.errors}
     assert errs["a"].error_type == errs["b"].error_type == "UsageError"
     assert "'on_input' is not async" in errs["a"].message
-    assert "(ctx.sleep(...))" in errs["a"].message and "await ctx.sleep(...)" in errs["a"].message
-    assert "(ctx.wait_for(...))" in errs["b"].message and "async def" in errs["b"].message
+    # each call with the line that made it (before: "(ctx.sleep(...))", no place)
+    lines = Path(__file__).read_text().splitlines()
+    at = {what: f"{__file__.removesuffix('c')}:{lines.index(code) + 1}" for what, code in (
+        ("sleep", "            ctx.sleep(5)"),
+        ("wait", '            ctx.wait_for("approval-1", timeout_s=5)'))}
+    assert f"(ctx.sleep(...) at {at['sleep']})" in errs["a"].message
+    assert "await ctx.sleep(...)" in errs["a"].message
+    assert f"(ctx.wait_for(...) at {at['wait']})" in errs["b"].message
+    assert "async def" in errs["b"].message
 
 
 class AsyncWaitsNoAwait(Agent):

@@ -426,11 +426,13 @@ def never_awaited(action: str, calls: dict[int, Any]) -> UsageError | None:
     made = sorted({m for m in map(unawaited, calls.values()) if m})
     if not made:
         return None
+    sites = list(dict.fromkeys(f"{m} at {c.site}" for c in calls.values()
+                               if (m := unawaited(c)) and getattr(c, "site", "")))
     effects = "; ".join(dict.fromkeys(unawaited_effect(m) for m in made))
     example = ("await ctx.sleep(...)" if made == ["ctx.sleep(...)"]
                else "value = await ctx.wait_for(...)" if "ctx.wait_for(...)" in made
                else "response = await ctx.chat(...)")
     return UsageError(
         f"action {action!r} is not async, but it made durable calls that take effect only "
-        f"when awaited ({', '.join(made)}), {effects}. Declare it 'async def' and 'await' "
-        f"them (e.g. {example})")
+        f"when awaited ({', '.join(sites or made)}), {effects}. Declare it 'async def' and "
+        f"'await' them (e.g. {example})")
