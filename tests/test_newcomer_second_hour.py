@@ -372,3 +372,59 @@ def test_a_static_tool_on_the_class_still_runs():
         .run()
     )
     assert result.outputs == ["saw X"] and result.errors == []
+
+
+# -- YAML names and import paths -----------------------------------------------------------
+def test_a_misspelt_name_in_yaml_gets_did_you_mean(tmp_path, monkeypatch):
+    from flink_agents_py.yaml import YamlError, load_agent
+
+    (tmp_path / "my_app.py").write_text(
+        "def script(request):\n    return 'ok'\n\n\n"
+        "def lookup(item: str) -> str:\n    return item\n\n\n"
+        "def go(event, ctx):\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    doc = tmp_path / "agents.yaml"
+    doc.write_text(
+        textwrap.dedent("""\
+        agents:
+          - name: a
+            actions: [{name: go, function: 'my_app:go', on: [InputEvent]}]
+            chat_model_connections:
+              - name: conn
+                clazz: flink_agents_py.integrations.chat_models.ScriptedChatModel
+                function: my_app:script
+            chat_model_setups:
+              - {name: llm, connection: con, tools: [lookpu]}
+            tools:
+              - {name: lookup, function: 'my_app:lookup'}
+        """)
+    )
+    with pytest.raises(YamlError) as caught:
+        load_agent(doc)
+    text = str(caught.value)
+    assert (
+        "agents.yaml:9: agents[0].chat_model_setups[0].connection: names connection 'con', "
+        "which this agent does not declare (chat_model_connections: conn; did you mean "
+        "'conn'?)"
+    ) in text
+    assert (
+        "names tool 'lookpu', which this agent does not declare (tools: lookup; did you "
+        "mean 'lookup'?)" in text
+    )
+
+
+def test_a_misspelt_function_path_gets_did_you_mean(tmp_path, monkeypatch):
+    from flink_agents_py.api import ResourceError
+    from flink_agents_py.api.internal import import_qualified
+
+    (tmp_path / "my_fakes.py").write_text("def script(request):\n    return 'ok'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ResourceError) as caught:
+        import_qualified("my_fakes:scirpt")
+    assert str(caught.value) == (
+        "'my_fakes' has no attribute path 'scirpt' (did you mean 'script'?)"
+    )
+    with pytest.raises(ResourceError) as caught:
+        import_qualified("my_fakes:answer")
+    assert str(caught.value) == "'my_fakes' has no attribute path 'answer'"

@@ -243,7 +243,7 @@ def test_a_scripted_models_misspelt_function_stops_the_run_naming_the_connection
     """)
     assert proc.stdout.strip().splitlines()[-1] == (
         "refused: chat model connection 'conn' (ScriptedChatModel): function='shop:answr': "
-        "'shop' has no attribute path 'answr'")
+        "'shop' has no attribute path 'answr' (did you mean 'answer'?)")
 
 
 def test_a_bare_function_name_is_told_the_form_it_needs():

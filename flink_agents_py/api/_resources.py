@@ -110,8 +110,17 @@ def import_qualified(path: str) -> Any:
                 f"{module_name!r} has no attribute path {qual!r}" + (
                     " yet: the module is still being imported (it runs a job at import "
                     "time?); put the job under `if __name__ == \"__main__\":`"
-                    if starting else "")) from e
+                    if starting else _near_attribute(obj, part))) from e
     return obj
+
+
+def _near_attribute(obj: Any, name: str) -> str:
+    """`` (did you mean 'script'?)`` for an attribute of ``obj`` close to the missing ``name``."""
+    import difflib  # (an error's path only)
+
+    public = [n for n in dir(obj) if not n.startswith("_")]
+    near = difflib.get_close_matches(name, public, n=1, cutoff=0.6)
+    return f" (did you mean {near[0]!r}?)" if near else ""
 
 
 _UNDEFINED = object()

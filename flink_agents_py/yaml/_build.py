@@ -384,7 +384,8 @@ def _check_references(report: Report, at: Loc, args: dict[str, Any], connections
     if isinstance(conn, str) and conn not in connections:
         report.add((*at, "connection"),
                    f"names connection {quoted(conn)}, which this agent does not declare "
-                   f"(chat_model_connections: {', '.join(sorted(connections)) or 'none'})")
+                   f"(chat_model_connections: {', '.join(sorted(connections)) or 'none'}"
+                   f"{_did_you_mean(conn, connections)})")
         ok = False
     for key, known, what in (("tools", tools, "tool"), ("subagents", subagents, "sub-agent")):
         names = args.get(key)
@@ -394,9 +395,16 @@ def _check_references(report: Report, at: Loc, args: dict[str, Any], connections
             if isinstance(n, str) and n not in known:  # (another value: its type is reported)
                 report.add((*at, key, i),
                            f"names {what} {quoted(n)}, which this agent does not declare "
-                           f"({key}: {', '.join(sorted(known)) or 'none'})")
+                           f"({key}: {', '.join(sorted(known)) or 'none'}"
+                           f"{_did_you_mean(n, known)})")
                 ok = False
     return ok
+
+
+def _did_you_mean(name: str, known: set[str]) -> str:
+    """``; did you mean 'lookup'?`` for the declared name close to ``name`` (``""``: none)."""
+    near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean {quoted(near[0])}?" if near else ""
 
 
 def resource_arguments(report: Report, entry: ChatModelSetupSpec | ResourceSpec | Any, at: Loc,
