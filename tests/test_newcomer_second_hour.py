@@ -302,6 +302,11 @@ def test_a_traceback_only_in_libraries_still_names_the_last_frame_outside_the_pa
     assert error_line(only_libraries).endswith(
         "(at /usr/lib/python3.11/json/__init__.py:346, in loads)"
     )
+    cell = {  # a notebook cell is the user's code, though its name is no path
+        **row,
+        "traceback": traceback.replace("/srv/app/jobs/steps.py", "<ipython-input-3-1f2e>"),
+    }
+    assert error_line(cell).endswith("(at <ipython-input-3-1f2e>:3, in go)")
 
 
 # -- a tool written as a method ------------------------------------------------------------

@@ -97,9 +97,10 @@ def input_row_line(row: Any) -> str | None:
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$', re.MULTILINE)
 _OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package's folder
 _LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages)[/\\]"
-                      r"|[/\\]lib(?:64)?[/\\]python\d+(?:\.\d+)?[/\\]|^<")
+                      r"|[/\\]lib(?:64)?[/\\]python\d+(?:\.\d+)?[/\\]|^<frozen ")
 """A frame of an installed library or of Python's own (``json/decoder.py``, pydantic,
-``<frozen ...>``), on whichever machine the traceback was made: not the user's line."""
+``<frozen ...>``), on whichever machine the traceback was made: not the user's line (a
+notebook cell's ``<ipython-input-...>`` or ``<string>`` is)."""
 
 
 def _raised_at(traceback: Any) -> str:
