@@ -156,7 +156,8 @@ def test_a_folder_swapped_for_a_symlink_after_the_check_is_never_followed(tmp_pa
     """A writable skill's command may swap ``sub`` for a symlink out while load_skill runs."""
     skill, outside = _racy_skill(tmp_path)
     tool = LoadSkillTool(paths=[str(skill)])
-    assert asyncio.run(tool.acall("racy", "sub/notes.md")) == "the skill's own notes\n"
+    read = asyncio.run(tool.acall("racy", "sub/notes.md"))
+    assert read == {"file": "sub/notes.md", "text": "the skill's own notes\n"}
     (skill / "sub").rename(skill / "sub_real")
     (skill / "sub").symlink_to(outside)  # swapped: as the check saw it, still a folder
     monkeypatch.setattr(Path, "resolve", lambda self, strict=False: Path(os.path.abspath(self)))
@@ -171,7 +172,7 @@ def test_a_symlink_inside_the_folder_to_its_own_file_still_reads(tmp_path):
     (skill / "notes-link.md").symlink_to(skill / "sub" / "notes.md")
     tool = LoadSkillTool(paths=[str(skill)])
     for name in ("alias/notes.md", "notes-link.md", "./sub/../sub/notes.md"):
-        assert asyncio.run(tool.acall("racy", name)) == "the skill's own notes\n"
+        assert asyncio.run(tool.acall("racy", name))["text"] == "the skill's own notes\n"
 
 
 def test_load_skill_racing_a_swapping_process_never_reads_outside(tmp_path):
@@ -465,6 +466,7 @@ def test_a_skill_folder_of_endless_empty_folders_is_walked_only_so_far(tmp_path)
     deep.mkdir()
     for i in range(MAX_WALKED_ENTRIES + 10):
         (deep / f"d{i}").mkdir()
-    listed = asyncio.run(LoadSkillTool(paths=[str(skill)]).acall("racy"))["files"]
-    assert listed[-1] == f"[... the listing stops after {MAX_WALKED_ENTRIES} entries of the folder]"
-    assert len(listed) <= MAX_LISTED_FILES + 1
+    loaded = asyncio.run(LoadSkillTool(paths=[str(skill)]).acall("racy"))
+    assert loaded["files_cut"] == (f"the listing stops after {MAX_WALKED_ENTRIES} entries of "
+                                   f"the folder")
+    assert len(loaded["files"]) <= MAX_LISTED_FILES

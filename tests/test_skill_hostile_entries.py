@@ -33,7 +33,7 @@ def test_a_symlink_loop_asked_for_is_a_skill_error_not_a_runtime_error(tmp_path,
     tool = LoadSkillTool(paths=[str(folder)])
     with pytest.raises(SkillError, match="has no file"):
         asyncio.run(tool.acall("odd", name))
-    assert asyncio.run(tool.acall("odd", "notes.md")) == "notes\n"
+    assert asyncio.run(tool.acall("odd", "notes.md")) == {"file": "notes.md", "text": "notes\n"}
 
 
 def test_file_names_with_control_characters_are_escaped_in_the_error(tmp_path):

@@ -397,10 +397,10 @@ def test_resource_limits_stop_a_command_and_say_which(skills):
     assert rows["Max address space"] == [str(64 << 20)] * 2
     busy = ask(t, skill="tricky", command="awk 'BEGIN { while (1) n++ }'")
     assert isinstance(busy, dict) and busy["exit_code"] == 128 + 24  # SIGXCPU, not the timeout
-    assert "used up its CPU time limit" in busy["output"]
+    assert "used up its CPU time limit (CPU 1 s" in busy["stopped"]
     big = ask(t, skill="tricky", command="yes | head -c 3000000 | tee big.txt")
     assert isinstance(big, dict) and big["exit_code"] == 128 + 25  # SIGXFSZ
-    assert "reached the file size limit" in big["output"]
+    assert "reached the file size limit" in big["stopped"]
     hungry = ask(t, skill="tricky", command="awk 'BEGIN { s = \"x\"; while (1) s = s s }'")
     assert isinstance(hungry, dict) and hungry["exit_code"] != 0
     assert "memory" in hungry["output"].lower()  # mawk: "out of memory"; gawk: "cannot allocate"
@@ -491,9 +491,9 @@ def test_load_skill_reads_at_most_its_cap_of_a_huge_file(skills):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert isinstance(read, str) and read.startswith("start of a huge file\n")
-    assert read.endswith(f"[... cut at {MAX_FILE_CHARS} characters: the file has "
-                         f"{300 << 20} bytes]")
+    assert isinstance(read, dict) and read["text"].startswith("start of a huge file\n")
+    assert len(read["text"]) == MAX_FILE_CHARS
+    assert read["cut"] == {"kept_characters": MAX_FILE_CHARS, "file_bytes": 300 << 20}
     assert peak < 30 << 20, f"{peak} bytes allocated at the peak"
 
 
@@ -511,7 +511,8 @@ def test_a_huge_skill_md_is_read_up_to_the_cap_and_said_cut(tmp_path):
         tracemalloc.stop()
     assert isinstance(loaded, dict)
     assert loaded["instructions"].startswith("Run the commands you are given.")
-    assert loaded["instructions"].endswith(f"the file has {300 << 20} bytes]")
+    assert loaded["instructions_cut"] == {"kept_characters": len(loaded["instructions"]),
+                                          "file_bytes": 300 << 20}
     assert peak < 30 << 20, f"{peak} bytes allocated at the peak"
 
 
@@ -657,7 +658,7 @@ def test_a_huge_output_is_streamed_and_cut_from_a_user_module(tmp_path, skills):
     (work / "skills").mkdir()
     (work / "skills" / "SKILL.md").write_text(SKILL_MD)
     (work / "my_agent.py").write_text(HUGE_OUTPUT_MODULE)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this tree's package, as installed
     proc = subprocess.run([PYTHON, "my_agent.py"], cwd=work, env=env, capture_output=True,
                           text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -665,8 +666,9 @@ def test_a_huge_output_is_streamed_and_cut_from_a_user_module(tmp_path, skills):
     out = got["result"]["output"]
     assert got["result"]["exit_code"] == 0
     assert out.startswith("1\n2\n3\n")
-    assert out.endswith(f"[... output cut at 8000 characters: the command wrote "
-                        f"{_seq_bytes(30_000_000)} bytes]")
+    assert len(out) == 8000
+    assert got["result"]["output_cut"] == {"kept_characters": 8000,
+                                           "bytes_written": _seq_bytes(30_000_000)}
     assert got["grew_kib"] < 64 * 1024, f"the run grew by {got['grew_kib']} KiB"
 
 

@@ -152,6 +152,7 @@ def test_where_the_host_refuses_the_remount_commands_run_bounded_in_size_only(
     false = _sandbox.resolve_program("false", [], contained=True)
     monkeypatch.setattr(_sandbox, "remount_probe", lambda: ["--", false])
     _sandbox._bubblewrap_status.cache_clear()
+    _sandbox._warn_no_remount.cache_clear()  # said once per process
     try:
         tool = RunSkillCommandTool(paths=[str(skill(tmp_path, "caps.py", CAPS))],
                                    allowed_commands=["python3"])

@@ -109,7 +109,8 @@ async def _load_skill_checks(skills_dir: Path) -> None:
     assert "- math-calculator: Evaluate arithmetic" in meta.description
     loaded = await tool.acall(name="math-calculator")
     assert loaded["files"] == ["reference.md"] and "bc" in loaded["instructions"]
-    assert await tool.acall(name="math-calculator", file="reference.md") == "+ - * / ^ ( )\n"
+    assert await tool.acall(name="math-calculator", file="reference.md") == {
+        "file": "reference.md", "text": "+ - * / ^ ( )\n"}
     with pytest.raises(SkillError, match="has no file"):
         await tool.acall(name="math-calculator", file="../../secret.txt")
     with pytest.raises(SkillError, match="no skill named"):
@@ -182,10 +183,10 @@ def test_output_is_capped(skills_dir):
     require_bubblewrap()
     tool = RunSkillCommandTool(paths=[str(skills_dir)], allowed_commands=["seq"],
                                max_output_chars=100)
-    out = tool.run("greeter", "seq 1 100000")["output"]
-    assert out.startswith("1\n2\n3\n")
-    assert out.endswith("[... output cut at 100 characters: the command wrote 588895 bytes]")
-    assert len(out) < 180
+    result = tool.run("greeter", "seq 1 100000")
+    out = result["output"]
+    assert out.startswith("1\n2\n3\n") and len(out) == 100  # the command's text only
+    assert result["output_cut"] == {"kept_characters": 100, "bytes_written": 588895}
 
 
 def test_bad_allowed_commands_are_rejected(skills_dir):
@@ -360,8 +361,8 @@ def test_load_skill_lists_at_most_its_cap_of_files(skills_dir):
         (many / f"f{i:05d}.txt").touch()
     loaded = asyncio.run(LoadSkillTool(paths=[str(skills_dir)]).acall(name="greeter"))
     files = loaded["files"]
-    assert len(files) == MAX_LISTED_FILES + 1
-    assert files[-1] == f"[... more files: the listing stops at {MAX_LISTED_FILES}]"
+    assert len(files) == MAX_LISTED_FILES and all(f.startswith("many/f") for f in files)
+    assert loaded["files_cut"] == f"more files: the listing stops at {MAX_LISTED_FILES}"
 
 
 def test_a_huge_command_line_is_refused(skills_dir):

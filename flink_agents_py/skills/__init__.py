@@ -18,7 +18,7 @@ from ._commands import (
     ShellEquivalentCommandWarning,
     parse_command,
 )
-from ._sandbox import SandboxUnavailableError, bubblewrap_problem
+from ._sandbox import PROBE_RETRY_S, SandboxUnavailableError, bubblewrap_problem
 from ._skills import (
     MAX_DESCRIPTION_CHARS,
     MAX_FILE_BYTES,
@@ -36,7 +36,8 @@ from ._special import MAX_CHECKED_ENTRIES
 __all__ = ["CommandRefusedError", "LoadSkillTool", "MAX_CHECKED_ENTRIES",
            "MAX_DESCRIPTION_CHARS", "MAX_FILE_BYTES",
            "MAX_FILE_CHARS",
-           "MAX_LISTED_FILES", "MAX_SKILLS", "MAX_WALKED_ENTRIES", "RunSkillCommandTool",
+           "MAX_LISTED_FILES", "MAX_SKILLS", "MAX_WALKED_ENTRIES", "PROBE_RETRY_S",
+           "RunSkillCommandTool",
            "SHELL_EQUIVALENT_COMMANDS", "SandboxUnavailableError",
            "ShellEquivalentCommandWarning", "Skill", "SkillError", "bubblewrap_problem",
            "load_skills", "parse_command", "skill_tools"]

@@ -365,8 +365,11 @@ class RunSkillCommandTool(Resource):
 
         Returns:
             ``{"exit_code", "output"}``: the last stage's exit code and stdout, then any
-            stderr, capped at ``max_output_chars`` (a line says when it was cut, and when a
-            resource limit stopped the command).
+            stderr, capped at ``max_output_chars``; when it was cut, ``"output_cut"``
+            (``kept_characters``, ``bytes_written``), and when a resource limit stopped
+            the command, ``"stopped"`` (the reason): fields of their own, so nothing the
+            command prints passes for them (the model reads the result as JSON, the
+            output one escaped string).
 
         Raises:
             CommandRefusedError: for an unknown skill, a command the rules refuse, a
@@ -400,14 +403,14 @@ class RunSkillCommandTool(Resource):
         except SkillError as e:
             raise CommandRefusedError(str(e)) from e
         try:
-            code, text = run_pipeline(resolved, skill_dir=self._loaded[skill].directory,
+            code, text, notes = run_pipeline(resolved, skill_dir=self._loaded[skill].directory,
                                       folder=folder, writable=skill in self.writable_skills,
                                       contained=contained, limits=limits,
                                       timeout_s=self.timeout_s,
                                       max_output_chars=self.max_output_chars)
         finally:
             os.close(folder)
-        return {"exit_code": code, "output": text}
+        return {"exit_code": code, "output": text, **notes}
 
     async def acall(self, skill: str = "", command: str = "", **unexpected: Any) -> Any:
         """Run the command in a worker thread (see ``run``)."""

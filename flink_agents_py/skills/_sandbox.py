@@ -30,8 +30,8 @@ kernel, the way Flatpak and the coding-agent CLIs contain commands on Linux. A c
   an absolute path there before the sandbox starts;
 - a pipeline runs inside the sandbox (``/bin/sh`` given only quoted words), so every stage
   reads the whole stream of the one before;
-- the output is read as a stream: at most the cap is kept in memory, the rest is counted
-  and the text says it was cut.
+- the output is read as a stream: at most the cap is kept in memory, the rest is counted,
+  and a note apart from the text says it was cut (``_output``).
 """
 
 from __future__ import annotations
@@ -39,27 +39,30 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import math
 import os
-import selectors
 import shlex
 import shutil
-import signal
 import stat
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..api import AgentsError, mask_secrets
+from ..api import AgentsError
 from ._cgroup import open_command_cgroup
+from ._output import collect, render, stop
 from ._procfs import proc_mask_args
 from ._seccomp import seccomp_program
 from ._setid import clear_set_id_bits
 from ._special import TooManyEntriesError, special_file_covers
 from ._tmpfs import BINDS_FSTAB, binds_fstab, bounded_tmpfs, remount_probe
 
-__all__ = ["CommandRefusedError", "Limits", "SandboxUnavailableError", "SYSTEM_PATH",
-           "bubblewrap_installed", "bubblewrap_problem", "resolve_program", "run_pipeline"]
+__all__ = ["CommandRefusedError", "Limits", "PROBE_RETRY_S", "SandboxUnavailableError",
+           "SYSTEM_PATH", "bubblewrap_installed", "bubblewrap_problem", "resolve_program",
+           "run_pipeline"]
 
 SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """The only directories programs are looked up in (host ``PATH`` is never used)."""
@@ -212,12 +215,19 @@ class _Features:
     remount: bool = False  # a tmpfs can be bounded in files in the sandbox (_tmpfs)
 
 
-@functools.lru_cache(maxsize=1)
-def _bubblewrap_status() -> tuple[str | None, _Features]:
-    """(a problem, or None; the features), probed once per process."""
+def _probe_bubblewrap() -> tuple[str | None, _Features, bool]:
+    """Probe bubblewrap now: does it run here, and what does it support.
+
+    A result is for good when bubblewrap runs with every containment this host allows;
+    a failure, or a remount refused, may pass (bwrap installed since, a sysctl or an
+    AppArmor profile changed, a transient error) and is probed again later.
+
+    Returns:
+        (a problem, or None; the features; whether the result is for good).
+    """
     bwrap = _find("bwrap")
     if bwrap is None:
-        return f"bubblewrap (bwrap) is not installed: {_INSTALL_HINT}", _Features()
+        return f"bubblewrap (bwrap) is not installed: {_INSTALL_HINT}", _Features(), False
     true = _find("true") or "/usr/bin/true"
     try:
         probe = subprocess.run([*_base_args(bwrap), "--", true], capture_output=True,
@@ -225,7 +235,7 @@ def _bubblewrap_status() -> tuple[str | None, _Features]:
         helptext = subprocess.run([bwrap, "--help"], capture_output=True, timeout=30,
                                   check=False).stdout
     except (OSError, subprocess.TimeoutExpired) as e:
-        return f"bubblewrap ({bwrap}) could not start: {e}; {_INSTALL_HINT}", _Features()
+        return f"bubblewrap ({bwrap}) could not start: {e}; {_INSTALL_HINT}", _Features(), False
     if probe.returncode != 0:
         why = probe.stderr.decode(errors="replace").strip()[:300]
         return (f"bubblewrap ({bwrap}) cannot create its namespaces here ({why}): allow "
@@ -233,17 +243,57 @@ def _bubblewrap_status() -> tuple[str | None, _Features]:
                 f"on Ubuntu 24.04+ an AppArmor profile for bwrap, or "
                 f"kernel.apparmor_restrict_unprivileged_userns=0; in a container, a "
                 f"seccomp profile that allows them), or pass sandbox=\"none\" to trust "
-                f"the model like a shell user"), _Features()
+                f"the model like a shell user"), _Features(), False
     bounding = remount_probe()
     remount = bounding is not None and subprocess.run(
         [*_base_args(bwrap), *bounding], capture_output=True, timeout=30,
         check=False).returncode == 0
     if bounding is not None and not remount:
-        _log.warning("this host refuses a remount in the skill sandbox: its /tmp, /skill "
-                     "and /dev/shm are bounded in size only, not in files, and a file there "
-                     "can be run (not noexec)")
+        _warn_no_remount()
     return None, _Features(size=b"--size" in helptext, bind_fd=b"--ro-bind-fd" in helptext,
-                           disable_userns=b"--disable-userns" in helptext, remount=remount)
+                           disable_userns=b"--disable-userns" in helptext,
+                           remount=remount), bounding is None or remount
+
+
+PROBE_RETRY_S = 60.0
+"""How long a failed bubblewrap probe (not installed, no namespaces, the remount refused)
+is kept before the next command probes again. Until then commands are refused (or run
+without the file bound and ``noexec``) at no cost; after it, one command pays the probe
+(about 10 ms) and, where bubblewrap now runs, every later one is contained by it. A
+successful probe is kept for the process's life."""
+
+
+class _Status:
+    """The bubblewrap probe's result, kept for good once it succeeds.
+
+    A failure is kept for ``PROBE_RETRY_S``; one probe runs at a time (others wait for its
+    result, none starts another).
+    """
+
+    def __init__(self) -> None:
+        self._clock = time.monotonic
+        self._lock = threading.Lock()
+        self._result: tuple[str | None, _Features] | None = None
+        self._until = 0.0  # when a result not kept for good is probed again
+
+    def __call__(self) -> tuple[str | None, _Features]:
+        result = self._result
+        if result is not None and self._clock() < self._until:
+            return result
+        with self._lock:
+            if self._result is None or self._clock() >= self._until:
+                problem, features, lasting = _probe_bubblewrap()
+                self._result = (problem, features)
+                self._until = math.inf if lasting else self._clock() + PROBE_RETRY_S
+            return self._result
+
+    def cache_clear(self) -> None:
+        """Forget the result: the next command probes again."""
+        with self._lock:
+            self._result, self._until = None, 0.0
+
+
+_bubblewrap_status = _Status()
 
 
 def bubblewrap_installed() -> bool:
@@ -258,13 +308,22 @@ def bubblewrap_installed() -> bool:
 def bubblewrap_problem() -> str | None:
     """Why commands cannot run in the sandbox here, or ``None`` when they can.
 
-    Probed once per process: ``bwrap`` is looked up in ``SYSTEM_PATH`` and started once with
-    the sandbox's namespaces.
+    ``bwrap`` is looked up in ``SYSTEM_PATH`` and started once with the sandbox's
+    namespaces; a success is kept for the process's life, a failure for ``PROBE_RETRY_S``
+    (then the next call or command probes again: bubblewrap installed or allowed since is
+    used without a restart).
 
     Returns:
         ``None``, or the reason and what to install or change.
     """
     return _bubblewrap_status()[0]
+
+
+@functools.lru_cache(maxsize=1)
+def _warn_no_remount() -> None:  # once: the probe is made again while it is refused
+    _log.warning("this host refuses a remount in the skill sandbox: its /tmp, /skill and "
+                 "/dev/shm are bounded in size only, not in files, and a file there can be "
+                 "run (not noexec)")
 
 
 @functools.lru_cache(maxsize=1)
@@ -351,17 +410,6 @@ def _inner_command(stages: list[list[str]]) -> list[str]:
     return [sh, "-c", " | ".join(shlex.join(argv) for argv in stages)]
 
 
-@dataclass
-class _Stream:
-    head: bytearray
-    total: int = 0
-
-
-_SIGNALS = {signal.SIGXCPU: "it used up its CPU time limit",
-            signal.SIGXFSZ: "a file it wrote reached the file size limit",
-            signal.SIGKILL: "it was killed (out of memory or a limit)"}
-
-
 def _pinned(folder: int) -> Path:
     """A path of this process reaching the folder open as fd ``folder`` (never another)."""
     return Path(f"/proc/self/fd/{folder}")
@@ -369,7 +417,8 @@ def _pinned(folder: int) -> Path:
 
 def run_pipeline(stages: list[list[str]], *, skill_dir: Path, folder: int, writable: bool,
                  contained: bool,
-                 limits: Limits, timeout_s: float, max_output_chars: int) -> tuple[int, str]:
+                 limits: Limits, timeout_s: float,
+                 max_output_chars: int) -> tuple[int, str, dict[str, Any]]:
     """Run a parsed pipeline (programs already absolute) and return its exit code and output.
 
     Args:
@@ -386,8 +435,10 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, folder: int, writa
         max_output_chars: the most characters of output returned.
 
     Returns:
-        The last stage's exit code, and its stdout then any stderr, cut at
-        ``max_output_chars`` with a line saying how much the command wrote.
+        The last stage's exit code; its stdout then any stderr, cut at
+        ``max_output_chars``; the framework's notes, apart from that text (``output_cut``:
+        how much was kept of how much the command wrote; ``stopped``: the limit that
+        ended it), so no output can pass for one.
 
     Raises:
         SandboxUnavailableError: when ``contained`` and bubblewrap cannot run here.
@@ -443,10 +494,10 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, folder: int, writa
         for fd in fds:
             os.close(fd)
     try:
-        out, err, finished = _collect(proc, time.monotonic() + timeout_s,
-                                      max_output_chars * 4, contained)
+        out, err, finished = collect(proc, time.monotonic() + timeout_s,
+                                     max_output_chars * 4, contained)
     finally:
-        _stop(proc, contained)
+        stop(proc, contained)
         if cgroup is not None:
             cgroup.close()
         if writable and contained and seccomp_program() is None:  # the kernel did not refuse
@@ -454,7 +505,9 @@ def run_pipeline(stages: list[list[str]], *, skill_dir: Path, folder: int, writa
     if not finished:
         raise CommandRefusedError(f"the command ran past {timeout_s} s and was stopped "
                                   f"(every process it started was killed)")
-    return proc.returncode, _render(out, err, proc.returncode, max_output_chars, limits)
+    bounds = (f"CPU {limits.cpu_s} s, memory {limits.memory_mb} MiB, files "
+              f"{limits.file_mb} MiB, {limits.processes} processes")
+    return proc.returncode, *render(out, err, proc.returncode, max_output_chars, bounds)
 
 
 def _sandbox_args(inner: list[str], env: dict[str, str], skill_dir: Path, folder: int,
@@ -528,72 +581,3 @@ def _read_only_root(limits: Limits, features: _Features) -> list[str]:
     shm = (["--size", str(limits.scratch_mb << 20), "--tmpfs", "/dev/shm"] if features.size
            else [])
     return [*shm, "--remount-ro", "/dev", "--remount-ro", "/"]
-
-
-def _collect(proc: subprocess.Popen[bytes], deadline: float, cap_bytes: int,
-             contained: bool) -> tuple[_Stream, _Stream, bool]:
-    assert proc.stdout is not None and proc.stderr is not None
-    streams = {proc.stdout.fileno(): _Stream(bytearray()),
-               proc.stderr.fileno(): _Stream(bytearray())}
-    with selectors.DefaultSelector() as sel:
-        for fd in streams:
-            sel.register(fd, selectors.EVENT_READ)
-        while sel.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return streams[proc.stdout.fileno()], streams[proc.stderr.fileno()], False
-            for key, _ in sel.select(min(left, 0.5)):
-                chunk = os.read(key.fd, 1 << 16)
-                if not chunk:
-                    sel.unregister(key.fd)
-                    continue
-                s = streams[key.fd]
-                s.total += len(chunk)
-                room = cap_bytes - len(s.head)
-                if room > 0:
-                    s.head += chunk[:room]
-            if not contained and proc.poll() is not None:
-                _kill_group(proc)  # on the host, leftovers holding the pipes die with it
-    try:
-        proc.wait(timeout=max(deadline - time.monotonic(), 0.001))
-    except subprocess.TimeoutExpired:
-        return streams[proc.stdout.fileno()], streams[proc.stderr.fileno()], False
-    return streams[proc.stdout.fileno()], streams[proc.stderr.fileno()], True
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _stop(proc: subprocess.Popen[bytes], contained: bool) -> None:
-    """Kill the sandbox (its PID namespace goes with it) or the host process group."""
-    if not contained:
-        _kill_group(proc)  # what the command left behind in its group, even after it exited
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
-    for f in (proc.stdout, proc.stderr):
-        if f is not None:
-            f.close()
-
-
-def _render(out: _Stream, err: _Stream, code: int, max_chars: int, limits: Limits) -> str:
-    text = out.head.decode(errors="replace")
-    errors = err.head.decode(errors="replace")
-    if errors:
-        text += ("\n" if text else "") + errors
-    cut = out.total > len(out.head) or err.total > len(err.head) or len(text) > max_chars
-    if len(text) > max_chars:  # masked whole, then cut: no part of a known secret kept
-        text = mask_secrets(text)[:max_chars]
-    if cut:
-        text += (f"\n[... output cut at {max_chars} characters: the command wrote "
-                 f"{out.total + err.total} bytes]")
-    sig = code - 128 if code > 128 else -code if code < 0 else 0
-    if sig in _SIGNALS:
-        text += (f"\n[the command was stopped: {_SIGNALS[signal.Signals(sig)]} "
-                 f"(CPU {limits.cpu_s} s, memory {limits.memory_mb} MiB, files "
-                 f"{limits.file_mb} MiB, {limits.processes} processes)]")
-    return text

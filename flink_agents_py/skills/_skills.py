@@ -29,10 +29,11 @@ __all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_BYTE
 
 SKILL_FILE = "SKILL.md"
 MAX_FILE_CHARS = 64_000
-"""The most characters of a skill file ``load_skill`` returns (the rest is cut, and said)."""
+"""The most characters of a skill file ``load_skill`` returns (the rest is cut, and a field
+of the result apart from the text says so: ``cut``)."""
 MAX_FILE_BYTES = 4 * MAX_FILE_CHARS
 """The most bytes read from a skill file, ``SKILL.md`` included (never the whole of a big
-file: the rest is not read, and the text says the file was cut)."""
+file: the rest is not read, and a field apart from the text says the file was cut)."""
 MAX_LISTED_FILES = 1_000
 """The most files of a skill ``load_skill`` lists."""
 MAX_WALKED_ENTRIES = 20 * MAX_LISTED_FILES
@@ -61,6 +62,8 @@ class Skill:
             ``directory`` later that is not that one (swapped for a symlink or another
             folder, as a writable skill's command can do to a skill inside its folder) is
             refused (``None``: not checked).
+        instructions_cut: the size of ``SKILL.md`` in bytes when ``instructions`` is only
+            its start (``None``: the whole body).
     """
 
     name: str
@@ -68,6 +71,7 @@ class Skill:
     instructions: str
     directory: Path
     identity: tuple[int, int] | None = None
+    instructions_cut: int | None = None
 
     def open_folder(self) -> int:
         """Open the skill's folder, checked to be the folder loaded.
@@ -97,10 +101,22 @@ class Skill:
         """The skill's files other than ``SKILL.md``, as paths relative to its folder.
 
         Returns:
-            The paths, sorted; symlinks left out. At most ``MAX_LISTED_FILES`` (the first
-            found), then a last entry saying the listing stops there; the walk looks at
-            most ``MAX_WALKED_ENTRIES`` entries (a folder of endless empty folders is not
-            walked to its end), then says so too.
+            ``listing()``'s paths (without its note).
+        """
+        return self.listing()[0]
+
+    def listing(self) -> tuple[list[str], str | None]:
+        """The skill's files other than ``SKILL.md``, and whether that is all of them.
+
+        The note is apart from the paths: a file named like it (``[... the listing
+        stops ...]``) is one more path, never the framework's word.
+
+        Returns:
+            The paths, sorted, relative to the folder; symlinks left out. At most
+            ``MAX_LISTED_FILES`` (the first found); the walk looks at most
+            ``MAX_WALKED_ENTRIES`` entries (a folder of endless empty folders is not walked
+            to its end). Then why the listing stopped early, or ``None`` when it holds
+            every file.
         """
         found: list[str] = []
         walked = 0
@@ -109,8 +125,8 @@ class Skill:
             with closing(walk_beneath(folder)) as entries:
                 for parts, dir_fd, name, is_dir in entries:
                     if walked == MAX_WALKED_ENTRIES:
-                        return [*sorted(found), f"[... the listing stops after "
-                                                f"{MAX_WALKED_ENTRIES} entries of the folder]"]
+                        return sorted(found), (f"the listing stops after "
+                                               f"{MAX_WALKED_ENTRIES} entries of the folder")
                     walked += 1
                     if is_dir or (not parts and name == SKILL_FILE):
                         continue
@@ -120,12 +136,12 @@ class Skill:
                         continue  # gone since it was listed
                     if stat.S_ISREG(mode):
                         if len(found) == MAX_LISTED_FILES:
-                            return [*sorted(found), f"[... more files: the listing stops "
-                                                    f"at {MAX_LISTED_FILES}]"]
+                            return sorted(found), (f"more files: the listing stops at "
+                                                   f"{MAX_LISTED_FILES}")
                         found.append("/".join((*parts, name)))
         finally:
             os.close(folder)
-        return sorted(found)
+        return sorted(found), None
 
     def read(self, relative: str) -> str:
         """The text of the skill's file ``relative`` (at most ``MAX_FILE_CHARS``).
@@ -134,7 +150,23 @@ class Skill:
             relative: the file's path, relative to the skill's folder.
 
         Returns:
-            The text.
+            The text (its start only, for a longer file: ``read_file`` says so).
+
+        Raises:
+            SkillError: for a path outside the skill's folder, or no such file.
+        """
+        return str(self.read_file(relative)["text"])
+
+    def read_file(self, relative: str) -> dict[str, Any]:
+        """The skill's file ``relative`` as ``load_skill`` returns it.
+
+        Args:
+            relative: the file's path, relative to the skill's folder.
+
+        Returns:
+            ``{"file", "text"}``: the path asked and the text (at most
+            ``MAX_FILE_CHARS``); for a file cut, ``"cut"``: ``kept_characters`` and
+            ``file_bytes``, a field apart from the text, so no file's text passes for it.
 
         Raises:
             SkillError: for a path outside the skill's folder, or no such file.
@@ -155,8 +187,12 @@ class Skill:
         # opened from the folder loaded down, one component at a time, never following a
         # symlink: a folder swapped for a symlink after the check (a writable skill's command
         # can do it while this runs) is never followed out of the skill's folder
-        return _read_capped(target, _open_beneath(self.open_folder(), root,
-                                                  target.relative_to(root).parts))
+        text, size = _read_capped(target, _open_beneath(self.open_folder(), root,
+                                                        target.relative_to(root).parts))
+        read: dict[str, Any] = {"file": relative, "text": text}
+        if size is not None:
+            read["cut"] = {"kept_characters": len(text), "file_bytes": size}
+        return read
 
 
 def _printable(name: str) -> str:
@@ -210,7 +246,7 @@ def _open_beneath(fd: int, root: Path, parts: tuple[str, ...]) -> int:
             os.close(fd)
 
 
-def _read_capped(path: Path, fd: int | None = None) -> str:
+def _read_capped(path: Path, fd: int | None = None) -> tuple[str, int | None]:
     """The text of ``path``: at most ``MAX_FILE_BYTES`` read, ``MAX_FILE_CHARS`` returned.
 
     The file is opened without blocking and without following a final symlink, and read only
@@ -224,7 +260,8 @@ def _read_capped(path: Path, fd: int | None = None) -> str:
             ``path``.
 
     Returns:
-        The text, with a last line saying so when it was cut.
+        The text, and the file's size in bytes when the text is only its start (``None``:
+        the whole file).
 
     Raises:
         SkillError: when ``path`` is no longer a regular file.
@@ -244,9 +281,8 @@ def _read_capped(path: Path, fd: int | None = None) -> str:
     text = data[:MAX_FILE_BYTES].decode(errors="replace")
     if len(data) > MAX_FILE_BYTES or len(text) > MAX_FILE_CHARS:
         size = max(size, len(data))
-        return (text[:MAX_FILE_CHARS] + f"\n[... cut at {MAX_FILE_CHARS} characters: the "
-                f"file has {size} bytes]")
-    return text
+        return text[:MAX_FILE_CHARS], size
+    return text, None
 
 
 def _front_matter(text: str) -> tuple[str, str] | None:
@@ -277,7 +313,7 @@ def _parse(skill_dir: Path) -> Skill:
     root = skill_dir.resolve()
     if root not in path.resolve().parents:
         raise SkillError(f"{path} is a symlink to a file outside the skill's folder")
-    text = _read_capped(path)
+    text, cut = _read_capped(path)
     m = _front_matter(text)
     if m is None:
         raise SkillError(f"{path}: no YAML front matter (a first line '---', 'name:' and "
@@ -303,7 +339,7 @@ def _parse(skill_dir: Path) -> Skill:
                          f"it what the skill does and when to use it, the rest in the body")
     st = skill_dir.stat()
     return Skill(name=name, description=description, instructions=m[1].strip(),
-                 directory=skill_dir, identity=(st.st_dev, st.st_ino))
+                 directory=skill_dir, identity=(st.st_dev, st.st_ino), instructions_cut=cut)
 
 
 def _skill_folders(root: Path) -> list[Path]:
@@ -454,7 +490,8 @@ class LoadSkillTool(Resource):
             **unexpected: refused (named in the error).
 
         Returns:
-            The skill's instructions, or the file's text.
+            ``{"name", "instructions", "files"}`` (with ``instructions_cut`` and
+            ``files_cut`` when they are not whole), or the file's ``read_file``.
 
         Raises:
             SkillError: for an unknown skill or file, or an unexpected argument.
@@ -466,5 +503,13 @@ class LoadSkillTool(Resource):
                              f"{', '.join(self._loaded)}), got {type(name).__name__}")
         skill = self.skill(name)
         if file is not None and file != "":
-            return skill.read(file)
-        return {"name": skill.name, "instructions": skill.instructions, "files": skill.files()}
+            return skill.read_file(file)
+        files, stops = skill.listing()
+        loaded: dict[str, Any] = {"name": skill.name, "instructions": skill.instructions,
+                                  "files": files}
+        if skill.instructions_cut is not None:  # fields apart: no file's text passes for them
+            loaded["instructions_cut"] = {"kept_characters": len(skill.instructions),
+                                          "file_bytes": skill.instructions_cut}
+        if stops is not None:
+            loaded["files_cut"] = stops
+        return loaded
