@@ -405,20 +405,29 @@ class DelegationCancelled(AgentsError):
     """A sub-agent call made for a chat model was cancelled: the chat goes no further."""
 
 
-def _tool_resource(ctx: ActionExecution, setup: ChatModelSetup, offered: str) -> str | None:
-    """The ``TOOL`` resource a callable name addresses.
+def _tool_resource(setup: ChatModelSetup, called: str) -> str | None:
+    """The ``TOOL`` resource of this setup a model's call names.
+
+    The name each tool is offered under (its metadata's, as the model read it in the
+    request) is looked up first: a function tool is offered under its function's name,
+    which may be another resource's name (resource ``read_notes`` holding
+    ``delete_notes``, resource ``delete_notes`` holding ``read_notes``), and a call of the
+    offered ``read_notes`` must run the function offered so, not the resource so named.
+    Then a resource's own name (one of the setup's tools, offered under another name: a
+    call recorded before a deploy renamed the tool's function).
 
     Returns:
-        The setup's tool of that resource name, else the one offered under that name (a
-        function tool is offered under its own name, which may differ from the resource's);
-        ``None`` when there is none.
+        The resource's name; ``None`` when the setup has no tool of that name.
     """
-    if offered in setup.tools:
-        return offered
-    for name in setup.tools:
-        if getattr(ctx.get_resource(name, ResourceType.TOOL), "tool_name", None) == offered:
+    offered = setup.callables()  # the tools' metadata first, in the order of setup.tools
+    for i, name in enumerate(setup.tools):
+        if offered[i].name == called:
             return name
-    return None
+    return called if called in setup.tools else None
+
+
+def _offered_tool_names(setup: ChatModelSetup) -> str:
+    return ", ".join(c.name for c in setup.callables()[:len(setup.tools)]) or "none"
 
 
 async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
@@ -465,11 +474,11 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
                 slots.append((call, refused(call, f"delegation to sub-agent {name!r} "
                                                   f"failed: {described(e)}"), None))
             continue
-        resource = _tool_resource(ctx, setup, call.name)
+        resource = _tool_resource(setup, call.name)
         if resource is None:
             unknown.add(call.name)
             slots.append((call, refused(call, (
-                f"no tool named {call.name!r}; available: {', '.join(setup.tools) or 'none'}")),
+                f"no tool named {call.name!r}; available: {_offered_tool_names(setup)}")),
                 None))
             continue
         tool = ctx.get_resource(resource, ResourceType.TOOL)
