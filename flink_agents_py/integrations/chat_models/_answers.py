@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
-from ...api import TokenUsage
-from ...api.internal import UNREADABLE_ARGUMENTS, mask_secrets, one_json_object, strict_json
+from ...api import ProviderError, TokenUsage
+from ...api.internal import UNREADABLE_ARGUMENTS, clip, mask_secrets, one_json_object, strict_json
 
-__all__ = ["reported_usage", "tool_arguments", "valid_text"]
+__all__ = ["answer_body", "reported_usage", "tool_arguments", "valid_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -164,3 +165,34 @@ def valid_text(value: Any) -> Any:
                 else:
                     stack.append(child)
     return value
+
+
+def answer_body(answer: Any, named: str) -> dict[str, Any]:
+    """A provider's answer as its JSON object, whatever the SDK made of the body.
+
+    An SDK hands back the body's text when it is no JSON (a server answering a request for
+    one answer with a stream, ``text/event-stream``, or a page that is not of this API):
+    that is a ``ProviderError`` naming the provider and quoting the start of the text,
+    never a bare ``ValueError`` of ``dict()``.
+
+    Args:
+        answer: what the SDK returned (a pydantic model, a mapping, or text).
+        named: the call and where it went, for the error (``chat completion (OpenAI...)``).
+
+    Returns:
+        The answer's fields.
+
+    Raises:
+        ProviderError: (not retryable: the same request gets the same kind of body) when
+            the answer is no JSON object.
+    """
+    if hasattr(answer, "model_dump"):
+        dumped: dict[str, Any] = answer.model_dump(warnings=False)  # (unknown blocks: quiet)
+        return dumped
+    if isinstance(answer, Mapping):
+        return dict(answer)
+    shown = clip(mask_secrets(str(answer)), 300)
+    raise ProviderError(f"unexpected {named} body: not a JSON object but "
+                        f"{_kind(answer)} {shown!r} (a streamed answer, text/event-stream, "
+                        f"to a request for one answer, or a server of another API at this "
+                        f"URL)", retryable=False)

@@ -64,7 +64,7 @@ from ...api.internal import (
     scrub_exception,
     too_deep,
 )
-from ._answers import reported_usage, tool_arguments, valid_text
+from ._answers import answer_body, reported_usage, tool_arguments, valid_text
 from ._common import (
     HTTP_FLOW_CONTROL,
     FreshOnUnpickle,
@@ -442,8 +442,10 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
                 message = await message
         except RecursionError as e:  # a body nested deeper than the SDK's JSON reader goes
             raise ProviderError(too_deep(self, e)) from e
-        body = valid_text(message.model_dump(warnings=False) if hasattr(message, "model_dump")
-                          else dict(message))  # (a block type the SDK does not know: no warning)
+        # (a block type the SDK does not know: no warning)
+        body = valid_text(answer_body(
+            message, f"anthropic messages call ({type(self).__name__}, model "
+                     f"{request['model']!r})"))
         failed = None if body.get("content") else answer_error(
             body, "anthropic messages call failed", anthropic_rate_limit(raw.headers))
         if failed is not None:  # a 200 whose body is an error (a gateway's, a proxy's)

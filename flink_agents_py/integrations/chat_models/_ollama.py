@@ -31,6 +31,7 @@ Needs the ``ollama`` extra (``pip install 'flink-agents-py[ollama]'``). Mapping:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -46,12 +47,14 @@ from ...api import (
     ToolMetadata,
 )
 from ...api.internal import (
+    clip,
+    mask_secrets,
     refuse_empty_answer,
     refuse_truncated_calls,
     scrub_exception,
     too_deep,
 )
-from ._answers import reported_usage, tool_arguments, valid_text
+from ._answers import answer_body, reported_usage, tool_arguments, valid_text
 from ._common import (
     FreshOnUnpickle,
     LoopBoundClient,
@@ -190,6 +193,13 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
                 f"{e.error_count()} problem(s), first at {_where(e)}: {e.errors()[0]['msg']} "
                 f"(it sent {_kind(sent)}); a server speaking OpenAI's API: OpenAIChatModel "
                 f"with its /v1 URL as base_url") from scrub_exception(e)
+        except json.JSONDecodeError as e:  # a body that is no JSON (the client's json.loads)
+            raise ProviderError(
+                f"ollama chat failed (model {model!r}): the server's answer is no JSON "
+                f"({type(e).__name__}: {e}; it sent {clip(mask_secrets(e.doc), 300)!r}): a "
+                f"streamed "
+                f"answer to a request for one, or a server of another API at this URL",
+                retryable=False) from scrub_exception(e)
         response = _from_ollama(resp)
         if tools:  # written as text: a model whose template Ollama cannot parse
             response = calls_from_text(response, {t.name: t.parameters for t in tools},
@@ -260,7 +270,7 @@ def _where(error: Any) -> str:
 
 
 def _from_ollama(resp: Any) -> ChatResponse:
-    body = valid_text(resp.model_dump() if hasattr(resp, "model_dump") else dict(resp))
+    body = valid_text(answer_body(resp, "ollama chat"))
     msg = body.get("message") or {}
     raw_calls = msg.get("tool_calls") or []
     refuse_truncated_calls(body.get("done_reason"),

@@ -39,6 +39,7 @@ from ...api import (
     secret_from_env,
 )
 from ...api.internal import scrub_exception
+from ._answers import answer_body
 from ._common import (
     HTTP_FLOW_CONTROL,
     FreshOnUnpickle,
@@ -390,13 +391,13 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
                 f"{type(e).__name__}: {e}{unanswered_hint(e, self.base_url)}"
                 f"{_bound_reason(e)}", None)
             raise error from scrub_exception(e)
-        body = (completion.model_dump(warnings=False) if hasattr(completion, "model_dump")
-                else dict(completion))  # (a server's content as parts is no str: no warning)
+        named = f"({self._provider()}, model {kwargs['model']!r})"
+        # (a server's content as parts is no str: no warning)
+        body = answer_body(completion, f"chat completion {named}")
         failed = None if body.get("choices") else answer_error(
             body, "chat completion failed", openai_rate_limit(headers))
         if failed is not None:  # a 200 whose body is an error (a gateway's, a proxy's)
             raise failed
-        named = f"({self._provider()}, model {kwargs['model']!r})"
         try:
             response = from_openai_choice(body)
             if self._reads_text_calls() and kwargs.get("tool_choice") != "none":
