@@ -413,6 +413,8 @@ async def list_all(session: Any, method: str, key: str, where: str = "") -> list
                                 f"{len(items)} {key}): refused")
         cursor = page.get("nextCursor")
         if not cursor:
+            if method == "list_tools":
+                unvalidated(session)
             return items
         why = (f"it gave the cursor {cursor[:80]!r} again" if cursor in seen
                else f"more than {MAX_LIST_PAGES} pages" if pages >= MAX_LIST_PAGES
@@ -421,3 +423,28 @@ async def list_all(session: Any, method: str, key: str, where: str = "") -> list
             raise ResourceError(f"the {request} pages of MCP server {where} never end: {why} "
                                 f"(after {pages} pages, {len(items)} {key})")
         seen.add(cursor)
+
+
+def unvalidated(session: Any) -> None:
+    """Keep the SDK from checking tool results against the output schemas a server declares.
+
+    The SDK (1.10+) keeps each listed tool's ``outputSchema`` and checks every result
+    against it with ``jsonschema`` in this process: a server declaring a ``pattern`` that
+    backtracks (``^(a+)+$``) and answering ``"aaa...a!"`` made one call hold the
+    interpreter's lock for minutes to days (``re`` never lets go of it), stalling every
+    thread of the job, its ``timeout_s`` included. A server's schema is its own word about
+    its data; a result that does not match it is data all the same (the model reads it,
+    as any tool result). The tools stay listed (``None``: no schema), so the SDK does not
+    list them again to look for one. (The framework reads ``outputSchema`` from its own
+    listing only to unwrap ``{"result": ...}``, with no pattern evaluated.)
+
+    Args:
+        session: the SDK's client session, after a complete ``tools/list``.
+    """
+    schemas = getattr(session, "_tool_output_schemas", None)
+    if isinstance(schemas, dict):
+        for name in list(schemas):
+            schemas[name] = None
+    validators = getattr(session, "_tool_output_validators", None)  # (2.x: compiled ones)
+    if isinstance(validators, dict):
+        validators.clear()
