@@ -6,7 +6,8 @@ back, and ``dict(text)`` failed with ``ValueError: dictionary update sequence el
 ...`` (OpenAI, Anthropic), the Ollama client's ``json.loads`` with a bare
 ``JSONDecodeError``: neither said which provider or model, nor what came back. Now each is
 a ``ProviderError`` naming both, quoting the start of the body with known secrets masked,
-and not retryable (the same request gets the same kind of body).
+and not retryable (the same request gets the same kind of body). The embedding connections
+likewise.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from flink_agents_py.integrations.chat_models import (
     AnthropicChatModel,
     OllamaChatModel,
     OpenAIChatModel,
+)
+from flink_agents_py.integrations.embedding_models import (
+    OllamaEmbeddingModel,
+    OpenAIEmbeddingModel,
 )
 from flink_agents_py.testing import LocalHTTPServer
 
@@ -72,6 +77,22 @@ def test_a_streamed_answer_is_a_provider_error_naming_the_provider(make, monkeyp
     assert "a streamed answer" in text
     assert info.value.retryable is False
     assert KEY not in text
+
+
+@pytest.mark.parametrize("make", [
+    lambda url: OpenAIEmbeddingModel(base_url=f"{url}/v1", api_key_env="STREAMING_KEY"),
+    lambda url: OllamaEmbeddingModel(base_url=url),
+], ids=["openai", "ollama"])
+def test_an_embedding_answer_of_text_is_a_provider_error_naming_the_call(make, monkeypatch):
+    """The embedding connections had the same kind: ``'str' object has no attribute
+    'data'`` (OpenAI's SDK handing back the text), a bare ``JSONDecodeError`` (Ollama's)."""
+    monkeypatch.setenv("STREAMING_KEY", KEY)
+    with LocalHTTPServer(_Streaming) as srv:
+        with pytest.raises(ProviderError) as info:
+            make(srv.url).embed(["hi"], model="e1")
+    text = str(info.value)
+    assert "embed" in text and "'e1'" in text and "data: " in text, text
+    assert info.value.retryable is False and KEY not in text
 
 
 USER_MODULE = '''

@@ -18,7 +18,7 @@ from ...api import (
     ProviderError,
     secret_from_env,
 )
-from ...api.internal import scrub_exception
+from ...api.internal import clip, mask_secrets, scrub_exception
 from ..chat_models._common import (
     FreshOnUnpickle,
     import_sdk,
@@ -27,6 +27,20 @@ from ..chat_models._common import (
 )
 
 __all__ = ["OpenAIEmbeddingModel", "OllamaEmbeddingModel"]
+
+
+def _unread(named: str, answer: Any, error: BaseException) -> ProviderError:
+    """The error for an answer that is not of the API's form (a stream, another API's page).
+
+    Returns:
+        A ``ProviderError`` naming the call and quoting the answer's start (secrets masked),
+        not retryable (the same request gets the same kind of answer).
+    """
+    shown = clip(mask_secrets(str(answer)), 300)
+    said = clip(mask_secrets(f"{type(error).__name__}: {error}"), 500)
+    return ProviderError(f"{named}: the server's answer is not of the API's form ({said}; "
+                         f"it sent {shown!r}): a streamed answer to a request for one, or a "
+                         f"server of another API at this URL", retryable=False)
 
 
 def _batches(texts: list[str], size: int) -> list[list[str]]:
@@ -92,7 +106,8 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
 
         Raises:
             ProviderError: on an HTTP error (``status_code`` set; 429/5xx retryable), a
-                timeout or a connection failure (retryable), or an answer of the wrong size.
+                timeout or a connection failure (retryable), or an answer of the wrong size
+                or not of the API's form (a stream's text).
 
         """
         openai = import_sdk("openai", "openai", "the OpenAI-compatible embedding model")
@@ -115,14 +130,18 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                 error = provider_error(f"embeddings {name!r}: {type(e).__name__}: {e}"
                                        f"{unanswered_hint(e)}{_bound_reason(e)}", None)
                 raise error from scrub_exception(e)
-            data = sorted(resp.data, key=lambda d: d.index)
-            if len(data) != len(batch):
-                raise ProviderError(f"embeddings {name!r}: {len(data)} vectors for "
-                                    f"{len(batch)} texts", retryable=False)
-            vectors.extend([float(x) for x in d.embedding] for d in data)
-            if resp.usage is not None:
-                prompt += resp.usage.prompt_tokens or 0
-                total += resp.usage.total_tokens or 0
+            try:  # the SDK hands back the body's text when it is no JSON
+                data = sorted(resp.data, key=lambda d: d.index)
+                if len(data) != len(batch):
+                    raise ProviderError(f"embeddings {name!r}: {len(data)} vectors for "
+                                        f"{len(batch)} texts", retryable=False)
+                vectors.extend([float(x) for x in d.embedding] for d in data)
+                if resp.usage is not None:
+                    prompt += resp.usage.prompt_tokens or 0
+                    total += resp.usage.total_tokens or 0
+            except (AttributeError, TypeError, ValueError) as e:
+                error = _unread(f"embeddings {name!r}", resp, e)
+                raise error from scrub_exception(e)
         return EmbeddingResult(embeddings=vectors, model=name,
                                token_usage=EmbeddingTokenUsage(prompt_tokens=prompt,
                                                                total_tokens=total))
@@ -185,7 +204,7 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
 
         Raises:
             ProviderError: on an HTTP error (``status_code`` set) or a connection failure
-                (retryable), or an answer of the wrong size.
+                (retryable), or an answer of the wrong size or not of the API's form.
 
         """
         ollama = import_sdk("ollama", "ollama", "the Ollama embedding model")
@@ -207,6 +226,10 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
             except ollama.ResponseError as e:
                 error = provider_error(
                     f"ollama embed {name!r}: HTTP {e.status_code}: {e.error}", e.status_code)
+                raise error from scrub_exception(e)
+            except ValueError as e:  # no JSON (the client's loads), or JSON of another form
+                error = _unread(f"ollama embed {name!r}", getattr(e, "doc", "(see the error)"),
+                                e)
                 raise error from scrub_exception(e)
             except Exception as e:  # noqa: BLE001 - httpx errors surface as their own types
                 if not isinstance(e, (ConnectionError, TimeoutError, OSError)) and not type(
