@@ -32,10 +32,9 @@ pytestmark = pytest.mark.timeout(120)
 PROGRAMS = """
     # Ported from apache/flink-agents python/flink_agents/e2e_tests/e2e_tests_integration/
     # python_trace_logging_test.py (commit 67e917e81337) and memory_trace_logging_test.py
-    # (commit a96372a78869), Apache-2.0: the imports changed; their checks as functions;
-    # InputEvent.EVENT_TYPE / OutputEvent.EVENT_TYPE compared with records read
-    # EventType.InputEvent / EventType.OutputEvent (a class's EVENT_TYPE is our routing
-    # name here, "OutputEvent"; compat.EventType's equals Flink Agents' "_output_event" too).
+    # (commit a96372a78869), Apache-2.0: the imports changed; their checks as functions.
+    # Records are compared with InputEvent.EVENT_TYPE / OutputEvent.EVENT_TYPE, as there
+    # (records name Flink Agents' "_output_event"; the class's EVENT_TYPE equals it too).
     import json
     from pathlib import Path
 
@@ -79,7 +78,7 @@ PROGRAMS = """
         assert records, "Trace log file is empty."
         assert all(record["entityType"] == "event" for record in records)
         outputs = [
-            record for record in records if record["entityName"] == EventType.OutputEvent
+            record for record in records if record["entityName"] == OutputEvent.EVENT_TYPE
         ]
         assert outputs, "Trace log should contain Python output Events."
         for record in outputs:
@@ -94,13 +93,13 @@ PROGRAMS = """
             record["entityMetadata"]["eventId"]: record
             for record in records
             if record["entityType"] == "event"
-            and record["entityName"] == EventType.InputEvent
+            and record["entityName"] == InputEvent.EVENT_TYPE
         }
         output_events = [
             record
             for record in records
             if record["entityType"] == "event"
-            and record["entityName"] == EventType.OutputEvent
+            and record["entityName"] == OutputEvent.EVENT_TYPE
         ]
         actions = {
             record["executionId"]: record

@@ -213,6 +213,7 @@ class RunnerContext(ABC):
 
         Args:
             fn: the function; blocks the operator while it runs (prefer the async form).
+                Apache Flink Agents' keyword for it, ``func=``, is taken too.
             *args: positional arguments of ``fn``.
             reconciler: called at recovery instead of ``fn`` when the call had started but its
                 outcome was recorded nowhere.
@@ -304,7 +305,7 @@ class RunnerContext(ABC):
         without awaiting it completes only once its outcome is recorded.
 
         Args:
-            fn: the function, plain or ``async``.
+            fn: the function, plain or ``async`` (Flink Agents' keyword ``func=`` too).
             *args: positional arguments of ``fn``.
             reconciler: called at recovery instead of ``fn`` when the call had started but its
                 outcome was recorded nowhere.

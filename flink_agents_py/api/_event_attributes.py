@@ -78,7 +78,8 @@ def typed_copy(cls: Any, event: Any) -> Any:
     Returns:
         The typed event.
     """
-    from ._events import EVENT_CLASS_KEY, FLINK_AGENTS_EVENT_TYPES
+    from ._event_types import FLINK_AGENTS_EVENT_TYPES
+    from ._events import EVENT_CLASS_KEY
 
     data = event.to_json()
     data.pop(EVENT_CLASS_KEY, None)  # (named when ``cls`` took the event's type over)

@@ -14,6 +14,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    InstanceOf,
     PydanticUserError,
     ValidationError,
     field_validator,
@@ -23,6 +24,7 @@ from pydantic import (
 from ._event_attributes import PayloadAttributes, row_form, typed_copy
 from ._event_build import SLOT_SETTERS, bare_fields, extra_as_attributes
 from ._event_ids import EVENT_ID_SOURCE, assign_unsent_field, is_unsent, new_event_id
+from ._event_types import BUILTIN_TYPE_NAMES, FLINK_AGENTS_EVENT_TYPES, BuiltinEventType
 from ._field_hints import frozen_event_error, refuse_reserved_event_fields
 from ._memory import memory_ref_of
 from ._messages import ChatMessage, ChatResponse
@@ -77,7 +79,7 @@ class Event(BaseModel):
     Agents' order (``OutputEvent(result)``, ``ChatRequestEvent(model, messages)``)."""
 
     id: str = Field(default_factory=new_event_id)
-    type: str = ""
+    type: InstanceOf[BuiltinEventType] | str = ""  # a built-in's keeps its class (both names)
     attributes: dict[str, Any] = Field(default_factory=dict)
     attachments: dict[str, Any] = Field(default_factory=dict)
 
@@ -284,8 +286,10 @@ class Event(BaseModel):
         data = json.loads(text)
         if not isinstance(data, dict) or not data.get("type"):
             raise ValueError("Event.from_json needs a JSON object with a non-empty 'type'")
-        if EVENT_CLASS_KEY not in data and event_class_for(str(data["type"])) is Event:
-            return Event(**data)  # an ad-hoc type: its other keys are attributes, as there
+        if EVENT_CLASS_KEY not in data and (data["type"] in FLINK_AGENTS_EVENT_TYPES
+                                            or event_class_for(str(data["type"])) is Event):
+            event = Event(**data)  # an ad-hoc type: its other keys are attributes, as there
+            return builtin_of(event) if data["type"] in FLINK_AGENTS_EVENT_TYPES else event
         return event_from_json(data, "Event.from_json's text")
 
     @classmethod
@@ -390,16 +394,6 @@ def output_classes_of(schema: Any) -> list[type[BaseModel]]:
     return [cls for cls, own in reversed(_OUTPUT_CLASSES.items()) if own == schema]
 
 
-FLINK_AGENTS_EVENT_TYPES: dict[str, str] = {
-    f"_{snake}_event": f"{camel}Event" for snake, camel in (
-        ("input", "Input"), ("output", "Output"), ("chat_request", "ChatRequest"),
-        ("chat_response", "ChatResponse"), ("tool_request", "ToolRequest"),
-        ("tool_response", "ToolResponse"), ("context_retrieval_request",
-                                            "ContextRetrievalRequest"),
-        ("context_retrieval_response", "ContextRetrievalResponse"))}
-"""Apache Flink Agents' type strings of the built-in events (``"_input_event"``), to ours."""
-
-
 def event_type_of(trigger: type[Event] | str) -> str:
     """Return the routing type of an event class or an event type string.
 
@@ -442,6 +436,23 @@ def event_class_for(event_type: str) -> type[Event]:
     return _REGISTRY.get(event_type, Event)
 
 
+def builtin_of(event: Event) -> Event:
+    """A plain ``Event`` of a built-in event's type, as that event's class.
+
+    Flink Agents' unified form of a built-in event, ``Event(type="_output_event",
+    attributes={"output": x})`` (or with our name of the type), is the ``OutputEvent`` it
+    describes: sent, it leaves the agent as an output; read from JSON, it is one.
+
+    Args:
+        event: an ``Event`` whose type is in ``BUILTIN_TYPE_NAMES``.
+
+    Returns:
+        The typed event, keeping its id and attributes (its payload in its fields).
+    """
+    typed: Event = _REGISTRY[BUILTIN_TYPE_NAMES[event.type]].from_event(event)
+    return typed
+
+
 def event_class_tag(event: Event) -> str | None:
     """What the JSON form of ``event`` must add to be rebuilt as its own class.
 
@@ -473,7 +484,7 @@ class InputEvent(Event):
         input: the record as it arrived (JSON).
     """
 
-    EVENT_TYPE: ClassVar[str] = "InputEvent"
+    EVENT_TYPE: ClassVar[str] = BuiltinEventType("InputEvent")
     POSITIONAL: ClassVar[tuple[str, ...]] = ("input",)
     input: Any = None
 
@@ -481,7 +492,7 @@ class InputEvent(Event):
 class OutputEvent(Event):
     """An agent's result: ``output`` is emitted to the agent's output stream."""
 
-    EVENT_TYPE: ClassVar[str] = "OutputEvent"
+    EVENT_TYPE: ClassVar[str] = BuiltinEventType("OutputEvent")
     POSITIONAL: ClassVar[tuple[str, ...]] = ("output",)
     output: Any = None
 
@@ -501,7 +512,7 @@ class ChatRequestEvent(Event, defer_build=True):
             and kept as its JSON Schema; the answer's ``structured`` value is then a dict.
     """
 
-    EVENT_TYPE: ClassVar[str] = "ChatRequestEvent"
+    EVENT_TYPE: ClassVar[str] = BuiltinEventType("ChatRequestEvent")
     POSITIONAL: ClassVar[tuple[str, ...]] = ("model", "messages", "prompt_args",
                                              "output_schema")
     model: str
@@ -528,7 +539,7 @@ class ChatResponseEvent(Event, defer_build=True):
     Known secrets in ``error`` and ``traceback`` are masked (``api.mask_secrets``).
     """
 
-    EVENT_TYPE: ClassVar[str] = "ChatResponseEvent"
+    EVENT_TYPE: ClassVar[str] = BuiltinEventType("ChatResponseEvent")
     POSITIONAL: ClassVar[tuple[str, ...]] = ("request_id", "response", "retry_count",
                                              "total_retry_wait_sec")
     request_id: str

@@ -12,6 +12,8 @@ which take Flink Agents' argument names (``request_timeout``, ``base_url``,
 
 from __future__ import annotations
 
+from ._event_types import BuiltinEventType
+
 __all__ = ["ResourceName", "EventType"]
 
 _CHAT = "flink_agents_py.integrations.chat_models."
@@ -69,13 +71,17 @@ class ResourceName:
 
 
 class EventType:
-    """Routing types of the built-in events (what ``@action`` takes as a trigger)."""
+    """Routing types of the built-in events (what ``@action`` takes as a trigger).
 
-    InputEvent = "InputEvent"
-    OutputEvent = "OutputEvent"
-    ChatRequestEvent = "ChatRequestEvent"
-    ChatResponseEvent = "ChatResponseEvent"
-    ToolRequestEvent = "ToolRequestEvent"
-    ToolResponseEvent = "ToolResponseEvent"
-    ContextRetrievalRequestEvent = "ContextRetrievalRequestEvent"
-    ContextRetrievalResponseEvent = "ContextRetrievalResponseEvent"
+    Each is our name of the type, equal to Apache Flink Agents' name of it too
+    (``EventType.InputEvent == "InputEvent" == "_input_event"``: a ``BuiltinEventType``).
+    """
+
+    InputEvent = BuiltinEventType("InputEvent")
+    OutputEvent = BuiltinEventType("OutputEvent")
+    ChatRequestEvent = BuiltinEventType("ChatRequestEvent")
+    ChatResponseEvent = BuiltinEventType("ChatResponseEvent")
+    ToolRequestEvent = BuiltinEventType("ToolRequestEvent")
+    ToolResponseEvent = BuiltinEventType("ToolResponseEvent")
+    ContextRetrievalRequestEvent = BuiltinEventType("ContextRetrievalRequestEvent")
+    ContextRetrievalResponseEvent = BuiltinEventType("ContextRetrievalResponseEvent")

@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from ._event_types import BuiltinEventType
 from ._events import Event
 from ._messages import ToolCall, ToolResult
 
@@ -25,7 +26,7 @@ class ToolRequestEvent(Event, defer_build=True):
     answer never repeats one (the chat action gives its tool calls unique ids).
     """
 
-    EVENT_TYPE: ClassVar[str] = "ToolRequestEvent"
+    EVENT_TYPE: ClassVar[str] = BuiltinEventType("ToolRequestEvent")
     POSITIONAL: ClassVar[tuple[str, ...]] = ("model", "tool_calls")
     model: str
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -82,7 +83,7 @@ class ToolResponseEvent(Event, defer_build=True):
         responses: results keyed by tool call id.
     """
 
-    EVENT_TYPE: ClassVar[str] = "ToolResponseEvent"
+    EVENT_TYPE: ClassVar[str] = BuiltinEventType("ToolResponseEvent")
     POSITIONAL: ClassVar[tuple[str, ...]] = ("request_id", "responses", "external_ids",
                                              "success", "error")
     request_id: str

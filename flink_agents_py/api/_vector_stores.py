@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._embeddings import EmbeddingModelSetup
 from ._errors import AgentsError, ResourceError
+from ._event_types import BuiltinEventType
 from ._events import Event
 from ._resources import Resource, ResourceType
 from ._secrets import MaskedStr
@@ -400,7 +401,7 @@ class ContextRetrievalRequestEvent(Event, defer_build=True):
 
     """
 
-    EVENT_TYPE: ClassVar[str] = "ContextRetrievalRequestEvent"
+    EVENT_TYPE: ClassVar[str] = BuiltinEventType("ContextRetrievalRequestEvent")
     POSITIONAL: ClassVar[tuple[str, ...]] = ("query", "vector_store", "max_results")
     query: str
     vector_store: str
@@ -421,7 +422,7 @@ class ContextRetrievalResponseEvent(Event, defer_build=True):
 
     """
 
-    EVENT_TYPE: ClassVar[str] = "ContextRetrievalResponseEvent"
+    EVENT_TYPE: ClassVar[str] = BuiltinEventType("ContextRetrievalResponseEvent")
     POSITIONAL: ClassVar[tuple[str, ...]] = ("request_id", "query", "documents")
     request_id: str
     query: str = ""

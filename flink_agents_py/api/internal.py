@@ -10,10 +10,12 @@ from ._errors import shown_key, too_deep
 from ._event_build import SLOT_SETTERS
 from ._event_ids import EVENT_ID_SOURCE
 from ._event_json import event_from_json, stored_event_from_json
+from ._event_types import BUILTIN_TYPE_NAMES, FLINK_AGENTS_NAMES, BuiltinEventType, builtin_keys
 from ._events import _REGISTRY as EVENT_TYPES
 from ._events import (
     EVENT_CLASS_KEY,
     Event,
+    builtin_of,
     event_class_for,
     event_class_tag,
     event_to_send,
@@ -82,6 +84,11 @@ __all__ = [
     "lazy_exports",
     "close_loop_clients",
     "register_loop_owner",
+    "BUILTIN_TYPE_NAMES",
+    "FLINK_AGENTS_NAMES",
+    "BuiltinEventType",
+    "builtin_keys",
+    "builtin_of",
     "EVENT_CLASS_KEY",
     "EVENT_ID_SOURCE",
     "SLOT_SETTERS",

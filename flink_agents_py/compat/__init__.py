@@ -10,8 +10,11 @@ implementation. ``docs/reference/flink-agents-names.md`` lists every Flink Agent
 what it is here.
 """
 
+from collections.abc import Awaitable
+
 from ..agents import ReActAgent
 from ..api import (
+    AgentConfig,
     AsyncSubagentSetup,
     BaseLongTermMemory,
     ChatMessage,
@@ -40,6 +43,7 @@ from ..api import (
     MemorySet,
     MemorySetItem,
     MessageRole,
+    MetricGroup,
     OutputEvent,
     Prompt,
     Resource,
@@ -164,6 +168,16 @@ MCPServer = McpServer
 """Flink Agents' MCP server class (``integrations.mcp.mcp.MCPServer``, its tool use page's
 ``MCPServer(endpoint=...)``): the ``ResourceName.MCP_SERVER`` class."""
 
+ReadableConfiguration = AgentConfig
+"""Flink Agents' read-only configuration (``configuration.ReadableConfiguration``): what
+``ctx.config`` is (``get``, ``get_str``, ``get_int``...)."""
+WritableConfiguration = Configuration
+"""Flink Agents' writable configuration (``configuration.WritableConfiguration``): what the
+environment's ``get_config()`` gives (``set``, ``set_str``...)."""
+AsyncExecutionResult = Awaitable
+"""Flink Agents' type of what ``ctx.durable_execute_async(...)`` returns (an awaitable; its
+``runner_context.AsyncExecutionResult``), for type hints and ``isinstance``."""
+
 chat_model_server = chat_model_connection
 """Flink Agents' first name of ``chat_model_connection`` (its ``chat_tongyi_example``)."""
 chat_model = chat_model_setup
@@ -208,6 +222,9 @@ __all__ = [
     "CollectionManageableVectorStore",
     "ConfigOption",
     "Configuration",
+    "ReadableConfiguration",
+    "WritableConfiguration",
+    "AsyncExecutionResult",
     "ContextRetrievalRequestEvent",
     "ContextRetrievalResponseEvent",
     "DeferredSubagentSetup",
@@ -245,6 +262,7 @@ __all__ = [
     "LongTermMemoryBackend",
     "LongTermMemoryOptions",
     "MCPServer",
+    "MetricGroup",
     "McpServer",
     "Memory",
     "MemoryObject",

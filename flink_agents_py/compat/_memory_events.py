@@ -22,7 +22,6 @@ from pydantic_core import to_jsonable_python
 
 from ..api import Event, RunnerContext
 from ..api import EventType as _EventType
-from ..observability.internal import APACHE_EVENT_TYPES
 
 __all__ = ["MemoryEvent", "ShortTermWriteEvent", "ShortTermReadEvent", "SensoryWriteEvent",
            "SensoryReadEvent", "LongTermUpdateEvent", "LongTermGetEvent",
@@ -234,43 +233,13 @@ def send_run_begin(event: Event, ctx: RunnerContext) -> None:
                                       value=_values(ctx.short_term_memory.get_fields(), "", {})))
 
 
-class _TypeName(str):
-    """A built-in event type: our name (``"InputEvent"``), equal to Flink Agents' too.
-
-    ``@action(EventType.InputEvent)`` routes by ours, what ``event.type`` holds, while a
-    ported program compares Flink Agents' names with it: an event log record's
-    ``eventType`` or a listener's ``context.eventType`` (``"_input_event"``). Its hash is
-    ours: a dict or set finds it by our name only.
-    """
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return str.__eq__(self, other) is True or (
-            isinstance(other, str) and other == APACHE_EVENT_TYPES.get(str(self)))
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    __hash__ = str.__hash__
-
-
 class EventType(_EventType):
     """The built-in events' routing types, with Flink Agents' memory event types.
 
     Each built-in type equals Flink Agents' name of it as well (``EventType.InputEvent ==
     "_input_event"``, as there), so a program comparing event log records or a listener's
-    ``context.eventType`` with these works; it was unequal before this port found it.
+    ``context.eventType`` with these works (``api.EventType``'s, a ``BuiltinEventType``).
     """
-
-    InputEvent = _TypeName(_EventType.InputEvent)
-    OutputEvent = _TypeName(_EventType.OutputEvent)
-    ChatRequestEvent = _TypeName(_EventType.ChatRequestEvent)
-    ChatResponseEvent = _TypeName(_EventType.ChatResponseEvent)
-    ToolRequestEvent = _TypeName(_EventType.ToolRequestEvent)
-    ToolResponseEvent = _TypeName(_EventType.ToolResponseEvent)
-    ContextRetrievalRequestEvent = _TypeName(_EventType.ContextRetrievalRequestEvent)
-    ContextRetrievalResponseEvent = _TypeName(_EventType.ContextRetrievalResponseEvent)
 
     ShortTermWriteEvent = "_short_term_write_event"
     ShortTermReadEvent = "_short_term_read_event"

@@ -51,6 +51,7 @@ from typing import Any
 
 from ..api.internal import (
     EVENT_CLASS_KEY,
+    FLINK_AGENTS_NAMES,
     has_known_secret,
     mask_value,
     registered_secret_count,
@@ -62,13 +63,7 @@ from ._payload import Redactor, to_loggable
 
 __all__ = ["ApacheEventLog", "ApacheEventLogObserver", "APACHE_EVENT_TYPES", "APACHE_KEYS"]
 
-APACHE_EVENT_TYPES = {
-    "InputEvent": "_input_event", "OutputEvent": "_output_event",
-    "ChatRequestEvent": "_chat_request_event", "ChatResponseEvent": "_chat_response_event",
-    "ToolRequestEvent": "_tool_request_event", "ToolResponseEvent": "_tool_response_event",
-    "ContextRetrievalRequestEvent": "_context_retrieval_request_event",
-    "ContextRetrievalResponseEvent": "_context_retrieval_response_event",
-}
+APACHE_EVENT_TYPES = FLINK_AGENTS_NAMES
 """Our built-in event types and Apache Flink Agents' names of them."""
 
 APACHE_KEYS = ("baseLogDir", "eventLoggerType", "prettyPrint", "event-log.", "trace-log.")

@@ -13,9 +13,9 @@ from __future__ import annotations
 import difflib
 import inspect
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
 from ..api import (
     Agent,
@@ -33,6 +33,7 @@ from ..api import (
 from ..api.internal import (
     RESERVED_TOOL_PREFIX,
     Event,
+    builtin_keys,
     described,
     event_class_for,
     import_qualified,
@@ -196,7 +197,7 @@ class AgentPlan(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     actions: dict[str, ActionPlan]
-    actions_by_event: dict[str, tuple[str, ...]]
+    actions_by_event: Annotated[dict[str, tuple[str, ...]], AfterValidator(builtin_keys)]
     resources: dict[ResourceType, dict[str, ResourcePlan]] = Field(default_factory=dict)
     subagents: dict[str, AgentPlan] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)

@@ -29,6 +29,9 @@ from ..api import ChatMessage, ChatRequestEvent, ChatResponseEvent, MessageRole
 from ..api.internal import EVENT_TYPES, SLOT_SETTERS
 from ._json_codec import unshared
 
+_REQUEST_TYPE, _ANSWER_TYPE = ChatRequestEvent.EVENT_TYPE, ChatResponseEvent.EVENT_TYPE
+"""The built-in types (``BuiltinEventType``: compared by identity, looked up without a call)."""
+
 __all__ = ["answer_json", "request_event", "request_json"]
 
 _REQUEST_KEYS = frozenset(
@@ -100,7 +103,7 @@ def request_event(data: dict[str, Any]) -> ChatRequestEvent | None:
     if (
         not _FAST
         or data.keys() != _REQUEST_KEYS
-        or EVENT_TYPES.get("ChatRequestEvent") is not ChatRequestEvent
+        or EVENT_TYPES.get(_REQUEST_TYPE) is not ChatRequestEvent
     ):
         return None
     event_id, model, args, schema = (
@@ -134,7 +137,7 @@ def request_event(data: dict[str, Any]) -> ChatRequestEvent | None:
         event,
         {
             "id": event_id,
-            "type": "ChatRequestEvent",
+            "type": _REQUEST_TYPE,
             "attributes": {},
             "attachments": {},
             "model": model,
@@ -200,8 +203,8 @@ def request_json(event: ChatRequestEvent) -> dict[str, Any] | None:
         not _FORMS
         or tuple(values) != _REQUEST_ORDER
         or event.__pydantic_extra__
-        or values["type"] != "ChatRequestEvent"
-        or EVENT_TYPES.get("ChatRequestEvent") is not ChatRequestEvent
+        or values["type"] is not _REQUEST_TYPE
+        or EVENT_TYPES.get(_REQUEST_TYPE) is not ChatRequestEvent
         or type(values["id"]) is not str
         or type(values["model"]) is not str
         or values["prompt_args"] is not None
@@ -280,8 +283,8 @@ def answer_json(event: ChatResponseEvent, known: dict[str, Any]) -> dict[str, An
         or known.keys() != _RESPONSE_ONLY
         or tuple(values) != _ANSWER_ORDER
         or event.__pydantic_extra__
-        or values["type"] != "ChatResponseEvent"
-        or EVENT_TYPES.get("ChatResponseEvent") is not ChatResponseEvent
+        or values["type"] is not _ANSWER_TYPE
+        or EVENT_TYPES.get(_ANSWER_TYPE) is not ChatResponseEvent
         or type(event_id := values["id"]) is not str
         or not event_id.isascii()
         or type(request_id := values["request_id"]) is not str

@@ -278,7 +278,7 @@ def answer_event(request_id: str, response: ChatResponse) -> ChatResponseEvent:
         event,
         {
             "id": source() if source is not None else "",
-            "type": "ChatResponseEvent",
+            "type": ChatResponseEvent.EVENT_TYPE,
             "attributes": {},
             "attachments": {},
             "request_id": request_id,

@@ -31,6 +31,7 @@ from ..api import ChatRequestEvent, ChatResponseEvent, SerializationError
 from ..api.internal import (
     EVENT_CLASS_KEY,
     KEY_TAGS,
+    BuiltinEventType,
     Event,
     MemoryObject,
     event_class_tag,
@@ -49,7 +50,8 @@ MODEL_TAG = "$model"
 """The key of a stored pydantic model's class (``{"$model": "module:Class", "data": ...}``)."""
 _MODEL_TAG = MODEL_TAG
 _REQUEST, _ANSWER = ChatRequestEvent, ChatResponseEvent  # (``request_json``, ``answer_json``)
-_PLAIN = frozenset({str, int, bool, type(None)})  # exact types that are their own JSON form
+_PLAIN = frozenset({str, int, bool, type(None), BuiltinEventType})  # their own JSON form
+"""The exact types that are their own JSON form (a built-in event's ``type``: text)."""
 
 
 def to_json_value(value: Any, where: str) -> Any:
@@ -140,7 +142,8 @@ def _with_known(event: BaseModel, where: str, known: dict[str, Any]) -> dict[str
     fields = _model_fields(event)  # (a fresh dict: the known ones hold None while converted)
     for k, v in fields.items():  # the others all their own JSON form (a chat's answer): as is
         kind = type(v)
-        if v is None or (kind is str and v.isascii()) or k in known:
+        if v is None or kind is BuiltinEventType or (kind is str and v.isascii()) \
+                or k in known:
             continue
         if (kind is dict or kind is list) and not v:
             fields[k] = kind()  # (a value replaced while iterating: the keys stay)

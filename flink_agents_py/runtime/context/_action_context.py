@@ -31,8 +31,10 @@ from ...api import (
     VersionedMemorySet,
 )
 from ...api.internal import (
+    BUILTIN_TYPE_NAMES,
     EVENT_ID_SOURCE,
     agent_metric_group,
+    builtin_of,
     event_to_send,
     resource_type_argument,
 )
@@ -124,6 +126,8 @@ class ActionContext(RunnerContext):
             refuse_foreign(execution, "ctx.send_event")
         if identifier is not None or attributes or event is None:  # else it is ``event``
             event = event_to_send(event, identifier, attributes)
+        if event.__class__ is Event and event.type in BUILTIN_TYPE_NAMES:
+            event = builtin_of(event)  # Flink Agents' ``Event(type="_output_event", ...)``
         return execution.send_event(event)
 
     def get_resource(self, name: str, resource_type: ResourceType | None = None,
@@ -133,10 +137,13 @@ class ActionContext(RunnerContext):
         return self._execution.get_resource(name, resource_type_argument(resource_type, type))
 
     def durable_execute(
-        self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
+        self, fn: Callable[..., Any] | None = None, *args: Any,
+        reconciler: Callable[[], Any] | None = None,
         strict: bool | None = None, **kwargs: Any,
     ) -> Any:
         """See ``RunnerContext.durable_execute`` (a memory operation: called as it is)."""
+        if fn is None:
+            fn = _named_function("durable_execute", kwargs)
         if _is_memory_operation(fn):
             value = fn(*args, **kwargs)
             if inspect.iscoroutine(value):  # ``memory_set.asearch``: awaited, not run here
@@ -148,10 +155,13 @@ class ActionContext(RunnerContext):
                                                **kwargs)
 
     def durable_execute_async(
-        self, fn: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
+        self, fn: Callable[..., Any] | None = None, *args: Any,
+        reconciler: Callable[[], Any] | None = None,
         strict: bool | None = None, **kwargs: Any,
     ) -> Awaitable[Any]:
         """See ``RunnerContext.durable_execute_async`` (a memory operation: called now)."""
+        if fn is None:
+            fn = _named_function("durable_execute_async", kwargs)
         if _is_memory_operation(fn):
             return _Called(fn, args, kwargs)
         return self._execution.durable_execute_async(fn, *args, reconciler=reconciler,
@@ -264,3 +274,16 @@ class _Called:
         if inspect.isawaitable(value):  # ``memory_set.asearch``: its own durable call
             value = yield from value.__await__()
         return value
+
+
+def _named_function(method: str, kwargs: dict[str, Any]) -> Callable[..., Any]:
+    """The function a call names by Apache Flink Agents' keyword (``durable_execute(func=f)``).
+
+    Raises:
+        TypeError: when ``kwargs`` names no callable ``func`` (it is taken out of them).
+    """  # noqa: DOC201
+    fn: Callable[..., Any] | None = kwargs.pop("func", None)
+    if fn is None or not callable(fn):
+        raise TypeError(f"ctx.{method}() needs the function to call: ctx.{method}(fn, *args, "
+                        "**kwargs), or Flink Agents' keyword func=fn")
+    return fn

@@ -289,11 +289,11 @@ def _construct_input(event_id: str, attributes: dict[str, Any], value: Any) -> I
         The event.
     """
     if not _FAST_INPUT or _SETTERS is None:
-        return InputEvent.model_construct(id=event_id, type="InputEvent",
+        return InputEvent.model_construct(id=event_id, type=InputEvent.EVENT_TYPE,
                                           attributes=attributes, input=value)
     set_dict, set_fields, set_extra, set_private = _SETTERS
     event = InputEvent.__new__(InputEvent)
-    set_dict(event, {"id": event_id, "type": "InputEvent", "attributes": attributes,
+    set_dict(event, {"id": event_id, "type": InputEvent.EVENT_TYPE, "attributes": attributes,
                      "attachments": {}, "input": value})
     set_fields(event, {"id", "type", "attributes", "input"})
     set_extra(event, None)
