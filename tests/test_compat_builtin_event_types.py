@@ -225,3 +225,23 @@ def test_flink_agents_type_names_and_func_keyword_as_the_context_gives_them(tmp_
         'OUT [{"a": {"n": 8, "checks": [true, true, true, true], "keyword": [8, 16]}}]'
         in proc.stdout.splitlines()
     )
+
+
+def test_a_unified_output_event_without_its_output_is_refused_naming_it():
+    # it became an output of None without a word (Flink Agents refuses it too)
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.api import Agent, RunnerContext, action
+
+    class Forgetful(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def go(event: Event, ctx: RunnerContext) -> None:
+            ctx.send_event(Event(type="_output_event", attributes={"result": 1}))
+
+    run = AgentsExecutionEnvironment.local().from_list([{"key": "a"}]).apply(Forgetful()).run()
+    assert run.outputs == []
+    [error] = run.errors
+    assert error.error_type == "ValueError" and error.action == "go"
+    assert "needs its 'output' attribute" in error.message
+    with pytest.raises(ValueError, match="'_input_event' is an InputEvent and needs its 'input'"):
+        Event.from_json('{"type": "_input_event", "attributes": {}}')

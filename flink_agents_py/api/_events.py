@@ -448,8 +448,18 @@ def builtin_of(event: Event) -> Event:
 
     Returns:
         The typed event, keeping its id and attributes (its payload in its fields).
+
+    Raises:
+        ValueError: when an ``InputEvent`` or ``OutputEvent`` so described has no
+            ``input`` / ``output`` attribute (Flink Agents refuses it too).
     """
-    typed: Event = _REGISTRY[BUILTIN_TYPE_NAMES[event.type]].from_event(event)
+    cls = _REGISTRY[BUILTIN_TYPE_NAMES[event.type]]
+    field = _BARE.get(cls)
+    if field is not None and field not in event.attributes:
+        raise ValueError(f"an Event of type {event.type!r} is an {cls.__name__} and needs its "
+                         f"{field!r} attribute: Event(type={event.type!r}, attributes="
+                         f"{{{field!r}: ...}}), or build {cls.__name__}({field}=...)")
+    typed: Event = cls.from_event(event)
     return typed
 
 
