@@ -27,7 +27,8 @@ from flink_agents_py.runtime.recorder._value_classes import value_classes
 
 
 def _former_shape(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    """``argument_shape`` as it was before signatures were kept (the reference)."""
+    """``argument_shape`` as it was before signatures were kept (the reference), with the
+    eighth part (which of the arguments' lists were tuples) kept since."""
     try:
         sig = inspect.signature(fn)
         binding = sig.bind(*args, **kwargs).arguments
@@ -42,7 +43,8 @@ def _former_shape(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str
             else:
                 values.append(value)
         bound, nested = bound_and_nested(fn)
-        classes = value_classes(dict(binding), sort_dicts=True)
+        kinds: list[str] = []
+        classes = value_classes(dict(binding), sort_dicts=True, kinds=kinds)
         code = code_of(fn)
         taken, forms = defaults_taken(sig, binding)  # from this very function's signature
         parts = [
@@ -53,6 +55,7 @@ def _former_shape(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str
             digest([named, classes]) if bound is not None else "",
             taken,
             digest([effective(sig, named, forms), bound, classes]) if forms else "",
+            "".join(kinds),
         ]
         while not parts[-1]:
             parts.pop()

@@ -24,7 +24,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["bound_arguments", "code_changed", "shape_parts", "signature_of"]
+__all__ = ["bound_arguments", "code_changed", "sequence_kinds", "shape_parts", "signature_of"]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
@@ -128,9 +128,25 @@ def shape_parts(shape: str | None) -> tuple[str, str, str, str, str, str, str]:
         The seven parts, ``""`` for a missing one (records written before the code, the
         nested objects' state, the passed arguments or the defaults were kept have fewer).
     """
-    parts = (shape or "").split("/", 6)
+    parts = (shape or "").split("/", 7)[:7]
     binding, values, code, nested, passed, defaults, full = parts + [""] * (7 - len(parts))
     return binding, values, code, nested, passed, defaults, full or binding
+
+
+def sequence_kinds(shape: str | None) -> str:
+    """An ``argument_shape``'s eighth part: which of the arguments' lists were tuples.
+
+    A tuple's JSON form is a list, so ``f((1, 2))`` and ``f([1, 2])`` have one digest; this
+    part says, in the order ``value_classes`` walks the arguments, ``T`` for each tuple and
+    ``L`` for each list, then after a ``|`` the same for what the callable binds
+    (``_bound_kinds.bound_kinds``: a partial's arguments, a closure's cells...).
+
+    Returns:
+        The part, ``""`` when the arguments hold neither, or the record was written before
+        it was kept.
+    """
+    parts = (shape or "").split("/", 7)
+    return parts[7] if len(parts) == 8 else ""
 
 
 def code_changed(was: str | None, now: str | None) -> bool:

@@ -54,7 +54,8 @@ from ..core._commands import (
 )
 from ..core._stepper import run_inline
 from ._call_changes import tool_shape
-from ._identity import bound_state, callees
+from ._callees import callees
+from ._identity import bound_state
 from ._journaled import journaled
 from ._ledger import CallLedger
 from ._order import check_displaced
@@ -561,8 +562,7 @@ class ActionExecution:
                                                       args_json=args_json))
         call = DurableCall(call_id, ordinal, dig, kind, target)
         if digest_name is None and kind is CallKind.FUNCTION:  # what it calls, how it binds
-            # (``callees`` is ``None`` for a callable that binds nothing: its name says it)
-            call.callees = callees(fn) if bound is not None else None
+            call.callees = callees(fn) if bound is not None else None  # (binds nothing)
             call.shape = argument_shape(fn, args, kwargs)
         elif kind is CallKind.TOOL:  # ``(tool, ToolCall)``: the defaults the call leaves
             call.shape = tool_shape(*args)

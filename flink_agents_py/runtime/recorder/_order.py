@@ -8,6 +8,8 @@ call is another one, made out of place: these say when it is another recorded ca
   another order);
 - ``reordered_by_nested``: the same digest, with the nested objects' state recorded for a
   later call (``_identity.bound_and_nested``);
+- ``retyped``: the same digest, with tuples where another call of the execution had
+  them recorded (``_binding.sequence_kinds``: ``f((1, 2))`` and ``f([1, 2])``);
 - ``moved_call``: the arguments of a call of a sibling execution, triggered by the same
   event (two actions' names swapped);
 - ``_displaced_call``: the arguments recorded at an earlier position whose outcome the
@@ -21,11 +23,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...api import ReplayDivergenceError
-from ._binding import code_changed, shape_parts
+from ._binding import code_changed, sequence_kinds, shape_parts
 from ._state import CallRecord, InflightAction
 
 __all__ = ["check_displaced", "moved_call", "reordered_by_nested", "reordered_call",
-           "replayed_elsewhere"]
+           "replayed_elsewhere", "retyped"]
 
 
 def reordered_call(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
@@ -108,6 +110,59 @@ def reordered_by_nested(call: Any, rec: CallRecord, calls: Mapping[str, CallReco
                 return None  # an earlier call's state: a lagging one, or a repeated call
             later = later or ordinal
     return _reordered(call, rec, f"{execution_id}/c{later}", action) if later else None
+
+
+def retyped(call: Any, rec: CallRecord, calls: Mapping[str, CallRecord],
+                 execution_id: str, action: str) -> tuple[ReplayDivergenceError | None,
+                                                          str | None]:
+    """Whether ``call``, of ``rec``'s digest, has tuples and lists where ``rec`` had others.
+
+    A tuple's JSON form is a list, so ``price((1, 2))`` and ``price([1, 2])`` have one
+    digest (and so do ``partial(price, (1, 2))`` and ``partial(price, [1, 2])``); the
+    argument shape keeps which was which (``_binding.sequence_kinds``). When
+    another call of the same kind and target in the execution was recorded with the call's
+    tuples and lists, the calls came in another order. When only what the callable binds
+    differs, only a later call's record counts, and no other change is told (as
+    ``reordered_by_nested``: an object's state, as calls change it, lags on a replay, whose
+    recorded calls do not run). A record that did not keep them (an earlier version's) is
+    not compared.
+
+    Args:
+        call: the call being made (the same digest as ``rec``).
+        rec: the record at its identity.
+        calls: the execution's records, by ordinal.
+        execution_id: the execution's identity.
+        action: its action's name.
+
+    Returns:
+        The divergence (calls in another order), else ``None``; and, when they differ but
+        no other call was recorded with the call's, the text saying how (for the
+        ``arguments changed`` warning), else ``None``.
+    """
+    was, now = sequence_kinds(rec.shape), sequence_kinds(call.shape)
+    if not was or not now or was == now:
+        return None, None
+    passed = was.partition("|")[0] != now.partition("|")[0]
+    for ordinal, other in calls.items():
+        if other is not rec and other.digest == call.digest and other.kind is rec.kind \
+                and other.target == rec.target and ordinal != str(call.ordinal) \
+                and sequence_kinds(other.shape) == now \
+                and (passed or ordinal.isdigit() and int(ordinal) > call.ordinal):
+            return _reordered(call, rec, f"{execution_id}/c{ordinal}", action), None
+    return None, _kinds_text(was, now) if passed else None
+
+
+def _kinds_text(was: str, now: str) -> str:
+    """Where the first tuple or list differs, for the ``arguments changed`` warning."""
+    for place, old, new in zip(("the arguments", "what the callable binds"), was.split("|"),
+                               now.split("|"), strict=False):
+        at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), None)
+        if at is not None:
+            names = {"T": "a tuple", "L": "a list"}
+            return (f"the arguments recorded in their JSON form, but {names[new[at]]} where "
+                    f"{names[old[at]]} was recorded (the sequence {at + 1} of {len(new)} in "
+                    f"{place})")
+    return "the arguments recorded in their JSON form, but other tuples and lists"
 
 
 def moved_call(call: Any, rec: CallRecord, inflight: Mapping[str, InflightAction],

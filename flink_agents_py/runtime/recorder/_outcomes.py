@@ -25,7 +25,9 @@ from ...api.internal import (
 from .._failures import failure_text
 from .._serde import digest, dumps, from_json_value, to_json_value
 from ._binding import bound_arguments
+from ._bound_kinds import bound_kinds
 from ._call_changes import NO_DEFAULTS, defaults_taken, effective
+from ._callees import run_time_functions
 from ._code import code_steps
 from ._exception_forms import (
     CAUSE,
@@ -36,7 +38,7 @@ from ._exception_forms import (
     rebuilt_exception,
 )
 from ._hidden_state import made_in_function
-from ._identity import bound_and_nested, bound_state, made_at_run_time, run_time_functions
+from ._identity import bound_and_nested, bound_state, made_at_run_time
 from ._prestored import Prestored
 from ._round_trip import REBUILD_AS_STORED, changed_by_rebuild, holds_models, settle_attributes
 from ._state import CallRecord
@@ -123,7 +125,10 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
     does, which the call digest does not say. The sixth is the defaults the call left its
     parameters to (``_call_changes.defaults_taken``: the digest leaves them out), the
     seventh the first's digest of the values it runs with, defaults taken included
-    (``_call_changes.effective``; the first when it took none).
+    (``_call_changes.effective``; the first when it took none). The eighth says which of the
+    arguments' lists were tuples, then (after a ``|``) which of those ``fn`` binds were
+    (``_binding.sequence_kinds``, ``_bound_kinds.bound_kinds``): their JSON forms, and so
+    the digest, are alike.
 
     Returns:
         The two digests (and the code's), or ``None`` when ``fn`` has no signature the
@@ -145,11 +150,12 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
                 else:
                     values.append(value)
         if type(fn) is types.FunctionType and not made_at_run_time(fn):
-            bound = nested = code = None  # a module-level function: binds nothing, no code
+            bound = nested = code = held = None  # a module-level function: binds nothing
         else:  # (what ``bound_and_nested`` and ``code_of`` find for one, without the walk)
             bound, nested = bound_and_nested(fn)
-            code = code_of(fn)
-        classes = value_classes(binding, sort_dicts=True)  # not the keywords' order
+            code, held = code_of(fn), bound_kinds(fn)
+        kinds: list[str] = []  # (a tuple's JSON form is a list: which were which)
+        classes = value_classes(binding, sort_dicts=True, kinds=kinds)  # not keywords' order
         if type(fn) is types.FunctionType and not (fn.__defaults__ or fn.__kwdefaults__
                                                     or fn.__dict__):
             taken, forms = NO_DEFAULTS, dict[str, Any]()  # none to take (nor a wrapped one)
@@ -159,6 +165,8 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
                  digest([sorted(dumps(v).decode() for v in values), bound]), code or "",
                  nested or "", digest([named, classes]) if bound is not None else "", taken,
                  digest([effective(sig, named, forms), bound, classes]) if forms else ""]
+        if kinds or held:  # (none: no eighth part, nor a call for it)
+            parts.append("".join(kinds) + (f"|{held}" if held else ""))
         while not parts[-1]:
             parts.pop()
         return "/".join(parts)

@@ -195,7 +195,7 @@ class CallRecord(_Record, kw_only=True, repr_omit_defaults=True):
             original file and line survive a restore and reach whoever sees the failure.
         callees: for a function call through a callable whose name does not say what it
             runs (a lambda, a nested function, a decorator's wrapper, a wrapper object), the
-            ``module:qualname`` of the functions it calls (``_identity.callees``); a replay
+            ``module:qualname`` of the functions it calls (``_callees.callees``); a replay
             whose callable calls others diverges. ``None``: not kept (a module-level
             function, a framework call, a record written before callees were kept).
         shape: for a function call, how its argument values bind to the function's

@@ -29,7 +29,8 @@ def _qualified(kind: type) -> str:
     return f"{kind.__module__}:{kind.__qualname__}"
 
 
-def value_classes(value: Any, depth: int = 0, *, sort_dicts: bool = False) -> list[str]:
+def value_classes(value: Any, depth: int = 0, *, sort_dicts: bool = False,
+                  kinds: list[str] | None = None) -> list[str]:
     """The classes of the enum members and namedtuples in ``value``, in walk order.
 
     Their JSON form leaves their class out (``Color.RED`` and ``Size.SMALL`` with the value
@@ -48,6 +49,9 @@ def value_classes(value: Any, depth: int = 0, *, sort_dicts: bool = False) -> li
             inserted (a dict's JSON form, and so a call's arguments, do not depend on the
             order its entries were made in: ``f(a=..., b=...)`` is ``f(b=..., a=...)``).
             The digest of a call's own arguments keeps the insertion order (recorded so).
+        kinds: when given, gets ``"T"`` for each plain tuple and ``"L"`` for each list met,
+            in walk order: their JSON forms are alike, so ``f((1, 2))`` and ``f([1, 2])``
+            are told apart by it (``_binding.sequence_kinds``).
 
     Returns:
         ``module:qualname`` of each class, in walk order (a namedtuple's before its fields',
@@ -63,17 +67,19 @@ def value_classes(value: Any, depth: int = 0, *, sort_dicts: bool = False) -> li
     if kind is list or kind is tuple or (isinstance(value, tuple) and hasattr(kind, "_fields")):
         if kind is not list and kind is not tuple:
             found.append(_qualified(kind))  # a namedtuple: its list, and its class
+        elif kinds is not None:
+            kinds.append("L" if kind is list else "T")
         for v in value:
             if type(v) not in _SCALARS:
-                found += value_classes(v, depth + 1, sort_dicts=sort_dicts)
+                found += value_classes(v, depth + 1, sort_dicts=sort_dicts, kinds=kinds)
     elif kind is dict:
         items = sorted(value.items(), key=lambda kv: repr(kv[0])) \
             if sort_dicts and len(value) > 1 else value.items()
         for k, v in items:
             if type(k) not in _SCALARS:
-                found += value_classes(k, depth + 1, sort_dicts=sort_dicts)
+                found += value_classes(k, depth + 1, sort_dicts=sort_dicts, kinds=kinds)
             if type(v) not in _SCALARS:
-                found += value_classes(v, depth + 1, sort_dicts=sort_dicts)
+                found += value_classes(v, depth + 1, sort_dicts=sort_dicts, kinds=kinds)
     return found
 
 

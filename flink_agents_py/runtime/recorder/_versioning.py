@@ -34,7 +34,7 @@ from .._failures import with_recorded
 from .._serde import from_json_value
 from ._binding import code_changed, shape_parts
 from ._call_changes import changed_callees, changed_defaults, default_text
-from ._order import moved_call, reordered_by_nested, reordered_call, replayed_elsewhere
+from ._order import moved_call, reordered_by_nested, reordered_call, replayed_elsewhere, retyped
 from ._outcomes import rebuild_exception
 from ._state import CallKind, CallRecord
 
@@ -161,10 +161,12 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
     recoded = code_changed(rec.shape, call.shape)  # a lambda's code: not in its digest
     defaults = changed_defaults(shape_parts(rec.shape)[5], shape_parts(call.shape)[5])
     changed = bool(rec.digest) and rec.digest != call.digest or recoded
-    err = replayed_elsewhere(ctx, call, rec, reruns) if changed and rec.digest != call.digest \
-        else None
+    err, kinds = replayed_elsewhere(ctx, call, rec, reruns) if changed \
+        and rec.digest != call.digest else None, None
     err = err or (reordered_call if changed else reordered_by_nested)(
         call, rec, record.calls, ctx.execution_id, record.action)
+    if not changed and err is None:  # (one digest: tuples where lists were recorded?)
+        err, kinds = retyped(call, rec, record.calls, ctx.execution_id, record.action)
     if err is None and changed and ctx.run is not None:  # another action's recorded call
         err = moved_call(call, rec, ctx.run.inflight, ctx.execution_id)
     if err is not None:  # not a harmless change: another call's outcome
@@ -184,14 +186,16 @@ def check_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
                 detail=f"the {call.kind.value} call {call.target!r} is made with the argument "
                        "values recorded, bound to other parameters of the function (e.g. two "
                        "arguments swapped): the recorded outcome is another call's"))
-    if changed or defaults:
+    if changed or defaults or kinds:
         changed_arguments(ctx, call, rec, is_strict(ctx, strict), started=reruns,
-                          recoded=recoded and rec.digest == call.digest, defaults=defaults)
+                          recoded=recoded and rec.digest == call.digest, defaults=defaults,
+                          retyped=kinds)
 
 
 def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
                       strict: bool, *, started: bool = False, recoded: bool = False,
-                      defaults: list[tuple[str, str]] | None = None) -> None:
+                      defaults: list[tuple[str, str]] | None = None,
+                      retyped: str | None = None) -> None:
     """A call replayed with other arguments than recorded: warn, or (strict) diverge.
 
     Args:
@@ -205,6 +209,8 @@ def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
             code (a lambda's, a nested function's) does something else with them.
         defaults: the parameters whose default the call runs with otherwise than recorded
             (``_call_changes.changed_defaults``: changed, added or removed).
+        retyped: how the arguments' tuples and lists differ from those recorded, their JSON
+            forms alike (``_order.retyped``).
 
     Raises:
         ReplayDivergenceError: when ``strict``.
@@ -215,7 +221,9 @@ def changed_arguments(ctx: ActionExecution, call: DurableCall, rec: CallRecord,
             if recoded else f"other arguments than recorded (digest {call.digest}, recorded "
             f"{rec.digest})")
     also = ""
-    if defaults and rec.digest == call.digest and not recoded:
+    if retyped:
+        recoded, what = True, retyped + (f", and {default_text(defaults)}" if defaults else "")
+    elif defaults and rec.digest == call.digest and not recoded:
         recoded, what = True, f"the arguments recorded, but {default_text(defaults)}"
     elif defaults:
         also = f", and {default_text(defaults)}"
