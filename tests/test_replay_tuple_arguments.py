@@ -106,6 +106,9 @@ def test_a_tuple_and_a_list_of_one_json_form_have_one_digest_and_other_shapes():
     assert [sequence_kinds(s) for s in shapes] == ["T", "L"]
     nested = argument_shape(stops, ([(1,), [2, (3,)]],), {"name": "n"})
     assert sequence_kinds(nested) == "LTLT"  # in walk order
+    assert sequence_kinds(argument_shape(stops, ([b"a", bytearray(b"a")],), {})) == "LYA"
+    bound = argument_shape(functools.partial(stops, (1,)), (), {"name": [2]})
+    assert sequence_kinds(bound) == "L|T"  # the arguments', then what the partial binds
     plain = argument_shape(stops, ("x",), {"name": "n"})
     assert plain is not None and sequence_kinds(plain) == "" and plain.count("/") < 7
 
@@ -117,8 +120,9 @@ def test_a_tuple_and_a_list_of_one_json_form_have_one_digest_and_other_shapes():
         [({"at": (1, 2)},), ({"at": [1, 2]},)],  # inside a dict
         [([(1, 2), [3]],), ([[1, 2], (3,)],)],  # nested
         [{"where": (1, 2)}, {"where": [1, 2]}],  # by keyword
+        [(b"xy",), (bytearray(b"xy"),)],  # bytes and a bytearray: one JSON form too
     ],
-    ids=["positional", "in_a_dict", "nested", "keyword"],
+    ids=["positional", "in_a_dict", "nested", "keyword", "bytes"],
 )
 def test_a_tuple_and_a_list_made_in_another_order_diverge(recorded, probes):
     """Recorded: c0 with the tuple, c1 with the list. Restored with the two swapped: c0

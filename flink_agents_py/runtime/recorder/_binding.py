@@ -136,9 +136,10 @@ def shape_parts(shape: str | None) -> tuple[str, str, str, str, str, str, str]:
 def sequence_kinds(shape: str | None) -> str:
     """An ``argument_shape``'s eighth part: which of the arguments' lists were tuples.
 
-    A tuple's JSON form is a list, so ``f((1, 2))`` and ``f([1, 2])`` have one digest; this
-    part says, in the order ``value_classes`` walks the arguments, ``T`` for each tuple and
-    ``L`` for each list, then after a ``|`` the same for what the callable binds
+    A tuple's JSON form is a list, so ``f((1, 2))`` and ``f([1, 2])`` have one digest (and
+    a ``bytearray``'s is its ``bytes``'); this part says, in the order ``value_classes``
+    walks the arguments, ``T`` for each tuple and ``L`` for each list (``Y`` for ``bytes``,
+    ``A`` for a ``bytearray``), then after a ``|`` the same for what the callable binds
     (``_bound_kinds.bound_kinds``: a partial's arguments, a closure's cells...).
 
     Returns:

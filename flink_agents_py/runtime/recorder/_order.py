@@ -158,11 +158,11 @@ def _kinds_text(was: str, now: str) -> str:
                                now.split("|"), strict=False):
         at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), None)
         if at is not None:
-            names = {"T": "a tuple", "L": "a list"}
+            names = {"T": "a tuple", "L": "a list", "Y": "bytes", "A": "a bytearray"}
             return (f"the arguments recorded in their JSON form, but {names[new[at]]} where "
                     f"{names[old[at]]} was recorded (the sequence {at + 1} of {len(new)} in "
                     f"{place})")
-    return "the arguments recorded in their JSON form, but other tuples and lists"
+    return "the arguments recorded in their JSON form, but other tuples and lists, or bytes"
 
 
 def moved_call(call: Any, rec: CallRecord, inflight: Mapping[str, InflightAction],

@@ -50,8 +50,9 @@ def value_classes(value: Any, depth: int = 0, *, sort_dicts: bool = False,
             order its entries were made in: ``f(a=..., b=...)`` is ``f(b=..., a=...)``).
             The digest of a call's own arguments keeps the insertion order (recorded so).
         kinds: when given, gets ``"T"`` for each plain tuple and ``"L"`` for each list met,
-            in walk order: their JSON forms are alike, so ``f((1, 2))`` and ``f([1, 2])``
-            are told apart by it (``_binding.sequence_kinds``).
+            ``"Y"`` for each ``bytes`` and ``"A"`` for each ``bytearray``, in walk order:
+            their JSON forms are alike, so ``f((1, 2))`` and ``f([1, 2])``, or ``f(b"x")``
+            and ``f(bytearray(b"x"))``, are told apart by it (``_binding.sequence_kinds``).
 
     Returns:
         ``module:qualname`` of each class, in walk order (a namedtuple's before its fields',
@@ -63,6 +64,9 @@ def value_classes(value: Any, depth: int = 0, *, sort_dicts: bool = False,
         return []
     if isinstance(value, enum.Enum):
         return [] if getattr(kind, "__identity_is_value__", False) else [_qualified(kind)]
+    if kinds is not None and (kind is bytes or kind is bytearray):
+        kinds.append("Y" if kind is bytes else "A")
+        return []
     found: list[str] = []
     if kind is list or kind is tuple or (isinstance(value, tuple) and hasattr(kind, "_fields")):
         if kind is not list and kind is not tuple:
