@@ -312,6 +312,9 @@ def _judge(ff: _Baseline, point: int, mark: tuple[int, int], rec: Observed, seed
         done_at = base.finished.get((call[0], call[1].rsplit("/", 1)[0]))
         if done_at is not None and done_at <= point:
             continue  # its action had completed (without awaiting it): nothing re-enters
+        if call in started and call not in ff.recorded_all:
+            continue  # open at the point, never completed (a sub-agent call its action, which
+            # raised, never awaited: cancelled): re-attached to, it has nothing to record
         skipped[call[0]].append(call[1])
     for key, calls in skipped.items():
         shown = ", ".join(calls[:4]) + (f" and {len(calls) - 4} more" if len(calls) > 4 else "")
