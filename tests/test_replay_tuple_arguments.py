@@ -319,3 +319,22 @@ def test_a_bound_list_a_call_made_a_tuple_replays_quietly(probes, caplog):
     assert errors == [] and outputs == [[1, 1]]
     assert not [r for r in caplog.records if "was recorded" in r.getMessage()]
     assert probes["fetch:1"] == 2  # each ran once, live
+
+
+def test_many_tuples_keep_a_bounded_shape_and_are_still_told_apart(probes):
+    """A call given thousands of rows as tuples keeps a digest of their kinds, not one
+    letter per row, in keyed state; swapped with the same rows as lists, it still diverges."""
+    rows = [(n, n + 1) for n in range(2000)]
+    shape = argument_shape(stops, (rows,), {})
+    assert shape is not None and len(shape) < 200
+    assert sequence_kinds(shape) != sequence_kinds(
+        argument_shape(stops, ([list(r) for r in rows],), {})
+    )
+    SWITCH["args"] = [(rows,), ([list(r) for r in rows],)]
+    plan = AgentPlan.from_agent(Describer())
+    snap = snapshot(plan)
+    SWITCH["args"] = SWITCH["args"][::-1]
+    outputs, errors, _core = resume(plan, snap)
+    assert outputs == []
+    [err] = errors
+    assert "arguments are those recorded for r0/go/c1" in err.message

@@ -15,10 +15,24 @@ import functools
 import types
 from typing import Any
 
+from .._serde import digest
 from ._identity import MAX_DEPTH, _attributes, made_at_run_time
 from ._value_classes import value_classes
 
-__all__ = ["bound_kinds"]
+__all__ = ["bound_kinds", "compact_kinds", "MAX_KINDS"]
+
+MAX_KINDS = 64
+"""The longest kinds text kept as it is; a longer one is kept as its digest (``#`` and 16
+hex digits), so a call given thousands of tuples keeps a bounded record in keyed state."""
+
+
+def compact_kinds(kinds: str) -> str:
+    """``kinds`` itself, or past ``MAX_KINDS`` characters its digest (``#...``).
+
+    Returns:
+        The text to keep in the argument shape.
+    """
+    return kinds if len(kinds) <= MAX_KINDS else f"#{digest(kinds)}"
 
 
 def bound_kinds(fn: Any) -> str:
@@ -33,7 +47,7 @@ def bound_kinds(fn: Any) -> str:
         _walk(fn, kinds, 0, set())
     except (Exception, RecursionError):  # noqa: BLE001 - identity never fails the call
         return ""
-    return "".join(kinds)
+    return compact_kinds("".join(kinds))
 
 
 def _walk(fn: Any, kinds: list[str], depth: int, seen: set[int]) -> None:

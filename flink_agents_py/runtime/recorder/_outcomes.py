@@ -25,7 +25,7 @@ from ...api.internal import (
 from .._failures import failure_text
 from .._serde import digest, dumps, from_json_value, to_json_value
 from ._binding import bound_arguments
-from ._bound_kinds import bound_kinds
+from ._bound_kinds import bound_kinds, compact_kinds
 from ._call_changes import NO_DEFAULTS, defaults_taken, effective
 from ._callees import run_time_functions
 from ._code import code_steps
@@ -166,7 +166,7 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
                  nested or "", digest([named, classes]) if bound is not None else "", taken,
                  digest([effective(sig, named, forms), bound, classes]) if forms else ""]
         if kinds or held:  # (none: no eighth part, nor a call for it)
-            parts.append("".join(kinds) + (f"|{held}" if held else ""))
+            parts.append(compact_kinds("".join(kinds)) + (f"|{held}" if held else ""))
         while not parts[-1]:
             parts.pop()
         return "/".join(parts)
