@@ -26,7 +26,15 @@ from ..runtime import (
 from ..runtime.internal import UnreadErrors
 from ._collections import accept_pickled_collections
 from ._fresh import shipped
-from ._keyed_input import is_keyed_stream, with_its_key
+from ._graph import check_uid_free, transformations_of
+from ._keyed_input import (
+    is_keyed_stream,
+    positioned_input,
+    positioned_key,
+    seal,
+    sealed_key,
+    with_its_key,
+)
 from ._operator import ERROR_TAG, AgentOperator
 from ._progress import JobProgress, progress_enabled, rest_urls
 from ._second_input import envelope_key, wrap_outside
@@ -100,35 +108,6 @@ def _key_of_named_row(selector: Any, row: dict[str, Any]) -> Any:
     return selector.get_key(named)
 
 
-def _check_uid_free(env: Any, uid: str, label: str) -> None:
-    """Refuse a second agent operator under ``uid`` in the job being built on ``env``.
-
-    Flink refuses the job only when it is submitted, with ``Hash collision on user-specified
-    ID`` and not a word on ``name=`` (an agent applied twice took its class name twice).
-
-    Raises:
-        UsageError: naming the uid and what to pass.
-    """
-    try:
-        taken = {t.getUid() for t in env._j_stream_execution_environment.getTransformations()}
-    except Exception:  # noqa: BLE001 - not a PyFlink environment Flink can list: Flink checks
-        return
-    if uid in taken:
-        raise UsageError(
-            f"apply: this job already has an agent operator named {label!r} (uid {uid!r}; "
-            f"an agent applied twice takes its class name twice): give each apply its own "
-            f"name=, e.g. apply(agent, name={label + '-2'!r}); the name is the operator's "
-            f"uid, which a savepoint's state is mapped back to, so keep it once chosen")
-
-
-def _transformations(env: Any) -> Any:
-    """The live Java list of the transformations added to ``env`` (``None``: not a JVM's)."""
-    try:
-        return env._j_stream_execution_environment.getTransformations()
-    except Exception:  # noqa: BLE001 - a stand-in environment of a unit test
-        return None
-
-
 _encoding = key_encoding  # ``apply`` has an argument of that name
 
 
@@ -145,6 +124,7 @@ class FlinkAgentBuilder:
         self._errors: Any = None
         self._op: Any = None  # the agent operator and its name, from ``apply``
         self._label = ""
+        self._sealed = False  # process mode: records travel sealed (``_keyed_input.Sealed``)
         self._built: list[Any] = []  # the Java transformations ``_build`` added to the job
         self._handed_out = False  # the outputs or errors were taken: no second ``_build``
         self._errors_read = False  # ``errors_datastream()`` taken: else ``execute`` reads them
@@ -214,8 +194,11 @@ class FlinkAgentBuilder:
         if options.lineage is None:
             options = options.replace(lineage=secrets.token_hex(8))
         op = AgentOperator(plan, options, key_encoding=keys)
+        # Beam's coder, not the operator, would unpickle a process-mode record: a record that
+        # fails to load there failed the task; sealed, the operator makes it an error row
+        self._sealed = workers.execution_mode != "thread"
         label = name or (type(agent).__name__ if isinstance(agent, Agent) else "agent")
-        _check_uid_free(self._env.env, f"agent-{label}", label)
+        check_uid_free(self._env.env, f"agent-{label}", label)
         self._op, self._label = op, label
         self._build()
         self._env._applied.append(self)
@@ -231,7 +214,7 @@ class FlinkAgentBuilder:
         op, label = self._op, self._label
         op.output_check = contract
         keys = op.keys
-        transformations = _transformations(self._env.env)
+        transformations = transformations_of(self._env.env)
         before = transformations.size() if transformations is not None else 0
         ds, key_selector = self._ds, self._key_selector
         if self._events is not None:  # the second input: one union, events in envelopes
@@ -243,7 +226,11 @@ class FlinkAgentBuilder:
             key_selector = functools.partial(envelope_key, key_selector, self._events_key)
         # a record its key selector fails on (or whose key has no encoding) is keyed by a
         # rejected key, which the operator sends to the error output: the job keeps running
-        selector = shipped(functools.partial(keys.flink_key, key_selector))
+        selector: Callable[[Any], Any] = shipped(functools.partial(keys.flink_key, key_selector))
+        if self._sealed:  # the key computed once, beside the pickled record
+            ds = ds.map(shipped(functools.partial(seal, selector)),
+                        output_type=Types.PICKLED_BYTE_ARRAY()).name(f"{label}-seal")
+            selector = shipped(sealed_key)
         keyed = ds.key_by(selector, key_type=Types.STRING()) if keys.stable \
             else ds.key_by(selector)  # PyFlink pickles keys without a key type
         self._result = (
@@ -268,7 +255,7 @@ class FlinkAgentBuilder:
         Returns:
             The operator's output ``DataStream``.
         """
-        transformations = _transformations(self._env.env)
+        transformations = transformations_of(self._env.env)
         if not self._handed_out and self._built and transformations is not None \
                 and contract is not None:
             for transformation in self._built:
@@ -492,7 +479,12 @@ class FlinkExecutionEnvironment:
                              f"{type(ds).__name__}: pass {fix}")
         if key_selector is None and is_keyed_stream(ds):  # Flink Agents: its own key
             ds, key_selector = with_its_key(ds)
-        return FlinkAgentBuilder(self, ds, _key_function(key_selector) or default_key_selector)
+        selector = _key_function(key_selector) or default_key_selector
+        positioned = positioned_input(ds)  # read_lines_file's records: with their lines
+        if positioned is not None:
+            return FlinkAgentBuilder(self, positioned,
+                                     functools.partial(positioned_key, selector))
+        return FlinkAgentBuilder(self, ds, selector)
 
     def from_table(self, table: Any, key_selector: Callable[[Any], Any] | None = None
                    ) -> FlinkAgentBuilder:

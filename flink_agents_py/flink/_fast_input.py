@@ -33,7 +33,7 @@ from typing import Any
 
 from ..runtime.internal import UnreadableRecord
 
-__all__ = ["RecordOfKeyedRow", "adopt_record_input"]
+__all__ = ["RecordOfKeyedRow", "adopt_record_input", "unreadable"]
 
 log = logging.getLogger(__name__)
 
@@ -72,15 +72,17 @@ class RecordOfKeyedRow:
                 return None, (pickle.loads(record) if record is not None else None)
             return None, self._field.to_internal(record)
         except Exception as e:  # noqa: BLE001 - the record's own failure, not the task's
-            return None, _unreadable(record, e, self._pickled)
+            return None, unreadable(record, e, self._pickled)
 
 
 _EXCERPT_BYTES = 64
 """How many of an unreadable record's first bytes its error record shows."""
 
 
-def _unreadable(record: Any, error: Exception, pickled: bool) -> UnreadableRecord:
+def unreadable(record: Any, error: Exception, pickled: bool) -> UnreadableRecord:
     """The stand-in of a record that failed to convert (see the module docstring).
+
+    Also process mode's, for a ``Sealed`` record that fails to load (``_keyed_input``).
 
     Returns:
         The stand-in, naming the record's size and what converting it raised.

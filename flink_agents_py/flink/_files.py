@@ -16,6 +16,14 @@ split exactly as ``flink_agents_py.io.split_lines`` splits them.
 Line numbers: the source reads one file as one split, in order, but does not number lines, so
 a single-key ``KeyedProcessFunction`` counts them in keyed state, checkpointed with the
 source's position (numbering survives a restore).
+
+Where a record was read: ``NumberedLines`` hands each record on as a ``Positioned`` (``line N``);
+the ``records`` stream ``read_lines_file`` returns takes that off (a map, so the program sees its
+records), and ``from_datastream(records)`` keys the positioned stream instead (that map is then
+left out of the job unless something else reads it). So an error row of a line's record that
+the agent does not run (its key selector raised, no JSON form, a failed action) names its line,
+as the local runner's rows of ``from_list(read_json_lines(path))`` do; before, they said
+``record`` and the line was lost.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from pyflink.datastream.state import ValueStateDescriptor
 
 from ..io import MAX_RECORD_BYTES, is_blank, json_line, parse_line_bytes
 from ._fresh import fresh_reduce, shipped
+from ._keyed_input import Positioned, without_positions
 from ._unread_errors import note_input_errors
 
 __all__ = ["LINE_ERRORS", "FileInput", "NumberedLines", "read_lines_file"]
@@ -91,7 +100,12 @@ class NumberedLines(KeyedProcessFunction):
         if result.error is not None:
             yield LINE_ERRORS, result.error
             return
-        yield from self.emit(line_no, result.record, ctx)
+        where = f"line {line_no}"  # each record with its line, for the agent's error rows
+        for item in self.emit(line_no, result.record, ctx):
+            if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+                yield item  # a side output of a subclass's ``emit``
+            else:
+                yield Positioned(where, item)
 
     def keep(self, line_no: int) -> bool:
         """Whether to read non-blank line ``line_no`` (default: all); called once per line."""
@@ -150,9 +164,10 @@ def read_lines_file(env: Any, path: str | os.PathLike[str], *,
     text = text.set_parallelism(1)
     op = operator or NumberedLines(parse, max_record_bytes=max_record_bytes)
     label = f"{name}-number-and-parse"
-    records = (text.key_by(shipped(_one_key), key_type=Types.INT())
-               .process(op, output_type=Types.PICKLED_BYTE_ARRAY())
-               .name(label).uid(label).set_parallelism(1))
-    errors = records.get_side_output(LINE_ERRORS)
+    positioned = (text.key_by(shipped(_one_key), key_type=Types.INT())
+                  .process(op, output_type=Types.PICKLED_BYTE_ARRAY())
+                  .name(label).uid(label).set_parallelism(1))
+    errors = positioned.get_side_output(LINE_ERRORS)
     note_input_errors(env, errors)  # read back and logged when the program never takes it
-    return FileInput(records, errors)
+    # the records without their lines; ``from_datastream(records)`` keys ``positioned`` instead
+    return FileInput(without_positions(positioned, f"{name}-records"), errors)

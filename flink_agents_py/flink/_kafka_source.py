@@ -23,7 +23,7 @@ from ..io import MAX_RECORD_BYTES, decode_record, excerpt
 from ..runtime.internal import loads_record
 from ._fresh import shipped
 from ._kafka_jars import DESERIALIZER, add_kafka_jars, check_servers, new_java
-from ._keyed_input import Positioned, positioned_key
+from ._keyed_input import Positioned, positioned_key, without_positions
 from ._unread_errors import note_input_errors
 
 __all__ = ["KafkaInput", "KafkaMessage", "from_kafka", "json_value", "read_json_topic"]
@@ -251,7 +251,14 @@ def _read(env: Any, bootstrap_servers: str, topic: str | list[str], *,
           group_id: str | None = None, properties: dict[str, str] | None = None,
           name: str | None = None, max_record_bytes: int | None = MAX_RECORD_BYTES,
           positioned: bool = False) -> KafkaInput:
-    """``read_json_topic``; ``positioned``: its records as ``Positioned`` (``from_kafka``)."""
+    """``read_json_topic``; ``positioned``: its records as ``Positioned`` (``from_kafka``).
+
+    Without ``positioned`` the records are handed out without their places, on a stream
+    ``from_datastream`` keys with them (``_keyed_input.without_positions``).
+
+    Returns:
+        ``KafkaInput(records, errors)``.
+    """
     from pyflink.common import Types, WatermarkStrategy
     from pyflink.datastream import OutputTag
     from pyflink.datastream.connectors.kafka import KafkaSource
@@ -277,12 +284,15 @@ def _read(env: Any, bootstrap_servers: str, topic: str | list[str], *,
                           label).uid(f"{label}-source")
     error_tag = OutputTag(f"{label}-errors", Types.PICKLED_BYTE_ARRAY())
     parsed = (raw.flat_map(shipped(_Parse(parse or json_value, error_tag, max_record_bytes,
-                                          positioned)),
+                                          positioned=True)),
                            output_type=Types.PICKLED_BYTE_ARRAY())
               .name(f"{label}-parse").uid(f"{label}-parse"))
     errors = parsed.get_side_output(error_tag)
     note_input_errors(env, errors)  # read back and logged when the program never takes it
-    return KafkaInput(parsed, errors)
+    # each record with where it was read; ``read_json_topic``'s records without it, which
+    # ``from_datastream(records)`` keys with it (``positioned_input``), as ``from_kafka`` does
+    return KafkaInput(parsed if positioned else without_positions(parsed, f"{label}-records"),
+                      errors)
 
 
 def from_kafka(

@@ -7,19 +7,36 @@ reads each record's key (``ctx.get_current_key()``) and carries it beside the re
 (``CarriedKey``); the agent's operator is keyed by that key and gets the record alone.
 
 A record read by ``from_kafka`` carries where it was read (``Positioned``: topic, partition,
-offset), so that an error row of a record the operator does not run names that place.
+offset), so that an error row of a record the operator does not run names that place; so does
+a record of ``read_lines_file`` (its line) given to ``from_datastream`` (``positioned_input``).
+
+In process mode a record travels to the agent operator sealed (``Sealed``): pickled by the
+agent's key step and unpickled by the operator itself. Beam's coder unpickled it before the
+operator's code ran, so a record that failed to load there (a class whose ``__reduce__`` or
+``__setstate__`` raises on that worker) failed the task, and the job at every restart; the
+operator now makes it an error row under its key, as thread mode's converter does
+(``_fast_input``). A record that cannot be pickled at all reaches it as an error row too.
 """
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import cloudpickle  # type: ignore[import-untyped]
 from pyflink.common.typeinfo import Types
 from pyflink.datastream import KeyedProcessFunction, KeyedStream
 
-__all__ = ["CarriedKey", "Positioned", "is_keyed_stream", "positioned_key",
-           "with_its_key"]
+from ..runtime.internal import UnreadableRecord
+from ._fast_input import unreadable
+from ._fresh import shipped
+
+__all__ = ["POSITIONED_STREAM", "CarriedKey", "Positioned", "Sealed", "is_keyed_stream",
+           "positioned_input", "positioned_key", "seal", "sealed_key", "with_its_key"]
+
+POSITIONED_STREAM = "_flink_agents_py_positioned"
+"""The attribute of a reader's records stream holding the same records as ``Positioned``."""
 
 
 class CarriedKey:
@@ -58,13 +75,16 @@ class Positioned:
         return Positioned, (self.where, self.record)
 
 
-def positioned_key(key_selector: Callable[[Any], Any], positioned: Positioned) -> Any:
-    """``key_selector`` of the record a ``Positioned`` carries.
+def positioned_key(key_selector: Callable[[Any], Any], positioned: Any) -> Any:
+    """``key_selector`` of the record a ``Positioned`` carries (or of a record without one).
+
+    A reader's stream may hold records without a place: what a ``NumberedLines`` subclass
+    yields from its timers (the main job's end-of-input markers).
 
     Returns:
         The record's key.
     """
-    return key_selector(positioned.record)
+    return key_selector(positioned.record if type(positioned) is Positioned else positioned)
 
 
 class _CarryKey(KeyedProcessFunction):
@@ -90,3 +110,116 @@ def with_its_key(ds: Any) -> tuple[Any, Callable[[Any], Any]]:
         The stream of ``CarriedKey``s and the selector of their ``key``.
     """
     return ds.process(_CarryKey(), output_type=Types.PICKLED_BYTE_ARRAY()), _carried_key
+
+
+def _record_of(item: Any) -> Any:
+    """The record a ``Positioned`` carries (what a subclass's timer yields is itself)."""
+    return item.record if type(item) is Positioned else item
+
+
+def without_positions(positioned: Any, name: str) -> Any:
+    """A reader's records stream: ``positioned`` (of ``Positioned``) with the places taken off.
+
+    ``from_datastream`` given it keys ``positioned`` instead (``positioned_input``).
+
+    Args:
+        positioned: the reader's stream of ``Positioned`` records.
+        name: the map's name and uid.
+
+    Returns:
+        The stream of the records themselves.
+    """
+    records = positioned.map(shipped(_record_of), output_type=Types.PICKLED_BYTE_ARRAY()) \
+        .name(name).uid(name)
+    # (the reader's parallelism: chained to it, the records are not sent across)
+    records.set_parallelism(positioned._j_data_stream.getParallelism())
+    setattr(records, POSITIONED_STREAM, positioned)
+    return records
+
+
+def positioned_input(ds: Any) -> Any:
+    """The ``Positioned`` stream behind ``ds``, a records stream of ``read_lines_file``.
+
+    ``ds`` takes the position off each record (a map); the agent is given the positioned
+    records instead, so that map is removed from the job's list of transformations (Flink
+    still runs it when another operator of the job reads ``ds``).
+
+    Args:
+        ds: a ``DataStream`` given to ``from_datastream``.
+
+    Returns:
+        The positioned stream, or ``None`` when ``ds`` is no such records stream.
+    """
+    positioned = getattr(ds, POSITIONED_STREAM, None)
+    if positioned is None:
+        return None
+    try:
+        ds._j_data_stream.getExecutionEnvironment().getTransformations().remove(
+            ds._j_data_stream.getTransformation())
+    except Exception:  # noqa: BLE001 - not a JVM's stream (a unit test's): the map stays
+        pass
+    return positioned
+
+
+class Sealed:
+    """A record pickled by the agent's key step, for the operator to unpickle (process mode).
+
+    Args:
+        key: the record's key as the stream is keyed (``KeyEncoding.flink_key``'s).
+        data: the record's pickle, or ``None`` when it could not be pickled.
+        where: where the record was read (a ``Positioned``'s place), or ``None``.
+        what: what the record was, when it could not be pickled (``"Foo record"``).
+        error: what pickling it raised (``data`` ``None``).
+    """
+
+    __slots__ = ("data", "error", "key", "what", "where")
+
+    def __init__(self, key: Any, data: bytes | None, where: str | None = None,
+                 what: str = "record", error: str = "") -> None:
+        self.key = key
+        self.data = data
+        self.where = where
+        self.what = what
+        self.error = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Sealed, (self.key, self.data, self.where, self.what, self.error)
+
+    def opened(self) -> Any:
+        """The record; one that fails to load, an ``UnreadableRecord`` saying why.
+
+        Returns:
+            The record (as it was sealed: a ``Positioned`` one too), or its stand-in (in a
+            ``Positioned`` when its place is known).
+        """
+        if self.data is None:
+            stand_in = UnreadableRecord(self.what, self.error, "(not pickled)")
+        else:
+            try:
+                return pickle.loads(self.data)
+            except Exception as e:  # noqa: BLE001 - the record's own failure, not the task's
+                stand_in = unreadable(self.data, e, True)
+        return stand_in if self.where is None else Positioned(self.where, stand_in)
+
+
+def seal(keyer: Callable[[Any], Any], record: Any) -> Sealed:
+    """``record`` sealed with its key (``keyer(record)``), for ``sealed_key`` to key by.
+
+    Returns:
+        The ``Sealed`` record.
+    """
+    key = keyer(record)
+    where = record.where if type(record) is Positioned else None
+    try:
+        return Sealed(key, cloudpickle.dumps(record), where)
+    except Exception as e:  # noqa: BLE001 - the record's own failure, not the task's
+        text = str(e)
+        inner = record.record if type(record) is Positioned else record
+        return Sealed(key, None, where, f"{type(inner).__name__} record",
+                      f"pickling it raised {type(e).__name__}: {text[:500]}"
+                      f"{'...' if len(text) > 500 else ''}")
+
+
+def sealed_key(sealed: Sealed) -> Any:
+    """The key a ``Sealed`` record carries (the key step's key selector)."""
+    return sealed.key

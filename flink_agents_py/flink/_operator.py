@@ -87,7 +87,7 @@ from ._fast_input import adopt_record_input
 from ._fresh import fresh_reduce
 from ._gc import hold_gc_settings, release_gc_settings
 from ._key_state import _FlinkKeyState
-from ._keyed_input import CarriedKey, Positioned
+from ._keyed_input import CarriedKey, Positioned, Sealed
 from ._process_drain import drain_all, python_state_backend
 from ._second_input import OutsideEnvelope, outside_element, register_waits, wait_timer
 from ._switching import _MAX_EXPECTED_WAIT_MS, DRAIN_TIMESTAMP, KeySwitching, note_final_drain
@@ -272,10 +272,15 @@ class AgentOperator(KeyedProcessFunction):
         core = self.core
         assert core is not None
         key = self._key = ctx.get_current_key()  # its identity (``KeyEncoding``)
-        if type(value) is CarriedKey:  # a record of a KeyedStream, with its key (keyed by it)
+        kind = type(value)
+        if kind is Sealed:  # process mode: pickled by the key step (``_keyed_input``)
+            value = value.opened()
+            kind = type(value)
+        if kind is CarriedKey:  # a record of a KeyedStream, with its key (keyed by it)
             value = value.record
+            kind = type(value)
         where, source = "record", None  # as error rows of records not run name it
-        if type(value) is Positioned:  # a record of from_kafka, with where it was read
+        if kind is Positioned:  # a record of from_kafka or a file, with where it was read
             where = source = value.where
             value = value.record
         rejected = self.keys.rejected(key) if type(key) is not str \
