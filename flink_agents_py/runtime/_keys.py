@@ -148,10 +148,12 @@ def _check(key: Any, where: str) -> None:
 
 
 def _not_finite(key: Any, where: str) -> None:
+    nan = key.is_nan() if type(key) is decimal.Decimal else key != key  # (sNaN: no compare)
+    why = ("NaN is not equal to itself, so it could never find its state again" if nan
+           else "an infinity has no JSON form, which the key's encoding is")
     raise KeyEncodingError(
-        f"{where} is {key!r}: a key must be a finite number (NaN is not equal to "
-        f"itself, so it could never find its state again): give such records a key "
-        f"of their own in the key selector, or filter them out before the agent")
+        f"{where} is {key!r}: a key must be a finite number ({why}): give such records a "
+        f"key of their own in the key selector, or filter them out before the agent")
 
 
 def _check_tagged(key: Any, where: str) -> None:
