@@ -229,7 +229,8 @@ class FlinkAgentBuilder:
         selector: Callable[[Any], Any] = shipped(functools.partial(keys.flink_key, key_selector))
         if self._sealed:  # the key computed once, beside the pickled record
             ds = ds.map(shipped(functools.partial(seal, selector)),
-                        output_type=Types.PICKLED_BYTE_ARRAY()).name(f"{label}-seal")
+                        output_type=Types.PICKLED_BYTE_ARRAY()) \
+                .name(f"{label}-seal").uid(f"agent-{label}-seal")
             selector = shipped(sealed_key)
         keyed = ds.key_by(selector, key_type=Types.STRING()) if keys.stable \
             else ds.key_by(selector)  # PyFlink pickles keys without a key type
