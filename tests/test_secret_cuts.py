@@ -78,10 +78,12 @@ def _mcp_not_mcp(pad: str) -> str:
 
 
 def _skill_output(pad: str) -> str:
-    from flink_agents_py.skills._sandbox import Limits, _render, _Stream
+    from flink_agents_py.skills._output import _Stream, render
 
     out = _Stream(bytearray(pad.encode()), total=len(pad))
-    return _render(out, _Stream(bytearray()), 0, len(pad) - 20, Limits(1, 1, 1, 1, 1))
+    text, notes = render(out, _Stream(bytearray()), 0, len(pad) - 20, "the limits")
+    assert notes["output_cut"]["kept_characters"] == len(text)  # the cut is a note, apart
+    return text
 
 
 def _upgrade_problem(pad: str) -> str:

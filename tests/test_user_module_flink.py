@@ -243,8 +243,11 @@ def plain_install(tmp_path_factory):
         [PYTHON, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True, text=True, check=True).stdout.strip()
     (site / "zz_project_venv.pth").write_text(project_site + "\n")
+    # the user's shell's environment: a PYTHONPATH into the repository would make pip see
+    # the editable install (through the .pth above) as this version and install nothing
     subprocess.run([PYTHON, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-                    "-q", "--no-deps", *map(str, wheels.glob("*.whl"))], check=True, timeout=300)
+                    "-q", "--no-deps", *map(str, wheels.glob("*.whl"))], check=True, timeout=300,
+                   env=clean_env())
     return venv / "bin" / "python", site
 
 
