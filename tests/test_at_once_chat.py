@@ -109,6 +109,12 @@ class Chatty(Agent):
             ctx.send_event(OutputEvent(output={"key": ctx.key, "echo": event.input["n"]}))
             return
         text = {"raise_model": "raise", "tool": "tool"}.get(do, f"q{event.input['n']}")
+        if do == "changed":  # the sender changes its request after sending it
+            request = ChatRequestEvent(model="model", messages=[ChatMessage(content=text)])
+            ctx.send_event(request)
+            request.messages.append(ChatMessage(content="late"))
+            request.messages[0].extra_args["late"] = True
+            return
         ctx.send_event(
             ChatRequestEvent(
                 model="nowhere" if do == "no_model" else "model",
@@ -226,6 +232,58 @@ def test_the_chat_programs_do_what_each_input_asks():
     last = [s for k, *s in out["seen"] if k == "state"][-1]
     assert json.loads(last[1][1]) == {"asked": 2, "last": "re: q21"}
     assert out["counters"]["actions_failed"] == 2
+
+
+@pytest.mark.parametrize("agent", [Chatty, PlainAnswer])
+def test_a_request_changed_after_it_was_sent_is_asked_and_kept_as_sent(agent):
+    """The chat action's request is the sent one, not the object its sender went on changing.
+
+    On the straight line the chat action gets the copy made as the request's stored form was
+    written (``_chat_request.request_forms``), on the general path one rebuilt from that
+    form: the model is asked, and the waiting chat stored, with what was sent.
+    """
+    records = _records(["changed", "chat", "changed"], keys=1)
+    fast = _drive(agent(), records, at_once=True)
+    general = _drive(agent(), records, at_once=False)
+    assert fast["seen"] == general["seen"] and fast["hooks"] == general["hooks"]
+    flat = [o for k, v, *_ in fast["seen"] if k == "outputs" for o in json.loads(v)]
+    assert [o["text"] for o in flat] == [f"re: q{n}" for n in range(6)]  # (each twice)
+    stored = [s for k, *s in fast["seen"] if k in ("waiting", "state")]
+    assert stored and '"late"' not in json.dumps(stored)
+
+
+ROUNDS = 450
+"""Chats in one run of ``Rechat``: 901 actions, under the event chain limit of 1,000."""
+
+
+class Rechat(Chatty):
+    """Each answer asks again (a model that does not exist: each chat ends at once)."""
+
+    @action(InputEvent)
+    @staticmethod
+    def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(ChatRequestEvent(model="nowhere", messages=[ChatMessage(content="0")]))
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def answer(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+        n = (ctx.sensory_memory.get("n") or 0) + 1
+        if n < ROUNDS:
+            ctx.sensory_memory.set("n", n)
+            ctx.send_event(ChatRequestEvent(model="nowhere", messages=[ChatMessage(content="n")]))
+            return
+        ctx.send_event(OutputEvent(output={"key": ctx.key, "rounds": n, "error": event.error}))
+
+
+def test_a_run_of_hundreds_of_chats_started_at_once_does_not_grow_the_stack():
+    """Each chat starts in the frame of the action that asked, each answer does not."""
+    records = [{"key": "k0", "n": 0, "do": "chat"}]
+    fast = _drive(Rechat(), records, at_once=True)
+    general = _drive(Rechat(), records, at_once=False)
+    assert fast["seen"] == general["seen"] and fast["hooks"] == general["hooks"]
+    [out] = [o for k, v, *_ in fast["seen"] if k == "outputs" for o in json.loads(v)]
+    assert out["rounds"] == ROUNDS and "nowhere" in out["error"]
+    assert fast["counters"]["actions_completed"] == 2 * ROUNDS + 1
 
 
 def test_a_chat_restored_at_every_point_replays_on_the_straight_lines():

@@ -45,7 +45,7 @@ from flink_agents_py.runtime.recorder._state import InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(60)
 
-CHAT_CALLS = 322
+CHAT_CALLS = 310
 """Python calls per chat on the host's thread, at most (487 when set, 605 the day before;
 535 once each use of a context, memory or memory set checks that it is its own action's:
 ``runtime/context/_owner.py``, 13 checks a chat; 530 once a run's end no longer asks its
@@ -73,7 +73,10 @@ written directly, ``_chat_request.request_json`` and ``answer_json``; 328 once t
 one input action that used memory finishes in its straight line too, ``_at_once._finished``;
 321 once the action a chat's answer triggers is dispatched, run and finished in the frame
 that finished the chat, ``_at_once.dispatch_emitted``; 322 once a chat event's model call
-keeps its setup's digest, ``recorder/_setup_shapes.setup_shape``, one call when cached)."""
+keeps its setup's digest, ``recorder/_setup_shapes.setup_shape``, one call when cached;
+309 once a user's request that is its action's last event starts the built-in chat action
+in the frame that finished the sender, ``_at_once.dispatch_emitted``, with the copy of the
+request made as its form was written, ``_chat_request.request_forms``)."""
 WAIT_CALLS = 252
 """Python calls per record of a run that waits once for a ``durable_execute_async`` call on
 the host's thread, at most (396 before the call's argument shape kept its function's

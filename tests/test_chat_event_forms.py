@@ -26,7 +26,12 @@ from flink_agents_py.api import (
 )
 from flink_agents_py.api.internal import EVENT_ID_SOURCE
 from flink_agents_py.runtime import _serde
-from flink_agents_py.runtime._chat_request import answer_json, request_json
+from flink_agents_py.runtime._chat_request import (
+    answer_json,
+    request_event,
+    request_forms,
+    request_json,
+)
 from flink_agents_py.runtime._chat_steps import answer_event
 from flink_agents_py.runtime._serde import event_json, to_json_value
 from flink_agents_py.runtime.core._results import event_of
@@ -105,6 +110,49 @@ def test_the_usual_request_is_written_as_the_walk_writes_it(fields):
     assert made["attributes"] is not event.attributes
     # and the chat action's copy is rebuilt from it as from the walk's form
     assert event_of(made) == event_of(walked) == event
+
+
+@pytest.mark.parametrize("fields", USUAL)
+def test_the_chat_actions_copy_made_with_the_form_is_the_one_rebuilt_from_it(fields):
+    event = _request(**fields)
+    made = request_forms(event)
+    assert made is not None
+    form, copy = made
+    assert form == request_json(event)
+    rebuilt = request_event(form)
+    assert rebuilt is not None
+    assert _model_state(copy) == _model_state(rebuilt)  # values, fields set, extra, private
+    # nothing shared with the sender's request or with the stored form
+    assert copy is not event and copy.messages is not event.messages
+    assert copy.messages is not form["messages"]
+    for m, original in zip(copy.messages, event.messages, strict=True):
+        assert m is not original
+        assert m.tool_calls is not original.tool_calls
+        assert m.extra_args is not original.extra_args
+        assert m.reasoning is not original.reasoning
+    assert copy.attributes is not event.attributes
+    event.messages.append(ChatMessage(content="after sending"))  # the sender's changes
+    event.messages[0].extra_args["tone"] = "changed"  # (a message is frozen, its dicts not)
+    event.attributes["a"] = 1
+    assert copy == rebuilt and event_json(copy, "again") == form
+
+
+@pytest.mark.parametrize("fields", OTHER)
+def test_no_copy_is_made_for_a_request_of_another_form(fields):
+    assert request_forms(_request(**fields)) is None
+
+
+def _model_state(model: Any) -> tuple[Any, ...]:
+    return (
+        type(model),
+        [
+            (k, [_model_state(m) for m in v] if k == "messages" else v)
+            for k, v in model.__dict__.items()
+        ],
+        model.__pydantic_fields_set__,
+        model.__pydantic_extra__,
+        model.__pydantic_private__,
+    )
 
 
 @pytest.mark.parametrize("fields", OTHER)

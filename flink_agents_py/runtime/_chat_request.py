@@ -32,7 +32,7 @@ from ._json_codec import unshared
 _REQUEST_TYPE, _ANSWER_TYPE = ChatRequestEvent.EVENT_TYPE, ChatResponseEvent.EVENT_TYPE
 """The built-in types (``BuiltinEventType``: compared by identity, looked up without a call)."""
 
-__all__ = ["answer_json", "request_event", "request_json"]
+__all__ = ["answer_json", "request_event", "request_forms", "request_json"]
 
 _REQUEST_KEYS = frozenset(
     {"id", "type", "attributes", "attachments", "model", "messages", "prompt_args", "output_schema"}
@@ -198,6 +198,28 @@ def request_json(event: ChatRequestEvent) -> dict[str, Any] | None:
         The JSON form; ``None`` for any other form, and for text that is not valid UTF-8
         (``event_json``'s walk then makes it, or says what and where).
     """
+    forms = request_forms(event, copy=False)
+    return None if forms is None else forms[0]
+
+
+def request_forms(
+    event: ChatRequestEvent, copy: bool = True
+) -> tuple[dict[str, Any], ChatRequestEvent | None] | None:
+    """``request_json(event)`` and the request the chat action gets, made in one pass.
+
+    The second is what ``request_event`` builds from the first (the chat action's own copy,
+    sharing no list or dict with the form or with ``event``), made from ``event``'s values
+    as the form is written, when the request is sent: the sender may change its request
+    after sending it, and the copy, like the form, is what it held then.
+
+    Args:
+        event: a ``ChatRequestEvent`` (its exact class).
+        copy: whether to make the copy (else the second is ``None``: ``request_json``).
+
+    Returns:
+        The JSON form and the copy; ``None`` when ``request_json`` gives ``None``, or (with
+        ``copy``) ``request_event`` would leave the form to validation.
+    """
     values = event.__dict__
     if (
         not _FORMS
@@ -216,6 +238,9 @@ def request_json(event: ChatRequestEvent) -> dict[str, Any] | None:
         or (messages := values["messages"]).__class__ is not list
     ):
         return None
+    if copy and not _FAST:
+        return None
+    copies: list[ChatMessage] | None = [] if copy else None
     forms = []
     for m in messages:
         fields = m.__dict__
@@ -223,12 +248,12 @@ def request_json(event: ChatRequestEvent) -> dict[str, Any] | None:
             type(m) is not ChatMessage
             or tuple(fields) != _MESSAGE_ORDER
             or m.__pydantic_extra__
-            or fields["role"].__class__ is not MessageRole
-            or type(fields["content"]) is not str
+            or (role := fields["role"]).__class__ is not MessageRole
+            or type(content := fields["content"]) is not str
             or (calls := fields["tool_calls"]).__class__ is not list
             or calls
-            or type(fields["tool_call_id"]) not in _TEXT_OR_NONE
-            or type(fields["name"]) not in _TEXT_OR_NONE
+            or type(call_id := fields["tool_call_id"]) not in _TEXT_OR_NONE
+            or type(name := fields["name"]) not in _TEXT_OR_NONE
             or (extra := fields["extra_args"]).__class__ is not dict
             or extra
             or fields["reasoning"]
@@ -236,14 +261,33 @@ def request_json(event: ChatRequestEvent) -> dict[str, Any] | None:
             return None
         forms.append(
             {
-                "role": fields["role"]._value_,  # (``.value`` without its descriptor)
-                "content": fields["content"],
+                "role": role._value_,  # (``.value`` without its descriptor)
+                "content": content,
                 "tool_calls": [],
-                "tool_call_id": fields["tool_call_id"],
-                "name": fields["name"],
+                "tool_call_id": call_id,
+                "name": name,
                 "extra_args": {},
             }
         )
+        if copies is not None:  # (``_message`` of that form: its values, its fields set)
+            set_dict, set_fields, set_extra, set_private = SLOT_SETTERS  # type: ignore[misc]
+            message = ChatMessage.__new__(ChatMessage)
+            set_dict(
+                message,
+                {
+                    "role": role,
+                    "content": content,
+                    "tool_calls": [],
+                    "tool_call_id": call_id,
+                    "name": name,
+                    "extra_args": {},
+                    "reasoning": [],
+                },
+            )
+            set_fields(message, set(_MESSAGE_KEYS))
+            set_extra(message, None)
+            set_private(message, None)
+            copies.append(message)
     data: dict[str, Any] = {
         "id": values["id"],
         "type": "ChatRequestEvent",
@@ -258,7 +302,27 @@ def request_json(event: ChatRequestEvent) -> dict[str, Any] | None:
         orjson.dumps(data)  # what keyed state can hold: UTF-8 text (as the walk checks)
     except orjson.JSONEncodeError:
         return None
-    return data
+    if copies is None:
+        return data, None
+    set_dict, set_fields, set_extra, set_private = SLOT_SETTERS  # type: ignore[misc]
+    request = ChatRequestEvent.__new__(ChatRequestEvent)  # (``request_event`` of ``data``)
+    set_dict(
+        request,
+        {
+            "id": data["id"],
+            "type": _REQUEST_TYPE,
+            "attributes": {},
+            "attachments": {},
+            "model": data["model"],
+            "messages": copies,
+            "prompt_args": None,
+            "output_schema": None,
+        },
+    )
+    set_fields(request, set(_REQUEST_KEYS))
+    set_extra(request, None)
+    set_private(request, None)
+    return data, request
 
 
 def answer_json(event: ChatResponseEvent, known: dict[str, Any]) -> dict[str, Any] | None:

@@ -29,10 +29,10 @@ from sys import exc_info
 from types import CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ...api import Event, OutputEvent, UnsupportedAwaitError
+from ...api import ChatRequestEvent, Event, OutputEvent, UnsupportedAwaitError
 from ...api.internal import EVENT_ID_SOURCE
 from ...plan import ActionPlan, warn_if_returned
-from .._builtins import BUILTIN_NAMES
+from .._builtins import BUILTIN_NAMES, CHAT_ROUTES
 from .._failures import never_awaited, unless_stopping
 from .._memory_events import WRITE_TYPES
 from ..context._action_context import ActionContext
@@ -136,20 +136,27 @@ def single_input_action(core: CoreParts) -> ActionPlan | None:
 
 
 def dispatch_emitted(
-    core: CoreParts, step: Step, emitted: list[tuple[Event, dict[str, Any] | None]], fresh: bool
+    core: CoreParts,
+    step: Step,
+    emitted: list[tuple[Event, dict[str, Any] | None]],
+    fresh: bool,
+    handed: tuple[dict[str, Any], Event] | None = None,
+    chat_only: bool = False,
 ) -> None:
     """Dispatch a completed action's events at the root, in order (``_finish``'s).
 
     Each goes through ``_dispatch``, except the last when it triggers one action of the
-    agent's own and nothing is ready in ``step``: the general path would queue that action
-    and step it next, so it is dispatched and stepped here (``start_at_once``, with the
-    dispatch's probe hook and the execution's own start and end hooks), and finished in the
-    same frame when it keeps to the simple case (a chat's answer: its action reads its
-    memory and sends its output). Only routes found already qualify (the first look-up of a
-    type may log that nothing takes it, where ``_dispatch`` logs it), no output (its host's
-    check, its listener: ``_dispatch``'s), and not while an exception is being handled (what
-    the action raised would be chained to it: ``_step`` finishes a coroutine outside its
-    ``StopIteration`` handler).
+    agent's own, or the built-in chat action for a ``ChatRequestEvent``, and nothing is
+    ready in ``step``: the general path would queue that action and step it next, so it is
+    dispatched and stepped here (``start_at_once``, with the dispatch's probe hook and the
+    execution's own start and end hooks; the built-in gets its execution, as ``_core._step``
+    gives it), and finished in the same frame when it keeps to the simple case (a chat's
+    answer: its action reads its memory and sends its output), or left waiting for its call
+    (a chat's request: the chat action submits its model call there). Only routes found
+    already qualify (the first look-up of a type may log that nothing takes it, where
+    ``_dispatch`` logs it), no output (its host's check, its listener: ``_dispatch``'s),
+    and not while an exception is being handled (what the action raised would be chained
+    to it: ``_step`` finishes a coroutine outside its ``StopIteration`` handler).
 
     Args:
         core: the core.
@@ -158,6 +165,13 @@ def dispatch_emitted(
             with its form: it triggers an action).
         fresh: a built-in action's events, fresh objects nothing else holds, built from
             values rebuilt from their JSON forms: the first action they trigger may have them.
+        handed: the finishing action's last chat request with the chat action's copy
+            (``ActionExecution.handed``).
+        chat_only: start only the built-in chat action at once (``_at_once._finished``: its
+            first step submits the model call, or ends the chat with its answer dispatched
+            through the general path, so no chain of actions each finishing in the frame of
+            the one before grows the stack; an event chain may be
+            ``EventChainLimitError.LIMIT`` actions long).
     """
     for event, data in emitted[:-1]:
         core._dispatch(step, event, None, check=False, data=data, own=fresh)
@@ -167,18 +181,31 @@ def dispatch_emitted(
         if (
             actions is not None
             and len(actions) == 1
-            and (action := actions[0]).name not in BUILTIN_NAMES
+            and (
+                ((name := (action := actions[0]).name) not in BUILTIN_NAMES and not chat_only)
+                or (name == _CHAT_ACTION and type(event) is ChatRequestEvent)
+            )  # (a tool response's chat step, the other built-ins: the general path)
             and not isinstance(event, OutputEvent)
         ):
             if (probe := core.probe) is not None:  # (``_dispatch``'s)
                 probe.event_dispatched(step.key, event)
-            own = event if fresh else event_of(data)
+            if fresh:
+                own = event
+            elif handed is not None and handed[0] is data:  # (the copy ``event_of`` builds)
+                own = handed[1]
+            else:
+                own = event_of(data)
             start_at_once(
                 core, action, step.key, step.state, step.run, step.res, step.live,
                 step.identity, own, data, None, step,
             )  # fmt: skip
             return
     core._dispatch(step, event, None, check=False, data=data, own=fresh)
+
+
+_CHAT_REQUEST = ChatRequestEvent.EVENT_TYPE
+_CHAT_ACTION = CHAT_ROUTES[_CHAT_REQUEST]
+"""The built-in action that answers a chat's request (the one built-in started at once)."""
 
 
 def unsupported_await(name: str, awaited: Any) -> UnsupportedAwaitError:
@@ -278,7 +305,8 @@ def start_at_once(
             fn = core._fns.get(name)
             if fn is None:
                 fn = core._fns[name] = action.function.resolve()
-            out = fn(event, ActionContext(ctx))
+            # the user's action gets its context; a built-in one (a chat's), the execution
+            out = fn(event, ctx if name in BUILTIN_NAMES else ActionContext(ctx))
             resumable = type(out) is CoroutineType or type(out) is GeneratorType
             keep = resumable and not ctx.commands and not core._cancelled
         except BaseException as e:  # noqa: BLE001 - a failing action is an outcome
@@ -491,5 +519,9 @@ def _finished(
         if step is None:
             step = Step(key, state, run, res, live, collections.deque(), identity)
         general = True
+        if data is not None and data is ctx.emitted[-1][1] and event.type == _CHAT_REQUEST:
+            # the last, a chat's request: the chat starts here, nothing else (see below)
+            dispatch_emitted(core, step, ctx.emitted[-1:], False, ctx.handed, chat_only=True)
+            break
         core._dispatch(step, event, None, check=False, data=data, own=False)
     return step if general else None

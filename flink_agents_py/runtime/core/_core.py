@@ -556,7 +556,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
             fresh = task.action.name in BUILTIN_NAMES
             emitted = ctx.emitted
             if scope is None and emitted and emitted[-1][1] is not None:  # (it triggers one)
-                dispatch_emitted(self, step, emitted, fresh)  # (maybe at once: ``_at_once``)
+                dispatch_emitted(self, step, emitted, fresh, ctx.handed)  # (``_at_once``)
             else:
                 for event, data in emitted:
                     self._dispatch(step, event, scope, check=False, data=data, own=fresh)

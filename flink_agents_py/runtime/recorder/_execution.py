@@ -33,7 +33,7 @@ from ...api import (
 )
 from .._budgets import count_replayed
 from .._knowledge import durable_view
-from .._serde import event_is_plain, event_json
+from .._serde import event_is_plain
 from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
 from ..context._long_term_memory import ActionLongTermMemory
 from ..context._memory import ActionMemory, KeyMerge, MemoryClock, MemoryLoader
@@ -60,6 +60,7 @@ from ._journaled import journaled
 from ._ledger import CallLedger
 from ._order import check_displaced
 from ._outcomes import argument_shape, call_digest, fn_name, store_outcome
+from ._sent import sent_form
 from ._setup_shapes import setup_shape
 from ._state import CallKind, CallRecord, InflightAction, RunState
 from ._subagent_calls import submit_subagent
@@ -107,7 +108,7 @@ class ActionExecution:
                  "resources", "_config", "_short_term_base", "short_term_view", "_sensory_base",
                  "sensory_view", "emitted", "_event_seq", "_unsent_ids", "calls", "commands",
                  "_next_ordinal", "finished", "diverged", "_owner", "used_long_term_memory",
-                 "ltm", "_clock", "key_memory", "key_merges", "memory_used", "displaced")
+                 "ltm", "_clock", "key_memory", "key_merges", "memory_used", "displaced", "handed")
 
     def __init__(
         self, ledger: CallLedger, key: Any, execution_id: str, record: InflightAction,
@@ -146,6 +147,7 @@ class ActionExecution:
         self.key_merges: list[KeyMerge] = []
         self.memory_used = False  # its short-term or sensory memory was used (it may write)
         self.displaced: dict[str, str] | None = None  # records replayed to other arguments
+        self.handed: tuple[dict[str, Any], Event] | None = None  # a chat request (``_sent``)
 
     # -- what RunnerContext promises (``ActionContext`` delegates here) ------------------
     @property
@@ -231,20 +233,17 @@ class ActionExecution:
             unsent.discard(event.id)
             sent = event
         else:
-            sent = event.model_copy(update={"id": self._next_event_id()})
+            n = self._event_seq  # (its next id, as ``event_id_source`` gives it)
+            self._event_seq = n + 1
+            sent = event.model_copy(update={"id": f"{self.execution_id}/e{n}"})
         # checked now (a bad event fails the sending action), kept for dispatch; an event
         # that triggers no action of the agent's own flow (an output, usually) is only checked
         data: dict[str, Any] | None = None
         if self.scope is not None or sent.type in self.plan.actions_by_event \
                 or not event_is_plain(sent):
-            data = event_json(sent, f"event {sent.type} sent by {self.execution_id}", known)
+            data = sent_form(self, sent, known)  # (a chat's request: its copy kept too)
         self.emitted.append((sent, data))
         return sent
-
-    def _next_event_id(self) -> str:
-        event_id = f"{self.execution_id}/e{self._event_seq}"
-        self._event_seq += 1
-        return event_id
 
     def event_id_source(self) -> str:
         """The id an event built now gets: the next one on the operator thread, else ''.
@@ -255,7 +254,7 @@ class ActionExecution:
         """
         if _get_ident() != self._owner:
             return ""
-        n = self._event_seq  # (``_next_event_id`` inline: one call per event built)
+        n = self._event_seq  # (inline: no call per event built)
         self._event_seq = n + 1
         event_id = f"{self.execution_id}/e{n}"
         if self._unsent_ids is None:
