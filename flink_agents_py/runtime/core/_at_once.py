@@ -519,7 +519,9 @@ def _finished(
         if step is None:
             step = Step(key, state, run, res, live, collections.deque(), identity)
         general = True
-        if data is not None and data is ctx.emitted[-1][1] and event.type == _CHAT_REQUEST:
+        if data is not None and data is ctx.emitted[-1][1] and (
+                (kind := event.type) is _CHAT_REQUEST or kind == _CHAT_REQUEST):
+            # (``is`` first: ``==`` on the built-in type is a Python call)
             # the last, a chat's request: the chat starts here, nothing else (see below)
             dispatch_emitted(core, step, ctx.emitted[-1:], False, ctx.handed, chat_only=True)
             break
