@@ -448,10 +448,11 @@ PUBLIC_API = {
     # agents, actions, decorators
     "Agent", "ActionSpec", "ResourceSpec", "action", "tool", "prompt", "chat_model_connection",
     "chat_model_setup", "embedding_model_connection", "embedding_model_setup", "mcp_server",
-    "vector_store", "RunnerContext", "AgentConfig", "Memory", "MemoryObject", "MemoryRef",
+    "vector_store", "RunnerContext", "AgentConfig", "DurableCallSpec", "Outcome", "Memory",
+    "MemoryObject", "MemoryRef",
     "MetricGroup", "Collection",
     # events
-    "Event", "InputEvent", "OutputEvent", "ChatRequestEvent", "ChatResponseEvent",
+    "Event", "DynamicEvent", "InputEvent", "OutputEvent", "ChatRequestEvent", "ChatResponseEvent",
     "ToolRequestEvent", "ToolResponseEvent", "ContextRetrievalRequestEvent",
     "ContextRetrievalResponseEvent", "EventType",
     # chat models, messages, prompts, tools

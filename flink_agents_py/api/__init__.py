@@ -23,9 +23,11 @@ from ._agent import (
     prompt,
     vector_store,
 )
+from ._batch_calls import DurableCallSpec, Outcome
 from ._budgets import Budget, BudgetExceededError, BudgetStateError, ModelPrice
 from ._chat_models import ChatModelConnection, ChatModelSetup
 from ._context import AgentConfig, RunnerContext
+from ._dynamic_events import DynamicEvent
 from ._embeddings import (
     EmbeddingError,
     EmbeddingModelConnection,
@@ -137,6 +139,8 @@ __all__ = [
     "action",
     "RunnerContext",
     "AgentConfig",
+    "DurableCallSpec",
+    "Outcome",
     "Memory",
     "MemoryObject",
     "MemoryRef",
@@ -144,6 +148,7 @@ __all__ = [
     "ActionSpec",
     # events
     "Event",
+    "DynamicEvent",
     "InputEvent",
     "OutputEvent",
     "EventType",

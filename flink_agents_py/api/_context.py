@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from ._batch_calls import Outcome, batch_awaitables, gather_outcomes
 from ._events import Event
 from ._memory import Memory
 from ._messages import ChatMessage, ChatResponse
@@ -166,7 +167,8 @@ class RunnerContext(ABC):
             event: the event; an ``OutputEvent`` leaves the agent as an output.
             identifier: instead of ``event``, the type of an event made of ``attributes``
                 (Apache Flink Agents' dynamic event: ``send_event(identifier="Scored",
-                score=3)`` sends ``Event(type="Scored", attributes={"score": 3})``).
+                score=3)`` sends ``DynamicEvent(identifier="Scored", score=3)``, which
+                ``@action("Scored")`` receives).
             **attributes: that event's attributes (only with ``identifier``).
 
         Returns:
@@ -174,6 +176,8 @@ class RunnerContext(ABC):
 
         Raises:
             SerializationError: when the event has no JSON form.
+            SendEventArgumentError: (a ``ValueError``, as Flink Agents raises, and a
+                ``UsageError``) when given both an event and an identifier, or neither.
         """
 
     @abstractmethod
@@ -315,6 +319,38 @@ class RunnerContext(ABC):
         Returns:
             An awaitable of what ``fn`` returns (or, on replay, returned the first time).
         """
+
+    def durable_execute_all_async(self, callables: Sequence[Any]) -> Awaitable[list[Outcome[Any]]]:
+        """Run a batch of durable calls concurrently; await this for one ``Outcome`` per call.
+
+        ``outcomes = await ctx.durable_execute_all_async([DurableCall(func=f, args=(1,)),
+        ...])`` (Apache Flink Agents' batch). Each call is this action's durable call, as
+        ``durable_execute_async`` makes it: started at once (all of them, before any is
+        awaited), run concurrently within the runtime's limits on calls in flight, recorded,
+        and replayed after a restore without being called again. What a call raises is its
+        failed ``Outcome`` (recorded and replayed as well); the others are not affected.
+
+        Args:
+            callables: the calls, each a ``DurableCall`` (``compat``; ``api.DurableCallSpec``)
+                or an object with its ``func``, ``args``, ``kwargs`` and ``reconciler``.
+
+        Returns:
+            An awaitable (``await`` it, or ``yield from`` it in a generator action) of the
+            list of ``Outcome``, one per call in the order given.
+
+        Raises:
+            UsageError: at once, when ``callables`` is not a list of calls (naming the first
+                that is not), or an argument has no JSON form (``SerializationError``).
+        """
+        return _AwaitOrYieldFrom(gather_outcomes(batch_awaitables(self, callables)))
+
+    def close(self) -> None:
+        """Apache Flink Agents' ``RunnerContext.close``: nothing to do here.
+
+        The runtime owns what an action's context uses (resources, executors, state) and
+        releases it when the operator closes; an action calling ``close`` changes nothing.
+        """
+        return None
 
     def execute_async(self, fn: Callable[..., Any], *args: Any, **kwargs: Any
                       ) -> _AwaitOrYieldFrom:

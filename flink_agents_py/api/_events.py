@@ -315,28 +315,6 @@ _BARE: dict[type[BaseModel], str] = {}
 (``bare_fields``: ``InputEvent``, ``OutputEvent``), by that field."""
 
 
-def event_to_send(event: Event | None, identifier: str | None,
-                  attributes: dict[str, Any]) -> Event:
-    """The event a ``send_event`` call names.
-
-    ``event``, or Apache Flink Agents' dynamic event ``send_event(identifier="Type",
-    **attributes)`` as ``Event(type=..., attributes=...)``.
-
-    Raises:
-        TypeError: when the call names both or neither, or gives attributes with an event.
-    """  # noqa: DOC201
-    if identifier is not None:
-        if event is not None:
-            raise TypeError("send_event takes an event or identifier=..., not both")
-        return Event(type=identifier, attributes=attributes)
-    if event is None:
-        raise TypeError("send_event needs an event (or identifier='MyType', **attributes)")
-    if attributes:
-        raise TypeError(f"send_event got {sorted(attributes)} beside an event: keyword "
-                        f"attributes go with identifier='MyType' (or build the event with them)")
-    return event
-
-
 def json_schema_of(value: Any) -> Any:
     """The JSON Schema of an output schema given as a pydantic class or an ``OutputSchema``.
 

@@ -5,6 +5,7 @@ integrations import these helpers from here, never from ``api._*`` modules thems
 (``tests/test_layers.py`` checks).
 """
 
+from ._dynamic_events import event_to_send
 from ._embeddings import check_texts
 from ._errors import shown_key, too_deep
 from ._event_build import SLOT_SETTERS
@@ -18,7 +19,6 @@ from ._events import (
     builtin_of,
     event_class_for,
     event_class_tag,
-    event_to_send,
     json_schema_of,
     output_classes_of,
 )

@@ -32,6 +32,8 @@ from ..api import (
     DatetimeRange,
     DeferredSubagentSetup,
     Document,
+    DurableCallSpec,
+    DynamicEvent,
     EmbeddingModelConnection,
     EmbeddingModelSetup,
     Event,
@@ -44,6 +46,7 @@ from ..api import (
     MemorySetItem,
     MessageRole,
     MetricGroup,
+    Outcome,
     OutputEvent,
     Prompt,
     Resource,
@@ -178,6 +181,11 @@ AsyncExecutionResult = Awaitable
 """Flink Agents' type of what ``ctx.durable_execute_async(...)`` returns (an awaitable; its
 ``runner_context.AsyncExecutionResult``), for type hints and ``isinstance``."""
 
+DurableCall = DurableCallSpec
+"""Flink Agents' call of a batch (``runner_context.DurableCall``: ``func``, ``args``,
+``kwargs``, ``id``, ``reconciler``, ``timeout``, by keyword), given to
+``ctx.durable_execute_all_async``."""
+
 chat_model_server = chat_model_connection
 """Flink Agents' first name of ``chat_model_connection`` (its ``chat_tongyi_example``)."""
 chat_model = chat_model_setup
@@ -188,6 +196,9 @@ __all__ = [
     "AgentRunBeginEvent",
     "BaseSubagentCallable",
     "DurableCallable",
+    "DurableCall",
+    "DynamicEvent",
+    "Outcome",
     "Result",
     "Subagent",
     "Function",
