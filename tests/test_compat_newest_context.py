@@ -201,7 +201,7 @@ class Batch(Agent):
         ctx.send_event(
             OutputEvent(
                 output=[
-                    [o.is_success(), o.value, None if o.error is None else str(o.error)]
+                    [o.is_success(), o.value, None if o.error is None else repr(o.error)]
                     for o in outcomes
                 ]
             )
@@ -212,7 +212,9 @@ def test_a_batch_gives_one_outcome_per_call_in_order():
     CALLS.clear()
     result = _run(Batch(), [{"key": "a", "n": 3}])
     assert not result.errors
-    assert result.outputs == [[[True, 6, None], [False, None, "no 3"], [True, "f:3", None]]]
+    assert result.outputs == [
+        [[True, 6, None], [False, None, "ValueError('no 3')"], [True, "f:3", None]]
+    ]
     assert sorted(CALLS) == ["double 3", "refuse 3"]
 
 
@@ -249,6 +251,30 @@ def test_the_calls_of_a_batch_run_concurrently():
     result = _run(Together(), [{"key": "a"}])
     assert not result.errors, result.errors
     assert result.outputs == [[0, 1, 2]]
+
+
+class Unserializable:
+    """An argument with no JSON form."""
+
+
+class NoJsonForm(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def start(event: InputEvent, ctx: RunnerContext) -> None:
+        await ctx.durable_execute_all_async(
+            [
+                DurableCall(func=double, args=(1,)),
+                DurableCall(func=double, args=(Unserializable(),)),
+            ]
+        )
+
+
+def test_a_batch_call_whose_argument_has_no_json_form_fails_the_action_naming_it():
+    result = _run(NoJsonForm(), [{"key": "a"}])
+    assert len(result.errors) == 1
+    message = result.errors[0].message
+    assert "arguments of durable call" in message and "double" in message
+    assert "Unserializable at $[0] has no JSON form" in message
 
 
 class NotCalls(Agent):
@@ -353,3 +379,40 @@ def test_a_generator_action_yields_from_a_batch():
     result = _run(Stepped(), [{"key": "a", "n": 5}])
     assert not result.errors, result.errors
     assert result.outputs == [[10]]
+
+
+def test_a_batch_call_hands_its_reconciler_to_its_durable_call():
+    import asyncio
+
+    seen: list[Any] = []
+
+    class Recording:
+        """Stands in for the runtime's context: records what each durable call is given."""
+
+        def durable_execute_async(
+            self, fn: Any, *args: Any, reconciler: Any = None, **kwargs: Any
+        ) -> Any:
+            seen.append((fn, args, reconciler, kwargs))
+
+            async def run() -> Any:
+                return fn(*args, **kwargs)
+
+            return run()
+
+    def reconcile() -> int:
+        return 0
+
+    batch = RunnerContext.durable_execute_all_async(
+        Recording(),  # type: ignore[arg-type]
+        [
+            DurableCall(func=double, args=(2,), reconciler=reconcile),
+            DurableCall(func=double, args=(3,)),
+        ],
+    )
+
+    async def main() -> Any:
+        return await batch
+
+    outcomes = asyncio.run(main())
+    assert [o.value for o in outcomes] == [4, 6]
+    assert [(s[1], s[2]) for s in seen] == [((2,), reconcile), ((3,), None)]
