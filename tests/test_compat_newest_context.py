@@ -416,3 +416,34 @@ def test_a_batch_call_hands_its_reconciler_to_its_durable_call():
     outcomes = asyncio.run(main())
     assert [o.value for o in outcomes] == [4, 6]
     assert [(s[1], s[2]) for s in seen] == [((2,), reconcile), ((3,), None)]
+
+
+class Getters(Agent):
+    """Reads the context through Flink Agents' getters."""
+
+    @action(InputEvent)
+    @staticmethod
+    def start(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.get_agent_metric_group().get_counter("seen").inc()
+        ctx.get_action_metric_group().get_counter("runs").inc()
+        ctx.send_event(
+            OutputEvent(
+                output={
+                    "config": ctx.get_config().get("pricing.currency"),
+                    "action_config": ctx.get_action_config(),
+                    "same": ctx.get_action_config() == ctx.action_config,
+                    "value": ctx.get_action_config_value("limit"),
+                }
+            )
+        )
+
+
+def test_flink_agents_getters_of_the_context_read_what_its_properties_read():
+    agent = Getters()
+    agent.set_config(**{"pricing.currency": "EUR"})
+    agent.add_action("limited", [InputEvent], Getters.start, limit=3)
+    result = _run(agent, [{"key": "a"}])
+    assert not result.errors, result.errors
+    assert {"config": "EUR", "action_config": {"limit": 3}, "same": True, "value": 3} in (
+        result.outputs
+    )

@@ -152,6 +152,22 @@ class RunnerContext(ABC):
     def action_config(self) -> dict[str, Any]:
         """Configuration of the running action (from the plan), read-only."""
 
+    def get_action_config(self) -> dict[str, Any]:
+        """``action_config`` (Apache Flink Agents' getter of it)."""
+        return self.action_config
+
+    def get_config(self) -> AgentConfig:
+        """``config`` (Apache Flink Agents' getter of it)."""
+        return self.config
+
+    def get_agent_metric_group(self) -> MetricGroup:
+        """``agent_metric_group`` (Apache Flink Agents' getter of it)."""
+        return self.agent_metric_group
+
+    def get_action_metric_group(self) -> MetricGroup:
+        """``action_metric_group`` (Apache Flink Agents' getter of it)."""
+        return self.action_metric_group
+
     def get_action_config_value(self, key: str, default: Any = None) -> Any:
         """One value of ``action_config`` (Flink Agents' name), or ``default``."""
         return self.action_config.get(key, default)
