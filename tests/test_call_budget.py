@@ -104,6 +104,12 @@ outputs and run end reach the metrics in one hook, ``Probe.run_at_once``, with t
 read twice a record instead of four times)."""
 
 
+CHAT_METRICS_CALLS = 384
+"""... a chat with ``AgentMetrics`` as the core's observer, pushing to a metric group in
+batches (set 2026-12-06 at 384: the probe's chat bookkeeping tests a built-in event type by
+identity first; 390 before, when each chat event's type met ``BuiltinEventType.__eq__``, a
+Python call, five times a chat, in the hooked-types lookup and the type tests)."""
+
 class InstantModel(ChatModelConnection):
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT,
@@ -269,6 +275,13 @@ def test_an_echo_record_with_the_agent_metrics_on_costs_at_most_its_budget_of_py
     per_record, outputs = _measured("Echo", metrics=True)
     assert outputs == 42
     assert per_record <= ECHO_METRICS_CALLS, f"{per_record:.0f} Python calls per echo record"
+
+
+def test_a_chat_with_the_agent_metrics_on_costs_at_most_its_budget_of_python_calls():
+    # the metrics' chat bookkeeping (model labels, chat latency) on top of the chat's own
+    per_chat, outputs = _measured("Chat", metrics=True)
+    assert outputs == 42
+    assert per_chat <= CHAT_METRICS_CALLS, f"{per_chat:.0f} Python calls per chat"
 
 
 def test_a_run_that_waits_once_costs_the_host_thread_at_most_its_budget_of_python_calls():

@@ -218,3 +218,38 @@ def test_a_user_reads_the_metrics_of_their_own_agent_from_their_own_directory(tm
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["10", "5", "5", "5", "5", "5", "HI", "0"]
+
+
+class _Typed:
+    """An event seen by the probe: its type, id and the chat fields the metrics read."""
+
+    def __init__(self, etype: str, id: str, **fields: Any) -> None:  # noqa: A002
+        self.type, self.id = etype, id
+        self.__dict__.update(fields)
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["built-in types", "plain names"])
+def test_the_probe_keeps_a_chats_bookkeeping_whether_its_types_are_built_in_or_plain(plain):
+    """Chat and tool events count by type name, the built-in objects or plain strings alike.
+
+    The probe tests a built-in type by identity first (no Python ``__eq__`` call); an event
+    whose ``type`` is a plain string of the same name must be counted the same.
+    """
+    from flink_agents_py.api.internal import BuiltinEventType
+
+    def kind(name: str) -> str:
+        return str.__str__(name) if plain else BuiltinEventType(name)
+
+    metrics = AgentMetrics()
+    probe = metrics.probe
+    assert probe is not None and (type(kind("ChatRequestEvent")) is str) is plain
+    probe.event_dispatched("k", _Typed(kind("ChatRequestEvent"), "r0/c/e0", model="m"))
+    probe.event_dispatched("k", _Typed(kind("ToolRequestEvent"), "r0/c/e1"), "r0/c")
+    probe.event_dispatched("k", _Typed(kind("ToolResponseEvent"), "r0/t/e0", request_id="x"))
+    probe.event_dispatched(
+        "k", _Typed(kind("ChatResponseEvent"), "r0/c/e2", request_id="r0/c/e0", error=None)
+    )
+    got = metric_counts(metrics)
+    assert got["chats"] == {"m": 1}
+    assert got["latency_counts"]["chat"] == {"m": 1}
+    assert sum(got["events_processed_by_type"].values()) == 4

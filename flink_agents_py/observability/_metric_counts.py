@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..api.internal import BuiltinEventType
 from ._distribution import Distribution
 from ._flink_mirror import FlinkMetricsMirror
 from ._payload import to_loggable
@@ -32,6 +33,8 @@ _KIND_OF_RESULT = {"ChatResponse": "chat_model", "ToolResult": "tool",
 """The call kind of a result's class (a call started before a restore)."""
 _USAGE_FIELDS = ("input_tokens", "output_tokens")
 _METADATA_FIELDS = ("budget", "throttled", "flow_wait_s")
+_CHAT_REQUEST = BuiltinEventType("ChatRequestEvent")
+"""Compared by identity first (``==`` on a built-in type is a Python call)."""
 _PLAIN = frozenset((str, int, float, bool, type(None)))
 """Types ``to_loggable`` returns as they are."""
 
@@ -186,7 +189,8 @@ class MetricCounts(TrackingObserver):
         etype = getattr(event, "type", "?")
         by = self.labelled["events_processed_by_type"]  # (their sum: ``events_processed``)
         by[etype] = by.get(etype, 0) + 1
-        if etype == "ChatRequestEvent":
+        if etype is _CHAT_REQUEST or (  # (``is`` first: ``==`` on it is a Python call)
+                type(etype) is not BuiltinEventType and etype == "ChatRequestEvent"):
             self._inc("chats", 1, model or "?")
 
     def on_chat_finished(self, key: Any, chat: str, model: str | None, error: str | None,

@@ -77,6 +77,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..api.internal import BuiltinEventType
 from ._distribution import Distribution
 from ._flink_mirror import (
     _DISTRIBUTIONS,
@@ -95,9 +96,11 @@ __all__ = ["AgentMetrics", "Distribution", "FlinkMetricsMirror", "METRIC_GROUP"]
 
 log = logging.getLogger("flink_agents_py.observability")
 
-_CHAT_EVENTS = frozenset(("ChatRequestEvent", "ChatResponseEvent", "ToolRequestEvent",
-                          "ToolResponseEvent"))
-"""Event types whose chat context ``TrackingObserver.event_dispatched`` works out."""
+_CHAT_EVENTS = frozenset(BuiltinEventType(name) for name in (
+    "ChatRequestEvent", "ChatResponseEvent", "ToolRequestEvent", "ToolResponseEvent"))
+"""Event types whose chat context ``TrackingObserver.event_dispatched`` works out: the
+built-in type objects, which a built-in event's ``type`` is, so that a lookup finds its own
+by identity (a plain name in the set made each lookup call ``BuiltinEventType.__eq__``)."""
 _FAST_HOOKS = ("on_run_started", "on_run_completed", "on_event", "on_chat_finished",
                "on_action_started", "on_action_finished", "on_call_started", "on_call_finished",
                "on_output")

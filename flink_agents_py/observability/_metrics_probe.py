@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, get_args
 
+from ..api.internal import BuiltinEventType
 from ..runtime import CallKind, Probe
 from ..runtime.internal import CallCommand, event_parent
 from ._ids import CHAT_ACTION, action_parent
@@ -32,6 +33,11 @@ _SPARE_TRACKS = 1024
 """The most per-run tracks kept for reuse after their runs completed."""
 _MODEL_CALL = CallKind.MODEL
 """Compared by identity first: a ``CallKind`` hashes in Python (``Enum.__hash__``)."""
+_CHAT_REQUEST = BuiltinEventType("ChatRequestEvent")
+_CHAT_RESPONSE = BuiltinEventType("ChatResponseEvent")
+_TOOL_REQUEST = BuiltinEventType("ToolRequestEvent")
+"""The built-in types (one object a name), compared by identity first: ``==`` on one is a
+Python call (``BuiltinEventType.__eq__``), two or three a chat event otherwise."""
 
 
 def _reading_their_call() -> frozenset[type]:
@@ -181,14 +187,17 @@ class MetricsProbe(Probe):
                 t = tracked[key] = spare.pop() if spare else _KeyTrack()
             c = t._chats or t._chat()
             event_chat = c.event_chat
-            if etype == "ChatRequestEvent":
+            # (``is`` first; ``==`` only for a type that is no built-in object)
+            if etype is _CHAT_REQUEST or (
+                    type(etype) is not BuiltinEventType and etype == "ChatRequestEvent"):
                 chat: str | None = event.id
                 model = getattr(event, "model", None)
                 c.chat_started[chat] = self.clock()  # type: ignore[index]
                 label = model or "?"
                 chats = self.chats_started
                 chats[label] = chats.get(label, 0) + 1
-            elif etype == "ChatResponseEvent":  # no action it triggers needs its chat
+            elif etype is _CHAT_RESPONSE or (  # no action it triggers needs its chat
+                    type(etype) is not BuiltinEventType and etype == "ChatResponseEvent"):
                 chat = getattr(event, "request_id", None)
                 if not chat:
                     return
@@ -205,7 +214,8 @@ class MetricsProbe(Probe):
                     if len(values) >= d.limit:
                         d.fold()
                 return
-            elif etype == "ToolRequestEvent":
+            elif etype is _TOOL_REQUEST or (
+                    type(etype) is not BuiltinEventType and etype == "ToolRequestEvent"):
                 parent = parent or event_parent(event.id)
                 origin = action_parent(parent, CHAT_ACTION) if parent else None
                 chat, model = event_chat.get(origin, _NO_CHAT) if origin else _NO_CHAT
