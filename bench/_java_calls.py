@@ -23,6 +23,14 @@ named by ``BENCH_JAVA_CALLS_OUT`` and are printed per chat, with:
   calls each in a loop, on one key): what one call costs when nothing else runs between
   calls (warm caches), against the in-flow figure above.
 
+With ``BENCH_JAVA_CALLS_LAYERS`` set, the table also has the layers inside the callbacks
+(``layer.*``): the agent operator's callbacks and the core's entry points, so that a
+callback splits into PyFlink's share (callback less operator), the host layer's (operator
+less core) and the core's; the same wrappers time the operator driven by
+``bench._op_harness`` (``time_layers``). The dump also names what could make the same
+Python slower in the TaskManager's thread (``interpreter``: tracing, tracemalloc, flags, the
+collector's settings, the threads).
+
 Debug only: the wrappers cost the operator thread about a microsecond per call, so the
 operator figure of such a run is above the plain job's.
 """
@@ -41,7 +49,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FAST_INPUT", "Counted", "install", "main"]
+__all__ = ["FAST_INPUT", "Counted", "install", "main", "time_layers"]
 
 OUT_ENV = "BENCH_JAVA_CALLS_OUT"
 """The environment variable naming the JSON file the TaskManager writes the figures to."""
@@ -49,6 +57,12 @@ OUT_ENV = "BENCH_JAVA_CALLS_OUT"
 PROFILE_ENV = "BENCH_JAVA_CALLS_PROFILE"
 """When set, a file the TaskManager writes a ``cProfile`` of the operator's callbacks to
 (``pstats`` format; the profiler costs the callbacks about 2x, so only the shares mean much)."""
+
+LAYERS_ENV = "BENCH_JAVA_CALLS_LAYERS"
+"""When set, also time the layers inside the callbacks (``time_layers``): the agent
+operator's callbacks (our host layer, the core and the calls into Java within them) and the
+core's entry points (``AgentCore.on_input``, ``advance``: the core and the keyed state calls
+it makes), so that PyFlink's share of a callback is the callback less the operator's."""
 
 OUTPUTS_ENV = "BENCH_JAVA_CALLS_OUTPUTS"
 """How many outputs the job makes: the figures are written at the last (and every 500
@@ -64,7 +78,7 @@ _STAMP = "bench.stamping map (chained, in the callbacks)"
 FAST_INPUT = "pyflink.input record conversion (_fast_input)"
 """The agent operator's input converter's label (PyFlink's ``Row`` converter's otherwise)."""
 _ITEMS = "callback items (returns to Java)"
-_NOT_JAVA = ("callback.", "pyflink.", "bench.")  # the table's labels that are no Java call
+_NOT_JAVA = ("callback.", "pyflink.", "bench.", "layer.")  # the labels of no Java call
 
 
 def _timed(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -113,6 +127,8 @@ def _wrap_callback(cls: type, name: str) -> None:
             return
         _COUNTS[f"callback.{name}"] += 1
         _SEEN["thread"] = threading.get_ident()  # the operator's (``_wrap_convert``)
+        if "interpreter" not in _SEEN:
+            _SEEN["interpreter"] = _interpreter()
         prof = _SEEN.get("profile")
         t0, spent = _clock(), 0
         try:
@@ -142,6 +158,28 @@ def _wrap_callback(cls: type, name: str) -> None:
             _dump()
 
     setattr(cls, name, callback)
+
+
+def _interpreter() -> dict[str, Any]:
+    """What could make the same Python slower in this thread: tracing, allocation tracking,
+    the collector's and the GIL's settings, the other threads running Python."""
+    import gc
+    import sysconfig
+    import tracemalloc
+
+    return {
+        "trace": repr(sys.gettrace()),
+        "profile": repr(sys.getprofile()),
+        "tracemalloc": tracemalloc.is_tracing(),
+        "flags": repr(sys.flags),
+        "gc_threshold": gc.get_threshold(),
+        "gc_frozen": gc.get_freeze_count(),
+        "switch_interval": sys.getswitchinterval(),
+        "threads": [t.name for t in threading.enumerate()],
+        "executable": sys.executable,
+        "shared": sysconfig.get_config_var("Py_ENABLE_SHARED"),
+        "version": sys.version,
+    }
 
 
 def _wrap_convert(cls: type, name: str, label: str) -> None:
@@ -250,6 +288,67 @@ def install() -> None:
         init(self, op, _Backend(backend))
 
     _switching.KeySwitching.__init__ = switching_init  # type: ignore[method-assign]
+    if os.environ.get(LAYERS_ENV):
+        time_layers()
+
+
+def _timed_generator(cls: type, name: str, label: str) -> None:
+    """Time the generator ``cls.name`` returns while it runs (not while its caller has an item)."""
+    original = getattr(cls, name)
+
+    def method(self: Any, *args: Any) -> Iterator[Any]:
+        _COUNTS[label] += 1
+        it = original(self, *args)
+        while True:
+            t0 = _clock()
+            try:
+                item = next(it)
+            except StopIteration:
+                _CPU_NS[label] += _clock() - t0 - _CLOCK_NS
+                return
+            _CPU_NS[label] += _clock() - t0 - _CLOCK_NS
+            yield item
+
+    setattr(cls, name, method)
+
+
+_DEPTH = [0]  # the core's entry points running on this stack (the outermost is timed)
+
+
+def _timed_outermost(cls: type, name: str, label: str) -> None:
+    original = getattr(cls, name)
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _DEPTH[0]:
+            return original(self, *args, **kwargs)
+        _DEPTH[0] += 1
+        t0 = _clock()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _CPU_NS[label] += _clock() - t0 - _CLOCK_NS
+            _COUNTS[label] += 1
+            _DEPTH[0] -= 1
+
+    setattr(cls, name, method)
+
+
+def time_layers() -> None:
+    """Time the agent operator's callbacks and the core's entry points (``LAYERS_ENV``).
+
+    Called in the TaskManager by ``install`` and, for the same figures without Flink, by
+    whoever drives the operator in a plain interpreter (``bench._op_harness``).
+    """
+    from flink_agents_py.flink._operator import AgentOperator
+    from flink_agents_py.runtime.core._core import AgentCore
+
+    if _SEEN.get("layers"):
+        return
+    _SEEN["layers"] = True
+    for name in ("process_element", "on_timer"):
+        _timed_generator(AgentOperator, name, f"layer.operator.{name}")
+    for name in ("on_input", "advance"):
+        _timed_outermost(AgentCore, name, f"layer.core.{name}")
 
 
 def _micro(n: int = 2000) -> dict[str, float]:
@@ -302,6 +401,7 @@ def _dump() -> None:
         "clock_ns": _CLOCK_NS,
         "stats": dict(op.stats) if op is not None else {},
         "micro": _SEEN.get("micro"),
+        "interpreter": _SEEN.get("interpreter"),
     }
     tmp = path + ".tmp"
     Path(tmp).write_text(json.dumps(data))
@@ -354,7 +454,7 @@ def _table(data: dict[str, Any], job: dict[str, Any]) -> str:
         us = cpu.get(label, 0) / 1000
         if not label.startswith(_NOT_JAVA):
             java += us / chats
-        elif not label.startswith("callback."):
+        elif not label.startswith(("callback.", "layer.")):  # (layers: inside the callbacks)
             other += us / chats
         lines.append(f"{label:44s} {n / chats:9.3f} {us / n:8.2f} {us / chats:8.1f}")
     lines.append(f"{_ITEMS:44s} {counts.get(_ITEMS, 0) / chats:9.3f}")

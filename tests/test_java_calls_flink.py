@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("pyflink")
 
-from bench._java_calls import FAST_INPUT  # noqa: E402
+from bench._java_calls import FAST_INPUT, LAYERS_ENV  # noqa: E402
 
 pytestmark = pytest.mark.flink
 
@@ -31,7 +31,7 @@ def test_java_calls_counts_the_operators_callbacks_and_a_chats_state_writes(
     tmp_path: pathlib.Path,
 ) -> None:
     out = tmp_path / "calls.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), LAYERS_ENV: "1"}
     proc = subprocess.run(
         [
             sys.executable,
@@ -68,3 +68,16 @@ def test_java_calls_counts_the_operators_callbacks_and_a_chats_state_writes(
     assert "pyflink.input row conversion" not in counts
     assert data["micro"]["run update (760 chars)"] > 0
     assert "calls into Java, together" in proc.stdout
+    # the layers inside the callbacks: each nested in the one above, every chat in each
+    cpu = data["cpu_ns"]
+    assert counts["layer.operator.process_element"] == CHATS
+    assert counts["layer.core.on_input"] == CHATS
+    assert counts["layer.operator.on_timer"] == counts["callback.on_timer"]
+    assert 0 < cpu["layer.operator.process_element"] < cpu["callback.process_element"]
+    core = cpu["layer.core.on_input"] + cpu["layer.core.advance"]
+    operator = cpu["layer.operator.process_element"] + cpu["layer.operator.on_timer"]
+    assert 0 < core < operator
+    # what could slow the interpreter, read in the operator's thread (nothing of it is set)
+    interpreter = data["interpreter"]
+    assert interpreter["trace"] == interpreter["profile"] == "None"
+    assert interpreter["tracemalloc"] is False
