@@ -253,3 +253,35 @@ def test_the_probe_keeps_a_chats_bookkeeping_whether_its_types_are_built_in_or_p
     assert got["chats"] == {"m": 1}
     assert got["latency_counts"]["chat"] == {"m": 1}
     assert sum(got["events_processed_by_type"].values()) == 4
+
+
+def test_the_observers_compare_no_built_in_event_type_in_python(monkeypatch, tmp_path):
+    """The metrics (alone and beside another observer) and the event log read each event's
+    type without ``BuiltinEventType.__eq__``: a Python call per comparison, several an event.
+    """
+    from flink_agents_py.api.internal import BuiltinEventType
+
+    made: collections.Counter[str] = collections.Counter()
+    original = BuiltinEventType.__eq__
+
+    def counted(self: Any, other: object) -> bool:
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller.startswith("flink_agents_py.observability"):
+            code = sys._getframe(1).f_code
+            made[f"{caller}.{code.co_name}"] += 1
+        return original(self, other)
+
+    monkeypatch.setattr(BuiltinEventType, "__eq__", counted)
+    logged = tmp_path / "events.jsonl"
+    metrics = AgentMetrics()
+    for env in (
+        AgentsExecutionEnvironment.local(metrics=False, observer=metrics),
+        AgentsExecutionEnvironment.local(
+            metrics=False, observer=CompositeObserver(AgentMetrics(), Recorder()),
+            event_log=str(logged)),
+    ):
+        env.from_list(RECORDS).apply(orchestrator()).run()
+    monkeypatch.undo()  # (a snapshot sorts its labels: read once, not per event)
+    assert metric_counts(metrics)["chats"]  # the chats were counted
+    assert logged.read_text().count('"ChatResponseEvent"') >= len(RECORDS)
+    assert not made, f"BuiltinEventType.__eq__ called from {dict(made)}"

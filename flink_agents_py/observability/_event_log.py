@@ -50,7 +50,13 @@ from typing import Any, Literal
 
 import orjson
 
-from ..api.internal import described, has_known_secret, mask_value, registered_secret_count
+from ..api.internal import (
+    BuiltinEventType,
+    described,
+    has_known_secret,
+    mask_value,
+    registered_secret_count,
+)
 from ..runtime.internal import failure_text, key_json
 from ._ids import chat_response_of, parse_result
 from ._payload import Redactor, to_loggable, truncate
@@ -415,13 +421,14 @@ class EventLogObserver(TrackingObserver):
             fields["chat"] = chat
         if model is not None:
             fields["model"] = model
-        if etype == "InputEvent":
+        name = str.__str__(etype) if type(etype) is BuiltinEventType else etype
+        if name == "InputEvent":  # (``name``: plain text, no Python ``__eq__`` a test)
             fields["data"] = {"input": self._payload(getattr(event, "input", None))}
-        elif etype == "OutputEvent":
+        elif name == "OutputEvent":
             fields["data"] = {"output": self._payload(getattr(event, "output", None))}
-        elif etype == "ToolRequestEvent":
+        elif name == "ToolRequestEvent":
             fields["tool_calls"] = [c.name for c in getattr(event, "tool_calls", [])]
-        elif etype == "ToolResponseEvent":
+        elif name == "ToolResponseEvent":
             fields["request_id"] = getattr(event, "request_id", None)
             failed = [r for r in getattr(event, "responses", {}).values() if not r.ok]
             if failed:
@@ -431,7 +438,7 @@ class EventLogObserver(TrackingObserver):
                 refused = [f"{r.name}: {r.error}" for r in failed if not r.traceback]
                 if refused:
                     fields["refused_tools"] = [self._text(t) for t in refused]
-        elif etype == "ChatResponseEvent":
+        elif name == "ChatResponseEvent":
             fields["request_id"] = getattr(event, "request_id", None)
             error = getattr(event, "error", None)
             if error is not None:

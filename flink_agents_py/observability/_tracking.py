@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..api.internal import BuiltinEventType
 from ..runtime import CallKind, Observer
 from ._ids import CHAT_ACTION, action_parent, call_parent
 
@@ -208,6 +209,8 @@ class TrackingObserver(Observer):
     def event_dispatched(self, key: Any, event: Any, parent: str | None) -> None:
         t = self._track(key)
         etype = getattr(event, "type", "")
+        if type(etype) is BuiltinEventType:  # compared as plain text: ``==`` on the type
+            etype = str.__str__(etype)  # is a Python call, up to five an event otherwise
         chat: str | None = None
         model: str | None = None
         if etype == "ChatRequestEvent":
