@@ -226,7 +226,7 @@ def _resolve(fut: asyncio.Future[None]) -> None:
 
 
 _LEDGERS: dict[int, tuple[weakref.ref[Any], AgentSpend]] = {}
-_LEDGERS_LOCK = threading.Lock()
+_LEDGERS_LOCK = threading.RLock()  # re-entrant: see ``_flow._REGISTRY_LOCK``
 
 
 def agent_spend(setup: ChatModelSetup, parallelism: int = 1) -> AgentSpend:

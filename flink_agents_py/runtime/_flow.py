@@ -566,7 +566,7 @@ def _resolve(fut: asyncio.Future[None]) -> None:
 
 
 _CONTROLLERS: dict[int, tuple[weakref.ref[Any], FlowController]] = {}
-_REGISTRY_LOCK = threading.Lock()
+_REGISTRY_LOCK = threading.RLock()  # re-entrant: GC may run forget() while it is held
 
 
 def flow_controller(connection: ChatModelConnection) -> FlowController:

@@ -27,7 +27,7 @@ from ..api import (
 
 __all__ = ["pacing_connection"]
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # re-entrant: see ``_flow._REGISTRY_LOCK`` (weakref callbacks)
 _STAND_INS: dict[int, tuple[weakref.ref[ChatModelSetup], ChatModelConnection]] = {}
 
 
