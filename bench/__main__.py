@@ -85,7 +85,7 @@ def _config(quick: bool) -> dict[str, Any]:
     if quick:
         return {
             "p1": {"sizes": [10_000], "keys": 100, "repeats": 3},
-            "p2": {"configs": [("thread", 1)], "records": 50_000, "keys": 100, "repeats": 2,
+            "p2": {"configs": [("thread", 1)], "records": 50_000, "keys": 100, "repeats": 3,
                    "metrics_off": True},
             "p3": {"local_keys": 1000, "local_limits": [256],
                    "flink_keys": 1000, "flink_limits": [256], "flink_mode": "thread",
