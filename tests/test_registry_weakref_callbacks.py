@@ -24,6 +24,7 @@ import pytest
 from flink_agents_py.api import Budget, ChatModelSetup
 from flink_agents_py.integrations.chat_models import OpenAIChatModel
 from flink_agents_py.runtime import _budgets, _flow, _own_chat
+from flink_agents_py.runtime._per_object import PerObject
 
 
 def _connection() -> Any:
@@ -34,32 +35,27 @@ def _setup() -> Any:
     return ChatModelSetup(connection="conn", model="m", budget=Budget(max_tokens=10))
 
 
-REGISTRIES: dict[str, tuple[Callable[[], Any], Callable[[Any], Any], Any, dict[int, Any]]] = {
-    "flow controllers": (
-        _connection,
-        _flow.flow_controller,
-        _flow._REGISTRY_LOCK,
-        _flow._CONTROLLERS,
-    ),
-    "own-chat stand-ins": (_setup, _own_chat._stand_in, _own_chat._LOCK, _own_chat._STAND_INS),
-    "spend ledgers": (_setup, _budgets.agent_spend, _budgets._LEDGERS_LOCK, _budgets._LEDGERS),
+REGISTRIES: dict[str, tuple[Callable[[], Any], Callable[[Any], Any], Any]] = {
+    "flow controllers": (_connection, _flow.flow_controller, _flow._CONTROLLERS),
+    "own-chat stand-ins": (_setup, _own_chat._stand_in, _own_chat._STAND_INS),
+    "spend ledgers": (_setup, _budgets.agent_spend, _budgets._LEDGERS),
 }
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRIES))
 def test_an_object_collected_while_its_registry_is_held_is_forgotten_without_a_hang(name):
-    make, register, lock, entries = REGISTRIES[name]
+    make, register, registry = REGISTRIES[name]
     outcome: list[Any] = []
 
     def scenario() -> None:
         obj = make()
         register(obj)
         key = id(obj)
-        assert key in entries
-        with lock:  # as inside the registry's own section, on this thread
+        assert key in registry._entries
+        with registry._lock:  # as inside the registry's own section, on this thread
             del obj  # the last reference: the weakref callback runs here and now
             gc.collect()
-            outcome.append(key not in entries)
+            outcome.append(key not in registry._entries)
         again = make()
         outcome.append(register(again) is register(again))  # still usable afterwards
 
@@ -68,3 +64,25 @@ def test_an_object_collected_while_its_registry_is_held_is_forgotten_without_a_h
     worker.join(timeout=30)
     assert not worker.is_alive(), f"the {name} registry's lock hung its own thread"
     assert outcome == [True, True]
+
+
+def test_a_value_is_kept_per_live_object_and_an_id_reused_by_another_object_is_not_confused():
+    registry: PerObject[list[int]] = PerObject()
+    made: list[int] = []
+
+    class Thing:
+        pass
+
+    def make() -> list[int]:
+        made.append(1)
+        return [len(made)]
+
+    first = Thing()
+    value = registry.get_or_make(first, make)
+    assert registry.get_or_make(first, make) is value and registry.get(first) is value
+    assert registry.get(Thing()) is None and len(made) == 1
+    del first
+    gc.collect()
+    assert len(registry) == 0  # dropped with its object
+    again = Thing()  # may reuse the freed id: it still gets a value of its own
+    assert registry.get(again) is None and registry.get_or_make(again, make) == [2]

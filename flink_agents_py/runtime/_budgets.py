@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -41,6 +40,7 @@ from ..api import (
     ChatResponse,
     ResourceType,
 )
+from ._per_object import PerObject
 from ._spend import MEMORY_PREFIX, add_spend, call_cost, counted_usage, spend_key, stored_spend
 from ._spend import counted as _counted
 from ._spend import rolled as _rolled
@@ -225,8 +225,7 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-_LEDGERS: dict[int, tuple[weakref.ref[Any], AgentSpend]] = {}
-_LEDGERS_LOCK = threading.RLock()  # re-entrant: see ``_flow._REGISTRY_LOCK``
+_LEDGERS: PerObject[AgentSpend] = PerObject()
 
 
 def agent_spend(setup: ChatModelSetup, parallelism: int = 1) -> AgentSpend:
@@ -242,29 +241,14 @@ def agent_spend(setup: ChatModelSetup, parallelism: int = 1) -> AgentSpend:
     Returns:
         Its ledger.
     """
-    assert setup.budget is not None
-    key = id(setup)
-    with _LEDGERS_LOCK:
-        entry = _LEDGERS.get(key)
-        if entry is not None and entry[0]() is setup:
-            return entry[1]
-        ledger = AgentSpend(setup.budget, parallelism)
-
-        def forget(_: Any, key: int = key) -> None:
-            with _LEDGERS_LOCK:
-                current = _LEDGERS.get(key)
-                if current is not None and current[0]() is None:
-                    del _LEDGERS[key]
-
-        _LEDGERS[key] = (weakref.ref(setup, forget), ledger)
-        return ledger
+    budget = setup.budget
+    assert budget is not None
+    return _LEDGERS.get_or_make(setup, lambda: AgentSpend(budget, parallelism))
 
 
 def existing_agent_spend(setup: ChatModelSetup) -> AgentSpend | None:
     """The setup's ledger if one was made (for metrics; ``None``: none yet)."""
-    with _LEDGERS_LOCK:
-        entry = _LEDGERS.get(id(setup))
-    return entry[1] if entry is not None and entry[0]() is setup else None
+    return _LEDGERS.get(setup)
 
 
 def count_replayed(resources: Any, model: str, outcome: Any) -> None:

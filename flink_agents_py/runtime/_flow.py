@@ -31,11 +31,11 @@ import math
 import random
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 from ..api import ChatModelConnection, FlowControl, RateLimitInfo
+from ._per_object import PerObject
 from .core._executor import IOSlot, given_up_slot
 
 log = logging.getLogger(__name__)
@@ -565,8 +565,7 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-_CONTROLLERS: dict[int, tuple[weakref.ref[Any], FlowController]] = {}
-_REGISTRY_LOCK = threading.RLock()  # re-entrant: GC may run forget() while it is held
+_CONTROLLERS: PerObject[FlowController] = PerObject()
 
 
 def flow_controller(connection: ChatModelConnection) -> FlowController:
@@ -581,20 +580,10 @@ def flow_controller(connection: ChatModelConnection) -> FlowController:
     Returns:
         Its controller.
     """
-    key = id(connection)
-    with _REGISTRY_LOCK:
-        entry = _CONTROLLERS.get(key)
-        if entry is not None and entry[0]() is connection:
-            return entry[1]
+
+    def make() -> FlowController:
         cls, name = type(connection).__name__, connection.resource_name  # two of a class
-        controller = FlowController(connection.flow_control, name=f"connection {name!r} ({cls})"
-                                    if name else f"connection {cls}")
+        return FlowController(connection.flow_control, name=f"connection {name!r} ({cls})"
+                              if name else f"connection {cls}")
 
-        def forget(_: Any, key: int = key) -> None:
-            with _REGISTRY_LOCK:
-                current = _CONTROLLERS.get(key)
-                if current is not None and current[0]() is None:
-                    del _CONTROLLERS[key]
-
-        _CONTROLLERS[key] = (weakref.ref(connection, forget), controller)
-        return controller
+    return _CONTROLLERS.get_or_make(connection, make)

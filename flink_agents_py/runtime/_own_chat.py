@@ -10,8 +10,6 @@ by a stand-in connection of their own (default ``FlowControl``), one per setup o
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,11 +22,11 @@ from ..api import (
     ResourceType,
     ToolMetadata,
 )
+from ._per_object import PerObject
 
 __all__ = ["pacing_connection"]
 
-_LOCK = threading.RLock()  # re-entrant: see ``_flow._REGISTRY_LOCK`` (weakref callbacks)
-_STAND_INS: dict[int, tuple[weakref.ref[ChatModelSetup], ChatModelConnection]] = {}
+_STAND_INS: PerObject[ChatModelConnection] = PerObject()
 
 
 class _OwnChatConnection(ChatModelConnection):
@@ -70,22 +68,12 @@ def pacing_connection(setup: ChatModelSetup) -> ChatModelConnection:
 
 
 def _stand_in(setup: ChatModelSetup) -> ChatModelConnection:
-    key = id(setup)
-    with _LOCK:
-        entry = _STAND_INS.get(key)
-        if entry is not None and entry[0]() is setup:
-            return entry[1]
+    def make() -> ChatModelConnection:
         stand_in = _OwnChatConnection()
         stand_in.bind(_no_resources, f"{setup.resource_name or 'setup'} (its own chat)")
-
-        def forget(_: Any, key: int = key) -> None:
-            with _LOCK:
-                current = _STAND_INS.get(key)
-                if current is not None and current[0]() is None:
-                    del _STAND_INS[key]
-
-        _STAND_INS[key] = (weakref.ref(setup, forget), stand_in)
         return stand_in
+
+    return _STAND_INS.get_or_make(setup, make)
 
 
 def _no_resources(name: str, kind: ResourceType) -> Any:
