@@ -144,6 +144,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             "retries": 0,
             "invalid": [],
             "tool_text": True,  # a tool's text result goes as its text (``tool_message``)
+            "tool_frame": True,  # what a tool returned cannot read as the framework's notes
         }
         if prompt_args and setup.has_own_chat():  # its chat fills its prompt at each call
             chat["prompt_args"] = prompt_args
@@ -163,7 +164,8 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         found = model if isinstance(model, ChatModelSetup) else None
         limit = found.max_tool_result_chars if found is not None else None
         for call_id, result in event.responses.items():
-            content = tool_message(result, chat.get("tool_text", False))
+            content = tool_message(result, chat.get("tool_text", False),
+                                   chat.get("tool_frame", False))
             if limit is not None:  # what a tool or a server returned: any size
                 content = clip(content, limit)
             chat["messages"].append(ChatMessage(

@@ -6,6 +6,7 @@ recorded result); ``tool_message`` renders one for the chat's tool message.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -30,8 +31,14 @@ __all__ = ["delegation_result", "injected_call", "refused", "tool_message", "unr
            "valid_texts"]
 
 
-def tool_message(result: ToolResult, text: bool) -> str:
-    """What the model reads of a tool's (or sub-agent's, or MCP tool's) result.
+_NOTE_LIKE = re.compile(r"(?:^|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])\s*error\s*:|\[\.\.\.",
+                        re.IGNORECASE)
+"""What in a tool's text could read as the framework's note: a line starting ``Error:`` (how
+a failure is worded), or ``[...`` (how ``clip`` and the MCP client mark what they cut)."""
+
+
+def tool_message(result: ToolResult, text: bool, framed: bool = False) -> str:
+    r"""What the model reads of a tool's (or sub-agent's, or MCP tool's) result.
 
     A ``str`` result is its text, as Flink Agents sends it; any other value its JSON text; a
     failure ``Error: <reason>``. A chat opened before text results went as their text
@@ -39,14 +46,27 @@ def tool_message(result: ToolResult, text: bool) -> str:
     JSON text (a ``str`` quoted), so a run restored from that state asks its model what it
     asked, and recorded, before the upgrade.
 
+    With ``framed`` (a chat opened since tool results are framed: ``"tool_frame"`` in its
+    state) the framework's notes cannot be forged by what a tool returned: a text that
+    could read as one (a line starting ``Error:``, any ``[...``) goes as its JSON string
+    (quoted, its line breaks escaped), and ``[...`` in a result's JSON text is written
+    ``\u005b...`` (the same value once decoded). So only a failure's message starts with
+    ``Error: `` (Anthropic's connection flags those ``is_error``), and only the framework
+    writes a ``[... N of M characters cut ...]`` marker.
+
     Returns:
         The tool message's content (not yet clipped).
     """
     if not result.ok:
         return f"Error: {result.error}"
-    if text and isinstance(result.content, str):
-        return result.content
-    return json_text(result.content)
+    content = result.content
+    if text and isinstance(content, str):
+        if not framed or _NOTE_LIKE.search(content) is None:
+            return content
+    elif not framed:
+        return json_text(content)
+    rendered = json_text(content)
+    return rendered.replace("[...", "\\u005b...") if "[..." in rendered else rendered
 
 
 def refused(call: ToolCall, reason: str, traceback: str | None = None) -> ToolResult:

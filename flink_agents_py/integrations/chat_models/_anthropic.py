@@ -191,7 +191,8 @@ def to_anthropic_messages(
                                      "tool_use_id": ids.result(wire_call_id(m.tool_call_id))}
             if m.content.strip():  # the API refuses an empty result's text: it goes without
                 block["content"] = m.content
-            if m.content.startswith(_ERROR_PREFIX):  # a tool that returned is JSON, never this
+            if m.content.startswith(_ERROR_PREFIX):  # a tool's own text never starts so
+                # (``runtime``'s ``tool_message`` sends such a text as its JSON string)
                 block["is_error"] = True
             blocks.append(block)
         else:
