@@ -20,7 +20,7 @@ from ..api import (
     ToolCall,
     ToolResult,
 )
-from ..api.internal import described, refuse_unreadable_arguments
+from ..api.internal import MESSAGE_MAX_CHARS, described, refuse_unreadable_arguments
 from ._failures import clip
 from ._serde import json_text, to_plain_json
 
@@ -58,7 +58,10 @@ def tool_message(result: ToolResult, text: bool, framed: bool = False) -> str:
         The tool message's content (not yet clipped).
     """
     if not result.ok:
-        return f"Error: {result.error}"
+        reason = result.error
+        if framed and reason is not None and "[..." in reason:
+            reason = _own_cut_kept(reason)
+        return f"Error: {reason}"
     content = result.content
     if text and isinstance(content, str):
         if not framed or _NOTE_LIKE.search(content) is None:
@@ -67,6 +70,30 @@ def tool_message(result: ToolResult, text: bool, framed: bool = False) -> str:
         return json_text(content)
     rendered = json_text(content)
     return rendered.replace("[...", "\\u005b...") if "[..." in rendered else rendered
+
+
+_CUT = re.compile(r"\[\.\.\. ([0-9,]+) of ([0-9,]+) characters cut \.\.\.\]")
+
+
+def _own_cut_kept(reason: str) -> str:
+    r"""A failure's ``reason`` with every ``[...`` the framework did not write escaped.
+
+    ``refused`` and a raising tool's result ``clip`` the reason to ``MESSAGE_MAX_CHARS``:
+    a cut reason is exactly that long plus its marker, which stands after the kept head
+    and counts what was cut. That marker stays; any other ``[...`` (the tool's or a
+    server's words) is written ``\u005b...``.
+
+    Returns:
+        The reason to send.
+    """
+    head = MESSAGE_MAX_CHARS - MESSAGE_MAX_CHARS // 4
+    own = _CUT.match(reason, head)
+    if own is not None and len(reason) == MESSAGE_MAX_CHARS + len(own.group()):
+        cut, whole = (int(g.replace(",", "")) for g in own.groups())
+        if cut == whole - MESSAGE_MAX_CHARS:
+            return (reason[:head].replace("[...", "\\u005b...") + own.group()
+                    + reason[own.end():].replace("[...", "\\u005b..."))
+    return reason.replace("[...", "\\u005b...")
 
 
 def refused(call: ToolCall, reason: str, traceback: str | None = None) -> ToolResult:
