@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from ..api.internal import SECRET_VALUE_PATTERNS, mask_known
+from ..api.internal import SECRET_VALUE_PATTERNS, mask_known, mask_secrets
 
 __all__ = ["Redactor", "REDACTED", "MAX_DEPTH", "NESTED_TOO_DEEP", "truncate", "to_loggable",
            "SECRET_KEY_PATTERN"]
@@ -142,7 +142,9 @@ def truncate(value: Any, max_chars: int) -> Any:
 
     The stand-in is ``{"$truncated": <chars of the JSON form>, "preview": <its first
     max_chars characters>}``; a long string becomes a shortened string ending in
-    ``"...[+N chars]"``. ``max_chars <= 0`` means no limit.
+    ``"...[+N chars]"``. ``max_chars <= 0`` means no limit. What is cut is masked first
+    (``api.mask_secrets``): a known secret standing across the cut (in a dict key, which
+    ``Redactor`` leaves as it is, or in a string nobody redacted) leaves no part behind.
 
     Args:
         value: a JSON-form value.
@@ -156,6 +158,9 @@ def truncate(value: Any, max_chars: int) -> Any:
     if isinstance(value, str):
         if len(value) <= max_chars:
             return value
+        value = mask_secrets(value)  # whole, before the cut could leave a piece unrecognised
+        if len(value) <= max_chars:
+            return value
         return f"{value[:max_chars]}...[+{len(value) - max_chars} chars]"
     if value is None or isinstance(value, (int, float, bool)):
         return value
@@ -165,4 +170,4 @@ def truncate(value: Any, max_chars: int) -> Any:
         text = repr(value)
     if len(text) <= max_chars:
         return value
-    return {"$truncated": len(text), "preview": text[:max_chars]}
+    return {"$truncated": len(text), "preview": mask_secrets(text)[:max_chars]}

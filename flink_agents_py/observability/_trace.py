@@ -42,6 +42,9 @@ def _json(value: Any, limit: int = _PREVIEW) -> str:
             text = orjson.dumps(_cut(value), default=repr).decode()  # ended on it)
         except Exception:  # noqa: BLE001
             text = f"<{type(value).__name__} that cannot be shown>"
+    if len(text) <= limit:
+        return text
+    text = mask_secrets(text)  # whole, before the cut (a log written before it was known)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
