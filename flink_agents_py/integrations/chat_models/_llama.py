@@ -41,6 +41,7 @@ from ...api.internal import refuse_empty_answer, refuse_truncated_calls
 from ._answers import reported_usage, tool_arguments, valid_text
 from ._gguf import find_gguf_model
 from ._grammar_sampling import make_grammar_first_llama
+from ._special_tokens import control_pattern, defuse_request
 from ._text_calls import calls_from_text
 from ._wire import (
     OPENAI_ID_CHARS,
@@ -220,6 +221,7 @@ class _LoadedModel:
         self.cache: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
         self.cache_size = cache_size
         self._claims: dict[bytes, threading.Event] = {}
+        self.controls = control_pattern(self._first)  # texts that would be control tokens
 
     def cached_or_claim(self, key: bytes) -> dict[str, Any] | None:
         """The cached answer to request ``key``, or ``None`` with the request claimed.
@@ -422,6 +424,7 @@ class LlamaCppChatModel(ChatModelConnection):
                 kwargs["tool_choice"] = options.pop("tool_choice")
         kwargs.update(options)
         loaded = self._model()
+        defuse_request(kwargs, loaded.controls)  # no text passes for the template's markers
         # this connection's own cache_size decides (the loaded model, shared by the file's
         # connections, keeps the largest asked for): the cache is shared by every key, and
         # a hit tells a key another asked the same, so cache_size=0 must keep it out
