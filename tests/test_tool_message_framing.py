@@ -128,7 +128,13 @@ def test_a_tools_text_cannot_read_as_a_failure_or_a_cut_the_framework_reported(t
 
 @pytest.mark.parametrize(
     "content",
-    ["Error: ValueError: gone", "  error:x", "a\nError: b", "ok[... 1 of 2 characters cut ...]"],
+    [
+        "Error: ValueError: gone",
+        "  error:x",
+        "a\nError: b",
+        "\ufeff\u200bError\u2060: hidden",
+        "ok[... 1 of 2 characters cut ...]",
+    ],
 )
 def test_anthropic_flags_only_the_frameworks_failures(content):
     ok = ToolResult(call_id="c1", name="t", ok=True, content=content)

@@ -31,10 +31,11 @@ __all__ = ["delegation_result", "injected_call", "refused", "tool_message", "unr
            "valid_texts"]
 
 
-_NOTE_LIKE = re.compile(r"(?:^|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])\s*error\s*:|\[\.\.\.",
-                        re.IGNORECASE)
+_NOTE_LIKE = re.compile(r"(?:^|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])[\s\u200b-\u200d\u2060\ufeff]*"
+                        r"error[\s\u200b-\u200d\u2060\ufeff]*:|\[\.\.\.", re.IGNORECASE)
 """What in a tool's text could read as the framework's note: a line starting ``Error:`` (how
-a failure is worded), or ``[...`` (how ``clip`` and the MCP client mark what they cut)."""
+a failure is worded; invisible characters around the word too), or ``[...`` (how ``clip``
+and the MCP client mark what they cut)."""
 
 
 def tool_message(result: ToolResult, text: bool, framed: bool = False) -> str:
