@@ -96,19 +96,26 @@ second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 101 
 cuts of 2026-12-06 listed under ``CHAT_CALLS``; 79 once a one-action run that returns at once
 is dispatched, stepped and finished in one straight line, ``runtime/core/_at_once.py``)."""
 
-ECHO_METRICS_CALLS = 91
+ECHO_METRICS_CALLS = 88
 """... with ``AgentMetrics`` as the core's observer, pushing to a metric group in batches
 (108 when set, 2026-12-06: five probe hooks a record, ``MetricsProbe``, and the push; 92
 with the one-action run's straight line; 2026-12-06: 90.15 once such a run's action end,
 outputs and run end reach the metrics in one hook, ``Probe.run_at_once``, with the clock
-read twice a record instead of four times)."""
+read twice a record instead of four times; 87.15 once a latency value's fold check takes one
+from the distribution's ``room`` instead of calling ``len``, and the outputs are counted in
+the hook's loop instead of by ``len``)."""
 
 
-CHAT_METRICS_CALLS = 384
+CHAT_METRICS_CALLS = 337
 """... a chat with ``AgentMetrics`` as the core's observer, pushing to a metric group in
 batches (set 2026-12-06 at 384: the probe's chat bookkeeping tests a built-in event type by
 identity first; 390 before, when each chat event's type met ``BuiltinEventType.__eq__``, a
-Python call, five times a chat, in the hooked-types lookup and the type tests)."""
+Python call, five times a chat, in the hooked-types lookup and the type tests; 336.15 once
+the hooks after an action's end share its clock reading, ``Probe.reading``, six reads a chat
+instead of twelve, an event's dispatch and the start of the one action it triggers at once
+are one hook, ``Probe.event_triggered``, a key's track is a list literal instead of a
+pooled ``_KeyTrack``, and the model label, the call's kind and the recorded result are read
+with no ``getattr``, ``str.rfind``, ``dict.get`` or ``len`` call)."""
 
 class InstantModel(ChatModelConnection):
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:

@@ -244,7 +244,7 @@ def test_the_probe_keeps_a_chats_bookkeeping_whether_its_types_are_built_in_or_p
     probe = metrics.probe
     assert probe is not None and (type(kind("ChatRequestEvent")) is str) is plain
     probe.event_dispatched("k", _Typed(kind("ChatRequestEvent"), "r0/c/e0", model="m"))
-    probe.event_dispatched("k", _Typed(kind("ToolRequestEvent"), "r0/c/e1"), "r0/c")
+    probe.event_dispatched("k", _Typed(kind("ToolRequestEvent"), "r0/c/e1"), parent="r0/c")
     probe.event_dispatched("k", _Typed(kind("ToolResponseEvent"), "r0/t/e0", request_id="x"))
     probe.event_dispatched(
         "k", _Typed(kind("ChatResponseEvent"), "r0/c/e2", request_id="r0/c/e0", error=None)

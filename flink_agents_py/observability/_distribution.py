@@ -20,19 +20,22 @@ class Distribution:
 
     Attributes:
         values: the newest values (the same list for the distribution's life). A hot path
-            may do what ``update`` does inline: append, then ``fold()`` once
-            ``len(values) >= limit``.
-        limit: see ``values``.
+            may do what ``update`` does inline: append, take one from ``room``, then
+            ``fold()`` once ``room`` is 0 (no ``len`` call a value).
+        limit: the most values kept before a fold (twice ``window``).
+        room: how many more values ``values`` takes before a fold is due (``limit`` less
+            their number; each append takes one, each fold sets it again).
     """
 
-    __slots__ = ("window", "before_fold", "values", "limit", "pushed", "_count", "_total",
-                 "_min", "_max")
+    __slots__ = ("window", "before_fold", "values", "limit", "room", "pushed", "_count",
+                 "_total", "_min", "_max")
 
     def __init__(self, window: int = 2048) -> None:
         self.window = window
         self.before_fold: Callable[[], None] | None = None
         self.values: list[float] = []  # the newest values (window..2*window after a fold)
         self.limit = 2 * window
+        self.room = self.limit
         self.pushed = 0
         """How many of the first values a push has read (``FlinkMetricsMirror``): a fold of
         none but those calls no ``before_fold``."""
@@ -43,9 +46,9 @@ class Distribution:
 
     def update(self, value: float) -> None:
         """Add one value."""
-        values = self.values
-        values.append(value)
-        if len(values) >= self.limit:
+        self.values.append(value)
+        self.room -= 1
+        if self.room <= 0:
             self.fold()
 
     def fold(self) -> None:
@@ -63,6 +66,7 @@ class Distribution:
         self._min = min(self._min, *old)
         self._max = max(self._max, *old)
         del values[: len(old)]
+        self.room = self.limit - len(values)
 
     @property
     def count(self) -> int:

@@ -163,9 +163,9 @@ class MetricCounts(TrackingObserver):
             return
         by = self.latency[name]
         d = by.get(label) or self._distribution(by, label)
-        values = d.values  # ``d.update`` inline
-        values.append(value_ms)
-        if len(values) >= d.limit:
+        d.values.append(value_ms)  # ``d.update`` inline
+        d.room -= 1
+        if d.room <= 0:
             d.fold()
 
     def _distribution(self, by: dict[str | None, Distribution], label: str | None) -> Distribution:
@@ -224,10 +224,11 @@ class MetricCounts(TrackingObserver):
             self._inc("calls_in_flight", -1)
         self._count_call(call.kind, call.model if call.kind == "chat_model" else call.name,
                          status, result, duration_ms)
+        self._maybe_flush()
 
     def _count_call(self, kind: str, name: str | None, status: str, result: Any,
                     duration_ms: float | None) -> None:
-        """Count a durable call that ended (``calls_in_flight`` aside).
+        """Count a durable call that ended (``calls_in_flight`` and the push aside).
 
         Args:
             kind: ``CallInfo.kind`` (``unknown``: started before a restore).
@@ -239,10 +240,11 @@ class MetricCounts(TrackingObserver):
         ok = status == "ok"
         cls: str | None = None  # ``parse_result`` without the deep copy: the metrics read a
         data = result if ok else None  # few top-level fields, each made loggable on its own
-        if ok and type(result) is dict and len(result) == 2:
-            tag = result.get("$model")
+        # (each field read by ``in`` then ``[]``, not ``dict.get``: no call when found)
+        if ok and type(result) is dict and "$model" in result and len(result) == 2:
+            tag = result["$model"]
             if tag is not None and "data" in result:  # a tagged model: its class and data
-                cls = _CLASS_NAMES.get(tag) if type(tag) is str else None
+                cls = _CLASS_NAMES[tag] if type(tag) is str and tag in _CLASS_NAMES else None
                 if cls is None:
                     text = str(tag)
                     cls = text[text.rfind(":") + 1:]
@@ -252,21 +254,25 @@ class MetricCounts(TrackingObserver):
         if kind == "unknown":  # started before a restore: tell the kind from the result
             kind = _KIND_OF_RESULT.get(cls or "", "function")
         if kind == "chat_model":
-            response = data if isinstance(data, dict) and (cls == "ChatResponse" or (
-                cls is None and "message" in data and "usage" in data)) else None
+            response = data if (type(data) is dict or isinstance(data, dict)) and (
+                cls == "ChatResponse" or (cls is None and "message" in data and "usage" in data)
+            ) else None
             model = name or (to_loggable(response.get("model")) if response else None) or "?"
             by = self._chat_calls
-            by[model] = by.get(model, 0) + 1
+            if model in by:
+                by[model] += 1
+            else:
+                by[model] = 1
             if not ok:
                 self._inc("chat_calls_failed", 1, model)
             if response:
-                usage = response.get("usage")
+                usage = response["usage"] if "usage" in response else None
                 if usage is not None:
                     usage = _loggable_fields(usage, _USAGE_FIELDS)
                     if usage is not None:
                         self._inc("input_tokens", int(usage[0] or 0), model)
                         self._inc("output_tokens", int(usage[1] or 0), model)
-                meta = response.get("metadata")
+                meta = response["metadata"] if "metadata" in response else None
                 fields = None if meta is None or (type(meta) is dict and not meta) else \
                     _loggable_fields(meta, _METADATA_FIELDS)
                 if fields is not None:  # flow control: throttled answers, time held
@@ -280,10 +286,10 @@ class MetricCounts(TrackingObserver):
                         self._inc("flow_wait_ms", round(wait_s * 1000), model)
             if duration_ms is not None:  # ``_observe`` inline
                 dists = self._chat_call_latency
-                d = dists.get(model) or self._distribution(dists, model)
-                values = d.values
-                values.append(duration_ms)
-                if len(values) >= d.limit:
+                d = dists[model] if model in dists else self._distribution(dists, model)
+                d.values.append(duration_ms)
+                d.room -= 1
+                if d.room <= 0:
                     d.fold()
         elif kind == "tool":
             name = (to_loggable(data.get("name")) if isinstance(data, dict) else None) \
@@ -298,7 +304,6 @@ class MetricCounts(TrackingObserver):
             if not ok or (isinstance(data, dict) and data.get("success") is False):
                 self._inc("subagent_calls_failed", 1, name)
             self._observe("subagent_latency_ms", duration_ms, name)
-        self._maybe_flush()
 
     def on_output(self, key: Any, output: Any, parent: str) -> None:
         self._inc("outputs_emitted")

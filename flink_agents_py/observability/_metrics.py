@@ -89,8 +89,7 @@ from ._flink_mirror import (
     FlinkMetricsMirror,
 )
 from ._metric_counts import MetricCounts
-from ._metrics_probe import _SPARE_TRACKS, MetricsProbe
-from ._tracking import _KeyTrack
+from ._metrics_probe import MetricsProbe, new_track
 
 __all__ = ["AgentMetrics", "Distribution", "FlinkMetricsMirror", "METRIC_GROUP"]
 
@@ -162,7 +161,6 @@ class AgentMetrics(MetricCounts):
         self.flush_every = flush_every if batched else 1
         self.flush_interval_s = flush_interval_s if batched else 0.0
         self._push_failures = 0
-        self._spare: list[_KeyTrack] = []  # tracks of completed runs, clean, for reuse
         self._run_start: dict[Any, float] = {}  # by key, for the runs started here
         self._events_by_type = self.labelled["events_processed_by_type"]
         self._actions_executed = self.labelled["actions_executed"]
@@ -212,31 +210,15 @@ class AgentMetrics(MetricCounts):
         except Exception:  # noqa: BLE001 - metrics never fail the agent
             _hook_failed("run_completed")
 
-    def _retire(self, key: Any, t: _KeyTrack) -> None:
-        """Close the track of a key whose run completed.
+    def _retire(self, t: list[dict[str, Any]], now: float) -> None:
+        """Abandon the calls still open on the track of a run that completed at ``now``."""
+        for call_id in list(t[1]):
+            self._abandon_open(t, call_id, now)
 
-        Its calls still open are abandoned; the track is kept for reuse (clean) unless
-        actions of it are still open.
-        """
-        if t.calls or t.open:
-            for call in list(t.calls.values()):
-                self._abandon(key, t, call)
-            for call_id in list(t.open):
-                self._abandon_open(t, call_id)
-        spare = self._spare
-        if not t.actions and len(spare) < _SPARE_TRACKS:
-            c = t._chats  # kept for the next run of any key (no allocation)
-            if c is not None:
-                c.event_chat.clear()
-                c.chat_started.clear()
-                c.chat_rounds.clear()
-            spare.append(t)
-
-    def _track(self, key: Any) -> _KeyTrack:
+    def _run_track(self, key: Any) -> list[dict[str, Any]]:
         t = self._keys.get(key)
         if t is None:
-            spare = self._spare
-            t = self._keys[key] = spare.pop() if spare else _KeyTrack()
+            t = self._keys[key] = new_track()
         return t
 
     def event_dispatched(self, key: Any, event: Any, parent: str | None) -> None:
@@ -245,7 +227,7 @@ class AgentMetrics(MetricCounts):
                 super().event_dispatched(key, event, parent)
                 return
             if hasattr(event, "type"):
-                self._tally.event_dispatched(key, event, parent)
+                self._tally.event_dispatched(key, event, parent=parent)
             else:  # not an agent event: counted as type ``?``
                 by = self._events_by_type  # (their sum: ``events_processed``)
                 by["?"] = by.get("?", 0) + 1
@@ -257,8 +239,8 @@ class AgentMetrics(MetricCounts):
             if not self._direct:
                 super().action_started(key, execution_id, action, reentered)
                 return
-            t = self._keys.get(key) or self._track(key)
-            t.actions[execution_id] = self._clock()
+            t = self._keys.get(key) or self._run_track(key)
+            t[2][execution_id] = self._clock()
             if reentered:
                 self._inc("actions_reentered", 1, action)
         except Exception:  # noqa: BLE001
@@ -270,23 +252,29 @@ class AgentMetrics(MetricCounts):
             if not self._direct:
                 super().action_finished(key, execution_id, action, error)
                 return
-            t = self._keys.get(key) or self._track(key)
-            self._action_ended(key, t, execution_id, action, error,
-                               t.actions.pop(execution_id, None))
+            t = self._keys.get(key) or self._run_track(key)
+            self._action_ended(t, execution_id, action, error, t[2].pop(execution_id, None),
+                               self._clock())
         except Exception:  # noqa: BLE001
             _hook_failed("action_finished")
 
-    def _action_ended(self, key: Any, t: _KeyTrack | None, execution_id: str, action: str,
-                      error: BaseException | None, start: float | None) -> None:
-        """Count an action execution that completed; its calls still open are abandoned."""
-        if t is not None:
-            if t.calls:
-                self._abandon_calls_of(key, t, execution_id)
-            if t.open:
-                prefix = execution_id + "/c"
-                for call_id in [c for c in t.open if c.startswith(prefix)
-                                and "/" not in c[len(prefix):]]:
-                    self._abandon_open(t, call_id)
+    def _action_ended(self, t: list[dict[str, Any]] | None, execution_id: str, action: str,
+                      error: BaseException | None, start: float | None, now: float) -> None:
+        """Count an action execution that completed at ``now``; its open calls are abandoned.
+
+        Args:
+            t: its key's track (``new_track``), if it has one.
+            execution_id: the execution.
+            action: its action.
+            error: what it raised, if it failed.
+            start: the clock when it started (``None``: not seen here).
+            now: the clock when it completed.
+        """
+        if t is not None and t[1]:
+            prefix = execution_id + "/c"
+            for call_id in [c for c in t[1] if c.startswith(prefix)
+                            and "/" not in c[len(prefix):]]:
+                self._abandon_open(t, call_id, now)
         by = self._actions_executed
         by[action] = by.get(action, 0) + 1
         if error is not None:
@@ -294,7 +282,7 @@ class AgentMetrics(MetricCounts):
         if start is not None:
             d = self._action_latency.get(action) or self._distribution(
                 self._action_latency, action)
-            d.update((self._clock() - start) * 1000.0)
+            d.update((now - start) * 1000.0)
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -326,11 +314,18 @@ class AgentMetrics(MetricCounts):
             return
         self._tally.call_finished(key, call_id, ok, result)
 
-    def _abandon_open(self, t: _KeyTrack, call_id: str) -> None:
-        """Count an executed call whose action or run ended first as abandoned."""
-        start, kind, name = t.open.pop(call_id)
+    def _abandon_open(self, t: list[dict[str, Any]], call_id: str, now: float) -> None:
+        """Count an executed call whose action or run ended first (at ``now``) as abandoned."""
+        start, kind, name = t[1].pop(call_id)
         self._counts["calls_in_flight"] -= 1
-        self._count_call(kind, name, "abandoned", None, (self._clock() - start) * 1000.0)
+        self._count_call(kind, name, "abandoned", None, (now - start) * 1000.0)
+        self._maybe_flush()
+
+    def open_calls(self) -> int:
+        """Executed durable calls whose outcome has not been recorded yet."""
+        if not self._direct:
+            return super().open_calls()
+        return sum(len(t[1]) for t in self._keys.values())
 
     def output_emitted(self, key: Any, output: Any, parent: str) -> None:
         try:

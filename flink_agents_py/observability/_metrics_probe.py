@@ -3,12 +3,15 @@
 When metrics are a core's only observer, the core reports to this probe instead of the
 metrics' ``Observer`` hooks: events, outputs, runs, actions, chat events and durable calls
 are counted inline (an echo record costs one method call per event and no per-key
-bookkeeping), the clock is read once at each start and its reading is the token the core
-hands back at the end. Keys with open calls or chats (``AgentMetrics._keys``) keep a track
-(``_KeyTrack``): the chat and model of each chat event, the executed calls in flight. The
-metrics' own direct hooks (``AgentMetrics`` beside other observers) count through the same
-methods, so both paths count alike. Failed actions, abandoned calls and replay findings go
-through the metrics' own bookkeeping.
+bookkeeping). The clock is read at each start and end the runtime cannot vouch for, and its
+reading is the token the core hands back at the end; hooks that follow an action's end with
+only the runtime's bookkeeping between (the dispatch of its events, the start of the actions
+they trigger, the run's end) share that end's reading (``Probe.reading``). Keys with open
+calls or chats (``AgentMetrics._keys``) keep a track for the run: a list ``[chats, calls,
+actions]`` (``new_track``) of three dicts, made with no call and dropped at the run's end.
+The metrics' own direct hooks (``AgentMetrics`` beside other observers) count through the
+same methods, so both paths count alike. Failed actions, abandoned calls and replay
+findings go through the metrics' own bookkeeping.
 """
 
 from __future__ import annotations
@@ -21,16 +24,14 @@ from ..api.internal import BuiltinEventType
 from ..runtime import CallKind, Probe
 from ..runtime.internal import CallCommand, event_parent
 from ._ids import CHAT_ACTION, action_parent
-from ._tracking import _KINDS, _KeyTrack
+from ._tracking import _KINDS
 
 if TYPE_CHECKING:
     from ._metrics import AgentMetrics
 
-__all__ = ["MetricsProbe"]
+__all__ = ["MetricsProbe", "new_track"]
 
-_NO_CHAT: tuple[None, None] = (None, None)
-_SPARE_TRACKS = 1024
-"""The most per-run tracks kept for reuse after their runs completed."""
+_NO_CHAT: tuple[None, None, None] = (None, None, None)
 _MODEL_CALL = CallKind.MODEL
 """Compared by identity first: a ``CallKind`` hashes in Python (``Enum.__hash__``)."""
 _CHAT_REQUEST = BuiltinEventType("ChatRequestEvent")
@@ -38,6 +39,27 @@ _CHAT_RESPONSE = BuiltinEventType("ChatResponseEvent")
 _TOOL_REQUEST = BuiltinEventType("ToolRequestEvent")
 """The built-in types (one object a name), compared by identity first: ``==`` on one is a
 Python call (``BuiltinEventType.__eq__``), two or three a chat event otherwise."""
+_FIRST_MODEL_CALL = f"/{CHAT_ACTION}/c0"
+"""How the usual model call's id ends: the first call of the chat action its event
+triggered (``<event id>/_chat_model_action/c0``)..."""
+_FIRST_CUT = -len(_FIRST_MODEL_CALL)
+"""... and where its event id ends (compared by slice: no call)."""
+
+
+def new_track() -> list[dict[str, Any]]:
+    """A key's track for its run in flight: ``[chats, calls, actions]``.
+
+    ``chats``: ``event id -> (chat id, model, start)`` for the chat's request (``start``:
+    the clock when it was dispatched, ``None`` once timed) and each chat or tool event of
+    it (``start`` ``None``); ``calls``: the executed durable calls in flight, ``call id ->
+    (start, kind, label)``; ``actions``: the executions started, ``execution id -> start``
+    (only ``AgentMetrics``' own hooks, which get no token back, keep them). The hot paths
+    write the literal ``[{}, {}, {}]`` instead of calling this.
+
+    Returns:
+        An empty track.
+    """
+    return [{}, {}, {}]
 
 
 def _reading_their_call() -> frozenset[type]:
@@ -67,7 +89,7 @@ class MetricsProbe(Probe):
 
     __slots__ = ("metrics", "counters", "events_by_type", "hooked_types", "clock", "tracked",
                  "actions_executed", "action_latency", "run_latency", "run_values",
-                 "run_limit", "on_failure", "chats_started", "chat_latency", "spare",
+                 "on_failure", "chats_started", "chat_latency",
                  "push_runs", "push_due")
 
     def __init__(self, metrics: AgentMetrics, hooked_types: frozenset[str],
@@ -78,8 +100,9 @@ class MetricsProbe(Probe):
         self.events_by_type = metrics.labelled["events_processed_by_type"]
         self.hooked_types = hooked_types
         self.clock: Callable[[], float] = metrics.clock  # kept in step by ``AgentMetrics.clock``
-        self.tracked = metrics._keys  # keys with open calls or chats
-        self.spare = metrics._spare  # clean tracks for reuse
+        self.reading: float | None = None  # (``Probe.reading``: set by ``action_finished``)
+        self.tracked: dict[Any, list[dict[str, Any]]] = metrics._keys  # keys with open calls
+        # or chats: their tracks (``new_track``)
         self.actions_executed = metrics.labelled["actions_executed"]
         self.action_latency = metrics.latency["action_latency_ms"]
         self.chats_started = metrics.labelled["chats"]
@@ -87,7 +110,6 @@ class MetricsProbe(Probe):
         runs = metrics.latency["run_latency_ms"]
         self.run_latency = runs.get(None) or metrics._distribution(runs, None)
         self.run_values = self.run_latency.values  # (the same list for its life)
-        self.run_limit = self.run_latency.limit
         self.on_failure = on_failure
         self.push_runs: float = math.inf
         """The next push is due when ``runs_completed`` reaches this..."""
@@ -97,16 +119,20 @@ class MetricsProbe(Probe):
     def run_started(self, key: Any, seq: int) -> Any:
         """Count a run that started; its token is the clock's reading."""
         self.counters["runs_started"] += 1
-        if self.tracked:
-            self.tracked.pop(key, None)
+        tracked = self.tracked
+        if tracked and key in tracked:  # (a track its last run left: dropped)
+            del tracked[key]
+        self.reading = None
         return self.clock()
 
     def input_dispatched(self, key: Any, seq: int, event: Any) -> Any:
         """``run_started`` and ``event_dispatched`` of its ``InputEvent``, counted at once."""
         now = self.clock()  # the token: the run's start
+        self.reading = None  # (its action's code may run next, with no hook before it)
         self.counters["runs_started"] += 1
-        if self.tracked:
-            self.tracked.pop(key, None)
+        tracked = self.tracked
+        if tracked and key in tracked:  # (a track its last run left: dropped)
+            del tracked[key]
         etype = event.type
         if etype in self.hooked_types:  # (a chat or tool event's type: its bookkeeping too)
             self.event_dispatched(key, event)
@@ -121,55 +147,59 @@ class MetricsProbe(Probe):
     def run_completed(self, key: Any, seq: int, token: Any) -> None:
         """Count a completed run (``token``: the clock at its start, or ``None``).
 
-        Pushes to Flink when ``push_runs`` runs have completed or the clock passed
+        Its end is the reading its last action's end kept (``Probe.reading``), else the
+        clock's. Pushes to Flink when ``push_runs`` runs have completed or the clock passed
         ``push_due`` (``AgentMetrics.flush`` sets both; infinite without a metric group).
         """
+        now = self.reading
+        if now is None:
+            now = self.clock()
         tracked = self.tracked
-        if tracked:
-            t = tracked.pop(key, None)
-            if t is not None:  # its calls still open are abandoned, the track reused
-                c = t._chats
-                if t.calls or t.open or t.actions or c is None or c.chat_rounds:
-                    try:
-                        self.metrics._retire(key, t)
-                    except Exception:  # noqa: BLE001 - metrics never fail the agent
-                        self.on_failure("run_completed")
-                        return
-                elif len(self.spare) < _SPARE_TRACKS:  # ``_retire``, the usual case inline
-                    c.event_chat.clear()
-                    if c.chat_started:  # a chat never answered
-                        c.chat_started.clear()
-                    self.spare.append(t)
+        if tracked and key in tracked:  # its track is dropped; its calls still open abandoned
+            t = tracked[key]
+            del tracked[key]
+            if t[1]:
+                try:
+                    self.metrics._retire(t, now)
+                except Exception:  # noqa: BLE001 - metrics never fail the agent
+                    self.on_failure("run_completed")
+                    return
         counters = self.counters  # (``runs_in_flight``: started less timed, ``counters``)
         n = counters["runs_completed"] + 1
         counters["runs_completed"] = n
         if token is not None:
-            now = self.clock()
-            values = self.run_values
-            values.append((now - token) * 1000.0)
-            if len(values) >= self.run_limit:
-                self.run_latency.fold()
-            if n < self.push_runs and now < self.push_due:
-                return
-        elif n < self.push_runs and self.clock() < self.push_due:  # (not timed: restored)
+            self.run_values.append((now - token) * 1000.0)
+            runs = self.run_latency
+            runs.room -= 1
+            if runs.room <= 0:
+                runs.fold()
+        if n < self.push_runs and now < self.push_due:
             return
-        try:  # ``AgentMetrics._maybe_flush`` inline, with the clock read above
+        try:  # ``AgentMetrics._maybe_flush`` inline, with the reading above
             self.metrics.flush()
         except Exception:  # noqa: BLE001
             self.on_failure("run_completed")
 
-    def event_dispatched(self, key: Any, event: Any, parent: str | None = None) -> None:
-        """Count ``event`` by type; keep the chat bookkeeping of chat events.
+    def event_triggered(self, key: Any, event: Any, action: str | None = None, *,
+                        parent: str | None = None) -> Any:
+        """Count ``event``, keep a chat event's bookkeeping, and start ``action`` if given.
 
-        The chat bookkeeping is ``TrackingObserver.event_dispatched``'s, as far as metrics
-        need it: each chat event's id is mapped to its chat and model, so that a model call
-        (made by the chat action the event triggers) is labelled by the chat's setup; a chat
-        is counted when requested and timed when answered.
+        With ``action``, that action's start is counted too (``Probe.event_triggered``).
+        This is also the probe's ``event_dispatched`` (the same method, called without an
+        action). The chat bookkeeping is ``TrackingObserver.event_dispatched``'s, as far as
+        metrics need it: each chat event's id is mapped to its chat and model, so that a
+        model call (made by the chat action the event triggers) is labelled by the chat's
+        setup; a chat is counted when requested and timed when answered. Each time is the
+        reading an action's end kept (``Probe.reading``), else the clock's.
 
         Args:
             key: the run's key.
             event: the event.
+            action: the one action it triggers, started now (``None``: only dispatched).
             parent: the execution that sent it (``None``: ``event_parent(event.id)``).
+
+        Returns:
+            The action's token (its start), or ``None`` without an action.
         """
         etype = event.type
         by = self.events_by_type  # (their sum: ``events_processed``)
@@ -177,55 +207,83 @@ class MetricsProbe(Probe):
             by[etype] += 1
         except KeyError:
             by[etype] = 1
-        if etype not in self.hooked_types:
-            return
-        try:
-            tracked = self.tracked
-            t = tracked.get(key)
-            if t is None:  # ``AgentMetrics._track``
-                spare = self.spare
-                t = tracked[key] = spare.pop() if spare else _KeyTrack()
-            c = t._chats or t._chat()
-            event_chat = c.event_chat
-            # (``is`` first; ``==`` only for a type that is no built-in object)
-            if etype is _CHAT_REQUEST or (
-                    type(etype) is not BuiltinEventType and etype == "ChatRequestEvent"):
-                chat: str | None = event.id
-                model = getattr(event, "model", None)
-                c.chat_started[chat] = self.clock()  # type: ignore[index]
-                label = model or "?"
-                chats = self.chats_started
-                chats[label] = chats.get(label, 0) + 1
-            elif etype is _CHAT_RESPONSE or (  # no action it triggers needs its chat
-                    type(etype) is not BuiltinEventType and etype == "ChatResponseEvent"):
-                chat = getattr(event, "request_id", None)
-                if not chat:
-                    return
-                model = event_chat.get(chat, _NO_CHAT)[1]
-                start = c.chat_started.pop(chat, None)
-                label = model or "?"
-                if getattr(event, "error", None) is not None:
-                    self.metrics._inc("chats_failed", 1, label)
-                if start is not None:
-                    d = self.chat_latency.get(label) or self.metrics._distribution(
-                        self.chat_latency, label)
-                    values = d.values
-                    values.append((self.clock() - start) * 1000.0)
-                    if len(values) >= d.limit:
-                        d.fold()
-                return
-            elif etype is _TOOL_REQUEST or (
-                    type(etype) is not BuiltinEventType and etype == "ToolRequestEvent"):
-                parent = parent or event_parent(event.id)
-                origin = action_parent(parent, CHAT_ACTION) if parent else None
-                chat, model = event_chat.get(origin, _NO_CHAT) if origin else _NO_CHAT
-                model = model or getattr(event, "model", None)
-            else:  # ToolResponseEvent
-                chat, model = event_chat.get(getattr(event, "request_id", ""), _NO_CHAT)
-            if chat is not None or model is not None:
-                event_chat[event.id] = (chat, model)
-        except Exception:  # noqa: BLE001
-            self.on_failure("event_dispatched")
+        if etype in self.hooked_types:
+            try:
+                tracked = self.tracked
+                if key in tracked:
+                    chats = tracked[key][0]
+                else:  # (``new_track``)
+                    chats = {}
+                    tracked[key] = [chats, {}, {}]
+                # (``is`` first; ``==`` only for a type that is no built-in object)
+                if etype is _CHAT_REQUEST or (
+                        type(etype) is not BuiltinEventType and etype == "ChatRequestEvent"):
+                    chat: str | None = event.id
+                    try:
+                        model = event.model
+                    except AttributeError:
+                        model = None
+                    now = self.reading
+                    if now is None:
+                        now = self.clock()
+                    chats[chat] = (chat, model, now)  # type: ignore[index]
+                    label = model or "?"
+                    started = self.chats_started
+                    try:
+                        started[label] += 1
+                    except KeyError:
+                        started[label] = 1
+                elif etype is _CHAT_RESPONSE or (  # no action it triggers needs its chat
+                        type(etype) is not BuiltinEventType and etype == "ChatResponseEvent"):
+                    try:
+                        chat = event.request_id
+                    except AttributeError:
+                        chat = None
+                    asked = chats.get(chat, _NO_CHAT) if chat else None
+                    if asked is not None:
+                        label = asked[1] or "?"
+                        try:
+                            error = event.error
+                        except AttributeError:
+                            error = None
+                        if error is not None:
+                            self.metrics._inc("chats_failed", 1, label)
+                        start = asked[2]
+                        if start is not None:  # (timed once)
+                            chats[chat] = (asked[0], asked[1], None)  # type: ignore[index]
+                            now = self.reading
+                            if now is None:
+                                now = self.clock()
+                            try:
+                                d = self.chat_latency[label]
+                            except KeyError:
+                                d = self.metrics._distribution(self.chat_latency, label)
+                            d.values.append((now - start) * 1000.0)
+                            d.room -= 1
+                            if d.room <= 0:
+                                d.fold()
+                else:
+                    if etype is _TOOL_REQUEST or (
+                            type(etype) is not BuiltinEventType and etype == "ToolRequestEvent"):
+                        parent = parent or event_parent(event.id)
+                        origin = action_parent(parent, CHAT_ACTION) if parent else None
+                        chat, model, _ = chats.get(origin, _NO_CHAT) if origin else _NO_CHAT
+                        model = model or getattr(event, "model", None)
+                    else:  # ToolResponseEvent
+                        chat, model, _ = chats.get(getattr(event, "request_id", ""), _NO_CHAT)
+                    if chat is not None or model is not None:
+                        chats[event.id] = (chat, model, None)
+            except Exception:  # noqa: BLE001
+                self.on_failure("event_dispatched")
+        if action is None:
+            return None
+        now = self.reading  # (the end of the action that sent it, ``Probe.reading``)
+        if now is None:
+            return self.clock()
+        self.reading = None  # (the action's code runs next)
+        return now
+
+    event_dispatched = event_triggered
 
     def output_emitted(self, key: Any, output: Any, event_id: str) -> None:
         """Count an output that left the agent."""
@@ -245,25 +303,37 @@ class MetricsProbe(Probe):
         self.counters["outputs_emitted"] += 1
 
     def action_started(self, key: Any, execution_id: str, action: str, reentered: bool) -> Any:
-        """Count a re-entered execution; the token is the clock's reading."""
+        """Count a re-entered execution; the token is its start: the reading kept, if any."""
+        now = self.reading  # (the end of the action that sent its event, ``Probe.reading``)
+        if now is None:
+            now = self.clock()
+        else:
+            self.reading = None  # (its code runs next)
         if reentered:
             try:
                 self.metrics._inc("actions_reentered", 1, action)
             except Exception:  # noqa: BLE001
                 self.on_failure("action_started")
-        return self.clock()
+        return now
 
     def action_finished(self, key: Any, execution_id: str, action: str,
                         error: BaseException | None, token: Any) -> None:
-        """Count a completed execution and its time (``token``: the clock at its start)."""
-        if error is not None or self.tracked:
-            t = self.tracked.get(key)
-            if error is not None or (t is not None and (t.calls or t.open)):
-                try:  # a failed action, or one of a key with calls in flight
-                    self.metrics._action_ended(key, t, execution_id, action, error, token)
-                except Exception:  # noqa: BLE001
-                    self.on_failure("action_finished")
-                return
+        """Count a completed execution and its time (``token``: the clock at its start).
+
+        The reading is kept for what follows (``Probe.reading``) unless it failed (its
+        failure is logged before its run can end).
+        """
+        now = self.clock()
+        tracked = self.tracked
+        if error is not None or (tracked and key in tracked and tracked[key][1]):
+            self.reading = None
+            try:  # a failed action, or one of a key with calls in flight
+                self.metrics._action_ended(tracked.get(key), execution_id, action, error,
+                                           token, now)
+            except Exception:  # noqa: BLE001
+                self.on_failure("action_finished")
+            return
+        self.reading = now
         by = self.actions_executed  # the usual case, inline (nothing of it to abandon)
         try:  # (an action seen before: no call)
             by[action] += 1
@@ -273,9 +343,9 @@ class MetricsProbe(Probe):
             d = self.action_latency[action]
         except KeyError:
             d = self.metrics._distribution(self.action_latency, action)
-        values = d.values
-        values.append((self.clock() - token) * 1000.0)
-        if len(values) >= d.limit:
+        d.values.append((now - token) * 1000.0)
+        d.room -= 1
+        if d.room <= 0:
             d.fold()
 
     def run_at_once(self, key: Any, seq: int, event: Any, execution_id: str, action: str,
@@ -309,13 +379,15 @@ class MetricsProbe(Probe):
             d = self.action_latency[action]
         except KeyError:
             d = self.metrics._distribution(self.action_latency, action)
-        values = d.values
-        values.append(ms)
-        if len(values) >= d.limit:
+        d.values.append(ms)
+        d.room -= 1
+        if d.room <= 0:
             d.fold()
         by = self.events_by_type  # ``output_dispatched``'s
         hooked = self.hooked_types
+        emitted = 0
         for output in outputs:
+            emitted += 1
             etype = output.type
             if etype in hooked:
                 self.event_dispatched(key, output)
@@ -325,16 +397,18 @@ class MetricsProbe(Probe):
                 except KeyError:
                     by[etype] = 1
         counters = self.counters
-        counters["outputs_emitted"] += len(outputs)
+        counters["outputs_emitted"] += emitted
         if tracked and key in tracked:  # an output's chat bookkeeping: its general end
+            self.reading = now
             self.run_completed(key, seq, token)
             return
         n = counters["runs_completed"] + 1  # ``run_completed``'s, with the reading above
         counters["runs_completed"] = n
-        values = self.run_values
-        values.append(ms)
-        if len(values) >= self.run_limit:
-            self.run_latency.fold()
+        self.run_values.append(ms)
+        runs = self.run_latency
+        runs.room -= 1
+        if runs.room <= 0:
+            runs.fold()
         if n < self.push_runs and now < self.push_due:
             return
         try:
@@ -348,6 +422,7 @@ class MetricsProbe(Probe):
         A model call is labelled by its chat's setup (else by its target), a tool or
         sub-agent call by its target; a function's name is not a label of any metric.
         """
+        self.reading = None  # (called from its action's step: its code goes on)
         try:
             counters = self.counters
             if replayed:
@@ -355,44 +430,59 @@ class MetricsProbe(Probe):
                 return
             counters["durable_calls_executed"] += 1
             counters["calls_in_flight"] += 1
-            of = command.call if type(command) in _OF_CALL else command  # kind, target
-            call_kind = getattr(of, "kind", None)
-            kind = "chat_model" if call_kind is _MODEL_CALL else _KINDS.get(
-                call_kind, "function")  # type: ignore[arg-type]
-            name: str | None = None
+            if type(command) in _OF_CALL:  # its kind and target: its call's
+                of = command.call
+                call_kind = of.kind
+            else:
+                of = command
+                call_kind = getattr(command, "kind", None)
             tracked = self.tracked
-            t = tracked.get(key)
-            if t is None:  # ``AgentMetrics._track``
-                spare = self.spare
-                t = tracked[key] = spare.pop() if spare else _KeyTrack()
-            if kind == "chat_model":
-                c = t._chats
-                if c is not None:  # the chat action's event: ``<event>/<action>/c<n>``
-                    last = call_id.rfind("/")  # ``call_id.rsplit("/", 2)[0]``, no list
-                    before = call_id.rfind("/", 0, last) if last > 0 else -1
-                    event_id = call_id[:before] if before >= 0 else \
-                        call_id[:last] if last >= 0 else call_id
-                    name = c.event_chat.get(event_id, _NO_CHAT)[1]
+            if key in tracked:
+                t = tracked[key]
+            else:  # (``new_track``)
+                t = tracked[key] = [{}, {}, {}]
+            name: str | None = None
+            if call_kind is _MODEL_CALL:
+                kind = "chat_model"
+                chats = t[0]
+                if chats:  # the chat action's event: ``<event>/<action>/c<n>``
+                    if call_id[_FIRST_CUT:] == _FIRST_MODEL_CALL:  # (its first, the usual)
+                        event_id = call_id[:_FIRST_CUT]
+                    else:  # ``call_id.rsplit("/", 2)[0]``, no list
+                        last = call_id.rfind("/")
+                        before = call_id.rfind("/", 0, last) if last > 0 else -1
+                        event_id = call_id[:before] if before >= 0 else \
+                            call_id[:last] if last >= 0 else call_id
+                    name = chats.get(event_id, _NO_CHAT)[1]
                 name = name or getattr(of, "target", None) or None
-            elif kind != "function":
-                name = getattr(of, "target", None) or None
-            t.open[call_id] = (self.clock(), kind, name)
+            else:
+                kind = _KINDS.get(call_kind, "function")
+                if kind != "function":
+                    name = getattr(of, "target", None) or None
+            t[1][call_id] = (self.clock(), kind, name)
         except Exception:  # noqa: BLE001
             self.on_failure("call_started")
 
     def call_finished(self, key: Any, call_id: str, ok: bool, result: Any) -> None:
-        """Count a durable call that ended (``result``: its recorded result when ok)."""
+        """Count a durable call that ended (``result``: its recorded result when ok).
+
+        Pushes to Flink when due (as ``run_completed``), with this hook's reading.
+        """
+        now = self.clock()
+        self.reading = None  # (its action resumes next)
         try:
-            t = self.tracked.get(key)
-            entry = t.open.pop(call_id, None) if t is not None else None
+            tracked = self.tracked
+            entry = tracked[key][1].pop(call_id, None) if key in tracked else None
             status = "ok" if ok else "failed"
+            metrics = self.metrics
             if entry is None:  # started before a restore (or replayed): its start not seen here
-                self.metrics._count_call("unknown", None, status, result, None)
+                metrics._count_call("unknown", None, status, result, None)
             else:
                 start, kind, name = entry
                 self.counters["calls_in_flight"] -= 1
-                self.metrics._count_call(kind, name, status, result,
-                                         (self.clock() - start) * 1000.0)
+                metrics._count_call(kind, name, status, result, (now - start) * 1000.0)
+            if self.counters["runs_completed"] >= self.push_runs or now >= self.push_due:
+                metrics.flush()  # (``_maybe_flush``, with the reading above)
         except Exception:  # noqa: BLE001
             self.on_failure("call_finished")
 

@@ -90,24 +90,13 @@ class _ChatTrack:
 class _KeyTrack:
     """One key's run in flight; what only chats need is made when a chat is seen."""
 
-    __slots__ = ("run_started", "actions", "calls", "_chats", "open")
+    __slots__ = ("run_started", "actions", "calls", "_chats")
 
     def __init__(self) -> None:
         self.run_started: float | None = None
         self.actions: dict[str, float] = {}
         self.calls: dict[str, CallInfo] = {}
         self._chats: _ChatTrack | None = None
-        self.open: dict[str, tuple[float, str, str | None]] = {}
-        """``AgentMetrics``' own record of the executed calls in flight (no ``CallInfo``):
-        ``call id -> (start, kind, name)``."""
-
-    def idle(self) -> bool:
-        """Whether no call is tracked and no chat was seen (``actions`` aside).
-
-        Returns:
-            Whether none is.
-        """
-        return not self.calls and not self.open and self._chats is None
 
     def _chat(self) -> _ChatTrack:
         c = self._chats
@@ -143,7 +132,9 @@ class TrackingObserver(Observer):
 
     def __init__(self, clock: Callable[[], float] | None = None) -> None:
         self.clock = clock or time.perf_counter
-        self._keys: dict[Any, _KeyTrack] = {}
+        self._keys: dict[Any, Any] = {}
+        """The run in flight of each key seen: its ``_KeyTrack`` (``AgentMetrics``' own
+        hooks keep a plain list there instead, ``_metrics_probe.new_track``)."""
 
     # -- callbacks for subclasses --------------------------------------------------------
     def on_run_started(self, key: Any, run: str, seq: int) -> None:
@@ -294,4 +285,4 @@ class TrackingObserver(Observer):
     # -- introspection ---------------------------------------------------------------------
     def open_calls(self) -> int:
         """Executed durable calls whose outcome has not been recorded yet."""
-        return sum(len(t.calls) + len(t.open) for t in self._keys.values())
+        return sum(len(t.calls) for t in self._keys.values())

@@ -187,9 +187,7 @@ def dispatch_emitted(
             )  # (a tool response's chat step, the other built-ins: the general path)
             and not isinstance(event, OutputEvent)
         ):
-            if (probe := core.probe) is not None:  # (``_dispatch``'s)
-                probe.event_dispatched(step.key, event)
-            if fresh:
+            if fresh:  # (its dispatch is reported with its action's start: ``start_at_once``)
                 own = event
             elif handed is not None and handed[0] is data:  # (the copy ``event_of`` builds)
                 own = handed[1]
@@ -197,7 +195,7 @@ def dispatch_emitted(
                 own = event_of(data)
             start_at_once(
                 core, action, step.key, step.state, step.run, step.res, step.live,
-                step.identity, own, data, None, step,
+                step.identity, own, data, None, step, event,
             )  # fmt: skip
             return
     core._dispatch(step, event, None, check=False, data=data, own=fresh)
@@ -235,6 +233,7 @@ def start_at_once(
     data: dict[str, Any],
     token: Any,
     step: Step | None = None,
+    sent: Event | None = None,
 ) -> Step | None:
     """Dispatch a new run's input ``event`` to ``action`` and run its first step.
 
@@ -257,8 +256,9 @@ def start_at_once(
         data: its JSON form.
         token: the probe's token of the run (``input_dispatched``'s; ``None`` without one).
         step: the step an event a finishing action sent is dispatched in (``dispatch_emitted``:
-            the probe has the event, and the execution's start and end are its own hooks),
-            else ``None`` (the run's input).
+            the execution's start and end are its own hooks), else ``None`` (the run's input).
+        sent: with ``step``, that event as it was sent: its dispatch is reported with the
+            execution's start, in one hook (``Probe.event_triggered``).
 
     Returns:
         ``None`` when the action finished here (its run has nothing in flight),
@@ -292,12 +292,15 @@ def start_at_once(
     try:  # ``_step``'s first step, its general cases handed over as they arise
         counters = core.counters
         counters["actions_started"] += 1
-        if (probe := core.probe) is not None:  # (one that takes the run whole: the run's)
-            started = (
-                token
-                if step is None and type(probe).run_at_once is not _EACH_HOOK
-                else probe.action_started(key, exec_id, name, False)
-            )
+        if (probe := core.probe) is not None:
+            if step is not None:  # an event a finishing action sent: its dispatch and this
+                started = probe.event_triggered(key, sent, name)  # start, in one hook
+            else:  # the run's input (reported): one that takes the run whole, the run's
+                started = (
+                    token
+                    if type(probe).run_at_once is not _EACH_HOOK
+                    else probe.action_started(key, exec_id, name, False)
+                )
         token = EVENT_ID_SOURCE.set(ctx.event_id_source)
         keep = False
         out: Any = None

@@ -196,6 +196,8 @@ class AgentCore(UnfinishedCore, InboxQueries):
         shown = self._key_value(key)  # the key's value; ``key`` keys the core's own tables
         live = self._live.get(key) or self._live.setdefault(key, {})
         counters, probe = self.counters, self.probe
+        if probe is not None:  # (no reading an earlier callback kept: ``Probe.reading``)
+            probe.reading = None
         token: Any = None  # the probe's token of a run this callback started
         held = None  # early events the last run did not claim, for the next (``_waits``)
         run = state.run if _run is _UNREAD else _run  # (kept: read once a callback)
@@ -254,8 +256,9 @@ class AgentCore(UnfinishedCore, InboxQueries):
             live.clear()
             counters["runs_completed"] += 1
             if probe is not None and step is not REPORTED:  # (else reported with its action)
-                if token is None and self._run_tokens:
-                    token = self._run_tokens.pop(key, None)
+                if token is None and key in (tokens := self._run_tokens):
+                    token = tokens[key]  # (kept by the callback that started it)
+                    del tokens[key]
                 probe.run_completed(shown, run.seq, token)
             if self.journal is not None:
                 self.journal.run_completed(shown, f"r{run.seq}")
@@ -454,6 +457,8 @@ class AgentCore(UnfinishedCore, InboxQueries):
                     self._end(step, task, misuse)
                     return
             task.coro = out
+        elif (probe := self.probe) is not None:  # resumed: its code runs after what the
+            probe.reading = None  # probe's last hook saw (``Probe.reading``)
         coro = task.coro
         assert coro is not None
         error = thrown

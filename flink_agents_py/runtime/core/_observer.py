@@ -45,9 +45,20 @@ class Probe:
 
     Metrics implement it directly (``AgentMetrics.probe``); every other ``Observer`` is
     reached through ``ObserverProbe``. Identities are as for ``Observer``.
+
+    Attributes:
+        reading: a clock reading the probe may keep for the hooks that follow the one which
+            read it, when only the runtime's bookkeeping runs between them (e.g. an action's
+            end, the dispatch of its events, the start of the action one of them triggers,
+            the run's end). The core never reads it, and sets it to ``None`` at the start
+            of each host callback and before it resumes an action's code, so that no kept
+            reading outlives either; a probe clears it before an action's code runs
+            (``action_started``, ``input_dispatched``, ``call_started``,
+            ``call_finished``).
     """
 
-    __slots__ = ()
+    __slots__ = ("reading",)
+    reading: Any
 
     def run_started(self, key: Any, seq: int) -> Any:
         """A run started for ``key`` (input number ``seq``); returns its token."""
@@ -121,6 +132,25 @@ class Probe:
         for output in outputs:
             self.output_dispatched(key, output)
         self.run_completed(key, seq, token)
+
+    def event_triggered(self, key: Any, event: Any, action: str) -> Any:
+        """``event_dispatched`` then ``action_started`` of the one action it triggers.
+
+        The core calls it, in place of those two, for an event a finishing action sent when
+        it starts the one action that event triggers in the same frame
+        (``runtime/core/_at_once.py``: ``dispatch_emitted``); the execution is
+        ``<event id>/<action>``, not re-entered. This default calls exactly those two.
+
+        Args:
+            key: the run's key.
+            event: the event.
+            action: the action it triggers.
+
+        Returns:
+            ``action_started``'s token.
+        """
+        self.event_dispatched(key, event)
+        return self.action_started(key, f"{event.id}/{action}", action, False)
 
     def call_started(self, key: Any, call_id: str, command: CallCommand, replayed: bool) -> None:
         """A durable call was made (see ``Observer.call_started``)."""

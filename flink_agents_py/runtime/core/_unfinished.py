@@ -161,6 +161,8 @@ class UnfinishedCore(WaitsCore):
         errors = [record, *self._give_up_early(key, run, None)]
         self.counters["runs_abandoned"] += 1
         probe = self.probe
+        if probe is not None:  # (a host callback of its own: ``Probe.reading``)
+            probe.reading = None
         for exec_id, task in live.items():
             commit_spend(task.ctx, state, self._windows)  # its answered calls' spend counts
             if task.coro is not None:

@@ -101,7 +101,7 @@ class CallLedger:
         """Count one durable call (executed, or answered from its record); tell the probe."""
         self.counters["calls_replayed" if replayed else "calls_executed"] += 1
         if self.probe is not None:
-            self.probe.call_started(key, command.call_id, command, replayed)
+            self.probe.call_started(key, command.call.call_id, command, replayed)
 
     def finding(self, key: Any, execution_id: str, kind: str, message: str) -> None:
         """A replay did something that may be wrong but did not fail: count it, tell the probe.
