@@ -135,7 +135,8 @@ class AgentMetrics(MetricCounts):
     calls them directly. Unless a subclass overrides an ``on_*`` callback, each hook counts
     by itself, reading the clock once: no ``CallInfo`` per durable call (an executed call in
     flight is one ``(start, kind, label)`` tuple on its key's track), no callback per hook,
-    and the per-run tracks (chat bookkeeping included) are reused across runs. As a core's
+    and a key's track for its run is a plain list of three dicts (``new_track``), made only
+    for a key with chats or calls and dropped when its run completes. As a core's
     only observer it hands the core its ``probe`` (``MetricsProbe``), which counts events,
     outputs, runs, actions, chat events and durable calls inline and times them with
     ``clock``; the direct hooks count chat events and durable calls with the same probe.
