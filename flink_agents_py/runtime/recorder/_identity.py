@@ -43,7 +43,10 @@ The stable form of a bound value (``stable_form``):
 - an object of a standard-library or builtin class with no JSON form (an open socket, a lock,
   a file, a thread, an executor), a ``RunnerContext``, and anything deeper than
   ``MAX_DEPTH`` levels contribute their **type name only**: they have no form that is the
-  same in every process, and what they are is still checked;
+  same in every process, and what they are is still checked; but the standard library's
+  classes that only hold what the user gave them (``functools.partialmethod``,
+  ``types.SimpleNamespace``, ``argparse.Namespace``: ``_HOLDERS``) are walked as the user's
+  objects are (below);
 - any other object is its type name with the stable form of its own instance attributes
   (``__dict__`` and ``__slots__`` entries, dunder names left out but ``__wrapped__``: what
   a class-based decorator made with ``functools.update_wrapper`` calls); an object found inside
@@ -362,14 +365,15 @@ def _structure(value: Any, kind: type, depth: int, active: set[int], inside: boo
         return {"$type": _qualified(kind), "made": [stable_form(made, depth + 1, active),
                                                     stable_form(list(args), depth + 1,
                                                                 active)]}
-    if _is_stdlib(kind):  # a socket, a lock, a pool...
+    holder = _holder(kind)
+    if _is_stdlib(kind) and not holder:  # a socket, a lock, a pool...
         return _type_only(value)
     if pickles_itself(kind) and not _has_attributes(value):  # np.int64(1), an array...
         pickled = pickled_state(value, lambda v: stable_form(v, depth + 1, active, True))
         if pickled is not None:
             return {"$type": _qualified(kind), "pickled": pickled}
-    if inside and (library_class(kind) or not _walk_nested()):  # its type only: its state
-        return _type_only(value)  # may change as it is used (a client's session, a cache)
+    if inside and ((library_class(kind) and not holder) or not _walk_nested()):
+        return _type_only(value)  # its state may change as it is used (a client's session)
     state: dict[str, Any] = {}
     for name, attr in _attributes(value):
         state[name] = stable_form(attr, depth + 1, active, inside=True)
@@ -379,6 +383,17 @@ def _structure(value: Any, kind: type, depth: int, active: set[int], inside: boo
     if shared:  # a class made in a function: what this version of it holds
         form[_CLASS_STATE] = shared
     return form
+
+
+_HOLDERS = frozenset({"functools:partialmethod", "types:SimpleNamespace", "argparse:Namespace"})
+"""Standard-library classes that only hold what the user gave them, walked as the user's
+objects are: a ``functools.partialmethod`` (its function and arguments: what the method it
+makes calls), a ``SimpleNamespace`` or an ``argparse.Namespace`` (plain attributes)."""
+
+
+def _holder(kind: type) -> bool:
+    """Whether ``kind`` is (or derives from) one of ``_HOLDERS``."""
+    return any(_qualified(cls) in _HOLDERS for cls in kind.__mro__[:-1])
 
 
 _CLASS_STATE = "$class_state"
