@@ -15,9 +15,12 @@ Core-level restores (``support.harness``), as in ``test_replay_identity_neighbou
 from __future__ import annotations
 
 import argparse
+import collections
+import email.message
 import functools
 import logging
 import os
+import string
 import subprocess
 import sys
 import textwrap
@@ -69,7 +72,32 @@ def _namespace_call(ns: Any):
     return call
 
 
+def _reading(holder: Any, read: Any):
+    def call() -> str:
+        return price(read(holder))
+
+    return call
+
+
+def _message(item: str) -> email.message.EmailMessage:
+    message = email.message.EmailMessage()
+    message["Subject"] = item
+    message.set_content(f"the price of {item}")
+    return message
+
+
 FORMS: dict[str, Any] = {
+    "closure_over_template": lambda item: _reading(string.Template(item), lambda t: t.template),
+    "closure_over_mapping_proxy": lambda item: _reading(
+        types.MappingProxyType({"item": item}), lambda m: m["item"]
+    ),
+    "closure_over_chain_map": lambda item: _reading(
+        collections.ChainMap({"item": item}), lambda m: m["item"]
+    ),
+    "closure_over_dict_values": lambda item: _reading(
+        {"item": item}.values(), lambda v: next(iter(v))
+    ),
+    "closure_over_email_message": lambda item: _reading(_message(item), lambda m: m["Subject"]),
     "partialmethod_over_callable_object": lambda item: getattr(Shop(), item),
     "closure_over_simple_namespace": lambda item: _namespace_call(types.SimpleNamespace(item=item)),
     "closure_over_argparse_namespace": lambda item: _namespace_call(argparse.Namespace(item=item)),

@@ -45,8 +45,9 @@ The stable form of a bound value (``stable_form``):
   ``MAX_DEPTH`` levels contribute their **type name only**: they have no form that is the
   same in every process, and what they are is still checked; but the standard library's
   classes that only hold what the user gave them (``functools.partialmethod``,
-  ``types.SimpleNamespace``, ``argparse.Namespace``: ``_HOLDERS``) are walked as the user's
-  objects are (below);
+  ``types.SimpleNamespace``, ``argparse.Namespace``, ``string.Template``, an e-mail
+  message: ``_HOLDERS``) are walked as the user's objects are (below), and a
+  ``MappingProxyType``, a ``ChainMap`` and a dict's views as the dict or list they show;
 - any other object is its type name with the stable form of its own instance attributes
   (``__dict__`` and ``__slots__`` entries, dunder names left out but ``__wrapped__``: what
   a class-based decorator made with ``functools.update_wrapper`` calls); an object found inside
@@ -70,6 +71,7 @@ from __future__ import annotations
 
 import array
 import collections
+import collections.abc
 import contextvars
 import datetime
 import decimal
@@ -365,6 +367,10 @@ def _structure(value: Any, kind: type, depth: int, active: set[int], inside: boo
         return {"$type": _qualified(kind), "made": [stable_form(made, depth + 1, active),
                                                     stable_form(list(args), depth + 1,
                                                                 active)]}
+    if isinstance(value, (types.MappingProxyType, collections.ChainMap)):  # a dict's entries
+        return stable_form(dict(value), depth, active, inside)
+    if isinstance(value, _VIEWS):  # a dict's keys, values or items: what they show
+        return [stable_form(v, depth + 1, active, inside) for v in list(value)]
     holder = _holder(kind)
     if _is_stdlib(kind) and not holder:  # a socket, a lock, a pool...
         return _type_only(value)
@@ -385,10 +391,13 @@ def _structure(value: Any, kind: type, depth: int, active: set[int], inside: boo
     return form
 
 
-_HOLDERS = frozenset({"functools:partialmethod", "types:SimpleNamespace", "argparse:Namespace"})
+_HOLDERS = frozenset({"functools:partialmethod", "types:SimpleNamespace", "argparse:Namespace",
+                      "string:Template", "email.message:Message"})
 """Standard-library classes that only hold what the user gave them, walked as the user's
 objects are: a ``functools.partialmethod`` (its function and arguments: what the method it
-makes calls), a ``SimpleNamespace`` or an ``argparse.Namespace`` (plain attributes)."""
+makes calls), a ``SimpleNamespace`` or an ``argparse.Namespace`` (plain attributes), a
+``string.Template`` (its text), an e-mail message (its headers and payload)."""
+_VIEWS = (collections.abc.KeysView, collections.abc.ValuesView, collections.abc.ItemsView)
 
 
 def _holder(kind: type) -> bool:
