@@ -86,7 +86,21 @@ def _message(item: str) -> email.message.EmailMessage:
     return message
 
 
+def _shop_class(item: str) -> type:
+    """A class made in a function (a factory), one per item: what it holds is the item."""
+
+    class Local:
+        ITEM = item
+
+        @classmethod
+        def get(cls) -> str:
+            return price(cls.ITEM)
+
+    return Local
+
+
 FORMS: dict[str, Any] = {
+    "classmethod_of_a_class_made_in_a_function": lambda item: _shop_class(item).get,
     "closure_over_template": lambda item: _reading(string.Template(item), lambda t: t.template),
     "closure_over_mapping_proxy": lambda item: _reading(
         types.MappingProxyType({"item": item}), lambda m: m["item"]

@@ -91,7 +91,13 @@ from typing import Any
 from ...api import RunnerContext
 from .._serde import digest, dumps, to_json_value
 from ._code import code_constants, code_names
-from ._hidden_state import class_state, pickled_state, pickles_itself, private_state
+from ._hidden_state import (
+    class_state,
+    made_in_function,
+    pickled_state,
+    pickles_itself,
+    private_state,
+)
 from ._value_classes import library_class, value_classes
 
 __all__ = ["bound_and_nested", "bound_state", "made_at_run_time", "stable_form", "MAX_DEPTH"]
@@ -187,8 +193,9 @@ def _binds(fn: Any, depth: int, active: set[int]) -> list[Any]:
         if owner is None or isinstance(owner, types.ModuleType):
             return []
         return [{"self": stable_form(owner, depth + 1, active)}]
-    if isinstance(fn, type):
-        return []
+    if isinstance(fn, type):  # a class made in a function: what this version of it holds
+        form = _class_form(fn, depth, active)
+        return [form] if _CLASS_STATE in form else []
     wrapped = getattr(fn, "__wrapped__", None)
     if wrapped is not None and _is_stdlib(type(fn)):  # lru_cache & co: the function inside
         return [{"$type": _qualified(type(fn))}, *_binds(wrapped, depth + 1, active)]
@@ -290,7 +297,7 @@ def stable_form(value: Any, depth: int = 0, active: set[int] | None = None,
     if isinstance(value, functools.partial):
         return _function_form(value, value.func, depth, active)
     if isinstance(value, type):
-        return {"$class": _qualified(value)}
+        return _class_form(value, depth, active)
     if isinstance(value, types.ModuleType):
         return {"$module": value.__name__}
     active = active if active is not None else set()
@@ -333,6 +340,32 @@ def _function_form(value: Any, named: Any, depth: int, active: set[int] | None) 
         return {"$fn": _qualified(named), "binds": _binds(value, depth + 1, active)}
     finally:
         active.discard(id(value))
+
+
+def _class_form(cls: type, depth: int, active: set[int] | None) -> dict[str, Any]:
+    """A class's ``module:qualname``; for one made in a function, what it holds too.
+
+    A class made by a factory (``make_shop("apple")``) has one qualified name for every
+    call of the factory: its plain-data class attributes and what its methods close over
+    (``_hidden_state.class_state``) tell them apart, as they do for its objects.
+
+    Returns:
+        ``{"$class"}``, with ``$class_state`` for a class made in a function (not in a cycle
+        nor past ``MAX_DEPTH``).
+    """
+    form: dict[str, Any] = {"$class": _qualified(cls)}
+    active = active if active is not None else set()
+    if id(cls) in active or depth > MAX_DEPTH or not made_in_function(cls):
+        return form
+    active.add(id(cls))
+    try:
+        shared = class_state(cls, lambda f: _held(f, depth + 1, active, "__class__"),
+                             lambda v: stable_form(v, depth + 2, active, True))
+    finally:
+        active.discard(id(cls))
+    if shared:
+        form[_CLASS_STATE] = shared
+    return form
 
 
 _WRAPPED = "__wrapped__"
