@@ -15,6 +15,7 @@ strictly, to which the new code added a parameter with a default (``unit="kg"``)
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any
 
 from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
@@ -22,7 +23,7 @@ from support.crash import CrashOnceBase, append_line, first_attempt, hold, pace
 
 __all__ = ["Upgraded", "CrashWhenHeld", "Pick", "pace", "LAST"]
 
-KINDS = ("swap", "patch", "lambdas", "default", "added")
+KINDS = ("swap", "patch", "lambdas", "default", "added", "rows")
 """The runs in flight at the crash (records 0-4)."""
 
 LAST = 60
@@ -84,6 +85,10 @@ class Upgraded(Agent):
             there, back = (lambda: quote(d, a, b)), (lambda: quote(d, b, a))
             got = [await ctx.durable_execute_async(fn)
                    for fn in ((back, there) if upgraded else (there, back))]
+        elif kind == "rows":
+            rows = [types.SimpleNamespace(item=i) for i in ("apple", "pear")]
+            got = [await ctx.durable_execute_async(lambda row=row: price(d, row.item))
+                   for row in (rows[::-1] if upgraded else rows)]
         else:
             new_branch = upgraded and ctx.patched("v2")
             if new_branch:
@@ -96,8 +101,8 @@ class Upgraded(Agent):
 
 
 class Pick:
-    """The records of the scenario from the paced numbers: ``swap``, ``patch``, ``lambdas``,
-    ``default`` and ``added`` at once, ``new`` as the last number, only after the restore."""
+    """The records of the scenario from the paced numbers: the ``KINDS`` at once, ``new`` as
+    the last number, only after the restore."""
 
     def __init__(self, d: str) -> None:
         self.d = d
@@ -107,7 +112,7 @@ class Pick:
 
 
 class CrashWhenHeld(CrashOnceBase):
-    """Crash once the five runs have recorded their call ``c1`` under a completed checkpoint
+    """Crash once the runs of ``KINDS`` have recorded their call ``c1`` under a completed checkpoint
     (their ``hold`` call is then in flight)."""
 
     def __call__(self, point: str, key: Any, info: dict[str, Any]) -> None:
