@@ -47,7 +47,8 @@ The stable form of a bound value (``stable_form``):
   classes that only hold what the user gave them (``functools.partialmethod``,
   ``types.SimpleNamespace``, ``argparse.Namespace``, ``string.Template``, an e-mail
   message: ``_HOLDERS``) are walked as the user's objects are (below), and a
-  ``MappingProxyType``, a ``ChainMap`` and a dict's views as the dict or list they show;
+  ``MappingProxyType``, a ``ChainMap`` and a dict's views as the dict or list they show; a
+  pandas ``Series`` or ``Index`` is its name, values and index (``_series_form``);
 - any other object is its type name with the stable form of its own instance attributes
   (``__dict__`` and ``__slots__`` entries, dunder names left out but ``__wrapped__``: what
   a class-based decorator made with ``functools.update_wrapper`` calls); an object found inside
@@ -411,6 +412,10 @@ def _structure(value: Any, kind: type, depth: int, active: set[int], inside: boo
         pickled = pickled_state(value, lambda v: stable_form(v, depth + 1, active, True))
         if pickled is not None:
             return {"$type": _qualified(kind), "pickled": pickled}
+    if any(_qualified(c) in _SERIES for c in kind.__mro__[:-1]):  # its values, not its type
+        shown = _series_form(value, kind, depth, active)
+        if shown is not None:
+            return shown
     if inside and ((library_class(kind) and not holder) or not _walk_nested()):
         return _type_only(value)  # its state may change as it is used (a client's session)
     state: dict[str, Any] = {}
@@ -436,6 +441,32 @@ _VIEWS = (collections.abc.KeysView, collections.abc.ValuesView, collections.abc.
 def _holder(kind: type) -> bool:
     """Whether ``kind`` is (or derives from) one of ``_HOLDERS``."""
     return any(_qualified(cls) in _HOLDERS for cls in kind.__mro__[:-1])
+
+
+_SERIES = frozenset({"pandas.core.series:Series", "pandas.core.indexes.base:Index"})
+"""pandas classes whose data its attribute walk cannot reach (held in a manager object that
+counts by its type): ``df.iloc[0]`` and ``df.iloc[1]`` would be one value."""
+
+
+def _series_form(value: Any, kind: type, depth: int, active: set[int]) -> Any:
+    """A pandas ``Series`` or ``Index`` by its name, values and index (``None``: too large).
+
+    Returns:
+        ``{"$type", "name", "values", "index"}``, each array as ``pickled_state`` gives it.
+    """
+    def nested(v: Any) -> Any:
+        return stable_form(v, depth + 1, active, True)
+
+    try:
+        values = pickled_state(value.__array__(), nested)
+        index = getattr(value, "index", None)
+        at = None if index is None else pickled_state(index.__array__(), nested)
+    except Exception:  # noqa: BLE001 - identity never fails the call
+        return None
+    if values is None or (index is not None and at is None):
+        return None
+    return {"$type": _qualified(kind), "name": nested(getattr(value, "name", None)),
+            "values": values, "index": at}
 
 
 _CLASS_STATE = "$class_state"
