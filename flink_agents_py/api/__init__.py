@@ -37,6 +37,7 @@ from ._embeddings import (
 )
 from ._errors import (
     ActionError,
+    AgentAlreadyAppliedError,
     AgentsError,
     CallLimitError,
     ChatResponseError,
@@ -240,6 +241,7 @@ __all__ = [
     # errors: AgentsError is the root of every one
     "AgentsError",
     "UsageError",
+    "AgentAlreadyAppliedError",
     "PlanError",
     "DuplicateNameError",
     "ActionError",

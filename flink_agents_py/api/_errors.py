@@ -22,6 +22,7 @@ __all__ = [
     "UnsupportedAwaitError",
     "UnfinishedRunError",
     "UsageError",
+    "AgentAlreadyAppliedError",
     "MissingApiKeyError",
 ]
 
@@ -355,6 +356,38 @@ class UsageError(AgentsError, TypeError):
     action misuses its context (a plain ``def`` action that leaves ``ctx.chat(...)`` or
     another durable future un-awaited).
     """
+
+
+class AgentAlreadyAppliedError(UsageError, RuntimeError):
+    """A second ``apply`` on one input (a ``RuntimeError`` too, as Apache Flink Agents raises).
+
+    Raised at the second call, by the local runner's job and the Flink builder alike: before,
+    the second agent silently replaced the first on the local runner, and added a second
+    operator beside the first on Flink. The message names both agents and how to run two.
+    """
+
+
+def already_applied(first: str, second: Any, source: str) -> str:
+    """The message of ``AgentAlreadyAppliedError``: both agents, and the two ways on.
+
+    Args:
+        first: the applied agent (its plan's ``module:qualname``, or a name).
+        second: what the second ``apply`` was given.
+        source: the input's method (``from_list``, ``from_datastream``).
+
+    Returns:
+        The message.
+    """
+    shown = first.rpartition(":")[2] or "an agent"
+    named = second if isinstance(second, str) else getattr(second, "agent", None)
+    other = named.rpartition(":")[2] if isinstance(named, str) and named \
+        else type(second).__name__
+    chain = ("run() it, then from_list(<its outputs>)" if source == "from_list"
+             else "from_datastream(<its to_datastream()>)")
+    return (f"apply({other}): this input already has the agent {shown} applied; one agent "
+            f"runs on an input (as in Apache Flink Agents), and a second apply would replace "
+            f"or duplicate it. Give each agent its own {source}(...).apply(...), or feed the "
+            f"first agent's outputs to the second: {chain}.apply({other})")
 
 
 class SubagentInputError(AgentsError, ValueError):

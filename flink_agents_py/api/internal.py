@@ -7,7 +7,7 @@ integrations import these helpers from here, never from ``api._*`` modules thems
 
 from ._dynamic_events import event_to_send
 from ._embeddings import check_texts
-from ._errors import shown_key, too_deep
+from ._errors import already_applied, shown_key, too_deep
 from ._event_build import SLOT_SETTERS
 from ._event_ids import EVENT_ID_SOURCE
 from ._event_json import event_from_json, stored_event_from_json
@@ -71,6 +71,7 @@ from ._tools import (
 from ._warnings import warn_at_user
 
 __all__ = [
+    "already_applied",
     "warn_unfilled_in",
     "strict_json",
     "output_classes_of",

@@ -37,6 +37,7 @@ from typing import Any
 
 from ..api import (
     Agent,
+    AgentAlreadyAppliedError,
     DuplicateNameError,
     InputEvent,
     ResourceDescriptor,
@@ -389,7 +390,7 @@ class _UnknownAgentError(KeyError, ValueError):
     """``apply("name")`` of no loaded agent (a ``ValueError`` there, as in Flink Agents)."""
 
 
-class _ChainedApplyError(UsageError, RuntimeError):
+class _ChainedApplyError(AgentAlreadyAppliedError):
     """A second ``apply`` on one local input (a ``RuntimeError`` there, as in Flink Agents)."""
 
 

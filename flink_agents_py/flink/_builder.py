@@ -9,7 +9,8 @@ from typing import Any, cast
 
 from pyflink.common import Row, Types
 
-from ..api import Agent, ExternalEvent, UsageError
+from ..api import Agent, AgentAlreadyAppliedError, ExternalEvent, UsageError
+from ..api.internal import already_applied
 from ..local import default_key_selector
 from ..plan import AgentPlan
 from ..runtime import (
@@ -177,6 +178,8 @@ class FlinkAgentBuilder:
         Raises:
             ValueError: for an unknown ``key_encoding``.
             UsageError: when this job already has an agent operator of that name (its uid).
+            AgentAlreadyAppliedError: when this input already has an agent (one agent an
+                input, as in Apache Flink Agents).
             PlanError: when the agent does not compile.
             WorkerSetupError: when Flink's Python workers could not import the agent (says
                 what to set), found before the job is submitted.
@@ -184,6 +187,8 @@ class FlinkAgentBuilder:
                 ``MissingApiKeyError`` naming the variable and the resource), before the
                 job is submitted; a cluster's operators check when they open.
         """
+        if self._op is not None:  # else a second operator beside the first, outputs replaced
+            raise AgentAlreadyAppliedError(already_applied(self._label, agent, "from_datastream"))
         keys = self._env.key_encoding if key_encoding is None else _encoding(key_encoding)
         plan = agent if isinstance(agent, AgentPlan) else AgentPlan.from_agent(agent)
         workers = configure_workers(self._env.env, plan_modules(plan))

@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..api import Agent, ExternalEvent
+from ..api import Agent, AgentAlreadyAppliedError, ExternalEvent
+from ..api.internal import already_applied
 from ..io import LineResult
 from ..plan import AgentPlan
 from ..runtime import (
@@ -221,7 +222,15 @@ class LocalAgentJob:
         return self
 
     def apply(self, agent: Agent | AgentPlan) -> LocalAgentJob:
-        """Use ``agent`` (compiled now; ``PlanError`` is raised here). Returns ``self``."""
+        """Use ``agent`` (compiled now; ``PlanError`` is raised here). Returns ``self``.
+
+        Raises:
+            AgentAlreadyAppliedError: when this job already has an agent (one agent a job, as
+                in Apache Flink Agents: a second one would neither read the first's outputs
+                nor run beside it; before, it silently replaced the first).
+        """  # noqa: DOC201
+        if self._plan is not None:
+            raise AgentAlreadyAppliedError(already_applied(self._plan.agent, agent, "from_list"))
         self._plan = agent if isinstance(agent, AgentPlan) else AgentPlan.from_agent(agent)
         return self
 
