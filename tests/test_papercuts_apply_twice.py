@@ -96,7 +96,8 @@ def test_a_second_apply_on_a_flink_builder_is_refused_before_any_operator_is_add
     with pytest.raises(AgentAlreadyAppliedError) as refused:
         builder.apply(Second(), name="second")
     assert str(refused.value).startswith(
-        "apply(Second): this input already has the agent First applied")
+        "apply(Second): this input already has the agent First applied"
+    )
     assert "from_datastream(<its to_datastream()>).apply(Second)" in str(refused.value)
     after = transformations.size() if transformations is not None else None
     assert after == before  # no second operator in the job

@@ -155,8 +155,11 @@ def batch_awaitables(ctx: Any, callables: Sequence[Any]) -> list[Any]:
             f"durable_execute_all_async takes a list of DurableCall, got {type(callables).__name__}"
         )
     parts = [_parts(call, i) for i, call in enumerate(callables)]  # all checked first
+    # a reconciler only when given: a keyword named so is read against the function's own
     return [
         ctx.durable_execute_async(func, *args, reconciler=reconciler, **kwargs)
+        if reconciler is not None
+        else ctx.durable_execute_async(func, *args, **kwargs)
         for func, args, kwargs, reconciler in parts
     ]
 

@@ -236,17 +236,25 @@ class RunnerContext(ABC):
                 Apache Flink Agents' keyword for it, ``func=``, is taken too.
             *args: positional arguments of ``fn``.
             reconciler: called at recovery instead of ``fn`` when the call had started but its
-                outcome was recorded nowhere.
+                outcome was recorded nowhere (the runtime's, as in Apache Flink Agents).
             strict: on replay, fail with ``ReplayDivergenceError`` when the arguments differ
                 from the recorded ones (``None``: the agent's ``replay`` mode, lenient by
-                default: the recorded outcome is returned with a warning).
-            **kwargs: keyword arguments of ``fn`` (``reconciler`` and ``strict`` are the
-                runtime's: bind an argument of ``fn`` so named with ``functools.partial``).
+                default: the recorded outcome is returned with a warning). When ``fn`` has a
+                parameter ``strict`` (not bound by ``functools.partial``), it is ``fn``'s
+                instead, as Flink Agents passes it.
+            **kwargs: keyword arguments of ``fn``; ``durable_id`` (Flink Agents' call id) is
+                the runtime's, taken and not used. ``reconciler=``/``durable_id=`` given to
+                an ``fn`` with a parameter so named (one taking ``**kwargs`` does not get
+                them), or any of the three to one whose parameters cannot be read, is
+                ambiguous and raises ``UsageError``: bind
+                ``fn``'s with ``functools.partial(fn, name=...)``, or make the call with
+                ``durable_execute_all_async([DurableCallSpec(func=fn, kwargs={...})])``.
 
         Returns:
             What ``fn`` returned (or, on replay, what it returned the first time).
 
         Raises:
+            UsageError: when a keyword may be the runtime's or ``fn``'s (above).
             SerializationError: when an argument or the result has no JSON form (a generator
                 function's generator too: its body never runs; return a list).
             ReplayDivergenceError: on replay, when the call is not the one recorded at its
@@ -329,8 +337,9 @@ class RunnerContext(ABC):
             *args: positional arguments of ``fn``.
             reconciler: called at recovery instead of ``fn`` when the call had started but its
                 outcome was recorded nowhere.
-            strict: as for ``durable_execute``.
-            **kwargs: keyword arguments of ``fn``.
+            strict: as for ``durable_execute`` (``fn``'s when it has a parameter so named).
+            **kwargs: keyword arguments of ``fn`` (the runtime's keywords as for
+                ``durable_execute``: an ambiguous one raises ``UsageError``).
 
         Returns:
             An awaitable of what ``fn`` returns (or, on replay, returned the first time).

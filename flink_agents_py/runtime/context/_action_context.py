@@ -39,6 +39,7 @@ from ...api.internal import (
     resource_type_argument,
 )
 from ..core._stepper import DURABLE_FUNCTION
+from ._call_options import UNSET, runtime_options
 from ._calls import submission
 from ._long_term_memory import ActionLongTermMemory, ActionMemorySet
 from ._memory import ActionMemory
@@ -138,12 +139,16 @@ class ActionContext(RunnerContext):
 
     def durable_execute(
         self, fn: Callable[..., Any] | None = None, *args: Any,
-        reconciler: Callable[[], Any] | None = None,
-        strict: bool | None = None, **kwargs: Any,
+        reconciler: Any = UNSET, strict: Any = UNSET, **kwargs: Any,
     ) -> Any:
         """See ``RunnerContext.durable_execute`` (a memory operation: called as it is)."""
         if fn is None:
             fn = _named_function("durable_execute", kwargs)
+        if reconciler is not UNSET or strict is not UNSET or "durable_id" in kwargs:
+            fn, reconciler, strict = runtime_options("durable_execute", fn, reconciler,
+                                                     strict, kwargs)
+        else:
+            reconciler = strict = None
         if _is_memory_operation(fn):
             value = fn(*args, **kwargs)
             if inspect.iscoroutine(value):  # ``memory_set.asearch``: awaited, not run here
@@ -156,12 +161,16 @@ class ActionContext(RunnerContext):
 
     def durable_execute_async(
         self, fn: Callable[..., Any] | None = None, *args: Any,
-        reconciler: Callable[[], Any] | None = None,
-        strict: bool | None = None, **kwargs: Any,
+        reconciler: Any = UNSET, strict: Any = UNSET, **kwargs: Any,
     ) -> Awaitable[Any]:
         """See ``RunnerContext.durable_execute_async`` (a memory operation: called now)."""
         if fn is None:
             fn = _named_function("durable_execute_async", kwargs)
+        if reconciler is not UNSET or strict is not UNSET or "durable_id" in kwargs:
+            fn, reconciler, strict = runtime_options("durable_execute_async", fn, reconciler,
+                                                     strict, kwargs)
+        else:
+            reconciler = strict = None
         if _is_memory_operation(fn):
             return _Called(fn, args, kwargs)
         return self._execution.durable_execute_async(fn, *args, reconciler=reconciler,
