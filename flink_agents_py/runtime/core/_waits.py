@@ -147,8 +147,8 @@ class WaitsCore:
             self._fire_due(key, run, [(cid, wait)], self.clock_ms())
         if run is None or wait is None or wait.status != "open":
             shown = self._key_value(key)
-            why = (f"no run of key {shown_key(shown)} is in flight{_typed_key_hint(shown)}"
-                   if run is None
+            why = (f"no run of key {shown_key(shown)} is in flight{_typed_key_hint(shown)} "
+                   f"({_NO_RUN})" if run is None
                    else f"the run of key {shown_key(shown)} (input {run.seq}) has no wait for "
                         f"it, and holds {EARLY_MAX} early events already (an unknown "
                         "correlation id, or one whose wait has not opened yet)"
@@ -488,6 +488,11 @@ class WaitsCore:
         for task in live.values():  # dropped: the run re-enters from keyed state
             if task.coro is not None:
                 task.coro.close()
+
+
+_NO_RUN = ("an event is held only for a run in flight: it came before the key's record "
+           "started one, or after the run ended; send it once the run waits, as an answer "
+           "to the request read from the outputs is")
 
 
 def _waited_for(run: RunState, most: int = 5) -> str:
