@@ -421,9 +421,9 @@ class Configuration:
             UsageError: when the file has no ``agent:`` mapping.
             YamlError: when the file is over the budget or not YAML, naming it and the line.
         """
-        from ..yaml import read_yaml
+        from ..yaml import read_yaml_file
 
-        data = read_yaml(Path(path).read_text(encoding="utf-8"), source=str(path)) or {}
+        data = read_yaml_file(path, kind="Flink configuration YAML") or {}
         section = data.get("agent") if isinstance(data, dict) else None
         if not isinstance(section, dict):
             raise UsageError(f"{path}: no 'agent:' section (Flink Agents' options are "

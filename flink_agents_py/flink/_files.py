@@ -57,8 +57,9 @@ class FileInput(NamedTuple):
 
     Attributes:
         records: the parsed records (a ``DataStream`` of Python values).
-        errors: error rows of bad lines ``{"kind": "error", "line", "error", "value"}``
-            (value: an excerpt of at most 200 characters).
+        errors: error rows of bad lines ``{"kind": "error", "line", "error", "value",
+            "file"}`` (value: an excerpt of at most 200 characters; ``file`` the path given,
+            which ``error`` ends with; not there for a watched folder).
     """
 
     records: Any
@@ -81,6 +82,7 @@ class NumberedLines(KeyedProcessFunction):
                  max_record_bytes: int | None = MAX_RECORD_BYTES) -> None:
         self.parse = parse
         self.max_record_bytes = max_record_bytes
+        self.file: str | None = None  # the file read, named in error rows (``read_lines_file``)
 
     __reduce__ = fresh_reduce  # a worker imports this job's modules, not a finished job's
 
@@ -96,7 +98,8 @@ class NumberedLines(KeyedProcessFunction):
         if is_blank(raw, first=line_no == 0) or not self.keep(line_no):
             return
         result = parse_line_bytes(line_no, raw, self.parse,
-                                  max_record_bytes=self.max_record_bytes)
+                                  max_record_bytes=self.max_record_bytes,
+                                  file=getattr(self, "file", None))
         if result.error is not None:
             yield LINE_ERRORS, result.error
             return
@@ -163,6 +166,8 @@ def read_lines_file(env: Any, path: str | os.PathLike[str], *,
         text = text.uid(f"{name}-source")
     text = text.set_parallelism(1)
     op = operator or NumberedLines(parse, max_record_bytes=max_record_bytes)
+    if monitor_interval_s is None:  # one file (a watched folder's lines name none)
+        op.file = os.fspath(path)
     label = f"{name}-number-and-parse"
     positioned = (text.key_by(shipped(_one_key), key_type=Types.INT())
                   .process(op, output_type=Types.PICKLED_BYTE_ARRAY())

@@ -14,8 +14,9 @@ wherever it is read:
 3. ``parse_record``: the text is parsed (by default as one JSON value; jobs pass their own
    ``parse``); any exception it raises makes the record bad, not the job.
 
-A bad record becomes an error row ``{"kind": "error", "line": N, "error": "line N: ...",
-"value": excerpt}`` (Kafka rows name ``topic``, ``partition`` and ``offset`` instead). No
+A bad record becomes an error row ``{"kind": "error", "line": N, "error": "line N: ... (in
+<file>)", "value": excerpt, "file": <file>}`` (Kafka rows name ``topic``, ``partition`` and
+``offset`` instead; a line of a folder Flink watches has no ``file``). No
 pyflink here: ``flink_agents_py.flink`` wraps these functions in its file and Kafka sources.
 """
 
@@ -65,7 +66,7 @@ class LineResult(NamedTuple):
         line: the 0-based line number.
         record: what ``parse`` returned, or ``None`` when the line is bad.
         error: the error row when the line is bad (``{"kind": "error", "line", "error",
-            "value"}``), else ``None``.
+            "value", "file"}``), else ``None``.
     """
 
     line: int
@@ -175,7 +176,7 @@ def _problem(e: BaseException) -> str:
 def parse_line_bytes(line_no: int, raw: bytes,
                      parse: Callable[[int, str], Any] = json_line, *,
                      max_record_bytes: int | None = MAX_RECORD_BYTES,
-                     ) -> LineResult:
+                     file: str | None = None) -> LineResult:
     """Decode and parse one line; a bad line gives an error row instead of an exception.
 
     Args:
@@ -185,6 +186,8 @@ def parse_line_bytes(line_no: int, raw: bytes,
             (a ``ValueError``'s message is kept, other types are named); messages that do
             not start with ``"line N: "`` get that prefix.
         max_record_bytes: see ``decode_record``.
+        file: the file the line is of: the error row names it (``"file"``, and its message
+            ends ``" (in <file>)"``); ``None``: not known (a folder watched on Flink).
 
     Returns:
         A ``LineResult``.
@@ -197,8 +200,10 @@ def parse_line_bytes(line_no: int, raw: bytes,
         message = _problem(e)
         if not message.startswith(prefix):
             message = prefix + message
-        return LineResult(line_no, None, {"kind": "error", "line": line_no, "error": message,
-                                          "value": excerpt(raw)})
+        row = {"kind": "error", "line": line_no, "error": message, "value": excerpt(raw)}
+        if file is not None:
+            row["file"], row["error"] = file, f"{message} (in {file})"
+        return LineResult(line_no, None, row)
 
 
 def read_json_lines(path: str | os.PathLike[str],
@@ -223,8 +228,10 @@ def read_json_lines(path: str | os.PathLike[str],
     Raises:
         OSError: when the file cannot be opened or read.
     """
+    name = os.fspath(path)  # named in each error row, as the caller wrote it
     with open(path, "rb") as f:
         for line_no, raw in split_lines(f):
             if is_blank(raw, first=line_no == 0) or (keep is not None and not keep(line_no)):
                 continue
-            yield parse_line_bytes(line_no, raw, parse, max_record_bytes=max_record_bytes)
+            yield parse_line_bytes(line_no, raw, parse, max_record_bytes=max_record_bytes,
+                                   file=name)

@@ -321,7 +321,8 @@ def _parse(skill_dir: Path) -> Skill:
     from ..yaml import YamlError, read_yaml  # the loader's budget: a skill folder is untrusted
 
     try:
-        meta = read_yaml(m[0], source=f"{path} front matter") or {}
+        meta = read_yaml(m[0], source=str(path), kind="skill front matter in",
+                         first_line=2) or {}  # (it starts after the file's first line)
     except YamlError as e:
         raise SkillError(f"{path}: the front matter is not YAML within its limits: {e}") from e
     if not isinstance(meta, dict):

@@ -87,8 +87,8 @@ naming an existing file, an open file, or the YAML text itself.
 
 from ._errors import YamlError, YamlProblem
 from ._loader import YamlAgent, load_agent, load_agents
-from ._nodes import read_yaml
+from ._nodes import read_yaml, read_yaml_file
 from ._specs import SCHEMA_PATH
 
 __all__ = ["SCHEMA_PATH", "YamlAgent", "YamlError", "YamlProblem", "load_agent", "load_agents",
-           "read_yaml"]
+           "read_yaml", "read_yaml_file"]

@@ -85,16 +85,18 @@ class YamlError(AgentsError):
         details: the same problems as ``YamlProblem`` records.
     """
 
-    def __init__(self, source: str, details: list[YamlProblem]) -> None:
+    def __init__(self, source: str, details: list[YamlProblem], kind: str = "agents YAML"
+                 ) -> None:
         self.source = source
+        self.kind = kind  # what the file is, in the message ("skill front matter", ...)
         self.details = sorted(details, key=lambda p: (p.line is None, p.line or 0))
         self.problems = [str(p) for p in self.details]
         lines = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(f"invalid agents YAML {source} ({len(self.problems)} problem(s)):\n"
+        super().__init__(f"invalid {kind} {source} ({len(self.problems)} problem(s)):\n"
                          f"{lines}")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.source, self.details))
+        return (type(self), (self.source, self.details, self.kind))
 
 
 def unknown_key(key: Any, allowed: list[str]) -> str:

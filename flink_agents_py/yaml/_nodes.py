@@ -381,7 +381,8 @@ def _merged_pairs(node: MappingNode) -> int:
     return total
 
 
-def read_yaml(text: str, source: str = "<string>") -> Any:
+def read_yaml(text: str, source: str = "<string>", *, kind: str = "YAML",
+              first_line: int = 1) -> Any:
     """Any YAML text as plain data, read within the loader's budget: for untrusted YAML.
 
     The same reading as an agents document: at most ``MAX_NODES`` nodes once aliases and
@@ -392,6 +393,9 @@ def read_yaml(text: str, source: str = "<string>") -> Any:
     Args:
         text: the YAML text.
         source: its name in messages (a file name).
+        kind: what the text is, in the message (``invalid <kind> <source> ...``).
+        first_line: the line of ``source`` the text starts at (a part of a file, such as a
+            skill's front matter: its problems name the file's lines).
 
     Returns:
         dicts, lists and scalars (``None`` for an empty text).
@@ -402,8 +406,33 @@ def read_yaml(text: str, source: str = "<string>") -> Any:
     report = Report(source)
     parsed = parse(text, report)
     if report.problems:
-        raise report.error()
+        found = report.error()
+        shift = first_line - 1
+        raise YamlError(source, [YamlProblem(p.source, None if p.line is None else p.line + shift,
+                                             p.path, p.message) for p in found.details], kind)
     return parsed.data
+
+
+def read_yaml_file(path: str | os.PathLike[str], *, kind: str = "YAML") -> Any:
+    """A YAML file as plain data, read as ``read_yaml`` reads text (for untrusted YAML).
+
+    Args:
+        path: the file.
+        kind: what the file is, in the message (``invalid <kind> <path> ...``).
+
+    Returns:
+        dicts, lists and scalars (``None`` for an empty file).
+
+    Raises:
+        YamlError: naming the file and each problem's line: not UTF-8 (the byte too), over
+            ``MAX_SOURCE_BYTES``, not YAML, over the loader's budget.
+        OSError: when the file cannot be read.
+    """
+    try:
+        text, source = _read_file(Path(path), os.fspath(path))
+    except YamlError as e:
+        raise YamlError(e.source, e.details, kind) from None
+    return read_yaml(text, source, kind=kind)
 
 
 def _prepare(loader: _Loader, root: Node, report: Report, budget: list[int]) -> None:
