@@ -30,9 +30,11 @@ from ._fresh import shipped
 from ._graph import check_uid_free, transformations_of
 from ._keyed_input import (
     is_keyed_stream,
+    pickles_of,
     positioned_input,
     positioned_key,
     seal,
+    seal_pickled,
     sealed_key,
     with_its_key,
 )
@@ -233,8 +235,11 @@ class FlinkAgentBuilder:
         # rejected key, which the operator sends to the error output: the job keeps running
         selector: Callable[[Any], Any] = shipped(functools.partial(keys.flink_key, key_selector))
         if self._sealed:  # the key computed once, beside the pickled record
-            ds = ds.map(shipped(functools.partial(seal, selector)),
-                        output_type=Types.PICKLED_BYTE_ARRAY()) \
+            pickles = pickles_of(ds)  # loaded by the step itself: one that fails is an error row
+            sealing = functools.partial(seal, selector) if pickles is None \
+                else functools.partial(seal_pickled, keys, key_selector)
+            ds = (ds if pickles is None else pickles).map(
+                shipped(sealing), output_type=Types.PICKLED_BYTE_ARRAY()) \
                 .name(f"{label}-seal").uid(f"agent-{label}-seal")
             selector = shipped(sealed_key)
         keyed = ds.key_by(selector, key_type=Types.STRING()) if keys.stable \

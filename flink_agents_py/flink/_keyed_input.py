@@ -20,6 +20,7 @@ operator now makes it an error row under its key, as thread mode's converter doe
 
 from __future__ import annotations
 
+import functools
 import pickle
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -28,12 +29,14 @@ import cloudpickle  # type: ignore[import-untyped]
 from pyflink.common.typeinfo import Types
 from pyflink.datastream import KeyedProcessFunction, KeyedStream
 
+from ..api import SerializationError
 from ..runtime.internal import UnreadableRecord
 from ._fast_input import unreadable
 from ._fresh import shipped
 
 __all__ = ["POSITIONED_STREAM", "CarriedKey", "Positioned", "Sealed", "is_keyed_stream",
-           "positioned_input", "positioned_key", "seal", "sealed_key", "with_its_key"]
+           "pickles_of", "positioned_input", "positioned_key", "seal", "seal_pickled",
+           "sealed_key", "with_its_key"]
 
 POSITIONED_STREAM = "_flink_agents_py_positioned"
 """The attribute of a reader's records stream holding the same records as ``Positioned``."""
@@ -218,6 +221,83 @@ def seal(keyer: Callable[[Any], Any], record: Any) -> Sealed:
         return Sealed(key, None, where, f"{type(inner).__name__} record",
                       f"pickling it raised {type(e).__name__}: {text[:500]}"
                       f"{'...' if len(text) > 500 else ''}")
+
+
+def seal_pickled(keys: Any, key_selector: Callable[[Any], Any], data: bytes) -> Sealed:
+    """A record given as its pickle (``pickles_of``), loaded here and sealed with its key.
+
+    The key step is the first Python step of a process-mode job over pickled records: Beam's
+    coder loaded each record before the step's code ran, so one that failed to load (its
+    ``__reduce__``/``__setstate__`` raised on the worker) failed the task, and the job at
+    every restart. Loaded here, such a record is keyed by a rejected key (no key can be
+    taken from it), which the operator sends to the error output, naming why.
+
+    Args:
+        keys: the operator's ``KeyEncoding``.
+        key_selector: the user's key selector.
+        data: the record's pickle.
+
+    Returns:
+        The ``Sealed`` record (its pickle kept as it came when it did not load).
+    """
+    try:
+        record = pickle.loads(data)
+    except Exception as e:  # noqa: BLE001 - the record's own failure, not the task's
+        stand_in = unreadable(data, e, True)
+        error = SerializationError(
+            f"the {stand_in.what} could not be decoded, so no key could be taken from it "
+            f"({stand_in.error}); it starts {stand_in.excerpt}")
+
+        def refused(_record: Any) -> Any:
+            raise error
+
+        return Sealed(keys.flink_key(refused, None), data)
+    return seal(functools.partial(keys.flink_key, key_selector), record)
+
+
+def pickles_of(ds: Any) -> Any:
+    """``ds``'s records as their pickles, for ``seal_pickled`` (``None``: not wanted).
+
+    ``None`` too when ``ds`` is a Python step's output: PyFlink chains the key step to it and
+    hands its records over as objects (one that cannot be pickled is an error row, ``seal``).
+
+    A forward (same parallelism) or rebalance (else, as Flink would) edge whose type says
+    ``byte[]``: the bytes on the wire are the same as the pickled type's, so only the next
+    Python step's coder changes (it hands the bytes over instead of loading them).
+
+    Returns:
+        The ``DataStream`` of pickles, or ``None`` when ``ds`` is not of pickled records.
+    """
+    from pyflink.datastream import DataStream  # noqa: PLC0415
+    from pyflink.java_gateway import get_gateway  # noqa: PLC0415
+
+    if ds.get_type() != Types.PICKLED_BYTE_ARRAY():
+        return None
+    jvm = get_gateway().jvm
+    j_ds = ds._j_data_stream
+    upstream = j_ds.getTransformation()
+    if _python_operator(upstream):  # chained to it: its records come as objects, not loaded
+        return None
+    env = j_ds.getExecutionEnvironment()
+    ups, own = upstream.getParallelism(), env.getParallelism()
+    partitioners = jvm.org.apache.flink.streaming.runtime.partitioner
+    partitioner = partitioners.ForwardPartitioner() if ups in (own, -1) \
+        else partitioners.RebalancePartitioner()
+    edge = jvm.org.apache.flink.streaming.api.transformations.PartitionTransformation(
+        upstream, partitioner)
+    edge.setOutputType(
+        jvm.org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO)
+    return DataStream(jvm.org.apache.flink.streaming.api.datastream.DataStream(env, edge))
+
+
+def _python_operator(transformation: Any) -> bool:
+    """Whether ``transformation`` runs a Python function (PyFlink chains the next one to it)."""
+    try:
+        factory = transformation.getOperatorFactory()
+        name = str(factory.getOperator().getClass().getName())
+    except Exception:  # noqa: BLE001 - a source, a union: no Python operator of its own
+        return False
+    return "python" in name.lower()
 
 
 def sealed_key(sealed: Sealed) -> Any:
