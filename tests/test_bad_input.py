@@ -56,8 +56,8 @@ def test_a_parse_function_that_raises_anything_marks_only_its_line(tmp_path):
     results = list(read_json_lines(p, lambda n, text: 10 // orjson.loads(text)["n"]))
     assert [(r.line, r.record) for r in results] == [(0, 10), (1, None), (2, 5)]
     assert results[1].error["error"] == (
-        f"line 1: ZeroDivisionError: integer division or modulo by zero (in {p})")
-    assert results[1].error["file"] == str(p)  # each bad line names its file
+        f"line 1: ZeroDivisionError: integer division or modulo by zero (in {p.resolve()})")
+    assert results[1].error["file"] == str(p.resolve())  # each bad line names its file
 
 
 # -- the job on the local runner ---------------------------------------------------------------

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def test_a_bad_json_line_names_its_file_in_the_row_and_in_the_runner_s_error(tmp_path: Path):
-    path = tmp_path / "reviews.jsonl"
+    path = tmp_path.resolve() / "reviews.jsonl"
     path.write_text('{"key": "a"}\n{"key": \n')
     rows = [r.error for r in read_json_lines(path) if r.error is not None]
     assert rows == [
@@ -47,7 +47,7 @@ def test_the_local_runner_s_error_row_of_a_bad_line_names_the_file(tmp_path: Pat
         def on_input(event, ctx):
             ctx.send_event(OutputEvent(output=event.input))
 
-    path = tmp_path / "in.jsonl"
+    path = tmp_path.resolve() / "in.jsonl"
     path.write_text('{"key": "a"}\nnot json\n')
     result = AgentsExecutionEnvironment.local().from_list(read_json_lines(path)).apply(Echo()).run()
     [error] = result.errors

@@ -58,8 +58,8 @@ class FileInput(NamedTuple):
     Attributes:
         records: the parsed records (a ``DataStream`` of Python values).
         errors: error rows of bad lines ``{"kind": "error", "line", "error", "value",
-            "file"}`` (value: an excerpt of at most 200 characters; ``file`` the path given,
-            which ``error`` ends with; not there for a watched folder).
+            "file"}`` (value: an excerpt of at most 200 characters; ``file`` the file's real
+            path, which ``error`` ends with; not there for a watched folder).
     """
 
     records: Any
@@ -167,7 +167,7 @@ def read_lines_file(env: Any, path: str | os.PathLike[str], *,
     text = text.set_parallelism(1)
     op = operator or NumberedLines(parse, max_record_bytes=max_record_bytes)
     if monitor_interval_s is None:  # one file (a watched folder's lines name none)
-        op.file = os.fspath(path)
+        op.file = os.path.realpath(path)  # as ``read_json_lines`` names it
     label = f"{name}-number-and-parse"
     positioned = (text.key_by(shipped(_one_key), key_type=Types.INT())
                   .process(op, output_type=Types.PICKLED_BYTE_ARRAY())

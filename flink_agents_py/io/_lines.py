@@ -228,7 +228,7 @@ def read_json_lines(path: str | os.PathLike[str],
     Raises:
         OSError: when the file cannot be opened or read.
     """
-    name = os.fspath(path)  # named in each error row, as the caller wrote it
+    name = os.path.realpath(path)  # named in each error row (the same however it is written)
     with open(path, "rb") as f:
         for line_no, raw in split_lines(f):
             if is_blank(raw, first=line_no == 0) or (keep is not None and not keep(line_no)):

@@ -41,6 +41,11 @@ def refuse_foreign(owner: Any, what: str, clock: Any = None) -> None:
         return
     if running is None:  # in a durable call's function: another key's context is refused
         durable = DURABLE_OWNER.get()
+        if durable is None and clock is not None:  # a memory with no action at all stepped
+            raise NotInActionContextError(
+                f"{what} was used outside any action (after its action finished, or from "
+                "a thread of the program's own): a memory taken from a RunnerContext is valid "
+                "only while the action it was passed to runs; read and write it there")
         if durable is None or _same_key(durable, owner, clock):
             return
         running = durable
