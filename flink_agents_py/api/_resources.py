@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
-from ._errors import ResourceError
+from ._errors import ResourceError, UsageError
 from ._secret_scrub import mask_credentials, mask_validation_error, scrub_exception
 from ._secret_urls import register_plan_credentials
 
@@ -183,6 +183,20 @@ def _loaded_module(name: str) -> Any:
     return None
 
 
+def _not_a_class(clazz: Any) -> str:
+    """Why ``clazz`` cannot be a ``ResourceDescriptor``'s class, and what to give instead."""
+    head = "ResourceDescriptor needs the resource's class"
+    how = ("ResourceDescriptor(MyChatModel, model='...') or ResourceDescriptor("
+           "clazz='my_app.models.MyChatModel', model='...')")
+    if clazz is None or isinstance(clazz, str):
+        return f"{head} (none was given): {how}"
+    if isinstance(clazz, BaseModel) or callable(getattr(type(clazz), "build", None)):
+        kind = type(clazz).__name__
+        return (f"{head}, got an instance of {kind}: give the class {kind} itself and its "
+                f"fields as keywords ({how})")
+    return f"{head}, got {type(clazz).__name__} {clazz!r:.80}: {how}"
+
+
 class ResourceDescriptor(BaseModel):
     """Names a resource class and the arguments to build it with.
 
@@ -217,6 +231,8 @@ class ResourceDescriptor(BaseModel):
         arguments.update(kwargs)
         if isinstance(clazz, type):
             clazz = f"{clazz.__module__}.{clazz.__qualname__}"
+        elif not isinstance(clazz, str) or not clazz.strip():
+            raise UsageError(_not_a_class(clazz))
         # a credential in a URL or a command line (``url=".../mcp?token=..."``) is a secret
         # from now on, in every process that makes the descriptor (``_secret_urls``)
         register_plan_credentials(arguments, f"the arguments of {clazz}")
