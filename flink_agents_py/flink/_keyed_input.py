@@ -20,7 +20,6 @@ operator now makes it an error row under its key, as thread mode's converter doe
 
 from __future__ import annotations
 
-import functools
 import pickle
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -252,7 +251,8 @@ def seal_pickled(keys: Any, key_selector: Callable[[Any], Any], data: bytes) -> 
             raise error
 
         return Sealed(keys.flink_key(refused, None), data)
-    return seal(functools.partial(keys.flink_key, key_selector), record)
+    where = record.where if type(record) is Positioned else None
+    return Sealed(keys.flink_key(key_selector, record), data, where)  # its pickle as it came
 
 
 def pickles_of(ds: Any) -> Any:
