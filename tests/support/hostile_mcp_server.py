@@ -11,6 +11,9 @@ It answers ``initialize`` (tools capability) and then, by mode:
   ``nextCursor``: each page is far under the message bound, the listing grows without one;
 - ``bad-schema``: one tool whose input schema's ``properties`` is a number;
 - ``list-error``: ``tools/list`` answers a JSON-RPC error with a 100 KB message;
+- ``twin-tools``: two tools named ``lookup`` (different descriptions) on one page;
+- ``twin-pages``: ``lookup`` on the first page and again on the second;
+- ``twin-prompts``: the prompts capability too, and two prompts named ``greet``;
 - ``ok``: one tool, ``probe``, whose call answers ``ok``.
 
 Each ``tools/call`` of ``probe`` answers by mode too: ``huge`` with 3 MB of text,
@@ -53,6 +56,12 @@ def _page(mode: str, cursor: str | None) -> dict:
         return page
     if mode == "bad-schema":
         return {"tools": [{"name": "probe", "inputSchema": {"type": "object", "properties": 5}}]}
+    if mode == "twin-tools":
+        return {"tools": [_tool("probe"), _tool("lookup"),
+                          {**_tool("lookup"), "description": "the other lookup"}]}
+    if mode == "twin-pages":
+        return {"tools": [_tool("lookup")], "nextCursor": "2"} if n == 0 else {
+            "tools": [_tool("probe"), _tool("lookup")]}
     if mode == "list-error":
         raise ValueError("internal error: " + "x" * 100_000)
     return {"tools": [_tool("probe")]}
@@ -83,13 +92,18 @@ def main() -> None:
         if method == "initialize":
             _send({"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": msg["params"]["protocolVersion"],
-                "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "0"}}})
+                "capabilities": {"tools": {}, **({"prompts": {}} if mode == "twin-prompts"
+                                                 else {})},
+                "serverInfo": {"name": "hostile", "version": "0"}}})
         elif method == "tools/list":
             cursor = (msg.get("params") or {}).get("cursor")
             try:
                 _send({"jsonrpc": "2.0", "id": rid, "result": _page(mode, cursor)})
             except ValueError as e:
                 _send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": str(e)}})
+        elif method == "prompts/list":
+            _send({"jsonrpc": "2.0", "id": rid, "result": {"prompts": [
+                {"name": "greet", "description": "one"}, {"name": "greet"}]}})
         elif method == "tools/call" and mode == "endless-line":
             chunk = ('{"jsonrpc": "2.0", "id": ' + str(rid)
                      + ', "result": {"content": [{"type": "text", "text": "')

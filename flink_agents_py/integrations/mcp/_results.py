@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import ValidationError
 
-from ...api import AgentsError, ChatMessage, MessageRole, mask_secrets
+from ...api import AgentsError, ChatMessage, MessageRole, ResourceError, mask_secrets
 from ...api.internal import mask_known, mask_known_value
 from ._session import wire
 
@@ -169,6 +169,36 @@ def _listed_masked(spec: dict[str, Any]) -> dict[str, Any]:
     if masked is not spec:
         masked["name"] = spec.get("name")
     return masked
+
+
+def _by_name(tools: list[dict[str, Any]], prompts: list[dict[str, Any]], where: str
+             ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """A server's listed tools and prompts by name (masked as ``_listed_masked`` masks them).
+
+    Args:
+        tools: every item of its ``tools/list``, all pages.
+        prompts: every item of its ``prompts/list``.
+        where: the server, as a message names it.
+
+    Returns:
+        The tools by name, and the prompts by name.
+
+    Raises:
+        ResourceError: naming the server and the name, when two tools (or two prompts)
+            share it: keeping either would hand the model's calls to a tool it was not
+            told about.
+    """
+    named: tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]] = ({}, {})
+    for kind, items, out in (("tool", tools, named[0]), ("prompt", prompts, named[1])):
+        for item in items:
+            name = item["name"]
+            if name in out:
+                raise ResourceError(
+                    f"MCP server {where} advertises two {kind}s named {name[:100]!r} in its "
+                    f"{kind}s/list, and a {kind}'s name must be unique on its server: rename "
+                    "one of them on the server")
+            out[name] = _listed_masked(item)
+    return named
 
 
 def _prompt_messages(result: dict[str, Any]) -> list[ChatMessage]:

@@ -43,8 +43,8 @@ from ..chat_models._common import FreshOnUnpickle, secret_env_values
 from ._results import (
     McpToolError,
     _bounded,
+    _by_name,
     _clip,
-    _listed_masked,
     _not_mcp,
     _prompt_messages,
     _short,
@@ -200,13 +200,12 @@ class McpServer(FreshOnUnpickle, Resource):
             return self._conn
 
     def _listing(self, conn: Connection, timeout: float
-                 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         tools = self._listed(conn, "tools", timeout)
         prompts: list[dict[str, Any]] = []
         if (conn.init.get("capabilities") or {}).get("prompts") is not None:
             prompts = self._listed(conn, "prompts", timeout)
-        return ({t["name"]: _listed_masked(t) for t in tools},
-                {p["name"]: _listed_masked(p) for p in prompts})
+        return tools, prompts
 
     def _listed(self, conn: Connection, key: str, timeout: float) -> list[dict[str, Any]]:
         """Every item of ``tools/list`` (``key="tools"``) or ``prompts/list``.
@@ -245,7 +244,7 @@ class McpServer(FreshOnUnpickle, Resource):
         """
         try:
             conn = self._connection()
-            tools, prompts = self._listing(conn, self.timeout_s)
+            tools, prompts = _by_name(*self._listing(conn, self.timeout_s), self.where)
         except ImportError:
             self.close()
             raise
@@ -455,13 +454,14 @@ class McpServer(FreshOnUnpickle, Resource):
 
         Raises:
             ImportError: naming the ``mcp`` extra when the SDK is not installed.
+            ResourceError: naming the server and the name, when it lists one tool (or prompt) twice.
         """
         if not self.list_at_plan_build:
             return None
         conn = Connection(self, f"{name}-plan")
         try:
             conn.start(self.plan_timeout_s)
-            tools, prompts = self._listing(conn, self.plan_timeout_s)
+            listed = self._listing(conn, self.plan_timeout_s)
         except ImportError:
             raise
         except Exception as e:  # noqa: BLE001 - optional: checked again at open
@@ -474,14 +474,14 @@ class McpServer(FreshOnUnpickle, Resource):
             return None
         finally:
             conn.close()
-        out: list[tuple[ResourceType, str, ResourceDescriptor | None]] = []
-        for tool in tools:
-            out.append((ResourceType.TOOL, tool, ResourceDescriptor(
-                McpTool, server=name, tool=tool) if self.register_tools else None))
-        for prompt in prompts:
-            out.append((ResourceType.PROMPT, prompt, ResourceDescriptor(
-                McpPrompt, server=name, prompt=prompt) if self.register_prompts else None))
-        return out
+        tools, prompts = _by_name(*listed, self.where if self.resource_name  # a name listed
+                                  else f"{name!r} {self.where}")  # twice fails the build
+        out: list[tuple[ResourceType, str, ResourceDescriptor | None]] = [
+            (ResourceType.TOOL, tool, ResourceDescriptor(McpTool, server=name, tool=tool)
+             if self.register_tools else None) for tool in tools]
+        return out + [(ResourceType.PROMPT, prompt, ResourceDescriptor(
+            McpPrompt, server=name, prompt=prompt) if self.register_prompts else None)
+            for prompt in prompts]
 
 
 class McpTool(FreshOnUnpickle, Resource):
