@@ -226,8 +226,9 @@ class SubagentSetup(Resource):
 
     Attributes:
         description: what the sub-agent does (shown to chat models that may delegate).
-        input_schema: JSON Schema text of the input; ``None`` when undeclared. It wins over a
-            declared input type; a blank one is rejected.
+        input_schema: JSON Schema of the input, as its JSON text (a dict given is kept as
+            its text); ``None`` when undeclared. It wins over a declared input type; a blank
+            one is rejected.
         input_type: ``module:qualname`` of the input's type (a pydantic model, dataclass or
             ``TypedDict``); its JSON Schema is derived when no ``input_schema`` is given.
     """
@@ -239,9 +240,16 @@ class SubagentSetup(Resource):
     input_type: str | None = None
 
 
-    @field_validator("input_schema")
+    @field_validator("input_schema", mode="before")
     @classmethod
-    def _schema_not_blank(cls, v: str | None) -> str | None:
+    def _schema_text(cls, v: Any) -> Any:
+        if isinstance(v, dict):  # a JSON Schema object is kept as its JSON text
+            import json
+
+            return json.dumps(v)
+        if v is not None and not isinstance(v, str):
+            raise ValueError(f"input_schema must be a JSON Schema: a dict, or its JSON text; "
+                             f"got a {type(v).__name__}")
         if v is not None and not v.strip():
             raise ValueError("input_schema must not be blank; omit it instead")
         return v

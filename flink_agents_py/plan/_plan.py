@@ -407,8 +407,11 @@ def _compile_subagent(name: str, value: Any, problems: list[str],
         problems.append(f"{where}: {value.clazz} is not a SubagentSetup subclass")
         return None
     schema = value.arguments.get("input_schema")
-    if schema is not None and (not isinstance(schema, str) or not schema.strip()):
-        problems.append(f"{where}: input_schema must be non-blank JSON Schema text")
+    if schema is not None and not isinstance(schema, dict) and (
+            not isinstance(schema, str) or not schema.strip()):
+        got = "blank text" if isinstance(schema, str) else type(schema).__name__
+        problems.append(f"{where}: input_schema must be a JSON Schema, a dict or its JSON "
+                        f"text, got {got}")
     if not issubclass(cls, InternalSubagent):
         return value
     child = value.arguments.get("agent")

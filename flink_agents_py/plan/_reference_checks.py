@@ -120,9 +120,12 @@ def _input_schema_problem(text: Any) -> str | None:
         The problem, or ``None`` (also for no text: a blank or non-text one is reported by
         the setup's own validation).
     """
+    import json
+
+    if isinstance(text, dict):  # (the setup keeps it as its JSON text)
+        text = json.dumps(text)
     if not isinstance(text, str) or not text.strip():
         return None
-    import json
 
     import jsonschema
 
