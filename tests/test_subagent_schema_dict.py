@@ -96,8 +96,9 @@ def test_a_dict_is_kept_as_its_json_text():
     assert setup.input_schema == '{"type": "object"}'
 
 
-@pytest.mark.parametrize(("schema", "said"), [([{"type": "object"}], "got list"),
-                                              ("  ", "got blank text")])
+@pytest.mark.parametrize(
+    ("schema", "said"), [([{"type": "object"}], "got list"), ("  ", "got blank text")]
+)
 def test_an_input_schema_neither_dict_nor_text_is_a_plan_problem_naming_it(schema, said):
     from flink_agents_py.api import Agent, ResourceDescriptor, ResourceType
     from flink_agents_py.plan import AgentPlan
@@ -106,9 +107,45 @@ def test_an_input_schema_neither_dict_nor_text_is_a_plan_problem_naming_it(schem
         pass
 
     parent = Agent()
-    parent.add_resource("scorer", ResourceType.AGENT, ResourceDescriptor(
-        InternalSubagent, agent=Child, input_schema=schema))
+    parent.add_resource(
+        "scorer",
+        ResourceType.AGENT,
+        ResourceDescriptor(InternalSubagent, agent=Child, input_schema=schema),
+    )
     with pytest.raises(PlanError) as e:
         AgentPlan.from_agent(parent)
-    assert f"agent resource 'scorer': input_schema must be a JSON Schema, a dict or its JSON " \
-           f"text, {said}" in str(e.value), str(e.value)
+    assert (
+        f"agent resource 'scorer': input_schema must be a JSON Schema, a dict or its JSON "
+        f"text, {said}" in str(e.value)
+    ), str(e.value)
+
+
+def test_a_bad_input_schema_of_an_offered_subagent_is_reported_once_without_pydantic_text():
+    """A chat model offering the sub-agent reported it again, as pydantic's raw error (or,
+    once the sub-agent was refused, as "not declared as an agent resource")."""
+    from flink_agents_py.api import Agent, ChatModelSetup, ResourceDescriptor, ResourceType
+    from flink_agents_py.plan import AgentPlan
+    from flink_agents_py.testing import model_from_turns
+
+    class Child(Agent):
+        pass
+
+    parent = Agent()
+    parent.add_resource(
+        "scorer",
+        ResourceType.AGENT,
+        ResourceDescriptor(InternalSubagent, agent=Child, input_schema=[{"type": "object"}]),
+    )
+    parent.add_resource("conn", ResourceType.CHAT_MODEL_CONNECTION, model_from_turns(["x"]))
+    parent.add_resource(
+        "triager",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(ChatModelSetup, connection="conn", subagents=["scorer"]),
+    )
+    with pytest.raises(PlanError) as e:
+        AgentPlan.from_agent(parent)
+    text = str(e.value)
+    assert text.count("'scorer'") == 2, text  # its problem, and its child's lack of actions
+    assert "input_schema must be a JSON Schema, a dict or its JSON text, got list" in text
+    assert "validation error" not in text and "pydantic" not in text, text
+    assert "not declared" not in text, text  # it is declared, and refused

@@ -106,7 +106,8 @@ def check_references(resources: Mapping[ResourceType, Mapping[str, Any]],
                                     f"; {t!r} is a function on the agent class, but not a "
                                     f"tool: decorate it with @tool" if t in undecorated
                                     else ""))
-        _check_offered_subagents(name, rp, resources.get(ResourceType.AGENT, {}), problems)
+        _check_offered_subagents(name, rp, resources.get(ResourceType.AGENT, {}), problems,
+                                 broken)
         _check_fallbacks(name, rp, setups, problems)
         check_budget_prices(name, rp.descriptor.arguments, setups, problems)
         check_prompt_name(name, rp.descriptor.arguments, seen.get(ResourceType.PROMPT, {}),
@@ -190,7 +191,8 @@ def _check_fallbacks(name: str, rp: Any, setups: Mapping[str, Any],
 
 
 def _check_offered_subagents(name: str, rp: Any, agents: Mapping[str, Any],
-                             problems: list[str]) -> None:
+                             problems: list[str], broken: set[tuple[ResourceType, str]]
+                             ) -> None:
     """Check that a chat model's ``subagents`` are declared and have usable input schemas.
 
     A usable schema is an explicit one (valid JSON Schema of an object), or an input type
@@ -205,11 +207,17 @@ def _check_offered_subagents(name: str, rp: Any, agents: Mapping[str, Any],
         if not isinstance(s, str):
             continue  # its type is reported by check_setup_values
         agent_rp = agents.get(s)
+        if agent_rp is None and (ResourceType.AGENT, s) in broken:
+            continue  # declared, and refused: its own problem says why
         if agent_rp is None:
             problems.append(f"chat_model resource {name!r} names sub-agent {s!r}, which is not "
                             "declared as an agent resource" + declared_hint(s, agents, "agent"))
             continue
-        problem = _input_schema_problem(agent_rp.descriptor.arguments.get("input_schema"))
+        schema = agent_rp.descriptor.arguments.get("input_schema")
+        if schema is not None and not (isinstance(schema, dict) or (
+                isinstance(schema, str) and schema.strip())):
+            continue  # reported with the agent resource, by what it got (not pydantic's text)
+        problem = _input_schema_problem(schema)
         if problem is not None:
             problems.append(f"chat_model resource {name!r} offers sub-agent {s!r}: its "
                             f"input_schema {problem}")
