@@ -149,3 +149,21 @@ def test_a_bad_input_schema_of_an_offered_subagent_is_reported_once_without_pyda
     assert "input_schema must be a JSON Schema, a dict or its JSON text, got list" in text
     assert "validation error" not in text and "pydantic" not in text, text
     assert "not declared" not in text, text  # it is declared, and refused
+
+
+def test_a_react_agents_subagent_input_schema_may_be_a_dict():
+    from flink_agents_py.agents import ReActAgent
+    from flink_agents_py.api import ChatModelSetup, ResourceDescriptor
+
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    agent = ReActAgent(
+        chat_model=ResourceDescriptor(ChatModelSetup, connection="c"), subagent_input_schema=schema
+    )
+    assert (
+        agent.get_subagent_input_schema() == '{"type": "object", "properties": {"q": '
+        '{"type": "string"}}}'
+    )
+    other = agent.as_subagent(input_schema={"type": "object"})
+    assert (
+        InternalSubagent(**{**other.arguments, "agent": "x:Y"}).input_schema == '{"type": "object"}'
+    )

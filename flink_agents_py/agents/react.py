@@ -97,8 +97,8 @@ class ReActAgent(Agent):
         subagents: name to ``AGENT`` resource (e.g. ``other.as_subagent()``) declared on this
             agent and offered to the model as ``_subagent_<name>`` callables.
         subagent_description: what this agent does, when it runs as a sub-agent.
-        subagent_input_schema: JSON Schema text of its input as a sub-agent (default: one
-            ``input`` string).
+        subagent_input_schema: JSON Schema of its input as a sub-agent, a dict or its JSON
+            text (default: one ``input`` string).
         chat_model_name: the name the chat model setup is declared under: metrics, the
             event log and traces label its calls by it (``chat_calls{model=...}``).
             Default: the ``model`` the descriptor names (``"qwen3:8b"``), else
@@ -116,7 +116,8 @@ class ReActAgent(Agent):
         max_iterations: int | None = None,
         tools: Sequence[Callable[..., Any] | Resource] = (),
         subagents: Mapping[str, Any] | None = None,
-        subagent_description: str | None = None, subagent_input_schema: str | None = None,
+        subagent_description: str | None = None,
+        subagent_input_schema: str | dict[str, Any] | None = None,
         chat_model_name: str | None = None,
     ) -> None:
         super().__init__()
@@ -129,7 +130,9 @@ class ReActAgent(Agent):
             raise TypeError(f"ReActAgent(output_schema=...) takes a pydantic model class or a "
                             f"JSON Schema dict, got {type(output_schema).__name__}")
         self.subagent_description = subagent_description or _DEFAULT_DESCRIPTION
-        self.subagent_input_schema = subagent_input_schema or _DEFAULT_INPUT_SCHEMA
+        self.subagent_input_schema = (json.dumps(subagent_input_schema)
+                                      if isinstance(subagent_input_schema, dict)
+                                      else subagent_input_schema or _DEFAULT_INPUT_SCHEMA)
         arguments = dict(chat_model.arguments)
         tool_names = list(arguments.get("tools") or [])
         if callable(tools) or isinstance(tools, (Resource, str)):
@@ -175,12 +178,13 @@ class ReActAgent(Agent):
         self.add_action("start_action", [InputEvent], type(self).start_action, config=config)
 
     def as_subagent(self, description: str | None = None,
-                    input_schema: str | None = None) -> ResourceDescriptor:
+                    input_schema: str | dict[str, Any] | None = None) -> ResourceDescriptor:
         """This agent as an internal sub-agent (an ``AGENT`` resource of another agent).
 
         Args:
             description: for the calling model (default: ``subagent_description``).
-            input_schema: JSON Schema text of the input (default: ``subagent_input_schema``).
+            input_schema: JSON Schema of the input, a dict or its JSON text (default:
+                ``subagent_input_schema``).
 
         Returns:
             ``ResourceDescriptor(InternalSubagent, agent=self, ...)``.
