@@ -45,7 +45,7 @@ from flink_agents_py.runtime.recorder._state import InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(60)
 
-CHAT_CALLS = 310
+CHAT_CALLS = 266
 """Python calls per chat on the host's thread, at most (487 when set, 605 the day before;
 535 once each use of a context, memory or memory set checks that it is its own action's:
 ``runtime/context/_owner.py``, 13 checks a chat; 530 once a run's end no longer asks its
@@ -76,8 +76,18 @@ that finished the chat, ``_at_once.dispatch_emitted``; 322 once a chat event's m
 keeps its setup's digest, ``recorder/_setup_shapes.setup_shape``, one call when cached;
 309 once a user's request that is its action's last event starts the built-in chat action
 in the frame that finished the sender, ``_at_once.dispatch_emitted``, with the copy of the
-request made as its form was written, ``_chat_request.request_forms``)."""
-WAIT_CALLS = 252
+request made as its form was written, ``_chat_request.request_forms``; 2026-12-07: 265 once
+an action started in the frame of another's end keeps the stepping loop that frame set,
+``_at_once.start_at_once``, which finds a resolved action without a call; a context's
+ownership checks compare the stepped id source with its execution's in one call,
+``_action_context``, ``check_live``; ``ActionExecution.send_event`` tests an event's class
+once per class, counts a chain's ``/`` only in an id that long and drops a built event's id
+from a dict; the chat action looks at a request's setup type, invalid answers and retries
+only where they may be missing, ``_builtin_actions.chat_model_action``; a durable call's
+plain function is named inline, ``_executor.submit``; a memory path's parts and a write's
+reference are read from their caches by subscript and a memory clock's usual tick runs
+inline, ``context/_memory.py``)."""
+WAIT_CALLS = 235
 """Python calls per record of a run that waits once for a ``durable_execute_async`` call on
 the host's thread, at most (396 before the call's argument shape kept its function's
 signature, its name and what it binds were found once a call, and the run's end stopped
@@ -86,15 +96,17 @@ looking for sub-agent handles and never-awaited calls one call at a time; 293 wi
 defaults the call took, ``_call_changes.defaults_taken``, skipped for a function without
 defaults; 290 with the echo path's cuts of 2026-12-06 listed under ``CHAT_CALLS``; 281
 with the one-action run's straight line, ``_at_once``; 277 with the chat path's cuts; 251
-with the memory cuts of 2026-12-06 listed under ``CHAT_CALLS``)."""
-ECHO_CALLS = 80
+with the memory cuts of 2026-12-06 listed under ``CHAT_CALLS``; 234 with the cuts of
+2026-12-07 listed there)."""
+ECHO_CALLS = 75
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
 109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new
 input's run is read once; 107 once a freshly decoded flat record reaches its action with no
 second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 101 once
 ``OutputEvent(output=x)`` is built without pydantic's validation round trip; 95 with the
 cuts of 2026-12-06 listed under ``CHAT_CALLS``; 79 once a one-action run that returns at once
-is dispatched, stepped and finished in one straight line, ``runtime/core/_at_once.py``)."""
+is dispatched, stepped and finished in one straight line, ``runtime/core/_at_once.py``;
+74 with the cuts of 2026-12-07 listed under ``CHAT_CALLS``)."""
 
 ECHO_METRICS_CALLS = 88
 """... with ``AgentMetrics`` as the core's observer, pushing to a metric group in batches

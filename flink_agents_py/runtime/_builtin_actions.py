@@ -114,13 +114,15 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
     first: list[ChatMessage] | None = None  # the first call's messages, validated already
     found: ChatModelSetup | None = None  # the chat's setup, when looked up already
     requested: Sequence[ChatMessage] = ()  # a request's messages (``history``)
-    if isinstance(event, ChatRequestEvent):
+    invalid: list[dict[str, str]]  # the answers that did not follow the schema, and why
+    stored = not isinstance(event, ChatRequestEvent)  # else the chat is in sensory memory
+    if not stored:
         chat_id = event.id
         try:
             setup = ctx.resources.get(event.model, ResourceType.CHAT_MODEL)  # (a setup: as is)
             if type(setup) is not ChatModelSetup:  # (else its view, ``get_resource``)
                 setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
-            assert isinstance(setup, ChatModelSetup)
+                assert isinstance(setup, ChatModelSetup)
             found = setup
             prompt_args = event.prompt_args
             if prompt_args is None and not fills_prompt(setup):  # (its ``build_messages``)
@@ -142,7 +144,7 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             "output_schema": event.output_schema,
             "rounds": 0,
             "retries": 0,
-            "invalid": [],
+            "invalid": (invalid := []),
             "tool_text": True,  # a tool's text result goes as its text (``tool_message``)
             "tool_frame": True,  # what a tool returned cannot read as the framework's notes
         }
@@ -182,13 +184,14 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
         dumped: list[dict[str, Any]] = chat["messages"]
         return dumped
 
-    if found is not None:
+    if found is not None:  # (a setup: checked as found)
         setup = found
     else:
         setup = ctx.get_resource(chat["model"], ResourceType.CHAT_MODEL)
-    assert isinstance(setup, ChatModelSetup)
+        assert isinstance(setup, ChatModelSetup)
     schema = chat["output_schema"]
-    invalid: list[dict[str, str]] = chat.setdefault("invalid", [])
+    if stored:  # (a new chat's: made with it)
+        invalid = chat.setdefault("invalid", [])
 
     async def call_model(messages: list[ChatMessage], output_schema: dict[str, Any] | None,
                          spent: dict[str, Any] | None = None,
@@ -213,7 +216,6 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
                             "chat model setup")
         return fallback
 
-    stored = not isinstance(event, ChatRequestEvent)  # the chat is in sensory memory
     # the key's spend through the setup (a sub-agent's setup too: its memory is per call),
     # in the entry of the plan declaring it (a setup a sub-agent names from an ancestor: the
     # ancestor's entry, as the ancestor's own chats through it)
@@ -293,10 +295,13 @@ async def chat_model_action(event: Any, ctx: ActionExecution) -> None:
             return
         if setup.budget is not None or setup.fallbacks:  # (a call only where spend is)
             count(response.metadata)
-        chat["retries"] = chat.get("retries", 0) + int(response.metadata.get("retries", 0) or 0)
+        if (retried := response.metadata) and "retries" in retried:  # (usually none)
+            chat["retries"] = chat.get("retries", 0) + int(retried["retries"] or 0)
+        elif stored and "retries" not in chat:  # (a chat stored before it was kept)
+            chat["retries"] = 0
         problem: str | None = None
         try:
-            asked = len(response.message.tool_calls)
+            asked = len(calls) if (calls := response.message.tool_calls) else 0
             if asked > setup.max_tool_calls:  # before any work per call
                 raise RuntimeError(
                     f"chat {chat_id}: the model asked for {asked} tool calls in one message, "

@@ -76,8 +76,8 @@ class ActionContext(RunnerContext):
     def sensory_memory(self) -> Memory:
         """Memory of the current run: cleared when the run ends."""
         execution = self._execution  # ``refuse_foreign``'s usual case inline: its own action
-        if getattr(EVENT_ID_SOURCE.get(), "__self__", None) is not execution:
-            refuse_foreign(execution, "ctx.sensory_memory")
+        if EVENT_ID_SOURCE.get() != execution.event_id_source:  # (its bound method: equal
+            refuse_foreign(execution, "ctx.sensory_memory")  # when of the same execution)
         memory = execution.sensory_view  # made at its first use (``ActionExecution.sensory``)
         return memory if memory is not None else execution.sensory
 
@@ -85,7 +85,7 @@ class ActionContext(RunnerContext):
     def short_term_memory(self) -> Memory:
         """Memory of the current key: survives runs, kept in keyed state."""
         execution = self._execution  # (as ``sensory_memory``)
-        if getattr(EVENT_ID_SOURCE.get(), "__self__", None) is not execution:
+        if EVENT_ID_SOURCE.get() != execution.event_id_source:
             refuse_foreign(execution, "ctx.short_term_memory")
         memory = execution.short_term_view
         return memory if memory is not None else execution.short_term
@@ -122,8 +122,8 @@ class ActionContext(RunnerContext):
         """See ``RunnerContext.send_event``."""
         if DURABLE_FUNCTION.get() is not None:  # (checked inline: once per event sent)
             refuse_nested("ctx.send_event")
-        execution = self._execution  # ``refuse_foreign``'s usual case inline: its own action
-        if getattr(EVENT_ID_SOURCE.get(), "__self__", None) is not execution:
+        execution = self._execution  # (as ``sensory_memory``)
+        if EVENT_ID_SOURCE.get() != execution.event_id_source:
             refuse_foreign(execution, "ctx.send_event")
         if identifier is not None or attributes or event is None:  # else it is ``event``
             event = event_to_send(event, identifier, attributes)

@@ -364,12 +364,29 @@ class ActionMemory(Memory):
             ref = memory_ref_of(path)
             text = ref.path if ref is not None else cast(str, path)
         clock = self._clock  # (``_tree`` inline) counted first: a refused path is counted too
-        undo = clock(self._name) if clock is not None else None
+        if type(clock) is MemoryClock:  # (its call inline when the stepped execution is
+            try:  # the clock's and nothing is to be undone; else called: checked in full)
+                mine = EVENT_ID_SOURCE.get().__self__._clock is clock  # type: ignore[union-attr]
+            except AttributeError:
+                mine = False
+            if mine and not (record := clock.record).memory_undo:
+                n = clock.ops
+                clock.ops = n + 1
+                if record.memory_ops <= n:
+                    record.memory_ops = n + 1
+                undo = None
+            else:
+                undo = clock(self._name)
+        else:
+            undo = clock(self._name) if clock is not None else None
         value: Any = self._view
         if value is None:
             value = self._undone(undo) if undo else self._base
-        parts = _PATHS.get(text) if type(text) is str else None  # (``_split``'s cache inline)
-        for p in parts if parts is not None else _split(text):  # (``_get`` inline)
+        try:  # (``_split``'s cache inline: one look-up, safe beside another thread's clear)
+            parts = _PATHS[text]
+        except (KeyError, TypeError):  # (not cached; or unhashable: ``_split`` refuses it)
+            parts = _split(text)
+        for p in parts:  # (``_get`` inline)
             if not isinstance(value, dict) or p not in value \
                     or (p == "data" and MODEL_TAG in value):
                 return default
@@ -410,8 +427,9 @@ class ActionMemory(Memory):
         """
         if DURABLE_FUNCTION.get() is not None:  # (``refuse_nested``'s check inline)
             refuse_nested(f"{self._name}.set")  # a replay would not make the write again
-        parts = _PATHS.get(path) if type(path) is str else None  # (``_split``'s cache inline)
-        if parts is None:
+        try:  # (``_split``'s cache inline, as in ``get``)
+            parts = _PATHS[path]
+        except (KeyError, TypeError):
             parts = _split(path)
         if parts[0] in RESERVED_ROOTS and self._name == "short_term_memory":
             _refuse_reserved(parts, path, False)
@@ -432,8 +450,22 @@ class ActionMemory(Memory):
             stored = to_json_value(value, f"{self._name} value at {path!r}")
             if type(stored) is dict or type(stored) is list:  # a model's validators run on read
                 check_round_trip(stored, f"{self._name} value at {path!r}")
-        clock = self._clock  # (``_own_view`` and ``_tree`` inline)
-        undo = clock(self._name) if clock is not None else None
+        clock = self._clock  # (``_own_view`` and ``_tree`` inline; the clock's call as ``get``)
+        if type(clock) is MemoryClock:
+            try:
+                mine = EVENT_ID_SOURCE.get().__self__._clock is clock  # type: ignore[union-attr]
+            except AttributeError:
+                mine = False
+            if mine and not (record := clock.record).memory_undo:
+                n = clock.ops
+                clock.ops = n + 1
+                if record.memory_ops <= n:
+                    record.memory_ops = n + 1
+                undo = None
+            else:
+                undo = clock(self._name)
+        else:
+            undo = clock(self._name) if clock is not None else None
         view = self._view
         if view is None:
             view = self._view = self._undone(undo, self._owned) if undo else dict(self._base)
@@ -443,13 +475,15 @@ class ActionMemory(Memory):
             _apply(view, parts, stored, self._owned)
         self.writes.append((parts, stored))
         key = (path, kind.__qualname__)
-        ref = _REFS.get(key)  # a reference is frozen: one per path and type serves every write
-        if ref is None:  # validated (two strings): cheaper than ``model_construct``'s loop
-            ref = MemoryRef(path=path, type_name=key[1])
-            if len(path) <= _CACHED_PATH_CHARS:
-                if len(_REFS) >= 4096:
-                    _REFS.clear()
-                _REFS[key] = ref
+        try:  # a reference is frozen: one per path and type serves every write
+            return _REFS[key]
+        except KeyError:
+            pass
+        ref = MemoryRef(path=path, type_name=key[1])  # validated (two strings): cheaper than
+        if len(path) <= _CACHED_PATH_CHARS:  # ``model_construct``'s loop
+            if len(_REFS) >= 4096:
+                _REFS.clear()
+            _REFS[key] = ref
         return ref
 
     def delete(self, path: str) -> None:

@@ -287,8 +287,9 @@ def start_at_once(
     # nothing reads the key's live executions while its first step runs
     started: Any = None  # the probe's token of the execution's start
     coro: Any = None  # its coroutine, once the general path would have kept it
-    loop = running_loop()  # (``advance``'s stepping, for this one task)
-    set_running_loop(STEPPING_LOOP)
+    loop = running_loop()  # (``advance``'s stepping, for this one task: set once, here
+    if loop is not STEPPING_LOOP:  # or by the action whose end dispatched this one)
+        set_running_loop(STEPPING_LOOP)
     try:  # ``_step``'s first step, its general cases handed over as they arise
         counters = core.counters
         counters["actions_started"] += 1
@@ -305,9 +306,10 @@ def start_at_once(
         keep = False
         out: Any = None
         try:
-            fn = core._fns.get(name)
+            fns = core._fns  # (resolved at its first run; a look-up without a call)
+            fn = fns[name] if name in fns else None
             if fn is None:
-                fn = core._fns[name] = action.function.resolve()
+                fn = fns[name] = action.function.resolve()
             # the user's action gets its context; a built-in one (a chat's), the execution
             out = fn(event, ctx if name in BUILTIN_NAMES else ActionContext(ctx))
             resumable = type(out) is CoroutineType or type(out) is GeneratorType
@@ -398,7 +400,8 @@ def start_at_once(
             _handed(action, event, ctx, started, coro, key, state, run, res, live, identity, step)
         raise
     finally:
-        leave_stepping(loop)
+        if loop is not STEPPING_LOOP:
+            leave_stepping(loop)
 
 
 def _handed(

@@ -34,6 +34,7 @@ import inspect
 import threading
 import time
 from collections.abc import Callable
+from types import FunctionType
 from typing import Any
 
 from ...api.internal import close_loop_clients
@@ -313,7 +314,8 @@ class IOExecutor:
         with self._lock:
             self.pending += 1
             self._waiting += 1
-            call = _Call(key, _name_of(fn), self._submitted, owner)
+            call = _Call(key, fn.__qualname__ if type(fn) is FunctionType and fn.__qualname__
+                         else _name_of(fn), self._submitted, owner)  # (a function's: inline)
             self._submitted += 1
             if key is not _UNTRACKED:
                 self._by_key.setdefault(key, []).append(call)

@@ -31,7 +31,7 @@ from ...api import (
     Resource,
     ResourceType,
 )
-from .._budgets import count_replayed
+from ...api.internal import EVENT_ID_SOURCE
 from .._knowledge import durable_view
 from .._serde import event_is_plain
 from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
@@ -40,17 +40,13 @@ from ..context._memory import ActionMemory, KeyMerge, MemoryClock, MemoryLoader
 from ..context._nested import inside_durable_function, run_nested, run_nested_async
 from ..context._owner import refuse_foreign
 from ..core._commands import (
-    Attach,
     CallCommand,
     CancelInvocation,
     Command,
     InlineCall,
-    Poll,
-    RunDeferred,
     RunFunction,
     Settle,
     StartChat,
-    StartSubagent,
 )
 from ..core._stepper import run_inline
 from ._call_changes import tool_shape
@@ -60,11 +56,12 @@ from ._journaled import journaled
 from ._ledger import CallLedger
 from ._order import check_displaced
 from ._outcomes import argument_shape, call_digest, fn_name, store_outcome
+from ._replays import Replays
 from ._sent import sent_form
 from ._setup_shapes import setup_shape
 from ._state import CallKind, CallRecord, InflightAction, RunState
 from ._subagent_calls import submit_subagent
-from ._versioning import check_arguments, is_strict, patched, replayed_outcome
+from ._versioning import check_arguments, is_strict, patched
 from ._wait_calls import wait_call
 
 if TYPE_CHECKING:
@@ -77,9 +74,11 @@ log = logging.getLogger("flink_agents_py.runtime")
 
 _fn_name = fn_name
 _get_ident = threading.get_ident
+_EVENT_CLASSES: set[type] = set()
+"""Classes of events sent so far, each an ``Event`` subclass (``send_event``'s check, once)."""
 
 
-class ActionExecution:
+class ActionExecution(Replays):
     """One action execution as the core runs it (valid only while that execution runs).
 
     It offers what ``RunnerContext`` promises (the user's ``ActionContext`` delegates each
@@ -133,7 +132,8 @@ class ActionExecution:
         # events sent, with their JSON form (None: no action takes it, so it is never stored)
         self.emitted: list[tuple[Event, dict[str, Any] | None]] = []
         self._event_seq = 0  # ids given to events built or sent by this execution
-        self._unsent_ids: set[str] | None = None  # ids given to events built here, not sent
+        self._unsent_ids: dict[str, None] | None = None  # ids given to events built here,
+        # not sent (a dict: one is dropped without a call)
         self.calls: dict[int, DurableCall] = {}
         self.commands: list[Command] = []  # recorded in the current step (``take_commands``)
         self._next_ordinal = 0
@@ -222,15 +222,20 @@ class ActionExecution:
         """``RunnerContext.send_event`` (``known``: fields' JSON forms, see ``event_json``)."""
         if self.finished:
             self.check_live("send_event")
-        if not isinstance(event, Event):
-            raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
+        if type(event) not in _EVENT_CLASSES:  # (a class seen before: no ``isinstance``)
+            if not isinstance(event, Event):
+                raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
+            if len(_EVENT_CLASSES) >= 256:  # (classes made at run time: not kept for ever)
+                _EVENT_CLASSES.clear()
+            _EVENT_CLASSES.add(type(event))
         limit = EventChainLimitError.LIMIT
-        if self.execution_id.count("/") > 2 * limit:  # 2 per action
+        eid = self.execution_id  # 2 "/" per action: an id of at most 2 * limit characters
+        if eid[2 * limit:] and eid.count("/") > 2 * limit:  # has no more (no count needed)
             types = (str(self._record.event.get("type", "?")), type(event).__name__)
             raise EventChainLimitError(self.execution_id, limit, key=self.key, event_types=types)
         unsent = self._unsent_ids
         if unsent is not None and event.id in unsent:  # built here: keeps the id it was given
-            unsent.discard(event.id)
+            del unsent[event.id]
             sent = event
         else:
             n = self._event_seq  # (its next id, as ``event_id_source`` gives it)
@@ -258,9 +263,9 @@ class ActionExecution:
         self._event_seq = n + 1
         event_id = f"{self.execution_id}/e{n}"
         if self._unsent_ids is None:
-            self._unsent_ids = {event_id}
+            self._unsent_ids = {event_id: None}
         else:
-            self._unsent_ids.add(event_id)
+            self._unsent_ids[event_id] = None
         return event_id
 
     def get_resource(self, name: str, resource_type: ResourceType) -> Resource:
@@ -450,7 +455,8 @@ class ActionExecution:
                 f"{what} called after action execution {self.execution_id} finished; "
                 "a RunnerContext is valid only during the action it was passed to"
             )
-        refuse_foreign(self, what)
+        if EVENT_ID_SOURCE.get() != self.event_id_source:  # (else stepped: its own action)
+            refuse_foreign(self, what)
 
     def _allocate(self, kind: CallKind, target: str, digest_of: Callable[[str], str], *,
                   check: bool = True) -> tuple[int, str, str, CallRecord | None]:
@@ -508,29 +514,6 @@ class ActionExecution:
         self.ledger.counters["replay_divergences"] += 1
         log.error("%s", err)
         raise err
-
-    def _replay(self, call: DurableCall, rec: CallRecord, command: CallCommand,
-                strict: bool | None = None) -> None:
-        check_arguments(self, call, rec, strict)
-        outcome = replayed_outcome(self, call, rec)  # (a divergence when it no longer fits)
-        call.replayed = True
-        call.complete(rec.ok, outcome)
-        if rec.ok and call.kind in (CallKind.CHAT, CallKind.MODEL):  # an agent budget's spend
-            count_replayed(self.resources, call.target, outcome)
-        self.ledger.started(self.key, command, replayed=True)
-
-    def _replay_or_prepare(self, call: DurableCall, rec: CallRecord | None,
-                           command: StartChat | StartSubagent | RunDeferred | Poll) -> None:
-        """Replay a recorded lazy call, re-attach to its open invocation, or arm its start."""
-        if rec is not None and rec.done:
-            self._replay(call, rec, command)
-        elif rec is not None and call.call_id in self.run.invocations:
-            check_arguments(self, call, rec)  # the open invocation is the recorded call's
-            call.start = Attach(call, call.target)
-        else:
-            if rec is not None:  # started before the restore: it starts again
-                check_arguments(self, call, rec, reruns=True)
-            call.arm(command)
 
     def _open_call(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
