@@ -139,7 +139,7 @@ def recorded(ctx: ActionExecution, call: DurableCall) -> dict[str, Any] | None:
         ``{"response": <its JSON form>}``; ``None`` on a replay (a record written by older
         code may lack fields the class has now) or when there is no such record.
     """
-    rec = None if call.replayed else ctx.record_of(call)
+    rec = None if call.replayed else ctx._record.calls.get(str(call.ordinal))  # (record_of)
     stored: Any = rec.value if rec is not None and rec.done and rec.ok else None
     if type(stored) is dict and len(stored) == 2 and MODEL_TAG in stored and "data" in stored:
         return {"response": stored["data"]}  # (``is_tagged_model`` inline: no call)

@@ -360,8 +360,8 @@ def start_at_once(
                 return _finished(
                     core, action, event, ctx, started, key, state, run, res, live, identity, step
                 )
-            step, task = _handed(
-                action, event, ctx, started, out, key, state, run, res, live, identity, step
+            step, task = _handed(  # (its coroutine returned: nothing to close)
+                action, event, ctx, started, None, key, state, run, res, live, identity, step
             )
             if stop.value is not None:
                 warn_if_returned(action, stop.value)

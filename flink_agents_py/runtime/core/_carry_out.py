@@ -37,6 +37,12 @@ def carry_out(core: Any, step: Step, ctx: ActionExecution, command: Command) -> 
         ctx: its execution.
         command: what it recorded.
     """
+    if type(command) is RunFunction:  # the usual (a function's): as below, no ``isinstance``
+        if command.call.start is command:
+            command.call.start = None
+        ctx.record_started(command)
+        core._submit(step.identity, ctx, command.call, command.fn, command.args, command.kwargs)
+        return
     if isinstance(command, CancelInvocation):
         core._cancelled.extend(cancel_invocation(step.run, command.invocation_id))
         return

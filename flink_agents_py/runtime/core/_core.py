@@ -194,7 +194,9 @@ class AgentCore(UnfinishedCore, InboxQueries):
         if _run is _UNREAD and (unreadable := self._read_run(key, state)) is not None:
             res.errors.append(unreadable)
         shown = self._key_value(key)  # the key's value; ``key`` keys the core's own tables
-        live = self._live.get(key) or self._live.setdefault(key, {})
+        live = self._live.get(key)
+        if live is None:
+            live = self._live[key] = {}
         counters, probe = self.counters, self.probe
         if probe is not None:  # (no reading an earlier callback kept: ``Probe.reading``)
             probe.reading = None
@@ -253,7 +255,8 @@ class AgentCore(UnfinishedCore, InboxQueries):
             more = state.queued() > 0  # (else no input to pop: the loop ends below)
             held = self._run_ended(key, run, res, more) if run.waits else None
             state.run = None
-            live.clear()
+            if live:
+                live.clear()
             counters["runs_completed"] += 1
             if probe is not None and step is not REPORTED:  # (else reported with its action)
                 if token is None and key in (tokens := self._run_tokens):
@@ -268,8 +271,8 @@ class AgentCore(UnfinishedCore, InboxQueries):
         res.busy = run is not None  # (the loop ends idle only with nothing queued)
         if run is not None and run.waits:
             self._park(key, state, res)  # only waits: not busy, nothing of it kept live
-        if not res.busy:
-            self._live.pop(key, None)
+        if not res.busy and key in self._live:  # (``pop`` without a call)
+            del self._live[key]
         state.flush()
         return res
 
@@ -483,6 +486,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
                 EVENT_ID_SOURCE.reset(token)
                 token = None
             if returned is not _RUNNING:  # (what the next action dispatched runs in: ``_at_once``)
+                task.coro = None  # (returned: nothing to close)
                 if returned is not None:
                     warn_if_returned(task.action, returned)
                 if ctx.commands or self._cancelled:
@@ -509,8 +513,12 @@ class AgentCore(UnfinishedCore, InboxQueries):
         Returns:
             What starting the awaited call raised (thrown into the action), or ``None``.
         """
-        for command in task.ctx.take_commands():
-            carry_out(self, step, task.ctx, command)
+        ctx = task.ctx
+        commands = ctx.commands  # taken: those carrying them out records go to a new list
+        if commands:
+            ctx.commands = []
+            for command in commands:
+                carry_out(self, step, ctx, command)
         if self._cancelled:  # their waits end, then each call is checked (``_waits``)
             self._end_cancelled(step)
         if awaited is not None and task.ctx.calls.get(awaited.ordinal) is not awaited:
@@ -540,9 +548,11 @@ class AgentCore(UnfinishedCore, InboxQueries):
         ctx.finished = True
         if ctx.diverged is not None:  # a replay divergence fails the action, caught or not
             error = ctx.diverged
-        scope = ctx.scope
-        step.live.pop(ctx.execution_id, None)
-        step.run.inflight.pop(ctx.execution_id, None)
+        scope, exec_id = ctx.scope, ctx.execution_id
+        if exec_id in (live := step.live):  # (``pop`` without a call)
+            del live[exec_id]
+        if exec_id in (inflight := step.run.inflight):
+            del inflight[exec_id]
         if step.run.invocations:  # sub-agent calls it left open: cancelled (``_waits``)
             self._cancel_left_behind(step, ctx)
         if task.coro is not None:

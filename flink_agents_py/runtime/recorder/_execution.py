@@ -135,7 +135,7 @@ class ActionExecution(Replays):
         self._unsent_ids: dict[str, None] | None = None  # ids given to events built here,
         # not sent (a dict: one is dropped without a call)
         self.calls: dict[int, DurableCall] = {}
-        self.commands: list[Command] = []  # recorded in the current step (``take_commands``)
+        self.commands: list[Command] = []  # recorded in the current step (``AgentCore._drain``)
         self._next_ordinal = 0
         self.finished = False
         self.diverged: ReplayDivergenceError | None = None  # set once a replay diverged
@@ -404,15 +404,6 @@ class ActionExecution(Replays):
         return await submit_subagent(self, name, input, check_input=check_input)
 
     # -- runtime side ------------------------------------------------------------------
-    def take_commands(self) -> list[Command]:
-        """The commands recorded since the last call, in order (for the core to carry out).
-
-        Returns:
-            The commands; the context forgets them.
-        """
-        commands, self.commands = self.commands, []
-        return commands
-
     def record_of(self, call: DurableCall) -> CallRecord | None:
         """The record of ``call`` in the execution's state entry (``None``: none)."""
         return self._record.calls.get(str(call.ordinal))
@@ -475,7 +466,8 @@ class ActionExecution(Replays):
             CallLimitError: when the call is new and the run tree has started
                 ``CallLimitError.LIMIT`` calls already (and for every later new call).
         """
-        self.check_live("a durable call")
+        if self.finished or EVENT_ID_SOURCE.get() != self.event_id_source:  # (else: live and
+            self.check_live("a durable call")  # its own action's: ``check_live`` inline)
         if self.diverged is not None:
             raise self.diverged
         ordinal = self._next_ordinal
