@@ -45,7 +45,7 @@ from flink_agents_py.runtime.recorder._state import InMemoryKeyState
 
 pytestmark = pytest.mark.timeout(60)
 
-CHAT_CALLS = 255
+CHAT_CALLS = 254
 """Python calls per chat on the host's thread, at most (487 when set, 605 the day before;
 535 once each use of a context, memory or memory set checks that it is its own action's:
 ``runtime/context/_owner.py``, 13 checks a chat; 530 once a run's end no longer asks its
@@ -91,8 +91,9 @@ inline, ``context/_memory.py``; 254 once a plain function's command is carried o
 finished one from its tables without calls and closes no coroutine that returned,
 ``_core._drain``, ``_finish``, ``advance``, a durable call checks its context inline,
 ``ActionExecution._allocate``, and a chat's answer reads its call's record inline,
-``_chat_steps.recorded``)."""
-WAIT_CALLS = 225
+``_chat_steps.recorded``; 253 once ``advance`` reads a key's run once, inline, when the
+input did not hand it over, ``_core.advance``)."""
+WAIT_CALLS = 224
 """Python calls per record of a run that waits once for a ``durable_execute_async`` call on
 the host's thread, at most (396 before the call's argument shape kept its function's
 signature, its name and what it binds were found once a call, and the run's end stopped
@@ -102,8 +103,8 @@ defaults the call took, ``_call_changes.defaults_taken``, skipped for a function
 defaults; 290 with the echo path's cuts of 2026-12-06 listed under ``CHAT_CALLS``; 281
 with the one-action run's straight line, ``_at_once``; 277 with the chat path's cuts; 251
 with the memory cuts of 2026-12-06 listed under ``CHAT_CALLS``; 234 with the cuts of
-2026-12-07 listed there; 224 with those after them)."""
-ECHO_CALLS = 70
+2026-12-07 listed there; 223 with those after them)."""
+ECHO_CALLS = 69
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
 109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new
 input's run is read once; 107 once a freshly decoded flat record reaches its action with no
@@ -111,7 +112,7 @@ second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 101 
 ``OutputEvent(output=x)`` is built without pydantic's validation round trip; 95 with the
 cuts of 2026-12-06 listed under ``CHAT_CALLS``; 79 once a one-action run that returns at once
 is dispatched, stepped and finished in one straight line, ``runtime/core/_at_once.py``;
-74 with the cuts of 2026-12-07 listed under ``CHAT_CALLS``; 69 with those after them)."""
+74 with the cuts of 2026-12-07 listed under ``CHAT_CALLS``; 68 with those after them)."""
 
 ECHO_METRICS_CALLS = 88
 """... with ``AgentMetrics`` as the core's observer, pushing to a metric group in batches

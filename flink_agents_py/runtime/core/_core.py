@@ -191,8 +191,16 @@ class AgentCore(UnfinishedCore, InboxQueries):
             The outputs and errors produced, and whether the key is still busy.
         """
         res = StepResult()
-        if _run is _UNREAD and (unreadable := self._read_run(key, state)) is not None:
-            res.errors.append(unreadable)
+        if _run is not _UNREAD:
+            run = _run
+        else:  # (``_read_run`` inline, its run kept: read once a callback)
+            try:
+                run = state.run
+            except StateFormatError as e:  # damaged: reported here, dropped (``read_run``)
+                unreadable = read_run(state, lambda err: self.unreadable_run(key, err), e)
+                if unreadable is not None:
+                    res.errors.append(unreadable)
+                run = state.run
         shown = self._key_value(key)  # the key's value; ``key`` keys the core's own tables
         live = self._live.get(key)
         if live is None:
@@ -202,7 +210,6 @@ class AgentCore(UnfinishedCore, InboxQueries):
             probe.reading = None
         token: Any = None  # the probe's token of a run this callback started
         held = None  # early events the last run did not claim, for the next (``_waits``)
-        run = state.run if _run is _UNREAD else _run  # (kept: read once a callback)
         while True:
             if run is None:
                 if live:
