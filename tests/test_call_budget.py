@@ -76,8 +76,8 @@ that finished the chat, ``_at_once.dispatch_emitted``; 322 once a chat event's m
 keeps its setup's digest, ``recorder/_setup_shapes.setup_shape``, one call when cached;
 309 once a user's request that is its action's last event starts the built-in chat action
 in the frame that finished the sender, ``_at_once.dispatch_emitted``, with the copy of the
-request made as its form was written, ``_chat_request.request_forms``; 2026-12-07: 265 once
-an action started in the frame of another's end keeps the stepping loop that frame set,
+request made as its form was written, ``_chat_request.request_forms``; 2026-12-06
+(afternoon): 265 once an action started in the frame of another's end keeps the stepping loop that frame set,
 ``_at_once.start_at_once``, which finds a resolved action without a call; a context's
 ownership checks compare the stepped id source with its execution's in one call,
 ``_action_context``, ``check_live``; ``ActionExecution.send_event`` tests an event's class
@@ -103,7 +103,7 @@ defaults the call took, ``_call_changes.defaults_taken``, skipped for a function
 defaults; 290 with the echo path's cuts of 2026-12-06 listed under ``CHAT_CALLS``; 281
 with the one-action run's straight line, ``_at_once``; 277 with the chat path's cuts; 251
 with the memory cuts of 2026-12-06 listed under ``CHAT_CALLS``; 234 with the cuts of
-2026-12-07 listed there; 223 with those after them)."""
+2026-12-06 afternoon listed there; 223 with those after them)."""
 ECHO_CALLS = 69
 """Python calls per echo record on the host's thread, at most (113 when set; 134 before;
 109 once a run's end no longer asks its queue twice whether it is empty; 108 once a new
@@ -112,19 +112,20 @@ second copy: ``on_input(..., fresh=True)``, as the Flink operator calls it; 101 
 ``OutputEvent(output=x)`` is built without pydantic's validation round trip; 95 with the
 cuts of 2026-12-06 listed under ``CHAT_CALLS``; 79 once a one-action run that returns at once
 is dispatched, stepped and finished in one straight line, ``runtime/core/_at_once.py``;
-74 with the cuts of 2026-12-07 listed under ``CHAT_CALLS``; 68 with those after them)."""
+74 with the cuts of 2026-12-06 afternoon listed under ``CHAT_CALLS``; 68 with those after them)."""
 
-ECHO_METRICS_CALLS = 88
+ECHO_METRICS_CALLS = 77
 """... with ``AgentMetrics`` as the core's observer, pushing to a metric group in batches
 (108 when set, 2026-12-06: five probe hooks a record, ``MetricsProbe``, and the push; 92
 with the one-action run's straight line; 2026-12-06: 90.15 once such a run's action end,
 outputs and run end reach the metrics in one hook, ``Probe.run_at_once``, with the clock
 read twice a record instead of four times; 87.15 once a latency value's fold check takes one
 from the distribution's ``room`` instead of calling ``len``, and the outputs are counted in
-the hook's loop instead of by ``len``)."""
+the hook's loop instead of by ``len``; 76.15 with the core's cuts of the 2026-12-06 afternoon
+listed under ``CHAT_CALLS``)."""
 
 
-CHAT_METRICS_CALLS = 337
+CHAT_METRICS_CALLS = 281
 """... a chat with ``AgentMetrics`` as the core's observer, pushing to a metric group in
 batches (set 2026-12-06 at 384: the probe's chat bookkeeping tests a built-in event type by
 identity first; 390 before, when each chat event's type met ``BuiltinEventType.__eq__``, a
@@ -133,7 +134,8 @@ the hooks after an action's end share its clock reading, ``Probe.reading``, six 
 instead of twelve, an event's dispatch and the start of the one action it triggers at once
 are one hook, ``Probe.event_triggered``, a key's track is a list literal instead of a
 pooled ``_KeyTrack``, and the model label, the call's kind and the recorded result are read
-with no ``getattr``, ``str.rfind``, ``dict.get`` or ``len`` call)."""
+with no ``getattr``, ``str.rfind``, ``dict.get`` or ``len`` call; 280.15 with the core's cuts
+of the 2026-12-06 afternoon listed under ``CHAT_CALLS``)."""
 
 class InstantModel(ChatModelConnection):
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
