@@ -77,8 +77,8 @@ keeps its setup's digest, ``recorder/_setup_shapes.setup_shape``, one call when 
 309 once a user's request that is its action's last event starts the built-in chat action
 in the frame that finished the sender, ``_at_once.dispatch_emitted``, with the copy of the
 request made as its form was written, ``_chat_request.request_forms``; 2026-12-06
-(afternoon): 265 once an action started in the frame of another's end keeps the stepping loop that frame set,
-``_at_once.start_at_once``, which finds a resolved action without a call; a context's
+(afternoon): 265 once an action started in the frame of another's end keeps the stepping
+loop that frame set, ``_at_once.start_at_once``, which finds a resolved action without a call; a context's
 ownership checks compare the stepped id source with its execution's in one call,
 ``_action_context``, ``check_live``; ``ActionExecution.send_event`` tests an event's class
 once per class, counts a chain's ``/`` only in an id that long and drops a built event's id
