@@ -76,23 +76,22 @@ that finished the chat, ``_at_once.dispatch_emitted``; 322 once a chat event's m
 keeps its setup's digest, ``recorder/_setup_shapes.setup_shape``, one call when cached;
 309 once a user's request that is its action's last event starts the built-in chat action
 in the frame that finished the sender, ``_at_once.dispatch_emitted``, with the copy of the
-request made as its form was written, ``_chat_request.request_forms``; 2026-12-06
-(afternoon): 265 once an action started in the frame of another's end keeps the stepping
-loop that frame set, ``_at_once.start_at_once``, which finds a resolved action without a call; a context's
+request made as its form was written, ``_chat_request.request_forms``; 2026-12-06 (afternoon):
+265 once an action started in the frame of another's end keeps the stepping loop that frame
+set, ``_at_once.start_at_once``, which finds a resolved action without a call; a context's
 ownership checks compare the stepped id source with its execution's in one call,
-``_action_context``, ``check_live``; ``ActionExecution.send_event`` tests an event's class
-once per class, counts a chain's ``/`` only in an id that long and drops a built event's id
-from a dict; the chat action looks at a request's setup type, invalid answers and retries
-only where they may be missing, ``_builtin_actions.chat_model_action``; a durable call's
-plain function is named inline, ``_executor.submit``; a memory path's parts and a write's
-reference are read from their caches by subscript and a memory clock's usual tick runs
-inline, ``context/_memory.py``; 254 once a plain function's command is carried out without
-``isinstance`` tests, ``_carry_out``, the core drains an action's commands and drops a
-finished one from its tables without calls and closes no coroutine that returned,
-``_core._drain``, ``_finish``, ``advance``, a durable call checks its context inline,
-``ActionExecution._allocate``, and a chat's answer reads its call's record inline,
-``_chat_steps.recorded``; 253 once ``advance`` reads a key's run once, inline, when the
-input did not hand it over, ``_core.advance``)."""
+``_action_context``, ``check_live``; ``ActionExecution.send_event`` tests an event's class once
+per class, counts a chain's ``/`` only in an id that long and drops a built event's id from a
+dict; the chat action looks at a request's setup type, invalid answers and retries only where
+they may be missing, ``_builtin_actions.chat_model_action``; a durable call's plain function is
+named inline, ``_executor.submit``; a memory path's parts and a write's reference are read from
+their caches by subscript and a memory clock's usual tick runs inline, ``context/_memory.py``;
+254 once a plain function's command is carried out without ``isinstance`` tests,
+``_carry_out``, the core drains an action's commands and drops a finished one from its tables
+without calls and closes no coroutine that returned, ``_core._drain``, ``_finish``,
+``advance``, a durable call checks its context inline, ``ActionExecution._allocate``, and a
+chat's answer reads its call's record inline, ``_chat_steps.recorded``; 253 once ``advance``
+reads a key's run once, inline, when the input did not hand it over, ``_core.advance``)."""
 WAIT_CALLS = 224
 """Python calls per record of a run that waits once for a ``durable_execute_async`` call on
 the host's thread, at most (396 before the call's argument shape kept its function's
