@@ -56,7 +56,7 @@ def test_a_parse_function_that_raises_anything_marks_only_its_line(tmp_path):
     results = list(read_json_lines(p, lambda n, text: 10 // orjson.loads(text)["n"]))
     assert [(r.line, r.record) for r in results] == [(0, 10), (1, None), (2, 5)]
     assert results[1].error["error"] == (
-        f"line 1: ZeroDivisionError: integer division or modulo by zero (in {p.resolve()})")
+        "line 1: ZeroDivisionError: integer division or modulo by zero")
     assert results[1].error["file"] == str(p.resolve())  # each bad line names its file
 
 

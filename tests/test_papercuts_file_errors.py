@@ -32,13 +32,12 @@ def test_a_bad_json_line_names_its_file_in_the_row_and_in_the_runner_s_error(tmp
             "line": 1,
             "file": str(path),
             "value": '{"key": ',
-            "error": f"line 1: not JSON (unexpected end of data: line 1 column 9 (char 8)) "
-            f"(in {path})",
+            "error": "line 1: not JSON (unexpected end of data: line 1 column 9 (char 8))",
         }
     ]
 
 
-def test_the_local_runner_s_error_row_of_a_bad_line_names_the_file(tmp_path: Path):
+def test_the_local_runner_s_error_of_a_bad_line_reads_the_same_wherever_the_file_is(tmp_path: Path):
     from flink_agents_py.api import Agent, InputEvent, OutputEvent, action
 
     class Echo(Agent):
@@ -52,7 +51,8 @@ def test_the_local_runner_s_error_row_of_a_bad_line_names_the_file(tmp_path: Pat
     result = AgentsExecutionEnvironment.local().from_list(read_json_lines(path)).apply(Echo()).run()
     [error] = result.errors
     assert (error.source, error.error_type) == ("line 1", "BadRecordError")
-    assert error.message.startswith("line 1: not JSON") and error.message.endswith(f"(in {path})")
+    assert error.message.startswith("line 1: not JSON")
+    assert str(path) not in error.message  # the same text (and rows) wherever the file is
 
 
 def test_a_skill_s_broken_front_matter_names_skill_md_and_the_file_s_line(tmp_path: Path):

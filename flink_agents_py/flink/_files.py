@@ -59,7 +59,7 @@ class FileInput(NamedTuple):
         records: the parsed records (a ``DataStream`` of Python values).
         errors: error rows of bad lines ``{"kind": "error", "line", "error", "value",
             "file"}`` (value: an excerpt of at most 200 characters; ``file`` the file's real
-            path, which ``error`` ends with; not there for a watched folder).
+            path; not there for a watched folder).
     """
 
     records: Any

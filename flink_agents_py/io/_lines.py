@@ -14,8 +14,8 @@ wherever it is read:
 3. ``parse_record``: the text is parsed (by default as one JSON value; jobs pass their own
    ``parse``); any exception it raises makes the record bad, not the job.
 
-A bad record becomes an error row ``{"kind": "error", "line": N, "error": "line N: ... (in
-<file>)", "value": excerpt, "file": <file>}`` (Kafka rows name ``topic``, ``partition`` and
+A bad record becomes an error row ``{"kind": "error", "line": N, "error": "line N: ...",
+"value": excerpt, "file": <file>}`` (Kafka rows name ``topic``, ``partition`` and
 ``offset`` instead; a line of a folder Flink watches has no ``file``). No
 pyflink here: ``flink_agents_py.flink`` wraps these functions in its file and Kafka sources.
 """
@@ -186,8 +186,9 @@ def parse_line_bytes(line_no: int, raw: bytes,
             (a ``ValueError``'s message is kept, other types are named); messages that do
             not start with ``"line N: "`` get that prefix.
         max_record_bytes: see ``decode_record``.
-        file: the file the line is of: the error row names it (``"file"``, and its message
-            ends ``" (in <file>)"``); ``None``: not known (a folder watched on Flink).
+        file: the file the line is of: the error row names it (``"file"``; its ``error``
+            text stays the same wherever the file is); ``None``: not known (a folder
+            watched on Flink).
 
     Returns:
         A ``LineResult``.
@@ -202,7 +203,7 @@ def parse_line_bytes(line_no: int, raw: bytes,
             message = prefix + message
         row = {"kind": "error", "line": line_no, "error": message, "value": excerpt(raw)}
         if file is not None:
-            row["file"], row["error"] = file, f"{message} (in {file})"
+            row["file"] = file
         return LineResult(line_no, None, row)
 
 
