@@ -162,6 +162,32 @@ def strict_json(text: str) -> Any:
                          "interpreter's stack)") from None
 
 
+def strict_json_at(text: str, at: int) -> tuple[Any, int]:
+    """Decode the JSON value starting at ``at`` of ``text``, as ``strict_json`` decodes.
+
+    For text a model wrote with other text around it (tool calls written as text): ``NaN``
+    and ``Infinity`` are refused, and a value nested deeper than the interpreter's stack
+    is not JSON here (a ``ValueError``, never a ``RecursionError``).
+
+    Args:
+        text: the text.
+        at: where the value starts.
+
+    Returns:
+        The value, and the index just past it.
+
+    Raises:
+        ValueError: when no JSON value starts at ``at``, or it holds ``NaN``/``Infinity``,
+            or it nests too deeply to read.
+    """
+    try:
+        value, end = _STRICT_JSON.raw_decode(text, at)
+    except RecursionError:
+        raise ValueError("the JSON is nested too deeply to read (deeper than the "
+                         "interpreter's stack)") from None
+    return value, end
+
+
 def one_json_object(text: str) -> dict[str, Any] | None:
     """The one JSON object ``text`` holds, with other text around it (``None``: not so).
 

@@ -35,6 +35,7 @@ from ._messages import (
     refuse_empty_answer,
     refuse_truncated_calls,
     strict_json,
+    strict_json_at,
 )
 from ._metric_groups import agent_metric_group
 from ._prompts import warn_unfilled_in
@@ -74,6 +75,7 @@ __all__ = [
     "already_applied",
     "warn_unfilled_in",
     "strict_json",
+    "strict_json_at",
     "output_classes_of",
     "unknown_key_message",
     "KEY_TAGS",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,8 +33,9 @@ def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
     writing a sentence after it) is that object.
 
     Arguments that are none of these (no JSON, an object cut short, two objects, a list, a
-    number) do not fail the chat: they are ``{UNREADABLE_ARGUMENTS: what was wrong}``, which
-    the tool refuses, telling the model why, so it can call it again.
+    number, an object holding ``NaN`` or ``Infinity``) do not fail the chat: they are
+    ``{UNREADABLE_ARGUMENTS: what was wrong}``, which the tool refuses, telling the model
+    why, so it can call it again.
 
     Args:
         raw: the arguments as the provider sent them: JSON text, or a decoded value.
@@ -64,7 +66,33 @@ def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         return _unreadable(raw, f"are not a JSON object but {_kind(value)}", index, name)
+    if not isinstance(raw, str) and _not_finite(value):  # (JSON text: refused when read)
+        return _unreadable(raw, "hold NaN or Infinity, which JSON has no form for", index,
+                           name)
     return value
+
+
+def _not_finite(value: Any) -> bool:
+    """Whether ``value`` holds a float that is ``NaN`` or infinite (walked without recursion).
+
+    The SDKs read a body with Python's ``json`` module, which takes ``NaN`` and
+    ``Infinity``: arguments holding one have no JSON form, and failed the chat when its
+    answer was recorded instead of being refused as unreadable.
+
+    Returns:
+        ``True`` when one is found.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
 
 
 def reported_usage(input_tokens: Any, output_tokens: Any) -> TokenUsage | None:

@@ -34,7 +34,9 @@ GGUF chat template. The call then comes back as the answer's text, with ``finish
 A call is read only when it names a tool offered in the request; anything else (a name not
 offered, the text around the calls) stays the answer's text as it was. A tagged call whose
 JSON cannot be read but that names an offered tool is a call with unreadable arguments: the
-tool refuses it, telling the model why (``_answers.tool_arguments``). Text inside
+tool refuses it, telling the model why (``_answers.tool_arguments``); so is one whose JSON
+holds ``NaN`` or ``Infinity`` (no JSON form: it could not be recorded) or nests deeper than
+the interpreter's stack (read by ``strict_json_at``, never a ``RecursionError``). Text inside
 ``<think>...</think>`` (a reasoning model's, its server's reasoning parser off) is never
 read as calls. Calls read from text carry no ids (the chat action gives them unique ones)
 unless the text names one; the answer's finish reason is ``tool_calls`` and its
@@ -43,13 +45,17 @@ unless the text names one; the answer's finish reason is ``tool_calls`` and its
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from ...api import ChatResponse, ToolCall
-from ...api.internal import UNREADABLE_ARGUMENTS, refuse_truncated_calls
+from ...api.internal import (
+    UNREADABLE_ARGUMENTS,
+    refuse_truncated_calls,
+    strict_json,
+    strict_json_at,
+)
 from ._answers import tool_arguments
 
 __all__ = ["calls_from_text"]
@@ -72,7 +78,6 @@ _JSON_KINDS: dict[str, tuple[type, ...]] = {
     "array": (list,), "null": (type(None),)}
 _NAME = re.compile(r'"name"\s*:\s*"([^"\\]+)"')
 _FENCE = re.compile(r"\A\s*```[A-Za-z]*\s*\n?(.*?)\n?\s*```\s*\Z", re.S)
-_DECODER = json.JSONDecoder()
 
 
 def calls_from_text(response: ChatResponse, offered: Mapping[str, Any], *,
@@ -192,7 +197,7 @@ def _json_values(text: str) -> tuple[list[Any], int]:
         if at >= end:
             return values, end
         try:
-            value, after = _DECODER.raw_decode(text, at)
+            value, after = strict_json_at(text, at)
         except ValueError:
             doubled = _doubled_braces(text, at)
             if doubled is None:
@@ -216,7 +221,7 @@ def _doubled_braces(text: str, at: int) -> tuple[dict[str, Any], int] | None:
     if not text.startswith("{{", at):
         return None
     try:
-        value, after = _DECODER.raw_decode(text, at + 1)
+        value, after = strict_json_at(text, at + 1)
     except ValueError:
         return None
     if not isinstance(value, dict):
@@ -285,8 +290,8 @@ def _typed(text: str, kind: Any) -> Any:
     if not wanted:
         return text
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = strict_json(text)
+    except ValueError:  # (NaN, Infinity and a value too deep to read too: the text stays)
         return text
     if isinstance(value, bool) and bool not in wanted:
         return text
