@@ -12,22 +12,27 @@ Two neighbours of ``tests/test_hostile_deep_answers.py``, from a model or a serv
 
 A float with no JSON form could not be recorded: the chat failed with a
 ``SerializationError`` at its durable call. Now both are unreadable arguments, which the
-tool refuses, telling the model (the chat goes on; the tool never runs).
+tool refuses, telling the model (the chat goes on; the tool never runs). So did an Anthropic
+structured answer (the forced output tool's input) holding one: it is now an answer that is
+no JSON, and the model is asked again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from flink_agents_py.api import ChatMessage, ChatResponse
-from flink_agents_py.api.internal import UNREADABLE_ARGUMENTS
+from flink_agents_py.api.internal import UNREADABLE_ARGUMENTS, strict_json
 from flink_agents_py.integrations.chat_models._answers import tool_arguments
 from flink_agents_py.integrations.chat_models._text_calls import calls_from_text
+from flink_agents_py.testing._local_server import LocalHTTPServer
 
 pytestmark = pytest.mark.timeout(120)
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,3 +194,45 @@ def test_a_users_chat_goes_on_when_a_call_has_arguments_with_no_json_form(tmp_pa
     for line in outs:  # each chat went on: the model was told, in the tool's message
         assert '"said": "told: Error: ' in line, line
     assert "ERRORS 0 RAN 0" in proc.stdout, proc.stdout
+
+
+class _AnthropicNaN(BaseHTTPRequestHandler):
+    """An Anthropic answer whose forced structured-output tool input holds ``NaN``."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = (
+            b'{"id": "m1", "type": "message", "role": "assistant", "model": "c", '
+            b'"stop_reason": "tool_use", "stop_sequence": null, '
+            b'"usage": {"input_tokens": 1, "output_tokens": 1}, "content": [{"type": '
+            b'"tool_use", "id": "tu1", "name": "structured_output", "input": {"score": NaN}}]}'
+        )
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_an_anthropic_structured_answer_holding_nan_is_no_json_answer(monkeypatch):
+    # recorded, the value failed the chat with a SerializationError; now the answer has no
+    # structured value and its text is no JSON, so the chat asks the model again
+    pytest.importorskip("anthropic")
+    from flink_agents_py.integrations.chat_models import AnthropicChatModel
+
+    monkeypatch.setenv("A8_KEY", "k-123456789012345")
+    schema = {"type": "object", "properties": {"score": {"type": "number"}}}
+    with LocalHTTPServer(_AnthropicNaN) as srv:
+        connection = AnthropicChatModel(base_url=srv.url, api_key_env="A8_KEY", timeout_s=30)
+        answer = asyncio.run(
+            connection.achat([ChatMessage(content="rate")], output_schema=schema, model="c")
+        )
+    assert answer.structured is None
+    assert answer.message.content == '{"score": NaN}'
+    with pytest.raises(ValueError):
+        strict_json(answer.message.content)

@@ -10,7 +10,7 @@ from typing import Any
 from ...api import ProviderError, TokenUsage
 from ...api.internal import UNREADABLE_ARGUMENTS, clip, mask_secrets, one_json_object, strict_json
 
-__all__ = ["answer_body", "reported_usage", "tool_arguments", "valid_text"]
+__all__ = ["answer_body", "not_finite", "reported_usage", "tool_arguments", "valid_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,18 +66,22 @@ def tool_arguments(raw: Any, index: int, name: Any) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         return _unreadable(raw, f"are not a JSON object but {_kind(value)}", index, name)
-    if not isinstance(raw, str) and _not_finite(value):  # (JSON text: refused when read)
+    if not isinstance(raw, str) and not_finite(value):  # (JSON text: refused when read)
         return _unreadable(raw, "hold NaN or Infinity, which JSON has no form for", index,
                            name)
     return value
 
 
-def _not_finite(value: Any) -> bool:
+def not_finite(value: Any) -> bool:
     """Whether ``value`` holds a float that is ``NaN`` or infinite (walked without recursion).
 
     The SDKs read a body with Python's ``json`` module, which takes ``NaN`` and
-    ``Infinity``: arguments holding one have no JSON form, and failed the chat when its
-    answer was recorded instead of being refused as unreadable.
+    ``Infinity``: arguments (or an Anthropic structured answer) holding one have no JSON
+    form, and failed the chat when its answer was recorded instead of being refused as
+    unreadable (or asked again).
+
+    Args:
+        value: a decoded JSON value.
 
     Returns:
         ``True`` when one is found.

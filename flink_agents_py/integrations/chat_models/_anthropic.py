@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import datetime
 import inspect
+import json
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -64,7 +65,7 @@ from ...api.internal import (
     scrub_exception,
     too_deep,
 )
-from ._answers import answer_body, reported_usage, tool_arguments, valid_text
+from ._answers import answer_body, not_finite, reported_usage, tool_arguments, valid_text
 from ._common import (
     HTTP_FLOW_CONTROL,
     FreshOnUnpickle,
@@ -494,7 +495,11 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
                                                                block.get("name"))))
         content = "".join(texts)
         refuse_empty_answer(body.get("stop_reason"), bool(content.strip() or calls or answered))
-        if answered and not calls:
+        if answered and not calls and not_finite(structured):
+            # NaN or Infinity (the SDK's reader takes them) has no JSON form: no structured
+            # value, and a text that is no JSON, so the model is asked again
+            content, structured = json.dumps(structured), None
+        elif answered and not calls:
             content = orjson.dumps(structured).decode()
         else:
             structured = None
