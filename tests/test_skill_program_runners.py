@@ -57,3 +57,30 @@ def test_allowing_a_program_runner_warns_and_it_does_run_sh(program, skills, mon
     require_bubblewrap()
     result = tool.run("run", RUNS_SH[program])
     assert result == {"exit_code": 0, "output": "ran-sh\n"}, result
+
+
+@pytest.mark.parametrize(
+    "program", ["wget", "gpg", "catchsegv", "entr", "newgrp", "vipe", "xdg-open", "mutt", "pypy3"]
+)
+def test_programs_starting_a_program_an_option_names_warn_too(program, skills, monkeypatch):
+    # wget --use-askpass=<program>, gpg --agent-program=<program>: an allow-list naming
+    # them let the model run any program with no warning
+    monkeypatch.setattr(_commands, "_warned", set())
+    monkeypatch.setattr(_commands, "resolve_program", lambda *a: "/usr/bin/true")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        RunSkillCommandTool(paths=[str(skills)], allowed_commands=[program])
+    said = [str(w.message) for w in seen if issubclass(w.category, ShellEquivalentCommandWarning)]
+    assert said and f"['{program}'] can run other programs" in said[0], said
+
+
+def test_wget_does_run_the_program_its_askpass_option_names(skills):
+    # what the warning says is true: 'id' is not allowed, wget runs it (in the sandbox)
+    if shutil.which("wget", path="/usr/sbin:/usr/bin:/sbin:/bin") is None:
+        pytest.skip("wget is not installed here")
+    require_bubblewrap()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShellEquivalentCommandWarning)
+        tool = RunSkillCommandTool(paths=[str(skills)], allowed_commands=["wget"])
+    result = tool.run("run", "wget -q --use-askpass=id http://127.0.0.1:9/")
+    assert "id: " in result["output"] and "Username for" in result["output"], result

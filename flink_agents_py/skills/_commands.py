@@ -94,7 +94,16 @@ SHELL_EQUIVALENT_COMMANDS = frozenset({
     "editor", "pager", "sensible-editor", "sensible-pager", "info", "w3m", "lynx", "gem",
     "bundle", "rake", "yarn", "pnpm", "uv", "uvx", "pipx", "mvn", "gradle", "ant", "scons",
     "meson", "ghc", "runghc", "scala", "groovy", "kotlin", "apt-get", "apt", "dpkg", "rpm",
-    "docker", "podman", "kubectl", "crontab", "at", "batch", "pkexec"})
+    "docker", "podman", "kubectl", "crontab", "at", "batch", "pkexec",
+    # an option naming a program to start: wget's --use-askpass, gpg's --agent-program
+    # (and --photo-viewer, --exec-path); catchsegv, entr, rlwrap, trickle, newgrp and vipe
+    # run a program; browsers, mail readers and editors reached by other names have a
+    # shell escape or start a program of their choice
+    "wget", "wget2", "gpg", "gpg2", "gpgv", "catchsegv", "entr", "rlwrap", "trickle",
+    "newgrp", "vipe", "xdg-open", "sensible-browser", "www-browser", "x-www-browser",
+    "links", "links2", "elinks", "mail", "mailx", "mutt", "neomutt", "nano", "pico",
+    "joe", "jed", "mcedit", "mc", "pypy", "pypy3", "jython", "ipython", "ipython3",
+    "xonsh", "elvish", "nu", "oksh", "loksh", "pdksh", "texlua", "luatex", "php-cgi"})
 """Programs that can run other programs (``find -exec``, sed's ``e``, awk's ``system()``,
 ``sort --compress-program``...): allowing one is allowing a shell (contained by the
 sandbox all the same). Versioned interpreter names (``python3.12``, ``perl5``) count too."""
