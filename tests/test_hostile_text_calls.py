@@ -236,3 +236,18 @@ def test_an_anthropic_structured_answer_holding_nan_is_no_json_answer(monkeypatc
     assert answer.message.content == '{"score": NaN}'
     with pytest.raises(ValueError):
         strict_json(answer.message.content)
+
+
+def test_a_key_standing_across_the_cut_of_an_unreadable_call_leaves_no_piece():
+    # the note quoting a call written as text that is no JSON was cut at 300 characters,
+    # then masked: the key's first characters before the cut (fewer than the 12 a piece
+    # needs to be masked) stayed in the answer, recorded and sent back to the model
+    from flink_agents_py.api import register_secret
+
+    key = "sk-ZYXWVUTSRQ9876543210abcdefghijklmnop"
+    register_secret(key)
+    start = '{"name": "t", "arguments": {"a": "'
+    text = "<tool_call>" + start + "x" * (300 - len(start) - 8) + key + '"</tool_call>'
+    (call,) = _read(text).message.tool_calls
+    note = call.arguments[UNREADABLE_ARGUMENTS]
+    assert key[:8] not in note and "[REDACTE" in note, note

@@ -52,6 +52,7 @@ from typing import Any
 from ...api import ChatResponse, ToolCall
 from ...api.internal import (
     UNREADABLE_ARGUMENTS,
+    mask_secrets,
     refuse_truncated_calls,
     strict_json,
     strict_json_at,
@@ -164,7 +165,7 @@ def _segment_calls(match: re.Match[str], names: dict[str, Any], first: int) -> l
     if named_tool is not None:  # JSON cut short or broken that names a tool: told the model
         calls.append(ToolCall(id="", name=named_tool, arguments={
             UNREADABLE_ARGUMENTS: f"the call written as text is not JSON: "
-                                  f"{broken.strip()[:300]!r}"}))
+                                  f"{mask_secrets(broken.strip())[:300]!r}"}))
     return calls
 
 
