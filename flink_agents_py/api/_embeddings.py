@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import math
 from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -150,13 +151,14 @@ class EmbeddingModelConnection(Resource):
         Raises:
             EmbeddingError: for empty or non-string input.
             ProviderError: the connection's; also for an answer nested deeper than a JSON
-                reader's stack.
+                reader's stack, or a vector holding ``NaN`` or an infinity.
         """
         texts, single = check_texts(text, f"embedding connection {self.resource_name!r}")
         try:
             result = self.embed_texts(texts, **kwargs)
         except RecursionError as e:
             raise ProviderError(too_deep(self, e)) from e
+        _refuse_not_finite(self, result.embeddings)
         if single:
             vectors = result.embeddings
             result = result.model_copy(update={"embeddings": vectors[0]})
@@ -176,6 +178,32 @@ class EmbeddingModelConnection(Resource):
             EmbeddingError: for empty or non-string input.
         """
         return self.embed_with_usage(text, **kwargs).embeddings
+
+
+def _refuse_not_finite(connection: EmbeddingModelConnection, vectors: Any) -> None:
+    """Refuse vectors holding ``NaN`` or an infinity (the SDKs' JSON readers take them).
+
+    Such a vector has no JSON form (a durable call's result could not be recorded) and no
+    distance a vector store can order: stored, it made every search of its collection
+    compare against ``NaN``. A local model can produce one too (a half-precision overflow).
+
+    Raises:
+        ProviderError: (not retryable) naming the connection and the vector.
+    """
+    rows = vectors if vectors and isinstance(vectors[0], list) else [vectors]
+    for i, row in enumerate(rows):
+        try:
+            if math.isfinite(math.fsum(row)):  # one C loop; NaN and infinities carry through
+                continue
+        except OverflowError:  # (finite values summing past the float range: look closer)
+            pass
+        except TypeError:
+            continue  # not numbers: the connection's own business
+        if not all(math.isfinite(x) for x in row):
+            raise ProviderError(
+                f"{type(connection).__name__} {connection.resource_name!r}: the server "
+                f"answered with a vector holding NaN or an infinity (vector {i}), which has "
+                f"no JSON form and no distance a vector store can order", retryable=False)
 
 
 def _embed_texts_by_embed(self: EmbeddingModelConnection, texts: list[str], *,
