@@ -251,3 +251,67 @@ def test_a_key_standing_across_the_cut_of_an_unreadable_call_leaves_no_piece():
     (call,) = _read(text).message.tool_calls
     note = call.arguments[UNREADABLE_ARGUMENTS]
     assert key[:8] not in note and "[REDACTE" in note, note
+
+
+@pytest.mark.parametrize("raw", ['{"a": 1e999}', '{"a": [-1e400]}', 'sure: {"a": 1E+999}'])
+def test_argument_text_with_a_number_past_the_float_range_is_unreadable(raw):
+    # Python's decoder reads 1e999 as an infinity (orjson refuses it, the standard
+    # library's fallback took it): OpenAI's argument strings failed the chat when recorded
+    assert list(tool_arguments(raw, 0, "t")) == [UNREADABLE_ARGUMENTS]
+    written = (
+        '<tool_call>{"name": "t", "arguments": ' + raw.removeprefix("sure: ") + "}</tool_call>"
+    )
+    (call,) = _read(written).message.tool_calls
+    assert list(call.arguments) == [UNREADABLE_ARGUMENTS]
+
+
+def test_a_structured_answer_past_the_float_range_is_asked_again():
+    # the answer's value was an infinity: the chat failed with a SerializationError when
+    # its response event was stored; now it is no JSON, and the model is asked again
+    from pydantic import BaseModel
+
+    from flink_agents_py import AgentsExecutionEnvironment
+    from flink_agents_py.api import (
+        Agent,
+        ChatModelSetup,
+        ChatResponseError,
+        InputEvent,
+        OutputEvent,
+        ResourceDescriptor,
+        ResourceType,
+        action,
+    )
+    from flink_agents_py.testing import model_from_function
+
+    asked = []
+
+    class Score(BaseModel):
+        score: float
+
+    class Rater(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def rate(event, ctx):  # type: ignore[no-untyped-def]
+            try:
+                said = repr(
+                    (
+                        await ctx.chat("model", [ChatMessage(content="rate")], output_schema=Score)
+                    ).structured
+                )
+            except ChatResponseError as e:
+                said = str(e)
+            ctx.send_event(OutputEvent(output=said))
+
+    agent = Rater()
+    agent.add_resource(
+        "conn",
+        ResourceType.CHAT_MODEL_CONNECTION,
+        model_from_function(lambda r: asked.append(1) or '{"score": 1e999}'),
+    )
+    agent.add_resource(
+        "model", ResourceType.CHAT_MODEL, ResourceDescriptor(ChatModelSetup, connection="conn")
+    )
+    result = AgentsExecutionEnvironment.local().from_list([{"key": "k"}]).apply(agent).run()
+    (said,) = result.outputs
+    assert said.startswith("StructuredOutputError:") and "is not JSON" in said, said
+    assert len(asked) == 2 and result.errors == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from enum import Enum
@@ -136,11 +137,21 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-_STRICT_JSON = json.JSONDecoder(parse_constant=_no_constant)
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: a JSON number no double holds (orjson refuses it)
+        raise ValueError(f"the number {text[:40]} is too large for a float (infinity is not JSON)")
+    return value
+
+
+_STRICT_JSON = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
 
 
 def strict_json(text: str) -> Any:
     """Decode JSON text with the standard library, refusing ``NaN`` and ``Infinity``.
+
+    A number too large for a float (``1e999``, which Python reads as an infinity) is
+    refused too, as orjson refuses it.
 
     Python's decoder takes them, but they are not JSON: a model's answer or tool call
     arguments holding one had no stored form, and failed the chat when recorded instead of
