@@ -188,8 +188,9 @@ def _arguments_model(fn: Callable[..., Any]) -> type[BaseModel] | None:
     """A pydantic model of ``fn``'s keyword arguments, to check and convert a model's call.
 
     Lax, as JSON from a model needs: ``"3"`` for an ``int``, a number for a ``str``, an object
-    for a pydantic model parameter (given as that model). Arguments the function does not
-    take are refused unless it has ``**kwargs``.
+    for a pydantic model parameter (given as that model); but never ``NaN`` or an infinity
+    for a float (``"NaN"``, ``"inf"``), which JSON has not and which pass a comparison.
+    Arguments the function does not take are refused unless it has ``**kwargs``.
 
     Args:
         fn: the tool's function.
@@ -202,8 +203,11 @@ def _arguments_model(fn: Callable[..., Any]) -> type[BaseModel] | None:
         fields, names = _parameter_fields(fn)
         params = inspect.signature(fn).parameters
         open_ended = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        # no NaN or infinity for a float (JSON has none; pydantic's lax mode reads "NaN",
+        # "inf"): a check such as ``amount > 100`` is False for NaN, so it let a call through
         config = ConfigDict(extra="allow" if open_ended else "forbid",
-                            arbitrary_types_allowed=True, coerce_numbers_to_str=True)
+                            arbitrary_types_allowed=True, coerce_numbers_to_str=True,
+                            allow_inf_nan=False)
         with warnings.catch_warnings():  # a parameter named like a BaseModel attribute
             warnings.simplefilter("ignore")
             model = create_model(f"{getattr(fn, '__name__', 'tool')}_arguments",
@@ -240,7 +244,7 @@ def _decoded_texts(arguments: dict[str, Any], error: ValidationError) -> dict[st
     Returns:
         The arguments (``None``: no failed argument is such text).
     """
-    import json
+    from ._messages import strict_json  # (it imports this module)
 
     decoded = dict(arguments)
     for item in error.errors():
@@ -249,8 +253,8 @@ def _decoded_texts(arguments: dict[str, Any], error: ValidationError) -> dict[st
         text = arguments.get(name) if name is not None else None
         if name is None or not isinstance(text, str) or text.lstrip()[:1] not in ("[", "{"):
             continue
-        try:
-            value = json.loads(text)
+        try:  # strict: no NaN, no infinity, no RecursionError for text nested too deeply
+            value = strict_json(text)
         except ValueError:
             continue
         if isinstance(value, (list, dict)):
