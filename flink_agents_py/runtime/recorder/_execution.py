@@ -13,6 +13,7 @@ observer, counters) goes through the ``CallLedger`` it is given.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
@@ -56,6 +57,7 @@ from ._journaled import journaled
 from ._ledger import CallLedger
 from ._order import check_displaced
 from ._outcomes import argument_shape, call_digest, fn_name, store_outcome
+from ._partial_forms import as_recorded
 from ._replays import Replays
 from ._sent import sent_form
 from ._setup_shapes import setup_shape
@@ -538,6 +540,8 @@ class ActionExecution(Replays):
         if digest_name is None and kind is CallKind.FUNCTION:  # what it calls, how it binds
             call.callees = callees(fn) if bound is not None else None  # (binds nothing)
             call.shape = argument_shape(fn, args, kwargs)
+            if rec is not None and rec.digest != dig and isinstance(fn, functools.partial):
+                as_recorded(call, named, fn, args, kwargs, rec, self._record.calls)
         elif kind is CallKind.TOOL:  # ``(tool, ToolCall)``: the defaults the call leaves
             call.shape = tool_shape(*args)
         elif kind is CallKind.MODEL and (self.scope is None or getattr(self.run.invocations.get(
