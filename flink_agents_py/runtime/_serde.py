@@ -41,6 +41,7 @@ from ..api.internal import (
 from ._chat_request import answer_json, request_json
 from ._json_codec import digest, dumps, json_text, loads, unshared
 from ._typed_fields import TYPED_KEY, set_fields, typed_fields
+from ._value_forms import VALUE_FORMS, VALUE_TAGS, row_form, value_form, value_of
 
 __all__ = ["to_json_value", "to_plain_json", "event_json", "event_is_plain", "from_json_value",
            "digest", "dumps", "is_tagged_model", "MODEL_TAG", "json_text", "loads",
@@ -54,7 +55,7 @@ _PLAIN = frozenset({str, int, bool, type(None), BuiltinEventType})  # their own 
 """The exact types that are their own JSON form (a built-in event's ``type``: text)."""
 
 
-def to_json_value(value: Any, where: str) -> Any:
+def to_json_value(value: Any, where: str, *, tag_values: bool = False) -> Any:
     """Return the stored JSON form of ``value``.
 
     Pydantic models are tagged with their class so a replay returns the same type; their
@@ -66,11 +67,13 @@ def to_json_value(value: Any, where: str) -> Any:
         value: what to store.
         where: a description of the value's place, used in the error (e.g.
             ``"result of durable call r3/score/c0"``).
+        tag_values: store the values of ``_value_forms`` too (a ``timedelta``, a ``set``...:
+            a durable call's arguments and result); else they have no JSON form.
 
     Raises:
         SerializationError: naming ``where``, the path inside the value and the reason.
     """
-    return _convert(value, where, tag_models=True)
+    return _convert(value, where, tag_models=_WITH_VALUES if tag_values else True)
 
 
 def to_plain_json(value: Any, where: str) -> Any:
@@ -170,7 +173,7 @@ class _NotPlain(Exception):
     """Raised by ``_fast_copy`` at a value it leaves to the full walk."""
 
 
-def _fast_copy(value: Any, tag: bool) -> Any:
+def _fast_copy(value: Any, tag: int) -> Any:
     """The JSON form ``_walk`` makes of ``value``, for the common shapes only, fast.
 
     Plain JSON data (exact ``dict``/``list``/``tuple``/scalar types), enums, and pydantic
@@ -271,7 +274,7 @@ def _tag_of(cls: type[BaseModel]) -> str:
     return name
 
 
-def _convert(value: Any, where: str, tag_models: bool) -> Any:
+def _convert(value: Any, where: str, tag_models: int) -> Any:
     kind = type(value)  # a scalar (a memory value, mostly) whose JSON form is known at a look
     if (kind is float and value - value == 0.0) or kind is bool or value is None \
             or (kind is str and value.isascii()) or (kind is int and _INT_MIN <= value <= _INT_MAX):
@@ -393,29 +396,13 @@ def _is_plain(value: Any) -> bool:
     return kind is float and math.isfinite(value)
 
 
-def _row_form(value: Any) -> Any:
-    """A PyFlink ``Row`` as plain data; anything else as it is.
-
-    Flink Agents' programs emit rows (``OutputEvent(output=Row(**fields))`` for
-    ``to_table``): a row with field names is a dict by name, one without the list of its
-    values.
-
-    Returns:
-        The plain form, or ``value``.
-    """
-    cls = type(value)
-    if cls.__name__ != "Row" or not cls.__module__.startswith("pyflink"):
-        return value
-    names = getattr(value, "_fields", None)
-    values = list(value)
-    return dict(zip(names, values, strict=True)) if names else values
-
-
 _SET_FIELD = 2
+_WITH_VALUES = 3
+"""``tag_models`` of ``to_json_value(..., tag_values=True)``: ``_value_forms`` tagged too."""
 """``_walk``'s ``in_model`` in a model field typed as a set (``_typed_fields.set_fields``)."""
 
 
-def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
+def _walk(value: Any, where: str, path: str, active: set[int], tag_models: int,
           in_model: int) -> Any:
     if isinstance(value, enum.Enum):
         return _walk(value.value, where, path, active, tag_models, in_model)
@@ -437,7 +424,7 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
         if not math.isfinite(value):
             raise SerializationError(f"{where}: {value!r} at {path} has no JSON form")
         return value if type(value) is float else float.__float__(value)
-    plain = _row_form(value)
+    plain = row_form(value)
     if plain is not value:
         return _walk(plain, where, path, active, tag_models, in_model)
     if isinstance(value, (list, tuple, dict, BaseModel)) or (
@@ -483,6 +470,9 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
             raise _TooDeep(path) from None
         finally:
             active.discard(ident)
+    if tag_models == _WITH_VALUES and not in_model and (type(value) in VALUE_FORMS or type(
+            value) in (set, frozenset)):  # a timedelta, a Path, a set...: ``_value_forms``
+        return _tagged_value(value, where, path, active)
     if isinstance(value, (set, frozenset)) and in_model == _SET_FIELD:  # validated back a set
         return sorted((_walk(v, where, f"{path}[]", active, tag_models, in_model) for v in value),
                       key=dumps)  # (in an order that is the same whatever the hash seed)
@@ -512,6 +502,13 @@ def _walk(value: Any, where: str, path: str, active: set[int], tag_models: bool,
             return value.isoformat()
     raise SerializationError(f"{where}: {type(value).__name__} at {path} has no JSON form"
                              f"{_unawaited(value)}")
+
+
+def _tagged_value(value: Any, where: str, path: str, active: set[int]) -> Any:
+    try:
+        return value_form(value, lambda v: _walk(v, where, f"{path}[]", active, _WITH_VALUES, 0))
+    except SerializationError as e:
+        raise SerializationError(f"{where}: {type(value).__name__} at {path}: {e}") from None
 
 
 def _unawaited(value: Any) -> str:
@@ -572,6 +569,8 @@ def from_json_value(data: Any) -> Any:
                 return base64.b64decode(inner)
             if tag in _VALUE_TAGS and type(inner) is str:  # a UUID, date, datetime, Decimal
                 return untag({tag[1:]: inner})
+            if tag in VALUE_TAGS:  # a timedelta, a Path, a set... (``_value_forms``)
+                return value_of(tag, inner, from_json_value)
             if type(tag) is not str:
                 raise SerializationError(f"a stored value's {_MODEL_TAG} tag is {tag!r}, not "
                                          "the 'module:Class' of a pydantic model")

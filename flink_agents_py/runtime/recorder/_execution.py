@@ -56,7 +56,7 @@ from ._identity import bound_state
 from ._journaled import journaled
 from ._ledger import CallLedger
 from ._order import check_displaced
-from ._outcomes import argument_shape, call_digest, fn_name, store_outcome
+from ._outcomes import argument_shape, call_digest, fn_name, legacy_name, store_outcome
 from ._partial_forms import as_recorded
 from ._replays import Replays
 from ._sent import sent_form
@@ -496,7 +496,8 @@ class ActionExecution(Replays):
         Raises:
             ReplayDivergenceError: when the record was made by another kind or target.
         """
-        if rec.kind is None or (rec.kind is kind and rec.target == target):
+        if rec.kind is None or (rec.kind is kind and (rec.target == target or (
+                kind is CallKind.FUNCTION and legacy_name(target, rec.target)))):
             return
         self._diverge(ReplayDivergenceError(call_id, self._record.action,
                                             (rec.kind.value, rec.target or ""),
@@ -531,6 +532,9 @@ class ActionExecution(Replays):
             named, bound = name or _fn_name(fn), bound_state(fn)
             ordinal, call_id, dig, rec = self._allocate(
                 kind, target, lambda cid: call_digest(named, args, kwargs, cid, bound))
+            if rec is not None and rec.target != target and legacy_name(target, rec.target):
+                target = named = str(rec.target)  # named before ``fn_name`` said its module
+                dig = call_digest(named, args, kwargs, call_id, bound)
         else:
             bound = None
             ordinal, call_id, dig, rec = self._allocate(

@@ -44,7 +44,7 @@ from ._round_trip import REBUILD_AS_STORED, changed_by_rebuild, holds_models, se
 from ._state import CallRecord
 from ._value_classes import library_code, value_classes
 
-__all__ = ["fn_name", "call_digest", "argument_shape", "code_of", "store_outcome",
+__all__ = ["fn_name", "legacy_name", "call_digest", "argument_shape", "code_of", "store_outcome",
            "rebuild_exception", "CODE_VERSION"]
 
 CODE_VERSION = f"py{sys.version_info[0]}.{sys.version_info[1]}"
@@ -57,7 +57,9 @@ def fn_name(fn: Callable[..., Any]) -> str:
     """``module:qualname`` of a callable, the same in every process (no object addresses).
 
     A ``functools.partial`` is named after the function it wraps, a callable object after its
-    class.
+    class. A builtin method, which has no module of its own (``datetime.now``, ``"a".upper``,
+    ``str.upper``), is named in its class's module (``datetime:datetime.now``); records of
+    such calls written before, named ``?:datetime.now``, replay (``legacy_name``).
 
     Returns:
         The name.
@@ -69,7 +71,23 @@ def fn_name(fn: Callable[..., Any]) -> str:
     if not isinstance(qual, str):
         cls = type(fn)
         module, qual = cls.__module__, cls.__qualname__
+    elif module is None:  # a builtin method: its class's module
+        owner = getattr(fn, "__self__", getattr(fn, "__objclass__", None))
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            module = getattr(owner if isinstance(owner, type) else type(owner), "__module__", None)
     return f"{module or '?'}:{qual}"
+
+
+def legacy_name(target: str, recorded: str | None) -> bool:
+    """Whether ``recorded`` is ``target`` as ``fn_name`` named it before (``?:`` module).
+
+    A builtin method was ``?:datetime.now`` before ``fn_name`` named its class's module.
+
+    Returns:
+        Whether it is (the call is the recorded one, named otherwise).
+    """
+    return recorded is not None and recorded.startswith("?:") and recorded != target \
+        and target.partition(":")[2] == recorded[2:]
 
 
 def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -96,8 +114,9 @@ def call_digest(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dic
     name = fn if isinstance(fn, str) else fn_name(fn)
     where = f"arguments of durable call {call_id} ({name})"
     # (no arguments: their JSON form and enum classes are empty, known without a walk)
-    parts = [name, args_json if args_json is not None else to_json_value(list(args), where)
-             if args else [], to_json_value(kwargs, where) if kwargs else {}]
+    parts = [name, args_json if args_json is not None else to_json_value(
+        list(args), where, tag_values=True) if args else [],
+        to_json_value(kwargs, where, tag_values=True) if kwargs else {}]
     if not isinstance(fn, str):
         bound = bound_state(fn)
     if bound is not None:
@@ -136,7 +155,7 @@ def argument_shape(fn: Callable[..., Any], args: tuple[Any, ...],
     """
     try:
         binding, sig, simple = bound_arguments(fn, args, kwargs)
-        named = to_json_value(binding, "arguments")  # (a fresh dict: not changed)
+        named = to_json_value(binding, "arguments", tag_values=True)  # (a fresh dict)
         values: list[Any] = []
         if simple:  # each argument bound to a positional parameter of its own
             values += named.values()
@@ -269,7 +288,8 @@ def store_outcome(rec: CallRecord, call_id: str, ok: bool, value: Any) -> tuple[
             if isinstance(value, _GENERATORS):  # (``inspect.isgenerator``/``isasyncgen``)
                 _refuse_generator(value, where, rec.target)
             try:
-                stored = to_json_value(value, f"{where} ({rec.target or 'the function'})")
+                stored = to_json_value(value, f"{where} ({rec.target or 'the function'})",
+                                       tag_values=True)
             except SerializationError as e:  # name what to return instead
                 raise SerializationError(f"{e}; a durable call's result is recorded as JSON: "
                                          f"{_RETURNABLE}") from None
@@ -379,8 +399,10 @@ def _not_an_exception(exc: BaseException, form: dict[str, Any]) -> DurableExecut
 
 
 _RETURNABLE = ("return JSON data (dicts, lists, text, numbers, bools, None), bytes, date, "
-               "datetime, Decimal, UUID or a pydantic model defined at module level (convert other "
-               "objects, e.g. to a dict of their fields)")
+               "datetime, Decimal, UUID, a standard-library value (time, timedelta, timezone, "
+               "ZoneInfo, Path, Fraction, a set...: docs/concepts/durability.md) or a pydantic "
+               "model defined at module level (convert other objects, e.g. to a dict of their "
+               "fields)")
 """What a durable call may return, for the message refusing a result with no JSON form."""
 
 
