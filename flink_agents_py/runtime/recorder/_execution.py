@@ -13,7 +13,6 @@ observer, counters) goes through the ``CallLedger`` it is given.
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
@@ -544,7 +543,7 @@ class ActionExecution(Replays):
         if digest_name is None and kind is CallKind.FUNCTION:  # what it calls, how it binds
             call.callees = callees(fn) if bound is not None else None  # (binds nothing)
             call.shape = argument_shape(fn, args, kwargs)
-            if rec is not None and rec.digest != dig and isinstance(fn, functools.partial):
+            if rec is not None and rec.digest != dig:  # (a partial's arguments given otherwise?)
                 as_recorded(call, named, fn, args, kwargs, rec, self._record.calls)
         elif kind is CallKind.TOOL:  # ``(tool, ToolCall)``: the defaults the call leaves
             call.shape = tool_shape(*args)

@@ -1,20 +1,24 @@
-"""A ``functools.partial`` call in the form its record was written in.
+"""A durable call in the form its record was written in: a partial's arguments given otherwise.
 
 A plain call's arguments are compared by the parameters they bind to (``f("apple")`` and
 ``f(item="apple")`` are one call: ``_outcomes.argument_shape``), but a partial's own
 arguments are part of what the callable binds (``_identity.bound_state``), kept as given:
 ``partial(price, "apple")`` recorded and ``partial(price, item="apple")`` replayed had
-other digests, a false ``arguments changed`` (a divergence in strict mode).
+other digests, a false ``arguments changed`` (a divergence in strict mode); so did
+``price("apple", 2)`` made ``partial(price, "apple")(2)``. And a call whose digest is no
+record's cannot be told from a changed one: ``[price("apple"), price("pear")]`` recorded and
+``[price(item="pear"), price(item="apple")]`` replayed handed pear apple's price.
 
 The digest a record keeps is not changed (records written before and after match as they
-did); instead, when a replayed partial's digest is not the record's, ``recorded_form``
+did); instead, when a replayed function call's digest is not its record's, ``recorded_form``
 writes the same call in each other form that binds the same values to the same parameters
-of the function inside, the partial binding the parameters it binds now: its positional
-ones given by position or by keyword, the call's positional ones likewise, nested partials
-flattened. A form whose digest is a record's of the execution (the one at the call's
-identity first) is the call as it was recorded: the call takes that digest and argument
-shape, and replays as a call made in its recorded form does (quietly, or, when the digest
-is another record's, as a call made out of order).
+of the function inside: the partial binding the parameters it binds now, none (a plain
+call), or the first positional ones (with the keyword-only ones or without), each given by
+position or by keyword, the call's own arguments likewise, nested partials flattened. A form
+whose digest is a record's of the execution (the one at the call's identity first) is the
+call as it was recorded: the call takes that digest and argument shape, and replays as a
+call made in its recorded form does (quietly, or, when the digest is another record's, as a
+call made out of order: a divergence).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from ...api import SerializationError
 from ._binding import signature_of
 from ._identity import bound_state
 from ._outcomes import argument_shape, call_digest
@@ -32,12 +37,12 @@ from ._state import CallRecord
 
 __all__ = ["as_recorded", "recorded_form"]
 
-_MAX_FORMS = 64
+_MAX_FORMS = 128
 """The most forms tried for one call (a partial of many positional parameters: the first)."""
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
-Form = tuple[functools.partial[Any], tuple[Any, ...], dict[str, Any]]
+Form = tuple[Any, tuple[Any, ...], dict[str, Any]]
 
 
 def _flattened(fn: functools.partial[Any]) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
@@ -80,13 +85,15 @@ def _split(
         yield tuple(values[p] for p in by_position), {p: values[p] for p in rest}, first + n
 
 
-def _forms(
-    fn: functools.partial[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Iterator[Form]:
-    """The call ``fn(*args, **kwargs)`` written otherwise, the partial binding the same parameters.
+def _forms(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[Form]:
+    """The call ``fn(*args, **kwargs)`` written otherwise: the same values, same parameters.
+
+    The parameters a partial binds are those ``fn`` binds first, then none (a plain call of
+    the function inside), then the first positional ones (``partial(price, "apple")``), with
+    the keyword-only ones or without.
 
     Yields:
-        ``(partial, args, kwargs)`` of each form (none for a call that binds ``*args`` or
+        ``(callable, args, kwargs)`` of each form (none for a call that binds ``*args`` or
         ``**kwargs``, or whose keywords override the partial's).
     """
     inner, p_args, p_keywords = _flattened(fn)
@@ -103,13 +110,26 @@ def _forms(
     if any(kinds[name] not in (*_POSITIONAL, inspect.Parameter.KEYWORD_ONLY) for name in every):
         return  # ``*args`` or ``**kwargs`` took some: their split is as given
     names = [name for name, p in params.items() if p.kind in _POSITIONAL]
-    mine, theirs = set(held), set(every) - set(held)
     keyword_only = {n for n in every if kinds[n] is inspect.Parameter.KEYWORD_ONLY}
-    for p_pos, p_kw, at in _split(names, kinds, 0, mine - keyword_only, every):
-        p_kw.update({n: every[n] for n in mine & keyword_only})
-        for c_pos, c_kw, _ in _split(names, kinds, at, theirs - keyword_only, every):
-            c_kw.update({n: every[n] for n in theirs & keyword_only})
-            yield functools.partial(inner, *p_pos, **p_kw), c_pos, c_kw
+    run = 0
+    while run < len(names) and names[run] in every:
+        run += 1
+    sets = [set(held)] + [
+        set(names[:k]) | extra for extra in (set(), keyword_only) for k in range(run + 1)
+    ]
+    seen: list[set[str]] = []
+    for n, mine in enumerate(sets):
+        if n and mine in seen:
+            continue
+        seen.append(mine)
+        as_partial = isinstance(fn, functools.partial) if n == 0 else bool(mine)
+        theirs = set(every) - mine
+        for p_pos, p_kw, at in _split(names, kinds, 0, mine - keyword_only, every):
+            p_kw.update({k: every[k] for k in mine & keyword_only})
+            made = functools.partial(inner, *p_pos, **p_kw) if as_partial else inner
+            for c_pos, c_kw, _ in _split(names, kinds, at, theirs - keyword_only, every):
+                c_kw.update({k: every[k] for k in theirs & keyword_only})
+                yield made, c_pos, c_kw
 
 
 def recorded_form(
@@ -124,7 +144,7 @@ def recorded_form(
     """The digest and argument shape of the call in the form a record of it was written in.
 
     Args:
-        fn: the call's ``functools.partial``.
+        fn: the call's function (a ``functools.partial`` or not).
         args: the call's positional arguments.
         kwargs: its keyword arguments.
         rec: the record at the call's identity (another digest than the call's).
@@ -143,7 +163,10 @@ def recorded_form(
     }
     found: tuple[str, Form] | None = None
     for form in itertools.islice(_forms(fn, args, kwargs), _MAX_FORMS):
-        dig = digest_of(form)
+        try:
+            dig = digest_of(form)
+        except SerializationError:  # a value the partial binds has no JSON form as an argument
+            continue
         if dig == rec.digest:
             return dig, shape_of(form)
         if dig in wanted and found is None:
@@ -160,12 +183,12 @@ def as_recorded(
     rec: CallRecord,
     calls: Mapping[str, CallRecord],
 ) -> None:
-    """Give ``call`` (a partial's) the digest and shape of its recorded form, if one is.
+    """Give ``call`` the digest and shape of its recorded form, if one is.
 
     Args:
         call: the ``DurableCall`` (its ``digest`` is not ``rec``'s).
         name: the function's ``module:qualname`` its digest names.
-        fn: the call's ``functools.partial``.
+        fn: the call's function.
         args: the call's positional arguments.
         kwargs: its keyword arguments.
         rec: the record at its identity.
