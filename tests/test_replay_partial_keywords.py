@@ -155,3 +155,68 @@ def test_plain_calls_reordered_in_keyword_form_are_a_reordering():
     report = check_upgrade_safety(agent_old, agent_new, [{"key": "a"}], other_process=False)
     assert report.divergences > 0, report.table
     assert "its arguments are those recorded for" in report.table
+
+
+USER_MODULE = """
+import functools
+import sys
+
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, RunnerContext, action
+from flink_agents_py.testing import check_upgrade_safety
+
+
+def price(item, qty=1, *, currency="USD"):
+    return f"{qty} {item} in {currency}"
+
+
+class Old(Agent):
+    replay = "strict"
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        one = await ctx.durable_execute_async(functools.partial(price, event.input["item"]), 2)
+        two = await ctx.durable_execute_async(price, "pear", currency="EUR")
+        ctx.send_event(OutputEvent(output=[one, two]))
+
+
+class New(Agent):
+    replay = "strict"
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        one = await ctx.durable_execute_async(
+            functools.partial(price, item=event.input["item"]), qty=2)
+        two = await ctx.durable_execute_async(functools.partial(price, currency="EUR"), "pear")
+        ctx.send_event(OutputEvent(output=[one, two]))
+
+
+if __name__ == "__main__":
+    records = [{"key": k, "item": k} for k in ("apple", "fig", "kiwi")]
+    report = check_upgrade_safety(Old(), New(), records)
+    print(report.table)
+    sys.exit(0 if report.ok else 1)
+"""
+
+
+def test_a_users_module_upgraded_to_keyword_partials(tmp_path):
+    """From a user's own folder; restores in other processes (other hash seeds) too."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    (tmp_path / "my_prices.py").write_text(USER_MODULE)
+    root = pathlib.Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, "my_prices.py"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "divergences                 0" in proc.stdout
