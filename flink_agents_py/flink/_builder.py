@@ -327,7 +327,8 @@ class FlinkAgentBuilder:
         type. One the row cannot hold (``None``, a value its column's type cannot hold, a
         null in a column ``schema`` declares ``NOT NULL``) becomes an ``OutputTypeError``
         record of its run on ``errors_datastream()`` and the other rows go on (see
-        ``_typed_outputs``; a table job has no error output: its error records are logged).
+        ``_typed_outputs``; a table job has no error output: its error records are logged,
+        and on a local MiniCluster also printed on the console, as ``WARNING ...`` lines).
         The table belongs to the table environment of ``from_table``'s table, else to the
         environment's ``table_environment()``.
 
@@ -354,8 +355,9 @@ class FlinkAgentBuilder:
         self._applied()
         contract = contract_of(row_type, schema, "to_table")
         assert contract is not None  # a row type's
-        rows = self._outputs_checked(contract).flat_map(shipped(TypedOutputs(contract)),
-                                                        output_type=output_type)
+        local = (config_getter(self._env.env)("execution.target") or "local") == "local"
+        rows = self._outputs_checked(contract).flat_map(
+            shipped(TypedOutputs(contract, echo=local)), output_type=output_type)
         t_env = self._t_env or self._env.table_environment()
         return t_env.from_data_stream(rows) if schema is None else \
             t_env.from_data_stream(rows, schema)

@@ -260,10 +260,16 @@ class TypedOutputs:
 
     Args:
         contract: the declared type's contract.
+        echo: also print such an error record's warning on the worker's standard output
+            (set for a job on a local MiniCluster: a table run there has no error output,
+            and the only stream of its Python workers that reaches the program's console is
+            their standard output; their log records and standard error go to Flink's log
+            file, where a failed record was lost without a word).
     """
 
-    def __init__(self, contract: OutputContract) -> None:
+    def __init__(self, contract: OutputContract, echo: bool = False) -> None:
         self.contract = contract
+        self.echo = echo
 
     def __call__(self, value: Any) -> Iterator[Any]:
         """The typed value of ``value``; nothing for what cannot be one.
@@ -272,7 +278,7 @@ class TypedOutputs:
             The typed value.
         """
         if type(value) is tuple and len(value) == 2 and isinstance(value[0], OutputTag):
-            _log_unrouted(self.contract.where, value[1])
+            _log_unrouted(self.contract.where, value[1], getattr(self, "echo", False))
             return
         try:
             converted = self.contract.convert(value)
@@ -282,8 +288,14 @@ class TypedOutputs:
         yield converted
 
 
-def _log_unrouted(where: str, record: Any) -> None:
-    """Log an error record that reached the main output (the job has no error output)."""
+def _log_unrouted(where: str, record: Any, echo: bool = False) -> None:
+    """Log an error record that reached the main output (the job has no error output).
+
+    Args:
+        where: the call that declared the type (``to_table``).
+        record: the error record (its JSON form, a dict).
+        echo: also print the warning on standard output (see ``TypedOutputs``).
+    """
     if isinstance(record, dict):
         key = record.get("key")
         try:
@@ -295,10 +307,13 @@ def _log_unrouted(where: str, record: Any) -> None:
                  f"{str(record.get('message'))[:500]}")
     else:
         about = _shown(record, 500)
-    log.warning(
-        "%s: an error record of the agent, for %s. It is left out of the output: this job "
-        "was run without the agent's error output (a table run with table.execute(), "
-        "execute_sql or a statement set translates the table alone, without "
+    message = (
+        f"{where}: an error record of the agent, for {about}. It is left out of the output: "
+        "this job was run without the agent's error output (a table run with table.execute(), "
+        "execute_insert, execute_sql or a statement set translates the table alone, without "
         "errors_datastream()). To collect error records, take errors_datastream() and run "
         "the job with env.execute() (statement_set.attach_as_datastream() adds table inserts "
-        "to it)", where, about)
+        "to it)")
+    log.warning("%s", message)
+    if echo:
+        print(f"WARNING {log.name}: {message}", flush=True)  # see TypedOutputs
