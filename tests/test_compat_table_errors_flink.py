@@ -50,7 +50,8 @@ AGENT = """
             row = event.input
             if not row["info"]:
                 raise ValueError(f"review {row['id']} has no text")
-            ctx.send_event(OutputEvent(output={"id": row["id"], "score": len(row["info"])}))
+            score = "unknown" if row["info"] == "?" else len(row["info"])
+            ctx.send_event(OutputEvent(output={"id": row["id"], "score": score}))
 """
 
 PROGRAM = """
@@ -67,16 +68,16 @@ PROGRAM = """
     env.set_parallelism(1)
     t_env = StreamTableEnvironment.create(stream_execution_environment=env)
     agents_env = AgentsExecutionEnvironment.get_execution_environment(env=env, t_env=t_env)
-    table = t_env.from_elements([(7, "good"), (8, ""), (9, "fine too")], ["id", "info"])
+    table = t_env.from_elements(
+        [(7, "good"), (8, ""), (9, "fine too"), (10, "?")], ["id", "info"])
     output_type = ExternalTypeInfo(RowTypeInfo(
         [BasicTypeInfo.LONG_TYPE_INFO(), BasicTypeInfo.INT_TYPE_INFO()], ["id", "score"]))
     schema = (Schema.new_builder().column("id", DataTypes.BIGINT())
               .column("score", DataTypes.INT()).build())
-    output_table = (
-        agents_env.from_table(input=table, key_selector=MyKeySelector())
-        .apply(ScoreAgent())
-        .to_table(schema=schema, output_type=output_type)
-    )
+    builder = agents_env.from_table(input=table, key_selector=MyKeySelector()).apply(ScoreAgent())
+    if sys.argv[1] == "late":  # outputs checked after the operator, not in it
+        builder.errors_datastream()
+    output_table = builder.to_table(schema=schema, output_type=output_type)
     if sys.argv[1] == "insert":
         t_env.create_temporary_table(
             "sink", TableDescriptor.for_connector("print").schema(schema).build())
@@ -113,15 +114,32 @@ def test_a_failed_record_of_a_table_run_is_printed_on_the_console(tmp_path: Path
 
     out = _run(tmp_path, "insert")
     assert "+I[7, 4]" in out and "+I[9, 8]" in out, out[-3000:]  # the other rows went on
-    assert "+I[8," not in out
-    warnings = [line for line in out.splitlines() if line.startswith("WARNING ")]
-    assert len(warnings) == 1, out[-3000:]
-    assert "to_table: an error record of the agent, for key 8" in warnings[0]
-    assert "action 'score'" in warnings[0]
-    assert "ValueError: review 8 has no text" in warnings[0]
-    assert "errors_datastream()" in warnings[0]  # and how to collect such records
+    assert "+I[8," not in out and "+I[10," not in out
+    failed, misfit = _warnings(out)
+    assert "to_table: an error record of the agent, for key 8" in failed
+    assert "action 'score'" in failed and "ValueError: review 8 has no text" in failed
+    assert "errors_datastream()" in failed  # and how to collect such records
+    # an output the INT column cannot hold: an error record of its run, with its key
+    assert "'unknown'" in misfit and "INT column" in misfit
 
     out = _run(tmp_path, "collect")
     assert "ROWS [(7, 4), (9, 8)]" in out, out[-3000:]
-    warnings = [line for line in out.splitlines() if line.startswith("WARNING ")]
-    assert len(warnings) == 1 and "ValueError: review 8 has no text" in warnings[0], out[-3000:]
+    failed, misfit = _warnings(out)
+    assert "ValueError: review 8 has no text" in failed and "'unknown'" in misfit
+
+    # errors_datastream() taken before to_table: the map after the operator checks the
+    # outputs, and says which it left out
+    out = _run(tmp_path, "late")
+    assert "ROWS [(7, 4), (9, 8)]" in out, out[-3000:]
+    left_out = [line for line in out.splitlines() if "an agent output is left out" in line]
+    assert len(left_out) == 1 and left_out[0].startswith("WARNING "), out[-3000:]
+    assert "'unknown'" in left_out[0] and "INT column" in left_out[0]
+
+
+def _warnings(out: str) -> tuple[str, str]:
+    """The console's warning for key 8 (its action failed) and for key 10 (a misfit)."""
+    lines = [line for line in out.splitlines() if line.startswith("WARNING ")]
+    assert len(lines) == 2, out[-3000:]
+    (failed,) = [line for line in lines if "for key 8" in line]
+    (misfit,) = [line for line in lines if "for key 10" in line]
+    return failed, misfit

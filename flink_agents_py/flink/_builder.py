@@ -299,7 +299,9 @@ class FlinkAgentBuilder:
         contract = contract_of(output_type, where="to_datastream")
         result = self._outputs_checked(contract)
         if contract is not None:
-            result = result.flat_map(shipped(TypedOutputs(contract)), output_type=output_type)
+            echo = (config_getter(self._env.env)("execution.target") or "local") == "local"
+            result = result.flat_map(shipped(TypedOutputs(contract, echo=echo)),
+                                     output_type=output_type)
         return AgentOutputs(result, self._env)  # its execute_and_collect reads unread errors
 
     def errors_datastream(self) -> Any:

@@ -260,11 +260,11 @@ class TypedOutputs:
 
     Args:
         contract: the declared type's contract.
-        echo: also print such an error record's warning on the worker's standard output
-            (set for a job on a local MiniCluster: a table run there has no error output,
-            and the only stream of its Python workers that reaches the program's console is
-            their standard output; their log records and standard error go to Flink's log
-            file, where a failed record was lost without a word).
+        echo: also print these warnings on the worker's standard output (set for a job on
+            a local MiniCluster: a table run there has no error output, and the only stream
+            of its Python workers that reaches the program's console is their standard
+            output; their log records and standard error go to Flink's log file, where a
+            failed record or a left-out output was lost without a word).
     """
 
     def __init__(self, contract: OutputContract, echo: bool = False) -> None:
@@ -283,7 +283,10 @@ class TypedOutputs:
         try:
             converted = self.contract.convert(value)
         except OutputTypeError as e:
-            log.warning("%s: an agent output is left out: %s", self.contract.where, e)
+            message = f"{self.contract.where}: an agent output is left out: {e}"
+            log.warning("%s", message)
+            if getattr(self, "echo", False):
+                print(f"WARNING {log.name}: {message}", flush=True)  # see the class docstring
             return
         yield converted
 
