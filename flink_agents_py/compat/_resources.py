@@ -95,8 +95,7 @@ class _Renamed:
                 continue
             value = data.pop(theirs)
             if ours == _DROPPED:
-                log.warning("%s: argument %r (%r) has no effect here; dropped", cls.__name__,
-                            theirs, value)
+                _warn_dropped(cls.__name__, theirs, value)
             elif ours == _MERGED:
                 data[_OPTIONS] = {**dict(value or {}), **dict(data.get(_OPTIONS) or {})}
             elif ours in (_OPTIONS, _EXTRA_BODY):
@@ -105,6 +104,35 @@ class _Renamed:
             else:
                 data.setdefault(ours, value)
         return data
+
+    @classmethod
+    def note_dropped_arguments(cls, arguments: dict[str, Any]) -> None:
+        """Warn of the arguments in ``arguments`` this class drops (called at plan build).
+
+        The plan is built in the program's process, where its user reads the warning; the
+        resource itself may be built only in a Flink worker, whose log on a local MiniCluster
+        is a file the user never reads (the warning was lost there before).
+
+        Args:
+            arguments: a descriptor's arguments for this class.
+        """
+        for theirs, ours in cls.ARGUMENT_ALIASES.items():
+            if ours == _DROPPED and theirs in arguments:
+                _warn_dropped(cls.__name__, theirs, arguments[theirs])
+
+
+_WARNED: set[tuple[str, str, str]] = set()
+"""The dropped arguments warned of in this process (class, argument, value's repr)."""
+
+
+def _warn_dropped(class_name: str, argument: str, value: Any) -> None:
+    """Warn once per process that ``class_name`` drops ``argument`` (given ``value``)."""
+    seen = (class_name, argument, repr(value))
+    if seen in _WARNED:
+        return
+    _WARNED.add(seen)
+    log.warning("%s: argument %r (%r) has no effect here; dropped", class_name, argument,
+                value)
 
 
 class _LiteralKey:

@@ -514,6 +514,9 @@ def _unknown_arguments(descriptor: ResourceDescriptor) -> str | None:
         cls = import_qualified(descriptor.clazz)
     except ResourceError:
         return None
+    note = getattr(cls, "note_dropped_arguments", None)  # compat's: warned in this process
+    if callable(note):
+        note(descriptor.arguments)
     fields = getattr(cls, "model_fields", None)
     if not isinstance(fields, dict) or getattr(cls, "model_config", {}).get("extra") != "forbid":
         return None
