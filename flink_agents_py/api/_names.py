@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ._event_types import BuiltinEventType
 
-__all__ = ["ResourceName", "EventType"]
+__all__ = ["ResourceName", "EventType", "flink_agents_class"]
 
 _CHAT = "flink_agents_py.integrations.chat_models."
 _EMBED = "flink_agents_py.integrations.embedding_models."
@@ -85,3 +85,61 @@ class EventType:
     ToolResponseEvent = BuiltinEventType("ToolResponseEvent")
     ContextRetrievalRequestEvent = BuiltinEventType("ContextRetrievalRequestEvent")
     ContextRetrievalResponseEvent = BuiltinEventType("ContextRetrievalResponseEvent")
+
+
+def _their_classes() -> dict[str, str]:
+    """Apache Flink Agents' resource class names, each with the class path here it stands for.
+
+    Its ``ResourceName`` constants are its classes' paths, which a program may also write out
+    (``ResourceDescriptor(clazz="flink_agents.integrations.chat_models.ollama_chat_model.
+    OllamaChatModelConnection")``, its ``ResourceDescriptor``'s documented use). The modules
+    moved between its versions; the class names did not.
+
+    Returns:
+        Flink Agents' class name -> our class path.
+    """
+    chat, embed, store = ResourceName.ChatModel, ResourceName.EmbeddingModel, \
+        ResourceName.VectorStore
+    return {
+        "OllamaChatModelConnection": chat.OLLAMA_CONNECTION,
+        "OllamaChatModelSetup": chat.OLLAMA_SETUP,
+        "OpenAIChatModelConnection": chat.OPENAI_COMPLETIONS_CONNECTION,
+        "OpenAIChatModelSetup": chat.OPENAI_COMPLETIONS_SETUP,
+        "VLLMChatModelConnection": chat.VLLM_CONNECTION,
+        "VLLMChatModelSetup": chat.VLLM_SETUP,
+        "AnthropicChatModelConnection": chat.ANTHROPIC_CONNECTION,
+        "AnthropicChatModelSetup": chat.ANTHROPIC_SETUP,
+        "TongyiChatModelConnection": chat.TONGYI_CONNECTION,
+        "TongyiChatModelSetup": chat.TONGYI_SETUP,
+        "AzureOpenAIChatModelConnection": chat.AZURE_OPENAI_CONNECTION,
+        "AzureOpenAIChatModelSetup": chat.AZURE_OPENAI_SETUP,
+        "JavaChatModelConnection": chat.JAVA_WRAPPER_CONNECTION,
+        "JavaChatModelSetup": chat.JAVA_WRAPPER_SETUP,
+        "OllamaEmbeddingModelConnection": embed.OLLAMA_CONNECTION,
+        "OllamaEmbeddingModelSetup": embed.OLLAMA_SETUP,
+        "OpenAIEmbeddingModelConnection": embed.OPENAI_CONNECTION,
+        "OpenAIEmbeddingModelSetup": embed.OPENAI_SETUP,
+        "JavaEmbeddingModelConnection": embed.JAVA_WRAPPER_CONNECTION,
+        "JavaEmbeddingModelSetup": embed.JAVA_WRAPPER_SETUP,
+        "ChromaVectorStore": store.CHROMA_VECTOR_STORE,
+        "JavaVectorStore": store.JAVA_WRAPPER_VECTOR_STORE,
+        "JavaCollectionManageableVectorStore":
+            store.JAVA_WRAPPER_COLLECTION_MANAGEABLE_VECTOR_STORE,
+        "MCPServer": ResourceName.MCP_SERVER,
+    }
+
+
+def flink_agents_class(path: str) -> str:
+    """The class path here for Apache Flink Agents' class path ``path`` (else ``path``).
+
+    Args:
+        path: a ``ResourceDescriptor``'s class path.
+
+    Returns:
+        Ours for one of Flink Agents' resource classes (``flink_agents.`` and a class name
+        listed in ``_their_classes``), else ``path`` unchanged: a class it has no
+        counterpart of here fails to import, and that error says so.
+    """
+    if not path.startswith("flink_agents."):
+        return path
+    return _their_classes().get(path.replace(":", ".").rpartition(".")[2], path)

@@ -93,8 +93,11 @@ def import_qualified(path: str) -> Any:
         try:
             obj = importlib.import_module(module_name)
         except ImportError as e:
-            raise ResourceError(f"cannot import module {module_name!r} for {path!r}: {e}") \
-                from e
+            theirs = ("; it is Apache Flink Agents' class, which has no counterpart here "
+                      "(flink_agents_py.compat.ResourceName lists those offered)"
+                      if module_name.startswith("flink_agents.") else "")
+            raise ResourceError(f"cannot import module {module_name!r} for {path!r}: {e}"
+                                f"{theirs}") from e
     for part in qual.split("."):
         if part == "<locals>":
             raise ResourceError(f"{path!r} is defined inside a function and cannot be imported")
@@ -233,6 +236,10 @@ class ResourceDescriptor(BaseModel):
             clazz = f"{clazz.__module__}.{clazz.__qualname__}"
         elif not isinstance(clazz, str) or not clazz.strip():
             raise UsageError(_not_a_class(clazz))
+        elif clazz.startswith("flink_agents."):  # Apache Flink Agents' path of a class of it
+            from ._names import flink_agents_class
+
+            clazz = flink_agents_class(clazz)
         # a credential in a URL or a command line (``url=".../mcp?token=..."``) is a secret
         # from now on, in every process that makes the descriptor (``_secret_urls``)
         register_plan_credentials(arguments, f"the arguments of {clazz}")
