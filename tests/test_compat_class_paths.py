@@ -163,3 +163,40 @@ def test_a_flink_agents_class_with_no_counterpart_says_so():
     assert "'flink_agents.integrations.chat_models.watsonx.watsonx_chat_model'" in str(err.value)
     assert "Apache Flink Agents' class, which has no counterpart here" in str(err.value)
     assert "flink_agents_py.compat.ResourceName" in str(err.value)
+
+
+YAML = """
+agents:
+  - name: reviewer
+    chat_model_connections:
+      - name: ollama_server
+        clazz: flink_agents.integrations.chat_models.ollama_chat_model.OllamaChatModelConnection
+        request_timeout: 30
+    chat_model_setups:
+      - name: review_model
+        clazz: flink_agents.integrations.chat_models.ollama_chat_model.OllamaChatModelSetup
+        connection: ollama_server
+        model: qwen3:8b
+    actions:
+      - name: noop
+        on: [InputEvent]
+        function: yaml_actions:noop
+"""
+
+
+def test_a_yaml_document_naming_flink_agents_class_paths_loads(tmp_path, monkeypatch):
+    from flink_agents_py.compat import AgentsExecutionEnvironment
+    from flink_agents_py.yaml import load_agents
+
+    (tmp_path / "yaml_actions.py").write_text("def noop(event, ctx):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "agents.yaml"
+    path.write_text(YAML)
+    (agent,) = load_agents(path).values()
+    resources = {name: value.clazz for _, name, value in agent.declared_resources()}
+    assert resources == {
+        "ollama_server": ResourceName.ChatModel.OLLAMA_CONNECTION,
+        "review_model": ResourceName.ChatModel.OLLAMA_SETUP,
+    }
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.load_yaml(str(path))  # it stopped here (cannot import module 'flink_agents...')

@@ -38,6 +38,7 @@ from ._messages import (
     strict_json_at,
 )
 from ._metric_groups import agent_metric_group
+from ._names import flink_agents_class
 from ._prompts import warn_unfilled_in
 from ._resources import import_qualified, resource_type_argument
 from ._secret_fields import register_resource_secrets
@@ -85,6 +86,7 @@ __all__ = [
     "tagged_json",
     "untag",
     "lazy_exports",
+    "flink_agents_class",
     "close_loop_clients",
     "register_loop_owner",
     "BUILTIN_TYPE_NAMES",

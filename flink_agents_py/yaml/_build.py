@@ -37,6 +37,7 @@ from ..api.internal import (
     RESERVED_TOOL_PREFIX,
     described,
     event_class_for,
+    flink_agents_class,
     import_qualified,
     unknown_key_message,
 )
@@ -89,7 +90,8 @@ def import_object(report: Report, path: str, loc: Loc) -> Any:
 
 
 def _import_class(report: Report, path: str, loc: Loc) -> type | None:
-    obj = import_object(report, path, loc)
+    # Apache Flink Agents' path of one of its classes: the class standing for it here
+    obj = import_object(report, flink_agents_class(path), loc)
     if obj is not None and not isinstance(obj, type):
         report.add(loc, f"{quoted(path)} is not a class")
         return None
