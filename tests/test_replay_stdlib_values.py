@@ -79,7 +79,10 @@ def echo(value: Any) -> Any:
 
 
 def shown(value: Any) -> str:
-    return f"{type(value).__module__}.{type(value).__qualname__}:{value!r}"
+    # a set's repr follows its hash table, which differs between equal sets built in
+    # another order: show its members sorted
+    text = repr(sorted(value, key=repr)) if isinstance(value, (set, frozenset)) else repr(value)
+    return f"{type(value).__module__}.{type(value).__qualname__}:{text}"
 
 
 class Values(Agent):
