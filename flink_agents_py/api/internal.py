@@ -31,6 +31,7 @@ from ._lazy import lazy_exports
 from ._loops import close_loop_clients, register_loop_owner
 from ._memory import MemoryObject, memory_ref_of
 from ._messages import (
+    MAX_TOKEN_COUNT,
     one_json_object,
     refuse_empty_answer,
     refuse_truncated_calls,
@@ -73,6 +74,7 @@ from ._tools import (
 from ._warnings import warn_at_user
 
 __all__ = [
+    "MAX_TOKEN_COUNT",
     "already_applied",
     "warn_unfilled_in",
     "strict_json",

@@ -8,7 +8,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...api import ProviderError, TokenUsage
-from ...api.internal import UNREADABLE_ARGUMENTS, clip, mask_secrets, one_json_object, strict_json
+from ...api.internal import (
+    MAX_TOKEN_COUNT,
+    UNREADABLE_ARGUMENTS,
+    clip,
+    mask_secrets,
+    one_json_object,
+    strict_json,
+)
 
 __all__ = ["answer_body", "not_finite", "reported_usage", "tool_arguments", "valid_text"]
 
@@ -99,8 +106,9 @@ def not_finite(value: Any) -> bool:
     return False
 
 
-def reported_usage(input_tokens: Any, output_tokens: Any) -> TokenUsage | None:
-    """The token usage an answer reports, or ``None`` when it reports none.
+def reported_usage(input_tokens: Any, output_tokens: Any,
+                   cached_input: int = 0) -> TokenUsage | None:
+    """The token usage an answer reports, or ``None`` when it reports none it can count.
 
     Servers leave usage out (``"usage": null``, no ``usage``, Ollama's counts missing:
     gateways, some OpenAI-compatible and Ollama-compatible servers). Read as 0 and 0, such
@@ -108,16 +116,61 @@ def reported_usage(input_tokens: Any, output_tokens: Any) -> TokenUsage | None:
     estimate it instead (``runtime._spend.estimated_usage``). A count the answer does give
     is kept, the other as 0.
 
+    A count is read as a number of tokens: a whole number, a number with a fraction
+    (rounded up: a gateway averaging, a provider billing part of a token), the text of
+    a number (``"12"``). A count that is no number (``NaN``, which Python's ``json``
+    reads, ``"abc"``, a list, ``true``) makes the whole usage unknown (``None``, so the
+    chat estimates it, and logged): before, such an answer failed the chat after the
+    provider had answered (and billed) it, a budget counted nothing, and every retry
+    paid again.
+
     Args:
         input_tokens: the answer's input (prompt) token count (``None``: not given).
         output_tokens: the answer's output (completion) token count (``None``: not given).
+        cached_input: input tokens the answer counts apart (Anthropic's prompt cache),
+            added to the input count (a count of its own when the input count is not given).
 
     Returns:
-        The usage, or ``None`` when neither count is given.
+        The usage, or ``None`` when neither count is given, or one cannot be read.
     """
-    if input_tokens is None and output_tokens is None:
+    counts = []
+    for name, value in (("input", input_tokens), ("output", output_tokens)):
+        try:
+            counts.append(_token_count(value))
+        except ValueError:
+            logger.warning("the answer's %s token count %s is no number of tokens: its usage "
+                           "is estimated", name, clip(repr(value), 100))
+            return None
+    if cached_input:
+        counts[0] = (counts[0] or 0) + cached_input
+    if counts[0] is None and counts[1] is None:
         return None
-    return TokenUsage(input_tokens=input_tokens or 0, output_tokens=output_tokens or 0)
+    return TokenUsage(input_tokens=counts[0] or 0, output_tokens=counts[1] or 0)
+
+
+def _token_count(value: Any) -> int | None:
+    """A token count as an answer gives it, as a whole number of tokens.
+
+    Args:
+        value: the count (``None``: not given).
+
+    Returns:
+        The count (a fraction rounded up; beyond ``MAX_TOKEN_COUNT``, infinite too, that
+        bound), or ``None`` when not given.
+
+    Raises:
+        ValueError: when it is no number: ``NaN``, a bool, text that is no number, a list.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = float(value.strip())  # (ValueError when no number)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or (isinstance(value, float) and math.isnan(value)):
+        raise ValueError(f"not a number of tokens: {clip(repr(value), 100)}")
+    # a count beyond 2^53 either way (inf too) is that bound: keyed state holds 64 bits
+    bounded = max(-MAX_TOKEN_COUNT, min(MAX_TOKEN_COUNT, value))
+    return bounded if isinstance(bounded, int) else math.ceil(bounded)
 
 
 def _unreadable(raw: Any, problem: str, index: int, name: Any) -> dict[str, Any]:

@@ -513,10 +513,8 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
             structured=structured,
             model=body.get("model"),
             response_id=body.get("id"),
-            usage=reported_usage(
-                None if usage.get("input_tokens") is None and not cache
-                else (usage.get("input_tokens") or 0) + sum(cache.values()),
-                usage.get("output_tokens")),
+            usage=reported_usage(usage.get("input_tokens"), usage.get("output_tokens"),
+                                 cached_input=sum(cache.values())),
             finish_reason="tool_calls" if calls else body.get("stop_reason"),
             metadata={**cache, **({"cached_tokens": cache["cache_read_input_tokens"]}
                                    if "cache_read_input_tokens" in cache else {})},
