@@ -136,9 +136,11 @@ def sane_rate_limit(info: RateLimitInfo | None) -> RateLimitInfo | None:
     """What an answer said about the provider's limits, without what cannot be acted on.
 
     A NaN or infinite value is dropped (an infinite ``Retry-After`` or reset would close
-    the connection for good); a negative one is 0. A reset that is a Unix time in seconds
-    (some gateways send ``x-ratelimit-reset-requests: 1767225600``: read as a duration it is
-    56 years, and every call failed as told to wait too long) is the seconds until then.
+    the connection for good); a negative one is 0. A reset or ``Retry-After`` that is a
+    Unix time in seconds (some gateways send ``x-ratelimit-reset-requests: 1767225600``, or
+    ``Retry-After: 1767225600``; ``retry-after-ms`` as a Unix time in ms reads the same):
+    read as a duration it is 56 years, and every call of every key failed as told to wait
+    too long, for the life of the process) is the seconds until then.
 
     Args:
         info: what the answer said (``None``: nothing).
@@ -150,7 +152,7 @@ def sane_rate_limit(info: RateLimitInfo | None) -> RateLimitInfo | None:
         return None
     values = info.model_dump()
     clean = {name: _finite(value) for name, value in values.items()}
-    for name in ("reset_requests_s", "reset_tokens_s"):
+    for name in ("retry_after_s", "reset_requests_s", "reset_tokens_s"):
         reset = clean.get(name)
         if reset is not None and _EPOCH_FROM <= reset < _EPOCH_TO:
             clean[name] = max(0.0, reset - time.time())

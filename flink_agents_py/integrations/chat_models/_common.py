@@ -491,13 +491,25 @@ def header_retry_after(headers: Any) -> float | None:
     Args:
         headers: the response's headers.
 
+    A value that is a Unix time (some gateways send the time to retry at, ``Retry-After:
+    1767225600``, or ``retry-after-ms`` in ms since the epoch) is left for flow control to
+    read on our clock (``runtime._flow.sane_rate_limit``), unless the answer's ``Date`` says
+    the provider's clock is not ours: then it is the seconds from that ``Date``.
+
     Returns:
-        The seconds to wait, or ``None``.
+        The seconds to wait (or the Unix time), or ``None``.
     """
+    now = server_now(headers)
     ms = header_number(headers, "retry-after-ms", max)
-    if ms is not None and ms >= 0:
-        return ms / 1000.0
-    return retry_after_s(_header(headers, "retry-after"), server_now(headers))
+    wait = ms / 1000.0 if ms is not None and ms >= 0 else \
+        retry_after_s(_header(headers, "retry-after"), now)
+    if wait is not None and now is not None and _EPOCH_FROM <= wait < _EPOCH_TO:
+        return max(0.0, wait - now)
+    return wait
+
+
+_EPOCH_FROM, _EPOCH_TO = 1e9, 1e10
+"""A wait in this range is a Unix time (2001 to 2286), as flow control reads it."""
 
 
 _DATE_RESOLUTION_S = 2.0
