@@ -177,3 +177,65 @@ def test_a_users_budget_counts_answers_whose_usage_is_unreadable(tmp_path, usage
         "outputs": ["answered", "answered", "answered", "refused"],
         "posts": 3,
     }
+
+
+def _embedding_server(count: str) -> Any:
+    from http.server import BaseHTTPRequestHandler
+
+    class Handler(BaseHTTPRequestHandler):
+        """Ollama's ``/api/embed`` and OpenAI's ``/v1/embeddings``: a usage of ``count``."""
+
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if self.path.endswith("/api/embed"):
+                body = '{"model": "m", "embeddings": [[0.5, 1.0]], "prompt_eval_count": %s}'
+            else:
+                body = (
+                    '{"object": "list", "model": "m", "data": [{"object": "embedding", '
+                    '"index": 0, "embedding": [0.5, 1.0]}], "usage": {"prompt_tokens": %s, '
+                    '"total_tokens": %s}}'
+                )
+            data = body.replace("%s", count).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+@pytest.mark.parametrize("provider", ["openai", "ollama"])
+@pytest.mark.parametrize(
+    ("count", "read_as"),
+    [("NaN", 0), ('"abc"', 0), ("[1]", 0), ("12.5", 13), ('"7"', 7), ("-4", 0)],
+)
+def test_an_embedding_answer_keeps_its_vectors_whatever_its_usage_says(
+    provider, count, read_as, monkeypatch
+):
+    from flink_agents_py.testing._local_server import LocalHTTPServer
+
+    pytest.importorskip(provider)
+    if provider == "ollama" and read_as in (0, 13) and count != "-4":
+        pytest.skip("the ollama SDK refuses such a body itself: a ProviderError, not ours")
+    from flink_agents_py.integrations.embedding_models import (
+        OllamaEmbeddingModel,
+        OpenAIEmbeddingModel,
+    )
+
+    monkeypatch.setenv("W8_EMBED_KEY", "k-123456789012345")
+    with LocalHTTPServer(_embedding_server(count)) as srv:
+        if provider == "openai":
+            connection: Any = OpenAIEmbeddingModel(
+                base_url=srv.url + "/v1", api_key_env="W8_EMBED_KEY", timeout_s=30
+            )
+        else:
+            connection = OllamaEmbeddingModel(base_url=srv.url, timeout_s=30)
+        result = connection.embed_with_usage(["hello"])
+    assert result.embeddings == [[0.5, 1.0]]
+    assert result.token_usage is not None and result.token_usage.prompt_tokens == read_as

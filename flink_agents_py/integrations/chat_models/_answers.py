@@ -17,7 +17,8 @@ from ...api.internal import (
     strict_json,
 )
 
-__all__ = ["answer_body", "not_finite", "reported_usage", "tool_arguments", "valid_text"]
+__all__ = ["answer_body", "not_finite", "reported_usage", "token_count", "tool_arguments",
+           "valid_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ def reported_usage(input_tokens: Any, output_tokens: Any,
     counts = []
     for name, value in (("input", input_tokens), ("output", output_tokens)):
         try:
-            counts.append(_token_count(value))
+            counts.append(token_count(value))
         except ValueError:
             logger.warning("the answer's %s token count %s is no number of tokens: its usage "
                            "is estimated", name, clip(repr(value), 100))
@@ -148,7 +149,7 @@ def reported_usage(input_tokens: Any, output_tokens: Any,
     return TokenUsage(input_tokens=counts[0] or 0, output_tokens=counts[1] or 0)
 
 
-def _token_count(value: Any) -> int | None:
+def token_count(value: Any) -> int | None:
     """A token count as an answer gives it, as a whole number of tokens.
 
     Args:

@@ -6,6 +6,7 @@ key is never a field, so it never enters the plan, keyed state or the event log.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -19,6 +20,7 @@ from ...api import (
     secret_from_env,
 )
 from ...api.internal import clip, mask_secrets, scrub_exception
+from ..chat_models._answers import token_count
 from ..chat_models._common import (
     FreshOnUnpickle,
     import_sdk,
@@ -27,6 +29,8 @@ from ..chat_models._common import (
 )
 
 __all__ = ["OpenAIEmbeddingModel", "OllamaEmbeddingModel"]
+
+logger = logging.getLogger(__name__)
 
 
 def _unread(named: str, answer: Any, error: BaseException) -> ProviderError:
@@ -137,8 +141,8 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                                         f"{len(batch)} texts", retryable=False)
                 vectors.extend([float(x) for x in d.embedding] for d in data)
                 if resp.usage is not None:
-                    prompt += resp.usage.prompt_tokens or 0
-                    total += resp.usage.total_tokens or 0
+                    prompt += _count(getattr(resp.usage, "prompt_tokens", None))
+                    total += _count(getattr(resp.usage, "total_tokens", None))
             except (AttributeError, TypeError, ValueError) as e:
                 error = _unread(f"embeddings {name!r}", resp, e)
                 raise error from scrub_exception(e)
@@ -243,10 +247,30 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
                 raise ProviderError(f"ollama embed {name!r}: {len(got)} vectors for "
                                     f"{len(batch)} texts", retryable=False)
             vectors.extend([float(x) for x in v] for v in got)
-            tokens += int(getattr(resp, "prompt_eval_count", 0) or 0)
+            tokens += _count(getattr(resp, "prompt_eval_count", None))
         return EmbeddingResult(embeddings=vectors, model=name,
                                token_usage=EmbeddingTokenUsage(prompt_tokens=tokens,
                                                                total_tokens=tokens))
+
+
+def _count(value: Any) -> int:
+    """A token count an embedding answer reports, as the whole tokens it says (0 if none).
+
+    A count that is no number (``NaN``, text, a list) is 0 and logged, not an error: before,
+    it failed the request after the provider had answered (and billed) it.
+
+    Args:
+        value: the count (``None``: not given).
+
+    Returns:
+        The count, at least 0.
+    """
+    try:
+        return max(0, token_count(value) or 0)
+    except ValueError:
+        logger.warning("an embedding answer's token count %s is no number of tokens: "
+                       "counted as 0", clip(repr(value), 100))
+        return 0
 
 
 def _answer_bounds(timeout_s: float, max_bytes: int | None) -> dict[str, Any]:
