@@ -129,8 +129,8 @@ class WaitsCore:
         if approval_for_another_key(cid, self._key_value(key)):  # never this key's: not held
             shown = shown_key(self._key_value(key))
             return self._refuse(key, state, UnmatchedEventError(
-                f"outside event with correlation id {cid!r} arrived for no waiter: it answers "
-                f"an approval requested for another key than {shown}: send the answer with "
+                f"outside event with correlation id {shown_key(cid)} arrived for no waiter: it "
+                f"answers an approval requested for another key than {shown}: send the answer with "
                 "the key of its request (ApprovalRequest.key; approve() and reject() do)"),
                 event.model_dump(mode="json"), where)
         wait = run.waits.get(cid) if run is not None else None
@@ -163,8 +163,8 @@ class WaitsCore:
                         "call it waited in was cancelled"
                    if wait.status == "cancelled"
                    else f"late: the wait of call {wait.call_id} timed out")
-            error = UnmatchedEventError(f"outside event with correlation id {cid!r} arrived "
-                                        f"for no waiter: {why}")
+            error = UnmatchedEventError(f"outside event with correlation id {shown_key(cid)} "
+                                        f"arrived for no waiter: {why}")
             return self._refuse(key, state, error, event.model_dump(mode="json"), where)
         problem = _approval_problem(run, wait, event.payload)
         if problem is not None:  # the wait goes on waiting for an answer it can read
@@ -291,9 +291,9 @@ class WaitsCore:
     def _early_error(self, key: Any, run: RunState, cid: str, wait: WaitRecord,
                      why: str) -> ErrorRecord:
         error = UnmatchedEventError(
-            f"outside event with correlation id {cid!r} arrived for no waiter: the run of key "
-            f"{self._key_value(key)!r} (input {run.seq}) has no wait for it: it was held "
-            f"for its wait to open, and {why}{_waited_for(run)}")
+            f"outside event with correlation id {shown_key(cid)} arrived for no waiter: the run "
+            f"of key {shown_key(self._key_value(key))} (input {run.seq}) has no wait for it: it "
+            f"was held for its wait to open, and {why}{_waited_for(run)}")
         return logged(ErrorRecord(
             key=self._key_value(key), seq=run.seq, action="<outside>",
             execution_id=wait.caller or "outside event", error_type=type(error).__name__,
@@ -502,7 +502,7 @@ def _waited_for(run: RunState, most: int = 5) -> str:
     if not ids:
         return ""
     more = f" and {len(ids) - most} more" if len(ids) > most else ""
-    return f" (the run waited for: {', '.join(repr(c) for c in ids[:most])}{more})"
+    return f" (the run waited for: {', '.join(shown_key(c) for c in ids[:most])}{more})"
 
 
 def _typed_key_hint(key: Any) -> str:
