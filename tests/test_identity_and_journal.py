@@ -103,18 +103,24 @@ def test_run_state_is_dropped_when_the_run_completes():
     assert not core.is_live("k")
 
 
+class _Opaque:
+    def __len__(self) -> int:
+        return 2
+
+
 def test_durable_call_argument_without_json_form_names_call_and_type():
     class Bad(Agent):
         @action(InputEvent)
         @staticmethod
         def on_input(event, ctx):
-            ctx.durable_execute(len, {1, 2})
+            ctx.durable_execute(len, {1, 2})  # a set has a stored form
+            ctx.durable_execute(len, _Opaque())
 
     core = AgentCore(AgentPlan.from_agent(Bad()))
     res = core.on_input("k", 1, InMemoryKeyState())
     (err,) = res.errors
     assert err.error_type == "SerializationError"
-    assert "r0/on_input/c0" in err.message and "set" in err.message
+    assert "r0/on_input/c1" in err.message and "_Opaque" in err.message
     assert "builtins:len" in err.message
 
 
