@@ -59,6 +59,8 @@ class ErrorRecord(BaseModel):
             sub-agent, a restore); bounded and redacted (see ``runtime._failures``).
         source: where the run's input was read, when its source says so (a record of
             ``from_kafka``: ``"topic T partition P offset O"``); ``None`` otherwise.
+        file: the file a bad line was read from (its real path, as the ``"file"`` of the
+            reader's error row on Flink); ``None`` when the record is not a file's bad line.
 
     Its JSON form (``model_dump(mode="json")``, the rows of Flink's error output) keeps a
     float NaN or infinity of the input as it was (``NaN`` in JSON text), not ``None``: a
@@ -78,6 +80,7 @@ class ErrorRecord(BaseModel):
     input: Annotated[Any, AfterValidator(mask_known_value)] = None
     traceback: MaskedStr | None = None
     source: str | None = None
+    file: str | None = None
 
     def json_row(self) -> dict[str, Any]:
         """Its JSON form, as the Flink error output carries it.
@@ -553,12 +556,15 @@ def bad_line(line: Any, where: str) -> ErrorRecord:
         where: its position among the records, e.g. ``"record 3"``.
 
     Returns:
-        An ``ErrorRecord`` with ``action="<input>"``, ``source`` the line (``"line 1"``).
+        An ``ErrorRecord`` with ``action="<input>"``, ``source`` the line (``"line 1"``),
+        ``file`` the file the reader names (``None`` when it names none).
     """
     row = line.error
+    file = row.get("file")
     error = ErrorRecord(key=None, seq=-1, action="<input>", execution_id=where,
                         error_type="BadRecordError", message=str(row.get("error")),
-                        input=row.get("value"), source=f"line {line.line}")
+                        input=row.get("value"), source=f"line {line.line}",
+                        file=file if isinstance(file, str) else None)
     log.warning("%s (line %d) rejected before it ran: BadRecordError: %s", where, line.line,
                 log_text(clip(error.message)))
     return error
