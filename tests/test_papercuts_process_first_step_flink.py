@@ -1,4 +1,4 @@
-"""Process mode: a record that does not load in the first Python step is an error row.
+"""A record that does not load in the job's first Python step is an error row, either mode.
 
 The agent's key step is the job's first Python step when the program hands
 ``from_datastream`` a stream of pickled records straight from ``env.from_collection``: Beam's
@@ -7,7 +7,10 @@ as it loaded failed the task, and the job with it (``ValueError: cannot load rec
 The key step now gets the records' pickles (``_keyed_input.pickles_of``) and loads them
 itself: such a record goes to the error output (no key can be taken from it: ``key`` None,
 ``execution_id`` ``record``, the message naming what loading raised), and every other record
-runs.
+runs. In thread mode the same record failed the task in PyFlink's input converter of the
+key step; that step's selector (``_fast_input.FirstStepKeys``) now gives it a converter that
+hands such a record on as an ``UnreadableRecord``, which no key is taken from: the same
+error row.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ BAD = """
 
 JOB = """
     import json
+    import sys
     from pyflink.common import Types
     from flink_agents_py import AgentsExecutionEnvironment
     from flink_agents_py.api import Agent, InputEvent, OutputEvent, action
@@ -57,7 +61,7 @@ JOB = """
             ctx.send_event(OutputEvent(output={"key": ctx.key, "n": event.input["n"]}))
 
 
-    env = create_stream_environment(execution_mode="process", parallelism=1,
+    env = create_stream_environment(execution_mode=sys.argv[1], parallelism=1,
                                     restart_attempts=0)
     agents = AgentsExecutionEnvironment.flink(env, metrics=False)
     records = [{"id": "a", "n": 1}, Bad("t1"), {"id": "c", "n": 2}, {"id": "a", "n": 3}]
@@ -97,13 +101,14 @@ def test_a_pickle_that_does_not_load_is_sealed_under_a_rejected_key():
 
 @pytest.mark.flink
 @pytest.mark.timeout(300)
-def test_a_process_mode_job_goes_past_a_record_its_first_python_step_cannot_load(tmp_path):
+@pytest.mark.parametrize("mode", ["process", "thread"])
+def test_a_job_goes_past_a_record_its_first_python_step_cannot_load(tmp_path, mode):
     pytest.importorskip("pyflink")
     assert ROOT not in tmp_path.resolve().parents  # the user's own folder and modules
     (tmp_path / "bad.py").write_text(textwrap.dedent(BAD))
     (tmp_path / "job.py").write_text(textwrap.dedent(JOB))
     proc = subprocess.run(
-        [sys.executable, "job.py"],
+        [sys.executable, "job.py", mode],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -125,3 +130,31 @@ def test_a_process_mode_job_goes_past_a_record_its_first_python_step_cannot_load
         "(ValueError: cannot load record t1)"
         in error["message"]
     )
+
+
+class _RaisingConverter:
+    def to_internal(self, value):
+        raise TypeError(f"cannot convert {value!r}")
+
+
+def test_the_key_step_s_converter_hands_on_a_record_that_fails_as_its_stand_in():
+    pytest.importorskip("pyflink")
+    from flink_agents_py.flink._fast_input import LoadingInput
+    from flink_agents_py.runtime import JSON_KEYS
+    from flink_agents_py.runtime.internal import UnreadableRecord
+
+    pickled = LoadingInput(None, pickled=True)
+    assert pickled.to_internal(pickle.dumps({"id": "a"})) == {"id": "a"}
+    assert pickled.to_internal(None) is None
+    stand_in = pickled.to_internal(pickle.dumps(_Unloadable()))
+    assert type(stand_in) is UnreadableRecord
+    # no key is taken from it, whatever the selector: the same rejection as process mode's
+    rejected = JSON_KEYS.rejected(JSON_KEYS.flink_key(lambda r: None, stand_in))
+    assert rejected is not None and rejected.error_type == "SerializationError"
+    assert "could not be decoded, so no key could be taken from it (ValueError: cannot load x)" in (
+        rejected.message
+    )
+    other = LoadingInput(_RaisingConverter(), pickled=False).to_internal(
+        "v"
+    )  # a value its type cannot convert
+    assert type(other) is UnreadableRecord and "TypeError: cannot convert 'v'" in other.error

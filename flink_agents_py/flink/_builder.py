@@ -26,6 +26,7 @@ from ..runtime import (
 )
 from ..runtime.internal import UnreadErrors
 from ._collections import accept_pickled_collections
+from ._fast_input import FirstStepKeys
 from ._fresh import shipped
 from ._graph import check_uid_free, transformations_of
 from ._keyed_input import (
@@ -242,6 +243,8 @@ class FlinkAgentBuilder:
                 shipped(sealing), output_type=Types.PICKLED_BYTE_ARRAY()) \
                 .name(f"{label}-seal").uid(f"agent-{label}-seal")
             selector = shipped(sealed_key)
+        else:  # thread mode: a record the key step cannot load is an error row too
+            selector = FirstStepKeys(selector)
         keyed = ds.key_by(selector, key_type=Types.STRING()) if keys.stable \
             else ds.key_by(selector)  # PyFlink pickles keys without a key type
         self._result = (

@@ -21,6 +21,15 @@ or ``__setstate__`` fails here) failed the task with PyFlink's converter, and so
 every restart, for ever. Here it is handed on as an ``UnreadableRecord`` saying what it was
 and what loading raised: the operator sends it to the error output under its key (not run,
 ``SerializationError``), and the key goes on with its next record.
+
+The agent's key step (``key_by``'s map) converts its input the same way when it is the job's
+first Python step (``from_datastream(env.from_collection(records))``: a Java source's
+pickles): its selector (``FirstStepKeys``) gives that step's operation a converter that hands
+a record failing to load or convert on as an ``UnreadableRecord`` (``LoadingInput``), which
+no key can be taken from (``select_key``): the operator sends it to the error output
+(``<key_selector>``, key ``None``), as process mode's key step does with the records' pickles
+(``_keyed_input.seal_pickled``). Before, it failed the task there. A key step chained to a
+Python step of the program gets that step's objects: nothing is converted, nothing changed.
 """
 
 from __future__ import annotations
@@ -31,9 +40,13 @@ import sys
 from types import FrameType
 from typing import Any
 
-from ..runtime.internal import UnreadableRecord
+from pyflink.datastream.functions import KeySelector
 
-__all__ = ["RecordOfKeyedRow", "adopt_record_input", "unreadable"]
+from ..runtime.internal import UnreadableRecord
+from ._fresh import fresh_reduce
+
+__all__ = ["FirstStepKeys", "LoadingInput", "RecordOfKeyedRow", "adopt_record_input",
+           "unreadable"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +86,102 @@ class RecordOfKeyedRow:
             return None, self._field.to_internal(record)
         except Exception as e:  # noqa: BLE001 - the record's own failure, not the task's
             return None, unreadable(record, e, self._pickled)
+
+
+class LoadingInput:
+    """An input converter handing a record that fails to convert on as its stand-in.
+
+    Args:
+        converter: PyFlink's converter of the operation's input.
+        pickled: whether it is PyFlink's pickle converter (whose ``to_internal`` is inlined
+            here); ``None``: found from its type.
+    """
+
+    __slots__ = ("_converter", "_pickled")
+
+    def __init__(self, converter: Any, pickled: bool | None = None) -> None:
+        self._converter = converter
+        if pickled is None:
+            from pyflink.fn_execution.embedded.converters import PickleDataConverter
+
+            pickled = type(converter) is PickleDataConverter
+        self._pickled = pickled
+
+    def to_internal(self, value: Any) -> Any:
+        """The record ``value`` holds, or an ``UnreadableRecord`` when converting it raised.
+
+        Returns:
+            The record (``None`` for ``None``, as PyFlink's converters give).
+        """
+        try:
+            if self._pickled:
+                return pickle.loads(value) if value is not None else None
+            return self._converter.to_internal(value)
+        except Exception as e:  # noqa: BLE001 - the record's own failure, not the task's
+            return unreadable(value, e, self._pickled)
+
+
+class FirstStepKeys(KeySelector):
+    """The agent's key step's selector in thread mode (see the module docstring).
+
+    ``get_key`` is the selector itself (an attribute: no call of this object's per record).
+
+    Args:
+        key_of: the selector (``KeyEncoding.flink_key`` of the user's, as ``shipped``).
+    """
+
+    def __init__(self, key_of: Any) -> None:
+        object.__setattr__(self, "get_key", key_of)
+
+    def get_key(self, value: Any) -> Any:  # (shadowed by the instance's attribute)
+        """The key of ``value`` (``key_of``'s).
+
+        Returns:
+            What ``key_of`` gives.
+        """
+        return self.__dict__["get_key"](value)
+
+    def open(self, runtime_context: Any) -> None:
+        """Give the key step's operation ``LoadingInput`` when it converts this step's input."""
+        adopt_loading_input(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return fresh_reduce(self)
+
+
+def adopt_loading_input(keys: FirstStepKeys) -> bool:
+    """Give the operation whose main function calls ``keys`` a ``LoadingInput`` converter.
+
+    Call from ``keys.open`` (PyFlink's key step opens it, four frames up of its operation).
+
+    Returns:
+        Whether the converter was replaced (not when the key step is chained to another
+        Python step, nor outside a thread-mode TaskManager).
+    """
+    try:
+        from pyflink.fn_execution.embedded.operations import OneInputFunctionOperation
+    except ImportError:  # not in a thread-mode TaskManager (no ``pemja``)
+        return False
+    frame: FrameType | None = sys._getframe(2)  # (this, then ``keys.open``)
+    step = None
+    for _ in range(_FRAMES):  # the key step's function: its ``open`` called ``keys.open``
+        if frame is None:
+            return False
+        candidate = frame.f_locals.get("self") if frame.f_code.co_name == "open" else None
+        if getattr(getattr(candidate, "_key_selector_open_func", None), "__self__",
+                   None) is keys:
+            step = candidate
+            break
+        frame = frame.f_back
+    if step is None:
+        return False
+    operation = _opening_operation(step, OneInputFunctionOperation)
+    converter = getattr(operation, "_input_data_converter", None)
+    if operation is None or converter is None or type(converter) is LoadingInput:
+        return False
+    operation._input_data_converter = LoadingInput(converter)
+    log.debug("agent key step: a record that fails to load becomes an error row")
+    return True
 
 
 _EXCERPT_BYTES = 64

@@ -28,7 +28,6 @@ import cloudpickle  # type: ignore[import-untyped]
 from pyflink.common.typeinfo import Types
 from pyflink.datastream import KeyedProcessFunction, KeyedStream
 
-from ..api import SerializationError
 from ..runtime.internal import UnreadableRecord
 from ._fast_input import unreadable
 from ._fresh import shipped
@@ -242,15 +241,8 @@ def seal_pickled(keys: Any, key_selector: Callable[[Any], Any], data: bytes) -> 
     try:
         record = pickle.loads(data)
     except Exception as e:  # noqa: BLE001 - the record's own failure, not the task's
-        stand_in = unreadable(data, e, True)
-        error = SerializationError(
-            f"the {stand_in.what} could not be decoded, so no key could be taken from it "
-            f"({stand_in.error}); it starts {stand_in.excerpt}")
-
-        def refused(_record: Any) -> Any:
-            raise error
-
-        return Sealed(keys.flink_key(refused, None), data)
+        # keyed by its rejection (``UnreadableRecord.rejection``), as in thread mode
+        return Sealed(keys.flink_key(key_selector, unreadable(data, e, True)), data)
     where = record.where if type(record) is Positioned else None
     return Sealed(keys.flink_key(key_selector, record), data, where)  # its pickle as it came
 

@@ -364,9 +364,15 @@ def select_key(key_selector: Callable[[Any], Any], record: Any) -> Any:
         key_selector: the user's function from a record to its key.
         record: the input record.
 
+    A record that did not load where the key is taken (``UnreadableRecord``: the first
+    Python step of a Flink job could not unpickle or convert it) has no key to take: it is
+    rejected as such (``UnreadableRecord.rejection``), the selector not called.
+
     Returns:
         The key, or a ``RejectedKey`` describing the failure.
     """
+    if type(record) is UnreadableRecord:
+        return record.rejection()
     try:
         key = key_selector(record)
     except BaseException as e:  # noqa: BLE001 - a bad record is reported, not fatal
@@ -454,6 +460,16 @@ class UnreadableRecord:
 
     def __repr__(self) -> str:
         return f"<{self.what} that could not be decoded ({self.error}): {self.excerpt}>"
+
+    def rejection(self) -> RejectedKey:
+        """The rejection of this record where its key is to be taken: it has none.
+
+        Returns:
+            A ``SerializationError`` rejection naming the record, why, and its first bytes.
+        """
+        return RejectedKey.of(SerializationError(
+            f"the {self.what} could not be decoded, so no key could be taken from it "
+            f"({self.error}); it starts {self.excerpt}"))
 
 
 SHOWN_INPUT_CHARS = 1000
