@@ -46,7 +46,7 @@ from ._typed_outputs import TypedOutputs, contract_of
 from ._typed_outputs import _field_kinds as _field_kinds  # used by tests
 from ._typed_outputs import _output_as_row as _output_as_row  # used by tests
 from ._unread_errors import AgentOutputs, execute_reading_errors, unread_error_streams
-from ._workers import WorkerSetupError, config_getter, configure_workers
+from ._workers import WorkerSetupError, config_getter, configure_workers, on_local_target
 
 __all__ = ["FlinkExecutionEnvironment", "FlinkAgentBuilder"]
 
@@ -302,9 +302,8 @@ class FlinkAgentBuilder:
         contract = contract_of(output_type, where="to_datastream")
         result = self._outputs_checked(contract)
         if contract is not None:
-            echo = (config_getter(self._env.env)("execution.target") or "local") == "local"
-            result = result.flat_map(shipped(TypedOutputs(contract, echo=echo)),
-                                     output_type=output_type)
+            echoed = TypedOutputs(contract, echo=on_local_target(self._env.env))
+            result = result.flat_map(shipped(echoed), output_type=output_type)
         return AgentOutputs(result, self._env)  # its execute_and_collect reads unread errors
 
     def errors_datastream(self) -> Any:
@@ -360,9 +359,9 @@ class FlinkAgentBuilder:
         self._applied()
         contract = contract_of(row_type, schema, "to_table")
         assert contract is not None  # a row type's
-        local = (config_getter(self._env.env)("execution.target") or "local") == "local"
         rows = self._outputs_checked(contract).flat_map(
-            shipped(TypedOutputs(contract, echo=local)), output_type=output_type)
+            shipped(TypedOutputs(contract, echo=on_local_target(self._env.env))),
+            output_type=output_type)
         t_env = self._t_env or self._env.table_environment()
         return t_env.from_data_stream(rows) if schema is None else \
             t_env.from_data_stream(rows, schema)

@@ -207,9 +207,9 @@ def check_servers(env: Any, bootstrap_servers: str) -> None:
         ConnectionError: naming the servers and what each one answered.
 
     """
-    from ._workers import config_getter
+    from ._workers import on_local_target
 
-    if (config_getter(env)("execution.target") or "local") != "local":
+    if not on_local_target(env):
         return
     problems = []
     for server in (s.strip() for s in bootstrap_servers.split(",")):

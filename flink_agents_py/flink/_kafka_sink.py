@@ -104,9 +104,9 @@ def _check_checkpointing(env: Any, topic: str) -> None:
     a bounded job without checkpoints is a common, working program. A job for a cluster is
     not checked here (the cluster's configuration may enable checkpointing).
     """
-    from ._workers import config_getter
+    from ._workers import on_local_target
 
-    if (config_getter(env)("execution.target") or "local") != "local" \
+    if not on_local_target(env) \
             or env.get_checkpoint_config().is_checkpointing_enabled():
         return
     log.warning(

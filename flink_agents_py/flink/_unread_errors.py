@@ -30,7 +30,7 @@ from pyflink.datastream import DataStream
 from pyflink.datastream.data_stream import CloseableIterator
 
 from ..runtime.internal import UnreadErrors
-from ._workers import config_getter
+from ._workers import on_local_target
 
 __all__ = ["AgentOutputs", "execute_reading_errors", "note_input_errors",
            "unread_error_streams"]
@@ -77,7 +77,7 @@ def unread_error_streams(env: Any, applied: list[Any]) -> list[Any]:
     pending = [b for b in applied if not b._errors_read]
     inputs = getattr(env, _INPUT_ERRORS, None) or []
     if not (pending or inputs) \
-            or (config_getter(env)("execution.target") or "local") != "local":
+            or not on_local_target(env):
         return []
     try:
         job = list(env._j_stream_execution_environment.getTransformations())

@@ -104,6 +104,15 @@ def config_getter(env: Any) -> Any:
     return get
 
 
+def on_local_target(env: Any) -> bool:
+    """Whether the environment's job runs on a local MiniCluster, not on a cluster.
+
+    Returns:
+        True when ``execution.target`` is unset or ``local``.
+    """
+    return (config_getter(env)("execution.target") or "local") == "local"
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
