@@ -9,12 +9,21 @@ round trip (``tests/test_event_fast_path.py`` compares both, object for object).
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-__all__ = ["SLOT_SETTERS", "bare_fields", "extra_as_attributes"]
+__all__ = [
+    "SLOT_SETTERS",
+    "bare_fields",
+    "extra_as_attributes",
+    "hinted_event_error",
+    "not_an_event_message",
+]
 
 
 def _slot_setters() -> tuple[Callable[[Any, Any], None], ...] | None:
@@ -127,3 +136,87 @@ def extra_as_attributes(data: dict[str, Any], known: frozenset[str], kind: str) 
         attributes[k] = v
     out["attributes"] = attributes
     return out
+
+
+def hinted_event_error(cls: type[BaseModel], error: ValidationError, given: Any) -> ValidationError:
+    """``error`` (building a ``cls`` event) with the field a misspelt keyword likely meant.
+
+    A built-in event refuses a keyword it has no field for (``OutputEvent(outptu=1)``: "Extra
+    inputs are not permitted"); a program's own event keeps such a keyword as an attribute,
+    so a misspelt required field shows only as "Field required". Either now says "did you
+    mean": the refused keyword names the field closest to it, a missing field the keyword
+    given that is closest to it.
+
+    Args:
+        cls: the event class.
+        error: pydantic's error.
+        given: the keywords the class was called with.
+
+    Returns:
+        A ``ValidationError`` with the same errors (types, locations, inputs), each hinted
+        where a near name exists, or ``error`` itself when none has one.
+    """
+    fields = sorted(cls.model_fields)
+    unknown = [k for k in given if isinstance(k, str) and k not in cls.model_fields]
+    details: list[InitErrorDetails] = []
+    hinted = False
+    for e in error.errors():
+        message, loc = e["msg"], e["loc"]
+        name = loc[0] if len(loc) == 1 and isinstance(loc[0], str) else None
+        near: list[str] = []
+        if name is not None and e["type"] == "extra_forbidden":
+            near = difflib.get_close_matches(name, fields, n=1, cutoff=0.6)
+            message += (
+                f"; did you mean {near[0]!r}?"
+                if near
+                else f" ({cls.__name__} takes: {', '.join(f for f in fields if f != 'id')})"
+            )
+            hinted = True
+        elif name is not None and e["type"] == "missing":
+            near = difflib.get_close_matches(name, unknown, n=1, cutoff=0.6)
+            if near:
+                message += f" (given {near[0]!r}, kept as an attribute: did you mean {name!r}?)"
+                hinted = True
+        details.append(
+            {"type": PydanticCustomError(e["type"], message), "loc": loc, "input": e["input"]}
+        )
+    return ValidationError.from_exception_data(error.title, details) if hinted else error
+
+
+def not_an_event_message(value: Any) -> str:
+    """Why ``send_event(value)`` is refused, and what to send instead.
+
+    Args:
+        value: what was given to ``send_event`` (not an ``Event``).
+
+    Returns:
+        ``send_event takes an Event, got <type>`` and, for the usual mistakes (a dict, a
+        pydantic model, an event class, an unawaited coroutine), the fix.
+    """
+    what = type(value).__name__
+    said = f"send_event takes an Event, got {what}"
+    if isinstance(value, type):
+        name = value.__name__
+        from ._events import Event
+
+        if issubclass(value, Event):
+            return f"{said} (the class {name} itself): send an instance, {name}(...)"
+        return f"{said} (the class {name}): send an Event instance"
+    if inspect.isawaitable(value):
+        return (
+            f"{said}: await it first, ctx.send_event(await ...), in an async action, "
+            f"and send the Event it gives"
+        )
+    if isinstance(value, BaseModel):
+        return (
+            f"{said}, a pydantic model that is no Event: for the agent's output send "
+            f"OutputEvent(output=value); to trigger an action, declare the class as "
+            f"class {what}(Event) and listen with @action({what})"
+        )
+    if isinstance(value, dict):
+        return (
+            f"{said}: for the agent's output send OutputEvent(output=...) with it; to "
+            f"trigger an action, send an Event subclass built from it, or "
+            f"Event(type='name', attributes=...) heard by @action('name')"
+        )
+    return f"{said}: for the agent's output send OutputEvent(output=...) with it"

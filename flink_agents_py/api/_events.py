@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from ._event_attributes import PayloadAttributes, row_form, typed_copy
-from ._event_build import SLOT_SETTERS, bare_fields, extra_as_attributes
+from ._event_build import SLOT_SETTERS, bare_fields, extra_as_attributes, hinted_event_error
 from ._event_ids import EVENT_ID_SOURCE, assign_unsent_field, is_unsent, new_event_id
 from ._event_types import BUILTIN_TYPE_NAMES, FLINK_AGENTS_EVENT_TYPES, BuiltinEventType
 from ._field_hints import frozen_event_error, refuse_reserved_event_fields
@@ -106,9 +106,13 @@ class Event(BaseModel):
             set_private(self, None)
             return
         known = cls.__event_fields__
+        given = data
         if known is not None and not data.keys() <= known:
             data = extra_as_attributes(data, known, type(self).__name__)
-        super().__init__(**data)
+        try:
+            super().__init__(**data)
+        except ValidationError as e:  # (no cost unless raised)
+            raise hinted_event_error(cls, e, given) from None
 
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 

@@ -8,7 +8,7 @@ integrations import these helpers from here, never from ``api._*`` modules thems
 from ._dynamic_events import event_to_send
 from ._embeddings import check_texts
 from ._errors import already_applied, shown_key, too_deep
-from ._event_build import SLOT_SETTERS
+from ._event_build import SLOT_SETTERS, not_an_event_message
 from ._event_ids import EVENT_ID_SOURCE
 from ._event_json import event_from_json, stored_event_from_json
 from ._event_types import BUILTIN_TYPE_NAMES, FLINK_AGENTS_NAMES, BuiltinEventType, builtin_keys
@@ -80,6 +80,7 @@ __all__ = [
     "strict_json",
     "strict_json_at",
     "output_classes_of",
+    "not_an_event_message",
     "unknown_key_message",
     "KEY_TAGS",
     "KEY_TYPES",

@@ -31,7 +31,7 @@ from ...api import (
     Resource,
     ResourceType,
 )
-from ...api.internal import EVENT_ID_SOURCE
+from ...api.internal import EVENT_ID_SOURCE, not_an_event_message
 from .._knowledge import durable_view
 from .._serde import event_is_plain
 from ..context._calls import ChatFuture, DurableCall, SubagentHandle, chat_request
@@ -225,7 +225,7 @@ class ActionExecution(Replays):
             self.check_live("send_event")
         if type(event) not in _EVENT_CLASSES:  # (a class seen before: no ``isinstance``)
             if not isinstance(event, Event):
-                raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
+                raise TypeError(not_an_event_message(event))
             if len(_EVENT_CLASSES) >= 256:  # (classes made at run time: not kept for ever)
                 _EVENT_CLASSES.clear()
             _EVENT_CLASSES.add(type(event))

@@ -1,0 +1,194 @@
+"""A user's second agent: sending what is no event, and a misspelt event keyword.
+
+``ctx.send_event({"answer": 1})`` (or a plain pydantic model, an event class, an unawaited
+coroutine) failed the action with "send_event takes an Event, got dict" and no way forward;
+``OutputEvent(outptu=1)`` with pydantic's bare "Extra inputs are not permitted", and a
+program's own event given ``scroe=1`` for its ``score`` field with "Field required" (the
+misspelt keyword was kept as an attribute without a word). Each now says what to write.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+PYTHON = VENV_PY if VENV_PY.exists() else Path(sys.executable)
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class Scored(Event):
+    """A program's own event with a required field."""
+
+    score: int
+    note: str = ""
+
+
+class Answer(BaseModel):
+    """A plain pydantic model, no Event."""
+
+    text: str
+
+
+async def _make_event() -> OutputEvent:
+    return OutputEvent(output=1)
+
+
+SENT = {
+    "dict": lambda: {"answer": 1},
+    "model": lambda: Answer(text="hi"),
+    "class": lambda: OutputEvent,
+    "coroutine": _make_event,
+    "text": lambda: "hi",
+}
+
+
+class Sender(Agent):
+    """Sends what its record's ``send`` names."""
+
+    @action(InputEvent)
+    @staticmethod
+    def send(event: InputEvent, ctx: RunnerContext) -> None:
+        value = SENT[event.input["send"]]()
+        try:
+            ctx.send_event(value)
+        finally:
+            if hasattr(value, "close"):
+                value.close()  # (the coroutine: not left unawaited)
+
+
+def test_sending_what_is_no_event_says_what_to_send_instead():
+    records = [{"key": name, "send": name} for name in SENT]
+    result = AgentsExecutionEnvironment.local().from_list(records).apply(Sender()).run()
+    assert result.outputs == []
+    said = {e.key: e.message for e in result.errors}
+    assert all(e.error_type == "TypeError" for e in result.errors)
+    assert said["dict"].startswith("send_event takes an Event, got dict: ")
+    assert "send OutputEvent(output=...)" in said["dict"]
+    assert "Event(type='name', attributes=...)" in said["dict"]
+    assert "got Answer, a pydantic model that is no Event" in said["model"]
+    assert "class Answer(Event)" in said["model"] and "@action(Answer)" in said["model"]
+    assert "(the class OutputEvent itself): send an instance, OutputEvent(...)" in said["class"]
+    assert "got coroutine: await it first" in said["coroutine"]
+    assert said["text"] == (
+        "send_event takes an Event, got str: for the agent's output send "
+        "OutputEvent(output=...) with it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("build", "field", "says"),
+    [
+        (
+            lambda: OutputEvent(outptu=1),
+            "outptu",
+            "Extra inputs are not permitted; did you mean 'output'?",
+        ),
+        (
+            lambda: InputEvent(inptu={}),
+            "inptu",
+            "Extra inputs are not permitted; did you mean 'input'?",
+        ),
+        (
+            lambda: OutputEvent(zzzzz=1),
+            "zzzzz",
+            "Extra inputs are not permitted (OutputEvent takes: attachments, attributes, output, "
+            "type)",
+        ),
+        (
+            lambda: Scored(scroe=1),
+            "score",
+            "Field required (given 'scroe', kept as an attribute: did you mean 'score'?)",
+        ),
+    ],
+)
+def test_a_misspelt_event_keyword_names_the_field_meant(build, field, says):
+    with pytest.raises(ValidationError) as info:
+        build()
+    (error,) = info.value.errors()
+    assert error["loc"] == (field,) and error["msg"] == says
+
+
+def test_event_errors_without_a_near_name_are_pydantic_s_own():
+    with pytest.raises(ValidationError) as info:
+        Scored(score="x")
+    assert info.value.errors()[0]["type"] == "int_parsing"
+    with pytest.raises(ValidationError) as info:
+        Scored(zzzz=1)
+    assert info.value.errors()[0]["msg"] == "Field required"
+    assert Scored(score=1, extra=2).attributes == {"extra": 2}  # an attribute still
+    assert OutputEvent(output=1).output == 1
+
+
+USER_AGENT = """
+from pydantic import BaseModel
+from flink_agents_py.api import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
+
+
+class Reply(BaseModel):
+    text: str
+
+
+class Scored(Event):
+    score: int
+
+
+class Bot(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def reply(event: InputEvent, ctx: RunnerContext) -> None:
+        if event.input["how"] == "dict":
+            ctx.send_event({"text": event.input["text"]})
+        elif event.input["how"] == "model":
+            ctx.send_event(Reply(text=event.input["text"]))
+        elif event.input["how"] == "typo":
+            ctx.send_event(Scored(scroe=3))
+        else:
+            ctx.send_event(OutputEvent(output=Reply(text=event.input["text"]).model_dump()))
+"""
+
+USER_RUN = """
+import json
+from flink_agents_py import AgentsExecutionEnvironment
+from bot import Bot
+
+records = [{"key": how, "how": how, "text": "hi"} for how in ("dict", "model", "typo", "ok")]
+result = AgentsExecutionEnvironment.local().from_list(records).apply(Bot()).run()
+print(json.dumps({"outputs": result.outputs,
+                  "errors": {e.key: [e.error_type, " ".join(str(e).split())]
+                             for e in result.errors}}))
+"""
+
+
+def test_a_users_module_from_its_own_directory(tmp_path: Path):
+    (tmp_path / "bot.py").write_text(textwrap.dedent(USER_AGENT))
+    (tmp_path / "run.py").write_text(textwrap.dedent(USER_RUN))
+    done = subprocess.run(
+        [str(PYTHON), "run.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=100,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got["outputs"] == [{"text": "hi"}]  # the other records go on
+    errors = got["errors"]
+    assert errors["dict"][0] == "TypeError"
+    assert "got dict: for the agent's output send OutputEvent(output=...)" in errors["dict"][1]
+    assert "got Reply, a pydantic model that is no Event" in errors["model"][1]
+    assert errors["typo"][0] == "ValidationError"
+    assert "did you mean 'score'?" in errors["typo"][1]
+    assert f"{tmp_path / 'bot.py'}:" in errors["dict"][1]  # the user's line
