@@ -19,7 +19,15 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from flink_agents_py import AgentsExecutionEnvironment
-from flink_agents_py.api import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
+from flink_agents_py.api import (
+    Agent,
+    Event,
+    InputEvent,
+    OutputEvent,
+    RunnerContext,
+    action,
+    tool,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_PY = ROOT / ".venv" / "bin" / "python"
@@ -192,3 +200,127 @@ def test_a_users_module_from_its_own_directory(tmp_path: Path):
     assert errors["typo"][0] == "ValidationError"
     assert "did you mean 'score'?" in errors["typo"][1]
     assert f"{tmp_path / 'bot.py'}:" in errors["dict"][1]  # the user's line
+
+
+TOOLS_MODULE = '''
+from flink_agents_py.api import Agent, InputEvent, action, tool
+
+
+@tool
+def weather(city, days: int) -> str:
+    """The weather in a city."""
+    return "sunny"
+
+
+@tool
+def convert(amount: float, currency: str = "EUR") -> float:
+    """Convert an amount.
+
+    Args:
+        amout: how much.
+        currency: the target currency.
+    """
+    return amount
+
+
+@tool
+def described(city: str) -> str:
+    """The weather in a city.
+
+    Args:
+        city: the city's name.
+    """
+    return "sunny"
+
+
+class Helper(Agent):
+    weather = staticmethod(weather)
+    convert = staticmethod(convert)
+    described = staticmethod(described)
+
+    @action(InputEvent)
+    @staticmethod
+    def go(event, ctx):
+        pass
+'''
+
+TOOLS_RUN = """
+import warnings
+from flink_agents_py import AgentsExecutionEnvironment
+from helper import Helper
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("default")
+    for _ in range(2):  # warned once per function
+        AgentsExecutionEnvironment.local().from_list([{"key": 1}]).apply(Helper()).run()
+for w in caught:
+    print(f"{w.category.__name__}|{w.filename}:{w.lineno}|{w.message}")
+"""
+
+
+def test_a_tool_leaving_the_model_guessing_is_warned_of_at_its_line(tmp_path: Path):
+    (tmp_path / "helper.py").write_text(textwrap.dedent(TOOLS_MODULE))
+    (tmp_path / "run.py").write_text(textwrap.dedent(TOOLS_RUN))
+    done = subprocess.run(
+        [str(PYTHON), "run.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=100,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [x.split("|") for x in done.stdout.splitlines() if x.startswith("ToolDoc")]
+    helper = str(tmp_path / "helper.py")
+    assert [(where, said) for _, where, said in lines] == [
+        (
+            f"{helper}:5",
+            "tool 'weather' (weather): the model is told no type for city (any value passes): "
+            "annotate it, e.g. city: str; the model is told only the name of city, days: "
+            "describe each under Args: in the docstring ('city: what it is', indented)",
+        ),
+        (
+            f"{helper}:11",
+            "tool 'convert' (convert): its docstring describes 'amout', which is no parameter "
+            "(did you mean 'amount'?): its text is dropped, the model never sees it; the model "
+            "is told only the name of amount: describe it under Args: in the docstring "
+            "('amount: what it is', indented)",
+        ),
+    ]
+
+
+def test_a_tool_without_a_docstring_is_told_to_get_one_and_described_ones_are_quiet():
+    from typing import Annotated
+
+    from pydantic import Field
+
+    from flink_agents_py.api import FunctionTool, ToolDocWarning
+
+    def bare(a: int) -> int:
+        return a
+
+    def full(a: Annotated[int, "the count"], b: int = Field(1, description="the step")) -> int:
+        """Add."""
+        return a + b
+
+    with pytest.warns(
+        ToolDocWarning,
+        match=r"told nothing of what it does: give it a "
+        r"docstring.*only the name of a",
+    ):
+        FunctionTool.from_function(bare)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FunctionTool.from_function(full)
+        FunctionTool.from_function(tool(description="Add one.")(lambda_free))
+
+
+def lambda_free(a: int) -> int:
+    """Add one.
+
+    Args:
+        a: the number.
+    """
+    return a + 1

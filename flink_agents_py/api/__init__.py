@@ -108,6 +108,7 @@ from ._subagents import (
     SubagentResult,
     SubagentSetup,
 )
+from ._tool_docs import ToolDocWarning
 from ._tool_response import ToolFailure, ToolResponse
 from ._tools import RESERVED_TOOL_PREFIX, FunctionTool, ToolMetadata, ToolSpec, tool
 from ._vector_stores import (
@@ -189,6 +190,7 @@ __all__ = [
     "ToolResponse",
     "ToolFailure",
     "ToolSpec",
+    "ToolDocWarning",
     "RESERVED_TOOL_PREFIX",
     "Prompt",
     # sub-agents

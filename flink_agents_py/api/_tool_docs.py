@@ -6,12 +6,26 @@ Flink Agents' examples write them) and reST (``:param name: text``).
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import re
-from collections.abc import Callable
+import typing
+import warnings
+import weakref
+from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["docstring_parts"]
+from pydantic.fields import FieldInfo
+
+__all__ = ["ToolDocWarning", "docstring_parts", "warn_of_tool_docs"]
+
+
+class ToolDocWarning(UserWarning):
+    """A tool's signature or docstring tells the model less than it needs (the tool runs)."""
+
+
+_WARNED: weakref.WeakSet[Any] = weakref.WeakSet()
+"""The tool functions already warned about (once each)."""
 
 
 _NUMPY_SECTION = re.compile(r"(Parameters|Args|Arguments|Returns|Raises|Yields|Examples?|"
@@ -145,3 +159,72 @@ def docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
             elif current and stripped:
                 args[current] = f"{args[current]} {stripped}".strip()
     return " ".join(s for s in summary_lines if s).strip(), args
+
+
+def _described(param: inspect.Parameter) -> bool:
+    """Whether ``param`` carries its description itself (``Annotated``, ``Field``)."""
+    if isinstance(param.default, FieldInfo) and param.default.description:
+        return True
+    annotation = param.annotation
+    if isinstance(annotation, str):
+        return annotation.replace(" ", "").startswith(("Annotated[", "typing.Annotated["))
+    return typing.get_origin(annotation) is typing.Annotated
+
+
+def warn_of_tool_docs(fn: Callable[..., Any], skip: Iterable[str] = (),
+                      description: str = "") -> None:
+    """Warn, once per function, when tool ``fn`` leaves the model guessing.
+
+    The model sees a tool only through its JSON Schema: a parameter with no type hint is
+    ``{}`` there (any value), one with no description a bare name, and a docstring's
+    ``Args:`` entry naming no parameter (a misspelling, a renamed parameter) is dropped
+    without a word. The warning names the function's file and line, each such parameter
+    and what to write; the tool still runs.
+
+    Args:
+        fn: the tool's function.
+        skip: parameters the runtime fills (not shown to the model).
+        description: the tool's description, when one was given apart from the docstring.
+    """
+    if getattr(fn, "__module__", None) is None or str(fn.__module__).startswith(
+            "flink_agents_py."):
+        return
+    try:
+        if fn in _WARNED:
+            return
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # not weakly referenceable, or no signature to read
+        return
+    skipped = set(skip)
+    shown = [p for p in params.values() if p.name not in skipped
+             and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    summary, docs = docstring_parts(fn)
+    problems: list[str] = []
+    if not (description or summary):
+        problems.append("the model is told nothing of what it does: give it a docstring "
+                        "(its first line is the tool's description)")
+    untyped = [p.name for p in shown if p.annotation is p.empty]
+    if untyped:
+        problems.append(f"the model is told no type for {', '.join(untyped)} (any value "
+                        f"passes): annotate it, e.g. {untyped[0]}: str")
+    names = [p.name for p in shown]
+    for name in docs:
+        if name not in params:
+            near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+            problems.append(f"its docstring describes {name!r}, which is no parameter"
+                            + (f" (did you mean {near[0]!r}?)" if near else "")
+                            + ": its text is dropped, the model never sees it")
+    bare = [p.name for p in shown if not docs.get(p.name) and not _described(p)]
+    if bare:
+        problems.append(f"the model is told only the name of {', '.join(bare)}: describe "
+                        f"{'it' if len(bare) == 1 else 'each'} under Args: in the docstring "
+                        f"('{bare[0]}: what it is', indented)")
+    if not problems:
+        return
+    _WARNED.add(fn)
+    code = getattr(fn, "__code__", None)
+    warnings.warn_explicit(
+        ToolDocWarning(f"tool {getattr(fn, '__name__', fn)!r} ({fn.__qualname__}): "
+                       + "; ".join(problems)),
+        ToolDocWarning, getattr(code, "co_filename", "<tool>"),
+        getattr(code, "co_firstlineno", 0))

@@ -29,6 +29,7 @@ from pydantic.fields import FieldInfo
 from ._resources import Resource, ResourceType, import_qualified, qualified_name
 from ._secrets import mask_secrets
 from ._tool_docs import docstring_parts as _docstring_parts
+from ._tool_docs import warn_of_tool_docs
 from ._tool_metadata import ToolMetadata
 from ._tool_response import ToolResponse
 from ._typed_dicts import pydantic_ready
@@ -357,6 +358,7 @@ class FunctionTool(Resource):
             approval_timeout_s=spec.approval_timeout_s if spec else None,
         )
         inst._fn = fn
+        warn_of_tool_docs(fn, inst.injections(), spec.description if spec else "")
         return inst
 
     @property
