@@ -324,3 +324,73 @@ def lambda_free(a: int) -> int:
         a: the number.
     """
     return a + 1
+
+
+RETURNING_MODULE = """
+from flink_agents_py.api import Agent, InputEvent, OutputEvent, action
+
+
+class Short(Agent):
+    pass
+
+
+# a one-line action: the lambda returns what send_event gave back (the event it sent)
+Short.reply = action(InputEvent)(lambda event, ctx: ctx.send_event(OutputEvent(output="a")))
+
+
+class Tail(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def reply(event, ctx):
+        return ctx.send_event(OutputEvent(output="b"))
+
+
+class Lost(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def reply(event, ctx):
+        ctx.send_event(OutputEvent(output="c"))
+        return OutputEvent(output="never sent")
+"""
+
+RETURNING_RUN = """
+import warnings
+from flink_agents_py import AgentsExecutionEnvironment
+from agents import Lost, Short, Tail
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for agent in (Short(), Tail(), Lost()):
+        result = AgentsExecutionEnvironment.local().from_list([{"key": 1}]).apply(agent).run()
+        print("OUT", result.outputs, result.errors)
+for w in caught:
+    print(f"WARN|{w.category.__name__}|{w.message}")
+"""
+
+
+def test_an_action_returning_the_event_send_event_gave_back_is_not_warned_of(tmp_path: Path):
+    (tmp_path / "agents.py").write_text(textwrap.dedent(RETURNING_MODULE))
+    (tmp_path / "run.py").write_text(textwrap.dedent(RETURNING_RUN))
+    done = subprocess.run(
+        [str(PYTHON), "run.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=100,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert [x for x in lines if x.startswith("OUT")] == [
+        "OUT ['a'] []",
+        "OUT ['b'] []",
+        "OUT ['c'] []",
+    ]
+    warned = [x.split("|")[1:] for x in lines if x.startswith("WARN")]
+    assert warned == [
+        [
+            "ActionReturnWarning",
+            "action 'reply' (Lost.reply) returned an OutputEvent, which is "
+            "discarded: send it instead: ctx.send_event(OutputEvent(...))",
+        ]
+    ]

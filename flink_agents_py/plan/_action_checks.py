@@ -6,7 +6,7 @@ import inspect
 import re
 import typing
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..api import RunnerContext
@@ -160,7 +160,7 @@ def warn_if_declares_a_result(name: str, fn: Callable[..., Any]) -> None:
         f"ctx.send_event(OutputEvent(output=...)), and declare -> None"))
 
 
-def warn_if_returned(action: Any, value: Any) -> None:
+def warn_if_returned(action: Any, value: Any, sent: Sequence[tuple[Any, Any]] = ()) -> None:
     """Warn, once per action function, when the action returned ``value`` (not ``None``).
 
     An action without a return annotation (or one declaring ``-> None``) escapes the
@@ -172,8 +172,11 @@ def warn_if_returned(action: Any, value: Any) -> None:
     Args:
         action: the action's ``ActionPlan`` (its ``name`` and ``function``).
         value: what it returned.
+        sent: the events the action sent, with their JSON forms (``emitted``): an event it
+            returned that is one of them is what ``send_event`` gave back
+            (``lambda event, ctx: ctx.send_event(...)``), sent, not lost.
     """
-    if value is None:
+    if value is None or any(value is event for event, _ in sent):
         return
     fn = action.function.resolve()
     if fn in _RETURNED:

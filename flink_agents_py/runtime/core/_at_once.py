@@ -346,7 +346,7 @@ def start_at_once(
                 core._drain(step, task, None)
             if not resumable:
                 if out is not None:
-                    warn_if_returned(action, out)
+                    warn_if_returned(action, out, ctx.emitted)
                 core._end(step, task, misuse)
                 return step
             task.coro = out
@@ -364,7 +364,7 @@ def start_at_once(
                 action, event, ctx, started, None, key, state, run, res, live, identity, step
             )
             if stop.value is not None:
-                warn_if_returned(action, stop.value)
+                warn_if_returned(action, stop.value, ctx.emitted)
             if ctx.commands or core._cancelled:
                 core._drain(step, task, None)
             task.ending = (None,)

@@ -470,7 +470,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
                     self._drain(step, task, None)
                 if not resumable:
                     if out is not None:
-                        warn_if_returned(task.action, out)
+                        warn_if_returned(task.action, out, ctx.emitted)
                     self._end(step, task, misuse)
                     return
             task.coro = out
@@ -502,7 +502,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
             if returned is not _RUNNING:  # (what the next action dispatched runs in: ``_at_once``)
                 task.coro = None  # (returned: nothing to close)
                 if returned is not None:
-                    warn_if_returned(task.action, returned)
+                    warn_if_returned(task.action, returned, ctx.emitted)
                 if ctx.commands or self._cancelled:
                     self._drain(step, task, None)
                 task.ending = (None,)  # ``_end`` inline
