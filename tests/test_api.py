@@ -458,7 +458,7 @@ PUBLIC_API = {
     # chat models, messages, prompts, tools
     "ChatModelConnection", "ChatModelSetup", "ChatMessage", "ChatResponse",
     "ChatResult", "MessageRole", "TokenUsage", "ToolCall", "ToolResult", "Prompt",
-    "FunctionTool", "ToolMetadata", "ToolResponse", "ToolFailure", "ToolSpec",
+    "FunctionTool", "ToolMetadata", "ToolResponse", "ToolFailure", "ToolSpec", "ToolDocWarning",
     "RESERVED_TOOL_PREFIX",
     # resources
     "Resource", "ResourceDescriptor", "ResourceType", "ResourceName", "qualified_name",

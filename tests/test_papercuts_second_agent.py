@@ -394,3 +394,49 @@ def test_an_action_returning_the_event_send_event_gave_back_is_not_warned_of(tmp
             "discarded: send it instead: ctx.send_event(OutputEvent(...))",
         ]
     ]
+
+
+class Indexing(Agent):
+    """Reads, writes or deletes memory by [key], as its record says."""
+
+    @action(InputEvent)
+    @staticmethod
+    def go(event: InputEvent, ctx: RunnerContext) -> None:
+        how = event.input["how"]
+        if how == "set":
+            ctx.short_term_memory["visits"] = 1
+        elif how == "get":
+            ctx.send_event(OutputEvent(output=ctx.sensory_memory["visits"]))
+        elif how == "del":
+            del ctx.short_term_memory["visits"]
+        else:  # an object read from memory is a dict (a copy): [key] works on it
+            ctx.short_term_memory.set("profile", {"visits": 1})
+            profile = ctx.short_term_memory.get("profile")
+            profile["visits"] += 1
+            ctx.short_term_memory.set("profile", profile)
+            ctx.send_event(OutputEvent(output=ctx.short_term_memory.get("profile.visits")))
+
+
+def test_memory_used_by_key_says_to_use_its_path_methods():
+    records = [{"key": how, "how": how} for how in ("set", "get", "del", "object")]
+    result = AgentsExecutionEnvironment.local().from_list(records).apply(Indexing()).run()
+    assert result.outputs == [2]
+    said = {e.key: (e.error_type, e.message) for e in result.errors}
+    assert said == {
+        "set": (
+            "TypeError",
+            "ctx.short_term_memory is read and written by dotted path, not "
+            "by [key]: write ctx.short_term_memory.set('visits', value) (the change is "
+            "kept when the action completes)",
+        ),
+        "get": (
+            "TypeError",
+            "ctx.sensory_memory is read and written by dotted path, not by "
+            "[key]: write ctx.sensory_memory.get('visits')",
+        ),
+        "del": (
+            "TypeError",
+            "ctx.short_term_memory is read and written by dotted path, not "
+            "by [key]: write ctx.short_term_memory.delete('visits')",
+        ),
+    }

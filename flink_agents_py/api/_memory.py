@@ -169,6 +169,23 @@ class Memory(ABC):
         except ValueError:  # a path nothing can be stored at ('', 'a..b'): not there
             return False
 
+    def _by_path(self, key: Any, instead: str) -> TypeError:
+        """The error for ``memory[key]`` (memory is read and written by path)."""
+        name = getattr(self, "_name", None) or type(self).__name__
+        where = f"ctx.{name}" if name.endswith("_memory") else name
+        return TypeError(f"{where} is read and written by dotted path, not by [key]: write "
+                         f"{where}.{instead.format(key=key)}")
+
+    def __getitem__(self, key: Any) -> Any:
+        raise self._by_path(key, "get({key!r})")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise self._by_path(key, "set({key!r}, value) (the change is kept when the action "
+                                 "completes)")
+
+    def __delitem__(self, key: Any) -> None:
+        raise self._by_path(key, "delete({key!r})")
+
     def is_exist(self, path: str) -> bool:
         """Whether something is stored at ``path`` (Flink Agents' name for ``path in memory``).
 
