@@ -440,3 +440,50 @@ def test_memory_used_by_key_says_to_use_its_path_methods():
             "by [key]: write ctx.short_term_memory.delete('visits')",
         ),
     }
+
+
+def _five() -> int:
+    return 5
+
+
+class Stored(Event):
+    """Sent once the value is stored."""
+
+    value: int
+
+
+class SideBySide(Agent):
+    """Two actions on one event: the second reads before the first has written."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def store(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.short_term_memory.set("x", await ctx.durable_execute_async(_five))
+
+    @action(InputEvent)
+    @staticmethod
+    def read(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output=["read", ctx.short_term_memory.get("x")]))
+
+
+class Chained(Agent):
+    """The documented fix: the first action sends an event the second listens to."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def store(event: InputEvent, ctx: RunnerContext) -> None:
+        value = await ctx.durable_execute_async(_five)
+        ctx.short_term_memory.set("x", value)
+        ctx.send_event(Stored(value=value))
+
+    @action(Stored)
+    @staticmethod
+    def read(event: Stored, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output=["read", ctx.short_term_memory.get("x")]))
+
+
+def test_two_actions_on_one_event_see_each_other_s_writes_only_when_chained():
+    env = AgentsExecutionEnvironment.local()
+    assert env.from_list([{"key": 1}]).apply(SideBySide()).run().outputs == [["read", None]]
+    env = AgentsExecutionEnvironment.local()
+    assert env.from_list([{"key": 1}]).apply(Chained()).run().outputs == [["read", 5]]
