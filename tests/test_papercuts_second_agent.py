@@ -487,3 +487,84 @@ def test_two_actions_on_one_event_see_each_other_s_writes_only_when_chained():
     assert env.from_list([{"key": 1}]).apply(SideBySide()).run().outputs == [["read", None]]
     env = AgentsExecutionEnvironment.local()
     assert env.from_list([{"key": 1}]).apply(Chained()).run().outputs == [["read", 5]]
+
+
+FETCH_MODULE = """
+from flink_agents_py.api import (Agent, ChatModelSetup, InputEvent, OutputEvent,
+                                 ResourceDescriptor, action, chat_model_connection,
+                                 chat_model_setup)
+from flink_agents_py.integrations.chat_models import ScriptedChatModel
+
+
+def answer(request):
+    return "hi"
+
+
+class Fetcher(Agent):
+    @chat_model_connection
+    @staticmethod
+    def conn():
+        return ResourceDescriptor(ScriptedChatModel, function="fetcher:answer")
+
+    @chat_model_setup
+    @staticmethod
+    def assistant():
+        return ResourceDescriptor(ChatModelSetup, connection="conn")
+
+    @action(InputEvent)
+    @staticmethod
+    def go(event, ctx):
+        ctx.get_resource(event.input["name"])
+        ctx.send_event(OutputEvent(output="fetched"))
+"""
+
+FETCH_RUN = """
+import json
+from flink_agents_py import AgentsExecutionEnvironment
+from fetcher import Fetcher
+
+records = [{"key": n, "name": n} for n in ("assistant", "conn", "asistant", "zzzz")]
+result = AgentsExecutionEnvironment.local().from_list(records).apply(Fetcher()).run()
+print(json.dumps({e.key: [e.error_type, e.message] for e in result.errors}))
+"""
+
+
+def test_get_resource_without_a_type_names_the_type_the_name_is_declared_as(tmp_path: Path):
+    (tmp_path / "fetcher.py").write_text(textwrap.dedent(FETCH_MODULE))
+    (tmp_path / "run.py").write_text(textwrap.dedent(FETCH_RUN))
+    done = subprocess.run(
+        [str(PYTHON), "run.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=100,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(done.stdout.splitlines()[-1])
+    assert said == {
+        "assistant": [
+            "TypeError",
+            "get_resource('assistant') needs the resource's type: "
+            "'assistant' is declared as a chat_model resource: write "
+            "get_resource('assistant', ResourceType.CHAT_MODEL)",
+        ],
+        "conn": [
+            "TypeError",
+            "get_resource('conn') needs the resource's type: 'conn' is "
+            "declared as a chat_model_connection resource: write get_resource('conn', "
+            "ResourceType.CHAT_MODEL_CONNECTION)",
+        ],
+        "asistant": [
+            "TypeError",
+            "get_resource('asistant') needs the resource's type, "
+            "get_resource(name, ResourceType.X) (or type=ResourceType.X); no resource "
+            "is named 'asistant' (did you mean 'assistant'?)",
+        ],
+        "zzzz": [
+            "TypeError",
+            "get_resource('zzzz') needs the resource's type, "
+            "get_resource(name, ResourceType.X) (or type=ResourceType.X); no resource is "
+            "named 'zzzz' (declared: assistant, conn)",
+        ],
+    }

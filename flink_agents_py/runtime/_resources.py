@@ -215,6 +215,34 @@ class ResourceEnvironment:
             return [(name, res) for (rtype, name), res in self._built.items()
                     if rtype is resource_type]
 
+    def untyped_message(self, name: str) -> str:
+        """Why ``get_resource(name)`` without a type is refused, with the type to give.
+
+        Returns:
+            The types ``name`` is declared as here or in an enclosing plan, each written as
+            the call to make, else the declared name closest to it (of any type).
+        """
+        import difflib  # (an error's path only)
+
+        kinds: list[ResourceType] = []
+        known: set[str] = set()
+        env: ResourceEnvironment | None = self
+        while env is not None:
+            for rtype, found in env._plan.resources.items():
+                known.update(found)
+                if name in found and rtype not in kinds:
+                    kinds.append(rtype)
+            env = env.parent
+        said = f"get_resource({name!r}) needs the resource's type"
+        if kinds:
+            calls = " or ".join(f"get_resource({name!r}, ResourceType.{k.name})" for k in kinds)
+            return f"{said}: {name!r} is declared as a {kinds[0].value} resource: write {calls}"
+        near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        return (f"{said}, get_resource(name, ResourceType.X) (or type=ResourceType.X); no "
+                f"resource is named {name!r}" + (f" (did you mean {near[0]!r}?)" if near else
+                                                f" (declared: {', '.join(sorted(known))})"
+                                                if known else ""))
+
     def names(self, resource_type: ResourceType) -> list[str]:
         """Declared names of ``resource_type``."""
         return list(self._plan.resources.get(resource_type, {}))

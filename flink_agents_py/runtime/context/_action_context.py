@@ -135,6 +135,8 @@ class ActionContext(RunnerContext):
                      metric_group: MetricGroup | None = None, *,
                      type: ResourceType | None = None) -> Resource:  # noqa: A002 - theirs
         """See ``RunnerContext.get_resource``."""
+        if resource_type is None and type is None:  # the type forgotten: say which it is
+            raise TypeError(self._execution.resources.untyped_message(name))
         return self._execution.get_resource(name, resource_type_argument(resource_type, type))
 
     def durable_execute(
