@@ -377,6 +377,14 @@ def _make_set() -> set[int]:
     return {1, 2}
 
 
+class _Opaque:
+    """A user's object with no stored form (a set has one: it is stored tagged)."""
+
+
+def _make_opaque() -> _Opaque:
+    return _Opaque()
+
+
 def _make_message(text: str) -> ChatMessage:
     return ChatMessage(role=MessageRole.ASSISTANT, content=text)
 
@@ -396,12 +404,13 @@ class Durable(Agent):
             ctx.durable_execute(_explode, "kaput")
         except Boom as e:
             out["raised"] = ["Boom", str(e)]
+        out["set"] = sorted(ctx.durable_execute(_make_set))
         try:
-            ctx.durable_execute(_make_set)
+            ctx.durable_execute(_make_opaque)
         except SerializationError as e:
             out["bad_result"] = str(e)
         try:
-            ctx.durable_execute(_add, {1}, 2)
+            ctx.durable_execute(_add, _Opaque(), 2)
         except SerializationError as e:
             out["bad_arg"] = str(e)
         msg = ctx.durable_execute(_make_message, "hi")
@@ -419,8 +428,9 @@ def test_durable_execute_returns_values_and_reraises_recorded_exceptions(probes)
     [out] = res.outputs
     assert out["sum"] == 5
     assert out["raised"] == ["Boom", "kaput"]
-    assert "set" in out["bad_result"]
-    assert "set" in out["bad_arg"]
+    assert out["set"] == [1, 2]
+    assert "_Opaque" in out["bad_result"]
+    assert "_Opaque" in out["bad_arg"]
     assert out["message"] == ["ChatMessage", "hi"]
     assert out["double"] == 42
     assert out["many"] == [1, 2, 3]
