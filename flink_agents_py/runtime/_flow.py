@@ -11,6 +11,11 @@ an operator share it): ``admit`` holds the call until the provider may take it, 
   limit's reset); the wait after throttled answers in a row grows at least exponentially
   whatever the provider says (a ``Retry-After`` of 0, negative, tiny or in the past is no
   reason to send again sooner), and an answer to a call sent after the gate ends the streak;
+- a wait said past ``max_throttle_wait_s`` (a ``Retry-After`` dated in the year 9999, a spent
+  window resetting years ahead) closes the connection for that bound only: calls meanwhile
+  fail at once as told, then it is half-open: one call (the probe) is sent, the others wait
+  for its answer; answered, the connection is open to every call, throttled again, it is
+  closed for the bound again (before, it stayed closed for as long as said: for good);
 - what the provider's rate-limit headers said (requests and tokens left in the window, when
   it resets): when none are left, calls wait for the reset instead of drawing a 429 (calls
   still in flight when a window resets count against the new one's requests);
@@ -35,6 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..api import ChatModelConnection, FlowControl, RateLimitInfo
+from ._flow_said import RateWindow, TokenBucket, sane_rate_limit, within_cap
 from ._per_object import PerObject
 from .core._executor import IOSlot, given_up_slot
 
@@ -53,11 +59,6 @@ _BACKOFF_FIRST_S, _BACKOFF_MAX_S = 0.5, 30.0
 """The backoff after throttled answers in a row, in seconds: doubling from the first, at
 most the last (drawn in ``[b/2, b]``). It is the gate when the provider names no positive
 wait, and the least gate from the second throttled answer in a row on."""
-
-_UNKNOWN_RESET_S = 1.0
-"""How long a window an answer says is spent (``x-ratelimit-remaining-requests: 0``) holds
-calls when no answer said when it resets, in seconds: then one call goes to ask again."""
-
 
 class FlowStats:
     """Counters of one controller (read by metrics and tests; updated under its lock).
@@ -112,137 +113,6 @@ class ToldToWaitTooLong(Exception):
         super().__init__(f"the connection is closed for {wait_s:g} s more")
 
 
-_EPOCH_FROM, _EPOCH_TO = 1e9, 1e10
-"""A reset in this range (2001 to 2286 as a Unix time; 31 to 317 years as a duration) is a
-Unix time."""
-
-
-def _finite(value: float | None, low: float | None = 0.0) -> float | None:
-    """A number a provider said, or ``None`` when it is no number to act on (NaN, infinite).
-
-    Args:
-        value: the number (``None``: not said).
-        low: the least it may be (a smaller one is raised to it); ``None``: no least.
-
-    Returns:
-        The number, or ``None``.
-    """
-    if value is None or not math.isfinite(value):
-        return None
-    return value if low is None else max(low, value)
-
-
-def sane_rate_limit(info: RateLimitInfo | None) -> RateLimitInfo | None:
-    """What an answer said about the provider's limits, without what cannot be acted on.
-
-    A NaN or infinite value is dropped (an infinite ``Retry-After`` or reset would close
-    the connection for good); a negative one is 0. A reset or ``Retry-After`` that is a
-    Unix time in seconds (some gateways send ``x-ratelimit-reset-requests: 1767225600``, or
-    ``Retry-After: 1767225600``; ``retry-after-ms`` as a Unix time in ms reads the same):
-    read as a duration it is 56 years, and every call of every key failed as told to wait
-    too long, for the life of the process) is the seconds until then.
-
-    Args:
-        info: what the answer said (``None``: nothing).
-
-    Returns:
-        The information, cleaned (``None`` for ``None``).
-    """
-    if info is None:
-        return None
-    values = info.model_dump()
-    clean = {name: _finite(value) for name, value in values.items()}
-    for name in ("retry_after_s", "reset_requests_s", "reset_tokens_s"):
-        reset = clean.get(name)
-        if reset is not None and _EPOCH_FROM <= reset < _EPOCH_TO:
-            clean[name] = max(0.0, reset - time.time())
-    return info if clean == values else RateLimitInfo(**clean)
-
-
-class _Bucket:
-    """A token bucket: ``rate`` per second, holding at most ``capacity``."""
-
-    def __init__(self, rate: float, capacity: float, now: float) -> None:
-        self.rate = rate
-        self.capacity = capacity
-        self.level = capacity
-        self.at = now
-
-    def delay(self, amount: float, now: float) -> float:
-        """Seconds until ``amount`` can be taken (0: now)."""
-        self.level = min(self.capacity, self.level + (now - self.at) * self.rate)
-        self.at = now
-        need = min(amount, self.capacity) - self.level
-        return 0.0 if need <= 0 else need / self.rate
-
-
-class _Window:
-    """What the provider said about one of its windows (requests or tokens)."""
-
-    def __init__(self) -> None:
-        self.limit: float | None = None
-        self.remaining: float | None = None
-        self.reset_at = 0.0
-        self.period = 0.0  # the longest reset the provider named: about its window, in s
-        self.rolled_at_ticket = 0  # the last call admitted before a new window was assumed
-        self.guessed = False  # the reset is ``_UNKNOWN_RESET_S`` after an answer, not said
-
-    def update(self, limit: float | None, remaining: float | None, reset_s: float | None,
-               unanswered: int, now: float, stale: bool, ticket: int = 0) -> None:
-        if limit is not None and limit < 1:
-            return  # a limit of 0 would serve nothing: a gateway's "none set", not a window
-        if limit is not None:
-            self.limit = limit
-        if remaining is not None and reset_s is None:
-            # no reset said (a header left out, or unreadable): the window the answers
-            # already named, else a short one when nothing is left (a spent window must
-            # hold calls, not be ignored); with something left there is nothing to hold
-            if self.remaining is not None and now < self.reset_at:
-                reset_s = self.reset_at - now
-            elif remaining - unanswered < 1:
-                reset_s = _UNKNOWN_RESET_S
-                self.guessed = True
-        elif reset_s is not None:
-            self.guessed = False
-        said = reset_s if reset_s is not None and not self.guessed else 0.0  # (a guess: no period)
-        if remaining is not None and reset_s is not None:
-            # requests sent after this one are not counted in its answer yet
-            left = remaining - unanswered
-            at = now + reset_s  # never before the provider's reset: it was said before now
-            half = max(self.period, reset_s) / 2
-            if self.remaining is not None and now < self.reset_at:
-                if ticket <= self.rolled_at_ticket and at < self.reset_at - half:
-                    return  # sent before the window rolled, about the window before: read late
-                if stale:
-                    self.remaining = min(self.remaining, left)  # a later call's answer came first
-                    return
-                if abs(at - self.reset_at) < half:
-                    # the same window: the earliest reading is the closest (an answer read
-                    # late, on a busy machine, would push the reset later than it is)
-                    at = min(at, self.reset_at)
-            self.remaining = left
-            self.reset_at = at
-            self.period = max(self.period, said)
-
-    def delay(self, amount: float, now: float, tickets: int = 0, in_flight: float = 0.0
-              ) -> float:
-        if self.remaining is None:
-            return 0.0
-        if now >= self.reset_at:  # a new window: its limit if known, else unknown
-            if self.limit is None:
-                self.remaining = None
-                return 0.0
-            # calls sent before it and not answered yet may reach the provider in it
-            self.remaining = self.limit - in_flight
-            self.reset_at = now + (self.period or 1.0)  # until an answer says when it resets
-            self.rolled_at_ticket = tickets
-        return 0.0 if self.remaining >= amount else max(0.0, self.reset_at - now)
-
-    def take(self, amount: float) -> None:
-        if self.remaining is not None:
-            self.remaining -= amount
-
-
 class FlowController:
     """Paces the calls to one connection; shared by every key (thread-safe, any loop).
 
@@ -276,14 +146,20 @@ class FlowController:
         self._streak_ticket = 0  # the last call sent when the streak last grew
         self._last_status: int | None = None  # the last throttled answer's status...
         self._last_asked_s: float | None = None  # ... and the wait it asked for, in s
+        # a wait said past max_throttle_wait_s closes the connection for that long only (calls
+        # meanwhile are checked against what was said: they fail at once, as told); then it is
+        # half-open: one call at a time (the probe) goes until one is answered
+        self._said_until = 0.0  # when the provider said the connection reopens, past the cap
+        self._half_open = False
+        self._probe: int | None = None  # the ticket of the probe in flight
         self._avg_tokens: float | None = None
-        self._requests = _Window()
-        self._tokens = _Window()
+        self._requests = RateWindow()
+        self._tokens = RateWindow()
         now = clock()
-        self._rpm = (_Bucket(options.requests_per_minute / 60.0,
+        self._rpm = (TokenBucket(options.requests_per_minute / 60.0,
                              max(1.0, options.requests_per_minute / 60.0), now)
                      if options.requests_per_minute else None)
-        self._tpm = (_Bucket(options.tokens_per_minute / 60.0,
+        self._tpm = (TokenBucket(options.tokens_per_minute / 60.0,
                              max(1.0, options.tokens_per_minute / 60.0), now)
                      if options.tokens_per_minute else None)
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
@@ -323,8 +199,9 @@ class FlowController:
         wait = max(waits)
         if wait > 0:
             return wait
-        if self.stats.in_flight + 1 > max(self._limit, 1.0):
-            return math.inf
+        if self.stats.in_flight + 1 > max(self._limit, 1.0) or (
+                self._half_open and self._probe is not None):
+            return math.inf  # until a call ends (the probe: until it is answered)
         return 0.0
 
     async def admit(self) -> int:
@@ -363,9 +240,12 @@ class FlowController:
                     now = self._clock()
                     if max_told_wait_s is not None:
                         told = self._told_delay(now)
-                        if told > 0 and now + told > start + max_told_wait_s:
+                        # while closed, a call is told what the provider said (for years:
+                        # it fails at once); after the cap, it may probe
+                        said = max(told, self._said_until - now) if told > 0 else 0.0
+                        if said > 0 and now + said > start + max_told_wait_s:
                             raise ToldToWaitTooLong(
-                                told, window=told > self._gate_until - now,
+                                said, window=told > self._gate_until - now,
                                 status=self._last_status, asked_s=self._last_asked_s)
                     delay = self._delay(now)
                     if delay <= 0 and (slot is None or not slot.given_up):
@@ -402,6 +282,8 @@ class FlowController:
 
     def _take(self) -> int:
         self._tickets += 1
+        if self._half_open and self._probe is None:
+            self._probe = self._tickets  # the one call that asks the provider again
         self._estimates[self._tickets] = self._estimate_tokens()
         self.stats.calls += 1
         self.stats.in_flight += 1
@@ -445,9 +327,20 @@ class FlowController:
             For a throttled call, how long it should wait before it is sent again, in
             seconds (until the gate opens); ``None`` otherwise.
         """
-        info = sane_rate_limit(info)
+        cap = self.options.max_throttle_wait_s
+        info, over = within_cap(sane_rate_limit(info), cap, throttled)
         with self._lock:
             now = self._clock()
+            if ticket == self._probe:
+                self._probe = None
+                if answered and not throttled:
+                    self._half_open = False  # the provider took it: open to every call
+                    self._said_until = 0.0
+            if over is not None:
+                self._half_open = True  # closed for the cap only, then one call probes
+                self._said_until = now + over
+            elif throttled:
+                self._said_until = 0.0  # what it says now is within the cap
             in_flight = self.stats.in_flight  # with this call
             self.stats.in_flight -= 1
             estimated = self._estimates.pop(ticket, 0.0)
@@ -475,6 +368,9 @@ class FlowController:
                                           or now - self._warned_at >= _WARN_EVERY_S):
                     self._warned_at = now
                     self._warn_throttled(status, wait)
+                if over is not None:  # this call was told past the bound: it fails at once
+                    wait = max(wait, over)
+                    self._last_asked_s = max(self._last_asked_s or 0.0, over)
             elif answered:
                 if ticket > self._streak_ticket:
                     self._streak = 0  # the provider took a call sent after the gate
