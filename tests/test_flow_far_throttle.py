@@ -21,9 +21,29 @@ import sys
 import time
 
 import pytest
+from support.probes import count
 
 import flink_agents_py
-from flink_agents_py.api import FlowControl, RateLimitInfo
+from flink_agents_py import AgentsExecutionEnvironment
+from flink_agents_py.api import (
+    Agent,
+    Budget,
+    ChatMessage,
+    ChatModelConnection,
+    ChatModelSetup,
+    ChatResponse,
+    FlowControl,
+    InputEvent,
+    MessageRole,
+    OutputEvent,
+    ProviderError,
+    RateLimitInfo,
+    ResourceDescriptor,
+    ResourceType,
+    RunnerContext,
+    TokenUsage,
+    action,
+)
 from flink_agents_py.integrations.chat_models._anthropic import anthropic_rate_limit
 from flink_agents_py.integrations.chat_models._openai import openai_rate_limit
 from flink_agents_py.runtime import FlowController
@@ -317,3 +337,84 @@ def test_a_users_job_behind_a_gateway_throttling_until_the_year_9999_is_answered
         "posts": 3,
     }
     assert time.monotonic() - t0 < 60
+
+
+class FarThenMetered(ChatModelConnection):
+    """Its first call: 429 until the year 9999; then answers, reporting 10 + 5 tokens."""
+
+    label: str
+
+    def chat(self, messages, **kwargs) -> ChatResponse:
+        if count(self.label) == 1:
+            raise ProviderError(
+                "slow down",
+                status_code=429,
+                retryable=True,
+                rate_limit=RateLimitInfo(retry_after_s=2.5e11),
+            )
+        return ChatResponse(
+            message=ChatMessage(role=MessageRole.ASSISTANT, content="fine"),
+            usage=TokenUsage(input_tokens=10, output_tokens=5),
+        )
+
+
+class AskUntilAnswered(Agent):
+    """Asks once per record; key ``b`` asks again (a recorded 0.1 s pause) until answered."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: InputEvent, ctx: RunnerContext) -> None:
+        errors = []
+        for _ in range(1 if ctx.key == "a" else 100):
+            try:
+                answer = await ctx.chat("model", [ChatMessage(content="hi")])
+            except Exception as e:  # noqa: BLE001 - what the user's loop sees
+                errors.append(str(e)[:120])
+                await ctx.durable_execute_async(asyncio.sleep, 0.1)
+                continue
+            ctx.send_event(
+                OutputEvent(
+                    output={
+                        "key": ctx.key,
+                        "errors": len(errors),
+                        "budget": answer.metadata.get("budget"),
+                    }
+                )
+            )
+            return
+        ctx.send_event(
+            OutputEvent(output={"key": ctx.key, "errors": len(errors), "first": errors[:1]})
+        )
+
+
+def test_calls_failed_or_not_sent_while_closed_spend_no_budget_and_the_probe_does(probes):
+    agent = AskUntilAnswered()
+    agent.add_resource(
+        "conn",
+        ResourceType.CHAT_MODEL_CONNECTION,
+        ResourceDescriptor(
+            FarThenMetered, label="far-budget", flow_control=FlowControl(max_throttle_wait_s=0.5)
+        ),
+    )
+    agent.add_resource(
+        "model",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(
+            ChatModelSetup, connection="conn", budget=Budget(max_tokens=15, scope="agent")
+        ),
+    )
+    res = (
+        AgentsExecutionEnvironment.local(max_in_flight=1)
+        .from_list([{"key": "a"}, {"key": "b"}])
+        .apply(agent)
+        .run()
+    )
+    assert res.errors == []
+    a, b = sorted(res.outputs, key=lambda o: o["key"])
+    assert a["errors"] == 1 and "gave up after its provider throttled" in a["first"][0]
+    assert b["errors"] >= 1  # not sent while the connection was closed: failed at once
+    # only the probe's answer is spent: 15 of the agent's 15 tokens (the failed calls would
+    # have left no room for it)
+    assert b["budget"]["decision"] == "within"
+    assert b["budget"]["spent"]["input"] == 10 and b["budget"]["spent"]["output"] == 5
+    assert probes["far-budget"] == 2
