@@ -76,6 +76,17 @@ class Sender(Agent):
                 value.close()  # (the coroutine: not left unawaited)
 
 
+def _run_user(tmp_path: Path, **modules: str) -> subprocess.CompletedProcess[str]:
+    """Write ``modules`` (name -> source) into ``tmp_path`` and run its ``run.py`` there, as a
+    user runs their own script from their own folder; asserts it exited 0."""
+    for name, source in modules.items():
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
+    done = subprocess.run([str(PYTHON), "run.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=100, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
 def test_sending_what_is_no_event_says_what_to_send_instead():
     records = [{"key": name, "send": name} for name in SENT]
     result = AgentsExecutionEnvironment.local().from_list(records).apply(Sender()).run()
@@ -180,17 +191,7 @@ print(json.dumps({"outputs": result.outputs,
 
 
 def test_a_users_module_from_its_own_directory(tmp_path: Path):
-    (tmp_path / "bot.py").write_text(textwrap.dedent(USER_AGENT))
-    (tmp_path / "run.py").write_text(textwrap.dedent(USER_RUN))
-    done = subprocess.run(
-        [str(PYTHON), "run.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=100,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = _run_user(tmp_path, bot=USER_AGENT, run=USER_RUN)
     got = json.loads(done.stdout.splitlines()[-1])
     assert got["outputs"] == [{"text": "hi"}]  # the other records go on
     errors = got["errors"]
@@ -259,17 +260,7 @@ for w in caught:
 
 
 def test_a_tool_leaving_the_model_guessing_is_warned_of_at_its_line(tmp_path: Path):
-    (tmp_path / "helper.py").write_text(textwrap.dedent(TOOLS_MODULE))
-    (tmp_path / "run.py").write_text(textwrap.dedent(TOOLS_RUN))
-    done = subprocess.run(
-        [str(PYTHON), "run.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=100,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = _run_user(tmp_path, helper=TOOLS_MODULE, run=TOOLS_RUN)
     lines = [x.split("|") for x in done.stdout.splitlines() if x.startswith("ToolDoc")]
     helper = str(tmp_path / "helper.py")
     assert [(where, said) for _, where, said in lines] == [
@@ -369,17 +360,7 @@ for w in caught:
 
 
 def test_an_action_returning_the_event_send_event_gave_back_is_not_warned_of(tmp_path: Path):
-    (tmp_path / "agents.py").write_text(textwrap.dedent(RETURNING_MODULE))
-    (tmp_path / "run.py").write_text(textwrap.dedent(RETURNING_RUN))
-    done = subprocess.run(
-        [str(PYTHON), "run.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=100,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = _run_user(tmp_path, agents=RETURNING_MODULE, run=RETURNING_RUN)
     lines = done.stdout.splitlines()
     assert [x for x in lines if x.startswith("OUT")] == [
         "OUT ['a'] []",
@@ -530,17 +511,7 @@ print(json.dumps({e.key: [e.error_type, e.message] for e in result.errors}))
 
 
 def test_get_resource_without_a_type_names_the_type_the_name_is_declared_as(tmp_path: Path):
-    (tmp_path / "fetcher.py").write_text(textwrap.dedent(FETCH_MODULE))
-    (tmp_path / "run.py").write_text(textwrap.dedent(FETCH_RUN))
-    done = subprocess.run(
-        [str(PYTHON), "run.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=100,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = _run_user(tmp_path, fetcher=FETCH_MODULE, run=FETCH_RUN)
     said = json.loads(done.stdout.splitlines()[-1])
     assert said == {
         "assistant": [
