@@ -249,7 +249,10 @@ def test_a_failure_shows_each_distinct_finding_once():
         report.assert_ok()
     message = str(info.value)
     for f in distinct[:10]:
-        assert message.count(f.message) == 1
+        # once, not once per crash point (440 findings here); a message may also stand inside
+        # another distinct finding's (a slow machine's run can give two that differ by kind)
+        alike = sum(1 for g in distinct if f.message in g.message)
+        assert 1 <= message.count(f.message) <= alike, f.message
     # one source line per distinct divergence, not one per crash point
     shown = message.count(f'File "{AGENTS_FILE}"')
     assert 0 < shown <= sum(1 for f in distinct if f.kind == "divergence")

@@ -371,10 +371,9 @@ class EncodedForms:
 
     def found(self, text: str) -> bool:
         """Whether ``text`` holds a form or a piece, where it stands or in its canonical form."""
-        if self._exact.search(text) is not None:
+        if self._exact.search(text) is not None or self._either.search(text) is not None:
             return True
-        plain = text if is_canonical(text) else canonical(text)
-        return self._either.search(plain) is not None
+        return not is_canonical(text) and self._either.search(canonical(text)) is not None
 
     def mask(self, text: str, mask: str) -> str:
         """``text`` with every form and piece masked, where it stands or hidden (``canonical``).
@@ -382,12 +381,12 @@ class EncodedForms:
         Returns:
             The masked text (``text`` itself when none was found).
         """
-        text = _replaced(text, self._exact, mask)
-        if is_canonical(text):
-            return _replaced(text, self._either, mask)
-        if self._either.search(canonical(text)) is None:  # (computed once: see canonical)
+        # what stands as it is first: a form can end in a character that, with the text
+        # after it, canonical() reads as a reference ('&' then '#4'), so the canonical text
+        # does not hold it
+        text = _replaced(_replaced(text, self._exact, mask), self._either, mask)
+        if is_canonical(text) or self._either.search(canonical(text)) is None:
             return text
-        text = _replaced(text, self._either, mask)  # what stands as it is: cheap to mask
         return mask_hidden(text, self._either, mask)  # type: ignore[arg-type]
 
 
