@@ -74,42 +74,9 @@ def test_an_outside_event_wakes_only_its_run(parked):
     assert [o["key"] for o in h.out] == ["k7"] and h.out[0]["approved"] == {"by": "ann"}
     assert h.op.core.counters["actions_reentered"] - before == 1
     assert len(h.op._run_state.data) == KEYS - 1
-    # its run is gone: held for the key's next run (not ``_answer``: its timer is 600 s off)
-    h.feed("k7", OutsideEnvelope({"key": "k7", "correlation_id": "go-k7", "payload": "again"}))
-    assert h.out[1:] == [] and '"status":"early"' in h.op._run_state.data["k7"]
-    h.end()  # no run of k7 comes: named on the error output, with its key
-    [err] = [e for tag, e in (o for o in h.out if isinstance(o, tuple)) if e["key"] == "k7"]
+    _answer(h, "k7", payload="again")  # its run is gone: named on the error output
+    [(tag, err)] = h.out[1:]
     assert err["error_type"] == "UnmatchedEventError" and "no run of key 'k7'" in err["message"]
-    assert "the end of input came before its wait opened" in err["message"]
-    assert "k7" not in h.op._run_state.data  # the key holds nothing any more
-
-
-def test_an_answer_before_its_record_is_held_in_keyed_state_and_survives_a_restore():
-    h = PumpHarness(wa.Approver())
-    try:
-        h.feed("a", OutsideEnvelope({"key": "a", "correlation_id": "go-a", "payload": "early"}))
-        text = h.op._run_state.data["a"]  # held in the key's run slot, parked, with a timer
-        assert '"status":"early"' in text and text.endswith(PARKED_SUFFIX)
-        assert h.op._runs == {} and h.out == [] and h.op.core.counters["runs_waiting"] == 1
-        assert [key for _t, key in h.timers.processing] == ["a"]
-        saved = {
-            name: dict(getattr(h.op, name).data)
-            for name in ("_run_state", "_memory_state", "_head_state", "_tail_state")
-        }
-        h.op.close()  # the crash
-        h.op = AgentOperator(AgentPlan.from_agent(wa.Approver()), metrics=False)
-        h.op.open(h.rc)
-        for name, data in saved.items():
-            getattr(h.op, name).data.update(data)
-        h.feed("a", {"n": 0})  # the record: its run takes the held answer as its wait opens
-        _pump_until(h, lambda: len(h.out) == 1, "the run never completed")
-        assert [(o["key"], o.get("approved")) for o in h.out] == [("a", "early")]
-        h.feed("a", {"n": 1, "timeout_s": 0.2})  # the key's next run waits anew
-        _pump_until(h, lambda: len(h.out) == 2, "the second run never timed out")
-        assert "within 0.2 s" in h.out[-1]["timed_out"]
-        assert h.op._run_state.data == {} and h.op.core.counters["runs_waiting"] == 0
-    finally:
-        h.close()
 
 
 def test_a_restored_operator_leaves_parked_runs_in_keyed_state(parked):

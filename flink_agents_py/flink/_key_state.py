@@ -189,12 +189,6 @@ class _FlinkKeyState(KeyState):
             self._bounds()
         return self._tail - self._head
 
-    def next_seq(self) -> int:
-        """The position the key's next input gets (the queue's tail)."""
-        if self._tail < 0:
-            self._bounds()
-        return self._tail
-
     def flush(self) -> None:
         """Write back what changed: the run, the memory, the queue and its counters."""
         op = self._op

@@ -239,14 +239,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
                     self._dispatch(step, event, None, data=data, own=True, reported=True)
             else:
                 if run.parked and not self._inbox.has(key):
-                    if run.inflight or not state.queued():
-                        break  # only its outside event or timer moves it on (``_waits``)
-                    # a holder of early events (``_waits.is_holder``): the queued record's
-                    # run takes them over
-                    held, run = run.waits, None
-                    state.run = None
-                    self.waiting_changed(-1)
-                    continue
+                    break  # only its outside event or timer moves it on (``_waits``)
                 token = None  # started in an earlier callback (or another process)
                 step = _Step(shown, state, run, res, live, collections.deque(), key)
                 self._reconcile_live(step)

@@ -31,7 +31,7 @@ from ...api import (
     UnmatchedEventError,
     WaitTimeoutError,
 )
-from ...api.internal import key_json, shown_key
+from ...api.internal import key_from_json, key_json, shown_key
 from .._serde import to_json_value
 from .._unread import logged
 from ..recorder._ledger import CallLedger
@@ -44,14 +44,6 @@ from ._invocation_end import check_invocation
 from ._results import ErrorRecord, StepResult, shown_input
 from ._subgraph import cancel_left_behind, stop_cancelled_polls, under_cancelled
 from ._tasks import Delivery, Step, Task
-from ._wait_texts import (
-    _NO_RUN,
-    _answer_problem,
-    _approval_problem,
-    _typed_key_hint,
-    _waited_for,
-    is_holder,
-)
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
@@ -144,8 +136,6 @@ class WaitsCore:
         wait = run.waits.get(cid) if run is not None else None
         if run is not None and cid.startswith("#"):  # the runtime's own: never an event's
             wait = WaitRecord(call_id="", caller="", ordinal=-1, status="reserved")
-        if run is None and not cid.startswith("#"):  # held for the key's next run
-            run = self._holder(state)
         if run is not None and wait is None \
                 and sum(w.status == "early" for w in run.waits.values()) < EARLY_MAX:
             return self._hold_early(key, state, run, cid, event.payload, where)
@@ -159,11 +149,6 @@ class WaitsCore:
             shown = self._key_value(key)
             why = (f"no run of key {shown_key(shown)} is in flight{_typed_key_hint(shown)} "
                    f"({_NO_RUN})" if run is None
-                   else f"no run of key {shown_key(shown)} is in flight"
-                        f"{_typed_key_hint(shown)}, and {EARLY_MAX} events are held for its "
-                        "next run already (an unknown correlation id, or one whose wait has "
-                        "not opened yet)"
-                   if wait is None and is_holder(run)
                    else f"the run of key {shown_key(shown)} (input {run.seq}) has no wait for "
                         f"it, and holds {EARLY_MAX} early events already (an unknown "
                         "correlation id, or one whose wait has not opened yet)"
@@ -225,13 +210,6 @@ class WaitsCore:
         if not due:
             if not given_up:
                 return None
-            if is_holder(run) and not run.waits:  # it holds nothing more: the key is idle
-                self.waiting_changed(-1)
-                state.run = None
-                state.flush()
-                res = StepResult(ended_timers=[])  # (its end-of-input timer goes too)
-                res.errors.extend(given_up)
-                return res
             res = StepResult(parked=True) if run.parked else self.advance(key, state)
             if run.parked:
                 state.flush()
@@ -302,42 +280,22 @@ class WaitsCore:
         deadline = self.clock_ms() + EARLY_HOLD_S * 1000
         run.waits[cid] = WaitRecord(call_id="", caller=where, ordinal=-1, deadline_ms=deadline,
                                     status="early", payload=payload)
-        if run.parked and (run.inflight or not state.queued()):
-            res = StepResult(parked=True)  # stays parked: nothing of it is loaded for it
+        if run.parked:  # stays parked: nothing of it is loaded for an event it holds
+            res = StepResult(parked=True)
             state.flush()
         else:
             res = self.advance(key, state)
         res.timers = [*(res.timers or ()), deadline]
         return res
 
-    def _holder(self, state: KeyState) -> RunState:
-        """A holder of early events for a key with no run in flight (see ``is_holder``).
-
-        Its ``seq`` is the last input's (the next run's, less one): a host finds the key's
-        queue from a run's ``seq``. It counts as a waiting run (the ``runs_waiting`` gauge),
-        as a host counts it when it restores it.
-
-        Returns:
-            The holder, parked, holding nothing yet (``state.run`` set to it).
-        """
-        holder = RunState(seq=state.next_seq() - 1, siblings_kept=True, ltm_done=[],
-                          parked=True)
-        state.run = holder
-        self.waiting_changed(1)
-        return holder
-
     def _early_error(self, key: Any, run: RunState, cid: str, wait: WaitRecord,
                      why: str) -> ErrorRecord:
-        holder, shown = is_holder(run), self._key_value(key)
         error = UnmatchedEventError(
-            f"outside event with correlation id {shown_key(cid)} arrived for no waiter: "
-            + (f"no run of key {shown_key(shown)} is in flight{_typed_key_hint(shown)} (it "
-               f"came before the key's record started one, or after its run ended): it was "
-               f"held for the key's next run to wait for it, and {why}" if holder else
-               f"the run of key {shown_key(shown)} (input {run.seq}) has no wait for "
-               f"it: it was held for its wait to open, and {why}{_waited_for(run)}"))
+            f"outside event with correlation id {shown_key(cid)} arrived for no waiter: the run "
+            f"of key {shown_key(self._key_value(key))} (input {run.seq}) has no wait for it: it "
+            f"was held for its wait to open, and {why}{_waited_for(run)}")
         return logged(ErrorRecord(
-            key=self._key_value(key), seq=-1 if holder else run.seq, action="<outside>",
+            key=self._key_value(key), seq=run.seq, action="<outside>",
             execution_id=wait.caller or "outside event", error_type=type(error).__name__,
             message=str(error), input={"key": key_json(self._key_value(key)),
                                        "correlation_id": cid, "payload": wait.payload}))
@@ -530,3 +488,95 @@ class WaitsCore:
         for task in live.values():  # dropped: the run re-enters from keyed state
             if task.coro is not None:
                 task.coro.close()
+
+
+_NO_RUN = ("an event is held only for a run in flight: it came before the key's record "
+           "started one, or after the run ended; send it once the run waits, as an answer "
+           "to the request read from the outputs is")
+
+
+def _waited_for(run: RunState, most: int = 5) -> str:
+    """`` (the run waited for: 'a', 'b')``: the ids of the run's waits, to show a typo by."""
+    ids = [cid for cid, w in run.waits.items() if not cid.startswith("#")
+           and w.status != "early"]
+    if not ids:
+        return ""
+    more = f" and {len(ids) - most} more" if len(ids) > most else ""
+    return f" (the run waited for: {', '.join(shown_key(c) for c in ids[:most])}{more})"
+
+
+def _typed_key_hint(key: Any) -> str:
+    """A hint when ``key`` may be another key's text (``'7'`` for ``7``) or number.
+
+    Keys are typed, and an outside event read from JSON text often carries a number as
+    text: the run it is for waits under the other key.
+
+    Returns:
+        The hint, with its leading space; ``""`` for a key no other key's form is like.
+    """
+    if isinstance(key, str):
+        tagged = _tagged_text(key)
+        if tagged is not None:  # a UUID or a date as text: its key's JSON form is tagged
+            return (f" (keys are typed: if the records' key is the {tagged} {key!r}, send the "
+                    f"event with that key, or its JSON form {{{tagged!r}: {key!r}}}, not the "
+                    "string)")
+        try:
+            number: float = int(key)
+        except ValueError:
+            try:
+                number = float(key)
+            except ValueError:
+                return ""
+        if not math.isfinite(number):  # 'nan', 'inf': words, not numbers someone keyed by
+            return ""
+        return (f" (keys are typed: if the records' key is the number {number!r}, send the "
+                f"event with that number as its key, not the string {key!r})")
+    if isinstance(key, (int, float)) and not isinstance(key, bool):
+        return (f" (keys are typed: if the records' key is the string {str(key)!r}, send the "
+                f"event with that string as its key, not the number {key!r})")
+    return ""
+
+
+def _tagged_text(text: str) -> str | None:
+    """The tag of the key type whose canonical text ``text`` is (``"uuid"``...), if any."""
+    for tag in ("uuid", "date", "datetime"):
+        try:
+            if key_json(key_from_json({tag: text})) == {tag: text}:
+                return tag
+        except ValueError:
+            continue
+    return None
+
+
+def _approval_problem(run: RunState, wait: WaitRecord, payload: Any) -> str | None:
+    """Why ``payload`` is no answer to the approval ``wait`` holds (``None``: it is one).
+
+    An approval (a tool call held by ``requires_approval``) takes ``True``/``False`` or a
+    mapping whose ``approved`` is a boolean (what ``ApprovalRequest.approve``/``reject``
+    build). Anything else (``"yes"``, ``{"approved": "true"}``, ``None``) was rejected
+    silently before, so a reviewer's broken answers went unnoticed: now it is refused to the
+    error output and the call stays held for an answer it can read (or its timeout).
+
+    Returns:
+        The reason, as the end of a sentence starting with the approval's id.
+    """
+    action = run.inflight.get(wait.caller)
+    rec = action.calls.get(str(wait.ordinal)) if action is not None else None
+    return None if rec is None else _answer_problem(rec.kind, payload)
+
+
+def _answer_problem(kind: CallKind | None, payload: Any) -> str | None:
+    """Why ``payload`` is no answer to a wait of call ``kind`` (``None``: it is one).
+
+    Returns:
+        The reason (see ``_approval_problem``); ``None`` for any wait but an approval's.
+    """
+    if kind is not CallKind.APPROVAL or isinstance(payload, bool):
+        return None  # (a wait of ``ctx.wait_for`` takes any payload)
+    if isinstance(payload, dict) and isinstance(payload.get("approved"), bool):
+        return None
+    got = payload.get("approved") if isinstance(payload, dict) else payload
+    what = "its 'approved'" if isinstance(payload, dict) else "its payload"
+    return (f"cannot be read: {what} is {got!r}, not true or false (answer with "
+            "ApprovalRequest.approve() or reject(), or a payload {'approved': true|false, "
+            "...}); the call stays held")

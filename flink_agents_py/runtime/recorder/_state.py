@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -16,7 +17,6 @@ from typing import Any, TypeVar
 import msgspec
 
 from ...api import AgentsError
-from ._salvage import _salvaged_seq
 
 __all__ = ["CallKind", "CallRecord", "InflightAction", "Invocation", "WaitRecord", "RunState",
            "KeyState", "InMemoryKeyState", "StateFormatError", "PARKED_SUFFIX",
@@ -495,6 +495,21 @@ class RunState(_Record, kw_only=True, repr_omit_defaults=True):
             raise
 
 
+_SEQ_AT_START = re.compile(rb'\A\s*\{\s*"seq"\s*:\s*(\d{1,18})[\s,}]')
+
+
+def _salvaged_seq(stored: Any) -> int | None:
+    """The ``seq`` of damaged stored run state, when it can still be read (else ``None``)."""
+    if isinstance(stored, Mapping):
+        seq = stored.get("seq")
+        return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0 else None
+    if isinstance(stored, str):
+        stored = stored.encode("utf-8", "surrogatepass")
+    found = _SEQ_AT_START.match(bytes(stored)) if isinstance(stored, (bytes, bytearray)) \
+        else None
+    return int(found.group(1)) if found else None
+
+
 _ENCODER = msgspec.json.Encoder()
 _VERSION_MEMBER = f',"v":{STATE_FORMAT_VERSION}}}'
 PARKED_SUFFIX = f'"parked":true{_VERSION_MEMBER}'
@@ -547,10 +562,6 @@ class KeyState(ABC):
     def queued(self) -> int:
         """How many records are queued (not counting the in-flight run's)."""
 
-    @abstractmethod
-    def next_seq(self) -> int:
-        """The position the key's next input will get (its queue's tail)."""
-
     def flush(self) -> None:  # noqa: B027 - optional hook
         """Write back what changed (the Flink host does; in-memory state needs nothing)."""
 
@@ -565,7 +576,8 @@ class InMemoryKeyState(KeyState):
     memory: dict[str, Any] = {}  # shadows it too (each instance sets its own)
 
     def __init__(self) -> None:
-        self.run, self.memory = None, {}
+        self.run = None
+        self.memory = {}
         self._queue: list[Any] = []
         self._head = self._next_seq = 0
 
@@ -586,6 +598,3 @@ class InMemoryKeyState(KeyState):
 
     def queued(self) -> int:
         return len(self._queue) - self._head
-
-    def next_seq(self) -> int:
-        return self._next_seq + len(self._queue) - self._head
