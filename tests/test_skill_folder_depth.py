@@ -129,22 +129,38 @@ def test_setuid_bits_are_cleared_below_the_fds_the_walk_holds_and_in_the_branche
         assert stat.S_IMODE(f.stat().st_mode) == 0o755, f
 
 
+def fds_below(folder: Path) -> int:
+    """How many of this process's fds are open on ``folder`` or below it.
+
+    Only those: the test process's other threads (left by earlier tests, the event loops
+    and pools of the suite) open and close fds of their own while the walk runs, so a
+    count of all fds moved by a few between two readings (1,013 against 1,017 in CI).
+    """
+    held = 0
+    for entry in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(entry)
+        except FileNotFoundError:  # closed since listed (the listing's own fd, or a thread's)
+            continue
+        if target == str(folder) or target.startswith(f"{folder}/"):
+            held += 1
+    return held
+
+
 def test_a_walk_holds_a_bounded_number_of_fds_however_deep_the_folder(deep_tmp):
     skill = skill_folder(deep_tmp)
     chain(skill, 500)
-    open_fds = Path("/proc/self/fd")
-    before = len(list(open_fds.iterdir()))
     most = 0
     fd = os.open(skill, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with closing(walk_beneath(fd)) as entries:
             for parts, _, _, _ in entries:
                 if len(parts) % 50 == 0:
-                    most = max(most, len(list(open_fds.iterdir())) - before)
+                    most = max(most, fds_below(skill))
     finally:
         os.close(fd)
-    assert 0 < most <= MAX_HELD_FDS + 4, most  # the held ones, the listed one, scandir's
-    assert len(list(open_fds.iterdir())) == before
+    assert 1 < most <= MAX_HELD_FDS + 4, most  # the top, the held ones, scandir's
+    assert fds_below(skill) == 0
 
 
 WIDE = """
