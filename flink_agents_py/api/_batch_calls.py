@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ._errors import ReplayDivergenceError, UsageError
+from ._secrets import cut_masked
 
 __all__ = ["DurableCallSpec", "Outcome", "batch_awaitables", "gather_outcomes"]
 
@@ -100,7 +101,7 @@ class Outcome(Generic[T]):
     def __repr__(self) -> str:
         if self.error is not None:
             return f"Outcome.failure({self.error!r})"
-        return f"Outcome.success({self.value!r:.200})"
+        return f"Outcome.success({cut_masked(repr(self.value), 200)})"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Outcome):
@@ -118,7 +119,7 @@ def _parts(
     if not callable(func):
         raise UsageError(
             f"durable_execute_all_async: callables[{position}] is "
-            f"{type(call).__name__} {call!r:.80}, not a call: give "
+            f"{type(call).__name__} {cut_masked(repr(call), 80)}, not a call: give "
             f"DurableCall(func=..., args=(...), kwargs={{...}})"
         )
     args = getattr(call, "args", ()) or ()

@@ -15,6 +15,7 @@ from typing import Any
 from ._errors import UsageError
 from ._event_types import BUILTIN_TYPE_NAMES
 from ._events import Event
+from ._secrets import cut_masked
 
 __all__ = ["DynamicEvent", "SendEventArgumentError", "event_to_send"]
 
@@ -50,7 +51,7 @@ class DynamicEvent(Event):
         if not isinstance(identifier, str) or not identifier:
             raise UsageError(
                 f"DynamicEvent needs identifier= as a non-empty string (the type "
-                f"an action listens to it by), got {identifier!r:.80}"
+                f"an action listens to it by), got {cut_masked(repr(identifier), 80)}"
             )
         if identifier in BUILTIN_TYPE_NAMES:
             raise UsageError(
@@ -101,7 +102,7 @@ def event_to_send(event: Event | None, identifier: str | None, attributes: dict[
         if event is not None:
             raise SendEventArgumentError(
                 "send_event takes an event or identifier=..., not both (got "
-                f"{type(event).__name__} and identifier={identifier!r:.80})"
+                f"{type(event).__name__} and identifier={cut_masked(repr(identifier), 80)})"
             )
         if identifier in BUILTIN_TYPE_NAMES:
             return Event(type=identifier, attributes=attributes)

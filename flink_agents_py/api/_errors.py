@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._secrets import mask_secrets
+from ._secrets import cut_masked, mask_secrets
 
 __all__ = [
     "AgentsError",
@@ -246,7 +246,7 @@ class EventChainLimitError(AgentsError):
         last = actions[-self.SHOWN:]
         tail = " -> ".join(last)
         more = f"... -> {tail}" if len(actions) > len(last) else tail
-        where = f" for key {key!r:.80}" if key is not None else ""
+        where = f" for key {cut_masked(repr(key), 80)}" if key is not None else ""
         sending = ""
         if len(self.event_types) == 2:
             sending = (f"; {last[-1] if last else 'the action'}, triggered by a "
@@ -298,7 +298,7 @@ class CallLimitError(AgentsError):
 
     def __init__(self, limit: int = LIMIT, key: Any = None, execution_id: str = "") -> None:
         self.limit, self.key, self.execution_id = limit, key, execution_id
-        where = f" for key {key!r:.80}" if key is not None else ""
+        where = f" for key {cut_masked(repr(key), 80)}" if key is not None else ""
         super().__init__(
             f"the run of one input record{where} started more than {limit} durable calls "
             f"(model, tool, sub-agent calls of the run and of its sub-agents' runs; "

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._events import _BY_CLASS, EVENT_CLASS_KEY, Event, event_class_for
+from ._secrets import cut_masked
 
 __all__ = ["event_from_json", "stored_event_from_json"]
 
@@ -53,8 +54,8 @@ def event_from_json(data: dict[str, Any], where: str = "an event's JSON form") -
     cls = _defined(tag)
     if cls is None:
         raise ValueError(
-            f"{where}: its {EVENT_CLASS_KEY!r} tag {str(tag)[:200]!r} names no Event subclass "
-            "defined in this process, and nothing is imported for a tag of JSON read from "
+            f"{where}: its {EVENT_CLASS_KEY!r} tag {cut_masked(str(tag), 200)!r} names no Event "
+            "subclass defined in this process, and nothing is imported for a tag of JSON read from "
             "outside: import the module that defines the class before reading the event, or "
             "drop the tag to rebuild it as its type's class"
         )

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_
 from ._errors import ResourceError, UsageError
 from ._secret_scrub import mask_credentials, mask_validation_error, scrub_exception
 from ._secret_urls import register_plan_credentials
+from ._secrets import cut_masked
 
 if TYPE_CHECKING:
     from ._metric_groups import MetricGroup
@@ -197,7 +198,7 @@ def _not_a_class(clazz: Any) -> str:
         kind = type(clazz).__name__
         return (f"{head}, got an instance of {kind}: give the class {kind} itself and its "
                 f"fields as keywords ({how})")
-    return f"{head}, got {type(clazz).__name__} {clazz!r:.80}: {how}"
+    return f"{head}, got {type(clazz).__name__} {cut_masked(repr(clazz), 80)}: {how}"
 
 
 class ResourceDescriptor(BaseModel):

@@ -355,6 +355,25 @@ def clip(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
             f"{text[len(text) - tail:]}")
 
 
+def cut_masked(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, masked first when it is longer.
+
+    For a message quoting what a record, a model, a tool or a server wrote: the message is
+    masked again where it leaves (an error's text, a trace, a log line), but a secret cut
+    in two there is no longer one a mask recognises, and its first part would leave.
+
+    Args:
+        text: the quoted text.
+        limit: the most characters kept.
+
+    Returns:
+        ``text`` when it has at most ``limit`` characters, else the start of
+        ``mask_secrets(text)``.
+    """
+    if len(text) <= limit:
+        return text
+    return mask_secrets(text)[:limit]
+
 def has_known_secret(text: str) -> bool:
     """Whether ``text`` holds a registered secret, in any of its forms (a quick check).
 

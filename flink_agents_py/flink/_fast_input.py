@@ -42,6 +42,7 @@ from typing import Any
 
 from pyflink.datastream.functions import KeySelector
 
+from ..api.internal import cut_masked
 from ..runtime.internal import UnreadableRecord
 from ._fresh import fresh_reduce
 
@@ -199,7 +200,7 @@ def unreadable(record: Any, error: Exception, pickled: bool) -> UnreadableRecord
     size = len(record) if isinstance(record, (bytes, bytearray)) else None
     what = f"{'pickled ' if pickled else ''}record" + (f" of {size:,} bytes" if size else "")
     text = str(error)
-    why = f"{type(error).__name__}: {text[:500]}" + ("..." if len(text) > 500 else "")
+    why = f"{type(error).__name__}: {cut_masked(text, 500)}" + ("..." if len(text) > 500 else "")
     if isinstance(record, (bytes, bytearray)):
         excerpt = repr(bytes(record[:_EXCERPT_BYTES])) + ("..." if size and size > _EXCERPT_BYTES
                                                           else "")

@@ -28,6 +28,7 @@ import cloudpickle  # type: ignore[import-untyped]
 from pyflink.common.typeinfo import Types
 from pyflink.datastream import KeyedProcessFunction, KeyedStream
 
+from ..api.internal import cut_masked
 from ..runtime.internal import UnreadableRecord
 from ._fast_input import unreadable
 from ._fresh import shipped
@@ -217,7 +218,7 @@ def seal(keyer: Callable[[Any], Any], record: Any) -> Sealed:
         text = str(e)
         inner = record.record if type(record) is Positioned else record
         return Sealed(key, None, where, f"{type(inner).__name__} record",
-                      f"pickling it raised {type(e).__name__}: {text[:500]}"
+                      f"pickling it raised {type(e).__name__}: {cut_masked(text, 500)}"
                       f"{'...' if len(text) > 500 else ''}")
 
 

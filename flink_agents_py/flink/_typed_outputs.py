@@ -28,6 +28,7 @@ from typing import Any
 
 from pyflink.datastream import OutputTag
 
+from ..api.internal import cut_masked
 from ..runtime.internal import key_from_json
 
 __all__ = ["OutputContract", "OutputTypeError", "TypedOutputs", "contract_of"]
@@ -307,7 +308,7 @@ def _log_unrouted(where: str, record: Any, echo: bool = False) -> None:
             pass
         about = (f"key {_shown(key, 100)} (input {record.get('seq')}, action "
                  f"{record.get('action')!r}): {record.get('error_type')}: "
-                 f"{str(record.get('message'))[:500]}")
+                 f"{cut_masked(str(record.get('message')), 500)}")
     else:
         about = _shown(record, 500)
     message = (

@@ -21,7 +21,7 @@ from ..api import (
     SerializationError,
     ToolCall,
 )
-from ..api.internal import EVENT_ID_SOURCE, SLOT_SETTERS, one_json_object
+from ..api.internal import EVENT_ID_SOURCE, SLOT_SETTERS, cut_masked, one_json_object
 from ._failures import clip
 from ._model_calls import MAX_ANSWER_DEPTH, class_problem, deeper_than
 from ._schemas import schema_problems
@@ -111,7 +111,8 @@ def structured(response: ChatResponse, schema: dict[str, Any]) -> tuple[ChatResp
 
 def quote(invalid: list[dict[str, str]]) -> str:
     return "; ".join(
-        f"answer {i + 1}: {a['answer'][:500]!r} ({a['problem']})" for i, a in enumerate(invalid)
+        f"answer {i + 1}: {cut_masked(a['answer'], 500)!r} ({a['problem']})"
+        for i, a in enumerate(invalid)
     )
 
 

@@ -40,7 +40,15 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ..api import AgentsError
-from ..api.internal import KEY_TAGS, KEY_TYPES, key_json, shown_key, tagged_json, untag
+from ..api.internal import (
+    KEY_TAGS,
+    KEY_TYPES,
+    cut_masked,
+    key_json,
+    shown_key,
+    tagged_json,
+    untag,
+)
 from ._serde import dumps
 from .core._results import RejectedKey, select_key
 
@@ -341,7 +349,8 @@ class KeyEncoding:
         mine = pickle.dumps(key)  # what PyFlink's thread mode writes (``PickleDataConverter``)
         if mine != bytes(stored):
             raise KeyEncodingMismatchError(
-                f"keyed state holds the key {key!r:.100} pickled as {bytes(stored)[:24]!r}, "
+                f"keyed state holds the key {cut_masked(repr(key), 100)} pickled as "
+                f"{bytes(stored)[:24]!r}, "
                 f"but this job pickles it as {mine[:24]!r} (pickle protocol {mine[1]} vs "
                 f"{bytes(stored)[1]}): the savepoint was taken in process mode (cloudpickle) "
                 f"or on another Python version (or the key's pickle is not stable, e.g. a "

@@ -36,6 +36,7 @@ from ..api import (
 from ..api.internal import (
     clip,
     collect_rate_limits,
+    cut_masked,
     described,
     output_classes_of,
     refuse_truncated_calls,
@@ -438,8 +439,8 @@ def paid_answer(response: ChatResponse) -> ChatResponse:
         refuse_truncated_calls(response.finish_reason, [c.name for c in calls])
         for i, c in enumerate(calls):
             if deeper_than(c.arguments, MAX_ANSWER_DEPTH):
-                raise ValueError(f"tool call {i} ({c.name[:100]!r}) has arguments nested "
-                                 f"deeper than {MAX_ANSWER_DEPTH} levels; none was run")
+                raise ValueError(f"tool call {i} ({cut_masked(c.name, 100)!r}) has arguments "
+                                 f"nested deeper than {MAX_ANSWER_DEPTH} levels; none was run")
     except Exception as e:
         e.spend_metadata = {k: response.metadata[k]  # type: ignore[attr-defined]
                             for k in ("budget", "fallback_budget") if k in response.metadata}

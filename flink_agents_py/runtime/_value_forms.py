@@ -45,6 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..api import SerializationError
+from ..api.internal import cut_masked
 from ._json_codec import dumps
 
 __all__ = ["VALUE_FORMS", "VALUE_TAGS", "row_form", "value_form", "value_of"]
@@ -180,7 +181,7 @@ def value_of(tag: str, data: Any, rebuild: Callable[[Any], Any]) -> Any:
     except Exception as e:  # noqa: BLE001 - the record's data, not a value of its type
         raise SerializationError(
             f"a stored {tag[1:]} value could not be rebuilt from "
-            f"{str(data)[:80]!r} ({type(e).__name__}: {e})"
+            f"{cut_masked(str(data), 80)!r} ({type(e).__name__}: {e})"
         ) from None
 
 

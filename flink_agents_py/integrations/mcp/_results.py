@@ -13,7 +13,7 @@ import orjson
 from pydantic import ValidationError
 
 from ...api import AgentsError, ChatMessage, MessageRole, ResourceError, mask_secrets
-from ...api.internal import mask_known, mask_known_value
+from ...api.internal import cut_masked, mask_known, mask_known_value
 from ._session import wire
 
 if TYPE_CHECKING:
@@ -68,8 +68,8 @@ def _bounded(result: Any, tool: str, server: McpServer) -> Any:
         return result
     size = len(orjson.dumps(wire(result)))
     if size > limit:
-        raise McpToolError(f"MCP tool {tool[:100]!r} of {server.where} returned {size:,} "
-                           f"characters, more than max_result_chars={limit:,}")
+        raise McpToolError(f"MCP tool {cut_masked(tool, 100)!r} of {server.where} returned "
+                           f"{size:,} characters, more than max_result_chars={limit:,}")
     return result
 
 
@@ -194,7 +194,8 @@ def _by_name(tools: list[dict[str, Any]], prompts: list[dict[str, Any]], where: 
             name = item["name"]
             if name in out:
                 raise ResourceError(
-                    f"MCP server {where} advertises two {kind}s named {name[:100]!r} in its "
+                    f"MCP server {where} advertises two {kind}s named "
+                    f"{cut_masked(name, 100)!r} in its "
                     f"{kind}s/list, and a {kind}'s name must be unique on its server: rename "
                     "one of them on the server")
             out[name] = _listed_masked(item)

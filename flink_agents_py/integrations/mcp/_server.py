@@ -38,7 +38,7 @@ from ...api import (
     ToolMetadata,
 )
 from ...api import internal as _api
-from ...api.internal import RESERVED_TOOL_PREFIX, mask_known_value, scrub_exception
+from ...api.internal import RESERVED_TOOL_PREFIX, cut_masked, mask_known_value, scrub_exception
 from ..chat_models._common import FreshOnUnpickle, secret_env_values
 from ._results import (
     McpToolError,
@@ -356,15 +356,18 @@ class McpServer(FreshOnUnpickle, Resource):
         try:
             yield
         except ValidationError as e:
-            raise McpToolError(f"MCP tool {tool[:100]!r} of {self.where} answered with a "
-                               f"result that is not MCP: {_not_mcp(e)}") from scrub_exception(e)
+            raise McpToolError(f"MCP tool {cut_masked(tool, 100)!r} of {self.where} answered "
+                               f"with a result that is not MCP: {_not_mcp(e)}"
+                               ) from scrub_exception(e)
         except TimeoutError:
             raise
         except Exception as e:
-            conn.raise_failure(f"MCP tool {tool[:100]!r} failed: ")  # the session ended: say why
+            # the session ended: say why
+            conn.raise_failure(f"MCP tool {cut_masked(tool, 100)!r} failed: ")
             if type(e).__name__ not in ("McpError", "MCPError"):  # (the SDK's, 1.x and 2.x)
                 raise
-            raise McpToolError(f"MCP tool {tool[:100]!r} of {self.where} failed: {_short(str(e))}"
+            raise McpToolError(f"MCP tool {cut_masked(tool, 100)!r} of {self.where} failed: "
+                               f"{_short(str(e))}"
                                ) from scrub_exception(e)
 
     def _output_schema(self, tool: str) -> dict[str, Any] | None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ...api import ResourceError, mask_secrets
+from ...api.internal import cut_masked
 from ..chat_models._common import import_sdk
 from ._bounded import bound_http_client, bounded_stdio_client
 
@@ -416,7 +417,7 @@ async def list_all(session: Any, method: str, key: str, where: str = "") -> list
             if method == "list_tools":
                 unvalidated(session)
             return items
-        why = (f"it gave the cursor {cursor[:80]!r} again" if cursor in seen
+        why = (f"it gave the cursor {cut_masked(cursor, 80)!r} again" if cursor in seen
                else f"more than {MAX_LIST_PAGES} pages" if pages >= MAX_LIST_PAGES
                else f"more than {MAX_LISTED} {key}" if len(items) > MAX_LISTED else None)
         if why is not None:

@@ -35,6 +35,7 @@ from ...api.internal import (
     EVENT_ID_SOURCE,
     agent_metric_group,
     builtin_of,
+    cut_masked,
     event_to_send,
     resource_type_argument,
 )
@@ -204,7 +205,7 @@ class ActionContext(RunnerContext):
         """See ``RunnerContext.next_call_id``."""
         if not isinstance(session_id, str) or not session_id:
             raise UsageError(f"ctx.next_call_id takes the session id as a non-empty string, "
-                             f"got {type(session_id).__name__} {session_id!r:.80}")
+                             f"got {type(session_id).__name__} {cut_masked(repr(session_id), 80)}")
         calls = self._id_counts()[1]
         n = calls.get(session_id, 0) + 1
         calls[session_id] = n

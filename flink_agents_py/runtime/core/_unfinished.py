@@ -32,7 +32,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ...api import Budget, UnfinishedRunError
-from ...api.internal import described
+from ...api.internal import cut_masked, described
 from .._failures import clip
 from ..recorder._state import CallKind, KeyState, RunState
 from ..recorder._wait_calls import SLEEP_PREFIX
@@ -227,7 +227,8 @@ class UnfinishedCore(WaitsCore):
                   "open" for cid, w in run.waits.items() if w.status == "open"]
         why = "; ".join(waits) or "it has no action in flight"
         error = UnfinishedRunError(
-            f"the run of key {shown!r:.200} (input {run.seq}) could not finish {where}: "
+            f"the run of key {cut_masked(repr(shown), 200)} (input {run.seq}) could not finish "
+            f"{where}: "
             f"it stays busy with nothing in flight and nothing delivered, so nothing "
             f"can move it on: {why}. The run is given up (a defect of the runtime: please "
             "report it with this message); the key's next input, if any, runs"
