@@ -7,6 +7,7 @@ and a real Kafka broker.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
@@ -49,13 +50,33 @@ def _known_secrets_as_they_were() -> Iterator[None]:
     registry = _secrets._REGISTRY
     with registry._lock:
         saved = (set(registry._values), set(registry._forms), set(registry._patterns),
-                 set(registry._hidden), registry.regexes)
+                 set(registry._hidden), registry.regexes, set(registry._encoded),
+                 registry.encoded)
     yield
     with registry._lock:
-        values, forms, patterns, hidden, regexes = saved
+        values, forms, patterns, hidden, regexes, encoded_forms, encoded = saved
         registry._values, registry._forms = set(values), set(forms)
         registry._patterns, registry._hidden = set(patterns), set(hidden)
         registry.regexes = regexes
+        registry._encoded, registry.encoded = set(encoded_forms), encoded
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _chroma_systems_stopped() -> Iterator[None]:
+    """Each test module ends with chromadb's in-process instances stopped.
+
+    chromadb keeps one instance per persist directory for the whole process (its
+    ``SharedSystemClient`` registry), each holding about 15 fds (its SQLite connections,
+    its index files, its Rust runtime's epoll): a test's temporary directory is a new one
+    each time, so the suite held over 1,000 fds by its last modules, past the 1,024 that
+    many machines allow a process by default.
+    """
+    yield
+    if "chromadb" in sys.modules:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        SharedSystemClient.clear_system_cache()
+        gc.collect()  # (their files close as the clients the module's stores held are freed)
 
 
 @pytest.fixture(autouse=True)
