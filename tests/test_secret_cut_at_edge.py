@@ -82,3 +82,16 @@ def test_a_batch_outcomes_repr_and_a_keys_quote_are_masked(secret):
     error = EventChainLimitError("run/a/e1/b", key=straddling(secret, 80))
     assert "for key" in str(error)
     assert_no_part(secret, str(error))
+
+
+def test_an_unreadable_inputs_shown_repr_is_masked(secret):
+    """An input with no JSON form goes to the error output as its repr, cut to a length."""
+    from flink_agents_py.runtime.core._results import SHOWN_INPUT_CHARS, shown_input
+
+    class Opaque:
+        def __repr__(self) -> str:
+            return straddling(secret, SHOWN_INPUT_CHARS)
+
+    shown = shown_input(Opaque())
+    assert shown.endswith(" chars)")
+    assert_no_part(secret, shown)

@@ -33,6 +33,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ._secrets import cut_masked
+
 __all__ = ["ACCEPTED", "TAGS", "key_json", "key_from_json", "tagged_json", "untag"]
 
 ACCEPTED = ("a str, int, float, bool, None, uuid.UUID, datetime.date, datetime.datetime, "
@@ -51,12 +53,12 @@ def _bytes_of(text: str) -> bytes:
     try:
         return base64.b64decode(text.encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError) as e:
-        raise ValueError(f"not base64 text: {text[:40]!r}") from e
+        raise ValueError(f"not base64 text: {cut_masked(text, 40)!r}") from e
 
 
 def _date_of(text: str) -> datetime.date:
     if len(text) != 10:  # ``fromisoformat`` takes other forms too (3.11): only ours
-        raise ValueError(f"not a date's isoformat text: {text[:40]!r}")
+        raise ValueError(f"not a date's isoformat text: {cut_masked(text, 40)!r}")
     return _Date.fromisoformat(text)
 
 
@@ -156,7 +158,7 @@ def untag(data: dict[str, Any]) -> Any:
             try:
                 return reader(text)
             except (ValueError, ArithmeticError) as e:  # Decimal's InvalidOperation too
-                raise ValueError(f"{tag} {text[:80]!r} is not a {tag} key's text: "
+                raise ValueError(f"{tag} {cut_masked(text, 80)!r} is not a {tag} key's text: "
                                  f"{type(e).__name__}: {e}") from None
-    raise ValueError(f"{str(data)[:80]} is not a key's JSON form: an object there is one of "
-                     f"the tags {sorted(_READERS)} and its text")
+    raise ValueError(f"{cut_masked(str(data), 80)} is not a key's JSON form: an object there "
+                     f"is one of the tags {sorted(_READERS)} and its text")

@@ -18,6 +18,7 @@ from ...api import Event, InputEvent, SerializationError
 from ...api.internal import (
     KEY_TYPES,
     MaskedStr,
+    cut_masked,
     key_json,
     mask_known_value,
     shown_key,
@@ -490,7 +491,7 @@ def shown_input(record: Any) -> str:
     except Exception as e:  # noqa: BLE001 - a record whose repr fails is still reported
         text = f"<{type(record).__name__}: repr failed: {type(e).__name__}>"
     if len(text) > SHOWN_INPUT_CHARS:
-        text = f"{text[:SHOWN_INPUT_CHARS]}... ({len(text):,} chars)"
+        text = f"{cut_masked(text, SHOWN_INPUT_CHARS)}... ({len(text):,} chars)"
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
