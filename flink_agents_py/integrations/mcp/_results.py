@@ -7,19 +7,21 @@ A result's text is a server's: an error's text is clipped as the agent's tool re
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import ValidationError
 
 from ...api import AgentsError, ChatMessage, MessageRole, ResourceError, mask_secrets
-from ...api.internal import cut_masked, mask_known, mask_known_value
-from ._session import wire
+from ...api.internal import cut_masked, mask_known, mask_known_value, scrub_exception
+from ._session import Connection, wire
 
 if TYPE_CHECKING:
     from ._server import McpServer
 
-__all__ = ["McpToolError"]
+__all__ = ["McpToolError", "tool_errors"]
 
 
 class McpToolError(AgentsError):
@@ -219,3 +221,33 @@ def _prompt_messages(result: dict[str, Any]) -> list[ChatMessage]:
         role = MessageRole.ASSISTANT if m.get("role") == "assistant" else MessageRole.USER
         messages.append(ChatMessage(role=role, content=mask_known(text)))
     return messages
+
+
+@contextlib.contextmanager
+def tool_errors(tool: str, where: str, conn: Connection) -> Iterator[None]:
+    """Name the tool and the server in what a ``tools/call`` raises.
+
+    Args:
+        tool: the tool's name (quoted masked: ``cut_masked``).
+        where: the server, as messages name it.
+        conn: the session the call went through.
+
+    Raises:
+        McpToolError: naming the tool and server, when the SDK refused the server's
+            answer (what is wrong, clipped) or raised its own error ("Connection closed").
+        ConnectionError: why the transport ended the session, when it did (``McpServerExited``).
+        TimeoutError: as it came (it names the server already).
+    """
+    named = f"MCP tool {cut_masked(tool, 100)!r}"
+    try:
+        yield
+    except ValidationError as e:
+        raise McpToolError(f"{named} of {where} answered with a result that is not MCP: "
+                           f"{_not_mcp(e)}") from scrub_exception(e)
+    except TimeoutError:
+        raise
+    except Exception as e:
+        conn.raise_failure(f"{named} failed: ")  # the session ended: say why
+        if type(e).__name__ not in ("McpError", "MCPError"):  # (the SDK's, 1.x and 2.x)
+            raise
+        raise McpToolError(f"{named} of {where} failed: {_short(str(e))}") from scrub_exception(e)

@@ -18,10 +18,8 @@ the environment where the operator runs and are masked wherever text leaves the 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import orjson
@@ -38,18 +36,18 @@ from ...api import (
     ToolMetadata,
 )
 from ...api import internal as _api
-from ...api.internal import RESERVED_TOOL_PREFIX, cut_masked, mask_known_value, scrub_exception
+from ...api.internal import RESERVED_TOOL_PREFIX, mask_known_value, scrub_exception
 from ..chat_models._common import FreshOnUnpickle, secret_env_values
 from ._results import (
     McpToolError,
     _bounded,
     _by_name,
     _clip,
-    _not_mcp,
     _prompt_messages,
     _short,
     _tool_items,
     _tool_value,
+    tool_errors,
 )
 from ._session import Connection, list_all, wire
 
@@ -334,7 +332,7 @@ class McpServer(FreshOnUnpickle, Resource):
         if self._tools is None:
             await asyncio.to_thread(self._opened)
         conn = await asyncio.to_thread(self._connection)
-        with self._tool_errors(tool, conn):
+        with tool_errors(tool, self.where, conn):
             fut = conn.submit(lambda s: s.call_tool(tool, arguments))
             try:
                 result = await asyncio.wait_for(asyncio.wrap_future(fut), self.timeout_s)
@@ -342,33 +340,6 @@ class McpServer(FreshOnUnpickle, Resource):
                 raise TimeoutError(f"MCP tool {tool!r} of {self.where} did not answer within "
                                    f"{self.timeout_s:g} s") from None
         return _tool_value(_bounded(result, tool, self), self._output_schema(tool))
-
-    @contextlib.contextmanager
-    def _tool_errors(self, tool: str, conn: Connection) -> Iterator[None]:
-        """Name the tool and the server in what a ``tools/call`` raises.
-
-        Raises:
-            McpToolError: naming the tool and server, when the SDK refused the server's
-                answer (what is wrong, clipped) or raised its own error ("Connection closed").
-            ConnectionError: why the transport ended the session, when it did (``McpServerExited``).
-            TimeoutError: as it came (it names the server already).
-        """
-        try:
-            yield
-        except ValidationError as e:
-            raise McpToolError(f"MCP tool {cut_masked(tool, 100)!r} of {self.where} answered "
-                               f"with a result that is not MCP: {_not_mcp(e)}"
-                               ) from scrub_exception(e)
-        except TimeoutError:
-            raise
-        except Exception as e:
-            # the session ended: say why
-            conn.raise_failure(f"MCP tool {cut_masked(tool, 100)!r} failed: ")
-            if type(e).__name__ not in ("McpError", "MCPError"):  # (the SDK's, 1.x and 2.x)
-                raise
-            raise McpToolError(f"MCP tool {cut_masked(tool, 100)!r} of {self.where} failed: "
-                               f"{_short(str(e))}"
-                               ) from scrub_exception(e)
 
     def _output_schema(self, tool: str) -> dict[str, Any] | None:
         return ((self._tools or {}).get(tool) or {}).get("outputSchema")
@@ -392,7 +363,7 @@ class McpServer(FreshOnUnpickle, Resource):
         """
         self._opened()
         conn = self._connection()
-        with self._tool_errors(tool, conn):
+        with tool_errors(tool, self.where, conn):
             result = conn.call(lambda s: s.call_tool(tool, arguments), self.timeout_s)
         bounded = _bounded(result, tool, self)
         return mask_known_value(_tool_items(bounded) if content_items
