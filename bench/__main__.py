@@ -8,7 +8,9 @@
 - p2: Flink agent operator (echo agent) vs a bare KeyedProcessFunction doing the same keyed
   state work, in the same job shape; each Flink job runs in a subprocess of its own.
 - p3: a simulated 200 ms chat model, one input per key: achieved chats/s vs ``limit / 0.2 s``
-  for several ``max_in_flight`` limits, local runner and Flink operator.
+  for several ``max_in_flight`` limits, local runner and Flink operator, and the steady state
+  (ten inputs per key, unbounded); in thread mode each Flink row's operator CPU per call
+  beside a hand-written function's doing the least a durable chat must (``bench._bare``).
 - p4: recovery: re-entering in-flight runs from their keyed state, replayed vs executed calls.
 - p5: memory: state and Python heap per key with one run in flight, and after completion.
 - flow: chats against a fake provider that throttles (429 + ``Retry-After``): failed chats,
@@ -89,7 +91,9 @@ def _config(quick: bool) -> dict[str, Any]:
                    "metrics_off": True},
             "p3": {"local_keys": 1000, "local_limits": [256],
                    "flink_keys": 1000, "flink_limits": [256], "flink_mode": "thread",
-                   "unbounded": [(1000, 256)]},
+                   "unbounded": [(1000, 256)],
+                   # the steady state, ten chats per key: a ~10 s window (2 % noise)
+                   "steady": {"keys": 1000, "inputs_per_key": 10, "limit": 256}},
         }
     return {
         "p1": {"sizes": [10_000, 100_000], "keys": 100, "repeats": 3},
@@ -100,7 +104,8 @@ def _config(quick: bool) -> dict[str, Any]:
                # no end of input (no drain): the wake-up path alone; 10,000 waiting keys
                "unbounded": [(1000, 256), (10_000, 256)],
                # several inputs per key: shows the serial end-of-input drain of bounded input
-               "multi": {"keys": 50, "inputs_per_key": 3, "limit": 64}},
+               "multi": {"keys": 50, "inputs_per_key": 3, "limit": 64},
+               "steady": {"keys": 1000, "inputs_per_key": 10, "limit": 256}},
     }
 
 
@@ -360,6 +365,10 @@ def bench_p3(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
         r = time_local_chats(mkeys, multi["limit"], ipk)
         rows.append(_p3_row("local", mkeys, multi["limit"], r["wall_s"], LATENCY_S, {}, ipk))
         flink_runs.append((mkeys, ipk, multi["limit"], False))
+    steady = cfg.get("steady")
+    if steady:
+        flink_runs.append((scaled(steady["keys"]), steady["inputs_per_key"], steady["limit"],
+                           True))
     timeout = float(os.environ.get("BENCH_P3_TIMEOUT_S", "600"))
     for fk, ipk, limit, unbounded in flink_runs:
         spec = {"kind": "chat", "mode": mode, "parallelism": 1, "records": fk * ipk, "keys": fk,
@@ -377,17 +386,26 @@ def bench_p3(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
                                          "other_cores", "job_cores", "other_java_frac")}
         extra["op_us_per_call"] = _cpu(res)
         extra["op_cores"] = _cpu(res, "thread_cores")
+        if mode == "thread":  # the floor: a hand-written function, the same job shape
+            log("  the same with the bare chat function (bench._bare.BareChat) ...")
+            bare = run_flink_job({**spec, "kind": "bare_chat"}, timeout_s=timeout)
+            extra["bare_us_per_call"] = _cpu(bare) if "error" not in bare else None
+            if extra["op_us_per_call"] and extra["bare_us_per_call"]:
+                extra["op_over_bare"] = extra["op_us_per_call"] / extra["bare_us_per_call"]
         row = _p3_row(runner, fk, limit, res["window_s"], LATENCY_S, extra, ipk)
         log(f"  {row['chats_per_s']:.0f} chats/s = {row['pct_of_waves']:.0f}% of the ideal wave "
-            f"rate; operator {extra['op_us_per_call'] or float('nan'):.0f} us CPU per call")
+            f"rate; operator {extra['op_us_per_call'] or float('nan'):.0f} us CPU per call, "
+            f"bare {extra.get('bare_us_per_call') or float('nan'):.0f}")
         rows.append(row)
     table = Table(
-        f"P3 slow model ({LATENCY_S * 1000:.0f} ms chat, one input per key): chats/s vs ideal",
+        f"P3 slow model ({LATENCY_S * 1000:.0f} ms chat): chats/s vs ideal, operator CPU vs "
+        "a bare function",
         [("runner", "runner"), ("keys", "keys"), ("inputs_per_key", "in/key"),
          ("limit", "max_in_flight"),
          ("wall_s", "wall s"), ("chats_per_s", "chats/s"), ("ideal_per_s", "ideal /s"),
          ("ideal_waves_per_s", "ideal (waves)"), ("pct_of_ideal", "% of ideal"),
          ("pct_of_waves", "% of waves"), ("op_us_per_call", "op us/call"),
+         ("bare_us_per_call", "bare op us/call"), ("op_over_bare", "op/bare"),
          ("op_cores", "op cores"),
          ("p50_out_s", "p50 out s"), ("p90_out_s", "p90 out s"), ("other_cores", "others' cores")],
         rows,
@@ -398,7 +416,11 @@ def bench_p3(cfg: dict[str, Any]) -> tuple[dict[str, Any], Table]:
               "unioned with a source that never ends (no end-of-input drain: completions reach "
               "the operator through its wake-ups only); the job is cancelled after the last "
               "output. 'op us/call' = CPU of the operator thread (busiest JVM thread, from "
-              "/proc, as in P2) per chat, 'op cores' its share of a core over the window. "
+              "/proc, as in P2) per chat, 'op cores' its share of a core over the window; "
+              "'bare op us/call' the same for the floor, a hand-written KeyedProcessFunction "
+              "doing a durable chat's least work (bench._bare.BareChat: the pending call in "
+              "keyed state, the call on an asyncio thread, one timer wake-up, a key switch per "
+              "completion), run after ours in the same job shape. "
               "Local: wall of run(). Flink: first input stamp "
               "to last output stamp (start-up excluded), parallelism 1; p50/p90 out = when half / "
               "90% of the outputs had left the operator. On bounded input most work happens in "

@@ -20,7 +20,8 @@ least CPU per record (operator thread). Rows (targets from the issue):
   and the steady state, ten chats per key (10,000 chats, unbounded): its ~10 s window gives
   the operator CPU per call within ~2 % from run to run, where one chat per key (a window of
   about 1 s, sampled every 0.25 s) ranged 280-650 us for the same code on an idle machine;
-  ``--full`` adds 10,000 waiting keys.
+  ``--full`` adds 10,000 waiting keys. Each chat shape also runs the floor, a hand-written
+  function doing the least a durable chat must (``bench._bare.BareChat``), once a repeat.
   The rate is also given from the keyed operator's first input (``rps_op`` of
   ``bench._flink_job``): with 1,000 keys the ideal window is 0.8 s, and the source's tasks
   start emitting 0.3-1.4 s before the keyed operator has opened on this machine.
@@ -157,6 +158,8 @@ def compare(before: Path, after: Path, repeats: int, full: bool,
             for label, root in trees.items():
                 add(f"chat{ck}x{keys}{'u' if unbounded else 'b'}_{label}",
                     _job(spec, root, label))
+            add(f"chat{ck}x{keys}{'u' if unbounded else 'b'}_bare",
+                _job({**spec, "kind": "bare_chat"}, after, "bare"))
     local: dict[str, float | None] = {label: None for label in trees}
     fa_quiet = None
     if "local" in only:
@@ -198,6 +201,11 @@ def compare(before: Path, after: Path, repeats: int, full: bool,
         row("  the same from the operator's first input (its open() not counted)", "-",
             _least_cpu(runs[f"{name}_before"], "cpu_op"),
             _least_cpu(runs[f"{name}_after"], "cpu_op"), "us")
+        bare = _least_cpu(runs[f"{name}_bare"], "cpu_op")
+        row("  a bare function's durable chat (bench._bare.BareChat), from its first input",
+            "-", bare, bare, "us")
+        row("  operator CPU / the bare function's, from the first input", "-",
+            *(_ratio(_least_cpu(runs[f"{name}_{t}"], "cpu_op"), bare) for t in trees), "x")
         row("  CPython cyclic GC per call (TaskManager interpreter, all threads)", "-",
             *(_least(runs[f"{name}_{t}"], "gc_us_per_out") for t in trees), "us")
     return {"rows": rows, "runs": runs, "fa_quiet_rps": fa_quiet, "local": local}

@@ -1,14 +1,14 @@
 """One Flink measurement in a process of its own: ``python -m bench._flink_job '<json spec>'``.
 
-Spec keys: ``kind`` (``echo`` | ``bare`` | ``chat``), ``mode`` (``thread`` | ``process``),
-``parallelism``, ``records``, ``keys``, ``max_in_flight``; optional ``metrics`` (default true:
-the agent metrics in the operator's metric group), ``unbounded`` (default false: the numbers
-are unioned with a source that never ends, a continuously monitored empty directory, so there
-is no end of input and no end-of-input drain; the job is cancelled after ``records`` outputs)
-and ``cpu`` (default true: sample the JVM's threads from ``/proc``, see ``bench._threads``),
-``key_encoding`` (default ``"json"``: Flink ``STRING`` keys; ``"pickle"``: pickled keys),
-``java_calls`` (default false; chat: count and time the operator's calls into Java,
-``bench._java_calls``).
+Spec keys: ``kind`` (``echo`` | ``bare`` | ``chat`` | ``bare_chat``, see ``bench._bare``),
+``mode`` (``thread`` | ``process``), ``parallelism``, ``records``, ``keys``, ``max_in_flight``;
+optional ``metrics`` (default true: the agent metrics in the operator's metric group),
+``unbounded`` (default false: the numbers are unioned with a source that never ends, a
+continuously monitored empty directory, so there is no end of input and no end-of-input drain;
+the job is cancelled after ``records`` outputs) and ``cpu`` (default true: sample the JVM's
+threads from ``/proc``, see ``bench._threads``), ``key_encoding`` (default ``"json"``: Flink
+``STRING`` keys; ``"pickle"``: pickled keys), ``java_calls`` (default false; chat: count and
+time the operator's calls into Java, ``bench._java_calls``).
 
 Job shape: ``NumberSequenceSource -> map to {"key", "n", "t"} -> key_by -> process ->
 map to (t_in, t_out) -> execute_and_collect``. ``t`` is the wall clock when the source map
@@ -100,6 +100,12 @@ def main(argv: list[str]) -> dict[str, Any]:
         from bench._bare import BareEcho
 
         out = ds.key_by(key_of).process(BareEcho(), output_type=pickled).name("bare-echo")
+    elif kind == "bare_chat":
+        from bench._bare import BareChat
+
+        out = ds.key_by(key_of, key_type=Types.STRING()).process(
+            BareChat(max_in_flight=int(spec.get("max_in_flight", 32))),
+            output_type=pickled).name("bare-chat")
     else:
         from bench._agents import EchoAgent, SlowChatAgent
         from flink_agents_py import AgentsExecutionEnvironment
@@ -111,7 +117,7 @@ def main(argv: list[str]) -> dict[str, Any]:
             key_encoding=spec.get("key_encoding", "json"))
         out = agents.from_datastream(ds, key_selector=key_of).apply(agent).to_datastream()
 
-    if kind == "chat":
+    if kind in ("chat", "bare_chat"):
         stamp: Any = _StampChat()
         if spec.get("java_calls"):  # wrap the operator's calls into Java (debug figures)
             from bench._java_calls import Counted

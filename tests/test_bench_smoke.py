@@ -108,3 +108,22 @@ def test_thread_sampler_picks_the_busy_thread_and_divides_by_outputs() -> None:
     assert got["thread_us_per_out"] == got["thread_cpu_s"] / got["outputs"] * 1e6
     assert got["process_us_per_out"] >= got["thread_us_per_out"]
     assert res["empty"] == {}  # fewer than two samples in the window
+
+
+@pytest.mark.flink
+@pytest.mark.timeout(240)
+def test_bare_chat_floor_answers_every_record_once() -> None:
+    """The floor the chat row is read against (``bench._bare.BareChat``) does its work: three
+    records per key (the second and third wait in keyed state behind the first's call) and
+    more calls than slots (8 in flight) are each answered once, before the bounded job ends."""
+    pytest.importorskip("pyflink")
+    spec = {"kind": "bare_chat", "mode": "thread", "parallelism": 1, "records": 60,
+            "keys": 20, "max_in_flight": 8, "cpu": False}
+    proc = subprocess.run([sys.executable, "-m", "bench._flink_job", json.dumps(spec)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=220)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [line] = [x for x in proc.stdout.splitlines() if x.startswith("BENCH_RESULT ")]
+    res = json.loads(line[len("BENCH_RESULT "):])
+    assert (res["count"], res["failed"]) == (60, 0)
+    # 3 chats a key, one at a time: at least 3 waves of 200 ms from the first input
+    assert res["window_s"] >= 0.6
