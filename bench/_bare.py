@@ -1,5 +1,5 @@
-"""The P2 baseline: a bare PyFlink ``KeyedProcessFunction`` doing the agent operator's
-keyed-state work for an echo, without the agent runtime.
+"""Baselines: bare PyFlink ``KeyedProcessFunction``\ s doing the agent operator's keyed-state
+work without the agent runtime, ``BareEcho`` for an echo (P2) and ``BareChat`` for a chat (P3).
 
 Per record, like ``AgentOperator`` + ``AgentCore`` for an action with no I/O: queue the record
 (JSON) in a ``MapState`` at the tail and bump the tail; read the (empty) in-flight run
@@ -64,8 +64,10 @@ class BareChat(KeyedProcessFunction):
     each completed key (as ``KeySwitching``'s pump does), reads its pending call back, emits
     the output the agent's would (``{"key", "t", "error", "t_op"}``) and clears its state.
 
-    Its input keeps PyFlink's own conversion of each row (the agent operator adopts a faster
-    one, ``flink._fast_input``): the floor is, if anything, a little high.
+    It holds the agent operator's cyclic GC settings (``flink._gc``: the heap after ``open``
+    frozen, young collections rare), as any function can; its input keeps PyFlink's own
+    conversion of each row (the agent operator adopts a faster one, ``flink._fast_input``),
+    so the floor is, if anything, a little high.
 
     Args:
         latency_s: the simulated call's latency in seconds.
@@ -81,8 +83,10 @@ class BareChat(KeyedProcessFunction):
         import collections
         import threading
 
+        from flink_agents_py.flink._gc import hold_gc_settings
         from flink_agents_py.flink._task_context import _switchable_backend
 
+        hold_gc_settings(self)  # the agent operator's cyclic GC settings (``flink._gc``)
         self._run = runtime_context.get_state(ValueStateDescriptor("run", Types.STRING()))
         self._queued = runtime_context.get_state(ValueStateDescriptor("queued", Types.STRING()))
         self._backend = _switchable_backend(runtime_context)
@@ -97,7 +101,10 @@ class BareChat(KeyedProcessFunction):
         self._drain_set = False
 
     def close(self) -> None:
+        from flink_agents_py.flink._gc import release_gc_settings
+
         self._loop.call_soon_threadsafe(self._loop.stop)
+        release_gc_settings(self)
 
     async def _call(self, key: Any, prompt: str) -> None:
         import asyncio
