@@ -1,5 +1,6 @@
-"""Baselines: bare PyFlink ``KeyedProcessFunction``\ s doing the agent operator's keyed-state
-work without the agent runtime, ``BareEcho`` for an echo (P2) and ``BareChat`` for a chat (P3).
+"""Baselines: bare PyFlink ``KeyedProcessFunction`` classes doing the agent operator's
+keyed-state work without the agent runtime, ``BareEcho`` for an echo (P2) and ``BareChat``
+for a chat (P3).
 
 Per record, like ``AgentOperator`` + ``AgentCore`` for an action with no I/O: queue the record
 (JSON) in a ``MapState`` at the tail and bump the tail; read the (empty) in-flight run
