@@ -78,8 +78,8 @@ def test_events_a_child_drops_are_warned_about_once_naming_the_sub_agent(caplog)
                     if "trigger no action" in r.getMessage())
     assert warned == [
         "events of type 'Drafted' trigger no action of sub-agent 'lost_step' (agent "
-        f"{__name__}:SendsDrafted; its actions: draft) and are dropped: is an "
-        "@action(Drafted) missing?",
+        f"{__name__}:SendsDrafted; its actions: draft) and are dropped: the first sent by "
+        "action 'draft' (r1/edit/c0/b/draft); is an @action(Drafted) missing?",
         "events of type 'InputEvent' trigger no action of sub-agent 'no_input' (agent "
         f"{__name__}:ListensForPolished; its actions: publish) and are dropped: is an "
         "@action(InputEvent) missing?",

@@ -393,7 +393,7 @@ class AgentCore(UnfinishedCore, InboxQueries):
             etype = event.type
             actions = self._routes.get(etype)
             if actions is None:
-                actions = self._routes[etype] = route_at_root(self.plan, etype)
+                actions = self._routes[etype] = route_at_root(self.plan, etype, event.id)
             if out:
                 step.res.outputs.append(event.output)  # type: ignore[attr-defined]
             elif output:  # an error record if its type refuses it

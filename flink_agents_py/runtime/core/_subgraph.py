@@ -60,6 +60,7 @@ from ..recorder._state import CallKind, CallRecord, Invocation, RunState, WaitRe
 from ._commands import Poll, RunDeferred, StartChat, StartSubagent
 from ._executor import sleep_without_slot
 from ._stepper import not_stepping
+from ._unheard import missing_trigger_hint, warn_unheard
 
 if TYPE_CHECKING:
     from ..recorder._execution import ActionExecution
@@ -165,12 +166,14 @@ def under_cancelled_by(run: RunState, scope: str, ancestor: str) -> bool:
     return False
 
 
-def route_at_root(plan: AgentPlan, event_type: str) -> tuple[ActionPlan, ...]:
+def route_at_root(plan: AgentPlan, event_type: str, event_id: str | None = None) -> tuple[
+        ActionPlan, ...]:
     """The actions an event of the agent's own flow triggers (the core asks once per type).
 
-    A type that triggers no action is dropped when sent: logged once (per core) at WARNING,
-    since a forgotten ``@action(MyEvent)`` otherwise shows only as a job that outputs nothing
-    (not ``OutputEvent``, nor a type routed to no action on purpose: ``plan.OBSERVED_EVENTS``).
+    A type that triggers no action is dropped when sent: logged once (per core) at WARNING
+    (``missing_trigger_hint``: who sent ``event_id``), since a forgotten ``@action(MyEvent)``
+    otherwise shows only as a job that outputs nothing (not ``OutputEvent``, nor a type routed
+    to no action on purpose: ``plan.OBSERVED_EVENTS``).
 
     Returns:
         The actions, in declaration order.
@@ -178,9 +181,9 @@ def route_at_root(plan: AgentPlan, event_type: str) -> tuple[ActionPlan, ...]:
     actions = plan.actions_for(event_type)
     if not actions and event_type != "OutputEvent" and event_type not in plan.actions_by_event:
         log.warning("events of type %r trigger no action of the agent (its actions: %s) and "
-                    "are dropped: is an @action(%s) missing?", event_type,
+                    "are dropped: %s", event_type,
                     ", ".join(n for n in plan.actions if not n.startswith("_")) or "none",
-                    event_type)
+                    missing_trigger_hint(plan, event_type, event_id))
     return actions
 
 
@@ -210,26 +213,8 @@ def route_in_scope(root: AgentPlan, run: RunState, scope: str, event: Event
         return plan.actions_for(event.type)
     actions = plan.actions_for(event.type)
     if not actions:
-        _unheard(plan, inv.name, event.type)
+        warn_unheard(plan, inv.name, event.type, event.id)
     return actions
-
-
-_UNHEARD: set[tuple[str, str]] = set()
-"""The ``(child agent, event type)`` pairs ``_unheard`` warned about, in this process."""
-
-
-def _unheard(plan: AgentPlan, name: str, event_type: str) -> None:
-    """Warn that an event of a sub-agent's flow triggers no action of it (it is dropped).
-
-    Once per child agent and event type, as ``route_at_root`` warns of the agent's own flow.
-    """
-    if (plan.agent, event_type) in _UNHEARD:
-        return
-    _UNHEARD.add((plan.agent, event_type))
-    log.warning("events of type %r trigger no action of sub-agent %r (agent %s; its actions: "
-                "%s) and are dropped: is an @action(%s) missing?", event_type, name,
-                plan.agent or "?", ", ".join(n for n in plan.actions if not n.startswith("_"))
-                or "none", event_type)
 
 
 def open_invocation(run: RunState, command: StartChat | StartSubagent, caller: str,
