@@ -33,6 +33,7 @@ from ..api import (
     FunctionTool,
     MessageRole,
     ReplayDivergenceError,
+    ResourceNotFoundError,
     ResourceType,
     ToolCall,
     ToolRequestEvent,
@@ -437,6 +438,28 @@ def _offered_tool_names(setup: ChatModelSetup) -> str:
     return ", ".join(c.name for c in setup.callables()[:len(setup.tools)]) or "none"
 
 
+def _request_setup(ctx: ActionExecution, event: ToolRequestEvent) -> ChatModelSetup:
+    """The setup whose tools a ``ToolRequestEvent`` calls.
+
+    A chat's request names its setup. A request an action of the program sends itself, as
+    Flink Agents' programs may, can name no chat model setup (Flink Agents' tool action
+    finds each tool by name among the agent's tools, whatever ``model`` says): it gets a
+    stand-in setup offering every ``TOOL`` resource of the agent, calls started at once.
+    Before, every such request failed its record (``no chat_model resource named ...``).
+
+    Returns:
+        The named setup, or the stand-in.
+    """
+    try:
+        setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
+    except ResourceNotFoundError:  # declared by neither the agent nor its ancestors
+        stand_in = ChatModelSetup(connection="", tools=ctx.resources.names(ResourceType.TOOL))
+        stand_in.bind(ctx.resources.get, f"(tools of the agent: {event.model!r} is no setup)")
+        return stand_in
+    assert isinstance(setup, ChatModelSetup)
+    return setup
+
+
 async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
     """Run the calls of a ``ToolRequestEvent``; answer with one result per call id.
 
@@ -454,8 +477,7 @@ async def tool_call_action(event: Any, ctx: ActionExecution) -> None:
     """
     if not isinstance(event, ToolRequestEvent):
         return
-    setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
-    assert isinstance(setup, ChatModelSetup)
+    setup = _request_setup(ctx, event)
     serial = setup.tool_dispatch == "serial"
     slots: list[tuple[ToolCall, Any, str | None]] = []
     unknown: set[str] = set()  # refused names (renamed or removed since a recorded call?)
