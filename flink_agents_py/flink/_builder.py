@@ -25,7 +25,7 @@ from ..runtime import (
     mismatch_message,
 )
 from ..runtime.internal import UnreadErrors
-from ._collections import accept_pickled_collections
+from ._env_execute import adopt_environment
 from ._fast_input import FirstStepKeys
 from ._fresh import shipped
 from ._graph import check_uid_free, transformations_of
@@ -437,7 +437,7 @@ class FlinkExecutionEnvironment:
 
         if hasattr(env, "_j_stream_execution_environment"):  # not a stand-in of a unit test
             configure_workers(env)
-            accept_pickled_collections(env)
+            adopt_environment(env, self)  # from_collection's type_info; env.execute()
         self.env = env
         self.show_progress = progress
         self.options = HostOptions(

@@ -61,8 +61,8 @@ def unread_error_streams(env: Any, applied: list[Any]) -> list[Any]:
     """The error outputs in the job that nobody took: agents' and input readers'.
 
     None on a cluster (see the module docstring). An agent applied for a job that already
-    ran (``execute_and_collect``, PyFlink's own ``env.execute``: its transformations left the
-    environment with it) is not: reading its error output would run its whole pipeline
+    ran (``execute_and_collect`` of another stream: its transformations left the environment
+    with it) is not: reading its error output would run its whole pipeline
     again. So is a reader's bad-input stream (``note_input_errors``) whose reader is not in
     the job, or that a transformation of the job consumes (a sink, a union, a map).
 
