@@ -40,7 +40,7 @@ def missing_trigger_hint(plan: AgentPlan, event_type: str, event_id: str | None)
         is "scored" meant to be "score", which action 'fin' takes?``
     """
     cls = event_class_for(event_type)
-    spelled = cls.__qualname__ if cls is not Event else f'"{event_type}"'
+    spelled = f'"{event_type}"' if cls is Event else cls.__qualname__.rsplit(">.", 1)[-1]
     sender = event_parent(event_id) if event_id else None
     sent = ""
     action = sender.rsplit("/", 1)[-1] if sender is not None and "/" in sender else None
