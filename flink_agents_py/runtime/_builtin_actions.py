@@ -33,7 +33,6 @@ from ..api import (
     FunctionTool,
     MessageRole,
     ReplayDivergenceError,
-    ResourceNotFoundError,
     ResourceType,
     ToolCall,
     ToolRequestEvent,
@@ -450,12 +449,12 @@ def _request_setup(ctx: ActionExecution, event: ToolRequestEvent) -> ChatModelSe
     Returns:
         The named setup, or the stand-in.
     """
-    try:
-        setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
-    except ResourceNotFoundError:  # declared by neither the agent nor its ancestors
+    owner = ctx.resources.owner(event.model, ResourceType.CHAT_MODEL)
+    if event.model not in owner.names(ResourceType.CHAT_MODEL):  # nor by an ancestor
         stand_in = ChatModelSetup(connection="", tools=ctx.resources.names(ResourceType.TOOL))
         stand_in.bind(ctx.resources.get, f"(tools of the agent: {event.model!r} is no setup)")
         return stand_in
+    setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
     assert isinstance(setup, ChatModelSetup)
     return setup
 
