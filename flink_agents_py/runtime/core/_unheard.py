@@ -14,7 +14,7 @@ import difflib
 import logging
 
 from ...api import Event
-from ...api._events import event_class_for
+from ...api.internal import event_class_for
 from ...plan import AgentPlan
 from ._observer import event_parent
 
