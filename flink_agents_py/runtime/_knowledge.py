@@ -2,7 +2,7 @@
 
 Inside an action, ``ctx.get_resource(name, EMBEDDING_MODEL | EMBEDDING_MODEL_CONNECTION |
 VECTOR_STORE)`` returns a view whose every call is one durable call of the action: ``embed``,
-``add``, ``query``, ``get``, ``update``, ``delete`` and ``size``, most also as an
+``add``, ``query``, ``get``, ``update``, ``delete``, ``size`` and ``count``, most also as an
 ``a``-prefixed awaitable (run on the I/O executor; other keys keep running). The durable call
 is named after the resource (``embedding_model[text_embedder].embed``), so it reads well in
 the event log and metrics, and its result is recorded as a pydantic model or plain JSON, so
@@ -402,13 +402,50 @@ class DurableVectorStore(_View):
         return result
 
 
-    # the store's own calls (not durable, as through ``__getattr__``), named collection checked
     def count(self, collection_name: str | None = None,
               filters: dict[str, Any] | None = None) -> int:
-        """The store's ``count`` (not a durable call)."""
+        """How many documents match ``filters`` (all: ``size``); one durable call, as ``size``.
+
+        A read like the others: recorded, and bounded by the reader's horizon when made
+        again after a restore (it was the store's own count, read anew by a replay: it
+        counted what the crashed attempt added after the checkpoint, and not what it
+        deleted). Where the record at the call's place holds another call (a checkpoint of a
+        version whose count was not a durable call), the count is read as then: bounded,
+        not recorded, so the calls after it keep their places.
+
+        Returns:
+            The count (the recorded one, on a replay).
+        """
         self._checked(collection_name)
         self._unreserved(filters=filters)
-        return self._resource.count(collection_name, filters)
+        target, args = self._bounded("count", self._run_count, collection_name, filters)
+        if self._recorded_otherwise(target):
+            return int(target(*args))
+        result: int = self._ctx.durable_execute(target, *args)
+        return result
+
+    def _recorded_otherwise(self, target: Callable[..., Any]) -> bool:
+        """Whether the next call's record (in keyed state or the journal) is another call's."""
+        ctx = self._ctx
+        at = ctx._next_ordinal
+        rec = ctx._record.calls.get(str(at)) or ctx.ledger.lookup(
+            ctx.key, f"{ctx.execution_id}/c{at}")
+        return rec is not None and rec.target != f"{_MODULE}:{target.__qualname__}"
+
+    def _run_count(self, collection: str | None, filters: dict[str, Any] | None,
+                   horizon: Any) -> int:
+        from ._memory_items import hidden_count
+        from ._store_priors import restored_count
+
+        if not filters:
+            return self._run_size(collection, horizon)
+        store = self._resource
+        if not hidden_count(store, collection, horizon) \
+                and not restored_count(store, collection, horizon):
+            return store.count(collection, filters)  # the reader sees the store as it is
+        return len(self._run_get(None, collection, filters, None, {}, horizon))
+
+    # the store's own calls (not durable, as through ``__getattr__``), named collection checked
 
     def get_or_create_collection(self, name: str, metadata: dict[str, Any] | None = None
                                  ) -> Any:
