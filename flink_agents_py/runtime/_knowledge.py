@@ -419,18 +419,25 @@ class DurableVectorStore(_View):
         self._checked(collection_name)
         self._unreserved(filters=filters)
         target, args = self._bounded("count", self._run_count, collection_name, filters)
-        if self._recorded_otherwise(target):
+        if self._recorded_otherwise("count"):
             return int(target(*args))
         result: int = self._ctx.durable_execute(target, *args)
         return result
 
-    def _recorded_otherwise(self, target: Callable[..., Any]) -> bool:
-        """Whether the next call's record (in keyed state or the journal) is another call's."""
+    def _recorded_otherwise(self, op: str) -> bool:
+        """Whether the record of the next call (in keyed state or the journal) is not ``op``'s.
+
+        A checkpoint of a version whose ``op`` was the store's own call (not recorded) holds
+        the calls after it at the places ``op`` now takes: there ``op`` is made as then.
+
+        Returns:
+            Whether a record is there and is of another call.
+        """
         ctx = self._ctx
         at = ctx._next_ordinal
         rec = ctx._record.calls.get(str(at)) or ctx.ledger.lookup(
             ctx.key, f"{ctx.execution_id}/c{at}")
-        return rec is not None and rec.target != f"{_MODULE}:{target.__qualname__}"
+        return rec is not None and rec.target != f"{_MODULE}:{self._kind}[{self._name}].{op}"
 
     def _run_count(self, collection: str | None, filters: dict[str, Any] | None,
                    horizon: Any) -> int:
@@ -445,23 +452,39 @@ class DurableVectorStore(_View):
             return store.count(collection, filters)  # the reader sees the store as it is
         return len(self._run_get(None, collection, filters, None, {}, horizon))
 
-    # the store's own calls (not durable, as through ``__getattr__``), named collection checked
+    # the collection calls: durable calls too, so a replay neither deletes nor creates again
 
     def get_or_create_collection(self, name: str, metadata: dict[str, Any] | None = None
                                  ) -> Any:
-        """The store's ``get_or_create_collection`` (not a durable call)."""
+        """The store's ``get_or_create_collection`` (one durable call)."""
         self._checked(name or None)
-        return self._resource.get_or_create_collection(name, metadata)
+        return self._collection_call("get_or_create_collection", name, metadata)
 
     def get_collection(self, name: str) -> Any:
-        """The store's ``get_collection`` (not a durable call)."""
+        """The store's ``get_collection`` (one durable call: a replay gets what it got)."""
         self._checked(name or None)
-        return self._resource.get_collection(name)
+        return self._collection_call("get_collection", name)
 
     def delete_collection(self, collection_name: str | None = None) -> Any:
-        """The store's ``delete_collection`` (not a durable call)."""
+        """The store's ``delete_collection`` (one durable call: a replay deletes nothing)."""
         self._checked(collection_name)
-        return self._resource.delete_collection(collection_name)  # type: ignore[attr-defined]
+        return self._collection_call("delete_collection", collection_name)
+
+    def _collection_call(self, op: str, *args: Any) -> Any:
+        """The store's collection call ``op``, as a durable call of the action.
+
+        They were the store's own calls: an action re-entered after a restore deleted its
+        collection again (with what other keys had written to it since), and read a
+        collection its crashed attempt had made after the checkpoint.
+
+        Returns:
+            What the store's call returned (the recorded outcome, on a replay).
+        """
+        run = getattr(self._resource, op)
+        if self._recorded_otherwise(op):  # a checkpoint of the version before: as then
+            return run(*args)
+        return self._ctx.durable_execute(
+            durable_target(f"{self._kind}[{self._name}].{op}", run), *args)
 
 
 def durable_view(ctx: ActionExecution, name: str, resource: Resource) -> Any:
