@@ -95,11 +95,23 @@ def test_a_collection_deleted_before_the_checkpoint_is_not_deleted_again(tmp_pat
     assert recorded == ["get_collection", "get_or_create_collection", "delete_collection"]
 
 
-def test_a_checkpoint_whose_collection_calls_were_not_recorded_replays_in_place(
+async def _look_then_gate(event: Any, ctx: Any) -> None:
+    kb = ctx.get_resource("kb", ResourceType.VECTOR_STORE)
+    store = kb.resource if OLD_CALLS["on"] else kb
+    try:
+        before = store.get_collection("scratch").name
+    except CollectionNotFoundError:
+        before = None
+    made = store.get_or_create_collection("made").name
+    await ctx.durable_execute_async(_wait_gate, True)  # the checkpoint is taken here
+    ctx.send_event(OutputEvent(output={"before": before, "made": made}))
+
+
+def test_a_checkpoint_whose_collection_reads_were_not_recorded_replays_in_place(
         tmp_path, probes):
     """A checkpoint of the version before: the gated call is at c0. The restored code's
-    collection calls (now durable) must not take its place: no divergence."""
-    plan = _gated_plan(tmp_path, _drop_then_gate)
+    collection reads (now durable calls) must not take its place: no divergence."""
+    plan = _gated_plan(tmp_path, _look_then_gate)
     _store(plan).add(Document(id="a", content="old", metadata={"x": 0}), "scratch")
     OLD_CALLS["on"] = True
     snapshot, first = _checkpoint(plan)
@@ -111,4 +123,28 @@ def test_a_checkpoint_whose_collection_calls_were_not_recorded_replays_in_place(
     finally:
         core.close()
     assert errors == [] and core.counters["replay_divergences"] == 0
-    assert outputs == [{"before": None, "made": "made", "dropped": False}]  # made as then
+    assert outputs == first == [{"before": "scratch", "made": "made"}]
+
+
+def test_a_checkpoint_whose_collection_delete_was_not_recorded_diverges_before_deleting(
+        tmp_path, probes):
+    """A checkpoint of the version before: the gated call is at c0, after unrecorded
+    collection calls. The restored code's delete, now a durable call, meets that record at
+    its place: the action diverges, naming the call, before it deletes a second time."""
+    plan = _gated_plan(tmp_path, _drop_then_gate)
+    _store(plan).add(Document(id="a", content="old", metadata={"x": 0}), "scratch")
+    OLD_CALLS["on"] = True
+    snapshot, _first = _checkpoint(plan)
+    assert call_of(snapshot, "go", 0).target.endswith("_wait_gate")
+    OLD_CALLS["on"] = False
+    _store(plan).add(Document(id="b", content="written since", metadata={"x": 0}), "scratch")
+    core = new_core(plan)
+    try:
+        outputs, errors = run_to_end(core, snapshot)
+    finally:
+        core.close()
+    assert outputs == []
+    [error] = errors
+    assert error.error_type == "ReplayDivergenceError" and "r0/go/c0" in error.message
+    assert "delete_collection" in error.message
+    assert _store(plan).size("scratch") == 1  # not deleted a second time

@@ -468,20 +468,23 @@ class DurableVectorStore(_View):
     def delete_collection(self, collection_name: str | None = None) -> Any:
         """The store's ``delete_collection`` (one durable call: a replay deletes nothing)."""
         self._checked(collection_name)
-        return self._collection_call("delete_collection", collection_name)
+        return self._collection_call("delete_collection", collection_name, as_then=False)
 
-    def _collection_call(self, op: str, *args: Any) -> Any:
+    def _collection_call(self, op: str, *args: Any, as_then: bool = True) -> Any:
         """The store's collection call ``op``, as a durable call of the action.
 
         They were the store's own calls: an action re-entered after a restore deleted its
         collection again (with what other keys had written to it since), and read a
-        collection its crashed attempt had made after the checkpoint.
+        collection its crashed attempt had made after the checkpoint. ``as_then``: where
+        the record at the call's place is another call's (a checkpoint of the version
+        before), make it as then, unrecorded; a delete is not (it diverges there, before
+        it deletes anything).
 
         Returns:
             What the store's call returned (the recorded outcome, on a replay).
         """
         run = getattr(self._resource, op)
-        if self._recorded_otherwise(op):  # a checkpoint of the version before: as then
+        if as_then and self._recorded_otherwise(op):  # a checkpoint of the version before
             return run(*args)
         return self._ctx.durable_execute(
             durable_target(f"{self._kind}[{self._name}].{op}", run), *args)
