@@ -29,8 +29,16 @@ __all__ = [
 
 
 def _json_or_none(value: Any) -> Any:
+    """``value``'s JSON form, its standard-library values tagged, or ``None`` when it has none.
+
+    Tagged as a durable call's result is (``tag_values``): a ``set`` or ``frozenset``, a
+    ``Decimal`` or a ``timedelta`` among an exception's ``args`` or attributes is rebuilt as
+    itself. Before, a ``set`` had no JSON form, so ``MissingKeys("missing", {"a"})`` was
+    rebuilt from its message alone: one text argument where the live path had two, and
+    ``msg, keys = e.args`` failed on a replay only.
+    """
     try:
-        return to_json_value(value, "an exception's arguments")
+        return to_json_value(value, "an exception's arguments", tag_values=True)
     except Exception:  # noqa: BLE001 - not kept: the message still is
         return None
 
@@ -165,8 +173,9 @@ def _args_as_raised(args: list[Any], message: str | None) -> list[Any] | None:
     """The ``args`` an exception was raised with, tuples in them kept, read from its text.
 
     A tuple's JSON form is a list: a failure whose ``args`` hold one (``KeyError(("apple",
-    "eu"))``, a dict's tuple key not found; ``ValueError("bad", (1, 2))``) was rebuilt with a
-    list there, so its text was not what the live path raised. Such an exception's text is
+    "eu"))``, a dict's tuple key not found; ``ValueError("bad", (1, 2))``; a dict's value,
+    ``ValueError({"k": (1, 2)})``) was rebuilt with a list there, so its text was not what
+    the live path raised. Such an exception's text is
     the ``repr`` of its one argument, or of its ``args``: read back as a literal
     (``ast.literal_eval``, literals only), it gives them as raised, when their JSON form is
     the one recorded.
@@ -174,7 +183,7 @@ def _args_as_raised(args: list[Any], message: str | None) -> list[Any] | None:
     Returns:
         The arguments, or ``None`` when the text does not give them.
     """
-    if not message or len(message) > _LITERAL_TEXT or not message.startswith(("(", "[")):
+    if not message or len(message) > _LITERAL_TEXT or not message.startswith(("(", "[", "{")):
         return None
     try:
         found = ast.literal_eval(message)
@@ -182,7 +191,8 @@ def _args_as_raised(args: list[Any], message: str | None) -> list[Any] | None:
         return None
     made = [found] if len(args) == 1 else list(found) if isinstance(found, tuple) else None
     try:
-        same = made is not None and to_json_value(made, "args") == to_json_value(args, "args")
+        same = made is not None and to_json_value(made, "args", tag_values=True) \
+            == to_json_value(args, "args", tag_values=True)
     except Exception:  # noqa: BLE001 - no JSON form: not the recorded values
         return None
     return made if same else None
