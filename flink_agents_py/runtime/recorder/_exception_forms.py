@@ -36,6 +36,9 @@ def _json_or_none(value: Any) -> Any:
     itself. Before, a ``set`` had no JSON form, so ``MissingKeys("missing", {"a"})`` was
     rebuilt from its message alone: one text argument where the live path had two, and
     ``msg, keys = e.args`` failed on a replay only.
+
+    Returns:
+        The form, or ``None``.
     """
     try:
         return to_json_value(value, "an exception's arguments", tag_values=True)
