@@ -91,4 +91,10 @@ def test_a_replayed_failure_has_the_args_the_first_run_had(kind, probes):
     assert first == [{"type": type(raised).__name__, "text": str(raised),
                       "args": _shape(raised.args)}]
     outputs, errors, _ = resume(plan, snapshot)
-    assert errors == [] and outputs == first
+    assert errors == [] and len(outputs) == 1
+    [again] = outputs
+    if "set" in kind:  # a set's text is in its hash order, which a restore's process draws anew
+        assert sorted(again.pop("text")) == sorted(first[0]["text"])
+        assert again == {k: v for k, v in first[0].items() if k != "text"}
+    else:
+        assert outputs == first
