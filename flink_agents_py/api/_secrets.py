@@ -277,13 +277,16 @@ def register_header_secret(value: str | None, source: str = "") -> bool:
 
 
 _CREDENTIAL_NAME = re.compile(
-    r"(?:^|[-_.]|(?-i:(?<=[a-z0-9])(?=[A-Z])))(?:authorization|cookie|key|apikey|token|secret|password|"
-    r"passwd|passphrase|credentials?)$", re.IGNORECASE)
+    r"(?:(?:^|[-_.]|(?-i:(?<=[a-z0-9])(?=[A-Z])))(?:authorization|auth|cookie|key|token|"
+    r"secret|pass|pwd|jwt|credentials?)|apikey|password|passwd|passphrase)$", re.IGNORECASE)
 """Names of headers and environment variables that carry a credential: ``Authorization``,
 ``Proxy-Authorization``, ``Cookie``, ``x-api-key``, ``X-Auth-Token``, ``GITHUB_TOKEN``,
-``DB_PASSWORD``, and in camelCase ``accessToken``, ``clientSecret``, ``privateKey`` (not
-``x-team``, nor ``MONKEY``: the word must stand apart, after a separator or a lower-case
-letter or digit followed by its capital)."""
+``DB_PASSWORD``, ``DB_PASS``, ``MYSQL_PWD``, ``REDISCLI_AUTH``, and in camelCase
+``accessToken``, ``clientSecret``, ``privateKey``, ``basicAuth`` (not ``x-team``, nor
+``MONKEY``, ``bypass`` or ``oauth_flow``: a short word must stand apart, after a separator
+or a lower-case letter or digit followed by its capital); the words no ordinary name ends
+with count glued to what comes before too (``PGPASSWORD``, ``dbpassword``,
+``OPENAIAPIKEY``)."""
 
 
 def secret_from_env(env_var: str) -> str | None:

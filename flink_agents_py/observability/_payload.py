@@ -19,10 +19,11 @@ SECRET_KEY_PATTERN = (
     r"(^|_)(api_?key|apikey|x_api_key|authorization|proxy_authorization|auth|auth_token|"
     r"password|passwd|pwd|passphrase|secret|secret_key|client_secret|private_key|token|"
     r"access_token|refresh_token|id_token|session_token|bearer|credential|credentials|cookie|"
-    r"set_cookie)$"
+    r"set_cookie|pass|jwt)$|(password|passwd|passphrase|apikey)$"
 )
 """Key names (normalized: lower case, ``camelCase``/``-``/spaces to ``_``) whose values are
-secrets. ``input_tokens``, ``max_tokens`` and the like do not match."""
+secrets (``db_pass`` and glued ``pgpassword`` too, as ``api.is_credential_name`` reads
+them). ``input_tokens``, ``max_tokens`` and the like do not match."""
 
 _VALUE_PATTERNS = SECRET_VALUE_PATTERNS
 """Secret-looking substrings of any string value, replaced wherever they appear (shared with
