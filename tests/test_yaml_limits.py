@@ -276,12 +276,15 @@ def test_a_users_script_outside_the_repository_gets_yaml_errors(tmp_path):
     ("0b" + "1" * 100_000, "more than 4096 bits"),  # read, but no message could quote it
     ("0x" + "f" * 30_000, "more than 4096 bits"),
     ("2001-13-01", "month must be in 1..12"),  # datetime refuses it
+    (":".join(["59"] * 300) + ".5", "too large to convert to float"),  # base 60: Overflow
+    ("-" + ":".join(["1"] * 200) + ".0", "too large to convert to float"),
 ])
 @pytest.mark.parametrize("as_key", [False, True])
 def test_a_scalar_python_cannot_read_or_write_is_a_yaml_error_naming_its_line(scalar, why,
                                                                               as_key):
-    """A value Python's ``int`` or ``datetime`` refuses, or an integer so long that quoting
-    it in any message fails (``ValueError`` from ``repr``), was a ``ValueError`` out of the
+    """A value Python's ``int`` or ``datetime`` refuses, an integer so long that quoting
+    it in any message fails (``ValueError`` from ``repr``), or a base-60 float past a float's
+    range (``OverflowError`` from ``float``), was a ``ValueError`` out of the
     reader (a skill folder's front matter made ``load_skills`` fail with it, not with a
     ``SkillError`` naming the folder)."""
     text = f"ok: 1\n? {scalar}\n: 1\n" if as_key else f"ok: 1\nx: {scalar}\n"  # ? : a
@@ -290,3 +293,14 @@ def test_a_scalar_python_cannot_read_or_write_is_a_yaml_error_naming_its_line(sc
         read_yaml(text, source="hostile.yaml")
     assert err.value.problems[0].startswith("hostile.yaml:2:"), err.value.problems
     assert why in str(err.value)
+
+
+def test_a_skill_whose_front_matter_holds_a_float_past_the_range_is_a_skill_error(tmp_path):
+    from flink_agents_py.skills import SkillError, load_skills
+
+    folder = tmp_path / "big"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: big\ndescription: d\nversion: "
+                                     + ":".join(["59"] * 300) + ".5\n---\nbody\n")
+    with pytest.raises(SkillError, match="too large to convert to float"):
+        load_skills([str(folder)])
