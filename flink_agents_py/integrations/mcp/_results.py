@@ -55,23 +55,30 @@ def _not_mcp(error: ValidationError) -> str:
     return _clip("; ".join(problems), 1_000)
 
 
-def _bounded(result: Any, tool: str, server: McpServer) -> Any:
+def _bounded(result: Any, tool: str, server: McpServer, kind: str = "tool") -> Any:
     """``result`` of ``tool``, when its JSON form is at most ``max_result_chars`` long.
+
+    Args:
+        result: what the server answered.
+        tool: the tool's (or prompt's) name.
+        server: the server.
+        kind: ``"tool"`` (a ``tools/call``) or ``"prompt"`` (a ``prompts/get``).
 
     Returns:
         The result.
 
     Raises:
         McpToolError: naming the tool, the server and the bound, when it is longer (the
-            model reads it; the result is not recorded).
+            model reads it; the result is not recorded); for a prompt, a ``ResourceError``.
     """
     limit = server.max_result_chars
     if limit is None:
         return result
     size = len(orjson.dumps(wire(result)))
     if size > limit:
-        raise McpToolError(f"MCP tool {cut_masked(tool, 100)!r} of {server.where} returned "
-                           f"{size:,} characters, more than max_result_chars={limit:,}")
+        error = McpToolError if kind == "tool" else ResourceError
+        raise error(f"MCP {kind} {cut_masked(tool, 100)!r} of {server.where} returned "
+                    f"{size:,} characters, more than max_result_chars={limit:,}")
     return result
 
 
@@ -224,30 +231,35 @@ def _prompt_messages(result: dict[str, Any]) -> list[ChatMessage]:
 
 
 @contextlib.contextmanager
-def tool_errors(tool: str, where: str, conn: Connection) -> Iterator[None]:
+def tool_errors(tool: str, where: str, conn: Connection, kind: str = "tool") -> Iterator[None]:
     """Name the tool and the server in what a ``tools/call`` raises.
 
     Args:
         tool: the tool's name (quoted masked: ``cut_masked``).
         where: the server, as messages name it.
         conn: the session the call went through.
+        kind: ``"tool"``, or ``"prompt"`` for a ``prompts/get`` (its errors are
+            ``ResourceError``s, as a prompt the server lacks is).
 
     Raises:
         McpToolError: naming the tool and server, when the SDK refused the server's
-            answer (what is wrong, clipped) or raised its own error ("Connection closed").
+            answer (what is wrong, clipped) or raised its own error ("Connection closed");
+            for a prompt, a ``ResourceError``. The server's text is masked in it and in its
+            cause.
         ConnectionError: why the transport ended the session, when it did (``McpServerExited``).
         TimeoutError: as it came (it names the server already).
     """
-    named = f"MCP tool {cut_masked(tool, 100)!r}"
+    named = f"MCP {kind} {cut_masked(tool, 100)!r}"
+    error = McpToolError if kind == "tool" else ResourceError
     try:
         yield
     except ValidationError as e:
-        raise McpToolError(f"{named} of {where} answered with a result that is not MCP: "
-                           f"{_not_mcp(e)}") from scrub_exception(e)
+        raise error(f"{named} of {where} answered with a result that is not MCP: "
+                    f"{_not_mcp(e)}") from scrub_exception(e)
     except TimeoutError:
         raise
     except Exception as e:
         conn.raise_failure(f"{named} failed: ")  # the session ended: say why
         if type(e).__name__ not in ("McpError", "MCPError"):  # (the SDK's, 1.x and 2.x)
             raise
-        raise McpToolError(f"{named} of {where} failed: {_short(str(e))}") from scrub_exception(e)
+        raise error(f"{named} of {where} failed: {_short(str(e))}") from scrub_exception(e)

@@ -99,8 +99,8 @@ class McpServer(FreshOnUnpickle, Resource):
         register_prompts: register advertised prompts as ``PROMPT`` resources at plan build.
         max_result_chars: the longest result (its JSON form) a tool call may return: a
             longer one is a failed tool call naming the bound (an ``McpToolError`` the model
-            reads), so a server cannot fill keyed state and checkpoints with what it returns
-            (``None``: no bound).
+            reads), so a server cannot fill keyed state and checkpoints with what it returns;
+            a prompt's messages likewise (a ``ResourceError``) (``None``: no bound).
         max_message_bytes: the longest message the server may send, in bytes (a line on a
             stdio server's stdout; an HTTP answer, or one server-sent event): a longer one
             ends the session (a stdio server is stopped) and fails the requests waiting on
@@ -389,7 +389,9 @@ class McpServer(FreshOnUnpickle, Resource):
 
         Raises:
             ResourceError: when the server has no such prompt, or a required argument is
-                missing.
+                missing; naming the prompt and the server (its text masked), when the
+                server answers with an error, with something that is not MCP, or with
+                messages longer than ``max_result_chars`` in their JSON form.
         """
         self._opened()
         assert self._prompts is not None
@@ -407,8 +409,10 @@ class McpServer(FreshOnUnpickle, Resource):
             elif a.get("required"):
                 raise ResourceError(f"prompt {prompt!r} of MCP server {self.where} needs "
                                     f"the argument {name!r}")
-        return _prompt_messages(wire(self._connection().call(
-            lambda s: s.get_prompt(prompt, args or None), self.timeout_s)))
+        conn = self._connection()
+        with tool_errors(prompt, self.where, conn, kind="prompt"):  # a tool's rules
+            result = conn.call(lambda s: s.get_prompt(prompt, args or None), self.timeout_s)
+        return _prompt_messages(wire(_bounded(result, prompt, self, kind="prompt")))
 
     # -- plan build ---------------------------------------------------------------------
     def plan_listing(self, name: str
