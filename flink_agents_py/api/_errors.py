@@ -448,7 +448,7 @@ def shown_key(key: Any, limit: int = 200) -> str:
         text = repr(key)
     except Exception as e:  # noqa: BLE001 - a key whose repr fails is still reported
         return f"<{type(key).__name__}: repr failed: {type(e).__name__}>"
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} chars)"
+    return text if len(text) <= limit else f"{cut_masked(text, limit)}... ({len(text):,} chars)"
 
 
 def too_deep(connection: Any, error: RecursionError) -> str:

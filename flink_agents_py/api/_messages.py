@@ -22,7 +22,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ._errors import ProviderError
-from ._secrets import MaskedStr, mask_secrets
+from ._secrets import MaskedStr, cut_masked, mask_secrets
 from ._tools import UNREADABLE_ARGUMENTS
 
 __all__ = [
@@ -492,7 +492,7 @@ def refuse_truncated_calls(reason: Any, names: Sequence[Any]) -> None:
     """
     if not names or reason not in TRUNCATED_REASONS:
         return
-    shown = ", ".join(repr(str(n)[:100]) for n in list(names)[:5])
+    shown = ", ".join(repr(cut_masked(str(n), 100)) for n in list(names)[:5])
     more = f" and {len(names) - 5} more" if len(names) > 5 else ""
     raise ProviderError(
         f"the model's answer was cut at its output token limit (finish reason {reason!r}) "

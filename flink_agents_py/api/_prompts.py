@@ -12,6 +12,7 @@ from pydantic import model_validator
 from ._errors import UsageError
 from ._messages import ChatMessage, MessageRole
 from ._resources import Resource, ResourceType
+from ._secrets import cut_masked
 
 __all__ = ["Prompt", "fill_placeholders", "warn_unfilled", "warn_unfilled_in"]
 
@@ -41,9 +42,9 @@ def _filled(m: re.Match[str], values: Mapping[str, Any]) -> str:
     if conversion is not None:
         value = _CONVERSIONS[conversion](value)
     if spec and any(len(n) > 5 or int(n) > MAX_SPEC_NUMBER for n in _SPEC_NUMBER.findall(spec)):
-        raise UsageError(f"prompt placeholder {m.group(0)[:80]} asks for a width or precision "
-                         f"over {MAX_SPEC_NUMBER:,} (MAX_SPEC_NUMBER): it is not filled, "
-                         f"since its text alone could exhaust the memory")
+        raise UsageError(f"prompt placeholder {cut_masked(m.group(0), 80)} asks for a width "
+                         f"or precision over {MAX_SPEC_NUMBER:,} (MAX_SPEC_NUMBER): it is not "
+                         f"filled, since its text alone could exhaust the memory")
     try:
         return format(value, spec[1:] if spec else "")
     except (TypeError, ValueError) as e:

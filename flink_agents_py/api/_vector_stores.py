@@ -32,7 +32,7 @@ from ._errors import AgentsError, ResourceError
 from ._event_types import BuiltinEventType
 from ._events import Event
 from ._resources import Resource, ResourceType
-from ._secrets import MaskedStr
+from ._secrets import MaskedStr, cut_masked
 
 __all__ = [
     "VectorStoreError",
@@ -125,7 +125,8 @@ class Document(BaseModel):
     score: float | None = None
 
     def __str__(self) -> str:
-        preview = self.content if len(self.content) <= 50 else self.content[:50] + "..."
+        preview = self.content if len(self.content) <= 50 else \
+            cut_masked(self.content, 50) + "..."
         return f"Document: {preview}"
 
 

@@ -202,8 +202,10 @@ def unreadable(record: Any, error: Exception, pickled: bool) -> UnreadableRecord
     text = str(error)
     why = f"{type(error).__name__}: {cut_masked(text, 500)}" + ("..." if len(text) > 500 else "")
     if isinstance(record, (bytes, bytearray)):
-        excerpt = repr(bytes(record[:_EXCERPT_BYTES])) + ("..." if size and size > _EXCERPT_BYTES
-                                                          else "")
+        shown = repr(bytes(record[:_EXCERPT_BYTES]))  # masked as a text the length of the
+        # key past it (a secret standing across the cut leaves no piece behind)
+        excerpt = shown if not size or size <= _EXCERPT_BYTES else cut_masked(
+            repr(bytes(record[:_EXCERPT_BYTES + 4 * 1024])), len(shown)) + "..."
     else:
         excerpt = f"a {type(record).__name__}"
     log.debug("agent operator: a keyed input record could not be converted: %s", why)

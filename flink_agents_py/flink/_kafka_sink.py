@@ -32,7 +32,7 @@ import orjson
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from ..api.internal import described
+from ..api.internal import cut_masked, described
 from ..io import excerpt
 from ._fresh import shipped
 from ._kafka_jars import SERIALIZER, add_kafka_jars, check_servers, new_java
@@ -180,7 +180,7 @@ def _shown(record: Any) -> str:
         text = repr(record)
     except Exception as e:  # noqa: BLE001 - RecursionError, a repr of its own that raises
         text = f"<{type(record).__name__}: repr failed: {type(e).__name__}>"
-    return text[:2000].encode("utf-8", "backslashreplace").decode("utf-8")
+    return cut_masked(text, 2000).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def to_kafka_rows(ds: Any, topic: str | Callable[[Any], str],

@@ -57,7 +57,7 @@ def _shown(value: Any, limit: int = _SHOWN) -> str:
         text = repr(value)
     except Exception as e:  # noqa: BLE001 - a value whose repr fails is still named
         return f"<{type(value).__name__}: repr failed: {type(e).__name__}>"
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} chars)"
+    return text if len(text) <= limit else f"{cut_masked(text, limit)}... ({len(text):,} chars)"
 
 
 def _kind(type_info: Any) -> str | None:

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..api import SerializationError
-from ..api.internal import error_text
+from ..api.internal import cut_masked, error_text
 from ..runtime.internal import loads_record
 
 __all__ = [
@@ -144,7 +144,7 @@ def excerpt(raw: bytes | str | None, limit: int = EXCERPT_CHARS) -> str | None:
     if len(text) <= limit:
         return text
     size = len(raw.encode() if isinstance(raw, str) else raw)
-    return f"{text[:limit]}... ({size:,} bytes)"
+    return f"{cut_masked(text, limit)}... ({size:,} bytes)"
 
 
 def json_line(line_no: int, text: str) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..api import ChatModelSetup, FlowControl, ResourceError, ResourceType
-from ..api.internal import described, import_qualified, unknown_key_message
+from ..api.internal import cut_masked, described, import_qualified, unknown_key_message
 
 __all__ = ["check_setup_values"]
 
@@ -91,4 +91,4 @@ def _validate(where: str, cls: type[BaseModel], value: Any, prefix: tuple[str, .
 
 def _short(value: Any) -> str:
     text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return text if len(text) <= 80 else cut_masked(text, 77) + "..."

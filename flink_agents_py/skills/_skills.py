@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from pydantic import PrivateAttr, model_validator
 
 from ..api import AgentsError, Resource, ResourceType, ToolMetadata, UsageError
+from ..api.internal import cut_masked
 from ._walk import walk_beneath
 
 __all__ = ["Skill", "SkillError", "load_skills", "LoadSkillTool", "MAX_FILE_BYTES",
@@ -181,7 +182,7 @@ class Skill:
         except (OSError, ValueError, RuntimeError):  # a NUL byte, a name too long, a loop
             found = False  # (Python < 3.13 raises RuntimeError for a symlink loop)
         if not found:
-            shown = relative if len(relative) <= 200 else relative[:200] + "..."
+            shown = relative if len(relative) <= 200 else cut_masked(relative, 200) + "..."
             raise SkillError(f"skill {self.name!r} has no file {shown!r}; its files: "
                              f"{', '.join(map(_printable, self.files())) or 'none'}")
         # opened from the folder loaded down, one component at a time, never following a

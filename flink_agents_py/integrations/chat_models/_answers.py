@@ -12,6 +12,7 @@ from ...api.internal import (
     MAX_TOKEN_COUNT,
     UNREADABLE_ARGUMENTS,
     clip,
+    cut_masked,
     mask_secrets,
     one_json_object,
     strict_json,
@@ -176,8 +177,9 @@ def token_count(value: Any) -> int | None:
 
 def _unreadable(raw: Any, problem: str, index: int, name: Any) -> dict[str, Any]:
     """The arguments of a call whose arguments could not be read: what was wrong."""
-    logger.warning("tool call %d (%r) has arguments that %s", index, str(name)[:100], problem)
-    return {UNREADABLE_ARGUMENTS: f"{problem}: {mask_secrets(str(raw))[:300]!r}"}
+    logger.warning("tool call %d (%r) has arguments that %s", index, cut_masked(str(name), 100),
+                   problem)
+    return {UNREADABLE_ARGUMENTS: f"{problem}: {cut_masked(str(raw), 300)!r}"}
 
 
 def _one_object(text: str) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ from typing import Any, cast
 import orjson
 
 from ...api import Memory, MemoryRef
-from ...api.internal import EVENT_ID_SOURCE, MemoryObject, memory_ref_of
+from ...api.internal import EVENT_ID_SOURCE, MemoryObject, cut_masked, memory_ref_of
 from .._serde import _INT_MAX, _INT_MIN, MODEL_TAG, from_json_value, is_tagged_model, to_json_value
 from ..core._stepper import DURABLE_FUNCTION
 from ..recorder._round_trip import check_round_trip
@@ -95,7 +95,8 @@ def _split(path: str) -> list[str]:
     if parts is not None:
         return parts
     if not isinstance(path, str) or not path or any(not p for p in path.split(".")):
-        shown = path if not isinstance(path, str) or len(path) <= 200 else path[:200] + "..."
+        shown = path if not isinstance(path, str) or len(path) <= 200 else \
+            cut_masked(path, 200) + "..."
         raise ValueError(f"memory path must be dotted names like 'a.b', got {shown!r}")
     parts = path.split(".")
     if MODEL_TAG in parts:  # a node of these fields would read back as a tagged model
@@ -293,7 +294,7 @@ def _refuse_reserved(parts: list[str], path: str, deleting: bool) -> None:
     what = RESERVED_ROOTS.get(parts[0])
     if what is None or (deleting and parts[0] == "_budget"):
         return
-    shown = path if len(path) <= 200 else path[:200] + "..."
+    shown = path if len(path) <= 200 else cut_masked(path, 200) + "..."
     raise ValueError(f"short-term memory path {shown!r} is under {parts[0]!r}, reserved for "
                      f"{what}: an action may read it"
                      + (" or delete it" if parts[0] == "_budget" else "")

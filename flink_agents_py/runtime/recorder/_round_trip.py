@@ -17,6 +17,7 @@ import orjson
 from pydantic import BaseModel
 
 from ...api import SerializationError
+from ...api.internal import cut_masked
 from .._serde import from_json_value, to_json_value
 
 __all__ = ["REBUILD_AS_STORED", "changed_by_rebuild", "check_round_trip", "holds_models",
@@ -163,4 +164,4 @@ def check_round_trip(stored: Any, where: str) -> None:
 
 def _short(value: Any, limit: int = 120) -> str:
     text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
+    return text if len(text) <= limit else cut_masked(text, limit) + "..."
