@@ -79,3 +79,12 @@ def test_a_memory_path_an_action_took_from_its_record(secret):
     [error] = res.errors
     assert "memory path must be dotted names" in error.message
     assert_no_part(secret, error.message)
+
+
+def test_a_memory_path_naming_the_model_tag(secret):
+    path = straddling(secret, 200).replace(" ", "_") + ".$model"
+    res = AgentsExecutionEnvironment.local().from_list([{"key": "a", "path": path}]) \
+        .apply(_PathReader()).run()
+    [error] = res.errors
+    assert "has a field named '$model'" in error.message
+    assert_no_part(secret, error.message)

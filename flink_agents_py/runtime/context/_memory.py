@@ -101,7 +101,8 @@ def _split(path: str) -> list[str]:
     parts = path.split(".")
     if MODEL_TAG in parts:  # a node of these fields would read back as a tagged model
         raise ValueError(
-            f"memory path {path if len(path) <= 200 else path[:200] + '...'!r} has a field "
+            f"memory path {path if len(path) <= 200 else cut_masked(path, 200) + '...'!r} "
+            f"has a field "
             f"named {MODEL_TAG!r}, the name the runtime keeps for the class of a stored "
             "pydantic model (a memory object with it and a 'data' field would be read back "
             "as that class): rename the field")
