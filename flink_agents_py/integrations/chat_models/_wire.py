@@ -80,7 +80,9 @@ class WireNames:
     """The names tools are offered under to a provider that takes ``^[a-zA-Z0-9_-]{1,64}$``.
 
     A name that fits is its own; another gets its safe characters (others as ``_``), cut to
-    64 with a digest of the whole name when longer, or when that stand-in is taken. One
+    64 with a digest of the whole name when longer, or when that stand-in is taken (and
+    then a digest of the name salted, when a tool's own name is that digest form: no two
+    tools of a request ever share a name on the wire). One
     ``WireNames`` serves one request: the tools offered, the calls of the conversation,
     ``tool_choice``, and the calls of the answer (``ours``).
 
@@ -111,8 +113,12 @@ class WireNames:
         if known is not None:
             return known
         safe = _UNSAFE.sub("_", name)
-        wire = safe if safe and len(safe) <= 64 and safe not in self._back \
-            else f"{safe[:51] or 'tool'}_{_digest(name)}"
+        wire = safe if safe and len(safe) <= 64 else ""
+        salt = 0
+        while not wire or wire in self._back:  # a name no other tool goes under: one
+            # that fits may be this stand-in's digest form (another server's tool so named)
+            wire = f"{safe[:51] or 'tool'}_{_digest(f'{salt}:{name}' if salt else name)}"
+            salt += 1
         self._to[name], self._back[wire] = wire, name
         return wire
 
