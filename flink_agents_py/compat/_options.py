@@ -29,6 +29,7 @@ from typing import Any
 
 from ..api import AgentConfig, UsageError
 from ..api import LongTermMemoryOptions as _OurLongTermMemoryOptions
+from ..api.internal import register_plan_credentials
 from ..observability.internal import APACHE_KEYS
 
 log = logging.getLogger(__name__)
@@ -361,6 +362,7 @@ class Configuration:
         if key in _NO_EFFECT:
             log.info("configuration %r: Flink Agents' option has no effect here (see "
                      "docs/reference/flink-agents-names.md)", key)
+        register_plan_credentials({key: value}, f"configuration {key!r}")  # a credential
         self._values[key] = value
         self._on_set(key, value)
         return self

@@ -1,4 +1,8 @@
-"""Plan-build check of an agent's configuration: keys that belong to a chat model setup."""
+"""Plan-build checks of an agent's configuration: setup keys, and its credentials.
+
+Keys that belong to a chat model setup are warned of; the credentials it holds are
+registered as secrets.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..api import ChatModelSetup
-from ..api.internal import warn_at_user
+from ..api.internal import register_plan_credentials, warn_at_user
 
-__all__ = ["SetupConfigWarning", "warn_of_setup_fields"]
+__all__ = ["SetupConfigWarning", "registered_config", "warn_of_setup_fields"]
 
 
 class SetupConfigWarning(UserWarning):
@@ -34,3 +38,22 @@ def warn_of_setup_fields(agent: str, config: Mapping[str, Any]) -> None:
             f"agent {agent}'s configuration sets {shown}, which no chat model setup reads: "
             f"a chat model setup takes it, e.g. ResourceDescriptor(ChatModelSetup, "
             f"connection=..., {shown}) (in YAML, a key of the chat_model_setups entry)"))
+
+
+def registered_config(config: dict[str, Any]) -> dict[str, Any]:
+    """``config``, its credentials registered as secrets (an ``AgentPlan.config`` validator).
+
+    A value under a credential's name (``openai.api_key``, ``db.password``,
+    ``GITHUB_TOKEN``, nested too) and one in a URL or a command line are registered as a
+    resource's arguments are (``register_plan_credentials``): an action reads them with
+    ``ctx.config`` and sends them on, and one quoted back (a provider's 401 body) was in
+    clear in error records, logs and traces. A plan made, or read back by a worker, does it.
+
+    Args:
+        config: the agent's configuration.
+
+    Returns:
+        ``config`` itself (its values unchanged).
+    """
+    register_plan_credentials(config, "the agent's configuration")
+    return config

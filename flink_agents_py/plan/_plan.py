@@ -47,7 +47,7 @@ from ._action_checks import (
     signature_problem,
     warn_if_declares_a_result,
 )
-from ._config_checks import warn_of_setup_fields
+from ._config_checks import registered_config, warn_of_setup_fields
 from ._inherited import declared_above, passing_down, visible
 from ._knowledge_checks import (
     agent_identity,
@@ -200,7 +200,8 @@ class AgentPlan(BaseModel):
     actions_by_event: Annotated[dict[str, tuple[str, ...]], AfterValidator(builtin_keys)]
     resources: dict[ResourceType, dict[str, ResourcePlan]] = Field(default_factory=dict)
     subagents: dict[str, AgentPlan] = Field(default_factory=dict)
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: Annotated[dict[str, Any], AfterValidator(registered_config)] = Field(
+        default_factory=dict)
     agent: str = ""
     """Who the plan is of (``module:qualname`` of the agent's class): long-term memory and
     vector stores declared without a collection are scoped by it."""
