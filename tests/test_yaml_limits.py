@@ -278,6 +278,8 @@ def test_a_users_script_outside_the_repository_gets_yaml_errors(tmp_path):
     ("2001-13-01", "month must be in 1..12"),  # datetime refuses it
     (":".join(["59"] * 300) + ".5", "too large to convert to float"),  # base 60: Overflow
     ("-" + ":".join(["1"] * 200) + ".0", "too large to convert to float"),
+    ("!!bool maybe", "'maybe' is not a bool"),  # a KeyError out of PyYAML's constructor
+    ("!!timestamp nope", "'nope' is not a timestamp"),  # an AttributeError out of it
 ])
 @pytest.mark.parametrize("as_key", [False, True])
 def test_a_scalar_python_cannot_read_or_write_is_a_yaml_error_naming_its_line(scalar, why,

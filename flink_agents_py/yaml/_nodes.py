@@ -494,8 +494,8 @@ def _same_value(loader: _Loader, k: ScalarNode, read_as: dict[Any, Node], loc: L
     try:
         value = loader.construct_object(k, deep=True)
         other = read_as.setdefault(value, k)
-    except (yaml.YAMLError, TypeError, ValueError, ArithmeticError):  # unreadable or
-        # unhashable: reported later
+    except Exception:  # noqa: BLE001 - unreadable (any constructor's failure) or
+        # unhashable: reported later (``_scalar``)
         loader.recursive_objects.pop(k, None)  # PyYAML keeps a node it failed on marked
         return
     if other is not k:
@@ -566,12 +566,18 @@ def _scalar(loader: _Loader, node: Node, loc: Loc, report: Report, unreadable: s
             raise ValueError(f"an integer of more than {_MAX_INT_BITS} bits (any message "
                              f"quoting it would fail: Python writes at most 4,300 digits)")
         return value
-    except (yaml.YAMLError, ValueError, ArithmeticError) as e:  # ValueError: an integer
-        # of more than 4,300 digits, a date of month 13 (read by Python's int and datetime);
-        # OverflowError: a base-60 float past a float's range (``1:2:...:3.5``, read as an
-        # integer first)
+    except _OverBudget:
+        raise
+    except Exception as e:  # noqa: BLE001 - a safe constructor failing on the text: any
+        # exception is an unreadable value. ValueError: an integer of more than 4,300 digits,
+        # a date of month 13 (Python's int and datetime); OverflowError: a base-60 float past
+        # a float's range (``1:2:...:3.5``, read as an integer first); KeyError: ``!!bool
+        # maybe``; AttributeError: ``!!timestamp nope``
         loader.recursive_objects.pop(node, None)  # PyYAML keeps a node it failed on marked
-        report.add(loc, f"cannot read the value: {getattr(e, 'problem', e)}", translated=True,
+        why = getattr(e, "problem", None) or (
+            str(e) if isinstance(e, (ValueError, ArithmeticError)) else
+            f"{quoted(node.value)} is not a {str(node.tag).rpartition(':')[2]}")
+        report.add(loc, f"cannot read the value: {why}", translated=True,
                    line=node.start_mark.line + 1)
         unreadable.add(loc)
         return _UNREADABLE
