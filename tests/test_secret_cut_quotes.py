@@ -88,3 +88,17 @@ def test_a_memory_path_naming_the_model_tag(secret):
     [error] = res.errors
     assert "has a field named '$model'" in error.message
     assert_no_part(secret, error.message)
+
+
+def test_a_skill_command_the_tool_refuses(tmp_path, secret):
+    from flink_agents_py.skills import CommandRefusedError, RunSkillCommandTool
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: notes\ndescription: d\n---\nbody\n")
+    tool = RunSkillCommandTool(paths=[str(folder)], allowed_commands=["echo"])
+    command = straddling(secret, 100) + " ; " + "y" * 200  # its middle cut at 100
+    with pytest.raises(CommandRefusedError) as err:
+        tool.run("notes", command)
+    assert "is not allowed" in str(err.value)
+    assert_no_part(secret, str(err.value))

@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from ..api import Resource, ResourceType, ToolMetadata
+from ..api import Resource, ResourceType, ToolMetadata, mask_secrets
 from ..api.internal import warn_at_user
 from ._sandbox import (
     CommandRefusedError,
@@ -112,9 +112,17 @@ _VERSIONED = re.compile(r"(python|perl|ruby|node|php|lua|tclsh|wish|pdb|pydoc|ks
 
 
 def _shown(text: str, limit: int = 200) -> str:
-    """``text`` quoted for an error, its middle cut when it is longer than ``limit``."""
+    """``text`` quoted for an error, its middle cut when it is longer than ``limit``.
+
+    A text cut is masked whole first (``api.mask_secrets``): a secret standing across the
+    cut would leave a piece the mask no longer recognises.
+
+    Returns:
+        The quoted text.
+    """
     if len(text) <= limit:
         return repr(text)
+    text = mask_secrets(text)
     return repr(text[:limit // 2]) + f" [... {len(text) - limit} characters] " + repr(
         text[-limit // 2:])
 
