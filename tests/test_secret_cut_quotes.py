@@ -102,3 +102,16 @@ def test_a_skill_command_the_tool_refuses(tmp_path, secret):
         tool.run("notes", command)
     assert "is not allowed" in str(err.value)
     assert_no_part(secret, str(err.value))
+
+
+def test_a_skill_file_cut_at_its_bound(tmp_path, secret):
+    from flink_agents_py.skills import MAX_FILE_CHARS
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: notes\ndescription: d\n---\nbody\n")
+    (folder / "big.txt").write_text(straddling(secret, MAX_FILE_CHARS) + "z" * 1000)
+    tool = LoadSkillTool(paths=[str(folder)])
+    read = tool.skill("notes").read_file("big.txt")
+    assert read["cut"]["kept_characters"] == MAX_FILE_CHARS
+    assert_no_part(secret, read["text"])

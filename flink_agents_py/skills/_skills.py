@@ -35,6 +35,8 @@ of the result apart from the text says so: ``cut``)."""
 MAX_FILE_BYTES = 4 * MAX_FILE_CHARS
 """The most bytes read from a skill file, ``SKILL.md`` included (never the whole of a big
 file: the rest is not read, and a field apart from the text says the file was cut)."""
+_MASK_MARGIN = 4_096
+"""Bytes read past ``MAX_FILE_BYTES`` so that a text cut there is masked whole first."""
 MAX_LISTED_FILES = 1_000
 """The most files of a skill ``load_skill`` lists."""
 MAX_WALKED_ENTRIES = 20 * MAX_LISTED_FILES
@@ -278,11 +280,13 @@ def _read_capped(path: Path, fd: int | None = None) -> tuple[str, int | None]:
             raise SkillError(f"{path} is not a regular file (a FIFO, device or socket is "
                              f"never read)")
         size = st.st_size
-        data = f.read(MAX_FILE_BYTES + 1)
-    text = data[:MAX_FILE_BYTES].decode(errors="replace")
+        data = f.read(MAX_FILE_BYTES + _MASK_MARGIN)
+    text = data.decode(errors="replace")
     if len(data) > MAX_FILE_BYTES or len(text) > MAX_FILE_CHARS:
-        size = max(size, len(data))
-        return text[:MAX_FILE_CHARS], size
+        kept = min(MAX_FILE_CHARS, len(data[:MAX_FILE_BYTES].decode(errors="replace")))
+        # masked before the cut, a little past it read too: a secret (a key a writable
+        # skill's command wrote into a file) standing across the cut leaves no piece behind
+        return cut_masked(text, kept), max(size, len(data))
     return text, None
 
 
