@@ -15,7 +15,13 @@ import orjson
 from pydantic import ValidationError
 
 from ...api import AgentsError, ChatMessage, MessageRole, ResourceError, mask_secrets
-from ...api.internal import cut_masked, mask_known, mask_known_value, scrub_exception
+from ...api.internal import (
+    cut_masked,
+    has_known_secret,
+    mask_known,
+    mask_known_value,
+    scrub_exception,
+)
 from ._session import Connection, wire
 
 if TYPE_CHECKING:
@@ -195,12 +201,19 @@ def _by_name(tools: list[dict[str, Any]], prompts: list[dict[str, Any]], where: 
     Raises:
         ResourceError: naming the server and the name, when two tools (or two prompts)
             share it: keeping either would hand the model's calls to a tool it was not
-            told about.
+            told about; or when a name holds a known secret (a server quoting the token it
+            was given there: the name goes to the model as it is).
     """
     named: tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]] = ({}, {})
     for kind, items, out in (("tool", tools, named[0]), ("prompt", prompts, named[1])):
         for item in items:
             name = item["name"]
+            if has_known_secret(name):  # the name goes to the model as it is: refused
+                raise ResourceError(
+                    f"MCP server {where} advertises a {kind} whose name holds a secret it "
+                    f"was given ({cut_masked(name, 100)!r}): its name would go to the model "
+                    "in clear (a description, a schema or a result is masked, a name cannot "
+                    "be); rename it on the server")
             if name in out:
                 raise ResourceError(
                     f"MCP server {where} advertises two {kind}s named "
