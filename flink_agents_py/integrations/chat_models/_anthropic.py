@@ -38,6 +38,7 @@ from __future__ import annotations
 import datetime
 import inspect
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -60,8 +61,10 @@ from ...api import (
     secret_from_env,
 )
 from ...api.internal import (
+    is_credential_name,
     refuse_empty_answer,
     refuse_truncated_calls,
+    register_header_secret,
     scrub_exception,
     too_deep,
 )
@@ -303,6 +306,20 @@ def _output_tool(name: str, schema: dict[str, Any]) -> tuple[dict[str, Any], boo
             "input_schema": wrapped}, True
 
 
+
+def register_sdk_env_headers() -> None:
+    """Register the credentials of the headers the ``anthropic`` SDK reads from the environment.
+
+    The SDK adds the ``Name: value`` lines of ``ANTHROPIC_CUSTOM_HEADERS`` to every request
+    (a gateway's key), whatever the connection is given: each under a credential's name
+    (``x-gateway-key``, ``Authorization``) is registered, as a connection's own headers are,
+    so a gateway quoting it back leaves it nowhere.
+    """
+    for line in (os.environ.get("ANTHROPIC_CUSTOM_HEADERS") or "").split("\n"):
+        name, colon, value = line.partition(":")
+        if colon and is_credential_name(name.strip()):
+            register_header_secret(value.strip(), "$ANTHROPIC_CUSTOM_HEADERS")
+
 class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnection):
     """Anthropic's Messages API.
 
@@ -357,6 +374,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         anthropic = import_sdk("anthropic", "anthropic", "the Anthropic chat model")
         self.check()
         key = self._api_key() or "unused"
+        register_sdk_env_headers()  # what the SDK adds on its own
         return lambda: anthropic.AsyncAnthropic(
             api_key=key, base_url=self.base_url, timeout=self.timeout_s,
             max_retries=self.max_retries, http_client=anthropic.DefaultAsyncHttpxClient(

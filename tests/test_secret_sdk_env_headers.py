@@ -1,0 +1,43 @@
+"""A credential the Anthropic SDK reads from the environment on its own is masked too.
+
+The ``anthropic`` SDK adds the headers of ``ANTHROPIC_CUSTOM_HEADERS`` (``Name: value``
+lines) to every request, whatever the connection is given (a gateway's key, as
+``OTEL_EXPORTER_OTLP_HEADERS`` carries a collector's). The framework never registered
+them, so a gateway quoting such a header back in its 401 put the key in clear into the
+chat's error, error records and logs. The values of its credential-named headers are now
+registered when the connection makes its client, as a connection's own headers are.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from support.providers import WireServer, outputs_of, probe_agent, run_probe
+
+from flink_agents_py.api import ResourceDescriptor
+from flink_agents_py.integrations.chat_models import AnthropicChatModel
+
+
+def test_a_gateway_key_from_anthropic_custom_headers_is_masked_in_the_error(monkeypatch):
+    key = f"gw-{uuid.uuid4().hex}"
+    monkeypatch.setenv("ANTHROPIC_CUSTOM_HEADERS",
+                       f"x-gateway-key: {key}\nanthropic-beta: some-beta-2024-01-01")
+    monkeypatch.setenv("FAP_TEST_ANTHROPIC_KEY", "k-anthropic-test-key")
+    seen: list[str] = []
+
+    def echo(req: dict[str, Any]) -> tuple[int, Any]:
+        seen.append(req["headers"].get("x-gateway-key", ""))
+        return 401, {"type": "error", "error": {
+            "type": "authentication_error",
+            "message": f"gateway key {req['headers'].get('x-gateway-key')} is not valid"}}
+
+    with WireServer(echo) as srv:
+        conn = ResourceDescriptor(AnthropicChatModel, base_url=srv.url, max_retries=0,
+                                  api_key_env="FAP_TEST_ANTHROPIC_KEY",
+                                  default_model="claude-test")
+        res = run_probe(probe_agent(conn), [{"key": "k", "q": "hi"}])
+    assert seen and seen[0] == key  # the SDK sent it
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] and "is not valid" in ans["error"], ans
+    assert key not in ans["error"] and "[REDACTED]" in ans["error"]
