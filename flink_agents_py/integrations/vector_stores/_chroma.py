@@ -36,7 +36,7 @@ from ...api import (
     VectorStoreError,
     secret_from_env,
 )
-from ...api.internal import scrub_exception
+from ...api.internal import register_header_secret, scrub_exception
 from ..chat_models._common import FreshOnUnpickle, import_sdk
 from ._chroma_http import bounded_http_client
 
@@ -176,10 +176,16 @@ class ChromaVectorStore(FreshOnUnpickle, VectorStore):
                     if token:
                         headers["x-chroma-token"] = token
                     try:
+                        settings = chromadb.Settings(anonymized_telemetry=False)
+                        # chromadb's own credentials (its Settings read the environment:
+                        # CHROMA_CLIENT_AUTH_CREDENTIALS), sent whatever the store is given
+                        register_header_secret(getattr(
+                            settings, "chroma_client_auth_credentials", None) or None,
+                            "chromadb's client credentials")
                         self._client = bounded_http_client(
                             chromadb, self.timeout_s, self.max_answer_bytes, host=self.host,
                             port=self.port, ssl=self.ssl, headers=headers,
-                            settings=chromadb.Settings(anonymized_telemetry=False), **common)
+                            settings=settings, **common)
                     except Exception as e:  # noqa: BLE001 - chromadb's, httpx's, a bound's
                         raise VectorStoreError(
                             f"vector store {self.resource_name!r}: cannot open the Chroma "
