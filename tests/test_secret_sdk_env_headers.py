@@ -13,7 +13,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from support.providers import WireServer, outputs_of, probe_agent, run_probe
+import pytest
+from support.providers import (
+    WireServer,
+    anthropic_reply,
+    openai_reply,
+    outputs_of,
+    probe_agent,
+    run_probe,
+)
 
 from flink_agents_py.api import ResourceDescriptor
 from flink_agents_py.integrations.chat_models import AnthropicChatModel
@@ -41,3 +49,36 @@ def test_a_gateway_key_from_anthropic_custom_headers_is_masked_in_the_error(monk
     [ans] = outputs_of(res, "answer")
     assert ans["error"] and "is not valid" in ans["error"], ans
     assert key not in ans["error"] and "[REDACTED]" in ans["error"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_credential_in_the_url_the_sdk_reads_from_the_environment_is_registered(
+        monkeypatch, provider):
+    """``base_url=None``: the SDK takes ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``, and a
+    gateway token written into it (``?api-key=``, userinfo) was sent but never registered."""
+    from flink_agents_py.api import mask_secrets
+    from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
+    token = f"urltok-{uuid.uuid4().hex}"
+    monkeypatch.setenv("FAP_TEST_KEY", "k-test-key-0123")
+
+    def answer(req: dict[str, Any]) -> tuple[int, Any]:
+        if provider == "openai":
+            return 200, openai_reply("ok")
+        return 200, anthropic_reply([{"type": "text", "text": "ok"}])
+
+    with WireServer(answer) as srv:
+        base = srv.url.replace("http://", f"http://gw:{token}@")
+        if provider == "openai":
+            monkeypatch.setenv("OPENAI_BASE_URL", f"{base}/v1")
+            conn = ResourceDescriptor(OpenAIChatModel, api_key_env="FAP_TEST_KEY",
+                                      default_model="gpt-test")
+        else:
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", base)
+            conn = ResourceDescriptor(AnthropicChatModel, api_key_env="FAP_TEST_KEY",
+                                      default_model="claude-test")
+        res = run_probe(probe_agent(conn), [{"key": "k", "q": "hi"}])
+    assert srv.requests, "the SDK did not reach the server named by the environment"
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] is None and ans["content"] == "ok", ans
+    assert mask_secrets(f"502 from gw:{token}@gateway") == "502 from gw:[REDACTED]@gateway"

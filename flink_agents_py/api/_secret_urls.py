@@ -25,6 +25,7 @@ Values shorter than ``MIN_SECRET_CHARS`` are not registered, as ever.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -33,7 +34,7 @@ from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 from ._secret_fields import revealed_secrets
 from ._secrets import is_credential_name, register_header_secret
 
-__all__ = ["plan_credentials", "register_plan_credentials"]
+__all__ = ["plan_credentials", "register_plan_credentials", "register_sdk_default_url"]
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
 _QUERY_CREDENTIAL = re.compile(r"(?:^|[-_.])(?:sig|signature|auth|credential)$", re.IGNORECASE)
@@ -176,3 +177,19 @@ def register_plan_credentials(arguments: Any, source: str) -> None:
     for credential in plan_credentials(arguments):
         # (a header-like value ``Bearer <token>``: the token alone too)
         register_header_secret(credential, f"a credential in {source}")
+
+
+def register_sdk_default_url(variable: str, given: str | None) -> None:
+    """Register the credentials of the URL an SDK reads from ``variable`` when none is given.
+
+    A connection whose ``base_url``/``host`` is ``None`` lets its SDK take the server from
+    the environment (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, ``OLLAMA_HOST``): a
+    credential written there (``https://user:<token>@gateway/v1``, ``?api-key=<key>``) is
+    sent as one given in the descriptor is, and registered as such a one is.
+
+    Args:
+        variable: the environment variable the SDK reads.
+        given: the URL the connection was given (``None``: the SDK reads ``variable``).
+    """
+    if given is None:
+        register_plan_credentials({"url": os.environ.get(variable) or ""}, f"${variable}")

@@ -65,6 +65,7 @@ from ...api.internal import (
     refuse_empty_answer,
     refuse_truncated_calls,
     register_header_secret,
+    register_sdk_default_url,
     scrub_exception,
     too_deep,
 )
@@ -375,6 +376,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         self.check()
         key = self._api_key() or "unused"
         register_sdk_env_headers()  # what the SDK adds on its own
+        register_sdk_default_url("ANTHROPIC_BASE_URL", self.base_url)
         return lambda: anthropic.AsyncAnthropic(
             api_key=key, base_url=self.base_url, timeout=self.timeout_s,
             max_retries=self.max_retries, http_client=anthropic.DefaultAsyncHttpxClient(

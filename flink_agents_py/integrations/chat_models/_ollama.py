@@ -51,6 +51,7 @@ from ...api.internal import (
     mask_secrets,
     refuse_empty_answer,
     refuse_truncated_calls,
+    register_sdk_default_url,
     scrub_exception,
     too_deep,
 )
@@ -121,6 +122,7 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         ollama = import_sdk("ollama", "ollama", "the Ollama chat model")
         from ._ollama_transport import ArgumentsAsObjects  # httpx: with the client
 
+        register_sdk_default_url("OLLAMA_HOST", self.host)  # read by the SDK then
         return lambda: ollama.AsyncClient(host=self.host, timeout=self.timeout_s,
                                           transport=ArgumentsAsObjects(
                                               self.host, self.timeout_s, self.max_answer_bytes))

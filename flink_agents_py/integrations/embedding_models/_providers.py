@@ -19,7 +19,7 @@ from ...api import (
     ProviderError,
     secret_from_env,
 )
-from ...api.internal import clip, mask_secrets, scrub_exception
+from ...api.internal import clip, mask_secrets, register_sdk_default_url, scrub_exception
 from ..chat_models._answers import token_count
 from ..chat_models._common import (
     FreshOnUnpickle,
@@ -86,6 +86,7 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
         with self._lock:
             if self._client is None:
                 openai = import_sdk("openai", "openai", "the OpenAI-compatible embedding model")
+                register_sdk_default_url("OPENAI_BASE_URL", self.base_url)
                 self._client = openai.OpenAI(
                     base_url=self.base_url, api_key=self._api_key() or "unused",
                     timeout=self.timeout_s, max_retries=self.max_retries,
@@ -186,6 +187,7 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
         with self._lock:
             if self._client is None:
                 ollama = import_sdk("ollama", "ollama", "the Ollama embedding model")
+                register_sdk_default_url("OLLAMA_HOST", self.base_url)
                 self._client = ollama.Client(host=self.base_url, timeout=self.timeout_s,
                                              event_hooks=_answer_bounds(
                                                  self.timeout_s, self.max_answer_bytes))
