@@ -1,11 +1,13 @@
-"""A credential the Anthropic SDK reads from the environment on its own is masked too.
+"""A credential an SDK reads from the environment on its own is masked too.
 
-The ``anthropic`` SDK adds the headers of ``ANTHROPIC_CUSTOM_HEADERS`` (``Name: value``
-lines) to every request, whatever the connection is given (a gateway's key, as
-``OTEL_EXPORTER_OTLP_HEADERS`` carries a collector's). The framework never registered
-them, so a gateway quoting such a header back in its 401 put the key in clear into the
-chat's error, error records and logs. The values of its credential-named headers are now
-registered when the connection makes its client, as a connection's own headers are.
+The ``anthropic`` and ``openai`` SDKs add the headers of ``ANTHROPIC_CUSTOM_HEADERS`` /
+``OPENAI_CUSTOM_HEADERS`` (``Name: value`` lines) to every request, whatever the connection
+is given (a gateway's key, as ``OTEL_EXPORTER_OTLP_HEADERS`` carries a collector's), and take
+the server from ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` when given none. The framework
+never registered them, so a gateway quoting such a header back in its 401 put the
+key in clear into the chat's error, error records and logs. The values of the
+credential-named headers, and the credentials of such a URL, are now registered when the
+connection makes its client, as a connection's own headers and URL are.
 """
 
 from __future__ import annotations
@@ -27,23 +29,33 @@ from flink_agents_py.api import ResourceDescriptor
 from flink_agents_py.integrations.chat_models import AnthropicChatModel
 
 
-def test_a_gateway_key_from_anthropic_custom_headers_is_masked_in_the_error(monkeypatch):
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_gateway_key_from_the_sdks_custom_headers_is_masked_in_the_error(monkeypatch,
+                                                                           provider):
+    from flink_agents_py.integrations.chat_models import OpenAIChatModel
+
     key = f"gw-{uuid.uuid4().hex}"
-    monkeypatch.setenv("ANTHROPIC_CUSTOM_HEADERS",
-                       f"x-gateway-key: {key}\nanthropic-beta: some-beta-2024-01-01")
-    monkeypatch.setenv("FAP_TEST_ANTHROPIC_KEY", "k-anthropic-test-key")
+    monkeypatch.setenv(f"{provider.upper()}_CUSTOM_HEADERS",
+                       f"x-gateway-key: {key}\nx-team: some-team-2024-01-01")
+    monkeypatch.setenv("FAP_TEST_KEY", "k-test-key-0123")
     seen: list[str] = []
 
     def echo(req: dict[str, Any]) -> tuple[int, Any]:
-        seen.append(req["headers"].get("x-gateway-key", ""))
+        sent = req["headers"].get("x-gateway-key", "")
+        seen.append(sent)
+        if provider == "openai":
+            return 401, {"error": {"message": f"gateway key {sent} is not valid",
+                                   "type": "invalid_request_error"}}
         return 401, {"type": "error", "error": {
-            "type": "authentication_error",
-            "message": f"gateway key {req['headers'].get('x-gateway-key')} is not valid"}}
+            "type": "authentication_error", "message": f"gateway key {sent} is not valid"}}
 
     with WireServer(echo) as srv:
-        conn = ResourceDescriptor(AnthropicChatModel, base_url=srv.url, max_retries=0,
-                                  api_key_env="FAP_TEST_ANTHROPIC_KEY",
-                                  default_model="claude-test")
+        if provider == "openai":
+            conn = ResourceDescriptor(OpenAIChatModel, base_url=f"{srv.url}/v1", max_retries=0,
+                                      api_key_env="FAP_TEST_KEY", default_model="gpt-test")
+        else:
+            conn = ResourceDescriptor(AnthropicChatModel, base_url=srv.url, max_retries=0,
+                                      api_key_env="FAP_TEST_KEY", default_model="claude-test")
         res = run_probe(probe_agent(conn), [{"key": "k", "q": "hi"}])
     assert seen and seen[0] == key  # the SDK sent it
     [ans] = outputs_of(res, "answer")

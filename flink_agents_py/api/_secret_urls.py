@@ -34,7 +34,8 @@ from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 from ._secret_fields import revealed_secrets
 from ._secrets import is_credential_name, register_header_secret
 
-__all__ = ["plan_credentials", "register_plan_credentials", "register_sdk_default_url"]
+__all__ = ["plan_credentials", "register_plan_credentials", "register_sdk_default_url",
+           "register_sdk_env_headers"]
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
 _QUERY_CREDENTIAL = re.compile(r"(?:^|[-_.])(?:sig|signature|auth|credential)$", re.IGNORECASE)
@@ -193,3 +194,21 @@ def register_sdk_default_url(variable: str, given: str | None) -> None:
     """
     if given is None:
         register_plan_credentials({"url": os.environ.get(variable) or ""}, f"${variable}")
+
+
+def register_sdk_env_headers(variable: str) -> None:
+    """Register the credentials of the headers an SDK reads from ``variable`` on its own.
+
+    The ``openai`` and ``anthropic`` SDKs add the ``Name: value`` lines of
+    ``OPENAI_CUSTOM_HEADERS`` / ``ANTHROPIC_CUSTOM_HEADERS`` to every request (a gateway's
+    key), whatever the connection is given: each under a credential's name
+    (``x-gateway-key``, ``Authorization``) is registered, as a connection's own headers are,
+    so a gateway quoting it back leaves it nowhere.
+
+    Args:
+        variable: the environment variable the SDK reads.
+    """
+    for line in (os.environ.get(variable) or "").split("\n"):
+        name, colon, value = line.partition(":")
+        if colon and is_credential_name(name.strip()):
+            register_header_secret(value.strip(), f"${variable}")

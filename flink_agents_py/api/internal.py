@@ -44,7 +44,11 @@ from ._prompts import warn_unfilled_in
 from ._resources import import_qualified, resource_type_argument
 from ._secret_fields import register_resource_secrets
 from ._secret_scrub import described, error_text, group_types, scrub_exception, validation_masked
-from ._secret_urls import register_plan_credentials, register_sdk_default_url
+from ._secret_urls import (
+    register_plan_credentials,
+    register_sdk_default_url,
+    register_sdk_env_headers,
+)
 from ._secrets import (
     MESSAGE_MAX_CHARS,
     SECRET_VALUE_PATTERNS,
@@ -141,6 +145,7 @@ __all__ = [
     "register_header_secret",
     "register_plan_credentials",
     "register_sdk_default_url",
+    "register_sdk_env_headers",
     "register_resource_secrets",
     "registered_secret_count",
     "SECRETS",

@@ -311,8 +311,10 @@ class AzureOpenAIChatModelConnection(OpenAIChatModelConnection):
         super().check()
 
     def _sdk_client(self, openai: Any, headers: dict[str, str] | None) -> Any:
+        from ..api.internal import register_sdk_env_headers
         from ..integrations.internal import answer_bounds
 
+        register_sdk_env_headers("OPENAI_CUSTOM_HEADERS")  # added by the SDK itself
         return openai.AsyncAzureOpenAI(
             azure_endpoint=self._server_url(), api_version=self.api_version,
             api_key=self._api_key() or "unused", timeout=self.timeout_s,

@@ -38,7 +38,6 @@ from __future__ import annotations
 import datetime
 import inspect
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -61,11 +60,10 @@ from ...api import (
     secret_from_env,
 )
 from ...api.internal import (
-    is_credential_name,
     refuse_empty_answer,
     refuse_truncated_calls,
-    register_header_secret,
     register_sdk_default_url,
+    register_sdk_env_headers,
     scrub_exception,
     too_deep,
 )
@@ -308,19 +306,6 @@ def _output_tool(name: str, schema: dict[str, Any]) -> tuple[dict[str, Any], boo
 
 
 
-def register_sdk_env_headers() -> None:
-    """Register the credentials of the headers the ``anthropic`` SDK reads from the environment.
-
-    The SDK adds the ``Name: value`` lines of ``ANTHROPIC_CUSTOM_HEADERS`` to every request
-    (a gateway's key), whatever the connection is given: each under a credential's name
-    (``x-gateway-key``, ``Authorization``) is registered, as a connection's own headers are,
-    so a gateway quoting it back leaves it nowhere.
-    """
-    for line in (os.environ.get("ANTHROPIC_CUSTOM_HEADERS") or "").split("\n"):
-        name, colon, value = line.partition(":")
-        if colon and is_credential_name(name.strip()):
-            register_header_secret(value.strip(), "$ANTHROPIC_CUSTOM_HEADERS")
-
 class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnection):
     """Anthropic's Messages API.
 
@@ -375,7 +360,7 @@ class AnthropicChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConne
         anthropic = import_sdk("anthropic", "anthropic", "the Anthropic chat model")
         self.check()
         key = self._api_key() or "unused"
-        register_sdk_env_headers()  # what the SDK adds on its own
+        register_sdk_env_headers("ANTHROPIC_CUSTOM_HEADERS")  # the SDK adds them itself
         register_sdk_default_url("ANTHROPIC_BASE_URL", self.base_url)
         return lambda: anthropic.AsyncAnthropic(
             api_key=key, base_url=self.base_url, timeout=self.timeout_s,

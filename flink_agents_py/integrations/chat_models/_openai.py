@@ -38,7 +38,11 @@ from ...api import (
     report_rate_limit,
     secret_from_env,
 )
-from ...api.internal import register_sdk_default_url, scrub_exception
+from ...api.internal import (
+    register_sdk_default_url,
+    register_sdk_env_headers,
+    scrub_exception,
+)
 from ._answers import answer_body
 from ._common import (
     HTTP_FLOW_CONTROL,
@@ -301,6 +305,7 @@ class OpenAIChatModel(FreshOnUnpickle, ChatModelConnection):
             The client.
         """
         register_sdk_default_url("OPENAI_BASE_URL", self.base_url)  # read by the SDK then
+        register_sdk_env_headers("OPENAI_CUSTOM_HEADERS")  # added by the SDK itself
         return openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key() or "unused",
                                   timeout=self.timeout_s, max_retries=self.max_retries,
                                   default_headers=headers,

@@ -19,7 +19,13 @@ from ...api import (
     ProviderError,
     secret_from_env,
 )
-from ...api.internal import clip, mask_secrets, register_sdk_default_url, scrub_exception
+from ...api.internal import (
+    clip,
+    mask_secrets,
+    register_sdk_default_url,
+    register_sdk_env_headers,
+    scrub_exception,
+)
 from ..chat_models._answers import token_count
 from ..chat_models._common import (
     FreshOnUnpickle,
@@ -87,6 +93,7 @@ class OpenAIEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
             if self._client is None:
                 openai = import_sdk("openai", "openai", "the OpenAI-compatible embedding model")
                 register_sdk_default_url("OPENAI_BASE_URL", self.base_url)
+                register_sdk_env_headers("OPENAI_CUSTOM_HEADERS")
                 self._client = openai.OpenAI(
                     base_url=self.base_url, api_key=self._api_key() or "unused",
                     timeout=self.timeout_s, max_retries=self.max_retries,
