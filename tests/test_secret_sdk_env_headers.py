@@ -94,3 +94,26 @@ def test_a_credential_in_the_url_the_sdk_reads_from_the_environment_is_registere
     [ans] = outputs_of(res, "answer")
     assert ans["error"] is None and ans["content"] == "ok", ans
     assert mask_secrets(f"502 from gw:{token}@gateway") == "502 from gw:[REDACTED]@gateway"
+
+
+def test_an_ollama_key_the_sdk_sends_on_its_own_is_masked_in_the_error(monkeypatch):
+    """The ``ollama`` SDK sends ``$OLLAMA_API_KEY`` as a bearer token (Ollama's cloud)."""
+
+    from flink_agents_py.integrations.chat_models import OllamaChatModel
+
+    key = f"ollama-{uuid.uuid4().hex}"
+    monkeypatch.setenv("OLLAMA_API_KEY", key)
+    seen: list[str] = []
+
+    def echo(req: dict[str, Any]) -> tuple[int, Any]:
+        sent = req["headers"].get("authorization", "")
+        seen.append(sent)
+        return 401, {"error": f"unauthorized: {sent.removeprefix('Bearer ')} is not a key"}
+
+    with WireServer(echo) as srv:
+        conn = ResourceDescriptor(OllamaChatModel, host=srv.url, default_model="llama-test")
+        res = run_probe(probe_agent(conn), [{"key": "k", "q": "hi"}])
+    assert seen and seen[0] == f"Bearer {key}"  # the SDK sent it
+    [ans] = outputs_of(res, "answer")
+    assert ans["error"] and "is not a key" in ans["error"], ans
+    assert key not in ans["error"] and "[REDACTED]" in ans["error"]

@@ -45,6 +45,7 @@ from ...api import (
     ProviderError,
     ToolCall,
     ToolMetadata,
+    secret_from_env,
 )
 from ...api.internal import (
     clip,
@@ -123,6 +124,7 @@ class OllamaChatModel(FreshOnUnpickle, LoopBoundSdkConnection, ChatModelConnecti
         from ._ollama_transport import ArgumentsAsObjects  # httpx: with the client
 
         register_sdk_default_url("OLLAMA_HOST", self.host)  # read by the SDK then
+        secret_from_env("OLLAMA_API_KEY")  # the SDK sends it as a bearer token itself
         return lambda: ollama.AsyncClient(host=self.host, timeout=self.timeout_s,
                                           transport=ArgumentsAsObjects(
                                               self.host, self.timeout_s, self.max_answer_bytes))

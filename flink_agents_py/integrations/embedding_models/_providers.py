@@ -195,6 +195,7 @@ class OllamaEmbeddingModel(FreshOnUnpickle, EmbeddingModelConnection):
             if self._client is None:
                 ollama = import_sdk("ollama", "ollama", "the Ollama embedding model")
                 register_sdk_default_url("OLLAMA_HOST", self.base_url)
+                secret_from_env("OLLAMA_API_KEY")  # sent by the SDK itself
                 self._client = ollama.Client(host=self.base_url, timeout=self.timeout_s,
                                              event_hooks=_answer_bounds(
                                                  self.timeout_s, self.max_answer_bytes))
