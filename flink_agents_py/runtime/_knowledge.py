@@ -401,6 +401,22 @@ class DurableVectorStore(_View):
         result: int = self._ctx.durable_execute(target, *args)
         return result
 
+    def get_embedding_model(self) -> Any:
+        """The store's embedding model setup, as its durable view (``DurableEmbeddingModel``).
+
+        The same view ``ctx.get_resource(store.embedding_model, EMBEDDING_MODEL)`` gives: its
+        ``embed`` is a durable call of the action (a replay returns the recorded vectors),
+        where the setup itself, read through the store, was called again by a replay.
+
+        Returns:
+            The view (``isinstance(view, EmbeddingModelSetup)`` holds).
+
+        Raises:
+            VectorStoreError: when the store names no embedding model.
+            ResourceError: when the named resource is not an ``EmbeddingModelSetup``.
+        """
+        setup = self._resource.get_embedding_model()
+        return DurableEmbeddingModel(self._ctx, str(self._resource.embedding_model), setup)
 
     def count(self, collection_name: str | None = None,
               filters: dict[str, Any] | None = None) -> int:
