@@ -115,3 +115,15 @@ def test_a_skill_file_cut_at_its_bound(tmp_path, secret):
     read = tool.skill("notes").read_file("big.txt")
     assert read["cut"]["kept_characters"] == MAX_FILE_CHARS
     assert_no_part(secret, read["text"])
+
+
+def test_the_echoed_warning_of_an_error_record_left_out_of_a_table(secret, capsys):
+    """``TypedOutputs``' echo prints on standard output, where no log filter masks: a
+    secret in the record's key (under the cut) is masked there too."""
+    from flink_agents_py.flink._typed_outputs import _log_unrouted
+
+    _log_unrouted("to_table", {"key": f"customer {secret}", "seq": 1, "action": "go",
+                               "error_type": "ValueError", "message": "bad"}, echo=True)
+    printed = capsys.readouterr().out
+    assert "an error record of the agent" in printed
+    assert secret[:10] not in printed, printed

@@ -28,7 +28,7 @@ from typing import Any
 
 from pyflink.datastream import OutputTag
 
-from ..api.internal import cut_masked
+from ..api.internal import cut_masked, mask_secrets
 from ..runtime.internal import key_from_json
 
 __all__ = ["OutputContract", "OutputTypeError", "TypedOutputs", "contract_of"]
@@ -287,7 +287,8 @@ class TypedOutputs:
             message = f"{self.contract.where}: an agent output is left out: {e}"
             log.warning("%s", message)
             if getattr(self, "echo", False):
-                print(f"WARNING {log.name}: {message}", flush=True)  # see the class docstring
+                # (see the class docstring; standard output has no log filter to mask it)
+                print(f"WARNING {log.name}: {mask_secrets(message)}", flush=True)
             return
         yield converted
 
@@ -320,4 +321,4 @@ def _log_unrouted(where: str, record: Any, echo: bool = False) -> None:
         "to it)")
     log.warning("%s", message)
     if echo:
-        print(f"WARNING {log.name}: {message}", flush=True)  # see TypedOutputs
+        print(f"WARNING {log.name}: {mask_secrets(message)}", flush=True)  # see TypedOutputs
