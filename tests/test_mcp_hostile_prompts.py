@@ -13,10 +13,10 @@ server, the secret masked in it and in its cause, and a prompt longer than
 from __future__ import annotations
 
 import sys
-import textwrap
 import traceback
 
 import pytest
+from support.raw_mcp import raw_server
 
 from flink_agents_py.api import ResourceError
 from flink_agents_py.integrations.mcp import McpServer
@@ -26,26 +26,14 @@ pytestmark = pytest.mark.timeout(120)
 
 SECRET = "tok-PROMPT-SECRET-7c1f22a9"
 
-SERVER = textwrap.dedent('''
-    import json, os, sys
+SERVER = raw_server('''
     TOKEN = os.environ["TOKEN"]
-    def send(o):
-        sys.stdout.write(json.dumps(o) + "\\n"); sys.stdout.flush()
-    for line in sys.stdin:
-        m = json.loads(line)
-        mid, method = m.get("id"), m.get("method")
-        if mid is None:
-            continue
-        if method == "initialize":
-            send({"jsonrpc": "2.0", "id": mid, "result": {
-                "protocolVersion": m["params"]["protocolVersion"],
-                "capabilities": {"tools": {}, "prompts": {}},
-                "serverInfo": {"name": "raw", "version": "1"}}})
-        elif method == "tools/list":
-            send({"jsonrpc": "2.0", "id": mid, "result": {"tools": []}})
+
+    def handle(mid, method, m):
+        if method == "tools/list":
+            answer(mid, {"tools": []})
         elif method == "prompts/list":
-            send({"jsonrpc": "2.0", "id": mid, "result": {"prompts": [
-                {"name": n} for n in ("huge", "err", "bad", "fine")]}})
+            answer(mid, {"prompts": [{"name": n} for n in ("huge", "err", "bad", "fine")]})
         else:
             n = m["params"]["name"]
             text = {"huge": "P" * 200_000, "fine": "hello"}.get(n)
@@ -53,11 +41,14 @@ SERVER = textwrap.dedent('''
                 send({"jsonrpc": "2.0", "id": mid, "error": {
                     "code": -32000, "message": "denied for token " + TOKEN}})
             elif n == "bad":
-                send({"jsonrpc": "2.0", "id": mid, "result": {"messages": "no " + TOKEN}})
+                answer(mid, {"messages": "no " + TOKEN})
             else:
-                send({"jsonrpc": "2.0", "id": mid, "result": {"messages": [
-                    {"role": "user", "content": {"type": "text", "text": text}}]}})
+                answer(mid, {"messages": [
+                    {"role": "user", "content": {"type": "text", "text": text}}]})
+
+    serve(handle, {"tools": {}, "prompts": {}})
 ''')
+
 
 
 @pytest.fixture

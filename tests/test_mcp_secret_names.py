@@ -11,9 +11,9 @@ of it is offered.
 from __future__ import annotations
 
 import sys
-import textwrap
 
 import pytest
+from support.raw_mcp import raw_server
 
 from flink_agents_py.api import ResourceError
 from flink_agents_py.integrations.mcp import McpServer
@@ -23,29 +23,20 @@ pytestmark = pytest.mark.timeout(120)
 
 SECRET = "tok-NAMED-SECRET-4d91ce07"
 
-SERVER = textwrap.dedent('''
-    import json, os, sys
+SERVER = raw_server('''
     TOKEN, KIND = os.environ["TOKEN"], sys.argv[1]
-    def send(o):
-        sys.stdout.write(json.dumps(o) + "\\n"); sys.stdout.flush()
-    for line in sys.stdin:
-        m = json.loads(line)
-        mid, method = m.get("id"), m.get("method")
-        if mid is None:
-            continue
-        if method == "initialize":
-            send({"jsonrpc": "2.0", "id": mid, "result": {
-                "protocolVersion": m["params"]["protocolVersion"],
-                "capabilities": {"tools": {}, "prompts": {}},
-                "serverInfo": {"name": "raw", "version": "1"}}})
-        elif method == "tools/list":
+
+    def handle(mid, method, m):
+        if method == "tools/list":
             name = "lookup_" + TOKEN if KIND == "tool" else "lookup"
-            send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [
-                {"name": name, "inputSchema": {"type": "object"}}]}})
+            answer(mid, {"tools": [{"name": name, "inputSchema": {"type": "object"}}]})
         elif method == "prompts/list":
             name = "ask_" + TOKEN if KIND == "prompt" else "ask"
-            send({"jsonrpc": "2.0", "id": mid, "result": {"prompts": [{"name": name}]}})
+            answer(mid, {"prompts": [{"name": name}]})
+
+    serve(handle, {"tools": {}, "prompts": {}})
 ''')
+
 
 
 @pytest.mark.parametrize("kind", ["tool", "prompt"])
