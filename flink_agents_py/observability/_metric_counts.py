@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..api.internal import BuiltinEventType
 from ._distribution import Distribution
 from ._flink_mirror import FlinkMetricsMirror
+from ._labels import OTHER_LABEL, add_label, kept_label
 from ._payload import to_loggable
 from ._tracking import CallInfo, TrackingObserver
 
@@ -156,7 +157,10 @@ class MetricCounts(TrackingObserver):
             self._counts[name] += n
         else:
             by = self.labelled[name]
-            by[label] = by.get(label, 0) + n
+            if label in by:
+                by[label] += n
+            else:
+                add_label(by, label, n)
 
     def _observe(self, name: str, value_ms: float | None, label: str | None = None) -> None:
         if value_ms is None:
@@ -169,6 +173,12 @@ class MetricCounts(TrackingObserver):
             d.fold()
 
     def _distribution(self, by: dict[str | None, Distribution], label: str | None) -> Distribution:
+        """``by[label]``, made now (a new label; kept as ``_labels.kept_label`` says)."""
+        if kept_label(by, label) is OTHER_LABEL:
+            other = by.get(OTHER_LABEL)
+            if other is not None:
+                return other
+            label = OTHER_LABEL
         d = by[label] = Distribution()
         if self.flink is not None:
             d.before_fold = self.flush
@@ -188,7 +198,10 @@ class MetricCounts(TrackingObserver):
                  model: str | None) -> None:
         etype = getattr(event, "type", "?")
         by = self.labelled["events_processed_by_type"]  # (their sum: ``events_processed``)
-        by[etype] = by.get(etype, 0) + 1
+        if etype in by:
+            by[etype] += 1
+        else:
+            add_label(by, etype)
         if etype is _CHAT_REQUEST or (  # (``is`` first: ``==`` on it is a Python call)
                 type(etype) is not BuiltinEventType and etype == "ChatRequestEvent"):
             self._inc("chats", 1, model or "?")
@@ -262,7 +275,7 @@ class MetricCounts(TrackingObserver):
             if model in by:
                 by[model] += 1
             else:
-                by[model] = 1
+                add_label(by, model)
             if not ok:
                 self._inc("chat_calls_failed", 1, model)
             if response:

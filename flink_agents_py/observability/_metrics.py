@@ -88,6 +88,7 @@ from ._flink_mirror import (
     METRIC_GROUP,
     FlinkMetricsMirror,
 )
+from ._labels import add_label
 from ._metric_counts import MetricCounts
 from ._metrics_probe import MetricsProbe, new_track
 
@@ -230,8 +231,7 @@ class AgentMetrics(MetricCounts):
             if hasattr(event, "type"):
                 self._tally.event_dispatched(key, event, parent=parent)
             else:  # not an agent event: counted as type ``?``
-                by = self._events_by_type  # (their sum: ``events_processed``)
-                by["?"] = by.get("?", 0) + 1
+                add_label(self._events_by_type, "?")  # (their sum: ``events_processed``)
         except Exception:  # noqa: BLE001
             _hook_failed("event_dispatched")
 
@@ -276,8 +276,7 @@ class AgentMetrics(MetricCounts):
             for call_id in [c for c in t[1] if c.startswith(prefix)
                             and "/" not in c[len(prefix):]]:
                 self._abandon_open(t, call_id, now)
-        by = self._actions_executed
-        by[action] = by.get(action, 0) + 1
+        add_label(self._actions_executed, action)
         if error is not None:
             self._inc("actions_failed", 1, action)
         if start is not None:

@@ -24,6 +24,7 @@ from ..api.internal import BuiltinEventType
 from ..runtime import CallKind, Probe
 from ..runtime.internal import CallCommand, event_parent
 from ._ids import CHAT_ACTION, action_parent
+from ._labels import add_label
 from ._tracking import _KINDS
 
 if TYPE_CHECKING:
@@ -141,7 +142,7 @@ class MetricsProbe(Probe):
             try:
                 by[etype] += 1
             except KeyError:
-                by[etype] = 1
+                add_label(by, etype)
         return now
 
     def run_completed(self, key: Any, seq: int, token: Any) -> None:
@@ -206,7 +207,7 @@ class MetricsProbe(Probe):
         try:  # (a type seen before, the usual case: no call)
             by[etype] += 1
         except KeyError:
-            by[etype] = 1
+            add_label(by, etype)
         if etype in self.hooked_types:
             try:
                 tracked = self.tracked
@@ -232,7 +233,7 @@ class MetricsProbe(Probe):
                     try:
                         started[label] += 1
                     except KeyError:
-                        started[label] = 1
+                        add_label(started, label)
                 elif etype is _CHAT_RESPONSE or (  # no action it triggers needs its chat
                         type(etype) is not BuiltinEventType and etype == "ChatResponseEvent"):
                     try:
@@ -299,7 +300,7 @@ class MetricsProbe(Probe):
             try:
                 by[etype] += 1
             except KeyError:
-                by[etype] = 1
+                add_label(by, etype)
         self.counters["outputs_emitted"] += 1
 
     def action_started(self, key: Any, execution_id: str, action: str, reentered: bool) -> Any:
@@ -338,7 +339,7 @@ class MetricsProbe(Probe):
         try:  # (an action seen before: no call)
             by[action] += 1
         except KeyError:
-            by[action] = 1
+            add_label(by, action)
         try:
             d = self.action_latency[action]
         except KeyError:
@@ -374,7 +375,7 @@ class MetricsProbe(Probe):
         try:
             by[action] += 1
         except KeyError:
-            by[action] = 1
+            add_label(by, action)
         try:
             d = self.action_latency[action]
         except KeyError:
@@ -395,7 +396,7 @@ class MetricsProbe(Probe):
                 try:
                     by[etype] += 1
                 except KeyError:
-                    by[etype] = 1
+                    add_label(by, etype)
         counters = self.counters
         counters["outputs_emitted"] += emitted
         if tracked and key in tracked:  # an output's chat bookkeeping: its general end
