@@ -127,10 +127,11 @@ def test_a_key_selector_raising_a_cancelled_error_rejects_that_record_alone():
     )
     assert [o["n"] for o in result.outputs] == [0, 2]
     [error] = result.errors
-    assert (error.action, error.error_type) == ("<key_selector>", "CancelledError")
-    assert error.message.startswith(
-        "the key selector raised on the dict record (its fields: key, n, cancel), at "), error
-    assert error.message.endswith(" in key_or_cancelled: no key for 1"), error
+    assert (error.action, error.error_type, error.message) == (
+        "<key_selector>",
+        "CancelledError",
+        "no key for 1",
+    )
 
 
 class Refusing(DeferredSubagentSetup):

@@ -25,11 +25,10 @@ from ...api.internal import (
     stored_event_from_json,
 )
 from .._chat_request import request_event
-from .._failures import clip, redact_text, unless_stopping
+from .._failures import clip, unless_stopping
 from .._serde import from_json_value, is_tagged_model, to_json_value, unshared
 from .._terminal import log_text
 from .._typed_fields import TYPED_KEY
-from ._key_failures import selector_failure
 
 __all__ = ["ErrorRecord", "StepResult", "input_event", "input_record", "event_of",
            "RejectedKey", "select_key", "rejected_record", "shown_input", "input_form",
@@ -379,10 +378,7 @@ def select_key(key_selector: Callable[[Any], Any], record: Any) -> Any:
         key = key_selector(record)
     except BaseException as e:  # noqa: BLE001 - a bad record is reported, not fatal
         unless_stopping(e)  # (a CancelledError of its own too: ``_failures``)
-        rejected = RejectedKey.of(e)  # said to be the selector's, with the record's fields
-        prefix = selector_failure(e, record)
-        return rejected if prefix is None else rejected._replace(
-            message=f"{redact_text(prefix)}: {rejected.message}")
+        return RejectedKey.of(e)
     try:
         hash(key)
     except TypeError as e:  # a dict, a list: say it is the key, and what to do
